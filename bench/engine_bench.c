@@ -1,0 +1,173 @@
+/*
+ * engine_bench.c - ordo's side of the engine benchmark: the workloads of
+ * workloads.h pushed to one ordo engine.
+ *
+ *   engine_bench <naive|pooled|perdevice> <cpu_workers>
+ *
+ * One engine kind and worker count per process, so that one configuration's
+ * threads (spinning workers, say) never steal the cores of the next one, and
+ * a crash or hang in one configuration cannot take the others down with it.
+ *
+ * Threads: the main thread pushes; pooled and perdevice add cpu_workers
+ * worker threads (plus a CPU priority pool thread that stays idle here).  So
+ * cpu_workers=1 is 2 busy threads, the same as OpenMP's 2 threads of which
+ * one creates the tasks; cpu_workers=2 is 3 busy threads on the 2 cores, the
+ * same as StarPU with STARPU_NCPU=2 plus its submitting main thread.
+ *
+ * Timed: from the first push to the return of ordo_wait_for_all; creating
+ * the engine and the vars is not counted (nor is the peers' set-up).
+ *
+ * Every task is ordo_push_sync with a trivial function (the same
+ * bench_busy(0) body the peers run) on ctx {ORDO_CPU, 0}.  The extra
+ * workload "chain_op" is the chain pushed through one reusable operator
+ * (ordo_new_operator + ordo_push), which skips per-push argument handling;
+ * the peers have no such thing, so run.sh compares it to their chain.
+ *
+ * max_inflight defaults to 2^21 (more than any workload's task count), so
+ * backpressure never blocks the pusher - StarPU does not throttle by default
+ * either.  BENCH_MAX_INFLIGHT=65536 measures with ordo's built-in default.
+ */
+#include "ordo.h"
+#include "workloads.h"
+
+static long g_busy_ns; /* task body length, read by every task */
+
+static int task_fn(const ordo_run_ctx *rc, void *param)
+{
+    (void)rc;
+    bench_busy(*(const long *)param);
+    return 0;
+}
+
+static void op_fn(const ordo_run_ctx *rc, void *param, ordo_done *done)
+{
+    (void)rc;
+    bench_busy(*(const long *)param);
+    ordo_done_complete(done, NULL);
+}
+
+static ordo_var *g_v[BENCH_NVARS];
+static const ordo_ctx CPU0 = {ORDO_CPU, 0};
+
+/* One timed run; returns 0 and the time in *ns, or an ordo error code. */
+static int run_once(ordo_engine *e, const bench_workload *w, const bench_dag *d, int use_op,
+                    uint64_t *ns)
+{
+    const long n = w->tasks;
+    int rc = 0;
+    ordo_opr *op = NULL;
+    g_busy_ns = w->busy_ns;
+    if (use_op) {
+        op = ordo_new_operator(e, op_fn, &g_busy_ns, NULL, NULL, 0, &g_v[0], 1,
+                               ORDO_PROP_NORMAL, "chain_op");
+        if (!op) return ORDO_ERR_FAILED;
+    }
+    uint64_t t0 = bench_now_ns();
+    if (use_op) {
+        for (long i = 0; i < n && rc == 0; i++) rc = ordo_push(e, op, CPU0, 0);
+    } else {
+        switch (w->deps) {
+        case W_INDEP:
+            for (long i = 0; i < n && rc == 0; i++)
+                rc = ordo_push_sync(e, task_fn, &g_busy_ns, NULL, CPU0, NULL, 0, NULL, 0,
+                                    ORDO_PROP_NORMAL, 0, "indep");
+            break;
+        case W_CHAIN:
+            for (long i = 0; i < n && rc == 0; i++)
+                rc = ordo_push_sync(e, task_fn, &g_busy_ns, NULL, CPU0, NULL, 0, &g_v[0], 1,
+                                    ORDO_PROP_NORMAL, 0, "chain");
+            break;
+        default: /* W_DAG */
+            for (long i = 0; i < n && rc == 0; i++) {
+                ordo_var *r[2] = {g_v[d->r0[i]], g_v[d->r1[i]]};
+                rc = ordo_push_sync(e, task_fn, &g_busy_ns, NULL, CPU0, r, 2, &g_v[d->w[i]], 1,
+                                    ORDO_PROP_NORMAL, 0, "dag");
+            }
+            break;
+        }
+    }
+    int wrc = ordo_wait_for_all(e);
+    uint64_t t1 = bench_now_ns();
+    if (op) ordo_delete_operator(e, op);
+    *ns = t1 - t0;
+    return rc ? rc : wrc;
+}
+
+static int parse_kind(const char *s)
+{
+    if (!strcmp(s, "naive")) return ORDO_ENGINE_NAIVE;
+    if (!strcmp(s, "pooled")) return ORDO_ENGINE_POOLED;
+    if (!strcmp(s, "perdevice")) return ORDO_ENGINE_PER_DEVICE;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int kind = argc > 1 ? parse_kind(argv[1]) : 0;
+    int workers = argc > 2 ? atoi(argv[2]) : 0;
+    if (!kind || workers <= 0) {
+        fprintf(stderr, "usage: %s naive|pooled|perdevice CPU_WORKERS\n", argv[0]);
+        return 2;
+    }
+    /* The naive engine has no workers: label it without a worker count. */
+    char label[64];
+    if (kind == ORDO_ENGINE_NAIVE)
+        snprintf(label, sizeof label, "ordo-naive");
+    else
+        snprintf(label, sizeof label, "ordo-%s-w%d", argv[1], workers);
+
+    bench_params p = bench_params_from_env();
+    bench_dag d;
+    if (bench_dag_make(&d, p.w[W_DAG].tasks) != 0) {
+        printf("NA\t%s\tout of memory making the DAG\n", label);
+        return 0;
+    }
+
+    ordo_engine_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.kind = kind;
+    cfg.cpu_workers = workers;
+    cfg.cpu_priority_workers = 1;
+    cfg.max_inflight = (int)bench_env_long("BENCH_MAX_INFLIGHT", 1L << 21);
+    ordo_engine *e = ordo_engine_create(&cfg);
+    if (!e) {
+        printf("NA\t%s\tordo_engine_create failed: %s\n", label, ordo_last_error());
+        bench_dag_free(&d);
+        return 0;
+    }
+    ordo_engine_get_config(e, &cfg);
+    printf("#\t%s: kind=%s cpu_workers=%d cpu_priority_workers=%d max_inflight=%d spin_us=%d\n",
+           label, ordo_engine_kind_name(cfg.kind), cfg.cpu_workers, cfg.cpu_priority_workers,
+           cfg.max_inflight, cfg.spin_us);
+
+    for (int i = 0; i < BENCH_NVARS; i++) {
+        g_v[i] = ordo_new_variable(e);
+        if (!g_v[i]) {
+            printf("NA\t%s\tordo_new_variable failed: %s\n", label, ordo_last_error());
+            ordo_engine_destroy(e);
+            bench_dag_free(&d);
+            return 0;
+        }
+    }
+
+    /* The table's order, with chain_op right after chain. */
+    for (int k = 0; k < W_COUNT; k++) {
+        for (int use_op = 0; use_op <= (k == W_CHAIN); use_op++) {
+            bench_workload w = p.w[k];
+            if (use_op) w.name = "chain_op";
+            if (!bench_selected(w.name)) continue;
+            uint64_t t[BENCH_MAX_REPS];
+            int rc = 0;
+            for (int r = 0; r < p.reps && rc == 0; r++) rc = run_once(e, &w, &d, use_op, &t[r]);
+            if (rc != 0) {
+                printf("NA\t%s\t%s: error %d: %s\n", label, w.name, rc, ordo_last_error());
+                continue;
+            }
+            bench_report(label, &w, p.reps, bench_median(t, p.reps));
+        }
+    }
+
+    ordo_engine_destroy(e); /* deletes the vars too (rule 11) */
+    bench_dag_free(&d);
+    return 0;
+}

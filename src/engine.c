@@ -1,0 +1,332 @@
+/*
+ * engine.c - engine life cycle, pushing, waiting, and op/var memory.
+ */
+#include "internal.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+static atomic_uint_least64_t next_engine_uid = 1;
+
+/* ---- configuration ---------------------------------------------------- */
+
+static int env_int(const char *name, int fallback) {
+    const char *s = getenv(name);
+    if (!s || !*s) return fallback;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return (*end || v < 0 || v > 1 << 24) ? fallback : (int)v;
+}
+
+static int env_kind(void) {
+    const char *s = getenv("ORDO_ENGINE_TYPE");
+    if (!s || !*s) return ORDO_ENGINE_PER_DEVICE;
+    if (!strcasecmp(s, "naive") || !strcasecmp(s, "NaiveEngine")) return ORDO_ENGINE_NAIVE;
+    if (!strcasecmp(s, "pooled") || !strcasecmp(s, "ThreadedEnginePooled")) return ORDO_ENGINE_POOLED;
+    return ORDO_ENGINE_PER_DEVICE;
+}
+
+static ordo_engine_config resolve_config(const ordo_engine_config *in) {
+    ordo_engine_config c = in ? *in : (ordo_engine_config){0};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    if (c.kind < ORDO_ENGINE_NAIVE || c.kind > ORDO_ENGINE_PER_DEVICE) c.kind = env_kind();
+    if (c.cpu_workers <= 0) c.cpu_workers = env_int("ORDO_CPU_WORKER_NTHREADS", (int)cores);
+    if (c.cpu_priority_workers <= 0) c.cpu_priority_workers = env_int("ORDO_CPU_PRIORITY_NTHREADS", 1);
+    if (c.gpu_workers <= 0) c.gpu_workers = env_int("ORDO_GPU_WORKER_NTHREADS", 2);
+    if (c.gpu_copy_workers <= 0) c.gpu_copy_workers = env_int("ORDO_GPU_COPY_NTHREADS", 1);
+    if (c.max_inflight <= 0) c.max_inflight = env_int("ORDO_MAX_INFLIGHT", 65536);
+    if (c.spin_us <= 0) c.spin_us = env_int("ORDO_SPIN_US", 50);
+    if (c.profiler_autostart <= 0) c.profiler_autostart = env_int("ORDO_PROFILER_AUTOSTART", 0);
+    if (c.cpu_workers < 1) c.cpu_workers = 1;
+    if (c.cpu_priority_workers < 1) c.cpu_priority_workers = 1;
+    if (c.gpu_workers < 1) c.gpu_workers = 1;
+    if (c.gpu_copy_workers < 1) c.gpu_copy_workers = 1;
+    if (c.max_inflight < 16) c.max_inflight = 16;
+    return c;
+}
+
+const char *ordo_engine_kind_name(int kind) {
+    switch (kind) {
+    case ORDO_ENGINE_NAIVE: return "naive";
+    case ORDO_ENGINE_POOLED: return "pooled";
+    case ORDO_ENGINE_PER_DEVICE: return "perdevice";
+    }
+    return "unknown";
+}
+
+void ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out) {
+    if (e && out) *out = e->cfg;
+}
+
+long ordo_engine_pending(ordo_engine *e) {
+    return e ? atomic_load_explicit(&e->pending, memory_order_acquire) : 0;
+}
+
+int ordo_gpu_count(void) { return ordo_gpu_backend ? ordo_gpu_backend->count() : 0; }
+
+/* ---- op and var blocks ------------------------------------------------- */
+
+/* Ops are the hot path: each thread keeps a cache of free op blocks and
+ * trades them with the engine's list in batches, so a push and a completion
+ * normally take no lock at all. */
+#define OPS_PER_SLAB 256
+#define OP_CACHE_MAX 256
+#define OP_BATCH 64
+
+static _Thread_local struct { uint64_t uid; op_cache c; } tls_ops;
+
+void *engine_slab_alloc(slab **list, size_t size) {
+    slab *s = aligned_alloc(64, (size + 63) / 64 * 64 + 64);
+    if (!s) return NULL;
+    s->next = *list;
+    *list = s;
+    return (char *)s + 64;
+}
+
+static op_cache *cache_for(ordo_engine *e) {
+    if (tls_worker && tls_worker->engine == e) return &tls_worker->cache;
+    if (tls_ops.uid != e->uid) {
+        /* Blocks cached for an older engine belong to its slabs: drop them. */
+        tls_ops.uid = e->uid;
+        tls_ops.c.head = NULL;
+        tls_ops.c.n = 0;
+    }
+    return &tls_ops.c;
+}
+
+op *op_alloc(ordo_engine *e) {
+    op_cache *c = cache_for(e);
+    if (!c->head) {
+        pthread_mutex_lock(&e->mem_mu);
+        if (!e->op_free) {
+            op *block = engine_slab_alloc(&e->op_slabs, OPS_PER_SLAB * sizeof(op));
+            if (!block) {
+                pthread_mutex_unlock(&e->mem_mu);
+                return NULL;
+            }
+            for (int i = 0; i < OPS_PER_SLAB; i++) {
+                block[i].next = e->op_free;
+                e->op_free = &block[i];
+            }
+            e->op_free_n += OPS_PER_SLAB;
+        }
+        for (int i = 0; i < OP_BATCH && e->op_free; i++) {
+            op *o = e->op_free;
+            e->op_free = o->next;
+            e->op_free_n--;
+            o->next = c->head;
+            c->head = o;
+            c->n++;
+        }
+        pthread_mutex_unlock(&e->mem_mu);
+    }
+    op *o = c->head;
+    c->head = o->next;
+    c->n--;
+    return o;
+}
+
+void op_free(ordo_engine *e, op *o) {
+    op_cache *c = cache_for(e);
+    o->next = c->head;
+    c->head = o;
+    if (++c->n > OP_CACHE_MAX) {
+        pthread_mutex_lock(&e->mem_mu);
+        while (c->n > OP_CACHE_MAX - OP_BATCH) {
+            op *x = c->head;
+            c->head = x->next;
+            c->n--;
+            x->next = e->op_free;
+            e->op_free = x;
+            e->op_free_n++;
+        }
+        pthread_mutex_unlock(&e->mem_mu);
+    }
+}
+
+/* ---- failures ------------------------------------------------------------ */
+
+void engine_record_failure(ordo_engine *e, failure *f) {
+    failure_ref(f);
+    pthread_mutex_lock(&e->fail_mu);
+    /* Drop failures a wait_for_var already reported, so the list stays short. */
+    failure **pp = &e->fail_head;
+    e->fail_tail = NULL;
+    while (*pp) {
+        failure *x = *pp;
+        if (atomic_load(&x->reported)) {
+            *pp = x->next;
+            failure_unref(x);
+        } else {
+            e->fail_tail = x;
+            pp = &x->next;
+        }
+    }
+    f->next = NULL;
+    if (e->fail_tail) e->fail_tail->next = f;
+    else e->fail_head = f;
+    e->fail_tail = f;
+    pthread_mutex_unlock(&e->fail_mu);
+}
+
+/* Reports the oldest unreported failure and marks all of them reported. */
+int engine_report_failures(ordo_engine *e) {
+    pthread_mutex_lock(&e->fail_mu);
+    failure *list = e->fail_head;
+    e->fail_head = e->fail_tail = NULL;
+    pthread_mutex_unlock(&e->fail_mu);
+    int rc = ORDO_OK, more = 0;
+    while (list) {
+        failure *f = list;
+        list = f->next;
+        if (failure_claim(f)) {
+            if (rc == ORDO_OK) rc = set_error(ORDO_ERR_FAILED, "%s", f->msg);
+            else more++;
+        }
+        failure_unref(f);
+    }
+    if (more) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s (and %d more failure%s)", ordo_last_error(), more, more > 1 ? "s" : "");
+        set_error(rc, "%s", buf);
+    }
+    return rc;
+}
+
+/* ---- pending count: wait_for_all and backpressure ------------------------ */
+
+void engine_op_retired(ordo_engine *e) {
+    long left = atomic_fetch_sub(&e->pending, 1) - 1;
+    if ((left == 0 || left == e->low_mark) && atomic_load(&e->idle_waiters) > 0) {
+        pthread_mutex_lock(&e->idle_mu);
+        pthread_cond_broadcast(&e->idle_cv);
+        pthread_mutex_unlock(&e->idle_mu);
+    }
+}
+
+/* Waits until pending <= target.  Spins first (a sleep/wake costs ~4 us). */
+void engine_wait_pending(ordo_engine *e, long target) {
+    uint64_t until = now_ns() + (uint64_t)e->cfg.spin_us * 1000u;
+    for (int i = 0; atomic_load(&e->pending) > target; i++) {
+        if ((i & 63) != 63) {
+            cpu_relax();
+            continue;
+        }
+        if (now_ns() < until) {
+            sched_yield();
+            continue;
+        }
+        pthread_mutex_lock(&e->idle_mu);
+        atomic_fetch_add(&e->idle_waiters, 1);
+        while (atomic_load(&e->pending) > target) pthread_cond_wait(&e->idle_cv, &e->idle_mu);
+        atomic_fetch_sub(&e->idle_waiters, 1);
+        pthread_mutex_unlock(&e->idle_mu);
+        break;
+    }
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
+    ordo_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        set_error(ORDO_ERR_NOMEM, "ordo_engine_create: out of memory");
+        return NULL;
+    }
+    e->cfg = resolve_config(cfg);
+    e->uid = atomic_fetch_add(&next_engine_uid, 1);
+    e->low_mark = e->cfg.max_inflight / 2;
+    pthread_mutex_init(&e->idle_mu, NULL);
+    pthread_cond_init(&e->idle_cv, NULL);
+    pthread_mutex_init(&e->fail_mu, NULL);
+    pthread_mutex_init(&e->pool_mu, NULL);
+    pthread_mutex_init(&e->mem_mu, NULL);
+    pthread_mutex_init(&e->prof_mu, NULL);
+    e->prof_shared = prof_buf_new(e, -1, (ordo_ctx){0, 0}, "pushing threads");
+
+    int rc = ORDO_OK;
+    if (e->cfg.kind == ORDO_ENGINE_PER_DEVICE) {
+        rc = start_cpu_pool(e, 0);
+        if (rc == ORDO_OK) {
+            e->cpu_prio_pool = calloc(1, sizeof(pool));
+            rc = e->cpu_prio_pool ? pool_start(e, e->cpu_prio_pool, POOL_CPU_PRIORITY,
+                                               (ordo_ctx){ORDO_CPU, 0}, e->cfg.cpu_priority_workers)
+                                  : ORDO_ERR_NOMEM;
+        }
+    } else if (e->cfg.kind == ORDO_ENGINE_POOLED) {
+        e->shared_pool = calloc(1, sizeof(pool));
+        e->shared_copy_pool = calloc(1, sizeof(pool));
+        rc = e->shared_pool && e->shared_copy_pool
+                 ? pool_start(e, e->shared_pool, POOL_SHARED, (ordo_ctx){0, 0}, e->cfg.cpu_workers)
+                 : ORDO_ERR_NOMEM;
+        if (rc == ORDO_OK)
+            rc = pool_start(e, e->shared_copy_pool, POOL_SHARED_COPY, (ordo_ctx){0, 0}, e->cfg.gpu_copy_workers);
+    }
+    if (rc != ORDO_OK) {
+        ordo_engine_destroy(e);
+        set_error(rc, "ordo_engine_create: cannot start worker threads");
+        return NULL;
+    }
+    if (e->cfg.profiler_autostart) ordo_profiler_start(e);
+    return e;
+}
+
+static void stop_pool(pool **pp) {
+    if (*pp) {
+        if ((*pp)->workers) pool_stop(*pp);
+        free(*pp);
+        *pp = NULL;
+    }
+}
+
+void ordo_engine_destroy(ordo_engine *e) {
+    if (!e) return;
+    engine_wait_pending(e, 0);
+    while (atomic_load(&e->external) > 0) sched_yield();
+    for (int d = 0; d < ORDO_MAX_DEVICES; d++) {
+        pool *p;
+        p = atomic_load(&e->cpu_pools[d]); stop_pool(&p);
+        p = atomic_load(&e->gpu_pools[d]); stop_pool(&p);
+        p = atomic_load(&e->gpu_copy_pools[d]); stop_pool(&p);
+        p = atomic_load(&e->gpu_prio_pools[d]); stop_pool(&p);
+    }
+    stop_pool(&e->cpu_prio_pool);
+    stop_pool(&e->shared_pool);
+    stop_pool(&e->shared_copy_pool);
+
+    /* Failures still held by live vars or by the unreported list. */
+    for (failure *f = e->fail_head, *next; f; f = next) {
+        next = f->next;
+        failure_unref(f);
+    }
+    for (slab *s = e->var_slabs, *next; s; s = next) {
+        next = s->next;
+        ordo_var *vars = (ordo_var *)((char *)s + 64);
+        for (int i = 0; i < VARS_PER_SLAB; i++)
+            if (atomic_load(&vars[i].magic) == VAR_LIVE) failure_unref(vars[i].fail);
+        free(s);
+    }
+    for (slab *s = e->op_slabs, *next; s; s = next) {
+        next = s->next;
+        free(s);
+    }
+    prof_free_all(e);
+    pthread_mutex_destroy(&e->idle_mu);
+    pthread_cond_destroy(&e->idle_cv);
+    pthread_mutex_destroy(&e->fail_mu);
+    pthread_mutex_destroy(&e->pool_mu);
+    pthread_mutex_destroy(&e->mem_mu);
+    pthread_mutex_destroy(&e->prof_mu);
+    free(e);
+}

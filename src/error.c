@@ -1,0 +1,70 @@
+/*
+ * error.c - failures carried by vars, and the thread-local last error.
+ *
+ * A failure is created once, where an op fails, and then shared by every var
+ * the failure spreads to (rule 5).  Its `reported` flag is what makes a
+ * failure surface at exactly one wait: whichever wait claims it first
+ * reports it, and every later wait sees it as already reported and clean.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char last_error[1024];
+
+const char *ordo_last_error(void) { return last_error; }
+
+int set_error(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+failure *failure_vnew(const char *fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0) n = 0;
+    failure *f = malloc(sizeof *f + (size_t)n + 1);
+    if (!f) return NULL;
+    atomic_init(&f->refs, 1);
+    atomic_init(&f->reported, 0);
+    f->next = NULL;
+    vsnprintf(f->msg, (size_t)n + 1, fmt, ap);
+    return f;
+}
+
+failure *failure_new(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    failure *f = failure_vnew(fmt, ap);
+    va_end(ap);
+    return f;
+}
+
+void failure_ref(failure *f) { atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed); }
+
+void failure_unref(failure *f) {
+    if (f && atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1) free(f);
+}
+
+bool failure_claim(failure *f) { return atomic_exchange(&f->reported, 1) == 0; }
+
+int ordo_fail(const ordo_run_ctx *rc, const char *fmt, ...) {
+    if (!rc || !rc->op_) return ORDO_ERR_FAILED;
+    op *o = rc->op_;
+    va_list ap;
+    va_start(ap, fmt);
+    failure *f = failure_vnew(fmt, ap);
+    va_end(ap);
+    if (f) {
+        failure_unref(o->fail); /* the last message wins */
+        o->fail = f;
+    }
+    return ORDO_ERR_FAILED;
+}

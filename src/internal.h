@@ -1,0 +1,283 @@
+/*
+ * internal.h - the engine's private structures, shared by the files of src/.
+ *
+ * How an op travels through the engine:
+ *
+ *   push ──> one dep_node per distinct var, appended to each var's queue
+ *            (all vars locked in address order, so a push is atomic over
+ *            its vars: rule 8)
+ *        ──> when every node is granted, the op is "ready" and goes to the
+ *            ready queue of the pool its context and property select
+ *        ──> a worker runs it (or the worker that released it runs it at
+ *            once, skipping the queue), then completes each var, which
+ *            grants the next nodes and may make further ops ready.
+ *
+ * A var grants either one writer or any number of readers (var.c).
+ */
+#ifndef ORDO_INTERNAL_H
+#define ORDO_INTERNAL_H
+
+#include "ordo.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#define ORDO_NAME_MAX 32
+#define OP_INLINE_VARS 4
+
+typedef struct op op;
+typedef struct pool pool;
+typedef struct worker worker;
+
+/* ---- errors (error.c) ---------------------------------------------- */
+
+/* One failure.  Shared (refcounted) by every var it has spread to, so that
+ * reporting it once marks it reported everywhere (rule 5). */
+typedef struct failure {
+    atomic_int refs;
+    atomic_int reported;
+    struct failure *next; /* engine's list of failures, oldest first */
+    char msg[];
+} failure;
+
+failure *failure_new(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+failure *failure_vnew(const char *fmt, va_list ap);
+void failure_ref(failure *f);
+void failure_unref(failure *f);
+/* Marks f reported; true when this call is the one that reported it. */
+bool failure_claim(failure *f);
+int  set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- spin lock ------------------------------------------------------ */
+
+/* Var locks guard a few pointer moves, so a spin lock beats a mutex; it
+ * yields after a while because a preempted holder on 2 cores is common. */
+typedef struct { atomic_int v; } spin_lock;
+void spin_lock_acquire(spin_lock *l);
+static inline void spin_lock_release(spin_lock *l) {
+    atomic_store_explicit(&l->v, 0, memory_order_release);
+}
+
+/* ---- vars (var.c) ---------------------------------------------------- */
+
+typedef struct dep_node {
+    struct dep_node *next; /* next waiting node in the var's queue */
+    op *op;
+    bool is_write;
+} dep_node;
+
+#define VAR_LIVE 0x6f72646fu /* "ordo" */
+#define VAR_DEAD 0xdeadbeefu
+
+struct ordo_var {
+    spin_lock lock;
+    atomic_uint magic;
+    bool deleted;          /* a delete op was pushed; later pushes fail */
+    bool writer_active;    /* a granted write has not completed */
+    int nreaders;          /* granted reads not completed */
+    dep_node *head, *tail; /* nodes waiting for a grant, in push order */
+    atomic_uint_least64_t version;
+    failure *fail;         /* error carried by the data; guarded by the grant */
+    void *device_state;    /* backend's per-var state (CUDA events) */
+    ordo_var *next_free;
+};
+
+/* A list of ops made ready while completing; dispatched after unlocking. */
+typedef struct ready_list { op *head, *tail; } ready_list;
+
+/* Append a node under the var's lock; returns true when granted at once. */
+bool var_append(ordo_var *v, dep_node *n);
+/* Complete a granted node under the var's lock; ready ops go to rl. */
+void var_complete(ordo_var *v, bool is_write, ready_list *rl);
+
+ordo_var *var_alloc(ordo_engine *e);
+void var_free(ordo_engine *e, ordo_var *v);
+
+/* ---- ops -------------------------------------------------------------- */
+
+enum {
+    OP_SYNC = 1 << 0,     /* fn is an ordo_sync_fn */
+    OP_WAIT = 1 << 1,     /* internal: a waiter's signal (wait.c) */
+    OP_DELETE = 1 << 2,   /* frees its single var when done */
+    OP_RUN_HERE = 1 << 3, /* runs in whichever thread makes it ready */
+    OP_NO_VERSION = 1 << 4/* its writes do not count as writes (wait_to_write) */
+};
+
+struct ordo_opr {
+    ordo_engine *engine;
+    ordo_async_fn fn;
+    void *param;
+    void (*param_free)(void *);
+    int prop;
+    int nvars;
+    ordo_var **vars;
+    bool *is_write;
+    atomic_int refs; /* 1 for the handle + 1 per pushed run in flight */
+    char name[ORDO_NAME_MAX];
+};
+
+struct op {
+    op *next; /* ready list / queue / free list link */
+    ordo_engine *engine;
+    atomic_int wait; /* nodes not yet granted, +1 while pushing */
+    int flags;
+    int prop;
+    int priority;
+    uint64_t seq; /* push order, ties in the priority heap */
+    ordo_ctx ctx;
+    pool *pool;
+    ordo_sync_fn sfn;
+    ordo_async_fn afn;
+    void *param;
+    void (*param_free)(void *);
+    ordo_opr *opr;
+    failure *fail; /* set by ordo_fail / ordo_done_complete */
+    int nvars;
+    ordo_var **vars;
+    dep_node *nodes;
+    uint64_t t_ready, t_start; /* profiler, ns */
+    int run_worker;
+    ordo_var *vars_inline[OP_INLINE_VARS];
+    dep_node nodes_inline[OP_INLINE_VARS];
+    char name[ORDO_NAME_MAX];
+};
+
+/* ---- ready queues, pools and workers (sched.c) ----------------------- */
+
+typedef struct ready_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    op *fifo_head, *fifo_tail; /* priority 0, in push order */
+    op **heap;                 /* other priorities: max-heap on (priority, -seq) */
+    int heap_n, heap_cap;
+    atomic_int size;
+    atomic_int heap_size;
+    int sleepers;
+    bool stop;
+} ready_queue;
+
+enum pool_kind { POOL_CPU, POOL_CPU_PRIORITY, POOL_GPU, POOL_GPU_COPY, POOL_GPU_PRIORITY, POOL_SHARED, POOL_SHARED_COPY };
+
+struct pool {
+    ordo_engine *engine;
+    enum pool_kind kind;
+    ordo_ctx ctx;   /* the device the pool serves (dev_type 0 for shared pools) */
+    ready_queue q;
+    int nworkers;
+    worker *workers;
+};
+
+typedef struct op_cache { op *head; int n; } op_cache;
+
+typedef struct prof_buf prof_buf;
+
+struct worker {
+    ordo_engine *engine;
+    pool *pool;
+    pthread_t thread;
+    int id;
+    op_cache cache;
+    prof_buf *prof;
+    void *streams[ORDO_MAX_DEVICES]; /* GPU streams, created lazily per device */
+};
+
+int  pool_start(ordo_engine *e, pool *p, enum pool_kind kind, ordo_ctx ctx, int nworkers);
+void pool_stop(pool *p);
+void queue_push(ready_queue *q, op *o);
+
+/* Runs a ready op and everything it makes ready that may run here. */
+void run_ready(ordo_engine *e, op *o);
+/* Hands ready ops to their pools (or runs the ones that run here). */
+void dispatch_list(ordo_engine *e, ready_list *rl);
+
+/* ---- engine (engine.c) ----------------------------------------------- */
+
+typedef struct slab { struct slab *next; } slab;
+
+struct ordo_engine {
+    ordo_engine_config cfg;
+    uint64_t uid; /* tells thread-local caches which engine they belong to */
+
+    atomic_long pending;     /* pushed, not completed */
+    atomic_long external;    /* foreign threads inside ordo_done_complete */
+    atomic_uint_least64_t seq;
+    long low_mark;           /* backpressure releases pushers at this level */
+    pthread_mutex_t idle_mu; /* wait_for_all and backpressure sleep here */
+    pthread_cond_t idle_cv;
+    atomic_int idle_waiters;
+
+    pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */
+    failure *fail_head, *fail_tail;
+
+    pthread_mutex_t pool_mu; /* lazy creation of per-device pools */
+    _Atomic(pool *) cpu_pools[ORDO_MAX_DEVICES];
+    _Atomic(pool *) gpu_pools[ORDO_MAX_DEVICES];
+    _Atomic(pool *) gpu_copy_pools[ORDO_MAX_DEVICES];
+    _Atomic(pool *) gpu_prio_pools[ORDO_MAX_DEVICES];
+    pool *cpu_prio_pool;
+    pool *shared_pool, *shared_copy_pool;
+    atomic_int next_worker_id;
+
+    pthread_mutex_t mem_mu; /* op and var blocks */
+    slab *op_slabs, *var_slabs;
+    op *op_free;
+    int op_free_n;
+    ordo_var *var_free, *var_free_tail;
+
+    /* profiler (profiler.c) */
+    atomic_int profiling;
+    pthread_mutex_t prof_mu;
+    prof_buf *prof_bufs;  /* every buffer, workers' and the shared one */
+    prof_buf *prof_shared;/* events from non-worker threads */
+    uint64_t prof_t0;
+};
+
+op  *op_alloc(ordo_engine *e);
+void op_free(ordo_engine *e, op *o);
+void *engine_slab_alloc(slab **list, size_t size); /* caller holds mem_mu */
+#define VARS_PER_SLAB 256
+
+/* Waits until at most target ops are pending (no failure reporting). */
+void engine_wait_pending(ordo_engine *e, long target);
+int  start_cpu_pool(ordo_engine *e, int dev_id);
+/* Appends a prepared op to its vars and runs or queues it (push.c). */
+int  push_prepared(ordo_engine *e, op *o, const char *fn);
+
+/* Reports the oldest unreported failure, marks all reported (wait_for_all). */
+int  engine_report_failures(ordo_engine *e);
+
+typedef struct waiter waiter;
+void waiter_signal(waiter *wt, failure *f); /* wait.c */
+
+/* Called once an op has fully completed. */
+void engine_op_retired(ordo_engine *e);
+void engine_record_failure(ordo_engine *e, failure *f);
+
+extern _Thread_local worker *tls_worker;
+extern _Thread_local int tls_in_op;
+
+uint64_t now_ns(void);
+
+/* ---- profiler (profiler.c) --------------------------------------------- */
+
+prof_buf *prof_buf_new(ordo_engine *e, int worker_id, ordo_ctx dev, const char *label);
+void prof_record(ordo_engine *e, worker *w, const op *o, uint64_t t_end, int status);
+void prof_free_all(ordo_engine *e);
+
+/* ---- devices (device.c, cuda/) ----------------------------------------- */
+
+/* What the engine needs from a GPU backend.  The CPU needs nothing. */
+typedef struct device_backend {
+    int  (*count)(void);
+    int  (*stream_create)(int dev_id, void **stream, char *err, size_t errlen);
+    void (*stream_destroy)(int dev_id, void *stream);
+    /* After a GPU op's function returned: make its work complete before the
+     * op's vars are released.  0 = ok, else err is filled. */
+    int  (*op_finish)(int dev_id, void *stream, char *err, size_t errlen);
+} device_backend;
+
+extern const device_backend *ordo_gpu_backend; /* NULL without CUDA */
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * ordo.h - the public C API of ordo.
+ *
+ * ordo runs operations by their data dependencies.  Every operation declares
+ * the variables it reads and the ones it writes; two operations that share a
+ * variable which at least one of them writes run in push order, everything
+ * else may run in parallel on worker threads.  See DESIGN.md section 2 for
+ * the numbered rules that the engine guarantees.
+ *
+ * All functions are thread-safe.  Functions that can fail return 0 on
+ * success or one of the ORDO_ERR_* codes; ordo_last_error() then holds a
+ * message for the calling thread.
+ */
+#ifndef ORDO_H
+#define ORDO_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Devices                                                             */
+
+enum {
+    ORDO_CPU = 1,
+    ORDO_GPU = 2,
+    ORDO_CPU_PINNED = 3 /* host memory pinned for fast GPU copies; runs on cpu(dev_id) */
+};
+
+typedef struct { int dev_type; int dev_id; } ordo_ctx;
+
+#define ORDO_MAX_DEVICES 64 /* per device type */
+
+/* ------------------------------------------------------------------ */
+/* Status codes                                                        */
+
+enum {
+    ORDO_OK = 0,
+    ORDO_ERR_FAILED = 1,   /* an operation failed (rule 5); message has its error */
+    ORDO_ERR_INVALID = 2,  /* a bad argument: NULL, negative count, bad context... */
+    ORDO_ERR_DEADLOCK = 3, /* a wait was called from inside an operation (rule 7) */
+    ORDO_ERR_DELETED = 4,  /* the variable has been deleted (rule 6) */
+    ORDO_ERR_NO_DEVICE = 5,/* the device does not exist (e.g. no CUDA device) */
+    ORDO_ERR_NOMEM = 6     /* out of memory */
+};
+
+/* ------------------------------------------------------------------ */
+/* Engines                                                             */
+
+typedef struct ordo_engine ordo_engine;
+typedef struct ordo_var ordo_var;
+typedef struct ordo_opr ordo_opr;
+typedef struct ordo_done ordo_done;
+
+enum {
+    ORDO_ENGINE_NAIVE = 1,      /* runs each op inline in push (debugging) */
+    ORDO_ENGINE_POOLED = 2,     /* one shared queue for all devices, plus copy workers */
+    ORDO_ENGINE_PER_DEVICE = 3  /* a worker pool per device (default) */
+};
+
+/* A zero field takes the environment's value (ORDO_*), else the built-in default. */
+typedef struct ordo_engine_config {
+    int kind;                 /* ORDO_ENGINE_*; env ORDO_ENGINE_TYPE=naive|pooled|perdevice */
+    int cpu_workers;          /* per cpu(n) pool; env ORDO_CPU_WORKER_NTHREADS (default: cores) */
+    int cpu_priority_workers; /* shared CPU priority pool; env ORDO_CPU_PRIORITY_NTHREADS (1) */
+    int gpu_workers;          /* compute workers per GPU; env ORDO_GPU_WORKER_NTHREADS (2) */
+    int gpu_copy_workers;     /* copy workers per GPU; env ORDO_GPU_COPY_NTHREADS (1) */
+    int max_inflight;         /* pending ops before push blocks; env ORDO_MAX_INFLIGHT (65536) */
+    int spin_us;              /* how long an idle worker spins before sleeping; env ORDO_SPIN_US (50) */
+    int profiler_autostart;   /* env ORDO_PROFILER_AUTOSTART=1 */
+} ordo_engine_config;
+
+ordo_engine *ordo_engine_create(const ordo_engine_config *cfg); /* cfg NULL: from environment */
+ordo_engine *ordo_engine_default(void);                        /* process-wide engine */
+void         ordo_engine_destroy(ordo_engine *e);              /* waits, joins, frees */
+/* The configuration in force after defaults were applied. */
+void         ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out);
+const char  *ordo_engine_kind_name(int kind);                  /* "naive", "pooled", "perdevice" */
+
+/* ------------------------------------------------------------------ */
+/* Operations                                                          */
+
+/* Runtime information handed to every operation. */
+typedef struct ordo_run_ctx {
+    ordo_ctx ctx;        /* the device the op runs for */
+    void *stream;        /* cudaStream_t on GPU, NULL on CPU */
+    int worker_id;       /* engine-wide worker index, -1 on a non-worker thread */
+    ordo_engine *engine;
+    void *op_;           /* internal: the running op */
+} ordo_run_ctx;
+
+typedef int  (*ordo_sync_fn)(const ordo_run_ctx *rc, void *param);   /* 0 = ok */
+typedef void (*ordo_async_fn)(const ordo_run_ctx *rc, void *param, ordo_done *done);
+
+/* Finish an async op; error NULL = ok.  Call exactly once, from any thread. */
+void ordo_done_complete(ordo_done *done, const char *error);
+/* Set the running op's error message; returns nonzero so `return ordo_fail(...)` works. */
+int  ordo_fail(const ordo_run_ctx *rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Properties (prop).  ORDO_PROP_NO_SKIP is a flag that may be or-ed with the others. */
+enum {
+    ORDO_PROP_NORMAL = 0,
+    ORDO_PROP_COPY_FROM_GPU = 1,  /* runs on the device's copy workers */
+    ORDO_PROP_COPY_TO_GPU = 2,
+    ORDO_PROP_CPU_PRIORITIZED = 3,/* runs on the shared CPU priority pool */
+    ORDO_PROP_ASYNC = 4,          /* cheap launcher: runs in the thread that makes it ready */
+    ORDO_PROP_DELETE_VAR = 5,     /* used by ordo_delete_variable */
+    ORDO_PROP_GPU_PRIORITIZED = 6,/* runs on the GPU's priority worker */
+    ORDO_PROP_NO_SKIP = 0x100     /* run even when an input carries an error */
+};
+
+ordo_var *ordo_new_variable(ordo_engine *e);
+
+int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
+                   ordo_ctx ctx, ordo_var *const *reads, int nreads,
+                   ordo_var *const *writes, int nwrites, int prop, int priority, const char *name);
+int ordo_push_async(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_free)(void *),
+                    ordo_ctx ctx, ordo_var *const *reads, int nreads,
+                    ordo_var *const *writes, int nwrites, int prop, int priority, const char *name);
+
+/* A reusable operator: the vars are fixed, each ordo_push runs it once more. */
+ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_free)(void *),
+                            ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
+                            int prop, const char *name);
+int  ordo_push(ordo_engine *e, ordo_opr *op, ordo_ctx ctx, int priority);
+/* Frees the operator (and calls param_free) once its pushed runs have finished. */
+void ordo_delete_operator(ordo_engine *e, ordo_opr *op);
+
+/* Runs fn (may be NULL) after every earlier op on v, then frees v (rule 6). */
+int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx ctx, ordo_var *v);
+
+int ordo_wait_for_var(ordo_engine *e, ordo_var *v);  /* rule 4; 0 or an error code */
+int ordo_wait_to_write(ordo_engine *e, ordo_var *v); /* also waits for earlier readers */
+int ordo_wait_for_all(ordo_engine *e);               /* reports the first unreported failure */
+
+const char *ordo_last_error(void);     /* thread-local message of the last failure */
+uint64_t    ordo_var_version(ordo_var *v); /* number of completed writes */
+
+/* Number of ops pushed and not yet completed. */
+long ordo_engine_pending(ordo_engine *e);
+
+/* ------------------------------------------------------------------ */
+/* Profiler                                                            */
+
+int  ordo_profiler_start(ordo_engine *e);
+int  ordo_profiler_stop(ordo_engine *e);
+int  ordo_profiler_dump(ordo_engine *e, const char *path);  /* Chrome trace JSON */
+int  ordo_profiler_summary(ordo_engine *e, FILE *out);      /* table per op name */
+void ordo_profiler_clear(ordo_engine *e);
+
+/* ------------------------------------------------------------------ */
+/* Devices at run time                                                 */
+
+int ordo_gpu_count(void);  /* 0 when built without CUDA or no device is present */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ORDO_H */

@@ -1,0 +1,435 @@
+/*
+ * push.c - validating and pushing ops, reusable operators, deleting vars.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- argument checks ---------------------------------------------------- */
+
+static bool var_is_live(ordo_var *v) {
+    return atomic_load_explicit(&v->magic, memory_order_acquire) == VAR_LIVE;
+}
+
+static int check_vars(const char *fn, const char *which, ordo_var *const *vars, int n) {
+    if (n < 0) return set_error(ORDO_ERR_INVALID, "%s: %s count is negative (%d)", fn, which, n);
+    if (n > 0 && !vars) return set_error(ORDO_ERR_INVALID, "%s: %s is NULL but its count is %d", fn, which, n);
+    for (int i = 0; i < n; i++) {
+        if (!vars[i]) return set_error(ORDO_ERR_INVALID, "%s: %s[%d] is NULL", fn, which, i);
+        if (!var_is_live(vars[i]))
+            return set_error(ORDO_ERR_DELETED, "%s: %s[%d] is a deleted variable", fn, which, i);
+    }
+    return ORDO_OK;
+}
+
+static int check_ctx(const char *fn, ordo_ctx ctx) {
+    if (ctx.dev_type != ORDO_CPU && ctx.dev_type != ORDO_GPU && ctx.dev_type != ORDO_CPU_PINNED)
+        return set_error(ORDO_ERR_INVALID, "%s: unknown device type %d (expected ORDO_CPU=1, ORDO_GPU=2 or ORDO_CPU_PINNED=3)",
+                         fn, ctx.dev_type);
+    if (ctx.dev_id < 0 || ctx.dev_id >= ORDO_MAX_DEVICES)
+        return set_error(ORDO_ERR_INVALID, "%s: device id %d out of range 0..%d", fn, ctx.dev_id, ORDO_MAX_DEVICES - 1);
+    if (ctx.dev_type == ORDO_GPU) {
+        int n = ordo_gpu_count();
+        if (n == 0) return set_error(ORDO_ERR_NO_DEVICE, "%s: gpu(%d): no CUDA device available", fn, ctx.dev_id);
+        if (ctx.dev_id >= n)
+            return set_error(ORDO_ERR_NO_DEVICE, "%s: gpu(%d) does not exist (%d CUDA device%s)", fn, ctx.dev_id, n, n > 1 ? "s" : "");
+    }
+    return ORDO_OK;
+}
+
+static int check_prop(const char *fn, int prop) {
+    int base = prop & ~ORDO_PROP_NO_SKIP;
+    if (base < ORDO_PROP_NORMAL || base > ORDO_PROP_GPU_PRIORITIZED)
+        return set_error(ORDO_ERR_INVALID, "%s: unknown property %d", fn, prop);
+    return ORDO_OK;
+}
+
+/* ---- var sets ------------------------------------------------------------ */
+
+typedef struct { ordo_var *v; bool w; } var_use;
+
+static int cmp_use(const void *a, const void *b) {
+    const var_use *x = a, *y = b;
+    return x->v < y->v ? -1 : x->v > y->v;
+}
+
+/* Sorted by address (the lock order, rule 8) and deduplicated, a var given
+ * twice or as read and write counting once, as a write (rule 3). */
+static int collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
+                        var_use *out) {
+    int n = 0;
+    for (int i = 0; i < nreads; i++) out[n++] = (var_use){reads[i], false};
+    for (int i = 0; i < nwrites; i++) out[n++] = (var_use){writes[i], true};
+    if (n <= 8) {
+        for (int i = 1; i < n; i++) {
+            var_use x = out[i];
+            int j = i - 1;
+            while (j >= 0 && out[j].v > x.v) { out[j + 1] = out[j]; j--; }
+            out[j + 1] = x;
+        }
+    } else {
+        qsort(out, (size_t)n, sizeof *out, cmp_use);
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m > 0 && out[m - 1].v == out[i].v) out[m - 1].w |= out[i].w;
+        else out[m++] = out[i];
+    }
+    return m;
+}
+
+/* Gives o its var and node arrays, inline when they fit. */
+static int op_set_vars(op *o, const var_use *uses, int n) {
+    if (n <= OP_INLINE_VARS) {
+        o->vars = o->vars_inline;
+        o->nodes = o->nodes_inline;
+    } else {
+        o->vars = malloc((size_t)n * sizeof *o->vars);
+        o->nodes = malloc((size_t)n * sizeof *o->nodes);
+        if (!o->vars || !o->nodes) {
+            free(o->vars);
+            free(o->nodes);
+            o->vars = o->vars_inline;
+            o->nodes = o->nodes_inline;
+            o->nvars = 0;
+            return ORDO_ERR_NOMEM;
+        }
+    }
+    o->nvars = n;
+    for (int i = 0; i < n; i++) {
+        o->vars[i] = uses[i].v;
+        o->nodes[i].op = o;
+        o->nodes[i].is_write = uses[i].w;
+        o->nodes[i].next = NULL;
+    }
+    return ORDO_OK;
+}
+
+static void op_discard(ordo_engine *e, op *o) {
+    if (o->vars != o->vars_inline) {
+        free(o->vars);
+        free(o->nodes);
+    }
+    op_free(e, o);
+}
+
+/* ---- pools ----------------------------------------------------------------- */
+
+static pool *lazy_pool(ordo_engine *e, _Atomic(pool *) *slot, enum pool_kind kind, ordo_ctx ctx, int nworkers) {
+    pool *p = atomic_load_explicit(slot, memory_order_acquire);
+    if (p) return p;
+    pthread_mutex_lock(&e->pool_mu);
+    p = atomic_load_explicit(slot, memory_order_relaxed);
+    if (!p) {
+        p = calloc(1, sizeof *p);
+        if (p && pool_start(e, p, kind, ctx, nworkers) != ORDO_OK) {
+            /* Keep the workers that did start: they drain nothing and exit at destroy. */
+            if (p->nworkers == 0) {
+                free(p->workers);
+                free(p);
+                p = NULL;
+            }
+        }
+        if (p) atomic_store_explicit(slot, p, memory_order_release);
+    }
+    pthread_mutex_unlock(&e->pool_mu);
+    return p;
+}
+
+int start_cpu_pool(ordo_engine *e, int dev_id) {
+    return lazy_pool(e, &e->cpu_pools[dev_id], POOL_CPU, (ordo_ctx){ORDO_CPU, dev_id}, e->cfg.cpu_workers)
+               ? ORDO_OK : ORDO_ERR_NOMEM;
+}
+
+/* The pool that runs ops of this context and property (NULL: naive). */
+static pool *select_pool(ordo_engine *e, ordo_ctx ctx, int prop) {
+    int base = prop & ~ORDO_PROP_NO_SKIP;
+    bool copy = base == ORDO_PROP_COPY_FROM_GPU || base == ORDO_PROP_COPY_TO_GPU;
+    switch (e->cfg.kind) {
+    case ORDO_ENGINE_NAIVE:
+        return NULL;
+    case ORDO_ENGINE_POOLED:
+        return copy ? e->shared_copy_pool : e->shared_pool;
+    default:
+        break;
+    }
+    if (base == ORDO_PROP_CPU_PRIORITIZED) return e->cpu_prio_pool;
+    if (ctx.dev_type == ORDO_GPU) {
+        int d = ctx.dev_id;
+        if (copy) return lazy_pool(e, &e->gpu_copy_pools[d], POOL_GPU_COPY, ctx, e->cfg.gpu_copy_workers);
+        if (base == ORDO_PROP_GPU_PRIORITIZED) return lazy_pool(e, &e->gpu_prio_pools[d], POOL_GPU_PRIORITY, ctx, 1);
+        return lazy_pool(e, &e->gpu_pools[d], POOL_GPU, ctx, e->cfg.gpu_workers);
+    }
+    return lazy_pool(e, &e->cpu_pools[ctx.dev_id], POOL_CPU, (ordo_ctx){ORDO_CPU, ctx.dev_id}, e->cfg.cpu_workers);
+}
+
+/* ---- the push itself ------------------------------------------------------- */
+
+/* Appends o's nodes to its vars, atomically over all of them, and runs or
+ * queues o if it is ready at once.  On error nothing was appended. */
+int push_prepared(ordo_engine *e, op *o, const char *fn) {
+    bool internal = (o->flags & OP_WAIT) != 0;
+    if (!internal && e->cfg.kind != ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker &&
+        atomic_load_explicit(&e->pending, memory_order_relaxed) >= e->cfg.max_inflight) {
+        /* Backpressure (rule 9).  Ops pushed from inside ops never block:
+         * the op they run in may be what the engine needs to catch up. */
+        engine_wait_pending(e, e->low_mark);
+    }
+
+    int n = o->nvars;
+    for (int i = 0; i < n; i++) spin_lock_acquire(&o->vars[i]->lock);
+    for (int i = 0; i < n; i++) {
+        ordo_var *v = o->vars[i];
+        if (v->deleted || !var_is_live(v)) {
+            for (int j = n - 1; j >= 0; j--) spin_lock_release(&o->vars[j]->lock);
+            return set_error(ORDO_ERR_DELETED, "%s: variable %p was deleted (rule 6)", fn, (void *)v);
+        }
+    }
+    o->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
+    atomic_fetch_add(&e->pending, 1);
+    atomic_store_explicit(&o->wait, n + 1, memory_order_relaxed);
+    int granted = 0;
+    for (int i = 0; i < n; i++) {
+        if (var_append(o->vars[i], &o->nodes[i])) granted++;
+        if (o->flags & OP_DELETE) o->vars[i]->deleted = true;
+    }
+    for (int i = n - 1; i >= 0; i--) spin_lock_release(&o->vars[i]->lock);
+
+    if (atomic_fetch_sub_explicit(&o->wait, granted + 1, memory_order_acq_rel) == granted + 1) {
+        if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) o->t_ready = now_ns();
+        if ((o->flags & OP_RUN_HERE) || e->cfg.kind == ORDO_ENGINE_NAIVE) run_ready(e, o);
+        else queue_push(&o->pool->q, o);
+    }
+    return ORDO_OK;
+}
+
+static op *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, const char *name) {
+    op *o = op_alloc(e);
+    if (!o) return NULL;
+    o->next = NULL;
+    o->engine = e;
+    o->flags = flags;
+    o->prop = prop;
+    o->priority = priority;
+    o->ctx = ctx;
+    o->pool = NULL;
+    o->sfn = NULL;
+    o->afn = NULL;
+    o->param = NULL;
+    o->param_free = NULL;
+    o->opr = NULL;
+    o->fail = NULL;
+    o->nvars = 0;
+    o->vars = o->vars_inline;
+    o->nodes = o->nodes_inline;
+    o->t_ready = o->t_start = 0;
+    o->run_worker = -1;
+    if (name) {
+        size_t len = strnlen(name, ORDO_NAME_MAX - 1);
+        memcpy(o->name, name, len);
+        o->name[len] = '\0';
+    } else {
+        o->name[0] = '\0';
+    }
+    if ((prop & ~ORDO_PROP_NO_SKIP) == ORDO_PROP_ASYNC) o->flags |= OP_RUN_HERE;
+    return o;
+}
+
+/* In the naive engine a push returns once its op has run, async ones too. */
+static void naive_settle(ordo_engine *e) {
+    if (e->cfg.kind == ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker) engine_wait_pending(e, 0);
+}
+
+static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
+                   void (*param_free)(void *), ordo_ctx ctx, ordo_var *const *reads, int nreads,
+                   ordo_var *const *writes, int nwrites, int prop, int priority, const char *name) {
+    int rc;
+    if (!e) return set_error(ORDO_ERR_INVALID, "%s: engine is NULL", fname);
+    if (!sfn && !afn) return set_error(ORDO_ERR_INVALID, "%s: function is NULL", fname);
+    if ((rc = check_ctx(fname, ctx)) || (rc = check_prop(fname, prop)) ||
+        (rc = check_vars(fname, "reads", reads, nreads)) || (rc = check_vars(fname, "writes", writes, nwrites)))
+        return rc;
+    if ((prop & ~ORDO_PROP_NO_SKIP) == ORDO_PROP_DELETE_VAR)
+        return set_error(ORDO_ERR_INVALID, "%s: ORDO_PROP_DELETE_VAR is for ordo_delete_variable", fname);
+
+    var_use stack_uses[16];
+    int total = nreads + nwrites;
+    var_use *uses = total <= 16 ? stack_uses : malloc((size_t)total * sizeof *uses);
+    if (!uses) return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
+    int n = collect_vars(reads, nreads, writes, nwrites, uses);
+
+    op *o = op_new(e, sfn ? OP_SYNC : 0, prop, priority, ctx, name);
+    if (!o || op_set_vars(o, uses, n) != ORDO_OK) {
+        if (o) op_discard(e, o);
+        if (uses != stack_uses) free(uses);
+        return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
+    }
+    if (uses != stack_uses) free(uses);
+    o->sfn = sfn;
+    o->afn = afn;
+    o->param = param;
+    o->param_free = param_free;
+    o->pool = select_pool(e, ctx, prop);
+    if (!o->pool && e->cfg.kind != ORDO_ENGINE_NAIVE) {
+        op_discard(e, o);
+        return set_error(ORDO_ERR_NOMEM, "%s: cannot start workers for the device", fname);
+    }
+    if ((rc = push_prepared(e, o, fname)) != ORDO_OK) {
+        op_discard(e, o);
+        return rc;
+    }
+    naive_settle(e);
+    return ORDO_OK;
+}
+
+int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
+                   ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, int prop,
+                   int priority, const char *name) {
+    if (e && !fn) return set_error(ORDO_ERR_INVALID, "ordo_push_sync: function is NULL");
+    return push_fn(e, "ordo_push_sync", fn, NULL, param, param_free, ctx, reads, nreads, writes, nwrites, prop,
+                   priority, name);
+}
+
+int ordo_push_async(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
+                    ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, int prop,
+                    int priority, const char *name) {
+    if (e && !fn) return set_error(ORDO_ERR_INVALID, "ordo_push_async: function is NULL");
+    return push_fn(e, "ordo_push_async", NULL, fn, param, param_free, ctx, reads, nreads, writes, nwrites, prop,
+                   priority, name);
+}
+
+/* ---- reusable operators ------------------------------------------------------ */
+
+ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_free)(void *),
+                            ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, int prop,
+                            const char *name) {
+    const char *fname = "ordo_new_operator";
+    if (!e) { set_error(ORDO_ERR_INVALID, "%s: engine is NULL", fname); return NULL; }
+    if (!fn) { set_error(ORDO_ERR_INVALID, "%s: function is NULL", fname); return NULL; }
+    if (check_prop(fname, prop) || check_vars(fname, "reads", reads, nreads) ||
+        check_vars(fname, "writes", writes, nwrites))
+        return NULL;
+    ordo_opr *r = calloc(1, sizeof *r);
+    var_use *uses = malloc((size_t)(nreads + nwrites + 1) * sizeof *uses);
+    if (!r || !uses) {
+        free(r);
+        free(uses);
+        set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
+        return NULL;
+    }
+    int n = collect_vars(reads, nreads, writes, nwrites, uses);
+    r->vars = malloc((size_t)(n + 1) * sizeof *r->vars);
+    r->is_write = malloc((size_t)(n + 1) * sizeof *r->is_write);
+    if (!r->vars || !r->is_write) {
+        free(r->vars);
+        free(r->is_write);
+        free(r);
+        free(uses);
+        set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        r->vars[i] = uses[i].v;
+        r->is_write[i] = uses[i].w;
+    }
+    free(uses);
+    r->engine = e;
+    r->fn = fn;
+    r->param = param;
+    r->param_free = param_free;
+    r->prop = prop;
+    r->nvars = n;
+    atomic_init(&r->refs, 1);
+    snprintf(r->name, sizeof r->name, "%s", name ? name : "");
+    return r;
+}
+
+int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
+    int rc;
+    if (!e) return set_error(ORDO_ERR_INVALID, "ordo_push: engine is NULL");
+    if (!r) return set_error(ORDO_ERR_INVALID, "ordo_push: operator is NULL");
+    if (r->engine != e) return set_error(ORDO_ERR_INVALID, "ordo_push: operator belongs to another engine");
+    if ((rc = check_ctx("ordo_push", ctx))) return rc;
+    op *o = op_new(e, 0, r->prop, priority, ctx, r->name);
+    var_use stack_uses[16];
+    var_use *uses = r->nvars <= 16 ? stack_uses : malloc((size_t)r->nvars * sizeof *uses);
+    if (!o || !uses) {
+        if (o) op_discard(e, o);
+        return set_error(ORDO_ERR_NOMEM, "ordo_push: out of memory");
+    }
+    for (int i = 0; i < r->nvars; i++) uses[i] = (var_use){r->vars[i], r->is_write[i]};
+    rc = op_set_vars(o, uses, r->nvars);
+    if (uses != stack_uses) free(uses);
+    if (rc != ORDO_OK) {
+        op_discard(e, o);
+        return set_error(ORDO_ERR_NOMEM, "ordo_push: out of memory");
+    }
+    o->afn = r->fn;
+    o->param = r->param;
+    o->opr = r;
+    o->pool = select_pool(e, ctx, r->prop);
+    if (!o->pool && e->cfg.kind != ORDO_ENGINE_NAIVE) {
+        op_discard(e, o);
+        return set_error(ORDO_ERR_NOMEM, "ordo_push: cannot start workers for the device");
+    }
+    atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+    if ((rc = push_prepared(e, o, "ordo_push")) != ORDO_OK) {
+        atomic_fetch_sub_explicit(&r->refs, 1, memory_order_relaxed);
+        op_discard(e, o);
+        return rc;
+    }
+    naive_settle(e);
+    return ORDO_OK;
+}
+
+void ordo_delete_operator(ordo_engine *e, ordo_opr *r) {
+    (void)e;
+    if (!r) return;
+    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+        if (r->param_free) r->param_free(r->param);
+        free(r->vars);
+        free(r->is_write);
+        free(r);
+    }
+}
+
+/* ---- variables --------------------------------------------------------------- */
+
+ordo_var *ordo_new_variable(ordo_engine *e) {
+    if (!e) {
+        set_error(ORDO_ERR_INVALID, "ordo_new_variable: engine is NULL");
+        return NULL;
+    }
+    ordo_var *v = var_alloc(e);
+    if (!v) set_error(ORDO_ERR_NOMEM, "ordo_new_variable: out of memory");
+    return v;
+}
+
+int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx ctx, ordo_var *v) {
+    const char *fname = "ordo_delete_variable";
+    int rc;
+    if (!e) return set_error(ORDO_ERR_INVALID, "%s: engine is NULL", fname);
+    if (!v) return set_error(ORDO_ERR_INVALID, "%s: variable is NULL", fname);
+    if (!var_is_live(v)) return set_error(ORDO_ERR_DELETED, "%s: variable %p was already deleted", fname, (void *)v);
+    if ((rc = check_ctx(fname, ctx))) return rc;
+    op *o = op_new(e, OP_SYNC | OP_DELETE, ORDO_PROP_DELETE_VAR, 0, ctx, "delete_variable");
+    var_use use = {v, true};
+    if (!o || op_set_vars(o, &use, 1) != ORDO_OK) {
+        if (o) op_discard(e, o);
+        return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
+    }
+    o->sfn = fn;
+    o->param = param;
+    o->pool = select_pool(e, ctx, ORDO_PROP_NORMAL);
+    if (!o->pool && e->cfg.kind != ORDO_ENGINE_NAIVE) {
+        op_discard(e, o);
+        return set_error(ORDO_ERR_NOMEM, "%s: cannot start workers for the device", fname);
+    }
+    if ((rc = push_prepared(e, o, fname)) != ORDO_OK) {
+        op_discard(e, o);
+        return rc == ORDO_ERR_DELETED ? set_error(rc, "%s: variable %p was already deleted", fname, (void *)v) : rc;
+    }
+    naive_settle(e);
+    return ORDO_OK;
+}

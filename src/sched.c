@@ -1,0 +1,395 @@
+/*
+ * sched.c - ready queues, worker pools, and running ops.
+ *
+ * Ready ops wait in the ready queue of their pool.  A queue keeps priority-0
+ * ops in a FIFO (the common case, O(1)) and all other priorities in a heap;
+ * it pops positive priorities first, then the FIFO, then negative ones, so
+ * the order is exactly "higher priority first, push order among equals"
+ * (rule 10) while the common case never pays for a heap.
+ *
+ * A worker that completes an op often makes the next op of a chain ready;
+ * it runs that op itself instead of queueing it (no hand-off, no wake-up),
+ * a bounded number of times in a row so the queue is not starved.
+ */
+#include "internal.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+#define INLINE_STREAK_MAX 64
+
+_Thread_local worker *tls_worker;
+_Thread_local int tls_in_op;
+
+uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- ready queue ---------------------------------------------------- */
+
+static bool heap_before(const op *a, const op *b) {
+    return a->priority > b->priority || (a->priority == b->priority && a->seq < b->seq);
+}
+
+static void heap_push(ready_queue *q, op *o) {
+    if (q->heap_n == q->heap_cap) {
+        int cap = q->heap_cap ? q->heap_cap * 2 : 64;
+        op **h = realloc(q->heap, (size_t)cap * sizeof *h);
+        if (!h) abort(); /* a ready op cannot be dropped: no way to recover */
+        q->heap = h;
+        q->heap_cap = cap;
+    }
+    int i = q->heap_n++;
+    while (i > 0) {
+        int parent = (i - 1) / 2;
+        if (!heap_before(o, q->heap[parent])) break;
+        q->heap[i] = q->heap[parent];
+        i = parent;
+    }
+    q->heap[i] = o;
+}
+
+static op *heap_pop(ready_queue *q) {
+    op *top = q->heap[0];
+    op *last = q->heap[--q->heap_n];
+    int i = 0, n = q->heap_n;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && heap_before(q->heap[c + 1], q->heap[c])) c++;
+        if (!heap_before(q->heap[c], last)) break;
+        q->heap[i] = q->heap[c];
+        i = c;
+    }
+    if (n > 0) q->heap[i] = last;
+    return top;
+}
+
+static void queue_init(ready_queue *q) {
+    memset(q, 0, sizeof *q);
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv, NULL);
+    atomic_init(&q->size, 0);
+    atomic_init(&q->heap_size, 0);
+}
+
+static void queue_fini(ready_queue *q) {
+    free(q->heap);
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->cv);
+}
+
+void queue_push(ready_queue *q, op *o) {
+    pthread_mutex_lock(&q->mu);
+    if (o->priority == 0) {
+        o->next = NULL;
+        if (q->fifo_tail) q->fifo_tail->next = o;
+        else q->fifo_head = o;
+        q->fifo_tail = o;
+    } else {
+        heap_push(q, o);
+        atomic_store_explicit(&q->heap_size, q->heap_n, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&q->size, 1, memory_order_release);
+    if (q->sleepers > 0) pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static op *queue_take_locked(ready_queue *q) {
+    op *o;
+    if (q->heap_n > 0 && (q->heap[0]->priority > 0 || !q->fifo_head)) {
+        o = heap_pop(q);
+        atomic_store_explicit(&q->heap_size, q->heap_n, memory_order_relaxed);
+    } else if (q->fifo_head) {
+        o = q->fifo_head;
+        q->fifo_head = o->next;
+        if (!q->fifo_head) q->fifo_tail = NULL;
+    } else {
+        return NULL;
+    }
+    atomic_fetch_sub_explicit(&q->size, 1, memory_order_relaxed);
+    return o;
+}
+
+/* Blocks until an op is ready or the queue is stopped and empty (NULL).
+ * Spins for spin_ns first: going to sleep and being woken costs microseconds,
+ * far more than the gap between two ops in a busy stream. */
+static op *queue_pop(ready_queue *q, uint64_t spin_ns) {
+    if (atomic_load_explicit(&q->size, memory_order_acquire) == 0 && spin_ns) {
+        uint64_t until = now_ns() + spin_ns;
+        for (int i = 0; atomic_load_explicit(&q->size, memory_order_acquire) == 0; i++) {
+            if ((i & 63) == 63) {
+                if (now_ns() > until) break;
+                sched_yield(); /* 2 cores, 3+ threads: let the pusher run */
+            } else {
+                cpu_relax();
+            }
+        }
+    }
+    pthread_mutex_lock(&q->mu);
+    op *o;
+    while (!(o = queue_take_locked(q)) && !q->stop) {
+        q->sleepers++;
+        pthread_cond_wait(&q->cv, &q->mu);
+        q->sleepers--;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return o;
+}
+
+/* ---- running ops ------------------------------------------------------ */
+
+static void *stream_for(worker *w, ordo_ctx ctx) {
+    if (!w || ctx.dev_type != ORDO_GPU || !ordo_gpu_backend) return NULL;
+    if (!w->streams[ctx.dev_id]) {
+        char err[256];
+        if (ordo_gpu_backend->stream_create(ctx.dev_id, &w->streams[ctx.dev_id], err, sizeof err))
+            return NULL;
+    }
+    return w->streams[ctx.dev_id];
+}
+
+/* The first failure carried by the op's vars that nobody has reported yet. */
+static failure *inherited_failure(const op *o) {
+    for (int i = 0; i < o->nvars; i++) {
+        failure *f = o->vars[i]->fail;
+        if (f && !atomic_load_explicit(&f->reported, memory_order_acquire)) return f;
+    }
+    return NULL;
+}
+
+/* Everything after an op's function: spread its failure to what it wrote,
+ * release its vars, free it.  Ops made ready are added to rl. */
+static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fresh_failure) {
+    failure *f = o->fail;
+    if (f && fresh_failure) {
+        /* Name the op in the message, once, where the failure starts. */
+        failure *named = o->name[0] ? failure_new("%s: %s", o->name, f->msg) : NULL;
+        if (named) {
+            failure_unref(f);
+            o->fail = f = named;
+        }
+        engine_record_failure(e, f);
+    }
+    if (atomic_load_explicit(&e->profiling, memory_order_relaxed) && !(o->flags & OP_WAIT))
+        prof_record(e, w, o, now_ns(), f ? (fresh_failure ? 2 : 1) : 0);
+
+    for (int i = 0; i < o->nvars; i++) {
+        ordo_var *v = o->vars[i];
+        bool is_write = o->nodes[i].is_write;
+        if (is_write && !(o->flags & OP_NO_VERSION)) {
+            if (f != v->fail) {
+                if (f) failure_ref(f);
+                failure_unref(v->fail);
+                v->fail = f;
+            }
+            atomic_fetch_add_explicit(&v->version, 1, memory_order_release);
+        }
+        spin_lock_acquire(&v->lock);
+        var_complete(v, is_write, rl);
+        spin_lock_release(&v->lock);
+        if (o->flags & OP_DELETE) var_free(e, v); /* nothing can queue behind a delete */
+    }
+
+    if (o->opr) {
+        ordo_opr *r = o->opr;
+        if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
+            if (r->param_free) r->param_free(r->param);
+            free(r->vars);
+            free(r->is_write);
+            free(r);
+        }
+    } else if (o->param_free) {
+        o->param_free(o->param);
+    }
+    failure_unref(o->fail);
+    if (o->vars != o->vars_inline) {
+        free(o->vars);
+        free(o->nodes);
+    }
+    op_free(e, o);
+    engine_op_retired(e);
+}
+
+/* Runs o's function.  Sync ops are finished here; async ones finish in
+ * ordo_done_complete, possibly before this returns, so o is not touched
+ * after the call. */
+static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
+    if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) o->t_start = now_ns();
+    o->run_worker = w ? w->id : -1;
+
+    if (o->flags & OP_WAIT) {
+        failure *f = inherited_failure(o);
+        if (f) failure_ref(f);
+        waiter_signal(o->param, f);
+        finish_op(e, w, o, rl, false);
+        return;
+    }
+
+    failure *inherited = (o->flags & OP_DELETE) ? NULL : inherited_failure(o);
+    if (inherited && !(o->prop & ORDO_PROP_NO_SKIP)) {
+        /* Skipped: its outputs would be built on a failed input (rule 5). */
+        failure_ref(inherited);
+        o->fail = inherited;
+        finish_op(e, w, o, rl, false);
+        return;
+    }
+
+    ordo_run_ctx rc = {o->ctx, stream_for(w, o->ctx), w ? w->id : -1, e, o};
+    if (o->flags & OP_SYNC) {
+        int rv = 0;
+        if (o->sfn) {
+            tls_in_op++;
+            rv = o->sfn(&rc, o->param);
+            tls_in_op--;
+        }
+        if (rv != 0 && !o->fail)
+            o->fail = failure_new("failed (returned %d)", rv);
+        if (!o->fail && o->ctx.dev_type == ORDO_GPU && ordo_gpu_backend && rc.stream) {
+            char err[256];
+            if (ordo_gpu_backend->op_finish(o->ctx.dev_id, rc.stream, err, sizeof err))
+                o->fail = failure_new("%s", err);
+        }
+        finish_op(e, w, o, rl, o->fail != NULL);
+    } else {
+        tls_in_op++;
+        o->afn(&rc, o->param, (ordo_done *)o);
+        tls_in_op--;
+    }
+}
+
+void ordo_done_complete(ordo_done *done, const char *error) {
+    op *o = (op *)done;
+    ordo_engine *e = o->engine;
+    atomic_fetch_add_explicit(&e->external, 1, memory_order_acq_rel);
+    if (error && !o->fail) o->fail = failure_new("%s", error);
+    worker *w = tls_worker && tls_worker->engine == e ? tls_worker : NULL;
+    ready_list rl = {NULL, NULL};
+    finish_op(e, w, o, &rl, o->fail != NULL);
+    dispatch_list(e, &rl);
+    /* The last touch of the engine: ordo_engine_destroy waits for zero. */
+    atomic_fetch_sub_explicit(&e->external, 1, memory_order_acq_rel);
+}
+
+static inline bool runs_here(const ordo_engine *e, const op *o) {
+    return (o->flags & OP_RUN_HERE) || e->cfg.kind == ORDO_ENGINE_NAIVE;
+}
+
+void run_ready(ordo_engine *e, op *first) {
+    worker *w = tls_worker && tls_worker->engine == e ? tls_worker : NULL;
+    ready_list todo = {first, first};
+    first->next = NULL;
+    int streak = 0;
+    while (todo.head) {
+        op *o = todo.head;
+        todo.head = o->next;
+        if (!todo.head) todo.tail = NULL;
+
+        ready_list rl = {NULL, NULL};
+        execute(e, w, o, &rl);
+
+        bool took_inline = false;
+        for (op *r = rl.head, *next; r; r = next) {
+            next = r->next;
+            if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) r->t_ready = now_ns();
+            bool here = runs_here(e, r);
+            if (!here && w && !took_inline && r->pool == w->pool && streak < INLINE_STREAK_MAX &&
+                atomic_load_explicit(&w->pool->q.heap_size, memory_order_relaxed) == 0) {
+                here = took_inline = true; /* the next op of a chain: no hand-off */
+            }
+            if (here) {
+                r->next = NULL;
+                if (todo.tail) todo.tail->next = r;
+                else todo.head = r;
+                todo.tail = r;
+            } else {
+                queue_push(&r->pool->q, r);
+            }
+        }
+        streak = took_inline ? streak + 1 : 0;
+    }
+}
+
+void dispatch_list(ordo_engine *e, ready_list *rl) {
+    for (op *r = rl->head, *next; r; r = next) {
+        next = r->next;
+        if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) r->t_ready = now_ns();
+        if (runs_here(e, r)) run_ready(e, r);
+        else queue_push(&r->pool->q, r);
+    }
+}
+
+/* ---- pools and workers ------------------------------------------------ */
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    ordo_engine *e = w->engine;
+    tls_worker = w;
+    uint64_t spin_ns = (uint64_t)e->cfg.spin_us * 1000u;
+    op *o;
+    while ((o = queue_pop(&w->pool->q, spin_ns))) run_ready(e, o);
+    for (int d = 0; d < ORDO_MAX_DEVICES; d++)
+        if (w->streams[d] && ordo_gpu_backend) ordo_gpu_backend->stream_destroy(d, w->streams[d]);
+    tls_worker = NULL;
+    return NULL;
+}
+
+static const char *pool_label(enum pool_kind k) {
+    switch (k) {
+    case POOL_CPU: return "cpu";
+    case POOL_CPU_PRIORITY: return "cpu-priority";
+    case POOL_GPU: return "gpu";
+    case POOL_GPU_COPY: return "gpu-copy";
+    case POOL_GPU_PRIORITY: return "gpu-priority";
+    case POOL_SHARED: return "shared";
+    case POOL_SHARED_COPY: return "shared-copy";
+    }
+    return "?";
+}
+
+int pool_start(ordo_engine *e, pool *p, enum pool_kind kind, ordo_ctx ctx, int nworkers) {
+    p->engine = e;
+    p->kind = kind;
+    p->ctx = ctx;
+    queue_init(&p->q);
+    p->workers = calloc((size_t)nworkers, sizeof *p->workers);
+    if (!p->workers) return ORDO_ERR_NOMEM;
+    for (int i = 0; i < nworkers; i++) {
+        worker *w = &p->workers[i];
+        w->engine = e;
+        w->pool = p;
+        w->id = atomic_fetch_add(&e->next_worker_id, 1);
+        char label[64];
+        snprintf(label, sizeof label, "%s worker %d", pool_label(kind), i);
+        w->prof = prof_buf_new(e, w->id, ctx, label);
+        if (!w->prof || pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            p->nworkers = i;
+            return set_error(ORDO_ERR_NOMEM, "ordo: cannot start %s", label);
+        }
+        p->nworkers = i + 1;
+    }
+    return ORDO_OK;
+}
+
+/* Called once nothing is pending: workers drain nothing and exit. */
+void pool_stop(pool *p) {
+    pthread_mutex_lock(&p->q.mu);
+    p->q.stop = true;
+    pthread_cond_broadcast(&p->q.cv);
+    pthread_mutex_unlock(&p->q.mu);
+    for (int i = 0; i < p->nworkers; i++) pthread_join(p->workers[i].thread, NULL);
+    free(p->workers);
+    queue_fini(&p->q);
+}

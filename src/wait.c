@@ -1,0 +1,142 @@
+/*
+ * wait.c - waiting for vars and for the whole engine, and the default engine.
+ *
+ * A wait on a var is itself an op: an internal op that reads the var (or
+ * writes it, for wait_to_write) and signals the waiting thread when it is
+ * granted.  So a wait sees exactly the ops pushed before it (rule 4), with no
+ * extra bookkeeping in the var.  The op runs in whichever thread grants it,
+ * and captures the var's failure while it holds the grant, so the waiter can
+ * report it without racing later writers.
+ */
+#include "internal.h"
+
+#include <sched.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+struct waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int done;
+    failure *fail;
+};
+
+void waiter_signal(waiter *wt, failure *f) {
+    pthread_mutex_lock(&wt->mu);
+    wt->fail = f;
+    atomic_store_explicit(&wt->done, 1, memory_order_release);
+    pthread_cond_signal(&wt->cv);
+    pthread_mutex_unlock(&wt->mu);
+    /* wt lives on the waiter's stack: not touched after this point. */
+}
+
+static void waiter_block(ordo_engine *e, waiter *wt) {
+    uint64_t until = now_ns() + (uint64_t)e->cfg.spin_us * 1000u;
+    for (int i = 0; !atomic_load_explicit(&wt->done, memory_order_acquire); i++) {
+        if ((i & 63) != 63) cpu_relax();
+        else if (now_ns() < until) sched_yield();
+        else break;
+    }
+    /* Taking the mutex even after a successful spin: the signalling thread
+     * may still be inside waiter_signal, using wt. */
+    pthread_mutex_lock(&wt->mu);
+    while (!atomic_load_explicit(&wt->done, memory_order_acquire)) pthread_cond_wait(&wt->cv, &wt->mu);
+    pthread_mutex_unlock(&wt->mu);
+}
+
+static int check_wait(ordo_engine *e, ordo_var *v, const char *fn, bool need_var) {
+    if (!e) return set_error(ORDO_ERR_INVALID, "%s: engine is NULL", fn);
+    if (need_var && !v) return set_error(ORDO_ERR_INVALID, "%s: variable is NULL", fn);
+    if (tls_in_op || tls_worker)
+        return set_error(ORDO_ERR_DEADLOCK,
+                         "%s called from inside an operation: it would deadlock (rule 7); "
+                         "push a dependent op instead", fn);
+    if (need_var && atomic_load_explicit(&v->magic, memory_order_acquire) != VAR_LIVE)
+        return set_error(ORDO_ERR_DELETED, "%s: variable %p was deleted", fn, (void *)v);
+    return ORDO_OK;
+}
+
+static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) {
+    int rc = check_wait(e, v, fn, true);
+    if (rc) return rc;
+    waiter wt;
+    pthread_mutex_init(&wt.mu, NULL);
+    pthread_cond_init(&wt.cv, NULL);
+    atomic_init(&wt.done, 0);
+    wt.fail = NULL;
+
+    op *o = op_alloc(e);
+    if (!o) return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fn);
+    o->next = NULL;
+    o->engine = e;
+    o->flags = OP_WAIT | OP_RUN_HERE | (as_write ? OP_NO_VERSION : 0);
+    o->prop = ORDO_PROP_NO_SKIP;
+    o->priority = 0;
+    o->ctx = (ordo_ctx){ORDO_CPU, 0};
+    o->pool = NULL;
+    o->sfn = NULL;
+    o->afn = NULL;
+    o->param = &wt;
+    o->param_free = NULL;
+    o->opr = NULL;
+    o->fail = NULL;
+    o->nvars = 1;
+    o->vars = o->vars_inline;
+    o->nodes = o->nodes_inline;
+    o->vars[0] = v;
+    o->nodes[0] = (dep_node){NULL, o, as_write};
+    o->t_ready = o->t_start = 0;
+    o->name[0] = '\0';
+    if ((rc = push_prepared(e, o, fn)) != ORDO_OK) {
+        op_free(e, o);
+        pthread_mutex_destroy(&wt.mu);
+        pthread_cond_destroy(&wt.cv);
+        return rc;
+    }
+    waiter_block(e, &wt);
+    pthread_mutex_destroy(&wt.mu);
+    pthread_cond_destroy(&wt.cv);
+    if (wt.fail) {
+        rc = failure_claim(wt.fail) ? set_error(ORDO_ERR_FAILED, "%s", wt.fail->msg) : ORDO_OK;
+        failure_unref(wt.fail);
+    }
+    return rc;
+}
+
+int ordo_wait_for_var(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false, "ordo_wait_for_var"); }
+
+int ordo_wait_to_write(ordo_engine *e, ordo_var *v) { return wait_var(e, v, true, "ordo_wait_to_write"); }
+
+int ordo_wait_for_all(ordo_engine *e) {
+    int rc = check_wait(e, NULL, "ordo_wait_for_all", false);
+    if (rc) return rc;
+    engine_wait_pending(e, 0);
+    return engine_report_failures(e);
+}
+
+/* ---- the process-wide engine ------------------------------------------------ */
+
+static ordo_engine *default_engine;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void destroy_default(void) {
+    ordo_engine *e = default_engine;
+    default_engine = NULL;
+    ordo_engine_destroy(e);
+}
+
+static void create_default(void) {
+    default_engine = ordo_engine_create(NULL);
+    if (default_engine) atexit(destroy_default);
+}
+
+ordo_engine *ordo_engine_default(void) {
+    pthread_once(&default_once, create_default);
+    return default_engine;
+}
