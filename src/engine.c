@@ -217,6 +217,7 @@ void engine_op_retired(ordo_engine *e) {
 
 /* Waits until pending <= target.  Spins first (a sleep/wake costs ~4 us). */
 void engine_wait_pending(ordo_engine *e, long target) {
+    if (atomic_load(&e->pending) <= target) return;
     uint64_t until = now_ns() + (uint64_t)e->cfg.spin_us * 1000u;
     for (int i = 0; atomic_load(&e->pending) > target; i++) {
         if ((i & 63) != 63) {
@@ -253,6 +254,7 @@ ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
     pthread_mutex_init(&e->pool_mu, NULL);
     pthread_mutex_init(&e->mem_mu, NULL);
     pthread_mutex_init(&e->prof_mu, NULL);
+    pthread_mutex_init(&e->names_mu, NULL);
     e->prof_shared = prof_buf_new(e, -1, (ordo_ctx){0, 0}, "pushing threads");
 
     int rc = ORDO_OK;
@@ -322,6 +324,8 @@ void ordo_engine_destroy(ordo_engine *e) {
         free(s);
     }
     prof_free_all(e);
+    engine_names_free(e);
+    pthread_mutex_destroy(&e->names_mu);
     pthread_mutex_destroy(&e->idle_mu);
     pthread_cond_destroy(&e->idle_cv);
     pthread_mutex_destroy(&e->fail_mu);

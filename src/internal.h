@@ -55,18 +55,26 @@ int  set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* Var locks guard a few pointer moves, so a spin lock beats a mutex; it
  * yields after a while because a preempted holder on 2 cores is common. */
 typedef struct { atomic_int v; } spin_lock;
-void spin_lock_acquire(spin_lock *l);
+void spin_lock_contended(spin_lock *l);
+static inline void spin_lock_acquire(spin_lock *l) {
+    if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)) return;
+    spin_lock_contended(l);
+}
 static inline void spin_lock_release(spin_lock *l) {
     atomic_store_explicit(&l->v, 0, memory_order_release);
 }
 
 /* ---- vars (var.c) ---------------------------------------------------- */
 
+/* A node is one op's claim on one var.  The op pointer's low bit says
+ * whether the claim is a write (ops are 64-byte aligned). */
 typedef struct dep_node {
     struct dep_node *next; /* next waiting node in the var's queue */
-    op *op;
-    bool is_write;
+    uintptr_t op_w;
 } dep_node;
+
+static inline struct op *node_op(const dep_node *n) { return (struct op *)(n->op_w & ~(uintptr_t)1); }
+static inline bool node_is_write(const dep_node *n) { return n->op_w & 1; }
 
 #define VAR_LIVE 0x6f72646fu /* "ordo" */
 #define VAR_DEAD 0xdeadbeefu
@@ -107,6 +115,7 @@ enum {
 
 struct ordo_opr {
     ordo_engine *engine;
+    const char *name;
     ordo_async_fn fn;
     void *param;
     void (*param_free)(void *);
@@ -115,33 +124,33 @@ struct ordo_opr {
     ordo_var **vars;
     bool *is_write;
     atomic_int refs; /* 1 for the handle + 1 per pushed run in flight */
-    char name[ORDO_NAME_MAX];
 };
 
+/* Fields the worker touches for every op come first, so a small op costs
+ * the worker two cache lines. */
 struct op {
     op *next; /* ready list / queue / free list link */
-    ordo_engine *engine;
     atomic_int wait; /* nodes not yet granted, +1 while pushing */
-    int flags;
-    int prop;
+    short flags;
+    short prop;
     int priority;
-    uint64_t seq; /* push order, ties in the priority heap */
+    int nvars;
     ordo_ctx ctx;
     pool *pool;
     ordo_sync_fn sfn;
     ordo_async_fn afn;
     void *param;
-    void (*param_free)(void *);
-    ordo_opr *opr;
-    failure *fail; /* set by ordo_fail / ordo_done_complete */
-    int nvars;
-    ordo_var **vars;
-    dep_node *nodes;
-    uint64_t t_ready, t_start; /* profiler, ns */
-    int run_worker;
+    ordo_var **vars;   /* vars_inline, or malloc'ed when more than OP_INLINE_VARS */
+    dep_node *nodes;   /* nodes_inline, likewise */
     ordo_var *vars_inline[OP_INLINE_VARS];
     dep_node nodes_inline[OP_INLINE_VARS];
-    char name[ORDO_NAME_MAX];
+    failure *fail; /* set by ordo_fail / ordo_done_complete */
+    void (*param_free)(void *);
+    ordo_opr *opr;
+    ordo_engine *engine;
+    const char *name; /* interned: lives as long as the engine */
+    uint64_t seq;     /* push order, ties in the priority heap */
+    uint64_t t_ready, t_start; /* profiler, ns */
 };
 
 /* ---- ready queues, pools and workers (sched.c) ----------------------- */
@@ -226,6 +235,10 @@ struct ordo_engine {
     int op_free_n;
     ordo_var *var_free, *var_free_tail;
 
+    pthread_mutex_t names_mu; /* interned op names (names.c) */
+    char **names;
+    size_t names_cap, names_n;
+
     /* profiler (profiler.c) */
     atomic_int profiling;
     pthread_mutex_t prof_mu;
@@ -233,6 +246,10 @@ struct ordo_engine {
     prof_buf *prof_shared;/* events from non-worker threads */
     uint64_t prof_t0;
 };
+
+/* A stable copy of an op name, shared by every op of that name (names.c). */
+const char *engine_intern(ordo_engine *e, const char *name);
+void engine_names_free(ordo_engine *e);
 
 op  *op_alloc(ordo_engine *e);
 void op_free(ordo_engine *e, op *o);

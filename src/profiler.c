@@ -14,7 +14,7 @@
 #define PROF_MAX_EVENTS_PER_BUF (8u << 20)
 
 typedef struct prof_event {
-    char name[ORDO_NAME_MAX];
+    const char *name; /* interned */
     uint64_t t_ready, t_start, t_end;
     ordo_ctx dev;
     int worker;
@@ -59,7 +59,7 @@ void prof_record(ordo_engine *e, worker *w, const op *o, uint64_t t_end, int sta
         b->cap = cap;
     }
     prof_event *x = &b->ev[b->n++];
-    memcpy(x->name, o->name, sizeof x->name);
+    x->name = o->name;
     x->t_start = o->t_start ? o->t_start : t_end;
     x->t_ready = o->t_ready ? o->t_ready : x->t_start;
     x->t_end = t_end;

@@ -99,8 +99,7 @@ static int op_set_vars(op *o, const var_use *uses, int n) {
     o->nvars = n;
     for (int i = 0; i < n; i++) {
         o->vars[i] = uses[i].v;
-        o->nodes[i].op = o;
-        o->nodes[i].is_write = uses[i].w;
+        o->nodes[i].op_w = (uintptr_t)o | (uses[i].w ? 1u : 0u);
         o->nodes[i].next = NULL;
     }
     return ORDO_OK;
@@ -186,8 +185,11 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
             return set_error(ORDO_ERR_DELETED, "%s: variable %p was deleted (rule 6)", fn, (void *)v);
         }
     }
-    o->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
+    /* seq only orders equal priorities in the heap; FIFO ops need none. */
+    if (o->priority != 0) o->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
     atomic_fetch_add(&e->pending, 1);
+    /* The +1 keeps o from being dispatched by another thread's grant while
+     * we are still appending. */
     atomic_store_explicit(&o->wait, n + 1, memory_order_relaxed);
     int granted = 0;
     for (int i = 0; i < n; i++) {
@@ -196,7 +198,8 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
     }
     for (int i = n - 1; i >= 0; i--) spin_lock_release(&o->vars[i]->lock);
 
-    if (atomic_fetch_sub_explicit(&o->wait, granted + 1, memory_order_acq_rel) == granted + 1) {
+    /* All granted here: no other thread can hold a node of o, so no atomic. */
+    if (granted == n || atomic_fetch_sub_explicit(&o->wait, granted + 1, memory_order_acq_rel) == granted + 1) {
         if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) o->t_ready = now_ns();
         if ((o->flags & OP_RUN_HERE) || e->cfg.kind == ORDO_ENGINE_NAIVE) run_ready(e, o);
         else queue_push(&o->pool->q, o);
@@ -224,14 +227,7 @@ static op *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ct
     o->vars = o->vars_inline;
     o->nodes = o->nodes_inline;
     o->t_ready = o->t_start = 0;
-    o->run_worker = -1;
-    if (name) {
-        size_t len = strnlen(name, ORDO_NAME_MAX - 1);
-        memcpy(o->name, name, len);
-        o->name[len] = '\0';
-    } else {
-        o->name[0] = '\0';
-    }
+    o->name = name;
     if ((prop & ~ORDO_PROP_NO_SKIP) == ORDO_PROP_ASYNC) o->flags |= OP_RUN_HERE;
     return o;
 }
@@ -259,7 +255,7 @@ static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_asy
     if (!uses) return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     int n = collect_vars(reads, nreads, writes, nwrites, uses);
 
-    op *o = op_new(e, sfn ? OP_SYNC : 0, prop, priority, ctx, name);
+    op *o = op_new(e, sfn ? OP_SYNC : 0, prop, priority, ctx, engine_intern(e, name));
     if (!o || op_set_vars(o, uses, n) != ORDO_OK) {
         if (o) op_discard(e, o);
         if (uses != stack_uses) free(uses);
@@ -341,7 +337,7 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     r->prop = prop;
     r->nvars = n;
     atomic_init(&r->refs, 1);
-    snprintf(r->name, sizeof r->name, "%s", name ? name : "");
+    r->name = engine_intern(e, name);
     return r;
 }
 
@@ -413,7 +409,7 @@ int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx 
     if (!v) return set_error(ORDO_ERR_INVALID, "%s: variable is NULL", fname);
     if (!var_is_live(v)) return set_error(ORDO_ERR_DELETED, "%s: variable %p was already deleted", fname, (void *)v);
     if ((rc = check_ctx(fname, ctx))) return rc;
-    op *o = op_new(e, OP_SYNC | OP_DELETE, ORDO_PROP_DELETE_VAR, 0, ctx, "delete_variable");
+    op *o = op_new(e, OP_SYNC | OP_DELETE, ORDO_PROP_DELETE_VAR, 0, ctx, engine_intern(e, "delete_variable"));
     var_use use = {v, true};
     if (!o || op_set_vars(o, &use, 1) != ORDO_OK) {
         if (o) op_discard(e, o);

@@ -188,7 +188,7 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
 
     for (int i = 0; i < o->nvars; i++) {
         ordo_var *v = o->vars[i];
-        bool is_write = o->nodes[i].is_write;
+        bool is_write = node_is_write(&o->nodes[i]);
         if (is_write && !(o->flags & OP_NO_VERSION)) {
             if (f != v->fail) {
                 if (f) failure_ref(f);
@@ -228,7 +228,6 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
  * after the call. */
 static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
     if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) o->t_start = now_ns();
-    o->run_worker = w ? w->id : -1;
 
     if (o->flags & OP_WAIT) {
         failure *f = inherited_failure(o);

@@ -10,7 +10,7 @@
 #define cpu_relax() ((void)0)
 #endif
 
-void spin_lock_acquire(spin_lock *l) {
+void spin_lock_contended(spin_lock *l) {
     for (int spins = 0;; spins++) {
         if (!atomic_load_explicit(&l->v, memory_order_relaxed) &&
             !atomic_exchange_explicit(&l->v, 1, memory_order_acquire))

@@ -19,7 +19,7 @@
 #include <string.h>
 
 static inline void grant(dep_node *n, ready_list *rl) {
-    op *o = n->op;
+    op *o = node_op(n);
     if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1) {
         o->next = NULL;
         if (rl->tail) rl->tail->next = o;
@@ -30,8 +30,8 @@ static inline void grant(dep_node *n, ready_list *rl) {
 
 bool var_append(ordo_var *v, dep_node *n) {
     n->next = NULL;
-    if (!v->head && !v->writer_active && (!n->is_write || v->nreaders == 0)) {
-        if (n->is_write) v->writer_active = true;
+    if (!v->head && !v->writer_active && (!node_is_write(n) || v->nreaders == 0)) {
+        if (node_is_write(n)) v->writer_active = true;
         else v->nreaders++;
         return true;
     }
@@ -49,7 +49,7 @@ void var_complete(ordo_var *v, bool is_write, ready_list *rl) {
     }
     dep_node *n = v->head;
     if (!n) return;
-    if (n->is_write) {
+    if (node_is_write(n)) {
         if (v->nreaders == 0) {
             v->head = n->next;
             if (!v->head) v->tail = NULL;
@@ -59,7 +59,7 @@ void var_complete(ordo_var *v, bool is_write, ready_list *rl) {
         return;
     }
     /* Only a completed write can leave reads at the head: release them all. */
-    while (n && !n->is_write) {
+    while (n && !node_is_write(n)) {
         dep_node *next = n->next;
         v->nreaders++;
         grant(n, rl);

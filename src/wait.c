@@ -90,9 +90,10 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) 
     o->vars = o->vars_inline;
     o->nodes = o->nodes_inline;
     o->vars[0] = v;
-    o->nodes[0] = (dep_node){NULL, o, as_write};
+    o->nodes[0] = (dep_node){NULL, (uintptr_t)o | (as_write ? 1u : 0u)};
     o->t_ready = o->t_start = 0;
-    o->name[0] = '\0';
+    o->seq = 0;
+    o->name = "";
     if ((rc = push_prepared(e, o, fn)) != ORDO_OK) {
         op_free(e, o);
         pthread_mutex_destroy(&wt.mu);
