@@ -46,14 +46,19 @@ endif
 TEST_SRC := $(wildcard spec/native/test_*.c)
 TEST_BIN := $(patsubst spec/native/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all test test-native check valgrind bench clean
+.PHONY: all deps test test-native check valgrind bench clean
 all: $(BUILD)/libordo.so $(BUILD)/libordo.a
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/*.h)
+# Objects depend on the flags they were built with, so switching CUDA=0/1 or
+# sanitizers never links stale objects.
+FLAGS_STAMP := $(BUILD)/.flags
+$(shell mkdir -p $(BUILD); echo '$(ALL_CFLAGS) $(NVFLAGS)' | cmp -s - $(FLAGS_STAMP) || echo '$(ALL_CFLAGS) $(NVFLAGS)' > $(FLAGS_STAMP))
+
+$(BUILD)/obj/%.o: %.c $(wildcard src/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.cu $(wildcard src/*.h)
+$(BUILD)/obj/%.o: %.cu $(wildcard src/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
@@ -70,7 +75,11 @@ $(BUILD)/tests/%: spec/native/%.c spec/native/harness.h $(BUILD)/libordo.a
 test-native: $(TEST_BIN)
 	@bash spec/run_tests.sh --native $(BUILD)/tests
 
-test: all $(TEST_BIN)
+deps:
+	@bash scripts/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
 	@bash spec/run_tests.sh $(BUILD)/tests
 
 # Sanitizer builds go to their own folders so they never mix with the release build.
@@ -81,7 +90,9 @@ check:
 valgrind: $(TEST_BIN)
 	@bash spec/run_tests.sh --native --valgrind $(BUILD)/tests
 
-bench: all
+bench:
+	@bash scripts/deps.sh bench
+	@$(MAKE) --no-print-directory all
 	@$(MAKE) -s -C bench BUILD=$(abspath $(BUILD))
 	@bash bench/run.sh $(abspath $(BUILD))
 

@@ -69,9 +69,7 @@ void ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out) {
     if (e && out) *out = e->cfg;
 }
 
-long ordo_engine_pending(ordo_engine *e) {
-    return e ? atomic_load_explicit(&e->pending, memory_order_acquire) : 0;
-}
+long ordo_engine_pending(ordo_engine *e) { return e ? engine_pending(e) : 0; }
 
 int ordo_gpu_count(void) { return ordo_gpu_backend ? ordo_gpu_backend->count() : 0; }
 
@@ -206,20 +204,38 @@ int engine_report_failures(ordo_engine *e) {
 
 /* ---- pending count: wait_for_all and backpressure ------------------------ */
 
-void engine_op_retired(ordo_engine *e) {
-    long left = atomic_fetch_sub(&e->pending, 1) - 1;
-    if ((left == 0 || left == e->low_mark) && atomic_load(&e->idle_waiters) > 0) {
-        pthread_mutex_lock(&e->idle_mu);
-        pthread_cond_broadcast(&e->idle_cv);
-        pthread_mutex_unlock(&e->idle_mu);
+/* Every retired count is read before `pushed`: each count only grows and an
+ * op is counted as pushed before it can be retired, so the difference is
+ * never below the true number pending when `pushed` is read, and is exact
+ * whenever it reads zero. */
+long engine_pending(ordo_engine *e) {
+    long retired = atomic_load(&e->retired_other);
+    int n = atomic_load(&e->nall_workers);
+    for (int i = 0; i < n; i++) {
+        worker *w = atomic_load(&e->all_workers[i]);
+        if (w) retired += atomic_load(&w->retired);
+    }
+    return atomic_load(&e->pushed) - retired;
+}
+
+void engine_op_retired(ordo_engine *e, worker *w) {
+    if (w) atomic_store(&w->retired, atomic_load_explicit(&w->retired, memory_order_relaxed) + 1);
+    else atomic_fetch_add(&e->retired_other, 1);
+    if (atomic_load(&e->idle_waiters) > 0) {
+        long left = engine_pending(e);
+        if (left == 0 || left <= e->low_mark) {
+            pthread_mutex_lock(&e->idle_mu);
+            pthread_cond_broadcast(&e->idle_cv);
+            pthread_mutex_unlock(&e->idle_mu);
+        }
     }
 }
 
 /* Waits until pending <= target.  Spins first (a sleep/wake costs ~4 us). */
 void engine_wait_pending(ordo_engine *e, long target) {
-    if (atomic_load(&e->pending) <= target) return;
+    if (engine_pending(e) <= target) return;
     uint64_t until = now_ns() + (uint64_t)e->cfg.spin_us * 1000u;
-    for (int i = 0; atomic_load(&e->pending) > target; i++) {
+    for (int i = 0; engine_pending(e) > target; i++) {
         if ((i & 63) != 63) {
             cpu_relax();
             continue;
@@ -230,7 +246,7 @@ void engine_wait_pending(ordo_engine *e, long target) {
         }
         pthread_mutex_lock(&e->idle_mu);
         atomic_fetch_add(&e->idle_waiters, 1);
-        while (atomic_load(&e->pending) > target) pthread_cond_wait(&e->idle_cv, &e->idle_mu);
+        while (engine_pending(e) > target) pthread_cond_wait(&e->idle_cv, &e->idle_mu);
         atomic_fetch_sub(&e->idle_waiters, 1);
         pthread_mutex_unlock(&e->idle_mu);
         break;
@@ -240,7 +256,8 @@ void engine_wait_pending(ordo_engine *e, long target) {
 /* ---- create / destroy ---------------------------------------------------- */
 
 ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
-    ordo_engine *e = calloc(1, sizeof *e);
+    ordo_engine *e = aligned_alloc(64, (sizeof *e + 63) / 64 * 64);
+    if (e) memset(e, 0, sizeof *e);
     if (!e) {
         set_error(ORDO_ERR_NOMEM, "ordo_engine_create: out of memory");
         return NULL;

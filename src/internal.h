@@ -17,6 +17,7 @@
 #ifndef ORDO_INTERNAL_H
 #define ORDO_INTERNAL_H
 
+#include "device.h"
 #include "ordo.h"
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,7 +26,8 @@
 #include <stddef.h>
 
 #define ORDO_NAME_MAX 32
-#define OP_INLINE_VARS 4
+#define OP_INLINE_VARS 3
+#define ORDO_MAX_WORKERS 1024
 
 typedef struct op op;
 typedef struct pool pool;
@@ -126,10 +128,12 @@ struct ordo_opr {
     atomic_int refs; /* 1 for the handle + 1 per pushed run in flight */
 };
 
-/* Fields the worker touches for every op come first, so a small op costs
- * the worker two cache lines. */
+/* Every op crosses from the pushing thread to a worker and its block comes
+ * back for reuse, so each cache line it spans travels twice per op.  The
+ * fields of an op with no more than two vars fit the first two lines. */
 struct op {
-    op *next; /* ready list / queue / free list link */
+    /* line 0: scheduling and the function */
+    _Alignas(64) op *next; /* ready list / queue / free list link */
     atomic_int wait; /* nodes not yet granted, +1 while pushing */
     short flags;
     short prop;
@@ -137,16 +141,17 @@ struct op {
     int nvars;
     ordo_ctx ctx;
     pool *pool;
-    ordo_sync_fn sfn;
-    ordo_async_fn afn;
+    union { ordo_sync_fn sync; ordo_async_fn async; } fn; /* OP_SYNC says which */
     void *param;
+    failure *fail; /* set by ordo_fail / ordo_done_complete */
+    /* line 1: completion and the first vars */
+    void (*param_free)(void *);
+    ordo_opr *opr;
     ordo_var **vars;   /* vars_inline, or malloc'ed when more than OP_INLINE_VARS */
     dep_node *nodes;   /* nodes_inline, likewise */
     ordo_var *vars_inline[OP_INLINE_VARS];
     dep_node nodes_inline[OP_INLINE_VARS];
-    failure *fail; /* set by ordo_fail / ordo_done_complete */
-    void (*param_free)(void *);
-    ordo_opr *opr;
+    /* rarely touched */
     ordo_engine *engine;
     const char *name; /* interned: lives as long as the engine */
     uint64_t seq;     /* push order, ties in the priority heap */
@@ -174,7 +179,8 @@ struct pool {
     enum pool_kind kind;
     ordo_ctx ctx;   /* the device the pool serves (dev_type 0 for shared pools) */
     ready_queue q;
-    int nworkers;
+    int size;     /* workers it is meant to have */
+    int nworkers; /* workers started */
     worker *workers;
 };
 
@@ -183,7 +189,10 @@ typedef struct op_cache { op *head; int n; } op_cache;
 typedef struct prof_buf prof_buf;
 
 struct worker {
-    ordo_engine *engine;
+    /* Ops this worker retired.  Each worker counts on its own cache line, so
+     * the count of pending ops costs no shared write per op. */
+    _Alignas(64) atomic_long retired;
+    _Alignas(64) ordo_engine *engine;
     pool *pool;
     pthread_t thread;
     int id;
@@ -209,9 +218,14 @@ struct ordo_engine {
     ordo_engine_config cfg;
     uint64_t uid; /* tells thread-local caches which engine they belong to */
 
-    atomic_long pending;     /* pushed, not completed */
-    atomic_long external;    /* foreign threads inside ordo_done_complete */
+    /* pending = pushed - retired_other - every worker's retired (engine.c) */
+    _Alignas(64) atomic_long pushed;
+    atomic_long retired_seen;   /* pushed - pending when last computed: backpressure */
+    _Alignas(64) atomic_long retired_other; /* ops retired on non-worker threads */
+    _Alignas(64) atomic_long external;      /* foreign threads inside ordo_done_complete */
     atomic_uint_least64_t seq;
+    _Atomic(worker *) all_workers[ORDO_MAX_WORKERS];
+    atomic_int nall_workers;
     long low_mark;           /* backpressure releases pushers at this level */
     pthread_mutex_t idle_mu; /* wait_for_all and backpressure sleep here */
     pthread_cond_t idle_cv;
@@ -268,8 +282,10 @@ int  engine_report_failures(ordo_engine *e);
 typedef struct waiter waiter;
 void waiter_signal(waiter *wt, failure *f); /* wait.c */
 
-/* Called once an op has fully completed. */
-void engine_op_retired(ordo_engine *e);
+/* Called once an op has fully completed, by the thread that completed it. */
+void engine_op_retired(ordo_engine *e, worker *w);
+/* Ops pushed and not yet retired, exact at some instant during the call. */
+long engine_pending(ordo_engine *e);
 void engine_record_failure(ordo_engine *e, failure *f);
 
 extern _Thread_local worker *tls_worker;
@@ -283,18 +299,6 @@ prof_buf *prof_buf_new(ordo_engine *e, int worker_id, ordo_ctx dev, const char *
 void prof_record(ordo_engine *e, worker *w, const op *o, uint64_t t_end, int status);
 void prof_free_all(ordo_engine *e);
 
-/* ---- devices (device.c, cuda/) ----------------------------------------- */
 
-/* What the engine needs from a GPU backend.  The CPU needs nothing. */
-typedef struct device_backend {
-    int  (*count)(void);
-    int  (*stream_create)(int dev_id, void **stream, char *err, size_t errlen);
-    void (*stream_destroy)(int dev_id, void *stream);
-    /* After a GPU op's function returned: make its work complete before the
-     * op's vars are released.  0 = ok, else err is filled. */
-    int  (*op_finish)(int dev_id, void *stream, char *err, size_t errlen);
-} device_backend;
-
-extern const device_backend *ordo_gpu_backend; /* NULL without CUDA */
 
 #endif

@@ -169,11 +169,17 @@ static pool *select_pool(ordo_engine *e, ordo_ctx ctx, int prop) {
  * queues o if it is ready at once.  On error nothing was appended. */
 int push_prepared(ordo_engine *e, op *o, const char *fn) {
     bool internal = (o->flags & OP_WAIT) != 0;
-    if (!internal && e->cfg.kind != ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker &&
-        atomic_load_explicit(&e->pending, memory_order_relaxed) >= e->cfg.max_inflight) {
-        /* Backpressure (rule 9).  Ops pushed from inside ops never block:
-         * the op they run in may be what the engine needs to catch up. */
-        engine_wait_pending(e, e->low_mark);
+    if (!internal && e->cfg.kind != ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker) {
+        /* Backpressure (rule 9).  The exact count reads every worker's
+         * counter, so it is only taken when the cheap bound says we may be
+         * at the limit.  Ops pushed from inside ops never block: the op they
+         * run in may be what the engine needs to catch up. */
+        long pushed = atomic_load_explicit(&e->pushed, memory_order_relaxed);
+        if (pushed - atomic_load_explicit(&e->retired_seen, memory_order_relaxed) >= e->cfg.max_inflight) {
+            long pending = engine_pending(e);
+            atomic_store_explicit(&e->retired_seen, pushed - pending, memory_order_relaxed);
+            if (pending >= e->cfg.max_inflight) engine_wait_pending(e, e->low_mark);
+        }
     }
 
     int n = o->nvars;
@@ -187,7 +193,7 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
     }
     /* seq only orders equal priorities in the heap; FIFO ops need none. */
     if (o->priority != 0) o->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
-    atomic_fetch_add(&e->pending, 1);
+    atomic_fetch_add(&e->pushed, 1);
     /* The +1 keeps o from being dispatched by another thread's grant while
      * we are still appending. */
     atomic_store_explicit(&o->wait, n + 1, memory_order_relaxed);
@@ -217,8 +223,7 @@ static op *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ct
     o->priority = priority;
     o->ctx = ctx;
     o->pool = NULL;
-    o->sfn = NULL;
-    o->afn = NULL;
+    o->fn.sync = NULL;
     o->param = NULL;
     o->param_free = NULL;
     o->opr = NULL;
@@ -262,8 +267,8 @@ static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_asy
         return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     }
     if (uses != stack_uses) free(uses);
-    o->sfn = sfn;
-    o->afn = afn;
+    if (sfn) o->fn.sync = sfn;
+    else o->fn.async = afn;
     o->param = param;
     o->param_free = param_free;
     o->pool = select_pool(e, ctx, prop);
@@ -361,7 +366,7 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
         op_discard(e, o);
         return set_error(ORDO_ERR_NOMEM, "ordo_push: out of memory");
     }
-    o->afn = r->fn;
+    o->fn.async = r->fn;
     o->param = r->param;
     o->opr = r;
     o->pool = select_pool(e, ctx, r->prop);
@@ -415,7 +420,7 @@ int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx 
         if (o) op_discard(e, o);
         return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     }
-    o->sfn = fn;
+    o->fn.sync = fn;
     o->param = param;
     o->pool = select_pool(e, ctx, ORDO_PROP_NORMAL);
     if (!o->pool && e->cfg.kind != ORDO_ENGINE_NAIVE) {

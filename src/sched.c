@@ -27,6 +27,7 @@
 #endif
 
 #define INLINE_STREAK_MAX 64
+#define POP_BATCH_MAX 16
 
 _Thread_local worker *tls_worker;
 _Thread_local int tls_in_op;
@@ -123,10 +124,35 @@ static op *queue_take_locked(ready_queue *q) {
     return o;
 }
 
-/* Blocks until an op is ready or the queue is stopped and empty (NULL).
- * Spins for spin_ns first: going to sleep and being woken costs microseconds,
- * far more than the gap between two ops in a busy stream. */
-static op *queue_pop(ready_queue *q, uint64_t spin_ns) {
+/* Takes up to max priority-0 ops from the FIFO in one go, or one op from the
+ * heap.  Batches keep a busy worker from taking the queue lock per op; the
+ * batch is at most its share of the FIFO, so other workers still get work. */
+static int queue_take_batch_locked(ready_queue *q, op **out, int max, int nworkers) {
+    int fifo_n = atomic_load_explicit(&q->size, memory_order_relaxed) - q->heap_n;
+    if (q->heap_n > 0 || fifo_n <= 1) {
+        op *o = queue_take_locked(q);
+        if (!o) return 0;
+        out[0] = o;
+        return 1;
+    }
+    int k = fifo_n / nworkers;
+    if (k > max) k = max;
+    if (k < 1) k = 1;
+    for (int i = 0; i < k; i++) {
+        op *o = q->fifo_head;
+        q->fifo_head = o->next;
+        out[i] = o;
+    }
+    if (!q->fifo_head) q->fifo_tail = NULL;
+    atomic_fetch_sub_explicit(&q->size, k, memory_order_relaxed);
+    return k;
+}
+
+/* Blocks until ops are ready (returns how many are in out) or the queue is
+ * stopped and empty (0).  Spins for spin_ns first: going to sleep and being
+ * woken costs microseconds, far more than the gap between two ops in a busy
+ * stream. */
+static int queue_pop(ready_queue *q, uint64_t spin_ns, op **out, int max, int nworkers) {
     if (atomic_load_explicit(&q->size, memory_order_acquire) == 0 && spin_ns) {
         uint64_t until = now_ns() + spin_ns;
         for (int i = 0; atomic_load_explicit(&q->size, memory_order_acquire) == 0; i++) {
@@ -139,14 +165,14 @@ static op *queue_pop(ready_queue *q, uint64_t spin_ns) {
         }
     }
     pthread_mutex_lock(&q->mu);
-    op *o;
-    while (!(o = queue_take_locked(q)) && !q->stop) {
+    int n;
+    while (!(n = queue_take_batch_locked(q, out, max, nworkers)) && !q->stop) {
         q->sleepers++;
         pthread_cond_wait(&q->cv, &q->mu);
         q->sleepers--;
     }
     pthread_mutex_unlock(&q->mu);
-    return o;
+    return n;
 }
 
 /* ---- running ops ------------------------------------------------------ */
@@ -220,7 +246,7 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
         free(o->nodes);
     }
     op_free(e, o);
-    engine_op_retired(e);
+    engine_op_retired(e, w);
 }
 
 /* Runs o's function.  Sync ops are finished here; async ones finish in
@@ -247,11 +273,16 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
     }
 
     ordo_run_ctx rc = {o->ctx, stream_for(w, o->ctx), w ? w->id : -1, e, o};
+    if (o->ctx.dev_type == ORDO_GPU && w && !rc.stream) { /* naive: the default stream */
+        o->fail = failure_new("gpu(%d): no CUDA stream for this worker", o->ctx.dev_id);
+        finish_op(e, w, o, rl, true);
+        return;
+    }
     if (o->flags & OP_SYNC) {
         int rv = 0;
-        if (o->sfn) {
+        if (o->fn.sync) {
             tls_in_op++;
-            rv = o->sfn(&rc, o->param);
+            rv = o->fn.sync(&rc, o->param);
             tls_in_op--;
         }
         if (rv != 0 && !o->fail)
@@ -264,7 +295,7 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         finish_op(e, w, o, rl, o->fail != NULL);
     } else {
         tls_in_op++;
-        o->afn(&rc, o->param, (ordo_done *)o);
+        o->fn.async(&rc, o->param, (ordo_done *)o);
         tls_in_op--;
     }
 }
@@ -337,8 +368,10 @@ static void *worker_main(void *arg) {
     ordo_engine *e = w->engine;
     tls_worker = w;
     uint64_t spin_ns = (uint64_t)e->cfg.spin_us * 1000u;
-    op *o;
-    while ((o = queue_pop(&w->pool->q, spin_ns))) run_ready(e, o);
+    op *batch[POP_BATCH_MAX];
+    int n;
+    while ((n = queue_pop(&w->pool->q, spin_ns, batch, POP_BATCH_MAX, w->pool->size)))
+        for (int i = 0; i < n; i++) run_ready(e, batch[i]);
     for (int d = 0; d < ORDO_MAX_DEVICES; d++)
         if (w->streams[d] && ordo_gpu_backend) ordo_gpu_backend->stream_destroy(d, w->streams[d]);
     tls_worker = NULL;
@@ -362,14 +395,24 @@ int pool_start(ordo_engine *e, pool *p, enum pool_kind kind, ordo_ctx ctx, int n
     p->engine = e;
     p->kind = kind;
     p->ctx = ctx;
+    p->size = nworkers;
     queue_init(&p->q);
-    p->workers = calloc((size_t)nworkers, sizeof *p->workers);
+    p->workers = aligned_alloc(64, (size_t)nworkers * sizeof *p->workers);
     if (!p->workers) return ORDO_ERR_NOMEM;
+    memset(p->workers, 0, (size_t)nworkers * sizeof *p->workers);
     for (int i = 0; i < nworkers; i++) {
         worker *w = &p->workers[i];
         w->engine = e;
         w->pool = p;
         w->id = atomic_fetch_add(&e->next_worker_id, 1);
+        if (w->id >= ORDO_MAX_WORKERS) {
+            p->nworkers = i;
+            return set_error(ORDO_ERR_NOMEM, "ordo: more than %d worker threads", ORDO_MAX_WORKERS);
+        }
+        /* Registered before it can retire anything; pool_mu or engine
+         * creation serialises registrations. */
+        atomic_store(&e->all_workers[w->id], w);
+        atomic_store(&e->nall_workers, w->id + 1);
         char label[64];
         snprintf(label, sizeof label, "%s worker %d", pool_label(kind), i);
         w->prof = prof_buf_new(e, w->id, ctx, label);

@@ -80,8 +80,7 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) 
     o->priority = 0;
     o->ctx = (ordo_ctx){ORDO_CPU, 0};
     o->pool = NULL;
-    o->sfn = NULL;
-    o->afn = NULL;
+    o->fn.sync = NULL;
     o->param = &wt;
     o->param_free = NULL;
     o->opr = NULL;
