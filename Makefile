@@ -28,7 +28,7 @@ else ifeq ($(CUDA),1)
 endif
 
 ALL_CFLAGS := $(STD) $(WARN) $(CFLAGS) $(SANFLAGS) -fPIC -pthread -Isrc
-LDLIBS     := -pthread -lm
+LDLIBS     := -lopenblas -pthread -lm
 
 LIB_SRC := $(wildcard src/*.c) $(wildcard kernels/cpu/*.c)
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))

@@ -1,0 +1,72 @@
+/*
+ * ordo_kernel.h - the native kernel ABI: what a kernel sees, and the registry.
+ *
+ * Kernels are plain C functions registered by name and device type.  The
+ * tensor layer (src/tensor*.c, lua/ordo/) pushes a kernel as an engine op
+ * whose reads are its inputs' storage vars and whose writes are its
+ * outputs' storage vars; the kernel then runs on a worker thread and sees
+ * only views: a data pointer (offset already applied), dtype, shape and
+ * strides in elements.
+ *
+ * Conventions every kernel can rely on:
+ *  - Broadcasting is resolved before the kernel: elementwise kernels get
+ *    inputs and output of one shape, a broadcast dim having stride 0.
+ *  - Inputs of an elementwise or reduction kernel share one dtype (the
+ *    tensor layer casts first) unless the kernel's doc says otherwise.
+ *  - Dims count from 0 here (Lua counts from 1; the tensor layer converts).
+ *  - A kernel returns 0, or ordo_fail(rc, "...") naming what was wrong.
+ *    A dtype it does not implement fails with "<name>: dtype X not
+ *    implemented" rather than producing anything.
+ */
+#ifndef ORDO_KERNEL_H
+#define ORDO_KERNEL_H
+
+#include <stdint.h>
+
+#include "ordo.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { ORDO_F32 = 0, ORDO_F64 = 1, ORDO_I32 = 2, ORDO_I64 = 3, ORDO_U8 = 4, ORDO_NDTYPES = 5 };
+
+#define ORDO_MAX_DIMS 8
+#define ORDO_KERNEL_MAX_IN 4
+#define ORDO_KERNEL_MAX_OUT 2
+#define ORDO_KERNEL_MAX_SCALARS 4
+#define ORDO_KERNEL_MAX_IPARAMS 8
+
+typedef struct ordo_view {
+    void *data; /* first element (storage base + offset) */
+    int dtype;
+    int ndim;   /* 0 = a scalar (one element) */
+    int64_t shape[ORDO_MAX_DIMS];
+    int64_t strides[ORDO_MAX_DIMS]; /* in elements; 0 on broadcast dims */
+} ordo_view;
+
+typedef struct ordo_kernel_args {
+    int nin, nout, nscalar, niparam;
+    ordo_view in[ORDO_KERNEL_MAX_IN];
+    ordo_view out[ORDO_KERNEL_MAX_OUT];
+    double scalar[ORDO_KERNEL_MAX_SCALARS];  /* e.g. fill value, pow exponent, alpha */
+    int64_t iparam[ORDO_KERNEL_MAX_IPARAMS]; /* e.g. reduction dim, op code, seed */
+} ordo_kernel_args;
+
+typedef int (*ordo_kernel_fn)(const ordo_run_ctx *rc, const ordo_kernel_args *args);
+
+/* Registers (or replaces) a kernel; 0 or ORDO_ERR_INVALID. Thread-safe. */
+int ordo_kernel_register(const char *name, int dev_type, ordo_kernel_fn fn);
+/* NULL when no kernel of that name exists for that device type. */
+ordo_kernel_fn ordo_kernel_lookup(const char *name, int dev_type);
+
+/* Helpers for kernels */
+int64_t ordo_view_numel(const ordo_view *v);
+int     ordo_view_is_contiguous(const ordo_view *v);
+size_t  ordo_dtype_size(int dtype);
+const char *ordo_dtype_name(int dtype); /* "float32", "float64", "int32", "int64", "uint8" */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
