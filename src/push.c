@@ -54,8 +54,9 @@ static int cmp_use(const void *a, const void *b) {
     return x->v < y->v ? -1 : x->v > y->v;
 }
 
-/* Sorted by address (the lock order, rule 8) and deduplicated, a var given
- * twice or as read and write counting once, as a write (rule 3). */
+/* Sorted by address (the lock order, rule 8) and deduplicated: a var given
+ * twice -- even as two reads -- or as read and write counts once, as a write
+ * (rule 3).  Callers that mean two reads of one var pass it once. */
 static int collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
                         var_use *out) {
     int n = 0;
@@ -73,7 +74,7 @@ static int collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *wri
     }
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if (m > 0 && out[m - 1].v == out[i].v) out[m - 1].w |= out[i].w;
+        if (m > 0 && out[m - 1].v == out[i].v) out[m - 1].w = true;
         else out[m++] = out[i];
     }
     return m;

@@ -330,24 +330,36 @@ void run_ready(ordo_engine *e, op *first) {
         ready_list rl = {NULL, NULL};
         execute(e, w, o, &rl);
 
-        bool took_inline = false;
+        /* Ops that run here (waits, launchers) go first: they are cheap,
+         * and a waiter must not sit behind a long op this thread takes on. */
+        ready_list now = {NULL, NULL};
+        op *inline_op = NULL;
         for (op *r = rl.head, *next; r; r = next) {
             next = r->next;
+            r->next = NULL;
             if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) r->t_ready = now_ns();
-            bool here = runs_here(e, r);
-            if (!here && w && !took_inline && r->pool == w->pool && streak < INLINE_STREAK_MAX &&
-                atomic_load_explicit(&w->pool->q.heap_size, memory_order_relaxed) == 0) {
-                here = took_inline = true; /* the next op of a chain: no hand-off */
-            }
-            if (here) {
-                r->next = NULL;
-                if (todo.tail) todo.tail->next = r;
-                else todo.head = r;
-                todo.tail = r;
+            if (runs_here(e, r)) {
+                if (now.tail) now.tail->next = r;
+                else now.head = r;
+                now.tail = r;
+            } else if (w && !inline_op && r->pool == w->pool && streak < INLINE_STREAK_MAX &&
+                       atomic_load_explicit(&w->pool->q.heap_size, memory_order_relaxed) == 0) {
+                inline_op = r; /* the next op of a chain: no hand-off */
             } else {
                 queue_push(&r->pool->q, r);
             }
         }
+        if (inline_op) {
+            if (todo.tail) todo.tail->next = inline_op;
+            else todo.head = inline_op;
+            todo.tail = inline_op;
+        }
+        if (now.head) {
+            now.tail->next = todo.head;
+            if (!todo.head) todo.tail = now.tail;
+            todo.head = now.head;
+        }
+        bool took_inline = inline_op != NULL;
         streak = took_inline ? streak + 1 : 0;
     }
 }
