@@ -68,7 +68,7 @@ $(BUILD)/libordo.so: $(LIB_OBJ)
 $(BUILD)/libordo.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/tests/%: spec/native/%.c spec/native/harness.h $(BUILD)/libordo.a
+$(BUILD)/tests/%: spec/native/%.c $(wildcard spec/native/*.h) $(BUILD)/libordo.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Ispec/native $< -o $@ $(BUILD)/libordo.a $(LDLIBS)
 

@@ -301,28 +301,35 @@ ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
     return e;
 }
 
-static void stop_pool(pool **pp) {
-    if (*pp) {
-        if ((*pp)->workers) pool_stop(*pp);
-        free(*pp);
-        *pp = NULL;
+/* Every pool is told to stop and joined before any is freed: a worker that
+ * retired the last op may still be summing every worker's counter. */
+static int engine_pools(ordo_engine *e, pool **out) {
+    int n = 0;
+    for (int d = 0; d < ORDO_MAX_DEVICES; d++) {
+        pool *p;
+        if ((p = atomic_load(&e->cpu_pools[d]))) out[n++] = p;
+        if ((p = atomic_load(&e->gpu_pools[d]))) out[n++] = p;
+        if ((p = atomic_load(&e->gpu_copy_pools[d]))) out[n++] = p;
+        if ((p = atomic_load(&e->gpu_prio_pools[d]))) out[n++] = p;
     }
+    if (e->cpu_prio_pool) out[n++] = e->cpu_prio_pool;
+    if (e->shared_pool) out[n++] = e->shared_pool;
+    if (e->shared_copy_pool) out[n++] = e->shared_copy_pool;
+    return n;
 }
 
 void ordo_engine_destroy(ordo_engine *e) {
     if (!e) return;
     engine_wait_pending(e, 0);
     while (atomic_load(&e->external) > 0) sched_yield();
-    for (int d = 0; d < ORDO_MAX_DEVICES; d++) {
-        pool *p;
-        p = atomic_load(&e->cpu_pools[d]); stop_pool(&p);
-        p = atomic_load(&e->gpu_pools[d]); stop_pool(&p);
-        p = atomic_load(&e->gpu_copy_pools[d]); stop_pool(&p);
-        p = atomic_load(&e->gpu_prio_pools[d]); stop_pool(&p);
+    pool *pools[4 * ORDO_MAX_DEVICES + 3];
+    int npools = engine_pools(e, pools);
+    for (int i = 0; i < npools; i++) pool_signal_stop(pools[i]);
+    for (int i = 0; i < npools; i++) pool_join(pools[i]);
+    for (int i = 0; i < npools; i++) {
+        pool_free(pools[i]);
+        free(pools[i]);
     }
-    stop_pool(&e->cpu_prio_pool);
-    stop_pool(&e->shared_pool);
-    stop_pool(&e->shared_copy_pool);
 
     /* Failures still held by live vars or by the unreported list. */
     for (failure *f = e->fail_head, *next; f; f = next) {

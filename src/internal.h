@@ -202,7 +202,9 @@ struct worker {
 };
 
 int  pool_start(ordo_engine *e, pool *p, enum pool_kind kind, ordo_ctx ctx, int nworkers);
-void pool_stop(pool *p);
+void pool_signal_stop(pool *p);
+void pool_join(pool *p);
+void pool_free(pool *p); /* after every pool was joined */
 void queue_push(ready_queue *q, op *o);
 
 /* Runs a ready op and everything it makes ready that may run here. */

@@ -437,13 +437,21 @@ int pool_start(ordo_engine *e, pool *p, enum pool_kind kind, ordo_ctx ctx, int n
     return ORDO_OK;
 }
 
-/* Called once nothing is pending: workers drain nothing and exit. */
-void pool_stop(pool *p) {
+/* Called once nothing is pending: workers find nothing and exit. */
+void pool_signal_stop(pool *p) {
     pthread_mutex_lock(&p->q.mu);
     p->q.stop = true;
     pthread_cond_broadcast(&p->q.cv);
     pthread_mutex_unlock(&p->q.mu);
+}
+
+void pool_join(pool *p) {
     for (int i = 0; i < p->nworkers; i++) pthread_join(p->workers[i].thread, NULL);
+    p->nworkers = 0;
+}
+
+void pool_free(pool *p) {
     free(p->workers);
+    p->workers = NULL;
     queue_fini(&p->q);
 }

@@ -1,0 +1,191 @@
+/*
+ * ordo_tensor.h - tensors on the engine: storages, descriptors, kernel pushes.
+ *
+ * A storage owns one block of 64-byte-aligned host memory (outside any
+ * garbage-collected heap) and one engine var.  It is reference counted:
+ * every tensor descriptor that views it holds one reference.  Dropping the
+ * last reference frees the bytes through ordo_delete_variable, so the
+ * memory goes only after every op pushed on the storage has run (rule 6).
+ *
+ * A tensor is a descriptor: dtype, up to ORDO_MAX_DIMS dims, shape, strides
+ * in elements, offset in elements, device, and a storage.  Views (reshape,
+ * transpose, narrow, expand...) are new descriptors sharing the storage and
+ * so its var: an op writing a view is ordered with every op on the base.
+ *
+ * Every tensor op is one push of a registered kernel (ordo_kernel.h):
+ * reads = the distinct storage vars of the inputs, writes = those of the
+ * outputs, on the storages' engine.  Ops need no per-op reference on the
+ * storages: a storage is deleted with ordo_delete_variable, which runs after
+ * every op pushed on its var before (rule 6), and an op can only be pushed
+ * while some descriptor still holds the storage.
+ *
+ * Errors: functions return NULL or a nonzero ORDO_ERR_* code and leave a
+ * message in ordo_tensor_error() (thread-local).  Messages start with the
+ * op name the caller passed and name shapes and dims as Lua users see them
+ * (dims counted from 1, shapes written 2x3).
+ *
+ * Thread safety: storages and descriptors may be used from any thread; a
+ * descriptor is not modified by any function here except ordo_tensor_free.
+ */
+#ifndef ORDO_TENSOR_H
+#define ORDO_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ordo.h"
+#include "ordo_kernel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Storage                                                             */
+
+typedef struct ordo_storage {
+    long refs;           /* atomic (GCC builtins); do not touch */
+    void *data;          /* 64-byte aligned; NULL when nbytes is 0 */
+    size_t nbytes;
+    ordo_var *var;       /* orders every op on these bytes */
+    ordo_engine *engine; /* the engine that owns var */
+    ordo_ctx ctx;        /* where the bytes live */
+} ordo_storage;
+
+/* A new storage of nbytes (uninitialised) with one reference. */
+ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes);
+void ordo_storage_retain(ordo_storage *s);
+/* Drops a reference; the last one deletes the var, whose op frees the bytes. */
+void ordo_storage_release(ordo_storage *s);
+
+/* Memory accounting for garbage-collected front ends.  live = bytes not yet
+ * freed; total = bytes ever allocated.  ordo_storage_gc_due() returns 1 (and
+ * restarts the count) once the bytes allocated since the last time it
+ * returned 1 exceed max(threshold, live bytes at that time): the caller
+ * should then run a full garbage collection.  threshold defaults to 64 MiB
+ * (env ORDO_GC_THRESHOLD_MB); ordo_storage_set_gc_threshold changes it. */
+int64_t ordo_storage_live_bytes(void);
+int64_t ordo_storage_live_count(void);
+int64_t ordo_storage_total_bytes(void);
+int     ordo_storage_gc_due(void);
+void    ordo_storage_gc_done(void); /* call after the collection ran */
+void    ordo_storage_set_gc_threshold(int64_t bytes);
+
+/* ------------------------------------------------------------------ */
+/* Tensor descriptors                                                  */
+
+typedef struct ordo_tensor {
+    ordo_storage *storage;
+    int64_t offset;  /* in elements */
+    int32_t dtype;   /* ORDO_F32 ... ORDO_U8 */
+    int32_t ndim;    /* 0 = a scalar (one element) */
+    ordo_ctx ctx;    /* = storage->ctx */
+    int64_t shape[ORDO_MAX_DIMS];
+    int64_t strides[ORDO_MAX_DIMS]; /* in elements */
+} ordo_tensor;
+
+/* A contiguous tensor with a new storage (uninitialised); e NULL = default engine. */
+ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_t *shape, ordo_ctx ctx);
+/* A tensor of t's shape, dtype and device with a new storage. */
+ordo_tensor *ordo_tensor_empty_like(const ordo_tensor *t, int dtype);
+/* A new descriptor on t's storage; checks that every element lies inside it. */
+ordo_tensor *ordo_tensor_as_strided(const ordo_tensor *t, int ndim, const int64_t *shape,
+                                    const int64_t *strides, int64_t offset);
+/* A new descriptor equal to t (shares the storage). */
+ordo_tensor *ordo_tensor_alias(const ordo_tensor *t);
+/* Releases t's storage reference and frees the descriptor (NULL is fine). */
+void ordo_tensor_free(ordo_tensor *t);
+
+int64_t ordo_tensor_numel(const ordo_tensor *t);
+int     ordo_tensor_is_contiguous(const ordo_tensor *t);
+/* Pointer to element 0 (storage data + offset); valid on CPU storages only,
+ * and only meaningful after waiting for the storage's var. */
+void   *ordo_tensor_data(const ordo_tensor *t);
+
+/* Views (NULL + message on error).  `op` names the caller in messages.
+ * dims here count from 0; messages print them from 1. */
+ordo_tensor *ordo_tensor_view(const char *op, const ordo_tensor *t, int ndim, const int64_t *shape);
+ordo_tensor *ordo_tensor_transpose(const char *op, const ordo_tensor *t, int d1, int d2);
+ordo_tensor *ordo_tensor_permute(const char *op, const ordo_tensor *t, int ndim, const int64_t *perm);
+ordo_tensor *ordo_tensor_narrow(const char *op, const ordo_tensor *t, int dim, int64_t start, int64_t len);
+ordo_tensor *ordo_tensor_select(const char *op, const ordo_tensor *t, int dim, int64_t index);
+ordo_tensor *ordo_tensor_expand(const char *op, const ordo_tensor *t, int ndim, const int64_t *shape);
+ordo_tensor *ordo_tensor_unsqueeze(const char *op, const ordo_tensor *t, int dim);
+ordo_tensor *ordo_tensor_squeeze(const char *op, const ordo_tensor *t, int dim); /* dim -1: all size-1 dims */
+
+/* NumPy broadcasting of a's and b's shapes into out_shape (ORDO_MAX_DIMS
+ * entries); returns the result's ndim, or -1 with a message
+ * "<op>: shapes 2x3 and 4x5 cannot be broadcast". */
+int ordo_tensor_broadcast_shape(const char *op, const ordo_tensor *a, const ordo_tensor *b, int64_t *out_shape);
+
+/* Writes "2x3" ("scalar" for 0 dims) into buf; returns buf. */
+char *ordo_tensor_shape_str(const ordo_tensor *t, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ */
+/* Kernels and pushes                                                  */
+
+/* A small integer for a kernel name, interned once (front ends resolve
+ * their kernels at load time).  The kernel itself is looked up in the
+ * registry at the first push per device type and cached; -1 on a bad name. */
+int ordo_tensor_kernel_id(const char *name);
+const char *ordo_tensor_kernel_name(int kid);
+/* 1 if the registry has kernel kid for dev_type (ORDO_CPU, ORDO_GPU). */
+int ordo_tensor_kernel_available(int kid, int dev_type);
+/* Forgets the cached kernel functions (after re-registering a kernel). */
+void ordo_tensor_kernel_cache_clear(void);
+
+/* Flags for ordo_tensor_push. */
+enum {
+    ORDO_TP_BROADCAST = 1, /* inputs broadcast to out[0]'s shape (elementwise kernels) */
+    ORDO_TP_SAME_DTYPE = 2, /* inputs share one dtype (checked) */
+    ORDO_TP_CROSS_DEVICE = 4 /* tensors may be on different CPU devices (host memory: copies) */
+};
+
+/* Pushes kernel kid: inputs and outputs as views, scalars, iparams.  All
+ * tensors must share one device and one engine; the op runs on out[0]'s
+ * device (or in[0]'s when nout is 0).  An input that shares a storage with
+ * an output through a different, overlapping view is first copied, so
+ * in-place ops never read what they have already written.  0 or an error
+ * code with ordo_tensor_error() set; nothing is pushed on error. */
+int ordo_tensor_push(int kid, const char *op, int flags,
+                     ordo_tensor *const *in, int nin, ordo_tensor *const *out, int nout,
+                     const double *scalars, int nscalar, const int64_t *iparams, int niparam);
+
+/* Hot-path forms with fixed arity, broadcasting inputs to out's shape:
+ *   op1: out = k(a; s0)        (unary and tensor-scalar kernels, fill with a NULL)
+ *   op2: out = k(a, b)         (binary kernels)
+ *   op3: out = k(a, b, c)      (where) */
+int ordo_tensor_op1(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, double s0);
+int ordo_tensor_op2(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, ordo_tensor *b);
+int ordo_tensor_op3(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, ordo_tensor *b,
+                    ordo_tensor *c);
+/* out-of-place binary: a new tensor of the broadcast shape and dtype out_dtype. */
+ordo_tensor *ordo_tensor_binary(int kid, const char *op, ordo_tensor *a, ordo_tensor *b, int out_dtype);
+
+/* Waits for t's storage (every earlier write of it); 0 or an error code,
+ * with the message in ordo_tensor_error(). */
+int ordo_tensor_wait(const ordo_tensor *t);
+
+/* The thread-local message (and code) of the last failed call here.  The
+ * code is an ORDO_ERR_* or ORDO_TERR_NOT_VIEWABLE (ordo_tensor_view: the
+ * strides do not allow the shape without a copy). */
+enum { ORDO_TERR_NOT_VIEWABLE = 100 };
+const char *ordo_tensor_error(void);
+int ordo_tensor_error_code(void);
+
+/* ------------------------------------------------------------------ */
+/* Engines for front ends                                              */
+
+/* Engines created here are reference counted by the storages on them, so a
+ * front end may close its handle while tensors still live: the engine is
+ * destroyed when it is closed and its last storage is gone. */
+ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
+void         ordo_tensor_engine_close(ordo_engine *e);
+/* The profiler summary as a malloc'd string (free with ordo_tensor_free_str). */
+char *ordo_tensor_profiler_summary(ordo_engine *e);
+void  ordo_tensor_free_str(char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,250 @@
+/*
+ * storage.c - refcounted, 64-byte-aligned host memory owning one engine var.
+ *
+ * The last release pushes ordo_delete_variable with a function that frees
+ * the bytes, so they go only after every op pushed on the storage has run
+ * (rule 6) - whatever thread (a Lua finalizer, a C caller) drops the last
+ * reference, and without any wait.
+ *
+ * Memory accounting for garbage-collected front ends: a GC that does not
+ * see these bytes (LuaJIT) would let thousands of 1 MB tensors pile up
+ * behind a few hundred bytes of Lua objects.  "referenced" bytes drop at the
+ * last release (synchronously, when the front end's finalizer runs); "live"
+ * bytes drop when the engine has actually freed them.  ordo_storage_gc_due
+ * asks for a collection once the bytes allocated since the previous one
+ * exceed max(threshold, bytes still referenced after it) - the same
+ * geometric pacing as Lua's own pause of 200%.
+ *
+ * The bytes of released storages are freed by the engine, after their
+ * pending ops: a loop that allocates faster than the workers retire its
+ * ops would pile up freed-but-not-yet-free memory behind max_inflight ops.
+ * So allocation has backpressure on memory too: past 2 x threshold bytes
+ * waiting to be freed, a new allocation waits (on a condition variable
+ * the free op signals) until half of them are gone.  Never inside an op
+ * (a worker must not block on other workers), and never more than a few
+ * seconds, so it cannot deadlock whatever the ops do.
+ */
+#include "ordo_tensor.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h" /* tls_worker, tls_in_op: never block inside an op */
+#include "tensor_internal.h"
+
+/* ---- accounting -------------------------------------------------------------- */
+
+static _Atomic int64_t live_bytes, live_count, total_bytes, referenced_bytes;
+static _Atomic int64_t since_gc;     /* bytes allocated since the last collection */
+static _Atomic int64_t gc_base;      /* bytes referenced right after it */
+static _Atomic int64_t gc_threshold; /* 0 = not read from the environment yet */
+static _Atomic int64_t pending_free; /* released, not yet freed by the engine */
+static pthread_mutex_t free_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t free_cv = PTHREAD_COND_INITIALIZER;
+static atomic_int free_waiters;
+
+int64_t ordo_storage_live_bytes(void) { return atomic_load(&live_bytes); }
+int64_t ordo_storage_live_count(void) { return atomic_load(&live_count); }
+int64_t ordo_storage_total_bytes(void) { return atomic_load(&total_bytes); }
+
+static int64_t threshold(void) {
+    int64_t t = atomic_load_explicit(&gc_threshold, memory_order_relaxed);
+    if (t == 0) {
+        const char *s = getenv("ORDO_GC_THRESHOLD_MB");
+        long mb = s ? atol(s) : 0;
+        t = (mb > 0 ? (int64_t)mb : 64) << 20;
+        atomic_store(&gc_threshold, t);
+    }
+    return t;
+}
+
+void ordo_storage_set_gc_threshold(int64_t bytes) {
+    atomic_store(&gc_threshold, bytes > 0 ? bytes : (int64_t)1);
+}
+
+int ordo_storage_gc_due(void) {
+    int64_t since = atomic_load_explicit(&since_gc, memory_order_relaxed);
+    int64_t t = threshold(), base = atomic_load_explicit(&gc_base, memory_order_relaxed);
+    if (since < (base > t ? base : t)) return 0;
+    atomic_store(&since_gc, 0);
+    return 1;
+}
+
+/* Called by the front end once its collection has run (the finalizers have
+ * released what was garbage): the next pause is measured from here. */
+void ordo_storage_gc_done(void) { atomic_store(&gc_base, atomic_load(&referenced_bytes)); }
+
+/* ---- engines created for front ends ------------------------------------------- */
+
+typedef struct eng_ref {
+    ordo_engine *e;
+    long refs; /* storages on it, + 1 while the front end's handle is open */
+    struct eng_ref *next;
+} eng_ref;
+
+static pthread_mutex_t eng_mu = PTHREAD_MUTEX_INITIALIZER;
+static eng_ref *eng_list;
+static atomic_int eng_custom; /* engines in eng_list: 0 keeps the usual path lock-free */
+
+static void engine_ref(ordo_engine *e, long delta) {
+    if (atomic_load_explicit(&eng_custom, memory_order_acquire) == 0) return;
+    ordo_engine *destroy = NULL;
+    pthread_mutex_lock(&eng_mu);
+    for (eng_ref **pp = &eng_list; *pp; pp = &(*pp)->next) {
+        eng_ref *r = *pp;
+        if (r->e != e) continue;
+        r->refs += delta;
+        if (r->refs == 0) {
+            *pp = r->next;
+            destroy = r->e;
+            free(r);
+            atomic_fetch_sub(&eng_custom, 1);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&eng_mu);
+    if (destroy) ordo_engine_destroy(destroy);
+}
+
+ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg) {
+    eng_ref *r = calloc(1, sizeof *r);
+    if (!r) {
+        tensor_set_error("engine.new: out of memory");
+        return NULL;
+    }
+    ordo_engine *e = ordo_engine_create(cfg);
+    if (!e) {
+        tensor_set_error("engine.new: %s", ordo_last_error());
+        free(r);
+        return NULL;
+    }
+    r->e = e;
+    r->refs = 1;
+    pthread_mutex_lock(&eng_mu);
+    r->next = eng_list;
+    eng_list = r;
+    atomic_fetch_add(&eng_custom, 1);
+    pthread_mutex_unlock(&eng_mu);
+    return e;
+}
+
+void ordo_tensor_engine_close(ordo_engine *e) {
+    if (e) engine_ref(e, -1);
+}
+
+/* ---- backpressure on memory waiting to be freed ---------------------------------- */
+
+static void wait_for_frees(void) {
+    int64_t limit = 2 * threshold();
+    if (atomic_load_explicit(&pending_free, memory_order_relaxed) <= limit || tls_worker || tls_in_op) return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&free_mu);
+    atomic_fetch_add(&free_waiters, 1);
+    while (atomic_load(&pending_free) > limit / 2)
+        if (pthread_cond_timedwait(&free_cv, &free_mu, &until) != 0) break;
+    atomic_fetch_sub(&free_waiters, 1);
+    pthread_mutex_unlock(&free_mu);
+}
+
+static void freed(int64_t nbytes) {
+    int64_t left = atomic_fetch_sub_explicit(&pending_free, nbytes, memory_order_relaxed) - nbytes;
+    if (atomic_load_explicit(&free_waiters, memory_order_acquire) && left <= threshold()) {
+        pthread_mutex_lock(&free_mu);
+        pthread_cond_broadcast(&free_cv);
+        pthread_mutex_unlock(&free_mu);
+    }
+}
+
+/* ---- storages ----------------------------------------------------------------- */
+
+ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
+    if (!e) e = ordo_engine_default();
+    if (!e) {
+        tensor_set_error("cannot start the default engine: %s", ordo_last_error());
+        return NULL;
+    }
+    if (ctx.dev_type == ORDO_GPU) {
+        if (ordo_gpu_count() == 0) tensor_set_error_code(ORDO_ERR_NO_DEVICE, "gpu(%d): no CUDA device available", ctx.dev_id);
+        else tensor_set_error_code(ORDO_ERR_NO_DEVICE, "gpu(%d): GPU tensors are not implemented yet (no CUDA storage allocator)", ctx.dev_id);
+        return NULL;
+    }
+    if ((ctx.dev_type != ORDO_CPU && ctx.dev_type != ORDO_CPU_PINNED) || ctx.dev_id < 0 ||
+        ctx.dev_id >= ORDO_MAX_DEVICES) {
+        tensor_set_error_code(ORDO_ERR_INVALID, "unknown device (type %d, id %d)", ctx.dev_type, ctx.dev_id);
+        return NULL;
+    }
+    if (nbytes > 0) wait_for_frees();
+    ordo_storage *s = malloc(sizeof *s);
+    if (!s) {
+        tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    s->data = NULL;
+    if (nbytes > 0) {
+        size_t rounded = (nbytes + 63) & ~(size_t)63;
+        if (rounded < nbytes || !(s->data = aligned_alloc(64, rounded))) {
+            free(s);
+            tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory allocating %zu bytes", nbytes);
+            return NULL;
+        }
+    }
+    s->var = ordo_new_variable(e);
+    if (!s->var) {
+        tensor_set_error_code(ORDO_ERR_NOMEM, "%s", ordo_last_error());
+        free(s->data);
+        free(s);
+        return NULL;
+    }
+    s->refs = 1;
+    s->nbytes = nbytes;
+    s->engine = e;
+    s->ctx = ctx;
+    engine_ref(e, +1);
+    atomic_fetch_add_explicit(&live_bytes, (int64_t)nbytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&total_bytes, (int64_t)nbytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&referenced_bytes, (int64_t)nbytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&since_gc, (int64_t)nbytes, memory_order_relaxed);
+    return s;
+}
+
+void ordo_storage_retain(ordo_storage *s) {
+    if (s) __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+}
+
+static void storage_free_now(ordo_storage *s) {
+    int64_t n = (int64_t)s->nbytes;
+    free(s->data);
+    free(s);
+    atomic_fetch_sub_explicit(&live_bytes, n, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
+    freed(n);
+}
+
+/* The delete op: runs after every earlier op on the storage's var. */
+static int storage_free_op(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    storage_free_now(param);
+    return 0;
+}
+
+void ordo_storage_release(ordo_storage *s) {
+    if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    atomic_fetch_sub_explicit(&referenced_bytes, (int64_t)s->nbytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pending_free, (int64_t)s->nbytes, memory_order_relaxed);
+    ordo_engine *e = s->engine;
+    ordo_ctx ctx = s->ctx;
+    if (ctx.dev_type == ORDO_CPU_PINNED) ctx.dev_type = ORDO_CPU;
+    if (ordo_delete_variable(e, storage_free_op, s, ctx, s->var) != ORDO_OK) {
+        /* Cannot happen short of running out of memory for one op: wait
+         * for the var's ops instead (not possible inside an op: leak). */
+        if (ordo_wait_to_write(e, s->var) == ORDO_ERR_DEADLOCK) return;
+        storage_free_now(s);
+    }
+    engine_ref(e, -1);
+}

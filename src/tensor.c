@@ -1,0 +1,464 @@
+/*
+ * tensor.c - tensor descriptors: creation, views, shapes, broadcasting.
+ *
+ * Dims count from 0 in this file; messages print them counted from 1, as
+ * the Lua front end's users see them.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor_internal.h"
+
+/* ---- errors ------------------------------------------------------------------- */
+
+static _Thread_local char terr[1024];
+static _Thread_local int terr_code;
+
+const char *ordo_tensor_error(void) { return terr; }
+int ordo_tensor_error_code(void) { return terr_code; }
+
+static int vset(int code, const char *fmt, va_list ap) {
+    vsnprintf(terr, sizeof terr, fmt, ap);
+    terr_code = code;
+    return code;
+}
+
+int tensor_set_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vset(ORDO_ERR_INVALID, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int tensor_set_error_code(int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vset(code, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* ---- small helpers -------------------------------------------------------------- */
+
+char *ordo_tensor_shape_str(const ordo_tensor *t, char *buf, size_t len) {
+    if (!t || t->ndim == 0) {
+        snprintf(buf, len, "scalar");
+        return buf;
+    }
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < t->ndim && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, i ? "x%lld" : "%lld", (long long)t->shape[i]);
+    return buf;
+}
+
+static const char *shp(const ordo_tensor *t, char *buf) { return ordo_tensor_shape_str(t, buf, 128); }
+
+static const char *shape_arr_str(int ndim, const int64_t *shape, char *buf, size_t len) {
+    ordo_tensor tmp;
+    tmp.ndim = ndim;
+    for (int i = 0; i < ndim && i < ORDO_MAX_DIMS; i++) tmp.shape[i] = shape[i];
+    return ordo_tensor_shape_str(&tmp, buf, len);
+}
+
+int64_t ordo_tensor_numel(const ordo_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+int ordo_tensor_is_contiguous(const ordo_tensor *t) {
+    int64_t expect = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] == 0) return 1;
+        if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
+        expect *= t->shape[i];
+    }
+    return 1;
+}
+
+void *ordo_tensor_data(const ordo_tensor *t) {
+    if (!t->storage->data) return NULL;
+    return (char *)t->storage->data + t->offset * (int64_t)ordo_dtype_size(t->dtype);
+}
+
+void tensor_to_view(const ordo_tensor *t, ordo_view *v) {
+    v->data = t->storage->data ? (char *)t->storage->data + t->offset * (int64_t)ordo_dtype_size(t->dtype) : NULL;
+    v->dtype = t->dtype;
+    v->ndim = t->ndim;
+    for (int i = 0; i < t->ndim; i++) {
+        v->shape[i] = t->shape[i];
+        v->strides[i] = t->strides[i];
+    }
+}
+
+static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+static ordo_tensor *desc_new(void) {
+    ordo_tensor *t = malloc(sizeof *t);
+    if (!t) tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory");
+    return t;
+}
+
+/* ---- creation -------------------------------------------------------------------- */
+
+ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_t *shape, ordo_ctx ctx) {
+    if (dtype < 0 || dtype >= ORDO_NDTYPES) {
+        tensor_set_error("unknown dtype %d", dtype);
+        return NULL;
+    }
+    if (ndim < 0 || ndim > ORDO_MAX_DIMS) {
+        tensor_set_error("%d dims (at most %d supported)", ndim, ORDO_MAX_DIMS);
+        return NULL;
+    }
+    int64_t numel = 1;
+    size_t es = ordo_dtype_size(dtype);
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            char b[128];
+            tensor_set_error("negative size %lld in shape %s", (long long)shape[i], shape_arr_str(ndim, shape, b, sizeof b));
+            return NULL;
+        }
+        if (shape[i] > 0 && numel > (INT64_MAX / (int64_t)es) / shape[i]) {
+            char b[128];
+            tensor_set_error_code(ORDO_ERR_NOMEM, "shape %s is too large", shape_arr_str(ndim, shape, b, sizeof b));
+            return NULL;
+        }
+        numel *= shape[i];
+    }
+    ordo_tensor *t = desc_new();
+    if (!t) return NULL;
+    t->storage = ordo_storage_new(e, ctx, (size_t)numel * es);
+    if (!t->storage) {
+        free(t);
+        return NULL;
+    }
+    t->offset = 0;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->ctx = ctx;
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+    contiguous_strides(ndim, shape, t->strides);
+    return t;
+}
+
+ordo_tensor *ordo_tensor_empty_like(const ordo_tensor *t, int dtype) {
+    return ordo_tensor_empty(t->storage->engine, dtype, t->ndim, t->shape, t->ctx);
+}
+
+ordo_tensor *ordo_tensor_alias(const ordo_tensor *t) {
+    ordo_tensor *r = desc_new();
+    if (!r) return NULL;
+    *r = *t;
+    ordo_storage_retain(t->storage);
+    return r;
+}
+
+/* A view of t's storage, not checked (the callers compute it from t). */
+static ordo_tensor *view_of(const ordo_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                            int64_t offset) {
+    ordo_tensor *r = desc_new();
+    if (!r) return NULL;
+    r->storage = t->storage;
+    r->offset = offset;
+    r->dtype = t->dtype;
+    r->ndim = ndim;
+    r->ctx = t->ctx;
+    for (int i = 0; i < ndim; i++) {
+        r->shape[i] = shape[i];
+        r->strides[i] = strides[i];
+    }
+    ordo_storage_retain(t->storage);
+    return r;
+}
+
+ordo_tensor *ordo_tensor_as_strided(const ordo_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                                    int64_t offset) {
+    if (ndim < 0 || ndim > ORDO_MAX_DIMS) {
+        tensor_set_error("as_strided: %d dims (at most %d supported)", ndim, ORDO_MAX_DIMS);
+        return NULL;
+    }
+    int64_t lo = offset, hi = offset, numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            tensor_set_error("as_strided: negative size %lld", (long long)shape[i]);
+            return NULL;
+        }
+        numel *= shape[i];
+        if (shape[i] > 0) {
+            int64_t span = (shape[i] - 1) * strides[i];
+            if (span < 0) lo += span;
+            else hi += span;
+        }
+    }
+    int64_t cap = (int64_t)(t->storage->nbytes / ordo_dtype_size(t->dtype));
+    if (numel > 0 && (lo < 0 || hi >= cap)) {
+        tensor_set_error("as_strided: the view reaches elements %lld..%lld outside its storage of %lld elements",
+                         (long long)lo, (long long)hi, (long long)cap);
+        return NULL;
+    }
+    return view_of(t, ndim, shape, strides, offset);
+}
+
+void ordo_tensor_free(ordo_tensor *t) {
+    if (!t) return;
+    ordo_storage_release(t->storage);
+    free(t);
+}
+
+/* ---- views -------------------------------------------------------------------------- */
+
+static int check_dim(const char *op, const ordo_tensor *t, int dim, int extra) {
+    int n = t->ndim + extra;
+    if (dim < 0 || dim >= n) {
+        char b[128];
+        if (n == 0)
+            return tensor_set_error("%s: dim %d out of range: the tensor has no dims (shape %s)", op, dim + 1, shp(t, b));
+        return tensor_set_error("%s: dim %d out of range for a %d-d tensor of shape %s (expected 1..%d)", op, dim + 1,
+                                t->ndim, shp(t, b), n);
+    }
+    return 0;
+}
+
+/* Strides for viewing t as shape without copying (PyTorch's computeStride);
+ * 0 if impossible. */
+static int view_strides(const ordo_tensor *t, int ndim, const int64_t *shape, int64_t *strides) {
+    int64_t numel = ordo_tensor_numel(t);
+    if (numel == 0 || t->ndim == 0 || ordo_tensor_is_contiguous(t)) {
+        contiguous_strides(ndim, shape, strides);
+        return 1;
+    }
+    int view_d = ndim - 1;
+    int64_t chunk_base = t->strides[t->ndim - 1];
+    int64_t tensor_numel = 1, view_numel = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        tensor_numel *= t->shape[d];
+        if (d == 0 || (t->shape[d - 1] != 1 && t->strides[d - 1] != tensor_numel * chunk_base)) {
+            while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+                strides[view_d] = view_numel * chunk_base;
+                view_numel *= shape[view_d];
+                view_d--;
+            }
+            if (view_numel != tensor_numel) return 0;
+            if (d > 0) {
+                chunk_base = t->strides[d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    return view_d == -1;
+}
+
+ordo_tensor *ordo_tensor_view(const char *op, const ordo_tensor *t, int ndim, const int64_t *shape_in) {
+    char b1[128], b2[128];
+    if (ndim < 0 || ndim > ORDO_MAX_DIMS) {
+        tensor_set_error("%s: %d dims (at most %d supported)", op, ndim, ORDO_MAX_DIMS);
+        return NULL;
+    }
+    int64_t shape[ORDO_MAX_DIMS], known = 1, numel = ordo_tensor_numel(t);
+    int infer = -1;
+    for (int i = 0; i < ndim; i++) {
+        shape[i] = shape_in[i];
+        if (shape[i] == -1) {
+            if (infer >= 0) {
+                tensor_set_error("%s: only one size may be -1, got shape %s", op, shape_arr_str(ndim, shape_in, b1, sizeof b1));
+                return NULL;
+            }
+            infer = i;
+        } else if (shape[i] < 0) {
+            tensor_set_error("%s: negative size %lld in shape %s", op, (long long)shape[i],
+                             shape_arr_str(ndim, shape_in, b1, sizeof b1));
+            return NULL;
+        } else {
+            known *= shape[i];
+        }
+    }
+    if (infer >= 0) {
+        if (known == 0 || numel % known != 0) {
+            tensor_set_error("%s: shape %s is invalid for a tensor of %lld elements (shape %s)", op,
+                             shape_arr_str(ndim, shape_in, b1, sizeof b1), (long long)numel, shp(t, b2));
+            return NULL;
+        }
+        shape[infer] = numel / known;
+        known = numel;
+    }
+    if (known != numel) {
+        tensor_set_error("%s: shape %s is invalid for a tensor of %lld elements (shape %s)", op,
+                         shape_arr_str(ndim, shape_in, b1, sizeof b1), (long long)numel, shp(t, b2));
+        return NULL;
+    }
+    int64_t strides[ORDO_MAX_DIMS];
+    if (!view_strides(t, ndim, shape, strides)) {
+        tensor_set_error_code(ORDO_TERR_NOT_VIEWABLE,
+                              "%s: a tensor of shape %s with these strides cannot be viewed as %s without a copy; "
+                              "use reshape, or contiguous() first",
+                              op, shp(t, b1), shape_arr_str(ndim, shape, b2, sizeof b2));
+        return NULL;
+    }
+    return view_of(t, ndim, shape, strides, t->offset);
+}
+
+ordo_tensor *ordo_tensor_transpose(const char *op, const ordo_tensor *t, int d1, int d2) {
+    if (check_dim(op, t, d1, 0) || check_dim(op, t, d2, 0)) return NULL;
+    int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) {
+        shape[i] = t->shape[i];
+        strides[i] = t->strides[i];
+    }
+    shape[d1] = t->shape[d2];
+    strides[d1] = t->strides[d2];
+    shape[d2] = t->shape[d1];
+    strides[d2] = t->strides[d1];
+    return view_of(t, t->ndim, shape, strides, t->offset);
+}
+
+ordo_tensor *ordo_tensor_permute(const char *op, const ordo_tensor *t, int ndim, const int64_t *perm) {
+    char b[128];
+    if (ndim != t->ndim) {
+        tensor_set_error("%s: %d dims given for a %d-d tensor of shape %s", op, ndim, t->ndim, shp(t, b));
+        return NULL;
+    }
+    int seen[ORDO_MAX_DIMS] = {0};
+    int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) {
+        int64_t p = perm[i];
+        if (p < 0 || p >= ndim || seen[p]) {
+            tensor_set_error("%s: dims must be a permutation of 1..%d (got %lld at position %d)", op, ndim,
+                             (long long)p + 1, i + 1);
+            return NULL;
+        }
+        seen[p] = 1;
+        shape[i] = t->shape[p];
+        strides[i] = t->strides[p];
+    }
+    return view_of(t, ndim, shape, strides, t->offset);
+}
+
+ordo_tensor *ordo_tensor_narrow(const char *op, const ordo_tensor *t, int dim, int64_t start, int64_t len) {
+    char b[128];
+    if (check_dim(op, t, dim, 0)) return NULL;
+    if (start < 0 || len < 0 || start + len > t->shape[dim]) {
+        tensor_set_error("%s: start %lld and length %lld out of range for dim %d of size %lld (shape %s)", op,
+                         (long long)start + 1, (long long)len, dim + 1, (long long)t->shape[dim], shp(t, b));
+        return NULL;
+    }
+    int64_t shape[ORDO_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof shape);
+    shape[dim] = len;
+    return view_of(t, t->ndim, shape, t->strides, t->offset + (len > 0 ? start * t->strides[dim] : 0));
+}
+
+ordo_tensor *ordo_tensor_select(const char *op, const ordo_tensor *t, int dim, int64_t index) {
+    char b[128];
+    if (check_dim(op, t, dim, 0)) return NULL;
+    if (index < 0 || index >= t->shape[dim]) {
+        tensor_set_error("%s: index %lld out of range for dim %d of size %lld (shape %s)", op, (long long)index + 1,
+                         dim + 1, (long long)t->shape[dim], shp(t, b));
+        return NULL;
+    }
+    int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (i == dim) continue;
+        shape[n] = t->shape[i];
+        strides[n++] = t->strides[i];
+    }
+    return view_of(t, n, shape, strides, t->offset + index * t->strides[dim]);
+}
+
+ordo_tensor *ordo_tensor_expand(const char *op, const ordo_tensor *t, int ndim, const int64_t *shape_in) {
+    char b1[128], b2[128];
+    if (ndim < t->ndim || ndim > ORDO_MAX_DIMS) {
+        tensor_set_error("%s: cannot expand shape %s to %s (%s)", op, shp(t, b1),
+                         shape_arr_str(ndim, shape_in, b2, sizeof b2),
+                         ndim > ORDO_MAX_DIMS ? "too many dims" : "fewer dims than the tensor");
+        return NULL;
+    }
+    int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
+    int lead = ndim - t->ndim;
+    for (int i = 0; i < ndim; i++) {
+        int j = i - lead;
+        int64_t want = shape_in[i];
+        if (j < 0) {
+            if (want < 0) {
+                tensor_set_error("%s: size -1 is not allowed for a new leading dim (expanding %s to %s)", op, shp(t, b1),
+                                 shape_arr_str(ndim, shape_in, b2, sizeof b2));
+                return NULL;
+            }
+            shape[i] = want;
+            strides[i] = 0;
+        } else if (want == -1 || want == t->shape[j]) {
+            shape[i] = t->shape[j];
+            strides[i] = t->strides[j];
+        } else if (t->shape[j] == 1 && want >= 0) {
+            shape[i] = want;
+            strides[i] = 0;
+        } else {
+            tensor_set_error("%s: cannot expand shape %s to %s (dim %d has size %lld, expected %lld or 1)", op,
+                             shp(t, b1), shape_arr_str(ndim, shape_in, b2, sizeof b2), j + 1,
+                             (long long)t->shape[j], (long long)want);
+            return NULL;
+        }
+    }
+    return view_of(t, ndim, shape, strides, t->offset);
+}
+
+ordo_tensor *ordo_tensor_unsqueeze(const char *op, const ordo_tensor *t, int dim) {
+    if (t->ndim >= ORDO_MAX_DIMS) {
+        tensor_set_error("%s: a tensor has at most %d dims", op, ORDO_MAX_DIMS);
+        return NULL;
+    }
+    if (check_dim(op, t, dim, 1)) return NULL;
+    int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i <= t->ndim; i++) {
+        if (i == dim) {
+            shape[n] = 1;
+            strides[n++] = i < t->ndim ? t->strides[i] * t->shape[i] : 1;
+        }
+        if (i < t->ndim) {
+            shape[n] = t->shape[i];
+            strides[n++] = t->strides[i];
+        }
+    }
+    return view_of(t, n, shape, strides, t->offset);
+}
+
+ordo_tensor *ordo_tensor_squeeze(const char *op, const ordo_tensor *t, int dim) {
+    if (dim >= 0 && check_dim(op, t, dim, 0)) return NULL;
+    int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 1 && (dim < 0 || dim == i)) continue;
+        shape[n] = t->shape[i];
+        strides[n++] = t->strides[i];
+    }
+    return view_of(t, n, shape, strides, t->offset);
+}
+
+int ordo_tensor_broadcast_shape(const char *op, const ordo_tensor *a, const ordo_tensor *b, int64_t *out) {
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int i = 0; i < n; i++) {
+        int ia = i - (n - a->ndim), ib = i - (n - b->ndim);
+        int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+        if (sa == sb || sb == 1) out[i] = sa;
+        else if (sa == 1) out[i] = sb;
+        else {
+            char b1[128], b2[128];
+            tensor_set_error("%s: shapes %s and %s cannot be broadcast (dim %d of the result: sizes %lld and %lld)", op,
+                             shp(a, b1), shp(b, b2), i + 1, (long long)sa, (long long)sb);
+            return -1;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,24 @@
+/*
+ * tensor_internal.h - shared by storage.c, tensor.c and tensor_push.c.
+ */
+#ifndef ORDO_TENSOR_INTERNAL_H
+#define ORDO_TENSOR_INTERNAL_H
+
+#include "ordo_tensor.h"
+
+/* Sets ordo_tensor_error(); returns ORDO_ERR_INVALID (or code). */
+int tensor_set_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+int tensor_set_error_code(int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* A view of t for a kernel (offset applied). */
+void tensor_to_view(const ordo_tensor *t, ordo_view *v);
+
+#endif

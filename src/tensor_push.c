@@ -1,0 +1,421 @@
+/*
+ * tensor_push.c - pushing registered kernels on tensors.
+ *
+ * The hot path (a Lua `c:add_(a)` on small tensors) is: resolve the kernel
+ * through a per-id cache, take a parameter block from a pool, fill in the
+ * views, one ordo_push_sync.  No allocation per op once the pool is warm:
+ * blocks are taken by the pushing thread from a thread-local list, which
+ * refills by grabbing the whole shared free stack at once; workers return
+ * blocks by pushing onto that stack (many pushers, one grab-all: no ABA).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor_internal.h"
+
+/* ---- kernel ids ----------------------------------------------------------------- */
+
+#define KMAX 512
+#define KNAME 24 /* a stride of 24 bytes spreads the names over the engine's name cache */
+
+static _Alignas(64) char knames[KMAX][KNAME];
+static _Atomic(ordo_kernel_fn) kfns[KMAX][2]; /* [0] cpu, [1] gpu */
+static int kcount;
+static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
+
+int ordo_tensor_kernel_id(const char *name) {
+    if (!name || !*name || strlen(name) >= KNAME) {
+        tensor_set_error("kernel name '%s' is empty or longer than %d characters", name ? name : "(null)", KNAME - 1);
+        return -1;
+    }
+    pthread_mutex_lock(&kmu);
+    int id = -1;
+    for (int i = 0; i < kcount; i++)
+        if (!strcmp(knames[i], name)) {
+            id = i;
+            break;
+        }
+    if (id < 0 && kcount < KMAX) {
+        id = kcount;
+        strcpy(knames[id], name);
+        __atomic_store_n(&kcount, kcount + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&kmu);
+    if (id < 0) tensor_set_error("too many distinct kernel names (at most %d)", KMAX);
+    return id;
+}
+
+static int kid_valid(int kid) { return kid >= 0 && kid < __atomic_load_n(&kcount, __ATOMIC_ACQUIRE); }
+
+const char *ordo_tensor_kernel_name(int kid) { return kid_valid(kid) ? knames[kid] : NULL; }
+
+static ordo_kernel_fn kernel_fn(int kid, int dev_type) {
+    int slot = dev_type == ORDO_GPU;
+    ordo_kernel_fn fn = atomic_load_explicit(&kfns[kid][slot], memory_order_acquire);
+    if (!fn) {
+        fn = ordo_kernel_lookup(knames[kid], slot ? ORDO_GPU : ORDO_CPU);
+        if (fn) atomic_store_explicit(&kfns[kid][slot], fn, memory_order_release);
+    }
+    return fn;
+}
+
+int ordo_tensor_kernel_available(int kid, int dev_type) {
+    return kid_valid(kid) && kernel_fn(kid, dev_type) != NULL;
+}
+
+void ordo_tensor_kernel_cache_clear(void) {
+    for (int i = 0; i < KMAX; i++) {
+        atomic_store(&kfns[i][0], NULL);
+        atomic_store(&kfns[i][1], NULL);
+    }
+}
+
+/* ---- parameter blocks --------------------------------------------------------------- */
+
+typedef struct kparam {
+    struct kparam *next;
+    ordo_kernel_fn fn;
+    ordo_kernel_args a;
+} kparam;
+
+/* Blocks freed on a thread (a worker, after the op ran) gather in a
+ * thread-local batch and are published to the shared stack BATCH at a time,
+ * so the cache line of the shared stack moves once per BATCH ops, not per op.
+ * A thread's unpublished batch goes to the shared stack when the thread
+ * exits.  The shared stack keeps at most POOL_MAX blocks; beyond, freed. */
+#define BATCH 32
+#define POOL_MAX 8192
+
+static _Atomic(kparam *) pool_head;
+static atomic_long pool_n;
+static _Thread_local kparam *tl_free;             /* blocks this thread takes from */
+static _Thread_local kparam *tl_ret, *tl_ret_tail; /* blocks this thread freed */
+static _Thread_local int tl_ret_n;
+static _Thread_local int tl_registered;            /* flush_at_exit armed for this thread */
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void publish(kparam *head, kparam *tail, long n) {
+    if (atomic_load_explicit(&pool_n, memory_order_relaxed) >= POOL_MAX) {
+        while (head) {
+            kparam *next = head->next;
+            free(head);
+            head = next;
+        }
+        return;
+    }
+    atomic_fetch_add_explicit(&pool_n, n, memory_order_relaxed);
+    kparam *h = atomic_load_explicit(&pool_head, memory_order_relaxed);
+    do tail->next = h;
+    while (!atomic_compare_exchange_weak_explicit(&pool_head, &h, head, memory_order_release, memory_order_relaxed));
+}
+
+static void flush_at_exit(void *unused) {
+    (void)unused;
+    if (tl_ret) publish(tl_ret, tl_ret_tail, tl_ret_n);
+    tl_ret = tl_ret_tail = NULL;
+    tl_ret_n = 0;
+    while (tl_free) {
+        kparam *next = tl_free->next;
+        free(tl_free);
+        tl_free = next;
+    }
+}
+
+static void make_exit_key(void) { pthread_key_create(&exit_key, flush_at_exit); }
+
+static void arm_exit_flush(void) {
+    pthread_once(&exit_once, make_exit_key);
+    pthread_setspecific(exit_key, (void *)1);
+    tl_registered = 1;
+}
+
+static kparam *kp_get(void) {
+    kparam *p = tl_free;
+    if (!tl_registered) arm_exit_flush();
+    if (!p && tl_ret) { /* this thread's own returns (naive engine, errors) */
+        p = tl_ret;
+        tl_ret = tl_ret_tail = NULL;
+        tl_ret_n = 0;
+    }
+    if (!p && atomic_load_explicit(&pool_head, memory_order_relaxed)) {
+        p = atomic_exchange_explicit(&pool_head, NULL, memory_order_acquire);
+        long n = 0;
+        for (kparam *q = p; q; q = q->next) n++;
+        if (n) atomic_fetch_sub_explicit(&pool_n, n, memory_order_relaxed);
+    }
+    if (p) {
+        tl_free = p->next;
+        return p;
+    }
+    p = malloc(sizeof *p);
+    if (!p) tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory");
+    return p;
+}
+
+static void kp_put(void *param) {
+    kparam *p = param;
+    if (!tl_registered) arm_exit_flush(); /* first use on this thread: flush at its exit */
+    if (!tl_ret) tl_ret_tail = p;
+    p->next = tl_ret;
+    tl_ret = p;
+    if (++tl_ret_n >= BATCH) {
+        publish(tl_ret, tl_ret_tail, tl_ret_n);
+        tl_ret = NULL;
+        tl_ret_n = 0;
+    }
+}
+
+static int run_kernel(const ordo_run_ctx *rc, void *param) {
+    kparam *p = param;
+    return p->fn(rc, &p->a);
+}
+
+/* ---- checks ----------------------------------------------------------------------------- */
+
+static const char *dev_str(ordo_ctx c, char *buf) {
+    snprintf(buf, 32, "%s(%d)", c.dev_type == ORDO_GPU ? "gpu" : c.dev_type == ORDO_CPU_PINNED ? "cpu_pinned" : "cpu",
+             c.dev_id);
+    return buf;
+}
+
+static int same_device(ordo_ctx a, ordo_ctx b) {
+    int ta = a.dev_type == ORDO_CPU_PINNED ? ORDO_CPU : a.dev_type;
+    int tb = b.dev_type == ORDO_CPU_PINNED ? ORDO_CPU : b.dev_type;
+    return ta == tb && a.dev_id == b.dev_id;
+}
+
+/* in's view broadcast to out's shape. */
+static int bcast_view(const char *op, const ordo_tensor *in, const ordo_tensor *out, ordo_view *v) {
+    int lead = out->ndim - in->ndim;
+    if (lead < 0) goto bad;
+    v->data = in->storage->data ? (char *)in->storage->data + in->offset * (int64_t)ordo_dtype_size(in->dtype) : NULL;
+    v->dtype = in->dtype;
+    v->ndim = out->ndim;
+    for (int i = 0; i < out->ndim; i++) {
+        int j = i - lead;
+        v->shape[i] = out->shape[i];
+        if (j < 0) v->strides[i] = 0;
+        else if (in->shape[j] == out->shape[i]) v->strides[i] = in->strides[j];
+        else if (in->shape[j] == 1) v->strides[i] = 0;
+        else goto bad;
+    }
+    return 0;
+bad:;
+    char b1[128], b2[128];
+    return tensor_set_error("%s: shape %s cannot be broadcast to %s", op, ordo_tensor_shape_str(in, b1, sizeof b1),
+                            ordo_tensor_shape_str(out, b2, sizeof b2));
+}
+
+static void elem_range(const ordo_tensor *t, int64_t *lo, int64_t *hi) {
+    *lo = *hi = t->offset;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t span = (t->shape[i] - 1) * t->strides[i];
+        if (span < 0) *lo += span;
+        else *hi += span;
+    }
+}
+
+static int same_view(const ordo_tensor *a, const ordo_tensor *b) {
+    if (a->offset != b->offset || a->ndim != b->ndim || a->dtype != b->dtype) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i] || (a->shape[i] > 1 && a->strides[i] != b->strides[i])) return 0;
+    return 1;
+}
+
+/* Could an op reading x while writing o read an element o already wrote? */
+static int hazard(const ordo_tensor *x, const ordo_tensor *o, int elementwise) {
+    if (x->storage != o->storage || x->storage->nbytes == 0) return 0;
+    if (ordo_tensor_numel(x) == 0 || ordo_tensor_numel(o) == 0) return 0;
+    if (elementwise && same_view(x, o)) return 0;
+    size_t ex = ordo_dtype_size(x->dtype), eo = ordo_dtype_size(o->dtype);
+    int64_t xl, xh, ol, oh;
+    elem_range(x, &xl, &xh);
+    elem_range(o, &ol, &oh);
+    /* in bytes, dtypes may differ (copy) */
+    int64_t xlb = xl * (int64_t)ex, xhb = (xh + 1) * (int64_t)ex, olb = ol * (int64_t)eo, ohb = (oh + 1) * (int64_t)eo;
+    return xlb < ohb && olb < xhb;
+}
+
+/* An output where two elements share memory (an expanded view). */
+static int self_overlapping(const ordo_tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->strides[i] == 0 && t->shape[i] > 1) return 1;
+    return 0;
+}
+
+/* ---- the push ---------------------------------------------------------------------------- */
+
+static atomic_int kid_copy = -1;
+
+int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in, int nin, ordo_tensor *const *out,
+                     int nout, const double *scalars, int nscalar, const int64_t *iparams, int niparam) {
+    char b1[32], b2[32];
+    if (!op) op = kid_valid(kid) ? knames[kid] : "push";
+    if (!kid_valid(kid)) return tensor_set_error("%s: unknown kernel id %d", op, kid);
+    if (nin < 0 || nin > ORDO_KERNEL_MAX_IN || nout < 0 || nout > ORDO_KERNEL_MAX_OUT || nscalar < 0 ||
+        nscalar > ORDO_KERNEL_MAX_SCALARS || niparam < 0 || niparam > ORDO_KERNEL_MAX_IPARAMS)
+        return tensor_set_error("%s: %d inputs, %d outputs, %d scalars, %d iparams (at most %d, %d, %d, %d)", op, nin,
+                                nout, nscalar, niparam, ORDO_KERNEL_MAX_IN, ORDO_KERNEL_MAX_OUT,
+                                ORDO_KERNEL_MAX_SCALARS, ORDO_KERNEL_MAX_IPARAMS);
+    if ((nin && !in) || (nout && !out) || (nscalar && !scalars) || (niparam && !iparams))
+        return tensor_set_error("%s: NULL argument array", op);
+    if ((flags & ORDO_TP_BROADCAST) && nout == 0) return tensor_set_error("%s: broadcasting needs an output", op);
+    const ordo_tensor *ref = nout ? out[0] : nin ? in[0] : NULL;
+    if (!ref) return tensor_set_error("%s: no tensors", op);
+    for (int i = 0; i < nin + nout; i++) {
+        const ordo_tensor *t = i < nin ? in[i] : out[i - nin];
+        if (!t) return tensor_set_error("%s: %s %d is NULL", op, i < nin ? "input" : "output", i < nin ? i + 1 : i - nin + 1);
+        if (t->storage->engine != ref->storage->engine)
+            return tensor_set_error("%s: the tensors belong to different engines", op);
+        if (!same_device(t->ctx, ref->ctx) &&
+            !((flags & ORDO_TP_CROSS_DEVICE) && t->ctx.dev_type != ORDO_GPU && ref->ctx.dev_type != ORDO_GPU))
+            return tensor_set_error("%s: expected all tensors on one device, got %s and %s", op, dev_str(ref->ctx, b1),
+                                    dev_str(t->ctx, b2));
+    }
+    for (int i = 0; i < nout; i++)
+        if (self_overlapping(out[i]) && ordo_tensor_numel(out[i]) > 1) {
+            char b[128];
+            return tensor_set_error("%s: cannot write into an expanded view (shape %s with a stride of 0): several "
+                                    "elements share one memory location; use contiguous() first",
+                                    op, ordo_tensor_shape_str(out[i], b, sizeof b));
+        }
+    if ((flags & ORDO_TP_SAME_DTYPE) && nin > 1)
+        for (int i = 1; i < nin; i++)
+            if (in[i]->dtype != in[0]->dtype)
+                return tensor_set_error("%s: expected inputs of one dtype, got %s and %s", op,
+                                        ordo_dtype_name(in[0]->dtype), ordo_dtype_name(in[i]->dtype));
+
+    int dev_type = ref->ctx.dev_type == ORDO_GPU ? ORDO_GPU : ORDO_CPU;
+    ordo_kernel_fn fn = kernel_fn(kid, dev_type);
+    if (!fn)
+        return tensor_set_error("%s: no kernel '%s' registered for %s", op, knames[kid],
+                                dev_type == ORDO_GPU ? "gpu" : "cpu");
+
+    kparam *p = kp_get();
+    if (!p) return ORDO_ERR_NOMEM;
+    ordo_kernel_args *a = &p->a;
+    p->fn = fn;
+    a->nin = nin;
+    a->nout = nout;
+    a->nscalar = nscalar;
+    a->niparam = niparam;
+
+    /* Views first: a shape error must push nothing. */
+    for (int i = 0; i < nin; i++) {
+        if (flags & ORDO_TP_BROADCAST) {
+            if (bcast_view(op, in[i], out[0], &a->in[i])) {
+                kp_put(p);
+                return ORDO_ERR_INVALID;
+            }
+        } else {
+            tensor_to_view(in[i], &a->in[i]);
+        }
+    }
+    for (int i = 0; i < nout; i++) tensor_to_view(out[i], &a->out[i]);
+    for (int i = 0; i < nscalar; i++) a->scalar[i] = scalars[i];
+    for (int i = 0; i < niparam; i++) a->iparam[i] = iparams[i];
+
+    /* Inputs that alias an output through another view are read from a copy. */
+    ordo_tensor *tmp[ORDO_KERNEL_MAX_IN];
+    const ordo_tensor *src[ORDO_KERNEL_MAX_IN];
+    int ntmp = 0, rc = ORDO_OK;
+    for (int i = 0; i < nin; i++) {
+        src[i] = in[i];
+        for (int j = 0; j < nout; j++) {
+            if (!hazard(in[i], out[j], (flags & ORDO_TP_BROADCAST) != 0)) continue;
+            if (kid_copy < 0) kid_copy = ordo_tensor_kernel_id("copy");
+            ordo_tensor *t = ordo_tensor_empty(in[i]->storage->engine, in[i]->dtype, in[i]->ndim, in[i]->shape,
+                                               in[i]->ctx);
+            ordo_tensor *x = in[i];
+            if (!t || (rc = ordo_tensor_push(kid_copy, op, 0, &x, 1, &t, 1, NULL, 0, NULL, 0)) != ORDO_OK) {
+                if (!rc) rc = ordo_tensor_error_code();
+                ordo_tensor_free(t);
+                goto fail;
+            }
+            tmp[ntmp++] = t;
+            src[i] = t;
+            if (flags & ORDO_TP_BROADCAST) bcast_view(op, t, out[0], &a->in[i]);
+            else tensor_to_view(t, &a->in[i]);
+            break;
+        }
+    }
+
+    ordo_var *reads[ORDO_KERNEL_MAX_IN], *writes[ORDO_KERNEL_MAX_OUT];
+    int nr = 0;
+    for (int i = 0; i < nin; i++) {
+        ordo_var *v = src[i]->storage->var;
+        int dup = 0;
+        for (int k = 0; k < nr; k++) dup |= reads[k] == v;
+        if (!dup) reads[nr++] = v;
+    }
+    for (int i = 0; i < nout; i++) writes[i] = out[i]->storage->var;
+    ordo_ctx ctx = ref->ctx;
+    if (ctx.dev_type == ORDO_CPU_PINNED) ctx.dev_type = ORDO_CPU;
+    rc = ordo_push_sync(ref->storage->engine, run_kernel, p, kp_put, ctx, reads, nr, writes, nout, ORDO_PROP_NORMAL, 0,
+                        knames[kid]);
+    if (rc != ORDO_OK) {
+        tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
+        goto fail;
+    }
+    for (int i = 0; i < ntmp; i++) ordo_tensor_free(tmp[i]);
+    return ORDO_OK;
+fail:
+    kp_put(p);
+    for (int i = 0; i < ntmp; i++) ordo_tensor_free(tmp[i]);
+    return rc ? rc : ORDO_ERR_INVALID;
+}
+
+int ordo_tensor_op1(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, double s0) {
+    return ordo_tensor_push(kid, op, ORDO_TP_BROADCAST, &a, a ? 1 : 0, &out, 1, &s0, 1, NULL, 0);
+}
+
+int ordo_tensor_op2(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, ordo_tensor *b) {
+    ordo_tensor *in[2] = {a, b};
+    return ordo_tensor_push(kid, op, ORDO_TP_BROADCAST, in, 2, &out, 1, NULL, 0, NULL, 0);
+}
+
+int ordo_tensor_op3(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, ordo_tensor *b, ordo_tensor *c) {
+    ordo_tensor *in[3] = {a, b, c};
+    return ordo_tensor_push(kid, op, ORDO_TP_BROADCAST, in, 3, &out, 1, NULL, 0, NULL, 0);
+}
+
+ordo_tensor *ordo_tensor_binary(int kid, const char *op, ordo_tensor *a, ordo_tensor *b, int out_dtype) {
+    int64_t shape[ORDO_MAX_DIMS];
+    if (!a || !b) {
+        tensor_set_error("%s: NULL tensor", op);
+        return NULL;
+    }
+    int n = ordo_tensor_broadcast_shape(op, a, b, shape);
+    if (n < 0) return NULL;
+    ordo_tensor *out = ordo_tensor_empty(a->storage->engine, out_dtype, n, shape, a->ctx);
+    if (!out) return NULL;
+    if (ordo_tensor_op2(kid, op, out, a, b) != ORDO_OK) {
+        ordo_tensor_free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ---- waits, profiler ---------------------------------------------------------------------- */
+
+int ordo_tensor_wait(const ordo_tensor *t) {
+    int rc = ordo_wait_for_var(t->storage->engine, t->storage->var);
+    if (rc) tensor_set_error_code(rc, "%s", ordo_last_error());
+    return rc;
+}
+
+char *ordo_tensor_profiler_summary(ordo_engine *e) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    ordo_profiler_summary(e ? e : ordo_engine_default(), f);
+    fclose(f);
+    return buf;
+}
+
+void ordo_tensor_free_str(char *s) { free(s); }
