@@ -9,8 +9,9 @@
  * with the same order of summation, so a correct engine (rules 1-3) produces
  * bit-identical doubles; any op that runs early, late or concurrently with a
  * conflicting op changes some value.  ordo_var_version must also equal the
- * number of ops that wrote each var (a var written twice by one op counts
- * once, rule 3), and every param must have been freed by engine_destroy.
+ * number of ops that wrote each var, where by rule 3 a var given twice (even
+ * twice as a read) is written, once; and every param must have been freed
+ * by engine_destroy.
  */
 #ifndef ORDO_RANDOM_WORKLOAD_H
 #define ORDO_RANDOM_WORKLOAD_H
@@ -31,7 +32,7 @@ typedef enum {
     RW_OPERATORS   /* reusable operators: new_operator / push / delete_operator */
 } rw_variant;
 
-static const char *rw_variant_name(rw_variant v) {
+static inline const char *rw_variant_name(rw_variant v) {
     static const char *n[] = {"plain", "multiwrite", "devices", "priority", "async", "operators"};
     return n[v];
 }
@@ -52,46 +53,46 @@ typedef struct {
 static atomic_long rw_freed;  /* params freed by the engine */
 static atomic_long rw_ran;    /* op bodies executed */
 
-static void rw_apply(const rw_op *p, double *data) {
+static inline void rw_apply(const rw_op *p, double *data) {
     double s = 0;
     for (int i = 0; i < p->nr; i++) s += data[p->r[i]];
     double v = s / (p->nr + 1);
     for (int i = 0; i < p->nw; i++) data[p->w[i]] = v;
 }
 
-static void rw_body(const rw_op *p) {
+static inline void rw_body(const rw_op *p) {
     rw_apply(p, p->data);
     spin_us(p->spin_ns / 1000.0);
     atomic_fetch_add(&rw_ran, 1);
 }
 
-static int rw_sync_fn(const ordo_run_ctx *rc, void *param) {
+static inline int rw_sync_fn(const ordo_run_ctx *rc, void *param) {
     (void)rc;
     rw_body((const rw_op *)param);
     return 0;
 }
 
-static void rw_param_free(void *p) {
+static inline void rw_param_free(void *p) {
     atomic_fetch_add(&rw_freed, 1);
     free(p);
 }
 
 /* Async ops: the body runs on a completer thread, then it completes. */
 static completer_t *rw_completer;
-static void rw_work(void *arg) { rw_body((const rw_op *)arg); }
-static void rw_async_fn(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+static inline void rw_work(void *arg) { rw_body((const rw_op *)arg); }
+static inline void rw_async_fn(const ordo_run_ctx *rc, void *param, ordo_done *done) {
     (void)rc;
     completer_submit(rw_completer, done, rw_work, param, NULL, 0);
 }
 
 /* Operators run inline and complete at once. */
-static void rw_operator_fn(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+static inline void rw_operator_fn(const ordo_run_ctx *rc, void *param, ordo_done *done) {
     (void)rc;
     rw_body((const rw_op *)param);
     ordo_done_complete(done, NULL);
 }
 
-static void rw_gen(rng_t *g, rw_op *o, double *data, rw_variant var) {
+static inline void rw_gen(rng_t *g, rw_op *o, double *data, rw_variant var) {
     memset(o, 0, sizeof *o);
     o->data = data;
     o->nr = rng_range(g, 2, RW_MAX_READS);
@@ -105,7 +106,7 @@ static void rw_gen(rng_t *g, rw_op *o, double *data, rw_variant var) {
 }
 
 /* Random placement for one push (devices / priorities variants). */
-static void rw_place(rng_t *g, rw_variant var, int devices, ordo_ctx *ctx, int *prop, int *prio) {
+static inline void rw_place(rng_t *g, rw_variant var, int devices, ordo_ctx *ctx, int *prop, int *prio) {
     *ctx = cpu_ctx(0);
     *prop = ORDO_PROP_NORMAL;
     *prio = 0;
@@ -128,7 +129,7 @@ typedef struct {
 
 /* Runs `rounds` rounds of `nops` ops on a fresh engine; returns failures via
  * CHECKs in the caller's test. */
-static void rw_run(int kind, int workers, rw_variant var, int rounds, long nops, uint64_t seed) {
+static inline void rw_run(int kind, int workers, rw_variant var, int rounds, long nops, uint64_t seed) {
     rng_t g;
     rng_init(&g, seed ^ ((uint64_t)kind << 40) ^ ((uint64_t)workers << 32) ^ ((uint64_t)var << 48));
     atomic_store(&rw_freed, 0);
@@ -191,9 +192,14 @@ static void rw_run(int kind, int workers, rw_variant var, int rounds, long nops,
         /* Serial oracle, and the expected versions (rule 3: once per op). */
         for (long i = 0; i < nops; i++) {
             rw_apply(&ops[i], oracle);
-            unsigned char seen[RW_NVARS] = {0};
+            /* rule 3: the op writes each var of its write list, and each var
+             * given twice anywhere (here: twice among the reads); once each */
+            unsigned char nread[RW_NVARS] = {0}, counted[RW_NVARS] = {0};
+            for (int k = 0; k < ops[i].nr; k++) nread[ops[i].r[k]]++;
             for (int k = 0; k < ops[i].nw; k++)
-                if (!seen[ops[i].w[k]]++) expect_version[ops[i].w[k]]++;
+                if (!counted[ops[i].w[k]]++) expect_version[ops[i].w[k]]++;
+            for (int k = 0; k < ops[i].nr; k++)
+                if (nread[ops[i].r[k]] >= 2 && !counted[ops[i].r[k]]++) expect_version[ops[i].r[k]]++;
         }
         for (long i = 0; i < nops; i++) {
             rw_op *o = &ops[i];

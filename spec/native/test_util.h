@@ -57,7 +57,7 @@
 /* ------------------------------------------------------------------ */
 /* Scale and time                                                      */
 
-static double test_scale(void) {
+static inline double test_scale(void) {
     static double s = -1;
     if (s < 0) {
         const char *v = getenv("ORDO_TEST_SCALE");
@@ -71,31 +71,31 @@ static double test_scale(void) {
 
 /* n scaled by ORDO_TEST_SCALE, never below lo (so every test still does
  * enough work to be meaningful even at scale 0.05). */
-static long scaled(long n, long lo) {
+static inline long scaled(long n, long lo) {
     long v = (long)(n * test_scale());
     return v < lo ? lo : v;
 }
 
 /* Valgrind serialises threads; some generous "did not hang" bounds are
  * stretched when the runner says we are under it. */
-static int under_valgrind(void) {
+static inline int under_valgrind(void) {
     const char *v = getenv("ORDO_TEST_VALGRIND");
     return v && *v && *v != '0';
 }
 
-static double now_s(void) {
+static inline double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void spin_us(double us) {
+static inline void spin_us(double us) {
     double end = now_s() + us * 1e-6;
     while (now_s() < end) {
     }
 }
 
-static void sleep_ms(double ms) {
+static inline void sleep_ms(double ms) {
     struct timespec ts;
     ts.tv_sec = (time_t)(ms / 1000);
     ts.tv_nsec = (long)((ms - ts.tv_sec * 1000.0) * 1e6);
@@ -105,7 +105,7 @@ static void sleep_ms(double ms) {
 
 /* Spin (yielding) until *flag >= target or max_s pass; returns 1 on success.
  * Used for "both ops are running at once" barriers. */
-static int wait_until_at_least(atomic_int *flag, int target, double max_s) {
+static inline int wait_until_at_least(atomic_int *flag, int target, double max_s) {
     double end = now_s() + max_s;
     while (atomic_load(flag) < target) {
         if (now_s() > end) return 0;
@@ -119,16 +119,16 @@ static int wait_until_at_least(atomic_int *flag, int target, double max_s) {
 
 typedef struct { uint64_t s; } rng_t;
 
-static uint64_t test_seed(void) {
+static inline uint64_t test_seed(void) {
     const char *v = getenv("ORDO_TEST_SEED");
     return v ? strtoull(v, NULL, 0) : 0x9E3779B97F4A7C15ull;
 }
 
-static void rng_init(rng_t *r, uint64_t seed) {
+static inline void rng_init(rng_t *r, uint64_t seed) {
     r->s = seed ? seed : 0x2545F4914F6CDD1Dull;
 }
 
-static uint64_t rng_next(rng_t *r) {
+static inline uint64_t rng_next(rng_t *r) {
     uint64_t x = r->s;
     x ^= x >> 12;
     x ^= x << 25;
@@ -138,7 +138,7 @@ static uint64_t rng_next(rng_t *r) {
 }
 
 /* Uniform in [lo, hi] inclusive. */
-static int rng_range(rng_t *r, int lo, int hi) {
+static inline int rng_range(rng_t *r, int lo, int hi) {
     return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1));
 }
 
@@ -151,18 +151,20 @@ static atomic_long wd_deadline_ms; /* 0 = disarmed */
 static pthread_t wd_thread;
 static int wd_started;
 
-static long now_ms(void) { return (long)(now_s() * 1000); }
+static inline long now_ms(void) { return (long)(now_s() * 1000); }
 
-static double wd_timeout_s(void) {
+static inline double wd_timeout_s(void) {
     const char *v = getenv("ORDO_TEST_TIMEOUT");
     double t = v ? atof(v) : 300;
     return t > 0 ? t : 300;
 }
 
-static void *wd_main(void *arg) {
+static atomic_int wd_stop;
+
+static inline void *wd_main(void *arg) {
     (void)arg;
-    for (;;) {
-        sleep_ms(200);
+    while (!atomic_load(&wd_stop)) {
+        sleep_ms(50);
         long d = atomic_load(&wd_deadline_ms);
         if (d && now_ms() > d) {
             /* The main thread is stuck: report the hung test as failed with
@@ -181,13 +183,16 @@ static void *wd_main(void *arg) {
     return NULL;
 }
 
-static void wd_arm(const char *name, double limit_s) {
-    if (!wd_started) {
-        pthread_attr_t a;
-        pthread_attr_init(&a);
-        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&wd_thread, &a, wd_main, NULL) == 0) wd_started = 1;
-        pthread_attr_destroy(&a);
+/* Joined at exit so that valgrind sees no thread left behind. */
+static inline void wd_shutdown(void) {
+    atomic_store(&wd_stop, 1);
+    pthread_join(wd_thread, NULL);
+}
+
+static inline void wd_arm(const char *name, double limit_s) {
+    if (!wd_started && pthread_create(&wd_thread, NULL, wd_main, NULL) == 0) {
+        wd_started = 1;
+        atexit(wd_shutdown);
     }
     /* A per-test limit is for tests whose failure mode is a deadlock: they
      * should fail in a minute, not after the global timeout.  Valgrind runs
@@ -199,7 +204,7 @@ static void wd_arm(const char *name, double limit_s) {
     atomic_store(&wd_deadline_ms, now_ms() + (long)(limit_s * 1000));
 }
 
-static void wd_disarm(void) { atomic_store(&wd_deadline_ms, 0); }
+static inline void wd_disarm(void) { atomic_store(&wd_deadline_ms, 0); }
 
 #define TEST_T(fn, limit_s)                                                            \
     do {                                                                               \
@@ -212,9 +217,9 @@ static void wd_disarm(void) { atomic_store(&wd_deadline_ms, 0); }
 /* ------------------------------------------------------------------ */
 /* Engines                                                             */
 
-static const int ALL_KINDS[3] = {ORDO_ENGINE_NAIVE, ORDO_ENGINE_POOLED, ORDO_ENGINE_PER_DEVICE};
+static __attribute__((unused)) const int ALL_KINDS[3] = {ORDO_ENGINE_NAIVE, ORDO_ENGINE_POOLED, ORDO_ENGINE_PER_DEVICE};
 
-static const char *kind_str(int kind) {
+static inline const char *kind_str(int kind) {
     switch (kind) {
     case ORDO_ENGINE_NAIVE: return "naive";
     case ORDO_ENGINE_POOLED: return "pooled";
@@ -223,7 +228,7 @@ static const char *kind_str(int kind) {
     }
 }
 
-static ordo_engine *make_engine_cfg(int kind, int cpu_workers, int prio_workers, int max_inflight) {
+static inline ordo_engine *make_engine_cfg(int kind, int cpu_workers, int prio_workers, int max_inflight) {
     ordo_engine_config c;
     memset(&c, 0, sizeof c);
     c.kind = kind;
@@ -237,11 +242,11 @@ static ordo_engine *make_engine_cfg(int kind, int cpu_workers, int prio_workers,
     return e;
 }
 
-static ordo_engine *make_engine(int kind, int cpu_workers) {
+static inline ordo_engine *make_engine(int kind, int cpu_workers) {
     return make_engine_cfg(kind, cpu_workers, 0, 0);
 }
 
-static ordo_ctx cpu_ctx(int id) {
+static inline ordo_ctx cpu_ctx(int id) {
     ordo_ctx c = {ORDO_CPU, id};
     return c;
 }
@@ -257,15 +262,15 @@ typedef struct {
     atomic_int timed_out; /* gate ops that gave up: the test must fail */
 } gate_t;
 
-static void gate_init(gate_t *g) {
+static inline void gate_init(gate_t *g) {
     atomic_init(&g->open, 0);
     atomic_init(&g->entered, 0);
     atomic_init(&g->timed_out, 0);
 }
 
-static void gate_open(gate_t *g) { atomic_store(&g->open, 1); }
+static inline void gate_open(gate_t *g) { atomic_store(&g->open, 1); }
 
-static void gate_pass(gate_t *g) {
+static inline void gate_pass(gate_t *g) {
     atomic_fetch_add(&g->entered, 1);
     double end = now_s() + GATE_MAX_S;
     while (!atomic_load(&g->open)) {
@@ -278,7 +283,7 @@ static void gate_pass(gate_t *g) {
 }
 
 /* A sync op that passes the gate in param. */
-static int gate_op(const ordo_run_ctx *rc, void *param) {
+static inline int gate_op(const ordo_run_ctx *rc, void *param) {
     (void)rc;
     gate_pass((gate_t *)param);
     return 0;
@@ -292,20 +297,23 @@ typedef struct {
     pthread_t th;
 } gate_timer_t;
 
-static void *gate_timer_main(void *p) {
+static inline void *gate_timer_main(void *p) {
     gate_timer_t *t = (gate_timer_t *)p;
-    sleep_ms(t->delay_ms);
+    /* polls, so that joining a timer whose gate the test already opened
+     * does not sit out the whole delay */
+    double end = now_s() + t->delay_ms / 1000.0;
+    while (!atomic_load(&t->g->open) && now_s() < end) sleep_ms(1);
     gate_open(t->g);
     return NULL;
 }
 
-static void gate_open_later(gate_timer_t *t, gate_t *g, double delay_ms) {
+static inline void gate_open_later(gate_timer_t *t, gate_t *g, double delay_ms) {
     t->g = g;
     t->delay_ms = delay_ms;
     pthread_create(&t->th, NULL, gate_timer_main, t);
 }
 
-static void gate_timer_join(gate_timer_t *t) { pthread_join(t->th, NULL); }
+static inline void gate_timer_join(gate_timer_t *t) { pthread_join(t->th, NULL); }
 
 /* ------------------------------------------------------------------ */
 /* Small op helpers                                                    */
@@ -313,29 +321,29 @@ static void gate_timer_join(gate_timer_t *t) { pthread_join(t->th, NULL); }
 /* A global ticket clock: ops take a ticket when they start and when they end,
  * so tests can check "A ended before B started" without timing. */
 static atomic_long g_ticket;
-static long ticket(void) { return atomic_fetch_add(&g_ticket, 1) + 1; }
+static inline long ticket(void) { return atomic_fetch_add(&g_ticket, 1) + 1; }
 
 /* An op that does nothing. */
-static int noop_op(const ordo_run_ctx *rc, void *param) {
+static inline int noop_op(const ordo_run_ctx *rc, void *param) {
     (void)rc;
     (void)param;
     return 0;
 }
 
 /* An op that increments the atomic_long in param. */
-static int count_op(const ordo_run_ctx *rc, void *param) {
+static inline int count_op(const ordo_run_ctx *rc, void *param) {
     (void)rc;
     atomic_fetch_add((atomic_long *)param, 1);
     return 0;
 }
 
-static int push_simple(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_var *const *r, int nr,
+static inline int push_simple(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_var *const *r, int nr,
                        ordo_var *const *w, int nw, const char *name) {
     return ordo_push_sync(e, fn, param, NULL, cpu_ctx(0), r, nr, w, nw, ORDO_PROP_NORMAL, 0, name);
 }
 
 /* Threads of this process, from /proc/self/status (for "destroy joins"). */
-static int thread_count(void) {
+static inline int thread_count(void) {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f) return -1;
     char line[256];
@@ -347,7 +355,7 @@ static int thread_count(void) {
 }
 
 /* Resident set size in bytes, from /proc/self/statm. */
-static long rss_bytes(void) {
+static inline long rss_bytes(void) {
     FILE *f = fopen("/proc/self/statm", "r");
     if (!f) return -1;
     long size = 0, res = 0;
@@ -382,7 +390,7 @@ typedef struct {
     atomic_long completed;
 } completer_t;
 
-static void *completer_main(void *p) {
+static inline void *completer_main(void *p) {
     completer_t *c = (completer_t *)p;
     for (;;) {
         pthread_mutex_lock(&c->mu);
@@ -405,7 +413,7 @@ static void *completer_main(void *p) {
     }
 }
 
-static void completer_start(completer_t *c, int nthreads) {
+static inline void completer_start(completer_t *c, int nthreads) {
     memset(c, 0, sizeof *c);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
@@ -415,7 +423,7 @@ static void completer_start(completer_t *c, int nthreads) {
     for (int i = 0; i < nthreads; i++) pthread_create(&c->th[i], NULL, completer_main, c);
 }
 
-static void completer_submit(completer_t *c, ordo_done *done, void (*work)(void *), void *arg,
+static inline void completer_submit(completer_t *c, ordo_done *done, void (*work)(void *), void *arg,
                              const char *error, double delay_us) {
     cjob_t *j = (cjob_t *)calloc(1, sizeof *j);
     if (!j) abort();
@@ -433,7 +441,7 @@ static void completer_submit(completer_t *c, ordo_done *done, void (*work)(void 
 }
 
 /* Finishes every queued job, then joins the helper threads. */
-static void completer_stop(completer_t *c) {
+static inline void completer_stop(completer_t *c) {
     pthread_mutex_lock(&c->mu);
     c->stop = 1;
     pthread_cond_broadcast(&c->cv);

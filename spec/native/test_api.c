@@ -1,0 +1,738 @@
+/*
+ * test_api.c - the rest of the public C API (src/ordo.h): versions, config
+ * and environment, bad inputs, run-context fields, the default engine,
+ * devices, thread-local errors and the profiler.
+ */
+#include "harness.h"
+#include "test_util.h"
+
+#include <ctype.h>
+
+static const char *const ENV_NAMES[] = {
+    "ORDO_ENGINE_TYPE",        "ORDO_CPU_WORKER_NTHREADS", "ORDO_CPU_PRIORITY_NTHREADS",
+    "ORDO_GPU_WORKER_NTHREADS", "ORDO_GPU_COPY_NTHREADS",  "ORDO_MAX_INFLIGHT",
+    "ORDO_SPIN_US",            "ORDO_PROFILER_AUTOSTART"};
+
+static void clear_env(void) {
+    for (int i = 0; i < ARRAY_LEN(ENV_NAMES); i++) unsetenv(ENV_NAMES[i]);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_var_version_counts_completed_writes(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 2);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_var *v = ordo_new_variable(e), *u = ordo_new_variable(e);
+        CHECK_EQ_LONG(ordo_var_version(v), 0);
+        for (int i = 1; i <= 50; i++) {
+            CHECK_EQ_LONG(push_simple(e, noop_op, NULL, &u, 1, &v, 1, "w"), 0);
+            CHECK_EQ_LONG(push_simple(e, noop_op, NULL, &v, 1, NULL, 0, "r"), 0);
+            if (i % 10 == 0) {
+                CHECK_EQ_LONG(ordo_wait_for_var(e, v), 0);
+                CHECK_EQ_LONG(ordo_var_version(v), i);
+            }
+        }
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(ordo_var_version(v), 50);
+        CHECK_EQ_LONG(ordo_var_version(u), 0); /* only read */
+        /* an op that fails writes nothing: "completed writes" excludes it?
+         * Not specified; not checked. */
+        ordo_engine_destroy(e);
+    }
+}
+
+/* Large var lists (beyond any inline storage) work. */
+static void test_many_vars_in_one_op(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 2);
+        CHECK(e != NULL);
+        if (!e) continue;
+        enum { N = 300 };
+        ordo_var *rs[N], *ws[N];
+        for (int i = 0; i < N; i++) {
+            rs[i] = ordo_new_variable(e);
+            ws[i] = ordo_new_variable(e);
+        }
+        atomic_long n;
+        atomic_init(&n, 0);
+        for (int rep = 0; rep < 10; rep++)
+            CHECK_EQ_LONG(push_simple(e, count_op, &n, rs, N, ws, N, "wide"), 0);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(atomic_load(&n), 10);
+        long bad = 0;
+        for (int i = 0; i < N; i++) bad += ordo_var_version(ws[i]) != 10 || ordo_var_version(rs[i]) != 0;
+        CHECK_EQ_LONG(bad, 0);
+        ordo_engine_destroy(e);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Config                                                              */
+
+static void test_engine_kind_names(void) {
+    CHECK(ordo_engine_kind_name(ORDO_ENGINE_NAIVE) && !strcmp(ordo_engine_kind_name(ORDO_ENGINE_NAIVE), "naive"));
+    CHECK(ordo_engine_kind_name(ORDO_ENGINE_POOLED) && !strcmp(ordo_engine_kind_name(ORDO_ENGINE_POOLED), "pooled"));
+    CHECK(ordo_engine_kind_name(ORDO_ENGINE_PER_DEVICE) &&
+          !strcmp(ordo_engine_kind_name(ORDO_ENGINE_PER_DEVICE), "perdevice"));
+    (void)ordo_engine_kind_name(99); /* must not crash; value unspecified */
+}
+
+static void test_config_explicit(void) {
+    clear_env();
+    ordo_engine_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = ORDO_ENGINE_POOLED;
+    c.cpu_workers = 3;
+    c.cpu_priority_workers = 2;
+    c.max_inflight = 777;
+    c.spin_us = 5;
+    ordo_engine *e = ordo_engine_create(&c);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_engine_config got;
+    memset(&got, 0xff, sizeof got);
+    ordo_engine_get_config(e, &got);
+    CHECK_EQ_LONG(got.kind, ORDO_ENGINE_POOLED);
+    CHECK_EQ_LONG(got.cpu_workers, 3);
+    CHECK_EQ_LONG(got.cpu_priority_workers, 2);
+    CHECK_EQ_LONG(got.max_inflight, 777);
+    CHECK_EQ_LONG(got.spin_us, 5);
+    /* zero fields got their defaults */
+    CHECK_EQ_LONG(got.gpu_workers, 2);
+    CHECK_EQ_LONG(got.gpu_copy_workers, 1);
+    CHECK_EQ_LONG(got.profiler_autostart, 0);
+    ordo_engine_destroy(e);
+}
+
+static void test_config_defaults(void) {
+    clear_env();
+    ordo_engine *e = ordo_engine_create(NULL);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_engine_config got;
+    ordo_engine_get_config(e, &got);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    long affinity = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : cores;
+    CHECK_EQ_LONG(got.kind, ORDO_ENGINE_PER_DEVICE);
+    CHECK_MSG(got.cpu_workers == cores || got.cpu_workers == affinity,
+              "cpu_workers %d, cores %ld (affinity %ld)", got.cpu_workers, cores, affinity);
+    CHECK_EQ_LONG(got.cpu_priority_workers, 1);
+    CHECK_EQ_LONG(got.gpu_workers, 2);
+    CHECK_EQ_LONG(got.gpu_copy_workers, 1);
+    CHECK_EQ_LONG(got.max_inflight, 65536);
+    CHECK_EQ_LONG(got.spin_us, 50);
+    CHECK_EQ_LONG(got.profiler_autostart, 0);
+    ordo_engine_destroy(e);
+}
+
+static void test_config_from_environment(void) {
+    clear_env();
+    setenv("ORDO_ENGINE_TYPE", "pooled", 1);
+    setenv("ORDO_CPU_WORKER_NTHREADS", "3", 1);
+    setenv("ORDO_CPU_PRIORITY_NTHREADS", "2", 1);
+    setenv("ORDO_GPU_WORKER_NTHREADS", "3", 1);
+    setenv("ORDO_GPU_COPY_NTHREADS", "2", 1);
+    setenv("ORDO_MAX_INFLIGHT", "1234", 1);
+    setenv("ORDO_SPIN_US", "7", 1);
+    ordo_engine *e = ordo_engine_create(NULL);
+    CHECK(e != NULL);
+    if (e) {
+        ordo_engine_config got;
+        ordo_engine_get_config(e, &got);
+        CHECK_EQ_LONG(got.kind, ORDO_ENGINE_POOLED);
+        CHECK_EQ_LONG(got.cpu_workers, 3);
+        CHECK_EQ_LONG(got.cpu_priority_workers, 2);
+        CHECK_EQ_LONG(got.gpu_workers, 3);
+        CHECK_EQ_LONG(got.gpu_copy_workers, 2);
+        CHECK_EQ_LONG(got.max_inflight, 1234);
+        CHECK_EQ_LONG(got.spin_us, 7);
+        ordo_engine_destroy(e);
+    }
+    /* a nonzero field wins over the environment, a zero one takes it */
+    ordo_engine_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = ORDO_ENGINE_NAIVE;
+    c.max_inflight = 99;
+    e = ordo_engine_create(&c);
+    CHECK(e != NULL);
+    if (e) {
+        ordo_engine_config got;
+        ordo_engine_get_config(e, &got);
+        CHECK_EQ_LONG(got.kind, ORDO_ENGINE_NAIVE);
+        CHECK_EQ_LONG(got.max_inflight, 99);
+        CHECK_EQ_LONG(got.cpu_workers, 3);
+        ordo_engine_destroy(e);
+    }
+    /* the environment is read at each create, not cached */
+    setenv("ORDO_ENGINE_TYPE", "naive", 1);
+    e = ordo_engine_create(NULL);
+    CHECK(e != NULL);
+    if (e) {
+        ordo_engine_config got;
+        ordo_engine_get_config(e, &got);
+        CHECK_EQ_LONG(got.kind, ORDO_ENGINE_NAIVE);
+        ordo_engine_destroy(e);
+    }
+    setenv("ORDO_ENGINE_TYPE", "perdevice", 1);
+    setenv("ORDO_CPU_WORKER_NTHREADS", "1", 1);
+    e = ordo_engine_create(NULL);
+    CHECK(e != NULL);
+    if (e) {
+        ordo_engine_config got;
+        ordo_engine_get_config(e, &got);
+        CHECK_EQ_LONG(got.kind, ORDO_ENGINE_PER_DEVICE);
+        CHECK_EQ_LONG(got.cpu_workers, 1);
+        /* and it works */
+        ordo_var *v = ordo_new_variable(e);
+        CHECK_EQ_LONG(push_simple(e, noop_op, NULL, NULL, 0, &v, 1, "x"), 0);
+        CHECK_EQ_LONG(ordo_wait_for_var(e, v), 0);
+        ordo_engine_destroy(e);
+    }
+    clear_env();
+}
+
+/* ------------------------------------------------------------------ */
+/* Bad inputs                                                          */
+
+static int must_not_run(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    atomic_fetch_add((atomic_int *)param, 1);
+    return 0;
+}
+
+static void must_not_run_async(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    (void)rc;
+    atomic_fetch_add((atomic_int *)param, 1);
+    ordo_done_complete(done, NULL);
+}
+
+static int has_message(void) {
+    const char *m = ordo_last_error();
+    return m && *m;
+}
+
+/* Clears the thread's last error by provoking a different one, so that each
+ * check sees the message of its own call. */
+#define EXPECT_RC(call, ok_expr, what)                                                 \
+    do {                                                                               \
+        int rc_ = (call);                                                              \
+        CHECK_MSG(ok_expr(rc_), "%s: %s returned %d", kind_str(kind), what, rc_);      \
+        CHECK_MSG(has_message(), "%s: %s left no ordo_last_error message", kind_str(kind), what); \
+    } while (0)
+
+static int is_invalid(int rc) { return rc == ORDO_ERR_INVALID; }
+static int is_nodev(int rc) { return rc == ORDO_ERR_NO_DEVICE; }
+static int is_invalid_or_nodev(int rc) { return rc == ORDO_ERR_INVALID || rc == ORDO_ERR_NO_DEVICE; }
+
+static void test_bad_inputs_return_errors(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 2);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_var *v = ordo_new_variable(e);
+        ordo_var *withnull[2] = {v, NULL};
+        atomic_int ran;
+        atomic_init(&ran, 0);
+        ordo_ctx c0 = cpu_ctx(0);
+        ordo_ctx bad7 = {7, 0}, bad0 = {0, 0}, negid = {ORDO_CPU, -1}, bigid = {ORDO_CPU, ORDO_MAX_DEVICES};
+
+        EXPECT_RC(ordo_push_sync(NULL, must_not_run, &ran, NULL, c0, NULL, 0, &v, 1, 0, 0, "x"),
+                  is_invalid, "push_sync(NULL engine)");
+        EXPECT_RC(ordo_push_sync(e, NULL, &ran, NULL, c0, NULL, 0, &v, 1, 0, 0, "x"), is_invalid,
+                  "push_sync(NULL fn)");
+        EXPECT_RC(ordo_push_async(e, NULL, &ran, NULL, c0, NULL, 0, &v, 1, 0, 0, "x"), is_invalid,
+                  "push_async(NULL fn)");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, c0, &v, -1, NULL, 0, 0, 0, "x"),
+                  is_invalid, "nreads -1");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, c0, NULL, 0, &v, -2, 0, 0, "x"),
+                  is_invalid, "nwrites -2");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, c0, NULL, 1, &v, 1, 0, 0, "x"),
+                  is_invalid, "reads NULL with nreads 1");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, c0, withnull, 2, NULL, 0, 0, 0, "x"),
+                  is_invalid, "NULL var in reads");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, c0, NULL, 0, withnull, 2, 0, 0, "x"),
+                  is_invalid, "NULL var in writes");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, bad7, NULL, 0, &v, 1, 0, 0, "x"),
+                  is_invalid, "dev_type 7");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, bad0, NULL, 0, &v, 1, 0, 0, "x"),
+                  is_invalid, "dev_type 0");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, negid, NULL, 0, &v, 1, 0, 0, "x"),
+                  is_invalid_or_nodev, "dev_id -1");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, bigid, NULL, 0, &v, 1, 0, 0, "x"),
+                  is_invalid_or_nodev, "dev_id ORDO_MAX_DEVICES");
+        EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, c0, NULL, 0, &v, 1, 99, 0, "x"),
+                  is_invalid, "prop 99");
+        EXPECT_RC(ordo_push_async(e, must_not_run_async, &ran, NULL, bad7, NULL, 0, &v, 1, 0, 0, "x"),
+                  is_invalid, "push_async dev_type 7");
+        if (ordo_gpu_count() == 0) {
+            ordo_ctx gpu = {ORDO_GPU, 0};
+            EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, gpu, NULL, 0, &v, 1, 0, 0, "x"),
+                      is_nodev, "GPU ctx without a GPU");
+        } else {
+            ordo_ctx gpu = {ORDO_GPU, ordo_gpu_count()};
+            EXPECT_RC(ordo_push_sync(e, must_not_run, &ran, NULL, gpu, NULL, 0, &v, 1, 0, 0, "x"),
+                      is_invalid_or_nodev, "gpu(count) ctx");
+        }
+        /* operators */
+        CHECK(ordo_new_operator(e, NULL, NULL, NULL, NULL, 0, &v, 1, 0, "x") == NULL);
+        CHECK(has_message());
+        CHECK(ordo_new_operator(NULL, must_not_run_async, NULL, NULL, NULL, 0, &v, 1, 0, "x") == NULL);
+        CHECK(ordo_new_operator(e, must_not_run_async, NULL, NULL, withnull, 2, NULL, 0, 0, "x") == NULL);
+        CHECK(ordo_new_operator(e, must_not_run_async, NULL, NULL, NULL, -1, NULL, 0, 0, "x") == NULL);
+        EXPECT_RC(ordo_push(e, NULL, c0, 0), is_invalid, "push(NULL operator)");
+        ordo_opr *op = ordo_new_operator(e, must_not_run_async, &ran, NULL, NULL, 0, &v, 1, 0, "ok");
+        CHECK(op != NULL);
+        if (op) {
+            EXPECT_RC(ordo_push(e, op, bad7, 0), is_invalid, "push(operator, dev_type 7)");
+            EXPECT_RC(ordo_push(NULL, op, c0, 0), is_invalid, "push(NULL engine, operator)");
+            ordo_delete_operator(e, op);
+        }
+        ordo_delete_operator(e, NULL); /* no-op, must not crash */
+        /* vars and waits */
+        CHECK(ordo_new_variable(NULL) == NULL);
+        EXPECT_RC(ordo_delete_variable(e, NULL, NULL, c0, NULL), is_invalid, "delete_variable(NULL var)");
+        EXPECT_RC(ordo_delete_variable(NULL, NULL, NULL, c0, v), is_invalid, "delete_variable(NULL engine)");
+        EXPECT_RC(ordo_delete_variable(e, NULL, NULL, bad7, v), is_invalid, "delete_variable(dev_type 7)");
+        EXPECT_RC(ordo_wait_for_var(e, NULL), is_invalid, "wait_for_var(NULL var)");
+        EXPECT_RC(ordo_wait_for_var(NULL, v), is_invalid, "wait_for_var(NULL engine)");
+        EXPECT_RC(ordo_wait_to_write(e, NULL), is_invalid, "wait_to_write(NULL var)");
+        EXPECT_RC(ordo_wait_for_all(NULL), is_invalid, "wait_for_all(NULL engine)");
+
+        /* nothing rejected ever ran, and the engine is still usable: the
+         * var survived the bad delete_variable calls */
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(atomic_load(&ran), 0);
+        atomic_long n;
+        atomic_init(&n, 0);
+        CHECK_EQ_LONG(push_simple(e, count_op, &n, NULL, 0, &v, 1, "good"), 0);
+        CHECK_EQ_LONG(ordo_wait_for_var(e, v), 0);
+        CHECK_EQ_LONG(atomic_load(&n), 1);
+        CHECK_EQ_LONG(ordo_var_version(v), 1);
+        /* ops with no vars at all and NULL names are fine */
+        CHECK_EQ_LONG(ordo_push_sync(e, count_op, &n, NULL, c0, NULL, 0, NULL, 0, 0, 0, NULL), 0);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(atomic_load(&n), 2);
+        ordo_engine_destroy(e);
+    }
+    ordo_engine_destroy(NULL); /* no-op */
+}
+
+/* ordo_last_error is thread-local. */
+static void *read_last_error(void *p) {
+    const char *m = ordo_last_error();
+    snprintf((char *)p, 256, "%s", m ? m : "");
+    return NULL;
+}
+
+static void test_last_error_is_thread_local(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    CHECK(e != NULL);
+    if (!e) return;
+    CHECK_EQ_LONG(ordo_wait_for_var(e, NULL), ORDO_ERR_INVALID);
+    char mine[256], theirs[256];
+    snprintf(mine, sizeof mine, "%s", ordo_last_error());
+    CHECK(mine[0] != 0);
+    pthread_t th;
+    pthread_create(&th, NULL, read_last_error, theirs);
+    pthread_join(th, NULL);
+    CHECK_MSG(strcmp(theirs, mine) != 0 || mine[0] == 0, "another thread sees this thread's error '%s'",
+              theirs);
+    CHECK(strcmp(ordo_last_error(), mine) == 0); /* still there for this thread */
+    ordo_engine_destroy(e);
+}
+
+/* ------------------------------------------------------------------ */
+/* Run context                                                         */
+
+#define MAX_SEEN 64
+
+typedef struct {
+    ordo_engine *e;
+    ordo_ctx want;
+    atomic_int bad_ctx, bad_engine, bad_stream;
+    pthread_mutex_t mu;
+    int nseen;
+    pthread_t threads[MAX_SEEN];
+    int ids[MAX_SEEN];
+    atomic_int id_conflict, negative_id;
+} rc_state;
+
+static int rc_probe(const ordo_run_ctx *rc, void *param) {
+    rc_state *s = (rc_state *)param;
+    if (rc->ctx.dev_type != s->want.dev_type || rc->ctx.dev_id != s->want.dev_id)
+        atomic_fetch_add(&s->bad_ctx, 1);
+    if (rc->engine != s->e) atomic_fetch_add(&s->bad_engine, 1);
+    if (rc->stream != NULL) atomic_fetch_add(&s->bad_stream, 1);
+    if (rc->worker_id < 0) atomic_fetch_add(&s->negative_id, 1);
+    pthread_mutex_lock(&s->mu);
+    int found = 0;
+    for (int i = 0; i < s->nseen; i++) {
+        if (pthread_equal(s->threads[i], pthread_self())) {
+            found = 1;
+            if (s->ids[i] != rc->worker_id) atomic_fetch_add(&s->id_conflict, 1);
+        } else if (s->ids[i] == rc->worker_id && rc->worker_id >= 0) {
+            atomic_fetch_add(&s->id_conflict, 1); /* two threads, one id */
+        }
+    }
+    if (!found && s->nseen < MAX_SEEN) {
+        s->threads[s->nseen] = pthread_self();
+        s->ids[s->nseen++] = rc->worker_id;
+    }
+    pthread_mutex_unlock(&s->mu);
+    spin_us(5);
+    return 0;
+}
+
+static void test_run_ctx_fields(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 3);
+        CHECK(e != NULL);
+        if (!e) continue;
+        for (int dev = 0; dev < 3; dev++) {
+            rc_state s;
+            memset(&s, 0, sizeof s);
+            pthread_mutex_init(&s.mu, NULL);
+            s.e = e;
+            s.want = cpu_ctx(dev);
+            ordo_var *vs[8];
+            for (int i = 0; i < 8; i++) vs[i] = ordo_new_variable(e);
+            for (int i = 0; i < 400; i++)
+                CHECK_EQ_LONG(ordo_push_sync(e, rc_probe, &s, NULL, s.want, NULL, 0, &vs[i % 8], 1,
+                                             i % 5 == 0 ? ORDO_PROP_CPU_PRIORITIZED : 0, 0, "probe"), 0);
+            CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+            CHECK_EQ_LONG(atomic_load(&s.bad_ctx), 0);
+            CHECK_EQ_LONG(atomic_load(&s.bad_engine), 0);
+            CHECK_EQ_LONG(atomic_load(&s.bad_stream), 0);
+            CHECK_MSG(atomic_load(&s.id_conflict) == 0, "%s: worker ids are not one per thread",
+                      kind_str(kind));
+            if (kind == ORDO_ENGINE_NAIVE) {
+                /* naive runs ops inline on the pushing thread, a non-worker */
+                CHECK_EQ_LONG(s.nseen, 1);
+                CHECK(pthread_equal(s.threads[0], pthread_self()));
+                CHECK_EQ_LONG(s.ids[0], -1);
+            } else {
+                CHECK_MSG(atomic_load(&s.negative_id) == 0, "%s: %d ops on workers got worker_id < 0",
+                          kind_str(kind), atomic_load(&s.negative_id));
+                for (int i = 0; i < s.nseen; i++) CHECK(!pthread_equal(s.threads[i], pthread_self()));
+            }
+            pthread_mutex_destroy(&s.mu);
+        }
+        ordo_engine_destroy(e);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+
+static void test_default_engine(void) {
+    ordo_engine *a = ordo_engine_default(), *b = ordo_engine_default();
+    CHECK(a != NULL);
+    CHECK(a == b);
+    if (!a) return;
+    ordo_var *v = ordo_new_variable(a);
+    atomic_long n;
+    atomic_init(&n, 0);
+    for (int i = 0; i < 100; i++) CHECK_EQ_LONG(push_simple(a, count_op, &n, NULL, 0, &v, 1, "d"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_var(a, v), 0);
+    CHECK_EQ_LONG(atomic_load(&n), 100);
+    CHECK_EQ_LONG(ordo_delete_variable(a, NULL, NULL, cpu_ctx(0), v), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(a), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Devices                                                             */
+
+static int pinned_probe(const ordo_run_ctx *rc, void *param) {
+    *(ordo_ctx *)param = rc->ctx;
+    return 0;
+}
+
+typedef struct {
+    atomic_int ran, stream_null;
+    ordo_ctx ctx;
+} gpu_probe;
+
+static int gpu_probe_fn(const ordo_run_ctx *rc, void *param) {
+    gpu_probe *p = (gpu_probe *)param;
+    if (!rc->stream) atomic_fetch_add(&p->stream_null, 1);
+    p->ctx = rc->ctx;
+    atomic_fetch_add(&p->ran, 1);
+    return 0;
+}
+
+static void test_devices(void) {
+    int ngpu = ordo_gpu_count();
+    CHECK(ngpu >= 0);
+    printf("    ordo_gpu_count() = %d\n", ngpu);
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 2);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_var *v = ordo_new_variable(e);
+        /* pinned host memory runs on cpu(dev_id) */
+        ordo_ctx seen = {0, 0}, pinned = {ORDO_CPU_PINNED, 1};
+        CHECK_EQ_LONG(ordo_push_sync(e, pinned_probe, &seen, NULL, pinned, NULL, 0, &v, 1, 0, 0, "pinned"), 0);
+        CHECK_EQ_LONG(ordo_wait_for_var(e, v), 0);
+        CHECK_EQ_LONG(seen.dev_id, 1);
+        CHECK(seen.dev_type == ORDO_CPU_PINNED || seen.dev_type == ORDO_CPU);
+        for (int g = 0; g < ngpu && g < 2; g++) {
+            gpu_probe p;
+            memset(&p, 0, sizeof p);
+            ordo_ctx gc = {ORDO_GPU, g};
+            static const int props[] = {ORDO_PROP_NORMAL, ORDO_PROP_COPY_TO_GPU, ORDO_PROP_COPY_FROM_GPU,
+                                        ORDO_PROP_GPU_PRIORITIZED};
+            for (int i = 0; i < ARRAY_LEN(props); i++)
+                CHECK_EQ_LONG(ordo_push_sync(e, gpu_probe_fn, &p, NULL, gc, NULL, 0, &v, 1, props[i], 0,
+                                             "gpu_probe"), 0);
+            CHECK_EQ_LONG(ordo_wait_for_var(e, v), 0);
+            CHECK_EQ_LONG(atomic_load(&p.ran), ARRAY_LEN(props));
+            CHECK_MSG(atomic_load(&p.stream_null) == 0, "%s: GPU op got a NULL stream", kind_str(kind));
+            CHECK_EQ_LONG(p.ctx.dev_type, ORDO_GPU);
+            CHECK_EQ_LONG(p.ctx.dev_id, g);
+        }
+        ordo_engine_destroy(e);
+    }
+    if (ngpu == 0) printf("    (no GPU: GPU ops were checked for ORDO_ERR_NO_DEVICE in bad inputs)\n");
+}
+
+/* ------------------------------------------------------------------ */
+/* Profiler                                                            */
+
+static char *slurp(FILE *f) {
+    fflush(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (n < 0) return NULL;
+    char *buf = (char *)malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = 0;
+    return buf;
+}
+
+static char *slurp_path(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *s = slurp(f);
+    fclose(f);
+    return s;
+}
+
+/* A small JSON validator: the dump must load in chrome://tracing/Perfetto. */
+static const char *json_value(const char *p, int depth);
+
+static const char *json_ws(const char *p) {
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+    return p;
+}
+
+static const char *json_string(const char *p) {
+    if (*p != '"') return NULL;
+    for (p++; *p && *p != '"'; p++) {
+        if ((unsigned char)*p < 0x20) return NULL;
+        if (*p == '\\') {
+            p++;
+            if (!*p || !strchr("\"\\/bfnrtu", *p)) return NULL;
+        }
+    }
+    return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *json_value(const char *p, int depth) {
+    if (depth > 64) return NULL;
+    p = json_ws(p);
+    if (*p == '{' || *p == '[') {
+        char close = *p == '{' ? '}' : ']';
+        int obj = *p == '{';
+        p = json_ws(p + 1);
+        if (*p == close) return p + 1;
+        for (;;) {
+            if (obj) {
+                p = json_string(json_ws(p));
+                if (!p) return NULL;
+                p = json_ws(p);
+                if (*p++ != ':') return NULL;
+            }
+            p = json_value(p, depth + 1);
+            if (!p) return NULL;
+            p = json_ws(p);
+            if (*p == ',') {
+                p++;
+                continue;
+            }
+            return *p == close ? p + 1 : NULL;
+        }
+    }
+    if (*p == '"') return json_string(p);
+    if (!strncmp(p, "true", 4)) return p + 4;
+    if (!strncmp(p, "false", 5)) return p + 5;
+    if (!strncmp(p, "null", 4)) return p + 4;
+    char *end;
+    strtod(p, &end);
+    return end == p ? NULL : end;
+}
+
+static int json_valid(const char *s) {
+    const char *p = json_value(s, 0);
+    return p && *json_ws(p) == 0;
+}
+
+/* Does the line of `text` that mentions `name` also hold the count `n` as a
+ * separate number? */
+static int summary_has_count(const char *text, const char *name, long n) {
+    const char *p = text;
+    while ((p = strstr(p, name)) != NULL) {
+        const char *ls = p;
+        while (ls > text && ls[-1] != '\n') ls--;
+        const char *le = strchr(p, '\n');
+        if (!le) le = p + strlen(p);
+        /* tokens after the name on this line */
+        for (const char *q = p + strlen(name); q < le;) {
+            while (q < le && !isdigit((unsigned char)*q)) q++;
+            const char *ts = q;
+            while (q < le && (isdigit((unsigned char)*q) || *q == '.')) q++;
+            if (q > ts && (ts == ls || !isalnum((unsigned char)ts[-1]))) {
+                if (strtol(ts, NULL, 10) == n && !memchr(ts, '.', (size_t)(q - ts))) return 1;
+            }
+        }
+        p = le;
+    }
+    return 0;
+}
+
+static void test_profiler_dump_and_summary(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 2);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_var *v = ordo_new_variable(e), *u = ordo_new_variable(e);
+        CHECK_EQ_LONG(push_simple(e, noop_op, NULL, NULL, 0, &v, 1, "before_start_op"), 0);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(ordo_profiler_start(e), 0);
+        for (int i = 0; i < 3; i++) CHECK_EQ_LONG(push_simple(e, noop_op, NULL, &u, 1, &v, 1, "alpha_op"), 0);
+        for (int i = 0; i < 5; i++)
+            CHECK_EQ_LONG(ordo_push_sync(e, noop_op, NULL, NULL, cpu_ctx(1), &v, 1, &u, 1,
+                                         ORDO_PROP_CPU_PRIORITIZED, 0, "beta_op"), 0);
+        CHECK_EQ_LONG(ordo_push_async(e, (ordo_async_fn)NULL, NULL, NULL, cpu_ctx(0), NULL, 0, NULL, 0,
+                                      0, 0, "invalid") != 0, 1);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(ordo_profiler_stop(e), 0);
+        CHECK_EQ_LONG(push_simple(e, noop_op, NULL, NULL, 0, &v, 1, "after_stop_op"), 0);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+
+        char path[] = "/tmp/ordo_prof_XXXXXX";
+        int fd = mkstemp(path);
+        CHECK(fd >= 0);
+        if (fd >= 0) close(fd);
+        CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
+        char *trace = slurp_path(path);
+        CHECK(trace != NULL);
+        if (trace) {
+            CHECK(strstr(trace, "traceEvents") != NULL);
+            CHECK(strstr(trace, "alpha_op") != NULL);
+            CHECK(strstr(trace, "beta_op") != NULL);
+            CHECK_MSG(strstr(trace, "after_stop_op") == NULL, "%s: op pushed after stop was traced",
+                      kind_str(kind));
+            CHECK_MSG(strstr(trace, "before_start_op") == NULL, "%s: op run before start was traced",
+                      kind_str(kind));
+            CHECK_MSG(json_valid(trace), "%s: the trace is not valid JSON", kind_str(kind));
+            free(trace);
+        }
+        unlink(path);
+
+        FILE *f = tmpfile();
+        CHECK(f != NULL);
+        if (f) {
+            CHECK_EQ_LONG(ordo_profiler_summary(e, f), 0);
+            char *sum = slurp(f);
+            CHECK(sum != NULL);
+            if (sum) {
+                CHECK_MSG(summary_has_count(sum, "alpha_op", 3), "%s: summary lacks 'alpha_op ... 3':\n%s",
+                          kind_str(kind), sum);
+                CHECK_MSG(summary_has_count(sum, "beta_op", 5), "%s: summary lacks 'beta_op ... 5':\n%s",
+                          kind_str(kind), sum);
+                free(sum);
+            }
+            fclose(f);
+        }
+        /* clear: the next summary no longer lists them */
+        ordo_profiler_clear(e);
+        f = tmpfile();
+        if (f) {
+            CHECK_EQ_LONG(ordo_profiler_summary(e, f), 0);
+            char *sum = slurp(f);
+            if (sum) {
+                CHECK_MSG(strstr(sum, "alpha_op") == NULL, "%s: alpha_op still listed after clear",
+                          kind_str(kind));
+                free(sum);
+            }
+            fclose(f);
+        }
+        /* dumping to a path that cannot be written is an error, not a crash */
+        CHECK(ordo_profiler_dump(e, "/nonexistent-dir/x/trace.json") != 0);
+        ordo_engine_destroy(e);
+    }
+}
+
+/* Profiling many ops from several threads, then destroy without dumping:
+ * no crash, no leak. */
+static void *prof_pusher(void *p) {
+    ordo_engine *e = (ordo_engine *)p;
+    ordo_var *v = ordo_new_variable(e);
+    for (int i = 0; i < 5000; i++) push_simple(e, noop_op, NULL, NULL, 0, &v, 1, i % 2 ? "odd_op" : "even_op");
+    return NULL;
+}
+
+static void test_profiler_threads_and_autostart(void) {
+    clear_env();
+    setenv("ORDO_PROFILER_AUTOSTART", "1", 1);
+    ordo_engine *e = ordo_engine_create(NULL);
+    unsetenv("ORDO_PROFILER_AUTOSTART");
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_engine_config got;
+    ordo_engine_get_config(e, &got);
+    CHECK_EQ_LONG(got.profiler_autostart, 1);
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, prof_pusher, e);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    FILE *f = tmpfile();
+    if (f) {
+        CHECK_EQ_LONG(ordo_profiler_summary(e, f), 0);
+        char *sum = slurp(f);
+        if (sum) {
+            CHECK_MSG(summary_has_count(sum, "odd_op", 7500), "autostart summary:\n%s", sum);
+            CHECK_MSG(summary_has_count(sum, "even_op", 7500), "autostart summary:\n%s", sum);
+            free(sum);
+        }
+        fclose(f);
+    }
+    ordo_engine_destroy(e);
+}
+
+int main(void) {
+    clear_env();
+    TEST(test_var_version_counts_completed_writes);
+    TEST(test_many_vars_in_one_op);
+    TEST(test_engine_kind_names);
+    TEST(test_config_explicit);
+    TEST(test_config_defaults);
+    TEST(test_config_from_environment);
+    TEST_T(test_bad_inputs_return_errors, 60);
+    TEST(test_last_error_is_thread_local);
+    TEST(test_run_ctx_fields);
+    TEST(test_default_engine);
+    TEST(test_devices);
+    TEST(test_profiler_dump_and_summary);
+    TEST(test_profiler_threads_and_autostart);
+    return harness_end();
+}

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# spec/run_tests.sh - run ordo's tests and print one summary line.
+#
+#   bash spec/run_tests.sh [--native] [--valgrind] BUILD_TESTS_DIR
+#
+# Runs every test binary (test_*) in BUILD_TESTS_DIR, shows its output and
+# adds up the "N passed, N failed, N skipped" line each one prints.  A binary
+# that crashes, hangs past the per-binary limit, or exits nonzero without
+# reporting a failure (a sanitizer report, a leak found by LeakSanitizer or
+# valgrind) counts as one failure, named at the end.  Without --native the
+# Lua specs (spec/*_spec.lua, run by busted) are added to the same total.
+#
+#   --native     native tests only
+#   --valgrind   run each binary under valgrind's leak checker
+#
+# Environment: ORDO_TEST_SCALE shrinks op counts (default 1; 0.2 when the
+# directory is a tsan/asan build, 0.05 under valgrind); ORDO_TEST_TIMEOUT is
+# each test's watchdog limit in seconds; ORDO_TEST_BINARY_TIMEOUT bounds a
+# whole binary (default 900 s, 3600 s under valgrind).
+#
+# Exits 0 only if nothing failed.  The last line of output is always exactly
+# "N passed, N failed, N skipped".
+
+set -u
+
+native=0
+use_valgrind=0
+dir=""
+for arg in "$@"; do
+    case "$arg" in
+        --native) native=1 ;;
+        --valgrind) use_valgrind=1 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -*) echo "run_tests.sh: unknown option $arg" >&2; exit 2 ;;
+        *) dir="$arg" ;;
+    esac
+done
+if [ -z "$dir" ]; then
+    echo "usage: bash spec/run_tests.sh [--native] [--valgrind] BUILD_TESTS_DIR" >&2
+    exit 2
+fi
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Sanitizers and valgrind are 5-50x slower: shrink the workloads (the tests
+# read ORDO_TEST_SCALE); an explicit ORDO_TEST_SCALE from the caller wins.
+if [ "$use_valgrind" = 1 ]; then
+    export ORDO_TEST_SCALE="${ORDO_TEST_SCALE:-0.05}"
+    export ORDO_TEST_VALGRIND=1
+    binary_timeout="${ORDO_TEST_BINARY_TIMEOUT:-3600}"
+else
+    case "$dir" in
+        *tsan*|*asan*) export ORDO_TEST_SCALE="${ORDO_TEST_SCALE:-0.2}" ;;
+    esac
+    binary_timeout="${ORDO_TEST_BINARY_TIMEOUT:-900}"
+fi
+# Make sanitizer reports fail the binary even where the defaults would not
+# (UBSan without -fno-sanitize-recover), and keep TSan reports readable.
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}"
+
+total_pass=0
+total_fail=0
+total_skip=0
+failed_names=()
+log="$(mktemp "${TMPDIR:-/tmp}/ordo_test_log.XXXXXX")"
+trap 'rm -f "$log"' EXIT
+
+have_timeout=0
+command -v timeout >/dev/null 2>&1 && have_timeout=1
+
+# Adds the counts of the last summary line in $log; returns 1 if none.
+add_counts() {
+    local line
+    line="$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" | tail -n 1)"
+    [ -n "$line" ] || return 1
+    local p f s
+    read -r p _ f _ s _ <<<"${line//,/}"
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+    total_skip=$((total_skip + s))
+    last_failed=$f
+    return 0
+}
+
+# ---------------------------------------------------------------- native
+shopt -s nullglob
+bins=()
+for b in "$dir"/test_*; do
+    [ -f "$b" ] && [ -x "$b" ] && bins+=("$b")
+done
+if [ ${#bins[@]} -eq 0 ]; then
+    echo "run_tests.sh: no test binaries in $dir" >&2
+    total_fail=$((total_fail + 1))
+    failed_names+=("(no native test binaries in $dir)")
+fi
+
+for b in "${bins[@]}"; do
+    name="$(basename "$b")"
+    echo "=== $name${ORDO_TEST_SCALE:+ (ORDO_TEST_SCALE=$ORDO_TEST_SCALE)}"
+    cmd=()
+    [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "$binary_timeout")
+    if [ "$use_valgrind" = 1 ]; then
+        # shellcheck disable=SC2054  # the commas are inside one argument
+        cmd+=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect
+              --error-exitcode=99 --fair-sched=yes)
+    fi
+    t0=$(date +%s.%N)
+    "${cmd[@]}" "$b" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    t1=$(date +%s.%N)
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    last_failed=0
+    if ! add_counts; then
+        total_fail=$((total_fail + 1))
+        failed_names+=("$name (no summary line; exit status $rc)")
+        echo "=== $name: no summary line, exit status $rc (${secs} s)"
+    elif [ "$rc" -ne 0 ] && [ "$last_failed" -eq 0 ]; then
+        # All tests passed but the process failed: a sanitizer or valgrind
+        # error, a leak found at exit, or a crash during teardown.
+        total_fail=$((total_fail + 1))
+        why="exit status $rc"
+        [ "$rc" = 99 ] && why="valgrind errors (exit 99)"
+        [ "$rc" = 124 ] && why="timed out after ${binary_timeout} s"
+        failed_names+=("$name ($why after all its tests passed)")
+        echo "=== $name: $why after all tests passed (${secs} s)"
+    else
+        [ "$last_failed" -gt 0 ] && failed_names+=("$name ($last_failed failed)")
+        echo "=== $name: exit status $rc (${secs} s)"
+    fi
+done
+
+# ---------------------------------------------------------------- Lua specs
+# Hook for the busted specs: runs only without --native, only when specs
+# exist and luajit + busted are installed; silent otherwise.
+if [ "$native" = 0 ]; then
+    specs=("$root"/spec/*_spec.lua)
+    if [ ${#specs[@]} -gt 0 ] && command -v luajit >/dev/null 2>&1 && [ -e /usr/bin/busted ]; then
+        echo "=== busted (${#specs[@]} spec files)"
+        (cd "$root" && luajit /usr/bin/busted -o TAP spec/) 2>&1 | tee "$log"
+        rc=${PIPESTATUS[0]}
+        # TAP from busted: "ok N - name", "not ok N - name", "ok N - # SKIP ..."
+        lp=$(grep -cE '^ok [0-9]+ - ' "$log")
+        ls_=$(grep -cE '^ok [0-9]+ - # SKIP' "$log")
+        lf=$(grep -cE '^not ok [0-9]+ ' "$log")
+        lp=$((lp - ls_))
+        total_pass=$((total_pass + lp))
+        total_skip=$((total_skip + ls_))
+        total_fail=$((total_fail + lf))
+        [ "$lf" -gt 0 ] && failed_names+=("busted ($lf failed)")
+        if [ "$rc" -ne 0 ] && [ "$lf" -eq 0 ]; then
+            # busted itself failed (a spec file that does not load, a crash)
+            total_fail=$((total_fail + 1))
+            failed_names+=("busted (exit status $rc with no failing test reported)")
+        fi
+        echo "=== busted: $lp passed, $lf failed, $ls_ skipped (exit status $rc)"
+    fi
+fi
+
+if [ ${#failed_names[@]} -gt 0 ]; then
+    echo "FAILED:"
+    for n in "${failed_names[@]}"; do echo "  $n"; done
+fi
+echo "$total_pass passed, $total_fail failed, $total_skip skipped"
+[ "$total_fail" -eq 0 ]
