@@ -45,7 +45,7 @@ static ordo_engine_config resolve_config(const ordo_engine_config *in) {
     if (c.cpu_priority_workers <= 0) c.cpu_priority_workers = env_int("ORDO_CPU_PRIORITY_NTHREADS", 1);
     if (c.gpu_workers <= 0) c.gpu_workers = env_int("ORDO_GPU_WORKER_NTHREADS", 2);
     if (c.gpu_copy_workers <= 0) c.gpu_copy_workers = env_int("ORDO_GPU_COPY_NTHREADS", 1);
-    if (c.max_inflight <= 0) c.max_inflight = env_int("ORDO_MAX_INFLIGHT", 65536);
+    if (c.max_inflight <= 0) c.max_inflight = env_int("ORDO_MAX_INFLIGHT", 8192);
     if (c.spin_us <= 0) c.spin_us = env_int("ORDO_SPIN_US", 50);
     if (c.profiler_autostart <= 0) c.profiler_autostart = env_int("ORDO_PROFILER_AUTOSTART", 0);
     if (c.cpu_workers < 1) c.cpu_workers = 1;
@@ -79,7 +79,7 @@ int ordo_gpu_count(void) { return ordo_gpu_backend ? ordo_gpu_backend->count() :
  * trades them with the engine's list in batches, so a push and a completion
  * normally take no lock at all. */
 #define OPS_PER_SLAB 256
-#define OP_CACHE_MAX 256
+#define OP_CACHE_MAX 192
 #define OP_BATCH 64
 
 static _Thread_local struct { uint64_t uid; op_cache c; } tls_ops;
@@ -103,31 +103,31 @@ static op_cache *cache_for(ordo_engine *e) {
     return &tls_ops.c;
 }
 
+/* Free ops move between a thread's cache and the engine in whole chains of
+ * OP_BATCH, handed over in O(1): walking a chain of blocks last touched by
+ * another core would cost a cache miss per block under the lock. */
 op *op_alloc(ordo_engine *e) {
     op_cache *c = cache_for(e);
     if (!c->head) {
         pthread_mutex_lock(&e->mem_mu);
-        if (!e->op_free) {
+        if (!e->op_batches) {
             op *block = engine_slab_alloc(&e->op_slabs, OPS_PER_SLAB * sizeof(op));
             if (!block) {
                 pthread_mutex_unlock(&e->mem_mu);
                 return NULL;
             }
-            for (int i = 0; i < OPS_PER_SLAB; i++) {
-                block[i].next = e->op_free;
-                e->op_free = &block[i];
+            for (int b = 0; b < OPS_PER_SLAB / OP_BATCH; b++) {
+                op *first = &block[b * OP_BATCH];
+                for (int i = 0; i < OP_BATCH - 1; i++) first[i].next = &first[i + 1];
+                first[OP_BATCH - 1].next = NULL;
+                first->next_batch = e->op_batches;
+                e->op_batches = first;
             }
-            e->op_free_n += OPS_PER_SLAB;
         }
-        for (int i = 0; i < OP_BATCH && e->op_free; i++) {
-            op *o = e->op_free;
-            e->op_free = o->next;
-            e->op_free_n--;
-            o->next = c->head;
-            c->head = o;
-            c->n++;
-        }
+        c->head = e->op_batches;
+        e->op_batches = c->head->next_batch;
         pthread_mutex_unlock(&e->mem_mu);
+        c->n = OP_BATCH;
     }
     op *o = c->head;
     c->head = o->next;
@@ -139,16 +139,17 @@ void op_free(ordo_engine *e, op *o) {
     op_cache *c = cache_for(e);
     o->next = c->head;
     c->head = o;
-    if (++c->n > OP_CACHE_MAX) {
+    if (++c->n >= OP_CACHE_MAX) {
+        /* Hand the newest OP_BATCH blocks back; this thread touched them last,
+         * so walking them is cheap. */
+        op *first = c->head, *last = first;
+        for (int i = 1; i < OP_BATCH; i++) last = last->next;
+        c->head = last->next;
+        c->n -= OP_BATCH;
+        last->next = NULL;
         pthread_mutex_lock(&e->mem_mu);
-        while (c->n > OP_CACHE_MAX - OP_BATCH) {
-            op *x = c->head;
-            c->head = x->next;
-            c->n--;
-            x->next = e->op_free;
-            e->op_free = x;
-            e->op_free_n++;
-        }
+        first->next_batch = e->op_batches;
+        e->op_batches = first;
         pthread_mutex_unlock(&e->mem_mu);
     }
 }
@@ -218,38 +219,46 @@ long engine_pending(ordo_engine *e) {
     return atomic_load(&e->pushed) - retired;
 }
 
+static void wake_sleepers(ordo_engine *e) {
+    pthread_mutex_lock(&e->idle_mu);
+    pthread_cond_broadcast(&e->idle_cv);
+    pthread_mutex_unlock(&e->idle_mu);
+}
+
 void engine_op_retired(ordo_engine *e, worker *w) {
     if (w) atomic_store(&w->retired, atomic_load_explicit(&w->retired, memory_order_relaxed) + 1);
     else atomic_fetch_add(&e->retired_other, 1);
-    if (atomic_load(&e->idle_waiters) > 0) {
+    /* Only while somebody sleeps on the count is it computed here. */
+    bool zero = atomic_load(&e->wake_zero), low = atomic_load(&e->wake_low);
+    if (zero || low) {
         long left = engine_pending(e);
-        if (left == 0 || left <= e->low_mark) {
-            pthread_mutex_lock(&e->idle_mu);
-            pthread_cond_broadcast(&e->idle_cv);
-            pthread_mutex_unlock(&e->idle_mu);
-        }
+        if ((zero && left == 0 && atomic_exchange(&e->wake_zero, 0)) ||
+            (low && left <= e->low_mark && atomic_exchange(&e->wake_low, 0)))
+            wake_sleepers(e);
     }
 }
 
-/* Waits until pending <= target.  Spins first (a sleep/wake costs ~4 us). */
+/* Waits until pending <= target (0 or the low mark).  Spins first: a
+ * sleep/wake costs ~4 us, more than many ops take. */
 void engine_wait_pending(ordo_engine *e, long target) {
     if (engine_pending(e) <= target) return;
     uint64_t until = now_ns() + (uint64_t)e->cfg.spin_us * 1000u;
     for (int i = 0; engine_pending(e) > target; i++) {
         if ((i & 63) != 63) {
             cpu_relax();
-            continue;
-        }
-        if (now_ns() < until) {
+        } else if (now_ns() < until) {
             sched_yield();
-            continue;
+        } else {
+            atomic_int *flag = target == 0 ? &e->wake_zero : &e->wake_low;
+            pthread_mutex_lock(&e->idle_mu);
+            for (;;) {
+                atomic_store(flag, 1);
+                if (engine_pending(e) <= target) break;
+                pthread_cond_wait(&e->idle_cv, &e->idle_mu);
+            }
+            pthread_mutex_unlock(&e->idle_mu);
+            return;
         }
-        pthread_mutex_lock(&e->idle_mu);
-        atomic_fetch_add(&e->idle_waiters, 1);
-        while (engine_pending(e) > target) pthread_cond_wait(&e->idle_cv, &e->idle_mu);
-        atomic_fetch_sub(&e->idle_waiters, 1);
-        pthread_mutex_unlock(&e->idle_mu);
-        break;
     }
 }
 

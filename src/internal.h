@@ -140,7 +140,10 @@ struct op {
     int priority;
     int nvars;
     ordo_ctx ctx;
-    pool *pool;
+    union {
+        pool *pool;      /* while live: the pool that runs it */
+        op *next_batch;  /* while free: the next batch of free ops (engine.c) */
+    };
     union { ordo_sync_fn sync; ordo_async_fn async; } fn; /* OP_SYNC says which */
     void *param;
     failure *fail; /* set by ordo_fail / ordo_done_complete */
@@ -168,6 +171,7 @@ typedef struct ready_queue {
     int heap_n, heap_cap;
     atomic_int size;
     atomic_int heap_size;
+    atomic_int spinners;
     int sleepers;
     bool stop;
 } ready_queue;
@@ -231,7 +235,11 @@ struct ordo_engine {
     long low_mark;           /* backpressure releases pushers at this level */
     pthread_mutex_t idle_mu; /* wait_for_all and backpressure sleep here */
     pthread_cond_t idle_cv;
-    atomic_int idle_waiters;
+    /* Set by a thread about to sleep until pending reaches 0 (wake_zero) or
+     * the low mark (wake_low); the retiring thread that sees the level
+     * reached clears it and wakes the sleepers, once per sleep. */
+    _Alignas(64) atomic_int wake_zero;
+    atomic_int wake_low;
 
     pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */
     failure *fail_head, *fail_tail;
@@ -247,8 +255,7 @@ struct ordo_engine {
 
     pthread_mutex_t mem_mu; /* op and var blocks */
     slab *op_slabs, *var_slabs;
-    op *op_free;
-    int op_free_n;
+    op *op_batches; /* free ops, in chains of OP_BATCH linked by next_batch */
     ordo_var *var_free, *var_free_tail;
 
     pthread_mutex_t names_mu; /* interned op names (names.c) */

@@ -68,7 +68,7 @@ typedef struct ordo_engine_config {
     int cpu_priority_workers; /* shared CPU priority pool; env ORDO_CPU_PRIORITY_NTHREADS (1) */
     int gpu_workers;          /* compute workers per GPU; env ORDO_GPU_WORKER_NTHREADS (2) */
     int gpu_copy_workers;     /* copy workers per GPU; env ORDO_GPU_COPY_NTHREADS (1) */
-    int max_inflight;         /* pending ops before push blocks; env ORDO_MAX_INFLIGHT (65536) */
+    int max_inflight;         /* pending ops before push blocks; env ORDO_MAX_INFLIGHT (8192) */
     int spin_us;              /* how long an idle worker spins before sleeping; env ORDO_SPIN_US (50) */
     int profiler_autostart;   /* env ORDO_PROFILER_AUTOSTART=1 */
 } ordo_engine_config;

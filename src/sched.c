@@ -31,6 +31,10 @@
 
 _Thread_local worker *tls_worker;
 _Thread_local int tls_in_op;
+/* The async op whose function this thread is running, and where ops it
+ * makes ready go when it completes before its function returns. */
+static _Thread_local op *tls_exec_op;
+static _Thread_local ready_list *tls_exec_rl;
 
 uint64_t now_ns(void) {
     struct timespec ts;
@@ -84,6 +88,7 @@ static void queue_init(ready_queue *q) {
     pthread_cond_init(&q->cv, NULL);
     atomic_init(&q->size, 0);
     atomic_init(&q->heap_size, 0);
+    atomic_init(&q->spinners, 0);
 }
 
 static void queue_fini(ready_queue *q) {
@@ -153,16 +158,21 @@ static int queue_take_batch_locked(ready_queue *q, op **out, int max, int nworke
  * woken costs microseconds, far more than the gap between two ops in a busy
  * stream. */
 static int queue_pop(ready_queue *q, uint64_t spin_ns, op **out, int max, int nworkers) {
-    if (atomic_load_explicit(&q->size, memory_order_acquire) == 0 && spin_ns) {
-        uint64_t until = now_ns() + spin_ns;
-        for (int i = 0; atomic_load_explicit(&q->size, memory_order_acquire) == 0; i++) {
-            if ((i & 63) == 63) {
-                if (now_ns() > until) break;
-                sched_yield(); /* 2 cores, 3+ threads: let the pusher run */
-            } else {
-                cpu_relax();
+    /* One spinner per queue is enough to catch the next op; more would only
+     * take the cores from the threads that push and run. */
+    if (spin_ns && atomic_load_explicit(&q->size, memory_order_acquire) == 0) {
+        if (atomic_fetch_add(&q->spinners, 1) == 0) {
+            uint64_t until = now_ns() + spin_ns;
+            for (int i = 0; atomic_load_explicit(&q->size, memory_order_acquire) == 0; i++) {
+                if ((i & 63) == 63) {
+                    if (now_ns() > until) break;
+                    sched_yield(); /* 2 cores, 3+ threads: let the pusher run */
+                } else {
+                    cpu_relax();
+                }
             }
         }
+        atomic_fetch_sub(&q->spinners, 1);
     }
     pthread_mutex_lock(&q->mu);
     int n;
@@ -294,15 +304,30 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         }
         finish_op(e, w, o, rl, o->fail != NULL);
     } else {
+        /* If the function completes the op before returning (a common way
+         * to use reusable operators), ordo_done_complete finishes it into rl
+         * so the next op can run here, as after a sync op. */
+        op *outer_op = tls_exec_op;
+        ready_list *outer_rl = tls_exec_rl;
+        tls_exec_op = o;
+        tls_exec_rl = rl;
         tls_in_op++;
         o->fn.async(&rc, o->param, (ordo_done *)o);
         tls_in_op--;
+        tls_exec_op = outer_op;
+        tls_exec_rl = outer_rl;
     }
 }
 
 void ordo_done_complete(ordo_done *done, const char *error) {
     op *o = (op *)done;
     ordo_engine *e = o->engine;
+    if (o == tls_exec_op) {
+        if (error && !o->fail) o->fail = failure_new("%s", error);
+        tls_exec_op = NULL; /* o is freed below: never match it again */
+        finish_op(e, tls_worker && tls_worker->engine == e ? tls_worker : NULL, o, tls_exec_rl, o->fail != NULL);
+        return;
+    }
     atomic_fetch_add_explicit(&e->external, 1, memory_order_acq_rel);
     if (error && !o->fail) o->fail = failure_new("%s", error);
     worker *w = tls_worker && tls_worker->engine == e ? tls_worker : NULL;

@@ -19,7 +19,7 @@
 /* ---- kernel ids ----------------------------------------------------------------- */
 
 #define KMAX 512
-#define KNAME 24 /* a stride of 24 bytes spreads the names over the engine's name cache */
+#define KNAME 72 /* names up to 71 chars; a stride of 9 x 8 bytes spreads them over the engine's 8-slot name cache */
 
 static _Alignas(64) char knames[KMAX][KNAME];
 static _Atomic(ordo_kernel_fn) kfns[KMAX][2]; /* [0] cpu, [1] gpu */

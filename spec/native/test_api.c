@@ -124,7 +124,7 @@ static void test_config_defaults(void) {
     CHECK_EQ_LONG(got.cpu_priority_workers, 1);
     CHECK_EQ_LONG(got.gpu_workers, 2);
     CHECK_EQ_LONG(got.gpu_copy_workers, 1);
-    CHECK_EQ_LONG(got.max_inflight, 65536);
+    CHECK_EQ_LONG(got.max_inflight, 8192);
     CHECK_EQ_LONG(got.spin_us, 50);
     CHECK_EQ_LONG(got.profiler_autostart, 0);
     ordo_engine_destroy(e);

@@ -5,7 +5,7 @@
  * RSS is read from /proc/self/statm after a warm-up (so the engine's pools
  * and the allocator's arenas already exist) and again after the workload;
  * growth must stay under RSS_LIMIT.  With max_inflight at its default
- * (65536), a correct engine holds at most that many op blocks at once, far
+ * (8192), a correct engine holds at most that many op blocks at once, far
  * below the limit, whereas an engine that never recycles op blocks grows by
  * ~100+ bytes per op (>100 MB per million).  Under ASan/TSan (shadow memory,
  * quarantine) and valgrind RSS says nothing, so there the workloads run
