@@ -68,7 +68,7 @@ int main(void)
         if (!bench_selected(w->name)) continue;
         uint64_t t[BENCH_MAX_REPS];
         for (int r = 0; r < p.reps; r++) t[r] = run_once(w, &d);
-        bench_report("openmp", w, p.reps, bench_median(t, p.reps));
+        bench_report("openmp", w, p.reps, t);
     }
     bench_dag_free(&d);
     return 0;

@@ -125,7 +125,7 @@ int main(void)
                    strerror(-err), err);
             continue;
         }
-        bench_report("starpu", w, p.reps, bench_median(t, p.reps));
+        bench_report("starpu", w, p.reps, t);
     }
 
     for (int i = 0; i < BENCH_NVARS; i++) starpu_data_unregister(g_h[i]);

@@ -9,6 +9,7 @@
  *
  * Output protocol, one line per measurement, tab-separated, read by run.sh:
  *   R  <runtime> <workload> <tasks> <reps> <median_ns_per_task> <efficiency_%|->
+ *      <busy_ns> <ns_per_task of every run, comma-separated, in run order>
  *   NA <runtime> <reason...>          the runtime could not be measured at all
  *   #  ...                            free-form comment, echoed by run.sh
  */
@@ -170,21 +171,29 @@ static inline uint64_t bench_median(uint64_t *t, int n)
 }
 
 /*
- * Print one result line.  Efficiency is reported for busy workloads only:
- * ideal time = tasks * task_time / 2 cores (the machine's 2 cores, whatever
- * the runtime's thread count), so 100% means no overhead and no idle core.
+ * Print one result line: the median, and every run's time so that run.sh
+ * can pool the runs of several processes (it runs each program more than
+ * once, interleaved with the others, and reports the median of all runs).
+ * Efficiency is reported for busy workloads only: ideal time = tasks *
+ * task_time / 2 cores (the machine's 2 cores, whatever the runtime's thread
+ * count), so 100% means no overhead and no idle core.
  */
 static inline void bench_report(const char *runtime, const bench_workload *w, int reps,
-                                uint64_t median_ns)
+                                const uint64_t *t)
 {
+    uint64_t sorted[BENCH_MAX_REPS];
+    memcpy(sorted, t, (size_t)reps * sizeof *t);
+    uint64_t median_ns = bench_median(sorted, reps);
     double per = (double)median_ns / (double)w->tasks;
-    if (w->busy_ns > 0) {
-        double ideal = (double)w->tasks * (double)w->busy_ns / 2.0;
-        printf("R\t%s\t%s\t%ld\t%d\t%.1f\t%.1f\n", runtime, w->name, w->tasks, reps, per,
-               100.0 * ideal / (double)median_ns);
-    } else {
-        printf("R\t%s\t%s\t%ld\t%d\t%.1f\t-\n", runtime, w->name, w->tasks, reps, per);
-    }
+    printf("R\t%s\t%s\t%ld\t%d\t%.1f\t", runtime, w->name, w->tasks, reps, per);
+    if (w->busy_ns > 0)
+        printf("%.1f", 100.0 * (double)w->tasks * (double)w->busy_ns / 2.0 / (double)median_ns);
+    else
+        printf("-");
+    printf("\t%ld\t", w->busy_ns);
+    for (int r = 0; r < reps; r++)
+        printf("%s%.1f", r ? "," : "", (double)t[r] / (double)w->tasks);
+    printf("\n");
     fflush(stdout);
 }
 
