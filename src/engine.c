@@ -48,6 +48,10 @@ static ordo_engine_config resolve_config(const ordo_engine_config *in) {
     if (c.max_inflight <= 0) c.max_inflight = env_int("ORDO_MAX_INFLIGHT", 8192);
     if (c.spin_us <= 0) c.spin_us = env_int("ORDO_SPIN_US", 50);
     if (c.profiler_autostart <= 0) c.profiler_autostart = env_int("ORDO_PROFILER_AUTOSTART", 0);
+    if (c.push_inline_after == 0) {
+        const char *s = getenv("ORDO_PUSH_INLINE_AFTER");
+        c.push_inline_after = s && *s == '-' ? -1 : env_int("ORDO_PUSH_INLINE_AFTER", 64);
+    }
     if (c.cpu_workers < 1) c.cpu_workers = 1;
     if (c.cpu_priority_workers < 1) c.cpu_priority_workers = 1;
     if (c.gpu_workers < 1) c.gpu_workers = 1;

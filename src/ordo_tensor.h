@@ -181,6 +181,12 @@ int ordo_tensor_error_code(void);
  * destroyed when it is closed and its last storage is gone. */
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
 void         ordo_tensor_engine_close(ordo_engine *e);
+/* sizeof of a public struct by name ("ordo_engine_config", "ordo_tensor",
+ * "ordo_storage", "ordo_view", "ordo_kernel_args", "ordo_ctx"), 0 if
+ * unknown: front ends that redeclare the structs (LuaJIT's ffi.cdef) check
+ * their copies against the library at load. */
+size_t ordo_tensor_sizeof(const char *type_name);
+
 /* The profiler summary as a malloc'd string (free with ordo_tensor_free_str). */
 char *ordo_tensor_profiler_summary(ordo_engine *e);
 void  ordo_tensor_free_str(char *s);

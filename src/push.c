@@ -166,6 +166,17 @@ static pool *select_pool(ordo_engine *e, ordo_ctx ctx, int prop) {
 
 /* ---- the push itself ------------------------------------------------------- */
 
+/* True when o, ready at push, is better run by the pusher: its CPU pool has
+ * a long queue of ready ops and none of higher priority.  Never from inside
+ * an op (no nesting of ops on one stack). */
+static bool pool_saturated(ordo_engine *e, const op *o) {
+    pool *p = o->pool;
+    return e->cfg.push_inline_after > 0 && o->priority == 0 && !tls_in_op &&
+           (p->kind == POOL_CPU || p->kind == POOL_SHARED) && o->ctx.dev_type != ORDO_GPU &&
+           atomic_load_explicit(&p->q.size, memory_order_relaxed) >= e->cfg.push_inline_after * p->size &&
+           atomic_load_explicit(&p->q.heap_size, memory_order_relaxed) == 0;
+}
+
 /* Appends o's nodes to its vars, atomically over all of them, and runs or
  * queues o if it is ready at once.  On error nothing was appended. */
 int push_prepared(ordo_engine *e, op *o, const char *fn) {
@@ -208,8 +219,10 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
     /* All granted here: no other thread can hold a node of o, so no atomic. */
     if (granted == n || atomic_fetch_sub_explicit(&o->wait, granted + 1, memory_order_acq_rel) == granted + 1) {
         if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) o->t_ready = now_ns();
-        if ((o->flags & OP_RUN_HERE) || e->cfg.kind == ORDO_ENGINE_NAIVE) run_ready(e, o);
-        else queue_push(&o->pool->q, o);
+        if ((o->flags & OP_RUN_HERE) || e->cfg.kind == ORDO_ENGINE_NAIVE || pool_saturated(e, o))
+            run_ready(e, o);
+        else
+            queue_push(&o->pool->q, o);
     }
     return ORDO_OK;
 }

@@ -419,3 +419,18 @@ char *ordo_tensor_profiler_summary(ordo_engine *e) {
 }
 
 void ordo_tensor_free_str(char *s) { free(s); }
+
+size_t ordo_tensor_sizeof(const char *type_name) {
+    static const struct {
+        const char *name;
+        size_t size;
+    } t[] = {
+        {"ordo_engine_config", sizeof(ordo_engine_config)}, {"ordo_tensor", sizeof(ordo_tensor)},
+        {"ordo_storage", sizeof(ordo_storage)},             {"ordo_view", sizeof(ordo_view)},
+        {"ordo_kernel_args", sizeof(ordo_kernel_args)},     {"ordo_ctx", sizeof(ordo_ctx)},
+        {"ordo_run_ctx", sizeof(ordo_run_ctx)},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (type_name && !strcmp(t[i].name, type_name)) return t[i].size;
+    return 0;
+}
