@@ -54,7 +54,7 @@ all: $(BUILD)/libordo.so $(BUILD)/libordo.a
 FLAGS_STAMP := $(BUILD)/.flags
 $(shell mkdir -p $(BUILD); echo '$(ALL_CFLAGS) $(NVFLAGS)' | cmp -s - $(FLAGS_STAMP) || echo '$(ALL_CFLAGS) $(NVFLAGS)' > $(FLAGS_STAMP))
 
-$(BUILD)/obj/%.o: %.c $(wildcard src/*.h) $(FLAGS_STAMP)
+$(BUILD)/obj/%.o: %.c $(wildcard src/*.h kernels/cpu/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 

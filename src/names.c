@@ -63,7 +63,9 @@ const char *engine_intern(ordo_engine *e, const char *name) {
         memset(&tls_names, 0, sizeof tls_names);
         tls_names.uid = e->uid;
     }
-    unsigned slot = (unsigned)(((uintptr_t)name >> 3) % NAME_CACHE);
+    /* Fibonacci hashing (top 3 bits: NAME_CACHE is 8), so names laid out at
+     * any regular stride spread over the slots. */
+    unsigned slot = (unsigned)(((uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15u) >> 61);
     const char *hit = tls_names.interned[slot];
     if (tls_names.src[slot] == name && hit && !strncmp(hit, name, ORDO_NAME_MAX - 1)) return hit;
     char buf[ORDO_NAME_MAX]; /* longer names are kept truncated */

@@ -211,8 +211,11 @@ static failure *inherited_failure(const op *o) {
 static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fresh_failure) {
     failure *f = o->fail;
     if (f && fresh_failure) {
-        /* Name the op in the message, once, where the failure starts. */
-        failure *named = o->name[0] ? failure_new("%s: %s", o->name, f->msg) : NULL;
+        /* Name the op in the message, once, where the failure starts
+         * (kernels often name themselves already). */
+        size_t nlen = strlen(o->name);
+        bool has_name = !strncmp(f->msg, o->name, nlen) && f->msg[nlen] == ':';
+        failure *named = o->name[0] && !has_name ? failure_new("%s: %s", o->name, f->msg) : NULL;
         if (named) {
             failure_unref(f);
             o->fail = f = named;

@@ -1,0 +1,190 @@
+-- bench/tensor_bench.lua - ordo's tensors beside their peers, in one run.
+--
+--   luajit bench/tensor_bench.lua            (after `make`; builds its C peer itself)
+--   BENCH_QUICK=1 luajit bench/tensor_bench.lua   smaller sizes, for a smoke run
+--
+--  1. ns per op of 1,000,000 `c:add_(a)` on 16-element float32 tensors,
+--     end to end (pushed, run by a worker, then one wait), beside the same
+--     loop pushing through the C tensor API and the add kernel called
+--     directly in C (no engine: the floor).
+--  2. matmul 1024x1024 float32 (pushed, waited for) beside cblas_sgemm on
+--     one thread (what the matmul kernel asks BLAS for: parallelism comes
+--     from the engine) and on OpenBLAS's own threads.
+--  3. elementwise add of 16M floats (c:add_(a): 3 x 64 MB moved) as memory
+--     bandwidth, beside a plain C copy loop (2 x 64 MB moved) and a plain C
+--     c[i] += a[i] loop.
+--  4. two independent large ops pushed together on an engine with 2 CPU
+--     workers: their time beside the sum of their times alone (speed-up).
+--
+-- Environment: ORDO_BUILD (default <checkout>/build: libordo.a for the C
+-- peer; the Lua package loads libordo.so, see ORDO_LIB), CC (default cc).
+local function script_dir()
+    local src = debug.getinfo(1, "S").source:sub(2)
+    local dir = src:match("^(.*)/[^/]*$") or "."
+    if dir:sub(1, 1) ~= "/" then dir = (os.getenv("PWD") or ".") .. "/" .. dir end
+    return dir
+end
+local root = script_dir() .. "/.."
+package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+
+local ordo = require "ordo"
+local ffi = require "ffi"
+
+ffi.cdef [[
+typedef struct { long tv_sec; long tv_nsec; } tb_timespec;
+int clock_gettime(int clk, tb_timespec *ts);
+]]
+local ts = ffi.new("tb_timespec")
+local function now()
+    ffi.C.clock_gettime(1, ts)
+    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local quick = (os.getenv("BENCH_QUICK") or "0") ~= "0"
+local build = os.getenv("ORDO_BUILD") or (root .. "/build")
+local peer = build .. "/bench/tensor_bench_c"
+
+-- ---------------------------------------------------------------- the C peer
+
+local function sh(cmd)
+    local ok = os.execute(cmd)
+    return ok == 0 or ok == true
+end
+
+local function build_peer()
+    local src = root .. "/bench/tensor_bench_c.c"
+    local cc = os.getenv("CC") or "cc"
+    -- rebuilt every run: it is small, and it must match libordo.a
+    local cmd = ("mkdir -p %s/bench && %s -O3 -std=c11 -D_GNU_SOURCE -I%s/src %s -o %s %s/libordo.a -lopenblas -lpthread -lm")
+        :format(build, cc, root, src, peer, build)
+    if not sh(cmd) then error("cannot build the C peer: " .. cmd) end
+end
+
+local function run_peer(...)
+    local args = table.concat({...}, " ")
+    local f = assert(io.popen(peer .. " " .. args))
+    local out = f:read("*a")
+    f:close()
+    return out
+end
+
+local function peer_number(out, pattern)
+    local v = out:match(pattern)
+    if not v then error("unexpected output from the C peer: " .. out) end
+    return tonumber(v)
+end
+
+-- ---------------------------------------------------------------- table
+
+local rows = {}
+local function row(name, ordo_v, peer_name, peer_v, unit, higher_better)
+    local ratio
+    if higher_better then ratio = ordo_v / peer_v else ratio = peer_v / ordo_v end
+    rows[#rows + 1] = {name, ordo_v, peer_name, peer_v, unit, ratio}
+    io.write(("%-44s %10.2f %-6s | %-34s %10.2f %-6s | %.2fx\n"):format(
+        name, ordo_v, unit, peer_name, peer_v, unit, ratio))
+    io.flush()
+end
+
+local function best_of(n, fn)
+    local best = math.huge
+    for _ = 1, n do
+        local t = fn()
+        if t < best then best = t end
+    end
+    return best
+end
+
+build_peer()
+local cfg = ordo.engine.config()
+print(("ordo tensor bench: engine %s, %d cpu workers%s"):format(cfg.kind, cfg.cpu_workers,
+      quick and " (BENCH_QUICK)" or ""))
+print(("%-44s %17s | %-34s %17s | %s"):format("benchmark", "ordo", "peer", "", "speed ordo/peer"))
+
+-- 1. c:add_(a) on 16 elements
+do
+    local N = quick and 100000 or 1000000
+    local a, c = ordo.ones({16}), ordo.zeros({16})
+    for _ = 1, 10000 do c:add_(a) end
+    ordo.engine.wait_for_all()
+    local ns = best_of(3, function()
+        local t0 = now()
+        for _ = 1, N do c:add_(a) end
+        c:wait()
+        return (now() - t0) / N * 1e9
+    end)
+    local k = peer_number(run_peer("kernel_add16", N), "kernel_add16 ([%d.]+)")
+    local p = peer_number(run_peer("push_add16", N), "push_add16 ([%d.]+)")
+    row("c:add_(a), 16 floats, Lua, end to end", ns, "same push from C (ordo_tensor_op2)", p, "ns/op")
+    row("c:add_(a), 16 floats, Lua, end to end", ns, "add kernel called directly in C", k, "ns/op")
+end
+
+-- 2. matmul 1024x1024 float32
+do
+    local n = quick and 256 or 1024
+    local a = ordo.rand({n, n})
+    local b = ordo.rand({n, n})
+    local c = a:matmul(b)
+    ordo.engine.wait_for_all()
+    local ms = best_of(5, function()
+        local t0 = now()
+        c = a:matmul(b)
+        c:wait()
+        return (now() - t0) * 1e3
+    end)
+    local s = peer_number(run_peer("sgemm", n, 5), "sgemm ([%d.]+)")
+    local s1 = peer_number(run_peer("sgemm1", n, 5), "sgemm1 ([%d.]+)")
+    local name = ("matmul %dx%d float32"):format(n, n)
+    row(name, ms, "cblas_sgemm direct, 1 thread", s1, "ms")
+    row(name, ms, "cblas_sgemm direct, OpenBLAS threads", s, "ms")
+    local gf = 2 * n ^ 3 / 1e9
+    print(("%-44s %10.1f GFLOP/s beside %.1f (1 thread) and %.1f GFLOP/s"):format("", gf / (ms / 1e3),
+          gf / (s1 / 1e3), gf / (s / 1e3)))
+end
+
+-- 3. elementwise add of 16M floats, as bandwidth
+do
+    local n = quick and 2 ^ 20 or 16 * 2 ^ 20
+    local a = ordo.ones({n})
+    local c = ordo.zeros({n})
+    c:add_(a)
+    c:wait()
+    local ms = best_of(5, function()
+        local t0 = now()
+        c:add_(a)
+        c:wait()
+        return (now() - t0) * 1e3
+    end)
+    local gbs = 3 * n * 4 / (ms / 1e3) / 1e9
+    local out_copy = run_peer("copy", n, 5)
+    local out_add = run_peer("add", n, 5)
+    local copy_gbs = peer_number(out_copy, "([%d.]+) GB/s")
+    local add_gbs = peer_number(out_add, "([%d.]+) GB/s")
+    local name = ("c:add_(a), %dM floats (3 x %d MB moved)"):format(n / 2 ^ 20, n * 4 / 2 ^ 20)
+    row(name, gbs, "plain C copy loop (2 x moved)", copy_gbs, "GB/s", true)
+    row(name, gbs, "plain C c[i] += a[i] loop", add_gbs, "GB/s", true)
+end
+
+-- 4. two independent large ops overlap on 2 workers
+do
+    local e = ordo.engine.new({kind = "perdevice", cpu_workers = 2})
+    local n = quick and 2 ^ 20 or 8 * 2 ^ 20
+    local x = ordo.rand({n}, {engine = e})
+    local y = ordo.rand({n}, {engine = e})
+    x:sigmoid_()
+    y:sigmoid_()
+    e:wait_for_all()
+    local function time(fn) return best_of(5, function()
+        local t0 = now()
+        fn()
+        e:wait_for_all()
+        return (now() - t0) * 1e3
+    end) end
+    local tx = time(function() x:sigmoid_() end)
+    local ty = time(function() y:sigmoid_() end)
+    local both = time(function() x:sigmoid_() y:sigmoid_() end)
+    local name = ("x:sigmoid_() and y:sigmoid_(), %dM floats each"):format(n / 2 ^ 20)
+    row(name .. " together", both, "one after the other (sum)", tx + ty, "ms")
+    print(("%-44s speed-up %.2fx on 2 workers (ideal 2.00x)"):format("", (tx + ty) / both))
+    e:close()
+end

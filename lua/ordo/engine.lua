@@ -1,0 +1,262 @@
+-- ordo.engine: the dependency engine from Lua.
+--
+--   local engine = require "ordo.engine"      -- also ordo.engine
+--   engine.wait_for_all()                     -- the default (process-wide) engine
+--   engine.kind(), engine.config()            -- "perdevice", {cpu_workers = 2, ...}
+--   local v = engine.new_variable()           -- a bare var (ffi.gc deletes it)
+--   engine.wait_for_var(t_or_v)               -- raises the op failure it meets
+--   engine.push("add", {a, b}, {c})           -- a registered kernel on tensors
+--   local e = engine.new{kind = "naive"}      -- another engine (same methods)
+--   local t = ordo.zeros({4}, {engine = e})   -- tensors on it; ops follow their inputs
+--
+-- Lua never runs on worker threads: pushes carry native kernels only, and a
+-- wait blocks the calling Lua thread inside C.
+local cdef = require "ordo.cdef"
+local util = require "ordo.util"
+local ffi, C = cdef.ffi, cdef.C
+local fail = util.fail
+
+local M = {}
+
+local Engine = {__name = "ordo.Engine"}
+Engine.__index = Engine
+M.Engine = Engine
+
+local Var = {__name = "ordo.Var"}
+Var.__index = Var
+M.Var = Var
+
+local KINDS = {naive = 1, pooled = 2, perdevice = 3, per_device = 3}
+local CFG_FIELDS = {"kind", "cpu_workers", "cpu_priority_workers", "gpu_workers", "gpu_copy_workers",
+                    "max_inflight", "spin_us", "profiler_autostart", "push_inline_after"}
+
+local function last_error() return util.op_message(ffi.string(C.ordo_last_error())) end
+
+local default
+local function default_engine()
+    if not default then
+        local e = C.ordo_engine_default()
+        if e == nil then fail("ordo.engine: cannot start the default engine: " .. last_error()) end
+        default = setmetatable({_e = e, _default = true}, Engine)
+    end
+    return default
+end
+M.default = default_engine
+
+local function is_engine(x) return getmetatable(x) == Engine end
+M.is_engine = is_engine
+
+local function live(fname, e)
+    if e._closed then fail(fname .. ": the engine was closed") end
+    return e._e
+end
+
+-- engine.new{kind = "pooled", cpu_workers = 2, ...}: a zero/absent field
+-- takes the environment's value (ORDO_*), then the built-in default.
+function M.new(cfg)
+    cfg = cfg or {}
+    if type(cfg) ~= "table" then fail("engine.new: expected a table of settings, got " .. util.typename(cfg)) end
+    local c = ffi.new("ordo_engine_config")
+    local known = {}
+    for _, k in ipairs(CFG_FIELDS) do known[k] = true end
+    for k, v in pairs(cfg) do
+        if not known[k] then
+            fail(("engine.new: unknown setting '%s' (expected one of %s)"):format(tostring(k), table.concat(CFG_FIELDS, ", ")))
+        end
+        if k == "kind" then
+            if KINDS[v] then v = KINDS[v] end
+            if v ~= 1 and v ~= 2 and v ~= 3 then
+                fail("engine.new: kind must be \"naive\", \"pooled\" or \"perdevice\", got " .. tostring(v))
+            end
+        elseif k == "profiler_autostart" and type(v) == "boolean" then
+            v = v and 1 or 0
+        elseif k == "push_inline_after" and type(v) == "number" and v == math.floor(v) then
+            -- negative: never (see ordo.h)
+        elseif type(v) ~= "number" or v < 0 or v ~= math.floor(v) then
+            fail(("engine.new: %s must be an integer >= 0, got %s"):format(k, tostring(v)))
+        end
+        c[k] = v
+    end
+    local e = C.ordo_tensor_engine_create(c)
+    if e == nil then fail(ffi.string(C.ordo_tensor_error())) end
+    return setmetatable({_e = ffi.gc(e, function(p)
+        M.run_close_hooks(p)
+        C.ordo_tensor_engine_close(p)
+    end)}, Engine)
+end
+
+-- Functions called with an engine pointer when its handle closes (the
+-- tensor module drops the random generators it keeps on that engine, so
+-- the engine can go once the user's tensors do).
+local close_hooks = {}
+function M.on_close(fn) close_hooks[#close_hooks + 1] = fn end
+function M.run_close_hooks(p)
+    for _, fn in ipairs(close_hooks) do fn(p) end
+end
+function M.key(p) return tonumber(ffi.cast("uintptr_t", p)) end
+
+-- Closes the handle; the engine finishes its ops and is destroyed once no
+-- tensor on it is left.
+function Engine:close()
+    if self._default then fail("engine:close: the default engine cannot be closed") end
+    if not self._closed then
+        self._closed = true
+        local e = self._e
+        ffi.gc(e, nil)
+        M.run_close_hooks(e)
+        C.ordo_tensor_engine_close(e)
+    end
+end
+
+function Engine:config()
+    local c = ffi.new("ordo_engine_config")
+    C.ordo_engine_get_config(live("engine:config", self), c)
+    local t = {}
+    for _, k in ipairs(CFG_FIELDS) do t[k] = c[k] end
+    t.kind = ffi.string(C.ordo_engine_kind_name(c.kind))
+    return t
+end
+
+function Engine:kind() return self:config().kind end
+function Engine:cpu_workers() return self:config().cpu_workers end
+function Engine:gpu_workers() return self:config().gpu_workers end
+function Engine:pending() return tonumber(C.ordo_engine_pending(live("engine:pending", self))) end
+
+function Engine:wait_for_all()
+    if C.ordo_wait_for_all(live("wait_for_all", self)) ~= 0 then fail(last_error()) end
+end
+
+Engine.__tostring = function(e)
+    if e._closed then return "ordo.Engine(closed)" end
+    local c = e:config()
+    return ("ordo.Engine(%s, %d cpu workers%s)"):format(c.kind, c.cpu_workers, e._default and ", default" or "")
+end
+
+-- ---------------------------------------------------------------- variables
+
+function Engine:new_variable()
+    local e = live("new_variable", self)
+    local v = C.ordo_new_variable(e)
+    if v == nil then fail("new_variable: " .. last_error()) end
+    local ctx = ffi.new("ordo_ctx", cdef.CPU, 0)
+    local keep = self -- the engine handle outlives its vars
+    return setmetatable({_v = ffi.gc(v, function(p)
+        if not keep._closed or keep._default then C.ordo_delete_variable(keep._e, nil, nil, ctx, p) end
+    end), _engine = self}, Var)
+end
+
+function Var:version() return tonumber(C.ordo_var_version(self._v)) end
+Var.__tostring = function(v) return ("ordo.Var(version %d)"):format(v:version()) end
+
+-- The (engine pointer, var) a wait is about: a Var or a Tensor.
+local function var_of(fname, x)
+    if getmetatable(x) == Var then return live(fname, x._engine), x._v end
+    if type(x) == "table" and x._c ~= nil and type(x._c) == "cdata" then
+        local s = x._c.storage
+        return s.engine, s.var
+    end
+    fail(("%s: expected a tensor or an engine variable, got %s"):format(fname, util.typename(x)))
+end
+
+function Engine:wait_for_var(x)
+    local e, v = var_of("wait_for_var", x)
+    if C.ordo_wait_for_var(e, v) ~= 0 then fail(last_error()) end
+end
+
+function Engine:wait_to_write(x)
+    local e, v = var_of("wait_to_write", x)
+    if C.ordo_wait_to_write(e, v) ~= 0 then fail(last_error()) end
+end
+
+-- ---------------------------------------------------------------- kernels
+
+-- engine.push(name, inputs, outputs, scalars, iparams [, opts]): pushes the
+-- registered kernel `name` (KERNELS.md) with tensors as its views.  iparams
+-- go to the kernel as they are (dims count from 0 there).  opts.broadcast:
+-- broadcast the inputs to outputs[1]'s shape (elementwise kernels).
+local TENSOR_PTRS = ffi.typeof("ordo_tensor *[?]")
+local DOUBLES = ffi.typeof("double[?]")
+local INT64S = ffi.typeof("int64_t[?]")
+
+local function tensors_arg(fname, what, list, max)
+    if list == nil then return nil, 0 end
+    if type(list) ~= "table" or getmetatable(list) ~= nil then
+        fail(("%s: %s must be a list of tensors, got %s"):format(fname, what, util.typename(list)))
+    end
+    local n = #list
+    if n > max then fail(("%s: at most %d %s, got %d"):format(fname, max, what, n)) end
+    local arr = TENSOR_PTRS(math.max(n, 1))
+    for i = 1, n do
+        local t = list[i]
+        if type(t) ~= "table" or type(t._c) ~= "cdata" then
+            fail(("%s: %s[%d] is not a tensor (%s)"):format(fname, what, i, util.typename(t)))
+        end
+        arr[i - 1] = t._c
+    end
+    return arr, n, list
+end
+
+local function numbers_arg(fname, what, list, max, ctype)
+    if list == nil then return nil, 0 end
+    if type(list) == "number" then list = {list} end
+    if type(list) ~= "table" then fail(("%s: %s must be a list of numbers"):format(fname, what)) end
+    local n = #list
+    if n > max then fail(("%s: at most %d %s, got %d"):format(fname, max, what, n)) end
+    local arr = ctype(math.max(n, 1))
+    for i = 1, n do
+        if type(list[i]) ~= "number" then
+            fail(("%s: %s[%d] is not a number (%s)"):format(fname, what, i, util.typename(list[i])))
+        end
+        arr[i - 1] = list[i]
+    end
+    return arr, n
+end
+
+function Engine:push(name, inputs, outputs, scalars, iparams, opts)
+    local fname = "push"
+    if type(name) ~= "string" then fail("push: expected a kernel name, got " .. util.typename(name)) end
+    local kid = C.ordo_tensor_kernel_id(name)
+    if kid < 0 then fail("push: " .. ffi.string(C.ordo_tensor_error())) end
+    local ins, nin, il = tensors_arg(fname, "inputs", inputs, 4)
+    local outs, nout, ol = tensors_arg(fname, "outputs", outputs, 2)
+    if nin + nout == 0 then fail("push: " .. name .. ": expected at least one tensor") end
+    local sc, ns = numbers_arg(fname, "scalars", scalars, 4, DOUBLES)
+    local ip, ni = numbers_arg(fname, "iparams", iparams, 8, INT64S)
+    for _, list in ipairs({il or {}, ol or {}}) do
+        for _, t in ipairs(list) do
+            if t._c.storage.engine ~= self._e then fail("push: " .. name .. ": a tensor belongs to another engine") end
+        end
+    end
+    local flags = (opts and opts.broadcast) and cdef.TP_BROADCAST or 0
+    if C.ordo_tensor_push(kid, name, flags, ins, nin, outs, nout, sc, ns, ip, ni) ~= 0 then
+        fail(ffi.string(C.ordo_tensor_error()))
+    end
+    return outputs and outputs[1]
+end
+
+-- 1 if the registry has kernel `name` for "cpu" (default) or "gpu".
+function M.has_kernel(name, device)
+    local kid = C.ordo_tensor_kernel_id(name)
+    if kid < 0 then return false end
+    return C.ordo_tensor_kernel_available(kid, device == "gpu" and cdef.GPU or cdef.CPU) ~= 0
+end
+
+-- ---------------------------------------------------------------- module level = default engine
+
+for _, k in ipairs({"config", "kind", "cpu_workers", "gpu_workers", "pending", "wait_for_all", "new_variable"}) do
+    M[k] = function(...) return Engine[k](default_engine(), ...) end
+end
+-- waits follow the engine of what they wait for
+function M.wait_for_var(x) return Engine.wait_for_var(default_engine(), x) end
+function M.wait_to_write(x) return Engine.wait_to_write(default_engine(), x) end
+function M.push(name, inputs, outputs, scalars, iparams, opts)
+    local e = default_engine()
+    local first = (outputs and outputs[1]) or (inputs and inputs[1])
+    if type(first) == "table" and type(first._c) == "cdata" then
+        local ep = first._c.storage.engine
+        if ep ~= e._e then e = {_e = ep} setmetatable(e, Engine) end
+    end
+    return Engine.push(e, name, inputs, outputs, scalars, iparams, opts)
+end
+
+return M

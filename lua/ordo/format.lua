@@ -1,0 +1,142 @@
+-- ordo.format: tensors printed Torch-style (internal to the package).
+--
+--  1  2  3
+--  4  5  6
+-- [ordo.FloatTensor of size 2x3 on cpu(0)]
+--
+-- Every element shown shares one format: integers when all of them are
+-- integral, else fixed point with 4 decimals, else (very large or small
+-- magnitudes) scientific.  Past `threshold` elements the middle of every dim
+-- longer than 2*edge is elided ("...").
+local M = {threshold = 1000, edge = 3}
+
+local floor, abs, huge = math.floor, math.abs, math.huge
+local fmt, rep, concat = string.format, string.rep, table.concat
+
+-- Index lists per dim: all of them, or the edges with false marking "...".
+local function shown(size, elide, edge)
+    local idx = {}
+    if elide and size > 2 * edge then
+        for i = 1, edge do idx[#idx + 1] = i end
+        idx[#idx + 1] = false
+        for i = size - edge + 1, size do idx[#idx + 1] = i end
+    else
+        for i = 1, size do idx[i] = i end
+    end
+    return idx
+end
+
+local function number_str(v, mode)
+    if v ~= v then return "nan" end
+    if v == huge then return "inf" end
+    if v == -huge then return "-inf" end
+    if mode == "int" then
+        if v == 0 then return "0" end
+        return fmt("%.0f", v)
+    end
+    return fmt(mode, v)
+end
+
+-- info: shape (Lua table), strides (Lua table), get(offset) -> number or
+-- string, isfloat, header (footer text without brackets)
+function M.format(info)
+    local shape, strides, get = info.shape, info.strides, info.get
+    local nd = #shape
+    local footer = "[" .. info.header .. "]"
+    local numel = 1
+    for i = 1, nd do numel = numel * shape[i] end
+    if numel == 0 then return footer end
+
+    local elide = numel > M.threshold
+    local idx = {}
+    for d = 1, nd do idx[d] = shown(shape[d], elide, M.edge) end
+
+    -- every shown value once, to choose the format
+    local vals = {}
+    local function collect(d, off)
+        if d > nd then
+            vals[#vals + 1] = get(off)
+            return
+        end
+        for _, i in ipairs(idx[d]) do
+            if i then collect(d + 1, off + (i - 1) * strides[d]) end
+        end
+    end
+    collect(1, 0)
+
+    local mode = "int"
+    if info.isfloat then
+        local maxabs, minabs, integral = 0, huge, true
+        for _, v in ipairs(vals) do
+            if v == v and v ~= huge and v ~= -huge then
+                local a = abs(v)
+                if a > maxabs then maxabs = a end
+                if a > 0 and a < minabs then minabs = a end
+                if v ~= floor(v) or a >= 1e15 then integral = false end
+            end
+        end
+        if not integral then
+            mode = (maxabs >= 1e6 or minabs < 1e-4) and "%.4e" or "%.4f"
+        end
+    end
+    local width = 1
+    for i, v in ipairs(vals) do
+        local s = type(v) == "string" and v or number_str(v, mode)
+        vals[i] = s
+        if #s > width then width = #s end
+    end
+    local cell = "%" .. (width + 1) .. "s"
+
+    local k = 0
+    local function nextval()
+        k = k + 1
+        return fmt(cell, vals[k])
+    end
+
+    local out = {}
+    if nd == 0 then
+        out[1] = nextval()
+    elseif nd == 1 then
+        for _, i in ipairs(idx[1]) do out[#out + 1] = i and nextval() or fmt(cell, "...") end
+    else
+        -- leading dims: one 2-D block per shown index combination
+        local function matrix()
+            for _, r in ipairs(idx[nd - 1]) do
+                if not r then
+                    out[#out + 1] = fmt(cell, "...")
+                else
+                    local row = {}
+                    for _, c in ipairs(idx[nd]) do row[#row + 1] = c and nextval() or fmt(cell, "...") end
+                    out[#out + 1] = concat(row, " ")
+                end
+            end
+        end
+        if nd == 2 then
+            matrix()
+        else
+            local prefix = {}
+            local function blocks(d)
+                if d > nd - 2 then
+                    if #out > 0 then out[#out + 1] = "" end
+                    out[#out + 1] = "(" .. concat(prefix, ",") .. ",.,.) = "
+                    matrix()
+                    return
+                end
+                for _, i in ipairs(idx[d]) do
+                    if i then
+                        prefix[d] = i
+                        blocks(d + 1)
+                    else
+                        out[#out + 1] = ""
+                        out[#out + 1] = rep(" ", 1) .. "..."
+                    end
+                end
+            end
+            blocks(1)
+        end
+    end
+    out[#out + 1] = footer
+    return concat(out, "\n")
+end
+
+return M

@@ -1,0 +1,59 @@
+-- ordo: tensors on a dependency engine, from LuaJIT.
+--
+--   local ordo = require "ordo"
+--   local a = ordo.tensor({{1, 2}, {3, 4}})          -- float32 on cpu(0)
+--   local b = ordo.randn({2, 2})
+--   local c = (a + b):relu():sum()                  -- pushes, returns at once
+--   print(c:item())                                 -- waits for c
+--   ordo.engine.wait_for_all()
+--
+-- Modules: ordo.engine (the engine), ordo.profiler; tensors are
+-- ordo.Tensor (lua/ordo/tensor.lua documents the rules: dims from 1, type
+-- promotion, waits).  See lua/README-tensors.md for the whole API.
+local cdef = require "ordo.cdef"
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+
+local C = cdef.C
+
+local M = {}
+
+M.engine = require "ordo.engine"
+M.profiler = require "ordo.profiler"
+M.Tensor = tensor.Tensor
+
+for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand", "randn", "bernoulli",
+                    "manual_seed", "matmul", "cat", "stack", "where", "empty_like", "zeros_like",
+                    "ones_like", "full_like", "is_tensor", "result_type"}) do
+    M[k] = tensor[k]
+end
+
+-- ordo.exp(t), ordo.sum(t, dim), ordo.add(a, b)...: the methods as functions.
+for name, fn in pairs(tensor.Tensor) do
+    if type(fn) == "function" and not name:match("^__") and M[name] == nil then
+        M[name] = fn
+    end
+end
+
+M.cpu, M.gpu = util.cpu, util.gpu
+M.Device = util.Device
+M.cuda = {
+    is_available = function() return C.ordo_gpu_count() > 0 end,
+    device_count = function() return C.ordo_gpu_count() end,
+}
+
+M.float32, M.float64, M.int32, M.int64, M.uint8 = "float32", "float64", "int32", "int64", "uint8"
+M.float, M.double, M.int, M.long, M.byte = "float32", "float64", "int32", "int64", "uint8"
+
+-- Storage memory outside the Lua heap (all engines).
+M.memory = {
+    live_bytes = function() return tonumber(C.ordo_storage_live_bytes()) end,
+    live_count = function() return tonumber(C.ordo_storage_live_count()) end,
+    total_bytes = function() return tonumber(C.ordo_storage_total_bytes()) end,
+    -- bytes allocated between two forced collections (at least); default 64 MiB
+    set_gc_threshold = function(bytes) C.ordo_storage_set_gc_threshold(bytes) end,
+}
+
+M.lib_path = cdef.lib_path
+
+return M

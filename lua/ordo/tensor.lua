@@ -1,0 +1,1550 @@
+-- ordo.tensor: the Tensor class and the functions that make tensors.
+--
+-- A Tensor is a Lua table {_c = ordo_tensor*} whose descriptor lives in C
+-- (src/ordo_tensor.h) and whose bytes live outside the Lua heap.  Every op
+-- is one push of a native kernel onto the engine, inputs as reads and
+-- outputs as writes, and returns at once; item/totable/tostring wait for
+-- the tensor's storage var.  Shapes are Lua tables and dims count from 1
+-- (negative dims count from the end: -1 is the last).  Indices (argmax,
+-- gather, index_select, narrow, select) count from 1 too.
+--
+-- Type promotion (NumPy/Torch rules): the dtypes order uint8 < int32 <
+-- int64 < float32 < float64 and an op on two tensors computes in the higher
+-- one.  A Lua number, or a tensor with no dims, does not raise a tensor's
+-- dtype within its kind (int32 tensor + 2 stays int32; float32 + 0-dim
+-- float64 stays float32) but a float number makes an integer tensor
+-- float32.  `/`, pow, exp, log, sqrt, tanh, sigmoid, softmax and mean make
+-- integer inputs float32.  sum of integers gives int64.  In-place ops keep
+-- their tensor's dtype and refuse a float result on an integer tensor.
+local cdef = require "ordo.cdef"
+local util = require "ordo.util"
+local engine = require "ordo.engine"
+local format = require "ordo.format"
+
+local ffi, C = cdef.ffi, cdef.C
+local fail, fail_c, typename = util.fail, util.fail_c, util.typename
+local floor, huge, max, min = math.floor, math.huge, math.max, math.min
+local fmt, concat = string.format, table.concat
+local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs =
+    setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs
+
+local F32, F64, I32, I64, U8 = cdef.F32, cdef.F64, cdef.I32, cdef.I64, cdef.U8
+local BCAST, CROSS = cdef.TP_BROADCAST, cdef.TP_CROSS_DEVICE
+
+local M = {}
+
+local Tensor = {__name = "ordo.Tensor"}
+Tensor.__index = Tensor
+M.Tensor = Tensor
+
+-- ---------------------------------------------------------------- dtypes
+
+local DT = {float32 = F32, float64 = F64, int32 = I32, int64 = I64, uint8 = U8,
+            float = F32, double = F64, int = I32, long = I64, byte = U8,
+            f32 = F32, f64 = F64, i32 = I32, i64 = I64, u8 = U8}
+local DT_NAME = {[0] = "float32", "float64", "int32", "int64", "uint8"}
+local TYPE_NAME = {[0] = "FloatTensor", "DoubleTensor", "IntTensor", "LongTensor", "ByteTensor"}
+local RANK = {[0] = 3, 4, 1, 2, 0} -- uint8 < int32 < int64 < float32 < float64
+local ISFLOAT = {[0] = true, true, false, false, false}
+local PTR = {[0] = ffi.typeof("float *"), ffi.typeof("double *"), ffi.typeof("int32_t *"),
+             ffi.typeof("int64_t *"), ffi.typeof("uint8_t *")}
+M.dtypes = {"float32", "float64", "int32", "int64", "uint8"}
+
+local ALL = {[F32] = true, [F64] = true, [I32] = true, [I64] = true, [U8] = true}
+local FLOAT = {[F32] = true, [F64] = true}
+local SIGNED = {[F32] = true, [F64] = true, [I32] = true, [I64] = true}
+
+local function allowed_str(set)
+    local names = {}
+    for d = 0, 4 do if set[d] then names[#names + 1] = DT_NAME[d] end end
+    if #names == 1 then return names[1] end
+    return concat(names, ", ", 1, #names - 1) .. " or " .. names[#names]
+end
+
+local function parse_dtype(fname, x)
+    if type(x) == "string" and DT[x] then return DT[x] end
+    if type(x) == "number" and DT_NAME[x] then return x end
+    fail(fmt("%s: unknown dtype %s (expected float32, float64, int32, int64 or uint8)", fname,
+             type(x) == "string" and ("'" .. x .. "'") or typename(x)))
+end
+
+local function promote(a, b) return RANK[a] >= RANK[b] and a or b end
+
+-- ---------------------------------------------------------------- kernels
+
+local K = {}
+for _, name in ipairs({
+    "fill", "copy", "arange", "add", "sub", "mul", "div", "pow", "maximum", "minimum",
+    "add_scalar", "sub_scalar", "mul_scalar", "div_scalar", "pow_scalar",
+    "rsub_scalar", "rdiv_scalar", "rpow_scalar",
+    "eq", "ne", "lt", "le", "gt", "ge",
+    "eq_scalar", "ne_scalar", "lt_scalar", "le_scalar", "gt_scalar", "ge_scalar",
+    "neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid",
+    "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
+    "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli",
+    "gather", "index_select"}) do
+    local id = C.ordo_tensor_kernel_id(name)
+    assert(id >= 0, name)
+    K[name] = id
+end
+M.kernel_ids = K
+
+-- scratch arrays for pushes (filled right before each call)
+local SHAPE = ffi.new("int64_t[8]")
+local IN = ffi.new("ordo_tensor *[4]")
+local OUT = ffi.new("ordo_tensor *[2]")
+local SC = ffi.new("double[4]")
+local IP = ffi.new("int64_t[8]")
+
+-- ---------------------------------------------------------------- wrapping
+
+local function is_tensor(x) return getmetatable(x) == Tensor end
+M.is_tensor = is_tensor
+
+local tensor_free = C.ordo_tensor_free
+
+-- A view or alias: shares a storage that is already accounted for.
+local function wrap(c)
+    if c == nil then fail_c() end
+    return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
+end
+
+-- LuaJIT does not see the storage bytes: collect once enough of them were
+-- allocated since the last collection (ordo_storage_gc_due, src/storage.c).
+local function gc_check()
+    if C.ordo_storage_gc_due() ~= 0 then
+        collectgarbage("collect")
+        C.ordo_storage_gc_done()
+    end
+end
+M.gc_check = gc_check
+
+local function fill_shape(fname, shape)
+    local n = #shape
+    if n > 8 then fail(fmt("%s: %d dims (at most 8 supported)", fname, n)) end
+    for i = 1, n do SHAPE[i - 1] = shape[i] end
+    return n
+end
+
+-- A new contiguous tensor on engine pointer e (nil = default) and device dev.
+local function new_raw(fname, shape, dt, ctx, e)
+    gc_check()
+    local n = fill_shape(fname, shape)
+    local c = C.ordo_tensor_empty(e, dt, n, SHAPE, ctx)
+    if c == nil then fail(fname .. ": " .. ffi.string(C.ordo_tensor_error())) end
+    return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
+end
+
+-- A new tensor on t's engine and device.
+local function new_on(fname, t, shape, dt)
+    local c = t._c
+    return new_raw(fname, shape, dt, c.ctx, c.storage.engine)
+end
+
+local function empty_like(t, dt)
+    gc_check()
+    local c = C.ordo_tensor_empty_like(t._c, dt or t._c.dtype)
+    if c == nil then fail_c() end
+    return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
+end
+
+-- ---------------------------------------------------------------- shapes and dims
+
+local function shape_of(t)
+    local c = t._c
+    local s = {}
+    for i = 1, c.ndim do s[i] = tonumber(c.shape[i - 1]) end
+    return s
+end
+
+local function shape_str_tbl(s)
+    if #s == 0 then return "scalar" end
+    local p = {}
+    for i = 1, #s do p[i] = tostring(s[i]) end
+    return concat(p, "x")
+end
+M.shape_str = shape_str_tbl
+
+local function shape_str(t) return shape_str_tbl(shape_of(t)) end
+
+local function is_int(x) return type(x) == "number" and x == floor(x) and x > -huge and x < huge end
+
+-- dim counted from 1 (negative from the end) -> 0-based; extra = 1 allows ndim+1 (unsqueeze)
+local function norm_dim(fname, t, dim, extra)
+    local n = t._c.ndim + (extra or 0)
+    if not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", fname, tostring(dim))) end
+    local d = dim < 0 and dim + n + 1 or dim
+    if d < 1 or d > n then
+        if n == 0 then
+            fail(fmt("%s: dim %d out of range: the tensor has no dims (shape %s)", fname, dim, shape_str(t)))
+        end
+        fail(fmt("%s: dim %d out of range for a %d-d tensor of shape %s (expected 1..%d or -%d..-1)",
+                 fname, dim, t._c.ndim, shape_str(t), n, n))
+    end
+    return d - 1
+end
+
+-- Sizes given as a table {2, 3} or as arguments 2, 3; returns shape, next arg.
+local function shape_args(fname, a, ...)
+    local shape, rest
+    if type(a) == "table" and getmetatable(a) == nil then
+        shape, rest = a, (...)
+    elseif type(a) == "number" then
+        shape = {a}
+        local n = select("#", ...)
+        local i = 1
+        while i <= n and type((select(i, ...))) == "number" do
+            shape[#shape + 1] = (select(i, ...))
+            i = i + 1
+        end
+        rest = i <= n and (select(i, ...)) or nil
+    else
+        fail(fmt("%s: expected a shape (a table of sizes like {2, 3}, or sizes as arguments), got %s",
+                 fname, typename(a)))
+    end
+    if #shape > 8 then fail(fmt("%s: %d dims (at most 8 supported)", fname, #shape)) end
+    for i = 1, #shape do
+        local s = shape[i]
+        if not is_int(s) or s < 0 then
+            fail(fmt("%s: size %s at position %d is invalid (sizes must be integers >= 0)", fname, tostring(s), i))
+        end
+    end
+    return shape, rest
+end
+
+-- ---------------------------------------------------------------- options
+
+local OPT_KEYS = {dtype = true, device = true, engine = true}
+
+-- {dtype=, device=, engine=} -> dtype code, device, engine pointer (nil = default)
+local function options(fname, opts, default_dt)
+    local dt, dev, e = default_dt or F32, nil, nil
+    if opts ~= nil then
+        if type(opts) == "string" then
+            if not DT[opts] and not util.parse_device(fname, opts) then
+                fail(fmt("%s: unknown dtype or device '%s' (dtypes: float32, float64, int32, int64, uint8; devices: \"cpu\", \"cpu:1\", \"gpu:0\")",
+                         fname, opts))
+            end
+            opts = DT[opts] and {dtype = opts} or {device = opts}
+        elseif util.is_device(opts) then
+            opts = {device = opts}
+        end
+        if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+            fail(fmt("%s: expected options {dtype=, device=, engine=}, got %s", fname, typename(opts)))
+        end
+        for k in pairs(opts) do
+            if not OPT_KEYS[k] then
+                fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, tostring(k)))
+            end
+        end
+        if opts.dtype ~= nil then dt = parse_dtype(fname, opts.dtype) end
+        if opts.device ~= nil then
+            dev = util.parse_device(fname, opts.device)
+            if not dev then
+                fail(fmt("%s: unknown device %s (expected ordo.cpu(n), ordo.gpu(n) or \"cpu\", \"gpu:0\")",
+                         fname, tostring(opts.device)))
+            end
+        end
+        if opts.engine ~= nil then
+            if not engine.is_engine(opts.engine) then
+                fail(fmt("%s: engine must be an ordo.engine object, got %s", fname, typename(opts.engine)))
+            end
+            if opts.engine._closed then fail(fname .. ": the engine was closed") end
+            e = opts.engine._e
+        end
+    end
+    return dt, dev or util.cpu(0), e
+end
+
+-- ---------------------------------------------------------------- pushes
+
+local function check_self(fname, t)
+    if not is_tensor(t) then
+        fail(fmt("%s: expected a tensor as self, got %s (call it as t:%s(...))", fname, typename(t), fname))
+    end
+end
+
+local function push1(kid, fname, out, a, s0)
+    if C.ordo_tensor_op1(kid, fname, out._c, a and a._c or nil, s0 or 0) ~= 0 then fail_c() end
+    return out
+end
+
+local function push2(kid, fname, out, a, b)
+    if C.ordo_tensor_op2(kid, fname, out._c, a._c, b._c) ~= 0 then fail_c() end
+    return out
+end
+
+-- general push: ins/outs lists of tensors, scalars/iparams lists of numbers
+local function push(kid, fname, flags, ins, outs, scalars, iparams)
+    local nin, nout, ns, ni = #ins, #outs, scalars and #scalars or 0, iparams and #iparams or 0
+    for i = 1, nin do IN[i - 1] = ins[i]._c end
+    for i = 1, nout do OUT[i - 1] = outs[i]._c end
+    for i = 1, ns do SC[i - 1] = scalars[i] end
+    for i = 1, ni do IP[i - 1] = iparams[i] end
+    if C.ordo_tensor_push(kid, fname, flags, IN, nin, OUT, nout, SC, ns, IP, ni) ~= 0 then fail_c() end
+end
+
+-- t converted to dtype dt (t itself when it already is).
+local function cast(fname, t, dt)
+    if t._c.dtype == dt then return t end
+    local out = empty_like(t, dt)
+    return push1(K.copy, fname, out, t)
+end
+
+-- The op's failure; "div: div: ..." (engine and kernel both naming the op) said once.
+local function wait(t)
+    if C.ordo_tensor_wait(t._c) ~= 0 then
+        fail(util.op_message(ffi.string(C.ordo_tensor_error())))
+    end
+end
+
+-- ---------------------------------------------------------------- type promotion
+
+local function category(dt) return ISFLOAT[dt] and 2 or 1 end
+
+local function number_is_float(x) return x ~= floor(x) or x ~= x or x == huge or x == -huge end
+
+-- The dtype an op on a and b (tensors or numbers) computes in.
+local function result_type(a, b)
+    local ta, tb = is_tensor(a), is_tensor(b)
+    if ta and tb then
+        local da, db = a._c.dtype, b._c.dtype
+        if da == db then return da end
+        local za, zb = a._c.ndim == 0, b._c.ndim == 0
+        if za == zb then return promote(da, db) end
+        local dim_dt, zero_dt = za and db or da, za and da or db
+        if category(zero_dt) > category(dim_dt) then return zero_dt end
+        return dim_dt
+    end
+    local t, n = ta and a or b, ta and b or a
+    local dt = t._c.dtype
+    if not ISFLOAT[dt] and number_is_float(n) then return F32 end
+    return dt
+end
+M.result_type = function(a, b)
+    if not is_tensor(a) and not is_tensor(b) then fail("result_type: expected at least one tensor") end
+    return DT_NAME[result_type(a, b)]
+end
+
+local function can_cast(from, to) return not (ISFLOAT[from] and not ISFLOAT[to]) end
+
+-- ---------------------------------------------------------------- creation
+
+-- Flattens a nested table of numbers into flat, checking it is rectangular.
+local function infer(fname, data)
+    local shape = {}
+    local x = data
+    while type(x) == "table" and not is_tensor(x) do
+        shape[#shape + 1] = #x
+        if #x == 0 then break end
+        x = x[1]
+    end
+    if #shape > 8 then fail(fmt("%s: nested %d deep (at most 8 dims)", fname, #shape)) end
+    local flat, n = {}, 0
+    local path = {}
+    local function walk(v, d)
+        if d > #shape then
+            local tv = type(v)
+            if tv == "boolean" then v = v and 1 or 0
+            elseif tv ~= "number" then
+                fail(fmt("%s: element [%s] is %s, expected a number", fname, concat(path, "]["), typename(v)))
+            end
+            n = n + 1
+            flat[n] = v
+            return
+        end
+        if type(v) ~= "table" or is_tensor(v) then
+            fail(fmt("%s: ragged nested table: element [%s] is %s, expected a table of %d", fname,
+                     concat(path, "]["), typename(v), shape[d]))
+        end
+        if #v ~= shape[d] then
+            fail(fmt("%s: ragged nested table: element [%s] has %d entries, expected %d", fname,
+                     concat(path, "]["), #v, shape[d]))
+        end
+        for i = 1, #v do
+            path[d] = i
+            walk(v[i], d + 1)
+        end
+        path[d] = nil
+    end
+    walk(data, 1)
+    return shape, flat
+end
+
+-- A new tensor holding data (a number or a nested table of numbers).
+local function from_data(fname, data, dt, ctx, e)
+    local shape, flat
+    if type(data) == "number" or type(data) == "boolean" then
+        shape, flat = {}, {type(data) == "boolean" and (data and 1 or 0) or data}
+    elseif type(data) == "table" and getmetatable(data) == nil then
+        shape, flat = infer(fname, data)
+    else
+        fail(fname .. ": expected a number, a nested table of numbers or a tensor, got " .. typename(data))
+    end
+    local t = new_raw(fname, shape, dt, ctx, e)
+    -- a fresh storage has no ops: write it directly
+    local p = ffi.cast(PTR[dt], C.ordo_tensor_data(t._c))
+    for i = 1, #flat do p[i - 1] = flat[i] end -- integers: truncated toward zero
+    C.ordo_tensor_numel(t._c)
+    return t
+end
+
+-- ordo.tensor(data [, opts]): data is a number (a 0-dim tensor), a nested
+-- table of numbers, or a tensor (copied).  float32 unless opts.dtype.
+function M.tensor(data, opts)
+    if is_tensor(data) then
+        local dt, dev, e = options("tensor", opts, data._c.dtype)
+        local dev_given = util.is_device(opts) or (type(opts) == "string" and not DT[opts]) or
+                          (type(opts) == "table" and opts.device ~= nil)
+        if not dev_given then dev = util.device_of_ctx(data._c.ctx) end
+        local out = new_raw("tensor", shape_of(data), dt, dev._ctx, e or data._c.storage.engine)
+        push(K.copy, "tensor", BCAST + CROSS, {data}, {out})
+        return out
+    end
+    local dt, dev, e = options("tensor", opts)
+    return from_data("tensor", data, dt, dev._ctx, e)
+end
+
+function M.empty(...)
+    local shape, opts = shape_args("empty", ...)
+    local dt, dev, e = options("empty", opts)
+    return new_raw("empty", shape, dt, dev._ctx, e)
+end
+
+function M.full(shape, value, opts)
+    if type(shape) ~= "table" or getmetatable(shape) ~= nil then
+        fail("full: expected a shape table like {2, 3} first, got " .. typename(shape))
+    end
+    shape = shape_args("full", shape)
+    if type(value) == "boolean" then value = value and 1 or 0 end
+    if type(value) ~= "number" then fail("full: expected a number as the fill value, got " .. typename(value)) end
+    local dt, dev, e = options("full", opts)
+    local t = new_raw("full", shape, dt, dev._ctx, e)
+    return push1(K.fill, "full", t, nil, value)
+end
+
+function M.zeros(...)
+    local shape, opts = shape_args("zeros", ...)
+    local dt, dev, e = options("zeros", opts)
+    return push1(K.fill, "zeros", new_raw("zeros", shape, dt, dev._ctx, e), nil, 0)
+end
+
+function M.ones(...)
+    local shape, opts = shape_args("ones", ...)
+    local dt, dev, e = options("ones", opts)
+    return push1(K.fill, "ones", new_raw("ones", shape, dt, dev._ctx, e), nil, 1)
+end
+
+local function like_opts(t, opts)
+    local o = {dtype = DT_NAME[t._c.dtype], device = util.device_of_ctx(t._c.ctx)}
+    if opts ~= nil then
+        if type(opts) ~= "table" then fail("expected options {dtype=, device=}, got " .. typename(opts)) end
+        for k, v in pairs(opts) do o[k] = v end
+    end
+    return o, t._c.storage.engine
+end
+
+local function make_like(fname, fn)
+    return function(t, a, b)
+        if not is_tensor(t) then fail(fmt("%s: expected a tensor, got %s", fname, typename(t))) end
+        local opts_arg = a
+        if fname == "full_like" then opts_arg = b end
+        local o, e = like_opts(t, opts_arg)
+        local dt, dev, eng = options(fname, o)
+        local out = new_raw(fname, shape_of(t), dt, dev._ctx, eng or e)
+        return fn(out, a)
+    end
+end
+M.empty_like = make_like("empty_like", function(out) return out end)
+M.zeros_like = make_like("zeros_like", function(out) return push1(K.fill, "zeros_like", out, nil, 0) end)
+M.ones_like = make_like("ones_like", function(out) return push1(K.fill, "ones_like", out, nil, 1) end)
+M.full_like = make_like("full_like", function(out, v)
+    if type(v) ~= "number" then fail("full_like: expected a number as the fill value, got " .. typename(v)) end
+    return push1(K.fill, "full_like", out, nil, v)
+end)
+
+-- ordo.arange([start,] stop [, step] [, opts]): start, start+step, ... < stop.
+function M.arange(...)
+    local n = select("#", ...)
+    local args, opts = {}, nil
+    for i = 1, n do
+        local v = select(i, ...)
+        if type(v) == "number" and i <= 3 and opts == nil then
+            args[i] = v
+        elseif i == n and i > 1 then
+            opts = v
+        else
+            fail("arange: expected arange([start,] stop [, step] [, opts]) with numbers, got " .. typename(v) ..
+                 " as argument " .. i)
+        end
+    end
+    if #args == 0 then fail("arange: expected arange([start,] stop [, step] [, opts])") end
+    local start, stop, step = 0, args[1], 1
+    if #args >= 2 then start, stop = args[1], args[2] end
+    if #args >= 3 then step = args[3] end
+    if step == 0 then fail("arange: step must not be 0") end
+    if start ~= start or stop ~= stop or step ~= step or math.abs(start) == huge or math.abs(stop) == huge then
+        fail("arange: start, stop and step must be finite")
+    end
+    local n = math.ceil((stop - start) / step)
+    if n < 0 then n = 0 end
+    local dt, dev, e = options("arange", opts)
+    local t = new_raw("arange", {n}, dt, dev._ctx, e)
+    push(K.arange, "arange", 0, {}, {t}, {start, step})
+    return t
+end
+
+-- ---------------------------------------------------------------- random
+
+-- One generator per engine and device: a uint8 tensor of 32 bytes whose
+-- var every random op writes, so random ops run in push order.
+local generators = {} -- engine key -> device key -> tensor
+local default_seed = 5489
+
+engine.on_close(function(p) generators[engine.key(p)] = nil end)
+
+local function generator_for(fname, t)
+    local c = t._c
+    local ek = engine.key(c.storage.engine)
+    local per = generators[ek]
+    if not per then
+        per = {}
+        generators[ek] = per
+    end
+    local dk = c.ctx.dev_type * 1000 + c.ctx.dev_id
+    local g = per[dk]
+    if not g then
+        g = new_raw(fname, {32}, U8, c.ctx, c.storage.engine)
+        push(K.seed, "manual_seed", 0, {}, {g}, nil, {default_seed})
+        per[dk] = g
+    end
+    return g
+end
+
+-- ordo.manual_seed(n): every generator (one per engine and device) restarts
+-- from n; random results then depend only on n and the order of calls.
+function M.manual_seed(n)
+    if not is_int(n) then fail("manual_seed: expected an integer seed, got " .. tostring(n)) end
+    default_seed = n
+    for _, per in pairs(generators) do
+        for _, g in pairs(per) do push(K.seed, "manual_seed", 0, {}, {g}, nil, {n}) end
+    end
+end
+
+local function random_(fname, kid, allowed, t, s1, s2)
+    check_self(fname, t)
+    if not allowed[t._c.dtype] then
+        fail(fmt("%s: dtype %s not supported (expected %s)", fname, DT_NAME[t._c.dtype], allowed_str(allowed)))
+    end
+    local g = generator_for(fname, t)
+    push(kid, fname, 0, {}, {t, g}, {s1, s2})
+    return t
+end
+
+function Tensor:uniform_(low, high)
+    low, high = low or 0, high or 1
+    if type(low) ~= "number" or type(high) ~= "number" or low > high then
+        fail(fmt("uniform_: expected numbers low <= high, got %s and %s", tostring(low), tostring(high)))
+    end
+    return random_("uniform_", K.uniform, FLOAT, self, low, high)
+end
+
+function Tensor:normal_(mean, std)
+    mean, std = mean or 0, std or 1
+    if type(mean) ~= "number" or type(std) ~= "number" or std < 0 then
+        fail(fmt("normal_: expected a mean and a std >= 0, got %s and %s", tostring(mean), tostring(std)))
+    end
+    return random_("normal_", K.normal, FLOAT, self, mean, std)
+end
+
+function Tensor:bernoulli_(p)
+    p = p or 0.5
+    if type(p) ~= "number" or p < 0 or p > 1 then
+        fail("bernoulli_: expected a probability in [0, 1], got " .. tostring(p))
+    end
+    return random_("bernoulli_", K.bernoulli, ALL, self, p, 0)
+end
+
+local function random_maker(fname, method, float_only)
+    return function(...)
+        local shape, opts = shape_args(fname, ...)
+        local dt, dev, e = options(fname, opts)
+        if float_only and not ISFLOAT[dt] then
+            fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, DT_NAME[dt]))
+        end
+        local t = new_raw(fname, shape, dt, dev._ctx, e)
+        return method(t)
+    end
+end
+M.rand = random_maker("rand", function(t) return Tensor.uniform_(t, 0, 1) end, true)
+M.randn = random_maker("randn", function(t) return Tensor.normal_(t, 0, 1) end, true)
+
+-- ordo.bernoulli(shape, p [, opts]): ones with probability p.
+function M.bernoulli(shape, p, opts)
+    if type(shape) ~= "table" or getmetatable(shape) ~= nil then
+        fail("bernoulli: expected a shape table first, got " .. typename(shape))
+    end
+    shape = shape_args("bernoulli", shape)
+    local dt, dev, e = options("bernoulli", opts)
+    return Tensor.bernoulli_(new_raw("bernoulli", shape, dt, dev._ctx, e), p)
+end
+
+-- ---------------------------------------------------------------- information
+
+function Tensor:shape()
+    check_self("shape", self)
+    return shape_of(self)
+end
+
+function Tensor:size(dim)
+    check_self("size", self)
+    if dim == nil then return shape_of(self) end
+    return tonumber(self._c.shape[norm_dim("size", self, dim)])
+end
+
+function Tensor:stride(dim)
+    check_self("stride", self)
+    local c = self._c
+    if dim == nil then
+        local s = {}
+        for i = 1, c.ndim do s[i] = tonumber(c.strides[i - 1]) end
+        return s
+    end
+    return tonumber(c.strides[norm_dim("stride", self, dim)])
+end
+
+function Tensor:dim()
+    check_self("dim", self)
+    return self._c.ndim
+end
+Tensor.ndim = Tensor.dim
+
+function Tensor:numel()
+    check_self("numel", self)
+    return tonumber(C.ordo_tensor_numel(self._c))
+end
+Tensor.nelement = Tensor.numel
+
+function Tensor:dtype()
+    check_self("dtype", self)
+    return DT_NAME[self._c.dtype]
+end
+
+function Tensor:type()
+    check_self("type", self)
+    return "ordo." .. TYPE_NAME[self._c.dtype]
+end
+
+function Tensor:device()
+    check_self("device", self)
+    return util.device_of_ctx(self._c.ctx)
+end
+
+function Tensor:is_contiguous()
+    check_self("is_contiguous", self)
+    return C.ordo_tensor_is_contiguous(self._c) ~= 0
+end
+
+function Tensor:element_size()
+    check_self("element_size", self)
+    return tonumber(C.ordo_dtype_size(self._c.dtype))
+end
+
+-- Waits for every op pushed so far that writes this tensor's storage;
+-- raises the failure of one of them (once).
+function Tensor:wait()
+    check_self("wait", self)
+    wait(self)
+    return self
+end
+
+-- ---------------------------------------------------------------- reading values
+
+local function reader(t)
+    local c = t._c
+    local dt = c.dtype
+    local p = ffi.cast(PTR[dt], C.ordo_tensor_data(c))
+    if dt == I64 then return function(off) return tonumber(p[off]) end, p end
+    return function(off) return p[off] end, p
+end
+
+function Tensor:item()
+    check_self("item", self)
+    local n = self:numel()
+    if n ~= 1 then
+        fail(fmt("item: expected a tensor with one element, got shape %s (%d elements)", shape_str(self), n))
+    end
+    wait(self)
+    local c = self._c
+    local v = reader(self)(0)
+    C.ordo_tensor_numel(c) -- keeps c (and so its storage) alive until the read is done
+    return v
+end
+
+function Tensor:totable()
+    check_self("totable", self)
+    wait(self)
+    local c = self._c
+    local nd = c.ndim
+    local get = reader(self)
+    if nd == 0 then return get(0) end
+    local shape, strides = {}, {}
+    for i = 1, nd do
+        shape[i] = tonumber(c.shape[i - 1])
+        strides[i] = tonumber(c.strides[i - 1])
+    end
+    local function build(d, off)
+        local r = {}
+        local n, s = shape[d], strides[d]
+        if d == nd then
+            for i = 1, n do r[i] = get(off + (i - 1) * s) end
+        else
+            for i = 1, n do r[i] = build(d + 1, off + (i - 1) * s) end
+        end
+        return r
+    end
+    local t = build(1, 0)
+    -- the reads above use a raw pointer: c must stay alive through them
+    -- (a call the JIT cannot drop), or a GC step inside build() could free it
+    C.ordo_tensor_numel(c)
+    return t
+end
+
+Tensor.__tostring = function(self)
+    wait(self)
+    local c = self._c
+    local shape = shape_of(self)
+    local strides = {}
+    for i = 1, c.ndim do strides[i] = tonumber(c.strides[i - 1]) end
+    local dt = c.dtype
+    local get
+    if C.ordo_tensor_numel(c) > 0 then
+        local p = ffi.cast(PTR[dt], C.ordo_tensor_data(c))
+        if dt == I64 then
+            get = function(off)
+                local v = p[off]
+                local n = tonumber(v)
+                if n >= 2 ^ 53 or n <= -2 ^ 53 then return (tostring(v):gsub("LL$", "")) end
+                return n
+            end
+        else
+            get = function(off) return p[off] end
+        end
+    end
+    local size = #shape == 0 and "()" or shape_str_tbl(shape)
+    local s = format.format({
+        shape = shape, strides = strides, get = get, isfloat = ISFLOAT[dt],
+        header = fmt("ordo.%s of size %s on %s", TYPE_NAME[dt], size, tostring(util.device_of_ctx(c.ctx))),
+    })
+    C.ordo_tensor_numel(c) -- keeps c alive through the raw reads (see totable)
+    return s
+end
+
+-- ---------------------------------------------------------------- views
+
+local function view_args(fname, ...)
+    local a = ...
+    if is_tensor(a) then return shape_of(a) end
+    local shape = {}
+    if type(a) == "table" and getmetatable(a) == nil then
+        shape = a
+    else
+        for i = 1, select("#", ...) do shape[i] = (select(i, ...)) end
+    end
+    if #shape > 8 then fail(fmt("%s: %d dims (at most 8 supported)", fname, #shape)) end
+    for i = 1, #shape do
+        if not is_int(shape[i]) or shape[i] < -1 then
+            fail(fmt("%s: size %s at position %d is invalid (sizes must be integers >= 0, or -1 for one inferred size)",
+                     fname, tostring(shape[i]), i))
+        end
+    end
+    return shape
+end
+
+function Tensor:view(...)
+    check_self("view", self)
+    local shape = view_args("view", ...)
+    local n = fill_shape("view", shape)
+    return wrap(C.ordo_tensor_view("view", self._c, n, SHAPE))
+end
+
+function Tensor:reshape(...)
+    check_self("reshape", self)
+    local shape = view_args("reshape", ...)
+    local n = fill_shape("reshape", shape)
+    local c = C.ordo_tensor_view("reshape", self._c, n, SHAPE)
+    if c == nil then
+        if C.ordo_tensor_error_code() ~= cdef.TERR_NOT_VIEWABLE then fail_c() end
+        local copy = self:contiguous()
+        n = fill_shape("reshape", shape)
+        c = C.ordo_tensor_view("reshape", copy._c, n, SHAPE)
+    end
+    return wrap(c)
+end
+
+function Tensor:flatten()
+    check_self("flatten", self)
+    return self:reshape({-1})
+end
+
+function Tensor:transpose(d1, d2)
+    check_self("transpose", self)
+    if d1 == nil and d2 == nil and self._c.ndim == 2 then d1, d2 = 1, 2 end
+    local a, b = norm_dim("transpose", self, d1), norm_dim("transpose", self, d2)
+    return wrap(C.ordo_tensor_transpose("transpose", self._c, a, b))
+end
+
+function Tensor:t()
+    check_self("t", self)
+    local n = self._c.ndim
+    if n < 2 then return self end
+    if n ~= 2 then fail(fmt("t: expected a tensor with at most 2 dims, got shape %s", shape_str(self))) end
+    return wrap(C.ordo_tensor_transpose("t", self._c, 0, 1))
+end
+
+function Tensor:permute(...)
+    check_self("permute", self)
+    local perm = (...)
+    if type(perm) ~= "table" then perm = {...} end
+    local n = #perm
+    if n ~= self._c.ndim then
+        fail(fmt("permute: %d dims given for a %d-d tensor of shape %s", n, self._c.ndim, shape_str(self)))
+    end
+    for i = 1, n do SHAPE[i - 1] = norm_dim("permute", self, perm[i]) end
+    return wrap(C.ordo_tensor_permute("permute", self._c, n, SHAPE))
+end
+
+function Tensor:narrow(dim, start, len)
+    check_self("narrow", self)
+    local d = norm_dim("narrow", self, dim)
+    if not is_int(start) or not is_int(len) then
+        fail(fmt("narrow: start and length must be integers, got %s and %s", tostring(start), tostring(len)))
+    end
+    local size = tonumber(self._c.shape[d])
+    if start < 0 then start = start + size + 1 end
+    return wrap(C.ordo_tensor_narrow("narrow", self._c, d, start - 1, len))
+end
+
+function Tensor:select(dim, index)
+    check_self("select", self)
+    local d = norm_dim("select", self, dim)
+    if not is_int(index) then fail("select: index must be an integer, got " .. tostring(index)) end
+    local size = tonumber(self._c.shape[d])
+    if index < 0 then index = index + size + 1 end
+    return wrap(C.ordo_tensor_select("select", self._c, d, index - 1))
+end
+
+function Tensor:unsqueeze(dim)
+    check_self("unsqueeze", self)
+    return wrap(C.ordo_tensor_unsqueeze("unsqueeze", self._c, norm_dim("unsqueeze", self, dim, 1)))
+end
+
+function Tensor:squeeze(dim)
+    check_self("squeeze", self)
+    if dim == nil then return wrap(C.ordo_tensor_squeeze("squeeze", self._c, -1)) end
+    return wrap(C.ordo_tensor_squeeze("squeeze", self._c, norm_dim("squeeze", self, dim)))
+end
+
+function Tensor:expand(...)
+    check_self("expand", self)
+    local shape = view_args("expand", ...)
+    local n = fill_shape("expand", shape)
+    return wrap(C.ordo_tensor_expand("expand", self._c, n, SHAPE))
+end
+
+function Tensor:expand_as(other)
+    check_self("expand_as", self)
+    if not is_tensor(other) then fail("expand_as: expected a tensor, got " .. typename(other)) end
+    return self:expand(shape_of(other))
+end
+
+function Tensor:clone()
+    check_self("clone", self)
+    local out = empty_like(self)
+    return push1(K.copy, "clone", out, self)
+end
+
+function Tensor:contiguous()
+    check_self("contiguous", self)
+    if C.ordo_tensor_is_contiguous(self._c) ~= 0 then return self end
+    return push1(K.copy, "contiguous", empty_like(self), self)
+end
+
+-- t:to(dtype), t:to(device), t:to(device, dtype): self when nothing changes.
+function Tensor:to(a, b)
+    check_self("to", self)
+    local c = self._c
+    local dt, dev = c.dtype, nil
+    for _, x in ipairs({a, b}) do
+        if type(x) == "string" and DT[x] then
+            dt = DT[x]
+        elseif x ~= nil then
+            local d = util.parse_device("to", x)
+            if not d then
+                fail(fmt("to: expected a dtype (float32, float64, int32, int64, uint8) or a device (ordo.cpu(n), ordo.gpu(n)), got %s",
+                         type(x) == "string" and ("'" .. x .. "'") or typename(x)))
+            end
+            dev = d
+        end
+    end
+    if a == nil then fail("to: expected a dtype or a device") end
+    local cur = util.device_of_ctx(c.ctx)
+    if dt == c.dtype and (dev == nil or dev == cur) then return self end
+    dev = dev or cur
+    local out = new_raw("to", shape_of(self), dt, dev._ctx, c.storage.engine)
+    push(K.copy, "to", BCAST + CROSS, {self}, {out})
+    return out
+end
+
+function Tensor:float() return self:to("float32") end
+function Tensor:double() return self:to("float64") end
+function Tensor:int() return self:to("int32") end
+function Tensor:long() return self:to("int64") end
+function Tensor:byte() return self:to("uint8") end
+function Tensor:cpu() return self:to(util.cpu(0)) end
+
+-- ---------------------------------------------------------------- in-place basics
+
+function Tensor:fill_(value)
+    check_self("fill_", self)
+    if type(value) == "boolean" then value = value and 1 or 0 end
+    if is_tensor(value) then value = value:item() end
+    if type(value) ~= "number" then fail("fill_: expected a number, got " .. typename(value)) end
+    if C.ordo_tensor_op1(K.fill, "fill_", self._c, nil, value) ~= 0 then fail_c() end
+    return self
+end
+
+function Tensor:zero_() return Tensor.fill_(self, 0) end
+
+-- copy_(src): src (a tensor of any dtype and device, broadcast to self's
+-- shape, or a nested table) written into self.
+function Tensor:copy_(src)
+    check_self("copy_", self)
+    if type(src) == "table" and getmetatable(src) == nil then
+        local c = self._c
+        src = from_data("copy_", src, c.dtype, c.ctx, c.storage.engine)
+    end
+    if not is_tensor(src) then fail("copy_: expected a tensor, got " .. typename(src)) end
+    push(K.copy, "copy_", BCAST + CROSS, {src}, {self})
+    return self
+end
+
+-- ---------------------------------------------------------------- elementwise binary
+
+-- k: tensor-tensor kernel, ks: tensor-number (t op s), kr: number-tensor
+-- (s op t); float: integer inputs compute in float32; cmp: result uint8.
+local BIN = {
+    add = {k = K.add, ks = K.add_scalar, kr = K.add_scalar},
+    sub = {k = K.sub, ks = K.sub_scalar, kr = K.rsub_scalar},
+    mul = {k = K.mul, ks = K.mul_scalar, kr = K.mul_scalar},
+    div = {k = K.div, ks = K.div_scalar, kr = K.rdiv_scalar, float = true},
+    pow = {k = K.pow, ks = K.pow_scalar, kr = K.rpow_scalar, float = true},
+    maximum = {k = K.maximum},
+    minimum = {k = K.minimum},
+    eq = {k = K.eq, ks = K.eq_scalar, kr = K.eq_scalar, cmp = true},
+    ne = {k = K.ne, ks = K.ne_scalar, kr = K.ne_scalar, cmp = true},
+    lt = {k = K.lt, ks = K.lt_scalar, kr = K.gt_scalar, cmp = true},
+    le = {k = K.le, ks = K.le_scalar, kr = K.ge_scalar, cmp = true},
+    gt = {k = K.gt, ks = K.gt_scalar, kr = K.lt_scalar, cmp = true},
+    ge = {k = K.ge, ks = K.ge_scalar, kr = K.le_scalar, cmp = true},
+}
+for name, spec in pairs(BIN) do spec.name = name end
+
+local function scalar_tensor(fname, like, v, dt)
+    local t = new_on(fname, like, {}, dt)
+    return push1(K.fill, fname, t, nil, v)
+end
+
+local function binary(spec, a, b)
+    local name = spec.name
+    local ta, tb = is_tensor(a), is_tensor(b)
+    if type(a) == "boolean" then a = a and 1 or 0 end
+    if type(b) == "boolean" then b = b and 1 or 0 end
+    if ta and tb then
+        local dt = result_type(a, b)
+        if spec.float and not ISFLOAT[dt] then dt = F32 end
+        if a._c.dtype ~= dt then a = cast(name, a, dt) end
+        if b._c.dtype ~= dt then b = cast(name, b, dt) end
+        gc_check()
+        local c = C.ordo_tensor_binary(spec.k, name, a._c, b._c, spec.cmp and U8 or dt)
+        if c == nil then fail_c() end
+        return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
+    end
+    if not (ta or tb) then
+        fail(fmt("%s: expected tensors or numbers, got %s and %s", name, typename(a), typename(b)))
+    end
+    local t, s = ta and a or b, ta and b or a
+    if type(s) ~= "number" then
+        fail(fmt("%s: expected a tensor or a number, got %s", name, typename(s)))
+    end
+    local dt = result_type(t, s)
+    if spec.float and not ISFLOAT[dt] then dt = F32 end
+    if t._c.dtype ~= dt then t = cast(name, t, dt) end
+    local kid = ta and spec.ks or spec.kr
+    if not kid then -- no scalar kernel: a 0-dim tensor
+        local st = scalar_tensor(name, t, s, dt)
+        if ta then return binary(spec, t, st) end
+        return binary(spec, st, t)
+    end
+    local out = empty_like(t, spec.cmp and U8 or dt)
+    return push1(kid, name, out, t, s)
+end
+
+local function binary_(spec, self, b)
+    local name = spec.name .. "_"
+    check_self(name, self)
+    if type(b) == "boolean" then b = b and 1 or 0 end
+    local sdt = self._c.dtype
+    local rt
+    if is_tensor(b) then
+        rt = result_type(self, b)
+    elseif type(b) == "number" then
+        rt = result_type(self, b)
+    else
+        fail(fmt("%s: expected a tensor or a number, got %s", name, typename(b)))
+    end
+    if spec.float and not ISFLOAT[rt] then rt = F32 end
+    if not can_cast(rt, sdt) then
+        fail(fmt("%s: the result type %s can't be cast to the in-place tensor's dtype %s", name, DT_NAME[rt],
+                 DT_NAME[sdt]))
+    end
+    if is_tensor(b) then
+        if b._c.dtype ~= sdt then b = cast(name, b, sdt) end
+        return push2(spec.k, name, self, self, b)
+    end
+    if not spec.ks then return push2(spec.k, name, self, self, scalar_tensor(name, self, b, sdt)) end
+    return push1(spec.ks, name, self, self, b)
+end
+
+for name, spec in pairs(BIN) do
+    Tensor[name] = function(self, b)
+        check_self(name, self)
+        return binary(spec, self, b)
+    end
+    if not spec.cmp then
+        Tensor[name .. "_"] = function(self, b) return binary_(spec, self, b) end
+    end
+end
+
+-- the hot path: same dtype, no scalar, no alpha
+local K_add, K_sub, K_mul = K.add, K.sub, K.mul
+local op2 = C.ordo_tensor_op2
+local BIN_add, BIN_sub, BIN_mul = BIN.add, BIN.sub, BIN.mul
+
+function Tensor:add_(b, alpha)
+    if alpha == nil and getmetatable(b) == Tensor and getmetatable(self) == Tensor then
+        local sc, bc = self._c, b._c
+        if sc.dtype == bc.dtype then
+            if op2(K_add, "add_", sc, sc, bc) ~= 0 then fail_c() end
+            return self
+        end
+    end
+    if alpha ~= nil and alpha ~= 1 then
+        if type(alpha) ~= "number" then fail("add_: alpha must be a number, got " .. typename(alpha)) end
+        if is_tensor(b) then b = b * alpha else b = b * alpha end
+    end
+    return binary_(BIN_add, self, b)
+end
+
+function Tensor:sub_(b, alpha)
+    if alpha == nil and getmetatable(b) == Tensor and getmetatable(self) == Tensor then
+        local sc, bc = self._c, b._c
+        if sc.dtype == bc.dtype then
+            if op2(K_sub, "sub_", sc, sc, bc) ~= 0 then fail_c() end
+            return self
+        end
+    end
+    if alpha ~= nil and alpha ~= 1 then
+        if type(alpha) ~= "number" then fail("sub_: alpha must be a number, got " .. typename(alpha)) end
+        b = b * alpha
+    end
+    return binary_(BIN_sub, self, b)
+end
+
+function Tensor:mul_(b)
+    if getmetatable(b) == Tensor and getmetatable(self) == Tensor then
+        local sc, bc = self._c, b._c
+        if sc.dtype == bc.dtype then
+            if op2(K_mul, "mul_", sc, sc, bc) ~= 0 then fail_c() end
+            return self
+        end
+    end
+    return binary_(BIN_mul, self, b)
+end
+
+function Tensor:add(b, alpha)
+    check_self("add", self)
+    if alpha ~= nil and alpha ~= 1 then
+        if type(alpha) ~= "number" then fail("add: alpha must be a number, got " .. typename(alpha)) end
+        b = b * alpha
+    end
+    return binary(BIN_add, self, b)
+end
+
+function Tensor:sub(b, alpha)
+    check_self("sub", self)
+    if alpha ~= nil and alpha ~= 1 then
+        if type(alpha) ~= "number" then fail("sub: alpha must be a number, got " .. typename(alpha)) end
+        b = b * alpha
+    end
+    return binary(BIN.sub, self, b)
+end
+
+-- div(u [, "trunc"]): true division (integers give float32); "trunc":
+-- integer division rounding toward zero, integer tensors only.
+local function trunc_div(name, self, b, inplace)
+    local dt = self._c.dtype
+    if ISFLOAT[dt] then
+        fail(fmt("%s: rounding mode 'trunc' is for integer tensors, got %s", name, DT_NAME[dt]))
+    end
+    if is_tensor(b) then
+        local rt = result_type(self, b)
+        if ISFLOAT[rt] then fail(fmt("%s: rounding mode 'trunc' needs integer operands, got %s", name, DT_NAME[rt])) end
+        if inplace then
+            return push2(K.div, name, self, self, cast(name, b, dt))
+        end
+        local a = cast(name, self, rt)
+        b = cast(name, b, rt)
+        gc_check()
+        local c = C.ordo_tensor_binary(K.div, name, a._c, b._c, rt)
+        if c == nil then fail_c() end
+        return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
+    end
+    if type(b) ~= "number" or number_is_float(b) then
+        fail(fmt("%s: rounding mode 'trunc' needs an integer divisor, got %s", name, tostring(b)))
+    end
+    if b == 0 then fail(name .. ": integer division by zero") end
+    return push1(K.div_scalar, name, inplace and self or empty_like(self), self, b)
+end
+
+function Tensor:div(b, mode)
+    check_self("div", self)
+    if mode == "trunc" then return trunc_div("div", self, b, false) end
+    if mode ~= nil then fail("div: unknown rounding mode " .. tostring(mode) .. " (expected nil or \"trunc\")") end
+    return binary(BIN.div, self, b)
+end
+
+function Tensor:div_(b, mode)
+    check_self("div_", self)
+    if mode == "trunc" then return trunc_div("div_", self, b, true) end
+    if mode ~= nil then fail("div_: unknown rounding mode " .. tostring(mode) .. " (expected nil or \"trunc\")") end
+    return binary_(BIN.div, self, b)
+end
+
+Tensor.__add = function(a, b) return binary(BIN_add, a, b) end
+Tensor.__sub = function(a, b) return binary(BIN.sub, a, b) end
+Tensor.__mul = function(a, b) return binary(BIN_mul, a, b) end
+Tensor.__div = function(a, b) return binary(BIN.div, a, b) end
+Tensor.__pow = function(a, b) return binary(BIN.pow, a, b) end
+
+-- clamp(lo, hi): either may be nil
+function Tensor:clamp(lo, hi)
+    check_self("clamp", self)
+    if lo == nil and hi == nil then fail("clamp: expected at least one of min and max") end
+    local r = self
+    if lo ~= nil then r = binary(BIN.maximum, r, lo) end
+    if hi ~= nil then r = binary(BIN.minimum, r, hi) end
+    return r
+end
+
+function Tensor:clamp_(lo, hi)
+    check_self("clamp_", self)
+    if lo == nil and hi == nil then fail("clamp_: expected at least one of min and max") end
+    if lo ~= nil then binary_(BIN.maximum, self, lo) end
+    if hi ~= nil then binary_(BIN.minimum, self, hi) end
+    return self
+end
+
+-- ---------------------------------------------------------------- elementwise unary
+
+-- allowed: dtypes of the kernel; float: integer inputs compute in float32
+-- (out of place); id_u8: the op is the identity on uint8 (abs, relu).
+local UN = {
+    neg = {SIGNED}, abs = {SIGNED, id_u8 = true}, relu = {SIGNED, id_u8 = true},
+    exp = {FLOAT, float = true}, log = {FLOAT, float = true}, sqrt = {FLOAT, float = true},
+    tanh = {FLOAT, float = true}, sigmoid = {FLOAT, float = true},
+}
+
+for name, spec in pairs(UN) do
+    local kid, allowed = K[name], spec[1]
+    Tensor[name] = function(self)
+        check_self(name, self)
+        local dt = self._c.dtype
+        if not allowed[dt] then
+            if spec.id_u8 and dt == U8 then return self:clone() end
+            if spec.float then
+                return push1(kid, name, empty_like(self, F32), cast(name, self, F32))
+            end
+            fail(fmt("%s: dtype %s not supported (expected %s)", name, DT_NAME[dt], allowed_str(allowed)))
+        end
+        return push1(kid, name, empty_like(self), self)
+    end
+    Tensor[name .. "_"] = function(self)
+        local iname = name .. "_"
+        check_self(iname, self)
+        local dt = self._c.dtype
+        if not allowed[dt] then
+            if spec.id_u8 and dt == U8 then return self end
+            fail(fmt("%s: dtype %s not supported in place (expected %s)", iname, DT_NAME[dt], allowed_str(allowed)))
+        end
+        return push1(kid, iname, self, self)
+    end
+end
+
+Tensor.__unm = function(a) return a:neg() end
+
+-- ---------------------------------------------------------------- where, masked_fill
+
+local function broadcast_tbl(fname, shapes)
+    local n = 0
+    for _, s in ipairs(shapes) do n = max(n, #s) end
+    local out = {}
+    for i = 1, n do
+        local size = 1
+        for _, s in ipairs(shapes) do
+            local j = i - (n - #s)
+            local v = j >= 1 and s[j] or 1
+            if v ~= 1 then
+                if size ~= 1 and size ~= v then
+                    local strs = {}
+                    for k, sh in ipairs(shapes) do strs[k] = shape_str_tbl(sh) end
+                    fail(fmt("%s: shapes %s cannot be broadcast", fname,
+                             concat(strs, ", ", 1, #strs - 1) .. " and " .. strs[#strs]))
+                end
+                size = v
+            end
+        end
+        out[i] = size
+    end
+    return out
+end
+
+local function check_mask(fname, m, what)
+    if not is_tensor(m) then fail(fmt("%s: %s must be a uint8 tensor, got %s", fname, what, typename(m))) end
+    if m._c.dtype ~= U8 then
+        fail(fmt("%s: %s must be a uint8 tensor (as comparisons return), got %s", fname, what, DT_NAME[m._c.dtype]))
+    end
+end
+
+-- ordo.where(cond, x, y): cond ? x : y elementwise, broadcasting all three;
+-- x and y may be numbers.
+function M.where(cond, x, y)
+    check_mask("where", cond, "the condition")
+    if not is_tensor(x) and type(x) ~= "number" then fail("where: x must be a tensor or a number, got " .. typename(x)) end
+    if not is_tensor(y) and type(y) ~= "number" then fail("where: y must be a tensor or a number, got " .. typename(y)) end
+    local dt
+    if is_tensor(x) or is_tensor(y) then
+        dt = result_type(x, y)
+    else
+        dt = (number_is_float(x) or number_is_float(y)) and F32 or I64
+    end
+    if not is_tensor(x) then x = scalar_tensor("where", cond, x, dt) end
+    if not is_tensor(y) then y = scalar_tensor("where", cond, y, dt) end
+    x, y = cast("where", x, dt), cast("where", y, dt)
+    local shape = broadcast_tbl("where", {shape_of(cond), shape_of(x), shape_of(y)})
+    local out = new_on("where", x, shape, dt)
+    push(K.where, "where", BCAST, {cond, x, y}, {out})
+    return out
+end
+
+function Tensor:where(cond, y)
+    check_self("where", self)
+    return M.where(cond, self, y)
+end
+
+local function masked_fill(fname, self, mask, value, out)
+    check_self(fname, self)
+    check_mask(fname, mask, "the mask")
+    if is_tensor(value) then value = value:item() end
+    if type(value) == "boolean" then value = value and 1 or 0 end
+    if type(value) ~= "number" then fail(fmt("%s: expected a number as the value, got %s", fname, typename(value))) end
+    if not ISFLOAT[self._c.dtype] and number_is_float(value) and value == value then
+        if out == self then
+            fail(fmt("%s: value %s can't be stored in the in-place tensor's dtype %s", fname, tostring(value),
+                     DT_NAME[self._c.dtype]))
+        end
+    end
+    out = out or empty_like(self)
+    push(K.masked_fill, fname, BCAST, {self, mask}, {out}, {value})
+    return out
+end
+
+function Tensor:masked_fill(mask, value) return masked_fill("masked_fill", self, mask, value, nil) end
+function Tensor:masked_fill_(mask, value) return masked_fill("masked_fill_", self, mask, value, self) end
+
+-- ---------------------------------------------------------------- reductions
+
+-- out has x's shape with the reduced dim(s) of size 1; keepdim keeps them.
+local function reduce(fname, kid, t, dim, keepdim, out_dt, nonempty)
+    check_self(fname, t)
+    local shape = shape_of(t)
+    local d
+    if dim == nil then
+        d = -1
+        if nonempty and t:numel() == 0 then
+            fail(fmt("%s: cannot reduce an empty tensor (shape %s) without a dim", fname, shape_str(t)))
+        end
+        for i = 1, #shape do shape[i] = 1 end
+    else
+        d = norm_dim(fname, t, dim)
+        if nonempty and shape[d + 1] == 0 then
+            fail(fmt("%s: cannot reduce dim %d of size 0 (shape %s)", fname, dim, shape_str(t)))
+        end
+        shape[d + 1] = 1
+    end
+    local out = new_on(fname, t, shape, out_dt or t._c.dtype)
+    push(kid, fname, 0, {t}, {out}, nil, {d})
+    if keepdim then return out end
+    if dim == nil then return wrap(C.ordo_tensor_view(fname, out._c, 0, SHAPE)) end
+    return wrap(C.ordo_tensor_squeeze(fname, out._c, d))
+end
+
+function Tensor:sum(dim, keepdim)
+    check_self("sum", self)
+    local dt = self._c.dtype
+    local x = ISFLOAT[dt] and self or cast("sum", self, I64)
+    return reduce("sum", K.sum, x, dim, keepdim)
+end
+
+function Tensor:mean(dim, keepdim)
+    check_self("mean", self)
+    local x = ISFLOAT[self._c.dtype] and self or cast("mean", self, F32)
+    return reduce("mean", K.mean, x, dim, keepdim)
+end
+
+-- indices from 1 (int64)
+local function arg_reduce(fname, kid, t, dim, keepdim)
+    local idx = reduce(fname, kid, t, dim, keepdim, I64, true)
+    return push1(K.add_scalar, fname, idx, idx, 1)
+end
+
+-- max(): the largest value (0-dim); max(dim [, keepdim]): values, indices.
+function Tensor:max(dim, keepdim)
+    check_self("max", self)
+    if is_tensor(dim) then
+        return binary(BIN.maximum, self, dim)
+    end
+    local v = reduce("max", K.max, self, dim, keepdim, nil, true)
+    if dim == nil then return v end
+    return v, arg_reduce("max", K.argmax, self, dim, keepdim)
+end
+
+function Tensor:min(dim, keepdim)
+    check_self("min", self)
+    if is_tensor(dim) then return binary(BIN.minimum, self, dim) end
+    local v = reduce("min", K.min, self, dim, keepdim, nil, true)
+    if dim == nil then return v end
+    return v, arg_reduce("min", K.argmin, self, dim, keepdim)
+end
+
+function Tensor:argmax(dim, keepdim)
+    check_self("argmax", self)
+    return arg_reduce("argmax", K.argmax, self, dim, keepdim)
+end
+
+function Tensor:argmin(dim, keepdim)
+    check_self("argmin", self)
+    return arg_reduce("argmin", K.argmin, self, dim, keepdim)
+end
+
+-- softmax(dim): dim defaults to the last one
+local function softmax(fname, kid, t, dim)
+    check_self(fname, t)
+    if t._c.ndim == 0 then fail(fmt("%s: expected a tensor with at least one dim, got a scalar", fname)) end
+    local d = norm_dim(fname, t, dim or -1)
+    local x = ISFLOAT[t._c.dtype] and t or cast(fname, t, F32)
+    local out = empty_like(x)
+    push(kid, fname, 0, {x}, {out}, nil, {d})
+    return out
+end
+
+function Tensor:softmax(dim) return softmax("softmax", K.softmax, self, dim) end
+function Tensor:log_softmax(dim) return softmax("log_softmax", K.log_softmax, self, dim) end
+
+-- ---------------------------------------------------------------- matmul
+
+-- 1-D, 2-D and batched 3-D operands (a 2-D operand broadcasts over the batch).
+function M.matmul(a, b)
+    if not is_tensor(a) or not is_tensor(b) then
+        fail(fmt("matmul: expected two tensors, got %s and %s", typename(a), typename(b)))
+    end
+    local na, nb = a._c.ndim, b._c.ndim
+    if na == 0 or nb == 0 or na > 3 or nb > 3 then
+        fail(fmt("matmul: expected 1-D, 2-D or 3-D tensors, got shapes %s and %s", shape_str(a), shape_str(b)))
+    end
+    local dt = promote(a._c.dtype, b._c.dtype)
+    a, b = cast("matmul", a, dt), cast("matmul", b, dt)
+    local sa, sb = shape_of(a), shape_of(b)
+    local ka = sa[#sa]
+    local kb = nb == 1 and sb[1] or sb[#sb - 1]
+    if ka ~= kb then
+        fail(fmt("matmul: shapes %s and %s cannot be multiplied (inner dimensions %d and %d differ)",
+                 shape_str_tbl(sa), shape_str_tbl(sb), ka, kb))
+    end
+    local A, B = a, b
+    if na == 1 then A = a:view({1, ka}) end
+    if nb == 1 then B = b:view({kb, 1}) end
+    local ma, mb = A._c.ndim, B._c.ndim
+    local out_shape
+    if ma == 2 and mb == 2 then
+        out_shape = {tonumber(A._c.shape[0]), tonumber(B._c.shape[1])}
+    else
+        local ba = ma == 3 and tonumber(A._c.shape[0]) or 1
+        local bb = mb == 3 and tonumber(B._c.shape[0]) or 1
+        if ba ~= bb and ba ~= 1 and bb ~= 1 then
+            fail(fmt("matmul: batch sizes %d and %d differ (shapes %s and %s)", ba, bb, shape_str_tbl(sa),
+                     shape_str_tbl(sb)))
+        end
+        local bsz = max(ba, bb)
+        local M_, K_, N_ = tonumber(A._c.shape[ma - 2]), ka, tonumber(B._c.shape[mb - 1])
+        if ma == 2 or ba ~= bsz then A = A:expand({bsz, M_, K_}) end
+        if mb == 2 or bb ~= bsz then B = B:expand({bsz, K_, N_}) end
+        out_shape = {bsz, M_, N_}
+    end
+    local out = new_on("matmul", a, out_shape, dt)
+    push(K.matmul, "matmul", 0, {A, B}, {out})
+    -- drop the dims added for 1-D operands
+    if na == 1 and nb == 1 then return wrap(C.ordo_tensor_view("matmul", out._c, 0, SHAPE)) end
+    if na == 1 then return out:squeeze(#out_shape - 1) end
+    if nb == 1 then return out:squeeze(#out_shape) end
+    return out
+end
+
+function Tensor:matmul(u)
+    check_self("matmul", self)
+    return M.matmul(self, u)
+end
+
+-- ---------------------------------------------------------------- indexing
+
+-- index (int64/int32/uint8 tensor or a table of numbers, from 1) -> int64 from 0
+local function index_arg(fname, like, index)
+    if type(index) == "number" then index = {index} end
+    if type(index) == "table" and getmetatable(index) == nil then
+        local c = like._c
+        index = from_data(fname, index, I64, c.ctx, c.storage.engine)
+    end
+    if not is_tensor(index) then fail(fmt("%s: index must be an integer tensor, got %s", fname, typename(index))) end
+    if ISFLOAT[index._c.dtype] then
+        fail(fmt("%s: index must be an integer tensor (int64 or int32), got %s", fname, DT_NAME[index._c.dtype]))
+    end
+    local i64 = cast(fname, index, I64)
+    return push1(K.sub_scalar, fname, empty_like(i64), i64, 1)
+end
+
+-- gather(dim, index): out[i][j] = self[index[i][j]][j] (dim 1), indices from 1.
+function Tensor:gather(dim, index)
+    check_self("gather", self)
+    local d = norm_dim("gather", self, dim)
+    if not is_tensor(index) then fail("gather: index must be an int64 tensor, got " .. typename(index)) end
+    if index._c.ndim ~= self._c.ndim then
+        fail(fmt("gather: index has %d dims (shape %s), expected %d like the input (shape %s)", index._c.ndim,
+                 shape_str(index), self._c.ndim, shape_str(self)))
+    end
+    local si, sx = shape_of(index), shape_of(self)
+    for i = 1, #si do
+        if i ~= d + 1 and si[i] > sx[i] then
+            fail(fmt("gather: index shape %s exceeds the input's shape %s in dim %d", shape_str_tbl(si),
+                     shape_str_tbl(sx), i))
+        end
+    end
+    local idx = index_arg("gather", self, index)
+    local out = new_on("gather", self, si, self._c.dtype)
+    push(K.gather, "gather", 0, {self, idx}, {out}, nil, {d})
+    return out
+end
+
+-- index_select(dim, index): the slices of dim at index (1-D, from 1).
+function Tensor:index_select(dim, index)
+    check_self("index_select", self)
+    local d = norm_dim("index_select", self, dim)
+    local idx = index_arg("index_select", self, index)
+    if idx._c.ndim > 1 then
+        fail(fmt("index_select: index must be 1-D, got shape %s", shape_str(idx)))
+    end
+    if idx._c.ndim == 0 then idx = idx:view({1}) end
+    local shape = shape_of(self)
+    shape[d + 1] = idx:numel()
+    local out = new_on("index_select", self, shape, self._c.dtype)
+    push(K.index_select, "index_select", 0, {self, idx}, {out}, nil, {d})
+    return out
+end
+
+-- ---------------------------------------------------------------- cat, stack
+
+function M.cat(list, dim)
+    if type(list) ~= "table" or getmetatable(list) ~= nil or #list == 0 then
+        fail("cat: expected a non-empty list of tensors, got " .. typename(list))
+    end
+    for i, t in ipairs(list) do
+        if not is_tensor(t) then fail(fmt("cat: element %d is %s, expected a tensor", i, typename(t))) end
+    end
+    local first = list[1]
+    local nd = first._c.ndim
+    if nd == 0 then fail("cat: zero-dimensional tensors cannot be concatenated (use stack)") end
+    local d = norm_dim("cat", first, dim or 1)
+    local shape = shape_of(first)
+    local dt = first._c.dtype
+    local total = 0
+    for i, t in ipairs(list) do
+        local s = shape_of(t)
+        if #s ~= nd then
+            fail(fmt("cat: tensor %d has %d dims (shape %s), expected %d like tensor 1 (shape %s)", i, #s,
+                     shape_str_tbl(s), nd, shape_str_tbl(shape)))
+        end
+        for j = 1, nd do
+            if j ~= d + 1 and s[j] ~= shape[j] then
+                fail(fmt("cat: shapes %s and %s differ in dim %d (only dim %d may differ)", shape_str_tbl(shape),
+                         shape_str_tbl(s), j, d + 1))
+            end
+        end
+        total = total + s[d + 1]
+        dt = promote(dt, t._c.dtype)
+    end
+    shape[d + 1] = total
+    local out = new_on("cat", first, shape, dt)
+    local off = 0
+    for _, t in ipairs(list) do
+        local n = tonumber(t._c.shape[d])
+        if n > 0 then
+            local v = C.ordo_tensor_narrow("cat", out._c, d, off, n)
+            if v == nil then fail_c() end
+            local rc = C.ordo_tensor_op1(K.copy, "cat", v, t._c, 0)
+            C.ordo_tensor_free(v)
+            if rc ~= 0 then fail_c() end
+        end
+        off = off + n
+    end
+    return out
+end
+
+function M.stack(list, dim)
+    if type(list) ~= "table" or getmetatable(list) ~= nil or #list == 0 then
+        fail("stack: expected a non-empty list of tensors, got " .. typename(list))
+    end
+    local first = list[1]
+    if not is_tensor(first) then fail("stack: element 1 is " .. typename(first) .. ", expected a tensor") end
+    local d = norm_dim("stack", first, dim or 1, 1) + 1
+    local s0 = shape_of(first)
+    local parts = {}
+    for i, t in ipairs(list) do
+        if not is_tensor(t) then fail(fmt("stack: element %d is %s, expected a tensor", i, typename(t))) end
+        local s = shape_of(t)
+        if shape_str_tbl(s) ~= shape_str_tbl(s0) then
+            fail(fmt("stack: tensor %d has shape %s, expected %s like tensor 1", i, shape_str_tbl(s), shape_str_tbl(s0)))
+        end
+        parts[i] = t:unsqueeze(d)
+    end
+    return M.cat(parts, d)
+end
+
+-- ---------------------------------------------------------------- misc
+
+M.Tensor = Tensor
+M.DT_NAME = DT_NAME
+M.parse_dtype = parse_dtype
+M.shape_of = shape_of
+M.push = push
+M.new_on = new_on
+
+return M

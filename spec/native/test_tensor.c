@@ -1,0 +1,286 @@
+/*
+ * test_tensor.c - the C tensor layer (src/ordo_tensor.h): storages, views,
+ * pushes, hazards, the parameter pool under threads, engines created for
+ * front ends, and memory accounting.  The Lua package has its busted specs
+ * (spec/ *_spec.lua); this file checks what they cannot see: that every
+ * byte is freed after its ops (valgrind, ASan), and that the pool and the
+ * refcounts are race-free (TSan).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "test_util.h"
+#include "ordo_tensor.h"
+
+static const ordo_ctx CPU0 = {ORDO_CPU, 0};
+static int K_fill, K_add, K_copy, K_sum, K_mul_scalar;
+
+static ordo_tensor *vec(ordo_engine *e, int64_t n, float value) {
+    int64_t shape[1] = {n};
+    ordo_tensor *t = ordo_tensor_empty(e, ORDO_F32, 1, shape, CPU0);
+    if (t) ordo_tensor_op1(K_fill, "fill_", t, NULL, value);
+    return t;
+}
+
+static float at(const ordo_tensor *t, int64_t i) {
+    return ((const float *)ordo_tensor_data(t))[i * t->strides[0]];
+}
+
+static void settle(void) {
+    ordo_wait_for_all(ordo_engine_default());
+}
+
+/* A storage is freed after its pending ops, whoever drops it. */
+static void test_storage_freed_after_ops(void) {
+    settle();
+    int64_t live0 = ordo_storage_live_count(), bytes0 = ordo_storage_live_bytes();
+    ordo_tensor *acc = vec(NULL, 64, 0);
+    long n = scaled(2000, 50);
+    for (long i = 0; i < n; i++) {
+        ordo_tensor *tmp = vec(NULL, 64, 1);
+        CHECK(ordo_tensor_op2(K_add, "add_", acc, acc, tmp) == 0);
+        ordo_tensor_free(tmp); /* its add may not have run yet */
+    }
+    CHECK(ordo_tensor_wait(acc) == 0);
+    CHECK(at(acc, 0) == (float)n && at(acc, 63) == (float)n);
+    ordo_tensor_free(acc);
+    settle();
+    CHECK_EQ_LONG(ordo_storage_live_count(), live0);
+    CHECK_EQ_LONG(ordo_storage_live_bytes(), bytes0);
+}
+
+/* Views share the storage and its var; writes through them are ordered. */
+static void test_views(void) {
+    int64_t shape[2] = {3, 4};
+    ordo_tensor *a = ordo_tensor_empty(NULL, ORDO_F32, 2, shape, CPU0);
+    ordo_tensor_op1(K_fill, "fill_", a, NULL, 1);
+    ordo_tensor *t = ordo_tensor_transpose("t", a, 0, 1);
+    ordo_tensor *row = ordo_tensor_narrow("narrow", t, 0, 1, 2); /* columns 2..3 of a */
+    CHECK(t && row);
+    CHECK(t->storage == a->storage && row->storage == a->storage);
+    CHECK(!ordo_tensor_is_contiguous(t));
+    ordo_tensor_op1(K_fill, "fill_", row, NULL, 5);
+    ordo_tensor_free(t); /* the views' descriptors go; the storage stays */
+    int64_t flat[1] = {12};
+    ordo_tensor *v = ordo_tensor_view("view", a, 1, flat);
+    CHECK(v != NULL);
+    CHECK(ordo_tensor_wait(v) == 0);
+    float expect[12] = {1, 5, 5, 1, 1, 5, 5, 1, 1, 5, 5, 1};
+    for (int i = 0; i < 12; i++) CHECK(at(v, i) == expect[i]);
+    /* a transposed tensor cannot be viewed flat without a copy */
+    ordo_tensor *tt = ordo_tensor_transpose("t", a, 0, 1);
+    CHECK(ordo_tensor_view("view", tt, 1, flat) == NULL);
+    CHECK(ordo_tensor_error_code() == ORDO_TERR_NOT_VIEWABLE);
+    CHECK(strstr(ordo_tensor_error(), "4x3") != NULL);
+    /* bounds */
+    int64_t big[1] = {13}, one[1] = {1};
+    CHECK(ordo_tensor_as_strided(a, 1, big, one, 0) == NULL);
+    CHECK(ordo_tensor_narrow("narrow", a, 1, 3, 2) == NULL);
+    CHECK(strstr(ordo_tensor_error(), "narrow") && strstr(ordo_tensor_error(), "3x4"));
+    CHECK(ordo_tensor_transpose("transpose", a, 0, 2) == NULL);
+    CHECK(strstr(ordo_tensor_error(), "dim 3"));
+    ordo_tensor_free(tt);
+    ordo_tensor_free(row);
+    ordo_tensor_free(v);
+    ordo_tensor_free(a);
+}
+
+/* Shape errors name the op and both shapes, and push nothing. */
+static void test_errors(void) {
+    int64_t s23[2] = {2, 3}, s45[2] = {4, 5};
+    ordo_tensor *a = ordo_tensor_empty(NULL, ORDO_F32, 2, s23, CPU0);
+    ordo_tensor *b = ordo_tensor_empty(NULL, ORDO_F32, 2, s45, CPU0);
+    uint64_t v0 = ordo_var_version(a->storage->var);
+    CHECK(ordo_tensor_binary(K_add, "add", a, b, ORDO_F32) == NULL);
+    CHECK(strstr(ordo_tensor_error(), "add: shapes 2x3 and 4x5 cannot be broadcast") != NULL);
+    CHECK(ordo_tensor_op2(K_add, "add_", a, a, b) != 0);
+    CHECK(strstr(ordo_tensor_error(), "add_: shape 4x5 cannot be broadcast to 2x3") != NULL);
+    CHECK(ordo_tensor_push(-1, "x", 0, &a, 1, &a, 1, NULL, 0, NULL, 0) != 0);
+    int unknown = ordo_tensor_kernel_id("no_such_kernel");
+    CHECK(ordo_tensor_op1(unknown, "frob", a, NULL, 0) != 0);
+    CHECK(strstr(ordo_tensor_error(), "no kernel 'no_such_kernel'") != NULL);
+    int64_t neg[1] = {-2};
+    CHECK(ordo_tensor_empty(NULL, ORDO_F32, 1, neg, CPU0) == NULL);
+    CHECK(ordo_tensor_empty(NULL, 9, 1, s23, CPU0) == NULL);
+    ordo_ctx gpu = {ORDO_GPU, 0};
+    if (ordo_gpu_count() == 0) {
+        CHECK(ordo_tensor_empty(NULL, ORDO_F32, 1, s23, gpu) == NULL);
+        CHECK(strstr(ordo_tensor_error(), "no CUDA device available") != NULL);
+    }
+    settle();
+    CHECK_EQ_LONG(ordo_var_version(a->storage->var), v0); /* nothing ran on a */
+    ordo_tensor_free(a);
+    ordo_tensor_free(b);
+}
+
+/* An input aliasing the output through another view is read from a copy. */
+static void test_hazard_copy(void) {
+    ordo_tensor *a = vec(NULL, 8, 0);
+    /* a = 0..7 */
+    int k_arange = ordo_tensor_kernel_id("arange");
+    double sc[2] = {0, 1};
+    CHECK(ordo_tensor_push(k_arange, "arange", 0, NULL, 0, &a, 1, sc, 2, NULL, 0) == 0);
+    ordo_tensor *lo = ordo_tensor_narrow("narrow", a, 0, 0, 7), *hi = ordo_tensor_narrow("narrow", a, 0, 1, 7);
+    CHECK(ordo_tensor_op1(K_copy, "copy_", hi, lo, 0) == 0); /* shift right by one */
+    CHECK(ordo_tensor_wait(a) == 0);
+    float expect[8] = {0, 0, 1, 2, 3, 4, 5, 6};
+    for (int i = 0; i < 8; i++) CHECK(at(a, i) == expect[i]);
+    /* an expanded output is refused */
+    int64_t s[2] = {3, 8};
+    ordo_tensor *e = ordo_tensor_expand("expand", a, 2, s);
+    CHECK(e && ordo_tensor_op1(K_fill, "fill_", e, NULL, 1) != 0);
+    CHECK(strstr(ordo_tensor_error(), "expanded") != NULL);
+    ordo_tensor_free(e);
+    ordo_tensor_free(lo);
+    ordo_tensor_free(hi);
+    ordo_tensor_free(a);
+}
+
+/* Several threads push at once: the parameter pool and refcounts hold. */
+typedef struct {
+    ordo_tensor *shared;
+    float result;
+    long n;
+} thread_arg;
+
+static void *pusher(void *p) {
+    thread_arg *ta = p;
+    ordo_tensor *mine = vec(NULL, 16, 0);
+    for (long i = 0; i < ta->n; i++) {
+        ordo_tensor *view = ordo_tensor_alias(ta->shared);
+        ordo_tensor_op2(K_add, "add_", mine, mine, view);
+        ordo_tensor_free(view);
+        if (i % 64 == 0) ordo_tensor_op1(K_mul_scalar, "mul_", mine, mine, 1.0);
+    }
+    ordo_tensor_wait(mine);
+    ta->result = at(mine, 15);
+    ordo_tensor_free(mine);
+    return NULL;
+}
+
+static void test_threads(void) {
+    ordo_tensor *shared = vec(NULL, 16, 1);
+    enum { T = 4 };
+    pthread_t th[T];
+    thread_arg args[T];
+    long n = scaled(20000, 200);
+    for (int i = 0; i < T; i++) {
+        args[i] = (thread_arg){shared, -1, n};
+        pthread_create(&th[i], NULL, pusher, &args[i]);
+    }
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++) CHECK(args[i].result == (float)n);
+    ordo_tensor_free(shared);
+    settle();
+}
+
+/* Tensors keep an engine created for a front end alive after its handle is closed. */
+static void test_engine_lifetime(void) {
+    ordo_engine_config cfg = {0};
+    cfg.kind = ORDO_ENGINE_POOLED;
+    cfg.cpu_workers = 2;
+    ordo_engine *e = ordo_tensor_engine_create(&cfg);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_tensor *a = vec(e, 100, 2), *b = vec(e, 100, 3);
+    ordo_tensor *c = ordo_tensor_binary(K_add, "add", a, b, ORDO_F32);
+    ordo_tensor *d = vec(NULL, 100, 0);
+    CHECK(ordo_tensor_op2(K_add, "add", d, a, b) != 0); /* d is on another engine */
+    CHECK(strstr(ordo_tensor_error(), "engines") != NULL);
+    ordo_tensor_engine_close(e); /* the handle goes; a, b, c still work */
+    ordo_tensor_free(a);
+    ordo_tensor_free(b);
+    CHECK(c && ordo_tensor_wait(c) == 0);
+    CHECK(c && at(c, 99) == 5);
+    int64_t shape[1] = {1};
+    ordo_tensor *s = ordo_tensor_empty(e, ORDO_F32, 1, shape, CPU0);
+    int64_t all = -1;
+    CHECK(ordo_tensor_push(K_sum, "sum", 0, &c, 1, &s, 1, NULL, 0, &all, 1) == 0);
+    CHECK(ordo_tensor_wait(s) == 0 && at(s, 0) == 500);
+    ordo_tensor_free(s);
+    ordo_tensor_free(c); /* the engine is destroyed here */
+    ordo_tensor_free(d);
+}
+
+/* A kernel failing at run time fails the wait on its output, once. */
+static void test_runtime_failure(void) {
+    int64_t shape[1] = {4};
+    ordo_tensor *a = ordo_tensor_empty(NULL, ORDO_I32, 1, shape, CPU0);
+    ordo_tensor *z = ordo_tensor_empty(NULL, ORDO_I32, 1, shape, CPU0);
+    ordo_tensor_op1(K_fill, "fill_", a, NULL, 6);
+    ordo_tensor_op1(K_fill, "fill_", z, NULL, 0);
+    int k_div = ordo_tensor_kernel_id("div");
+    ordo_tensor *q = ordo_tensor_binary(k_div, "div", a, z, ORDO_I32);
+    CHECK(q != NULL);
+    CHECK(ordo_tensor_wait(q) != 0);
+    CHECK(strstr(ordo_tensor_error(), "div") != NULL);
+    CHECK(ordo_tensor_wait(q) == 0); /* reported once */
+    ordo_tensor_op1(K_fill, "fill_", q, NULL, 1);
+    CHECK(ordo_tensor_wait(q) == 0 && ((int32_t *)ordo_tensor_data(q))[3] == 1);
+    ordo_tensor_free(a);
+    ordo_tensor_free(z);
+    ordo_tensor_free(q);
+}
+
+/* Allocating and dropping big storages stays bounded: the memory of
+ * released storages waits for the engine, and allocation waits for it. */
+static void test_memory_bounded(void) {
+    settle();
+    int64_t max_live = 0;
+    long n = scaled(1500, 100);
+    ordo_tensor *acc = vec(NULL, 1, 0);
+    for (long i = 0; i < n; i++) {
+        ordo_tensor *big = vec(NULL, 262144, 1); /* 1 MiB, filled by an op */
+        ordo_tensor *first = ordo_tensor_narrow("narrow", big, 0, 0, 1);
+        ordo_tensor_op2(K_add, "add_", acc, acc, first);
+        ordo_tensor_free(first);
+        ordo_tensor_free(big);
+        int64_t live = ordo_storage_live_bytes();
+        if (live > max_live) max_live = live;
+    }
+    CHECK(ordo_tensor_wait(acc) == 0 && at(acc, 0) == (float)n);
+    ordo_tensor_free(acc);
+    /* 2 x 64 MiB waiting to be freed, plus what is referenced */
+    CHECK_MSG(max_live < ((int64_t)200 << 20), "max live %lld MB", (long long)(max_live >> 20));
+    settle();
+}
+
+static void test_gc_pacing(void) {
+    ordo_storage_set_gc_threshold((int64_t)1 << 20);
+    while (ordo_storage_gc_due()) ordo_storage_gc_done();
+    int due = 0;
+    for (int i = 0; i < 40; i++) {
+        ordo_tensor *t = vec(NULL, 65536, 0); /* 256 KiB */
+        if (ordo_storage_gc_due()) {
+            due++;
+            ordo_storage_gc_done();
+        }
+        ordo_tensor_free(t);
+    }
+    CHECK(due >= 5 && due <= 12); /* about every 1 MiB of 10 MiB */
+    ordo_storage_set_gc_threshold((int64_t)64 << 20);
+    settle();
+}
+
+int main(void) {
+    K_fill = ordo_tensor_kernel_id("fill");
+    K_add = ordo_tensor_kernel_id("add");
+    K_copy = ordo_tensor_kernel_id("copy");
+    K_sum = ordo_tensor_kernel_id("sum");
+    K_mul_scalar = ordo_tensor_kernel_id("mul_scalar");
+    TEST(test_storage_freed_after_ops);
+    TEST(test_views);
+    TEST(test_errors);
+    TEST(test_hazard_copy);
+    TEST(test_threads);
+    TEST(test_engine_lifetime);
+    TEST(test_runtime_failure);
+    TEST(test_memory_bounded);
+    TEST(test_gc_pacing);
+    wd_shutdown();
+    return harness_end();
+}

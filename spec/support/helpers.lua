@@ -1,0 +1,95 @@
+-- spec/support/helpers.lua: making ordo tensors from refs in several
+-- layouts, random shapes, and checking results against refs.
+local R = require "support.ref"
+
+local H = {}
+
+H.LAYOUTS = {"contiguous", "transposed", "narrowed"}
+
+-- An ordo tensor with the values of ref r, laid out as asked:
+--   contiguous: ordo.tensor(...)
+--   transposed: a permuted view of a tensor holding the permuted data
+--               (non-contiguous strides); 0/1-d tensors stay contiguous
+--   narrowed:   a narrow view into a padded tensor (an offset and a
+--               stride that skips padding); the padding holds 77s
+function H.make(ordo, r, layout)
+    local opts = {dtype = r.dtype}
+    local nd = #r.shape
+    if R.numel(r.shape) == 0 then return ordo.zeros(r.shape, opts) end
+    if layout == "transposed" and nd >= 2 then
+        local perm = {}
+        for i = 1, nd do perm[i] = nd - i + 1 end
+        local base = ordo.tensor(R.totable(R.permute(r, perm)), opts)
+        return base:permute(perm)
+    elseif layout == "narrowed" and nd >= 1 then
+        local shape = R.copy_shape(r.shape)
+        shape[nd] = shape[nd] + 3
+        local data = {}
+        local pos = 0
+        R.each_index(shape, function(idx)
+            local j = idx[nd]
+            if j >= 2 and j < 2 + r.shape[nd] then
+                local src = {}
+                for k = 1, nd do src[k] = idx[k] end
+                src[nd] = j - 1
+                data[#data + 1] = R.get(r, src)
+            else
+                data[#data + 1] = 77
+            end
+            pos = pos + 1
+        end)
+        local base = ordo.tensor(R.totable(R.new(shape, data, r.dtype)), opts)
+        return base:narrow(nd, 2, r.shape[nd])
+    end
+    local t = R.totable(r)
+    return ordo.tensor(t, opts)
+end
+
+-- A random shape of 0..maxdim dims with sizes 1..maxsize; sometimes a 0.
+function H.rand_shape(maxdim, maxsize, allow_empty)
+    local nd = math.random(0, maxdim)
+    local s = {}
+    for i = 1, nd do s[i] = math.random(1, maxsize) end
+    if allow_empty and nd > 0 and math.random() < 0.1 then s[math.random(1, nd)] = 0 end
+    return s
+end
+
+-- b's shape: a's shape with some dims set to 1 or dropped in front (broadcastable)
+function H.broadcast_partner(shape)
+    local s = {}
+    local drop = math.random(0, #shape)
+    for i = drop + 1, #shape do
+        s[#s + 1] = math.random() < 0.35 and 1 or shape[i]
+    end
+    return s
+end
+
+H.TOL = {float32 = {1e-5, 1e-6}, float64 = {1e-12, 1e-12}}
+
+-- Asserts t (ordo) has ref's shape, dtype and values (tolerance for floats).
+function H.check(t, ref, rtol, atol, what)
+    local prefix = what and (what .. ": ") or ""
+    local shape = t:shape()
+    assert(R.shape_str(shape) == R.shape_str(ref.shape),
+           prefix .. "shape " .. R.shape_str(shape) .. ", expected " .. R.shape_str(ref.shape))
+    assert(t:dtype() == ref.dtype, prefix .. "dtype " .. t:dtype() .. ", expected " .. ref.dtype)
+    local tol = H.TOL[ref.dtype] or {0, 0}
+    local ok, msg = R.compare(t:totable(), ref, rtol or tol[1], atol or tol[2])
+    assert(ok, prefix .. (msg or ""))
+end
+
+function H.promote(a, b) return R.RANK[a] >= R.RANK[b] and a or b end
+
+-- Raises unless fn raises an error containing every string in patterns (plain find).
+function H.raises(fn, ...)
+    local ok, err = pcall(fn)
+    assert(not ok, "expected an error, got none")
+    err = tostring(err)
+    for i = 1, select("#", ...) do
+        local p = select(i, ...)
+        assert(err:find(p, 1, true), ("error %q does not mention %q"):format(err, p))
+    end
+    return err
+end
+
+return H

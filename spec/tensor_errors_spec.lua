@@ -1,0 +1,240 @@
+-- Errors: a bad call raises at the call, naming the op, the shapes and what
+-- was expected; a kernel failing at run time raises at the wait that meets
+-- it.  After any error the engine and the user's data stay usable.
+local ordo = require "ordo"
+local H = require "support.helpers"
+
+local raises = H.raises
+
+-- the engine still runs ops, and a tensor made before the error still holds its values
+local keep = ordo.tensor({{1, 2}, {3, 4}})
+local function usable()
+    local r = (keep + 1):sum():item()
+    assert.equals(14, r)
+    assert.same({{1, 2}, {3, 4}}, keep:totable())
+end
+
+-- raises at the caller's line (the message starts with this spec's file name);
+-- the closures avoid `return f()`: a tail call leaves no frame of the caller
+local function raises_here(fn, ...)
+    local err = raises(fn, ...)
+    assert.truthy(err:find("tensor_errors_spec.lua:%d+:"), "error not positioned at the call: " .. err)
+    usable()
+    return err
+end
+
+describe("bad calls raise at the call", function()
+    local a = ordo.zeros({2, 3})
+    local b = ordo.zeros({4, 5})
+
+    it("shape mismatches in elementwise ops name the op and both shapes", function()
+        raises_here(function() local _ = a + b end, "add", "2x3", "4x5", "broadcast")
+        raises_here(function() local _ = a - b end, "sub", "2x3", "4x5")
+        raises_here(function() local _ = a * b end, "mul", "2x3", "4x5")
+        raises_here(function() local _ = a / b end, "div", "2x3", "4x5")
+        raises_here(function() local _ = a:pow(b) end, "pow", "2x3", "4x5")
+        raises_here(function() local _ = a:eq(b) end, "eq", "2x3", "4x5")
+        raises_here(function() local _ = a:maximum(b) end, "maximum", "2x3", "4x5")
+        raises_here(function() a:add_(b) end, "add_", "4x5", "2x3")
+        raises_here(function() a:add_(ordo.zeros({3, 3})) end, "add_", "3x3", "2x3")
+        raises_here(function() a:copy_(b) end, "copy_", "4x5", "2x3")
+        raises_here(function() local _ = ordo.where(ordo.zeros({2}, "uint8"), a, b) end, "where", "2x3", "4x5")
+        raises_here(function() local _ = a:masked_fill(ordo.zeros({4}, "uint8"), 1) end, "masked_fill", "4", "2x3")
+    end)
+
+    it("operands that are not tensors or numbers", function()
+        raises_here(function() local _ = a + "x" end, "add", "string")
+        raises_here(function() local _ = a * {} end, "mul", "table")
+        raises_here(function() a:add_(nil) end, "add_", "nil")
+        raises_here(function() a:fill_("x") end, "fill_", "number")
+        raises_here(function() local _ = ordo.Tensor.add(3, a) end, "add", "self")
+    end)
+
+    it("dtypes an op does not accept", function()
+        local u = ordo.zeros({2}, "uint8")
+        local i = ordo.zeros({2}, "int32")
+        raises_here(function() local _ = u:neg() end, "neg", "uint8", "float32")
+        raises_here(function() i:exp_() end, "exp_", "int32", "float32")
+        raises_here(function() i:add_(0.5) end, "add_", "float32", "int32")
+        raises_here(function() i:add_(ordo.ones({2})) end, "add_", "float32", "int32")
+        raises_here(function() i:div_(2) end, "div_", "float32", "int32")
+        raises_here(function() i:uniform_() end, "uniform_", "int32")
+        raises_here(function() local _ = ordo.rand({2}, {dtype = "int64"}) end, "rand", "int64")
+        raises_here(function() local _ = ordo.zeros({2}):div(2, "trunc") end, "div", "trunc", "float32")
+        raises_here(function() local _ = ordo.where(ordo.zeros({2}), a, a) end, "where", "uint8", "float32")
+        raises_here(function() local _ = a:masked_fill(ordo.zeros({3}), 1) end, "masked_fill", "uint8", "float32")
+        raises_here(function() local _ = a:index_select(1, ordo.zeros({1})) end, "index_select", "float32")
+        raises_here(function() local _ = ordo.zeros({2}, {dtype = "complex"}) end, "zeros", "complex", "float32")
+        raises_here(function() local _ = a:to("float16") end, "to", "float16")
+    end)
+
+    it("bad dims", function()
+        raises_here(function() local _ = a:sum(3) end, "sum", "dim 3", "2x3", "1..2")
+        raises_here(function() local _ = a:mean(-3) end, "mean", "dim -3")
+        raises_here(function() local _ = a:max(0) end, "max", "dim 0")
+        raises_here(function() local _ = a:argmax(5) end, "argmax", "dim 5")
+        raises_here(function() local _ = a:transpose(1, 3) end, "transpose", "dim 3")
+        raises_here(function() local _ = a:softmax(4) end, "softmax", "dim 4")
+        raises_here(function() local _ = a:size(3) end, "size", "dim 3")
+        raises_here(function() local _ = a:narrow(1, 2, 2) end, "narrow", "2x3")
+        raises_here(function() local _ = a:narrow(3, 1, 1) end, "narrow", "dim 3")
+        raises_here(function() local _ = a:select(2, 4) end, "select", "index 4")
+        raises_here(function() local _ = a:unsqueeze(4) end, "unsqueeze", "dim 4")
+        raises_here(function() local _ = a:squeeze(3) end, "squeeze", "dim 3")
+        raises_here(function() local _ = a:permute(1, 1) end, "permute", "permutation")
+        raises_here(function() local _ = a:permute(1) end, "permute", "1 dims")
+        raises_here(function() local _ = a:sum(1.5) end, "sum", "integer")
+        raises_here(function() local _ = ordo.cat({a, a}, 3) end, "cat", "dim 3")
+        raises_here(function() local _ = ordo.tensor(1):sum(1) end, "sum", "no dims")
+    end)
+
+    it("bad shapes for creation, views and matmul", function()
+        raises_here(function() local _ = ordo.zeros({2, -1}) end, "zeros", "-1", "position 2")
+        raises_here(function() local _ = ordo.ones(1.5) end, "ones", "1.5")
+        raises_here(function() local _ = ordo.empty("x") end, "empty", "shape")
+        raises_here(function() local _ = ordo.zeros({1, 1, 1, 1, 1, 1, 1, 1, 1}) end, "zeros", "9 dims")
+        raises_here(function() local _ = ordo.full(2, 1) end, "full", "shape")
+        raises_here(function() local _ = ordo.tensor({{1, 2}, {3}}) end, "tensor", "ragged", "[2]")
+        raises_here(function() local _ = ordo.tensor({1, "x"}) end, "tensor", "[2]", "string")
+        raises_here(function() local _ = ordo.tensor("x") end, "tensor", "string")
+        raises_here(function() local _ = a:view(4, 2) end, "view", "4x2", "6 elements", "2x3")
+        raises_here(function() local _ = a:reshape(-1, -1) end, "reshape", "-1")
+        raises_here(function() local _ = a:reshape(5, -1) end, "reshape", "6 elements")
+        raises_here(function() local _ = a:expand(4, 3) end, "expand", "2x3", "4x3")
+        raises_here(function() local _ = a:matmul(b) end, "matmul", "2x3", "4x5", "3 and 4")
+        raises_here(function() local _ = ordo.zeros({2, 2, 3}):matmul(ordo.zeros({3, 3, 1})) end, "matmul", "batch")
+        raises_here(function() local _ = ordo.matmul(ordo.tensor(1), a) end, "matmul", "1-D, 2-D or 3-D")
+        raises_here(function() local _ = ordo.cat({a, b}) end, "cat", "2x3", "4x5")
+        raises_here(function() local _ = ordo.cat({a, ordo.zeros({2})}) end, "cat", "dims")
+        raises_here(function() local _ = ordo.cat({}) end, "cat", "non-empty")
+        raises_here(function() local _ = ordo.stack({a, b}) end, "stack", "4x5", "2x3")
+        raises_here(function() local _ = a:gather(1, ordo.zeros({2}, "int64")) end, "gather", "dims")
+        raises_here(function() local _ = a:item() end, "item", "one element", "2x3")
+        raises_here(function() local _ = ordo.arange(0, 1, 0) end, "arange", "step")
+        raises_here(function() local _ = ordo.zeros({2}):bernoulli_(2) end, "bernoulli_", "[0, 1]")
+        raises_here(function() local _ = ordo.zeros({2}):normal_(0, -1) end, "normal_", "std")
+        raises_here(function() local _ = ordo.manual_seed("x") end, "manual_seed", "integer")
+        raises_here(function() local _ = ordo.zeros({2}, {dtyp = "int32"}) end, "zeros", "dtyp")
+    end)
+
+    it("unknown devices", function()
+        raises_here(function() local _ = ordo.zeros({2}, {device = "tpu"}) end, "zeros", "tpu", "device")
+        raises_here(function() local _ = ordo.cpu(-1) end, "cpu", "0..63")
+        raises_here(function() local _ = a:to("moon") end, "to", "moon")
+        if not ordo.cuda.is_available() then
+            raises_here(function() local _ = ordo.gpu(0) end, "gpu(0)", "no CUDA device available")
+            raises_here(function() local _ = ordo.randn({2}, {device = "gpu:0"}) end, "no CUDA device available")
+        end
+    end)
+
+    it("engine and profiler calls", function()
+        raises_here(function() local _ = ordo.engine.new({kind = "fast"}) end, "engine.new", "kind", "naive")
+        raises_here(function() local _ = ordo.engine.new({cpu_workers = -1}) end, "engine.new", "cpu_workers")
+        raises_here(function() local _ = ordo.engine.new({workers = 2}) end, "engine.new", "workers")
+        raises_here(function() ordo.engine.push("no_such_kernel", {a}, {a}) end, "no_such_kernel", "cpu")
+        raises_here(function() ordo.engine.push("add", {a, "x"}, {a}) end, "push", "inputs[2]")
+        raises_here(function() ordo.engine.wait_for_var(42) end, "wait_for_var", "number")
+        raises_here(function() ordo.profiler.dump(nil) end, "profiler.dump", "path")
+        raises_here(function() ordo.profiler.dump("/nonexistent/dir/trace.json") end, "profiler.dump")
+        local e = ordo.engine.new({kind = "naive"})
+        local t = ordo.zeros({2}, {engine = e})
+        raises_here(function() local _ = t + ordo.zeros({2}) end, "add", "engines")
+        e:close()
+        raises_here(function() local _ = ordo.zeros({2}, {engine = e}) end, "closed")
+        assert.same({0, 0}, t:totable()) -- tensors outlive their engine's handle
+    end)
+end)
+
+describe("every public function checks its arguments", function()
+    local a = ordo.zeros({2, 3})
+    local cases = {
+        {function() local _ = ordo.empty_like(42) end, "empty_like", "tensor"},
+        {function() local _ = ordo.zeros_like(a, 5) end, "options"},
+        {function() local _ = ordo.full_like(a, "x") end, "full_like", "number"},
+        {function() local _ = ordo.result_type(1, 2) end, "result_type", "tensor"},
+        {function() local _ = ordo.arange("x") end, "arange", "string"},
+        {function() local _ = ordo.bernoulli("x", 0.5) end, "bernoulli", "shape"},
+        {function() local _ = ordo.rand({2}, {dtype = "uint8"}) end, "rand", "uint8"},
+        {function() local _ = ordo.where(a:gt(0), "x", a) end, "where", "x must be"},
+        {function() local _ = ordo.stack({}) end, "stack", "non-empty"},
+        {function() local _ = ordo.cat({a, 3}) end, "cat", "element 2"},
+        {function() local _ = a:expand_as(3) end, "expand_as", "tensor"},
+        {function() local _ = a:clamp() end, "clamp", "min and max"},
+        {function() local _ = ordo.tensor(1):softmax() end, "softmax", "scalar"},
+        {function() local _ = a:index_select(1, ordo.zeros({2, 2}, "int64")) end, "index_select", "1-D"},
+        {function() local _ = a:gather(2, ordo.ones({3, 3}, "int64")) end, "gather", "exceeds"},
+        {function() local _ = a:view("x") end, "view", "position 1"},
+        {function() local _ = a:select(1, 1.5) end, "select", "integer"},
+        {function() local _ = a:narrow(1, 1, "x") end, "narrow", "integers"},
+        {function() local _ = a:to() end, "to", "dtype or a device"},
+        {function() a:copy_("x") end, "copy_", "tensor"},
+        {function() local _ = a:masked_fill(a:gt(0), "v") end, "masked_fill", "number"},
+        {function() a:uniform_(2, 1) end, "uniform_", "low <= high"},
+        {function() local _ = a:div(a, "floor") end, "div", "rounding mode"},
+        {function() local _ = a:add(a, "x") end, "add", "alpha"},
+        {function() local _ = ordo.zeros({2}, "int32"):div(0, "trunc") end, "div", "division by zero"},
+        {function() local _ = ordo.Tensor.sum(nil) end, "sum", "self"},
+        {function() ordo.profiler.start(42) end, "profiler.start", "engine"},
+        {function() local _ = ordo.engine.new("x") end, "engine.new", "table"},
+        {function() ordo.engine.push(1, {a}, {a}) end, "push", "kernel name"},
+        {function() ordo.engine.push("add", {}, {}) end, "push", "at least one tensor"},
+        {function() ordo.engine.push("fill", {}, {a}, {"x"}) end, "push", "scalars[1]"},
+        {function() ordo.engine.default():close() end, "default engine"},
+    }
+    it("and names the function in the error", function()
+        for i, case in ipairs(cases) do
+            local ok, err = pcall(raises_here, case[1], unpack(case, 2))
+            assert(ok, "case " .. i .. ": " .. tostring(err))
+        end
+    end)
+end)
+
+describe("run-time failures raise at the wait that meets them", function()
+    local function failing()
+        local x = ordo.tensor({1, 2, 3}, {dtype = "int32"})
+        return x:div(ordo.tensor({1, 0, 1}, {dtype = "int32"}), "trunc")
+    end
+
+    it("at item, totable, print and wait_for_var, once, with the kernel's message", function()
+        for _, read in ipairs({
+            function(t) local v = t:sum():item() return v end,
+            function(t) local v = t:totable() return v end,
+            function(t) local v = tostring(t) return v end,
+            function(t) ordo.engine.wait_for_var(t) end,
+            function(t) t:wait() end,
+        }) do
+            local r = failing() -- pushed, returns at once: no error yet
+            local err = raises(function() local v = read(r) return v end, "div", "zero")
+            assert.truthy(err:find("tensor_errors_spec.lua:%d+:"), err)
+            -- reported once: the next wait on it passes, and the tensor is writable
+            r:fill_(7)
+            assert.same({7, 7, 7}, r:totable())
+            usable()
+        end
+    end)
+
+    it("ops depending on a failed op are skipped and pass the failure on", function()
+        local r = failing()
+        local s = (r + 1):mul(2)
+        raises(function() return s:totable() end, "div", "zero")
+        assert.same({2, 2, 2}, (r:fill_(0) + 1):mul(2):totable())
+        usable()
+    end)
+
+    it("wait_for_all reports a failure nobody waited for", function()
+        local _ = failing()
+        raises(function() ordo.engine.wait_for_all() end, "div", "zero")
+        ordo.engine.wait_for_all()
+        usable()
+    end)
+
+    it("the user's other data is untouched by a failure", function()
+        local good = ordo.arange(5)
+        local r = failing()
+        good:add_(1)
+        assert.same({1, 2, 3, 4, 5}, good:totable())
+        raises(function() return r:item() end, "item")
+        raises(function() return r:totable() end, "div")
+        usable()
+    end)
+end)

@@ -1,0 +1,77 @@
+-- Memory: storages live outside the Lua heap; the Lua GC is told about them
+-- (src/storage.c, ordo_storage_gc_due) so loops that drop big tensors run in
+-- bounded memory, and the bytes go only after the ops that use them.
+local ordo = require "ordo"
+
+local page = 4096
+local function rss_mb()
+    local f = io.open("/proc/self/statm")
+    if not f then return 0 end
+    local line = f:read("*l")
+    f:close()
+    local resident = tonumber(line:match("^%d+%s+(%d+)"))
+    return resident * page / 2 ^ 20
+end
+
+describe("storage memory", function()
+    it("100,000 tensors of 1 MB created and dropped run in bounded memory", function()
+        ordo.engine.wait_for_all()
+        collectgarbage()
+        local rss0 = rss_mb()
+        local live_max, rss_max = 0, 0
+        for i = 1, 100000 do
+            local t = ordo.empty({262144}) -- 1 MiB of float32
+            t:narrow(1, 1 + (i % 1000) * 256, 256):fill_(i) -- touch it through an op
+            if i % 1000 == 0 then
+                live_max = math.max(live_max, ordo.memory.live_bytes())
+                rss_max = math.max(rss_max, rss_mb())
+            end
+        end
+        ordo.engine.wait_for_all()
+        assert.is_true(live_max < 400 * 2 ^ 20, ("live storage reached %.0f MB"):format(live_max / 2 ^ 20))
+        assert.is_true(rss_max - rss0 < 400, ("RSS grew by %.0f MB"):format(rss_max - rss0))
+    end)
+
+    it("fully written 1 MB tensors and temporaries of ops stay bounded too", function()
+        ordo.engine.wait_for_all()
+        collectgarbage()
+        local rss0 = rss_mb()
+        local rss_max = 0
+        local a = ordo.ones({262144})
+        for i = 1, 3000 do
+            local b = ordo.ones({262144})
+            local c = (a + b) * 0.5
+            if i % 100 == 0 then rss_max = math.max(rss_max, rss_mb()) end
+            a = c
+        end
+        assert.equals(1, a:narrow(1, 7, 1):item())
+        assert.is_true(rss_max - rss0 < 400, ("RSS grew by %.0f MB"):format(rss_max - rss0))
+    end)
+
+    it("a dropped tensor's bytes are freed only after its pending ops", function()
+        local keep = ordo.zeros({4})
+        for _ = 1, 200 do
+            local tmp = ordo.ones({4096})
+            keep:add_(tmp:narrow(1, 1, 4))
+            tmp = nil
+            collectgarbage() -- the storage's last reference goes while add_ may be pending
+        end
+        assert.same({200, 200, 200, 200}, keep:totable())
+    end)
+
+    it("memory counters fall back after the tensors are gone", function()
+        ordo.engine.wait_for_all()
+        collectgarbage()
+        ordo.engine.wait_for_all()
+        local before = ordo.memory.live_bytes()
+        do
+            local ts = {}
+            for i = 1, 10 do ts[i] = ordo.zeros({1024, 256}) end
+            assert.is_true(ordo.memory.live_bytes() >= before + 10 * 2 ^ 20)
+        end
+        collectgarbage()
+        collectgarbage()
+        ordo.engine.wait_for_all()
+        assert.is_true(ordo.memory.live_bytes() <= before + 2 ^ 20)
+    end)
+end)

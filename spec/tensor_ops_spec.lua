@@ -1,0 +1,621 @@
+-- Every tensor op against a plain-Lua reference (spec/support/ref.lua) on
+-- random shapes: broadcasting, non-contiguous views, every dtype the op
+-- accepts, empty and one-element tensors.
+local ordo = require "ordo"
+local R = require "support.ref"
+local H = require "support.helpers"
+
+local DTYPES = R.DTYPES
+local ISFLOAT = R.ISFLOAT
+local floor = math.floor
+
+local function trunc(x) return x >= 0 and floor(x) or -floor(-x) end
+
+-- promotion of a dimensioned tensor with a Lua number (ordo's rule)
+local function scalar_result(dt, s)
+    if not ISFLOAT[dt] and s ~= floor(s) then return "float32" end
+    return dt
+end
+
+local BINARY = {
+    add = {f = function(x, y) return x + y end},
+    sub = {f = function(x, y) return x - y end},
+    mul = {f = function(x, y) return x * y end},
+    div = {f = function(x, y) return x / y end, float = true},
+    pow = {f = function(x, y) return x ^ y end, float = true, rtol = 1e-5},
+    maximum = {f = function(x, y) return x > y and x or y end},
+    minimum = {f = function(x, y) return x < y and x or y end},
+    eq = {f = function(x, y) return x == y and 1 or 0 end, cmp = true},
+    ne = {f = function(x, y) return x ~= y and 1 or 0 end, cmp = true},
+    lt = {f = function(x, y) return x < y and 1 or 0 end, cmp = true},
+    le = {f = function(x, y) return x <= y and 1 or 0 end, cmp = true},
+    gt = {f = function(x, y) return x > y and 1 or 0 end, cmp = true},
+    ge = {f = function(x, y) return x >= y and 1 or 0 end, cmp = true},
+}
+local BINARY_NAMES = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
+
+local function result_dtype(spec, dt)
+    if spec.cmp then return "uint8" end
+    if spec.float and not ISFLOAT[dt] then return "float32" end
+    return dt
+end
+
+-- pow on float32: the reference computes in double, the kernel in float
+local function tol_for(spec, dt)
+    if spec.rtol and dt == "float32" then return spec.rtol, 1e-5 end
+    return nil
+end
+
+describe("elementwise binary ops", function()
+    for _, name in ipairs(BINARY_NAMES) do
+        local spec = BINARY[name]
+        it(name .. " on every dtype, broadcast shapes and every layout", function()
+            math.randomseed(11)
+            for _, dt in ipairs(DTYPES) do
+                for _, layout in ipairs(H.LAYOUTS) do
+                    for _ = 1, 3 do
+                        local sa = H.rand_shape(3, 4, true)
+                        local sb = H.broadcast_partner(sa)
+                        if math.random() < 0.5 then sa, sb = sb, sa end
+                        local ra, rb = R.rand(sa, dt), R.rand(sb, dt)
+                        if spec.float and not ISFLOAT[dt] then
+                            -- keep integer pow/div away from 0 ** negative
+                            rb = R.map(rb, function(v) return v == 0 and 1 or v end)
+                        end
+                        local rdt = result_dtype(spec, dt)
+                        local fa = ISFLOAT[rdt] and R.map(ra, function(v) return v end, rdt) or ra
+                        local fb = ISFLOAT[rdt] and R.map(rb, function(v) return v end, rdt) or rb
+                        local ref = R.binary(fa, fb, spec.f, rdt)
+                        local a, b = H.make(ordo, ra, layout), H.make(ordo, rb, "contiguous")
+                        local rtol, atol = tol_for(spec, rdt)
+                        local what = ("%s %s %s %s and %s"):format(name, dt, layout, R.shape_str(sa), R.shape_str(sb))
+                        H.check(a[name](a, b), ref, rtol, atol, what)
+                        -- operand order swapped, the other one non-contiguous
+                        local a2, b2 = H.make(ordo, ra, "contiguous"), H.make(ordo, rb, layout)
+                        H.check(b2[name](b2, a2), R.binary(fb, fa, spec.f, rdt), rtol, atol, what .. " (swapped)")
+                    end
+                end
+            end
+        end)
+
+        it(name .. " with a number on either side", function()
+            math.randomseed(12)
+            for _, dt in ipairs(DTYPES) do
+                for _, s in ipairs({2, -1, 0.5}) do
+                    if not (dt == "uint8" and s < 0) then
+                        local shape = H.rand_shape(3, 4, true)
+                        local ra = R.rand(shape, dt)
+                        if spec.float and not ISFLOAT[dt] or name == "div" or name == "pow" then
+                            ra = R.map(ra, function(v) return v == 0 and 1 or v end)
+                        end
+                        local cdt = scalar_result(dt, s)
+                        local rdt = result_dtype(spec, cdt)
+                        local fa = R.map(ra, function(v) return v end, cdt)
+                        local a = H.make(ordo, ra, "transposed")
+                        local rtol, atol = tol_for(spec, rdt)
+                        local what = ("%s %s with %s"):format(name, dt, s)
+                        local sv = R.cast(s, cdt)
+                        H.check(a[name](a, s), R.map(fa, function(v) return spec.f(v, sv) end, rdt), rtol, atol, what)
+                        H.check(ordo[name](a, s), R.map(fa, function(v) return spec.f(v, sv) end, rdt), rtol, atol, what)
+                    end
+                end
+            end
+        end)
+    end
+
+    it("operators + - * / and unary - with tensors and numbers on either side", function()
+        math.randomseed(13)
+        local ra, rb = R.rand({2, 3}, "float32"), R.rand({3}, "float32")
+        local a, b = H.make(ordo, ra, "transposed"), H.make(ordo, rb, "narrowed")
+        H.check(a + b, R.binary(ra, rb, BINARY.add.f, "float32"))
+        H.check(a - b, R.binary(ra, rb, BINARY.sub.f, "float32"))
+        H.check(a * b, R.binary(ra, rb, BINARY.mul.f, "float32"))
+        H.check(a / b, R.binary(ra, rb, BINARY.div.f, "float32"))
+        H.check(2 + a, R.map(ra, function(v) return 2 + v end))
+        H.check(2 - a, R.map(ra, function(v) return 2 - v end))
+        H.check(a - 2, R.map(ra, function(v) return v - 2 end))
+        H.check(3 * a, R.map(ra, function(v) return 3 * v end))
+        H.check(3 / a, R.map(ra, function(v) return R.cast(3 / v, "float32") end))
+        H.check(a / 4, R.map(ra, function(v) return v / 4 end))
+        H.check(-a, R.map(ra, function(v) return -v end))
+        H.check(a ^ 2, R.map(ra, function(v) return v * v end), 1e-6, 1e-6)
+        H.check(2 ^ a, R.map(ra, function(v) return 2 ^ v end), 1e-5, 1e-6)
+    end)
+
+    it("integer division with rounding mode trunc", function()
+        local ra = R.new({2, 3}, {7, -7, 9, 0, 5, -3}, "int32")
+        local rb = R.new({3}, {2, 2, -4}, "int32")
+        local a, b = H.make(ordo, ra, "contiguous"), H.make(ordo, rb, "contiguous")
+        local f = function(x, y) return trunc(x / y) end
+        H.check(a:div(b, "trunc"), R.binary(ra, rb, f, "int32"))
+        H.check(a:div(2, "trunc"), R.map(ra, function(v) return trunc(v / 2) end))
+        local c = a:clone()
+        c:div_(b, "trunc")
+        H.check(c, R.binary(ra, rb, f, "int32"))
+        H.check(a / b, R.binary(ra, rb, function(x, y) return x / y end, "float32"))
+    end)
+
+    it("promotes mixed dtypes (uint8 < int32 < int64 < float32 < float64)", function()
+        math.randomseed(14)
+        for _, da in ipairs(DTYPES) do
+            for _, db in ipairs(DTYPES) do
+                local ra, rb = R.rand({2, 3}, da), R.rand({3}, db)
+                local a, b = H.make(ordo, ra, "contiguous"), H.make(ordo, rb, "contiguous")
+                local dt = H.promote(da, db)
+                local fa, fb = R.map(ra, function(v) return v end, dt), R.map(rb, function(v) return v end, dt)
+                H.check(a + b, R.binary(fa, fb, BINARY.add.f, dt), nil, nil, da .. "+" .. db)
+                H.check(a:mul(b), R.binary(fa, fb, BINARY.mul.f, dt), nil, nil, da .. "*" .. db)
+                H.check(a:lt(b), R.binary(fa, fb, BINARY.lt.f, "uint8"), nil, nil, da .. "<" .. db)
+                assert.equals(dt, ordo.result_type(a, b))
+            end
+        end
+        -- a 0-dim tensor does not raise the dtype within its kind, but a higher kind wins
+        assert.equals("float32", (ordo.ones({2}) + ordo.tensor(1, {dtype = "float64"})):dtype())
+        assert.equals("int32", (ordo.ones({2}, {dtype = "int32"}) + ordo.tensor(1, {dtype = "int64"})):dtype())
+        assert.equals("float64", (ordo.ones({2}, {dtype = "int32"}) + ordo.tensor(1, {dtype = "float64"})):dtype())
+        assert.equals("int32", (ordo.ones({2}, {dtype = "int32"}) + 2):dtype())
+        assert.equals("float32", (ordo.ones({2}, {dtype = "int32"}) + 2.5):dtype())
+        assert.equals("uint8", (ordo.ones({2}, {dtype = "uint8"}) * 3):dtype())
+    end)
+end)
+
+describe("in-place binary ops", function()
+    for _, name in ipairs({"add", "sub", "mul", "div", "pow", "maximum", "minimum"}) do
+        local spec = BINARY[name]
+        it(name .. "_ writes through every layout and broadcasts the operand", function()
+            math.randomseed(21)
+            for _, dt in ipairs(DTYPES) do
+                if not spec.float or ISFLOAT[dt] then
+                    for _, layout in ipairs(H.LAYOUTS) do
+                        local sa = H.rand_shape(3, 4, true)
+                        local sb = H.broadcast_partner(sa)
+                        local ra, rb = R.rand(sa, dt), R.rand(sb, dt)
+                        local a = H.make(ordo, ra, layout)
+                        local b = H.make(ordo, rb, "transposed")
+                        local r = a[name .. "_"](a, b)
+                        assert.equals(a, r)
+                        local rtol, atol = tol_for(spec, dt)
+                        H.check(a, R.binary(ra, rb, spec.f, dt), rtol, atol, name .. "_ " .. dt .. " " .. layout)
+                    end
+                end
+            end
+        end)
+    end
+
+    it("add_/sub_ take alpha, and numbers", function()
+        local ra, rb = R.rand({3, 2}, "float64"), R.rand({3, 2}, "float64")
+        local a, b = H.make(ordo, ra, "transposed"), H.make(ordo, rb, "contiguous")
+        a:add_(b, 2):sub_(1):mul_(3):sub_(b, -1)
+        H.check(a, R.binary(ra, rb, function(x, y) return ((x + 2 * y) - 1) * 3 + y end, "float64"))
+    end)
+
+    it("casts the operand to the in-place tensor's dtype", function()
+        local a = ordo.tensor({1.5, 2.5}, {dtype = "float32"})
+        a:add_(ordo.tensor({1, 2}, {dtype = "int64"}))
+        assert.same({2.5, 4.5}, a:totable())
+        local i = ordo.tensor({1, 2}, {dtype = "int32"})
+        i:add_(ordo.tensor({3, 4}, {dtype = "uint8"}))
+        assert.same({4, 6}, i:totable())
+    end)
+
+    it("reads an aliasing operand before writing (a:add_(a:t()), a:add_(a:narrow(...)))", function()
+        local ra = R.rand({3, 3}, "float64")
+        local a = H.make(ordo, ra, "contiguous")
+        a:add_(a:t())
+        H.check(a, R.binary(ra, R.transpose(ra, 1, 2), BINARY.add.f, "float64"))
+        local rb = R.rand({4, 3}, "float64")
+        local b = H.make(ordo, rb, "contiguous")
+        b:add_(b:narrow(1, 1, 1))
+        H.check(b, R.binary(rb, R.narrow(rb, 1, 1, 1), BINARY.add.f, "float64"))
+        local c = ordo.arange(6, {dtype = "float64"})
+        c:narrow(1, 2, 5):copy_(c:narrow(1, 1, 5))
+        assert.same({0, 0, 1, 2, 3, 4}, c:totable())
+    end)
+end)
+
+local UNARY = {
+    neg = {f = function(x) return -x end, dtypes = {"float32", "float64", "int32", "int64"}},
+    abs = {f = math.abs, dtypes = DTYPES},
+    relu = {f = function(x) return x > 0 and x or 0 end, dtypes = DTYPES},
+    exp = {f = math.exp, float = true},
+    log = {f = function(x) return x > 0 and math.log(x) or (x == 0 and -math.huge or 0 / 0) end, float = true},
+    sqrt = {f = function(x) return x >= 0 and math.sqrt(x) or 0 / 0 end, float = true},
+    tanh = {f = function(x)
+        local e = math.exp(2 * x)
+        return (e - 1) / (e + 1)
+    end, float = true},
+    sigmoid = {f = function(x) return 1 / (1 + math.exp(-x)) end, float = true},
+}
+local UNARY_NAMES = {"neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid"}
+
+describe("elementwise unary ops", function()
+    for _, name in ipairs(UNARY_NAMES) do
+        local spec = UNARY[name]
+        it(name .. " on every dtype it accepts and every layout, in and out of place", function()
+            math.randomseed(31)
+            for _, dt in ipairs(spec.dtypes or DTYPES) do
+                for _, layout in ipairs(H.LAYOUTS) do
+                    local shape = H.rand_shape(3, 5, true)
+                    local ra = R.rand(shape, dt)
+                    local rdt = (spec.float and not ISFLOAT[dt]) and "float32" or dt
+                    local fa = R.map(ra, function(v) return v end, rdt)
+                    local ref = R.map(fa, spec.f, rdt)
+                    local rtol = rdt == "float32" and 2e-6 or 1e-12
+                    local a = H.make(ordo, ra, layout)
+                    H.check(a[name](a), ref, rtol, 1e-7, name .. " " .. dt .. " " .. layout)
+                    H.check(ordo[name](a), ref, rtol, 1e-7, name .. " " .. dt .. " " .. layout)
+                    if rdt == dt then
+                        a[name .. "_"](a)
+                        H.check(a, ref, rtol, 1e-7, name .. "_ " .. dt .. " " .. layout)
+                    end
+                end
+            end
+        end)
+    end
+
+    it("clamp and clamp_", function()
+        local ra = R.rand({4, 3}, "float32")
+        local a = H.make(ordo, ra, "transposed")
+        local f = function(v) return math.min(math.max(v, -1), 0.5) end
+        H.check(a:clamp(-1, 0.5), R.map(ra, f))
+        H.check(a:clamp(nil, 0.5), R.map(ra, function(v) return math.min(v, 0.5) end))
+        a:clamp_(-1, 0.5)
+        H.check(a, R.map(ra, f))
+    end)
+end)
+
+describe("reductions", function()
+    local function check_reduce(name, reff, dtypes, out_dtype)
+        it(name .. " over all and over each dim, keepdim or not, every layout", function()
+            math.randomseed(41)
+            for _, dt in ipairs(dtypes) do
+                for _, layout in ipairs(H.LAYOUTS) do
+                    local shape = H.rand_shape(3, 5, false)
+                    local ra = R.rand(shape, dt)
+                    local odt = out_dtype(dt)
+                    local fa = R.map(ra, function(v) return v end, ISFLOAT[odt] and odt or dt)
+                    local a = H.make(ordo, ra, layout)
+                    local rtol = odt == "float32" and 1e-5 or 1e-12
+                    H.check(a[name](a), reff(fa, nil, odt, false), rtol, 1e-5, name .. " " .. dt)
+                    for d = 1, #shape do
+                        for _, keep in ipairs({false, true}) do
+                            local got = a[name](a, d, keep)
+                            H.check(got, reff(fa, d, odt, keep), rtol, 1e-5,
+                                    ("%s(%d, %s) %s %s %s"):format(name, d, tostring(keep), dt, layout, R.shape_str(shape)))
+                        end
+                        H.check(a[name](a, d - #shape - 1), reff(fa, d, odt, false), rtol, 1e-5, name .. " negative dim")
+                    end
+                end
+            end
+        end)
+    end
+    check_reduce("sum", function(r, d, odt, k) return R.sum(r, d, odt, k) end, DTYPES,
+                 function(dt) return ISFLOAT[dt] and dt or "int64" end)
+    check_reduce("mean", function(r, d, odt, k) return R.mean(r, d, odt, k) end, DTYPES,
+                 function(dt) return ISFLOAT[dt] and dt or "float32" end)
+    check_reduce("max", function(r, d, _, k) return R.max(r, d, k) end, DTYPES, function(dt) return dt end)
+    check_reduce("min", function(r, d, _, k) return R.min(r, d, k) end, DTYPES, function(dt) return dt end)
+    check_reduce("argmax", function(r, d, _, k) return R.argmax(r, d, k) end, DTYPES, function() return "int64" end)
+    check_reduce("argmin", function(r, d, _, k) return R.argmin(r, d, k) end, DTYPES, function() return "int64" end)
+
+    it("max(dim) and min(dim) return values and indices (from 1)", function()
+        local a = ordo.tensor({{1, 5, 2}, {7, 0, 7}})
+        local v, i = a:max(2)
+        assert.same({5, 7}, v:totable())
+        assert.same({2, 1}, i:totable())
+        assert.equals("int64", i:dtype())
+        v, i = a:min(1)
+        assert.same({1, 0, 2}, v:totable())
+        assert.same({1, 2, 1}, i:totable())
+        assert.equals(4, a:argmax():item())
+        assert.equals(7, a:max():item())
+    end)
+
+    it("sum and mean of empty tensors; one-element tensors", function()
+        assert.equals(0, ordo.zeros({0, 3}):sum():item())
+        assert.same({0, 0, 0}, ordo.zeros({0, 3}):sum(1):totable())
+        local one = ordo.tensor({{4.5}})
+        assert.equals(4.5, one:sum():item())
+        assert.equals(4.5, one:mean(2):item())
+        assert.equals(4.5, one:max():item())
+        assert.equals(1, one:argmax():item())
+        assert.equals(3.5, ordo.tensor(3.5):sum():item())
+    end)
+end)
+
+describe("softmax and log_softmax", function()
+    for _, name in ipairs({"softmax", "log_softmax"}) do
+        it(name .. " along every dim, float dtypes, every layout", function()
+            math.randomseed(51)
+            for _, dt in ipairs({"float32", "float64", "int32"}) do
+                for _, layout in ipairs(H.LAYOUTS) do
+                    local shape = H.rand_shape(3, 5, false)
+                    if #shape == 0 then shape = {3} end
+                    local ra = R.rand(shape, dt)
+                    local rdt = ISFLOAT[dt] and dt or "float32"
+                    local fa = R.map(ra, function(v) return v end, rdt)
+                    local a = H.make(ordo, ra, layout)
+                    for d = 1, #shape do
+                        H.check(a[name](a, d), R.softmax(fa, d, name == "log_softmax"), rdt == "float32" and 1e-5 or 1e-12,
+                                1e-6, name .. " " .. dt .. " " .. layout .. " dim " .. d)
+                    end
+                    H.check(a[name](a), R.softmax(fa, #shape, name == "log_softmax"), rdt == "float32" and 1e-5 or 1e-12, 1e-6)
+                end
+            end
+        end)
+    end
+    it("is stable for large inputs", function()
+        local a = ordo.tensor({1000, 1001, 1002}, {dtype = "float64"})
+        local s = a:softmax(1):totable()
+        assert.is_true(math.abs(s[3] - 0.6652409557748219) < 1e-12)
+    end)
+end)
+
+describe("matmul", function()
+    it("2-D on every dtype and layout", function()
+        math.randomseed(61)
+        for _, dt in ipairs(DTYPES) do
+            for _, layout in ipairs(H.LAYOUTS) do
+                local m, k, n = math.random(1, 5), math.random(1, 5), math.random(1, 5)
+                local ra, rb = R.rand({m, k}, dt), R.rand({k, n}, dt)
+                local a, b = H.make(ordo, ra, layout), H.make(ordo, rb, layout)
+                local rtol = dt == "float32" and 1e-5 or 1e-12
+                H.check(a:matmul(b), R.matmul(ra, rb, dt), rtol, 1e-5, "matmul " .. dt .. " " .. layout)
+                H.check(ordo.matmul(a, b), R.matmul(ra, rb, dt), rtol, 1e-5)
+            end
+        end
+    end)
+
+    it("batched 3-D, and a 2-D operand broadcast over the batch", function()
+        math.randomseed(62)
+        for _, dt in ipairs({"float32", "float64", "int64"}) do
+            for _, layout in ipairs(H.LAYOUTS) do
+                local bs, m, k, n = math.random(1, 4), math.random(1, 4), math.random(1, 4), math.random(1, 4)
+                local ra, rb = R.rand({bs, m, k}, dt), R.rand({bs, k, n}, dt)
+                local a, b = H.make(ordo, ra, layout), H.make(ordo, rb, layout)
+                local rtol = dt == "float32" and 1e-5 or 1e-12
+                H.check(a:matmul(b), R.matmul(ra, rb, dt), rtol, 1e-5, "bmm " .. dt .. " " .. layout)
+                local r2 = R.rand({k, n}, dt)
+                local b2 = H.make(ordo, r2, layout)
+                local rep = {}
+                for _ = 1, bs do rep[#rep + 1] = r2 end
+                local stacked = R.new({bs, k, n}, {}, dt)
+                for q = 1, bs do for i = 1, k * n do stacked.data[(q - 1) * k * n + i] = r2.data[i] end end
+                H.check(a:matmul(b2), R.matmul(ra, stacked, dt), rtol, 1e-5, "bmm with 2-D")
+            end
+        end
+    end)
+
+    it("1-D operands (vector products) and mixed dtypes", function()
+        local v = ordo.tensor({1, 2, 3})
+        local m = ordo.tensor({{1, 0}, {0, 1}, {1, 1}})
+        assert.equals(14, v:matmul(v):item())
+        assert.same({4, 5}, v:matmul(m):totable())
+        assert.same({1, 2, 3}, m:matmul(ordo.tensor({1, 2})):totable())
+        local md = ordo.tensor({{1, 2}, {3, 4}}, {dtype = "float64"})
+        local mi = ordo.tensor({{1, 1}, {1, 1}}, {dtype = "int32"})
+        local r = md:matmul(mi)
+        assert.equals("float64", r:dtype())
+        assert.same({{3, 3}, {7, 7}}, r:totable())
+    end)
+
+    it("empty inner and outer dims", function()
+        assert.same({{0, 0}, {0, 0}}, ordo.zeros({2, 0}):matmul(ordo.zeros({0, 2})):totable())
+        assert.same({2, 0}, ordo.zeros({2, 3}):matmul(ordo.zeros({3, 0})):shape())
+    end)
+end)
+
+describe("indexing", function()
+    it("gather along every dim, every dtype (indices from 1)", function()
+        math.randomseed(71)
+        for _, dt in ipairs(DTYPES) do
+            for _, layout in ipairs(H.LAYOUTS) do
+                local shape = {math.random(1, 4), math.random(1, 4), math.random(1, 3)}
+                local ra = R.rand(shape, dt)
+                local a = H.make(ordo, ra, layout)
+                for d = 1, 3 do
+                    local ishape = R.copy_shape(shape)
+                    ishape[d] = math.random(1, 5)
+                    local idata = {}
+                    for i = 1, R.numel(ishape) do idata[i] = math.random(1, shape[d]) end
+                    local ri = R.new(ishape, idata, "int64")
+                    local idx = H.make(ordo, ri, layout)
+                    H.check(a:gather(d, idx), R.gather(ra, d, ri), nil, nil, "gather " .. dt .. " dim " .. d)
+                end
+            end
+        end
+    end)
+
+    it("index_select along every dim with a tensor or a table of indices", function()
+        math.randomseed(72)
+        for _, dt in ipairs(DTYPES) do
+            local shape = {3, 4, 2}
+            local ra = R.rand(shape, dt)
+            local a = H.make(ordo, ra, "transposed")
+            for d = 1, 3 do
+                local list = {}
+                for i = 1, math.random(0, 5) do list[i] = math.random(1, shape[d]) end
+                H.check(a:index_select(d, list), R.index_select(ra, d, list), nil, nil, "index_select " .. dt)
+                if #list > 0 then
+                    local t = ordo.tensor(list, {dtype = "int32"})
+                    H.check(a:index_select(d, t), R.index_select(ra, d, list), nil, nil, "index_select int32 index")
+                end
+            end
+        end
+    end)
+
+    it("an out-of-range index fails at the wait, and the engine carries on", function()
+        local a = ordo.tensor({1, 2, 3})
+        local r = a:index_select(1, {4})
+        local ok, err = pcall(function() return r:totable() end)
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("index_select"))
+        assert.same({2, 3}, a:index_select(1, {2, 3}):totable())
+        local g = a:gather(1, ordo.tensor({0}, {dtype = "int64"}))
+        assert.is_false(pcall(function() return g:item() end))
+        assert.same({1, 2, 3}, a:totable())
+    end)
+end)
+
+describe("where and masked_fill", function()
+    it("where broadcasts condition, x and y; numbers allowed", function()
+        math.randomseed(81)
+        for _, dt in ipairs(DTYPES) do
+            local sa = {3, 4}
+            local rc = R.rand({4}, "uint8")
+            rc = R.map(rc, function(v) return v % 2 end)
+            local rx, ry = R.rand(sa, dt), R.rand({3, 1}, dt)
+            local c, x, y = H.make(ordo, rc, "narrowed"), H.make(ordo, rx, "transposed"), H.make(ordo, ry, "contiguous")
+            local f = function(cv, xv, yv) return cv ~= 0 and xv or yv end
+            H.check(ordo.where(c, x, y), R.nary({rc, rx, ry}, f, dt), nil, nil, "where " .. dt)
+            H.check(x:where(c, y), R.nary({rc, rx, ry}, f, dt))
+            local cx = x:gt(0)
+            H.check(ordo.where(cx, x, 0), R.map(rx, function(v) return v > 0 and v or 0 end, dt))
+        end
+    end)
+
+    it("masked_fill and masked_fill_ with a broadcast mask, every dtype", function()
+        math.randomseed(82)
+        for _, dt in ipairs(DTYPES) do
+            for _, layout in ipairs(H.LAYOUTS) do
+                local rx = R.rand({3, 4}, dt)
+                local rm = R.map(R.rand({4}, "uint8"), function(v) return v % 2 end)
+                local x, m = H.make(ordo, rx, layout), H.make(ordo, rm, "contiguous")
+                local ref = R.nary({rx, rm}, function(xv, mv) return mv ~= 0 and 5 or xv end, dt)
+                H.check(x:masked_fill(m, 5), ref, nil, nil, "masked_fill " .. dt .. " " .. layout)
+                x:masked_fill_(m, 5)
+                H.check(x, ref, nil, nil, "masked_fill_ " .. dt .. " " .. layout)
+            end
+        end
+    end)
+end)
+
+describe("cat and stack", function()
+    it("cat along every dim with mixed dtypes and layouts", function()
+        math.randomseed(91)
+        for d = 1, 3 do
+            local shape = {2, 3, 2}
+            local parts, refs = {}, {}
+            local dt = "uint8"
+            for i = 1, 3 do
+                local s = R.copy_shape(shape)
+                s[d] = math.random(0, 3)
+                local pdt = DTYPES[math.random(1, #DTYPES)]
+                local r = R.rand(s, pdt)
+                refs[i] = r
+                parts[i] = H.make(ordo, r, H.LAYOUTS[i])
+                dt = H.promote(dt, pdt)
+            end
+            H.check(ordo.cat(parts, d), R.cat(refs, d, dt), nil, nil, "cat dim " .. d)
+        end
+    end)
+
+    it("stack adds a dim", function()
+        local a, b = ordo.tensor({1, 2}), ordo.tensor({3, 4})
+        assert.same({{1, 2}, {3, 4}}, ordo.stack({a, b}):totable())
+        assert.same({{1, 3}, {2, 4}}, ordo.stack({a, b}, 2):totable())
+    end)
+end)
+
+describe("copies and casts", function()
+    it("to(dtype) between every pair of dtypes, every layout", function()
+        math.randomseed(101)
+        for _, from in ipairs(DTYPES) do
+            for _, to in ipairs(DTYPES) do
+                for _, layout in ipairs(H.LAYOUTS) do
+                    local r = R.rand({3, 2}, from)
+                    if to == "uint8" then r = R.map(r, math.abs) end -- negative -> uint8 is not portable
+                    local t = H.make(ordo, r, layout)
+                    local c = t:to(to)
+                    H.check(c, R.map(r, function(v) return v end, to), nil, nil, from .. " -> " .. to)
+                    if from == to then assert.equals(t, c) end
+                end
+            end
+        end
+        local t = ordo.tensor({1.7, -2.7})
+        assert.same({1, -2}, t:int():totable())
+        assert.equals("float64", t:double():dtype())
+        assert.equals("int64", t:long():dtype())
+        assert.equals("uint8", t:abs():byte():dtype())
+        assert.equals("float32", t:int():float():dtype())
+    end)
+
+    it("copy_ broadcasts and casts; fill_, zero_, clone, contiguous", function()
+        local a = ordo.zeros({2, 3}, {dtype = "int32"})
+        a:copy_(ordo.tensor({1.9, 2.1, -3.5}, {dtype = "float64"}))
+        assert.same({{1, 2, -3}, {1, 2, -3}}, a:totable())
+        a:t():copy_({{1, 2}, {3, 4}, {5, 6}})
+        assert.same({{1, 3, 5}, {2, 4, 6}}, a:totable())
+        a:narrow(2, 2, 2):fill_(9)
+        assert.same({{1, 9, 9}, {2, 9, 9}}, a:totable())
+        local b = a:t():clone()
+        assert.is_true(b:is_contiguous())
+        a:zero_()
+        assert.same({{1, 2}, {9, 9}, {9, 9}}, b:totable())
+        assert.same({{0, 0, 0}, {0, 0, 0}}, a:totable())
+        local t = a:t()
+        assert.is_false(t:is_contiguous())
+        assert.is_true(t:contiguous():is_contiguous())
+        assert.equals(a, a:contiguous())
+    end)
+
+    it("arange, full, zeros, ones on every dtype", function()
+        for _, dt in ipairs(DTYPES) do
+            assert.same({0, 1, 2, 3}, ordo.arange(4, {dtype = dt}):totable())
+            assert.same({2, 4, 6}, ordo.arange(2, 8, 2, {dtype = dt}):totable())
+            assert.same({{7, 7}}, ordo.full({1, 2}, 7, {dtype = dt}):totable())
+            assert.same({0, 0}, ordo.zeros({2}, {dtype = dt}):totable())
+            assert.same({1, 1}, ordo.ones(2, {dtype = dt}):totable())
+            assert.equals(dt, ordo.ones(2, {dtype = dt}):dtype())
+        end
+        assert.same({1, 0.5, 0}, ordo.arange(1, -0.25, -0.5, {dtype = "float64"}):totable())
+        assert.same({}, ordo.arange(0):totable())
+        assert.same({3}, ordo.arange(3, 3.5):totable())
+    end)
+end)
+
+describe("random numbers", function()
+    it("manual_seed makes rand, randn and bernoulli reproducible", function()
+        ordo.manual_seed(123)
+        local a, b, c = ordo.rand({100}), ordo.randn({3, 3}), ordo.bernoulli({50}, 0.3)
+        ordo.manual_seed(123)
+        local a2, b2, c2 = ordo.rand({100}), ordo.randn({3, 3}), ordo.bernoulli({50}, 0.3)
+        assert.same(a:totable(), a2:totable())
+        assert.same(b:totable(), b2:totable())
+        assert.same(c:totable(), c2:totable())
+        ordo.manual_seed(124)
+        assert.are_not.same(a:totable(), ordo.rand({100}):totable())
+    end)
+
+    it("uniform_ stays in [low, high); normal_ has the asked mean and std; bernoulli_ the asked p", function()
+        ordo.manual_seed(7)
+        local n = 20000
+        local u = ordo.empty({n}, {dtype = "float64"}):uniform_(-2, 3)
+        local lo, hi = u:min():item(), u:max():item()
+        assert.is_true(lo >= -2 and hi < 3)
+        assert.is_true(math.abs(u:mean():item() - 0.5) < 0.05)
+        local g = ordo.empty({n}):normal_(1, 2)
+        local m = g:mean():item()
+        local sd = math.sqrt(((g - m) * (g - m)):mean():item())
+        assert.is_true(math.abs(m - 1) < 0.05, "mean " .. m)
+        assert.is_true(math.abs(sd - 2) < 0.05, "std " .. sd)
+        for _, dt in ipairs(DTYPES) do
+            local b = ordo.empty({n}, {dtype = dt}):bernoulli_(0.25)
+            local p = b:double():mean():item()
+            assert.is_true(math.abs(p - 0.25) < 0.02, dt .. " p " .. p)
+            assert.equals(n, (b:eq(0) + b:eq(1)):sum():item())
+        end
+        local r = ordo.randn({2, 3}, {dtype = "float64"})
+        assert.equals("float64", r:dtype())
+        -- into a non-contiguous view: only the view's elements change
+        local base = ordo.zeros({4, 4})
+        base:t():narrow(1, 2, 2):uniform_(1, 2)
+        local tb = base:totable()
+        for i = 1, 4 do
+            for j = 1, 4 do
+                local inside = (j == 2 or j == 3)
+                assert.is_true(inside == (tb[i][j] >= 1), "element " .. i .. "," .. j)
+            end
+        end
+    end)
+end)
