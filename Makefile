@@ -46,7 +46,7 @@ endif
 TEST_SRC := $(wildcard spec/native/test_*.c)
 TEST_BIN := $(patsubst spec/native/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all deps test test-native check valgrind bench clean
+.PHONY: all deps test test-native check check-tsan check-asan valgrind bench clean
 all: $(BUILD)/libordo.so $(BUILD)/libordo.a
 
 # Objects depend on the flags they were built with, so switching CUDA=0/1 or
@@ -83,8 +83,10 @@ test: deps
 	@bash spec/run_tests.sh $(BUILD)/tests
 
 # Sanitizer builds go to their own folders so they never mix with the release build.
-check:
+check: check-tsan check-asan
+check-tsan:
 	$(MAKE) BUILD=build/tsan OPT=-O1 SANFLAGS=-fsanitize=thread CUDA=0 test-native
+check-asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CUDA=0 test-native
 
 valgrind: $(TEST_BIN)
