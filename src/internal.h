@@ -164,16 +164,17 @@ struct op {
 /* ---- ready queues, pools and workers (sched.c) ----------------------- */
 
 typedef struct ready_queue {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    spin_lock lock;            /* guards the FIFO and the heap: a few pointer moves */
     op *fifo_head, *fifo_tail; /* priority 0, in push order */
     op **heap;                 /* other priorities: max-heap on (priority, -seq) */
     int heap_n, heap_cap;
     atomic_int size;
     atomic_int heap_size;
     atomic_int spinners;
-    int sleepers;
-    bool stop;
+    atomic_int sleepers;       /* workers asleep (or about to be) on cv */
+    atomic_bool stop;
+    pthread_mutex_t sleep_mu;  /* only for sleeping and waking */
+    pthread_cond_t cv;
 } ready_queue;
 
 enum pool_kind { POOL_CPU, POOL_CPU_PRIORITY, POOL_GPU, POOL_GPU_COPY, POOL_GPU_PRIORITY, POOL_SHARED, POOL_SHARED_COPY };

@@ -84,21 +84,28 @@ static op *heap_pop(ready_queue *q) {
 
 static void queue_init(ready_queue *q) {
     memset(q, 0, sizeof *q);
-    pthread_mutex_init(&q->mu, NULL);
+    atomic_init(&q->lock.v, 0);
+    pthread_mutex_init(&q->sleep_mu, NULL);
     pthread_cond_init(&q->cv, NULL);
     atomic_init(&q->size, 0);
     atomic_init(&q->heap_size, 0);
     atomic_init(&q->spinners, 0);
+    atomic_init(&q->sleepers, 0);
+    atomic_init(&q->stop, false);
 }
 
 static void queue_fini(ready_queue *q) {
     free(q->heap);
-    pthread_mutex_destroy(&q->mu);
+    pthread_mutex_destroy(&q->sleep_mu);
     pthread_cond_destroy(&q->cv);
 }
 
+/* The queue itself takes a spin lock, held for a few pointer moves: a mutex
+ * here turned every collision between the pusher and a worker into futex
+ * system calls.  The mutex and condition variable are only for workers that
+ * found nothing and go to sleep. */
 void queue_push(ready_queue *q, op *o) {
-    pthread_mutex_lock(&q->mu);
+    spin_lock_acquire(&q->lock);
     if (o->priority == 0) {
         o->next = NULL;
         if (q->fifo_tail) q->fifo_tail->next = o;
@@ -108,9 +115,15 @@ void queue_push(ready_queue *q, op *o) {
         heap_push(q, o);
         atomic_store_explicit(&q->heap_size, q->heap_n, memory_order_relaxed);
     }
-    atomic_fetch_add_explicit(&q->size, 1, memory_order_release);
-    if (q->sleepers > 0) pthread_cond_signal(&q->cv);
-    pthread_mutex_unlock(&q->mu);
+    atomic_fetch_add(&q->size, 1);
+    spin_lock_release(&q->lock);
+    /* Pairs with the sleeper's sleepers++ then size check (both seq_cst):
+     * either it sees this op, or we see it and wake it. */
+    if (atomic_load(&q->sleepers) > 0) {
+        pthread_mutex_lock(&q->sleep_mu);
+        pthread_cond_signal(&q->cv);
+        pthread_mutex_unlock(&q->sleep_mu);
+    }
 }
 
 static op *queue_take_locked(ready_queue *q) {
@@ -174,15 +187,18 @@ static int queue_pop(ready_queue *q, uint64_t spin_ns, op **out, int max, int nw
         }
         atomic_fetch_sub(&q->spinners, 1);
     }
-    pthread_mutex_lock(&q->mu);
-    int n;
-    while (!(n = queue_take_batch_locked(q, out, max, nworkers)) && !q->stop) {
-        q->sleepers++;
-        pthread_cond_wait(&q->cv, &q->mu);
-        q->sleepers--;
+    for (;;) {
+        spin_lock_acquire(&q->lock);
+        int n = queue_take_batch_locked(q, out, max, nworkers);
+        spin_lock_release(&q->lock);
+        if (n) return n;
+        pthread_mutex_lock(&q->sleep_mu);
+        atomic_fetch_add(&q->sleepers, 1);
+        while (atomic_load(&q->size) == 0 && !atomic_load(&q->stop)) pthread_cond_wait(&q->cv, &q->sleep_mu);
+        atomic_fetch_sub(&q->sleepers, 1);
+        pthread_mutex_unlock(&q->sleep_mu);
+        if (atomic_load(&q->size) == 0 && atomic_load(&q->stop)) return 0;
     }
-    pthread_mutex_unlock(&q->mu);
-    return n;
 }
 
 /* ---- running ops ------------------------------------------------------ */
@@ -467,10 +483,10 @@ int pool_start(ordo_engine *e, pool *p, enum pool_kind kind, ordo_ctx ctx, int n
 
 /* Called once nothing is pending: workers find nothing and exit. */
 void pool_signal_stop(pool *p) {
-    pthread_mutex_lock(&p->q.mu);
-    p->q.stop = true;
+    pthread_mutex_lock(&p->q.sleep_mu);
+    atomic_store(&p->q.stop, true);
     pthread_cond_broadcast(&p->q.cv);
-    pthread_mutex_unlock(&p->q.mu);
+    pthread_mutex_unlock(&p->q.sleep_mu);
 }
 
 void pool_join(pool *p) {
