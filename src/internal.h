@@ -211,6 +211,7 @@ void pool_signal_stop(pool *p);
 void pool_join(pool *p);
 void pool_free(pool *p); /* after every pool was joined */
 void queue_push(ready_queue *q, op *o);
+op  *queue_take_fifo(ready_queue *q);
 
 /* Runs a ready op and everything it makes ready that may run here. */
 void run_ready(ordo_engine *e, op *o);

@@ -71,10 +71,11 @@ typedef struct ordo_engine_config {
     int max_inflight;         /* pending ops before push blocks; env ORDO_MAX_INFLIGHT (8192) */
     int spin_us;              /* how long an idle worker spins before sleeping; env ORDO_SPIN_US (50) */
     int profiler_autostart;   /* env ORDO_PROFILER_AUTOSTART=1 */
-    /* When more than this many ready ops per worker wait in a CPU pool's
-     * queue, push runs a ready priority-0 op itself instead of queueing it
-     * (a pusher that far ahead gains nothing by queueing; libgomp does the
-     * same).  env ORDO_PUSH_INLINE_AFTER (64); negative: never. */
+    /* When this many ready ops per worker wait in a CPU pool's queue, push
+     * runs a ready priority-0 op itself instead of queueing it, and a push
+     * held by backpressure runs queued priority-0 ops instead of sleeping (a
+     * pusher that far ahead gains nothing by waiting; libgomp does the same).
+     * env ORDO_PUSH_INLINE_AFTER (64); negative: never. */
     int push_inline_after;
 } ordo_engine_config;
 

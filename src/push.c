@@ -177,6 +177,20 @@ static bool pool_saturated(ordo_engine *e, const op *o) {
            atomic_load_explicit(&p->q.heap_size, memory_order_relaxed) == 0;
 }
 
+/* Blocks a pusher that is max_inflight ops ahead until the engine is back
+ * at the low mark (rule 9).  Meanwhile, when pushes may run ops themselves
+ * (push_inline_after), it runs ready priority-0 ops of the pool it pushes to
+ * instead of sleeping: a pusher that far ahead has nothing better to do. */
+static void backpressure(ordo_engine *e, pool *p) {
+    bool may_help = e->cfg.push_inline_after > 0 && p && (p->kind == POOL_CPU || p->kind == POOL_SHARED);
+    while (may_help && engine_pending(e) > e->low_mark) {
+        op *o = queue_take_fifo(&p->q);
+        if (!o) break;
+        run_ready(e, o);
+    }
+    engine_wait_pending(e, e->low_mark);
+}
+
 /* Appends o's nodes to its vars, atomically over all of them, and runs or
  * queues o if it is ready at once.  On error nothing was appended. */
 int push_prepared(ordo_engine *e, op *o, const char *fn) {
@@ -190,7 +204,7 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
         if (pushed - atomic_load_explicit(&e->retired_seen, memory_order_relaxed) >= e->cfg.max_inflight) {
             long pending = engine_pending(e);
             atomic_store_explicit(&e->retired_seen, pushed - pending, memory_order_relaxed);
-            if (pending >= e->cfg.max_inflight) engine_wait_pending(e, e->low_mark);
+            if (pending >= e->cfg.max_inflight) backpressure(e, o->pool);
         }
     }
 

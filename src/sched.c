@@ -126,6 +126,22 @@ void queue_push(ready_queue *q, op *o) {
     }
 }
 
+/* One priority-0 op, or NULL when there is none or a prioritised op waits
+ * (it must run first: rule 10). */
+op *queue_take_fifo(ready_queue *q) {
+    if (atomic_load_explicit(&q->size, memory_order_relaxed) == 0) return NULL;
+    op *o = NULL;
+    spin_lock_acquire(&q->lock);
+    if (q->heap_n == 0 && q->fifo_head) {
+        o = q->fifo_head;
+        q->fifo_head = o->next;
+        if (!q->fifo_head) q->fifo_tail = NULL;
+        atomic_fetch_sub(&q->size, 1);
+    }
+    spin_lock_release(&q->lock);
+    return o;
+}
+
 static op *queue_take_locked(ready_queue *q) {
     op *o;
     if (q->heap_n > 0 && (q->heap[0]->priority > 0 || !q->fifo_head)) {

@@ -115,6 +115,56 @@ static void test_saturation_keeps_order(void) {
     free(ps);
 }
 
+/* A pusher held by backpressure runs queued ops instead of sleeping: with
+ * the only worker gated, 1000 ops still all run before the gate opens. */
+static void test_backpressure_pusher_helps(void) {
+    ordo_engine_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = ORDO_ENGINE_PER_DEVICE;
+    c.cpu_workers = 1;
+    c.max_inflight = 100;
+    c.push_inline_after = 100000; /* no inline runs at push: only backpressure helps */
+    ordo_engine *e = ordo_engine_create(&c);
+    CHECK(e != NULL);
+    if (!e) return;
+    gate_t g;
+    gate_init(&g);
+    ordo_var *gv = ordo_new_variable(e);
+    CHECK_EQ_LONG(ordo_push_sync(e, gate_op, &g, NULL, cpu_ctx(0), NULL, 0, &gv, 1, 0, 0, "gate"), 0);
+    sleep_ms(20);
+    where_counts w;
+    atomic_init(&w.on_pusher, 0);
+    atomic_init(&w.on_worker, 0);
+    double t0 = now_s();
+    for (int i = 0; i < 1000; i++)
+        CHECK_EQ_LONG(ordo_push_sync(e, record_where, &w, NULL, cpu_ctx(0), NULL, 0, NULL, 0, 0, 0, "x"), 0);
+    double took = now_s() - t0;
+    int pusher = atomic_load(&w.on_pusher);
+    CHECK_MSG(pusher >= 1000 - 100, "%d of 1000 ran on the pusher", pusher);
+    CHECK_MSG(took < GATE_MAX_S / 2, "pushing took %.1f s: the pusher slept behind the gate", took);
+    CHECK(ordo_engine_pending(e) <= 101);
+    gate_open(&g);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&w.on_pusher) + atomic_load(&w.on_worker), 1000);
+    ordo_engine_destroy(e);
+
+    /* Disabled: nothing runs on the pusher; it waits for the worker. */
+    c.push_inline_after = -1;
+    e = ordo_engine_create(&c);
+    gate_init(&g);
+    gv = ordo_new_variable(e);
+    CHECK_EQ_LONG(ordo_push_sync(e, gate_op, &g, NULL, cpu_ctx(0), NULL, 0, &gv, 1, 0, 0, "gate"), 0);
+    gate_timer_t t;
+    gate_open_later(&t, &g, 200);
+    atomic_init(&w.on_pusher, 0);
+    for (int i = 0; i < 1000; i++)
+        CHECK_EQ_LONG(ordo_push_sync(e, record_where, &w, NULL, cpu_ctx(0), NULL, 0, NULL, 0, 0, 0, "x"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&w.on_pusher), 0);
+    gate_timer_join(&t);
+    ordo_engine_destroy(e);
+}
+
 int main(void) {
     printf("# seed %#llx, scale %g\n", (unsigned long long)test_seed(), test_scale());
     TEST(test_saturated_pool_runs_on_pusher);
@@ -122,6 +172,7 @@ int main(void) {
     TEST(test_disabled_never_inline);
     TEST(test_prioritised_ops_never_inline);
     TEST(test_saturation_keeps_order);
+    TEST(test_backpressure_pusher_helps);
     wd_shutdown();
     return harness_end();
 }
