@@ -1,5 +1,6 @@
 # ordo - build, test, check, bench.
 #   make            build/libordo.so, build/libordo.a
+#   make demo       the main job: examples/linear_regression.lua
 #   make test       native tests (spec/native) and Lua specs, one summary line
 #   make check      native tests again under ThreadSanitizer, then ASan+UBSan
 #   make valgrind   native tests under valgrind's leak checker
@@ -46,7 +47,7 @@ endif
 TEST_SRC := $(wildcard spec/native/test_*.c)
 TEST_BIN := $(patsubst spec/native/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all deps test test-native check check-tsan check-asan valgrind bench clean
+.PHONY: all demo deps test test-native check check-tsan check-asan valgrind bench clean
 all: $(BUILD)/libordo.so $(BUILD)/libordo.a
 
 # Objects depend on the flags they were built with, so switching CUDA=0/1 or
@@ -78,6 +79,11 @@ test-native: $(TEST_BIN)
 deps:
 	@bash scripts/deps.sh
 
+# The main job: a real model fitted on the engine from Lua (see examples/).
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@cd build && LUA_PATH="../lua/?.lua;../lua/?/init.lua;;" luajit ../examples/linear_regression.lua
+
 test: deps
 	@$(MAKE) --no-print-directory all $(TEST_BIN)
 	@bash spec/run_tests.sh $(BUILD)/tests
@@ -97,6 +103,7 @@ bench:
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) -s -C bench BUILD=$(abspath $(BUILD))
 	@bash bench/run.sh $(abspath $(BUILD))
+	@LUA_PATH="lua/?.lua;lua/?/init.lua;;" luajit bench/tensor_bench.lua
 
 clean:
 	rm -rf build

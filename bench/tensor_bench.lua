@@ -51,12 +51,9 @@ local function sh(cmd)
     return ok == 0 or ok == true
 end
 
+-- Built by bench/Makefile (it knows which libraries libordo.a needs).
 local function build_peer()
-    local src = root .. "/bench/tensor_bench_c.c"
-    local cc = os.getenv("CC") or "cc"
-    -- rebuilt every run: it is small, and it must match libordo.a
-    local cmd = ("mkdir -p %s/bench && %s -O3 -std=c11 -D_GNU_SOURCE -I%s/src %s -o %s %s/libordo.a -lopenblas -lpthread -lm")
-        :format(build, cc, root, src, peer, build)
+    local cmd = ("make -s -C %s/bench BUILD=%s %s >&2"):format(root, build, peer)
     if not sh(cmd) then error("cannot build the C peer: " .. cmd) end
 end
 
