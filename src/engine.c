@@ -9,12 +9,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define cpu_relax() _mm_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 static atomic_uint_least64_t next_engine_uid = 1;
 

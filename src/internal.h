@@ -54,6 +54,14 @@ int  set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 /* ---- spin lock ------------------------------------------------------ */
 
+/* Tells the core we are spinning (frees resources for its sibling thread). */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+
 /* Var locks guard a few pointer moves, so a spin lock beats a mutex; it
  * yields after a while because a preempted holder on 2 cores is common. */
 typedef struct { atomic_int v; } spin_lock;

@@ -19,12 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define cpu_relax() _mm_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 #define INLINE_STREAK_MAX 64
 #define POP_BATCH_MAX 16

@@ -3,12 +3,6 @@
 
 #include <sched.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define cpu_relax() _mm_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 void spin_lock_contended(spin_lock *l) {
     for (int spins = 0;; spins++) {

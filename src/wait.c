@@ -13,12 +13,6 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define cpu_relax() _mm_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 struct waiter {
     pthread_mutex_t mu;
