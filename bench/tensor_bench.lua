@@ -59,7 +59,9 @@ end
 
 local function run_peer(...)
     local args = table.concat({...}, " ")
-    local f = assert(io.popen(peer .. " " .. args))
+    -- ordo sized OpenBLAS's pool in this process's environment; the peer
+    -- must get OpenBLAS's own default.
+    local f = assert(io.popen("env -u OPENBLAS_NUM_THREADS " .. peer .. " " .. args))
     local out = f:read("*a")
     f:close()
     return out

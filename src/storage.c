@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "internal.h" /* tls_worker, tls_in_op: never block inside an op */
+#include "host_alloc.h"
 #include "tensor_internal.h"
 
 /* ---- accounting -------------------------------------------------------------- */
@@ -186,8 +187,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     }
     s->data = NULL;
     if (nbytes > 0) {
-        size_t rounded = (nbytes + 63) & ~(size_t)63;
-        if (rounded < nbytes || !(s->data = aligned_alloc(64, rounded))) {
+        if (!(s->data = host_alloc(nbytes))) {
             free(s);
             tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory allocating %zu bytes", nbytes);
             return NULL;
@@ -196,7 +196,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     s->var = ordo_new_variable(e);
     if (!s->var) {
         tensor_set_error_code(ORDO_ERR_NOMEM, "%s", ordo_last_error());
-        free(s->data);
+        host_free(s->data, nbytes);
         free(s);
         return NULL;
     }
@@ -219,7 +219,7 @@ void ordo_storage_retain(ordo_storage *s) {
 
 static void storage_free_now(ordo_storage *s) {
     int64_t n = (int64_t)s->nbytes;
-    free(s->data);
+    host_free(s->data, s->nbytes);
     free(s);
     atomic_fetch_sub_explicit(&live_bytes, n, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);

@@ -115,6 +115,14 @@ local function here()
     return dir
 end
 
+-- OpenBLAS starts its own thread pool when it is loaded, and those threads
+-- spin for a while, taking a core from the engine's workers (which are where
+-- ordo's parallelism comes from: the matmul kernel asks BLAS for one thread,
+-- see kernels/cpu/matmul.c).  So the pool is sized before the library loads,
+-- unless the user said otherwise.
+ffi.cdef[[int setenv(const char *name, const char *value, int overwrite);]]
+ffi.C.setenv("OPENBLAS_NUM_THREADS", os.getenv("ORDO_BLAS_THREADS") or "1", 0)
+
 local dir = here()
 local path = os.getenv("ORDO_LIB")
 if not path or path == "" then path = dir .. "/../../build/libordo.so" end
