@@ -23,7 +23,7 @@
 
 static _Alignas(64) char knames[KMAX][KNAME];
 static _Atomic(ordo_kernel_fn) kfns[KMAX][2]; /* [0] cpu, [1] gpu */
-static int kcount;
+static atomic_int kcount; /* grows under kmu; read without it */
 static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
 
 int ordo_tensor_kernel_id(const char *name) {
@@ -33,22 +33,23 @@ int ordo_tensor_kernel_id(const char *name) {
     }
     pthread_mutex_lock(&kmu);
     int id = -1;
-    for (int i = 0; i < kcount; i++)
+    int n = atomic_load_explicit(&kcount, memory_order_relaxed);
+    for (int i = 0; i < n; i++)
         if (!strcmp(knames[i], name)) {
             id = i;
             break;
         }
-    if (id < 0 && kcount < KMAX) {
-        id = kcount;
+    if (id < 0 && n < KMAX) {
+        id = n;
         strcpy(knames[id], name);
-        __atomic_store_n(&kcount, kcount + 1, __ATOMIC_RELEASE);
+        atomic_store_explicit(&kcount, n + 1, memory_order_release);
     }
     pthread_mutex_unlock(&kmu);
     if (id < 0) tensor_set_error("too many distinct kernel names (at most %d)", KMAX);
     return id;
 }
 
-static int kid_valid(int kid) { return kid >= 0 && kid < __atomic_load_n(&kcount, __ATOMIC_ACQUIRE); }
+static int kid_valid(int kid) { return kid >= 0 && kid < atomic_load_explicit(&kcount, memory_order_acquire); }
 
 const char *ordo_tensor_kernel_name(int kid) { return kid_valid(kid) ? knames[kid] : NULL; }
 
