@@ -1,10 +1,11 @@
 # ordo - build, test, check, bench.
-#   make            build/libordo.so, build/libordo.a
+#   make            build/libordo.so, build/libordo.a, build/ordo (the launcher/REPL)
 #   make demo       the main job: examples/linear_regression.lua
 #   make test       native tests (spec/native) and Lua specs, one summary line
 #   make check      native tests again under ThreadSanitizer, then ASan+UBSan
 #   make valgrind   native tests under valgrind's leak checker
 #   make bench      benchmarks, peers side by side
+#   make install    PREFIX=/usr/local (and DESTDIR): bin/ordo, lib/, include/, share/ordo/lua/
 # CUDA=auto|0|1     build the CUDA backend when nvcc is found (auto), never, or always
 
 CC       ?= cc
@@ -13,6 +14,8 @@ CFLAGS   ?= $(OPT) -g
 WARN     := -Wall -Wextra -Werror
 STD      := -std=c11 -D_GNU_SOURCE
 BUILD    ?= build
+PREFIX   ?= /usr/local
+VERSION  := 0.1.0
 SANFLAGS ?=
 CUDA     ?= auto
 NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -44,11 +47,19 @@ ifdef WITH_CUDA
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 endif
 
+# The launcher (src/launcher/) is a program of its own, kept out of the
+# library: it embeds LuaJIT and readline, and the Lua package it runs loads
+# libordo.so through the FFI, so it does not link the library.
+LUAJIT_CFLAGS := $(shell pkg-config --cflags luajit 2>/dev/null || echo -I/usr/include/luajit-2.1)
+LUAJIT_LIBS   := $(shell pkg-config --libs luajit 2>/dev/null || echo -lluajit-5.1)
+LAUNCHER_SRC  := $(wildcard src/launcher/*.c)
+LAUNCHER_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LAUNCHER_SRC))
+
 TEST_SRC := $(wildcard spec/native/test_*.c)
 TEST_BIN := $(patsubst spec/native/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all demo deps test test-native check check-tsan check-asan valgrind bench clean
-all: $(BUILD)/libordo.so $(BUILD)/libordo.a
+.PHONY: all demo deps test test-native check check-tsan check-asan valgrind bench install uninstall clean
+all: $(BUILD)/libordo.so $(BUILD)/libordo.a $(BUILD)/ordo
 
 # Objects depend on the flags they were built with, so switching CUDA=0/1 or
 # sanitizers never links stale objects.
@@ -68,6 +79,14 @@ $(BUILD)/libordo.so: $(LIB_OBJ)
 
 $(BUILD)/libordo.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
+
+# (a more specific pattern than $(BUILD)/obj/%.o, so make picks this one)
+$(BUILD)/obj/src/launcher/%.o: src/launcher/%.c src/launcher/launcher.h src/ordo.h $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LUAJIT_CFLAGS) -DORDO_VERSION='"$(VERSION)"' -c $< -o $@
+
+$(BUILD)/ordo: $(LAUNCHER_OBJ)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LUAJIT_LIBS) -lreadline -pthread -lm
 
 $(BUILD)/tests/%: spec/native/%.c $(wildcard spec/native/*.h) $(BUILD)/libordo.a
 	@mkdir -p $(dir $@)
@@ -106,6 +125,21 @@ bench:
 	@$(MAKE) -s -C bench BUILD=$(abspath $(BUILD))
 	@bash bench/run.sh $(abspath $(BUILD))
 	@LUA_PATH="lua/?.lua;lua/?/init.lua;;" luajit bench/tensor_bench.lua
+
+# The launcher finds ../share/ordo/lua and ../lib/libordo.so from bin/.
+DEST := $(abspath $(DESTDIR)$(PREFIX))
+install: all
+	install -d $(DEST)/bin $(DEST)/lib $(DEST)/include $(DEST)/share/ordo/lua
+	install -m 755 $(BUILD)/ordo $(DEST)/bin/ordo
+	install -m 755 $(BUILD)/libordo.so $(DEST)/lib/libordo.so
+	install -m 644 $(BUILD)/libordo.a $(DEST)/lib/libordo.a
+	install -m 644 src/ordo.h src/ordo_kernel.h src/ordo_tensor.h $(DEST)/include/
+	cd lua && find ordo -name '*.lua' -exec install -D -m 644 {} $(DEST)/share/ordo/lua/{} \;
+
+uninstall:
+	rm -f $(DEST)/bin/ordo $(DEST)/lib/libordo.so $(DEST)/lib/libordo.a
+	rm -f $(DEST)/include/ordo.h $(DEST)/include/ordo_kernel.h $(DEST)/include/ordo_tensor.h
+	rm -rf $(DEST)/share/ordo
 
 clean:
 	rm -rf build

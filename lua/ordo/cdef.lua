@@ -1,7 +1,9 @@
 -- ordo.cdef: every C declaration the Lua package uses, and the library.
 --
--- The library is build/libordo.so relative to this file (lua/ordo/ ->
--- ../../build/), or the path in the environment variable ORDO_LIB.
+-- The library is the path in the environment variable ORDO_LIB (the ordo
+-- launcher sets it), else build/libordo.so relative to this file (a
+-- checkout: lua/ordo/ -> ../../build/), else lib/libordo.so of an install
+-- (share/ordo/lua/ordo/ -> ../../../../lib/).
 local ffi = require "ffi"
 
 ffi.cdef [[
@@ -22,6 +24,9 @@ ordo_engine *ordo_engine_default(void);
 void         ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out);
 const char  *ordo_engine_kind_name(int kind);
 ordo_var    *ordo_new_variable(ordo_engine *e);
+int  ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
+                    ordo_ctx ctx, ordo_var *const *reads, int nreads,
+                    ordo_var *const *writes, int nwrites, int prop, int priority, const char *name);
 int  ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx ctx, ordo_var *v);
 int  ordo_wait_for_var(ordo_engine *e, ordo_var *v);
 int  ordo_wait_to_write(ordo_engine *e, ordo_var *v);
@@ -125,7 +130,20 @@ ffi.C.setenv("OPENBLAS_NUM_THREADS", os.getenv("ORDO_BLAS_THREADS") or "1", 0)
 
 local dir = here()
 local path = os.getenv("ORDO_LIB")
-if not path or path == "" then path = dir .. "/../../build/libordo.so" end
+if not path or path == "" then
+    path = dir .. "/../../build/libordo.so"
+    local installed = dir .. "/../../../../lib/libordo.so"
+    local f = io.open(path, "rb")
+    if f then
+        f:close()
+    else
+        f = io.open(installed, "rb")
+        if f then
+            f:close()
+            path = installed
+        end
+    end
+end
 local ok, lib = pcall(ffi.load, path)
 if not ok then
     error("ordo: cannot load the native library " .. path .. ": " .. tostring(lib) ..
@@ -150,6 +168,7 @@ return {
     lua_dir = dir, -- lua/ordo: error positions skip frames from these files
     -- constants of ordo.h / ordo_kernel.h / ordo_tensor.h
     CPU = 1, GPU = 2, CPU_PINNED = 3,
+    PROP_ASYNC = 4, PROP_NO_SKIP = 0x100,
     F32 = 0, F64 = 1, I32 = 2, I64 = 3, U8 = 4,
     TP_BROADCAST = 1, TP_SAME_DTYPE = 2, TP_CROSS_DEVICE = 4,
     TERR_NOT_VIEWABLE = 100,

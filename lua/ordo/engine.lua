@@ -122,8 +122,13 @@ function Engine:cpu_workers() return self:config().cpu_workers end
 function Engine:gpu_workers() return self:config().gpu_workers end
 function Engine:pending() return tonumber(C.ordo_engine_pending(live("engine:pending", self))) end
 
+-- set under the ordo launcher: Ctrl-C can stop a wait (lua/ordo/util.lua)
+local wait_ready = util.wait_ready
+
 function Engine:wait_for_all()
-    if C.ordo_wait_for_all(live("wait_for_all", self)) ~= 0 then fail(last_error()) end
+    local e = live("wait_for_all", self)
+    if wait_ready then wait_ready(e, nil) end
+    if C.ordo_wait_for_all(e) ~= 0 then fail(last_error()) end
 end
 
 Engine.__tostring = function(e)
@@ -160,11 +165,14 @@ end
 
 function Engine:wait_for_var(x)
     local e, v = var_of("wait_for_var", x)
+    if wait_ready then wait_ready(e, v) end
     if C.ordo_wait_for_var(e, v) ~= 0 then fail(last_error()) end
 end
 
+-- (interruptible until the writes are done; the readers after them are not waited for in slices)
 function Engine:wait_to_write(x)
     local e, v = var_of("wait_to_write", x)
+    if wait_ready then wait_ready(e, v) end
     if C.ordo_wait_to_write(e, v) ~= 0 then fail(last_error()) end
 end
 

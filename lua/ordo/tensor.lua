@@ -291,8 +291,15 @@ local function cast(fname, t, dt)
     return push1(K.copy, fname, out, t)
 end
 
--- The op's failure; "div: div: ..." (engine and kernel both naming the op) said once.
+local wait_ready = util.wait_ready -- set under the ordo launcher: Ctrl-C can stop the wait
+
+-- Waits for t's storage; raises the op's failure ("div: div: ...", the
+-- engine and kernel both naming the op, said once).
 local function wait(t)
+    if wait_ready then
+        local s = t._c.storage
+        wait_ready(s.engine, s.var)
+    end
     if C.ordo_tensor_wait(t._c) ~= 0 then
         fail(util.op_message(ffi.string(C.ordo_tensor_error())))
     end

@@ -12,13 +12,14 @@ local own_prefix = debug.getinfo(1, "S").source:match("^(@.*[/\\])") or "@"
 local getinfo, error, sub = debug.getinfo, error, string.sub
 
 -- Raises msg at the first frame outside the ordo package (and outside C
--- functions such as pcall), so "file:line:" names the user's call.
+-- functions such as pcall), so "file:line:" names the user's call; with no
+-- such frame (a value the REPL prints) the message goes without a position.
 local function fail(msg)
     local level = 2
     while true do
         local info = getinfo(level, "S")
         if not info then
-            level = 1
+            level = 0
             break
         end
         if info.what ~= "C" and sub(info.source, 1, #own_prefix) ~= own_prefix then break end
@@ -46,6 +47,60 @@ function M.typename(x)
         if mt and mt.__name then return mt.__name end
     end
     return t
+end
+
+-- ---------------------------------------------------------------- interruptible waits
+
+-- Under the ordo launcher (src/launcher/main.c), Ctrl-C must be able to stop
+-- a wait, but a wait blocks inside C where Lua's interrupt hook never runs.
+-- So there every wait first pushes a marker op that reads the var (a
+-- launcher function that posts a semaphore; ASYNC: it runs in the thread
+-- that finished the var's last write, NO_SKIP: it runs after a failure
+-- too) and sleeps on the semaphore, which Ctrl-C posts as well; on Ctrl-C
+-- it raises "interrupted" and leaves the marker and the ops before it to
+-- finish in the background.  Once the marker ran, the real wait returns at
+-- once and reports the failure if there is one.  Plain luajit: nil, and
+-- waits go straight to C.
+--
+-- wait_ready(engine, var): returns once var's earlier writes are done
+-- (var nil: once nothing is pending on the engine), or raises "interrupted".
+local host = package.loaded["ordo.launcher"]
+if host and host.token_mark then
+    -- the launcher's functions, called through the FFI so that loops
+    -- waiting on tensors stay compiled
+    local mark = ffi.cast("ordo_sync_fn", host.token_mark)
+    local token_new = ffi.cast("void *(*)(void)", host.token_new)
+    local token_wait = ffi.cast("int (*)(void *)", host.token_wait)
+    local token_release = ffi.cast("void (*)(void *)", host.token_release)
+    local ctx = ffi.new("ordo_ctx", cdef.CPU, 0)
+    local vars = ffi.new("ordo_var *[1]")
+    local prop = cdef.PROP_ASYNC + cdef.PROP_NO_SKIP
+    local sleep, min = host.sleep, math.min
+
+    function M.wait_ready(e, v)
+        -- nothing pending on the engine: the wait in C returns at once
+        if C.ordo_engine_pending(e) == 0 then return end
+        if v == nil then
+            local dt = 1e-4
+            while C.ordo_engine_pending(e) > 0 do
+                if not sleep(dt) then fail("interrupted") end
+                dt = min(dt * 2, 0.01)
+            end
+            return
+        end
+        local tok = token_new()
+        if tok == nil then return end -- out of memory: wait in C
+        vars[0] = v
+        if C.ordo_push_sync(e, mark, tok, token_release, ctx, vars, 1, nil, 0, prop, 0, "launcher_wait") ~= 0 then
+            -- a deleted var, say: the real wait reports it
+            token_release(tok)
+            token_release(tok)
+            return
+        end
+        local done = token_wait(tok)
+        token_release(tok)
+        if done == 0 then fail("interrupted") end
+    end
 end
 
 -- ---------------------------------------------------------------- devices

@@ -1,0 +1,425 @@
+-- The ordo launcher (build/ordo, src/launcher/) driven as a user drives it:
+-- scripts, -e/-l/-i/-v/-h, exit statuses, the REPL on a pipe, Ctrl-C
+-- (SIGINT) during a wait, make install.  The REPL on a real terminal is in
+-- launcher_tmux_spec.lua; the REPL's Lua half is also tested directly here.
+local root = os.getenv("PWD") or "."
+local ORDO = root .. "/build/ordo"
+
+local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function slurp(path)
+    local f = io.open(path, "rb")
+    if not f then return "" end
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+local function write(path, text)
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+end
+
+-- Runs a shell command line with `input` on stdin; returns stdout, stderr
+-- and the exit status.
+local function sh(cmd, input)
+    local inp, out, err = os.tmpname(), os.tmpname(), os.tmpname()
+    write(inp, input or "")
+    local f = assert(io.popen(("(%s) < %s > %s 2> %s; echo $?"):format(cmd, inp, out, err)))
+    local code = tonumber(f:read("*a"):match("(%d+)%s*$"))
+    f:close()
+    local o, e = slurp(out), slurp(err)
+    os.remove(inp)
+    os.remove(out)
+    os.remove(err)
+    return o, e, code
+end
+
+-- build/ordo with these arguments (already quoted as needed)
+local function ordo(args, input) return sh(ORDO .. " " .. (args or ""), input) end
+
+describe("ordo launcher", function()
+    it("is built", function()
+        assert.is_truthy(io.open(ORDO, "rb"), ORDO .. " is missing: run make")
+    end)
+
+    it("runs a script with arg and ... set as luajit does", function()
+        local script = os.tmpname()
+        write(script, [[
+print(arg[0], arg[-1], arg[1], arg[2], select("#", ...), ...)
+local ordo = require "ordo"
+print(ordo.tensor({1, 2, 3}):sum():item())
+]])
+        local out, err, code = ordo(q(script) .. " a 'b c'")
+        assert.are.equal(0, code, err)
+        assert.are.equal(("%s\t%s\ta\tb c\t2\ta\tb c\n6\n"):format(script, ORDO), out)
+        assert.are.equal("", err)
+        -- options before the script get negative indices
+        out, err, code = ordo("-e 'x = 1' " .. q(script) .. " z")
+        assert.are.equal(0, code, err)
+        assert.are.equal(("%s\tx = 1\tz\tnil\t1\tz\n6\n"):format(script), out)
+        os.remove(script)
+    end)
+
+    it("runs -e code and finds the package and library from any directory", function()
+        local out, err, code = sh("cd / && " .. ORDO .. " -e " ..
+            q('local o = require "ordo"; print(o.ones({2, 2}):sum():item()); print(o.lib_path)'))
+        assert.are.equal(0, code, err)
+        local sum, lib = out:match("^(%S+)\n(%S+)\n$")
+        assert.are.equal("4", sum, out)
+        assert.are.equal(root .. "/build/libordo.so", lib)
+    end)
+
+    it("honours ORDO_LIB set by the user", function()
+        local out, err, code = sh("ORDO_LIB=/nonexistent/libordo.so " .. ORDO .. " -e 'require \"ordo\"'")
+        assert.are_not.equal(0, code)
+        assert.is_truthy(err:find("/nonexistent/libordo.so", 1, true), err)
+        assert.are.equal("", out)
+    end)
+
+    it("-l requires a module and sets a plain name as a global", function()
+        local out, err, code = ordo("-l ordo -e 'print(ordo.zeros({3}):numel())'")
+        assert.are.equal(0, code, err)
+        assert.are.equal("3\n", out)
+    end)
+
+    it("a failing script exits nonzero with the message and a traceback on stderr", function()
+        local script = os.tmpname()
+        write(script, "local function f() error('boom') end\nprint('before')\nf()\nprint('after')\n")
+        local out, err, code = ordo(q(script))
+        assert.are.equal(1, code)
+        assert.are.equal("before\n", out)
+        assert.is_truthy(err:find("ordo: .-:1: boom"), err)
+        assert.is_truthy(err:find("stack traceback:", 1, true), err)
+        assert.is_truthy(err:find(":3: in main chunk", 1, true), err)
+        os.remove(script)
+    end)
+
+    it("exits nonzero on a syntax error, a missing script and a failing -e", function()
+        local script = os.tmpname()
+        write(script, "x x\n")
+        local _, err, code = ordo(q(script))
+        assert.are.equal(1, code)
+        assert.is_truthy(err:find("'=' expected near 'x'", 1, true), err)
+        os.remove(script)
+        _, err, code = ordo("/nonexistent/script.lua")
+        assert.are.equal(1, code)
+        assert.is_truthy(err:find("cannot open", 1, true), err)
+        _, err, code = ordo("-e 'error(\"bad\")'")
+        assert.are.equal(1, code)
+        assert.is_truthy(err:find("(command line):1: bad", 1, true), err)
+    end)
+
+    it("a tensor error names the user's line", function()
+        local _, err, code = ordo("-e 'local o = require \"ordo\"\nlocal x = o.ones({2}) + o.ones({3})'")
+        assert.are.equal(1, code)
+        assert.is_truthy(err:find("(command line):2: add: shapes 2 and 3 cannot be broadcast", 1, true), err)
+    end)
+
+    it("-v prints the version, -h the usage, a bad option fails", function()
+        local out, _, code = ordo("-v")
+        assert.are.equal(0, code)
+        assert.is_truthy(out:match("^ordo %d+%.%d+%.%d+ %(LuaJIT [^)]+%)\n$"), out)
+        out, _, code = ordo("-h")
+        assert.are.equal(0, code)
+        assert.is_truthy(out:find("usage: ordo", 1, true), out)
+        local err
+        out, err, code = ordo("-Z")
+        assert.are.equal(1, code)
+        assert.is_truthy(err:find("usage: ordo", 1, true), err)
+        assert.are.equal("", out)
+    end)
+
+    it("- runs stdin as a script; -i runs the REPL after -e", function()
+        local out, err, code = ordo("- x y", "print(...)\n")
+        assert.are.equal(0, code, err)
+        assert.are.equal("x\ty\n", out)
+        out, err, code = ordo("-e 'n = 41' -i", "n + 1\n")
+        assert.are.equal(0, code, err)
+        assert.are.equal("42\n", out)
+    end)
+end)
+
+describe("waits under the launcher (interruptible: marker op + semaphore)", function()
+    it("keep the engine's semantics: values, failures reported once, every engine kind", function()
+        local script = os.tmpname()
+        write(script, [[
+local ordo = require "ordo"
+assert(require("ordo.util").wait_ready, "the launcher's waits are not installed")
+local function check(eng)
+    local opts = {engine = eng, dtype = "float64"}
+    local x = ordo.zeros({256}, opts)
+    for _ = 1, 200 do x:add_(1) end
+    assert(x:sum():item() == 256 * 200)
+    assert(#x:totable() == 256)
+    local e = eng or ordo.engine.default()
+    e:wait_to_write(x)
+    e:wait_for_var(x)
+    local v = e:new_variable()
+    e:wait_for_var(v)
+    -- a failing kernel: raised once, at the first wait that meets it
+    local bad = ordo.tensor({1}, {engine = eng, dtype = "int32"}):div(ordo.zeros({1}, {engine = eng, dtype = "int32"}), "trunc")
+    local ok, err = pcall(bad.item, bad)
+    assert(not ok and err:find("integer division by zero"), tostring(err))
+    assert(pcall(bad.item, bad))
+    local bad2 = ordo.tensor({1}, {engine = eng, dtype = "int32"}):div(ordo.zeros({1}, {engine = eng, dtype = "int32"}), "trunc")
+    ok, err = pcall(e.wait_for_all, e)
+    assert(not ok and err:find("integer division by zero"), tostring(err))
+    e:wait_for_all()
+    assert(bad2:numel() == 1)
+end
+check(nil)
+for _, kind in ipairs({"naive", "pooled", "perdevice"}) do
+    local eng = ordo.engine.new{kind = kind, cpu_workers = 2}
+    check(eng)
+end
+print("ok")
+]])
+        local out, err, code = ordo(q(script))
+        assert.are.equal(0, code, err)
+        assert.are.equal("ok\n", out)
+        os.remove(script)
+    end)
+end)
+
+describe("ordo REPL on a pipe", function()
+    it("prints exactly the values: the README example", function()
+        local out, err, code = ordo("", "x = 1 + 1\nx\n")
+        assert.are.equal("2\n", out)
+        assert.are.equal("", err)
+        assert.are.equal(0, code)
+    end)
+
+    it("continues incomplete chunks over several lines", function()
+        local out, err, code = ordo("", "function f(a)\n  return a * 2\nend\nf(21)\nt = {\n1,\n2}\n#t\n" ..
+                                        "s = [[a\nb]]\ns\nprint(1,\n2)\n")
+        assert.are.equal(0, code, err)
+        assert.are.equal("42\n2\na\nb\n1\t2\n", out)
+    end)
+
+    it("a trailing ; keeps a value quiet; _ holds the last value", function()
+        local out, err, code = ordo("", "1 + 1;\n_\n10\n_ * 2\nx = 5;\nx\n")
+        assert.are.equal(0, code, err)
+        assert.are.equal("2\n10\n20\n5\n", out)
+    end)
+
+    it("prints several values, nil, tensors, strings and tables (with a depth limit)", function()
+        local out, err, code = ordo("", table.concat({
+            "1, 'a', nil",
+            "nil",
+            "print('p')",
+            "'str'",
+            "ordo.tensor({{1, 2}, {3, 4}})",
+            "{1, 'two', {a = 1}, ordo.ones({3})}",
+            "{{{{{{1}}}}}}",
+            "t = {}; t.self = t; return t",
+        }, "\n") .. "\n")
+        assert.are.equal(0, code, err)
+        assert.are.equal(table.concat({
+            "1\ta\tnil",
+            "nil",
+            "p",
+            "str",
+            " 1  2\n 3  4\n[ordo.FloatTensor of size 2x2 on cpu(0)]",
+            '{1, "two", {a = 1}, [ordo.FloatTensor of size 3 on cpu(0)]}',
+            "{{{{{...}}}}}",
+            "{self = {<cycle>}}",
+        }, "\n") .. "\n", out)
+    end)
+
+    it("errors print a message and a traceback on stderr, and the session goes on", function()
+        local out, err, code = ordo("", "error('boom')\n3\nnil + 1\nordo.ones({2}) + ordo.ones({3})\nx x\n4\n")
+        assert.are.equal("3\n4\n", out)
+        assert.is_truthy(err:find("stdin:1: boom\nstack traceback:\n\t[C]: in function 'error'\n" ..
+                                  "\tstdin:1: in main chunk\n", 1, true), err)
+        assert.is_truthy(err:find("stdin:1: attempt to perform arithmetic on a nil value", 1, true), err)
+        -- a package error names the user's line, without the package's frames
+        assert.is_truthy(err:find("stdin:1: add: shapes 2 and 3 cannot be broadcast", 1, true), err)
+        assert.is_falsy(err:find("util.lua", 1, true), err)
+        assert.is_truthy(err:find("stdin:1: '=' expected near 'x'", 1, true), err)
+        assert.are.equal(1, code) -- on a pipe, a session with errors exits 1
+    end)
+
+    it("a kernel failure raises at the wait that meets it, once", function()
+        local out, err, code = ordo("", "x = ordo.tensor({7}, 'int32'):div(ordo.zeros({1}, 'int32'), 'trunc')\n" ..
+                                        "x:item()\nx:numel()\n")
+        assert.are.equal("1\n", out)
+        assert.is_truthy(err:find("div: integer division by zero", 1, true), err)
+        assert.are.equal(1, code)
+    end)
+
+    it("at the end of input waits for the engine and reports a failure nobody saw", function()
+        local out, err, code = ordo("", "x = ordo.tensor({7}, 'int32'):div(ordo.zeros({1}, 'int32'), 'trunc')\n")
+        assert.are.equal("", out)
+        assert.is_truthy(err:find("ordo: at exit: .*integer division by zero"), err)
+        assert.are.equal(1, code)
+        _, err, code = ordo("", "function f()\n")
+        assert.are.equal(1, code)
+        assert.is_truthy(err:find("'end' expected", 1, true), err)
+    end)
+
+    it(":help, help(), help(x), :time and :quit", function()
+        local out, err, code = ordo("", ":help\n")
+        assert.are.equal(0, code, err)
+        assert.is_truthy(out:find("ordo.tensor(data", 1, true), out)
+        assert.is_truthy(out:find(":time on|off", 1, true), out)
+        local out2 = ordo("", "help()\n")
+        assert.are.equal(out, out2)
+        out = ordo("", "help(ordo.ones({2}))\n")
+        assert.is_truthy(out:find("reshape", 1, true), out)
+        assert.is_truthy(out:find("matmul", 1, true), out)
+        out, err, code = ordo("", ":time on\n1 + 1\n:time off\n2 + 2\n:quit\n3 + 3\n")
+        assert.are.equal(0, code, err)
+        assert.is_truthy(out:match("^time on\n2\ntime: [%d.]+ [um]?s\ntime off\n4\n$"), out)
+        _, err, code = ordo("", ":nope\n")
+        assert.are.equal(1, code)
+        assert.is_truthy(err:find("unknown command :nope", 1, true), err)
+    end)
+
+    it("os.exit and arg work as in a script", function()
+        local _, _, code = ordo("", "os.exit(3)\n")
+        assert.are.equal(3, code)
+    end)
+end)
+
+describe("ordo launcher and Ctrl-C", function()
+    -- A chain of 1000 1000x1000 matmuls (seconds of work on any CPU) and a
+    -- wait on its end; SIGINT once the wait has started.
+    local CHAIN = [[
+local ordo = require "ordo"
+local a = ordo.rand({1000, 1000}):mul_(0.001)
+local x, y = ordo.rand({1000, 1000}), ordo.empty({1000, 1000})
+for i = 1, 500 do
+    ordo.engine.push("matmul", {x, a}, {y})
+    ordo.engine.push("matmul", {y, a}, {x})
+end
+print("waiting") io.stdout:flush()
+]]
+
+    local function interrupt(tail)
+        local script, out = os.tmpname(), os.tmpname()
+        write(script, CHAIN .. tail)
+        -- set -m: a background job of a script would otherwise start with
+        -- SIGINT ignored, and ordo leaves an ignored SIGINT alone
+        local cmd = ([[bash -c 'set -m; start=$(date +%%s%%N); %s %s > %s 2>&1 & p=$!;
+            for i in $(seq 200); do grep -q waiting %s && break; sleep 0.05; done; sleep 0.3;
+            kill -INT $p; wait $p; rc=$?; echo "rc=$rc ms=$(( ($(date +%%s%%N) - start) / 1000000 ))"' 2>/dev/null]])
+            :format(ORDO, script, out, out)
+        local f = assert(io.popen(cmd))
+        local status = f:read("*a")
+        f:close()
+        local text = slurp(out)
+        os.remove(script)
+        os.remove(out)
+        return tonumber(status:match("rc=(%d+)")), tonumber(status:match("ms=(%d+)")), text
+    end
+
+    it("stops a script blocked in item() at once (exit status 130)", function()
+        local rc, ms, text = interrupt("print(x:sum():item())\n")
+        assert.are.equal(130, rc, text)
+        assert.is_truthy(text:find(":9: interrupted", 1, true), text)
+        assert.is_true(ms < 5000, "took " .. tostring(ms) .. " ms")
+    end)
+
+    it("stops a script blocked in wait_for_all", function()
+        local rc, _, text = interrupt("ordo.engine.wait_for_all()\n")
+        assert.are.equal(130, rc, text)
+        assert.is_truthy(text:find("interrupted", 1, true), text)
+    end)
+end)
+
+describe("make install", function()
+    it("installs bin/ordo that finds share/ordo/lua and lib/libordo.so", function()
+        local prefix = os.tmpname()
+        os.remove(prefix)
+        local out, err, code = sh(("make -s --no-print-directory install PREFIX=%s"):format(q(prefix)))
+        assert.are.equal(0, code, out .. err)
+        for _, f in ipairs({"bin/ordo", "lib/libordo.so", "lib/libordo.a", "include/ordo.h",
+                            "include/ordo_tensor.h", "include/ordo_kernel.h", "share/ordo/lua/ordo/init.lua",
+                            "share/ordo/lua/ordo/repl.lua"}) do
+            assert.is_truthy(io.open(prefix .. "/" .. f, "rb"), f .. " was not installed")
+        end
+        out, err, code = sh(("cd / && %s/bin/ordo -e %s"):format(q(prefix),
+            q('local o = require "ordo"; print(o.lib_path, o.arange(4):sum():item())')))
+        assert.are.equal(0, code, err)
+        assert.are.equal(prefix .. "/lib/libordo.so\t6\n", out)
+        -- the installed package alone, from plain luajit, finds its library too
+        out, err, code = sh(("cd / && LUA_PATH=%s luajit -e %s"):format(
+            q(prefix .. "/share/ordo/lua/?.lua;" .. prefix .. "/share/ordo/lua/?/init.lua;;"),
+            q('print(require("ordo").ones({2}):sum():item())')))
+        assert.are.equal(0, code, err)
+        assert.are.equal("2\n", out)
+        -- and the REPL runs there
+        out, err, code = sh(prefix .. "/bin/ordo", "ordo.ones({5}):sum():item()\n")
+        assert.are.equal(0, code, err)
+        assert.are.equal("5\n", out)
+        os.execute("rm -rf " .. q(prefix))
+    end)
+end)
+
+describe("ordo.repl (the REPL's Lua half)", function()
+    local repl = require "ordo.repl"
+    local ordo = require "ordo"
+
+    it("completes globals, keywords, fields and methods through metatables", function()
+        local saved = rawget(_G, "ordo")
+        rawset(_G, "ordo", ordo)
+        rawset(_G, "spec_tensor", ordo.zeros({2, 2}))
+        rawset(_G, "spec_tab", {alpha = 1, beta = {gamma = 2}, _hidden = 3,
+                                fn = function() end})
+        local c = repl.complete("spec_tensor:resh")
+        assert.same({"spec_tensor:reshape"}, c)
+        c = repl.complete("spec_tensor:")
+        assert.is_true(#c > 50)
+        for _, m in ipairs(c) do assert.is_falsy(m:find(":_", 1, true), m) end
+        assert.same({"spec_tab.alpha"}, repl.complete("spec_tab.al"))
+        assert.same({"spec_tab.beta.gamma"}, repl.complete("spec_tab.beta.g"))
+        assert.same({"spec_tab._hidden"}, repl.complete("spec_tab._"))
+        assert.same({"spec_tab:fn"}, repl.complete("spec_tab:"))
+        assert.same({"spec_tab", "spec_tensor"}, repl.complete("spec_t"))
+        assert.same({"ordo.zeros", "ordo.zeros_like"}, repl.complete("ordo.zeros"))
+        assert.same({"ordo.engine.wait_for_all", "ordo.engine.wait_for_var"}, repl.complete("ordo.engine.wait_for"))
+        assert.same({"function"}, repl.complete("functio"))
+        assert.same({}, repl.complete("nosuchname.x"))
+        assert.same({}, repl.complete("spec_tab.alpha.x"))
+        rawset(_G, "spec_tensor", nil)
+        rawset(_G, "spec_tab", nil)
+        rawset(_G, "ordo", saved)
+    end)
+
+    it("never runs code to complete (an __index function is not called)", function()
+        local called = false
+        rawset(_G, "spec_proxy", setmetatable({}, {__index = function() called = true end}))
+        assert.same({}, repl.complete("spec_proxy.x"))
+        assert.same({}, repl.complete("spec_proxy.a.b"))
+        assert.is_false(called)
+        rawset(_G, "spec_proxy", nil)
+    end)
+
+    it("tells an unfinished chunk from a syntax error", function()
+        for _, src in ipairs({"function f()", "x = {", "print(1,", "s = [[abc", "if x then"}) do
+            local fn, how = repl.compile(src)
+            assert.is_nil(fn, src)
+            assert.are.equal("more", how, src)
+        end
+        for _, src in ipairs({"x x", "s = 'abc\n", "1 +* 2"}) do
+            local fn, how = repl.compile(src)
+            assert.is_nil(fn, src)
+            assert.are_not.equal("more", how, src)
+        end
+        local fn, silent = repl.compile("1 + 2;")
+        assert.is_true(silent)
+        assert.are.equal(3, fn()[1])
+    end)
+
+    it("formats long tables over several lines and elides past 40 entries", function()
+        local t = {}
+        for i = 1, 45 do t[i] = i * 1000 end
+        local s = repl.format(t)
+        assert.is_truthy(s:find("\n", 1, true))
+        assert.is_truthy(s:find("... (5 more)", 1, true), s)
+        assert.are.equal('{[true] = 2, ["a b"] = 1}', repl.format({["a b"] = 1, [true] = 2}))
+        assert.are.equal("{}", repl.format({}))
+    end)
+end)
