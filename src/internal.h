@@ -292,6 +292,8 @@ void *engine_slab_alloc(slab **list, size_t size); /* caller holds mem_mu */
 /* Waits until at most target ops are pending (no failure reporting). */
 void engine_wait_pending(ordo_engine *e, long target);
 int  start_cpu_pool(ordo_engine *e, int dev_id);
+/* A fresh op with no vars, function or param yet (push.c). */
+op  *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, const char *name);
 /* Appends a prepared op to its vars and runs or queues it (push.c). */
 int  push_prepared(ordo_engine *e, op *o, const char *fn);
 

@@ -241,7 +241,7 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
     return ORDO_OK;
 }
 
-static op *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, const char *name) {
+op *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, const char *name) {
     op *o = op_alloc(e);
     if (!o) return NULL;
     o->next = NULL;

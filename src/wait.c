@@ -65,28 +65,17 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) 
     atomic_init(&wt.done, 0);
     wt.fail = NULL;
 
-    op *o = op_alloc(e);
-    if (!o) return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fn);
-    o->next = NULL;
-    o->engine = e;
-    o->flags = OP_WAIT | OP_RUN_HERE | (as_write ? OP_NO_VERSION : 0);
-    o->prop = ORDO_PROP_NO_SKIP;
-    o->priority = 0;
-    o->ctx = (ordo_ctx){ORDO_CPU, 0};
-    o->pool = NULL;
-    o->fn.sync = NULL;
+    op *o = op_new(e, OP_WAIT | OP_RUN_HERE | (as_write ? OP_NO_VERSION : 0), ORDO_PROP_NO_SKIP, 0,
+                   (ordo_ctx){ORDO_CPU, 0}, "");
+    if (!o) {
+        pthread_mutex_destroy(&wt.mu);
+        pthread_cond_destroy(&wt.cv);
+        return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fn);
+    }
     o->param = &wt;
-    o->param_free = NULL;
-    o->opr = NULL;
-    o->fail = NULL;
     o->nvars = 1;
-    o->vars = o->vars_inline;
-    o->nodes = o->nodes_inline;
     o->vars[0] = v;
     o->nodes[0] = (dep_node){NULL, (uintptr_t)o | (as_write ? 1u : 0u)};
-    o->t_ready = o->t_start = 0;
-    o->seq = 0;
-    o->name = "";
     if ((rc = push_prepared(e, o, fn)) != ORDO_OK) {
         op_free(e, o);
         pthread_mutex_destroy(&wt.mu);
