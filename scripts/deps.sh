@@ -20,6 +20,7 @@ want_pkg zlib1g-dev
 want_pkg libreadline-dev
 want_pkg valgrind
 want_pkg tmux
+want_pkg dataset-fashion-mnist # the examples' data (/usr/share/datasets/fashion-mnist)
 if [ "${1:-}" = bench ]; then
     want_pkg libstarpu-dev
     want_pkg pkg-config

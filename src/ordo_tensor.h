@@ -50,6 +50,9 @@ typedef struct ordo_storage {
     ordo_var *var;       /* orders every op on these bytes */
     ordo_engine *engine; /* the engine that owns var */
     ordo_ctx ctx;        /* where the bytes live */
+    uint64_t writes;     /* ops pushed that write these bytes (atomic, relaxed):
+                          * autograd checks that a tensor it saved for the
+                          * backward pass was not changed in place since */
 } ordo_storage;
 
 /* A new storage of nbytes (uninitialised) with one reference. */

@@ -201,6 +201,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
         return NULL;
     }
     s->refs = 1;
+    s->writes = 0;
     s->nbytes = nbytes;
     s->engine = e;
     s->ctx = ctx;

@@ -362,6 +362,7 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
         tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
         goto fail;
     }
+    for (int i = 0; i < nout; i++) __atomic_add_fetch(&out[i]->storage->writes, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < ntmp; i++) ordo_tensor_free(tmp[i]);
     return ORDO_OK;
 fail:

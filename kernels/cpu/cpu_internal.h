@@ -192,6 +192,8 @@ void cpu_register_softmax(void);
 void cpu_register_matmul(void);
 void cpu_register_random(void);
 void cpu_register_index(void);
+void cpu_register_conv(void);
+void cpu_register_optim(void);
 
 typedef struct cpu_kernel_entry {
     const char *name;

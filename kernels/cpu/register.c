@@ -18,4 +18,6 @@ void ordo_cpu_kernels_register(void) {
     cpu_register_matmul();
     cpu_register_random();
     cpu_register_index();
+    cpu_register_conv();
+    cpu_register_optim();
 }

@@ -47,7 +47,7 @@ typedef struct ordo_view {
 typedef struct ordo_kernel_args {
     int nin, nout, nscalar, niparam;
     ordo_view in[4]; ordo_view out[2];
-    double scalar[4]; int64_t iparam[8];
+    double scalar[8]; int64_t iparam[8];
 } ordo_kernel_args;
 typedef int (*ordo_kernel_fn)(const ordo_run_ctx *rc, const ordo_kernel_args *args);
 ordo_kernel_fn ordo_kernel_lookup(const char *name, int dev_type);
@@ -56,6 +56,7 @@ size_t ordo_dtype_size(int dtype);
 /* ---- ordo_tensor.h ---- */
 typedef struct ordo_storage {
     long refs; void *data; size_t nbytes; ordo_var *var; ordo_engine *engine; ordo_ctx ctx;
+    uint64_t writes;
 } ordo_storage;
 typedef struct ordo_tensor {
     ordo_storage *storage; int64_t offset; int32_t dtype; int32_t ndim; ordo_ctx ctx;
@@ -107,6 +108,13 @@ void         ordo_tensor_engine_close(ordo_engine *e);
 size_t ordo_tensor_sizeof(const char *type_name);
 char *ordo_tensor_profiler_summary(ordo_engine *e);
 void  ordo_tensor_free_str(char *s);
+]]
+
+-- ---- ordo_shell.h: shell commands as async ops (ordo.engine.shell) ----
+ffi.cdef [[
+int ordo_push_shell(ordo_engine *e, const char *cmd, ordo_var *const *reads, int nreads,
+                    ordo_var *const *writes, int nwrites, const char *name);
+int ordo_shell_running(void);
 ]]
 
 -- The directory of this file, absolute when the path it was loaded by is relative.
@@ -161,11 +169,52 @@ for _, name in ipairs({"ordo_engine_config", "ordo_tensor", "ordo_storage", "ord
     end
 end
 
+-- ---- libc and zlib: ordo.data (IDX files, gzip) and ordo.progress ----
+-- A redeclared C function keeps its first declaration, so another module
+-- that declares clock_gettime with its own timespec type still works with
+-- this one (void *); ordo.progress casts it to its own pointer type.
+-- Handles are `struct gzFile_s *` without zlib's typedef for the same reason.
+ffi.cdef [[
+typedef struct ordo_timespec { long tv_sec; long tv_nsec; } ordo_timespec;
+int clock_gettime(int clk, void *ts);
+int isatty(int fd);
+
+struct gzFile_s;
+struct gzFile_s *gzopen(const char *path, const char *mode);
+int gzbuffer(struct gzFile_s *file, unsigned size);
+int gzread(struct gzFile_s *file, void *buf, unsigned len);
+int gzwrite(struct gzFile_s *file, const void *buf, unsigned len);
+int gzclose(struct gzFile_s *file);
+const char *gzerror(struct gzFile_s *file, int *errnum);
+const char *zlibVersion(void);
+]]
+
+-- zlib is loaded on first use, so ordo works where it is not installed:
+-- zlib() returns the library, or nil and the reason.
+local zlib_lib, zlib_err
+local function zlib()
+    if zlib_lib then return zlib_lib end
+    if zlib_err then return nil, zlib_err end
+    local ok, l = pcall(ffi.load, "z")
+    if not ok then
+        local ok2, l2 = pcall(ffi.load, "libz.so.1")
+        if not ok2 then
+            zlib_err = "cannot load zlib (libz.so.1): " .. tostring(l2) ..
+                       " (install zlib: apt-get install zlib1g)"
+            return nil, zlib_err
+        end
+        l = l2
+    end
+    zlib_lib = l
+    return l
+end
+
 return {
     ffi = ffi,
     C = lib,
     lib_path = path,
     lua_dir = dir, -- lua/ordo: error positions skip frames from these files
+    zlib = zlib, -- zlib(): the zlib library loaded lazily, or nil and why
     -- constants of ordo.h / ordo_kernel.h / ordo_tensor.h
     CPU = 1, GPU = 2, CPU_PINNED = 3,
     PROP_ASYNC = 4, PROP_NO_SKIP = 0x100,

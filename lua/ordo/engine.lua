@@ -6,6 +6,8 @@
 --   local v = engine.new_variable()           -- a bare var (ffi.gc deletes it)
 --   engine.wait_for_var(t_or_v)               -- raises the op failure it meets
 --   engine.push("add", {a, b}, {c})           -- a registered kernel on tensors
+--   engine.shell("cc -c a.c", {reads = {src}, writes = {obj}, name = "a.o"})
+--                                             -- a shell command as an async op
 --   local e = engine.new{kind = "naive"}      -- another engine (same methods)
 --   local t = ordo.zeros({4}, {engine = e})   -- tensors on it; ops follow their inputs
 --
@@ -249,6 +251,69 @@ function M.has_kernel(name, device)
     return C.ordo_tensor_kernel_available(kid, device == "gpu" and cdef.GPU or cdef.CPU) ~= 0
 end
 
+-- ---------------------------------------------------------------- shell commands
+
+-- engine.shell(cmd, {reads = {...}, writes = {...}, name = "link"}): runs
+-- `/bin/sh -c cmd` as an async op that reads and writes the given vars
+-- (engine variables or tensors), so commands are ordered like any other op
+-- (a Makefile-like graph: a var per file, see examples/build_graph.lua).
+-- Returns at once.  The command runs in a child process started from C and
+-- waited for by a reaper thread: it holds no worker, and independent
+-- commands run in parallel.  A nonzero exit status fails the op: dependent
+-- ops are skipped, and the wait that meets the failure raises "name:
+-- command failed with exit status N: cmd" (once).  stdout and stderr are
+-- the process's own.
+local VAR_PTRS = ffi.typeof("ordo_var *[?]")
+
+local function vars_arg(fname, e, what, list)
+    if list == nil then return nil, 0 end
+    if type(list) ~= "table" or getmetatable(list) ~= nil then
+        fail(("%s: %s must be a list of engine variables or tensors, got %s"):format(fname, what, util.typename(list)))
+    end
+    local n = #list
+    local arr = VAR_PTRS(math.max(n, 1))
+    for i = 1, n do
+        local x = list[i]
+        local ep, v
+        if getmetatable(x) == Var then
+            ep, v = live(fname, x._engine), x._v
+        elseif type(x) == "table" and type(x._c) == "cdata" then
+            ep, v = x._c.storage.engine, x._c.storage.var
+        else
+            fail(("%s: %s[%d] is not an engine variable or a tensor (%s)"):format(fname, what, i, util.typename(x)))
+        end
+        if ep ~= e then fail(("%s: %s[%d] belongs to another engine"):format(fname, what, i)) end
+        arr[i - 1] = v
+    end
+    return arr, n
+end
+
+local SHELL_OPTS = {reads = true, writes = true, name = true}
+
+function Engine:shell(cmd, opts)
+    local fname = "shell"
+    local e = live(fname, self)
+    if type(cmd) ~= "string" then fail("shell: expected a command string, got " .. util.typename(cmd)) end
+    opts = opts or {}
+    if type(opts) ~= "table" then fail("shell: expected a table of options, got " .. util.typename(opts)) end
+    for k in pairs(opts) do
+        if not SHELL_OPTS[k] then
+            fail(("shell: unknown option '%s' (expected reads, writes or name)"):format(tostring(k)))
+        end
+    end
+    if opts.name ~= nil and type(opts.name) ~= "string" then
+        fail("shell: name must be a string, got " .. util.typename(opts.name))
+    end
+    local reads, nr = vars_arg(fname, e, "reads", opts.reads)
+    local writes, nw = vars_arg(fname, e, "writes", opts.writes)
+    if C.ordo_push_shell(e, cmd, reads, nr, writes, nw, opts.name) ~= 0 then
+        fail("shell: " .. ffi.string(C.ordo_last_error()))
+    end
+end
+
+-- Commands started by shell() (any engine) that have not exited yet.
+function M.shell_running() return tonumber(C.ordo_shell_running()) end
+
 -- ---------------------------------------------------------------- module level = default engine
 
 for _, k in ipairs({"config", "kind", "cpu_workers", "gpu_workers", "pending", "wait_for_all", "new_variable"}) do
@@ -257,6 +322,18 @@ end
 -- waits follow the engine of what they wait for
 function M.wait_for_var(x) return Engine.wait_for_var(default_engine(), x) end
 function M.wait_to_write(x) return Engine.wait_to_write(default_engine(), x) end
+-- shell follows the engine of its first var (the default one without vars)
+function M.shell(cmd, opts)
+    local e = default_engine()
+    local first = type(opts) == "table" and ((type(opts.reads) == "table" and opts.reads[1]) or
+                                             (type(opts.writes) == "table" and opts.writes[1]))
+    if getmetatable(first) == Var then
+        e = first._engine
+    elseif type(first) == "table" and type(first._c) == "cdata" and first._c.storage.engine ~= e._e then
+        e = setmetatable({_e = first._c.storage.engine}, Engine)
+    end
+    return Engine.shell(e, cmd, opts)
+end
 function M.push(name, inputs, outputs, scalars, iparams, opts)
     local e = default_engine()
     local first = (outputs and outputs[1]) or (inputs and inputs[1])

@@ -7,12 +7,14 @@
 --   print(c:item())                                 -- waits for c
 --   ordo.engine.wait_for_all()
 --
--- Modules: ordo.engine (the engine), ordo.profiler; tensors are
+-- Modules: ordo.engine (the engine), ordo.profiler, ordo.data (datasets,
+-- batches), ordo.progress (progress bars); tensors are
 -- ordo.Tensor (lua/ordo/tensor.lua documents the rules: dims from 1, type
 -- promotion, waits).  See lua/README-tensors.md for the whole API.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
+local autograd = require "ordo.autograd" -- wraps the tensor ops: before they are copied below
 
 local C = cdef.C
 
@@ -20,6 +22,12 @@ local M = {}
 
 M.engine = require "ordo.engine"
 M.profiler = require "ordo.profiler"
+M.data = require "ordo.data"         -- IDX files, Fashion-MNIST, DataLoader
+M.progress = require "ordo.progress" -- progress bars for training loops
+M.autograd = autograd
+M.no_grad, M.enable_grad = autograd.no_grad, autograd.enable_grad
+M.nn = require "ordo.nn"
+M.optim = require "ordo.optim"
 M.Tensor = tensor.Tensor
 
 for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand", "randn", "bernoulli",

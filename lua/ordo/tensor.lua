@@ -82,7 +82,7 @@ for _, name in ipairs({
     "neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli",
-    "gather", "index_select"}) do
+    "gather", "index_select", "scatter_add", "index_add"}) do
     local id = C.ordo_tensor_kernel_id(name)
     assert(id >= 0, name)
     K[name] = id
@@ -93,7 +93,7 @@ M.kernel_ids = K
 local SHAPE = ffi.new("int64_t[8]")
 local IN = ffi.new("ordo_tensor *[4]")
 local OUT = ffi.new("ordo_tensor *[2]")
-local SC = ffi.new("double[4]")
+local SC = ffi.new("double[8]")
 local IP = ffi.new("int64_t[8]")
 
 -- ---------------------------------------------------------------- wrapping
@@ -1475,6 +1475,51 @@ function Tensor:index_select(dim, index)
     local out = new_on("index_select", self, shape, self._c.dtype)
     push(K.index_select, "index_select", 0, {self, idx}, {out}, nil, {d})
     return out
+end
+
+-- scatter_add_(dim, index, src): self[..index[..i..]..] += src[..i..] along
+-- dim (gather's adjoint; repeated indices add up), indices from 1.
+local function scatter_add(fname, self, dim, index, src)
+    local d = norm_dim(fname, self, dim)
+    if not is_tensor(index) then fail(fname .. ": index must be an int64 tensor, got " .. typename(index)) end
+    if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
+    local idx = index_arg(fname, self, index)
+    if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
+    push(K.scatter_add, fname, 0, {src, idx}, {self}, nil, {d})
+    return self
+end
+
+function Tensor:scatter_add_(dim, index, src)
+    check_self("scatter_add_", self)
+    return scatter_add("scatter_add_", self, dim, index, src)
+end
+
+function Tensor:scatter_add(dim, index, src)
+    check_self("scatter_add", self)
+    return scatter_add("scatter_add", self:clone(), dim, index, src)
+end
+
+-- index_add_(dim, index, src): self[.., index[j], ..] += src[.., j, ..]
+-- (index_select's adjoint), index 1-D from 1.
+local function index_add(fname, self, dim, index, src)
+    local d = norm_dim(fname, self, dim)
+    if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
+    local idx = index_arg(fname, self, index)
+    if idx._c.ndim > 1 then fail(fmt("%s: index must be 1-D, got shape %s", fname, shape_str(idx))) end
+    if idx._c.ndim == 0 then idx = idx:view({1}) end
+    if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
+    push(K.index_add, fname, 0, {src, idx}, {self}, nil, {d})
+    return self
+end
+
+function Tensor:index_add_(dim, index, src)
+    check_self("index_add_", self)
+    return index_add("index_add_", self, dim, index, src)
+end
+
+function Tensor:index_add(dim, index, src)
+    check_self("index_add", self)
+    return index_add("index_add", self:clone(), dim, index, src)
 end
 
 -- ---------------------------------------------------------------- cat, stack

@@ -1,0 +1,426 @@
+-- ordo.autograd: reverse-mode automatic differentiation over tensor ops.
+--
+--   local w = ordo.randn({3, 2}):requires_grad()
+--   local loss = (x:matmul(w) - y):pow(2):mean()
+--   loss:backward()            -- pushes the backward ops, returns at once
+--   print(w.grad)              -- waits for them like any other tensor
+--
+-- The tape is the graph itself: an op whose inputs need a gradient gives
+-- its result a node (the op's name, its inputs, a backward function, the
+-- tensors it saved).  backward() walks the nodes from the output in reverse
+-- topological order and calls each backward function, whose work is plain
+-- tensor ops: pushes, so the backward pass runs on the engine's workers and
+-- overlaps with whatever else is queued, and Lua returns before it is done.
+--
+-- Rules:
+--  * Only float tensors (float32, float64) can require a gradient.
+--  * Gradients accumulate: leaf.grad += each backward's contribution, until
+--    the user (or an optimiser's zero_grad) clears it.
+--  * backward() frees the graph it walked (the saved tensors go back to
+--    the allocator); a second backward through it raises, unless the first
+--    one was given {retain_graph = true}.
+--  * In-place ops may not touch a tensor that requires a gradient, nor take
+--    one as input, while grad mode is on (ordo.no_grad turns it off): the
+--    gradient would be wrong or lost.  Changing in place a tensor that a
+--    node saved (e.g. mul saves its inputs) is caught at backward time
+--    through the storage's count of pushed writes.
+--  * Backward ops run in no-grad mode: no gradients of gradients.
+--
+-- For op authors (nn, new kernels): autograd.record(name, out, inputs,
+-- backward, saved) attaches a node when needed; backward(g) returns one
+-- gradient per input (nil where none), each of that input's shape.
+local cdef = require "ordo.cdef"
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+
+local ffi, C = cdef.ffi, cdef.C
+local fail, typename = util.fail, util.typename
+local Tensor = tensor.Tensor
+local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
+local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+local fmt, concat = string.format, table.concat
+local getmetatable, type, tonumber, select, pcall, unpack = getmetatable, type, tonumber, select, pcall, unpack
+
+local M = {}
+
+-- ---------------------------------------------------------------- grad mode
+
+local enabled = true
+
+function M.is_enabled() return enabled end
+
+-- Sets grad mode; returns the previous one.
+function M.set_enabled(on)
+    local old = enabled
+    enabled = on and true or false
+    return old
+end
+
+local function with_mode(on, fname, fn, ...)
+    if type(fn) ~= "function" then fail(fmt("%s: expected a function, got %s", fname, typename(fn))) end
+    local old = enabled
+    enabled = on
+    local r = {pcall(fn, ...)}
+    enabled = old
+    if not r[1] then error(r[2], 0) end
+    return unpack(r, 2, table.maxn(r))
+end
+
+-- ordo.no_grad(fn, ...): calls fn(...) with grad mode off (no nodes are
+-- recorded) and returns its results; the mode is restored on errors too.
+function M.no_grad(fn, ...) return with_mode(false, "no_grad", fn, ...) end
+function M.enable_grad(fn, ...) return with_mode(true, "enable_grad", fn, ...) end
+
+-- ---------------------------------------------------------------- recording
+
+local FLOAT = {[cdef.F32] = true, [cdef.F64] = true}
+
+local function writes_of(t) return t._c.storage.writes end
+
+-- True when grad mode is on and one of the values (tensors or not) needs a
+-- gradient: the cheap test wrappers make before building a node.
+local function needs(a, b, c)
+    if not enabled then return false end
+    return (type(a) == "table" and a._rg == true) or (type(b) == "table" and b._rg == true)
+        or (type(c) == "table" and c._rg == true)
+end
+M.needs = needs
+
+local function list_needs(list)
+    if not enabled then return false end
+    for i = 1, #list do
+        local t = list[i]
+        if type(t) == "table" and t._rg == true then return true end
+    end
+    return false
+end
+M.list_needs = list_needs
+
+-- Attaches a node to out when grad mode is on and an input needs a gradient.
+-- inputs: list (holes allowed for non-tensor arguments; give n = count);
+-- backward(g, node): returns one gradient per input; saved: tensors the
+-- backward will read, checked for in-place changes.  Returns out.
+function M.record(name, out, inputs, backward, saved)
+    if not enabled then return out end
+    local n = inputs.n or #inputs
+    local any = false
+    for i = 1, n do
+        local t = inputs[i]
+        if type(t) == "table" and t._rg == true then any = true break end
+    end
+    if not any then return out end
+    if not FLOAT[out._c.dtype] then return out end -- integer results carry no gradient
+    local node = {name = name, inputs = inputs, n = n, backward = backward}
+    if saved then
+        local v = {}
+        for i = 1, #saved do v[i] = writes_of(saved[i]) end
+        node.saved, node.versions = saved, v
+    end
+    out._rg = true
+    out._node = node
+    return out
+end
+
+-- ---------------------------------------------------------------- helpers for backward functions
+
+-- g summed over the dims broadcasting added or stretched, back to shape.
+function M.sum_to(g, shape)
+    local gs = shape_of(g)
+    local n, m = #gs, #shape
+    if n == m then
+        local same = true
+        for i = 1, n do if gs[i] ~= shape[i] then same = false break end end
+        if same then return g end
+    end
+    local r = g
+    -- leading dims broadcasting added
+    for _ = 1, n - m do r = r:sum(1) end
+    for i = 1, m do
+        if shape[i] == 1 and gs[n - m + i] ~= 1 then r = r:sum(i, true) end
+    end
+    return r
+end
+
+-- ---------------------------------------------------------------- tensor methods
+
+-- t:requires_grad([flag]): marks a leaf tensor as one whose gradient
+-- backward() computes (flag defaults to true); returns t.
+function Tensor:requires_grad(flag)
+    if flag == nil then flag = true end
+    if type(flag) ~= "boolean" then fail("requires_grad: expected a boolean, got " .. typename(flag)) end
+    if flag and not FLOAT[self._c.dtype] then
+        fail(fmt("requires_grad: only float tensors (float32, float64) can require a gradient, got %s",
+                 self:dtype()))
+    end
+    if not flag and self._node then
+        fail("requires_grad: a tensor computed from tensors that require a gradient cannot stop requiring it; use t:detach()")
+    end
+    self._rg = flag or nil
+    return self
+end
+Tensor.requires_grad_ = Tensor.requires_grad
+
+-- true when backward() will compute (leaf) or pass through (non-leaf) a gradient for t.
+function Tensor:needs_grad() return self._rg == true end
+
+-- true for tensors not computed by a recorded op.
+function Tensor:is_leaf() return self._node == nil end
+
+-- the name of the op that computed t ("mul", "matmul"...) or nil for a leaf.
+function Tensor:grad_fn() return self._node and self._node.name or nil end
+
+-- A tensor sharing t's storage that is out of the graph (no gradient).
+function Tensor:detach()
+    local c = C.ordo_tensor_alias(self._c)
+    if c == nil then util.fail_c() end
+    return setmetatable({_c = ffi.gc(c, C.ordo_tensor_free)}, Tensor)
+end
+
+-- Keeps the gradient of a non-leaf tensor in t.grad at backward.
+function Tensor:retain_grad()
+    if not self._rg then fail("retain_grad: the tensor does not require a gradient") end
+    self._retain = true
+    return self
+end
+
+-- ---------------------------------------------------------------- backward
+
+local function fresh_copy(g)
+    local c = tensor.empty_like(g)
+    return c:copy_(g)
+end
+
+-- A leaf's first gradient: g itself when nothing else can see its bytes
+-- (a contiguous tensor alone on its storage, not given to another leaf,
+-- not the caller's seed), else a copy, so that accumulating into .grad in
+-- place never changes another tensor.  Backward functions return new
+-- tensors or their incoming g, never a tensor the user holds.
+local function own_grad(g, taken)
+    local c = g._c
+    local st = c.storage
+    if taken[g] or st.refs ~= 1 or c.offset ~= 0 or C.ordo_tensor_is_contiguous(c) == 0
+        or C.ordo_tensor_numel(c) * ffi.sizeof(c.dtype == cdef.F64 and "double" or "float") ~= st.nbytes then
+        return fresh_copy(g)
+    end
+    taken[g] = true
+    return g
+end
+
+-- The tensors reachable from root through nodes, in reverse topological
+-- order (every tensor before the inputs of its node).
+local function topo_order(root)
+    local order, state = {}, {[root] = 1}
+    local stack = {root}
+    local idx = {1}
+    while #stack > 0 do
+        local top = #stack
+        local t = stack[top]
+        local node = t._node
+        local i = idx[top]
+        local pushed = false
+        if node and node.inputs then
+            while i <= node.n do
+                local x = node.inputs[i]
+                i = i + 1
+                if type(x) == "table" and x._rg and not state[x] then
+                    state[x] = 1
+                    idx[top] = i
+                    stack[top + 1], idx[top + 1] = x, 1
+                    pushed = true
+                    break
+                end
+            end
+        end
+        if not pushed then
+            stack[top], idx[top] = nil, nil
+            order[#order + 1] = t
+        end
+    end
+    -- post-order puts inputs first: reverse it
+    local n = #order
+    for i = 1, math.floor(n / 2) do order[i], order[n + 1 - i] = order[n + 1 - i], order[i] end
+    return order
+end
+
+local function check_grad(node, i, x, gi)
+    if not is_tensor(gi) then
+        fail(fmt("backward: the backward of %s returned %s for input %d (expected a tensor)", node.name,
+                 typename(gi), i))
+    end
+    local xs, gs = shape_of(x), shape_of(gi)
+    local ok = #xs == #gs
+    if ok then for k = 1, #xs do if xs[k] ~= gs[k] then ok = false break end end end
+    if not ok then
+        fail(fmt("backward: the backward of %s returned a gradient of shape %s for input %d of shape %s",
+                 node.name, shape_str(gi), i, shape_str(x)))
+    end
+    if gi._c.dtype ~= x._c.dtype then gi = gi:to(x:dtype()) end
+    return gi
+end
+
+local function run_backward(root, grad, retain)
+    local order = topo_order(root)
+    local grads = {[root] = grad}
+    local taken = {[grad] = true}
+    for k = 1, #order do
+        local t = order[k]
+        local g = grads[t]
+        grads[t] = nil
+        local node = t._node
+        if g ~= nil then
+            if node == nil or t._retain then
+                if t.grad == nil then
+                    t.grad = t._node and fresh_copy(g) or own_grad(g, taken)
+                else
+                    t.grad:add_(g)
+                end
+            end
+            if node then
+                if not node.inputs then
+                    fail(fmt("backward: the graph through %s was freed by an earlier backward; " ..
+                             "give the first one {retain_graph = true} to go through it twice", node.name))
+                end
+                if node.saved then
+                    for i = 1, #node.saved do
+                        local s = node.saved[i]
+                        local now = writes_of(s)
+                        if now ~= node.versions[i] then
+                            fail(fmt("backward: a tensor (shape %s) saved by %s was changed in place after the op " ..
+                                     "(%d writes since); compute the update out of place, or after backward",
+                                     shape_str(s), node.name, tonumber(now - node.versions[i])))
+                        end
+                    end
+                end
+                local gi = {node.backward(g, node)}
+                for i = 1, node.n do
+                    local x = node.inputs[i]
+                    if type(x) == "table" and x._rg and gi[i] ~= nil then
+                        local v = check_grad(node, i, x, gi[i])
+                        local prev = grads[x]
+                        grads[x] = prev and prev + v or v
+                    end
+                end
+                if not retain then node.inputs, node.saved = nil, nil end
+            end
+        end
+    end
+end
+
+-- t:backward([grad [, {retain_graph = bool}]]): accumulates d t / d leaf
+-- into every leaf's .grad.  grad defaults to 1 for a one-element t.
+function Tensor:backward(grad, opts)
+    if type(grad) == "table" and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
+    if not self._rg then
+        fail("backward: the tensor does not require a gradient (call requires_grad() on the inputs it was computed from)")
+    end
+    if grad == nil then
+        if self:numel() ~= 1 then
+            fail(fmt("backward: a gradient must be given for an output of shape %s (only one-element outputs default to 1)",
+                     shape_str(self)))
+        end
+        grad = tensor.ones_like(self)
+    else
+        if not is_tensor(grad) then fail("backward: grad must be a tensor, got " .. typename(grad)) end
+        local a, b = shape_of(self), shape_of(grad)
+        local same = #a == #b
+        if same then for i = 1, #a do if a[i] ~= b[i] then same = false break end end end
+        if not same then
+            fail(fmt("backward: grad has shape %s but the output has shape %s", shape_str(grad), shape_str(self)))
+        end
+        if grad._c.dtype ~= self._c.dtype then grad = grad:to(self:dtype()) end
+    end
+    local retain = opts and opts.retain_graph
+    M.no_grad(run_backward, self, grad, retain)
+end
+
+-- ordo.autograd.grad(output, inputs [, grad]): the gradients of output with
+-- respect to inputs (a list), returned as a list, leaving .grad untouched.
+function M.grad(output, inputs, grad, opts)
+    local saved = {}
+    for i, x in ipairs(inputs) do saved[i] = x.grad; x.grad = nil end
+    local ok, err = pcall(Tensor.backward, output, grad, opts)
+    local r = {}
+    for i, x in ipairs(inputs) do r[i] = x.grad; x.grad = saved[i] end
+    if not ok then error(err, 0) end
+    return r
+end
+
+-- ---------------------------------------------------------------- gradient check
+
+-- Deterministic weights in [0.5, 1.5): the checked scalar is sum(out * w),
+-- so every output element counts and errors cannot cancel out.
+local function check_weights(out)
+    local n = out:numel()
+    local w, seed = {}, 12345
+    for i = 1, n do
+        seed = (seed * 1103515245 + 12345) % 2147483648
+        w[i] = 0.5 + seed / 2147483648
+    end
+    local wt = tensor.tensor(n > 0 and w or {0}, {dtype = "float64"})
+    if n == 0 then wt = tensor.zeros({0}, {dtype = "float64"}) end
+    return wt:reshape(shape_of(out)):to(out:dtype())
+end
+
+-- ordo.autograd.gradcheck(fn, inputs [, opts]): compares the gradients
+-- backward() computes for fn(unpack(inputs)) with central differences,
+-- for every element of every input tensor that needs a gradient (make them
+-- float64).  opts: eps (1e-6), atol (1e-5), rtol (1e-3), name.  Returns
+-- true, or raises naming the input, the element, and both values.
+function M.gradcheck(fn, inputs, opts)
+    opts = opts or {}
+    local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
+    local label = opts.name and (opts.name .. ": ") or ""
+    if type(fn) ~= "function" then fail("gradcheck: expected a function, got " .. typename(fn)) end
+    if type(inputs) ~= "table" or is_tensor(inputs) then fail("gradcheck: inputs must be a list") end
+    local n = inputs.n or #inputs
+    local out = M.enable_grad(fn, unpack(inputs, 1, n))
+    if not is_tensor(out) then fail("gradcheck: fn must return a tensor, got " .. typename(out)) end
+    local w = check_weights(out)
+    local checked = {}
+    for i = 1, n do
+        local x = inputs[i]
+        if is_tensor(x) and x._rg then
+            if x._node then fail(fmt("gradcheck: input %d is not a leaf", i)) end
+            if C.ordo_tensor_is_contiguous(x._c) == 0 then fail(fmt("gradcheck: input %d is not contiguous", i)) end
+            x.grad = nil
+            checked[#checked + 1] = i
+        end
+    end
+    if #checked == 0 then fail("gradcheck: no input requires a gradient") end
+    if out._rg then M.enable_grad(function() (out * w):sum():backward() end) end
+    local function value()
+        return M.no_grad(function() return (fn(unpack(inputs, 1, n)) * w):sum():item() end)
+    end
+    local v1, v2 = value(), value()
+    if v1 ~= v2 then
+        fail(fmt("%sgradcheck: fn gave %.17g then %.17g for the same inputs; it must be deterministic " ..
+                 "(draw random tensors outside it)", label, v1, v2))
+    end
+    for _, i in ipairs(checked) do
+        local x = inputs[i]
+        local flat = x:view(-1)
+        local orig = flat:totable()
+        local analytic = x.grad and x.grad:reshape(-1):totable() or {}
+        for j = 1, #orig do
+            local cell = flat:narrow(1, j, 1)
+            M.no_grad(function() cell:fill_(orig[j] + eps) end)
+            local lp = value()
+            M.no_grad(function() cell:fill_(orig[j] - eps) end)
+            local lm = value()
+            M.no_grad(function() cell:fill_(orig[j]) end)
+            local num = (lp - lm) / (2 * eps)
+            local ana = analytic[j] or 0
+            if not (math.abs(ana - num) <= atol + rtol * math.abs(num)) then
+                fail(fmt("%sgradcheck: input %d (shape %s), element %d: backward gives %.10g, numerical %.10g",
+                         label, i, shape_str(x), j, ana, num))
+            end
+        end
+        x.grad = nil
+    end
+    return true
+end
+
+-- every differentiable tensor op gets its backward (lua/ordo/grad_ops.lua)
+require("ordo.grad_ops").install(M)
+
+return M

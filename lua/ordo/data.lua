@@ -1,0 +1,490 @@
+-- ordo.data: datasets and batches for training loops.
+--
+--   local data = ordo.data
+--   local ds = data.fashion_mnist{limit_train = 1000}      -- {train = {images, labels}, test = ...}
+--   local loader = data.loader(ds.train.images, ds.train.labels, {batch_size = 64, shuffle = true})
+--   for epoch = 1, 3 do
+--       for i, xb, yb in loader:iter() do ... end             -- a new permutation each epoch
+--   end
+--   local t = data.read_idx("train-labels-idx1-ubyte.gz")    -- any IDX file, gzip or plain
+--
+-- Labels count classes from 1, like every index in ordo (argmax returns
+-- 1-based indices, gather takes them): Fashion-MNIST's label k in the file
+-- is k + 1 here, and fashion_mnist_classes[k + 1] names it.
+--
+-- File bytes go straight into tensor storage (outside the Lua heap) through
+-- zlib's gzread, or through io for plain files in 1 MiB pieces.
+local cdef = require "ordo.cdef"
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+
+local ffi, C = cdef.ffi, cdef.C
+local fail, typename = util.fail, util.typename
+local fmt, concat = string.format, table.concat
+local floor, min = math.floor, math.min
+local bswap = require("bit").bswap
+local type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error =
+    type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error
+
+local Tensor, is_tensor = tensor.Tensor, tensor.is_tensor
+
+local M = {}
+
+local function is_posint(x) return type(x) == "number" and x == floor(x) and x >= 1 and x < 2 ^ 53 end
+local function is_natural(x) return type(x) == "number" and x == floor(x) and x >= 0 and x < 2 ^ 53 end
+
+local function check_opts(fname, opts, known)
+    if opts == nil then return {} end
+    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+        fail(fmt("%s: expected an options table, got %s", fname, typename(opts)))
+    end
+    for k in pairs(opts) do
+        if not known[k] then
+            local names = {}
+            for name in pairs(known) do names[#names + 1] = name end
+            table.sort(names)
+            fail(fmt("%s: unknown option '%s' (expected %s)", fname, tostring(k), concat(names, ", ")))
+        end
+    end
+    return opts
+end
+
+-- The bytes of t's storage, for writing from the host.  Waits for every op
+-- that reads or writes them first (a tensor fresh from ordo.empty has none,
+-- so this returns at once; it keeps the rule for any other tensor).
+local function host_bytes(fname, t)
+    local c = t._c
+    if c.ctx.dev_type ~= cdef.CPU then
+        fail(fname .. ": internal: host write to a " .. tostring(t:device()) .. " tensor")
+    end
+    local s = c.storage
+    if util.wait_ready then util.wait_ready(s.engine, s.var) end
+    if C.ordo_wait_to_write(s.engine, s.var) ~= 0 then
+        fail(fname .. ": " .. util.op_message(ffi.string(C.ordo_last_error())))
+    end
+    return ffi.cast("uint8_t *", C.ordo_tensor_data(c))
+end
+
+-- ---------------------------------------------------------------- byte sources
+
+local PIECE = 2 ^ 20 -- bytes per io read of a plain file (a Lua string each)
+local GZ_MAX = 2 ^ 30 -- gzread takes an unsigned count: read in pieces below 2^31
+
+-- A reader over path: src.read(ptr, n) fills up to n bytes and returns how
+-- many it got (fewer only at the end of the file); src.close().  gzip files
+-- (by their magic bytes, not the name) go through zlib, others through io.
+local function open_source(fname, path)
+    local f, err = io.open(path, "rb")
+    if not f then fail(fmt("%s: cannot open %s", fname, tostring(err))) end
+    local head = f:read(2)
+    if head ~= "\31\139" then
+        f:seek("set", 0)
+        return {
+            read = function(p, n)
+                local got = 0
+                while got < n do
+                    local s = f:read(min(PIECE, n - got))
+                    if not s then break end
+                    ffi.copy(p + got, s, #s)
+                    got = got + #s
+                end
+                return got
+            end,
+            close = function() f:close() end,
+        }
+    end
+    f:close()
+    local z, zerr = cdef.zlib()
+    if not z then fail(fmt("%s: %s is gzip-compressed, but %s", fname, path, zerr)) end
+    local gz = z.gzopen(path, "rb")
+    if gz == nil then fail(fmt("%s: zlib cannot open %s", fname, path)) end
+    z.gzbuffer(gz, 256 * 1024) -- fewer, larger reads of the compressed file
+    local errnum = ffi.new("int[1]")
+    return {
+        read = function(p, n)
+            local got = 0
+            while got < n do
+                local r = z.gzread(gz, p + got, min(GZ_MAX, n - got))
+                if r < 0 then
+                    local msg = ffi.string(z.gzerror(gz, errnum))
+                    fail(fmt("%s: reading %s: %s", fname, path, msg))
+                end
+                if r == 0 then break end
+                got = got + r
+            end
+            return got
+        end,
+        close = function() z.gzclose(gz) end,
+    }
+end
+
+-- ---------------------------------------------------------------- IDX files
+
+-- IDX type code -> element size in the file, tensor dtype, how to convert
+local IDX_TYPES = {
+    [0x08] = {size = 1, dtype = "uint8", name = "uint8"},
+    [0x09] = {size = 1, dtype = "int32", name = "int8"},
+    [0x0B] = {size = 2, dtype = "int32", name = "int16"},
+    [0x0C] = {size = 4, dtype = "int32", name = "int32"},
+    [0x0D] = {size = 4, dtype = "float32", name = "float32"},
+    [0x0E] = {size = 8, dtype = "float64", name = "float64"},
+}
+
+local function read_exact(fname, path, src, p, n, what)
+    local got = src.read(p, n)
+    if got ~= n then
+        fail(fmt("%s: %s is truncated: %s needs %d bytes, the file has %d", fname, path, what, n, got))
+    end
+end
+
+local function read_idx_body(fname, path, src, limit)
+    local head = ffi.new("uint8_t[4]")
+    read_exact(fname, path, src, head, 4, "the header")
+    if head[0] ~= 0 or head[1] ~= 0 or not IDX_TYPES[head[2]] then
+        fail(fmt("%s: %s is not an IDX file (magic bytes %02x %02x %02x %02x; expected 00 00, " ..
+                 "a type code 08, 09, 0b, 0c, 0d or 0e, and a dim count)", fname, path, head[0], head[1], head[2],
+                 head[3]))
+    end
+    local ty, nd = IDX_TYPES[head[2]], head[3]
+    if nd < 1 or nd > 8 then
+        fail(fmt("%s: %s has %d dims (ordo tensors have 1 to 8)", fname, path, nd))
+    end
+    local dims = ffi.new("uint8_t[?]", 4 * nd)
+    read_exact(fname, path, src, dims, 4 * nd, "the dims")
+    local shape, numel = {}, 1
+    for i = 1, nd do
+        local b = dims + 4 * (i - 1)
+        shape[i] = ((b[0] * 256 + b[1]) * 256 + b[2]) * 256 + b[3] -- big-endian
+        numel = numel * shape[i]
+    end
+    if limit and limit < shape[1] then
+        numel = numel / shape[1] * limit
+        shape[1] = limit
+    end
+    local t = tensor.empty(shape, {dtype = ty.dtype})
+    if numel == 0 then return t end
+    local p = host_bytes(fname, t)
+    local what = fmt("%s data of shape %s", ty.name, tensor.shape_str(shape))
+    if ty.size == 1 and ty.dtype == "uint8" then
+        read_exact(fname, path, src, p, numel, what)
+    elseif ty.size == 4 then
+        -- in place: the file's big-endian words become native ones
+        read_exact(fname, path, src, p, numel * 4, what)
+        local w = ffi.cast("int32_t *", p)
+        for i = 0, numel - 1 do w[i] = bswap(w[i]) end
+    elseif ty.size == 8 then
+        read_exact(fname, path, src, p, numel * 8, what)
+        local w = ffi.cast("int32_t *", p)
+        for i = 0, 2 * numel - 1, 2 do w[i], w[i + 1] = bswap(w[i + 1]), bswap(w[i]) end
+    else
+        -- int8 and int16 widen to int32: through a staging buffer
+        local size = ty.size
+        local per = floor(PIECE / size)
+        local buf = ffi.new("uint8_t[?]", per * size)
+        local out = ffi.cast("int32_t *", p)
+        local done = 0
+        while done < numel do
+            local k = min(per, numel - done)
+            read_exact(fname, path, src, buf, k * size, what)
+            if size == 1 then
+                local sb = ffi.cast("int8_t *", buf)
+                for i = 0, k - 1 do out[done + i] = sb[i] end
+            else
+                for i = 0, k - 1 do
+                    local v = buf[2 * i] * 256 + buf[2 * i + 1]
+                    out[done + i] = v >= 32768 and v - 65536 or v
+                end
+            end
+            done = done + k
+        end
+    end
+    return t
+end
+
+-- read_idx(path [, {limit = n}]): the IDX file at path (gzip or plain) as a
+-- tensor of the file's shape: uint8 (type 0x08), int32 (0x09 int8, 0x0B
+-- int16, 0x0C int32), float32 (0x0D) or float64 (0x0E), on cpu(0).  limit
+-- reads only the first n entries of dim 1.
+function M.read_idx(path, opts)
+    if type(path) ~= "string" then fail("read_idx: expected a file path, got " .. typename(path)) end
+    opts = check_opts("read_idx", opts, {limit = true})
+    if opts.limit ~= nil and not is_natural(opts.limit) then
+        fail("read_idx: limit must be an integer >= 0, got " .. tostring(opts.limit))
+    end
+    local src = open_source("read_idx", path)
+    local ok, res = pcall(read_idx_body, "read_idx", path, src, opts.limit)
+    src.close()
+    if not ok then error(res, 0) end -- the message already names the user's line
+    return res
+end
+
+-- ---------------------------------------------------------------- Fashion-MNIST
+
+M.fashion_mnist_dir = "/usr/share/datasets/fashion-mnist"
+
+M.fashion_mnist_classes = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                           "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+
+local FMNIST_FILES = {
+    train = {images = "train-images-idx3-ubyte", labels = "train-labels-idx1-ubyte"},
+    test = {images = "t10k-images-idx3-ubyte", labels = "t10k-labels-idx1-ubyte"},
+}
+local FMNIST_MEAN, FMNIST_STD = 0.2860, 0.3530
+
+local function exists(path)
+    local f = io.open(path, "rb")
+    if f then f:close() end
+    return f ~= nil
+end
+
+-- dir/base.gz, else dir/base (an unpacked copy); nil when neither is there
+local function find_file(dir, base)
+    for _, p in ipairs({dir .. "/" .. base .. ".gz", dir .. "/" .. base}) do
+        if exists(p) then return p end
+    end
+    return nil
+end
+
+local function resolve_dir(dir)
+    if dir ~= nil then return dir end
+    local env = os.getenv("ORDO_FASHION_MNIST")
+    if env and env ~= "" then return env end
+    return M.fashion_mnist_dir
+end
+
+-- fashion_mnist_available([dir]): true, dir when the four files are in dir
+-- (default: $ORDO_FASHION_MNIST, else /usr/share/datasets/fashion-mnist);
+-- else false and a message saying what is missing and how to get it.
+function M.fashion_mnist_available(dir)
+    if dir ~= nil and type(dir) ~= "string" then
+        fail("fashion_mnist_available: expected a directory path, got " .. typename(dir))
+    end
+    dir = resolve_dir(dir)
+    local missing = {}
+    for _, split in ipairs({"train", "test"}) do
+        for _, kind in ipairs({"images", "labels"}) do
+            local base = FMNIST_FILES[split][kind]
+            if not find_file(dir, base) then missing[#missing + 1] = base .. ".gz" end
+        end
+    end
+    if #missing == 0 then return true, dir end
+    return false, fmt("Fashion-MNIST not found in %s (missing %s): install the Debian package dataset-fashion-mnist " ..
+                      "(apt-get install dataset-fashion-mnist), or point opts.dir or ORDO_FASHION_MNIST at a " ..
+                      "directory holding the four files", dir, concat(missing, ", "))
+end
+
+local FMNIST_OPTS = {dir = true, flatten = true, normalize = true, limit_train = true, limit_test = true,
+                     device = true}
+
+local function load_split(fname, dir, split, limit, opts)
+    local files = FMNIST_FILES[split]
+    local ipath, lpath = find_file(dir, files.images), find_file(dir, files.labels)
+    local images = M.read_idx(ipath, {limit = limit})
+    local labels = M.read_idx(lpath, {limit = limit})
+    local s = images:shape()
+    if images:dtype() ~= "uint8" or #s ~= 3 or s[2] ~= 28 or s[3] ~= 28 then
+        fail(fmt("%s: %s holds %s %s, expected uint8 Nx28x28 images", fname, ipath, images:dtype(), tensor.shape_str(s)))
+    end
+    local n = s[1]
+    if labels:dtype() ~= "uint8" or labels:dim() ~= 1 or labels:size(1) ~= n then
+        fail(fmt("%s: %s holds %s %s, expected %d uint8 labels", fname, lpath, labels:dtype(),
+                 tensor.shape_str(labels:shape()), n))
+    end
+    if opts.device ~= nil then
+        -- uint8 crosses to the device: a quarter of the float32 bytes
+        images, labels = images:to(opts.device), labels:to(opts.device)
+    end
+    local x = images:to("float32"):div_(255)
+    if opts.normalize then x:sub_(FMNIST_MEAN):div_(FMNIST_STD) end
+    x = opts.flatten and x:view({n, 784}) or x:view({n, 1, 28, 28})
+    local y = labels:to("int64"):add_(1) -- classes from 1, like argmax
+    return {images = x, labels = y}
+end
+
+-- fashion_mnist([opts]): {train = {images =, labels =}, test = {...}, classes =}.
+--   images  float32 Nx1x28x28 in [0, 1] (flatten = true: Nx784; normalize =
+--           true: (x - 0.2860) / 0.3530 instead)
+--   labels  int64 N, classes 1..10 (the file's 0..9 plus 1; classes[k] names k)
+-- opts: dir (default $ORDO_FASHION_MNIST, else /usr/share/datasets/fashion-mnist),
+-- limit_train / limit_test (the first n examples), device (where the
+-- tensors go, default cpu(0)).
+function M.fashion_mnist(opts)
+    opts = check_opts("fashion_mnist", opts, FMNIST_OPTS)
+    if opts.dir ~= nil and type(opts.dir) ~= "string" then
+        fail("fashion_mnist: dir must be a directory path, got " .. typename(opts.dir))
+    end
+    for _, k in ipairs({"limit_train", "limit_test"}) do
+        if opts[k] ~= nil and not is_natural(opts[k]) then
+            fail(fmt("fashion_mnist: %s must be an integer >= 0, got %s", k, tostring(opts[k])))
+        end
+    end
+    if opts.device ~= nil and not util.parse_device("fashion_mnist", opts.device) then
+        fail("fashion_mnist: unknown device " .. tostring(opts.device) ..
+             " (expected ordo.cpu(n), ordo.gpu(n) or \"gpu:0\")")
+    end
+    local ok, dir = M.fashion_mnist_available(opts.dir)
+    if not ok then fail("fashion_mnist: " .. dir) end
+    return {
+        train = load_split("fashion_mnist", dir, "train", opts.limit_train, opts),
+        test = load_split("fashion_mnist", dir, "test", opts.limit_test, opts),
+        classes = M.fashion_mnist_classes,
+    }
+end
+
+-- ---------------------------------------------------------------- DataLoader
+
+-- A loader is a userdata (newproxy) so that #loader works under LuaJIT,
+-- whose tables ignore __len; fields and methods read through to its state
+-- table, so it reads like a table otherwise.
+local Loader = {}
+M.DataLoader = Loader
+
+local LOADER_OPTS = {batch_size = true, shuffle = true, drop_last = true}
+
+local I64P = ffi.typeof("int64_t *")
+local F64P = ffi.typeof("double *")
+
+-- The order of one epoch: an int64 tensor of 1..n (shuffle: a permutation
+-- by Fisher-Yates from float64 keys drawn with the engine's generator, so
+-- it depends only on ordo.manual_seed and the order of random calls).
+local function epoch_order(st)
+    local n = st.n
+    local perm = tensor.empty({n}, {dtype = "int64"})
+    if n == 0 then return perm end
+    local keys
+    if st.shuffle then keys = tensor.rand({n}, {dtype = "float64"}):wait() end
+    local p = ffi.cast(I64P, host_bytes("DataLoader", perm))
+    for i = 0, n - 1 do p[i] = i + 1 end
+    if keys then
+        local u = ffi.cast(F64P, C.ordo_tensor_data(keys._c))
+        for i = n - 1, 1, -1 do
+            local j = floor(u[i] * (i + 1)) -- 0..i
+            if j > i then j = i end
+            p[i], p[j] = p[j], p[i]
+        end
+        C.ordo_tensor_numel(keys._c) -- keeps keys (and its bytes) alive until here
+    end
+    return perm
+end
+
+-- One batch (b from 1): index_select of every tensor at the order's slice.
+local function make_batch(st, order, b)
+    local start = (b - 1) * st.batch_size + 1
+    local len = min(st.batch_size, st.n - start + 1)
+    local out = {}
+    for k, t in ipairs(st.tensors) do
+        out[k] = t:index_select(1, order[k]:narrow(1, start, len))
+    end
+    return out
+end
+
+local function state_of(fname, self)
+    local st = type(self) == "userdata" and self._loader_state
+    if not st then
+        fail(fmt("%s: expected a DataLoader as self, got %s (call it as loader:%s(...))", fname, typename(self),
+                 fname))
+    end
+    return st
+end
+
+-- loader:num_batches(): batches per epoch (also #loader).
+function Loader.num_batches(self)
+    return state_of("num_batches", self).nb
+end
+
+-- loader:iter(): for i, xb, yb in loader:iter() do ... end, one epoch.
+-- Each call draws a new order when shuffle is set.  Batch i + 1 is pushed
+-- before batch i is returned, so its gather is queued while the loop body's
+-- ops for batch i run (ops return at once; the engine orders them).  So a
+-- change to the dataset tensors themselves inside the loop shows from batch
+-- i + 2 on; batches are copies, free to change in place.
+function Loader.iter(self)
+    local st = state_of("iter", self)
+    st.epoch = st.epoch + 1
+    local order = {}
+    if st.shuffle or not st.order then
+        local perm = epoch_order(st)
+        -- the order goes to each tensor's device once per epoch
+        for k, t in ipairs(st.tensors) do
+            local dev = t:device()
+            order[k] = dev.dev_type == cdef.CPU and perm or perm:to(dev)
+        end
+        if not st.shuffle then st.order = order end
+    else
+        order = st.order
+    end
+    local nb, b = st.nb, 0
+    local nxt = nb > 0 and make_batch(st, order, 1) or nil
+    return function()
+        if b >= nb then return nil end
+        b = b + 1
+        local cur = nxt
+        nxt = b < nb and make_batch(st, order, b + 1) or nil
+        return b, cur[1], cur[2]
+    end
+end
+
+local function loader_tostring(self)
+    local st = self._loader_state
+    return fmt("ordo.data.DataLoader(%d examples, batch_size=%d, %d batches%s%s)", st.n, st.batch_size, st.nb,
+               st.shuffle and ", shuffle" or "", st.drop_last and ", drop_last" or "")
+end
+
+-- loader(x [, y] [, opts]): batches of x (and y) along dim 1.
+--   opts.batch_size  examples per batch (default 1)
+--   opts.shuffle     a new order each epoch (default false)
+--   opts.drop_last   leave out a last batch smaller than batch_size (default false)
+-- The loader: loader:iter() (one epoch), loader:num_batches() or #loader,
+-- loader.n, loader.batch_size, loader.epoch (epochs started).
+function M.loader(x, y, opts)
+    local fname = "DataLoader"
+    if not is_tensor(x) then fail(fmt("%s: expected a tensor of examples first, got %s", fname, typename(x))) end
+    if y ~= nil and not is_tensor(y) then
+        if opts == nil and type(y) == "table" and getmetatable(y) == nil then
+            y, opts = nil, y -- loader(x, opts)
+        else
+            fail(fmt("%s: expected a tensor of targets (or options) second, got %s", fname, typename(y)))
+        end
+    end
+    opts = check_opts(fname, opts, LOADER_OPTS)
+    if x:dim() < 1 then fail(fname .. ": x has no dims: the first dim counts the examples") end
+    local n = x:size(1)
+    if y then
+        if y:dim() < 1 then fail(fname .. ": y has no dims: the first dim counts the examples") end
+        if y:size(1) ~= n then
+            fail(fmt("%s: x has %d examples (shape %s) but y has %d (shape %s): the first dims must match", fname, n,
+                     tensor.shape_str(x:shape()), y:size(1), tensor.shape_str(y:shape())))
+        end
+    end
+    local bs = opts.batch_size == nil and 1 or opts.batch_size
+    if not is_posint(bs) then fail(fname .. ": batch_size must be a positive integer, got " .. tostring(bs)) end
+    for _, k in ipairs({"shuffle", "drop_last"}) do
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("%s: %s must be true or false, got %s", fname, k, typename(opts[k])))
+        end
+    end
+    local drop = opts.drop_last == true
+    local st = setmetatable({
+        tensors = {x, y},
+        n = n,
+        batch_size = bs,
+        shuffle = opts.shuffle == true,
+        drop_last = drop,
+        nb = drop and floor(n / bs) or floor((n + bs - 1) / bs),
+        epoch = 0,
+    }, {__index = Loader})
+    st._loader_state = st
+    local proxy = newproxy(true)
+    local mt = getmetatable(proxy)
+    mt.__name = "ordo.data.DataLoader"
+    mt.__index = st
+    mt.__newindex = function() fail(fname .. ": a loader's fields are read-only (make a new loader)") end
+    mt.__len = function() return st.nb end
+    mt.__call = Loader.iter -- for i, xb, yb in loader() do
+    mt.__tostring = loader_tostring
+    return proxy
+end
+
+setmetatable(Loader, {__call = function(_, ...) return M.loader(...) end}) -- ordo.data.DataLoader(x, y, opts)
+
+return M

@@ -1,0 +1,455 @@
+-- ordo.grad_ops: the backward of every differentiable tensor op.
+--
+-- Installed by ordo.autograd over the methods of ordo.Tensor (and the
+-- module functions matmul, cat, stack, where): each wrapper calls the
+-- forward op, then, when grad mode is on and an input needs a gradient,
+-- records a node whose backward function computes the input gradients
+-- with ordinary tensor ops (pushes).  Gradients come back in the inputs'
+-- shapes (sum_to undoes broadcasting).  In-place methods are wrapped with
+-- a guard instead: they may not change, or read, a tensor that requires a
+-- gradient while grad mode is on.
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+
+local fail = util.fail
+local Tensor = tensor.Tensor
+local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
+local fmt = string.format
+local type, select, ipairs, pairs, unpack = type, select, ipairs, pairs, unpack
+
+local M = {}
+
+function M.install(ag)
+    local record, needs, sum_to, list_needs = ag.record, ag.needs, ag.sum_to, ag.list_needs
+    local raw = {}
+    for k, v in pairs(Tensor) do raw[k] = v end
+    M.raw = raw
+
+    -- ------------------------------------------------------------ binary
+
+    -- bw(g, a, b, y, need_a, need_b) -> ga, gb in the output's shape (or
+    -- any shape that broadcasts to it); scalars (numbers) get none.
+    local function binary(name, f, bw, save_out)
+        return function(a, b, ...)
+            local y = f(a, b, ...)
+            if needs(a, b) then
+                local ta, tb = is_tensor(a), is_tensor(b)
+                local saved = {}
+                if ta then saved[#saved + 1] = a end
+                if tb then saved[#saved + 1] = b end
+                if save_out then saved[#saved + 1] = y end
+                local extra = select("#", ...) > 0 and {...} or nil
+                record(name, y, {a, b, n = 2}, function(g)
+                    local na, nb = ta and a._rg, tb and b._rg
+                    local ga, gb = bw(g, a, b, y, na, nb, extra)
+                    if na and ga then ga = sum_to(ga:expand(shape_of(g)), shape_of(a)) end
+                    if nb and gb then gb = sum_to(gb:expand(shape_of(g)), shape_of(b)) end
+                    return na and ga or nil, nb and gb or nil
+                end, saved)
+            end
+            return y
+        end
+    end
+
+    local function alpha_of(extra) return extra and extra[1] or 1 end
+
+    local add_bw = function(g, _, _, _, na, nb, extra)
+        local al = alpha_of(extra)
+        return na and g, nb and (al == 1 and g or g * al)
+    end
+    local sub_bw = function(g, _, _, _, na, nb, extra)
+        local al = alpha_of(extra)
+        return na and g, nb and (al == 1 and -g or g * -al)
+    end
+    local mul_bw = function(g, a, b, _, na, nb)
+        return na and g * b, nb and g * a
+    end
+    local div_bw = function(g, a, b, y, na, nb)
+        -- d(a/b)/da = 1/b; d(a/b)/db = -a/b^2 = -y/b
+        return na and g / b, nb and -(g * y) / b
+    end
+    local pow_bw = function(g, a, b, y, na, nb)
+        local ga, gb
+        if na then ga = g * b * raw.pow(a, is_tensor(b) and b - 1 or b - 1) end
+        if nb then
+            -- d(a^b)/db = a^b log a (a > 0); 0 where a == 0 and b > 0, as Torch
+            local la = is_tensor(a) and a:log() or math.log(a)
+            gb = g * y * la
+            if is_tensor(a) then gb = gb:masked_fill(a:eq(0), 0) end
+        end
+        return ga, gb
+    end
+    -- ties split the gradient in half (the subgradient's middle)
+    local function extremum_bw(cmp)
+        return function(g, a, b, _, na, nb)
+            local dt = g:dtype()
+            local win = cmp(a, b):to(dt)
+            local tie = a:eq(b):to(dt) * 0.5
+            local wa = win + tie
+            return na and g * wa, nb and g * (1 - wa)
+        end
+    end
+
+    local B = {
+        add = add_bw, sub = sub_bw, mul = mul_bw, div = div_bw, pow = pow_bw,
+        maximum = extremum_bw(function(a, b) return a:gt(b) end),
+        minimum = extremum_bw(function(a, b) return a:lt(b) end),
+    }
+    local SAVE = {mul = false, div = true, pow = true}
+    for name, bw in pairs(B) do
+        Tensor[name] = binary(name, raw[name], bw, SAVE[name])
+    end
+    -- div with a rounding mode ("trunc", integer tensors) has no gradient
+    local div_float = Tensor.div
+    Tensor.div = function(a, b, mode)
+        if mode ~= nil then return raw.div(a, b, mode) end
+        return div_float(a, b)
+    end
+    Tensor.__add = binary("add", raw.__add, add_bw)
+    Tensor.__sub = binary("sub", raw.__sub, sub_bw)
+    Tensor.__mul = binary("mul", raw.__mul, mul_bw)
+    Tensor.__div = binary("div", raw.__div, div_bw, true)
+    Tensor.__pow = binary("pow", raw.__pow, pow_bw, true)
+    Tensor.__unm = function(a) return a:neg() end
+
+    -- max(t) with a tensor is maximum; max(dim) gives values and indices
+    local function extremum(name, f, pair)
+        return function(x, dim, keepdim)
+            if is_tensor(dim) then return Tensor[pair](x, dim) end
+            local v, idx = f(x, dim, keepdim)
+            if needs(x) then
+                record(name, v, {x, n = 1}, function(g)
+                    if dim == nil then
+                        -- every element equal to the extremum shares the gradient
+                        local m = x:eq(v):to(g:dtype())
+                        return m * (g / m:sum())
+                    end
+                    local gi, ii = g, idx
+                    if not keepdim then gi, ii = g:unsqueeze(dim), idx:unsqueeze(dim) end
+                    return tensor.zeros_like(x):scatter_add_(dim, ii, gi)
+                end, {x})
+            end
+            return v, idx
+        end
+    end
+    Tensor.max = extremum("max", raw.max, "maximum")
+    Tensor.min = extremum("min", raw.min, "minimum")
+
+    -- clamp(lo, hi): the gradient passes where lo <= x <= hi
+    Tensor.clamp = function(x, lo, hi)
+        local y = raw.clamp(x, lo, hi)
+        if needs(x) then
+            record("clamp", y, {x, n = 1}, function(g)
+                local dt = g:dtype()
+                local m
+                if lo ~= nil then m = x:ge(lo):to(dt) end
+                if hi ~= nil then
+                    local mh = x:le(hi):to(dt)
+                    m = m and m * mh or mh
+                end
+                return g * m
+            end, {x})
+        end
+        return y
+    end
+
+    -- ------------------------------------------------------------ unary
+
+    local U = {
+        neg = function(g) return -g end,
+        abs = function(g, x) return g * (x:gt(0):to(g:dtype()) - x:lt(0):to(g:dtype())) end,
+        relu = function(g, _, y) return g:masked_fill(y:le(0), 0) end,
+        exp = function(g, _, y) return g * y end,
+        log = function(g, x) return g / x end,
+        sqrt = function(g, _, y) return g / (y * 2) end,
+        tanh = function(g, _, y) return g * (1 - y * y) end,
+        sigmoid = function(g, _, y) return g * y * (1 - y) end,
+    }
+    local SAVES = {neg = "", abs = "x", relu = "y", exp = "y", log = "x", sqrt = "y", tanh = "y", sigmoid = "y"}
+    for name, bw in pairs(U) do
+        local f = raw[name]
+        local what = SAVES[name]
+        Tensor[name] = function(x)
+            local y = f(x)
+            if needs(x) then
+                local saved = what == "x" and {x} or what == "y" and {y} or nil
+                record(name, y, {x, n = 1}, function(g) return bw(g, x, y) end, saved)
+            end
+            return y
+        end
+    end
+
+    -- ------------------------------------------------------------ selection
+
+    tensor.where = (function(f)
+        return function(cond, x, y)
+            local out = f(cond, x, y)
+            if needs(x, y) then
+                record("where", out, {x, y, n = 2}, function(g)
+                    local dt = g:dtype()
+                    local m = cond:ne(0):to(dt)
+                    local gx = is_tensor(x) and x._rg and sum_to((g * m):expand(shape_of(g)), shape_of(x)) or nil
+                    local gy = is_tensor(y) and y._rg and sum_to((g * (1 - m)):expand(shape_of(g)), shape_of(y)) or nil
+                    return gx, gy
+                end)
+            end
+            return out
+        end
+    end)(tensor.where)
+    Tensor.where = function(x, cond, y) return tensor.where(cond, x, y) end
+
+    Tensor.masked_fill = function(x, mask, value)
+        local y = raw.masked_fill(x, mask, value)
+        if needs(x) then
+            record("masked_fill", y, {x, n = 1}, function(g)
+                return sum_to(g:masked_fill(mask, 0), shape_of(x))
+            end)
+        end
+        return y
+    end
+
+    Tensor.gather = function(x, dim, index)
+        local y = raw.gather(x, dim, index)
+        if needs(x) then
+            record("gather", y, {x, n = 1}, function(g)
+                return tensor.zeros_like(x):scatter_add_(dim, index, g)
+            end)
+        end
+        return y
+    end
+
+    Tensor.index_select = function(x, dim, index)
+        local y = raw.index_select(x, dim, index)
+        if needs(x) then
+            record("index_select", y, {x, n = 1}, function(g)
+                return tensor.zeros_like(x):index_add_(dim, index, g)
+            end)
+        end
+        return y
+    end
+
+    -- out-of-place scatter_add / index_add: linear in both self and src
+    Tensor.scatter_add = function(x, dim, index, src)
+        local y = raw.scatter_add(x, dim, index, src)
+        if needs(x, src) then
+            record("scatter_add", y, {x, src, n = 2}, function(g)
+                return x._rg and g or nil, is_tensor(src) and src._rg and g:gather(dim, index) or nil
+            end)
+        end
+        return y
+    end
+    Tensor.index_add = function(x, dim, index, src)
+        local y = raw.index_add(x, dim, index, src)
+        if needs(x, src) then
+            record("index_add", y, {x, src, n = 2}, function(g)
+                return x._rg and g or nil, is_tensor(src) and src._rg and g:index_select(dim, index) or nil
+            end)
+        end
+        return y
+    end
+
+    -- ------------------------------------------------------------ reductions
+
+    -- g (reduced over dim, or everything) broadcast back to x's shape
+    local function unreduce(g, x, dim, keepdim)
+        local xs = shape_of(x)
+        if dim == nil then
+            local ones = {}
+            for i = 1, #xs do ones[i] = 1 end
+            return g:reshape(ones):expand(xs)
+        end
+        if not keepdim then g = g:unsqueeze(dim) end
+        return g:expand(xs)
+    end
+
+    Tensor.sum = function(x, dim, keepdim)
+        local y = raw.sum(x, dim, keepdim)
+        if needs(x) then
+            record("sum", y, {x, n = 1}, function(g) return unreduce(g, x, dim, keepdim) end)
+        end
+        return y
+    end
+
+    Tensor.mean = function(x, dim, keepdim)
+        local y = raw.mean(x, dim, keepdim)
+        if needs(x) then
+            record("mean", y, {x, n = 1}, function(g)
+                local n = dim == nil and x:numel() or x:size(dim)
+                return unreduce(g / n, x, dim, keepdim)
+            end)
+        end
+        return y
+    end
+
+    Tensor.softmax = function(x, dim)
+        local y = raw.softmax(x, dim)
+        if needs(x) then
+            local d = dim or -1
+            record("softmax", y, {x, n = 1}, function(g)
+                return y * (g - (g * y):sum(d, true))
+            end, {y})
+        end
+        return y
+    end
+
+    Tensor.log_softmax = function(x, dim)
+        local y = raw.log_softmax(x, dim)
+        if needs(x) then
+            local d = dim or -1
+            record("log_softmax", y, {x, n = 1}, function(g)
+                return g - y:exp() * g:sum(d, true)
+            end, {y})
+        end
+        return y
+    end
+
+    -- ------------------------------------------------------------ matmul
+
+    -- 1-D operands are made 2-D (a row, a column), as the forward does;
+    -- a 2-D operand broadcast over a batch gets its gradient summed back.
+    local function matmul_bw(g, a, b, na, nb)
+        local A = a:dim() == 1 and a:unsqueeze(1) or a
+        local Bm = b:dim() == 1 and b:unsqueeze(2) or b
+        local shape = {}
+        if A:dim() == 3 or Bm:dim() == 3 then
+            shape[1] = math.max(A:dim() == 3 and A:size(1) or 1, Bm:dim() == 3 and Bm:size(1) or 1)
+        end
+        shape[#shape + 1] = A:size(-2)
+        shape[#shape + 1] = Bm:size(-1)
+        local G = g:reshape(shape)
+        local ga, gb
+        if na then ga = sum_to(tensor.matmul(G, Bm:transpose(-1, -2)), shape_of(A)):reshape(shape_of(a)) end
+        if nb then gb = sum_to(tensor.matmul(A:transpose(-1, -2), G), shape_of(Bm)):reshape(shape_of(b)) end
+        return ga, gb
+    end
+
+    local raw_matmul = tensor.matmul
+    M.raw_matmul = raw_matmul
+    tensor.matmul = function(a, b)
+        local y = raw_matmul(a, b)
+        if needs(a, b) then
+            record("matmul", y, {a, b, n = 2}, function(g)
+                return matmul_bw(g, a, b, a._rg, b._rg)
+            end, {a, b})
+        end
+        return y
+    end
+    Tensor.matmul = function(a, b) return tensor.matmul(a, b) end
+
+    -- ------------------------------------------------------------ shapes and copies
+
+    local function view_like(name, f, bw)
+        Tensor[name] = function(x, ...)
+            local y = f(x, ...)
+            if y ~= x and needs(x) then
+                local args = {...}
+                local n = select("#", ...)
+                record(name, y, {x, n = 1}, function(g) return bw(g, x, args, n) end)
+            end
+            return y
+        end
+    end
+    local function back_to_shape(g, x) return g:reshape(shape_of(x)) end
+    for _, name in ipairs({"view", "reshape", "flatten", "squeeze"}) do
+        view_like(name, raw[name], back_to_shape)
+    end
+    view_like("unsqueeze", raw.unsqueeze, function(g, x) return g:reshape(shape_of(x)) end)
+    view_like("transpose", raw.transpose, function(g, x, args)
+        local d1, d2 = args[1], args[2]
+        if d1 == nil and d2 == nil then d1, d2 = 1, 2 end
+        return g:transpose(d1, d2)
+    end)
+    view_like("t", raw.t, function(g) return g:t() end)
+    view_like("permute", raw.permute, function(g, x, args)
+        local perm = type(args[1]) == "table" and args[1] or args
+        local n = x:dim()
+        local inv = {}
+        for i = 1, n do
+            local p = perm[i]
+            if p < 0 then p = p + n + 1 end
+            inv[p] = i
+        end
+        return g:permute(inv)
+    end)
+    view_like("expand", raw.expand, function(g, x) return sum_to(g, shape_of(x)) end)
+    view_like("expand_as", raw.expand_as, function(g, x) return sum_to(g, shape_of(x)) end)
+    view_like("narrow", raw.narrow, function(g, x, args)
+        local z = tensor.zeros_like(x)
+        raw.copy_(raw.narrow(z, args[1], args[2], args[3]), g)
+        return z
+    end)
+    view_like("select", raw.select, function(g, x, args)
+        local z = tensor.zeros_like(x)
+        raw.copy_(raw.select(z, args[1], args[2]), g)
+        return z
+    end)
+    view_like("contiguous", raw.contiguous, function(g) return g end)
+    view_like("clone", raw.clone, function(g) return g end)
+    -- to(dtype/device): the gradient goes back to x's dtype and device
+    view_like("to", raw.to, function(g, x) return g:to(x:device(), x:dtype()) end)
+    Tensor.float = function(x) return x:to("float32") end
+    Tensor.double = function(x) return x:to("float64") end
+    Tensor.cpu = function(x) return x:to(util.cpu(0)) end
+
+    local raw_cat = tensor.cat
+    tensor.cat = function(list, dim)
+        local y = raw_cat(list, dim)
+        if type(list) == "table" and list_needs(list) then
+            local inputs = {n = #list}
+            for i = 1, #list do inputs[i] = list[i] end
+            record("cat", y, inputs, function(g)
+                local r, off = {}, 1
+                local d = dim or 1
+                for i = 1, #list do
+                    local len = list[i]:size(d)
+                    if list[i]._rg then r[i] = g:narrow(d, off, len) end
+                    off = off + len
+                end
+                return unpack(r, 1, #list)
+            end)
+        end
+        return y
+    end
+    -- stack is cat of unsqueezed views: its graph comes through those ops
+    local raw_stack = tensor.stack
+    tensor.stack = function(list, dim)
+        if type(list) == "table" and list_needs(list) then
+            local parts = {}
+            local d = dim or 1
+            for i, t in ipairs(list) do
+                if not is_tensor(t) then return raw_stack(list, dim) end
+                local nd = t:dim()
+                local dd = d < 0 and d + nd + 2 or d
+                parts[i] = t:unsqueeze(dd)
+            end
+            return tensor.cat(parts, d < 0 and d + list[1]:dim() + 2 or d)
+        end
+        return raw_stack(list, dim)
+    end
+
+    -- ------------------------------------------------------------ in-place guards
+
+    for name, f in pairs(raw) do
+        if type(f) == "function" and name:match("[^_]_$") and name ~= "requires_grad_" then
+            Tensor[name] = function(self, ...)
+                if ag.is_enabled() then
+                    if type(self) == "table" and self._rg then
+                        fail(fmt("%s: a tensor that requires a gradient cannot be changed in place " ..
+                                 "(use the out-of-place %s, or wrap the update in ordo.no_grad)", name,
+                                 name:sub(1, -2)))
+                    end
+                    for i = 1, select("#", ...) do
+                        local a = select(i, ...)
+                        if type(a) == "table" and a._rg then
+                            fail(fmt("%s: an in-place op cannot take an input that requires a gradient " ..
+                                     "(its gradient would be lost); use the out-of-place %s", name, name:sub(1, -2)))
+                        end
+                    end
+                end
+                return f(self, ...)
+            end
+        end
+    end
+end
+
+return M

@@ -1,0 +1,490 @@
+-- ordo.nn.conv: 2-d convolution, max pooling and batch normalisation.
+--
+--   local y = F.conv2d(x, w, b, {stride = 1, padding = 1})   -- x N×C×H×W, w O×C×kh×kw
+--   local p = F.max_pool2d(y, 2)                             -- N×O×(H/2)×(W/2)
+--   local z = F.batch_norm(p, rm, rv, gamma, beta, true, 0.1, 1e-5)
+--
+-- The heavy lifting is native (kernels/cpu/conv.c): a convolution is
+-- im2col (patches as columns) and one matrix product through BLAS; its
+-- backward is two products and col2im.  max_pool2d keeps the argmax of each
+-- window, which its backward scatters the gradient to.  Each op records one
+-- autograd node with a backward written directly, so a training step
+-- pushes a handful of big kernels per layer rather than dozens of small
+-- elementwise ops.
+--
+-- install(nn) adds the functions to nn.functional and the modules Conv2d,
+-- MaxPool2d, BatchNorm1d and BatchNorm2d to nn (ordo.nn calls it).
+local cdef = require "ordo.cdef"
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+local autograd = require "ordo.autograd"
+
+local C = cdef.C
+local fail, typename = util.fail, util.typename
+local is_tensor, shape_of, push, new_on = tensor.is_tensor, tensor.shape_of, tensor.push, tensor.new_on
+local no_grad, record = autograd.no_grad, autograd.record
+local fmt, floor, sqrt = string.format, math.floor, math.sqrt
+local type, getmetatable, tostring = type, getmetatable, tostring
+
+local M = {}
+
+local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+
+local function kid(name)
+    local id = C.ordo_tensor_kernel_id(name)
+    assert(id >= 0, name)
+    return id
+end
+local K_IM2COL, K_COL2IM = kid("im2col"), kid("col2im")
+local K_POOL, K_POOL_BW = kid("max_pool2d"), kid("max_pool2d_backward")
+
+local FLOATS = {float32 = true, float64 = true}
+
+-- ---------------------------------------------------------------- arguments
+
+-- n or {a, b} -> a, b (positive integers, or >= 0 when zero_ok)
+local function pair(fname, what, v, zero_ok)
+    local a, b
+    if type(v) == "number" then
+        a, b = v, v
+    elseif type(v) == "table" and getmetatable(v) == nil and #v == 2 then
+        a, b = v[1], v[2]
+    else
+        fail(fmt("%s: %s must be an integer or a pair {h, w}, got %s", fname, what,
+                 type(v) == "table" and "a table of " .. #v or typename(v)))
+    end
+    local lo = zero_ok and 0 or 1
+    for _, x in ipairs({a, b}) do
+        if type(x) ~= "number" or x ~= floor(x) or x < lo then
+            fail(fmt("%s: %s must be %s integers, got %s", fname, what, zero_ok and "non-negative" or "positive",
+                     tostring(x)))
+        end
+    end
+    return a, b
+end
+
+local function opts_of(fname, opts, allowed)
+    if opts == nil then return {} end
+    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+        fail(fmt("%s: options must be a table, got %s", fname, typename(opts)))
+    end
+    for k in pairs(opts) do
+        if not allowed[k] then
+            local names = {}
+            for n in pairs(allowed) do names[#names + 1] = n end
+            table.sort(names)
+            fail(fmt("%s: unknown option '%s' (expected %s)", fname, tostring(k), table.concat(names, ", ")))
+        end
+    end
+    return opts
+end
+
+local function check_tensor(fname, what, x)
+    if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
+end
+
+local function out_size(n, k, s, p, d)
+    local span = d * (k - 1) + 1
+    if n + 2 * p < span then return nil end
+    return floor((n + 2 * p - span) / s) + 1
+end
+
+-- A 3-d (C, H, W) input is treated as a batch of one, as Torch does.
+local function batched(fname, x)
+    local nd = x:dim()
+    if nd == 4 then return x, false end
+    if nd == 3 then return x:unsqueeze(1), true end
+    fail(fmt("%s: expected a 4-D input (N, C, H, W) or a 3-D one (C, H, W), got shape %s", fname, shape_str(x)))
+end
+
+-- ---------------------------------------------------------------- conv2d
+
+-- Two ways to lay the products out (M.conv_layout; both are tested):
+-- "batched" (default): cols N × CKK × L (CKK = C·kh·kw, L = oh·ow) and one
+--   GEMM per image (matmul's batched form with W shared); the weight
+--   gradient is a batched product summed over the batch.
+-- "gemm": im2col writes cols as CKK × (N·L), so the forward is one GEMM
+--   W (O × CKK) · cols and the weight gradient one GEMM over the whole
+--   batch; the output comes out O × N × L and the bias add (or a copy)
+--   makes it N × O × L.
+-- Measured on the 2-core test machine (bench/conv_bench.lua, the
+-- Fashion-MNIST CNN stack, batch 64): about the same for the whole step
+-- (33-35 ms forward + backward either way), but OpenBLAS is 5x slower on
+-- conv 1->32's single 32×9 · 9×50176 product than on 64 products of
+-- 32×9 · 9×784 (4.2 ms against 0.8 ms), so "batched" is the default.
+M.conv_layout = "batched"
+
+local CONV_OPTS = {stride = true, padding = true, dilation = true}
+
+-- conv2d(x, weight [, bias] [, {stride=1, padding=0, dilation=1}]):
+-- x N×C×H×W (or C×H×W), weight O×C×kh×kw, bias O or nil.
+function M.conv2d(x, weight, bias, opts)
+    local fname = "conv2d"
+    if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    check_tensor(fname, "input", x)
+    check_tensor(fname, "weight", weight)
+    opts = opts_of(fname, opts, CONV_OPTS)
+    local sh, sw = pair(fname, "stride", opts.stride or 1)
+    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    local dh, dw = pair(fname, "dilation", opts.dilation or 1)
+    local dt = x:dtype()
+    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    if weight:dim() ~= 4 then
+        fail(fmt("%s: weight must be 4-D (out_channels, in_channels, kh, kw), got shape %s", fname, shape_str(weight)))
+    end
+    if weight:dtype() ~= dt then
+        fail(fmt("%s: input is %s but weight is %s (convert one with :to())", fname, dt, weight:dtype()))
+    end
+    local xb, unbatched = batched(fname, x)
+    local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    local ws = shape_of(weight)
+    local O, kh, kw = ws[1], ws[3], ws[4]
+    if ws[2] ~= Cin then
+        fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), Cin,
+                 shape_str(weight), ws[2]))
+    end
+    if bias ~= nil then
+        check_tensor(fname, "bias", bias)
+        if bias:dim() ~= 1 or bias:size(1) ~= O then
+            fail(fmt("%s: bias must have shape %d (one per output channel of weight %s), got %s", fname, O,
+                     shape_str(weight), shape_str(bias)))
+        end
+        if bias:dtype() ~= dt then fail(fmt("%s: input is %s but bias is %s", fname, dt, bias:dtype())) end
+    end
+    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
+    if not oh or not ow then
+        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
+                 (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or "", H + 2 * ph, W + 2 * pw,
+                 shape_str(x), ph, pw))
+    end
+    local L, CKK = oh * ow, Cin * kh * kw
+    local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
+    local layout = M.conv_layout
+
+    local y, cols
+    no_grad(function()
+        local w2 = weight:reshape(O, CKK)
+        if layout == "batched" then
+            cols = new_on(fname, xb, {N, CKK, L}, xb._c.dtype)
+            push(K_IM2COL, fname, 0, {xb}, {cols}, nil, ip)
+            y = tensor.matmul(w2, cols):view(N, O, oh, ow)
+            if bias ~= nil then y = y + bias:view(1, O, 1, 1) end
+        else
+            cols = new_on(fname, xb, {CKK, N * L}, xb._c.dtype)
+            push(K_IM2COL, fname, 0, {xb}, {cols:view(CKK, N, L):transpose(1, 2)}, nil, ip)
+            local yt = tensor.matmul(w2, cols):view(O, N, oh, ow):transpose(1, 2)
+            if bias ~= nil then y = yt + bias:view(1, O, 1, 1) else y = yt:contiguous() end
+        end
+    end)
+
+    record("conv2d", y, {xb, weight, bias, n = 3}, function(g)
+        local gx, gw, gb
+        local w2 = weight:reshape(O, CKK)
+        if layout == "batched" then
+            local gy = g:reshape(N, O, L)
+            if xb._rg then
+                local gcols = tensor.matmul(w2:t(), gy)
+                gx = new_on(fname, xb, {N, Cin, H, W}, xb._c.dtype)
+                push(K_COL2IM, fname, 0, {gcols}, {gx}, nil, ip)
+            end
+            if weight._rg then
+                gw = tensor.matmul(gy, cols:transpose(2, 3)):sum(1):view(O, Cin, kh, kw)
+            end
+            if bias ~= nil and bias._rg then gb = gy:sum(3):sum(1) end
+        else
+            -- gy as O × (N·L): one copy, then every product is a single GEMM
+            local gyt = g:transpose(1, 2):contiguous():view(O, N * L)
+            if xb._rg then
+                local gcols = tensor.matmul(w2:t(), gyt)
+                gx = new_on(fname, xb, {N, Cin, H, W}, xb._c.dtype)
+                push(K_COL2IM, fname, 0, {gcols:view(CKK, N, L):transpose(1, 2)}, {gx}, nil, ip)
+            end
+            if weight._rg then gw = tensor.matmul(gyt, cols:t()):view(O, Cin, kh, kw) end
+            if bias ~= nil and bias._rg then gb = gyt:sum(2) end
+        end
+        return gx, gw, gb
+    end, {weight})
+
+    if unbatched then return y:squeeze(1) end
+    return y
+end
+
+-- ---------------------------------------------------------------- max_pool2d
+
+local POOL_OPTS = {stride = true, padding = true, return_indices = true}
+
+-- max_pool2d(x, kernel [, {stride=kernel, padding=0, return_indices=false}]):
+-- the max of each window; with return_indices also the int64 index (from 1)
+-- of each max in its H×W plane, flattened row-major.
+function M.max_pool2d(x, k, opts)
+    local fname = "max_pool2d"
+    check_tensor(fname, "input", x)
+    if type(k) == "table" and getmetatable(k) == nil and opts == nil and #k ~= 2 then k, opts = nil, k end
+    if k == nil then fail(fname .. ": expected a kernel size (an integer or a pair {h, w})") end
+    opts = opts_of(fname, opts, POOL_OPTS)
+    local kh, kw = pair(fname, "kernel size", k)
+    local sh, sw = kh, kw
+    if opts.stride ~= nil then sh, sw = pair(fname, "stride", opts.stride) end
+    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    if 2 * ph > kh or 2 * pw > kw then
+        fail(fmt("%s: padding %dx%d must be at most half the kernel %dx%d", fname, ph, pw, kh, kw))
+    end
+    local xb, unbatched = batched(fname, x)
+    local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    local oh, ow = out_size(H, kh, sh, ph, 1), out_size(W, kw, sw, pw, 1)
+    if not oh or not ow then
+        fail(fmt("%s: kernel %dx%d is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
+                 H + 2 * ph, W + 2 * pw, shape_str(x), ph, pw))
+    end
+    local dt = xb._c.dtype
+    local y = new_on(fname, xb, {N, Cc, oh, ow}, dt)
+    local idx = new_on(fname, xb, {N, Cc, oh, ow}, cdef.I64)
+    push(K_POOL, fname, 0, {xb}, {y, idx}, nil, {kh, kw, sh, sw, ph, pw})
+    record("max_pool2d", y, {xb, n = 1}, function(g)
+        local gx = new_on(fname, xb, {N, Cc, H, W}, g._c.dtype)
+        push(K_POOL_BW, fname, 0, {g, idx}, {gx})
+        return gx
+    end)
+    if unbatched then y = y:squeeze(1) end
+    if opts.return_indices then
+        local i1 = no_grad(function() return idx + 1 end)
+        return y, unbatched and i1:squeeze(1) or i1
+    end
+    return y
+end
+
+-- ---------------------------------------------------------------- batch_norm
+
+-- The per-channel sum of t viewed as N × C × S, kept as 1 × C × 1.
+local function chan_sum(t3) return t3:sum(3, true):sum(1, true) end
+
+-- batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+-- x: N×C, N×C×L or N×C×H×W; statistics per channel (dim 2) over every other
+-- dim.  training: normalise with the batch's mean and biased variance and,
+-- when the running buffers are given, update them in place:
+--   running = (1 - momentum) · running + momentum · batch stat
+-- (the unbiased variance there, as Torch).  Otherwise normalise with the
+-- running statistics.  weight/bias (C) may be nil.
+function M.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+    local fname = "batch_norm"
+    check_tensor(fname, "input", x)
+    momentum = momentum == nil and 0.1 or momentum
+    eps = eps == nil and 1e-5 or eps
+    if type(momentum) ~= "number" or momentum < 0 or momentum > 1 then
+        fail(fmt("%s: momentum must be a number in [0, 1], got %s", fname, tostring(momentum)))
+    end
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail(fmt("%s: eps must be a non-negative number, got %s", fname, tostring(eps)))
+    end
+    local dt = x:dtype()
+    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    local xs = shape_of(x)
+    if #xs < 2 or #xs > 4 then
+        fail(fmt("%s: expected an input of shape N×C, N×C×L or N×C×H×W, got %s", fname, shape_str(x)))
+    end
+    local N, Cc = xs[1], xs[2]
+    local S = 1
+    for i = 3, #xs do S = S * xs[i] end
+    local Mn = N * S
+    for _, e in ipairs({{"running_mean", running_mean}, {"running_var", running_var}, {"weight", weight},
+                        {"bias", bias}}) do
+        local t = e[2]
+        if t ~= nil then
+            check_tensor(fname, e[1], t)
+            if t:dim() ~= 1 or t:size(1) ~= Cc then
+                fail(fmt("%s: %s must have shape %d (one per channel of input %s), got %s", fname, e[1], Cc,
+                         shape_str(x), shape_str(t)))
+            end
+            if t:dtype() ~= dt then fail(fmt("%s: input is %s but %s is %s", fname, dt, e[1], t:dtype())) end
+        end
+    end
+    if (running_mean == nil) ~= (running_var == nil) then
+        fail(fname .. ": give both running_mean and running_var, or neither")
+    end
+    local use_batch = training or running_mean == nil
+    if use_batch and Mn <= 1 then
+        fail(fmt("%s: expected more than 1 value per channel when training, got input of shape %s", fname,
+                 shape_str(x)))
+    end
+
+    local y, xhat, scale -- scale: weight · invstd as 1 × C × 1
+    no_grad(function()
+        local x3 = x:reshape(N, Cc, S)
+        local mean, invstd
+        if use_batch then
+            mean = chan_sum(x3) / Mn
+            local d = x3 - mean
+            local var = chan_sum(d * d) / Mn
+            invstd = (var + eps):pow(-0.5)
+            xhat = d * invstd
+            if training and running_mean ~= nil then
+                local m = momentum
+                running_mean:mul_(1 - m):add_(mean:view(Cc) * m)
+                running_var:mul_(1 - m):add_(var:view(Cc) * (m * Mn / (Mn - 1)))
+            end
+        else
+            mean = running_mean:view(1, Cc, 1)
+            invstd = (running_var:view(1, Cc, 1) + eps):pow(-0.5)
+            xhat = (x3 - mean) * invstd
+        end
+        scale = weight ~= nil and weight:view(1, Cc, 1) * invstd or invstd
+        y = weight ~= nil and xhat * weight:view(1, Cc, 1) or xhat
+        if bias ~= nil then y = y + bias:view(1, Cc, 1) end
+        y = y:view(xs)
+    end)
+
+    record("batch_norm", y, {x, weight, bias, n = 3}, function(g)
+        local g3 = g:reshape(N, Cc, S)
+        local gx, gw, gb
+        local need_gb = (bias ~= nil and bias._rg) or (x._rg and use_batch)
+        local need_gw = (weight ~= nil and weight._rg) or (x._rg and use_batch)
+        local sg = need_gb and chan_sum(g3) or nil
+        local sgx = need_gw and chan_sum(g3 * xhat) or nil
+        if x._rg then
+            if use_batch then
+                -- d/dx of (x - mean) · invstd through the batch statistics
+                gx = (g3 - sg / Mn - xhat * (sgx / Mn)) * scale
+            else
+                gx = g3 * scale
+            end
+            gx = gx:view(xs)
+        end
+        if weight ~= nil and weight._rg then gw = sgx:view(Cc) end
+        if bias ~= nil and bias._rg then gb = sg:view(Cc) end
+        return gx, gw, gb
+    end, {weight})
+    return y
+end
+
+-- ---------------------------------------------------------------- modules
+
+-- install(nn): nn.functional gets conv2d, max_pool2d, batch_norm; nn gets
+-- the modules.  Called by ordo.nn once its Module class exists.
+function M.install(nn)
+    local F = nn.functional
+    F.conv2d, F.max_pool2d, F.batch_norm = M.conv2d, M.max_pool2d, M.batch_norm
+    local Module, init = nn.Module, nn.init
+
+    local function check_count(fname, what, v)
+        if type(v) ~= "number" or v < 1 or v ~= floor(v) then
+            fail(fmt("%s: %s must be a positive integer, got %s", fname, what, tostring(v)))
+        end
+    end
+
+    -- Conv2d(in_channels, out_channels, kernel_size [, {stride=1, padding=0,
+    -- dilation=1, bias=true, dtype="float32", device=}]); weight and bias
+    -- drawn like Torch: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = C·kh·kw
+    -- (kaiming_uniform with a = sqrt 5), from the engine RNG.
+    local Conv2d = Module:extend("Conv2d")
+    nn.Conv2d = Conv2d
+    local CONV2D_OPTS = {stride = true, padding = true, dilation = true, bias = true, dtype = true, device = true}
+    function Conv2d:init(cin, cout, k, opts)
+        check_count("Conv2d", "in_channels", cin)
+        check_count("Conv2d", "out_channels", cout)
+        opts = opts_of("Conv2d", opts, CONV2D_OPTS)
+        local kh, kw = pair("Conv2d", "kernel_size", k)
+        self.in_channels, self.out_channels, self.kernel_size = cin, cout, {kh, kw}
+        self.stride = {pair("Conv2d", "stride", opts.stride or 1)}
+        self.padding = {pair("Conv2d", "padding", opts.padding or 0, true)}
+        self.dilation = {pair("Conv2d", "dilation", opts.dilation or 1)}
+        local topts = {dtype = opts.dtype or "float32", device = opts.device}
+        local w = tensor.empty({cout, cin, kh, kw}, topts)
+        init.kaiming_uniform_(w, sqrt(5))
+        self:register_parameter("weight", w)
+        if opts.bias ~= false then
+            local bound = 1 / sqrt(cin * kh * kw)
+            self:register_parameter("bias", init.uniform_(tensor.empty({cout}, topts), -bound, bound))
+        end
+    end
+    function Conv2d:forward(x)
+        return M.conv2d(x, self.weight, self.bias,
+                        {stride = self.stride, padding = self.padding, dilation = self.dilation})
+    end
+    function Conv2d:extra_repr()
+        local s = fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
+                      self.kernel_size[2])
+        if self.stride[1] ~= 1 or self.stride[2] ~= 1 then s = s .. fmt(", stride %dx%d", self.stride[1], self.stride[2]) end
+        if self.padding[1] ~= 0 or self.padding[2] ~= 0 then
+            s = s .. fmt(", padding %dx%d", self.padding[1], self.padding[2])
+        end
+        if self.dilation[1] ~= 1 or self.dilation[2] ~= 1 then
+            s = s .. fmt(", dilation %dx%d", self.dilation[1], self.dilation[2])
+        end
+        return s .. (self.bias and "" or ", no bias")
+    end
+
+    -- MaxPool2d(kernel_size [, {stride=kernel_size, padding=0}])
+    local MaxPool2d = Module:extend("MaxPool2d")
+    nn.MaxPool2d = MaxPool2d
+    local MAXPOOL_OPTS = {stride = true, padding = true}
+    function MaxPool2d:init(k, opts)
+        opts = opts_of("MaxPool2d", opts, MAXPOOL_OPTS)
+        self.kernel_size = {pair("MaxPool2d", "kernel_size", k)}
+        self.stride = opts.stride and {pair("MaxPool2d", "stride", opts.stride)} or self.kernel_size
+        self.padding = {pair("MaxPool2d", "padding", opts.padding or 0, true)}
+        if 2 * self.padding[1] > self.kernel_size[1] or 2 * self.padding[2] > self.kernel_size[2] then
+            fail(fmt("MaxPool2d: padding %dx%d must be at most half the kernel %dx%d", self.padding[1],
+                     self.padding[2], self.kernel_size[1], self.kernel_size[2]))
+        end
+    end
+    function MaxPool2d:forward(x)
+        return M.max_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding})
+    end
+    function MaxPool2d:extra_repr()
+        return fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
+                   self.stride[2])
+    end
+
+    -- BatchNorm1d(n) / BatchNorm2d(n) [, {eps=1e-5, momentum=0.1, affine=true,
+    -- track_running_stats=true, dtype=, device=}]: weight 1, bias 0,
+    -- running_mean 0, running_var 1 (buffers, saved with the parameters).
+    local BN_OPTS = {eps = true, momentum = true, affine = true, track_running_stats = true, dtype = true,
+                     device = true}
+    local function batch_norm_class(name, dims, dims_str)
+        local cls = Module:extend(name)
+        nn[name] = cls
+        function cls:init(n, opts)
+            check_count(name, "num_features", n)
+            opts = opts_of(name, opts, BN_OPTS)
+            self.num_features = n
+            self.eps = opts.eps == nil and 1e-5 or opts.eps
+            self.momentum = opts.momentum == nil and 0.1 or opts.momentum
+            if type(self.eps) ~= "number" or not (self.eps >= 0) then
+                fail(fmt("%s: eps must be a non-negative number, got %s", name, tostring(self.eps)))
+            end
+            if type(self.momentum) ~= "number" or self.momentum < 0 or self.momentum > 1 then
+                fail(fmt("%s: momentum must be a number in [0, 1], got %s", name, tostring(self.momentum)))
+            end
+            local topts = {dtype = opts.dtype or "float32", device = opts.device}
+            if opts.affine ~= false then
+                self:register_parameter("weight", tensor.ones({n}, topts))
+                self:register_parameter("bias", tensor.zeros({n}, topts))
+            end
+            if opts.track_running_stats ~= false then
+                self:register_buffer("running_mean", tensor.zeros({n}, topts))
+                self:register_buffer("running_var", tensor.ones({n}, topts))
+            end
+        end
+        function cls:forward(x)
+            check_tensor(name, "input", x)
+            if not dims[x:dim()] then
+                fail(fmt("%s: expected a %s input, got shape %s", name, dims_str, shape_str(x)))
+            end
+            if x:size(2) ~= self.num_features then
+                fail(fmt("%s: input of shape %s has %d channels, expected %d", name, shape_str(x), x:size(2),
+                         self.num_features))
+            end
+            return M.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
+                                self.momentum, self.eps)
+        end
+        function cls:extra_repr()
+            return fmt("%d, eps = %g, momentum = %g", self.num_features, self.eps, self.momentum)
+        end
+        return cls
+    end
+    batch_norm_class("BatchNorm1d", {[2] = true, [3] = true}, "2-D (N, C) or 3-D (N, C, L)")
+    batch_norm_class("BatchNorm2d", {[4] = true}, "4-D (N, C, H, W)")
+    return nn
+end
+
+return M

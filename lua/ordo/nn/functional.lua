@@ -1,0 +1,128 @@
+-- ordo.nn.functional: the stateless forms of the layers and losses.
+--
+-- Each function is made of differentiable tensor ops (ordo.autograd records
+-- them), so it needs no backward of its own.  Targets of classification
+-- losses are class indices counted from 1 (int64), like every index in ordo.
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+local autograd = require "ordo.autograd"
+
+local fail, typename = util.fail, util.typename
+local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
+local fmt = string.format
+
+local M = {}
+
+local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+
+local function check_tensor(fname, what, x)
+    if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
+end
+
+-- y = x W^T + b; x (..., in), weight (out, in), bias (out) or nil.
+-- Its own backward: the weight's gradient is computed as g^T x, straight in
+-- the weight's layout (through matmul's backward it would be the transpose
+-- of x^T g, and then need a transposing copy).
+function M.linear(x, weight, bias)
+    check_tensor("linear", "input", x)
+    check_tensor("linear", "weight", weight)
+    local nin = weight:size(2)
+    if x:dim() == 0 or x:size(-1) ~= nin then
+        fail(fmt("linear: input of shape %s does not match weight %s (expected a last dim of %d)",
+                 shape_str(x), shape_str(weight), nin))
+    end
+    local s = shape_of(x)
+    local x2 = x
+    if x:dim() ~= 2 then x2 = x:reshape(-1, nin) end
+    local y = autograd.no_grad(function()
+        local r = x2:matmul(weight:t())
+        if bias ~= nil then r:add_(bias) end
+        return r
+    end)
+    if autograd.needs(x2, weight, bias) then
+        autograd.record("linear", y, {x2, weight, bias, n = 3}, function(g)
+            local gx, gw, gb
+            if x2._rg then gx = g:matmul(weight) end
+            if weight._rg then gw = g:t():matmul(x2) end
+            if bias ~= nil and bias._rg then gb = g:sum(1) end
+            return gx, gw, gb
+        end, {x2, weight})
+    end
+    if x:dim() ~= 2 then
+        s[#s] = weight:size(1)
+        y = y:reshape(s)
+    end
+    return y
+end
+
+function M.relu(x) return x:relu() end
+function M.tanh(x) return x:tanh() end
+function M.sigmoid(x) return x:sigmoid() end
+function M.softmax(x, dim) return x:softmax(dim) end
+function M.log_softmax(x, dim) return x:log_softmax(dim) end
+
+-- Inverted dropout: in training, zeroes each element with probability p
+-- (mask from the engine RNG) and scales the rest by 1/(1-p).
+function M.dropout(x, p, training)
+    p = p or 0.5
+    if type(p) ~= "number" or p < 0 or p >= 1 then
+        fail(fmt("dropout: p must be a number in [0, 1), got %s", tostring(p)))
+    end
+    if training == false or p == 0 then return x end
+    local mask = tensor.empty_like(x):bernoulli_(1 - p)
+    return x * mask * (1 / (1 - p))
+end
+
+local REDUCTIONS = {mean = true, sum = true, none = true}
+
+local function reduce(fname, loss, reduction)
+    reduction = reduction or "mean"
+    if not REDUCTIONS[reduction] then
+        fail(fmt("%s: reduction must be 'mean', 'sum' or 'none', got %s", fname, tostring(reduction)))
+    end
+    if reduction == "mean" then return loss:mean() end
+    if reduction == "sum" then return loss:sum() end
+    return loss
+end
+
+local function check_target(fname, input, target)
+    check_tensor(fname, "target", target)
+    local dt = target:dtype()
+    if dt ~= "int64" and dt ~= "int32" then
+        fail(fmt("%s: target must hold class indices (int64, from 1), got %s", fname, dt))
+    end
+    if target:dim() ~= 1 or target:size(1) ~= input:size(1) then
+        fail(fmt("%s: target of shape %s does not match input %s (expected %d class indices)", fname,
+                 shape_str(target), shape_str(input), input:size(1)))
+    end
+end
+
+-- Negative log-likelihood of log-probabilities logp (N×C) at target (N).
+function M.nll_loss(logp, target, opts)
+    check_tensor("nll_loss", "input", logp)
+    if logp:dim() ~= 2 then fail(fmt("nll_loss: expected input of shape NxC, got %s", shape_str(logp))) end
+    check_target("nll_loss", logp, target)
+    local picked = logp:gather(2, target:view(-1, 1)):view(-1)
+    return reduce("nll_loss", -picked, opts and opts.reduction)
+end
+
+-- Cross-entropy of logits (N×C) against class indices (N, from 1);
+-- opts.reduction = "mean" (default), "sum" or "none".
+function M.cross_entropy(logits, target, opts)
+    check_tensor("cross_entropy", "input", logits)
+    if logits:dim() ~= 2 then
+        fail(fmt("cross_entropy: expected logits of shape NxC, got %s", shape_str(logits)))
+    end
+    check_target("cross_entropy", logits, target)
+    local picked = logits:log_softmax(2):gather(2, target:view(-1, 1)):view(-1)
+    return reduce("cross_entropy", -picked, opts and opts.reduction)
+end
+
+-- Mean squared error; shapes broadcast like `-`.
+function M.mse_loss(input, target, opts)
+    check_tensor("mse_loss", "input", input)
+    local d = input - target
+    return reduce("mse_loss", d * d, opts and opts.reduction)
+end
+
+return M

@@ -1,0 +1,442 @@
+-- ordo.nn: modules with parameters, built on ordo.autograd.
+--
+--   local nn = ordo.nn
+--   local model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+--   local loss = nn.CrossEntropyLoss()(model(x), y)
+--   loss:backward()                     -- fills p.grad for p in model:parameters()
+--
+-- A module is a Lua object whose class comes from nn.Module:extend(name).
+-- Its tensors live in its own fields (self.weight), named in registration
+-- order so that parameters(), state_dict() and save files are stable.
+-- m(x) calls m:forward(x).  Modules start in training mode; eval() switches
+-- Dropout and BatchNorm to inference behaviour.
+local cdef = require "ordo.cdef"
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+local autograd = require "ordo.autograd"
+local F = require "ordo.nn.functional"
+
+local ffi, C = cdef.ffi, cdef.C
+local fail, typename = util.fail, util.typename
+local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
+local fmt, concat = string.format, table.concat
+local setmetatable, getmetatable, type, ipairs, tostring, select, next =
+    setmetatable, getmetatable, type, ipairs, tostring, select, next
+
+local M = {}
+M.functional = F
+
+local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+
+-- ---------------------------------------------------------------- Module
+
+local Module = {__name = "nn.Module"}
+Module.__index = Module
+M.Module = Module
+
+local function instance_call(self, ...) return self:forward(...) end
+
+-- Cls = Base:extend("Name"): a subclass; Cls(...) makes an instance and
+-- calls Cls:init(...) on it.
+function Module:extend(name)
+    if type(name) ~= "string" then fail("extend: expected a class name, got " .. typename(name)) end
+    local cls = {__name = "nn." .. name, _class_name = name}
+    cls.__index = cls
+    cls.__call = instance_call
+    cls.__tostring = Module.__tostring
+    setmetatable(cls, {__index = self, __call = function(c, ...) return c.new(...) end})
+    cls.new = function(...)
+        local o = setmetatable({_param_names = {}, _buffer_names = {}, _module_names = {}, training = true}, cls)
+        o:init(...)
+        return o
+    end
+    return cls
+end
+
+function Module:init() end
+
+function Module:forward()
+    fail(fmt("%s: forward is not defined for this module", self._class_name or "Module"))
+end
+
+-- Registers t (a float tensor) as a trainable parameter stored in self[name].
+function Module:register_parameter(name, t)
+    if not is_tensor(t) then fail(fmt("register_parameter: %s must be a tensor, got %s", name, typename(t))) end
+    if self[name] == nil or not self:_has(self._param_names, name) then
+        self._param_names[#self._param_names + 1] = name
+    end
+    self[name] = t:detach():requires_grad()
+    return self[name]
+end
+
+-- A tensor of state that is saved but not trained (BatchNorm's running stats).
+function Module:register_buffer(name, t)
+    if not is_tensor(t) then fail(fmt("register_buffer: %s must be a tensor, got %s", name, typename(t))) end
+    if not self:_has(self._buffer_names, name) then self._buffer_names[#self._buffer_names + 1] = name end
+    self[name] = t
+    return t
+end
+
+function Module:add_module(name, m)
+    if getmetatable(m) == nil or type(m.parameters) ~= "function" then
+        fail(fmt("add_module: %s must be a module, got %s", tostring(name), typename(m)))
+    end
+    if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
+    self[name] = m
+    return m
+end
+
+function Module:_has(list, name)
+    for _, n in ipairs(list) do if n == name then return true end end
+    return false
+end
+
+-- The direct children as a list of {name, module}.
+function Module:children()
+    local r = {}
+    for _, n in ipairs(self._module_names) do r[#r + 1] = {n, self[n]} end
+    return r
+end
+
+-- {name = "layer.1.weight", tensor = t} for every parameter, depth first.
+function Module:named_parameters(prefix, out, seen)
+    out, seen, prefix = out or {}, seen or {}, prefix or ""
+    for _, n in ipairs(self._param_names) do
+        local t = self[n]
+        if t ~= nil and not seen[t] then
+            seen[t] = true
+            out[#out + 1] = {name = prefix .. n, tensor = t}
+        end
+    end
+    for _, n in ipairs(self._module_names) do
+        self[n]:named_parameters(prefix .. n .. ".", out, seen)
+    end
+    return out
+end
+
+function Module:parameters()
+    local r = {}
+    for i, e in ipairs(self:named_parameters()) do r[i] = e.tensor end
+    return r
+end
+
+function Module:named_buffers(prefix, out)
+    out, prefix = out or {}, prefix or ""
+    for _, n in ipairs(self._buffer_names) do
+        if self[n] ~= nil then out[#out + 1] = {name = prefix .. n, tensor = self[n]} end
+    end
+    for _, n in ipairs(self._module_names) do self[n]:named_buffers(prefix .. n .. ".", out) end
+    return out
+end
+
+-- Number of scalar parameters.
+function Module:num_parameters()
+    local n = 0
+    for _, p in ipairs(self:parameters()) do n = n + p:numel() end
+    return n
+end
+
+function Module:train(mode)
+    if mode == nil then mode = true end
+    self.training = mode and true or false
+    for _, n in ipairs(self._module_names) do self[n]:train(mode) end
+    return self
+end
+
+function Module:eval() return self:train(false) end
+
+function Module:zero_grad()
+    for _, p in ipairs(self:parameters()) do p.grad = nil end
+end
+
+-- m:to(device or dtype): moves (or casts) every parameter and buffer; the
+-- module's fields then hold the new tensors, so build optimisers after.
+function Module:to(a, b)
+    for _, n in ipairs(self._param_names) do
+        local t = self[n]
+        if t ~= nil then
+            local moved = autograd.no_grad(function() return t:detach():to(a, b) end)
+            if moved ~= t then self[n] = moved:detach():requires_grad() end
+        end
+    end
+    for _, n in ipairs(self._buffer_names) do
+        local t = self[n]
+        if t ~= nil then self[n] = t:to(a, b) end
+    end
+    for _, n in ipairs(self._module_names) do self[n]:to(a, b) end
+    return self
+end
+
+-- Every parameter and buffer by its dotted name, in a stable order.
+function Module:state_dict()
+    local list = self:named_parameters()
+    for _, e in ipairs(self:named_buffers()) do list[#list + 1] = e end
+    return list
+end
+
+function Module:__tostring()
+    local lines = {self:_describe()}
+    for _, c in ipairs(self:children()) do
+        local sub = tostring(c[2]):gsub("\n", "\n  ")
+        lines[#lines + 1] = "  (" .. c[1] .. "): " .. sub
+    end
+    return concat(lines, "\n")
+end
+
+function Module:_describe()
+    return (self._class_name or "Module") .. (self.extra_repr and ("(" .. self:extra_repr() .. ")") or "")
+end
+
+-- ---------------------------------------------------------------- save / load
+
+-- File format (little-endian host order): "ORDO-PARAMS 1\n", then per
+-- tensor a text line "name dtype ndim d1 d2 ...\n" and its bytes,
+-- contiguous; a final "end\n".
+local MAGIC = "ORDO-PARAMS 1\n"
+
+local function write_tensor(f, name, t)
+    local c = t:detach():to(util.cpu(0)):contiguous()
+    c:wait()
+    local s = shape_of(c)
+    f:write(fmt("%s %s %d %s\n", name, c:dtype(), #s, concat(s, " ")))
+    local nbytes = c:numel() * c:element_size()
+    if nbytes > 0 then f:write(ffi.string(C.ordo_tensor_data(c._c), nbytes)) end
+end
+
+-- Writes the module's parameters and buffers to path.
+function Module:save(path)
+    if type(path) ~= "string" then fail("save: expected a file path, got " .. typename(path)) end
+    local f, err = io.open(path, "wb")
+    if not f then fail("save: cannot open " .. path .. ": " .. tostring(err)) end
+    f:write(MAGIC)
+    for _, e in ipairs(self:state_dict()) do write_tensor(f, e.name, e.tensor) end
+    f:write("end\n")
+    f:close()
+    return self
+end
+
+-- Reads a file written by save into the module's tensors (same names,
+-- shapes and dtypes; the device may differ).  Raises on any mismatch and
+-- then leaves every tensor unchanged.
+function Module:load(path)
+    if type(path) ~= "string" then fail("load: expected a file path, got " .. typename(path)) end
+    local f, err = io.open(path, "rb")
+    if not f then fail("load: cannot open " .. path .. ": " .. tostring(err)) end
+    local data = f:read("*a")
+    f:close()
+    if data:sub(1, #MAGIC) ~= MAGIC then fail("load: " .. path .. " is not an ordo parameter file") end
+    local pos = #MAGIC + 1
+    local entries = {}
+    while true do
+        local nl = data:find("\n", pos, true)
+        if not nl then fail("load: " .. path .. " is truncated") end
+        local line = data:sub(pos, nl - 1)
+        pos = nl + 1
+        if line == "end" then break end
+        local words = {}
+        for w in line:gmatch("%S+") do words[#words + 1] = w end
+        local name, dt, nd = words[1], words[2], tonumber(words[3])
+        if not (name and dt and nd) then fail("load: bad header line in " .. path .. ": " .. line) end
+        local shape = {}
+        for i = 1, nd do shape[i] = tonumber(words[3 + i]) end
+        local t = tensor.empty(shape, {dtype = dt})
+        local nbytes = t:numel() * t:element_size()
+        if pos + nbytes - 1 > #data then fail("load: " .. path .. " is truncated in " .. name) end
+        if nbytes > 0 then ffi.copy(C.ordo_tensor_data(t._c), data:sub(pos, pos + nbytes - 1), nbytes) end
+        pos = pos + nbytes
+        entries[name] = t
+    end
+    local own = self:state_dict()
+    for _, e in ipairs(own) do
+        local t = entries[e.name]
+        if not t then fail(fmt("load: %s has no tensor named %s", path, e.name)) end
+        if t:dtype() ~= e.tensor:dtype() or shape_str(t) ~= shape_str(e.tensor) then
+            fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s", e.name, path, t:dtype(),
+                     shape_str(t), e.tensor:dtype(), shape_str(e.tensor)))
+        end
+        entries[e.name] = nil
+        e.loaded = t
+    end
+    local extra = next(entries)
+    if extra then fail(fmt("load: %s has a tensor %s that the module does not have", path, extra)) end
+    autograd.no_grad(function()
+        for _, e in ipairs(own) do e.tensor:copy_(e.loaded) end
+    end)
+    return self
+end
+
+function M.save(module, path) return module:save(path) end
+function M.load(module, path) return module:load(path) end
+
+-- ---------------------------------------------------------------- init
+
+local init = {}
+M.init = init
+
+local function fan_in_out(t)
+    local s = shape_of(t)
+    if #s < 2 then fail(fmt("init: fan in/out need at least 2 dims, got shape %s", shape_str(t))) end
+    local field = 1
+    for i = 3, #s do field = field * s[i] end
+    return s[2] * field, s[1] * field
+end
+init.fan_in_out = fan_in_out
+
+local function in_no_grad(fn) return autograd.no_grad(fn) end
+
+function init.uniform_(t, a, b) return in_no_grad(function() return t:uniform_(a or 0, b or 1) end) end
+function init.normal_(t, mean, std) return in_no_grad(function() return t:normal_(mean or 0, std or 1) end) end
+function init.constant_(t, v) return in_no_grad(function() return t:fill_(v) end) end
+function init.zeros_(t) return init.constant_(t, 0) end
+function init.ones_(t) return init.constant_(t, 1) end
+
+-- He et al.: U(-b, b) with b = gain * sqrt(3 / fan_in), gain = sqrt(2 / (1 + a^2)).
+function init.kaiming_uniform_(t, a)
+    local fan_in = fan_in_out(t)
+    local gain = math.sqrt(2 / (1 + (a or 0) ^ 2))
+    local bound = gain * math.sqrt(3 / fan_in)
+    return init.uniform_(t, -bound, bound)
+end
+
+-- Glorot: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
+function init.xavier_uniform_(t, gain)
+    local fi, fo = fan_in_out(t)
+    local bound = (gain or 1) * math.sqrt(6 / (fi + fo))
+    return init.uniform_(t, -bound, bound)
+end
+
+-- ---------------------------------------------------------------- layers
+
+local function check_int(fname, what, v)
+    if type(v) ~= "number" or v < 1 or v ~= math.floor(v) then
+        fail(fmt("%s: %s must be a positive integer, got %s", fname, what, tostring(v)))
+    end
+end
+
+local function opts_of(fname, opts)
+    if opts == nil then return {} end
+    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+        fail(fmt("%s: options must be a table, got %s", fname, typename(opts)))
+    end
+    return opts
+end
+
+-- Linear(in, out [, {bias = true, dtype = "float32"}]): y = x W^T + b,
+-- initialised like Torch (kaiming uniform with a = sqrt 5: U(±1/sqrt(in))).
+local Linear = Module:extend("Linear")
+M.Linear = Linear
+
+function Linear:init(nin, nout, opts)
+    check_int("Linear", "in_features", nin)
+    check_int("Linear", "out_features", nout)
+    opts = opts_of("Linear", opts)
+    self.in_features, self.out_features = nin, nout
+    local topts = {dtype = opts.dtype or "float32", device = opts.device}
+    local w = tensor.empty({nout, nin}, topts)
+    init.kaiming_uniform_(w, math.sqrt(5))
+    self:register_parameter("weight", w)
+    if opts.bias ~= false then
+        local bound = 1 / math.sqrt(nin)
+        self:register_parameter("bias", init.uniform_(tensor.empty({nout}, topts), -bound, bound))
+    end
+end
+
+function Linear:forward(x) return F.linear(x, self.weight, self.bias) end
+function Linear:extra_repr()
+    return fmt("%d -> %d%s", self.in_features, self.out_features, self.bias and "" or ", no bias")
+end
+
+local function activation(name, fn)
+    local cls = Module:extend(name)
+    cls.forward = function(_, x) return fn(x) end
+    M[name] = cls
+    return cls
+end
+activation("ReLU", F.relu)
+activation("Tanh", F.tanh)
+activation("Sigmoid", F.sigmoid)
+
+local Softmax = Module:extend("Softmax")
+M.Softmax = Softmax
+function Softmax:init(dim) self.dim = dim or -1 end
+function Softmax:forward(x) return x:softmax(self.dim) end
+
+local LogSoftmax = Module:extend("LogSoftmax")
+M.LogSoftmax = LogSoftmax
+function LogSoftmax:init(dim) self.dim = dim or -1 end
+function LogSoftmax:forward(x) return x:log_softmax(self.dim) end
+
+-- Dropout(p): zeroes elements with probability p in training mode only.
+local Dropout = Module:extend("Dropout")
+M.Dropout = Dropout
+function Dropout:init(p)
+    p = p or 0.5
+    if type(p) ~= "number" or p < 0 or p >= 1 then
+        fail(fmt("Dropout: p must be a number in [0, 1), got %s", tostring(p)))
+    end
+    self.p = p
+end
+function Dropout:forward(x) return F.dropout(x, self.p, self.training) end
+function Dropout:extra_repr() return fmt("p = %g", self.p) end
+
+-- Flatten(): N×d2×d3… -> N×(d2·d3…) (start_dim 2 by default).
+local Flatten = Module:extend("Flatten")
+M.Flatten = Flatten
+function Flatten:init(start_dim) self.start_dim = start_dim or 2 end
+function Flatten:forward(x)
+    local s = shape_of(x)
+    local d = self.start_dim
+    if d > #s then fail(fmt("Flatten: start dim %d for an input of shape %s", d, shape_str(x))) end
+    local keep = {}
+    for i = 1, d - 1 do keep[i] = s[i] end
+    keep[d] = -1
+    return x:reshape(keep)
+end
+
+-- Sequential(m1, m2, ...): calls each module on the previous one's output.
+local Sequential = Module:extend("Sequential")
+M.Sequential = Sequential
+function Sequential:init(...)
+    self.n = 0
+    local list = ...
+    if select("#", ...) == 1 and type(list) == "table" and getmetatable(list) == nil then
+        for _, m in ipairs(list) do self:add(m) end
+    else
+        for i = 1, select("#", ...) do self:add((select(i, ...))) end
+    end
+end
+function Sequential:add(m)
+    self.n = self.n + 1
+    self:add_module(tostring(self.n), m)
+    return self
+end
+function Sequential:get(i) return self[tostring(i)] end
+function Sequential:size() return self.n end
+function Sequential:forward(x)
+    for i = 1, self.n do x = self[tostring(i)](x) end
+    return x
+end
+
+-- ---------------------------------------------------------------- losses
+
+local CrossEntropyLoss = Module:extend("CrossEntropyLoss")
+M.CrossEntropyLoss = CrossEntropyLoss
+function CrossEntropyLoss:init(opts) self.reduction = opts_of("CrossEntropyLoss", opts).reduction or "mean" end
+function CrossEntropyLoss:forward(logits, target)
+    return F.cross_entropy(logits, target, {reduction = self.reduction})
+end
+
+local MSELoss = Module:extend("MSELoss")
+M.MSELoss = MSELoss
+function MSELoss:init(opts) self.reduction = opts_of("MSELoss", opts).reduction or "mean" end
+function MSELoss:forward(input, target) return F.mse_loss(input, target, {reduction = self.reduction}) end
+
+local NLLLoss = Module:extend("NLLLoss")
+M.NLLLoss = NLLLoss
+function NLLLoss:init(opts) self.reduction = opts_of("NLLLoss", opts).reduction or "mean" end
+function NLLLoss:forward(logp, target) return F.nll_loss(logp, target, {reduction = self.reduction}) end
+
+-- Conv2d, MaxPool2d, BatchNorm1d/2d and their functional forms
+require("ordo.nn.conv").install(M)
+
+return M

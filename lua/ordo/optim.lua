@@ -1,0 +1,163 @@
+-- ordo.optim: optimisers that update parameters in place.
+--
+--   local opt = ordo.optim.Adam(model:parameters(), {lr = 1e-3})
+--   opt:zero_grad(); loss:backward(); opt:step()
+--
+-- step() pushes its updates (in-place tensor ops under ordo.no_grad) and
+-- returns at once: the next batch's forward pass queues behind them on the
+-- parameters' vars, so no wait is needed between steps.  Options are plain
+-- fields (opt.lr = 0.01 changes the learning rate from the next step).
+local cdef = require "ordo.cdef"
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+local autograd = require "ordo.autograd"
+
+local C = cdef.C
+
+local fail, typename = util.fail, util.typename
+local is_tensor = tensor.is_tensor
+local fmt = string.format
+local ipairs, pairs, type, setmetatable, getmetatable, tostring =
+    ipairs, pairs, type, setmetatable, getmetatable, tostring
+
+local M = {}
+
+local function check_params(fname, params)
+    if type(params) ~= "table" or getmetatable(params) ~= nil or #params == 0 then
+        fail(fmt("%s: expected a non-empty list of parameters (model:parameters()), got %s", fname,
+                 typename(params)))
+    end
+    for i, p in ipairs(params) do
+        if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
+        if not p:needs_grad() then
+            fail(fmt("%s: parameter %d does not require a gradient (call requires_grad() on it)", fname, i))
+        end
+    end
+end
+
+-- opts checked against defaults: unknown keys and bad values raise.
+local function options(fname, opts, defaults)
+    opts = opts or {}
+    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+        fail(fmt("%s: options must be a table, got %s", fname, typename(opts)))
+    end
+    local r = {}
+    for k, v in pairs(defaults) do r[k] = v end
+    for k, v in pairs(opts) do
+        if defaults[k] == nil then fail(fmt("%s: unknown option '%s'", fname, tostring(k))) end
+        if type(v) ~= type(defaults[k]) then
+            fail(fmt("%s: option %s must be a %s, got %s", fname, k, type(defaults[k]), typename(v)))
+        end
+        r[k] = v
+    end
+    for _, k in ipairs({"lr", "momentum", "weight_decay", "eps", "beta1", "beta2"}) do
+        if type(r[k]) == "number" and r[k] < 0 then fail(fmt("%s: %s must be >= 0, got %g", fname, k, r[k])) end
+    end
+    return r
+end
+
+-- The fused update kernels (kernels/cpu/optim.c): one op per parameter.
+-- Used when the parameter's device has them and every operand is
+-- contiguous; the elementwise forms below compute the same thing otherwise.
+local K_ADAM, K_SGD = C.ordo_tensor_kernel_id("adam_step"), C.ordo_tensor_kernel_id("sgd_step")
+local FLOAT = {float32 = true, float64 = true}
+
+local function fusable(kid, p, g, state)
+    return C.ordo_tensor_kernel_available(kid, p._c.ctx.dev_type) ~= 0 and p:is_contiguous()
+        and g:is_contiguous() and state:is_contiguous() and FLOAT[p:dtype()] and g:dtype() == p:dtype()
+end
+
+local Optimizer = {}
+Optimizer.__index = Optimizer
+
+function Optimizer:zero_grad()
+    for _, p in ipairs(self.params) do p.grad = nil end
+end
+
+function Optimizer:step()
+    autograd.no_grad(function()
+        self.t = self.t + 1
+        for i, p in ipairs(self.params) do
+            if p.grad ~= nil then self:update(i, p, p.grad) end
+        end
+    end)
+end
+
+local function class(name)
+    local cls = setmetatable({__name = "optim." .. name}, {__index = Optimizer})
+    cls.__index = cls
+    return cls
+end
+
+-- SGD(params, {lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}):
+-- with momentum, buf = momentum * buf + g and the step follows buf (Torch's form).
+local SGD = class("SGD")
+M.SGD = SGD
+
+function M.SGD.new(params, opts)
+    check_params("SGD", params)
+    local o = options("SGD", opts, {lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false})
+    if o.nesterov and o.momentum == 0 then fail("SGD: nesterov needs a momentum > 0") end
+    o.params, o.t, o.buf = params, 0, {}
+    return setmetatable(o, SGD)
+end
+setmetatable(SGD, {__index = Optimizer, __call = function(_, ...) return SGD.new(...) end})
+
+function SGD:update(i, p, g)
+    local mom = self.momentum
+    local buf = self.buf[i]
+    local first = buf == nil
+    if mom ~= 0 and first then
+        buf = tensor.empty_like(p)
+        self.buf[i] = buf
+    end
+    if fusable(K_SGD, p, g, buf or p) then
+        local sc = {self.lr, mom, self.weight_decay, self.nesterov and 1 or 0, first and 1 or 0}
+        tensor.push(K_SGD, "sgd_step", 0, {g}, buf and {p, buf} or {p}, sc)
+        return
+    end
+    if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
+    if mom ~= 0 then
+        if first then buf:copy_(g) else buf:mul_(mom):add_(g) end
+        g = self.nesterov and g + buf * mom or buf
+    end
+    p:sub_(g * self.lr)
+end
+
+-- Adam(params, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+-- weight_decay = 0}) with bias-corrected moments (Kingma & Ba).
+local Adam = class("Adam")
+M.Adam = Adam
+
+function M.Adam.new(params, opts)
+    check_params("Adam", params)
+    local o = options("Adam", opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0})
+    if o.beta1 >= 1 or o.beta2 >= 1 then fail("Adam: beta1 and beta2 must be < 1") end
+    o.params, o.t, o.state = params, 0, {}
+    return setmetatable(o, Adam)
+end
+setmetatable(Adam, {__index = Optimizer, __call = function(_, ...) return Adam.new(...) end})
+
+function Adam:update(i, p, g)
+    local st = self.state[i]
+    if st == nil then
+        -- m and v in one 2 x n tensor: the fused kernel writes both (an op has at most two outputs)
+        st = tensor.zeros({2, p:numel()}, {dtype = p:dtype(), device = p:device()})
+        self.state[i] = st
+    end
+    local b1, b2 = self.beta1, self.beta2
+    local c1, c2 = 1 - b1 ^ self.t, 1 - b2 ^ self.t
+    if fusable(K_ADAM, p, g, st) then
+        tensor.push(K_ADAM, "adam_step", 0, {g}, {p, st},
+                    {self.lr / c1, b1, b2, self.eps, self.weight_decay, 1 / c2})
+        return
+    end
+    if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
+    local m, v = st:select(1, 1):view(p:shape()), st:select(1, 2):view(p:shape())
+    m:mul_(b1):add_(g * (1 - b1))
+    v:mul_(b2):add_(g * g * (1 - b2))
+    local denom = (v * (1 / c2)):sqrt():add_(self.eps)
+    p:sub_(m / denom * (self.lr / c1))
+end
+
+return M

@@ -1,0 +1,277 @@
+-- ordo.autograd: gradients of every differentiable op against central
+-- differences (float64), and the rules of the tape (accumulation, freed
+-- graphs, in-place guards, no_grad).
+local ordo = require "ordo"
+local ag = ordo.autograd
+
+local D = {dtype = "float64"}
+
+local function leaf(t) return t:requires_grad() end
+local function randn(...) return leaf(ordo.randn({...}, D)) end
+local function positive(...) return leaf(ordo.rand({...}, D):add(0.5)) end
+-- values kept apart so that max/min/abs/relu/clamp are differentiable at them
+local function spread(...)
+    local shape = {...}
+    local n = 1
+    for _, s in ipairs(shape) do n = n * s end
+    local vals = {}
+    for i = 1, n do vals[i] = ((i * 7919) % n - n / 2 + 0.25) / n * 4 end
+    return leaf(ordo.tensor(vals, D):reshape(shape))
+end
+
+local function check(fn, inputs, opts) assert.is_true(ag.gradcheck(fn, inputs, opts)) end
+
+describe("autograd gradients match numerical differentiation (float64)", function()
+    before_each(function() ordo.manual_seed(7) end)
+
+    local a, b, p, m, bt
+    before_each(function()
+        a, b, p = randn(3, 4), randn(4), positive(3, 4)
+        m, bt = randn(4, 5), randn(2, 3, 4)
+    end)
+
+    it("add, sub, mul with broadcasting and numbers on either side", function()
+        check(function(x, y) return x + y end, {a, b})
+        check(function(x, y) return x - y * 2 end, {a, b})
+        check(function(x, y) return 3 - x * y end, {a, b})
+        check(function(x, y) return x:add(y, 0.5) end, {a, b})
+        check(function(x, y) return x:sub(y, 2) end, {a, b})
+        check(function(x) return x * x end, {a})
+    end)
+
+    it("div and pow (tensor and number operands)", function()
+        check(function(x, y) return x / (y:abs() + 1) end, {a, b})
+        check(function(x) return 2 / x end, {p})
+        check(function(x) return x:pow(2.5) end, {p})
+        check(function(x, y) return x ^ y end, {p, b})
+        check(function(y) return 2 ^ y end, {b})
+    end)
+
+    it("maximum, minimum, max/min over all and over a dim, clamp", function()
+        local s = spread(3, 4)
+        local r = ordo.randn({3, 4}, D)
+        check(function(x) return x:maximum(r) end, {s})
+        check(function(x) return x:minimum(r) end, {s})
+        check(function(x) return x:max() end, {s})
+        check(function(x) return (x:max(2)) end, {s})
+        check(function(x) return (x:min(1, true)) end, {s})
+        check(function(x) return x:clamp(-0.5, 0.5) end, {s})
+        check(function(x) return x:clamp(nil, 0.3) end, {s})
+    end)
+
+    it("unary ops", function()
+        local s = spread(3, 4)
+        check(function(x) return -x end, {a})
+        check(function(x) return x:abs() end, {s})
+        check(function(x) return x:relu() end, {s})
+        check(function(x) return x:exp() end, {a})
+        check(function(x) return x:log() end, {p})
+        check(function(x) return x:sqrt() end, {p})
+        check(function(x) return x:tanh() end, {a})
+        check(function(x) return x:sigmoid() end, {a})
+    end)
+
+    it("sum and mean over all, over a dim, keepdim", function()
+        check(function(x) return x:sum() end, {a})
+        check(function(x) return x:sum(2) end, {a})
+        check(function(x) return x:sum(1, true) end, {a})
+        check(function(x) return x:mean() end, {a})
+        check(function(x) return x:mean(-1) end, {bt})
+    end)
+
+    it("softmax and log_softmax", function()
+        check(function(x) return x:softmax(2) end, {a})
+        check(function(x) return x:log_softmax(1) end, {a})
+        check(function(x) return x:log_softmax() end, {bt})
+    end)
+
+    it("matmul: 2-D, 1-D operands, batched, broadcast batch", function()
+        check(function(x, y) return x:matmul(y) end, {a, m})
+        check(function(x, y) return x:matmul(y) end, {a, b})
+        check(function(y, z) return y:matmul(z) end, {b, m})
+        check(function(y) return y:matmul(y) end, {b})
+        check(function(x, y) return x:matmul(y) end, {bt, m})
+        check(function(x, y) return ordo.matmul(x, y:transpose(2, 3)) end, {a, bt})
+        check(function(x) return x:t():matmul(x) end, {a})
+    end)
+
+    it("views: view, reshape, flatten, transpose, permute, narrow, select, unsqueeze, squeeze, expand", function()
+        local w12, w43 = ordo.randn({12}, D), ordo.randn({4, 3}, D)
+        check(function(x) return x:view(4, 3) * w43 end, {a})
+        check(function(x) return x:reshape(-1) * w12 end, {a})
+        check(function(x) return x:flatten() * w12 end, {a})
+        check(function(x) return x:t() * w43 end, {a})
+        check(function(x) return x:transpose(1, 2):contiguous() * w43 end, {a})
+        check(function(x) return x:permute(3, 1, 2):contiguous() * ordo.arange(24, D):view(4, 2, 3) end, {bt})
+        check(function(x) return x:narrow(2, 2, 2) end, {a})
+        check(function(x) return x:select(1, 2) end, {a})
+        check(function(x) return x:unsqueeze(1):expand(3, 4) end, {b})
+        check(function(x) return x:view(1, 4, 1):squeeze() end, {b})
+        check(function(x) return x:expand_as(a) * a:detach() end, {b})
+    end)
+
+    it("gather, index_select, scatter_add, index_add", function()
+        local idx = ordo.tensor({{1, 1}, {2, 4}, {3, 3}}, {dtype = "int64"})
+        check(function(x) return x:gather(2, idx) end, {a})
+        check(function(x) return x:index_select(2, {1, 1, 3}) end, {a})
+        local src = randn(3, 2)
+        check(function(x, s) return x:scatter_add(2, idx, s) end, {a, src})
+        local src2 = randn(3, 3)
+        check(function(x, s) return x:index_add(2, {4, 1, 4}, s) end, {a, src2})
+    end)
+
+    it("cat, stack, where, masked_fill, casts and copies", function()
+        check(function(x, y) return ordo.cat({x, y:view(1, 4)}, 1) end, {a, b})
+        check(function(x) return ordo.cat({x, x * 2}, 2) end, {a})
+        check(function(x) return ordo.stack({x, x * 2}, 2) end, {a})
+        check(function(x, y) return ordo.where(x:gt(0), x, y) end, {a, b})
+        check(function(x) return x:where(x:lt(0), 0.5) end, {a})
+        check(function(x) return x:masked_fill(x:gt(0), 3) end, {a})
+        check(function(x) return x:clone() * 2 end, {a})
+        check(function(x) return x:to("float64") + x end, {a})
+    end)
+
+    it("a composite: a two-layer network with a cross-entropy loss", function()
+        local x = ordo.randn({5, 4}, D)
+        local w1, w2 = randn(4, 6), randn(6, 3)
+        local y = ordo.tensor({1, 3, 2, 2, 1}, {dtype = "int64"})
+        check(function(u, v)
+            local logits = x:matmul(u):tanh():matmul(v)
+            return -logits:log_softmax(2):gather(2, y:view(-1, 1)):mean()
+        end, {w1, w2})
+    end)
+
+    it("gradcheck itself fails on a wrong gradient and on a non-deterministic fn", function()
+        -- a wrong backward recorded through the op-author API
+        local function bad_square(x)
+            local y = ordo.no_grad(function() return x * x end)
+            return ag.record("bad_square", y, {x, n = 1}, function(g) return g * x * 3 end)
+        end
+        assert.has_error(function() ag.gradcheck(bad_square, {a}) end)
+        local ok, err = pcall(ag.gradcheck, function(x) return x * ordo.randn({3, 4}, D) end, {a})
+        assert.is_false(ok)
+        assert.matches("deterministic", err)
+    end)
+end)
+
+describe("autograd rules", function()
+    it("backward defaults to 1 for one-element outputs and accumulates into .grad", function()
+        local w = ordo.ones({2}, D):requires_grad()
+        ;(w * 3):sum():backward()
+        ;(w * 2):sum():backward()
+        assert.same({5, 5}, w.grad:totable())
+        w.grad = nil
+        ;(w * w):sum():backward()
+        assert.same({2, 2}, w.grad:totable())
+    end)
+
+    it("a given gradient seeds backward; shapes must match", function()
+        local w = ordo.ones({2, 2}, D):requires_grad()
+        local y = w * 2
+        y:backward(ordo.tensor({{1, 2}, {3, 4}}, D))
+        assert.same({{2, 4}, {6, 8}}, w.grad:totable())
+        local ok, err = pcall(function() (w * 2):backward() end)
+        assert.is_false(ok)
+        assert.matches("a gradient must be given for an output of shape 2x2", err)
+        ok, err = pcall(function() (w * 2):backward(ordo.ones({3}, D)) end)
+        assert.is_false(ok)
+        assert.matches("grad has shape 3 but the output has shape 2x2", err)
+    end)
+
+    it("a graph is freed by backward unless retain_graph is given", function()
+        local w = ordo.ones({2}, D):requires_grad()
+        local l = (w * w):sum()
+        l:backward({retain_graph = true})
+        l:backward()
+        assert.same({4, 4}, w.grad:totable())
+        local ok, err = pcall(function() l:backward() end)
+        assert.is_false(ok)
+        assert.matches("freed by an earlier backward", err)
+    end)
+
+    it("the same tensor used twice gets both contributions", function()
+        local x = ordo.tensor({3}, D):requires_grad()
+        local y = x * x + x
+        y:sum():backward()
+        assert.same({7}, x.grad:totable())
+    end)
+
+    it("in-place ops on tensors that require a gradient raise, and work under no_grad", function()
+        local w = ordo.ones({2}, D):requires_grad()
+        local ok, err = pcall(function() w:add_(1) end)
+        assert.is_false(ok)
+        assert.matches("add_: a tensor that requires a gradient cannot be changed in place", err)
+        ok, err = pcall(function() ordo.zeros({2}, D):add_(w) end)
+        assert.is_false(ok)
+        assert.matches("cannot take an input that requires a gradient", err)
+        ordo.no_grad(function() w:mul_(3) end)
+        assert.same({3, 3}, w:totable())
+    end)
+
+    it("changing a saved tensor in place before backward is reported", function()
+        local w = ordo.ones({2}, D):requires_grad()
+        local x = ordo.ones({2}, D)
+        local y = (w * x):sum()
+        x:add_(1)
+        local ok, err = pcall(function() y:backward() end)
+        assert.is_false(ok)
+        assert.matches("saved by mul was changed in place", err)
+    end)
+
+    it("no_grad records nothing, restores the mode after errors, returns the results", function()
+        local w = ordo.ones({2}, D):requires_grad()
+        local y, n = ordo.no_grad(function() return w * 2, 42 end)
+        assert.is_false(y:needs_grad())
+        assert.equal(42, n)
+        assert.has_error(function() ordo.no_grad(function() error("boom") end) end)
+        assert.is_true(ag.is_enabled())
+        assert.is_true((w * 2):needs_grad())
+    end)
+
+    it("detach, is_leaf, grad_fn, retain_grad", function()
+        local w = ordo.ones({2}, D):requires_grad()
+        local h = w * 2
+        assert.is_true(w:is_leaf())
+        assert.is_false(h:is_leaf())
+        assert.equal("mul", h:grad_fn())
+        assert.is_false(h:detach():needs_grad())
+        h:retain_grad()
+        h:sum():backward()
+        assert.same({1, 1}, h.grad:totable())
+        assert.same({2, 2}, w.grad:totable())
+    end)
+
+    it("requires_grad only on float tensors; backward needs a graph", function()
+        local ok, err = pcall(function() ordo.ones({2}, {dtype = "int64"}):requires_grad() end)
+        assert.is_false(ok)
+        assert.matches("only float tensors", err)
+        ok, err = pcall(function() ordo.ones({1}):backward() end)
+        assert.is_false(ok)
+        assert.matches("does not require a gradient", err)
+    end)
+
+    it("integer results (comparisons, argmax) carry no gradient", function()
+        local w = ordo.randn({3}, D):requires_grad()
+        assert.is_false(w:gt(0):needs_grad())
+        assert.is_false(w:argmax():needs_grad())
+    end)
+
+    it("autograd.grad returns gradients without touching .grad", function()
+        local x = ordo.tensor({1, 2}, D):requires_grad()
+        x.grad = ordo.tensor({10, 10}, D)
+        local g = ag.grad((x * x):sum(), {x})
+        assert.same({2, 4}, g[1]:totable())
+        assert.same({10, 10}, x.grad:totable())
+    end)
+
+    it("backward through a larger graph (matmul, tanh, reused weight)", function()
+        -- a big enough graph that the backward ops are still queued when it returns
+        local w = ordo.randn({256, 256}):requires_grad()
+        local x = ordo.randn({256, 256})
+        local l = x:matmul(w):tanh():matmul(w):sum()
+        l:backward()
+        assert.is_true(ordo.is_tensor(w.grad))
+        assert.equal(256, w.grad:size(1))
+        assert.is_true(w.grad:abs():sum():item() > 0)
+    end)
+end)

@@ -1,0 +1,506 @@
+-- ordo.data: IDX files (plain and gzip), Fashion-MNIST, the DataLoader.
+local ordo = require "ordo"
+local cdef = require "ordo.cdef"
+local ffi = require "ffi"
+
+local data = ordo.data
+
+-- ---------------------------------------------------------------- IDX writing
+
+local CODE = {u8 = 0x08, i8 = 0x09, i16 = 0x0B, i32 = 0x0C, f32 = 0x0D, f64 = 0x0E}
+local CTYPE = {u8 = "uint8_t", i8 = "int8_t", i16 = "int16_t", i32 = "int32_t", f32 = "float", f64 = "double"}
+
+local function be32(n)
+    return string.char(math.floor(n / 2 ^ 24) % 256, math.floor(n / 2 ^ 16) % 256, math.floor(n / 2 ^ 8) % 256, n % 256)
+end
+
+-- the big-endian bytes of v as ctype (the host is little-endian)
+local function be_bytes(ctype, v)
+    local size = ffi.sizeof(ctype)
+    local box = ffi.new(ctype .. "[1]", v)
+    local p = ffi.cast("uint8_t *", box)
+    local s = {}
+    for i = size - 1, 0, -1 do s[#s + 1] = string.char(p[i]) end
+    return table.concat(s)
+end
+
+local function idx_bytes(kind, shape, flat)
+    local parts = {"\0\0", string.char(CODE[kind]), string.char(#shape)}
+    for _, d in ipairs(shape) do parts[#parts + 1] = be32(d) end
+    for _, v in ipairs(flat) do parts[#parts + 1] = be_bytes(CTYPE[kind], v) end
+    return table.concat(parts)
+end
+
+local function write_plain(path, bytes)
+    local f = assert(io.open(path, "wb"))
+    f:write(bytes)
+    f:close()
+end
+
+local function write_gz(path, bytes)
+    local z = assert(cdef.zlib())
+    local gz = z.gzopen(path, "wb")
+    assert(gz ~= nil, "gzopen " .. path)
+    assert(z.gzwrite(gz, bytes, #bytes) == #bytes)
+    assert(z.gzclose(gz) == 0)
+end
+
+local function write_idx(path, kind, shape, flat, gz)
+    local bytes = idx_bytes(kind, shape, flat)
+    if gz then write_gz(path, bytes) else write_plain(path, bytes) end
+end
+
+local function flatten(t, out)
+    out = out or {}
+    if type(t) ~= "table" then
+        out[#out + 1] = t
+        return out
+    end
+    for _, v in ipairs(t) do flatten(v, out) end
+    return out
+end
+
+local tmpdir
+local function tmp(name) return tmpdir .. "/" .. name end
+
+-- caught error messages
+local function err_of(fn, ...)
+    local ok, e = pcall(fn, ...)
+    assert(not ok, "expected an error")
+    return tostring(e)
+end
+
+setup(function()
+    local base = os.tmpname()
+    os.remove(base)
+    tmpdir = base .. "_ordo_data"
+    assert(os.execute("mkdir -p '" .. tmpdir .. "'") == 0)
+end)
+
+teardown(function()
+    if tmpdir then os.execute("rm -rf '" .. tmpdir .. "'") end
+end)
+
+-- ---------------------------------------------------------------- read_idx
+
+describe("data.read_idx", function()
+    local cases = {
+        {kind = "u8", dtype = "uint8", shape = {2, 3, 4}, gen = function(i) return (i * 37) % 256 end},
+        {kind = "i8", dtype = "int32", shape = {5}, flat = {-128, -1, 0, 1, 127}},
+        {kind = "i16", dtype = "int32", shape = {2, 3}, flat = {-32768, -300, -1, 0, 258, 32767}},
+        {kind = "i32", dtype = "int32", shape = {3, 1}, flat = {-2147483648, 16909060, 2147483647}},
+        {kind = "f32", dtype = "float32", shape = {2, 2}, flat = {1.5, -2.25, 0, 3e-5}},
+        {kind = "f64", dtype = "float64", shape = {3}, flat = {1 / 3, -1e300, 2 ^ -1000}},
+    }
+    for _, c in ipairs(cases) do
+        for _, gz in ipairs({false, true}) do
+            it(("reads %s files (%s) with the right shape, dtype and values"):format(c.kind, gz and "gzip" or "plain"),
+               function()
+                local flat = c.flat
+                if not flat then
+                    flat = {}
+                    local n = 1
+                    for _, d in ipairs(c.shape) do n = n * d end
+                    for i = 1, n do flat[i] = c.gen(i) end
+                end
+                local path = tmp(c.kind .. (gz and ".idx.gz" or ".idx"))
+                write_idx(path, c.kind, c.shape, flat, gz)
+                local t = data.read_idx(path)
+                assert.are.same(c.shape, t:shape())
+                assert.are.equal(c.dtype, t:dtype())
+                local got = flatten(t:totable())
+                if c.kind == "f32" then
+                    for i, v in ipairs(flat) do flat[i] = tonumber(ffi.new("float", v)) end
+                end
+                assert.are.same(flat, got)
+            end)
+        end
+    end
+
+    it("reads a large uint8 file exactly (more than one piece of the plain reader)", function()
+        local n = 3 * 2 ^ 20 + 5
+        local parts = {}
+        for i = 0, 255 do parts[#parts + 1] = string.char(i) end
+        local block = table.concat(parts)
+        local body = string.rep(block, math.ceil(n / 256)):sub(1, n)
+        for _, gz in ipairs({false, true}) do
+            local path = tmp(gz and "big.gz" or "big")
+            local bytes = "\0\0\8\1" .. be32(n) .. body
+            if gz then write_gz(path, bytes) else write_plain(path, bytes) end
+            local t = data.read_idx(path)
+            assert.are.same({n}, t:shape())
+            assert.are.equal("uint8", t:dtype())
+            -- the sum of 0..255 repeated, then a partial block
+            local full, rest = math.floor(n / 256), n % 256
+            assert.are.equal(full * 255 * 256 / 2 + (rest - 1) * rest / 2, t:sum():item())
+            for _, i in ipairs({1, 256, 257, 2 ^ 20, 2 ^ 20 + 1, 3 * 2 ^ 20, n}) do
+                assert.are.equal((i - 1) % 256, t:narrow(1, i, 1):item())
+            end
+        end
+    end)
+
+    it("limit reads only the first entries of dim 1", function()
+        local flat = {}
+        for i = 1, 24 do flat[i] = i end
+        local path = tmp("limit.idx.gz")
+        write_idx(path, "u8", {4, 2, 3}, flat, true)
+        local t = data.read_idx(path, {limit = 2})
+        assert.are.same({2, 2, 3}, t:shape())
+        assert.are.same({{{1, 2, 3}, {4, 5, 6}}, {{7, 8, 9}, {10, 11, 12}}}, t:totable())
+        assert.are.same({4, 2, 3}, data.read_idx(path, {limit = 10}):shape())
+        assert.are.same({0, 2, 3}, data.read_idx(path, {limit = 0}):shape())
+    end)
+
+    it("reads a file with an empty first dim", function()
+        local path = tmp("empty.idx")
+        write_idx(path, "u8", {0, 28, 28}, {}, false)
+        local t = data.read_idx(path)
+        assert.are.same({0, 28, 28}, t:shape())
+    end)
+
+    it("raises clear errors for missing, truncated and non-IDX files", function()
+        local e = err_of(data.read_idx, tmp("no_such_file.gz"))
+        assert.matches("read_idx: cannot open .*no_such_file.gz", e)
+
+        local path = tmp("trunc.idx.gz")
+        write_gz(path, idx_bytes("u8", {10, 10}, {1, 2, 3}))
+        e = err_of(data.read_idx, path)
+        assert.matches("read_idx: .*trunc.idx.gz is truncated", e)
+        assert.matches("100 bytes", e)
+
+        path = tmp("trunc_header.idx")
+        write_plain(path, "\0\0\8")
+        assert.matches("truncated", err_of(data.read_idx, path))
+
+        path = tmp("notidx.txt")
+        write_plain(path, "hello world")
+        e = err_of(data.read_idx, path)
+        assert.matches("read_idx: .*notidx.txt is not an IDX file", e)
+
+        assert.matches("read_idx: expected a file path, got number", err_of(data.read_idx, 3))
+        assert.matches("read_idx: limit must be", err_of(data.read_idx, path, {limit = -1}))
+        assert.matches("read_idx: unknown option 'lim'", err_of(data.read_idx, path, {lim = 1}))
+    end)
+
+    it("names the caller's line in its errors", function()
+        local ok, e = pcall(function() return data.read_idx(tmp("nothing_here")) end)
+        assert.is_false(ok)
+        assert.matches("data_spec.lua:%d+: read_idx:", e)
+    end)
+end)
+
+-- ---------------------------------------------------------------- Fashion-MNIST
+
+-- A small fake Fashion-MNIST directory: n28 images of 28x28 with known pixels.
+local function fake_fmnist(dir, ntrain, ntest, gz)
+    assert(os.execute("mkdir -p '" .. dir .. "'") == 0)
+    local function images(n, seed)
+        local flat = {}
+        for i = 1, n * 784 do flat[i] = (i * seed) % 256 end
+        return flat
+    end
+    local function labels(n, seed)
+        local flat = {}
+        for i = 1, n do flat[i] = (i * seed) % 10 end
+        return flat
+    end
+    local ext = gz and ".gz" or ""
+    write_idx(dir .. "/train-images-idx3-ubyte" .. ext, "u8", {ntrain, 28, 28}, images(ntrain, 7), gz)
+    write_idx(dir .. "/train-labels-idx1-ubyte" .. ext, "u8", {ntrain}, labels(ntrain, 3), gz)
+    write_idx(dir .. "/t10k-images-idx3-ubyte" .. ext, "u8", {ntest, 28, 28}, images(ntest, 11), gz)
+    write_idx(dir .. "/t10k-labels-idx1-ubyte" .. ext, "u8", {ntest}, labels(ntest, 7), gz)
+end
+
+describe("data.fashion_mnist", function()
+    it("raises an error naming the directory and the Debian package when the files are missing", function()
+        local dir = tmp("no_fashion_here")
+        local e = err_of(data.fashion_mnist, {dir = dir})
+        assert.matches("fashion_mnist: ", e, 1, true)
+        assert.matches(dir, e, 1, true)
+        assert.matches("install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist)", e,
+                       1, true)
+        local ok, msg = data.fashion_mnist_available(dir)
+        assert.is_false(ok)
+        assert.matches(dir, msg, 1, true)
+        assert.matches("train-images-idx3-ubyte.gz", msg, 1, true)
+    end)
+
+    it("loads a directory's files: images in [0, 1], labels from 1, limits, flatten, normalize", function()
+        local dir = tmp("fake_fmnist")
+        fake_fmnist(dir, 5, 3, true)
+        assert.is_true((data.fashion_mnist_available(dir)))
+        local ds = data.fashion_mnist({dir = dir})
+        assert.are.same({5, 1, 28, 28}, ds.train.images:shape())
+        assert.are.same({3, 1, 28, 28}, ds.test.images:shape())
+        assert.are.equal("float32", ds.train.images:dtype())
+        assert.are.equal("int64", ds.train.labels:dtype())
+        assert.are.same({4, 7, 10, 3, 6}, ds.train.labels:totable()) -- (3i mod 10) + 1
+        assert.are.same({8, 5, 2}, ds.test.labels:totable())          -- (7i mod 10) + 1
+        assert.are.equal(data.fashion_mnist_classes, ds.classes)
+        local px = ds.train.images:view({5 * 784}):totable()
+        for i = 1, #px do
+            assert.are.equal(tonumber(ffi.new("float", ((i * 7) % 256) / 255)), px[i])
+        end
+
+        ds = data.fashion_mnist({dir = dir, limit_train = 2, limit_test = 1, flatten = true})
+        assert.are.same({2, 784}, ds.train.images:shape())
+        assert.are.same({1, 784}, ds.test.images:shape())
+        assert.are.same({4, 7}, ds.train.labels:totable())
+        assert.are.same({8}, ds.test.labels:totable())
+
+        ds = data.fashion_mnist({dir = dir, limit_train = 1, limit_test = 0, normalize = true})
+        local v = ds.train.images:view({784}):totable()
+        for i = 1, 784 do
+            local want = (((i * 7) % 256) / 255 - 0.2860) / 0.3530
+            assert.is_true(math.abs(v[i] - want) < 1e-5)
+        end
+        assert.are.same({0, 1, 28, 28}, ds.test.images:shape())
+    end)
+
+    it("reads plain (unpacked) files too, and ORDO_FASHION_MNIST overrides the default directory", function()
+        local dir = tmp("fake_fmnist_plain")
+        fake_fmnist(dir, 2, 2, false)
+        local before = os.getenv("ORDO_FASHION_MNIST")
+        ffi.C.setenv("ORDO_FASHION_MNIST", dir, 1)
+        local ok, res = pcall(data.fashion_mnist)
+        ffi.C.setenv("ORDO_FASHION_MNIST", before or "", 1)
+        assert(ok, res)
+        assert.are.same({2, 1, 28, 28}, res.train.images:shape())
+        assert.are.same({4, 7}, res.train.labels:totable())
+    end)
+
+    it("checks its options", function()
+        assert.matches("fashion_mnist: unknown option 'limit'", err_of(data.fashion_mnist, {limit = 3}))
+        assert.matches("fashion_mnist: limit_train must be an integer >= 0",
+                       err_of(data.fashion_mnist, {limit_train = 1.5}))
+        assert.matches("fashion_mnist: dir must be a directory path", err_of(data.fashion_mnist, {dir = 3}))
+        assert.matches("fashion_mnist: unknown device tpu", err_of(data.fashion_mnist, {device = "tpu"}))
+    end)
+
+    it("has the ten class names, in label order", function()
+        assert.are.equal(10, #data.fashion_mnist_classes)
+        assert.are.equal("T-shirt/top", data.fashion_mnist_classes[1])
+        assert.are.equal("Ankle boot", data.fashion_mnist_classes[10])
+    end)
+
+    it("loads the installed Fashion-MNIST (/usr/share/datasets/fashion-mnist)", function()
+        local dir = "/usr/share/datasets/fashion-mnist"
+        if not data.fashion_mnist_available(dir) then
+            pending("Fashion-MNIST is not installed in " .. dir .. " (apt-get install dataset-fashion-mnist)")
+        end
+        local ds = data.fashion_mnist({dir = dir, limit_train = 500, limit_test = 200})
+        assert.are.same({500, 1, 28, 28}, ds.train.images:shape())
+        assert.are.same({500}, ds.train.labels:shape())
+        assert.are.same({200, 1, 28, 28}, ds.test.images:shape())
+        assert.are.same({200}, ds.test.labels:shape())
+        -- the first training image is an ankle boot (label 9 in the file)
+        assert.are.equal(10, ds.train.labels:narrow(1, 1, 1):item())
+        assert.are.equal("Ankle boot", ds.classes[ds.train.labels:narrow(1, 1, 1):item()])
+        -- and so is the first test image; then a pullover and two trousers
+        assert.are.same({10, 3, 2, 2}, ds.test.labels:narrow(1, 1, 4):totable())
+        for _, split in ipairs({ds.train, ds.test}) do
+            assert.is_true(split.labels:min():item() >= 1)
+            assert.are.equal(10, split.labels:max():item())
+            assert.are.equal(0, split.images:min():item())
+            assert.are.equal(1, split.images:max():item())
+        end
+        local m = ds.train.images:mean():item()
+        assert.is_true(m > 0.2 and m < 0.4, "mean pixel " .. m)
+        -- every class shows up among 500 examples
+        local seen = {}
+        for _, l in ipairs(ds.train.labels:totable()) do seen[l] = true end
+        for k = 1, 10 do assert.is_true(seen[k], "class " .. k) end
+    end)
+end)
+
+-- ---------------------------------------------------------------- DataLoader
+
+-- the batches of one epoch as Lua tables
+local function epoch(loader)
+    local xs, ys, sizes = {}, {}, {}
+    for i, xb, yb in loader:iter() do
+        assert.are.equal(#sizes + 1, i)
+        sizes[#sizes + 1] = xb:size(1)
+        for _, v in ipairs(flatten(xb:totable())) do xs[#xs + 1] = v end
+        if yb then for _, v in ipairs(yb:totable()) do ys[#ys + 1] = v end end
+    end
+    return xs, ys, sizes
+end
+
+local function is_permutation(list, n)
+    if #list ~= n then return false end
+    local seen = {}
+    for _, v in ipairs(list) do
+        if v < 1 or v > n or v ~= math.floor(v) or seen[v] then return false end
+        seen[v] = true
+    end
+    return true
+end
+
+describe("data.loader", function()
+    it("batches in order without shuffle; the last batch holds the rest", function()
+        local x = ordo.arange(1, 11) -- 1..10
+        local y = ordo.arange(1, 11):long():mul_(10)
+        local loader = data.loader(x, y, {batch_size = 3})
+        assert.are.equal(4, loader:num_batches())
+        assert.are.equal(4, #loader)
+        local xs, ys, sizes = epoch(loader)
+        assert.are.same({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, xs)
+        assert.are.same({10, 20, 30, 40, 50, 60, 70, 80, 90, 100}, ys)
+        assert.are.same({3, 3, 3, 1}, sizes)
+        -- again: the same epoch
+        local xs2 = epoch(loader)
+        assert.are.same(xs, xs2)
+        assert.are.equal(2, loader.epoch)
+    end)
+
+    it("drop_last leaves out the short batch; an exact split keeps every batch", function()
+        local x = ordo.arange(1, 11)
+        local loader = data.loader(x, {batch_size = 3, drop_last = true})
+        assert.are.equal(3, #loader)
+        local xs, _, sizes = epoch(loader)
+        assert.are.same({3, 3, 3}, sizes)
+        assert.are.same({1, 2, 3, 4, 5, 6, 7, 8, 9}, xs)
+
+        loader = data.loader(x, {batch_size = 5, drop_last = true})
+        assert.are.same({5, 5}, select(3, epoch(loader)))
+        loader = data.loader(x, {batch_size = 20})
+        assert.are.same({10}, select(3, epoch(loader)))
+        loader = data.loader(x, {batch_size = 20, drop_last = true})
+        assert.are.equal(0, #loader)
+        assert.are.same({}, select(3, epoch(loader)))
+    end)
+
+    it("yields only the batch of x when there is no y", function()
+        local loader = data.loader(ordo.arange(1, 5), {batch_size = 2})
+        local n = 0
+        for i, xb, yb in loader:iter() do
+            n = n + 1
+            assert.are.equal(n, i)
+            assert.is_nil(yb)
+            assert.are.same({2 * i - 1, 2 * i}, xb:totable())
+        end
+        assert.are.equal(2, n)
+    end)
+
+    it("is callable like iter (for i, xb, yb in loader() do)", function()
+        local loader = data.loader(ordo.arange(1, 4), {batch_size = 2})
+        local got = {}
+        for i, xb in loader() do got[i] = xb:numel() end
+        assert.are.same({2, 1}, got)
+        assert.matches("DataLoader%(3 examples, batch_size=2, 2 batches%)", tostring(loader))
+    end)
+
+    it("shuffles: every example once per epoch, a new order each epoch, set only by the seed", function()
+        local n = 103
+        local x = ordo.arange(1, n + 1):view({n, 1}):expand({n, 2}):contiguous() -- row i = {i, i}
+        local y = ordo.arange(1, n + 1):long()
+        local function orders(seed, epochs)
+            ordo.manual_seed(seed)
+            local loader = data.loader(x, y, {batch_size = 10, shuffle = true})
+            local out = {}
+            for e = 1, epochs do
+                local xs, ys, sizes = epoch(loader)
+                assert.are.same({10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 3}, sizes)
+                -- rows stay whole and x and y follow the same order
+                for i = 1, n do assert.are.equal(xs[2 * i - 1], xs[2 * i]) end
+                local order = {}
+                for i = 1, n do order[i] = xs[2 * i] end
+                assert.are.same(order, ys)
+                assert.is_true(is_permutation(order, n), "epoch " .. e .. " is not a permutation")
+                out[e] = order
+            end
+            return out
+        end
+        local a = orders(7, 3)
+        local b = orders(7, 3)
+        assert.are.same(a, b) -- the seed alone decides
+        assert.are_not.same(a[1], a[2]) -- a new draw each epoch
+        assert.are_not.same(a[2], a[3])
+        local identity = {}
+        for i = 1, n do identity[i] = i end
+        assert.are_not.same(identity, a[1])
+        local c = orders(8, 1)
+        assert.are_not.same(a[1], c[1])
+    end)
+
+    it("prefetches: each batch holds its rows of the order, whatever the loop body did before", function()
+        local n, bs = 50, 8
+        ordo.manual_seed(3)
+        local x = ordo.randn({n, 3, 2})
+        local y = ordo.arange(1, n + 1):long()
+        local rows = x:totable()
+        local loader = data.loader(x, y, {batch_size = bs, shuffle = true})
+        local seen, nb = {}, 0
+        for i, xb, yb in loader:iter() do
+            nb = i
+            assert.are.equal(math.min(bs, n - (i - 1) * bs), xb:size(1))
+            -- the loop body's ops, queued while the next batch is already
+            -- gathered: one reading the batch, then one changing it in place
+            local z = (xb * 2):relu():sum()
+            xb:mul_(0)
+            local want = 0
+            for _, v in ipairs(yb:totable()) do -- y = 1..n: the batch's slice of the order
+                assert.is_nil(seen[v])
+                seen[v] = true
+                for _, r in ipairs(rows[v]) do
+                    for _, e in ipairs(r) do want = want + math.max(2 * e, 0) end
+                end
+            end
+            assert.is_true(math.abs(z:item() - want) < 1e-4, ("batch %d: %g vs %g"):format(i, z:item(), want))
+            for _, r in ipairs(flatten(xb:totable())) do assert.are.equal(0, r) end
+        end
+        assert.are.equal(7, nb)
+        local count = 0
+        for _ in pairs(seen) do count = count + 1 end
+        assert.are.equal(n, count)
+        assert.are.same(rows, x:totable()) -- the dataset is untouched
+    end)
+
+    it("batch contents equal x:index_select of the order (checked before any change)", function()
+        local n = 20
+        ordo.manual_seed(11)
+        local x = ordo.randn({n, 4})
+        local y = ordo.arange(1, n + 1):long()
+        local loader = data.loader(x, y, {batch_size = 6, shuffle = true})
+        local rows = x:totable()
+        for _, xb, yb in loader:iter() do
+            local got = xb:totable()
+            for k, v in ipairs(yb:totable()) do assert.are.same(rows[v], got[k]) end
+        end
+    end)
+
+    it("handles an empty dataset", function()
+        local x = ordo.zeros({0, 3})
+        local loader = data.loader(x, {batch_size = 4, shuffle = true})
+        assert.are.equal(0, #loader)
+        for _ in loader:iter() do error("no batch expected") end
+    end)
+
+    it("ordo.data.DataLoader(x, y, opts) is the same as data.loader", function()
+        local loader = data.DataLoader(ordo.arange(1, 6), ordo.arange(1, 6), {batch_size = 2})
+        assert.are.equal(3, loader:num_batches())
+    end)
+
+    it("raises errors naming DataLoader for bad inputs", function()
+        local x, y = ordo.zeros({10, 2}), ordo.zeros({9})
+        local e = err_of(data.loader, x, y, {batch_size = 2})
+        assert.matches("DataLoader: x has 10 examples %(shape 10x2%) but y has 9", e)
+        assert.matches("first dims must match", e, 1, true)
+        for _, bad in ipairs({0, -1, 1.5, "4", math.huge}) do
+            e = err_of(data.loader, x, {batch_size = bad})
+            assert.matches("DataLoader: batch_size must be a positive integer", e)
+        end
+        assert.matches("DataLoader: expected a tensor of examples first, got table", err_of(data.loader, {1, 2}))
+        assert.matches("DataLoader: x has no dims", err_of(data.loader, ordo.tensor(1)))
+        assert.matches("DataLoader: unknown option 'batchsize'", err_of(data.loader, x, {batchsize = 2}))
+        assert.matches("DataLoader: shuffle must be true or false", err_of(data.loader, x, {shuffle = 1}))
+        assert.matches("DataLoader: expected a tensor of targets", err_of(data.loader, x, 3))
+        local loader = data.loader(x)
+        assert.matches("read%-only", err_of(function() loader.batch_size = 3 end))
+        assert.matches("iter: expected a DataLoader as self", err_of(loader.iter, {}))
+        local ok, msg = pcall(function() return data.loader(x, y) end)
+        assert.is_false(ok)
+        assert.matches("data_spec.lua:%d+: DataLoader:", msg)
+    end)
+end)

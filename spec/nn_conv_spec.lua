@@ -1,0 +1,471 @@
+-- ordo.nn convolution, pooling and batch normalisation (lua/ordo/nn/conv.lua,
+-- kernels/cpu/conv.c): forwards against naive Lua loops written from the
+-- definitions, gradients against central differences (float64 gradcheck),
+-- module behaviour (shapes, init, train/eval, running statistics) and the
+-- error messages.
+local ordo = require "ordo"
+local conv = require "ordo.nn.conv"
+local nn, ag = ordo.nn, ordo.autograd
+local F = nn.functional
+
+local D = {dtype = "float64"}
+
+local function close(a, b, tol, where)
+    tol = tol or 1e-10
+    if type(a) == "table" then
+        assert.equal(#b, #a, where)
+        for i = 1, #a do close(a[i], b[i], tol, (where or "") .. "[" .. i .. "]") end
+        return
+    end
+    assert(math.abs(a - b) <= tol * (1 + math.abs(b)),
+           string.format("%s: %.15g vs %.15g", where or "value", a, b))
+end
+
+local function err_of(fn, ...)
+    local ok, err = pcall(fn, ...)
+    assert.is_false(ok, "expected an error")
+    return tostring(err)
+end
+
+local function pair(v) if type(v) == "table" then return v[1], v[2] end return v, v end
+
+-- y[n][o][i][j] = b[o] + sum_{c,a,b} x[n][c][i*sh - ph + a*dh][j*sw - pw + b*dw] * w[o][c][a][b]
+local function ref_conv(x, w, b, stride, padding, dilation)
+    local sh, sw = pair(stride or 1)
+    local ph, pw = pair(padding or 0)
+    local dh, dw = pair(dilation or 1)
+    local X, Wt = x:totable(), w:totable()
+    local B = b and b:totable()
+    local N, C, H, W = #X, #X[1], #X[1][1], #X[1][1][1]
+    local O, kh, kw = #Wt, #Wt[1][1], #Wt[1][1][1]
+    local oh = math.floor((H + 2 * ph - dh * (kh - 1) - 1) / sh) + 1
+    local ow = math.floor((W + 2 * pw - dw * (kw - 1) - 1) / sw) + 1
+    local Y = {}
+    for n = 1, N do
+        Y[n] = {}
+        for o = 1, O do
+            Y[n][o] = {}
+            for i = 1, oh do
+                Y[n][o][i] = {}
+                for j = 1, ow do
+                    local s = B and B[o] or 0
+                    for c = 1, C do
+                        for a = 1, kh do
+                            for bb = 1, kw do
+                                local iy = (i - 1) * sh - ph + (a - 1) * dh + 1
+                                local ix = (j - 1) * sw - pw + (bb - 1) * dw + 1
+                                if iy >= 1 and iy <= H and ix >= 1 and ix <= W then
+                                    s = s + X[n][c][iy][ix] * Wt[o][c][a][bb]
+                                end
+                            end
+                        end
+                    end
+                    Y[n][o][i][j] = s
+                end
+            end
+        end
+    end
+    return Y
+end
+
+-- values and flat indices (from 1) of each window's max; padding is -inf
+local function ref_pool(x, k, stride, padding)
+    local kh, kw = pair(k)
+    local sh, sw = pair(stride or k)
+    local ph, pw = pair(padding or 0)
+    local X = x:totable()
+    local N, C, H, W = #X, #X[1], #X[1][1], #X[1][1][1]
+    local oh, ow = math.floor((H + 2 * ph - kh) / sh) + 1, math.floor((W + 2 * pw - kw) / sw) + 1
+    local Y, I = {}, {}
+    for n = 1, N do
+        Y[n], I[n] = {}, {}
+        for c = 1, C do
+            Y[n][c], I[n][c] = {}, {}
+            for i = 1, oh do
+                Y[n][c][i], I[n][c][i] = {}, {}
+                for j = 1, ow do
+                    local best, at = -math.huge, nil
+                    for a = 1, kh do
+                        for bb = 1, kw do
+                            local iy, ix = (i - 1) * sh - ph + a, (j - 1) * sw - pw + bb
+                            if iy >= 1 and iy <= H and ix >= 1 and ix <= W then
+                                local v = X[n][c][iy][ix]
+                                if at == nil or v > best then best, at = v, (iy - 1) * W + ix end
+                            end
+                        end
+                    end
+                    Y[n][c][i][j], I[n][c][i][j] = best, at
+                end
+            end
+        end
+    end
+    return Y, I
+end
+
+local function each_layout(fn)
+    local old = conv.conv_layout
+    for _, layout in ipairs({"batched", "gemm"}) do
+        conv.conv_layout = layout
+        local ok, err = pcall(fn, layout)
+        conv.conv_layout = old
+        if not ok then error(layout .. " layout: " .. tostring(err), 0) end
+    end
+end
+
+describe("nn.functional.conv2d", function()
+    before_each(function() ordo.manual_seed(7) end)
+
+    it("matches a naive loop for several strides, paddings and dilations (both layouts)", function()
+        local x = ordo.randn({2, 3, 7, 6}, D)
+        local w = ordo.randn({4, 3, 3, 2}, D)
+        local b = ordo.randn({4}, D)
+        local cases = {
+            {}, {stride = 2}, {padding = 1}, {stride = {2, 3}, padding = {1, 0}}, {stride = 3, padding = 2},
+            {dilation = 2}, {dilation = {2, 1}, padding = 2, stride = 2},
+        }
+        each_layout(function()
+            for _, o in ipairs(cases) do
+                local y = F.conv2d(x, w, b, o)
+                local want = ref_conv(x, w, b, o.stride, o.padding, o.dilation)
+                assert.same({#want, #want[1], #want[1][1], #want[1][1][1]}, y:shape())
+                close(y:totable(), want, 1e-12)
+            end
+            -- no bias (nil and omitted), options in third place
+            close(F.conv2d(x, w, nil, {padding = 1}):totable(), ref_conv(x, w, nil, 1, 1), 1e-12)
+            close(F.conv2d(x, w, {padding = 1}):totable(), ref_conv(x, w, nil, 1, 1), 1e-12)
+            close(F.conv2d(x, w):totable(), ref_conv(x, w, nil), 1e-12)
+        end)
+    end)
+
+    it("takes non-contiguous inputs, a 3-D (C, H, W) input, and float32", function()
+        local x = ordo.randn({3, 2, 6, 5}, D):transpose(1, 2) -- 2x3x6x5, not contiguous
+        local w = ordo.randn({2, 3, 2, 2}, D)
+        close(F.conv2d(x, w, nil, {padding = 1}):totable(), ref_conv(x, w, nil, 1, 1), 1e-12)
+        local x3 = ordo.randn({3, 5, 5}, D)
+        local y3 = F.conv2d(x3, w)
+        assert.same({2, 4, 4}, y3:shape())
+        close(y3:totable(), ref_conv(x3:unsqueeze(1), w)[1], 1e-12)
+        local xf, wf = ordo.randn({2, 3, 6, 6}), ordo.randn({4, 3, 3, 3})
+        local yf = F.conv2d(xf, wf, nil, {padding = 1})
+        assert.equal("float32", yf:dtype())
+        close(yf:totable(), ref_conv(xf, wf, nil, 1, 1), 1e-5)
+    end)
+
+    it("has gradients that agree with central differences (x, weight, bias; both layouts)", function()
+        each_layout(function()
+            for _, o in ipairs({{stride = 1, padding = 1}, {stride = 2, padding = 0}, {stride = {1, 2}, padding = {2, 1}, dilation = {1, 2}}}) do
+                local x = ordo.randn({2, 2, 5, 6}, D):requires_grad()
+                local w = ordo.randn({3, 2, 3, 2}, D):requires_grad()
+                local b = ordo.randn({3}, D):requires_grad()
+                assert.is_true(ag.gradcheck(function(a, c, d) return F.conv2d(a, c, d, o) end, {x, w, b}))
+            end
+            -- only some inputs need a gradient
+            local x = ordo.randn({1, 2, 4, 4}, D)
+            local w = ordo.randn({2, 2, 3, 3}, D):requires_grad()
+            assert.is_true(ag.gradcheck(function(a, c) return F.conv2d(a, c, nil, {padding = 1}) end, {x, w}))
+            local xr = ordo.randn({1, 2, 4, 4}, D):requires_grad()
+            assert.is_true(ag.gradcheck(function(a) return F.conv2d(a, w:detach(), nil, {padding = 1}) end, {xr}))
+        end)
+    end)
+
+    it("reports bad inputs naming the op and the shapes", function()
+        local x, w = ordo.randn({2, 3, 5, 5}), ordo.randn({4, 3, 3, 3})
+        assert.matches("conv2d: expected a 4%-D input %(N, C, H, W%) or a 3%-D one %(C, H, W%), got shape 5x5",
+                       err_of(F.conv2d, ordo.randn({5, 5}), w))
+        assert.matches("conv2d: weight must be 4%-D %(out_channels, in_channels, kh, kw%), got shape 4x3",
+                       err_of(F.conv2d, x, ordo.randn({4, 3})))
+        assert.matches("conv2d: input of shape 2x3x5x5 has 3 channels but weight of shape 4x2x3x3 expects 2",
+                       err_of(F.conv2d, x, ordo.randn({4, 2, 3, 3})))
+        assert.matches("conv2d: kernel 7x7 is larger than the padded input 7x5 %(input 2x3x5x5, padding 1x0%)",
+                       err_of(F.conv2d, x, ordo.randn({4, 3, 7, 7}), nil, {padding = {1, 0}}))
+        assert.matches("conv2d: kernel 3x3 %(dilation 3x1%) is larger than the padded input 5x5",
+                       err_of(F.conv2d, x, w, nil, {dilation = {3, 1}}))
+        assert.matches("conv2d: bias must have shape 4 %(one per output channel of weight 4x3x3x3%), got 3",
+                       err_of(F.conv2d, x, w, ordo.randn({3})))
+        assert.matches("conv2d: input is float32 but weight is float64", err_of(F.conv2d, x, w:double()))
+        assert.matches("conv2d: input must be float32 or float64, got int32", err_of(F.conv2d, x:int(), w))
+        assert.matches("conv2d: stride must be positive integers, got 0", err_of(F.conv2d, x, w, nil, {stride = 0}))
+        assert.matches("conv2d: padding must be non%-negative integers, got %-1",
+                       err_of(F.conv2d, x, w, nil, {padding = {-1, 0}}))
+        assert.matches("conv2d: unknown option 'strides'", err_of(F.conv2d, x, w, nil, {strides = 2}))
+        assert.matches("conv2d: weight must be a tensor, got nil", err_of(F.conv2d, x))
+    end)
+end)
+
+describe("nn.functional.max_pool2d", function()
+    before_each(function() ordo.manual_seed(11) end)
+
+    it("matches a naive loop (values and indices) for kernels, strides and paddings", function()
+        local x = ordo.randn({2, 3, 7, 8}, D)
+        for _, c in ipairs({{2}, {3, {stride = 2}}, {3, {stride = 1, padding = 1}}, {{2, 3}, {stride = {1, 2}}},
+                            {{3, 2}, {padding = {1, 1}}}}) do
+            local o = c[2] or {}
+            o.return_indices = true
+            local y, idx = F.max_pool2d(x, c[1], o)
+            local wy, wi = ref_pool(x, c[1], o.stride, o.padding)
+            close(y:totable(), wy, 0)
+            assert.equal("int64", idx:dtype())
+            assert.same(wi, idx:totable())
+        end
+        -- float32 and integer inputs too; a 3-D input
+        local xi = ordo.tensor({{{{1, 5, 2, 0}, {3, 4, 7, 7}, {9, 8, 1, 6}, {0, 9, 1, 2}}}}, {dtype = "int32"})
+        assert.same({{{{5, 7}, {9, 6}}}}, F.max_pool2d(xi, 2):totable())
+        assert.same({{{5, 7}, {9, 6}}}, F.max_pool2d(xi:squeeze(1), 2):totable())
+        local xf = ordo.randn({1, 2, 4, 4})
+        close(F.max_pool2d(xf, 2):totable(), (ref_pool(xf, 2)), 0)
+    end)
+
+    it("has a gradient that agrees with central differences (overlapping windows add up)", function()
+        for _, c in ipairs({{2, {}}, {3, {stride = 1, padding = 1}}, {{2, 3}, {stride = {2, 1}}}}) do
+            local x = ordo.randn({2, 2, 5, 6}, D):requires_grad()
+            assert.is_true(ag.gradcheck(function(a) return F.max_pool2d(a, c[1], c[2]) end, {x}))
+        end
+        -- the gradient lands on the max of each window
+        local x = ordo.tensor({{{{1, 5}, {3, 4}}}}, D):requires_grad()
+        F.max_pool2d(x, 2):sum():backward()
+        assert.same({{{{0, 1}, {0, 0}}}}, x.grad:totable())
+    end)
+
+    it("reports bad arguments", function()
+        local x = ordo.randn({1, 1, 4, 4})
+        assert.matches("max_pool2d: padding 2x2 must be at most half the kernel 3x3",
+                       err_of(F.max_pool2d, x, 3, {padding = 2}))
+        assert.matches("max_pool2d: kernel 5x5 is larger than the padded input 4x4",
+                       err_of(F.max_pool2d, x, 5))
+        assert.matches("max_pool2d: expected a 4%-D input", err_of(F.max_pool2d, ordo.randn({4, 4}), 2))
+        assert.matches("max_pool2d: kernel size must be positive integers, got 0", err_of(F.max_pool2d, x, 0))
+        assert.matches("max_pool2d: expected a kernel size", err_of(F.max_pool2d, x))
+    end)
+end)
+
+describe("nn.functional.batch_norm", function()
+    before_each(function() ordo.manual_seed(5) end)
+
+    -- per-channel mean and biased variance of a table N x C [x S]
+    local function stats(X)
+        local N, C = #X, #X[1]
+        local mean, var, cnt = {}, {}, 0
+        for c = 1, C do
+            local s, n = 0, 0
+            for i = 1, N do
+                local v = X[i][c]
+                if type(v) == "table" then
+                    for _, r in ipairs(v) do
+                        if type(r) == "table" then for _, e in ipairs(r) do s, n = s + e, n + 1 end
+                        else s, n = s + r, n + 1 end
+                    end
+                else
+                    s, n = s + v, n + 1
+                end
+            end
+            mean[c] = s / n
+            local q = 0
+            for i = 1, N do
+                local v = X[i][c]
+                if type(v) == "table" then
+                    for _, r in ipairs(v) do
+                        if type(r) == "table" then for _, e in ipairs(r) do q = q + (e - mean[c]) ^ 2 end
+                        else q = q + (r - mean[c]) ^ 2 end
+                    end
+                else
+                    q = q + (v - mean[c]) ^ 2
+                end
+            end
+            var[c] = q / n
+            cnt = n
+        end
+        return mean, var, cnt
+    end
+
+    it("normalises with batch statistics in training and updates the running buffers like Torch", function()
+        for _, shape in ipairs({{6, 3}, {4, 3, 5}, {3, 3, 4, 2}}) do
+            local x = ordo.randn(shape, D) * 2 + 1
+            local w, b = ordo.randn({3}, D), ordo.randn({3}, D)
+            local rm, rv = ordo.randn({3}, D), ordo.rand({3}, D) + 0.5
+            local rm0, rv0 = rm:totable(), rv:totable()
+            local y = F.batch_norm(x, rm, rv, w, b, true, 0.2, 1e-5)
+            local mean, var, n = stats(x:totable())
+            -- y = (x - mean) / sqrt(var + eps) * w + b, checked through its per-channel stats
+            local ym, yv = stats(y:totable())
+            local W, B = w:totable(), b:totable()
+            for c = 1, 3 do
+                close(ym[c], B[c], 1e-9)
+                close(yv[c], W[c] ^ 2 * var[c] / (var[c] + 1e-5), 1e-9)
+                close(rm:totable()[c], 0.8 * rm0[c] + 0.2 * mean[c], 1e-12)
+                close(rv:totable()[c], 0.8 * rv0[c] + 0.2 * var[c] * n / (n - 1), 1e-12)
+            end
+            -- one element against the formula
+            local xf, yf = x:reshape(-1):totable(), y:reshape(-1):totable()
+            local per = n / shape[1]
+            close(yf[1], (xf[1] - mean[1]) / math.sqrt(var[1] + 1e-5) * W[1] + B[1], 1e-12)
+            close(yf[per + 1], (xf[per + 1] - mean[2]) / math.sqrt(var[2] + 1e-5) * W[2] + B[2], 1e-12)
+        end
+    end)
+
+    it("uses the running statistics in eval mode and leaves them unchanged", function()
+        local x = ordo.randn({4, 2, 3, 3}, D)
+        local rm, rv = ordo.tensor({0.5, -1}, D), ordo.tensor({2, 0.25}, D)
+        local w, b = ordo.tensor({1.5, 2}, D), ordo.tensor({0.1, -0.2}, D)
+        local y = F.batch_norm(x, rm, rv, w, b, false, 0.1, 1e-5)
+        local X, Y = x:totable(), y:totable()
+        for n = 1, 4 do
+            for i = 1, 3 do
+                for j = 1, 3 do
+                    close(Y[n][1][i][j], (X[n][1][i][j] - 0.5) / math.sqrt(2 + 1e-5) * 1.5 + 0.1, 1e-12)
+                    close(Y[n][2][i][j], (X[n][2][i][j] + 1) / math.sqrt(0.25 + 1e-5) * 2 - 0.2, 1e-12)
+                end
+            end
+        end
+        assert.same({0.5, -1}, rm:totable())
+        assert.same({2, 0.25}, rv:totable())
+        -- no running buffers: batch statistics even outside training
+        local z = F.batch_norm(x, nil, nil, nil, nil, false)
+        local zm, zv = stats(z:totable())
+        for c = 1, 2 do close(zm[c], 0, 1e-9); close(zv[c], 1, 1e-4) end
+    end)
+
+    it("has gradients that agree with central differences (train and eval, 2-D and 4-D)", function()
+        for _, shape in ipairs({{5, 3}, {3, 3, 2, 3}}) do
+            local x = ordo.randn(shape, D):requires_grad()
+            local w = ordo.randn({3}, D):requires_grad()
+            local b = ordo.randn({3}, D):requires_grad()
+            assert.is_true(ag.gradcheck(function(a, c, d) return F.batch_norm(a, nil, nil, c, d, true) end,
+                                        {x, w, b}))
+            local rm, rv = ordo.randn({3}, D), ordo.rand({3}, D) + 0.5
+            assert.is_true(ag.gradcheck(function(a, c, d) return F.batch_norm(a, rm, rv, c, d, false) end,
+                                        {x, w, b}))
+            -- no affine parameters
+            assert.is_true(ag.gradcheck(function(a) return F.batch_norm(a, nil, nil, nil, nil, true) end, {x}))
+        end
+    end)
+
+    it("reports bad arguments", function()
+        local x = ordo.randn({4, 3})
+        local c3 = ordo.zeros({3})
+        assert.matches("batch_norm: running_mean must have shape 3 %(one per channel of input 4x3%), got 2",
+                       err_of(F.batch_norm, x, ordo.zeros({2}), c3, nil, nil, true))
+        assert.matches("batch_norm: expected an input of shape N×C, N×C×L or N×C×H×W, got 4",
+                       err_of(F.batch_norm, ordo.randn({4}), nil, nil, nil, nil, true))
+        assert.matches("batch_norm: expected more than 1 value per channel when training, got input of shape 1x3",
+                       err_of(F.batch_norm, ordo.randn({1, 3}), c3, ordo.ones({3}), nil, nil, true))
+        assert.matches("batch_norm: input is float32 but weight is float64",
+                       err_of(F.batch_norm, x, nil, nil, ordo.ones({3}, D), nil, true))
+        assert.matches("batch_norm: give both running_mean and running_var, or neither",
+                       err_of(F.batch_norm, x, c3, nil, nil, nil, true))
+        assert.matches("batch_norm: momentum must be a number in %[0, 1%], got 2",
+                       err_of(F.batch_norm, x, nil, nil, nil, nil, true, 2))
+    end)
+end)
+
+describe("nn conv modules", function()
+    before_each(function() ordo.manual_seed(3) end)
+
+    it("Conv2d: parameter shapes, Torch's init bounds, seeded init, forward = conv2d", function()
+        local m = nn.Conv2d(3, 8, 3, {padding = 1})
+        assert.same({8, 3, 3, 3}, m.weight:shape())
+        assert.same({8}, m.bias:shape())
+        local bound = 1 / math.sqrt(3 * 3 * 3)
+        assert.is_true(m.weight:abs():max():item() <= bound)
+        assert.is_true(m.bias:abs():max():item() <= bound)
+        assert.is_true(m.weight:abs():max():item() > bound * 0.8) -- spread over the whole range
+        assert.is_true(m.weight:needs_grad() and m.bias:needs_grad())
+        ordo.manual_seed(3)
+        local m2 = nn.Conv2d(3, 8, 3, {padding = 1})
+        assert.same(m.weight:totable(), m2.weight:totable())
+        local x = ordo.randn({2, 3, 6, 6})
+        assert.same({2, 8, 6, 6}, m(x):shape())
+        close(m(x):totable(), F.conv2d(x, m.weight, m.bias, {padding = 1}):totable(), 0)
+        local names = {}
+        for i, e in ipairs(m:named_parameters()) do names[i] = e.name end
+        assert.same({"weight", "bias"}, names)
+        local nb = nn.Conv2d(2, 4, {3, 1}, {bias = false, stride = {2, 1}, dtype = "float64"})
+        assert.is_nil(nb.bias)
+        assert.same({4, 2, 3, 1}, nb.weight:shape())
+        assert.equal("float64", nb.weight:dtype())
+        assert.same({1, 4, 3, 5}, nb(ordo.randn({1, 2, 7, 5}, D)):shape())
+        assert.matches("Conv2d%(3 %-> 8, kernel 3x3, padding 1x1%)", tostring(m))
+    end)
+
+    it("MaxPool2d halves the plane; a small CNN trains (loss goes down)", function()
+        local p = nn.MaxPool2d(2)
+        assert.same({2, 3, 3, 4}, p(ordo.randn({2, 3, 7, 8})):shape())
+        assert.same({2, 3, 6, 7}, nn.MaxPool2d(2, {stride = 1})(ordo.randn({2, 3, 7, 8})):shape())
+        local model = nn.Sequential(nn.Conv2d(1, 4, 3, {padding = 1}), nn.BatchNorm2d(4), nn.ReLU(),
+                                    nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 2))
+        local x = ordo.randn({16, 1, 8, 8})
+        -- class 2 when the top half is brighter than the bottom half
+        local top = x:narrow(3, 1, 4):sum(4):sum(3):sum(2)
+        local bottom = x:narrow(3, 5, 4):sum(4):sum(3):sum(2)
+        local y = top:gt(bottom):long() + 1
+        local opt = ordo.optim.SGD(model:parameters(), {lr = 0.1})
+        local first, last
+        for i = 1, 30 do
+            opt:zero_grad()
+            local loss = F.cross_entropy(model(x), y)
+            loss:backward()
+            opt:step()
+            if i == 1 then first = loss:item() end
+            last = loss:item()
+        end
+        assert.is_true(last < first * 0.5, string.format("loss %.4f -> %.4f", first, last))
+    end)
+
+    it("BatchNorm2d / BatchNorm1d: buffers, train vs eval, running statistics", function()
+        local bn = nn.BatchNorm2d(3, {momentum = 0.5})
+        assert.same({1, 1, 1}, bn.weight:totable())
+        assert.same({0, 0, 0}, bn.bias:totable())
+        assert.same({0, 0, 0}, bn.running_mean:totable())
+        assert.same({1, 1, 1}, bn.running_var:totable())
+        local names = {}
+        for i, e in ipairs(bn:state_dict()) do names[i] = e.name end
+        assert.same({"weight", "bias", "running_mean", "running_var"}, names)
+        assert.equal(2, #bn:parameters())
+        local x = ordo.randn({4, 3, 5, 5}) * 3 + 2
+        local y = bn(x)
+        -- training: every channel of y has mean 0, variance 1
+        local m = y:transpose(1, 2):reshape(3, -1):mean(2):totable()
+        for c = 1, 3 do close(m[c], 0, 1e-5) end
+        local bm = x:transpose(1, 2):reshape(3, -1):mean(2):totable()
+        local rm = bn.running_mean:totable()
+        for c = 1, 3 do close(rm[c], 0.5 * bm[c], 1e-5) end
+        -- eval: the running statistics, unchanged by the call
+        bn:eval()
+        local before = bn.running_mean:totable()
+        local ye = bn(x)
+        assert.same(before, bn.running_mean:totable())
+        local rv = bn.running_var:totable()
+        local xe, yt = x:reshape(-1):totable(), ye:reshape(-1):totable()
+        close(yt[1], (xe[1] - before[1]) / math.sqrt(rv[1] + 1e-5), 1e-5)
+        bn:train()
+        bn(x)
+        assert.are_not.same(before, bn.running_mean:totable())
+        -- BatchNorm1d on N x C and N x C x L
+        local b1 = nn.BatchNorm1d(4)
+        assert.same({8, 4}, b1(ordo.randn({8, 4})):shape())
+        assert.same({8, 4, 3}, b1(ordo.randn({8, 4, 3})):shape())
+        local na = nn.BatchNorm1d(4, {affine = false, track_running_stats = false})
+        assert.is_nil(na.weight)
+        assert.is_nil(na.running_mean)
+        assert.same({8, 4}, na(ordo.randn({8, 4})):shape())
+        -- gradients flow to the affine parameters through a module
+        local b2 = nn.BatchNorm2d(3, {dtype = "float64"})
+        local xg = ordo.randn({3, 3, 2, 2}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a, w, b) return F.batch_norm(a, nil, nil, w, b, true) end,
+                                    {xg, b2.weight, b2.bias}))
+    end)
+
+    it("modules report bad inputs", function()
+        assert.matches("BatchNorm2d: expected a 4%-D %(N, C, H, W%) input, got shape 4x3",
+                       err_of(function() nn.BatchNorm2d(3)(ordo.randn({4, 3})) end))
+        assert.matches("BatchNorm1d: input of shape 4x5 has 5 channels, expected 3",
+                       err_of(function() nn.BatchNorm1d(3)(ordo.randn({4, 5})) end))
+        assert.matches("Conv2d: in_channels must be a positive integer, got 0", err_of(nn.Conv2d, 0, 3, 3))
+        assert.matches("Conv2d: kernel_size must be an integer or a pair", err_of(nn.Conv2d, 1, 3, "3"))
+        assert.matches("conv2d: input of shape 2x2x5x5 has 2 channels but weight of shape 4x3x3x3 expects 3",
+                       err_of(function() nn.Conv2d(3, 4, 3)(ordo.randn({2, 2, 5, 5})) end))
+        assert.matches("MaxPool2d: padding 2x2 must be at most half the kernel 2x2",
+                       err_of(nn.MaxPool2d, 2, {padding = 2}))
+        assert.matches("BatchNorm2d: momentum must be a number in %[0, 1%]",
+                       err_of(nn.BatchNorm2d, 3, {momentum = -1}))
+    end)
+end)

@@ -1,0 +1,258 @@
+-- ordo.nn (modules, layers, losses, save/load) and ordo.optim.
+local ordo = require "ordo"
+local nn, optim, ag = ordo.nn, ordo.optim, ordo.autograd
+local F = nn.functional
+
+local D = {dtype = "float64"}
+
+local function close(a, b, tol)
+    tol = tol or 1e-9
+    if type(a) == "table" then
+        assert.equal(#a, #b)
+        for i = 1, #a do close(a[i], b[i], tol) end
+        return
+    end
+    assert(math.abs(a - b) <= tol * (1 + math.abs(b)), string.format("%.12g vs %.12g", a, b))
+end
+
+local function tmpname() return os.tmpname() end
+
+describe("nn modules", function()
+    before_each(function() ordo.manual_seed(3) end)
+
+    it("Linear: shapes, Torch's init bounds, forward = x W^T + b, gradcheck", function()
+        local l = nn.Linear(5, 3)
+        assert.same({3, 5}, l.weight:shape())
+        assert.same({3}, l.bias:shape())
+        local bound = 1 / math.sqrt(5)
+        assert.is_true(l.weight:abs():max():item() <= bound)
+        assert.is_true(l.bias:abs():max():item() <= bound)
+        local x = ordo.randn({4, 5})
+        local want = x:matmul(l.weight:detach():t()) + l.bias:detach()
+        close(l(x):reshape(-1):totable(), want:reshape(-1):totable(), 1e-6)
+        -- 3-D input: applied to the last dim
+        assert.same({2, 4, 3}, l(ordo.randn({2, 4, 5})):shape())
+        local l64 = nn.Linear(3, 2, {dtype = "float64"})
+        local xi = ordo.randn({4, 3}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(x_, w, b) return F.linear(x_, w, b) end, {xi, l64.weight, l64.bias}))
+        assert.is_nil(nn.Linear(3, 2, {bias = false}).bias)
+    end)
+
+    it("Linear rejects bad sizes and mismatched inputs with clear messages", function()
+        local ok, err = pcall(nn.Linear, 0, 3)
+        assert.is_false(ok)
+        assert.matches("in_features must be a positive integer", err)
+        ok, err = pcall(function() nn.Linear(5, 3)(ordo.randn({2, 4})) end)
+        assert.is_false(ok)
+        assert.matches("linear: input of shape 2x4 does not match weight 3x5", err)
+    end)
+
+    it("Sequential chains modules; parameters are ordered and named", function()
+        local m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        local names = {}
+        for i, e in ipairs(m:named_parameters()) do names[i] = e.name end
+        assert.same({"1.weight", "1.bias", "3.weight", "3.bias"}, names)
+        assert.equal(4 * 8 + 8 + 8 * 2 + 2, m:num_parameters())
+        assert.same({6, 2}, m(ordo.randn({6, 4})):shape())
+        assert.equal(3, m:size())
+        assert.matches("Linear%(4 %-> 8%)", tostring(m))
+    end)
+
+    it("a user module from Module:extend", function()
+        local Net = nn.Module:extend("Net")
+        function Net:init(h)
+            self.fc1 = self:add_module("fc1", nn.Linear(3, h))
+            self.fc2 = self:add_module("fc2", nn.Linear(h, 1))
+            self:register_parameter("scale", ordo.ones({1}))
+        end
+        function Net:forward(x) return self.fc2(self.fc1(x):tanh()) * self.scale end
+        local net = Net(5)
+        assert.equal(5, #net:parameters())
+        local out = net(ordo.randn({2, 3}))
+        out:sum():backward()
+        for _, p in ipairs(net:parameters()) do assert.is_true(ordo.is_tensor(p.grad)) end
+        net:zero_grad()
+        for _, p in ipairs(net:parameters()) do assert.is_nil(p.grad) end
+    end)
+
+    it("activations and Flatten", function()
+        local x = ordo.tensor({{-1, 2}, {3, -4}})
+        assert.same({{0, 2}, {3, 0}}, nn.ReLU()(x):totable())
+        close(nn.Tanh()(x):reshape(-1):totable(), x:tanh():reshape(-1):totable())
+        close(nn.Sigmoid()(x):reshape(-1):totable(), x:sigmoid():reshape(-1):totable())
+        assert.same({2, 12}, nn.Flatten()(ordo.zeros({2, 3, 4})):shape())
+    end)
+
+    it("Dropout zeroes about p of the elements in training, scales the rest, and is the identity in eval", function()
+        local d = nn.Dropout(0.25)
+        local y = d(ordo.ones({10000}))
+        local zeros = y:eq(0):sum():item()
+        assert.is_true(zeros > 2200 and zeros < 2800, "zeros: " .. zeros)
+        close(y:max():item(), 1 / 0.75, 1e-6)
+        d:eval()
+        assert.equal(10000, d(ordo.ones({10000})):sum():item())
+        assert.has_error(function() nn.Dropout(1) end)
+    end)
+
+    it("train() and eval() reach every submodule", function()
+        local m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
+        m:eval()
+        assert.is_false(m:get(2).training)
+        m:train()
+        assert.is_true(m:get(2).training)
+    end)
+
+    it("CrossEntropyLoss equals -mean log softmax at the targets; gradcheck", function()
+        local logits = ordo.tensor({{1, 2, 3}, {1, -1, 0}}, D)
+        local y = ordo.tensor({3, 1}, {dtype = "int64"})
+        local function lse(r) return math.log(math.exp(r[1]) + math.exp(r[2]) + math.exp(r[3])) end
+        local want = ((lse({1, 2, 3}) - 3) + (lse({1, -1, 0}) - 1)) / 2
+        close(nn.CrossEntropyLoss()(logits, y):item(), want, 1e-12)
+        close(nn.CrossEntropyLoss({reduction = "sum"})(logits, y):item(), 2 * want, 1e-12)
+        assert.same({2}, nn.CrossEntropyLoss({reduction = "none"})(logits, y):shape())
+        local l = ordo.randn({4, 5}, D):requires_grad()
+        local t = ordo.tensor({1, 5, 2, 2}, {dtype = "int64"})
+        assert.is_true(ag.gradcheck(function(x) return F.cross_entropy(x, t) end, {l}))
+        local ok, err = pcall(F.cross_entropy, l, ordo.tensor({1, 2}, {dtype = "int64"}))
+        assert.is_false(ok)
+        assert.matches("target of shape 2 does not match input 4x5", err)
+        ok, err = pcall(F.cross_entropy, l, ordo.tensor({1, 2, 3, 4}))
+        assert.is_false(ok)
+        assert.matches("class indices", err)
+    end)
+
+    it("MSELoss; gradcheck", function()
+        local a = ordo.tensor({1, 2, 3}, D)
+        local b = ordo.tensor({1, 0, 0}, D)
+        close(nn.MSELoss()(a, b):item(), (0 + 4 + 9) / 3)
+        local x = ordo.randn({3, 2}, D):requires_grad()
+        local y = ordo.randn({3, 2}, D)
+        assert.is_true(ag.gradcheck(function(u) return F.mse_loss(u, y) end, {x}))
+    end)
+
+    it("init helpers draw from the engine RNG (seeded) within their bounds", function()
+        ordo.manual_seed(11)
+        local a = nn.init.xavier_uniform_(ordo.empty({30, 20}))
+        ordo.manual_seed(11)
+        local b = nn.init.xavier_uniform_(ordo.empty({30, 20}))
+        assert.same(a:totable(), b:totable())
+        assert.is_true(a:abs():max():item() <= math.sqrt(6 / 50) + 1e-6)
+        assert.equal(0, nn.init.zeros_(ordo.ones({3})):sum():item())
+    end)
+
+    it("save and load round-trip parameters; mismatches raise and change nothing", function()
+        local m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        local path = tmpname()
+        m:save(path)
+        local m2 = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        m2:load(path)
+        local x = ordo.randn({5, 3})
+        assert.same(m(x):totable(), m2(x):totable())
+        local other = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2))
+        local before = other:get(1).weight:totable()
+        local ok, err = pcall(function() other:load(path) end)
+        assert.is_false(ok)
+        assert.matches("1.weight in .* is float32 of shape 4x3, the module's is float32 of shape 5x3", err)
+        assert.same(before, other:get(1).weight:totable())
+        local f = io.open(path, "wb")
+        f:write("garbage")
+        f:close()
+        ok, err = pcall(function() m2:load(path) end)
+        assert.is_false(ok)
+        assert.matches("not an ordo parameter file", err)
+        os.remove(path)
+    end)
+
+    it("to(dtype) converts parameters, which still require gradients", function()
+        local m = nn.Linear(2, 2):to("float64")
+        assert.equal("float64", m.weight:dtype())
+        assert.is_true(m.weight:needs_grad())
+        assert.equal("float64", m(ordo.randn({1, 2}, D)):dtype())
+    end)
+end)
+
+describe("optim", function()
+    it("SGD: p -= lr * g, with weight decay", function()
+        local p = ordo.tensor({1, 2}, D):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1, weight_decay = 0.5})
+        ;(p * p):sum():backward() -- g = 2p
+        opt:step()
+        -- g + wd p = 2p + 0.5p = 2.5p; p - 0.1 * 2.5p = 0.75p
+        close(p:totable(), {0.75, 1.5})
+    end)
+
+    it("SGD with momentum follows Torch's buffer", function()
+        local p = ordo.tensor({1}, D):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1, momentum = 0.9})
+        local want, buf = 1, nil
+        for _ = 1, 3 do
+            opt:zero_grad()
+            ;(p * p):sum():backward()
+            opt:step()
+            local g = 2 * want
+            buf = buf and 0.9 * buf + g or g
+            want = want - 0.1 * buf
+        end
+        close(p:item(), want, 1e-12)
+    end)
+
+    it("Adam matches the bias-corrected update computed by hand", function()
+        local p = ordo.tensor({1, -2}, D):requires_grad()
+        local opt = optim.Adam({p}, {lr = 0.01})
+        local w = {1, -2}
+        local m, v = {0, 0}, {0, 0}
+        for t = 1, 5 do
+            opt:zero_grad()
+            ;(p * p * p):sum():backward() -- g = 3p^2
+            opt:step()
+            for i = 1, 2 do
+                local g = 3 * w[i] * w[i]
+                m[i] = 0.9 * m[i] + 0.1 * g
+                v[i] = 0.999 * v[i] + 0.001 * g * g
+                local mh, vh = m[i] / (1 - 0.9 ^ t), v[i] / (1 - 0.999 ^ t)
+                w[i] = w[i] - 0.01 * mh / (math.sqrt(vh) + 1e-8)
+            end
+        end
+        close(p:totable(), w, 1e-9)
+    end)
+
+    it("parameters without a gradient are skipped; bad options raise", function()
+        local p, q = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        local opt = optim.SGD({p, q}, {lr = 1})
+        ;(p * 2):sum():backward()
+        opt:step()
+        assert.same({-1}, p:totable())
+        assert.same({1}, q:totable())
+        local ok, err = pcall(optim.SGD, {p}, {lr = 0.1, momentom = 0.9})
+        assert.is_false(ok)
+        assert.matches("unknown option 'momentom'", err)
+        ok, err = pcall(optim.Adam, {ordo.ones({1})})
+        assert.is_false(ok)
+        assert.matches("does not require a gradient", err)
+        ok, err = pcall(optim.Adam, {})
+        assert.is_false(ok)
+        assert.matches("non%-empty list of parameters", err)
+    end)
+
+    it("a short training run: an MLP learns a non-linear rule (loss falls below 0.15)", function()
+        ordo.manual_seed(5)
+        local x = ordo.randn({512, 2})
+        -- class 2 inside the circle of radius 1, class 1 outside
+        local y = (x * x):sum(2):lt(1):long() + 1
+        local model = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 2))
+        local opt = optim.Adam(model:parameters(), {lr = 0.02})
+        local lossf = nn.CrossEntropyLoss()
+        local first, last
+        for step = 1, 300 do
+            opt:zero_grad()
+            local loss = lossf(model(x), y)
+            loss:backward()
+            opt:step()
+            if step == 1 then first = loss:item() end
+            last = loss
+        end
+        last = last:item()
+        assert.is_true(first > 0.5, "first loss " .. first)
+        assert.is_true(last < 0.15, "final loss " .. last)
+    end)
+end)

@@ -1,0 +1,175 @@
+-- ordo.engine.shell (shell commands as async ops, src/shell_op.c) and
+-- ordo.trace (reading the profiler's Chrome trace).  The native side of
+-- shell ops is tested in spec/native/test_shell.c; the examples that use
+-- both are run by spec/examples_spec.lua.
+local ordo = require "ordo"
+local trace = require "ordo.trace"
+local E = ordo.engine
+
+local function tmpdir()
+    local f = assert(io.popen("mktemp -d \"${TMPDIR:-/tmp}/ordo_shell_spec.XXXXXX\""))
+    local d = f:read("*a"):gsub("%s+$", "")
+    f:close()
+    return d
+end
+
+local function slurp(path)
+    local f = io.open(path, "r")
+    if not f then return nil end
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+describe("ordo.engine.shell", function()
+    local dir
+    before_each(function() dir = tmpdir() end)
+    after_each(function() os.execute("rm -rf '" .. dir .. "'") end)
+
+    it("runs commands in var order (rule 1) and bumps the written var's version", function()
+        local v = E.new_variable()
+        for i = 1, 5 do
+            E.shell(("sleep 0.01; echo %d >> %s/log"):format(i, dir), {writes = {v}, name = "append"})
+        end
+        E.wait_for_var(v)
+        assert.equals(5, v:version())
+        assert.equals("1\n2\n3\n4\n5\n", slurp(dir .. "/log"))
+    end)
+
+    it("a failing command raises once at the wait and skips its dependents (rule 5)", function()
+        local a, b, c = E.new_variable(), E.new_variable(), E.new_variable()
+        E.shell("exit 7", {writes = {a}, name = "seven"})
+        E.shell("touch " .. dir .. "/dependent", {reads = {a}, writes = {b}, name = "dep"})
+        E.shell("touch " .. dir .. "/independent", {writes = {c}, name = "indep"})
+        local ok, err = pcall(E.wait_for_var, b)
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("seven: command failed with exit status 7: exit 7", 1, true), err)
+        assert.has_no.errors(function() E.wait_for_all() end) -- reported once
+        assert.is_nil(slurp(dir .. "/dependent"))
+        assert.equals("", slurp(dir .. "/independent"))
+    end)
+
+    it("independent commands overlap; shell_running counts them", function()
+        local a, b = E.new_variable(), E.new_variable()
+        ordo.profiler.clear()
+        ordo.profiler.start()
+        E.shell("sleep 0.4", {writes = {a}, name = "sleep_a"})
+        E.shell("sleep 0.4", {writes = {b}, name = "sleep_b"})
+        if E.kind() ~= "naive" then assert.equals(2, E.shell_running()) end
+        E.wait_for_all()
+        ordo.profiler.stop()
+        assert.equals(0, E.shell_running())
+        local ops = trace.capture()
+        local sa, sb = trace.select(ops, "sleep_a"), trace.select(ops, "sleep_b")
+        assert.equals(1, #sa)
+        assert.equals(1, #sb)
+        assert.is_true(sa[1].dur > 0.35e6, "the op lasts as long as its command")
+        if E.kind() ~= "naive" then -- (naive: each command runs inside its push)
+            assert.is_true(trace.overlap(sa, sb) > 0.3e6, "the two commands overlapped")
+            local s = trace.stats(trace.select(ops, {sleep_a = true, sleep_b = true}))
+            assert.equals(2, s.peak)
+            assert.is_true(s.wall < 0.75e6, "two 0.4 s commands took " .. s.wall / 1e6 .. " s")
+        end
+    end)
+
+    it("orders commands against tensor ops through a tensor's var", function()
+        local t = ordo.zeros({4})
+        t:fill_(3)
+        E.shell("touch " .. dir .. "/after_fill", {reads = {t}, name = "reader"})
+        t:fill_(5) -- waits for the command (a later write of t, rule 1)
+        E.wait_for_all()
+        assert.equals("", slurp(dir .. "/after_fill"))
+        assert.same({5, 5, 5, 5}, t:totable())
+    end)
+
+    it("works on other engines: naive runs the command inside the push", function()
+        for _, kind in ipairs({"naive", "pooled"}) do
+            local e = E.new{kind = kind, cpu_workers = 1}
+            local v = e:new_variable()
+            e:shell("echo " .. kind .. " > " .. dir .. "/" .. kind, {writes = {v}})
+            if kind == "naive" then assert.equals(1, v:version()) end
+            e:wait_for_var(v)
+            assert.equals(kind .. "\n", slurp(dir .. "/" .. kind))
+            -- module-level shell follows its vars' engine
+            E.shell("exit 3", {writes = {v}, name = "on_" .. kind})
+            local ok, err = pcall(e.wait_for_var, e, v)
+            assert.is_false(ok)
+            assert.truthy(tostring(err):find("on_" .. kind .. ": command failed with exit status 3", 1, true))
+            e:close()
+        end
+    end)
+
+    it("rejects bad arguments at the call", function()
+        local v = E.new_variable()
+        assert.has_error(function() E.shell(42) end, "shell: expected a command string, got number")
+        assert.has_error(function() E.shell("true", "x") end, "shell: expected a table of options, got string")
+        assert.has_error(function() E.shell("true", {read = {v}}) end,
+                         "shell: unknown option 'read' (expected reads, writes or name)")
+        assert.has_error(function() E.shell("true", {reads = {v, "x"}}) end,
+                         "shell: reads[2] is not an engine variable or a tensor (string)")
+        assert.has_error(function() E.shell("true", {writes = v}) end)
+        assert.has_error(function() E.shell("true", {name = 3}) end, "shell: name must be a string, got number")
+        local e = E.new{kind = "naive"}
+        assert.has_error(function() e:shell("true", {writes = {v}}) end, "shell: writes[1] belongs to another engine")
+        e:close()
+    end)
+end)
+
+describe("ordo.trace", function()
+    it("decodes JSON", function()
+        local v = trace.decode([==[ {"a": [1, -2.5e3, 0.125, "x\"\\\/\n\u00e9\ud83d\ude00", true, false, null, {}, []],
+                                   "b": {"c": {}}} ]==])
+        assert.same({1, -2500, 0.125, "x\"\\/\n\195\169\240\159\152\128", true, false}, {unpack(v.a, 1, 6)})
+        assert.is_nil(v.a[7])
+        assert.same({}, v.a[8])
+        assert.same({c = {}}, v.b)
+        for _, bad in ipairs({"{", "[1,]", "{\"a\" 1}", "\"abc", "[1] x", "{\"a\":tru}", "\"\\q\""}) do
+            assert.has_error(function() trace.decode(bad) end)
+        end
+        local ok, err = pcall(trace.decode, "[1, ?]")
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("trace.decode: unexpected character at byte 5", 1, true), err)
+    end)
+
+    local function op(name, a, b, worker) return {name = name, start = a, stop = b, dur = b - a, worker = worker or "w"} end
+
+    it("measures overlap, busy time, parallelism and peak concurrency", function()
+        local ops = {op("a", 0, 10, "w1"), op("a", 20, 30, "w1"), op("b", 5, 25, "w2"), op("c", 30, 40, "w1")}
+        assert.equals(10, trace.overlap(trace.select(ops, "a"), trace.select(ops, "b")))
+        assert.equals(0, trace.overlap(trace.select(ops, "a"), trace.select(ops, "c"))) -- touching is not overlapping
+        assert.equals(5, trace.overlap(ops[1], ops[3]))
+        local s = trace.stats(ops)
+        assert.equals(4, s.count)
+        assert.equals(40, s.wall)
+        assert.equals(50, s.busy)
+        assert.equals(2, s.peak)
+        assert.equals(2, s.rows)
+        assert.near(1.25, s.parallelism, 1e-12)
+        assert.same({ops[1], ops[2], ops[4]}, trace.select(ops, {a = true, c = true}))
+        assert.same({ops[3]}, trace.select(ops, function(o) return o.dur == 20 end))
+        assert.equals(0, trace.stats({}).count)
+    end)
+
+    it("reads a profiler dump: names, intervals and worker rows", function()
+        local x = ordo.rand({256, 256})
+        E.wait_for_all()
+        ordo.profiler.clear()
+        ordo.profiler.start()
+        local y = x:matmul(x):tanh()
+        E.wait_for_all()
+        ordo.profiler.stop()
+        local path = os.tmpname()
+        local ops = trace.capture(path)
+        local again = trace.load(path)
+        os.remove(path)
+        assert.equals(#ops, #again)
+        local mm, th = trace.select(ops, "matmul"), trace.select(ops, "tanh")
+        assert.equals(1, #mm)
+        assert.equals(1, #th)
+        assert.is_true(th[1].start >= mm[1].stop, "tanh starts after the matmul it reads")
+        assert.equals("ok", mm[1].status)
+        assert.truthy(mm[1].worker:find("cpu(0)", 1, true), mm[1].worker)
+        assert.is_true(mm[1].dur > 0)
+        assert.same({256, 256}, y:shape())
+    end)
+end)
