@@ -120,4 +120,28 @@ describe("examples", function()
         m:load(save)
         os.remove(save)
     end)
+
+    it("fashion_cnn.lua trains the CNN (subset: 1 epoch of 2,000 images, > 60% on 1,000 test images)", function()
+        if not require("ordo").data.fashion_mnist_available() then
+            pending("the dataset-fashion-mnist package is not installed (scripts/deps.sh installs it)")
+            return
+        end
+        local out, code = run(("cd %s && %s luajit examples/fashion_cnn.lua --epochs 1 --limit 2000 --test-limit 1000")
+            :format(os.getenv("PWD") or ".", lua_path))
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("Fashion-MNIST CNN: 2000 train / 1000 test images", 1, true), out)
+        local acc = tonumber(out:match("final test accuracy ([%d.]+)%%"))
+        assert.is_not_nil(acc, out)
+        assert.is_true(acc > 60, out)
+    end)
+
+    it("the training examples reject unknown options and print --help", function()
+        local out, code = run(("cd %s && %s luajit examples/fashion_mlp.lua --epoch 3")
+            :format(os.getenv("PWD") or ".", lua_path))
+        assert.are_not.equal(0, code, out)
+        assert.is_truthy(out:find("fashion_mlp: unknown option --epoch (see --help)", 1, true), out)
+        out, code = run(("cd %s && %s luajit examples/fashion_cnn.lua --help"):format(os.getenv("PWD") or ".", lua_path))
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("--width A,B", 1, true), out)
+    end)
 end)

@@ -437,6 +437,35 @@ function NLLLoss:init(opts) self.reduction = opts_of("NLLLoss", opts).reduction 
 function NLLLoss:forward(logp, target) return F.nll_loss(logp, target, {reduction = self.reduction}) end
 
 -- Conv2d, MaxPool2d, BatchNorm1d/2d and their functional forms
+-- ---------------------------------------------------------------- evaluation
+
+-- nn.accuracy(model, x, y [, {batch_size = 1000}]): the fraction of rows of
+-- x whose largest output is at the class index y (from 1), computed in eval
+-- mode without gradients, batch by batch, with one wait at the end; the
+-- model's mode is restored.
+function M.accuracy(model, x, y, opts)
+    if not is_tensor(x) or not is_tensor(y) then
+        fail(fmt("accuracy: expected tensors of inputs and labels, got %s and %s", typename(x), typename(y)))
+    end
+    local n = x:size(1)
+    if y:size(1) ~= n then fail(fmt("accuracy: %d inputs but %d labels", n, y:size(1))) end
+    local bs = opts and opts.batch_size or 1000
+    local was_training = model.training
+    model:eval()
+    local ok, correct = pcall(autograd.no_grad, function()
+        local total = tensor.zeros({}, {dtype = "int64", device = y:device()})
+        for start = 1, n, bs do
+            local len = math.min(bs, n - start + 1)
+            local out = model(x:narrow(1, start, len))
+            total = total + out:argmax(2):eq(y:narrow(1, start, len)):sum()
+        end
+        return total:item()
+    end)
+    model:train(was_training)
+    if not ok then error(correct, 0) end
+    return n > 0 and correct / n or 0
+end
+
 require("ordo.nn.conv").install(M)
 
 return M
