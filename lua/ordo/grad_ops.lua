@@ -28,16 +28,20 @@ function M.install(ag)
     -- ------------------------------------------------------------ binary
 
     -- bw(g, a, b, y, need_a, need_b) -> ga, gb in the output's shape (or
-    -- any shape that broadcasts to it); scalars (numbers) get none.
-    local function binary(name, f, bw, save_out)
+    -- any shape that broadcasts to it); scalars (numbers) get none.  saves:
+    -- the operands the backward reads ("a", "b", "y"), checked for in-place
+    -- changes at backward.
+    local function binary(name, f, bw, saves)
+        saves = saves or ""
+        local save_a, save_b, save_y = saves:find("a", 1, true), saves:find("b", 1, true), saves:find("y", 1, true)
         return function(a, b, ...)
             local y = f(a, b, ...)
             if needs(a, b) then
                 local ta, tb = is_tensor(a), is_tensor(b)
                 local saved = {}
-                if ta then saved[#saved + 1] = a end
-                if tb then saved[#saved + 1] = b end
-                if save_out then saved[#saved + 1] = y end
+                if ta and save_a then saved[#saved + 1] = a end
+                if tb and save_b then saved[#saved + 1] = b end
+                if save_y then saved[#saved + 1] = y end
                 local extra = select("#", ...) > 0 and {...} or nil
                 record(name, y, {a, b, n = 2}, function(g)
                     local na, nb = ta and a._rg, tb and b._rg
@@ -95,7 +99,7 @@ function M.install(ag)
         maximum = extremum_bw(function(a, b) return a:gt(b) end),
         minimum = extremum_bw(function(a, b) return a:lt(b) end),
     }
-    local SAVE = {mul = false, div = true, pow = true}
+    local SAVE = {mul = "ab", div = "by", pow = "aby", maximum = "ab", minimum = "ab"}
     for name, bw in pairs(B) do
         Tensor[name] = binary(name, raw[name], bw, SAVE[name])
     end
@@ -107,9 +111,9 @@ function M.install(ag)
     end
     Tensor.__add = binary("add", raw.__add, add_bw)
     Tensor.__sub = binary("sub", raw.__sub, sub_bw)
-    Tensor.__mul = binary("mul", raw.__mul, mul_bw)
-    Tensor.__div = binary("div", raw.__div, div_bw, true)
-    Tensor.__pow = binary("pow", raw.__pow, pow_bw, true)
+    Tensor.__mul = binary("mul", raw.__mul, mul_bw, SAVE.mul)
+    Tensor.__div = binary("div", raw.__div, div_bw, SAVE.div)
+    Tensor.__pow = binary("pow", raw.__pow, pow_bw, SAVE.pow)
     Tensor.__unm = function(a) return a:neg() end
 
     -- max(t) with a tensor is maximum; max(dim) gives values and indices
@@ -387,9 +391,6 @@ function M.install(ag)
     view_like("clone", raw.clone, function(g) return g end)
     -- to(dtype/device): the gradient goes back to x's dtype and device
     view_like("to", raw.to, function(g, x) return g:to(x:device(), x:dtype()) end)
-    Tensor.float = function(x) return x:to("float32") end
-    Tensor.double = function(x) return x:to("float64") end
-    Tensor.cpu = function(x) return x:to(util.cpu(0)) end
 
     local raw_cat = tensor.cat
     tensor.cat = function(list, dim)
