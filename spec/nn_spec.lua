@@ -216,6 +216,30 @@ describe("optim", function()
         close(p:totable(), w, 1e-9)
     end)
 
+    it("the fused update kernels and the elementwise fallback (non-contiguous parameters) agree", function()
+        for _, make in ipairs({
+            function(ps) return optim.Adam(ps, {lr = 0.01, weight_decay = 0.1}) end,
+            function(ps) return optim.SGD(ps, {lr = 0.05, momentum = 0.9, nesterov = true, weight_decay = 0.1}) end,
+            function(ps) return optim.SGD(ps, {lr = 0.05}) end,
+        }) do
+            ordo.manual_seed(9)
+            local base = ordo.randn({3, 2}, D)
+            local fused = base:clone():requires_grad()                     -- contiguous: one kernel
+            local plain = base:t():contiguous():t():requires_grad()         -- transposed view: elementwise ops
+            assert.is_false(plain:is_contiguous())
+            local x = ordo.randn({4, 3}, D)
+            local of, op = make({fused}), make({plain})
+            for _ = 1, 4 do
+                for _, pair in ipairs({{of, fused}, {op, plain}}) do
+                    pair[1]:zero_grad()
+                    x:matmul(pair[2]):tanh():sum():backward()
+                    pair[1]:step()
+                end
+            end
+            close(plain:reshape(-1):totable(), fused:reshape(-1):totable(), 1e-12)
+        end
+    end)
+
     it("parameters without a gradient are skipped; bad options raise", function()
         local p, q = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
         local opt = optim.SGD({p, q}, {lr = 1})

@@ -185,11 +185,6 @@ end
 
 -- ---------------------------------------------------------------- backward
 
-local function fresh_copy(g)
-    local c = tensor.empty_like(g)
-    return c:copy_(g)
-end
-
 -- A leaf's first gradient: g itself when nothing else can see its bytes
 -- (a contiguous tensor alone on its storage, not given to another leaf,
 -- not the caller's seed), else a copy, so that accumulating into .grad in
@@ -199,8 +194,8 @@ local function own_grad(g, taken)
     local c = g._c
     local st = c.storage
     if taken[g] or st.refs ~= 1 or c.offset ~= 0 or C.ordo_tensor_is_contiguous(c) == 0
-        or C.ordo_tensor_numel(c) * ffi.sizeof(c.dtype == cdef.F64 and "double" or "float") ~= st.nbytes then
-        return fresh_copy(g)
+        or C.ordo_tensor_numel(c) * C.ordo_dtype_size(c.dtype) ~= st.nbytes then
+        return g:clone() -- backward runs in no-grad mode: a plain copy
     end
     taken[g] = true
     return g
@@ -270,7 +265,7 @@ local function run_backward(root, grad, retain)
         if g ~= nil then
             if node == nil or t._retain then
                 if t.grad == nil then
-                    t.grad = t._node and fresh_copy(g) or own_grad(g, taken)
+                    t.grad = t._node and g:clone() or own_grad(g, taken)
                 else
                     t.grad:add_(g)
                 end

@@ -185,21 +185,19 @@ function M.install(ag)
 
     -- ------------------------------------------------------------ selection
 
-    tensor.where = (function(f)
-        return function(cond, x, y)
-            local out = f(cond, x, y)
-            if needs(x, y) then
-                record("where", out, {x, y, n = 2}, function(g)
-                    local dt = g:dtype()
-                    local m = cond:ne(0):to(dt)
-                    local gx = is_tensor(x) and x._rg and sum_to((g * m):expand(shape_of(g)), shape_of(x)) or nil
-                    local gy = is_tensor(y) and y._rg and sum_to((g * (1 - m)):expand(shape_of(g)), shape_of(y)) or nil
-                    return gx, gy
-                end)
-            end
-            return out
+    local raw_where = tensor.where
+    tensor.where = function(cond, x, y)
+        local out = raw_where(cond, x, y)
+        if needs(x, y) then
+            record("where", out, {x, y, n = 2}, function(g)
+                local m = cond:ne(0):to(g:dtype())
+                local gx = is_tensor(x) and x._rg and sum_to((g * m):expand(shape_of(g)), shape_of(x)) or nil
+                local gy = is_tensor(y) and y._rg and sum_to((g * (1 - m)):expand(shape_of(g)), shape_of(y)) or nil
+                return gx, gy
+            end)
         end
-    end)(tensor.where)
+        return out
+    end
     Tensor.where = function(x, cond, y) return tensor.where(cond, x, y) end
 
     Tensor.masked_fill = function(x, mask, value)
@@ -212,45 +210,38 @@ function M.install(ag)
         return y
     end
 
-    Tensor.gather = function(x, dim, index)
-        local y = raw.gather(x, dim, index)
-        if needs(x) then
-            record("gather", y, {x, n = 1}, function(g)
-                return tensor.zeros_like(x):scatter_add_(dim, index, g)
-            end)
+    -- gather / index_select: the gradient goes back through the adjoint
+    -- (scatter_add_ / index_add_) into zeros of x's shape
+    local function selection(name, adjoint)
+        Tensor[name] = function(x, dim, index)
+            local y = raw[name](x, dim, index)
+            if needs(x) then
+                record(name, y, {x, n = 1}, function(g)
+                    local z = tensor.zeros_like(x)
+                    return z[adjoint](z, dim, index, g)
+                end)
+            end
+            return y
         end
-        return y
     end
+    selection("gather", "scatter_add_")
+    selection("index_select", "index_add_")
 
-    Tensor.index_select = function(x, dim, index)
-        local y = raw.index_select(x, dim, index)
-        if needs(x) then
-            record("index_select", y, {x, n = 1}, function(g)
-                return tensor.zeros_like(x):index_add_(dim, index, g)
-            end)
+    -- out-of-place scatter_add / index_add: linear in self (gradient g) and
+    -- in src (g read back through the selection they are the adjoint of)
+    local function accumulation(name, select)
+        Tensor[name] = function(x, dim, index, src)
+            local y = raw[name](x, dim, index, src)
+            if needs(x, src) then
+                record(name, y, {x, src, n = 2}, function(g)
+                    return x._rg and g or nil, is_tensor(src) and src._rg and g[select](g, dim, index) or nil
+                end)
+            end
+            return y
         end
-        return y
     end
-
-    -- out-of-place scatter_add / index_add: linear in both self and src
-    Tensor.scatter_add = function(x, dim, index, src)
-        local y = raw.scatter_add(x, dim, index, src)
-        if needs(x, src) then
-            record("scatter_add", y, {x, src, n = 2}, function(g)
-                return x._rg and g or nil, is_tensor(src) and src._rg and g:gather(dim, index) or nil
-            end)
-        end
-        return y
-    end
-    Tensor.index_add = function(x, dim, index, src)
-        local y = raw.index_add(x, dim, index, src)
-        if needs(x, src) then
-            record("index_add", y, {x, src, n = 2}, function(g)
-                return x._rg and g or nil, is_tensor(src) and src._rg and g:index_select(dim, index) or nil
-            end)
-        end
-        return y
-    end
+    accumulation("scatter_add", "gather")
+    accumulation("index_add", "index_select")
 
     -- ------------------------------------------------------------ reductions
 
