@@ -1,8 +1,26 @@
 /*
- * device.h - what the engine needs from a GPU backend (the CPU needs nothing).
+ * device.h - what the engine and the storage layer need from a GPU backend
+ * (the CPU needs nothing).
  *
  * Plain C with no atomics, so the CUDA backend (C++ under nvcc) can include
- * it.  The backend is chosen at build time in device.c.
+ * it.  Two backends implement it: CUDA (src/cuda/device_cuda.cu, compiled
+ * when nvcc is found) and the simulated device (src/device_sim.c), where
+ * streams are host threads running their work in order and device memory
+ * is host memory.  The simulator exists so the engine's GPU scheduling -
+ * streams, events, copies, the caching allocator - is tested on machines
+ * without a GPU, under the sanitizers; it is chosen only on request
+ * (ORDO_SIMULATED_GPUS=n, or ordo_device_use_simulated in native tests).
+ *
+ * The semantics are CUDA's: work queued on one stream runs in order; an
+ * event records "everything queued on this stream so far"; a stream told to
+ * wait for an event runs nothing queued after the wait until the event has
+ * completed; event_sync blocks the calling host thread.  A stream, event or
+ * allocation belongs to one device (dev_id).
+ *
+ * Every function returning int returns 0 on success, or nonzero with a
+ * message in err naming the device ("gpu(0): ...").  Errors of work that
+ * already ran asynchronously (a kernel fault) surface at the next
+ * event_sync / device_sync, as in CUDA.
  */
 #ifndef ORDO_DEVICE_H
 #define ORDO_DEVICE_H
@@ -13,17 +31,73 @@
 extern "C" {
 #endif
 
+enum { DEV_COPY_H2D = 1, DEV_COPY_D2H = 2, DEV_COPY_D2D = 3 };
+
 typedef struct device_backend {
+    const char *name; /* "cuda" or "simulated" */
     int  (*count)(void); /* devices present; 0 when none */
-    /* A stream for one worker thread; 0 = ok, else err is filled. */
+
+    /* Makes dev_id the calling thread's current device (before an op's
+     * function runs: kernels launch on the current device). */
+    void (*use_device)(int dev_id);
+
+    /* A stream for one worker thread. */
     int  (*stream_create)(int dev_id, void **stream, char *err, size_t errlen);
     void (*stream_destroy)(int dev_id, void *stream);
-    /* After a GPU op's function returned: make its queued work complete
-     * before the op's vars are released.  0 = ok, else err is filled. */
-    int  (*op_finish)(int dev_id, void *stream, char *err, size_t errlen);
+
+    /* Events: created once and reused (recording again moves them). */
+    int  (*event_create)(int dev_id, void **ev, char *err, size_t errlen);
+    void (*event_destroy)(int dev_id, void *ev);
+    int  (*event_record)(int dev_id, void *ev, void *stream, char *err, size_t errlen);
+    /* Work queued on stream after this call waits for ev (no host wait). */
+    int  (*stream_wait_event)(int dev_id, void *stream, void *ev, char *err, size_t errlen);
+    /* The host waits for ev; reports errors of the work it covers. */
+    int  (*event_sync)(int dev_id, void *ev, char *err, size_t errlen);
+    /* The host waits for all work on the device (wait_for_all, shutdown). */
+    int  (*device_sync)(int dev_id, char *err, size_t errlen);
+
+    /* After an op's function queued its work on stream: launch errors
+     * (bad configuration, no kernel image) are the op's failure. */
+    int  (*op_check)(int dev_id, void *stream, char *err, size_t errlen);
+
+    /* Runs fn(arg) on a host thread once everything queued on stream
+     * before it has completed, in stream order.  fn must not call the
+     * backend. */
+    int  (*host_fn)(int dev_id, void *stream, void (*fn)(void *), void *arg, char *err, size_t errlen);
+
+    /* Device memory.  mem_alloc returns 1 when the device is out of memory
+     * (err says so), another nonzero value for other errors. */
+    int  (*mem_alloc)(int dev_id, size_t nbytes, void **ptr, char *err, size_t errlen);
+    void (*mem_free)(int dev_id, void *ptr);
+    /* Bytes free and total on the device (total 0 when unknown). */
+    void (*mem_info)(int dev_id, size_t *free_bytes, size_t *total_bytes);
+    /* Page-locked host memory, so copies can run asynchronously. */
+    int  (*host_alloc_pinned)(size_t nbytes, void **ptr, char *err, size_t errlen);
+    void (*host_free_pinned)(void *ptr);
+
+    /* Queues a copy of nbytes on stream (kind DEV_COPY_*). */
+    int  (*memcpy_async)(int dev_id, void *dst, const void *src, size_t nbytes, int kind, void *stream,
+                         char *err, size_t errlen);
 } device_backend;
 
-extern const device_backend *ordo_gpu_backend; /* NULL without CUDA */
+/* The backend in use: CUDA when built with it, the simulator when asked
+ * for, else NULL (every GPU context then fails with "no CUDA device
+ * available").  Chosen once, at the first call. */
+const device_backend *ordo_device_backend(void);
+
+/* Native tests: make the simulated device with ndev GPUs the backend.
+ * Call before anything touches a GPU context. */
+void ordo_device_use_simulated(int ndev);
+/* The simulated backend itself (device_sim.c). */
+const device_backend *ordo_device_sim_backend(int ndev);
+/* Simulated device tuning for tests: delay_ns of busy work before each
+ * queued item on a stream (0 = none), to widen race windows; a memory
+ * limit per device in bytes (0 = unlimited) to test out-of-memory paths. */
+void ordo_device_sim_configure(unsigned delay_ns, size_t mem_limit);
+/* Queues an asynchronous failure on a simulated stream, as a faulting
+ * kernel would: the next event recorded there reports msg to its first
+ * host wait.  0 = queued. */
+int ordo_device_sim_inject_error(void *stream, const char *msg);
 
 #ifdef __cplusplus
 }

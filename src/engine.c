@@ -69,7 +69,26 @@ void ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out) {
 
 long ordo_engine_pending(ordo_engine *e) { return e ? engine_pending(e) : 0; }
 
-int ordo_gpu_count(void) { return ordo_gpu_backend ? ordo_gpu_backend->count() : 0; }
+int ordo_gpu_count(void) {
+    const device_backend *b = ordo_device_backend();
+    return b ? b->count() : 0;
+}
+
+/* The host waits for the GPU work of every device this engine queued work
+ * on; 0, or 1 with the first asynchronous failure in err. */
+int engine_device_sync(ordo_engine *e, char *err, size_t errlen) {
+    const device_backend *b = ordo_device_backend();
+    uint64_t used = atomic_load(&e->gpu_used);
+    int rc = 0;
+    for (int d = 0; b && d < ORDO_MAX_DEVICES; d++) {
+        char msg[256];
+        if ((used >> d & 1u) && b->device_sync(d, msg, sizeof msg) && !rc) {
+            snprintf(err, errlen, "%s", msg);
+            rc = 1;
+        }
+    }
+    return rc;
+}
 
 /* ---- op and var blocks ------------------------------------------------- */
 
@@ -329,6 +348,9 @@ void ordo_engine_destroy(ordo_engine *e) {
     if (!e) return;
     engine_wait_pending(e, 0);
     while (atomic_load(&e->external) > 0) sched_yield();
+    /* Rule 11 covers the GPU work the ops queued, too. */
+    char err[256];
+    engine_device_sync(e, err, sizeof err);
     pool *pools[4 * ORDO_MAX_DEVICES + 3];
     int npools = engine_pools(e, pools);
     for (int i = 0; i < npools; i++) pool_signal_stop(pools[i]);
@@ -337,6 +359,8 @@ void ordo_engine_destroy(ordo_engine *e) {
         pool_free(pools[i]);
         free(pools[i]);
     }
+    for (int d = 0; d < ORDO_MAX_DEVICES; d++)
+        if (e->naive_streams[d]) ordo_device_backend()->stream_destroy(d, e->naive_streams[d]);
 
     /* Failures still held by live vars or by the unreported list. */
     for (failure *f = e->fail_head, *next; f; f = next) {
@@ -347,7 +371,10 @@ void ordo_engine_destroy(ordo_engine *e) {
         next = s->next;
         ordo_var *vars = (ordo_var *)((char *)s + 64);
         for (int i = 0; i < VARS_PER_SLAB; i++)
-            if (atomic_load(&vars[i].magic) == VAR_LIVE) failure_unref(vars[i].fail);
+            if (atomic_load(&vars[i].magic) == VAR_LIVE) {
+                failure_unref(vars[i].fail);
+                var_events_free(&vars[i]);
+            }
         free(s);
     }
     for (slab *s = e->op_slabs, *next; s; s = next) {

@@ -98,7 +98,7 @@ struct ordo_var {
     dep_node *head, *tail; /* nodes waiting for a grant, in push order */
     atomic_uint_least64_t version;
     failure *fail;         /* error carried by the data; guarded by the grant */
-    void *device_state;    /* backend's per-var state (CUDA events) */
+    _Atomic(struct var_events *) device_state; /* GPU events on it (var_events.c) */
     ordo_var *next_free;
 };
 
@@ -167,7 +167,27 @@ struct op {
     const char *name; /* interned: lives as long as the engine */
     uint64_t seq;     /* push order, ties in the priority heap */
     uint64_t t_ready, t_start; /* profiler, ns */
+    void *stream;     /* GPU ops: the stream their function queued work on */
 };
+
+/* ---- GPU ordering through events on vars (var_events.c) -------------- */
+
+struct dev_event;
+struct var_events;
+extern atomic_int var_events_in_use;
+/* Before o runs: its stream waits for the GPU work o depends on, or, when
+ * stream is NULL (a host-side op), the calling thread does.  0, or 1 with
+ * err filled (an asynchronous GPU failure, out of memory). */
+int  var_events_before(op *o, void *stream, char *err, size_t errlen);
+/* After a GPU op queued its work on stream: records one event there and
+ * leaves it on o's vars; *recorded (if not NULL) gets a reference. */
+int  var_events_after(op *o, int dev_id, void *stream, struct dev_event **recorded, char *err, size_t errlen);
+/* The events a host wait on v must block on (references; free the array). */
+int  var_events_collect_for_wait(ordo_var *v, bool is_write, struct dev_event ***out, int *n);
+/* A new var's bytes are reusable only after ready (the caching allocator's
+ * "last user done" event); takes no reference from the caller. */
+void var_events_seed(ordo_var *v, struct dev_event *ready);
+void var_events_free(ordo_var *v);
 
 /* ---- ready queues, pools and workers (sched.c) ----------------------- */
 
@@ -254,6 +274,8 @@ struct ordo_engine {
     pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */
     failure *fail_head, *fail_tail;
 
+    atomic_uint_least64_t gpu_used; /* bit d: a stream of gpu(d) was created for this engine */
+    void *naive_streams[ORDO_MAX_DEVICES]; /* naive engine: one stream per device, under pool_mu */
     pthread_mutex_t pool_mu; /* lazy creation of per-device pools */
     _Atomic(pool *) cpu_pools[ORDO_MAX_DEVICES];
     _Atomic(pool *) gpu_pools[ORDO_MAX_DEVICES];
@@ -297,11 +319,15 @@ op  *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, con
 /* Appends a prepared op to its vars and runs or queues it (push.c). */
 int  push_prepared(ordo_engine *e, op *o, const char *fn);
 
+/* The host waits for every GPU this engine used (engine.c). */
+int  engine_device_sync(ordo_engine *e, char *err, size_t errlen);
 /* Reports the oldest unreported failure, marks all reported (wait_for_all). */
 int  engine_report_failures(ordo_engine *e);
 
 typedef struct waiter waiter;
-void waiter_signal(waiter *wt, failure *f); /* wait.c */
+/* wait.c: wakes the waiter with the failure it must report and the GPU
+ * events it must still block on (references it takes over). */
+void waiter_signal(waiter *wt, failure *f, struct dev_event **evs, int nevs, bool evs_oom);
 
 /* Called once an op has fully completed, by the thread that completed it. */
 void engine_op_retired(ordo_engine *e, worker *w);

@@ -12,6 +12,7 @@
  * a bounded number of times in a row so the queue is not starved.
  */
 #include "internal.h"
+#include "dev_event.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -213,14 +214,44 @@ static int queue_pop(ready_queue *q, uint64_t spin_ns, op **out, int max, int nw
 
 /* ---- running ops ------------------------------------------------------ */
 
-static void *stream_for(worker *w, ordo_ctx ctx) {
-    if (!w || ctx.dev_type != ORDO_GPU || !ordo_gpu_backend) return NULL;
-    if (!w->streams[ctx.dev_id]) {
-        char err[256];
-        if (ordo_gpu_backend->stream_create(ctx.dev_id, &w->streams[ctx.dev_id], err, sizeof err))
-            return NULL;
+/* The stream a GPU op queues its work on: the worker's own (created on
+ * its first GPU op), or for the naive engine, which runs ops in the pushing
+ * thread, one stream per device shared by every pusher.  NULL with err
+ * filled when the backend cannot make one. */
+static void *stream_for(ordo_engine *e, worker *w, ordo_ctx ctx, char *err, size_t errlen) {
+    const device_backend *b = ordo_device_backend();
+    if (ctx.dev_type != ORDO_GPU) return NULL;
+    if (!b) {
+        snprintf(err, errlen, "gpu(%d): no CUDA device available", ctx.dev_id);
+        return NULL;
     }
-    return w->streams[ctx.dev_id];
+    void **slot = w ? &w->streams[ctx.dev_id] : &e->naive_streams[ctx.dev_id];
+    if (!w) pthread_mutex_lock(&e->pool_mu);
+    if (!*slot && b->stream_create(ctx.dev_id, slot, err, errlen) == 0)
+        atomic_fetch_or(&e->gpu_used, (uint64_t)1 << ctx.dev_id);
+    void *stream = *slot;
+    if (!w) pthread_mutex_unlock(&e->pool_mu);
+    return stream;
+}
+
+/* After a GPU op's function: launch errors fail it, and its vars get the
+ * event that marks the end of its work (var_events.c).  The naive engine
+ * then waits for that event at once, so a GPU failure shows at its op. */
+static void gpu_op_done(ordo_engine *e, op *o) {
+    const device_backend *b = ordo_device_backend();
+    char err[256];
+    if (!o->fail && b->op_check(o->ctx.dev_id, o->stream, err, sizeof err)) o->fail = failure_new("%s", err);
+    if (o->flags & OP_DELETE) return; /* its var goes away now */
+    struct dev_event *ev = NULL;
+    bool naive = e->cfg.kind == ORDO_ENGINE_NAIVE;
+    if (var_events_after(o, o->ctx.dev_id, o->stream, naive ? &ev : NULL, err, sizeof err)) {
+        if (!o->fail) o->fail = failure_new("%s", err);
+        return;
+    }
+    if (ev) {
+        if (dev_event_sync(ev, err, sizeof err) && !o->fail) o->fail = failure_new("%s", err);
+        dev_event_unref(ev);
+    }
 }
 
 /* The first failure carried by the op's vars that nobody has reported yet. */
@@ -297,7 +328,12 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
     if (o->flags & OP_WAIT) {
         failure *f = inherited_failure(o);
         if (f) failure_ref(f);
-        waiter_signal(o->param, f);
+        /* The waiter blocks on the var's GPU events itself: this thread may
+         * be a GPU worker with more work to queue. */
+        struct dev_event **evs;
+        int nevs;
+        bool oom = var_events_collect_for_wait(o->vars[0], node_is_write(&o->nodes[0]), &evs, &nevs) != 0;
+        waiter_signal(o->param, f, evs, nevs, oom);
         finish_op(e, w, o, rl, false);
         return;
     }
@@ -311,12 +347,21 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         return;
     }
 
-    ordo_run_ctx rc = {o->ctx, stream_for(w, o->ctx), w ? w->id : -1, e, o};
-    if (o->ctx.dev_type == ORDO_GPU && w && !rc.stream) { /* naive: the default stream */
-        o->fail = failure_new("gpu(%d): no CUDA stream for this worker", o->ctx.dev_id);
+    char err[256];
+    ordo_run_ctx rc = {o->ctx, NULL, w ? w->id : -1, e, o};
+    if (o->ctx.dev_type == ORDO_GPU && !(rc.stream = stream_for(e, w, o->ctx, err, sizeof err))) {
+        o->fail = failure_new("%s", err);
         finish_op(e, w, o, rl, true);
         return;
     }
+    /* GPU work this op depends on: its stream waits, or (host ops) we do. */
+    if (var_events_before(o, rc.stream, err, sizeof err)) {
+        o->fail = failure_new("%s", err);
+        finish_op(e, w, o, rl, true);
+        return;
+    }
+    o->stream = rc.stream;
+    if (rc.stream) ordo_device_backend()->use_device(o->ctx.dev_id);
     if (o->flags & OP_SYNC) {
         int rv = 0;
         if (o->fn.sync) {
@@ -326,11 +371,7 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         }
         if (rv != 0 && !o->fail)
             o->fail = failure_new("failed (returned %d)", rv);
-        if (!o->fail && o->ctx.dev_type == ORDO_GPU && ordo_gpu_backend && rc.stream) {
-            char err[256];
-            if (ordo_gpu_backend->op_finish(o->ctx.dev_id, rc.stream, err, sizeof err))
-                o->fail = failure_new("%s", err);
-        }
+        if (o->stream) gpu_op_done(e, o);
         finish_op(e, w, o, rl, o->fail != NULL);
     } else {
         /* If the function completes the op before returning (a common way
@@ -354,12 +395,15 @@ void ordo_done_complete(ordo_done *done, const char *error) {
     if (o == tls_exec_op) {
         if (error && !o->fail) o->fail = failure_new("%s", error);
         tls_exec_op = NULL; /* o is freed below: never match it again */
-        finish_op(e, tls_worker && tls_worker->engine == e ? tls_worker : NULL, o, tls_exec_rl, o->fail != NULL);
+        worker *w = tls_worker && tls_worker->engine == e ? tls_worker : NULL;
+        if (o->stream) gpu_op_done(e, o);
+        finish_op(e, w, o, tls_exec_rl, o->fail != NULL);
         return;
     }
     atomic_fetch_add_explicit(&e->external, 1, memory_order_acq_rel);
     if (error && !o->fail) o->fail = failure_new("%s", error);
     worker *w = tls_worker && tls_worker->engine == e ? tls_worker : NULL;
+    if (o->stream) gpu_op_done(e, o);
     ready_list rl = {NULL, NULL};
     finish_op(e, w, o, &rl, o->fail != NULL);
     dispatch_list(e, &rl);
@@ -439,7 +483,7 @@ static void *worker_main(void *arg) {
     while ((n = queue_pop(&w->pool->q, spin_ns, batch, POP_BATCH_MAX, w->pool->size)))
         for (int i = 0; i < n; i++) run_ready(e, batch[i]);
     for (int d = 0; d < ORDO_MAX_DEVICES; d++)
-        if (w->streams[d] && ordo_gpu_backend) ordo_gpu_backend->stream_destroy(d, w->streams[d]);
+        if (w->streams[d]) ordo_device_backend()->stream_destroy(d, w->streams[d]);
     tls_worker = NULL;
     return NULL;
 }

@@ -100,13 +100,14 @@ ordo_var *var_alloc(ordo_engine *e) {
     v->nreaders = 0;
     v->head = v->tail = NULL;
     v->fail = NULL;
-    v->device_state = NULL;
+    atomic_store_explicit(&v->device_state, NULL, memory_order_relaxed);
     v->next_free = NULL;
     atomic_store_explicit(&v->magic, VAR_LIVE, memory_order_release);
     return v;
 }
 
 void var_free(ordo_engine *e, ordo_var *v) {
+    var_events_free(v);
     failure_unref(v->fail);
     v->fail = NULL;
     atomic_store_explicit(&v->magic, VAR_DEAD, memory_order_release);

@@ -9,6 +9,7 @@
  * report it without racing later writers.
  */
 #include "internal.h"
+#include "dev_event.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -19,11 +20,17 @@ struct waiter {
     pthread_cond_t cv;
     atomic_int done;
     failure *fail;
+    dev_event **evs; /* GPU work the waiter still blocks on after the grant */
+    int nevs;
+    bool evs_oom;
 };
 
-void waiter_signal(waiter *wt, failure *f) {
+void waiter_signal(waiter *wt, failure *f, dev_event **evs, int nevs, bool evs_oom) {
     pthread_mutex_lock(&wt->mu);
     wt->fail = f;
+    wt->evs = evs;
+    wt->nevs = nevs;
+    wt->evs_oom = evs_oom;
     atomic_store_explicit(&wt->done, 1, memory_order_release);
     pthread_cond_signal(&wt->cv);
     pthread_mutex_unlock(&wt->mu);
@@ -64,6 +71,9 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) 
     pthread_cond_init(&wt.cv, NULL);
     atomic_init(&wt.done, 0);
     wt.fail = NULL;
+    wt.evs = NULL;
+    wt.nevs = 0;
+    wt.evs_oom = false;
 
     op *o = op_new(e, OP_WAIT | OP_RUN_HERE | (as_write ? OP_NO_VERSION : 0), ORDO_PROP_NO_SKIP, 0,
                    (ordo_ctx){ORDO_CPU, 0}, "");
@@ -89,6 +99,17 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) 
         rc = failure_claim(wt.fail) ? set_error(ORDO_ERR_FAILED, "%s", wt.fail->msg) : ORDO_OK;
         failure_unref(wt.fail);
     }
+    /* The ops are done for the engine; their GPU work may not be yet. */
+    char err[256];
+    for (int i = 0; i < wt.nevs; i++) {
+        if (dev_event_sync(wt.evs[i], err, sizeof err) && rc == ORDO_OK) rc = set_error(ORDO_ERR_FAILED, "%s: %s", fn, err);
+        dev_event_unref(wt.evs[i]);
+    }
+    free(wt.evs);
+    if (wt.evs_oom && rc == ORDO_OK) {
+        /* Could not list the var's events: wait for every GPU instead. */
+        if (engine_device_sync(e, err, sizeof err)) rc = set_error(ORDO_ERR_FAILED, "%s: %s", fn, err);
+    }
     return rc;
 }
 
@@ -100,7 +121,11 @@ int ordo_wait_for_all(ordo_engine *e) {
     int rc = check_wait(e, NULL, "ordo_wait_for_all", false);
     if (rc) return rc;
     engine_wait_pending(e, 0);
-    return engine_report_failures(e);
+    rc = engine_report_failures(e);
+    /* Every op is done for the engine; their GPU work must be, too. */
+    char err[256];
+    if (engine_device_sync(e, err, sizeof err) && rc == ORDO_OK) rc = set_error(ORDO_ERR_FAILED, "%s", err);
+    return rc;
 }
 
 /* ---- the process-wide engine ------------------------------------------------ */

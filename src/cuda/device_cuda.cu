@@ -1,22 +1,37 @@
 /*
- * device_cuda.cu - the CUDA side of the engine's device interface.
+ * device_cuda.cu - the CUDA implementation of the device interface (device.h).
  *
- * Each GPU worker owns a non-blocking stream, created lazily on the worker
- * thread the first time it runs an op for that device.  An op's kernels are
- * queued on the worker's stream; op_finish makes their completion the op's
- * completion.
+ * Thin on purpose: every decision about ordering lives in the engine
+ * (var_events.c), which is tested on the simulated device; this file maps
+ * each call to its CUDA runtime counterpart and turns cudaError_t into
+ * messages that name the device.
  *
- * Today op_finish waits on an event recorded after the op (one host wait
- * per GPU op).  The event-based scheme of DESIGN.md section 2 -- vars
- * carrying the event of their last GPU write, dependents on other streams
- * calling cudaStreamWaitEvent, the host waiting only when the CPU reads --
- * plugs in here and in var.device_state; it arrives with the CUDA tensor
- * backend, where it can be tested on a GPU.
+ * Streams are non-blocking (they never synchronise with the legacy default
+ * stream) and events have timing disabled, which makes recording and
+ * waiting on them cheapest.
+ *
+ * Data-dependent kernel errors (kernels/cuda/cuda_internal.cuh) land in a
+ * per-device error slot in mapped page-locked memory; whenever the host
+ * synchronises (event_sync, device_sync) it reads the slot, and a set slot
+ * fails that wait with the kernel's message, once.
  */
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../device.h"
+#include "../ordo.h"
+#include "../../kernels/cuda/cuda_internal.cuh"
+
+#define CU_FAIL(call, dev, what)                                                                 \
+    do {                                                                                         \
+        cudaError_t rc_ = (call);                                                                \
+        if (rc_ != cudaSuccess) {                                                                \
+            snprintf(err, errlen, "gpu(%d): %s: %s", (dev), (what), cudaGetErrorString(rc_));     \
+            return 1;                                                                            \
+        }                                                                                        \
+    } while (0)
 
 static int cuda_count(void) {
     static int cached = -1;
@@ -31,42 +46,197 @@ static int cuda_count(void) {
     return cached;
 }
 
-static int cuda_stream_create(int dev_id, void **stream, char *err, size_t errlen) {
-    cudaStream_t s;
-    cudaError_t rc = cudaSetDevice(dev_id);
-    if (rc == cudaSuccess) rc = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    if (rc != cudaSuccess) {
-        snprintf(err, errlen, "gpu(%d): cannot create a CUDA stream: %s", dev_id, cudaGetErrorString(rc));
-        return 1;
+/* ---- the error slots ------------------------------------------------------------ */
+
+static pthread_mutex_t slot_mu = PTHREAD_MUTEX_INITIALIZER;
+static cu_error_slot *slot_host[ORDO_MAX_DEVICES];
+static cu_error_slot *slot_dev[ORDO_MAX_DEVICES];
+
+#define MAX_KERNEL_NAMES 256
+static char kernel_names[MAX_KERNEL_NAMES][48];
+static int nkernel_names;
+
+extern "C" int cu_error_kernel_id(const char *kernel) {
+    pthread_mutex_lock(&slot_mu);
+    int id = 0;
+    while (id < nkernel_names && strcmp(kernel_names[id], kernel)) id++;
+    if (id == nkernel_names && id < MAX_KERNEL_NAMES) {
+        snprintf(kernel_names[id], sizeof kernel_names[id], "%s", kernel);
+        nkernel_names++;
     }
+    pthread_mutex_unlock(&slot_mu);
+    return id < MAX_KERNEL_NAMES ? id : -1;
+}
+
+extern "C" cu_error_slot *cu_error_slot_device(int dev) {
+    pthread_mutex_lock(&slot_mu);
+    if (!slot_dev[dev]) {
+        void *h = NULL, *d = NULL;
+        cudaSetDevice(dev);
+        if (cudaHostAlloc(&h, sizeof(cu_error_slot), cudaHostAllocMapped) == cudaSuccess &&
+            cudaHostGetDevicePointer(&d, h, 0) == cudaSuccess) {
+            memset(h, 0, sizeof(cu_error_slot));
+            slot_host[dev] = (cu_error_slot *)h;
+            slot_dev[dev] = (cu_error_slot *)d;
+        }
+    }
+    cu_error_slot *d = slot_dev[dev];
+    pthread_mutex_unlock(&slot_mu);
+    return d;
+}
+
+/* After a host sync: the first data-dependent error a kernel reported. */
+static int take_kernel_error(int dev, char *err, size_t errlen) {
+    volatile cu_error_slot *s = slot_host[dev];
+    if (!s || s->code <= 0) return 0;
+    int code = s->code, k = s->kernel;
+    long long a = s->a, b = s->b;
+    const char *name = k >= 0 && k < nkernel_names ? kernel_names[k] : "a kernel";
+    switch (code) {
+    case CU_ERR_INDEX_RANGE:
+        snprintf(err, errlen, "gpu(%d): %s: index %lld out of range for a dim of size %lld", dev, name, a, b);
+        break;
+    case CU_ERR_INT_DIV_ZERO: snprintf(err, errlen, "gpu(%d): %s: integer division by zero", dev, name); break;
+    case CU_ERR_VALUE_RANGE:
+        snprintf(err, errlen, "gpu(%d): %s: value %lld does not fit the dtype", dev, name, a);
+        break;
+    default: snprintf(err, errlen, "gpu(%d): %s failed (code %d)", dev, name, code);
+    }
+    s->code = 0; /* reported once */
+    return 1;
+}
+
+/* ---- streams and events ------------------------------------------------------------ */
+
+static void cuda_use_device(int dev) {
+    int cur = -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || cur != dev) cudaSetDevice(dev);
+}
+
+static int cuda_stream_create(int dev, void **stream, char *err, size_t errlen) {
+    cudaStream_t s;
+    CU_FAIL(cudaSetDevice(dev), dev, "cannot select the device");
+    CU_FAIL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), dev, "cannot create a stream");
     *stream = (void *)s;
     return 0;
 }
 
-static void cuda_stream_destroy(int dev_id, void *stream) {
-    cudaSetDevice(dev_id);
+static void cuda_stream_destroy(int dev, void *stream) {
+    cudaSetDevice(dev);
     cudaStreamDestroy((cudaStream_t)stream);
 }
 
-static int cuda_op_finish(int dev_id, void *stream, char *err, size_t errlen) {
-    cudaEvent_t ev;
-    cudaError_t rc = cudaSetDevice(dev_id);
-    if (rc == cudaSuccess) rc = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
-    if (rc == cudaSuccess) {
-        rc = cudaEventRecord(ev, (cudaStream_t)stream);
-        if (rc == cudaSuccess) rc = cudaEventSynchronize(ev);
-        cudaEventDestroy(ev);
+static int cuda_event_create(int dev, void **ev, char *err, size_t errlen) {
+    cudaEvent_t e;
+    CU_FAIL(cudaSetDevice(dev), dev, "cannot select the device");
+    CU_FAIL(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), dev, "cannot create an event");
+    *ev = (void *)e;
+    return 0;
+}
+
+static void cuda_event_destroy(int dev, void *ev) {
+    cudaSetDevice(dev);
+    cudaEventDestroy((cudaEvent_t)ev);
+}
+
+static int cuda_event_record(int dev, void *ev, void *stream, char *err, size_t errlen) {
+    CU_FAIL(cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream), dev, "cannot record an event");
+    return 0;
+}
+
+static int cuda_stream_wait_event(int dev, void *stream, void *ev, char *err, size_t errlen) {
+    CU_FAIL(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)ev, 0), dev, "cannot wait for an event");
+    return 0;
+}
+
+static int cuda_event_sync(int dev, void *ev, char *err, size_t errlen) {
+    CU_FAIL(cudaEventSynchronize((cudaEvent_t)ev), dev, "GPU work failed");
+    return take_kernel_error(dev, err, errlen);
+}
+
+static int cuda_device_sync(int dev, char *err, size_t errlen) {
+    CU_FAIL(cudaSetDevice(dev), dev, "cannot select the device");
+    CU_FAIL(cudaDeviceSynchronize(), dev, "GPU work failed");
+    return take_kernel_error(dev, err, errlen);
+}
+
+static int cuda_op_check(int dev, void *stream, char *err, size_t errlen) {
+    (void)stream;
+    CU_FAIL(cudaGetLastError(), dev, "kernel launch failed");
+    return 0;
+}
+
+static int cuda_host_fn(int dev, void *stream, void (*fn)(void *), void *arg, char *err, size_t errlen) {
+    CU_FAIL(cudaLaunchHostFunc((cudaStream_t)stream, fn, arg), dev, "cannot queue a host function");
+    return 0;
+}
+
+/* ---- memory -------------------------------------------------------------------------- */
+
+static int cuda_mem_alloc(int dev, size_t nbytes, void **ptr, char *err, size_t errlen) {
+    CU_FAIL(cudaSetDevice(dev), dev, "cannot select the device");
+    cudaError_t rc = cudaMalloc(ptr, nbytes ? nbytes : 1);
+    if (rc == cudaErrorMemoryAllocation) {
+        cudaGetLastError(); /* not sticky: clear it */
+        snprintf(err, errlen, "gpu(%d): out of memory", dev);
+        return 1;
     }
+    CU_FAIL(rc, dev, "cannot allocate device memory");
+    return 0;
+}
+
+static void cuda_mem_free(int dev, void *ptr) {
+    cudaSetDevice(dev);
+    cudaFree(ptr);
+}
+
+static void cuda_mem_info(int dev, size_t *free_bytes, size_t *total_bytes) {
+    *free_bytes = *total_bytes = 0;
+    if (cudaSetDevice(dev) != cudaSuccess || cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess) {
+        cudaGetLastError();
+        *free_bytes = *total_bytes = 0;
+    }
+}
+
+static int cuda_host_alloc_pinned(size_t nbytes, void **ptr, char *err, size_t errlen) {
+    cudaError_t rc = cudaHostAlloc(ptr, nbytes ? nbytes : 1, cudaHostAllocPortable);
     if (rc != cudaSuccess) {
-        snprintf(err, errlen, "gpu(%d): %s", dev_id, cudaGetErrorString(rc));
+        cudaGetLastError();
+        snprintf(err, errlen, "cannot allocate %zu bytes of pinned host memory: %s", nbytes, cudaGetErrorString(rc));
         return 1;
     }
     return 0;
 }
 
+static void cuda_host_free_pinned(void *ptr) { cudaFreeHost(ptr); }
+
+static int cuda_memcpy_async(int dev, void *dst, const void *src, size_t nbytes, int kind, void *stream,
+                             char *err, size_t errlen) {
+    cudaMemcpyKind k = kind == DEV_COPY_H2D ? cudaMemcpyHostToDevice
+                     : kind == DEV_COPY_D2H ? cudaMemcpyDeviceToHost
+                                            : cudaMemcpyDeviceToDevice;
+    CU_FAIL(cudaMemcpyAsync(dst, src, nbytes, k, (cudaStream_t)stream), dev, "copy failed");
+    return 0;
+}
+
 extern "C" const device_backend ordo_cuda_backend = {
+    "cuda",
     cuda_count,
+    cuda_use_device,
     cuda_stream_create,
     cuda_stream_destroy,
-    cuda_op_finish,
+    cuda_event_create,
+    cuda_event_destroy,
+    cuda_event_record,
+    cuda_stream_wait_event,
+    cuda_event_sync,
+    cuda_device_sync,
+    cuda_op_check,
+    cuda_host_fn,
+    cuda_mem_alloc,
+    cuda_mem_free,
+    cuda_mem_info,
+    cuda_host_alloc_pinned,
+    cuda_host_free_pinned,
+    cuda_memcpy_async,
 };

@@ -1,0 +1,151 @@
+/*
+ * cuda_internal.cuh - shared helpers of the CUDA kernels (the .cu files beside it).
+ *
+ * A CUDA kernel registered with ordo_kernel_register(name, ORDO_GPU, fn) is
+ * a host function with the CPU kernels' ABI (src/ordo_kernel.h): it runs on
+ * a GPU worker thread, sees the same views (their data pointers are device
+ * pointers), validates them on the host with the CPU kernels' checks
+ * (kernels/cpu/cpu_internal.h: same messages on both devices), and queues
+ * its work on the worker's stream, rc->stream.  It never synchronises: the
+ * engine orders ops across streams with CUDA events (DESIGN section 2).
+ *
+ * Errors that depend on the data (an index out of range, an integer
+ * division by zero) cannot fail the op without a host wait.  A kernel
+ * reports them through the device's error slot (cu_error_slot below); the
+ * backend reads the slot whenever the host synchronises with the device and
+ * fails that wait with the message - the way CUDA reports asynchronous
+ * errors, but without losing the context.
+ */
+#ifndef ORDO_CUDA_INTERNAL_CUH
+#define ORDO_CUDA_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "../cpu/cpu_internal.h"
+}
+
+/* ---- the worker's stream ------------------------------------------------ */
+
+static inline cudaStream_t cu_stream(const ordo_run_ctx *rc) { return (cudaStream_t)rc->stream; }
+
+/* After queuing kernels: a launch error (bad configuration, no kernel image
+ * for this GPU) fails the op, naming the kernel. */
+static inline int cu_check_launch(const ordo_run_ctx *rc, const char *kernel) {
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) return 0;
+    return ordo_fail(rc, "%s: CUDA launch failed: %s", kernel, cudaGetErrorString(e));
+}
+
+/* ---- views on the device -------------------------------------------------- */
+
+/* An ordo_view passed to a kernel by value (a few hundred bytes of kernel
+ * parameters; the limit is 4 KiB). */
+struct cu_view {
+    char *data;
+    int ndim;
+    int64_t shape[ORDO_MAX_DIMS];
+    int64_t strides[ORDO_MAX_DIMS]; /* elements */
+};
+
+static inline cu_view cu_view_of(const ordo_view *v) {
+    cu_view c;
+    c.data = (char *)v->data;
+    c.ndim = v->ndim;
+    for (int d = 0; d < ORDO_MAX_DIMS; d++) {
+        c.shape[d] = d < v->ndim ? v->shape[d] : 1;
+        c.strides[d] = d < v->ndim ? v->strides[d] : 0;
+    }
+    return c;
+}
+
+/* Element offset (in elements) of the i-th element in row-major order. */
+__host__ __device__ static inline int64_t cu_offset(const cu_view &v, int64_t i) {
+    int64_t off = 0;
+    for (int d = v.ndim - 1; d >= 0; d--) {
+        int64_t s = v.shape[d];
+        off += (i % s) * v.strides[d];
+        i /= s;
+    }
+    return off;
+}
+
+/* ---- launch shapes ---------------------------------------------------------- */
+
+#define CU_THREADS 256
+
+/* Blocks for a grid-stride loop over n elements: enough to fill the GPU,
+ * never more than the grid allows. */
+static inline unsigned cu_blocks(int64_t n) {
+    int64_t b = (n + CU_THREADS - 1) / CU_THREADS;
+    if (b < 1) b = 1;
+    if (b > 65535 * 8) b = 65535 * 8;
+    return (unsigned)b;
+}
+
+#define CU_GRID_STRIDE(i, n) \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)blockDim.x * gridDim.x)
+
+/* ---- dtype dispatch ---------------------------------------------------------- */
+
+/* Runs the statement with T bound to the C type of dtype; default: fails. */
+#define CU_DISPATCH(rc, kernel, dtype, T, ...)                      \
+    switch (dtype) {                                                \
+    case ORDO_F32: { typedef float T; __VA_ARGS__; } break;         \
+    case ORDO_F64: { typedef double T; __VA_ARGS__; } break;        \
+    case ORDO_I32: { typedef int32_t T; __VA_ARGS__; } break;       \
+    case ORDO_I64: { typedef int64_t T; __VA_ARGS__; } break;       \
+    case ORDO_U8: { typedef uint8_t T; __VA_ARGS__; } break;        \
+    default: return cpu_fail_dtype((rc), (kernel), (dtype));        \
+    }
+
+#define CU_DISPATCH_FLOAT(rc, kernel, dtype, T, ...)                \
+    switch (dtype) {                                                \
+    case ORDO_F32: { typedef float T; __VA_ARGS__; } break;         \
+    case ORDO_F64: { typedef double T; __VA_ARGS__; } break;        \
+    default: return cpu_fail_dtype((rc), (kernel), (dtype));        \
+    }
+
+/* ---- data-dependent errors ---------------------------------------------------- */
+
+enum {
+    CU_ERR_NONE = 0,
+    CU_ERR_INDEX_RANGE = 1,   /* a = index, b = size of the dim */
+    CU_ERR_INT_DIV_ZERO = 2,  /* integer division by zero */
+    CU_ERR_VALUE_RANGE = 3    /* a value does not fit the dtype */
+};
+
+/* One per device, in mapped page-locked host memory: kernels write it
+ * through its device address, the host reads it without a copy. */
+struct cu_error_slot {
+    int code;       /* first error wins (atomicCAS from 0) */
+    int kernel;     /* which kernel: an index into the names given to cu_error_name */
+    long long a, b; /* details, see the codes */
+};
+
+/* The device address of gpu(dev)'s slot (created at the first call). */
+extern "C" cu_error_slot *cu_error_slot_device(int dev_id);
+/* Numbers a kernel name for the slot (interned once per name). */
+extern "C" int cu_error_kernel_id(const char *kernel);
+
+__device__ static inline void cu_report(cu_error_slot *slot, int code, int kernel, long long a, long long b) {
+    if (atomicCAS(&slot->code, 0, -1) == 0) { /* -1: being written */
+        slot->kernel = kernel;
+        slot->a = a;
+        slot->b = b;
+        __threadfence_system();
+        atomicExch(&slot->code, code);
+    }
+}
+
+/* ---- registration --------------------------------------------------------------- */
+
+/* Each .cu file registers its kernels for ORDO_GPU with a function named
+ * cuda_register_<file>(); register.cu calls them all. */
+static inline void cu_register_table(const cpu_kernel_entry *t, int n) {
+    for (int i = 0; i < n; i++) ordo_kernel_register(t[i].name, ORDO_GPU, t[i].fn);
+}
+#define CU_REGISTER_TABLE(t) cu_register_table((t), (int)(sizeof(t) / sizeof((t)[0])))
+
+#endif

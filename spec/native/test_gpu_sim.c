@@ -1,0 +1,380 @@
+/*
+ * test_gpu_sim.c - the engine's GPU scheduling on the simulated device.
+ *
+ * GPU ops complete for the engine as soon as their function has queued work
+ * on a stream; the work itself runs later, and the ordering between streams
+ * and with the host comes from the events left on vars (var_events.c).  The
+ * simulated device (src/device_sim.c) runs each stream on its own thread
+ * with random delays, so every ordering mistake - a missing stream wait, a
+ * host op that does not block on the GPU, a copy overwriting a buffer that
+ * a compute stream still reads - shows up as a wrong value.
+ *
+ * The main test is the random workload of test_random.c moved onto the
+ * GPU: ops read 2..19 random vars and write one, and are placed at random
+ * on the host (cpu(0)), on gpu(0) or gpu(1) compute workers, on their copy
+ * workers (COPY_TO/FROM_GPU), on the GPU priority worker, or as async GPU
+ * ops completed from another thread.  GPU ops run their body on the stream
+ * (backend host_fn), so the body runs whenever the stream gets to it.  The
+ * result must equal the serial oracle bit for bit, on every engine kind.
+ */
+#include "harness.h"
+#include "test_util.h"
+
+#include "../../src/device.h"
+
+#define NVARS 100
+#define MAX_READS 19
+
+typedef struct {
+    double *data;
+    int nr;
+    unsigned char r[MAX_READS];
+    unsigned char w;
+    int spin_ns;
+} gop;
+
+static atomic_long bodies_run;
+
+static void gop_apply(const gop *p, double *data) {
+    double s = 0;
+    for (int i = 0; i < p->nr; i++) s += data[p->r[i]];
+    data[p->w] = s / (p->nr + 1);
+}
+
+static void gop_body(void *arg) {
+    gop *p = arg;
+    gop_apply(p, p->data);
+    spin_us(p->spin_ns / 1000.0);
+    atomic_fetch_add(&bodies_run, 1);
+    free(p);
+}
+
+/* Host ops run their body at once: the engine must have made the host wait
+ * for every GPU write they read (and every GPU read of what they write). */
+static int host_fn(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    gop *copy = malloc(sizeof *copy);
+    memcpy(copy, param, sizeof *copy);
+    gop_body(copy);
+    return 0;
+}
+
+/* GPU ops queue their body on the stream, as a kernel launch would; the
+ * param is freed when the op completes, so the stream gets its own copy. */
+static int gpu_fn(const ordo_run_ctx *rc, void *param) {
+    gop *copy = malloc(sizeof *copy);
+    memcpy(copy, param, sizeof *copy);
+    char err[256];
+    if (ordo_device_backend()->host_fn(rc->ctx.dev_id, rc->stream, gop_body, copy, err, sizeof err))
+        return ordo_fail(rc, "%s", err);
+    return 0;
+}
+
+static completer_t *async_completer;
+static void nothing(void *arg) { (void)arg; }
+static void gpu_async_fn(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    int rv = gpu_fn(rc, param);
+    completer_submit(async_completer, done, nothing, NULL, rv ? "queueing failed" : NULL, 2);
+}
+
+typedef struct {
+    int kind, workers, gpu_workers, copy_workers;
+} sim_cfg;
+
+static ordo_engine *sim_engine(sim_cfg c) {
+    ordo_engine_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.kind = c.kind;
+    cfg.cpu_workers = c.workers;
+    cfg.gpu_workers = c.gpu_workers;
+    cfg.gpu_copy_workers = c.copy_workers;
+    ordo_engine *e = ordo_engine_create(&cfg);
+    if (!e) fprintf(stderr, "    ordo_engine_create failed: %s\n", ordo_last_error());
+    return e;
+}
+
+static void random_gpu_round(sim_cfg c, int rounds, long nops, uint64_t seed) {
+    rng_t g;
+    rng_init(&g, seed ^ ((uint64_t)c.kind << 40) ^ ((uint64_t)c.workers << 32) ^ ((uint64_t)c.gpu_workers << 48));
+    ordo_engine *e = sim_engine(c);
+    CHECK(e != NULL);
+    if (!e) return;
+    completer_t comp;
+    completer_start(&comp, 2);
+    async_completer = &comp;
+    ordo_var *vars[NVARS];
+    for (int i = 0; i < NVARS; i++) vars[i] = ordo_new_variable(e);
+    double *data = malloc(sizeof(double) * NVARS), *oracle = malloc(sizeof(double) * NVARS);
+    long bad = 0, push_errors = 0, placed[7] = {0};
+    for (int round = 0; round < rounds; round++) {
+        for (int i = 0; i < NVARS; i++) data[i] = oracle[i] = 1.0 + (double)rng_range(&g, 0, 1 << 20) / (1 << 20);
+        atomic_store(&bodies_run, 0);
+        for (long i = 0; i < nops; i++) {
+            gop op;
+            op.data = data;
+            op.nr = rng_range(&g, 2, MAX_READS);
+            for (int k = 0; k < op.nr; k++) op.r[k] = (unsigned char)rng_range(&g, 0, NVARS - 1);
+            op.w = (unsigned char)rng_range(&g, 0, NVARS - 1);
+            op.spin_ns = rng_range(&g, 0, 3) * 1000;
+            gop_apply(&op, oracle);
+            ordo_var *r[MAX_READS], *w[1] = {vars[op.w]};
+            for (int k = 0; k < op.nr; k++) r[k] = vars[op.r[k]];
+            int where = rng_range(&g, 0, 6), rc;
+            placed[where]++;
+            ordo_ctx gpu = {ORDO_GPU, rng_range(&g, 0, 1)};
+            gop *p = malloc(sizeof *p);
+            *p = op;
+            switch (where) {
+            case 0: /* host */
+                rc = ordo_push_sync(e, host_fn, p, free, cpu_ctx(0), r, op.nr, w, 1, ORDO_PROP_NORMAL, 0, "host");
+                break;
+            case 1: case 2: /* compute workers */
+                rc = ordo_push_sync(e, gpu_fn, p, free, gpu, r, op.nr, w, 1, ORDO_PROP_NORMAL, 0, "gpu");
+                break;
+            case 3:
+                rc = ordo_push_sync(e, gpu_fn, p, free, gpu, r, op.nr, w, 1, ORDO_PROP_COPY_TO_GPU, 0, "h2d");
+                break;
+            case 4:
+                rc = ordo_push_sync(e, gpu_fn, p, free, gpu, r, op.nr, w, 1, ORDO_PROP_COPY_FROM_GPU, 0, "d2h");
+                break;
+            case 5:
+                rc = ordo_push_sync(e, gpu_fn, p, free, gpu, r, op.nr, w, 1, ORDO_PROP_GPU_PRIORITIZED,
+                                    rng_range(&g, -3, 3), "gpu-prio");
+                break;
+            default:
+                rc = ordo_push_async(e, gpu_async_fn, p, free, gpu, r, op.nr, w, 1, ORDO_PROP_NORMAL, 0, "gpu-async");
+                break;
+            }
+            if (rc != ORDO_OK) {
+                push_errors++;
+                free(p);
+            }
+        }
+        /* A host wait on one var must see its GPU writes done... */
+        int probe = rng_range(&g, 0, NVARS - 1);
+        CHECK_EQ_LONG(ordo_wait_for_var(e, vars[probe]), ORDO_OK);
+        /* ...and wait_for_all every op's GPU work. */
+        CHECK_EQ_LONG(ordo_wait_for_all(e), ORDO_OK);
+        CHECK_EQ_LONG(atomic_load(&bodies_run), nops);
+        for (int i = 0; i < NVARS; i++)
+            if (data[i] != oracle[i]) bad++;
+    }
+    CHECK_EQ_LONG(push_errors, 0);
+    CHECK_MSG(bad == 0, "%ld values differ from the serial oracle", bad);
+    for (int i = 0; i < NVARS; i++) ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), vars[i]);
+    ordo_engine_destroy(e);
+    completer_stop(&comp);
+    free(data);
+    free(oracle);
+}
+
+static void run_configs(int kind) {
+    static const sim_cfg cfgs[] = {{0, 1, 1, 1}, {0, 2, 2, 1}, {0, 4, 2, 2}};
+    for (int i = 0; i < ARRAY_LEN(cfgs); i++) {
+        sim_cfg c = cfgs[i];
+        c.kind = kind;
+        double t0 = now_s();
+        long nops = scaled(3000, 300);
+        random_gpu_round(c, 3, nops, test_seed());
+        printf("    %s cpu=%d gpu=%d copy=%d: 3 x %ld ops in %.2f s\n", kind_str(kind), c.workers, c.gpu_workers,
+               c.copy_workers, nops, now_s() - t0);
+    }
+}
+
+static void test_random_gpu_naive(void) { run_configs(ORDO_ENGINE_NAIVE); }
+static void test_random_gpu_pooled(void) { run_configs(ORDO_ENGINE_POOLED); }
+static void test_random_gpu_perdevice(void) { run_configs(ORDO_ENGINE_PER_DEVICE); }
+
+/* ---- no host sync per op ---------------------------------------------------------- */
+
+typedef struct {
+    atomic_int *done;
+    double ms;
+} slow_arg;
+
+static void slow_body(void *arg) {
+    slow_arg *a = arg;
+    sleep_ms(a->ms);
+    atomic_fetch_add(a->done, 1);
+    free(a);
+}
+
+static atomic_int slow_done;
+static int slow_gpu_fn(const ordo_run_ctx *rc, void *param) {
+    slow_arg *a = malloc(sizeof *a);
+    a->done = &slow_done;
+    a->ms = *(double *)param;
+    char err[256];
+    if (ordo_device_backend()->host_fn(rc->ctx.dev_id, rc->stream, slow_body, a, err, sizeof err))
+        return ordo_fail(rc, "%s", err);
+    return 0;
+}
+
+/* A chain of GPU ops on one var: the engine retires each op as soon as it is
+ * queued (pending drops to 0 while the stream is still busy), the stream
+ * runs them in order, and a wait on the var returns only after the last. */
+static void test_gpu_ops_complete_without_host_sync(void) {
+    sim_cfg c = {ORDO_ENGINE_PER_DEVICE, 1, 1, 1};
+    ordo_engine *e = sim_engine(c);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *v = ordo_new_variable(e);
+    ordo_ctx gpu = {ORDO_GPU, 0};
+    static double ms = 5;
+    atomic_store(&slow_done, 0);
+    const int n = 40;
+    double t0 = now_s();
+    for (int i = 0; i < n; i++)
+        CHECK_EQ_LONG(ordo_push_sync(e, slow_gpu_fn, &ms, NULL, gpu, NULL, 0, &v, 1, 0, 0, "slow"), ORDO_OK);
+    while (ordo_engine_pending(e) > 0 && now_s() - t0 < 10) sleep_ms(0.2);
+    int done_when_retired = atomic_load(&slow_done);
+    CHECK_MSG(done_when_retired < n / 2, "the engine waited for the GPU: %d of %d bodies done when all ops had retired",
+              done_when_retired, n);
+    CHECK_EQ_LONG(ordo_wait_for_var(e, v), ORDO_OK);
+    CHECK_EQ_LONG(atomic_load(&slow_done), n);
+    CHECK_EQ_LONG((long)ordo_var_version(v), n);
+    ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), v);
+    ordo_engine_destroy(e);
+}
+
+/* ---- write after read across streams --------------------------------------------- */
+
+typedef struct {
+    double *src;
+    double *seen;
+} read_arg;
+
+static void read_body(void *arg) {
+    read_arg *a = arg;
+    sleep_ms(20); /* a long read: a writer that does not wait for it would overtake it */
+    *a->seen = *a->src;
+    free(a);
+}
+
+static int gpu_read_fn(const ordo_run_ctx *rc, void *param) {
+    read_arg *a = malloc(sizeof *a);
+    *a = *(read_arg *)param;
+    char err[256];
+    if (ordo_device_backend()->host_fn(rc->ctx.dev_id, rc->stream, read_body, a, err, sizeof err))
+        return ordo_fail(rc, "%s", err);
+    return 0;
+}
+
+static int host_write_fn(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    *(double *)param = 2.0;
+    return 0;
+}
+
+static void test_write_waits_for_gpu_readers(void) {
+    sim_cfg c = {ORDO_ENGINE_PER_DEVICE, 2, 2, 1};
+    ordo_engine *e = sim_engine(c);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *v = ordo_new_variable(e), *out1 = ordo_new_variable(e), *out2 = ordo_new_variable(e);
+    double x = 1.0, seen1 = 0, seen2 = 0;
+    read_arg a1 = {&x, &seen1}, a2 = {&x, &seen2};
+    ordo_ctx gpu = {ORDO_GPU, 0};
+    /* two readers (maybe on two streams), then a host writer, then a copy-stream writer */
+    CHECK_EQ_LONG(ordo_push_sync(e, gpu_read_fn, &a1, NULL, gpu, &v, 1, &out1, 1, 0, 0, "read1"), ORDO_OK);
+    CHECK_EQ_LONG(ordo_push_sync(e, gpu_read_fn, &a2, NULL, gpu, &v, 1, &out2, 1, ORDO_PROP_COPY_FROM_GPU, 0, "read2"),
+                  ORDO_OK);
+    CHECK_EQ_LONG(ordo_push_sync(e, host_write_fn, &x, NULL, cpu_ctx(0), NULL, 0, &v, 1, 0, 0, "write"), ORDO_OK);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), ORDO_OK);
+    CHECK(seen1 == 1.0);
+    CHECK(seen2 == 1.0);
+    CHECK(x == 2.0);
+    ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), v);
+    ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), out1);
+    ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), out2);
+    ordo_engine_destroy(e);
+}
+
+/* ---- asynchronous GPU failures ------------------------------------------------------ */
+
+static int failing_gpu_fn(const ordo_run_ctx *rc, void *param) {
+    (void)param;
+    return ordo_device_sim_inject_error(rc->stream, "illegal memory access (injected)") ? ordo_fail(rc, "inject") : 0;
+}
+
+/* A kernel fault shows after the op completed for the engine: the first
+ * host wait that covers it reports it, once, and the engine goes on. */
+static void test_async_gpu_failure_reported_once(void) {
+    for (int kind = ORDO_ENGINE_NAIVE; kind <= ORDO_ENGINE_PER_DEVICE; kind++) {
+        sim_cfg c = {kind, 1, 1, 1};
+        ordo_engine *e = sim_engine(c);
+        CHECK(e != NULL);
+        if (!e) return;
+        ordo_var *v = ordo_new_variable(e);
+        ordo_ctx gpu = {ORDO_GPU, 0};
+        int rc = ordo_push_sync(e, failing_gpu_fn, NULL, NULL, gpu, NULL, 0, &v, 1, 0, 0, "faulty_kernel");
+        int w = ordo_wait_for_var(e, v);
+        if (kind == ORDO_ENGINE_NAIVE) {
+            /* naive waits at each GPU op: the fault fails the op itself */
+            CHECK_EQ_LONG(rc, ORDO_OK);
+            CHECK_EQ_LONG(w, ORDO_ERR_FAILED);
+        } else {
+            CHECK_EQ_LONG(rc, ORDO_OK);
+            CHECK_EQ_LONG(w, ORDO_ERR_FAILED);
+        }
+        CHECK_MSG(strstr(ordo_last_error(), "illegal memory access"), "message: %s", ordo_last_error());
+        CHECK_EQ_LONG(ordo_wait_for_var(e, v), ORDO_OK);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), ORDO_OK);
+        /* still works */
+        atomic_store(&slow_done, 0);
+        static double ms = 1;
+        CHECK_EQ_LONG(ordo_push_sync(e, slow_gpu_fn, &ms, NULL, gpu, NULL, 0, &v, 1, 0, 0, "after"), ORDO_OK);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), ORDO_OK);
+        CHECK_EQ_LONG(atomic_load(&slow_done), 1);
+        ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), v);
+        ordo_engine_destroy(e);
+    }
+}
+
+/* ---- devices --------------------------------------------------------------------- */
+
+static void test_gpu_contexts_checked(void) {
+    ordo_engine *e = sim_engine((sim_cfg){ORDO_ENGINE_PER_DEVICE, 1, 1, 1});
+    CHECK(e != NULL);
+    if (!e) return;
+    CHECK_EQ_LONG(ordo_gpu_count(), 2);
+    ordo_var *v = ordo_new_variable(e);
+    static double ms = 0;
+    ordo_ctx bad = {ORDO_GPU, 2};
+    CHECK_EQ_LONG(ordo_push_sync(e, slow_gpu_fn, &ms, NULL, bad, NULL, 0, &v, 1, 0, 0, "x"), ORDO_ERR_NO_DEVICE);
+    CHECK_MSG(strstr(ordo_last_error(), "gpu(2) does not exist"), "message: %s", ordo_last_error());
+    ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), v);
+    ordo_engine_destroy(e);
+}
+
+/* Destroying the engine finishes the GPU work its ops queued (rule 11). */
+static void test_destroy_finishes_gpu_work(void) {
+    ordo_engine *e = sim_engine((sim_cfg){ORDO_ENGINE_PER_DEVICE, 1, 2, 1});
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *v = ordo_new_variable(e);
+    static double ms = 3;
+    atomic_store(&slow_done, 0);
+    for (int i = 0; i < 10; i++)
+        ordo_push_sync(e, slow_gpu_fn, &ms, NULL, (ordo_ctx){ORDO_GPU, i & 1}, NULL, 0, &v, 1, 0, 0, "slow");
+    ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), v);
+    ordo_engine_destroy(e);
+    CHECK_EQ_LONG(atomic_load(&slow_done), 10);
+}
+
+int main(void) {
+    ordo_device_use_simulated(2);
+    /* Streams drift up to 20 us per item against each other and the host. */
+    ordo_device_sim_configure(TEST_UNDER_SANITIZER ? 5000 : 20000, 0);
+    printf("# seed %#llx (set ORDO_TEST_SEED to change), scale %g; simulated GPUs: %d\n",
+           (unsigned long long)test_seed(), test_scale(), ordo_gpu_count());
+    TEST(test_gpu_contexts_checked);
+    TEST(test_gpu_ops_complete_without_host_sync);
+    TEST(test_write_waits_for_gpu_readers);
+    TEST(test_async_gpu_failure_reported_once);
+    TEST(test_destroy_finishes_gpu_work);
+    TEST(test_random_gpu_naive);
+    TEST(test_random_gpu_pooled);
+    TEST(test_random_gpu_perdevice);
+    return harness_end();
+}

@@ -1,0 +1,448 @@
+/*
+ * device_sim.c - a simulated GPU: streams are host threads, device memory
+ * is host memory.
+ *
+ * Why it exists: the engine's GPU scheduling (work queued on streams,
+ * events between streams, copies on their own streams, blocks reused by
+ * the caching allocator after their last user) is the part of the CUDA
+ * backend that can be wrong in ways no single-threaded test shows.  With
+ * the simulator it runs on any machine, under ThreadSanitizer and
+ * AddressSanitizer, with random delays that widen every race window.
+ * It is a test device, chosen only on request (device.c); nothing in it
+ * pretends to be fast.
+ *
+ * The model follows CUDA's semantics, not its implementation:
+ *  - a stream is a FIFO of items run one at a time by the stream's thread;
+ *  - event_record queues a "record" item; an event's generation counts its
+ *    records, and it is complete up to the last record item that ran;
+ *  - stream_wait_event captures the event's latest generation at the call
+ *    (as cudaStreamWaitEvent does) and queues an item that blocks the
+ *    stream until that generation has completed;
+ *  - event_sync blocks the caller the same way; device_sync waits until
+ *    every stream of the device has run everything queued.
+ * Asynchronous failures (ordo_device_sim_inject_error) travel like CUDA's:
+ * the next event recorded on that stream carries the message, and the
+ * first host wait on it reports it.
+ */
+#include "device.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SIM_MAX_DEVICES 16
+
+typedef struct sim_event sim_event;
+typedef struct sim_stream sim_stream;
+
+enum { IT_FN, IT_WAIT, IT_RECORD, IT_COPY, IT_FAIL, IT_STOP };
+
+typedef struct item {
+    struct item *next;
+    int kind;
+    void (*fn)(void *);
+    void *arg;
+    sim_event *ev;
+    uint64_t gen;
+    void *dst;
+    const void *src;
+    size_t n;
+    char *msg;
+} item;
+
+struct sim_event {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t recorded;  /* records queued */
+    uint64_t completed; /* records that ran */
+    char *error;        /* carried by the last completed record */
+};
+
+struct sim_stream {
+    int dev;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* items arrived */
+    pthread_cond_t idle_cv; /* queue drained */
+    item *head, *tail;
+    int busy;               /* an item is running */
+    char *pending_error;    /* given to the next recorded event */
+    sim_stream *next;       /* the device's streams */
+};
+
+static struct {
+    int ndev;
+    unsigned delay_ns;
+    size_t mem_limit;
+    pthread_mutex_t mu; /* streams list and memory accounting */
+    sim_stream *streams;
+    size_t used[SIM_MAX_DEVICES];
+} sim = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void ordo_device_sim_configure(unsigned delay_ns, size_t mem_limit) {
+    pthread_mutex_lock(&sim.mu);
+    sim.delay_ns = delay_ns;
+    sim.mem_limit = mem_limit;
+    pthread_mutex_unlock(&sim.mu);
+}
+
+static int bad_dev(int dev, char *err, size_t errlen) {
+    if (dev >= 0 && dev < sim.ndev) return 0;
+    snprintf(err, errlen, "gpu(%d) does not exist (%d simulated device%s)", dev, sim.ndev, sim.ndev == 1 ? "" : "s");
+    return 1;
+}
+
+/* Busy work before an item: a random share of delay_ns, so streams drift
+ * against each other and against the host. */
+static void sim_delay(unsigned *seed) {
+    unsigned d = __atomic_load_n(&sim.delay_ns, __ATOMIC_RELAXED);
+    if (!d) return;
+    *seed = *seed * 1103515245u + 12345u;
+    uint64_t ns = (*seed >> 8) % d;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)(t.tv_nsec - t0.tv_nsec) < ns);
+}
+
+/* ---- streams ------------------------------------------------------------------ */
+
+static void event_complete(sim_event *ev, uint64_t gen, char *error) {
+    pthread_mutex_lock(&ev->mu);
+    if (gen > ev->completed) {
+        ev->completed = gen;
+        free(ev->error);
+        ev->error = error;
+        error = NULL;
+    }
+    pthread_cond_broadcast(&ev->cv);
+    pthread_mutex_unlock(&ev->mu);
+    free(error);
+}
+
+static void *stream_main(void *arg) {
+    sim_stream *s = arg;
+    unsigned seed = (unsigned)(uintptr_t)s;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->head) pthread_cond_wait(&s->cv, &s->mu);
+        item *it = s->head;
+        s->head = it->next;
+        if (!s->head) s->tail = NULL;
+        s->busy = 1;
+        pthread_mutex_unlock(&s->mu);
+
+        if (it->kind == IT_STOP) {
+            free(it);
+            return NULL;
+        }
+        sim_delay(&seed);
+        switch (it->kind) {
+        case IT_FN: it->fn(it->arg); break;
+        case IT_COPY: memmove(it->dst, it->src, it->n); break;
+        case IT_WAIT:
+            pthread_mutex_lock(&it->ev->mu);
+            while (it->ev->completed < it->gen) pthread_cond_wait(&it->ev->cv, &it->ev->mu);
+            pthread_mutex_unlock(&it->ev->mu);
+            break;
+        case IT_FAIL:
+            pthread_mutex_lock(&s->mu);
+            if (!s->pending_error) s->pending_error = it->msg, it->msg = NULL;
+            pthread_mutex_unlock(&s->mu);
+            break;
+        case IT_RECORD: {
+            pthread_mutex_lock(&s->mu);
+            char *error = s->pending_error;
+            s->pending_error = NULL;
+            pthread_mutex_unlock(&s->mu);
+            event_complete(it->ev, it->gen, error);
+            break;
+        }
+        }
+        free(it->msg);
+        free(it);
+
+        pthread_mutex_lock(&s->mu);
+        s->busy = 0;
+        if (!s->head) pthread_cond_broadcast(&s->idle_cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static int enqueue(sim_stream *s, item *it, char *err, size_t errlen) {
+    if (!it) {
+        snprintf(err, errlen, "gpu(%d): out of memory queuing work", s->dev);
+        return 1;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->tail) s->tail->next = it;
+    else s->head = it;
+    s->tail = it;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+static item *new_item(int kind) {
+    item *it = calloc(1, sizeof *it);
+    if (it) it->kind = kind;
+    return it;
+}
+
+static int sim_count(void) { return sim.ndev; }
+
+static void sim_use_device(int dev) { (void)dev; }
+
+static int sim_stream_create(int dev, void **out, char *err, size_t errlen) {
+    if (bad_dev(dev, err, errlen)) return 1;
+    sim_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "gpu(%d): out of memory for a stream", dev);
+        return 1;
+    }
+    s->dev = dev;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    pthread_cond_init(&s->idle_cv, NULL);
+    if (pthread_create(&s->thread, NULL, stream_main, s)) {
+        snprintf(err, errlen, "gpu(%d): cannot start a stream thread", dev);
+        free(s);
+        return 1;
+    }
+    pthread_mutex_lock(&sim.mu);
+    s->next = sim.streams;
+    sim.streams = s;
+    pthread_mutex_unlock(&sim.mu);
+    *out = s;
+    return 0;
+}
+
+/* Like cudaStreamDestroy, queued work still runs before the stream goes. */
+static void sim_stream_destroy(int dev, void *stream) {
+    (void)dev;
+    sim_stream *s = stream;
+    char err[64];
+    enqueue(s, new_item(IT_STOP), err, sizeof err);
+    pthread_join(s->thread, NULL);
+    pthread_mutex_lock(&sim.mu);
+    for (sim_stream **pp = &sim.streams; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    pthread_mutex_unlock(&sim.mu);
+    free(s->pending_error);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->idle_cv);
+    free(s);
+}
+
+/* ---- events ------------------------------------------------------------------- */
+
+static int sim_event_create(int dev, void **out, char *err, size_t errlen) {
+    if (bad_dev(dev, err, errlen)) return 1;
+    sim_event *ev = calloc(1, sizeof *ev);
+    if (!ev) {
+        snprintf(err, errlen, "gpu(%d): out of memory for an event", dev);
+        return 1;
+    }
+    pthread_mutex_init(&ev->mu, NULL);
+    pthread_cond_init(&ev->cv, NULL);
+    *out = ev;
+    return 0;
+}
+
+static void sim_event_destroy(int dev, void *e) {
+    (void)dev;
+    sim_event *ev = e;
+    pthread_mutex_destroy(&ev->mu);
+    pthread_cond_destroy(&ev->cv);
+    free(ev->error);
+    free(ev);
+}
+
+static int sim_event_record(int dev, void *e, void *stream, char *err, size_t errlen) {
+    (void)dev;
+    sim_event *ev = e;
+    item *it = new_item(IT_RECORD);
+    if (!it) return enqueue(stream, NULL, err, errlen);
+    it->ev = ev;
+    /* Generation taken and item queued under the stream's lock would not
+     * help: records of one event from two streams at once are a misuse
+     * (the engine records an event once per use), as in CUDA. */
+    pthread_mutex_lock(&ev->mu);
+    it->gen = ++ev->recorded;
+    pthread_mutex_unlock(&ev->mu);
+    return enqueue(stream, it, err, errlen);
+}
+
+static int sim_stream_wait_event(int dev, void *stream, void *e, char *err, size_t errlen) {
+    (void)dev;
+    sim_event *ev = e;
+    pthread_mutex_lock(&ev->mu);
+    uint64_t gen = ev->recorded;
+    pthread_mutex_unlock(&ev->mu);
+    if (gen == 0) return 0; /* never recorded: nothing to wait for (CUDA: likewise) */
+    item *it = new_item(IT_WAIT);
+    if (it) it->ev = ev, it->gen = gen;
+    return enqueue(stream, it, err, errlen);
+}
+
+static int sim_event_sync(int dev, void *e, char *err, size_t errlen) {
+    sim_event *ev = e;
+    pthread_mutex_lock(&ev->mu);
+    uint64_t gen = ev->recorded;
+    while (ev->completed < gen) pthread_cond_wait(&ev->cv, &ev->mu);
+    int rc = 0;
+    if (ev->error) {
+        snprintf(err, errlen, "gpu(%d): %s", dev, ev->error);
+        free(ev->error); /* reported once */
+        ev->error = NULL;
+        rc = 1;
+    }
+    pthread_mutex_unlock(&ev->mu);
+    return rc;
+}
+
+static int sim_device_sync(int dev, char *err, size_t errlen) {
+    if (bad_dev(dev, err, errlen)) return 1;
+    int rc = 0;
+    pthread_mutex_lock(&sim.mu);
+    for (sim_stream *s = sim.streams; s; s = s->next) {
+        if (s->dev != dev) continue;
+        pthread_mutex_lock(&s->mu);
+        while (s->head || s->busy) pthread_cond_wait(&s->idle_cv, &s->mu);
+        if (s->pending_error && !rc) {
+            snprintf(err, errlen, "gpu(%d): %s", dev, s->pending_error);
+            free(s->pending_error);
+            s->pending_error = NULL;
+            rc = 1;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    pthread_mutex_unlock(&sim.mu);
+    return rc;
+}
+
+static int sim_op_check(int dev, void *stream, char *err, size_t errlen) {
+    (void)dev, (void)stream, (void)err, (void)errlen;
+    return 0;
+}
+
+static int sim_host_fn(int dev, void *stream, void (*fn)(void *), void *arg, char *err, size_t errlen) {
+    (void)dev;
+    item *it = new_item(IT_FN);
+    if (it) it->fn = fn, it->arg = arg;
+    return enqueue(stream, it, err, errlen);
+}
+
+/* ---- memory ------------------------------------------------------------------- */
+
+/* A header before each block keeps its size for the accounting; 64 bytes so
+ * the block stays 64-byte aligned like device memory (256 on CUDA). */
+#define SIM_HDR 64
+
+static int sim_mem_alloc(int dev, size_t nbytes, void **ptr, char *err, size_t errlen) {
+    if (bad_dev(dev, err, errlen)) return 2;
+    pthread_mutex_lock(&sim.mu);
+    int full = sim.mem_limit && sim.used[dev] + nbytes > sim.mem_limit;
+    if (!full) sim.used[dev] += nbytes;
+    pthread_mutex_unlock(&sim.mu);
+    void *p = NULL;
+    if (!full && posix_memalign(&p, SIM_HDR, SIM_HDR + (nbytes ? nbytes : 1)) != 0) {
+        pthread_mutex_lock(&sim.mu);
+        sim.used[dev] -= nbytes;
+        pthread_mutex_unlock(&sim.mu);
+        full = 1;
+    }
+    if (full) {
+        snprintf(err, errlen, "gpu(%d): out of memory (simulated device)", dev);
+        return 1;
+    }
+    memcpy(p, &nbytes, sizeof nbytes);
+    *ptr = (char *)p + SIM_HDR;
+    return 0;
+}
+
+static void sim_mem_free(int dev, void *ptr) {
+    if (!ptr) return;
+    char *p = (char *)ptr - SIM_HDR;
+    size_t nbytes;
+    memcpy(&nbytes, p, sizeof nbytes);
+    pthread_mutex_lock(&sim.mu);
+    sim.used[dev] -= nbytes;
+    pthread_mutex_unlock(&sim.mu);
+    free(p);
+}
+
+static void sim_mem_info(int dev, size_t *free_bytes, size_t *total_bytes) {
+    pthread_mutex_lock(&sim.mu);
+    size_t total = sim.mem_limit, used = dev >= 0 && dev < sim.ndev ? sim.used[dev] : 0;
+    pthread_mutex_unlock(&sim.mu);
+    *total_bytes = total;
+    *free_bytes = total > used ? total - used : 0;
+}
+
+static int sim_host_alloc_pinned(size_t nbytes, void **ptr, char *err, size_t errlen) {
+    if (posix_memalign(ptr, 64, nbytes ? nbytes : 1) != 0) {
+        snprintf(err, errlen, "out of pinned host memory allocating %zu bytes", nbytes);
+        return 1;
+    }
+    return 0;
+}
+
+static void sim_host_free_pinned(void *ptr) { free(ptr); }
+
+static int sim_memcpy_async(int dev, void *dst, const void *src, size_t nbytes, int kind, void *stream,
+                            char *err, size_t errlen) {
+    (void)dev, (void)kind;
+    if (nbytes == 0) return 0;
+    item *it = new_item(IT_COPY);
+    if (it) it->dst = dst, it->src = src, it->n = nbytes;
+    return enqueue(stream, it, err, errlen);
+}
+
+/* ---- for tests ----------------------------------------------------------------- */
+
+/* Queues an asynchronous failure on stream (as a faulting kernel would):
+ * the next event recorded there reports msg to the first host wait. */
+int ordo_device_sim_inject_error(void *stream, const char *msg) {
+    char err[64];
+    item *it = new_item(IT_FAIL);
+    if (it && !(it->msg = strdup(msg))) {
+        free(it);
+        it = NULL;
+    }
+    return enqueue(stream, it, err, sizeof err);
+}
+
+static const device_backend sim_backend = {
+    "simulated",
+    sim_count,
+    sim_use_device,
+    sim_stream_create,
+    sim_stream_destroy,
+    sim_event_create,
+    sim_event_destroy,
+    sim_event_record,
+    sim_stream_wait_event,
+    sim_event_sync,
+    sim_device_sync,
+    sim_op_check,
+    sim_host_fn,
+    sim_mem_alloc,
+    sim_mem_free,
+    sim_mem_info,
+    sim_host_alloc_pinned,
+    sim_host_free_pinned,
+    sim_memcpy_async,
+};
+
+const device_backend *ordo_device_sim_backend(int ndev) {
+    sim.ndev = ndev < 1 ? 1 : ndev > SIM_MAX_DEVICES ? SIM_MAX_DEVICES : ndev;
+    return &sim_backend;
+}
