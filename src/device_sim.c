@@ -442,7 +442,13 @@ static const device_backend sim_backend = {
     sim_memcpy_async,
 };
 
+/* ORDO_SIMULATED_GPU_MEM_MB and ORDO_SIMULATED_GPU_DELAY_NS set the memory
+ * limit and the stream delay for front-end tests (ordo_device_sim_configure
+ * for native ones). */
 const device_backend *ordo_device_sim_backend(int ndev) {
     sim.ndev = ndev < 1 ? 1 : ndev > SIM_MAX_DEVICES ? SIM_MAX_DEVICES : ndev;
+    const char *mb = getenv("ORDO_SIMULATED_GPU_MEM_MB"), *delay = getenv("ORDO_SIMULATED_GPU_DELAY_NS");
+    if (mb) sim.mem_limit = (size_t)atol(mb) << 20;
+    if (delay) sim.delay_ns = (unsigned)atol(delay);
     return &sim_backend;
 }

@@ -55,8 +55,27 @@ void failure_unref(failure *f) {
 
 bool failure_claim(failure *f) { return atomic_exchange(&f->reported, 1) == 0; }
 
+/* ordo_fail outside any op (a kernel run later by the simulated GPU's
+ * stream): the message waits here for fail_detached_take. */
+static _Thread_local char detached_msg[512];
+static _Thread_local int detached_set;
+
+const char *fail_detached_take(void) {
+    if (!detached_set) return NULL;
+    detached_set = 0;
+    return detached_msg;
+}
+
 int ordo_fail(const ordo_run_ctx *rc, const char *fmt, ...) {
-    if (!rc || !rc->op_) return ORDO_ERR_FAILED;
+    if (!rc) return ORDO_ERR_FAILED;
+    if (!rc->op_) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(detached_msg, sizeof detached_msg, fmt, ap);
+        va_end(ap);
+        detached_set = 1;
+        return ORDO_ERR_FAILED;
+    }
     op *o = rc->op_;
     va_list ap;
     va_start(ap, fmt);

@@ -170,6 +170,10 @@ struct op {
     void *stream;     /* GPU ops: the stream their function queued work on */
 };
 
+/* The message of the last ordo_fail called on this thread with no op
+ * (rc->op_ NULL), once; NULL when none (error.c). */
+const char *fail_detached_take(void);
+
 /* ---- GPU ordering through events on vars (var_events.c) -------------- */
 
 struct dev_event;

@@ -177,6 +177,33 @@ const char *ordo_tensor_error(void);
 int ordo_tensor_error_code(void);
 
 /* ------------------------------------------------------------------ */
+/* GPU memory                                                          */
+
+/* The caching device allocator's counters for one GPU, in bytes and calls
+ * since the process first used that device.  Blocks are counted at their
+ * rounded size (a multiple of 512 bytes, or of 2 MiB from 1 MiB up). */
+typedef struct ordo_gpu_memory_stats {
+    int64_t allocated_bytes;      /* in blocks held by tensors */
+    int64_t reserved_bytes;       /* allocated + cached for reuse: what the device has given */
+    int64_t peak_allocated_bytes; /* highest allocated_bytes so far */
+    int64_t peak_reserved_bytes;  /* highest reserved_bytes so far */
+    int64_t num_device_allocs;    /* blocks obtained from the device (cudaMalloc) */
+    int64_t num_device_frees;     /* blocks given back to it (cudaFree) */
+    int64_t cache_hits;           /* allocations served from the cache */
+    int64_t cache_misses;         /* allocations that had to ask the device */
+    int64_t oom_retries;          /* out of memory: cache emptied and allocation retried */
+} ordo_gpu_memory_stats;
+
+/* Fills *out for GPU dev_id.  (Not named ordo_gpu_memory_stats: in C a
+ * function cannot share its name with the typedef.)  0, or ORDO_ERR_INVALID
+ * / ORDO_ERR_NO_DEVICE with ordo_tensor_error() set. */
+int ordo_gpu_get_memory_stats(int dev_id, ordo_gpu_memory_stats *out);
+/* Gives GPU dev_id's cached blocks back to the device (after the work
+ * still pending on them), for other processes or libraries to use.  0, or
+ * an error code with ordo_tensor_error() set. */
+int ordo_gpu_empty_cache(int dev_id);
+
+/* ------------------------------------------------------------------ */
 /* Engines for front ends                                              */
 
 /* Engines created here are reference counted by the storages on them, so a
@@ -185,7 +212,8 @@ int ordo_tensor_error_code(void);
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
 void         ordo_tensor_engine_close(ordo_engine *e);
 /* sizeof of a public struct by name ("ordo_engine_config", "ordo_tensor",
- * "ordo_storage", "ordo_view", "ordo_kernel_args", "ordo_ctx"), 0 if
+ * "ordo_storage", "ordo_view", "ordo_kernel_args", "ordo_ctx",
+ * "ordo_run_ctx", "ordo_gpu_memory_stats"), 0 if
  * unknown: front ends that redeclare the structs (LuaJIT's ffi.cdef) check
  * their copies against the library at load. */
 size_t ordo_tensor_sizeof(const char *type_name);

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "internal.h" /* tls_worker, tls_in_op: never block inside an op */
+#include "dev_alloc.h"
 #include "host_alloc.h"
 #include "tensor_internal.h"
 
@@ -170,23 +171,38 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
         return NULL;
     }
     if (ctx.dev_type == ORDO_GPU) {
-        if (ordo_gpu_count() == 0) tensor_set_error_code(ORDO_ERR_NO_DEVICE, "gpu(%d): no CUDA device available", ctx.dev_id);
-        else tensor_set_error_code(ORDO_ERR_NO_DEVICE, "gpu(%d): GPU tensors are not implemented yet (no CUDA storage allocator)", ctx.dev_id);
-        return NULL;
-    }
-    if ((ctx.dev_type != ORDO_CPU && ctx.dev_type != ORDO_CPU_PINNED) || ctx.dev_id < 0 ||
+        int n = ordo_gpu_count();
+        if (n == 0) {
+            tensor_set_error_code(ORDO_ERR_NO_DEVICE, "gpu(%d): no CUDA device available", ctx.dev_id);
+            return NULL;
+        }
+        if (ctx.dev_id < 0 || ctx.dev_id >= n) {
+            tensor_set_error_code(ORDO_ERR_NO_DEVICE, "gpu(%d) does not exist (%d CUDA device%s)", ctx.dev_id, n,
+                                  n == 1 ? "" : "s");
+            return NULL;
+        }
+    } else if ((ctx.dev_type != ORDO_CPU && ctx.dev_type != ORDO_CPU_PINNED) || ctx.dev_id < 0 ||
         ctx.dev_id >= ORDO_MAX_DEVICES) {
         tensor_set_error_code(ORDO_ERR_INVALID, "unknown device (type %d, id %d)", ctx.dev_type, ctx.dev_id);
         return NULL;
     }
-    if (nbytes > 0) wait_for_frees();
+    if (nbytes > 0 && ctx.dev_type != ORDO_GPU) wait_for_frees();
     ordo_storage *s = malloc(sizeof *s);
     if (!s) {
         tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory");
         return NULL;
     }
     s->data = NULL;
-    if (nbytes > 0) {
+    struct dev_event *ready = NULL;
+    if (ctx.dev_type == ORDO_GPU) {
+        char err[512];
+        int rc = dev_alloc(ctx.dev_id, nbytes, &s->data, &ready, err, sizeof err);
+        if (rc != ORDO_OK) {
+            free(s);
+            tensor_set_error_code(rc, "%s", err);
+            return NULL;
+        }
+    } else if (nbytes > 0) {
         if (!(s->data = host_alloc(nbytes))) {
             free(s);
             tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory allocating %zu bytes", nbytes);
@@ -196,9 +212,15 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     s->var = ordo_new_variable(e);
     if (!s->var) {
         tensor_set_error_code(ORDO_ERR_NOMEM, "%s", ordo_last_error());
-        host_free(s->data, nbytes);
+        if (ctx.dev_type == ORDO_GPU) dev_free(ctx.dev_id, s->data, ready);
+        else host_free(s->data, nbytes);
         free(s);
         return NULL;
+    }
+    /* A reused device block: the first op on it waits for its last user. */
+    if (ready) {
+        var_events_seed(s->var, ready);
+        dev_event_unref(ready);
     }
     s->refs = 1;
     s->writes = 0;
@@ -218,19 +240,34 @@ void ordo_storage_retain(ordo_storage *s) {
     if (s) __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
 }
 
-static void storage_free_now(ordo_storage *s) {
+/* last_use: for device memory, the event after which the work queued on
+ * the bytes is done (NULL: none pending); the allocator keeps it. */
+static void storage_free_now(ordo_storage *s, struct dev_event *last_use) {
     int64_t n = (int64_t)s->nbytes;
-    host_free(s->data, s->nbytes);
+    if (s->ctx.dev_type == ORDO_GPU) dev_free(s->ctx.dev_id, s->data, last_use);
+    else host_free(s->data, s->nbytes);
     free(s);
     atomic_fetch_sub_explicit(&live_bytes, n, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
     freed(n);
 }
 
-/* The delete op: runs after every earlier op on the storage's var. */
+/* The delete op: runs after every earlier op on the storage's var.  On a
+ * GPU it runs as soon as those ops have queued their work, on a stream made
+ * to wait for all of it, so an event recorded there marks the moment the
+ * block is really free; the allocator hands that event to its next user
+ * instead of anybody waiting now. */
 static int storage_free_op(const ordo_run_ctx *rc, void *param) {
-    (void)rc;
-    storage_free_now(param);
+    ordo_storage *s = param;
+    struct dev_event *last_use = NULL;
+    if (s->ctx.dev_type == ORDO_GPU && rc->stream) {
+        char err[256];
+        if (!(last_use = dev_event_record(s->ctx.dev_id, rc->stream, err, sizeof err))) {
+            /* No event: make sure nothing is pending the slow way. */
+            ordo_device_backend()->device_sync(s->ctx.dev_id, err, sizeof err);
+        }
+    }
+    storage_free_now(s, last_use);
     return 0;
 }
 
@@ -245,7 +282,7 @@ void ordo_storage_release(ordo_storage *s) {
         /* Cannot happen short of running out of memory for one op: wait
          * for the var's ops instead (not possible inside an op: leak). */
         if (ordo_wait_to_write(e, s->var) == ORDO_ERR_DEADLOCK) return;
-        storage_free_now(s);
+        storage_free_now(s, NULL);
     }
     engine_ref(e, -1);
 }

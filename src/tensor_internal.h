@@ -18,6 +18,10 @@ int tensor_set_error_code(int code, const char *fmt, ...)
 #endif
     ;
 
+/* A copy between host and GPU memory or between GPUs (tensor_copy.c):
+ * dst = src with kernel kid_copy's casting and broadcasting (flags). */
+int tensor_copy_across(int kid_copy, const char *op, int flags, ordo_tensor *dst, ordo_tensor *src);
+
 /* A view of t for a kernel (offset applied). */
 void tensor_to_view(const ordo_tensor *t, ordo_view *v);
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h" /* ordo_device_backend, fail_detached_take */
 #include "tensor_internal.h"
 
 /* ---- kernel ids ----------------------------------------------------------------- */
@@ -175,6 +176,52 @@ static int run_kernel(const ordo_run_ctx *rc, void *param) {
     return p->fn(rc, &p->a);
 }
 
+/* ---- the simulated GPU ------------------------------------------------------------------ */
+
+static int device_simulated(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        const device_backend *b = ordo_device_backend();
+        cached = b && !strcmp(b->name, "simulated");
+    }
+    return cached;
+}
+
+typedef struct sim_launch {
+    ordo_kernel_fn fn;
+    ordo_kernel_args a;
+    ordo_run_ctx rc;
+} sim_launch;
+
+/* On the stream's thread, when the stream gets to it: like a CUDA kernel,
+ * the op completed long ago, so a failure travels as the stream's
+ * asynchronous error (reported by the next host wait), not the op's. */
+static void sim_kernel_body(void *arg) {
+    sim_launch *l = arg;
+    if (l->fn(&l->rc, &l->a) != 0) {
+        const char *msg = fail_detached_take();
+        ordo_device_sim_inject_error(l->rc.stream, msg ? msg : "a kernel failed");
+    }
+    free(l);
+}
+
+/* The op's function: queue the CPU kernel on the stream, as a launch would. */
+static int run_kernel_sim(const ordo_run_ctx *rc, void *param) {
+    kparam *p = param;
+    sim_launch *l = malloc(sizeof *l);
+    if (!l) return ordo_fail(rc, "out of memory queuing a kernel");
+    l->fn = p->fn;
+    l->a = p->a;
+    l->rc = *rc;
+    l->rc.op_ = NULL; /* ordo_fail then keeps the message for fail_detached_take */
+    char err[256];
+    if (ordo_device_backend()->host_fn(rc->ctx.dev_id, rc->stream, sim_kernel_body, l, err, sizeof err)) {
+        free(l);
+        return ordo_fail(rc, "%s", err);
+    }
+    return 0;
+}
+
 /* ---- checks ----------------------------------------------------------------------------- */
 
 static const char *dev_str(ordo_ctx c, char *buf) {
@@ -267,6 +314,12 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
     if ((flags & ORDO_TP_BROADCAST) && nout == 0) return tensor_set_error("%s: broadcasting needs an output", op);
     const ordo_tensor *ref = nout ? out[0] : nin ? in[0] : NULL;
     if (!ref) return tensor_set_error("%s: no tensors", op);
+    if ((flags & ORDO_TP_CROSS_DEVICE) && nin == 1 && nout == 1 && in[0] && out[0] &&
+        !same_device(in[0]->ctx, out[0]->ctx) &&
+        (in[0]->ctx.dev_type == ORDO_GPU || out[0]->ctx.dev_type == ORDO_GPU)) {
+        if (kid_copy < 0) kid_copy = ordo_tensor_kernel_id("copy");
+        if (kid == kid_copy) return tensor_copy_across(kid, op, flags, out[0], in[0]);
+    }
     for (int i = 0; i < nin + nout; i++) {
         const ordo_tensor *t = i < nin ? in[i] : out[i - nin];
         if (!t) return tensor_set_error("%s: %s %d is NULL", op, i < nin ? "input" : "output", i < nin ? i + 1 : i - nin + 1);
@@ -291,7 +344,12 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
                                         ordo_dtype_name(in[0]->dtype), ordo_dtype_name(in[i]->dtype));
 
     int dev_type = ref->ctx.dev_type == ORDO_GPU ? ORDO_GPU : ORDO_CPU;
-    ordo_kernel_fn fn = kernel_fn(kid, dev_type);
+    /* The simulated GPU's memory is host memory: it runs the CPU kernels,
+     * on its streams (run_kernel_sim). */
+    int simulated = dev_type == ORDO_GPU && device_simulated();
+    ordo_kernel_fn fn = kernel_fn(kid, simulated ? ORDO_CPU : dev_type);
+    if (!fn && dev_type == ORDO_GPU && kernel_fn(kid, ORDO_CPU))
+        return tensor_set_error("%s: kernel '%s' is not implemented for gpu", op, knames[kid]);
     if (!fn)
         return tensor_set_error("%s: no kernel '%s' registered for %s", op, knames[kid],
                                 dev_type == ORDO_GPU ? "gpu" : "cpu");
@@ -356,8 +414,8 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
     for (int i = 0; i < nout; i++) writes[i] = out[i]->storage->var;
     ordo_ctx ctx = ref->ctx;
     if (ctx.dev_type == ORDO_CPU_PINNED) ctx.dev_type = ORDO_CPU;
-    rc = ordo_push_sync(ref->storage->engine, run_kernel, p, kp_put, ctx, reads, nr, writes, nout, ORDO_PROP_NORMAL, 0,
-                        knames[kid]);
+    rc = ordo_push_sync(ref->storage->engine, simulated ? run_kernel_sim : run_kernel, p, kp_put, ctx, reads, nr,
+                        writes, nout, ORDO_PROP_NORMAL, 0, knames[kid]);
     if (rc != ORDO_OK) {
         tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
         goto fail;
@@ -430,7 +488,7 @@ size_t ordo_tensor_sizeof(const char *type_name) {
         {"ordo_engine_config", sizeof(ordo_engine_config)}, {"ordo_tensor", sizeof(ordo_tensor)},
         {"ordo_storage", sizeof(ordo_storage)},             {"ordo_view", sizeof(ordo_view)},
         {"ordo_kernel_args", sizeof(ordo_kernel_args)},     {"ordo_ctx", sizeof(ordo_ctx)},
-        {"ordo_run_ctx", sizeof(ordo_run_ctx)},
+        {"ordo_run_ctx", sizeof(ordo_run_ctx)},             {"ordo_gpu_memory_stats", sizeof(ordo_gpu_memory_stats)},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (type_name && !strcmp(t[i].name, type_name)) return t[i].size;
