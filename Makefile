@@ -42,8 +42,8 @@ ifdef WITH_CUDA
   CU_SRC     := $(wildcard src/cuda/*.cu) $(wildcard kernels/cuda/*.cu)
   LIB_OBJ    += $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRC))
   ALL_CFLAGS += -DORDO_WITH_CUDA -I$(CUDA_HOME)/include
-  LDLIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
-  NVFLAGS    := -O2 -Xcompiler -fPIC -Isrc -DORDO_WITH_CUDA \
+  LDLIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcurand -lcudart -lstdc++
+  NVFLAGS    := -O2 -Xcompiler -fPIC -Xcompiler -Wall -Isrc -Ikernels/cuda -DORDO_WITH_CUDA \
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 endif
 
@@ -74,7 +74,7 @@ $(BUILD)/obj/%.o: %.c $(wildcard src/*.h kernels/cpu/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.cu $(wildcard src/*.h) $(FLAGS_STAMP)
+$(BUILD)/obj/%.o: %.cu $(wildcard src/*.h kernels/cpu/*.h kernels/cuda/*.cuh) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 

@@ -25,8 +25,11 @@
 #include "internal.h"
 #include "ordo_kernel.h"
 
-/* kernels/cpu/register.c */
+/* kernels/cpu/register.c, kernels/cuda/register.cu */
 void ordo_cpu_kernels_register(void);
+#ifdef ORDO_WITH_CUDA
+void ordo_cuda_kernels_register(void);
+#endif
 
 typedef struct kentry {
     uint64_t hash;
@@ -54,6 +57,9 @@ static _Thread_local int g_in_builtins;
 static void register_builtins(void) {
     g_in_builtins = 1;
     ordo_cpu_kernels_register();
+#ifdef ORDO_WITH_CUDA
+    ordo_cuda_kernels_register();
+#endif
     g_in_builtins = 0;
 }
 

@@ -113,7 +113,8 @@ enum {
     CU_ERR_NONE = 0,
     CU_ERR_INDEX_RANGE = 1,   /* a = index, b = size of the dim */
     CU_ERR_INT_DIV_ZERO = 2,  /* integer division by zero */
-    CU_ERR_VALUE_RANGE = 3    /* a value does not fit the dtype */
+    CU_ERR_VALUE_RANGE = 3,   /* a value does not fit the dtype */
+    CU_ERR_UNSEEDED = 4       /* a random kernel got a generator state never seeded */
 };
 
 /* One per device, in mapped page-locked host memory: kernels write it

@@ -100,6 +100,10 @@ static int take_kernel_error(int dev, char *err, size_t errlen) {
     case CU_ERR_VALUE_RANGE:
         snprintf(err, errlen, "gpu(%d): %s: value %lld does not fit the dtype", dev, name, a);
         break;
+    case CU_ERR_UNSEEDED:
+        snprintf(err, errlen, "gpu(%d): %s: generator state was never seeded (run the seed kernel on it first)", dev,
+                 name);
+        break;
     default: snprintf(err, errlen, "gpu(%d): %s failed (code %d)", dev, name, code);
     }
     s->code = 0; /* reported once */

@@ -1,0 +1,317 @@
+/*
+ * index.cu - gather, index_select and their adjoints scatter_add, index_add
+ * on the GPU: the twins of kernels/cpu/index.c, with its operands, checks
+ * and messages (KERNELS.md).
+ *
+ * As on the CPU, gather and index_select are one walk,
+ *   out[i] = x0[i + index[i] * sd],
+ * x0 being x with its stride along dim set to 0 (so it moves with the
+ * output over the other dims) and index, for index_select, the 1-d index
+ * broadcast (stride 0) over every dim but dim; scatter_add and index_add
+ * are the same walk reversed, y0[i + index[i] * sd] += src[i].  One thread
+ * per element of the walk.
+ *
+ * Indices depend on the data, so an out-of-range one (negative included)
+ * cannot fail the op from the host without a wait: the kernel reports it
+ * through the device's error slot (CU_ERR_INDEX_RANGE, the index and the
+ * size of the dim) and the op fails at the next host synchronisation.
+ * gather/index_select skip such elements.  scatter_add/index_add must leave
+ * y unchanged when any index is bad: a check kernel first reports every
+ * bad index to the slot, then the add kernel, queued behind it on the same
+ * stream, reads the slot once per block and writes nothing if it holds an
+ * error.
+ *
+ * Repeated indices add up through atomics (float, double, int32 and int64
+ * natively - int64 as unsigned long long, the same bits under two's
+ * complement wrapping - and uint8 by compare-and-swap on its aligned 32-bit
+ * word).  Integer sums are exact; float sums of repeated indices may differ
+ * from the CPU's in the last bits, as the order of the additions is not
+ * fixed on the GPU.
+ */
+#include "cuda_internal.cuh"
+#include "cuda_strided.cuh"
+
+namespace {
+
+/* ---- strided walks (as in reduce.cu): NOP views of one shape in row-major
+ * order, size-1 dims dropped, dims contiguous in every operand merged ---- */
+
+/* The walk of views that all have v[0]'s shape. */
+template <int NOP>
+nd_walk<NOP> nd_walk_views(const ordo_view *const *v) {
+    const int64_t *st[NOP];
+    for (int k = 0; k < NOP; k++) st[k] = v[k]->strides;
+    return nd_walk_of<NOP>(v[0]->ndim, v[0]->shape, st);
+}
+
+/* The add kernels' blocks each read the slot (mapped host memory) once:
+ * a grid-stride loop over at most this many blocks keeps those reads few. */
+#define ADD_MAX_BLOCKS 2048u
+
+/* ---- gather, index_select --------------------------------------------------------- */
+
+struct idx_geom {
+    int64_t n;      /* elements of the walk */
+    int64_t extent; /* size of the indexed dim */
+    int64_t sd;     /* stride of the indexed dim */
+    int kid;        /* the kernel's id in the error slot */
+};
+
+/* walk operands: 0 = out, 1 = index, 2 = x0; moved by bit pattern (E = an
+ * unsigned type of the element's size) */
+template <typename E>
+__global__ void gather_kernel(E *y, const int64_t *idx, const E *x, nd_walk<3> w, idx_geom g, cu_error_slot *slot) {
+    CU_GRID_STRIDE(i, g.n) {
+        int64_t off[3];
+        nd_offsets(w, i, off);
+        const int64_t k = idx[off[1]];
+        if ((uint64_t)k >= (uint64_t)g.extent) { /* one compare catches negatives too */
+            cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, k, g.extent);
+            continue;
+        }
+        y[off[0]] = x[off[2] + k * g.sd];
+    }
+}
+
+/* index_prologue of index.c: dtypes, dim, writable out */
+int index_prologue(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int *dim) {
+    int r = cpu_check_args(rc, name, a, 2, 1);
+    if (r) return r;
+    const ordo_view *x = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    if (idx->dtype != ORDO_I64)
+        return ordo_fail(rc, "%s: index must be int64, got %s", name, ordo_dtype_name(idx->dtype));
+    if (y->dtype != x->dtype)
+        return ordo_fail(rc, "%s: dtype mismatch: x is %s but out is %s", name, ordo_dtype_name(x->dtype),
+                         ordo_dtype_name(y->dtype));
+    const int64_t d = a->niparam > 0 ? a->iparam[0] : -1;
+    if (a->niparam < 1 || d < 0 || d >= (x->ndim > 0 ? x->ndim : 1))
+        return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)d, x->ndim);
+    if ((r = cpu_check_writable(rc, name, y))) return r;
+    *dim = (int)d;
+    return 0;
+}
+
+int run_gather(const ordo_run_ctx *rc, const char *name, const ordo_view *y, const ordo_view *idx,
+               const ordo_view *x0, const ordo_view *x, int dim) {
+    idx_geom g;
+    g.n = ordo_view_numel(y);
+    if (g.n == 0) return 0;
+    g.extent = x->ndim ? x->shape[dim] : 1;
+    g.sd = x->ndim ? x->strides[dim] : 0;
+    g.kid = cu_error_kernel_id(name);
+    const ordo_view *v[3] = {y, idx, x0};
+    const nd_walk<3> w = nd_walk_views<3>(v);
+    cu_error_slot *slot = cu_error_slot_device(rc->ctx.dev_id);
+    cudaStream_t st = cu_stream(rc);
+    const unsigned nb = cu_blocks(g.n);
+    const int64_t *ip = (const int64_t *)idx->data;
+    switch (ordo_dtype_size(x->dtype)) {
+    case 8: gather_kernel<uint64_t><<<nb, CU_THREADS, 0, st>>>((uint64_t *)y->data, ip, (const uint64_t *)x->data, w, g, slot); break;
+    case 4: gather_kernel<uint32_t><<<nb, CU_THREADS, 0, st>>>((uint32_t *)y->data, ip, (const uint32_t *)x->data, w, g, slot); break;
+    default: gather_kernel<uint8_t><<<nb, CU_THREADS, 0, st>>>((uint8_t *)y->data, ip, (const uint8_t *)x->data, w, g, slot); break;
+    }
+    return cu_check_launch(rc, name);
+}
+
+int k_gather(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int dim, r;
+    if ((r = index_prologue(rc, "gather", a, &dim))) return r;
+    const ordo_view *x = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    char sx[160], si[160], sy[160];
+    int ok = idx->ndim == x->ndim && cpu_same_shape(idx, y);
+    for (int d = 0; ok && d < x->ndim; d++)
+        if (d != dim && idx->shape[d] > x->shape[d]) ok = 0;
+    if (!ok)
+        return ordo_fail(rc, "gather: shape mismatch: x %s, index %s, out %s (index needs x's dims, "
+                             "each no larger than x's except dim %d; out has index's shape)",
+                         cpu_shape_str(x, sx, sizeof sx), cpu_shape_str(idx, si, sizeof si),
+                         cpu_shape_str(y, sy, sizeof sy), dim);
+    ordo_view x0 = *x; /* x over index's shape, not moving along dim */
+    memcpy(x0.shape, idx->shape, sizeof x0.shape);
+    if (x0.ndim) x0.strides[dim] = 0;
+    return run_gather(rc, "gather", y, idx, &x0, x, dim);
+}
+
+int k_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int dim, r;
+    if ((r = index_prologue(rc, "index_select", a, &dim))) return r;
+    const ordo_view *x = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    char sx[160], si[160], sy[160];
+    if (x->ndim == 0) return ordo_fail(rc, "index_select: x must have at least one dim");
+    int ok = idx->ndim == 1 && y->ndim == x->ndim;
+    for (int d = 0; ok && d < y->ndim; d++)
+        if (y->shape[d] != (d == dim ? idx->shape[0] : x->shape[d])) ok = 0;
+    if (!ok)
+        return ordo_fail(rc, "index_select: shape mismatch: x %s, index %s, out %s (index must be "
+                             "1-d; out is x with dim %d of index's length)",
+                         cpu_shape_str(x, sx, sizeof sx), cpu_shape_str(idx, si, sizeof si),
+                         cpu_shape_str(y, sy, sizeof sy), dim);
+    ordo_view iv = *y, x0 = *y; /* both over out's shape */
+    iv.dtype = ORDO_I64;
+    iv.data = idx->data;
+    x0.dtype = x->dtype;
+    x0.data = x->data;
+    for (int d = 0; d < y->ndim; d++) {
+        iv.strides[d] = d == dim ? idx->strides[0] : 0;
+        x0.strides[d] = d == dim ? 0 : x->strides[d];
+    }
+    return run_gather(rc, "index_select", y, &iv, &x0, x, dim);
+}
+
+/* ---- scatter_add, index_add -------------------------------------------------------- */
+
+/* y += v with wrapping integer arithmetic, concurrently with other threads */
+__device__ __forceinline__ void atomic_add(float *p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(double *p, double v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(int32_t *p, int32_t v) { atomicAdd((int *)p, (int)v); }
+__device__ __forceinline__ void atomic_add(int64_t *p, int64_t v) {
+    atomicAdd((unsigned long long *)p, (unsigned long long)v);
+}
+__device__ __forceinline__ void atomic_add(uint8_t *p, uint8_t v) {
+    /* no byte atomics: CAS on the aligned word holding the byte */
+    unsigned int *w = (unsigned int *)((uintptr_t)p & ~(uintptr_t)3);
+    const unsigned sh = (unsigned)((uintptr_t)p & 3) * 8;
+    unsigned int old = *(volatile unsigned int *)w, assumed;
+    do {
+        assumed = old;
+        const unsigned b = ((assumed >> sh) + v) & 0xffu;
+        old = atomicCAS(w, assumed, (assumed & ~(0xffu << sh)) | (b << sh));
+    } while (old != assumed);
+}
+
+/* reports every index outside [0, extent) (walk over the index alone) */
+__global__ void check_index_kernel(const int64_t *idx, nd_walk<1> w, idx_geom g, cu_error_slot *slot) {
+    CU_GRID_STRIDE(i, g.n) {
+        int64_t off;
+        nd_offsets(w, i, &off);
+        const int64_t k = idx[off];
+        if ((uint64_t)k >= (uint64_t)g.extent) cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, k, g.extent);
+    }
+}
+
+/* walk operands: 0 = index, 1 = src, 2 = y0; adds nothing once the slot
+ * holds an error (the check kernel ran before, on the same stream) */
+template <typename T>
+__global__ void scatter_kernel(const int64_t *idx, const T *src, T *y, nd_walk<3> w, idx_geom g,
+                               const cu_error_slot *slot) {
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = *(volatile const int *)&slot->code;
+    __syncthreads();
+    if (failed) return;
+    CU_GRID_STRIDE(i, g.n) {
+        int64_t off[3];
+        nd_offsets(w, i, off);
+        const int64_t k = idx[off[0]];
+        if ((uint64_t)k >= (uint64_t)g.extent) continue; /* never written; reported by the check */
+        atomic_add(y + off[2] + k * g.sd, src[off[1]]);
+    }
+}
+
+/* add_prologue of index.c: in src, index; out y (read and written) */
+int add_prologue(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int *dim) {
+    int r = cpu_check_args(rc, name, a, 2, 1);
+    if (r) return r;
+    const ordo_view *src = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    if (idx->dtype != ORDO_I64)
+        return ordo_fail(rc, "%s: index must be int64, got %s", name, ordo_dtype_name(idx->dtype));
+    if (y->dtype != src->dtype)
+        return ordo_fail(rc, "%s: dtype mismatch: src is %s but out is %s", name, ordo_dtype_name(src->dtype),
+                         ordo_dtype_name(y->dtype));
+    const int64_t d = a->niparam > 0 ? a->iparam[0] : -1;
+    if (a->niparam < 1 || d < 0 || d >= (y->ndim > 0 ? y->ndim : 1))
+        return ordo_fail(rc, "%s: dim %lld out of range for out of %d dims", name, (long long)d, y->ndim);
+    if ((r = cpu_check_writable(rc, name, y))) return r;
+    *dim = (int)d;
+    return 0;
+}
+
+/* chk: the indices to check (the index view itself); idx, src0 and y0 have
+ * one shape (the walk's). */
+int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *chk, const ordo_view *idx,
+                const ordo_view *src0, const ordo_view *y0, const ordo_view *y, int dim) {
+    idx_geom g;
+    g.extent = y->ndim ? y->shape[dim] : 1;
+    g.sd = y->ndim ? y->strides[dim] : 0;
+    g.kid = cu_error_kernel_id(name);
+    cu_error_slot *slot = cu_error_slot_device(rc->ctx.dev_id);
+    cudaStream_t st = cu_stream(rc);
+    g.n = ordo_view_numel(chk);
+    if (g.n > 0) {
+        const ordo_view *vc[1] = {chk};
+        check_index_kernel<<<cu_blocks(g.n), CU_THREADS, 0, st>>>((const int64_t *)chk->data, nd_walk_views<1>(vc), g,
+                                                                  slot);
+    }
+    g.n = ordo_view_numel(idx);
+    if (g.n > 0) {
+        const ordo_view *v[3] = {idx, src0, y0};
+        const nd_walk<3> w = nd_walk_views<3>(v);
+        unsigned nb = cu_blocks(g.n);
+        if (nb > ADD_MAX_BLOCKS) nb = ADD_MAX_BLOCKS;
+        const int64_t *ip = (const int64_t *)idx->data;
+        CU_DISPATCH(rc, name, y->dtype, T,
+                    scatter_kernel<T><<<nb, CU_THREADS, 0, st>>>(ip, (const T *)src0->data, (T *)y0->data, w, g, slot));
+    }
+    return cu_check_launch(rc, name);
+}
+
+/* y[..index[i]..] += src[i] along dim; index has y's ndim and is no larger
+ * than src in any dim, nor than y except along dim. */
+int k_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int dim, r;
+    if ((r = add_prologue(rc, "scatter_add", a, &dim))) return r;
+    const ordo_view *src = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    char ss[160], si[160], sy[160];
+    int ok = idx->ndim == y->ndim && src->ndim == y->ndim;
+    for (int d = 0; ok && d < y->ndim; d++)
+        if (idx->shape[d] > src->shape[d] || (d != dim && idx->shape[d] > y->shape[d])) ok = 0;
+    if (!ok)
+        return ordo_fail(rc, "scatter_add: shape mismatch: src %s, index %s, out %s (index needs out's "
+                             "dims, each no larger than src's, nor than out's except dim %d)",
+                         cpu_shape_str(src, ss, sizeof ss), cpu_shape_str(idx, si, sizeof si),
+                         cpu_shape_str(y, sy, sizeof sy), dim);
+    ordo_view src0 = *src, y0 = *y; /* over index's shape */
+    memcpy(src0.shape, idx->shape, sizeof src0.shape);
+    memcpy(y0.shape, idx->shape, sizeof y0.shape);
+    if (y0.ndim) y0.strides[dim] = 0;
+    return run_scatter(rc, "scatter_add", idx, idx, &src0, &y0, y, dim);
+}
+
+/* y[.., index[j], ..] += src[.., j, ..] along dim; index is 1-d. */
+int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int dim, r;
+    if ((r = add_prologue(rc, "index_add", a, &dim))) return r;
+    const ordo_view *src = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    char ss[160], si[160], sy[160];
+    if (y->ndim == 0) return ordo_fail(rc, "index_add: out must have at least one dim");
+    int ok = idx->ndim == 1 && src->ndim == y->ndim;
+    for (int d = 0; ok && d < y->ndim; d++)
+        if (src->shape[d] != (d == dim ? idx->shape[0] : y->shape[d])) ok = 0;
+    if (!ok)
+        return ordo_fail(rc, "index_add: shape mismatch: src %s, index %s, out %s (index must be 1-d; "
+                             "src is out with dim %d of index's length)",
+                         cpu_shape_str(src, ss, sizeof ss), cpu_shape_str(idx, si, sizeof si),
+                         cpu_shape_str(y, sy, sizeof sy), dim);
+    ordo_view iv = *src, y0 = *src; /* both over src's shape */
+    iv.dtype = ORDO_I64;
+    iv.data = idx->data;
+    y0.data = y->data;
+    y0.dtype = y->dtype;
+    for (int d = 0; d < src->ndim; d++) {
+        iv.strides[d] = d == dim ? idx->strides[0] : 0;
+        y0.strides[d] = d == dim ? 0 : y->strides[d];
+    }
+    /* the 1-d index is checked once, not once per element of src */
+    return run_scatter(rc, "index_add", idx, &iv, src, &y0, y, dim);
+}
+
+} // namespace
+
+extern "C" void cuda_register_index(void) {
+    static const cpu_kernel_entry t[] = {
+        {"gather", k_gather},
+        {"index_select", k_index_select},
+        {"scatter_add", k_scatter_add},
+        {"index_add", k_index_add},
+    };
+    CU_REGISTER_TABLE(t);
+}
