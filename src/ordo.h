@@ -139,7 +139,12 @@ int  ordo_push(ordo_engine *e, ordo_opr *op, ordo_ctx ctx, int priority);
 /* Frees the operator (and calls param_free) once its pushed runs have finished. */
 void ordo_delete_operator(ordo_engine *e, ordo_opr *op);
 
-/* Runs fn (may be NULL) after every earlier op on v, then frees v (rule 6). */
+/* Runs fn (may be NULL) after every earlier op on v, then frees v (rule 6).
+ * On a GPU context, "after" is in stream order: fn runs once the earlier
+ * ops have queued their work, with rc->stream made to wait for all of it,
+ * so device memory is released stream-ordered (an event recorded on
+ * rc->stream marks when it is really free).  On the CPU, fn runs after the
+ * GPU work on v has finished. */
 int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx ctx, ordo_var *v);
 
 int ordo_wait_for_var(ordo_engine *e, ordo_var *v);  /* rule 4; 0 or an error code */
