@@ -54,15 +54,13 @@ DEF_CMP_LOOPS(le, CMP_LE)
 DEF_CMP_LOOPS(gt, CMP_GT)
 DEF_CMP_LOOPS(ge, CMP_GE)
 
-enum { EQ, NE, LT, LE, GT, GE, NCMP };
-
 #define LOOPS(OPN) {OPN##_f32, OPN##_f64, OPN##_i32, OPN##_i64, OPN##_u8}
-static const cpu_loop_fn cmp_loops[NCMP][ORDO_NDTYPES] = {
+static const cpu_loop_fn cmp_loops[CPU_CMP_N][ORDO_NDTYPES] = {
     LOOPS(eq), LOOPS(ne), LOOPS(lt), LOOPS(le), LOOPS(gt), LOOPS(ge),
 };
-static const char *const cmp_names[NCMP] = {"eq", "ne", "lt", "le", "gt", "ge"};
-static const char *const cmp_scalar_names[NCMP] = {"eq_scalar", "ne_scalar", "lt_scalar",
-                                                   "le_scalar", "gt_scalar", "ge_scalar"};
+const char *const cpu_cmp_names[CPU_CMP_N] = {"eq", "ne", "lt", "le", "gt", "ge"};
+const char *const cpu_cmp_scalar_names[CPU_CMP_N] = {"eq_scalar", "ne_scalar", "lt_scalar",
+                                                     "le_scalar", "gt_scalar", "ge_scalar"};
 
 static int check_u8_out(const ordo_run_ctx *rc, const char *name, const ordo_view *y) {
     if (y->dtype != ORDO_U8)
@@ -70,8 +68,8 @@ static int check_u8_out(const ordo_run_ctx *rc, const char *name, const ordo_vie
     return cpu_check_writable(rc, name, y);
 }
 
-static int run_cmp(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
-    const char *name = cmp_names[op];
+int cpu_check_cmp(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
+    const char *name = cpu_cmp_names[op];
     int r = cpu_check_args(rc, name, args, 2, 1);
     if (r) return r;
     const ordo_view *y = &args->out[0], *a = &args->in[0], *b = &args->in[1];
@@ -81,10 +79,16 @@ static int run_cmp(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op)
                          ordo_dtype_name(a->dtype), ordo_dtype_name(b->dtype));
     const ordo_view *v[3] = {y, a, b};
     static const char *const names[3] = {"out", "a", "b"};
-    if ((r = cpu_check_same_shapes(rc, name, v, names, 3))) return r;
+    return cpu_check_same_shapes(rc, name, v, names, 3);
+}
+
+static int run_cmp(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
+    int r = cpu_check_cmp(rc, args, op);
+    if (r) return r;
+    const ordo_view *v[3] = {&args->out[0], &args->in[0], &args->in[1]};
     cpu_iter it;
     cpu_iter_init_views(&it, 3, v, 0);
-    cpu_iter_run(&it, cmp_loops[op][a->dtype], NULL);
+    cpu_iter_run(&it, cmp_loops[op][args->in[0].dtype], NULL);
     return 0;
 }
 
@@ -95,9 +99,9 @@ static int run_cmp(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op)
  * for int64 values past 2^53.  Returns -1 when *bound is to be compared
  * with op, or the constant result 0 / 1. */
 static int int_cmp_bound(double s, int op, int64_t *bound) {
-    if (s != s) return op == NE;
-    if (s < -9223372036854775808.0) return op == NE || op == GT || op == GE;
-    if (s >= 9223372036854775808.0) return op == NE || op == LT || op == LE;
+    if (s != s) return op == CPU_CMP_NE;
+    if (s < -9223372036854775808.0) return op == CPU_CMP_NE || op == CPU_CMP_GT || op == CPU_CMP_GE;
+    if (s >= 9223372036854775808.0) return op == CPU_CMP_NE || op == CPU_CMP_LT || op == CPU_CMP_LE;
     /* Doubles in [2^62, 2^63) are integers, so floor/ceil stay in range. */
     const double f = floor(s), c = ceil(s);
     if (f == c) {
@@ -105,18 +109,30 @@ static int int_cmp_bound(double s, int op, int64_t *bound) {
         return -1;
     }
     switch (op) {
-    case EQ: return 0;
-    case NE: return 1;
-    case LT: *bound = (int64_t)c; break; /* x < 2.5  <=> x < 3 */
-    case LE: *bound = (int64_t)f; break; /* x <= 2.5 <=> x <= 2 */
-    case GT: *bound = (int64_t)f; break; /* x > 2.5  <=> x > 2 */
-    default: *bound = (int64_t)c; break; /* x >= 2.5 <=> x >= 3 */
+    case CPU_CMP_EQ: return 0;
+    case CPU_CMP_NE: return 1;
+    case CPU_CMP_LT: *bound = (int64_t)c; break; /* x < 2.5  <=> x < 3 */
+    case CPU_CMP_LE: *bound = (int64_t)f; break; /* x <= 2.5 <=> x <= 2 */
+    case CPU_CMP_GT: *bound = (int64_t)f; break; /* x > 2.5  <=> x > 2 */
+    default: *bound = (int64_t)c; break;         /* x >= 2.5 <=> x >= 3 */
     }
     return -1;
 }
 
-static int run_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
-    const char *name = cmp_scalar_names[op];
+int cpu_cmp_int_bound(int dtype, double s, int op, int64_t *bound) {
+    const int k = int_cmp_bound(s, op, bound);
+    if (k >= 0 || dtype == ORDO_I64) return k;
+    /* the bound may lie outside the dtype (x < 256 for uint8): the result
+     * is then constant (x < b, x <= b true; x > b, x >= b false; eq false) */
+    const int64_t lo = dtype == ORDO_U8 ? 0 : INT32_MIN;
+    const int64_t hi = dtype == ORDO_U8 ? 255 : INT32_MAX;
+    if (*bound > hi) return op == CPU_CMP_LT || op == CPU_CMP_LE || op == CPU_CMP_NE;
+    if (*bound < lo) return op == CPU_CMP_GT || op == CPU_CMP_GE || op == CPU_CMP_NE;
+    return -1;
+}
+
+int cpu_check_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
+    const char *name = cpu_cmp_scalar_names[op];
     int r = cpu_check_args(rc, name, args, 1, 1);
     if (r) return r;
     if (args->nscalar < 1) return ordo_fail(rc, "%s: needs the scalar as scalar[0]", name);
@@ -124,8 +140,13 @@ static int run_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args, 
     if ((r = check_u8_out(rc, name, y))) return r;
     const ordo_view *v2[2] = {y, a};
     static const char *const names[2] = {"out", "a"};
-    if ((r = cpu_check_same_shapes(rc, name, v2, names, 2))) return r;
+    return cpu_check_same_shapes(rc, name, v2, names, 2);
+}
 
+static int run_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
+    int r = cpu_check_cmp_scalar(rc, args, op);
+    if (r) return r;
+    const ordo_view *y = &args->out[0], *a = &args->in[0];
     const double s = args->scalar[0];
     cpu_scalar sc;
     memset(&sc, 0, sizeof sc);
@@ -134,33 +155,15 @@ static int run_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args, 
     case ORDO_F64: sc.f64 = s; break;
     default: {
         int64_t bound = 0;
-        int k = int_cmp_bound(s, op, &bound);
+        const int k = cpu_cmp_int_bound(a->dtype, s, op, &bound);
         if (k >= 0) { /* constant result */
-            uint8_t c = (uint8_t)k;
+            const uint8_t c = (uint8_t)k;
             cpu_fill_view(y, &c);
             return 0;
         }
-        /* the bound may lie outside the dtype (x < 256 for uint8): clamp it
-         * with the matching change of operator */
-        if (a->dtype == ORDO_I64) {
-            sc.i64 = bound;
-        } else {
-            const int64_t lo = a->dtype == ORDO_U8 ? 0 : INT32_MIN;
-            const int64_t hi = a->dtype == ORDO_U8 ? 255 : INT32_MAX;
-            uint8_t c;
-            if (bound > hi) { /* x < b, x <= b true; x > b, x >= b false; eq false */
-                c = op == LT || op == LE || op == NE;
-                cpu_fill_view(y, &c);
-                return 0;
-            }
-            if (bound < lo) {
-                c = op == GT || op == GE || op == NE;
-                cpu_fill_view(y, &c);
-                return 0;
-            }
-            if (a->dtype == ORDO_U8) sc.u8 = (uint8_t)bound;
-            else sc.i32 = (int32_t)bound;
-        }
+        if (a->dtype == ORDO_I64) sc.i64 = bound;
+        else if (a->dtype == ORDO_U8) sc.u8 = (uint8_t)bound;
+        else sc.i32 = (int32_t)bound;
         break;
     }
     }
@@ -181,12 +184,7 @@ static int run_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args, 
     static int k_##OPN##_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *a) { \
         return run_cmp_scalar(rc, a, OP);                                            \
     }
-DEF_CMP_KERNELS(eq, EQ)
-DEF_CMP_KERNELS(ne, NE)
-DEF_CMP_KERNELS(lt, LT)
-DEF_CMP_KERNELS(le, LE)
-DEF_CMP_KERNELS(gt, GT)
-DEF_CMP_KERNELS(ge, GE)
+CPU_CMP_OPS(DEF_CMP_KERNELS)
 
 /* ---- where, masked_fill ------------------------------------------------- */
 
@@ -219,7 +217,7 @@ static cpu_loop_fn where_loop(int dtype) {
     return es == 8 ? where_8 : es == 4 ? where_4 : where_1;
 }
 
-static int k_where(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+int cpu_check_where(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     int r = cpu_check_args(rc, "where", args, 3, 1);
     if (r) return r;
     const ordo_view *o = &args->out[0], *c = &args->in[0], *x = &args->in[1], *y = &args->in[2];
@@ -231,15 +229,20 @@ static int k_where(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     const ordo_view *v[4] = {o, c, x, y};
     static const char *const names[4] = {"out", "cond", "x", "y"};
     if ((r = cpu_check_same_shapes(rc, "where", v, names, 4))) return r;
-    if ((r = cpu_check_writable(rc, "where", o))) return r;
+    return cpu_check_writable(rc, "where", o);
+}
+
+static int k_where(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    int r = cpu_check_where(rc, args);
+    if (r) return r;
+    const ordo_view *v[4] = {&args->out[0], &args->in[0], &args->in[1], &args->in[2]};
     cpu_iter it;
     cpu_iter_init_views(&it, 4, v, 0);
-    cpu_iter_run(&it, where_loop(o->dtype), NULL);
+    cpu_iter_run(&it, where_loop(args->out[0].dtype), NULL);
     return 0;
 }
 
-/* masked_fill is where(mask, value, x) with the value as a stride-0 view. */
-static int k_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+int cpu_check_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args, cpu_scalar *val) {
     int r = cpu_check_args(rc, "masked_fill", args, 2, 1);
     if (r) return r;
     const ordo_view *o = &args->out[0], *x = &args->in[0], *m = &args->in[1];
@@ -253,8 +256,15 @@ static int k_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     static const char *const names[3] = {"out", "mask", "x"};
     if ((r = cpu_check_same_shapes(rc, "masked_fill", v3, names, 3))) return r;
     if ((r = cpu_check_writable(rc, "masked_fill", o))) return r;
+    return cpu_scalar_fill_value(rc, "masked_fill", o->dtype, args->scalar[0], val);
+}
+
+/* masked_fill is where(mask, value, x) with the value as a stride-0 view. */
+static int k_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     cpu_scalar val;
-    if ((r = cpu_scalar_fill_value(rc, "masked_fill", o->dtype, args->scalar[0], &val))) return r;
+    int r = cpu_check_masked_fill(rc, args, &val);
+    if (r) return r;
+    const ordo_view *o = &args->out[0], *x = &args->in[0], *m = &args->in[1];
     ordo_view sv = *x;
     sv.data = &val;
     for (int d = 0; d < sv.ndim; d++) sv.strides[d] = 0;
@@ -265,20 +275,12 @@ static int k_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     return 0;
 }
 
+/* the table's rows: eq..ge, then eq_scalar..ge_scalar */
+#define CMP_ENTRY(OPN, OP) {#OPN, k_##OPN},
+#define CMP_SCALAR_ENTRY(OPN, OP) {#OPN "_scalar", k_##OPN##_scalar},
 void cpu_register_compare(void) {
     static const cpu_kernel_entry t[] = {
-        {"eq", k_eq},
-        {"ne", k_ne},
-        {"lt", k_lt},
-        {"le", k_le},
-        {"gt", k_gt},
-        {"ge", k_ge},
-        {"eq_scalar", k_eq_scalar},
-        {"ne_scalar", k_ne_scalar},
-        {"lt_scalar", k_lt_scalar},
-        {"le_scalar", k_le_scalar},
-        {"gt_scalar", k_gt_scalar},
-        {"ge_scalar", k_ge_scalar},
+        CPU_CMP_OPS(CMP_ENTRY) CPU_CMP_OPS(CMP_SCALAR_ENTRY)
         {"where", k_where},
         {"masked_fill", k_masked_fill},
     };

@@ -26,11 +26,8 @@
 
 #include "cpu_internal.h"
 
-typedef struct conv_geom {
-    int64_t N, C, H, W;        /* input */
-    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-    int64_t oh, ow;            /* output plane */
-} conv_geom;
+/* (cpu_internal.h's, shared with the CUDA kernels) */
+typedef cpu_conv_geom conv_geom;
 
 static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
     const int64_t span = d * (k - 1) + 1;
@@ -169,13 +166,18 @@ static int check_pair(const ordo_run_ctx *rc, const char *name, const ordo_kerne
     return 0;
 }
 
-static int k_im2col(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+int cpu_check_im2col(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_conv_geom *g) {
     int r = cpu_check_args(rc, "im2col", a, 1, 1);
     if (r) return r;
-    const ordo_view *x = &a->in[0], *y = &a->out[0];
+    if ((r = check_pair(rc, "im2col", a, &a->in[0], &a->out[0], g))) return r;
+    return cpu_check_writable(rc, "im2col", &a->out[0]);
+}
+
+static int k_im2col(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     conv_geom g;
-    if ((r = check_pair(rc, "im2col", a, x, y, &g))) return r;
-    if ((r = cpu_check_writable(rc, "im2col", y))) return r;
+    int r = cpu_check_im2col(rc, a, &g);
+    if (r) return r;
+    const ordo_view *x = &a->in[0], *y = &a->out[0];
     if (ordo_view_numel(y) == 0) return 0;
     if (ordo_dtype_size(x->dtype) == 8) im2col_8(&g, x, y);
     else im2col_4(&g, x, y);
@@ -231,13 +233,18 @@ DEF_COL2IM(f32, float)
 DEF_COL2IM(f64, double)
 
 /* in: cols; out: x, fully written (zeroed, then every patch added). */
-static int k_col2im(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+int cpu_check_col2im(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_conv_geom *g) {
     int r = cpu_check_args(rc, "col2im", a, 1, 1);
     if (r) return r;
-    const ordo_view *cols = &a->in[0], *x = &a->out[0];
+    if ((r = check_pair(rc, "col2im", a, &a->out[0], &a->in[0], g))) return r;
+    return cpu_check_writable(rc, "col2im", &a->out[0]);
+}
+
+static int k_col2im(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     conv_geom g;
-    if ((r = check_pair(rc, "col2im", a, x, cols, &g))) return r;
-    if ((r = cpu_check_writable(rc, "col2im", x))) return r;
+    int r = cpu_check_col2im(rc, a, &g);
+    if (r) return r;
+    const ordo_view *cols = &a->in[0], *x = &a->out[0];
     if (ordo_view_numel(x) == 0) return 0;
     static const double zero = 0; /* all-zero bits: 0.0 in float32 and float64 */
     cpu_fill_view(x, &zero);
@@ -387,29 +394,36 @@ static int pool_shapes_ok(const conv_geom *g, const ordo_view *v) {
     return v->ndim == 4 && v->shape[0] == g->N && v->shape[1] == g->C && v->shape[2] == g->oh && v->shape[3] == g->ow;
 }
 
-static int k_max_pool2d(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+int cpu_check_max_pool2d(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_conv_geom *g) {
     int r = cpu_check_args(rc, "max_pool2d", a, 1, 2);
     if (r) return r;
     const ordo_view *x = &a->in[0], *y = &a->out[0], *ix = &a->out[1];
-    conv_geom g;
-    if ((r = read_params(rc, "max_pool2d", a, 0, &g))) return r;
-    if (g.ph > g.kh / 2 || g.pw > g.kw / 2)
-        return ordo_fail(rc, "max_pool2d: padding %lldx%lld must be at most half the kernel %lldx%lld", (long long)g.ph,
-                         (long long)g.pw, (long long)g.kh, (long long)g.kw);
+    if ((r = read_params(rc, "max_pool2d", a, 0, g))) return r;
+    if (g->ph > g->kh / 2 || g->pw > g->kw / 2)
+        return ordo_fail(rc, "max_pool2d: padding %lldx%lld must be at most half the kernel %lldx%lld",
+                         (long long)g->ph, (long long)g->pw, (long long)g->kh, (long long)g->kw);
     if (y->dtype != x->dtype)
         return ordo_fail(rc, "max_pool2d: dtype mismatch: x is %s but out is %s", ordo_dtype_name(x->dtype),
                          ordo_dtype_name(y->dtype));
     if (ix->dtype != ORDO_I64)
         return ordo_fail(rc, "max_pool2d: indices must be int64, got %s", ordo_dtype_name(ix->dtype));
-    if ((r = read_input(rc, "max_pool2d", "x", x, &g))) return r;
-    if (!pool_shapes_ok(&g, y) || !pool_shapes_ok(&g, ix)) {
+    if ((r = read_input(rc, "max_pool2d", "x", x, g))) return r;
+    if (!pool_shapes_ok(g, y) || !pool_shapes_ok(g, ix)) {
         char sx[160], sy[160], si[160];
         return ordo_fail(rc, "max_pool2d: shape mismatch: x %s gives out [%lld, %lld, %lld, %lld], got out %s and "
                              "indices %s",
-                         cpu_shape_str(x, sx, sizeof sx), (long long)g.N, (long long)g.C, (long long)g.oh,
-                         (long long)g.ow, cpu_shape_str(y, sy, sizeof sy), cpu_shape_str(ix, si, sizeof si));
+                         cpu_shape_str(x, sx, sizeof sx), (long long)g->N, (long long)g->C, (long long)g->oh,
+                         (long long)g->ow, cpu_shape_str(y, sy, sizeof sy), cpu_shape_str(ix, si, sizeof si));
     }
-    if ((r = cpu_check_writable(rc, "max_pool2d", y)) || (r = cpu_check_writable(rc, "max_pool2d", ix))) return r;
+    if ((r = cpu_check_writable(rc, "max_pool2d", y))) return r;
+    return cpu_check_writable(rc, "max_pool2d", ix);
+}
+
+static int k_max_pool2d(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    conv_geom g;
+    int r = cpu_check_max_pool2d(rc, a, &g);
+    if (r) return r;
+    const ordo_view *x = &a->in[0], *y = &a->out[0], *ix = &a->out[1];
     if (ordo_view_numel(y) == 0) return 0;
     switch (x->dtype) {
     case ORDO_F32: maxpool_f32(&g, x, y, ix); break;
@@ -456,7 +470,7 @@ DEF_POOL_BW(f64, double)
 /* in: gy (N, C, oh, ow), indices (int64, same shape); out: gx (N, C, H, W).
  * Every index is checked before gx is touched: a failed op leaves gx as it
  * was. */
-static int k_max_pool2d_backward(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+int cpu_check_max_pool2d_backward(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     const char *name = "max_pool2d_backward";
     int r = cpu_check_args(rc, name, a, 2, 1);
     if (r) return r;
@@ -474,7 +488,14 @@ static int k_max_pool2d_backward(const ordo_run_ctx *rc, const ordo_kernel_args 
                              "out (N, C, H, W))",
                          name, cpu_shape_str(gy, s1, sizeof s1), cpu_shape_str(ix, s2, sizeof s2),
                          cpu_shape_str(gx, s3, sizeof s3));
-    if ((r = cpu_check_writable(rc, name, gx))) return r;
+    return cpu_check_writable(rc, name, gx);
+}
+
+static int k_max_pool2d_backward(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    const char *name = "max_pool2d_backward";
+    int r = cpu_check_max_pool2d_backward(rc, a);
+    if (r) return r;
+    const ordo_view *gy = &a->in[0], *ix = &a->in[1], *gx = &a->out[0];
     const int64_t plane = gx->shape[2] * gx->shape[3];
     const int64_t is2 = ix->strides[2], is3 = ix->strides[3];
     for (int64_t n = 0; n < ix->shape[0]; n++)

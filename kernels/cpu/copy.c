@@ -12,15 +12,20 @@
 
 /* ---- fill ---------------------------------------------------------------- */
 
-static int k_fill(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+int cpu_check_fill(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_scalar *v) {
     int r = cpu_check_args(rc, "fill", a, 0, 1);
     if (r) return r;
     const ordo_view *y = &a->out[0];
     if ((r = cpu_check_writable(rc, "fill", y))) return r;
     if (a->nscalar < 1) return ordo_fail(rc, "fill: needs the value as scalar[0]");
+    return cpu_scalar_fill_value(rc, "fill", y->dtype, a->scalar[0], v);
+}
+
+static int k_fill(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     cpu_scalar v;
-    if ((r = cpu_scalar_fill_value(rc, "fill", y->dtype, a->scalar[0], &v))) return r;
-    cpu_fill_view(y, &v);
+    int r = cpu_check_fill(rc, a, &v);
+    if (r) return r;
+    cpu_fill_view(&a->out[0], &v);
     return 0;
 }
 
@@ -160,14 +165,20 @@ static int copy_transposed(const cpu_iter *it, size_t es) {
     }
 }
 
-static int k_copy(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+int cpu_check_copy(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int r = cpu_check_args(rc, "copy", a, 1, 1);
+    if (r) return r;
+    const ordo_view *v[2] = {&a->out[0], &a->in[0]};
+    static const char *const names[2] = {"out", "x"};
+    if ((r = cpu_check_same_shapes(rc, "copy", v, names, 2))) return r;
+    return cpu_check_writable(rc, "copy", &a->out[0]);
+}
+
+static int k_copy(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int r = cpu_check_copy(rc, a);
     if (r) return r;
     const ordo_view *y = &a->out[0], *x = &a->in[0];
     const ordo_view *v[2] = {y, x};
-    static const char *const names[2] = {"out", "x"};
-    if ((r = cpu_check_same_shapes(rc, "copy", v, names, 2))) return r;
-    if ((r = cpu_check_writable(rc, "copy", y))) return r;
     cpu_iter it;
     cpu_iter_init_views(&it, 2, v, 0);
     if (it.numel == 0) return 0;
@@ -178,7 +189,7 @@ static int k_copy(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
 
 /* ---- arange -------------------------------------------------------------- */
 
-static int k_arange(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+int cpu_check_arange(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_arange_plan *p) {
     int r = cpu_check_args(rc, "arange", a, 0, 1);
     if (r) return r;
     const ordo_view *y = &a->out[0];
@@ -186,11 +197,35 @@ static int k_arange(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     if (y->ndim != 1) return ordo_fail(rc, "arange: output must be 1-d, got %d dims", y->ndim);
     if ((r = cpu_check_writable(rc, "arange", y))) return r;
     const double start = a->scalar[0], step = a->scalar[1];
-    const int64_t n = y->shape[0], s = y->strides[0];
-    if (n == 0) return 0;
-    const double last = start + (double)(n - 1) * step;
+    p->start = start;
+    p->step = step;
+    p->n = y->shape[0];
+    p->stride = y->strides[0];
+    p->integral = 0;
+    if (p->n == 0) return 0;
+    const double last = start + (double)(p->n - 1) * step;
     if (!isfinite(start) || !isfinite(step) || !isfinite(last))
         return ordo_fail(rc, "arange: start %g, step %g give non-finite values", start, step);
+    if (cpu_dtype_is_float(y->dtype)) return 0;
+    /* Integer dtypes: both ends must fit (the values are monotonic between). */
+    cpu_scalar lo, hi;
+    if ((r = cpu_scalar_fill_value(rc, "arange", y->dtype, start, &lo))) return r;
+    if ((r = cpu_scalar_fill_value(rc, "arange", y->dtype, last, &hi))) return r;
+    /* Exact in integers when start and step are integers (int64 values past
+     * 2^53 would lose digits in double); truncated doubles otherwise. */
+    p->integral = start == trunc(start) && step == trunc(step) && fabs(step) < 9.2e18;
+    return 0;
+}
+
+static int k_arange(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    cpu_arange_plan pl;
+    int r = cpu_check_arange(rc, a, &pl);
+    if (r) return r;
+    const ordo_view *y = &a->out[0];
+    const double start = pl.start, step = pl.step;
+    const int64_t n = pl.n, s = pl.stride;
+    const int integral = pl.integral;
+    if (n == 0) return 0;
     switch (y->dtype) {
     case ORDO_F32: {
         float *p = y->data;
@@ -202,16 +237,6 @@ static int k_arange(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
         for (int64_t i = 0; i < n; i++) p[i * s] = start + (double)i * step;
         return 0;
     }
-    default: break;
-    }
-    /* Integer dtypes: both ends must fit (the values are monotonic between). */
-    cpu_scalar lo, hi;
-    if ((r = cpu_scalar_fill_value(rc, "arange", y->dtype, start, &lo))) return r;
-    if ((r = cpu_scalar_fill_value(rc, "arange", y->dtype, last, &hi))) return r;
-    /* Exact in integers when start and step are integers (int64 values past
-     * 2^53 would lose digits in double); truncated doubles otherwise. */
-    const int integral = start == trunc(start) && step == trunc(step) && fabs(step) < 9.2e18;
-    switch (y->dtype) {
     case ORDO_I32: {
         int32_t *p = y->data;
         for (int64_t i = 0; i < n; i++)

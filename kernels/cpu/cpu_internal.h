@@ -86,23 +86,32 @@ static inline int cpu_dtype_is_float(int dt) { return dt == ORDO_F32 || dt == OR
 
 /* ---- scalar conversions ----------------------------------------------- */
 
+/* Marks the few pure helpers here that the CUDA kernels (kernels/cuda/,
+ * which include this header) also call from device code, so that both
+ * devices convert with one definition; plain static inline in C. */
+#ifdef __CUDACC__
+#define CPU_HOST_DEVICE __host__ __device__
+#else
+#define CPU_HOST_DEVICE
+#endif
+
 /* Float -> integer conversions truncate toward zero and saturate at the
  * target's range, NaN giving 0: a plain C cast is undefined behaviour out of
  * range, and saturation is what a user expects from to(int32).  Integer ->
  * integer conversions wrap (two's complement), as in C, NumPy and Torch. */
-static inline int32_t cpu_sat_i32(double v) {
+CPU_HOST_DEVICE static inline int32_t cpu_sat_i32(double v) {
     if (!(v == v)) return 0;
     if (v <= -2147483648.0) return INT32_MIN;
     if (v >= 2147483647.0) return INT32_MAX;
     return (int32_t)v;
 }
-static inline int64_t cpu_sat_i64(double v) {
+CPU_HOST_DEVICE static inline int64_t cpu_sat_i64(double v) {
     if (!(v == v)) return 0;
     if (v <= -9223372036854775808.0) return INT64_MIN;
     if (v >= 9223372036854775808.0) return INT64_MAX; /* 2^63 is the first double past max */
     return (int64_t)v;
 }
-static inline uint8_t cpu_sat_u8(double v) {
+CPU_HOST_DEVICE static inline uint8_t cpu_sat_u8(double v) {
     if (!(v == v) || v <= 0) return 0;
     if (v >= 255.0) return 255;
     return (uint8_t)v;
@@ -180,6 +189,145 @@ static inline float cpu_expf(float x) {
 
 /* Fills the view's elements with the bytes of *value (esize bytes each). */
 void cpu_fill_view(const ordo_view *v, const void *value);
+
+/* ---- argument checks shared with the CUDA kernels ---------------------- */
+
+/* Each kernel's host-side validation, defined beside its CPU kernel and
+ * called by both the CPU kernel and its CUDA twin (in kernels/cuda/), so
+ * that the two devices accept the same arguments and fail with the same
+ * messages in the same order.  Each returns 0 or the ordo_fail result and,
+ * on success, fills the out parameters with what the checks derived. */
+
+/* copy.c.  fill: *v is the value as an element of out's dtype. */
+int cpu_check_fill(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_scalar *v);
+/* copy: out and x of one shape, any two dtypes; out writable. */
+int cpu_check_copy(const ordo_run_ctx *rc, const ordo_kernel_args *a);
+/* arange: out[i] = start + i * step over the 1-d out. */
+typedef struct cpu_arange_plan {
+    double start, step;
+    int64_t n, stride; /* out's length (0: nothing to do) and stride */
+    int integral;      /* integer out, integral start and step: exact integer steps */
+} cpu_arange_plan;
+int cpu_check_arange(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_arange_plan *p);
+
+/* elementwise.c: the binary arithmetic kernels.  mode 0: y = a op b;
+ * 1: y = a op s; 2: y = s op a.  float_only: the op has no integer version
+ * (pow); int_div: integer division (the scalar must fit the dtype, and
+ * mode 1's must not be 0).  *s: the scalar as an element of a's dtype
+ * (modes 1 and 2; zeroed for mode 0). */
+int cpu_check_binary(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, int mode,
+                     int float_only, int int_div, cpu_scalar *s);
+
+/* compare.c: eq ne lt le gt ge, indexing cpu_cmp_names (and the *_scalar
+ * forms' cpu_cmp_scalar_names). */
+enum { CPU_CMP_EQ, CPU_CMP_NE, CPU_CMP_LT, CPU_CMP_LE, CPU_CMP_GT, CPU_CMP_GE, CPU_CMP_N };
+/* X(name, op) for each comparison, in that order: both devices define and
+ * register their kernels name and name_scalar from it. */
+#define CPU_CMP_OPS(X) \
+    X(eq, CPU_CMP_EQ) X(ne, CPU_CMP_NE) X(lt, CPU_CMP_LT) X(le, CPU_CMP_LE) X(gt, CPU_CMP_GT) X(ge, CPU_CMP_GE)
+extern const char *const cpu_cmp_names[CPU_CMP_N];
+extern const char *const cpu_cmp_scalar_names[CPU_CMP_N];
+int cpu_check_cmp(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op);
+int cpu_check_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op);
+/* An integer tensor of dtype compared (op) with the double s, exactly:
+ * -1 when the comparison is x op *bound (*bound within the dtype's range),
+ * else the constant result 0 / 1 (no element can change it). */
+int cpu_cmp_int_bound(int dtype, double s, int op, int64_t *bound);
+int cpu_check_where(const ordo_run_ctx *rc, const ordo_kernel_args *args);
+/* *val: the fill value as an element of out's dtype. */
+int cpu_check_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args, cpu_scalar *val);
+
+/* unary.c: y = f(a); int_ok: the op takes int32/int64 too (neg abs relu). */
+int cpu_check_unary(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, int int_ok);
+
+/* reduce.c: the reductions, indexing cpu_reduce_names. */
+enum { CPU_RED_SUM, CPU_RED_MEAN, CPU_RED_MAX, CPU_RED_MIN, CPU_RED_ARGMAX, CPU_RED_ARGMIN };
+/* X(name, op) for each reduction, in that order (as CPU_CMP_OPS). */
+#define CPU_REDUCE_OPS(X)                                                    \
+    X(sum, CPU_RED_SUM) X(mean, CPU_RED_MEAN) X(max, CPU_RED_MAX) X(min, CPU_RED_MIN) \
+    X(argmax, CPU_RED_ARGMAX) X(argmin, CPU_RED_ARGMIN)
+extern const char *const cpu_reduce_names[];
+typedef struct cpu_reduce_plan {
+    int all;          /* over all dims: one output */
+    int dim;          /* else the reduced dim */
+    ordo_view xo, yo; /* (dim) x without dim; y without it (or as given when squeezed) */
+    int64_t n;        /* elements per output: the dim's length, or x's numel */
+    int64_t nout;     /* outputs; 0: nothing to do */
+} cpu_reduce_plan;
+int cpu_check_reduce(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op, cpu_reduce_plan *p);
+/* Whether dim d has the smallest |stride| among x's dims of size > 1: its
+ * rows are then read sequentially. */
+int cpu_dim_is_innermost(const ordo_view *x, int d);
+
+/* softmax.c: softmax / log_softmax (name) along one dim, seen as nout rows
+ * of n elements. */
+typedef struct cpu_softmax_plan {
+    int dim;
+    ordo_view xo, yo;  /* x and y without dim: the rows' starts */
+    int64_t n, sx, sy; /* row length; x's and y's strides along it (a 0-d x: one row of 1) */
+    int64_t nout;
+    int inner;         /* dim is x's innermost (cpu_dim_is_innermost) */
+} cpu_softmax_plan;
+int cpu_check_softmax(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args,
+                      cpu_softmax_plan *p);
+
+/* matmul.c.  One matrix of a view: rows x cols with element strides rs, cs. */
+typedef struct cpu_mat {
+    char *p;
+    int64_t rows, cols, rs, cs;
+} cpu_mat;
+/* Can BLAS read m as row-major (unit column stride) / column-major (unit row
+ * stride)?  1 and *ld (the leading dim, an int >= max(1, cols / rows)). */
+int cpu_mat_row_major(const cpu_mat *m, int64_t *ld);
+int cpu_mat_col_major(const cpu_mat *m, int64_t *ld);
+/* How m is handed to a gemm of the given order (colmajor 0: row-major):
+ * 1 with *transposed = 0 when it lies in that order, 1 when it lies
+ * transposed; 0 when it has no unit stride (it must be packed first). */
+int cpu_mat_operand(const cpu_mat *m, int colmajor, int *transposed, int64_t *ld);
+typedef struct cpu_matmul_plan {
+    cpu_mat a, b, y;       /* the first batch's matrices */
+    int64_t sba, sbb, sby; /* batch strides (0 for an operand shared by every batch) */
+    int64_t B, M, K, N;
+} cpu_matmul_plan;
+int cpu_check_matmul(const ordo_run_ctx *rc, const ordo_kernel_args *args, cpu_matmul_plan *p);
+
+/* random.c.  seed: out[0] is the 32-byte generator state. */
+int cpu_check_seed(const ordo_run_ctx *rc, const ordo_kernel_args *args);
+/* uniform, normal, bernoulli: out[0] the values, out[1] the generator
+ * state (its seeding is checked where the state's bytes can be read). */
+int cpu_check_rng_outputs(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args);
+/* Then each kernel's dtype and scalars. */
+int cpu_check_uniform(const ordo_run_ctx *rc, const ordo_kernel_args *args, double *lo, double *hi);
+int cpu_check_normal(const ordo_run_ctx *rc, const ordo_kernel_args *args, double *mean, double *sd);
+int cpu_check_bernoulli(const ordo_run_ctx *rc, const ordo_kernel_args *args, double *p);
+
+/* index.c.  Each derives the views of its walk: gather out[i] =
+ * x0[i + index[i] * sd], scatter_add / index_add y0[i + index[i] * sd] +=
+ * src[i] (x0 / y0 not moving along dim; index_select's and index_add's
+ * idx0 the 1-d index broadcast over the other dims). */
+int cpu_check_gather(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *x0);
+int cpu_check_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *idx0,
+                           ordo_view *x0);
+int cpu_check_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *src0,
+                          ordo_view *y0);
+int cpu_check_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *idx0,
+                        ordo_view *y0);
+
+/* conv.c: the geometry of a 2-d convolution or pooling window. */
+typedef struct cpu_conv_geom {
+    int64_t N, C, H, W; /* input */
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t oh, ow; /* output plane */
+} cpu_conv_geom;
+int cpu_check_im2col(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_conv_geom *g);
+int cpu_check_col2im(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_conv_geom *g);
+int cpu_check_max_pool2d(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_conv_geom *g);
+/* (the indices' range depends on the data: checked by each device) */
+int cpu_check_max_pool2d_backward(const ordo_run_ctx *rc, const ordo_kernel_args *a);
+
+/* optim.c */
+int cpu_check_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a);
+int cpu_check_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a);
 
 /* ---- registration ------------------------------------------------------ */
 

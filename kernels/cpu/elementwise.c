@@ -117,17 +117,18 @@ DEF_IDIV_LOOP(div_loop_u8, uint8_t, unsigned, 0)
 typedef struct binop {
     const char *name, *scalar_name, *rscalar_name;
     int int_div;     /* integer dtypes: scalar must fit the dtype, 0 fails */
+    int float_only;  /* no integer loops */
     cpu_loop_fn loops[ORDO_NDTYPES];
 } binop;
 
 #define LOOPS_ALL(OPN) {OPN##_loop_f32, OPN##_loop_f64, OPN##_loop_i32, OPN##_loop_i64, OPN##_loop_u8}
-static const binop op_add = {"add", "add_scalar", NULL, 0, LOOPS_ALL(add)};
-static const binop op_sub = {"sub", "sub_scalar", "rsub_scalar", 0, LOOPS_ALL(sub)};
-static const binop op_mul = {"mul", "mul_scalar", NULL, 0, LOOPS_ALL(mul)};
-static const binop op_div = {"div", "div_scalar", "rdiv_scalar", 1, LOOPS_ALL(div)};
-static const binop op_pow = {"pow", "pow_scalar", "rpow_scalar", 0, {pow_loop_f32, pow_loop_f64, NULL, NULL, NULL}};
-static const binop op_max = {"maximum", NULL, NULL, 0, LOOPS_ALL(max)};
-static const binop op_min = {"minimum", NULL, NULL, 0, LOOPS_ALL(min)};
+static const binop op_add = {"add", "add_scalar", NULL, 0, 0, LOOPS_ALL(add)};
+static const binop op_sub = {"sub", "sub_scalar", "rsub_scalar", 0, 0, LOOPS_ALL(sub)};
+static const binop op_mul = {"mul", "mul_scalar", NULL, 0, 0, LOOPS_ALL(mul)};
+static const binop op_div = {"div", "div_scalar", "rdiv_scalar", 1, 0, LOOPS_ALL(div)};
+static const binop op_pow = {"pow", "pow_scalar", "rpow_scalar", 0, 1, {pow_loop_f32, pow_loop_f64, NULL, NULL, NULL}};
+static const binop op_max = {"maximum", NULL, NULL, 0, 0, LOOPS_ALL(max)};
+static const binop op_min = {"minimum", NULL, NULL, 0, 0, LOOPS_ALL(min)};
 
 /* The scalar s as an element of dtype.  Float dtypes round it to the dtype
  * (as Torch does).  Integer dtypes need an integer scalar: a fractional one
@@ -136,7 +137,6 @@ static const binop op_min = {"minimum", NULL, NULL, 0, LOOPS_ALL(min)};
  * and mul any int64 wraps like the arithmetic; for div it must fit. */
 static int scalar_operand(const ordo_run_ctx *rc, const char *name, int dtype, double s, int fit,
                           cpu_scalar *out) {
-    memset(out, 0, sizeof *out);
     if (dtype == ORDO_F32) {
         out->f32 = (float)s;
         return 0;
@@ -170,42 +170,54 @@ static int dtype_mismatch(const ordo_run_ctx *rc, const char *name, const ordo_v
     return 0;
 }
 
-/* mode 0: y = a op b; 1: y = a op s; 2: y = s op a. */
-static int run_binary(const ordo_run_ctx *rc, const ordo_kernel_args *args, const binop *op, int mode) {
-    const char *name = mode == 0 ? op->name : mode == 1 ? op->scalar_name : op->rscalar_name;
+/* The checks in this order on both devices (see cpu_internal.h). */
+int cpu_check_binary(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, int mode,
+                     int float_only, int int_div, cpu_scalar *s) {
+    memset(s, 0, sizeof *s);
     int r = cpu_check_args(rc, name, args, mode == 0 ? 2 : 1, 1);
     if (r) return r;
     const ordo_view *y = &args->out[0], *a = &args->in[0];
-    ordo_view sv; /* the scalar as a stride-0 view of a's shape */
-    cpu_scalar s;
-    const ordo_view *b = &args->in[1];
     if (mode != 0) {
         if (args->nscalar < 1) return ordo_fail(rc, "%s: needs the scalar as scalar[0]", name);
-        if (!op->loops[a->dtype]) return cpu_fail_dtype(rc, name, a->dtype);
-        if ((r = scalar_operand(rc, name, a->dtype, args->scalar[0], op->int_div, &s))) return r;
-        if (op->int_div && !cpu_dtype_is_float(a->dtype) && mode == 1 &&
-            cpu_load_double(a->dtype, &s) == 0)
+        if (float_only && !cpu_dtype_is_float(a->dtype)) return cpu_fail_dtype(rc, name, a->dtype);
+        if ((r = scalar_operand(rc, name, a->dtype, args->scalar[0], int_div, s))) return r;
+        if (int_div && !cpu_dtype_is_float(a->dtype) && mode == 1 && cpu_load_double(a->dtype, s) == 0)
             return ordo_fail(rc, "%s: integer division by zero", name);
+    }
+    /* v[2] is only looked at in mode 0 */
+    const ordo_view *v[3] = {y, a, &args->in[1]};
+    static const char *const tnames[3] = {"out", "a", "b"};
+    static const char *const snames[3] = {"out", "a", "scalar"};
+    const int nv = mode ? 2 : 3;
+    if ((r = dtype_mismatch(rc, name, v, mode ? snames : tnames, nv))) return r;
+    if ((r = cpu_check_same_shapes(rc, name, v, mode ? snames : tnames, nv))) return r;
+    if ((r = cpu_check_writable(rc, name, y))) return r;
+    if (float_only && !cpu_dtype_is_float(a->dtype)) return cpu_fail_dtype(rc, name, a->dtype);
+    return 0;
+}
+
+/* mode 0: y = a op b; 1: y = a op s; 2: y = s op a. */
+static int run_binary(const ordo_run_ctx *rc, const ordo_kernel_args *args, const binop *op, int mode) {
+    const char *name = mode == 0 ? op->name : mode == 1 ? op->scalar_name : op->rscalar_name;
+    cpu_scalar s;
+    int r = cpu_check_binary(rc, name, args, mode, op->float_only, op->int_div, &s);
+    if (r) return r;
+    const ordo_view *y = &args->out[0], *a = &args->in[0], *b = &args->in[1];
+    ordo_view sv; /* the scalar as a stride-0 view of a's shape */
+    if (mode != 0) {
         sv = *a;
         sv.data = &s;
         for (int d = 0; d < sv.ndim; d++) sv.strides[d] = 0;
         b = &sv;
     }
     const ordo_view *v[3] = {y, a, b};
-    static const char *const tnames[3] = {"out", "a", "b"};
-    static const char *const snames[3] = {"out", "a", "scalar"};
-    if ((r = dtype_mismatch(rc, name, v, mode ? snames : tnames, mode ? 2 : 3))) return r;
-    if ((r = cpu_check_same_shapes(rc, name, v, mode ? snames : tnames, mode ? 2 : 3))) return r;
-    if ((r = cpu_check_writable(rc, name, y))) return r;
-    cpu_loop_fn fn = op->loops[a->dtype];
-    if (!fn) return cpu_fail_dtype(rc, name, a->dtype);
     if (mode == 2) { /* s op a: the scalar becomes the left operand */
         v[1] = b;
         v[2] = a;
     }
     cpu_iter it;
     cpu_iter_init_views(&it, 3, v, 0);
-    if (cpu_iter_run(&it, fn, NULL)) return ordo_fail(rc, "%s: integer division by zero", name);
+    if (cpu_iter_run(&it, op->loops[a->dtype], NULL)) return ordo_fail(rc, "%s: integer division by zero", name);
     return 0;
 }
 

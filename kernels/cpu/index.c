@@ -77,49 +77,76 @@ static int run_gather_loop(const ordo_run_ctx *rc, const char *name, const ordo_
     return 0;
 }
 
-static int k_gather(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int dim, r;
-    if ((r = index_prologue(rc, "gather", a, &dim))) return r;
+/* index_select's and index_add's walk over the shape of `over`: *idx0 the
+ * 1-d index along dim, broadcast over the other dims, and *v0 the view v
+ * (x, or the y added into) with v's strides except along dim, where the
+ * index moves it. */
+static void spread_index(const ordo_view *over, const ordo_view *idx, const ordo_view *v, int dim,
+                         ordo_view *idx0, ordo_view *v0) {
+    *idx0 = *over;
+    *v0 = *over;
+    idx0->dtype = ORDO_I64;
+    idx0->data = idx->data;
+    v0->dtype = v->dtype;
+    v0->data = v->data;
+    for (int d = 0; d < over->ndim; d++) {
+        idx0->strides[d] = d == dim ? idx->strides[0] : 0;
+        v0->strides[d] = d == dim ? 0 : v->strides[d];
+    }
+}
+
+int cpu_check_gather(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *x0) {
+    int r;
+    if ((r = index_prologue(rc, "gather", a, dim))) return r;
     const ordo_view *x = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    const int d0 = *dim;
     char sx[160], si[160], sy[160];
     int ok = idx->ndim == x->ndim && cpu_same_shape(idx, y);
     for (int d = 0; ok && d < x->ndim; d++)
-        if (d != dim && idx->shape[d] > x->shape[d]) ok = 0;
+        if (d != d0 && idx->shape[d] > x->shape[d]) ok = 0;
     if (!ok)
         return ordo_fail(rc, "gather: shape mismatch: x %s, index %s, out %s (index needs x's dims, "
                              "each no larger than x's except dim %d; out has index's shape)",
                          cpu_shape_str(x, sx, sizeof sx), cpu_shape_str(idx, si, sizeof si),
-                         cpu_shape_str(y, sy, sizeof sy), dim);
-    ordo_view x0 = *x; /* x over index's shape, not moving along dim */
-    memcpy(x0.shape, idx->shape, sizeof x0.shape);
-    if (x0.ndim) x0.strides[dim] = 0;
-    return run_gather_loop(rc, "gather", y, idx, &x0, x, dim);
+                         cpu_shape_str(y, sy, sizeof sy), d0);
+    *x0 = *x; /* x over index's shape, not moving along dim */
+    memcpy(x0->shape, idx->shape, sizeof x0->shape);
+    if (x0->ndim) x0->strides[d0] = 0;
+    return 0;
 }
 
-static int k_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+static int k_gather(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
-    if ((r = index_prologue(rc, "index_select", a, &dim))) return r;
+    ordo_view x0;
+    if ((r = cpu_check_gather(rc, a, &dim, &x0))) return r;
+    return run_gather_loop(rc, "gather", &a->out[0], &a->in[1], &x0, &a->in[0], dim);
+}
+
+int cpu_check_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *idx0,
+                           ordo_view *x0) {
+    int r;
+    if ((r = index_prologue(rc, "index_select", a, dim))) return r;
     const ordo_view *x = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    const int d0 = *dim;
     char sx[160], si[160], sy[160];
     if (x->ndim == 0) return ordo_fail(rc, "index_select: x must have at least one dim");
     int ok = idx->ndim == 1 && y->ndim == x->ndim;
     for (int d = 0; ok && d < y->ndim; d++)
-        if (y->shape[d] != (d == dim ? idx->shape[0] : x->shape[d])) ok = 0;
+        if (y->shape[d] != (d == d0 ? idx->shape[0] : x->shape[d])) ok = 0;
     if (!ok)
         return ordo_fail(rc, "index_select: shape mismatch: x %s, index %s, out %s (index must be "
                              "1-d; out is x with dim %d of index's length)",
                          cpu_shape_str(x, sx, sizeof sx), cpu_shape_str(idx, si, sizeof si),
-                         cpu_shape_str(y, sy, sizeof sy), dim);
-    ordo_view iv = *y, x0 = *y; /* both over out's shape */
-    iv.dtype = ORDO_I64;
-    iv.data = idx->data;
-    x0.dtype = x->dtype;
-    x0.data = x->data;
-    for (int d = 0; d < y->ndim; d++) {
-        iv.strides[d] = d == dim ? idx->strides[0] : 0;
-        x0.strides[d] = d == dim ? 0 : x->strides[d];
-    }
-    return run_gather_loop(rc, "index_select", y, &iv, &x0, x, dim);
+                         cpu_shape_str(y, sy, sizeof sy), d0);
+    spread_index(y, idx, x, d0, idx0, x0); /* both over out's shape */
+    return 0;
+}
+
+static int k_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int dim, r;
+    ordo_view iv, x0;
+    if ((r = cpu_check_index_select(rc, a, &dim, &iv, &x0))) return r;
+    return run_gather_loop(rc, "index_select", &a->out[0], &iv, &x0, &a->in[0], dim);
 }
 
 /* ---- scatter_add, index_add ---------------------------------------------- */
@@ -196,50 +223,62 @@ static int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view
 
 /* y[..index[i]..] += src[i] along dim; index has y's ndim and is no larger
  * than src in any dim, nor than y except along dim. */
-static int k_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int dim, r;
-    if ((r = add_prologue(rc, "scatter_add", a, &dim))) return r;
+int cpu_check_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *src0,
+                          ordo_view *y0) {
+    int r;
+    if ((r = add_prologue(rc, "scatter_add", a, dim))) return r;
     const ordo_view *src = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    const int d0 = *dim;
     char ss[160], si[160], sy[160];
     int ok = idx->ndim == y->ndim && src->ndim == y->ndim;
     for (int d = 0; ok && d < y->ndim; d++)
-        if (idx->shape[d] > src->shape[d] || (d != dim && idx->shape[d] > y->shape[d])) ok = 0;
+        if (idx->shape[d] > src->shape[d] || (d != d0 && idx->shape[d] > y->shape[d])) ok = 0;
     if (!ok)
         return ordo_fail(rc, "scatter_add: shape mismatch: src %s, index %s, out %s (index needs out's "
                              "dims, each no larger than src's, nor than out's except dim %d)",
                          cpu_shape_str(src, ss, sizeof ss), cpu_shape_str(idx, si, sizeof si),
-                         cpu_shape_str(y, sy, sizeof sy), dim);
-    ordo_view src0 = *src, y0 = *y; /* over index's shape */
-    memcpy(src0.shape, idx->shape, sizeof src0.shape);
-    memcpy(y0.shape, idx->shape, sizeof y0.shape);
-    if (y0.ndim) y0.strides[dim] = 0;
-    return run_scatter(rc, "scatter_add", idx, &src0, &y0, y, dim);
+                         cpu_shape_str(y, sy, sizeof sy), d0);
+    *src0 = *src; /* over index's shape */
+    *y0 = *y;
+    memcpy(src0->shape, idx->shape, sizeof src0->shape);
+    memcpy(y0->shape, idx->shape, sizeof y0->shape);
+    if (y0->ndim) y0->strides[d0] = 0;
+    return 0;
+}
+
+static int k_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int dim, r;
+    ordo_view src0, y0;
+    if ((r = cpu_check_scatter_add(rc, a, &dim, &src0, &y0))) return r;
+    return run_scatter(rc, "scatter_add", &a->in[1], &src0, &y0, &a->out[0], dim);
 }
 
 /* y[.., index[j], ..] += src[.., j, ..] along dim; index is 1-d. */
-static int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int dim, r;
-    if ((r = add_prologue(rc, "index_add", a, &dim))) return r;
+int cpu_check_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *idx0,
+                        ordo_view *y0) {
+    int r;
+    if ((r = add_prologue(rc, "index_add", a, dim))) return r;
     const ordo_view *src = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
+    const int d0 = *dim;
     char ss[160], si[160], sy[160];
     if (y->ndim == 0) return ordo_fail(rc, "index_add: out must have at least one dim");
     int ok = idx->ndim == 1 && src->ndim == y->ndim;
     for (int d = 0; ok && d < y->ndim; d++)
-        if (src->shape[d] != (d == dim ? idx->shape[0] : y->shape[d])) ok = 0;
+        if (src->shape[d] != (d == d0 ? idx->shape[0] : y->shape[d])) ok = 0;
     if (!ok)
         return ordo_fail(rc, "index_add: shape mismatch: src %s, index %s, out %s (index must be 1-d; "
                              "src is out with dim %d of index's length)",
                          cpu_shape_str(src, ss, sizeof ss), cpu_shape_str(idx, si, sizeof si),
-                         cpu_shape_str(y, sy, sizeof sy), dim);
-    ordo_view iv = *src, y0 = *src; /* both over src's shape */
-    iv.dtype = ORDO_I64;
-    iv.data = idx->data;
-    y0.data = y->data;
-    for (int d = 0; d < src->ndim; d++) {
-        iv.strides[d] = d == dim ? idx->strides[0] : 0;
-        y0.strides[d] = d == dim ? 0 : y->strides[d];
-    }
-    return run_scatter(rc, "index_add", &iv, src, &y0, y, dim);
+                         cpu_shape_str(y, sy, sizeof sy), d0);
+    spread_index(src, idx, y, d0, idx0, y0); /* both over src's shape */
+    return 0;
+}
+
+static int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int dim, r;
+    ordo_view iv, y0;
+    if ((r = cpu_check_index_add(rc, a, &dim, &iv, &y0))) return r;
+    return run_scatter(rc, "index_add", &iv, &a->in[0], &y0, &a->out[0], dim);
 }
 
 void cpu_register_index(void) {

@@ -28,17 +28,12 @@
 
 #include "cpu_internal.h"
 
-/* One matrix of a view: rows x cols with element strides rs, cs. */
-typedef struct mat {
-    char *p;
-    int64_t rows, cols, rs, cs;
-} mat;
+/* (cpu_internal.h's, shared with the CUDA matmul) */
+typedef cpu_mat mat;
 
-/* Can BLAS read m as row-major (unit column stride)?  Strides of size-1
- * dims never matter, and BLAS wants ld >= max(1, cols) and an int. */
-static int row_major(const mat *m, int64_t *ld) {
+int cpu_mat_row_major(const cpu_mat *m, int64_t *ld) {
     const int64_t need = m->cols > 1 ? m->cols : 1;
-    if (m->cols > 1 && m->cs != 1) return 0;
+    if (m->cols > 1 && m->cs != 1) return 0; /* strides of size-1 dims never matter */
     if (m->rows <= 1) {
         *ld = need;
         return 1;
@@ -48,8 +43,7 @@ static int row_major(const mat *m, int64_t *ld) {
     return 1;
 }
 
-/* ...as column-major (unit row stride)? */
-static int col_major(const mat *m, int64_t *ld) {
+int cpu_mat_col_major(const cpu_mat *m, int64_t *ld) {
     const int64_t need = m->rows > 1 ? m->rows : 1;
     if (m->rows > 1 && m->rs != 1) return 0;
     if (m->cols <= 1) {
@@ -59,6 +53,18 @@ static int col_major(const mat *m, int64_t *ld) {
     if (m->cs < need || m->cs > INT_MAX) return 0;
     *ld = m->cs;
     return 1;
+}
+
+int cpu_mat_operand(const cpu_mat *m, int colmajor, int *transposed, int64_t *ld) {
+    if (colmajor ? cpu_mat_col_major(m, ld) : cpu_mat_row_major(m, ld)) {
+        *transposed = 0;
+        return 1;
+    }
+    if (colmajor ? cpu_mat_row_major(m, ld) : cpu_mat_col_major(m, ld)) {
+        *transposed = 1;
+        return 1;
+    }
+    return 0;
 }
 
 /* Copies m into dst, row-major contiguous, and makes m describe dst. */
@@ -73,14 +79,10 @@ static void pack(mat *m, char *dst, int64_t es) {
 
 /* How one operand is handed to gemm in the given order. */
 static int operand(const mat *m, int colmajor, enum CBLAS_TRANSPOSE *tr, int64_t *ld) {
-    if (!colmajor) {
-        if (row_major(m, ld)) { *tr = CblasNoTrans; return 1; }
-        if (col_major(m, ld)) { *tr = CblasTrans; return 1; }
-    } else {
-        if (col_major(m, ld)) { *tr = CblasNoTrans; return 1; }
-        if (row_major(m, ld)) { *tr = CblasTrans; return 1; }
-    }
-    return 0;
+    int t;
+    if (!cpu_mat_operand(m, colmajor, &t, ld)) return 0;
+    *tr = t ? CblasTrans : CblasNoTrans;
+    return 1;
 }
 
 /* Scratch for packed copies, grown on demand and reused across batches. */
@@ -97,15 +99,15 @@ static int gemm_float(const ordo_run_ctx *rc, int dtype, mat A, mat Bm, mat Y, i
     int64_t ldy = 0, lda = 0, ldb = 0;
     int colmajor = 0;
     mat Yw = Y; /* where gemm writes */
-    if (!row_major(&Yw, &ldy)) {
-        if (col_major(&Yw, &ldy)) {
+    if (!cpu_mat_row_major(&Yw, &ldy)) {
+        if (cpu_mat_col_major(&Yw, &ldy)) {
             colmajor = 1;
         } else {
             if (!sc->y && !(sc->y = malloc((size_t)(M * N * es)))) goto oom;
             Yw.p = sc->y;
             Yw.rs = N;
             Yw.cs = 1;
-            row_major(&Yw, &ldy);
+            cpu_mat_row_major(&Yw, &ldy);
         }
     }
     enum CBLAS_TRANSPOSE ta = CblasNoTrans, tb = CblasNoTrans;
@@ -171,7 +173,7 @@ static mat mat_of(const ordo_view *v, int64_t *bstride) {
     return m;
 }
 
-static int k_matmul(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+int cpu_check_matmul(const ordo_run_ctx *rc, const ordo_kernel_args *args, cpu_matmul_plan *p) {
     int r = cpu_check_args(rc, "matmul", args, 2, 1);
     if (r) return r;
     const ordo_view *a = &args->in[0], *b = &args->in[1], *y = &args->out[0];
@@ -186,19 +188,33 @@ static int k_matmul(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     const int64_t B = batched ? (a->ndim == 3 && a->shape[0] != 1 ? a->shape[0]
                                  : b->ndim == 3 ? b->shape[0] : 1)
                               : 1;
-    int64_t sba, sbb, sby;
-    mat A = mat_of(a, &sba), Bm = mat_of(b, &sbb);
-    const int64_t M = A.rows, K = A.cols, N = Bm.cols;
+    p->a = mat_of(a, &p->sba);
+    p->b = mat_of(b, &p->sbb);
+    const int64_t M = p->a.rows, K = p->a.cols, N = p->b.cols;
     const int bad_batch = (a->ndim == 3 && a->shape[0] != B && a->shape[0] != 1) ||
                           (b->ndim == 3 && b->shape[0] != B && b->shape[0] != 1);
     const int bad_out = y->ndim != (batched ? 3 : 2) || (batched && y->shape[0] != B) ||
                         y->shape[y->ndim - 2] != M || y->shape[y->ndim - 1] != N;
-    if (Bm.rows != K || bad_batch || bad_out)
+    if (p->b.rows != K || bad_batch || bad_out)
         return ordo_fail(rc, "matmul: shape mismatch: a %s, b %s, out %s", cpu_shape_str(a, sa, sizeof sa),
                          cpu_shape_str(b, sb, sizeof sb), cpu_shape_str(y, sy, sizeof sy));
     if ((r = cpu_check_writable(rc, "matmul", y))) return r;
-    mat Y = mat_of(y, &sby);
-    if (batched) sby = y->strides[0];
+    p->y = mat_of(y, &p->sby);
+    if (batched) p->sby = y->strides[0]; /* every batch of y is written */
+    p->B = B;
+    p->M = M;
+    p->K = K;
+    p->N = N;
+    return 0;
+}
+
+static int k_matmul(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    cpu_matmul_plan pl;
+    int r = cpu_check_matmul(rc, args, &pl);
+    if (r) return r;
+    const ordo_view *a = &args->in[0], *y = &args->out[0];
+    const mat A = pl.a, Bm = pl.b, Y = pl.y;
+    const int64_t sba = pl.sba, sbb = pl.sbb, sby = pl.sby, B = pl.B, M = pl.M, K = pl.K, N = pl.N;
     if (B == 0 || M == 0 || N == 0) return 0;
     if (K == 0) { /* an empty sum: zeros, which gemm might not write */
         static const uint64_t zero = 0;

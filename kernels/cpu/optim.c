@@ -67,8 +67,12 @@ static int check_operands(const ordo_run_ctx *rc, const char *name, const ordo_k
 DEF_ADAM(float, sqrtf)
 DEF_ADAM(double, sqrt)
 
+int cpu_check_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    return check_operands(rc, "adam_step", a, 2, 6);
+}
+
 static int k_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int r = check_operands(rc, "adam_step", a, 2, 6);
+    int r = cpu_check_adam_step(rc, a);
     if (r) return r;
     int64_t n = ordo_view_numel(&a->out[0]);
     if (a->out[0].dtype == ORDO_F32) {
@@ -100,13 +104,19 @@ static int k_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
 DEF_SGD(float)
 DEF_SGD(double)
 
-static int k_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+int cpu_check_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int r = check_operands(rc, "sgd_step", a, a->nout == 1 ? 0 : 1, 5);
     if (r) return r;
     if (a->nout == 1 && a->scalar[1] != 0) {
         ordo_fail(rc, "sgd_step: momentum %g needs a buffer (a second output)", a->scalar[1]);
         return ORDO_ERR_INVALID;
     }
+    return 0;
+}
+
+static int k_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int r = cpu_check_sgd_step(rc, a);
+    if (r) return r;
     int64_t n = ordo_view_numel(&a->out[0]);
     void *buf = a->nout > 1 ? a->out[1].data : NULL;
     if (a->out[0].dtype == ORDO_F32) sgd_float(n, a->out[0].data, a->in[0].data, buf, a->scalar);

@@ -170,11 +170,17 @@ static int check_state(const ordo_run_ctx *rc, const char *name, const ordo_view
     return 0;
 }
 
-static int k_seed(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+int cpu_check_seed(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     int r = cpu_check_args(rc, "seed", args, 0, 1);
     if (r) return r;
     if ((r = check_state(rc, "seed", &args->out[0]))) return r;
     if (args->niparam < 1) return ordo_fail(rc, "seed: needs the seed as iparam[0]");
+    return 0;
+}
+
+static int k_seed(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    int r = cpu_check_seed(rc, args);
+    if (r) return r;
     unsigned char st[32] = {0};
     const uint64_t key = (uint64_t)args->iparam[0], ctr = 0;
     memcpy(st, &key, 8);
@@ -184,12 +190,17 @@ static int k_seed(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     return 0;
 }
 
-/* Checks y and the generator (out[1]) and loads the state into g. */
-static int rng_begin(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, rng *g) {
+int cpu_check_rng_outputs(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args) {
     int r = cpu_check_args(rc, name, args, 0, 2);
     if (r) return r;
     if ((r = check_state(rc, name, &args->out[1]))) return r;
-    if ((r = cpu_check_writable(rc, name, &args->out[0]))) return r;
+    return cpu_check_writable(rc, name, &args->out[0]);
+}
+
+/* Checks y and the generator (out[1]) and loads the state into g. */
+static int rng_begin(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, rng *g) {
+    int r = cpu_check_rng_outputs(rc, name, args);
+    if (r) return r;
     const unsigned char *st = args->out[1].data;
     if (memcmp(st + 16, state_magic, 8) != 0)
         return ordo_fail(rc, "%s: generator state was never seeded (run the seed kernel on it first)", name);
@@ -218,44 +229,66 @@ static int rng_run(const ordo_kernel_args *args, rng *g, cpu_loop_fn fn, uint64_
     return 0;
 }
 
+/* uniform and normal: a float out and two scalars (what names them). */
+static int float_out_two_scalars(const ordo_run_ctx *rc, const char *name, const char *what,
+                                 const ordo_kernel_args *args, double *s0, double *s1) {
+    const int dt = args->out[0].dtype;
+    if (!cpu_dtype_is_float(dt)) return cpu_fail_dtype(rc, name, dt);
+    if (args->nscalar < 2) return ordo_fail(rc, "%s: needs %s as scalar[0], scalar[1]", name, what);
+    *s0 = args->scalar[0];
+    *s1 = args->scalar[1];
+    return 0;
+}
+
+int cpu_check_uniform(const ordo_run_ctx *rc, const ordo_kernel_args *args, double *lo, double *hi) {
+    int r = float_out_two_scalars(rc, "uniform", "low and high", args, lo, hi);
+    if (r) return r;
+    if (!isfinite(*lo) || !isfinite(*hi) || !(*lo <= *hi) || !isfinite(*hi - *lo))
+        return ordo_fail(rc, "uniform: bad range [%g, %g)", *lo, *hi);
+    return 0;
+}
+
 static int k_uniform(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     rng g;
+    double lo, hi;
     int r = rng_begin(rc, "uniform", args, &g);
-    if (r) return r;
-    const int dt = args->out[0].dtype;
-    if (!cpu_dtype_is_float(dt)) return cpu_fail_dtype(rc, "uniform", dt);
-    if (args->nscalar < 2) return ordo_fail(rc, "uniform: needs low and high as scalar[0], scalar[1]");
-    const double lo = args->scalar[0], hi = args->scalar[1];
-    if (!isfinite(lo) || !isfinite(hi) || !(lo <= hi) || !isfinite(hi - lo))
-        return ordo_fail(rc, "uniform: bad range [%g, %g)", lo, hi);
+    if (r || (r = cpu_check_uniform(rc, args, &lo, &hi))) return r;
     g.a = lo;
     g.b = hi - lo;
     g.high = hi;
-    return dt == ORDO_F32 ? rng_run(args, &g, uniform_f32, 1) : rng_run(args, &g, uniform_f64, 2);
+    return args->out[0].dtype == ORDO_F32 ? rng_run(args, &g, uniform_f32, 1) : rng_run(args, &g, uniform_f64, 2);
+}
+
+int cpu_check_normal(const ordo_run_ctx *rc, const ordo_kernel_args *args, double *mean, double *sd) {
+    int r = float_out_two_scalars(rc, "normal", "mean and std", args, mean, sd);
+    if (r) return r;
+    if (!isfinite(*mean) || !isfinite(*sd) || *sd < 0)
+        return ordo_fail(rc, "normal: bad mean %g or std %g", *mean, *sd);
+    return 0;
 }
 
 static int k_normal(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     rng g;
+    double mean, sd;
     int r = rng_begin(rc, "normal", args, &g);
-    if (r) return r;
-    const int dt = args->out[0].dtype;
-    if (!cpu_dtype_is_float(dt)) return cpu_fail_dtype(rc, "normal", dt);
-    if (args->nscalar < 2) return ordo_fail(rc, "normal: needs mean and std as scalar[0], scalar[1]");
-    const double mean = args->scalar[0], sd = args->scalar[1];
-    if (!isfinite(mean) || !isfinite(sd) || sd < 0)
-        return ordo_fail(rc, "normal: bad mean %g or std %g", mean, sd);
+    if (r || (r = cpu_check_normal(rc, args, &mean, &sd))) return r;
     g.a = mean;
     g.b = sd;
-    return rng_run(args, &g, dt == ORDO_F32 ? normal_f32 : normal_f64, 2);
+    return rng_run(args, &g, args->out[0].dtype == ORDO_F32 ? normal_f32 : normal_f64, 2);
+}
+
+int cpu_check_bernoulli(const ordo_run_ctx *rc, const ordo_kernel_args *args, double *p) {
+    if (args->nscalar < 1) return ordo_fail(rc, "bernoulli: needs p as scalar[0]");
+    *p = args->scalar[0];
+    if (!(*p >= 0 && *p <= 1)) return ordo_fail(rc, "bernoulli: p %g is not in [0, 1]", *p);
+    return 0;
 }
 
 static int k_bernoulli(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     rng g;
+    double p;
     int r = rng_begin(rc, "bernoulli", args, &g);
-    if (r) return r;
-    if (args->nscalar < 1) return ordo_fail(rc, "bernoulli: needs p as scalar[0]");
-    const double p = args->scalar[0];
-    if (!(p >= 0 && p <= 1)) return ordo_fail(rc, "bernoulli: p %g is not in [0, 1]", p);
+    if (r || (r = cpu_check_bernoulli(rc, args, &p))) return r;
     g.a = p;
     static const cpu_loop_fn loops[ORDO_NDTYPES] = {bernoulli_f32, bernoulli_f64, bernoulli_i32,
                                                     bernoulli_i64, bernoulli_u8};

@@ -22,8 +22,7 @@
 
 #include "cpu_internal.h"
 
-enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN };
-static const char *const red_names[] = {"sum", "mean", "max", "min", "argmax", "argmin"};
+const char *const cpu_reduce_names[] = {"sum", "mean", "max", "min", "argmax", "argmin"};
 
 typedef struct red_ctx {
     int op;
@@ -42,7 +41,7 @@ typedef struct red_ctx {
 /* Stores a sum (float: dacc; integer: iacc) into one element of y. */
 static void store_sum(const red_ctx *c, char *p, int is_int, double dacc, uint64_t iacc) {
     if (!is_int) {
-        cpu_store_double(c->ydtype, p, c->op == R_MEAN ? dacc / (double)c->n : dacc);
+        cpu_store_double(c->ydtype, p, c->op == CPU_RED_MEAN ? dacc / (double)c->n : dacc);
         return;
     }
     switch (c->ydtype) {
@@ -126,16 +125,16 @@ static void store_sum(const red_ctx *c, char *p, int is_int, double dacc, uint64
             char *y = p[0] + i * s[0] * c->ysize;                                            \
             const T *xr = x + i * s[1];                                                      \
             switch (c->op) {                                                                 \
-            case R_SUM:                                                                      \
-            case R_MEAN: {                                                                   \
+            case CPU_RED_SUM:                                                                      \
+            case CPU_RED_MEAN: {                                                                   \
                 const ACC acc = sum_row_##SFX(c->n, xr, c->sd);                              \
                 if (IS_INT) store_sum(c, y, 1, 0, (uint64_t)acc);                            \
                 else store_sum(c, y, 0, (double)acc, 0);                                     \
                 break;                                                                       \
             }                                                                                \
-            case R_MAX: *(T *)y = max_row_##SFX(c->n, xr, c->sd); break;                     \
-            case R_MIN: *(T *)y = min_row_##SFX(c->n, xr, c->sd); break;                     \
-            case R_ARGMAX: *(int64_t *)y = argmax_row_##SFX(c->n, xr, c->sd); break;         \
+            case CPU_RED_MAX: *(T *)y = max_row_##SFX(c->n, xr, c->sd); break;                     \
+            case CPU_RED_MIN: *(T *)y = min_row_##SFX(c->n, xr, c->sd); break;                     \
+            case CPU_RED_ARGMAX: *(int64_t *)y = argmax_row_##SFX(c->n, xr, c->sd); break;         \
             default: *(int64_t *)y = argmin_row_##SFX(c->n, xr, c->sd); break;              \
             }                                                                                \
         }                                                                                    \
@@ -147,16 +146,16 @@ static void store_sum(const red_ctx *c, char *p, int is_int, double dacc, uint64
         const T *x = (const T *)p[0];                                                        \
         T *best = (T *)&c->best;                                                             \
         switch (c->op) {                                                                     \
-        case R_SUM:                                                                          \
-        case R_MEAN: {                                                                       \
+        case CPU_RED_SUM:                                                                          \
+        case CPU_RED_MEAN: {                                                                       \
             const ACC acc = sum_row_##SFX(n, x, s[0]);                                       \
             if (IS_INT) c->iacc += (uint64_t)acc;                                            \
             else c->dacc += (double)acc;                                                     \
             break;                                                                           \
         }                                                                                    \
-        case R_MAX: *best = CPU_MAX(*best, max_row_##SFX(n, x, s[0])); break;                \
-        case R_MIN: *best = CPU_MIN(*best, min_row_##SFX(n, x, s[0])); break;                \
-        case R_ARGMAX: {                                                                     \
+        case CPU_RED_MAX: *best = CPU_MAX(*best, max_row_##SFX(n, x, s[0])); break;                \
+        case CPU_RED_MIN: *best = CPU_MIN(*best, min_row_##SFX(n, x, s[0])); break;                \
+        case CPU_RED_ARGMAX: {                                                                     \
             const int64_t i = argmax_row_##SFX(n, x, s[0]);                                  \
             if (!c->have || BETTER_MAX(x[i * s[0]], *best)) {                                \
                 *best = x[i * s[0]];                                                         \
@@ -210,7 +209,7 @@ static void store_sum(const red_ctx *c, char *p, int is_int, double dacc, uint64
     }                                                                                        \
     static void init_best_##SFX(red_ctx *c) {                                                \
         T *b = (T *)&c->best;                                                                \
-        *b = c->op == R_MIN ? HIGHEST : LOWEST;                                              \
+        *b = c->op == CPU_RED_MIN ? HIGHEST : LOWEST;                                              \
     }
 
 DEF_REDUCE(f32, float, double, 0, -INFINITY, INFINITY)
@@ -252,8 +251,7 @@ static int store_same(int64_t n, char *const *p, const int64_t *s, void *ctx) {
     return 0;
 }
 
-/* The smallest |stride| over x's dims of size > 1 other than d. */
-static int dim_is_innermost(const ordo_view *x, int d) {
+int cpu_dim_is_innermost(const ordo_view *x, int d) {
     const int64_t sd = x->strides[d] < 0 ? -x->strides[d] : x->strides[d];
     for (int i = 0; i < x->ndim; i++) {
         if (i == d || x->shape[i] <= 1) continue;
@@ -263,19 +261,18 @@ static int dim_is_innermost(const ordo_view *x, int d) {
     return 1;
 }
 
-static int run_reduce(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
-    const char *name = red_names[op];
+int cpu_check_reduce(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op, cpu_reduce_plan *p) {
+    const char *name = cpu_reduce_names[op];
     int r = cpu_check_args(rc, name, args, 1, 1);
     if (r) return r;
     const ordo_view *x = &args->in[0], *y = &args->out[0];
-    const red_type *rt = &red_types[x->dtype];
-    const int is_arg = op == R_ARGMAX || op == R_ARGMIN;
+    const int is_arg = op == CPU_RED_ARGMAX || op == CPU_RED_ARGMIN;
 
     /* dtypes */
-    if (op == R_MEAN && !cpu_dtype_is_float(x->dtype)) return cpu_fail_dtype(rc, name, x->dtype);
-    if (op == R_MEAN && !cpu_dtype_is_float(y->dtype))
+    if (op == CPU_RED_MEAN && !cpu_dtype_is_float(x->dtype)) return cpu_fail_dtype(rc, name, x->dtype);
+    if (op == CPU_RED_MEAN && !cpu_dtype_is_float(y->dtype))
         return ordo_fail(rc, "mean: output must be float32 or float64, got %s", ordo_dtype_name(y->dtype));
-    if ((op == R_MAX || op == R_MIN) && y->dtype != x->dtype)
+    if ((op == CPU_RED_MAX || op == CPU_RED_MIN) && y->dtype != x->dtype)
         return ordo_fail(rc, "%s: dtype mismatch: x is %s but out is %s", name,
                          ordo_dtype_name(x->dtype), ordo_dtype_name(y->dtype));
     if (is_arg && y->dtype != ORDO_I64)
@@ -286,80 +283,99 @@ static int run_reduce(const ordo_run_ctx *rc, const ordo_kernel_args *args, int 
     char bx[160], by[160];
     if (dim < -1 || dim >= (x->ndim > 0 ? x->ndim : 1))
         return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)dim, x->ndim);
-    const int all = dim == -1 || x->ndim == 0;
+    /* an empty sum is 0 (mean: NaN); the other reductions have no value for it */
+    const int empty_ok = op == CPU_RED_SUM || op == CPU_RED_MEAN;
+    p->all = dim == -1 || x->ndim == 0;
+    if (p->all) {
+        if (ordo_view_numel(y) != 1)
+            return ordo_fail(rc, "%s: output %s must have one element for a reduction over all dims",
+                             name, cpu_shape_str(y, by, sizeof by));
+        p->n = ordo_view_numel(x);
+        p->nout = 1;
+        if (p->n == 0 && !empty_ok)
+            return ordo_fail(rc, "%s: reduction of an empty tensor %s", name, cpu_shape_str(x, bx, sizeof bx));
+        return 0;
+    }
+
+    const int d = p->dim = (int)dim;
+    cpu_view_drop_dim(x, d, &p->xo);
+    int shape_ok;
+    if (y->ndim == x->ndim) {
+        cpu_view_drop_dim(y, d, &p->yo);
+        shape_ok = y->shape[d] == 1 && cpu_same_shape(&p->xo, &p->yo);
+    } else {
+        p->yo = *y; /* the reduced dim squeezed out */
+        shape_ok = cpu_same_shape(&p->xo, &p->yo);
+    }
+    if (!shape_ok)
+        return ordo_fail(rc, "%s: output %s does not match x %s reduced over dim %d", name,
+                         cpu_shape_str(y, by, sizeof by), cpu_shape_str(x, bx, sizeof bx), d);
+    if ((r = cpu_check_writable(rc, name, &p->yo))) return r;
+    p->n = x->shape[d];
+    p->nout = ordo_view_numel(&p->yo);
+    if (p->nout > 0 && p->n == 0 && !empty_ok)
+        return ordo_fail(rc, "%s: reduction over dim %d of size 0 (x %s)", name, d,
+                         cpu_shape_str(x, bx, sizeof bx));
+    return 0;
+}
+
+static int run_reduce(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
+    const char *name = cpu_reduce_names[op];
+    cpu_reduce_plan pl;
+    int r = cpu_check_reduce(rc, args, op, &pl);
+    if (r) return r;
+    const ordo_view *x = &args->in[0], *y = &args->out[0];
+    const red_type *rt = &red_types[x->dtype];
+    const int is_arg = op == CPU_RED_ARGMAX || op == CPU_RED_ARGMIN;
     red_ctx c;
     memset(&c, 0, sizeof c);
     c.op = op;
     c.ydtype = y->dtype;
     c.ysize = (int64_t)ordo_dtype_size(y->dtype);
-    const int64_t numel = ordo_view_numel(x);
+    c.n = pl.n;
 
-    if (all) {
-        if (ordo_view_numel(y) != 1)
-            return ordo_fail(rc, "%s: output %s must have one element for a reduction over all dims",
-                             name, cpu_shape_str(y, by, sizeof by));
-        if (numel == 0 && op != R_SUM && op != R_MEAN)
-            return ordo_fail(rc, "%s: reduction of an empty tensor %s", name, cpu_shape_str(x, bx, sizeof bx));
-        c.n = numel;
+    if (pl.all) {
         rt->init_best(&c);
         cpu_iter it;
         const ordo_view *v[1] = {x};
         cpu_iter_init_views(&it, 1, v, is_arg ? CPU_ITER_KEEP_ORDER : 0);
         cpu_iter_run(&it, rt->all, &c);
         switch (op) {
-        case R_SUM:
-        case R_MEAN: store_sum(&c, y->data, rt->is_int, c.dacc, c.iacc); break;
-        case R_MAX:
-        case R_MIN: memcpy(y->data, &c.best, (size_t)c.ysize); break;
+        case CPU_RED_SUM:
+        case CPU_RED_MEAN: store_sum(&c, y->data, rt->is_int, c.dacc, c.iacc); break;
+        case CPU_RED_MAX:
+        case CPU_RED_MIN: memcpy(y->data, &c.best, (size_t)c.ysize); break;
         default: *(int64_t *)y->data = c.best_idx; break;
         }
         return 0;
     }
 
-    const int d = (int)dim;
-    ordo_view xo, yo;
-    cpu_view_drop_dim(x, d, &xo);
-    int shape_ok;
-    if (y->ndim == x->ndim) {
-        cpu_view_drop_dim(y, d, &yo);
-        shape_ok = y->shape[d] == 1 && cpu_same_shape(&xo, &yo);
-    } else {
-        yo = *y; /* the reduced dim squeezed out */
-        shape_ok = cpu_same_shape(&xo, &yo);
-    }
-    if (!shape_ok)
-        return ordo_fail(rc, "%s: output %s does not match x %s reduced over dim %d", name,
-                         cpu_shape_str(y, by, sizeof by), cpu_shape_str(x, bx, sizeof bx), d);
-    if ((r = cpu_check_writable(rc, name, &yo))) return r;
-    c.n = x->shape[d];
+    const int d = pl.dim;
+    const ordo_view xo = pl.xo, yo = pl.yo;
     c.sd = x->strides[d];
-    const int64_t nout = ordo_view_numel(&yo);
+    const int64_t nout = pl.nout;
     if (nout == 0) return 0;
-    if (c.n == 0) {
-        if (op == R_SUM || op == R_MEAN) {
-            cpu_scalar v;
-            cpu_scalar_fill_value(rc, name, y->dtype, 0, &v);
-            if (op == R_MEAN) { /* 0 / 0, as Torch gives */
-                if (y->dtype == ORDO_F32) v.f32 = NAN;
-                else v.f64 = NAN;
-            }
-            cpu_fill_view(&yo, &v);
-            return 0;
+    if (c.n == 0) { /* sum or mean (the check failed the others) */
+        cpu_scalar v;
+        cpu_scalar_fill_value(rc, name, y->dtype, 0, &v);
+        if (op == CPU_RED_MEAN) { /* 0 / 0, as Torch gives */
+            if (y->dtype == ORDO_F32) v.f32 = NAN;
+            else v.f64 = NAN;
         }
-        return ordo_fail(rc, "%s: reduction over dim %d of size 0 (x %s)", name, d,
-                         cpu_shape_str(x, bx, sizeof bx));
+        cpu_fill_view(&yo, &v);
+        return 0;
     }
 
     const ordo_view *v[2] = {&yo, &xo};
     cpu_iter it;
-    if (is_arg || dim_is_innermost(x, d) || nout < 8) {
+    if (is_arg || cpu_dim_is_innermost(x, d) || nout < 8) {
         cpu_iter_init_views(&it, 2, v, 0);
         cpu_iter_run(&it, rt->rowA, &c);
         return 0;
     }
 
     /* Strategy B: accumulators laid out row-major over the kept dims. */
-    const int sum = op == R_SUM || op == R_MEAN;
+    const int sum = op == CPU_RED_SUM || op == CPU_RED_MEAN;
     const int64_t aes = sum ? 8 : (int64_t)ordo_dtype_size(x->dtype);
     char *acc = malloc((size_t)(nout * aes));
     if (!acc) return ordo_fail(rc, "%s: out of memory for %lld accumulators", name, (long long)nout);
@@ -378,7 +394,7 @@ static int run_reduce(const ordo_run_ctx *rc, const ordo_kernel_args *args, int 
     int esz[2] = {(int)aes, (int)ordo_dtype_size(x->dtype)};
     const int64_t *st[2] = {av.strides, xo.strides};
     cpu_iter_init(&it, 2, xo.ndim, xo.shape, ptr, esz, st, 0);
-    cpu_loop_fn fold = sum ? rt->slice_sum : op == R_MAX ? rt->slice_max : rt->slice_min;
+    cpu_loop_fn fold = sum ? rt->slice_sum : op == CPU_RED_MAX ? rt->slice_max : rt->slice_min;
     const int64_t step = c.sd * esz[1];
     for (int64_t k = 0; k < c.n; k++) {
         it.ptr[1] = (char *)xo.data + k * step;
@@ -399,17 +415,10 @@ static int run_reduce(const ordo_run_ctx *rc, const ordo_kernel_args *args, int 
     static int k_##OPN(const ordo_run_ctx *rc, const ordo_kernel_args *a) {           \
         return run_reduce(rc, a, OP);                                                 \
     }
-DEF_RED_KERNEL(sum, R_SUM)
-DEF_RED_KERNEL(mean, R_MEAN)
-DEF_RED_KERNEL(max, R_MAX)
-DEF_RED_KERNEL(min, R_MIN)
-DEF_RED_KERNEL(argmax, R_ARGMAX)
-DEF_RED_KERNEL(argmin, R_ARGMIN)
+CPU_REDUCE_OPS(DEF_RED_KERNEL)
 
+#define RED_ENTRY(OPN, OP) {#OPN, k_##OPN},
 void cpu_register_reduce(void) {
-    static const cpu_kernel_entry t[] = {
-        {"sum", k_sum}, {"mean", k_mean},     {"max", k_max},
-        {"min", k_min}, {"argmax", k_argmax}, {"argmin", k_argmin},
-    };
+    static const cpu_kernel_entry t[] = {CPU_REDUCE_OPS(RED_ENTRY)};
     CPU_REGISTER_TABLE(t);
 }

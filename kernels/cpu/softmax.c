@@ -141,8 +141,8 @@ typedef struct sm_ctx {
 DEF_SOFTMAX(f32, float, cpu_expf)
 DEF_SOFTMAX(f64, double, exp)
 
-static int run_softmax(const ordo_run_ctx *rc, const ordo_kernel_args *args, int lg) {
-    const char *name = lg ? "log_softmax" : "softmax";
+int cpu_check_softmax(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args,
+                      cpu_softmax_plan *p) {
     int r = cpu_check_args(rc, name, args, 1, 1);
     if (r) return r;
     const ordo_view *x = &args->in[0], *y = &args->out[0];
@@ -154,32 +154,41 @@ static int run_softmax(const ordo_run_ctx *rc, const ordo_kernel_args *args, int
     static const char *const names[2] = {"out", "x"};
     if ((r = cpu_check_same_shapes(rc, name, v2, names, 2))) return r;
     if ((r = cpu_check_writable(rc, name, y))) return r;
-    const int64_t dim = args->niparam > 0 ? args->iparam[0] : -1;
-    if (args->niparam < 1 || dim < 0 || dim >= (x->ndim > 0 ? x->ndim : 1))
-        return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)dim, x->ndim);
+    const int64_t d = args->niparam > 0 ? args->iparam[0] : -1;
+    if (args->niparam < 1 || d < 0 || d >= (x->ndim > 0 ? x->ndim : 1))
+        return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)d, x->ndim);
+    p->dim = (int)d;
+    p->xo = *x;
+    p->yo = *y;
+    p->n = 1; /* a 0-d x is one row of one element */
+    p->sx = p->sy = 0;
+    if (x->ndim > 0) {
+        p->n = x->shape[d];
+        p->sx = x->strides[d];
+        p->sy = y->strides[d];
+        cpu_view_drop_dim(x, p->dim, &p->xo);
+        cpu_view_drop_dim(y, p->dim, &p->yo);
+    }
+    p->nout = ordo_view_numel(&p->xo);
+    p->inner = x->ndim == 0 || cpu_dim_is_innermost(x, p->dim);
+    return 0;
+}
+
+static int run_softmax(const ordo_run_ctx *rc, const ordo_kernel_args *args, int lg) {
+    const char *name = lg ? "log_softmax" : "softmax";
+    cpu_softmax_plan pl;
+    int r = cpu_check_softmax(rc, name, args, &pl);
+    if (r) return r;
+    const ordo_view *x = &args->in[0];
     if (ordo_view_numel(x) == 0) return 0;
 
     const int is32 = x->dtype == ORDO_F32;
     const int64_t es = (int64_t)ordo_dtype_size(x->dtype);
-    sm_ctx c = {lg, 1, 0, 0};
-    ordo_view xo = *x, yo = *y;
-    const int d = (int)dim;
-    if (x->ndim > 0) {
-        c.n = x->shape[d];
-        c.sx = x->strides[d];
-        c.sy = y->strides[d];
-        cpu_view_drop_dim(x, d, &xo);
-        cpu_view_drop_dim(y, d, &yo);
-    }
-    const int64_t nout = ordo_view_numel(&xo);
-    int inner = 1;
-    for (int i = 0; i < x->ndim; i++) {
-        const int64_t si = x->strides[i] < 0 ? -x->strides[i] : x->strides[i];
-        const int64_t sd = c.sx < 0 ? -c.sx : c.sx;
-        if (i != d && x->shape[i] > 1 && si < sd) inner = 0;
-    }
+    sm_ctx c = {lg, pl.n, pl.sx, pl.sy};
+    const ordo_view xo = pl.xo, yo = pl.yo;
+    const int64_t nout = pl.nout;
     cpu_iter it;
-    if (inner || nout < 8) {
+    if (pl.inner || nout < 8) {
         const ordo_view *v[2] = {&yo, &xo};
         cpu_iter_init_views(&it, 2, v, 0);
         cpu_iter_run(&it, is32 ? rows_f32 : rows_f64, &c);

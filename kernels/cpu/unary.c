@@ -75,28 +75,37 @@ DEF_FLOAT_LOOPS(sigmoid)
 
 typedef struct unop {
     const char *name;
+    int int_ok; /* has int32/int64 loops */
     cpu_loop_fn loops[ORDO_NDTYPES];
 } unop;
 
-#define SIGNED(OPN) {OPN##_loop_f32, OPN##_loop_f64, OPN##_loop_i32, OPN##_loop_i64, NULL}
-#define FLOAT(OPN) {OPN##_loop_f32, OPN##_loop_f64, NULL, NULL, NULL}
+/* an unop's int_ok and loops: ops on signed dtypes, ops on float dtypes */
+#define SIGNED(OPN) 1, {OPN##_loop_f32, OPN##_loop_f64, OPN##_loop_i32, OPN##_loop_i64, NULL}
+#define FLOAT(OPN) 0, {OPN##_loop_f32, OPN##_loop_f64, NULL, NULL, NULL}
 
-static int run_unary(const ordo_run_ctx *rc, const ordo_kernel_args *args, const unop *op) {
-    int r = cpu_check_args(rc, op->name, args, 1, 1);
+int cpu_check_unary(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, int int_ok) {
+    int r = cpu_check_args(rc, name, args, 1, 1);
     if (r) return r;
     const ordo_view *y = &args->out[0], *a = &args->in[0];
-    cpu_loop_fn fn = op->loops[a->dtype];
-    if (!fn) return cpu_fail_dtype(rc, op->name, a->dtype);
-    if (y->dtype != a->dtype)
-        return ordo_fail(rc, "%s: dtype mismatch: a is %s but out is %s", op->name,
-                         ordo_dtype_name(a->dtype), ordo_dtype_name(y->dtype));
+    const int dt = a->dtype;
+    if (!(cpu_dtype_is_float(dt) || (int_ok && (dt == ORDO_I32 || dt == ORDO_I64))))
+        return cpu_fail_dtype(rc, name, dt);
+    if (y->dtype != dt)
+        return ordo_fail(rc, "%s: dtype mismatch: a is %s but out is %s", name, ordo_dtype_name(dt),
+                         ordo_dtype_name(y->dtype));
     const ordo_view *v[2] = {y, a};
     static const char *const names[2] = {"out", "a"};
-    if ((r = cpu_check_same_shapes(rc, op->name, v, names, 2))) return r;
-    if ((r = cpu_check_writable(rc, op->name, y))) return r;
+    if ((r = cpu_check_same_shapes(rc, name, v, names, 2))) return r;
+    return cpu_check_writable(rc, name, y);
+}
+
+static int run_unary(const ordo_run_ctx *rc, const ordo_kernel_args *args, const unop *op) {
+    int r = cpu_check_unary(rc, op->name, args, op->int_ok);
+    if (r) return r;
+    const ordo_view *v[2] = {&args->out[0], &args->in[0]};
     cpu_iter it;
     cpu_iter_init_views(&it, 2, v, 0);
-    cpu_iter_run(&it, fn, NULL);
+    cpu_iter_run(&it, op->loops[args->in[0].dtype], NULL);
     return 0;
 }
 

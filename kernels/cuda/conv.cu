@@ -29,83 +29,9 @@
 
 namespace {
 
-struct conv_geom {
-    int64_t N, C, H, W; /* input */
-    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-    int64_t oh, ow; /* output plane */
-};
-
-/* ---- conv.c's parameter checks ------------------------------------------------- */
-
-int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-    const int64_t span = d * (k - 1) + 1;
-    if (in + 2 * p < span) return -1;
-    return (in + 2 * p - span) / s + 1;
-}
-
-int read_params(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int with_dilation, conv_geom *g) {
-    if (a->niparam < 6)
-        return ordo_fail(rc, "%s: needs 6 iparams (kh, kw, stride h, stride w, padding h, padding w), got %d", name,
-                         a->niparam);
-    g->kh = a->iparam[0];
-    g->kw = a->iparam[1];
-    g->sh = a->iparam[2];
-    g->sw = a->iparam[3];
-    g->ph = a->iparam[4];
-    g->pw = a->iparam[5];
-    g->dh = with_dilation && a->niparam > 6 ? a->iparam[6] : 1;
-    g->dw = with_dilation && a->niparam > 7 ? a->iparam[7] : 1;
-    const int64_t LIM = (int64_t)1 << 24;
-    if (g->kh < 1 || g->kw < 1 || g->kh > LIM || g->kw > LIM)
-        return ordo_fail(rc, "%s: kernel size %lldx%lld must be positive", name, (long long)g->kh, (long long)g->kw);
-    if (g->sh < 1 || g->sw < 1 || g->sh > LIM || g->sw > LIM)
-        return ordo_fail(rc, "%s: stride %lldx%lld must be positive", name, (long long)g->sh, (long long)g->sw);
-    if (g->ph < 0 || g->pw < 0 || g->ph > LIM || g->pw > LIM)
-        return ordo_fail(rc, "%s: padding %lldx%lld must be >= 0", name, (long long)g->ph, (long long)g->pw);
-    if (g->dh < 1 || g->dw < 1 || g->dh > LIM || g->dw > LIM)
-        return ordo_fail(rc, "%s: dilation %lldx%lld must be positive", name, (long long)g->dh, (long long)g->dw);
-    return 0;
-}
-
-int read_input(const ordo_run_ctx *rc, const char *name, const char *what, const ordo_view *x, conv_geom *g) {
-    char sx[160];
-    if (x->ndim != 4)
-        return ordo_fail(rc, "%s: %s must be 4-d (N, C, H, W), got %s", name, what, cpu_shape_str(x, sx, sizeof sx));
-    g->N = x->shape[0];
-    g->C = x->shape[1];
-    g->H = x->shape[2];
-    g->W = x->shape[3];
-    g->oh = out_size(g->H, g->kh, g->sh, g->ph, g->dh);
-    g->ow = out_size(g->W, g->kw, g->sw, g->pw, g->dw);
-    if (g->oh < 1 || g->ow < 1)
-        return ordo_fail(rc, "%s: kernel %lldx%lld (dilation %lldx%lld) is larger than the padded input %lldx%lld "
-                             "(%s %s, padding %lldx%lld)",
-                         name, (long long)g->kh, (long long)g->kw, (long long)g->dh, (long long)g->dw,
-                         (long long)(g->H + 2 * g->ph), (long long)(g->W + 2 * g->pw), what,
-                         cpu_shape_str(x, sx, sizeof sx), (long long)g->ph, (long long)g->pw);
-    return 0;
-}
-
-int check_pair(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, const ordo_view *x,
-               const ordo_view *cols, conv_geom *g) {
-    int r;
-    if ((r = read_params(rc, name, a, 1, g))) return r;
-    if (x->dtype != cols->dtype)
-        return ordo_fail(rc, "%s: dtype mismatch: x is %s but cols is %s", name, ordo_dtype_name(x->dtype),
-                         ordo_dtype_name(cols->dtype));
-    if (!cpu_dtype_is_float(x->dtype)) return cpu_fail_dtype(rc, name, x->dtype);
-    if ((r = read_input(rc, name, "x", x, g))) return r;
-    const int64_t rows = g->C * g->kh * g->kw, L = g->oh * g->ow;
-    if (cols->ndim != 3 || cols->shape[0] != g->N || cols->shape[1] != rows || cols->shape[2] != L) {
-        char sx[160], sc[160];
-        return ordo_fail(rc, "%s: shape mismatch: x %s with kernel %lldx%lld gives cols [%lld, %lld, %lld] (N, C*kh*kw, "
-                             "oh*ow with oh %lld, ow %lld), got cols %s",
-                         name, cpu_shape_str(x, sx, sizeof sx), (long long)g->kh, (long long)g->kw, (long long)g->N,
-                         (long long)rows, (long long)L, (long long)g->oh, (long long)g->ow,
-                         cpu_shape_str(cols, sc, sizeof sc));
-    }
-    return 0;
-}
+/* (conv.c's geometry and checks: cpu_conv_geom and cpu_check_* in
+ * cpu_internal.h) */
+typedef cpu_conv_geom conv_geom;
 
 /* ---- device helpers ------------------------------------------------------------------ */
 
@@ -163,12 +89,10 @@ void im2col_launch(cudaStream_t st, const ordo_view *x, const ordo_view *y, cons
 }
 
 int k_im2col(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int r = cpu_check_args(rc, "im2col", a, 1, 1);
+    conv_geom g;
+    int r = cpu_check_im2col(rc, a, &g);
     if (r) return r;
     const ordo_view *x = &a->in[0], *y = &a->out[0];
-    conv_geom g;
-    if ((r = check_pair(rc, "im2col", a, x, y, &g))) return r;
-    if ((r = cpu_check_writable(rc, "im2col", y))) return r;
     const int64_t total = ordo_view_numel(y);
     if (total == 0) return 0;
     if (x->dtype == ORDO_F64) im2col_launch<double>(cu_stream(rc), x, y, g, total);
@@ -216,12 +140,10 @@ void col2im_launch(cudaStream_t st, const ordo_view *cols, const ordo_view *x, c
 
 /* in: cols; out: x, fully written */
 int k_col2im(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int r = cpu_check_args(rc, "col2im", a, 1, 1);
+    conv_geom g;
+    int r = cpu_check_col2im(rc, a, &g);
     if (r) return r;
     const ordo_view *cols = &a->in[0], *x = &a->out[0];
-    conv_geom g;
-    if ((r = check_pair(rc, "col2im", a, x, cols, &g))) return r;
-    if ((r = cpu_check_writable(rc, "col2im", x))) return r;
     const int64_t total = ordo_view_numel(x);
     if (total == 0) return 0;
     /* cols is never empty here: x has elements and oh, ow >= 1 */
@@ -277,33 +199,11 @@ void maxpool_launch(cudaStream_t st, const ordo_view *x, const ordo_view *y, con
                                                                st4_of(x), st4_of(y), st4_of(ix), total);
 }
 
-int pool_shapes_ok(const conv_geom *g, const ordo_view *v) {
-    return v->ndim == 4 && v->shape[0] == g->N && v->shape[1] == g->C && v->shape[2] == g->oh && v->shape[3] == g->ow;
-}
-
 int k_max_pool2d(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int r = cpu_check_args(rc, "max_pool2d", a, 1, 2);
+    conv_geom g;
+    int r = cpu_check_max_pool2d(rc, a, &g);
     if (r) return r;
     const ordo_view *x = &a->in[0], *y = &a->out[0], *ix = &a->out[1];
-    conv_geom g;
-    if ((r = read_params(rc, "max_pool2d", a, 0, &g))) return r;
-    if (g.ph > g.kh / 2 || g.pw > g.kw / 2)
-        return ordo_fail(rc, "max_pool2d: padding %lldx%lld must be at most half the kernel %lldx%lld", (long long)g.ph,
-                         (long long)g.pw, (long long)g.kh, (long long)g.kw);
-    if (y->dtype != x->dtype)
-        return ordo_fail(rc, "max_pool2d: dtype mismatch: x is %s but out is %s", ordo_dtype_name(x->dtype),
-                         ordo_dtype_name(y->dtype));
-    if (ix->dtype != ORDO_I64)
-        return ordo_fail(rc, "max_pool2d: indices must be int64, got %s", ordo_dtype_name(ix->dtype));
-    if ((r = read_input(rc, "max_pool2d", "x", x, &g))) return r;
-    if (!pool_shapes_ok(&g, y) || !pool_shapes_ok(&g, ix)) {
-        char sx[160], sy[160], si[160];
-        return ordo_fail(rc, "max_pool2d: shape mismatch: x %s gives out [%lld, %lld, %lld, %lld], got out %s and "
-                             "indices %s",
-                         cpu_shape_str(x, sx, sizeof sx), (long long)g.N, (long long)g.C, (long long)g.oh,
-                         (long long)g.ow, cpu_shape_str(y, sy, sizeof sy), cpu_shape_str(ix, si, sizeof si));
-    }
-    if ((r = cpu_check_writable(rc, "max_pool2d", y)) || (r = cpu_check_writable(rc, "max_pool2d", ix))) return r;
     const int64_t total = ordo_view_numel(y);
     if (total == 0) return 0;
     CU_DISPATCH(rc, "max_pool2d", x->dtype, T, maxpool_launch<T>(cu_stream(rc), x, y, ix, g, total));
@@ -386,23 +286,9 @@ void poolbw_launch(cudaStream_t st, const ordo_view *gy, const ordo_view *ix, co
 /* in: gy (N, C, oh, ow), indices (int64, same shape); out: gx (N, C, H, W) */
 int k_max_pool2d_backward(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     const char *name = "max_pool2d_backward";
-    int r = cpu_check_args(rc, name, a, 2, 1);
+    int r = cpu_check_max_pool2d_backward(rc, a);
     if (r) return r;
     const ordo_view *gy = &a->in[0], *ix = &a->in[1], *gx = &a->out[0];
-    char s1[160], s2[160], s3[160];
-    if (gy->dtype != gx->dtype)
-        return ordo_fail(rc, "%s: dtype mismatch: grad is %s but out is %s", name, ordo_dtype_name(gy->dtype),
-                         ordo_dtype_name(gx->dtype));
-    if (!cpu_dtype_is_float(gy->dtype)) return cpu_fail_dtype(rc, name, gy->dtype);
-    if (ix->dtype != ORDO_I64)
-        return ordo_fail(rc, "%s: indices must be int64, got %s", name, ordo_dtype_name(ix->dtype));
-    if (gy->ndim != 4 || gx->ndim != 4 || !cpu_same_shape(gy, ix) || gy->shape[0] != gx->shape[0] ||
-        gy->shape[1] != gx->shape[1])
-        return ordo_fail(rc, "%s: shape mismatch: grad %s, indices %s, out %s (grad and indices (N, C, oh, ow), "
-                             "out (N, C, H, W))",
-                         name, cpu_shape_str(gy, s1, sizeof s1), cpu_shape_str(ix, s2, sizeof s2),
-                         cpu_shape_str(gx, s3, sizeof s3));
-    if ((r = cpu_check_writable(rc, name, gx))) return r;
     pool_bw p;
     p.C = gy->shape[1];
     p.oh = gy->shape[2];

@@ -19,37 +19,17 @@ namespace {
 
 /* ---- conversions -------------------------------------------------------------- */
 
-/* The CPU's cpu_sat_* (kernels/cpu/cpu_internal.h), callable on the device:
- * float -> integer truncates toward zero and saturates at the target's
- * range, NaN giving 0 (a plain cast is undefined out of range). */
-__host__ __device__ inline int32_t cu_sat_i32(double v) {
-    if (!(v == v)) return 0;
-    if (v <= -2147483648.0) return INT32_MIN;
-    if (v >= 2147483647.0) return INT32_MAX;
-    return (int32_t)v;
-}
-__host__ __device__ inline int64_t cu_sat_i64(double v) {
-    if (!(v == v)) return 0;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    if (v >= 9223372036854775808.0) return INT64_MAX; /* 2^63 is the first double past max */
-    return (int64_t)v;
-}
-__host__ __device__ inline uint8_t cu_sat_u8(double v) {
-    if (!(v == v) || v <= 0) return 0;
-    if (v >= 255.0) return 255;
-    return (uint8_t)v;
-}
-
 /* One element of FROM as TO, by copy's rules: to float rounds to nearest,
- * float -> integer saturates, integer -> integer wraps (two's complement,
- * as the CPU's plain C casts). */
+ * float -> integer saturates (the CPU's cpu_sat_*, host and device
+ * functions), integer -> integer wraps (two's complement, as the CPU's plain
+ * C casts). */
 template <typename TO, typename FROM>
 __host__ __device__ __forceinline__ TO cu_cast(FROM x) {
     if constexpr (std::is_same<TO, FROM>::value) return x;
     else if constexpr (std::is_floating_point<TO>::value || !std::is_floating_point<FROM>::value) return (TO)x;
-    else if constexpr (std::is_same<TO, int32_t>::value) return cu_sat_i32((double)x);
-    else if constexpr (std::is_same<TO, int64_t>::value) return cu_sat_i64((double)x);
-    else return cu_sat_u8((double)x);
+    else if constexpr (std::is_same<TO, int32_t>::value) return cpu_sat_i32((double)x);
+    else if constexpr (std::is_same<TO, int64_t>::value) return cpu_sat_i64((double)x);
+    else return cpu_sat_u8((double)x);
 }
 
 template <typename TO, typename FROM>
@@ -66,14 +46,10 @@ template <> struct bits_of<8> { typedef uint64_t type; };
 /* ---- fill ------------------------------------------------------------------------ */
 
 int k_fill(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int r = cpu_check_args(rc, "fill", a, 0, 1);
-    if (r) return r;
-    const ordo_view *y = &a->out[0];
-    if ((r = cpu_check_writable(rc, "fill", y))) return r;
-    if (a->nscalar < 1) return ordo_fail(rc, "fill: needs the value as scalar[0]");
     cpu_scalar v;
-    if ((r = cpu_scalar_fill_value(rc, "fill", y->dtype, a->scalar[0], &v))) return r;
-    return ew_fill(rc, "fill", y, &v);
+    int r = cpu_check_fill(rc, a, &v);
+    if (r) return r;
+    return ew_fill(rc, "fill", &a->out[0], &v);
 }
 
 /* ---- copy ------------------------------------------------------------------------ */
@@ -157,13 +133,9 @@ int copy_typed(const ordo_run_ctx *rc, const ordo_view *y, const ordo_view *x) {
 }
 
 int k_copy(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int r = cpu_check_args(rc, "copy", a, 1, 1);
+    int r = cpu_check_copy(rc, a);
     if (r) return r;
     const ordo_view *y = &a->out[0], *x = &a->in[0];
-    const ordo_view *v[2] = {y, x};
-    static const char *const names[2] = {"out", "x"};
-    if ((r = cpu_check_same_shapes(rc, "copy", v, names, 2))) return r;
-    if ((r = cpu_check_writable(rc, "copy", y))) return r;
     CU_DISPATCH(rc, "copy", y->dtype, TO, CU_DISPATCH(rc, "copy", x->dtype, TI, return copy_typed<TO, TI>(rc, y, x)));
     return 0;
 }
@@ -189,36 +161,15 @@ __global__ void arange_kernel(T *y, int64_t n, int64_t s, double start, double s
 }
 
 int k_arange(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int r = cpu_check_args(rc, "arange", a, 0, 1);
-    if (r) return r;
+    cpu_arange_plan p;
+    int r = cpu_check_arange(rc, a, &p);
+    if (r || p.n == 0) return r;
     const ordo_view *y = &a->out[0];
-    if (a->nscalar < 2) return ordo_fail(rc, "arange: needs start and step as scalar[0], scalar[1]");
-    if (y->ndim != 1) return ordo_fail(rc, "arange: output must be 1-d, got %d dims", y->ndim);
-    if ((r = cpu_check_writable(rc, "arange", y))) return r;
-    const double start = a->scalar[0], step = a->scalar[1];
-    const int64_t n = y->shape[0], s = y->strides[0];
-    if (n == 0) return 0;
-    const double last = start + (double)(n - 1) * step;
-    if (!isfinite(start) || !isfinite(step) || !isfinite(last))
-        return ordo_fail(rc, "arange: start %g, step %g give non-finite values", start, step);
-    bool integral = false;
-    int64_t start_i = 0, step_i = 0;
-    if (!cpu_dtype_is_float(y->dtype)) {
-        /* both ends must fit (the values are monotonic between) */
-        cpu_scalar lo, hi;
-        if ((r = cpu_scalar_fill_value(rc, "arange", y->dtype, start, &lo))) return r;
-        if ((r = cpu_scalar_fill_value(rc, "arange", y->dtype, last, &hi))) return r;
-        /* exact in integers when start and step are (int64 values past 2^53
-         * would lose digits in double); truncated doubles otherwise */
-        integral = start == trunc(start) && step == trunc(step) && fabs(step) < 9.2e18;
-        if (integral) {
-            start_i = (int64_t)start;
-            step_i = (int64_t)step;
-        }
-    }
+    /* exact integer steps when start and step are integral */
+    const int64_t start_i = p.integral ? (int64_t)p.start : 0, step_i = p.integral ? (int64_t)p.step : 0;
     CU_DISPATCH(rc, "arange", y->dtype, T,
-                arange_kernel<T><<<cu_blocks(n), CU_THREADS, 0, cu_stream(rc)>>>((T *)y->data, n, s, start, step,
-                                                                                 start_i, step_i, integral));
+                arange_kernel<T><<<cu_blocks(p.n), CU_THREADS, 0, cu_stream(rc)>>>(
+                    (T *)y->data, p.n, p.stride, p.start, p.step, start_i, step_i, p.integral != 0));
     return cu_check_launch(rc, "arange");
 }
 

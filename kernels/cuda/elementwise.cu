@@ -84,37 +84,6 @@ const binop_info binops[] = {
     {"minimum", NULL, NULL, false},
 };
 
-/* The CPU's scalar_operand (kernels/cpu/elementwise.c): float dtypes round
- * the scalar to the dtype (as Torch); integer dtypes need an integral
- * scalar (a fractional one means the tensor layer forgot to promote, and
- * truncating would turn x * 0.5 into x * 0); add, sub and mul take any
- * int64 (it wraps like the arithmetic), div must fit the dtype. */
-int scalar_operand(const ordo_run_ctx *rc, const char *name, int dtype, double s, bool fit, cpu_scalar *out) {
-    memset(out, 0, sizeof *out);
-    if (dtype == ORDO_F32) {
-        out->f32 = (float)s;
-        return 0;
-    }
-    if (dtype == ORDO_F64) {
-        out->f64 = s;
-        return 0;
-    }
-    if (!(s == trunc(s)))
-        return ordo_fail(rc, "%s: scalar %g is not an integer; %s tensors take integer scalars "
-                             "(promote to float first)",
-                         name, s, ordo_dtype_name(dtype));
-    if (fit) return cpu_scalar_fill_value(rc, name, dtype, s, out);
-    if (!(s >= -9223372036854775808.0 && s < 9223372036854775808.0))
-        return ordo_fail(rc, "%s: scalar %g does not fit in int64", name, s);
-    const int64_t v = (int64_t)s;
-    switch (dtype) {
-    case ORDO_I32: out->i32 = (int32_t)(uint32_t)(uint64_t)v; break;
-    case ORDO_I64: out->i64 = v; break;
-    default: out->u8 = (uint8_t)(uint64_t)v; break;
-    }
-    return 0;
-}
-
 /* The member of a cpu_scalar that holds a T. */
 template <typename T>
 T scalar_as(const cpu_scalar &s) {
@@ -123,15 +92,6 @@ T scalar_as(const cpu_scalar &s) {
     else if constexpr (std::is_same<T, int32_t>::value) return s.i32;
     else if constexpr (std::is_same<T, int64_t>::value) return s.i64;
     else return s.u8;
-}
-
-int dtype_mismatch(const ordo_run_ctx *rc, const char *name, const ordo_view *const *v,
-                   const char *const *names, int n) {
-    for (int i = 1; i < n; i++)
-        if (v[i]->dtype != v[0]->dtype)
-            return ordo_fail(rc, "%s: dtype mismatch: %s is %s but %s is %s", name, names[0],
-                             ordo_dtype_name(v[0]->dtype), names[i], ordo_dtype_name(v[i]->dtype));
-    return 0;
 }
 
 /* mode 0: y = a op b; 1: y = a op s; 2: y = s op a. */
@@ -156,32 +116,15 @@ int launch_binary(const ordo_run_ctx *rc, const char *name, const ordo_kernel_ar
     return ew_launch<2>(rc, name, v, m);
 }
 
-/* The CPU's run_binary: the same checks in the same order. */
+/* The CPU's checks (cpu_check_binary), then the launch. */
 template <int OP>
 int run_binary(const ordo_run_ctx *rc, const ordo_kernel_args *args, int mode) {
     const binop_info &op = binops[OP];
-    const bool float_only = OP == B_POW;
     const char *name = mode == 0 ? op.name : mode == 1 ? op.scalar_name : op.rscalar_name;
-    int r = cpu_check_args(rc, name, args, mode == 0 ? 2 : 1, 1);
-    if (r) return r;
-    const ordo_view *y = &args->out[0], *a = &args->in[0];
     cpu_scalar s;
-    memset(&s, 0, sizeof s);
-    if (mode != 0) {
-        if (args->nscalar < 1) return ordo_fail(rc, "%s: needs the scalar as scalar[0]", name);
-        if (float_only && !cpu_dtype_is_float(a->dtype)) return cpu_fail_dtype(rc, name, a->dtype);
-        if ((r = scalar_operand(rc, name, a->dtype, args->scalar[0], op.int_div, &s))) return r;
-        if (op.int_div && !cpu_dtype_is_float(a->dtype) && mode == 1 && cpu_load_double(a->dtype, &s) == 0)
-            return ordo_fail(rc, "%s: integer division by zero", name);
-    }
-    const ordo_view *v[3] = {y, a, &args->in[1]};
-    static const char *const tnames[3] = {"out", "a", "b"};
-    static const char *const snames[3] = {"out", "a", "scalar"};
-    const int nv = mode ? 2 : 3;
-    if ((r = dtype_mismatch(rc, name, v, mode ? snames : tnames, nv))) return r;
-    if ((r = cpu_check_same_shapes(rc, name, v, mode ? snames : tnames, nv))) return r;
-    if ((r = cpu_check_writable(rc, name, y))) return r;
-    if (float_only && !cpu_dtype_is_float(a->dtype)) return cpu_fail_dtype(rc, name, a->dtype);
+    int r = cpu_check_binary(rc, name, args, mode, OP == B_POW, op.int_div, &s);
+    if (r) return r;
+    const ordo_view *a = &args->in[0];
     /* the error slot only where a zero divisor can reach the device:
      * div and rdiv_scalar on integers (div_scalar's 0 failed above) */
     cu_error_slot *slot = NULL;
@@ -250,18 +193,10 @@ int launch_where(const ordo_run_ctx *rc, const ordo_view *const *v) {
 }
 
 int k_where(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
-    int r = cpu_check_args(rc, "where", args, 3, 1);
+    int r = cpu_check_where(rc, args);
     if (r) return r;
-    const ordo_view *o = &args->out[0], *c = &args->in[0], *x = &args->in[1], *y = &args->in[2];
-    if (c->dtype != ORDO_U8) return ordo_fail(rc, "where: cond must be uint8, got %s", ordo_dtype_name(c->dtype));
-    if (x->dtype != o->dtype || y->dtype != o->dtype)
-        return ordo_fail(rc, "where: dtype mismatch: x %s, y %s, out %s", ordo_dtype_name(x->dtype),
-                         ordo_dtype_name(y->dtype), ordo_dtype_name(o->dtype));
-    const ordo_view *v[4] = {o, c, x, y};
-    static const char *const names[4] = {"out", "cond", "x", "y"};
-    if ((r = cpu_check_same_shapes(rc, "where", v, names, 4))) return r;
-    if ((r = cpu_check_writable(rc, "where", o))) return r;
-    switch (ordo_dtype_size(o->dtype)) {
+    const ordo_view *v[4] = {&args->out[0], &args->in[0], &args->in[1], &args->in[2]};
+    switch (ordo_dtype_size(args->out[0].dtype)) {
     case 8: return launch_where<uint64_t>(rc, v);
     case 4: return launch_where<uint32_t>(rc, v);
     default: return launch_where<uint8_t>(rc, v);
@@ -276,22 +211,11 @@ int launch_masked_fill(const ordo_run_ctx *rc, const ordo_view *const *v, const 
 }
 
 int k_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
-    int r = cpu_check_args(rc, "masked_fill", args, 2, 1);
-    if (r) return r;
-    const ordo_view *o = &args->out[0], *x = &args->in[0], *m = &args->in[1];
-    if (args->nscalar < 1) return ordo_fail(rc, "masked_fill: needs the value as scalar[0]");
-    if (m->dtype != ORDO_U8)
-        return ordo_fail(rc, "masked_fill: mask must be uint8, got %s", ordo_dtype_name(m->dtype));
-    if (x->dtype != o->dtype)
-        return ordo_fail(rc, "masked_fill: dtype mismatch: x is %s but out is %s", ordo_dtype_name(x->dtype),
-                         ordo_dtype_name(o->dtype));
-    const ordo_view *v[3] = {o, m, x};
-    static const char *const names[3] = {"out", "mask", "x"};
-    if ((r = cpu_check_same_shapes(rc, "masked_fill", v, names, 3))) return r;
-    if ((r = cpu_check_writable(rc, "masked_fill", o))) return r;
     cpu_scalar val;
-    if ((r = cpu_scalar_fill_value(rc, "masked_fill", o->dtype, args->scalar[0], &val))) return r;
-    switch (ordo_dtype_size(o->dtype)) {
+    int r = cpu_check_masked_fill(rc, args, &val);
+    if (r) return r;
+    const ordo_view *v[3] = {&args->out[0], &args->in[1], &args->in[0]}; /* out, mask, x */
+    switch (ordo_dtype_size(args->out[0].dtype)) {
     case 8: return launch_masked_fill<uint64_t>(rc, v, val);
     case 4: return launch_masked_fill<uint32_t>(rc, v, val);
     default: return launch_masked_fill<uint8_t>(rc, v, val);

@@ -73,24 +73,6 @@ __global__ void gather_kernel(E *y, const int64_t *idx, const E *x, nd_walk<3> w
     }
 }
 
-/* index_prologue of index.c: dtypes, dim, writable out */
-int index_prologue(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int *dim) {
-    int r = cpu_check_args(rc, name, a, 2, 1);
-    if (r) return r;
-    const ordo_view *x = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
-    if (idx->dtype != ORDO_I64)
-        return ordo_fail(rc, "%s: index must be int64, got %s", name, ordo_dtype_name(idx->dtype));
-    if (y->dtype != x->dtype)
-        return ordo_fail(rc, "%s: dtype mismatch: x is %s but out is %s", name, ordo_dtype_name(x->dtype),
-                         ordo_dtype_name(y->dtype));
-    const int64_t d = a->niparam > 0 ? a->iparam[0] : -1;
-    if (a->niparam < 1 || d < 0 || d >= (x->ndim > 0 ? x->ndim : 1))
-        return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)d, x->ndim);
-    if ((r = cpu_check_writable(rc, name, y))) return r;
-    *dim = (int)d;
-    return 0;
-}
-
 int run_gather(const ordo_run_ctx *rc, const char *name, const ordo_view *y, const ordo_view *idx,
                const ordo_view *x0, const ordo_view *x, int dim) {
     idx_geom g;
@@ -113,49 +95,20 @@ int run_gather(const ordo_run_ctx *rc, const char *name, const ordo_view *y, con
     return cu_check_launch(rc, name);
 }
 
+/* index.c's checks (cpu_check_gather, cpu_check_index_select), which
+ * also derive the walk's views, then the launch */
 int k_gather(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
-    if ((r = index_prologue(rc, "gather", a, &dim))) return r;
-    const ordo_view *x = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
-    char sx[160], si[160], sy[160];
-    int ok = idx->ndim == x->ndim && cpu_same_shape(idx, y);
-    for (int d = 0; ok && d < x->ndim; d++)
-        if (d != dim && idx->shape[d] > x->shape[d]) ok = 0;
-    if (!ok)
-        return ordo_fail(rc, "gather: shape mismatch: x %s, index %s, out %s (index needs x's dims, "
-                             "each no larger than x's except dim %d; out has index's shape)",
-                         cpu_shape_str(x, sx, sizeof sx), cpu_shape_str(idx, si, sizeof si),
-                         cpu_shape_str(y, sy, sizeof sy), dim);
-    ordo_view x0 = *x; /* x over index's shape, not moving along dim */
-    memcpy(x0.shape, idx->shape, sizeof x0.shape);
-    if (x0.ndim) x0.strides[dim] = 0;
-    return run_gather(rc, "gather", y, idx, &x0, x, dim);
+    ordo_view x0;
+    if ((r = cpu_check_gather(rc, a, &dim, &x0))) return r;
+    return run_gather(rc, "gather", &a->out[0], &a->in[1], &x0, &a->in[0], dim);
 }
 
 int k_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
-    if ((r = index_prologue(rc, "index_select", a, &dim))) return r;
-    const ordo_view *x = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
-    char sx[160], si[160], sy[160];
-    if (x->ndim == 0) return ordo_fail(rc, "index_select: x must have at least one dim");
-    int ok = idx->ndim == 1 && y->ndim == x->ndim;
-    for (int d = 0; ok && d < y->ndim; d++)
-        if (y->shape[d] != (d == dim ? idx->shape[0] : x->shape[d])) ok = 0;
-    if (!ok)
-        return ordo_fail(rc, "index_select: shape mismatch: x %s, index %s, out %s (index must be "
-                             "1-d; out is x with dim %d of index's length)",
-                         cpu_shape_str(x, sx, sizeof sx), cpu_shape_str(idx, si, sizeof si),
-                         cpu_shape_str(y, sy, sizeof sy), dim);
-    ordo_view iv = *y, x0 = *y; /* both over out's shape */
-    iv.dtype = ORDO_I64;
-    iv.data = idx->data;
-    x0.dtype = x->dtype;
-    x0.data = x->data;
-    for (int d = 0; d < y->ndim; d++) {
-        iv.strides[d] = d == dim ? idx->strides[0] : 0;
-        x0.strides[d] = d == dim ? 0 : x->strides[d];
-    }
-    return run_gather(rc, "index_select", y, &iv, &x0, x, dim);
+    ordo_view iv, x0;
+    if ((r = cpu_check_index_select(rc, a, &dim, &iv, &x0))) return r;
+    return run_gather(rc, "index_select", &a->out[0], &iv, &x0, &a->in[0], dim);
 }
 
 /* ---- scatter_add, index_add -------------------------------------------------------- */
@@ -207,24 +160,6 @@ __global__ void scatter_kernel(const int64_t *idx, const T *src, T *y, nd_walk<3
     }
 }
 
-/* add_prologue of index.c: in src, index; out y (read and written) */
-int add_prologue(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int *dim) {
-    int r = cpu_check_args(rc, name, a, 2, 1);
-    if (r) return r;
-    const ordo_view *src = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
-    if (idx->dtype != ORDO_I64)
-        return ordo_fail(rc, "%s: index must be int64, got %s", name, ordo_dtype_name(idx->dtype));
-    if (y->dtype != src->dtype)
-        return ordo_fail(rc, "%s: dtype mismatch: src is %s but out is %s", name, ordo_dtype_name(src->dtype),
-                         ordo_dtype_name(y->dtype));
-    const int64_t d = a->niparam > 0 ? a->iparam[0] : -1;
-    if (a->niparam < 1 || d < 0 || d >= (y->ndim > 0 ? y->ndim : 1))
-        return ordo_fail(rc, "%s: dim %lld out of range for out of %d dims", name, (long long)d, y->ndim);
-    if ((r = cpu_check_writable(rc, name, y))) return r;
-    *dim = (int)d;
-    return 0;
-}
-
 /* chk: the indices to check (the index view itself); idx, src0 and y0 have
  * one shape (the walk's). */
 int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *chk, const ordo_view *idx,
@@ -254,54 +189,21 @@ int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *chk, 
     return cu_check_launch(rc, name);
 }
 
-/* y[..index[i]..] += src[i] along dim; index has y's ndim and is no larger
- * than src in any dim, nor than y except along dim. */
+/* index.c's checks (cpu_check_scatter_add, cpu_check_index_add), then the
+ * launches */
 int k_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
-    if ((r = add_prologue(rc, "scatter_add", a, &dim))) return r;
-    const ordo_view *src = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
-    char ss[160], si[160], sy[160];
-    int ok = idx->ndim == y->ndim && src->ndim == y->ndim;
-    for (int d = 0; ok && d < y->ndim; d++)
-        if (idx->shape[d] > src->shape[d] || (d != dim && idx->shape[d] > y->shape[d])) ok = 0;
-    if (!ok)
-        return ordo_fail(rc, "scatter_add: shape mismatch: src %s, index %s, out %s (index needs out's "
-                             "dims, each no larger than src's, nor than out's except dim %d)",
-                         cpu_shape_str(src, ss, sizeof ss), cpu_shape_str(idx, si, sizeof si),
-                         cpu_shape_str(y, sy, sizeof sy), dim);
-    ordo_view src0 = *src, y0 = *y; /* over index's shape */
-    memcpy(src0.shape, idx->shape, sizeof src0.shape);
-    memcpy(y0.shape, idx->shape, sizeof y0.shape);
-    if (y0.ndim) y0.strides[dim] = 0;
-    return run_scatter(rc, "scatter_add", idx, idx, &src0, &y0, y, dim);
+    ordo_view src0, y0;
+    if ((r = cpu_check_scatter_add(rc, a, &dim, &src0, &y0))) return r;
+    return run_scatter(rc, "scatter_add", &a->in[1], &a->in[1], &src0, &y0, &a->out[0], dim);
 }
 
-/* y[.., index[j], ..] += src[.., j, ..] along dim; index is 1-d. */
 int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
-    if ((r = add_prologue(rc, "index_add", a, &dim))) return r;
-    const ordo_view *src = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
-    char ss[160], si[160], sy[160];
-    if (y->ndim == 0) return ordo_fail(rc, "index_add: out must have at least one dim");
-    int ok = idx->ndim == 1 && src->ndim == y->ndim;
-    for (int d = 0; ok && d < y->ndim; d++)
-        if (src->shape[d] != (d == dim ? idx->shape[0] : y->shape[d])) ok = 0;
-    if (!ok)
-        return ordo_fail(rc, "index_add: shape mismatch: src %s, index %s, out %s (index must be 1-d; "
-                             "src is out with dim %d of index's length)",
-                         cpu_shape_str(src, ss, sizeof ss), cpu_shape_str(idx, si, sizeof si),
-                         cpu_shape_str(y, sy, sizeof sy), dim);
-    ordo_view iv = *src, y0 = *src; /* both over src's shape */
-    iv.dtype = ORDO_I64;
-    iv.data = idx->data;
-    y0.data = y->data;
-    y0.dtype = y->dtype;
-    for (int d = 0; d < src->ndim; d++) {
-        iv.strides[d] = d == dim ? idx->strides[0] : 0;
-        y0.strides[d] = d == dim ? 0 : y->strides[d];
-    }
+    ordo_view iv, y0;
+    if ((r = cpu_check_index_add(rc, a, &dim, &iv, &y0))) return r;
     /* the 1-d index is checked once, not once per element of src */
-    return run_scatter(rc, "index_add", idx, &iv, src, &y0, y, dim);
+    return run_scatter(rc, "index_add", &a->in[1], &iv, &a->in[0], &y0, &a->out[0], dim);
 }
 
 } // namespace

@@ -12,7 +12,7 @@
  * view) for y = a b directly.  Each input is then passed as it lies:
  * whichever of its two strides is 1 decides between CUBLAS_OP_N and
  * CUBLAS_OP_T, the other stride being the leading dim (matmul.c's
- * row_major / col_major / operand, unchanged).  Only a matrix with no unit
+ * cpu_mat_operand, shared).  Only a matrix with no unit
  * stride (a stride-0 broadcast, every other column...) is first copied into
  * contiguous scratch memory from cudaMallocAsync on the stream, and an
  * output with no unit stride is computed into scratch and copied out.
@@ -34,62 +34,18 @@
 
 namespace {
 
-/* ---- matrices (matmul.c's helpers) ----------------------------------------------- */
+/* ---- matrices: matmul.c's (cpu_mat and its helpers in cpu_internal.h) ---------- */
 
-/* One matrix of a view: rows x cols with element strides rs, cs. */
-struct mat {
-    char *p;
-    int64_t rows, cols, rs, cs;
-};
-
-/* Can cuBLAS read m as row-major (unit column stride)?  Strides of size-1
- * dims never matter; the leading dim must be >= max(1, cols) and an int. */
-int row_major(const mat *m, int64_t *ld) {
-    const int64_t need = m->cols > 1 ? m->cols : 1;
-    if (m->cols > 1 && m->cs != 1) return 0;
-    if (m->rows <= 1) {
-        *ld = need;
-        return 1;
-    }
-    if (m->rs < need || m->rs > INT_MAX) return 0;
-    *ld = m->rs;
-    return 1;
-}
-
-/* ...as column-major (unit row stride)? */
-int col_major(const mat *m, int64_t *ld) {
-    const int64_t need = m->rows > 1 ? m->rows : 1;
-    if (m->rows > 1 && m->rs != 1) return 0;
-    if (m->cols <= 1) {
-        *ld = need;
-        return 1;
-    }
-    if (m->cs < need || m->cs > INT_MAX) return 0;
-    *ld = m->cs;
-    return 1;
-}
+typedef cpu_mat mat;
 
 /* How one operand is handed to gemm when the call is row-major (colmajor 0:
  * computing y^T) or column-major (computing y): in either case OP_N when
  * the matrix lies in the call's order, OP_T when it lies transposed. */
 int operand(const mat *m, int colmajor, cublasOperation_t *op, int64_t *ld) {
-    if (!colmajor) {
-        if (row_major(m, ld)) { *op = CUBLAS_OP_N; return 1; }
-        if (col_major(m, ld)) { *op = CUBLAS_OP_T; return 1; }
-    } else {
-        if (col_major(m, ld)) { *op = CUBLAS_OP_N; return 1; }
-        if (row_major(m, ld)) { *op = CUBLAS_OP_T; return 1; }
-    }
-    return 0;
-}
-
-/* The last two dims of v as a matrix, and the batch stride (0 when 2-d or
- * the batch dim has size 1: shared by every batch). */
-mat mat_of(const ordo_view *v, int64_t *bstride) {
-    const int nd = v->ndim;
-    mat m = {(char *)v->data, v->shape[nd - 2], v->shape[nd - 1], v->strides[nd - 2], v->strides[nd - 1]};
-    *bstride = nd == 3 && v->shape[0] > 1 ? v->strides[0] : 0;
-    return m;
+    int t;
+    if (!cpu_mat_operand(m, colmajor, &t, ld)) return 0;
+    *op = t ? CUBLAS_OP_T : CUBLAS_OP_N;
+    return 1;
 }
 
 /* ---- strided copies of batches of matrices ---------------------------------------------- */
@@ -229,19 +185,19 @@ int gemm_float(const ordo_run_ctx *rc, mat A, int64_t sba, mat Bm, int64_t sbb, 
 
     int64_t ldy = 0, lda = 0, ldb = 0, sbw = sby;
     int colmajor = 0;
+    cublasOperation_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N; /* set by operand() below */
     mat Yw = Y; /* where gemm writes */
-    if (!row_major(&Yw, &ldy)) {
-        if (col_major(&Yw, &ldy)) {
+    if (!cpu_mat_row_major(&Yw, &ldy)) {
+        if (cpu_mat_col_major(&Yw, &ldy)) {
             colmajor = 1;
         } else { /* no unit stride: compute into contiguous scratch, copy out after */
             if (!(Yw.p = (char *)sc.get((size_t)(B * M * N) * es))) goto oom;
             Yw.rs = N;
             Yw.cs = 1;
             sbw = M * N;
-            row_major(&Yw, &ldy);
+            cpu_mat_row_major(&Yw, &ldy);
         }
     }
-    cublasOperation_t ta, tb;
     if (!operand(&A, colmajor, &ta, &lda)) {
         if (!pack(sc, es, &A, &sba, sba ? B : 1)) goto oom;
         operand(&A, colmajor, &ta, &lda);
@@ -300,31 +256,12 @@ __global__ void igemm_kernel(const T *a, const T *b, T *y, igeom g, int64_t tota
 }
 
 int k_matmul(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
-    int r = cpu_check_args(rc, "matmul", args, 2, 1);
+    cpu_matmul_plan pl;
+    int r = cpu_check_matmul(rc, args, &pl);
     if (r) return r;
-    const ordo_view *a = &args->in[0], *b = &args->in[1], *y = &args->out[0];
-    char sa[160], sb[160], sy[160];
-    if (a->dtype != b->dtype || a->dtype != y->dtype)
-        return ordo_fail(rc, "matmul: dtype mismatch: a %s, b %s, out %s", ordo_dtype_name(a->dtype),
-                         ordo_dtype_name(b->dtype), ordo_dtype_name(y->dtype));
-    if (a->ndim < 2 || a->ndim > 3 || b->ndim < 2 || b->ndim > 3)
-        return ordo_fail(rc, "matmul: a %s and b %s must be 2-d or 3-d", cpu_shape_str(a, sa, sizeof sa),
-                         cpu_shape_str(b, sb, sizeof sb));
-    const int batched = a->ndim == 3 || b->ndim == 3;
-    const int64_t B = batched ? (a->ndim == 3 && a->shape[0] != 1 ? a->shape[0] : b->ndim == 3 ? b->shape[0] : 1) : 1;
-    int64_t sba, sbb, sby;
-    mat A = mat_of(a, &sba), Bm = mat_of(b, &sbb);
-    const int64_t M = A.rows, K = A.cols, N = Bm.cols;
-    const int bad_batch = (a->ndim == 3 && a->shape[0] != B && a->shape[0] != 1) ||
-                          (b->ndim == 3 && b->shape[0] != B && b->shape[0] != 1);
-    const int bad_out = y->ndim != (batched ? 3 : 2) || (batched && y->shape[0] != B) ||
-                        y->shape[y->ndim - 2] != M || y->shape[y->ndim - 1] != N;
-    if (Bm.rows != K || bad_batch || bad_out)
-        return ordo_fail(rc, "matmul: shape mismatch: a %s, b %s, out %s", cpu_shape_str(a, sa, sizeof sa),
-                         cpu_shape_str(b, sb, sizeof sb), cpu_shape_str(y, sy, sizeof sy));
-    if ((r = cpu_check_writable(rc, "matmul", y))) return r;
-    mat Y = mat_of(y, &sby);
-    if (batched) sby = y->strides[0];
+    const ordo_view *a = &args->in[0];
+    const mat A = pl.a, Bm = pl.b, Y = pl.y;
+    const int64_t sba = pl.sba, sbb = pl.sbb, sby = pl.sby, B = pl.B, M = pl.M, K = pl.K, N = pl.N;
     if (B == 0 || M == 0 || N == 0) return 0;
     const size_t es = ordo_dtype_size(a->dtype);
     cudaStream_t st = cu_stream(rc);

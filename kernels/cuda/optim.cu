@@ -32,36 +32,6 @@ __device__ __forceinline__ double sub(double a, double b) { return __dsub_rn(a, 
 __device__ __forceinline__ double dvd(double a, double b) { return __ddiv_rn(a, b); }
 __device__ __forceinline__ double sqr(double a) { return __dsqrt_rn(a); }
 
-/* optim.c's check_operands, same messages and return codes */
-int check_operands(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int64_t state_rows,
-                   int nscalar) {
-    int r;
-    if ((r = cpu_check_args(rc, name, a, 1, a->nout == 1 && state_rows == 0 ? 1 : 2))) return r;
-    if (a->nscalar < nscalar) {
-        ordo_fail(rc, "%s: expected %d scalars, got %d", name, nscalar, a->nscalar);
-        return ORDO_ERR_INVALID;
-    }
-    const ordo_view *g = &a->in[0], *p = &a->out[0], *s = a->nout > 1 ? &a->out[1] : p;
-    if (a->nout == 1) state_rows = 1; /* no state: p stands in, checked like one */
-    int64_t n = ordo_view_numel(p);
-    if (p->dtype != ORDO_F32 && p->dtype != ORDO_F64) return cpu_fail_dtype(rc, name, p->dtype);
-    if (g->dtype != p->dtype || s->dtype != p->dtype) {
-        ordo_fail(rc, "%s: dtype mismatch: param %s, grad %s, state %s", name, ordo_dtype_name(p->dtype),
-                  ordo_dtype_name(g->dtype), ordo_dtype_name(s->dtype));
-        return ORDO_ERR_INVALID;
-    }
-    if (ordo_view_numel(g) != n || ordo_view_numel(s) != state_rows * n) {
-        ordo_fail(rc, "%s: sizes differ: param %lld, grad %lld, state %lld (expected %lld)", name, (long long)n,
-                  (long long)ordo_view_numel(g), (long long)ordo_view_numel(s), (long long)(state_rows * n));
-        return ORDO_ERR_INVALID;
-    }
-    if (!ordo_view_is_contiguous(g) || !ordo_view_is_contiguous(p) || !ordo_view_is_contiguous(s)) {
-        ordo_fail(rc, "%s: param, grad and state must be contiguous", name);
-        return ORDO_ERR_INVALID;
-    }
-    return 0;
-}
-
 /* the scalars converted to T on the host, as the CPU loop does before its loop */
 template <typename T>
 struct adam_k {
@@ -122,7 +92,7 @@ void adam_launch(cudaStream_t st, int64_t n, void *p, const void *g, void *state
 }
 
 int k_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int r = check_operands(rc, "adam_step", a, 2, 6);
+    int r = cpu_check_adam_step(rc, a);
     if (r) return r;
     const int64_t n = ordo_view_numel(&a->out[0]);
     if (n == 0) return 0;
@@ -148,12 +118,8 @@ void sgd_launch(cudaStream_t st, int64_t n, void *p, const void *g, void *buf, c
 }
 
 int k_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
-    int r = check_operands(rc, "sgd_step", a, a->nout == 1 ? 0 : 1, 5);
+    int r = cpu_check_sgd_step(rc, a);
     if (r) return r;
-    if (a->nout == 1 && a->scalar[1] != 0) {
-        ordo_fail(rc, "sgd_step: momentum %g needs a buffer (a second output)", a->scalar[1]);
-        return ORDO_ERR_INVALID;
-    }
     const int64_t n = ordo_view_numel(&a->out[0]);
     if (n == 0) return 0;
     void *buf = a->nout > 1 ? a->out[1].data : NULL;

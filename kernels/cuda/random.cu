@@ -181,73 +181,45 @@ void rng_launch(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args
     if (nblocks > 0) advance_kernel<<<1, 1, 0, st>>>(g, (unsigned long long)nblocks);
 }
 
-/* ---- host side: random.c's checks ------------------------------------------------- */
-
-int check_state(const ordo_run_ctx *rc, const char *name, const ordo_view *g) {
-    if (g->dtype != ORDO_U8 || ordo_view_numel(g) != 32 || !ordo_view_is_contiguous(g))
-        return ordo_fail(rc, "%s: generator state must be a contiguous uint8 view of 32 elements "
-                             "(got %s, %lld elements)",
-                         name, ordo_dtype_name(g->dtype), (long long)ordo_view_numel(g));
-    return 0;
-}
+/* ---- host side: random.c's checks, then the launches -------------------------------- */
 
 int k_seed(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
-    int r = cpu_check_args(rc, "seed", args, 0, 1);
+    int r = cpu_check_seed(rc, args);
     if (r) return r;
-    if ((r = check_state(rc, "seed", &args->out[0]))) return r;
-    if (args->niparam < 1) return ordo_fail(rc, "seed: needs the seed as iparam[0]");
     seed_kernel<<<1, 32, 0, cu_stream(rc)>>>((uint8_t *)args->out[0].data, (unsigned long long)args->iparam[0]);
     return cu_check_launch(rc, "seed");
 }
 
-/* checks y and the generator (out[1]); the magic is checked on the device */
-int rng_begin(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args) {
-    int r = cpu_check_args(rc, name, args, 0, 2);
-    if (r) return r;
-    if ((r = check_state(rc, name, &args->out[1]))) return r;
-    return cpu_check_writable(rc, name, &args->out[0]);
-}
-
+/* (the state's seeding is checked on the device: its bytes are there) */
 int k_uniform(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
-    int r = rng_begin(rc, "uniform", args);
-    if (r) return r;
-    const int dt = args->out[0].dtype;
-    if (!cpu_dtype_is_float(dt)) return cpu_fail_dtype(rc, "uniform", dt);
-    if (args->nscalar < 2) return ordo_fail(rc, "uniform: needs low and high as scalar[0], scalar[1]");
-    const double lo = args->scalar[0], hi = args->scalar[1];
-    if (!isfinite(lo) || !isfinite(hi) || !(lo <= hi) || !isfinite(hi - lo))
-        return ordo_fail(rc, "uniform: bad range [%g, %g)", lo, hi);
+    double lo, hi;
+    int r = cpu_check_rng_outputs(rc, "uniform", args);
+    if (r || (r = cpu_check_uniform(rc, args, &lo, &hi))) return r;
     rng_params p = rng_params();
     p.a = lo;
     p.b = hi - lo;
     p.high = hi;
-    if (dt == ORDO_F32) rng_launch<float, K_UNIFORM>(rc, "uniform", args, p);
+    if (args->out[0].dtype == ORDO_F32) rng_launch<float, K_UNIFORM>(rc, "uniform", args, p);
     else rng_launch<double, K_UNIFORM>(rc, "uniform", args, p);
     return cu_check_launch(rc, "uniform");
 }
 
 int k_normal(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
-    int r = rng_begin(rc, "normal", args);
-    if (r) return r;
-    const int dt = args->out[0].dtype;
-    if (!cpu_dtype_is_float(dt)) return cpu_fail_dtype(rc, "normal", dt);
-    if (args->nscalar < 2) return ordo_fail(rc, "normal: needs mean and std as scalar[0], scalar[1]");
-    const double mean = args->scalar[0], sd = args->scalar[1];
-    if (!isfinite(mean) || !isfinite(sd) || sd < 0) return ordo_fail(rc, "normal: bad mean %g or std %g", mean, sd);
+    double mean, sd;
+    int r = cpu_check_rng_outputs(rc, "normal", args);
+    if (r || (r = cpu_check_normal(rc, args, &mean, &sd))) return r;
     rng_params p = rng_params();
     p.a = mean;
     p.b = sd;
-    if (dt == ORDO_F32) rng_launch<float, K_NORMAL>(rc, "normal", args, p);
+    if (args->out[0].dtype == ORDO_F32) rng_launch<float, K_NORMAL>(rc, "normal", args, p);
     else rng_launch<double, K_NORMAL>(rc, "normal", args, p);
     return cu_check_launch(rc, "normal");
 }
 
 int k_bernoulli(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
-    int r = rng_begin(rc, "bernoulli", args);
-    if (r) return r;
-    if (args->nscalar < 1) return ordo_fail(rc, "bernoulli: needs p as scalar[0]");
-    const double pr = args->scalar[0];
-    if (!(pr >= 0 && pr <= 1)) return ordo_fail(rc, "bernoulli: p %g is not in [0, 1]", pr);
+    double pr;
+    int r = cpu_check_rng_outputs(rc, "bernoulli", args);
+    if (r || (r = cpu_check_bernoulli(rc, args, &pr))) return r;
     rng_params p = rng_params();
     p.a = pr;
     CU_DISPATCH(rc, "bernoulli", args->out[0].dtype, T, rng_launch<T, K_BERNOULLI>(rc, "bernoulli", args, p));

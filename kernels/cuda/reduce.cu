@@ -32,9 +32,6 @@
 
 namespace {
 
-enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN };
-const char *const red_names[] = {"sum", "mean", "max", "min", "argmax", "argmin"};
-
 /* ---- strided walks ------------------------------------------------------------
  * NOP views of one shape walked together in row-major (logical) order: size-1
  * dims dropped, neighbours merged where every operand is contiguous across
@@ -47,16 +44,10 @@ __device__ __forceinline__ void store_double(int dt, char *p, double v) {
     switch (dt) {
     case ORDO_F32: *(float *)p = (float)v; break;
     case ORDO_F64: *(double *)p = v; break;
-    case ORDO_I32: /* float -> integer saturates, NaN -> 0, as cpu_sat_i32 */
-        *(int32_t *)p = !(v == v) ? 0 : v <= -2147483648.0 ? INT32_MIN : v >= 2147483647.0 ? INT32_MAX : (int32_t)v;
-        break;
-    case ORDO_I64:
-        *(int64_t *)p = !(v == v) ? 0
-                        : v <= -9223372036854775808.0 ? INT64_MIN
-                        : v >= 9223372036854775808.0  ? INT64_MAX
-                                                      : (int64_t)v;
-        break;
-    default: *(uint8_t *)p = !(v == v) || v <= 0 ? 0 : v >= 255.0 ? 255 : (uint8_t)v; break;
+    /* float -> integer saturates, NaN -> 0: the CPU's own conversions */
+    case ORDO_I32: *(int32_t *)p = cpu_sat_i32(v); break;
+    case ORDO_I64: *(int64_t *)p = cpu_sat_i64(v); break;
+    default: *(uint8_t *)p = cpu_sat_u8(v); break;
     }
 }
 
@@ -167,12 +158,12 @@ struct ArgOp {
 };
 
 template <typename T, int OP> struct RedOp;
-template <typename T> struct RedOp<T, R_SUM> : SumOp<T, false> {};
-template <typename T> struct RedOp<T, R_MEAN> : SumOp<T, true> {};
-template <typename T> struct RedOp<T, R_MAX> : ExtOp<T, true> {};
-template <typename T> struct RedOp<T, R_MIN> : ExtOp<T, false> {};
-template <typename T> struct RedOp<T, R_ARGMAX> : ArgOp<T, true> {};
-template <typename T> struct RedOp<T, R_ARGMIN> : ArgOp<T, false> {};
+template <typename T> struct RedOp<T, CPU_RED_SUM> : SumOp<T, false> {};
+template <typename T> struct RedOp<T, CPU_RED_MEAN> : SumOp<T, true> {};
+template <typename T> struct RedOp<T, CPU_RED_MAX> : ExtOp<T, true> {};
+template <typename T> struct RedOp<T, CPU_RED_MIN> : ExtOp<T, false> {};
+template <typename T> struct RedOp<T, CPU_RED_ARGMAX> : ArgOp<T, true> {};
+template <typename T> struct RedOp<T, CPU_RED_ARGMIN> : ArgOp<T, false> {};
 
 /* ---- kernels -------------------------------------------------------------------- */
 
@@ -318,102 +309,52 @@ int launch(const ordo_run_ctx *rc, const char *name, const void *xp, void *yp, r
 
 template <typename T>
 int launch_op(const ordo_run_ctx *rc, int op, const void *x, void *y, red_geom &g, int how, bool gen) {
-    const char *name = red_names[op];
+    const char *name = cpu_reduce_names[op];
     switch (op) {
-    case R_SUM: return launch<T, R_SUM>(rc, name, x, y, g, how, gen);
-    case R_MEAN:
-        if constexpr (is_float_t<T>::value) return launch<T, R_MEAN>(rc, name, x, y, g, how, gen);
+    case CPU_RED_SUM: return launch<T, CPU_RED_SUM>(rc, name, x, y, g, how, gen);
+    case CPU_RED_MEAN:
+        if constexpr (is_float_t<T>::value) return launch<T, CPU_RED_MEAN>(rc, name, x, y, g, how, gen);
         else return cpu_fail_dtype(rc, name, ORDO_I32); /* unreachable: checked before */
-    case R_MAX: return launch<T, R_MAX>(rc, name, x, y, g, how, gen);
-    case R_MIN: return launch<T, R_MIN>(rc, name, x, y, g, how, gen);
-    case R_ARGMAX: return launch<T, R_ARGMAX>(rc, name, x, y, g, how, gen);
-    default: return launch<T, R_ARGMIN>(rc, name, x, y, g, how, gen);
+    case CPU_RED_MAX: return launch<T, CPU_RED_MAX>(rc, name, x, y, g, how, gen);
+    case CPU_RED_MIN: return launch<T, CPU_RED_MIN>(rc, name, x, y, g, how, gen);
+    case CPU_RED_ARGMAX: return launch<T, CPU_RED_ARGMAX>(rc, name, x, y, g, how, gen);
+    default: return launch<T, CPU_RED_ARGMIN>(rc, name, x, y, g, how, gen);
     }
 }
 
-/* The smallest |stride| over x's dims of size > 1 other than d (reduce.c). */
-int dim_is_innermost(const ordo_view *x, int d) {
-    const int64_t sd = x->strides[d] < 0 ? -x->strides[d] : x->strides[d];
-    for (int i = 0; i < x->ndim; i++) {
-        if (i == d || x->shape[i] <= 1) continue;
-        const int64_t si = x->strides[i] < 0 ? -x->strides[i] : x->strides[i];
-        if (si < sd) return 0;
-    }
-    return 1;
-}
-
+/* reduce.c's checks (cpu_check_reduce), then the launch. */
 int run_reduce(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
-    const char *name = red_names[op];
-    int r = cpu_check_args(rc, name, args, 1, 1);
+    const char *name = cpu_reduce_names[op];
+    cpu_reduce_plan pl;
+    int r = cpu_check_reduce(rc, args, op, &pl);
     if (r) return r;
     const ordo_view *x = &args->in[0], *y = &args->out[0];
-    const int is_arg = op == R_ARGMAX || op == R_ARGMIN;
-
-    /* dtypes (the CPU kernel's checks and messages) */
-    if (op == R_MEAN && !cpu_dtype_is_float(x->dtype)) return cpu_fail_dtype(rc, name, x->dtype);
-    if (op == R_MEAN && !cpu_dtype_is_float(y->dtype))
-        return ordo_fail(rc, "mean: output must be float32 or float64, got %s", ordo_dtype_name(y->dtype));
-    if ((op == R_MAX || op == R_MIN) && y->dtype != x->dtype)
-        return ordo_fail(rc, "%s: dtype mismatch: x is %s but out is %s", name, ordo_dtype_name(x->dtype),
-                         ordo_dtype_name(y->dtype));
-    if (is_arg && y->dtype != ORDO_I64)
-        return ordo_fail(rc, "%s: output must be int64, got %s", name, ordo_dtype_name(y->dtype));
-
-    /* dim and output shape */
-    const int64_t dim = args->niparam > 0 ? args->iparam[0] : -1;
-    char bx[160], by[160];
-    if (dim < -1 || dim >= (x->ndim > 0 ? x->ndim : 1))
-        return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)dim, x->ndim);
-    const int all = dim == -1 || x->ndim == 0;
-    const int64_t numel = ordo_view_numel(x);
     red_geom g = red_geom();
     g.ydt = y->dtype;
     g.ysize = (int64_t)ordo_dtype_size(y->dtype);
     int how = SHAPE_ROWS;
     bool gen = false;
 
-    if (all) {
-        if (ordo_view_numel(y) != 1)
-            return ordo_fail(rc, "%s: output %s must have one element for a reduction over all dims", name,
-                             cpu_shape_str(y, by, sizeof by));
-        if (numel == 0 && op != R_SUM && op != R_MEAN)
-            return ordo_fail(rc, "%s: reduction of an empty tensor %s", name, cpu_shape_str(x, bx, sizeof bx));
+    if (pl.all) {
         /* one row: x in logical order (argmax's flat index), coalesced */
         const int64_t *xs[1] = {x->strides};
         g.rw = nd_walk_of<1>(x->ndim, x->shape, xs);
         g.nout = 1;
-        g.n = numel;
+        g.n = pl.n;
         g.sd = g.rw.ndim == 1 ? g.rw.st[0][0] : 0;
         gen = g.rw.ndim > 1;
-        how = numel == 0 ? SHAPE_COLS : SHAPE_ROWS; /* nothing to read: store the identity */
+        how = pl.n == 0 ? SHAPE_COLS : SHAPE_ROWS; /* nothing to read: store the identity */
     } else {
-        const int d = (int)dim;
-        ordo_view xo, yo;
-        cpu_view_drop_dim(x, d, &xo);
-        int shape_ok;
-        if (y->ndim == x->ndim) {
-            cpu_view_drop_dim(y, d, &yo);
-            shape_ok = y->shape[d] == 1 && cpu_same_shape(&xo, &yo);
-        } else {
-            yo = *y; /* the reduced dim squeezed out */
-            shape_ok = cpu_same_shape(&xo, &yo);
-        }
-        if (!shape_ok)
-            return ordo_fail(rc, "%s: output %s does not match x %s reduced over dim %d", name,
-                             cpu_shape_str(y, by, sizeof by), cpu_shape_str(x, bx, sizeof bx), d);
-        if ((r = cpu_check_writable(rc, name, &yo))) return r;
-        g.n = x->shape[d];
+        const int d = pl.dim;
+        g.n = pl.n;
         g.sd = x->strides[d];
-        g.nout = ordo_view_numel(&yo);
+        g.nout = pl.nout;
         if (g.nout == 0) return 0;
-        if (g.n == 0 && op != R_SUM && op != R_MEAN)
-            return ordo_fail(rc, "%s: reduction over dim %d of size 0 (x %s)", name, d,
-                             cpu_shape_str(x, bx, sizeof bx));
-        const int64_t *st[2] = {yo.strides, xo.strides};
-        g.w = nd_walk_of<2>(xo.ndim, xo.shape, st);
+        const int64_t *st[2] = {pl.yo.strides, pl.xo.strides};
+        g.w = nd_walk_of<2>(pl.xo.ndim, pl.xo.shape, st);
         /* rows for an innermost dim or few outputs; sum of nothing (0, or NaN
          * for mean) is the identity stored by the column kernel */
-        how = g.n > 0 && (dim_is_innermost(x, d) || g.nout < 64) ? SHAPE_ROWS : SHAPE_COLS;
+        how = g.n > 0 && (cpu_dim_is_innermost(x, d) || g.nout < 64) ? SHAPE_ROWS : SHAPE_COLS;
     }
 
     CU_DISPATCH(rc, name, x->dtype, T, return launch_op<T>(rc, op, x->data, y->data, g, how, gen));
@@ -422,18 +363,12 @@ int run_reduce(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
 
 #define DEF_RED_KERNEL(OPN, OP) \
     int k_##OPN(const ordo_run_ctx *rc, const ordo_kernel_args *a) { return run_reduce(rc, a, OP); }
-DEF_RED_KERNEL(sum, R_SUM)
-DEF_RED_KERNEL(mean, R_MEAN)
-DEF_RED_KERNEL(max, R_MAX)
-DEF_RED_KERNEL(min, R_MIN)
-DEF_RED_KERNEL(argmax, R_ARGMAX)
-DEF_RED_KERNEL(argmin, R_ARGMIN)
+CPU_REDUCE_OPS(DEF_RED_KERNEL)
 
 } // namespace
 
+#define RED_ENTRY(OPN, OP) {#OPN, k_##OPN},
 extern "C" void cuda_register_reduce(void) {
-    static const cpu_kernel_entry t[] = {
-        {"sum", k_sum}, {"mean", k_mean}, {"max", k_max}, {"min", k_min}, {"argmax", k_argmax}, {"argmin", k_argmin},
-    };
+    static const cpu_kernel_entry t[] = {CPU_REDUCE_OPS(RED_ENTRY)};
     CU_REGISTER_TABLE(t);
 }

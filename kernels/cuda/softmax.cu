@@ -134,43 +134,20 @@ void launch(cudaStream_t st, const void *x, void *y, const sm_geom &g, bool rows
 
 int run_softmax(const ordo_run_ctx *rc, const ordo_kernel_args *args, int lg) {
     const char *name = lg ? "log_softmax" : "softmax";
-    int r = cpu_check_args(rc, name, args, 1, 1);
+    cpu_softmax_plan pl;
+    int r = cpu_check_softmax(rc, name, args, &pl);
     if (r) return r;
     const ordo_view *x = &args->in[0], *y = &args->out[0];
-    if (!cpu_dtype_is_float(x->dtype)) return cpu_fail_dtype(rc, name, x->dtype);
-    if (y->dtype != x->dtype)
-        return ordo_fail(rc, "%s: dtype mismatch: x is %s but out is %s", name, ordo_dtype_name(x->dtype),
-                         ordo_dtype_name(y->dtype));
-    const ordo_view *v2[2] = {y, x};
-    static const char *const names[2] = {"out", "x"};
-    if ((r = cpu_check_same_shapes(rc, name, v2, names, 2))) return r;
-    if ((r = cpu_check_writable(rc, name, y))) return r;
-    const int64_t dim = args->niparam > 0 ? args->iparam[0] : -1;
-    if (args->niparam < 1 || dim < 0 || dim >= (x->ndim > 0 ? x->ndim : 1))
-        return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)dim, x->ndim);
     if (ordo_view_numel(x) == 0) return 0;
 
     sm_geom g = sm_geom();
-    g.n = 1; /* a 0-d x is one row of one element */
-    ordo_view xo = *x, yo = *y;
-    const int d = (int)dim;
-    if (x->ndim > 0) {
-        g.n = x->shape[d];
-        g.sx = x->strides[d];
-        g.sy = y->strides[d];
-        cpu_view_drop_dim(x, d, &xo);
-        cpu_view_drop_dim(y, d, &yo);
-    }
-    g.nout = ordo_view_numel(&xo);
-    const int64_t *st[2] = {yo.strides, xo.strides};
-    g.w = nd_walk_of<2>(xo.ndim, xo.shape, st);
-    int inner = 1; /* the dim has x's smallest stride (softmax.c's test) */
-    for (int i = 0; i < x->ndim; i++) {
-        const int64_t si = x->strides[i] < 0 ? -x->strides[i] : x->strides[i];
-        const int64_t sd = g.sx < 0 ? -g.sx : g.sx;
-        if (i != d && x->shape[i] > 1 && si < sd) inner = 0;
-    }
-    const bool rows = inner || g.nout < 1024;
+    g.n = pl.n;
+    g.sx = pl.sx;
+    g.sy = pl.sy;
+    g.nout = pl.nout;
+    const int64_t *st[2] = {pl.yo.strides, pl.xo.strides};
+    g.w = nd_walk_of<2>(pl.xo.ndim, pl.xo.shape, st);
+    const bool rows = pl.inner || g.nout < 1024;
     if (x->dtype == ORDO_F32) launch<float>(cu_stream(rc), x->data, y->data, g, rows, lg);
     else launch<double>(cu_stream(rc), x->data, y->data, g, rows, lg);
     return cu_check_launch(rc, name);
