@@ -3,6 +3,8 @@
 # bench/Makefile built into BUILD_DIR/bench, one process per runtime and
 # configuration, and prints one table: ordo beside OpenMP and StarPU.
 # The table is also written as Markdown to BUILD_DIR/bench/engine.md.
+# Then it runs the GPU benchmarks, bench/gpu_bench.lua (a skip line without
+# a CUDA device; their table goes to BUILD_DIR/bench/gpu.md).
 #
 # Each runtime/configuration runs in its own process, BENCH_ROUNDS times,
 # the rounds interleaved (round 1 of every runtime, then round 2...), and each
@@ -21,9 +23,12 @@
 #   BENCH_MAX_INFLIGHT=N ordo's max_inflight (default: the engine's own default)
 #   BENCH_TIMEOUT=S      per-process time limit (default 300 s, 60 s when quick)
 #   STARPU_SCHED=name    StarPU scheduler (default eager)
+#   BENCH_GPU_TIMEOUT=S  time limit of the GPU benchmarks (default 600 s), run
+#                        last: BUILD_DIR/ordo bench/gpu_bench.lua
 #
 # Exit status: 1 when an ordo configuration failed (crash, hang, error, lost
-# writes), else 0 - a peer that cannot run here only shows as n/a.
+# writes) or the GPU benchmarks failed, else 0 - a peer that cannot run here
+# only shows as n/a, and no GPU is a skip.
 set -u
 
 BUILD=${1:?usage: bench/run.sh BUILD_DIR}
@@ -245,6 +250,21 @@ cat "$MD"
 echo
 echo "(also written to $MD; raw lines in $RES)"
 
+# The GPU benchmarks (bench/gpu_bench.lua beside the plain-CUDA bench/gpu_peer):
+# without a CUDA device they print one line saying so and succeed.
+GPU_FAILED=
+echo
+if [ -x "$BUILD/ordo" ]; then
+    timeout -k 10 "${BENCH_GPU_TIMEOUT:-600}" env ORDO_BUILD="$BUILD" "$BUILD/ordo" "$ROOT/bench/gpu_bench.lua"
+    rc=$?
+    if [ $rc != 0 ]; then
+        echo "bench: the GPU benchmarks failed (exit status $rc)" >&2
+        GPU_FAILED=1
+    fi
+else
+    echo "bench: $BUILD/ordo is not built; GPU benchmarks not run" >&2
+fi
+
 # A peer that cannot run here (no StarPU, say) is the machine's business; an
 # ordo configuration that crashed, hung or lost work is a bug, so the run
 # fails - after printing everything, so the reason is on screen.
@@ -252,3 +272,4 @@ if grep -q '^NA	ordo' "$RES"; then
     echo "bench: ordo failed in at least one configuration (see 'Not measured' above)" >&2
     exit 1
 fi
+[ -z "$GPU_FAILED" ] || exit 1
