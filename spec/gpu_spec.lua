@@ -1,42 +1,1104 @@
--- GPU tensors.  Without a CUDA device (or without CUDA kernels) these are
--- reported as pending, never passed.
+-- spec/gpu_spec.lua: GPU tensors, checked against the CPU.
+--
+-- Runs when ordo.cuda.is_available(): a CUDA device, or the simulated one
+-- (ORDO_SIMULATED_GPUS=1: device memory is host memory, streams are host
+-- threads, the kernels are the CPU ones run on those streams).  Without a
+-- device every test is pending ("no CUDA device available"), never passed.
+-- spec/run_tests.sh runs this file a second time on the simulated device
+-- (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64
+-- ORDO_SIMULATED_GPU_DELAY_NS=2000), so all of it runs on any machine.
+--
+-- Each op runs on gpu(0) and on cpu(0) with the same inputs; the GPU result,
+-- copied back, must have the CPU result's dtype and shape and its values:
+--   integers and uint8                         exactly
+--   float32 elementwise                        |g - c| <= 1e-5 |c| + 1e-6
+--   float32 reductions, softmax, matmul, conv,
+--   gradients, optimiser steps                 |g - c| <= 1e-4 (|c| + 1)
+--   float64                                    1e-12 and 1e-10 likewise
+-- The simulated device runs the CPU kernels, so there the results agree bit
+-- for bit; the tolerances are for a real GPU (other summation orders, fused
+-- multiply-adds, its own exp/tanh).
 local ordo = require "ordo"
+
+local fmt = string.format
+local abs, floor, huge = math.abs, math.floor, math.huge
+
+local DTYPES = {"float32", "float64", "int32", "int64", "uint8"}
+local FLOAT = {float32 = true, float64 = true}
+local EW = {float32 = {1e-5, 1e-6}, float64 = {1e-12, 1e-12}}  -- elementwise
+local RED = {float32 = {1e-4, 1e-4}, float64 = {1e-10, 1e-10}} -- reductions, matmul, gradients
+
+local SIM_ENV = tonumber((os.getenv("ORDO_SIMULATED_GPUS") or ""):match("^%s*(%d+)") or "0") > 0
+local SIM_MEM_MB = tonumber(os.getenv("ORDO_SIMULATED_GPU_MEM_MB") or "")
+
+local G, CPU -- gpu(0) and cpu(0), set by need_gpu
 
 local function need_gpu()
     if not ordo.cuda.is_available() then pending("no CUDA device available") end
-    if not ordo.engine.has_kernel("add", "gpu") then
-        pending("no CUDA kernels registered (kernels/cuda/ is not written yet)")
+    G, CPU = ordo.gpu(0), ordo.cpu(0)
+end
+
+-- ---------------------------------------------------------------- helpers
+
+local function flatten(x, out)
+    out = out or {}
+    if type(x) == "table" then
+        for i = 1, #x do flatten(x[i], out) end
+    else
+        out[#out + 1] = x
+    end
+    return out
+end
+
+local function shape_str(s)
+    if #s == 0 then return "scalar" end
+    return table.concat(s, "x")
+end
+
+-- Asserts that g (a GPU result) matches c (the CPU one): device, dtype,
+-- shape, and values within tol = {rtol, atol} for floats (default EW).
+local function check(g, c, what, tol)
+    what = what or "result"
+    assert(ordo.is_tensor(g) and ordo.is_tensor(c), what .. ": expected two tensors")
+    assert(g:device() == G, fmt("%s: on %s, expected gpu(0)", what, tostring(g:device())))
+    assert(g:dtype() == c:dtype(), fmt("%s: dtype %s on the gpu, %s on the cpu", what, g:dtype(), c:dtype()))
+    assert(shape_str(g:shape()) == shape_str(c:shape()),
+           fmt("%s: shape %s on the gpu, %s on the cpu", what, shape_str(g:shape()), shape_str(c:shape())))
+    local gv, cv = flatten(g:totable()), flatten(c:totable())
+    assert(#gv == #cv, what .. ": element counts differ")
+    local isf = FLOAT[c:dtype()]
+    local t = (tol or EW)[c:dtype()] or {0, 0}
+    for i = 1, #cv do
+        local a, b = gv[i], cv[i]
+        local ok
+        if not isf then
+            ok = a == b
+        elseif b ~= b then
+            ok = a ~= a
+        elseif b == huge or b == -huge then
+            ok = a == b
+        else
+            ok = abs(a - b) <= t[2] + t[1] * abs(b)
+        end
+        assert(ok, fmt("%s (%s %s): element %d is %s on the gpu, %s on the cpu", what, c:dtype(),
+                       shape_str(c:shape()), i, tostring(a), tostring(b)))
     end
 end
 
-describe("gpu tensors", function()
-    it("the DESIGN example: to(gpu), ops, sum, item", function()
-        need_gpu()
-        local a = ordo.tensor({{1, 2}, {3, 4}})
-        local b = ordo.randn({2, 2}, {device = ordo.gpu(0)})
-        local c = (a:to(ordo.gpu(0)) + b):relu():sum()
-        local expect = 0
-        local bt = b:to(ordo.cpu(0)):totable()
-        for i = 1, 2 do for j = 1, 2 do expect = expect + math.max(0, a:totable()[i][j] + bt[i][j]) end end
-        assert.is_true(math.abs(c:item() - expect) < 1e-4)
-        ordo.engine.wait_for_all()
-    end)
+-- Same check for two nested tables of numbers (no tensors).
+local function check_tables(got, want, what, rtol, atol)
+    local gv, wv = flatten(got), flatten(want)
+    assert(#gv == #wv, fmt("%s: %d values, expected %d", what, #gv, #wv))
+    for i = 1, #wv do
+        local a, b = gv[i], wv[i]
+        assert(abs(a - b) <= (atol or 0) + (rtol or 0) * abs(b),
+               fmt("%s: value %d is %s, expected %s", what, i, tostring(a), tostring(b)))
+    end
+end
 
-    it("round trip cpu -> gpu -> cpu keeps values and dtype", function()
+-- A nested table of shape with random values: floats uniform in [lo, hi),
+-- integers in [lo, hi].
+local function rand_data(shape, int, lo, hi, d)
+    d = d or 1
+    if d > #shape then
+        if int then return math.random(lo, hi) end
+        return lo + (hi - lo) * math.random()
+    end
+    local t = {}
+    for i = 1, shape[d] do t[i] = rand_data(shape, int, lo, hi, d + 1) end
+    return t
+end
+
+-- A CPU tensor of random values for dtype: floats in [lo, hi), integers in
+-- [ceil lo, floor hi] (uint8 from max(lo, 0)).
+local function rnd(shape, dtype, lo, hi)
+    local int = not FLOAT[dtype]
+    if int then
+        lo, hi = math.ceil(lo), floor(hi)
+        if dtype == "uint8" then lo = math.max(lo, 0) end
+    end
+    return ordo.tensor(rand_data(shape, int, lo, hi), {dtype = dtype})
+end
+
+-- A CPU tensor of the values 1..n in random order, scaled (distinct: no
+-- ties for argmax / max indices), of shape and dtype (n <= 255).
+local function distinct(shape, dtype)
+    local n = 1
+    for _, s in ipairs(shape) do n = n * s end
+    local v = {}
+    for i = 1, n do v[i] = i end
+    for i = n, 2, -1 do
+        local j = math.random(i)
+        v[i], v[j] = v[j], v[i]
+    end
+    local scale = FLOAT[dtype] and 0.37 or 1
+    return ordo.tensor(v, {dtype = "float64"}):mul_(scale):to(dtype):view(shape)
+end
+
+local function gpu(t) return t:to(G) end
+
+-- A settled state for memory counts: garbage collected and its frees run.
+local function settle()
+    collectgarbage("collect")
+    collectgarbage("collect")
+    ordo.engine.wait_for_all()
+end
+
+local function raises(fn, ...)
+    local ok, err = pcall(fn)
+    assert(not ok, "expected an error, got none")
+    err = tostring(err)
+    for i = 1, select("#", ...) do
+        local p = select(i, ...)
+        assert(err:find(p, 1, true), fmt("error %q does not mention %q", err, p))
+    end
+    return err
+end
+
+-- ---------------------------------------------------------------- moving data
+
+describe("gpu tensors: moving data", function()
+    it("cpu -> gpu -> cpu keeps values, dtype and shape for every dtype, views included", function()
         need_gpu()
-        for _, dt in ipairs({"float32", "float64", "int32", "int64", "uint8"}) do
-            local t = ordo.arange(10, {dtype = dt})
-            local back = t:to(ordo.gpu(0)):to(ordo.cpu(0))
-            assert.same(t:totable(), back:totable())
-            assert.equals(dt, back:dtype())
+        math.randomseed(1)
+        for _, dt in ipairs(DTYPES) do
+            for _, shape in ipairs({{}, {0}, {7}, {3, 4}, {2, 3, 5}}) do
+                local c = rnd(shape, dt, -50, 50)
+                local g = c:to(G)
+                assert.equals(G, g:device())
+                assert.equals(dt, g:dtype())
+                assert.same(c:shape(), g:shape())
+                local back = g:to(CPU)
+                assert.equals(CPU, back:device())
+                assert.same(c:totable(), back:totable())
+                assert.same(c:totable(), g:totable()) -- totable copies through the cpu itself
+            end
+            -- non-contiguous sources on either side
+            local c = rnd({4, 6}, dt, 0, 90)
+            assert.same(c:t():totable(), c:t():to(G):totable())
+            assert.same(c:narrow(2, 2, 3):totable(), c:to(G):narrow(2, 2, 3):to(CPU):totable())
+            assert.same(c:t():totable(), c:to(G):t():to(CPU):totable())
+            -- copy_ across devices, into a view
+            local g = ordo.zeros({4, 6}, {dtype = dt, device = G})
+            g:narrow(1, 2, 2):copy_(c:narrow(1, 1, 2))
+            local want = ordo.zeros({4, 6}, {dtype = dt})
+            want:narrow(1, 2, 2):copy_(c:narrow(1, 1, 2))
+            check(g, want, dt .. " copy_ into a gpu view")
+            local h = ordo.zeros({6, 4}, {dtype = dt})
+            h:copy_(g:t())
+            assert.same(want:t():totable(), h:totable())
         end
     end)
 
-    it("matmul on the GPU matches the CPU", function()
+    it("creates tensors on the gpu: tensor, zeros, ones, full, arange, *_like, item, tostring", function()
         need_gpu()
-        local a, b = ordo.randn({64, 32}), ordo.randn({32, 16})
-        local g = a:to(ordo.gpu(0)):matmul(b:to(ordo.gpu(0))):to(ordo.cpu(0))
-        local d = (g - a:matmul(b)):abs():max():item()
-        assert.is_true(d < 1e-3)
+        local t = ordo.tensor({{1, 2, 3}, {4, 5, 6}}, {device = G})
+        assert.equals(G, t:device())
+        assert.same({{1, 2, 3}, {4, 5, 6}}, t:totable())
+        assert.equals(5, t:select(1, 2):select(1, 2):item())
+        assert.same({{1, 4}, {2, 5}, {3, 6}}, t:t():totable())
+        local i64 = ordo.tensor({2 ^ 40 + 1, -3}, {dtype = "int64", device = "gpu:0"})
+        assert.same({2 ^ 40 + 1, -3}, i64:totable())
+        assert.equals(7.5, ordo.tensor(7.5, {device = G}):item())
+        assert.same({0, 0, 0}, ordo.zeros({3}, {device = G}):totable())
+        assert.same({{1, 1}}, ordo.ones({1, 2}, {dtype = "int32", device = G}):totable())
+        assert.same({2.5, 2.5}, ordo.full({2}, 2.5, {dtype = "float64", device = G}):totable())
+        assert.same({1, 3, 5}, ordo.arange(1, 7, 2, {device = G}):totable())
+        local z = ordo.zeros_like(t)
+        assert.equals(G, z:device())
+        assert.same({{0, 0, 0}, {0, 0, 0}}, z:totable())
+        assert.same({{9, 9, 9}, {9, 9, 9}}, ordo.full_like(t, 9):totable())
+        assert.equals(CPU, ordo.ones_like(t, {device = CPU}):device())
+        -- printing shows the device and the values
+        assert.equals(" 1  2  3\n 4  5  6\n[ordo.FloatTensor of size 2x3 on gpu(0)]", tostring(t))
+        assert.truthy(tostring(ordo.zeros({0}, {device = G})):find("on gpu(0)", 1, true))
+        -- copy_ from a nested table
+        t:copy_({{6, 5, 4}, {3, 2, 1}})
+        assert.same({{6, 5, 4}, {3, 2, 1}}, t:totable())
+        -- ordo.tensor(gpu tensor) copies on the gpu
+        local u = ordo.tensor(t)
+        assert.equals(G, u:device())
+        t:fill_(0)
+        assert.same({{6, 5, 4}, {3, 2, 1}}, u:totable())
+    end)
+end)
+
+-- ---------------------------------------------------------------- elementwise
+
+describe("gpu tensors: elementwise ops", function()
+    -- operand ranges per op: values that stay well defined on every dtype
+    local RANGE = {
+        add = {-100, 100, -100, 100}, sub = {-100, 100, -100, 100}, mul = {-60, 60, -60, 60},
+        div = {-100, 100, 1, 9}, pow = {0.5, 4, 0, 3},
+        maximum = {-100, 100, -100, 100}, minimum = {-100, 100, -100, 100},
+    }
+    local PAIRS = {{{3, 4, 5}, {4, 1}}, {{2, 1, 3}, {4, 1}}, {{5}, {}}, {{}, {2, 3}}, {{6, 7}, {6, 7}},
+                   {{1, 6}, {5, 1}}}
+
+    it("binary ops with broadcasting match the cpu for every dtype", function()
+        need_gpu()
+        math.randomseed(2)
+        for _, dt in ipairs(DTYPES) do
+            for op, r in pairs(RANGE) do
+                for _, p in ipairs(PAIRS) do
+                    local a, b = rnd(p[1], dt, r[1], r[2]), rnd(p[2], dt, r[3], r[4])
+                    check(a:to(G)[op](a:to(G), b:to(G)), a[op](a, b),
+                          fmt("%s %s %s and %s", dt, op, shape_str(p[1]), shape_str(p[2])))
+                end
+                -- a non-contiguous left operand
+                local a, b = rnd({5, 4}, dt, r[1], r[2]), rnd({5}, dt, r[3], r[4])
+                check(gpu(a):t()[op](gpu(a):t(), gpu(b)), a:t()[op](a:t(), b), fmt("%s %s transposed", dt, op))
+            end
+            -- operators and in-place forms (the operand broadcast to the tensor's shape)
+            local a, b = rnd({4, 3}, dt, 1, 60), rnd({3}, dt, 1, 4)
+            local ga, gb = gpu(a), gpu(b)
+            check(ga + gb, a + b, dt .. " +")
+            check(ga - gb, a - b, dt .. " -")
+            check(ga * gb, a * b, dt .. " *")
+            check(ga / gb, a / b, dt .. " /")
+            for _, op in ipairs({"add_", "sub_", "mul_", "maximum_", "minimum_"}) do
+                local gc, cc = ga:clone(), a:clone()
+                gc[op](gc, gb)
+                cc[op](cc, b)
+                check(gc, cc, dt .. " " .. op)
+            end
+            if FLOAT[dt] then
+                local gc, cc = ga:clone(), a:clone()
+                check(gc:div_(gb):pow_(gb), cc:div_(b):pow_(b), dt .. " div_ pow_")
+            else
+                check(ga:div(gb, "trunc"), a:div(b, "trunc"), dt .. " div trunc")
+                check(ga:clone():div_(gb, "trunc"), a:clone():div_(b, "trunc"), dt .. " div_ trunc")
+            end
+            check(ga:add(gb, 3), a:add(b, 3), dt .. " add alpha")
+            check(ga:clamp(10, 40), a:clamp(10, 40), dt .. " clamp")
+            check(ga:clone():clamp_(10, 40), a:clone():clamp_(10, 40), dt .. " clamp_")
+        end
+        -- type promotion between dtypes, and 0-d tensors
+        for _, p in ipairs({{"int32", "float32"}, {"uint8", "int64"}, {"float32", "float64"}, {"uint8", "float64"},
+                            {"int64", "int32"}}) do
+            local a, b = rnd({3, 4}, p[1], 0, 50), rnd({4}, p[2], 1, 9)
+            check(gpu(a) + gpu(b), a + b, p[1] .. " + " .. p[2])
+            check(gpu(a) * gpu(b), a * b, p[1] .. " * " .. p[2])
+            check(gpu(b) - gpu(a), b - a, p[2] .. " - " .. p[1])
+        end
+        local a, z = rnd({3}, "int32", 0, 9), ordo.tensor(2.5, {dtype = "float64"})
+        check(gpu(a) * gpu(z), a * z, "int32 * 0-d float64")
+    end)
+
+    it("scalar ops on either side match the cpu", function()
+        need_gpu()
+        math.randomseed(3)
+        for _, dt in ipairs(DTYPES) do
+            local a = rnd({4, 5}, dt, -9, 9)
+            local p = rnd({4, 5}, dt, 1, 4)
+            local ga, gp = gpu(a), gpu(p)
+            for _, s in ipairs(dt == "uint8" and {3, 2.5, 0} or {3, 2.5, -1}) do
+                local w = fmt("%s with %s", dt, tostring(s))
+                check(ga + s, a + s, w .. ": t + s")
+                check(s + ga, s + a, w .. ": s + t")
+                check(ga - s, a - s, w .. ": t - s")
+                check(s - ga, s - a, w .. ": s - t")
+                check(ga * s, a * s, w .. ": t * s")
+                check(s * ga, s * a, w .. ": s * t")
+                check(ga / s, a / s, w .. ": t / s")
+                check(s / gp, s / p, w .. ": s / t")
+                check(gp ^ 2, p ^ 2, w .. ": t ^ 2")
+                check(gp ^ 0.5, p ^ 0.5, w .. ": t ^ 0.5")
+                check(2 ^ gp, 2 ^ p, w .. ": 2 ^ t")
+                check(ga:maximum(s), a:maximum(s), w .. ": maximum")
+                check(ga:minimum(s), a:minimum(s), w .. ": minimum")
+            end
+            if dt ~= "uint8" then check(-ga, -a, dt .. " unary -") end
+            -- in place with a number keeps the dtype
+            check(ga:clone():add_(2):mul_(3):sub_(1), a:clone():add_(2):mul_(3):sub_(1), dt .. " add_ mul_ sub_ number")
+            if not FLOAT[dt] then check(ga:div(2, "trunc"), a:div(2, "trunc"), dt .. " div trunc number") end
+        end
+    end)
+
+    it("comparisons match the cpu (tensors with broadcasting, numbers on either side)", function()
+        need_gpu()
+        math.randomseed(4)
+        for _, dt in ipairs(DTYPES) do
+            local a, b = rnd({4, 5}, dt, 0, 4), rnd({5}, dt, 0, 4)
+            local ga, gb = gpu(a), gpu(b)
+            for _, op in ipairs({"eq", "ne", "lt", "le", "gt", "ge"}) do
+                local w = dt .. " " .. op
+                check(ga[op](ga, gb), a[op](a, b), w .. " tensor")
+                check(gb[op](gb, ga), b[op](b, a), w .. " tensor, swapped")
+                check(ga[op](ga, 2), a[op](a, 2), w .. " number")
+                check(ga[op](ga, 2.5), a[op](a, 2.5), w .. " fractional number")
+            end
+        end
+        local f, i = rnd({6}, "float32", -2, 2), rnd({6}, "int64", -2, 2)
+        check(gpu(f):lt(gpu(i)), f:lt(i), "float32 < int64")
+    end)
+
+    it("unary ops match the cpu", function()
+        need_gpu()
+        math.randomseed(5)
+        for _, dt in ipairs(DTYPES) do
+            local a = rnd({3, 7}, dt, -3, 3)
+            local pos = rnd({3, 7}, dt, 0.1, 5)
+            if not FLOAT[dt] then pos = pos + 1 end
+            local ga, gpos = gpu(a), gpu(pos)
+            local ops = {"abs", "relu", "exp", "tanh", "sigmoid"}
+            if dt ~= "uint8" then ops[#ops + 1] = "neg" end
+            for _, op in ipairs(ops) do check(ga[op](ga), a[op](a), dt .. " " .. op) end
+            for _, op in ipairs({"log", "sqrt"}) do check(gpos[op](gpos), pos[op](pos), dt .. " " .. op) end
+            if FLOAT[dt] then
+                for _, op in ipairs({"neg_", "abs_", "relu_", "exp_", "tanh_", "sigmoid_"}) do
+                    local g, c = ga:clone(), a:clone()
+                    check(g[op](g), c[op](c), dt .. " " .. op)
+                end
+                check(gpos:clone():log_(), pos:clone():log_(), dt .. " log_")
+                check(gpos:clone():sqrt_(), pos:clone():sqrt_(), dt .. " sqrt_")
+                -- on a view, in place: the rest of the storage stays
+                local g, c = ga:clone(), a:clone()
+                g:narrow(2, 2, 3):exp_()
+                c:narrow(2, 2, 3):exp_()
+                check(g, c, dt .. " exp_ on a view")
+            end
+        end
+    end)
+
+    it("where and masked_fill match the cpu", function()
+        need_gpu()
+        math.randomseed(6)
+        for _, dt in ipairs(DTYPES) do
+            local cond = rnd({3, 1, 5}, "uint8", 0, 1)
+            local x, y = rnd({4, 5}, dt, -20, 20), rnd({5}, dt, -20, 20)
+            local gc, gx, gy = gpu(cond), gpu(x), gpu(y)
+            check(ordo.where(gc, gx, gy), ordo.where(cond, x, y), dt .. " where")
+            check(gx:where(gc, 7), x:where(cond, 7), dt .. " where number")
+            check(ordo.where(gc, 1.5, gy), ordo.where(cond, 1.5, y), dt .. " where number first")
+            local mask = gpu(x):gt(0)
+            check(gx:masked_fill(mask, 3), x:masked_fill(x:gt(0), 3), dt .. " masked_fill")
+            local m2 = rnd({5}, "uint8", 0, 1)
+            check(gx:clone():masked_fill_(gpu(m2), 7), x:clone():masked_fill_(m2, 7), dt .. " masked_fill_ broadcast")
+        end
+        check(ordo.where(gpu(ordo.tensor({1, 0, 1}, "uint8")), 2, 3.5), ordo.where(ordo.tensor({1, 0, 1}, "uint8"), 2, 3.5),
+              "where of two numbers")
+    end)
+
+    it("casts: to(dtype) on the gpu, and to(device, dtype) in both directions", function()
+        need_gpu()
+        math.randomseed(7)
+        for _, from in ipairs(DTYPES) do
+            local c = rnd({3, 5}, from, 0, 200)
+            local g = gpu(c)
+            for _, to in ipairs(DTYPES) do
+                local w = from .. " -> " .. to
+                check(g:to(to), c:to(to), w .. " on the gpu")
+                check(c:to(G, to), c:to(to), w .. " to(gpu, dtype)")
+                check(c:t():to(G, to), c:t():to(to), w .. " to(gpu, dtype) of a transposed view")
+                local back = g:to(CPU, to)
+                assert.equals(CPU, back:device())
+                assert.equals(to, back:dtype())
+                assert.same(c:to(to):totable(), back:totable(), w .. " to(cpu, dtype)")
+            end
+            check(g:float(), c:float(), from .. " float()")
+            check(g:long(), c:long(), from .. " long()")
+        end
+        -- negative floats to signed integers truncate toward zero on both
+        local n = ordo.tensor({-2.7, -0.5, 0.5, 2.7}, "float64")
+        check(gpu(n):int(), n:int(), "negative float64 -> int32")
+        check(gpu(n):long(), n:long(), "negative float64 -> int64")
+    end)
+end)
+
+-- ---------------------------------------------------------------- reductions
+
+describe("gpu tensors: reductions, softmax, matmul", function()
+    it("sum, mean, max, min, argmax, argmin over each dim and all match the cpu", function()
+        need_gpu()
+        math.randomseed(8)
+        local shape = {4, 5, 6}
+        for _, dt in ipairs(DTYPES) do
+            local c = rnd(shape, dt, -30, 30)
+            local d = distinct(shape, dt) -- distinct values: max/argmax indices are unique
+            local g, gd = gpu(c), gpu(d)
+            for _, dim in ipairs({1, 2, 3, -1}) do
+                for _, keep in ipairs({false, true}) do
+                    local w = fmt("%s dim %d%s", dt, dim, keep and " keepdim" or "")
+                    check(g:sum(dim, keep), c:sum(dim, keep), w .. " sum", RED)
+                    check(g:mean(dim, keep), c:mean(dim, keep), w .. " mean", RED)
+                    local gv, gi = gd:max(dim, keep)
+                    local cv, ci = d:max(dim, keep)
+                    check(gv, cv, w .. " max values", RED)
+                    check(gi, ci, w .. " max indices")
+                    gv, gi = gd:min(dim, keep)
+                    cv, ci = d:min(dim, keep)
+                    check(gv, cv, w .. " min values", RED)
+                    check(gi, ci, w .. " min indices")
+                    check(gd:argmax(dim, keep), d:argmax(dim, keep), w .. " argmax")
+                    check(gd:argmin(dim, keep), d:argmin(dim, keep), w .. " argmin")
+                end
+            end
+            check(g:sum(), c:sum(), dt .. " sum of all", RED)
+            check(g:mean(), c:mean(), dt .. " mean of all", RED)
+            check(g:max(), c:max(), dt .. " max of all", RED)
+            check(g:min(), c:min(), dt .. " min of all", RED)
+            check(gd:argmax(), d:argmax(), dt .. " argmax of all")
+            check(gd:argmin(), d:argmin(), dt .. " argmin of all")
+            -- of a non-contiguous view
+            check(g:transpose(1, 3):sum(2), c:transpose(1, 3):sum(2), dt .. " sum of a transposed view", RED)
+            check(gd:narrow(3, 2, 4):argmax(3), d:narrow(3, 2, 4):argmax(3), dt .. " argmax of a narrowed view")
+        end
+        -- a larger float32 sum, where a GPU's summation order differs
+        local big = rnd({300, 200}, "float32", -1, 1)
+        check(gpu(big):sum(), big:sum(), "float32 sum of 60000", RED)
+        check(gpu(big):sum(1), big:sum(1), "float32 sum over dim 1 of 300x200", RED)
+        check(gpu(big):mean(2), big:mean(2), "float32 mean over dim 2 of 300x200", RED)
+    end)
+
+    it("softmax and log_softmax over each dim match the cpu", function()
+        need_gpu()
+        math.randomseed(9)
+        for _, dt in ipairs({"float32", "float64", "int32"}) do
+            local c = rnd({3, 4, 5}, dt, -5, 5)
+            local g = gpu(c)
+            for _, dim in ipairs({1, 2, 3, -1}) do
+                check(g:softmax(dim), c:softmax(dim), fmt("%s softmax dim %d", dt, dim), RED)
+                check(g:log_softmax(dim), c:log_softmax(dim), fmt("%s log_softmax dim %d", dt, dim), RED)
+            end
+            check(g:softmax(), c:softmax(), dt .. " softmax default dim", RED)
+        end
+        -- large logits stay finite
+        local c = ordo.tensor({{1000, 1001, 999}, {-1000, 0, 1000}})
+        check(gpu(c):softmax(2), c:softmax(2), "softmax of large logits", RED)
+        check(gpu(c):log_softmax(2), c:log_softmax(2), "log_softmax of large logits", RED)
+    end)
+
+    it("matmul 2-D, batched, broadcast batch, 1-D and transposed inputs match the cpu", function()
+        need_gpu()
+        math.randomseed(10)
+        for _, dt in ipairs({"float32", "float64"}) do
+            local function r(shape) return rnd(shape, dt, -1, 1) end
+            local cases = {
+                {"2-D", r({7, 5}), r({5, 3})},
+                {"batched", r({4, 7, 5}), r({4, 5, 3})},
+                {"2-D times batched", r({7, 5}), r({4, 5, 3})},
+                {"batched times 2-D", r({4, 7, 5}), r({5, 3})},
+                {"batch 1 broadcast", r({1, 7, 5}), r({4, 5, 3})},
+                {"vector . vector", r({6}), r({6})},
+                {"matrix . vector", r({4, 6}), r({6})},
+                {"vector . matrix", r({4}), r({4, 6})},
+                {"larger", r({64, 48}), r({48, 40})},
+            }
+            for _, cs in ipairs(cases) do
+                local w, a, b = dt .. " " .. cs[1], cs[2], cs[3]
+                check(gpu(a):matmul(gpu(b)), a:matmul(b), w, RED)
+            end
+            -- transposed (non-contiguous) operands
+            local a, b = r({5, 7}), r({3, 5})
+            check(gpu(a):t():matmul(gpu(b):t()), a:t():matmul(b:t()), dt .. " aT . bT", RED)
+            check(gpu(a):t():matmul(gpu(a)), a:t():matmul(a), dt .. " aT . a", RED)
+            local ba, bb = r({4, 5, 7}), r({4, 3, 5})
+            check(gpu(ba):transpose(2, 3):matmul(gpu(bb):transpose(2, 3)),
+                  ba:transpose(2, 3):matmul(bb:transpose(2, 3)), dt .. " batched transposed", RED)
+            check(ordo.matmul(gpu(a), gpu(a):t()), ordo.matmul(a, a:t()), dt .. " ordo.matmul", RED)
+        end
+    end)
+end)
+
+-- ---------------------------------------------------------------- indexing
+
+describe("gpu tensors: indexing", function()
+    it("gather, index_select, scatter_add and index_add match the cpu", function()
+        need_gpu()
+        math.randomseed(11)
+        for _, dt in ipairs(DTYPES) do
+            local x = rnd({5, 6}, dt, -50, 50)
+            local gx = gpu(x)
+            -- gather along each dim (indices from 1)
+            local i1 = rnd({3, 6}, "int64", 1, 5)
+            local i2 = rnd({5, 4}, "int64", 1, 6)
+            check(gx:gather(1, gpu(i1)), x:gather(1, i1), dt .. " gather dim 1")
+            check(gx:gather(2, gpu(i2)), x:gather(2, i2), dt .. " gather dim 2")
+            check(gx:gather(2, gpu(i2:int())), x:gather(2, i2:int()), dt .. " gather int32 index")
+            -- index_select with a tensor, an int32 tensor and a Lua table
+            local sel = rnd({7}, "int64", 1, 5)
+            check(gx:index_select(1, gpu(sel)), x:index_select(1, sel), dt .. " index_select dim 1")
+            check(gx:index_select(2, {6, 1, 1, 3}), x:index_select(2, {6, 1, 1, 3}), dt .. " index_select table")
+            check(gx:index_select(2, gpu(ordo.tensor({2, 2}, "int32"))), x:index_select(2, ordo.tensor({2, 2}, "int32")),
+                  dt .. " index_select int32")
+            check(gx:t():index_select(1, {2, 4}), x:t():index_select(1, {2, 4}), dt .. " index_select of a view")
+            -- scatter_add / index_add with repeated indices (they add up)
+            local src = rnd({3, 6}, dt, 0, 20)
+            local base = rnd({5, 6}, dt, 0, 20)
+            local tol = FLOAT[dt] and RED or nil
+            check(gpu(base):scatter_add(1, gpu(i1), gpu(src)), base:scatter_add(1, i1, src), dt .. " scatter_add", tol)
+            local s2 = rnd({5, 4}, dt, 0, 20)
+            local gb, cb = gpu(base), base:clone()
+            gb:scatter_add_(2, gpu(i2), gpu(s2))
+            cb:scatter_add_(2, i2, s2)
+            check(gb, cb, dt .. " scatter_add_ dim 2", tol)
+            local idx = ordo.tensor({2, 5, 2}, "int64")
+            local s3 = rnd({3, 6}, dt, 0, 20)
+            check(gpu(base):index_add(1, gpu(idx), gpu(s3)), base:index_add(1, idx, s3), dt .. " index_add", tol)
+            local s4 = rnd({5, 2}, dt, 0, 20)
+            gb, cb = gpu(base), base:clone()
+            gb:index_add_(2, {6, 6}, gpu(s4))
+            cb:index_add_(2, {6, 6}, s4)
+            check(gb, cb, dt .. " index_add_ table index", tol)
+        end
+    end)
+
+    it("cat, stack, views and in-place ops through views on gpu storage match the cpu", function()
+        need_gpu()
+        math.randomseed(12)
+        local a, b = rnd({2, 3}, "float32", -1, 1), rnd({4, 3}, "float32", -1, 1)
+        check(ordo.cat({gpu(a), gpu(b)}, 1), ordo.cat({a, b}, 1), "cat dim 1")
+        check(ordo.stack({gpu(a), gpu(a)}, 2), ordo.stack({a, a}, 2), "stack dim 2")
+        local x = ordo.zeros({6, 6}, {device = G})
+        local y = ordo.zeros({6, 6})
+        for _, t in ipairs({x, y}) do
+            t:narrow(1, 2, 3):fill_(1)
+            t:narrow(2, 4, 2):add_(2)
+            t:add_(t:t())                -- aliasing operand: read from a copy
+            t:select(1, 6):mul_(-1)
+            t:view(36):narrow(1, 30, 5):sub_(0.5)
+        end
+        check(x, y, "views writing into one storage")
+        check(x:reshape({3, 12}), y:reshape({3, 12}), "reshape")
+        check(x:t():contiguous(), y:t():contiguous(), "contiguous of a transposed view")
+        check(x:t():reshape({36}), y:t():reshape({36}), "reshape that copies")
+        check(x:unsqueeze(1):expand({2, 6, 6}):sum(1), y:unsqueeze(1):expand({2, 6, 6}):sum(1), "expand", RED)
+    end)
+end)
+
+-- ---------------------------------------------------------------- autograd, nn, optim
+
+describe("gpu tensors: autograd, nn and optimisers", function()
+    -- The same computation on device dev from the same inputs: its loss and
+    -- the gradients of the leaves.
+    local function graph(dev, inputs)
+        local a = inputs.a:to(dev):requires_grad()
+        local b = inputs.b:to(dev):requires_grad()
+        local m = inputs.m:to(dev):requires_grad()
+        local idx = inputs.idx:to(dev)
+        local h = (a * b + 0.5):tanh()                    -- broadcast b over rows
+        local s = h:softmax(2):log_softmax(1)
+        local p = a:matmul(m):relu()
+        local g = a:gather(2, idx):sigmoid()
+        local q = a:index_select(1, {3, 1, 3}):exp():mean()
+        local loss = s:sum() * 0.1 + p:pow(2):mean() + (g * g):sum() + q + (a - b):abs():max() + a:sum(1):mean()
+        loss:backward()
+        return loss, a.grad, b.grad, m.grad
+    end
+
+    it("backward through a graph of gpu tensors matches the cpu", function()
+        need_gpu()
+        math.randomseed(13)
+        for _, dt in ipairs({"float32", "float64"}) do
+            local inputs = {a = rnd({4, 5}, dt, -1, 1), b = rnd({5}, dt, -1, 1), m = rnd({5, 3}, dt, -1, 1),
+                            idx = rnd({4, 2}, "int64", 1, 5)}
+            local gl, ga, gb, gm = graph(G, inputs)
+            local cl, ca, cb, cm = graph(CPU, inputs)
+            check(gl, cl, dt .. " loss", RED)
+            check(ga, ca, dt .. " grad a", RED)
+            check(gb, cb, dt .. " grad b", RED)
+            check(gm, cm, dt .. " grad m", RED)
+        end
+    end)
+
+    it("conv2d and max_pool2d forward and backward match the cpu", function()
+        need_gpu()
+        math.randomseed(14)
+        local F = ordo.nn.functional
+        for _, dt in ipairs({"float32", "float64"}) do
+            for _, o in ipairs({{stride = 1, padding = 1}, {stride = 2, padding = 0}, {stride = 1, padding = 2, dilation = 2}}) do
+                local x, w, b = rnd({2, 3, 9, 9}, dt, -1, 1), rnd({4, 3, 3, 3}, dt, -1, 1), rnd({4}, dt, -1, 1)
+                local out = {}
+                for _, dev in ipairs({G, CPU}) do
+                    local xd, wd, bd = x:to(dev):requires_grad(), w:to(dev):requires_grad(), b:to(dev):requires_grad()
+                    local y = F.conv2d(xd, wd, bd, o)
+                    local p, idx = F.max_pool2d(y, 2, {return_indices = true})
+                    local loss = (p * p):sum() + y:mean()
+                    loss:backward()
+                    out[#out + 1] = {y = y, p = p, idx = idx, loss = loss, gx = xd.grad, gw = wd.grad, gb = bd.grad}
+                end
+                local g, c = out[1], out[2]
+                local w_ = fmt("%s stride %d padding %d", dt, o.stride, o.padding)
+                check(g.y, c.y, w_ .. " conv2d", RED)
+                check(g.p, c.p, w_ .. " max_pool2d", RED)
+                check(g.idx, c.idx, w_ .. " max_pool2d indices")
+                check(g.loss, c.loss, w_ .. " loss", RED)
+                check(g.gx, c.gx, w_ .. " grad x", RED)
+                check(g.gw, c.gw, w_ .. " grad weight", RED)
+                check(g.gb, c.gb, w_ .. " grad bias", RED)
+            end
+        end
+    end)
+
+    local function make_model(dev)
+        local nn = ordo.nn
+        local m = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3))
+        if dev then m:to(dev) end
+        return m
+    end
+
+    it("SGD and Adam steps of a small model on the gpu equal the cpu's", function()
+        need_gpu()
+        math.randomseed(15)
+        local x = rnd({16, 6}, "float32", -1, 1)
+        local y = rnd({16}, "int64", 1, 3)
+        local configs = {
+            {"SGD", {lr = 0.1}},
+            {"SGD", {lr = 0.05, momentum = 0.9, weight_decay = 1e-3, nesterov = true}},
+            {"Adam", {lr = 0.01}},
+            {"Adam", {lr = 0.02, weight_decay = 1e-2}},
+        }
+        for _, cfg in ipairs(configs) do
+            local runs = {}
+            for k, dev in ipairs({G, CPU}) do
+                ordo.manual_seed(21) -- the same initial weights (drawn on the cpu)
+                local m = make_model(dev)
+                local opt = ordo.optim[cfg[1]](m:parameters(), cfg[2])
+                local crit = ordo.nn.CrossEntropyLoss()
+                local xd, yd = x:to(dev), y:to(dev)
+                local losses = {}
+                for step = 1, 5 do
+                    opt:zero_grad()
+                    local loss = crit(m(xd), yd)
+                    loss:backward()
+                    opt:step()
+                    losses[step] = loss
+                end
+                runs[k] = {m = m, losses = losses}
+            end
+            local name = cfg[1] .. (cfg[2].momentum and " with momentum" or "") .. (cfg[2].weight_decay and " with weight decay" or "")
+            for step = 1, 5 do check(runs[1].losses[step], runs[2].losses[step], fmt("%s loss at step %d", name, step), RED) end
+            local gp, cp = runs[1].m:named_parameters(), runs[2].m:named_parameters()
+            for i, e in ipairs(gp) do
+                assert.equals(G, e.tensor:device())
+                check(e.tensor, cp[i].tensor, name .. " " .. e.name .. " after 5 steps", RED)
+            end
+        end
+    end)
+
+    it("random ops on the gpu: shapes, ranges, moments; the same seed gives the same numbers", function()
+        need_gpu()
+        local n = 20000
+        ordo.manual_seed(5)
+        local u = ordo.rand({100, n / 100}, {device = G})
+        assert.equals(G, u:device())
+        assert.same({100, n / 100}, u:shape())
+        assert.is_true(u:min():item() >= 0 and u:max():item() < 1)
+        assert.is_true(abs(u:mean():item() - 0.5) < 0.02)
+        local z = ordo.randn({n}, {device = G, dtype = "float64"})
+        assert.equals("float64", z:dtype())
+        local mean = z:mean():item()
+        local std = math.sqrt(((z - mean) ^ 2):mean():item())
+        assert.is_true(abs(mean) < 0.05, "randn mean " .. mean)
+        assert.is_true(abs(std - 1) < 0.05, "randn std " .. std)
+        local v = ordo.empty({n}, {device = G}):uniform_(-2, 3)
+        assert.is_true(v:min():item() >= -2 and v:max():item() < 3)
+        assert.is_true(abs(v:mean():item() - 0.5) < 0.1)
+        local nm = ordo.empty({n}, {device = G}):normal_(5, 2)
+        assert.is_true(abs(nm:mean():item() - 5) < 0.1)
+        local bern = ordo.bernoulli({n}, 0.3, {device = G, dtype = "int32"})
+        assert.equals("int32", bern:dtype())
+        assert.is_true(bern:eq(0):add(bern:eq(1)):int():sum():item() == n, "bernoulli gives 0 or 1")
+        assert.is_true(abs(bern:float():mean():item() - 0.3) < 0.02)
+        -- the same seed, the same gpu numbers; another seed, others
+        local function draw(seed)
+            ordo.manual_seed(seed)
+            local a = ordo.randn({64}, {device = G})
+            local b = ordo.rand({3, 5}, {device = G, dtype = "float64"})
+            local c = ordo.empty({32}, {device = G}):bernoulli_(0.5)
+            return {a:totable(), b:totable(), c:totable()}
+        end
+        local d1 = draw(42)
+        assert.same(d1, draw(42))
+        assert.are_not.same(d1[1], draw(43)[1])
+        ordo.manual_seed(5489) -- back to the default seed
+    end)
+
+    it("Module:to(gpu) moves parameters and buffers; forward, save and load match the cpu", function()
+        need_gpu()
+        local nn = ordo.nn
+        math.randomseed(16)
+        local function build()
+            ordo.manual_seed(31)
+            return nn.Sequential(nn.Conv2d(2, 3, 3, {padding = 1}), nn.BatchNorm2d(3), nn.ReLU(), nn.MaxPool2d(2),
+                                 nn.Flatten(), nn.Linear(3 * 4 * 4, 5), nn.BatchNorm1d(5), nn.LogSoftmax())
+        end
+        local mc, mg = build(), build():to(G)
+        for _, e in ipairs(mg:state_dict()) do
+            assert.equals(G, e.tensor:device(), e.name .. " is not on the gpu")
+        end
+        for _, e in ipairs(mg:named_parameters()) do assert.is_true(e.tensor:needs_grad(), e.name) end
+        local x = rnd({4, 2, 8, 8}, "float32", -1, 1)
+        check(mg(gpu(x)), mc(x), "forward in training mode", RED)
+        -- the batch-norm running statistics moved the same way
+        local gs, cs = mg:state_dict(), mc:state_dict()
+        for i, e in ipairs(gs) do check(e.tensor, cs[i].tensor, e.name .. " after one forward", RED) end
+        mg:eval()
+        mc:eval()
+        check(mg(gpu(x)), mc(x), "forward in eval mode", RED)
+        -- save from the gpu; load into a cpu model and into another gpu model
+        local path = os.tmpname()
+        mg:save(path)
+        local back_c = build()
+        back_c:load(path)
+        local back_g = build():to(G)
+        back_g:load(path)
+        os.remove(path)
+        for i, e in ipairs(gs) do
+            assert.same(e.tensor:totable(), back_c:state_dict()[i].tensor:totable(), e.name .. " loaded on the cpu")
+            check(back_g:state_dict()[i].tensor, e.tensor:to(CPU), e.name .. " loaded on the gpu", {float32 = {0, 0}})
+        end
+        -- to(dtype) on a gpu model
+        mg:to("float64")
+        assert.equals("float64", mg:parameters()[1]:dtype())
+        assert.equals(G, mg:parameters()[1]:device())
+    end)
+
+    it("an MLP trains on gpu(0): the loss falls", function()
+        need_gpu()
+        local nn, optim, data = ordo.nn, ordo.optim, ordo.data
+        math.randomseed(17)
+        -- three blobs in 2-D
+        local n = 240
+        local xs, ys = {}, {}
+        local centres = {{-2, 0}, {2, 0}, {0, 2.5}}
+        for i = 1, n do
+            local k = (i - 1) % 3 + 1
+            xs[i] = {centres[k][1] + (math.random() - 0.5) * 2, centres[k][2] + (math.random() - 0.5) * 2}
+            ys[i] = k
+        end
+        local x = ordo.tensor(xs, {device = G})
+        local y = ordo.tensor(ys, {dtype = "int64", device = G})
+        ordo.manual_seed(3)
+        local model = nn.Sequential(nn.Linear(2, 32), nn.ReLU(), nn.Linear(32, 3)):to(G)
+        local opt = optim.Adam(model:parameters(), {lr = 0.02})
+        local crit = nn.CrossEntropyLoss()
+        local first = crit(model(x), y):item()
+        local loader = data.loader(x, y, {batch_size = 40, shuffle = true})
+        local last
+        for _ = 1, 15 do
+            for _, xb, yb in loader:iter() do
+                assert.equals(G, xb:device())
+                opt:zero_grad()
+                local loss = crit(model(xb), yb)
+                loss:backward()
+                opt:step()
+                last = loss
+            end
+        end
+        local final = crit(model(x), y):item()
+        assert.is_true(final < 0.3 * first, fmt("loss %.4f -> %.4f", first, final))
+        assert.is_true(last:item() < first)
+        assert.is_true(nn.accuracy(model, x, y) > 0.9)
+    end)
+
+    it("a DataLoader over gpu tensors gives the cpu loader's batches, on the gpu", function()
+        need_gpu()
+        local x = ordo.arange(30, {dtype = "float32"}):view(10, 3)
+        local y = ordo.arange(10, {dtype = "int64"})
+        local function batches(xd, yd)
+            ordo.manual_seed(8)
+            local out = {}
+            for _, xb, yb in ordo.data.loader(xd, yd, {batch_size = 4, shuffle = true}):iter() do
+                out[#out + 1] = {xb, yb}
+            end
+            return out
+        end
+        local gb, cb = batches(gpu(x), gpu(y)), batches(x, y)
+        assert.equals(#cb, #gb)
+        for i = 1, #cb do
+            check(gb[i][1], cb[i][1], "x batch " .. i)
+            check(gb[i][2], cb[i][2], "y batch " .. i)
+        end
+    end)
+end)
+
+-- ---------------------------------------------------------------- asynchrony
+
+describe("gpu tensors: asynchrony", function()
+    it("a long chain of gpu ops interleaved with copies to the cpu and cpu ops gives the right values", function()
+        need_gpu()
+        local n = 1000
+        local x = ordo.arange(n, {dtype = "float64"}):to(G) -- x[k] = k - 1 + shift
+        local acc = ordo.zeros({n}, {dtype = "float64"})      -- on the cpu
+        local shift, acc_shift, reads = 0, 0, 0
+        local snaps, snap_shift = {}, {}
+        for i = 1, 400 do
+            x = x * 2 - x + 1 -- three gpu ops: x + 1
+            shift = shift + 1
+            x:mul_(1):add_(i % 3)
+            shift = shift + i % 3
+            if i % 7 == 0 then
+                local h = x:to(CPU)         -- a copy from the gpu...
+                x:add_(1000):sub_(999)      -- ...then gpu writes the copy must not see
+                shift = shift + 1
+                acc:add_(h):sub_(1)         -- cpu ops on the copy
+                reads = reads + 1
+                acc_shift = acc_shift + (shift - 1) - 1
+                snaps[#snaps + 1] = h
+                snap_shift[#snap_shift + 1] = shift - 1
+                x = x:to(CPU):to(G)         -- a round trip in the middle of the chain
+            end
+        end
+        local xt, at = x:totable(), acc:totable()
+        for k = 1, n do
+            assert.equals(k - 1 + shift, xt[k])
+            assert.equals(reads * (k - 1) + acc_shift, at[k])
+        end
+        for j, h in ipairs(snaps) do
+            local t = h:totable()
+            assert.equals(snap_shift[j], t[1])
+            assert.equals(n - 1 + snap_shift[j], t[n])
+        end
+    end)
+
+    -- A random program of in-place ops through overlapping views of shared
+    -- storages on dev, with reads copied to the cpu as it goes (and cpu ops
+    -- on them); sync: wait for everything after each op.
+    local function program(seed, nops, dev, sync)
+        math.randomseed(seed)
+        local opts = {dtype = "float64", device = dev}
+        local A = ordo.arange(16, opts):view(4, 4)
+        local B = ordo.full({4, 4}, 0.5, opts)
+        local D = ordo.arange(32, opts):view(8, 4):mul_(0.1)
+        local E = ordo.zeros({4}, opts)
+        local slots = {A, B, A:t(), D:narrow(1, 1, 4), D:narrow(1, 3, 4), D:narrow(1, 5, 4):t()}
+        local host = ordo.zeros({4, 4}, {dtype = "float64"})
+        local reads = {}
+        for _ = 1, nops do
+            local dst = slots[math.random(#slots)]
+            local src = slots[math.random(#slots)]
+            local op = math.random(11)
+            if op == 1 then dst:add_(src):mul_(0.5)
+            elseif op == 2 then dst:copy_(src)
+            elseif op == 3 then dst:sub_(src:tanh())
+            elseif op == 4 then dst:mul_(0.75):add_(math.random())
+            elseif op == 5 then dst:copy_(src:t())
+            elseif op == 6 then reads[#reads + 1] = src:sum()
+            elseif op == 7 then E:copy_(src:sum(1)):div_(4)
+            elseif op == 8 then dst:add_(E):mul_(0.5)
+            elseif op == 9 then reads[#reads + 1] = (src:matmul(dst) * 0.01):max(2)
+            elseif op == 10 then host:mul_(0.5):add_(src:to(ordo.cpu(0))) -- a copy to the cpu, a cpu op on it
+            else dst:copy_(host):mul_(0.25) end                          -- and back
+            if sync then ordo.engine.wait_for_all() end
+        end
+        local out = {A = A:totable(), B = B:totable(), D = D:totable(), E = E:totable(), host = host:totable(),
+                     reads = {}}
+        for i, r in ipairs(reads) do out.reads[i] = r:totable() end
+        return out
+    end
+
+    it("a random program through views on gpu storages equals the same program on the cpu", function()
+        need_gpu()
+        local g = program(1, 1500, G, false)
+        local c = program(1, 1500, ordo.cpu(0), true)
+        for _, k in ipairs({"A", "B", "D", "E", "host"}) do check_tables(g[k], c[k], k, 1e-9, 1e-9) end
+        assert.equals(#c.reads, #g.reads)
+        check_tables(g.reads, c.reads, "reads", 1e-9, 1e-9)
+    end)
+
+    it("two gpu worker streams run independent chains; joins across them see both", function()
+        need_gpu()
+        local e = ordo.engine.new({kind = "perdevice", gpu_workers = 2, gpu_copy_workers = 1})
+        assert.equals(2, e:gpu_workers())
+        local opts = {dtype = "float64", device = G, engine = e}
+        local a, b = ordo.zeros({5000}, opts), ordo.ones({5000}, opts)
+        local joins = {}
+        for i = 1, 300 do
+            a:add_(1)                 -- two chains with nothing in common:
+            b:mul_(1.01):add_(-0.01)  -- (b - 1) * 1.01 + 1 = b stays 1
+            if i % 50 == 0 then joins[#joins + 1] = a + b end -- reads both chains' latest writes
+        end
+        for j, t in ipairs(joins) do
+            local v = t:totable()
+            assert.is_true(abs(v[1] - (50 * j + 1)) < 1e-9 and abs(v[5000] - (50 * j + 1)) < 1e-9,
+                           fmt("join %d: %s, expected %d", j, tostring(v[1]), 50 * j + 1))
+        end
+        assert.equals(300, a:max():item())
+        assert.is_true(abs(b:min():item() - 1) < 1e-9)
+        e:wait_for_all()
+        a, b, joins = nil, nil, nil
+        e:close()
+        -- the default engine's gpu pool too
+        assert.is_true(ordo.engine.gpu_workers() >= 1)
+    end)
+
+    it("copies to and from the gpu overlap compute and keep every value", function()
+        need_gpu()
+        ordo.profiler.start()
+        local n = 2 ^ 20
+        local big = ordo.arange(n, {dtype = "float32"}) -- 4 MiB
+        local work = ordo.zeros({256, 256}, {device = G})
+        local ups, downs = {}, {}
+        for i = 1, 12 do
+            work:add_(1)                     -- compute on the compute streams...
+            local twice = work * 2
+            work:mul_(3):sub_(twice)         -- (3w - 2w = w)
+            ups[i] = big:to(G)               -- ...copies on the copy streams meanwhile
+            downs[i] = ups[i]:add_(i):to(CPU)
+        end
+        ordo.engine.wait_for_all()
+        ordo.profiler.stop()
+        local summary = ordo.profiler.summary()
+        ordo.profiler.clear()
+        assert.equals(12, work:max():item())
+        assert.equals(12, work:min():item())
+        for i = 1, 12 do
+            assert.equals(i, downs[i]:narrow(1, 1, 1):item())
+            assert.equals(n - 1 + i, downs[i]:narrow(1, n, 1):item())
+        end
+        assert.truthy(summary:find("copy_to_gpu", 1, true), "no copy_to_gpu op in the profile")
+        assert.truthy(summary:find("copy_from_gpu", 1, true), "no copy_from_gpu op in the profile")
+    end)
+end)
+
+-- ---------------------------------------------------------------- errors
+
+describe("gpu tensors: errors", function()
+    it("an op on a gpu tensor and a cpu tensor raises a clear one-device error", function()
+        need_gpu()
+        local g, c = ordo.zeros({2}, {device = G}), ordo.zeros({2})
+        raises(function() return g + c end, "add", "one device", "gpu(0)", "cpu(0)")
+        raises(function() return c * g end, "mul", "one device")
+        raises(function() return g:matmul(ordo.zeros({2, 2})) end, "matmul", "one device")
+        raises(function() return ordo.where(g:gt(0), g, c) end, "where", "one device")
+        raises(function() return g:add_(c) end, "add_", "one device")
+        -- copies are the way across
+        assert.same({0, 0}, (g + c:to(G)):totable())
+        g:copy_(ordo.tensor({1, 2}))
+        assert.same({1, 2}, g:totable())
+    end)
+
+    it("a device that does not exist raises 'does not exist'", function()
+        need_gpu()
+        local n = ordo.cuda.device_count()
+        local bad = fmt("gpu(%d)", n + 4)
+        raises(function() return ordo.gpu(n + 4) end, bad, "does not exist")
+        raises(function() return ordo.zeros({2}, {device = "gpu:" .. (n + 4)}) end, "does not exist")
+        raises(function() return ordo.zeros({2}):to("gpu:" .. (n + 4)) end, "does not exist")
+        raises(function() return ordo.cuda.memory_stats(n + 4) end, "does not exist")
+        raises(function() return ordo.cuda.memory_stats(ordo.cpu(0)) end, "memory_stats", "GPU")
+    end)
+
+    it("a kernel failing on the gpu raises at the wait that reads its result, once; the device keeps working", function()
+        need_gpu()
+        -- whatever happens here, leave no failure behind for a later test's wait
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local a = ordo.tensor({4, 5, 6}, {dtype = "int32", device = G})
+        local b = ordo.tensor({1, 0, 2}, {dtype = "int32", device = G})
+        local c = a:div(b, "trunc")
+        local err = raises(function() return c:totable() end, "division by zero")
+        assert.is_nil(err:find("division by zero.*division by zero"))
+        ordo.engine.wait_for_all() -- reported once: nothing left to report
+        assert.same({5, 6, 7}, (a + 1):totable())
+        local x = ordo.tensor({1, 2, 3}, {device = G})
+        local bad = x:gather(1, ordo.tensor({5}, {dtype = "int64", device = G}))
+        raises(function() return bad:item() end, "out of range")
+        ordo.engine.wait_for_all()
+        assert.equals(6, x:sum():item())
+    end)
+
+    it("the host never touches gpu memory: the guard raises on a direct access", function()
+        need_gpu()
+        local util = require "ordo.util"
+        local g = ordo.zeros({2}, {device = G})
+        raises(function() return util.host_ptr(g) end, "internal: host access to a gpu tensor")
+        assert.is_not_nil(util.host_ptr(ordo.zeros({2})))
+    end)
+end)
+
+-- ---------------------------------------------------------------- memory
+
+describe("gpu tensors: memory", function()
+    local MiB = 2 ^ 20
+
+    it("memory_stats: allocated rises while tensors live and falls once they are collected", function()
+        need_gpu()
+        settle()
+        local s0 = ordo.cuda.memory_stats()
+        for _, k in ipairs({"allocated_bytes", "reserved_bytes", "peak_allocated_bytes", "peak_reserved_bytes",
+                            "num_device_allocs", "num_device_frees", "cache_hits", "cache_misses", "oom_retries"}) do
+            assert.equals("number", type(s0[k]), k)
+        end
+        assert.same(s0, ordo.cuda.memory_stats(0))
+        assert.same(s0, ordo.cuda.memory_stats(G))
+        assert.same(s0, ordo.cuda.memory_stats("gpu:0"))
+        assert.is_true(s0.reserved_bytes >= s0.allocated_bytes)
+        local t = {}
+        for i = 1, 4 do t[i] = ordo.zeros({MiB / 4}, {device = G}) end -- 4 x 1 MiB
+        local s1 = ordo.cuda.memory_stats()
+        assert.is_true(s1.allocated_bytes >= s0.allocated_bytes + 4 * MiB,
+                       fmt("allocated %d -> %d", s0.allocated_bytes, s1.allocated_bytes))
+        assert.is_true(s1.peak_allocated_bytes >= s1.allocated_bytes)
+        assert.is_true(s1.reserved_bytes >= s1.allocated_bytes)
+        t = nil
+        settle()
+        local s2 = ordo.cuda.memory_stats()
+        assert.is_true(s2.allocated_bytes <= s0.allocated_bytes,
+                       fmt("allocated %d after the tensors were collected, %d before", s2.allocated_bytes, s0.allocated_bytes))
+        assert.is_true(s2.reserved_bytes >= s2.allocated_bytes + 4 * MiB, "the freed blocks stay cached")
+    end)
+
+    it("reusing a size hits the cache; empty_cache gives cached blocks back", function()
+        need_gpu()
+        settle()
+        local s0 = ordo.cuda.memory_stats()
+        for i = 1, 5 do
+            local t = ordo.full({3 * MiB / 4}, i, {device = G}) -- 3 MiB each time
+            assert.equals(i, t:narrow(1, 1, 1):item())
+            t = nil
+            settle()
+        end
+        local s1 = ordo.cuda.memory_stats()
+        assert.is_true(s1.cache_hits - s0.cache_hits >= 4, fmt("%d cache hits", s1.cache_hits - s0.cache_hits))
+        assert.is_true(s1.num_device_allocs - s0.num_device_allocs <= 1)
+        assert.is_true(s1.reserved_bytes > s1.allocated_bytes)
+        local keep = ordo.ones({MiB / 8}, {device = G}) -- a small block: the 4 MiB one stays cached
+        ordo.cuda.empty_cache()
+        local s2 = ordo.cuda.memory_stats()
+        assert.equals(s2.allocated_bytes, s2.reserved_bytes)
+        assert.is_true(s2.num_device_frees > s1.num_device_frees)
+        assert.equals(MiB / 8, keep:sum():item()) -- live tensors keep their memory
+        ordo.cuda.empty_cache(G)
+        ordo.cuda.empty_cache(0)
+    end)
+
+    it("out of memory: garbage is collected and the allocation retried; a tensor too big raises naming sizes", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        settle()
+        ordo.cuda.empty_cache()
+        -- no collection by the byte count: only running out of device memory frees the garbage
+        ordo.memory.set_gc_threshold(2 ^ 40)
+        local ok, err = pcall(function()
+            local sizes = {3, 5, 2.5, 4} -- MiB x 4 = 12, 20, 10, 16 MiB
+            local total = 0
+            for i = 1, 40 do
+                local mb = sizes[(i - 1) % #sizes + 1] * 4
+                local t = ordo.full({mb * MiB / 4}, i, {device = G})
+                total = total + mb
+                if i % 5 == 0 then assert.equals(i, t:narrow(1, 1, 1):item()) end
+            end
+            assert.is_true(total > 8 * SIM_MEM_MB)
+            -- an op's output that does not fit at first
+            local a = ordo.full({10 * MiB / 4}, 1, {device = G}) -- 10 MiB
+            local sum = a
+            for _ = 1, 20 do sum = sum + a end -- 20 outputs of 10 MiB, most of them garbage
+            assert.equals(21, sum:narrow(1, 1, 1):item())
+        end)
+        ordo.memory.set_gc_threshold((tonumber(os.getenv("ORDO_GC_THRESHOLD_MB") or "") or 64) * MiB)
+        assert(ok, err)
+        local s = ordo.cuda.memory_stats()
+        assert.is_true(s.peak_reserved_bytes <= SIM_MEM_MB * MiB)
+        -- one tensor larger than the device
+        local e = raises(function() return ordo.empty({50 * MiB}, {device = G}) end, "out of memory", "200.0 MiB")
+        assert.truthy(e:find("gpu(0)", 1, true))
+        raises(function() return ordo.zeros({200 * MiB / 8}, {dtype = "float64", device = G}) end, "zeros", "out of memory")
+        raises(function() return ordo.zeros({4}):to(G):expand({50 * MiB, 4}):contiguous() end, "out of memory")
+        -- and the device keeps working
+        assert.equals(10, ordo.full({4}, 2.5, {device = G}):sum():item())
     end)
 end)

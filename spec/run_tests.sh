@@ -8,7 +8,12 @@
 # that crashes, hangs past the per-binary limit, or exits nonzero without
 # reporting a failure (a sanitizer report, a leak found by LeakSanitizer or
 # valgrind) counts as one failure, named at the end.  Without --native the
-# Lua specs (spec/*_spec.lua, run by busted) are added to the same total.
+# Lua specs (spec/*_spec.lua, run by busted) are added to the same total,
+# and then spec/gpu_spec.lua runs once more on the simulated GPU
+# (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64
+# ORDO_SIMULATED_GPU_DELAY_NS=2000), its counts added too and shown on a
+# line of their own ("gpu specs on the simulated device: ...").  Without a
+# real GPU the first run reports the GPU specs as skipped (pending).
 #
 #   --native     native tests only
 #   --valgrind   run each binary under valgrind's leak checker
@@ -16,7 +21,8 @@
 # Environment: ORDO_TEST_SCALE shrinks op counts (default 1; 0.2 when the
 # directory is a tsan/asan build, 0.05 under valgrind); ORDO_TEST_TIMEOUT is
 # each test's watchdog limit in seconds; ORDO_TEST_BINARY_TIMEOUT bounds a
-# whole binary (default 900 s, 3600 s under valgrind).
+# whole binary (default 900 s, 3600 s under valgrind); ORDO_TEST_GPU_SIM_TIMEOUT
+# bounds the simulated-GPU run of the GPU specs (default 600 s).
 #
 # Exits 0 only if nothing failed.  The last line of output is always exactly
 # "N passed, N failed, N skipped".
@@ -30,7 +36,7 @@ for arg in "$@"; do
     case "$arg" in
         --native) native=1 ;;
         --valgrind) use_valgrind=1 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         -*) echo "run_tests.sh: unknown option $arg" >&2; exit 2 ;;
         *) dir="$arg" ;;
     esac
@@ -154,6 +160,35 @@ if [ "$native" = 0 ]; then
             failed_names+=("busted (exit status $rc with no failing test reported)")
         fi
         echo "=== busted: $lp passed, $lf failed, $ls_ skipped (exit status $rc)"
+
+        # The GPU specs again, on the simulated device (src/device_sim.c):
+        # GPU scheduling, copies, the caching allocator and out-of-memory
+        # handling get tested on machines without a GPU.  A 64 MiB device
+        # makes the out-of-memory specs run; a random delay per stream item
+        # shakes out ordering bugs.
+        if [ -f "$root/spec/gpu_spec.lua" ]; then
+            sim_env=(ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64 ORDO_SIMULATED_GPU_DELAY_NS=2000)
+            echo "=== busted: spec/gpu_spec.lua on the simulated device (${sim_env[*]})"
+            cmd=()
+            [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "${ORDO_TEST_GPU_SIM_TIMEOUT:-600}")
+            (cd "$root" && env "${sim_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP spec/gpu_spec.lua) 2>&1 | tee "$log"
+            rc=${PIPESTATUS[0]}
+            gp=$(grep -cE '^ok [0-9]+ - ' "$log")
+            gs=$(grep -cE '^ok [0-9]+ - # SKIP' "$log")
+            gf=$(grep -cE '^not ok [0-9]+ ' "$log")
+            gp=$((gp - gs))
+            total_pass=$((total_pass + gp))
+            total_skip=$((total_skip + gs))
+            total_fail=$((total_fail + gf))
+            [ "$gf" -gt 0 ] && failed_names+=("gpu specs on the simulated device ($gf failed)")
+            if [ "$rc" -ne 0 ] && [ "$gf" -eq 0 ]; then
+                total_fail=$((total_fail + 1))
+                why="exit status $rc with no failing test reported"
+                [ "$rc" = 124 ] && why="timed out"
+                failed_names+=("gpu specs on the simulated device ($why)")
+            fi
+            echo "=== gpu specs on the simulated device: $gp passed, $gf failed, $gs skipped (exit status $rc)"
+        fi
     fi
 fi
 

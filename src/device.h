@@ -94,9 +94,9 @@ const device_backend *ordo_device_sim_backend(int ndev);
  * queued item on a stream (0 = none), to widen race windows; a memory
  * limit per device in bytes (0 = unlimited) to test out-of-memory paths. */
 void ordo_device_sim_configure(unsigned delay_ns, size_t mem_limit);
-/* Queues an asynchronous failure on a simulated stream, as a faulting
- * kernel would: the next event recorded there reports msg to its first
- * host wait.  0 = queued. */
+/* An asynchronous failure on a simulated stream, as a faulting kernel
+ * raises it: the device keeps msg, and the first host wait on the device
+ * after the stream got there reports it, once.  0 = done. */
 int ordo_device_sim_inject_error(void *stream, const char *msg);
 
 #ifdef __cplusplus

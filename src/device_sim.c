@@ -13,16 +13,17 @@
  *
  * The model follows CUDA's semantics, not its implementation:
  *  - a stream is a FIFO of items run one at a time by the stream's thread;
- *  - event_record queues a "record" item; an event's generation counts its
- *    records, and it is complete up to the last record item that ran;
- *  - stream_wait_event captures the event's latest generation at the call
- *    (as cudaStreamWaitEvent does) and queues an item that blocks the
- *    stream until that generation has completed;
+ *  - event_record makes a new "mark" and queues an item that completes it;
+ *    the event points at its latest mark;
+ *  - stream_wait_event captures the event's latest mark at the call (as
+ *    cudaStreamWaitEvent captures the latest record: recording the event
+ *    again later does not change what an earlier wait waits for) and
+ *    queues an item that blocks the stream until that mark completes;
  *  - event_sync blocks the caller the same way; device_sync waits until
  *    every stream of the device has run everything queued.
- * Asynchronous failures (ordo_device_sim_inject_error) travel like CUDA's:
- * the next event recorded on that stream carries the message, and the
- * first host wait on it reports it.
+ * Asynchronous failures (ordo_device_sim_inject_error) travel like the CUDA
+ * backend's error slot: the device keeps the first message, and the first
+ * host wait on that device after it was raised reports it, once.
  */
 #include "device.h"
 
@@ -35,7 +36,7 @@
 
 #define SIM_MAX_DEVICES 16
 
-typedef struct sim_event sim_event;
+typedef struct sim_mark sim_mark;
 typedef struct sim_stream sim_stream;
 
 enum { IT_FN, IT_WAIT, IT_RECORD, IT_COPY, IT_FAIL, IT_STOP };
@@ -45,21 +46,23 @@ typedef struct item {
     int kind;
     void (*fn)(void *);
     void *arg;
-    sim_event *ev;
-    uint64_t gen;
+    sim_mark *mark;
     void *dst;
     const void *src;
     size_t n;
     char *msg;
 } item;
 
-struct sim_event {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    uint64_t recorded;  /* records queued */
-    uint64_t completed; /* records that ran */
-    char *error;        /* carried by the last completed record */
+/* One record of an event.  Marks share one lock and condition variable:
+ * this is a test device, simplicity beats speed. */
+struct sim_mark {
+    int done;
+    int refs; /* the event's latest pointer, queued items, waiting hosts */
 };
+
+typedef struct sim_event {
+    sim_mark *latest; /* NULL until recorded */
+} sim_event;
 
 struct sim_stream {
     int dev;
@@ -69,7 +72,6 @@ struct sim_stream {
     pthread_cond_t idle_cv; /* queue drained */
     item *head, *tail;
     int busy;               /* an item is running */
-    char *pending_error;    /* given to the next recorded event */
     sim_stream *next;       /* the device's streams */
 };
 
@@ -77,10 +79,13 @@ static struct {
     int ndev;
     unsigned delay_ns;
     size_t mem_limit;
-    pthread_mutex_t mu; /* streams list and memory accounting */
+    pthread_mutex_t mu; /* streams list, memory accounting, errors */
     sim_stream *streams;
     size_t used[SIM_MAX_DEVICES];
-} sim = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char *error[SIM_MAX_DEVICES]; /* first asynchronous failure not yet reported */
+    pthread_mutex_t mark_mu;
+    pthread_cond_t mark_cv;
+} sim = {.mu = PTHREAD_MUTEX_INITIALIZER, .mark_mu = PTHREAD_MUTEX_INITIALIZER, .mark_cv = PTHREAD_COND_INITIALIZER};
 
 void ordo_device_sim_configure(unsigned delay_ns, size_t mem_limit) {
     pthread_mutex_lock(&sim.mu);
@@ -110,17 +115,32 @@ static void sim_delay(unsigned *seed) {
 
 /* ---- streams ------------------------------------------------------------------ */
 
-static void event_complete(sim_event *ev, uint64_t gen, char *error) {
-    pthread_mutex_lock(&ev->mu);
-    if (gen > ev->completed) {
-        ev->completed = gen;
-        free(ev->error);
-        ev->error = error;
-        error = NULL;
-    }
-    pthread_cond_broadcast(&ev->cv);
-    pthread_mutex_unlock(&ev->mu);
-    free(error);
+/* Both under mark_mu. */
+static void mark_unref(sim_mark *m) {
+    if (m && --m->refs == 0) free(m);
+}
+static void mark_wait(sim_mark *m) {
+    while (!m->done) pthread_cond_wait(&sim.mark_cv, &sim.mark_mu);
+}
+
+/* Keeps msg as dev's asynchronous failure unless one is pending already. */
+static void raise_error(int dev, char *msg) {
+    pthread_mutex_lock(&sim.mu);
+    if (!sim.error[dev]) sim.error[dev] = msg, msg = NULL;
+    pthread_mutex_unlock(&sim.mu);
+    free(msg);
+}
+
+/* After a host wait: reports dev's pending failure, once. */
+static int take_error(int dev, char *err, size_t errlen) {
+    pthread_mutex_lock(&sim.mu);
+    char *msg = sim.error[dev];
+    sim.error[dev] = NULL;
+    pthread_mutex_unlock(&sim.mu);
+    if (!msg) return 0;
+    snprintf(err, errlen, "gpu(%d): %s", dev, msg);
+    free(msg);
+    return 1;
 }
 
 static void *stream_main(void *arg) {
@@ -144,23 +164,22 @@ static void *stream_main(void *arg) {
         case IT_FN: it->fn(it->arg); break;
         case IT_COPY: memmove(it->dst, it->src, it->n); break;
         case IT_WAIT:
-            pthread_mutex_lock(&it->ev->mu);
-            while (it->ev->completed < it->gen) pthread_cond_wait(&it->ev->cv, &it->ev->mu);
-            pthread_mutex_unlock(&it->ev->mu);
+            pthread_mutex_lock(&sim.mark_mu);
+            mark_wait(it->mark);
+            mark_unref(it->mark);
+            pthread_mutex_unlock(&sim.mark_mu);
             break;
         case IT_FAIL:
-            pthread_mutex_lock(&s->mu);
-            if (!s->pending_error) s->pending_error = it->msg, it->msg = NULL;
-            pthread_mutex_unlock(&s->mu);
+            raise_error(s->dev, it->msg);
+            it->msg = NULL;
             break;
-        case IT_RECORD: {
-            pthread_mutex_lock(&s->mu);
-            char *error = s->pending_error;
-            s->pending_error = NULL;
-            pthread_mutex_unlock(&s->mu);
-            event_complete(it->ev, it->gen, error);
+        case IT_RECORD:
+            pthread_mutex_lock(&sim.mark_mu);
+            it->mark->done = 1;
+            mark_unref(it->mark);
+            pthread_cond_broadcast(&sim.mark_cv);
+            pthread_mutex_unlock(&sim.mark_mu);
             break;
-        }
         }
         free(it->msg);
         free(it);
@@ -234,7 +253,6 @@ static void sim_stream_destroy(int dev, void *stream) {
             break;
         }
     pthread_mutex_unlock(&sim.mu);
-    free(s->pending_error);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->idle_cv);
@@ -250,8 +268,6 @@ static int sim_event_create(int dev, void **out, char *err, size_t errlen) {
         snprintf(err, errlen, "gpu(%d): out of memory for an event", dev);
         return 1;
     }
-    pthread_mutex_init(&ev->mu, NULL);
-    pthread_cond_init(&ev->cv, NULL);
     *out = ev;
     return 0;
 }
@@ -259,73 +275,76 @@ static int sim_event_create(int dev, void **out, char *err, size_t errlen) {
 static void sim_event_destroy(int dev, void *e) {
     (void)dev;
     sim_event *ev = e;
-    pthread_mutex_destroy(&ev->mu);
-    pthread_cond_destroy(&ev->cv);
-    free(ev->error);
+    pthread_mutex_lock(&sim.mark_mu);
+    mark_unref(ev->latest);
+    pthread_mutex_unlock(&sim.mark_mu);
     free(ev);
 }
 
 static int sim_event_record(int dev, void *e, void *stream, char *err, size_t errlen) {
-    (void)dev;
     sim_event *ev = e;
     item *it = new_item(IT_RECORD);
-    if (!it) return enqueue(stream, NULL, err, errlen);
-    it->ev = ev;
-    /* Generation taken and item queued under the stream's lock would not
-     * help: records of one event from two streams at once are a misuse
-     * (the engine records an event once per use), as in CUDA. */
-    pthread_mutex_lock(&ev->mu);
-    it->gen = ++ev->recorded;
-    pthread_mutex_unlock(&ev->mu);
+    sim_mark *m = calloc(1, sizeof *m);
+    if (!it || !m) {
+        free(it);
+        free(m);
+        snprintf(err, errlen, "gpu(%d): out of memory recording an event", dev);
+        return 1;
+    }
+    m->refs = 2; /* the event's latest, the record item */
+    it->mark = m;
+    pthread_mutex_lock(&sim.mark_mu);
+    mark_unref(ev->latest);
+    ev->latest = m;
+    pthread_mutex_unlock(&sim.mark_mu);
     return enqueue(stream, it, err, errlen);
+}
+
+/* The event's latest mark with a reference, or NULL if never recorded. */
+static sim_mark *latest_mark(sim_event *ev) {
+    pthread_mutex_lock(&sim.mark_mu);
+    sim_mark *m = ev->latest;
+    if (m) m->refs++;
+    pthread_mutex_unlock(&sim.mark_mu);
+    return m;
 }
 
 static int sim_stream_wait_event(int dev, void *stream, void *e, char *err, size_t errlen) {
     (void)dev;
-    sim_event *ev = e;
-    pthread_mutex_lock(&ev->mu);
-    uint64_t gen = ev->recorded;
-    pthread_mutex_unlock(&ev->mu);
-    if (gen == 0) return 0; /* never recorded: nothing to wait for (CUDA: likewise) */
+    sim_mark *m = latest_mark(e);
+    if (!m) return 0; /* never recorded: nothing to wait for (CUDA: likewise) */
     item *it = new_item(IT_WAIT);
-    if (it) it->ev = ev, it->gen = gen;
+    if (it) it->mark = m;
+    else {
+        pthread_mutex_lock(&sim.mark_mu);
+        mark_unref(m);
+        pthread_mutex_unlock(&sim.mark_mu);
+    }
     return enqueue(stream, it, err, errlen);
 }
 
 static int sim_event_sync(int dev, void *e, char *err, size_t errlen) {
-    sim_event *ev = e;
-    pthread_mutex_lock(&ev->mu);
-    uint64_t gen = ev->recorded;
-    while (ev->completed < gen) pthread_cond_wait(&ev->cv, &ev->mu);
-    int rc = 0;
-    if (ev->error) {
-        snprintf(err, errlen, "gpu(%d): %s", dev, ev->error);
-        free(ev->error); /* reported once */
-        ev->error = NULL;
-        rc = 1;
+    sim_mark *m = latest_mark(e);
+    if (m) {
+        pthread_mutex_lock(&sim.mark_mu);
+        mark_wait(m);
+        mark_unref(m);
+        pthread_mutex_unlock(&sim.mark_mu);
     }
-    pthread_mutex_unlock(&ev->mu);
-    return rc;
+    return take_error(dev, err, errlen);
 }
 
 static int sim_device_sync(int dev, char *err, size_t errlen) {
     if (bad_dev(dev, err, errlen)) return 1;
-    int rc = 0;
     pthread_mutex_lock(&sim.mu);
     for (sim_stream *s = sim.streams; s; s = s->next) {
         if (s->dev != dev) continue;
         pthread_mutex_lock(&s->mu);
         while (s->head || s->busy) pthread_cond_wait(&s->idle_cv, &s->mu);
-        if (s->pending_error && !rc) {
-            snprintf(err, errlen, "gpu(%d): %s", dev, s->pending_error);
-            free(s->pending_error);
-            s->pending_error = NULL;
-            rc = 1;
-        }
         pthread_mutex_unlock(&s->mu);
     }
     pthread_mutex_unlock(&sim.mu);
-    return rc;
+    return take_error(dev, err, errlen);
 }
 
 static int sim_op_check(int dev, void *stream, char *err, size_t errlen) {
@@ -408,15 +427,22 @@ static int sim_memcpy_async(int dev, void *dst, const void *src, size_t nbytes, 
 
 /* ---- for tests ----------------------------------------------------------------- */
 
-/* Queues an asynchronous failure on stream (as a faulting kernel would):
- * the next event recorded there reports msg to the first host wait. */
+/* An asynchronous failure on stream (as a faulting kernel would raise):
+ * from the stream's own thread (a kernel body) it is raised at once, from
+ * any other thread it is queued to be raised when the stream gets there.
+ * The first host wait on the device after that reports msg. */
 int ordo_device_sim_inject_error(void *stream, const char *msg) {
+    sim_stream *s = stream;
+    char *copy = strdup(msg);
+    if (!copy) return 1;
+    if (pthread_equal(pthread_self(), s->thread)) {
+        raise_error(s->dev, copy);
+        return 0;
+    }
     char err[64];
     item *it = new_item(IT_FAIL);
-    if (it && !(it->msg = strdup(msg))) {
-        free(it);
-        it = NULL;
-    }
+    if (it) it->msg = copy;
+    else free(copy);
     return enqueue(stream, it, err, sizeof err);
 }
 

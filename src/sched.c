@@ -354,11 +354,17 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         finish_op(e, w, o, rl, true);
         return;
     }
-    /* GPU work this op depends on: its stream waits, or (host ops) we do. */
-    if (var_events_before(o, rc.stream, err, sizeof err)) {
+    /* GPU work this op depends on: its stream waits, or (host ops) we do.
+     * Not for host-side ASYNC ops: they are launchers and markers (the
+     * launcher's interruptible wait), which must never block a thread on
+     * a GPU, nor take a GPU failure away from the wait that follows them. */
+    bool launcher = !rc.stream && (o->prop & ~ORDO_PROP_NO_SKIP) == ORDO_PROP_ASYNC;
+    if (!launcher && var_events_before(o, rc.stream, err, sizeof err)) {
         o->fail = failure_new("%s", err);
-        finish_op(e, w, o, rl, true);
-        return;
+        if (!(o->prop & ORDO_PROP_NO_SKIP)) { /* its inputs are not what they should be */
+            finish_op(e, w, o, rl, true);
+            return;
+        }
     }
     o->stream = rc.stream;
     if (rc.stream) ordo_device_backend()->use_device(o->ctx.dev_id);

@@ -114,7 +114,10 @@ int var_events_before(op *o, void *stream, char *err, size_t errlen) {
     if (!atomic_load_explicit(&var_events_in_use, memory_order_acquire)) return 0;
     dev_event *stack[8], **evs = stack;
     int cap = 8, rc = 0;
-    for (int i = 0; i < o->nvars && !rc; i++) {
+    /* After a failure, keep ordering on the remaining events: a NO_SKIP op
+     * still runs, and must not overtake the GPU work it depends on. */
+    char more[256];
+    for (int i = 0; i < o->nvars; i++) {
         ordo_var *v = o->vars[i];
         var_events *ve = state_of(v);
         if (!ve) continue;
@@ -126,7 +129,10 @@ int var_events_before(op *o, void *stream, char *err, size_t errlen) {
             break;
         }
         for (int k = 0; k < n; k++) {
-            if (!rc) rc = stream ? dev_event_wait(evs[k], stream, err, errlen) : dev_event_sync(evs[k], err, errlen);
+            char *msg = rc ? more : err;
+            size_t len = rc ? sizeof more : errlen;
+            int r = stream ? dev_event_wait(evs[k], stream, msg, len) : dev_event_sync(evs[k], msg, len);
+            if (r && !rc) rc = r;
             dev_event_unref(evs[k]);
         }
         /* A host op that writes v has now seen all of v's GPU work done. */

@@ -103,6 +103,13 @@ int ordo_tensor_wait(const ordo_tensor *t);
 const char *ordo_tensor_error(void);
 int ordo_tensor_error_code(void);
 
+typedef struct ordo_gpu_memory_stats {
+    int64_t allocated_bytes, reserved_bytes, peak_allocated_bytes, peak_reserved_bytes,
+            num_device_allocs, num_device_frees, cache_hits, cache_misses, oom_retries;
+} ordo_gpu_memory_stats;
+int ordo_gpu_get_memory_stats(int dev_id, ordo_gpu_memory_stats *out);
+int ordo_gpu_empty_cache(int dev_id);
+
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
 void         ordo_tensor_engine_close(ordo_engine *e);
 size_t ordo_tensor_sizeof(const char *type_name);
@@ -161,7 +168,7 @@ end
 -- The structs above are copies of the C headers: a copy that drifted from
 -- the library would corrupt memory, so check them now.
 for _, name in ipairs({"ordo_engine_config", "ordo_tensor", "ordo_storage", "ordo_view",
-                       "ordo_kernel_args", "ordo_ctx", "ordo_run_ctx"}) do
+                       "ordo_kernel_args", "ordo_ctx", "ordo_run_ctx", "ordo_gpu_memory_stats"}) do
     local want = tonumber(lib.ordo_tensor_sizeof(name))
     if want ~= ffi.sizeof(name) then
         error(("ordo: lua/ordo/cdef.lua declares %s in %d bytes but %s has %d: update the cdef from src/*.h")
@@ -177,6 +184,7 @@ end
 ffi.cdef [[
 typedef struct ordo_timespec { long tv_sec; long tv_nsec; } ordo_timespec;
 int clock_gettime(int clk, void *ts);
+int nanosleep(const void *req, void *rem);
 int isatty(int fd);
 
 struct gzFile_s;
@@ -221,4 +229,5 @@ return {
     F32 = 0, F64 = 1, I32 = 2, I64 = 3, U8 = 4,
     TP_BROADCAST = 1, TP_SAME_DTYPE = 2, TP_CROSS_DEVICE = 4,
     TERR_NOT_VIEWABLE = 100,
+    ERR_NO_DEVICE = 5, ERR_NOMEM = 6,
 }

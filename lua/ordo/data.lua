@@ -62,7 +62,7 @@ local function host_bytes(fname, t)
     if C.ordo_wait_to_write(s.engine, s.var) ~= 0 then
         fail(fname .. ": " .. util.op_message(ffi.string(C.ordo_last_error())))
     end
-    return ffi.cast("uint8_t *", C.ordo_tensor_data(c))
+    return ffi.cast("uint8_t *", util.host_ptr(c))
 end
 
 -- ---------------------------------------------------------------- byte sources
@@ -356,7 +356,7 @@ local function epoch_order(st)
     local p = ffi.cast(I64P, host_bytes("DataLoader", perm))
     for i = 0, n - 1 do p[i] = i + 1 end
     if keys then
-        local u = ffi.cast(F64P, C.ordo_tensor_data(keys._c))
+        local u = ffi.cast(F64P, util.host_ptr(keys))
         for i = n - 1, 1, -1 do
             local j = floor(u[i] * (i + 1)) -- 0..i
             if j > i then j = i end

@@ -48,6 +48,10 @@ M.Device = util.Device
 M.cuda = {
     is_available = function() return C.ordo_gpu_count() > 0 end,
     device_count = function() return C.ordo_gpu_count() end,
+    -- the caching device allocator: counters ({allocated_bytes =, reserved_bytes =, ...})
+    -- and giving cached blocks back; dev = ordo.gpu(n) or n, default gpu(0)
+    memory_stats = tensor.cuda_memory_stats,
+    empty_cache = tensor.cuda_empty_cache,
 }
 
 M.float32, M.float64, M.int32, M.int64, M.uint8 = "float32", "float64", "int32", "int64", "uint8"

@@ -30,6 +30,9 @@ local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pair
 
 local F32, F64, I32, I64, U8 = cdef.F32, cdef.F64, cdef.I32, cdef.I64, cdef.U8
 local BCAST, CROSS = cdef.TP_BROADCAST, cdef.TP_CROSS_DEVICE
+local GPU, ERR_NOMEM = cdef.GPU, cdef.ERR_NOMEM
+local host_ptr = util.host_ptr -- every host access of tensor bytes goes through it
+local CPU0 = util.cpu(0)
 
 local M = {}
 
@@ -119,6 +122,63 @@ local function gc_check()
 end
 M.gc_check = gc_check
 
+-- ---------------------------------------------------------------- out of GPU memory
+
+local sleep_ts = ffi.new("ordo_timespec", 0, 0)
+
+-- Returns once engine e has nothing pending (polling: a wait in C would
+-- report, and so use up, a failure that belongs to the wait of some tensor),
+-- or after about a minute.
+local function drain(e)
+    if util.wait_ready then return util.wait_ready(e, nil) end
+    local dt, waited = 1e-5, 0
+    while C.ordo_engine_pending(e) > 0 and waited < 60 do
+        sleep_ts.tv_sec, sleep_ts.tv_nsec = 0, dt * 1e9
+        ffi.C.nanosleep(sleep_ts, nil)
+        waited = waited + dt
+        dt = min(dt * 2, 0.01)
+    end
+end
+
+-- A GPU allocation failed: free what Lua no longer references - two full
+-- collections (the first runs the finalizers, which release storages; the
+-- second frees what only those finalized objects held), then let the engine
+-- run the delete ops (they follow the work still pending on the storages),
+-- then give the allocator's cached blocks back to the device, so that one
+-- retry can use every byte that is not held by a live tensor.
+local function gpu_relief(dev_id, e)
+    collectgarbage("collect")
+    collectgarbage("collect")
+    C.ordo_storage_gc_done()
+    drain(e ~= nil and e or C.ordo_engine_default())
+    C.ordo_gpu_empty_cache(dev_id)
+end
+M.gpu_relief = gpu_relief
+
+-- After a failed C call on tensors (ordo_tensor * cdata, nil allowed): true
+-- when it failed for lack of GPU memory on the device of one of them, once
+-- gpu_relief has run for that device - the caller then retries, once.
+local function nomem_relieved(...)
+    if C.ordo_tensor_error_code() ~= ERR_NOMEM then return false end
+    for i = 1, select("#", ...) do
+        local c = select(i, ...)
+        if c ~= nil and c.ctx.dev_type == GPU then
+            gpu_relief(c.ctx.dev_id, c.storage.engine)
+            return true
+        end
+    end
+    return false
+end
+
+local OOM_NOTE = " (after freeing unreferenced tensors and emptying the allocator's cache)"
+
+-- Raises the last C error, noting a GPU out-of-memory that survived the retry.
+local function fail_alloc(prefix, retried)
+    local msg = ffi.string(C.ordo_tensor_error())
+    if retried and C.ordo_tensor_error_code() == ERR_NOMEM then msg = msg .. OOM_NOTE end
+    fail(prefix and (prefix .. ": " .. msg) or msg)
+end
+
 local function fill_shape(fname, shape)
     local n = #shape
     if n > 8 then fail(fmt("%s: %d dims (at most 8 supported)", fname, n)) end
@@ -131,7 +191,16 @@ local function new_raw(fname, shape, dt, ctx, e)
     gc_check()
     local n = fill_shape(fname, shape)
     local c = C.ordo_tensor_empty(e, dt, n, SHAPE, ctx)
-    if c == nil then fail(fname .. ": " .. ffi.string(C.ordo_tensor_error())) end
+    if c == nil then
+        local retried = false
+        if ctx.dev_type == GPU and C.ordo_tensor_error_code() == ERR_NOMEM then
+            gpu_relief(ctx.dev_id, e)
+            n = fill_shape(fname, shape)
+            c = C.ordo_tensor_empty(e, dt, n, SHAPE, ctx)
+            retried = true
+        end
+        if c == nil then fail_alloc(fname, retried) end
+    end
     return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
 end
 
@@ -144,7 +213,24 @@ end
 local function empty_like(t, dt)
     gc_check()
     local c = C.ordo_tensor_empty_like(t._c, dt or t._c.dtype)
-    if c == nil then fail_c() end
+    if c == nil then
+        local retried = nomem_relieved(t._c)
+        if retried then c = C.ordo_tensor_empty_like(t._c, dt or t._c.dtype) end
+        if c == nil then fail_alloc(nil, retried) end
+    end
+    return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
+end
+
+-- ordo_tensor_binary (a new output of the broadcast shape), retried once
+-- when the GPU is out of memory.
+local function binary_c(kid, name, a, b, dt)
+    gc_check()
+    local c = C.ordo_tensor_binary(kid, name, a._c, b._c, dt)
+    if c == nil then
+        local retried = nomem_relieved(a._c, b._c)
+        if retried then c = C.ordo_tensor_binary(kid, name, a._c, b._c, dt) end
+        if c == nil then fail_alloc(nil, retried) end
+    end
     return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
 end
 
@@ -264,24 +350,49 @@ local function check_self(fname, t)
     end
 end
 
+-- A push that needs a temporary (an aliasing input, a copy across devices)
+-- can run out of GPU memory too: it is retried once after gpu_relief.
 local function push1(kid, fname, out, a, s0)
-    if C.ordo_tensor_op1(kid, fname, out._c, a and a._c or nil, s0 or 0) ~= 0 then fail_c() end
+    local ac = a and a._c or nil
+    if C.ordo_tensor_op1(kid, fname, out._c, ac, s0 or 0) ~= 0 then
+        local retried = nomem_relieved(out._c, ac)
+        if not retried or C.ordo_tensor_op1(kid, fname, out._c, ac, s0 or 0) ~= 0 then fail_alloc(nil, retried) end
+    end
     return out
 end
 
 local function push2(kid, fname, out, a, b)
-    if C.ordo_tensor_op2(kid, fname, out._c, a._c, b._c) ~= 0 then fail_c() end
+    if C.ordo_tensor_op2(kid, fname, out._c, a._c, b._c) ~= 0 then
+        local retried = nomem_relieved(out._c, a._c, b._c)
+        if not retried or C.ordo_tensor_op2(kid, fname, out._c, a._c, b._c) ~= 0 then fail_alloc(nil, retried) end
+    end
     return out
 end
 
--- general push: ins/outs lists of tensors, scalars/iparams lists of numbers
-local function push(kid, fname, flags, ins, outs, scalars, iparams)
+local function push_once(kid, fname, flags, ins, outs, scalars, iparams)
     local nin, nout, ns, ni = #ins, #outs, scalars and #scalars or 0, iparams and #iparams or 0
     for i = 1, nin do IN[i - 1] = ins[i]._c end
     for i = 1, nout do OUT[i - 1] = outs[i]._c end
     for i = 1, ns do SC[i - 1] = scalars[i] end
     for i = 1, ni do IP[i - 1] = iparams[i] end
-    if C.ordo_tensor_push(kid, fname, flags, IN, nin, OUT, nout, SC, ns, IP, ni) ~= 0 then fail_c() end
+    return C.ordo_tensor_push(kid, fname, flags, IN, nin, OUT, nout, SC, ns, IP, ni) == 0
+end
+
+-- general push: ins/outs lists of tensors, scalars/iparams lists of numbers
+local function push(kid, fname, flags, ins, outs, scalars, iparams)
+    if push_once(kid, fname, flags, ins, outs, scalars, iparams) then return end
+    local retried = false
+    if C.ordo_tensor_error_code() == ERR_NOMEM then
+        for _, list in ipairs({outs, ins}) do
+            for _, t in ipairs(list) do
+                if not retried and t._c.ctx.dev_type == GPU then
+                    gpu_relief(t._c.ctx.dev_id, t._c.storage.engine)
+                    retried = true
+                end
+            end
+        end
+    end
+    if not retried or not push_once(kid, fname, flags, ins, outs, scalars, iparams) then fail_alloc(nil, retried) end
 end
 
 -- t converted to dtype dt (t itself when it already is).
@@ -388,12 +499,17 @@ local function from_data(fname, data, dt, ctx, e)
     else
         fail(fname .. ": expected a number, a nested table of numbers or a tensor, got " .. typename(data))
     end
-    local t = new_raw(fname, shape, dt, ctx, e)
+    -- the host cannot write GPU memory: fill a CPU tensor, then copy it over
+    local on_gpu = ctx.dev_type == GPU
+    local t = new_raw(fname, shape, dt, on_gpu and CPU0._ctx or ctx, e)
     -- a fresh storage has no ops: write it directly
-    local p = ffi.cast(PTR[dt], C.ordo_tensor_data(t._c))
+    local p = ffi.cast(PTR[dt], host_ptr(t))
     for i = 1, #flat do p[i - 1] = flat[i] end -- integers: truncated toward zero
     C.ordo_tensor_numel(t._c)
-    return t
+    if not on_gpu then return t end
+    local g = new_raw(fname, shape, dt, ctx, t._c.storage.engine)
+    push(K.copy, fname, BCAST + CROSS, {t}, {g})
+    return g
 end
 
 -- ordo.tensor(data [, opts]): data is a number (a 0-dim tensor), a nested
@@ -667,10 +783,30 @@ end
 
 -- ---------------------------------------------------------------- reading values
 
+-- t itself on the host, else a copy of t on cpu(0) (pushed; wait for it
+-- before reading).  GPU memory is never read by the host directly.
+local function host_copy(fname, t)
+    local c = t._c
+    if c.ctx.dev_type ~= GPU then return t end
+    local out = new_raw(fname, shape_of(t), c.dtype, CPU0._ctx, c.storage.engine)
+    push(K.copy, fname, BCAST + CROSS, {t}, {out})
+    return out
+end
+M.host_copy = host_copy
+
+-- Waits for h, the host copy of t (or t itself).  For a GPU tensor it then
+-- waits for t too, which costs nothing more (the copy came after t's work)
+-- but reports an asynchronous failure of that work, should the backend
+-- have tied it to t's event rather than to the copy's.
+local function wait_read(t, h)
+    wait(h)
+    if h ~= t then wait(t) end
+end
+
 local function reader(t)
     local c = t._c
     local dt = c.dtype
-    local p = ffi.cast(PTR[dt], C.ordo_tensor_data(c))
+    local p = ffi.cast(PTR[dt], host_ptr(c))
     if dt == I64 then return function(off) return tonumber(p[off]) end, p end
     return function(off) return p[off] end, p
 end
@@ -681,19 +817,21 @@ function Tensor:item()
     if n ~= 1 then
         fail(fmt("item: expected a tensor with one element, got shape %s (%d elements)", shape_str(self), n))
     end
-    wait(self)
-    local c = self._c
-    local v = reader(self)(0)
+    local h = host_copy("item", self)
+    wait_read(self, h)
+    local c = h._c
+    local v = reader(h)(0)
     C.ordo_tensor_numel(c) -- keeps c (and so its storage) alive until the read is done
     return v
 end
 
 function Tensor:totable()
     check_self("totable", self)
-    wait(self)
-    local c = self._c
+    local h = host_copy("totable", self)
+    wait_read(self, h)
+    local c = h._c
     local nd = c.ndim
-    local get = reader(self)
+    local get = reader(h)
     if nd == 0 then return get(0) end
     local shape, strides = {}, {}
     for i = 1, nd do
@@ -718,15 +856,17 @@ function Tensor:totable()
 end
 
 Tensor.__tostring = function(self)
-    wait(self)
-    local c = self._c
-    local shape = shape_of(self)
+    local dev = util.device_of_ctx(self._c.ctx)
+    local h = host_copy("tostring", self)
+    wait_read(self, h)
+    local c = h._c
+    local shape = shape_of(h)
     local strides = {}
     for i = 1, c.ndim do strides[i] = tonumber(c.strides[i - 1]) end
     local dt = c.dtype
     local get
     if C.ordo_tensor_numel(c) > 0 then
-        local p = ffi.cast(PTR[dt], C.ordo_tensor_data(c))
+        local p = ffi.cast(PTR[dt], host_ptr(c))
         if dt == I64 then
             get = function(off)
                 local v = p[off]
@@ -741,7 +881,7 @@ Tensor.__tostring = function(self)
     local size = #shape == 0 and "()" or shape_str_tbl(shape)
     local s = format.format({
         shape = shape, strides = strides, get = get, isfloat = ISFLOAT[dt],
-        header = fmt("ordo.%s of size %s on %s", TYPE_NAME[dt], size, tostring(util.device_of_ctx(c.ctx))),
+        header = fmt("ordo.%s of size %s on %s", TYPE_NAME[dt], size, tostring(dev)),
     })
     C.ordo_tensor_numel(c) -- keeps c alive through the raw reads (see totable)
     return s
@@ -917,8 +1057,7 @@ function Tensor:fill_(value)
     if type(value) == "boolean" then value = value and 1 or 0 end
     if is_tensor(value) then value = value:item() end
     if type(value) ~= "number" then fail("fill_: expected a number, got " .. typename(value)) end
-    if C.ordo_tensor_op1(K.fill, "fill_", self._c, nil, value) ~= 0 then fail_c() end
-    return self
+    return push1(K.fill, "fill_", self, nil, value)
 end
 
 function Tensor:zero_() return Tensor.fill_(self, 0) end
@@ -929,7 +1068,8 @@ function Tensor:copy_(src)
     check_self("copy_", self)
     if type(src) == "table" and getmetatable(src) == nil then
         local c = self._c
-        src = from_data("copy_", src, c.dtype, c.ctx, c.storage.engine)
+        -- built on the host (cpu(0) for a GPU tensor); the push copies it over
+        src = from_data("copy_", src, c.dtype, c.ctx.dev_type == GPU and CPU0._ctx or c.ctx, c.storage.engine)
     end
     if not is_tensor(src) then fail("copy_: expected a tensor, got " .. typename(src)) end
     push(K.copy, "copy_", BCAST + CROSS, {src}, {self})
@@ -972,10 +1112,7 @@ local function binary(spec, a, b)
         if spec.float and not ISFLOAT[dt] then dt = F32 end
         if a._c.dtype ~= dt then a = cast(name, a, dt) end
         if b._c.dtype ~= dt then b = cast(name, b, dt) end
-        gc_check()
-        local c = C.ordo_tensor_binary(spec.k, name, a._c, b._c, spec.cmp and U8 or dt)
-        if c == nil then fail_c() end
-        return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
+        return binary_c(spec.k, name, a, b, spec.cmp and U8 or dt)
     end
     if not (ta or tb) then
         fail(fmt("%s: expected tensors or numbers, got %s and %s", name, typename(a), typename(b)))
@@ -1042,7 +1179,7 @@ function Tensor:add_(b, alpha)
     if alpha == nil and getmetatable(b) == Tensor and getmetatable(self) == Tensor then
         local sc, bc = self._c, b._c
         if sc.dtype == bc.dtype then
-            if op2(K_add, "add_", sc, sc, bc) ~= 0 then fail_c() end
+            if op2(K_add, "add_", sc, sc, bc) ~= 0 then return push2(K_add, "add_", self, self, b) end
             return self
         end
     end
@@ -1057,7 +1194,7 @@ function Tensor:sub_(b, alpha)
     if alpha == nil and getmetatable(b) == Tensor and getmetatable(self) == Tensor then
         local sc, bc = self._c, b._c
         if sc.dtype == bc.dtype then
-            if op2(K_sub, "sub_", sc, sc, bc) ~= 0 then fail_c() end
+            if op2(K_sub, "sub_", sc, sc, bc) ~= 0 then return push2(K_sub, "sub_", self, self, b) end
             return self
         end
     end
@@ -1072,7 +1209,7 @@ function Tensor:mul_(b)
     if getmetatable(b) == Tensor and getmetatable(self) == Tensor then
         local sc, bc = self._c, b._c
         if sc.dtype == bc.dtype then
-            if op2(K_mul, "mul_", sc, sc, bc) ~= 0 then fail_c() end
+            if op2(K_mul, "mul_", sc, sc, bc) ~= 0 then return push2(K_mul, "mul_", self, self, b) end
             return self
         end
     end
@@ -1112,10 +1249,7 @@ local function trunc_div(name, self, b, inplace)
         end
         local a = cast(name, self, rt)
         b = cast(name, b, rt)
-        gc_check()
-        local c = C.ordo_tensor_binary(K.div, name, a._c, b._c, rt)
-        if c == nil then fail_c() end
-        return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
+        return binary_c(K.div, name, a, b, rt)
     end
     if type(b) ~= "number" or number_is_float(b) then
         fail(fmt("%s: rounding mode 'trunc' needs an integer divisor, got %s", name, tostring(b)))
@@ -1588,6 +1722,47 @@ function M.stack(list, dim)
         parts[i] = t:unsqueeze(d)
     end
     return M.cat(parts, d)
+end
+
+-- ---------------------------------------------------------------- GPU memory
+
+local STATS_FIELDS = {"allocated_bytes", "reserved_bytes", "peak_allocated_bytes", "peak_reserved_bytes",
+                      "num_device_allocs", "num_device_frees", "cache_hits", "cache_misses", "oom_retries"}
+local stats_buf = ffi.new("ordo_gpu_memory_stats")
+
+-- dev: nil (gpu(0)), a device id, ordo.gpu(n) or "gpu:n" -> the id
+local function gpu_id(fname, dev)
+    if dev == nil then dev = 0 end
+    if type(dev) == "number" then
+        if dev ~= floor(dev) or dev < 0 then
+            fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id >= 0), got %s", fname, tostring(dev)))
+        end
+        if C.ordo_gpu_count() == 0 then fail(fmt("%s: gpu(%d): no CUDA device available", fname, dev)) end
+        dev = util.gpu(dev)
+    end
+    local d = util.parse_device(fname, dev)
+    if not d or d.dev_type ~= GPU then
+        fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id), got %s", fname,
+                 d and tostring(d) or typename(dev)))
+    end
+    return d.id
+end
+
+-- ordo.cuda.memory_stats([dev]): the caching allocator's counters for a
+-- GPU (src/ordo_tensor.h, ordo_gpu_memory_stats) as a table of numbers.
+function M.cuda_memory_stats(dev)
+    local id = gpu_id("memory_stats", dev)
+    if C.ordo_gpu_get_memory_stats(id, stats_buf) ~= 0 then fail("memory_stats: " .. ffi.string(C.ordo_tensor_error())) end
+    local r = {}
+    for _, k in ipairs(STATS_FIELDS) do r[k] = tonumber(stats_buf[k]) end
+    return r
+end
+
+-- ordo.cuda.empty_cache([dev]): the allocator's cached blocks go back to
+-- the device (after the work still pending on them); live tensors keep theirs.
+function M.cuda_empty_cache(dev)
+    local id = gpu_id("empty_cache", dev)
+    if C.ordo_gpu_empty_cache(id) ~= 0 then fail("empty_cache: " .. ffi.string(C.ordo_tensor_error())) end
 end
 
 -- ---------------------------------------------------------------- misc

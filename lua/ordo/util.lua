@@ -40,6 +40,22 @@ function M.fail_c()
     fail(ffi.string(C.ordo_tensor_error()))
 end
 
+-- ---------------------------------------------------------------- host access
+
+-- The host address of element 0 of tensor t (an ordo.Tensor or a raw
+-- ordo_tensor *), for the few places that read or write tensor bytes from
+-- Lua.  GPU memory cannot be touched by the host (the simulated GPU's can,
+-- which would hide the mistake), so those callers copy through a CPU tensor
+-- first; this guard makes sure none of them forgets.
+local GPU = cdef.GPU
+function M.host_ptr(t)
+    local c = type(t) == "table" and t._c or t
+    if c.ctx.dev_type == GPU then
+        error(("internal: host access to a gpu tensor (gpu(%d)): copy it to the cpu first"):format(c.ctx.dev_id), 2)
+    end
+    return C.ordo_tensor_data(c)
+end
+
 function M.typename(x)
     local t = type(x)
     if t == "table" then
@@ -140,7 +156,7 @@ function M.gpu(n)
     local count = C.ordo_gpu_count()
     if count == 0 then fail(("gpu(%d): no CUDA device available"):format(n)) end
     if n >= count then
-        fail(("gpu(%d): no such CUDA device (%d device%s present)"):format(n, count, count > 1 and "s" or ""))
+        fail(("gpu(%d) does not exist (%d CUDA device%s)"):format(n, count, count > 1 and "s" or ""))
     end
     return device("gpu", cdef.GPU, n)
 end

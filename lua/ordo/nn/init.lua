@@ -16,7 +16,7 @@ local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
 local F = require "ordo.nn.functional"
 
-local ffi, C = cdef.ffi, cdef.C
+local ffi = cdef.ffi
 local fail, typename = util.fail, util.typename
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt, concat = string.format, table.concat
@@ -200,7 +200,7 @@ local function write_tensor(f, name, t)
     local s = shape_of(c)
     f:write(fmt("%s %s %d %s\n", name, c:dtype(), #s, concat(s, " ")))
     local nbytes = c:numel() * c:element_size()
-    if nbytes > 0 then f:write(ffi.string(C.ordo_tensor_data(c._c), nbytes)) end
+    if nbytes > 0 then f:write(ffi.string(util.host_ptr(c), nbytes)) end
 end
 
 -- Writes the module's parameters and buffers to path.
@@ -242,7 +242,8 @@ function Module:load(path)
         local t = tensor.empty(shape, {dtype = dt})
         local nbytes = t:numel() * t:element_size()
         if pos + nbytes - 1 > #data then fail("load: " .. path .. " is truncated in " .. name) end
-        if nbytes > 0 then ffi.copy(C.ordo_tensor_data(t._c), data:sub(pos, pos + nbytes - 1), nbytes) end
+        -- a fresh cpu(0) tensor; copy_ below takes it to the module's device
+        if nbytes > 0 then ffi.copy(util.host_ptr(t), data:sub(pos, pos + nbytes - 1), nbytes) end
         pos = pos + nbytes
         entries[name] = t
     end
