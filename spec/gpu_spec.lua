@@ -19,6 +19,7 @@
 -- for bit; the tolerances are for a real GPU (other summation orders, fused
 -- multiply-adds, its own exp/tanh).
 local ordo = require "ordo"
+local H = require "support.helpers"
 
 local fmt = string.format
 local abs, floor, huge = math.abs, math.floor, math.huge
@@ -853,40 +854,11 @@ describe("gpu tensors: asynchrony", function()
         end
     end)
 
-    -- A random program of in-place ops through overlapping views of shared
-    -- storages on dev, with reads copied to the cpu as it goes (and cpu ops
-    -- on them); sync: wait for everything after each op.
+    -- The random program of spec/support/helpers.lua on dev, with reads
+    -- copied to the cpu as it goes (and cpu ops on them); sync: wait for
+    -- everything after each op.
     local function program(seed, nops, dev, sync)
-        math.randomseed(seed)
-        local opts = {dtype = "float64", device = dev}
-        local A = ordo.arange(16, opts):view(4, 4)
-        local B = ordo.full({4, 4}, 0.5, opts)
-        local D = ordo.arange(32, opts):view(8, 4):mul_(0.1)
-        local E = ordo.zeros({4}, opts)
-        local slots = {A, B, A:t(), D:narrow(1, 1, 4), D:narrow(1, 3, 4), D:narrow(1, 5, 4):t()}
-        local host = ordo.zeros({4, 4}, {dtype = "float64"})
-        local reads = {}
-        for _ = 1, nops do
-            local dst = slots[math.random(#slots)]
-            local src = slots[math.random(#slots)]
-            local op = math.random(11)
-            if op == 1 then dst:add_(src):mul_(0.5)
-            elseif op == 2 then dst:copy_(src)
-            elseif op == 3 then dst:sub_(src:tanh())
-            elseif op == 4 then dst:mul_(0.75):add_(math.random())
-            elseif op == 5 then dst:copy_(src:t())
-            elseif op == 6 then reads[#reads + 1] = src:sum()
-            elseif op == 7 then E:copy_(src:sum(1)):div_(4)
-            elseif op == 8 then dst:add_(E):mul_(0.5)
-            elseif op == 9 then reads[#reads + 1] = (src:matmul(dst) * 0.01):max(2)
-            elseif op == 10 then host:mul_(0.5):add_(src:to(ordo.cpu(0))) -- a copy to the cpu, a cpu op on it
-            else dst:copy_(host):mul_(0.25) end                          -- and back
-            if sync then ordo.engine.wait_for_all() end
-        end
-        local out = {A = A:totable(), B = B:totable(), D = D:totable(), E = E:totable(), host = host:totable(),
-                     reads = {}}
-        for i, r in ipairs(reads) do out.reads[i] = r:totable() end
-        return out
+        return H.random_program(ordo, seed, nops, {device = dev, sync = sync, with_host = true})
     end
 
     it("a random program through views on gpu storages equals the same program on the cpu", function()

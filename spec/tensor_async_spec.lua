@@ -4,42 +4,12 @@
 -- program gives with a wait after every op.
 local ordo = require "ordo"
 
--- Runs a random program of n ops (seeded) on engine eng (nil = default);
--- sync = wait for everything after every op.  Returns the final values of
--- the base tensors and every value read along the way.
+local H = require "support.helpers"
+
+-- The random program of spec/support/helpers.lua on engine eng (nil = the
+-- default); sync = wait for everything after every op.
 local function program(seed, n, sync, eng)
-    math.randomseed(seed)
-    local opts = {dtype = "float64", engine = eng}
-    local A = ordo.arange(16, opts):view(4, 4)
-    local B = ordo.full({4, 4}, 0.5, opts)
-    local D = ordo.arange(32, opts):view(8, 4):mul_(0.1)
-    local E = ordo.zeros({4}, opts)
-    -- 4x4 slots: bases, a transposed view, two overlapping windows of D
-    local slots = {A, B, A:t(), D:narrow(1, 1, 4), D:narrow(1, 3, 4), D:narrow(1, 5, 4):t()}
-    local reads = {}
-    local function settle()
-        if sync then
-            if eng then eng:wait_for_all() else ordo.engine.wait_for_all() end
-        end
-    end
-    for _ = 1, n do
-        local dst = slots[math.random(#slots)]
-        local src = slots[math.random(#slots)]
-        local op = math.random(9)
-        if op == 1 then dst:add_(src):mul_(0.5)
-        elseif op == 2 then dst:copy_(src)
-        elseif op == 3 then dst:sub_(src:tanh())
-        elseif op == 4 then dst:mul_(0.75):add_(math.random())
-        elseif op == 5 then dst:copy_(src:t())
-        elseif op == 6 then reads[#reads + 1] = src:sum()
-        elseif op == 7 then E:copy_(src:sum(1)):div_(4)
-        elseif op == 8 then dst:add_(E):mul_(0.5)
-        else reads[#reads + 1] = (src:matmul(dst) * 0.01):max(2) end
-        settle()
-    end
-    local out = {A = A:totable(), B = B:totable(), D = D:totable(), E = E:totable(), reads = {}}
-    for i, r in ipairs(reads) do out.reads[i] = r:totable() end
-    return out
+    return H.random_program(ordo, seed, n, {sync = sync, engine = eng})
 end
 
 describe("asynchrony", function()

@@ -116,7 +116,9 @@ enum {
     ORDO_PROP_COPY_FROM_GPU = 1,  /* runs on the device's copy workers */
     ORDO_PROP_COPY_TO_GPU = 2,
     ORDO_PROP_CPU_PRIORITIZED = 3,/* runs on the shared CPU priority pool */
-    ORDO_PROP_ASYNC = 4,          /* cheap launcher: runs in the thread that makes it ready */
+    ORDO_PROP_ASYNC = 4,          /* cheap launcher: runs in the thread that makes it ready; on the
+                                   * host it does not wait for its vars' GPU work (a marker must
+                                   * never block that thread): read GPU-written data elsewhere */
     ORDO_PROP_DELETE_VAR = 5,     /* used by ordo_delete_variable */
     ORDO_PROP_GPU_PRIORITIZED = 6,/* runs on the GPU's priority worker */
     ORDO_PROP_NO_SKIP = 0x100     /* run even when an input carries an error */

@@ -362,12 +362,50 @@ static void test_destroy_finishes_gpu_work(void) {
     CHECK_EQ_LONG(atomic_load(&slow_done), 10);
 }
 
+/* ---- the simulated device keeps CUDA's event semantics ------------------------------ */
+
+/* cudaStreamWaitEvent waits for the record made before the call; recording
+ * the event again (the engine recycles events) must not release that wait.
+ * The first record sits behind slow work on stream a; the event is then
+ * recorded again on an idle stream c: stream b's work must still wait for a. */
+static atomic_int slow_stage;
+static void stage_slow(void *arg) {
+    (void)arg;
+    sleep_ms(30);
+    atomic_store(&slow_stage, 1);
+}
+static void stage_check(void *arg) { *(int *)arg = atomic_load(&slow_stage); }
+
+static void test_sim_wait_survives_event_rerecord(void) {
+    const device_backend *b = ordo_device_backend();
+    char err[256];
+    void *sa, *sb, *sc, *ev;
+    CHECK_EQ_LONG(b->stream_create(0, &sa, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->stream_create(0, &sb, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->stream_create(0, &sc, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->event_create(0, &ev, err, sizeof err), 0);
+    atomic_store(&slow_stage, 0);
+    int seen = -1;
+    CHECK_EQ_LONG(b->host_fn(0, sa, stage_slow, NULL, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->event_record(0, ev, sa, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->stream_wait_event(0, sb, ev, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->event_record(0, ev, sc, err, sizeof err), 0); /* completes at once */
+    CHECK_EQ_LONG(b->host_fn(0, sb, stage_check, &seen, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->device_sync(0, err, sizeof err), 0);
+    CHECK_EQ_LONG(seen, 1);
+    b->event_destroy(0, ev);
+    b->stream_destroy(0, sa);
+    b->stream_destroy(0, sb);
+    b->stream_destroy(0, sc);
+}
+
 int main(void) {
     ordo_device_use_simulated(2);
     /* Streams drift up to 20 us per item against each other and the host. */
     ordo_device_sim_configure(TEST_UNDER_SANITIZER ? 5000 : 20000, 0);
     printf("# seed %#llx (set ORDO_TEST_SEED to change), scale %g; simulated GPUs: %d\n",
            (unsigned long long)test_seed(), test_scale(), ordo_gpu_count());
+    TEST(test_sim_wait_survives_event_rerecord);
     TEST(test_gpu_contexts_checked);
     TEST(test_gpu_ops_complete_without_host_sync);
     TEST(test_write_waits_for_gpu_readers);

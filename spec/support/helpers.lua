@@ -1,5 +1,6 @@
 -- spec/support/helpers.lua: making ordo tensors from refs in several
--- layouts, random shapes, and checking results against refs.
+-- layouts, random shapes, checking results against refs, and a random
+-- program of in-place ops for the asynchrony specs.
 local R = require "support.ref"
 
 local H = {}
@@ -90,6 +91,48 @@ function H.raises(fn, ...)
         assert(err:find(p, 1, true), ("error %q does not mention %q"):format(err, p))
     end
     return err
+end
+
+-- Runs a random program of n in-place ops (seeded) through overlapping views
+-- of shared storages and returns the final values of the base tensors and
+-- every value read along the way.  opts: engine, device, sync (wait for
+-- everything after every op), with_host (two more ops: a copy to the cpu
+-- with a cpu op on it, and a copy back).
+function H.random_program(ordo, seed, n, opts)
+    math.randomseed(seed)
+    local eng = opts.engine
+    local topts = {dtype = "float64", engine = eng, device = opts.device}
+    local A = ordo.arange(16, topts):view(4, 4)
+    local B = ordo.full({4, 4}, 0.5, topts)
+    local D = ordo.arange(32, topts):view(8, 4):mul_(0.1)
+    local E = ordo.zeros({4}, topts)
+    -- 4x4 slots: bases, a transposed view, two overlapping windows of D
+    local slots = {A, B, A:t(), D:narrow(1, 1, 4), D:narrow(1, 3, 4), D:narrow(1, 5, 4):t()}
+    local host = opts.with_host and ordo.zeros({4, 4}, {dtype = "float64", engine = eng}) or nil
+    local reads = {}
+    for _ = 1, n do
+        local dst = slots[math.random(#slots)]
+        local src = slots[math.random(#slots)]
+        local op = math.random(host and 11 or 9)
+        if op == 1 then dst:add_(src):mul_(0.5)
+        elseif op == 2 then dst:copy_(src)
+        elseif op == 3 then dst:sub_(src:tanh())
+        elseif op == 4 then dst:mul_(0.75):add_(math.random())
+        elseif op == 5 then dst:copy_(src:t())
+        elseif op == 6 then reads[#reads + 1] = src:sum()
+        elseif op == 7 then E:copy_(src:sum(1)):div_(4)
+        elseif op == 8 then dst:add_(E):mul_(0.5)
+        elseif op == 9 then reads[#reads + 1] = (src:matmul(dst) * 0.01):max(2)
+        elseif op == 10 then host:mul_(0.5):add_(src:to(ordo.cpu(0)))
+        else dst:copy_(host):mul_(0.25) end
+        if opts.sync then
+            if eng then eng:wait_for_all() else ordo.engine.wait_for_all() end
+        end
+    end
+    local out = {A = A:totable(), B = B:totable(), D = D:totable(), E = E:totable(),
+                 host = host and host:totable(), reads = {}}
+    for i, r in ipairs(reads) do out.reads[i] = r:totable() end
+    return out
 end
 
 return H
