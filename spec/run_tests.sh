@@ -9,7 +9,7 @@
 # reporting a failure (a sanitizer report, a leak found by LeakSanitizer or
 # valgrind) counts as one failure, named at the end.  Without --native the
 # Lua specs (spec/*_spec.lua, run by busted) are added to the same total,
-# and then spec/gpu_spec.lua runs once more on the simulated GPU
+# and then spec/gpu_spec.lua and spec/pinned_spec.lua run once more on the simulated GPU
 # (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64
 # ORDO_SIMULATED_GPU_DELAY_NS=2000), its counts added too and shown on a
 # line of their own ("gpu specs on the simulated device: ...").  Without a
@@ -168,10 +168,11 @@ if [ "$native" = 0 ]; then
         # shakes out ordering bugs.
         if [ -f "$root/spec/gpu_spec.lua" ]; then
             sim_env=(ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64 ORDO_SIMULATED_GPU_DELAY_NS=2000)
-            echo "=== busted: spec/gpu_spec.lua on the simulated device (${sim_env[*]})"
+            sim_specs=(spec/gpu_spec.lua spec/pinned_spec.lua)
+            echo "=== busted: ${sim_specs[*]} on the simulated device (${sim_env[*]})"
             cmd=()
             [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "${ORDO_TEST_GPU_SIM_TIMEOUT:-600}")
-            (cd "$root" && env "${sim_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP spec/gpu_spec.lua) 2>&1 | tee "$log"
+            (cd "$root" && env "${sim_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP "${sim_specs[@]}") 2>&1 | tee "$log"
             rc=${PIPESTATUS[0]}
             gp=$(grep -cE '^ok [0-9]+ - ' "$log")
             gs=$(grep -cE '^ok [0-9]+ - # SKIP' "$log")

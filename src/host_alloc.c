@@ -1,50 +1,69 @@
 /*
- * host_alloc.c - a caching allocator for large host blocks.
+ * host_alloc.c - caching allocators for host memory: pageable blocks for
+ * CPU tensors, and page-locked ("pinned") blocks for cpu_pinned tensors.
  *
- * A freshly allocated large block comes from mmap, so every one of its pages
- * faults on first touch: for a 4 MB tensor that is ~1,000 faults, about the
- * time of a 1024x1024 matmul's last tenth.  Tensor code allocates and drops
- * same-sized outputs step after step, so freed large blocks are kept in size
- * classes and handed out again with their pages already mapped.
+ * Pageable: a freshly allocated large block comes from mmap, so every one
+ * of its pages faults on first touch: for a 4 MB tensor that is ~1,000
+ * faults, about the time of a 1024x1024 matmul's last tenth.  Tensor code
+ * allocates and drops same-sized outputs step after step, so freed large
+ * blocks are kept in size classes and handed out again with their pages
+ * already mapped.  Blocks under 64 KiB go straight to the C allocator,
+ * which already reuses them well.
+ *
+ * Pinned: page-locking memory (cudaHostAlloc) costs a system call and
+ * page-table work of milliseconds, so every size is cached, from 512 bytes.
  *
  * Classes are 2^k, 1.25*2^k, 1.5*2^k and 1.75*2^k bytes (at most 25% of a
- * block unused); blocks under 64 KiB go straight to the C allocator, which
- * already reuses them well.  The cache holds at most ORDO_HOST_CACHE_MB
- * (default 256) megabytes; beyond that, freed blocks go back to the system.
+ * block unused).  Each cache holds at most ORDO_HOST_CACHE_MB (pageable) or
+ * ORDO_PINNED_CACHE_MB (pinned) megabytes, 256 by default; beyond that,
+ * freed blocks go back to the system.
  */
 #include "host_alloc.h"
 
+#include "device.h"
+
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-#define SMALL_MAX (64u << 10)
 #define NCLASSES (4 * 64)
 
 typedef struct block { struct block *next; } block;
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static block *free_lists[NCLASSES];
-static size_t cached, cache_cap;
-static int ready;
+typedef struct cache {
+    const char *env;  /* the size limit's environment variable */
+    int min_k;        /* smallest class is 2^min_k bytes */
+    pthread_mutex_t mu;
+    block *free_lists[NCLASSES];
+    size_t cached, cap;
+    int ready;
+} cache;
+
+static cache pageable = {"ORDO_HOST_CACHE_MB", 16, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
+static cache pinned = {"ORDO_PINNED_CACHE_MB", 9, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
+
+#define SMALL_MAX ((size_t)1 << 16) /* pageable blocks below this are not cached */
 
 static void drain_at_exit(void) { host_cache_empty(); }
 
-static void init_locked(void) {
-    if (ready) return;
-    ready = 1;
-    const char *s = getenv("ORDO_HOST_CACHE_MB");
+static void init_locked(cache *c) {
+    if (c->ready) return;
+    c->ready = 1;
+    const char *s = getenv(c->env);
     long mb = s && *s ? strtol(s, NULL, 10) : 256;
-    cache_cap = mb > 0 ? (size_t)mb << 20 : 0;
-    atexit(drain_at_exit);
+    c->cap = mb > 0 ? (size_t)mb << 20 : 0;
+    /* Pinned blocks are not freed at exit: the CUDA runtime may already be
+     * torn down by then, and the system reclaims them anyway. */
+    if (c == &pageable) atexit(drain_at_exit);
 }
 
-/* The class of a large size, and that class's block size. */
-static int size_class(size_t n, size_t *class_bytes) {
-    int k = 16; /* n >= SMALL_MAX = 2^16 */
+/* The class of a size of at least 2^min_k, and that class's block size. */
+static int size_class(const cache *c, size_t n, size_t *class_bytes) {
+    int k = c->min_k;
     while (k < 62 && ((size_t)1 << (k + 1)) <= n) k++;
     size_t base = (size_t)1 << k, quarter = base >> 2;
-    size_t sub = (n - base + quarter - 1) / quarter; /* 0..4 quarters above 2^k */
+    size_t sub = n > base ? (n - base + quarter - 1) / quarter : 0; /* 0..4 quarters above 2^k */
     if (sub == 4) {
         k++;
         sub = 0;
@@ -55,21 +74,52 @@ static int size_class(size_t n, size_t *class_bytes) {
     return k * 4 + (int)sub;
 }
 
+/* A cached block of class c_idx, or NULL. */
+static void *cache_take(cache *c, int c_idx, size_t bytes) {
+    pthread_mutex_lock(&c->mu);
+    init_locked(c);
+    block *b = c->free_lists[c_idx];
+    if (b) {
+        c->free_lists[c_idx] = b->next;
+        c->cached -= bytes;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return b;
+}
+
+/* Keeps p if the cache has room (returns 1), else 0: the caller frees it. */
+static int cache_put(cache *c, int c_idx, size_t bytes, void *p) {
+    int kept = 0;
+    pthread_mutex_lock(&c->mu);
+    init_locked(c);
+    if (c->cached + bytes <= c->cap) {
+        block *b = p;
+        b->next = c->free_lists[c_idx];
+        c->free_lists[c_idx] = b;
+        c->cached += bytes;
+        kept = 1;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return kept;
+}
+
+static size_t cache_bytes(cache *c) {
+    pthread_mutex_lock(&c->mu);
+    size_t n = c->cached;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+/* ---- pageable ------------------------------------------------------------- */
+
 void *host_alloc(size_t nbytes) {
     size_t rounded = (nbytes + 63) & ~(size_t)63;
     if (rounded < nbytes) return NULL;
     if (rounded < SMALL_MAX) return aligned_alloc(64, rounded ? rounded : 64);
     size_t bytes;
-    int c = size_class(rounded, &bytes);
-    pthread_mutex_lock(&mu);
-    init_locked();
-    block *b = free_lists[c];
-    if (b) {
-        free_lists[c] = b->next;
-        cached -= bytes;
-    }
-    pthread_mutex_unlock(&mu);
-    return b ? (void *)b : aligned_alloc(64, bytes);
+    int c = size_class(&pageable, rounded, &bytes);
+    void *b = cache_take(&pageable, c, bytes);
+    return b ? b : aligned_alloc(64, bytes);
 }
 
 void host_free(void *p, size_t nbytes) {
@@ -80,36 +130,67 @@ void host_free(void *p, size_t nbytes) {
         return;
     }
     size_t bytes;
-    int c = size_class(rounded, &bytes);
-    pthread_mutex_lock(&mu);
-    init_locked();
-    if (cached + bytes <= cache_cap) {
-        block *b = p;
-        b->next = free_lists[c];
-        free_lists[c] = b;
-        cached += bytes;
-        p = NULL;
-    }
-    pthread_mutex_unlock(&mu);
-    free(p);
+    int c = size_class(&pageable, rounded, &bytes);
+    if (!cache_put(&pageable, c, bytes, p)) free(p);
 }
 
-size_t host_cached_bytes(void) {
-    pthread_mutex_lock(&mu);
-    size_t n = cached;
-    pthread_mutex_unlock(&mu);
-    return n;
-}
+size_t host_cached_bytes(void) { return cache_bytes(&pageable); }
 
 void host_cache_empty(void) {
-    pthread_mutex_lock(&mu);
+    pthread_mutex_lock(&pageable.mu);
     for (int c = 0; c < NCLASSES; c++) {
-        while (free_lists[c]) {
-            block *b = free_lists[c];
-            free_lists[c] = b->next;
+        while (pageable.free_lists[c]) {
+            block *b = pageable.free_lists[c];
+            pageable.free_lists[c] = b->next;
             free(b);
         }
     }
-    cached = 0;
-    pthread_mutex_unlock(&mu);
+    pageable.cached = 0;
+    pthread_mutex_unlock(&pageable.mu);
+}
+
+/* ---- pinned ---------------------------------------------------------------- */
+
+void *host_alloc_pinned(size_t nbytes, char *err, size_t errlen) {
+    const device_backend *b = ordo_device_backend();
+    if (!b) {
+        snprintf(err, errlen, "pinned host memory needs a CUDA device (none available)");
+        return NULL;
+    }
+    size_t bytes;
+    int c = size_class(&pinned, nbytes, &bytes);
+    if (bytes < nbytes) {
+        snprintf(err, errlen, "cannot allocate %zu bytes of pinned host memory", nbytes);
+        return NULL;
+    }
+    void *p = cache_take(&pinned, c, bytes);
+    if (p) return p;
+    if (b->host_alloc_pinned(bytes, &p, err, errlen) == 0) return p;
+    /* The cache may hold blocks of other sizes: give them back and retry. */
+    if (host_pinned_cached_bytes() == 0) return NULL;
+    host_pinned_cache_empty();
+    return b->host_alloc_pinned(bytes, &p, err, errlen) == 0 ? p : NULL;
+}
+
+void host_free_pinned(void *p, size_t nbytes) {
+    if (!p) return;
+    size_t bytes;
+    int c = size_class(&pinned, nbytes, &bytes);
+    if (!cache_put(&pinned, c, bytes, p)) ordo_device_backend()->host_free_pinned(p);
+}
+
+size_t host_pinned_cached_bytes(void) { return cache_bytes(&pinned); }
+
+void host_pinned_cache_empty(void) {
+    const device_backend *b = ordo_device_backend();
+    pthread_mutex_lock(&pinned.mu);
+    for (int c = 0; c < NCLASSES; c++) {
+        while (pinned.free_lists[c]) {
+            block *x = pinned.free_lists[c];
+            pinned.free_lists[c] = x->next;
+            b->host_free_pinned(x);
+        }
+    }
+    pinned.cached = 0;
+    pthread_mutex_unlock(&pinned.mu);
 }

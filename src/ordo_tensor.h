@@ -89,7 +89,8 @@ typedef struct ordo_tensor {
 
 /* A contiguous tensor with a new storage (uninitialised); e NULL = default engine. */
 ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_t *shape, ordo_ctx ctx);
-/* A tensor of t's shape, dtype and device with a new storage. */
+/* A tensor of t's shape, dtype and device with a new storage (on cpu(n)
+ * for a cpu_pinned t: results of ops are not pinned). */
 ordo_tensor *ordo_tensor_empty_like(const ordo_tensor *t, int dtype);
 /* A new descriptor on t's storage; checks that every element lies inside it. */
 ordo_tensor *ordo_tensor_as_strided(const ordo_tensor *t, int ndim, const int64_t *shape,
@@ -202,6 +203,15 @@ int ordo_gpu_get_memory_stats(int dev_id, ordo_gpu_memory_stats *out);
  * still pending on them), for other processes or libraries to use.  0, or
  * an error code with ordo_tensor_error() set. */
 int ordo_gpu_empty_cache(int dev_id);
+
+/* Pinned (page-locked) host memory, the storage of cpu_pinned tensors:
+ * copies from and to it run asynchronously on the GPU's copy streams.
+ * Bytes held by live cpu_pinned storages, and bytes of freed blocks kept
+ * for reuse (at most ORDO_PINNED_CACHE_MB, default 256). */
+int64_t ordo_pinned_live_bytes(void);
+int64_t ordo_pinned_cached_bytes(void);
+/* Gives the cached pinned blocks back to the system. */
+void    ordo_pinned_empty_cache(void);
 
 /* ------------------------------------------------------------------ */
 /* Engines for front ends                                              */

@@ -40,6 +40,7 @@
 /* ---- accounting -------------------------------------------------------------- */
 
 static _Atomic int64_t live_bytes, live_count, total_bytes, referenced_bytes;
+static _Atomic int64_t pinned_live_bytes; /* the part of live_bytes that is pinned */
 static _Atomic int64_t since_gc;     /* bytes allocated since the last collection */
 static _Atomic int64_t gc_base;      /* bytes referenced right after it */
 static _Atomic int64_t gc_threshold; /* 0 = not read from the environment yet */
@@ -51,6 +52,11 @@ static atomic_int free_waiters;
 int64_t ordo_storage_live_bytes(void) { return atomic_load(&live_bytes); }
 int64_t ordo_storage_live_count(void) { return atomic_load(&live_count); }
 int64_t ordo_storage_total_bytes(void) { return atomic_load(&total_bytes); }
+int64_t ordo_pinned_live_bytes(void) { return atomic_load(&pinned_live_bytes); }
+int64_t ordo_pinned_cached_bytes(void) { return (int64_t)host_pinned_cached_bytes(); }
+void ordo_pinned_empty_cache(void) {
+    if (ordo_device_backend()) host_pinned_cache_empty();
+}
 
 static int64_t threshold(void) {
     int64_t t = atomic_load_explicit(&gc_threshold, memory_order_relaxed);
@@ -202,6 +208,14 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
             tensor_set_error_code(rc, "%s", err);
             return NULL;
         }
+    } else if (ctx.dev_type == ORDO_CPU_PINNED) {
+        char err[256];
+        if (!(s->data = host_alloc_pinned(nbytes, err, sizeof err))) {
+            free(s);
+            tensor_set_error_code(ordo_device_backend() ? ORDO_ERR_NOMEM : ORDO_ERR_NO_DEVICE, "cpu_pinned(%d): %s",
+                                  ctx.dev_id, err);
+            return NULL;
+        }
     } else if (nbytes > 0) {
         if (!(s->data = host_alloc(nbytes))) {
             free(s);
@@ -213,6 +227,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     if (!s->var) {
         tensor_set_error_code(ORDO_ERR_NOMEM, "%s", ordo_last_error());
         if (ctx.dev_type == ORDO_GPU) dev_free(ctx.dev_id, s->data, ready);
+        else if (ctx.dev_type == ORDO_CPU_PINNED) host_free_pinned(s->data, nbytes);
         else host_free(s->data, nbytes);
         free(s);
         return NULL;
@@ -230,6 +245,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     engine_ref(e, +1);
     atomic_fetch_add_explicit(&live_bytes, (int64_t)nbytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
+    if (ctx.dev_type == ORDO_CPU_PINNED) atomic_fetch_add_explicit(&pinned_live_bytes, (int64_t)nbytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&total_bytes, (int64_t)nbytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&referenced_bytes, (int64_t)nbytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&since_gc, (int64_t)nbytes, memory_order_relaxed);
@@ -245,7 +261,9 @@ void ordo_storage_retain(ordo_storage *s) {
 static void storage_free_now(ordo_storage *s, struct dev_event *last_use) {
     int64_t n = (int64_t)s->nbytes;
     if (s->ctx.dev_type == ORDO_GPU) dev_free(s->ctx.dev_id, s->data, last_use);
+    else if (s->ctx.dev_type == ORDO_CPU_PINNED) host_free_pinned(s->data, s->nbytes);
     else host_free(s->data, s->nbytes);
+    if (s->ctx.dev_type == ORDO_CPU_PINNED) atomic_fetch_sub_explicit(&pinned_live_bytes, n, memory_order_relaxed);
     free(s);
     atomic_fetch_sub_explicit(&live_bytes, n, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);

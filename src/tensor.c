@@ -152,7 +152,7 @@ ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_
 }
 
 ordo_tensor *ordo_tensor_empty_like(const ordo_tensor *t, int dtype) {
-    return ordo_tensor_empty(t->storage->engine, dtype, t->ndim, t->shape, t->ctx);
+    return ordo_tensor_empty(t->storage->engine, dtype, t->ndim, t->shape, tensor_result_ctx(t->ctx));
 }
 
 ordo_tensor *ordo_tensor_alias(const ordo_tensor *t) {

@@ -22,6 +22,14 @@ int tensor_set_error_code(int code, const char *fmt, ...)
  * dst = src with kernel kid_copy's casting and broadcasting (flags). */
 int tensor_copy_across(int kid_copy, const char *op, int flags, ordo_tensor *dst, ordo_tensor *src);
 
+/* Where the results of ops on a tensor of ctx live: its device, except
+ * that results of ops on pinned tensors are ordinary cpu(n) tensors
+ * (pinned memory is for staging GPU copies, and scarce), as in PyTorch. */
+static inline ordo_ctx tensor_result_ctx(ordo_ctx ctx) {
+    if (ctx.dev_type == ORDO_CPU_PINNED) ctx.dev_type = ORDO_CPU;
+    return ctx;
+}
+
 /* A view of t for a kernel (offset applied). */
 void tensor_to_view(const ordo_tensor *t, ordo_view *v);
 

@@ -386,7 +386,7 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
             if (!hazard(in[i], out[j], (flags & ORDO_TP_BROADCAST) != 0)) continue;
             if (kid_copy < 0) kid_copy = ordo_tensor_kernel_id("copy");
             ordo_tensor *t = ordo_tensor_empty(in[i]->storage->engine, in[i]->dtype, in[i]->ndim, in[i]->shape,
-                                               in[i]->ctx);
+                                               tensor_result_ctx(in[i]->ctx));
             ordo_tensor *x = in[i];
             if (!t || (rc = ordo_tensor_push(kid_copy, op, 0, &x, 1, &t, 1, NULL, 0, NULL, 0)) != ORDO_OK) {
                 if (!rc) rc = ordo_tensor_error_code();
@@ -449,7 +449,7 @@ ordo_tensor *ordo_tensor_binary(int kid, const char *op, ordo_tensor *a, ordo_te
     }
     int n = ordo_tensor_broadcast_shape(op, a, b, shape);
     if (n < 0) return NULL;
-    ordo_tensor *out = ordo_tensor_empty(a->storage->engine, out_dtype, n, shape, a->ctx);
+    ordo_tensor *out = ordo_tensor_empty(a->storage->engine, out_dtype, n, shape, tensor_result_ctx(a->ctx));
     if (!out) return NULL;
     if (ordo_tensor_op2(kid, op, out, a, b) != ORDO_OK) {
         ordo_tensor_free(out);

@@ -109,6 +109,9 @@ typedef struct ordo_gpu_memory_stats {
 } ordo_gpu_memory_stats;
 int ordo_gpu_get_memory_stats(int dev_id, ordo_gpu_memory_stats *out);
 int ordo_gpu_empty_cache(int dev_id);
+int64_t ordo_pinned_live_bytes(void);
+int64_t ordo_pinned_cached_bytes(void);
+void    ordo_pinned_empty_cache(void);
 
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
 void         ordo_tensor_engine_close(ordo_engine *e);

@@ -339,7 +339,7 @@ end
 local Loader = {}
 M.DataLoader = Loader
 
-local LOADER_OPTS = {batch_size = true, shuffle = true, drop_last = true}
+local LOADER_OPTS = {batch_size = true, shuffle = true, drop_last = true, pin_memory = true}
 
 local I64P = ffi.typeof("int64_t *")
 local F64P = ffi.typeof("double *")
@@ -374,6 +374,8 @@ local function make_batch(st, order, b)
     local out = {}
     for k, t in ipairs(st.tensors) do
         out[k] = t:index_select(1, order[k]:narrow(1, start, len))
+        -- the gather writes pageable memory; one copy makes the batch pinned
+        if st.pin_memory and t:device().dev_type ~= cdef.GPU then out[k] = out[k]:pin_memory() end
     end
     return out
 end
@@ -407,7 +409,7 @@ function Loader.iter(self)
         -- the order goes to each tensor's device once per epoch
         for k, t in ipairs(st.tensors) do
             local dev = t:device()
-            order[k] = dev.dev_type == cdef.CPU and perm or perm:to(dev)
+            order[k] = dev.dev_type ~= cdef.GPU and perm or perm:to(dev)
         end
         if not st.shuffle then st.order = order end
     else
@@ -426,14 +428,17 @@ end
 
 local function loader_tostring(self)
     local st = self._loader_state
-    return fmt("ordo.data.DataLoader(%d examples, batch_size=%d, %d batches%s%s)", st.n, st.batch_size, st.nb,
-               st.shuffle and ", shuffle" or "", st.drop_last and ", drop_last" or "")
+    return fmt("ordo.data.DataLoader(%d examples, batch_size=%d, %d batches%s%s%s)", st.n, st.batch_size, st.nb,
+               st.shuffle and ", shuffle" or "", st.drop_last and ", drop_last" or "",
+               st.pin_memory and ", pin_memory" or "")
 end
 
 -- loader(x [, y] [, opts]): batches of x (and y) along dim 1.
 --   opts.batch_size  examples per batch (default 1)
 --   opts.shuffle     a new order each epoch (default false)
 --   opts.drop_last   leave out a last batch smaller than batch_size (default false)
+--   opts.pin_memory  batches of host tensors in pinned memory, so that their
+--                    copies to a GPU run asynchronously (needs a CUDA device)
 -- The loader: loader:iter() (one epoch), loader:num_batches() or #loader,
 -- loader.n, loader.batch_size, loader.epoch (epochs started).
 function M.loader(x, y, opts)
@@ -458,11 +463,12 @@ function M.loader(x, y, opts)
     end
     local bs = opts.batch_size == nil and 1 or opts.batch_size
     if not is_posint(bs) then fail(fname .. ": batch_size must be a positive integer, got " .. tostring(bs)) end
-    for _, k in ipairs({"shuffle", "drop_last"}) do
+    for _, k in ipairs({"shuffle", "drop_last", "pin_memory"}) do
         if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
             fail(fmt("%s: %s must be true or false, got %s", fname, k, typename(opts[k])))
         end
     end
+    if opts.pin_memory then util.cpu_pinned(0) end -- fails at once without a CUDA device
     local drop = opts.drop_last == true
     local st = setmetatable({
         tensors = {x, y},
@@ -470,6 +476,7 @@ function M.loader(x, y, opts)
         batch_size = bs,
         shuffle = opts.shuffle == true,
         drop_last = drop,
+        pin_memory = opts.pin_memory == true,
         nb = drop and floor(n / bs) or floor((n + bs - 1) / bs),
         epoch = 0,
     }, {__index = Loader})

@@ -10,7 +10,7 @@
 -- Modules: ordo.engine (the engine), ordo.profiler, ordo.data (datasets,
 -- batches), ordo.progress (progress bars); tensors are
 -- ordo.Tensor (lua/ordo/tensor.lua documents the rules: dims from 1, type
--- promotion, waits).  See lua/README-tensors.md for the whole API.
+-- promotion, waits).  See README.md ("Tensors from Lua") for the whole API.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
@@ -43,7 +43,7 @@ for name, fn in pairs(tensor.Tensor) do
     end
 end
 
-M.cpu, M.gpu = util.cpu, util.gpu
+M.cpu, M.gpu, M.cpu_pinned = util.cpu, util.gpu, util.cpu_pinned
 M.Device = util.Device
 M.cuda = {
     is_available = function() return C.ordo_gpu_count() > 0 end,
@@ -52,6 +52,13 @@ M.cuda = {
     -- and giving cached blocks back; dev = ordo.gpu(n) or n, default gpu(0)
     memory_stats = tensor.cuda_memory_stats,
     empty_cache = tensor.cuda_empty_cache,
+    -- pinned host memory (cpu_pinned tensors): bytes in live tensors, bytes
+    -- cached for reuse, and giving the cache back to the system
+    pinned_memory = function()
+        return {live_bytes = tonumber(C.ordo_pinned_live_bytes()),
+                cached_bytes = tonumber(C.ordo_pinned_cached_bytes())}
+    end,
+    empty_pinned_cache = function() C.ordo_pinned_empty_cache() end,
 }
 
 M.float32, M.float64, M.int32, M.int64, M.uint8 = "float32", "float64", "int32", "int64", "uint8"

@@ -30,7 +30,7 @@ local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pair
 
 local F32, F64, I32, I64, U8 = cdef.F32, cdef.F64, cdef.I32, cdef.I64, cdef.U8
 local BCAST, CROSS = cdef.TP_BROADCAST, cdef.TP_CROSS_DEVICE
-local GPU, ERR_NOMEM = cdef.GPU, cdef.ERR_NOMEM
+local GPU, CPU_PINNED, ERR_NOMEM = cdef.GPU, cdef.CPU_PINNED, cdef.ERR_NOMEM
 local host_ptr = util.host_ptr -- every host access of tensor bytes goes through it
 local CPU0 = util.cpu(0)
 
@@ -204,10 +204,18 @@ local function new_raw(fname, shape, dt, ctx, e)
     return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
 end
 
--- A new tensor on t's engine and device.
+-- Where results of ops on a tensor of ctx go: its device, except that the
+-- results of ops on pinned tensors are ordinary CPU tensors (pinned memory
+-- is for staging copies, and the system has little of it), as in PyTorch.
+local function result_ctx(ctx)
+    if ctx.dev_type == CPU_PINNED then return util.cpu(ctx.dev_id)._ctx end
+    return ctx
+end
+
+-- A new tensor on t's engine and device (cpu(n) for a cpu_pinned t).
 local function new_on(fname, t, shape, dt)
     local c = t._c
-    return new_raw(fname, shape, dt, c.ctx, c.storage.engine)
+    return new_raw(fname, shape, dt, result_ctx(c.ctx), c.storage.engine)
 end
 
 local function empty_like(t, dt)
@@ -637,7 +645,7 @@ local function generator_for(fname, t)
     local dk = c.ctx.dev_type * 1000 + c.ctx.dev_id
     local g = per[dk]
     if not g then
-        g = new_raw(fname, {32}, U8, c.ctx, c.storage.engine)
+        g = new_raw(fname, {32}, U8, result_ctx(c.ctx), c.storage.engine)
         push(K.seed, "manual_seed", 0, {}, {g}, nil, {default_seed})
         per[dk] = g
     end
@@ -1028,7 +1036,7 @@ function Tensor:to(a, b)
         elseif x ~= nil then
             local d = util.parse_device("to", x)
             if not d then
-                fail(fmt("to: expected a dtype (float32, float64, int32, int64, uint8) or a device (ordo.cpu(n), ordo.gpu(n)), got %s",
+                fail(fmt("to: expected a dtype (float32, float64, int32, int64, uint8) or a device (ordo.cpu(n), ordo.cpu_pinned(n), ordo.gpu(n)), got %s",
                          type(x) == "string" and ("'" .. x .. "'") or typename(x)))
             end
             dev = d
@@ -1049,6 +1057,25 @@ function Tensor:int() return self:to("int32") end
 function Tensor:long() return self:to("int64") end
 function Tensor:byte() return self:to("uint8") end
 function Tensor:cpu() return self:to(util.cpu(0)) end
+
+-- t:pin_memory(): t in page-locked host memory (t itself if it is there
+-- already), so that its copies to a GPU run asynchronously, overlapping
+-- compute; ops on it run on the CPU as usual.  Needs a CUDA device.
+function Tensor:pin_memory()
+    check_self("pin_memory", self)
+    local c = self._c
+    if c.ctx.dev_type == CPU_PINNED then return self end
+    if c.ctx.dev_type == GPU then
+        fail(fmt("pin_memory: the tensor is on %s; only host tensors can be pinned", tostring(self:device())))
+    end
+    return self:to(util.cpu_pinned(c.ctx.dev_id))
+end
+
+-- t:is_pinned(): whether t lives in pinned host memory (cpu_pinned(n)).
+function Tensor:is_pinned()
+    check_self("is_pinned", self)
+    return self._c.ctx.dev_type == CPU_PINNED
+end
 
 -- ---------------------------------------------------------------- in-place basics
 
@@ -1563,7 +1590,7 @@ local function index_arg(fname, like, index)
     if type(index) == "number" then index = {index} end
     if type(index) == "table" and getmetatable(index) == nil then
         local c = like._c
-        index = from_data(fname, index, I64, c.ctx, c.storage.engine)
+        index = from_data(fname, index, I64, result_ctx(c.ctx), c.storage.engine)
     end
     if not is_tensor(index) then fail(fmt("%s: index must be an integer tensor, got %s", fname, typename(index))) end
     if ISFLOAT[index._c.dtype] then

@@ -161,6 +161,17 @@ function M.gpu(n)
     return device("gpu", cdef.GPU, n)
 end
 
+-- Page-locked host memory beside cpu(n): tensors there are CPU tensors
+-- (their ops run on cpu(n)) whose copies to and from a GPU run
+-- asynchronously, on the GPU's copy streams.  Needs a CUDA device.
+function M.cpu_pinned(n)
+    n = check_id("cpu_pinned", n)
+    if C.ordo_gpu_count() == 0 then
+        fail(("cpu_pinned(%d): pinned memory needs a CUDA device (none available)"):format(n))
+    end
+    return device("cpu_pinned", cdef.CPU_PINNED, n)
+end
+
 function M.is_device(x) return getmetatable(x) == Device end
 
 -- The device of a ctx read from a descriptor.
@@ -171,14 +182,16 @@ function M.device_of_ctx(ctx)
     return device("cpu", cdef.CPU, id)
 end
 
--- A device from a Device, "cpu", "cpu:1", "cpu(1)", "gpu", "gpu:0", "cuda:0"; nil if x is none of them.
+-- A device from a Device, "cpu", "cpu:1", "cpu(1)", "cpu_pinned", "gpu", "gpu:0", "cuda:0"; nil if x is
+-- none of them.
 function M.parse_device(fname, x)
     if getmetatable(x) == Device then return x end
     if type(x) ~= "string" then return nil end
-    local kind, id = x:match("^(%a+)[:%(]?(%d*)%)?$")
+    local kind, id = x:match("^([%a_]+)[:%(]?(%d*)%)?$")
     if not kind then return nil end
     id = id ~= "" and tonumber(id) or 0
     if kind == "cpu" then return M.cpu(id) end
+    if kind == "cpu_pinned" then return M.cpu_pinned(id) end
     if kind == "gpu" or kind == "cuda" then
         local count = C.ordo_gpu_count()
         if count == 0 then fail(("%s: %s(%d): no CUDA device available"):format(fname, kind, id)) end
