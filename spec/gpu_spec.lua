@@ -923,6 +923,64 @@ describe("gpu tensors: asynchrony", function()
         assert.truthy(summary:find("copy_to_gpu", 1, true), "no copy_to_gpu op in the profile")
         assert.truthy(summary:find("copy_from_gpu", 1, true), "no copy_from_gpu op in the profile")
     end)
+
+    -- A GPU op's host side is its launch; the dump also has its GPU side,
+    -- timed by events on its stream, on a track of that stream on the
+    -- device's row (cat "gpu", args.launch_us = the launch's ts).
+    it("the profiler dump has GPU-side rows for gpu ops, timed on their streams", function()
+        need_gpu()
+        local trace = require "ordo.trace"
+        local x = ordo.randn({128, 128}, {device = G})
+        ordo.engine.wait_for_all()
+        ordo.profiler.clear()
+        ordo.profiler.start()
+        local y = x:matmul(x):relu()
+        local back = y:to(CPU)
+        ordo.engine.wait_for_all()
+        ordo.profiler.stop()
+        local path = os.tmpname()
+        ordo.profiler.dump(path)
+        local summary = ordo.profiler.summary()
+        ordo.profiler.clear()
+        local f = assert(io.open(path, "rb"))
+        local doc = trace.decode(f:read("*a"))
+        f:close()
+        os.remove(path)
+        assert.equals(128, back:shape()[1])
+        local tracks, launches, gpu = {}, {}, {}
+        for _, ev in ipairs(doc.traceEvents) do
+            if ev.ph == "M" and ev.name == "thread_name" then tracks[ev.pid .. ":" .. ev.tid] = ev.args.name end
+            if ev.ph == "X" and ev.cat == "op" then launches[#launches + 1] = ev end
+            if ev.ph == "X" and ev.cat == "gpu" then gpu[ev.name] = gpu[ev.name] or ev end
+        end
+        for _, name in ipairs({"matmul", "relu", "copy_from_gpu"}) do
+            local ev = gpu[name]
+            assert.truthy(ev, "no GPU-side " .. name .. " in the trace")
+            assert.equals(1000, ev.pid) -- gpu(0)'s row
+            local track = tracks[ev.pid .. ":" .. ev.tid] or "?"
+            assert.truthy(track:find("^gpu%(0%) stream of "), name .. " on track " .. track)
+            assert.is_true(ev.dur > 0, name .. ": GPU-side duration " .. ev.dur)
+            assert.is_true(ev.ts >= ev.args.launch_us - 0.01,
+                           fmt("%s: starts on the GPU at %.3f us, launched at %.3f us", name, ev.ts, ev.args.launch_us))
+            local launched = false
+            for _, l in ipairs(launches) do
+                if l.name == name and l.pid == ev.pid and abs(l.ts - ev.args.launch_us) < 0.002 then launched = true end
+            end
+            assert.is_true(launched, name .. ": no host-side launch at launch_us")
+        end
+        -- ordo.trace tells the two sides apart
+        local ops = trace.ops(doc)
+        local sides = {}
+        for _, op in ipairs(ops) do
+            if op.name == "matmul" then sides[op.gpu and "gpu" or "host"] = op end
+        end
+        assert.truthy(sides.host and sides.gpu, "trace.ops: matmul's launch and GPU side")
+        assert.is_nil(sides.host.launch)
+        assert.equals(sides.host.start, sides.gpu.launch)
+        local gpu_block = summary:match("\nGPU%-side[^\n]*\n(.*)$")
+        assert.truthy(gpu_block, "no GPU-side table in the summary:\n" .. summary)
+        assert.truthy(gpu_block:find("\nmatmul ", 1, true), "matmul not in the GPU-side table:\n" .. summary)
+    end)
 end)
 
 -- ---------------------------------------------------------------- errors

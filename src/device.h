@@ -78,6 +78,20 @@ typedef struct device_backend {
     /* Queues a copy of nbytes on stream (kind DEV_COPY_*). */
     int  (*memcpy_async)(int dev_id, void *dst, const void *src, size_t nbytes, int kind, void *stream,
                          char *err, size_t errlen);
+
+    /* Timing, for the profiler only.  A timing event is an event that also
+     * keeps when the device reached it; the engine's ordering events leave
+     * that out (CUDA: cudaEventDisableTiming), because taking the timestamp
+     * makes every record dearer.  It is recorded with event_record and
+     * destroyed with event_destroy like any event. */
+    int  (*timer_create)(int dev_id, void **ev, char *err, size_t errlen);
+    /* The device time from start to end (two timing events of dev_id, both
+     * recorded; end may come before start: negative) in *ns.  Waits for
+     * both to complete.  Unlike event_sync it never reports failures of the
+     * work they cover: those stay for the engine's next host wait, so that
+     * reading a profile cannot take an op's error away from the wait that
+     * must report it.  event_elapsed_ns(dev, ev, ev) is such a wait on ev. */
+    int  (*event_elapsed_ns)(int dev_id, void *start, void *end, double *ns, char *err, size_t errlen);
 } device_backend;
 
 /* The backend in use: CUDA when built with it, the simulator when asked

@@ -20,7 +20,11 @@
  *    again later does not change what an earlier wait waits for) and
  *    queues an item that blocks the stream until that mark completes;
  *  - event_sync blocks the caller the same way; device_sync waits until
- *    every stream of the device has run everything queued.
+ *    every stream of the device has run everything queued;
+ *  - a mark keeps the host's monotonic time at which its stream reached it,
+ *    so the device time between two records of timing events is the
+ *    difference of their marks' times (the profiler places GPU-side work on
+ *    the host's timeline with it).
  * Asynchronous failures (ordo_device_sim_inject_error) travel like the CUDA
  * backend's error slot: the device keeps the first message, and the first
  * host wait on that device after it was raised reports it, once.
@@ -58,10 +62,12 @@ typedef struct item {
 struct sim_mark {
     int done;
     int refs; /* the event's latest pointer, queued items, waiting hosts */
+    uint64_t t_ns; /* CLOCK_MONOTONIC when the stream got there (once done) */
 };
 
 typedef struct sim_event {
     sim_mark *latest; /* NULL until recorded */
+    int timing;       /* made by timer_create: event_elapsed_ns may read it */
 } sim_event;
 
 struct sim_stream {
@@ -98,6 +104,12 @@ static int bad_dev(int dev, char *err, size_t errlen) {
     if (dev >= 0 && dev < sim.ndev) return 0;
     snprintf(err, errlen, "gpu(%d) does not exist (%d simulated device%s)", dev, sim.ndev, sim.ndev == 1 ? "" : "s");
     return 1;
+}
+
+static uint64_t sim_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 /* Busy work before an item: a random share of delay_ns, so streams drift
@@ -175,6 +187,7 @@ static void *stream_main(void *arg) {
             break;
         case IT_RECORD:
             pthread_mutex_lock(&sim.mark_mu);
+            it->mark->t_ns = sim_now_ns();
             it->mark->done = 1;
             mark_unref(it->mark);
             pthread_cond_broadcast(&sim.mark_cv);
@@ -272,6 +285,13 @@ static int sim_event_create(int dev, void **out, char *err, size_t errlen) {
     return 0;
 }
 
+/* As CUDA's timing events: the same event, which the elapsed time may read. */
+static int sim_timer_create(int dev, void **out, char *err, size_t errlen) {
+    if (sim_event_create(dev, out, err, errlen)) return 1;
+    ((sim_event *)*out)->timing = 1;
+    return 0;
+}
+
 static void sim_event_destroy(int dev, void *e) {
     (void)dev;
     sim_event *ev = e;
@@ -332,6 +352,30 @@ static int sim_event_sync(int dev, void *e, char *err, size_t errlen) {
         pthread_mutex_unlock(&sim.mark_mu);
     }
     return take_error(dev, err, errlen);
+}
+
+/* Waits like event_sync but leaves the device's pending failure alone
+ * (device.h: a profile read must not report an op's error). */
+static int sim_event_elapsed_ns(int dev, void *start, void *end, double *ns, char *err, size_t errlen) {
+    sim_event *a = start, *b = end;
+    if (bad_dev(dev, err, errlen)) return 1;
+    if (!a->timing || !b->timing) {
+        snprintf(err, errlen, "gpu(%d): elapsed time of an event not created for timing", dev);
+        return 1;
+    }
+    sim_mark *ma = latest_mark(a), *mb = latest_mark(b);
+    pthread_mutex_lock(&sim.mark_mu);
+    int ok = ma && mb;
+    if (ok) {
+        mark_wait(ma);
+        mark_wait(mb);
+        *ns = mb->t_ns >= ma->t_ns ? (double)(mb->t_ns - ma->t_ns) : -(double)(ma->t_ns - mb->t_ns);
+    }
+    mark_unref(ma);
+    mark_unref(mb);
+    pthread_mutex_unlock(&sim.mark_mu);
+    if (!ok) snprintf(err, errlen, "gpu(%d): elapsed time of an event never recorded", dev);
+    return !ok;
 }
 
 static int sim_device_sync(int dev, char *err, size_t errlen) {
@@ -466,6 +510,8 @@ static const device_backend sim_backend = {
     sim_host_alloc_pinned,
     sim_host_free_pinned,
     sim_memcpy_async,
+    sim_timer_create,
+    sim_event_elapsed_ns,
 };
 
 /* ORDO_SIMULATED_GPU_MEM_MB and ORDO_SIMULATED_GPU_DELAY_NS set the memory

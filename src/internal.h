@@ -168,6 +168,7 @@ struct op {
     uint64_t seq;     /* push order, ties in the priority heap */
     uint64_t t_ready, t_start; /* profiler, ns */
     void *stream;     /* GPU ops: the stream their function queued work on */
+    struct prof_timer *prof_gpu; /* profiler: timing events around its GPU work, or NULL */
 };
 
 /* The message of the last ordo_fail called on this thread with no op
@@ -254,6 +255,18 @@ void dispatch_list(ordo_engine *e, ready_list *rl);
 
 typedef struct slab { struct slab *next; } slab;
 
+/* The profiler's GPU-side timing on one device (profiler.c), under lock:
+ * the reference event that ties device time to host time, and timing
+ * event pairs kept for reuse. */
+typedef struct prof_gpu_dev {
+    spin_lock lock;
+    struct prof_ref *ref;     /* this session's reference; NULL until a GPU op makes it */
+    struct prof_timer *free;  /* pairs for reuse */
+    int nfree;
+    long live;                /* pairs held by ops and unread records */
+    long dropped;             /* GPU sides dropped (too many unread, or a timing call failed) */
+} prof_gpu_dev;
+
 struct ordo_engine {
     ordo_engine_config cfg;
     uint64_t uid; /* tells thread-local caches which engine they belong to */
@@ -304,6 +317,7 @@ struct ordo_engine {
     prof_buf *prof_bufs;  /* every buffer, workers' and the shared one */
     prof_buf *prof_shared;/* events from non-worker threads */
     uint64_t prof_t0;
+    prof_gpu_dev prof_gpu[ORDO_MAX_DEVICES];
 };
 
 /* A stable copy of an op name, shared by every op of that name (names.c). */
@@ -347,8 +361,17 @@ uint64_t now_ns(void);
 /* ---- profiler (profiler.c) --------------------------------------------- */
 
 prof_buf *prof_buf_new(ordo_engine *e, int worker_id, ordo_ctx dev, const char *label);
-void prof_record(ordo_engine *e, worker *w, const op *o, uint64_t t_end, int status);
+/* Takes o->prof_gpu (NULL after), whether it keeps the record or not. */
+void prof_record(ordo_engine *e, worker *w, op *o, uint64_t t_end, int status);
 void prof_free_all(ordo_engine *e);
+/* GPU-side timing of a GPU op, while profiling: gpu_begin records a timing
+ * event on the op's stream just before its function runs (o->prof_gpu),
+ * gpu_end one after its work was queued.  A timing call that fails drops
+ * the GPU side of the record, never the op.  gpu_drop frees o->prof_gpu
+ * when no record takes it (profiling stopped while the op ran). */
+void prof_gpu_begin(ordo_engine *e, op *o);
+void prof_gpu_end(ordo_engine *e, op *o);
+void prof_gpu_drop(ordo_engine *e, op *o);
 
 
 

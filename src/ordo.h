@@ -164,6 +164,9 @@ long ordo_engine_pending(ordo_engine *e);
 
 int  ordo_profiler_start(ordo_engine *e);
 int  ordo_profiler_stop(ordo_engine *e);
+/* GPU ops also get their GPU-side times (timing events on their stream):
+ * in the trace on a track per stream ("cat":"gpu"), in the summary as a
+ * second table.  Both read those events and may wait for the GPU. */
 int  ordo_profiler_dump(ordo_engine *e, const char *path);  /* Chrome trace JSON */
 int  ordo_profiler_summary(ordo_engine *e, FILE *out);      /* table per op name */
 void ordo_profiler_clear(ordo_engine *e);

@@ -5,6 +5,18 @@
  * to the hot path; ops that run on other threads (pushers, async
  * completions) share one buffer.  A buffer's spin lock is only contended
  * while a dump or summary reads it.
+ *
+ * GPU ops: the host side of a GPU op is its launch (its function queues
+ * work on a stream and returns), so while profiling each GPU op (copies
+ * too) also records a pair of timing events on its stream, one before its
+ * function runs and one after (sched.c).  They are read only by a dump or
+ * a summary, which may wait for the GPU; the hot path never does.  Device
+ * time becomes host time through a reference event per device, recorded
+ * once per profiling session by the first GPU op there (on an idle stream
+ * of its own), which waits for it and notes now_ns(): an op's GPU start on
+ * the host's timeline is t_ref + elapsed(ref, start).  (CUDA gives elapsed
+ * times as float milliseconds, which lose precision over long spans, hence
+ * a fresh reference per session rather than one forever.)
  */
 #include "internal.h"
 
@@ -12,6 +24,27 @@
 #include <string.h>
 
 #define PROF_MAX_EVENTS_PER_BUF (8u << 20)
+/* Timing event pairs per device held by ops and by records not read yet;
+ * past it GPU ops are recorded without their GPU side (each pair is two
+ * driver objects until a dump or summary reads it). */
+#define PROF_GPU_MAX_LIVE (1L << 17)
+#define PROF_GPU_MAX_FREE 1024 /* pairs kept for reuse per device */
+/* Trace tracks of GPU-side work: tid = this + the worker's host tid. */
+#define PROF_GPU_TID 100000
+
+typedef struct prof_ref {
+    void *ev;        /* a timing event, recorded once */
+    uint64_t t_host; /* now_ns() once the host saw it complete */
+    int refs;        /* the device's current pointer + each pair; under the device's lock */
+} prof_ref;
+
+typedef struct prof_timer {
+    struct prof_timer *next; /* free list; a list being released */
+    void *start, *end;       /* timing events */
+    prof_ref *ref;           /* while held */
+    int dev;
+    bool ended;              /* end recorded */
+} prof_timer;
 
 typedef struct prof_event {
     const char *name; /* interned */
@@ -19,6 +52,10 @@ typedef struct prof_event {
     ordo_ctx dev;
     int worker;
     int status; /* 0 ok, 1 skipped (failed input), 2 failed */
+    int gpu_state; /* 0 no GPU side, 1 timing events not read yet (gpu), 2 read */
+    prof_timer *gpu;
+    int64_t gpu_start; /* host timeline, ns */
+    uint64_t gpu_dur;
 } prof_event;
 
 struct prof_buf {
@@ -43,9 +80,242 @@ prof_buf *prof_buf_new(ordo_engine *e, int worker_id, ordo_ctx dev, const char *
     return b;
 }
 
-void prof_record(ordo_engine *e, worker *w, const op *o, uint64_t t_end, int status) {
+/* ---- GPU-side timing ------------------------------------------------------ */
+
+/* Drops one reference to r; the event goes with the last one. */
+static void ref_release(ordo_engine *e, int dev, prof_ref *r) {
+    if (!r) return;
+    prof_gpu_dev *g = &e->prof_gpu[dev];
+    spin_lock_acquire(&g->lock);
+    bool last = --r->refs == 0;
+    spin_lock_release(&g->lock);
+    if (last) {
+        ordo_device_backend()->event_destroy(dev, r->ev);
+        free(r);
+    }
+}
+
+/* Records a reference on a stream of its own, idle, so the wait is short
+ * and does not hold the op behind the work queued on its stream; NULL when
+ * a call fails.  The host sees the event complete after the device reached
+ * it, so times placed from it may come late by the wait's latency, never
+ * early: an op's GPU side never starts before its launch. */
+static prof_ref *ref_new(const device_backend *B, int dev) {
+    char err[256];
+    double ns;
+    void *stream = NULL;
+    prof_ref *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    if (B->stream_create(dev, &stream, err, sizeof err)) {
+        free(r);
+        return NULL;
+    }
+    bool ok = !B->timer_create(dev, &r->ev, err, sizeof err);
+    /* elapsed(ref, ref) is a wait that leaves the device's errors alone */
+    if (ok && (B->event_record(dev, r->ev, stream, err, sizeof err) ||
+               B->event_elapsed_ns(dev, r->ev, r->ev, &ns, err, sizeof err))) {
+        B->event_destroy(dev, r->ev);
+        ok = false;
+    }
+    r->t_host = now_ns();
+    B->stream_destroy(dev, stream);
+    if (!ok) {
+        free(r);
+        return NULL;
+    }
+    r->refs = 1; /* the device's pointer */
+    return r;
+}
+
+static void timer_destroy(const device_backend *B, prof_timer *t) {
+    if (t->start) B->event_destroy(t->dev, t->start);
+    if (t->end) B->event_destroy(t->dev, t->end);
+    free(t);
+}
+
+/* A pair goes back for reuse (or is destroyed past PROF_GPU_MAX_FREE) and
+ * lets go of its reference; dropped counts a GPU side that was lost. */
+static void timer_release(ordo_engine *e, prof_timer *t, bool dropped) {
+    int dev = t->dev;
+    prof_gpu_dev *g = &e->prof_gpu[dev];
+    prof_ref *r = t->ref;
+    t->ref = NULL;
+    t->ended = false;
+    spin_lock_acquire(&g->lock);
+    g->live--;
+    if (dropped) g->dropped++;
+    bool keep = g->nfree < PROF_GPU_MAX_FREE;
+    if (keep) {
+        t->next = g->free;
+        g->free = t;
+        g->nfree++;
+    }
+    spin_lock_release(&g->lock); /* t may be someone else's from here if kept */
+    ref_release(e, dev, r);
+    if (!keep) timer_destroy(ordo_device_backend(), t);
+}
+
+void prof_gpu_begin(ordo_engine *e, op *o) {
+    const device_backend *B = ordo_device_backend();
+    int dev = o->ctx.dev_id;
+    prof_gpu_dev *g = &e->prof_gpu[dev];
+    char err[256];
+    spin_lock_acquire(&g->lock);
+    /* The first GPU op of the session makes the reference while holding
+     * the lock: the device's other workers wait for it (once), so that
+     * every start they record comes after it. */
+    if (!g->ref && g->live < PROF_GPU_MAX_LIVE) g->ref = ref_new(B, dev);
+    prof_ref *r = g->ref;
+    if (!r || g->live >= PROF_GPU_MAX_LIVE) {
+        g->dropped++;
+        spin_lock_release(&g->lock);
+        return;
+    }
+    r->refs++;
+    g->live++;
+    prof_timer *t = g->free;
+    if (t) {
+        g->free = t->next;
+        g->nfree--;
+    }
+    spin_lock_release(&g->lock);
+    if (!t && (t = calloc(1, sizeof *t))) {
+        t->dev = dev;
+        if (B->timer_create(dev, &t->start, err, sizeof err) || B->timer_create(dev, &t->end, err, sizeof err)) {
+            timer_destroy(B, t);
+            t = NULL;
+        }
+    }
+    if (t) t->ref = r;
+    if (!t || B->event_record(dev, t->start, o->stream, err, sizeof err)) {
+        if (t) {
+            timer_release(e, t, true);
+        } else {
+            spin_lock_acquire(&g->lock);
+            g->live--;
+            g->dropped++;
+            spin_lock_release(&g->lock);
+            ref_release(e, dev, r);
+        }
+        return;
+    }
+    o->prof_gpu = t;
+}
+
+void prof_gpu_end(ordo_engine *e, op *o) {
+    prof_timer *t = o->prof_gpu;
+    char err[256];
+    if (ordo_device_backend()->event_record(t->dev, t->end, o->stream, err, sizeof err)) {
+        o->prof_gpu = NULL;
+        timer_release(e, t, true);
+        return;
+    }
+    t->ended = true;
+}
+
+void prof_gpu_drop(ordo_engine *e, op *o) {
+    timer_release(e, o->prof_gpu, false);
+    o->prof_gpu = NULL;
+}
+
+/* Next GPU op on each device makes a new reference (ordo_profiler_start
+ * and clear, under prof_mu). */
+static void prof_gpu_new_session(ordo_engine *e) {
+    for (int d = 0; d < ORDO_MAX_DEVICES; d++) {
+        prof_gpu_dev *g = &e->prof_gpu[d];
+        spin_lock_acquire(&g->lock);
+        prof_ref *r = g->ref;
+        g->ref = NULL;
+        spin_lock_release(&g->lock);
+        ref_release(e, d, r);
+    }
+}
+
+typedef struct gpu_read {
+    size_t i;
+    prof_timer *t;
+    int64_t start;
+    uint64_t dur;
+    bool ok;
+} gpu_read;
+
+/* Reads the timing events of the records not read yet and gives their
+ * pairs back.  Under prof_mu (so no clear runs meanwhile and indices stay);
+ * the reads may wait for the GPU, so no buffer lock is held then. */
+static void prof_gpu_read_all(ordo_engine *e) {
+    for (prof_buf *b = e->prof_bufs; b; b = b->next_all) {
+        spin_lock_acquire(&b->lock);
+        size_t n = 0;
+        for (size_t i = 0; i < b->n; i++) n += b->ev[i].gpu_state == 1;
+        gpu_read *rd = n ? malloc(n * sizeof *rd) : NULL;
+        if (rd) {
+            n = 0;
+            for (size_t i = 0; i < b->n; i++)
+                if (b->ev[i].gpu_state == 1) rd[n++] = (gpu_read){.i = i, .t = b->ev[i].gpu};
+        }
+        spin_lock_release(&b->lock);
+        if (!rd) continue; /* none, or out of memory: read at the next dump */
+        const device_backend *B = ordo_device_backend();
+        char err[256];
+        for (size_t k = 0; k < n; k++) {
+            prof_timer *t = rd[k].t;
+            double a, d;
+            rd[k].ok = !B->event_elapsed_ns(t->dev, t->ref->ev, t->start, &a, err, sizeof err) &&
+                       !B->event_elapsed_ns(t->dev, t->start, t->end, &d, err, sizeof err) && d >= 0;
+            if (rd[k].ok) {
+                rd[k].start = (int64_t)t->ref->t_host + (int64_t)a;
+                rd[k].dur = (uint64_t)d;
+            }
+        }
+        spin_lock_acquire(&b->lock);
+        for (size_t k = 0; k < n; k++) {
+            prof_event *x = &b->ev[rd[k].i];
+            x->gpu = NULL;
+            x->gpu_state = rd[k].ok ? 2 : 0;
+            x->gpu_start = rd[k].start;
+            x->gpu_dur = rd[k].dur;
+        }
+        spin_lock_release(&b->lock);
+        for (size_t k = 0; k < n; k++) timer_release(e, rd[k].t, !rd[k].ok);
+        free(rd);
+    }
+}
+
+/* Takes the unread pairs out of b's records as a list (b locked). */
+static prof_timer *take_timers_locked(prof_buf *b) {
+    prof_timer *list = NULL;
+    for (size_t i = 0; i < b->n; i++) {
+        prof_event *x = &b->ev[i];
+        if (x->gpu_state != 1) continue;
+        x->gpu->next = list;
+        list = x->gpu;
+        x->gpu = NULL;
+        x->gpu_state = 0;
+    }
+    return list;
+}
+
+static void release_list(ordo_engine *e, prof_timer *list) {
+    for (prof_timer *t = list, *next; t; t = next) {
+        next = t->next;
+        timer_release(e, t, false);
+    }
+}
+
+/* ---- records ------------------------------------------------------------- */
+
+void prof_record(ordo_engine *e, worker *w, op *o, uint64_t t_end, int status) {
     prof_buf *b = w ? w->prof : e->prof_shared;
-    if (!b) return;
+    prof_timer *t = o->prof_gpu;
+    o->prof_gpu = NULL;
+    if (t && !t->ended) { /* its work was never queued behind the end */
+        timer_release(e, t, true);
+        t = NULL;
+    }
+    if (!b) {
+        if (t) timer_release(e, t, true);
+        return;
+    }
     spin_lock_acquire(&b->lock);
     if (b->n == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 4096;
@@ -53,6 +323,7 @@ void prof_record(ordo_engine *e, worker *w, const op *o, uint64_t t_end, int sta
         if (!ev) {
             b->dropped++;
             spin_lock_release(&b->lock);
+            if (t) timer_release(e, t, true);
             return;
         }
         b->ev = ev;
@@ -66,22 +337,37 @@ void prof_record(ordo_engine *e, worker *w, const op *o, uint64_t t_end, int sta
     x->dev = o->ctx;
     x->worker = w ? w->id : -1;
     x->status = status;
+    x->gpu_state = t ? 1 : 0;
+    x->gpu = t;
     spin_lock_release(&b->lock);
 }
 
+/* At engine destroy: every op has finished and the GPUs are idle. */
 void prof_free_all(ordo_engine *e) {
     for (prof_buf *b = e->prof_bufs, *next; b; b = next) {
         next = b->next_all;
+        release_list(e, take_timers_locked(b));
         free(b->ev);
         free(b);
     }
     e->prof_bufs = NULL;
+    prof_gpu_new_session(e); /* the references go */
+    for (int d = 0; d < ORDO_MAX_DEVICES; d++) {
+        prof_gpu_dev *g = &e->prof_gpu[d];
+        for (prof_timer *t = g->free, *next; t; t = next) {
+            next = t->next;
+            timer_destroy(ordo_device_backend(), t);
+        }
+        g->free = NULL;
+        g->nfree = 0;
+    }
 }
 
 int ordo_profiler_start(ordo_engine *e) {
     if (!e) return set_error(ORDO_ERR_INVALID, "ordo_profiler_start: engine is NULL");
     pthread_mutex_lock(&e->prof_mu);
     if (!e->prof_t0) e->prof_t0 = now_ns();
+    if (!atomic_load(&e->profiling)) prof_gpu_new_session(e);
     pthread_mutex_unlock(&e->prof_mu);
     atomic_store(&e->profiling, 1);
     return ORDO_OK;
@@ -98,9 +384,17 @@ void ordo_profiler_clear(ordo_engine *e) {
     pthread_mutex_lock(&e->prof_mu);
     for (prof_buf *b = e->prof_bufs; b; b = b->next_all) {
         spin_lock_acquire(&b->lock);
+        prof_timer *unread = take_timers_locked(b);
         b->n = 0;
         b->dropped = 0;
         spin_lock_release(&b->lock);
+        release_list(e, unread);
+    }
+    prof_gpu_new_session(e);
+    for (int d = 0; d < ORDO_MAX_DEVICES; d++) {
+        spin_lock_acquire(&e->prof_gpu[d].lock);
+        e->prof_gpu[d].dropped = 0;
+        spin_lock_release(&e->prof_gpu[d].lock);
     }
     e->prof_t0 = atomic_load(&e->profiling) ? now_ns() : 0;
     pthread_mutex_unlock(&e->prof_mu);
@@ -117,7 +411,9 @@ static void json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-/* Trace rows: one "process" per device, one "thread" per worker. */
+/* Trace rows: one "process" per device, one "thread" per worker; on a GPU
+ * also one per worker's stream (PROF_GPU_TID + the worker's), where the
+ * GPU-side times of its ops go. */
 static int dev_pid(ordo_ctx d) { return d.dev_type == ORDO_GPU ? 1000 + d.dev_id : d.dev_id; }
 
 static const char *dev_label(ordo_ctx d, char *buf, size_t n) {
@@ -132,6 +428,7 @@ int ordo_profiler_dump(ordo_engine *e, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: cannot open '%s' for writing", path);
     pthread_mutex_lock(&e->prof_mu);
+    prof_gpu_read_all(e);
     uint64_t t0 = e->prof_t0;
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
     bool first = true;
@@ -140,6 +437,7 @@ int ordo_profiler_dump(ordo_engine *e, const char *path) {
     for (prof_buf *b = e->prof_bufs; b; b = b->next_all) {
         spin_lock_acquire(&b->lock);
         bool named_here[2][ORDO_MAX_DEVICES] = {{false}};
+        bool named_stream[ORDO_MAX_DEVICES] = {false};
         for (size_t i = 0; i < b->n; i++) {
             prof_event *x = &b->ev[i];
             int gi = x->dev.dev_type == ORDO_GPU;
@@ -161,9 +459,27 @@ int ordo_profiler_dump(ordo_engine *e, const char *path) {
             uint64_t ts = x->t_start > t0 ? x->t_start - t0 : 0;
             fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"op\",\"name\":");
             json_string(f, x->name[0] ? x->name : "(unnamed)");
+            const char *status = x->status == 0 ? "ok" : x->status == 1 ? "skipped" : "failed";
             fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"queue_wait_us\":%.3f,\"status\":\"%s\"}}",
                     dev_pid(x->dev), b->worker_id + 1, ts / 1e3, (x->t_end - x->t_start) / 1e3,
-                    (x->t_start - x->t_ready) / 1e3, x->status == 0 ? "ok" : x->status == 1 ? "skipped" : "failed");
+                    (x->t_start - x->t_ready) / 1e3, status);
+            if (x->gpu_state != 2) continue;
+            /* its GPU side, on the track of the stream it was queued on */
+            int tid = PROF_GPU_TID + b->worker_id + 1;
+            if (!named_stream[di]) {
+                named_stream[di] = true;
+                char tl[128];
+                snprintf(tl, sizeof tl, "%s stream of %s", dev_label(x->dev, dl, sizeof dl), b->label);
+                fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+                        dev_pid(x->dev), tid);
+                json_string(f, tl);
+                fputs("}}", f);
+            }
+            int64_t gts = x->gpu_start - (int64_t)t0;
+            fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"gpu\",\"name\":");
+            json_string(f, x->name[0] ? x->name : "(unnamed)");
+            fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"launch_us\":%.3f,\"status\":\"%s\"}}",
+                    dev_pid(x->dev), tid, (gts > 0 ? gts : 0) / 1e3, x->gpu_dur / 1e3, ts / 1e3, status);
         }
         spin_lock_release(&b->lock);
     }
@@ -180,53 +496,92 @@ static int row_cmp(const void *a, const void *b) {
     return x->total < y->total ? 1 : x->total > y->total ? -1 : strcmp(x->name, y->name);
 }
 
+typedef struct { prof_row *rows; size_t n, cap; } prof_table;
+
+/* Adds duration d (and queue wait) to name's row; false when out of memory.
+ * Few distinct names in practice; a linear scan keeps this simple. */
+static bool table_add(prof_table *t, const char *name, uint64_t d, uint64_t wait) {
+    size_t r = 0;
+    while (r < t->n && strcmp(t->rows[r].name, name) != 0) r++;
+    if (r == t->n) {
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? t->cap * 2 : 16;
+            prof_row *g = realloc(t->rows, cap * sizeof *g);
+            if (!g) return false;
+            t->rows = g;
+            t->cap = cap;
+        }
+        memset(&t->rows[r], 0, sizeof t->rows[r]);
+        snprintf(t->rows[r].name, sizeof t->rows[r].name, "%s", name);
+        t->rows[r].min = UINT64_MAX;
+        t->n++;
+    }
+    prof_row *x = &t->rows[r];
+    x->count++;
+    x->total += d;
+    x->wait += wait;
+    if (d < x->min) x->min = d;
+    if (d > x->max) x->max = d;
+    return true;
+}
+
+/* The table of host-side times as before, then, when GPU ops were
+ * profiled, a second one of their GPU-side times (from the timing events)
+ * under its own heading, so readers of the first table see no change. */
 int ordo_profiler_summary(ordo_engine *e, FILE *out) {
     if (!e) return set_error(ORDO_ERR_INVALID, "ordo_profiler_summary: engine is NULL");
     if (!out) return set_error(ORDO_ERR_INVALID, "ordo_profiler_summary: output is NULL");
-    size_t nrows = 0, cap = 16;
-    prof_row *rows = malloc(cap * sizeof *rows);
-    if (!rows) return set_error(ORDO_ERR_NOMEM, "ordo_profiler_summary: out of memory");
+    prof_table host = {NULL, 0, 0}, gpu = {NULL, 0, 0};
+    bool oom = false;
     size_t dropped = 0;
+    long gpu_dropped = 0;
     pthread_mutex_lock(&e->prof_mu);
-    for (prof_buf *b = e->prof_bufs; b; b = b->next_all) {
+    prof_gpu_read_all(e);
+    for (prof_buf *b = e->prof_bufs; b && !oom; b = b->next_all) {
         spin_lock_acquire(&b->lock);
         dropped += b->dropped;
-        for (size_t i = 0; i < b->n; i++) {
+        for (size_t i = 0; i < b->n && !oom; i++) {
             prof_event *x = &b->ev[i];
             const char *name = x->name[0] ? x->name : "(unnamed)";
-            /* Few distinct names in practice; a linear scan keeps this simple. */
-            size_t r = 0;
-            while (r < nrows && strcmp(rows[r].name, name) != 0) r++;
-            if (r == nrows) {
-                if (nrows == cap) {
-                    prof_row *g = realloc(rows, (cap *= 2) * sizeof *rows);
-                    if (!g) break;
-                    rows = g;
-                }
-                memset(&rows[r], 0, sizeof rows[r]);
-                snprintf(rows[r].name, sizeof rows[r].name, "%s", name);
-                rows[r].min = UINT64_MAX;
-                nrows++;
-            }
-            uint64_t d = x->t_end - x->t_start;
-            rows[r].count++;
-            rows[r].total += d;
-            rows[r].wait += x->t_start - x->t_ready;
-            if (d < rows[r].min) rows[r].min = d;
-            if (d > rows[r].max) rows[r].max = d;
+            oom = !table_add(&host, name, x->t_end - x->t_start, x->t_start - x->t_ready) ||
+                  (x->gpu_state == 2 && !table_add(&gpu, name, x->gpu_dur, 0));
         }
         spin_lock_release(&b->lock);
     }
+    for (int d = 0; d < ORDO_MAX_DEVICES; d++) {
+        spin_lock_acquire(&e->prof_gpu[d].lock);
+        gpu_dropped += e->prof_gpu[d].dropped;
+        spin_lock_release(&e->prof_gpu[d].lock);
+    }
     pthread_mutex_unlock(&e->prof_mu);
-    qsort(rows, nrows, sizeof *rows, row_cmp);
+    if (oom) {
+        free(host.rows);
+        free(gpu.rows);
+        return set_error(ORDO_ERR_NOMEM, "ordo_profiler_summary: out of memory");
+    }
+    if (host.n) qsort(host.rows, host.n, sizeof *host.rows, row_cmp);
     fprintf(out, "%-24s %10s %12s %10s %10s %10s %12s\n", "op", "count", "total ms", "min us", "max us", "mean us",
             "queue us/op");
-    for (size_t r = 0; r < nrows; r++) {
-        prof_row *x = &rows[r];
+    for (size_t r = 0; r < host.n; r++) {
+        prof_row *x = &host.rows[r];
         fprintf(out, "%-24s %10ld %12.3f %10.3f %10.3f %10.3f %12.3f\n", x->name, x->count, x->total / 1e6,
                 x->min / 1e3, x->max / 1e3, x->total / 1e3 / (double)x->count, x->wait / 1e3 / (double)x->count);
     }
     if (dropped) fprintf(out, "(%zu events dropped: profiler buffer full)\n", dropped);
-    free(rows);
+    if (gpu.n) {
+        qsort(gpu.rows, gpu.n, sizeof *gpu.rows, row_cmp);
+        fprintf(out, "\nGPU-side (from events on the streams; the table above has the host side, the launch)\n");
+        fprintf(out, "%-24s %10s %12s %10s %10s %10s\n", "gpu op", "count", "total ms", "min us", "max us",
+                "mean us");
+        for (size_t r = 0; r < gpu.n; r++) {
+            prof_row *x = &gpu.rows[r];
+            fprintf(out, "%-24s %10ld %12.3f %10.3f %10.3f %10.3f\n", x->name, x->count, x->total / 1e6,
+                    x->min / 1e3, x->max / 1e3, x->total / 1e3 / (double)x->count);
+        }
+    }
+    if (gpu_dropped)
+        fprintf(out, "(%ld GPU ops without GPU-side times: a timing call failed, or too many unread)\n", gpu_dropped);
+    free(host.rows);
+    free(gpu.rows);
     return ORDO_OK;
 }

@@ -261,6 +261,7 @@ op *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, cons
     o->nodes = o->nodes_inline;
     o->t_ready = o->t_start = 0;
     o->stream = NULL;
+    o->prof_gpu = NULL;
     o->name = name;
     if ((prop & ~ORDO_PROP_NO_SKIP) == ORDO_PROP_ASYNC) o->flags |= OP_RUN_HERE;
     return o;

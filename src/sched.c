@@ -241,6 +241,7 @@ static void gpu_op_done(ordo_engine *e, op *o) {
     const device_backend *b = ordo_device_backend();
     char err[256];
     if (!o->fail && b->op_check(o->ctx.dev_id, o->stream, err, sizeof err)) o->fail = failure_new("%s", err);
+    if (o->prof_gpu) prof_gpu_end(e, o); /* after op_check: a timing call never fails the op */
     if (o->flags & OP_DELETE) return; /* its var goes away now */
     struct dev_event *ev = NULL;
     bool naive = e->cfg.kind == ORDO_ENGINE_NAIVE;
@@ -281,6 +282,8 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
     }
     if (atomic_load_explicit(&e->profiling, memory_order_relaxed) && !(o->flags & OP_WAIT))
         prof_record(e, w, o, now_ns(), f ? (fresh_failure ? 2 : 1) : 0);
+    else if (o->prof_gpu) /* profiling stopped while it ran */
+        prof_gpu_drop(e, o);
 
     for (int i = 0; i < o->nvars; i++) {
         ordo_var *v = o->vars[i];
@@ -367,7 +370,10 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         }
     }
     o->stream = rc.stream;
-    if (rc.stream) ordo_device_backend()->use_device(o->ctx.dev_id);
+    if (rc.stream) {
+        ordo_device_backend()->use_device(o->ctx.dev_id);
+        if (o->t_start) prof_gpu_begin(e, o); /* profiled: its GPU side too */
+    }
     if (o->flags & OP_SYNC) {
         int rv = 0;
         if (o->fn.sync) {

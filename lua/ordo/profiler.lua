@@ -5,7 +5,8 @@
 --   ordo.engine.wait_for_all()
 --   ordo.profiler.stop()
 --   ordo.profiler.dump("trace.json")    -- chrome://tracing or ui.perfetto.dev
---   print(ordo.profiler.summary())      -- per op name: count, total, min, max, mean, queue wait
+--   print(ordo.profiler.summary())      -- per op name: count, total, min, max, mean, queue wait;
+--                                       -- then, if GPU ops ran, their GPU-side times (from events)
 --
 -- Every function takes an optional engine (ordo.engine.new{...}) last;
 -- the default engine otherwise.  Tensor ops appear under their kernel's name.
@@ -40,7 +41,8 @@ function M.dump(path, e)
     check("profiler.dump", C.ordo_profiler_dump(eng("profiler.dump", e), path))
 end
 
--- The summary table (one line per op name) as a string.
+-- The summary table (one line per op name; a second table of GPU-side times
+-- when GPU ops were profiled) as a string.
 function M.summary(e)
     local s = C.ordo_tensor_profiler_summary(eng("profiler.summary", e))
     if s == nil then fail("profiler.summary: out of memory") end

@@ -12,7 +12,12 @@
 --
 -- Times are microseconds from the profiler's start, as in the trace.  An op
 -- is {name, start, stop, dur, pid, tid, worker (a row name such as
--- "cpu(0) worker 1"), status ("ok", "skipped", "failed"), queue_wait}.
+-- "cpu(0) worker 1"), status ("ok", "skipped", "failed"), queue_wait, gpu}.
+-- A GPU op (copies included) is there twice: its launch on its worker's row
+-- (gpu = false), and its work on the device, timed by events on its stream,
+-- on a row such as "gpu(0) stream of gpu worker 1" (gpu = true, launch =
+-- the launch's start).  Keep one side with trace.select(ops, function(op)
+-- return not op.gpu end).
 -- Per-op intervals are only in the trace (the summary has totals per name),
 -- hence this reader.
 local util = require "ordo.util"
@@ -162,7 +167,7 @@ function M.ops(doc)
                         (threads[ev.pid .. ":" .. ev.tid] or ("tid " .. tostring(ev.tid)))
             ops[#ops + 1] = {name = ev.name, start = ev.ts, dur = ev.dur, stop = ev.ts + ev.dur,
                              pid = ev.pid, tid = ev.tid, worker = row, status = args.status or "ok",
-                             queue_wait = args.queue_wait_us}
+                             queue_wait = args.queue_wait_us, gpu = ev.cat == "gpu", launch = args.launch_us}
         end
     end
     table.sort(ops, function(a, b)

@@ -8,7 +8,8 @@
  *
  * Streams are non-blocking (they never synchronise with the legacy default
  * stream) and events have timing disabled, which makes recording and
- * waiting on them cheapest.
+ * waiting on them cheapest; only the profiler's timing events
+ * (timer_create) keep timestamps.
  *
  * Data-dependent kernel errors (kernels/cuda/cuda_internal.cuh) land in a
  * per-device error slot in mapped page-locked memory; whenever the host
@@ -143,8 +144,17 @@ static void cuda_event_destroy(int dev, void *ev) {
     cudaEventDestroy((cudaEvent_t)ev);
 }
 
+/* A failed record is cleared from the thread's last error once reported:
+ * the caller decides what it means (the engine fails the op; the profiler
+ * drops a timing), and the next op_check on this thread must not report it
+ * again as that op's launch failure. */
 static int cuda_event_record(int dev, void *ev, void *stream, char *err, size_t errlen) {
-    CU_FAIL(cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream), dev, "cannot record an event");
+    cudaError_t rc = cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(err, errlen, "gpu(%d): cannot record an event: %s", dev, cudaGetErrorString(rc));
+        return 1;
+    }
     return 0;
 }
 
@@ -156,6 +166,32 @@ static int cuda_stream_wait_event(int dev, void *stream, void *ev, char *err, si
 static int cuda_event_sync(int dev, void *ev, char *err, size_t errlen) {
     CU_FAIL(cudaEventSynchronize((cudaEvent_t)ev), dev, "GPU work failed");
     return take_kernel_error(dev, err, errlen);
+}
+
+static int cuda_timer_create(int dev, void **ev, char *err, size_t errlen) {
+    cudaEvent_t e;
+    CU_FAIL(cudaSetDevice(dev), dev, "cannot select the device");
+    CU_FAIL(cudaEventCreateWithFlags(&e, cudaEventDefault), dev, "cannot create a timing event");
+    *ev = (void *)e;
+    return 0;
+}
+
+/* cudaEventElapsedTime gives float milliseconds (about 0.5 us resolution).
+ * The kernel error slot is not read here (device.h: reading a profile never
+ * takes an op's error), and a failure is cleared from the calling thread's
+ * last error, which belongs to its next op_check. */
+static int cuda_event_elapsed_ns(int dev, void *start, void *end, double *ns, char *err, size_t errlen) {
+    float ms = 0;
+    cudaError_t rc = cudaEventSynchronize((cudaEvent_t)start);
+    if (rc == cudaSuccess) rc = cudaEventSynchronize((cudaEvent_t)end);
+    if (rc == cudaSuccess) rc = cudaEventElapsedTime(&ms, (cudaEvent_t)start, (cudaEvent_t)end);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(err, errlen, "gpu(%d): cannot read a timing event: %s", dev, cudaGetErrorString(rc));
+        return 1;
+    }
+    *ns = (double)ms * 1e6;
+    return 0;
 }
 
 static int cuda_device_sync(int dev, char *err, size_t errlen) {
@@ -243,4 +279,6 @@ extern "C" const device_backend ordo_cuda_backend = {
     cuda_host_alloc_pinned,
     cuda_host_free_pinned,
     cuda_memcpy_async,
+    cuda_timer_create,
+    cuda_event_elapsed_ns,
 };
