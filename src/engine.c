@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 
 
 static atomic_uint_least64_t next_engine_uid = 1;
@@ -149,6 +151,13 @@ op *op_alloc(ordo_engine *e) {
     op *o = c->head;
     c->head = o->next;
     c->n--;
+    /* The next block was most likely last written by another core (the
+     * worker that freed it): start taking its lines now, so the next push
+     * does not stall on them. */
+    if (c->head) {
+        __builtin_prefetch(c->head, 1);
+        __builtin_prefetch((char *)c->head + 64, 1);
+    }
     return o;
 }
 
@@ -242,11 +251,50 @@ static void wake_sleepers(ordo_engine *e) {
     pthread_mutex_unlock(&e->idle_mu);
 }
 
+/* ---- the sleeper/retirer handshake ---------------------------------------
+ *
+ * A thread about to sleep until few enough ops are pending sets a wake flag
+ * and then reads the retired counts; a retiring thread bumps its count and
+ * then reads the flags.  Each side must see the other's write (else the
+ * sleeper sleeps past the last retire), which takes a full fence between
+ * the write and the read - on both sides, per retire.  Retires happen
+ * millions of times a second and sleeps rarely, so the fence is moved
+ * entirely to the sleeper: membarrier() makes every running thread of the
+ * process execute one, so a retirer needs only a compiler barrier.  Where
+ * the system has no membarrier (old kernels, valgrind) the retirer fences
+ * itself. */
+static atomic_int asym_fence = -1; /* -1 not known yet, 0 unavailable, 1 registered */
+
+static void asym_fence_init(void) {
+    if (atomic_load_explicit(&asym_fence, memory_order_acquire) >= 0) return;
+    int ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    atomic_store_explicit(&asym_fence, ok, memory_order_release);
+}
+
+/* The sleeper's side, after its seq_cst store of the flag: a full fence
+ * on every thread of the process. */
+static void heavy_fence(void) {
+    if (atomic_load_explicit(&asym_fence, memory_order_relaxed) == 1 &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        atomic_store(&asym_fence, 0); /* cannot happen once registered; be safe anyway */
+}
+
 void engine_op_retired(ordo_engine *e, worker *w) {
-    if (w) atomic_store(&w->retired, atomic_load_explicit(&w->retired, memory_order_relaxed) + 1);
-    else atomic_fetch_add(&e->retired_other, 1);
+    if (w) {
+        long n = atomic_load_explicit(&w->retired, memory_order_relaxed) + 1;
+        if (atomic_load_explicit(&asym_fence, memory_order_relaxed) == 1) {
+            /* Release: whoever sees the count sees the op's writes. */
+            atomic_store_explicit(&w->retired, n, memory_order_release);
+            atomic_signal_fence(memory_order_seq_cst);
+        } else {
+            atomic_store(&w->retired, n);
+        }
+    } else {
+        atomic_fetch_add(&e->retired_other, 1);
+    }
     /* Only while somebody sleeps on the count is it computed here. */
-    bool zero = atomic_load(&e->wake_zero), low = atomic_load(&e->wake_low);
+    bool zero = atomic_load_explicit(&e->wake_zero, memory_order_relaxed);
+    bool low = atomic_load_explicit(&e->wake_low, memory_order_relaxed);
     if (zero || low) {
         long left = engine_pending(e);
         if ((zero && left == 0 && atomic_exchange(&e->wake_zero, 0)) ||
@@ -270,6 +318,7 @@ void engine_wait_pending(ordo_engine *e, long target) {
             pthread_mutex_lock(&e->idle_mu);
             for (;;) {
                 atomic_store(flag, 1);
+                heavy_fence();
                 if (engine_pending(e) <= target) break;
                 pthread_cond_wait(&e->idle_cv, &e->idle_mu);
             }
@@ -290,6 +339,7 @@ ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
     }
     e->cfg = resolve_config(cfg);
     e->uid = atomic_fetch_add(&next_engine_uid, 1);
+    asym_fence_init();
     e->low_mark = e->cfg.max_inflight / 2;
     pthread_mutex_init(&e->idle_mu, NULL);
     pthread_cond_init(&e->idle_cv, NULL);

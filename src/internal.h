@@ -142,7 +142,7 @@ struct ordo_opr {
 struct op {
     /* line 0: scheduling and the function */
     _Alignas(64) op *next; /* ready list / queue / free list link */
-    atomic_int wait; /* nodes not yet granted, +1 while pushing */
+    atomic_int wait; /* nodes not yet granted (set by push_prepared) */
     short flags;
     short prop;
     int priority;

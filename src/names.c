@@ -57,6 +57,16 @@ static const char *intern_locked(ordo_engine *e, const char *name) {
     return copy;
 }
 
+/* strncmp(a, b, ORDO_NAME_MAX - 1) == 0, inlined: op names are short, and
+ * on the push path a library call costs more than the compare. */
+static inline bool same_name(const char *a, const char *b) {
+    for (int i = 0; i < ORDO_NAME_MAX - 1; i++) {
+        if (a[i] != b[i]) return false;
+        if (!a[i]) return true;
+    }
+    return true;
+}
+
 const char *engine_intern(ordo_engine *e, const char *name) {
     if (!name || !*name) return "";
     if (tls_names.uid != e->uid) {
@@ -67,7 +77,7 @@ const char *engine_intern(ordo_engine *e, const char *name) {
      * any regular stride spread over the slots. */
     unsigned slot = (unsigned)(((uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15u) >> 61);
     const char *hit = tls_names.interned[slot];
-    if (tls_names.src[slot] == name && hit && !strncmp(hit, name, ORDO_NAME_MAX - 1)) return hit;
+    if (tls_names.src[slot] == name && hit && same_name(hit, name)) return hit;
     char buf[ORDO_NAME_MAX]; /* longer names are kept truncated */
     snprintf(buf, sizeof buf, "%s", name);
     pthread_mutex_lock(&e->names_mu);

@@ -191,6 +191,8 @@ static void backpressure(ordo_engine *e, pool *p) {
     engine_wait_pending(e, e->low_mark);
 }
 
+#define PUSH_HELD_MAX 16
+
 /* Appends o's nodes to its vars, atomically over all of them, and runs or
  * queues o if it is ready at once.  On error nothing was appended. */
 int push_prepared(ordo_engine *e, op *o, const char *fn) {
@@ -220,18 +222,32 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
     /* seq only orders equal priorities in the heap; FIFO ops need none. */
     if (o->priority != 0) o->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
     atomic_fetch_add(&e->pushed, 1);
-    /* The +1 keeps o from being dispatched by another thread's grant while
-     * we are still appending. */
-    atomic_store_explicit(&o->wait, n + 1, memory_order_relaxed);
     int granted = 0;
     for (int i = 0; i < n; i++) {
         if (var_append(o->vars[i], &o->nodes[i])) granted++;
         if (o->flags & OP_DELETE) o->vars[i]->deleted = true;
     }
-    for (int i = n - 1; i >= 0; i--) spin_lock_release(&o->vars[i]->lock);
+    bool ready;
+    if (n <= PUSH_HELD_MAX) {
+        /* Every var of o is still locked, so no other thread can grant a
+         * node of o yet: the count of grants o waits for is exact now, and
+         * the unlocks below (release) publish it to whoever grants next.
+         * Once the first lock is dropped, o may be granted, run and freed
+         * by another thread, so the unlocks use a copy of its var list. */
+        ordo_var *held[PUSH_HELD_MAX];
+        for (int i = 0; i < n; i++) held[i] = o->vars[i];
+        atomic_store_explicit(&o->wait, n - granted, memory_order_relaxed);
+        for (int i = n - 1; i >= 0; i--) spin_lock_release(&held[i]->lock);
+        ready = granted == n;
+    } else {
+        /* Too many vars to copy: the +1 keeps o alive and undispatched
+         * until we are done with it. */
+        atomic_store_explicit(&o->wait, n - granted + 1, memory_order_relaxed);
+        for (int i = n - 1; i >= 0; i--) spin_lock_release(&o->vars[i]->lock);
+        ready = atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1;
+    }
 
-    /* All granted here: no other thread can hold a node of o, so no atomic. */
-    if (granted == n || atomic_fetch_sub_explicit(&o->wait, granted + 1, memory_order_acq_rel) == granted + 1) {
+    if (ready) {
         if (atomic_load_explicit(&e->profiling, memory_order_relaxed)) o->t_ready = now_ns();
         if ((o->flags & OP_RUN_HERE) || e->cfg.kind == ORDO_ENGINE_NAIVE || pool_saturated(e, o))
             run_ready(e, o);

@@ -294,7 +294,10 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
                 failure_unref(v->fail);
                 v->fail = f;
             }
-            atomic_fetch_add_explicit(&v->version, 1, memory_order_release);
+            /* Only the granted writer changes the version: no atomic
+             * increment needed, only a release store for its readers. */
+            atomic_store_explicit(&v->version, atomic_load_explicit(&v->version, memory_order_relaxed) + 1,
+                                  memory_order_release);
         }
         spin_lock_acquire(&v->lock);
         var_complete(v, is_write, rl);

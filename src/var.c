@@ -20,7 +20,11 @@
 
 static inline void grant(dep_node *n, ready_list *rl) {
     op *o = node_op(n);
-    if (atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1) {
+    /* A count of 1 means this is o's last grant: nobody else can touch the
+     * count any more, so the atomic decrement (the common case: an op
+     * waiting on one var) is not needed. */
+    if (atomic_load_explicit(&o->wait, memory_order_acquire) == 1 ||
+        atomic_fetch_sub_explicit(&o->wait, 1, memory_order_acq_rel) == 1) {
         o->next = NULL;
         if (rl->tail) rl->tail->next = o;
         else rl->head = o;
