@@ -108,3 +108,33 @@ describe("ordo.profiler", function()
         ordo.profiler.clear()
     end)
 end)
+
+describe("ordo.engine at Lua shutdown", function()
+    -- lua_close runs every finalizer in no set order: a bare var's may come
+    -- after its engine's, when the engine (and the var with it, rule 11) is
+    -- gone.  Before the fix this hung or aborted in ordo_delete_variable on
+    -- the freed engine, every run.
+    it("engines and their bare vars finalized in any order exit cleanly", function()
+        local script = os.tmpname()
+        local f = assert(io.open(script, "w"))
+        f:write([[
+local ordo = require "ordo"
+local keep = {}
+for i = 1, 30 do
+    local eng = ordo.engine.new{kind = (i % 3 == 0) and "naive" or "perdevice", cpu_workers = 2}
+    for _ = 1, 40 do keep[#keep + 1] = eng:new_variable() end
+    keep[#keep + 1] = eng
+    keep[#keep + 1] = ordo.zeros({4}, {engine = eng}):add_(1)
+end
+print("done")
+]])
+        f:close()
+        for _ = 1, 3 do
+            local p = io.popen("LUA_PATH='lua/?.lua;lua/?/init.lua;;' timeout 60 luajit " .. script .. " 2>&1; echo rc=$?")
+            local out = p:read("*a")
+            p:close()
+            assert.truthy(out:find("done\nrc=0\n", 1, true), out)
+        end
+        os.remove(script)
+    end)
+end)

@@ -81,10 +81,17 @@ function M.new(cfg)
     end
     local e = C.ordo_tensor_engine_create(c)
     if e == nil then fail(ffi.string(C.ordo_tensor_error())) end
+    -- Shared with the finalizers of the engine's bare vars: when Lua shuts
+    -- down (lua_close) every finalizer runs, in no set order, so a var's may
+    -- come after the engine's; the engine may then be gone, and it deleted
+    -- its vars itself (rule 11).  (A table of its own, not the handle: a
+    -- finalizer that referenced its own cdata's owner would keep it alive.)
+    local state = {closed = false}
     return setmetatable({_e = ffi.gc(e, function(p)
+        state.closed = true
         M.run_close_hooks(p)
         C.ordo_tensor_engine_close(p)
-    end)}, Engine)
+    end), _state = state}, Engine)
 end
 
 -- Functions called with an engine pointer when its handle closes (the
@@ -103,6 +110,7 @@ function Engine:close()
     if self._default then fail("engine:close: the default engine cannot be closed") end
     if not self._closed then
         self._closed = true
+        self._state.closed = true
         local e = self._e
         ffi.gc(e, nil)
         M.run_close_hooks(e)
@@ -146,9 +154,10 @@ function Engine:new_variable()
     local v = C.ordo_new_variable(e)
     if v == nil then fail("new_variable: " .. last_error()) end
     local ctx = ffi.new("ordo_ctx", cdef.CPU, 0)
-    local keep = self -- the engine handle outlives its vars
+    local keep = self -- the engine handle outlives its vars (but see engine.new)
+    local state = self._state -- nil for the default engine, which outlives Lua
     return setmetatable({_v = ffi.gc(v, function(p)
-        if not keep._closed or keep._default then C.ordo_delete_variable(keep._e, nil, nil, ctx, p) end
+        if not (state and state.closed) then C.ordo_delete_variable(keep._e, nil, nil, ctx, p) end
     end), _engine = self}, Var)
 end
 
