@@ -271,6 +271,18 @@ static void asym_fence_init(void) {
     atomic_store_explicit(&asym_fence, ok, memory_order_release);
 }
 
+/* A full fence.  ThreadSanitizer does not support atomic_thread_fence
+ * (gcc refuses it), so under it a read-modify-write, which is one on every
+ * machine it runs on, stands in. */
+static inline void full_fence(void) {
+#if defined(__SANITIZE_THREAD__)
+    static atomic_int fence_word;
+    atomic_fetch_add(&fence_word, 0);
+#else
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
 /* The sleeper's side, after its seq_cst store of the flag: a full fence
  * on every thread of the process. */
 static void heavy_fence(void) {
@@ -296,6 +308,11 @@ void engine_op_retired(ordo_engine *e, worker *w) {
     bool zero = atomic_load_explicit(&e->wake_zero, memory_order_relaxed);
     bool low = atomic_load_explicit(&e->wake_low, memory_order_relaxed);
     if (zero || low) {
+        /* Two threads retiring the last ops at once must not both miss the
+         * other's count (each would see one op left, and nobody would
+         * wake the sleeper): between our count and our read of theirs, a
+         * real fence.  Rare: only while somebody sleeps. */
+        full_fence();
         long left = engine_pending(e);
         if ((zero && left == 0 && atomic_exchange(&e->wake_zero, 0)) ||
             (low && left <= e->low_mark && atomic_exchange(&e->wake_low, 0)))
