@@ -33,8 +33,16 @@ local function sleep(s) os.execute("sleep " .. s) end
 local function start(history)
     local name = ("s%d"):format(math.random(1, 1e9))
     local cmd = ("env ORDO_HISTORY=%s INPUTRC=/dev/null %s"):format(q(history), q(ORDO))
-    assert(os.execute(tmux(("new-session -d -s %s -x 160 -y 50 %s"):format(name, q(cmd)))) == 0,
-           "tmux new-session failed")
+    -- The private server exits when the previous test's session is killed;
+    -- a new session started while it is still exiting fails ("server exited
+    -- unexpectedly"), more often on a loaded machine: try again.
+    local ok = false
+    for attempt = 1, 5 do
+        ok = os.execute(tmux(("new-session -d -s %s -x 160 -y 50 %s"):format(name, q(cmd)))) == 0
+        if ok then break end
+        sleep(0.2 * attempt)
+    end
+    assert(ok, "tmux new-session failed (5 attempts)")
     local t = setmetatable({name = name}, Term)
     t:wait_for(function() return t:prompts() >= 1 end, "the first prompt")
     return t
