@@ -170,6 +170,14 @@ static void freed(int64_t nbytes) {
 
 /* ---- storages ----------------------------------------------------------------- */
 
+/* Gives a storage's bytes back to the allocator of its device (last_use:
+ * see storage_free_now). */
+static void bytes_free(ordo_ctx ctx, void *data, size_t nbytes, struct dev_event *last_use) {
+    if (ctx.dev_type == ORDO_GPU) dev_free(ctx.dev_id, data, last_use);
+    else if (ctx.dev_type == ORDO_CPU_PINNED) host_free_pinned(data, nbytes);
+    else host_free(data, nbytes);
+}
+
 ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     if (!e) e = ordo_engine_default();
     if (!e) {
@@ -226,9 +234,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     s->var = ordo_new_variable(e);
     if (!s->var) {
         tensor_set_error_code(ORDO_ERR_NOMEM, "%s", ordo_last_error());
-        if (ctx.dev_type == ORDO_GPU) dev_free(ctx.dev_id, s->data, ready);
-        else if (ctx.dev_type == ORDO_CPU_PINNED) host_free_pinned(s->data, nbytes);
-        else host_free(s->data, nbytes);
+        bytes_free(ctx, s->data, nbytes, ready);
         free(s);
         return NULL;
     }
@@ -260,9 +266,7 @@ void ordo_storage_retain(ordo_storage *s) {
  * the bytes is done (NULL: none pending); the allocator keeps it. */
 static void storage_free_now(ordo_storage *s, struct dev_event *last_use) {
     int64_t n = (int64_t)s->nbytes;
-    if (s->ctx.dev_type == ORDO_GPU) dev_free(s->ctx.dev_id, s->data, last_use);
-    else if (s->ctx.dev_type == ORDO_CPU_PINNED) host_free_pinned(s->data, s->nbytes);
-    else host_free(s->data, s->nbytes);
+    bytes_free(s->ctx, s->data, s->nbytes, last_use);
     if (s->ctx.dev_type == ORDO_CPU_PINNED) atomic_fetch_sub_explicit(&pinned_live_bytes, n, memory_order_relaxed);
     free(s);
     atomic_fetch_sub_explicit(&live_bytes, n, memory_order_relaxed);
