@@ -5,6 +5,9 @@
  *   tensor_bench_c push_add16 N       ordo_tensor_op2(add) from C through the engine (then one wait)
  *   tensor_bench_c sgemm N REPS       cblas_sgemm on NxN float32, best of REPS (OpenBLAS's threads)
  *   tensor_bench_c sgemm1 N REPS      the same on one thread (as ordo's matmul kernel runs it)
+ *   tensor_bench_c sgemm1_fresh_out N REPS
+ *                                     the same, each rep writing into freshly mapped pages (an
+ *                                     output tensor allocated before the allocator caches any)
  *   tensor_bench_c copy N REPS        a plain copy loop over N floats, best of REPS
  *   tensor_bench_c add N REPS         a plain c[i] += a[i] loop over N floats, best of REPS
  *
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ordo_tensor.h"
@@ -46,7 +50,7 @@ static void view1(ordo_view *v, float *p, int64_t n) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s kernel_add16|push_add16|sgemm|copy|add N [REPS]\n", argv[0]);
+        fprintf(stderr, "usage: %s kernel_add16|push_add16|sgemm|sgemm1|sgemm1_fresh_out|copy|add N [REPS]\n", argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -92,16 +96,25 @@ int main(int argc, char **argv) {
         ordo_tensor_free(c);
         return 0;
     }
-    if (!strcmp(mode, "sgemm") || !strcmp(mode, "sgemm1")) {
-        if (!strcmp(mode, "sgemm1")) openblas_set_num_threads(1);
-        float *a = xalloc((size_t)n * n * 4), *b = xalloc((size_t)n * n * 4), *c = xalloc((size_t)n * n * 4);
+    if (!strcmp(mode, "sgemm") || !strcmp(mode, "sgemm1") || !strcmp(mode, "sgemm1_fresh_out")) {
+        const int fresh = !strcmp(mode, "sgemm1_fresh_out");
+        if (strcmp(mode, "sgemm")) openblas_set_num_threads(1);
+        const size_t bytes = (size_t)n * n * 4;
+        float *a = xalloc(bytes), *b = xalloc(bytes), *c = xalloc(bytes);
         for (long i = 0; i < n * n; i++) a[i] = (float)(i % 7) * 0.25f, b[i] = (float)(i % 5) * 0.5f, c[i] = 0;
         double best = 1e30;
         for (int r = 0; r < reps + 1; r++) {
+            /* mmap, not malloc: glibc may hand back pages it already touched */
+            float *out = fresh ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : c;
+            if (out == MAP_FAILED) {
+                fprintf(stderr, "out of memory\n");
+                return 1;
+            }
             double t0 = now();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f, a, (int)n, b, (int)n,
-                        0.0f, c, (int)n);
+                        0.0f, out, (int)n);
             double t = now() - t0;
+            if (fresh) munmap(out, bytes);
             if (r > 0 && t < best) best = t; /* the first run warms up BLAS's threads */
         }
         printf("%s %.3f ms\n", mode, best * 1e3);
