@@ -133,7 +133,8 @@ char *ordo_tensor_shape_str(const ordo_tensor *t, char *buf, size_t len);
  * registry at the first push per device type and cached; -1 on a bad name. */
 int ordo_tensor_kernel_id(const char *name);
 const char *ordo_tensor_kernel_name(int kid);
-/* 1 if the registry has kernel kid for dev_type (ORDO_CPU, ORDO_GPU). */
+/* 1 if a push on dev_type (ORDO_CPU, ORDO_GPU) would find kernel kid (on the
+ * simulated GPU: the CPU kernel, which it runs). */
 int ordo_tensor_kernel_available(int kid, int dev_type);
 /* Forgets the cached kernel functions (after re-registering a kernel). */
 void ordo_tensor_kernel_cache_clear(void);
