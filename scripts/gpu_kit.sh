@@ -51,7 +51,16 @@ unpack() {
         exit 1
     fi
     mkdir -p "$prefix"
-    for d in "${debs[@]}"; do dpkg-deb -x "$d" "$prefix"; done
+    for d in "${debs[@]}"; do
+        if command -v dpkg-deb >/dev/null 2>&1; then
+            dpkg-deb -x "$d" "$prefix"
+        else # a .deb is an ar archive holding data.tar.*
+            local tmp
+            tmp=$(mktemp -d)
+            (cd "$tmp" && ar x "$d" && tar -xf data.tar.* -C "$prefix")
+            rm -rf "$tmp"
+        fi
+    done
     # Debian reaches OpenBLAS through alternatives that dpkg -x does not set up.
     local lib=$prefix/usr/lib/x86_64-linux-gnu
     ln -sf openblas-pthread/libopenblas.so.0 "$lib/libopenblas.so.0"
