@@ -45,6 +45,7 @@ fetch() {
 }
 
 unpack() {
+    [ -d "$kit" ] && kit=$(cd "$kit" && pwd) # absolute: the ar fallback unpacks from another directory
     local debs=("$kit"/*.deb)
     if [ ! -e "${debs[0]}" ]; then
         echo "gpu_kit: no packages in $kit (run 'scripts/gpu_kit.sh fetch' where apt works, and carry $kit)" >&2
