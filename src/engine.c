@@ -69,7 +69,10 @@ void ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out) {
     if (e && out) *out = e->cfg;
 }
 
-long ordo_engine_pending(ordo_engine *e) { return e ? engine_pending(e) : 0; }
+long ordo_engine_pending(ordo_engine *e) {
+    bulk_flush_mine();
+    return e ? engine_pending(e) : 0;
+}
 
 int ordo_gpu_count(void) {
     const device_backend *b = ordo_device_backend();
@@ -413,6 +416,7 @@ static int engine_pools(ordo_engine *e, pool **out) {
 
 void ordo_engine_destroy(ordo_engine *e) {
     if (!e) return;
+    bulk_flush_mine();
     engine_wait_pending(e, 0);
     while (atomic_load(&e->external) > 0) sched_yield();
     /* Rule 11 covers the GPU work the ops queued, too. */

@@ -55,6 +55,15 @@ void failure_unref(failure *f) {
 
 bool failure_claim(failure *f) { return atomic_exchange(&f->reported, 1) == 0; }
 
+failure *failure_named(failure *f, const char *name) {
+    size_t nlen = strlen(name);
+    if (!name[0] || (!strncmp(f->msg, name, nlen) && f->msg[nlen] == ':')) return f;
+    failure *named = failure_new("%s: %s", name, f->msg);
+    if (!named) return f;
+    failure_unref(f);
+    return named;
+}
+
 /* ordo_fail outside any op (a kernel run later by the simulated GPU's
  * stream): the message waits here for fail_detached_take. */
 static _Thread_local char detached_msg[512];

@@ -48,6 +48,9 @@ failure *failure_new(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 failure *failure_vnew(const char *fmt, va_list ap);
 void failure_ref(failure *f);
 void failure_unref(failure *f);
+/* f named after the op it starts at ("name: msg"), unless its message
+ * names it already; takes over the caller's reference to f. */
+failure *failure_named(failure *f, const char *name);
 /* Marks f reported; true when this call is the one that reported it. */
 bool failure_claim(failure *f);
 int  set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -120,7 +123,8 @@ enum {
     OP_WAIT = 1 << 1,     /* internal: a waiter's signal (wait.c) */
     OP_DELETE = 1 << 2,   /* frees its single var when done */
     OP_RUN_HERE = 1 << 3, /* runs in whichever thread makes it ready */
-    OP_NO_VERSION = 1 << 4/* its writes do not count as writes (wait_to_write) */
+    OP_NO_VERSION = 1 << 4,/* its writes do not count as writes (wait_to_write) */
+    OP_BULK = 1 << 5      /* runs a bulk of ops (bulk.c); param is the bulk */
 };
 
 struct ordo_opr {
@@ -336,6 +340,34 @@ int  start_cpu_pool(ordo_engine *e, int dev_id);
 op  *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, const char *name);
 /* Appends a prepared op to its vars and runs or queues it (push.c). */
 int  push_prepared(ordo_engine *e, op *o, const char *fn);
+
+/* One var of a push and whether the push writes it (push.c). */
+typedef struct { ordo_var *v; bool w; } var_use;
+/* Sorted by address and deduplicated (rule 3); out has room for nreads + nwrites. */
+int  collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, var_use *out);
+/* Pushes a sync op on uses (sorted, distinct): the end of ordo_push_sync. */
+int  push_sync_uses(ordo_engine *e, int flags, ordo_sync_fn fn, void *param, void (*param_free)(void *),
+                    ordo_ctx ctx, const var_use *uses, int n, int prop, int priority, const char *name,
+                   const char *fname);
+
+/* ---- bulks (bulk.c) -------------------------------------------------- */
+
+struct bulk;
+extern _Thread_local struct bulk *tls_bulk; /* this thread's bulk being collected, or NULL */
+extern _Thread_local int tls_bulk_size;
+/* Adds a sync op to this thread's bulk; false when it cannot go there
+ * (too many vars), and the caller pushes it alone. */
+bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
+                 const var_use *uses, int n, int prop, const char *name);
+/* Every public entry point calls this first: this thread's ops are handed
+ * over before whatever it does next. */
+static inline void bulk_flush_mine(void) {
+    if (tls_bulk) ordo_bulk_flush();
+}
+/* For finish_op: the failure var i of a finished bulk op ends with (no
+ * reference), and how many of its ops wrote it. */
+failure *bulk_var_failure(const op *o, int i);
+unsigned bulk_var_writes(const op *o, int i);
 
 /* The host waits for every GPU this engine used (engine.c). */
 int  engine_device_sync(ordo_engine *e, char *err, size_t errlen);

@@ -121,7 +121,8 @@ enum {
                                    * never block that thread): read GPU-written data elsewhere */
     ORDO_PROP_DELETE_VAR = 5,     /* used by ordo_delete_variable */
     ORDO_PROP_GPU_PRIORITIZED = 6,/* runs on the GPU's priority worker */
-    ORDO_PROP_NO_SKIP = 0x100     /* run even when an input carries an error */
+    ORDO_PROP_NO_SKIP = 0x100,    /* run even when an input carries an error */
+    ORDO_PROP_BULK = 0x200        /* a small sync op that may be bulked (see Bulking below) */
 };
 
 ordo_var *ordo_new_variable(ordo_engine *e);
@@ -158,6 +159,30 @@ uint64_t    ordo_var_version(ordo_var *v); /* number of completed writes */
 
 /* Number of ops pushed and not yet completed. */
 long ordo_engine_pending(ordo_engine *e);
+
+/* ------------------------------------------------------------------ */
+/* Bulking                                                             */
+
+/* A thread that sets a bulk size lets the engine collect its small ops --
+ * ordo_push_sync with ORDO_PROP_BULK or-ed into a NORMAL prop, priority 0,
+ * on a cpu(n) context -- and hand them over as one op that runs them in push
+ * order: one hand-off to a worker per bulk instead of one per op.  For the
+ * pushing thread nothing else changes: every other push, wait, delete,
+ * pending count, profiler call or engine destroy made by this thread hands
+ * the bulk over first, so rules 1-6 hold as if each op had been pushed
+ * alone (each op of a bulk that meets a failed var is skipped alone, each
+ * var ends with the failure it would have had, versions count every write).
+ * Other threads see the ops once the bulk is handed over: when it is full,
+ * at this thread's next engine call, at ordo_bulk_flush or when the thread
+ * exits.  Not bulked: the naive engine, ops while the engine is profiling,
+ * ops pushed from inside an op.  A pushed op whose var another thread
+ * deletes before the bulk is handed over is dropped, and its error is
+ * reported by the next ordo_wait_for_all.  Destroy an engine from the
+ * thread that bulks on it, or flush that thread first. */
+#define ORDO_BULK_MAX 64
+int ordo_set_bulk_size(int n); /* this thread: 0 (off, the default) .. ORDO_BULK_MAX; returns the old size */
+int ordo_get_bulk_size(void);
+int ordo_bulk_flush(void);     /* hands this thread's bulk over now; 0 or the first push error */
 
 /* ------------------------------------------------------------------ */
 /* Profiler                                                            */

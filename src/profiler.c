@@ -365,6 +365,7 @@ void prof_free_all(ordo_engine *e) {
 
 int ordo_profiler_start(ordo_engine *e) {
     if (!e) return set_error(ORDO_ERR_INVALID, "ordo_profiler_start: engine is NULL");
+    bulk_flush_mine(); /* ops pushed before the start are not profiled one by one */
     pthread_mutex_lock(&e->prof_mu);
     if (!e->prof_t0) e->prof_t0 = now_ns();
     if (!atomic_load(&e->profiling)) prof_gpu_new_session(e);
@@ -375,6 +376,7 @@ int ordo_profiler_start(ordo_engine *e) {
 
 int ordo_profiler_stop(ordo_engine *e) {
     if (!e) return set_error(ORDO_ERR_INVALID, "ordo_profiler_stop: engine is NULL");
+    bulk_flush_mine();
     atomic_store(&e->profiling, 0);
     return ORDO_OK;
 }

@@ -39,15 +39,13 @@ static int check_ctx(const char *fn, ordo_ctx ctx) {
 }
 
 static int check_prop(const char *fn, int prop) {
-    int base = prop & ~ORDO_PROP_NO_SKIP;
+    int base = prop & ~(ORDO_PROP_NO_SKIP | ORDO_PROP_BULK);
     if (base < ORDO_PROP_NORMAL || base > ORDO_PROP_GPU_PRIORITIZED)
         return set_error(ORDO_ERR_INVALID, "%s: unknown property %d", fn, prop);
     return ORDO_OK;
 }
 
 /* ---- var sets ------------------------------------------------------------ */
-
-typedef struct { ordo_var *v; bool w; } var_use;
 
 static int cmp_use(const void *a, const void *b) {
     const var_use *x = a, *y = b;
@@ -57,8 +55,7 @@ static int cmp_use(const void *a, const void *b) {
 /* Sorted by address (the lock order, rule 8) and deduplicated: a var given
  * twice -- even as two reads -- or as read and write counts once, as a write
  * (rule 3).  Callers that mean two reads of one var pass it once. */
-static int collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
-                        var_use *out) {
+int collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, var_use *out) {
     int n = 0;
     for (int i = 0; i < nreads; i++) out[n++] = (var_use){reads[i], false};
     for (int i = 0; i < nwrites; i++) out[n++] = (var_use){writes[i], true};
@@ -288,6 +285,36 @@ static void naive_settle(ordo_engine *e) {
     if (e->cfg.kind == ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker) engine_wait_pending(e, 0);
 }
 
+int push_sync_uses(ordo_engine *e, int flags, ordo_sync_fn fn, void *param, void (*param_free)(void *),
+                   ordo_ctx ctx, const var_use *uses, int n, int prop, int priority, const char *name,
+                   const char *fname) {
+    op *o = op_new(e, OP_SYNC | flags, prop, priority, ctx, name);
+    if (!o || op_set_vars(o, uses, n) != ORDO_OK) {
+        if (o) op_discard(e, o);
+        return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
+    }
+    o->fn.sync = fn;
+    o->param = param;
+    o->param_free = param_free;
+    o->pool = select_pool(e, ctx, prop);
+    if (!o->pool && e->cfg.kind != ORDO_ENGINE_NAIVE) {
+        op_discard(e, o);
+        return set_error(ORDO_ERR_NOMEM, "%s: cannot start workers for the device", fname);
+    }
+    int rc = push_prepared(e, o, fname);
+    if (rc != ORDO_OK) op_discard(e, o);
+    return rc;
+}
+
+/* Whether this push may join the thread's bulk (bulk.c): a small sync op
+ * for a CPU worker, and nothing that needs it to be an op of its own. */
+static bool bulkable(ordo_engine *e, ordo_sync_fn sfn, ordo_ctx ctx, int prop, int priority) {
+    return (prop & ORDO_PROP_BULK) && sfn && tls_bulk_size > 0 && priority == 0 &&
+           (prop & ~(ORDO_PROP_BULK | ORDO_PROP_NO_SKIP)) == ORDO_PROP_NORMAL && ctx.dev_type == ORDO_CPU &&
+           e->cfg.kind != ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker &&
+           !atomic_load_explicit(&e->profiling, memory_order_relaxed);
+}
+
 static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
                    void (*param_free)(void *), ordo_ctx ctx, ordo_var *const *reads, int nreads,
                    ordo_var *const *writes, int nwrites, int prop, int priority, const char *name) {
@@ -297,24 +324,38 @@ static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_asy
     if ((rc = check_ctx(fname, ctx)) || (rc = check_prop(fname, prop)) ||
         (rc = check_vars(fname, "reads", reads, nreads)) || (rc = check_vars(fname, "writes", writes, nwrites)))
         return rc;
-    if ((prop & ~ORDO_PROP_NO_SKIP) == ORDO_PROP_DELETE_VAR)
+    if ((prop & ~(ORDO_PROP_NO_SKIP | ORDO_PROP_BULK)) == ORDO_PROP_DELETE_VAR)
         return set_error(ORDO_ERR_INVALID, "%s: ORDO_PROP_DELETE_VAR is for ordo_delete_variable", fname);
+    bool bulk = bulkable(e, sfn, ctx, prop, priority);
+    prop &= ~ORDO_PROP_BULK;
 
     var_use stack_uses[16];
     int total = nreads + nwrites;
     var_use *uses = total <= 16 ? stack_uses : malloc((size_t)total * sizeof *uses);
     if (!uses) return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     int n = collect_vars(reads, nreads, writes, nwrites, uses);
+    const char *iname = engine_intern(e, name);
 
-    op *o = op_new(e, sfn ? OP_SYNC : 0, prop, priority, ctx, engine_intern(e, name));
+    if (bulk && bulk_append(e, sfn, param, param_free, ctx, uses, n, prop, iname)) {
+        if (uses != stack_uses) free(uses);
+        return ORDO_OK;
+    }
+    bulk_flush_mine(); /* this thread's earlier ops go first (rule 1) */
+
+    if (sfn) {
+        rc = push_sync_uses(e, 0, sfn, param, param_free, ctx, uses, n, prop, priority, iname, fname);
+        if (uses != stack_uses) free(uses);
+        if (rc == ORDO_OK) naive_settle(e);
+        return rc;
+    }
+    op *o = op_new(e, 0, prop, priority, ctx, iname);
     if (!o || op_set_vars(o, uses, n) != ORDO_OK) {
         if (o) op_discard(e, o);
         if (uses != stack_uses) free(uses);
         return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     }
     if (uses != stack_uses) free(uses);
-    if (sfn) o->fn.sync = sfn;
-    else o->fn.async = afn;
+    o->fn.async = afn;
     o->param = param;
     o->param_free = param_free;
     o->pool = select_pool(e, ctx, prop);
@@ -357,6 +398,7 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     if (check_prop(fname, prop) || check_vars(fname, "reads", reads, nreads) ||
         check_vars(fname, "writes", writes, nwrites))
         return NULL;
+    prop &= ~ORDO_PROP_BULK; /* operators run async functions: never bulked */
     ordo_opr *r = calloc(1, sizeof *r);
     var_use *uses = malloc((size_t)(nreads + nwrites + 1) * sizeof *uses);
     if (!r || !uses) {
@@ -398,6 +440,7 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
     if (!r) return set_error(ORDO_ERR_INVALID, "ordo_push: operator is NULL");
     if (r->engine != e) return set_error(ORDO_ERR_INVALID, "ordo_push: operator belongs to another engine");
     if ((rc = check_ctx("ordo_push", ctx))) return rc;
+    bulk_flush_mine();
     op *o = op_new(e, 0, r->prop, priority, ctx, r->name);
     var_use stack_uses[16];
     var_use *uses = r->nvars <= 16 ? stack_uses : malloc((size_t)r->nvars * sizeof *uses);
@@ -460,6 +503,7 @@ int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx 
     if (!v) return set_error(ORDO_ERR_INVALID, "%s: variable is NULL", fname);
     if (!var_is_live(v)) return set_error(ORDO_ERR_DELETED, "%s: variable %p was already deleted", fname, (void *)v);
     if ((rc = check_ctx(fname, ctx))) return rc;
+    bulk_flush_mine(); /* the bulk may still use v */
     op *o = op_new(e, OP_SYNC | OP_DELETE, ORDO_PROP_DELETE_VAR, 0, ctx, engine_intern(e, "delete_variable"));
     var_use use = {v, true};
     if (!o || op_set_vars(o, &use, 1) != ORDO_OK) {

@@ -271,13 +271,7 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
     if (f && fresh_failure) {
         /* Name the op in the message, once, where the failure starts
          * (kernels often name themselves already). */
-        size_t nlen = strlen(o->name);
-        bool has_name = !strncmp(f->msg, o->name, nlen) && f->msg[nlen] == ':';
-        failure *named = o->name[0] && !has_name ? failure_new("%s: %s", o->name, f->msg) : NULL;
-        if (named) {
-            failure_unref(f);
-            o->fail = f = named;
-        }
+        o->fail = f = failure_named(f, o->name);
         engine_record_failure(e, f);
     }
     if (atomic_load_explicit(&e->profiling, memory_order_relaxed) && !(o->flags & OP_WAIT))
@@ -289,14 +283,18 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
         ordo_var *v = o->vars[i];
         bool is_write = node_is_write(&o->nodes[i]);
         if (is_write && !(o->flags & OP_NO_VERSION)) {
-            if (f != v->fail) {
-                if (f) failure_ref(f);
+            /* A bulk's ops each leave their own failure (or none) on what
+             * they wrote, and each write counts (bulk.c). */
+            failure *vf = (o->flags & OP_BULK) ? bulk_var_failure(o, i) : f;
+            unsigned writes = (o->flags & OP_BULK) ? bulk_var_writes(o, i) : 1;
+            if (vf != v->fail) {
+                if (vf) failure_ref(vf);
                 failure_unref(v->fail);
-                v->fail = f;
+                v->fail = vf;
             }
             /* Only the granted writer changes the version: no atomic
              * increment needed, only a release store for its readers. */
-            atomic_store_explicit(&v->version, atomic_load_explicit(&v->version, memory_order_relaxed) + 1,
+            atomic_store_explicit(&v->version, atomic_load_explicit(&v->version, memory_order_relaxed) + writes,
                                   memory_order_release);
         }
         spin_lock_acquire(&v->lock);

@@ -148,10 +148,11 @@ static kparam *kp_get(void) {
         tl_ret_n = 0;
     }
     if (!p && atomic_load_explicit(&pool_head, memory_order_relaxed)) {
+        /* The whole stack: the count goes to 0 without walking the blocks
+         * (each one a cache miss, freed on a worker's core).  A publish
+         * racing with this may go uncounted, so POOL_MAX is a soft bound. */
         p = atomic_exchange_explicit(&pool_head, NULL, memory_order_acquire);
-        long n = 0;
-        for (kparam *q = p; q; q = q->next) n++;
-        if (n) atomic_fetch_sub_explicit(&pool_n, n, memory_order_relaxed);
+        atomic_store_explicit(&pool_n, 0, memory_order_relaxed);
     }
     if (p) {
         tl_free = p->next;
@@ -299,6 +300,25 @@ static int self_overlapping(const ordo_tensor *t) {
 
 /* ---- the push ---------------------------------------------------------------------------- */
 
+/* Ops this small may be bulked (ordo_set_bulk_size): their kernel costs
+ * less than the push, so running a few back to back on one worker loses
+ * no parallelism worth having.  Counted over every operand: a reduction
+ * of a large tensor to a scalar is not small. */
+#define BULK_MAX_ELEMENTS 16384
+
+static int small_op(const ordo_kernel_args *a, int dev_type) {
+    if (dev_type != ORDO_CPU) return 0;
+    int64_t n = 0;
+    for (int i = 0; i < a->nin + a->nout; i++) {
+        const ordo_view *v = i < a->nin ? &a->in[i] : &a->out[i - a->nin];
+        int64_t k = 1;
+        for (int d = 0; d < v->ndim; d++) k *= v->shape[d];
+        n += k;
+        if (n > BULK_MAX_ELEMENTS) return 0;
+    }
+    return 1;
+}
+
 static atomic_int kid_copy = -1;
 
 int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in, int nin, ordo_tensor *const *out,
@@ -417,7 +437,7 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
     ordo_ctx ctx = ref->ctx;
     if (ctx.dev_type == ORDO_CPU_PINNED) ctx.dev_type = ORDO_CPU;
     rc = ordo_push_sync(ref->storage->engine, simulated ? run_kernel_sim : run_kernel, p, kp_put, ctx, reads, nr,
-                        writes, nout, ORDO_PROP_NORMAL, 0, knames[kid]);
+                        writes, nout, ORDO_PROP_NORMAL | (small_op(a, dev_type) ? ORDO_PROP_BULK : 0), 0, knames[kid]);
     if (rc != ORDO_OK) {
         tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
         goto fail;

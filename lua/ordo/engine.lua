@@ -323,6 +323,41 @@ end
 -- Commands started by shell() (any engine) that have not exited yet.
 function M.shell_running() return tonumber(C.ordo_shell_running()) end
 
+-- ---------------------------------------------------------------- bulking
+
+-- Small CPU ops pushed from this Lua thread (under 16,384 elements over
+-- all their operands) are handed to the engine in bulks of up to n ops: one
+-- push and one hand-off to a worker per bulk (src/bulk.c).  Nothing else
+-- changes for this thread: every wait, print, read, larger op or delete
+-- hands the bulk over first, and a failing op in a bulk fails (and skips)
+-- exactly what it would alone.  0 turns it off; the default is
+-- ORDO_BULK_SIZE, else 16.  Returns the previous size.
+local BULK_MAX = 64
+function M.set_bulk_size(n)
+    if type(n) ~= "number" or n ~= math.floor(n) or n < 0 or n > BULK_MAX then
+        fail(("engine.set_bulk_size: expected an integer from 0 (off) to %d, got %s"):format(BULK_MAX, tostring(n)))
+    end
+    return tonumber(C.ordo_set_bulk_size(n))
+end
+function M.bulk_size() return tonumber(C.ordo_get_bulk_size()) end
+-- Hands this thread's collected ops to the engine now (other threads, say
+-- a C library sharing the tensors, see them from then on).
+function M.flush()
+    if C.ordo_bulk_flush() ~= 0 then fail("engine.flush: " .. last_error()) end
+end
+
+do
+    local env = os.getenv("ORDO_BULK_SIZE")
+    local n = 16
+    if env and env ~= "" then
+        n = tonumber(env)
+        if not n or n ~= math.floor(n) or n < 0 or n > BULK_MAX then
+            fail(("ORDO_BULK_SIZE=%s: expected an integer from 0 (off) to %d"):format(env, BULK_MAX))
+        end
+    end
+    C.ordo_set_bulk_size(n)
+end
+
 -- ---------------------------------------------------------------- module level = default engine
 
 for _, k in ipairs({"config", "kind", "cpu_workers", "gpu_workers", "pending", "wait_for_all", "new_variable"}) do

@@ -29,11 +29,14 @@ typedef enum {
     RW_DEVICES,    /* ctx = cpu(0..3) or cpu_pinned(0..3) at random */
     RW_PRIORITY,   /* random priorities, some ops CPU_PRIORITIZED */
     RW_ASYNC,      /* push_async, completed by helper threads */
-    RW_OPERATORS   /* reusable operators: new_operator / push / delete_operator */
+    RW_OPERATORS,  /* reusable operators: new_operator / push / delete_operator */
+    RW_BULK        /* the pushing thread bulks (ordo_set_bulk_size): most ops ORDO_PROP_BULK, on
+                    * cpu(0..1), 1..19 reads; waits on random vars mid-round check each var's
+                    * value against the oracle at that point of the push order */
 } rw_variant;
 
 static inline const char *rw_variant_name(rw_variant v) {
-    static const char *n[] = {"plain", "multiwrite", "devices", "priority", "async", "operators"};
+    static const char *n[] = {"plain", "multiwrite", "devices", "priority", "async", "operators", "bulk"};
     return n[v];
 }
 
@@ -95,7 +98,7 @@ static inline void rw_operator_fn(const ordo_run_ctx *rc, void *param, ordo_done
 static inline void rw_gen(rng_t *g, rw_op *o, double *data, rw_variant var) {
     memset(o, 0, sizeof *o);
     o->data = data;
-    o->nr = rng_range(g, 2, RW_MAX_READS);
+    o->nr = rng_range(g, var == RW_BULK ? 1 : 2, RW_MAX_READS);
     for (int i = 0; i < o->nr; i++) o->r[i] = (unsigned char)rng_range(g, 0, RW_NVARS - 1);
     o->nw = var == RW_MULTIWRITE || var == RW_OPERATORS ? rng_range(g, 1, RW_MAX_WRITES) : 1;
     for (int i = 0; i < o->nw; i++) o->w[i] = (unsigned char)rng_range(g, 0, RW_NVARS - 1);
@@ -114,6 +117,10 @@ static inline void rw_place(rng_t *g, rw_variant var, int devices, ordo_ctx *ctx
         ctx->dev_id = rng_range(g, 0, RW_NDEVICES - 1);
         /* pinned host memory is documented to run on cpu(dev_id) */
         if (rng_range(g, 0, 9) == 0) ctx->dev_type = ORDO_CPU_PINNED;
+    }
+    if (var == RW_BULK) {
+        ctx->dev_id = rng_range(g, 0, 9) == 0; /* a switch of device hands the bulk over */
+        if (rng_range(g, 0, 4)) *prop |= ORDO_PROP_BULK;
     }
     if (var == RW_PRIORITY || var == RW_OPERATORS) {
         *prio = rng_range(g, -5, 5);
@@ -148,6 +155,8 @@ static inline void rw_run(int kind, int workers, rw_variant var, int rounds, lon
 
     double *data = (double *)malloc(sizeof(double) * RW_NVARS);
     double *oracle = (double *)malloc(sizeof(double) * RW_NVARS);
+    double *at_push = (double *)malloc(sizeof(double) * RW_NVARS); /* the oracle up to the op pushed last */
+    long wait_checks = 0, wait_bad = 0;
     long expect_version[RW_NVARS] = {0};
     rw_op *ops = (rw_op *)malloc(sizeof(rw_op) * (size_t)nops);
     int devices = var == RW_DEVICES || var == RW_OPERATORS || var == RW_ASYNC;
@@ -160,6 +169,8 @@ static inline void rw_run(int kind, int workers, rw_variant var, int rounds, lon
 
     for (int round = 0; round < rounds; round++) {
         for (int i = 0; i < RW_NVARS; i++) data[i] = oracle[i] = 1.0 + (double)rng_range(&g, 0, 1 << 20) / (1 << 20);
+        memcpy(at_push, data, sizeof(double) * RW_NVARS);
+        if (var == RW_BULK) ordo_set_bulk_size(rng_range(&g, 1, ORDO_BULK_MAX));
         if (var == RW_OPERATORS) {
             for (int k = 0; k < NOPR; k++) {
                 rw_op *o = (rw_op *)malloc(sizeof *o);
@@ -223,6 +234,22 @@ static inline void rw_run(int kind, int workers, rw_variant var, int rounds, lon
             pushes++;
             if (rc != 0 && push_errors++ < 3)
                 fprintf(stderr, "    push %ld failed: rc=%d %s\n", i, rc, ordo_last_error());
+            if (var == RW_BULK) {
+                /* Every op this thread pushed so far that writes v is done
+                 * after the wait, and none pushed later has started writing
+                 * it: v must hold the oracle's value at this point. */
+                rw_apply(o, at_push);
+                if (rng_range(&g, 0, 199) == 0) {
+                    int v = rng_range(&g, 0, RW_NVARS - 1);
+                    int wrc = ordo_wait_for_var(e, vars[v]);
+                    wait_checks++;
+                    if (wrc != 0 || data[v] != at_push[v]) {
+                        if (wait_bad++ < 3)
+                            fprintf(stderr, "    after op %ld, wait_for_var(%d) = %d, value %.17g, want %.17g\n", i, v,
+                                    wrc, data[v], at_push[v]);
+                    }
+                }
+            }
         }
         if (var == RW_OPERATORS) {
             /* Deleted while their runs are still pending: the engine must
@@ -230,6 +257,7 @@ static inline void rw_run(int kind, int workers, rw_variant var, int rounds, lon
             for (int k = 0; k < NOPR; k++)
                 if (oprs[k]) ordo_delete_operator(e, oprs[k]);
         }
+        if (var == RW_BULK) ordo_set_bulk_size(0);
         int wrc = ordo_wait_for_all(e);
         CHECK_MSG(wrc == 0, "%s/%s/%d round %d: wait_for_all = %d (%s)", kind_str(kind),
                   rw_variant_name(var), workers, round, wrc, ordo_last_error());
@@ -254,10 +282,12 @@ static inline void rw_run(int kind, int workers, rw_variant var, int rounds, lon
     CHECK_MSG(bad_rounds == 0, "%s/%s/%d workers: %ld of %d rounds wrong", kind_str(kind),
               rw_variant_name(var), workers, bad_rounds, rounds);
     CHECK_EQ_LONG(push_errors, 0);
+    CHECK_EQ_LONG(wait_bad, 0);
+    if (var == RW_BULK) CHECK(wait_checks > 0);
     CHECK_EQ_LONG(atomic_load(&rw_ran), pushes);
     /* Half the variants delete their vars, the others leave them to
      * engine_destroy (which must free them too, rule 11). */
-    if (var == RW_PLAIN || var == RW_MULTIWRITE || var == RW_ASYNC) {
+    if (var == RW_PLAIN || var == RW_MULTIWRITE || var == RW_ASYNC || var == RW_BULK) {
         for (int i = 0; i < RW_NVARS; i++) {
             int rc = ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), vars[i]);
             CHECK_EQ_LONG(rc, 0);
@@ -272,6 +302,7 @@ static inline void rw_run(int kind, int workers, rw_variant var, int rounds, lon
     free(ops);
     free(data);
     free(oracle);
+    free(at_push);
 }
 
 #endif

@@ -11,6 +11,8 @@
  * Every test runs on all three engine kinds: the naive engine promises the
  * same rules, errors included.
  */
+#include <stdbool.h>
+
 #include "harness.h"
 #include "test_util.h"
 
@@ -417,10 +419,13 @@ static int rf_fn(const ordo_run_ctx *rc, void *param) {
     return 0;
 }
 
-static void test_rule5_random_failures_vs_oracle(void) {
+/* bulked: the pushing thread bulks (ordo_set_bulk_size, a new random size
+ * per segment) and pushes with ORDO_PROP_BULK, so failures start and are
+ * skipped inside bulks: each op must still run or be skipped as alone. */
+static void random_failures_vs_oracle(bool bulked) {
     long nseg = scaled(40, 8), seg = 400, n = nseg * seg;
     rng_t g;
-    rng_init(&g, test_seed() ^ 0x5a5a);
+    rng_init(&g, test_seed() ^ 0x5a5a ^ (bulked ? 0xb01c : 0));
     for (int k = 0; k < 3; k++) {
         int kind = ALL_KINDS[k];
         ordo_engine *e = make_engine(kind, 4);
@@ -436,6 +441,7 @@ static void test_rule5_random_failures_vs_oracle(void) {
         for (long sgi = 0; sgi < nseg; sgi++) {
             int err[RF_NVARS] = {0};
             long nfail = 0;
+            if (bulked) ordo_set_bulk_size(rng_range(&g, 1, ORDO_BULK_MAX));
             for (long i = sgi * seg; i < (sgi + 1) * seg; i++) {
                 rf_op *o = &ops[i];
                 o->data = data;
@@ -467,7 +473,8 @@ static void test_rule5_random_failures_vs_oracle(void) {
                 ordo_var *r[3], *w[2];
                 for (int j = 0; j < o->nr; j++) r[j] = vars[o->r[j]];
                 for (int j = 0; j < o->nw; j++) w[j] = vars[o->w[j]];
-                push_fail += push_simple(e, rf_fn, o, r, o->nr, w, o->nw, "rf") != 0;
+                push_fail += ordo_push_sync(e, rf_fn, o, NULL, cpu_ctx(0), r, o->nr, w, o->nw,
+                                            bulked ? ORDO_PROP_NORMAL | ORDO_PROP_BULK : ORDO_PROP_NORMAL, 0, "rf") != 0;
             }
             /* drain: at least one report if anything failed, never more
              * reports than failures (see expect_two_reports), then clean */
@@ -475,6 +482,7 @@ static void test_rule5_random_failures_vs_oracle(void) {
             int rc;
             while ((rc = ordo_wait_for_all(e)) == ORDO_ERR_FAILED && reports <= nfail) reports++;
             CHECK_EQ_LONG(rc, 0);
+            if (bulked) ordo_set_bulk_size(0);
             if (nfail ? reports < 1 || reports > nfail : reports != 0) bad_reports++;
             nfail_total += nfail;
         }
@@ -500,6 +508,9 @@ static void test_rule5_random_failures_vs_oracle(void) {
     }
 }
 
+static void test_rule5_random_failures_vs_oracle(void) { random_failures_vs_oracle(false); }
+static void test_rule5_random_failures_vs_oracle_bulked(void) { random_failures_vs_oracle(true); }
+
 int main(void) {
     printf("# seed %#llx, scale %g\n", (unsigned long long)test_seed(), test_scale());
     TEST_T(test_rule5_error_propagates_and_is_reported_once, 60);
@@ -513,5 +524,6 @@ int main(void) {
     TEST_T(test_rule5_delete_failed_var, 60);
     TEST_T(test_rule5_destroy_with_unreported_failure, 60);
     TEST(test_rule5_random_failures_vs_oracle);
+    TEST(test_rule5_random_failures_vs_oracle_bulked);
     return harness_end();
 }

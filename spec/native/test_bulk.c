@@ -1,0 +1,368 @@
+/*
+ * test_bulk.c - bulking (ordo_set_bulk_size, ORDO_PROP_BULK, src/bulk.c).
+ *
+ * A bulk must be invisible to the thread that collects it: the same results,
+ * order, failures, reports and versions as the same ops pushed one by one.
+ * The random workload checks results and waits against a serial oracle on
+ * every engine kind; test_errors.c runs its random failure oracle bulked
+ * too.  Here: failures op by op inside one bulk, compared with the same
+ * script unbulked; when a bulk is handed over (full, thread exit, the
+ * thread's next call); a var deleted under a bulk; profiling; the settings.
+ */
+#include "harness.h"
+#include "random_workload.h"
+
+static const int BULK = ORDO_PROP_NORMAL | ORDO_PROP_BULK;
+
+static int push_bulk(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_var *const *r, int nr, ordo_var *const *w,
+                     int nw, const char *name) {
+    return ordo_push_sync(e, fn, param, NULL, cpu_ctx(0), r, nr, w, nw, BULK, 0, name);
+}
+
+/* ---- the random workload ------------------------------------------------ */
+
+static void run_bulk_workload(int kind) {
+    static const int workers[] = {1, 2, 4};
+    for (int i = 0; i < ARRAY_LEN(workers); i++) {
+        double t0 = now_s();
+        rw_run(kind, workers[i], RW_BULK, 5, scaled(10000, 1000), test_seed());
+        printf("    %s bulk workers=%d: 5 x %ld ops in %.2f s\n", kind_str(kind), workers[i], scaled(10000, 1000),
+               now_s() - t0);
+    }
+}
+
+static void test_bulk_random_naive(void) { run_bulk_workload(ORDO_ENGINE_NAIVE); }
+static void test_bulk_random_pooled(void) { run_bulk_workload(ORDO_ENGINE_POOLED); }
+static void test_bulk_random_perdevice(void) { run_bulk_workload(ORDO_ENGINE_PER_DEVICE); }
+
+/* ---- failures op by op ----------------------------------------------------- */
+
+/* A scripted op: fails when it should, else adds 1 to every var it writes
+ * (cells[]), and counts its runs. */
+typedef struct {
+    int fail;
+    int nw;
+    long *cells[2];
+    atomic_int ran;
+} sop;
+
+static int sop_fn(const ordo_run_ctx *rc, void *param) {
+    sop *o = (sop *)param;
+    atomic_fetch_add(&o->ran, 1);
+    if (o->fail) return ordo_fail(rc, "scripted failure");
+    for (int i = 0; i < o->nw; i++) (*o->cells[i])++;
+    return 0;
+}
+
+typedef struct {
+    int rc[6];          /* wait_for_var on each var, in order */
+    char msg[6][128];
+    uint64_t version[6];
+    long cell[6];
+    int ran[8];
+    int all_rc;         /* wait_for_all afterwards */
+} script_out;
+
+/* Vars x0..x5.  A fails writing x0; B reads x0 writes x1 (skipped); C writes
+ * x2 (independent, runs); D writes x0 only (meets x0's failure: skipped); E
+ * fails writing x3 and x4; F reads x5 writes x5 (runs);
+ * G reads x3 writes x2 (skipped: x2 ends failed, though C wrote it cleanly);
+ * H writes x5 twice-listed (runs). */
+static void run_script(int kind, int bulk_size, script_out *out) {
+    memset(out, 0, sizeof *out);
+    ordo_engine *e = make_engine(kind, 2);
+    if (!e) return;
+    ordo_var *x[6];
+    for (int i = 0; i < 6; i++) x[i] = ordo_new_variable(e);
+    long cells[6] = {0};
+    sop ops[8];
+    memset(ops, 0, sizeof ops);
+    for (int i = 0; i < 8; i++) atomic_init(&ops[i].ran, 0);
+    ops[0].fail = 1;
+    ops[4].fail = 1;
+    ordo_set_bulk_size(bulk_size);
+    struct { int nr, nw; int r[2], w[2]; const char *name; } s[8] = {
+        {0, 1, {0}, {0}, "A"},    {1, 1, {0}, {1}, "B"}, {0, 1, {0}, {2}, "C"},       {0, 1, {0}, {0}, "D"},
+        {0, 2, {0}, {3, 4}, "E"}, {1, 1, {5}, {5}, "F"}, {1, 1, {3}, {2}, "G"}, {0, 2, {0}, {5, 5}, "H"},
+    };
+    for (int k = 0; k < 8; k++) {
+        ordo_var *r[2], *w[2];
+        for (int j = 0; j < s[k].nr; j++) r[j] = x[s[k].r[j]];
+        for (int j = 0; j < s[k].nw; j++) {
+            w[j] = x[s[k].w[j]];
+            ops[k].cells[j] = &cells[s[k].w[j]];
+        }
+        ops[k].nw = s[k].nw;
+        CHECK_EQ_LONG(push_bulk(e, sop_fn, &ops[k], r, s[k].nr, w, s[k].nw, s[k].name), 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        out->rc[i] = ordo_wait_for_var(e, x[i]);
+        if (out->rc[i]) snprintf(out->msg[i], sizeof out->msg[i], "%s", ordo_last_error());
+        out->version[i] = ordo_var_version(x[i]);
+        out->cell[i] = cells[i];
+    }
+    out->all_rc = ordo_wait_for_all(e);
+    for (int k = 0; k < 8; k++) out->ran[k] = atomic_load(&ops[k].ran);
+    ordo_set_bulk_size(0);
+    ordo_engine_destroy(e);
+}
+
+static void test_bulk_failures_as_alone(void) {
+    for (int k = 1; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        script_out alone, bulked;
+        run_script(kind, 0, &alone);
+        run_script(kind, ORDO_BULK_MAX, &bulked);
+        const char *kn = kind_str(kind);
+        /* the script's own expectations (rule 5) */
+        CHECK_MSG(alone.ran[0] == 1 && alone.ran[1] == 0 && alone.ran[2] == 1 && alone.ran[3] == 0 &&
+                      alone.ran[4] == 1 && alone.ran[5] == 1 && alone.ran[6] == 0 && alone.ran[7] == 1,
+                  "%s alone: ran %d%d%d%d%d%d%d%d", kn, alone.ran[0], alone.ran[1], alone.ran[2], alone.ran[3],
+                  alone.ran[4], alone.ran[5], alone.ran[6], alone.ran[7]);
+        /* x0: A's failure; x1 too (B skipped), reported already; x2: E's
+         * failure through G, met first there; x3, x4: E's, reported */
+        CHECK(alone.rc[0] == ORDO_ERR_FAILED && strstr(alone.msg[0], "A: scripted failure"));
+        CHECK_EQ_LONG(alone.rc[1], 0);
+        CHECK(alone.rc[2] == ORDO_ERR_FAILED && strstr(alone.msg[2], "E: scripted failure"));
+        CHECK(alone.rc[3] == 0 && alone.rc[4] == 0 && alone.rc[5] == 0);
+        CHECK_EQ_LONG(alone.cell[2], 1);
+        CHECK_EQ_LONG(alone.cell[5], 3);
+        /* and the bulked run is the same, op by op and var by var */
+        for (int i = 0; i < 8; i++)
+            CHECK_MSG(bulked.ran[i] == alone.ran[i], "%s: op %d ran %d times bulked, %d alone", kn, i, bulked.ran[i],
+                      alone.ran[i]);
+        for (int i = 0; i < 6; i++) {
+            CHECK_MSG(bulked.rc[i] == alone.rc[i] && !strcmp(bulked.msg[i], alone.msg[i]),
+                      "%s: wait x%d: bulked %d '%s', alone %d '%s'", kn, i, bulked.rc[i], bulked.msg[i], alone.rc[i],
+                      alone.msg[i]);
+            CHECK_MSG(bulked.version[i] == alone.version[i], "%s: x%d version bulked %llu, alone %llu", kn, i,
+                      (unsigned long long)bulked.version[i], (unsigned long long)alone.version[i]);
+            CHECK_EQ_LONG(bulked.cell[i], alone.cell[i]);
+        }
+        CHECK_EQ_LONG(bulked.all_rc, alone.all_rc);
+    }
+}
+
+/* ---- when a bulk is handed over --------------------------------------------- */
+
+static int tally_op(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    atomic_fetch_add((atomic_int *)param, 1);
+    return 0;
+}
+
+typedef struct {
+    ordo_engine *e;
+    ordo_var *v;
+    atomic_int *count;
+    int n;
+} pusher_arg;
+
+static void *push_then_exit(void *arg) {
+    pusher_arg *a = (pusher_arg *)arg;
+    ordo_set_bulk_size(ORDO_BULK_MAX);
+    for (int i = 0; i < a->n; i++) push_bulk(a->e, tally_op, a->count, NULL, 0, &a->v, 1, "exit_op");
+    return NULL; /* no flush: the thread's exit hands the bulk over */
+}
+
+static void *wait_all_thread(void *arg) {
+    ordo_wait_for_all((ordo_engine *)arg);
+    return NULL;
+}
+
+static void test_bulk_handed_over(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 2);
+    ordo_var *v = ordo_new_variable(e), *u = ordo_new_variable(e);
+    atomic_int count;
+    atomic_init(&count, 0);
+
+    /* full: pushed at once, so another thread's wait covers it */
+    ordo_set_bulk_size(4);
+    for (int i = 0; i < 4; i++) CHECK_EQ_LONG(push_bulk(e, tally_op, &count, NULL, 0, &v, 1, "full"), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, wait_all_thread, e);
+    pthread_join(t, NULL);
+    CHECK_EQ_LONG(atomic_load(&count), 4);
+    CHECK_EQ_LONG(ordo_var_version(v), 4);
+
+    /* not full: the thread's next engine call hands it over first */
+    ordo_set_bulk_size(ORDO_BULK_MAX);
+    for (int i = 0; i < 3; i++) CHECK_EQ_LONG(push_bulk(e, tally_op, &count, NULL, 0, &v, 1, "partial"), 0);
+    CHECK(ordo_engine_pending(e) >= 0); /* flushes */
+    pthread_create(&t, NULL, wait_all_thread, e);
+    pthread_join(t, NULL);
+    CHECK_EQ_LONG(atomic_load(&count), 7);
+
+    /* an op pushed alone goes after the bulk (same var: rule 1 order) */
+    for (int i = 0; i < 3; i++) CHECK_EQ_LONG(push_bulk(e, tally_op, &count, NULL, 0, &u, 1, "before"), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, tally_op, &count, NULL, cpu_ctx(0), NULL, 0, &u, 1, ORDO_PROP_NORMAL, 0, "alone"),
+                  0);
+    CHECK_EQ_LONG(ordo_wait_for_var(e, u), 0);
+    CHECK_EQ_LONG(ordo_var_version(u), 4);
+
+    /* ordo_bulk_flush; lowering the size flushes too */
+    for (int i = 0; i < 2; i++) CHECK_EQ_LONG(push_bulk(e, tally_op, &count, NULL, 0, &v, 1, "flushed"), 0);
+    CHECK_EQ_LONG(ordo_bulk_flush(), 0);
+    CHECK_EQ_LONG(ordo_bulk_flush(), 0); /* nothing left: a no-op */
+    CHECK_EQ_LONG(push_bulk(e, tally_op, &count, NULL, 0, &v, 1, "lowered"), 0);
+    CHECK_EQ_LONG(ordo_set_bulk_size(0), ORDO_BULK_MAX);
+    pthread_create(&t, NULL, wait_all_thread, e);
+    pthread_join(t, NULL);
+    CHECK_EQ_LONG(atomic_load(&count), 14);
+
+    /* a thread that exits with ops collected */
+    pusher_arg a = {e, v, &count, 5};
+    pthread_create(&t, NULL, push_then_exit, &a);
+    pthread_join(t, NULL);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&count), 19);
+    CHECK_EQ_LONG(ordo_var_version(v), 15);
+    ordo_engine_destroy(e);
+}
+
+/* A delete of this thread's own var hands the bulk over first: the delete's
+ * function sees every op of the bulk done. */
+static int delete_fn(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    atomic_store((atomic_int *)param + 1, atomic_load((atomic_int *)param));
+    return 0;
+}
+
+static void test_bulk_delete_and_destroy(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 2);
+    atomic_int seen[2];
+    atomic_init(&seen[0], 0);
+    atomic_init(&seen[1], -1);
+    ordo_var *v = ordo_new_variable(e);
+    ordo_set_bulk_size(ORDO_BULK_MAX);
+    for (int i = 0; i < 5; i++) push_bulk(e, tally_op, &seen[0], NULL, 0, &v, 1, "before_delete");
+    CHECK_EQ_LONG(ordo_delete_variable(e, delete_fn, seen, cpu_ctx(0), v), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&seen[1]), 5);
+
+    /* destroy on the bulking thread runs what it collected (rule 11) */
+    atomic_int count;
+    atomic_init(&count, 0);
+    ordo_var *u = ordo_new_variable(e);
+    for (int i = 0; i < 3; i++) push_bulk(e, tally_op, &count, NULL, 0, &u, 1, "before_destroy");
+    ordo_engine_destroy(e);
+    CHECK_EQ_LONG(atomic_load(&count), 3);
+    ordo_set_bulk_size(0);
+}
+
+/* Another thread deletes a var while this thread's bulk still holds an op
+ * on it: the op is dropped, its param freed, its error left for
+ * wait_for_all; the other ops of the bulk still run. */
+static atomic_int freed_params;
+static void free_param(void *p) {
+    (void)p;
+    atomic_fetch_add(&freed_params, 1);
+}
+
+typedef struct {
+    ordo_engine *e;
+    ordo_var *v;
+} delete_arg;
+
+static void *delete_thread(void *arg) {
+    delete_arg *a = (delete_arg *)arg;
+    ordo_delete_variable(a->e, NULL, NULL, cpu_ctx(0), a->v);
+    ordo_wait_for_all(a->e); /* the var's slot is dead once its delete ran */
+    return NULL;
+}
+
+static void test_bulk_var_deleted_by_another_thread(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 2);
+    ordo_var *v = ordo_new_variable(e), *u = ordo_new_variable(e);
+    atomic_int count;
+    atomic_init(&count, 0);
+    atomic_store(&freed_params, 0);
+    ordo_set_bulk_size(ORDO_BULK_MAX);
+    CHECK_EQ_LONG(ordo_push_sync(e, tally_op, &count, free_param, cpu_ctx(0), NULL, 0, &u, 1, BULK, 0, "ok_op"), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, tally_op, &count, free_param, cpu_ctx(0), NULL, 0, &v, 1, BULK, 0, "lost_op"), 0);
+    delete_arg a = {e, v};
+    pthread_t t;
+    pthread_create(&t, NULL, delete_thread, &a);
+    pthread_join(t, NULL);
+    CHECK_EQ_LONG(ordo_bulk_flush(), ORDO_ERR_DELETED);
+    int rc = ordo_wait_for_all(e);
+    CHECK_EQ_LONG(rc, ORDO_ERR_FAILED);
+    CHECK_MSG(strstr(ordo_last_error(), "lost_op: not run") && strstr(ordo_last_error(), "deleted"), "message '%s'",
+              ordo_last_error());
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&count), 1);
+    CHECK_EQ_LONG(ordo_var_version(u), 1);
+    CHECK_EQ_LONG(atomic_load(&freed_params), 2);
+    ordo_set_bulk_size(0);
+    ordo_engine_destroy(e);
+}
+
+/* ---- what is not bulked, and the settings ----------------------------------- */
+
+static void test_bulk_not_while_profiling(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    ordo_var *v = ordo_new_variable(e);
+    atomic_int count;
+    atomic_init(&count, 0);
+    ordo_set_bulk_size(ORDO_BULK_MAX);
+    CHECK_EQ_LONG(ordo_profiler_start(e), 0);
+    for (int i = 0; i < 10; i++) push_bulk(e, tally_op, &count, NULL, 0, &v, 1, "profiled_op");
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(ordo_profiler_stop(e), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_EQ_LONG(ordo_profiler_summary(e, f), 0);
+    fclose(f);
+    /* each op has its own row: 10 of them, and no bulk */
+    const char *row = strstr(buf, "profiled_op");
+    CHECK(row != NULL);
+    CHECK_MSG(row && strtol(row + strlen("profiled_op"), NULL, 10) == 10, "summary:\n%s", buf);
+    CHECK(strstr(buf, "bulk") == NULL);
+    free(buf);
+    ordo_set_bulk_size(0);
+    ordo_engine_destroy(e);
+}
+
+static void test_bulk_settings(void) {
+    CHECK_EQ_LONG(ordo_get_bulk_size(), 0); /* off unless asked for */
+    CHECK_EQ_LONG(ordo_set_bulk_size(8), 0);
+    CHECK_EQ_LONG(ordo_get_bulk_size(), 8);
+    CHECK_EQ_LONG(ordo_set_bulk_size(1000), 8);
+    CHECK_EQ_LONG(ordo_get_bulk_size(), ORDO_BULK_MAX);
+    CHECK_EQ_LONG(ordo_set_bulk_size(-3), ORDO_BULK_MAX);
+    CHECK_EQ_LONG(ordo_get_bulk_size(), 0);
+    /* a bad push is refused at once, bulked or not */
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    ordo_set_bulk_size(ORDO_BULK_MAX);
+    CHECK_EQ_LONG(ordo_push_sync(e, NULL, NULL, NULL, cpu_ctx(0), NULL, 0, NULL, 0, BULK, 0, "x"), ORDO_ERR_INVALID);
+    ordo_var *bad = NULL;
+    CHECK_EQ_LONG(ordo_push_sync(e, tally_op, NULL, NULL, cpu_ctx(0), &bad, 1, NULL, 0, BULK, 0, "x"), ORDO_ERR_INVALID);
+    CHECK_EQ_LONG(ordo_push_sync(e, tally_op, NULL, NULL, cpu_ctx(0), NULL, 0, NULL, 0, BULK | 77, 0, "x"),
+                  ORDO_ERR_INVALID);
+    /* an op with more vars than a bulk takes per op is pushed alone */
+    ordo_var *many[20];
+    atomic_int count;
+    atomic_init(&count, 0);
+    for (int i = 0; i < 20; i++) many[i] = ordo_new_variable(e);
+    CHECK_EQ_LONG(push_bulk(e, tally_op, &count, many, 19, many + 19, 1, "wide"), 0);
+    CHECK_EQ_LONG(push_bulk(e, tally_op, &count, many, 2, many + 2, 1, "narrow"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&count), 2);
+    ordo_set_bulk_size(0);
+    ordo_engine_destroy(e);
+}
+
+int main(void) {
+    printf("# seed %#llx (set ORDO_TEST_SEED to change), scale %g\n", (unsigned long long)test_seed(), test_scale());
+    TEST(test_bulk_random_naive);
+    TEST(test_bulk_random_pooled);
+    TEST(test_bulk_random_perdevice);
+    TEST_T(test_bulk_failures_as_alone, 60);
+    TEST_T(test_bulk_handed_over, 60);
+    TEST_T(test_bulk_delete_and_destroy, 60);
+    TEST_T(test_bulk_var_deleted_by_another_thread, 60);
+    TEST_T(test_bulk_not_while_profiling, 60);
+    TEST_T(test_bulk_settings, 60);
+    return harness_end();
+}
