@@ -4,9 +4,10 @@
 --   BENCH_QUICK=1 luajit bench/tensor_bench.lua   smaller sizes, for a smoke run
 --
 --  1. ns per op of 1,000,000 `c:add_(a)` on 16-element float32 tensors,
---     end to end (pushed, run by a worker, then one wait), beside the same
---     loop pushing through the C tensor API and the add kernel called
---     directly in C (no engine: the floor).
+--     end to end (pushed, run by a worker, then one wait), with the Lua
+--     thread's default bulking and with bulking off, beside the same loop
+--     pushing through the C tensor API (bulked the same way, and not) and
+--     the add kernel called directly in C (no engine: the floor).
 --  2. matmul 1024x1024 float32 (pushed, waited for) beside cblas_sgemm on
 --     one thread (what the matmul kernel asks BLAS for: parallelism comes
 --     from the engine) and on OpenBLAS's own threads; in a loop's steady
@@ -101,22 +102,34 @@ print(("ordo tensor bench: engine %s, %d cpu workers%s"):format(cfg.kind, cfg.cp
       quick and " (BENCH_QUICK)" or ""))
 print(("%-44s %17s | %-34s %17s | %s"):format("benchmark", "ordo", "peer", "", "speed ordo/peer"))
 
--- 1. c:add_(a) on 16 elements
+-- 1. c:add_(a) on 16 elements, with this thread's default bulking (16 ops
+-- a bulk, ORDO_BULK_SIZE) and with bulking off
 do
     local N = quick and 100000 or 1000000
     local a, c = ordo.ones({16}), ordo.zeros({16})
-    for _ = 1, 10000 do c:add_(a) end
-    ordo.engine.wait_for_all()
-    local ns = best_of(3, function()
-        local t0 = now()
-        for _ = 1, N do c:add_(a) end
-        c:wait()
-        return (now() - t0) / N * 1e9
-    end)
+    local bulk = ordo.engine.bulk_size()
+    local function time_loop(size)
+        local old = ordo.engine.set_bulk_size(size)
+        for _ = 1, 10000 do c:add_(a) end
+        ordo.engine.wait_for_all()
+        local ns = best_of(3, function()
+            local t0 = now()
+            for _ = 1, N do c:add_(a) end
+            c:wait()
+            return (now() - t0) / N * 1e9
+        end)
+        ordo.engine.set_bulk_size(old)
+        return ns
+    end
+    local on, off = time_loop(bulk), time_loop(0)
     local k = peer_number(run_peer("kernel_add16", N), "kernel_add16 ([%d.]+)")
-    local p = peer_number(run_peer("push_add16", N), "push_add16 ([%d.]+)")
-    row("c:add_(a), 16 floats, Lua, end to end", ns, "same push from C (ordo_tensor_op2)", p, "ns/op")
-    row("c:add_(a), 16 floats, Lua, end to end", ns, "add kernel called directly in C", k, "ns/op")
+    local p_on = peer_number(run_peer("push_add16", N, bulk), "push_add16 ([%d.]+)")
+    local p_off = peer_number(run_peer("push_add16", N, 0), "push_add16 ([%d.]+)")
+    local name = ("c:add_(a), 16 floats, Lua, bulks of %d"):format(bulk)
+    row(name, on, "same pushes from C, bulks of " .. bulk, p_on, "ns/op")
+    row(name, on, "add kernel called directly in C", k, "ns/op")
+    row(name, on, "same loop in Lua, bulking off", off, "ns/op")
+    row("c:add_(a), 16 floats, Lua, bulking off", off, "same pushes from C, bulking off", p_off, "ns/op")
 end
 
 -- 2. matmul 1024x1024 float32

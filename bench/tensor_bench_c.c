@@ -2,7 +2,8 @@
  * tensor_bench_c.c - the C peers of bench/tensor_bench.lua.
  *
  *   tensor_bench_c kernel_add16 N     the registered "add" kernel called directly, N times, 16 floats
- *   tensor_bench_c push_add16 N       ordo_tensor_op2(add) from C through the engine (then one wait)
+ *   tensor_bench_c push_add16 N [BULK] ordo_tensor_op2(add) from C through the engine (then one wait),
+ *                                     this thread bulking BULK ops (ordo_set_bulk_size; default 0, off)
  *   tensor_bench_c sgemm N REPS       cblas_sgemm on NxN float32, best of REPS (OpenBLAS's threads)
  *   tensor_bench_c sgemm1 N REPS      the same on one thread (as ordo's matmul kernel runs it)
  *   tensor_bench_c sgemm1_fresh_out N REPS
@@ -85,6 +86,7 @@ int main(int argc, char **argv) {
         int kadd = ordo_tensor_kernel_id("add"), kfill = ordo_tensor_kernel_id("fill");
         ordo_tensor_op1(kfill, "fill_", a, NULL, 1);
         ordo_tensor_op1(kfill, "fill_", c, NULL, 0);
+        ordo_set_bulk_size(argc > 3 ? atoi(argv[3]) : 0);
         for (int i = 0; i < 10000; i++) ordo_tensor_op2(kadd, "add_", c, c, a);
         ordo_wait_for_all(ordo_engine_default());
         double t0 = now();
