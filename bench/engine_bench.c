@@ -2,7 +2,7 @@
  * engine_bench.c - ordo's side of the engine benchmark: the workloads of
  * workloads.h pushed to one ordo engine.
  *
- *   engine_bench <naive|pooled|perdevice> <cpu_workers>
+ *   engine_bench <naive|pooled|perdevice> <cpu_workers> [BULK]
  *
  * One engine kind and worker count per process, so that one configuration's
  * threads (spinning workers, say) never steal the cores of the next one, and
@@ -22,6 +22,12 @@
  * workload "chain_op" is the chain pushed through one reusable operator
  * (ordo_new_operator + ordo_push), which skips per-push argument handling;
  * the peers have no such thing, so run.sh compares it to their chain.
+ *
+ * With BULK (1..64), the pushing thread bulks (ordo_set_bulk_size(BULK))
+ * and the tasks are pushed with ORDO_PROP_BULK: up to BULK consecutive tasks
+ * become one engine op that runs them in push order (src/bulk.c).  The
+ * peers have nothing alike, and a bulk runs its tasks one after the other
+ * on one worker, so this is a column of its own, not a replacement.
  *
  * max_inflight is the engine's default (ORDO_MAX_INFLIGHT, else 65536), the
  * setting users get; BENCH_MAX_INFLIGHT=N overrides it.  A "never blocks"
@@ -49,6 +55,7 @@ static void op_fn(const ordo_run_ctx *rc, void *param, ordo_done *done)
 }
 
 static ordo_var *g_v[BENCH_NVARS];
+static int g_prop = ORDO_PROP_NORMAL; /* | ORDO_PROP_BULK when bulking */
 static const ordo_ctx CPU0 = {ORDO_CPU, 0};
 
 /* Completed writes over all vars: a check, outside the timed region, that
@@ -85,18 +92,18 @@ static int run_once(ordo_engine *e, const bench_workload *w, const bench_dag *d,
         case W_INDEP:
             for (long i = 0; i < n && rc == 0; i++)
                 rc = ordo_push_sync(e, task_fn, &g_busy_ns, NULL, CPU0, NULL, 0, NULL, 0,
-                                    ORDO_PROP_NORMAL, 0, "indep");
+                                    g_prop, 0, "indep");
             break;
         case W_CHAIN:
             for (long i = 0; i < n && rc == 0; i++)
                 rc = ordo_push_sync(e, task_fn, &g_busy_ns, NULL, CPU0, NULL, 0, &g_v[0], 1,
-                                    ORDO_PROP_NORMAL, 0, "chain");
+                                    g_prop, 0, "chain");
             break;
         default: /* W_DAG */
             for (long i = 0; i < n && rc == 0; i++) {
                 ordo_var *r[2] = {g_v[d->r0[i]], g_v[d->r1[i]]};
                 rc = ordo_push_sync(e, task_fn, &g_busy_ns, NULL, CPU0, r, 2, &g_v[d->w[i]], 1,
-                                    ORDO_PROP_NORMAL, 0, "dag");
+                                    g_prop, 0, "dag");
             }
             break;
         }
@@ -122,16 +129,23 @@ int main(int argc, char **argv)
 {
     int kind = argc > 1 ? parse_kind(argv[1]) : 0;
     int workers = argc > 2 ? atoi(argv[2]) : 0;
-    if (!kind || workers <= 0) {
-        fprintf(stderr, "usage: %s naive|pooled|perdevice CPU_WORKERS\n", argv[0]);
+    int bulk = argc > 3 ? atoi(argv[3]) : 0;
+    if (!kind || workers <= 0 || bulk < 0 || bulk > ORDO_BULK_MAX) {
+        fprintf(stderr, "usage: %s naive|pooled|perdevice CPU_WORKERS [BULK 1..%d]\n", argv[0], ORDO_BULK_MAX);
         return 2;
     }
     /* The naive engine has no workers: label it without a worker count. */
     char label[64];
     if (kind == ORDO_ENGINE_NAIVE)
         snprintf(label, sizeof label, "ordo-naive");
+    else if (bulk)
+        snprintf(label, sizeof label, "ordo-%s-w%d-b%d", argv[1], workers, bulk);
     else
         snprintf(label, sizeof label, "ordo-%s-w%d", argv[1], workers);
+    if (bulk) {
+        ordo_set_bulk_size(bulk);
+        g_prop |= ORDO_PROP_BULK;
+    }
 
     bench_params p = bench_params_from_env();
     bench_dag d;
