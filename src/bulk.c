@@ -35,6 +35,7 @@
 #define BULK_MAX_VARS 64     /* distinct vars of one bulk */
 #define BULK_MAX_OP_USES 16  /* vars of one op that may join a bulk */
 #define USE_WRITE 0x80       /* a use byte: var index | USE_WRITE */
+#define HASH_SLOTS 128       /* power of two, at least twice BULK_MAX_VARS */
 
 typedef struct bulk_entry {
     ordo_sync_fn fn;
@@ -46,6 +47,7 @@ typedef struct bulk_entry {
 } bulk_entry;
 
 typedef struct bulk {
+    struct bulk *next_free;
     ordo_engine *engine;
     ordo_ctx ctx;
     int nent, nvars, nuse;
@@ -53,6 +55,7 @@ typedef struct bulk {
     unsigned char use[ORDO_BULK_MAX * BULK_MAX_OP_USES];
     ordo_var *vars[BULK_MAX_VARS];
     bool var_w[BULK_MAX_VARS];
+    unsigned char slot[HASH_SLOTS]; /* open addressing on the var's address: index + 1, 0 = empty */
     /* Filled by bulk_run for finish_op: */
     unsigned short writes[BULK_MAX_VARS];
     failure *fail[BULK_MAX_VARS]; /* references */
@@ -60,6 +63,40 @@ typedef struct bulk {
 
 _Thread_local bulk *tls_bulk;
 _Thread_local int tls_bulk_size;
+
+/* Bulk blocks are reused: a worker frees each one on another core, and a
+ * malloc/free of 5 KB across threads costs more than the ops it carries.
+ * Workers push spent blocks on a shared stack; a bulking thread takes the
+ * whole stack at once when its own list runs dry (pushes and grab-alls
+ * only: no ABA).  The count is approximate: it only caps the cache. */
+#define FREE_MAX 256
+static _Atomic(bulk *) free_stack;
+static atomic_int free_n;
+static _Thread_local bulk *tl_free;
+
+static bulk *bulk_alloc(void) {
+    bulk *b = tl_free;
+    if (!b && atomic_load_explicit(&free_stack, memory_order_relaxed)) {
+        b = atomic_exchange_explicit(&free_stack, NULL, memory_order_acquire);
+        atomic_store_explicit(&free_n, 0, memory_order_relaxed);
+    }
+    if (b) {
+        tl_free = b->next_free;
+        return b;
+    }
+    return malloc(sizeof *b);
+}
+
+static void bulk_free(bulk *b) {
+    if (atomic_load_explicit(&free_n, memory_order_relaxed) >= FREE_MAX) {
+        free(b);
+        return;
+    }
+    atomic_fetch_add_explicit(&free_n, 1, memory_order_relaxed);
+    bulk *h = atomic_load_explicit(&free_stack, memory_order_relaxed);
+    do b->next_free = h;
+    while (!atomic_compare_exchange_weak_explicit(&free_stack, &h, b, memory_order_release, memory_order_relaxed));
+}
 
 /* A thread that exits with ops collected hands them over. */
 static pthread_key_t exit_key;
@@ -69,6 +106,11 @@ static _Thread_local bool exit_armed;
 static void flush_at_exit(void *unused) {
     (void)unused;
     ordo_bulk_flush();
+    while (tl_free) { /* this thread's spare blocks: back to the shared stack */
+        bulk *b = tl_free;
+        tl_free = b->next_free;
+        bulk_free(b);
+    }
 }
 
 static void make_exit_key(void) { pthread_key_create(&exit_key, flush_at_exit); }
@@ -91,16 +133,23 @@ int ordo_get_bulk_size(void) { return tls_bulk_size; }
 
 /* ---- collecting ---------------------------------------------------------- */
 
-static int var_index(bulk *b, ordo_var *v) {
-    for (int i = 0; i < b->nvars; i++)
-        if (b->vars[i] == v) return i;
-    return -1;
+/* Vars are 64-byte aligned blocks: the bits above those make the hash. */
+static unsigned hash_slot(const ordo_var *v) {
+    uintptr_t x = (uintptr_t)v >> 6;
+    return (unsigned)((x ^ (x >> 7) ^ (x >> 14)) & (HASH_SLOTS - 1));
+}
+
+/* The slot that holds v, or the empty one where v would go. */
+static unsigned char *find_slot(bulk *b, const ordo_var *v) {
+    unsigned h = hash_slot(v);
+    while (b->slot[h] && b->vars[b->slot[h] - 1] != v) h = (h + 1) & (HASH_SLOTS - 1);
+    return &b->slot[h];
 }
 
 /* How many of uses are not in b yet. */
-static int new_vars(const bulk *b, const var_use *uses, int n) {
+static int new_vars(bulk *b, const var_use *uses, int n) {
     int k = 0;
-    for (int i = 0; i < n; i++) k += var_index((bulk *)b, uses[i].v) < 0;
+    for (int i = 0; i < n; i++) k += *find_slot(b, uses[i].v) == 0;
     return k;
 }
 
@@ -113,11 +162,12 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
         b = NULL;
     }
     if (!b) {
-        b = malloc(sizeof *b);
+        b = bulk_alloc();
         if (!b) return false; /* pushed alone: no worse than without bulking */
         b->engine = e;
         b->ctx = ctx;
         b->nent = b->nvars = b->nuse = 0;
+        memset(b->slot, 0, sizeof b->slot);
         tls_bulk = b;
     }
     bulk_entry *en = &b->ent[b->nent++];
@@ -129,11 +179,13 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
     en->nuse = (unsigned short)n;
     en->no_skip = (prop & ORDO_PROP_NO_SKIP) != 0;
     for (int i = 0; i < n; i++) {
-        int k = var_index(b, uses[i].v);
+        unsigned char *slot = find_slot(b, uses[i].v);
+        int k = *slot - 1;
         if (k < 0) {
             k = b->nvars++;
             b->vars[k] = uses[i].v;
             b->var_w[k] = false;
+            *slot = (unsigned char)(k + 1);
         }
         b->var_w[k] |= uses[i].w;
         b->use[b->nuse++] = (unsigned char)(k | (uses[i].w ? USE_WRITE : 0));
@@ -210,7 +262,7 @@ static void bulk_release(void *param) {
     for (int k = 0; k < b->nent; k++)
         if (b->ent[k].param_free) b->ent[k].param_free(b->ent[k].param);
     for (int i = 0; i < b->nvars; i++) failure_unref(b->fail[i]);
-    free(b);
+    bulk_free(b);
 }
 
 /* ---- handing over ------------------------------------------------------------ */
@@ -220,16 +272,30 @@ static int cmp_var(const void *x, const void *y) {
     return a->v < c->v ? -1 : a->v > c->v;
 }
 
-/* Sorts the var table by address and renumbers the uses to match. */
+/* Sorts the var table by address (the lock order, rule 8) into sorted and
+ * renumbers the uses to match.  At most 64 vars: an insertion sort of
+ * (var, old index) pairs, no allocation. */
 static void sort_vars(bulk *b, var_use *sorted) {
-    unsigned char old_of[BULK_MAX_VARS], new_of[BULK_MAX_VARS];
-    for (int i = 0; i < b->nvars; i++) sorted[i] = (var_use){b->vars[i], b->var_w[i]};
-    qsort(sorted, (size_t)b->nvars, sizeof *sorted, cmp_var);
-    for (int i = 0; i < b->nvars; i++) old_of[i] = (unsigned char)var_index(b, sorted[i].v);
-    for (int i = 0; i < b->nvars; i++) {
-        new_of[old_of[i]] = (unsigned char)i;
-        b->vars[i] = sorted[i].v;
-        b->var_w[i] = sorted[i].w;
+    struct { ordo_var *v; unsigned char old; } p[BULK_MAX_VARS];
+    int n = b->nvars;
+    for (int i = 0; i < n; i++) {
+        ordo_var *v = b->vars[i];
+        int j = i - 1;
+        while (j >= 0 && p[j].v > v) {
+            p[j + 1] = p[j];
+            j--;
+        }
+        p[j + 1].v = v;
+        p[j + 1].old = (unsigned char)i;
+    }
+    unsigned char new_of[BULK_MAX_VARS];
+    bool was_w[BULK_MAX_VARS];
+    memcpy(was_w, b->var_w, sizeof was_w);
+    for (int i = 0; i < n; i++) {
+        new_of[p[i].old] = (unsigned char)i;
+        b->vars[i] = p[i].v;
+        b->var_w[i] = was_w[p[i].old];
+        sorted[i] = (var_use){p[i].v, b->var_w[i]};
     }
     for (int u = 0; u < b->nuse; u++)
         b->use[u] = (unsigned char)(new_of[b->use[u] & ~USE_WRITE] | (b->use[u] & USE_WRITE));
@@ -261,7 +327,7 @@ static int push_each(bulk *b) {
         }
         if (en->param_free) en->param_free(en->param);
     }
-    free(b);
+    bulk_free(b);
     return first_rc;
 }
 
@@ -277,7 +343,7 @@ int ordo_bulk_flush(void) {
         int prop = ORDO_PROP_NORMAL | (en->no_skip ? ORDO_PROP_NO_SKIP : 0);
         if (push_sync_uses(e, 0, en->fn, en->param, en->param_free, b->ctx, sorted, b->nvars, prop, 0, en->name,
                            "ordo_bulk_flush") == ORDO_OK) {
-            free(b);
+            bulk_free(b);
             return ORDO_OK;
         }
         return push_each(b);
