@@ -316,7 +316,7 @@ static int push_each(bulk *b) {
         }
         qsort(uses, en->nuse, sizeof *uses, cmp_var);
         int prop = ORDO_PROP_NORMAL | (en->no_skip ? ORDO_PROP_NO_SKIP : 0);
-        int rc = push_sync_uses(e, 0, en->fn, en->param, en->param_free, b->ctx, uses, en->nuse, prop, 0,
+        int rc = push_uses(e, 0, en->fn, NULL, en->param, en->param_free, b->ctx, uses, en->nuse, prop, 0,
                                 en->name, "ordo_bulk_flush");
         if (rc == ORDO_OK) continue;
         if (!first_rc) first_rc = rc;
@@ -341,7 +341,7 @@ int ordo_bulk_flush(void) {
     if (b->nent == 1) { /* one op: push it as itself, under its own name */
         bulk_entry *en = &b->ent[0];
         int prop = ORDO_PROP_NORMAL | (en->no_skip ? ORDO_PROP_NO_SKIP : 0);
-        if (push_sync_uses(e, 0, en->fn, en->param, en->param_free, b->ctx, sorted, b->nvars, prop, 0, en->name,
+        if (push_uses(e, 0, en->fn, NULL, en->param, en->param_free, b->ctx, sorted, b->nvars, prop, 0, en->name,
                            "ordo_bulk_flush") == ORDO_OK) {
             bulk_free(b);
             return ORDO_OK;
@@ -352,7 +352,7 @@ int ordo_bulk_flush(void) {
         b->fail[i] = NULL;
         b->writes[i] = 0;
     }
-    int rc = push_sync_uses(e, OP_BULK, bulk_run, b, bulk_release, b->ctx, sorted, b->nvars,
+    int rc = push_uses(e, OP_BULK, bulk_run, NULL, b, bulk_release, b->ctx, sorted, b->nvars,
                             ORDO_PROP_NORMAL | ORDO_PROP_NO_SKIP, 0, engine_intern(e, "bulk"), "ordo_bulk_flush");
     return rc == ORDO_OK ? ORDO_OK : push_each(b);
 }

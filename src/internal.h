@@ -345,10 +345,11 @@ int  push_prepared(ordo_engine *e, op *o, const char *fn);
 typedef struct { ordo_var *v; bool w; } var_use;
 /* Sorted by address and deduplicated (rule 3); out has room for nreads + nwrites. */
 int  collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, var_use *out);
-/* Pushes a sync op on uses (sorted, distinct): the end of ordo_push_sync. */
-int  push_sync_uses(ordo_engine *e, int flags, ordo_sync_fn fn, void *param, void (*param_free)(void *),
-                    ordo_ctx ctx, const var_use *uses, int n, int prop, int priority, const char *name,
-                   const char *fname);
+/* Pushes a sync (sfn) or async (afn) op on uses (sorted, distinct): the
+ * end of every push. */
+int  push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
+               void (*param_free)(void *), ordo_ctx ctx, const var_use *uses, int n, int prop, int priority,
+               const char *name, const char *fname);
 
 /* ---- bulks (bulk.c) -------------------------------------------------- */
 

@@ -285,15 +285,16 @@ static void naive_settle(ordo_engine *e) {
     if (e->cfg.kind == ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker) engine_wait_pending(e, 0);
 }
 
-int push_sync_uses(ordo_engine *e, int flags, ordo_sync_fn fn, void *param, void (*param_free)(void *),
-                   ordo_ctx ctx, const var_use *uses, int n, int prop, int priority, const char *name,
-                   const char *fname) {
-    op *o = op_new(e, OP_SYNC | flags, prop, priority, ctx, name);
+int push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
+              void (*param_free)(void *), ordo_ctx ctx, const var_use *uses, int n, int prop, int priority,
+              const char *name, const char *fname) {
+    op *o = op_new(e, (sfn ? OP_SYNC : 0) | flags, prop, priority, ctx, name);
     if (!o || op_set_vars(o, uses, n) != ORDO_OK) {
         if (o) op_discard(e, o);
         return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     }
-    o->fn.sync = fn;
+    if (sfn) o->fn.sync = sfn;
+    else o->fn.async = afn;
     o->param = param;
     o->param_free = param_free;
     o->pool = select_pool(e, ctx, prop);
@@ -342,33 +343,10 @@ static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_asy
     }
     bulk_flush_mine(); /* this thread's earlier ops go first (rule 1) */
 
-    if (sfn) {
-        rc = push_sync_uses(e, 0, sfn, param, param_free, ctx, uses, n, prop, priority, iname, fname);
-        if (uses != stack_uses) free(uses);
-        if (rc == ORDO_OK) naive_settle(e);
-        return rc;
-    }
-    op *o = op_new(e, 0, prop, priority, ctx, iname);
-    if (!o || op_set_vars(o, uses, n) != ORDO_OK) {
-        if (o) op_discard(e, o);
-        if (uses != stack_uses) free(uses);
-        return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
-    }
+    rc = push_uses(e, 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority, iname, fname);
     if (uses != stack_uses) free(uses);
-    o->fn.async = afn;
-    o->param = param;
-    o->param_free = param_free;
-    o->pool = select_pool(e, ctx, prop);
-    if (!o->pool && e->cfg.kind != ORDO_ENGINE_NAIVE) {
-        op_discard(e, o);
-        return set_error(ORDO_ERR_NOMEM, "%s: cannot start workers for the device", fname);
-    }
-    if ((rc = push_prepared(e, o, fname)) != ORDO_OK) {
-        op_discard(e, o);
-        return rc;
-    }
-    naive_settle(e);
-    return ORDO_OK;
+    if (rc == ORDO_OK) naive_settle(e);
+    return rc;
 }
 
 int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
