@@ -133,7 +133,7 @@ int ordo_get_bulk_size(void) { return tls_bulk_size; }
 
 /* ---- collecting ---------------------------------------------------------- */
 
-/* Vars are 64-byte aligned blocks: the bits above those make the hash. */
+/* Vars sit in slabs, a few dozen bytes apart: drop the low bits, fold the rest. */
 static unsigned hash_slot(const ordo_var *v) {
     uintptr_t x = (uintptr_t)v >> 6;
     return (unsigned)((x ^ (x >> 7) ^ (x >> 14)) & (HASH_SLOTS - 1));
