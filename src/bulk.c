@@ -256,6 +256,8 @@ failure *bulk_var_failure(const op *o, int i) { return ((const bulk *)o->param)-
 
 unsigned bulk_var_writes(const op *o, int i) { return ((const bulk *)o->param)->writes[i]; }
 
+int bulk_op_count(const op *o) { return ((const bulk *)o->param)->nent; }
+
 /* After the bulk ran, or when it is dropped: every op's param goes. */
 static void bulk_release(void *param) {
     bulk *b = param;

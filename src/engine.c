@@ -294,9 +294,9 @@ static void heavy_fence(void) {
         atomic_store(&asym_fence, 0); /* cannot happen once registered; be safe anyway */
 }
 
-void engine_op_retired(ordo_engine *e, worker *w) {
+void engine_op_retired(ordo_engine *e, worker *w, long count) {
     if (w) {
-        long n = atomic_load_explicit(&w->retired, memory_order_relaxed) + 1;
+        long n = atomic_load_explicit(&w->retired, memory_order_relaxed) + count;
         if (atomic_load_explicit(&asym_fence, memory_order_relaxed) == 1) {
             /* Release: whoever sees the count sees the op's writes. */
             atomic_store_explicit(&w->retired, n, memory_order_release);
@@ -305,7 +305,7 @@ void engine_op_retired(ordo_engine *e, worker *w) {
             atomic_store(&w->retired, n);
         }
     } else {
-        atomic_fetch_add(&e->retired_other, 1);
+        atomic_fetch_add(&e->retired_other, count);
     }
     /* Only while somebody sleeps on the count is it computed here. */
     bool zero = atomic_load_explicit(&e->wake_zero, memory_order_relaxed);

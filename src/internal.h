@@ -369,6 +369,10 @@ static inline void bulk_flush_mine(void) {
  * reference), and how many of its ops wrote it. */
 failure *bulk_var_failure(const op *o, int i);
 unsigned bulk_var_writes(const op *o, int i);
+/* How many pushed ops o stands for in the pending count: a bulk's ops
+ * count one by one, so backpressure (rule 9) bounds ops, not bulks. */
+int bulk_op_count(const op *o);
+static inline long op_weight(const op *o) { return (o->flags & OP_BULK) ? bulk_op_count(o) : 1; }
 
 /* The host waits for every GPU this engine used (engine.c). */
 int  engine_device_sync(ordo_engine *e, char *err, size_t errlen);
@@ -380,8 +384,9 @@ typedef struct waiter waiter;
  * events it must still block on (references it takes over). */
 void waiter_signal(waiter *wt, failure *f, struct dev_event **evs, int nevs, bool evs_oom);
 
-/* Called once an op has fully completed, by the thread that completed it. */
-void engine_op_retired(ordo_engine *e, worker *w);
+/* Called once an op has fully completed, by the thread that completed it;
+ * count is how many pushed ops it stands for (a bulk: its ops). */
+void engine_op_retired(ordo_engine *e, worker *w, long count);
 /* Ops pushed and not yet retired, exact at some instant during the call. */
 long engine_pending(ordo_engine *e);
 void engine_record_failure(ordo_engine *e, failure *f);

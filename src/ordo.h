@@ -171,7 +171,8 @@ long ordo_engine_pending(ordo_engine *e);
  * pending count, profiler call or engine destroy made by this thread hands
  * the bulk over first, so rules 1-6 hold as if each op had been pushed
  * alone (each op of a bulk that meets a failed var is skipped alone, each
- * var ends with the failure it would have had, versions count every write).
+ * var ends with the failure it would have had, versions count every write;
+ * the pending count and backpressure count a bulk's ops one by one).
  * Other threads see the ops once the bulk is handed over: when it is full,
  * at this thread's next engine call, at ordo_bulk_flush or when the thread
  * exits.  Not bulked: the naive engine, ops while the engine is profiling,

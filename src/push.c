@@ -218,7 +218,7 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
     }
     /* seq only orders equal priorities in the heap; FIFO ops need none. */
     if (o->priority != 0) o->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
-    atomic_fetch_add(&e->pushed, 1);
+    atomic_fetch_add(&e->pushed, op_weight(o));
     int granted = 0;
     for (int i = 0; i < n; i++) {
         if (var_append(o->vars[i], &o->nodes[i])) granted++;

@@ -267,6 +267,7 @@ static failure *inherited_failure(const op *o) {
 /* Everything after an op's function: spread its failure to what it wrote,
  * release its vars, free it.  Ops made ready are added to rl. */
 static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fresh_failure) {
+    const long weight = op_weight(o); /* before its param (a bulk) goes */
     failure *f = o->fail;
     if (f && fresh_failure) {
         /* Name the op in the message, once, where the failure starts
@@ -320,7 +321,7 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
         free(o->nodes);
     }
     op_free(e, o);
-    engine_op_retired(e, w);
+    engine_op_retired(e, w, weight);
 }
 
 /* Runs o's function.  Sync ops are finished here; async ones finish in

@@ -297,6 +297,28 @@ static void test_bulk_var_deleted_by_another_thread(void) {
     ordo_engine_destroy(e);
 }
 
+/* The pending count, and so backpressure (rule 9), counts a bulk's ops one
+ * by one: a bulk must not let 16 times max_inflight ops pile up. */
+static void test_bulk_pending_counts_ops(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    ordo_var *v = ordo_new_variable(e);
+    gate_t g;
+    gate_init(&g);
+    CHECK_EQ_LONG(push_simple(e, gate_op, &g, NULL, 0, &v, 1, "gate"), 0);
+    ordo_set_bulk_size(ORDO_BULK_MAX);
+    atomic_int count;
+    atomic_init(&count, 0);
+    for (int i = 0; i < 10; i++) CHECK_EQ_LONG(push_bulk(e, tally_op, &count, NULL, 0, &v, 1, "behind_gate"), 0);
+    CHECK_EQ_LONG(ordo_engine_pending(e), 11); /* hands the bulk over, then counts */
+    gate_open(&g);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(ordo_engine_pending(e), 0);
+    CHECK_EQ_LONG(atomic_load(&count), 10);
+    CHECK_EQ_LONG(atomic_load(&g.timed_out), 0);
+    ordo_set_bulk_size(0);
+    ordo_engine_destroy(e);
+}
+
 /* ---- what is not bulked, and the settings ----------------------------------- */
 
 static void test_bulk_not_while_profiling(void) {
@@ -362,6 +384,7 @@ int main(void) {
     TEST_T(test_bulk_handed_over, 60);
     TEST_T(test_bulk_delete_and_destroy, 60);
     TEST_T(test_bulk_var_deleted_by_another_thread, 60);
+    TEST_T(test_bulk_pending_counts_ops, 60);
     TEST_T(test_bulk_not_while_profiling, 60);
     TEST_T(test_bulk_settings, 60);
     return harness_end();
