@@ -99,6 +99,12 @@ static void queue_fini(ready_queue *q) {
  * here turned every collision between the pusher and a worker into futex
  * system calls.  The mutex and condition variable are only for workers that
  * found nothing and go to sleep. */
+static void wake_one(ready_queue *q) {
+    pthread_mutex_lock(&q->sleep_mu);
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->sleep_mu);
+}
+
 void queue_push(ready_queue *q, op *o) {
     spin_lock_acquire(&q->lock);
     if (o->priority == 0) {
@@ -113,12 +119,15 @@ void queue_push(ready_queue *q, op *o) {
     atomic_fetch_add(&q->size, 1);
     spin_lock_release(&q->lock);
     /* Pairs with the sleeper's sleepers++ then size check (both seq_cst):
-     * either it sees this op, or we see it and wake it. */
-    if (atomic_load(&q->sleepers) > 0) {
-        pthread_mutex_lock(&q->sleep_mu);
-        pthread_cond_signal(&q->cv);
-        pthread_mutex_unlock(&q->sleep_mu);
-    }
+     * either it sees this op, or we see it and wake it.  Not while a worker
+     * spins on this queue: it will take the op, and a wake-up (a futex call
+     * here, a worker that finds nothing there) would be paid per push.  A
+     * spinner always looks at the queue under its lock after leaving the
+     * count (queue_pop), and our op is in it before we read the count, so
+     * the op cannot be left behind; and a worker that leaves ops in the
+     * queue after taking its share wakes a sleeper for them (queue_pop), so
+     * the ops a spinner did not take still get a worker of their own. */
+    if (atomic_load(&q->sleepers) > 0 && atomic_load(&q->spinners) == 0) wake_one(q);
 }
 
 /* One priority-0 op, or NULL when there is none or a prioritised op waits
@@ -202,7 +211,12 @@ static int queue_pop(ready_queue *q, uint64_t spin_ns, op **out, int max, int nw
         spin_lock_acquire(&q->lock);
         int n = queue_take_batch_locked(q, out, max, nworkers);
         spin_lock_release(&q->lock);
-        if (n) return n;
+        if (n) {
+            /* Work left that a push did not wake anyone for (a spinner was
+             * counted then): a sleeper takes it beside us. */
+            if (atomic_load(&q->size) > 0 && atomic_load(&q->sleepers) > 0) wake_one(q);
+            return n;
+        }
         pthread_mutex_lock(&q->sleep_mu);
         atomic_fetch_add(&q->sleepers, 1);
         while (atomic_load(&q->size) == 0 && !atomic_load(&q->stop)) pthread_cond_wait(&q->cv, &q->sleep_mu);
