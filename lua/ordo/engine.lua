@@ -8,6 +8,9 @@
 --   engine.push("add", {a, b}, {c})           -- a registered kernel on tensors
 --   engine.shell("cc -c a.c", {reads = {src}, writes = {obj}, name = "a.o"})
 --                                             -- a shell command as an async op
+--   engine.set_bulk_size(16)                  -- small ops go to the engine 16 at a time
+--                                             -- (this thread; 0 = off; ORDO_BULK_SIZE)
+--   engine.flush()                            -- hand this thread's collected ops over now
 --   local e = engine.new{kind = "naive"}      -- another engine (same methods)
 --   local t = ordo.zeros({4}, {engine = e})   -- tensors on it; ops follow their inputs
 --
