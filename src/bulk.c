@@ -119,7 +119,7 @@ int ordo_set_bulk_size(int n) {
     int old = tls_bulk_size;
     if (n < 0) n = 0;
     if (n > ORDO_BULK_MAX) n = ORDO_BULK_MAX;
-    if (n < old || n == 0) ordo_bulk_flush();
+    if (n < old) ordo_bulk_flush();
     if (n > 0 && !exit_armed) {
         pthread_once(&exit_once, make_exit_key);
         pthread_setspecific(exit_key, (void *)1);
@@ -269,11 +269,6 @@ static void bulk_release(void *param) {
 
 /* ---- handing over ------------------------------------------------------------ */
 
-static int cmp_var(const void *x, const void *y) {
-    const var_use *a = x, *c = y;
-    return a->v < c->v ? -1 : a->v > c->v;
-}
-
 /* Sorts the var table by address (the lock order, rule 8) into sorted and
  * renumbers the uses to match.  At most 64 vars: an insertion sort of
  * (var, old index) pairs, no allocation. */
@@ -303,20 +298,20 @@ static void sort_vars(bulk *b, var_use *sorted) {
         b->use[u] = (unsigned char)(new_of[b->use[u] & ~USE_WRITE] | (b->use[u] & USE_WRITE));
 }
 
-/* The bulk could not be pushed as one op (a var was deleted by another
- * thread, or no memory): its ops are pushed one by one, and one that cannot
- * be is dropped, its failure left for the next wait_for_all. */
+/* A bulk of one op, or one that could not be pushed as one op (a var was
+ * deleted by another thread, or no memory): its ops are pushed one by one,
+ * and one that cannot be is dropped, its failure left for the next
+ * wait_for_all. */
 static int push_each(bulk *b) {
     ordo_engine *e = b->engine;
     int first_rc = ORDO_OK;
     for (int k = 0; k < b->nent; k++) {
         bulk_entry *en = &b->ent[k];
-        var_use uses[BULK_MAX_OP_USES];
+        var_use uses[BULK_MAX_OP_USES]; /* in collect_vars' order: by address */
         for (int j = 0; j < en->nuse; j++) {
             unsigned char u = b->use[en->use0 + j];
             uses[j] = (var_use){b->vars[u & ~USE_WRITE], (u & USE_WRITE) != 0};
         }
-        qsort(uses, en->nuse, sizeof *uses, cmp_var);
         int prop = ORDO_PROP_NORMAL | (en->no_skip ? ORDO_PROP_NO_SKIP : 0);
         int rc = push_uses(e, 0, en->fn, NULL, en->param, en->param_free, b->ctx, uses, en->nuse, prop, 0,
                                 en->name, "ordo_bulk_flush");
@@ -337,19 +332,10 @@ int ordo_bulk_flush(void) {
     bulk *b = tls_bulk;
     if (!b) return ORDO_OK;
     tls_bulk = NULL; /* before pushing: the push must not flush again */
+    if (b->nent == 1) return push_each(b); /* one op: pushed as itself, under its own name */
     ordo_engine *e = b->engine;
     var_use sorted[BULK_MAX_VARS];
     sort_vars(b, sorted);
-    if (b->nent == 1) { /* one op: push it as itself, under its own name */
-        bulk_entry *en = &b->ent[0];
-        int prop = ORDO_PROP_NORMAL | (en->no_skip ? ORDO_PROP_NO_SKIP : 0);
-        if (push_uses(e, 0, en->fn, NULL, en->param, en->param_free, b->ctx, sorted, b->nvars, prop, 0, en->name,
-                           "ordo_bulk_flush") == ORDO_OK) {
-            bulk_free(b);
-            return ORDO_OK;
-        }
-        return push_each(b);
-    }
     for (int i = 0; i < b->nvars; i++) { /* in case it never runs; bulk_release unrefs the failures */
         b->fail[i] = NULL;
         b->writes[i] = 0;
