@@ -316,6 +316,20 @@ static bool bulkable(ordo_engine *e, ordo_sync_fn sfn, ordo_ctx ctx, int prop, i
            !atomic_load_explicit(&e->profiling, memory_order_relaxed);
 }
 
+/* A checked push from here on: uses sorted and distinct, every var live. */
+static int push_checked(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
+                        void (*param_free)(void *), ordo_ctx ctx, const var_use *uses, int n, int prop,
+                        int priority, const char *name) {
+    bool bulk = bulkable(e, sfn, ctx, prop, priority);
+    prop &= ~ORDO_PROP_BULK;
+    const char *iname = engine_intern(e, name);
+    if (bulk && bulk_append(e, sfn, param, param_free, ctx, uses, n, prop, iname)) return ORDO_OK;
+    bulk_flush_mine(); /* this thread's earlier ops go first (rule 1) */
+    int rc = push_uses(e, 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority, iname, fname);
+    if (rc == ORDO_OK) naive_settle(e);
+    return rc;
+}
+
 static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
                    void (*param_free)(void *), ordo_ctx ctx, ordo_var *const *reads, int nreads,
                    ordo_var *const *writes, int nwrites, int prop, int priority, const char *name) {
@@ -327,26 +341,20 @@ static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_asy
         return rc;
     if ((prop & ~(ORDO_PROP_NO_SKIP | ORDO_PROP_BULK)) == ORDO_PROP_DELETE_VAR)
         return set_error(ORDO_ERR_INVALID, "%s: ORDO_PROP_DELETE_VAR is for ordo_delete_variable", fname);
-    bool bulk = bulkable(e, sfn, ctx, prop, priority);
-    prop &= ~ORDO_PROP_BULK;
 
     var_use stack_uses[16];
     int total = nreads + nwrites;
     var_use *uses = total <= 16 ? stack_uses : malloc((size_t)total * sizeof *uses);
     if (!uses) return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     int n = collect_vars(reads, nreads, writes, nwrites, uses);
-    const char *iname = engine_intern(e, name);
-
-    if (bulk && bulk_append(e, sfn, param, param_free, ctx, uses, n, prop, iname)) {
-        if (uses != stack_uses) free(uses);
-        return ORDO_OK;
-    }
-    bulk_flush_mine(); /* this thread's earlier ops go first (rule 1) */
-
-    rc = push_uses(e, 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority, iname, fname);
+    rc = push_checked(e, fname, sfn, afn, param, param_free, ctx, uses, n, prop, priority, name);
     if (uses != stack_uses) free(uses);
-    if (rc == ORDO_OK) naive_settle(e);
     return rc;
+}
+
+int engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
+                        const var_use *uses, int n, int prop, const char *name) {
+    return push_checked(e, "ordo_push_sync", fn, NULL, param, param_free, ctx, uses, n, prop, 0, name);
 }
 
 int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,

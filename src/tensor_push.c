@@ -319,6 +319,94 @@ static int small_op(const ordo_kernel_args *a, int dev_type) {
     return 1;
 }
 
+/* ---- the small-op path ----------------------------------------------------------------- */
+
+/* Most pushes from Lua are elementwise ops on small tensors of one cpu(n):
+ * their kernel costs about as much as the push, so the push is kept short.
+ * push_small takes exactly the ops that need none of the general path's
+ * special cases (a kernel looked up before, no pinned memory, no output
+ * written through a stride of 0, no input that shares memory with the
+ * output other than as the very same view, inputs that broadcast) and
+ * returns NOT_SMALL, having changed nothing, for every other op: the general
+ * path then pushes it, or names what is wrong with it. */
+#define NOT_SMALL (-1)
+
+static const unsigned char dtype_bytes[ORDO_NDTYPES] = {4, 8, 4, 8, 1};
+
+static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, ordo_tensor *out,
+                      const double *scalars, int nscalar) {
+    if (out->ctx.dev_type != ORDO_CPU) return NOT_SMALL;
+    ordo_kernel_fn fn = atomic_load_explicit(&kfns[kid][0], memory_order_acquire);
+    if (!fn) return NOT_SMALL;
+    const ordo_storage *os = out->storage;
+    ordo_engine *e = os->engine;
+    int nd = out->ndim;
+    int64_t numel = 1;
+    for (int d = 0; d < nd; d++) {
+        if (out->strides[d] == 0 && out->shape[d] > 1) return NOT_SMALL;
+        numel *= out->shape[d];
+    }
+    if (numel * (nin + 1) > BULK_MAX_ELEMENTS) return NOT_SMALL;
+    for (int i = 0; i < nin; i++) {
+        const ordo_tensor *t = in[i];
+        if (!t || t->storage->engine != e || t->ctx.dev_type != ORDO_CPU || t->ctx.dev_id != out->ctx.dev_id ||
+            t->ndim > nd || (t->storage == os && !same_view(t, out)))
+            return NOT_SMALL;
+    }
+
+    kparam *p = kp_get();
+    if (!p) return NOT_SMALL; /* the general path reports it */
+    ordo_kernel_args *a = &p->a;
+    p->fn = fn;
+    a->nin = nin;
+    a->nout = 1;
+    a->nscalar = nscalar;
+    a->niparam = 0;
+    ordo_var *reads[ORDO_KERNEL_MAX_IN];
+    for (int i = 0; i < nin; i++) {
+        const ordo_tensor *t = in[i];
+        ordo_view *v = &a->in[i];
+        int lead = nd - t->ndim;
+        for (int d = 0; d < nd; d++) {
+            int j = d - lead;
+            int64_t n = out->shape[d];
+            v->shape[d] = n;
+            if (j < 0) v->strides[d] = 0;
+            else if (t->shape[j] == n) v->strides[d] = t->strides[j];
+            else if (t->shape[j] == 1) v->strides[d] = 0;
+            else {
+                kp_put(p);
+                return NOT_SMALL; /* does not broadcast: the general path says so */
+            }
+        }
+        v->data = t->storage->data ? (char *)t->storage->data + t->offset * dtype_bytes[t->dtype] : NULL;
+        v->dtype = t->dtype;
+        v->ndim = nd;
+        reads[i] = t->storage->var;
+    }
+    ordo_view *v = &a->out[0];
+    v->data = os->data ? (char *)os->data + out->offset * dtype_bytes[out->dtype] : NULL;
+    v->dtype = out->dtype;
+    v->ndim = nd;
+    for (int d = 0; d < nd; d++) {
+        v->shape[d] = out->shape[d];
+        v->strides[d] = out->strides[d];
+    }
+    for (int i = 0; i < nscalar; i++) a->scalar[i] = scalars[i];
+
+    var_use uses[ORDO_KERNEL_MAX_IN + 1];
+    ordo_var *w = os->var;
+    int n = collect_vars(reads, nin, &w, 1, uses);
+    int rc = engine_push_trusted(e, run_kernel, p, kp_put, out->ctx, uses, n, ORDO_PROP_NORMAL | ORDO_PROP_BULK,
+                                 knames[kid]);
+    if (rc != ORDO_OK) {
+        kp_put(p);
+        return tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
+    }
+    __atomic_add_fetch(&out->storage->writes, 1, __ATOMIC_RELAXED);
+    return ORDO_OK;
+}
+
 static atomic_int kid_copy = -1;
 
 int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in, int nin, ordo_tensor *const *out,
@@ -326,6 +414,11 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
     char b1[32], b2[32];
     if (!op) op = kid_valid(kid) ? knames[kid] : "push";
     if (!kid_valid(kid)) return tensor_set_error("%s: unknown kernel id %d", op, kid);
+    if (flags == ORDO_TP_BROADCAST && nout == 1 && out && out[0] && nin >= 0 && nin <= ORDO_KERNEL_MAX_IN &&
+        (!nin || in) && nscalar >= 0 && nscalar <= ORDO_KERNEL_MAX_SCALARS && (!nscalar || scalars) && niparam == 0) {
+        int rc = push_small(kid, op, in, nin, out[0], scalars, nscalar);
+        if (rc != NOT_SMALL) return rc;
+    }
     if (nin < 0 || nin > ORDO_KERNEL_MAX_IN || nout < 0 || nout > ORDO_KERNEL_MAX_OUT || nscalar < 0 ||
         nscalar > ORDO_KERNEL_MAX_SCALARS || niparam < 0 || niparam > ORDO_KERNEL_MAX_IPARAMS)
         return tensor_set_error("%s: %d inputs, %d outputs, %d scalars, %d iparams (at most %d, %d, %d, %d)", op, nin,
