@@ -221,6 +221,10 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
     }
     for (int k = 0; k < b->nent; k++) {
         const bulk_entry *en = &b->ent[k];
+        if (k + 1 < b->nent) { /* the next op's parameters, read while this one runs */
+            __builtin_prefetch(b->ent[k + 1].param);
+            __builtin_prefetch((char *)b->ent[k + 1].param + 64);
+        }
         const unsigned char *use = &b->use[en->use0];
         failure *f = before;
         if (f) failure_ref(f);

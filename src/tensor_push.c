@@ -81,11 +81,70 @@ void ordo_tensor_kernel_cache_clear(void) {
 
 /* ---- parameter blocks --------------------------------------------------------------- */
 
+/* A kernel's arguments travel packed: each view as its data pointer, then
+ * only its ndim sizes and strides, then the scalars and iparams.  An
+ * elementwise op on 1-dim tensors fills 2 cache lines of the block instead
+ * of the 7 that an ordo_kernel_args would touch -- and each of them moves
+ * from the pushing core to a worker's core and back with every op.  The
+ * worker unpacks them onto its stack (kp_unpack). */
+#define NVIEWS (ORDO_KERNEL_MAX_IN + ORDO_KERNEL_MAX_OUT)
+
+typedef union kword {
+    int64_t i;
+    double d;
+    void *p;
+} kword;
+
 typedef struct kparam {
     struct kparam *next;
     ordo_kernel_fn fn;
-    ordo_kernel_args a;
+    unsigned char nin, nout, nscalar, niparam;
+    unsigned char ndim[NVIEWS], dtype[NVIEWS];
+    kword word[NVIEWS * (1 + 2 * ORDO_MAX_DIMS) + ORDO_KERNEL_MAX_SCALARS + ORDO_KERNEL_MAX_IPARAMS];
 } kparam;
+
+static void kp_pack(kparam *p, ordo_kernel_fn fn, const ordo_kernel_args *a) {
+    p->fn = fn;
+    p->nin = (unsigned char)a->nin;
+    p->nout = (unsigned char)a->nout;
+    p->nscalar = (unsigned char)a->nscalar;
+    p->niparam = (unsigned char)a->niparam;
+    kword *w = p->word;
+    for (int i = 0; i < a->nin + a->nout; i++) {
+        const ordo_view *v = i < a->nin ? &a->in[i] : &a->out[i - a->nin];
+        int nd = v->ndim;
+        p->ndim[i] = (unsigned char)nd;
+        p->dtype[i] = (unsigned char)v->dtype;
+        (w++)->p = v->data;
+        for (int d = 0; d < nd; d++) w[d].i = v->shape[d];
+        w += nd;
+        for (int d = 0; d < nd; d++) w[d].i = v->strides[d];
+        w += nd;
+    }
+    for (int i = 0; i < a->nscalar; i++) (w++)->d = a->scalar[i];
+    for (int i = 0; i < a->niparam; i++) (w++)->i = a->iparam[i];
+}
+
+static void kp_unpack(const kparam *p, ordo_kernel_args *a) {
+    a->nin = p->nin;
+    a->nout = p->nout;
+    a->nscalar = p->nscalar;
+    a->niparam = p->niparam;
+    const kword *w = p->word;
+    for (int i = 0; i < a->nin + a->nout; i++) {
+        ordo_view *v = i < a->nin ? &a->in[i] : &a->out[i - a->nin];
+        int nd = p->ndim[i];
+        v->ndim = nd;
+        v->dtype = p->dtype[i];
+        v->data = (w++)->p;
+        for (int d = 0; d < nd; d++) v->shape[d] = w[d].i;
+        w += nd;
+        for (int d = 0; d < nd; d++) v->strides[d] = w[d].i;
+        w += nd;
+    }
+    for (int i = 0; i < a->nscalar; i++) a->scalar[i] = (w++)->d;
+    for (int i = 0; i < a->niparam; i++) a->iparam[i] = (w++)->i;
+}
 
 /* Blocks freed on a thread (a worker, after the op ran) gather in a
  * thread-local batch and are published to the shared stack BATCH at a time,
@@ -156,6 +215,10 @@ static kparam *kp_get(void) {
     }
     if (p) {
         tl_free = p->next;
+        if (tl_free) {
+            __builtin_prefetch(tl_free, 1);
+            __builtin_prefetch((char *)tl_free + 64, 1);
+        }
         return p;
     }
     p = malloc(sizeof *p);
@@ -177,8 +240,10 @@ static void kp_put(void *param) {
 }
 
 static int run_kernel(const ordo_run_ctx *rc, void *param) {
-    kparam *p = param;
-    return p->fn(rc, &p->a);
+    const kparam *p = param;
+    ordo_kernel_args a;
+    kp_unpack(p, &a);
+    return p->fn(rc, &a);
 }
 
 /* ---- the simulated GPU ------------------------------------------------------------------ */
@@ -214,7 +279,7 @@ static int run_kernel_sim(const ordo_run_ctx *rc, void *param) {
     sim_launch *l = malloc(sizeof *l);
     if (!l) return ordo_fail(rc, "out of memory queuing a kernel");
     l->fn = p->fn;
-    l->a = p->a;
+    kp_unpack(p, &l->a);
     l->rc = *rc;
     l->rc.op_ = NULL; /* ordo_fail then keeps the message for fail_detached_take */
     char err[256];
@@ -354,10 +419,7 @@ static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, 
             return NOT_SMALL;
     }
 
-    kparam *p = kp_get();
-    if (!p) return NOT_SMALL; /* the general path reports it */
-    ordo_kernel_args *a = &p->a;
-    p->fn = fn;
+    ordo_kernel_args args, *a = &args;
     a->nin = nin;
     a->nout = 1;
     a->nscalar = nscalar;
@@ -374,10 +436,7 @@ static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, 
             if (j < 0) v->strides[d] = 0;
             else if (t->shape[j] == n) v->strides[d] = t->strides[j];
             else if (t->shape[j] == 1) v->strides[d] = 0;
-            else {
-                kp_put(p);
-                return NOT_SMALL; /* does not broadcast: the general path says so */
-            }
+            else return NOT_SMALL; /* does not broadcast: the general path says so */
         }
         v->data = t->storage->data ? (char *)t->storage->data + t->offset * dtype_bytes[t->dtype] : NULL;
         v->dtype = t->dtype;
@@ -393,6 +452,9 @@ static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, 
         v->strides[d] = out->strides[d];
     }
     for (int i = 0; i < nscalar; i++) a->scalar[i] = scalars[i];
+    kparam *p = kp_get();
+    if (!p) return NOT_SMALL; /* the general path reports it */
+    kp_pack(p, fn, a);
 
     var_use uses[ORDO_KERNEL_MAX_IN + 1];
     ordo_var *w = os->var;
@@ -469,10 +531,7 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
         return tensor_set_error("%s: no kernel '%s' registered for %s", op, knames[kid],
                                 dev_type == ORDO_GPU ? "gpu" : "cpu");
 
-    kparam *p = kp_get();
-    if (!p) return ORDO_ERR_NOMEM;
-    ordo_kernel_args *a = &p->a;
-    p->fn = fn;
+    ordo_kernel_args args, *a = &args;
     a->nin = nin;
     a->nout = nout;
     a->nscalar = nscalar;
@@ -481,10 +540,7 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
     /* Views first: a shape error must push nothing. */
     for (int i = 0; i < nin; i++) {
         if (flags & ORDO_TP_BROADCAST) {
-            if (bcast_view(op, in[i], out[0], &a->in[i])) {
-                kp_put(p);
-                return ORDO_ERR_INVALID;
-            }
+            if (bcast_view(op, in[i], out[0], &a->in[i])) return ORDO_ERR_INVALID;
         } else {
             tensor_to_view(in[i], &a->in[i]);
         }
@@ -496,6 +552,7 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
     /* Inputs that alias an output through another view are read from a copy. */
     ordo_tensor *tmp[ORDO_KERNEL_MAX_IN];
     const ordo_tensor *src[ORDO_KERNEL_MAX_IN];
+    kparam *p = NULL;
     int ntmp = 0, rc = ORDO_OK;
     for (int i = 0; i < nin; i++) {
         src[i] = in[i];
@@ -529,6 +586,11 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
     for (int i = 0; i < nout; i++) writes[i] = out[i]->storage->var;
     ordo_ctx ctx = ref->ctx;
     if (ctx.dev_type == ORDO_CPU_PINNED) ctx.dev_type = ORDO_CPU;
+    if (!(p = kp_get())) {
+        rc = ORDO_ERR_NOMEM;
+        goto fail;
+    }
+    kp_pack(p, fn, a);
     rc = ordo_push_sync(ref->storage->engine, simulated ? run_kernel_sim : run_kernel, p, kp_put, ctx, reads, nr,
                         writes, nout, ORDO_PROP_NORMAL | (small_op(a, dev_type) ? ORDO_PROP_BULK : 0), 0, knames[kid]);
     if (rc != ORDO_OK) {
@@ -539,7 +601,7 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
     for (int i = 0; i < ntmp; i++) ordo_tensor_free(tmp[i]);
     return ORDO_OK;
 fail:
-    kp_put(p);
+    if (p) kp_put(p);
     for (int i = 0; i < ntmp; i++) ordo_tensor_free(tmp[i]);
     return rc ? rc : ORDO_ERR_INVALID;
 }
