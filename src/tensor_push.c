@@ -419,46 +419,51 @@ static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, 
             return NOT_SMALL;
     }
 
-    ordo_kernel_args args, *a = &args;
-    a->nin = nin;
-    a->nout = 1;
-    a->nscalar = nscalar;
-    a->niparam = 0;
+    /* Packed straight into the block (kp_pack's layout): this path builds
+     * no ordo_kernel_args. */
+    kparam *p = kp_get();
+    if (!p) return NOT_SMALL; /* the general path reports it */
+    p->fn = fn;
+    p->nin = (unsigned char)nin;
+    p->nout = 1;
+    p->nscalar = (unsigned char)nscalar;
+    p->niparam = 0;
+    kword *w = p->word;
     ordo_var *reads[ORDO_KERNEL_MAX_IN];
     for (int i = 0; i < nin; i++) {
         const ordo_tensor *t = in[i];
-        ordo_view *v = &a->in[i];
         int lead = nd - t->ndim;
+        p->ndim[i] = (unsigned char)nd;
+        p->dtype[i] = (unsigned char)t->dtype;
+        (w++)->p = t->storage->data ? (char *)t->storage->data + t->offset * dtype_bytes[t->dtype] : NULL;
         for (int d = 0; d < nd; d++) {
             int j = d - lead;
             int64_t n = out->shape[d];
-            v->shape[d] = n;
-            if (j < 0) v->strides[d] = 0;
-            else if (t->shape[j] == n) v->strides[d] = t->strides[j];
-            else if (t->shape[j] == 1) v->strides[d] = 0;
-            else return NOT_SMALL; /* does not broadcast: the general path says so */
+            w[d].i = n;
+            if (j < 0) w[nd + d].i = 0;
+            else if (t->shape[j] == n) w[nd + d].i = t->strides[j];
+            else if (t->shape[j] == 1) w[nd + d].i = 0;
+            else {
+                kp_put(p);
+                return NOT_SMALL; /* does not broadcast: the general path says so */
+            }
         }
-        v->data = t->storage->data ? (char *)t->storage->data + t->offset * dtype_bytes[t->dtype] : NULL;
-        v->dtype = t->dtype;
-        v->ndim = nd;
+        w += 2 * nd;
         reads[i] = t->storage->var;
     }
-    ordo_view *v = &a->out[0];
-    v->data = os->data ? (char *)os->data + out->offset * dtype_bytes[out->dtype] : NULL;
-    v->dtype = out->dtype;
-    v->ndim = nd;
+    p->ndim[nin] = (unsigned char)nd;
+    p->dtype[nin] = (unsigned char)out->dtype;
+    (w++)->p = os->data ? (char *)os->data + out->offset * dtype_bytes[out->dtype] : NULL;
     for (int d = 0; d < nd; d++) {
-        v->shape[d] = out->shape[d];
-        v->strides[d] = out->strides[d];
+        w[d].i = out->shape[d];
+        w[nd + d].i = out->strides[d];
     }
-    for (int i = 0; i < nscalar; i++) a->scalar[i] = scalars[i];
-    kparam *p = kp_get();
-    if (!p) return NOT_SMALL; /* the general path reports it */
-    kp_pack(p, fn, a);
+    w += 2 * nd;
+    for (int i = 0; i < nscalar; i++) (w++)->d = scalars[i];
 
     var_use uses[ORDO_KERNEL_MAX_IN + 1];
-    ordo_var *w = os->var;
-    int n = collect_vars(reads, nin, &w, 1, uses);
+    ordo_var *wv = os->var;
+    int n = collect_vars(reads, nin, &wv, 1, uses);
     int rc = engine_push_trusted(e, run_kernel, p, kp_put, out->ctx, uses, n, ORDO_PROP_NORMAL | ORDO_PROP_BULK,
                                  knames[kid]);
     if (rc != ORDO_OK) {
