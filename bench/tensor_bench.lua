@@ -14,9 +14,11 @@
 --     state, and cold (outputs in freshly mapped pages, on both sides).
 --  3. elementwise add of 16M floats (c:add_(a): 3 x 64 MB moved) as memory
 --     bandwidth, beside a plain C copy loop (2 x 64 MB moved) and a plain C
---     c[i] += a[i] loop.
---  4. two independent large ops pushed together on an engine with 2 CPU
---     workers: their time beside the sum of their times alone (speed-up).
+--     c[i] += a[i] loop (both on one thread); on the default engine, whose
+--     idle worker takes half of the op's chunks, and on one worker.
+--  4. on an engine with 2 CPU workers: two independent matmuls pushed
+--     together beside the sum of their times alone (one op a worker), and
+--     one large x:sigmoid_() split between the 2 workers beside 1 worker.
 --
 -- Environment: ORDO_BUILD (default <checkout>/build: libordo.a for the C
 -- peer; the Lua package loads libordo.so, see ORDO_LIB), CC (default cc).
@@ -171,49 +173,68 @@ do
           gf / (s1 / 1e3), gf / (s / 1e3)))
 end
 
--- 3. elementwise add of 16M floats, as bandwidth
+-- 3. elementwise add of 16M floats, as bandwidth: on the default engine,
+-- whose idle worker takes half of the chunks (ordo_parallel_for), and on an
+-- engine with one CPU worker (the op not split)
 do
     local n = quick and 2 ^ 20 or 16 * 2 ^ 20
-    local a = ordo.ones({n})
-    local c = ordo.zeros({n})
-    c:add_(a)
-    c:wait()
-    local ms = best_of(5, function()
-        local t0 = now()
+    local function add_gbs(e)
+        local a = ordo.ones({n}, {engine = e})
+        local c = ordo.zeros({n}, {engine = e})
         c:add_(a)
         c:wait()
-        return (now() - t0) * 1e3
-    end)
-    local gbs = 3 * n * 4 / (ms / 1e3) / 1e9
+        local ms = best_of(5, function()
+            local t0 = now()
+            c:add_(a)
+            c:wait()
+            return (now() - t0) * 1e3
+        end)
+        return 3 * n * 4 / (ms / 1e3) / 1e9
+    end
+    local gbs = add_gbs(nil)
+    local e1 = ordo.engine.new({kind = cfg.kind, cpu_workers = 1})
+    local gbs1 = add_gbs(e1)
+    e1:close()
     local out_copy = run_peer("copy", n, 5)
     local out_add = run_peer("add", n, 5)
     local copy_gbs = peer_number(out_copy, "([%d.]+) GB/s")
-    local add_gbs = peer_number(out_add, "([%d.]+) GB/s")
+    local add_gbs_c = peer_number(out_add, "([%d.]+) GB/s")
     local name = ("c:add_(a), %dM floats (3 x %d MB moved)"):format(n / 2 ^ 20, n * 4 / 2 ^ 20)
+    local name1 = ("c:add_(a), %dM floats, 1 worker (not split)"):format(n / 2 ^ 20)
     row(name, gbs, "plain C copy loop (2 x moved)", copy_gbs, "GB/s", true)
-    row(name, gbs, "plain C c[i] += a[i] loop", add_gbs, "GB/s", true)
+    row(name, gbs, "plain C c[i] += a[i] loop", add_gbs_c, "GB/s", true)
+    row(name1, gbs1, "plain C copy loop (2 x moved)", copy_gbs, "GB/s", true)
 end
 
--- 4. two independent large ops overlap on 2 workers
+-- 4. parallelism on 2 workers: two independent matmuls overlap (one op a
+-- worker), and one large elementwise op is split between the workers
 do
     local e = ordo.engine.new({kind = "perdevice", cpu_workers = 2})
-    local n = quick and 2 ^ 20 or 8 * 2 ^ 20
-    local x = ordo.rand({n}, {engine = e})
-    local y = ordo.rand({n}, {engine = e})
-    x:sigmoid_()
-    y:sigmoid_()
-    e:wait_for_all()
-    local function time(fn) return best_of(5, function()
+    local function time(eng, fn) return best_of(5, function()
         local t0 = now()
         fn()
-        e:wait_for_all()
+        eng:wait_for_all()
         return (now() - t0) * 1e3
     end) end
-    local tx = time(function() x:sigmoid_() end)
-    local ty = time(function() y:sigmoid_() end)
-    local both = time(function() x:sigmoid_() y:sigmoid_() end)
-    local name = ("x:sigmoid_() and y:sigmoid_(), %dM floats each"):format(n / 2 ^ 20)
-    row(name .. " together", both, "one after the other (sum)", tx + ty, "ms")
-    print(("%-44s speed-up %.2fx on 2 workers (ideal 2.00x)"):format("", (tx + ty) / both))
+    local n = quick and 2 ^ 20 or 8 * 2 ^ 20
+    local e1 = ordo.engine.new({kind = "perdevice", cpu_workers = 1})
+    local x2 = ordo.rand({n}, {engine = e})
+    local x1 = ordo.rand({n}, {engine = e1})
+    local split = time(e, function() x2:sigmoid_() end)
+    local alone = time(e1, function() x1:sigmoid_() end)
+    row(("x:sigmoid_(), %dM floats, 2 workers"):format(n / 2 ^ 20), split, "the same on 1 worker", alone, "ms")
+    print(("%-44s speed-up %.2fx from splitting (ideal 2.00x)"):format("", alone / split))
+    e1:close()
+
+    local m = quick and 256 or 512
+    local a, b = ordo.rand({m, m}, {engine = e}), ordo.rand({m, m}, {engine = e})
+    local c, d = ordo.rand({m, m}, {engine = e}), ordo.rand({m, m}, {engine = e})
+    e:wait_for_all()
+    local t1 = time(e, function() return a:matmul(b) end)
+    local t2 = time(e, function() return c:matmul(d) end)
+    local both = time(e, function() return a:matmul(b), c:matmul(d) end)
+    row(("two %dx%d matmuls pushed together"):format(m, m), both, "one after the other (sum)", t1 + t2, "ms")
+    print(("%-44s speed-up %.2fx on 2 workers (ideal 2.00x)"):format("", (t1 + t2) / both))
+
     e:close()
 end

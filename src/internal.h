@@ -19,6 +19,7 @@
 
 #include "device.h"
 #include "ordo.h"
+#include "ordo_kernel.h" /* ordo_chunk_fn */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -200,6 +201,18 @@ void var_events_free(ordo_var *v);
 
 /* ---- ready queues, pools and workers (sched.c) ----------------------- */
 
+/* A large op's chunks offered to the queue's idle workers (help.c). */
+typedef struct help_slot {
+    atomic_bool owned;          /* an op's worker is using the slot */
+    atomic_uint_least64_t gen;  /* odd while chunks are offered */
+    atomic_int active;          /* helpers inside the current job */
+    atomic_llong next;          /* the next chunk to take */
+    atomic_int rc;              /* the first failure of a helper's chunk */
+    int64_t n, grain;           /* written by the owner before gen turns odd */
+    ordo_chunk_fn fn;
+    void *ctx;
+} help_slot;
+
 typedef struct ready_queue {
     spin_lock lock;            /* guards the FIFO and the heap: a few pointer moves */
     op *fifo_head, *fifo_tail; /* priority 0, in push order */
@@ -212,7 +225,12 @@ typedef struct ready_queue {
     atomic_bool stop;
     pthread_mutex_t sleep_mu;  /* only for sleeping and waking */
     pthread_cond_t cv;
+    _Alignas(64) help_slot help; /* its own lines: helpers poll it */
 } ready_queue;
+
+/* Whether q's help slot offers chunks (a hint), and taking them (help.c). */
+bool help_open(ready_queue *q);
+void help_run(ready_queue *q);
 
 enum pool_kind { POOL_CPU, POOL_CPU_PRIORITY, POOL_GPU, POOL_GPU_COPY, POOL_GPU_PRIORITY, POOL_SHARED, POOL_SHARED_COPY };
 

@@ -60,6 +60,16 @@ int ordo_kernel_register(const char *name, int dev_type, ordo_kernel_fn fn);
 /* NULL when no kernel of that name exists for that device type. */
 ordo_kernel_fn ordo_kernel_lookup(const char *name, int dev_type);
 
+/* Splitting one kernel's work: fn(lo, hi, ctx) runs over [lo, hi), in
+ * chunks of grain items covering [0, n).  Called by a kernel running on a
+ * CPU worker, it lets the idle workers of that worker's pool take chunks
+ * beside it (only idle ones: it never delays other ops); anywhere else, or
+ * when no worker is idle, the caller runs every chunk itself.  Chunks run
+ * concurrently in any order, so they must write disjoint memory.  Returns
+ * once every chunk has run: 0, or the nonzero value of a failed chunk. */
+typedef int (*ordo_chunk_fn)(int64_t lo, int64_t hi, void *ctx);
+int ordo_parallel_for(int64_t n, int64_t grain, ordo_chunk_fn fn, void *ctx);
+
 /* Helpers for kernels */
 int64_t ordo_view_numel(const ordo_view *v);
 int     ordo_view_is_contiguous(const ordo_view *v);

@@ -196,7 +196,7 @@ static int queue_pop(ready_queue *q, uint64_t spin_ns, op **out, int max, int nw
     if (spin_ns && atomic_load_explicit(&q->size, memory_order_acquire) == 0) {
         if (atomic_fetch_add(&q->spinners, 1) == 0) {
             uint64_t until = now_ns() + spin_ns;
-            for (int i = 0; atomic_load_explicit(&q->size, memory_order_acquire) == 0; i++) {
+            for (int i = 0; atomic_load_explicit(&q->size, memory_order_acquire) == 0 && !help_open(q); i++) {
                 if ((i & 63) == 63) {
                     if (now_ns() > until) break;
                     sched_yield(); /* 2 cores, 3+ threads: let the pusher run */
@@ -208,6 +208,7 @@ static int queue_pop(ready_queue *q, uint64_t spin_ns, op **out, int max, int nw
         atomic_fetch_sub(&q->spinners, 1);
     }
     for (;;) {
+        if (help_open(q)) help_run(q); /* an idle worker: chunks of a large op first */
         spin_lock_acquire(&q->lock);
         int n = queue_take_batch_locked(q, out, max, nworkers);
         spin_lock_release(&q->lock);
@@ -217,12 +218,17 @@ static int queue_pop(ready_queue *q, uint64_t spin_ns, op **out, int max, int nw
             if (atomic_load(&q->size) > 0 && atomic_load(&q->sleepers) > 0) wake_one(q);
             return n;
         }
+        if (help_open(q)) { /* its last chunks are running: the owner closes it soon */
+            sched_yield();
+            continue;
+        }
         pthread_mutex_lock(&q->sleep_mu);
         atomic_fetch_add(&q->sleepers, 1);
-        while (atomic_load(&q->size) == 0 && !atomic_load(&q->stop)) pthread_cond_wait(&q->cv, &q->sleep_mu);
+        while (atomic_load(&q->size) == 0 && !atomic_load(&q->stop) && !help_open(q))
+            pthread_cond_wait(&q->cv, &q->sleep_mu);
         atomic_fetch_sub(&q->sleepers, 1);
         pthread_mutex_unlock(&q->sleep_mu);
-        if (atomic_load(&q->size) == 0 && atomic_load(&q->stop)) return 0;
+        if (atomic_load(&q->size) == 0 && atomic_load(&q->stop) && !help_open(q)) return 0;
     }
 }
 

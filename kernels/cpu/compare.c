@@ -88,7 +88,7 @@ static int run_cmp(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op)
     const ordo_view *v[3] = {&args->out[0], &args->in[0], &args->in[1]};
     cpu_iter it;
     cpu_iter_init_views(&it, 3, v, 0);
-    cpu_iter_run(&it, cmp_loops[op][args->in[0].dtype], NULL);
+    cpu_iter_run_parallel(&it, cmp_loops[op][args->in[0].dtype], NULL);
     return 0;
 }
 
@@ -173,7 +173,7 @@ static int run_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args, 
     const ordo_view *v[3] = {y, a, &sv};
     cpu_iter it;
     cpu_iter_init_views(&it, 3, v, 0);
-    cpu_iter_run(&it, cmp_loops[op][a->dtype], NULL);
+    cpu_iter_run_parallel(&it, cmp_loops[op][a->dtype], NULL);
     return 0;
 }
 
@@ -238,7 +238,7 @@ static int k_where(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     const ordo_view *v[4] = {&args->out[0], &args->in[0], &args->in[1], &args->in[2]};
     cpu_iter it;
     cpu_iter_init_views(&it, 4, v, 0);
-    cpu_iter_run(&it, where_loop(args->out[0].dtype), NULL);
+    cpu_iter_run_parallel(&it, where_loop(args->out[0].dtype), NULL);
     return 0;
 }
 
@@ -271,7 +271,7 @@ static int k_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     const ordo_view *v[4] = {o, m, &sv, x};
     cpu_iter it;
     cpu_iter_init_views(&it, 4, v, 0);
-    cpu_iter_run(&it, where_loop(o->dtype), NULL);
+    cpu_iter_run_parallel(&it, where_loop(o->dtype), NULL);
     return 0;
 }
 

@@ -183,7 +183,7 @@ static int k_copy(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     cpu_iter_init_views(&it, 2, v, 0);
     if (it.numel == 0) return 0;
     if (y->dtype == x->dtype && copy_transposed(&it, ordo_dtype_size(y->dtype))) return 0;
-    cpu_iter_run(&it, cast_loops[y->dtype][x->dtype], NULL);
+    cpu_iter_run_parallel(&it, cast_loops[y->dtype][x->dtype], NULL);
     return 0;
 }
 

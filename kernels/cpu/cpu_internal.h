@@ -57,6 +57,14 @@ void cpu_iter_init(cpu_iter *it, int nop, int ndim, const int64_t *shape, char *
 void cpu_iter_init_views(cpu_iter *it, int nop, const ordo_view *const *v, int flags);
 /* Calls fn for every row; returns the first nonzero value fn returned. */
 int cpu_iter_run(const cpu_iter *it, cpu_loop_fn fn, void *ctx);
+/* The same for elementwise loops (operand 0 the output, rows independent,
+ * ctx only read): an iteration of CPU_PAR_MIN elements or more is split
+ * into chunks of about CPU_PAR_GRAIN that the pool's idle workers share
+ * (ordo_parallel_for).  Large elementwise ops are bound by memory
+ * bandwidth, which a second core nearly doubles here. */
+#define CPU_PAR_GRAIN 32768
+#define CPU_PAR_MIN (4 * CPU_PAR_GRAIN)
+int cpu_iter_run_parallel(const cpu_iter *it, cpu_loop_fn fn, void *ctx);
 
 /* ---- checks shared by the kernels ------------------------------------ */
 

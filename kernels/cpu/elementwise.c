@@ -217,7 +217,8 @@ static int run_binary(const ordo_run_ctx *rc, const ordo_kernel_args *args, cons
     }
     cpu_iter it;
     cpu_iter_init_views(&it, 3, v, 0);
-    if (cpu_iter_run(&it, op->loops[a->dtype], NULL)) return ordo_fail(rc, "%s: integer division by zero", name);
+    if (cpu_iter_run_parallel(&it, op->loops[a->dtype], NULL))
+        return ordo_fail(rc, "%s: integer division by zero", name);
     return 0;
 }
 

@@ -112,6 +112,34 @@ int cpu_iter_run(const cpu_iter *it, cpu_loop_fn fn, void *ctx) {
     }
 }
 
+/* ---- rows split among idle workers ------------------------------------- */
+
+typedef struct par_job {
+    const cpu_iter *it;
+    cpu_loop_fn fn;
+    void *ctx;
+    int64_t inner; /* elements in one step of the outermost dim */
+} par_job;
+
+/* Items lo..hi of the outermost dim (elements when there is one dim). */
+static int par_chunk(int64_t lo, int64_t hi, void *arg) {
+    const par_job *j = arg;
+    cpu_iter sub = *j->it;
+    sub.shape[0] = hi - lo;
+    sub.numel = (hi - lo) * j->inner;
+    for (int k = 0; k < sub.nop; k++) sub.ptr[k] += lo * sub.bstride[k][0];
+    return cpu_iter_run(&sub, j->fn, j->ctx);
+}
+
+int cpu_iter_run_parallel(const cpu_iter *it, cpu_loop_fn fn, void *ctx) {
+    if (it->numel < CPU_PAR_MIN) return cpu_iter_run(it, fn, ctx);
+    for (int d = 0; d < it->nd; d++) /* an output written twice through a stride of 0: in order */
+        if (it->stride[0][d] == 0 && it->shape[d] > 1) return cpu_iter_run(it, fn, ctx);
+    par_job j = {it, fn, ctx, it->numel / it->shape[0]};
+    int64_t grain = CPU_PAR_GRAIN / j.inner;
+    return ordo_parallel_for(it->shape[0], grain > 0 ? grain : 1, par_chunk, &j);
+}
+
 /* ---- checks ------------------------------------------------------------ */
 
 int cpu_fail_dtype(const ordo_run_ctx *rc, const char *kernel, int dtype) {
@@ -292,7 +320,7 @@ void cpu_fill_view(const ordo_view *v, const void *value) {
     cpu_iter it;
     const ordo_view *vv[1] = {v};
     cpu_iter_init_views(&it, 1, vv, 0);
-    cpu_iter_run(&it, es == 8 ? fill_8 : es == 4 ? fill_4 : fill_1, w);
+    cpu_iter_run_parallel(&it, es == 8 ? fill_8 : es == 4 ? fill_4 : fill_1, w);
 }
 
 /* ---- registration ------------------------------------------------------- */

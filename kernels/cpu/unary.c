@@ -105,7 +105,7 @@ static int run_unary(const ordo_run_ctx *rc, const ordo_kernel_args *args, const
     const ordo_view *v[2] = {&args->out[0], &args->in[0]};
     cpu_iter it;
     cpu_iter_init_views(&it, 2, v, 0);
-    cpu_iter_run(&it, op->loops[args->in[0].dtype], NULL);
+    cpu_iter_run_parallel(&it, op->loops[args->in[0].dtype], NULL);
     return 0;
 }
 
