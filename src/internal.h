@@ -225,7 +225,7 @@ typedef struct ready_queue {
     atomic_bool stop;
     pthread_mutex_t sleep_mu;  /* only for sleeping and waking */
     pthread_cond_t cv;
-    _Alignas(64) help_slot help; /* its own lines: helpers poll it */
+    help_slot help;            /* chunks of a large op offered to idle workers (help.c) */
 } ready_queue;
 
 /* Whether q's help slot offers chunks (a hint), and taking them (help.c). */
