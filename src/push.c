@@ -329,13 +329,15 @@ static bool bulkable(ordo_engine *e, ordo_sync_fn sfn, ordo_ctx ctx, int prop, i
            !atomic_load_explicit(&e->profiling, memory_order_relaxed);
 }
 
-/* A checked push from here on: uses sorted and distinct, every var live. */
+/* A checked push from here on: uses sorted and distinct, every var live.
+ * iname: the name, already interned (or as long-lived), or NULL to intern
+ * name. */
 static int push_checked(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
                         void (*param_free)(void *), ordo_ctx ctx, const var_use *uses, int n, int prop,
-                        int priority, const char *name) {
+                        int priority, const char *name, const char *iname) {
     bool bulk = bulkable(e, sfn, ctx, prop, priority);
     prop &= ~ORDO_PROP_BULK;
-    const char *iname = engine_intern(e, name);
+    if (!iname) iname = engine_intern(e, name);
     if (bulk && bulk_append(e, sfn, param, param_free, ctx, uses, n, prop, iname)) return ORDO_OK;
     bulk_flush_mine(); /* this thread's earlier ops go first (rule 1) */
     int rc = push_uses(e, 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority, iname, fname);
@@ -360,14 +362,16 @@ static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_asy
     var_use *uses = total <= 16 ? stack_uses : malloc((size_t)total * sizeof *uses);
     if (!uses) return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     int n = collect_vars(reads, nreads, writes, nwrites, uses);
-    rc = push_checked(e, fname, sfn, afn, param, param_free, ctx, uses, n, prop, priority, name);
+    rc = push_checked(e, fname, sfn, afn, param, param_free, ctx, uses, n, prop, priority, name, NULL);
     if (uses != stack_uses) free(uses);
     return rc;
 }
 
 int engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                         const var_use *uses, int n, int prop, const char *name) {
-    return push_checked(e, "ordo_push_sync", fn, NULL, param, param_free, ctx, uses, n, prop, 0, name);
+    /* A longer name is interned, so that it is cut where every op name is. */
+    const char *iname = strnlen(name, ORDO_NAME_MAX) < ORDO_NAME_MAX ? name : NULL;
+    return push_checked(e, "ordo_push_sync", fn, NULL, param, param_free, ctx, uses, n, prop, 0, name, iname);
 }
 
 int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,

@@ -464,6 +464,7 @@ static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, 
     var_use uses[ORDO_KERNEL_MAX_IN + 1];
     ordo_var *wv = os->var;
     int n = collect_vars(reads, nin, &wv, 1, uses);
+    /* knames never change once set: the op's name needs no interning */
     int rc = engine_push_trusted(e, run_kernel, p, kp_put, out->ctx, uses, n, ORDO_PROP_NORMAL | ORDO_PROP_BULK,
                                  knames[kid]);
     if (rc != ORDO_OK) {
