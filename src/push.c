@@ -52,40 +52,16 @@ static int cmp_use(const void *a, const void *b) {
     return x->v < y->v ? -1 : x->v > y->v;
 }
 
-/* Sorted by address (the lock order, rule 8) and deduplicated: a var given
- * twice -- even as two reads -- or as read and write counts once, as a write
- * (rule 3).  Callers that mean two reads of one var pass it once. */
-int collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, var_use *out) {
+/* collect_vars (internal.h) for pushes of more than 16 vars.  Callers that
+ * mean two reads of one var pass it once. */
+int collect_vars_many(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, var_use *out) {
     int n = nreads + nwrites, m = 0;
-    if (n > 16) {
-        for (int i = 0; i < nreads; i++) out[i] = (var_use){reads[i], false};
-        for (int i = 0; i < nwrites; i++) out[nreads + i] = (var_use){writes[i], true};
-        qsort(out, (size_t)n, sizeof *out, cmp_use);
-        for (int i = 0; i < n; i++) {
-            if (m > 0 && out[m - 1].v == out[i].v) out[m - 1].w = true;
-            else out[m++] = out[i];
-        }
-        return m;
-    }
-    /* A push's few vars are sorted as words, address | write bit (vars are
-     * 8-byte aligned), and var_use pairs are only written: moving a pair
-     * just after its two fields were stored stalls on store forwarding,
-     * and that stall was a tenth of a small tensor op's push. */
-    uintptr_t key[16];
-    for (int i = 0; i < n; i++) key[i] = i < nreads ? (uintptr_t)reads[i] : (uintptr_t)writes[i - nreads] | 1u;
-    for (int i = 1; i < n; i++) {
-        uintptr_t x = key[i];
-        int j = i - 1;
-        while (j >= 0 && key[j] > x) {
-            key[j + 1] = key[j];
-            j--;
-        }
-        key[j + 1] = x;
-    }
+    for (int i = 0; i < nreads; i++) out[i] = (var_use){reads[i], false};
+    for (int i = 0; i < nwrites; i++) out[nreads + i] = (var_use){writes[i], true};
+    qsort(out, (size_t)n, sizeof *out, cmp_use);
     for (int i = 0; i < n; i++) {
-        ordo_var *v = (ordo_var *)(key[i] & ~(uintptr_t)1);
-        if (m > 0 && out[m - 1].v == v) out[m - 1].w = true; /* the write sorts after the read */
-        else out[m++] = (var_use){v, (key[i] & 1) != 0};
+        if (m > 0 && out[m - 1].v == out[i].v) out[m - 1].w = true;
+        else out[m++] = out[i];
     }
     return m;
 }
