@@ -402,10 +402,11 @@ int  push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, v
 /* ordo_push_sync for a caller that has done its checks (the tensor layer's
  * small ops): ctx valid, every var live, uses sorted and distinct (as
  * collect_vars leaves them), prop without DELETE_VAR, and a name that lives
- * as long as the process (not interned unless longer than op names may
- * be).  Bulked as ordo_push_sync would bulk it. */
+ * as long as the process; short_name: it is shorter than ORDO_NAME_MAX, so
+ * it needs no interning (a longer one is interned, to be cut where every op
+ * name is).  Bulked as ordo_push_sync would bulk it. */
 int  engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
-                         const var_use *uses, int n, int prop, const char *name);
+                         const var_use *uses, int n, int prop, const char *name, bool short_name);
 
 /* ---- bulks (bulk.c) -------------------------------------------------- */
 

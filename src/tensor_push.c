@@ -23,6 +23,7 @@
 #define KNAME 72 /* names up to 71 chars; a stride of 9 x 8 bytes spreads them over the engine's 8-slot name cache */
 
 static _Alignas(64) char knames[KMAX][KNAME];
+static bool kname_short[KMAX]; /* shorter than op names may be: pushed without interning */
 static _Atomic(ordo_kernel_fn) kfns[KMAX][2]; /* [0] cpu, [1] gpu */
 static atomic_int kcount; /* grows under kmu; read without it */
 static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
@@ -43,6 +44,7 @@ int ordo_tensor_kernel_id(const char *name) {
     if (id < 0 && n < KMAX) {
         id = n;
         strcpy(knames[id], name);
+        kname_short[id] = strlen(name) < ORDO_NAME_MAX;
         atomic_store_explicit(&kcount, n + 1, memory_order_release);
     }
     pthread_mutex_unlock(&kmu);
@@ -466,7 +468,7 @@ static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, 
     int n = collect_vars(reads, nin, &wv, 1, uses);
     /* knames never change once set: the op's name needs no interning */
     int rc = engine_push_trusted(e, run_kernel, p, kp_put, out->ctx, uses, n, ORDO_PROP_NORMAL | ORDO_PROP_BULK,
-                                 knames[kid]);
+                                 knames[kid], kname_short[kid]);
     if (rc != ORDO_OK) {
         kp_put(p);
         return tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
