@@ -95,7 +95,6 @@ static inline bool node_is_write(const dep_node *n) { return n->op_w & 1; }
 
 struct ordo_var {
     spin_lock lock;
-    atomic_uint magic;
     bool deleted;          /* a delete op was pushed; later pushes fail */
     bool writer_active;    /* a granted write has not completed */
     int nreaders;          /* granted reads not completed */
@@ -103,6 +102,11 @@ struct ordo_var {
     atomic_uint_least64_t version;
     failure *fail;         /* error carried by the data; guarded by the grant */
     _Atomic(struct var_events *) device_state; /* GPU events on it (var_events.c) */
+    /* A line of its own, written only when the var is made or freed: every
+     * push reads magic (is the var live?), and on the line above, which the
+     * workers write as ops complete, that read missed in the pusher's cache
+     * for most vars of a random DAG. */
+    _Alignas(64) atomic_uint magic;
     ordo_var *next_free;
 };
 
