@@ -216,6 +216,22 @@ describe("optim", function()
         close(p:totable(), w, 1e-9)
     end)
 
+    it("updates parameters that live on an engine of their own", function()
+        local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
+        for _, make in ipairs({
+            function(ps) return optim.Adam(ps, {lr = 0.1}) end,
+            function(ps) return optim.SGD(ps, {lr = 0.1, momentum = 0.5}) end,
+        }) do
+            local p = ordo.tensor({1, -2}, {dtype = "float64", engine = e}):requires_grad()
+            local opt = make({p})
+            ;(p * p):sum():backward()
+            opt:step()
+            local v = p:totable()
+            assert.is_true(math.abs(v[1]) < 1 and math.abs(v[2]) < 2)
+        end
+        e:close()
+    end)
+
     it("the fused update kernels and the elementwise fallback (non-contiguous parameters) agree", function()
         for _, make in ipairs({
             function(ps) return optim.Adam(ps, {lr = 0.01, weight_decay = 0.1}) end,

@@ -37,6 +37,21 @@ local function program(workers)
     f:fill_(2.5)
     out.fill = f
     out.copy_t = x:t():contiguous()
+    -- the fused optimiser updates (kernels/cpu/optim.c) split the same way
+    local optim = require "ordo.optim"
+    for name, make in pairs({
+        adam = function(ps) return optim.Adam(ps, {lr = 0.01, weight_decay = 0.1}) end,
+        sgd = function(ps) return optim.SGD(ps, {lr = 0.05, momentum = 0.9, nesterov = true}) end,
+    }) do
+        local w = x:clone():requires_grad()
+        local opt = make({w})
+        for _ = 1, 3 do
+            opt:zero_grad()
+            ;(w * w * y):sum():backward()
+            opt:step()
+        end
+        out[name] = w:detach()
+    end
     local t = {}
     for k, v in pairs(out) do t[k] = v:totable() end
     e:close()

@@ -19,6 +19,8 @@
  *     g' = g + wd p; buf = momentum buf + g' (or g' on the first step);
  *     d = nesterov ? g' + momentum buf : buf (g' without momentum); p -= lr d
  */
+#include <stdbool.h>
+
 #include "cpu_internal.h"
 
 static int check_operands(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a,
@@ -71,18 +73,40 @@ int cpu_check_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     return check_operands(rc, "adam_step", a, 2, 6);
 }
 
+/* An update of a large parameter is split among the pool's idle workers:
+ * every element is updated on its own, so the split changes nothing but
+ * the time (CPU_PAR_MIN, ordo_parallel_for). */
+typedef struct update_job {
+    const ordo_kernel_args *a;
+    int64_t n;
+} update_job;
+
+static int split_update(const ordo_kernel_args *a, int64_t n, ordo_chunk_fn chunk) {
+    update_job j = {a, n};
+    if (n < CPU_PAR_MIN) return chunk(0, n, &j);
+    return ordo_parallel_for(n, CPU_PAR_GRAIN, chunk, &j);
+}
+
+/* Elements lo..hi of the parameter, its gradient and its state rows. */
+static int adam_chunk(int64_t lo, int64_t hi, void *arg) {
+    const update_job *j = arg;
+    const ordo_kernel_args *a = j->a;
+    if (a->out[0].dtype == ORDO_F32) {
+        float *s = a->out[1].data;
+        adam_float(hi - lo, (float *)a->out[0].data + lo, (const float *)a->in[0].data + lo, s + lo, s + j->n + lo,
+                   a->scalar);
+    } else {
+        double *s = a->out[1].data;
+        adam_double(hi - lo, (double *)a->out[0].data + lo, (const double *)a->in[0].data + lo, s + lo,
+                    s + j->n + lo, a->scalar);
+    }
+    return 0;
+}
+
 static int k_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int r = cpu_check_adam_step(rc, a);
     if (r) return r;
-    int64_t n = ordo_view_numel(&a->out[0]);
-    if (a->out[0].dtype == ORDO_F32) {
-        float *s = a->out[1].data;
-        adam_float(n, a->out[0].data, a->in[0].data, s, s + n, a->scalar);
-    } else {
-        double *s = a->out[1].data;
-        adam_double(n, a->out[0].data, a->in[0].data, s, s + n, a->scalar);
-    }
-    return 0;
+    return split_update(a, ordo_view_numel(&a->out[0]), adam_chunk);
 }
 
 #define DEF_SGD(T)                                                                                     \
@@ -114,14 +138,23 @@ int cpu_check_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     return 0;
 }
 
+static int sgd_chunk(int64_t lo, int64_t hi, void *arg) {
+    const update_job *j = arg;
+    const ordo_kernel_args *a = j->a;
+    bool buf = a->nout > 1;
+    if (a->out[0].dtype == ORDO_F32)
+        sgd_float(hi - lo, (float *)a->out[0].data + lo, (const float *)a->in[0].data + lo,
+                  buf ? (float *)a->out[1].data + lo : NULL, a->scalar);
+    else
+        sgd_double(hi - lo, (double *)a->out[0].data + lo, (const double *)a->in[0].data + lo,
+                   buf ? (double *)a->out[1].data + lo : NULL, a->scalar);
+    return 0;
+}
+
 static int k_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int r = cpu_check_sgd_step(rc, a);
     if (r) return r;
-    int64_t n = ordo_view_numel(&a->out[0]);
-    void *buf = a->nout > 1 ? a->out[1].data : NULL;
-    if (a->out[0].dtype == ORDO_F32) sgd_float(n, a->out[0].data, a->in[0].data, buf, a->scalar);
-    else sgd_double(n, a->out[0].data, a->in[0].data, buf, a->scalar);
-    return 0;
+    return split_update(a, ordo_view_numel(&a->out[0]), sgd_chunk);
 }
 
 void cpu_register_optim(void) {

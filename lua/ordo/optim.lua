@@ -141,8 +141,9 @@ setmetatable(Adam, {__index = Optimizer, __call = function(_, ...) return Adam.n
 function Adam:update(i, p, g)
     local st = self.state[i]
     if st == nil then
-        -- m and v in one 2 x n tensor: the fused kernel writes both (an op has at most two outputs)
-        st = tensor.zeros({2, p:numel()}, {dtype = p:dtype(), device = p:device()})
+        -- m and v in one 2 x n tensor: the fused kernel writes both (an op has at most two outputs);
+        -- made like p, so that it lives on p's engine, device and dtype
+        st = tensor.zeros_like(p:flatten():expand(2, p:numel()))
         self.state[i] = st
     end
     local b1, b2 = self.beta1, self.beta2
