@@ -105,23 +105,32 @@ typedef struct kparam {
     kword word[NVIEWS * (1 + 2 * ORDO_MAX_DIMS) + ORDO_KERNEL_MAX_SCALARS + ORDO_KERNEL_MAX_IPARAMS];
 } kparam;
 
-static void kp_pack(kparam *p, ordo_kernel_fn fn, const ordo_kernel_args *a) {
+static void kp_head(kparam *p, ordo_kernel_fn fn, int nin, int nout, int nscalar, int niparam) {
     p->fn = fn;
-    p->nin = (unsigned char)a->nin;
-    p->nout = (unsigned char)a->nout;
-    p->nscalar = (unsigned char)a->nscalar;
-    p->niparam = (unsigned char)a->niparam;
+    p->nin = (unsigned char)nin;
+    p->nout = (unsigned char)nout;
+    p->nscalar = (unsigned char)nscalar;
+    p->niparam = (unsigned char)niparam;
+}
+
+/* View i (inputs, then outputs) at w; returns where the next one goes. */
+static kword *kp_view(kparam *p, kword *w, int i, void *data, int dtype, int nd, const int64_t *shape,
+                      const int64_t *strides) {
+    p->ndim[i] = (unsigned char)nd;
+    p->dtype[i] = (unsigned char)dtype;
+    (w++)->p = data;
+    for (int d = 0; d < nd; d++) w[d].i = shape[d];
+    w += nd;
+    for (int d = 0; d < nd; d++) w[d].i = strides[d];
+    return w + nd;
+}
+
+static void kp_pack(kparam *p, ordo_kernel_fn fn, const ordo_kernel_args *a) {
+    kp_head(p, fn, a->nin, a->nout, a->nscalar, a->niparam);
     kword *w = p->word;
     for (int i = 0; i < a->nin + a->nout; i++) {
         const ordo_view *v = i < a->nin ? &a->in[i] : &a->out[i - a->nin];
-        int nd = v->ndim;
-        p->ndim[i] = (unsigned char)nd;
-        p->dtype[i] = (unsigned char)v->dtype;
-        (w++)->p = v->data;
-        for (int d = 0; d < nd; d++) w[d].i = v->shape[d];
-        w += nd;
-        for (int d = 0; d < nd; d++) w[d].i = v->strides[d];
-        w += nd;
+        w = kp_view(p, w, i, v->data, v->dtype, v->ndim, v->shape, v->strides);
     }
     for (int i = 0; i < a->nscalar; i++) (w++)->d = a->scalar[i];
     for (int i = 0; i < a->niparam; i++) (w++)->i = a->iparam[i];
@@ -306,23 +315,38 @@ static int same_device(ordo_ctx a, ordo_ctx b) {
     return ta == tb && a.dev_id == b.dev_id;
 }
 
-/* in's view broadcast to out's shape. */
-static int bcast_view(const char *op, const ordo_tensor *in, const ordo_tensor *out, ordo_view *v) {
+/* ordo_dtype_size without a call: the small-op path computes addresses
+ * with it on every push. */
+static const unsigned char dtype_bytes[ORDO_NDTYPES] = {4, 8, 4, 8, 1};
+
+static void *tensor_data(const ordo_tensor *t) {
+    return t->storage->data ? (char *)t->storage->data + t->offset * dtype_bytes[t->dtype] : NULL;
+}
+
+/* in's strides broadcast to out's shape (NumPy rules); false when its
+ * shape does not broadcast. */
+static inline bool bcast_strides(const ordo_tensor *in, const ordo_tensor *out, int64_t *strides) {
     int lead = out->ndim - in->ndim;
-    if (lead < 0) goto bad;
-    v->data = in->storage->data ? (char *)in->storage->data + in->offset * (int64_t)ordo_dtype_size(in->dtype) : NULL;
-    v->dtype = in->dtype;
-    v->ndim = out->ndim;
+    if (lead < 0) return false;
     for (int i = 0; i < out->ndim; i++) {
         int j = i - lead;
-        v->shape[i] = out->shape[i];
-        if (j < 0) v->strides[i] = 0;
-        else if (in->shape[j] == out->shape[i]) v->strides[i] = in->strides[j];
-        else if (in->shape[j] == 1) v->strides[i] = 0;
-        else goto bad;
+        if (j < 0) strides[i] = 0;
+        else if (in->shape[j] == out->shape[i]) strides[i] = in->strides[j];
+        else if (in->shape[j] == 1) strides[i] = 0;
+        else return false;
     }
-    return 0;
-bad:;
+    return true;
+}
+
+/* in's view broadcast to out's shape. */
+static int bcast_view(const char *op, const ordo_tensor *in, const ordo_tensor *out, ordo_view *v) {
+    if (bcast_strides(in, out, v->strides)) {
+        v->data = tensor_data(in);
+        v->dtype = in->dtype;
+        v->ndim = out->ndim;
+        for (int i = 0; i < out->ndim; i++) v->shape[i] = out->shape[i];
+        return 0;
+    }
     char b1[128], b2[128];
     return tensor_set_error("%s: shape %s cannot be broadcast to %s", op, ordo_tensor_shape_str(in, b1, sizeof b1),
                             ordo_tensor_shape_str(out, b2, sizeof b2));
@@ -398,8 +422,6 @@ static int small_op(const ordo_kernel_args *a, int dev_type) {
  * path then pushes it, or names what is wrong with it. */
 #define NOT_SMALL (-1)
 
-static const unsigned char dtype_bytes[ORDO_NDTYPES] = {4, 8, 4, 8, 1};
-
 static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, ordo_tensor *out,
                       const double *scalars, int nscalar) {
     if (out->ctx.dev_type != ORDO_CPU) return NOT_SMALL;
@@ -421,46 +443,23 @@ static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, 
             return NOT_SMALL;
     }
 
-    /* Packed straight into the block (kp_pack's layout): this path builds
-     * no ordo_kernel_args. */
+    /* Packed straight into the block: this path builds no ordo_kernel_args. */
     kparam *p = kp_get();
     if (!p) return NOT_SMALL; /* the general path reports it */
-    p->fn = fn;
-    p->nin = (unsigned char)nin;
-    p->nout = 1;
-    p->nscalar = (unsigned char)nscalar;
-    p->niparam = 0;
+    kp_head(p, fn, nin, 1, nscalar, 0);
     kword *w = p->word;
     ordo_var *reads[ORDO_KERNEL_MAX_IN];
     for (int i = 0; i < nin; i++) {
         const ordo_tensor *t = in[i];
-        int lead = nd - t->ndim;
-        p->ndim[i] = (unsigned char)nd;
-        p->dtype[i] = (unsigned char)t->dtype;
-        (w++)->p = t->storage->data ? (char *)t->storage->data + t->offset * dtype_bytes[t->dtype] : NULL;
-        for (int d = 0; d < nd; d++) {
-            int j = d - lead;
-            int64_t n = out->shape[d];
-            w[d].i = n;
-            if (j < 0) w[nd + d].i = 0;
-            else if (t->shape[j] == n) w[nd + d].i = t->strides[j];
-            else if (t->shape[j] == 1) w[nd + d].i = 0;
-            else {
-                kp_put(p);
-                return NOT_SMALL; /* does not broadcast: the general path says so */
-            }
+        int64_t strides[ORDO_MAX_DIMS];
+        if (!bcast_strides(t, out, strides)) {
+            kp_put(p);
+            return NOT_SMALL; /* does not broadcast: the general path says so */
         }
-        w += 2 * nd;
+        w = kp_view(p, w, i, tensor_data(t), t->dtype, nd, out->shape, strides);
         reads[i] = t->storage->var;
     }
-    p->ndim[nin] = (unsigned char)nd;
-    p->dtype[nin] = (unsigned char)out->dtype;
-    (w++)->p = os->data ? (char *)os->data + out->offset * dtype_bytes[out->dtype] : NULL;
-    for (int d = 0; d < nd; d++) {
-        w[d].i = out->shape[d];
-        w[nd + d].i = out->strides[d];
-    }
-    w += 2 * nd;
+    w = kp_view(p, w, nin, tensor_data(out), out->dtype, nd, out->shape, out->strides);
     for (int i = 0; i < nscalar; i++) (w++)->d = scalars[i];
 
     var_use uses[ORDO_KERNEL_MAX_IN + 1];
