@@ -81,8 +81,6 @@ int ordo_parallel_for(int64_t n, int64_t grain, ordo_chunk_fn fn, void *ctx) {
     return rc ? rc : hrc;
 }
 
-bool help_open(ready_queue *q) { return atomic_load_explicit(&q->help.gen, memory_order_relaxed) & 1; }
-
 void help_run(ready_queue *q) {
     help_slot *h = &q->help;
     uint64_t gen = atomic_load(&h->gen);

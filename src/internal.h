@@ -232,8 +232,11 @@ typedef struct ready_queue {
     help_slot help;            /* chunks of a large op offered to idle workers (help.c) */
 } ready_queue;
 
-/* Whether q's help slot offers chunks (a hint), and taking them (help.c). */
-bool help_open(ready_queue *q);
+/* Whether q's help slot offers chunks (a hint; inline: an idle worker's
+ * spin loop asks it), and taking them (help.c). */
+static inline bool help_open(ready_queue *q) {
+    return atomic_load_explicit(&q->help.gen, memory_order_relaxed) & 1;
+}
 void help_run(ready_queue *q);
 
 enum pool_kind { POOL_CPU, POOL_CPU_PRIORITY, POOL_GPU, POOL_GPU_COPY, POOL_GPU_PRIORITY, POOL_SHARED, POOL_SHARED_COPY };

@@ -65,6 +65,9 @@ int cpu_iter_run(const cpu_iter *it, cpu_loop_fn fn, void *ctx);
 #define CPU_PAR_GRAIN 32768
 #define CPU_PAR_MIN (4 * CPU_PAR_GRAIN)
 int cpu_iter_run_parallel(const cpu_iter *it, cpu_loop_fn fn, void *ctx);
+/* fn over n items of inner elements each: split as above when there are
+ * CPU_PAR_MIN elements or more, else fn(0, n, ctx) at once. */
+int cpu_parallel_for(int64_t n, int64_t inner, ordo_chunk_fn fn, void *ctx);
 
 /* ---- checks shared by the kernels ------------------------------------ */
 

@@ -131,13 +131,18 @@ static int par_chunk(int64_t lo, int64_t hi, void *arg) {
     return cpu_iter_run(&sub, j->fn, j->ctx);
 }
 
+int cpu_parallel_for(int64_t n, int64_t inner, ordo_chunk_fn fn, void *ctx) {
+    if (n * inner < CPU_PAR_MIN) return fn(0, n, ctx);
+    int64_t grain = CPU_PAR_GRAIN / inner;
+    return ordo_parallel_for(n, grain > 0 ? grain : 1, fn, ctx);
+}
+
 int cpu_iter_run_parallel(const cpu_iter *it, cpu_loop_fn fn, void *ctx) {
     if (it->numel < CPU_PAR_MIN) return cpu_iter_run(it, fn, ctx);
     for (int d = 0; d < it->nd; d++) /* an output written twice through a stride of 0: in order */
         if (it->stride[0][d] == 0 && it->shape[d] > 1) return cpu_iter_run(it, fn, ctx);
     par_job j = {it, fn, ctx, it->numel / it->shape[0]};
-    int64_t grain = CPU_PAR_GRAIN / j.inner;
-    return ordo_parallel_for(it->shape[0], grain > 0 ? grain : 1, par_chunk, &j);
+    return cpu_parallel_for(it->shape[0], j.inner, par_chunk, &j);
 }
 
 /* ---- checks ------------------------------------------------------------ */

@@ -73,9 +73,9 @@ int cpu_check_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     return check_operands(rc, "adam_step", a, 2, 6);
 }
 
-/* An update of a large parameter is split among the pool's idle workers:
- * every element is updated on its own, so the split changes nothing but
- * the time (CPU_PAR_MIN, ordo_parallel_for). */
+/* An update of a large parameter is split among the pool's idle workers
+ * (cpu_parallel_for): every element is updated on its own, so the split
+ * changes nothing but the time. */
 typedef struct update_job {
     const ordo_kernel_args *a;
     int64_t n;
@@ -83,8 +83,7 @@ typedef struct update_job {
 
 static int split_update(const ordo_kernel_args *a, int64_t n, ordo_chunk_fn chunk) {
     update_job j = {a, n};
-    if (n < CPU_PAR_MIN) return chunk(0, n, &j);
-    return ordo_parallel_for(n, CPU_PAR_GRAIN, chunk, &j);
+    return cpu_parallel_for(n, 1, chunk, &j);
 }
 
 /* Elements lo..hi of the parameter, its gradient and its state rows. */
