@@ -98,6 +98,15 @@ local function best_of(n, fn)
     return best
 end
 
+-- The best of n runs of fn (which waits for its work), in ms.
+local function best_ms(n, fn)
+    return best_of(n, function()
+        local t0 = now()
+        fn()
+        return (now() - t0) * 1e3
+    end)
+end
+
 build_peer()
 local cfg = ordo.engine.config()
 print(("ordo tensor bench: engine %s, %d cpu workers%s"):format(cfg.kind, cfg.cpu_workers,
@@ -148,19 +157,14 @@ do
     local a = ordo.rand({n, n})
     local b = ordo.rand({n, n})
     ordo.engine.wait_for_all()
-    local function once()
-        local t0 = now()
-        local c = a:matmul(b)
-        c:wait()
-        return (now() - t0) * 1e3
-    end
-    local cold = best_of(3, once)
+    local function once() a:matmul(b):wait() end
+    local cold = best_ms(3, once)
     -- Until the cache holds blocks of this size: outputs allocated past one
     -- collection's worth, then collected.
     local warmup_bytes = 2 * 64 * 2 ^ 20
     for _ = 1, math.ceil(warmup_bytes / (n * n * 4)) do once() end
     collectgarbage("collect")
-    local ms = best_of(10, once)
+    local ms = best_ms(10, once)
     local s = peer_number(run_peer("sgemm", n, 10), "sgemm ([%d.]+)")
     local s1 = peer_number(run_peer("sgemm1", n, 10), "sgemm1 ([%d.]+)")
     local s1cold = peer_number(run_peer("sgemm1_fresh_out", n, 3), "sgemm1_fresh_out ([%d.]+)")
@@ -183,12 +187,7 @@ do
         local c = ordo.zeros({n}, {engine = e})
         c:add_(a)
         c:wait()
-        local ms = best_of(5, function()
-            local t0 = now()
-            c:add_(a)
-            c:wait()
-            return (now() - t0) * 1e3
-        end)
+        local ms = best_ms(5, function() c:add_(a):wait() end)
         return 3 * n * 4 / (ms / 1e3) / 1e9
     end
     local gbs = add_gbs(nil)
@@ -210,11 +209,9 @@ end
 -- worker), and one large elementwise op is split between the workers
 do
     local e = ordo.engine.new({kind = "perdevice", cpu_workers = 2})
-    local function time(eng, fn) return best_of(5, function()
-        local t0 = now()
+    local function time(eng, fn) return best_ms(5, function()
         fn()
         eng:wait_for_all()
-        return (now() - t0) * 1e3
     end) end
     local n = quick and 2 ^ 20 or 8 * 2 ^ 20
     local e1 = ordo.engine.new({kind = "perdevice", cpu_workers = 1})
