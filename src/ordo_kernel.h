@@ -63,8 +63,9 @@ ordo_kernel_fn ordo_kernel_lookup(const char *name, int dev_type);
 /* Splitting one kernel's work: fn(lo, hi, ctx) runs over [lo, hi), in
  * chunks of grain items covering [0, n).  Called by a kernel running on a
  * CPU worker, it lets the idle workers of that worker's pool take chunks
- * beside it (only idle ones, each back to its own ops after its chunk); anywhere else, or
- * when no worker is idle, the caller runs every chunk itself.  Chunks run
+ * beside it (only idle ones, each back to its own ops after its current
+ * chunk); anywhere else, or when no worker is idle, the caller runs every
+ * chunk itself.  Chunks run
  * concurrently in any order, so they must write disjoint memory.  Returns
  * once every chunk has run: 0, or the nonzero value of a failed chunk. */
 typedef int (*ordo_chunk_fn)(int64_t lo, int64_t hi, void *ctx);
