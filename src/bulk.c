@@ -22,9 +22,10 @@
  *  - versions: a var's version grows by the number of ops that wrote it.
  *
  * A bulk is a thread's own until it is pushed, so collecting takes no lock.
- * Its vars are kept in a small table; each op's uses are indexes into it,
- * and the table is sorted by address when the bulk is pushed so that the
- * bulk op's vars (the lock order, rule 8) and the table share indexes.
+ * Its vars are kept in a small table, in the order they first came; each
+ * op's uses are indexes into it, and the bulk op's vars are the table as it
+ * is, so the two share indexes.  They are not sorted by address: lock_vars
+ * (push.c) tries them in any order and sorts only when one is busy.
  */
 #include "internal.h"
 
@@ -53,7 +54,8 @@ typedef struct bulk {
     int nent, nvars, nuse;
     bulk_entry ent[ORDO_BULK_MAX];
     unsigned char use[ORDO_BULK_MAX * BULK_MAX_OP_USES];
-    ordo_var *vars[BULK_MAX_VARS];
+    ordo_var *vars[BULK_MAX_VARS]; /* also the bulk op's var array, and: */
+    dep_node nodes[BULK_MAX_VARS]; /* its nodes (lent: no allocation per bulk) */
     bool var_w[BULK_MAX_VARS];
     unsigned char slot[HASH_SLOTS]; /* open addressing on the var's address: index + 1, 0 = empty */
     /* Filled by bulk_run for finish_op: */
@@ -146,20 +148,24 @@ static unsigned char *find_slot(bulk *b, const ordo_var *v) {
     return &b->slot[h];
 }
 
-/* How many of uses are not in b yet. */
-static int new_vars(bulk *b, const var_use *uses, int n) {
-    int k = 0;
-    for (int i = 0; i < n; i++) k += *find_slot(b, uses[i].v) == 0;
-    return k;
-}
-
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name) {
     if (n > BULK_MAX_OP_USES) return false;
     bulk *b = tls_bulk;
-    if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id || b->nvars + new_vars(b, uses, n) > BULK_MAX_VARS)) {
+    /* Each use's slot is looked up once: the lookup both counts the vars
+     * new to the bulk (is there room?) and says where they go. */
+    unsigned char *slot[BULK_MAX_OP_USES];
+    if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id)) {
         ordo_bulk_flush();
         b = NULL;
+    }
+    if (b) {
+        int fresh = 0;
+        for (int i = 0; i < n; i++) fresh += *(slot[i] = find_slot(b, uses[i].v)) == 0;
+        if (b->nvars + fresh > BULK_MAX_VARS) {
+            ordo_bulk_flush();
+            b = NULL;
+        }
     }
     if (!b) {
         b = bulk_alloc();
@@ -169,6 +175,7 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
         b->nent = b->nvars = b->nuse = 0;
         memset(b->slot, 0, sizeof b->slot);
         tls_bulk = b;
+        for (int i = 0; i < n; i++) slot[i] = &b->slot[hash_slot(uses[i].v)];
     }
     bulk_entry *en = &b->ent[b->nent++];
     en->fn = fn;
@@ -179,13 +186,17 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
     en->nuse = (unsigned short)n;
     en->no_skip = (prop & ORDO_PROP_NO_SKIP) != 0;
     for (int i = 0; i < n; i++) {
-        unsigned char *slot = find_slot(b, uses[i].v);
-        int k = *slot - 1;
+        ordo_var *v = uses[i].v;
+        unsigned char *s = slot[i];
+        /* An empty slot found above is still v's place unless an earlier
+         * var of this op took it; then probe again. */
+        if (*s && b->vars[*s - 1] != v) s = find_slot(b, v);
+        int k = *s - 1;
         if (k < 0) {
             k = b->nvars++;
-            b->vars[k] = uses[i].v;
+            b->vars[k] = v;
             b->var_w[k] = false;
-            *slot = (unsigned char)(k + 1);
+            *s = (unsigned char)(k + 1);
         }
         b->var_w[k] |= uses[i].w;
         b->use[b->nuse++] = (unsigned char)(k | (uses[i].w ? USE_WRITE : 0));
@@ -273,35 +284,6 @@ static void bulk_release(void *param) {
 
 /* ---- handing over ------------------------------------------------------------ */
 
-/* Sorts the var table by address (the lock order, rule 8) into sorted and
- * renumbers the uses to match.  At most 64 vars: an insertion sort of
- * (var, old index) pairs, no allocation. */
-static void sort_vars(bulk *b, var_use *sorted) {
-    struct { ordo_var *v; unsigned char old; } p[BULK_MAX_VARS];
-    int n = b->nvars;
-    for (int i = 0; i < n; i++) {
-        ordo_var *v = b->vars[i];
-        int j = i - 1;
-        while (j >= 0 && p[j].v > v) {
-            p[j + 1] = p[j];
-            j--;
-        }
-        p[j + 1].v = v;
-        p[j + 1].old = (unsigned char)i;
-    }
-    unsigned char new_of[BULK_MAX_VARS];
-    bool was_w[BULK_MAX_VARS];
-    memcpy(was_w, b->var_w, sizeof was_w);
-    for (int i = 0; i < n; i++) {
-        new_of[p[i].old] = (unsigned char)i;
-        b->vars[i] = p[i].v;
-        b->var_w[i] = was_w[p[i].old];
-        sorted[i] = (var_use){p[i].v, b->var_w[i]};
-    }
-    for (int u = 0; u < b->nuse; u++)
-        b->use[u] = (unsigned char)(new_of[b->use[u] & ~USE_WRITE] | (b->use[u] & USE_WRITE));
-}
-
 /* A bulk of one op, or one that could not be pushed as one op (a var was
  * deleted by another thread, or no memory): its ops are pushed one by one,
  * and one that cannot be is dropped, its failure left for the next
@@ -318,7 +300,7 @@ static int push_each(bulk *b) {
         }
         int prop = ORDO_PROP_NORMAL | (en->no_skip ? ORDO_PROP_NO_SKIP : 0);
         int rc = push_uses(e, 0, en->fn, NULL, en->param, en->param_free, b->ctx, uses, en->nuse, prop, 0,
-                                en->name, "ordo_bulk_flush");
+                                en->name, "ordo_bulk_flush", NULL, NULL);
         if (rc == ORDO_OK) continue;
         if (!first_rc) first_rc = rc;
         failure *f = failure_new("%s: not run: %s", en->name[0] ? en->name : "op", ordo_last_error());
@@ -338,13 +320,14 @@ int ordo_bulk_flush(void) {
     tls_bulk = NULL; /* before pushing: the push must not flush again */
     if (b->nent == 1) return push_each(b); /* one op: pushed as itself, under its own name */
     ordo_engine *e = b->engine;
-    var_use sorted[BULK_MAX_VARS];
-    sort_vars(b, sorted);
-    for (int i = 0; i < b->nvars; i++) { /* in case it never runs; bulk_release unrefs the failures */
-        b->fail[i] = NULL;
+    var_use uses[BULK_MAX_VARS];
+    for (int i = 0; i < b->nvars; i++) {
+        uses[i] = (var_use){b->vars[i], b->var_w[i]};
+        b->fail[i] = NULL; /* in case it never runs; bulk_release unrefs the failures */
         b->writes[i] = 0;
     }
-    int rc = push_uses(e, OP_BULK, bulk_run, NULL, b, bulk_release, b->ctx, sorted, b->nvars,
-                            ORDO_PROP_NORMAL | ORDO_PROP_NO_SKIP, 0, engine_intern(e, "bulk"), "ordo_bulk_flush");
+    int rc = push_uses(e, OP_BULK, bulk_run, NULL, b, bulk_release, b->ctx, uses, b->nvars,
+                            ORDO_PROP_NORMAL | ORDO_PROP_NO_SKIP, 0, engine_intern(e, "bulk"), "ordo_bulk_flush",
+                            b->vars, b->nodes);
     return rc == ORDO_OK ? ORDO_OK : push_each(b);
 }

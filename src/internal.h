@@ -4,8 +4,8 @@
  * How an op travels through the engine:
  *
  *   push ──> one dep_node per distinct var, appended to each var's queue
- *            (all vars locked in address order, so a push is atomic over
- *            its vars: rule 8)
+ *            (all vars locked at once, so a push is atomic over its vars:
+ *            rule 8; lock_vars in push.c says in which order)
  *        ──> when every node is granted, the op is "ready" and goes to the
  *            ready queue of the pool its context and property select
  *        ──> a worker runs it (or the worker that released it runs it at
@@ -73,6 +73,11 @@ void spin_lock_contended(spin_lock *l);
 static inline void spin_lock_acquire(spin_lock *l) {
     if (!atomic_exchange_explicit(&l->v, 1, memory_order_acquire)) return;
     spin_lock_contended(l);
+}
+/* Takes the lock only if it is free now; never waits. */
+static inline bool spin_lock_try(spin_lock *l) {
+    return !atomic_load_explicit(&l->v, memory_order_relaxed) &&
+           !atomic_exchange_explicit(&l->v, 1, memory_order_acquire);
 }
 static inline void spin_lock_release(spin_lock *l) {
     atomic_store_explicit(&l->v, 0, memory_order_release);
@@ -167,7 +172,7 @@ struct op {
     /* line 1: completion and the first vars */
     void (*param_free)(void *);
     ordo_opr *opr;
-    ordo_var **vars;   /* vars_inline, or malloc'ed when more than OP_INLINE_VARS */
+    ordo_var **vars;   /* vars_inline, malloc'ed when more than OP_INLINE_VARS, or a bulk's */
     dep_node *nodes;   /* nodes_inline, likewise */
     ordo_var *vars_inline[OP_INLINE_VARS];
     dep_node nodes_inline[OP_INLINE_VARS];
@@ -179,6 +184,11 @@ struct op {
     void *stream;     /* GPU ops: the stream their function queued work on */
     struct prof_timer *prof_gpu; /* profiler: timing events around its GPU work, or NULL */
 };
+
+/* Whether o's var and node arrays are its own to free (a bulk lends its). */
+static inline bool op_owns_arrays(const op *o) {
+    return o->vars != o->vars_inline && !(o->flags & OP_BULK);
+}
 
 /* The message of the last ordo_fail called on this thread with no op
  * (rc->op_ NULL), once; NULL when none (error.c). */
@@ -368,7 +378,7 @@ int  push_prepared(ordo_engine *e, op *o, const char *fn);
 
 /* One var of a push and whether the push writes it (push.c). */
 typedef struct { ordo_var *v; bool w; } var_use;
-/* Sorted by address (the lock order, rule 8) and deduplicated: a var given
+/* Sorted by address (the order lock_vars falls back to) and deduplicated: a var given
  * twice -- even as two reads -- or as read and write counts once, as a
  * write (rule 3).  out has room for nreads + nwrites.  Inline: every push
  * calls it, most with a handful of vars. */
@@ -400,11 +410,12 @@ static inline int collect_vars(ordo_var *const *reads, int nreads, ordo_var *con
     }
     return m;
 }
-/* Pushes a sync (sfn) or async (afn) op on uses (sorted, distinct): the
- * end of every push. */
+/* Pushes a sync (sfn) or async (afn) op on uses (distinct; sorted unless
+ * a bulk's): the end of every push.  lent_vars and lent_nodes: arrays of n
+ * the op uses as its own (a bulk's, which outlive the op), or NULL. */
 int  push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
                void (*param_free)(void *), ordo_ctx ctx, const var_use *uses, int n, int prop, int priority,
-               const char *name, const char *fname);
+               const char *name, const char *fname, ordo_var **lent_vars, dep_node *lent_nodes);
 
 /* ordo_push_sync for a caller that has done its checks (the tensor layer's
  * small ops): ctx valid, every var live, uses sorted and distinct (as

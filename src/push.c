@@ -66,9 +66,13 @@ int collect_vars_many(ordo_var *const *reads, int nreads, ordo_var *const *write
     return m;
 }
 
-/* Gives o its var and node arrays, inline when they fit. */
-static int op_set_vars(op *o, const var_use *uses, int n) {
-    if (n <= OP_INLINE_VARS) {
+/* Gives o its var and node arrays: lent ones (a bulk's), else inline when
+ * they fit, else allocated. */
+static int op_set_vars(op *o, const var_use *uses, int n, ordo_var **lent_vars, dep_node *lent_nodes) {
+    if (lent_vars) {
+        o->vars = lent_vars;
+        o->nodes = lent_nodes;
+    } else if (n <= OP_INLINE_VARS) {
         o->vars = o->vars_inline;
         o->nodes = o->nodes_inline;
     } else {
@@ -93,7 +97,7 @@ static int op_set_vars(op *o, const var_use *uses, int n) {
 }
 
 static void op_discard(ordo_engine *e, op *o) {
-    if (o->vars != o->vars_inline) {
+    if (op_owns_arrays(o)) {
         free(o->vars);
         free(o->nodes);
     }
@@ -178,6 +182,38 @@ static void backpressure(ordo_engine *e, pool *p) {
 }
 
 #define PUSH_HELD_MAX 16
+#define LOCK_SORT_MAX 64 /* a bulk's vars at most; more come from collect_vars, sorted */
+
+/* Locks every var of a push, so that it is appended to all of them at once
+ * (rule 8).  A thread that waits for a var lock waits holding none, or
+ * holding only locks of lower address: two pushers on overlapping vars then
+ * cannot each hold what the other waits for.  So the vars are first tried
+ * in the order given, without waiting -- a thread that never waits while
+ * holding a lock closes no cycle -- and only when one is busy are those
+ * taken dropped and all taken in address order.  A general push's vars come
+ * sorted (collect_vars); a bulk's do not, and the try spares it a sort of a
+ * few dozen vars on every push, most of its hand-over. */
+static void lock_vars(ordo_var *const *vars, int n) {
+    int i = 0;
+    while (i < n && spin_lock_try(&vars[i]->lock)) i++;
+    if (i == n) return;
+    while (i > 0) spin_lock_release(&vars[--i]->lock);
+    if (n > LOCK_SORT_MAX) {
+        for (i = 0; i < n; i++) spin_lock_acquire(&vars[i]->lock);
+        return;
+    }
+    ordo_var *order[LOCK_SORT_MAX];
+    for (i = 0; i < n; i++) { /* insertion sort: rarely here, and at most 64 */
+        ordo_var *v = vars[i];
+        int j = i - 1;
+        while (j >= 0 && order[j] > v) {
+            order[j + 1] = order[j];
+            j--;
+        }
+        order[j + 1] = v;
+    }
+    for (i = 0; i < n; i++) spin_lock_acquire(&order[i]->lock);
+}
 
 /* Appends o's nodes to its vars, atomically over all of them, and runs or
  * queues o if it is ready at once.  On error nothing was appended. */
@@ -197,7 +233,7 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
     }
 
     int n = o->nvars;
-    for (int i = 0; i < n; i++) spin_lock_acquire(&o->vars[i]->lock);
+    lock_vars(o->vars, n);
     for (int i = 0; i < n; i++) {
         ordo_var *v = o->vars[i];
         if (v->deleted || !var_is_live(v)) {
@@ -276,9 +312,9 @@ static void naive_settle(ordo_engine *e) {
 
 int push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
               void (*param_free)(void *), ordo_ctx ctx, const var_use *uses, int n, int prop, int priority,
-              const char *name, const char *fname) {
+              const char *name, const char *fname, ordo_var **lent_vars, dep_node *lent_nodes) {
     op *o = op_new(e, (sfn ? OP_SYNC : 0) | flags, prop, priority, ctx, name);
-    if (!o || op_set_vars(o, uses, n) != ORDO_OK) {
+    if (!o || op_set_vars(o, uses, n, lent_vars, lent_nodes) != ORDO_OK) {
         if (o) op_discard(e, o);
         return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     }
@@ -305,7 +341,8 @@ static bool bulkable(ordo_engine *e, ordo_sync_fn sfn, ordo_ctx ctx, int prop, i
            !atomic_load_explicit(&e->profiling, memory_order_relaxed);
 }
 
-/* A checked push from here on: uses sorted and distinct, every var live.
+/* A checked push from here on: uses distinct (and sorted, but for a bulk's),
+ * every var live.
  * iname: the name, already interned (or as long-lived), or NULL to intern
  * name. */
 static int push_checked(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
@@ -316,7 +353,7 @@ static int push_checked(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ord
     if (!iname) iname = engine_intern(e, name);
     if (bulk && bulk_append(e, sfn, param, param_free, ctx, uses, n, prop, iname)) return ORDO_OK;
     bulk_flush_mine(); /* this thread's earlier ops go first (rule 1) */
-    int rc = push_uses(e, 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority, iname, fname);
+    int rc = push_uses(e, 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority, iname, fname, NULL, NULL);
     if (rc == ORDO_OK) naive_settle(e);
     return rc;
 }
@@ -353,9 +390,31 @@ int engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*par
                         short_name ? name : NULL);
 }
 
+/* The whole push of a small bulked op from a bulking thread -- most of the
+ * pushes such a thread makes -- in one frame: the checks push_fn would make,
+ * the var set and the append.  False for any other push and for anything
+ * wrong; the general path then takes the push and names the error. */
+static bool push_sync_bulked(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
+                             ordo_ctx ctx, ordo_var *const *reads, int nreads, ordo_var *const *writes,
+                             int nwrites, int prop, const char *name) {
+    if ((unsigned)nreads > 16 || (unsigned)nwrites > 16u - (unsigned)nreads) return false;
+    if ((nreads && !reads) || (nwrites && !writes)) return false;
+    if (!bulkable(e, fn, ctx, prop, 0) || (unsigned)ctx.dev_id >= ORDO_MAX_DEVICES) return false;
+    for (int i = 0; i < nreads; i++)
+        if (!reads[i] || !var_is_live(reads[i])) return false;
+    for (int i = 0; i < nwrites; i++)
+        if (!writes[i] || !var_is_live(writes[i])) return false;
+    var_use uses[16];
+    int n = collect_vars(reads, nreads, writes, nwrites, uses);
+    return bulk_append(e, fn, param, param_free, ctx, uses, n, prop & ~ORDO_PROP_BULK, engine_intern(e, name));
+}
+
 int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                    ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, int prop,
                    int priority, const char *name) {
+    if (e && fn && priority == 0 && (prop & ORDO_PROP_BULK) &&
+        push_sync_bulked(e, fn, param, param_free, ctx, reads, nreads, writes, nwrites, prop, name))
+        return ORDO_OK;
     if (e && !fn) return set_error(ORDO_ERR_INVALID, "ordo_push_sync: function is NULL");
     return push_fn(e, "ordo_push_sync", fn, NULL, param, param_free, ctx, reads, nreads, writes, nwrites, prop,
                    priority, name);
@@ -431,7 +490,7 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
         return set_error(ORDO_ERR_NOMEM, "ordo_push: out of memory");
     }
     for (int i = 0; i < r->nvars; i++) uses[i] = (var_use){r->vars[i], r->is_write[i]};
-    rc = op_set_vars(o, uses, r->nvars);
+    rc = op_set_vars(o, uses, r->nvars, NULL, NULL);
     if (uses != stack_uses) free(uses);
     if (rc != ORDO_OK) {
         op_discard(e, o);
@@ -488,7 +547,7 @@ int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx 
     bulk_flush_mine(); /* the bulk may still use v */
     op *o = op_new(e, OP_SYNC | OP_DELETE, ORDO_PROP_DELETE_VAR, 0, ctx, engine_intern(e, "delete_variable"));
     var_use use = {v, true};
-    if (!o || op_set_vars(o, &use, 1) != ORDO_OK) {
+    if (!o || op_set_vars(o, &use, 1, NULL, NULL) != ORDO_OK) {
         if (o) op_discard(e, o);
         return set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
     }

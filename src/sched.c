@@ -336,7 +336,7 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
         o->param_free(o->param);
     }
     failure_unref(o->fail);
-    if (o->vars != o->vars_inline) {
+    if (op_owns_arrays(o)) {
         free(o->vars);
         free(o->nodes);
     }
