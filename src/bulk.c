@@ -63,8 +63,8 @@ typedef struct bulk {
     failure *fail[BULK_MAX_VARS]; /* references */
 } bulk;
 
-_Thread_local bulk *tls_bulk;
-_Thread_local int tls_bulk_size;
+ORDO_HIDDEN _Thread_local bulk *tls_bulk;
+ORDO_HIDDEN _Thread_local int tls_bulk_size;
 
 /* Bulk blocks are reused: a worker frees each one on another core, and a
  * malloc/free of 5 KB across threads costs more than the ops it carries.
@@ -150,8 +150,10 @@ static unsigned char *find_slot(bulk *b, const ordo_var *v) {
 
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name) {
-    if (n > BULK_MAX_OP_USES) return false;
+    /* The thread-locals read up front, where one lookup serves them all. */
     bulk *b = tls_bulk;
+    const int size = tls_bulk_size;
+    if (size <= 0 || tls_in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
     /* Each use's slot is looked up once: the lookup both counts the vars
      * new to the bulk (is there room?) and says where they go. */
     unsigned char *slot[BULK_MAX_OP_USES];
@@ -201,7 +203,7 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
         b->var_w[k] |= uses[i].w;
         b->use[b->nuse++] = (unsigned char)(k | (uses[i].w ? USE_WRITE : 0));
     }
-    if (b->nent >= tls_bulk_size) ordo_bulk_flush();
+    if (b->nent >= size) ordo_bulk_flush();
     return true;
 }
 

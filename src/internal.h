@@ -17,6 +17,26 @@
 #ifndef ORDO_INTERNAL_H
 #define ORDO_INTERNAL_H
 
+/* For the thread-local variables shared between the library's files: not
+ * exported, so that in libordo.so a function reaches all of them through
+ * one lookup of the library's thread-local block (the local-dynamic model)
+ * instead of a __tls_get_addr call per variable -- a small op's push reads
+ * five of them. */
+#if defined(__GNUC__)
+#define ORDO_HIDDEN __attribute__((visibility("hidden"), tls_model("local-dynamic")))
+#else
+#define ORDO_HIDDEN
+#endif
+/* Keeps a pointer to thread-local data in a register: gcc treats the
+ * address as a constant and computes it again in every branch, each time a
+ * __tls_get_addr call in the shared library.  The empty asm hides where the
+ * pointer came from. */
+#if defined(__GNUC__)
+#define TLS_PIN(p) __asm__("" : "+r"(p))
+#else
+#define TLS_PIN(p) ((void)0)
+#endif
+
 #include "device.h"
 #include "ordo.h"
 #include "ordo_kernel.h" /* ordo_chunk_fn */
@@ -429,10 +449,11 @@ int  engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*pa
 /* ---- bulks (bulk.c) -------------------------------------------------- */
 
 struct bulk;
-extern _Thread_local struct bulk *tls_bulk; /* this thread's bulk being collected, or NULL */
-extern _Thread_local int tls_bulk_size;
-/* Adds a sync op to this thread's bulk; false when it cannot go there
- * (too many vars), and the caller pushes it alone. */
+extern ORDO_HIDDEN _Thread_local struct bulk *tls_bulk; /* this thread's bulk being collected, or NULL */
+extern ORDO_HIDDEN _Thread_local int tls_bulk_size;
+/* Adds a sync op to this thread's bulk; false when it cannot go there (the
+ * thread does not bulk, is a worker or runs an op, too many vars, no
+ * memory), and the caller pushes it alone. */
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name);
 /* Every public entry point calls this first: this thread's ops are handed
@@ -466,8 +487,8 @@ void engine_op_retired(ordo_engine *e, worker *w, long count);
 long engine_pending(ordo_engine *e);
 void engine_record_failure(ordo_engine *e, failure *f);
 
-extern _Thread_local worker *tls_worker;
-extern _Thread_local int tls_in_op;
+extern ORDO_HIDDEN _Thread_local worker *tls_worker;
+extern ORDO_HIDDEN _Thread_local int tls_in_op;
 
 uint64_t now_ns(void);
 

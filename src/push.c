@@ -332,13 +332,13 @@ int push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, vo
     return rc;
 }
 
-/* Whether this push may join the thread's bulk (bulk.c): a small sync op
- * for a CPU worker, and nothing that needs it to be an op of its own. */
+/* Whether this push may join a bulk: a small sync op for a CPU worker, and
+ * nothing that needs it to be an op of its own.  Whether this thread bulks
+ * (not a worker, not inside an op, a bulk size set) bulk_append asks. */
 static bool bulkable(ordo_engine *e, ordo_sync_fn sfn, ordo_ctx ctx, int prop, int priority) {
-    return (prop & ORDO_PROP_BULK) && sfn && tls_bulk_size > 0 && priority == 0 &&
+    return (prop & ORDO_PROP_BULK) && sfn && priority == 0 &&
            (prop & ~(ORDO_PROP_BULK | ORDO_PROP_NO_SKIP)) == ORDO_PROP_NORMAL && ctx.dev_type == ORDO_CPU &&
-           e->cfg.kind != ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker &&
-           !atomic_load_explicit(&e->profiling, memory_order_relaxed);
+           e->cfg.kind != ORDO_ENGINE_NAIVE && !atomic_load_explicit(&e->profiling, memory_order_relaxed);
 }
 
 /* A checked push from here on: uses distinct (and sorted, but for a bulk's),
@@ -397,6 +397,7 @@ int engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*par
 static bool push_sync_bulked(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
                              ordo_ctx ctx, ordo_var *const *reads, int nreads, ordo_var *const *writes,
                              int nwrites, int prop, const char *name) {
+    if (tls_bulk_size <= 0) return false; /* asked before the work below, which bulk_append would waste */
     if ((unsigned)nreads > 16 || (unsigned)nwrites > 16u - (unsigned)nreads) return false;
     if ((nreads && !reads) || (nwrites && !writes)) return false;
     if (!bulkable(e, fn, ctx, prop, 0) || (unsigned)ctx.dev_id >= ORDO_MAX_DEVICES) return false;

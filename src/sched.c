@@ -24,8 +24,8 @@
 #define INLINE_STREAK_MAX 64
 #define POP_BATCH_MAX 16
 
-_Thread_local worker *tls_worker;
-_Thread_local int tls_in_op;
+ORDO_HIDDEN _Thread_local worker *tls_worker;
+ORDO_HIDDEN _Thread_local int tls_in_op;
 /* The async op whose function this thread is running, and where ops it
  * makes ready go when it completes before its function returns. */
 static _Thread_local op *tls_exec_op;

@@ -167,10 +167,14 @@ static void kp_unpack(const kparam *p, ordo_kernel_args *a) {
 
 static _Atomic(kparam *) pool_head;
 static atomic_long pool_n;
-static _Thread_local kparam *tl_free;             /* blocks this thread takes from */
-static _Thread_local kparam *tl_ret, *tl_ret_tail; /* blocks this thread freed */
-static _Thread_local int tl_ret_n;
-static _Thread_local int tl_registered;            /* flush_at_exit armed for this thread */
+/* This thread's blocks: one struct, reached through one pinned pointer per
+ * function (TLS_PIN, internal.h). */
+static _Thread_local struct kp_local {
+    kparam *free;             /* blocks this thread takes from */
+    kparam *ret, *ret_tail;   /* blocks this thread freed */
+    int ret_n;
+    int registered;           /* flush_at_exit armed for this thread */
+} tl_kp;
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
@@ -191,13 +195,14 @@ static void publish(kparam *head, kparam *tail, long n) {
 
 static void flush_at_exit(void *unused) {
     (void)unused;
-    if (tl_ret) publish(tl_ret, tl_ret_tail, tl_ret_n);
-    tl_ret = tl_ret_tail = NULL;
-    tl_ret_n = 0;
-    while (tl_free) {
-        kparam *next = tl_free->next;
-        free(tl_free);
-        tl_free = next;
+    struct kp_local *t = &tl_kp;
+    if (t->ret) publish(t->ret, t->ret_tail, t->ret_n);
+    t->ret = t->ret_tail = NULL;
+    t->ret_n = 0;
+    while (t->free) {
+        kparam *next = t->free->next;
+        free(t->free);
+        t->free = next;
     }
 }
 
@@ -206,16 +211,18 @@ static void make_exit_key(void) { pthread_key_create(&exit_key, flush_at_exit); 
 static void arm_exit_flush(void) {
     pthread_once(&exit_once, make_exit_key);
     pthread_setspecific(exit_key, (void *)1);
-    tl_registered = 1;
+    tl_kp.registered = 1;
 }
 
 static kparam *kp_get(void) {
-    kparam *p = tl_free;
-    if (!tl_registered) arm_exit_flush();
-    if (!p && tl_ret) { /* this thread's own returns (naive engine, errors) */
-        p = tl_ret;
-        tl_ret = tl_ret_tail = NULL;
-        tl_ret_n = 0;
+    struct kp_local *t = &tl_kp;
+    TLS_PIN(t);
+    kparam *p = t->free;
+    if (!t->registered) arm_exit_flush();
+    if (!p && t->ret) { /* this thread's own returns (naive engine, errors) */
+        p = t->ret;
+        t->ret = t->ret_tail = NULL;
+        t->ret_n = 0;
     }
     if (!p && atomic_load_explicit(&pool_head, memory_order_relaxed)) {
         /* The whole stack: the count goes to 0 without walking the blocks
@@ -225,10 +232,10 @@ static kparam *kp_get(void) {
         atomic_store_explicit(&pool_n, 0, memory_order_relaxed);
     }
     if (p) {
-        tl_free = p->next;
-        if (tl_free) {
-            __builtin_prefetch(tl_free, 1);
-            __builtin_prefetch((char *)tl_free + 64, 1);
+        t->free = p->next;
+        if (t->free) {
+            __builtin_prefetch(t->free, 1);
+            __builtin_prefetch((char *)t->free + 64, 1);
         }
         return p;
     }
@@ -240,14 +247,16 @@ static kparam *kp_get(void) {
 
 static void kp_put(void *param) {
     kparam *p = param;
-    if (!tl_registered) arm_exit_flush(); /* first use on this thread: flush at its exit */
-    if (!tl_ret) tl_ret_tail = p;
-    p->next = tl_ret;
-    tl_ret = p;
-    if (++tl_ret_n >= BATCH) {
-        publish(tl_ret, tl_ret_tail, tl_ret_n);
-        tl_ret = NULL;
-        tl_ret_n = 0;
+    struct kp_local *t = &tl_kp;
+    TLS_PIN(t);
+    if (!t->registered) arm_exit_flush(); /* first use on this thread: flush at its exit */
+    if (!t->ret) t->ret_tail = p;
+    p->next = t->ret;
+    t->ret = p;
+    if (++t->ret_n >= BATCH) {
+        publish(t->ret, t->ret_tail, t->ret_n);
+        t->ret = NULL;
+        t->ret_n = 0;
     }
 }
 
