@@ -432,7 +432,10 @@ static int small_op(const ordo_kernel_args *a, int dev_type) {
  * path then pushes it, or names what is wrong with it. */
 #define NOT_SMALL (-1)
 
-static int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, ordo_tensor *out,
+#if defined(__GNUC__)
+__attribute__((always_inline)) /* into ordo_tensor_op2, where nin is 2 and the loops unroll */
+#endif
+static inline int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, ordo_tensor *out,
                       const double *scalars, int nscalar) {
     if (out->ctx.dev_type != ORDO_CPU) return NOT_SMALL;
     ordo_kernel_fn fn = atomic_load_explicit(&kfns[kid][0], memory_order_acquire);
@@ -629,6 +632,12 @@ int ordo_tensor_op1(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, d
 
 int ordo_tensor_op2(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, ordo_tensor *b) {
     ordo_tensor *in[2] = {a, b};
+    /* The commonest push from Lua (c:add_(a) and the like): push_small with
+     * its operand count known, so that its loops unroll. */
+    if (kid_valid(kid) && op && out && a && b) {
+        int rc = push_small(kid, op, in, 2, out, NULL, 0);
+        if (rc != NOT_SMALL) return rc;
+    }
     return ordo_tensor_push(kid, op, ORDO_TP_BROADCAST, in, 2, &out, 1, NULL, 0, NULL, 0);
 }
 
