@@ -383,9 +383,10 @@ static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_asy
 int engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                         const var_use *uses, int n, int prop, const char *name, bool short_name) {
     /* The bulked case first, one call deep: it is most small ops' whole push. */
-    if (short_name && bulkable(e, fn, ctx, prop, 0) &&
-        bulk_append(e, fn, param, param_free, ctx, uses, n, prop & ~ORDO_PROP_BULK, name))
-        return ORDO_OK;
+    if (short_name && bulkable(e, fn, ctx, prop, 0)) {
+        if (bulk_append(e, fn, param, param_free, ctx, uses, n, prop & ~ORDO_PROP_BULK, name)) return ORDO_OK;
+        prop &= ~ORDO_PROP_BULK; /* tried: the general path need not try again */
+    }
     return push_checked(e, "ordo_push_sync", fn, NULL, param, param_free, ctx, uses, n, prop, 0, name,
                         short_name ? name : NULL);
 }

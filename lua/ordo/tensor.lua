@@ -1162,7 +1162,7 @@ local function binary(spec, a, b)
 end
 
 local function binary_(spec, self, b)
-    local name = spec.name .. "_"
+    local name = spec.iname -- spec.name .. "_", made once (a concatenation per op costs a string lookup)
     check_self(name, self)
     if type(b) == "boolean" then b = b and 1 or 0 end
     local sdt = self._c.dtype
@@ -1188,6 +1188,7 @@ local function binary_(spec, self, b)
 end
 
 for name, spec in pairs(BIN) do
+    spec.iname = name .. "_"
     Tensor[name] = function(self, b)
         check_self(name, self)
         return binary(spec, self, b)
