@@ -38,21 +38,31 @@
 #define USE_WRITE 0x80       /* a use byte: var index | USE_WRITE */
 #define HASH_SLOTS 128       /* power of two, at least twice BULK_MAX_VARS */
 
+/* An op of the bulk: 24 bytes, so that 16 fill 6 cache lines -- every line
+ * of a bulk moves from the pushing core to a worker's and back.  Its
+ * function and param_free are a pair in the bulk's small table of them
+ * (a loop pushes the same kernel again and again). */
 typedef struct bulk_entry {
-    ordo_sync_fn fn;
     void *param;
-    void (*param_free)(void *);
     const char *name; /* interned */
-    unsigned short use0, nuse;
-    bool no_skip;
+    unsigned short use0;
+    unsigned char nuse, fnx, no_skip;
 } bulk_entry;
+
+_Static_assert(sizeof(bulk_entry) <= 24, "a bulk entry grew past 24 bytes");
+
+typedef struct bulk_fns {
+    ordo_sync_fn fn;
+    void (*param_free)(void *);
+} bulk_fns;
 
 typedef struct bulk {
     struct bulk *next_free;
     ordo_engine *engine;
     ordo_ctx ctx;
-    int nent, nvars, nuse;
+    int nent, nvars, nuse, nfns;
     bulk_entry ent[ORDO_BULK_MAX];
+    bulk_fns fns[ORDO_BULK_MAX]; /* distinct (fn, param_free) pairs of the entries */
     unsigned char use[ORDO_BULK_MAX * BULK_MAX_OP_USES];
     ordo_var *vars[BULK_MAX_VARS]; /* also the bulk op's var array, and: */
     dep_node nodes[BULK_MAX_VARS]; /* its nodes (lent: no allocation per bulk) */
@@ -174,18 +184,22 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
         if (!b) return false; /* pushed alone: no worse than without bulking */
         b->engine = e;
         b->ctx = ctx;
-        b->nent = b->nvars = b->nuse = 0;
+        b->nent = b->nvars = b->nuse = b->nfns = 0;
         memset(b->slot, 0, sizeof b->slot);
         tls_bulk = b;
         for (int i = 0; i < n; i++) slot[i] = &b->slot[hash_slot(uses[i].v)];
     }
+    int x = b->nfns - 1; /* the last pair first: usually the one */
+    if (x < 0 || b->fns[x].fn != fn || b->fns[x].param_free != param_free) {
+        for (x = 0; x < b->nfns && (b->fns[x].fn != fn || b->fns[x].param_free != param_free); x++) {}
+        if (x == b->nfns) b->fns[b->nfns++] = (bulk_fns){fn, param_free};
+    }
     bulk_entry *en = &b->ent[b->nent++];
-    en->fn = fn;
     en->param = param;
-    en->param_free = param_free;
     en->name = name;
     en->use0 = (unsigned short)b->nuse;
-    en->nuse = (unsigned short)n;
+    en->nuse = (unsigned char)n;
+    en->fnx = (unsigned char)x;
     en->no_skip = (prop & ORDO_PROP_NO_SKIP) != 0;
     for (int i = 0; i < n; i++) {
         ordo_var *v = uses[i].v;
@@ -248,7 +262,7 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
         if (!f || en->no_skip) {
             failure_unref(f);
             ordo_run_ctx erc = *rc;
-            int rv = en->fn(&erc, en->param); /* ordo_fail sets o->fail */
+            int rv = b->fns[en->fnx].fn(&erc, en->param); /* ordo_fail sets o->fail */
             f = o->fail;
             o->fail = NULL;
             if (rv != 0 && !f) f = failure_new("failed (returned %d)", rv);
@@ -278,8 +292,10 @@ int bulk_op_count(const op *o) { return ((const bulk *)o->param)->nent; }
 /* After the bulk ran, or when it is dropped: every op's param goes. */
 static void bulk_release(void *param) {
     bulk *b = param;
-    for (int k = 0; k < b->nent; k++)
-        if (b->ent[k].param_free) b->ent[k].param_free(b->ent[k].param);
+    for (int k = 0; k < b->nent; k++) {
+        void (*param_free)(void *) = b->fns[b->ent[k].fnx].param_free;
+        if (param_free) param_free(b->ent[k].param);
+    }
     for (int i = 0; i < b->nvars; i++) failure_unref(b->fail[i]);
     bulk_free(b);
 }
@@ -301,7 +317,8 @@ static int push_each(bulk *b) {
             uses[j] = (var_use){b->vars[u & ~USE_WRITE], (u & USE_WRITE) != 0};
         }
         int prop = ORDO_PROP_NORMAL | (en->no_skip ? ORDO_PROP_NO_SKIP : 0);
-        int rc = push_uses(e, 0, en->fn, NULL, en->param, en->param_free, b->ctx, uses, en->nuse, prop, 0,
+        const bulk_fns *fns = &b->fns[en->fnx];
+        int rc = push_uses(e, 0, fns->fn, NULL, en->param, fns->param_free, b->ctx, uses, en->nuse, prop, 0,
                                 en->name, "ordo_bulk_flush", NULL, NULL);
         if (rc == ORDO_OK) continue;
         if (!first_rc) first_rc = rc;
@@ -310,7 +327,7 @@ static int push_each(bulk *b) {
             engine_record_failure(e, f);
             failure_unref(f);
         }
-        if (en->param_free) en->param_free(en->param);
+        if (fns->param_free) fns->param_free(en->param);
     }
     bulk_free(b);
     return first_rc;
