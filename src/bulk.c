@@ -158,6 +158,14 @@ static unsigned char *find_slot(bulk *b, const ordo_var *v) {
     return &b->slot[h];
 }
 
+/* The index of (fn, param_free) in b's table of pairs, added if new. */
+static int fns_index(bulk *b, ordo_sync_fn fn, void (*param_free)(void *)) {
+    for (int x = b->nfns - 1; x >= 0; x--) /* the last pair first: usually the one */
+        if (b->fns[x].fn == fn && b->fns[x].param_free == param_free) return x;
+    b->fns[b->nfns] = (bulk_fns){fn, param_free};
+    return b->nfns++;
+}
+
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name) {
     /* The thread-locals read up front, where one lookup serves them all. */
@@ -189,11 +197,7 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
         tls_bulk = b;
         for (int i = 0; i < n; i++) slot[i] = &b->slot[hash_slot(uses[i].v)];
     }
-    int x = b->nfns - 1; /* the last pair first: usually the one */
-    if (x < 0 || b->fns[x].fn != fn || b->fns[x].param_free != param_free) {
-        for (x = 0; x < b->nfns && (b->fns[x].fn != fn || b->fns[x].param_free != param_free); x++) {}
-        if (x == b->nfns) b->fns[b->nfns++] = (bulk_fns){fn, param_free};
-    }
+    int x = fns_index(b, fn, param_free);
     bulk_entry *en = &b->ent[b->nent++];
     en->param = param;
     en->name = name;

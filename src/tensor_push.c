@@ -491,16 +491,12 @@ static inline int push_small(int kid, const char *op, ordo_tensor *const *in, in
 
 static atomic_int kid_copy = -1;
 
-int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in, int nin, ordo_tensor *const *out,
-                     int nout, const double *scalars, int nscalar, const int64_t *iparams, int niparam) {
+/* Every push the small-op path did not take: checks it all and names what
+ * is wrong.  kid is valid and op named. */
+static int push_general(int kid, const char *op, int flags, ordo_tensor *const *in, int nin,
+                        ordo_tensor *const *out, int nout, const double *scalars, int nscalar,
+                        const int64_t *iparams, int niparam) {
     char b1[32], b2[32];
-    if (!op) op = kid_valid(kid) ? knames[kid] : "push";
-    if (!kid_valid(kid)) return tensor_set_error("%s: unknown kernel id %d", op, kid);
-    if (flags == ORDO_TP_BROADCAST && nout == 1 && out && out[0] && nin >= 0 && nin <= ORDO_KERNEL_MAX_IN &&
-        (!nin || in) && nscalar >= 0 && nscalar <= ORDO_KERNEL_MAX_SCALARS && (!nscalar || scalars) && niparam == 0) {
-        int rc = push_small(kid, op, in, nin, out[0], scalars, nscalar);
-        if (rc != NOT_SMALL) return rc;
-    }
     if (nin < 0 || nin > ORDO_KERNEL_MAX_IN || nout < 0 || nout > ORDO_KERNEL_MAX_OUT || nscalar < 0 ||
         nscalar > ORDO_KERNEL_MAX_SCALARS || niparam < 0 || niparam > ORDO_KERNEL_MAX_IPARAMS)
         return tensor_set_error("%s: %d inputs, %d outputs, %d scalars, %d iparams (at most %d, %d, %d, %d)", op, nin,
@@ -626,6 +622,18 @@ fail:
     return rc ? rc : ORDO_ERR_INVALID;
 }
 
+int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in, int nin, ordo_tensor *const *out,
+                     int nout, const double *scalars, int nscalar, const int64_t *iparams, int niparam) {
+    if (!op) op = kid_valid(kid) ? knames[kid] : "push";
+    if (!kid_valid(kid)) return tensor_set_error("%s: unknown kernel id %d", op, kid);
+    if (flags == ORDO_TP_BROADCAST && nout == 1 && out && out[0] && nin >= 0 && nin <= ORDO_KERNEL_MAX_IN &&
+        (!nin || in) && nscalar >= 0 && nscalar <= ORDO_KERNEL_MAX_SCALARS && (!nscalar || scalars) && niparam == 0) {
+        int rc = push_small(kid, op, in, nin, out[0], scalars, nscalar);
+        if (rc != NOT_SMALL) return rc;
+    }
+    return push_general(kid, op, flags, in, nin, out, nout, scalars, nscalar, iparams, niparam);
+}
+
 int ordo_tensor_op1(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, double s0) {
     return ordo_tensor_push(kid, op, ORDO_TP_BROADCAST, &a, a ? 1 : 0, &out, 1, &s0, 1, NULL, 0);
 }
@@ -636,7 +644,7 @@ int ordo_tensor_op2(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, o
      * its operand count known, so that its loops unroll. */
     if (kid_valid(kid) && op && out && a && b) {
         int rc = push_small(kid, op, in, 2, out, NULL, 0);
-        if (rc != NOT_SMALL) return rc;
+        return rc != NOT_SMALL ? rc : push_general(kid, op, ORDO_TP_BROADCAST, in, 2, &out, 1, NULL, 0, NULL, 0);
     }
     return ordo_tensor_push(kid, op, ORDO_TP_BROADCAST, in, 2, &out, 1, NULL, 0, NULL, 0);
 }
