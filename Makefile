@@ -36,7 +36,10 @@ endif
 # wrote last (src/tensor_push.c, src/bulk.c); prefetcht0 would fetch them
 # shared, and the write would still wait for the other core.
 ARCH_CFLAGS := $(if $(filter x86_64,$(shell uname -m)),-mprfchw)
-ALL_CFLAGS := $(STD) $(WARN) $(CFLAGS) $(ARCH_CFLAGS) $(SANFLAGS) -fPIC -pthread -Isrc
+# -fno-semantic-interposition: no program may replace a function of
+# libordo.so with its own (src/libordo.map hides all but the ordo_ API), so
+# gcc may inline and call them directly, as it would in an executable.
+ALL_CFLAGS := $(STD) $(WARN) $(CFLAGS) $(ARCH_CFLAGS) $(SANFLAGS) -fPIC -fno-semantic-interposition -pthread -Isrc
 LDLIBS     := -lopenblas -pthread -lm
 
 LIB_SRC := $(wildcard src/*.c) $(wildcard kernels/cpu/*.c)
@@ -83,8 +86,8 @@ $(BUILD)/obj/%.o: %.cu $(wildcard src/*.h kernels/cpu/*.h kernels/cuda/*.cuh) $(
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-$(BUILD)/libordo.so: $(LIB_OBJ)
-	$(CC) -shared $(SANFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/libordo.so: $(LIB_OBJ) src/libordo.map
+	$(CC) -shared $(SANFLAGS) -Wl,--version-script=src/libordo.map -o $@ $(LIB_OBJ) $(LDLIBS)
 
 $(BUILD)/libordo.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -286,7 +286,7 @@ int cpu_check_bernoulli(const ordo_run_ctx *rc, const ordo_kernel_args *args, do
 
 static int k_bernoulli(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     rng g;
-    double p;
+    double p = 0; /* set by cpu_check_bernoulli when it returns 0 */
     int r = rng_begin(rc, "bernoulli", args, &g);
     if (r || (r = cpu_check_bernoulli(rc, args, &p))) return r;
     g.a = p;
