@@ -138,3 +138,25 @@ print("done")
         os.remove(script)
     end)
 end)
+
+describe("libordo.so", function()
+    it("exports its public API, the names declared in src/ordo*.h, and nothing else (src/libordo.map)", function()
+        local cdef = require "ordo.cdef"
+        local headers = ""
+        for _, h in ipairs({"ordo.h", "ordo_tensor.h", "ordo_kernel.h", "ordo_shell.h"}) do
+            local f = assert(io.open(cdef.lua_dir .. "/../../src/" .. h, "r"))
+            headers = headers .. f:read("*a")
+            f:close()
+        end
+        local p = assert(io.popen("nm -D --defined-only '" .. cdef.lib_path .. "' 2>&1"))
+        local out = p:read("*a")
+        p:close()
+        local n, stray = 0, {}
+        for name in out:gmatch("%x+ %a ([%w_@.]+)") do
+            n = n + 1
+            if not headers:find("%f[%w_]" .. name .. "%f[^%w_]") then stray[#stray + 1] = name end
+        end
+        assert.is_true(n >= 80, "nm " .. cdef.lib_path .. ": " .. out:sub(1, 300))
+        assert.same({}, stray)
+    end)
+end)

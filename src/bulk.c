@@ -166,6 +166,26 @@ static int fns_index(bulk *b, ordo_sync_fn fn, void (*param_free)(void *)) {
     return b->nfns++;
 }
 
+/* Does the op with these uses use exactly the vars, and the same way, as
+ * the op whose use bytes start at use? */
+static bool same_uses(const bulk *b, const unsigned char *use, const var_use *uses, int n) {
+    for (int j = 0; j < n; j++)
+        if (b->vars[use[j] & ~USE_WRITE] != uses[j].v || !(use[j] & USE_WRITE) != !uses[j].w) return false;
+    return true;
+}
+
+static void add_entry(bulk *b, ordo_sync_fn fn, void *param, void (*param_free)(void *), int prop,
+                      const char *name, int use0, int n) {
+    int x = fns_index(b, fn, param_free);
+    bulk_entry *en = &b->ent[b->nent++];
+    en->param = param;
+    en->name = name;
+    en->use0 = (unsigned short)use0;
+    en->nuse = (unsigned char)n;
+    en->fnx = (unsigned char)x;
+    en->no_skip = (prop & ORDO_PROP_NO_SKIP) != 0;
+}
+
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name) {
     /* The thread-locals read up front, where one lookup serves them all. */
@@ -178,6 +198,18 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
     if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id)) {
         ordo_bulk_flush();
         b = NULL;
+    }
+    if (b && b->nent > 0) {
+        /* A loop pushes the same op on the same tensors again and again
+         * (x:add_(y) in a loop, a chain of in-place updates): an op whose
+         * uses are its predecessor's shares their use bytes, and its vars
+         * are in the table already. */
+        const bulk_entry *pe = &b->ent[b->nent - 1];
+        if (pe->nuse == n && same_uses(b, &b->use[pe->use0], uses, n)) {
+            add_entry(b, fn, param, param_free, prop, name, pe->use0, n);
+            if (b->nent >= size) ordo_bulk_flush();
+            return true;
+        }
     }
     if (b) {
         int fresh = 0;
@@ -197,14 +229,7 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
         tls_bulk = b;
         for (int i = 0; i < n; i++) slot[i] = &b->slot[hash_slot(uses[i].v)];
     }
-    int x = fns_index(b, fn, param_free);
-    bulk_entry *en = &b->ent[b->nent++];
-    en->param = param;
-    en->name = name;
-    en->use0 = (unsigned short)b->nuse;
-    en->nuse = (unsigned char)n;
-    en->fnx = (unsigned char)x;
-    en->no_skip = (prop & ORDO_PROP_NO_SKIP) != 0;
+    add_entry(b, fn, param, param_free, prop, name, b->nuse, n);
     for (int i = 0; i < n; i++) {
         ordo_var *v = uses[i].v;
         unsigned char *s = slot[i];
@@ -243,12 +268,16 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
     failure *before = o->fail;
     o->fail = NULL;
     if (before) engine_record_failure(e, before);
+    /* clean: no failure met so far, so no op is skipped and no var's
+     * failure changes -- the usual case, which skips that bookkeeping. */
+    bool clean = !before;
     for (int i = 0; i < b->nvars; i++) {
         failure *f = b->vars[i]->fail; /* ours to read: the op holds every var's grant */
         if (f && atomic_load_explicit(&f->reported, memory_order_acquire)) f = NULL;
         b->fail[i] = NULL;
         set_fail(&b->fail[i], f);
         b->writes[i] = 0;
+        if (f) clean = false;
     }
     for (int k = 0; k < b->nent; k++) {
         const bulk_entry *en = &b->ent[k];
@@ -257,11 +286,13 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
             __builtin_prefetch((char *)b->ent[k + 1].param + 64);
         }
         const unsigned char *use = &b->use[en->use0];
-        failure *f = before;
-        if (f) failure_ref(f);
-        for (int j = 0; !f && !en->no_skip && j < en->nuse; j++) {
-            failure *vf = b->fail[use[j] & ~USE_WRITE];
-            if (vf) failure_ref(f = vf);
+        failure *f = NULL;
+        if (!clean) {
+            if ((f = before)) failure_ref(f);
+            for (int j = 0; !f && !en->no_skip && j < en->nuse; j++) {
+                failure *vf = b->fail[use[j] & ~USE_WRITE];
+                if (vf) failure_ref(f = vf);
+            }
         }
         if (!f || en->no_skip) {
             failure_unref(f);
@@ -273,13 +304,14 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
             if (f) {
                 f = failure_named(f, en->name);
                 engine_record_failure(e, f);
+                clean = false;
             }
         }
         for (int j = 0; j < en->nuse; j++) {
             if (!(use[j] & USE_WRITE)) continue;
             int i = use[j] & ~USE_WRITE;
             b->writes[i]++;
-            set_fail(&b->fail[i], f);
+            if (!clean) set_fail(&b->fail[i], f);
         }
         failure_unref(f);
     }

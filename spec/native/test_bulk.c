@@ -143,6 +143,96 @@ static void test_bulk_failures_as_alone(void) {
     }
 }
 
+/* ---- ops that repeat their predecessor's uses ---------------------------------- */
+
+/* bulk_append lets an op whose vars and their use equal its predecessor's
+ * share its use bytes, and bulk_run skips the failure bookkeeping until a
+ * failure is met.  A run of such ops -- clean, then one failing, then ones
+ * that must be skipped, one NO_SKIP, then a writer of other vars that makes
+ * them clean again -- must end exactly as it does unbulked. */
+enum { REP_OPS = 12, REP_VARS = 3 };
+
+typedef struct {
+    int ran[REP_OPS];
+    int rc[REP_VARS];
+    char msg[REP_VARS][128];
+    uint64_t version[REP_VARS];
+    long cell[REP_VARS];
+} rep_out;
+
+static void run_repeats(int kind, int bulk_size, rep_out *out) {
+    memset(out, 0, sizeof *out);
+    ordo_engine *e = make_engine(kind, 2);
+    if (!e) return;
+    ordo_var *y[REP_VARS];
+    for (int i = 0; i < REP_VARS; i++) y[i] = ordo_new_variable(e);
+    long cells[REP_VARS] = {0};
+    sop ops[REP_OPS];
+    memset(ops, 0, sizeof ops);
+    /* r: the var read (-1: none), w0/w1: the vars written (-1: none) */
+    struct { int r, w0, w1, fail, no_skip; const char *name; } s[REP_OPS] = {
+        {1, 0, -1, 0, 0, "P1"}, {1, 0, -1, 0, 0, "P2"}, {1, 0, -1, 0, 0, "P3"}, /* clean repeats */
+        {0, 1, -1, 0, 0, "Q"},                                                /* same vars, uses swapped */
+        {1, 0, -1, 1, 0, "F1"},                                               /* fails writing y0 */
+        {1, 0, -1, 0, 0, "S1"}, {1, 0, -1, 0, 0, "S2"},                       /* meet y0's failure: skipped */
+        {1, 0, -1, 0, 1, "N"},                                                /* NO_SKIP: runs, clears y0 */
+        {1, 0, -1, 0, 0, "P4"},                                               /* clean again */
+        {-1, 2, 2, 0, 0, "W1"}, {-1, 2, 2, 0, 0, "W2"},                       /* a var listed twice */
+        {1, 0, -1, 0, 0, "P5"},
+    };
+    ordo_set_bulk_size(bulk_size);
+    for (int k = 0; k < REP_OPS; k++) {
+        atomic_init(&ops[k].ran, 0);
+        ops[k].fail = s[k].fail;
+        ordo_var *r[1], *w[2];
+        int nr = 0, nw = 0;
+        if (s[k].r >= 0) r[nr++] = y[s[k].r];
+        if (s[k].w0 >= 0) ops[k].cells[nw] = &cells[s[k].w0], w[nw++] = y[s[k].w0];
+        if (s[k].w1 >= 0) ops[k].cells[nw] = &cells[s[k].w1], w[nw++] = y[s[k].w1];
+        ops[k].nw = nw;
+        int prop = BULK | (s[k].no_skip ? ORDO_PROP_NO_SKIP : 0);
+        CHECK_EQ_LONG(ordo_push_sync(e, sop_fn, &ops[k], NULL, cpu_ctx(0), r, nr, w, nw, prop, 0, s[k].name), 0);
+    }
+    for (int i = 0; i < REP_VARS; i++) {
+        out->rc[i] = ordo_wait_for_var(e, y[i]);
+        if (out->rc[i]) snprintf(out->msg[i], sizeof out->msg[i], "%s", ordo_last_error());
+        out->version[i] = ordo_var_version(y[i]);
+        out->cell[i] = cells[i];
+    }
+    ordo_wait_for_all(e); /* F1's failure, reported */
+    for (int k = 0; k < REP_OPS; k++) out->ran[k] = atomic_load(&ops[k].ran);
+    ordo_set_bulk_size(0);
+    ordo_engine_destroy(e);
+}
+
+static void test_bulk_repeated_uses_as_alone(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        const char *kn = kind_str(kind);
+        rep_out alone, bulked;
+        run_repeats(kind, 0, &alone);
+        run_repeats(kind, ORDO_BULK_MAX, &bulked);
+        /* the script's own expectations: S1 and S2 skipped, everything else ran */
+        for (int i = 0; i < REP_OPS; i++)
+            CHECK_MSG(alone.ran[i] == (i == 5 || i == 6 ? 0 : 1), "%s alone: op %d ran %d times", kn, i,
+                      alone.ran[i]);
+        CHECK_EQ_LONG(alone.cell[0], 6); /* P1-P3, N, P4, P5 */
+        CHECK_EQ_LONG(alone.cell[1], 1); /* Q */
+        CHECK_EQ_LONG(alone.cell[2], 4); /* W1, W2: 2 each */
+        for (int i = 0; i < REP_OPS; i++)
+            CHECK_MSG(bulked.ran[i] == alone.ran[i], "%s: op %d ran %d times bulked, %d alone", kn, i, bulked.ran[i],
+                      alone.ran[i]);
+        for (int i = 0; i < REP_VARS; i++) {
+            CHECK_MSG(bulked.rc[i] == alone.rc[i] && !strcmp(bulked.msg[i], alone.msg[i]),
+                      "%s: wait y%d: bulked %d '%s', alone %d '%s'", kn, i, bulked.rc[i], bulked.msg[i], alone.rc[i],
+                      alone.msg[i]);
+            CHECK_MSG(bulked.version[i] == alone.version[i], "%s: y%d version bulked %llu, alone %llu", kn, i,
+                      (unsigned long long)bulked.version[i], (unsigned long long)alone.version[i]);
+            CHECK_EQ_LONG(bulked.cell[i], alone.cell[i]);
+        }
+    }
+}
+
 /* ---- when a bulk is handed over --------------------------------------------- */
 
 static int tally_op(const ordo_run_ctx *rc, void *param) {
@@ -381,6 +471,7 @@ int main(void) {
     TEST(test_bulk_random_pooled);
     TEST(test_bulk_random_perdevice);
     TEST_T(test_bulk_failures_as_alone, 60);
+    TEST_T(test_bulk_repeated_uses_as_alone, 60);
     TEST_T(test_bulk_handed_over, 60);
     TEST_T(test_bulk_delete_and_destroy, 60);
     TEST_T(test_bulk_var_deleted_by_another_thread, 60);
