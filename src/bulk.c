@@ -174,8 +174,65 @@ static bool same_uses(const bulk *b, const unsigned char *use, const var_use *us
     return true;
 }
 
-static void add_entry(bulk *b, ordo_sync_fn fn, void *param, void (*param_free)(void *), int prop,
-                      const char *name, int use0, int n) {
+bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
+                 const var_use *uses, int n, int prop, const char *name) {
+    /* The thread-locals read up front, where one lookup serves them all. */
+    bulk *b = tls_bulk;
+    const int size = tls_bulk_size;
+    if (size <= 0 || tls_in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
+    if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id)) {
+        ordo_bulk_flush();
+        b = NULL;
+    }
+    /* A loop pushes the same op on the same tensors again and again
+     * (x:add_(y) in a loop, a chain of in-place updates): an op whose uses
+     * are its predecessor's shares their use bytes, and its vars are in the
+     * table already. */
+    int use0 = -1;
+    if (b && b->nent > 0) {
+        const bulk_entry *pe = &b->ent[b->nent - 1];
+        if (pe->nuse == n && same_uses(b, &b->use[pe->use0], uses, n)) use0 = pe->use0;
+    }
+    if (use0 < 0) {
+        /* Each use's slot is looked up once: the lookup both counts the
+         * vars new to the bulk (is there room?) and says where they go. */
+        unsigned char *slot[BULK_MAX_OP_USES];
+        if (b) {
+            int fresh = 0;
+            for (int i = 0; i < n; i++) fresh += *(slot[i] = find_slot(b, uses[i].v)) == 0;
+            if (b->nvars + fresh > BULK_MAX_VARS) {
+                ordo_bulk_flush();
+                b = NULL;
+            }
+        }
+        if (!b) {
+            b = bulk_alloc();
+            if (!b) return false; /* pushed alone: no worse than without bulking */
+            b->engine = e;
+            b->ctx = ctx;
+            b->nent = b->nvars = b->nuse = b->nfns = 0;
+            memset(b->slot, 0, sizeof b->slot);
+            tls_bulk = b;
+            for (int i = 0; i < n; i++) slot[i] = &b->slot[hash_slot(uses[i].v)];
+        }
+        use0 = b->nuse;
+        for (int i = 0; i < n; i++) {
+            ordo_var *v = uses[i].v;
+            unsigned char *s = slot[i];
+            /* An empty slot found above is still v's place unless an
+             * earlier var of this op took it; then probe again. */
+            if (*s && b->vars[*s - 1] != v) s = find_slot(b, v);
+            int k = *s - 1;
+            if (k < 0) {
+                k = b->nvars++;
+                b->vars[k] = v;
+                b->var_w[k] = false;
+                *s = (unsigned char)(k + 1);
+            }
+            b->var_w[k] |= uses[i].w;
+            b->use[b->nuse++] = (unsigned char)(k | (uses[i].w ? USE_WRITE : 0));
+        }
+    }
     int x = fns_index(b, fn, param_free);
     bulk_entry *en = &b->ent[b->nent++];
     en->param = param;
@@ -184,68 +241,6 @@ static void add_entry(bulk *b, ordo_sync_fn fn, void *param, void (*param_free)(
     en->nuse = (unsigned char)n;
     en->fnx = (unsigned char)x;
     en->no_skip = (prop & ORDO_PROP_NO_SKIP) != 0;
-}
-
-bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
-                 const var_use *uses, int n, int prop, const char *name) {
-    /* The thread-locals read up front, where one lookup serves them all. */
-    bulk *b = tls_bulk;
-    const int size = tls_bulk_size;
-    if (size <= 0 || tls_in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
-    /* Each use's slot is looked up once: the lookup both counts the vars
-     * new to the bulk (is there room?) and says where they go. */
-    unsigned char *slot[BULK_MAX_OP_USES];
-    if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id)) {
-        ordo_bulk_flush();
-        b = NULL;
-    }
-    if (b && b->nent > 0) {
-        /* A loop pushes the same op on the same tensors again and again
-         * (x:add_(y) in a loop, a chain of in-place updates): an op whose
-         * uses are its predecessor's shares their use bytes, and its vars
-         * are in the table already. */
-        const bulk_entry *pe = &b->ent[b->nent - 1];
-        if (pe->nuse == n && same_uses(b, &b->use[pe->use0], uses, n)) {
-            add_entry(b, fn, param, param_free, prop, name, pe->use0, n);
-            if (b->nent >= size) ordo_bulk_flush();
-            return true;
-        }
-    }
-    if (b) {
-        int fresh = 0;
-        for (int i = 0; i < n; i++) fresh += *(slot[i] = find_slot(b, uses[i].v)) == 0;
-        if (b->nvars + fresh > BULK_MAX_VARS) {
-            ordo_bulk_flush();
-            b = NULL;
-        }
-    }
-    if (!b) {
-        b = bulk_alloc();
-        if (!b) return false; /* pushed alone: no worse than without bulking */
-        b->engine = e;
-        b->ctx = ctx;
-        b->nent = b->nvars = b->nuse = b->nfns = 0;
-        memset(b->slot, 0, sizeof b->slot);
-        tls_bulk = b;
-        for (int i = 0; i < n; i++) slot[i] = &b->slot[hash_slot(uses[i].v)];
-    }
-    add_entry(b, fn, param, param_free, prop, name, b->nuse, n);
-    for (int i = 0; i < n; i++) {
-        ordo_var *v = uses[i].v;
-        unsigned char *s = slot[i];
-        /* An empty slot found above is still v's place unless an earlier
-         * var of this op took it; then probe again. */
-        if (*s && b->vars[*s - 1] != v) s = find_slot(b, v);
-        int k = *s - 1;
-        if (k < 0) {
-            k = b->nvars++;
-            b->vars[k] = v;
-            b->var_w[k] = false;
-            *s = (unsigned char)(k + 1);
-        }
-        b->var_w[k] |= uses[i].w;
-        b->use[b->nuse++] = (unsigned char)(k | (uses[i].w ? USE_WRITE : 0));
-    }
     if (b->nent >= size) ordo_bulk_flush();
     return true;
 }

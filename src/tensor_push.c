@@ -113,12 +113,22 @@ static void kp_head(kparam *p, ordo_kernel_fn fn, int nin, int nout, int nscalar
     p->niparam = (unsigned char)niparam;
 }
 
-/* View i (inputs, then outputs) at w; returns where the next one goes. */
-static kword *kp_view(kparam *p, kword *w, int i, void *data, int dtype, int nd, const int64_t *shape,
+/* View i (inputs, then outputs) at w; returns where the next one goes.
+ * Inlined into push_small, where each call is the bulk of a small op's
+ * packing (as a call it cost more than the work). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline kword *kp_view(kparam *p, kword *w, int i, void *data, int dtype, int nd, const int64_t *shape,
                       const int64_t *strides) {
     p->ndim[i] = (unsigned char)nd;
     p->dtype[i] = (unsigned char)dtype;
     (w++)->p = data;
+    if (nd == 1) { /* the commonest, without the loop's overhead */
+        w[0].i = shape[0];
+        w[1].i = strides[0];
+        return w + 2;
+    }
     /* One loop for both: as two, gcc makes each a call to memcpy, which
      * for the usual 1 or 2 dims costs more than the copy. */
     for (int d = 0; d < nd; d++) {
@@ -151,6 +161,12 @@ static void kp_unpack(const kparam *p, ordo_kernel_args *a) {
         v->ndim = nd;
         v->dtype = p->dtype[i];
         v->data = (w++)->p;
+        if (nd == 1) { /* the commonest, without the loops' overhead */
+            v->shape[0] = w[0].i;
+            v->strides[0] = w[1].i;
+            w += 2;
+            continue;
+        }
         for (int d = 0; d < nd; d++) v->shape[d] = w[d].i;
         w += nd;
         for (int d = 0; d < nd; d++) v->strides[d] = w[d].i;
