@@ -437,14 +437,6 @@ int  push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, v
                void (*param_free)(void *), ordo_ctx ctx, const var_use *uses, int n, int prop, int priority,
                const char *name, const char *fname, ordo_var **lent_vars, dep_node *lent_nodes);
 
-/* ordo_push_sync for a caller that has done its checks (the tensor layer's
- * small ops): ctx valid, every var live, uses sorted and distinct (as
- * collect_vars leaves them), prop without DELETE_VAR, and a name that lives
- * as long as the process; short_name: it is shorter than ORDO_NAME_MAX, so
- * it needs no interning (a longer one is interned, to be cut where every op
- * name is).  Bulked as ordo_push_sync would bulk it. */
-int  engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
-                         const var_use *uses, int n, int prop, const char *name, bool short_name);
 
 /* ---- bulks (bulk.c) -------------------------------------------------- */
 
@@ -456,6 +448,32 @@ extern ORDO_HIDDEN _Thread_local int tls_bulk_size;
  * memory), and the caller pushes it alone. */
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name);
+/* Whether a push may join its thread's bulk (if the thread bulks). */
+static inline bool engine_bulkable(ordo_engine *e, ordo_sync_fn sfn, ordo_ctx ctx, int prop, int priority) {
+    return (prop & ORDO_PROP_BULK) && sfn && priority == 0 &&
+           (prop & ~(ORDO_PROP_BULK | ORDO_PROP_NO_SKIP)) == ORDO_PROP_NORMAL && ctx.dev_type == ORDO_CPU &&
+           e->cfg.kind != ORDO_ENGINE_NAIVE && !atomic_load_explicit(&e->profiling, memory_order_relaxed);
+}
+/* engine_push_trusted's push of an op that did not join a bulk (push.c). */
+int engine_push_trusted_alone(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
+                              ordo_ctx ctx, const var_use *uses, int n, int prop, const char *name,
+                              bool short_name);
+/* ordo_push_sync for a caller that has done its checks (the tensor layer's
+ * small ops): ctx valid, every var live, uses sorted and distinct (as
+ * collect_vars leaves them), prop without DELETE_VAR, and a name that lives
+ * as long as the process; short_name: it is shorter than ORDO_NAME_MAX, so
+ * it needs no interning (a longer one is interned, to be cut where every op
+ * name is).  Bulked as ordo_push_sync would bulk it.  Inline: the bulked
+ * case is most small ops' whole push, and goes straight to bulk_append. */
+static inline int engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
+                                      ordo_ctx ctx, const var_use *uses, int n, int prop, const char *name,
+                                      bool short_name) {
+    if (short_name && engine_bulkable(e, fn, ctx, prop, 0)) {
+        if (bulk_append(e, fn, param, param_free, ctx, uses, n, prop & ~ORDO_PROP_BULK, name)) return ORDO_OK;
+        prop &= ~ORDO_PROP_BULK; /* tried: the general path need not try again */
+    }
+    return engine_push_trusted_alone(e, fn, param, param_free, ctx, uses, n, prop, name, short_name);
+}
 /* Every public entry point calls this first: this thread's ops are handed
  * over before whatever it does next. */
 static inline void bulk_flush_mine(void) {

@@ -335,12 +335,6 @@ int push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, vo
 /* Whether this push may join a bulk: a small sync op for a CPU worker, and
  * nothing that needs it to be an op of its own.  Whether this thread bulks
  * (not a worker, not inside an op, a bulk size set) bulk_append asks. */
-static bool bulkable(ordo_engine *e, ordo_sync_fn sfn, ordo_ctx ctx, int prop, int priority) {
-    return (prop & ORDO_PROP_BULK) && sfn && priority == 0 &&
-           (prop & ~(ORDO_PROP_BULK | ORDO_PROP_NO_SKIP)) == ORDO_PROP_NORMAL && ctx.dev_type == ORDO_CPU &&
-           e->cfg.kind != ORDO_ENGINE_NAIVE && !atomic_load_explicit(&e->profiling, memory_order_relaxed);
-}
-
 /* A checked push from here on: uses distinct (and sorted, but for a bulk's),
  * every var live.
  * iname: the name, already interned (or as long-lived), or NULL to intern
@@ -348,7 +342,7 @@ static bool bulkable(ordo_engine *e, ordo_sync_fn sfn, ordo_ctx ctx, int prop, i
 static int push_checked(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
                         void (*param_free)(void *), ordo_ctx ctx, const var_use *uses, int n, int prop,
                         int priority, const char *name, const char *iname) {
-    bool bulk = bulkable(e, sfn, ctx, prop, priority);
+    bool bulk = engine_bulkable(e, sfn, ctx, prop, priority);
     prop &= ~ORDO_PROP_BULK;
     if (!iname) iname = engine_intern(e, name);
     if (bulk && bulk_append(e, sfn, param, param_free, ctx, uses, n, prop, iname)) return ORDO_OK;
@@ -380,13 +374,9 @@ static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_asy
     return rc;
 }
 
-int engine_push_trusted(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
-                        const var_use *uses, int n, int prop, const char *name, bool short_name) {
-    /* The bulked case first, one call deep: it is most small ops' whole push. */
-    if (short_name && bulkable(e, fn, ctx, prop, 0)) {
-        if (bulk_append(e, fn, param, param_free, ctx, uses, n, prop & ~ORDO_PROP_BULK, name)) return ORDO_OK;
-        prop &= ~ORDO_PROP_BULK; /* tried: the general path need not try again */
-    }
+int engine_push_trusted_alone(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
+                              ordo_ctx ctx, const var_use *uses, int n, int prop, const char *name,
+                              bool short_name) {
     return push_checked(e, "ordo_push_sync", fn, NULL, param, param_free, ctx, uses, n, prop, 0, name,
                         short_name ? name : NULL);
 }
@@ -401,7 +391,7 @@ static bool push_sync_bulked(ordo_engine *e, ordo_sync_fn fn, void *param, void 
     if (tls_bulk_size <= 0) return false; /* asked before the work below, which bulk_append would waste */
     if ((unsigned)nreads > 16 || (unsigned)nwrites > 16u - (unsigned)nreads) return false;
     if ((nreads && !reads) || (nwrites && !writes)) return false;
-    if (!bulkable(e, fn, ctx, prop, 0) || (unsigned)ctx.dev_id >= ORDO_MAX_DEVICES) return false;
+    if (!engine_bulkable(e, fn, ctx, prop, 0) || (unsigned)ctx.dev_id >= ORDO_MAX_DEVICES) return false;
     for (int i = 0; i < nreads; i++)
         if (!reads[i] || !var_is_live(reads[i])) return false;
     for (int i = 0; i < nwrites; i++)
