@@ -169,6 +169,12 @@ static void *stream_main(void *arg) {
 
         if (it->kind == IT_STOP) {
             free(it);
+            /* Idle on the way out: a device sync may be waiting for this
+             * stream, holding the list its destroyer must take next. */
+            pthread_mutex_lock(&s->mu);
+            s->busy = 0;
+            pthread_cond_broadcast(&s->idle_cv);
+            pthread_mutex_unlock(&s->mu);
             return NULL;
         }
         sim_delay(&seed);

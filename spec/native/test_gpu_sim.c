@@ -399,6 +399,51 @@ static void test_sim_wait_survives_event_rerecord(void) {
     b->stream_destroy(0, sc);
 }
 
+/* A device sync while another thread destroys a stream of that device (the
+ * profiler drops its timing streams so, while the engine of an earlier
+ * test is destroyed by the collector): the sync must not wait for the
+ * stream's thread once that thread has left.  It did -- the thread exited
+ * still marked busy, and the sync, holding the device's stream list, waited
+ * for it for ever while the destroyer waited for the list.  A hang here is
+ * reported by the watchdog. */
+typedef struct {
+    atomic_int stop;
+    long syncs;
+} sync_loop_arg;
+
+static void *sync_loop(void *arg) {
+    sync_loop_arg *a = arg;
+    char err[256];
+    while (!atomic_load(&a->stop)) {
+        if (ordo_device_backend()->device_sync(0, err, sizeof err) == 0) a->syncs++;
+    }
+    return NULL;
+}
+
+static void test_sim_sync_races_stream_destroy(void) {
+    const device_backend *b = ordo_device_backend();
+    ordo_device_sim_configure(0, 0); /* no delays: as many destroys as can be while the syncs run */
+    sync_loop_arg a = {0};
+    pthread_t t;
+    CHECK_EQ_LONG(pthread_create(&t, NULL, sync_loop, &a), 0);
+    char err[256];
+    long rounds = scaled(3000, 300);
+    for (long i = 0; i < rounds; i++) {
+        void *s;
+        if (b->stream_create(0, &s, err, sizeof err)) {
+            CHECK_MSG(0, "stream_create: %s", err);
+            break;
+        }
+        b->host_fn(0, s, nothing, NULL, err, sizeof err);
+        b->stream_destroy(0, s);
+    }
+    atomic_store(&a.stop, 1);
+    pthread_join(t, NULL);
+    printf("    %ld streams destroyed during %ld device syncs\n", rounds, a.syncs);
+    CHECK(a.syncs > 0);
+    ordo_device_sim_configure(TEST_UNDER_SANITIZER ? 5000 : 20000, 0);
+}
+
 int main(void) {
     ordo_device_use_simulated(2);
     /* Streams drift up to 20 us per item against each other and the host. */
@@ -406,6 +451,7 @@ int main(void) {
     printf("# seed %#llx (set ORDO_TEST_SEED to change), scale %g; simulated GPUs: %d\n",
            (unsigned long long)test_seed(), test_scale(), ordo_gpu_count());
     TEST(test_sim_wait_survives_event_rerecord);
+    TEST_T(test_sim_sync_races_stream_destroy, 60);
     TEST(test_gpu_contexts_checked);
     TEST(test_gpu_ops_complete_without_host_sync);
     TEST(test_write_waits_for_gpu_readers);
