@@ -471,7 +471,7 @@ static inline int push_small(int kid, const char *op, ordo_tensor *const *in, in
     for (int i = 0; i < nin; i++) {
         const ordo_tensor *t = in[i];
         if (!t || t->storage->engine != e || t->ctx.dev_type != ORDO_CPU || t->ctx.dev_id != out->ctx.dev_id ||
-            t->ndim > nd || (t->storage == os && !same_view(t, out)))
+            t->ndim > nd || (t->storage == os && t != out && !same_view(t, out)))
             return NOT_SMALL;
     }
 
