@@ -54,13 +54,44 @@ static int sop_fn(const ordo_run_ctx *rc, void *param) {
     return 0;
 }
 
+/* What a script left on one var: its wait, version and cell. */
 typedef struct {
-    int rc[6];          /* wait_for_var on each var, in order */
-    char msg[6][128];
-    uint64_t version[6];
-    long cell[6];
+    int rc; /* wait_for_var */
+    char msg[128];
+    uint64_t version;
+    long cell;
+} var_out;
+
+/* Waits for each of the n vars in order and reads what it holds. */
+static void read_vars(ordo_engine *e, ordo_var *const *v, const long *cells, int n, var_out *out) {
+    for (int i = 0; i < n; i++) {
+        out[i].rc = ordo_wait_for_var(e, v[i]);
+        if (out[i].rc) snprintf(out[i].msg, sizeof out[i].msg, "%s", ordo_last_error());
+        out[i].version = ordo_var_version(v[i]);
+        out[i].cell = cells[i];
+    }
+}
+
+/* The bulked run of a script ended as the one pushed op by op: each op ran
+ * as often, each var (named vname + index) has the same wait, version and
+ * cell. */
+static void check_as_alone(const char *kn, char vname, const int *ran_b, const int *ran_a, int nops,
+                           const var_out *b, const var_out *a, int nvars) {
+    for (int i = 0; i < nops; i++)
+        CHECK_MSG(ran_b[i] == ran_a[i], "%s: op %d ran %d times bulked, %d alone", kn, i, ran_b[i], ran_a[i]);
+    for (int i = 0; i < nvars; i++) {
+        CHECK_MSG(b[i].rc == a[i].rc && !strcmp(b[i].msg, a[i].msg), "%s: wait %c%d: bulked %d '%s', alone %d '%s'",
+                  kn, vname, i, b[i].rc, b[i].msg, a[i].rc, a[i].msg);
+        CHECK_MSG(b[i].version == a[i].version, "%s: %c%d version bulked %llu, alone %llu", kn, vname, i,
+                  (unsigned long long)b[i].version, (unsigned long long)a[i].version);
+        CHECK_EQ_LONG(b[i].cell, a[i].cell);
+    }
+}
+
+typedef struct {
+    var_out x[6];
     int ran[8];
-    int all_rc;         /* wait_for_all afterwards */
+    int all_rc; /* wait_for_all afterwards */
 } script_out;
 
 /* Vars x0..x5.  A fails writing x0; B reads x0 writes x1 (skipped); C writes
@@ -95,12 +126,7 @@ static void run_script(int kind, int bulk_size, script_out *out) {
         ops[k].nw = s[k].nw;
         CHECK_EQ_LONG(push_bulk(e, sop_fn, &ops[k], r, s[k].nr, w, s[k].nw, s[k].name), 0);
     }
-    for (int i = 0; i < 6; i++) {
-        out->rc[i] = ordo_wait_for_var(e, x[i]);
-        if (out->rc[i]) snprintf(out->msg[i], sizeof out->msg[i], "%s", ordo_last_error());
-        out->version[i] = ordo_var_version(x[i]);
-        out->cell[i] = cells[i];
-    }
+    read_vars(e, x, cells, 6, out->x);
     out->all_rc = ordo_wait_for_all(e);
     for (int k = 0; k < 8; k++) out->ran[k] = atomic_load(&ops[k].ran);
     ordo_set_bulk_size(0);
@@ -121,24 +147,14 @@ static void test_bulk_failures_as_alone(void) {
                   alone.ran[4], alone.ran[5], alone.ran[6], alone.ran[7]);
         /* x0: A's failure; x1 too (B skipped), reported already; x2: E's
          * failure through G, met first there; x3, x4: E's, reported */
-        CHECK(alone.rc[0] == ORDO_ERR_FAILED && strstr(alone.msg[0], "A: scripted failure"));
-        CHECK_EQ_LONG(alone.rc[1], 0);
-        CHECK(alone.rc[2] == ORDO_ERR_FAILED && strstr(alone.msg[2], "E: scripted failure"));
-        CHECK(alone.rc[3] == 0 && alone.rc[4] == 0 && alone.rc[5] == 0);
-        CHECK_EQ_LONG(alone.cell[2], 1);
-        CHECK_EQ_LONG(alone.cell[5], 3);
+        CHECK(alone.x[0].rc == ORDO_ERR_FAILED && strstr(alone.x[0].msg, "A: scripted failure"));
+        CHECK_EQ_LONG(alone.x[1].rc, 0);
+        CHECK(alone.x[2].rc == ORDO_ERR_FAILED && strstr(alone.x[2].msg, "E: scripted failure"));
+        CHECK(alone.x[3].rc == 0 && alone.x[4].rc == 0 && alone.x[5].rc == 0);
+        CHECK_EQ_LONG(alone.x[2].cell, 1);
+        CHECK_EQ_LONG(alone.x[5].cell, 3);
         /* and the bulked run is the same, op by op and var by var */
-        for (int i = 0; i < 8; i++)
-            CHECK_MSG(bulked.ran[i] == alone.ran[i], "%s: op %d ran %d times bulked, %d alone", kn, i, bulked.ran[i],
-                      alone.ran[i]);
-        for (int i = 0; i < 6; i++) {
-            CHECK_MSG(bulked.rc[i] == alone.rc[i] && !strcmp(bulked.msg[i], alone.msg[i]),
-                      "%s: wait x%d: bulked %d '%s', alone %d '%s'", kn, i, bulked.rc[i], bulked.msg[i], alone.rc[i],
-                      alone.msg[i]);
-            CHECK_MSG(bulked.version[i] == alone.version[i], "%s: x%d version bulked %llu, alone %llu", kn, i,
-                      (unsigned long long)bulked.version[i], (unsigned long long)alone.version[i]);
-            CHECK_EQ_LONG(bulked.cell[i], alone.cell[i]);
-        }
+        check_as_alone(kn, 'x', bulked.ran, alone.ran, 8, bulked.x, alone.x, 6);
         CHECK_EQ_LONG(bulked.all_rc, alone.all_rc);
     }
 }
@@ -154,10 +170,7 @@ enum { REP_OPS = 12, REP_VARS = 3 };
 
 typedef struct {
     int ran[REP_OPS];
-    int rc[REP_VARS];
-    char msg[REP_VARS][128];
-    uint64_t version[REP_VARS];
-    long cell[REP_VARS];
+    var_out y[REP_VARS];
 } rep_out;
 
 static void run_repeats(int kind, int bulk_size, rep_out *out) {
@@ -193,12 +206,7 @@ static void run_repeats(int kind, int bulk_size, rep_out *out) {
         int prop = BULK | (s[k].no_skip ? ORDO_PROP_NO_SKIP : 0);
         CHECK_EQ_LONG(ordo_push_sync(e, sop_fn, &ops[k], NULL, cpu_ctx(0), r, nr, w, nw, prop, 0, s[k].name), 0);
     }
-    for (int i = 0; i < REP_VARS; i++) {
-        out->rc[i] = ordo_wait_for_var(e, y[i]);
-        if (out->rc[i]) snprintf(out->msg[i], sizeof out->msg[i], "%s", ordo_last_error());
-        out->version[i] = ordo_var_version(y[i]);
-        out->cell[i] = cells[i];
-    }
+    read_vars(e, y, cells, REP_VARS, out->y);
     ordo_wait_for_all(e); /* F1's failure, reported */
     for (int k = 0; k < REP_OPS; k++) out->ran[k] = atomic_load(&ops[k].ran);
     ordo_set_bulk_size(0);
@@ -216,20 +224,10 @@ static void test_bulk_repeated_uses_as_alone(void) {
         for (int i = 0; i < REP_OPS; i++)
             CHECK_MSG(alone.ran[i] == (i == 5 || i == 6 ? 0 : 1), "%s alone: op %d ran %d times", kn, i,
                       alone.ran[i]);
-        CHECK_EQ_LONG(alone.cell[0], 6); /* P1-P3, N, P4, P5 */
-        CHECK_EQ_LONG(alone.cell[1], 1); /* Q */
-        CHECK_EQ_LONG(alone.cell[2], 4); /* W1, W2: 2 each */
-        for (int i = 0; i < REP_OPS; i++)
-            CHECK_MSG(bulked.ran[i] == alone.ran[i], "%s: op %d ran %d times bulked, %d alone", kn, i, bulked.ran[i],
-                      alone.ran[i]);
-        for (int i = 0; i < REP_VARS; i++) {
-            CHECK_MSG(bulked.rc[i] == alone.rc[i] && !strcmp(bulked.msg[i], alone.msg[i]),
-                      "%s: wait y%d: bulked %d '%s', alone %d '%s'", kn, i, bulked.rc[i], bulked.msg[i], alone.rc[i],
-                      alone.msg[i]);
-            CHECK_MSG(bulked.version[i] == alone.version[i], "%s: y%d version bulked %llu, alone %llu", kn, i,
-                      (unsigned long long)bulked.version[i], (unsigned long long)alone.version[i]);
-            CHECK_EQ_LONG(bulked.cell[i], alone.cell[i]);
-        }
+        CHECK_EQ_LONG(alone.y[0].cell, 6); /* P1-P3, N, P4, P5 */
+        CHECK_EQ_LONG(alone.y[1].cell, 1); /* Q */
+        CHECK_EQ_LONG(alone.y[2].cell, 4); /* W1, W2: 2 each */
+        check_as_alone(kn, 'y', bulked.ran, alone.ran, REP_OPS, bulked.y, alone.y, REP_VARS);
     }
 }
 
