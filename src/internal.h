@@ -437,7 +437,6 @@ int  push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, v
                void (*param_free)(void *), ordo_ctx ctx, const var_use *uses, int n, int prop, int priority,
                const char *name, const char *fname, ordo_var **lent_vars, dep_node *lent_nodes);
 
-
 /* ---- bulks (bulk.c) -------------------------------------------------- */
 
 struct bulk;
@@ -448,7 +447,9 @@ extern ORDO_HIDDEN _Thread_local int tls_bulk_size;
  * memory), and the caller pushes it alone. */
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name);
-/* Whether a push may join its thread's bulk (if the thread bulks). */
+/* Whether this push may join a bulk: a small sync op for a CPU worker, and
+ * nothing that needs it to be an op of its own.  Whether this thread bulks
+ * (not a worker, not inside an op, a bulk size set) bulk_append asks. */
 static inline bool engine_bulkable(ordo_engine *e, ordo_sync_fn sfn, ordo_ctx ctx, int prop, int priority) {
     return (prop & ORDO_PROP_BULK) && sfn && priority == 0 &&
            (prop & ~(ORDO_PROP_BULK | ORDO_PROP_NO_SKIP)) == ORDO_PROP_NORMAL && ctx.dev_type == ORDO_CPU &&

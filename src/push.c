@@ -332,9 +332,6 @@ int push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, vo
     return rc;
 }
 
-/* Whether this push may join a bulk: a small sync op for a CPU worker, and
- * nothing that needs it to be an op of its own.  Whether this thread bulks
- * (not a worker, not inside an op, a bulk size set) bulk_append asks. */
 /* A checked push from here on: uses distinct (and sorted, but for a bulk's),
  * every var live.
  * iname: the name, already interned (or as long-lived), or NULL to intern
