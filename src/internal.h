@@ -379,8 +379,37 @@ struct ordo_engine {
     prof_gpu_dev prof_gpu[ORDO_MAX_DEVICES];
 };
 
-/* A stable copy of an op name, shared by every op of that name (names.c). */
-const char *engine_intern(ordo_engine *e, const char *name);
+/* A stable copy of an op name, shared by every op of that name (names.c).
+ * Inline, the thread-local cache's hit: the same name pushed again and
+ * again, the usual case, is a pointer compare and a short string compare
+ * with no call (a call with its frame had cost as much as the compare). */
+#define NAME_CACHE_SLOTS 8
+typedef struct name_cache {
+    uint64_t uid; /* the engine whose names these are */
+    const char *src[NAME_CACHE_SLOTS];      /* the caller's pointer... */
+    const char *interned[NAME_CACHE_SLOTS]; /* ...and its interned copy */
+} name_cache;
+extern ORDO_HIDDEN _Thread_local name_cache tls_names;
+const char *engine_intern_miss(ordo_engine *e, const char *name, unsigned slot);
+static inline const char *engine_intern(ordo_engine *e, const char *name) {
+    /* Fibonacci hashing (top 3 bits: 8 slots), so names laid out at any
+     * regular stride spread over the slots. */
+    unsigned slot = (unsigned)(((uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15u) >> 61);
+    const char *hit = tls_names.interned[slot];
+    /* The pointer alone proves nothing (a caller may reuse its buffer for
+     * another name), so the text is compared too: strncmp(hit, name,
+     * ORDO_NAME_MAX - 1) == 0, inlined.  name is NULL or "" only on a miss
+     * (the miss path never caches those). */
+    if (hit && tls_names.src[slot] == name && tls_names.uid == e->uid) {
+        int i = 0;
+        while (hit[i] == name[i]) { /* hit ends within ORDO_NAME_MAX bytes */
+            if (!hit[i]) return hit;
+            i++;
+        }
+        if (i == ORDO_NAME_MAX - 1) return hit; /* a long name, kept cut short */
+    }
+    return engine_intern_miss(e, name, slot);
+}
 void engine_names_free(ordo_engine *e);
 
 op  *op_alloc(ordo_engine *e);

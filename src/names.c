@@ -14,13 +14,8 @@
 #include <string.h>
 
 #define NAMES_MAX 65536 /* distinct names kept; a runaway generator gets one shared name */
-#define NAME_CACHE 8
 
-static _Thread_local struct {
-    uint64_t uid;
-    const char *src[NAME_CACHE];
-    const char *interned[NAME_CACHE];
-} tls_names;
+ORDO_HIDDEN _Thread_local name_cache tls_names;
 
 static uint64_t hash_str(const char *s) {
     uint64_t h = 1469598103934665603u; /* FNV-1a */
@@ -57,23 +52,10 @@ static const char *intern_locked(ordo_engine *e, const char *name) {
     return copy;
 }
 
-/* strncmp(a, b, ORDO_NAME_MAX - 1) == 0, inlined: op names are short, and
- * on the push path a library call costs more than the compare. */
-static inline bool same_name(const char *a, const char *b) {
-    for (int i = 0; i < ORDO_NAME_MAX - 1; i++) {
-        if (a[i] != b[i]) return false;
-        if (!a[i]) return true;
-    }
-    return true;
-}
-
-/* A name missing from this thread's cache: interned under the lock.  Kept
- * out of engine_intern so that the cache hit, once per push, pays no frame
- * for it. */
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static const char *intern_miss(ordo_engine *e, const char *name, unsigned slot) {
+/* A name missing from this thread's cache (engine_intern, internal.h):
+ * interned under the lock, and cached in the slot the pointer hashes to. */
+const char *engine_intern_miss(ordo_engine *e, const char *name, unsigned slot) {
+    if (!name || !*name) return "";
     if (tls_names.uid != e->uid) {
         memset(&tls_names, 0, sizeof tls_names);
         tls_names.uid = e->uid;
@@ -87,16 +69,6 @@ static const char *intern_miss(ordo_engine *e, const char *name, unsigned slot) 
     tls_names.src[slot] = name;
     tls_names.interned[slot] = s;
     return s;
-}
-
-const char *engine_intern(ordo_engine *e, const char *name) {
-    if (!name || !*name) return "";
-    /* Fibonacci hashing (top 3 bits: NAME_CACHE is 8), so names laid out at
-     * any regular stride spread over the slots. */
-    unsigned slot = (unsigned)(((uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15u) >> 61);
-    const char *hit = tls_names.interned[slot];
-    if (tls_names.uid == e->uid && tls_names.src[slot] == name && hit && same_name(hit, name)) return hit;
-    return intern_miss(e, name, slot);
 }
 
 void engine_names_free(ordo_engine *e) {

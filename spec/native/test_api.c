@@ -719,6 +719,71 @@ static void test_profiler_threads_and_autostart(void) {
     ordo_engine_destroy(e);
 }
 
+static int returns_one_op(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    (void)param;
+    return 1;
+}
+
+/* Push a failing op named by buf, then wait: the error must name it as buf
+ * says now.  prop: ORDO_PROP_BULK or not. */
+static void check_failure_named(ordo_engine *e, ordo_var *v, const char *buf, const char *want, int prop,
+                                const char *what) {
+    CHECK_EQ_LONG(ordo_push_sync(e, returns_one_op, NULL, NULL, cpu_ctx(0), NULL, 0, &v, 1, prop, 0, buf), 0);
+    CHECK(ordo_wait_for_all(e) != 0);
+    const char *err = ordo_last_error();
+    char head[64];
+    snprintf(head, sizeof head, "%s: ", want); /* the whole name, followed by what went wrong */
+    CHECK_MSG(strstr(err, head) != NULL, "%s: error \"%s\" does not name the op \"%s\"", what, err, want);
+}
+
+/* Op names are interned behind a cache keyed by the caller's pointer: a
+ * buffer reused for another name must give the new name, a name that only
+ * grows by a letter must not be taken for the shorter one, and a name past
+ * ORDO_NAME_MAX - 1 characters is cut there, again and again alike. */
+static void test_op_names_from_a_reused_buffer(void) {
+    static const char long_name[] = "a_name_longer_than_the_limit_of_thirty_one";
+    char cut[32];
+    memcpy(cut, long_name, 31); /* its first 31 characters */
+    cut[31] = 0;
+    for (int k = 0; k < 3; k++) {
+        for (int bulked = 0; bulked <= 1; bulked++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s%s", kind_str(ALL_KINDS[k]), bulked ? ", bulked" : "");
+            int old_size = ordo_set_bulk_size(bulked ? 16 : 0);
+            int prop = bulked ? ORDO_PROP_BULK : ORDO_PROP_NORMAL;
+            ordo_engine *e = make_engine(ALL_KINDS[k], 2);
+            CHECK(e != NULL);
+            if (!e) {
+                ordo_set_bulk_size(old_size);
+                continue;
+            }
+            ordo_var *v = ordo_new_variable(e);
+            char buf[64];
+            strcpy(buf, "first_name");
+            CHECK_EQ_LONG(ordo_push_sync(e, noop_op, NULL, NULL, cpu_ctx(0), NULL, 0, &v, 1, prop, 0, buf), 0);
+            check_failure_named(e, v, buf, "first_name", prop, what);
+            strcpy(buf, "second");
+            check_failure_named(e, v, buf, "second", prop, what);
+            strcpy(buf, "secondo"); /* "second" and one more letter */
+            check_failure_named(e, v, buf, "secondo", prop, what);
+            strcpy(buf, "sec");
+            check_failure_named(e, v, buf, "sec", prop, what);
+            strcpy(buf, long_name);
+            check_failure_named(e, v, buf, cut, prop, what);
+            check_failure_named(e, v, buf, cut, prop, what); /* from the cache this time */
+            buf[40] = 'X'; /* past the cut: the same op name */
+            check_failure_named(e, v, buf, cut, prop, what);
+            buf[3] = 'X'; /* within it: another */
+            cut[3] = 'X';
+            check_failure_named(e, v, buf, cut, prop, what);
+            cut[3] = long_name[3];
+            ordo_engine_destroy(e);
+            ordo_set_bulk_size(old_size);
+        }
+    }
+}
+
 int main(void) {
     clear_env();
     TEST(test_var_version_counts_completed_writes);
@@ -734,5 +799,6 @@ int main(void) {
     TEST(test_devices);
     TEST(test_profiler_dump_and_summary);
     TEST(test_profiler_threads_and_autostart);
+    TEST(test_op_names_from_a_reused_buffer);
     return harness_end();
 }
