@@ -210,6 +210,57 @@ describe("views", function()
         H.raises(function() e:add_(1) end, "add_", "expanded", "2x3")
     end)
 
+    it("t[i] is row i (a view), or on a 1-dim tensor element i; negative from the end", function()
+        local a = ordo.arange(1, 13):view(3, 4)
+        local row = a[2]
+        assert.same({5, 6, 7, 8}, row:totable())
+        assert.same({9, 10, 11, 12}, a[-1]:totable())
+        assert.equals(7, a[2][3])
+        assert.equals(12, a[-1][-1])
+        local i = ordo.tensor({4, 5}, "int64")
+        assert.equals("number", type(i[2]))
+        assert.equals(5, i[2])
+        row:fill_(0) -- a view: the base sees it
+        assert.same({0, 0, 0, 0}, a:totable()[2])
+        local c = ordo.arange(24):view(2, 3, 4)
+        assert.same({3, 4}, c[2]:shape())
+        assert.same({3, 4}, c[1]:shape())
+        assert.equals(23, c[2][3][4])
+    end)
+
+    it("t[i] = x fills row or element i with a number, or copies a tensor or table into it", function()
+        local a = ordo.zeros(3, 4)
+        a[1] = 7
+        a[2] = ordo.tensor({1, 2, 3, 4})
+        a[-1] = {5, 6, 7, 8}
+        a[2][3] = 30
+        a[3][-1] = -1
+        assert.same({{7, 7, 7, 7}, {1, 2, 30, 4}, {5, 6, 7, -1}}, a:totable())
+        a[1] = ordo.tensor(2) -- broadcast, as copy_
+        assert.same({2, 2, 2, 2}, a:totable()[1])
+        local u = ordo.zeros({3}, "uint8")
+        u[2] = true
+        assert.same({0, 1, 0}, u:totable())
+    end)
+
+    it("t[i] with a bad index or value raises naming the index and the shape; other keys are fields", function()
+        local a = ordo.zeros(3, 4)
+        H.raises(function() return a[4] end, "t[i]", "index 4", "3x4")
+        H.raises(function() return a[0] end, "t[i]", "index 0", "3x4")
+        H.raises(function() return a[-4] end, "t[i]", "index -4", "3x4")
+        H.raises(function() return a[1.5] end, "t[i]", "integer", "1.5")
+        H.raises(function() return ordo.tensor(3)[1] end, "t[i]", "0-dim", "item")
+        H.raises(function() a[4] = 1 end, "t[i] = x", "index 4")
+        H.raises(function() a[1] = "x" end, "t[i] = x", "string")
+        H.raises(function() a[1] = ordo.zeros(5) end, "copy_", "5")
+        assert.same({{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, a:totable()) -- untouched by the failures
+        assert.is_nil(a.no_such_field)
+        a.note = "mine"
+        assert.equals("mine", a.note)
+        assert.equals("mine", rawget(a, "note"))
+        assert.is_function(a.add_)
+    end)
+
     it("the base stays alive while a view does", function()
         local v
         do

@@ -275,6 +275,15 @@ help(x) lists the fields and methods of x (help(ordo), help(t)).
 
 -- ---------------------------------------------------------------- completion
 
+-- The table a metatable finds methods in: its __index when that is a
+-- table, or __methods beside an __index function (a tensor's: t[i]).
+local function methods_of(mt)
+    if type(mt) ~= "table" then return nil end
+    local idx = rawget(mt, "__index")
+    if type(idx) ~= "table" then idx = rawget(mt, "__methods") end
+    return type(idx) == "table" and idx or nil
+end
+
 -- v[k] without running code: raw fields, then __index tables.
 local function peek(v, k)
     if type(v) == "table" then
@@ -283,8 +292,8 @@ local function peek(v, k)
     end
     local mt = getmt(v)
     for _ = 1, 16 do
-        local idx = type(mt) == "table" and rawget(mt, "__index")
-        if type(idx) ~= "table" then return nil end
+        local idx = methods_of(mt)
+        if not idx then return nil end
         local x = rawget(idx, k)
         if x ~= nil then return x end
         mt = getmt(idx)
@@ -313,8 +322,8 @@ local function names_of(v, methods_only)
     if type(v) == "table" then add(v) end
     local mt = getmt(v)
     for _ = 1, 16 do
-        local idx = type(mt) == "table" and rawget(mt, "__index")
-        if type(idx) ~= "table" then break end
+        local idx = methods_of(mt)
+        if not idx then break end
         add(idx)
         mt = getmt(idx)
     end

@@ -37,7 +37,7 @@ local CPU0 = util.cpu(0)
 local M = {}
 
 local Tensor = {__name = "ordo.Tensor"}
-Tensor.__index = Tensor
+Tensor.__index = Tensor -- until t[i] below makes it a function
 M.Tensor = Tensor
 
 -- ---------------------------------------------------------------- dtypes
@@ -1361,6 +1361,51 @@ for name, spec in pairs(UN) do
 end
 
 Tensor.__unm = function(a) return a:neg() end
+
+-- ---------------------------------------------------------------- t[i]
+
+-- Torch's indexing on the first dim: t[i] is t:select(1, i) -- a view -- and
+-- on a 1-dim tensor the element's value (a wait, as item); t[i] = x fills
+-- that row or element with a number, or copies a tensor (or a table) into
+-- it.  i counts from 1, negative from the end.  Any other key is a field:
+-- methods come from Tensor, and fields set on a tensor (autograd's) stay
+-- the tensor's own.  __index is a function for this, so the REPL's
+-- completion reads the methods from __methods.
+local function index_row(t, i, op)
+    local c = t._c
+    if c.ndim == 0 then
+        fail(fmt("%s: a 0-dim tensor has no rows to index (t:item() reads its value)", op))
+    end
+    local size = tonumber(c.shape[0])
+    if not is_int(i) then fail(fmt("%s: the index must be an integer, got %s", op, tostring(i))) end
+    local j = i < 0 and i + size + 1 or i
+    if j < 1 or j > size then
+        fail(fmt("%s: index %s out of range for dim 1 of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
+                 op, tostring(i), size, shape_str(t), size, size))
+    end
+    return Tensor.select(t, 1, j)
+end
+
+Tensor.__methods = Tensor
+Tensor.__index = function(t, k)
+    local m = Tensor[k]
+    if m ~= nil or type(k) ~= "number" then return m end
+    local row = index_row(t, k, "t[i]")
+    if t._c.ndim == 1 then return row:item() end
+    return row
+end
+
+Tensor.__newindex = function(t, k, v)
+    if type(k) ~= "number" then return rawset(t, k, v) end
+    local row = index_row(t, k, "t[i] = x")
+    if type(v) == "number" or type(v) == "boolean" then
+        row:fill_(v)
+    elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
+        row:copy_(v)
+    else
+        fail(fmt("t[i] = x: x must be a number, a tensor or a table, got %s", typename(v)))
+    end
+end
 
 -- ---------------------------------------------------------------- where, masked_fill
 
