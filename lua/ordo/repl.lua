@@ -389,7 +389,10 @@ function M.help(x)
         io.stdout:write(HELP)
         return
     end
-    local names = names_of(x, false)
+    local names = {} -- internals (_c) and metamethods (__add) are not for the user
+    for _, k in ipairs(names_of(x, false)) do
+        if k:sub(1, 1) ~= "_" then names[#names + 1] = k end
+    end
     if #names == 0 then
         io.stdout:write(fmt("(%s: no fields or methods)\n", type(x)))
     else
