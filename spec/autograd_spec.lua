@@ -69,6 +69,17 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x) return x:sqrt() end, {p})
         check(function(x) return x:tanh() end, {a})
         check(function(x) return x:sigmoid() end, {a})
+        check(function(x) return x:square() end, {a})
+        check(function(x) return x:sin() end, {a})
+        check(function(x) return x:cos() end, {a})
+        check(function(x) return x:log1p() end, {p})
+        check(function(x) return x:expm1() end, {a})
+        check(function(x) return x:rsqrt() end, {p})
+        check(function(x) return x:reciprocal() end, {p})
+        -- piecewise constant: zero gradients (the values are kept off the steps)
+        for _, name in ipairs({"sign", "floor", "ceil", "round", "trunc"}) do
+            check(function(x) return x[name](x) * 3 + x end, {s})
+        end
     end)
 
     it("sum and mean over all, over a dim, keepdim", function()

@@ -342,12 +342,16 @@ describe("gpu tensors: elementwise ops", function()
             local pos = rnd({3, 7}, dt, 0.1, 5)
             if not FLOAT[dt] then pos = pos + 1 end
             local ga, gpos = gpu(a), gpu(pos)
-            local ops = {"abs", "relu", "exp", "tanh", "sigmoid"}
+            local ops = {"abs", "relu", "exp", "tanh", "sigmoid", "sign", "square", "sin", "cos", "expm1",
+                         "floor", "ceil", "round", "trunc"}
             if dt ~= "uint8" then ops[#ops + 1] = "neg" end
             for _, op in ipairs(ops) do check(ga[op](ga), a[op](a), dt .. " " .. op) end
-            for _, op in ipairs({"log", "sqrt"}) do check(gpos[op](gpos), pos[op](pos), dt .. " " .. op) end
+            for _, op in ipairs({"log", "sqrt", "log1p", "rsqrt", "reciprocal"}) do
+                check(gpos[op](gpos), pos[op](pos), dt .. " " .. op)
+            end
             if FLOAT[dt] then
-                for _, op in ipairs({"neg_", "abs_", "relu_", "exp_", "tanh_", "sigmoid_"}) do
+                for _, op in ipairs({"neg_", "abs_", "relu_", "exp_", "tanh_", "sigmoid_", "sign_", "square_", "sin_",
+                                     "cos_", "expm1_", "floor_", "ceil_", "round_", "trunc_"}) do
                     local g, c = ga:clone(), a:clone()
                     check(g[op](g), c[op](c), dt .. " " .. op)
                 end

@@ -225,8 +225,33 @@ local UNARY = {
         return (e - 1) / (e + 1)
     end, float = true},
     sigmoid = {f = function(x) return 1 / (1 + math.exp(-x)) end, float = true},
+    sign = {f = function(x) return x > 0 and 1 or (x < 0 and -1 or x) end, dtypes = DTYPES},
+    square = {f = function(x) return x * x end, dtypes = DTYPES, wrap = true},
+    sin = {f = math.sin, float = true},
+    cos = {f = math.cos, float = true},
+    log1p = {f = function(x)
+        if x < -1 then return 0 / 0 elseif x == -1 then return -math.huge end
+        local u = 1 + x -- log1p without losing the digits of small x (Goldberg's trick)
+        if u == 1 then return x end
+        return math.log(u) * x / (u - 1)
+    end, float = true},
+    expm1 = {f = function(x)
+        if math.abs(x) < 1e-5 then return x + x * x / 2 + x * x * x / 6 end
+        return math.exp(x) - 1
+    end, float = true},
+    rsqrt = {f = function(x) return x > 0 and 1 / math.sqrt(x) or (x == 0 and math.huge or 0 / 0) end, float = true},
+    reciprocal = {f = function(x) return 1 / x end, float = true},
+    floor = {f = math.floor, dtypes = DTYPES},
+    ceil = {f = math.ceil, dtypes = DTYPES},
+    round = {f = function(x) -- halves to even
+        local r = math.floor(x + 0.5)
+        if r - x == 0.5 and r % 2 ~= 0 then r = r - 1 end
+        return r
+    end, dtypes = DTYPES},
+    trunc = {f = function(x) return x >= 0 and math.floor(x) or math.ceil(x) end, dtypes = DTYPES},
 }
-local UNARY_NAMES = {"neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid"}
+local UNARY_NAMES = {"neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid", "sign", "square", "sin", "cos",
+                     "log1p", "expm1", "rsqrt", "reciprocal", "floor", "ceil", "round", "trunc"}
 
 describe("elementwise unary ops", function()
     for _, name in ipairs(UNARY_NAMES) do
@@ -252,6 +277,32 @@ describe("elementwise unary ops", function()
             end
         end)
     end
+
+    it("round halves to even; floor, ceil, round, trunc keep integer dtypes; sign and square of uint8", function()
+        assert.same({0, 2, 2, -2, 4, -0.0}, ordo.tensor({0.5, 1.5, 2.5, -2.5, 3.5, -0.5}):round():totable())
+        assert.same({-2, 1}, ordo.tensor({-1.5, 1.5}):floor():totable())
+        assert.same({-1, 2}, ordo.tensor({-1.5, 1.5}):ceil():totable())
+        assert.same({-1, 1}, ordo.tensor({-1.5, 1.5}):trunc():totable())
+        for _, dt in ipairs({"int32", "int64", "uint8"}) do
+            local i = ordo.tensor({3, 7}, dt)
+            for _, name in ipairs({"floor", "ceil", "round", "trunc"}) do
+                local r = i[name](i)
+                assert.equals(dt, r:dtype())
+                assert.same({3, 7}, r:totable())
+                assert.equals(i, i[name .. "_"](i))
+            end
+        end
+        local u = ordo.tensor({0, 3, 20}, "uint8")
+        assert.same({0, 1, 1}, u:sign():totable())
+        assert.same({0, 9, 144}, u:square():totable()) -- 400 wraps to 144
+        assert.same({0, 9, 144}, u:clone():square_():totable())
+        assert.same({0, 1, 1}, u:clone():sign_():totable())
+        local nan = ordo.tensor({0 / 0}):sign():item()
+        assert.is_true(nan ~= nan)
+        assert.equals("float32", ordo.tensor({4}, "int32"):rsqrt():dtype())
+        assert.same({0.5}, ordo.tensor({4}, "int32"):rsqrt():totable())
+        H.raises(function() ordo.tensor({4}, "int32"):sin_() end, "sin_", "int32")
+    end)
 
     it("clamp and clamp_", function()
         local ra = R.rand({4, 3}, "float32")

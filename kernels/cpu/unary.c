@@ -1,6 +1,7 @@
 /*
- * unary.c - neg abs relu (signed dtypes) and exp log sqrt tanh sigmoid
- * (float dtypes): y = f(a), same dtype and shape.
+ * unary.c - y = f(a), same dtype and shape: neg abs relu sign square
+ * (signed dtypes) and exp log sqrt tanh sigmoid sin cos log1p expm1 rsqrt
+ * reciprocal floor ceil round trunc (float dtypes).
  */
 #include "cpu_internal.h"
 
@@ -11,6 +12,17 @@
     static inline T abs_##SFX(T a) { return a < 0 ? (T)(0 - (UT)a) : a; }             \
     /* a < 0 rather than a > 0 ? a : 0, so NaN passes through as in Torch */         \
     static inline T relu_##SFX(T a) { return a < 0 ? (T)0 : a; }
+/* sign: -1, 0 or 1 (NaN stays NaN, as in Torch); square in the unsigned
+ * type, so an overflowing integer wraps instead of being undefined. */
+#define DEF_SIGNED_OPS2(SFX, T, UT)                                                    \
+    static inline T sign_##SFX(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a; }      \
+    static inline T square_##SFX(T a) { return (T)((UT)a * (UT)a); }
+DEF_SIGNED_OPS2(i32, int32_t, uint32_t)
+DEF_SIGNED_OPS2(i64, int64_t, uint64_t)
+static inline float sign_f32(float a) { return a > 0 ? 1.0f : a < 0 ? -1.0f : a; }
+static inline double sign_f64(double a) { return a > 0 ? 1.0 : a < 0 ? -1.0 : a; }
+static inline float square_f32(float a) { return a * a; }
+static inline double square_f64(double a) { return a * a; }
 DEF_SIGNED_OPS(f32, float, float)
 DEF_SIGNED_OPS(f64, double, double)
 DEF_SIGNED_OPS(i32, int32_t, uint32_t)
@@ -24,6 +36,27 @@ static inline float sqrt_f32(float a) { return sqrtf(a); }
 static inline double sqrt_f64(double a) { return sqrt(a); }
 static inline float tanh_f32(float a) { return tanhf(a); }
 static inline double tanh_f64(double a) { return tanh(a); }
+static inline float sin_f32(float a) { return sinf(a); }
+static inline double sin_f64(double a) { return sin(a); }
+static inline float cos_f32(float a) { return cosf(a); }
+static inline double cos_f64(double a) { return cos(a); }
+static inline float log1p_f32(float a) { return log1pf(a); }
+static inline double log1p_f64(double a) { return log1p(a); }
+static inline float expm1_f32(float a) { return expm1f(a); }
+static inline double expm1_f64(double a) { return expm1(a); }
+static inline float rsqrt_f32(float a) { return 1.0f / sqrtf(a); }
+static inline double rsqrt_f64(double a) { return 1.0 / sqrt(a); }
+static inline float reciprocal_f32(float a) { return 1.0f / a; }
+static inline double reciprocal_f64(double a) { return 1.0 / a; }
+static inline float floor_f32(float a) { return floorf(a); }
+static inline double floor_f64(double a) { return floor(a); }
+static inline float ceil_f32(float a) { return ceilf(a); }
+static inline double ceil_f64(double a) { return ceil(a); }
+/* halves to even, as Torch and NumPy round (rint in the default rounding mode) */
+static inline float round_f32(float a) { return rintf(a); }
+static inline double round_f64(double a) { return rint(a); }
+static inline float trunc_f32(float a) { return truncf(a); }
+static inline double trunc_f64(double a) { return trunc(a); }
 /* exp of -|a| only, so it never overflows (the naive 1 / (1 + exp(-a))
  * is fine for a >= 0 but inf / inf for large negative a written the other
  * way); float32 branch-free so that the loop vectorises. */
@@ -72,6 +105,18 @@ DEF_FLOAT_LOOPS(log)
 DEF_FLOAT_LOOPS(sqrt)
 DEF_FLOAT_LOOPS(tanh)
 DEF_FLOAT_LOOPS(sigmoid)
+DEF_SIGNED_LOOPS(sign)
+DEF_SIGNED_LOOPS(square)
+DEF_FLOAT_LOOPS(sin)
+DEF_FLOAT_LOOPS(cos)
+DEF_FLOAT_LOOPS(log1p)
+DEF_FLOAT_LOOPS(expm1)
+DEF_FLOAT_LOOPS(rsqrt)
+DEF_FLOAT_LOOPS(reciprocal)
+DEF_FLOAT_LOOPS(floor)
+DEF_FLOAT_LOOPS(ceil)
+DEF_FLOAT_LOOPS(round)
+DEF_FLOAT_LOOPS(trunc)
 
 typedef struct unop {
     const char *name;
@@ -122,11 +167,26 @@ DEF_UN_KERNEL(log, FLOAT)
 DEF_UN_KERNEL(sqrt, FLOAT)
 DEF_UN_KERNEL(tanh, FLOAT)
 DEF_UN_KERNEL(sigmoid, FLOAT)
+DEF_UN_KERNEL(sign, SIGNED)
+DEF_UN_KERNEL(square, SIGNED)
+DEF_UN_KERNEL(sin, FLOAT)
+DEF_UN_KERNEL(cos, FLOAT)
+DEF_UN_KERNEL(log1p, FLOAT)
+DEF_UN_KERNEL(expm1, FLOAT)
+DEF_UN_KERNEL(rsqrt, FLOAT)
+DEF_UN_KERNEL(reciprocal, FLOAT)
+DEF_UN_KERNEL(floor, FLOAT)
+DEF_UN_KERNEL(ceil, FLOAT)
+DEF_UN_KERNEL(round, FLOAT)
+DEF_UN_KERNEL(trunc, FLOAT)
 
 void cpu_register_unary(void) {
     static const cpu_kernel_entry t[] = {
         {"neg", k_neg},   {"abs", k_abs},   {"relu", k_relu}, {"exp", k_exp},
         {"log", k_log},   {"sqrt", k_sqrt}, {"tanh", k_tanh}, {"sigmoid", k_sigmoid},
+        {"sign", k_sign}, {"square", k_square}, {"sin", k_sin}, {"cos", k_cos},
+        {"log1p", k_log1p}, {"expm1", k_expm1}, {"rsqrt", k_rsqrt}, {"reciprocal", k_reciprocal},
+        {"floor", k_floor}, {"ceil", k_ceil}, {"round", k_round}, {"trunc", k_trunc},
     };
     CPU_REGISTER_TABLE(t);
 }

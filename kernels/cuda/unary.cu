@@ -1,6 +1,7 @@
 /*
  * unary.cu - the CUDA unary maps y = f(a), same dtype and shape: neg abs
- * relu (signed dtypes: f32 f64 i32 i64) and exp log sqrt tanh sigmoid
+ * relu sign square (signed dtypes: f32 f64 i32 i64) and exp log sqrt tanh
+ * sigmoid sin cos log1p expm1 rsqrt reciprocal floor ceil round trunc
  * (float dtypes).  The GPU twins of kernels/cpu/unary.c, with the same
  * checks, messages and semantics (KERNELS.md): neg / abs of INT_MIN wrap
  * to INT_MIN, relu lets NaN through, sigmoid never overflows.  float32 uses
@@ -15,7 +16,8 @@
 
 namespace {
 
-enum { U_NEG, U_ABS, U_RELU, U_EXP, U_LOG, U_SQRT, U_TANH, U_SIGMOID };
+enum { U_NEG, U_ABS, U_RELU, U_SIGN, U_SQUARE, U_EXP, U_LOG, U_SQRT, U_TANH, U_SIGMOID,
+       U_SIN, U_COS, U_LOG1P, U_EXPM1, U_RSQRT, U_RECIPROCAL, U_FLOOR, U_CEIL, U_ROUND, U_TRUNC };
 
 /* The float functions by precision (float: the f-suffixed intrinsics). */
 __device__ __forceinline__ float cu_exp(float a) { return expf(a); }
@@ -26,6 +28,23 @@ __device__ __forceinline__ float cu_sqrt(float a) { return sqrtf(a); }
 __device__ __forceinline__ double cu_sqrt(double a) { return sqrt(a); }
 __device__ __forceinline__ float cu_tanh(float a) { return tanhf(a); }
 __device__ __forceinline__ double cu_tanh(double a) { return tanh(a); }
+__device__ __forceinline__ float cu_sin(float a) { return sinf(a); }
+__device__ __forceinline__ double cu_sin(double a) { return sin(a); }
+__device__ __forceinline__ float cu_cos(float a) { return cosf(a); }
+__device__ __forceinline__ double cu_cos(double a) { return cos(a); }
+__device__ __forceinline__ float cu_log1p(float a) { return log1pf(a); }
+__device__ __forceinline__ double cu_log1p(double a) { return log1p(a); }
+__device__ __forceinline__ float cu_expm1(float a) { return expm1f(a); }
+__device__ __forceinline__ double cu_expm1(double a) { return expm1(a); }
+__device__ __forceinline__ float cu_floor(float a) { return floorf(a); }
+__device__ __forceinline__ double cu_floor(double a) { return floor(a); }
+__device__ __forceinline__ float cu_ceil(float a) { return ceilf(a); }
+__device__ __forceinline__ double cu_ceil(double a) { return ceil(a); }
+/* halves to even, as the CPU's rint */
+__device__ __forceinline__ float cu_round(float a) { return rintf(a); }
+__device__ __forceinline__ double cu_round(double a) { return rint(a); }
+__device__ __forceinline__ float cu_trunc(float a) { return truncf(a); }
+__device__ __forceinline__ double cu_trunc(double a) { return trunc(a); }
 
 template <int OP, typename T>
 struct un_op {
@@ -36,10 +55,26 @@ struct un_op {
         else if constexpr (OP == U_ABS) return a < 0 ? (T)(0 - (U)a) : a;
         /* a < 0 rather than a > 0 ? a : 0, so NaN passes through as in Torch */
         else if constexpr (OP == U_RELU) return a < 0 ? (T)0 : a;
+        /* sign: NaN stays NaN, as on the CPU; square wraps in the unsigned type */
+        else if constexpr (OP == U_SIGN) return a > 0 ? (T)1 : a < 0 ? (T)-1 : a;
+        else if constexpr (OP == U_SQUARE) {
+            if constexpr (std::is_floating_point<T>::value) return a * a;
+            else return (T)((U)a * (U)a);
+        }
         else if constexpr (OP == U_EXP) return cu_exp(a);
         else if constexpr (OP == U_LOG) return cu_log(a);
         else if constexpr (OP == U_SQRT) return cu_sqrt(a);
         else if constexpr (OP == U_TANH) return cu_tanh(a);
+        else if constexpr (OP == U_SIN) return cu_sin(a);
+        else if constexpr (OP == U_COS) return cu_cos(a);
+        else if constexpr (OP == U_LOG1P) return cu_log1p(a);
+        else if constexpr (OP == U_EXPM1) return cu_expm1(a);
+        else if constexpr (OP == U_RSQRT) return (T)1 / cu_sqrt(a); /* the CPU's 1 / sqrt, not rsqrtf's approximation */
+        else if constexpr (OP == U_RECIPROCAL) return (T)1 / a;
+        else if constexpr (OP == U_FLOOR) return cu_floor(a);
+        else if constexpr (OP == U_CEIL) return cu_ceil(a);
+        else if constexpr (OP == U_ROUND) return cu_round(a);
+        else if constexpr (OP == U_TRUNC) return cu_trunc(a);
         else if constexpr (std::is_same<T, float>::value) {
             /* exp of -|a| only, so it never overflows (the naive
              * 1 / (1 + exp(-a)) is inf / inf for large negative a written
@@ -63,7 +98,7 @@ int launch_unary(const ordo_run_ctx *rc, const char *name, const ordo_view *cons
 /* The CPU's checks (cpu_check_unary), then the launch. */
 template <int OP>
 int run_unary(const ordo_run_ctx *rc, const ordo_kernel_args *args, const char *name) {
-    const bool signed_op = OP == U_NEG || OP == U_ABS || OP == U_RELU; /* else float only */
+    const bool signed_op = OP == U_NEG || OP == U_ABS || OP == U_RELU || OP == U_SIGN || OP == U_SQUARE; /* else float only */
     int r = cpu_check_unary(rc, name, args, signed_op);
     if (r) return r;
     const ordo_view *v[2] = {&args->out[0], &args->in[0]};
@@ -90,6 +125,18 @@ DEF_UN_KERNEL(log, U_LOG)
 DEF_UN_KERNEL(sqrt, U_SQRT)
 DEF_UN_KERNEL(tanh, U_TANH)
 DEF_UN_KERNEL(sigmoid, U_SIGMOID)
+DEF_UN_KERNEL(sign, U_SIGN)
+DEF_UN_KERNEL(square, U_SQUARE)
+DEF_UN_KERNEL(sin, U_SIN)
+DEF_UN_KERNEL(cos, U_COS)
+DEF_UN_KERNEL(log1p, U_LOG1P)
+DEF_UN_KERNEL(expm1, U_EXPM1)
+DEF_UN_KERNEL(rsqrt, U_RSQRT)
+DEF_UN_KERNEL(reciprocal, U_RECIPROCAL)
+DEF_UN_KERNEL(floor, U_FLOOR)
+DEF_UN_KERNEL(ceil, U_CEIL)
+DEF_UN_KERNEL(round, U_ROUND)
+DEF_UN_KERNEL(trunc, U_TRUNC)
 
 } /* namespace */
 
@@ -97,6 +144,9 @@ extern "C" void cuda_register_unary(void) {
     static const cpu_kernel_entry t[] = {
         {"neg", k_neg},   {"abs", k_abs},   {"relu", k_relu}, {"exp", k_exp},
         {"log", k_log},   {"sqrt", k_sqrt}, {"tanh", k_tanh}, {"sigmoid", k_sigmoid},
+        {"sign", k_sign}, {"square", k_square}, {"sin", k_sin}, {"cos", k_cos},
+        {"log1p", k_log1p}, {"expm1", k_expm1}, {"rsqrt", k_rsqrt}, {"reciprocal", k_reciprocal},
+        {"floor", k_floor}, {"ceil", k_ceil}, {"round", k_round}, {"trunc", k_trunc},
     };
     CU_REGISTER_TABLE(t);
 }

@@ -168,8 +168,23 @@ function M.install(ag)
         sqrt = function(g, _, y) return g / (y * 2) end,
         tanh = function(g, _, y) return g * (1 - y * y) end,
         sigmoid = function(g, _, y) return g * y * (1 - y) end,
+        square = function(g, x) return g * x * 2 end,
+        sin = function(g, x) return g * x:cos() end,
+        cos = function(g, x) return -(g * x:sin()) end,
+        log1p = function(g, x) return g / (x + 1) end,
+        expm1 = function(g, _, y) return g * (y + 1) end,
+        rsqrt = function(g, _, y) return g * y * y * y * -0.5 end,
+        reciprocal = function(g, _, y) return -(g * y * y) end,
+        -- piecewise constant: no gradient (zero almost everywhere, as in Torch)
+        sign = function(g) return tensor.zeros_like(g) end,
+        floor = function(g) return tensor.zeros_like(g) end,
+        ceil = function(g) return tensor.zeros_like(g) end,
+        round = function(g) return tensor.zeros_like(g) end,
+        trunc = function(g) return tensor.zeros_like(g) end,
     }
-    local SAVES = {neg = "", abs = "x", relu = "y", exp = "y", log = "x", sqrt = "y", tanh = "y", sigmoid = "y"}
+    local SAVES = {neg = "", abs = "x", relu = "y", exp = "y", log = "x", sqrt = "y", tanh = "y", sigmoid = "y",
+                   square = "x", sin = "x", cos = "x", log1p = "x", expm1 = "y", rsqrt = "y", reciprocal = "y",
+                   sign = "", floor = "", ceil = "", round = "", trunc = ""}
     for name, bw in pairs(U) do
         local f = raw[name]
         local what = SAVES[name]

@@ -264,7 +264,8 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
   views:   view reshape flatten transpose t permute narrow select squeeze unsqueeze expand
   copies:  contiguous clone to(dtype|device) float double int long byte
   math:    + - * / ^  add sub mul div pow maximum minimum clamp  eq ne lt le gt ge
-           neg abs relu exp log sqrt tanh sigmoid  masked_fill  (in place: add_ ... fill_ zero_ copy_)
+           neg abs relu sign square exp log sqrt rsqrt reciprocal tanh sigmoid sin cos log1p expm1
+           floor ceil round trunc  masked_fill  (in place: add_ ... fill_ zero_ copy_)
   reduce:  sum mean max min argmax argmin (dim, keepdim)  softmax log_softmax
   linalg:  matmul   indexing: gather index_select
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}

@@ -13,9 +13,11 @@
 -- one.  A Lua number, or a tensor with no dims, does not raise a tensor's
 -- dtype within its kind (int32 tensor + 2 stays int32; float32 + 0-dim
 -- float64 stays float32) but a float number makes an integer tensor
--- float32.  `/`, pow, exp, log, sqrt, tanh, sigmoid, softmax and mean make
--- integer inputs float32.  sum of integers gives int64.  In-place ops keep
--- their tensor's dtype and refuse a float result on an integer tensor.
+-- float32.  `/`, pow, exp, log, sqrt, tanh, sigmoid, sin, cos, log1p,
+-- expm1, rsqrt, reciprocal, softmax and mean make integer inputs float32
+-- (floor, ceil, round and trunc leave integers as they are).  sum of
+-- integers gives int64.  In-place ops keep their tensor's dtype and refuse
+-- a float result on an integer tensor.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local engine = require "ordo.engine"
@@ -83,6 +85,8 @@ for _, name in ipairs({
     "eq", "ne", "lt", "le", "gt", "ge",
     "eq_scalar", "ne_scalar", "lt_scalar", "le_scalar", "gt_scalar", "ge_scalar",
     "neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid",
+    "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt", "reciprocal",
+    "floor", "ceil", "round", "trunc",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli",
     "gather", "index_select", "scatter_add", "index_add"}) do
@@ -1327,11 +1331,20 @@ end
 -- ---------------------------------------------------------------- elementwise unary
 
 -- allowed: dtypes of the kernel; float: integer inputs compute in float32
--- (out of place); id_u8: the op is the identity on uint8 (abs, relu).
+-- (out of place); id_u8, id_int: the op is the identity on uint8 (abs,
+-- relu), on every integer dtype (floor, round...); u8, u8_: the op on
+-- uint8, out of place and in place, from other ops.
+local INT = {[I32] = true, [I64] = true, [U8] = true}
 local UN = {
     neg = {SIGNED}, abs = {SIGNED, id_u8 = true}, relu = {SIGNED, id_u8 = true},
     exp = {FLOAT, float = true}, log = {FLOAT, float = true}, sqrt = {FLOAT, float = true},
     tanh = {FLOAT, float = true}, sigmoid = {FLOAT, float = true},
+    sign = {SIGNED, u8 = function(t) return t:gt(0) end, u8_ = function(t) return t:copy_(t:gt(0)) end},
+    square = {SIGNED, u8 = function(t) return t * t end, u8_ = function(t) return t:mul_(t) end},
+    sin = {FLOAT, float = true}, cos = {FLOAT, float = true}, log1p = {FLOAT, float = true},
+    expm1 = {FLOAT, float = true}, rsqrt = {FLOAT, float = true}, reciprocal = {FLOAT, float = true},
+    floor = {FLOAT, id_int = true}, ceil = {FLOAT, id_int = true}, round = {FLOAT, id_int = true},
+    trunc = {FLOAT, id_int = true},
 }
 
 for name, spec in pairs(UN) do
@@ -1340,7 +1353,8 @@ for name, spec in pairs(UN) do
         check_self(name, self)
         local dt = self._c.dtype
         if not allowed[dt] then
-            if spec.id_u8 and dt == U8 then return self:clone() end
+            if (spec.id_u8 and dt == U8) or (spec.id_int and INT[dt]) then return self:clone() end
+            if spec.u8 and dt == U8 then return spec.u8(self) end
             if spec.float then
                 return push1(kid, name, empty_like(self, F32), cast(name, self, F32))
             end
@@ -1353,7 +1367,8 @@ for name, spec in pairs(UN) do
         check_self(iname, self)
         local dt = self._c.dtype
         if not allowed[dt] then
-            if spec.id_u8 and dt == U8 then return self end
+            if (spec.id_u8 and dt == U8) or (spec.id_int and INT[dt]) then return self end
+            if spec.u8_ and dt == U8 then return spec.u8_(self) end
             fail(fmt("%s: dtype %s not supported in place (expected %s)", iname, DT_NAME[dt], allowed_str(allowed)))
         end
         return push1(kid, iname, self, self)
