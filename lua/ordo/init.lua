@@ -15,6 +15,7 @@ local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd" -- wraps the tensor ops: before they are copied below
+local derived = require "ordo.derived"   -- var, std, norm, logsumexp, chunk, split...: ops made of ops
 
 local C = cdef.C
 
@@ -35,6 +36,8 @@ for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand"
                     "ones_like", "full_like", "is_tensor", "result_type"}) do
     M[k] = tensor[k]
 end
+
+for _, k in ipairs({"eye", "linspace", "allclose", "equal"}) do M[k] = derived[k] end
 
 -- ordo.exp(t), ordo.sum(t, dim), ordo.add(a, b)...: the methods as functions.
 for name, fn in pairs(tensor.Tensor) do

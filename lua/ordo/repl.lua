@@ -261,12 +261,13 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            opts: {dtype = "float32"|"float64"|"int32"|"int64"|"uint8", device = ordo.cpu(0)}
   about:   t:shape() size dim numel dtype device is_contiguous
   reading: t:item() t:totable() print(t) t:wait()      (these wait for t)
-  views:   view reshape flatten transpose t permute narrow select squeeze unsqueeze expand
+  views:   view reshape flatten transpose t permute narrow select squeeze unsqueeze expand  t[i] (row i)
   copies:  contiguous clone to(dtype|device) float double int long byte
   math:    + - * / ^  add sub mul div pow maximum minimum clamp  eq ne lt le gt ge
            neg abs relu sign square exp log sqrt rsqrt reciprocal tanh sigmoid sin cos log1p expm1
            floor ceil round trunc  masked_fill  (in place: add_ ... fill_ zero_ copy_)
-  reduce:  sum mean max min argmax argmin (dim, keepdim)  softmax log_softmax
+  reduce:  sum mean max min argmax argmin var std norm logsumexp (dim, keepdim)  softmax log_softmax
+           ordo.allclose(a, b) ordo.equal(a, b) (Lua booleans)  eye linspace  t:chunk(n) t:split(size)
   linalg:  matmul   indexing: gather index_select
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
 Profiler:  ordo.profiler.start() stop() summary() dump("trace.json")

@@ -1,0 +1,198 @@
+-- ordo.derived: tensor ops made of other ops, with no kernel of their own.
+-- They run on every device the ops they use run on, and autograd
+-- differentiates them through those ops (they call the methods as they are
+-- when called, so autograd's wrappers are the ones used).  Statistics
+-- (var, std, norm, logsumexp), comparisons that answer with a Lua boolean
+-- (allclose, equal), making tensors (eye, linspace) and cutting one into
+-- views (chunk, split).
+local tensor = require "ordo.tensor"
+local util = require "ordo.util"
+
+local Tensor, is_tensor = tensor.Tensor, tensor.is_tensor
+local fail, typename = util.fail, util.typename
+local fmt, floor, ceil, huge = string.format, math.floor, math.ceil, math.huge
+local type, tostring = type, tostring
+
+local M = {}
+
+local function check_self(fname, t)
+    if not is_tensor(t) then
+        fail(fmt("%s: expected a tensor as self, got %s (call it as t:%s(...))", fname, typename(t), fname))
+    end
+end
+
+local function is_int(x) return type(x) == "number" and x == floor(x) and x > -huge and x < huge end
+
+local function is_float(t)
+    local dt = t:dtype()
+    return dt == "float32" or dt == "float64"
+end
+
+-- var(dim, keepdim, correction): the variance over all elements (dim nil)
+-- or over dim, divided by n - correction (default 1, Bessel's: the
+-- unbiased estimate, as Torch); integers compute in float32.
+function Tensor:var(dim, keepdim, correction)
+    check_self("var", self)
+    if correction == nil then correction = 1 end
+    if type(correction) ~= "number" then
+        fail("var: correction must be a number, got " .. typename(correction))
+    end
+    local n = dim == nil and self:numel() or self:size(dim)
+    local mean = dim == nil and self:mean() or self:mean(dim, true)
+    local d = self - mean
+    local ss = dim == nil and (d * d):sum() or (d * d):sum(dim, keepdim)
+    local denom = n - correction
+    return ss / (denom > 0 and denom or 0) -- 0 / 0: NaN, as Torch, when there are too few elements
+end
+
+function Tensor:std(dim, keepdim, correction)
+    check_self("std", self)
+    return self:var(dim, keepdim, correction):sqrt()
+end
+
+-- norm(p, dim, keepdim): the p-norm (default 2; math.huge or "inf": the
+-- largest magnitude) over all elements or over dim.
+function Tensor:norm(p, dim, keepdim)
+    check_self("norm", self)
+    if p == nil then p = 2 end
+    if p == "inf" then p = huge end
+    if type(p) ~= "number" or p <= 0 or p ~= p then
+        fail("norm: p must be a positive number or \"inf\", got " .. tostring(p))
+    end
+    local x = is_float(self) and self or self:float()
+    local a = x:abs()
+    local function total(t) return dim == nil and t:sum() or t:sum(dim, keepdim) end
+    if p == huge then
+        if dim == nil then return a:max() end
+        return (a:max(dim, keepdim))
+    end
+    if p == 1 then return total(a) end
+    if p == 2 then return total(x * x):sqrt() end
+    return total(a:pow(p)):pow(1 / p)
+end
+
+-- logsumexp(dim, keepdim): log(sum(exp(t))) over all elements or over dim,
+-- without overflow (the largest element is taken out first).
+function Tensor:logsumexp(dim, keepdim)
+    check_self("logsumexp", self)
+    local x = is_float(self) and self or self:float()
+    local m = dim == nil and x:max() or (x:max(dim, true))
+    -- an infinite largest element would give inf - inf: shift by 0 there
+    m = m:detach():masked_fill(m:abs():eq(huge), 0)
+    local s = dim == nil and (x - m):exp():sum() or (x - m):exp():sum(dim, true)
+    local r = s:log() + m
+    if dim ~= nil and not keepdim then r = r:squeeze(dim) end
+    return r
+end
+
+-- allclose(a, b, rtol, atol): every |a - b| <= atol + rtol * |b| (b
+-- broadcast to a; NaNs are never close); a Lua boolean (waits).
+function M.allclose(a, b, rtol, atol)
+    check_self("allclose", a)
+    rtol, atol = rtol or 1e-5, atol or 1e-8
+    if type(rtol) ~= "number" or type(atol) ~= "number" then
+        fail(fmt("allclose: rtol and atol must be numbers, got %s and %s", typename(rtol), typename(atol)))
+    end
+    if not is_tensor(b) and type(b) ~= "number" then
+        fail("allclose: expected a tensor or a number to compare with, got " .. typename(b))
+    end
+    local tol = is_tensor(b) and b:abs() * rtol + atol or math.abs(b) * rtol + atol
+    local close = (a - b):abs():le(tol)
+    if close:numel() == 0 then return true end
+    return close:min():item() == 1
+end
+Tensor.allclose = M.allclose
+
+-- equal(a, b): the same shape and the same values (a Lua boolean; waits).
+function M.equal(a, b)
+    check_self("equal", a)
+    if not is_tensor(b) then fail("equal: expected a tensor to compare with, got " .. typename(b)) end
+    local sa, sb = a:shape(), b:shape()
+    if #sa ~= #sb then return false end
+    for i = 1, #sa do if sa[i] ~= sb[i] then return false end end
+    if a:numel() == 0 then return true end
+    return a:eq(b):min():item() == 1
+end
+Tensor.equal = M.equal
+
+-- eye(n [, m] [, opts]): ones on the diagonal of an n x m matrix (m = n).
+function M.eye(n, m, opts)
+    if type(m) ~= "number" and m ~= nil then m, opts = nil, m end
+    m = m or n
+    if not is_int(n) or not is_int(m) or n < 0 or m < 0 then
+        fail(fmt("eye: sizes must be integers >= 0, got %s and %s", tostring(n), tostring(m)))
+    end
+    local proto = tensor.empty({0}, opts) -- the dtype and device asked for
+    local rows = tensor.arange(n, {dtype = "int64", device = proto:device()}):view(n, 1)
+    local cols = tensor.arange(m, {dtype = "int64", device = proto:device()}):view(1, m)
+    return rows:eq(cols):to(proto:dtype())
+end
+
+-- linspace(start, stop, n [, opts]): n values evenly from start to stop,
+-- both included (float32 unless opts says otherwise).
+function M.linspace(start, stop, n, opts)
+    if type(start) ~= "number" or type(stop) ~= "number" then
+        fail(fmt("linspace: start and stop must be numbers, got %s and %s", typename(start), typename(stop)))
+    end
+    if not is_int(n) or n < 0 then fail("linspace: the count must be an integer >= 0, got " .. tostring(n)) end
+    local proto = tensor.empty({0}, opts)
+    local steps = tensor.arange(n, {dtype = "float64", device = proto:device()})
+    local step = n > 1 and (stop - start) / (n - 1) or 0
+    local r = steps * step + start
+    if n > 1 then r[n] = stop end -- exactly stop, whatever the rounding of the steps
+    return r:to(proto:dtype())
+end
+
+-- The lengths along dim that chunk and split cut.
+local function cut(t, sizes, dim)
+    local parts, start = {}, 1
+    for i = 1, #sizes do
+        parts[i] = t:narrow(dim, start, sizes[i])
+        start = start + sizes[i]
+    end
+    return parts
+end
+
+-- chunk(n [, dim]): at most n views along dim (default 1) of equal length,
+-- the last one shorter when the length does not divide.
+function Tensor:chunk(n, dim)
+    check_self("chunk", self)
+    dim = dim or 1
+    if not is_int(n) or n < 1 then fail("chunk: the count must be an integer >= 1, got " .. tostring(n)) end
+    local len = self:size(dim)
+    local each = ceil(len / n)
+    local sizes = {}
+    if each == 0 then return {self:narrow(dim, 1, 0)} end
+    for start = 1, len, each do sizes[#sizes + 1] = math.min(each, len - start + 1) end
+    return cut(self, sizes, dim)
+end
+
+-- split(size [, dim]): views along dim (default 1) of length size, the
+-- last one shorter; or, with a table of lengths, views of those lengths
+-- (they must add up to the length of dim).
+function Tensor:split(size, dim)
+    check_self("split", self)
+    dim = dim or 1
+    local len = self:size(dim)
+    local sizes = {}
+    if type(size) == "table" then
+        local total = 0
+        for i, s in ipairs(size) do
+            if not is_int(s) or s < 0 then
+                fail(fmt("split: length %d must be an integer >= 0, got %s", i, tostring(s)))
+            end
+            sizes[i], total = s, total + s
+        end
+        if total ~= len then
+            fail(fmt("split: lengths add up to %d but dim %d has %d", total, dim, len))
+        end
+    else
+        if not is_int(size) or size < 1 then
+            fail("split: size must be an integer >= 1 or a table of lengths, got " .. tostring(size))
+        end
+        for start = 1, len, size do sizes[#sizes + 1] = math.min(size, len - start + 1) end
+    end
+    return cut(self, sizes, dim)
+end
+
+return M
