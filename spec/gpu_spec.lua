@@ -366,6 +366,29 @@ describe("gpu tensors: elementwise ops", function()
         end
     end)
 
+    it("cumsum, sort, argsort and topk match the cpu", function()
+        need_gpu()
+        math.randomseed(9)
+        for _, dt in ipairs(DTYPES) do
+            local a = rnd({4, 9}, dt, -3, 3)
+            local ga = gpu(a)
+            for d = 1, 2 do
+                check(ga:cumsum(d), a:cumsum(d), dt .. " cumsum " .. d)
+                check(ga:t():cumsum(d), a:t():cumsum(d), dt .. " cumsum of a transposed view " .. d)
+                for _, desc in ipairs({false, true}) do
+                    local gv, gi = ga:sort(d, desc)
+                    local cv, ci = a:sort(d, desc)
+                    check(gv, cv, dt .. " sort values " .. d)
+                    check(gi, ci, dt .. " sort indices " .. d)
+                end
+            end
+            local gv, gi = ga:topk(3)
+            local cv, ci = a:topk(3)
+            check(gv, cv, dt .. " topk values")
+            check(gi, ci, dt .. " topk indices")
+        end
+    end)
+
     it("where and masked_fill match the cpu", function()
         need_gpu()
         math.randomseed(6)

@@ -282,6 +282,19 @@ typedef struct cpu_softmax_plan {
 int cpu_check_softmax(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args,
                       cpu_softmax_plan *p);
 
+/* lines.c: cumsum and sort walk x line by line along iparam 0's dim.
+ * out[0] has x's shape and dtype; with nout 2, out[1] is int64 indices of
+ * that shape.  kept[k] is out0, out1 (x when nout is 1) and x without the
+ * dim (where each line starts), step[k] their strides along it. */
+typedef struct cpu_line_plan {
+    int dim;
+    int64_t n;          /* elements per line (a 0-d x: one line of 1) */
+    ordo_view kept[3];
+    int64_t step[3];
+} cpu_line_plan;
+int cpu_check_lines(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, int nout,
+                    cpu_line_plan *pl);
+
 /* matmul.c.  One matrix of a view: rows x cols with element strides rs, cs. */
 typedef struct cpu_mat {
     char *p;
@@ -348,6 +361,7 @@ void cpu_register_compare(void);
 void cpu_register_unary(void);
 void cpu_register_reduce(void);
 void cpu_register_softmax(void);
+void cpu_register_lines(void);
 void cpu_register_matmul(void);
 void cpu_register_random(void);
 void cpu_register_index(void);

@@ -15,6 +15,7 @@ void ordo_cpu_kernels_register(void) {
     cpu_register_unary();
     cpu_register_reduce();
     cpu_register_softmax();
+    cpu_register_lines();
     cpu_register_matmul();
     cpu_register_random();
     cpu_register_index();

@@ -14,6 +14,7 @@ void cuda_register_compare(void);
 void cuda_register_unary(void);
 void cuda_register_reduce(void);
 void cuda_register_softmax(void);
+void cuda_register_lines(void);
 void cuda_register_matmul(void);
 void cuda_register_random(void);
 void cuda_register_index(void);
@@ -27,6 +28,7 @@ void ordo_cuda_kernels_register(void) {
     cuda_register_unary();
     cuda_register_reduce();
     cuda_register_softmax();
+    cuda_register_lines();
     cuda_register_matmul();
     cuda_register_random();
     cuda_register_index();

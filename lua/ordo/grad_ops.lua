@@ -242,6 +242,37 @@ function M.install(ag)
     selection("gather", "scatter_add_")
     selection("index_select", "index_add_")
 
+    -- cumsum: each input element adds to every output at or after it, so
+    -- its gradient is the sum of g from its place to the end of the line
+    Tensor.cumsum = function(x, dim)
+        local y = raw.cumsum(x, dim)
+        if needs(x) and x:dim() > 0 then
+            local d = dim or 1
+            record("cumsum", y, {x, n = 1}, function(g) return g:sum(d, true) - g:cumsum(d) + g end)
+        elseif needs(x) then
+            record("cumsum", y, {x, n = 1}, function(g) return g end)
+        end
+        return y
+    end
+
+    -- sort: a permutation of each line; the gradient goes back to where
+    -- each value came from (topk and argsort go through it)
+    Tensor.sort = function(x, dim, descending)
+        local values, idx = raw.sort(x, dim, descending)
+        if needs(x) then
+            if x:dim() == 0 then
+                record("sort", values, {x, n = 1}, function(g) return g end)
+            else
+                local d = type(dim) == "number" and dim or -1
+                record("sort", values, {x, n = 1}, function(g)
+                    local z = tensor.zeros_like(x)
+                    return z:scatter_add_(d, idx, g)
+                end)
+            end
+        end
+        return values, idx
+    end
+
     -- out-of-place scatter_add / index_add: linear in self (gradient g) and
     -- in src (g read back through the selection they are the adjoint of)
     local function accumulation(name, select)

@@ -267,6 +267,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            neg abs relu sign square exp log sqrt rsqrt reciprocal tanh sigmoid sin cos log1p expm1
            floor ceil round trunc  masked_fill  (in place: add_ ... fill_ zero_ copy_)
   reduce:  sum mean max min argmax argmin var std norm logsumexp (dim, keepdim)  softmax log_softmax
+           cumsum(dim)  sort(dim, descending) argsort topk(k, dim, largest) (values, indices)
            ordo.allclose(a, b) ordo.equal(a, b) (Lua booleans)  eye linspace  t:chunk(n) t:split(size)
   linalg:  matmul   indexing: gather index_select
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}

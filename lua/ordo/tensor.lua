@@ -88,7 +88,7 @@ for _, name in ipairs({
     "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt", "reciprocal",
     "floor", "ceil", "round", "trunc",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
-    "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli",
+    "softmax", "log_softmax", "cumsum", "sort", "matmul", "seed", "uniform", "normal", "bernoulli",
     "gather", "index_select", "scatter_add", "index_add"}) do
     local id = C.ordo_tensor_kernel_id(name)
     assert(id >= 0, name)
@@ -1589,6 +1589,67 @@ end
 
 function Tensor:softmax(dim) return softmax("softmax", K.softmax, self, dim) end
 function Tensor:log_softmax(dim) return softmax("log_softmax", K.log_softmax, self, dim) end
+
+-- ---------------------------------------------------------------- along a dim: cumsum, sort
+
+-- The dim of an op along one dim: 0-based; a 0-dim tensor is one line.
+local function line_dim(fname, t, dim)
+    if t._c.ndim == 0 then return 0 end
+    return norm_dim(fname, t, dim)
+end
+
+-- cumsum(dim): running sums along dim (0- and 1-dim tensors need no dim);
+-- integers sum in int64, as sum does.
+function Tensor:cumsum(dim)
+    check_self("cumsum", self)
+    if dim == nil then
+        if self._c.ndim > 1 then fail(fmt("cumsum: expected a dim for a tensor of shape %s", shape_str(self))) end
+        dim = 1
+    end
+    local d = line_dim("cumsum", self, dim)
+    local x = ISFLOAT[self._c.dtype] and self or cast("cumsum", self, I64)
+    local out = empty_like(x)
+    push(K.cumsum, "cumsum", 0, {x}, {out}, nil, {d})
+    return out
+end
+
+-- sort([dim] [, descending]): the values along dim (default the last) in
+-- order, and int64 indices (from 1) of where they were; stable, NaN
+-- counts as the largest value.
+function Tensor:sort(dim, descending)
+    check_self("sort", self)
+    if type(dim) == "boolean" then dim, descending = nil, dim end
+    if descending ~= nil and type(descending) ~= "boolean" then
+        fail("sort: descending must be a boolean, got " .. typename(descending))
+    end
+    local d = line_dim("sort", self, dim or -1)
+    local values, idx = empty_like(self), empty_like(self, I64)
+    push(K.sort, "sort", 0, {self}, {values, idx}, nil, {d, descending and 1 or 0})
+    return values, push1(K.add_scalar, "sort", idx, idx, 1)
+end
+
+function Tensor:argsort(dim, descending)
+    check_self("argsort", self)
+    local _, idx = Tensor.sort(self, dim, descending)
+    return idx
+end
+
+-- topk(k [, dim [, largest]]): the k largest (largest = false: smallest)
+-- values along dim (default the last), in order, and their indices.
+function Tensor:topk(k, dim, largest)
+    check_self("topk", self)
+    if largest == nil then largest = true end
+    if type(largest) ~= "boolean" then fail("topk: largest must be a boolean, got " .. typename(largest)) end
+    local d = line_dim("topk", self, dim or -1)
+    local n = self._c.ndim == 0 and 1 or tonumber(self._c.shape[d])
+    if not is_int(k) or k < 0 or k > n then
+        fail(fmt("topk: k must be an integer in 0..%d (dim %d of shape %s), got %s", n, d + 1, shape_str(self),
+                 tostring(k)))
+    end
+    local values, idx = self:sort(dim or -1, largest)
+    if self._c.ndim == 0 then return values, idx end
+    return values:narrow(d + 1, 1, k), idx:narrow(d + 1, 1, k)
+end
 
 -- ---------------------------------------------------------------- matmul
 

@@ -1,0 +1,222 @@
+/*
+ * lines.c - ops that walk x line by line along one dim, where each output
+ * element depends on the elements before it in its line: cumsum (a running
+ * sum) and sort (values and the int64 indices they came from).
+ *
+ * Both iterate over the kept dims (x without dim) and run one line per
+ * element there, strided along dim, one thread: the lines are independent
+ * but these ops are rare in a step and short, so the parallel split is not
+ * worth its set-up here.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+int cpu_check_lines(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, int nout,
+                    cpu_line_plan *pl) {
+    int r = cpu_check_args(rc, name, args, 1, nout);
+    if (r) return r;
+    const ordo_view *x = &args->in[0];
+    const ordo_view *v[3] = {&args->out[0], nout > 1 ? &args->out[1] : x, x};
+    static const char *const names[3] = {"out", "indices", "x"};
+    if (args->out[0].dtype != x->dtype)
+        return ordo_fail(rc, "%s: dtype mismatch: x is %s but out is %s", name, ordo_dtype_name(x->dtype),
+                         ordo_dtype_name(args->out[0].dtype));
+    if (nout > 1 && args->out[1].dtype != ORDO_I64)
+        return ordo_fail(rc, "%s: indices must be int64, got %s", name, ordo_dtype_name(args->out[1].dtype));
+    const ordo_view *same[3] = {v[0], v[1], x};
+    if ((r = cpu_check_same_shapes(rc, name, same, names, 3))) return r;
+    for (int k = 0; k < nout; k++)
+        if ((r = cpu_check_writable(rc, name, &args->out[k]))) return r;
+    const int64_t d = args->niparam > 0 ? args->iparam[0] : -1;
+    if (args->niparam < 1 || d < 0 || d >= (x->ndim > 0 ? x->ndim : 1))
+        return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)d, x->ndim);
+    pl->dim = (int)d;
+    for (int k = 0; k < 3; k++) {
+        pl->kept[k] = *v[k];
+        pl->step[k] = 0;
+        if (x->ndim > 0) {
+            pl->step[k] = v[k]->strides[d];
+            cpu_view_drop_dim(v[k], pl->dim, &pl->kept[k]);
+        }
+    }
+    pl->n = x->ndim > 0 ? x->shape[d] : 1; /* a 0-d x is one line of one element */
+    return 0;
+}
+
+/* ---- cumsum --------------------------------------------------------------------- */
+
+/* Floats sum in double (as Torch's CPU cumsum accumulates), integers in
+ * their unsigned 64-bit type, so that overflow wraps instead of being
+ * undefined. */
+#define DEF_CUMSUM(SFX, T, ACC, TO)                                                       \
+    static int cumsum_##SFX(int64_t cnt, char *const *p, const int64_t *s, void *ctx) {  \
+        const cpu_line_plan *pl = ctx;                                                       \
+        const int64_t n = pl->n, sy = pl->step[0], sx = pl->step[2];                     \
+        for (int64_t r = 0; r < cnt; r++) {                                              \
+            T *y = (T *)p[0] + r * s[0];                                                 \
+            const T *x = (const T *)p[2] + r * s[2];                                     \
+            ACC acc = 0;                                                                 \
+            for (int64_t i = 0; i < n; i++) {                                            \
+                acc += (ACC)x[i * sx]; /* read before the write: y may be x */           \
+                y[i * sy] = TO(acc);                                                     \
+            }                                                                            \
+        }                                                                                \
+        return 0;                                                                        \
+    }
+#define AS_F32(a) ((float)(a))
+#define AS_F64(a) (a)
+#define AS_I32(a) ((int32_t)(uint32_t)(a))
+#define AS_I64(a) ((int64_t)(a))
+#define AS_U8(a) ((uint8_t)(a))
+DEF_CUMSUM(f32, float, double, AS_F32)
+DEF_CUMSUM(f64, double, double, AS_F64)
+DEF_CUMSUM(i32, int32_t, uint64_t, AS_I32)
+DEF_CUMSUM(i64, int64_t, uint64_t, AS_I64)
+DEF_CUMSUM(u8, uint8_t, uint64_t, AS_U8)
+
+static int k_cumsum(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    cpu_line_plan pl;
+    int r = cpu_check_lines(rc, "cumsum", args, 1, &pl);
+    if (r) return r;
+    if (ordo_view_numel(&args->in[0]) == 0) return 0;
+    static const cpu_loop_fn loops[ORDO_NDTYPES] = {cumsum_f32, cumsum_f64, cumsum_i32, cumsum_i64, cumsum_u8};
+    const ordo_view *v[3] = {&pl.kept[0], &pl.kept[1], &pl.kept[2]};
+    cpu_iter it;
+    cpu_iter_init_views(&it, 3, v, 0);
+    return cpu_iter_run(&it, loops[args->in[0].dtype], &pl);
+}
+
+/* ---- sort ------------------------------------------------------------------------- */
+
+/* A line is copied into (value, index) pairs, sorted, and written back.
+ * Stable (ties keep their order: the index breaks them), NaN sorts as the
+ * largest value, as in Torch and NumPy. */
+typedef struct sort_pair {
+    double v; /* every dtype fits: int64 values in the specs' range, and exactly up to 2^53 */
+    int64_t i;
+} sort_pair;
+
+/* int64 values beyond 2^53 would tie in a double: those lines sort on the
+ * integers themselves. */
+typedef struct sort_pair_i64 {
+    int64_t v, i;
+} sort_pair_i64;
+
+static int cmp_up(const void *a, const void *b) {
+    const sort_pair *x = a, *y = b;
+    const int xn = isnan(x->v), yn = isnan(y->v);
+    if (xn != yn) return xn - yn;
+    if (!xn && x->v != y->v) return x->v < y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static int cmp_down(const void *a, const void *b) {
+    const sort_pair *x = a, *y = b;
+    const int xn = isnan(x->v), yn = isnan(y->v);
+    if (xn != yn) return yn - xn; /* NaN first: the largest */
+    if (!xn && x->v != y->v) return x->v > y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static int cmp_i64_up(const void *a, const void *b) {
+    const sort_pair_i64 *x = a, *y = b;
+    if (x->v != y->v) return x->v < y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static int cmp_i64_down(const void *a, const void *b) {
+    const sort_pair_i64 *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+typedef struct sort_ctx {
+    cpu_line_plan pl;
+    int dtype, descending;
+    void *buf; /* one line of pairs */
+} sort_ctx;
+
+static double load(int dt, const char *p) {
+    switch (dt) {
+    case ORDO_F32: return *(const float *)p;
+    case ORDO_F64: return *(const double *)p;
+    case ORDO_I32: return *(const int32_t *)p;
+    case ORDO_I64: return (double)*(const int64_t *)p;
+    default: return *(const uint8_t *)p;
+    }
+}
+
+static void store(int dt, char *p, double v) {
+    switch (dt) {
+    case ORDO_F32: *(float *)p = (float)v; break;
+    case ORDO_F64: *(double *)p = v; break;
+    case ORDO_I32: *(int32_t *)p = (int32_t)v; break;
+    case ORDO_I64: *(int64_t *)p = (int64_t)v; break;
+    default: *(uint8_t *)p = (uint8_t)v; break;
+    }
+}
+
+static int sort_lines(int64_t cnt, char *const *p, const int64_t *s, void *ctx) {
+    const sort_ctx *c = ctx;
+    const int dt = c->dtype;
+    const int64_t n = c->pl.n, es = (int64_t)ordo_dtype_size(dt);
+    const int64_t sy = c->pl.step[0] * es, si = c->pl.step[1], sx = c->pl.step[2] * es;
+    for (int64_t r = 0; r < cnt; r++) {
+        char *y = p[0] + r * s[0] * es;
+        int64_t *idx = (int64_t *)p[1] + r * s[1];
+        const char *x = p[2] + r * s[2] * es;
+        if (dt == ORDO_I64) {
+            sort_pair_i64 *b = c->buf;
+            for (int64_t i = 0; i < n; i++) b[i] = (sort_pair_i64){*(const int64_t *)(x + i * sx), i};
+            qsort(b, (size_t)n, sizeof *b, c->descending ? cmp_i64_down : cmp_i64_up);
+            for (int64_t i = 0; i < n; i++) {
+                *(int64_t *)(y + i * sy) = b[i].v;
+                idx[i * si] = b[i].i;
+            }
+            continue;
+        }
+        sort_pair *b = c->buf;
+        for (int64_t i = 0; i < n; i++) b[i] = (sort_pair){load(dt, x + i * sx), i};
+        qsort(b, (size_t)n, sizeof *b, c->descending ? cmp_down : cmp_up);
+        for (int64_t i = 0; i < n; i++) {
+            store(dt, y + i * sy, b[i].v);
+            idx[i * si] = b[i].i;
+        }
+    }
+    return 0;
+}
+
+/* out[0] values (x's dtype), out[1] int64 indices along dim; iparam 0 the
+ * dim, iparam 1 descending (0 or 1).  x is read whole into the buffer
+ * before its line is written, so the values may be written over x. */
+static int k_sort(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    sort_ctx c;
+    int r = cpu_check_lines(rc, "sort", args, 2, &c.pl);
+    if (r) return r;
+    if (args->niparam < 2 || (args->iparam[1] != 0 && args->iparam[1] != 1))
+        return ordo_fail(rc, "sort: iparam 1 (descending) must be 0 or 1");
+    if (args->out[1].data == args->in[0].data && ordo_view_numel(&args->in[0]) > 0)
+        return ordo_fail(rc, "sort: the indices must not overlap x");
+    if (ordo_view_numel(&args->in[0]) == 0) return 0;
+    c.dtype = args->in[0].dtype;
+    c.descending = (int)args->iparam[1];
+    c.buf = malloc((size_t)c.pl.n * sizeof(sort_pair));
+    if (!c.buf) return ordo_fail(rc, "sort: out of memory for a line of %lld elements", (long long)c.pl.n);
+    const ordo_view *v[3] = {&c.pl.kept[0], &c.pl.kept[1], &c.pl.kept[2]};
+    cpu_iter it;
+    cpu_iter_init_views(&it, 3, v, CPU_ITER_KEEP_ORDER);
+    r = cpu_iter_run(&it, sort_lines, &c);
+    free(c.buf);
+    return r;
+}
+
+void cpu_register_lines(void) {
+    static const cpu_kernel_entry t[] = {
+        {"cumsum", k_cumsum},
+        {"sort", k_sort},
+    };
+    CPU_REGISTER_TABLE(t);
+}

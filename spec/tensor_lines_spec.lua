@@ -1,0 +1,158 @@
+-- Ops along one dim whose outputs depend on the line before them: cumsum,
+-- sort (and argsort, topk on it), against plain Lua on random shapes, every
+-- dtype and layout, with their gradients.
+local ordo = require "ordo"
+local R = require "support.ref"
+local H = require "support.helpers"
+
+local ISFLOAT = R.ISFLOAT
+
+-- The lines of a row-major shape along dim d: a list of lists of flat
+-- (1-based) positions.
+local function lines_of(shape, d)
+    local strides, s = {}, 1
+    for i = #shape, 1, -1 do
+        strides[i] = s
+        s = s * shape[i]
+    end
+    local out = {}
+    local n = R.numel(shape)
+    for pos = 0, n - 1 do
+        if math.floor(pos / strides[d]) % shape[d] == 0 then
+            local line = {}
+            for k = 0, shape[d] - 1 do line[#line + 1] = pos + k * strides[d] + 1 end
+            out[#out + 1] = line
+        end
+    end
+    return out
+end
+
+local function ref_cumsum(r, d, dtype)
+    local data = {}
+    for _, line in ipairs(lines_of(r.shape, d)) do
+        local acc = 0
+        for _, p in ipairs(line) do
+            acc = acc + r.data[p]
+            data[p] = R.cast(acc, dtype)
+        end
+    end
+    return R.new(r.shape, data, dtype)
+end
+
+-- stable, NaN largest; indices from 1
+local function ref_sort(r, d, descending)
+    local values, idx = {}, {}
+    for _, line in ipairs(lines_of(r.shape, d)) do
+        local order = {}
+        for k = 1, #line do order[k] = k end
+        local function key(k) return r.data[line[k]] end
+        table.sort(order, function(a, b)
+            local x, y = key(a), key(b)
+            local xn, yn = x ~= x, y ~= y
+            if xn ~= yn then
+                if descending then return xn end
+                return yn
+            end
+            if not xn and x ~= y then
+                if descending then return x > y end
+                return x < y
+            end
+            return a < b
+        end)
+        for k, o in ipairs(order) do
+            values[line[k]] = r.data[line[o]]
+            idx[line[k]] = o
+        end
+    end
+    return R.new(r.shape, values, r.dtype), R.new(r.shape, idx, "int64")
+end
+
+describe("ops along a dim", function()
+    it("cumsum over each dim, every dtype and layout (integers in int64)", function()
+        math.randomseed(61)
+        for _, dt in ipairs(R.DTYPES) do
+            for _, layout in ipairs(H.LAYOUTS) do
+                local shape = H.rand_shape(3, 5, true)
+                if #shape == 0 then shape = {3} end
+                local ra = R.rand(shape, dt)
+                local a = H.make(ordo, ra, layout)
+                local odt = ISFLOAT[dt] and dt or "int64"
+                for d = 1, #shape do
+                    local what = ("cumsum(%d) %s %s %s"):format(d, dt, layout, R.shape_str(shape))
+                    H.check(a:cumsum(d), ref_cumsum(ra, d, odt), nil, nil, what)
+                    H.check(a:cumsum(d - #shape - 1), ref_cumsum(ra, d, odt), nil, nil, what .. " negative dim")
+                end
+            end
+        end
+        assert.same({1, 3, 6}, ordo.tensor({1, 2, 3}):cumsum():totable())
+        assert.equals(5, ordo.tensor(5):cumsum():item())
+        H.raises(function() return ordo.zeros(2, 3):cumsum() end, "cumsum", "dim", "2x3")
+        H.raises(function() return ordo.zeros(2, 3):cumsum(3) end, "cumsum", "dim")
+    end)
+
+    it("sort ascending and descending over each dim: values and indices, every dtype and layout", function()
+        math.randomseed(62)
+        for _, dt in ipairs(R.DTYPES) do
+            for _, layout in ipairs(H.LAYOUTS) do
+                local shape = H.rand_shape(3, 6, true)
+                if #shape == 0 then shape = {4} end
+                local ra = R.rand(shape, dt)
+                local a = H.make(ordo, ra, layout)
+                for d = 1, #shape do
+                    for _, desc in ipairs({false, true}) do
+                        local what = ("sort(%d, %s) %s %s %s"):format(d, tostring(desc), dt, layout, R.shape_str(shape))
+                        local v, i = a:sort(d, desc)
+                        local rv, ri = ref_sort(ra, d, desc)
+                        H.check(v, rv, 0, 0, what .. " values")
+                        H.check(i, ri, 0, 0, what .. " indices")
+                        H.check(a:argsort(d, desc), ri, 0, 0, what .. " argsort")
+                    end
+                end
+            end
+        end
+    end)
+
+    it("sort is stable, puts NaN last (first descending), defaults to the last dim", function()
+        local a = ordo.tensor({{2, 0 / 0, 1, 2, -1}, {5, 5, 5, 0, 5}})
+        local v, i = a:sort()
+        assert.same({1, 2, 3, 5}, {i:totable()[2][2], i:totable()[2][3], i:totable()[2][4], i:totable()[2][5]})
+        assert.same({5, 3, 1, 4, 2}, i:totable()[1])
+        local row = v:totable()[1]
+        assert.same({-1, 1, 2, 2}, {row[1], row[2], row[3], row[4]})
+        assert.is_true(row[5] ~= row[5])
+        local _, di = a:sort(true)
+        assert.same({2, 1, 4, 3, 5}, di:totable()[1])
+        assert.same({1, 2, 3, 5, 4}, di:totable()[2])
+        -- 2^53 + 1 and 2^53 are one double: int64 lines sort on the integers
+        local big = ordo.tensor({2 ^ 53, 2 ^ 53, 3}, "int64") + ordo.tensor({1, 0, 0}, "int64")
+        assert.same({3, 2, 1}, big:argsort():totable())
+        H.raises(function() return a:sort(1, "down") end, "sort", "descending", "string")
+        H.raises(function() return a:sort(3) end, "sort", "dim")
+    end)
+
+    it("topk: the k largest or smallest along a dim, in order, with indices", function()
+        local a = ordo.tensor({{3, 9, 1, 7}, {4, 4, 8, 0}})
+        local v, i = a:topk(2)
+        assert.same({{9, 7}, {8, 4}}, v:totable())
+        assert.same({{2, 4}, {3, 1}}, i:totable())
+        v, i = a:topk(1, 1, false)
+        assert.same({{3, 4, 1, 0}}, v:totable())
+        assert.same({{1, 2, 1, 2}}, i:totable())
+        assert.same({2, 0}, a:topk(0):shape())
+        H.raises(function() return a:topk(5) end, "topk", "0..4", "2x4", "5")
+        H.raises(function() return a:topk(1, 2, "yes") end, "topk", "largest", "string")
+    end)
+
+    it("gradients of cumsum, sort and topk match numerical differentiation", function()
+        ordo.manual_seed(3)
+        local x = ordo.randn({3, 5}, "float64"):requires_grad()
+        for _, fn in ipairs({
+            function(t) return t:cumsum(2) end, function(t) return t:cumsum(-2) end,
+            function(t) return t:reshape(15):cumsum() end,
+            function(t) return (t:sort(2)) end, function(t) return (t:sort(1, true)) end,
+            function(t) return (t:topk(2)) end, function(t) return (t:topk(2, 1, false)) end,
+        }) do
+            assert.is_true(ordo.autograd.gradcheck(fn, {x}))
+        end
+    end)
+end)
