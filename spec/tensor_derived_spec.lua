@@ -128,6 +128,47 @@ describe("derived ops", function()
         H.raises(function() return ordo.equal(a, 1) end, "equal", "number")
     end)
 
+    it("all and any: Lua booleans over every element, uint8 tensors along a dim", function()
+        assert.is_false(ordo.tensor({1, 2, 0}):all())
+        assert.is_true(ordo.tensor({1, -2, 0.5}):all())
+        assert.is_true(ordo.tensor({0 / 0}):all()) -- NaN is nonzero
+        assert.is_false(ordo.zeros(3):any())
+        assert.is_true(ordo.tensor({0, 0, 3}, "int32"):any())
+        assert.is_true(ordo.zeros(0):all())
+        assert.is_false(ordo.zeros(0):any())
+        local m = ordo.tensor({{1, 0, 1}, {1, 1, 1}})
+        local a = m:all(2)
+        assert.equals("uint8", a:dtype())
+        assert.same({0, 1}, a:totable())
+        assert.same({{1, 1, 1}}, m:any(1, true):totable())
+    end)
+
+    it("randint and randperm: ranges, dtypes, a permutation, reproducible with manual_seed", function()
+        ordo.manual_seed(5)
+        local r = ordo.randint(-2, 3, {2000})
+        assert.equals("int64", r:dtype())
+        local seen = {}
+        for _, v in ipairs(r:totable()) do
+            assert.is_true(v >= -2 and v <= 2, "randint value " .. v .. " outside -2..2")
+            seen[v] = (seen[v] or 0) + 1
+        end
+        for v = -2, 2 do assert.is_true((seen[v] or 0) > 300, "value " .. v .. " drawn too rarely") end
+        assert.equals("int32", ordo.randint(4, {3}, "int32"):dtype())
+        assert.same({2, 3}, ordo.randint(4, {2, 3}, {dtype = "uint8"}):shape())
+        ordo.manual_seed(9)
+        local p1 = ordo.randperm(50):totable()
+        ordo.manual_seed(9)
+        assert.same(p1, ordo.randperm(50):totable())
+        local sorted = {}
+        for i, v in ipairs(p1) do sorted[i] = v end
+        table.sort(sorted)
+        for i = 1, 50 do assert.equals(i, sorted[i]) end
+        assert.same({0}, ordo.randperm(0):shape())
+        H.raises(function() return ordo.randint(3, 3, {2}) end, "randint", "low < high")
+        H.raises(function() return ordo.randint(3, "x") end, "randint", "shape", "string")
+        H.raises(function() return ordo.randperm(-1) end, "randperm", "-1")
+    end)
+
     it("eye and linspace, with a dtype", function()
         assert.same({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, ordo.eye(3):totable())
         local e = ordo.eye(2, 3, "int64")

@@ -2,9 +2,9 @@
 -- They run on every device the ops they use run on, and autograd
 -- differentiates them through those ops (they call the methods as they are
 -- when called, so autograd's wrappers are the ones used).  Statistics
--- (var, std, norm, logsumexp), comparisons that answer with a Lua boolean
--- (allclose, equal), making tensors (eye, linspace) and cutting one into
--- views (chunk, split).
+-- (var, std, norm, logsumexp), answers as a Lua boolean (allclose, equal,
+-- all, any), making tensors (eye, linspace, randint, randperm) and cutting
+-- one into views (chunk, split).
 local tensor = require "ordo.tensor"
 local util = require "ordo.util"
 
@@ -141,6 +141,59 @@ function M.linspace(start, stop, n, opts)
     local r = steps * step + start
     if n > 1 then r[n] = stop end -- exactly stop, whatever the rounding of the steps
     return r:to(proto:dtype())
+end
+
+-- all() / any(): are all (any) elements nonzero -- a Lua boolean (waits;
+-- NaN counts as nonzero); all(dim [, keepdim]) / any(dim [, keepdim]):
+-- a uint8 tensor of the answers along dim.
+function Tensor:all(dim, keepdim)
+    check_self("all", self)
+    local nz = self:ne(0)
+    if dim ~= nil then return (nz:min(dim, keepdim)) end
+    return self:numel() == 0 or nz:min():item() == 1
+end
+
+function Tensor:any(dim, keepdim)
+    check_self("any", self)
+    local nz = self:ne(0)
+    if dim ~= nil then return (nz:max(dim, keepdim)) end
+    return self:numel() > 0 and nz:max():item() == 1
+end
+
+-- The options of a random integer maker: its dtype (int64 unless opts
+-- names one) and the options for the float64 draw it starts from.
+local function int_options(fname, opts)
+    if opts == nil then return "int64", {dtype = "float64"} end
+    if type(opts) == "string" then return opts, {dtype = "float64"} end
+    if type(opts) ~= "table" then
+        fail(fmt("%s: options must be a table {dtype =, device =, engine =} or a dtype, got %s", fname,
+                 typename(opts)))
+    end
+    return opts.dtype or "int64", {dtype = "float64", device = opts.device, engine = opts.engine}
+end
+
+-- randint([low,] high, shape [, opts]): integers drawn uniformly from
+-- low..high-1 (low 0 by default), int64 unless opts says otherwise; the
+-- generator is ordo.manual_seed's.
+function M.randint(a, b, c, d)
+    local low, high, shape, opts
+    if type(b) == "number" then low, high, shape, opts = a, b, c, d
+    else low, high, shape, opts = 0, a, b, c end
+    if not is_int(low) or not is_int(high) or high <= low then
+        fail(fmt("randint: expected integers low < high, got %s and %s", tostring(low), tostring(high)))
+    end
+    if type(shape) ~= "table" then fail("randint: expected the shape as a table, got " .. typename(shape)) end
+    local dtype, ropts = int_options("randint", opts)
+    local u = tensor.rand(shape, ropts) -- [0, 1) in float64: exact enough for any int32 range
+    return u:mul(high - low):floor():add(low):clamp(low, high - 1):to(dtype)
+end
+
+-- randperm(n [, opts]): 1..n in a random order (int64 unless opts says
+-- otherwise): indices count from 1 in ordo.
+function M.randperm(n, opts)
+    if not is_int(n) or n < 0 then fail("randperm: n must be an integer >= 0, got " .. tostring(n)) end
+    local dtype, ropts = int_options("randperm", opts)
+    return tensor.rand({n}, ropts):argsort():to(dtype)
 end
 
 -- The lengths along dim that chunk and split cut.

@@ -37,7 +37,7 @@ for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand"
     M[k] = tensor[k]
 end
 
-for _, k in ipairs({"eye", "linspace", "allclose", "equal"}) do M[k] = derived[k] end
+for _, k in ipairs({"eye", "linspace", "allclose", "equal", "randint", "randperm"}) do M[k] = derived[k] end
 
 -- ordo.exp(t), ordo.sum(t, dim), ordo.add(a, b)...: the methods as functions.
 for name, fn in pairs(tensor.Tensor) do

@@ -268,7 +268,8 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            floor ceil round trunc  masked_fill  (in place: add_ ... fill_ zero_ copy_)
   reduce:  sum mean max min argmax argmin var std norm logsumexp (dim, keepdim)  softmax log_softmax
            cumsum(dim)  sort(dim, descending) argsort topk(k, dim, largest) (values, indices)
-           ordo.allclose(a, b) ordo.equal(a, b) (Lua booleans)  eye linspace  t:chunk(n) t:split(size)
+           ordo.allclose(a, b) ordo.equal(a, b) t:all() t:any() (Lua booleans)  t:chunk(n) t:split(size)
+           ordo.eye(n) linspace(a, b, n) randint([lo,] hi, shape) randperm(n)
   linalg:  matmul   indexing: gather index_select
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
 Profiler:  ordo.profiler.start() stop() summary() dump("trace.json")
