@@ -130,6 +130,96 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u) return F.mse_loss(u, y) end, {x}))
     end)
 
+    it("SiLU, GELU (tanh approximation), Softplus, LeakyReLU against plain Lua; gradcheck", function()
+        local xs = {-30, -2, -0.5, 0.25, 1, 3, 40}
+        local x = ordo.tensor(xs, D)
+        local function ref(f) local r = {} for i, v in ipairs(xs) do r[i] = f(v) end return r end
+        local function sig(v) return 1 / (1 + math.exp(-v)) end
+        close(nn.SiLU()(x):totable(), ref(function(v) return v * sig(v) end))
+        close(nn.GELU()(x):totable(), ref(function(v)
+            local u = math.sqrt(2 / math.pi) * (v + 0.044715 * v ^ 3)
+            return 0.5 * v * (1 + (1 - 2 / (math.exp(2 * u) + 1))) -- tanh, without inf / inf
+        end))
+        close(nn.Softplus()(x):totable(), ref(function(v) return v > 20 and v or math.log(1 + math.exp(v)) end))
+        close(nn.LeakyReLU(0.2)(x):totable(), ref(function(v) return v > 0 and v or 0.2 * v end))
+        close(nn.LeakyReLU()(x):totable(), ref(function(v) return v > 0 and v or 0.01 * v end))
+        local s = ordo.tensor({-1.3, -0.4, 0.35, 0.9, 2.2}, D):requires_grad()
+        for _, f in ipairs({F.silu, F.gelu, F.softplus, function(u) return F.leaky_relu(u, 0.1) end}) do
+            assert.is_true(ag.gradcheck(f, {s}))
+        end
+        assert.has_error(function() nn.LeakyReLU("x") end)
+    end)
+
+    it("LayerNorm normalises the last dims, with a learned scale and shift; gradcheck", function()
+        local x = ordo.randn({3, 2, 4}, D)
+        local ln = nn.LayerNorm({2, 4}, {dtype = "float64"})
+        assert.same({2, 4}, ln.weight:shape())
+        local y = ln(x):totable()
+        local xt = x:totable()
+        for b = 1, 3 do
+            local vals = {}
+            for i = 1, 2 do for j = 1, 4 do vals[#vals + 1] = xt[b][i][j] end end
+            local m, v = 0, 0
+            for _, a in ipairs(vals) do m = m + a / 8 end
+            for _, a in ipairs(vals) do v = v + (a - m) ^ 2 / 8 end
+            for i = 1, 2 do
+                for j = 1, 4 do close(y[b][i][j], (xt[b][i][j] - m) / math.sqrt(v + 1e-5), 1e-9) end
+            end
+        end
+        ordo.no_grad(function()
+            ln.weight:fill_(2)
+            ln.bias:fill_(1)
+        end)
+        local plain = nn.LayerNorm({2, 4}, {dtype = "float64", affine = false})(x)
+        close(ln(x):reshape(-1):totable(), (plain * 2 + 1):reshape(-1):totable())
+        local u = ordo.randn({2, 5}, D):requires_grad()
+        local w, bias = ordo.randn({5}, D):requires_grad(), ordo.randn({5}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a, b, c) return F.layer_norm(a, {5}, b, c) end, {u, w, bias}))
+        assert.has_error(function() nn.LayerNorm(4)(ordo.zeros(2, 5)) end)
+        assert.equals(2, #nn.LayerNorm(3):parameters())
+        assert.equals(0, #nn.LayerNorm(3, {affine = false}):parameters())
+    end)
+
+    it("Embedding gives the rows at the indices (from 1), in the indices' shape; gradients reach the rows", function()
+        local e = nn.Embedding(6, 3, {dtype = "float64"})
+        local idx = ordo.tensor({{1, 6}, {6, 2}}, "int64")
+        local y = e(idx)
+        assert.same({2, 2, 3}, y:shape())
+        local w = e.weight:totable()
+        close(y:totable()[1][2], w[6])
+        close(y:totable()[2][2], w[2])
+        y:sum():backward()
+        local g = e.weight.grad:totable()
+        assert.same({1, 1, 1}, g[1])
+        assert.same({2, 2, 2}, g[6])
+        assert.same({0, 0, 0}, g[3])
+        assert.has_error(function() e(ordo.tensor({1.5})) end)
+    end)
+
+    it("L1Loss and BCEWithLogitsLoss against plain Lua, stable for large logits; gradcheck", function()
+        local a = ordo.tensor({1, -2, 3}, D)
+        local b = ordo.tensor({0, 0, 1}, D)
+        close(nn.L1Loss()(a, b):item(), (1 + 2 + 2) / 3)
+        close(nn.L1Loss({reduction = "sum"})(a, b):item(), 5)
+        local logits = ordo.tensor({-3, 0.5, 2, 800, -800}, D)
+        local t = ordo.tensor({0, 1, 1, 1, 0}, D)
+        local want = 0
+        for i, z in ipairs(logits:totable()) do
+            local y = t:totable()[i]
+            local p = 1 / (1 + math.exp(-z))
+            local l
+            if math.abs(z) > 30 then l = (z > 0 and (1 - y) * z) or (-y * z) -- the limit: no log(0)
+            else l = -(y * math.log(p) + (1 - y) * math.log(1 - p)) end
+            want = want + l / 5
+        end
+        close(nn.BCEWithLogitsLoss()(logits, t):item(), want, 1e-9)
+        local x = ordo.randn({4}, D):requires_grad()
+        local y = ordo.tensor({0, 1, 0.3, 1}, D)
+        assert.is_true(ag.gradcheck(function(u) return F.binary_cross_entropy_with_logits(u, y) end, {x}))
+        assert.is_true(ag.gradcheck(function(u) return F.l1_loss(u, y) end, {x}))
+        assert.has_error(function() nn.BCEWithLogitsLoss()(x, ordo.zeros(3)) end)
+    end)
+
     it("init helpers draw from the engine RNG (seeded) within their bounds", function()
         ordo.manual_seed(11)
         local a = nn.init.xavier_uniform_(ordo.empty({30, 20}))

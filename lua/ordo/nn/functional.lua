@@ -58,6 +58,21 @@ end
 function M.relu(x) return x:relu() end
 function M.tanh(x) return x:tanh() end
 function M.sigmoid(x) return x:sigmoid() end
+-- x * sigmoid(x) (also called swish)
+function M.silu(x) return x * x:sigmoid() end
+-- The tanh approximation of GELU (Torch's approximate = "tanh"):
+-- 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+function M.gelu(x)
+    return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)):tanh():add(1)
+end
+-- x where x > 0, slope * x elsewhere (slope 0.01 by default)
+function M.leaky_relu(x, slope)
+    slope = slope or 0.01
+    if type(slope) ~= "number" then fail("leaky_relu: slope must be a number, got " .. typename(slope)) end
+    return x:relu() - (-x):relu() * slope
+end
+-- log(1 + exp(x)), without overflow: relu(x) + log1p(exp(-|x|))
+function M.softplus(x) return x:relu() + (-x:abs()):exp():log1p() end
 function M.softmax(x, dim) return x:softmax(dim) end
 function M.log_softmax(x, dim) return x:log_softmax(dim) end
 
@@ -116,6 +131,63 @@ function M.cross_entropy(logits, target, opts)
     check_target("cross_entropy", logits, target)
     local picked = logits:log_softmax(2):gather(2, target:view(-1, 1)):view(-1)
     return reduce("cross_entropy", -picked, opts and opts.reduction)
+end
+
+-- Mean absolute error; shapes broadcast like `-`.
+function M.l1_loss(input, target, opts)
+    check_tensor("l1_loss", "input", input)
+    return reduce("l1_loss", (input - target):abs(), opts and opts.reduction)
+end
+
+-- Binary cross-entropy of logits against targets in [0, 1] (the same
+-- shape), computed stably as relu(x) - x y + log(1 + exp(-|x|)).
+function M.binary_cross_entropy_with_logits(logits, target, opts)
+    check_tensor("binary_cross_entropy_with_logits", "input", logits)
+    check_tensor("binary_cross_entropy_with_logits", "target", target)
+    if tensor.shape_str(shape_of(logits)) ~= tensor.shape_str(shape_of(target)) then
+        fail(fmt("binary_cross_entropy_with_logits: target of shape %s does not match input %s",
+                 shape_str(target), shape_str(logits)))
+    end
+    local loss = logits:relu() - logits * target + (-logits:abs()):exp():log1p()
+    return reduce("binary_cross_entropy_with_logits", loss, opts and opts.reduction)
+end
+
+-- Normalises x over its last dims (the shape normalized_shape gives):
+-- (x - mean) / sqrt(var + eps), var the biased one, then * weight + bias.
+function M.layer_norm(x, normalized_shape, weight, bias, eps)
+    check_tensor("layer_norm", "input", x)
+    eps = eps or 1e-5
+    local s, k = shape_of(x), #normalized_shape
+    local ok = k >= 1 and k <= #s
+    for i = 1, k do ok = ok and s[#s - k + i] == normalized_shape[i] end
+    if not ok then
+        fail(fmt("layer_norm: input of shape %s does not end in the normalized shape %s", shape_str(x),
+                 tensor.shape_str(normalized_shape)))
+    end
+    local lead = {}
+    for i = 1, #s - k do lead[i] = s[i] end
+    lead[#lead + 1] = -1
+    local x2 = x:reshape(lead) -- the normalised dims as one
+    local mean = x2:mean(-1, true)
+    local d = x2 - mean
+    local y = (d / ((d * d):mean(-1, true) + eps):sqrt()):reshape(s)
+    if weight ~= nil then y = y * weight end
+    if bias ~= nil then y = y + bias end
+    return y
+end
+
+-- Rows of weight (num × dim) at the indices (int64 or int32, from 1, any
+-- shape): the result has the indices' shape and then dim.
+function M.embedding(indices, weight)
+    check_tensor("embedding", "indices", indices)
+    check_tensor("embedding", "weight", weight)
+    local dt = indices:dtype()
+    if dt ~= "int64" and dt ~= "int32" then
+        fail(fmt("embedding: indices must be int64 or int32 (from 1), got %s", dt))
+    end
+    local s = shape_of(indices)
+    s[#s + 1] = weight:size(2)
+    return weight:index_select(1, indices:reshape(-1)):reshape(s)
 end
 
 -- Mean squared error; shapes broadcast like `-`.

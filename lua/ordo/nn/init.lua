@@ -356,6 +356,57 @@ end
 activation("ReLU", F.relu)
 activation("Tanh", F.tanh)
 activation("Sigmoid", F.sigmoid)
+activation("SiLU", F.silu)
+activation("GELU", F.gelu)
+activation("Softplus", F.softplus)
+
+-- LeakyReLU(slope): x where x > 0, slope * x elsewhere (slope 0.01).
+local LeakyReLU = Module:extend("LeakyReLU")
+M.LeakyReLU = LeakyReLU
+function LeakyReLU:init(slope)
+    slope = slope or 0.01
+    if type(slope) ~= "number" then fail("LeakyReLU: slope must be a number, got " .. typename(slope)) end
+    self.slope = slope
+end
+function LeakyReLU:forward(x) return F.leaky_relu(x, self.slope) end
+function LeakyReLU:extra_repr() return fmt("slope = %g", self.slope) end
+
+-- LayerNorm(shape [, {eps = 1e-5, affine = true, dtype =, device =}]):
+-- normalises the last dims (shape: a size or a table of sizes), then
+-- scales and shifts by learned weight (ones) and bias (zeros).
+local LayerNorm = Module:extend("LayerNorm")
+M.LayerNorm = LayerNorm
+function LayerNorm:init(shape, opts)
+    if type(shape) == "number" then shape = {shape} end
+    if type(shape) ~= "table" or #shape == 0 then
+        fail("LayerNorm: expected the normalized shape (a size or a table of sizes), got " .. typename(shape))
+    end
+    for i, n in ipairs(shape) do check_int("LayerNorm", "size " .. i, n) end
+    opts = opts_of("LayerNorm", opts)
+    self.normalized_shape, self.eps = shape, opts.eps or 1e-5
+    if opts.affine ~= false then
+        local topts = {dtype = opts.dtype or "float32", device = opts.device}
+        self:register_parameter("weight", tensor.ones(shape, topts))
+        self:register_parameter("bias", tensor.zeros(shape, topts))
+    end
+end
+function LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
+function LayerNorm:extra_repr() return fmt("%s, eps = %g", tensor.shape_str(self.normalized_shape), self.eps) end
+
+-- Embedding(num, dim [, {dtype =, device =}]): a learned table of num rows
+-- of dim, initialised N(0, 1) as Torch; forward(indices) gives the rows at
+-- the indices (from 1).
+local Embedding = Module:extend("Embedding")
+M.Embedding = Embedding
+function Embedding:init(num, dim, opts)
+    check_int("Embedding", "num_embeddings", num)
+    check_int("Embedding", "embedding_dim", dim)
+    opts = opts_of("Embedding", opts)
+    self.num_embeddings, self.embedding_dim = num, dim
+    self:register_parameter("weight", tensor.randn({num, dim}, {dtype = opts.dtype or "float32", device = opts.device}))
+end
+function Embedding:forward(indices) return F.embedding(indices, self.weight) end
+function Embedding:extra_repr() return fmt("%d, %d", self.num_embeddings, self.embedding_dim) end
 
 local Softmax = Module:extend("Softmax")
 M.Softmax = Softmax
@@ -436,6 +487,18 @@ local NLLLoss = Module:extend("NLLLoss")
 M.NLLLoss = NLLLoss
 function NLLLoss:init(opts) self.reduction = opts_of("NLLLoss", opts).reduction or "mean" end
 function NLLLoss:forward(logp, target) return F.nll_loss(logp, target, {reduction = self.reduction}) end
+
+local L1Loss = Module:extend("L1Loss")
+M.L1Loss = L1Loss
+function L1Loss:init(opts) self.reduction = opts_of("L1Loss", opts).reduction or "mean" end
+function L1Loss:forward(input, target) return F.l1_loss(input, target, {reduction = self.reduction}) end
+
+local BCEWithLogitsLoss = Module:extend("BCEWithLogitsLoss")
+M.BCEWithLogitsLoss = BCEWithLogitsLoss
+function BCEWithLogitsLoss:init(opts) self.reduction = opts_of("BCEWithLogitsLoss", opts).reduction or "mean" end
+function BCEWithLogitsLoss:forward(logits, target)
+    return F.binary_cross_entropy_with_logits(logits, target, {reduction = self.reduction})
+end
 
 -- Conv2d, MaxPool2d, BatchNorm1d/2d and their functional forms
 -- ---------------------------------------------------------------- evaluation
