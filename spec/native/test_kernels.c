@@ -205,7 +205,8 @@ static const char *const CATALOGUE[] = {
     "lt_scalar", "le_scalar", "gt_scalar", "ge_scalar", "neg", "abs", "relu", "exp", "log", "sqrt",
     "tanh", "sigmoid", "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli", "gather",
-    "index_select", "scatter_add", "index_add",
+    "index_select", "scatter_add", "index_add", "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt",
+    "reciprocal", "floor", "ceil", "round", "trunc", "cumsum", "sort",
 };
 
 static void registry_has_every_catalogue_kernel(void) {
@@ -1376,6 +1377,122 @@ static void kernel_softmax(void) {
     END();
 }
 
+/* cumsum and sort (lines.c) on random shapes and layouts, every dtype:
+ * cumsum against a running sum per line (exact for the small integers and
+ * within rounding for floats); sort checked by what a sort must be -- each
+ * line's values in order, ties by rising index, every index once, and
+ * values[i] = x[indices[i]] -- half of the runs in place (values over x). */
+static void kernel_lines(void) {
+    begin();
+    for (int t = 0; t < 5; t++)
+        for (int trial = 0; trial < 24; trial++) {
+            const int dt = ALL_DT[t];
+            int64_t shape[8];
+            int nd = rand_shape(3, shape);
+            int dim = nd ? (int)rnd(0, nd - 1) : 0;
+            tv x = tv_new(dt, nd, shape, L_ANY);
+            tv_rand(&x, 0);
+            if (dt == ORDO_U8) /* small values, so that sums stay exact and ties happen */
+                for (size_t i = 0; i < x.nbytes; i++) ((uint8_t *)x.base)[i] %= 7;
+            tv y = tv_like(&x, dt, L_ANY), ix = tv_like(&x, ORDO_I64, L_ANY);
+            ordo_kernel_args k = args0();
+            k.nin = 1;
+            k.nout = 1;
+            k.in[0] = x.v;
+            k.out[0] = y.v;
+            k.niparam = 1;
+            k.iparam[0] = dim;
+            CHECK_EQ_LONG(call("cumsum", &k), 0);
+            const int64_t n = nd ? shape[dim] : 1;
+            int64_t idx[8] = {0};
+            if (numel_of(&x.v))
+                do {
+                    if (nd && idx[dim] != 0) continue;
+                    int64_t j[8];
+                    memcpy(j, idx, sizeof j);
+                    long double acc = 0;
+                    for (int64_t i = 0; i < n; i++) {
+                        if (nd) j[dim] = i;
+                        acc += getl(&x.v, j);
+                        double want = dt == ORDO_U8 ? (double)((int64_t)acc & 255) : (double)acc;
+                        if (!close_to(getd(&y.v, j), want, dt == ORDO_F32 ? 1e-5 : 1e-12, 1e-5))
+                            BAD("cumsum %s dim %d: %.9g want %.9g", dtn(dt), dim, getd(&y.v, j), want);
+                    }
+                } while (next_idx(nd, shape, idx));
+            for (int desc = 0; desc < 2; desc++) {
+                const int inplace = trial % 2 == 1;
+                tv xs = tv_like(&x, dt, L_ANY); /* x as it was, for the checks: in place overwrites */
+                ordo_kernel_args c = args0();
+                c.nin = c.nout = 1;
+                c.in[0] = x.v;
+                c.out[0] = xs.v;
+                CHECK_EQ_LONG(call("copy", &c), 0);
+                k.nout = 2;
+                k.in[0] = inplace ? y.v : x.v;
+                if (inplace) {
+                    c.out[0] = y.v;
+                    CHECK_EQ_LONG(call("copy", &c), 0);
+                }
+                k.out[0] = y.v;
+                k.out[1] = ix.v;
+                k.niparam = 2;
+                k.iparam[1] = desc;
+                CHECK_EQ_LONG(call("sort", &k), 0);
+                memset(idx, 0, sizeof idx);
+                if (numel_of(&x.v))
+                    do {
+                        if (nd && idx[dim] != 0) continue;
+                        int64_t j[8], seen[64] = {0};
+                        memcpy(j, idx, sizeof j);
+                        long double prev = 0;
+                        int64_t prev_i = -1;
+                        for (int64_t i = 0; i < n; i++) {
+                            if (nd) j[dim] = i;
+                            long double v = getl(&y.v, j);
+                            int64_t from = geti(&ix.v, j);
+                            if (from < 0 || from >= n) {
+                                BAD("sort %s: index %lld out of 0..%lld", dtn(dt), (long long)from, (long long)n - 1);
+                                continue;
+                            }
+                            if (from < 64) seen[from]++;
+                            int64_t src[8];
+                            memcpy(src, j, sizeof src);
+                            if (nd) src[dim] = from;
+                            if (getl(&xs.v, src) != v) BAD("sort %s: values[%lld] is not x[indices]", dtn(dt), (long long)i);
+                            if (i > 0) {
+                                int order = desc ? (v < prev) : (v > prev);
+                                if (!order && !(v == prev && from > prev_i))
+                                    BAD("sort %s desc %d dim %d: out of order at %lld", dtn(dt), desc, dim, (long long)i);
+                            }
+                            prev = v;
+                            prev_i = from;
+                        }
+                        for (int64_t i = 0; i < n && i < 64; i++)
+                            if (seen[i] != 1) BAD("sort %s: index %lld taken %lld times", dtn(dt), (long long)i, (long long)seen[i]);
+                    } while (next_idx(nd, shape, idx));
+                tv_free(&xs);
+            }
+            tv_free(&x);
+            tv_free(&y);
+            tv_free(&ix);
+        }
+    int64_t n = 3;
+    tv x = tv_new(ORDO_F32, 1, &n, L_CONTIG), i32 = tv_new(ORDO_I32, 1, &n, L_CONTIG);
+    ordo_kernel_args k = args0();
+    k.nin = 1;
+    k.nout = 2;
+    k.in[0] = k.out[0] = x.v;
+    k.out[1] = i32.v;
+    k.niparam = 2;
+    EXPECT_FAIL("sort", &k, "indices must be int64");
+    k.nout = 1;
+    k.iparam[0] = 1;
+    EXPECT_FAIL("cumsum", &k, "dim 1 out of range");
+    tv_free(&x);
+    tv_free(&i32);
+    END();
+}
+
 /* ------------------------------------------------------------------ */
 /* Matmul                                                              */
 
@@ -2097,6 +2214,7 @@ int main(void) {
     TEST(kernel_reductions);
     TEST(kernel_reduction_edges);
     TEST(kernel_softmax);
+    TEST(kernel_lines);
     TEST(kernel_matmul);
     TEST(random_philox_known_answers);
     TEST(random_bit_exact_streams);
