@@ -249,7 +249,7 @@ describe("nn modules", function()
         f:close()
         ok, err = pcall(function() m2:load(path) end)
         assert.is_false(ok)
-        assert.matches("not an ordo parameter file", err)
+        assert.matches("not an ordo tensor file", err)
         os.remove(path)
     end)
 

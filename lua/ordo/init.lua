@@ -38,6 +38,8 @@ for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand"
 end
 
 for _, k in ipairs({"eye", "linspace", "allclose", "equal", "randint", "randperm"}) do M[k] = derived[k] end
+local serialize = require "ordo.serialize"
+M.save, M.load = serialize.save, serialize.load -- tensors, or tables of them, to and from a file
 
 -- ordo.exp(t), ordo.sum(t, dim), ordo.add(a, b)...: the methods as functions.
 for name, fn in pairs(tensor.Tensor) do

@@ -270,6 +270,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            cumsum(dim)  sort(dim, descending) argsort topk(k, dim, largest) (values, indices)
            ordo.allclose(a, b) ordo.equal(a, b) t:all() t:any() (Lua booleans)  t:chunk(n) t:split(size)
            ordo.eye(n) linspace(a, b, n) randint([lo,] hi, shape) randperm(n)
+  files:   ordo.save(t_or_table, path)  ordo.load(path [, {device = d}])
   linalg:  matmul   indexing: gather index_select
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
 Profiler:  ordo.profiler.start() stop() summary() dump("trace.json")

@@ -10,13 +10,12 @@
 -- order so that parameters(), state_dict() and save files are stable.
 -- m(x) calls m:forward(x).  Modules start in training mode; eval() switches
 -- Dropout and BatchNorm to inference behaviour.
-local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
 local F = require "ordo.nn.functional"
+local serialize = require "ordo.serialize"
 
-local ffi = cdef.ffi
 local fail, typename = util.fail, util.typename
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt, concat = string.format, table.concat
@@ -189,29 +188,12 @@ end
 
 -- ---------------------------------------------------------------- save / load
 
--- File format (little-endian host order): "ORDO-PARAMS 1\n", then per
--- tensor a text line "name dtype ndim d1 d2 ...\n" and its bytes,
--- contiguous; a final "end\n".
-local MAGIC = "ORDO-PARAMS 1\n"
-
-local function write_tensor(f, name, t)
-    local c = t:detach():to(util.cpu(0)):contiguous()
-    c:wait()
-    local s = shape_of(c)
-    f:write(fmt("%s %s %d %s\n", name, c:dtype(), #s, concat(s, " ")))
-    local nbytes = c:numel() * c:element_size()
-    if nbytes > 0 then f:write(ffi.string(util.host_ptr(c), nbytes)) end
-end
-
--- Writes the module's parameters and buffers to path.
+-- Writes the module's parameters and buffers to path (ordo.serialize: the
+-- file is replaced only once it is whole).
 function Module:save(path)
-    if type(path) ~= "string" then fail("save: expected a file path, got " .. typename(path)) end
-    local f, err = io.open(path, "wb")
-    if not f then fail("save: cannot open " .. path .. ": " .. tostring(err)) end
-    f:write(MAGIC)
-    for _, e in ipairs(self:state_dict()) do write_tensor(f, e.name, e.tensor) end
-    f:write("end\n")
-    f:close()
+    local entries = {}
+    for _, e in ipairs(self:state_dict()) do entries[#entries + 1] = {name = e.name, tensor = e.tensor} end
+    serialize.write("save", path, entries)
     return self
 end
 
@@ -219,34 +201,8 @@ end
 -- shapes and dtypes; the device may differ).  Raises on any mismatch and
 -- then leaves every tensor unchanged.
 function Module:load(path)
-    if type(path) ~= "string" then fail("load: expected a file path, got " .. typename(path)) end
-    local f, err = io.open(path, "rb")
-    if not f then fail("load: cannot open " .. path .. ": " .. tostring(err)) end
-    local data = f:read("*a")
-    f:close()
-    if data:sub(1, #MAGIC) ~= MAGIC then fail("load: " .. path .. " is not an ordo parameter file") end
-    local pos = #MAGIC + 1
     local entries = {}
-    while true do
-        local nl = data:find("\n", pos, true)
-        if not nl then fail("load: " .. path .. " is truncated") end
-        local line = data:sub(pos, nl - 1)
-        pos = nl + 1
-        if line == "end" then break end
-        local words = {}
-        for w in line:gmatch("%S+") do words[#words + 1] = w end
-        local name, dt, nd = words[1], words[2], tonumber(words[3])
-        if not (name and dt and nd) then fail("load: bad header line in " .. path .. ": " .. line) end
-        local shape = {}
-        for i = 1, nd do shape[i] = tonumber(words[3 + i]) end
-        local t = tensor.empty(shape, {dtype = dt})
-        local nbytes = t:numel() * t:element_size()
-        if pos + nbytes - 1 > #data then fail("load: " .. path .. " is truncated in " .. name) end
-        -- a fresh cpu(0) tensor; copy_ below takes it to the module's device
-        if nbytes > 0 then ffi.copy(util.host_ptr(t), data:sub(pos, pos + nbytes - 1), nbytes) end
-        pos = pos + nbytes
-        entries[name] = t
-    end
+    for _, e in ipairs(serialize.read("load", path)) do entries[e.name] = e.tensor end
     local own = self:state_dict()
     for _, e in ipairs(own) do
         local t = entries[e.name]
