@@ -187,6 +187,53 @@ describe("derived ops", function()
         H.raises(function() return ordo.linspace(0, 1, 2.5) end, "linspace", "2.5")
     end)
 
+    it("dot, outer, tril, triu, flip, diag, masked_select against plain Lua; gradients", function()
+        local a, b = ordo.tensor({1, 2, 3}, "float64"), ordo.tensor({4, -5, 6}, "float64")
+        assert.equals(12, a:dot(b):item())
+        assert.same({{4, -5, 6}, {8, -10, 12}, {12, -15, 18}}, a:outer(b):totable())
+        local m = ordo.arange(1, 13, "float64"):view(3, 4)
+        local mt = m:totable()
+        for _, k in ipairs({-2, -1, 0, 1, 3}) do
+            local lo, up = m:tril(k):totable(), m:triu(k):totable()
+            for i = 1, 3 do
+                for j = 1, 4 do
+                    assert.equals(j - i <= k and mt[i][j] or 0, lo[i][j])
+                    assert.equals(j - i >= k and mt[i][j] or 0, up[i][j])
+                end
+            end
+        end
+        assert.same({3, 2, 4}, ordo.ones(3, 2, 4):triu():shape()) -- a batch of matrices
+        assert.same({{9, 10, 11, 12}, {5, 6, 7, 8}, {1, 2, 3, 4}}, m:flip(1):totable())
+        assert.same({{12, 11, 10, 9}, {8, 7, 6, 5}, {4, 3, 2, 1}}, m:flip({1, -1}):totable())
+        local same = m:flip({})
+        assert.same(mt, same:totable())
+        same:fill_(0) -- a copy, not m
+        assert.equals(1, m:totable()[1][1])
+        assert.same({1, 6, 11}, m:diag():totable())
+        assert.same({1, 6}, m:t():narrow(1, 1, 2):diag():totable())
+        assert.same({{1, 0, 0}, {0, 2, 0}, {0, 0, 3}}, a:diag():totable())
+        assert.same({7, 8, 9, 10, 11, 12}, m:masked_select(m:gt(6)):totable())
+        assert.same({1, 4, 5, 8, 9, 12}, m:masked_select(ordo.tensor({1, 0, 0, 1}, "uint8")):totable())
+        assert.same({0}, m:masked_select(m:gt(100)):shape())
+        local x = ordo.randn({3, 4}, "float64"):requires_grad()
+        local v = ordo.randn({4}, "float64"):requires_grad()
+        local mask = ordo.tensor({{1, 0, 1, 1}, {0, 0, 1, 0}, {1, 1, 1, 0}}, "uint8")
+        for _, fn in ipairs({
+            function(t) return t:tril() end, function(t) return t:triu(1) end, function(t) return t:flip({1, 2}) end,
+            function(t) return t:diag() end, function(t) return t:masked_select(mask) end,
+        }) do
+            assert.is_true(ordo.autograd.gradcheck(fn, {x}))
+        end
+        local u = ordo.randn({3}, "float64"):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return p:outer(q) end, {v, u}))
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:dot(p) end, {v}))
+        H.raises(function() return a:dot(ordo.ones(2)) end, "dot", "3", "2")
+        H.raises(function() return a:tril() end, "tril", "matrix")
+        H.raises(function() return m:tril(0.5) end, "tril", "integer")
+        H.raises(function() return m:flip(3) end, "dim")
+        H.raises(function() return ordo.ones(2, 2, 2):diag() end, "diag", "2x2x2")
+    end)
+
     it("chunk and split cut views along a dim; writes reach the base", function()
         local a = ordo.arange(10)
         local sizes = {}

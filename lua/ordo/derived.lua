@@ -3,7 +3,8 @@
 -- differentiates them through those ops (they call the methods as they are
 -- when called, so autograd's wrappers are the ones used).  Statistics
 -- (var, std, norm, logsumexp), answers as a Lua boolean (allclose, equal,
--- all, any), making tensors (eye, linspace, randint, randperm) and cutting
+-- all, any), making tensors (eye, linspace, randint, randperm), vectors and
+-- matrices (dot, outer, tril, triu, diag, flip, masked_select) and cutting
 -- one into views (chunk, split).
 local tensor = require "ordo.tensor"
 local util = require "ordo.util"
@@ -11,7 +12,7 @@ local util = require "ordo.util"
 local Tensor, is_tensor = tensor.Tensor, tensor.is_tensor
 local fail, typename = util.fail, util.typename
 local fmt, floor, ceil, huge = string.format, math.floor, math.ceil, math.huge
-local type, tostring = type, tostring
+local type, tostring, ipairs, rawequal = type, tostring, ipairs, rawequal
 
 local M = {}
 
@@ -22,6 +23,8 @@ local function check_self(fname, t)
 end
 
 local function is_int(x) return type(x) == "number" and x == floor(x) and x > -huge and x < huge end
+
+local function shape_of_str(t) return tensor.shape_str(t:shape()) end
 
 local function is_float(t)
     local dt = t:dtype()
@@ -194,6 +197,86 @@ function M.randperm(n, opts)
     if not is_int(n) or n < 0 then fail("randperm: n must be an integer >= 0, got " .. tostring(n)) end
     local dtype, ropts = int_options("randperm", opts)
     return tensor.rand({n}, ropts):argsort():to(dtype)
+end
+
+-- dot(a, b): the sum of a * b over two 1-dim tensors of one length (0-dim).
+function Tensor:dot(b)
+    check_self("dot", self)
+    if not is_tensor(b) or self:dim() ~= 1 or b:dim() ~= 1 or self:size(1) ~= b:size(1) then
+        fail(fmt("dot: expected two 1-dim tensors of one length, got shapes %s and %s", shape_of_str(self),
+                 is_tensor(b) and shape_of_str(b) or typename(b)))
+    end
+    return (self * b):sum()
+end
+
+-- outer(a, b): the n x m matrix a[i] * b[j] of two 1-dim tensors.
+function Tensor:outer(b)
+    check_self("outer", self)
+    if not is_tensor(b) or self:dim() ~= 1 or b:dim() ~= 1 then
+        fail(fmt("outer: expected two 1-dim tensors, got shapes %s and %s", shape_of_str(self),
+                 is_tensor(b) and shape_of_str(b) or typename(b)))
+    end
+    return self:view(-1, 1) * b:view(1, -1)
+end
+
+-- The mask of a matrix's elements on or below (tril) / above (triu) the
+-- diagonal k (0 the main one, > 0 above it, < 0 below).
+local function band(fname, t, k, lower)
+    check_self(fname, t)
+    k = k or 0
+    if not is_int(k) then fail(fmt("%s: the diagonal must be an integer, got %s", fname, tostring(k))) end
+    if t:dim() < 2 then fail(fmt("%s: expected a matrix (or a batch of them), got shape %s", fname, shape_of_str(t))) end
+    local n, m = t:size(-2), t:size(-1)
+    local rows = tensor.arange(n, {dtype = "int64", device = t:device()}):view(n, 1)
+    local cols = tensor.arange(m, {dtype = "int64", device = t:device()}):view(1, m)
+    local keep = lower and (cols - rows):le(k) or (cols - rows):ge(k)
+    return t:masked_fill(keep:eq(0), 0)
+end
+function Tensor:tril(k) return band("tril", self, k, true) end
+function Tensor:triu(k) return band("triu", self, k, false) end
+
+-- flip(dims): a copy with the order reversed along dims (a dim or a table).
+function Tensor:flip(dims)
+    check_self("flip", self)
+    if type(dims) == "number" then dims = {dims} end
+    if type(dims) ~= "table" then fail("flip: expected a dim or a table of dims, got " .. typename(dims)) end
+    local r = self
+    for _, d in ipairs(dims) do
+        local n = r:size(d) -- checks d
+        local rev = tensor.arange(n, 0, -1, {dtype = "int64", device = self:device()})
+        r = r:index_select(d, rev)
+    end
+    return rawequal(r, self) and self:clone() or r
+end
+
+-- diag(): a 1-dim tensor's values on the diagonal of a square matrix, or a
+-- matrix's main diagonal as a 1-dim tensor (a copy).
+function Tensor:diag()
+    check_self("diag", self)
+    local d = self:dim()
+    if d == 1 then
+        local n = self:size(1)
+        return M.eye(n, n, {dtype = self:dtype(), device = self:device()}) * self
+    end
+    if d ~= 2 then fail(fmt("diag: expected a 1-dim or 2-dim tensor, got shape %s", shape_of_str(self))) end
+    local n = math.min(self:size(1), self:size(2))
+    local idx = tensor.arange(1, n + 1, {dtype = "int64", device = self:device()})
+    return self:gather(2, idx:view(n, 1)):view(n)
+end
+
+-- masked_select(mask): the elements where mask (uint8, broadcast to t) is
+-- nonzero, in row-major order, as a 1-dim tensor (waits: its length
+-- depends on the values).
+function Tensor:masked_select(mask)
+    check_self("masked_select", self)
+    if not is_tensor(mask) then fail("masked_select: mask must be a tensor, got " .. typename(mask)) end
+    local flat = self:contiguous():reshape(-1)
+    local m = mask:ne(0):expand_as(self):contiguous():reshape(-1)
+    local k = m:sum():item()
+    -- a stable descending sort of the mask puts the selected positions
+    -- first, in their order
+    local _, order = m:sort(1, true)
+    return flat:index_select(1, order:narrow(1, 1, k))
 end
 
 -- The lengths along dim that chunk and split cut.

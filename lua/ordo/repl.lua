@@ -271,7 +271,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            ordo.allclose(a, b) ordo.equal(a, b) t:all() t:any() (Lua booleans)  t:chunk(n) t:split(size)
            ordo.eye(n) linspace(a, b, n) randint([lo,] hi, shape) randperm(n)
   files:   ordo.save(t_or_table, path)  ordo.load(path [, {device = d}])
-  linalg:  matmul   indexing: gather index_select
+  linalg:  matmul dot outer tril triu diag   indexing: gather index_select masked_select flip
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
 Profiler:  ordo.profiler.start() stop() summary() dump("trace.json")
 Memory:    ordo.memory.live_bytes() live_count()    Devices: ordo.cpu(n) ordo.gpu(n)
