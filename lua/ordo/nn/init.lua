@@ -427,34 +427,20 @@ end
 
 -- ---------------------------------------------------------------- losses
 
-local CrossEntropyLoss = Module:extend("CrossEntropyLoss")
-M.CrossEntropyLoss = CrossEntropyLoss
-function CrossEntropyLoss:init(opts) self.reduction = opts_of("CrossEntropyLoss", opts).reduction or "mean" end
-function CrossEntropyLoss:forward(logits, target)
-    return F.cross_entropy(logits, target, {reduction = self.reduction})
+-- A loss module: opts.reduction ("mean", the default, "sum" or "none")
+-- handed to its functional form fn(input, target, opts).
+local function loss(name, fn)
+    local cls = Module:extend(name)
+    cls.init = function(self, opts) self.reduction = opts_of(name, opts).reduction or "mean" end
+    cls.forward = function(self, input, target) return fn(input, target, {reduction = self.reduction}) end
+    M[name] = cls
+    return cls
 end
-
-local MSELoss = Module:extend("MSELoss")
-M.MSELoss = MSELoss
-function MSELoss:init(opts) self.reduction = opts_of("MSELoss", opts).reduction or "mean" end
-function MSELoss:forward(input, target) return F.mse_loss(input, target, {reduction = self.reduction}) end
-
-local NLLLoss = Module:extend("NLLLoss")
-M.NLLLoss = NLLLoss
-function NLLLoss:init(opts) self.reduction = opts_of("NLLLoss", opts).reduction or "mean" end
-function NLLLoss:forward(logp, target) return F.nll_loss(logp, target, {reduction = self.reduction}) end
-
-local L1Loss = Module:extend("L1Loss")
-M.L1Loss = L1Loss
-function L1Loss:init(opts) self.reduction = opts_of("L1Loss", opts).reduction or "mean" end
-function L1Loss:forward(input, target) return F.l1_loss(input, target, {reduction = self.reduction}) end
-
-local BCEWithLogitsLoss = Module:extend("BCEWithLogitsLoss")
-M.BCEWithLogitsLoss = BCEWithLogitsLoss
-function BCEWithLogitsLoss:init(opts) self.reduction = opts_of("BCEWithLogitsLoss", opts).reduction or "mean" end
-function BCEWithLogitsLoss:forward(logits, target)
-    return F.binary_cross_entropy_with_logits(logits, target, {reduction = self.reduction})
-end
+loss("CrossEntropyLoss", F.cross_entropy) -- logits, class indices from 1
+loss("NLLLoss", F.nll_loss)                 -- log-probabilities, class indices
+loss("MSELoss", F.mse_loss)
+loss("L1Loss", F.l1_loss)
+loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits) -- logits, targets in [0, 1]
 
 -- Conv2d, MaxPool2d, BatchNorm1d/2d and their functional forms
 -- ---------------------------------------------------------------- evaluation
