@@ -139,26 +139,6 @@ typedef struct sort_ctx {
     void *buf; /* one line of pairs */
 } sort_ctx;
 
-static double load(int dt, const char *p) {
-    switch (dt) {
-    case ORDO_F32: return *(const float *)p;
-    case ORDO_F64: return *(const double *)p;
-    case ORDO_I32: return *(const int32_t *)p;
-    case ORDO_I64: return (double)*(const int64_t *)p;
-    default: return *(const uint8_t *)p;
-    }
-}
-
-static void store(int dt, char *p, double v) {
-    switch (dt) {
-    case ORDO_F32: *(float *)p = (float)v; break;
-    case ORDO_F64: *(double *)p = v; break;
-    case ORDO_I32: *(int32_t *)p = (int32_t)v; break;
-    case ORDO_I64: *(int64_t *)p = (int64_t)v; break;
-    default: *(uint8_t *)p = (uint8_t)v; break;
-    }
-}
-
 static int sort_lines(int64_t cnt, char *const *p, const int64_t *s, void *ctx) {
     const sort_ctx *c = ctx;
     const int dt = c->dtype;
@@ -179,10 +159,10 @@ static int sort_lines(int64_t cnt, char *const *p, const int64_t *s, void *ctx) 
             continue;
         }
         sort_pair *b = c->buf;
-        for (int64_t i = 0; i < n; i++) b[i] = (sort_pair){load(dt, x + i * sx), i};
+        for (int64_t i = 0; i < n; i++) b[i] = (sort_pair){cpu_load_double(dt, x + i * sx), i};
         qsort(b, (size_t)n, sizeof *b, c->descending ? cmp_down : cmp_up);
         for (int64_t i = 0; i < n; i++) {
-            store(dt, y + i * sy, b[i].v);
+            cpu_store_double(dt, y + i * sy, b[i].v); /* exact: the values came from dt */
             idx[i * si] = b[i].i;
         }
     }

@@ -9,20 +9,12 @@
 local tensor = require "ordo.tensor"
 local util = require "ordo.util"
 
-local Tensor, is_tensor = tensor.Tensor, tensor.is_tensor
+local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
 local fail, typename = util.fail, util.typename
-local fmt, floor, ceil, huge = string.format, math.floor, math.ceil, math.huge
+local fmt, ceil, huge = string.format, math.ceil, math.huge
 local type, tostring, ipairs, rawequal = type, tostring, ipairs, rawequal
 
 local M = {}
-
-local function check_self(fname, t)
-    if not is_tensor(t) then
-        fail(fmt("%s: expected a tensor as self, got %s (call it as t:%s(...))", fname, typename(t), fname))
-    end
-end
-
-local function is_int(x) return type(x) == "number" and x == floor(x) and x > -huge and x < huge end
 
 local function shape_of_str(t) return tensor.shape_str(t:shape()) end
 

@@ -175,13 +175,10 @@ function M.install(ag)
         expm1 = function(g, _, y) return g * (y + 1) end,
         rsqrt = function(g, _, y) return g * y * y * y * -0.5 end,
         reciprocal = function(g, _, y) return -(g * y * y) end,
-        -- piecewise constant: no gradient (zero almost everywhere, as in Torch)
-        sign = function(g) return tensor.zeros_like(g) end,
-        floor = function(g) return tensor.zeros_like(g) end,
-        ceil = function(g) return tensor.zeros_like(g) end,
-        round = function(g) return tensor.zeros_like(g) end,
-        trunc = function(g) return tensor.zeros_like(g) end,
     }
+    -- piecewise constant: no gradient (zero almost everywhere, as in Torch)
+    local function zero_grad(g) return tensor.zeros_like(g) end
+    for _, name in ipairs({"sign", "floor", "ceil", "round", "trunc"}) do U[name] = zero_grad end
     local SAVES = {neg = "", abs = "x", relu = "y", exp = "y", log = "x", sqrt = "y", tanh = "y", sigmoid = "y",
                    square = "x", sin = "x", cos = "x", log1p = "x", expm1 = "y", rsqrt = "y", reciprocal = "y",
                    sign = "", floor = "", ceil = "", round = "", trunc = ""}

@@ -1920,6 +1920,8 @@ M.Tensor = Tensor
 M.DT_NAME = DT_NAME
 M.parse_dtype = parse_dtype
 M.shape_of = shape_of
+-- for the modules that build ops on this one (derived.lua)
+M.is_int, M.check_self = is_int, check_self
 M.push = push
 M.new_on = new_on
 

@@ -140,7 +140,7 @@ function M.l1_loss(input, target, opts)
 end
 
 -- Binary cross-entropy of logits against targets in [0, 1] (the same
--- shape), computed stably as relu(x) - x y + log(1 + exp(-|x|)).
+-- shape), computed stably as softplus(x) - x y.
 function M.binary_cross_entropy_with_logits(logits, target, opts)
     check_tensor("binary_cross_entropy_with_logits", "input", logits)
     check_tensor("binary_cross_entropy_with_logits", "target", target)
@@ -148,7 +148,7 @@ function M.binary_cross_entropy_with_logits(logits, target, opts)
         fail(fmt("binary_cross_entropy_with_logits: target of shape %s does not match input %s",
                  shape_str(target), shape_str(logits)))
     end
-    local loss = logits:relu() - logits * target + (-logits:abs()):exp():log1p()
+    local loss = M.softplus(logits) - logits * target
     return reduce("binary_cross_entropy_with_logits", loss, opts and opts.reduction)
 end
 

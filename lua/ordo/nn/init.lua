@@ -191,9 +191,7 @@ end
 -- Writes the module's parameters and buffers to path (ordo.serialize: the
 -- file is replaced only once it is whole).
 function Module:save(path)
-    local entries = {}
-    for _, e in ipairs(self:state_dict()) do entries[#entries + 1] = {name = e.name, tensor = e.tensor} end
-    serialize.write("save", path, entries)
+    serialize.write("save", path, self:state_dict())
     return self
 end
 
