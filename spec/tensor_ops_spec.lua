@@ -34,6 +34,15 @@ local BINARY = {
 }
 local BINARY_NAMES = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
 
+-- the ops a number may come first in, through the operators
+local METAMETHOD = {
+    add = function(x, y) return x + y end,
+    sub = function(x, y) return x - y end,
+    mul = function(x, y) return x * y end,
+    div = function(x, y) return x / y end,
+    pow = function(x, y) return x ^ y end,
+}
+
 local function result_dtype(spec, dt)
     if spec.cmp then return "uint8" end
     if spec.float and not ISFLOAT[dt] then return "float32" end
@@ -78,10 +87,11 @@ describe("elementwise binary ops", function()
             end
         end)
 
-        it(name .. " with a number on either side", function()
+        it(name .. " with a number on either side, on every layout", function()
             math.randomseed(12)
             for _, dt in ipairs(DTYPES) do
                 for _, s in ipairs({2, -1, 0.5}) do
+                  for _, layout in ipairs(H.LAYOUTS) do
                     if not (dt == "uint8" and s < 0) then
                         local shape = H.rand_shape(3, 4, true)
                         local ra = R.rand(shape, dt)
@@ -91,13 +101,18 @@ describe("elementwise binary ops", function()
                         local cdt = scalar_result(dt, s)
                         local rdt = result_dtype(spec, cdt)
                         local fa = R.map(ra, function(v) return v end, cdt)
-                        local a = H.make(ordo, ra, "transposed")
+                        local a = H.make(ordo, ra, layout)
                         local rtol, atol = tol_for(spec, rdt)
-                        local what = ("%s %s with %s"):format(name, dt, s)
+                        local what = ("%s %s %s with %s"):format(name, dt, layout, s)
                         local sv = R.cast(s, cdt)
                         H.check(a[name](a, s), R.map(fa, function(v) return spec.f(v, sv) end, rdt), rtol, atol, what)
                         H.check(ordo[name](a, s), R.map(fa, function(v) return spec.f(v, sv) end, rdt), rtol, atol, what)
+                        if METAMETHOD[name] then
+                            H.check(METAMETHOD[name](s, a), R.map(fa, function(v) return spec.f(sv, v) end, rdt),
+                                    rtol, atol, what .. " (number first)")
+                        end
                     end
+                  end
                 end
             end
         end)

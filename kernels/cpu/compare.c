@@ -83,6 +83,16 @@ int cpu_check_cmp(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) 
 }
 
 static int run_cmp(const ordo_run_ctx *rc, const ordo_kernel_args *args, int op) {
+    if (cpu_args_fit(args, 2, 1)) { /* see cpu_dense_numel */
+        const ordo_view *v[3] = {&args->out[0], &args->in[0], &args->in[1]};
+        const int64_t n = cpu_dense_numel(3, v);
+        const int dt = v[1]->dtype;
+        if (n > 0 && n < CPU_PAR_MIN && v[0]->dtype == ORDO_U8 && v[2]->dtype == dt) {
+            char *p[3] = {(char *)v[0]->data, (char *)v[1]->data, (char *)v[2]->data};
+            cmp_loops[op][dt](n, p, cpu_unit_strides, NULL);
+            return 0;
+        }
+    }
     int r = cpu_check_cmp(rc, args, op);
     if (r) return r;
     const ordo_view *v[3] = {&args->out[0], &args->in[0], &args->in[1]};

@@ -69,6 +69,20 @@ int cpu_iter_run_parallel(const cpu_iter *it, cpu_loop_fn fn, void *ctx);
  * CPU_PAR_MIN elements or more, else fn(0, n, ctx) at once. */
 int cpu_parallel_for(int64_t n, int64_t inner, ordo_chunk_fn fn, void *ctx);
 
+/* numel when the nop views are well formed, all of v[0]'s shape, non-empty
+ * and each dense in row-major order (one run with unit strides); else -1.
+ * A kernel that gets a count may call its loop once with unit strides, after
+ * checking what its full path checks beyond the views (dtypes, counts). */
+int64_t cpu_dense_numel(int nop, const ordo_view *const *v);
+/* The strides a loop gets for such a run. */
+extern const int64_t cpu_unit_strides[CPU_MAX_OPS];
+/* 1 when args exists and holds at least nin inputs and nout outputs, within
+ * the limits (what cpu_check_args checks before the views). */
+static inline int cpu_args_fit(const ordo_kernel_args *a, int nin, int nout) {
+    return a && a->nin >= nin && a->nout >= nout && a->nin <= ORDO_KERNEL_MAX_IN &&
+           a->nout <= ORDO_KERNEL_MAX_OUT;
+}
+
 /* ---- checks shared by the kernels ------------------------------------ */
 
 /* 0 when the view is well formed (ndim 0..8, shapes >= 0, dtype known,

@@ -198,6 +198,30 @@ int cpu_check_binary(const ordo_run_ctx *rc, const char *name, const ordo_kernel
 
 /* mode 0: y = a op b; 1: y = a op s; 2: y = s op a. */
 static int run_binary(const ordo_run_ctx *rc, const ordo_kernel_args *args, const binop *op, int mode) {
+    if (cpu_args_fit(args, mode == 0 ? 2 : 1, 1)) { /* see cpu_dense_numel */
+        const ordo_view *v[3] = {&args->out[0], &args->in[0], &args->in[1]};
+        const int64_t n = cpu_dense_numel(mode == 0 ? 3 : 2, v);
+        const int dt = v[0]->dtype;
+        cpu_scalar s;
+        char *p[3] = {(char *)v[0]->data, (char *)v[1]->data, (char *)v[2]->data};
+        const int64_t *st = cpu_unit_strides;
+        static const int64_t scalar_right[3] = {1, 1, 0}, scalar_left[3] = {1, 0, 1};
+        int fast = n > 0 && n < CPU_PAR_MIN && v[1]->dtype == dt && op->loops[dt];
+        if (fast && mode == 0) fast = v[2]->dtype == dt;
+        else if (fast) { /* float scalars only: integer ones have range checks */
+            fast = args->nscalar >= 1 && cpu_dtype_is_float(dt);
+            if (dt == ORDO_F32) s.f32 = (float)args->scalar[0];
+            else s.f64 = args->scalar[0];
+            p[3 - mode] = (char *)&s; /* y = a op s, or y = s op a */
+            p[mode] = (char *)v[1]->data;
+            st = mode == 1 ? scalar_right : scalar_left;
+        }
+        if (fast) {
+            if (op->loops[dt](n, p, st, NULL))
+                return ordo_fail(rc, "%s: integer division by zero", op->name);
+            return 0;
+        }
+    }
     const char *name = mode == 0 ? op->name : mode == 1 ? op->scalar_name : op->rscalar_name;
     cpu_scalar s;
     int r = cpu_check_binary(rc, name, args, mode, op->float_only, op->int_div, &s);

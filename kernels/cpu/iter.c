@@ -72,6 +72,18 @@ void cpu_iter_init(cpu_iter *it, int nop, int ndim, const int64_t *shape, char *
 }
 
 void cpu_iter_init_views(cpu_iter *it, int nop, const ordo_view *const *v, int flags) {
+    const int64_t dense = cpu_dense_numel(nop, v);
+    if (dense > 0) { /* what the general set-up below comes to for these */
+        it->nop = nop;
+        it->nd = 1;
+        it->numel = it->shape[0] = dense;
+        for (int k = 0; k < nop; k++) {
+            it->ptr[k] = (char *)v[k]->data;
+            it->stride[k][0] = 1;
+            it->bstride[k][0] = (int64_t)ordo_dtype_size(v[k]->dtype);
+        }
+        return;
+    }
     char *ptr[CPU_MAX_OPS];
     int esize[CPU_MAX_OPS];
     const int64_t *strides[CPU_MAX_OPS];
@@ -110,6 +122,29 @@ int cpu_iter_run(const cpu_iter *it, cpu_loop_fn fn, void *ctx) {
         }
         if (d < 0) return 0;
     }
+}
+
+/* Most small ops in a training loop or a REPL meet operands that are plain
+ * dense arrays of one shape: for them the general set-up above (dims sorted,
+ * merged, byte strides) is most of the op's cost, so they take this test
+ * instead.  It only says yes when every check a kernel makes on the views
+ * would pass, so the kernel's errors still come from its full path. */
+const int64_t cpu_unit_strides[CPU_MAX_OPS] = {1, 1, 1, 1};
+
+int64_t cpu_dense_numel(int nop, const ordo_view *const *v) {
+    const int nd = v[0]->ndim;
+    if (nd < 0 || nd > ORDO_MAX_DIMS) return -1;
+    for (int k = 0; k < nop; k++)
+        if (v[k]->ndim != nd || !v[k]->data || (unsigned)v[k]->dtype >= ORDO_NDTYPES) return -1;
+    int64_t numel = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        const int64_t n = v[0]->shape[d];
+        if (n < 1) return -1; /* empty tensors take the full path */
+        for (int k = 0; k < nop; k++)
+            if (v[k]->shape[d] != n || (n > 1 && v[k]->strides[d] != numel)) return -1;
+        numel *= n;
+    }
+    return numel;
 }
 
 /* ---- rows split among idle workers ------------------------------------- */

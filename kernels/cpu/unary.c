@@ -145,6 +145,16 @@ int cpu_check_unary(const ordo_run_ctx *rc, const char *name, const ordo_kernel_
 }
 
 static int run_unary(const ordo_run_ctx *rc, const ordo_kernel_args *args, const unop *op) {
+    if (cpu_args_fit(args, 1, 1)) { /* see cpu_dense_numel */
+        const ordo_view *v[2] = {&args->out[0], &args->in[0]};
+        const int64_t n = cpu_dense_numel(2, v);
+        const int dt = v[1]->dtype;
+        if (n > 0 && n < CPU_PAR_MIN && v[0]->dtype == dt && op->loops[dt]) {
+            char *p[2] = {(char *)v[0]->data, (char *)v[1]->data};
+            op->loops[dt](n, p, cpu_unit_strides, NULL);
+            return 0;
+        }
+    }
     int r = cpu_check_unary(rc, op->name, args, op->int_ok);
     if (r) return r;
     const ordo_view *v[2] = {&args->out[0], &args->in[0]};

@@ -678,6 +678,66 @@ static void kernel_binary_scalar_ops(void) {
 }
 
 /* In place (out is a), NaN propagation, int special cases, failures. */
+/* Dense operands of one shape take the kernels' short path (cpu_dense_numel):
+ * every way of being wrong that the path does not see itself must still
+ * reach the full path's error. */
+static void kernel_dense_path_errors(void) {
+    begin();
+    int64_t n = 16;
+    tv y = tv_new(ORDO_F32, 1, &n, L_CONTIG), a = tv_new(ORDO_F32, 1, &n, L_CONTIG),
+       b = tv_new(ORDO_F32, 1, &n, L_CONTIG), m = tv_new(ORDO_U8, 1, &n, L_CONTIG);
+    tv_rand(&a, 0);
+    tv_rand(&b, 0);
+    ordo_kernel_args k = args0();
+    k.nin = 2;
+    k.nout = 1;
+    k.in[0] = a.v;
+    k.in[1] = b.v;
+    k.out[0] = y.v;
+    CHECK_EQ_LONG(call("add", &k), 0);
+    for (int i = 0; i < 16; i++)
+        if (((float *)y.v.data)[i] != ((float *)a.v.data)[i] + ((float *)b.v.data)[i]) BAD("add at %d", i);
+    for (int pos = 0; pos < 3; pos++) { /* each operand of another dtype */
+        ordo_view *v = pos == 0 ? &k.out[0] : &k.in[pos - 1];
+        v->dtype = ORDO_F64;
+        EXPECT_FAIL("add", &k, "dtype mismatch");
+        v->dtype = ORDO_F32;
+    }
+    k.in[1].data = NULL;
+    EXPECT_FAIL("add", &k, "has no data");
+    k.in[1] = b.v;
+
+    k.nin = 1;
+    k.nscalar = 1;
+    k.scalar[0] = 2;
+    k.out[0].dtype = ORDO_F64;
+    EXPECT_FAIL("rsub_scalar", &k, "dtype mismatch");
+    k.out[0] = y.v;
+    k.nscalar = 0;
+    EXPECT_FAIL("add_scalar", &k, "needs the scalar");
+    k.out[0] = m.v;
+    EXPECT_FAIL("neg", &k, "dtype mismatch");
+
+    k = args0();
+    k.nin = 2;
+    k.nout = 1;
+    k.in[0] = a.v;
+    k.in[1] = b.v;
+    k.out[0] = m.v;
+    CHECK_EQ_LONG(call("lt", &k), 0);
+    for (int i = 0; i < 16; i++)
+        if (((uint8_t *)m.v.data)[i] != (((float *)a.v.data)[i] < ((float *)b.v.data)[i])) BAD("lt at %d", i);
+    k.in[1].dtype = ORDO_F64;
+    EXPECT_FAIL("lt", &k, "dtype mismatch");
+    k.in[1].dtype = ORDO_F32;
+    k.out[0] = y.v;
+    EXPECT_FAIL("lt", &k, "output must be uint8");
+    tv_free(&y);
+    tv_free(&a);
+    tv_free(&b);
+    tv_free(&m);
+}
+
 static void kernel_binary_edges(void) {
     begin();
     int64_t n = 37;
@@ -2207,6 +2267,7 @@ int main(void) {
     TEST(kernel_binary_ops);
     TEST(kernel_binary_scalar_ops);
     TEST(kernel_binary_edges);
+    TEST(kernel_dense_path_errors);
     TEST(kernel_compare);
     TEST(kernel_compare_scalar);
     TEST(kernel_where_masked_fill);
