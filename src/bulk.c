@@ -25,7 +25,10 @@
  * Its vars are kept in a small table, in the order they first came; each
  * op's uses are indexes into it, and the bulk op's vars are the table as it
  * is, so the two share indexes.  They are not sorted by address: lock_vars
- * (push.c) tries them in any order and sorts only when one is busy.
+ * (push.c) tries them in any order and sorts only when one is busy.  The
+ * table also finds the vars an op names twice (bulk_append_rw), so an op
+ * from ordo_push_sync joins a bulk without the sort that merges repeats
+ * for a lone op.
  */
 #include "internal.h"
 
@@ -174,6 +177,32 @@ static bool same_uses(const bulk *b, const unsigned char *use, const var_use *us
     return true;
 }
 
+/* A fresh bulk for (e, ctx), this thread's from now on; NULL without memory. */
+static bulk *bulk_start(ordo_engine *e, ordo_ctx ctx) {
+    bulk *b = bulk_alloc();
+    if (!b) return NULL;
+    b->engine = e;
+    b->ctx = ctx;
+    b->nent = b->nvars = b->nuse = b->nfns = 0;
+    memset(b->slot, 0, sizeof b->slot);
+    tls_bulk = b;
+    return b;
+}
+
+/* The op's entry, its use bytes at use0 (n of them) in place. */
+static inline void add_entry(bulk *b, ordo_sync_fn fn, void *param, void (*param_free)(void *), int use0, int n,
+                             int prop, const char *name, int size) {
+    int x = fns_index(b, fn, param_free);
+    bulk_entry *en = &b->ent[b->nent++];
+    en->param = param;
+    en->name = name;
+    en->use0 = (unsigned short)use0;
+    en->nuse = (unsigned char)n;
+    en->fnx = (unsigned char)x;
+    en->no_skip = (prop & ORDO_PROP_NO_SKIP) != 0;
+    if (b->nent >= size) ordo_bulk_flush();
+}
+
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name) {
     /* The thread-locals read up front, where one lookup serves them all. */
@@ -206,13 +235,7 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
             }
         }
         if (!b) {
-            b = bulk_alloc();
-            if (!b) return false; /* pushed alone: no worse than without bulking */
-            b->engine = e;
-            b->ctx = ctx;
-            b->nent = b->nvars = b->nuse = b->nfns = 0;
-            memset(b->slot, 0, sizeof b->slot);
-            tls_bulk = b;
+            if (!(b = bulk_start(e, ctx))) return false; /* pushed alone: no worse than without bulking */
             for (int i = 0; i < n; i++) slot[i] = &b->slot[hash_slot(uses[i].v)];
         }
         use0 = b->nuse;
@@ -233,15 +256,84 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
             b->use[b->nuse++] = (unsigned char)(k | (uses[i].w ? USE_WRITE : 0));
         }
     }
-    int x = fns_index(b, fn, param_free);
-    bulk_entry *en = &b->ent[b->nent++];
-    en->param = param;
-    en->name = name;
-    en->use0 = (unsigned short)use0;
-    en->nuse = (unsigned char)n;
-    en->fnx = (unsigned char)x;
-    en->no_skip = (prop & ORDO_PROP_NO_SKIP) != 0;
-    if (b->nent >= size) ordo_bulk_flush();
+    add_entry(b, fn, param, param_free, use0, n, prop, name, size);
+    return true;
+}
+
+/* A var of an op being added by bulk_append_rw: its index in the table
+ * (added if new), its use byte written unless the op has it already. */
+static inline void add_use(bulk *b, int use0, ordo_var *v, bool w) {
+    unsigned char *s = find_slot(b, v);
+    int k = *s - 1;
+    if (k < 0) { /* new to the bulk, so new to the op */
+        k = b->nvars++;
+        b->vars[k] = v;
+        b->var_w[k] = false;
+        *s = (unsigned char)(k + 1);
+    } else {
+        for (int j = use0; j < b->nuse; j++)
+            if ((b->use[j] & ~USE_WRITE) == k) { /* named twice by the op: one use, a write (rule 3) */
+                b->use[j] |= USE_WRITE;
+                b->var_w[k] = true;
+                return;
+            }
+    }
+    b->var_w[k] |= w;
+    b->use[b->nuse++] = (unsigned char)(k | (w ? USE_WRITE : 0));
+}
+
+/* How many distinct vars of the op the bulk does not have yet. */
+static int count_fresh(bulk *b, ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites) {
+    ordo_var *seen[2 * BULK_MAX_OP_USES];
+    int fresh = 0;
+    for (int i = 0; i < nreads + nwrites; i++) {
+        ordo_var *v = i < nreads ? reads[i] : writes[i - nreads];
+        if (*find_slot(b, v)) continue;
+        int j = 0;
+        while (j < fresh && seen[j] != v) j++;
+        if (j == fresh) seen[fresh++] = v;
+    }
+    return fresh;
+}
+
+bool bulk_append_rw(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
+                    const bulk_rw *rw, int prop, const char *name) {
+    ordo_var *const *reads = rw->reads, *const *writes = rw->writes;
+    const int nreads = rw->nreads, nwrites = rw->nwrites;
+    bulk *b = tls_bulk;
+    const int size = tls_bulk_size;
+    const int n = nreads + nwrites;
+    if (size <= 0 || tls_in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
+    if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id)) {
+        ordo_bulk_flush();
+        b = NULL;
+    }
+    /* Room: the exact count only when the quick bound says it may be short. */
+    if (b && b->nvars + n > BULK_MAX_VARS && b->nvars + count_fresh(b, reads, nreads, writes, nwrites) > BULK_MAX_VARS) {
+        ordo_bulk_flush();
+        b = NULL;
+    }
+    /* An op that names its predecessor's vars, in the same order and the
+     * same way (a loop, a chain of updates), shares its use bytes: no
+     * lookups. */
+    if (b && b->nent > 0) {
+        const bulk_entry *pe = &b->ent[b->nent - 1];
+        const unsigned char *use = &b->use[pe->use0];
+        bool same = pe->nuse == n;
+        for (int i = 0; same && i < n; i++) {
+            ordo_var *v = i < nreads ? reads[i] : writes[i - nreads];
+            same = b->vars[use[i] & ~USE_WRITE] == v && !(use[i] & USE_WRITE) == (i < nreads);
+        }
+        if (same) {
+            add_entry(b, fn, param, param_free, pe->use0, n, prop, name, size);
+            return true;
+        }
+    }
+    if (!b && !(b = bulk_start(e, ctx))) return false;
+    const int use0 = b->nuse;
+    for (int i = 0; i < nreads; i++) add_use(b, use0, reads[i], false);
+    for (int i = 0; i < nwrites; i++) add_use(b, use0, writes[i], true);
+    add_entry(b, fn, param, param_free, use0, b->nuse - use0, prop, name, size);
     return true;
 }
 

@@ -476,6 +476,16 @@ extern ORDO_HIDDEN _Thread_local int tls_bulk_size;
  * memory), and the caller pushes it alone. */
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name);
+/* The same for an op's vars as ordo_push_sync takes them (live, at most 16
+ * in all, in any order, repeats allowed: a repeat is a write, rule 3): the
+ * bulk's table of vars, which it keeps anyway, finds the repeats, so they
+ * need no sorting first. */
+typedef struct bulk_rw { /* (in one struct: fewer arguments on the stack, per push) */
+    ordo_var *const *reads, *const *writes;
+    int nreads, nwrites;
+} bulk_rw;
+bool bulk_append_rw(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
+                    const bulk_rw *rw, int prop, const char *name);
 /* Whether this push may join a bulk: a small sync op for a CPU worker, and
  * nothing that needs it to be an op of its own.  Whether this thread bulks
  * (not a worker, not inside an op, a bulk size set) bulk_append asks. */

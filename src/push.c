@@ -396,9 +396,17 @@ static inline bool push_sync_bulked(ordo_engine *e, ordo_sync_fn fn, void *param
         if (!reads[i] || !var_is_live(reads[i])) return false;
     for (int i = 0; i < nwrites; i++)
         if (!writes[i] || !var_is_live(writes[i])) return false;
-    var_use uses[16];
+    const char *iname = engine_intern(e, name); /* one call site: gcc inlines it */
+    /* Two vars or more: the bulk's table finds repeats, no sort needed.
+     * One or none: nothing to sort, and bulk_append's test for a repeat of
+     * the previous op's uses is the shortest path. */
+    if (nreads + nwrites > 1) {
+        const bulk_rw rw = {reads, writes, nreads, nwrites};
+        return bulk_append_rw(e, fn, param, param_free, ctx, &rw, prop & ~ORDO_PROP_BULK, iname);
+    }
+    var_use uses[1];
     int n = collect_vars(reads, nreads, writes, nwrites, uses);
-    return bulk_append(e, fn, param, param_free, ctx, uses, n, prop & ~ORDO_PROP_BULK, engine_intern(e, name));
+    return bulk_append(e, fn, param, param_free, ctx, uses, n, prop & ~ORDO_PROP_BULK, iname);
 }
 
 int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
