@@ -404,9 +404,8 @@ static inline bool push_sync_bulked(ordo_engine *e, ordo_sync_fn fn, void *param
         const bulk_rw rw = {reads, writes, nreads, nwrites};
         return bulk_append_rw(e, fn, param, param_free, ctx, &rw, prop & ~ORDO_PROP_BULK, iname);
     }
-    var_use uses[1];
-    int n = collect_vars(reads, nreads, writes, nwrites, uses);
-    return bulk_append(e, fn, param, param_free, ctx, uses, n, prop & ~ORDO_PROP_BULK, iname);
+    const var_use use = nreads ? (var_use){reads[0], false} : nwrites ? (var_use){writes[0], true} : (var_use){0};
+    return bulk_append(e, fn, param, param_free, ctx, &use, nreads + nwrites, prop & ~ORDO_PROP_BULK, iname);
 }
 
 int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
