@@ -169,6 +169,11 @@ static int fns_index(bulk *b, ordo_sync_fn fn, void (*param_free)(void *)) {
     return b->nfns++;
 }
 
+bool bulk_has_var(const ordo_var *v) {
+    bulk *b = tls_bulk;
+    return b && *find_slot(b, v) != 0;
+}
+
 /* Does the op with these uses use exactly the vars, and the same way, as
  * the op whose use bytes start at use? */
 static bool same_uses(const bulk *b, const unsigned char *use, const var_use *uses, int n) {

@@ -431,6 +431,13 @@ typedef struct { ordo_var *v; bool w; } var_use;
  * twice -- even as two reads -- or as read and write counts once, as a
  * write (rule 3).  out has room for nreads + nwrites.  Inline: every push
  * calls it, most with a handful of vars. */
+/* Deletes v at once, on this thread, when no op is queued on it, none of
+ * this thread's bulk uses it, it has no GPU work and no profile is being
+ * taken; true when done (the caller then frees what v guarded itself),
+ * false when the caller must push the delete (ordo_delete_variable).  For
+ * the tensor layer's storages: most are dropped by the GC long after their
+ * last op ran, and a delete op costs a push and a hand-off. */
+bool engine_delete_idle(ordo_engine *e, ordo_var *v);
 int collect_vars_many(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, var_use *out);
 static inline int collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
                                var_use *out) {
@@ -480,6 +487,8 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
  * in all, in any order, repeats allowed: a repeat is a write, rule 3): the
  * bulk's table of vars, which it keeps anyway, finds the repeats, so they
  * need no sorting first. */
+/* Whether this thread's bulk being collected has an op on v. */
+bool bulk_has_var(const ordo_var *v);
 typedef struct bulk_rw { /* (in one struct: fewer arguments on the stack, per push) */
     ordo_var *const *reads, *const *writes;
     int nreads, nwrites;

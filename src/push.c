@@ -536,6 +536,18 @@ ordo_var *ordo_new_variable(ordo_engine *e) {
     return v;
 }
 
+bool engine_delete_idle(ordo_engine *e, ordo_var *v) {
+    if (!e || !v || !var_is_live(v) || atomic_load_explicit(&e->profiling, memory_order_relaxed) ||
+        atomic_load_explicit(&v->device_state, memory_order_acquire) || bulk_has_var(v))
+        return false;
+    spin_lock_acquire(&v->lock);
+    bool idle = !v->deleted && !v->head && !v->writer_active && v->nreaders == 0;
+    if (idle) v->deleted = true; /* from here on, pushes on v fail (rule 6) */
+    spin_lock_release(&v->lock);
+    if (idle) var_free(e, v);
+    return idle;
+}
+
 int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx ctx, ordo_var *v) {
     const char *fname = "ordo_delete_variable";
     int rc;

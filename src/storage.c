@@ -4,7 +4,9 @@
  * The last release pushes ordo_delete_variable with a function that frees
  * the bytes, so they go only after every op pushed on the storage has run
  * (rule 6) - whatever thread (a Lua finalizer, a C caller) drops the last
- * reference, and without any wait.
+ * reference, and without any wait.  A CPU storage with no op pending (the
+ * usual case for a tensor the GC collects) is freed at once instead
+ * (engine_delete_idle).
  *
  * Memory accounting for garbage-collected front ends: a GC that does not
  * see these bytes (LuaJIT) would let thousands of 1 MB tensors pile up
@@ -299,12 +301,18 @@ void ordo_storage_release(ordo_storage *s) {
     atomic_fetch_add_explicit(&pending_free, (int64_t)s->nbytes, memory_order_relaxed);
     ordo_engine *e = s->engine;
     ordo_ctx ctx = s->ctx;
-    if (ctx.dev_type == ORDO_CPU_PINNED) ctx.dev_type = ORDO_CPU;
-    if (ordo_delete_variable(e, storage_free_op, s, ctx, s->var) != ORDO_OK) {
-        /* Cannot happen short of running out of memory for one op: wait
-         * for the var's ops instead (not possible inside an op: leak). */
-        if (ordo_wait_to_write(e, s->var) == ORDO_ERR_DEADLOCK) return;
+    if (ctx.dev_type == ORDO_CPU && engine_delete_idle(e, s->var)) {
+        /* Its ops have all run (the GC dropped it long after): freed here,
+         * without a delete op's push and hand-off. */
         storage_free_now(s, NULL);
+    } else {
+        if (ctx.dev_type == ORDO_CPU_PINNED) ctx.dev_type = ORDO_CPU;
+        if (ordo_delete_variable(e, storage_free_op, s, ctx, s->var) != ORDO_OK) {
+            /* Cannot happen short of running out of memory for one op: wait
+             * for the var's ops instead (not possible inside an op: leak). */
+            if (ordo_wait_to_write(e, s->var) == ORDO_ERR_DEADLOCK) return;
+            storage_free_now(s, NULL);
+        }
     }
     engine_ref(e, -1);
 }

@@ -7,6 +7,8 @@
  * refcounts are race-free (TSan).
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +53,54 @@ static void test_storage_freed_after_ops(void) {
     settle();
     CHECK_EQ_LONG(ordo_storage_live_count(), live0);
     CHECK_EQ_LONG(ordo_storage_live_bytes(), bytes0);
+}
+
+/* An op that holds its var until the test lets it go. */
+static int hold_fn(const ordo_run_ctx *rc, void *p) {
+    (void)rc;
+    while (!atomic_load((atomic_int *)p)) sched_yield();
+    return 0;
+}
+
+/* A storage with nothing pending is freed in the release itself; one with
+ * an op queued on it, running on it, or in the releasing thread's bulk is
+ * freed only after that op (engine_delete_idle, storage.c). */
+static void test_storage_freed_at_once_when_idle(void) {
+    ordo_engine_config cfg = {0};
+    cfg.kind = ORDO_ENGINE_PER_DEVICE;
+    cfg.cpu_workers = 1;
+    ordo_engine *e = ordo_tensor_engine_create(&cfg);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_wait_for_all(e);
+    const int64_t live0 = ordo_storage_live_count();
+    /* The engine's only worker is busy: a delete op could not run now. */
+    atomic_int go = 0;
+    ordo_tensor *other = vec(e, 4, 0);
+    ordo_var *ov = other->storage->var;
+    CHECK(ordo_push_sync(e, hold_fn, &go, NULL, CPU0, NULL, 0, &ov, 1, ORDO_PROP_NORMAL, 0, "hold") == 0);
+
+    ordo_tensor *idle = ordo_tensor_empty(e, ORDO_F32, 1, (int64_t[]){64}, CPU0);
+    CHECK_EQ_LONG(ordo_storage_live_count(), live0 + 2);
+    ordo_tensor_free(idle);
+    CHECK_EQ_LONG(ordo_storage_live_count(), live0 + 1); /* at once */
+
+    ordo_tensor *busy = vec(e, 64, 1); /* its fill waits behind the hold */
+    ordo_tensor_free(busy);
+    CHECK_EQ_LONG(ordo_storage_live_count(), live0 + 2); /* kept for its fill */
+
+    ordo_set_bulk_size(16);
+    ordo_tensor *bulked = ordo_tensor_empty(e, ORDO_F32, 1, (int64_t[]){64}, CPU0);
+    CHECK(ordo_tensor_op1(K_fill, "fill_", bulked, NULL, 2) == 0); /* in this thread's bulk */
+    ordo_tensor_free(bulked);
+    CHECK_EQ_LONG(ordo_storage_live_count(), live0 + 3); /* kept for its fill */
+    ordo_set_bulk_size(0);
+
+    atomic_store(&go, 1);
+    ordo_wait_for_all(e);
+    ordo_tensor_free(other);
+    ordo_tensor_engine_close(e);
+    CHECK_EQ_LONG(ordo_storage_live_count(), live0);
 }
 
 /* Views share the storage and its var; writes through them are ordered. */
@@ -273,6 +323,7 @@ int main(void) {
     K_sum = ordo_tensor_kernel_id("sum");
     K_mul_scalar = ordo_tensor_kernel_id("mul_scalar");
     TEST(test_storage_freed_after_ops);
+    TEST(test_storage_freed_at_once_when_idle);
     TEST(test_views);
     TEST(test_errors);
     TEST(test_hazard_copy);
