@@ -7,8 +7,11 @@
  * faults, about the time of a 1024x1024 matmul's last tenth.  Tensor code
  * allocates and drops same-sized outputs step after step, so freed large
  * blocks are kept in size classes and handed out again with their pages
- * already mapped.  Blocks under 64 KiB go straight to the C allocator,
- * which already reuses them well.
+ * already mapped.  Blocks under 64 KiB are cached too, in a cache of their
+ * own (16 MB at most): the small tensors of a loop come and go at every
+ * op, and glibc serves a 64-byte-aligned block on a slow path (memalign
+ * has no per-thread cache; about 800 instructions for a 64-byte block,
+ * more than the op that fills it).
  *
  * Pinned: page-locking memory (cudaHostAlloc) costs a system call and
  * page-table work of milliseconds, so every size is cached, from 512 bytes.
@@ -32,7 +35,8 @@
 typedef struct block { struct block *next; } block;
 
 typedef struct cache {
-    const char *env;  /* the size limit's environment variable */
+    const char *env;  /* the size limit's environment variable, or NULL */
+    long default_mb;  /* the limit without it */
     int min_k;        /* smallest class is 2^min_k bytes */
     pthread_mutex_t mu;
     block *free_lists[NCLASSES];
@@ -40,22 +44,32 @@ typedef struct cache {
     int ready;
 } cache;
 
-static cache pageable = {"ORDO_HOST_CACHE_MB", 16, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
-static cache pinned = {"ORDO_PINNED_CACHE_MB", 9, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
+static cache pageable = {"ORDO_HOST_CACHE_MB", 256, 16, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
+#if defined(__SANITIZE_ADDRESS__)
+#define SMALL_CACHE_MB 0 /* AddressSanitizer must see each small block freed, to catch a use after it */
+#else
+#define SMALL_CACHE_MB 16
+#endif
+static cache small = {NULL, SMALL_CACHE_MB, 6, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
+static cache pinned = {"ORDO_PINNED_CACHE_MB", 256, 9, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
 
-#define SMALL_MAX ((size_t)1 << 16) /* pageable blocks below this are not cached */
+#define SMALL_MAX ((size_t)1 << 16) /* pageable blocks below this go to the small cache */
 
 static void drain_at_exit(void) { host_cache_empty(); }
+static void register_drain(void) { atexit(drain_at_exit); }
 
 static void init_locked(cache *c) {
     if (c->ready) return;
     c->ready = 1;
-    const char *s = getenv(c->env);
-    long mb = s && *s ? strtol(s, NULL, 10) : 256;
+    const char *s = c->env ? getenv(c->env) : NULL;
+    long mb = s && *s ? strtol(s, NULL, 10) : c->default_mb;
     c->cap = mb > 0 ? (size_t)mb << 20 : 0;
     /* Pinned blocks are not freed at exit: the CUDA runtime may already be
      * torn down by then, and the system reclaims them anyway. */
-    if (c == &pageable) atexit(drain_at_exit);
+    if (c == &pageable || c == &small) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, register_drain);
+    }
 }
 
 /* The class of a size of at least 2^min_k, and that class's block size. */
@@ -112,41 +126,48 @@ static size_t cache_bytes(cache *c) {
 
 /* ---- pageable ------------------------------------------------------------- */
 
+/* The cache a pageable block of rounded bytes belongs to. */
+static cache *pageable_cache(size_t rounded) { return rounded < SMALL_MAX ? &small : &pageable; }
+
 void *host_alloc(size_t nbytes) {
     size_t rounded = (nbytes + 63) & ~(size_t)63;
     if (rounded < nbytes) return NULL;
-    if (rounded < SMALL_MAX) return aligned_alloc(64, rounded ? rounded : 64);
+    if (!rounded) rounded = 64;
+    cache *pc = pageable_cache(rounded);
     size_t bytes;
-    int c = size_class(&pageable, rounded, &bytes);
-    void *b = cache_take(&pageable, c, bytes);
+    int c = size_class(pc, rounded, &bytes);
+    void *b = cache_take(pc, c, bytes);
     return b ? b : aligned_alloc(64, bytes);
 }
 
 void host_free(void *p, size_t nbytes) {
     if (!p) return;
     size_t rounded = (nbytes + 63) & ~(size_t)63;
-    if (rounded < SMALL_MAX) {
-        free(p);
-        return;
-    }
+    if (!rounded) rounded = 64;
+    cache *pc = pageable_cache(rounded);
     size_t bytes;
-    int c = size_class(&pageable, rounded, &bytes);
-    if (!cache_put(&pageable, c, bytes, p)) free(p);
+    int c = size_class(pc, rounded, &bytes);
+    if (!cache_put(pc, c, bytes, p)) free(p);
 }
 
-size_t host_cached_bytes(void) { return cache_bytes(&pageable); }
+size_t host_cached_bytes(void) { return cache_bytes(&pageable) + cache_bytes(&small); }
 
-void host_cache_empty(void) {
-    pthread_mutex_lock(&pageable.mu);
-    for (int c = 0; c < NCLASSES; c++) {
-        while (pageable.free_lists[c]) {
-            block *b = pageable.free_lists[c];
-            pageable.free_lists[c] = b->next;
+static void drain(cache *c) {
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < NCLASSES; i++) {
+        while (c->free_lists[i]) {
+            block *b = c->free_lists[i];
+            c->free_lists[i] = b->next;
             free(b);
         }
     }
-    pageable.cached = 0;
-    pthread_mutex_unlock(&pageable.mu);
+    c->cached = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+void host_cache_empty(void) {
+    drain(&pageable);
+    drain(&small);
 }
 
 /* ---- pinned ---------------------------------------------------------------- */

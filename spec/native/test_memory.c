@@ -13,6 +13,7 @@
  */
 #include "harness.h"
 #include "test_util.h"
+#include "host_alloc.h"
 
 #define RSS_LIMIT (64L << 20)
 
@@ -25,6 +26,30 @@ static void check_rss(long before, long after, const char *what) {
     CHECK(before > 0 && after > 0);
     CHECK_MSG(after - before < RSS_LIMIT, "%s: RSS grew by %.1f MB (limit %ld MB)", what, mb,
               RSS_LIMIT >> 20);
+}
+
+/* Small host blocks (tensor storages under 64 KiB) are cached for reuse,
+ * 64-byte aligned, and given back by host_cache_empty; under ASan they are
+ * not kept, so that a use after free is still caught. */
+static void test_small_host_blocks_cached(void) {
+    host_cache_empty();
+    CHECK_EQ_LONG((long)host_cached_bytes(), 0);
+    static const size_t sizes[] = {1, 64, 65, 100, 1000, 4096, 65535};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char *p = host_alloc(sizes[i]);
+        CHECK(p && ((uintptr_t)p & 63) == 0);
+        if (!p) continue;
+        memset(p, 0xab, sizes[i]); /* the whole size is usable (ASan checks) */
+        host_free(p, sizes[i]);
+        char *q = host_alloc(sizes[i]);
+        if (!TEST_UNDER_SANITIZER) {
+            CHECK_MSG(q == p, "a freed block of %zu bytes was not reused", sizes[i]);
+        }
+        host_free(q, sizes[i]);
+    }
+    if (!TEST_UNDER_SANITIZER) CHECK(host_cached_bytes() > 0);
+    host_cache_empty();
+    CHECK_EQ_LONG((long)host_cached_bytes(), 0);
 }
 
 static atomic_long mem_freed;
@@ -218,6 +243,7 @@ static void test_engine_create_destroy_loop(void) {
 int main(void) {
     printf("# seed %#llx, scale %g, RSS checks %s\n", (unsigned long long)test_seed(), test_scale(),
            rss_meaningful() ? "on" : "off (sanitizer or valgrind)");
+    TEST(test_small_host_blocks_cached);
     TEST(test_million_ops_bounded_memory_naive);
     TEST(test_million_ops_bounded_memory_pooled);
     TEST(test_million_ops_bounded_memory_perdevice);
