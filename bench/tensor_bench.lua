@@ -7,7 +7,9 @@
 --     end to end (pushed, run by a worker, then one wait), with the Lua
 --     thread's default bulking and with bulking off, beside the same loop
 --     pushing through the C tensor API (bulked the same way, and not) and
---     the add kernel called directly in C (no engine: the floor).
+--     the add kernel called directly in C (no engine: the floor); and
+--     r = a + b, a new tensor each time (dropped: the GC frees it), beside
+--     the same through the C tensor API and beside the in-place loop.
 --  2. matmul 1024x1024 float32 (pushed, waited for) beside cblas_sgemm on
 --     one thread (what the matmul kernel asks BLAS for: parallelism comes
 --     from the engine) and on OpenBLAS's own threads; in a loop's steady
@@ -141,6 +143,21 @@ do
     row(name, on, "add kernel called directly in C", k, "ns/op")
     row(name, on, "same loop in Lua, bulking off", off, "ns/op")
     row("c:add_(a), 16 floats, Lua, bulking off", off, "same pushes from C, bulking off", p_off, "ns/op")
+
+    -- c = a + b: a new tensor every time, dropped (collected by the GC)
+    local M = quick and 20000 or 200000
+    local b = ordo.ones({16})
+    for _ = 1, 10000 do local r = a + b end
+    ordo.engine.wait_for_all()
+    local new_ns = best_of(3, function()
+        local t0 = now()
+        for _ = 1, M do local r = a + b end
+        ordo.engine.wait_for_all()
+        return (now() - t0) / M * 1e9
+    end)
+    local p_new = peer_number(run_peer("binary_add16", M, bulk), "binary_add16 ([%d.]+)")
+    row("r = a + b, 16 floats, Lua (a new tensor)", new_ns, "same from C, freed 1,000 ops later", p_new, "ns/op")
+    row("r = a + b, 16 floats, Lua (a new tensor)", new_ns, "c:add_(a) from Lua, in place", on, "ns/op")
 end
 
 -- 2. matmul 1024x1024 float32

@@ -4,6 +4,8 @@
  *   tensor_bench_c kernel_add16 N     the registered "add" kernel called directly, N times, 16 floats
  *   tensor_bench_c push_add16 N [BULK] ordo_tensor_op2(add) from C through the engine (then one wait),
  *                                     this thread bulking BULK ops (ordo_set_bulk_size; default 0, off)
+ *   tensor_bench_c binary_add16 N [BULK] c = a + b through ordo_tensor_binary, a new tensor each
+ *                                     time, freed 1,000 ops later (as a GC would); bulking as above
  *   tensor_bench_c sgemm N REPS       cblas_sgemm on NxN float32, best of REPS (OpenBLAS's threads)
  *   tensor_bench_c sgemm1 N REPS      the same on one thread (as ordo's matmul kernel runs it)
  *   tensor_bench_c sgemm1_fresh_out N REPS
@@ -51,7 +53,7 @@ static void view1(ordo_view *v, float *p, int64_t n) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s kernel_add16|push_add16|sgemm|sgemm1|sgemm1_fresh_out|copy|add N [REPS]\n", argv[0]);
+        fprintf(stderr, "usage: %s kernel_add16|push_add16|binary_add16|sgemm|sgemm1|sgemm1_fresh_out|copy|add N [REPS]\n", argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -96,6 +98,39 @@ int main(int argc, char **argv) {
         printf("push_add16 %.1f ns/op (c[0] = %.0f)\n", (t1 - t0) / (double)n * 1e9, *(float *)ordo_tensor_data(c));
         ordo_tensor_free(a);
         ordo_tensor_free(c);
+        return 0;
+    }
+    if (!strcmp(mode, "binary_add16")) {
+        /* c = a + b into a new tensor each time, dropped 1,000 ops later
+         * (as a garbage collector would drop it: after its op has run). */
+        enum { LAG = 1000 };
+        int64_t shape[1] = {16};
+        ordo_ctx cpu = {ORDO_CPU, 0};
+        ordo_tensor *a = ordo_tensor_empty(NULL, ORDO_F32, 1, shape, cpu);
+        ordo_tensor *b = ordo_tensor_empty(NULL, ORDO_F32, 1, shape, cpu);
+        int kadd = ordo_tensor_kernel_id("add"), kfill = ordo_tensor_kernel_id("fill");
+        ordo_tensor_op1(kfill, "fill_", a, NULL, 1);
+        ordo_tensor_op1(kfill, "fill_", b, NULL, 2);
+        ordo_set_bulk_size(argc > 3 ? atoi(argv[3]) : 0);
+        ordo_tensor *ring[LAG] = {0};
+        double t0 = 0;
+        for (long i = 0; i < n + 10000; i++) {
+            if (i == 10000) { /* warmed up */
+                ordo_wait_for_all(ordo_engine_default());
+                t0 = now();
+            }
+            ordo_tensor *c = ordo_tensor_binary(kadd, "add", a, b, ORDO_F32);
+            if (!c) return 1;
+            ordo_tensor_free(ring[i % LAG]);
+            ring[i % LAG] = c;
+        }
+        ordo_wait_for_all(ordo_engine_default());
+        double t1 = now();
+        float v = *(float *)ordo_tensor_data(ring[0]);
+        for (int i = 0; i < LAG; i++) ordo_tensor_free(ring[i]);
+        printf("binary_add16 %.1f ns/op (c[0] = %.0f)\n", (t1 - t0) / (double)n * 1e9, v);
+        ordo_tensor_free(a);
+        ordo_tensor_free(b);
         return 0;
     }
     if (!strcmp(mode, "sgemm") || !strcmp(mode, "sgemm1") || !strcmp(mode, "sgemm1_fresh_out")) {
