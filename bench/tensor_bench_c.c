@@ -42,6 +42,19 @@ static void *xalloc(size_t n) {
     return p;
 }
 
+/* A 16-float cpu(0) tensor on the default engine, filled with v. */
+static ordo_tensor *filled16(float v) {
+    int64_t shape[1] = {16};
+    ordo_ctx cpu = {ORDO_CPU, 0};
+    ordo_tensor *t = ordo_tensor_empty(NULL, ORDO_F32, 1, shape, cpu);
+    if (!t) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    ordo_tensor_op1(ordo_tensor_kernel_id("fill"), "fill_", t, NULL, v);
+    return t;
+}
+
 static void view1(ordo_view *v, float *p, int64_t n) {
     memset(v, 0, sizeof *v);
     v->data = p;
@@ -81,13 +94,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(mode, "push_add16")) {
-        int64_t shape[1] = {16};
-        ordo_ctx cpu = {ORDO_CPU, 0};
-        ordo_tensor *a = ordo_tensor_empty(NULL, ORDO_F32, 1, shape, cpu);
-        ordo_tensor *c = ordo_tensor_empty(NULL, ORDO_F32, 1, shape, cpu);
-        int kadd = ordo_tensor_kernel_id("add"), kfill = ordo_tensor_kernel_id("fill");
-        ordo_tensor_op1(kfill, "fill_", a, NULL, 1);
-        ordo_tensor_op1(kfill, "fill_", c, NULL, 0);
+        ordo_tensor *a = filled16(1), *c = filled16(0);
+        int kadd = ordo_tensor_kernel_id("add");
         ordo_set_bulk_size(argc > 3 ? atoi(argv[3]) : 0);
         for (int i = 0; i < 10000; i++) ordo_tensor_op2(kadd, "add_", c, c, a);
         ordo_wait_for_all(ordo_engine_default());
@@ -104,13 +112,8 @@ int main(int argc, char **argv) {
         /* c = a + b into a new tensor each time, dropped 1,000 ops later
          * (as a garbage collector would drop it: after its op has run). */
         enum { LAG = 1000 };
-        int64_t shape[1] = {16};
-        ordo_ctx cpu = {ORDO_CPU, 0};
-        ordo_tensor *a = ordo_tensor_empty(NULL, ORDO_F32, 1, shape, cpu);
-        ordo_tensor *b = ordo_tensor_empty(NULL, ORDO_F32, 1, shape, cpu);
-        int kadd = ordo_tensor_kernel_id("add"), kfill = ordo_tensor_kernel_id("fill");
-        ordo_tensor_op1(kfill, "fill_", a, NULL, 1);
-        ordo_tensor_op1(kfill, "fill_", b, NULL, 2);
+        ordo_tensor *a = filled16(1), *b = filled16(2);
+        int kadd = ordo_tensor_kernel_id("add");
         ordo_set_bulk_size(argc > 3 ? atoi(argv[3]) : 0);
         ordo_tensor *ring[LAG] = {0};
         double t0 = 0;
