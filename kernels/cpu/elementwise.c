@@ -203,12 +203,14 @@ static int run_binary(const ordo_run_ctx *rc, const ordo_kernel_args *args, cons
         const int64_t n = cpu_dense_numel(mode == 0 ? 3 : 2, v);
         const int dt = v[0]->dtype;
         cpu_scalar s;
-        char *p[3] = {(char *)v[0]->data, (char *)v[1]->data, (char *)v[2]->data};
+        char *p[3] = {(char *)v[0]->data, (char *)v[1]->data, NULL}; /* in[1] only in mode 0 */
         const int64_t *st = cpu_unit_strides;
         static const int64_t scalar_right[3] = {1, 1, 0}, scalar_left[3] = {1, 0, 1};
         int fast = n > 0 && n < CPU_PAR_MIN && v[1]->dtype == dt && op->loops[dt];
-        if (fast && mode == 0) fast = v[2]->dtype == dt;
-        else if (fast) { /* float scalars only: integer ones have range checks */
+        if (fast && mode == 0) {
+            fast = v[2]->dtype == dt;
+            p[2] = (char *)v[2]->data;
+        } else if (fast) { /* float scalars only: integer ones have range checks */
             fast = args->nscalar >= 1 && cpu_dtype_is_float(dt);
             if (dt == ORDO_F32) s.f32 = (float)args->scalar[0];
             else s.f64 = args->scalar[0];
