@@ -425,12 +425,6 @@ op  *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, con
 /* Appends a prepared op to its vars and runs or queues it (push.c). */
 int  push_prepared(ordo_engine *e, op *o, const char *fn);
 
-/* One var of a push and whether the push writes it (push.c). */
-typedef struct { ordo_var *v; bool w; } var_use;
-/* Sorted by address (the order lock_vars falls back to) and deduplicated: a var given
- * twice -- even as two reads -- or as read and write counts once, as a
- * write (rule 3).  out has room for nreads + nwrites.  Inline: every push
- * calls it, most with a handful of vars. */
 /* Deletes v at once, on this thread, when no op is queued on it, none of
  * this thread's bulk uses it, it has no GPU work and no profile is being
  * taken; true when done (the caller then frees what v guarded itself),
@@ -438,6 +432,13 @@ typedef struct { ordo_var *v; bool w; } var_use;
  * the tensor layer's storages: most are dropped by the GC long after their
  * last op ran, and a delete op costs a push and a hand-off. */
 bool engine_delete_idle(ordo_engine *e, ordo_var *v);
+
+/* One var of a push and whether the push writes it (push.c). */
+typedef struct { ordo_var *v; bool w; } var_use;
+/* Sorted by address (the order lock_vars falls back to) and deduplicated: a var given
+ * twice -- even as two reads -- or as read and write counts once, as a
+ * write (rule 3).  out has room for nreads + nwrites.  Inline: every push
+ * calls it, most with a handful of vars. */
 int collect_vars_many(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, var_use *out);
 static inline int collect_vars(ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
                                var_use *out) {
@@ -483,12 +484,12 @@ extern ORDO_HIDDEN _Thread_local int tls_bulk_size;
  * memory), and the caller pushes it alone. */
 bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *), ordo_ctx ctx,
                  const var_use *uses, int n, int prop, const char *name);
-/* The same for an op's vars as ordo_push_sync takes them (live, at most 16
- * in all, in any order, repeats allowed: a repeat is a write, rule 3): the
- * bulk's table of vars, which it keeps anyway, finds the repeats, so they
- * need no sorting first. */
 /* Whether this thread's bulk being collected has an op on v. */
 bool bulk_has_var(const ordo_var *v);
+/* bulk_append for an op's vars as ordo_push_sync takes them (live, at most
+ * 16 in all, in any order, repeats allowed: a repeat is a write, rule 3):
+ * the bulk's table of vars, which it keeps anyway, finds the repeats, so
+ * they need no sorting first. */
 typedef struct bulk_rw { /* (in one struct: fewer arguments on the stack, per push) */
     ordo_var *const *reads, *const *writes;
     int nreads, nwrites;
