@@ -8,7 +8,7 @@
  * allocates and drops same-sized outputs step after step, so freed large
  * blocks are kept in size classes and handed out again with their pages
  * already mapped.  Blocks under 64 KiB are cached too, in a cache of their
- * own (16 MB at most): the small tensors of a loop come and go at every
+ * own (16 MB at most, less if ORDO_HOST_CACHE_MB says so): the small tensors of a loop come and go at every
  * op, and glibc serves a 64-byte-aligned block on a slow path (memalign
  * has no per-thread cache; about 800 instructions for a 64-byte block,
  * more than the op that fills it).
@@ -35,8 +35,8 @@
 typedef struct block { struct block *next; } block;
 
 typedef struct cache {
-    const char *env;  /* the size limit's environment variable, or NULL */
-    long default_mb;  /* the limit without it */
+    const char *env;  /* the size limit's environment variable */
+    long default_mb;  /* the limit without it (the small cache: also its most) */
     int min_k;        /* smallest class is 2^min_k bytes */
     pthread_mutex_t mu;
     block *free_lists[NCLASSES];
@@ -45,12 +45,9 @@ typedef struct cache {
 } cache;
 
 static cache pageable = {"ORDO_HOST_CACHE_MB", 256, 16, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
-#if defined(__SANITIZE_ADDRESS__)
-#define SMALL_CACHE_MB 0 /* AddressSanitizer must see each small block freed, to catch a use after it */
-#else
-#define SMALL_CACHE_MB 16
-#endif
-static cache small = {NULL, SMALL_CACHE_MB, 6, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
+/* ORDO_HOST_CACHE_MB limits it too (at most 16 MB), so that 0 turns both
+ * caches off: the sanitizer and valgrind runs must see every block freed. */
+static cache small = {"ORDO_HOST_CACHE_MB", 16, 6, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
 static cache pinned = {"ORDO_PINNED_CACHE_MB", 256, 9, PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0};
 
 #define SMALL_MAX ((size_t)1 << 16) /* pageable blocks below this go to the small cache */
@@ -61,8 +58,9 @@ static void register_drain(void) { atexit(drain_at_exit); }
 static void init_locked(cache *c) {
     if (c->ready) return;
     c->ready = 1;
-    const char *s = c->env ? getenv(c->env) : NULL;
+    const char *s = getenv(c->env);
     long mb = s && *s ? strtol(s, NULL, 10) : c->default_mb;
+    if (c == &small && mb > c->default_mb) mb = c->default_mb;
     c->cap = mb > 0 ? (size_t)mb << 20 : 0;
     /* Pinned blocks are not freed at exit: the CUDA runtime may already be
      * torn down by then, and the system reclaims them anyway. */
