@@ -56,6 +56,10 @@ function M.host_ptr(t)
     return C.ordo_tensor_data(c)
 end
 
+-- The tensor options a module's parameters are made with, from the
+-- module's own options (float32 unless it says otherwise).
+function M.param_opts(opts) return {dtype = opts.dtype or "float32", device = opts.device} end
+
 function M.typename(x)
     local t = type(x)
     if t == "table" then

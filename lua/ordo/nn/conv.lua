@@ -387,7 +387,7 @@ function M.install(nn)
         self.stride = {pair("Conv2d", "stride", opts.stride or 1)}
         self.padding = {pair("Conv2d", "padding", opts.padding or 0, true)}
         self.dilation = {pair("Conv2d", "dilation", opts.dilation or 1)}
-        local topts = {dtype = opts.dtype or "float32", device = opts.device}
+        local topts = util.param_opts(opts)
         local w = tensor.empty({cout, cin, kh, kw}, topts)
         init.kaiming_uniform_(w, sqrt(5))
         self:register_parameter("weight", w)
@@ -455,7 +455,7 @@ function M.install(nn)
             if type(self.momentum) ~= "number" or self.momentum < 0 or self.momentum > 1 then
                 fail(fmt("%s: momentum must be a number in [0, 1], got %s", name, tostring(self.momentum)))
             end
-            local topts = {dtype = opts.dtype or "float32", device = opts.device}
+            local topts = util.param_opts(opts)
             if opts.affine ~= false then
                 self:register_parameter("weight", tensor.ones({n}, topts))
                 self:register_parameter("bias", tensor.zeros({n}, topts))

@@ -286,7 +286,7 @@ function Linear:init(nin, nout, opts)
     check_int("Linear", "out_features", nout)
     opts = opts_of("Linear", opts)
     self.in_features, self.out_features = nin, nout
-    local topts = {dtype = opts.dtype or "float32", device = opts.device}
+    local topts = util.param_opts(opts)
     local w = tensor.empty({nout, nin}, topts)
     init.kaiming_uniform_(w, math.sqrt(5))
     self:register_parameter("weight", w)
@@ -339,7 +339,7 @@ function LayerNorm:init(shape, opts)
     opts = opts_of("LayerNorm", opts)
     self.normalized_shape, self.eps = shape, opts.eps or 1e-5
     if opts.affine ~= false then
-        local topts = {dtype = opts.dtype or "float32", device = opts.device}
+        local topts = util.param_opts(opts)
         self:register_parameter("weight", tensor.ones(shape, topts))
         self:register_parameter("bias", tensor.zeros(shape, topts))
     end
@@ -357,7 +357,7 @@ function Embedding:init(num, dim, opts)
     check_int("Embedding", "embedding_dim", dim)
     opts = opts_of("Embedding", opts)
     self.num_embeddings, self.embedding_dim = num, dim
-    self:register_parameter("weight", tensor.randn({num, dim}, {dtype = opts.dtype or "float32", device = opts.device}))
+    self:register_parameter("weight", tensor.randn({num, dim}, util.param_opts(opts)))
 end
 function Embedding:forward(indices) return F.embedding(indices, self.weight) end
 function Embedding:extra_repr() return fmt("%d, %d", self.num_embeddings, self.embedding_dim) end
