@@ -40,6 +40,14 @@ static ordo_kernel_args args0(void) {
     return a;
 }
 
+/* Empty arguments for a kernel of nin inputs and nout outputs. */
+static ordo_kernel_args args_n(int nin, int nout) {
+    ordo_kernel_args a = args0();
+    a.nin = nin;
+    a.nout = nout;
+    return a;
+}
+
 /* Calls the CPU kernel directly; -999 (and a mismatch) if there is none. */
 static int call(const char *name, const ordo_kernel_args *a) {
     ordo_kernel_fn fn = ordo_kernel_lookup(name, ORDO_CPU);

@@ -354,9 +354,7 @@ static void kernel_max_pool2d_matches_reference(void) {
         /* a few trials with NaNs (one in 5 or one in 40 elements) */
         tv_rand(&x, (dt == ORDO_F32 || dt == ORDO_F64) && trial % 3 == 0 ? (trial % 2 ? 5 : 40) : 0);
         tv y = tv_new(dt, 4, ys, 1), ix = tv_new(ORDO_I64, 4, ys, 1);
-        ordo_kernel_args a = args0();
-        a.nin = 1;
-        a.nout = 2;
+        ordo_kernel_args a = args_n(1, 2);
         a.in[0] = x.v;
         a.out[0] = y.v;
         a.out[1] = ix.v;
@@ -395,9 +393,7 @@ static void kernel_max_pool2d_backward_matches_reference(void) {
         tv x = tv_new(dt, 4, xs, 0);
         tv_rand(&x, 0);
         tv y = tv_new(dt, 4, ys, 0), ix = tv_new(ORDO_I64, 4, ys, trial % 3 == 0);
-        ordo_kernel_args a = args0();
-        a.nin = 1;
-        a.nout = 2;
+        ordo_kernel_args a = args_n(1, 2);
         a.in[0] = x.v;
         a.out[0] = y.v;
         a.out[1] = ix.v;
@@ -406,9 +402,7 @@ static void kernel_max_pool2d_backward_matches_reference(void) {
         tv gy = tv_new(dt, 4, ys, 1), gx = tv_new(dt, 4, xs, 1), ref = tv_new(ORDO_F64, 4, xs, 0);
         tv_rand(&gy, 0);
         for (size_t i = 0; i < gx.nbytes; i++) gx.base[i] = (char)0xff; /* fully written */
-        ordo_kernel_args b = args0();
-        b.nin = 2;
-        b.nout = 1;
+        ordo_kernel_args b = args_n(2, 1);
         b.in[0] = gy.v;
         b.in[1] = ix.v;
         b.out[0] = gx.v;
@@ -450,9 +444,7 @@ static void kernel_max_pool2d_known_values(void) {
     int64_t xs[4] = {1, 1, 4, 4}, ys[4] = {1, 1, 2, 2};
     tv x = tv_new(ORDO_F64, 4, xs, 0), y = tv_new(ORDO_F64, 4, ys, 0), ix = tv_new(ORDO_I64, 4, ys, 0);
     memcpy(x.v.data, xv, sizeof xv);
-    ordo_kernel_args a = args0();
-    a.nin = 1;
-    a.nout = 2;
+    ordo_kernel_args a = args_n(1, 2);
     a.in[0] = x.v;
     a.out[0] = y.v;
     a.out[1] = ix.v;
@@ -564,9 +556,7 @@ static void conv_kernels_fail_clearly(void) {
     EXPECT_FAIL("col2im", &b, "dtype mismatch");
 
     /* max_pool2d */
-    ordo_kernel_args p = args0();
-    p.nin = 1;
-    p.nout = 2;
+    ordo_kernel_args p = args_n(1, 2);
     p.in[0] = x.v;
     p.out[0] = y.v;
     p.out[1] = ix.v;
@@ -594,9 +584,7 @@ static void conv_kernels_fail_clearly(void) {
     EXPECT_FAIL("max_pool2d", &q, "takes 1 inputs and 2 outputs");
 
     /* max_pool2d_backward */
-    ordo_kernel_args r = args0();
-    r.nin = 2;
-    r.nout = 1;
+    ordo_kernel_args r = args_n(2, 1);
     r.in[0] = y.v;
     r.in[1] = ix.v;
     r.out[0] = x.v;
@@ -642,9 +630,7 @@ static void conv_kernels_empty(void) {
     a.in[0] = c.v;
     a.out[0] = x.v;
     CHECK_EQ_LONG(call("col2im", &a), 0);
-    ordo_kernel_args q = args0();
-    q.nin = 1;
-    q.nout = 2;
+    ordo_kernel_args q = args_n(1, 2);
     q.in[0] = x.v;
     q.out[0] = y.v;
     q.out[1] = ix.v;
@@ -652,9 +638,7 @@ static void conv_kernels_empty(void) {
     int64_t pp[6] = {2, 2, 2, 2, 0, 0};
     memcpy(q.iparam, pp, sizeof pp);
     CHECK_EQ_LONG(call("max_pool2d", &q), 0);
-    ordo_kernel_args r = args0();
-    r.nin = 2;
-    r.nout = 1;
+    ordo_kernel_args r = args_n(2, 1);
     r.in[0] = y.v;
     r.in[1] = ix.v;
     r.out[0] = x.v;

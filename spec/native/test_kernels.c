@@ -611,9 +611,7 @@ static void check_binary(int op, int mode, int dt, int trial) {
     }
     if (dt == ORDO_U8 && mode == 1 && op != B_DIV) s = (double)rnd(-300, 300); /* wraps */
     if (mode == 2 && dt == ORDO_U8 && op == B_DIV) s = (double)rnd(0, 255);
-    ordo_kernel_args k = args0();
-    k.nin = mode == 0 ? 2 : 1;
-    k.nout = 1;
+    ordo_kernel_args k = args_n(mode == 0 ? 2 : 1, 1);
     k.in[0] = a.v;
     k.in[1] = b.v;
     k.out[0] = y.v;
@@ -688,9 +686,7 @@ static void kernel_dense_path_errors(void) {
        b = tv_new(ORDO_F32, 1, &n, L_CONTIG), m = tv_new(ORDO_U8, 1, &n, L_CONTIG);
     tv_rand(&a, 0);
     tv_rand(&b, 0);
-    ordo_kernel_args k = args0();
-    k.nin = 2;
-    k.nout = 1;
+    ordo_kernel_args k = args_n(2, 1);
     k.in[0] = a.v;
     k.in[1] = b.v;
     k.out[0] = y.v;
@@ -718,9 +714,7 @@ static void kernel_dense_path_errors(void) {
     k.out[0] = m.v;
     EXPECT_FAIL("neg", &k, "dtype mismatch");
 
-    k = args0();
-    k.nin = 2;
-    k.nout = 1;
+    k = args_n(2, 1);
     k.in[0] = a.v;
     k.in[1] = b.v;
     k.out[0] = m.v;
@@ -746,9 +740,7 @@ static void kernel_binary_edges(void) {
     tv_rand(&b, 0);
     float *pa = (float *)a.v.data, *pb = (float *)b.v.data, want[37];
     for (int i = 0; i < 37; i++) want[i] = pa[i] * pb[i];
-    ordo_kernel_args k = args0();
-    k.nin = 2;
-    k.nout = 1;
+    ordo_kernel_args k = args_n(2, 1);
     k.in[0] = a.v;
     k.in[1] = b.v;
     k.out[0] = a.v; /* a *= b */
@@ -776,9 +768,7 @@ static void kernel_binary_edges(void) {
     int32_t *x = (int32_t *)ia.v.data, *d = (int32_t *)ib.v.data, *yy = (int32_t *)iy.v.data;
     x[0] = 7, x[1] = -7, x[2] = INT32_MIN, x[3] = 9;
     d[0] = 2, d[1] = 2, d[2] = -1, d[3] = -4;
-    k = args0();
-    k.nin = 2;
-    k.nout = 1;
+    k = args_n(2, 1);
     k.in[0] = ia.v;
     k.in[1] = ib.v;
     k.out[0] = iy.v;
@@ -852,9 +842,7 @@ static void kernel_compare(void) {
                 } else if (dt == ORDO_U8) {
                     memset(b.base, 100, b.nbytes);
                 }
-                ordo_kernel_args k = args0();
-                k.nin = 2;
-                k.nout = 1;
+                ordo_kernel_args k = args_n(2, 1);
                 k.in[0] = a.v;
                 k.in[1] = b.v;
                 k.out[0] = y.v;
@@ -872,9 +860,7 @@ static void kernel_compare(void) {
     /* output must be uint8 */
     int64_t n = 3;
     tv a = tv_new(ORDO_F32, 1, &n, L_CONTIG), y = tv_new(ORDO_F32, 1, &n, L_CONTIG);
-    ordo_kernel_args k = args0();
-    k.nin = 2;
-    k.nout = 1;
+    ordo_kernel_args k = args_n(2, 1);
     k.in[0] = k.in[1] = a.v;
     k.out[0] = y.v;
     EXPECT_FAIL("lt", &k, "uint8");
@@ -905,9 +891,7 @@ static void kernel_compare_scalar(void) {
                     if (dt == ORDO_I64 && fabs(s) == 4611686018427387904.0 && a.nbytes >= 16)
                         ((int64_t *)a.base)[1] = (int64_t)s + 1; /* differs from s only past 2^53 */
                 }
-                ordo_kernel_args k = args0();
-                k.nin = 1;
-                k.nout = 1;
+                ordo_kernel_args k = args_n(1, 1);
                 k.in[0] = a.v;
                 k.out[0] = y.v;
                 k.nscalar = 1;
@@ -945,9 +929,7 @@ static void kernel_where_masked_fill(void) {
             for (size_t i = 0; i < c.nbytes; i++) c.base[i] = (char)(c.base[i] % 3 == 0 ? 0 : c.base[i]);
             tv_rand(&x, 1);
             tv_rand(&y, 1);
-            ordo_kernel_args k = args0();
-            k.nin = 3;
-            k.nout = 1;
+            ordo_kernel_args k = args_n(3, 1);
             k.in[0] = c.v;
             k.in[1] = x.v;
             k.in[2] = y.v;
@@ -963,9 +945,7 @@ static void kernel_where_masked_fill(void) {
                 } while (next_idx(nd, shape, idx));
             /* masked_fill: x, mask -> out */
             double val = is_float(dt) ? -1.25 : 42;
-            k = args0();
-            k.nin = 2;
-            k.nout = 1;
+            k = args_n(2, 1);
             k.in[0] = x.v;
             k.in[1] = c.v;
             k.out[0] = o.v;
@@ -985,9 +965,7 @@ static void kernel_where_masked_fill(void) {
         }
     int64_t n = 4;
     tv c = tv_new(ORDO_I32, 1, &n, L_CONTIG), x = tv_new(ORDO_F32, 1, &n, L_CONTIG);
-    ordo_kernel_args k = args0();
-    k.nin = 3;
-    k.nout = 1;
+    ordo_kernel_args k = args_n(3, 1);
     k.in[0] = c.v;
     k.in[1] = k.in[2] = k.out[0] = x.v;
     EXPECT_FAIL("where", &k, "cond must be uint8");
@@ -1455,9 +1433,7 @@ static void kernel_lines(void) {
             if (dt == ORDO_U8) /* small values, so that sums stay exact and ties happen */
                 for (size_t i = 0; i < x.nbytes; i++) ((uint8_t *)x.base)[i] %= 7;
             tv y = tv_like(&x, dt, L_ANY), ix = tv_like(&x, ORDO_I64, L_ANY);
-            ordo_kernel_args k = args0();
-            k.nin = 1;
-            k.nout = 1;
+            ordo_kernel_args k = args_n(1, 1);
             k.in[0] = x.v;
             k.out[0] = y.v;
             k.niparam = 1;
@@ -1538,9 +1514,7 @@ static void kernel_lines(void) {
         }
     int64_t n = 3;
     tv x = tv_new(ORDO_F32, 1, &n, L_CONTIG), i32 = tv_new(ORDO_I32, 1, &n, L_CONTIG);
-    ordo_kernel_args k = args0();
-    k.nin = 1;
-    k.nout = 2;
+    ordo_kernel_args k = args_n(1, 2);
     k.in[0] = k.out[0] = x.v;
     k.out[1] = i32.v;
     k.niparam = 2;
@@ -1596,9 +1570,7 @@ static void check_matmul(int dt, int64_t B, int64_t M, int64_t K, int64_t N, int
     tv_rand(&a, 0);
     tv_rand(&b, 0);
     memset(y.base, 0x7f, y.nbytes); /* garbage that must be overwritten */
-    ordo_kernel_args k = args0();
-    k.nin = 2;
-    k.nout = 1;
+    ordo_kernel_args k = args_n(2, 1);
     k.in[0] = a.v;
     k.in[1] = b.v;
     k.out[0] = y.v;
@@ -1665,9 +1637,7 @@ static void kernel_matmul(void) {
     /* failures */
     int64_t s23[2] = {2, 3};
     tv a = tv_new(ORDO_F32, 2, s23, L_CONTIG);
-    ordo_kernel_args k = args0();
-    k.nin = 2;
-    k.nout = 1;
+    ordo_kernel_args k = args_n(2, 1);
     k.in[0] = k.in[1] = k.out[0] = a.v;
     EXPECT_FAIL("matmul", &k, "shape mismatch");
     k.in[1].dtype = ORDO_F64;
@@ -1958,9 +1928,7 @@ static void kernel_gather(void) {
             tv y = tv_new(dt, nd, is, L_ANY);
             tv_rand(&x, 1);
             for (size_t i = 0; i < ix.nbytes / 8; i++) ((int64_t *)ix.base)[i] = rnd(0, xs[dim] - 1);
-            ordo_kernel_args k = args0();
-            k.nin = 2;
-            k.nout = 1;
+            ordo_kernel_args k = args_n(2, 1);
             k.in[0] = x.v;
             k.in[1] = ix.v;
             k.out[0] = y.v;
@@ -2003,9 +1971,7 @@ static void kernel_index_select(void) {
             tv y = tv_new(dt, nd, ys, L_ANY);
             tv_rand(&x, 1);
             for (size_t i = 0; i < ix.nbytes / 8; i++) ((int64_t *)ix.base)[i] = rnd(0, xs[dim] - 1);
-            ordo_kernel_args k = args0();
-            k.nin = 2;
-            k.nout = 1;
+            ordo_kernel_args k = args_n(2, 1);
             k.in[0] = x.v;
             k.in[1] = ix.v;
             k.out[0] = y.v;
@@ -2031,9 +1997,7 @@ static void kernel_index_select(void) {
         }
     int64_t s[2] = {3, 4}, n = 2;
     tv x = tv_new(ORDO_F32, 2, s, L_CONTIG), ix = tv_new(ORDO_I32, 1, &n, L_CONTIG);
-    ordo_kernel_args k = args0();
-    k.nin = 2;
-    k.nout = 1;
+    ordo_kernel_args k = args_n(2, 1);
     k.in[0] = x.v;
     k.in[1] = ix.v;
     k.out[0] = x.v;
@@ -2106,9 +2070,7 @@ static void kernel_scatter_add_index_add(void) {
                         int64_t p = lin(nd, ys, yi);
                         want[p] = add_in(dt, want[p], getl(&src.v, idx));
                     } while (next_idx(nd, walk->shape, idx));
-                ordo_kernel_args k = args0();
-                k.nin = 2;
-                k.nout = 1;
+                ordo_kernel_args k = args_n(2, 1);
                 k.in[0] = src.v;
                 k.in[1] = ix.v;
                 k.out[0] = y.v;
@@ -2227,9 +2189,7 @@ static void add_runs_near_copy_bandwidth(void) {
     const int64_t n = 16 << 20; /* 16M floats: 3 x 64 MiB, far past any cache */
     tv a = tv_new(ORDO_F32, 1, &n, L_CONTIG), b = tv_new(ORDO_F32, 1, &n, L_CONTIG), y = tv_new(ORDO_F32, 1, &n, L_CONTIG);
     for (int64_t i = 0; i < n; i++) ((float *)a.v.data)[i] = (float)i, ((float *)b.v.data)[i] = 1;
-    ordo_kernel_args k = args0();
-    k.nin = 2;
-    k.nout = 1;
+    ordo_kernel_args k = args_n(2, 1);
     k.in[0] = a.v;
     k.in[1] = b.v;
     k.out[0] = y.v;
