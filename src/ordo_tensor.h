@@ -89,6 +89,11 @@ typedef struct ordo_tensor {
 
 /* A contiguous tensor with a new storage (uninitialised); e NULL = default engine. */
 ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_t *shape, ordo_ctx ctx);
+/* The same with the device as two ints: LuaJIT compiles FFI calls whose
+ * arguments are scalars and pointers, not a struct passed by value, so
+ * this is the form the Lua package calls. */
+ordo_tensor *ordo_tensor_empty_on(ordo_engine *e, int dtype, int ndim, const int64_t *shape,
+                                  int dev_type, int dev_id);
 /* A tensor of t's shape, dtype and device with a new storage (on cpu(n)
  * for a cpu_pinned t: results of ops are not pinned). */
 ordo_tensor *ordo_tensor_empty_like(const ordo_tensor *t, int dtype);

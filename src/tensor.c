@@ -151,6 +151,12 @@ ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_
     return t;
 }
 
+ordo_tensor *ordo_tensor_empty_on(ordo_engine *e, int dtype, int ndim, const int64_t *shape,
+                                  int dev_type, int dev_id) {
+    ordo_ctx ctx = {dev_type, dev_id};
+    return ordo_tensor_empty(e, dtype, ndim, shape, ctx);
+}
+
 ordo_tensor *ordo_tensor_empty_like(const ordo_tensor *t, int dtype) {
     return ordo_tensor_empty(t->storage->engine, dtype, t->ndim, t->shape, tensor_result_ctx(t->ctx));
 }

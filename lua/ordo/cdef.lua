@@ -74,6 +74,8 @@ void    ordo_storage_gc_done(void);
 void    ordo_storage_set_gc_threshold(int64_t bytes);
 
 ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_t *shape, ordo_ctx ctx);
+ordo_tensor *ordo_tensor_empty_on(ordo_engine *e, int dtype, int ndim, const int64_t *shape,
+                                  int dev_type, int dev_id);
 ordo_tensor *ordo_tensor_empty_like(const ordo_tensor *t, int dtype);
 ordo_tensor *ordo_tensor_as_strided(const ordo_tensor *t, int ndim, const int64_t *shape,
                                     const int64_t *strides, int64_t offset);

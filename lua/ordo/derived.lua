@@ -45,6 +45,12 @@ function Tensor:std(dim, keepdim, correction)
     return self:var(dim, keepdim, correction):sqrt()
 end
 
+-- t summed over all elements (dim nil) or over dim.
+local function sum_over(t, dim, keepdim)
+    if dim == nil then return t:sum() end
+    return t:sum(dim, keepdim)
+end
+
 -- norm(p, dim, keepdim): the p-norm (default 2; math.huge or "inf": the
 -- largest magnitude) over all elements or over dim.
 function Tensor:norm(p, dim, keepdim)
@@ -56,14 +62,13 @@ function Tensor:norm(p, dim, keepdim)
     end
     local x = is_float(self) and self or self:float()
     local a = x:abs()
-    local function total(t) return dim == nil and t:sum() or t:sum(dim, keepdim) end
     if p == huge then
         if dim == nil then return a:max() end
         return (a:max(dim, keepdim))
     end
-    if p == 1 then return total(a) end
-    if p == 2 then return total(x * x):sqrt() end
-    return total(a:pow(p)):pow(1 / p)
+    if p == 1 then return sum_over(a, dim, keepdim) end
+    if p == 2 then return sum_over(x * x, dim, keepdim):sqrt() end
+    return sum_over(a:pow(p), dim, keepdim):pow(1 / p)
 end
 
 -- logsumexp(dim, keepdim): log(sum(exp(t))) over all elements or over dim,

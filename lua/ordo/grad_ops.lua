@@ -8,6 +8,14 @@
 -- shapes (sum_to undoes broadcasting).  In-place methods are wrapped with
 -- a guard instead: they may not change, or read, a tensor that requires a
 -- gradient while grad mode is on.
+--
+-- No wrapper contains a closure: each one calls a recorder (defined beside
+-- it) that makes the backward function.  LuaJIT does not compile the
+-- creation of a closure (FNEW) nor the closing of upvalues (UCLO) that
+-- every return from a function holding one executes, so such a wrapper
+-- aborted every trace through it and left the user's loop of tensor ops to
+-- the interpreter (r = a + b took twice as long).  The spec "no op wrapper
+-- holds a closure" keeps it so.
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 
@@ -34,23 +42,24 @@ function M.install(ag)
     local function binary(name, f, bw, saves)
         saves = saves or ""
         local save_a, save_b, save_y = saves:find("a", 1, true), saves:find("b", 1, true), saves:find("y", 1, true)
+        local function rec(a, b, y, ...)
+            local ta, tb = is_tensor(a), is_tensor(b)
+            local saved = {}
+            if ta and save_a then saved[#saved + 1] = a end
+            if tb and save_b then saved[#saved + 1] = b end
+            if save_y then saved[#saved + 1] = y end
+            local extra = select("#", ...) > 0 and {...} or nil
+            record(name, y, {a, b, n = 2}, function(g)
+                local na, nb = ta and a._rg, tb and b._rg
+                local ga, gb = bw(g, a, b, y, na, nb, extra)
+                if na and ga then ga = sum_to(ga:expand(shape_of(g)), shape_of(a)) end
+                if nb and gb then gb = sum_to(gb:expand(shape_of(g)), shape_of(b)) end
+                return na and ga or nil, nb and gb or nil
+            end, saved)
+        end
         return function(a, b, ...)
             local y = f(a, b, ...)
-            if needs(a, b) then
-                local ta, tb = is_tensor(a), is_tensor(b)
-                local saved = {}
-                if ta and save_a then saved[#saved + 1] = a end
-                if tb and save_b then saved[#saved + 1] = b end
-                if save_y then saved[#saved + 1] = y end
-                local extra = select("#", ...) > 0 and {...} or nil
-                record(name, y, {a, b, n = 2}, function(g)
-                    local na, nb = ta and a._rg, tb and b._rg
-                    local ga, gb = bw(g, a, b, y, na, nb, extra)
-                    if na and ga then ga = sum_to(ga:expand(shape_of(g)), shape_of(a)) end
-                    if nb and gb then gb = sum_to(gb:expand(shape_of(g)), shape_of(b)) end
-                    return na and ga or nil, nb and gb or nil
-                end, saved)
-            end
+            if needs(a, b) then rec(a, b, y, ...) end
             return y
         end
     end
@@ -118,21 +127,22 @@ function M.install(ag)
 
     -- max(t) with a tensor is maximum; max(dim) gives values and indices
     local function extremum(name, f, pair)
+        local function rec(x, dim, keepdim, v, idx)
+            record(name, v, {x, n = 1}, function(g)
+                if dim == nil then
+                    -- every element equal to the extremum shares the gradient
+                    local m = x:eq(v):to(g:dtype())
+                    return m * (g / m:sum())
+                end
+                local gi, ii = g, idx
+                if not keepdim then gi, ii = g:unsqueeze(dim), idx:unsqueeze(dim) end
+                return tensor.zeros_like(x):scatter_add_(dim, ii, gi)
+            end, {x})
+        end
         return function(x, dim, keepdim)
             if is_tensor(dim) then return Tensor[pair](x, dim) end
             local v, idx = f(x, dim, keepdim)
-            if needs(x) then
-                record(name, v, {x, n = 1}, function(g)
-                    if dim == nil then
-                        -- every element equal to the extremum shares the gradient
-                        local m = x:eq(v):to(g:dtype())
-                        return m * (g / m:sum())
-                    end
-                    local gi, ii = g, idx
-                    if not keepdim then gi, ii = g:unsqueeze(dim), idx:unsqueeze(dim) end
-                    return tensor.zeros_like(x):scatter_add_(dim, ii, gi)
-                end, {x})
-            end
+            if needs(x) then rec(x, dim, keepdim, v, idx) end
             return v, idx
         end
     end
@@ -140,20 +150,21 @@ function M.install(ag)
     Tensor.min = extremum("min", raw.min, "minimum")
 
     -- clamp(lo, hi): the gradient passes where lo <= x <= hi
+    local function rec_clamp(x, lo, hi, y)
+        record("clamp", y, {x, n = 1}, function(g)
+            local dt = g:dtype()
+            local m
+            if lo ~= nil then m = x:ge(lo):to(dt) end
+            if hi ~= nil then
+                local mh = x:le(hi):to(dt)
+                m = m and m * mh or mh
+            end
+            return g * m
+        end, {x})
+    end
     Tensor.clamp = function(x, lo, hi)
         local y = raw.clamp(x, lo, hi)
-        if needs(x) then
-            record("clamp", y, {x, n = 1}, function(g)
-                local dt = g:dtype()
-                local m
-                if lo ~= nil then m = x:ge(lo):to(dt) end
-                if hi ~= nil then
-                    local mh = x:le(hi):to(dt)
-                    m = m and m * mh or mh
-                end
-                return g * m
-            end, {x})
-        end
+        if needs(x) then rec_clamp(x, lo, hi, y) end
         return y
     end
 
@@ -182,15 +193,16 @@ function M.install(ag)
     local SAVES = {neg = "", abs = "x", relu = "y", exp = "y", log = "x", sqrt = "y", tanh = "y", sigmoid = "y",
                    square = "x", sin = "x", cos = "x", log1p = "x", expm1 = "y", rsqrt = "y", reciprocal = "y",
                    sign = "", floor = "", ceil = "", round = "", trunc = ""}
+    local function rec_unary(name, bw, what, x, y)
+        local saved = what == "x" and {x} or what == "y" and {y} or nil
+        record(name, y, {x, n = 1}, function(g) return bw(g, x, y) end, saved)
+    end
     for name, bw in pairs(U) do
         local f = raw[name]
         local what = SAVES[name]
         Tensor[name] = function(x)
             local y = f(x)
-            if needs(x) then
-                local saved = what == "x" and {x} or what == "y" and {y} or nil
-                record(name, y, {x, n = 1}, function(g) return bw(g, x, y) end, saved)
-            end
+            if needs(x) then rec_unary(name, bw, what, x, y) end
             return y
         end
     end
@@ -198,41 +210,44 @@ function M.install(ag)
     -- ------------------------------------------------------------ selection
 
     local raw_where = tensor.where
+    local function rec_where(cond, x, y, out)
+        record("where", out, {x, y, n = 2}, function(g)
+            local m = cond:ne(0):to(g:dtype())
+            local gx = is_tensor(x) and x._rg and sum_to((g * m):expand(shape_of(g)), shape_of(x)) or nil
+            local gy = is_tensor(y) and y._rg and sum_to((g * (1 - m)):expand(shape_of(g)), shape_of(y)) or nil
+            return gx, gy
+        end)
+    end
     tensor.where = function(cond, x, y)
         local out = raw_where(cond, x, y)
-        if needs(x, y) then
-            record("where", out, {x, y, n = 2}, function(g)
-                local m = cond:ne(0):to(g:dtype())
-                local gx = is_tensor(x) and x._rg and sum_to((g * m):expand(shape_of(g)), shape_of(x)) or nil
-                local gy = is_tensor(y) and y._rg and sum_to((g * (1 - m)):expand(shape_of(g)), shape_of(y)) or nil
-                return gx, gy
-            end)
-        end
+        if needs(x, y) then rec_where(cond, x, y, out) end
         return out
     end
     Tensor.where = function(x, cond, y) return tensor.where(cond, x, y) end
 
+    local function rec_masked_fill(x, mask, y)
+        record("masked_fill", y, {x, n = 1}, function(g)
+            return sum_to(g:masked_fill(mask, 0), shape_of(x))
+        end)
+    end
     Tensor.masked_fill = function(x, mask, value)
         local y = raw.masked_fill(x, mask, value)
-        if needs(x) then
-            record("masked_fill", y, {x, n = 1}, function(g)
-                return sum_to(g:masked_fill(mask, 0), shape_of(x))
-            end)
-        end
+        if needs(x) then rec_masked_fill(x, mask, y) end
         return y
     end
 
     -- gather / index_select: the gradient goes back through the adjoint
     -- (scatter_add_ / index_add_) into zeros of x's shape
     local function selection(name, adjoint)
+        local function rec(x, dim, index, y)
+            record(name, y, {x, n = 1}, function(g)
+                local z = tensor.zeros_like(x)
+                return z[adjoint](z, dim, index, g)
+            end)
+        end
         Tensor[name] = function(x, dim, index)
             local y = raw[name](x, dim, index)
-            if needs(x) then
-                record(name, y, {x, n = 1}, function(g)
-                    local z = tensor.zeros_like(x)
-                    return z[adjoint](z, dim, index, g)
-                end)
-            end
+            if needs(x) then rec(x, dim, index, y) end
             return y
         end
     end
@@ -241,45 +256,45 @@ function M.install(ag)
 
     -- cumsum: each input element adds to every output at or after it, so
     -- its gradient is the sum of g from its place to the end of the line
+    local function identity_bw(g) return g end
+    local function rec_cumsum(x, dim, y)
+        if x:dim() == 0 then return record("cumsum", y, {x, n = 1}, identity_bw) end
+        local d = dim or 1
+        record("cumsum", y, {x, n = 1}, function(g) return g:sum(d, true) - g:cumsum(d) + g end)
+    end
     Tensor.cumsum = function(x, dim)
         local y = raw.cumsum(x, dim)
-        if needs(x) and x:dim() > 0 then
-            local d = dim or 1
-            record("cumsum", y, {x, n = 1}, function(g) return g:sum(d, true) - g:cumsum(d) + g end)
-        elseif needs(x) then
-            record("cumsum", y, {x, n = 1}, function(g) return g end)
-        end
+        if needs(x) then rec_cumsum(x, dim, y) end
         return y
     end
 
     -- sort: a permutation of each line; the gradient goes back to where
     -- each value came from (topk and argsort go through it)
+    local function rec_sort(x, dim, values, idx)
+        if x:dim() == 0 then return record("sort", values, {x, n = 1}, identity_bw) end
+        local d = type(dim) == "number" and dim or -1
+        record("sort", values, {x, n = 1}, function(g)
+            local z = tensor.zeros_like(x)
+            return z:scatter_add_(d, idx, g)
+        end)
+    end
     Tensor.sort = function(x, dim, descending)
         local values, idx = raw.sort(x, dim, descending)
-        if needs(x) then
-            if x:dim() == 0 then
-                record("sort", values, {x, n = 1}, function(g) return g end)
-            else
-                local d = type(dim) == "number" and dim or -1
-                record("sort", values, {x, n = 1}, function(g)
-                    local z = tensor.zeros_like(x)
-                    return z:scatter_add_(d, idx, g)
-                end)
-            end
-        end
+        if needs(x) then rec_sort(x, dim, values, idx) end
         return values, idx
     end
 
     -- out-of-place scatter_add / index_add: linear in self (gradient g) and
     -- in src (g read back through the selection they are the adjoint of)
     local function accumulation(name, select)
+        local function rec(x, dim, index, src, y)
+            record(name, y, {x, src, n = 2}, function(g)
+                return x._rg and g or nil, is_tensor(src) and src._rg and g[select](g, dim, index) or nil
+            end)
+        end
         Tensor[name] = function(x, dim, index, src)
             local y = raw[name](x, dim, index, src)
-            if needs(x, src) then
-                record(name, y, {x, src, n = 2}, function(g)
-                    return x._rg and g or nil, is_tensor(src) and src._rg and g[select](g, dim, index) or nil
-                end)
-            end
+            if needs(x, src) then rec(x, dim, index, src, y) end
             return y
         end
     end
@@ -300,44 +315,48 @@ function M.install(ag)
         return g:expand(xs)
     end
 
+    local function rec_sum(x, dim, keepdim, y)
+        record("sum", y, {x, n = 1}, function(g) return unreduce(g, x, dim, keepdim) end)
+    end
     Tensor.sum = function(x, dim, keepdim)
         local y = raw.sum(x, dim, keepdim)
-        if needs(x) then
-            record("sum", y, {x, n = 1}, function(g) return unreduce(g, x, dim, keepdim) end)
-        end
+        if needs(x) then rec_sum(x, dim, keepdim, y) end
         return y
     end
 
+    local function rec_mean(x, dim, keepdim, y)
+        record("mean", y, {x, n = 1}, function(g)
+            local n = dim == nil and x:numel() or x:size(dim)
+            return unreduce(g / n, x, dim, keepdim)
+        end)
+    end
     Tensor.mean = function(x, dim, keepdim)
         local y = raw.mean(x, dim, keepdim)
-        if needs(x) then
-            record("mean", y, {x, n = 1}, function(g)
-                local n = dim == nil and x:numel() or x:size(dim)
-                return unreduce(g / n, x, dim, keepdim)
-            end)
-        end
+        if needs(x) then rec_mean(x, dim, keepdim, y) end
         return y
     end
 
+    local function rec_softmax(x, dim, y)
+        local d = dim or -1
+        record("softmax", y, {x, n = 1}, function(g)
+            return y * (g - (g * y):sum(d, true))
+        end, {y})
+    end
     Tensor.softmax = function(x, dim)
         local y = raw.softmax(x, dim)
-        if needs(x) then
-            local d = dim or -1
-            record("softmax", y, {x, n = 1}, function(g)
-                return y * (g - (g * y):sum(d, true))
-            end, {y})
-        end
+        if needs(x) then rec_softmax(x, dim, y) end
         return y
     end
 
+    local function rec_log_softmax(x, dim, y)
+        local d = dim or -1
+        record("log_softmax", y, {x, n = 1}, function(g)
+            return g - y:exp() * g:sum(d, true)
+        end, {y})
+    end
     Tensor.log_softmax = function(x, dim)
         local y = raw.log_softmax(x, dim)
-        if needs(x) then
-            local d = dim or -1
-            record("log_softmax", y, {x, n = 1}, function(g)
-                return g - y:exp() * g:sum(d, true)
-            end, {y})
-        end
+        if needs(x) then rec_log_softmax(x, dim, y) end
         return y
     end
 
@@ -363,13 +382,14 @@ function M.install(ag)
 
     local raw_matmul = tensor.matmul
     M.raw_matmul = raw_matmul
+    local function rec_matmul(a, b, y)
+        record("matmul", y, {a, b, n = 2}, function(g)
+            return matmul_bw(g, a, b, a._rg, b._rg)
+        end, {a, b})
+    end
     tensor.matmul = function(a, b)
         local y = raw_matmul(a, b)
-        if needs(a, b) then
-            record("matmul", y, {a, b, n = 2}, function(g)
-                return matmul_bw(g, a, b, a._rg, b._rg)
-            end, {a, b})
-        end
+        if needs(a, b) then rec_matmul(a, b, y) end
         return y
     end
     Tensor.matmul = function(a, b) return tensor.matmul(a, b) end
@@ -377,13 +397,14 @@ function M.install(ag)
     -- ------------------------------------------------------------ shapes and copies
 
     local function view_like(name, f, bw)
+        local function rec(x, y, ...)
+            local args = {...}
+            local n = select("#", ...)
+            record(name, y, {x, n = 1}, function(g) return bw(g, x, args, n) end)
+        end
         Tensor[name] = function(x, ...)
             local y = f(x, ...)
-            if y ~= x and needs(x) then
-                local args = {...}
-                local n = select("#", ...)
-                record(name, y, {x, n = 1}, function(g) return bw(g, x, args, n) end)
-            end
+            if y ~= x and needs(x) then rec(x, y, ...) end
             return y
         end
     end
@@ -427,22 +448,23 @@ function M.install(ag)
     view_like("to", raw.to, function(g, x) return g:to(x:device(), x:dtype()) end)
 
     local raw_cat = tensor.cat
+    local function rec_cat(list, dim, y)
+        local inputs = {n = #list}
+        for i = 1, #list do inputs[i] = list[i] end
+        record("cat", y, inputs, function(g)
+            local r, off = {}, 1
+            local d = dim or 1
+            for i = 1, #list do
+                local len = list[i]:size(d)
+                if list[i]._rg then r[i] = g:narrow(d, off, len) end
+                off = off + len
+            end
+            return unpack(r, 1, #list)
+        end)
+    end
     tensor.cat = function(list, dim)
         local y = raw_cat(list, dim)
-        if type(list) == "table" and list_needs(list) then
-            local inputs = {n = #list}
-            for i = 1, #list do inputs[i] = list[i] end
-            record("cat", y, inputs, function(g)
-                local r, off = {}, 1
-                local d = dim or 1
-                for i = 1, #list do
-                    local len = list[i]:size(d)
-                    if list[i]._rg then r[i] = g:narrow(d, off, len) end
-                    off = off + len
-                end
-                return unpack(r, 1, #list)
-            end)
-        end
+        if type(list) == "table" and list_needs(list) then rec_cat(list, dim, y) end
         return y
     end
     -- stack is cat of unsqueezed views: its graph comes through those ops

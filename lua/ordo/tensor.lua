@@ -194,13 +194,13 @@ end
 local function new_raw(fname, shape, dt, ctx, e)
     gc_check()
     local n = fill_shape(fname, shape)
-    local c = C.ordo_tensor_empty(e, dt, n, SHAPE, ctx)
+    local c = C.ordo_tensor_empty_on(e, dt, n, SHAPE, ctx.dev_type, ctx.dev_id)
     if c == nil then
         local retried = false
         if ctx.dev_type == GPU and C.ordo_tensor_error_code() == ERR_NOMEM then
             gpu_relief(ctx.dev_id, e)
             n = fill_shape(fname, shape)
-            c = C.ordo_tensor_empty(e, dt, n, SHAPE, ctx)
+            c = C.ordo_tensor_empty_on(e, dt, n, SHAPE, ctx.dev_type, ctx.dev_id)
             retried = true
         end
         if c == nil then fail_alloc(fname, retried) end
