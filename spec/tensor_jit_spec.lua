@@ -9,13 +9,17 @@ local jit_util = require "jit.util"
 -- Functions that are not per-op hot paths: they wait for results, print
 -- or do file I/O, and may build closures freely.
 local NOT_HOT = {totable = true, __tostring = true, save = true, load = true}
+-- nn.functional's convolution-network layers: one call costs far more in
+-- its kernels than the interpreter adds, so they keep their closures.
+local NN_HEAVY = {conv2d = true, max_pool2d = true, batch_norm = true}
 
 describe("tensor ops compile under LuaJIT", function()
     it("no op wrapper holds a closure", function()
         local held = {}
-        local function scan(label, tbl)
+        local function scan(label, tbl, skip)
             for name, fn in pairs(tbl) do
-                if type(fn) == "function" and not NOT_HOT[name] and jit_util.funcinfo(fn).children then
+                if type(fn) == "function" and not NOT_HOT[name] and not (skip and skip[name])
+                    and jit_util.funcinfo(fn).children then
                     local info = jit_util.funcinfo(fn)
                     held[#held + 1] = ("%s.%s (%s:%d)"):format(label, name, info.source, info.linedefined)
                 end
@@ -23,6 +27,7 @@ describe("tensor ops compile under LuaJIT", function()
         end
         scan("Tensor", ordo.Tensor)
         scan("ordo", ordo)
+        scan("nn.functional", ordo.nn.functional, NN_HEAVY)
         table.sort(held)
         assert.are.same({}, held)
     end)
@@ -49,7 +54,7 @@ describe("tensor ops compile under LuaJIT", function()
 
     it("a loop of binary ops, with broadcasting", function()
         assert.is_true(loop_compiles(function()
-            for _ = 1, 3000 do
+            for _ = 1, 10000 do
                 local r = a + b
                 r = r * 2 - a
             end
@@ -58,7 +63,7 @@ describe("tensor ops compile under LuaJIT", function()
 
     it("a loop of unary ops and a reduction", function()
         assert.is_true(loop_compiles(function()
-            for _ = 1, 3000 do
+            for _ = 1, 10000 do
                 local s = a:exp():tanh():sum()
             end
         end))
@@ -66,7 +71,7 @@ describe("tensor ops compile under LuaJIT", function()
 
     it("a loop making new tensors", function()
         assert.is_true(loop_compiles(function()
-            for _ = 1, 3000 do
+            for _ = 1, 10000 do
                 local z = ordo.zeros({4, 4})
             end
         end))
@@ -74,18 +79,29 @@ describe("tensor ops compile under LuaJIT", function()
 
     it("a loop of views, matmul and softmax", function()
         assert.is_true(loop_compiles(function()
-            for _ = 1, 3000 do
+            for _ = 1, 10000 do
                 local t = a:matmul(a):t():reshape(16)
                 local m = a:softmax(2)
             end
         end))
     end)
 
+    it("a loop of nn.Linear's forward, in no_grad", function()
+        local layer = ordo.nn.Linear(4, 8)
+        ordo.no_grad(function()
+            assert.is_true(loop_compiles(function()
+                for _ = 1, 10000 do
+                    local y = layer(a)
+                end
+            end))
+        end)
+    end)
+
     it("a loop of ops on tensors that require a gradient, in no_grad", function()
         local w = ordo.rand({4, 4}):requires_grad()
         ordo.no_grad(function()
             assert.is_true(loop_compiles(function()
-                for _ = 1, 3000 do
+                for _ = 1, 10000 do
                     local r = w * 2 + a
                 end
             end))
@@ -94,7 +110,7 @@ describe("tensor ops compile under LuaJIT", function()
 
     it("the loops' results are right", function()
         local r
-        for _ = 1, 3000 do r = (a + b) * 2 - a end
+        for _ = 1, 10000 do r = (a + b) * 2 - a end
         local ta, tb, tr = a:totable(), b:totable(), r:totable()
         for i = 1, 4 do
             for j = 1, 4 do

@@ -6,6 +6,7 @@
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
+local grad_ops = require "ordo.grad_ops" -- installed by ordo.autograd: its raw (unrecorded) ops
 
 local fail, typename = util.fail, util.typename
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
@@ -17,6 +18,18 @@ local function shape_str(t) return tensor.shape_str(shape_of(t)) end
 
 local function check_tensor(fname, what, x)
     if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
+end
+
+-- linear's node (a function of its own so that linear holds no closure,
+-- which LuaJIT would not compile).
+local function record_linear(x2, weight, bias, y)
+    autograd.record("linear", y, {x2, weight, bias, n = 3}, function(g)
+        local gx, gw, gb
+        if x2._rg then gx = g:matmul(weight) end
+        if weight._rg then gw = g:t():matmul(x2) end
+        if bias ~= nil and bias._rg then gb = g:sum(1) end
+        return gx, gw, gb
+    end, {x2, weight})
 end
 
 -- y = x W^T + b; x (..., in), weight (out, in), bias (out) or nil.
@@ -34,20 +47,11 @@ function M.linear(x, weight, bias)
     local s = shape_of(x)
     local x2 = x
     if x:dim() ~= 2 then x2 = x:reshape(-1, nin) end
-    local y = autograd.no_grad(function()
-        local r = x2:matmul(weight:t())
-        if bias ~= nil then r:add_(bias) end
-        return r
-    end)
-    if autograd.needs(x2, weight, bias) then
-        autograd.record("linear", y, {x2, weight, bias, n = 3}, function(g)
-            local gx, gw, gb
-            if x2._rg then gx = g:matmul(weight) end
-            if weight._rg then gw = g:t():matmul(x2) end
-            if bias ~= nil and bias._rg then gb = g:sum(1) end
-            return gx, gw, gb
-        end, {x2, weight})
-    end
+    -- the raw ops record nothing: this op's node is its own
+    local raw = grad_ops.raw
+    local y = grad_ops.raw_matmul(x2, raw.t(weight))
+    if bias ~= nil then raw.add_(y, bias) end
+    if autograd.needs(x2, weight, bias) then record_linear(x2, weight, bias, y) end
     if x:dim() ~= 2 then
         s[#s] = weight:size(1)
         y = y:reshape(s)
