@@ -261,6 +261,61 @@ describe("views", function()
         assert.is_function(a.add_)
     end)
 
+    it("t[{...}] indexes several dims: integers select, {} keeps a dim, {a, b} and {a} keep a range", function()
+        local a = ordo.arange(1, 25):view(2, 3, 4)
+        local ta = a:totable()
+        -- against the plain Lua table, entry by entry
+        local col = a[{{}, 2}]
+        assert.same({2, 4}, col:shape())
+        for i = 1, 2 do for k = 1, 4 do assert.equals(ta[i][2][k], col:totable()[i][k]) end end
+        assert.equals(ta[2][3][4], a[{2, 3, 4}])
+        assert.equals(ta[2][3][4], a[{-1, -1, -1}])
+        assert.equals("number", type(a[{1, 1, 1}]))
+        local r = a[{{1, 2}, {2, 3}, 2}]
+        assert.same({2, 2}, r:shape())
+        assert.same({{ta[1][2][2], ta[1][3][2]}, {ta[2][2][2], ta[2][3][2]}}, r:totable())
+        assert.same({1, 3, 4}, a[{{2}}]:shape()) -- {a} keeps the dim
+        assert.same({3, 4}, a[{2}]:shape())     -- a number drops it
+        assert.same({2, 3, 4}, a[{}]:shape())
+        assert.same({{ta[1][3][4]}, {ta[2][3][4]}}, a[{{}, -1, {-1}}]:totable())
+        -- views: writing through one changes the base
+        a[{{}, 2}]:fill_(0)
+        assert.same({0, 0, 0, 0}, a:totable()[1][2])
+    end)
+
+    it("t[{...}] = x fills or copies into the indexed view", function()
+        local a = ordo.zeros(3, 4)
+        a[{{}, 1}] = 5
+        a[{1, 4}] = 9
+        a[{{2, 3}, {3, 4}}] = ordo.tensor({{1, 2}, {3, 4}})
+        a[{3, {1, 2}}] = {7, 8}
+        assert.same({{5, 0, 0, 9}, {5, 0, 1, 2}, {7, 8, 3, 4}}, a:totable())
+    end)
+
+    it("t[{...}] gives gradients back to the indexed elements", function()
+        local w = ordo.rand({3, 4}, {dtype = "float64"}):requires_grad()
+        local y = (w[{{}, 2}] * 3):sum() + w[{{1, 2}, {3, 4}}]:sum()
+        y:backward()
+        assert.same({{0, 3, 1, 1}, {0, 3, 1, 1}, {0, 3, 0, 0}}, w.grad:totable())
+    end)
+
+    it("t[{...}] with a bad key raises naming the entry, the dim and the shape", function()
+        local a = ordo.zeros(3, 4)
+        H.raises(function() return a[{4}] end, "t[{...}]", "index 4", "dim 1", "3x4")
+        H.raises(function() return a[{1, -5}] end, "t[{...}]", "index -5", "dim 2", "3x4")
+        H.raises(function() return a[{1, 2, 3}] end, "t[{...}]", "3 indices", "2 dims", "3x4")
+        H.raises(function() return a[{{3, 1}}] end, "t[{...}]", "{3, 1}", "ends before it starts")
+        H.raises(function() return a[{{1, 2, 3}}] end, "t[{...}]", "{} or {first} or {first, last}")
+        H.raises(function() return a[{"x"}] end, "t[{...}]", "entry 1", "string")
+        H.raises(function() return a[{1.5}] end, "t[{...}]", "integer", "1.5")
+        H.raises(function() return a[{{1, 0.5}}] end, "t[{...}]", "last index", "0.5")
+        H.raises(function() return a[{x = 1}] end, "t[{...}]", "list", "x")
+        H.raises(function() a[{1, 9}] = 1 end, "t[{...}] = x", "index 9")
+        H.raises(function() a[{1, 1}] = "x" end, "t[{...}] = x", "string")
+        H.raises(function() a[{{}, 1}] = ordo.zeros(5) end, "copy_", "5")
+        assert.same({{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, a:totable()) -- untouched by the failures
+    end)
+
     it("the base stays alive while a view does", function()
         local v
         do

@@ -143,6 +143,7 @@ function M.install(ag)
             if is_tensor(dim) then return Tensor[pair](x, dim) end
             local v, idx = f(x, dim, keepdim)
             if needs(x) then rec(x, dim, keepdim, v, idx) end
+            if idx == nil then return v end -- over everything: the value alone (no trailing nil at the REPL)
             return v, idx
         end
     end

@@ -1401,25 +1401,103 @@ local function index_row(t, i, op)
     return Tensor.select(t, 1, j)
 end
 
+-- Torch's indexing of several dims at once, t[{k1, k2, ...}], one entry
+-- per leading dim: an integer selects that index (the dim goes), {} keeps
+-- the whole dim, {a, b} keeps a..b (inclusive; negative from the end) and
+-- {a} keeps a alone (the dim stays, of size 1).  A view, through select and
+-- narrow (so gradients flow back); with every dim given an integer, the
+-- element's value.
+-- Index x (entry i of the key) into a dim of the given size, checked;
+-- returns it counted from 1.
+local function dim_index(op, t, i, size, x, what)
+    if not is_int(x) then
+        fail(fmt("%s: %s for dim %d must be an integer, got %s", op, what, i,
+                 type(x) == "number" and tostring(x) or typename(x)))
+    end
+    local j = x < 0 and x + size + 1 or x
+    if j < 1 or j > size then
+        fail(fmt("%s: index %d out of range for dim %d of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
+                 op, x, i, size, shape_str(t), size, size))
+    end
+    return j
+end
+
+local function index_dims(t, key, op)
+    local nd = t._c.ndim
+    local n = #key
+    for k in pairs(key) do
+        if not is_int(k) or k < 1 or k > n then
+            fail(fmt("%s: the index must be a list {k1, k2, ...}, got a key %s", op, tostring(k)))
+        end
+    end
+    if n > nd then
+        fail(fmt("%s: %d indices for a tensor of %d dims (shape %s)", op, n, nd, shape_str(t)))
+    end
+    local v, d, all_ints = t, 1, n == nd
+    for i = 1, n do
+        local k = key[i]
+        local size = tonumber(v._c.shape[d - 1])
+        if type(k) == "number" then
+            v = Tensor.select(v, d, dim_index(op, t, i, size, k, "the index"))
+        elseif type(k) == "table" and getmetatable(k) == nil then
+            all_ints = false
+            if k[1] ~= nil or next(k) ~= nil then
+                if #k > 2 or k[1] == nil then
+                    fail(fmt("%s: a range for dim %d is {} or {first} or {first, last}, got a table of %d entries",
+                             op, i, #k))
+                end
+                local a = dim_index(op, t, i, size, k[1], "the first index")
+                local b = k[2] == nil and a or dim_index(op, t, i, size, k[2], "the last index")
+                if b < a then
+                    fail(fmt("%s: range {%d, %d} for dim %d of size %d ends before it starts", op, k[1], k[2], i,
+                             size))
+                end
+                v = Tensor.narrow(v, d, a, b - a + 1)
+            end
+            d = d + 1
+        else
+            fail(fmt("%s: entry %d must be an integer or a range table ({}, {a}, {a, b}), got %s", op, i,
+                     typename(k)))
+        end
+    end
+    return v, all_ints
+end
+
 Tensor.__methods = Tensor
 Tensor.__index = function(t, k)
     local m = Tensor[k]
-    if m ~= nil or type(k) ~= "number" then return m end
-    local row = index_row(t, k, "t[i]")
-    if t._c.ndim == 1 then return row:item() end
-    return row
+    if m ~= nil then return m end
+    local tk = type(k)
+    if tk == "number" then
+        local row = index_row(t, k, "t[i]")
+        if t._c.ndim == 1 then return row:item() end
+        return row
+    end
+    if tk == "table" and getmetatable(k) == nil then
+        local v, element = index_dims(t, k, "t[{...}]")
+        if element then return v:item() end
+        return v
+    end
+    return nil
+end
+
+-- Fills (a number) or copies into (a tensor or a table of values) a view.
+local function assign(view, v, op)
+    if type(v) == "number" or type(v) == "boolean" then
+        view:fill_(v)
+    elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
+        view:copy_(v)
+    else
+        fail(fmt("%s: x must be a number, a tensor or a table, got %s", op, typename(v)))
+    end
 end
 
 Tensor.__newindex = function(t, k, v)
-    if type(k) ~= "number" then return rawset(t, k, v) end
-    local row = index_row(t, k, "t[i] = x")
-    if type(v) == "number" or type(v) == "boolean" then
-        row:fill_(v)
-    elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
-        row:copy_(v)
-    else
-        fail(fmt("t[i] = x: x must be a number, a tensor or a table, got %s", typename(v)))
+    if type(k) == "table" and getmetatable(k) == nil then
+        return assign((index_dims(t, k, "t[{...}] = x")), v, "t[{...}] = x")
     end
+    if type(k) ~= "number" then return rawset(t, k, v) end
+    assign(index_row(t, k, "t[i] = x"), v, "t[i] = x")
 end
 
 -- ---------------------------------------------------------------- where, masked_fill
