@@ -593,6 +593,38 @@ describe("gpu tensors: indexing", function()
         check(x:t():reshape({36}), y:t():reshape({36}), "reshape that copies")
         check(x:unsqueeze(1):expand({2, 6, 6}):sum(1), y:unsqueeze(1):expand({2, 6, 6}):sum(1), "expand", RED)
     end)
+
+    it("ops made of ops (lua/ordo/derived.lua) match the cpu", function()
+        need_gpu()
+        math.randomseed(13)
+        local m, v = rnd({3, 4}, "float32", -2, 2), rnd({4}, "float32", -2, 2)
+        local sq, b3 = rnd({4, 4}, "float64", -1, 1), rnd({2, 3, 4}, "float32", -1, 1)
+        local odd = ordo.tensor({1, 0 / 0, huge, -huge, -0.5})
+        local ints = rnd({5}, "int64", -9, 9)
+        local cases = {
+            {"mm", function(x, y) return x:mm(y) end, m, m:t():contiguous(), RED},
+            {"bmm", function(x, y) return x:bmm(y) end, b3, b3:transpose(2, 3):contiguous(), RED},
+            {"mv", function(x, y) return x:mv(y) end, m, v, RED},
+            {"trace", function(x) return x:trace() end, sq, nil, RED},
+            {"log2", function(x) return x:abs():log2() end, m},
+            {"log10", function(x) return x:abs():log10() end, m},
+            {"isnan", function(x) return x:isnan() end, odd},
+            {"isinf", function(x) return x:isinf() end, odd},
+            {"isfinite", function(x) return x:isfinite() end, odd},
+            {"nan_to_num", function(x) return x:nan_to_num(0, 9, -9) end, odd},
+            {"lerp", function(x, y) return x:lerp(y, 0.25) end, m, m:t():contiguous():t()},
+            {"fmod", function(x) return x:fmod(0.75) end, m},
+            {"remainder", function(x) return x:remainder(-0.75) end, m},
+            {"remainder int64", function(x) return x:remainder(4) end, ints},
+            {"roll", function(x) return x:roll({1, -2}, {1, 2}) end, m},
+            {"tile", function(x) return x:tile(2, 1, 2) end, m},
+            {"one_hot", function(x) return ordo.nn.functional.one_hot(x:abs() + 1) end, ints},
+        }
+        for _, c in ipairs(cases) do
+            local name, fn, x, y, tol = c[1], c[2], c[3], c[4], c[5]
+            check(fn(gpu(x), y and gpu(y)), fn(x, y), name, tol)
+        end
+    end)
 end)
 
 -- ---------------------------------------------------------------- autograd, nn, optim

@@ -257,4 +257,195 @@ describe("derived ops", function()
         H.raises(function() return a:split(0) end, "split", "size")
         H.raises(function() return a:chunk(0) end, "chunk", "count")
     end)
+
+    -- plain-Lua matrices: a list of rows
+    local function lua_mm(x, y)
+        local r = {}
+        for i = 1, #x do
+            r[i] = {}
+            for j = 1, #y[1] do
+                local acc = 0
+                for k = 1, #y do acc = acc + x[i][k] * y[k][j] end
+                r[i][j] = acc
+            end
+        end
+        return r
+    end
+
+    it("mm, bmm, mv and trace against plain Lua; gradients; shapes checked", function()
+        ordo.manual_seed(3)
+        local x, y = ordo.randn({3, 4}, {dtype = "float64"}), ordo.randn({4, 2}, {dtype = "float64"})
+        local tx, ty = x:totable(), y:totable()
+        close(lua_mm(tx, ty)[2], x:mm(y):totable()[2], 1e-12)
+        local mmr = x:mm(y):totable()
+        for i = 1, 3 do close(lua_mm(tx, ty)[i], mmr[i], 1e-12) end
+        local v = ordo.randn({4}, {dtype = "float64"})
+        local tv = v:totable()
+        local want = {}
+        for i = 1, 3 do
+            want[i] = 0
+            for k = 1, 4 do want[i] = want[i] + tx[i][k] * tv[k] end
+        end
+        close(want, x:mv(v):totable(), 1e-12)
+        local bx, by = ordo.randn({2, 3, 4}, {dtype = "float64"}), ordo.randn({2, 4, 5}, {dtype = "float64"})
+        local bt = bx:bmm(by)
+        assert.same({2, 3, 5}, bt:shape())
+        for b = 1, 2 do
+            local w = lua_mm(bx:totable()[b], by:totable()[b])
+            for i = 1, 3 do close(w[i], bt:totable()[b][i], 1e-12) end
+        end
+        local sq = ordo.randn({4, 4}, {dtype = "float64"})
+        local tr = 0
+        for i = 1, 4 do tr = tr + sq:totable()[i][i] end
+        close(tr, sq:trace():item(), 1e-12)
+        close(tx[1][1] + tx[2][2] + tx[3][3], x:trace():item(), 1e-12) -- not square: the main diagonal
+        for _, fn in ipairs({function(p, q) return p:mm(q) end}) do
+            assert.is_true(ordo.autograd.gradcheck(fn, {x:clone():requires_grad(), y:clone():requires_grad()}))
+        end
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return p:bmm(q) end,
+                                               {bx:requires_grad(), by:requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return p:mv(q) end,
+                                               {x:clone():requires_grad(), v:requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:trace() end, {sq:requires_grad()}))
+        H.raises(function() return x:mm(v) end, "mm", "3x4", "4", "2-dim")
+        H.raises(function() return x:mm(ordo.ones(3, 2)) end, "matmul", "3x4", "3x2")
+        H.raises(function() return bx:bmm(ordo.ones(3, 4, 5)) end, "bmm", "batch sizes", "2x3x4", "3x4x5")
+        H.raises(function() return bx:bmm(y) end, "bmm", "3-dim")
+        H.raises(function() return x:mv(y) end, "mv", "1-dim", "4x2")
+        H.raises(function() return v:trace() end, "trace", "2-dim", "4")
+        H.raises(function() return x:mm("x") end, "mm", "string")
+    end)
+
+    it("log2, log10, isnan, isinf, isfinite, nan_to_num against plain Lua", function()
+        local nan, inf = 0 / 0, math.huge
+        local vals = {1, 8, 0.5, 1000, 0, -2}
+        for _, dt in ipairs({"float32", "float64"}) do
+            local t = ordo.tensor(vals, dt)
+            local l2, l10 = t:log2():totable(), t:log10():totable()
+            for i, x in ipairs(vals) do
+                local w2, w10 = math.log(x) / math.log(2), math.log10(x)
+                if x > 0 then
+                    close(w2, l2[i], 1e-6)
+                    close(w10, l10[i], 1e-6)
+                elseif x == 0 then
+                    assert.equals(-inf, l2[i])
+                else
+                    assert.is_true(l2[i] ~= l2[i])
+                end
+            end
+            local odd = ordo.tensor({1, nan, inf, -inf, -0.5}, dt)
+            assert.same({0, 1, 0, 0, 0}, odd:isnan():totable())
+            assert.same({0, 0, 1, 1, 0}, odd:isinf():totable())
+            assert.same({1, 0, 0, 0, 1}, odd:isfinite():totable())
+            assert.equals("uint8", odd:isnan():dtype())
+            local big = dt == "float32" and 3.4028234663852886e38 or 1.7976931348623157e308
+            assert.same({1, 0, big, -big, -0.5}, odd:nan_to_num():totable())
+            assert.same({1, 7, 8, -9, -0.5}, odd:nan_to_num(7, 8, -9):totable())
+        end
+        assert.equals(3, ordo.tensor({8}, "int32"):log2():item())
+        assert.equals("float32", ordo.tensor({8}, "int32"):log2():dtype())
+        local it = ordo.tensor({1, -2}, "int64")
+        assert.same({0, 0}, it:isnan():totable())
+        assert.same({0, 0}, it:isinf():totable())
+        assert.same({1, 1}, it:isfinite():totable())
+        assert.same({1, -2}, it:nan_to_num():totable())
+        H.raises(function() return ordo.ones(2):nan_to_num("x") end, "nan_to_num", "nan", "string")
+        H.raises(function() return ordo.ones(2):nan_to_num(0, 0, {}) end, "nan_to_num", "neginf", "table")
+    end)
+
+    it("lerp, fmod and remainder against plain Lua, for floats and integers; gradients", function()
+        local a = ordo.tensor({1, 2, 3})
+        assert.same({1.5, 2, 2.5}, a:lerp(2, 0.5):totable())
+        assert.same({1, 3, 3}, a:lerp(ordo.tensor({1, 4, 3}), ordo.tensor({0.5, 0.5, 0})):totable())
+        -- Python's % (floor) and C's fmod (trunc) on every sign pairing
+        local xs = {-7, 7, -7, 7, 6, -6, 0, 5}
+        local ys = {3, 3, -3, -3, 3, -3, 4, 7}
+        local function lua_fmod(x, y) return math.fmod(x, y) end
+        local function lua_rem(x, y) return x - math.floor(x / y) * y end
+        for _, dt in ipairs({"float32", "float64", "int32", "int64"}) do
+            local x, y = ordo.tensor(xs, dt), ordo.tensor(ys, dt)
+            local f, r = x:fmod(y), x:remainder(y)
+            assert.equals(dt, f:dtype())
+            assert.equals(dt, r:dtype())
+            for i = 1, #xs do
+                assert.equals(lua_fmod(xs[i], ys[i]), f:totable()[i], dt .. " fmod " .. i)
+                assert.equals(lua_rem(xs[i], ys[i]), r:totable()[i], dt .. " remainder " .. i)
+            end
+            -- a number divisor, both signs
+            for _, d in ipairs({3, -3}) do
+                local fr, rr = x:fmod(d):totable(), x:remainder(d):totable()
+                for i = 1, #xs do
+                    assert.equals(lua_fmod(xs[i], d), fr[i])
+                    assert.equals(lua_rem(xs[i], d), rr[i])
+                end
+            end
+        end
+        close({0.5, 1.25}, ordo.tensor({2.5, -2.75}, "float64"):remainder(2):totable(), 1e-12)
+        local fx = ordo.tensor({1, 2}):fmod(0):totable()
+        assert.is_true(fx[1] ~= fx[1], "fmod by 0 of floats is NaN")
+        local w = ordo.tensor({0.3, 0.7}, "float64"):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:lerp(ordo.ones(2, {dtype = "float64"}), 0.3) end, {w}))
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:remainder(0.5) end, {w}))
+        H.raises(function() return a:lerp("x", 1) end, "lerp", "end", "string")
+        H.raises(function() return a:lerp(1, {}) end, "lerp", "weight", "table")
+        H.raises(function() return a:fmod("x") end, "fmod", "divisor", "string")
+        H.raises(function() return a:remainder(ordo.ones(2)) end, "2", "3")
+    end)
+
+    it("roll and tile against plain Lua; gradients", function()
+        local m = ordo.arange(1, 13):view(3, 4)
+        local tm = m:totable()
+        local function lua_roll2(t, s1, s2)
+            local r = {}
+            for i = 1, #t do
+                r[i] = {}
+                for j = 1, #t[1] do
+                    r[i][j] = t[(i - 1 - s1) % #t + 1][(j - 1 - s2) % #t[1] + 1]
+                end
+            end
+            return r
+        end
+        assert.same(lua_roll2(tm, 0, 1), m:roll(1, 2):totable())
+        assert.same(lua_roll2(tm, 0, -5), m:roll(-5, -1):totable())
+        assert.same(lua_roll2(tm, 2, 3), m:roll({2, 3}, {1, 2}):totable())
+        assert.same(tm, m:roll(4, 2):totable())
+        assert.same({{12, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}}, m:roll(1):totable()) -- flattened
+        assert.same({3, 4}, m:roll(0, 1):shape())
+        local r0 = m:roll(0, 1)
+        r0:fill_(0) -- a copy, not the tensor itself
+        assert.equals(1, m:totable()[1][1])
+        assert.same({0}, ordo.zeros(0):roll(3, 1):shape())
+        local v = ordo.tensor({1, 2})
+        assert.same({1, 2, 1, 2, 1, 2}, v:tile(3):totable())
+        assert.same({{1, 2, 1, 2}, {1, 2, 1, 2}}, v:tile(2, 2):totable())
+        assert.same({{1, 2}, {1, 2}}, v:tile({2, 1}):totable())
+        assert.same({{1, 2, 1, 2}, {3, 4, 3, 4}}, ordo.tensor({{1, 2}, {3, 4}}):tile(2):totable()) -- last dims
+        assert.same({0, 2}, ordo.ones(2, 2):tile(0, 1):shape())
+        local x = ordo.randn({2, 3}, {dtype = "float64"}):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:roll({1, -1}, {1, 2}) end, {x}))
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:tile(2, 1, 3) end, {x}))
+        H.raises(function() return m:roll(1.5, 1) end, "roll", "shift", "1.5")
+        H.raises(function() return m:roll({1, 2}, 1) end, "roll", "as many shifts as dims")
+        H.raises(function() return m:roll({1}) end, "roll", "one integer")
+        H.raises(function() return m:roll(1, 3) end, "dim")
+        H.raises(function() return m:tile() end, "tile", "counts")
+        H.raises(function() return m:tile(-1) end, "tile", "count 1", "-1")
+    end)
+
+    it("nn.functional.one_hot: int64 rows with a 1 at each index; range checked", function()
+        local F = ordo.nn.functional
+        local idx = ordo.tensor({{2, 1}, {3, 3}}, "int64")
+        local oh = F.one_hot(idx)
+        assert.same({2, 2, 3}, oh:shape())
+        assert.equals("int64", oh:dtype())
+        assert.same({{{0, 1, 0}, {1, 0, 0}}, {{0, 0, 1}, {0, 0, 1}}}, oh:totable())
+        assert.same({{0, 1, 0, 0, 0}}, F.one_hot(ordo.tensor({2}, "int32"), 5):totable())
+        assert.same({0, 4}, F.one_hot(ordo.zeros({0}, {dtype = "int64"}), 4):shape())
+        H.raises(function() return F.one_hot(ordo.tensor({0, 1}, "int64")) end, "one_hot", "index 0", "1..1")
+        H.raises(function() return F.one_hot(ordo.tensor({4}, "int64"), 3) end, "one_hot", "index 4", "1..3")
+        H.raises(function() return F.one_hot(ordo.tensor({1.0})) end, "one_hot", "integer", "float32")
+        H.raises(function() return F.one_hot(ordo.tensor({1}, "int64"), 0) end, "one_hot", "num_classes")
+        H.raises(function() return F.one_hot(ordo.zeros({0}, {dtype = "int64"})) end, "one_hot", "empty")
+        H.raises(function() return F.one_hot({1, 2}) end, "one_hot", "indices", "table")
+    end)
 end)

@@ -4,7 +4,9 @@
 -- when called, so autograd's wrappers are the ones used).  Statistics
 -- (var, std, norm, logsumexp), answers as a Lua boolean (allclose, equal,
 -- all, any), making tensors (eye, linspace, randint, randperm), vectors and
--- matrices (dot, outer, tril, triu, diag, flip, masked_select) and cutting
+-- matrices (dot, outer, mm, bmm, mv, trace, tril, triu, diag, flip,
+-- masked_select), elementwise (log2, log10, isnan, isinf, isfinite,
+-- nan_to_num, lerp, fmod, remainder), rearranging (roll, tile) and cutting
 -- one into views (chunk, split).
 local tensor = require "ordo.tensor"
 local util = require "ordo.util"
@@ -274,6 +276,184 @@ function Tensor:masked_select(mask)
     -- first, in their order
     local _, order = m:sort(1, true)
     return flat:index_select(1, order:narrow(1, 1, k))
+end
+
+-- ---------------------------------------------------------------- matrix products
+
+-- The operand check of mm, bmm and mv: dims of each, and the error naming
+-- both shapes.
+local function check_product(fname, a, b, da, db, what)
+    check_self(fname, a)
+    if not is_tensor(b) or a:dim() ~= da or b:dim() ~= db then
+        fail(fmt("%s: expected %s, got shapes %s and %s", fname, what, shape_of_str(a),
+                 is_tensor(b) and shape_of_str(b) or typename(b)))
+    end
+end
+
+-- mm(b): the product of two matrices (2-dim tensors), as matmul.
+function Tensor:mm(b)
+    check_product("mm", self, b, 2, 2, "two matrices (2-dim tensors)")
+    return tensor.matmul(self, b)
+end
+
+-- bmm(b): the products of two batches of matrices (3-dim tensors of one
+-- batch size), as matmul without broadcasting.
+function Tensor:bmm(b)
+    check_product("bmm", self, b, 3, 3, "two batches of matrices (3-dim tensors)")
+    if self:size(1) ~= b:size(1) then
+        fail(fmt("bmm: batch sizes differ: shapes %s and %s", shape_of_str(self), shape_of_str(b)))
+    end
+    return tensor.matmul(self, b)
+end
+
+-- mv(v): a matrix times a vector (a 1-dim tensor).
+function Tensor:mv(v)
+    check_product("mv", self, v, 2, 1, "a matrix (2-dim) and a vector (1-dim)")
+    return tensor.matmul(self, v)
+end
+
+-- trace(): the sum of a matrix's main diagonal (0-dim).
+function Tensor:trace()
+    check_self("trace", self)
+    if self:dim() ~= 2 then fail(fmt("trace: expected a matrix (2-dim tensor), got shape %s", shape_of_str(self))) end
+    return self:diag():sum()
+end
+
+-- ---------------------------------------------------------------- elementwise
+
+local LN2, LN10 = math.log(2), math.log(10)
+
+-- log2() / log10(): logarithms in base 2 and 10 (integers give float32).
+function Tensor:log2()
+    check_self("log2", self)
+    return self:log() / LN2
+end
+function Tensor:log10()
+    check_self("log10", self)
+    return self:log() / LN10
+end
+
+-- isnan() / isinf() / isfinite(): uint8 masks; integers are always finite.
+function Tensor:isnan()
+    check_self("isnan", self)
+    return self:ne(self)
+end
+function Tensor:isinf()
+    check_self("isinf", self)
+    if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
+    return self:abs():eq(huge)
+end
+function Tensor:isfinite()
+    check_self("isfinite", self)
+    if not is_float(self) then return tensor.ones_like(self, {dtype = "uint8"}) end
+    return (self - self):eq(0) -- inf - inf and NaN - NaN are NaN
+end
+
+local FLOAT_MAX = {float32 = 3.4028234663852886e38, float64 = 1.7976931348623157e308}
+
+-- nan_to_num([nan [, posinf [, neginf]]]): a copy with NaN replaced by nan
+-- (0), inf by posinf and -inf by neginf (the dtype's largest and lowest
+-- finite values by default); integers come back as a copy.
+function Tensor:nan_to_num(nan, posinf, neginf)
+    check_self("nan_to_num", self)
+    for i, v in ipairs({nan or 0, posinf or 0, neginf or 0}) do
+        if type(v) ~= "number" then
+            fail(fmt("nan_to_num: %s must be a number, got %s", ({"nan", "posinf", "neginf"})[i], typename(v)))
+        end
+    end
+    if not is_float(self) then return self:clone() end
+    local big = FLOAT_MAX[self:dtype()]
+    local r = self:masked_fill(self:ne(self), nan or 0)
+    r = r:masked_fill(r:eq(huge), posinf or big)
+    return r:masked_fill(r:eq(-huge), neginf or -big)
+end
+
+-- lerp(stop, weight): self + weight * (stop - self); weight a number or a
+-- tensor (broadcast).
+function Tensor:lerp(stop, weight)
+    check_self("lerp", self)
+    if not is_tensor(stop) and type(stop) ~= "number" then
+        fail("lerp: the end must be a tensor or a number, got " .. typename(stop))
+    end
+    if not is_tensor(weight) and type(weight) ~= "number" then
+        fail("lerp: the weight must be a tensor or a number, got " .. typename(weight))
+    end
+    return self + (stop - self) * weight
+end
+
+-- The remainder of a / b with the quotient rounded toward zero (fmod, the
+-- sign of a) or down (remainder, the sign of b, as Python's %).  Floats
+-- compute a - round(a / b) * b; integers divide exactly ("trunc") and an
+-- integer divisor of 0 fails as div does.
+local function modulo(fname, a, b, floor_mode)
+    check_self(fname, a)
+    if not is_tensor(b) and type(b) ~= "number" then
+        fail(fmt("%s: the divisor must be a tensor or a number, got %s", fname, typename(b)))
+    end
+    if tensor.result_type(a, b):match("^float") then
+        local q = a / b
+        q = floor_mode and q:floor() or q:trunc()
+        return a - q * b
+    end
+    local r = a - a:div(b, "trunc") * b
+    if not floor_mode then return r end
+    -- a nonzero remainder whose sign differs from the divisor's moves by b
+    local bneg = is_tensor(b) and b:lt(0) or (b < 0 and 1 or 0)
+    local off = r:ne(0):mul(r:lt(0):ne(bneg))
+    return r + off:to(r:dtype()) * b
+end
+function Tensor:fmod(b) return modulo("fmod", self, b, false) end
+function Tensor:remainder(b) return modulo("remainder", self, b, true) end
+
+-- ---------------------------------------------------------------- rearranging
+
+-- roll(shifts [, dims]): elements moved shifts places along dims (a number
+-- or a table of them), those pushed past the end coming back at the start;
+-- without dims, over the flattened tensor, keeping its shape.
+function Tensor:roll(shifts, dims)
+    check_self("roll", self)
+    if dims == nil then
+        if type(shifts) ~= "number" then fail("roll: without dims, shifts must be one integer, got " .. typename(shifts)) end
+        return self:contiguous():reshape(-1):roll(shifts, 1):reshape(self:shape())
+    end
+    if type(shifts) == "number" then shifts = {shifts} end
+    if type(dims) == "number" then dims = {dims} end
+    if type(shifts) ~= "table" or type(dims) ~= "table" or #shifts ~= #dims then
+        fail(fmt("roll: expected as many shifts as dims, got %s and %s", tostring(type(shifts) == "table" and #shifts or shifts),
+                 tostring(type(dims) == "table" and #dims or dims)))
+    end
+    local r = self
+    for i, d in ipairs(dims) do
+        local s = shifts[i]
+        if not is_int(s) then fail(fmt("roll: shift %d must be an integer, got %s", i, tostring(s))) end
+        local n = r:size(d) -- checks d
+        local k = n > 0 and s % n or 0
+        if k ~= 0 then r = tensor.cat({r:narrow(d, n - k + 1, k), r:narrow(d, 1, n - k)}, d) end
+    end
+    return rawequal(r, self) and self:clone() or r
+end
+
+-- tile(reps): copies of the tensor side by side, reps[i] times along dim i
+-- (a table or the counts as arguments); fewer reps than dims repeat the
+-- last dims, more add leading dims.
+function Tensor:tile(...)
+    check_self("tile", self)
+    local reps = select("#", ...) == 1 and type((...)) == "table" and (...) or {...}
+    if #reps == 0 then fail("tile: expected the repetition counts, got none") end
+    for i, r in ipairs(reps) do
+        if not is_int(r) or r < 0 then fail(fmt("tile: count %d must be an integer >= 0, got %s", i, tostring(r))) end
+    end
+    local shape = self:shape()
+    local n = math.max(#shape, #reps)
+    local inner, outer, final = {}, {}, {}
+    for i = 1, n do
+        local s = shape[i - (n - #shape)] or 1
+        local r = reps[i - (n - #reps)] or 1
+        inner[2 * i - 1], inner[2 * i] = 1, s
+        outer[2 * i - 1], outer[2 * i] = r, s
+        final[i] = r * s
+    end
+    return self:reshape(inner):expand(outer):reshape(final)
 end
 
 -- The lengths along dim that chunk and split cut.

@@ -59,6 +59,33 @@ function M.linear(x, weight, bias)
     return y
 end
 
+-- one_hot(indices [, num_classes]): int64, indices' shape plus a last dim
+-- of num_classes (default: the largest index), 1 at each index (counting
+-- from 1, as every index in ordo) and 0 elsewhere.  Waits, to check that
+-- every index is in 1..num_classes.
+function M.one_hot(indices, n)
+    check_tensor("one_hot", "indices", indices)
+    local dt = indices:dtype()
+    if dt == "float32" or dt == "float64" then
+        fail("one_hot: indices must be an integer tensor, got " .. dt)
+    end
+    if n ~= nil and (type(n) ~= "number" or n < 1 or n ~= math.floor(n)) then
+        fail("one_hot: num_classes must be an integer >= 1, got " .. tostring(n))
+    end
+    if indices:numel() == 0 then
+        if n == nil then fail("one_hot: num_classes is needed for an empty tensor of indices") end
+    else
+        local lo, hi = indices:min():item(), indices:max():item()
+        n = n or hi
+        if lo < 1 or hi > n then
+            fail(fmt("one_hot: index %d out of range 1..%d (indices of shape %s)", lo < 1 and lo or hi, n,
+                     shape_str(indices)))
+        end
+    end
+    local classes = tensor.arange(1, n + 1, {dtype = dt, device = indices:device()})
+    return indices:unsqueeze(-1):eq(classes):to("int64")
+end
+
 function M.relu(x) return x:relu() end
 function M.tanh(x) return x:tanh() end
 function M.sigmoid(x) return x:sigmoid() end
