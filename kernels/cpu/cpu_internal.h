@@ -350,6 +350,9 @@ int cpu_check_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int
                           ordo_view *y0);
 int cpu_check_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *idx0,
                         ordo_view *y0);
+/* The value of the first index (iparam 1: 0 or 1, checked by the above; 0
+ * when not given). */
+int cpu_index_base(const ordo_kernel_args *a);
 
 /* conv.c: the geometry of a 2-d convolution or pooling window. */
 typedef struct cpu_conv_geom {

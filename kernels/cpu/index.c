@@ -7,9 +7,12 @@
  * the other dims of x in step with the output) and index is, for
  * index_select, the 1-d index broadcast (stride 0) over every dim but dim.
  * scatter_add and index_add are the same walk with the assignment reversed
- * (y0[i + index[i] * sd] += src[i]).  Indices count from 0; one out of range
- * (negative included) fails the op naming it; the adding kernels check
- * every index before touching y, so a failed op leaves y as it was.
+ * (y0[i + index[i] * sd] += src[i]).  Indices count from 0, or from the
+ * base in iparam 1 (0 or 1: the Lua package passes its indices, which count
+ * from 1, as they are, so no op converts them and an error names the index
+ * and the dim as its user wrote them).  One out of range (negative
+ * included) fails the op naming it; the adding kernels check every index
+ * before touching y, so a failed op leaves y as it was.
  */
 #include <string.h>
 
@@ -18,7 +21,8 @@
 typedef struct gather_ctx {
     int64_t extent; /* x's size along dim */
     int64_t sd;     /* x's stride along dim */
-    int64_t bad;    /* the offending index when the loop stops */
+    int64_t base;   /* what the first index is: 0 or 1 */
+    int64_t bad;    /* the offending index (as given) when the loop stops */
 } gather_ctx;
 
 /* p: out, index (int64), x0; moved by bit pattern, so by element size */
@@ -29,9 +33,9 @@ typedef struct gather_ctx {
         const int64_t *idx = (const int64_t *)p[1];                                  \
         const T *x = (const T *)p[2];                                                \
         for (int64_t i = 0; i < n; i++) {                                            \
-            const int64_t k = idx[i * s[1]];                                         \
+            const int64_t k = idx[i * s[1]] - c->base;                               \
             if (k < 0 || k >= c->extent) {                                           \
-                c->bad = k;                                                          \
+                c->bad = k + c->base;                                                \
                 return 1;                                                            \
             }                                                                        \
             y[i * s[0]] = x[i * s[2] + k * c->sd];                                   \
@@ -47,7 +51,23 @@ static cpu_loop_fn gather_loop(int dtype) {
     return es == 8 ? gather_8 : es == 4 ? gather_4 : gather_1;
 }
 
-/* Common checks: dtypes, dim; returns 0 and sets *dim. */
+int cpu_index_base(const ordo_kernel_args *a) { return a->niparam > 1 ? (int)a->iparam[1] : 0; }
+
+/* iparam 1, when given, must be 0 or 1. */
+static int check_base(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a) {
+    if (a->niparam > 1 && a->iparam[1] != 0 && a->iparam[1] != 1)
+        return ordo_fail(rc, "%s: iparam 1 (the first index) must be 0 or 1, got %lld", name,
+                         (long long)a->iparam[1]);
+    return 0;
+}
+
+/* An index out of range, named as its user counts (base 1: dims too). */
+static int fail_range(const ordo_run_ctx *rc, const char *name, const gather_ctx *c, int dim) {
+    return ordo_fail(rc, "%s: index %lld out of range for dim %d of size %lld%s", name, (long long)c->bad,
+                     dim + (int)c->base, (long long)c->extent, c->base ? " (indices count from 1)" : "");
+}
+
+/* Common checks: dtypes, dim, base; returns 0 and sets *dim. */
 static int index_prologue(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int *dim) {
     int r = cpu_check_args(rc, name, a, 2, 1);
     if (r) return r;
@@ -60,20 +80,19 @@ static int index_prologue(const ordo_run_ctx *rc, const char *name, const ordo_k
     const int64_t d = a->niparam > 0 ? a->iparam[0] : -1;
     if (a->niparam < 1 || d < 0 || d >= (x->ndim > 0 ? x->ndim : 1))
         return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)d, x->ndim);
+    if ((r = check_base(rc, name, a))) return r;
     if ((r = cpu_check_writable(rc, name, y))) return r;
     *dim = (int)d;
     return 0;
 }
 
 static int run_gather_loop(const ordo_run_ctx *rc, const char *name, const ordo_view *y,
-                           const ordo_view *idx, const ordo_view *x0, const ordo_view *x, int dim) {
-    gather_ctx c = {x->ndim ? x->shape[dim] : 1, x->ndim ? x->strides[dim] : 0, 0};
+                           const ordo_view *idx, const ordo_view *x0, const ordo_view *x, int dim, int base) {
+    gather_ctx c = {x->ndim ? x->shape[dim] : 1, x->ndim ? x->strides[dim] : 0, base, 0};
     const ordo_view *v[3] = {y, idx, x0};
     cpu_iter it;
     cpu_iter_init_views(&it, 3, v, 0);
-    if (cpu_iter_run(&it, gather_loop(x->dtype), &c))
-        return ordo_fail(rc, "%s: index %lld out of range for dim %d of size %lld", name,
-                         (long long)c.bad, dim, (long long)c.extent);
+    if (cpu_iter_run(&it, gather_loop(x->dtype), &c)) return fail_range(rc, name, &c, dim);
     return 0;
 }
 
@@ -119,7 +138,7 @@ static int k_gather(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view x0;
     if ((r = cpu_check_gather(rc, a, &dim, &x0))) return r;
-    return run_gather_loop(rc, "gather", &a->out[0], &a->in[1], &x0, &a->in[0], dim);
+    return run_gather_loop(rc, "gather", &a->out[0], &a->in[1], &x0, &a->in[0], dim, cpu_index_base(a));
 }
 
 int cpu_check_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *idx0,
@@ -146,7 +165,7 @@ static int k_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view iv, x0;
     if ((r = cpu_check_index_select(rc, a, &dim, &iv, &x0))) return r;
-    return run_gather_loop(rc, "index_select", &a->out[0], &iv, &x0, &a->in[0], dim);
+    return run_gather_loop(rc, "index_select", &a->out[0], &iv, &x0, &a->in[0], dim, cpu_index_base(a));
 }
 
 /* ---- scatter_add, index_add ---------------------------------------------- */
@@ -159,7 +178,7 @@ static int k_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
         const T *src = (const T *)p[1];                                              \
         T *y = (T *)p[2];                                                            \
         for (int64_t i = 0; i < n; i++) {                                            \
-            T *d = y + i * s[2] + idx[i * s[0]] * c->sd;                             \
+            T *d = y + i * s[2] + (idx[i * s[0]] - c->base) * c->sd;                 \
             *d = (T)((UT)*d + (UT)src[i * s[1]]);                                    \
         }                                                                            \
         return 0;                                                                    \
@@ -172,14 +191,14 @@ DEF_SCATTER_LOOP(scatter_u8, uint8_t, unsigned)
 static const cpu_loop_fn scatter_loops[ORDO_NDTYPES] = {scatter_f32, scatter_f64, scatter_i32,
                                                         scatter_i64, scatter_u8};
 
-/* p: index; stops at the first index outside [0, extent) */
+/* p: index; stops at the first index outside [base, base + extent) */
 static int check_index_loop(int64_t n, char *const *p, const int64_t *s, void *ctx) {
     gather_ctx *c = ctx;
     const int64_t *idx = (const int64_t *)p[0];
     for (int64_t i = 0; i < n; i++) {
-        const int64_t k = idx[i * s[0]];
+        const int64_t k = idx[i * s[0]] - c->base;
         if (k < 0 || k >= c->extent) {
-            c->bad = k;
+            c->bad = k + c->base;
             return 1;
         }
     }
@@ -199,6 +218,7 @@ static int add_prologue(const ordo_run_ctx *rc, const char *name, const ordo_ker
     const int64_t d = a->niparam > 0 ? a->iparam[0] : -1;
     if (a->niparam < 1 || d < 0 || d >= (y->ndim > 0 ? y->ndim : 1))
         return ordo_fail(rc, "%s: dim %lld out of range for out of %d dims", name, (long long)d, y->ndim);
+    if ((r = check_base(rc, name, a))) return r;
     if ((r = cpu_check_writable(rc, name, y))) return r;
     *dim = (int)d;
     return 0;
@@ -206,14 +226,12 @@ static int add_prologue(const ordo_run_ctx *rc, const char *name, const ordo_ker
 
 /* idx, src0 and y0 all have one shape (the walk's). */
 static int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *idx, const ordo_view *src0,
-                       const ordo_view *y0, const ordo_view *y, int dim) {
-    gather_ctx c = {y->ndim ? y->shape[dim] : 1, y->ndim ? y->strides[dim] : 0, 0};
+                       const ordo_view *y0, const ordo_view *y, int dim, int base) {
+    gather_ctx c = {y->ndim ? y->shape[dim] : 1, y->ndim ? y->strides[dim] : 0, base, 0};
     cpu_iter it;
     const ordo_view *vi[1] = {idx};
     cpu_iter_init_views(&it, 1, vi, 0);
-    if (cpu_iter_run(&it, check_index_loop, &c))
-        return ordo_fail(rc, "%s: index %lld out of range for dim %d of size %lld", name, (long long)c.bad,
-                         dim, (long long)c.extent);
+    if (cpu_iter_run(&it, check_index_loop, &c)) return fail_range(rc, name, &c, dim);
     /* Logical order, so that repeated indices add up in one fixed order. */
     const ordo_view *v[3] = {idx, src0, y0};
     cpu_iter_init_views(&it, 3, v, CPU_ITER_KEEP_ORDER);
@@ -250,7 +268,7 @@ static int k_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view src0, y0;
     if ((r = cpu_check_scatter_add(rc, a, &dim, &src0, &y0))) return r;
-    return run_scatter(rc, "scatter_add", &a->in[1], &src0, &y0, &a->out[0], dim);
+    return run_scatter(rc, "scatter_add", &a->in[1], &src0, &y0, &a->out[0], dim, cpu_index_base(a));
 }
 
 /* y[.., index[j], ..] += src[.., j, ..] along dim; index is 1-d. */
@@ -278,7 +296,7 @@ static int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view iv, y0;
     if ((r = cpu_check_index_add(rc, a, &dim, &iv, &y0))) return r;
-    return run_scatter(rc, "index_add", &iv, &a->in[0], &y0, &a->out[0], dim);
+    return run_scatter(rc, "index_add", &iv, &a->in[0], &y0, &a->out[0], dim, cpu_index_base(a));
 }
 
 void cpu_register_index(void) {

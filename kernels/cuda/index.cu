@@ -11,6 +11,9 @@
  * are the same walk reversed, y0[i + index[i] * sd] += src[i].  One thread
  * per element of the walk.
  *
+ * Indices count from the base in iparam 1 (0 or 1; index.c), and are
+ * reported as given.
+ *
  * Indices depend on the data, so an out-of-range one (negative included)
  * cannot fail the op from the host without a wait: the kernel reports it
  * through the device's error slot (CU_ERR_INDEX_RANGE, the index and the
@@ -54,6 +57,7 @@ struct idx_geom {
     int64_t n;      /* elements of the walk */
     int64_t extent; /* size of the indexed dim */
     int64_t sd;     /* stride of the indexed dim */
+    int64_t base;   /* the value of the first index: 0 or 1 */
     int kid;        /* the kernel's id in the error slot */
 };
 
@@ -64,9 +68,9 @@ __global__ void gather_kernel(E *y, const int64_t *idx, const E *x, nd_walk<3> w
     CU_GRID_STRIDE(i, g.n) {
         int64_t off[3];
         nd_offsets(w, i, off);
-        const int64_t k = idx[off[1]];
+        const int64_t k = idx[off[1]] - g.base;
         if ((uint64_t)k >= (uint64_t)g.extent) { /* one compare catches negatives too */
-            cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, k, g.extent);
+            cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, k + g.base, g.extent);
             continue;
         }
         y[off[0]] = x[off[2] + k * g.sd];
@@ -74,8 +78,9 @@ __global__ void gather_kernel(E *y, const int64_t *idx, const E *x, nd_walk<3> w
 }
 
 int run_gather(const ordo_run_ctx *rc, const char *name, const ordo_view *y, const ordo_view *idx,
-               const ordo_view *x0, const ordo_view *x, int dim) {
+               const ordo_view *x0, const ordo_view *x, int dim, int base) {
     idx_geom g;
+    g.base = base;
     g.n = ordo_view_numel(y);
     if (g.n == 0) return 0;
     g.extent = x->ndim ? x->shape[dim] : 1;
@@ -101,14 +106,14 @@ int k_gather(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view x0;
     if ((r = cpu_check_gather(rc, a, &dim, &x0))) return r;
-    return run_gather(rc, "gather", &a->out[0], &a->in[1], &x0, &a->in[0], dim);
+    return run_gather(rc, "gather", &a->out[0], &a->in[1], &x0, &a->in[0], dim, cpu_index_base(a));
 }
 
 int k_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view iv, x0;
     if ((r = cpu_check_index_select(rc, a, &dim, &iv, &x0))) return r;
-    return run_gather(rc, "index_select", &a->out[0], &iv, &x0, &a->in[0], dim);
+    return run_gather(rc, "index_select", &a->out[0], &iv, &x0, &a->in[0], dim, cpu_index_base(a));
 }
 
 /* ---- scatter_add, index_add -------------------------------------------------------- */
@@ -132,13 +137,13 @@ __device__ __forceinline__ void atomic_add(uint8_t *p, uint8_t v) {
     } while (old != assumed);
 }
 
-/* reports every index outside [0, extent) (walk over the index alone) */
+/* reports every index outside [base, base + extent) (walk over the index alone) */
 __global__ void check_index_kernel(const int64_t *idx, nd_walk<1> w, idx_geom g, cu_error_slot *slot) {
     CU_GRID_STRIDE(i, g.n) {
         int64_t off;
         nd_offsets(w, i, &off);
-        const int64_t k = idx[off];
-        if ((uint64_t)k >= (uint64_t)g.extent) cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, k, g.extent);
+        const int64_t k = idx[off] - g.base;
+        if ((uint64_t)k >= (uint64_t)g.extent) cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, k + g.base, g.extent);
     }
 }
 
@@ -154,7 +159,7 @@ __global__ void scatter_kernel(const int64_t *idx, const T *src, T *y, nd_walk<3
     CU_GRID_STRIDE(i, g.n) {
         int64_t off[3];
         nd_offsets(w, i, off);
-        const int64_t k = idx[off[0]];
+        const int64_t k = idx[off[0]] - g.base;
         if ((uint64_t)k >= (uint64_t)g.extent) continue; /* never written; reported by the check */
         atomic_add(y + off[2] + k * g.sd, src[off[1]]);
     }
@@ -163,8 +168,9 @@ __global__ void scatter_kernel(const int64_t *idx, const T *src, T *y, nd_walk<3
 /* chk: the indices to check (the index view itself); idx, src0 and y0 have
  * one shape (the walk's). */
 int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *chk, const ordo_view *idx,
-                const ordo_view *src0, const ordo_view *y0, const ordo_view *y, int dim) {
+                const ordo_view *src0, const ordo_view *y0, const ordo_view *y, int dim, int base) {
     idx_geom g;
+    g.base = base;
     g.extent = y->ndim ? y->shape[dim] : 1;
     g.sd = y->ndim ? y->strides[dim] : 0;
     g.kid = cu_error_kernel_id(name);
@@ -195,7 +201,7 @@ int k_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view src0, y0;
     if ((r = cpu_check_scatter_add(rc, a, &dim, &src0, &y0))) return r;
-    return run_scatter(rc, "scatter_add", &a->in[1], &a->in[1], &src0, &y0, &a->out[0], dim);
+    return run_scatter(rc, "scatter_add", &a->in[1], &a->in[1], &src0, &y0, &a->out[0], dim, cpu_index_base(a));
 }
 
 int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
@@ -203,7 +209,7 @@ int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     ordo_view iv, y0;
     if ((r = cpu_check_index_add(rc, a, &dim, &iv, &y0))) return r;
     /* the 1-d index is checked once, not once per element of src */
-    return run_scatter(rc, "index_add", &a->in[1], &iv, &a->in[0], &y0, &a->out[0], dim);
+    return run_scatter(rc, "index_add", &a->in[1], &iv, &a->in[0], &y0, &a->out[0], dim, cpu_index_base(a));
 }
 
 } // namespace

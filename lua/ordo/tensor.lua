@@ -1796,8 +1796,9 @@ local function index_arg(fname, like, index)
     if ISFLOAT[index._c.dtype] then
         fail(fmt("%s: index must be an integer tensor (int64 or int32), got %s", fname, DT_NAME[index._c.dtype]))
     end
-    local i64 = cast(fname, index, I64)
-    return push1(K.sub_scalar, fname, empty_like(i64), i64, 1)
+    -- as they are: the kernels take indices from 1 (iparam 1 = 1) and name
+    -- a bad one as the user wrote it
+    return cast(fname, index, I64)
 end
 
 -- gather(dim, index): out[i][j] = self[index[i][j]][j] (dim 1), indices from 1.
@@ -1818,7 +1819,7 @@ function Tensor:gather(dim, index)
     end
     local idx = index_arg("gather", self, index)
     local out = new_on("gather", self, si, self._c.dtype)
-    push(K.gather, "gather", 0, {self, idx}, {out}, nil, {d})
+    push(K.gather, "gather", 0, {self, idx}, {out}, nil, {d, 1})
     return out
 end
 
@@ -1834,7 +1835,7 @@ function Tensor:index_select(dim, index)
     local shape = shape_of(self)
     shape[d + 1] = idx:numel()
     local out = new_on("index_select", self, shape, self._c.dtype)
-    push(K.index_select, "index_select", 0, {self, idx}, {out}, nil, {d})
+    push(K.index_select, "index_select", 0, {self, idx}, {out}, nil, {d, 1})
     return out
 end
 
@@ -1846,7 +1847,7 @@ local function scatter_add(fname, self, dim, index, src)
     if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
     local idx = index_arg(fname, self, index)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
-    push(K.scatter_add, fname, 0, {src, idx}, {self}, nil, {d})
+    push(K.scatter_add, fname, 0, {src, idx}, {self}, nil, {d, 1})
     return self
 end
 
@@ -1869,7 +1870,7 @@ local function index_add(fname, self, dim, index, src)
     if idx._c.ndim > 1 then fail(fmt("%s: index must be 1-D, got shape %s", fname, shape_str(idx))) end
     if idx._c.ndim == 0 then idx = idx:view({1}) end
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
-    push(K.index_add, fname, 0, {src, idx}, {self}, nil, {d})
+    push(K.index_add, fname, 0, {src, idx}, {self}, nil, {d, 1})
     return self
 end
 

@@ -2011,6 +2011,86 @@ static void kernel_index_select(void) {
     END();
 }
 
+/* iparam 1 = 1: the four index kernels take indices counting from 1 (the
+ * Lua package's), give what base 0 gives for the indices less one, and name
+ * a bad index and its dim as counted from 1; a base other than 0 or 1 fails. */
+static void kernel_index_base_one(void) {
+    begin();
+    int64_t xs[2] = {3, 4}, n2 = 2, is2[2] = {2, 4};
+    tv x = tv_new(ORDO_F32, 2, xs, L_CONTIG), y0 = tv_new(ORDO_F32, 2, is2, L_CONTIG);
+    tv y1 = tv_new(ORDO_F32, 2, is2, L_CONTIG);
+    tv ix0 = tv_new(ORDO_I64, 2, is2, L_CONTIG), ix1 = tv_new(ORDO_I64, 2, is2, L_CONTIG);
+    tv v0 = tv_new(ORDO_I64, 1, &n2, L_CONTIG), v1 = tv_new(ORDO_I64, 1, &n2, L_CONTIG);
+    tv_rand(&x, 1);
+    for (int i = 0; i < 8; i++) {
+        ((int64_t *)ix0.base)[i] = rnd(0, 2);
+        ((int64_t *)ix1.base)[i] = ((int64_t *)ix0.base)[i] + 1;
+    }
+    ((int64_t *)v0.base)[0] = 2, ((int64_t *)v0.base)[1] = 0;
+    ((int64_t *)v1.base)[0] = 3, ((int64_t *)v1.base)[1] = 1;
+    /* gather and index_select along dim 0 */
+    const char *names[2] = {"gather", "index_select"};
+    tv *idx0[2] = {&ix0, &v0}, *idx1[2] = {&ix1, &v1};
+    for (int kk = 0; kk < 2; kk++) {
+        ordo_kernel_args k = args_n(2, 1);
+        k.in[0] = x.v;
+        k.niparam = 2;
+        k.iparam[0] = 0;
+        k.in[1] = idx0[kk]->v, k.out[0] = y0.v, k.iparam[1] = 0;
+        CHECK_EQ_LONG(call(names[kk], &k), 0);
+        k.in[1] = idx1[kk]->v, k.out[0] = y1.v, k.iparam[1] = 1;
+        CHECK_EQ_LONG(call(names[kk], &k), 0);
+        CHECK(memcmp(y0.base, y1.base, 8 * sizeof(float)) == 0);
+        int64_t *first = (int64_t *)idx1[kk]->base;
+        int64_t keep = first[0];
+        first[0] = 4;
+        EXPECT_FAIL(names[kk], &k, "index 4 out of range for dim 1 of size 3 (indices count from 1)");
+        first[0] = 0;
+        EXPECT_FAIL(names[kk], &k, "index 0 out of range for dim 1");
+        first[0] = keep;
+        k.iparam[1] = 2;
+        EXPECT_FAIL(names[kk], &k, "iparam 1 (the first index) must be 0 or 1");
+    }
+    /* scatter_add and index_add into zeros of x's shape */
+    const char *adds[2] = {"scatter_add", "index_add"};
+    tv src = tv_new(ORDO_F32, 2, is2, L_CONTIG);
+    tv_rand(&src, 1);
+    for (int kk = 0; kk < 2; kk++) {
+        tv a0 = tv_new(ORDO_F32, 2, xs, L_CONTIG), a1 = tv_new(ORDO_F32, 2, xs, L_CONTIG);
+        memset(a0.base, 0, 12 * sizeof(float));
+        memset(a1.base, 0, 12 * sizeof(float));
+        ordo_kernel_args k = args_n(2, 1);
+        k.in[0] = src.v;
+        k.niparam = 2;
+        k.iparam[0] = 0;
+        k.in[1] = idx0[kk]->v, k.out[0] = a0.v, k.iparam[1] = 0;
+        CHECK_EQ_LONG(call(adds[kk], &k), 0);
+        k.in[1] = idx1[kk]->v, k.out[0] = a1.v, k.iparam[1] = 1;
+        CHECK_EQ_LONG(call(adds[kk], &k), 0);
+        CHECK(memcmp(a0.base, a1.base, 12 * sizeof(float)) == 0);
+        int64_t *first = (int64_t *)idx1[kk]->base;
+        int64_t keep = first[0];
+        first[0] = -1;
+        memcpy(a0.base, a1.base, 12 * sizeof(float));
+        EXPECT_FAIL(adds[kk], &k, "index -1 out of range for dim 1 of size 3 (indices count from 1)");
+        CHECK(memcmp(a0.base, a1.base, 12 * sizeof(float)) == 0); /* a failed add leaves y as it was */
+        first[0] = keep;
+        k.iparam[1] = -1;
+        EXPECT_FAIL(adds[kk], &k, "must be 0 or 1");
+        tv_free(&a0);
+        tv_free(&a1);
+    }
+    tv_free(&src);
+    tv_free(&x);
+    tv_free(&y0);
+    tv_free(&y1);
+    tv_free(&ix0);
+    tv_free(&ix1);
+    tv_free(&v0);
+    tv_free(&v1);
+    END();
+}
+
 /* The value an add of v to element (whose current value is cur) stores,
  * in the dtype's arithmetic. */
 static long double add_in(int dt, long double cur, long double v) {
@@ -2245,6 +2325,7 @@ int main(void) {
     TEST(kernel_gather);
     TEST(kernel_index_select);
     TEST(kernel_scatter_add_index_add);
+    TEST(kernel_index_base_one);
     TEST(kernels_run_as_engine_ops);
     TEST(kernels_concurrent_on_engine_workers);
     TEST(add_runs_near_copy_bandwidth);
