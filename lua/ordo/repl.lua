@@ -261,17 +261,20 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            opts: {dtype = "float32"|"float64"|"int32"|"int64"|"uint8", device = ordo.cpu(0)}
   about:   t:shape() size dim numel dtype device is_contiguous
   reading: t:item() t:totable() print(t) t:wait()      (these wait for t)
-  views:   view reshape flatten transpose t permute narrow select squeeze unsqueeze expand  t[i] (row i)
+  views:   view reshape flatten transpose t permute narrow select squeeze unsqueeze expand
+           t[i] (row i)  t[{i, {}, {a, b}}] (several dims: index, all, range)
   copies:  contiguous clone to(dtype|device) float double int long byte
   math:    + - * / ^  add sub mul div pow maximum minimum clamp  eq ne lt le gt ge
            neg abs relu sign square exp log sqrt rsqrt reciprocal tanh sigmoid sin cos log1p expm1
-           floor ceil round trunc  masked_fill  (in place: add_ ... fill_ zero_ copy_)
+           floor ceil round trunc  log2 log10 isnan isinf isfinite nan_to_num lerp fmod remainder
+           masked_fill  (in place: add_ ... fill_ zero_ copy_)
   reduce:  sum mean max min argmax argmin var std norm logsumexp (dim, keepdim)  softmax log_softmax
            cumsum(dim)  sort(dim, descending) argsort topk(k, dim, largest) (values, indices)
            ordo.allclose(a, b) ordo.equal(a, b) t:all() t:any() (Lua booleans)  t:chunk(n) t:split(size)
            ordo.eye(n) linspace(a, b, n) randint([lo,] hi, shape) randperm(n)
   files:   ordo.save(t_or_table, path)  ordo.load(path [, {device = d}])
-  linalg:  matmul dot outer tril triu diag   indexing: gather index_select masked_select flip
+  linalg:  matmul mm bmm mv dot outer trace tril triu diag   rearranging: flip roll tile
+  indexing: gather index_select masked_select   nn.functional.one_hot(indices, n)
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
 Profiler:  ordo.profiler.start() stop() summary() dump("trace.json")
 Memory:    ordo.memory.live_bytes() live_count()    Devices: ordo.cpu(n) ordo.gpu(n)
