@@ -56,6 +56,8 @@ return function(spec)
 
     local model = spec.model(opt):to(device)
     local adam = optim.Adam(model:parameters(), {lr = opt.lr})
+    -- cosine learning-rate schedule over the run: big steps first, small ones to settle
+    local schedule = optim.lr_scheduler.CosineAnnealingLR(adam, {T_max = opt.epochs})
     local criterion = nn.CrossEntropyLoss()
     print(string.format("Fashion-MNIST %s: %d train / %d test images, %d parameters, batch %d, Adam lr %g, on %s",
                         spec.title, train_x:size(1), test_x:size(1), model:num_parameters(), opt.batch, opt.lr,
@@ -67,8 +69,6 @@ return function(spec)
     local acc
     for epoch = 1, opt.epochs do
         local start = wall()
-        -- cosine learning-rate schedule: big steps first, small ones to settle
-        adam.lr = opt.lr * 0.5 * (1 + math.cos(math.pi * (epoch - 1) / opt.epochs))
         local bar = ordo.progress.bar({total = loader:num_batches(),
                                        label = string.format("epoch %d/%d", epoch, opt.epochs)})
         local loss_sum = ordo.zeros({})
@@ -89,6 +89,7 @@ return function(spec)
         local secs = wall() - start
         print(string.format("epoch %2d  loss %.4f  test accuracy %.2f%%  %.1f s  (%.0f images/s)", epoch, mean_loss,
                             100 * acc, secs, train_x:size(1) / secs))
+        schedule:step()
     end
     print(string.format("final test accuracy %.2f%% after %d epochs in %.1f s", 100 * acc, opt.epochs,
                         wall() - total_start))

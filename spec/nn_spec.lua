@@ -2,6 +2,7 @@
 local ordo = require "ordo"
 local nn, optim, ag = ordo.nn, ordo.optim, ordo.autograd
 local F = nn.functional
+local H = require "support.helpers"
 
 local D = {dtype = "float64"}
 
@@ -304,6 +305,127 @@ describe("optim", function()
             end
         end
         close(p:totable(), w, 1e-9)
+    end)
+
+    it("AdamW decays the parameter itself, then takes Adam's step (by hand)", function()
+        local p = ordo.tensor({1, -2}, D):requires_grad()
+        local opt = optim.AdamW({p}, {lr = 0.01, weight_decay = 0.1})
+        local w = {1, -2}
+        local m, v = {0, 0}, {0, 0}
+        for t = 1, 5 do
+            opt:zero_grad()
+            ;(p * p * p):sum():backward() -- g = 3p^2
+            opt:step()
+            for i = 1, 2 do
+                local g = 3 * w[i] * w[i]
+                w[i] = w[i] * (1 - 0.01 * 0.1)
+                m[i] = 0.9 * m[i] + 0.1 * g
+                v[i] = 0.999 * v[i] + 0.001 * g * g
+                local mh, vh = m[i] / (1 - 0.9 ^ t), v[i] / (1 - 0.999 ^ t)
+                w[i] = w[i] - 0.01 * mh / (math.sqrt(vh) + 1e-8)
+            end
+        end
+        close(p:totable(), w, 1e-9)
+    end)
+
+    it("RMSprop, plain, with momentum and centered, matches Torch's update (by hand)", function()
+        for _, o in ipairs({{}, {momentum = 0.9}, {centered = true, weight_decay = 0.1}}) do
+            local p = ordo.tensor({1, -2}, D):requires_grad()
+            local opts = {lr = 0.01, alpha = 0.9}
+            for k, val in pairs(o) do opts[k] = val end
+            local opt = optim.RMSprop({p}, opts)
+            local w, sq, avg, buf = {1, -2}, {0, 0}, {0, 0}, {0, 0}
+            for _ = 1, 4 do
+                opt:zero_grad()
+                ;(p * p * p):sum():backward()
+                opt:step()
+                for i = 1, 2 do
+                    local g = 3 * w[i] * w[i] + (o.weight_decay or 0) * w[i]
+                    sq[i] = 0.9 * sq[i] + 0.1 * g * g
+                    local var = sq[i]
+                    if o.centered then
+                        avg[i] = 0.9 * avg[i] + 0.1 * g
+                        var = var - avg[i] * avg[i]
+                    end
+                    local step = g / (math.sqrt(var) + 1e-8)
+                    if o.momentum then
+                        buf[i] = o.momentum * buf[i] + step
+                        step = buf[i]
+                    end
+                    w[i] = w[i] - 0.01 * step
+                end
+            end
+            close(p:totable(), w, 1e-9)
+        end
+        local q = ordo.tensor({1}, D):requires_grad()
+        H.raises(function() optim.RMSprop({q}, {alpha = 1}) end, "RMSprop", "alpha")
+        H.raises(function() optim.AdamW({q}, {beta1 = 1}) end, "AdamW", "beta1")
+        H.raises(function() optim.RMSprop({q}, {centered = 1}) end, "RMSprop", "centered", "boolean")
+    end)
+
+    it("lr schedulers set opt.lr from their closed forms, epoch by epoch", function()
+        local S = optim.lr_scheduler
+        local function run(make, n)
+            local p = ordo.tensor({1}, D):requires_grad()
+            local opt = optim.SGD({p}, {lr = 0.1})
+            local s = make(opt)
+            local lrs = {opt.lr}
+            for e = 1, n do
+                assert.equals(s:step(), opt.lr)
+                lrs[e + 1] = s:get_last_lr()
+            end
+            return lrs
+        end
+        close(run(function(o) return S.StepLR(o, {step_size = 2, gamma = 0.5}) end, 5),
+              {0.1, 0.1, 0.05, 0.05, 0.025, 0.025}, 1e-15)
+        close(run(function(o) return S.MultiStepLR(o, {milestones = {1, 3}}) end, 4),
+              {0.1, 0.01, 0.01, 0.001, 0.001}, 1e-15)
+        close(run(function(o) return S.ExponentialLR(o, {gamma = 0.5}) end, 3), {0.1, 0.05, 0.025, 0.0125}, 1e-15)
+        local cos = {}
+        for e = 0, 6 do cos[e + 1] = 0.01 + 0.09 * (1 + math.cos(math.pi * e / 4)) / 2 end
+        close(run(function(o) return S.CosineAnnealingLR(o, {T_max = 4, eta_min = 0.01}) end, 6), cos, 1e-15)
+        -- a warm-up: the epoch-0 rate is set when the scheduler is made
+        close(run(function(o) return S.LambdaLR(o, {lr_lambda = function(e) return math.min(1, (e + 1) / 4) end}) end, 4),
+              {0.025, 0.05, 0.075, 0.1, 0.1}, 1e-15)
+        local p = ordo.tensor({1}, D):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1})
+        H.raises(function() S.StepLR(opt, {}) end, "StepLR", "step_size", "required")
+        H.raises(function() S.StepLR(opt, {step_size = 0}) end, "StepLR", "step_size", "integer >= 1")
+        H.raises(function() S.StepLR(opt, {step_size = 1, gama = 2}) end, "StepLR", "unknown option 'gama'")
+        H.raises(function() S.MultiStepLR(opt, {milestones = {3, 2}}) end, "MultiStepLR", "milestone 2")
+        H.raises(function() S.CosineAnnealingLR({}, {T_max = 3}) end, "CosineAnnealingLR", "optimiser")
+        H.raises(function() S.ExponentialLR(opt, {gamma = "x"}) end, "ExponentialLR", "gamma", "string")
+        local bad = S.LambdaLR(opt, {lr_lambda = function(e) return e == 0 and 1 or "x" end})
+        H.raises(function() bad:step() end, "LambdaLR", "lr_lambda(1)", "string")
+    end)
+
+    it("clip_grad_norm_ scales all gradients to the norm, on the device, without a wait; clip_grad_value_ clamps", function()
+        local a = ordo.tensor({3, 0}, D):requires_grad()
+        local b = ordo.tensor({{0, 4}}, D):requires_grad()
+        local c = ordo.tensor({1}, D):requires_grad() -- no gradient: left out
+        ;((a * a):sum() / 2 + (b * b):sum() / 2):backward() -- g = p: the norm is 5
+        local n = nn.utils.clip_grad_norm_({a, b, c}, 1)
+        assert.equals(0, n:dim())
+        close(5, n:item(), 1e-12)
+        close({0.6, 0}, a.grad:totable(), 1e-6)
+        close({0, 0.8}, b.grad:totable()[1], 1e-6)
+        assert.is_nil(c.grad)
+        -- already under the limit: unchanged
+        close(1, nn.utils.clip_grad_norm_({a, b}, 10):item(), 1e-5)
+        close({0.6, 0}, a.grad:totable(), 1e-6)
+        -- the largest magnitude, and another p
+        close(0.8, nn.utils.clip_grad_norm_({a, b}, 0.4, "inf"):item(), 1e-6)
+        close({0.3, 0}, a.grad:totable(), 1e-6)
+        close({0, 0.4}, b.grad:totable()[1], 1e-6)
+        close((0.3 + 0.4), nn.utils.clip_grad_norm_({a, b}, 100, 1):item(), 1e-6)
+        assert.equals(0, nn.utils.clip_grad_norm_({c}, 1):item())
+        nn.utils.clip_grad_value_({a, b}, 0.35)
+        close({0.3, 0}, a.grad:totable(), 1e-6)
+        close({0, 0.35}, b.grad:totable()[1], 1e-6)
+        H.raises(function() nn.utils.clip_grad_norm_({a}, -1) end, "clip_grad_norm_", "max_norm")
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 0) end, "clip_grad_norm_", "norm_type")
+        H.raises(function() nn.utils.clip_grad_norm_("x", 1) end, "clip_grad_norm_", "list", "string")
+        H.raises(function() nn.utils.clip_grad_value_({a, 3}, 1) end, "clip_grad_value_", "parameter 2", "number")
     end)
 
     it("updates parameters that live on an engine of their own", function()

@@ -89,6 +89,10 @@ local function class(name)
     return cls
 end
 
+local function check_betas(fname, o)
+    if o.beta1 >= 1 or o.beta2 >= 1 then fail(fname .. ": beta1 and beta2 must be < 1") end
+end
+
 -- SGD(params, {lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}):
 -- with momentum, buf = momentum * buf + g and the step follows buf (Torch's form).
 local SGD = class("SGD")
@@ -132,13 +136,15 @@ M.Adam = Adam
 function M.Adam.new(params, opts)
     check_params("Adam", params)
     local o = options("Adam", opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0})
-    if o.beta1 >= 1 or o.beta2 >= 1 then fail("Adam: beta1 and beta2 must be < 1") end
+    check_betas("Adam", o)
     o.params, o.t, o.state = params, 0, {}
     return setmetatable(o, Adam)
 end
 setmetatable(Adam, {__index = Optimizer, __call = function(_, ...) return Adam.new(...) end})
 
-function Adam:update(i, p, g)
+-- Adam's update with weight decay wd added to the gradient (Adam's L2
+-- form; AdamW passes 0 and decays the parameter itself).
+local function adam_update(self, i, p, g, wd)
     local st = self.state[i]
     if st == nil then
         -- m and v in one 2 x n tensor: the fused kernel writes both (an op has at most two outputs);
@@ -150,15 +156,83 @@ function Adam:update(i, p, g)
     local c1, c2 = 1 - b1 ^ self.t, 1 - b2 ^ self.t
     if fusable(K_ADAM, p, g, st) then
         tensor.push(K_ADAM, "adam_step", 0, {g}, {p, st},
-                    {self.lr / c1, b1, b2, self.eps, self.weight_decay, 1 / c2})
+                    {self.lr / c1, b1, b2, self.eps, wd, 1 / c2})
         return
     end
-    if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
+    if wd ~= 0 then g = g + p * wd end
     local m, v = st:select(1, 1):view(p:shape()), st:select(1, 2):view(p:shape())
     m:mul_(b1):add_(g * (1 - b1))
     v:mul_(b2):add_(g * g * (1 - b2))
     local denom = (v * (1 / c2)):sqrt():add_(self.eps)
     p:sub_(m / denom * (self.lr / c1))
 end
+
+function Adam:update(i, p, g) adam_update(self, i, p, g, self.weight_decay) end
+
+-- AdamW(params, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+-- weight_decay = 0.01}): Adam with decoupled weight decay (Loshchilov &
+-- Hutter): p = p (1 - lr wd) before the Adam step, instead of adding wd p
+-- to the gradient, so the decay is not scaled by the moments.
+local AdamW = class("AdamW")
+M.AdamW = AdamW
+
+function M.AdamW.new(params, opts)
+    check_params("AdamW", params)
+    local o = options("AdamW", opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01})
+    check_betas("AdamW", o)
+    o.params, o.t, o.state = params, 0, {}
+    return setmetatable(o, AdamW)
+end
+setmetatable(AdamW, {__index = Optimizer, __call = function(_, ...) return AdamW.new(...) end})
+
+function AdamW:update(i, p, g)
+    if self.weight_decay ~= 0 then p:mul_(1 - self.lr * self.weight_decay) end
+    adam_update(self, i, p, g, 0)
+end
+
+-- RMSprop(params, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0,
+-- momentum = 0, centered = false}), Torch's form: v = alpha v + (1 -
+-- alpha) g^2; the step is g / (sqrt(v) + eps) (centered: v less the square
+-- of the running mean of g), through a momentum buffer when momentum > 0.
+local RMSprop = class("RMSprop")
+M.RMSprop = RMSprop
+
+function M.RMSprop.new(params, opts)
+    check_params("RMSprop", params)
+    local o = options("RMSprop", opts, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
+                                        centered = false})
+    if o.alpha < 0 or o.alpha >= 1 then fail(fmt("RMSprop: alpha must be in [0, 1), got %g", o.alpha)) end
+    o.params, o.t, o.state = params, 0, {}
+    return setmetatable(o, RMSprop)
+end
+setmetatable(RMSprop, {__index = Optimizer, __call = function(_, ...) return RMSprop.new(...) end})
+
+function RMSprop:update(i, p, g)
+    local st = self.state[i]
+    if st == nil then
+        st = {v = tensor.zeros_like(p)}
+        if self.centered then st.mean = tensor.zeros_like(p) end
+        if self.momentum ~= 0 then st.buf = tensor.zeros_like(p) end
+        self.state[i] = st
+    end
+    local a = self.alpha
+    if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
+    st.v:mul_(a):add_(g * g * (1 - a))
+    local var = st.v
+    if st.mean then
+        st.mean:mul_(a):add_(g * (1 - a))
+        var = st.v - st.mean * st.mean
+    end
+    local step = g / var:sqrt():add_(self.eps)
+    if st.buf then
+        st.buf:mul_(self.momentum):add_(step)
+        step = st.buf
+    end
+    p:sub_(step * self.lr)
+end
+
+-- ordo.optim.lr_scheduler: StepLR, MultiStepLR, ExponentialLR,
+-- CosineAnnealingLR, LambdaLR (lua/ordo/lr_scheduler.lua).
+M.lr_scheduler = require "ordo.lr_scheduler"
 
 return M

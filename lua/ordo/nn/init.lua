@@ -472,4 +472,7 @@ end
 
 require("ordo.nn.conv").install(M)
 
+-- nn.utils.clip_grad_norm_, clip_grad_value_
+M.utils = require "ordo.nn.utils"
+
 return M

@@ -1,0 +1,97 @@
+-- ordo.nn.utils: gradient clipping.
+--
+--   loss:backward()
+--   nn.utils.clip_grad_norm_(model:parameters(), 1.0)
+--   opt:step()
+--
+-- Both push their work and return at once: nothing waits for the gradients.
+-- clip_grad_norm_ scales by a 0-dim tensor computed on the device rather
+-- than by a Lua number, which would need a wait for the norm.
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+local autograd = require "ordo.autograd"
+
+local fail, typename = util.fail, util.typename
+local is_tensor = tensor.is_tensor
+local fmt, huge = string.format, math.huge
+local type, ipairs, tostring, getmetatable = type, ipairs, tostring, getmetatable
+
+local M = {}
+
+-- The gradients of params (a tensor or a list of them) that exist.
+local function grads_of(fname, params)
+    if is_tensor(params) then params = {params} end
+    if type(params) ~= "table" or getmetatable(params) ~= nil then
+        fail(fmt("%s: expected a list of parameters (model:parameters()), got %s", fname, typename(params)))
+    end
+    local gs, dev = {}, nil
+    for i, p in ipairs(params) do
+        if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
+        local g = p.grad
+        if g ~= nil then
+            dev = dev or g:device()
+            if g:device() ~= dev then
+                fail(fmt("%s: gradients on %s and %s: clipping needs them on one device", fname, tostring(dev),
+                         tostring(g:device())))
+            end
+            gs[#gs + 1] = g
+        end
+    end
+    return gs
+end
+
+-- The body of clip_grad_norm_, run in no-grad mode.
+local function clip_norm(gs, max_norm, norm_type)
+    local total
+    for _, g in ipairs(gs) do
+        local a = g:abs()
+        local part = norm_type == huge and a:max() or a:pow(norm_type):sum()
+        part = part:to("float64")
+        if total == nil then
+            total = part
+        elseif norm_type == huge then
+            total = total:maximum(part)
+        else
+            total = total + part
+        end
+    end
+    if norm_type ~= huge then total = total:pow(1 / norm_type) end
+    -- scale = min(1, max_norm / (total + 1e-6)): a 0-dim tensor, no wait
+    local scale = (max_norm / (total + 1e-6)):clamp(nil, 1)
+    for _, g in ipairs(gs) do g:mul_(scale:to(g:dtype())) end
+    return total
+end
+
+-- clip_grad_norm_(params, max_norm [, norm_type = 2]): scales the
+-- gradients of params together so that their norm (all of them as one
+-- vector; norm_type a p > 0, or math.huge / "inf" for the largest
+-- magnitude) is at most max_norm.  Returns that norm before clipping, a
+-- 0-dim float64 tensor (0 when no parameter has a gradient).
+function M.clip_grad_norm_(params, max_norm, norm_type)
+    local fname = "clip_grad_norm_"
+    if type(max_norm) ~= "number" or not (max_norm >= 0) then
+        fail(fmt("%s: max_norm must be a number >= 0, got %s", fname, tostring(max_norm)))
+    end
+    if norm_type == nil then norm_type = 2 end
+    if norm_type == "inf" then norm_type = huge end
+    if type(norm_type) ~= "number" or not (norm_type > 0) then
+        fail(fmt("%s: norm_type must be a number > 0 or \"inf\", got %s", fname, tostring(norm_type)))
+    end
+    local gs = grads_of(fname, params)
+    if #gs == 0 then return tensor.zeros({}, {dtype = "float64"}) end
+    return autograd.no_grad(clip_norm, gs, max_norm, norm_type)
+end
+
+-- clip_grad_value_(params, clip_value): clamps every gradient element to
+-- [-clip_value, clip_value], in place.
+function M.clip_grad_value_(params, clip_value)
+    local fname = "clip_grad_value_"
+    if type(clip_value) ~= "number" or not (clip_value >= 0) then
+        fail(fmt("%s: clip_value must be a number >= 0, got %s", fname, tostring(clip_value)))
+    end
+    for _, g in ipairs(grads_of(fname, params)) do
+        autograd.no_grad(g.clamp_, g, -clip_value, clip_value)
+    end
+end
+
+return M
