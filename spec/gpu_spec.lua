@@ -811,6 +811,31 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         ordo.manual_seed(5489) -- back to the default seed
     end)
 
+    it("recurrent layers (LSTM, GRU, RNN) forward and backward match the cpu", function()
+        need_gpu()
+        local nn = ordo.nn
+        math.randomseed(17)
+        local x = rnd({5, 3, 4}, "float32", -1, 1)
+        for _, make in ipairs({
+            function() return nn.LSTM(4, 6, {num_layers = 2}) end,
+            function() return nn.GRU(4, 6) end,
+            function() return nn.RNN(4, 6, {nonlinearity = "relu"}) end,
+        }) do
+            ordo.manual_seed(32)
+            local mc = make()
+            ordo.manual_seed(32)
+            local mg = make():to(G)
+            local oc, hc = mc(x)
+            local og, hg = mg(gpu(x))
+            check(og, oc, tostring(mc) .. " output", RED)
+            check(hg, hc, tostring(mc) .. " h_n", RED)
+            oc:sum():backward()
+            og:sum():backward()
+            local pc, pg = mc:parameters(), mg:parameters()
+            for i = 1, #pc do check(pg[i].grad, pc[i].grad, "gradient " .. i, RED) end
+        end
+    end)
+
     it("Module:to(gpu) moves parameters and buffers; forward, save and load match the cpu", function()
         need_gpu()
         local nn = ordo.nn

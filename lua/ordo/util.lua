@@ -56,6 +56,33 @@ function M.host_ptr(t)
     return C.ordo_tensor_data(c)
 end
 
+-- An options table (nil: none), checked: a plain table, and when allowed
+-- (a set of names) is given, no key outside it.
+function M.check_opts(fname, opts, allowed)
+    if opts == nil then return {} end
+    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+        fail(("%s: options must be a table, got %s"):format(fname, M.typename(opts)))
+    end
+    if allowed then
+        for k in pairs(opts) do
+            if not allowed[k] then
+                local names = {}
+                for n in pairs(allowed) do names[#names + 1] = n end
+                table.sort(names)
+                fail(("%s: unknown option '%s' (expected %s)"):format(fname, tostring(k), table.concat(names, ", ")))
+            end
+        end
+    end
+    return opts
+end
+
+-- Raises unless v is an integer >= 1 (a size, a count).
+function M.check_positive_int(fname, what, v)
+    if type(v) ~= "number" or v < 1 or v ~= math.floor(v) then
+        fail(("%s: %s must be a positive integer, got %s"):format(fname, what, tostring(v)))
+    end
+end
+
 -- The tensor options a module's parameters are made with, from the
 -- module's own options (float32 unless it says otherwise).
 function M.param_opts(opts) return {dtype = opts.dtype or "float32", device = opts.device} end

@@ -63,21 +63,7 @@ local function pair(fname, what, v, zero_ok)
     return a, b
 end
 
-local function opts_of(fname, opts, allowed)
-    if opts == nil then return {} end
-    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
-        fail(fmt("%s: options must be a table, got %s", fname, typename(opts)))
-    end
-    for k in pairs(opts) do
-        if not allowed[k] then
-            local names = {}
-            for n in pairs(allowed) do names[#names + 1] = n end
-            table.sort(names)
-            fail(fmt("%s: unknown option '%s' (expected %s)", fname, tostring(k), table.concat(names, ", ")))
-        end
-    end
-    return opts
-end
+local opts_of = util.check_opts
 
 local function check_tensor(fname, what, x)
     if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
@@ -365,11 +351,7 @@ function M.install(nn)
     F.conv2d, F.max_pool2d, F.batch_norm = M.conv2d, M.max_pool2d, M.batch_norm
     local Module, init = nn.Module, nn.init
 
-    local function check_count(fname, what, v)
-        if type(v) ~= "number" or v < 1 or v ~= floor(v) then
-            fail(fmt("%s: %s must be a positive integer, got %s", fname, what, tostring(v)))
-        end
-    end
+    local check_count = util.check_positive_int
 
     -- Conv2d(in_channels, out_channels, kernel_size [, {stride=1, padding=0,
     -- dilation=1, bias=true, dtype="float32", device=}]); weight and bias

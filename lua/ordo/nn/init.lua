@@ -262,19 +262,7 @@ end
 
 -- ---------------------------------------------------------------- layers
 
-local function check_int(fname, what, v)
-    if type(v) ~= "number" or v < 1 or v ~= math.floor(v) then
-        fail(fmt("%s: %s must be a positive integer, got %s", fname, what, tostring(v)))
-    end
-end
-
-local function opts_of(fname, opts)
-    if opts == nil then return {} end
-    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
-        fail(fmt("%s: options must be a table, got %s", fname, typename(opts)))
-    end
-    return opts
-end
+local check_int, opts_of = util.check_positive_int, util.check_opts
 
 -- Linear(in, out [, {bias = true, dtype = "float32"}]): y = x W^T + b,
 -- initialised like Torch (kaiming uniform with a = sqrt 5: U(±1/sqrt(in))).
@@ -471,6 +459,8 @@ function M.accuracy(model, x, y, opts)
 end
 
 require("ordo.nn.conv").install(M)
+-- RNNCell, LSTMCell, GRUCell, RNN, LSTM, GRU
+require("ordo.nn.recurrent").install(M)
 
 -- nn.utils.clip_grad_norm_, clip_grad_value_
 M.utils = require "ordo.nn.utils"

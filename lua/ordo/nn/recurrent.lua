@@ -1,0 +1,231 @@
+-- ordo.nn recurrent layers: RNNCell, LSTMCell, GRUCell (one time step) and
+-- RNN, LSTM, GRU (a whole sequence, one or more layers).
+--
+-- The equations, gate order and initialisation are Torch's, so weights
+-- carry over by name (weight_ih, weight_hh, bias_ih, bias_hh; the layers of
+-- a multi-layer module are its cells, "cell1", "cell2"...):
+--   RNN   h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)    (or relu)
+--   LSTM  i, f, g, o = the four quarters of x W_ih^T + b_ih + h W_hh^T + b_hh
+--         c' = sigmoid(f) c + sigmoid(i) tanh(g);  h' = sigmoid(o) tanh(c')
+--   GRU   r, z = sigmoid of the first two thirds of the sum of both
+--         products; n = tanh(x's third + r (h's third));  h' = (1 - z) n + z h
+-- every weight and bias drawn from U(-1/sqrt(hidden), 1/sqrt(hidden)).
+-- Each is made of tensor ops (linear, views, elementwise), so it runs on
+-- every device and autograd differentiates it through time.  A sequence
+-- is (T, N, features), or (N, T, features) with batch_first; the state is
+-- (layers, N, hidden).
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+
+local fail, typename = util.fail, util.typename
+local is_tensor = tensor.is_tensor
+local fmt, sqrt = string.format, math.sqrt
+local type, tostring, select = type, tostring, select
+
+local M = {}
+
+function M.install(nn)
+    local F, Module, init = nn.functional, nn.Module, nn.init
+    local check_int, opts_of = util.check_positive_int, util.check_opts
+
+    local function shape_str(t) return tensor.shape_str(t:shape()) end
+
+    -- ------------------------------------------------------------ cells
+
+    local CELL_OPTS = {bias = true, dtype = true, device = true, nonlinearity = true}
+
+    -- The parameters of a cell whose products have `gates` blocks of hidden.
+    local function cell_init(self, fname, nin, hidden, gates, opts)
+        check_int(fname, "input_size", nin)
+        check_int(fname, "hidden_size", hidden)
+        opts = opts_of(fname, opts, CELL_OPTS)
+        self.input_size, self.hidden_size = nin, hidden
+        local topts = util.param_opts(opts)
+        local b = 1 / sqrt(hidden)
+        local function param(name, shape)
+            self:register_parameter(name, init.uniform_(tensor.empty(shape, topts), -b, b))
+        end
+        param("weight_ih", {gates * hidden, nin})
+        param("weight_hh", {gates * hidden, hidden})
+        if opts.bias ~= false then
+            param("bias_ih", {gates * hidden})
+            param("bias_hh", {gates * hidden})
+        end
+        return opts
+    end
+
+    -- x (N, input) or (input), and the state tensors (h, c: N × hidden, or
+    -- nil for zeros); returns x as 2-D and whether it was 1-D.
+    local function cell_input(self, fname, x, ...)
+        if not is_tensor(x) then fail(fmt("%s: input must be a tensor, got %s", fname, typename(x))) end
+        local unbatched = x:dim() == 1
+        if unbatched then x = x:unsqueeze(1) end
+        if x:dim() ~= 2 or x:size(2) ~= self.input_size then
+            fail(fmt("%s: input of shape %s, expected (N, %d) or (%d)", fname, shape_str(x), self.input_size,
+                     self.input_size))
+        end
+        for i = 1, select("#", ...) do
+            local s = select(i, ...)
+            if s ~= nil then
+                if not is_tensor(s) then fail(fmt("%s: state %d must be a tensor, got %s", fname, i, typename(s))) end
+                local want = unbatched and {self.hidden_size} or {x:size(1), self.hidden_size}
+                if tensor.shape_str(s:shape()) ~= tensor.shape_str(want) then
+                    fail(fmt("%s: state %d of shape %s, expected %s", fname, i, shape_str(s), tensor.shape_str(want)))
+                end
+            end
+        end
+        return x, unbatched
+    end
+
+    -- Zeros of (n, hidden) like x (n: x's first size unless given).
+    local function zeros_state(self, x, n)
+        return tensor.zeros({n or x:size(1), self.hidden_size}, {dtype = x:dtype(), device = x:device()})
+    end
+
+    local function as_2d(s, unbatched) return (s ~= nil and unbatched) and s:unsqueeze(1) or s end
+    local function as_given(s, unbatched) return unbatched and s:squeeze(1) or s end
+
+    -- RNNCell(input_size, hidden_size [, {nonlinearity = "tanh" | "relu", bias, dtype, device}])
+    local RNNCell = Module:extend("RNNCell")
+    nn.RNNCell = RNNCell
+    function RNNCell:init(nin, hidden, opts)
+        opts = cell_init(self, "RNNCell", nin, hidden, 1, opts)
+        local nl = opts.nonlinearity or "tanh"
+        if nl ~= "tanh" and nl ~= "relu" then
+            fail(fmt("RNNCell: nonlinearity must be \"tanh\" or \"relu\", got %s", tostring(nl)))
+        end
+        self.nonlinearity = nl
+    end
+    -- forward(x [, h]) -> h'
+    function RNNCell:forward(x, h)
+        local unbatched
+        x, unbatched = cell_input(self, "RNNCell", x, h)
+        h = as_2d(h, unbatched) or zeros_state(self, x)
+        local s = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
+        return as_given(self.nonlinearity == "relu" and s:relu() or s:tanh(), unbatched)
+    end
+    function RNNCell:extra_repr() return fmt("%d -> %d, %s", self.input_size, self.hidden_size, self.nonlinearity) end
+
+    -- LSTMCell(input_size, hidden_size [, {bias, dtype, device}])
+    local LSTMCell = Module:extend("LSTMCell")
+    nn.LSTMCell = LSTMCell
+    function LSTMCell:init(nin, hidden, opts)
+        opts = opts_of("LSTMCell", opts, {bias = true, dtype = true, device = true})
+        cell_init(self, "LSTMCell", nin, hidden, 4, opts)
+    end
+    -- forward(x [, h, c]) -> h', c'
+    function LSTMCell:forward(x, h, c)
+        local unbatched
+        x, unbatched = cell_input(self, "LSTMCell", x, h, c)
+        h = as_2d(h, unbatched) or zeros_state(self, x)
+        c = as_2d(c, unbatched) or zeros_state(self, x)
+        local H = self.hidden_size
+        local g = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
+        local i, f = g:narrow(2, 1, H):sigmoid(), g:narrow(2, H + 1, H):sigmoid()
+        local cand, o = g:narrow(2, 2 * H + 1, H):tanh(), g:narrow(2, 3 * H + 1, H):sigmoid()
+        local c2 = f * c + i * cand
+        local h2 = o * c2:tanh()
+        return as_given(h2, unbatched), as_given(c2, unbatched)
+    end
+    function LSTMCell:extra_repr() return fmt("%d -> %d", self.input_size, self.hidden_size) end
+
+    -- GRUCell(input_size, hidden_size [, {bias, dtype, device}])
+    local GRUCell = Module:extend("GRUCell")
+    nn.GRUCell = GRUCell
+    function GRUCell:init(nin, hidden, opts)
+        opts = opts_of("GRUCell", opts, {bias = true, dtype = true, device = true})
+        cell_init(self, "GRUCell", nin, hidden, 3, opts)
+    end
+    -- forward(x [, h]) -> h'
+    function GRUCell:forward(x, h)
+        local unbatched
+        x, unbatched = cell_input(self, "GRUCell", x, h)
+        h = as_2d(h, unbatched) or zeros_state(self, x)
+        local H = self.hidden_size
+        local gi = F.linear(x, self.weight_ih, self.bias_ih)
+        local gh = F.linear(h, self.weight_hh, self.bias_hh)
+        local r = (gi:narrow(2, 1, H) + gh:narrow(2, 1, H)):sigmoid()
+        local z = (gi:narrow(2, H + 1, H) + gh:narrow(2, H + 1, H)):sigmoid()
+        local n = (gi:narrow(2, 2 * H + 1, H) + r * gh:narrow(2, 2 * H + 1, H)):tanh()
+        return as_given((1 - z) * n + z * h, unbatched)
+    end
+    function GRUCell:extra_repr() return fmt("%d -> %d", self.input_size, self.hidden_size) end
+
+    -- ------------------------------------------------------------ sequences
+
+    local SEQ_OPTS = {num_layers = true, batch_first = true, bias = true, dtype = true, device = true,
+                      nonlinearity = true}
+
+    -- A sequence module of num_layers cells of class Cell; lstm: the state
+    -- is (h, c).
+    local function sequence(name, Cell, lstm)
+        local cls = Module:extend(name)
+        nn[name] = cls
+        function cls:init(nin, hidden, opts)
+            check_int(name, "input_size", nin)
+            check_int(name, "hidden_size", hidden)
+            opts = opts_of(name, opts, SEQ_OPTS)
+            if opts.nonlinearity ~= nil and Cell ~= RNNCell then
+                fail(fmt("%s: unknown option 'nonlinearity' (RNN only)", name))
+            end
+            local layers = opts.num_layers or 1
+            check_int(name, "num_layers", layers)
+            self.input_size, self.hidden_size, self.num_layers = nin, hidden, layers
+            self.batch_first = opts.batch_first == true
+            local copts = {bias = opts.bias, dtype = opts.dtype, device = opts.device, nonlinearity = opts.nonlinearity}
+            for l = 1, layers do self:add_module("cell" .. l, Cell(l == 1 and nin or hidden, hidden, copts)) end
+        end
+        -- The state given for layer l (a row of the (layers, N, hidden) tensor).
+        local function layer_state(self, s, l, what, n)
+            if s == nil then return nil end
+            if not is_tensor(s) or s:dim() ~= 3 or s:size(1) ~= self.num_layers or s:size(2) ~= n
+                or s:size(3) ~= self.hidden_size then
+                fail(fmt("%s: %s must be a tensor of shape %dx%dx%d (layers, batch, hidden), got %s", name, what,
+                         self.num_layers, n, self.hidden_size, is_tensor(s) and shape_str(s) or typename(s)))
+            end
+            return s:select(1, l)
+        end
+        -- forward(x [, h0] [, c0]) -> output (T, N, hidden; N first with
+        -- batch_first), h_n (layers, N, hidden) [, c_n]
+        function cls:forward(x, h0, c0)
+            if not is_tensor(x) or x:dim() ~= 3 or x:size(3) ~= self.input_size then
+                fail(fmt("%s: input must be a tensor of shape %s x %d, got %s", name,
+                         self.batch_first and "N x T" or "T x N", self.input_size,
+                         is_tensor(x) and shape_str(x) or typename(x)))
+            end
+            if self.batch_first then x = x:transpose(1, 2) end
+            local T, N = x:size(1), x:size(2)
+            local hs, cs = {}, {}
+            local seq = {}
+            for t = 1, T do seq[t] = x:select(1, t) end
+            for l = 1, self.num_layers do
+                local cell = self["cell" .. l]
+                local h, c = layer_state(self, h0, l, "h0", N), lstm and layer_state(self, c0, l, "c0", N) or nil
+                for t = 1, T do
+                    if lstm then h, c = cell(seq[t], h, c) else h = cell(seq[t], h) end
+                    seq[t] = h
+                end
+                hs[l], cs[l] = h or zeros_state(self, x, N), c
+            end
+            local out = T > 0 and tensor.stack(seq, 1)
+                or tensor.zeros({0, N, self.hidden_size}, {dtype = x:dtype(), device = x:device()})
+            if self.batch_first then out = out:transpose(1, 2) end
+            local hn = tensor.stack(hs, 1)
+            if lstm then
+                for l = 1, self.num_layers do cs[l] = cs[l] or zeros_state(self, x, N) end
+                return out, hn, tensor.stack(cs, 1)
+            end
+            return out, hn
+        end
+        function cls:extra_repr()
+            return fmt("%d -> %d, %d layer%s%s", self.input_size, self.hidden_size, self.num_layers,
+                       self.num_layers == 1 and "" or "s", self.batch_first and ", batch_first" or "")
+        end
+        return cls
+    end
+    sequence("RNN", RNNCell, false)
+    sequence("LSTM", LSTMCell, true)
+    sequence("GRU", GRUCell, false)
+end
+
+return M
