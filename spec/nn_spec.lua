@@ -221,6 +221,62 @@ describe("nn modules", function()
         assert.has_error(function() nn.BCEWithLogitsLoss()(x, ordo.zeros(3)) end)
     end)
 
+    it("BCELoss, SmoothL1Loss, HuberLoss, KLDivLoss and label smoothing against plain Lua; gradcheck", function()
+        local p = ordo.tensor({0.2, 0.9, 0.5, 0, 1}, D)
+        local y = ordo.tensor({0, 1, 0.3, 1, 1}, D)
+        local want, n = 0, 5
+        for i, pv in ipairs(p:totable()) do
+            local yv = y:totable()[i]
+            local lp = pv > 0 and math.max(math.log(pv), -100) or -100
+            local lq = pv < 1 and math.max(math.log(1 - pv), -100) or -100
+            want = want - (yv * lp + (1 - yv) * lq) / n
+        end
+        close(nn.BCELoss()(p, y):item(), want, 1e-12)
+        local a, b = ordo.tensor({0.2, -3, 0.9, 2.5}, D), ordo.tensor({0, 0, 0, 0}, D)
+        local function smooth(d, beta) d = math.abs(d) return d < beta and 0.5 * d * d / beta or d - 0.5 * beta end
+        local function huber(d, delta) d = math.abs(d) return d <= delta and 0.5 * d * d or delta * (d - 0.5 * delta) end
+        for _, beta in ipairs({1, 0.5, 2}) do
+            local ws, wh = 0, 0
+            for _, d in ipairs(a:totable()) do ws, wh = ws + smooth(d, beta), wh + huber(d, beta) end
+            close(nn.SmoothL1Loss({beta = beta, reduction = "sum"})(a, b):item(), ws, 1e-12)
+            close(nn.HuberLoss({delta = beta})(a, b):item(), wh / 4, 1e-12)
+        end
+        close(nn.SmoothL1Loss({beta = 0})(a, b):item(), (0.2 + 3 + 0.9 + 2.5) / 4, 1e-12) -- L1
+        local logq = ordo.tensor({{0.1, 0.6, 0.3}, {0.5, 0.5, 0}}, D):add(1e-3):log()
+        local tgt = ordo.tensor({{0.2, 0.8, 0}, {0.5, 0.25, 0.25}}, D)
+        local kl, lq, tt = 0, logq:totable(), tgt:totable()
+        for r = 1, 2 do
+            for c = 1, 3 do
+                if tt[r][c] > 0 then kl = kl + tt[r][c] * (math.log(tt[r][c]) - lq[r][c]) end
+            end
+        end
+        close(nn.KLDivLoss({reduction = "batchmean"})(logq, tgt):item(), kl / 2, 1e-12)
+        close(nn.KLDivLoss({reduction = "sum"})(logq, tgt):item(), kl, 1e-12)
+        close(nn.KLDivLoss()(logq, tgt):item(), kl / 6, 1e-12)
+        -- label smoothing: (1 - e) nll + e * mean(-log p) over classes
+        local logits = ordo.tensor({{1, 2, 0.5}, {-1, 0, 3}}, D)
+        local cls = ordo.tensor({2, 3}, "int64")
+        local lp = logits:log_softmax(2):totable()
+        local ws = 0
+        for r, c in ipairs({2, 3}) do
+            ws = ws + 0.9 * -lp[r][c] + 0.1 * -(lp[r][1] + lp[r][2] + lp[r][3]) / 3
+        end
+        close(nn.CrossEntropyLoss({label_smoothing = 0.1})(logits, cls):item(), ws / 2, 1e-12)
+        local x = ordo.tensor({0.3, 0.6, 0.8}, D):requires_grad()
+        local t = ordo.tensor({0, 1, 0.5}, D)
+        assert.is_true(ag.gradcheck(function(u) return F.binary_cross_entropy(u, t) end, {x}))
+        assert.is_true(ag.gradcheck(function(u) return F.smooth_l1_loss(u, t, {beta = 0.5}) end, {x}))
+        assert.is_true(ag.gradcheck(function(u) return F.huber_loss(u, t, {delta = 0.4}) end, {x}))
+        assert.is_true(ag.gradcheck(function(u) return F.kl_div(u:log(), t) end, {x}))
+        H.raises(function() return nn.HuberLoss({delta = 0}) (a, b) end, "huber_loss", "delta")
+        H.raises(function() return nn.SmoothL1Loss({betta = 1}) end, "SmoothL1Loss", "unknown option 'betta'")
+        H.raises(function() return nn.BCELoss()(p, ordo.zeros(4)) end, "binary_cross_entropy", "4", "5")
+        H.raises(function() return nn.KLDivLoss({reduction = "avg"})(logq, tgt) end, "kl_div", "batchmean", "avg")
+        H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = 1}) end, "label_smoothing")
+        H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = "x"}) end, "label_smoothing",
+                 "number")
+    end)
+
     it("init helpers draw from the engine RNG (seeded) within their bounds", function()
         ordo.manual_seed(11)
         local a = nn.init.xavier_uniform_(ordo.empty({30, 20}))

@@ -11,6 +11,7 @@ local grad_ops = require "ordo.grad_ops" -- installed by ordo.autograd: its raw 
 local fail, typename = util.fail, util.typename
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt = string.format
+local type, pairs, tostring = type, pairs, tostring
 
 local M = {}
 
@@ -131,6 +132,28 @@ local function reduce(fname, loss, reduction)
     return loss
 end
 
+-- A loss's options: reduction and the named numeric ones, nothing else.
+local function loss_opts(fname, opts, numeric)
+    opts = util.check_opts(fname, opts)
+    for k, v in pairs(opts) do
+        if k ~= "reduction" and not (numeric and numeric[k]) then
+            fail(fmt("%s: unknown option '%s'", fname, tostring(k)))
+        end
+        if k ~= "reduction" and type(v) ~= "number" then
+            fail(fmt("%s: option %s must be a number, got %s", fname, k, typename(v)))
+        end
+    end
+    return opts
+end
+
+local function check_same_shape(fname, input, target)
+    check_tensor(fname, "input", input)
+    check_tensor(fname, "target", target)
+    if tensor.shape_str(shape_of(input)) ~= tensor.shape_str(shape_of(target)) then
+        fail(fmt("%s: target of shape %s does not match input %s", fname, shape_str(target), shape_str(input)))
+    end
+end
+
 local function check_target(fname, input, target)
     check_tensor(fname, "target", target)
     local dt = target:dtype()
@@ -153,15 +176,22 @@ function M.nll_loss(logp, target, opts)
 end
 
 -- Cross-entropy of logits (N×C) against class indices (N, from 1);
--- opts.reduction = "mean" (default), "sum" or "none".
+-- opts.reduction = "mean" (default), "sum" or "none"; opts.label_smoothing
+-- = e in [0, 1) puts e of the target's weight evenly on every class, as
+-- Torch: (1 - e) (-log p[target]) + e mean over classes of -log p.
 function M.cross_entropy(logits, target, opts)
+    opts = loss_opts("cross_entropy", opts, {label_smoothing = true})
     check_tensor("cross_entropy", "input", logits)
     if logits:dim() ~= 2 then
         fail(fmt("cross_entropy: expected logits of shape NxC, got %s", shape_str(logits)))
     end
     check_target("cross_entropy", logits, target)
-    local picked = logits:log_softmax(2):gather(2, target:view(-1, 1)):view(-1)
-    return reduce("cross_entropy", -picked, opts and opts.reduction)
+    local e = opts.label_smoothing or 0
+    if not (e >= 0 and e < 1) then fail(fmt("cross_entropy: label_smoothing must be in [0, 1), got %s", tostring(e))) end
+    local logp = logits:log_softmax(2)
+    local loss = -logp:gather(2, target:view(-1, 1)):view(-1)
+    if e > 0 then loss = loss * (1 - e) - logp:mean(2) * e end
+    return reduce("cross_entropy", loss, opts.reduction)
 end
 
 -- Mean absolute error; shapes broadcast like `-`.
@@ -219,6 +249,64 @@ function M.embedding(indices, weight)
     local s = shape_of(indices)
     s[#s + 1] = weight:size(2)
     return weight:index_select(1, indices:reshape(-1)):reshape(s)
+end
+
+-- Binary cross-entropy of probabilities p against targets y in [0, 1]
+-- (the same shape): -(y log p + (1 - y) log(1 - p)), each log clamped at
+-- -100 as Torch does, so p = 0 or 1 gives a large finite loss, not inf.
+function M.binary_cross_entropy(p, y, opts)
+    local fname = "binary_cross_entropy"
+    opts = loss_opts(fname, opts)
+    check_same_shape(fname, p, y)
+    local loss = -(y * p:log():clamp(-100) + (1 - y) * (1 - p):log():clamp(-100))
+    return reduce(fname, loss, opts.reduction)
+end
+
+-- Smooth L1: 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere
+-- (opts.beta, default 1; 0 is the L1 loss).
+function M.smooth_l1_loss(input, target, opts)
+    local fname = "smooth_l1_loss"
+    opts = loss_opts(fname, opts, {beta = true})
+    check_tensor(fname, "input", input)
+    local beta = opts.beta or 1
+    if not (beta >= 0) then fail(fmt("%s: beta must be >= 0, got %s", fname, tostring(beta))) end
+    local a = (input - target):abs()
+    if beta == 0 then return reduce(fname, a, opts.reduction) end
+    local loss = tensor.where(a:lt(beta), a * a * (0.5 / beta), a - 0.5 * beta)
+    return reduce(fname, loss, opts.reduction)
+end
+
+-- Huber: 0.5 d^2 where |d| <= delta, delta (|d| - 0.5 delta) elsewhere
+-- (opts.delta, default 1).
+function M.huber_loss(input, target, opts)
+    local fname = "huber_loss"
+    opts = loss_opts(fname, opts, {delta = true})
+    check_tensor(fname, "input", input)
+    local delta = opts.delta or 1
+    if not (delta > 0) then fail(fmt("%s: delta must be > 0, got %s", fname, tostring(delta))) end
+    local a = (input - target):abs()
+    local loss = tensor.where(a:le(delta), a * a * 0.5, (a - 0.5 * delta) * delta)
+    return reduce(fname, loss, opts.reduction)
+end
+
+-- Kullback-Leibler divergence of target probabilities from log-probabilities
+-- input (the same shape): target (log target - input), 0 where target is 0.
+-- opts.reduction may also be "batchmean" (the sum over the first dim's
+-- size: the true KL of each row, averaged; Torch's advice).
+function M.kl_div(input, target, opts)
+    local fname = "kl_div"
+    opts = util.check_opts(fname, opts, {reduction = true})
+    check_same_shape(fname, input, target)
+    local r = opts.reduction
+    if r ~= nil and r ~= "batchmean" and not REDUCTIONS[r] then
+        fail(fmt("%s: reduction must be 'mean', 'batchmean', 'sum' or 'none', got %s", fname, tostring(r)))
+    end
+    local loss = target * (target:log() - input)
+    loss = loss:masked_fill(target:eq(0), 0) -- 0 log 0 = 0 (the log gave -inf there)
+    if r == "batchmean" then
+        return loss:sum() / (input:dim() > 0 and input:size(1) or 1)
+    end
+    return reduce(fname, loss, opts.reduction)
 end
 
 -- Mean squared error; shapes broadcast like `-`.

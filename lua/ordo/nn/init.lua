@@ -19,8 +19,8 @@ local serialize = require "ordo.serialize"
 local fail, typename = util.fail, util.typename
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt, concat = string.format, table.concat
-local setmetatable, getmetatable, type, ipairs, tostring, select, next =
-    setmetatable, getmetatable, type, ipairs, tostring, select, next
+local setmetatable, getmetatable, type, ipairs, pairs, tostring, select, next =
+    setmetatable, getmetatable, type, ipairs, pairs, tostring, select, next
 
 local M = {}
 M.functional = F
@@ -413,20 +413,33 @@ end
 
 -- ---------------------------------------------------------------- losses
 
--- A loss module: opts.reduction ("mean", the default, "sum" or "none")
--- handed to its functional form fn(input, target, opts).
-local function loss(name, fn)
+-- A loss module: its options (reduction: "mean", the default, "sum" or
+-- "none"; and the names in extra) handed to its functional form
+-- fn(input, target, opts).
+local function loss(name, fn, extra)
     local cls = Module:extend(name)
-    cls.init = function(self, opts) self.reduction = opts_of(name, opts).reduction or "mean" end
-    cls.forward = function(self, input, target) return fn(input, target, {reduction = self.reduction}) end
+    local allowed = {reduction = true}
+    for _, k in ipairs(extra or {}) do allowed[k] = true end
+    cls.init = function(self, opts)
+        opts = opts_of(name, opts, allowed)
+        self.options = {}
+        for k, v in pairs(opts) do self.options[k] = v end
+        self.reduction = opts.reduction or "mean"
+        self.options.reduction = self.reduction
+    end
+    cls.forward = function(self, input, target) return fn(input, target, self.options) end
     M[name] = cls
     return cls
 end
-loss("CrossEntropyLoss", F.cross_entropy) -- logits, class indices from 1
+loss("CrossEntropyLoss", F.cross_entropy, {"label_smoothing"}) -- logits, class indices from 1
 loss("NLLLoss", F.nll_loss)                 -- log-probabilities, class indices
 loss("MSELoss", F.mse_loss)
 loss("L1Loss", F.l1_loss)
+loss("SmoothL1Loss", F.smooth_l1_loss, {"beta"})
+loss("HuberLoss", F.huber_loss, {"delta"})
+loss("BCELoss", F.binary_cross_entropy)     -- probabilities, targets in [0, 1]
 loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits) -- logits, targets in [0, 1]
+loss("KLDivLoss", F.kl_div)                 -- log-probabilities, target probabilities
 
 -- Conv2d, MaxPool2d, BatchNorm1d/2d and their functional forms
 -- ---------------------------------------------------------------- evaluation
