@@ -238,6 +238,101 @@ describe("nn.functional.max_pool2d", function()
     end)
 end)
 
+-- Plain-Lua average pooling (zeros of the padding counted) and adaptive
+-- average pooling (Torch's bins: floor(i H / oh) .. ceil((i + 1) H / oh)).
+local function ref_avg_pool(x, k, stride, padding)
+    local kh, kw = pair(k)
+    local sh, sw = pair(stride or k)
+    local ph, pw = pair(padding or 0)
+    local X = x:totable()
+    local Y = {}
+    for n = 1, #X do
+        Y[n] = {}
+        for c = 1, #X[1] do
+            local P = X[n][c]
+            local H, W = #P, #P[1]
+            local oh, ow = math.floor((H + 2 * ph - kh) / sh) + 1, math.floor((W + 2 * pw - kw) / sw) + 1
+            Y[n][c] = {}
+            for i = 1, oh do
+                Y[n][c][i] = {}
+                for j = 1, ow do
+                    local s = 0
+                    for a = 1, kh do
+                        for b = 1, kw do
+                            local iy, ix = (i - 1) * sh - ph + a, (j - 1) * sw - pw + b
+                            if iy >= 1 and iy <= H and ix >= 1 and ix <= W then s = s + P[iy][ix] end
+                        end
+                    end
+                    Y[n][c][i][j] = s / (kh * kw)
+                end
+            end
+        end
+    end
+    return Y
+end
+
+local function ref_adaptive(x, oh, ow)
+    local X = x:totable()
+    local Y = {}
+    for n = 1, #X do
+        Y[n] = {}
+        for c = 1, #X[1] do
+            local P = X[n][c]
+            local H, W = #P, #P[1]
+            Y[n][c] = {}
+            for i = 0, oh - 1 do
+                Y[n][c][i + 1] = {}
+                local r0, r1 = math.floor(i * H / oh) + 1, math.ceil((i + 1) * H / oh)
+                for j = 0, ow - 1 do
+                    local c0, c1 = math.floor(j * W / ow) + 1, math.ceil((j + 1) * W / ow)
+                    local s = 0
+                    for r = r0, r1 do for q = c0, c1 do s = s + P[r][q] end end
+                    Y[n][c][i + 1][j + 1] = s / ((r1 - r0 + 1) * (c1 - c0 + 1))
+                end
+            end
+        end
+    end
+    return Y
+end
+
+describe("nn.functional.avg_pool2d and adaptive_avg_pool2d", function()
+    before_each(function() ordo.manual_seed(12) end)
+
+    it("match naive loops for kernels, strides, paddings and output sizes", function()
+        local x = ordo.randn({2, 3, 7, 8}, D)
+        for _, c in ipairs({{2}, {3, {stride = 2}}, {3, {stride = 1, padding = 1}}, {{2, 3}, {stride = {1, 2}}},
+                            {{3, 2}, {padding = {1, 1}}}}) do
+            local o = c[2] or {}
+            close(F.avg_pool2d(x, c[1], o):totable(), ref_avg_pool(x, c[1], o.stride, o.padding), 1e-12)
+        end
+        for _, size in ipairs({{1, 1}, {7, 8}, {3, 4}, {2, 3}, {5, 5}}) do
+            close(F.adaptive_avg_pool2d(x, size):totable(), ref_adaptive(x, size[1], size[2]), 1e-12)
+        end
+        assert.same({3, 1, 1}, F.adaptive_avg_pool2d(x[1], 1):shape()) -- a 3-D input
+        assert.same({2, 3, 3, 4}, nn.AvgPool2d(2)(x):shape())
+        assert.same({2, 3, 1, 1}, nn.AdaptiveAvgPool2d(1)(x):shape())
+    end)
+
+    it("have gradients that agree with central differences", function()
+        local x = ordo.randn({1, 2, 5, 6}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a) return F.avg_pool2d(a, 3, {stride = 2, padding = 1}) end, {x}))
+        assert.is_true(ag.gradcheck(function(a) return F.adaptive_avg_pool2d(a, {2, 4}) end, {x}))
+        assert.is_true(ag.gradcheck(function(a) return F.adaptive_avg_pool2d(a, 1) end, {x}))
+    end)
+
+    it("report bad arguments", function()
+        local x = ordo.randn({1, 1, 4, 4})
+        assert.matches("avg_pool2d: padding 2x2 must be at most half the kernel 3x3",
+                       err_of(F.avg_pool2d, x, 3, {padding = 2}))
+        assert.matches("avg_pool2d: kernel 5x5 is larger than the padded input 4x4", err_of(F.avg_pool2d, x, 5))
+        assert.matches("avg_pool2d: input must be float32 or float64, got int32",
+                       err_of(F.avg_pool2d, ordo.ones({1, 1, 2, 2}, {dtype = "int32"}), 2))
+        assert.matches("adaptive_avg_pool2d: output size must be positive integers, got 0",
+                       err_of(F.adaptive_avg_pool2d, x, 0))
+        assert.matches("AvgPool2d: unknown option 'strid'", err_of(nn.AvgPool2d, 2, {strid = 1}))
+    end)
+end)
+
 describe("nn.functional.batch_norm", function()
     before_each(function() ordo.manual_seed(5) end)
 

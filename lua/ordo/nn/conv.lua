@@ -239,6 +239,80 @@ function M.max_pool2d(x, k, opts)
     return y
 end
 
+-- ---------------------------------------------------------------- avg_pool2d
+
+local AVGPOOL_OPTS = {stride = true, padding = true}
+
+-- avg_pool2d(x, kernel [, {stride=kernel, padding=0}]): the mean of each
+-- window, the zeros of the padding counted (Torch's count_include_pad):
+-- a convolution of each channel alone with a kernel of 1/(kh kw), so its
+-- gradient is conv2d's.
+function M.avg_pool2d(x, k, opts)
+    local fname = "avg_pool2d"
+    check_tensor(fname, "input", x)
+    if type(k) == "table" and getmetatable(k) == nil and opts == nil and #k ~= 2 then k, opts = nil, k end
+    if k == nil then fail(fname .. ": expected a kernel size (an integer or a pair {h, w})") end
+    opts = opts_of(fname, opts, AVGPOOL_OPTS)
+    local kh, kw = pair(fname, "kernel size", k)
+    local sh, sw = kh, kw
+    if opts.stride ~= nil then sh, sw = pair(fname, "stride", opts.stride) end
+    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    if 2 * ph > kh or 2 * pw > kw then
+        fail(fmt("%s: padding %dx%d must be at most half the kernel %dx%d", fname, ph, pw, kh, kw))
+    end
+    local dt = x:dtype()
+    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    local xb, unbatched = batched(fname, x)
+    local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    if not out_size(H, kh, sh, ph, 1) or not out_size(W, kw, sw, pw, 1) then
+        fail(fmt("%s: kernel %dx%d is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
+                 H + 2 * ph, W + 2 * pw, shape_str(x), ph, pw))
+    end
+    local w = tensor.full({1, 1, kh, kw}, 1 / (kh * kw), {dtype = dt, device = xb:device()})
+    local y = M.conv2d(xb:reshape(N * Cc, 1, H, W), w, nil, {stride = {sh, sw}, padding = {ph, pw}})
+    y = y:reshape(N, Cc, y:size(3), y:size(4))
+    return unbatched and y:squeeze(1) or y
+end
+
+-- The rows [floor(i n / out) + 1, ceil((i + 1) n / out)] that output i of
+-- an adaptive pooling averages (Torch's bins), as (start, length).
+local function adaptive_bin(i, n, out)
+    local a = floor(i * n / out)
+    local b = math.ceil((i + 1) * n / out)
+    return a + 1, b - a
+end
+
+-- adaptive_avg_pool2d(x, size): the mean over size[1] x size[2] bins that
+-- cover the input (an integer: a square; 1: global average pooling).
+function M.adaptive_avg_pool2d(x, size)
+    local fname = "adaptive_avg_pool2d"
+    check_tensor(fname, "input", x)
+    local oh, ow = pair(fname, "output size", size)
+    local dt = x:dtype()
+    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    local xb, unbatched = batched(fname, x)
+    local H, W = xb:size(3), xb:size(4)
+    local y
+    if H % oh == 0 and W % ow == 0 then -- equal bins: one reshape and a mean
+        local N, Cc = xb:size(1), xb:size(2)
+        y = xb:reshape(N, Cc, oh, H / oh, ow, W / ow):mean(6):mean(4)
+    else
+        local rows = {}
+        for i = 0, oh - 1 do
+            local r0, rn = adaptive_bin(i, H, oh)
+            local band = xb:narrow(3, r0, rn)
+            local cols = {}
+            for j = 0, ow - 1 do
+                local c0, cn = adaptive_bin(j, W, ow)
+                cols[j + 1] = band:narrow(4, c0, cn):mean(4):mean(3)
+            end
+            rows[i + 1] = tensor.stack(cols, 3)
+        end
+        y = tensor.stack(rows, 3)
+    end
+    return unbatched and y:squeeze(1) or y
+end
+
 -- ---------------------------------------------------------------- batch_norm
 
 -- The per-channel sum of t viewed as N × C × S, kept as 1 × C × 1.
@@ -349,6 +423,7 @@ end
 function M.install(nn)
     local F = nn.functional
     F.conv2d, F.max_pool2d, F.batch_norm = M.conv2d, M.max_pool2d, M.batch_norm
+    F.avg_pool2d, F.adaptive_avg_pool2d = M.avg_pool2d, M.adaptive_avg_pool2d
     local Module, init = nn.Module, nn.init
 
     local check_count = util.check_positive_int
@@ -412,6 +487,30 @@ function M.install(nn)
     function MaxPool2d:forward(x)
         return M.max_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding})
     end
+
+    -- AvgPool2d(kernel_size [, {stride=kernel_size, padding=0}])
+    local AvgPool2d = Module:extend("AvgPool2d")
+    nn.AvgPool2d = AvgPool2d
+    function AvgPool2d:init(k, opts)
+        opts = opts_of("AvgPool2d", opts, AVGPOOL_OPTS)
+        self.kernel_size = {pair("AvgPool2d", "kernel_size", k)}
+        self.stride = opts.stride and {pair("AvgPool2d", "stride", opts.stride)} or self.kernel_size
+        self.padding = {pair("AvgPool2d", "padding", opts.padding or 0, true)}
+    end
+    function AvgPool2d:forward(x)
+        return M.avg_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding})
+    end
+    function AvgPool2d:extra_repr()
+        return fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
+                   self.stride[2])
+    end
+
+    -- AdaptiveAvgPool2d(output_size): 1 is global average pooling.
+    local AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d")
+    nn.AdaptiveAvgPool2d = AdaptiveAvgPool2d
+    function AdaptiveAvgPool2d:init(size) self.output_size = {pair("AdaptiveAvgPool2d", "output size", size)} end
+    function AdaptiveAvgPool2d:forward(x) return M.adaptive_avg_pool2d(x, self.output_size) end
+    function AdaptiveAvgPool2d:extra_repr() return fmt("%dx%d", self.output_size[1], self.output_size[2]) end
     function MaxPool2d:extra_repr()
         return fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
                    self.stride[2])
