@@ -130,17 +130,22 @@ end
 
 -- Adam(params, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
 -- weight_decay = 0}) with bias-corrected moments (Kingma & Ba).
-local Adam = class("Adam")
-M.Adam = Adam
-
-function M.Adam.new(params, opts)
-    check_params("Adam", params)
-    local o = options("Adam", opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0})
-    check_betas("Adam", o)
-    o.params, o.t, o.state = params, 0, {}
-    return setmetatable(o, Adam)
+-- Adam and AdamW: one set of options, weight decay defaulting to wd.
+local function adam_class(name, wd)
+    local cls = class(name)
+    M[name] = cls
+    function cls.new(params, opts)
+        check_params(name, params)
+        local o = options(name, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd})
+        check_betas(name, o)
+        o.params, o.t, o.state = params, 0, {}
+        return setmetatable(o, cls)
+    end
+    setmetatable(cls, {__index = Optimizer, __call = function(_, ...) return cls.new(...) end})
+    return cls
 end
-setmetatable(Adam, {__index = Optimizer, __call = function(_, ...) return Adam.new(...) end})
+
+local Adam = adam_class("Adam", 0)
 
 -- Adam's update with weight decay wd added to the gradient (Adam's L2
 -- form; AdamW passes 0 and decays the parameter itself).
@@ -173,17 +178,7 @@ function Adam:update(i, p, g) adam_update(self, i, p, g, self.weight_decay) end
 -- weight_decay = 0.01}): Adam with decoupled weight decay (Loshchilov &
 -- Hutter): p = p (1 - lr wd) before the Adam step, instead of adding wd p
 -- to the gradient, so the decay is not scaled by the moments.
-local AdamW = class("AdamW")
-M.AdamW = AdamW
-
-function M.AdamW.new(params, opts)
-    check_params("AdamW", params)
-    local o = options("AdamW", opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01})
-    check_betas("AdamW", o)
-    o.params, o.t, o.state = params, 0, {}
-    return setmetatable(o, AdamW)
-end
-setmetatable(AdamW, {__index = Optimizer, __call = function(_, ...) return AdamW.new(...) end})
+local AdamW = adam_class("AdamW", 0.01)
 
 function AdamW:update(i, p, g)
     if self.weight_decay ~= 0 then p:mul_(1 - self.lr * self.weight_decay) end

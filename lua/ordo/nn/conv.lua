@@ -24,6 +24,7 @@ local fail, typename = util.fail, util.typename
 local is_tensor, shape_of, push, new_on = tensor.is_tensor, tensor.shape_of, tensor.push, tensor.new_on
 local no_grad, record = autograd.no_grad, autograd.record
 local fmt, floor, sqrt = string.format, math.floor, math.sqrt
+local unpack = unpack
 local type, getmetatable, tostring = type, getmetatable, tostring
 
 local M = {}
@@ -199,15 +200,14 @@ end
 
 local POOL_OPTS = {stride = true, padding = true, return_indices = true}
 
--- max_pool2d(x, kernel [, {stride=kernel, padding=0, return_indices=false}]):
--- the max of each window; with return_indices also the int64 index (from 1)
--- of each max in its H×W plane, flattened row-major.
-function M.max_pool2d(x, k, opts)
-    local fname = "max_pool2d"
+-- The window of a pooling op, checked: pool_geometry(fname, x, k, opts,
+-- allowed) -> opts, xb (x as a batch), unbatched, and {kh, kw, sh, sw, ph,
+-- pw, oh, ow}.  The options table may come in k's place.
+local function pool_geometry(fname, x, k, opts, allowed)
     check_tensor(fname, "input", x)
     if type(k) == "table" and getmetatable(k) == nil and opts == nil and #k ~= 2 then k, opts = nil, k end
     if k == nil then fail(fname .. ": expected a kernel size (an integer or a pair {h, w})") end
-    opts = opts_of(fname, opts, POOL_OPTS)
+    opts = opts_of(fname, opts, allowed)
     local kh, kw = pair(fname, "kernel size", k)
     local sh, sw = kh, kw
     if opts.stride ~= nil then sh, sw = pair(fname, "stride", opts.stride) end
@@ -216,12 +216,24 @@ function M.max_pool2d(x, k, opts)
         fail(fmt("%s: padding %dx%d must be at most half the kernel %dx%d", fname, ph, pw, kh, kw))
     end
     local xb, unbatched = batched(fname, x)
-    local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    local H, W = xb:size(3), xb:size(4)
     local oh, ow = out_size(H, kh, sh, ph, 1), out_size(W, kw, sw, pw, 1)
     if not oh or not ow then
         fail(fmt("%s: kernel %dx%d is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
                  H + 2 * ph, W + 2 * pw, shape_str(x), ph, pw))
     end
+    return opts, xb, unbatched, {kh, kw, sh, sw, ph, pw, oh, ow}
+end
+
+-- max_pool2d(x, kernel [, {stride=kernel, padding=0, return_indices=false}]):
+-- the max of each window; with return_indices also the int64 index (from 1)
+-- of each max in its H×W plane, flattened row-major.
+function M.max_pool2d(x, k, opts)
+    local fname = "max_pool2d"
+    local xb, unbatched, geo
+    opts, xb, unbatched, geo = pool_geometry(fname, x, k, opts, POOL_OPTS)
+    local kh, kw, sh, sw, ph, pw, oh, ow = unpack(geo)
+    local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local dt = xb._c.dtype
     local y = new_on(fname, xb, {N, Cc, oh, ow}, dt)
     local idx = new_on(fname, xb, {N, Cc, oh, ow}, cdef.I64)
@@ -249,25 +261,11 @@ local AVGPOOL_OPTS = {stride = true, padding = true}
 -- gradient is conv2d's.
 function M.avg_pool2d(x, k, opts)
     local fname = "avg_pool2d"
-    check_tensor(fname, "input", x)
-    if type(k) == "table" and getmetatable(k) == nil and opts == nil and #k ~= 2 then k, opts = nil, k end
-    if k == nil then fail(fname .. ": expected a kernel size (an integer or a pair {h, w})") end
-    opts = opts_of(fname, opts, AVGPOOL_OPTS)
-    local kh, kw = pair(fname, "kernel size", k)
-    local sh, sw = kh, kw
-    if opts.stride ~= nil then sh, sw = pair(fname, "stride", opts.stride) end
-    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
-    if 2 * ph > kh or 2 * pw > kw then
-        fail(fmt("%s: padding %dx%d must be at most half the kernel %dx%d", fname, ph, pw, kh, kw))
-    end
+    local _, xb, unbatched, geo = pool_geometry(fname, x, k, opts, AVGPOOL_OPTS)
+    local kh, kw, sh, sw, ph, pw = unpack(geo)
     local dt = x:dtype()
     if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
-    local xb, unbatched = batched(fname, x)
     local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
-    if not out_size(H, kh, sh, ph, 1) or not out_size(W, kw, sw, pw, 1) then
-        fail(fmt("%s: kernel %dx%d is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
-                 H + 2 * ph, W + 2 * pw, shape_str(x), ph, pw))
-    end
     local w = tensor.full({1, 1, kh, kw}, 1 / (kh * kw), {dtype = dt, device = xb:device()})
     local y = M.conv2d(xb:reshape(N * Cc, 1, H, W), w, nil, {stride = {sh, sw}, padding = {ph, pw}})
     y = y:reshape(N, Cc, y:size(3), y:size(4))
