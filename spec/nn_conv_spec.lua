@@ -69,37 +69,55 @@ local function ref_conv(x, w, b, stride, padding, dilation)
 end
 
 -- values and flat indices (from 1) of each window's max; padding is -inf
-local function ref_pool(x, k, stride, padding)
-    local kh, kw = pair(k)
-    local sh, sw = pair(stride or k)
-    local ph, pw = pair(padding or 0)
+-- Walks every plane P (H x W) of x and each output (i, j) of the grid that
+-- out_size(H, W) gives: Y[n][c][i][j], I[n][c][i][j] = window(P, i, j, H, W).
+local function ref_planes(x, out_size, window)
     local X = x:totable()
-    local N, C, H, W = #X, #X[1], #X[1][1], #X[1][1][1]
-    local oh, ow = math.floor((H + 2 * ph - kh) / sh) + 1, math.floor((W + 2 * pw - kw) / sw) + 1
     local Y, I = {}, {}
-    for n = 1, N do
+    for n = 1, #X do
         Y[n], I[n] = {}, {}
-        for c = 1, C do
+        for c = 1, #X[1] do
+            local P = X[n][c]
+            local H, W = #P, #P[1]
+            local oh, ow = out_size(H, W)
             Y[n][c], I[n][c] = {}, {}
             for i = 1, oh do
                 Y[n][c][i], I[n][c][i] = {}, {}
-                for j = 1, ow do
-                    local best, at = -math.huge, nil
-                    for a = 1, kh do
-                        for bb = 1, kw do
-                            local iy, ix = (i - 1) * sh - ph + a, (j - 1) * sw - pw + bb
-                            if iy >= 1 and iy <= H and ix >= 1 and ix <= W then
-                                local v = X[n][c][iy][ix]
-                                if at == nil or v > best then best, at = v, (iy - 1) * W + ix end
-                            end
-                        end
-                    end
-                    Y[n][c][i][j], I[n][c][i][j] = best, at
-                end
+                for j = 1, ow do Y[n][c][i][j], I[n][c][i][j] = window(P, i, j, H, W) end
             end
         end
     end
     return Y, I
+end
+
+-- A sliding window of kernel k: ref_planes over its output grid, fold(P,
+-- iy, ix, acc) called for each in-bounds element of window (i, j) from
+-- acc = nil, finish(acc) the output.
+local function ref_sliding(x, k, stride, padding, fold, finish)
+    local kh, kw = pair(k)
+    local sh, sw = pair(stride or k)
+    local ph, pw = pair(padding or 0)
+    return ref_planes(x, function(H, W)
+        return math.floor((H + 2 * ph - kh) / sh) + 1, math.floor((W + 2 * pw - kw) / sw) + 1
+    end, function(P, i, j, H, W)
+        local acc
+        for a = 1, kh do
+            for bb = 1, kw do
+                local iy, ix = (i - 1) * sh - ph + a, (j - 1) * sw - pw + bb
+                if iy >= 1 and iy <= H and ix >= 1 and ix <= W then acc = fold(P, iy, ix, acc, W) end
+            end
+        end
+        return finish(acc, kh * kw)
+    end)
+end
+
+-- max pooling: values and their indices (from 1) in the flattened plane
+local function ref_pool(x, k, stride, padding)
+    return ref_sliding(x, k, stride, padding, function(P, iy, ix, acc, W)
+        local v = P[iy][ix]
+        if acc == nil or v > acc[1] then return {v, (iy - 1) * W + ix} end
+        return acc
+    end, function(acc) return acc[1], acc[2] end)
 end
 
 local function each_layout(fn)
@@ -241,58 +259,18 @@ end)
 -- Plain-Lua average pooling (zeros of the padding counted) and adaptive
 -- average pooling (Torch's bins: floor(i H / oh) .. ceil((i + 1) H / oh)).
 local function ref_avg_pool(x, k, stride, padding)
-    local kh, kw = pair(k)
-    local sh, sw = pair(stride or k)
-    local ph, pw = pair(padding or 0)
-    local X = x:totable()
-    local Y = {}
-    for n = 1, #X do
-        Y[n] = {}
-        for c = 1, #X[1] do
-            local P = X[n][c]
-            local H, W = #P, #P[1]
-            local oh, ow = math.floor((H + 2 * ph - kh) / sh) + 1, math.floor((W + 2 * pw - kw) / sw) + 1
-            Y[n][c] = {}
-            for i = 1, oh do
-                Y[n][c][i] = {}
-                for j = 1, ow do
-                    local s = 0
-                    for a = 1, kh do
-                        for b = 1, kw do
-                            local iy, ix = (i - 1) * sh - ph + a, (j - 1) * sw - pw + b
-                            if iy >= 1 and iy <= H and ix >= 1 and ix <= W then s = s + P[iy][ix] end
-                        end
-                    end
-                    Y[n][c][i][j] = s / (kh * kw)
-                end
-            end
-        end
-    end
-    return Y
+    return (ref_sliding(x, k, stride, padding, function(P, iy, ix, acc) return (acc or 0) + P[iy][ix] end,
+                        function(acc, area) return (acc or 0) / area end))
 end
 
 local function ref_adaptive(x, oh, ow)
-    local X = x:totable()
-    local Y = {}
-    for n = 1, #X do
-        Y[n] = {}
-        for c = 1, #X[1] do
-            local P = X[n][c]
-            local H, W = #P, #P[1]
-            Y[n][c] = {}
-            for i = 0, oh - 1 do
-                Y[n][c][i + 1] = {}
-                local r0, r1 = math.floor(i * H / oh) + 1, math.ceil((i + 1) * H / oh)
-                for j = 0, ow - 1 do
-                    local c0, c1 = math.floor(j * W / ow) + 1, math.ceil((j + 1) * W / ow)
-                    local s = 0
-                    for r = r0, r1 do for q = c0, c1 do s = s + P[r][q] end end
-                    Y[n][c][i + 1][j + 1] = s / ((r1 - r0 + 1) * (c1 - c0 + 1))
-                end
-            end
-        end
-    end
-    return Y
+    return (ref_planes(x, function() return oh, ow end, function(P, i, j, H, W)
+        local r0, r1 = math.floor((i - 1) * H / oh) + 1, math.ceil(i * H / oh)
+        local c0, c1 = math.floor((j - 1) * W / ow) + 1, math.ceil(j * W / ow)
+        local s = 0
+        for r = r0, r1 do for q = c0, c1 do s = s + P[r][q] end end
+        return s / ((r1 - r0 + 1) * (c1 - c0 + 1))
+    end))
 end
 
 describe("nn.functional.avg_pool2d and adaptive_avg_pool2d", function()

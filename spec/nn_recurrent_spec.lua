@@ -8,15 +8,7 @@ local nn = ordo.nn
 
 local D = {dtype = "float64"}
 
-local function close(want, got, tol, what)
-    tol = tol or 1e-10
-    if type(want) == "table" then
-        assert.equals(#want, #got, what)
-        for i = 1, #want do close(want[i], got[i], tol, what) end
-        return
-    end
-    assert(math.abs(want - got) <= tol * (1 + math.abs(want)), ("%s: want %.15g, got %.15g"):format(what or "", want, got))
-end
+local close = H.close
 
 local function sigmoid(v) return 1 / (1 + math.exp(-v)) end
 

@@ -343,9 +343,11 @@ describe("optim", function()
         close(p:item(), want, 1e-12)
     end)
 
-    it("Adam matches the bias-corrected update computed by hand", function()
+    -- Five steps of Adam (decay > 0: AdamW's decoupled decay first) on
+    -- p = {1, -2} with g = 3p^2, by the optimiser and by hand.
+    local function check_adam(make, decay)
         local p = ordo.tensor({1, -2}, D):requires_grad()
-        local opt = optim.Adam({p}, {lr = 0.01})
+        local opt = make({p})
         local w = {1, -2}
         local m, v = {0, 0}, {0, 0}
         for t = 1, 5 do
@@ -354,6 +356,7 @@ describe("optim", function()
             opt:step()
             for i = 1, 2 do
                 local g = 3 * w[i] * w[i]
+                w[i] = w[i] * (1 - 0.01 * decay)
                 m[i] = 0.9 * m[i] + 0.1 * g
                 v[i] = 0.999 * v[i] + 0.001 * g * g
                 local mh, vh = m[i] / (1 - 0.9 ^ t), v[i] / (1 - 0.999 ^ t)
@@ -361,27 +364,14 @@ describe("optim", function()
             end
         end
         close(p:totable(), w, 1e-9)
+    end
+
+    it("Adam matches the bias-corrected update computed by hand", function()
+        check_adam(function(ps) return optim.Adam(ps, {lr = 0.01}) end, 0)
     end)
 
     it("AdamW decays the parameter itself, then takes Adam's step (by hand)", function()
-        local p = ordo.tensor({1, -2}, D):requires_grad()
-        local opt = optim.AdamW({p}, {lr = 0.01, weight_decay = 0.1})
-        local w = {1, -2}
-        local m, v = {0, 0}, {0, 0}
-        for t = 1, 5 do
-            opt:zero_grad()
-            ;(p * p * p):sum():backward() -- g = 3p^2
-            opt:step()
-            for i = 1, 2 do
-                local g = 3 * w[i] * w[i]
-                w[i] = w[i] * (1 - 0.01 * 0.1)
-                m[i] = 0.9 * m[i] + 0.1 * g
-                v[i] = 0.999 * v[i] + 0.001 * g * g
-                local mh, vh = m[i] / (1 - 0.9 ^ t), v[i] / (1 - 0.999 ^ t)
-                w[i] = w[i] - 0.01 * mh / (math.sqrt(vh) + 1e-8)
-            end
-        end
-        close(p:totable(), w, 1e-9)
+        check_adam(function(ps) return optim.AdamW(ps, {lr = 0.01, weight_decay = 0.1}) end, 0.1)
     end)
 
     it("RMSprop, plain, with momentum and centered, matches Torch's update (by hand)", function()

@@ -81,6 +81,19 @@ end
 
 function H.promote(a, b) return R.RANK[a] >= R.RANK[b] and a or b end
 
+-- Asserts that number (or nested list of numbers) got is within
+-- tol * (1 + |want|) of want (tol 1e-10 by default).
+function H.close(want, got, tol, what)
+    tol = tol or 1e-10
+    if type(want) == "table" then
+        assert(type(got) == "table" and #got == #want,
+               ("%s: %d values expected, got %s"):format(what or "", #want, type(got) == "table" and #got or type(got)))
+        for i = 1, #want do H.close(want[i], got[i], tol, what) end
+        return
+    end
+    assert(math.abs(want - got) <= tol * (1 + math.abs(want)), ("%s: want %.15g, got %.15g"):format(what or "", want, got))
+end
+
 -- Raises unless fn raises an error containing every string in patterns (plain find).
 function H.raises(fn, ...)
     local ok, err = pcall(fn)
