@@ -366,7 +366,7 @@ describe("gpu tensors: elementwise ops", function()
         end
     end)
 
-    it("cumsum, sort, argsort and topk match the cpu", function()
+    it("cumsum, cumprod, prod, sort, argsort and topk match the cpu", function()
         need_gpu()
         math.randomseed(9)
         for _, dt in ipairs(DTYPES) do
@@ -375,6 +375,9 @@ describe("gpu tensors: elementwise ops", function()
             for d = 1, 2 do
                 check(ga:cumsum(d), a:cumsum(d), dt .. " cumsum " .. d)
                 check(ga:t():cumsum(d), a:t():cumsum(d), dt .. " cumsum of a transposed view " .. d)
+                check(ga:cumprod(d), a:cumprod(d), dt .. " cumprod " .. d)
+                check(ga:t():cumprod(d), a:t():cumprod(d), dt .. " cumprod of a transposed view " .. d)
+                check(ga:prod(d), a:prod(d), dt .. " prod " .. d)
                 for _, desc in ipairs({false, true}) do
                     local gv, gi = ga:sort(d, desc)
                     local cv, ci = a:sort(d, desc)
@@ -642,7 +645,8 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         local p = a:matmul(m):relu()
         local g = a:gather(2, idx):sigmoid()
         local q = a:index_select(1, {3, 1, 3}):exp():mean()
-        local loss = s:sum() * 0.1 + p:pow(2):mean() + (g * g):sum() + q + (a - b):abs():max() + a:sum(1):mean()
+        local r = b:cumprod(1):sum() + a:prod(2):mean()
+        local loss = s:sum() * 0.1 + p:pow(2):mean() + (g * g):sum() + q + (a - b):abs():max() + a:sum(1):mean() + r
         loss:backward()
         return loss, a.grad, b.grad, m.grad
     end

@@ -1,5 +1,5 @@
 -- Ops along one dim whose outputs depend on the line before them: cumsum,
--- sort (and argsort, topk on it), against plain Lua on random shapes, every
+-- cumprod (and prod on it), sort (and argsort, topk on it), against plain Lua on random shapes, every
 -- dtype and layout, with their gradients.
 local ordo = require "ordo"
 local R = require "support.ref"
@@ -37,6 +37,42 @@ local function ref_cumsum(r, d, dtype)
         end
     end
     return R.new(r.shape, data, dtype)
+end
+
+-- running products; integers wrap as the kernel's uint64 does (the
+-- specs' small values keep every product exact in a double until then)
+local function ref_cumprod(r, d, dtype)
+    local data = {}
+    for _, line in ipairs(lines_of(r.shape, d)) do
+        local acc = 1
+        for _, p in ipairs(line) do
+            acc = acc * r.data[p]
+            data[p] = R.cast(acc, dtype)
+        end
+    end
+    return R.new(r.shape, data, dtype)
+end
+
+-- the product over dim d (nil: over everything, a 0-dim result)
+local function ref_prod(r, d, dtype)
+    if d == nil then
+        local acc = 1
+        for i = 1, R.numel(r.shape) do acc = acc * r.data[i] end
+        return R.new({}, {R.cast(acc, dtype)}, dtype)
+    end
+    local shape, data = {}, {}
+    for i, s in ipairs(r.shape) do shape[i] = i == d and 1 or s end
+    local k = 0
+    if r.shape[d] == 0 then
+        for i = 1, R.numel(shape) do data[i] = 1 end
+    end
+    for _, line in ipairs(lines_of(r.shape, d)) do
+        local acc = 1
+        for _, p in ipairs(line) do acc = acc * r.data[p] end
+        k = k + 1
+        data[k] = R.cast(acc, dtype)
+    end
+    return R.new(shape, data, dtype)
 end
 
 -- stable, NaN largest; indices from 1
@@ -88,6 +124,46 @@ describe("ops along a dim", function()
         assert.equals(5, ordo.tensor(5):cumsum():item())
         H.raises(function() return ordo.zeros(2, 3):cumsum() end, "cumsum", "dim", "2x3")
         H.raises(function() return ordo.zeros(2, 3):cumsum(3) end, "cumsum", "dim")
+    end)
+
+    it("cumprod and prod over each dim and over all, every dtype and layout (integers in int64)", function()
+        math.randomseed(63)
+        for _, dt in ipairs(R.DTYPES) do
+            for _, layout in ipairs(H.LAYOUTS) do
+                local shape = H.rand_shape(3, 5, true)
+                if #shape == 0 then shape = {3} end
+                local ra = R.rand(shape, dt)
+                local a = H.make(ordo, ra, layout)
+                local odt = ISFLOAT[dt] and dt or "int64"
+                local tol = dt == "float32" and 1e-5 or 0 -- prod's order of products is not the line's
+                for d = 1, #shape do
+                    local what = ("(%d) %s %s %s"):format(d, dt, layout, R.shape_str(shape))
+                    H.check(a:cumprod(d), ref_cumprod(ra, d, odt), nil, nil, "cumprod" .. what)
+                    H.check(a:cumprod(d - #shape - 1), ref_cumprod(ra, d, odt), nil, nil, "cumprod negative" .. what)
+                    local p = ref_prod(ra, d, odt)
+                    H.check(a:prod(d, true), p, tol, 0, "prod keepdim" .. what)
+                    local squeezed = {}
+                    for i, sz in ipairs(shape) do if i ~= d then squeezed[#squeezed + 1] = sz end end
+                    assert.same(squeezed, a:prod(d):shape(), "prod" .. what)
+                end
+                local all = a:prod()
+                assert.same({}, all:shape())
+                assert.equals(odt, all:dtype())
+                H.check(all, ref_prod(ra, nil, odt), tol, 0, ("prod() %s %s"):format(dt, layout))
+            end
+        end
+        assert.same({1, 2, 6, 24}, ordo.tensor({1, 2, 3, 4}):cumprod():totable())
+        assert.equals(5, ordo.tensor(5):prod():item())
+        assert.equals(1, ordo.zeros(0):prod():item())
+        assert.same({{1}, {1}}, ordo.zeros(2, 0):prod(2, true):totable())
+        assert.equals("int64", ordo.zeros(2, 0, "int32"):prod(2):dtype())
+        -- int64 wraps modulo 2^64, as sum does
+        assert.equals(0, ordo.tensor({2 ^ 32, 2 ^ 32}, "int64"):prod():item())
+        assert.same({-2, 4, -8}, ordo.tensor({-2, -2, -2}, "int32"):cumprod():totable())
+        H.raises(function() return ordo.zeros(2, 3):cumprod() end, "cumprod", "dim", "2x3")
+        H.raises(function() return ordo.zeros(2, 3):cumprod(3) end, "cumprod", "dim")
+        H.raises(function() return ordo.zeros(2, 3):prod(3) end, "prod", "dim 3", "2x3")
+        H.raises(function() return ordo.zeros(2, 3):prod("x") end, "prod", "dim must be an integer")
     end)
 
     it("sort ascending and descending over each dim: values and indices, every dtype and layout", function()
@@ -154,5 +230,29 @@ describe("ops along a dim", function()
         }) do
             assert.is_true(ordo.autograd.gradcheck(fn, {x}))
         end
+    end)
+
+    it("gradients of cumprod and prod match numerical differentiation, zeros included", function()
+        ordo.manual_seed(4)
+        local x = ordo.randn({3, 5}, "float64")
+        -- one zero in row 1, two in row 2: the gradients a division by x would get wrong
+        x[1][3] = 0
+        x[2][2], x[2][5] = 0, 0
+        x:requires_grad_()
+        for _, fn in ipairs({
+            function(t) return t:cumprod(2) end, function(t) return t:cumprod(-2) end,
+            function(t) return t:reshape(15):cumprod() end,
+            function(t) return t:prod() end, function(t) return t:prod(2) end,
+            function(t) return t:prod(1, true) end, function(t) return t:t():prod(1) end,
+        }) do
+            assert.is_true(ordo.autograd.gradcheck(fn, {x}))
+        end
+        -- the exact values: d prod / d x_i is the product of the others
+        local y = ordo.tensor({2, 0, 3, 0.5}, "float64"):requires_grad_()
+        y:prod():backward()
+        assert.same({0, 3, 0, 0}, y.grad:totable())
+        local z = ordo.tensor({2, 0, 3, 0.5}, "float64"):requires_grad_()
+        z:cumprod():sum():backward()
+        assert.same({1, 11, 0, 0}, z.grad:totable())
     end)
 end)

@@ -296,7 +296,7 @@ typedef struct cpu_softmax_plan {
 int cpu_check_softmax(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args,
                       cpu_softmax_plan *p);
 
-/* lines.c: cumsum and sort walk x line by line along iparam 0's dim.
+/* lines.c: cumsum, cumprod and sort walk x line by line along iparam 0's dim.
  * out[0] has x's shape and dtype; with nout 2, out[1] is int64 indices of
  * that shape.  kept[k] is out0, out1 (x when nout is 1) and x without the
  * dim (where each line starts), step[k] their strides along it. */
@@ -308,6 +308,10 @@ typedef struct cpu_line_plan {
 } cpu_line_plan;
 int cpu_check_lines(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, int nout,
                     cpu_line_plan *pl);
+/* cumprod_backward's: in x and g, out gx, one float dtype and shape;
+ * kept[k] is gx, g and x without the dim. */
+int cpu_check_lines_grad(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args,
+                         cpu_line_plan *pl);
 
 /* matmul.c.  One matrix of a view: rows x cols with element strides rs, cs. */
 typedef struct cpu_mat {

@@ -1,7 +1,8 @@
 /*
  * lines.c - ops that walk x line by line along one dim, where each output
- * element depends on the elements before it in its line: cumsum (a running
- * sum) and sort (values and the int64 indices they came from).
+ * element depends on the elements before it in its line: cumsum and
+ * cumprod (a running sum, product), cumprod's gradient, and sort (values
+ * and the int64 indices they came from).
  *
  * Both iterate over the kept dims (x without dim) and run one line per
  * element there, strided along dim, one thread: the lines are independent
@@ -14,22 +15,11 @@
 
 #include "cpu_internal.h"
 
-int cpu_check_lines(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, int nout,
-                    cpu_line_plan *pl) {
-    int r = cpu_check_args(rc, name, args, 1, nout);
-    if (r) return r;
-    const ordo_view *x = &args->in[0];
-    const ordo_view *v[3] = {&args->out[0], nout > 1 ? &args->out[1] : x, x};
-    static const char *const names[3] = {"out", "indices", "x"};
-    if (args->out[0].dtype != x->dtype)
-        return ordo_fail(rc, "%s: dtype mismatch: x is %s but out is %s", name, ordo_dtype_name(x->dtype),
-                         ordo_dtype_name(args->out[0].dtype));
-    if (nout > 1 && args->out[1].dtype != ORDO_I64)
-        return ordo_fail(rc, "%s: indices must be int64, got %s", name, ordo_dtype_name(args->out[1].dtype));
-    const ordo_view *same[3] = {v[0], v[1], x};
-    if ((r = cpu_check_same_shapes(rc, name, same, names, 3))) return r;
-    for (int k = 0; k < nout; k++)
-        if ((r = cpu_check_writable(rc, name, &args->out[k]))) return r;
+/* The plan for views v (out0, out1 or g, x) along iparam 0's dim, once
+ * their shapes are known to match. */
+static int plan_lines(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args,
+                      const ordo_view *const *v, cpu_line_plan *pl) {
+    const ordo_view *x = v[2];
     const int64_t d = args->niparam > 0 ? args->iparam[0] : -1;
     if (args->niparam < 1 || d < 0 || d >= (x->ndim > 0 ? x->ndim : 1))
         return ordo_fail(rc, "%s: dim %lld out of range for x of %d dims", name, (long long)d, x->ndim);
@@ -46,21 +36,57 @@ int cpu_check_lines(const ordo_run_ctx *rc, const char *name, const ordo_kernel_
     return 0;
 }
 
-/* ---- cumsum --------------------------------------------------------------------- */
+int cpu_check_lines(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, int nout,
+                    cpu_line_plan *pl) {
+    int r = cpu_check_args(rc, name, args, 1, nout);
+    if (r) return r;
+    const ordo_view *x = &args->in[0];
+    const ordo_view *v[3] = {&args->out[0], nout > 1 ? &args->out[1] : x, x};
+    static const char *const names[3] = {"out", "indices", "x"};
+    if (args->out[0].dtype != x->dtype)
+        return ordo_fail(rc, "%s: dtype mismatch: x is %s but out is %s", name, ordo_dtype_name(x->dtype),
+                         ordo_dtype_name(args->out[0].dtype));
+    if (nout > 1 && args->out[1].dtype != ORDO_I64)
+        return ordo_fail(rc, "%s: indices must be int64, got %s", name, ordo_dtype_name(args->out[1].dtype));
+    if ((r = cpu_check_same_shapes(rc, name, v, names, 3))) return r;
+    for (int k = 0; k < nout; k++)
+        if ((r = cpu_check_writable(rc, name, &args->out[k]))) return r;
+    return plan_lines(rc, name, args, v, pl);
+}
 
-/* Floats sum in double (as Torch's CPU cumsum accumulates), integers in
+int cpu_check_lines_grad(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args,
+                         cpu_line_plan *pl) {
+    int r = cpu_check_args(rc, name, args, 2, 1);
+    if (r) return r;
+    const ordo_view *v[3] = {&args->out[0], &args->in[1], &args->in[0]};
+    static const char *const names[3] = {"gx", "g", "x"};
+    const int dt = args->in[0].dtype;
+    if (dt != ORDO_F32 && dt != ORDO_F64) return ordo_fail(rc, "%s: dtype %s not implemented", name, ordo_dtype_name(dt));
+    for (int k = 0; k < 2; k++)
+        if (v[k]->dtype != dt)
+            return ordo_fail(rc, "%s: dtype mismatch: x is %s but %s is %s", name, ordo_dtype_name(dt), names[k],
+                             ordo_dtype_name(v[k]->dtype));
+    if ((r = cpu_check_same_shapes(rc, name, v, names, 3))) return r;
+    if ((r = cpu_check_writable(rc, name, &args->out[0]))) return r;
+    return plan_lines(rc, name, args, v, pl);
+}
+
+/* ---- cumsum, cumprod --------------------------------------------------------------- */
+
+/* Floats accumulate in double (as Torch's CPU cumsum does), integers in
  * their unsigned 64-bit type, so that overflow wraps instead of being
- * undefined. */
-#define DEF_CUMSUM(SFX, T, ACC, TO)                                                       \
-    static int cumsum_##SFX(int64_t cnt, char *const *p, const int64_t *s, void *ctx) {  \
-        const cpu_line_plan *pl = ctx;                                                       \
+ * undefined (a product too: unsigned multiplication is two's complement's
+ * modulo 2^64). */
+#define DEF_SCAN(NAME, SFX, T, ACC, TO, INIT, STEP)                                      \
+    static int NAME##_##SFX(int64_t cnt, char *const *p, const int64_t *s, void *ctx) {   \
+        const cpu_line_plan *pl = ctx;                                                     \
         const int64_t n = pl->n, sy = pl->step[0], sx = pl->step[2];                     \
         for (int64_t r = 0; r < cnt; r++) {                                              \
             T *y = (T *)p[0] + r * s[0];                                                 \
             const T *x = (const T *)p[2] + r * s[2];                                     \
-            ACC acc = 0;                                                                 \
+            ACC acc = INIT;                                                              \
             for (int64_t i = 0; i < n; i++) {                                            \
-                acc += (ACC)x[i * sx]; /* read before the write: y may be x */           \
+                acc = acc STEP (ACC)x[i * sx]; /* read before the write: y may be x */   \
                 y[i * sy] = TO(acc);                                                     \
             }                                                                            \
         }                                                                                \
@@ -71,22 +97,78 @@ int cpu_check_lines(const ordo_run_ctx *rc, const char *name, const ordo_kernel_
 #define AS_I32(a) ((int32_t)(uint32_t)(a))
 #define AS_I64(a) ((int64_t)(a))
 #define AS_U8(a) ((uint8_t)(a))
-DEF_CUMSUM(f32, float, double, AS_F32)
-DEF_CUMSUM(f64, double, double, AS_F64)
-DEF_CUMSUM(i32, int32_t, uint64_t, AS_I32)
-DEF_CUMSUM(i64, int64_t, uint64_t, AS_I64)
-DEF_CUMSUM(u8, uint8_t, uint64_t, AS_U8)
+#define DEF_SCANS(NAME, INIT, STEP)                                 \
+    DEF_SCAN(NAME, f32, float, double, AS_F32, INIT, STEP)          \
+    DEF_SCAN(NAME, f64, double, double, AS_F64, INIT, STEP)         \
+    DEF_SCAN(NAME, i32, int32_t, uint64_t, AS_I32, INIT, STEP)      \
+    DEF_SCAN(NAME, i64, int64_t, uint64_t, AS_I64, INIT, STEP)      \
+    DEF_SCAN(NAME, u8, uint8_t, uint64_t, AS_U8, INIT, STEP)
+DEF_SCANS(cumsum, 0, +)
+DEF_SCANS(cumprod, 1, *)
 
-static int k_cumsum(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+static int run_scan(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args,
+                    const cpu_loop_fn *loops) {
     cpu_line_plan pl;
-    int r = cpu_check_lines(rc, "cumsum", args, 1, &pl);
+    int r = cpu_check_lines(rc, name, args, 1, &pl);
     if (r) return r;
     if (ordo_view_numel(&args->in[0]) == 0) return 0;
-    static const cpu_loop_fn loops[ORDO_NDTYPES] = {cumsum_f32, cumsum_f64, cumsum_i32, cumsum_i64, cumsum_u8};
     const ordo_view *v[3] = {&pl.kept[0], &pl.kept[1], &pl.kept[2]};
     cpu_iter it;
     cpu_iter_init_views(&it, 3, v, 0);
     return cpu_iter_run(&it, loops[args->in[0].dtype], &pl);
+}
+
+static int k_cumsum(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    static const cpu_loop_fn loops[ORDO_NDTYPES] = {cumsum_f32, cumsum_f64, cumsum_i32, cumsum_i64, cumsum_u8};
+    return run_scan(rc, "cumsum", args, loops);
+}
+
+static int k_cumprod(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    static const cpu_loop_fn loops[ORDO_NDTYPES] = {cumprod_f32, cumprod_f64, cumprod_i32, cumprod_i64,
+                                                    cumprod_u8};
+    return run_scan(rc, "cumprod", args, loops);
+}
+
+/* cumprod's gradient without dividing by x, so exact where x has zeros:
+ * with y[k] = x[0] * .. * x[k], gx[i] = L[i] * S[i], where L[i] = x[0] *
+ * .. * x[i-1] and S[i] = g[i] + x[i+1] * S[i+1] (S[n-1] = g[n-1]).  S is
+ * built from the end of the line into gx, then L applied from the start;
+ * both in double.  gx must not overlap x or g (the tensor layer reads an
+ * input that overlaps an output from a copy). */
+#define DEF_CUMPROD_GRAD(SFX, T)                                                                  \
+    static int cumprod_grad_##SFX(int64_t cnt, char *const *p, const int64_t *s, void *ctx) {     \
+        const cpu_line_plan *pl = ctx;                                                             \
+        const int64_t n = pl->n, so = pl->step[0], sg = pl->step[1], sx = pl->step[2];           \
+        for (int64_t r = 0; r < cnt; r++) {                                                      \
+            T *gx = (T *)p[0] + r * s[0];                                                        \
+            const T *g = (const T *)p[1] + r * s[1];                                             \
+            const T *x = (const T *)p[2] + r * s[2];                                             \
+            double acc = 0;                                                                      \
+            for (int64_t i = n - 1; i >= 0; i--) {                                               \
+                acc = (double)g[i * sg] + (i + 1 < n ? (double)x[(i + 1) * sx] * acc : 0);       \
+                gx[i * so] = (T)acc;                                                             \
+            }                                                                                    \
+            double left = 1;                                                                     \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                gx[i * so] = (T)(left * (double)gx[i * so]);                                     \
+                left *= (double)x[i * sx];                                                       \
+            }                                                                                    \
+        }                                                                                        \
+        return 0;                                                                                \
+    }
+DEF_CUMPROD_GRAD(f32, float)
+DEF_CUMPROD_GRAD(f64, double)
+
+/* in x, g; out gx (all of x's shape and float dtype); iparam 0 the dim. */
+static int k_cumprod_backward(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    cpu_line_plan pl;
+    int r = cpu_check_lines_grad(rc, "cumprod_backward", args, &pl);
+    if (r) return r;
+    if (ordo_view_numel(&args->in[0]) == 0) return 0;
+    const ordo_view *v[3] = {&pl.kept[0], &pl.kept[1], &pl.kept[2]};
+    cpu_iter it;
+    cpu_iter_init_views(&it, 3, v, 0);
+    return cpu_iter_run(&it, args->in[0].dtype == ORDO_F32 ? cumprod_grad_f32 : cumprod_grad_f64, &pl);
 }
 
 /* ---- sort ------------------------------------------------------------------------- */
@@ -196,6 +278,8 @@ static int k_sort(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
 void cpu_register_lines(void) {
     static const cpu_kernel_entry t[] = {
         {"cumsum", k_cumsum},
+        {"cumprod", k_cumprod},
+        {"cumprod_backward", k_cumprod_backward},
         {"sort", k_sort},
     };
     CPU_REGISTER_TABLE(t);

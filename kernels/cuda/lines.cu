@@ -1,15 +1,15 @@
 /*
- * lines.cu - cumsum and sort along one dim on the GPU: the twins of
- * kernels/cpu/lines.c, with its checks (cpu_check_lines), messages and
- * results (KERNELS.md).
+ * lines.cu - cumsum, cumprod (and its gradient) and sort along one dim on
+ * the GPU: the twins of kernels/cpu/lines.c, with its checks
+ * (cpu_check_lines), messages and results (KERNELS.md).
  *
- * One thread walks each line, as the CPU does: cumsum accumulates floats in
- * float64 and integers in uint64 (wrapping); sort copies the line into the
- * outputs and heap-sorts (value, index) pairs there.  Heapsort is not
- * stable, but the index breaks every tie, so the order is the CPU's stable
- * one exactly, with NaN as the largest value.  Simple rather than fast: a
- * line per thread suits many short lines (the usual sort of scores per
- * row); one long line runs on a single thread.
+ * One thread walks each line, as the CPU does: cumsum and cumprod
+ * accumulate floats in float64 and integers in uint64 (wrapping); sort
+ * copies the line into the outputs and heap-sorts (value, index) pairs
+ * there.  Heapsort is not stable, but the index breaks every tie, so the
+ * order is the CPU's stable one exactly, with NaN as the largest value.
+ * Simple rather than fast: a line per thread suits many short lines (the
+ * usual sort of scores per row); one long line runs on a single thread.
  */
 #include "cuda_internal.cuh"
 #include "cuda_strided.cuh"
@@ -22,17 +22,43 @@ struct line_geom {
     int64_t s0, s1, sx;          /* strides along the dim */
 };
 
-template <typename T, typename ACC>
-__global__ void cumsum_lines(T *y, const T *x, line_geom g) {
+/* a running sum (PROD false) or product of each line */
+template <typename T, typename ACC, bool PROD>
+__global__ void scan_lines(T *y, const T *x, line_geom g) {
     CU_GRID_STRIDE(o, g.nlines) {
         int64_t off[3];
         nd_offsets(g.w, o, off);
         T *yr = y + off[0];
         const T *xr = x + off[2];
-        ACC acc = 0;
+        ACC acc = PROD ? 1 : 0;
         for (int64_t i = 0; i < g.n; i++) {
-            acc += (ACC)xr[i * g.sx]; /* read before the write: y may be x */
+            const ACC v = (ACC)xr[i * g.sx]; /* read before the write: y may be x */
+            acc = PROD ? acc * v : acc + v;
             yr[i * g.s0] = (T)acc;
+        }
+    }
+}
+
+/* cumprod's gradient, as the CPU's (lines.c): S from the end into gx,
+ * then the prefix products of x applied from the start */
+template <typename T>
+__global__ void cumprod_grad_lines(T *gx, const T *gy, const T *x, line_geom g) {
+    CU_GRID_STRIDE(o, g.nlines) {
+        int64_t off[3];
+        nd_offsets(g.w, o, off);
+        T *gr = gx + off[0];
+        const T *gyr = gy + off[1];
+        const T *xr = x + off[2];
+        const int64_t n = g.n;
+        double acc = 0;
+        for (int64_t i = n - 1; i >= 0; i--) {
+            acc = (double)gyr[i * g.s1] + (i + 1 < n ? (double)xr[(i + 1) * g.sx] * acc : 0);
+            gr[i * g.s0] = (T)acc;
+        }
+        double left = 1;
+        for (int64_t i = 0; i < n; i++) {
+            gr[i * g.s0] = (T)(left * (double)gr[i * g.s0]);
+            left *= (double)xr[i * g.sx];
         }
     }
 }
@@ -103,26 +129,47 @@ line_geom geom_of(const cpu_line_plan &pl) {
     return g;
 }
 
-template <typename T, typename ACC>
-void launch_cumsum(const ordo_run_ctx *rc, const ordo_kernel_args *a, const line_geom &g) {
-    cumsum_lines<T, ACC><<<cu_blocks(g.nlines), CU_THREADS, 0, cu_stream(rc)>>>(
+template <typename T, typename ACC, bool PROD>
+void launch_scan(const ordo_run_ctx *rc, const ordo_kernel_args *a, const line_geom &g) {
+    scan_lines<T, ACC, PROD><<<cu_blocks(g.nlines), CU_THREADS, 0, cu_stream(rc)>>>(
         (T *)a->out[0].data, (const T *)a->in[0].data, g);
 }
 
-int k_cumsum(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+template <bool PROD>
+int run_scan(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a) {
     cpu_line_plan pl;
-    int r = cpu_check_lines(rc, "cumsum", a, 1, &pl);
+    int r = cpu_check_lines(rc, name, a, 1, &pl);
     if (r) return r;
     if (ordo_view_numel(&a->in[0]) == 0) return 0;
     const line_geom g = geom_of(pl);
     switch (a->in[0].dtype) {
-    case ORDO_F32: launch_cumsum<float, double>(rc, a, g); break;
-    case ORDO_F64: launch_cumsum<double, double>(rc, a, g); break;
-    case ORDO_I32: launch_cumsum<int32_t, uint64_t>(rc, a, g); break;
-    case ORDO_I64: launch_cumsum<int64_t, uint64_t>(rc, a, g); break;
-    default: launch_cumsum<uint8_t, uint64_t>(rc, a, g); break;
+    case ORDO_F32: launch_scan<float, double, PROD>(rc, a, g); break;
+    case ORDO_F64: launch_scan<double, double, PROD>(rc, a, g); break;
+    case ORDO_I32: launch_scan<int32_t, uint64_t, PROD>(rc, a, g); break;
+    case ORDO_I64: launch_scan<int64_t, uint64_t, PROD>(rc, a, g); break;
+    default: launch_scan<uint8_t, uint64_t, PROD>(rc, a, g); break;
     }
-    return cu_check_launch(rc, "cumsum");
+    return cu_check_launch(rc, name);
+}
+
+int k_cumsum(const ordo_run_ctx *rc, const ordo_kernel_args *a) { return run_scan<false>(rc, "cumsum", a); }
+int k_cumprod(const ordo_run_ctx *rc, const ordo_kernel_args *a) { return run_scan<true>(rc, "cumprod", a); }
+
+template <typename T>
+void launch_cumprod_grad(const ordo_run_ctx *rc, const ordo_kernel_args *a, const line_geom &g) {
+    cumprod_grad_lines<T><<<cu_blocks(g.nlines), CU_THREADS, 0, cu_stream(rc)>>>(
+        (T *)a->out[0].data, (const T *)a->in[1].data, (const T *)a->in[0].data, g);
+}
+
+int k_cumprod_backward(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    cpu_line_plan pl;
+    int r = cpu_check_lines_grad(rc, "cumprod_backward", a, &pl);
+    if (r) return r;
+    if (ordo_view_numel(&a->in[0]) == 0) return 0;
+    const line_geom g = geom_of(pl);
+    if (a->in[0].dtype == ORDO_F32) launch_cumprod_grad<float>(rc, a, g);
+    else launch_cumprod_grad<double>(rc, a, g);
+    return cu_check_launch(rc, "cumprod_backward");
 }
 
 template <typename T>
@@ -155,6 +202,8 @@ int k_sort(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
 extern "C" void cuda_register_lines(void) {
     static const cpu_kernel_entry t[] = {
         {"cumsum", k_cumsum},
+        {"cumprod", k_cumprod},
+        {"cumprod_backward", k_cumprod_backward},
         {"sort", k_sort},
     };
     CU_REGISTER_TABLE(t);

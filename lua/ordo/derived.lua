@@ -2,7 +2,7 @@
 -- They run on every device the ops they use run on, and autograd
 -- differentiates them through those ops (they call the methods as they are
 -- when called, so autograd's wrappers are the ones used).  Statistics
--- (var, std, norm, logsumexp), answers as a Lua boolean (allclose, equal,
+-- (var, std, prod, norm, logsumexp), answers as a Lua boolean (allclose, equal,
 -- all, any), making tensors (eye, linspace, randint, randperm), vectors and
 -- matrices (dot, outer, mm, bmm, mv, trace, tril, triu, diag, flip,
 -- masked_select), elementwise (log2, log10, isnan, isinf, isfinite,
@@ -51,6 +51,29 @@ end
 local function sum_over(t, dim, keepdim)
     if dim == nil then return t:sum() end
     return t:sum(dim, keepdim)
+end
+
+-- prod(dim, keepdim): the product over all elements (dim nil, a 0-dim
+-- tensor) or over dim; integers multiply in int64 (wrapping), as sum adds.
+-- The last of the running products (cumprod), so its gradient is
+-- cumprod's, exact where x has zeros; the product of nothing is 1.
+function Tensor:prod(dim, keepdim)
+    check_self("prod", self)
+    if self:dim() == 0 then return self:cumprod() end -- its one element (integers in int64)
+    local x, d = self, 1
+    if dim == nil then x = self:reshape(-1) else d = tensor.norm_dim("prod", self, dim) + 1 end
+    local n = x:size(d)
+    local p
+    if n == 0 then
+        local shape = x:shape()
+        shape[d] = 1
+        p = tensor.ones(shape, {dtype = is_float(x) and x:dtype() or "int64", device = x:device()})
+    else
+        p = x:cumprod(d):narrow(d, n, 1)
+    end
+    if dim == nil then return p:reshape() end
+    if keepdim then return p end
+    return p:squeeze(d)
 end
 
 -- norm(p, dim, keepdim): the p-norm (default 2; math.huge or "inf": the

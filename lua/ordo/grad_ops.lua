@@ -269,6 +269,18 @@ function M.install(ag)
         return y
     end
 
+    -- cumprod: its own kernel (tensor.cumprod_backward), exact where x has
+    -- zeros, as dividing g * y by x would not be
+    local cumprod_backward = tensor.cumprod_backward
+    local function rec_cumprod(x, dim, y)
+        record("cumprod", y, {x, n = 1}, function(g) return cumprod_backward(x, g, dim) end, {x})
+    end
+    Tensor.cumprod = function(x, dim)
+        local y = raw.cumprod(x, dim)
+        if needs(x) then rec_cumprod(x, dim, y) end
+        return y
+    end
+
     -- sort: a permutation of each line; the gradient goes back to where
     -- each value came from (topk and argsort go through it)
     local function rec_sort(x, dim, values, idx)

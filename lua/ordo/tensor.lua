@@ -88,7 +88,7 @@ for _, name in ipairs({
     "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt", "reciprocal",
     "floor", "ceil", "round", "trunc",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
-    "softmax", "log_softmax", "cumsum", "sort", "matmul", "seed", "uniform", "normal", "bernoulli",
+    "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "matmul", "seed", "uniform", "normal", "bernoulli",
     "gather", "index_select", "scatter_add", "index_add"}) do
     local id = C.ordo_tensor_kernel_id(name)
     assert(id >= 0, name)
@@ -1668,7 +1668,7 @@ end
 function Tensor:softmax(dim) return softmax("softmax", K.softmax, self, dim) end
 function Tensor:log_softmax(dim) return softmax("log_softmax", K.log_softmax, self, dim) end
 
--- ---------------------------------------------------------------- along a dim: cumsum, sort
+-- ---------------------------------------------------------------- along a dim: cumsum, cumprod, sort
 
 -- The dim of an op along one dim: 0-based; a 0-dim tensor is one line.
 local function line_dim(fname, t, dim)
@@ -1689,6 +1689,30 @@ function Tensor:cumsum(dim)
     local out = empty_like(x)
     push(K.cumsum, "cumsum", 0, {x}, {out}, nil, {d})
     return out
+end
+
+-- cumprod(dim): running products along dim, as cumsum (integers in int64,
+-- wrapping).
+function Tensor:cumprod(dim)
+    check_self("cumprod", self)
+    if dim == nil then
+        if self._c.ndim > 1 then fail(fmt("cumprod: expected a dim for a tensor of shape %s", shape_str(self))) end
+        dim = 1
+    end
+    local d = line_dim("cumprod", self, dim)
+    local x = ISFLOAT[self._c.dtype] and self or cast("cumprod", self, I64)
+    local out = empty_like(x)
+    push(K.cumprod, "cumprod", 0, {x}, {out}, nil, {d})
+    return out
+end
+
+-- The gradient of y = x:cumprod(dim) given g (the gradient of y), for
+-- autograd: exact where x has zeros (no division; kernels/cpu/lines.c).
+function M.cumprod_backward(x, g, dim)
+    local d = line_dim("cumprod", x, dim or 1)
+    local gx = empty_like(x)
+    push(K.cumprod_backward, "cumprod_backward", 0, {x, g}, {gx}, nil, {d})
+    return gx
 end
 
 -- sort([dim] [, descending]): the values along dim (default the last) in
@@ -1999,6 +2023,7 @@ M.Tensor = Tensor
 M.DT_NAME = DT_NAME
 M.parse_dtype = parse_dtype
 M.shape_of = shape_of
+M.norm_dim = norm_dim
 -- for the modules that build ops on this one (derived.lua)
 M.is_int, M.check_self = is_int, check_self
 M.push = push

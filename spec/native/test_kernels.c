@@ -206,7 +206,7 @@ static const char *const CATALOGUE[] = {
     "tanh", "sigmoid", "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli", "gather",
     "index_select", "scatter_add", "index_add", "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt",
-    "reciprocal", "floor", "ceil", "round", "trunc", "cumsum", "sort",
+    "reciprocal", "floor", "ceil", "round", "trunc", "cumsum", "cumprod", "cumprod_backward", "sort",
 };
 
 static void registry_has_every_catalogue_kernel(void) {
@@ -1527,6 +1527,110 @@ static void kernel_lines(void) {
     END();
 }
 
+/* cumprod against a running product per line (integers wrapping modulo
+ * 2^64, then to their dtype, as the kernel computes), and cumprod_backward
+ * against the gradient written out, gx[i] = sum over k >= i of g[k] times
+ * the product of x[0..k] but x[i], on lines with zeros in them. */
+static void kernel_cumprod(void) {
+    begin();
+    for (int t = 0; t < 5; t++)
+        for (int trial = 0; trial < 16; trial++) {
+            const int dt = ALL_DT[t];
+            int64_t shape[8];
+            int nd = rand_shape(3, shape);
+            int dim = nd ? (int)rnd(0, nd - 1) : 0;
+            tv x = tv_new(dt, nd, shape, L_ANY);
+            tv_rand(&x, 0);
+            if (is_float(dt)) { /* zeros, which a gradient by division would get wrong */
+                size_t es = ordo_dtype_size(dt);
+                for (size_t i = 0; i < x.nbytes / es; i++)
+                    if (rnd(0, 4) == 0) memset(x.base + i * es, 0, es);
+            }
+            tv y = tv_like(&x, dt, L_ANY);
+            ordo_kernel_args k = args_n(1, 1);
+            k.in[0] = x.v;
+            k.out[0] = y.v;
+            k.niparam = 1;
+            k.iparam[0] = dim;
+            CHECK_EQ_LONG(call("cumprod", &k), 0);
+            tv g = tv_like(&x, dt, L_ANY), gx = tv_like(&x, dt, L_ANY);
+            if (is_float(dt)) {
+                tv_rand(&g, 0);
+                ordo_kernel_args b = args_n(2, 1);
+                b.in[0] = x.v;
+                b.in[1] = g.v;
+                b.out[0] = gx.v;
+                b.niparam = 1;
+                b.iparam[0] = dim;
+                CHECK_EQ_LONG(call("cumprod_backward", &b), 0);
+            }
+            const int64_t n = nd ? shape[dim] : 1;
+            int64_t idx[8] = {0};
+            if (numel_of(&x.v))
+                do {
+                    if (nd && idx[dim] != 0) continue;
+                    int64_t j[8], jk[8];
+                    memcpy(j, idx, sizeof j);
+                    memcpy(jk, idx, sizeof jk);
+                    long double acc = 1;
+                    uint64_t iacc = 1;
+                    for (int64_t i = 0; i < n; i++) {
+                        if (nd) j[dim] = i;
+                        acc *= getl(&x.v, j);
+                        iacc *= (uint64_t)geti(&x.v, j);
+                        if (is_float(dt) ? !close_to(getd(&y.v, j), (double)acc, dt == ORDO_F32 ? 1e-6 : 1e-13, 0)
+                                         : geti(&y.v, j) != wrap(dt, iacc))
+                            BAD("cumprod %s dim %d at %lld: %.9g", dtn(dt), dim, (long long)i, getd(&y.v, j));
+                        if (!is_float(dt)) continue;
+                        long double want = 0, scale = 0;
+                        for (int64_t kk = i; kk < n; kk++) {
+                            if (nd) jk[dim] = kk;
+                            long double term = getl(&g.v, jk);
+                            for (int64_t m = 0; m <= kk; m++) {
+                                if (m == i) continue;
+                                if (nd) jk[dim] = m;
+                                term *= getl(&x.v, jk);
+                            }
+                            want += term;
+                            scale += fabsl(term);
+                        }
+                        const double tol = (dt == ORDO_F32 ? 1e-5 : 1e-12) * (double)scale;
+                        if (!close_to(getd(&gx.v, j), (double)want, 0, tol))
+                            BAD("cumprod_backward %s dim %d at %lld: %.9g want %.9Lg", dtn(dt), dim, (long long)i,
+                                getd(&gx.v, j), want);
+                    }
+                } while (next_idx(nd, shape, idx));
+            tv_free(&x);
+            tv_free(&y);
+            tv_free(&g);
+            tv_free(&gx);
+        }
+    int64_t n = 3;
+    tv a = tv_new(ORDO_F32, 1, &n, L_CONTIG), b = tv_new(ORDO_F32, 1, &n, L_CONTIG);
+    tv c = tv_new(ORDO_F32, 1, &n, L_CONTIG), i32 = tv_new(ORDO_I32, 1, &n, L_CONTIG);
+    ordo_kernel_args k = args_n(2, 1);
+    k.in[0] = a.v;
+    k.in[1] = b.v;
+    k.out[0] = c.v;
+    k.niparam = 1;
+    k.iparam[0] = 1;
+    EXPECT_FAIL("cumprod_backward", &k, "dim 1 out of range");
+    k.iparam[0] = 0;
+    k.in[1] = i32.v;
+    EXPECT_FAIL("cumprod_backward", &k, "dtype mismatch: x is float32 but g is int32");
+    k.in[0] = k.in[1] = k.out[0] = i32.v;
+    EXPECT_FAIL("cumprod_backward", &k, "dtype int32 not implemented");
+    k.nin = 1;
+    k.in[0] = a.v;
+    k.out[0] = i32.v;
+    EXPECT_FAIL("cumprod", &k, "dtype mismatch");
+    tv_free(&a);
+    tv_free(&b);
+    tv_free(&c);
+    tv_free(&i32);
+    END();
+}
+
 /* ------------------------------------------------------------------ */
 /* Matmul                                                              */
 
@@ -2316,6 +2420,7 @@ int main(void) {
     TEST(kernel_reduction_edges);
     TEST(kernel_softmax);
     TEST(kernel_lines);
+    TEST(kernel_cumprod);
     TEST(kernel_matmul);
     TEST(random_philox_known_answers);
     TEST(random_bit_exact_streams);
