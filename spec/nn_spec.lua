@@ -120,6 +120,24 @@ describe("nn modules", function()
         ok, err = pcall(F.cross_entropy, l, ordo.tensor({1, 2, 3, 4}))
         assert.is_false(ok)
         assert.matches("class indices", err)
+        -- a class out of range shows when the kernel runs: the loss names it,
+        -- in the forward and in the backward, and the engine goes on
+        for _, fn in ipairs({"cross_entropy", "nll_loss"}) do
+            local bad = ordo.tensor({1, 6, 2, 0}, {dtype = "int64"})
+            ok, err = pcall(function() return F[fn](l, bad):item() end)
+            assert.is_false(ok)
+            assert.matches(fn .. ": gather: index 6 out of range for dim 2 of size 5", err, 1, true)
+            local x = ordo.randn({4, 5}, D):requires_grad()
+            ok, err = pcall(function()
+                F[fn](x, bad):backward()
+                return x.grad:sum():item()
+            end)
+            assert.is_false(ok)
+            assert.matches(fn .. ": scatter_add: index 6 out of range", err, 1, true)
+            pcall(ordo.engine.wait_for_all) -- the forward's failure, not yet reported
+            ordo.engine.wait_for_all()
+            close(F[fn](l, t):item(), F[fn](l, t):item())
+        end
     end)
 
     it("MSELoss; gradcheck", function()

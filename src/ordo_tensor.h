@@ -148,7 +148,9 @@ void ordo_tensor_kernel_cache_clear(void);
 enum {
     ORDO_TP_BROADCAST = 1, /* inputs broadcast to out[0]'s shape (elementwise kernels) */
     ORDO_TP_SAME_DTYPE = 2, /* inputs share one dtype (checked) */
-    ORDO_TP_CROSS_DEVICE = 4 /* tensors may be on different CPU devices (host memory: copies) */
+    ORDO_TP_CROSS_DEVICE = 4, /* tensors may be on different CPU devices (host memory: copies) */
+    ORDO_TP_NAMED = 8 /* the engine op is named op, not after its kernel: a failure when the kernel
+                         runs reads "op: <the kernel's message>", and the profiler shows op */
 };
 
 /* Pushes kernel kid: inputs and outputs as views, scalars, iparams.  All

@@ -627,7 +627,8 @@ static int push_general(int kid, const char *op, int flags, ordo_tensor *const *
     }
     kp_pack(p, fn, a);
     rc = ordo_push_sync(ref->storage->engine, simulated ? run_kernel_sim : run_kernel, p, kp_put, ctx, reads, nr,
-                        writes, nout, ORDO_PROP_NORMAL | (small_op(a, dev_type) ? ORDO_PROP_BULK : 0), 0, knames[kid]);
+                        writes, nout, ORDO_PROP_NORMAL | (small_op(a, dev_type) ? ORDO_PROP_BULK : 0), 0,
+                        (flags & ORDO_TP_NAMED) ? op : knames[kid]);
     if (rc != ORDO_OK) {
         tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
         goto fail;

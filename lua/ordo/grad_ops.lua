@@ -240,15 +240,15 @@ function M.install(ag)
     -- gather / index_select: the gradient goes back through the adjoint
     -- (scatter_add_ / index_add_) into zeros of x's shape
     local function selection(name, adjoint)
-        local function rec(x, dim, index, y)
+        local function rec(x, dim, index, y, who)
             record(name, y, {x, n = 1}, function(g)
                 local z = tensor.zeros_like(x)
-                return z[adjoint](z, dim, index, g)
+                return z[adjoint](z, dim, index, g, who)
             end)
         end
-        Tensor[name] = function(x, dim, index)
-            local y = raw[name](x, dim, index)
-            if needs(x) then rec(x, dim, index, y) end
+        Tensor[name] = function(x, dim, index, who)
+            local y = raw[name](x, dim, index, who)
+            if needs(x) then rec(x, dim, index, y, who) end
             return y
         end
     end

@@ -31,7 +31,7 @@ local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pair
     setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs
 
 local F32, F64, I32, I64, U8 = cdef.F32, cdef.F64, cdef.I32, cdef.I64, cdef.U8
-local BCAST, CROSS = cdef.TP_BROADCAST, cdef.TP_CROSS_DEVICE
+local BCAST, CROSS, NAMED = cdef.TP_BROADCAST, cdef.TP_CROSS_DEVICE, cdef.TP_NAMED
 local GPU, CPU_PINNED, ERR_NOMEM = cdef.GPU, cdef.CPU_PINNED, cdef.ERR_NOMEM
 local host_ptr = util.host_ptr -- every host access of tensor bytes goes through it
 local CPU0 = util.cpu(0)
@@ -1826,7 +1826,9 @@ local function index_arg(fname, like, index)
 end
 
 -- gather(dim, index): out[i][j] = self[index[i][j]][j] (dim 1), indices from 1.
-function Tensor:gather(dim, index)
+-- who (internal): the op a gather serves (cross_entropy), which then names
+-- an index found out of range when the kernel runs.
+function Tensor:gather(dim, index, who)
     check_self("gather", self)
     local d = norm_dim("gather", self, dim)
     if not is_tensor(index) then fail("gather: index must be an int64 tensor, got " .. typename(index)) end
@@ -1843,7 +1845,7 @@ function Tensor:gather(dim, index)
     end
     local idx = index_arg("gather", self, index)
     local out = new_on("gather", self, si, self._c.dtype)
-    push(K.gather, "gather", 0, {self, idx}, {out}, nil, {d, 1})
+    push(K.gather, who or "gather", who and NAMED or 0, {self, idx}, {out}, nil, {d, 1})
     return out
 end
 
@@ -1864,20 +1866,21 @@ function Tensor:index_select(dim, index)
 end
 
 -- scatter_add_(dim, index, src): self[..index[..i..]..] += src[..i..] along
--- dim (gather's adjoint; repeated indices add up), indices from 1.
-local function scatter_add(fname, self, dim, index, src)
+-- dim (gather's adjoint; repeated indices add up), indices from 1.  who
+-- (internal): as gather's, for gather's gradient.
+local function scatter_add(fname, self, dim, index, src, who)
     local d = norm_dim(fname, self, dim)
     if not is_tensor(index) then fail(fname .. ": index must be an int64 tensor, got " .. typename(index)) end
     if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
     local idx = index_arg(fname, self, index)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
-    push(K.scatter_add, fname, 0, {src, idx}, {self}, nil, {d, 1})
+    push(K.scatter_add, who or fname, who and NAMED or 0, {src, idx}, {self}, nil, {d, 1})
     return self
 end
 
-function Tensor:scatter_add_(dim, index, src)
+function Tensor:scatter_add_(dim, index, src, who)
     check_self("scatter_add_", self)
-    return scatter_add("scatter_add_", self, dim, index, src)
+    return scatter_add("scatter_add_", self, dim, index, src, who)
 end
 
 function Tensor:scatter_add(dim, index, src)

@@ -171,7 +171,7 @@ function M.nll_loss(logp, target, opts)
     check_tensor("nll_loss", "input", logp)
     if logp:dim() ~= 2 then fail(fmt("nll_loss: expected input of shape NxC, got %s", shape_str(logp))) end
     check_target("nll_loss", logp, target)
-    local picked = logp:gather(2, target:view(-1, 1)):view(-1)
+    local picked = logp:gather(2, target:view(-1, 1), "nll_loss"):view(-1)
     return reduce("nll_loss", -picked, opts and opts.reduction)
 end
 
@@ -189,7 +189,7 @@ function M.cross_entropy(logits, target, opts)
     local e = opts.label_smoothing or 0
     if not (e >= 0 and e < 1) then fail(fmt("cross_entropy: label_smoothing must be in [0, 1), got %s", tostring(e))) end
     local logp = logits:log_softmax(2)
-    local loss = -logp:gather(2, target:view(-1, 1)):view(-1)
+    local loss = -logp:gather(2, target:view(-1, 1), "cross_entropy"):view(-1)
     if e > 0 then loss = loss * (1 - e) - logp:mean(2) * e end
     return reduce("cross_entropy", loss, opts.reduction)
 end
