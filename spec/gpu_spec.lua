@@ -692,6 +692,16 @@ describe("gpu tensors: autograd, nn and optimisers", function()
                 check(g.gw, c.gw, w_ .. " grad weight", RED)
                 check(g.gb, c.gb, w_ .. " grad bias", RED)
             end
+            -- the 1-D ops, the 2-D ones over a height of 1
+            local x, w = rnd({2, 3, 12}, dt, -1, 1), rnd({4, 3, 3}, dt, -1, 1)
+            local y1 = {}
+            for _, dev in ipairs({G, CPU}) do
+                local y = F.conv1d(x:to(dev), w:to(dev), {padding = 1, dilation = 2})
+                y1[#y1 + 1] = {y = y, m = F.max_pool1d(y, 2), a = F.avg_pool1d(y, 3, {stride = 1})}
+            end
+            check(y1[1].y, y1[2].y, dt .. " conv1d", RED)
+            check(y1[1].m, y1[2].m, dt .. " max_pool1d", RED)
+            check(y1[1].a, y1[2].a, dt .. " avg_pool1d", RED)
         end
     end)
 

@@ -311,6 +311,147 @@ describe("nn.functional.avg_pool2d and adaptive_avg_pool2d", function()
     end)
 end)
 
+-- The 1-D ops from their definitions over x N×C×L: for output l, the
+-- window's positions (l-1)*s - p + (j-1)*d + 1, j = 1..k, those inside x.
+local function ref_1d(x, k, s, p, d, reduce)
+    local X = x:totable()
+    local N, C, L = #X, #X[1], #X[1][1]
+    local ol = math.floor((L + 2 * p - d * (k - 1) - 1) / s) + 1
+    local Y = {}
+    for n = 1, N do
+        Y[n] = {}
+        for c = 1, C do
+            Y[n][c] = {}
+            for l = 1, ol do
+                local at = {}
+                for j = 1, k do at[j] = (l - 1) * s - p + (j - 1) * d + 1 end
+                Y[n][c][l] = reduce(X[n], c, at, L)
+            end
+        end
+    end
+    return Y
+end
+
+local function ref_conv1d(x, w, b, s, p, d)
+    local Wt, B = w:totable(), b and b:totable()
+    local O, C, k = #Wt, #Wt[1], #Wt[1][1]
+    local per_o = {}
+    for o = 1, O do
+        per_o[o] = ref_1d(x, k, s, p, d, function(Xn, _, at, L)
+            local sum = B and B[o] or 0
+            for c = 1, C do
+                for j = 1, k do
+                    if at[j] >= 1 and at[j] <= L then sum = sum + Xn[c][at[j]] * Wt[o][c][j] end
+                end
+            end
+            return sum
+        end)
+    end
+    local Y = {} -- per_o[o][n][1][l] -> Y[n][o][l] (the reduce ignored c; channel 1's rows hold it)
+    for n = 1, #per_o[1] do
+        Y[n] = {}
+        for o = 1, O do Y[n][o] = per_o[o][n][1] end
+    end
+    return Y
+end
+
+local function ref_pool1d(x, k, s, p, max)
+    return ref_1d(x, k, s, p, 1, function(Xn, c, at, L)
+        local r, arg = max and -math.huge or 0, nil
+        for j = 1, k do
+            local i = at[j]
+            if i >= 1 and i <= L then
+                if not max then r = r + Xn[c][i]
+                elseif Xn[c][i] > r then r, arg = Xn[c][i], i end
+            end
+        end
+        if max then return {r, arg} end
+        return r / k -- the padding's zeros count
+    end)
+end
+
+describe("nn.functional.conv1d, max_pool1d and avg_pool1d", function()
+    before_each(function() ordo.manual_seed(21) end)
+
+    it("match naive loops for strides, paddings and dilations", function()
+        local x = ordo.randn({2, 3, 11}, D)
+        local w = ordo.randn({4, 3, 3}, D)
+        local b = ordo.randn({4}, D)
+        for _, o in ipairs({{}, {stride = 2}, {padding = 1}, {stride = 3, padding = 2}, {dilation = 2, padding = 1},
+                            {dilation = 3, stride = 2}}) do
+            local want = ref_conv1d(x, w, b, o.stride or 1, o.padding or 0, o.dilation or 1)
+            local y = F.conv1d(x, w, b, o)
+            assert.same({2, 4, #want[1][1]}, y:shape())
+            close(y:totable(), want, 1e-12)
+        end
+        close(F.conv1d(x, w):totable(), ref_conv1d(x, w, nil, 1, 0, 1), 1e-12)
+        close(F.conv1d(x, w, {padding = 1}):totable(), ref_conv1d(x, w, nil, 1, 1, 1), 1e-12)
+        -- a 2-D (C, L) input, a transposed (non-contiguous) one
+        close(F.conv1d(x[2], w, b):totable(), ref_conv1d(x, w, b, 1, 0, 1)[2], 1e-12)
+        local xt = x:transpose(2, 3):contiguous():transpose(2, 3)
+        close(F.conv1d(xt, w, b):totable(), ref_conv1d(x, w, b, 1, 0, 1), 1e-12)
+        for _, c in ipairs({{2}, {3, {stride = 1}}, {3, {stride = 2, padding = 1}}, {4, {padding = 2}}}) do
+            local o = c[2] or {}
+            local s, p = o.stride or c[1], o.padding or 0
+            local mx = ref_pool1d(x, c[1], s, p, true)
+            local v, i = F.max_pool1d(x, c[1], {stride = o.stride, padding = o.padding, return_indices = true})
+            local vals, idx = {}, {}
+            for n = 1, #mx do
+                vals[n], idx[n] = {}, {}
+                for ch = 1, #mx[n] do
+                    vals[n][ch], idx[n][ch] = {}, {}
+                    for l = 1, #mx[n][ch] do vals[n][ch][l], idx[n][ch][l] = mx[n][ch][l][1], mx[n][ch][l][2] end
+                end
+            end
+            close(v:totable(), vals, 0)
+            assert.same(idx, i:totable())
+            close(F.avg_pool1d(x, c[1], o):totable(), ref_pool1d(x, c[1], s, p, false), 1e-12)
+        end
+        assert.same({3, 5}, F.max_pool1d(x[1], 2):shape())
+    end)
+
+    it("have gradients that agree with central differences", function()
+        local x = ordo.randn({2, 2, 7}, D):requires_grad()
+        local w = ordo.randn({3, 2, 3}, D):requires_grad()
+        local b = ordo.randn({3}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a, ww, bb) return F.conv1d(a, ww, bb, {stride = 2, padding = 1}) end,
+                                    {x, w, b}))
+        assert.is_true(ag.gradcheck(function(a, ww) return F.conv1d(a, ww, {dilation = 2}) end, {x, w}))
+        assert.is_true(ag.gradcheck(function(a) return F.max_pool1d(a, 3, {stride = 2, padding = 1}) end, {x}))
+        assert.is_true(ag.gradcheck(function(a) return F.avg_pool1d(a, 2, {stride = 1}) end, {x}))
+    end)
+
+    it("modules: Conv1d's parameters and init bounds, the pooling modules; bad arguments named", function()
+        local c = nn.Conv1d(3, 5, 4, {padding = 2})
+        assert.same({5, 3, 4}, c.weight:shape())
+        assert.same({5}, c.bias:shape())
+        local bound = 1 / math.sqrt(3 * 4)
+        assert.is_true(c.weight:abs():max():item() <= bound and c.bias:abs():max():item() <= bound)
+        local x = ordo.randn({2, 3, 9})
+        close(c(x):totable(), F.conv1d(x, c.weight, c.bias, {padding = 2}):totable(), 1e-6)
+        assert.same({2, 3, 4}, nn.MaxPool1d(2)(x):shape())
+        assert.same({2, 3, 5}, nn.AvgPool1d(3, {stride = 2, padding = 1})(x):shape())
+        assert.equals("Conv1d(3 -> 5, kernel 4, padding 2)", tostring(c):match("^[^\n]*"))
+        assert.is_nil(nn.Conv1d(2, 2, 3, {bias = false}).bias)
+        assert.matches("conv1d: input of shape 2x3x9 has 3 channels but weight of shape 5x2x4 expects 2",
+                       err_of(F.conv1d, x, ordo.randn({5, 2, 4})), 1, true)
+        assert.matches("conv1d: weight must be 3-D", err_of(F.conv1d, x, ordo.randn({5, 3, 2, 2})), 1, true)
+        assert.matches("conv1d: expected a 3-D input (N, C, L) or a 2-D one (C, L), got shape 9",
+                       err_of(F.conv1d, ordo.randn({9}), c.weight), 1, true)
+        assert.matches("conv1d: kernel 4 (dilation 3) is larger than the padded input",
+                       err_of(F.conv1d, ordo.randn({1, 3, 5}), c.weight, {dilation = 3}), 1, true)
+        assert.matches("conv1d: stride must be a positive integer, got table",
+                       err_of(F.conv1d, x, c.weight, {stride = {1, 2}}), 1, true)
+        assert.matches("conv1d: bias must have shape 5", err_of(F.conv1d, x, c.weight, ordo.randn({4})), 1, true)
+        assert.matches("max_pool1d: padding 2 must be at most half the kernel 3",
+                       err_of(F.max_pool1d, x, 3, {padding = 2}), 1, true)
+        assert.matches("avg_pool1d: kernel 12 is larger than the padded input 9",
+                       err_of(F.avg_pool1d, x, 12), 1, true)
+        assert.matches("MaxPool1d: kernel_size must be a positive integer, got 0", err_of(nn.MaxPool1d, 0), 1, true)
+        assert.matches("Conv1d: unknown option", err_of(nn.Conv1d, 1, 1, 1, {strides = 2}), 1, true)
+    end)
+end)
+
 describe("nn.functional.batch_norm", function()
     before_each(function() ordo.manual_seed(5) end)
 

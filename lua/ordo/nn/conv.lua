@@ -1,4 +1,5 @@
--- ordo.nn.conv: 2-d convolution, max pooling and batch normalisation.
+-- ordo.nn.conv: convolution and pooling (1-d and 2-d) and batch
+-- normalisation.
 --
 --   local y = F.conv2d(x, w, b, {stride = 1, padding = 1})   -- x N×C×H×W, w O×C×kh×kw
 --   local p = F.max_pool2d(y, 2)                             -- N×O×(H/2)×(W/2)
@@ -12,8 +13,12 @@
 -- pushes a handful of big kernels per layer rather than dozens of small
 -- elementwise ops.
 --
--- install(nn) adds the functions to nn.functional and the modules Conv2d,
--- MaxPool2d, BatchNorm1d and BatchNorm2d to nn (ordo.nn calls it).
+-- The 1-d ops (conv1d, max_pool1d, avg_pool1d) are the 2-d ones over
+-- inputs of height 1.
+--
+-- install(nn) adds the functions to nn.functional and the modules (Conv1d,
+-- Conv2d, the pooling layers, BatchNorm1d, BatchNorm2d) to nn (ordo.nn
+-- calls it).
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
@@ -86,6 +91,28 @@ end
 
 -- ---------------------------------------------------------------- conv2d
 
+-- Input and weight of a convolution: float, one dtype; nd the weight's dims.
+local function check_float_pair(fname, x, weight, nd, dims)
+    local dt = x:dtype()
+    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    if weight:dim() ~= nd then fail(fmt("%s: weight must be %d-D %s, got shape %s", fname, nd, dims, shape_str(weight))) end
+    if weight:dtype() ~= dt then
+        fail(fmt("%s: input is %s but weight is %s (convert one with :to())", fname, dt, weight:dtype()))
+    end
+    return dt
+end
+
+-- A bias of one element per output channel (O of them), or nil.
+local function check_bias(fname, bias, weight, O, dt)
+    if bias == nil then return end
+    check_tensor(fname, "bias", bias)
+    if bias:dim() ~= 1 or bias:size(1) ~= O then
+        fail(fmt("%s: bias must have shape %d (one per output channel of weight %s), got %s", fname, O,
+                 shape_str(weight), shape_str(bias)))
+    end
+    if bias:dtype() ~= dt then fail(fmt("%s: input is %s but bias is %s", fname, dt, bias:dtype())) end
+end
+
 -- Two ways to lay the products out (M.conv_layout; both are tested):
 -- "batched" (default): cols N × CKK × L (CKK = C·kh·kw, L = oh·ow) and one
 --   GEMM per image (matmul's batched form with W shared); the weight
@@ -114,14 +141,7 @@ function M.conv2d(x, weight, bias, opts)
     local sh, sw = pair(fname, "stride", opts.stride or 1)
     local ph, pw = pair(fname, "padding", opts.padding or 0, true)
     local dh, dw = pair(fname, "dilation", opts.dilation or 1)
-    local dt = x:dtype()
-    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
-    if weight:dim() ~= 4 then
-        fail(fmt("%s: weight must be 4-D (out_channels, in_channels, kh, kw), got shape %s", fname, shape_str(weight)))
-    end
-    if weight:dtype() ~= dt then
-        fail(fmt("%s: input is %s but weight is %s (convert one with :to())", fname, dt, weight:dtype()))
-    end
+    local dt = check_float_pair(fname, x, weight, 4, "(out_channels, in_channels, kh, kw)")
     local xb, unbatched = batched(fname, x)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local ws = shape_of(weight)
@@ -130,14 +150,7 @@ function M.conv2d(x, weight, bias, opts)
         fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), Cin,
                  shape_str(weight), ws[2]))
     end
-    if bias ~= nil then
-        check_tensor(fname, "bias", bias)
-        if bias:dim() ~= 1 or bias:size(1) ~= O then
-            fail(fmt("%s: bias must have shape %d (one per output channel of weight %s), got %s", fname, O,
-                     shape_str(weight), shape_str(bias)))
-        end
-        if bias:dtype() ~= dt then fail(fmt("%s: input is %s but bias is %s", fname, dt, bias:dtype())) end
-    end
+    check_bias(fname, bias, weight, O, dt)
     local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
     if not oh or not ow then
         fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
@@ -270,6 +283,99 @@ function M.avg_pool2d(x, k, opts)
     local y = M.conv2d(xb:reshape(N * Cc, 1, H, W), w, nil, {stride = {sh, sw}, padding = {ph, pw}})
     y = y:reshape(N, Cc, y:size(3), y:size(4))
     return unbatched and y:squeeze(1) or y
+end
+
+-- ---------------------------------------------------------------- 1-D: conv1d, max_pool1d, avg_pool1d
+
+-- The 1-D ops are the 2-D ones over inputs of height 1: x N×C×L (or C×L)
+-- becomes N×C×1×L, each window 1×k; the gradients are the 2-D ops'.
+
+-- An integer option of a 1-D op: positive, or >= 0 when zero_ok.
+local function single(fname, what, v, zero_ok)
+    if type(v) ~= "number" or v ~= floor(v) or v < (zero_ok and 0 or 1) then
+        fail(fmt("%s: %s must be a %s integer, got %s", fname, what, zero_ok and "non-negative" or "positive",
+                 type(v) == "number" and tostring(v) or typename(v)))
+    end
+    return v
+end
+
+-- x as N×C×1×L, and whether it came without a batch dim.
+local function as_2d(fname, x)
+    check_tensor(fname, "input", x)
+    local nd = x:dim()
+    if nd == 3 then return x:unsqueeze(3), false end
+    if nd == 2 then return x:unsqueeze(1):unsqueeze(3), true end
+    fail(fmt("%s: expected a 3-D input (N, C, L) or a 2-D one (C, L), got shape %s", fname, shape_str(x)))
+end
+
+local function back_to_1d(y, unbatched)
+    y = y:squeeze(3)
+    return unbatched and y:squeeze(1) or y
+end
+
+-- conv1d(x, weight [, bias] [, {stride=1, padding=0, dilation=1}]):
+-- x N×C×L (or C×L), weight O×C×k, bias O or nil.
+function M.conv1d(x, weight, bias, opts)
+    local fname = "conv1d"
+    if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    local x4, unbatched = as_2d(fname, x)
+    check_tensor(fname, "weight", weight)
+    opts = opts_of(fname, opts, CONV_OPTS)
+    local s = single(fname, "stride", opts.stride or 1)
+    local p = single(fname, "padding", opts.padding or 0, true)
+    local d = single(fname, "dilation", opts.dilation or 1)
+    local dt = check_float_pair(fname, x, weight, 3, "(out_channels, in_channels, k)")
+    local C, k = x4:size(2), weight:size(3)
+    if weight:size(2) ~= C then
+        fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), C,
+                 shape_str(weight), weight:size(2)))
+    end
+    check_bias(fname, bias, weight, weight:size(1), dt)
+    local L = x4:size(4)
+    if not out_size(L, k, s, p, d) then
+        fail(fmt("%s: kernel %d%s is larger than the padded input %d (input %s, padding %d)", fname, k,
+                 d ~= 1 and fmt(" (dilation %d)", d) or "", L + 2 * p, shape_str(x), p))
+    end
+    local y = M.conv2d(x4, weight:unsqueeze(3), bias, {stride = {1, s}, padding = {0, p}, dilation = {1, d}})
+    return back_to_1d(y, unbatched)
+end
+
+-- The window of a 1-D pooling op, checked: k, {stride, padding} as the
+-- 2-D op takes them.
+local function window_1d(fname, x, k, opts, allowed)
+    if type(k) == "table" and getmetatable(k) == nil and opts == nil then k, opts = nil, k end
+    if k == nil then fail(fname .. ": expected a kernel size (an integer)") end
+    opts = opts_of(fname, opts, allowed)
+    k = single(fname, "kernel size", k)
+    local s = opts.stride == nil and k or single(fname, "stride", opts.stride)
+    local p = single(fname, "padding", opts.padding or 0, true)
+    if 2 * p > k then fail(fmt("%s: padding %d must be at most half the kernel %d", fname, p, k)) end
+    local x4, unbatched = as_2d(fname, x)
+    if not out_size(x4:size(4), k, s, p, 1) then
+        fail(fmt("%s: kernel %d is larger than the padded input %d (input %s, padding %d)", fname, k,
+                 x4:size(4) + 2 * p, shape_str(x), p))
+    end
+    return opts, x4, unbatched, {1, k}, {stride = {1, s}, padding = {0, p}}
+end
+
+-- max_pool1d(x, kernel [, {stride=kernel, padding=0, return_indices=false}]):
+-- the max of each window; with return_indices also the int64 index (from
+-- 1) of each max along L.
+function M.max_pool1d(x, k, opts)
+    local x4, unbatched, k2, o2
+    opts, x4, unbatched, k2, o2 = window_1d("max_pool1d", x, k, opts, POOL_OPTS)
+    o2.return_indices = opts.return_indices
+    local y, idx = M.max_pool2d(x4, k2, o2)
+    if idx then return back_to_1d(y, unbatched), back_to_1d(idx, unbatched) end
+    return back_to_1d(y, unbatched)
+end
+
+-- avg_pool1d(x, kernel [, {stride=kernel, padding=0}]): the mean of each
+-- window, the padding's zeros counted (as avg_pool2d).
+function M.avg_pool1d(x, k, opts)
+    local _, x4, unbatched, k2, o2 = window_1d("avg_pool1d", x, k, opts, AVGPOOL_OPTS)
+    if not FLOATS[x:dtype()] then fail("avg_pool1d: input must be float32 or float64, got " .. x:dtype()) end
+    return back_to_1d(M.avg_pool2d(x4, k2, o2), unbatched)
 end
 
 -- The rows [floor(i n / out) + 1, ceil((i + 1) n / out)] that output i of
@@ -422,6 +528,7 @@ function M.install(nn)
     local F = nn.functional
     F.conv2d, F.max_pool2d, F.batch_norm = M.conv2d, M.max_pool2d, M.batch_norm
     F.avg_pool2d, F.adaptive_avg_pool2d = M.avg_pool2d, M.adaptive_avg_pool2d
+    F.conv1d, F.max_pool1d, F.avg_pool1d = M.conv1d, M.max_pool1d, M.avg_pool1d
     local Module, init = nn.Module, nn.init
 
     local check_count = util.check_positive_int
@@ -467,6 +574,59 @@ function M.install(nn)
         end
         return s .. (self.bias and "" or ", no bias")
     end
+
+    -- Conv1d(in_channels, out_channels, kernel_size [, {stride=1, padding=0,
+    -- dilation=1, bias=true, dtype="float32", device=}]), drawn as Conv2d
+    -- (fan_in = C·k).
+    local Conv1d = Module:extend("Conv1d")
+    nn.Conv1d = Conv1d
+    function Conv1d:init(cin, cout, k, opts)
+        check_count("Conv1d", "in_channels", cin)
+        check_count("Conv1d", "out_channels", cout)
+        opts = opts_of("Conv1d", opts, CONV2D_OPTS)
+        self.in_channels, self.out_channels = cin, cout
+        self.kernel_size = single("Conv1d", "kernel_size", k)
+        self.stride = single("Conv1d", "stride", opts.stride or 1)
+        self.padding = single("Conv1d", "padding", opts.padding or 0, true)
+        self.dilation = single("Conv1d", "dilation", opts.dilation or 1)
+        local topts = util.param_opts(opts)
+        local w = tensor.empty({cout, cin, k}, topts)
+        init.kaiming_uniform_(w, sqrt(5))
+        self:register_parameter("weight", w)
+        if opts.bias ~= false then
+            local bound = 1 / sqrt(cin * k)
+            self:register_parameter("bias", init.uniform_(tensor.empty({cout}, topts), -bound, bound))
+        end
+    end
+    function Conv1d:forward(x)
+        return M.conv1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding, dilation = self.dilation})
+    end
+    function Conv1d:extra_repr()
+        local s = fmt("%d -> %d, kernel %d", self.in_channels, self.out_channels, self.kernel_size)
+        if self.stride ~= 1 then s = s .. fmt(", stride %d", self.stride) end
+        if self.padding ~= 0 then s = s .. fmt(", padding %d", self.padding) end
+        if self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
+        return s .. (self.bias and "" or ", no bias")
+    end
+
+    -- MaxPool1d / AvgPool1d(kernel_size [, {stride=kernel_size, padding=0}])
+    local function pool1d_class(name, f)
+        local cls = Module:extend(name)
+        nn[name] = cls
+        function cls:init(k, opts)
+            opts = opts_of(name, opts, AVGPOOL_OPTS)
+            self.kernel_size = single(name, "kernel_size", k)
+            self.stride = opts.stride == nil and self.kernel_size or single(name, "stride", opts.stride)
+            self.padding = single(name, "padding", opts.padding or 0, true)
+            if 2 * self.padding > self.kernel_size then
+                fail(fmt("%s: padding %d must be at most half the kernel %d", name, self.padding, self.kernel_size))
+            end
+        end
+        function cls:forward(x) return f(x, self.kernel_size, {stride = self.stride, padding = self.padding}) end
+        function cls:extra_repr() return fmt("kernel %d, stride %d", self.kernel_size, self.stride) end
+    end
+    pool1d_class("MaxPool1d", M.max_pool1d)
+    pool1d_class("AvgPool1d", M.avg_pool1d)
 
     -- MaxPool2d(kernel_size [, {stride=kernel_size, padding=0}])
     local MaxPool2d = Module:extend("MaxPool2d")
