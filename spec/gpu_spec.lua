@@ -702,6 +702,16 @@ describe("gpu tensors: autograd, nn and optimisers", function()
             check(y1[1].y, y1[2].y, dt .. " conv1d", RED)
             check(y1[1].m, y1[2].m, dt .. " max_pool1d", RED)
             check(y1[1].a, y1[2].a, dt .. " avg_pool1d", RED)
+            -- conv_transpose2d, forward and backward
+            local xt, wt, bt = rnd({2, 3, 4, 4}, dt, -1, 1), rnd({3, 2, 3, 3}, dt, -1, 1), rnd({2}, dt, -1, 1)
+            local tr = {}
+            for _, dev in ipairs({G, CPU}) do
+                local xd, wd, bd = xt:to(dev):requires_grad(), wt:to(dev):requires_grad(), bt:to(dev):requires_grad()
+                local y = F.conv_transpose2d(xd, wd, bd, {stride = 2, padding = 1, output_padding = 1})
+                ;(y * y):sum():backward()
+                tr[#tr + 1] = {y = y, gx = xd.grad, gw = wd.grad, gb = bd.grad}
+            end
+            for _, k in ipairs({"y", "gx", "gw", "gb"}) do check(tr[1][k], tr[2][k], dt .. " conv_transpose2d " .. k, RED) end
         end
     end)
 

@@ -311,6 +311,117 @@ describe("nn.functional.avg_pool2d and adaptive_avg_pool2d", function()
     end)
 end)
 
+-- conv_transpose2d from its definition: each input element scatters
+-- x[n][ci][h][w] * w[ci][co][a][b] to y[n][co][h*sh - ph + a*dh][w*sw - pw + b*dw]
+-- (0-based), what falls outside the output dropped.
+local function ref_conv_transpose(x, w, b, stride, padding, output_padding, dilation)
+    local sh, sw = pair(stride or 1)
+    local ph, pw = pair(padding or 0)
+    local oph, opw = pair(output_padding or 0)
+    local dh, dw = pair(dilation or 1)
+    local X, Wt, B = x:totable(), w:totable(), b and b:totable()
+    local N, Ci, H, W = #X, #X[1], #X[1][1], #X[1][1][1]
+    local Co, kh, kw = #Wt[1], #Wt[1][1], #Wt[1][1][1]
+    local Ho = (H - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    local Wo = (W - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    local Y = {}
+    for n = 1, N do
+        Y[n] = {}
+        for co = 1, Co do
+            Y[n][co] = {}
+            for i = 1, Ho do
+                Y[n][co][i] = {}
+                for j = 1, Wo do Y[n][co][i][j] = B and B[co] or 0 end
+            end
+        end
+        for ci = 1, Ci do
+            for h = 0, H - 1 do
+                for ww = 0, W - 1 do
+                    for co = 1, Co do
+                        for a = 0, kh - 1 do
+                            for bb = 0, kw - 1 do
+                                local i, j = h * sh - ph + a * dh, ww * sw - pw + bb * dw
+                                if i >= 0 and i < Ho and j >= 0 and j < Wo then
+                                    local row = Y[n][co][i + 1]
+                                    row[j + 1] = row[j + 1] + X[n][ci][h + 1][ww + 1] * Wt[ci][co][a + 1][bb + 1]
+                                end
+                            end
+                        end
+                    end
+                end
+            end
+        end
+    end
+    return Y
+end
+
+describe("nn.functional.conv_transpose2d", function()
+    before_each(function() ordo.manual_seed(23) end)
+
+    it("matches a naive scatter for strides, paddings, output paddings and dilations", function()
+        local x = ordo.randn({2, 3, 4, 5}, D)
+        local w = ordo.randn({3, 2, 3, 2}, D)
+        local b = ordo.randn({2}, D)
+        for _, o in ipairs({{}, {stride = 2}, {stride = 2, padding = 1, output_padding = 1}, {padding = 1},
+                            {stride = {2, 3}, output_padding = {1, 2}}, {dilation = 2, padding = 1},
+                            {stride = 3, dilation = {1, 2}, padding = {2, 1}, output_padding = {2, 0}}}) do
+            local want = ref_conv_transpose(x, w, b, o.stride, o.padding, o.output_padding, o.dilation)
+            local y = F.conv_transpose2d(x, w, b, o)
+            assert.same({2, 2, #want[1][1], #want[1][1][1]}, y:shape())
+            close(y:totable(), want, 1e-12)
+        end
+        close(F.conv_transpose2d(x, w):totable(), ref_conv_transpose(x, w, nil), 1e-12)
+        close(F.conv_transpose2d(x[1], w, b, {stride = 2}):totable(), ref_conv_transpose(x, w, b, 2)[1], 1e-12)
+        -- it undoes a strided conv2d's shape (9x9 and 10x10 both go to 5x5:
+        -- output_padding says which to go back to), and it is conv2d's
+        -- adjoint: <conv2d(z, k), u> = <z, conv_transpose2d(u, k)>
+        local k = ordo.randn({3, 2, 3, 3}, D)
+        for _, n in ipairs({9, 10}) do
+            local z = ordo.randn({1, 2, n, n}, D)
+            local down = F.conv2d(z, k, {stride = 2, padding = 1})
+            assert.same({1, 3, 5, 5}, down:shape())
+            local up = F.conv_transpose2d(down, k, {stride = 2, padding = 1, output_padding = n - 9})
+            assert.same({1, 2, n, n}, up:shape())
+            local u = ordo.randn({1, 3, 5, 5}, D)
+            close((down * u):sum():item(), (z * F.conv_transpose2d(u, k, {stride = 2, padding = 1,
+                                                                          output_padding = n - 9})):sum():item(), 1e-12)
+        end
+    end)
+
+    it("has gradients that agree with central differences", function()
+        local x = ordo.randn({2, 2, 3, 3}, D):requires_grad()
+        local w = ordo.randn({2, 3, 2, 3}, D):requires_grad()
+        local b = ordo.randn({3}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a, ww, bb)
+            return F.conv_transpose2d(a, ww, bb, {stride = 2, padding = 1, output_padding = 1})
+        end, {x, w, b}))
+        assert.is_true(ag.gradcheck(function(a, ww) return F.conv_transpose2d(a, ww, {dilation = 2}) end, {x, w}))
+    end)
+
+    it("ConvTranspose2d: shapes, Torch's init bounds; bad arguments named", function()
+        local m = nn.ConvTranspose2d(4, 6, 3, {stride = 2, padding = 1, output_padding = 1})
+        assert.same({4, 6, 3, 3}, m.weight:shape())
+        local bound = 1 / math.sqrt(6 * 9)
+        assert.is_true(m.weight:abs():max():item() <= bound and m.bias:abs():max():item() <= bound)
+        local x = ordo.randn({2, 4, 7, 7})
+        assert.same({2, 6, 14, 14}, m(x):shape())
+        assert.equals("ConvTranspose2d(4 -> 6, kernel 3x3, stride 2x2, padding 1x1, output_padding 1x1)",
+                      tostring(m):match("^[^\n]*"))
+        assert.matches("conv_transpose2d: input of shape 2x4x7x7 has 4 channels but weight of shape 3x6x3x3 expects 3",
+                       err_of(F.conv_transpose2d, x, ordo.randn({3, 6, 3, 3})), 1, true)
+        assert.matches("conv_transpose2d: output_padding 2x2 must be smaller than the stride 2x2",
+                       err_of(F.conv_transpose2d, x, m.weight, {stride = 2, output_padding = 2}), 1, true)
+        assert.matches("conv_transpose2d: the output would be -3x-3",
+                       err_of(F.conv_transpose2d, ordo.randn({1, 4, 1, 1}), m.weight, {padding = 3}), 1, true)
+        assert.matches("conv_transpose2d: bias must have shape 6", err_of(F.conv_transpose2d, x, m.weight,
+                                                                          ordo.randn({4})), 1, true)
+        assert.matches("conv_transpose2d: input must be float32 or float64, got int32",
+                       err_of(F.conv_transpose2d, ordo.zeros({1, 4, 2, 2}, "int32"), m.weight), 1, true)
+        assert.matches("ConvTranspose2d: output_padding 1x1 must be smaller than the stride 1x1",
+                       err_of(nn.ConvTranspose2d, 2, 2, 3, {output_padding = 1}), 1, true)
+    end)
+end)
+
 -- The 1-D ops from their definitions over x N×C×L: for output l, the
 -- window's positions (l-1)*s - p + (j-1)*d + 1, j = 1..k, those inside x.
 local function ref_1d(x, k, s, p, d, reduce)

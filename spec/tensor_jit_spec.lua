@@ -11,7 +11,7 @@ local jit_util = require "jit.util"
 local NOT_HOT = {totable = true, __tostring = true, save = true, load = true}
 -- nn.functional's convolution-network layers: one call costs far more in
 -- its kernels than the interpreter adds, so they keep their closures.
-local NN_HEAVY = {conv2d = true, max_pool2d = true, batch_norm = true}
+local NN_HEAVY = {conv2d = true, conv_transpose2d = true, max_pool2d = true, batch_norm = true}
 
 describe("tensor ops compile under LuaJIT", function()
     it("no op wrapper holds a closure", function()

@@ -209,6 +209,75 @@ function M.conv2d(x, weight, bias, opts)
     return y
 end
 
+-- ---------------------------------------------------------------- conv_transpose2d
+
+local TCONV_OPTS = {stride = true, padding = true, output_padding = true, dilation = true}
+
+-- conv_transpose2d(x, weight [, bias] [, {stride=1, padding=0,
+-- output_padding=0, dilation=1}]): the adjoint of conv2d (its gradient
+-- with respect to its input), which upsamples: x N×Cin×H×W (or Cin×H×W),
+-- weight Cin×Cout×kh×kw (Torch's layout), bias Cout; the output is
+-- Hout = (H - 1) sh - 2 ph + dh (kh - 1) + oph + 1 high, likewise wide.
+-- output_padding (< stride) adds rows and columns at the end, to reach
+-- the size a strided conv2d came from.  The forward is conv2d's input
+-- gradient (matmul, col2im); its gradients are conv2d's forward (im2col,
+-- matmul) and its weight product.
+function M.conv_transpose2d(x, weight, bias, opts)
+    local fname = "conv_transpose2d"
+    if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    check_tensor(fname, "input", x)
+    check_tensor(fname, "weight", weight)
+    opts = opts_of(fname, opts, TCONV_OPTS)
+    local sh, sw = pair(fname, "stride", opts.stride or 1)
+    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    local oph, opw = pair(fname, "output_padding", opts.output_padding or 0, true)
+    local dh, dw = pair(fname, "dilation", opts.dilation or 1)
+    if oph >= sh or opw >= sw then
+        fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", fname, oph, opw, sh, sw))
+    end
+    local dt = check_float_pair(fname, x, weight, 4, "(in_channels, out_channels, kh, kw)")
+    local xb, unbatched = batched(fname, x)
+    local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    local ws = shape_of(weight)
+    local Cout, kh, kw = ws[2], ws[3], ws[4]
+    if ws[1] ~= Cin then
+        fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), Cin,
+                 shape_str(weight), ws[1]))
+    end
+    check_bias(fname, bias, weight, Cout, dt)
+    local Ho = (H - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    local Wo = (W - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    if Ho < 1 or Wo < 1 then
+        fail(fmt("%s: the output would be %dx%d: padding %dx%d is too large for input %s and kernel %dx%d", fname, Ho,
+                 Wo, ph, pw, shape_str(x), kh, kw))
+    end
+    local L, CKK = H * W, Cout * kh * kw
+    local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
+
+    local y
+    no_grad(function()
+        local cols = tensor.matmul(weight:reshape(Cin, CKK):t(), xb:reshape(N, Cin, L)) -- N × CKK × L
+        y = new_on(fname, xb, {N, Cout, Ho, Wo}, xb._c.dtype)
+        push(K_COL2IM, fname, 0, {cols}, {y}, nil, ip)
+        if bias ~= nil then y = y + bias:view(1, Cout, 1, 1) end
+    end)
+
+    record("conv_transpose2d", y, {xb, weight, bias, n = 3}, function(g)
+        local gx, gw, gb
+        local gcols = new_on(fname, g, {N, CKK, L}, g._c.dtype)
+        push(K_IM2COL, fname, 0, {g:contiguous()}, {gcols}, nil, ip)
+        if xb._rg then gx = tensor.matmul(weight:reshape(Cin, CKK), gcols):view(N, Cin, H, W) end
+        if weight._rg then
+            gw = tensor.matmul(xb:reshape(N, Cin, L), gcols:transpose(2, 3)):sum(1):view(Cin, Cout, kh, kw)
+        end
+        if bias ~= nil and bias._rg then gb = g:sum(4):sum(3):sum(1) end
+        return gx, gw, gb
+    end, {weight, xb})
+
+    if unbatched then return y:squeeze(1) end
+    return y
+end
+
 -- ---------------------------------------------------------------- max_pool2d
 
 local POOL_OPTS = {stride = true, padding = true, return_indices = true}
@@ -529,6 +598,7 @@ function M.install(nn)
     F.conv2d, F.max_pool2d, F.batch_norm = M.conv2d, M.max_pool2d, M.batch_norm
     F.avg_pool2d, F.adaptive_avg_pool2d = M.avg_pool2d, M.adaptive_avg_pool2d
     F.conv1d, F.max_pool1d, F.avg_pool1d = M.conv1d, M.max_pool1d, M.avg_pool1d
+    F.conv_transpose2d = M.conv_transpose2d
     local Module, init = nn.Module, nn.init
 
     local check_count = util.check_positive_int
@@ -571,6 +641,54 @@ function M.install(nn)
         end
         if self.dilation[1] ~= 1 or self.dilation[2] ~= 1 then
             s = s .. fmt(", dilation %dx%d", self.dilation[1], self.dilation[2])
+        end
+        return s .. (self.bias and "" or ", no bias")
+    end
+
+    -- ConvTranspose2d(in_channels, out_channels, kernel_size [, {stride=1,
+    -- padding=0, output_padding=0, dilation=1, bias=true, dtype, device}]):
+    -- weight in_channels × out_channels × kh × kw, drawn as Torch draws it
+    -- (fan_in = out_channels·kh·kw, the weight's dim 2 on).
+    local ConvTranspose2d = Module:extend("ConvTranspose2d")
+    nn.ConvTranspose2d = ConvTranspose2d
+    local TCONV2D_OPTS = {stride = true, padding = true, output_padding = true, dilation = true, bias = true,
+                          dtype = true, device = true}
+    function ConvTranspose2d:init(cin, cout, k, opts)
+        local name = "ConvTranspose2d"
+        check_count(name, "in_channels", cin)
+        check_count(name, "out_channels", cout)
+        opts = opts_of(name, opts, TCONV2D_OPTS)
+        local kh, kw = pair(name, "kernel_size", k)
+        self.in_channels, self.out_channels, self.kernel_size = cin, cout, {kh, kw}
+        self.stride = {pair(name, "stride", opts.stride or 1)}
+        self.padding = {pair(name, "padding", opts.padding or 0, true)}
+        self.output_padding = {pair(name, "output_padding", opts.output_padding or 0, true)}
+        self.dilation = {pair(name, "dilation", opts.dilation or 1)}
+        if self.output_padding[1] >= self.stride[1] or self.output_padding[2] >= self.stride[2] then
+            fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", name, self.output_padding[1],
+                     self.output_padding[2], self.stride[1], self.stride[2]))
+        end
+        local topts = util.param_opts(opts)
+        local w = tensor.empty({cin, cout, kh, kw}, topts)
+        init.kaiming_uniform_(w, sqrt(5))
+        self:register_parameter("weight", w)
+        if opts.bias ~= false then
+            local bound = 1 / sqrt(cout * kh * kw)
+            self:register_parameter("bias", init.uniform_(tensor.empty({cout}, topts), -bound, bound))
+        end
+    end
+    function ConvTranspose2d:forward(x)
+        return M.conv_transpose2d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
+                                  output_padding = self.output_padding, dilation = self.dilation})
+    end
+    function ConvTranspose2d:extra_repr()
+        local s = fmt("%d -> %d, kernel %dx%d, stride %dx%d", self.in_channels, self.out_channels,
+                      self.kernel_size[1], self.kernel_size[2], self.stride[1], self.stride[2])
+        if self.padding[1] ~= 0 or self.padding[2] ~= 0 then
+            s = s .. fmt(", padding %dx%d", self.padding[1], self.padding[2])
+        end
+        if self.output_padding[1] ~= 0 or self.output_padding[2] ~= 0 then
+            s = s .. fmt(", output_padding %dx%d", self.output_padding[1], self.output_padding[2])
         end
         return s .. (self.bias and "" or ", no bias")
     end
