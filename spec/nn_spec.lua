@@ -76,6 +76,32 @@ describe("nn modules", function()
         for _, p in ipairs(net:parameters()) do assert.is_nil(p.grad) end
     end)
 
+    it("a module assigned to a field is a child, as in Torch; other fields are not registered", function()
+        local Net = nn.Module:extend("AssignNet")
+        function Net:init()
+            self.encoder = nn.Linear(3, 4)
+            self.decoder = nn.Sequential(nn.Tanh(), nn.Linear(4, 2))
+            self.sizes = {3, 4, 2}         -- a plain table
+            self.mask = ordo.ones({4})     -- a tensor: not a parameter without register_parameter
+            self.encoder = nn.Linear(3, 4) -- assigned again: still one child, in its first place
+        end
+        function Net:forward(x) return self.decoder(self.encoder(x) * self.mask) end
+        local net = Net()
+        local names = {}
+        for _, np in ipairs(net:named_parameters()) do names[#names + 1] = np.name end
+        assert.same({"encoder.weight", "encoder.bias", "decoder.2.weight", "decoder.2.bias"}, names)
+        assert.same({"encoder", "decoder"}, {net:children()[1][1], net:children()[2][1]})
+        net:eval()
+        assert.is_false(net.decoder.training)
+        local path = os.tmpname()
+        net:save(path)
+        local other = Net()
+        other:load(path)
+        os.remove(path)
+        local x = ordo.randn({2, 3})
+        assert.same(net(x):totable(), other(x):totable())
+    end)
+
     it("activations and Flatten", function()
         local x = ordo.tensor({{-1, 2}, {3, -4}})
         assert.same({{0, 2}, {3, 0}}, nn.ReLU()(x):totable())

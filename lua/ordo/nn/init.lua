@@ -35,6 +35,19 @@ M.Module = Module
 
 local function instance_call(self, ...) return self:forward(...) end
 
+-- A module assigned to a new field of a module (self.lstm = nn.LSTM(...)
+-- in init) becomes its child, as in Torch: its parameters are the
+-- parent's, and it moves, trains and saves with it.  Anything else is a
+-- plain field; a tensor becomes a parameter only through
+-- register_parameter.
+local function module_newindex(self, name, v)
+    if type(v) == "table" and getmetatable(v) and rawget(getmetatable(v), "_class_name") and
+        type(v.parameters) == "function" and not self:_has(self._module_names, name) then
+        self._module_names[#self._module_names + 1] = name
+    end
+    rawset(self, name, v)
+end
+
 -- Cls = Base:extend("Name"): a subclass; Cls(...) makes an instance and
 -- calls Cls:init(...) on it.
 function Module:extend(name)
@@ -42,6 +55,7 @@ function Module:extend(name)
     local cls = {__name = "nn." .. name, _class_name = name}
     cls.__index = cls
     cls.__call = instance_call
+    cls.__newindex = module_newindex
     cls.__tostring = Module.__tostring
     setmetatable(cls, {__index = self, __call = function(c, ...) return c.new(...) end})
     cls.new = function(...)
