@@ -712,6 +712,16 @@ describe("gpu tensors: autograd, nn and optimisers", function()
                 tr[#tr + 1] = {y = y, gx = xd.grad, gw = wd.grad, gb = bd.grad}
             end
             for _, k in ipairs({"y", "gx", "gw", "gb"}) do check(tr[1][k], tr[2][k], dt .. " conv_transpose2d " .. k, RED) end
+            -- interpolate and group_norm (made of index_select and reductions), with gradients
+            local xi = rnd({2, 4, 3, 5}, dt, -1, 1)
+            local rs = {}
+            for _, dev in ipairs({G, CPU}) do
+                local xd = xi:to(dev):requires_grad()
+                local y = F.interpolate(F.group_norm(xd, 2), {size = {5, 8}, mode = "bilinear"})
+                ;(y * y):sum():backward()
+                rs[#rs + 1] = {y = y, n = F.interpolate(xd, {scale_factor = 2}), gx = xd.grad}
+            end
+            for _, k in ipairs({"y", "n", "gx"}) do check(rs[1][k], rs[2][k], dt .. " interpolate/group_norm " .. k, RED) end
         end
     end)
 

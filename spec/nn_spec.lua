@@ -195,6 +195,78 @@ describe("nn modules", function()
         assert.has_error(function() nn.LeakyReLU("x") end)
     end)
 
+    it("GroupNorm normalises each group of channels per sample, then scales and shifts per channel; gradcheck",
+       function()
+        local x = ordo.randn({2, 6, 3, 2}, D)
+        local gn = nn.GroupNorm(3, 6, {dtype = "float64"})
+        ordo.no_grad(function()
+            gn.weight:copy_(ordo.tensor({1, 2, 3, 4, 5, 6}, D))
+            gn.bias:copy_(ordo.tensor({0, -1, 1, 0.5, 0, 2}, D))
+        end)
+        local y, xt = gn(x):totable(), x:totable()
+        for n = 1, 2 do
+            for g = 0, 2 do -- channels 2g+1 and 2g+2, all 3x2 positions: 12 values
+                local m, v = 0, 0
+                for c = 2 * g + 1, 2 * g + 2 do
+                    for i = 1, 3 do for j = 1, 2 do m = m + xt[n][c][i][j] / 12 end end
+                end
+                for c = 2 * g + 1, 2 * g + 2 do
+                    for i = 1, 3 do for j = 1, 2 do v = v + (xt[n][c][i][j] - m) ^ 2 / 12 end end
+                end
+                local wt, bt = gn.weight:totable(), gn.bias:totable()
+                for c = 2 * g + 1, 2 * g + 2 do
+                    for i = 1, 3 do
+                        for j = 1, 2 do
+                            close(y[n][c][i][j], (xt[n][c][i][j] - m) / math.sqrt(v + 1e-5) * wt[c] + bt[c], 1e-9)
+                        end
+                    end
+                end
+            end
+        end
+        assert.equals(0, #nn.GroupNorm(2, 4, {affine = false}):parameters())
+        assert.equals("GroupNorm(3 groups, 6 channels, eps = 1e-05)", tostring(gn))
+        local u = ordo.randn({2, 4, 3}, D):requires_grad()
+        local w, b = ordo.randn({4}, D):requires_grad(), ordo.randn({4}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a, ww, bb) return F.group_norm(a, 2, ww, bb) end, {u, w, b}))
+        assert.is_true(ag.gradcheck(function(a) return F.group_norm(a, 4) end, {u}))
+        local ok, err = pcall(nn.GroupNorm, 4, 6)
+        assert.is_false(ok)
+        assert.matches("GroupNorm: num_groups 4 must divide num_channels 6", err, 1, true)
+        ok, err = pcall(gn, ordo.randn({2, 4, 3}, D))
+        assert.is_false(ok)
+        assert.matches("GroupNorm: expected an input of shape N x 6 x ..., got 2x4x3", err, 1, true)
+        ok, err = pcall(F.group_norm, u, 2, ordo.randn({3}, D))
+        assert.is_false(ok)
+        assert.matches("group_norm: weight must have shape 4 (one per channel), got 3", err, 1, true)
+    end)
+
+    it("Identity and ModuleList", function()
+        local x = ordo.randn({2, 3})
+        assert.equals(x, nn.Identity()(x))
+        local Net = nn.Module:extend("ListNet")
+        function Net:init()
+            self.layers = nn.ModuleList({nn.Linear(3, 4), nn.Linear(4, 4)})
+            self.layers:append(nn.Linear(4, 2))
+        end
+        function Net:forward(h)
+            for _, layer in self.layers:ipairs() do h = layer(h):tanh() end
+            return h
+        end
+        local net = Net()
+        assert.equals(3, net.layers:size())
+        assert.equals(6, #net:parameters())
+        assert.same({2, 2}, net(x):shape())
+        local names = {}
+        for _, np in ipairs(net:named_parameters()) do names[#names + 1] = np.name end
+        assert.equals("layers.3.bias", names[6])
+        local ok, err = pcall(net.layers.get, net.layers, 4)
+        assert.is_false(ok)
+        assert.matches("ModuleList: index 4 out of range 1..3", err, 1, true)
+        ok, err = pcall(net.layers, x)
+        assert.is_false(ok)
+        assert.matches("ModuleList: it has no forward of its own", err, 1, true)
+    end)
+
     it("LayerNorm normalises the last dims, with a learned scale and shift; gradcheck", function()
         local x = ordo.randn({3, 2, 4}, D)
         local ln = nn.LayerNorm({2, 4}, {dtype = "float64"})

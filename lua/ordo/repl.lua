@@ -275,8 +275,8 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
   files:   ordo.save(t_or_table, path)  ordo.load(path [, {device = d}])
   linalg:  matmul mm bmm mv dot outer trace tril triu diag   rearranging: flip roll tile
   indexing: gather index_select masked_select   nn.functional.one_hot(indices, n)
-Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvgPool2d BatchNorm1d/2d
-           LayerNorm Embedding Dropout ReLU ... Sequential,
+Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvgPool2d Upsample
+           BatchNorm1d/2d LayerNorm GroupNorm Embedding Dropout ReLU ... Sequential ModuleList,
            LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell),
            losses (CrossEntropyLoss MSELoss ...), nn.utils.clip_grad_norm_(params, max)
            ordo.optim: SGD Adam AdamW RMSprop (opt:zero_grad() opt:step()), optim.lr_scheduler.StepLR ...

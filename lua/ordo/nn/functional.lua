@@ -237,6 +237,39 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps)
     return y
 end
 
+-- group_norm(x, num_groups [, weight, bias, eps = 1e-5]): x N×C×… with
+-- its C channels in num_groups groups of consecutive channels, each
+-- group of each sample normalised over its channels and positions (the
+-- biased variance, as Torch), then scaled and shifted per channel by
+-- weight and bias (C each).  One group is LayerNorm over C×…; C groups
+-- are InstanceNorm.
+function M.group_norm(x, num_groups, weight, bias, eps)
+    check_tensor("group_norm", "input", x)
+    eps = eps or 1e-5
+    if x:dim() < 2 then fail(fmt("group_norm: expected an input of shape N x C x ..., got %s", shape_str(x))) end
+    local s = shape_of(x)
+    local C = s[2]
+    if type(num_groups) ~= "number" or num_groups < 1 or num_groups ~= math.floor(num_groups) or C % num_groups ~= 0 then
+        fail(fmt("group_norm: num_groups must be a positive integer that divides the %d channels of input %s, got %s",
+                 C, shape_str(x), tostring(num_groups)))
+    end
+    for what, t in pairs({weight = weight, bias = bias}) do -- (nil ones are not there)
+        check_tensor("group_norm", what, t)
+        if t:dim() ~= 1 or t:size(1) ~= C then
+            fail(fmt("group_norm: %s must have shape %d (one per channel), got %s", what, C, shape_str(t)))
+        end
+    end
+    local g = x:reshape(s[1], num_groups, -1)
+    local d = g - g:mean(3, true)
+    local y = (d / ((d * d):mean(3, true) + eps):sqrt()):reshape(s)
+    if weight == nil and bias == nil then return y end
+    local per_channel = {1, C}
+    for i = 3, #s do per_channel[i] = 1 end
+    if weight ~= nil then y = y * weight:view(per_channel) end
+    if bias ~= nil then y = y + bias:view(per_channel) end
+    return y
+end
+
 -- Rows of weight (num × dim) at the indices (int64 or int32, from 1, any
 -- shape): the result has the indices' shape and then dim.
 function M.embedding(indices, weight)

@@ -349,6 +349,39 @@ end
 function LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
 function LayerNorm:extra_repr() return fmt("%s, eps = %g", tensor.shape_str(self.normalized_shape), self.eps) end
 
+-- GroupNorm(num_groups, num_channels [, {eps = 1e-5, affine = true,
+-- dtype =, device =}]): group_norm with a learned weight (ones) and bias
+-- (zeros) per channel.
+local GroupNorm = Module:extend("GroupNorm")
+M.GroupNorm = GroupNorm
+function GroupNorm:init(groups, channels, opts)
+    check_int("GroupNorm", "num_groups", groups)
+    check_int("GroupNorm", "num_channels", channels)
+    if channels % groups ~= 0 then
+        fail(fmt("GroupNorm: num_groups %d must divide num_channels %d", groups, channels))
+    end
+    opts = opts_of("GroupNorm", opts)
+    self.num_groups, self.num_channels, self.eps = groups, channels, opts.eps or 1e-5
+    if opts.affine ~= false then
+        local topts = util.param_opts(opts)
+        self:register_parameter("weight", tensor.ones({channels}, topts))
+        self:register_parameter("bias", tensor.zeros({channels}, topts))
+    end
+end
+function GroupNorm:forward(x)
+    if is_tensor(x) and (x:dim() < 2 or x:size(2) ~= self.num_channels) then
+        fail(fmt("GroupNorm: expected an input of shape N x %d x ..., got %s", self.num_channels, shape_str(x)))
+    end
+    return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+end
+function GroupNorm:extra_repr() return fmt("%d groups, %d channels, eps = %g", self.num_groups, self.num_channels, self.eps) end
+
+-- Identity(): returns its input (a placeholder in a Sequential).
+local Identity = Module:extend("Identity")
+M.Identity = Identity
+function Identity:init() end
+function Identity:forward(x) return x end
+
 -- Embedding(num, dim [, {dtype =, device =}]): a learned table of num rows
 -- of dim, initialised N(0, 1) as Torch; forward(indices) gives the rows at
 -- the indices (from 1).
@@ -425,6 +458,41 @@ function Sequential:forward(x)
     return x
 end
 
+-- ModuleList({m1, m2, ...}): modules held as children (their parameters
+-- are the owner's) and called however the owner's forward likes:
+-- list:get(i), list:size(), list:append(m), `for i, m in list:ipairs()`.
+local ModuleList = Module:extend("ModuleList")
+M.ModuleList = ModuleList
+function ModuleList:init(list)
+    self.n = 0
+    if list ~= nil and (type(list) ~= "table" or getmetatable(list) ~= nil) then
+        fail("ModuleList: expected a table of modules, got " .. typename(list))
+    end
+    for _, m in ipairs(list or {}) do self:append(m) end
+end
+function ModuleList:append(m)
+    self.n = self.n + 1
+    self:add_module(tostring(self.n), m)
+    return self
+end
+function ModuleList:get(i)
+    if type(i) ~= "number" or i < 1 or i > self.n or i ~= math.floor(i) then
+        fail(fmt("ModuleList: index %s out of range 1..%d", tostring(i), self.n))
+    end
+    return self[tostring(i)]
+end
+function ModuleList:size() return self.n end
+function ModuleList:ipairs()
+    local i = 0
+    return function()
+        i = i + 1
+        if i <= self.n then return i, self[tostring(i)] end
+    end
+end
+function ModuleList:forward()
+    fail("ModuleList: it has no forward of its own; call its modules (list:get(i)) from the owner's forward")
+end
+
 -- ---------------------------------------------------------------- losses
 
 -- A loss module: its options (reduction: "mean", the default, "sum" or
@@ -488,6 +556,7 @@ end
 require("ordo.nn.conv").install(M)
 -- RNNCell, LSTMCell, GRUCell, RNN, LSTM, GRU
 require("ordo.nn.recurrent").install(M)
+require("ordo.nn.resample").install(M)
 
 -- nn.utils.clip_grad_norm_, clip_grad_value_
 M.utils = require "ordo.nn.utils"

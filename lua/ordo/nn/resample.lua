@@ -1,0 +1,162 @@
+-- ordo.nn.resample: resizing feature maps, F.interpolate and nn.Upsample.
+--
+--   local y = F.interpolate(x, {scale_factor = 2})                      -- nearest
+--   local z = F.interpolate(x, {size = {7, 9}, mode = "bilinear"})
+--
+-- x is N×C×L (modes "nearest", "linear") or N×C×H×W ("nearest",
+-- "bilinear").  Each spatial dim is resized on its own, output position i
+-- sampling the input at (0-based, Torch's rules):
+--   nearest:                 floor(i · r), r = in/out, or 1/scale_factor
+--                            when the size came from a scale factor
+--   linear, bilinear:        x = (i + 0.5) · r − 0.5, at least 0, between
+--                            floor(x) and the next element (the last one
+--                            repeats), weighted by how close x is to each;
+--   align_corners = true:    x = i · (in − 1) / (out − 1) (the corners
+--                            match exactly).
+-- A dim is one index_select (two and a weighted sum for linear), so the
+-- gradient is index_select's (index_add) and it runs on every device.
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+
+local fail, typename = util.fail, util.typename
+local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
+local fmt, floor, min = string.format, math.floor, math.min
+local type, tostring, ipairs = type, tostring, ipairs
+
+local M = {}
+
+local MODES = {nearest = {[3] = true, [4] = true}, linear = {[3] = true}, bilinear = {[4] = true}}
+local OPTS = {size = true, scale_factor = true, mode = true, align_corners = true}
+
+local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+
+-- v, or v[k] of a table of one per spatial dim (n of them), checked.
+local function per_dim(fname, what, v, n, positive_number)
+    local t = v
+    if type(v) ~= "table" then
+        t = {}
+        for k = 1, n do t[k] = v end
+    elseif #v ~= n then
+        fail(fmt("%s: %s needs %d value%s (one per spatial dim), got %d", fname, what, n, n > 1 and "s" or "", #v))
+    end
+    for k = 1, n do
+        local x = t[k]
+        if type(x) ~= "number" or not (x > 0) or x == math.huge or (not positive_number and x ~= floor(x)) then
+            fail(fmt("%s: %s must be %s, got %s", fname, what,
+                     positive_number and "positive numbers" or "positive integers", tostring(x)))
+        end
+    end
+    return t
+end
+
+-- x resized along dim d (1-based) to out elements; r: the input elements
+-- per output element.
+local function resize_dim(x, d, out, r, mode, align)
+    local n = x:size(d)
+    if mode == "nearest" then
+        local idx = {}
+        for i = 0, out - 1 do idx[i + 1] = min(floor(i * r), n - 1) + 1 end
+        return x:index_select(d, idx)
+    end
+    local lo, hi, w = {}, {}, {}
+    for i = 0, out - 1 do
+        local src
+        if align then
+            src = out > 1 and i * (n - 1) / (out - 1) or 0
+        else
+            src = (i + 0.5) * r - 0.5
+            if src < 0 then src = 0 end
+        end
+        local i0 = min(floor(src), n - 1)
+        lo[i + 1], hi[i + 1], w[i + 1] = i0 + 1, min(i0 + 1, n - 1) + 1, src - i0
+    end
+    local wshape = {}
+    for k = 1, x:dim() do wshape[k] = 1 end
+    wshape[d] = out
+    local wt = tensor.tensor(w, {dtype = x:dtype(), device = x:device()}):view(wshape)
+    local a = x:index_select(d, lo)
+    return a + (x:index_select(d, hi) - a) * wt
+end
+
+-- interpolate(x, {size = | scale_factor = [, mode = "nearest"] [,
+-- align_corners = false]}): x resized in its spatial dims (all but the
+-- first two).  size: the output's spatial size; scale_factor: how many
+-- times larger (the output size is floor(in · scale_factor)); a number for
+-- every dim or a table of one per dim.
+function M.interpolate(x, opts)
+    local fname = "interpolate"
+    if not is_tensor(x) then fail(fmt("%s: input must be a tensor, got %s", fname, typename(x))) end
+    opts = util.check_opts(fname, opts, OPTS)
+    local mode = opts.mode or "nearest"
+    if not MODES[mode] then
+        fail(fmt("%s: mode must be 'nearest', 'linear' or 'bilinear', got %s", fname, tostring(mode)))
+    end
+    local nd = x:dim()
+    if not MODES[mode][nd] then
+        fail(fmt("%s: mode '%s' takes a %s input, got shape %s", fname, mode,
+                 mode == "nearest" and "3-D (N, C, L) or 4-D (N, C, H, W)" or
+                 mode == "linear" and "3-D (N, C, L)" or "4-D (N, C, H, W)", shape_str(x)))
+    end
+    local dt = x:dtype()
+    if mode ~= "nearest" and dt ~= "float32" and dt ~= "float64" then
+        fail(fmt("%s: mode '%s' needs a float input, got %s", fname, mode, dt))
+    end
+    local align = opts.align_corners
+    if align ~= nil and type(align) ~= "boolean" then
+        fail(fmt("%s: align_corners must be a boolean, got %s", fname, typename(align)))
+    end
+    if align and mode == "nearest" then fail(fname .. ": align_corners applies to the linear modes only") end
+    if (opts.size == nil) == (opts.scale_factor == nil) then
+        fail(fmt("%s: give exactly one of size and scale_factor", fname))
+    end
+    local ns = nd - 2
+    local sizes, ratios = {}, {}
+    if opts.size ~= nil then
+        sizes = per_dim(fname, "size", opts.size, ns)
+        for k = 1, ns do ratios[k] = x:size(k + 2) / sizes[k] end
+    else
+        local sf = per_dim(fname, "scale_factor", opts.scale_factor, ns, true)
+        for k = 1, ns do
+            sizes[k] = floor(x:size(k + 2) * sf[k])
+            ratios[k] = 1 / sf[k]
+            if sizes[k] < 1 then
+                fail(fmt("%s: scale_factor %g makes dim %d of input %s empty", fname, sf[k], k + 2, shape_str(x)))
+            end
+        end
+    end
+    local y = x
+    for k = 1, ns do y = resize_dim(y, k + 2, sizes[k], ratios[k], mode, align) end
+    return y
+end
+
+function M.install(nn)
+    local F = nn.functional
+    F.interpolate = M.interpolate
+
+    -- Upsample({size = | scale_factor = [, mode = "nearest"] [,
+    -- align_corners = false]}): interpolate as a module.
+    local Upsample = nn.Module:extend("Upsample")
+    nn.Upsample = Upsample
+    function Upsample:init(opts)
+        opts = util.check_opts("Upsample", opts, OPTS)
+        if (opts.size == nil) == (opts.scale_factor == nil) then
+            fail("Upsample: give exactly one of size and scale_factor")
+        end
+        if opts.mode ~= nil and not MODES[opts.mode] then
+            fail(fmt("Upsample: mode must be 'nearest', 'linear' or 'bilinear', got %s", tostring(opts.mode)))
+        end
+        self.options = {size = opts.size, scale_factor = opts.scale_factor, mode = opts.mode or "nearest",
+                        align_corners = opts.align_corners}
+    end
+    function Upsample:forward(x) return M.interpolate(x, self.options) end
+    function Upsample:extra_repr()
+        local o = self.options
+        local what = o.size and "size " .. (type(o.size) == "table" and table.concat(o.size, "x") or tostring(o.size))
+            or "scale_factor " .. (type(o.scale_factor) == "table" and table.concat(o.scale_factor, "x")
+                                   or tostring(o.scale_factor))
+        return fmt("%s, mode %s%s", what, o.mode, o.align_corners and ", align_corners" or "")
+    end
+    return nn
+end
+
+return M

@@ -1,0 +1,146 @@
+-- nn.functional.interpolate and nn.Upsample (lua/ordo/nn/resample.lua):
+-- against Torch's published values and a plain-Lua reference that
+-- computes each output element from its four (two, one) neighbours, not
+-- dim by dim as the implementation does; gradients by gradcheck.
+local ordo = require "ordo"
+local nn, F = ordo.nn, ordo.nn.functional
+
+local D = {dtype = "float64"}
+
+local function close(a, b, tol, where)
+    tol = tol or 1e-12
+    if type(a) == "table" then
+        assert.equal(#b, #a, where)
+        for i = 1, #a do close(a[i], b[i], tol, (where or "") .. "[" .. i .. "]") end
+        return
+    end
+    assert(math.abs(a - b) <= tol * (1 + math.abs(b)), string.format("%s: %.15g vs %.15g", where or "value", a, b))
+end
+
+-- Where output i (0-based) of a dim of n inputs and out outputs samples
+-- the input: index lo, index hi and hi's weight (lo's is 1 - it).
+local function source(i, n, out, r, mode, align)
+    if mode == "nearest" then
+        local k = math.min(math.floor(i * r), n - 1)
+        return k, k, 0
+    end
+    local x
+    if align then x = out > 1 and i * (n - 1) / (out - 1) or 0
+    else x = math.max((i + 0.5) * r - 0.5, 0) end
+    local lo = math.min(math.floor(x), n - 1)
+    return lo, math.min(lo + 1, n - 1), x - lo
+end
+
+-- x N×C×H×W as nested tables -> the resized N×C×oh×ow
+local function ref2d(X, oh, ow, rh, rw, mode, align)
+    local Y = {}
+    for n = 1, #X do
+        Y[n] = {}
+        for c = 1, #X[n] do
+            local P = X[n][c]
+            local H, W = #P, #P[1]
+            Y[n][c] = {}
+            for i = 0, oh - 1 do
+                local y0, y1, ly = source(i, H, oh, rh, mode, align)
+                local row = {}
+                for j = 0, ow - 1 do
+                    local x0, x1, lx = source(j, W, ow, rw, mode, align)
+                    row[j + 1] = (1 - ly) * ((1 - lx) * P[y0 + 1][x0 + 1] + lx * P[y0 + 1][x1 + 1]) +
+                                 ly * ((1 - lx) * P[y1 + 1][x0 + 1] + lx * P[y1 + 1][x1 + 1])
+                end
+                Y[n][c][i + 1] = row
+            end
+        end
+    end
+    return Y
+end
+
+describe("nn.functional.interpolate", function()
+    before_each(function() ordo.manual_seed(31) end)
+
+    it("gives Torch's values on a 2x2 image", function()
+        local x = ordo.tensor({{{{1, 2}, {3, 4}}}})
+        assert.same({{{{1, 1, 2, 2}, {1, 1, 2, 2}, {3, 3, 4, 4}, {3, 3, 4, 4}}}},
+                    F.interpolate(x, {scale_factor = 2}):totable())
+        close(F.interpolate(x, {scale_factor = 2, mode = "bilinear"}):totable(),
+              {{{{1, 1.25, 1.75, 2}, {1.5, 1.75, 2.25, 2.5}, {2.5, 2.75, 3.25, 3.5}, {3, 3.25, 3.75, 4}}}}, 1e-6)
+        close(F.interpolate(x, {size = 4, mode = "bilinear", align_corners = true}):totable(),
+              {{{{1, 4 / 3, 5 / 3, 2}, {5 / 3, 2, 7 / 3, 8 / 3}, {7 / 3, 8 / 3, 3, 10 / 3}, {3, 10 / 3, 11 / 3, 4}}}}, 1e-6)
+        assert.same({{{1, 2, 4}}}, F.interpolate(ordo.tensor({{{1, 2, 3, 4, 5}}}), {size = 3}):totable())
+    end)
+
+    it("matches the reference for sizes up and down, scale factors and every mode", function()
+        local x = ordo.randn({2, 3, 5, 7}, D)
+        local X = x:totable()
+        for _, mode in ipairs({"nearest", "bilinear"}) do
+            for _, align in ipairs(mode == "nearest" and {false} or {false, true}) do
+                for _, o in ipairs({{size = {9, 4}}, {size = {3, 14}}, {size = 1}, {size = {5, 7}},
+                                    {scale_factor = 2}, {scale_factor = {1.5, 0.5}}, {scale_factor = 2.5}}) do
+                    local opts = {size = o.size, scale_factor = o.scale_factor, mode = mode, align_corners = align}
+                    local y = F.interpolate(x, opts)
+                    local oh, ow, rh, rw
+                    if o.size then
+                        local s = type(o.size) == "table" and o.size or {o.size, o.size}
+                        oh, ow, rh, rw = s[1], s[2], 5 / s[1], 7 / s[2]
+                    else
+                        local f = type(o.scale_factor) == "table" and o.scale_factor or {o.scale_factor, o.scale_factor}
+                        oh, ow, rh, rw = math.floor(5 * f[1]), math.floor(7 * f[2]), 1 / f[1], 1 / f[2]
+                    end
+                    local what = mode .. (align and " align" or "") .. " " .. tostring(o.size or o.scale_factor)
+                    assert.same({2, 3, oh, ow}, y:shape(), what)
+                    close(y:totable(), ref2d(X, oh, ow, rh, rw, mode, align), 1e-12, what)
+                end
+            end
+        end
+        -- 3-D inputs: nearest and linear are the 2-D ones on a height of 1
+        local s = ordo.randn({2, 3, 6}, D)
+        for _, mode in ipairs({"nearest", "linear"}) do
+            local y = F.interpolate(s, {size = 10, mode = mode})
+            local want = ref2d(s:unsqueeze(3):totable(), 1, 10, 1, 0.6, mode == "linear" and "bilinear" or mode, false)
+            close(y:totable(), ordo.tensor(want, D):squeeze(3):totable(), 1e-12, mode)
+        end
+        -- integers resize by nearest, exactly
+        local i = ordo.tensor({{{1, 2, 3}}}, "int32")
+        assert.same({{{1, 1, 2, 2, 3, 3}}}, F.interpolate(i, {scale_factor = 2}):totable())
+        assert.equals("int32", F.interpolate(i, {scale_factor = 2}):dtype())
+    end)
+
+    it("has gradients that agree with central differences", function()
+        local x = ordo.randn({1, 2, 3, 4}, D):requires_grad()
+        for _, o in ipairs({{scale_factor = 2}, {size = {5, 3}, mode = "bilinear"},
+                            {size = {4, 7}, mode = "bilinear", align_corners = true}}) do
+            assert.is_true(ordo.autograd.gradcheck(function(a) return F.interpolate(a, o) end, {x}))
+        end
+        local s = ordo.randn({2, 1, 5}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a) return F.interpolate(a, {size = 8, mode = "linear"}) end, {s}))
+    end)
+
+    it("Upsample, and bad arguments named", function()
+        local up = nn.Upsample({scale_factor = 2, mode = "bilinear"})
+        local x = ordo.randn({1, 2, 3, 3})
+        assert.same({1, 2, 6, 6}, up(x):shape())
+        assert.equals("Upsample(scale_factor 2, mode bilinear)", tostring(up))
+        local function err(fn, ...)
+            local ok, e = pcall(fn, ...)
+            assert.is_false(ok)
+            return tostring(e)
+        end
+        assert.matches("give exactly one of size and scale_factor", err(F.interpolate, x, {}), 1, true)
+        assert.matches("give exactly one of size and scale_factor", err(F.interpolate, x, {size = 2, scale_factor = 2}),
+                       1, true)
+        assert.matches("size needs 2 values (one per spatial dim), got 3", err(F.interpolate, x, {size = {1, 2, 3}}),
+                       1, true)
+        assert.matches("mode 'linear' takes a 3-D (N, C, L) input, got shape 1x2x3x3",
+                       err(F.interpolate, x, {size = 4, mode = "linear"}), 1, true)
+        assert.matches("mode must be 'nearest', 'linear' or 'bilinear', got bicubic",
+                       err(F.interpolate, x, {size = 4, mode = "bicubic"}), 1, true)
+        assert.matches("size must be positive integers, got 2.5", err(F.interpolate, x, {size = 2.5}), 1, true)
+        assert.matches("scale_factor 0.2 makes dim 3 of input 1x2x3x3 empty",
+                       err(F.interpolate, x, {scale_factor = 0.2}), 1, true)
+        assert.matches("align_corners applies to the linear modes only",
+                       err(F.interpolate, x, {size = 4, align_corners = true}), 1, true)
+        assert.matches("interpolate: unknown option", err(F.interpolate, x, {sizes = 4}), 1, true)
+        assert.matches("Upsample: give exactly one of size and scale_factor", err(nn.Upsample, {}), 1, true)
+        assert.matches("interpolate: input must be a tensor", err(F.interpolate, 3, {size = 2}), 1, true)
+    end)
+end)
