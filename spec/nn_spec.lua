@@ -559,6 +559,60 @@ describe("optim", function()
         H.raises(function() S.ExponentialLR(opt, {gamma = "x"}) end, "ExponentialLR", "gamma", "string")
         local bad = S.LambdaLR(opt, {lr_lambda = function(e) return e == 0 and 1 or "x" end})
         H.raises(function() bad:step() end, "LambdaLR", "lr_lambda(1)", "string")
+
+        -- LinearLR: a factor from 0.25 to 1 over 3 epochs, then 1
+        close(run(function(o) return S.LinearLR(o, {start_factor = 0.25, total_iters = 3}) end, 5),
+              {0.025, 0.05, 0.075, 0.1, 0.1, 0.1}, 1e-15)
+        -- OneCycleLR (10 steps, max 0.1): 0.1/25 at step 0, the peak at step
+        -- 0.3 * 10 - 1 = 2, 0.1/25/1e4 at the last; Torch's values for the first three
+        local one = run(function(o) return S.OneCycleLR(o, {max_lr = 0.1, total_steps = 10}) end, 9)
+        close({0.004, 0.052, 0.1}, {one[1], one[2], one[3]}, 1e-12)
+        close(0.004 / 1e4, one[10], 1e-12)
+        for k = 4, 10 do
+            local pct = (k - 3) / 7
+            close(one[k], 0.004 / 1e4 + (0.1 - 0.004 / 1e4) * (1 + math.cos(math.pi * pct)) / 2, 1e-12, "step " .. k - 1)
+        end
+        local lin = run(function(o) return S.OneCycleLR(o, {max_lr = 1, total_steps = 5, pct_start = 0.6,
+                                                            div_factor = 4, anneal_strategy = "linear"}) end, 4)
+        close({0.25, 0.625, 1, (1 + 0.25 / 1e4) / 2, 0.25 / 1e4}, lin, 1e-12)
+        local oc = S.OneCycleLR(opt, {max_lr = 0.1, total_steps = 2})
+        oc:step()
+        H.raises(function() oc:step() end, "OneCycleLR", "stepped 2 times", "total_steps = 2")
+        H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1}) end, "OneCycleLR", "total_steps", "required")
+        H.raises(function() S.LinearLR(opt, {start_factor = 0}) end, "LinearLR", "start_factor")
+    end)
+
+    it("ReduceLROnPlateau cuts the lr when the metric stops improving (patience, cooldown, min_lr, mode)", function()
+        local S = optim.lr_scheduler
+        local function run(opts, metrics)
+            local p = ordo.tensor({1}, D):requires_grad()
+            local opt = optim.SGD({p}, {lr = 0.1})
+            local s = S.ReduceLROnPlateau(opt, opts)
+            local lrs = {}
+            for i, m in ipairs(metrics) do
+                lrs[i] = s:step(m)
+                assert.equals(opt.lr, lrs[i])
+            end
+            return lrs
+        end
+        close(run({patience = 2, factor = 0.5, threshold = 0}, {5, 5, 5, 5, 4, 4.5, 4.5, 4.5}),
+              {0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.05, 0.025}, 1e-15)
+        -- cooldown 1: the epoch after a cut counts for nothing
+        close(run({patience = 1, factor = 0.5, cooldown = 1, threshold = 0}, {5, 5, 5, 5, 5, 5}),
+              {0.1, 0.1, 0.05, 0.05, 0.05, 0.025}, 1e-15)
+        -- not below min_lr, and a change smaller than eps is no change
+        close(run({patience = 0, min_lr = 0.02}, {1, 1, 1, 1}), {0.1, 0.02, 0.02, 0.02}, 1e-15)
+        -- mode max with an absolute threshold, the metric as a tensor
+        close(run({mode = "max", patience = 0, threshold = 0.5, threshold_mode = "abs"},
+                  {ordo.tensor(1), ordo.tensor(1.4), ordo.tensor(2)}), {0.1, 0.01, 0.01}, 1e-15)
+        -- rel: 1e-4 of the best is not an improvement
+        close(run({patience = 0}, {1, 0.99995, 0.9}), {0.1, 0.01, 0.01}, 1e-15)
+        local p = ordo.tensor({1}, D):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1})
+        H.raises(function() S.ReduceLROnPlateau(opt, {mode = "up"}) end, "ReduceLROnPlateau", "mode")
+        H.raises(function() S.ReduceLROnPlateau(opt, {factor = 1}) end, "ReduceLROnPlateau", "factor")
+        H.raises(function() S.ReduceLROnPlateau(opt, {patience = 1.5}) end, "ReduceLROnPlateau", "patience")
+        H.raises(function() S.ReduceLROnPlateau(opt):step() end, "ReduceLROnPlateau", "metric")
     end)
 
     it("clip_grad_norm_ scales all gradients to the norm, on the device, without a wait; clip_grad_value_ clamps", function()

@@ -8,6 +8,8 @@
 -- sets the epoch-0 rate), one more at each step() (Torch's schedulers, with
 -- their closed forms).
 -- sched:get_last_lr() is the lr it last set; sched.epoch its count.
+-- ReduceLROnPlateau, which has no closed form, is stepped with the metric
+-- it watches instead (sched:step(val_loss)).
 local util = require "ordo.util"
 
 local fail, typename = util.fail, util.typename
@@ -130,5 +132,135 @@ function LambdaLR:lr_at(e)
     if type(f) ~= "number" then fail(fmt("LambdaLR: lr_lambda(%d) returned %s, expected a number", e, typename(f))) end
     return self.base_lr * f
 end
+
+-- LinearLR(opt, {start_factor = 1/3, end_factor = 1, total_iters = 5}):
+-- base times a factor going linearly from start_factor to end_factor over
+-- total_iters epochs, then staying there (a warm-up, Torch's closed form).
+local LinearLR = class("LinearLR", {start_factor = "number", end_factor = "number", total_iters = "number"}, {},
+    function(s, o)
+        s.start_factor, s.end_factor, s.total_iters = o.start_factor or 1 / 3, o.end_factor or 1, o.total_iters or 5
+        if not (s.start_factor > 0 and s.start_factor <= 1) then
+            fail(fmt("LinearLR: start_factor must be in (0, 1], got %s", tostring(s.start_factor)))
+        end
+        if not (s.end_factor >= 0 and s.end_factor <= 1) then
+            fail(fmt("LinearLR: end_factor must be in [0, 1], got %s", tostring(s.end_factor)))
+        end
+        positive_int("LinearLR", "total_iters", s.total_iters)
+    end)
+function LinearLR:lr_at(e)
+    local t = e < self.total_iters and e or self.total_iters
+    return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * t / self.total_iters)
+end
+
+-- OneCycleLR(opt, {max_lr, total_steps, pct_start = 0.3, div_factor = 25,
+-- final_div_factor = 1e4, anneal_strategy = "cos"}): stepped once per
+-- batch, the lr climbs from max_lr / div_factor to max_lr over the first
+-- pct_start of the steps, then falls to that start / final_div_factor at
+-- the last step, along half cosines ("linear": straight lines) -- Torch's
+-- one-cycle policy for the lr (the optimiser's own lr is not used; its
+-- momentum is left alone).  Stepping past total_steps is an error.
+local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number", pct_start = "number",
+                                        div_factor = "number", final_div_factor = "number",
+                                        anneal_strategy = "string"}, {"max_lr", "total_steps"}, function(s, o)
+    local f = "OneCycleLR"
+    positive_int(f, "total_steps", o.total_steps)
+    if not (o.max_lr > 0) then fail(fmt("%s: max_lr must be positive, got %s", f, tostring(o.max_lr))) end
+    s.max_lr, s.total_steps = o.max_lr, o.total_steps
+    s.pct_start = o.pct_start or 0.3
+    if not (s.pct_start > 0 and s.pct_start < 1) then
+        fail(fmt("%s: pct_start must be in (0, 1), got %s", f, tostring(s.pct_start)))
+    end
+    s.initial_lr = s.max_lr / (o.div_factor or 25)
+    s.min_lr = s.initial_lr / (o.final_div_factor or 1e4)
+    s.anneal = o.anneal_strategy or "cos"
+    if s.anneal ~= "cos" and s.anneal ~= "linear" then
+        fail(fmt("%s: anneal_strategy must be 'cos' or 'linear', got %s", f, s.anneal))
+    end
+    s.peak_step = s.pct_start * s.total_steps - 1 -- Torch's phase ends (a float, as Torch keeps it)
+    s.last_step = s.total_steps - 1
+end)
+function OneCycleLR:lr_at(e)
+    if e > self.last_step then
+        fail(fmt("OneCycleLR: stepped %d times, past total_steps = %d", e, self.total_steps))
+    end
+    local from, to, pct
+    if e <= self.peak_step then
+        from, to, pct = self.initial_lr, self.max_lr, self.peak_step > 0 and e / self.peak_step or 1
+    else
+        from, to, pct = self.max_lr, self.min_lr, (e - self.peak_step) / (self.last_step - self.peak_step)
+    end
+    if self.anneal == "linear" then return from + (to - from) * pct end
+    return to + (from - to) * (1 + cos(pi * pct)) / 2
+end
+
+-- ReduceLROnPlateau(opt, {mode = "min", factor = 0.1, patience = 10,
+-- threshold = 1e-4, threshold_mode = "rel", cooldown = 0, min_lr = 0,
+-- eps = 1e-8}): sched:step(metric) after each epoch with the quantity to
+-- watch (a number or a one-element tensor: reading it waits for it); when
+-- it has not improved (by threshold) for more than patience epochs, the lr
+-- is multiplied by factor (not below min_lr; a change smaller than eps is
+-- skipped), then cooldown epochs pass before counting again.  Torch's
+-- rules.
+local PLATEAU_OPTS = {mode = "string", factor = "number", patience = "number", threshold = "number",
+                      threshold_mode = "string", cooldown = "number", min_lr = "number", eps = "number"}
+local ReduceLROnPlateau = {__name = "lr_scheduler.ReduceLROnPlateau"}
+ReduceLROnPlateau.__index = ReduceLROnPlateau
+M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt, opts)
+    local f = "ReduceLROnPlateau"
+    check_optimizer(f, opt)
+    local o = options(f, opts or {}, PLATEAU_OPTS, {})
+    local s = setmetatable({optimizer = opt, epoch = 0, mode = o.mode or "min", factor = o.factor or 0.1,
+                            patience = o.patience or 10, threshold = o.threshold or 1e-4,
+                            threshold_mode = o.threshold_mode or "rel", cooldown = o.cooldown or 0,
+                            min_lr = o.min_lr or 0, eps = o.eps or 1e-8, num_bad = 0, cooldown_left = 0},
+                           ReduceLROnPlateau)
+    if s.mode ~= "min" and s.mode ~= "max" then fail(fmt("%s: mode must be 'min' or 'max', got %s", f, s.mode)) end
+    if s.threshold_mode ~= "rel" and s.threshold_mode ~= "abs" then
+        fail(fmt("%s: threshold_mode must be 'rel' or 'abs', got %s", f, s.threshold_mode))
+    end
+    if not (s.factor >= 0 and s.factor < 1) then
+        fail(fmt("%s: factor must be in [0, 1), got %s", f, tostring(s.factor)))
+    end
+    if s.patience ~= 0 then positive_int(f, "patience", s.patience) end
+    if s.cooldown ~= 0 then positive_int(f, "cooldown", s.cooldown) end
+    non_negative(f, "threshold", s.threshold)
+    non_negative(f, "min_lr", s.min_lr)
+    s.best = s.mode == "min" and math.huge or -math.huge
+    return s
+end})
+
+function ReduceLROnPlateau:better(a)
+    local b, t = self.best, self.threshold
+    if self.mode == "min" then
+        return self.threshold_mode == "rel" and a < b * (1 - t) or self.threshold_mode == "abs" and a < b - t
+    end
+    return self.threshold_mode == "rel" and a > b * (1 + t) or self.threshold_mode == "abs" and a > b + t
+end
+
+function ReduceLROnPlateau:step(metric)
+    if type(metric) == "table" and type(metric.item) == "function" then metric = metric:item() end
+    if type(metric) ~= "number" or metric ~= metric then
+        fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s", tostring(metric)))
+    end
+    self.epoch = self.epoch + 1
+    if self:better(metric) then
+        self.best, self.num_bad = metric, 0
+    else
+        self.num_bad = self.num_bad + 1
+    end
+    if self.cooldown_left > 0 then
+        self.cooldown_left = self.cooldown_left - 1
+        self.num_bad = 0
+    end
+    if self.num_bad > self.patience then
+        local old = self.optimizer.lr
+        local new = math.max(old * self.factor, self.min_lr)
+        if old - new > self.eps then self.optimizer.lr = new end
+        self.cooldown_left, self.num_bad = self.cooldown, 0
+    end
+    return self.optimizer.lr
+end
+
+function ReduceLROnPlateau:get_last_lr() return self.optimizer.lr end
 
 return M
