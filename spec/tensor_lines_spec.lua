@@ -206,6 +206,55 @@ describe("ops along a dim", function()
         H.raises(function() return a:sort(3) end, "sort", "dim")
     end)
 
+    it("kthvalue and median along each dim and over all, against sorted lines", function()
+        math.randomseed(64)
+        for _, dt in ipairs(R.DTYPES) do
+            local shape = {3, 4, 5}
+            local ra = R.rand(shape, dt)
+            local a = H.make(ordo, ra, "transposed")
+            for d = 1, 3 do
+                local sv, si = ref_sort(ra, d, false)
+                local lines_s = lines_of(shape, d)
+                local n = shape[d]
+                for _, k in ipairs({1, math.floor((n + 1) / 2), n}) do
+                    local v, i = a:kthvalue(k, d, true)
+                    local vt, it_ = v:reshape(-1):totable(), i:reshape(-1):totable()
+                    for li, line in ipairs(lines_s) do
+                        assert.equals(sv.data[line[k]], vt[li], ("kthvalue(%d, %d) %s line %d"):format(k, d, dt, li))
+                        assert.equals(si.data[line[k]], it_[li], ("kthvalue index (%d, %d) %s"):format(k, d, dt))
+                    end
+                end
+                local mv, mi = a:median(d)
+                local _, kv = a:kthvalue(math.floor((n + 1) / 2), d)
+                assert.same(kv:totable(), mi:totable(), "median indices " .. d .. " " .. dt)
+                assert.same(a:kthvalue(math.floor((n + 1) / 2), d):totable(), mv:totable(), "median " .. d .. " " .. dt)
+            end
+            -- over everything: the lower median of the 60 values, the 30th smallest
+            local sorted = {}
+            for k = 1, 60 do sorted[k] = ra.data[k] end
+            table.sort(sorted)
+            assert.equals(sorted[30], a:median():item(), "median() " .. dt)
+            assert.same({}, a:median():shape())
+            assert.equals(a:dtype(), a:median():dtype())
+        end
+        -- a line with NaN has median NaN (and a NaN's index); the others are not touched
+        local x = ordo.tensor({{3, 1, 2, 5}, {0 / 0, 4, 1, 2}})
+        local v, i = x:median(2)
+        assert.equals(2, v:totable()[1])
+        assert.is_true(v:totable()[2] ~= v:totable()[2])
+        assert.same({3, 1}, i:totable())
+        assert.is_true(x:median():item() ~= x:median():item())
+        -- keepdim, 0-dim inputs, errors
+        assert.same({2, 1}, x:median(2, true):shape())
+        assert.equals(5, ordo.tensor(5):median():item())
+        assert.equals(1, select(2, ordo.tensor(5):kthvalue(1)):item())
+        H.raises(function() return x:kthvalue(5, 2) end, "kthvalue", "1..4", "5")
+        H.raises(function() return x:kthvalue(0) end, "kthvalue", "1..4")
+        H.raises(function() return ordo.zeros(0):median() end, "median", "empty")
+        H.raises(function() return ordo.zeros(2, 0):median(2) end, "median", "dim 2 of size 0")
+        H.raises(function() return x:median(3) end, "median", "dim 3")
+    end)
+
     it("topk: the k largest or smallest along a dim, in order, with indices", function()
         local a = ordo.tensor({{3, 9, 1, 7}, {4, 4, 8, 0}})
         local v, i = a:topk(2)
@@ -219,7 +268,7 @@ describe("ops along a dim", function()
         H.raises(function() return a:topk(1, 2, "yes") end, "topk", "largest", "string")
     end)
 
-    it("gradients of cumsum, sort and topk match numerical differentiation", function()
+    it("gradients of cumsum, sort, topk, median and kthvalue match numerical differentiation", function()
         ordo.manual_seed(3)
         local x = ordo.randn({3, 5}, "float64"):requires_grad()
         for _, fn in ipairs({
@@ -227,6 +276,8 @@ describe("ops along a dim", function()
             function(t) return t:reshape(15):cumsum() end,
             function(t) return (t:sort(2)) end, function(t) return (t:sort(1, true)) end,
             function(t) return (t:topk(2)) end, function(t) return (t:topk(2, 1, false)) end,
+            function(t) return t:median() end, function(t) return (t:median(2)) end,
+            function(t) return (t:kthvalue(2, 1)) end,
         }) do
             assert.is_true(ordo.autograd.gradcheck(fn, {x}))
         end

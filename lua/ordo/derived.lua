@@ -2,9 +2,10 @@
 -- They run on every device the ops they use run on, and autograd
 -- differentiates them through those ops (they call the methods as they are
 -- when called, so autograd's wrappers are the ones used).  Statistics
--- (var, std, prod, norm, logsumexp), answers as a Lua boolean (allclose, equal,
--- all, any), making tensors (eye, linspace, randint, randperm), vectors and
--- matrices (dot, outer, mm, bmm, mv, trace, tril, triu, diag, flip,
+-- (var, std, prod, median, kthvalue, norm, logsumexp), answers as a Lua
+-- boolean (allclose, equal, all, any), making tensors (eye, linspace,
+-- randint, randperm), vectors and matrices (dot, outer, mm, bmm, mv,
+-- trace, tril, triu, diag, flip,
 -- masked_select), elementwise (log2, log10, isnan, isinf, isfinite,
 -- nan_to_num, lerp, fmod, remainder), rearranging (roll, tile) and cutting
 -- one into views (chunk, split).
@@ -74,6 +75,66 @@ function Tensor:prod(dim, keepdim)
     if dim == nil then return p:reshape() end
     if keepdim then return p end
     return p:squeeze(d)
+end
+
+-- The k-th smallest along dim d (1-based) of a sort: values, indices,
+-- kept as a dim of size 1.
+local function kth_of_sort(x, d, k)
+    local values, idx = x:sort(d)
+    return values:narrow(d, k, 1), idx:narrow(d, k, 1)
+end
+
+-- The dim of a selection along one dim (median, kthvalue): 1-based, the
+-- last by default; x as a line when it has no dims.
+local function select_dim(fname, x, dim)
+    if x:dim() == 0 then return nil end
+    return tensor.norm_dim(fname, x, dim or -1) + 1
+end
+
+-- kthvalue(k [, dim = -1] [, keepdim]): the k-th smallest value along dim
+-- and its int64 index (from 1); NaN counts as the largest, as in sort.
+function Tensor:kthvalue(k, dim, keepdim)
+    check_self("kthvalue", self)
+    local d = select_dim("kthvalue", self, dim)
+    local n = d and self:size(d) or 1
+    if not is_int(k) or k < 1 or k > n then
+        fail(fmt("kthvalue: k must be an integer in 1..%d (the size of dim %s of shape %s), got %s", n,
+                 tostring(d or 1), shape_of_str(self), tostring(k)))
+    end
+    if not d then return self:clone(), tensor.zeros({}, {dtype = "int64", device = self:device()}) + 1 end
+    local v, i = kth_of_sort(self, d, k)
+    if keepdim then return v, i end
+    return v:squeeze(d), i:squeeze(d)
+end
+
+-- median(): the lower median of all elements (the (n+1)/2-th smallest,
+-- rounded down), a 0-dim tensor; median(dim [, keepdim]): values and int64
+-- indices along dim.  A line holding NaN has median NaN (as Torch; its
+-- index is that of a NaN).
+function Tensor:median(dim, keepdim)
+    check_self("median", self)
+    local x, d = self, nil
+    if dim == nil then
+        if self:numel() == 0 then fail("median: cannot take the median of an empty tensor") end
+        x, d = self:reshape(-1), 1
+    else
+        d = select_dim("median", self, dim)
+        if d and self:size(d) == 0 then
+            fail(fmt("median: cannot take the median of dim %d of size 0 (shape %s)", d, shape_of_str(self)))
+        end
+        if not d then return self:clone(), tensor.zeros({}, {dtype = "int64", device = self:device()}) + 1 end
+    end
+    local n = x:size(d)
+    local values, idx = x:sort(d)
+    local v, i = values:narrow(d, math.floor((n + 1) / 2), 1), idx:narrow(d, math.floor((n + 1) / 2), 1)
+    if is_float(x) then -- NaN sorts last: a line ending in NaN has it as its median
+        local last_v, last_i = values:narrow(d, n, 1), idx:narrow(d, n, 1)
+        local nan = last_v:isnan()
+        v, i = tensor.where(nan, last_v, v), tensor.where(nan, last_i, i)
+    end
+    if dim == nil then return v:reshape() end
+    if keepdim then return v, i end
+    return v:squeeze(d), i:squeeze(d)
 end
 
 -- norm(p, dim, keepdim): the p-norm (default 2; math.huge or "inf": the

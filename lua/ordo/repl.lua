@@ -269,7 +269,8 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            floor ceil round trunc  log2 log10 isnan isinf isfinite nan_to_num lerp fmod remainder
            masked_fill  (in place: add_ ... fill_ zero_ copy_)
   reduce:  sum mean prod max min argmax argmin var std norm logsumexp (dim, keepdim)  softmax log_softmax
-           cumsum(dim) cumprod(dim)  sort(dim, descending) argsort topk(k, dim, largest) (values, indices)
+           cumsum(dim) cumprod(dim)  sort(dim, descending) argsort topk(k, dim, largest) kthvalue(k, dim)
+           median(dim) (values, indices)
            ordo.allclose(a, b) ordo.equal(a, b) t:all() t:any() (Lua booleans)  t:chunk(n) t:split(size)
            ordo.eye(n) linspace(a, b, n) randint([lo,] hi, shape) randperm(n)
   files:   ordo.save(t_or_table, path)  ordo.load(path [, {device = d}])
