@@ -582,6 +582,69 @@ describe("optim", function()
         H.raises(function() S.LinearLR(opt, {start_factor = 0}) end, "LinearLR", "start_factor")
     end)
 
+    it("opt:save / opt:load resume a run exactly (every optimiser), and refuse a mismatch changing nothing", function()
+        local X, Y = ordo.randn({8, 3}, D), ordo.randn({8, 2}, D)
+        local function model()
+            ordo.manual_seed(5)
+            return nn.Sequential(nn.Linear(3, 4, D), nn.Tanh(), nn.Linear(4, 2, D))
+        end
+        local function steps(m, opt, n)
+            for _ = 1, n do
+                opt:zero_grad()
+                F.mse_loss(m(X), Y):backward()
+                opt:step()
+            end
+        end
+        local makers = {
+            SGD = function(ps) return optim.SGD(ps, {lr = 0.05, momentum = 0.9, nesterov = true}) end,
+            Adam = function(ps) return optim.Adam(ps, {lr = 0.01}) end,
+            AdamW = function(ps) return optim.AdamW(ps, {lr = 0.01}) end,
+            RMSprop = function(ps) return optim.RMSprop(ps, {lr = 0.01, momentum = 0.5, centered = true}) end,
+        }
+        for name, make in pairs(makers) do
+            local mpath, opath = os.tmpname(), os.tmpname()
+            -- 3 steps, a checkpoint, 3 more: the reference
+            local m = model()
+            local opt = make(m:parameters())
+            steps(m, opt, 3)
+            opt.lr = opt.lr / 2 -- as a scheduler would
+            m:save(mpath)
+            opt:save(opath)
+            steps(m, opt, 3)
+            -- a fresh model and optimiser resumed from the checkpoint
+            local m2 = model()
+            local opt2 = make(m2:parameters())
+            m2:load(mpath)
+            opt2:load(opath)
+            assert.equals(3, opt2.t, name)
+            assert.equals(opt.lr, opt2.lr, name)
+            steps(m2, opt2, 3)
+            local a, b = m:parameters(), m2:parameters()
+            for i = 1, #a do assert.same(a[i]:totable(), b[i]:totable(), name .. " parameter " .. i) end
+            -- a mismatch raises and leaves the optimiser as it was
+            local other = name == "SGD" and optim.Adam(m2:parameters()) or optim.SGD(m2:parameters(), {momentum = 0.9})
+            H.raises(function() other:load(opath) end, "optimizer load", "holds the state of optim." .. name)
+            local fewer = make({m2:parameters()[1]})
+            H.raises(function() fewer:load(opath) end, "optimizer load", "is for 4 parameters", "has 1")
+            local wider = nn.Sequential(nn.Linear(3, 5, D), nn.Tanh(), nn.Linear(5, 2, D))
+            local wopt = make(wider:parameters())
+            H.raises(function() wopt:load(opath) end, "optimizer load", "of shape", "this optimiser's is")
+            assert.equals(0, wopt.t)
+            assert.is_nil(next(wopt[wopt.state_field]))
+            os.remove(mpath)
+            os.remove(opath)
+        end
+        -- state this configuration has no place for
+        local m = model()
+        local opt = optim.RMSprop(m:parameters(), {centered = true})
+        steps(m, opt, 1)
+        local path = os.tmpname()
+        opt:save(path)
+        H.raises(function() optim.RMSprop(m:parameters()):load(path) end, "optimizer load", "state.1.mean",
+                 "does not have")
+        os.remove(path)
+    end)
+
     it("ReduceLROnPlateau cuts the lr when the metric stops improving (patience, cooldown, min_lr, mode)", function()
         local S = optim.lr_scheduler
         local function run(opts, metrics)

@@ -17,8 +17,8 @@ local C = cdef.C
 local fail, typename = util.fail, util.typename
 local is_tensor = tensor.is_tensor
 local fmt = string.format
-local ipairs, pairs, type, setmetatable, getmetatable, tostring =
-    ipairs, pairs, type, setmetatable, getmetatable, tostring
+local ipairs, pairs, type, setmetatable, getmetatable, tostring, tonumber, unpack =
+    ipairs, pairs, type, setmetatable, getmetatable, tostring, tonumber, unpack
 
 local M = {}
 
@@ -83,6 +83,103 @@ function Optimizer:step()
     end)
 end
 
+-- ---------------------------------------------------------------- checkpoints
+
+-- opt:save(path) writes what a resumed run needs beside the parameters
+-- (m:save): the optimiser's kind, step count, lr (a scheduler changes it)
+-- and per-parameter state (momentum buffers, Adam's moments...), in the
+-- ordo tensor file format.  opt:load(path) reads it into an optimiser of
+-- the same kind over parameters of the same shapes (made with the same
+-- options): it checks everything first, and on any mismatch raises and
+-- changes nothing.  Each class names its state field and the shape of
+-- each state tensor of parameter p (state_shape(self, p, key); key nil
+-- for a lone tensor).
+local serialize -- required on first use: ordo.serialize requires ordo.tensor
+
+local function state_entries(self)
+    local out = {}
+    local field = self.state_field
+    for i = 1, #self.params do
+        local st = self[field][i]
+        if is_tensor(st) then
+            out[#out + 1] = {name = fmt("%s.%d", field, i), tensor = st}
+        elseif type(st) == "table" then
+            local keys = {}
+            for k in pairs(st) do keys[#keys + 1] = k end
+            table.sort(keys)
+            for _, k in ipairs(keys) do out[#out + 1] = {name = fmt("%s.%d.%s", field, i, k), tensor = st[k]} end
+        end
+    end
+    return out
+end
+
+local function scalar(v, dt) return tensor.tensor(v, {dtype = dt}) end
+
+function Optimizer:save(path)
+    serialize = serialize or require "ordo.serialize"
+    local kind = self.__name or "optimiser"
+    local entries = {
+        {name = "kind", tensor = tensor.tensor({kind:byte(1, -1)}, {dtype = "uint8"})},
+        {name = "params", tensor = scalar(#self.params, "int64")},
+        {name = "step", tensor = scalar(self.t, "int64")},
+        {name = "lr", tensor = scalar(self.lr, "float64")},
+    }
+    for _, e in ipairs(state_entries(self)) do entries[#entries + 1] = e end
+    serialize.write("optimizer save", path, entries)
+    return self
+end
+
+local function shape_str(s) return tensor.shape_str(s) end
+
+function Optimizer:load(path)
+    serialize = serialize or require "ordo.serialize"
+    local fname = "optimizer load"
+    local got = {}
+    for _, e in ipairs(serialize.read(fname, path)) do got[e.name] = e.tensor end
+    local kind = self.__name or "optimiser"
+    local file_kind = got.kind and string.char(unpack(got.kind:totable())) or "?"
+    if file_kind ~= kind then
+        fail(fmt("%s: %s holds the state of %s, not %s", fname, path, file_kind, kind))
+    end
+    local function int_of(name)
+        local t = got[name]
+        if not t or t:numel() ~= 1 then fail(fmt("%s: %s has no %s", fname, path, name)) end
+        return t:item()
+    end
+    if int_of("params") ~= #self.params then
+        fail(fmt("%s: %s is for %d parameters, this optimiser has %d", fname, path, int_of("params"), #self.params))
+    end
+    local step, lr = int_of("step"), int_of("lr")
+    got.kind, got.params, got.step, got.lr = nil, nil, nil, nil
+    local field, new = self.state_field, {}
+    local names = {}
+    for name in pairs(got) do names[#names + 1] = name end
+    table.sort(names) -- (the first mismatch named is the same every time)
+    for _, name in ipairs(names) do
+        local t = got[name]
+        local f, i, key = name:match("^(%a+)%.(%d+)%.?(.*)$")
+        i = tonumber(i)
+        local p = f == field and i and self.params[i]
+        if not p then fail(fmt("%s: %s has a tensor %s that this optimiser does not have", fname, path, name)) end
+        key = key ~= "" and key or nil
+        local want = self:state_shape(p, key)
+        if not want then fail(fmt("%s: %s has a tensor %s that this optimiser does not have", fname, path, name)) end
+        if t:dtype() ~= p:dtype() or shape_str(t:shape()) ~= shape_str(want) then
+            fail(fmt("%s: %s in %s is %s of shape %s, this optimiser's is %s of shape %s", fname, name, path,
+                     t:dtype(), shape_str(t:shape()), p:dtype(), shape_str(want)))
+        end
+        t = t:to(p:device())
+        if key then
+            new[i] = new[i] or {}
+            new[i][key] = t
+        else
+            new[i] = t
+        end
+    end
+    self[field], self.t, self.lr = new, step, lr
+    return self
+end
+
 local function class(name)
     local cls = setmetatable({__name = "optim." .. name}, {__index = Optimizer})
     cls.__index = cls
@@ -106,6 +203,11 @@ function M.SGD.new(params, opts)
     return setmetatable(o, SGD)
 end
 setmetatable(SGD, {__index = Optimizer, __call = function(_, ...) return SGD.new(...) end})
+
+SGD.state_field = "buf"
+function SGD:state_shape(p, key)
+    if key == nil and self.momentum ~= 0 then return p:shape() end
+end
 
 function SGD:update(i, p, g)
     local mom = self.momentum
@@ -142,6 +244,10 @@ local function adam_class(name, wd)
         return setmetatable(o, cls)
     end
     setmetatable(cls, {__index = Optimizer, __call = function(_, ...) return cls.new(...) end})
+    cls.state_field = "state"
+    function cls:state_shape(p, key) -- the moments, one row each
+        if key == nil then return {2, p:numel()} end
+    end
     return cls
 end
 
@@ -201,6 +307,11 @@ function M.RMSprop.new(params, opts)
     return setmetatable(o, RMSprop)
 end
 setmetatable(RMSprop, {__index = Optimizer, __call = function(_, ...) return RMSprop.new(...) end})
+
+RMSprop.state_field = "state"
+function RMSprop:state_shape(p, key)
+    if key == "v" or key == "mean" and self.centered or key == "buf" and self.momentum ~= 0 then return p:shape() end
+end
 
 function RMSprop:update(i, p, g)
     local st = self.state[i]

@@ -280,7 +280,8 @@ Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d A
            BatchNorm1d/2d LayerNorm GroupNorm Embedding Dropout ReLU ... Sequential ModuleList,
            LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell),
            losses (CrossEntropyLoss MSELoss ...), nn.utils.clip_grad_norm_(params, max)
-           ordo.optim: SGD Adam AdamW RMSprop (opt:zero_grad() opt:step()), optim.lr_scheduler.StepLR ...
+           ordo.optim: SGD Adam AdamW RMSprop (opt:zero_grad() opt:step() opt:save(path) opt:load(path)),
+           optim.lr_scheduler.StepLR ... OneCycleLR ReduceLROnPlateau
            t:requires_grad() loss:backward() t.grad ordo.no_grad(fn)
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
 Profiler:  ordo.profiler.start() stop() summary() dump("trace.json")
