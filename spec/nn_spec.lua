@@ -195,6 +195,46 @@ describe("nn modules", function()
         assert.has_error(function() nn.LeakyReLU("x") end)
     end)
 
+    it("ELU, SELU, Hardtanh, ReLU6, Hardsigmoid, Hardswish, Mish, Softsign, PReLU against plain Lua; gradcheck",
+       function()
+        local xs = {-30, -4, -2.5, -0.5, 0.25, 1, 3.5, 7, 40}
+        local x = ordo.tensor(xs, D)
+        local function ref(f) local r = {} for i, v in ipairs(xs) do r[i] = f(v) end return r end
+        local function clamp(v, lo, hi) return math.max(lo, math.min(hi, v)) end
+        local function softplus(v) return v > 20 and v or math.log(1 + math.exp(v)) end
+        local function tanh(v) return 1 - 2 / (math.exp(2 * v) + 1) end
+        local A, S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+        close(nn.ELU()(x):totable(), ref(function(v) return v > 0 and v or math.exp(v) - 1 end))
+        close(nn.ELU(0.5)(x):totable(), ref(function(v) return v > 0 and v or 0.5 * (math.exp(v) - 1) end))
+        close(nn.SELU()(x):totable(), ref(function(v) return S * (v > 0 and v or A * (math.exp(v) - 1)) end))
+        close(nn.Hardtanh()(x):totable(), ref(function(v) return clamp(v, -1, 1) end))
+        close(nn.Hardtanh(-2, 3)(x):totable(), ref(function(v) return clamp(v, -2, 3) end))
+        close(nn.ReLU6()(x):totable(), ref(function(v) return clamp(v, 0, 6) end))
+        close(nn.Hardsigmoid()(x):totable(), ref(function(v) return clamp(v + 3, 0, 6) / 6 end))
+        close(nn.Hardswish()(x):totable(), ref(function(v) return v * clamp(v + 3, 0, 6) / 6 end))
+        close(nn.Mish()(x):totable(), ref(function(v) return v * tanh(softplus(v)) end))
+        close(nn.Softsign()(x):totable(), ref(function(v) return v / (1 + math.abs(v)) end))
+        close(nn.PReLU(1, {dtype = "float64"})(x):totable(), ref(function(v) return v > 0 and v or 0.25 * v end))
+        -- one slope per channel
+        local pr = nn.PReLU(3, {init = 0.1, dtype = "float64"})
+        ordo.no_grad(function() pr.weight:copy_(ordo.tensor({0.1, 0.2, 0.3}, D)) end)
+        local c = ordo.tensor({{{-1, 2}, {-1, 2}, {-1, 2}}}, D)
+        close(pr(c):totable()[1], {{-0.1, 2}, {-0.2, 2}, {-0.3, 2}})
+        -- gradients, away from the kinks
+        local s = ordo.tensor({-3.3, -1.3, -0.4, 0.35, 0.9, 2.2, 4.1}, D):requires_grad()
+        for _, f in ipairs({F.elu, F.selu, F.hardtanh, F.relu6, F.hardsigmoid, F.hardswish, F.mish, F.softsign}) do
+            assert.is_true(ag.gradcheck(f, {s}))
+        end
+        local w = ordo.tensor({0.1, 0.2, 0.3}, D):requires_grad()
+        local u = ordo.randn({2, 3, 4}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a, b) return F.prelu(a, b) end, {u, w}))
+        assert.equals(3, #pr:parameters() == 1 and pr.weight:numel() or 0)
+        H.raises(function() nn.Hardtanh(2, 1) end, "Hardtanh", "min_val <= max_val")
+        H.raises(function() nn.ELU("a") end, "ELU", "alpha", "string")
+        H.raises(function() pr(ordo.zeros(2, 4)) end, "prelu", "shape 1 or the 4 channels", "got 3")
+        H.raises(function() nn.PReLU(1, {ini = 1}) end, "PReLU", "unknown option 'ini'")
+    end)
+
     it("GroupNorm normalises each group of channels per sample, then scales and shifts per channel; gradcheck",
        function()
         local x = ordo.randn({2, 6, 3, 2}, D)

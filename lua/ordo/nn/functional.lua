@@ -105,6 +105,51 @@ function M.leaky_relu(x, slope)
 end
 -- log(1 + exp(x)), without overflow: relu(x) + log1p(exp(-|x|))
 function M.softplus(x) return x:relu() + (-x:abs()):exp():log1p() end
+-- ELU: x where x > 0, alpha (e^x - 1) elsewhere (alpha 1 by default).
+function M.elu(x, alpha)
+    alpha = alpha or 1
+    if type(alpha) ~= "number" then fail("elu: alpha must be a number, got " .. typename(alpha)) end
+    return x:relu() + (-(-x):relu()):expm1() * alpha
+end
+-- SELU: ELU scaled so that activations keep mean 0 and variance 1
+-- (Klambauer et al.'s constants, as Torch).
+local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+function M.selu(x) return M.elu(x, SELU_ALPHA) * SELU_SCALE end
+-- Hardtanh: x clamped to [min_val, max_val] (-1 and 1 by default);
+-- ReLU6 is Hardtanh(0, 6).
+function M.hardtanh(x, min_val, max_val)
+    min_val, max_val = min_val or -1, max_val or 1
+    if type(min_val) ~= "number" or type(max_val) ~= "number" or min_val > max_val then
+        fail(fmt("hardtanh: expected numbers min_val <= max_val, got %s and %s", tostring(min_val), tostring(max_val)))
+    end
+    return x:clamp(min_val, max_val)
+end
+function M.relu6(x) return x:clamp(0, 6) end
+-- relu6(x + 3) / 6 and x times it (MobileNetV3's cheap sigmoid and swish).
+function M.hardsigmoid(x) return (x + 3):clamp(0, 6) / 6 end
+function M.hardswish(x) return x * M.hardsigmoid(x) end
+-- Mish: x tanh(softplus(x)).
+function M.mish(x) return x * M.softplus(x):tanh() end
+-- x / (1 + |x|)
+function M.softsign(x) return x / (x:abs() + 1) end
+-- PReLU: x where x > 0, weight * x elsewhere; weight has one element, or
+-- one per channel (dim 2 of x).
+function M.prelu(x, weight)
+    check_tensor("prelu", "input", x)
+    check_tensor("prelu", "weight", weight)
+    local n = weight:numel()
+    if weight:dim() ~= 1 or (n ~= 1 and (x:dim() < 2 or x:size(2) ~= n)) then
+        fail(fmt("prelu: weight must have shape 1 or the %s channels of input %s, got %s",
+                 x:dim() >= 2 and tostring(x:size(2)) or "(no)", shape_str(x), shape_str(weight)))
+    end
+    local w = weight
+    if n > 1 then
+        local s = {1, n}
+        for i = 3, x:dim() do s[i] = 1 end
+        w = weight:view(s)
+    end
+    return x:relu() - (-x):relu() * w
+end
 function M.softmax(x, dim) return x:softmax(dim) end
 function M.log_softmax(x, dim) return x:log_softmax(dim) end
 

@@ -315,6 +315,52 @@ activation("Sigmoid", F.sigmoid)
 activation("SiLU", F.silu)
 activation("GELU", F.gelu)
 activation("Softplus", F.softplus)
+activation("SELU", F.selu)
+activation("ReLU6", F.relu6)
+activation("Hardsigmoid", F.hardsigmoid)
+activation("Hardswish", F.hardswish)
+activation("Mish", F.mish)
+activation("Softsign", F.softsign)
+
+-- ELU(alpha = 1) and Hardtanh(min_val = -1, max_val = 1): their options
+-- checked when made.
+local ELU = Module:extend("ELU")
+M.ELU = ELU
+function ELU:init(alpha)
+    alpha = alpha or 1
+    if type(alpha) ~= "number" then fail("ELU: alpha must be a number, got " .. typename(alpha)) end
+    self.alpha = alpha
+end
+function ELU:forward(x) return F.elu(x, self.alpha) end
+function ELU:extra_repr() return fmt("alpha = %g", self.alpha) end
+
+local Hardtanh = Module:extend("Hardtanh")
+M.Hardtanh = Hardtanh
+function Hardtanh:init(min_val, max_val)
+    min_val, max_val = min_val or -1, max_val or 1
+    if type(min_val) ~= "number" or type(max_val) ~= "number" or min_val > max_val then
+        fail(fmt("Hardtanh: expected numbers min_val <= max_val, got %s and %s", tostring(min_val), tostring(max_val)))
+    end
+    self.min_val, self.max_val = min_val, max_val
+end
+function Hardtanh:forward(x) return F.hardtanh(x, self.min_val, self.max_val) end
+function Hardtanh:extra_repr() return fmt("%g, %g", self.min_val, self.max_val) end
+
+-- PReLU(num_parameters = 1 [, {init = 0.25, dtype =, device =}]): a learned
+-- slope for x < 0, one for all channels or one per channel.
+local PReLU = Module:extend("PReLU")
+M.PReLU = PReLU
+function PReLU:init(n, opts)
+    n = n or 1
+    check_int("PReLU", "num_parameters", n)
+    opts = opts_of("PReLU", opts, {init = true, dtype = true, device = true})
+    local init_v = opts.init or 0.25
+    if type(init_v) ~= "number" then fail("PReLU: init must be a number, got " .. typename(init_v)) end
+    self.num_parameters = n
+    self:register_parameter("weight", tensor.full({n}, init_v, util.param_opts(opts)))
+end
+function PReLU:forward(x) return F.prelu(x, self.weight) end
+function PReLU:extra_repr() return fmt("%d", self.num_parameters) end
 
 -- LeakyReLU(slope): x where x > 0, slope * x elsewhere (slope 0.01).
 local LeakyReLU = Module:extend("LeakyReLU")
@@ -360,7 +406,7 @@ function GroupNorm:init(groups, channels, opts)
     if channels % groups ~= 0 then
         fail(fmt("GroupNorm: num_groups %d must divide num_channels %d", groups, channels))
     end
-    opts = opts_of("GroupNorm", opts)
+    opts = opts_of("GroupNorm", opts, {eps = true, affine = true, dtype = true, device = true})
     self.num_groups, self.num_channels, self.eps = groups, channels, opts.eps or 1e-5
     if opts.affine ~= false then
         local topts = util.param_opts(opts)
