@@ -432,6 +432,87 @@ describe("derived ops", function()
         H.raises(function() return m:tile(-1) end, "tile", "count 1", "-1")
     end)
 
+    it("logspace and meshgrid (ij and xy)", function()
+        close({1, 10, 100, 1000}, ordo.logspace(0, 3, 4):totable())
+        local l2 = ordo.logspace(-1, 2, 4, {base = 2, dtype = "float64"})
+        assert.equals("float64", l2:dtype())
+        close({0.5, 1, 2, 4}, l2:totable(), 1e-15)
+        assert.same({0}, ordo.logspace(0, 1, 0):shape())
+        H.raises(function() return ordo.logspace(0, 1, 3, {base = -2}) end, "logspace", "base")
+        H.raises(function() return ordo.logspace(0, 1, 3, {bass = 2}) end, "logspace", "unknown option 'bass'")
+        local a, b, c = ordo.tensor({1, 2}), ordo.tensor({3, 4, 5}), ordo.tensor({6, 7, 8, 9})
+        local X, Y, Z = ordo.meshgrid(a, b, c)
+        assert.same({2, 3, 4}, X:shape())
+        for i = 1, 2 do
+            for j = 1, 3 do
+                for k = 1, 4 do
+                    assert.same({a[i], b[j], c[k]}, {X[i][j][k], Y[i][j][k], Z[i][j][k]})
+                end
+            end
+        end
+        local P, Q = ordo.meshgrid({a, b}, {indexing = "xy"})
+        assert.same({{1, 2}, {1, 2}, {1, 2}}, P:totable())
+        assert.same({{3, 3}, {4, 4}, {5, 5}}, Q:totable())
+        H.raises(function() return ordo.meshgrid(a, ordo.zeros(2, 2)) end, "meshgrid", "argument 2", "2x2")
+        H.raises(function() return ordo.meshgrid(a, b, {indexing = "yx"}) end, "meshgrid", "indexing")
+        H.raises(function() return ordo.meshgrid() end, "meshgrid", "at least one")
+    end)
+
+    it("unique: sorted distinct values, the inverse and the counts, against plain Lua", function()
+        math.randomseed(77)
+        for _, dt in ipairs({"int64", "int32", "float32", "uint8"}) do
+            local vals = {}
+            for i = 1, 24 do vals[i] = math.random(0, 6) end
+            local t = ordo.tensor(vals, dt):view(4, 6)
+            local u, inv, cnt = t:unique({return_inverse = true, return_counts = true})
+            local seen, want = {}, {}
+            for _, v in ipairs(vals) do
+                if not seen[v] then seen[v] = 0; want[#want + 1] = v end
+                seen[v] = seen[v] + 1
+            end
+            table.sort(want)
+            assert.same(want, u:totable(), dt)
+            assert.equals(dt, u:dtype())
+            local pos = {}
+            for k, v in ipairs(want) do pos[v] = k end
+            local wi, wc = {}, {}
+            for i, v in ipairs(vals) do wi[i] = pos[v] end
+            for k, v in ipairs(want) do wc[k] = seen[v] end
+            assert.same(wi, inv:reshape(-1):totable(), dt .. " inverse")
+            assert.same({4, 6}, inv:shape())
+            assert.same(wc, cnt:totable(), dt .. " counts")
+            -- u[inverse] gives the input back
+            assert.same(t:reshape(-1):totable(), u:index_select(1, inv:reshape(-1)):totable())
+        end
+        assert.same({}, ordo.zeros(0):unique():totable())
+        local u, counts = ordo.tensor({2, 2}):unique({return_counts = true})
+        assert.same({2}, u:totable())
+        assert.same({2}, counts:totable())
+        local n = ordo.tensor({0 / 0, 1, 0 / 0}):unique():totable()
+        assert.equals(3, #n) -- each NaN is distinct
+        H.raises(function() return ordo.zeros(2):unique({sorted = false}) end, "unique", "sorted")
+    end)
+
+    it("addmm and baddbmm: beta * self + alpha * product; gradients", function()
+        local D = "float64"
+        local m, a, b = ordo.randn({2, 4}, D), ordo.randn({2, 3}, D), ordo.randn({3, 4}, D)
+        close((m * 0.5 + a:mm(b) * 2):reshape(-1):totable(), m:addmm(a, b, {beta = 0.5, alpha = 2}):reshape(-1):totable(), 1e-12)
+        close((m + a:mm(b)):reshape(-1):totable(), m:addmm(a, b):reshape(-1):totable(), 1e-12)
+        -- a broadcast self, and beta = 0 ignoring NaN in self
+        local bias = ordo.randn({4}, D)
+        close((a:mm(b) + bias):reshape(-1):totable(), bias:addmm(a, b):reshape(-1):totable(), 1e-12)
+        local nan = ordo.full({2, 4}, 0 / 0, {dtype = D})
+        close(a:mm(b):reshape(-1):totable(), nan:addmm(a, b, {beta = 0}):reshape(-1):totable(), 1e-12)
+        local bm, ba, bb = ordo.randn({3, 2, 2}, D), ordo.randn({3, 2, 5}, D), ordo.randn({3, 5, 2}, D)
+        close((bm * -1 + ba:bmm(bb) * 0.5):reshape(-1):totable(),
+              bm:baddbmm(ba, bb, {beta = -1, alpha = 0.5}):reshape(-1):totable(), 1e-12)
+        local x, y, z = m:requires_grad(), a:requires_grad(), b:requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(p, q, r) return p:addmm(q, r, {beta = 0.3, alpha = 1.7}) end,
+                                               {x, y, z}))
+        H.raises(function() return m:addmm(a, b, {gamma = 1}) end, "addmm", "unknown option 'gamma'")
+        H.raises(function() return m:addmm(b, a) end, "cannot be multiplied", "3x4 and 2x3")
+    end)
+
     it("nn.functional.one_hot: int64 rows with a 1 at each index; range checked", function()
         local F = ordo.nn.functional
         local idx = ordo.tensor({{2, 1}, {3, 3}}, "int64")

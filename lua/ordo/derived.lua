@@ -4,8 +4,9 @@
 -- when called, so autograd's wrappers are the ones used).  Statistics
 -- (var, std, prod, median, kthvalue, norm, logsumexp), answers as a Lua
 -- boolean (allclose, equal, all, any), making tensors (eye, linspace,
--- randint, randperm), vectors and matrices (dot, outer, mm, bmm, mv,
--- trace, tril, triu, diag, flip,
+-- logspace, meshgrid, randint, randperm), vectors and matrices (dot,
+-- outer, mm, bmm, addmm, baddbmm, mv, trace, tril, triu, diag, flip,
+-- unique,
 -- masked_select), elementwise (log2, log10, isnan, isinf, isfinite,
 -- nan_to_num, lerp, fmod, remainder), rearranging (roll, tile) and cutting
 -- one into views (chunk, split).
@@ -15,7 +16,7 @@ local util = require "ordo.util"
 local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
 local fail, typename = util.fail, util.typename
 local fmt, ceil, huge = string.format, math.ceil, math.huge
-local type, tostring, ipairs, rawequal = type, tostring, ipairs, rawequal
+local type, tostring, ipairs, rawequal, getmetatable, unpack = type, tostring, ipairs, rawequal, getmetatable, unpack
 
 local M = {}
 
@@ -229,6 +230,102 @@ function M.linspace(start, stop, n, opts)
     return r:to(proto:dtype())
 end
 
+-- logspace(start, stop, n [, {base = 10, dtype =, device =}]): base^x for
+-- x in linspace(start, stop, n).
+function M.logspace(start, stop, n, opts)
+    local base = 10
+    if opts ~= nil then
+        opts = util.check_opts("logspace", opts, {base = true, dtype = true, device = true, engine = true})
+        if opts.base ~= nil then
+            if type(opts.base) ~= "number" or not (opts.base > 0) then
+                fail("logspace: base must be a positive number, got " .. tostring(opts.base))
+            end
+            base = opts.base
+        end
+        opts = {dtype = opts.dtype, device = opts.device, engine = opts.engine}
+    end
+    local proto = tensor.empty({0}, opts)
+    local x = M.linspace(start, stop, n, {dtype = "float64", device = proto:device()})
+    return tensor.full({n}, base, {dtype = "float64", device = proto:device()}):pow(x):to(proto:dtype())
+end
+
+-- meshgrid(t1, t2, ... [, {indexing = "ij"}]) (or a table of tensors):
+-- for 1-dim tensors of sizes n1, n2, ..., as many tensors of shape n1 x n2
+-- x ..., the k-th holding tk along dim k (views: expand).  indexing "xy"
+-- swaps the first two dims (n2 x n1 x ...), as NumPy's default.
+function M.meshgrid(...)
+    local ts = {...}
+    local opts
+    if #ts >= 1 and type(ts[#ts]) == "table" and not is_tensor(ts[#ts]) and getmetatable(ts[#ts]) == nil
+        and ts[#ts][1] == nil then
+        opts = table.remove(ts)
+    end
+    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then ts = ts[1] end
+    opts = util.check_opts("meshgrid", opts, {indexing = true})
+    local indexing = opts.indexing or "ij"
+    if indexing ~= "ij" and indexing ~= "xy" then
+        fail("meshgrid: indexing must be 'ij' or 'xy', got " .. tostring(indexing))
+    end
+    if #ts == 0 then fail("meshgrid: expected at least one tensor") end
+    local sizes = {}
+    for i, t in ipairs(ts) do
+        if not is_tensor(t) or t:dim() > 1 then
+            fail(fmt("meshgrid: argument %d must be a 0- or 1-dim tensor, got %s", i,
+                     is_tensor(t) and "shape " .. shape_of_str(t) or typename(t)))
+        end
+        sizes[i] = t:numel()
+    end
+    local swap = indexing == "xy" and #ts >= 2
+    local order = {} -- order[k]: the output dim of input k
+    for i = 1, #ts do order[i] = i end
+    if swap then order[1], order[2] = 2, 1 end
+    local out_shape = {}
+    for i = 1, #ts do out_shape[order[i]] = sizes[i] end
+    local out = {}
+    for i, t in ipairs(ts) do
+        local view = {}
+        for k = 1, #ts do view[k] = 1 end
+        view[order[i]] = sizes[i]
+        out[i] = t:reshape(view):expand(out_shape)
+    end
+    return unpack(out)
+end
+
+-- unique([{sorted = true, return_inverse = false, return_counts = false}]):
+-- the distinct values of all elements, in increasing order (a 1-dim
+-- tensor; waits, its size depends on the values), and optionally where
+-- each element went (int64, from 1, the input's shape) and how many of
+-- each there are (int64).  Each NaN counts as distinct, as in Torch.
+function Tensor:unique(opts)
+    check_self("unique", self)
+    opts = util.check_opts("unique", opts, {sorted = true, return_inverse = true, return_counts = true})
+    if opts.sorted == false then fail("unique: only sorted = true is supported (the values come out sorted)") end
+    local flat = self:reshape(-1)
+    local n = flat:numel()
+    local values, order = flat:sort(1)
+    local new -- 1 where a sorted value differs from the one before it
+    if n == 0 then
+        new = tensor.zeros({0}, {dtype = "int64", device = self:device()})
+    else
+        local first = tensor.ones({1}, {dtype = "int64", device = self:device()})
+        new = n == 1 and first or tensor.cat({first, values:narrow(1, 2, n - 1):ne(values:narrow(1, 1, n - 1)):long()}, 1)
+    end
+    local out = values:masked_select(new:ne(0))
+    if not opts.return_inverse and not opts.return_counts then return out end
+    local group = n > 0 and new:cumsum(1) or new -- the unique value (from 1) of each sorted element
+    local inverse, counts
+    if opts.return_inverse then
+        inverse = tensor.zeros({n}, {dtype = "int64", device = self:device()}):scatter_add_(1, order, group)
+            :reshape(self:shape())
+    end
+    if opts.return_counts then
+        counts = tensor.zeros({out:numel()}, {dtype = "int64", device = self:device()})
+        if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, {dtype = "int64", device = self:device()})) end
+    end
+    if inverse and counts then return out, inverse, counts end
+    return out, inverse or counts
+end
+
 -- all() / any(): are all (any) elements nonzero -- a Lua boolean (waits;
 -- NaN counts as nonzero); all(dim [, keepdim]) / any(dim [, keepdim]):
 -- a uint8 tensor of the answers along dim.
@@ -388,6 +485,38 @@ function Tensor:bmm(b)
         fail(fmt("bmm: batch sizes differ: shapes %s and %s", shape_of_str(self), shape_of_str(b)))
     end
     return tensor.matmul(self, b)
+end
+
+-- The scalars of addmm and baddbmm: {beta = 1, alpha = 1}.
+local function beta_alpha(fname, opts)
+    opts = util.check_opts(fname, opts, {beta = true, alpha = true})
+    local beta, alpha = opts.beta or 1, opts.alpha or 1
+    if type(beta) ~= "number" or type(alpha) ~= "number" then
+        fail(fmt("%s: beta and alpha must be numbers, got %s and %s", fname, typename(beta), typename(alpha)))
+    end
+    return beta, alpha
+end
+
+-- self:addmm(a, b [, {beta = 1, alpha = 1}]): beta * self + alpha * (a mm b)
+-- (self broadcast to the product's shape; beta = 0 ignores self, NaN and
+-- all, as Torch).
+function Tensor:addmm(a, b, opts)
+    check_self("addmm", self)
+    local beta, alpha = beta_alpha("addmm", opts)
+    local p = a:mm(b)
+    if alpha ~= 1 then p = p * alpha end
+    if beta == 0 then return p + self:mul(0):nan_to_num(0, 0, 0) end
+    return p + (beta == 1 and self or self * beta)
+end
+
+-- self:baddbmm(a, b [, {beta = 1, alpha = 1}]): the same with bmm.
+function Tensor:baddbmm(a, b, opts)
+    check_self("baddbmm", self)
+    local beta, alpha = beta_alpha("baddbmm", opts)
+    local p = a:bmm(b)
+    if alpha ~= 1 then p = p * alpha end
+    if beta == 0 then return p + self:mul(0):nan_to_num(0, 0, 0) end
+    return p + (beta == 1 and self or self * beta)
 end
 
 -- mv(v): a matrix times a vector (a 1-dim tensor).

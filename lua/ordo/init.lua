@@ -37,7 +37,9 @@ for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand"
     M[k] = tensor[k]
 end
 
-for _, k in ipairs({"eye", "linspace", "allclose", "equal", "randint", "randperm"}) do M[k] = derived[k] end
+for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "allclose", "equal", "randint", "randperm"}) do
+    M[k] = derived[k]
+end
 local serialize = require "ordo.serialize"
 M.save, M.load = serialize.save, serialize.load -- tensors, or tables of them, to and from a file
 
