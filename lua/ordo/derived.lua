@@ -497,26 +497,26 @@ local function beta_alpha(fname, opts)
     return beta, alpha
 end
 
--- self:addmm(a, b [, {beta = 1, alpha = 1}]): beta * self + alpha * (a mm b)
--- (self broadcast to the product's shape; beta = 0 ignores self, NaN and
--- all, as Torch).
+-- beta * self + alpha * product (self broadcast to the product's shape;
+-- beta = 0 ignores self, NaN and all, as Torch).
+local function add_scaled(fname, self, multiply, a, b, opts)
+    local beta, alpha = beta_alpha(fname, opts)
+    local product = multiply(a, b)
+    if alpha ~= 1 then product = product * alpha end
+    if beta == 0 then return product + self:mul(0):nan_to_num(0, 0, 0) end -- (self's shape still checked)
+    return product + (beta == 1 and self or self * beta)
+end
+
+-- self:addmm(a, b [, {beta = 1, alpha = 1}]): beta * self + alpha * (a mm b).
 function Tensor:addmm(a, b, opts)
     check_self("addmm", self)
-    local beta, alpha = beta_alpha("addmm", opts)
-    local p = a:mm(b)
-    if alpha ~= 1 then p = p * alpha end
-    if beta == 0 then return p + self:mul(0):nan_to_num(0, 0, 0) end
-    return p + (beta == 1 and self or self * beta)
+    return add_scaled("addmm", self, Tensor.mm, a, b, opts)
 end
 
 -- self:baddbmm(a, b [, {beta = 1, alpha = 1}]): the same with bmm.
 function Tensor:baddbmm(a, b, opts)
     check_self("baddbmm", self)
-    local beta, alpha = beta_alpha("baddbmm", opts)
-    local p = a:bmm(b)
-    if alpha ~= 1 then p = p * alpha end
-    if beta == 0 then return p + self:mul(0):nan_to_num(0, 0, 0) end
-    return p + (beta == 1 and self or self * beta)
+    return add_scaled("baddbmm", self, Tensor.bmm, a, b, opts)
 end
 
 -- mv(v): a matrix times a vector (a 1-dim tensor).

@@ -603,6 +603,26 @@ function M.install(nn)
 
     local check_count = util.check_positive_int
 
+    -- A convolution's weight (wshape) and bias (cout, unless opts.bias is
+    -- false), drawn as Torch draws them: kaiming_uniform with a = sqrt 5,
+    -- U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias.
+    local function conv_parameters(self, wshape, cout, fan_in, opts)
+        local topts = util.param_opts(opts)
+        local w = tensor.empty(wshape, topts)
+        init.kaiming_uniform_(w, sqrt(5))
+        self:register_parameter("weight", w)
+        if opts.bias ~= false then
+            local bound = 1 / sqrt(fan_in)
+            self:register_parameter("bias", init.uniform_(tensor.empty({cout}, topts), -bound, bound))
+        end
+    end
+
+    -- ", what AxB" for a pair option that is not {default, default}
+    local function pair_repr(what, v, default)
+        if v[1] == default and v[2] == default then return "" end
+        return fmt(", %s %dx%d", what, v[1], v[2])
+    end
+
     -- Conv2d(in_channels, out_channels, kernel_size [, {stride=1, padding=0,
     -- dilation=1, bias=true, dtype="float32", device=}]); weight and bias
     -- drawn like Torch: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = C·kh·kw
@@ -619,30 +639,16 @@ function M.install(nn)
         self.stride = {pair("Conv2d", "stride", opts.stride or 1)}
         self.padding = {pair("Conv2d", "padding", opts.padding or 0, true)}
         self.dilation = {pair("Conv2d", "dilation", opts.dilation or 1)}
-        local topts = util.param_opts(opts)
-        local w = tensor.empty({cout, cin, kh, kw}, topts)
-        init.kaiming_uniform_(w, sqrt(5))
-        self:register_parameter("weight", w)
-        if opts.bias ~= false then
-            local bound = 1 / sqrt(cin * kh * kw)
-            self:register_parameter("bias", init.uniform_(tensor.empty({cout}, topts), -bound, bound))
-        end
+        conv_parameters(self, {cout, cin, kh, kw}, cout, cin * kh * kw, opts)
     end
     function Conv2d:forward(x)
         return M.conv2d(x, self.weight, self.bias,
                         {stride = self.stride, padding = self.padding, dilation = self.dilation})
     end
     function Conv2d:extra_repr()
-        local s = fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
-                      self.kernel_size[2])
-        if self.stride[1] ~= 1 or self.stride[2] ~= 1 then s = s .. fmt(", stride %dx%d", self.stride[1], self.stride[2]) end
-        if self.padding[1] ~= 0 or self.padding[2] ~= 0 then
-            s = s .. fmt(", padding %dx%d", self.padding[1], self.padding[2])
-        end
-        if self.dilation[1] ~= 1 or self.dilation[2] ~= 1 then
-            s = s .. fmt(", dilation %dx%d", self.dilation[1], self.dilation[2])
-        end
-        return s .. (self.bias and "" or ", no bias")
+        return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
+                   self.kernel_size[2]) .. pair_repr("stride", self.stride, 1) .. pair_repr("padding", self.padding, 0)
+            .. pair_repr("dilation", self.dilation, 1) .. (self.bias and "" or ", no bias")
     end
 
     -- ConvTranspose2d(in_channels, out_channels, kernel_size [, {stride=1,
@@ -668,29 +674,17 @@ function M.install(nn)
             fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", name, self.output_padding[1],
                      self.output_padding[2], self.stride[1], self.stride[2]))
         end
-        local topts = util.param_opts(opts)
-        local w = tensor.empty({cin, cout, kh, kw}, topts)
-        init.kaiming_uniform_(w, sqrt(5))
-        self:register_parameter("weight", w)
-        if opts.bias ~= false then
-            local bound = 1 / sqrt(cout * kh * kw)
-            self:register_parameter("bias", init.uniform_(tensor.empty({cout}, topts), -bound, bound))
-        end
+        conv_parameters(self, {cin, cout, kh, kw}, cout, cout * kh * kw, opts)
     end
     function ConvTranspose2d:forward(x)
         return M.conv_transpose2d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
                                   output_padding = self.output_padding, dilation = self.dilation})
     end
     function ConvTranspose2d:extra_repr()
-        local s = fmt("%d -> %d, kernel %dx%d, stride %dx%d", self.in_channels, self.out_channels,
-                      self.kernel_size[1], self.kernel_size[2], self.stride[1], self.stride[2])
-        if self.padding[1] ~= 0 or self.padding[2] ~= 0 then
-            s = s .. fmt(", padding %dx%d", self.padding[1], self.padding[2])
-        end
-        if self.output_padding[1] ~= 0 or self.output_padding[2] ~= 0 then
-            s = s .. fmt(", output_padding %dx%d", self.output_padding[1], self.output_padding[2])
-        end
-        return s .. (self.bias and "" or ", no bias")
+        return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
+                   self.kernel_size[2]) .. pair_repr("stride", self.stride, 1) .. pair_repr("padding", self.padding, 0)
+            .. pair_repr("output_padding", self.output_padding, 0) .. pair_repr("dilation", self.dilation, 1)
+            .. (self.bias and "" or ", no bias")
     end
 
     -- Conv1d(in_channels, out_channels, kernel_size [, {stride=1, padding=0,
@@ -707,14 +701,7 @@ function M.install(nn)
         self.stride = single("Conv1d", "stride", opts.stride or 1)
         self.padding = single("Conv1d", "padding", opts.padding or 0, true)
         self.dilation = single("Conv1d", "dilation", opts.dilation or 1)
-        local topts = util.param_opts(opts)
-        local w = tensor.empty({cout, cin, k}, topts)
-        init.kaiming_uniform_(w, sqrt(5))
-        self:register_parameter("weight", w)
-        if opts.bias ~= false then
-            local bound = 1 / sqrt(cin * k)
-            self:register_parameter("bias", init.uniform_(tensor.empty({cout}, topts), -bound, bound))
-        end
+        conv_parameters(self, {cout, cin, k}, cout, cin * k, opts)
     end
     function Conv1d:forward(x)
         return M.conv1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding, dilation = self.dilation})

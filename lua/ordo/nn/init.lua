@@ -322,18 +322,26 @@ activation("Hardswish", F.hardswish)
 activation("Mish", F.mish)
 activation("Softsign", F.softsign)
 
--- ELU(alpha = 1) and Hardtanh(min_val = -1, max_val = 1): their options
--- checked when made.
-local ELU = Module:extend("ELU")
-M.ELU = ELU
-function ELU:init(alpha)
-    alpha = alpha or 1
-    if type(alpha) ~= "number" then fail("ELU: alpha must be a number, got " .. typename(alpha)) end
-    self.alpha = alpha
+-- A module of fn(x, v) with one number option v (field, default),
+-- checked when the module is made.
+local function activation_with(name, field, default, fn)
+    local cls = Module:extend(name)
+    cls.init = function(self, v)
+        if v == nil then v = default end
+        if type(v) ~= "number" then fail(fmt("%s: %s must be a number, got %s", name, field, typename(v))) end
+        self[field] = v
+    end
+    cls.forward = function(self, x) return fn(x, self[field]) end
+    cls.extra_repr = function(self) return fmt("%s = %g", field, self[field]) end
+    M[name] = cls
+    return cls
 end
-function ELU:forward(x) return F.elu(x, self.alpha) end
-function ELU:extra_repr() return fmt("alpha = %g", self.alpha) end
+-- LeakyReLU(slope = 0.01): x where x > 0, slope * x elsewhere.
+activation_with("LeakyReLU", "slope", 0.01, F.leaky_relu)
+-- ELU(alpha = 1): x where x > 0, alpha (e^x - 1) elsewhere.
+activation_with("ELU", "alpha", 1, F.elu)
 
+-- Hardtanh(min_val = -1, max_val = 1)
 local Hardtanh = Module:extend("Hardtanh")
 M.Hardtanh = Hardtanh
 function Hardtanh:init(min_val, max_val)
@@ -361,17 +369,6 @@ function PReLU:init(n, opts)
 end
 function PReLU:forward(x) return F.prelu(x, self.weight) end
 function PReLU:extra_repr() return fmt("%d", self.num_parameters) end
-
--- LeakyReLU(slope): x where x > 0, slope * x elsewhere (slope 0.01).
-local LeakyReLU = Module:extend("LeakyReLU")
-M.LeakyReLU = LeakyReLU
-function LeakyReLU:init(slope)
-    slope = slope or 0.01
-    if type(slope) ~= "number" then fail("LeakyReLU: slope must be a number, got " .. typename(slope)) end
-    self.slope = slope
-end
-function LeakyReLU:forward(x) return F.leaky_relu(x, self.slope) end
-function LeakyReLU:extra_repr() return fmt("slope = %g", self.slope) end
 
 -- LayerNorm(shape [, {eps = 1e-5, affine = true, dtype =, device =}]):
 -- normalises the last dims (shape: a size or a table of sizes), then
