@@ -845,6 +845,26 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         ordo.manual_seed(5489) -- back to the default seed
     end)
 
+    it("multi-head attention forward and backward match the cpu", function()
+        need_gpu()
+        for _, dt in ipairs({"float32", "float64"}) do
+            ordo.manual_seed(17)
+            local mc = ordo.nn.MultiheadAttention(8, 2, {dtype = dt})
+            local mg = ordo.nn.MultiheadAttention(8, 2, {dtype = dt})
+            for i, p in ipairs(mg:parameters()) do ordo.no_grad(function() p:copy_(mc:parameters()[i]) end) end
+            mg:to(G)
+            local x = rnd({5, 2, 8}, dt, -1, 1)
+            local out = {}
+            for _, c in ipairs({{mg, G}, {mc, CPU}}) do
+                local xd = x:to(c[2]):requires_grad()
+                local y, w = c[1](xd, xd, xd, {is_causal = true})
+                ;(y * y):sum():backward()
+                out[#out + 1] = {y = y, w = w, gx = xd.grad, gw = c[1].in_proj_weight.grad}
+            end
+            for _, k in ipairs({"y", "w", "gx", "gw"}) do check(out[1][k], out[2][k], dt .. " attention " .. k, RED) end
+        end
+    end)
+
     it("recurrent layers (LSTM, GRU, RNN) forward and backward match the cpu", function()
         need_gpu()
         local nn = ordo.nn

@@ -600,6 +600,7 @@ require("ordo.nn.conv").install(M)
 -- RNNCell, LSTMCell, GRUCell, RNN, LSTM, GRU
 require("ordo.nn.recurrent").install(M)
 require("ordo.nn.resample").install(M)
+require("ordo.nn.attention").install(M)
 
 -- nn.utils.clip_grad_norm_, clip_grad_value_
 M.utils = require "ordo.nn.utils"

@@ -1,0 +1,222 @@
+-- ordo.nn.attention: scaled dot-product attention and multi-head attention.
+--
+--   local out = F.scaled_dot_product_attention(q, k, v, {is_causal = true})
+--   local mha = nn.MultiheadAttention(64, 8, {batch_first = true})
+--   local y, weights = mha(x, x, x)                 -- self-attention
+--
+-- Made of tensor ops (matmul, softmax, masked_fill), so they run on every
+-- device and autograd differentiates them.  The masks follow Torch, which
+-- gives its two functions opposite boolean conventions:
+--   scaled_dot_product_attention: a uint8 attn_mask is 1 where a query MAY
+--     attend to a key; a float one is added to the scores;
+--   MultiheadAttention: a uint8 attn_mask and key_padding_mask are 1 where
+--     a query may NOT attend (padding); a float attn_mask is added.
+-- A query that may attend to nothing gets NaN, as in Torch.
+local util = require "ordo.util"
+local tensor = require "ordo.tensor"
+local autograd = require "ordo.autograd"
+
+local fail, typename = util.fail, util.typename
+local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
+local fmt, sqrt, huge = string.format, math.sqrt, math.huge
+local type, tostring, ipairs, unpack = type, tostring, ipairs, unpack
+
+local M = {}
+
+local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+
+local function check_tensor(fname, what, x)
+    if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
+end
+
+local FLOAT = {float32 = true, float64 = true}
+
+-- scores with a mask applied: allowed (uint8) says where attention may go
+-- when allow is true, where it may not when false; a float mask is added.
+local function apply_mask(fname, scores, mask, allow)
+    if mask == nil then return scores end
+    check_tensor(fname, "attn_mask", mask)
+    if FLOAT[mask:dtype()] then return scores + mask end
+    local blocked = allow and mask:eq(0) or mask:ne(0)
+    return scores:masked_fill(blocked, -huge)
+end
+
+-- The causal mask of L queries and S keys: 1 where key j comes after query
+-- i (aligned at the top left, as Torch's is_causal).
+local function causal_blocked(L, S, like)
+    return tensor.ones({L, S}, {dtype = "uint8", device = like:device()}):triu(1)
+end
+
+local SDPA_OPTS = {attn_mask = true, is_causal = true, dropout_p = true, scale = true, training = true}
+
+-- scaled_dot_product_attention(q, k, v [, {attn_mask, is_causal = false,
+-- dropout_p = 0, scale = 1/sqrt(E)}]): softmax(q kᵀ · scale + mask) v over
+-- q (..., L, E), k (..., S, E), v (..., S, Ev); the leading dims
+-- broadcast as matmul's.  dropout_p drops attention weights (as in
+-- training: pass it only when training).
+function M.scaled_dot_product_attention(q, k, v, opts)
+    local fname = "scaled_dot_product_attention"
+    check_tensor(fname, "query", q)
+    check_tensor(fname, "key", k)
+    check_tensor(fname, "value", v)
+    opts = util.check_opts(fname, opts, SDPA_OPTS)
+    if q:dim() < 2 or k:dim() < 2 or v:dim() < 2 then
+        fail(fmt("%s: query, key and value need at least 2 dims (..., length, features), got %s, %s and %s", fname,
+                 shape_str(q), shape_str(k), shape_str(v)))
+    end
+    local E, S = q:size(-1), k:size(-2)
+    if k:size(-1) ~= E or v:size(-2) ~= S then
+        fail(fmt("%s: key %s must have query's %d features and value %s key's %d positions", fname, shape_str(k), E,
+                 shape_str(v), S))
+    end
+    if not FLOAT[q:dtype()] then fail(fmt("%s: query must be float32 or float64, got %s", fname, q:dtype())) end
+    local scale = opts.scale or 1 / sqrt(E)
+    if type(scale) ~= "number" then fail(fmt("%s: scale must be a number, got %s", fname, typename(scale))) end
+    if opts.is_causal and opts.attn_mask ~= nil then fail(fname .. ": give attn_mask or is_causal, not both") end
+    local p = opts.dropout_p or 0
+    if type(p) ~= "number" or p < 0 or p >= 1 then
+        fail(fmt("%s: dropout_p must be a number in [0, 1), got %s", fname, tostring(p)))
+    end
+    -- more than 3 dims (N x heads x length x E): the leading dims as one
+    -- batch for matmul, which takes 3
+    local L, lead = q:size(-2), shape_of(q)
+    lead[#lead], lead[#lead - 1] = nil, nil
+    if q:dim() > 3 then
+        local same = k:dim() == q:dim() and v:dim() == q:dim()
+        for i = 1, #lead do same = same and k:size(i) == lead[i] and v:size(i) == lead[i] end
+        if not same then
+            fail(fmt("%s: inputs of more than 3 dims must share their leading dims, got %s, %s and %s", fname,
+                     shape_str(q), shape_str(k), shape_str(v)))
+        end
+        q, k, v = q:reshape(-1, L, E), k:reshape(-1, S, E), v:reshape(-1, S, v:size(-1))
+    end
+    local scores = q:matmul(k:transpose(-2, -1)) * scale
+    local full = shape_of(scores)
+    if #lead > 1 then -- the masks broadcast against the caller's dims
+        full = {unpack(lead)}
+        full[#full + 1], full[#full + 2] = L, S
+        scores = scores:view(full)
+    end
+    if opts.is_causal then scores = scores:masked_fill(causal_blocked(L, S, q), -huge) end
+    scores = apply_mask(fname, scores, opts.attn_mask, true)
+    local attn = scores:softmax(-1)
+    if p > 0 then attn = require("ordo.nn.functional").dropout(attn, p, true) end
+    if #lead <= 1 then return attn:matmul(v) end
+    local out = attn:reshape(-1, L, S):matmul(v)
+    full[#full] = out:size(-1)
+    return out:view(full)
+end
+
+function M.install(nn)
+    local F = nn.functional
+    F.scaled_dot_product_attention = M.scaled_dot_product_attention
+    local Module, init = nn.Module, nn.init
+
+    -- MultiheadAttention(embed_dim, num_heads [, {dropout = 0, bias = true,
+    -- batch_first = false, dtype, device}]): Torch's layer and parameters
+    -- (in_proj_weight 3E x E drawn by xavier_uniform_, in_proj_bias zeros,
+    -- out_proj a Linear(E, E) with a zero bias).
+    -- forward(query, key, value [, {key_padding_mask, attn_mask,
+    -- need_weights = true, average_attn_weights = true, is_causal}]):
+    -- query L x N x E (N x L x E with batch_first), key and value S x N x E;
+    -- returns the output (query's shape) and, with need_weights, the
+    -- attention weights N x L x S (averaged over the heads) or N x H x L x S.
+    local MHA = Module:extend("MultiheadAttention")
+    nn.MultiheadAttention = MHA
+    local MHA_OPTS = {dropout = true, bias = true, batch_first = true, dtype = true, device = true}
+    function MHA:init(E, H, opts)
+        local name = "MultiheadAttention"
+        util.check_positive_int(name, "embed_dim", E)
+        util.check_positive_int(name, "num_heads", H)
+        if E % H ~= 0 then fail(fmt("%s: embed_dim %d must be divisible by num_heads %d", name, E, H)) end
+        opts = util.check_opts(name, opts, MHA_OPTS)
+        local p = opts.dropout or 0
+        if type(p) ~= "number" or p < 0 or p >= 1 then
+            fail(fmt("%s: dropout must be a number in [0, 1), got %s", name, tostring(p)))
+        end
+        self.embed_dim, self.num_heads, self.head_dim, self.dropout = E, H, E / H, p
+        self.batch_first = opts.batch_first == true
+        local topts = util.param_opts(opts)
+        self:register_parameter("in_proj_weight", init.xavier_uniform_(tensor.empty({3 * E, E}, topts)))
+        if opts.bias ~= false then self:register_parameter("in_proj_bias", tensor.zeros({3 * E}, topts)) end
+        self.out_proj = nn.Linear(E, E, {bias = opts.bias ~= false, dtype = topts.dtype, device = topts.device})
+        if self.out_proj.bias then autograd.no_grad(function() self.out_proj.bias:zero_() end) end
+    end
+
+    local FWD_OPTS = {key_padding_mask = true, attn_mask = true, need_weights = true, average_attn_weights = true,
+                      is_causal = true}
+
+    function MHA:forward(query, key, value, opts)
+        local name = "MultiheadAttention"
+        opts = util.check_opts(name, opts, FWD_OPTS)
+        key, value = key or query, value or key or query
+        for _, it in ipairs({{"query", query}, {"key", key}, {"value", value}}) do
+            local what, t = it[1], it[2]
+            check_tensor(name, what, t)
+            if t:dim() ~= 3 or t:size(3) ~= self.embed_dim then
+                fail(fmt("%s: %s must be %s x %d, got %s", name, what, self.batch_first and "N x length" or "length x N",
+                         self.embed_dim, shape_str(t)))
+            end
+        end
+        if self.batch_first then -- work in length x N x E
+            query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
+        end
+        local L, N, E, H, D = query:size(1), query:size(2), self.embed_dim, self.num_heads, self.head_dim
+        local S = key:size(1)
+        if key:size(2) ~= N or value:size(2) ~= N or value:size(1) ~= S then
+            fail(fmt("%s: query, key and value disagree on the batch or key length (%s, %s, %s)", name,
+                     shape_str(query), shape_str(key), shape_str(value)))
+        end
+        local W, b = self.in_proj_weight, self.in_proj_bias
+        local function project(x, i) -- rows i*E+1 .. (i+1)*E of the in-projection, as (N·H) x len x D
+            local y = F.linear(x, W:narrow(1, i * E + 1, E), b and b:narrow(1, i * E + 1, E))
+            return y:reshape(x:size(1), N * H, D):transpose(1, 2)
+        end
+        local q, k, v = project(query, 0), project(key, 1), project(value, 2)
+        local scores = (q:matmul(k:transpose(2, 3)) * (1 / sqrt(D))):view(N, H, L, S)
+        if opts.is_causal then
+            if opts.attn_mask ~= nil then fail(name .. ": give attn_mask or is_causal, not both") end
+            scores = scores:masked_fill(causal_blocked(L, S, scores), -huge)
+        end
+        local am = opts.attn_mask
+        if am ~= nil then
+            check_tensor(name, "attn_mask", am)
+            if am:dim() == 2 and am:size(1) == L and am:size(2) == S then
+                am = am:view(1, 1, L, S)
+            elseif am:dim() == 3 and am:size(1) == N * H and am:size(2) == L and am:size(3) == S then
+                am = am:view(N, H, L, S)
+            else
+                fail(fmt("%s: attn_mask must be %d x %d or %d x %d x %d, got %s", name, L, S, N * H, L, S,
+                         shape_str(am)))
+            end
+            scores = apply_mask(name, scores, am, false)
+        end
+        local kpm = opts.key_padding_mask
+        if kpm ~= nil then
+            check_tensor(name, "key_padding_mask", kpm)
+            if kpm:dim() ~= 2 or kpm:size(1) ~= N or kpm:size(2) ~= S then
+                fail(fmt("%s: key_padding_mask must be %d x %d (batch x key length), got %s", name, N, S,
+                         shape_str(kpm)))
+            end
+            scores = apply_mask(name, scores, kpm:view(N, 1, 1, S), false)
+        end
+        local attn = scores:softmax(4)
+        local weights = attn
+        if self.dropout > 0 and self.training then attn = F.dropout(attn, self.dropout, true) end
+        local out = attn:reshape(N * H, L, S):matmul(v)             -- (N·H) x L x D
+            :transpose(1, 2):reshape(L, N, E)                         -- L x N x E
+        out = self.out_proj(out)
+        if self.batch_first then out = out:transpose(1, 2) end
+        if opts.need_weights == false then return out end
+        if opts.average_attn_weights ~= false then weights = weights:mean(2) end
+        return out, weights
+    end
+
+    function MHA:extra_repr()
+        return fmt("%d, %d heads%s%s", self.embed_dim, self.num_heads,
+                   self.dropout > 0 and fmt(", dropout %g", self.dropout) or "", self.batch_first and ", batch_first" or "")
+    end
+    return nn
+end
+
+return M

@@ -1,0 +1,199 @@
+-- nn.functional.scaled_dot_product_attention and nn.MultiheadAttention
+-- (lua/ordo/nn/attention.lua): against attention written out in plain Lua
+-- from the parameters, with every kind of mask; gradients by gradcheck.
+local ordo = require "ordo"
+local H = require "support.helpers"
+local nn, F = ordo.nn, ordo.nn.functional
+
+local D = {dtype = "float64"}
+
+local function close(a, b, tol, where)
+    tol = tol or 1e-10
+    if type(a) == "table" then
+        assert.equal(#b, #a, where)
+        for i = 1, #a do close(a[i], b[i], tol, (where or "") .. "[" .. i .. "]") end
+        return
+    end
+    if b ~= b then return assert(a ~= a, (where or "value") .. ": want NaN, got " .. a) end
+    assert(math.abs(a - b) <= tol * (1 + math.abs(b)), string.format("%s: %.15g vs %.15g", where or "value", a, b))
+end
+
+-- One attention: Q (L x E), K (S x E), V (S x Ev) as tables; allowed(i, j)
+-- says whether query i may see key j; add(i, j) is added to the score.
+local function ref_attention(Q, K, V, scale, allowed, add)
+    local out, weights = {}, {}
+    for i = 1, #Q do
+        local s, m = {}, -math.huge
+        for j = 1, #K do
+            local dot = 0
+            for e = 1, #Q[i] do dot = dot + Q[i][e] * K[j][e] end
+            s[j] = dot * scale + (add and add(i, j) or 0)
+            if allowed and not allowed(i, j) then s[j] = -math.huge end
+            if s[j] > m then m = s[j] end
+        end
+        local z = 0
+        for j = 1, #K do s[j] = math.exp(s[j] - m); z = z + s[j] end
+        for j = 1, #K do s[j] = s[j] / z end -- all masked: m = -inf, NaN as in Torch
+        weights[i] = s
+        out[i] = {}
+        for c = 1, #V[1] do
+            local acc = 0
+            for j = 1, #K do acc = acc + s[j] * V[j][c] end
+            out[i][c] = acc
+        end
+    end
+    return out, weights
+end
+
+local function matvec_rows(X, W, b, r0, n) -- rows of X times W[r0+1 .. r0+n]ᵀ + b
+    local Y = {}
+    for t = 1, #X do
+        Y[t] = {}
+        for o = 1, n do
+            local acc = b and b[r0 + o] or 0
+            for e = 1, #X[t] do acc = acc + X[t][e] * W[r0 + o][e] end
+            Y[t][o] = acc
+        end
+    end
+    return Y
+end
+
+describe("scaled_dot_product_attention", function()
+    before_each(function() ordo.manual_seed(41) end)
+
+    it("matches attention written out, with causal, boolean and additive masks and a scale", function()
+        local q, k, v = ordo.randn({2, 3, 4}, D), ordo.randn({2, 5, 4}, D), ordo.randn({2, 5, 2}, D)
+        local Q, K, V = q:totable(), k:totable(), v:totable()
+        local allow = ordo.tensor({{1, 0, 1, 1, 0}, {1, 1, 1, 0, 0}, {0, 0, 0, 0, 1}}, "uint8")
+        local A = allow:totable()
+        local addm = ordo.randn({3, 5}, D)
+        local AD = addm:totable()
+        local cases = {
+            {{}, nil, nil, 0.5},
+            {{is_causal = true}, function(i, j) return j <= i end, nil, 0.5},
+            {{attn_mask = allow}, function(i, j) return A[i][j] == 1 end, nil, 0.5},
+            {{attn_mask = addm}, nil, function(i, j) return AD[i][j] end, 0.5},
+            {{scale = 0.3}, nil, nil, 0.3},
+        }
+        for n, c in ipairs(cases) do
+            local y = F.scaled_dot_product_attention(q, k, v, c[1]):totable()
+            for b = 1, 2 do
+                close(y[b], (ref_attention(Q[b], K[b], V[b], c[4], c[2], c[3])), 1e-12, "case " .. n)
+            end
+        end
+        -- 4 dims (batch x heads x length x E): the same per head
+        local q4, k4, v4 = ordo.randn({2, 2, 3, 4}, D), ordo.randn({2, 2, 5, 4}, D), ordo.randn({2, 2, 5, 3}, D)
+        local y4 = F.scaled_dot_product_attention(q4, k4, v4, {is_causal = true})
+        assert.same({2, 2, 3, 3}, y4:shape())
+        for b = 1, 2 do
+            for h = 1, 2 do
+                close(y4[b][h]:totable(), (ref_attention(q4[b][h]:totable(), k4[b][h]:totable(), v4[b][h]:totable(),
+                                                         0.5, function(i, j) return j <= i end)), 1e-12)
+            end
+        end
+    end)
+
+    it("has gradients that agree with central differences; reports bad inputs", function()
+        local q = ordo.randn({2, 3, 4}, D):requires_grad()
+        local k = ordo.randn({2, 4, 4}, D):requires_grad()
+        local v = ordo.randn({2, 4, 3}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a, b, c)
+            return F.scaled_dot_product_attention(a, b, c, {is_causal = true})
+        end, {q, k, v}))
+        H.raises(function() return F.scaled_dot_product_attention(q, ordo.randn({2, 4, 5}, D), v) end,
+                 "scaled_dot_product_attention", "key 2x4x5", "4 features")
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v, {is_causal = true, attn_mask = q}) end,
+                 "attn_mask or is_causal")
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v, {dropout_p = 1}) end, "dropout_p")
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v, {mask = 1}) end, "unknown option 'mask'")
+        H.raises(function() return F.scaled_dot_product_attention(ordo.randn({2, 2, 3, 4}), ordo.randn({2, 3, 3, 4}),
+                                                                  ordo.randn({2, 3, 3, 4})) end, "leading dims")
+    end)
+end)
+
+describe("nn.MultiheadAttention", function()
+    before_each(function() ordo.manual_seed(42) end)
+
+    -- The layer written out for sample n: per head, attention of the
+    -- projected rows, heads side by side, then out_proj; weights averaged.
+    local function ref_mha(m, Xq, Xk, Xv, allowed)
+        local E, Hh = m.embed_dim, m.num_heads
+        local Dh = E / Hh
+        local W, b = m.in_proj_weight:totable(), m.in_proj_bias and m.in_proj_bias:totable()
+        local q, k, v = matvec_rows(Xq, W, b, 0, E), matvec_rows(Xk, W, b, E, E), matvec_rows(Xv, W, b, 2 * E, E)
+        local cat, avg = {}, {}
+        for t = 1, #Xq do cat[t] = {} end
+        for h = 0, Hh - 1 do
+            local function part(R)
+                local P = {}
+                for t = 1, #R do
+                    P[t] = {}
+                    for d = 1, Dh do P[t][d] = R[t][h * Dh + d] end
+                end
+                return P
+            end
+            local o, w = ref_attention(part(q), part(k), part(v), 1 / math.sqrt(Dh), allowed)
+            for t = 1, #Xq do
+                for d = 1, Dh do cat[t][h * Dh + d] = o[t][d] end
+                avg[t] = avg[t] or {}
+                for j = 1, #Xk do avg[t][j] = (avg[t][j] or 0) + w[t][j] / Hh end
+            end
+        end
+        local out = matvec_rows(cat, m.out_proj.weight:totable(), m.out_proj.bias and m.out_proj.bias:totable(), 0, E)
+        return out, avg
+    end
+
+    it("matches the layer written out from its parameters (length x batch and batch_first, masks)", function()
+        local m = nn.MultiheadAttention(6, 3, {dtype = "float64"})
+        assert.same({18, 6}, m.in_proj_weight:shape())
+        assert.same({0}, {m.in_proj_bias:abs():max():item()})
+        ordo.no_grad(function() -- biases that are not zero, so that they are checked too
+            m.in_proj_bias:copy_(ordo.randn({18}, D))
+            m.out_proj.bias:copy_(ordo.randn({6}, D))
+        end)
+        local xq, xk = ordo.randn({4, 2, 6}, D), ordo.randn({5, 2, 6}, D)
+        local y, w = m(xq, xk, xk)
+        assert.same({4, 2, 6}, y:shape())
+        assert.same({2, 4, 5}, w:shape())
+        for n = 1, 2 do
+            local Xq, Xk = xq:select(2, n):totable(), xk:select(2, n):totable()
+            local out, avg = ref_mha(m, Xq, Xk, Xk)
+            close(y:select(2, n):totable(), out, 1e-12, "output " .. n)
+            close(w[n]:totable(), avg, 1e-12, "weights " .. n)
+        end
+        -- batch_first, a causal self-attention, a key padding mask
+        local mb = nn.MultiheadAttention(6, 2, {dtype = "float64", batch_first = true})
+        local x = ordo.randn({2, 4, 6}, D)
+        local yc = mb(x, x, x, {is_causal = true, need_weights = false})
+        assert.same({2, 4, 6}, yc:shape())
+        local pad = ordo.tensor({{0, 0, 1, 1}, {0, 0, 0, 1}}, "uint8")
+        local yp = mb(x, x, x, {key_padding_mask = pad, need_weights = false})
+        local am = ordo.tensor({{0, 1, 1, 1}, {0, 0, 1, 1}, {0, 0, 0, 1}, {0, 0, 0, 0}}, "uint8") -- 1: blocked
+        local ya = mb(x, x, x, {attn_mask = am, need_weights = false})
+        close(yc:totable(), ya:totable(), 1e-12, "is_causal = the causal attn_mask")
+        for n = 1, 2 do
+            local X = x[n]:totable()
+            local P = pad:totable()[n]
+            close(yc[n]:totable(), (ref_mha(mb, X, X, X, function(i, j) return j <= i end)), 1e-12, "causal " .. n)
+            close(yp[n]:totable(), (ref_mha(mb, X, X, X, function(_, j) return P[j] == 0 end)), 1e-12, "padding " .. n)
+        end
+        local _, per_head = mb(x, x, x, {average_attn_weights = false})
+        assert.same({2, 2, 4, 4}, per_head:shape())
+    end)
+
+    it("trains: gradients agree with central differences; bad inputs are named", function()
+        local m = nn.MultiheadAttention(4, 2, {dtype = "float64"})
+        local x = ordo.randn({3, 2, 4}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a) return (m(a, a, a)) end, {x}))
+        local y = m(x, x, x)
+        y:sum():backward()
+        for _, p in ipairs(m:parameters()) do assert.is_true(ordo.is_tensor(p.grad)) end
+        assert.equals("MultiheadAttention(4, 2 heads)", tostring(m):match("^[^\n]*"))
+        H.raises(function() nn.MultiheadAttention(6, 4) end, "MultiheadAttention", "divisible")
+        H.raises(function() m(ordo.randn({3, 2, 5}, D)) end, "MultiheadAttention", "query", "3x2x5")
+        H.raises(function() m(x, x, x, {attn_mask = ordo.zeros(2, 2, "uint8")}) end, "attn_mask must be 3 x 3")
+        H.raises(function() m(x, x, x, {key_padding_mask = ordo.zeros(3, 3, "uint8")}) end,
+                 "key_padding_mask must be 2 x 3")
+        H.raises(function() m(x, x, x, {mask = 1}) end, "unknown option 'mask'")
+    end)
+end)
