@@ -121,6 +121,20 @@ describe("nn modules", function()
         assert.has_error(function() nn.Dropout(1) end)
     end)
 
+    it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()
+        local d = nn.Dropout2d(0.5)
+        local y = d(ordo.ones({50, 40, 3, 2}))
+        local per_channel = y:sum(4):sum(3) -- 0 or 6 * 2 for each (n, c)
+        local zeros, kept = per_channel:eq(0):sum():item(), per_channel:eq(12):sum():item()
+        assert.equals(2000, zeros + kept, "every channel is all zero or all kept")
+        assert.is_true(zeros > 850 and zeros < 1150, "zeros: " .. zeros)
+        assert.same({3, 2, 2}, F.dropout2d(ordo.ones({3, 2, 2}), 0.5):shape()) -- unbatched C x H x W
+        d:eval()
+        assert.equals(50 * 40 * 6, d(ordo.ones({50, 40, 3, 2})):sum():item())
+        H.raises(function() F.dropout2d(ordo.ones({4, 4}), 0.5) end, "dropout2d", "4-D", "4x4")
+        H.raises(function() nn.Dropout2d(1) end, "Dropout2d", "p must be")
+    end)
+
     it("train() and eval() reach every submodule", function()
         local m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
         m:eval()
@@ -530,6 +544,32 @@ describe("optim", function()
         check_adam(function(ps) return optim.AdamW(ps, {lr = 0.01, weight_decay = 0.1}) end, 0.1)
     end)
 
+    it("Adagrad, plain, with lr_decay, weight decay and a starting accumulator, matches Torch's update (by hand)",
+       function()
+        for _, o in ipairs({{}, {lr_decay = 0.5}, {weight_decay = 0.1, initial_accumulator_value = 0.3}}) do
+            local p = ordo.tensor({1, -2}, D):requires_grad()
+            local opts = {lr = 0.05}
+            for k, val in pairs(o) do opts[k] = val end
+            local opt = optim.Adagrad({p}, opts)
+            local w, sum = {1, -2}, {o.initial_accumulator_value or 0, o.initial_accumulator_value or 0}
+            for t = 1, 4 do
+                opt:zero_grad()
+                ;(p * p * p):sum():backward()
+                opt:step()
+                local clr = 0.05 / (1 + (t - 1) * (o.lr_decay or 0))
+                for i = 1, 2 do
+                    local g = 3 * w[i] * w[i] + (o.weight_decay or 0) * w[i]
+                    sum[i] = sum[i] + g * g
+                    w[i] = w[i] - clr * g / (math.sqrt(sum[i]) + 1e-10)
+                end
+            end
+            close(p:totable(), w, 1e-9)
+        end
+        local q = ordo.tensor({1}, D):requires_grad()
+        H.raises(function() optim.Adagrad({q}, {lr_decay = -1}) end, "Adagrad", "lr_decay")
+        H.raises(function() optim.Adagrad({q}, {momentum = 0.9}) end, "Adagrad", "unknown option 'momentum'")
+    end)
+
     it("RMSprop, plain, with momentum and centered, matches Torch's update (by hand)", function()
         for _, o in ipairs({{}, {momentum = 0.9}, {centered = true, weight_decay = 0.1}}) do
             local p = ordo.tensor({1, -2}, D):requires_grad()
@@ -640,6 +680,7 @@ describe("optim", function()
             Adam = function(ps) return optim.Adam(ps, {lr = 0.01}) end,
             AdamW = function(ps) return optim.AdamW(ps, {lr = 0.01}) end,
             RMSprop = function(ps) return optim.RMSprop(ps, {lr = 0.01, momentum = 0.5, centered = true}) end,
+            Adagrad = function(ps) return optim.Adagrad(ps, {lr = 0.05, lr_decay = 0.1}) end,
         }
         for name, make in pairs(makers) do
             local mpath, opath = os.tmpname(), os.tmpname()

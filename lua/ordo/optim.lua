@@ -295,6 +295,42 @@ end
 -- momentum = 0, centered = false}), Torch's form: v = alpha v + (1 -
 -- alpha) g^2; the step is g / (sqrt(v) + eps) (centered: v less the square
 -- of the running mean of g), through a momentum buffer when momentum > 0.
+-- Adagrad(params, {lr = 0.01, lr_decay = 0, weight_decay = 0,
+-- initial_accumulator_value = 0, eps = 1e-10}): each element's step is
+-- divided by the root of the sum of its squared gradients so far (Torch's
+-- update).
+local Adagrad = class("Adagrad")
+M.Adagrad = Adagrad
+
+function M.Adagrad.new(params, opts)
+    check_params("Adagrad", params)
+    local o = options("Adagrad", opts, {lr = 0.01, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
+                                        eps = 1e-10})
+    if o.lr_decay < 0 or o.initial_accumulator_value < 0 then
+        fail("Adagrad: lr_decay and initial_accumulator_value must be >= 0")
+    end
+    o.params, o.t, o.state = params, 0, {}
+    return setmetatable(o, Adagrad)
+end
+setmetatable(Adagrad, {__index = Optimizer, __call = function(_, ...) return Adagrad.new(...) end})
+
+Adagrad.state_field = "state"
+function Adagrad:state_shape(p, key)
+    if key == nil then return p:shape() end
+end
+
+function Adagrad:update(i, p, g)
+    local sum = self.state[i]
+    if sum == nil then
+        sum = tensor.full_like(p, self.initial_accumulator_value)
+        self.state[i] = sum
+    end
+    if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
+    sum:add_(g * g)
+    local clr = self.lr / (1 + (self.t - 1) * self.lr_decay)
+    p:sub_(g / sum:sqrt():add_(self.eps) * clr)
+end
+
 local RMSprop = class("RMSprop")
 M.RMSprop = RMSprop
 

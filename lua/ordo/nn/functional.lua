@@ -155,13 +155,35 @@ function M.log_softmax(x, dim) return x:log_softmax(dim) end
 
 -- Inverted dropout: in training, zeroes each element with probability p
 -- (mask from the engine RNG) and scales the rest by 1/(1-p).
-function M.dropout(x, p, training)
-    p = p or 0.5
+local function check_p(fname, p)
+    if p == nil then p = 0.5 end
     if type(p) ~= "number" or p < 0 or p >= 1 then
-        fail(fmt("dropout: p must be a number in [0, 1), got %s", tostring(p)))
+        fail(fmt("%s: p must be a number in [0, 1), got %s", fname, tostring(p)))
     end
+    return p
+end
+
+function M.dropout(x, p, training)
+    p = check_p("dropout", p)
     if training == false or p == 0 then return x end
     local mask = tensor.empty_like(x):bernoulli_(1 - p)
+    return x * mask * (1 / (1 - p))
+end
+
+-- Channel dropout: in training, zeroes each whole channel (dim 2 of x
+-- N×C×…; dim 1 of an unbatched C×H×W) with probability p and scales the
+-- rest by 1/(1-p) -- for convolutional features, whose neighbours are
+-- too alike for element dropout to regularise.
+function M.dropout2d(x, p, training)
+    p = check_p("dropout2d", p)
+    check_tensor("dropout2d", "input", x)
+    if x:dim() ~= 3 and x:dim() ~= 4 then
+        fail(fmt("dropout2d: expected a 4-D input (N, C, H, W) or a 3-D one (C, H, W), got shape %s", shape_str(x)))
+    end
+    if training == false or p == 0 then return x end
+    local s = shape_of(x)
+    for i = x:dim() - 1, x:dim() do s[i] = 1 end
+    local mask = tensor.empty(s, {dtype = x:dtype(), device = x:device()}):bernoulli_(1 - p)
     return x * mask * (1 / (1 - p))
 end
 

@@ -450,18 +450,23 @@ M.LogSoftmax = LogSoftmax
 function LogSoftmax:init(dim) self.dim = dim or -1 end
 function LogSoftmax:forward(x) return x:log_softmax(self.dim) end
 
--- Dropout(p): zeroes elements with probability p in training mode only.
-local Dropout = Module:extend("Dropout")
-M.Dropout = Dropout
-function Dropout:init(p)
-    p = p or 0.5
-    if type(p) ~= "number" or p < 0 or p >= 1 then
-        fail(fmt("Dropout: p must be a number in [0, 1), got %s", tostring(p)))
+-- Dropout(p) zeroes elements with probability p, Dropout2d(p) whole
+-- channels, in training mode only.
+local function dropout_class(name, fn)
+    local cls = Module:extend(name)
+    M[name] = cls
+    function cls:init(p)
+        p = p or 0.5
+        if type(p) ~= "number" or p < 0 or p >= 1 then
+            fail(fmt("%s: p must be a number in [0, 1), got %s", name, tostring(p)))
+        end
+        self.p = p
     end
-    self.p = p
+    function cls:forward(x) return fn(x, self.p, self.training) end
+    function cls:extra_repr() return fmt("p = %g", self.p) end
 end
-function Dropout:forward(x) return F.dropout(x, self.p, self.training) end
-function Dropout:extra_repr() return fmt("p = %g", self.p) end
+dropout_class("Dropout", F.dropout)
+dropout_class("Dropout2d", F.dropout2d)
 
 -- Flatten(): N×d2×d3… -> N×(d2·d3…) (start_dim 2 by default).
 local Flatten = Module:extend("Flatten")
