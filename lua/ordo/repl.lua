@@ -281,7 +281,7 @@ Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d A
            LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell), MultiheadAttention,
            nn.functional.scaled_dot_product_attention(q, k, v, {is_causal = true}),
            losses (CrossEntropyLoss MSELoss ...), nn.utils.clip_grad_norm_(params, max)
-           ordo.optim: SGD Adam AdamW RMSprop Adagrad (opt:zero_grad() opt:step() opt:save(path) opt:load(path)),
+           ordo.optim: SGD Adam AdamW RMSprop Adagrad (opt:zero_grad() opt:step() opt:save(p) opt:load(p)),
            optim.lr_scheduler.StepLR ... OneCycleLR ReduceLROnPlateau
            t:requires_grad() loss:backward() t.grad ordo.no_grad(fn)
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
