@@ -438,6 +438,12 @@ describe("derived ops", function()
         assert.equals("float64", l2:dtype())
         close({0.5, 1, 2, 4}, l2:totable(), 1e-15)
         assert.same({0}, ordo.logspace(0, 1, 0):shape())
+        -- on an engine of their own: it stays theirs (linspace once made its steps on the default engine)
+        local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
+        for _, t in ipairs({ordo.linspace(0, 1, 3, {engine = e}), ordo.logspace(0, 1, 3, {engine = e})}) do
+            assert.equals(3, (t * 0 + ordo.ones({3}, {engine = e})):sum():item())
+            H.raises(function() return t + ordo.ones({3}) end, "different engines")
+        end
         H.raises(function() return ordo.logspace(0, 1, 3, {base = -2}) end, "logspace", "base")
         H.raises(function() return ordo.logspace(0, 1, 3, {bass = 2}) end, "logspace", "unknown option 'bass'")
         local a, b, c = ordo.tensor({1, 2}), ordo.tensor({3, 4, 5}), ordo.tensor({6, 7, 8, 9})

@@ -223,7 +223,7 @@ function M.linspace(start, stop, n, opts)
     end
     if not is_int(n) or n < 0 then fail("linspace: the count must be an integer >= 0, got " .. tostring(n)) end
     local proto = tensor.empty({0}, opts)
-    local steps = tensor.arange(n, {dtype = "float64", device = proto:device()})
+    local steps = tensor.arange(n, {dtype = "float64", device = proto:device(), engine = opts and opts.engine})
     local step = n > 1 and (stop - start) / (n - 1) or 0
     local r = steps * step + start
     if n > 1 then r[n] = stop end -- exactly stop, whatever the rounding of the steps
@@ -245,8 +245,8 @@ function M.logspace(start, stop, n, opts)
         opts = {dtype = opts.dtype, device = opts.device, engine = opts.engine}
     end
     local proto = tensor.empty({0}, opts)
-    local x = M.linspace(start, stop, n, {dtype = "float64", device = proto:device()})
-    return tensor.full({n}, base, {dtype = "float64", device = proto:device()}):pow(x):to(proto:dtype())
+    local f64 = {dtype = "float64", device = proto:device(), engine = opts and opts.engine}
+    return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
 end
 
 -- meshgrid(t1, t2, ... [, {indexing = "ij"}]) (or a table of tensors):
