@@ -519,6 +519,29 @@ describe("derived ops", function()
         H.raises(function() return m:addmm(b, a) end, "cannot be multiplied", "3x4 and 2x3")
     end)
 
+    it("ops that make tensors of their own make them on their input's engine", function()
+        local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
+        local on = {engine = e}
+        local x = ordo.tensor({{3, 1, 2}, {0, 5, 4}}, on)
+        local F, nn = ordo.nn.functional, ordo.nn
+        local results = {
+            x:flip(1), x:narrow(2, 1, 2):diag(), ordo.tensor({1, 2}, on):diag(), x:tril(),
+            x:median(2), x:kthvalue(1), x:prod(2), ordo.zeros({2, 0}, on):prod(2), ordo.tensor(3, on):median(1),
+            (x:unique({return_inverse = true, return_counts = true})), x:roll(1, 2), ordo.eye(3, nil, on),
+            F.one_hot(ordo.tensor({1, 3}, {dtype = "int64", engine = e}), 3),
+            F.interpolate(x:view(1, 1, 2, 3), {scale_factor = 2, mode = "bilinear"}),
+            F.dropout2d(x:view(1, 2, 3, 1), 0.5), F.avg_pool2d(x:view(1, 1, 2, 3), 2),
+            F.scaled_dot_product_attention(x:view(1, 2, 3), x:view(1, 2, 3), x:view(1, 2, 3), {is_causal = true}),
+        }
+        for i, r in ipairs(results) do
+            -- adding a tensor of the engine works only when r is on it too
+            assert.is_true(ordo.is_tensor(r), "result " .. i)
+            local sum = r * 0 + ordo.zeros(r:shape(), {dtype = r:dtype(), engine = e})
+            sum:wait()
+        end
+        H.raises(function() return x + ordo.ones({2, 3}) end, "different engines")
+    end)
+
     it("nn.functional.one_hot: int64 rows with a 1 at each index; range checked", function()
         local F = ordo.nn.functional
         local idx = ordo.tensor({{2, 1}, {3, 3}}, "int64")

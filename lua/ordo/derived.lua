@@ -69,7 +69,7 @@ function Tensor:prod(dim, keepdim)
     if n == 0 then
         local shape = x:shape()
         shape[d] = 1
-        p = tensor.ones(shape, {dtype = is_float(x) and x:dtype() or "int64", device = x:device()})
+        p = tensor.ones(shape, tensor.like(x, is_float(x) and x:dtype() or "int64"))
     else
         p = x:cumprod(d):narrow(d, n, 1)
     end
@@ -102,7 +102,7 @@ function Tensor:kthvalue(k, dim, keepdim)
         fail(fmt("kthvalue: k must be an integer in 1..%d (the size of dim %s of shape %s), got %s", n,
                  tostring(d or 1), shape_of_str(self), tostring(k)))
     end
-    if not d then return self:clone(), tensor.zeros({}, {dtype = "int64", device = self:device()}) + 1 end
+    if not d then return self:clone(), tensor.zeros({}, tensor.like(self, "int64")) + 1 end
     local v, i = kth_of_sort(self, d, k)
     if keepdim then return v, i end
     return v:squeeze(d), i:squeeze(d)
@@ -123,7 +123,7 @@ function Tensor:median(dim, keepdim)
         if d and self:size(d) == 0 then
             fail(fmt("median: cannot take the median of dim %d of size 0 (shape %s)", d, shape_of_str(self)))
         end
-        if not d then return self:clone(), tensor.zeros({}, {dtype = "int64", device = self:device()}) + 1 end
+        if not d then return self:clone(), tensor.zeros({}, tensor.like(self, "int64")) + 1 end
     end
     local n = x:size(d)
     local values, idx = x:sort(d)
@@ -210,8 +210,8 @@ function M.eye(n, m, opts)
         fail(fmt("eye: sizes must be integers >= 0, got %s and %s", tostring(n), tostring(m)))
     end
     local proto = tensor.empty({0}, opts) -- the dtype and device asked for
-    local rows = tensor.arange(n, {dtype = "int64", device = proto:device()}):view(n, 1)
-    local cols = tensor.arange(m, {dtype = "int64", device = proto:device()}):view(1, m)
+    local rows = tensor.arange(n, tensor.like(proto, "int64")):view(n, 1)
+    local cols = tensor.arange(m, tensor.like(proto, "int64")):view(1, m)
     return rows:eq(cols):to(proto:dtype())
 end
 
@@ -223,7 +223,7 @@ function M.linspace(start, stop, n, opts)
     end
     if not is_int(n) or n < 0 then fail("linspace: the count must be an integer >= 0, got " .. tostring(n)) end
     local proto = tensor.empty({0}, opts)
-    local steps = tensor.arange(n, {dtype = "float64", device = proto:device(), engine = opts and opts.engine})
+    local steps = tensor.arange(n, tensor.like(proto, "float64"))
     local step = n > 1 and (stop - start) / (n - 1) or 0
     local r = steps * step + start
     if n > 1 then r[n] = stop end -- exactly stop, whatever the rounding of the steps
@@ -245,7 +245,7 @@ function M.logspace(start, stop, n, opts)
         opts = {dtype = opts.dtype, device = opts.device, engine = opts.engine}
     end
     local proto = tensor.empty({0}, opts)
-    local f64 = {dtype = "float64", device = proto:device(), engine = opts and opts.engine}
+    local f64 = tensor.like(proto, "float64")
     return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
 end
 
@@ -305,9 +305,9 @@ function Tensor:unique(opts)
     local values, order = flat:sort(1)
     local new -- 1 where a sorted value differs from the one before it
     if n == 0 then
-        new = tensor.zeros({0}, {dtype = "int64", device = self:device()})
+        new = tensor.zeros({0}, tensor.like(self, "int64"))
     else
-        local first = tensor.ones({1}, {dtype = "int64", device = self:device()})
+        local first = tensor.ones({1}, tensor.like(self, "int64"))
         new = n == 1 and first or tensor.cat({first, values:narrow(1, 2, n - 1):ne(values:narrow(1, 1, n - 1)):long()}, 1)
     end
     local out = values:masked_select(new:ne(0))
@@ -315,12 +315,12 @@ function Tensor:unique(opts)
     local group = n > 0 and new:cumsum(1) or new -- the unique value (from 1) of each sorted element
     local inverse, counts
     if opts.return_inverse then
-        inverse = tensor.zeros({n}, {dtype = "int64", device = self:device()}):scatter_add_(1, order, group)
+        inverse = tensor.zeros({n}, tensor.like(self, "int64")):scatter_add_(1, order, group)
             :reshape(self:shape())
     end
     if opts.return_counts then
-        counts = tensor.zeros({out:numel()}, {dtype = "int64", device = self:device()})
-        if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, {dtype = "int64", device = self:device()})) end
+        counts = tensor.zeros({out:numel()}, tensor.like(self, "int64"))
+        if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, tensor.like(self, "int64"))) end
     end
     if inverse and counts then return out, inverse, counts end
     return out, inverse or counts
@@ -407,8 +407,8 @@ local function band(fname, t, k, lower)
     if not is_int(k) then fail(fmt("%s: the diagonal must be an integer, got %s", fname, tostring(k))) end
     if t:dim() < 2 then fail(fmt("%s: expected a matrix (or a batch of them), got shape %s", fname, shape_of_str(t))) end
     local n, m = t:size(-2), t:size(-1)
-    local rows = tensor.arange(n, {dtype = "int64", device = t:device()}):view(n, 1)
-    local cols = tensor.arange(m, {dtype = "int64", device = t:device()}):view(1, m)
+    local rows = tensor.arange(n, tensor.like(t, "int64")):view(n, 1)
+    local cols = tensor.arange(m, tensor.like(t, "int64")):view(1, m)
     local keep = lower and (cols - rows):le(k) or (cols - rows):ge(k)
     return t:masked_fill(keep:eq(0), 0)
 end
@@ -423,7 +423,7 @@ function Tensor:flip(dims)
     local r = self
     for _, d in ipairs(dims) do
         local n = r:size(d) -- checks d
-        local rev = tensor.arange(n, 0, -1, {dtype = "int64", device = self:device()})
+        local rev = tensor.arange(n, 0, -1, tensor.like(self, "int64"))
         r = r:index_select(d, rev)
     end
     return rawequal(r, self) and self:clone() or r
@@ -436,11 +436,11 @@ function Tensor:diag()
     local d = self:dim()
     if d == 1 then
         local n = self:size(1)
-        return M.eye(n, n, {dtype = self:dtype(), device = self:device()}) * self
+        return M.eye(n, n, tensor.like(self)) * self
     end
     if d ~= 2 then fail(fmt("diag: expected a 1-dim or 2-dim tensor, got shape %s", shape_of_str(self))) end
     local n = math.min(self:size(1), self:size(2))
-    local idx = tensor.arange(1, n + 1, {dtype = "int64", device = self:device()})
+    local idx = tensor.arange(1, n + 1, tensor.like(self, "int64"))
     return self:gather(2, idx:view(n, 1)):view(n)
 end
 

@@ -51,6 +51,14 @@ M.default = default_engine
 local function is_engine(x) return getmetatable(x) == Engine end
 M.is_engine = is_engine
 
+-- The engine an ordo_engine pointer is (a tensor's), as the handle the
+-- options {engine = } take; it does not own the engine.
+function M.of_pointer(p)
+    local d = default_engine()
+    if p == d._e then return d end
+    return setmetatable({_e = p}, Engine)
+end
+
 local function live(fname, e)
     if e._closed then fail(fname .. ": the engine was closed") end
     return e._e

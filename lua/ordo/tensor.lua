@@ -2027,6 +2027,13 @@ M.DT_NAME = DT_NAME
 M.parse_dtype = parse_dtype
 M.shape_of = shape_of
 M.norm_dim = norm_dim
+
+-- Options for a new tensor beside t: t's device and engine, dtype dt (a
+-- name) or t's.  (Options naming only t's device would make it on the
+-- default engine, which ops then refuse to mix with t's.)
+function M.like(t, dt)
+    return {dtype = dt or DT_NAME[t._c.dtype], device = t:device(), engine = engine.of_pointer(t._c.storage.engine)}
+end
 -- for the modules that build ops on this one (derived.lua)
 M.is_int, M.check_self = is_int, check_self
 M.push = push

@@ -44,7 +44,7 @@ end
 -- The causal mask of L queries and S keys: 1 where key j comes after query
 -- i (aligned at the top left, as Torch's is_causal).
 local function causal_blocked(L, S, like)
-    return tensor.ones({L, S}, {dtype = "uint8", device = like:device()}):triu(1)
+    return tensor.ones({L, S}, tensor.like(like, "uint8")):triu(1)
 end
 
 local SDPA_OPTS = {attn_mask = true, is_causal = true, dropout_p = true, scale = true, training = true}

@@ -348,7 +348,7 @@ function M.avg_pool2d(x, k, opts)
     local dt = x:dtype()
     if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
     local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
-    local w = tensor.full({1, 1, kh, kw}, 1 / (kh * kw), {dtype = dt, device = xb:device()})
+    local w = tensor.full({1, 1, kh, kw}, 1 / (kh * kw), tensor.like(xb, dt))
     local y = M.conv2d(xb:reshape(N * Cc, 1, H, W), w, nil, {stride = {sh, sw}, padding = {ph, pw}})
     y = y:reshape(N, Cc, y:size(3), y:size(4))
     return unbatched and y:squeeze(1) or y

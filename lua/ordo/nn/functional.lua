@@ -83,7 +83,7 @@ function M.one_hot(indices, n)
                      shape_str(indices)))
         end
     end
-    local classes = tensor.arange(1, n + 1, {dtype = dt, device = indices:device()})
+    local classes = tensor.arange(1, n + 1, tensor.like(indices, dt))
     return indices:unsqueeze(-1):eq(classes):to("int64")
 end
 
@@ -183,7 +183,7 @@ function M.dropout2d(x, p, training)
     if training == false or p == 0 then return x end
     local s = shape_of(x)
     for i = x:dim() - 1, x:dim() do s[i] = 1 end
-    local mask = tensor.empty(s, {dtype = x:dtype(), device = x:device()}):bernoulli_(1 - p)
+    local mask = tensor.empty(s, tensor.like(x)):bernoulli_(1 - p)
     return x * mask * (1 / (1 - p))
 end
 

@@ -588,7 +588,7 @@ function M.accuracy(model, x, y, opts)
     local was_training = model.training
     model:eval()
     local ok, correct = pcall(autograd.no_grad, function()
-        local total = tensor.zeros({}, {dtype = "int64", device = y:device()})
+        local total = tensor.zeros({}, tensor.like(y, "int64"))
         for start = 1, n, bs do
             local len = math.min(bs, n - start + 1)
             local out = model(x:narrow(1, start, len))

@@ -79,7 +79,7 @@ function M.install(nn)
 
     -- Zeros of (n, hidden) like x (n: x's first size unless given).
     local function zeros_state(self, x, n)
-        return tensor.zeros({n or x:size(1), self.hidden_size}, {dtype = x:dtype(), device = x:device()})
+        return tensor.zeros({n or x:size(1), self.hidden_size}, tensor.like(x))
     end
 
     local function as_2d(s, unbatched) return (s ~= nil and unbatched) and s:unsqueeze(1) or s end
@@ -208,7 +208,7 @@ function M.install(nn)
                 hs[l], cs[l] = h or zeros_state(self, x, N), c
             end
             local out = T > 0 and tensor.stack(seq, 1)
-                or tensor.zeros({0, N, self.hidden_size}, {dtype = x:dtype(), device = x:device()})
+                or tensor.zeros({0, N, self.hidden_size}, tensor.like(x))
             if self.batch_first then out = out:transpose(1, 2) end
             local hn = tensor.stack(hs, 1)
             if lstm then

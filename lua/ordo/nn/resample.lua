@@ -73,7 +73,7 @@ local function resize_dim(x, d, out, r, mode, align)
     local wshape = {}
     for k = 1, x:dim() do wshape[k] = 1 end
     wshape[d] = out
-    local wt = tensor.tensor(w, {dtype = x:dtype(), device = x:device()}):view(wshape)
+    local wt = tensor.tensor(w, tensor.like(x)):view(wshape)
     local a = x:index_select(d, lo)
     return a + (x:index_select(d, hi) - a) * wt
 end
