@@ -114,8 +114,9 @@ end
 -- A pre-norm transformer block: x + attention(norm(x)), then x + mlp(norm(x)).
 local Block = nn.Module:extend("Block")
 function Block:init(width, heads)
-    self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+    self.norm1 = nn.LayerNorm(width)
     self.attn = nn.MultiheadAttention(width, heads)
+    self.norm2 = nn.LayerNorm(width)
     self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
 end
 function Block:forward(x)

@@ -197,3 +197,65 @@ describe("nn.MultiheadAttention", function()
         H.raises(function() m(x, x, x, {mask = 1}) end, "unknown option 'mask'")
     end)
 end)
+
+describe("nn.TransformerEncoderLayer", function()
+    before_each(function() ordo.manual_seed(43) end)
+
+    -- The layer from its parts: attention by the (separately checked)
+    -- MultiheadAttention, the rest from the parameters with nn.functional.
+    local function ref_layer(l, x, attn_opts)
+        local act = l.activation == "gelu" and F.gelu or F.relu
+        local function sa(h)
+            local o = {need_weights = false}
+            for k, v in pairs(attn_opts or {}) do o[k] = v end
+            return (l.self_attn(h, h, h, o))
+        end
+        local function ffn(h) return F.linear(act(F.linear(h, l.linear1.weight, l.linear1.bias)), l.linear2.weight, l.linear2.bias) end
+        local function n1(h) return F.layer_norm(h, {h:size(-1)}, l.norm1.weight, l.norm1.bias) end
+        local function n2(h) return F.layer_norm(h, {h:size(-1)}, l.norm2.weight, l.norm2.bias) end
+        if l.norm_first then
+            local h = x + sa(n1(x))
+            return h + ffn(n2(h))
+        end
+        local h = n1(x + sa(x))
+        return n2(h + ffn(h))
+    end
+
+    it("is attention and a feed-forward network with residuals and LayerNorms (post- and pre-norm)", function()
+        for _, o in ipairs({{}, {norm_first = true, activation = "gelu"}, {batch_first = true}}) do
+            local opts = {dim_feedforward = 12, dtype = "float64"}
+            for k, v in pairs(o) do opts[k] = v end
+            local l = nn.TransformerEncoderLayer(6, 2, opts)
+            ordo.no_grad(function() -- norms that are not the identity
+                l.norm1.weight:copy_(ordo.randn({6}, D))
+                l.norm2.bias:copy_(ordo.randn({6}, D))
+            end)
+            l:eval()
+            local x = ordo.randn({4, 3, 6}, D)
+            close(l(x):totable(), ref_layer(l, x):totable(), 1e-12)
+            local causal = l(x, {is_causal = true})
+            close(causal:totable(), ref_layer(l, x, {is_causal = true}):totable(), 1e-12)
+            local L = x:size(o.batch_first and 2 or 1)
+            local blocked = ordo.ones({L, L}, "uint8"):triu(1)
+            close(causal:totable(), l(x, {src_mask = blocked}):totable(), 1e-12)
+        end
+        local l = nn.TransformerEncoderLayer(6, 3)
+        assert.same({2048, 6}, l.linear1.weight:shape())
+        assert.equals(0.1, l.dropout.p)
+        -- training: dropout draws, so two passes differ; eval: they agree
+        local x = ordo.randn({4, 2, 6})
+        assert.is_false(ordo.allclose(l(x), l(x)))
+        l:eval()
+        assert.is_true(ordo.allclose(l(x), l(x)))
+    end)
+
+    it("has gradients that agree with central differences; bad options are named", function()
+        local l = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 6, dropout = 0, dtype = "float64"})
+        local x = ordo.randn({3, 2, 4}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a) return l(a, {is_causal = true}) end, {x}))
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {activation = "tanh"}) end, "TransformerEncoderLayer",
+                 "activation")
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {nhead = 2}) end, "unknown option 'nhead'")
+        H.raises(function() l(x, {mask = 1}) end, "TransformerEncoderLayer", "unknown option 'mask'")
+    end)
+end)

@@ -1,4 +1,5 @@
--- ordo.nn.attention: scaled dot-product attention and multi-head attention.
+-- ordo.nn.attention: scaled dot-product attention, multi-head attention and
+-- the transformer encoder layer built on it.
 --
 --   local out = F.scaled_dot_product_attention(q, k, v, {is_causal = true})
 --   local mha = nn.MultiheadAttention(64, 8, {batch_first = true})
@@ -210,6 +211,61 @@ function M.install(nn)
         if opts.need_weights == false then return out end
         if opts.average_attn_weights ~= false then weights = weights:mean(2) end
         return out, weights
+    end
+
+    -- TransformerEncoderLayer(d_model, nhead [, {dim_feedforward = 2048,
+    -- dropout = 0.1, activation = "relu" | "gelu", layer_norm_eps = 1e-5,
+    -- batch_first = false, norm_first = false, dtype, device}]): Torch's
+    -- layer -- self-attention then a feed-forward network (Linear,
+    -- activation, Linear), each with dropout and a residual connection,
+    -- LayerNorm after each (before, with norm_first).
+    -- forward(src [, {src_mask, src_key_padding_mask, is_causal}]): src
+    -- length x N x d_model (N x length x d_model with batch_first); the
+    -- masks as MultiheadAttention's.
+    local Layer = Module:extend("TransformerEncoderLayer")
+    nn.TransformerEncoderLayer = Layer
+    local LAYER_OPTS = {dim_feedforward = true, dropout = true, activation = true, layer_norm_eps = true,
+                        batch_first = true, norm_first = true, dtype = true, device = true}
+    local ACTIVATIONS = {relu = F.relu, gelu = F.gelu}
+    function Layer:init(d, heads, opts)
+        local name = "TransformerEncoderLayer"
+        opts = util.check_opts(name, opts, LAYER_OPTS)
+        local ff = opts.dim_feedforward or 2048
+        util.check_positive_int(name, "dim_feedforward", ff)
+        local act = opts.activation or "relu"
+        if not ACTIVATIONS[act] then fail(fmt("%s: activation must be 'relu' or 'gelu', got %s", name, tostring(act))) end
+        local p = opts.dropout == nil and 0.1 or opts.dropout
+        local eps = opts.layer_norm_eps or 1e-5
+        local topts = {dtype = opts.dtype, device = opts.device}
+        self.self_attn = MHA(d, heads, {dropout = p, batch_first = opts.batch_first, dtype = opts.dtype,
+                                        device = opts.device})
+        -- (one child a statement: the children are registered in the order assigned)
+        self.linear1 = nn.Linear(d, ff, topts)
+        self.dropout = nn.Dropout(p)
+        self.linear2 = nn.Linear(ff, d, topts)
+        self.norm1 = nn.LayerNorm(d, {eps = eps, dtype = opts.dtype, device = opts.device})
+        self.norm2 = nn.LayerNorm(d, {eps = eps, dtype = opts.dtype, device = opts.device})
+        self.dropout1 = nn.Dropout(p)
+        self.dropout2 = nn.Dropout(p)
+        self.activation, self.norm_first = act, opts.norm_first == true
+    end
+
+    local LAYER_FWD = {src_mask = true, src_key_padding_mask = true, is_causal = true}
+    function Layer:forward(src, opts)
+        opts = util.check_opts("TransformerEncoderLayer", opts, LAYER_FWD)
+        local attn_opts = {attn_mask = opts.src_mask, key_padding_mask = opts.src_key_padding_mask,
+                           is_causal = opts.is_causal, need_weights = false}
+        local function sa(x) return self.dropout1(self.self_attn(x, x, x, attn_opts)) end
+        local function ffn(x)
+            return self.dropout2(self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x)))))
+        end
+        local x = src
+        if self.norm_first then
+            x = x + sa(self.norm1(x))
+            return x + ffn(self.norm2(x))
+        end
+        x = self.norm1(x + sa(x))
+        return self.norm2(x + ffn(x))
     end
 
     function MHA:extra_repr()
