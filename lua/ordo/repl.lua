@@ -278,7 +278,8 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
   indexing: gather index_select masked_select unique   nn.functional.one_hot(indices, n)
 Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvgPool2d Upsample
            BatchNorm1d/2d LayerNorm GroupNorm Embedding Dropout ReLU ... Sequential ModuleList,
-           LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell), MultiheadAttention TransformerEncoderLayer,
+           LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell),
+           MultiheadAttention TransformerEncoderLayer,
            nn.functional.scaled_dot_product_attention(q, k, v, {is_causal = true}),
            losses (CrossEntropyLoss MSELoss ...), nn.utils.clip_grad_norm_(params, max)
            ordo.optim: SGD Adam AdamW RMSprop Adagrad (opt:zero_grad() opt:step() opt:save(p) opt:load(p)),
