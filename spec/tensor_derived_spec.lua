@@ -519,6 +519,105 @@ describe("derived ops", function()
         H.raises(function() return m:addmm(b, a) end, "cannot be multiplied", "3x4 and 2x3")
     end)
 
+    it("einsum against a plain-Lua loop over every index; implicit outputs; gradients; bad equations", function()
+        -- the reference: every assignment of the letters, the operands'
+        -- product added at the output's place
+        local function ref(eq, ts)
+            local lhs, rhs = eq:match("^(.-)%->(.*)$")
+            local ops = {}
+            for part in (lhs .. ","):gmatch("([^,]*),") do ops[#ops + 1] = part end
+            local size, order = {}, {}
+            local tabs = {}
+            for k, part in ipairs(ops) do
+                tabs[k] = ts[k]:totable()
+                for i = 1, #part do
+                    local c = part:sub(i, i)
+                    if not size[c] then order[#order + 1] = c end
+                    size[c] = ts[k]:size(i)
+                end
+            end
+            local out = {}
+            local at = {}
+            local function get(t, part)
+                for i = 1, #part do t = t[at[part:sub(i, i)]] end
+                return t
+            end
+            local function walk(i)
+                if i > #order then
+                    local v = 1
+                    for k, part in ipairs(ops) do v = v * (#part == 0 and tabs[k] or get(tabs[k], part)) end
+                    local key = {}
+                    for j = 1, #rhs do key[j] = at[rhs:sub(j, j)] end
+                    local kk = table.concat(key, ",")
+                    out[kk] = (out[kk] or 0) + v
+                    return
+                end
+                for x = 1, size[order[i]] do
+                    at[order[i]] = x
+                    walk(i + 1)
+                end
+            end
+            walk(1)
+            return out, size
+        end
+        local function check(eq, ...)
+            local ts = {...}
+            local y = ordo.einsum(eq, ...)
+            local want, size = ref(eq, ts)
+            local rhs = eq:match("%->(.*)$")
+            assert.equals(#rhs, y:dim(), eq)
+            for j = 1, #rhs do assert.equals(size[rhs:sub(j, j)], y:size(j), eq) end
+            local flat = y:contiguous():reshape(-1):totable()
+            local i = 0
+            local key = {}
+            local function visit(d)
+                if d > #rhs then
+                    i = i + 1
+                    close(want[table.concat(key, ",")], flat[i], 1e-10)
+                    return
+                end
+                for x = 1, size[rhs:sub(d, d)] do
+                    key[d] = x
+                    visit(d + 1)
+                end
+            end
+            visit(1)
+        end
+        local D = "float64"
+        local a, b, c = ordo.randn({2, 3}, D), ordo.randn({3, 4}, D), ordo.randn({4, 2}, D)
+        local v, w = ordo.randn({3}, D), ordo.randn({5}, D)
+        local x3, y3 = ordo.randn({2, 3, 4}, D), ordo.randn({2, 4, 5}, D)
+        check("ij,jk->ik", a, b)
+        check("ij->ji", a)
+        check("ij->", a)
+        check("ij->j", a)
+        check("i,i->", v, v)
+        check("i,j->ij", v, w)
+        check("bij,bjk->bik", x3, y3)
+        check("bij,bjk->kbi", x3, y3)
+        check("ijk,jl->lik", x3:transpose(2, 3):contiguous():view(2, 4, 3):transpose(2, 3), ordo.randn({3, 6}, D))
+        check("ij,jk,kl->il", a, b, c)
+        check("ij,jk,kl->", a, b, c)
+        check("ij,kl->ijkl", a, c)
+        check("bij,b->bj", x3, ordo.randn({2}, D))
+        -- implicit output: the letters seen once, alphabetically; a table of operands
+        assert.is_true(ordo.allclose(ordo.einsum("ij,jk", {a, b}), a:mm(b)))
+        assert.is_true(ordo.allclose(ordo.einsum("ba", a), a:t()))
+        assert.is_true(ordo.allclose(ordo.einsum("ij,ij", a, a), (a * a):sum()))
+        -- gradients through it
+        local p, q = ordo.randn({2, 3}, D):requires_grad(), ordo.randn({3, 2, 2}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(s, t) return ordo.einsum("ij,jkl->lik", s, t) end, {p, q}))
+        H.raises(function() return ordo.einsum("ii->i", ordo.randn({3, 3})) end, "einsum", "index i appears twice")
+        H.raises(function() return ordo.einsum("ij,jk->ik", a, a) end, "einsum", "index j is 3", "operand 2")
+        H.raises(function() return ordo.einsum("ij->k", a) end, "einsum", "output index k")
+        H.raises(function() return ordo.einsum("ij->ii", a) end, "einsum", "twice in the output")
+        H.raises(function() return ordo.einsum("...ij", a) end, "einsum", "'...' is not supported")
+        H.raises(function() return ordo.einsum("ij", a, b) end, "einsum", "1 operand, got 2 tensors")
+        H.raises(function() return ordo.einsum("ijk", a) end, "einsum", "operand 1 has 2 dims")
+        H.raises(function() return ordo.einsum("i1", a) end, "einsum", "only letters")
+        H.raises(function() return ordo.einsum(3, a) end, "einsum", "equation")
+    end)
+
     it("ops that make tensors of their own make them on their input's engine", function()
         local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
         local on = {engine = e}

@@ -5,7 +5,7 @@
 -- (var, std, prod, median, kthvalue, norm, logsumexp), answers as a Lua
 -- boolean (allclose, equal, all, any), making tensors (eye, linspace,
 -- logspace, meshgrid, randint, randperm), vectors and matrices (dot,
--- outer, mm, bmm, addmm, baddbmm, mv, trace, tril, triu, diag, flip,
+-- outer, mm, bmm, addmm, baddbmm, einsum, mv, trace, tril, triu, diag, flip,
 -- unique,
 -- masked_select), elementwise (log2, log10, isnan, isinf, isfinite,
 -- nan_to_num, lerp, fmod, remainder), rearranging (roll, tile) and cutting
@@ -16,7 +16,8 @@ local util = require "ordo.util"
 local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
 local fail, typename = util.fail, util.typename
 local fmt, ceil, huge = string.format, math.ceil, math.huge
-local type, tostring, ipairs, rawequal, getmetatable, unpack = type, tostring, ipairs, rawequal, getmetatable, unpack
+local type, tostring, ipairs, pairs, rawequal, getmetatable, unpack =
+    type, tostring, ipairs, pairs, rawequal, getmetatable, unpack
 
 local M = {}
 
@@ -517,6 +518,162 @@ end
 function Tensor:baddbmm(a, b, opts)
     check_self("baddbmm", self)
     return add_scaled("baddbmm", self, Tensor.bmm, a, b, opts)
+end
+
+-- ---------------------------------------------------------------- einsum
+
+-- The letters of s as a list, and a set of them.
+local function letters(s)
+    local list, set = {}, {}
+    for c in s:gmatch(".") do
+        list[#list + 1] = c
+        set[c] = true
+    end
+    return list, set
+end
+
+local function index_of(list, c)
+    for i, x in ipairs(list) do if x == c then return i end end
+end
+
+-- t (letters l) summed over the letters not in keep; returns t, l.
+local function sum_out(t, l, keep)
+    for i = #l, 1, -1 do
+        if not keep[l[i]] then
+            t = t:sum(i)
+            table.remove(l, i)
+        end
+    end
+    return t, l
+end
+
+-- A (letters la) times B (letters lb), keeping the letters in keep: the
+-- shared kept letters as a batch, the shared others summed by one batched
+-- matrix product, the rest free.  Returns the product and its letters
+-- (batch, A's free, B's free).
+local function contract(A, la, B, lb, keep)
+    local _, sa = letters(table.concat(la))
+    local _, sb = letters(table.concat(lb))
+    local keep_a, keep_b = {}, {}
+    for c in pairs(sa) do keep_a[c] = keep[c] or sb[c] end
+    for c in pairs(sb) do keep_b[c] = keep[c] or sa[c] end
+    A, la = sum_out(A, la, keep_a)
+    B, lb = sum_out(B, lb, keep_b)
+    local batch, shared, free_a, free_b = {}, {}, {}, {}
+    for _, c in ipairs(la) do
+        if index_of(lb, c) then
+            if keep[c] then batch[#batch + 1] = c else shared[#shared + 1] = c end
+        else
+            free_a[#free_a + 1] = c
+        end
+    end
+    for _, c in ipairs(lb) do if not index_of(la, c) then free_b[#free_b + 1] = c end end
+    local function size(t, l, group)
+        local n, sizes = 1, {}
+        for i, c in ipairs(group) do
+            sizes[i] = t:size(index_of(l, c))
+            n = n * sizes[i]
+        end
+        return n, sizes
+    end
+    local function perm(l, groups)
+        local p = {}
+        for _, g in ipairs(groups) do for _, c in ipairs(g) do p[#p + 1] = index_of(l, c) end end
+        return p
+    end
+    local nb, bsizes = size(A, la, batch)
+    local nfa, fasizes = size(A, la, free_a)
+    local nfb, fbsizes = size(B, lb, free_b)
+    local nk = size(A, la, shared)
+    local A3 = (#la > 0 and A:permute(perm(la, {batch, free_a, shared})) or A):reshape(nb, nfa, nk)
+    local B3 = (#lb > 0 and B:permute(perm(lb, {batch, shared, free_b})) or B):reshape(nb, nk, nfb)
+    local out_sizes, out_letters = {}, {}
+    for _, g in ipairs({{batch, bsizes}, {free_a, fasizes}, {free_b, fbsizes}}) do
+        for i, c in ipairs(g[1]) do
+            out_letters[#out_letters + 1] = c
+            out_sizes[#out_sizes + 1] = g[2][i]
+        end
+    end
+    local R = A3:matmul(B3)
+    return #out_sizes > 0 and R:reshape(out_sizes) or R:reshape(), out_letters
+end
+
+-- einsum(equation, t1, t2, ...) (or einsum(equation, {t1, t2, ...})):
+-- Einstein summation, "ij,jk->ik" (a matrix product), "bij,bjk->bik",
+-- "i,i->", "ij->ji"...; without "->", the output is the letters that
+-- appear once, in alphabetical order.  Letters a-z and A-Z; a letter
+-- repeated within one operand (a diagonal) and "..." are not supported.
+-- Two operands at a time become one batched matrix product; sums and
+-- permutations do the rest, so autograd differentiates it.
+function M.einsum(eq, ...)
+    local ts = {...}
+    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then ts = ts[1] end
+    if type(eq) ~= "string" then fail("einsum: expected an equation string first, got " .. typename(eq)) end
+    local spec = eq:gsub("%s", "")
+    if spec:find("%.%.%.") then fail("einsum: '...' is not supported (name every dim): " .. eq) end
+    local lhs, rhs = spec:match("^([^%-]*)%->(.*)$")
+    if not lhs then lhs = spec end
+    if spec:find("[^%a,%->]") or (rhs and rhs:find("[^%a]")) then
+        fail(fmt("einsum: the equation may hold only letters, ',' and one '->', got %q", eq))
+    end
+    local ops = {}
+    for part in (lhs .. ","):gmatch("([^,]*),") do ops[#ops + 1] = part end
+    if #ops ~= #ts then
+        fail(fmt("einsum: %q names %d operand%s, got %d tensor%s", eq, #ops, #ops == 1 and "" or "s", #ts,
+                 #ts == 1 and "" or "s"))
+    end
+    local size_of, count, lists = {}, {}, {}
+    for k, part in ipairs(ops) do
+        local t = ts[k]
+        if not is_tensor(t) then fail(fmt("einsum: operand %d must be a tensor, got %s", k, typename(t))) end
+        if #part ~= t:dim() then
+            fail(fmt("einsum: operand %d has %d dims (shape %s) but %q names %d", k, t:dim(), shape_of_str(t), part,
+                     #part))
+        end
+        local l, seen = letters(part), {}
+        for i, c in ipairs(l) do
+            if seen[c] then
+                fail(fmt("einsum: index %s appears twice in operand %d (%q): diagonals are not supported", c, k, part))
+            end
+            seen[c] = true
+            count[c] = (count[c] or 0) + 1
+            if size_of[c] and size_of[c] ~= t:size(i) then
+                fail(fmt("einsum: index %s is %d in one operand and %d in operand %d (shape %s)", c, size_of[c],
+                         t:size(i), k, shape_of_str(t)))
+            end
+            size_of[c] = t:size(i)
+        end
+        lists[k] = l
+    end
+    if not rhs then -- implicit: the letters seen once, in order
+        local once = {}
+        for c, n in pairs(count) do if n == 1 then once[#once + 1] = c end end
+        table.sort(once)
+        rhs = table.concat(once)
+    end
+    local out, out_set = letters(rhs)
+    local seen = {}
+    for _, c in ipairs(out) do
+        if seen[c] then fail(fmt("einsum: index %s appears twice in the output %q", c, rhs)) end
+        if not size_of[c] then fail(fmt("einsum: output index %s is in no operand (%q)", c, eq)) end
+        seen[c] = true
+    end
+    -- left to right, keeping what the output or a later operand needs
+    local R, lr = ts[1], {unpack(lists[1])}
+    for k = 2, #ts do
+        local keep = {}
+        for c in pairs(out_set) do keep[c] = true end
+        for j = k + 1, #ts do for _, c in ipairs(lists[j]) do keep[c] = true end end
+        R, lr = contract(R, lr, ts[k], {unpack(lists[k])}, keep)
+    end
+    R, lr = sum_out(R, lr, out_set)
+    if #out == 0 then return #lr == 0 and R or R:reshape() end
+    local p, identity = {}, true
+    for i, c in ipairs(out) do
+        p[i] = index_of(lr, c)
+        identity = identity and p[i] == i
+    end
+    return identity and R or R:permute(p)
 end
 
 -- mv(v): a matrix times a vector (a 1-dim tensor).

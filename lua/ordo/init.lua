@@ -37,7 +37,7 @@ for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand"
     M[k] = tensor[k]
 end
 
-for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "allclose", "equal", "randint", "randperm"}) do
+for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "allclose", "equal", "randint", "randperm"}) do
     M[k] = derived[k]
 end
 local serialize = require "ordo.serialize"
