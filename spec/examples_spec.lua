@@ -135,6 +135,21 @@ describe("examples", function()
         assert.is_true(acc > 60, out)
     end)
 
+    it("fashion_autoencoder.lua reconstructs better than the mean image (1 epoch of 6,000 images)", function()
+        if not require("ordo").data.fashion_mnist_available() then
+            pending("the dataset-fashion-mnist package is not installed (scripts/deps.sh installs it)")
+            return
+        end
+        local out, code = run(("cd %s && %s luajit examples/fashion_autoencoder.lua --epochs 1 --limit 6000 "
+            .. "--test-limit 1000 --show 1"):format(os.getenv("PWD") or ".", lua_path))
+        assert.are.equal(0, code, out)
+        local err, base = out:match("final test reconstruction error ([%d.]+), [%d.]+x below the mean image's ([%d.]+)")
+        err, base = tonumber(err), tonumber(base)
+        assert.is_truthy(err and base, out)
+        assert.is_true(err < 0.75 * base, "it learned more than the mean image:\n" .. out)
+        assert.is_truthy(out:find("test images (left) and their reconstructions (right):", 1, true), out)
+    end)
+
     it("char_lm.lua learns a text with each model (the loss falls below guessing) and writes a sample", function()
         for _, model in ipairs({"lstm", "transformer"}) do
             local out, code = run(("cd %s && %s luajit examples/char_lm.lua --model %s --steps 80 --hidden 64 --sample 40")
