@@ -294,6 +294,84 @@ describe("nn modules", function()
         assert.matches("group_norm: weight must have shape 4 (one per channel), got 3", err, 1, true)
     end)
 
+    it("F.pad in every mode against plain Lua (several dims, cropping); gradients", function()
+        local x = ordo.randn({2, 3, 4}, D)
+        local X = x:totable()
+        -- the source (0-based) of padded position i of a dim of n, or nil (the value)
+        local function src(i, n, mode)
+            if i >= 0 and i < n then return i end
+            if mode == "constant" then return nil end
+            if mode == "replicate" then return math.max(0, math.min(n - 1, i)) end
+            if mode == "reflect" then return i < 0 and -i or 2 * (n - 1) - i end
+            return i % n
+        end
+        for _, mode in ipairs({"constant", "reflect", "replicate", "circular"}) do
+            for _, am in ipairs({{1, 2}, {2, 1, 1, 0}, {0, 3, 2, 2}, {-1, 2, 1, -1}}) do
+                local y = F.pad(x, am, {mode = mode, value = 7})
+                local lo3, hi3, lo2, hi2 = am[1], am[2], am[3] or 0, am[4] or 0
+                assert.same({2, 3 + lo2 + hi2, 4 + lo3 + hi3}, y:shape(), mode)
+                local Y = y:totable()
+                -- negative amounts crop first; the padding is of what is left
+                local function at(i, lo, hi, n)
+                    local clo, chi = math.max(0, -lo), math.max(0, -hi)
+                    local j = src(i - math.max(0, lo), n - clo - chi, mode)
+                    return j and j + clo
+                end
+                for a = 1, 2 do
+                    for b = 0, 3 + lo2 + hi2 - 1 do
+                        for c = 0, 4 + lo3 + hi3 - 1 do
+                            local sb, sc = at(b, lo2, hi2, 3), at(c, lo3, hi3, 4)
+                            local want = (sb and sc) and X[a][sb + 1][sc + 1] or 7
+                            close(Y[a][b + 1][c + 1], want, 1e-15)
+                        end
+                    end
+                end
+            end
+        end
+        local g = ordo.randn({2, 3, 4}, D):requires_grad()
+        for _, mode in ipairs({"constant", "reflect", "replicate", "circular"}) do
+            assert.is_true(ag.gradcheck(function(t) return F.pad(t, {2, 1, 1, 1}, {mode = mode}) end, {g}))
+        end
+        H.raises(function() F.pad(x, {1}) end, "pad", "even list")
+        H.raises(function() F.pad(x, {4, 0}, {mode = "reflect"}) end, "pad", "reflect", "larger")
+        H.raises(function() F.pad(x, {1, 1}, {mode = "wrap"}) end, "pad", "mode")
+        H.raises(function() F.pad(x, {-3, -2}) end, "pad", "cannot lose 5")
+    end)
+
+    it("F.normalize, cosine_similarity, pairwise_distance and cdist against plain Lua; gradients", function()
+        local a, b = ordo.randn({3, 4}, D), ordo.randn({3, 4}, D)
+        local A, B = a:totable(), b:totable()
+        local function norm(v, p)
+            local s = 0
+            for _, x in ipairs(v) do s = s + math.abs(x) ^ p end
+            return s ^ (1 / p)
+        end
+        local n, cs, pd = F.normalize(a):totable(), F.cosine_similarity(a, b):totable(), F.pairwise_distance(a, b):totable()
+        local cd = F.cdist(a, b, {p = 1}):totable()
+        for i = 1, 3 do
+            local na = norm(A[i], 2)
+            for j = 1, 4 do close(n[i][j], A[i][j] / na, 1e-12) end
+            local dot = 0
+            for j = 1, 4 do dot = dot + A[i][j] * B[i][j] end
+            close(cs[i], dot / (na * norm(B[i], 2)), 1e-12)
+            local diff = {}
+            for j = 1, 4 do diff[j] = A[i][j] - B[i][j] + 1e-6 end
+            close(pd[i], norm(diff, 2), 1e-12)
+            for k = 1, 3 do
+                local d = {}
+                for j = 1, 4 do d[j] = A[i][j] - B[k][j] end
+                close(cd[i][k], norm(d, 1), 1e-12)
+            end
+        end
+        close(F.normalize(a, {p = 1, dim = 1}):abs():sum(1):totable(), {1, 1, 1, 1}, 1e-12)
+        local p, q = ordo.randn({3, 4}, D):requires_grad(), ordo.randn({2, 4}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(u) return F.normalize(u) end, {p}))
+        assert.is_true(ag.gradcheck(function(u, v) return F.cdist(u, v) end, {p, q}))
+        assert.is_true(ag.gradcheck(function(u) return F.cosine_similarity(u, u * 2 + 1) end, {p}))
+        H.raises(function() F.cdist(a, ordo.randn({2, 3})) end, "cdist", "one width")
+        H.raises(function() F.normalize(a, {q = 2}) end, "normalize", "unknown option 'q'")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -11,7 +11,7 @@ local grad_ops = require "ordo.grad_ops" -- installed by ordo.autograd: its raw 
 local fail, typename = util.fail, util.typename
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt = string.format
-local type, pairs, tostring = type, pairs, tostring
+local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
 
 local M = {}
 
@@ -334,6 +334,126 @@ function M.group_norm(x, num_groups, weight, bias, eps)
     for i = 3, #s do per_channel[i] = 1 end
     if weight ~= nil then y = y * weight:view(per_channel) end
     if bias ~= nil then y = y + bias:view(per_channel) end
+    return y
+end
+
+-- ---------------------------------------------------------------- distances and padding
+
+-- normalize(x [, {p = 2, dim = -1, eps = 1e-12}]): x divided by its
+-- p-norm along dim (at least eps).
+function M.normalize(x, opts)
+    check_tensor("normalize", "input", x)
+    opts = util.check_opts("normalize", opts, {p = true, dim = true, eps = true})
+    local p, dim, eps = opts.p or 2, opts.dim or -1, opts.eps or 1e-12
+    return x / x:norm(p, dim, true):clamp(eps, math.huge)
+end
+
+-- cosine_similarity(a, b [, {dim = -1, eps = 1e-8}]): a·b / (|a| |b|)
+-- along dim (shapes broadcast), each norm at least eps.
+function M.cosine_similarity(a, b, opts)
+    check_tensor("cosine_similarity", "a", a)
+    check_tensor("cosine_similarity", "b", b)
+    opts = util.check_opts("cosine_similarity", opts, {dim = true, eps = true})
+    local dim, eps = opts.dim or -1, opts.eps or 1e-8
+    local na, nb = a:norm(2, dim):clamp(eps, math.huge), b:norm(2, dim):clamp(eps, math.huge)
+    return (a * b):sum(dim) / (na * nb)
+end
+
+-- pairwise_distance(a, b [, {p = 2, eps = 1e-6, keepdim = false}]): the
+-- p-norm of a - b + eps along the last dim (shapes broadcast), as Torch.
+function M.pairwise_distance(a, b, opts)
+    check_tensor("pairwise_distance", "a", a)
+    check_tensor("pairwise_distance", "b", b)
+    opts = util.check_opts("pairwise_distance", opts, {p = true, eps = true, keepdim = true})
+    return (a - b + (opts.eps or 1e-6)):norm(opts.p or 2, -1, opts.keepdim)
+end
+
+-- cdist(a, b [, {p = 2}]): every distance between the rows of a (… × P ×
+-- M) and of b (… × R × M), a … × P × R tensor.
+function M.cdist(a, b, opts)
+    check_tensor("cdist", "a", a)
+    check_tensor("cdist", "b", b)
+    opts = util.check_opts("cdist", opts, {p = true})
+    if a:dim() < 2 or b:dim() < 2 or a:size(-1) ~= b:size(-1) then
+        fail(fmt("cdist: expected rows of one width, ... x P x M and ... x R x M, got %s and %s", shape_str(a),
+                 shape_str(b)))
+    end
+    return (a:unsqueeze(-2) - b:unsqueeze(-3)):norm(opts.p or 2, -1)
+end
+
+local PAD_MODES = {constant = true, reflect = true, replicate = true, circular = true}
+
+-- y's shape with dim d of size m, filled with value (beside y: its device and engine).
+local function filled_like(y, d, m, value)
+    local s = shape_of(y)
+    s[d] = m
+    return tensor.full(s, value, tensor.like(y))
+end
+
+-- pad(x, {left, right [, top, bottom [, front, back]]} [, {mode =
+-- "constant", value = 0}]): Torch's padding, the pairs from the last dim
+-- backwards.  Modes: constant (value), reflect (mirrored, without the
+-- edge), replicate (the edge repeated), circular (wrapped around).
+-- Negative amounts crop, first: the padding repeats what is left.  Made of
+-- cat and index_select, so gradients flow.
+function M.pad(x, amounts, opts)
+    check_tensor("pad", "input", x)
+    opts = util.check_opts("pad", opts, {mode = true, value = true})
+    local mode = opts.mode or "constant"
+    if not PAD_MODES[mode] then
+        fail(fmt("pad: mode must be constant, reflect, replicate or circular, got %s", tostring(mode)))
+    end
+    if type(amounts) ~= "table" or #amounts % 2 ~= 0 or #amounts == 0 or #amounts / 2 > x:dim() then
+        fail(fmt("pad: expected an even list of amounts for at most %d dims, got %s", x:dim(),
+                 type(amounts) == "table" and #amounts .. " of them" or typename(amounts)))
+    end
+    local value = opts.value or 0
+    if type(value) ~= "number" then fail("pad: value must be a number, got " .. typename(value)) end
+    local y = x
+    for k = 1, #amounts / 2 do
+        local d = x:dim() - k + 1
+        local lo, hi = amounts[2 * k - 1], amounts[2 * k]
+        for _, v in ipairs({lo, hi}) do
+            if type(v) ~= "number" or v ~= math.floor(v) then fail("pad: amounts must be integers, got " .. tostring(v)) end
+        end
+        local n = y:size(d)
+        if n + lo + hi < 0 then
+            fail(fmt("pad: dim %d of size %d cannot lose %d elements", d, n, -(lo + hi)))
+        end
+        if lo < 0 then y, n, lo = y:narrow(d, 1 - lo, n + lo), n + lo, 0 end
+        if hi < 0 then y, n, hi = y:narrow(d, 1, n + hi), n + hi, 0 end
+        if lo > 0 or hi > 0 then
+            if mode == "constant" then
+                local parts = {}
+                if lo > 0 then parts[#parts + 1] = filled_like(y, d, lo, value) end
+                parts[#parts + 1] = y
+                if hi > 0 then parts[#parts + 1] = filled_like(y, d, hi, value) end
+                y = tensor.cat(parts, d)
+            else
+                if mode == "reflect" and (lo >= n or hi >= n) then
+                    fail(fmt("pad: reflect padding of %d and %d needs a dim %d larger than both, got %d", lo, hi, d, n))
+                end
+                if mode == "circular" and (lo > n or hi > n) then
+                    fail(fmt("pad: circular padding of %d and %d needs a dim %d at least as large, got %d", lo, hi,
+                             d, n))
+                end
+                if n == 0 then fail(fmt("pad: cannot %s-pad dim %d of size 0", mode, d)) end
+                local idx = {}
+                for i = -lo, n + hi - 1 do -- 0-based source positions, then from 1
+                    local j = i
+                    if mode == "replicate" then
+                        j = math.max(0, math.min(n - 1, i))
+                    elseif mode == "reflect" then
+                        if j < 0 then j = -j elseif j >= n then j = 2 * (n - 1) - j end
+                    else
+                        j = i % n
+                    end
+                    idx[#idx + 1] = j + 1
+                end
+                y = y:index_select(d, idx)
+            end
+        end
+    end
     return y
 end
 
