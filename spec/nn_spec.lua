@@ -738,6 +738,24 @@ describe("optim", function()
         H.raises(function() oc:step() end, "OneCycleLR", "stepped 2 times", "total_steps = 2")
         H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1}) end, "OneCycleLR", "total_steps", "required")
         H.raises(function() S.LinearLR(opt, {start_factor = 0}) end, "LinearLR", "start_factor")
+
+        -- SequentialLR: a 3-epoch linear warm-up from 0.1 of the base, then a cosine over 4 epochs
+        local seq = run(function(o)
+            local warm = S.LinearLR(o, {start_factor = 0.1, total_iters = 3})
+            local decay = S.CosineAnnealingLR(o, {T_max = 4})
+            return S.SequentialLR(o, {schedulers = {warm, decay}, milestones = {3}})
+        end, 7)
+        local want = {0.01, 0.04, 0.07}
+        for e = 0, 4 do want[4 + e] = 0.1 * (1 + math.cos(math.pi * e / 4)) / 2 end
+        close(seq, want, 1e-15)
+        local o2 = optim.SGD({p}, {lr = 0.1})
+        local s1 = S.StepLR(o2, {step_size = 1})
+        H.raises(function() S.SequentialLR(o2, {schedulers = {s1}, milestones = {2}}) end, "SequentialLR",
+                 "n - 1 milestones")
+        H.raises(function() S.SequentialLR(o2, {schedulers = {s1, {}}, milestones = {2}}) end, "SequentialLR",
+                 "scheduler 2")
+        H.raises(function() S.SequentialLR(o2, {schedulers = {s1, s1}, milestones = {0}}) end, "SequentialLR",
+                 "milestone 1")
     end)
 
     it("opt:save / opt:load resume a run exactly (every optimiser), and refuse a mismatch changing nothing", function()

@@ -193,6 +193,43 @@ function OneCycleLR:lr_at(e)
     return to + (from - to) * (1 + cos(pi * pct)) / 2
 end
 
+-- SequentialLR(opt, {schedulers = {s1, s2, ...}, milestones = {m1, ...}}):
+-- s1's rates until epoch m1, then s2's counted from m1, and so on (a
+-- warm-up, then a decay).  The schedulers must be made on opt first, s1
+-- before the others: each takes opt's lr when made as its base, and s1's
+-- is the optimiser's own, so all of them are given s1's base here.
+local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "table"}, {"schedulers", "milestones"},
+    function(s, o)
+        local f = "SequentialLR"
+        local list, ms = o.schedulers, o.milestones
+        if #list < 1 or #ms ~= #list - 1 then
+            fail(fmt("%s: expected n schedulers and n - 1 milestones, got %d and %d", f, #list, #ms))
+        end
+        for i, sch in ipairs(list) do
+            if type(sch) ~= "table" or type(sch.lr_at) ~= "function" or sch.optimizer ~= s.optimizer then
+                fail(fmt("%s: scheduler %d must be a closed-form scheduler of this optimiser, got %s", f, i,
+                         typename(sch)))
+            end
+        end
+        local prev = 0
+        for i, m in ipairs(ms) do
+            if type(m) ~= "number" or m <= prev or m ~= floor(m) then
+                fail(fmt("%s: milestone %d must be an integer above the one before it, got %s", f, i, tostring(m)))
+            end
+            prev = m
+        end
+        s.base_lr = list[1].base_lr
+        for _, sch in ipairs(list) do sch.base_lr = s.base_lr end
+        s.schedulers, s.milestones = list, ms
+    end)
+function SequentialLR:lr_at(e)
+    local k, start = 1, 0
+    for i, m in ipairs(self.milestones) do
+        if e >= m then k, start = i + 1, m end
+    end
+    return self.schedulers[k]:lr_at(e - start)
+end
+
 -- ReduceLROnPlateau(opt, {mode = "min", factor = 0.1, patience = 10,
 -- threshold = 1e-4, threshold_mode = "rel", cooldown = 0, min_lr = 0,
 -- eps = 1e-8}): sched:step(metric) after each epoch with the quantity to

@@ -285,7 +285,7 @@ Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d A
            nn.functional.pad normalize cosine_similarity cdist,
            losses (CrossEntropyLoss MSELoss ...), nn.utils.clip_grad_norm_(params, max)
            ordo.optim: SGD Adam AdamW RMSprop Adagrad (opt:zero_grad() opt:step() opt:save(p) opt:load(p)),
-           optim.lr_scheduler.StepLR ... OneCycleLR ReduceLROnPlateau
+           optim.lr_scheduler.StepLR ... OneCycleLR SequentialLR ReduceLROnPlateau
            t:requires_grad() loss:backward() t.grad ordo.no_grad(fn)
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
 Profiler:  ordo.profiler.start() stop() summary() dump("trace.json")
