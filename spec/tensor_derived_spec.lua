@@ -618,6 +618,39 @@ describe("derived ops", function()
         H.raises(function() return ordo.einsum(3, a) end, "einsum", "equation")
     end)
 
+    it("scatter and scatter_: writes along a dim against plain Lua; a number as src; gradients", function()
+        local D = "float64"
+        local x = ordo.randn({3, 4}, D)
+        local X = x:totable()
+        -- along dim 2: row i writes src[i][j] at column index[i][j] (each row's columns distinct)
+        local idx2 = ordo.tensor({{2, 4}, {1, 3}, {4, 1}}, "int64")
+        local src = ordo.randn({3, 2}, D)
+        local Y, I, S = x:scatter(2, idx2, src):totable(), idx2:totable(), src:totable()
+        for i = 1, 3 do
+            local want = {X[i][1], X[i][2], X[i][3], X[i][4]}
+            for j = 1, 2 do want[I[i][j]] = S[i][j] end
+            close(want, Y[i], 1e-15)
+        end
+        -- along dim 1, a number
+        local idx1 = ordo.tensor({{3, 1, 2, 3}}, "int64")
+        local Z = x:scatter(1, idx1, -5):totable()
+        for j, r in ipairs({3, 1, 2, 3}) do
+            for i = 1, 3 do close(i == r and -5 or X[i][j], Z[i][j], 1e-15) end
+        end
+        -- in place, and the input left alone by the out-of-place form
+        local c = x:clone()
+        assert.equals(c, c:scatter_(2, idx2, src))
+        close(Y[2], c:totable()[2], 1e-15)
+        close(X[1], x:totable()[1], 1e-15)
+        -- gradients: to self where not written, to src everywhere
+        local a, b = x:requires_grad(), src:requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(u, v) return u:scatter(2, idx2, v) end, {a, b}))
+        H.raises(function() return x:scatter(2, ordo.tensor({{5}}, "int64"), 1):totable() end, "scatter: scatter_add",
+                 "index 5")
+        pcall(ordo.engine.wait_for_all)
+        H.raises(function() return x:scatter(2, idx2, "a") end, "scatter", "src", "string")
+    end)
+
     it("ops that make tensors of their own make them on their input's engine", function()
         local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
         local on = {engine = e}

@@ -520,6 +520,30 @@ function Tensor:baddbmm(a, b, opts)
     return add_scaled("baddbmm", self, Tensor.bmm, a, b, opts)
 end
 
+-- ---------------------------------------------------------------- scatter
+
+-- scatter(dim, index, src): a copy of self with self[..index[..i..]..] =
+-- src[..i..] along dim (indices from 1, as gather's); src may be a number.
+-- An index given twice gets the sum of its sources (Torch leaves which one
+-- wins unspecified).  Made of scatter_add (the written places counted,
+-- then filled), so gradients flow to self (where it was not written) and
+-- to src.  scatter_ writes the result into self.
+function Tensor:scatter(dim, index, src)
+    check_self("scatter", self)
+    if not is_tensor(index) then fail("scatter: index must be an int64 tensor, got " .. typename(index)) end
+    if type(src) == "number" then src = tensor.full(index:shape(), src, tensor.like(self)) end
+    if not is_tensor(src) then fail("scatter: src must be a tensor or a number, got " .. typename(src)) end
+    local written = tensor.zeros_like(self):scatter_add_(dim, index, tensor.ones(index:shape(), tensor.like(self)),
+                                                         "scatter")
+    local kept = self * written:eq(0):to(self:dtype())
+    return kept:scatter_add(dim, index, src:to(self:dtype()), "scatter")
+end
+
+function Tensor:scatter_(dim, index, src)
+    check_self("scatter_", self)
+    return self:copy_(self:scatter(dim, index, src))
+end
+
 -- ---------------------------------------------------------------- einsum
 
 -- The letters of s as a list, and a set of them.

@@ -300,14 +300,14 @@ function M.install(ag)
     -- out-of-place scatter_add / index_add: linear in self (gradient g) and
     -- in src (g read back through the selection they are the adjoint of)
     local function accumulation(name, select)
-        local function rec(x, dim, index, src, y)
+        local function rec(x, dim, index, src, y, who)
             record(name, y, {x, src, n = 2}, function(g)
-                return x._rg and g or nil, is_tensor(src) and src._rg and g[select](g, dim, index) or nil
+                return x._rg and g or nil, is_tensor(src) and src._rg and g[select](g, dim, index, who) or nil
             end)
         end
-        Tensor[name] = function(x, dim, index, src)
-            local y = raw[name](x, dim, index, src)
-            if needs(x, src) then rec(x, dim, index, src, y) end
+        Tensor[name] = function(x, dim, index, src, who)
+            local y = raw[name](x, dim, index, src, who)
+            if needs(x, src) then rec(x, dim, index, src, y, who) end
             return y
         end
     end

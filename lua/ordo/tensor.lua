@@ -1883,9 +1883,9 @@ function Tensor:scatter_add_(dim, index, src, who)
     return scatter_add("scatter_add_", self, dim, index, src, who)
 end
 
-function Tensor:scatter_add(dim, index, src)
+function Tensor:scatter_add(dim, index, src, who)
     check_self("scatter_add", self)
-    return scatter_add("scatter_add", self:clone(), dim, index, src)
+    return scatter_add("scatter_add", self:clone(), dim, index, src, who)
 end
 
 -- index_add_(dim, index, src): self[.., index[j], ..] += src[.., j, ..]
