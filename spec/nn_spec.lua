@@ -372,6 +372,31 @@ describe("nn modules", function()
         H.raises(function() F.normalize(a, {q = 2}) end, "normalize", "unknown option 'q'")
     end)
 
+    it("modules, named_modules, apply; requires_grad_(false) freezes a part (fine-tuning)", function()
+        local m = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 1)))
+        local names = {}
+        for _, e in ipairs(m:named_modules()) do names[#names + 1] = e.name end
+        assert.same({"", "1", "2", "2.1", "2.2"}, names)
+        assert.equals(5, #m:modules())
+        local seen = {}
+        m:apply(function(x) seen[#seen + 1] = x._class_name end)
+        assert.same({"Linear", "ReLU", "Linear", "Sequential", "Sequential"}, seen) -- children first
+        -- freeze the first layer: it gets no gradient and stays as it was after a step
+        m:get(1):requires_grad_(false)
+        assert.equals(2, #m:trainable_parameters())
+        local before = m:get(1).weight:totable()
+        local opt = optim.SGD(m:trainable_parameters(), {lr = 0.5})
+        m(ordo.randn({4, 2})):sum():backward()
+        assert.is_nil(m:get(1).weight.grad)
+        assert.is_true(ordo.is_tensor(m:get(2):get(2).weight.grad))
+        opt:step()
+        assert.same(before, m:get(1).weight:totable())
+        m:requires_grad_()
+        assert.equals(4, #m:trainable_parameters())
+        H.raises(function() m:apply(3) end, "apply", "function")
+        H.raises(function() m:requires_grad_("no") end, "requires_grad_", "boolean")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

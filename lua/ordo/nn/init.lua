@@ -111,6 +111,52 @@ function Module:children()
     return r
 end
 
+-- {name = "encoder.1", module = m} for this module ("") and every module
+-- below it, depth first, each once.
+function Module:named_modules(prefix, out, seen)
+    out, seen, prefix = out or {}, seen or {}, prefix or ""
+    if seen[self] then return out end
+    seen[self] = true
+    out[#out + 1] = {name = prefix, module = self}
+    for _, n in ipairs(self._module_names) do
+        self[n]:named_modules(prefix == "" and n or prefix .. "." .. n, out, seen)
+    end
+    return out
+end
+
+function Module:modules()
+    local r = {}
+    for i, e in ipairs(self:named_modules()) do r[i] = e.module end
+    return r
+end
+
+-- Calls fn(m) on every module below this one and then on this one (as
+-- Torch: children first), e.g. to initialise every Linear a certain way.
+function Module:apply(fn)
+    if type(fn) ~= "function" then fail("apply: expected a function, got " .. typename(fn)) end
+    for _, n in ipairs(self._module_names) do self[n]:apply(fn) end
+    fn(self)
+    return self
+end
+
+-- Freezes (false) or unfreezes (true, the default) every parameter:
+-- frozen ones get no gradient (give an optimiser only the others:
+-- m:trainable_parameters()).
+function Module:requires_grad_(flag)
+    if flag == nil then flag = true end
+    if type(flag) ~= "boolean" then fail("requires_grad_: expected a boolean, got " .. typename(flag)) end
+    for _, p in ipairs(self:parameters()) do p:requires_grad_(flag) end
+    return self
+end
+
+-- The parameters that require a gradient (what an optimiser takes when
+-- part of the model is frozen).
+function Module:trainable_parameters()
+    local r = {}
+    for _, p in ipairs(self:parameters()) do if p:needs_grad() then r[#r + 1] = p end end
+    return r
+end
+
 -- {name = "layer.1.weight", tensor = t} for every parameter, depth first.
 function Module:named_parameters(prefix, out, seen)
     out, seen, prefix = out or {}, seen or {}, prefix or ""
