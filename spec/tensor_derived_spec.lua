@@ -618,6 +618,34 @@ describe("derived ops", function()
         H.raises(function() return ordo.einsum(3, a) end, "einsum", "equation")
     end)
 
+    it("nonzero: the positions of the nonzero elements in row-major order, as rows or per dim", function()
+        math.randomseed(91)
+        for _, dt in ipairs({"float32", "int32", "uint8", "int64"}) do
+            local vals = {}
+            for i = 1, 24 do vals[i] = math.random() < 0.4 and math.random(1, 5) or 0 end
+            local t = ordo.tensor(vals, dt):view(2, 3, 4)
+            local want, per = {}, {{}, {}, {}}
+            for i = 1, 24 do
+                if vals[i] ~= 0 then
+                    local p = i - 1
+                    local row = {math.floor(p / 12) + 1, math.floor(p / 4) % 3 + 1, p % 4 + 1}
+                    want[#want + 1] = row
+                    for d = 1, 3 do per[d][#per[d] + 1] = row[d] end
+                end
+            end
+            local got = t:nonzero()
+            assert.equals("int64", got:dtype())
+            assert.same(#want > 0 and want or {}, #want > 0 and got:totable() or {}, dt)
+            assert.same({#want, 3}, got:shape())
+            local tuple = t:nonzero({as_tuple = true})
+            for d = 1, 3 do assert.same(per[d], tuple[d]:totable(), dt .. " dim " .. d) end
+        end
+        assert.same({0, 2}, ordo.zeros(2, 2):nonzero():shape())
+        assert.same({{1}}, ordo.tensor({0 / 0, 0}):nonzero():totable()) -- NaN is nonzero
+        assert.same({1, 0}, ordo.tensor(5):nonzero():shape())
+        H.raises(function() return ordo.zeros(2):nonzero({tuple = true}) end, "nonzero", "unknown option")
+    end)
+
     it("scatter and scatter_: writes along a dim against plain Lua; a number as src; gradients", function()
         local D = "float64"
         local x = ordo.randn({3, 4}, D)

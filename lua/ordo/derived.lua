@@ -520,6 +520,28 @@ function Tensor:baddbmm(a, b, opts)
     return add_scaled("baddbmm", self, Tensor.bmm, a, b, opts)
 end
 
+-- nonzero([{as_tuple = false}]): the positions (int64, from 1) of the
+-- nonzero elements, in row-major order: a k x ndim tensor, or with
+-- as_tuple a Lua list of ndim 1-dim tensors, one per dim (waits: k depends
+-- on the values).  NaN counts as nonzero.
+function Tensor:nonzero(opts)
+    check_self("nonzero", self)
+    opts = util.check_opts("nonzero", opts, {as_tuple = true})
+    local nd = self:dim()
+    local flat = tensor.arange(self:numel(), tensor.like(self, "int64")):masked_select(self:ne(0):reshape(-1))
+    local k = flat:numel()
+    local coords = {}
+    local rest = flat
+    for d = nd, 1, -1 do
+        local n = self:size(d)
+        coords[d] = rest:remainder(n) + 1
+        rest = rest:div(n, "trunc")
+    end
+    if opts.as_tuple then return coords end
+    if nd == 0 then return tensor.zeros({k, 0}, tensor.like(self, "int64")) end
+    return tensor.stack(coords, 2)
+end
+
 -- ---------------------------------------------------------------- scatter
 
 -- scatter(dim, index, src): a copy of self with self[..index[..i..]..] =

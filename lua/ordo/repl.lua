@@ -276,7 +276,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
   files:   ordo.save(t_or_table, path)  ordo.load(path [, {device = d}])
   linalg:  matmul mm bmm mv addmm baddbmm einsum dot outer trace tril triu diag
   rearranging: flip roll tile
-  indexing: gather index_select scatter masked_select unique   nn.functional.one_hot(indices, n)
+  indexing: gather index_select scatter masked_select nonzero unique   nn.functional.one_hot(indices, n)
 Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvgPool2d Upsample
            BatchNorm1d/2d LayerNorm GroupNorm Embedding Dropout ReLU ... Sequential ModuleList,
            LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell),
