@@ -259,3 +259,51 @@ describe("nn.TransformerEncoderLayer", function()
         H.raises(function() l(x, {mask = 1}) end, "TransformerEncoderLayer", "unknown option 'mask'")
     end)
 end)
+
+describe("nn.TransformerDecoderLayer", function()
+    before_each(function() ordo.manual_seed(44) end)
+
+    local function ref_decoder(l, t, mem, so, co)
+        local act = l.activation == "gelu" and F.gelu or F.relu
+        local function opts(extra)
+            local o = {need_weights = false}
+            for k, v in pairs(extra or {}) do o[k] = v end
+            return o
+        end
+        local function sa(h) return (l.self_attn(h, h, h, opts(so))) end
+        local function ca(h) return (l.multihead_attn(h, mem, mem, opts(co))) end
+        local function ffn(h) return F.linear(act(F.linear(h, l.linear1.weight, l.linear1.bias)), l.linear2.weight, l.linear2.bias) end
+        local function n(k, h) return F.layer_norm(h, {h:size(-1)}, l["norm" .. k].weight, l["norm" .. k].bias) end
+        if l.norm_first then
+            local h = t + sa(n(1, t))
+            h = h + ca(n(2, h))
+            return h + ffn(n(3, h))
+        end
+        local h = n(1, t + sa(t))
+        h = n(2, h + ca(h))
+        return n(3, h + ffn(h))
+    end
+
+    it("is self-attention, attention to memory and a feed-forward network, each with residual and norm", function()
+        for _, o in ipairs({{}, {norm_first = true, activation = "gelu"}}) do
+            local opts = {dim_feedforward = 10, dtype = "float64"}
+            for k, v in pairs(o) do opts[k] = v end
+            local l = nn.TransformerDecoderLayer(6, 3, opts)
+            ordo.no_grad(function() l.norm2.weight:copy_(ordo.randn({6}, D)) end)
+            l:eval()
+            local t, mem = ordo.randn({4, 2, 6}, D), ordo.randn({5, 2, 6}, D)
+            close(l(t, mem):totable(), ref_decoder(l, t, mem):totable(), 1e-12)
+            local pad = ordo.tensor({{0, 0, 0, 1, 1}, {0, 1, 0, 0, 0}}, "uint8")
+            local y = l(t, mem, {tgt_is_causal = true, memory_key_padding_mask = pad})
+            close(y:totable(), ref_decoder(l, t, mem, {is_causal = true}, {key_padding_mask = pad}):totable(), 1e-12)
+            local blocked = ordo.ones({4, 4}, "uint8"):triu(1)
+            close(y:totable(), l(t, mem, {tgt_mask = blocked, memory_key_padding_mask = pad}):totable(), 1e-12)
+        end
+        local l = nn.TransformerDecoderLayer(4, 2, {dim_feedforward = 6, dropout = 0, dtype = "float64"})
+        local t = ordo.randn({3, 2, 4}, D):requires_grad()
+        local mem = ordo.randn({4, 2, 4}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a, b) return l(a, b, {tgt_is_causal = true}) end, {t, mem}))
+        H.raises(function() l(t) end, "TransformerDecoderLayer", "memory")
+        H.raises(function() l(t, mem, {is_causal = true}) end, "TransformerDecoderLayer", "unknown option 'is_causal'")
+    end)
+end)

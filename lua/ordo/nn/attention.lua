@@ -1,5 +1,5 @@
 -- ordo.nn.attention: scaled dot-product attention, multi-head attention and
--- the transformer encoder layer built on it.
+-- the transformer encoder and decoder layers built on it.
 --
 --   local out = F.scaled_dot_product_attention(q, k, v, {is_causal = true})
 --   local mha = nn.MultiheadAttention(64, 8, {batch_first = true})
@@ -213,6 +213,45 @@ function M.install(nn)
         return out, weights
     end
 
+    local LAYER_OPTS = {dim_feedforward = true, dropout = true, activation = true, layer_norm_eps = true,
+                        batch_first = true, norm_first = true, dtype = true, device = true}
+    local ACTIVATIONS = {relu = F.relu, gelu = F.gelu}
+
+    -- What both layers are made of: n_attn attentions, the feed-forward
+    -- network, n_attn + 1 LayerNorms and the dropouts (one child a
+    -- statement: children are registered in the order assigned).
+    local function build_layer(self, name, d, heads, opts, n_attn)
+        opts = util.check_opts(name, opts, LAYER_OPTS)
+        local ff = opts.dim_feedforward or 2048
+        util.check_positive_int(name, "dim_feedforward", ff)
+        local act = opts.activation or "relu"
+        if not ACTIVATIONS[act] then fail(fmt("%s: activation must be 'relu' or 'gelu', got %s", name, tostring(act))) end
+        local p = opts.dropout == nil and 0.1 or opts.dropout
+        local eps = opts.layer_norm_eps or 1e-5
+        local topts = {dtype = opts.dtype, device = opts.device}
+        local mha_opts = {dropout = p, batch_first = opts.batch_first, dtype = opts.dtype, device = opts.device}
+        self.self_attn = MHA(d, heads, mha_opts)
+        if n_attn == 2 then self.multihead_attn = MHA(d, heads, mha_opts) end
+        self.linear1 = nn.Linear(d, ff, topts)
+        self.dropout = nn.Dropout(p)
+        self.linear2 = nn.Linear(ff, d, topts)
+        for i = 1, n_attn + 1 do self["norm" .. i] = nn.LayerNorm(d, {eps = eps, dtype = opts.dtype, device = opts.device}) end
+        for i = 1, n_attn + 1 do self["dropout" .. i] = nn.Dropout(p) end
+        self.activation, self.norm_first = act, opts.norm_first == true
+    end
+
+    -- x + sublayer(x) with the layer's norm k: before (norm_first) or after.
+    local function residual(self, k, x, sublayer, ...)
+        local norm = self["norm" .. k]
+        if self.norm_first then return x + self["dropout" .. k](sublayer(self, norm(x), ...)) end
+        return norm(x + self["dropout" .. k](sublayer(self, x, ...)))
+    end
+    local function self_block(self, x, o) return (self.self_attn(x, x, x, o)) end
+    local function cross_block(self, x, memory, o) return (self.multihead_attn(x, memory, memory, o)) end
+    local function ff_block(self, x)
+        return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))
+    end
+
     -- TransformerEncoderLayer(d_model, nhead [, {dim_feedforward = 2048,
     -- dropout = 0.1, activation = "relu" | "gelu", layer_norm_eps = 1e-5,
     -- batch_first = false, norm_first = false, dtype, device}]): Torch's
@@ -222,50 +261,39 @@ function M.install(nn)
     -- forward(src [, {src_mask, src_key_padding_mask, is_causal}]): src
     -- length x N x d_model (N x length x d_model with batch_first); the
     -- masks as MultiheadAttention's.
-    local Layer = Module:extend("TransformerEncoderLayer")
-    nn.TransformerEncoderLayer = Layer
-    local LAYER_OPTS = {dim_feedforward = true, dropout = true, activation = true, layer_norm_eps = true,
-                        batch_first = true, norm_first = true, dtype = true, device = true}
-    local ACTIVATIONS = {relu = F.relu, gelu = F.gelu}
-    function Layer:init(d, heads, opts)
-        local name = "TransformerEncoderLayer"
-        opts = util.check_opts(name, opts, LAYER_OPTS)
-        local ff = opts.dim_feedforward or 2048
-        util.check_positive_int(name, "dim_feedforward", ff)
-        local act = opts.activation or "relu"
-        if not ACTIVATIONS[act] then fail(fmt("%s: activation must be 'relu' or 'gelu', got %s", name, tostring(act))) end
-        local p = opts.dropout == nil and 0.1 or opts.dropout
-        local eps = opts.layer_norm_eps or 1e-5
-        local topts = {dtype = opts.dtype, device = opts.device}
-        self.self_attn = MHA(d, heads, {dropout = p, batch_first = opts.batch_first, dtype = opts.dtype,
-                                        device = opts.device})
-        -- (one child a statement: the children are registered in the order assigned)
-        self.linear1 = nn.Linear(d, ff, topts)
-        self.dropout = nn.Dropout(p)
-        self.linear2 = nn.Linear(ff, d, topts)
-        self.norm1 = nn.LayerNorm(d, {eps = eps, dtype = opts.dtype, device = opts.device})
-        self.norm2 = nn.LayerNorm(d, {eps = eps, dtype = opts.dtype, device = opts.device})
-        self.dropout1 = nn.Dropout(p)
-        self.dropout2 = nn.Dropout(p)
-        self.activation, self.norm_first = act, opts.norm_first == true
+    local Encoder = Module:extend("TransformerEncoderLayer")
+    nn.TransformerEncoderLayer = Encoder
+    function Encoder:init(d, heads, opts) build_layer(self, "TransformerEncoderLayer", d, heads, opts, 1) end
+
+    local ENC_FWD = {src_mask = true, src_key_padding_mask = true, is_causal = true}
+    function Encoder:forward(src, opts)
+        opts = util.check_opts("TransformerEncoderLayer", opts, ENC_FWD)
+        local o = {attn_mask = opts.src_mask, key_padding_mask = opts.src_key_padding_mask, is_causal = opts.is_causal,
+                   need_weights = false}
+        return residual(self, 2, residual(self, 1, src, self_block, o), ff_block)
     end
 
-    local LAYER_FWD = {src_mask = true, src_key_padding_mask = true, is_causal = true}
-    function Layer:forward(src, opts)
-        opts = util.check_opts("TransformerEncoderLayer", opts, LAYER_FWD)
-        local attn_opts = {attn_mask = opts.src_mask, key_padding_mask = opts.src_key_padding_mask,
-                           is_causal = opts.is_causal, need_weights = false}
-        local function sa(x) return self.dropout1(self.self_attn(x, x, x, attn_opts)) end
-        local function ffn(x)
-            return self.dropout2(self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x)))))
-        end
-        local x = src
-        if self.norm_first then
-            x = x + sa(self.norm1(x))
-            return x + ffn(self.norm2(x))
-        end
-        x = self.norm1(x + sa(x))
-        return self.norm2(x + ffn(x))
+    -- TransformerDecoderLayer(d_model, nhead [, the encoder layer's
+    -- options]): Torch's layer -- self-attention over the target, then
+    -- attention from the target to memory (the encoder's output), then the
+    -- feed-forward network, each with dropout, a residual connection and a
+    -- LayerNorm.  forward(tgt, memory [, {tgt_mask, memory_mask,
+    -- tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal}]).
+    local Decoder = Module:extend("TransformerDecoderLayer")
+    nn.TransformerDecoderLayer = Decoder
+    function Decoder:init(d, heads, opts) build_layer(self, "TransformerDecoderLayer", d, heads, opts, 2) end
+
+    local DEC_FWD = {tgt_mask = true, memory_mask = true, tgt_key_padding_mask = true, memory_key_padding_mask = true,
+                     tgt_is_causal = true}
+    function Decoder:forward(tgt, memory, opts)
+        opts = util.check_opts("TransformerDecoderLayer", opts, DEC_FWD)
+        check_tensor("TransformerDecoderLayer", "memory", memory)
+        local so = {attn_mask = opts.tgt_mask, key_padding_mask = opts.tgt_key_padding_mask,
+                    is_causal = opts.tgt_is_causal, need_weights = false}
+        local co = {attn_mask = opts.memory_mask, key_padding_mask = opts.memory_key_padding_mask, need_weights = false}
+        local x = residual(self, 1, tgt, self_block, so)
+        x = residual(self, 2, x, cross_block, memory, co)
+        return residual(self, 3, x, ff_block)
     end
 
     function MHA:extra_repr()
