@@ -7,6 +7,7 @@
 --       for i, xb, yb in loader:iter() do ... end             -- a new permutation each epoch
 --   end
 --   local t = data.read_idx("train-labels-idx1-ubyte.gz")    -- any IDX file, gzip or plain
+--   local x, names = data.read_csv("measurements.csv")       -- a numeric CSV file, header optional
 --
 -- Labels count classes from 1, like every index in ordo (argmax returns
 -- 1-based indices, gather takes them): Fashion-MNIST's label k in the file
@@ -216,6 +217,137 @@ function M.read_idx(path, opts)
     src.close()
     if not ok then error(res, 0) end -- the message already names the user's line
     return res
+end
+
+-- ---------------------------------------------------------------- CSV
+
+-- The fields of one CSV line: split at delim, surrounding white space and
+-- one pair of double quotes taken off each ("" inside quotes is a quote).
+-- Quoted fields may hold the delimiter.
+local function csv_fields(line, delim)
+    local out, i, n = {}, 1, #line
+    local function blank(c) return (c == " " or c == "\t") and c ~= delim end
+    while true do
+        while i <= n and blank(line:sub(i, i)) do i = i + 1 end
+        local field
+        if line:sub(i, i) == '"' then
+            local j, parts = i + 1, {}
+            while true do
+                local q = line:find('"', j, true)
+                if not q then return nil, "an unclosed quote" end
+                parts[#parts + 1] = line:sub(j, q - 1)
+                if line:sub(q + 1, q + 1) == '"' then
+                    parts[#parts + 1] = '"'
+                    j = q + 2
+                else
+                    i = q + 1
+                    break
+                end
+            end
+            field = concat(parts)
+            while i <= n and blank(line:sub(i, i)) do i = i + 1 end
+            if i <= n and line:sub(i, i) ~= delim then return nil, "text after a closing quote" end
+        else
+            local d = line:find(delim, i, true)
+            field = line:sub(i, (d or n + 1) - 1):match("^(.-)[ \t]*$")
+            i = d or n + 1
+        end
+        out[#out + 1] = field
+        if i > n then return out end
+        i = i + 1 -- past the delimiter
+        if i > n then out[#out + 1] = "" return out end
+    end
+end
+
+local function csv_number(s)
+    local v = tonumber(s)
+    if v then return v end
+    local l = s:lower()
+    if l == "nan" then return 0 / 0 end
+    if l == "inf" or l == "+inf" or l == "infinity" then return math.huge end
+    if l == "-inf" or l == "-infinity" then return -math.huge end
+end
+
+-- read_csv(path [, {delimiter = ",", header = "auto", dtype = "float32",
+-- missing = nil}]): a numeric CSV file as a rows x columns tensor on
+-- cpu(0), and the column names (a Lua list; nil without a header line).
+-- header "auto": the first line is a header when a field of it is not a
+-- number.  Fields may be quoted; nan and inf are read as such.  An empty
+-- field is an error naming its line and column unless missing gives the
+-- value to use (0 / 0 for NaN).  Blank lines are skipped.  Any other
+-- field that is not a number, or a row of another length, is an error
+-- naming the line.
+function M.read_csv(path, opts)
+    local fname = "read_csv"
+    if type(path) ~= "string" then fail(fname .. ": expected a file path, got " .. typename(path)) end
+    opts = check_opts(fname, opts, {delimiter = true, header = true, dtype = true, missing = true})
+    local delim = opts.delimiter or ","
+    if type(delim) ~= "string" or #delim ~= 1 or delim == '"' then
+        fail(fname .. ": delimiter must be one character (not a quote), got " .. tostring(delim))
+    end
+    local header = opts.header == nil and "auto" or opts.header
+    if header ~= "auto" and type(header) ~= "boolean" then
+        fail(fname .. ": header must be true, false or \"auto\", got " .. tostring(header))
+    end
+    if opts.missing ~= nil and type(opts.missing) ~= "number" then
+        fail(fname .. ": missing must be a number, got " .. typename(opts.missing))
+    end
+    local f, err = io.open(path, "rb")
+    if not f then fail(fmt("%s: cannot open %s: %s", fname, path, tostring(err))) end
+    local rows, names, ncol = {}, nil, nil
+    local lineno = 0
+    for line in f:lines() do
+        lineno = lineno + 1
+        line = line:gsub("\r$", "")
+        if line:match("%S") then
+            local fields, why = csv_fields(line, delim)
+            if not fields then
+                f:close()
+                fail(fmt("%s: %s line %d: %s", fname, path, lineno, why))
+            end
+            local is_header = false
+            if not names and #rows == 0 then
+                if header == true then
+                    is_header = true
+                elseif header == "auto" then
+                    for _, v in ipairs(fields) do
+                        if v ~= "" and not csv_number(v) then is_header = true break end
+                    end
+                end
+            end
+            if is_header then
+                names = fields
+                ncol = #fields
+            else
+                if ncol and #fields ~= ncol then
+                    f:close()
+                    fail(fmt("%s: %s line %d has %d fields, expected %d", fname, path, lineno, #fields, ncol))
+                end
+                ncol = #fields
+                local row = {}
+                for c, v in ipairs(fields) do
+                    local x = csv_number(v)
+                    if x == nil then
+                        if v == "" and opts.missing ~= nil then
+                            x = opts.missing
+                        else
+                            f:close()
+                            fail(fmt("%s: %s line %d, column %d%s: %s", fname, path, lineno, c,
+                                     names and names[c] and " (" .. names[c] .. ")" or "",
+                                     v == "" and "an empty field (give {missing = value} to fill it)" or
+                                     fmt("%q is not a number", v)))
+                        end
+                    end
+                    row[c] = x
+                end
+                rows[#rows + 1] = row
+            end
+        end
+    end
+    f:close()
+    local t = tensor.tensor(#rows > 0 and rows or {}, {dtype = opts.dtype or "float32"})
+    if #rows == 0 then t = t:view(0, ncol or 0) end
+    return t, names
 end
 
 -- ---------------------------------------------------------------- Fashion-MNIST
