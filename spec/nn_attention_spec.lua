@@ -7,16 +7,8 @@ local nn, F = ordo.nn, ordo.nn.functional
 
 local D = {dtype = "float64"}
 
-local function close(a, b, tol, where)
-    tol = tol or 1e-10
-    if type(a) == "table" then
-        assert.equal(#b, #a, where)
-        for i = 1, #a do close(a[i], b[i], tol, (where or "") .. "[" .. i .. "]") end
-        return
-    end
-    if b ~= b then return assert(a ~= a, (where or "value") .. ": want NaN, got " .. a) end
-    assert(math.abs(a - b) <= tol * (1 + math.abs(b)), string.format("%s: %.15g vs %.15g", where or "value", a, b))
-end
+-- got against want (H.close's order is the other way)
+local function close(got, want, tol, where) return H.close(want, got, tol, where) end
 
 -- One attention: Q (L x E), K (S x E), V (S x Ev) as tables; allowed(i, j)
 -- says whether query i may see key j; add(i, j) is added to the score.

@@ -3,19 +3,13 @@
 -- computes each output element from its four (two, one) neighbours, not
 -- dim by dim as the implementation does; gradients by gradcheck.
 local ordo = require "ordo"
+local H = require "support.helpers"
 local nn, F = ordo.nn, ordo.nn.functional
 
 local D = {dtype = "float64"}
 
-local function close(a, b, tol, where)
-    tol = tol or 1e-12
-    if type(a) == "table" then
-        assert.equal(#b, #a, where)
-        for i = 1, #a do close(a[i], b[i], tol, (where or "") .. "[" .. i .. "]") end
-        return
-    end
-    assert(math.abs(a - b) <= tol * (1 + math.abs(b)), string.format("%s: %.15g vs %.15g", where or "value", a, b))
-end
+-- got against want (H.close's order is the other way)
+local function close(got, want, tol, where) return H.close(want, got, tol, where) end
 
 -- Where output i (0-based) of a dim of n inputs and out outputs samples
 -- the input: index lo, index hi and hi's weight (lo's is 1 - it).

@@ -91,6 +91,7 @@ function H.close(want, got, tol, what)
         for i = 1, #want do H.close(want[i], got[i], tol, what) end
         return
     end
+    if want ~= want then return assert(got ~= got, ("%s: want NaN, got %.15g"):format(what or "", got)) end
     assert(math.abs(want - got) <= tol * (1 + math.abs(want)), ("%s: want %.15g, got %.15g"):format(what or "", want, got))
 end
 
