@@ -366,6 +366,37 @@ describe("gpu tensors: elementwise ops", function()
         end
     end)
 
+    it("ops made of other ops (einsum, median, unique, nonzero, scatter, pad, distances) match the cpu", function()
+        need_gpu()
+        math.randomseed(19)
+        local F = ordo.nn.functional
+        for _, dt in ipairs({"float32", "float64"}) do
+            local a, b = rnd({3, 4}, dt, -2, 2), rnd({4, 5}, dt, -2, 2)
+            local ga, gb = gpu(a), gpu(b)
+            check(ordo.einsum("ij,jk->ki", ga, gb), ordo.einsum("ij,jk->ki", a, b), dt .. " einsum", RED)
+            local gv, gi = ga:median(2)
+            local cv, ci = a:median(2)
+            check(gv, cv, dt .. " median values")
+            check(gi, ci, dt .. " median indices")
+            check(ga:kthvalue(2, 1), a:kthvalue(2, 1), dt .. " kthvalue")
+            local r = rnd({12}, dt, 0, 3):round()
+            local gu, ginv, gcnt = gpu(r):unique({return_inverse = true, return_counts = true})
+            local cu, cinv, ccnt = r:unique({return_inverse = true, return_counts = true})
+            check(gu, cu, dt .. " unique")
+            check(ginv, cinv, dt .. " unique inverse")
+            check(gcnt, ccnt, dt .. " unique counts")
+            check(gpu(r):view(3, 4):nonzero(), r:view(3, 4):nonzero(), dt .. " nonzero")
+            local idx = ordo.tensor({{2, 4}, {1, 3}, {4, 1}}, "int64")
+            local src = rnd({3, 2}, dt, -1, 1)
+            check(ga:scatter(2, gpu(idx), gpu(src)), a:scatter(2, idx, src), dt .. " scatter")
+            for _, mode in ipairs({"constant", "reflect", "replicate", "circular"}) do
+                check(F.pad(ga, {2, 1, 1, 0}, {mode = mode}), F.pad(a, {2, 1, 1, 0}, {mode = mode}), dt .. " pad " .. mode)
+            end
+            check(F.cdist(ga, gpu(a:flip(1))), F.cdist(a, a:flip(1)), dt .. " cdist", RED)
+            check(F.cosine_similarity(ga, gpu(a * 2 + 1)), F.cosine_similarity(a, a * 2 + 1), dt .. " cosine", RED)
+        end
+    end)
+
     it("cumsum, cumprod, prod, sort, argsort and topk match the cpu", function()
         need_gpu()
         math.randomseed(9)
