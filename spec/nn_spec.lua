@@ -397,6 +397,38 @@ describe("nn modules", function()
         H.raises(function() m:requires_grad_("no") end, "requires_grad_", "boolean")
     end)
 
+    it("PixelShuffle / PixelUnshuffle from their definition; padding layers; Unflatten", function()
+        local x = ordo.randn({2, 8, 3, 2}, D)
+        local y = nn.PixelShuffle(2)(x)
+        assert.same({2, 2, 6, 4}, y:shape())
+        local X, Y = x:totable(), y:totable()
+        for n = 1, 2 do
+            for c = 0, 1 do
+                for h = 0, 5 do
+                    for w = 0, 3 do -- out[c][h][w] = in[c*4 + (h%2)*2 + w%2][h//2][w//2]
+                        local src = X[n][c * 4 + (h % 2) * 2 + w % 2 + 1][math.floor(h / 2) + 1][math.floor(w / 2) + 1]
+                        close(Y[n][c + 1][h + 1][w + 1], src, 0)
+                    end
+                end
+            end
+        end
+        assert.same(x:totable(), nn.PixelUnshuffle(2)(y):totable())
+        local img = ordo.randn({1, 2, 3, 4}, D)
+        for _, c in ipairs({{nn.ZeroPad2d(1), {1, 1, 1, 1}, "constant", 0}, {nn.ConstantPad2d({1, 0, 2, 1}, 3), {1, 0, 2, 1},
+                            "constant", 3}, {nn.ReflectionPad2d({2, 1, 1, 2}), {2, 1, 1, 2}, "reflect"},
+                            {nn.ReplicationPad2d(2), {2, 2, 2, 2}, "replicate"}}) do
+            assert.same(F.pad(img, c[2], {mode = c[3], value = c[4]}):totable(), c[1](img):totable())
+        end
+        local seq = ordo.randn({2, 3, 5}, D)
+        assert.same(F.pad(seq, {2, 1}, {mode = "reflect"}):totable(), nn.ReflectionPad1d({2, 1})(seq):totable())
+        assert.same({2, 3, 2, 3}, nn.Unflatten(2, {3, 2})(ordo.zeros({2, 6, 3})):shape())
+        assert.same({4, 2, 3}, nn.Unflatten(-1, {2, 3})(ordo.zeros({4, 6})):shape())
+        H.raises(function() nn.ZeroPad2d({1, 2}) end, "ZeroPad2d", "4 of them", "got 2 of them")
+        H.raises(function() nn.ConstantPad1d(1) end, "ConstantPad1d", "value")
+        H.raises(function() F.pixel_shuffle(ordo.zeros({1, 3, 2, 2}), 2) end, "pixel_shuffle", "C*4", "1x3x2x2")
+        H.raises(function() nn.PixelUnshuffle(2)(ordo.zeros({1, 1, 3, 2})) end, "pixel_unshuffle", "multiples of 2")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -282,7 +282,7 @@ Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d A
            LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell),
            MultiheadAttention TransformerEncoderLayer TransformerDecoderLayer,
            nn.functional.scaled_dot_product_attention(q, k, v, {is_causal = true}),
-           nn.functional.pad normalize cosine_similarity cdist,
+           nn.functional.pad normalize cosine_similarity cdist pixel_shuffle, ReflectionPad2d ...,
            losses (CrossEntropyLoss MSELoss ...), nn.utils.clip_grad_norm_(params, max)
            ordo.optim: SGD Adam AdamW RMSprop Adagrad (opt:zero_grad() opt:step() opt:save(p) opt:load(p)),
            optim.lr_scheduler.StepLR ... OneCycleLR SequentialLR ReduceLROnPlateau

@@ -457,6 +457,33 @@ function M.pad(x, amounts, opts)
     return y
 end
 
+-- pixel_shuffle(x, r): N×(C·r²)×H×W -> N×C×(H·r)×(W·r), each r×r block of
+-- output pixels from r² channels (sub-pixel convolution's upsampling);
+-- pixel_unshuffle(x, r) is its inverse.
+function M.pixel_shuffle(x, r)
+    check_tensor("pixel_shuffle", "input", x)
+    if type(r) ~= "number" or r < 1 or r ~= math.floor(r) then
+        fail("pixel_shuffle: upscale factor must be a positive integer, got " .. tostring(r))
+    end
+    if x:dim() ~= 4 or x:size(2) % (r * r) ~= 0 then
+        fail(fmt("pixel_shuffle: expected N x C*%d x H x W, got %s", r * r, shape_str(x)))
+    end
+    local N, C, H, W = x:size(1), x:size(2) / (r * r), x:size(3), x:size(4)
+    return x:reshape(N, C, r, r, H, W):permute(1, 2, 5, 3, 6, 4):reshape(N, C, H * r, W * r)
+end
+
+function M.pixel_unshuffle(x, r)
+    check_tensor("pixel_unshuffle", "input", x)
+    if type(r) ~= "number" or r < 1 or r ~= math.floor(r) then
+        fail("pixel_unshuffle: downscale factor must be a positive integer, got " .. tostring(r))
+    end
+    if x:dim() ~= 4 or x:size(3) % r ~= 0 or x:size(4) % r ~= 0 then
+        fail(fmt("pixel_unshuffle: expected N x C x H x W with H and W multiples of %d, got %s", r, shape_str(x)))
+    end
+    local N, C, H, W = x:size(1), x:size(2), x:size(3) / r, x:size(4) / r
+    return x:reshape(N, C, H, r, W, r):permute(1, 2, 4, 6, 3, 5):reshape(N, C * r * r, H, W)
+end
+
 -- Rows of weight (num × dim) at the indices (int64 or int32, from 1, any
 -- shape): the result has the indices' shape and then dim.
 function M.embedding(indices, weight)

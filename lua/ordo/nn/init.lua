@@ -465,6 +465,77 @@ function GroupNorm:forward(x)
 end
 function GroupNorm:extra_repr() return fmt("%d groups, %d channels, eps = %g", self.num_groups, self.num_channels, self.eps) end
 
+-- Padding layers (F.pad as modules): ZeroPad2d(p), ConstantPad2d(p, value),
+-- ReflectionPad2d(p), ReplicationPad2d(p) and the 1d ones, p a size for
+-- every side or {left, right [, top, bottom]} as F.pad takes it.
+local function pad_class(name, mode, sides, with_value)
+    local cls = Module:extend(name)
+    M[name] = cls
+    function cls:init(p, value)
+        if type(p) == "number" then
+            local t = {}
+            for i = 1, sides do t[i] = p end
+            p = t
+        end
+        if type(p) ~= "table" or #p ~= sides then
+            fail(fmt("%s: expected a padding size or %d of them, got %s", name, sides,
+                     type(p) == "table" and #p .. " of them" or typename(p)))
+        end
+        for i = 1, sides do
+            if type(p[i]) ~= "number" or p[i] ~= math.floor(p[i]) then
+                fail(fmt("%s: paddings must be integers, got %s", name, tostring(p[i])))
+            end
+        end
+        if with_value and type(value) ~= "number" then
+            fail(fmt("%s: expected the value to pad with, got %s", name, typename(value)))
+        end
+        self.padding, self.value = p, with_value and value or 0
+    end
+    function cls:forward(x) return F.pad(x, self.padding, {mode = mode, value = self.value}) end
+    function cls:extra_repr() return table.concat(self.padding, ", ") end
+end
+pad_class("ZeroPad1d", "constant", 2)
+pad_class("ZeroPad2d", "constant", 4)
+pad_class("ConstantPad1d", "constant", 2, true)
+pad_class("ConstantPad2d", "constant", 4, true)
+pad_class("ReflectionPad1d", "reflect", 2)
+pad_class("ReflectionPad2d", "reflect", 4)
+pad_class("ReplicationPad1d", "replicate", 2)
+pad_class("ReplicationPad2d", "replicate", 4)
+
+-- PixelShuffle(r) / PixelUnshuffle(r): F.pixel_shuffle / pixel_unshuffle.
+local function factor_class(name, fn)
+    local cls = Module:extend(name)
+    M[name] = cls
+    function cls:init(r)
+        check_int(name, "factor", r)
+        self.factor = r
+    end
+    function cls:forward(x) return fn(x, self.factor) end
+    function cls:extra_repr() return tostring(self.factor) end
+end
+factor_class("PixelShuffle", F.pixel_shuffle)
+factor_class("PixelUnshuffle", F.pixel_unshuffle)
+
+-- Unflatten(dim, sizes): dim of the input split into sizes (Flatten's inverse).
+local Unflatten = Module:extend("Unflatten")
+M.Unflatten = Unflatten
+function Unflatten:init(dim, sizes)
+    if type(dim) ~= "number" or dim ~= math.floor(dim) then fail("Unflatten: dim must be an integer, got " .. tostring(dim)) end
+    if type(sizes) ~= "table" or #sizes == 0 then fail("Unflatten: expected a table of sizes, got " .. typename(sizes)) end
+    self.dim, self.sizes = dim, sizes
+end
+function Unflatten:forward(x)
+    local s = shape_of(x)
+    local d = self.dim < 0 and #s + self.dim + 1 or self.dim
+    if d < 1 or d > #s then fail(fmt("Unflatten: dim %d out of range for input %s", self.dim, shape_str(x))) end
+    local out = {}
+    for i = 1, d - 1 do out[#out + 1] = s[i] end
+    for _, n in ipairs(self.sizes) do out[#out + 1] = n end
+    for i = d + 1, #s do out[#out + 1] = s[i] end
+    return x:reshape(out)
+end
+
 -- Identity(): returns its input (a placeholder in a Sequential).
 local Identity = Module:extend("Identity")
 M.Identity = Identity
