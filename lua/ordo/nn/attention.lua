@@ -16,6 +16,7 @@
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
+local functional = require "ordo.nn.functional"
 
 local fail, typename = util.fail, util.typename
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
@@ -101,7 +102,7 @@ function M.scaled_dot_product_attention(q, k, v, opts)
     if opts.is_causal then scores = scores:masked_fill(causal_blocked(L, S, q), -huge) end
     scores = apply_mask(fname, scores, opts.attn_mask, true)
     local attn = scores:softmax(-1)
-    if p > 0 then attn = require("ordo.nn.functional").dropout(attn, p, true) end
+    if p > 0 then attn = functional.dropout(attn, p, true) end
     if #lead <= 1 then return attn:matmul(v) end
     local out = attn:reshape(-1, L, S):matmul(v)
     full[#full] = out:size(-1)
