@@ -167,6 +167,48 @@ describe("nn recurrent sequences", function()
         for t = 1, 5 do close(inputs[t]:reshape(-1):totable(), out[t]:reshape(-1):totable()) end
     end)
 
+    it("a bidirectional LSTM equals its forward and reverse cells run step by step, layer by layer", function()
+        local lstm = nn.LSTM(3, 4, {num_layers = 2, bidirectional = true, dtype = "float64"})
+        local x = ordo.randn({5, 2, 3}, D)
+        local h0 = ordo.randn({4, 2, 4}, D)
+        local out, hn, cn = lstm(x, h0)
+        assert.same({5, 2, 8}, out:shape())
+        assert.same({4, 2, 4}, hn:shape())
+        local inputs = {}
+        for t = 1, 5 do inputs[t] = x[t] end
+        for l = 1, 2 do
+            local fw, bw = {}, {}
+            for d, cell in ipairs({lstm["cell" .. l], lstm["cell" .. l .. "_reverse"]}) do
+                local h, c = h0[(l - 1) * 2 + d], nil
+                for k = 1, 5 do
+                    local t = d == 1 and k or 6 - k
+                    h, c = cell(inputs[t], h, c)
+                    if d == 1 then fw[t] = h else bw[t] = h end
+                end
+                close(h:reshape(-1):totable(), hn[(l - 1) * 2 + d]:reshape(-1):totable())
+                close(c:reshape(-1):totable(), cn[(l - 1) * 2 + d]:reshape(-1):totable())
+            end
+            for t = 1, 5 do inputs[t] = ordo.cat({fw[t], bw[t]}, 2) end
+        end
+        for t = 1, 5 do close(inputs[t]:reshape(-1):totable(), out[t]:reshape(-1):totable()) end
+        -- gradients through both directions
+        local g = nn.GRU(2, 3, {bidirectional = true, dtype = "float64"})
+        local xs = ordo.randn({4, 2, 2}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a) return (g(a)) end, {xs}))
+    end)
+
+    it("dropout between layers acts in training only", function()
+        local m = nn.GRU(3, 5, {num_layers = 3, dropout = 0.5})
+        local x = ordo.randn({6, 4, 3})
+        assert.is_false(ordo.allclose(m(x), (m(x)))) -- training: new masks each call
+        m:eval()
+        assert.is_true(ordo.allclose(m(x), (m(x))))
+        local plain = nn.GRU(3, 5, {num_layers = 3})
+        for i, p in ipairs(plain:parameters()) do ordo.no_grad(function() p:copy_(m:parameters()[i]) end) end
+        plain:eval()
+        assert.is_true(ordo.allclose(plain(x), (m(x)))) -- eval: no dropout at all
+    end)
+
     it("GRU and RNN: batch_first, a given initial state, and gradients through time", function()
         local gru = nn.GRU(2, 3, {batch_first = true, dtype = "float64"})
         local x = ordo.randn({4, 6, 2}, D) -- N = 4, T = 6
@@ -229,7 +271,11 @@ describe("nn recurrent sequences", function()
         H.raises(function() return lstm(ordo.ones(5, 2, 3), nil, ordo.zeros(2, 3, 4)) end, "LSTM", "c0", "2x2x4")
         H.raises(function() return nn.GRU(3, 4, {num_layers = 0}) end, "GRU", "num_layers")
         H.raises(function() return nn.GRU(3, 4, {nonlinearity = "relu"}) end, "GRU", "nonlinearity", "RNN only")
-        H.raises(function() return nn.LSTM(3, 4, {dropout = 0.1}) end, "LSTM", "unknown option 'dropout'")
+        H.raises(function() return nn.LSTM(3, 4, {dropout = 1}) end, "LSTM", "dropout", "[0, 1)")
+        H.raises(function() return nn.LSTM(3, 4, {bidirectional = 1}) end, "LSTM", "bidirectional", "boolean")
+        H.raises(function() return nn.LSTM(3, 4, {bidirectional = true})(ordo.ones(5, 2, 3), ordo.zeros(1, 2, 4)) end,
+                 "LSTM", "h0", "2x2x4", "x 2 directions")
+        H.raises(function() return nn.LSTM(3, 4, {dropot = 0.1}) end, "LSTM", "unknown option 'dropot'")
         local b = nn.GRU(3, 4, {batch_first = true})
         H.raises(function() return b(ordo.ones(2, 5, 2)) end, "GRU", "N x T x 3")
     end)

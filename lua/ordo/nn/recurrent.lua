@@ -154,9 +154,10 @@ function M.install(nn)
     -- ------------------------------------------------------------ sequences
 
     local SEQ_OPTS = {num_layers = true, batch_first = true, bias = true, dtype = true, device = true,
-                      nonlinearity = true}
+                      nonlinearity = true, bidirectional = true, dropout = true}
 
-    -- A sequence module of num_layers cells of class Cell; lstm: the state
+    -- A sequence module of num_layers layers of cells of class Cell (two
+    -- a layer, forward and reverse, when bidirectional); lstm: the state
     -- is (h, c).
     local function sequence(name, Cell, lstm)
         local cls = Module:extend(name)
@@ -170,23 +171,49 @@ function M.install(nn)
             end
             local layers = opts.num_layers or 1
             check_int(name, "num_layers", layers)
-            self.input_size, self.hidden_size, self.num_layers = nin, hidden, layers
-            self.batch_first = opts.batch_first == true
-            local copts = {bias = opts.bias, dtype = opts.dtype, device = opts.device, nonlinearity = opts.nonlinearity}
-            for l = 1, layers do self:add_module("cell" .. l, Cell(l == 1 and nin or hidden, hidden, copts)) end
-        end
-        -- The state given for layer l (a row of the (layers, N, hidden) tensor).
-        local function layer_state(self, s, l, what, n)
-            if s == nil then return nil end
-            if not is_tensor(s) or s:dim() ~= 3 or s:size(1) ~= self.num_layers or s:size(2) ~= n
-                or s:size(3) ~= self.hidden_size then
-                fail(fmt("%s: %s must be a tensor of shape %dx%dx%d (layers, batch, hidden), got %s", name, what,
-                         self.num_layers, n, self.hidden_size, is_tensor(s) and shape_str(s) or typename(s)))
+            local p = opts.dropout or 0
+            if type(p) ~= "number" or p < 0 or p >= 1 then
+                fail(fmt("%s: dropout must be a number in [0, 1), got %s", name, tostring(p)))
             end
-            return s:select(1, l)
+            if opts.bidirectional ~= nil and type(opts.bidirectional) ~= "boolean" then
+                fail(fmt("%s: bidirectional must be a boolean, got %s", name, typename(opts.bidirectional)))
+            end
+            self.input_size, self.hidden_size, self.num_layers = nin, hidden, layers
+            self.batch_first, self.dropout = opts.batch_first == true, p
+            self.directions = opts.bidirectional and 2 or 1
+            local copts = {bias = opts.bias, dtype = opts.dtype, device = opts.device, nonlinearity = opts.nonlinearity}
+            for l = 1, layers do
+                local width = l == 1 and nin or hidden * self.directions
+                self:add_module("cell" .. l, Cell(width, hidden, copts))
+                if self.directions == 2 then self:add_module("cell" .. l .. "_reverse", Cell(width, hidden, copts)) end
+            end
         end
-        -- forward(x [, h0] [, c0]) -> output (T, N, hidden; N first with
-        -- batch_first), h_n (layers, N, hidden) [, c_n]
+        -- The state given for layer l, direction d (row (l-1)·D + d of the
+        -- (layers·D, N, hidden) tensor, Torch's order).
+        local function layer_state(self, s, l, d, what, n)
+            if s == nil then return nil end
+            local rows = self.num_layers * self.directions
+            if not is_tensor(s) or s:dim() ~= 3 or s:size(1) ~= rows or s:size(2) ~= n
+                or s:size(3) ~= self.hidden_size then
+                fail(fmt("%s: %s must be a tensor of shape %dx%dx%d (layers%s, batch, hidden), got %s", name, what,
+                         rows, n, self.hidden_size, self.directions == 2 and " x 2 directions" or "",
+                         is_tensor(s) and shape_str(s) or typename(s)))
+            end
+            return s:select(1, (l - 1) * self.directions + d)
+        end
+        -- One direction of one layer over the steps of seq: the outputs (a
+        -- new list) and the last state.
+        local function run(cell, seq, h, c, reverse)
+            local T, out = #seq, {}
+            for k = 1, T do
+                local t = reverse and T - k + 1 or k
+                if lstm then h, c = cell(seq[t], h, c) else h = cell(seq[t], h) end
+                out[t] = h
+            end
+            return out, h, c
+        end
+        -- forward(x [, h0] [, c0]) -> output (T, N, D·hidden; N first with
+        -- batch_first), h_n (layers·D, N, hidden) [, c_n]
         function cls:forward(x, h0, c0)
             if not is_tensor(x) or x:dim() ~= 3 or x:size(3) ~= self.input_size then
                 fail(fmt("%s: input must be a tensor of shape %s x %d, got %s", name,
@@ -199,27 +226,36 @@ function M.install(nn)
             local seq = {}
             for t = 1, T do seq[t] = x:select(1, t) end
             for l = 1, self.num_layers do
-                local cell = self["cell" .. l]
-                local h, c = layer_state(self, h0, l, "h0", N), lstm and layer_state(self, c0, l, "c0", N) or nil
-                for t = 1, T do
-                    if lstm then h, c = cell(seq[t], h, c) else h = cell(seq[t], h) end
-                    seq[t] = h
+                local outs = {}
+                for d = 1, self.directions do
+                    local cell = self["cell" .. l .. (d == 2 and "_reverse" or "")]
+                    local h = layer_state(self, h0, l, d, "h0", N)
+                    local c = lstm and layer_state(self, c0, l, d, "c0", N) or nil
+                    local o
+                    o, h, c = run(cell, seq, h, c, d == 2)
+                    outs[d] = o
+                    local k = (l - 1) * self.directions + d
+                    hs[k], cs[k] = h or zeros_state(self, x, N), c or (lstm and zeros_state(self, x, N)) or nil
                 end
-                hs[l], cs[l] = h or zeros_state(self, x, N), c
+                for t = 1, T do
+                    seq[t] = self.directions == 2 and tensor.cat({outs[1][t], outs[2][t]}, 2) or outs[1][t]
+                    if self.dropout > 0 and self.training and l < self.num_layers then
+                        seq[t] = F.dropout(seq[t], self.dropout, true)
+                    end
+                end
             end
             local out = T > 0 and tensor.stack(seq, 1)
-                or tensor.zeros({0, N, self.hidden_size}, tensor.like(x))
+                or tensor.zeros({0, N, self.hidden_size * self.directions}, tensor.like(x))
             if self.batch_first then out = out:transpose(1, 2) end
             local hn = tensor.stack(hs, 1)
-            if lstm then
-                for l = 1, self.num_layers do cs[l] = cs[l] or zeros_state(self, x, N) end
-                return out, hn, tensor.stack(cs, 1)
-            end
+            if lstm then return out, hn, tensor.stack(cs, 1) end
             return out, hn
         end
         function cls:extra_repr()
-            return fmt("%d -> %d, %d layer%s%s", self.input_size, self.hidden_size, self.num_layers,
-                       self.num_layers == 1 and "" or "s", self.batch_first and ", batch_first" or "")
+            return fmt("%d -> %d, %d layer%s%s%s%s", self.input_size, self.hidden_size, self.num_layers,
+                       self.num_layers == 1 and "" or "s", self.directions == 2 and ", bidirectional" or "",
+                       self.dropout > 0 and fmt(", dropout %g", self.dropout) or "",
+                       self.batch_first and ", batch_first" or "")
         end
         return cls
     end
