@@ -486,7 +486,9 @@ end
 
 -- Rows of weight (num × dim) at the indices (int64 or int32, from 1, any
 -- shape): the result has the indices' shape and then dim.
-function M.embedding(indices, weight)
+-- padding_idx (optional): the rows at that index come out as zeros and
+-- send no gradient to the weight (a padding token), as Torch's.
+function M.embedding(indices, weight, padding_idx)
     check_tensor("embedding", "indices", indices)
     check_tensor("embedding", "weight", weight)
     local dt = indices:dtype()
@@ -495,7 +497,12 @@ function M.embedding(indices, weight)
     end
     local s = shape_of(indices)
     s[#s + 1] = weight:size(2)
-    return weight:index_select(1, indices:reshape(-1)):reshape(s)
+    local flat = indices:reshape(-1)
+    local rows = weight:index_select(1, flat)
+    if padding_idx ~= nil then
+        rows = rows * flat:ne(padding_idx):to(weight:dtype()):view(-1, 1)
+    end
+    return rows:reshape(s)
 end
 
 -- Binary cross-entropy of probabilities p against targets y in [0, 1]

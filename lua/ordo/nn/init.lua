@@ -550,11 +550,32 @@ M.Embedding = Embedding
 function Embedding:init(num, dim, opts)
     check_int("Embedding", "num_embeddings", num)
     check_int("Embedding", "embedding_dim", dim)
-    opts = opts_of("Embedding", opts)
-    self.num_embeddings, self.embedding_dim = num, dim
-    self:register_parameter("weight", tensor.randn({num, dim}, util.param_opts(opts)))
+    opts = opts_of("Embedding", opts, {padding_idx = true, dtype = true, device = true})
+    local pad = opts.padding_idx
+    if pad ~= nil and (type(pad) ~= "number" or pad ~= math.floor(pad) or pad < 1 or pad > num) then
+        fail(fmt("Embedding: padding_idx must be an index in 1..%d, got %s", num, tostring(pad)))
+    end
+    self.num_embeddings, self.embedding_dim, self.padding_idx = num, dim, pad
+    local w = tensor.randn({num, dim}, util.param_opts(opts))
+    if pad then w[pad] = 0 end -- its row starts at zeros and, getting no gradient, stays there
+    self:register_parameter("weight", w)
 end
-function Embedding:forward(indices) return F.embedding(indices, self.weight) end
+function Embedding:forward(indices) return F.embedding(indices, self.weight, self.padding_idx) end
+
+-- Embedding.from_pretrained(weight [, {freeze = true, padding_idx}]): an
+-- Embedding whose table is (a copy of) weight, frozen unless freeze = false.
+function Embedding.from_pretrained(weight, opts)
+    if not is_tensor(weight) or weight:dim() ~= 2 then
+        fail("Embedding.from_pretrained: expected a 2-D tensor of rows, got " ..
+             (is_tensor(weight) and shape_str(weight) or typename(weight)))
+    end
+    opts = opts_of("Embedding.from_pretrained", opts, {freeze = true, padding_idx = true})
+    local e = Embedding(weight:size(1), weight:size(2), {padding_idx = opts.padding_idx, dtype = weight:dtype(),
+                                                         device = weight:device()})
+    autograd.no_grad(function() e.weight:copy_(weight) end)
+    if opts.freeze ~= false then e.weight:requires_grad_(false) end
+    return e
+end
 function Embedding:extra_repr() return fmt("%d, %d", self.num_embeddings, self.embedding_dim) end
 
 local Softmax = Module:extend("Softmax")
