@@ -180,6 +180,62 @@ describe("nn modules", function()
         end
     end)
 
+    it("CrossEntropyLoss and NLLLoss with class weights, ignore_index and label smoothing: Torch's formulas", function()
+        local logits = ordo.randn({5, 4}, D)
+        local y = ordo.tensor({2, 4, 1, 2, 3}, "int64")
+        local w = ordo.tensor({0.5, 2, 1, 3}, D)
+        local L, Y, W = logits:log_softmax(2):totable(), y:totable(), w:totable()
+        -- the plain-Lua loss: per sample (1 - e) w[y] (-logp[y]) + (e / C) sum_c w[c] (-logp[c]), ignored
+        -- samples out, "mean" over the kept samples' w[y]
+        local function ref(weighted, ignore, e, reduction)
+            local total, denom, per = 0, 0, {}
+            for i = 1, 5 do
+                local wy = weighted and W[Y[i]] or 1
+                local v = 0
+                if Y[i] ~= ignore then
+                    local smooth = 0
+                    for c = 1, 4 do smooth = smooth - (weighted and W[c] or 1) * L[i][c] end
+                    v = (1 - e) * wy * -L[i][Y[i]] + e / 4 * smooth
+                    denom = denom + wy
+                end
+                per[i] = v
+                total = total + v
+            end
+            if reduction == "none" then return per end
+            if reduction == "sum" then return total end
+            return total / denom
+        end
+        for _, weighted in ipairs({false, true}) do
+            for _, ignore in ipairs({false, 2}) do
+                for _, e in ipairs({0, 0.2}) do
+                    for _, red in ipairs({"mean", "sum", "none"}) do
+                        local opts = {reduction = red, weight = weighted and w or nil, ignore_index = ignore or nil,
+                                      label_smoothing = e}
+                        local got = F.cross_entropy(logits, y, opts)
+                        local want = ref(weighted, ignore, e, red)
+                        if red == "none" then close(got:totable(), want, 1e-12) else close(got:item(), want, 1e-12) end
+                        if e == 0 then
+                            local o2 = {reduction = red, weight = opts.weight, ignore_index = opts.ignore_index}
+                            local nll = F.nll_loss(logits:log_softmax(2), y, o2)
+                            if red == "none" then close(nll:totable(), want, 1e-12) else close(nll:item(), want, 1e-12) end
+                        end
+                    end
+                end
+            end
+        end
+        -- an ignored index outside 1..C is fine (never gathered); the modules take the options
+        local pad = ordo.tensor({2, -100, 1, 2, -100}, "int64")
+        local m = nn.CrossEntropyLoss({ignore_index = -100, weight = w})
+        assert.is_true(m(logits, pad):item() == m(logits, pad):item()) -- a number, not NaN
+        local x = logits:clone():requires_grad()
+        assert.is_true(ag.gradcheck(function(a) return F.cross_entropy(a, y, {weight = w, ignore_index = 2,
+                                                                             label_smoothing = 0.1}) end, {x}))
+        H.raises(function() F.cross_entropy(logits, y, {weight = ordo.ones({3}, D)}) end, "cross_entropy", "weight",
+                 "4 class weights")
+        H.raises(function() F.nll_loss(logits, y, {weight = 2}) end, "nll_loss", "weight", "tensor")
+        H.raises(function() F.cross_entropy(logits, y, {ignore_index = 1.5}) end, "cross_entropy", "ignore_index")
+    end)
+
     it("MSELoss; gradcheck", function()
         local a = ordo.tensor({1, 2, 3}, D)
         local b = ordo.tensor({1, 0, 0}, D)

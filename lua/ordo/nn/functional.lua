@@ -199,14 +199,16 @@ local function reduce(fname, loss, reduction)
     return loss
 end
 
--- A loss's options: reduction and the named numeric ones, nothing else.
-local function loss_opts(fname, opts, numeric)
+-- A loss's options: reduction, the named numeric ones and the named
+-- tensor ones, nothing else.
+local function loss_opts(fname, opts, numeric, tensors)
     opts = util.check_opts(fname, opts)
     for k, v in pairs(opts) do
-        if k ~= "reduction" and not (numeric and numeric[k]) then
+        if tensors and tensors[k] then
+            if not is_tensor(v) then fail(fmt("%s: option %s must be a tensor, got %s", fname, k, typename(v))) end
+        elseif k ~= "reduction" and not (numeric and numeric[k]) then
             fail(fmt("%s: unknown option '%s'", fname, tostring(k)))
-        end
-        if k ~= "reduction" and type(v) ~= "number" then
+        elseif k ~= "reduction" and type(v) ~= "number" then
             fail(fmt("%s: option %s must be a number, got %s", fname, k, typename(v)))
         end
     end
@@ -233,21 +235,62 @@ local function check_target(fname, input, target)
     end
 end
 
--- Negative log-likelihood of log-probabilities logp (N×C) at target (N).
+-- The class-index losses' common part, Torch's rules: logp N×C, target N.
+-- opts.weight (C) weighs each sample by its target's class; a target equal
+-- to opts.ignore_index counts for nothing; smoothing = e puts e of the
+-- target's weight evenly on every class.  "mean" divides by the summed
+-- weights of the targets kept (their count without weights).
+local function class_nll(fname, logp, target, opts, smoothing)
+    local N, C = logp:size(1), logp:size(2)
+    local w, ii = opts.weight, opts.ignore_index
+    if w ~= nil and (w:dim() ~= 1 or w:size(1) ~= C or w:dtype() ~= logp:dtype()) then
+        fail(fmt("%s: weight must be a %s tensor of %d class weights, got %s %s", fname, logp:dtype(), C, w:dtype(),
+                 shape_str(w)))
+    end
+    local t, keep = target, nil
+    if ii ~= nil then
+        if ii ~= math.floor(ii) then fail(fmt("%s: ignore_index must be an integer, got %s", fname, tostring(ii))) end
+        keep = target:ne(ii)
+        t = tensor.where(keep, target, tensor.ones_like(target))
+    end
+    local loss = -logp:gather(2, t:view(-1, 1), fname):view(-1)
+    local wt = w and w:index_select(1, t)
+    if wt then loss = loss * wt end
+    if smoothing > 0 then
+        local smooth = w and -(logp * w:view(1, C)):sum(2) or -logp:sum(2)
+        loss = loss * (1 - smoothing) + smooth * (smoothing / C)
+    end
+    local kf = keep and keep:to(logp:dtype())
+    if kf then loss = loss * kf end
+    local reduction = opts.reduction or "mean"
+    if not REDUCTIONS[reduction] then
+        fail(fmt("%s: reduction must be 'mean', 'sum' or 'none', got %s", fname, tostring(reduction)))
+    end
+    if reduction == "none" then return loss end
+    if reduction == "sum" then return loss:sum() end
+    if wt then return loss:sum() / (kf and (wt * kf) or wt):sum() end
+    if kf then return loss:sum() / kf:sum() end
+    return loss:mean()
+end
+
+-- Negative log-likelihood of log-probabilities logp (N×C) at target (N);
+-- opts: reduction, weight (C), ignore_index.
 function M.nll_loss(logp, target, opts)
+    opts = loss_opts("nll_loss", opts, {ignore_index = true}, {weight = true})
     check_tensor("nll_loss", "input", logp)
     if logp:dim() ~= 2 then fail(fmt("nll_loss: expected input of shape NxC, got %s", shape_str(logp))) end
     check_target("nll_loss", logp, target)
-    local picked = logp:gather(2, target:view(-1, 1), "nll_loss"):view(-1)
-    return reduce("nll_loss", -picked, opts and opts.reduction)
+    return class_nll("nll_loss", logp, target, opts, 0)
 end
 
 -- Cross-entropy of logits (N×C) against class indices (N, from 1);
--- opts.reduction = "mean" (default), "sum" or "none"; opts.label_smoothing
--- = e in [0, 1) puts e of the target's weight evenly on every class, as
--- Torch: (1 - e) (-log p[target]) + e mean over classes of -log p.
+-- opts.reduction = "mean" (default), "sum" or "none"; opts.weight (C
+-- class weights) and opts.ignore_index (a target to leave out, e.g. a
+-- padding token) as nll_loss; opts.label_smoothing = e in [0, 1) puts e
+-- of the target's weight evenly on every class, as Torch: (1 - e) (-log
+-- p[target]) + e mean over classes of -log p.
 function M.cross_entropy(logits, target, opts)
-    opts = loss_opts("cross_entropy", opts, {label_smoothing = true})
+    opts = loss_opts("cross_entropy", opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     check_tensor("cross_entropy", "input", logits)
     if logits:dim() ~= 2 then
         fail(fmt("cross_entropy: expected logits of shape NxC, got %s", shape_str(logits)))
@@ -255,10 +298,7 @@ function M.cross_entropy(logits, target, opts)
     check_target("cross_entropy", logits, target)
     local e = opts.label_smoothing or 0
     if not (e >= 0 and e < 1) then fail(fmt("cross_entropy: label_smoothing must be in [0, 1), got %s", tostring(e))) end
-    local logp = logits:log_softmax(2)
-    local loss = -logp:gather(2, target:view(-1, 1), "cross_entropy"):view(-1)
-    if e > 0 then loss = loss * (1 - e) - logp:mean(2) * e end
-    return reduce("cross_entropy", loss, opts.reduction)
+    return class_nll("cross_entropy", logits:log_softmax(2), target, opts, e)
 end
 
 -- Mean absolute error; shapes broadcast like `-`.

@@ -699,8 +699,8 @@ local function loss(name, fn, extra)
     M[name] = cls
     return cls
 end
-loss("CrossEntropyLoss", F.cross_entropy, {"label_smoothing"}) -- logits, class indices from 1
-loss("NLLLoss", F.nll_loss)                 -- log-probabilities, class indices
+loss("CrossEntropyLoss", F.cross_entropy, {"label_smoothing", "weight", "ignore_index"}) -- logits, classes from 1
+loss("NLLLoss", F.nll_loss, {"weight", "ignore_index"}) -- log-probabilities, class indices
 loss("MSELoss", F.mse_loss)
 loss("L1Loss", F.l1_loss)
 loss("SmoothL1Loss", F.smooth_l1_loss, {"beta"})
