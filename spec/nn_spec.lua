@@ -236,6 +236,53 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(logits, y, {ignore_index = 1.5}) end, "cross_entropy", "ignore_index")
     end)
 
+    it("MarginRanking, CosineEmbedding, TripletMargin and GaussianNLL losses against plain Lua; gradcheck", function()
+        local x1, x2 = ordo.randn({6}, D), ordo.randn({6}, D)
+        local y = ordo.tensor({1, -1, 1, 1, -1, -1}, D)
+        local X1, X2, Y = x1:totable(), x2:totable(), y:totable()
+        local want = 0
+        for i = 1, 6 do want = want + math.max(0, -Y[i] * (X1[i] - X2[i]) + 0.3) / 6 end
+        close(nn.MarginRankingLoss({margin = 0.3})(x1, x2, y):item(), want, 1e-12)
+        local r1, r2 = ordo.randn({4, 3}, D), ordo.randn({4, 3}, D)
+        local yc = ordo.tensor({1, -1, -1, 1}, D)
+        local A, B, YC = r1:totable(), r2:totable(), yc:totable()
+        local function norm(v) return math.sqrt(v[1] ^ 2 + v[2] ^ 2 + v[3] ^ 2) end
+        local function dist(u, v, eps)
+            return math.sqrt((u[1] - v[1] + eps) ^ 2 + (u[2] - v[2] + eps) ^ 2 + (u[3] - v[3] + eps) ^ 2)
+        end
+        want = 0
+        for i = 1, 4 do
+            local cos = (A[i][1] * B[i][1] + A[i][2] * B[i][2] + A[i][3] * B[i][3]) / (norm(A[i]) * norm(B[i]))
+            want = want + (YC[i] == 1 and 1 - cos or math.max(0, cos - 0.1)) / 4
+        end
+        close(nn.CosineEmbeddingLoss({margin = 0.1})(r1, r2, yc):item(), want, 1e-12)
+        local r3 = ordo.randn({4, 3}, D)
+        local C3 = r3:totable()
+        for _, swap in ipairs({false, true}) do
+            want = 0
+            for i = 1, 4 do
+                local dan = dist(A[i], C3[i], 1e-6)
+                if swap then dan = math.min(dan, dist(B[i], C3[i], 1e-6)) end
+                want = want + math.max(0, dist(A[i], B[i], 1e-6) - dan + 2) / 4
+            end
+            close(nn.TripletMarginLoss({margin = 2, swap = swap})(r1, r2, r3):item(), want, 1e-12)
+        end
+        local var = ordo.tensor({0.5, 2, 1e-9, 1, 3, 0.1}, D)
+        local V = var:totable()
+        for _, full in ipairs({false, true}) do
+            want = 0
+            for i = 1, 6 do
+                local v = math.max(V[i], 1e-6)
+                want = want + (0.5 * (math.log(v) + (X1[i] - X2[i]) ^ 2 / v) + (full and 0.5 * math.log(2 * math.pi) or 0)) / 6
+            end
+            close(nn.GaussianNLLLoss({full = full})(x1, x2, var):item(), want, 1e-10)
+        end
+        local g1, g2 = r1:requires_grad(), r2:requires_grad()
+        assert.is_true(ag.gradcheck(function(u, v) return F.cosine_embedding_loss(u, v, yc, {margin = 0.1}) end, {g1, g2}))
+        assert.is_true(ag.gradcheck(function(u, v) return F.triplet_margin_loss(u, v, r3) end, {g1, g2}))
+        H.raises(function() nn.TripletMarginLoss({margn = 1}) end, "TripletMarginLoss", "unknown option 'margn'")
+    end)
+
     it("MSELoss; gradcheck", function()
         local a = ordo.tensor({1, 2, 3}, D)
         local b = ordo.tensor({1, 0, 0}, D)

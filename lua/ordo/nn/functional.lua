@@ -301,6 +301,57 @@ function M.cross_entropy(logits, target, opts)
     return class_nll("cross_entropy", logits:log_softmax(2), target, opts, e)
 end
 
+-- ---------------------------------------------------------------- ranking and metric losses (Torch's formulas)
+
+-- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0,
+-- -y (x1 - x2) + margin), y = 1 where x1 should rank higher, -1 lower.
+function M.margin_ranking_loss(x1, x2, y, opts)
+    opts = loss_opts("margin_ranking_loss", opts, {margin = true})
+    check_tensor("margin_ranking_loss", "input1", x1)
+    return reduce("margin_ranking_loss", ((x1 - x2) * -y + (opts.margin or 0)):relu(), opts.reduction)
+end
+
+-- cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction}]): rows of x1
+-- and x2 (N×D); 1 - cos where y = 1, max(0, cos - margin) where y = -1.
+function M.cosine_embedding_loss(x1, x2, y, opts)
+    opts = loss_opts("cosine_embedding_loss", opts, {margin = true})
+    check_tensor("cosine_embedding_loss", "input1", x1)
+    local cos = M.cosine_similarity(x1, x2, {dim = -1})
+    local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
+    local loss = (1 - cos) * pos + (cos - (opts.margin or 0)):relu() * neg
+    return reduce("cosine_embedding_loss", loss, opts.reduction)
+end
+
+-- triplet_margin_loss(anchor, positive, negative [, {margin = 1, p = 2,
+-- eps = 1e-6, swap = false, reduction}]): max(d(a, p) - d(a, n) + margin,
+-- 0) with d the p-norm distance of rows; swap takes the smaller of d(a,
+-- n) and d(p, n).
+function M.triplet_margin_loss(a, pos, neg, opts)
+    local fname = "triplet_margin_loss"
+    opts = util.check_opts(fname, opts, {margin = true, p = true, eps = true, swap = true, reduction = true})
+    check_tensor(fname, "anchor", a)
+    local d = {p = opts.p or 2, eps = opts.eps or 1e-6}
+    local dap, dan = M.pairwise_distance(a, pos, d), M.pairwise_distance(a, neg, d)
+    if opts.swap then dan = dan:minimum(M.pairwise_distance(pos, neg, d)) end
+    return reduce(fname, (dap - dan + (opts.margin or 1)):relu(), opts.reduction)
+end
+
+-- gaussian_nll_loss(input, target, var [, {full = false, eps = 1e-6,
+-- reduction}]): 0.5 (log var + (input - target)^2 / var), var at least
+-- eps (+ 0.5 log 2 pi when full): the negative log-likelihood of target
+-- under a Gaussian of mean input and variance var.
+function M.gaussian_nll_loss(input, target, var, opts)
+    local fname = "gaussian_nll_loss"
+    opts = util.check_opts(fname, opts, {full = true, eps = true, reduction = true})
+    check_tensor(fname, "input", input)
+    check_tensor(fname, "var", var)
+    local v = var:clamp(opts.eps or 1e-6, math.huge)
+    local d = input - target
+    local loss = (v:log() + d * d / v) * 0.5
+    if opts.full then loss = loss + 0.5 * math.log(2 * math.pi) end
+    return reduce(fname, loss, opts.reduction)
+end
+
 -- Mean absolute error; shapes broadcast like `-`.
 function M.l1_loss(input, target, opts)
     check_tensor("l1_loss", "input", input)

@@ -709,6 +709,24 @@ loss("BCELoss", F.binary_cross_entropy)     -- probabilities, targets in [0, 1]
 loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits) -- logits, targets in [0, 1]
 loss("KLDivLoss", F.kl_div)                 -- log-probabilities, target probabilities
 
+-- The losses of three operands: input1, input2 (or anchor, positive,
+-- negative; input, target, var) and their options.
+local function loss3(name, fn, allowed)
+    local cls = Module:extend(name)
+    M[name] = cls
+    cls.init = function(self, opts)
+        opts = opts_of(name, opts, allowed)
+        self.options = {}
+        for k, v in pairs(opts) do self.options[k] = v end
+    end
+    cls.forward = function(self, a, b, c) return fn(a, b, c, self.options) end
+    return cls
+end
+loss3("MarginRankingLoss", F.margin_ranking_loss, {margin = true, reduction = true})
+loss3("CosineEmbeddingLoss", F.cosine_embedding_loss, {margin = true, reduction = true})
+loss3("TripletMarginLoss", F.triplet_margin_loss, {margin = true, p = true, eps = true, swap = true, reduction = true})
+loss3("GaussianNLLLoss", F.gaussian_nll_loss, {full = true, eps = true, reduction = true})
+
 -- Conv2d, MaxPool2d, BatchNorm1d/2d and their functional forms
 -- ---------------------------------------------------------------- evaluation
 
