@@ -532,6 +532,30 @@ describe("nn modules", function()
         H.raises(function() nn.PixelUnshuffle(2)(ordo.zeros({1, 1, 3, 2})) end, "pixel_unshuffle", "multiples of 2")
     end)
 
+    it("ModuleDict: children by name, in sorted order; names that would clobber the module refused", function()
+        local Net = nn.Module:extend("HeadsNet")
+        function Net:init()
+            self.heads = nn.ModuleDict({b = nn.Linear(3, 2), a = nn.Linear(3, 1)})
+        end
+        function Net:forward(x) return self.heads:get("a")(x) + self.heads:get("b")(x):sum(2, true) end
+        local net = Net()
+        local names = {}
+        for _, np in ipairs(net:named_parameters()) do names[#names + 1] = np.name end
+        assert.same({"heads.a.weight", "heads.a.bias", "heads.b.weight", "heads.b.bias"}, names)
+        assert.same({"a", "b"}, net.heads:keys())
+        assert.same({4, 1}, net(ordo.randn({4, 3})):shape())
+        local seen = {}
+        for name in net.heads:pairs() do seen[#seen + 1] = name end
+        assert.same({"a", "b"}, seen)
+        net.heads:set("c", nn.ReLU())
+        assert.same({"a", "b", "c"}, net.heads:keys())
+        H.raises(function() net.heads:get("z") end, "ModuleDict", "no module named z", "a, b, c")
+        H.raises(function() net.heads:set("training", nn.ReLU()) end, "ModuleDict", "cannot use training")
+        H.raises(function() net.heads:set("parameters", nn.ReLU()) end, "ModuleDict", "cannot use parameters")
+        H.raises(function() nn.ModuleDict({["a.b"] = nn.ReLU()}) end, "ModuleDict", "without white space or dots")
+        H.raises(function() net.heads(ordo.zeros({1})) end, "ModuleDict", "no forward of its own")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -679,6 +679,58 @@ function ModuleList:forward()
     fail("ModuleList: it has no forward of its own; call its modules (list:get(i)) from the owner's forward")
 end
 
+-- ModuleDict({name = m, ...}): modules by name, held as children (in the
+-- names' sorted order, so parameters come out the same every run):
+-- dict:get(name), dict:set(name, m), dict:keys(), `for name, m in
+-- dict:pairs()`.
+local ModuleDict = Module:extend("ModuleDict")
+M.ModuleDict = ModuleDict
+function ModuleDict:init(modules)
+    if modules ~= nil and (type(modules) ~= "table" or getmetatable(modules) ~= nil) then
+        fail("ModuleDict: expected a table of modules by name, got " .. typename(modules))
+    end
+    local names = {}
+    for k in pairs(modules or {}) do
+        if type(k) ~= "string" or k:find("[%s%.]") or k == "" then
+            fail(fmt("ModuleDict: names must be strings without white space or dots, got %s", tostring(k)))
+        end
+        names[#names + 1] = k
+    end
+    table.sort(names)
+    for _, k in ipairs(names) do self:set(k, modules[k]) end
+end
+function ModuleDict:set(name, m)
+    -- not a method's name, nor a field of the module's own (training...)
+    if type(name) ~= "string" or name:find("[%s%.]") or name == "" or ModuleDict[name] ~= nil or
+        (rawget(self, name) ~= nil and not self:_has(self._module_names, name)) then
+        fail(fmt("ModuleDict: cannot use %s as a name", tostring(name)))
+    end
+    self:add_module(name, m)
+    return self
+end
+function ModuleDict:get(name)
+    if not self:_has(self._module_names, name) then
+        fail(fmt("ModuleDict: no module named %s (it has %s)", tostring(name), table.concat(self._module_names, ", ")))
+    end
+    return self[name]
+end
+function ModuleDict:keys()
+    local r = {}
+    for i, n in ipairs(self._module_names) do r[i] = n end
+    return r
+end
+function ModuleDict:pairs()
+    local i = 0
+    return function()
+        i = i + 1
+        local n = self._module_names[i]
+        if n then return n, self[n] end
+    end
+end
+function ModuleDict:forward()
+    fail("ModuleDict: it has no forward of its own; call its modules (dict:get(name)) from the owner's forward")
+end
+
 -- ---------------------------------------------------------------- losses
 
 -- A loss module: its options (reduction: "mean", the default, "sum" or
