@@ -37,7 +37,7 @@ local ffi, C = cdef.ffi, cdef.C
 local fail, typename = util.fail, util.typename
 local Tensor = tensor.Tensor
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
-local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+local shape_str = tensor.shape_str_of
 local fmt, concat = string.format, table.concat
 local getmetatable, type, tonumber, select, pcall, unpack = getmetatable, type, tonumber, select, pcall, unpack
 

@@ -2027,6 +2027,12 @@ M.DT_NAME = DT_NAME
 M.parse_dtype = parse_dtype
 M.shape_of = shape_of
 M.norm_dim = norm_dim
+M.shape_str_of = shape_str -- a tensor's shape as text ("2x3")
+
+-- Raises "fname: what must be a tensor, got ..." unless x is a tensor.
+function M.check_tensor(fname, what, x)
+    if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
+end
 
 -- Options for a new tensor beside t: t's device and engine, dtype dt (a
 -- name) or t's.  (Options naming only t's device would make it on the

@@ -25,11 +25,9 @@ local type, tostring, ipairs, unpack = type, tostring, ipairs, unpack
 
 local M = {}
 
-local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+local shape_str = tensor.shape_str_of
 
-local function check_tensor(fname, what, x)
-    if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
-end
+local check_tensor = tensor.check_tensor
 
 local FLOAT = {float32 = true, float64 = true}
 

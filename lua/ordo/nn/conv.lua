@@ -34,7 +34,7 @@ local type, getmetatable, tostring = type, getmetatable, tostring
 
 local M = {}
 
-local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+local shape_str = tensor.shape_str_of
 
 local function kid(name)
     local id = C.ordo_tensor_kernel_id(name)
@@ -71,9 +71,7 @@ end
 
 local opts_of = util.check_opts
 
-local function check_tensor(fname, what, x)
-    if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
-end
+local check_tensor = tensor.check_tensor
 
 local function out_size(n, k, s, p, d)
     local span = d * (k - 1) + 1
@@ -100,6 +98,19 @@ local function check_float_pair(fname, x, weight, nd, dims)
         fail(fmt("%s: input is %s but weight is %s (convert one with :to())", fname, dt, weight:dtype()))
     end
     return dt
+end
+
+-- x as a batch (batched), its channels checked against dim cdim of the
+-- weight (conv2d's 2, the transposed convolution's 1); also the weight's
+-- shape.
+local function batched_against(fname, x, weight, cdim)
+    local xb, unbatched = batched(fname, x)
+    local ws = shape_of(weight)
+    if ws[cdim] ~= xb:size(2) then
+        fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x),
+                 xb:size(2), shape_str(weight), ws[cdim]))
+    end
+    return xb, unbatched, ws
 end
 
 -- A bias of one element per output channel (O of them), or nil.
@@ -142,14 +153,9 @@ function M.conv2d(x, weight, bias, opts)
     local ph, pw = pair(fname, "padding", opts.padding or 0, true)
     local dh, dw = pair(fname, "dilation", opts.dilation or 1)
     local dt = check_float_pair(fname, x, weight, 4, "(out_channels, in_channels, kh, kw)")
-    local xb, unbatched = batched(fname, x)
+    local xb, unbatched, ws = batched_against(fname, x, weight, 2)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
-    local ws = shape_of(weight)
     local O, kh, kw = ws[1], ws[3], ws[4]
-    if ws[2] ~= Cin then
-        fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), Cin,
-                 shape_str(weight), ws[2]))
-    end
     check_bias(fname, bias, weight, O, dt)
     local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
     if not oh or not ow then
@@ -236,14 +242,9 @@ function M.conv_transpose2d(x, weight, bias, opts)
         fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", fname, oph, opw, sh, sw))
     end
     local dt = check_float_pair(fname, x, weight, 4, "(in_channels, out_channels, kh, kw)")
-    local xb, unbatched = batched(fname, x)
+    local xb, unbatched, ws = batched_against(fname, x, weight, 1)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
-    local ws = shape_of(weight)
     local Cout, kh, kw = ws[2], ws[3], ws[4]
-    if ws[1] ~= Cin then
-        fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), Cin,
-                 shape_str(weight), ws[1]))
-    end
     check_bias(fname, bias, weight, Cout, dt)
     local Ho = (H - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
     local Wo = (W - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1

@@ -15,11 +15,9 @@ local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
 
 local M = {}
 
-local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+local shape_str = tensor.shape_str_of
 
-local function check_tensor(fname, what, x)
-    if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
-end
+local check_tensor = tensor.check_tensor
 
 -- linear's node (a function of its own so that linear holds no closure,
 -- which LuaJIT would not compile).
@@ -551,11 +549,15 @@ end
 -- pixel_shuffle(x, r): N×(C·r²)×H×W -> N×C×(H·r)×(W·r), each r×r block of
 -- output pixels from r² channels (sub-pixel convolution's upsampling);
 -- pixel_unshuffle(x, r) is its inverse.
-function M.pixel_shuffle(x, r)
-    check_tensor("pixel_shuffle", "input", x)
+local function check_factor(fname, what, x, r)
+    check_tensor(fname, "input", x)
     if type(r) ~= "number" or r < 1 or r ~= math.floor(r) then
-        fail("pixel_shuffle: upscale factor must be a positive integer, got " .. tostring(r))
+        fail(fmt("%s: %s factor must be a positive integer, got %s", fname, what, tostring(r)))
     end
+end
+
+function M.pixel_shuffle(x, r)
+    check_factor("pixel_shuffle", "upscale", x, r)
     if x:dim() ~= 4 or x:size(2) % (r * r) ~= 0 then
         fail(fmt("pixel_shuffle: expected N x C*%d x H x W, got %s", r * r, shape_str(x)))
     end
@@ -564,10 +566,7 @@ function M.pixel_shuffle(x, r)
 end
 
 function M.pixel_unshuffle(x, r)
-    check_tensor("pixel_unshuffle", "input", x)
-    if type(r) ~= "number" or r < 1 or r ~= math.floor(r) then
-        fail("pixel_unshuffle: downscale factor must be a positive integer, got " .. tostring(r))
-    end
+    check_factor("pixel_unshuffle", "downscale", x, r)
     if x:dim() ~= 4 or x:size(3) % r ~= 0 or x:size(4) % r ~= 0 then
         fail(fmt("pixel_unshuffle: expected N x C x H x W with H and W multiples of %d, got %s", r, shape_str(x)))
     end

@@ -25,7 +25,7 @@ local setmetatable, getmetatable, type, ipairs, pairs, tostring, select, next =
 local M = {}
 M.functional = F
 
-local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+local shape_str = tensor.shape_str_of
 
 -- ---------------------------------------------------------------- Module
 

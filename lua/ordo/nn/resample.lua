@@ -28,7 +28,7 @@ local M = {}
 local MODES = {nearest = {[3] = true, [4] = true}, linear = {[3] = true}, bilinear = {[4] = true}}
 local OPTS = {size = true, scale_factor = true, mode = true, align_corners = true}
 
-local function shape_str(t) return tensor.shape_str(shape_of(t)) end
+local shape_str = tensor.shape_str_of
 
 -- v, or v[k] of a table of one per spatial dim (n of them), checked.
 local function per_dim(fname, what, v, n, positive_number)
