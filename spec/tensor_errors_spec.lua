@@ -127,6 +127,26 @@ describe("bad calls raise at the call", function()
         end
     end)
 
+    it("a value that does not fit an integer tensor's dtype, at the call instead of at a later wait", function()
+        local u = ordo.tensor({1, 2}, "uint8")
+        local i = ordo.tensor({1, 2}, "int32")
+        raises_here(function() u:fill_(300) end, "fill_", "300", "uint8")
+        raises_here(function() u:fill_(-1) end, "fill_", "uint8")
+        raises_here(function() i:fill_(0 / 0) end, "fill_", "nan", "int32")
+        raises_here(function() local _ = ordo.full({2}, 1e10, {dtype = "int32"}) end, "full", "int32")
+        raises_here(function() local _ = ordo.full_like(u, 256) end, "full_like", "uint8")
+        raises_here(function() local _ = i:masked_fill(ordo.tensor({1, 0}, "uint8"), 1e10) end, "masked_fill", "int32")
+        raises_here(function() local _ = u:maximum(300) end, "maximum", "uint8")
+        raises_here(function() local _ = u:div(-1, "trunc") end, "div", "-1", "uint8")
+        raises_here(function() local _ = i:add(1e30) end, "add", "int64 range")
+        raises_here(function() i:mul_(-1e19) end, "mul_", "int64 range")
+        -- in range: integer scalars wrap like the arithmetic, as before
+        assert.same({255, 0}, u:add(254):totable())
+        assert.same({1, 2}, u:totable()) -- untouched by the refused calls
+        assert.same({1, 0}, i:lt(2):totable()) -- comparisons take any number
+        assert.same({0, 0}, i:eq(1e30):totable())
+    end)
+
     it("engine and profiler calls", function()
         raises_here(function() local _ = ordo.engine.new({kind = "fast"}) end, "engine.new", "kind", "naive")
         raises_here(function() local _ = ordo.engine.new({cpu_workers = -1}) end, "engine.new", "cpu_workers")
@@ -180,6 +200,33 @@ describe("every public function checks its arguments", function()
         {function() ordo.engine.push("add", {}, {}) end, "push", "at least one tensor"},
         {function() ordo.engine.push("fill", {}, {a}, {"x"}) end, "push", "scalars[1]"},
         {function() ordo.engine.default():close() end, "default engine"},
+        -- autograd's methods on something that is not a tensor (detach used to reach C with NULL)
+        {function() local _ = ordo.detach({}) end, "detach", "self"},
+        {function() local _ = ordo.requires_grad(3) end, "requires_grad", "self"},
+        {function() local _ = ordo.is_leaf(nil) end, "is_leaf", "self"},
+        {function() local _ = ordo.grad_fn("x") end, "grad_fn", "self"},
+        {function() local _ = ordo.needs_grad(true) end, "needs_grad", "self"},
+        {function() local _ = ordo.retain_grad({}) end, "retain_grad", "self"},
+        {function() ordo.backward(1) end, "backward", "self"},
+        {function() local _ = ordo.autograd.grad(a, {a, 3}) end, "grad", "input 2"},
+        {function() local _ = ordo.autograd.gradcheck(function(x) return x end, {a}, {tol = 1}) end, "gradcheck", "tol"},
+        {function() local _ = ordo.autograd.sum_to(3, {1}) end, "sum_to", "tensor"},
+        -- add/sub's alpha form with an operand that is not a tensor or a number
+        {function() local _ = a:add(true, 2) end, "add", "other", "boolean"},
+        {function() a:sub_({}, 2) end, "sub_", "other", "table"},
+        -- random fills: NaN and infinite parameters
+        {function() a:uniform_(0, math.huge) end, "uniform_", "finite"},
+        {function() a:normal_(0 / 0, 1) end, "normal_", "finite"},
+        {function() a:normal_(0, math.huge) end, "normal_", "std"},
+        {function() a:bernoulli_(0 / 0) end, "bernoulli_", "[0, 1]"},
+        -- sizes of inf are refused like fractions, never looped over
+        {function() local _ = ordo.nn.Linear(math.huge, 2) end, "Linear", "positive integer", "inf"},
+        {function() local _ = ordo.nn.Conv2d(3, 2, math.huge) end, "Conv2d", "inf"},
+        {function() local _ = ordo.nn.functional.adaptive_avg_pool2d(ordo.zeros({1, 1, 4, 4}), math.huge) end,
+         "adaptive_avg_pool2d", "inf"},
+        {function() local _ = ordo.eye(2 ^ 31) end, "eye", "too large"},
+        {function() local _ = a:flatten(2, 1) end, "flatten", "start_dim 2", "end_dim 1"},
+        {function() local _ = a:flatten(3) end, "flatten", "dim 3"},
     }
     it("and names the function in the error", function()
         for i, case in ipairs(cases) do

@@ -37,6 +37,7 @@ local ffi, C = cdef.ffi, cdef.C
 local fail, typename = util.fail, util.typename
 local Tensor = tensor.Tensor
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
+local check_self = tensor.check_self
 local shape_str = tensor.shape_str_of
 local fmt, concat = string.format, table.concat
 local getmetatable, type, tonumber, select, pcall, unpack = getmetatable, type, tonumber, select, pcall, unpack
@@ -87,6 +88,7 @@ end
 M.needs = needs
 
 local function list_needs(list)
+    if type(list) ~= "table" then fail("list_needs: expected a list, got " .. typename(list)) end
     if not enabled then return false end
     for i = 1, #list do
         local t = list[i]
@@ -101,6 +103,10 @@ M.list_needs = list_needs
 -- backward(g, node): returns one gradient per input; saved: tensors the
 -- backward will read, checked for in-place changes.  Returns out.
 function M.record(name, out, inputs, backward, saved)
+    if type(inputs) ~= "table" or type(backward) ~= "function" then
+        fail(fmt("record: expected a list of inputs and a backward function, got %s and %s", typename(inputs),
+                 typename(backward)))
+    end
     if not enabled then return out end
     local n = inputs.n or #inputs
     local any = false
@@ -125,6 +131,8 @@ end
 
 -- g summed over the dims broadcasting added or stretched, back to shape.
 function M.sum_to(g, shape)
+    tensor.check_tensor("sum_to", "the gradient", g)
+    if type(shape) ~= "table" then fail("sum_to: expected a shape table, got " .. typename(shape)) end
     local gs = shape_of(g)
     local n, m = #gs, #shape
     if n == m then
@@ -146,6 +154,7 @@ end
 -- t:requires_grad([flag]): marks a leaf tensor as one whose gradient
 -- backward() computes (flag defaults to true); returns t.
 function Tensor:requires_grad(flag)
+    check_self("requires_grad", self)
     if flag == nil then flag = true end
     if type(flag) ~= "boolean" then fail("requires_grad: expected a boolean, got " .. typename(flag)) end
     if flag and not FLOAT[self._c.dtype] then
@@ -161,16 +170,26 @@ end
 Tensor.requires_grad_ = Tensor.requires_grad
 
 -- true when backward() will compute (leaf) or pass through (non-leaf) a gradient for t.
-function Tensor:needs_grad() return self._rg == true end
+function Tensor:needs_grad()
+    check_self("needs_grad", self)
+    return self._rg == true
+end
 
 -- true for tensors not computed by a recorded op.
-function Tensor:is_leaf() return self._node == nil end
+function Tensor:is_leaf()
+    check_self("is_leaf", self)
+    return self._node == nil
+end
 
 -- the name of the op that computed t ("mul", "matmul"...) or nil for a leaf.
-function Tensor:grad_fn() return self._node and self._node.name or nil end
+function Tensor:grad_fn()
+    check_self("grad_fn", self)
+    return self._node and self._node.name or nil
+end
 
 -- A tensor sharing t's storage that is out of the graph (no gradient).
 function Tensor:detach()
+    check_self("detach", self)
     local c = C.ordo_tensor_alias(self._c)
     if c == nil then util.fail_c() end
     return setmetatable({_c = ffi.gc(c, C.ordo_tensor_free)}, Tensor)
@@ -178,6 +197,7 @@ end
 
 -- Keeps the gradient of a non-leaf tensor in t.grad at backward.
 function Tensor:retain_grad()
+    check_self("retain_grad", self)
     if not self._rg then fail("retain_grad: the tensor does not require a gradient") end
     self._retain = true
     return self
@@ -304,6 +324,7 @@ end
 -- t:backward([grad [, {retain_graph = bool}]]): accumulates d t / d leaf
 -- into every leaf's .grad.  grad defaults to 1 for a one-element t.
 function Tensor:backward(grad, opts)
+    check_self("backward", self)
     if type(grad) == "table" and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
     if not self._rg then
         fail("backward: the tensor does not require a gradient (call requires_grad() on the inputs it was computed from)")
@@ -331,6 +352,11 @@ end
 -- ordo.autograd.grad(output, inputs [, grad]): the gradients of output with
 -- respect to inputs (a list), returned as a list, leaving .grad untouched.
 function M.grad(output, inputs, grad, opts)
+    check_self("grad", output)
+    if type(inputs) ~= "table" or is_tensor(inputs) then fail("grad: inputs must be a list of tensors") end
+    for i, x in ipairs(inputs) do
+        if not is_tensor(x) then fail(fmt("grad: input %d must be a tensor, got %s", i, typename(x))) end
+    end
     local saved = {}
     for i, x in ipairs(inputs) do saved[i] = x.grad; x.grad = nil end
     local ok, err = pcall(Tensor.backward, output, grad, opts)
@@ -362,7 +388,7 @@ end
 -- float64).  opts: eps (1e-6), atol (1e-5), rtol (1e-3), name.  Returns
 -- true, or raises naming the input, the element, and both values.
 function M.gradcheck(fn, inputs, opts)
-    opts = opts or {}
+    opts = util.check_opts("gradcheck", opts, {eps = true, atol = true, rtol = true, name = true})
     local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
     local label = opts.name and (opts.name .. ": ") or ""
     if type(fn) ~= "function" then fail("gradcheck: expected a function, got " .. typename(fn)) end

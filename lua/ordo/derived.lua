@@ -210,10 +210,12 @@ function M.eye(n, m, opts)
     if not is_int(n) or not is_int(m) or n < 0 or m < 0 then
         fail(fmt("eye: sizes must be integers >= 0, got %s and %s", tostring(n), tostring(m)))
     end
-    local proto = tensor.empty({0}, opts) -- the dtype and device asked for
-    local rows = tensor.arange(n, tensor.like(proto, "int64")):view(n, 1)
-    local cols = tensor.arange(m, tensor.like(proto, "int64")):view(1, m)
-    return rows:eq(cols):to(proto:dtype())
+    -- the result first: a size too large fails here, before the index rows
+    local proto = tensor.empty({0}, opts) -- the dtype, device and engine asked for
+    local out = tensor.new_on("eye", proto, {n, m}, proto._c.dtype)
+    local rows = tensor.arange(n, tensor.like(out, "int64")):view(n, 1)
+    local cols = tensor.arange(m, tensor.like(out, "int64")):view(1, m)
+    return out:copy_(rows:eq(cols))
 end
 
 -- linspace(start, stop, n [, opts]): n values evenly from start to stop,
@@ -854,17 +856,20 @@ end
 -- last dims, more add leading dims.
 function Tensor:tile(...)
     check_self("tile", self)
-    local reps = select("#", ...) == 1 and type((...)) == "table" and (...) or {...}
-    if #reps == 0 then fail("tile: expected the repetition counts, got none") end
-    for i, r in ipairs(reps) do
+    local nargs = select("#", ...)
+    local reps, nreps
+    if nargs == 1 and type((...)) == "table" then reps, nreps = (...), #(...) else reps, nreps = {...}, nargs end
+    if nreps == 0 then fail("tile: expected the repetition counts, got none") end
+    for i = 1, nreps do -- holes (a nil among the counts) too
+        local r = reps[i]
         if not is_int(r) or r < 0 then fail(fmt("tile: count %d must be an integer >= 0, got %s", i, tostring(r))) end
     end
     local shape = self:shape()
-    local n = math.max(#shape, #reps)
+    local n = math.max(#shape, nreps)
     local inner, outer, final = {}, {}, {}
     for i = 1, n do
         local s = shape[i - (n - #shape)] or 1
-        local r = reps[i - (n - #reps)] or 1
+        local r = reps[i - (n - nreps)] or 1
         inner[2 * i - 1], inner[2 * i] = 1, s
         outer[2 * i - 1], outer[2 * i] = r, s
         final[i] = r * s

@@ -20,6 +20,7 @@ local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local ffi, C = cdef.ffi, cdef.C
 local fail = util.fail
+local is_int = util.is_int
 
 local M = {}
 
@@ -85,7 +86,7 @@ function M.new(cfg)
             v = v and 1 or 0
         elseif k == "push_inline_after" and type(v) == "number" and v == math.floor(v) then
             -- negative: never (see ordo.h)
-        elseif type(v) ~= "number" or v < 0 or v ~= math.floor(v) then
+        elseif type(v) ~= "number" or v < 0 or not is_int(v) then
             fail(("engine.new: %s must be an integer >= 0, got %s"):format(k, tostring(v)))
         end
         c[k] = v
@@ -345,7 +346,7 @@ function M.shell_running() return tonumber(C.ordo_shell_running()) end
 -- ORDO_BULK_SIZE, else 16.  Returns the previous size.
 local BULK_MAX = 64
 function M.set_bulk_size(n)
-    if type(n) ~= "number" or n ~= math.floor(n) or n < 0 or n > BULK_MAX then
+    if not is_int(n) or n < 0 or n > BULK_MAX then
         fail(("engine.set_bulk_size: expected an integer from 0 (off) to %d, got %s"):format(BULK_MAX, tostring(n)))
     end
     return tonumber(C.ordo_set_bulk_size(n))
@@ -362,7 +363,7 @@ do
     local n = 16
     if env and env ~= "" then
         n = tonumber(env)
-        if not n or n ~= math.floor(n) or n < 0 or n > BULK_MAX then
+        if not n or not is_int(n) or n < 0 or n > BULK_MAX then
             fail(("ORDO_BULK_SIZE=%s: expected an integer from 0 (off) to %d"):format(env, BULK_MAX))
         end
     end
@@ -391,7 +392,7 @@ function M.shell(cmd, opts)
 end
 function M.push(name, inputs, outputs, scalars, iparams, opts)
     local e = default_engine()
-    local first = (outputs and outputs[1]) or (inputs and inputs[1])
+    local first = (type(outputs) == "table" and outputs[1]) or (type(inputs) == "table" and inputs[1])
     if type(first) == "table" and type(first._c) == "cdata" then
         local ep = first._c.storage.engine
         if ep ~= e._e then e = {_e = ep} setmetatable(e, Engine) end

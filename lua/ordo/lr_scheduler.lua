@@ -13,6 +13,7 @@
 local util = require "ordo.util"
 
 local fail, typename = util.fail, util.typename
+local is_int = util.is_int
 local fmt, cos, pi, floor = string.format, math.cos, math.pi, math.floor
 local type, pairs, ipairs, setmetatable, getmetatable, tostring = type, pairs, ipairs, setmetatable, getmetatable,
     tostring
@@ -22,13 +23,24 @@ local M = {}
 local Scheduler = {}
 Scheduler.__index = Scheduler
 
+-- sched.step() instead of sched:step() passes no scheduler: say so
+local function check_sched_self(fname, sc)
+    if type(sc) ~= "table" or type(sc.optimizer) ~= "table" then
+        fail(fmt("%s: expected a scheduler as self, got %s (call it as sched:%s(...))", fname, typename(sc), fname))
+    end
+end
+
 function Scheduler:step()
+    check_sched_self("step", self)
     self.epoch = self.epoch + 1
     self.optimizer.lr = self:lr_at(self.epoch)
     return self.optimizer.lr
 end
 
-function Scheduler:get_last_lr() return self.optimizer.lr end
+function Scheduler:get_last_lr()
+    check_sched_self("get_last_lr", self)
+    return self.optimizer.lr
+end
 
 -- The options of a scheduler: known keys only, numbers unless said, and
 -- the required ones present.
@@ -69,7 +81,7 @@ local function class(name, known, required, make)
 end
 
 local function positive_int(fname, k, v)
-    if v < 1 or v ~= floor(v) then fail(fmt("%s: %s must be an integer >= 1, got %s", fname, k, tostring(v))) end
+    if v < 1 or not is_int(v) then fail(fmt("%s: %s must be an integer >= 1, got %s", fname, k, tostring(v))) end
 end
 
 local function non_negative(fname, k, v)
@@ -89,7 +101,7 @@ function StepLR:lr_at(e) return self.base_lr * self.gamma ^ floor(e / self.step_
 local MultiStepLR = class("MultiStepLR", {milestones = "table", gamma = "number"}, {"milestones"}, function(s, o)
     local prev = 0
     for i, m in ipairs(o.milestones) do
-        if type(m) ~= "number" or m <= prev or m ~= floor(m) then
+        if type(m) ~= "number" or m <= prev or not is_int(m) then
             fail(fmt("MultiStepLR: milestone %d must be an integer above the one before it, got %s", i, tostring(m)))
         end
         prev = m
@@ -213,7 +225,7 @@ local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "
         end
         local prev = 0
         for i, m in ipairs(ms) do
-            if type(m) ~= "number" or m <= prev or m ~= floor(m) then
+            if type(m) ~= "number" or m <= prev or not is_int(m) then
                 fail(fmt("%s: milestone %d must be an integer above the one before it, got %s", f, i, tostring(m)))
             end
             prev = m
@@ -275,6 +287,7 @@ function ReduceLROnPlateau:better(a)
 end
 
 function ReduceLROnPlateau:step(metric)
+    check_sched_self("step", self)
     if type(metric) == "table" and type(metric.item) == "function" then metric = metric:item() end
     if type(metric) ~= "number" or metric ~= metric then
         fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s", tostring(metric)))
@@ -298,6 +311,9 @@ function ReduceLROnPlateau:step(metric)
     return self.optimizer.lr
 end
 
-function ReduceLROnPlateau:get_last_lr() return self.optimizer.lr end
+function ReduceLROnPlateau:get_last_lr()
+    check_sched_self("get_last_lr", self)
+    return self.optimizer.lr
+end
 
 return M

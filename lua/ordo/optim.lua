@@ -70,11 +70,20 @@ end
 local Optimizer = {}
 Optimizer.__index = Optimizer
 
+-- opt.step() instead of opt:step() passes no optimiser: say so
+local function check_opt_self(fname, o)
+    if type(o) ~= "table" or type(o.params) ~= "table" or type(o.update) ~= "function" then
+        fail(fmt("%s: expected an optimiser as self, got %s (call it as opt:%s(...))", fname, typename(o), fname))
+    end
+end
+
 function Optimizer:zero_grad()
+    check_opt_self("zero_grad", self)
     for _, p in ipairs(self.params) do p.grad = nil end
 end
 
 function Optimizer:step()
+    check_opt_self("step", self)
     autograd.no_grad(function()
         self.t = self.t + 1
         for i, p in ipairs(self.params) do
@@ -116,6 +125,7 @@ end
 local function scalar(v, dt) return tensor.tensor(v, {dtype = dt}) end
 
 function Optimizer:save(path)
+    check_opt_self("save", self)
     serialize = serialize or require "ordo.serialize"
     local kind = self.__name or "optimiser"
     local entries = {
@@ -132,6 +142,7 @@ end
 local function shape_str(s) return tensor.shape_str(s) end
 
 function Optimizer:load(path)
+    check_opt_self("load", self)
     serialize = serialize or require "ordo.serialize"
     local fname = "optimizer load"
     local got = {}

@@ -22,6 +22,7 @@ local util = require "ordo.util"
 
 local ffi = cdef.ffi
 local fail, typename = util.fail, util.typename
+local is_int = util.is_int
 local fmt, rep, concat = string.format, string.rep, table.concat
 local floor, min = math.floor, math.min
 
@@ -104,7 +105,7 @@ function M.bar(opts)
         end
     end
     local total = opts.total
-    if total ~= nil and (type(total) ~= "number" or total ~= floor(total) or total < 0) then
+    if total ~= nil and (not is_int(total) or total < 0) then
         fail("progress.bar: total must be an integer >= 0, got " .. tostring(total))
     end
     local out = opts.out or io.stdout
@@ -115,7 +116,7 @@ function M.bar(opts)
         fail("progress.bar: tty must be true or false, got " .. typename(opts.tty))
     end
     local width = opts.width or 24
-    if type(width) ~= "number" or width ~= floor(width) or width < 1 then
+    if not is_int(width) or width < 1 then
         fail("progress.bar: width must be a positive integer, got " .. tostring(width))
     end
     local interval = opts.interval or 0.1

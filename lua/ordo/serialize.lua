@@ -16,6 +16,7 @@ local tensor = require "ordo.tensor"
 
 local ffi = cdef.ffi
 local fail, typename = util.fail, util.typename
+local is_int = util.is_int
 local fmt, concat = string.format, table.concat
 local type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable =
     type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable
@@ -94,7 +95,7 @@ function M.read(fname, path)
             local shape = {}
             for i = 1, good and nd or 0 do
                 shape[i] = tonumber(words[3 + i])
-                if not shape[i] or shape[i] < 0 or shape[i] ~= floor(shape[i]) then good = false end
+                if not shape[i] or shape[i] < 0 or not is_int(shape[i]) then good = false end
             end
             if not good then error(fmt("%s: bad header line in %s: %q", fname, path, line:sub(1, 200)), 0) end
             if seen[name] then error(fmt("%s: %s holds two tensors named %s", fname, path, name), 0) end

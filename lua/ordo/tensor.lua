@@ -433,6 +433,21 @@ end
 local function category(dt) return ISFLOAT[dt] and 2 or 1 end
 
 local function number_is_float(x) return x ~= floor(x) or x ~= x or x == huge or x == -huge end
+local function is_finite(x) return x == x and x ~= huge and x ~= -huge end
+
+-- Integer dtypes' value ranges, [lo, hi): a scalar written into a tensor of
+-- that dtype is checked at the call, so the error points at the user's line
+-- instead of surfacing at a later wait (the kernels check too).
+local INT_RANGE = {[I32] = {-2 ^ 31, 2 ^ 31}, [I64] = {-2 ^ 63, 2 ^ 63}, [U8] = {0, 256}}
+local function check_fits(fname, dt, v, why)
+    local r = INT_RANGE[dt]
+    if r == nil then return end
+    local t = v >= 0 and floor(v) or -floor(-v) -- what the kernel stores: v truncated
+    if not (t >= r[1] and t < r[2]) then
+        fail(fmt("%s: value %s does not fit in %s%s", fname, tostring(v), DT_NAME[dt], why or ""))
+    end
+end
+local WRAPS = " (integer tensors take scalars in the int64 range)"
 
 -- The dtype an op on a and b (tensors or numbers) computes in.
 local function result_type(a, b)
@@ -554,6 +569,7 @@ function M.full(shape, value, opts)
     if type(value) == "boolean" then value = value and 1 or 0 end
     if type(value) ~= "number" then fail("full: expected a number as the fill value, got " .. typename(value)) end
     local dt, dev, e = options("full", opts)
+    check_fits("full", dt, value)
     local t = new_raw("full", shape, dt, dev._ctx, e)
     return push1(K.fill, "full", t, nil, value)
 end
@@ -595,6 +611,7 @@ M.zeros_like = make_like("zeros_like", function(out) return push1(K.fill, "zeros
 M.ones_like = make_like("ones_like", function(out) return push1(K.fill, "ones_like", out, nil, 1) end)
 M.full_like = make_like("full_like", function(out, v)
     if type(v) ~= "number" then fail("full_like: expected a number as the fill value, got " .. typename(v)) end
+    check_fits("full_like", out._c.dtype, v)
     return push1(K.fill, "full_like", out, nil, v)
 end)
 
@@ -678,23 +695,24 @@ end
 
 function Tensor:uniform_(low, high)
     low, high = low or 0, high or 1
-    if type(low) ~= "number" or type(high) ~= "number" or low > high then
-        fail(fmt("uniform_: expected numbers low <= high, got %s and %s", tostring(low), tostring(high)))
+    -- finite bounds with a finite width: the kernel draws low + u * (high - low)
+    if type(low) ~= "number" or type(high) ~= "number" or not (low <= high) or not is_finite(high - low) then
+        fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", tostring(low), tostring(high)))
     end
     return random_("uniform_", K.uniform, FLOAT, self, low, high)
 end
 
 function Tensor:normal_(mean, std)
     mean, std = mean or 0, std or 1
-    if type(mean) ~= "number" or type(std) ~= "number" or std < 0 then
-        fail(fmt("normal_: expected a mean and a std >= 0, got %s and %s", tostring(mean), tostring(std)))
+    if type(mean) ~= "number" or type(std) ~= "number" or not is_finite(mean) or not (std >= 0 and std < huge) then
+        fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", tostring(mean), tostring(std)))
     end
     return random_("normal_", K.normal, FLOAT, self, mean, std)
 end
 
 function Tensor:bernoulli_(p)
     p = p or 0.5
-    if type(p) ~= "number" or p < 0 or p > 1 then
+    if type(p) ~= "number" or not (p >= 0 and p <= 1) then
         fail("bernoulli_: expected a probability in [0, 1], got " .. tostring(p))
     end
     return random_("bernoulli_", K.bernoulli, ALL, self, p, 0)
@@ -941,9 +959,30 @@ function Tensor:reshape(...)
     return wrap(c)
 end
 
-function Tensor:flatten()
+-- flatten([start_dim = 1 [, end_dim = -1]]): dims start_dim..end_dim
+-- merged into one (a view where the strides allow, else a copy).
+function Tensor:flatten(start_dim, end_dim)
     check_self("flatten", self)
-    return self:reshape({-1})
+    if start_dim == nil and end_dim == nil or self._c.ndim == 0 then
+        if self._c.ndim == 0 and start_dim ~= nil then norm_dim("flatten", self, start_dim, 1) end
+        return self:reshape({-1})
+    end
+    local a = norm_dim("flatten", self, start_dim or 1) + 1
+    local b = norm_dim("flatten", self, end_dim or -1) + 1
+    if a > b then
+        fail(fmt("flatten: start_dim %d comes after end_dim %d in a tensor of shape %s", start_dim, end_dim or -1,
+                 shape_str(self)))
+    end
+    local s, out = shape_of(self), {}
+    local merged = 1
+    for i = 1, #s do
+        if i < a or i > b then out[#out + 1] = s[i]
+        else
+            merged = merged * s[i]
+            if i == b then out[#out + 1] = merged end
+        end
+    end
+    return self:reshape(out)
 end
 
 function Tensor:transpose(d1, d2)
@@ -1055,12 +1094,30 @@ function Tensor:to(a, b)
     return out
 end
 
-function Tensor:float() return self:to("float32") end
-function Tensor:double() return self:to("float64") end
-function Tensor:int() return self:to("int32") end
-function Tensor:long() return self:to("int64") end
-function Tensor:byte() return self:to("uint8") end
-function Tensor:cpu() return self:to(util.cpu(0)) end
+function Tensor:float()
+    check_self("float", self)
+    return self:to("float32")
+end
+function Tensor:double()
+    check_self("double", self)
+    return self:to("float64")
+end
+function Tensor:int()
+    check_self("int", self)
+    return self:to("int32")
+end
+function Tensor:long()
+    check_self("long", self)
+    return self:to("int64")
+end
+function Tensor:byte()
+    check_self("byte", self)
+    return self:to("uint8")
+end
+function Tensor:cpu()
+    check_self("cpu", self)
+    return self:to(util.cpu(0))
+end
 
 -- t:pin_memory(): t in page-locked host memory (t itself if it is there
 -- already), so that its copies to a GPU run asynchronously, overlapping
@@ -1088,6 +1145,7 @@ function Tensor:fill_(value)
     if type(value) == "boolean" then value = value and 1 or 0 end
     if is_tensor(value) then value = value:item() end
     if type(value) ~= "number" then fail("fill_: expected a number, got " .. typename(value)) end
+    check_fits("fill_", self._c.dtype, value)
     return push1(K.fill, "fill_", self, nil, value)
 end
 
@@ -1129,6 +1187,7 @@ local BIN = {
 for name, spec in pairs(BIN) do spec.name = name end
 
 local function scalar_tensor(fname, like, v, dt)
+    check_fits(fname, dt, v)
     local t = new_on(fname, like, {}, dt)
     return push1(K.fill, fname, t, nil, v)
 end
@@ -1161,6 +1220,7 @@ local function binary(spec, a, b)
         if ta then return binary(spec, t, st) end
         return binary(spec, st, t)
     end
+    if not spec.cmp and INT_RANGE[dt] then check_fits(name, I64, s, WRAPS) end
     local out = empty_like(t, spec.cmp and U8 or dt)
     return push1(kid, name, out, t, s)
 end
@@ -1188,6 +1248,7 @@ local function binary_(spec, self, b)
         return push2(spec.k, name, self, self, b)
     end
     if not spec.ks then return push2(spec.k, name, self, self, scalar_tensor(name, self, b, sdt)) end
+    if INT_RANGE[sdt] then check_fits(name, I64, b, WRAPS) end
     return push1(spec.ks, name, self, self, b)
 end
 
@@ -1207,6 +1268,15 @@ local K_add, K_sub, K_mul = K.add, K.sub, K.mul
 local op2 = C.ordo_tensor_op2
 local BIN_add, BIN_sub, BIN_mul = BIN.add, BIN.sub, BIN.mul
 
+-- b * alpha for add/sub's alpha form, b a tensor or a number.
+local function scaled(fname, b, alpha)
+    if type(alpha) ~= "number" then fail(fname .. ": alpha must be a number, got " .. typename(alpha)) end
+    if type(b) ~= "number" and not is_tensor(b) then
+        fail(fname .. ": other must be a tensor or a number, got " .. typename(b))
+    end
+    return b * alpha
+end
+
 function Tensor:add_(b, alpha)
     if alpha == nil and getmetatable(b) == Tensor and getmetatable(self) == Tensor then
         local sc, bc = self._c, b._c
@@ -1215,10 +1285,7 @@ function Tensor:add_(b, alpha)
             return self
         end
     end
-    if alpha ~= nil and alpha ~= 1 then
-        if type(alpha) ~= "number" then fail("add_: alpha must be a number, got " .. typename(alpha)) end
-        if is_tensor(b) then b = b * alpha else b = b * alpha end
-    end
+    if alpha ~= nil and alpha ~= 1 then b = scaled("add_", b, alpha) end
     return binary_(BIN_add, self, b)
 end
 
@@ -1230,10 +1297,7 @@ function Tensor:sub_(b, alpha)
             return self
         end
     end
-    if alpha ~= nil and alpha ~= 1 then
-        if type(alpha) ~= "number" then fail("sub_: alpha must be a number, got " .. typename(alpha)) end
-        b = b * alpha
-    end
+    if alpha ~= nil and alpha ~= 1 then b = scaled("sub_", b, alpha) end
     return binary_(BIN_sub, self, b)
 end
 
@@ -1250,19 +1314,13 @@ end
 
 function Tensor:add(b, alpha)
     check_self("add", self)
-    if alpha ~= nil and alpha ~= 1 then
-        if type(alpha) ~= "number" then fail("add: alpha must be a number, got " .. typename(alpha)) end
-        b = b * alpha
-    end
+    if alpha ~= nil and alpha ~= 1 then b = scaled("add", b, alpha) end
     return binary(BIN_add, self, b)
 end
 
 function Tensor:sub(b, alpha)
     check_self("sub", self)
-    if alpha ~= nil and alpha ~= 1 then
-        if type(alpha) ~= "number" then fail("sub: alpha must be a number, got " .. typename(alpha)) end
-        b = b * alpha
-    end
+    if alpha ~= nil and alpha ~= 1 then b = scaled("sub", b, alpha) end
     return binary(BIN.sub, self, b)
 end
 
@@ -1287,6 +1345,7 @@ local function trunc_div(name, self, b, inplace)
         fail(fmt("%s: rounding mode 'trunc' needs an integer divisor, got %s", name, tostring(b)))
     end
     if b == 0 then fail(name .. ": integer division by zero") end
+    check_fits(name, self._c.dtype, b)
     return push1(K.div_scalar, name, inplace and self or empty_like(self), self, b)
 end
 
@@ -1571,6 +1630,7 @@ local function masked_fill(fname, self, mask, value, out)
                      DT_NAME[self._c.dtype]))
         end
     end
+    check_fits(fname, self._c.dtype, value)
     out = out or empty_like(self)
     push(K.masked_fill, fname, BCAST, {self, mask}, {out}, {value})
     return out

@@ -76,9 +76,14 @@ function M.check_opts(fname, opts, allowed)
     return opts
 end
 
+-- Whether v is a finite integral number (math.floor alone lets inf and
+-- -inf through, and a size or a count of inf becomes an endless loop).
+local function is_int(v) return type(v) == "number" and v == math.floor(v) and v > -math.huge and v < math.huge end
+M.is_int = is_int
+
 -- Raises unless v is an integer >= 1 (a size, a count).
 function M.check_positive_int(fname, what, v)
-    if type(v) ~= "number" or v < 1 or v ~= math.floor(v) then
+    if type(v) ~= "number" or v < 1 or not is_int(v) then
         fail(("%s: %s must be a positive integer, got %s"):format(fname, what, tostring(v)))
     end
 end
@@ -172,7 +177,7 @@ end
 
 local function check_id(fname, n)
     if n == nil then return 0 end
-    if type(n) ~= "number" or n ~= math.floor(n) or n < 0 or n >= 64 then
+    if not is_int(n) or n < 0 or n >= 64 then
         fail(("%s: device id must be an integer in 0..63, got %s"):format(fname, tostring(n)))
     end
     return n

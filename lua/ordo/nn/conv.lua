@@ -26,6 +26,7 @@ local autograd = require "ordo.autograd"
 
 local C = cdef.C
 local fail, typename = util.fail, util.typename
+local is_int = util.is_int
 local is_tensor, shape_of, push, new_on = tensor.is_tensor, tensor.shape_of, tensor.push, tensor.new_on
 local no_grad, record = autograd.no_grad, autograd.record
 local fmt, floor, sqrt = string.format, math.floor, math.sqrt
@@ -61,7 +62,7 @@ local function pair(fname, what, v, zero_ok)
     end
     local lo = zero_ok and 0 or 1
     for _, x in ipairs({a, b}) do
-        if type(x) ~= "number" or x ~= floor(x) or x < lo then
+        if not is_int(x) or x < lo then
             fail(fmt("%s: %s must be %s integers, got %s", fname, what, zero_ok and "non-negative" or "positive",
                      tostring(x)))
         end
@@ -362,7 +363,7 @@ end
 
 -- An integer option of a 1-D op: positive, or >= 0 when zero_ok.
 local function single(fname, what, v, zero_ok)
-    if type(v) ~= "number" or v ~= floor(v) or v < (zero_ok and 0 or 1) then
+    if not is_int(v) or v < (zero_ok and 0 or 1) then
         fail(fmt("%s: %s must be a %s integer, got %s", fname, what, zero_ok and "non-negative" or "positive",
                  type(v) == "number" and tostring(v) or typename(v)))
     end
@@ -450,10 +451,18 @@ end
 
 -- The rows [floor(i n / out) + 1, ceil((i + 1) n / out)] that output i of
 -- an adaptive pooling averages (Torch's bins), as (start, length).
-local function adaptive_bin(i, n, out)
-    local a = floor(i * n / out)
-    local b = math.ceil((i + 1) * n / out)
-    return a + 1, b - a
+-- The out x n matrix whose row i averages input bin i: positions
+-- floor(i n / out) .. ceil((i + 1) n / out) - 1 (0-based, Torch's bins,
+-- which overlap when out does not divide n).  Built by the engine, so an
+-- output size too large fails as an allocation, not as a loop in Lua.
+local function adaptive_matrix(n, out, like)
+    local f64 = tensor.like(like, "float64")
+    local i = tensor.arange(out, f64)
+    local lo = (i * n / out):floor():view(out, 1)
+    local hi = ((i + 1) * n / out):ceil():view(out, 1)
+    local j = tensor.arange(n, f64):view(1, n)
+    local inside = j:ge(lo):mul(j:lt(hi)):to("float64")
+    return (inside / (hi - lo)):to(like:dtype())
 end
 
 -- adaptive_avg_pool2d(x, size): the mean over size[1] x size[2] bins that
@@ -470,19 +479,12 @@ function M.adaptive_avg_pool2d(x, size)
     if H % oh == 0 and W % ow == 0 then -- equal bins: one reshape and a mean
         local N, Cc = xb:size(1), xb:size(2)
         y = xb:reshape(N, Cc, oh, H / oh, ow, W / ow):mean(6):mean(4)
-    else
-        local rows = {}
-        for i = 0, oh - 1 do
-            local r0, rn = adaptive_bin(i, H, oh)
-            local band = xb:narrow(3, r0, rn)
-            local cols = {}
-            for j = 0, ow - 1 do
-                local c0, cn = adaptive_bin(j, W, ow)
-                cols[j + 1] = band:narrow(4, c0, cn):mean(4):mean(3)
-            end
-            rows[i + 1] = tensor.stack(cols, 3)
-        end
-        y = tensor.stack(rows, 3)
+    else -- overlapping or uneven bins: a bin-averaging matrix on each side, two matmuls
+        local N, Cc = xb:size(1), xb:size(2)
+        local mw, mh = adaptive_matrix(W, ow, xb), adaptive_matrix(H, oh, xb)
+        local t = xb:reshape(N * Cc * H, W):matmul(mw:t()) -- (N C H) x ow
+        t = t:view(N * Cc, H, ow):transpose(2, 3):reshape(N * Cc * ow, H):matmul(mh:t()) -- (N C ow) x oh
+        y = t:view(N, Cc, ow, oh):transpose(3, 4)
     end
     return unbatched and y:squeeze(1) or y
 end

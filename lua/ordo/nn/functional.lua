@@ -9,9 +9,10 @@ local autograd = require "ordo.autograd"
 local grad_ops = require "ordo.grad_ops" -- installed by ordo.autograd: its raw (unrecorded) ops
 
 local fail, typename = util.fail, util.typename
+local is_int = util.is_int
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt = string.format
-local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
+local type, pairs, ipairs, tostring, getmetatable = type, pairs, ipairs, tostring, getmetatable
 
 local M = {}
 
@@ -68,7 +69,7 @@ function M.one_hot(indices, n)
     if dt == "float32" or dt == "float64" then
         fail("one_hot: indices must be an integer tensor, got " .. dt)
     end
-    if n ~= nil and (type(n) ~= "number" or n < 1 or n ~= math.floor(n)) then
+    if n ~= nil and (type(n) ~= "number" or n < 1 or not is_int(n)) then
         fail("one_hot: num_classes must be an integer >= 1, got " .. tostring(n))
     end
     if indices:numel() == 0 then
@@ -85,26 +86,44 @@ function M.one_hot(indices, n)
     return indices:unsqueeze(-1):eq(classes):to("int64")
 end
 
-function M.relu(x) return x:relu() end
-function M.tanh(x) return x:tanh() end
-function M.sigmoid(x) return x:sigmoid() end
+function M.relu(x)
+    check_tensor("relu", "input", x)
+    return x:relu()
+end
+function M.tanh(x)
+    check_tensor("tanh", "input", x)
+    return x:tanh()
+end
+function M.sigmoid(x)
+    check_tensor("sigmoid", "input", x)
+    return x:sigmoid()
+end
 -- x * sigmoid(x) (also called swish)
-function M.silu(x) return x * x:sigmoid() end
+function M.silu(x)
+    check_tensor("silu", "input", x)
+    return x * x:sigmoid()
+end
 -- The tanh approximation of GELU (Torch's approximate = "tanh"):
 -- 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 function M.gelu(x)
+    check_tensor("gelu", "input", x)
     return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)):tanh():add(1)
 end
 -- x where x > 0, slope * x elsewhere (slope 0.01 by default)
 function M.leaky_relu(x, slope)
+    check_tensor("leaky_relu", "input", x)
     slope = slope or 0.01
     if type(slope) ~= "number" then fail("leaky_relu: slope must be a number, got " .. typename(slope)) end
     return x:relu() - (-x):relu() * slope
 end
 -- log(1 + exp(x)), without overflow: relu(x) + log1p(exp(-|x|))
-function M.softplus(x) return x:relu() + (-x:abs()):exp():log1p() end
+function M.softplus(x)
+    check_tensor("softplus", "input", x)
+    return x:relu() + (-x:abs()):exp():log1p()
+end
 -- ELU: x where x > 0, alpha (e^x - 1) elsewhere (alpha 1 by default).
 function M.elu(x, alpha)
+    check_tensor("elu", "input", x)
     alpha = alpha or 1
     if type(alpha) ~= "number" then fail("elu: alpha must be a number, got " .. typename(alpha)) end
     return x:relu() + (-(-x):relu()):expm1() * alpha
@@ -112,24 +131,43 @@ end
 -- SELU: ELU scaled so that activations keep mean 0 and variance 1
 -- (Klambauer et al.'s constants, as Torch).
 local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-function M.selu(x) return M.elu(x, SELU_ALPHA) * SELU_SCALE end
+function M.selu(x)
+    check_tensor("selu", "input", x)
+    return M.elu(x, SELU_ALPHA) * SELU_SCALE
+end
 -- Hardtanh: x clamped to [min_val, max_val] (-1 and 1 by default);
 -- ReLU6 is Hardtanh(0, 6).
 function M.hardtanh(x, min_val, max_val)
+    check_tensor("hardtanh", "input", x)
     min_val, max_val = min_val or -1, max_val or 1
     if type(min_val) ~= "number" or type(max_val) ~= "number" or min_val > max_val then
         fail(fmt("hardtanh: expected numbers min_val <= max_val, got %s and %s", tostring(min_val), tostring(max_val)))
     end
     return x:clamp(min_val, max_val)
 end
-function M.relu6(x) return x:clamp(0, 6) end
+function M.relu6(x)
+    check_tensor("relu6", "input", x)
+    return x:clamp(0, 6)
+end
 -- relu6(x + 3) / 6 and x times it (MobileNetV3's cheap sigmoid and swish).
-function M.hardsigmoid(x) return (x + 3):clamp(0, 6) / 6 end
-function M.hardswish(x) return x * M.hardsigmoid(x) end
+function M.hardsigmoid(x)
+    check_tensor("hardsigmoid", "input", x)
+    return (x + 3):clamp(0, 6) / 6
+end
+function M.hardswish(x)
+    check_tensor("hardswish", "input", x)
+    return x * M.hardsigmoid(x)
+end
 -- Mish: x tanh(softplus(x)).
-function M.mish(x) return x * M.softplus(x):tanh() end
+function M.mish(x)
+    check_tensor("mish", "input", x)
+    return x * M.softplus(x):tanh()
+end
 -- x / (1 + |x|)
-function M.softsign(x) return x / (x:abs() + 1) end
+function M.softsign(x)
+    check_tensor("softsign", "input", x)
+    return x / (x:abs() + 1)
+end
 -- PReLU: x where x > 0, weight * x elsewhere; weight has one element, or
 -- one per channel (dim 2 of x).
 function M.prelu(x, weight)
@@ -148,8 +186,14 @@ function M.prelu(x, weight)
     end
     return x:relu() - (-x):relu() * w
 end
-function M.softmax(x, dim) return x:softmax(dim) end
-function M.log_softmax(x, dim) return x:log_softmax(dim) end
+function M.softmax(x, dim)
+    check_tensor("softmax", "input", x)
+    return x:softmax(dim)
+end
+function M.log_softmax(x, dim)
+    check_tensor("log_softmax", "input", x)
+    return x:log_softmax(dim)
+end
 
 -- Inverted dropout: in training, zeroes each element with probability p
 -- (mask from the engine RNG) and scales the rest by 1/(1-p).
@@ -247,7 +291,7 @@ local function class_nll(fname, logp, target, opts, smoothing)
     end
     local t, keep = target, nil
     if ii ~= nil then
-        if ii ~= math.floor(ii) then fail(fmt("%s: ignore_index must be an integer, got %s", fname, tostring(ii))) end
+        if not is_int(ii) then fail(fmt("%s: ignore_index must be an integer, got %s", fname, tostring(ii))) end
         keep = target:ne(ii)
         t = tensor.where(keep, target, tensor.ones_like(target))
     end
@@ -306,6 +350,7 @@ end
 function M.margin_ranking_loss(x1, x2, y, opts)
     opts = loss_opts("margin_ranking_loss", opts, {margin = true})
     check_tensor("margin_ranking_loss", "input1", x1)
+    check_tensor("margin_ranking_loss", "target", y)
     return reduce("margin_ranking_loss", ((x1 - x2) * -y + (opts.margin or 0)):relu(), opts.reduction)
 end
 
@@ -314,6 +359,7 @@ end
 function M.cosine_embedding_loss(x1, x2, y, opts)
     opts = loss_opts("cosine_embedding_loss", opts, {margin = true})
     check_tensor("cosine_embedding_loss", "input1", x1)
+    check_tensor("cosine_embedding_loss", "target", y)
     local cos = M.cosine_similarity(x1, x2, {dim = -1})
     local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
     local loss = (1 - cos) * pos + (cos - (opts.margin or 0)):relu() * neg
@@ -352,13 +398,15 @@ end
 
 -- Mean absolute error; shapes broadcast like `-`.
 function M.l1_loss(input, target, opts)
+    opts = loss_opts("l1_loss", opts)
     check_tensor("l1_loss", "input", input)
-    return reduce("l1_loss", (input - target):abs(), opts and opts.reduction)
+    return reduce("l1_loss", (input - target):abs(), opts.reduction)
 end
 
 -- Binary cross-entropy of logits against targets in [0, 1] (the same
 -- shape), computed stably as softplus(x) - x y.
 function M.binary_cross_entropy_with_logits(logits, target, opts)
+    opts = loss_opts("binary_cross_entropy_with_logits", opts)
     check_tensor("binary_cross_entropy_with_logits", "input", logits)
     check_tensor("binary_cross_entropy_with_logits", "target", target)
     if tensor.shape_str(shape_of(logits)) ~= tensor.shape_str(shape_of(target)) then
@@ -366,7 +414,7 @@ function M.binary_cross_entropy_with_logits(logits, target, opts)
                  shape_str(target), shape_str(logits)))
     end
     local loss = M.softplus(logits) - logits * target
-    return reduce("binary_cross_entropy_with_logits", loss, opts and opts.reduction)
+    return reduce("binary_cross_entropy_with_logits", loss, opts.reduction)
 end
 
 -- Normalises x over its last dims (the shape normalized_shape gives):
@@ -374,6 +422,11 @@ end
 function M.layer_norm(x, normalized_shape, weight, bias, eps)
     check_tensor("layer_norm", "input", x)
     eps = eps or 1e-5
+    if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
+    if type(normalized_shape) ~= "table" or getmetatable(normalized_shape) ~= nil then
+        fail("layer_norm: normalized_shape must be a size or a list of sizes, got " .. typename(normalized_shape))
+    end
+    if type(eps) ~= "number" then fail("layer_norm: eps must be a number, got " .. typename(eps)) end
     local s, k = shape_of(x), #normalized_shape
     local ok = k >= 1 and k <= #s
     for i = 1, k do ok = ok and s[#s - k + i] == normalized_shape[i] end
@@ -405,7 +458,7 @@ function M.group_norm(x, num_groups, weight, bias, eps)
     if x:dim() < 2 then fail(fmt("group_norm: expected an input of shape N x C x ..., got %s", shape_str(x))) end
     local s = shape_of(x)
     local C = s[2]
-    if type(num_groups) ~= "number" or num_groups < 1 or num_groups ~= math.floor(num_groups) or C % num_groups ~= 0 then
+    if type(num_groups) ~= "number" or num_groups < 1 or not is_int(num_groups) or C % num_groups ~= 0 then
         fail(fmt("group_norm: num_groups must be a positive integer that divides the %d channels of input %s, got %s",
                  C, shape_str(x), tostring(num_groups)))
     end
@@ -503,7 +556,7 @@ function M.pad(x, amounts, opts)
         local d = x:dim() - k + 1
         local lo, hi = amounts[2 * k - 1], amounts[2 * k]
         for _, v in ipairs({lo, hi}) do
-            if type(v) ~= "number" or v ~= math.floor(v) then fail("pad: amounts must be integers, got " .. tostring(v)) end
+            if not is_int(v) then fail("pad: amounts must be integers, got " .. tostring(v)) end
         end
         local n = y:size(d)
         if n + lo + hi < 0 then
@@ -527,17 +580,22 @@ function M.pad(x, amounts, opts)
                              d, n))
                 end
                 if n == 0 then fail(fmt("pad: cannot %s-pad dim %d of size 0", mode, d)) end
-                local idx = {}
-                for i = -lo, n + hi - 1 do -- 0-based source positions, then from 1
-                    local j = i
-                    if mode == "replicate" then
-                        j = math.max(0, math.min(n - 1, i))
-                    elseif mode == "reflect" then
-                        if j < 0 then j = -j elseif j >= n then j = 2 * (n - 1) - j end
-                    else
-                        j = i % n
+                local idx
+                if mode == "replicate" then
+                    -- amounts are unbounded here: the index is built by the engine, so a size too
+                    -- large fails as an allocation instead of a loop in Lua
+                    idx = tensor.arange(-lo, n + hi, tensor.like(y, "int64")):clamp(0, n - 1):add(1)
+                else
+                    idx = {} -- reflect and circular amounts are at most n: a short list
+                    for i = -lo, n + hi - 1 do -- 0-based source positions, then from 1
+                        local j = i
+                        if mode == "reflect" then
+                            if j < 0 then j = -j elseif j >= n then j = 2 * (n - 1) - j end
+                        else
+                            j = i % n
+                        end
+                        idx[#idx + 1] = j + 1
                     end
-                    idx[#idx + 1] = j + 1
                 end
                 y = y:index_select(d, idx)
             end
@@ -551,7 +609,7 @@ end
 -- pixel_unshuffle(x, r) is its inverse.
 local function check_factor(fname, what, x, r)
     check_tensor(fname, "input", x)
-    if type(r) ~= "number" or r < 1 or r ~= math.floor(r) then
+    if type(r) ~= "number" or r < 1 or not is_int(r) then
         fail(fmt("%s: %s factor must be a positive integer, got %s", fname, what, tostring(r)))
     end
 end
@@ -655,9 +713,10 @@ end
 
 -- Mean squared error; shapes broadcast like `-`.
 function M.mse_loss(input, target, opts)
+    opts = loss_opts("mse_loss", opts)
     check_tensor("mse_loss", "input", input)
     local d = input - target
-    return reduce("mse_loss", d * d, opts and opts.reduction)
+    return reduce("mse_loss", d * d, opts.reduction)
 end
 
 return M

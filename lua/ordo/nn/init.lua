@@ -17,6 +17,7 @@ local F = require "ordo.nn.functional"
 local serialize = require "ordo.serialize"
 
 local fail, typename = util.fail, util.typename
+local is_int = util.is_int
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt, concat = string.format, table.concat
 local setmetatable, getmetatable, type, ipairs, pairs, tostring, select, next =
@@ -26,6 +27,7 @@ local M = {}
 M.functional = F
 
 local shape_str = tensor.shape_str_of
+local check_tensor = tensor.check_tensor
 
 -- ---------------------------------------------------------------- Module
 
@@ -40,9 +42,22 @@ local function instance_call(self, ...) return self:forward(...) end
 -- parent's, and it moves, trains and saves with it.  Anything else is a
 -- plain field; a tensor becomes a parameter only through
 -- register_parameter.
+-- Whether v is a module: an instance of a class from Module:extend.
+local function is_module(v)
+    local mt = type(v) == "table" and getmetatable(v)
+    return mt and rawget(mt, "_class_name") ~= nil and type(v.parameters) == "function" or false
+end
+M.is_module = is_module
+
+-- m.parameters() instead of m:parameters() passes no module: say so
+local function check_module_self(fname, m)
+    if not is_module(m) then
+        fail(fmt("%s: expected a module as self, got %s (call it as m:%s(...))", fname, typename(m), fname))
+    end
+end
+
 local function module_newindex(self, name, v)
-    if type(v) == "table" and getmetatable(v) and rawget(getmetatable(v), "_class_name") and
-        type(v.parameters) == "function" and not self:_has(self._module_names, name) then
+    if is_module(v) and not self:_has(self._module_names, name) then
         self._module_names[#self._module_names + 1] = name
     end
     rawset(self, name, v)
@@ -74,6 +89,7 @@ end
 
 -- Registers t (a float tensor) as a trainable parameter stored in self[name].
 function Module:register_parameter(name, t)
+    check_module_self("register_parameter", self)
     if not is_tensor(t) then fail(fmt("register_parameter: %s must be a tensor, got %s", name, typename(t))) end
     if self[name] == nil or not self:_has(self._param_names, name) then
         self._param_names[#self._param_names + 1] = name
@@ -84,6 +100,7 @@ end
 
 -- A tensor of state that is saved but not trained (BatchNorm's running stats).
 function Module:register_buffer(name, t)
+    check_module_self("register_buffer", self)
     if not is_tensor(t) then fail(fmt("register_buffer: %s must be a tensor, got %s", name, typename(t))) end
     if not self:_has(self._buffer_names, name) then self._buffer_names[#self._buffer_names + 1] = name end
     self[name] = t
@@ -91,7 +108,8 @@ function Module:register_buffer(name, t)
 end
 
 function Module:add_module(name, m)
-    if getmetatable(m) == nil or type(m.parameters) ~= "function" then
+    check_module_self("add_module", self)
+    if not is_module(m) then
         fail(fmt("add_module: %s must be a module, got %s", tostring(name), typename(m)))
     end
     if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
@@ -106,25 +124,38 @@ end
 
 -- The direct children as a list of {name, module}.
 function Module:children()
+    check_module_self("children", self)
     local r = {}
     for _, n in ipairs(self._module_names) do r[#r + 1] = {n, self[n]} end
     return r
 end
 
--- {name = "encoder.1", module = m} for this module ("") and every module
--- below it, depth first, each once.
-function Module:named_modules(prefix, out, seen)
-    out, seen, prefix = out or {}, seen or {}, prefix or ""
-    if seen[self] then return out end
-    seen[self] = true
-    out[#out + 1] = {name = prefix, module = self}
-    for _, n in ipairs(self._module_names) do
-        self[n]:named_modules(prefix == "" and n or prefix .. "." .. n, out, seen)
+local function check_prefix(fname, prefix)
+    if prefix ~= nil and type(prefix) ~= "string" then
+        fail(fmt("%s: the name prefix must be a string, got %s", fname, typename(prefix)))
+    end
+    return prefix or ""
+end
+
+local function collect_modules(m, prefix, out, seen)
+    if seen[m] then return out end
+    seen[m] = true
+    out[#out + 1] = {name = prefix, module = m}
+    for _, n in ipairs(m._module_names) do
+        collect_modules(m[n], prefix == "" and n or prefix .. "." .. n, out, seen)
     end
     return out
 end
 
+-- {name = "encoder.1", module = m} for this module ("", or prefix) and
+-- every module below it, depth first, each once.
+function Module:named_modules(prefix)
+    check_module_self("named_modules", self)
+    return collect_modules(self, check_prefix("named_modules", prefix), {}, {})
+end
+
 function Module:modules()
+    check_module_self("modules", self)
     local r = {}
     for i, e in ipairs(self:named_modules()) do r[i] = e.module end
     return r
@@ -133,6 +164,7 @@ end
 -- Calls fn(m) on every module below this one and then on this one (as
 -- Torch: children first), e.g. to initialise every Linear a certain way.
 function Module:apply(fn)
+    check_module_self("apply", self)
     if type(fn) ~= "function" then fail("apply: expected a function, got " .. typename(fn)) end
     for _, n in ipairs(self._module_names) do self[n]:apply(fn) end
     fn(self)
@@ -143,6 +175,7 @@ end
 -- frozen ones get no gradient (give an optimiser only the others:
 -- m:trainable_parameters()).
 function Module:requires_grad_(flag)
+    check_module_self("requires_grad_", self)
     if flag == nil then flag = true end
     if type(flag) ~= "boolean" then fail("requires_grad_: expected a boolean, got " .. typename(flag)) end
     for _, p in ipairs(self:parameters()) do p:requires_grad_(flag) end
@@ -152,65 +185,82 @@ end
 -- The parameters that require a gradient (what an optimiser takes when
 -- part of the model is frozen).
 function Module:trainable_parameters()
+    check_module_self("trainable_parameters", self)
     local r = {}
     for _, p in ipairs(self:parameters()) do if p:needs_grad() then r[#r + 1] = p end end
     return r
 end
 
--- {name = "layer.1.weight", tensor = t} for every parameter, depth first.
-function Module:named_parameters(prefix, out, seen)
-    out, seen, prefix = out or {}, seen or {}, prefix or ""
-    for _, n in ipairs(self._param_names) do
-        local t = self[n]
+local function collect_params(m, prefix, out, seen)
+    for _, n in ipairs(m._param_names) do
+        local t = m[n]
         if t ~= nil and not seen[t] then
             seen[t] = true
             out[#out + 1] = {name = prefix .. n, tensor = t}
         end
     end
-    for _, n in ipairs(self._module_names) do
-        self[n]:named_parameters(prefix .. n .. ".", out, seen)
-    end
+    for _, n in ipairs(m._module_names) do collect_params(m[n], prefix .. n .. ".", out, seen) end
     return out
 end
 
+-- {name = "layer.1.weight", tensor = t} for every parameter, depth first,
+-- each tensor once (names start with prefix when given).
+function Module:named_parameters(prefix)
+    check_module_self("named_parameters", self)
+    return collect_params(self, check_prefix("named_parameters", prefix), {}, {})
+end
+
 function Module:parameters()
+    check_module_self("parameters", self)
     local r = {}
     for i, e in ipairs(self:named_parameters()) do r[i] = e.tensor end
     return r
 end
 
-function Module:named_buffers(prefix, out)
-    out, prefix = out or {}, prefix or ""
-    for _, n in ipairs(self._buffer_names) do
-        if self[n] ~= nil then out[#out + 1] = {name = prefix .. n, tensor = self[n]} end
+local function collect_buffers(m, prefix, out)
+    for _, n in ipairs(m._buffer_names) do
+        if m[n] ~= nil then out[#out + 1] = {name = prefix .. n, tensor = m[n]} end
     end
-    for _, n in ipairs(self._module_names) do self[n]:named_buffers(prefix .. n .. ".", out) end
+    for _, n in ipairs(m._module_names) do collect_buffers(m[n], prefix .. n .. ".", out) end
     return out
+end
+
+-- {name = "bn.running_mean", tensor = t} for every buffer, depth first.
+function Module:named_buffers(prefix)
+    check_module_self("named_buffers", self)
+    return collect_buffers(self, check_prefix("named_buffers", prefix), {})
 end
 
 -- Number of scalar parameters.
 function Module:num_parameters()
+    check_module_self("num_parameters", self)
     local n = 0
     for _, p in ipairs(self:parameters()) do n = n + p:numel() end
     return n
 end
 
 function Module:train(mode)
+    check_module_self("train", self)
     if mode == nil then mode = true end
     self.training = mode and true or false
     for _, n in ipairs(self._module_names) do self[n]:train(mode) end
     return self
 end
 
-function Module:eval() return self:train(false) end
+function Module:eval()
+    check_module_self("eval", self)
+    return self:train(false)
+end
 
 function Module:zero_grad()
+    check_module_self("zero_grad", self)
     for _, p in ipairs(self:parameters()) do p.grad = nil end
 end
 
 -- m:to(device or dtype): moves (or casts) every parameter and buffer; the
 -- module's fields then hold the new tensors, so build optimisers after.
 function Module:to(a, b)
+    check_module_self("to", self)
     for _, n in ipairs(self._param_names) do
         local t = self[n]
         if t ~= nil then
@@ -228,6 +278,7 @@ end
 
 -- Every parameter and buffer by its dotted name, in a stable order.
 function Module:state_dict()
+    check_module_self("state_dict", self)
     local list = self:named_parameters()
     for _, e in ipairs(self:named_buffers()) do list[#list + 1] = e end
     return list
@@ -251,6 +302,7 @@ end
 -- Writes the module's parameters and buffers to path (ordo.serialize: the
 -- file is replaced only once it is whole).
 function Module:save(path)
+    check_module_self("save", self)
     serialize.write("save", path, self:state_dict())
     return self
 end
@@ -259,6 +311,7 @@ end
 -- shapes and dtypes; the device may differ).  Raises on any mismatch and
 -- then leaves every tensor unchanged.
 function Module:load(path)
+    check_module_self("load", self)
     local entries = {}
     for _, e in ipairs(serialize.read("load", path)) do entries[e.name] = e.tensor end
     local own = self:state_dict()
@@ -280,8 +333,17 @@ function Module:load(path)
     return self
 end
 
-function M.save(module, path) return module:save(path) end
-function M.load(module, path) return module:load(path) end
+local function check_module(fname, m)
+    if not is_module(m) then fail(fmt("%s: expected a module, got %s", fname, typename(m))) end
+end
+function M.save(module, path)
+    check_module("nn.save", module)
+    return module:save(path)
+end
+function M.load(module, path)
+    check_module("nn.load", module)
+    return module:load(path)
+end
 
 -- ---------------------------------------------------------------- init
 
@@ -289,6 +351,7 @@ local init = {}
 M.init = init
 
 local function fan_in_out(t)
+    check_tensor("init", "the tensor", t)
     local s = shape_of(t)
     if #s < 2 then fail(fmt("init: fan in/out need at least 2 dims, got shape %s", shape_str(t))) end
     local field = 1
@@ -299,15 +362,25 @@ init.fan_in_out = fan_in_out
 
 local function in_no_grad(fn) return autograd.no_grad(fn) end
 
-function init.uniform_(t, a, b) return in_no_grad(function() return t:uniform_(a or 0, b or 1) end) end
-function init.normal_(t, mean, std) return in_no_grad(function() return t:normal_(mean or 0, std or 1) end) end
-function init.constant_(t, v) return in_no_grad(function() return t:fill_(v) end) end
+function init.uniform_(t, a, b)
+    check_tensor("init.uniform_", "the tensor", t)
+    return in_no_grad(function() return t:uniform_(a or 0, b or 1) end)
+end
+function init.normal_(t, mean, std)
+    check_tensor("init.normal_", "the tensor", t)
+    return in_no_grad(function() return t:normal_(mean or 0, std or 1) end)
+end
+function init.constant_(t, v)
+    check_tensor("init.constant_", "the tensor", t)
+    return in_no_grad(function() return t:fill_(v) end)
+end
 function init.zeros_(t) return init.constant_(t, 0) end
 function init.ones_(t) return init.constant_(t, 1) end
 
 -- He et al.: U(-b, b) with b = gain * sqrt(3 / fan_in), gain = sqrt(2 / (1 + a^2)).
 function init.kaiming_uniform_(t, a)
     local fan_in = fan_in_out(t)
+    if a ~= nil and type(a) ~= "number" then fail("init.kaiming_uniform_: a must be a number, got " .. typename(a)) end
     local gain = math.sqrt(2 / (1 + (a or 0) ^ 2))
     local bound = gain * math.sqrt(3 / fan_in)
     return init.uniform_(t, -bound, bound)
@@ -316,6 +389,9 @@ end
 -- Glorot: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
 function init.xavier_uniform_(t, gain)
     local fi, fo = fan_in_out(t)
+    if gain ~= nil and type(gain) ~= "number" then
+        fail("init.xavier_uniform_: gain must be a number, got " .. typename(gain))
+    end
     local bound = (gain or 1) * math.sqrt(6 / (fi + fo))
     return init.uniform_(t, -bound, bound)
 end
@@ -482,7 +558,7 @@ local function pad_class(name, mode, sides, with_value)
                      type(p) == "table" and #p .. " of them" or typename(p)))
         end
         for i = 1, sides do
-            if type(p[i]) ~= "number" or p[i] ~= math.floor(p[i]) then
+            if not is_int(p[i]) then
                 fail(fmt("%s: paddings must be integers, got %s", name, tostring(p[i])))
             end
         end
@@ -521,7 +597,7 @@ factor_class("PixelUnshuffle", F.pixel_unshuffle)
 local Unflatten = Module:extend("Unflatten")
 M.Unflatten = Unflatten
 function Unflatten:init(dim, sizes)
-    if type(dim) ~= "number" or dim ~= math.floor(dim) then fail("Unflatten: dim must be an integer, got " .. tostring(dim)) end
+    if not is_int(dim) then fail("Unflatten: dim must be an integer, got " .. tostring(dim)) end
     if type(sizes) ~= "table" or #sizes == 0 then fail("Unflatten: expected a table of sizes, got " .. typename(sizes)) end
     self.dim, self.sizes = dim, sizes
 end
@@ -552,7 +628,7 @@ function Embedding:init(num, dim, opts)
     check_int("Embedding", "embedding_dim", dim)
     opts = opts_of("Embedding", opts, {padding_idx = true, dtype = true, device = true})
     local pad = opts.padding_idx
-    if pad ~= nil and (type(pad) ~= "number" or pad ~= math.floor(pad) or pad < 1 or pad > num) then
+    if pad ~= nil and (not is_int(pad) or pad < 1 or pad > num) then
         fail(fmt("Embedding: padding_idx must be an index in 1..%d, got %s", num, tostring(pad)))
     end
     self.num_embeddings, self.embedding_dim, self.padding_idx = num, dim, pad
@@ -606,19 +682,22 @@ end
 dropout_class("Dropout", F.dropout)
 dropout_class("Dropout2d", F.dropout2d)
 
--- Flatten(): N×d2×d3… -> N×(d2·d3…) (start_dim 2 by default).
+-- Flatten([start_dim = 2 [, end_dim = -1]]): N×d2×d3… -> N×(d2·d3…),
+-- dims start_dim..end_dim merged into one (t:flatten's dims).
 local Flatten = Module:extend("Flatten")
 M.Flatten = Flatten
-function Flatten:init(start_dim) self.start_dim = start_dim or 2 end
-function Flatten:forward(x)
-    local s = shape_of(x)
-    local d = self.start_dim
-    if d > #s then fail(fmt("Flatten: start dim %d for an input of shape %s", d, shape_str(x))) end
-    local keep = {}
-    for i = 1, d - 1 do keep[i] = s[i] end
-    keep[d] = -1
-    return x:reshape(keep)
+function Flatten:init(start_dim, end_dim)
+    start_dim, end_dim = start_dim or 2, end_dim or -1
+    for _, d in ipairs({start_dim, end_dim}) do
+        if not is_int(d) then fail("Flatten: dims must be integers, got " .. tostring(d)) end
+    end
+    self.start_dim, self.end_dim = start_dim, end_dim
 end
+function Flatten:forward(x)
+    check_tensor("Flatten", "input", x)
+    return x:flatten(self.start_dim, self.end_dim)
+end
+function Flatten:extra_repr() return self.start_dim .. ", " .. self.end_dim end
 
 -- Sequential(m1, m2, ...): calls each module on the previous one's output.
 local Sequential = Module:extend("Sequential")
@@ -662,7 +741,7 @@ function ModuleList:append(m)
     return self
 end
 function ModuleList:get(i)
-    if type(i) ~= "number" or i < 1 or i > self.n or i ~= math.floor(i) then
+    if type(i) ~= "number" or i < 1 or i > self.n or not is_int(i) then
         fail(fmt("ModuleList: index %s out of range 1..%d", tostring(i), self.n))
     end
     return self[tostring(i)]
