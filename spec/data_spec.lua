@@ -172,6 +172,16 @@ describe("data.read_idx", function()
         write_plain(path, "\0\0\8")
         assert.matches("truncated", err_of(data.read_idx, path))
 
+        -- a damaged header declaring a huge shape: refused before any allocation of that size
+        path = tmp("huge.idx")
+        write_plain(path, "\0\0\8\2\0\61\9\0\0\61\9\0xx")
+        e = err_of(data.read_idx, path)
+        assert.matches("read_idx: .*huge.idx is truncated: uint8 data of shape 4000000x4000000 needs 16000000000000 bytes, the file has 2", e)
+        path = tmp("huge.idx.gz") -- compressed: the size is unknown, so the allocation says it
+        write_gz(path, "\0\0\8\2\0\61\9\0\0\61\9\0xx")
+        e = err_of(data.read_idx, path)
+        assert.matches("read_idx: .*huge.idx.gz declares uint8 data of shape 4000000x4000000: out of memory", e)
+
         path = tmp("notidx.txt")
         write_plain(path, "hello world")
         e = err_of(data.read_idx, path)

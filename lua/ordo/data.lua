@@ -79,8 +79,11 @@ local function open_source(fname, path)
     if not f then fail(fmt("%s: cannot open %s", fname, tostring(err))) end
     local head = f:read(2)
     if head ~= "\31\139" then
+        local size = f:seek("end")
         f:seek("set", 0)
         return {
+            -- bytes not read yet: a header's sizes are checked against it before allocating
+            left = function() return size - f:seek() end,
             read = function(p, n)
                 local got = 0
                 while got < n do
@@ -162,10 +165,15 @@ local function read_idx_body(fname, path, src, limit)
         numel = numel / shape[1] * limit
         shape[1] = limit
     end
-    local t = tensor.empty(shape, {dtype = ty.dtype})
+    local what = fmt("%s data of shape %s", ty.name, tensor.shape_str(shape))
+    if src.left and numel * ty.size > src.left() then -- a damaged header: no allocation of its size
+        fail(fmt("%s: %s is truncated: %s needs %d bytes, the file has %d", fname, path, what, numel * ty.size,
+                 src.left()))
+    end
+    local made, t = pcall(tensor.empty, shape, {dtype = ty.dtype})
+    if not made then fail(fmt("%s: %s declares %s: %s", fname, path, what, tostring(t):gsub("^.-empty: ", ""))) end
     if numel == 0 then return t end
     local p = host_bytes(fname, t)
-    local what = fmt("%s data of shape %s", ty.name, tensor.shape_str(shape))
     if ty.size == 1 and ty.dtype == "uint8" then
         read_exact(fname, path, src, p, numel, what)
     elseif ty.size == 4 then
