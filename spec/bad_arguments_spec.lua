@@ -23,13 +23,18 @@ local function last_line(text)
 end
 
 describe("odd arguments to every public function", function()
-    for _, seed in ipairs({1, 2, 3}) do
-        it("raise a clear error or work, and leave the engine running (seed " .. seed .. ")", function()
+    -- the last run mixes in tensors on the simulated GPU (device code paths, devices mixed)
+    for _, run in ipairs({{seed = 1}, {seed = 2}, {seed = 3},
+                          {seed = 4, gpu = "ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64 "}}) do
+        local seed = run.seed
+        it(("raise a clear error or work, and leave the engine running (seed %d%s)"):format(seed,
+            run.gpu and ", with tensors on a simulated GPU" or ""), function()
             local dir = os.tmpname()
             os.remove(dir)
             assert(os.execute("mkdir -p " .. dir) == 0)
             local log, out = dir .. "/calls.log", dir .. "/out.txt"
-            local cmd = ("cd %s && %s %s %d 20 %s > %s 2>&1"):format(dir, ORDO, DRIVER, seed, log, out)
+            local cmd = ("cd %s && %s%s %s %d 20 %s %s > %s 2>&1"):format(dir, run.gpu or "", ORDO, DRIVER, seed, log,
+                                                                     run.gpu and "gpu" or "", out)
             local rc = os.execute(cmd)
             local output, calls = slurp(out), slurp(log)
             os.execute("rm -rf " .. dir)

@@ -5,8 +5,11 @@
 -- Run by spec/bad_arguments_spec.lua in a process of its own, from a
 -- scratch directory (a call may write a file named by its argument):
 --
---   build/ordo spec/support/odd_args.lua SEED CALLS_PER_FUNCTION LOG
+--   build/ordo spec/support/odd_args.lua SEED CALLS_PER_FUNCTION LOG [gpu]
 --
+-- With "gpu" (and a CUDA device, or the simulated one of
+-- ORDO_SIMULATED_GPUS=1), tensors on gpu(0) join the pool, and devices
+-- are mixed in the calls.
 -- Each call is written to LOG before it is made, so a crash names it.
 -- Prints one line per problem found, then "done N":
 --   RAW <fn> (<args>) <error>   a Lua error from inside ordo ("attempt to
@@ -22,6 +25,8 @@ local nn = ordo.nn
 local seed = tonumber(arg[1]) or 1
 local per = tonumber(arg[2]) or 6
 local log = assert(io.open(arg[3] or "odd_args.log", "w"))
+local with_gpu = arg[4] == "gpu"
+if with_gpu and not ordo.cuda.is_available() then error("odd_args: gpu asked for, but no CUDA device is available") end
 math.randomseed(seed)
 ordo.manual_seed(seed)
 
@@ -36,7 +41,7 @@ local SKIP = {
 
 -- A fresh pool per call: an in-place op must not change what the next call sees.
 local function pool()
-    return {
+    local p, n = {
         nil, 0, 1, -1, 2, 3, 2.5, -0.5, 1e18, -1e18, 0 / 0, 1 / 0, 2 ^ 40, -2 ^ 31, 2 ^ 53,
         "x", "float32", "int64", "uint8", "mean", "", {}, {1, 2}, {2, 3}, {-1}, {0}, {{1, 2}, {3}}, {1e18},
         {lr = 0.1}, {stride = 2}, {dim = 1}, {reduction = "x"}, true, false, function() end,
@@ -55,6 +60,12 @@ local function pool()
         ordo.cpu(0),
         nn.Linear(3, 2),
     }, 49
+    if with_gpu then -- two of the tensors move to gpu(0); its device joins the values
+        p[37] = p[37]:to(ordo.gpu(0))
+        p[43] = p[43]:to(ordo.gpu(0))
+        p[48] = ordo.gpu(0)
+    end
+    return p, n
 end
 local FIRST_TENSOR, LAST_TENSOR = 36, 47
 local MODULE_METHODS = {"parameters", "named_parameters", "named_modules", "named_buffers", "modules", "children",
