@@ -104,6 +104,11 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x, y) return x:matmul(y) end, {bt, m})
         check(function(x, y) return ordo.matmul(x, y:transpose(2, 3)) end, {a, bt})
         check(function(x) return x:t():matmul(x) end, {a})
+        -- above 3-D: batch dims broadcast (2x1 against 3), 1-D operands on either side
+        local a4, b3, v = randn(2, 1, 3, 4), randn(3, 4, 2), randn(4)
+        check(function(x, y) return x:matmul(y) end, {a4, b3})
+        check(function(x, y) return x:matmul(y) end, {a4, v})
+        check(function(x, y) return y:matmul(x:transpose(-1, -2)) end, {a4, randn(4)})
     end)
 
     it("views: view, reshape, flatten, transpose, permute, narrow, select, unsqueeze, squeeze, expand", function()

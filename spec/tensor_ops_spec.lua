@@ -455,6 +455,40 @@ describe("matmul", function()
         end
     end)
 
+    it("above 3-D: batch dims broadcast as Torch's (missing ones count as 1), against plain Lua", function()
+        ordo.manual_seed(63)
+        -- out[i][j] = a[i][1] @ b[j] for a 2x1xMxK and b 3xKxN: out 2x3xMxN
+        for _, dt in ipairs({"float32", "float64", "int64"}) do
+            local m, k, n = 2, 3, 4
+            local a = ordo.randint(-4, 5, {2, 1, m, k}):to(dt)
+            local b = ordo.randint(-4, 5, {3, k, n}):to(dt)
+            local y = a:matmul(b)
+            assert.same({2, 3, m, n}, y:shape())
+            assert.equals(dt, y:dtype())
+            local ta, tb, ty = a:totable(), b:totable(), y:totable()
+            for i = 1, 2 do for j = 1, 3 do for r = 1, m do for c = 1, n do
+                local sum = 0
+                for q = 1, k do sum = sum + ta[i][1][r][q] * tb[j][q][c] end
+                assert.near(sum, ty[i][j][r][c], 1e-4)
+            end end end end
+            -- non-contiguous, and a 1-D operand on each side
+            local at = ordo.randint(-4, 5, {2, 3, k, m}):to(dt):transpose(3, 4)
+            local v = ordo.randint(-4, 5, {k}):to(dt)
+            local tat, tv, yv = at:totable(), v:totable(), at:matmul(v):totable()
+            for i = 1, 2 do for j = 1, 3 do for r = 1, m do
+                local sum = 0
+                for q = 1, k do sum = sum + tat[i][j][r][q] * tv[q] end
+                assert.near(sum, yv[i][j][r], 1e-4)
+            end end end
+            assert.same({2, 3, n}, ordo.randn(k):to(dt):matmul(b:expand(2, 3, k, n)):shape())
+        end
+        assert.same({0, 3, 2, 4}, ordo.zeros({0, 1, 2, 3}):matmul(ordo.zeros({3, 3, 4})):shape())
+        local err = H.raises(function() return ordo.zeros({2, 3, 4, 5}):matmul(ordo.zeros({4, 5, 6})) end,
+                             "matmul", "batch dims", "2x3x4x5", "4x5x6", "3 against 4")
+        assert.truthy(err)
+        H.raises(function() return ordo.zeros({2, 3, 4, 5}):matmul(ordo.zeros({4, 6})) end, "matmul", "5 and 4")
+    end)
+
     it("1-D operands (vector products) and mixed dtypes", function()
         local v = ordo.tensor({1, 2, 3})
         local m = ordo.tensor({{1, 0}, {0, 1}, {1, 1}})

@@ -400,7 +400,44 @@ function M.install(ag)
             return matmul_bw(g, a, b, a._rg, b._rg)
         end, {a, b})
     end
+    -- Operands above 3-D (Torch's broadcast batched matmul): the batch dims
+    -- (all but the last two; a 1-D operand is a row or a column) broadcast
+    -- against each other, both operands are expanded to them and flattened
+    -- into one batch of 3-D matmul.  Made of differentiable ops, so the
+    -- gradients (summed back over broadcast dims) need no code of their own.
+    local function matmul_nd(a, b)
+        local sa, sb = shape_of(a), shape_of(b)
+        local va = #sa == 1 and a:view(1, sa[1]) or a
+        local vb = #sb == 1 and b:view(sb[1], 1) or b
+        local SA, SB = shape_of(va), shape_of(vb)
+        local m, k, k2, n = SA[#SA - 1], SA[#SA], SB[#SB - 1], SB[#SB]
+        if k ~= k2 then
+            fail(fmt("matmul: shapes %s and %s cannot be multiplied (inner dimensions %d and %d differ)",
+                     tensor.shape_str(sa), tensor.shape_str(sb), k, k2))
+        end
+        local nba, nbb = #SA - 2, #SB - 2
+        local nbatch = math.max(nba, nbb)
+        local batch, total = {}, 1
+        for i = 1, nbatch do
+            local x, y = SA[i - (nbatch - nba)] or 1, SB[i - (nbatch - nbb)] or 1 -- missing leading dims: 1
+            if x ~= y and x ~= 1 and y ~= 1 then
+                fail(fmt("matmul: batch dims of shapes %s and %s do not broadcast (%d against %d)",
+                         tensor.shape_str(sa), tensor.shape_str(sb), x, y))
+            end
+            batch[i] = x == 1 and y or x
+            total = total * batch[i]
+        end
+        local ea, eb, es = {unpack(batch)}, {unpack(batch)}, {unpack(batch)}
+        ea[nbatch + 1], ea[nbatch + 2] = m, k
+        eb[nbatch + 1], eb[nbatch + 2] = k, n
+        es[nbatch + 1], es[nbatch + 2] = m, n
+        local y = tensor.matmul(va:expand(ea):reshape(total, m, k), vb:expand(eb):reshape(total, k, n)):view(es)
+        if #sa == 1 then return y:squeeze(nbatch + 1) end
+        if #sb == 1 then return y:squeeze(nbatch + 2) end
+        return y
+    end
     tensor.matmul = function(a, b)
+        if is_tensor(a) and is_tensor(b) and (a._c.ndim > 3 or b._c.ndim > 3) then return matmul_nd(a, b) end
         local y = raw_matmul(a, b)
         if needs(a, b) then rec_matmul(a, b, y) end
         return y
