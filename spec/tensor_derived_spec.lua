@@ -55,6 +55,53 @@ describe("derived ops", function()
         H.raises(function() return a:var(1, false, "x") end, "var", "correction")
     end)
 
+    it("sum, mean, var, std, logsumexp, norm, all and any over a list of dims, as Torch's; gradients", function()
+        -- a 2x3x4 tensor of known values, reduced over dims 1 and 3: one answer per middle index
+        local vals, n = {}, 0
+        for i = 1, 2 do
+            vals[i] = {}
+            for j = 1, 3 do
+                vals[i][j] = {}
+                for k = 1, 4 do n = n + 1; vals[i][j][k] = (n * 7) % 11 - 5 end
+            end
+        end
+        local t = ordo.tensor(vals, "float64")
+        local function over_1_3(j)
+            local xs = {}
+            for i = 1, 2 do for k = 1, 4 do xs[#xs + 1] = vals[i][j][k] end end
+            return xs
+        end
+        local want = {sum = {}, mean = {}, var = {}, std = {}, lse = {}, norm = {}}
+        for j = 1, 3 do
+            local xs = over_1_3(j)
+            local s, e, q = 0, 0, 0
+            for _, x in ipairs(xs) do s, e, q = s + x, e + math.exp(x), q + x * x end
+            want.sum[j], want.mean[j], want.var[j] = s, s / #xs, var(xs, 1)
+            want.std[j], want.lse[j], want.norm[j] = math.sqrt(var(xs, 1)), math.log(e), math.sqrt(q)
+        end
+        close(want.sum, t:sum({1, 3}):totable())
+        close(want.sum, ordo.sum(t, {-1, 1}):totable()) -- any order, negative dims
+        close(want.mean, t:mean({1, 3}):totable())
+        close(want.var, t:var({1, 3}):totable())
+        close(want.std, t:std({3, 1}):totable())
+        close(want.lse, t:logsumexp({1, 3}):totable())
+        close(want.norm, t:norm(2, {1, 3}):totable())
+        assert.same({1, 3, 1}, t:mean({1, 3}, true):shape())
+        close(want.mean, t:mean({1, 3}, true):reshape(3):totable())
+        assert.same({{1, 1, 1}}, t:ne(0):any({1, 3}, true):reshape(1, 3):totable())
+        assert.same({0, 0, 0}, t:eq(100):any({1, 3}):totable())
+        close({t:sum():item()}, {t:sum({1, 2, 3}):item()})
+        assert.same({0, 0}, ordo.zeros({2, 0, 3}):sum({2, 3}):totable()) -- nothing to add: 0
+        -- gradients reach every element, through the merged dims
+        local x = ordo.randn({2, 3, 4}, {dtype = "float64"}):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(v) return v:mean({1, 3}) end, {x}))
+        assert.is_true(ordo.autograd.gradcheck(function(v) return v:var({2, 3}, true) end, {x}))
+        assert.is_true(ordo.autograd.gradcheck(function(v) return v:norm(2, {1, 2}) end, {x}))
+        H.raises(function() return t:sum({}) end, "sum", "list of dims is empty")
+        H.raises(function() return t:mean({2, -2}) end, "mean", "appears twice")
+        H.raises(function() return t:var({1, 4}) end, "var", "dim 4 out of range")
+    end)
+
     it("norm: 2 (default), 1, inf and other p, over all and over a dim", function()
         local a = ordo.tensor(rows, "float64")
         local s1, s2, mx, s3 = 0, 0, 0, 0

@@ -929,4 +929,58 @@ function Tensor:split(size, dim)
     return cut(self, sizes, dim)
 end
 
+-- ---------------------------------------------------------------- reductions over several dims
+
+-- x with the dims of the list dims (from 1, negative from the end) moved
+-- last and merged into one, and the shape the reduction has with keepdim
+-- (1 at each reduced dim).
+local function merged_dims(fname, x, dims)
+    local n = #dims
+    if n == 0 then fail(fname .. ": the list of dims is empty") end
+    local reduced = {}
+    for i = 1, n do
+        if dims[i] == nil then fail(fmt("%s: dim %d of the list is nil", fname, i)) end
+        local d = tensor.norm_dim(fname, x, dims[i]) + 1
+        if reduced[d] then fail(fmt("%s: dim %s appears twice in the list", fname, tostring(dims[i]))) end
+        reduced[d] = true
+    end
+    local s = x:shape()
+    local perm, merged, keep_shape, count = {}, {}, {}, 1
+    for i = 1, #s do
+        if not reduced[i] then
+            perm[#perm + 1], merged[#merged + 1] = i, s[i]
+        end
+        keep_shape[i] = reduced[i] and 1 or s[i]
+    end
+    for i = 1, #s do
+        if reduced[i] then perm[#perm + 1], count = i, count * s[i] end
+    end
+    merged[#merged + 1] = count
+    return x:permute(perm):reshape(merged), keep_shape
+end
+
+-- The reductions whose dim may also be a list of dims, as Torch's
+-- (t:mean({3, 4}): the mean of each N x C plane): the dims merged into
+-- one, then reduced as one dim; made of differentiable ops.
+for _, name in ipairs({"sum", "mean", "var", "std", "logsumexp", "all", "any"}) do
+    local one_dim = Tensor[name]
+    Tensor[name] = function(self, dim, keepdim, ...)
+        if type(dim) ~= "table" then return one_dim(self, dim, keepdim, ...) end
+        check_self(name, self)
+        local x, keep_shape = merged_dims(name, self, dim)
+        local r = one_dim(x, -1, false, ...)
+        if keepdim then r = r:reshape(keep_shape) end
+        return r
+    end
+end
+local norm_one_dim = Tensor.norm
+function Tensor:norm(p, dim, keepdim)
+    if type(dim) ~= "table" then return norm_one_dim(self, p, dim, keepdim) end
+    check_self("norm", self)
+    local x, keep_shape = merged_dims("norm", self, dim)
+    local r = norm_one_dim(x, p, -1, false)
+    if keepdim then r = r:reshape(keep_shape) end
+    return r
+end
+
 return M
