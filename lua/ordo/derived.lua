@@ -973,6 +973,20 @@ for _, name in ipairs({"sum", "mean", "var", "std", "logsumexp", "all", "any"}) 
         return r
     end
 end
+-- amax / amin([dim [, keepdim]]): the largest (smallest) values over all
+-- elements, a dim or a list of dims -- max/min's values without indices.
+for name, one in pairs({amax = "max", amin = "min"}) do
+    Tensor[name] = function(self, dim, keepdim)
+        check_self(name, self)
+        if dim == nil then return Tensor[one](self) end
+        if type(dim) ~= "table" then return (Tensor[one](self, dim, keepdim)) end
+        local x, keep_shape = merged_dims(name, self, dim)
+        local r = Tensor[one](x, -1, false)
+        if keepdim then r = r:reshape(keep_shape) end
+        return r
+    end
+end
+
 local norm_one_dim = Tensor.norm
 function Tensor:norm(p, dim, keepdim)
     if type(dim) ~= "table" then return norm_one_dim(self, p, dim, keepdim) end
@@ -981,6 +995,58 @@ function Tensor:norm(p, dim, keepdim)
     local r = norm_one_dim(x, p, -1, false)
     if keepdim then r = r:reshape(keep_shape) end
     return r
+end
+
+-- repeat_interleave(repeats [, dim]): each element along dim (without a
+-- dim: of the flattened tensor) repeated -- repeats times (an integer), or
+-- repeats[i] times for element i (a list or an integer tensor of one count
+-- per element).  Counts given as a list or tensor are read (a wait); the
+-- index is then built by the engine: a 1 marked at each element's first
+-- output place, summed up (cumsum), so a zero count skips its element.
+function Tensor:repeat_interleave(repeats, dim)
+    local fname = "repeat_interleave"
+    check_self(fname, self)
+    local x, d = self, 1
+    if dim == nil then x = self:reshape(-1) else d = tensor.norm_dim(fname, self, dim) + 1 end
+    local s = x:shape()
+    local n = s[d]
+    if type(repeats) == "number" then
+        if not is_int(repeats) or repeats < 0 then
+            fail(fname .. ": repeats must be an integer >= 0, a list or a tensor of them, got " .. tostring(repeats))
+        end
+        local expanded, out = {}, {}
+        for i = 1, #s do
+            expanded[#expanded + 1] = s[i]
+            if i == d then expanded[#expanded + 1] = repeats end
+            out[i] = i == d and s[i] * repeats or s[i]
+        end
+        return x:unsqueeze(d + 1):expand(expanded):reshape(out)
+    end
+    local counts = repeats
+    if type(repeats) == "table" and getmetatable(repeats) == nil then
+        counts = tensor.tensor(#repeats > 0 and repeats or {0}, tensor.like(x, "int64"))
+        if #repeats == 0 then counts = counts:narrow(1, 1, 0) end
+    elseif not is_tensor(repeats) then
+        fail(fname .. ": repeats must be an integer >= 0, a list or a tensor of them, got " .. typename(repeats))
+    end
+    local dt = counts:dtype()
+    if dt == "float32" or dt == "float64" or counts:dim() > 1 then
+        fail(fmt("%s: repeats must hold integers in one dim, got %s of shape %s", fname, dt, shape_of_str(counts)))
+    end
+    counts = counts:reshape(-1):to("int64")
+    if counts:numel() == 1 and n ~= 1 then counts = counts:expand(n) end -- one count for all
+    if counts:numel() ~= n then
+        fail(fmt("%s: %d counts for %d elements along dim %d (shape %s)", fname, counts:numel(), n, d,
+                 shape_of_str(self)))
+    end
+    if n == 0 then return x end
+    if counts:min():item() < 0 then fail(fname .. ": repeats must be >= 0") end
+    local total = counts:sum():item()
+    local starts = counts:cumsum(1) - counts -- each element's first place in the output, from 0
+    local first = starts:masked_select(starts:lt(total)) + 1 -- elements with a place (trailing zero counts have none)
+    local marks = tensor.zeros({total}, tensor.like(x, "int64"))
+    marks:scatter_add_(1, first, tensor.ones_like(first))
+    return x:index_select(d, marks:cumsum(1))
 end
 
 return M

@@ -222,13 +222,13 @@ local function new_on(fname, t, shape, dt)
     return new_raw(fname, shape, dt, result_ctx(c.ctx), c.storage.engine)
 end
 
-local function empty_like(t, dt)
+local function empty_like(t, dt, fname)
     gc_check()
     local c = C.ordo_tensor_empty_like(t._c, dt or t._c.dtype)
     if c == nil then
         local retried = nomem_relieved(t._c)
         if retried then c = C.ordo_tensor_empty_like(t._c, dt or t._c.dtype) end
-        if c == nil then fail_alloc(nil, retried) end
+        if c == nil then fail_alloc(fname, retried) end
     end
     return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
 end
@@ -410,7 +410,7 @@ end
 -- t converted to dtype dt (t itself when it already is).
 local function cast(fname, t, dt)
     if t._c.dtype == dt then return t end
-    local out = empty_like(t, dt)
+    local out = empty_like(t, dt, fname)
     return push1(K.copy, fname, out, t)
 end
 
@@ -1058,14 +1058,14 @@ end
 
 function Tensor:clone()
     check_self("clone", self)
-    local out = empty_like(self)
+    local out = empty_like(self, nil, "clone")
     return push1(K.copy, "clone", out, self)
 end
 
 function Tensor:contiguous()
     check_self("contiguous", self)
     if C.ordo_tensor_is_contiguous(self._c) ~= 0 then return self end
-    return push1(K.copy, "contiguous", empty_like(self), self)
+    return push1(K.copy, "contiguous", empty_like(self, nil, "contiguous"), self)
 end
 
 -- t:to(dtype), t:to(device), t:to(device, dtype): self when nothing changes.
@@ -1076,10 +1076,12 @@ function Tensor:to(a, b)
     for _, x in ipairs({a, b}) do
         if type(x) == "string" and DT[x] then
             dt = DT[x]
+        elseif is_tensor(x) then -- t:to(u): u's dtype and device, as Torch
+            dt, dev = x._c.dtype, util.device_of_ctx(x._c.ctx)
         elseif x ~= nil then
             local d = util.parse_device("to", x)
             if not d then
-                fail(fmt("to: expected a dtype (float32, float64, int32, int64, uint8) or a device (ordo.cpu(n), ordo.cpu_pinned(n), ordo.gpu(n)), got %s",
+                fail(fmt("to: expected a dtype (float32, float64, int32, int64, uint8), a device (ordo.cpu(n), ordo.cpu_pinned(n), ordo.gpu(n)) or a tensor, got %s",
                          type(x) == "string" and ("'" .. x .. "'") or typename(x)))
             end
             dev = d
@@ -1092,6 +1094,13 @@ function Tensor:to(a, b)
     local out = new_raw("to", shape_of(self), dt, dev._ctx, c.storage.engine)
     push(K.copy, "to", BCAST + CROSS, {self}, {out})
     return out
+end
+
+-- type_as(u): t in u's dtype (t itself when it has it already).
+function Tensor:type_as(u)
+    check_self("type_as", self)
+    if not is_tensor(u) then fail("type_as: expected a tensor, got " .. typename(u)) end
+    return self:to(DT_NAME[u._c.dtype])
 end
 
 function Tensor:float()
@@ -1221,7 +1230,7 @@ local function binary(spec, a, b)
         return binary(spec, st, t)
     end
     if not spec.cmp and INT_RANGE[dt] then check_fits(name, I64, s, WRAPS) end
-    local out = empty_like(t, spec.cmp and U8 or dt)
+    local out = empty_like(t, spec.cmp and U8 or dt, name)
     return push1(kid, name, out, t, s)
 end
 
@@ -1346,7 +1355,7 @@ local function trunc_div(name, self, b, inplace)
     end
     if b == 0 then fail(name .. ": integer division by zero") end
     check_fits(name, self._c.dtype, b)
-    return push1(K.div_scalar, name, inplace and self or empty_like(self), self, b)
+    return push1(K.div_scalar, name, inplace and self or empty_like(self, nil, name), self, b)
 end
 
 function Tensor:div(b, mode)
@@ -1415,11 +1424,11 @@ for name, spec in pairs(UN) do
             if (spec.id_u8 and dt == U8) or (spec.id_int and INT[dt]) then return self:clone() end
             if spec.u8 and dt == U8 then return spec.u8(self) end
             if spec.float then
-                return push1(kid, name, empty_like(self, F32), cast(name, self, F32))
+                return push1(kid, name, empty_like(self, F32, name), cast(name, self, F32))
             end
             fail(fmt("%s: dtype %s not supported (expected %s)", name, DT_NAME[dt], allowed_str(allowed)))
         end
-        return push1(kid, name, empty_like(self), self)
+        return push1(kid, name, empty_like(self, nil, name), self)
     end
     Tensor[name .. "_"] = function(self)
         local iname = name .. "_"
@@ -1631,7 +1640,7 @@ local function masked_fill(fname, self, mask, value, out)
         end
     end
     check_fits(fname, self._c.dtype, value)
-    out = out or empty_like(self)
+    out = out or empty_like(self, nil, fname)
     push(K.masked_fill, fname, BCAST, {self, mask}, {out}, {value})
     return out
 end
@@ -1720,7 +1729,7 @@ local function softmax(fname, kid, t, dim)
     if t._c.ndim == 0 then fail(fmt("%s: expected a tensor with at least one dim, got a scalar", fname)) end
     local d = norm_dim(fname, t, dim or -1)
     local x = ISFLOAT[t._c.dtype] and t or cast(fname, t, F32)
-    local out = empty_like(x)
+    local out = empty_like(x, nil, fname)
     push(kid, fname, 0, {x}, {out}, nil, {d})
     return out
 end
@@ -1746,7 +1755,7 @@ function Tensor:cumsum(dim)
     end
     local d = line_dim("cumsum", self, dim)
     local x = ISFLOAT[self._c.dtype] and self or cast("cumsum", self, I64)
-    local out = empty_like(x)
+    local out = empty_like(x, nil, "cumsum")
     push(K.cumsum, "cumsum", 0, {x}, {out}, nil, {d})
     return out
 end
@@ -1761,7 +1770,7 @@ function Tensor:cumprod(dim)
     end
     local d = line_dim("cumprod", self, dim)
     local x = ISFLOAT[self._c.dtype] and self or cast("cumprod", self, I64)
-    local out = empty_like(x)
+    local out = empty_like(x, nil, "cumprod")
     push(K.cumprod, "cumprod", 0, {x}, {out}, nil, {d})
     return out
 end
@@ -1770,7 +1779,7 @@ end
 -- autograd: exact where x has zeros (no division; kernels/cpu/lines.c).
 function M.cumprod_backward(x, g, dim)
     local d = line_dim("cumprod", x, dim or 1)
-    local gx = empty_like(x)
+    local gx = empty_like(x, nil, "cumprod_backward")
     push(K.cumprod_backward, "cumprod_backward", 0, {x, g}, {gx}, nil, {d})
     return gx
 end
@@ -1785,7 +1794,7 @@ function Tensor:sort(dim, descending)
         fail("sort: descending must be a boolean, got " .. typename(descending))
     end
     local d = line_dim("sort", self, dim or -1)
-    local values, idx = empty_like(self), empty_like(self, I64)
+    local values, idx = empty_like(self, nil, "sort"), empty_like(self, I64, "sort")
     push(K.sort, "sort", 0, {self}, {values, idx}, nil, {d, descending and 1 or 0})
     return values, push1(K.add_scalar, "sort", idx, idx, 1)
 end
