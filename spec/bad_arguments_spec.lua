@@ -8,13 +8,7 @@ local root = os.getenv("PWD") or "."
 local ORDO = root .. "/build/ordo"
 local DRIVER = root .. "/spec/support/odd_args.lua"
 
-local function slurp(path)
-    local f = io.open(path, "rb")
-    if not f then return "" end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
+local slurp = require("support.helpers").slurp
 
 local function last_line(text)
     local last

@@ -7,13 +7,7 @@ local ORDO = root .. "/build/ordo"
 
 local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
-local function slurp(path)
-    local f = io.open(path, "rb")
-    if not f then return "" end
-    local s = f:read("*a")
-    f:close()
-    return s
-end
+local slurp = require("support.helpers").slurp
 
 local function write(path, text)
     local f = assert(io.open(path, "wb"))

@@ -1103,25 +1103,12 @@ function Tensor:type_as(u)
     return self:to(DT_NAME[u._c.dtype])
 end
 
-function Tensor:float()
-    check_self("float", self)
-    return self:to("float32")
-end
-function Tensor:double()
-    check_self("double", self)
-    return self:to("float64")
-end
-function Tensor:int()
-    check_self("int", self)
-    return self:to("int32")
-end
-function Tensor:long()
-    check_self("long", self)
-    return self:to("int64")
-end
-function Tensor:byte()
-    check_self("byte", self)
-    return self:to("uint8")
+-- t:float(), t:double(), t:int(), t:long(), t:byte(): t:to(that dtype)
+for name, dt in pairs({float = "float32", double = "float64", int = "int32", long = "int64", byte = "uint8"}) do
+    Tensor[name] = function(self)
+        check_self(name, self)
+        return self:to(dt)
+    end
 end
 function Tensor:cpu()
     check_self("cpu", self)

@@ -149,4 +149,13 @@ function H.random_program(ordo, seed, n, opts)
     return out
 end
 
+-- The bytes of the file at path, or "" when it cannot be read.
+function H.slurp(path)
+    local f = io.open(path, "rb")
+    if not f then return "" end
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
 return H
