@@ -227,6 +227,16 @@ describe("every public function checks its arguments", function()
         {function() local _ = ordo.eye(2 ^ 31) end, "eye", "too large"},
         {function() local _ = a:flatten(2, 1) end, "flatten", "start_dim 2", "end_dim 1"},
         {function() local _ = a:flatten(3) end, "flatten", "dim 3"},
+        -- a view whose element count would overflow int64
+        {function() local _ = a:expand(1e18, 2, 3) end, "expand", "too many elements"},
+        -- numbers written into integer tensors must fit (truncated toward zero, never wrapped)
+        {function() local _ = ordo.tensor({1, 300}, "uint8") end, "tensor", "300", "uint8"},
+        {function() local _ = ordo.tensor({-1}, "uint8") end, "tensor", "-1", "uint8"},
+        {function() local _ = ordo.tensor({{1}, {0 / 0}}, "int32") end, "tensor", "nan", "int32"},
+        {function() local _ = ordo.tensor({2 ^ 63}, "int64") end, "tensor", "int64"},
+        {function() local _ = a:index_select(2, {math.huge}) end, "index_select", "inf", "int64"},
+        {function() ordo.zeros({2}, "int32"):copy_({1, 2 ^ 31}) end, "copy_", "int32"},
+        {function() local _ = a:reshape(6, 1):repeat_interleave(1e18, 2) end, "expand", "too many elements"},
     }
     it("and names the function in the error", function()
         for i, case in ipairs(cases) do

@@ -103,6 +103,22 @@ static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
     }
 }
 
+/* Whether a shape's element count, in bytes of dtype, fits int64 (sizes
+ * not negative): the bound ordo_tensor_empty allocates under, which views
+ * that grow a tensor (expand, as_strided) must keep too, for numel and
+ * the kernels' index arithmetic never to overflow. */
+static int shape_fits(int ndim, const int64_t *shape, int dtype) {
+    int64_t numel = 1, es = (int64_t)ordo_dtype_size(dtype);
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0) return 1;
+    }
+    for (int i = 0; i < ndim; i++) {
+        if (numel > (INT64_MAX / es) / shape[i]) return 0;
+        numel *= shape[i];
+    }
+    return 1;
+}
+
 static ordo_tensor *desc_new(void) {
     ordo_tensor *t = malloc(sizeof *t);
     if (!t) tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory");
@@ -199,6 +215,18 @@ ordo_tensor *ordo_tensor_as_strided(const ordo_tensor *t, int ndim, const int64_
             tensor_set_error("as_strided: negative size %lld", (long long)shape[i]);
             return NULL;
         }
+        if (shape[i] > 1 && (strides[i] > INT64_MAX / (shape[i] - 1) || strides[i] < -(INT64_MAX / (shape[i] - 1)))) {
+            tensor_set_error("as_strided: size %lld with stride %lld reaches past any storage", (long long)shape[i],
+                             (long long)strides[i]);
+            return NULL;
+        }
+    }
+    if (!shape_fits(ndim, shape, t->dtype)) {
+        char b[128];
+        tensor_set_error("as_strided: shape %s is too large", shape_arr_str(ndim, shape, b, sizeof b));
+        return NULL;
+    }
+    for (int i = 0; i < ndim; i++) {
         numel *= shape[i];
         if (shape[i] > 0) {
             int64_t span = (shape[i] - 1) * strides[i];
@@ -390,7 +418,7 @@ ordo_tensor *ordo_tensor_expand(const char *op, const ordo_tensor *t, int ndim, 
                          ndim > ORDO_MAX_DIMS ? "too many dims" : "fewer dims than the tensor");
         return NULL;
     }
-    int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
+    int64_t shape[ORDO_MAX_DIMS] = {0}, strides[ORDO_MAX_DIMS] = {0}; /* zeroed: gcc cannot see ndim covers them */
     int lead = ndim - t->ndim;
     for (int i = 0; i < ndim; i++) {
         int j = i - lead;
@@ -415,6 +443,11 @@ ordo_tensor *ordo_tensor_expand(const char *op, const ordo_tensor *t, int ndim, 
                              (long long)t->shape[j], (long long)want);
             return NULL;
         }
+    }
+    if (!shape_fits(ndim, shape, t->dtype)) {
+        tensor_set_error("%s: cannot expand shape %s to %s (too many elements)", op, shp(t, b1),
+                         shape_arr_str(ndim, shape, b2, sizeof b2));
+        return NULL;
     }
     return view_of(t, ndim, shape, strides, t->offset);
 }

@@ -33,12 +33,14 @@ typedef struct gather_ctx {
         const int64_t *idx = (const int64_t *)p[1];                                  \
         const T *x = (const T *)p[2];                                                \
         for (int64_t i = 0; i < n; i++) {                                            \
-            const int64_t k = idx[i * s[1]] - c->base;                               \
-            if (k < 0 || k >= c->extent) {                                           \
-                c->bad = k + c->base;                                                \
+            /* unsigned: no overflow for any index (INT64_MIN - 1), one compare */   \
+            const int64_t v = idx[i * s[1]];                                         \
+            const uint64_t k = (uint64_t)v - (uint64_t)c->base;                      \
+            if (k >= (uint64_t)c->extent) {                                          \
+                c->bad = v;                                                          \
                 return 1;                                                            \
             }                                                                        \
-            y[i * s[0]] = x[i * s[2] + k * c->sd];                                   \
+            y[i * s[0]] = x[i * s[2] + (int64_t)k * c->sd];                          \
         }                                                                            \
         return 0;                                                                    \
     }
@@ -196,9 +198,9 @@ static int check_index_loop(int64_t n, char *const *p, const int64_t *s, void *c
     gather_ctx *c = ctx;
     const int64_t *idx = (const int64_t *)p[0];
     for (int64_t i = 0; i < n; i++) {
-        const int64_t k = idx[i * s[0]] - c->base;
-        if (k < 0 || k >= c->extent) {
-            c->bad = k + c->base;
+        const int64_t v = idx[i * s[0]];
+        if ((uint64_t)v - (uint64_t)c->base >= (uint64_t)c->extent) { /* as the gather loop */
+            c->bad = v;
             return 1;
         }
     }

@@ -68,12 +68,14 @@ __global__ void gather_kernel(E *y, const int64_t *idx, const E *x, nd_walk<3> w
     CU_GRID_STRIDE(i, g.n) {
         int64_t off[3];
         nd_offsets(w, i, off);
-        const int64_t k = idx[off[1]] - g.base;
-        if ((uint64_t)k >= (uint64_t)g.extent) { /* one compare catches negatives too */
-            cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, k + g.base, g.extent);
+        /* unsigned: no overflow for any index, and one compare catches negatives too */
+        const int64_t v = idx[off[1]];
+        const uint64_t k = (uint64_t)v - (uint64_t)g.base;
+        if (k >= (uint64_t)g.extent) {
+            cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, v, g.extent);
             continue;
         }
-        y[off[0]] = x[off[2] + k * g.sd];
+        y[off[0]] = x[off[2] + (int64_t)k * g.sd];
     }
 }
 
@@ -142,8 +144,8 @@ __global__ void check_index_kernel(const int64_t *idx, nd_walk<1> w, idx_geom g,
     CU_GRID_STRIDE(i, g.n) {
         int64_t off;
         nd_offsets(w, i, &off);
-        const int64_t k = idx[off] - g.base;
-        if ((uint64_t)k >= (uint64_t)g.extent) cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, k + g.base, g.extent);
+        const int64_t v = idx[off];
+        if ((uint64_t)v - (uint64_t)g.base >= (uint64_t)g.extent) cu_report(slot, CU_ERR_INDEX_RANGE, g.kid, v, g.extent);
     }
 }
 
@@ -159,9 +161,9 @@ __global__ void scatter_kernel(const int64_t *idx, const T *src, T *y, nd_walk<3
     CU_GRID_STRIDE(i, g.n) {
         int64_t off[3];
         nd_offsets(w, i, off);
-        const int64_t k = idx[off[0]] - g.base;
-        if ((uint64_t)k >= (uint64_t)g.extent) continue; /* never written; reported by the check */
-        atomic_add(y + off[2] + k * g.sd, src[off[1]]);
+        const uint64_t k = (uint64_t)idx[off[0]] - (uint64_t)g.base;
+        if (k >= (uint64_t)g.extent) continue; /* never written; reported by the check */
+        atomic_add(y + off[2] + (int64_t)k * g.sd, src[off[1]]);
     }
 }
 

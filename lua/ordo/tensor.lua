@@ -531,7 +531,10 @@ local function from_data(fname, data, dt, ctx, e)
     local t = new_raw(fname, shape, dt, on_gpu and CPU0._ctx or ctx, e)
     -- a fresh storage has no ops: write it directly
     local p = ffi.cast(PTR[dt], host_ptr(t))
-    for i = 1, #flat do p[i - 1] = flat[i] end -- integers: truncated toward zero
+    if INT_RANGE[dt] then -- integers: truncated toward zero, and refused when out of range (no silent wrap)
+        for i = 1, #flat do check_fits(fname, dt, flat[i]) end
+    end
+    for i = 1, #flat do p[i - 1] = flat[i] end
     C.ordo_tensor_numel(t._c)
     if not on_gpu then return t end
     local g = new_raw(fname, shape, dt, ctx, t._c.storage.engine)

@@ -2151,6 +2151,11 @@ static void kernel_index_base_one(void) {
         EXPECT_FAIL(names[kk], &k, "index 4 out of range for dim 1 of size 3 (indices count from 1)");
         first[0] = 0;
         EXPECT_FAIL(names[kk], &k, "index 0 out of range for dim 1");
+        /* the extremes of int64: refused as they are (INT64_MIN - base must not overflow) */
+        first[0] = INT64_MIN;
+        EXPECT_FAIL(names[kk], &k, "index -9223372036854775808 out of range for dim 1");
+        first[0] = INT64_MAX;
+        EXPECT_FAIL(names[kk], &k, "index 9223372036854775807 out of range for dim 1");
         first[0] = keep;
         k.iparam[1] = 2;
         EXPECT_FAIL(names[kk], &k, "iparam 1 (the first index) must be 0 or 1");
@@ -2178,6 +2183,9 @@ static void kernel_index_base_one(void) {
         memcpy(a0.base, a1.base, 12 * sizeof(float));
         EXPECT_FAIL(adds[kk], &k, "index -1 out of range for dim 1 of size 3 (indices count from 1)");
         CHECK(memcmp(a0.base, a1.base, 12 * sizeof(float)) == 0); /* a failed add leaves y as it was */
+        first[0] = INT64_MIN;
+        EXPECT_FAIL(adds[kk], &k, "index -9223372036854775808 out of range");
+        CHECK(memcmp(a0.base, a1.base, 12 * sizeof(float)) == 0);
         first[0] = keep;
         k.iparam[1] = -1;
         EXPECT_FAIL(adds[kk], &k, "must be 0 or 1");

@@ -129,6 +129,22 @@ static void test_views(void) {
     /* bounds */
     int64_t big[1] = {13}, one[1] = {1};
     CHECK(ordo_tensor_as_strided(a, 1, big, one, 0) == NULL);
+    /* shapes whose element count (or span) would overflow int64: refused, not wrapped */
+    int64_t huge2[2] = {(int64_t)1 << 40, (int64_t)1 << 40}, zero2[2] = {0, 0}, wide[1] = {(int64_t)1 << 62};
+    int64_t far[1] = {(int64_t)1 << 62};
+    CHECK(ordo_tensor_as_strided(a, 2, huge2, zero2, 0) == NULL);
+    CHECK(strstr(ordo_tensor_error(), "too large") != NULL);
+    int64_t three[1] = {3}; /* 2 * 2^62 overflows */
+    CHECK(ordo_tensor_as_strided(a, 1, three, far, 0) == NULL);
+    CHECK(strstr(ordo_tensor_error(), "past any storage") != NULL);
+    ordo_tensor *col = ordo_tensor_view("view", a, 2, (int64_t[2]){12, 1});
+    CHECK(col != NULL);
+    CHECK(ordo_tensor_expand("expand", col, 2, (int64_t[2]){12, wide[0]}) == NULL);
+    CHECK(strstr(ordo_tensor_error(), "too many elements") != NULL);
+    ordo_tensor *ok = ordo_tensor_expand("expand", col, 2, (int64_t[2]){12, 1000});
+    CHECK(ok != NULL && ordo_tensor_numel(ok) == 12000);
+    ordo_tensor_free(ok);
+    ordo_tensor_free(col);
     CHECK(ordo_tensor_narrow("narrow", a, 1, 3, 2) == NULL);
     CHECK(strstr(ordo_tensor_error(), "narrow") && strstr(ordo_tensor_error(), "3x4"));
     CHECK(ordo_tensor_transpose("transpose", a, 0, 2) == NULL);
