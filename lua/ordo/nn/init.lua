@@ -37,11 +37,6 @@ M.Module = Module
 
 local function instance_call(self, ...) return self:forward(...) end
 
--- A module assigned to a new field of a module (self.lstm = nn.LSTM(...)
--- in init) becomes its child, as in Torch: its parameters are the
--- parent's, and it moves, trains and saves with it.  Anything else is a
--- plain field; a tensor becomes a parameter only through
--- register_parameter.
 -- Whether v is a module: an instance of a class from Module:extend.
 local function is_module(v)
     local mt = type(v) == "table" and getmetatable(v)
@@ -56,6 +51,11 @@ local function check_module_self(fname, m)
     end
 end
 
+-- A module assigned to a new field of a module (self.lstm = nn.LSTM(...)
+-- in init) becomes its child, as in Torch: its parameters are the
+-- parent's, and it moves, trains and saves with it.  Anything else is a
+-- plain field; a tensor becomes a parameter only through
+-- register_parameter.
 local function module_newindex(self, name, v)
     if is_module(v) and not self:_has(self._module_names, name) then
         self._module_names[#self._module_names + 1] = name
