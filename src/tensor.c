@@ -65,6 +65,10 @@ static const char *shape_arr_str(int ndim, const int64_t *shape, char *buf, size
 }
 
 int64_t ordo_tensor_numel(const ordo_tensor *t) {
+    /* a zero size first: the product of the other sizes may not fit
+     * (an empty tensor expanded to 2^40 x 2^40 is still empty) */
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] == 0) return 0;
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
     return n;
@@ -300,7 +304,7 @@ ordo_tensor *ordo_tensor_view(const char *op, const ordo_tensor *t, int ndim, co
         return NULL;
     }
     int64_t shape[ORDO_MAX_DIMS], known = 1, numel = ordo_tensor_numel(t);
-    int infer = -1;
+    int infer = -1, zero = 0, overflow = 0; /* a product past int64 can match no tensor */
     for (int i = 0; i < ndim; i++) {
         shape[i] = shape_in[i];
         if (shape[i] == -1) {
@@ -313,9 +317,19 @@ ordo_tensor *ordo_tensor_view(const char *op, const ordo_tensor *t, int ndim, co
             tensor_set_error("%s: negative size %lld in shape %s", op, (long long)shape[i],
                              shape_arr_str(ndim, shape_in, b1, sizeof b1));
             return NULL;
+        } else if (shape[i] == 0) {
+            zero = 1;
+        } else if (overflow || known > INT64_MAX / shape[i]) {
+            overflow = 1;
         } else {
             known *= shape[i];
         }
+    }
+    if (zero) known = 0;
+    else if (overflow) {
+        tensor_set_error("%s: shape %s is invalid for a tensor of %lld elements (shape %s)", op,
+                         shape_arr_str(ndim, shape_in, b1, sizeof b1), (long long)numel, shp(t, b2));
+        return NULL;
     }
     if (infer >= 0) {
         if (known == 0 || numel % known != 0) {

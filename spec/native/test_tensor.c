@@ -144,6 +144,20 @@ static void test_views(void) {
     ordo_tensor *ok = ordo_tensor_expand("expand", col, 2, (int64_t[2]){12, 1000});
     CHECK(ok != NULL && ordo_tensor_numel(ok) == 12000);
     ordo_tensor_free(ok);
+    /* a view's sizes whose product passes int64: refused as not matching, not wrapped into a match */
+    CHECK(ordo_tensor_view("reshape", a, 2, (int64_t[2]){(int64_t)1 << 40, (int64_t)1 << 40}) == NULL);
+    CHECK(strstr(ordo_tensor_error(), "invalid for a tensor of 12 elements") != NULL);
+    CHECK(ordo_tensor_view("view", a, 3, (int64_t[3]){-1, (int64_t)1 << 40, (int64_t)1 << 40}) == NULL);
+    /* an empty tensor viewed with huge other sizes: 0 elements, counted without overflow */
+    int64_t none[1] = {0};
+    ordo_tensor *no_rows = ordo_tensor_narrow("narrow", col, 0, 0, 0);
+    ordo_tensor *empty = ordo_tensor_view("view", no_rows, 1, none);
+    CHECK(no_rows != NULL && empty != NULL);
+    ordo_tensor_free(no_rows);
+    ordo_tensor *wide0 = ordo_tensor_view("view", empty, 3, (int64_t[3]){(int64_t)1 << 40, (int64_t)1 << 40, 0});
+    CHECK(wide0 != NULL && ordo_tensor_numel(wide0) == 0);
+    ordo_tensor_free(wide0);
+    ordo_tensor_free(empty);
     ordo_tensor_free(col);
     CHECK(ordo_tensor_narrow("narrow", a, 1, 3, 2) == NULL);
     CHECK(strstr(ordo_tensor_error(), "narrow") && strstr(ordo_tensor_error(), "3x4"));
