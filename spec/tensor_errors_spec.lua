@@ -230,6 +230,7 @@ describe("every public function checks its arguments", function()
         -- a view whose element count would overflow int64
         {function() local _ = a:expand(1e18, 2, 3) end, "expand", "too many elements"},
         {function() local _ = a:reshape(2 ^ 40, 2 ^ 40) end, "reshape", "invalid for a tensor of 6 elements"},
+        {function() local _ = ordo.arange(0, 1, 1e-320) end, "arange", "too many"},
         -- numbers written into integer tensors must fit (truncated toward zero, never wrapped)
         {function() local _ = ordo.tensor({1, 300}, "uint8") end, "tensor", "300", "uint8"},
         {function() local _ = ordo.tensor({-1}, "uint8") end, "tensor", "-1", "uint8"},

@@ -173,6 +173,9 @@ int ordo_kernel_register(const char *name, int dev_type, ordo_kernel_fn fn) {
 
 int64_t ordo_view_numel(const ordo_view *v) {
     if (!v) return 0;
+    /* a zero size first: the other sizes of an empty view may not multiply within int64 */
+    for (int d = 0; d < v->ndim && d < ORDO_MAX_DIMS; d++)
+        if (v->shape[d] == 0) return 0;
     int64_t n = 1;
     for (int d = 0; d < v->ndim && d < ORDO_MAX_DIMS; d++) n *= v->shape[d];
     return n;

@@ -75,6 +75,7 @@ int64_t ordo_tensor_numel(const ordo_tensor *t) {
 }
 
 int ordo_tensor_is_contiguous(const ordo_tensor *t) {
+    if (ordo_tensor_numel(t) == 0) return 1; /* before multiplying sizes that may not fit */
     int64_t expect = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] == 0) return 1;
@@ -103,7 +104,9 @@ static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape[i] > 0 ? shape[i] : 1;
+        /* the product fits for a tensor with elements; an empty one may have
+         * sizes whose product does not, and never uses its strides */
+        if (shape[i] > 1 && s <= INT64_MAX / shape[i]) s *= shape[i];
     }
 }
 
@@ -140,7 +143,6 @@ ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_
         tensor_set_error("%d dims (at most %d supported)", ndim, ORDO_MAX_DIMS);
         return NULL;
     }
-    int64_t numel = 1;
     size_t es = ordo_dtype_size(dtype);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
@@ -148,13 +150,16 @@ ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_
             tensor_set_error("negative size %lld in shape %s", (long long)shape[i], shape_arr_str(ndim, shape, b, sizeof b));
             return NULL;
         }
-        if (shape[i] > 0 && numel > (INT64_MAX / (int64_t)es) / shape[i]) {
-            char b[128];
-            tensor_set_error_code(ORDO_ERR_NOMEM, "shape %s is too large", shape_arr_str(ndim, shape, b, sizeof b));
-            return NULL;
-        }
-        numel *= shape[i];
     }
+    if (!shape_fits(ndim, shape, dtype)) { /* an empty shape fits, whatever its other sizes */
+        char b[128];
+        tensor_set_error_code(ORDO_ERR_NOMEM, "shape %s is too large", shape_arr_str(ndim, shape, b, sizeof b));
+        return NULL;
+    }
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) numel = 0;
+    for (int i = 0; i < ndim && numel > 0; i++) numel *= shape[i]; /* fits: shape_fits */
     ordo_tensor *t = desc_new();
     if (!t) return NULL;
     t->storage = ordo_storage_new(e, ctx, (size_t)numel * es);
@@ -395,7 +400,7 @@ ordo_tensor *ordo_tensor_permute(const char *op, const ordo_tensor *t, int ndim,
 ordo_tensor *ordo_tensor_narrow(const char *op, const ordo_tensor *t, int dim, int64_t start, int64_t len) {
     char b[128];
     if (check_dim(op, t, dim, 0)) return NULL;
-    if (start < 0 || len < 0 || start + len > t->shape[dim]) {
+    if (start < 0 || len < 0 || start > t->shape[dim] || len > t->shape[dim] - start) { /* no start + len overflow */
         tensor_set_error("%s: start %lld and length %lld out of range for dim %d of size %lld (shape %s)", op,
                          (long long)start + 1, (long long)len, dim + 1, (long long)t->shape[dim], shp(t, b));
         return NULL;

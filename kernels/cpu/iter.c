@@ -15,6 +15,14 @@ void cpu_iter_init(cpu_iter *it, int nop, int ndim, const int64_t *shape, char *
     int perm[ORDO_MAX_DIMS];
     int nd = 0;
     int64_t numel = 1;
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] == 0) numel = 0;
+    if (numel == 0) { /* nothing to visit; the other sizes may not even multiply within int64 */
+        it->numel = it->shape[0] = 0;
+        for (int k = 0; k < nop; k++) it->stride[k][0] = it->bstride[k][0] = 0;
+        it->nd = 1;
+        return;
+    }
     for (int d = 0; d < ndim; d++) {
         numel *= shape[d];
         if (shape[d] != 1) perm[nd++] = d;

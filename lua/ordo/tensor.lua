@@ -258,7 +258,10 @@ end
 local function shape_str_tbl(s)
     if #s == 0 then return "scalar" end
     local p = {}
-    for i = 1, #s do p[i] = tostring(s[i]) end
+    for i = 1, #s do
+        local v = s[i] -- sizes as integers, past 1e14 too (tostring would give 4.6116860184274e+18)
+        p[i] = (type(v) == "number" and v == floor(v) and v > -huge and v < huge) and fmt("%.0f", v) or tostring(v)
+    end
     return concat(p, "x")
 end
 M.shape_str = shape_str_tbl
@@ -643,6 +646,10 @@ function M.arange(...)
     end
     local n = math.ceil((stop - start) / step)
     if n < 0 then n = 0 end
+    if n > 2 ^ 53 then -- (a tiny step: the count is no longer an exact integer, or even finite)
+        fail(fmt("arange: %s elements from %s to %s by %s are too many", tostring(n), tostring(start), tostring(stop),
+                 tostring(step)))
+    end
     local dt, dev, e = options("arange", opts)
     local t = new_raw("arange", {n}, dt, dev._ctx, e)
     push(K.arange, "arange", 0, {}, {t}, {start, step})

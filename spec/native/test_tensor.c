@@ -158,6 +158,9 @@ static void test_views(void) {
     CHECK(wide0 != NULL && ordo_tensor_numel(wide0) == 0);
     ordo_tensor_free(wide0);
     ordo_tensor_free(empty);
+    /* a narrow whose start + length passes int64: out of range, not wrapped into range */
+    CHECK(ordo_tensor_narrow("narrow", a, 0, (int64_t)1 << 62, (int64_t)1 << 62) == NULL);
+    CHECK(strstr(ordo_tensor_error(), "out of range") != NULL);
     ordo_tensor_free(col);
     CHECK(ordo_tensor_narrow("narrow", a, 1, 3, 2) == NULL);
     CHECK(strstr(ordo_tensor_error(), "narrow") && strstr(ordo_tensor_error(), "3x4"));
@@ -186,6 +189,13 @@ static void test_errors(void) {
     int64_t neg[1] = {-2};
     CHECK(ordo_tensor_empty(NULL, ORDO_F32, 1, neg, CPU0) == NULL);
     CHECK(ordo_tensor_empty(NULL, 9, 1, s23, CPU0) == NULL);
+    /* too large, and empty whatever the order of its sizes (a zero last still makes 0 elements) */
+    int64_t huge[2] = {(int64_t)1 << 62, 4}, empty_huge[3] = {(int64_t)1 << 62, (int64_t)1 << 62, 0};
+    CHECK(ordo_tensor_empty(NULL, ORDO_F32, 2, huge, CPU0) == NULL);
+    CHECK(strstr(ordo_tensor_error(), "too large") != NULL);
+    ordo_tensor *nothing = ordo_tensor_empty(NULL, ORDO_F32, 3, empty_huge, CPU0);
+    CHECK(nothing != NULL && ordo_tensor_numel(nothing) == 0 && ordo_tensor_is_contiguous(nothing));
+    ordo_tensor_free(nothing);
     ordo_ctx gpu = {ORDO_GPU, 0};
     if (ordo_gpu_count() == 0) {
         CHECK(ordo_tensor_empty(NULL, ORDO_F32, 1, s23, gpu) == NULL);
