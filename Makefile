@@ -66,7 +66,7 @@ LAUNCHER_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LAUNCHER_SRC))
 TEST_SRC := $(wildcard spec/native/test_*.c)
 TEST_BIN := $(patsubst spec/native/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all demo deps test test-native check check-tsan check-asan valgrind valgrind-run bench install uninstall clean
+.PHONY: all demo deps test test-native check check-tsan check-asan check-lua-asan valgrind valgrind-run bench install uninstall clean
 all: $(BUILD)/libordo.so $(BUILD)/libordo.a $(BUILD)/ordo
 
 # Objects depend on the flags they were built with, so switching CUDA=0/1 or
@@ -120,13 +120,19 @@ test: deps
 	@bash spec/run_tests.sh $(BUILD)/tests
 
 # Sanitizer builds go to their own folders so they never mix with the release build.
-check: check-tsan check-asan
+check: check-tsan check-asan check-lua-asan
 check-tsan:
 	$(MAKE) BUILD=build/tsan OPT=-O1 SANFLAGS=-fsanitize=thread CUDA=0 test-native
 # The host block cache is off under ASan and valgrind: reused blocks would
 # hide a use after free.
 check-asan:
 	ORDO_HOST_CACHE_MB=0 $(MAKE) BUILD=build/asan OPT=-O1 SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CUDA=0 test-native
+
+# The Lua specs on an ASan+UBSan build of the library (the tensor layer and
+# kernels as Lua drives them; the odd-arguments spec's child runs on it too).
+check-lua-asan:
+	ORDO_HOST_CACHE_MB=0 $(MAKE) BUILD=build/asan OPT=-O1 SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CUDA=0 all
+	@bash spec/run_tests.sh --lua-asan build/asan
 
 # Without CUDA, like the sanitizer builds: the CUDA runtime's own start-up
 # (dlopen of the driver) trips valgrind, and the GPU scheduling is tested

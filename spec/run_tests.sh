@@ -17,6 +17,11 @@
 #
 #   --native     native tests only
 #   --valgrind   run each binary under valgrind's leak checker
+#   --lua-asan   the Lua specs only, on the library in BUILD_DIR (an
+#                ASan+UBSan build: make check-lua-asan), with the sanitizer
+#                runtimes preloaded into luajit and the processes it starts;
+#                the launcher specs are left out (they check the release
+#                launcher's own library lookup)
 #
 # Environment: ORDO_TEST_SCALE shrinks op counts (default 1; 0.2 when the
 # directory is a tsan/asan build, 0.05 under valgrind); ORDO_TEST_TIMEOUT is
@@ -31,18 +36,20 @@ set -u
 
 native=0
 use_valgrind=0
+lua_asan=0
 dir=""
 for arg in "$@"; do
     case "$arg" in
         --native) native=1 ;;
         --valgrind) use_valgrind=1 ;;
+        --lua-asan) lua_asan=1 ;;
         -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         -*) echo "run_tests.sh: unknown option $arg" >&2; exit 2 ;;
         *) dir="$arg" ;;
     esac
 done
 if [ -z "$dir" ]; then
-    echo "usage: bash spec/run_tests.sh [--native] [--valgrind] BUILD_TESTS_DIR" >&2
+    echo "usage: bash spec/run_tests.sh [--native] [--valgrind] BUILD_TESTS_DIR | --lua-asan BUILD_DIR" >&2
     exit 2
 fi
 
@@ -89,13 +96,25 @@ add_counts() {
     return 0
 }
 
+# Under --lua-asan: what luajit runs with, and the spec files left out.
+lua_env=()
+busted_extra=()
+if [ "$lua_asan" = 1 ]; then
+    lua_env=("LD_PRELOAD=$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
+             "ORDO_LIB=$(cd "$dir" && pwd)/libordo.so" ORDO_HOST_CACHE_MB=0
+             "ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1")
+    busted_extra=(--exclude-pattern=launcher)
+fi
+
 # ---------------------------------------------------------------- native
 shopt -s nullglob
 bins=()
-for b in "$dir"/test_*; do
-    [ -f "$b" ] && [ -x "$b" ] && bins+=("$b")
-done
-if [ ${#bins[@]} -eq 0 ]; then
+if [ "$lua_asan" = 0 ]; then
+    for b in "$dir"/test_*; do
+        [ -f "$b" ] && [ -x "$b" ] && bins+=("$b")
+    done
+fi
+if [ ${#bins[@]} -eq 0 ] && [ "$lua_asan" = 0 ]; then
     echo "run_tests.sh: no test binaries in $dir" >&2
     total_fail=$((total_fail + 1))
     failed_names+=("(no native test binaries in $dir)")
@@ -143,7 +162,7 @@ if [ "$native" = 0 ]; then
     specs=("$root"/spec/*_spec.lua)
     if [ ${#specs[@]} -gt 0 ] && command -v luajit >/dev/null 2>&1 && [ -e /usr/bin/busted ]; then
         echo "=== busted (${#specs[@]} spec files)"
-        (cd "$root" && luajit /usr/bin/busted -o TAP spec/) 2>&1 | tee "$log"
+        (cd "$root" && env "${lua_env[@]}" luajit /usr/bin/busted -o TAP "${busted_extra[@]}" spec/) 2>&1 | tee "$log"
         rc=${PIPESTATUS[0]}
         # TAP from busted: "ok N - name", "not ok N - name", "ok N - # SKIP ..."
         lp=$(grep -cE '^ok [0-9]+ - ' "$log")
@@ -172,7 +191,7 @@ if [ "$native" = 0 ]; then
             echo "=== busted: ${sim_specs[*]} on the simulated device (${sim_env[*]})"
             cmd=()
             [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "${ORDO_TEST_GPU_SIM_TIMEOUT:-600}")
-            (cd "$root" && env "${sim_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP "${sim_specs[@]}") 2>&1 | tee "$log"
+            (cd "$root" && env "${sim_env[@]}" "${lua_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP "${sim_specs[@]}") 2>&1 | tee "$log"
             rc=${PIPESTATUS[0]}
             gp=$(grep -cE '^ok [0-9]+ - ' "$log")
             gs=$(grep -cE '^ok [0-9]+ - # SKIP' "$log")
