@@ -86,17 +86,12 @@ function M.one_hot(indices, n)
     return indices:unsqueeze(-1):eq(classes):to("int64")
 end
 
-function M.relu(x)
-    check_tensor("relu", "input", x)
-    return x:relu()
-end
-function M.tanh(x)
-    check_tensor("tanh", "input", x)
-    return x:tanh()
-end
-function M.sigmoid(x)
-    check_tensor("sigmoid", "input", x)
-    return x:sigmoid()
+-- relu, tanh, sigmoid: the tensor methods, as functions
+for _, name in ipairs({"relu", "tanh", "sigmoid"}) do
+    M[name] = function(x)
+        check_tensor(name, "input", x)
+        return x[name](x)
+    end
 end
 -- x * sigmoid(x) (also called swish)
 function M.silu(x)
