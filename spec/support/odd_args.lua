@@ -42,7 +42,7 @@ local SKIP = {
 -- A fresh pool per call: an in-place op must not change what the next call sees.
 local function pool()
     local p, n = {
-        nil, 0, 1, -1, 2, 3, 2.5, -0.5, 1e18, -1e18, 0 / 0, 1 / 0, 2 ^ 40, -2 ^ 31, 2 ^ 53,
+        nil, 0, 1, -1, 2, 3, 2.5, -0.5, 1e18, -1e18, 0 / 0, 1 / 0, 2 ^ 40, -2 ^ 31, 2 ^ 62,
         "x", "float32", "int64", "uint8", "mean", "", {}, {1, 2}, {2, 3}, {-1}, {0}, {{1, 2}, {3}}, {1e18},
         {lr = 0.1}, {stride = 2}, {dim = 1}, {reduction = "x"}, true, false, function() end,
         ordo.tensor({{1, 2, 3}, {4, 5, 6}}),              -- 36: the first tensor
