@@ -1742,35 +1742,24 @@ local function line_dim(fname, t, dim)
     return norm_dim(fname, t, dim)
 end
 
--- cumsum(dim): running sums along dim (0- and 1-dim tensors need no dim);
--- integers sum in int64, as sum does.
-function Tensor:cumsum(dim)
-    check_self("cumsum", self)
+-- A running sum or product along dim (0- and 1-dim tensors need no dim);
+-- integers run in int64, as sum adds (wrapping).
+local function running(fname, kid, self, dim)
+    check_self(fname, self)
     if dim == nil then
-        if self._c.ndim > 1 then fail(fmt("cumsum: expected a dim for a tensor of shape %s", shape_str(self))) end
+        if self._c.ndim > 1 then fail(fmt("%s: expected a dim for a tensor of shape %s", fname, shape_str(self))) end
         dim = 1
     end
-    local d = line_dim("cumsum", self, dim)
-    local x = ISFLOAT[self._c.dtype] and self or cast("cumsum", self, I64)
-    local out = empty_like(x, nil, "cumsum")
-    push(K.cumsum, "cumsum", 0, {x}, {out}, nil, {d})
+    local d = line_dim(fname, self, dim)
+    local x = ISFLOAT[self._c.dtype] and self or cast(fname, self, I64)
+    local out = empty_like(x, nil, fname)
+    push(kid, fname, 0, {x}, {out}, nil, {d})
     return out
 end
 
--- cumprod(dim): running products along dim, as cumsum (integers in int64,
--- wrapping).
-function Tensor:cumprod(dim)
-    check_self("cumprod", self)
-    if dim == nil then
-        if self._c.ndim > 1 then fail(fmt("cumprod: expected a dim for a tensor of shape %s", shape_str(self))) end
-        dim = 1
-    end
-    local d = line_dim("cumprod", self, dim)
-    local x = ISFLOAT[self._c.dtype] and self or cast("cumprod", self, I64)
-    local out = empty_like(x, nil, "cumprod")
-    push(K.cumprod, "cumprod", 0, {x}, {out}, nil, {d})
-    return out
-end
+-- cumsum(dim): running sums along dim; cumprod(dim): running products.
+function Tensor:cumsum(dim) return running("cumsum", K.cumsum, self, dim) end
+function Tensor:cumprod(dim) return running("cumprod", K.cumprod, self, dim) end
 
 -- The gradient of y = x:cumprod(dim) given g (the gradient of y), for
 -- autograd: exact where x has zeros (no division; kernels/cpu/lines.c).

@@ -142,17 +142,25 @@ M.conv_layout = "batched"
 
 local CONV_OPTS = {stride = true, padding = true, dilation = true}
 
+-- The arguments conv2d and conv_transpose2d share: bias may be left out
+-- before the options; stride, padding and dilation as pairs.
+local function conv_args(fname, x, weight, bias, opts, allowed)
+    if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    check_tensor(fname, "input", x)
+    check_tensor(fname, "weight", weight)
+    opts = opts_of(fname, opts, allowed)
+    local sh, sw = pair(fname, "stride", opts.stride or 1)
+    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    local dh, dw = pair(fname, "dilation", opts.dilation or 1)
+    return bias, opts, sh, sw, ph, pw, dh, dw
+end
+
 -- conv2d(x, weight [, bias] [, {stride=1, padding=0, dilation=1}]):
 -- x N×C×H×W (or C×H×W), weight O×C×kh×kw, bias O or nil.
 function M.conv2d(x, weight, bias, opts)
     local fname = "conv2d"
-    if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
-    check_tensor(fname, "input", x)
-    check_tensor(fname, "weight", weight)
-    opts = opts_of(fname, opts, CONV_OPTS)
-    local sh, sw = pair(fname, "stride", opts.stride or 1)
-    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
-    local dh, dw = pair(fname, "dilation", opts.dilation or 1)
+    local sh, sw, ph, pw, dh, dw
+    bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, CONV_OPTS)
     local dt = check_float_pair(fname, x, weight, 4, "(out_channels, in_channels, kh, kw)")
     local xb, unbatched, ws = batched_against(fname, x, weight, 2)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
@@ -231,14 +239,9 @@ local TCONV_OPTS = {stride = true, padding = true, output_padding = true, dilati
 -- matmul) and its weight product.
 function M.conv_transpose2d(x, weight, bias, opts)
     local fname = "conv_transpose2d"
-    if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
-    check_tensor(fname, "input", x)
-    check_tensor(fname, "weight", weight)
-    opts = opts_of(fname, opts, TCONV_OPTS)
-    local sh, sw = pair(fname, "stride", opts.stride or 1)
-    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    local sh, sw, ph, pw, dh, dw
+    bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, TCONV_OPTS)
     local oph, opw = pair(fname, "output_padding", opts.output_padding or 0, true)
-    local dh, dw = pair(fname, "dilation", opts.dilation or 1)
     if oph >= sh or opw >= sw then
         fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", fname, oph, opw, sh, sw))
     end
