@@ -1816,8 +1816,11 @@ function M.matmul(a, b)
         fail(fmt("matmul: expected two tensors, got %s and %s", typename(a), typename(b)))
     end
     local na, nb = a._c.ndim, b._c.ndim
-    if na == 0 or nb == 0 or na > 3 or nb > 3 then
-        fail(fmt("matmul: expected 1-D, 2-D or 3-D tensors, got shapes %s and %s", shape_str(a), shape_str(b)))
+    if na == 0 or nb == 0 then
+        fail(fmt("matmul: expected tensors with at least 1 dim, got shapes %s and %s", shape_str(a), shape_str(b)))
+    end
+    if na > 3 or nb > 3 then -- (ordo.matmul takes more: autograd's wrapper makes them 3-D first)
+        fail(fmt("matmul: the kernel takes 1-D, 2-D or 3-D tensors, got shapes %s and %s", shape_str(a), shape_str(b)))
     end
     local dt = promote(a._c.dtype, b._c.dtype)
     a, b = cast("matmul", a, dt), cast("matmul", b, dt)
