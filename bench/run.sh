@@ -105,8 +105,9 @@ for round in $(seq 1 "$ROUNDS"); do
         STARPU_HOME="$B/starpu_home"
 
     # ordo, every engine kind; w=1 is 2 threads in all (pusher + 1 worker).
-    # "perdevice 1 16": the pushing thread bulks 16 tasks an engine op.
-    for cfg in "naive 1" "pooled 1" "pooled 2" "perdevice 1" "perdevice 2" "perdevice 1 16"; do
+    # "perdevice 1 16": the pushing thread bulks 16 tasks an engine op (the
+    # Lua package's default); "perdevice 1 64": the largest bulk.
+    for cfg in "naive 1" "pooled 1" "pooled 2" "perdevice 1" "perdevice 2" "perdevice 1 16" "perdevice 1 64"; do
         read -r kind w bulk <<<"$cfg"
         ARGS=("$kind" "$w" ${bulk:+"$bulk"})
         label="ordo-$kind-w$w${bulk:+-b$bulk}"
@@ -186,7 +187,7 @@ END {
     row[++nrow] = "random DAG, 1 us tasks [2]|dag_1us|dag_1us"
     row[++nrow] = "random DAG, 10 us tasks [2]|dag_10us|dag_10us"
 
-    nc = split("workload|OpenMP 2t|StarPU 2w+1|ordo naive 1t|pooled w=1|pooled w=2|perdevice w=1|perdevice w=2|pd w=1 bulk 16 [3]|OpenMP/pd1|StarPU/pd1|OpenMP/pd2|StarPU/pd2|OpenMP/pd1b|StarPU/pd1b", hdr, "|")
+    nc = split("workload|OpenMP 2t|StarPU 2w+1|ordo naive 1t|pooled w=1|pooled w=2|perdevice w=1|perdevice w=2|pd w=1 bulk 16 [3]|pd w=1 bulk 64 [3]|OpenMP/pd1|StarPU/pd1|OpenMP/pd2|StarPU/pd2|OpenMP/pd1b|StarPU/pd1b|OpenMP/pd1B|StarPU/pd1B", hdr, "|")
     for (c = 1; c <= nc; c++) { t[0, c] = hdr[c]; width[c] = length(hdr[c]) }
     for (r = 1; r <= nrow; r++) {
         split(row[r], f, "|"); ow = f[2]; pw = f[3]
@@ -196,12 +197,15 @@ END {
         t[r, 5] = cell("ordo-pooled-w1", ow);    t[r, 6] = cell("ordo-pooled-w2", ow)
         t[r, 7] = cell("ordo-perdevice-w1", ow); t[r, 8] = cell("ordo-perdevice-w2", ow)
         t[r, 9]  = cell("ordo-perdevice-w1-b16", ow)
-        t[r, 10] = ratio("openmp", "ordo-perdevice-w1", pw, ow)
-        t[r, 11] = ratio("starpu", "ordo-perdevice-w1", pw, ow)
-        t[r, 12] = ratio("openmp", "ordo-perdevice-w2", pw, ow)
-        t[r, 13] = ratio("starpu", "ordo-perdevice-w2", pw, ow)
-        t[r, 14] = ratio("openmp", "ordo-perdevice-w1-b16", pw, ow)
-        t[r, 15] = ratio("starpu", "ordo-perdevice-w1-b16", pw, ow)
+        t[r, 10] = cell("ordo-perdevice-w1-b64", ow)
+        t[r, 11] = ratio("openmp", "ordo-perdevice-w1", pw, ow)
+        t[r, 12] = ratio("starpu", "ordo-perdevice-w1", pw, ow)
+        t[r, 13] = ratio("openmp", "ordo-perdevice-w2", pw, ow)
+        t[r, 14] = ratio("starpu", "ordo-perdevice-w2", pw, ow)
+        t[r, 15] = ratio("openmp", "ordo-perdevice-w1-b16", pw, ow)
+        t[r, 16] = ratio("starpu", "ordo-perdevice-w1-b16", pw, ow)
+        t[r, 17] = ratio("openmp", "ordo-perdevice-w1-b64", pw, ow)
+        t[r, 18] = ratio("starpu", "ordo-perdevice-w1-b64", pw, ow)
         for (c = 1; c <= nc; c++) if (length(t[r, c]) > width[c]) width[c] = length(t[r, c])
     }
 
@@ -238,7 +242,7 @@ END {
     printf "ordo w=N = the pushing thread + N CPU workers, so w=1 is the 2-thread match for OpenMP "
     printf "and w=2 the 3-thread match for StarPU; naive runs every task inline in push. "
     printf "X/pdN = X time / ordo perdevice w=N time: how many times faster ordo is (< 1: slower); "
-    printf "X/pd1b the same against pd w=1 bulk 16.\n\n"
+    printf "X/pd1b and X/pd1B the same against pd w=1 bulk 16 and bulk 64.\n\n"
     printf "Task windows, each runtime at its default: ordo blocks the pusher past max_inflight "
     printf "pending ops (value under Runtimes); libgomp runs a new task at once in the creating "
     printf "thread when more than 64 x threads are queued, which is why its independent row is "
@@ -247,9 +251,10 @@ END {
     printf "the peers have no such thing, so their plain chain is shown and compared.\n"
     printf "[2] Efficiency in %%, higher is better: ideal time (tasks x task time / 2 cores) / measured time. "
     printf "Tasks spin on clock_gettime for their duration.\n"
-    printf "[3] perdevice w=1 with the pushing thread bulking (ordo_set_bulk_size(16), tasks pushed "
-    printf "with ORDO_PROP_BULK): up to 16 consecutive tasks become one engine op, run in push order on one "
-    printf "worker, so independent tasks of a bulk do not run in parallel; the reusable operator is never bulked.\n"
+    printf "[3] perdevice w=1 with the pushing thread bulking (ordo_set_bulk_size(16) or (64), tasks pushed "
+    printf "with ORDO_PROP_BULK): up to 16 or 64 consecutive tasks become one engine op, run in push order on one "
+    printf "worker. Tasks that take longer than bulk_op_max_ns (default 500 ns) by the engine'"'"'s running mean "
+    printf "are pushed alone instead, so that they run in parallel (the busy rows); the reusable operator is never bulked.\n"
     if (nna) { printf "\nNot measured:\n"; for (i = 1; i <= nna; i++) print na[i] }
     if (nnote) { printf "\nRuntimes:\n"; for (i = 1; i <= nnote; i++) print note[i] }
 }' "$RES" >"$MD"

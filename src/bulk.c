@@ -146,6 +146,51 @@ int ordo_set_bulk_size(int n) {
 
 int ordo_get_bulk_size(void) { return tls_bulk_size; }
 
+/* ---- pace ------------------------------------------------------------------ */
+
+/* A bulk runs its ops one after another on one worker.  That pays for ops
+ * of tens of nanoseconds, whose push costs more than they do, and loses
+ * the parallelism of ops of a microsecond and up, which would have run side
+ * by side on the workers (make bench's random DAG of 1 us tasks: 40%
+ * efficiency bulked, 60% alone).  Small bulks are no middle way: the
+ * engine's window of ops in flight (max_inflight) then holds thousands of
+ * bulk blocks, cold in cache by the time they run (that DAG with 300 ns
+ * tasks in bulks of 2 took twice as long per task as with no bulks).  So it
+ * is all or nothing: the engine keeps a running mean of what a bulked op
+ * takes (e->bulk_pace, in 1/16 ns), and while that is at least
+ * bulk_op_max_ns no bulk is started: bulkable ops are pushed alone
+ * (bulk_paced_out, internal.h).  Those are timed too (OP_PACED), so the
+ * mean comes back down when the ops get small again.  The default limit,
+ * 500 ns, sits between the two: a 16-float add from Lua takes 60-90 ns in a
+ * bulk, and a Lua push of one op alone costs about 250.  Reading the clock
+ * costs about 30 ns, so each thread times only one run in PACE_SAMPLE of
+ * bulks and of such ops. */
+#define PACE_SAMPLE 8
+static _Thread_local unsigned pace_tick;
+
+uint64_t bulk_pace_start(const ordo_engine *e) {
+    return ++pace_tick % PACE_SAMPLE == 0 && e->cfg.bulk_op_max_ns > 0 ? now_ns() : 0;
+}
+
+void bulk_pace_note(ordo_engine *e, uint64_t t0, int nops) {
+    if (!t0 || nops <= 0) return;
+    uint64_t sample = ((now_ns() - t0) << 4) / (uint64_t)nops;
+    unsigned old = atomic_load_explicit(&e->bulk_pace, memory_order_relaxed);
+    /* A sample may be the clock of a thread that lost its core in the
+     * middle (three threads on two cores is the usual case): one such
+     * sample, a whole time slice, must not stop the bulking.  So a sample
+     * counts for at most twice the mean plus twice the limit: it takes two
+     * samples in a row to go from tiny ops to pushing alone. */
+    uint64_t cap = 2 * (uint64_t)old + ((uint64_t)e->cfg.bulk_op_max_ns << 5);
+    if (sample > cap) sample = cap;
+    if (sample > UINT32_MAX / 2) sample = UINT32_MAX / 2;
+    /* A mean over about the last 4 samples; concurrent notes may lose one,
+     * which only slows the mean down. */
+    long next = (long)old + ((long)sample - (long)old) / 4;
+    atomic_store_explicit(&e->bulk_pace, (unsigned)next, memory_order_relaxed);
+}
+
+
 /* ---- collecting ---------------------------------------------------------- */
 
 /* Vars sit in slabs, a few dozen bytes apart: drop the low bits, fold the rest. */
@@ -182,13 +227,15 @@ static bool same_uses(const bulk *b, const unsigned char *use, const var_use *us
     return true;
 }
 
-/* A fresh bulk for (e, ctx), this thread's from now on; NULL without memory.
+/* A fresh bulk for (e, ctx), this thread's from now on; NULL without memory,
+ * or while e's bulked ops run long (the op is then pushed alone).
  * Inline: out of line, it made bulk_append's 0- and 1-var pushes slower
  * (paired runs), though it only runs once a bulk. */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
 static inline bulk *bulk_start(ordo_engine *e, ordo_ctx ctx) {
+    if (bulk_paced_out(e)) return NULL;
     bulk *b = bulk_alloc();
     if (!b) return NULL;
     b->engine = e;
@@ -368,6 +415,7 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
     /* clean: no failure met so far, so no op is skipped and no var's
      * failure changes -- the usual case, which skips that bookkeeping. */
     bool clean = !before;
+    const uint64_t t0 = bulk_pace_start(e);
     for (int i = 0; i < b->nvars; i++) {
         failure *f = b->vars[i]->fail; /* ours to read: the op holds every var's grant */
         if (f && atomic_load_explicit(&f->reported, memory_order_acquire)) f = NULL;
@@ -412,6 +460,7 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
         }
         if (f) failure_unref(f);
     }
+    bulk_pace_note(e, t0, b->nent);
     failure_unref(before);
     return 0;
 }
@@ -451,7 +500,7 @@ static int push_each(bulk *b) {
         }
         int prop = ORDO_PROP_NORMAL | (en->no_skip ? ORDO_PROP_NO_SKIP : 0);
         const bulk_fns *fns = &b->fns[en->fnx];
-        int rc = push_uses(e, 0, fns->fn, NULL, en->param, fns->param_free, b->ctx, uses, en->nuse, prop, 0,
+        int rc = push_uses(e, bulk_alone_flags(e), fns->fn, NULL, en->param, fns->param_free, b->ctx, uses, en->nuse, prop, 0,
                                 en->name, "ordo_bulk_flush", NULL, NULL);
         if (rc == ORDO_OK) continue;
         if (!first_rc) first_rc = rc;

@@ -48,6 +48,10 @@ static ordo_engine_config resolve_config(const ordo_engine_config *in) {
         const char *s = getenv("ORDO_PUSH_INLINE_AFTER");
         c.push_inline_after = s && *s == '-' ? -1 : env_int("ORDO_PUSH_INLINE_AFTER", 64);
     }
+    if (c.bulk_op_max_ns == 0) {
+        const char *s = getenv("ORDO_BULK_OP_MAX_NS");
+        c.bulk_op_max_ns = s && *s == '-' ? -1 : env_int("ORDO_BULK_OP_MAX_NS", 500);
+    }
     if (c.cpu_workers < 1) c.cpu_workers = 1;
     if (c.cpu_priority_workers < 1) c.cpu_priority_workers = 1;
     if (c.gpu_workers < 1) c.gpu_workers = 1;

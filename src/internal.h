@@ -154,7 +154,8 @@ enum {
     OP_DELETE = 1 << 2,   /* frees its single var when done */
     OP_RUN_HERE = 1 << 3, /* runs in whichever thread makes it ready */
     OP_NO_VERSION = 1 << 4,/* its writes do not count as writes (wait_to_write) */
-    OP_BULK = 1 << 5      /* runs a bulk of ops (bulk.c); param is the bulk */
+    OP_BULK = 1 << 5,     /* runs a bulk of ops (bulk.c); param is the bulk */
+    OP_PACED = 1 << 6     /* a bulkable op pushed alone: its run time feeds the bulk pace */
 };
 
 struct ordo_opr {
@@ -346,6 +347,10 @@ struct ordo_engine {
      * reached clears it and wakes the sleepers, once per sleep. */
     _Alignas(64) atomic_int wake_zero;
     atomic_int wake_low;
+    /* What a bulked op takes to run, a running mean in 1/16 ns (bulk.c):
+     * read by bulking threads once a bulk, written now and then by the
+     * threads that run bulks. */
+    _Alignas(64) atomic_uint bulk_pace;
 
     pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */
     failure *fail_head, *fail_tail;
@@ -537,6 +542,21 @@ unsigned bulk_var_writes(const op *o, int i);
  * count one by one, so backpressure (rule 9) bounds ops, not bulks. */
 int bulk_op_count(const op *o);
 static inline long op_weight(const op *o) { return (o->flags & OP_BULK) ? bulk_op_count(o) : 1; }
+/* Timing for the bulk pace (bulk.c): a start time, or 0 when this run is
+ * not sampled; then the note that nops ops ran since t0 (none when t0 is 0). */
+uint64_t bulk_pace_start(const ordo_engine *e);
+void bulk_pace_note(ordo_engine *e, uint64_t t0, int nops);
+/* Whether e's bulked ops run long enough, by its running mean, that no new
+ * bulk is started: its bulkable ops are pushed alone (OP_PACED). */
+static inline bool bulk_paced_out(const ordo_engine *e) {
+    long max = e->cfg.bulk_op_max_ns;
+    return max > 0 && atomic_load_explicit(&e->bulk_pace, memory_order_relaxed) >= (unsigned long)max << 4;
+}
+/* The flags of a bulkable op pushed alone: timed for the pace when this
+ * thread bulks. */
+static inline int bulk_alone_flags(const ordo_engine *e) {
+    return tls_bulk_size > 0 && e->cfg.bulk_op_max_ns > 0 ? OP_PACED : 0;
+}
 
 /* The host waits for every GPU this engine used (engine.c). */
 int  engine_device_sync(ordo_engine *e, char *err, size_t errlen);

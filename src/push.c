@@ -344,7 +344,8 @@ static int push_checked(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ord
     if (!iname) iname = engine_intern(e, name);
     if (bulk && bulk_append(e, sfn, param, param_free, ctx, uses, n, prop, iname)) return ORDO_OK;
     bulk_flush_mine(); /* this thread's earlier ops go first (rule 1) */
-    int rc = push_uses(e, 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority, iname, fname, NULL, NULL);
+    int rc = push_uses(e, bulk ? bulk_alone_flags(e) : 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority,
+                       iname, fname, NULL, NULL);
     if (rc == ORDO_OK) naive_settle(e);
     return rc;
 }
@@ -388,7 +389,8 @@ __attribute__((always_inline)) /* into ordo_push_sync: a frame of 11 arguments s
 static inline bool push_sync_bulked(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
                              ordo_ctx ctx, ordo_var *const *reads, int nreads, ordo_var *const *writes,
                              int nwrites, int prop, const char *name) {
-    if (tls_bulk_size <= 0) return false; /* asked before the work below, which bulk_append would waste */
+    /* Asked before the work below, which bulk_append would waste. */
+    if (tls_bulk_size <= 0 || (!tls_bulk && bulk_paced_out(e))) return false;
     if ((unsigned)nreads > 16 || (unsigned)nwrites > 16u - (unsigned)nreads) return false;
     if ((nreads && !reads) || (nwrites && !writes)) return false;
     if (!engine_bulkable(e, fn, ctx, prop, 0) || (unsigned)ctx.dev_id >= ORDO_MAX_DEVICES) return false;

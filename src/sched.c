@@ -400,7 +400,13 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         int rv = 0;
         if (o->fn.sync) {
             tls_in_op++;
-            rv = o->fn.sync(&rc, o->param);
+            if (o->flags & OP_PACED) { /* a bulkable op pushed alone: the pace learns its time */
+                uint64_t t0 = bulk_pace_start(e);
+                rv = o->fn.sync(&rc, o->param);
+                bulk_pace_note(e, t0, 1);
+            } else {
+                rv = o->fn.sync(&rc, o->param);
+            }
             tls_in_op--;
         }
         if (rv != 0 && !o->fail)

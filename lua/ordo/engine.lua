@@ -32,9 +32,11 @@ local Var = {__name = "ordo.Var"}
 Var.__index = Var
 M.Var = Var
 
+local INT_MAX = 2^31 - 1 -- the config's fields are C ints
 local KINDS = {naive = 1, pooled = 2, perdevice = 3, per_device = 3}
 local CFG_FIELDS = {"kind", "cpu_workers", "cpu_priority_workers", "gpu_workers", "gpu_copy_workers",
-                    "max_inflight", "spin_us", "profiler_autostart", "push_inline_after"}
+                    "max_inflight", "spin_us", "profiler_autostart", "push_inline_after",
+                    "bulk_op_max_ns"}
 
 local function last_error() return util.op_message(ffi.string(C.ordo_last_error())) end
 
@@ -84,9 +86,11 @@ function M.new(cfg)
             end
         elseif k == "profiler_autostart" and type(v) == "boolean" then
             v = v and 1 or 0
-        elseif k == "push_inline_after" and type(v) == "number" and v == math.floor(v) then
-            -- negative: never (see ordo.h)
-        elseif type(v) ~= "number" or v < 0 or not is_int(v) then
+        elseif k == "push_inline_after" or k == "bulk_op_max_ns" then -- negative: never / always bulked (ordo.h)
+            if not is_int(v) or math.abs(v) > INT_MAX then
+                fail(("engine.new: %s must be an integer, got %s"):format(k, tostring(v)))
+            end
+        elseif not is_int(v) or v < 0 or v > INT_MAX then
             fail(("engine.new: %s must be an integer >= 0, got %s"):format(k, tostring(v)))
         end
         c[k] = v

@@ -11,7 +11,8 @@
 static const char *const ENV_NAMES[] = {
     "ORDO_ENGINE_TYPE",        "ORDO_CPU_WORKER_NTHREADS", "ORDO_CPU_PRIORITY_NTHREADS",
     "ORDO_GPU_WORKER_NTHREADS", "ORDO_GPU_COPY_NTHREADS",  "ORDO_MAX_INFLIGHT",
-    "ORDO_SPIN_US",            "ORDO_PROFILER_AUTOSTART"};
+    "ORDO_SPIN_US",            "ORDO_PROFILER_AUTOSTART",  "ORDO_PUSH_INLINE_AFTER",
+    "ORDO_BULK_OP_MAX_NS"};
 
 static void clear_env(void) {
     for (int i = 0; i < ARRAY_LEN(ENV_NAMES); i++) unsetenv(ENV_NAMES[i]);
@@ -127,6 +128,8 @@ static void test_config_defaults(void) {
     CHECK_EQ_LONG(got.max_inflight, 8192);
     CHECK_EQ_LONG(got.spin_us, 50);
     CHECK_EQ_LONG(got.profiler_autostart, 0);
+    CHECK_EQ_LONG(got.push_inline_after, 64);
+    CHECK_EQ_LONG(got.bulk_op_max_ns, 500);
     ordo_engine_destroy(e);
 }
 
@@ -139,6 +142,7 @@ static void test_config_from_environment(void) {
     setenv("ORDO_GPU_COPY_NTHREADS", "2", 1);
     setenv("ORDO_MAX_INFLIGHT", "1234", 1);
     setenv("ORDO_SPIN_US", "7", 1);
+    setenv("ORDO_BULK_OP_MAX_NS", "400", 1);
     ordo_engine *e = ordo_engine_create(NULL);
     CHECK(e != NULL);
     if (e) {
@@ -151,6 +155,17 @@ static void test_config_from_environment(void) {
         CHECK_EQ_LONG(got.gpu_copy_workers, 2);
         CHECK_EQ_LONG(got.max_inflight, 1234);
         CHECK_EQ_LONG(got.spin_us, 7);
+        CHECK_EQ_LONG(got.bulk_op_max_ns, 400);
+        ordo_engine_destroy(e);
+    }
+    /* negative: bulks always fill, whatever their ops cost */
+    setenv("ORDO_BULK_OP_MAX_NS", "-1", 1);
+    e = ordo_engine_create(NULL);
+    CHECK(e != NULL);
+    if (e) {
+        ordo_engine_config got;
+        ordo_engine_get_config(e, &got);
+        CHECK_EQ_LONG(got.bulk_op_max_ns, -1);
         ordo_engine_destroy(e);
     }
     /* a nonzero field wins over the environment, a zero one takes it */

@@ -12,6 +12,8 @@
 #include "harness.h"
 #include "random_workload.h"
 
+#include <stdbool.h>
+
 static const int BULK = ORDO_PROP_NORMAL | ORDO_PROP_BULK;
 
 static int push_bulk(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_var *const *r, int nr, ordo_var *const *w,
@@ -463,6 +465,110 @@ static void test_bulk_settings(void) {
     ordo_engine_destroy(e);
 }
 
+/* ---- the pace: ops that run long are pushed alone ----------------------------- */
+
+/* An op that notes the engine op it ran in (a bulk's ops share one), and
+ * spins spin_us first, or waits at a gate. */
+typedef struct {
+    gate_t *gate;
+    double spin_us;
+    void *ran_in;
+} paced_t;
+
+static int paced_op(const ordo_run_ctx *rc, void *param) {
+    paced_t *p = (paced_t *)param;
+    p->ran_in = rc->op_;
+    if (p->gate) gate_pass(p->gate);
+    if (p->spin_us > 0) spin_us(p->spin_us);
+    return 0;
+}
+
+static ordo_engine *pace_engine(int op_max_ns) {
+    ordo_engine_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = ORDO_ENGINE_PER_DEVICE;
+    c.cpu_workers = 2;
+    c.bulk_op_max_ns = op_max_ns;
+    return ordo_engine_create(&c);
+}
+
+/* Whether two bulkable ops pushed back to back become one engine op.  The
+ * first waits at a gate until both are pushed, so that pushed alone they
+ * are two live ops at once, never one op block reused. */
+static bool pushed_together(ordo_engine *e, ordo_var *a, ordo_var *b) {
+    gate_t g;
+    gate_init(&g);
+    paced_t first = {&g, 0, NULL}, second = {NULL, 0, NULL};
+    CHECK_EQ_LONG(push_bulk(e, paced_op, &first, NULL, 0, &a, 1, "first"), 0);
+    CHECK_EQ_LONG(push_bulk(e, paced_op, &second, NULL, 0, &b, 1, "second"), 0);
+    gate_open(&g);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&g.timed_out), 0);
+    CHECK(first.ran_in != NULL && second.ran_in != NULL);
+    return first.ran_in == second.ran_in;
+}
+
+/* Rounds of n bulkable ops of spin_us each on vars[0..nv), then a wait. */
+static void push_round(ordo_engine *e, ordo_var **vars, int nv, int n, double us) {
+    paced_t *ops = calloc((size_t)n, sizeof *ops);
+    for (int i = 0; i < n; i++) {
+        ops[i].spin_us = us;
+        CHECK_EQ_LONG(push_bulk(e, paced_op, &ops[i], NULL, 0, &vars[i % nv], 1, "round"), 0);
+    }
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    for (int i = 0; i < n; i++) CHECK(ops[i].ran_in != NULL);
+    free(ops);
+}
+
+/* Ops that run longer than bulk_op_max_ns are pushed alone, so that they
+ * can run side by side; when the ops are short again, bulks come back. */
+static void test_bulk_pace(void) {
+    /* 20 us: well above what an empty op takes even under valgrind */
+    ordo_engine *e = pace_engine(20000);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *vars[8];
+    for (int i = 0; i < 8; i++) vars[i] = ordo_new_variable(e);
+    ordo_set_bulk_size(16);
+    CHECK_MSG(pushed_together(e, vars[0], vars[1]), "a fresh engine bulks");
+
+    /* The engine times one bulk in 8 per thread: a few rounds of 50 us ops
+     * teach it that they are long. */
+    int rounds = 0;
+    bool together = true;
+    while (together && rounds < 200) {
+        push_round(e, vars, 8, 64, 50);
+        together = pushed_together(e, vars[0], vars[1]);
+        rounds++;
+    }
+    CHECK_MSG(!together, "50 us ops still bulked after %d rounds of 64", rounds);
+    printf("    long ops pushed alone after %d round(s) of 64\n", rounds);
+
+    /* Pushed alone, ops are still timed (one in 8), so empty ones bring
+     * the mean down and bulks back. */
+    rounds = 0;
+    while (!together && rounds < 1000) {
+        push_round(e, vars, 8, 64, 0);
+        together = pushed_together(e, vars[0], vars[1]);
+        rounds++;
+    }
+    CHECK_MSG(together, "empty ops still pushed alone after %d rounds of 64", rounds);
+    printf("    empty ops bulked again after %d round(s) of 64\n", rounds);
+    ordo_set_bulk_size(0);
+    ordo_engine_destroy(e);
+
+    /* A negative bulk_op_max_ns: bulks fill whatever their ops take. */
+    e = pace_engine(-1);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *a = ordo_new_variable(e), *b = ordo_new_variable(e);
+    ordo_set_bulk_size(16);
+    for (int r = 0; r < 20; r++) push_round(e, &a, 1, 64, 50);
+    CHECK_MSG(pushed_together(e, a, b), "bulk_op_max_ns -1 still bulks long ops");
+    ordo_set_bulk_size(0);
+    ordo_engine_destroy(e);
+}
+
 int main(void) {
     printf("# seed %#llx (set ORDO_TEST_SEED to change), scale %g\n", (unsigned long long)test_seed(), test_scale());
     TEST(test_bulk_random_naive);
@@ -476,5 +582,6 @@ int main(void) {
     TEST_T(test_bulk_pending_counts_ops, 60);
     TEST_T(test_bulk_not_while_profiling, 60);
     TEST_T(test_bulk_settings, 60);
+    TEST_T(test_bulk_pace, 120);
     return harness_end();
 }

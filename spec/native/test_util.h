@@ -235,6 +235,10 @@ static inline ordo_engine *make_engine_cfg(int kind, int cpu_workers, int prio_w
     c.cpu_workers = cpu_workers;
     c.cpu_priority_workers = prio_workers;
     c.max_inflight = max_inflight;
+    /* Bulks fill whatever their ops cost: the oracles' ops sleep for
+     * microseconds, which would otherwise make the engine push them alone
+     * (bulk_op_max_ns) and leave the bulk paths untested. */
+    c.bulk_op_max_ns = -1;
     ordo_engine *e = ordo_engine_create(&c);
     if (!e)
         fprintf(stderr, "    ordo_engine_create(%s, %d workers) failed: %s\n", kind_str(kind),
