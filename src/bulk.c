@@ -36,10 +36,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BULK_MAX_VARS 64     /* distinct vars of one bulk */
 #define BULK_MAX_OP_USES 16  /* vars of one op that may join a bulk */
 #define USE_WRITE 0x80       /* a use byte: var index | USE_WRITE */
-#define HASH_SLOTS 128       /* power of two, at least twice BULK_MAX_VARS */
+#define HASH_SLOTS 256       /* power of two, at least twice BULK_MAX_VARS */
+
+_Static_assert(BULK_MAX_VARS < USE_WRITE, "a var's index must fit a use byte beside USE_WRITE");
 
 /* An op of the bulk: 24 bytes, so that 16 fill 6 cache lines -- every line
  * of a bulk moves from the pushing core to a worker's and back.  Its

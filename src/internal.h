@@ -542,6 +542,9 @@ unsigned bulk_var_writes(const op *o, int i);
  * count one by one, so backpressure (rule 9) bounds ops, not bulks. */
 int bulk_op_count(const op *o);
 static inline long op_weight(const op *o) { return (o->flags & OP_BULK) ? bulk_op_count(o) : 1; }
+/* The distinct vars one bulk may hold: its op locks them unsorted
+ * (lock_vars, push.c, sorts at most this many when one is busy). */
+#define BULK_MAX_VARS 127
 /* Timing for the bulk pace (bulk.c): a start time, or 0 when this run is
  * not sampled; then the note that nops ops ran since t0 (none when t0 is 0). */
 uint64_t bulk_pace_start(const ordo_engine *e);

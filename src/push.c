@@ -182,7 +182,7 @@ static void backpressure(ordo_engine *e, pool *p) {
 }
 
 #define PUSH_HELD_MAX 16
-#define LOCK_SORT_MAX 64 /* a bulk's vars at most; more come from collect_vars, sorted */
+#define LOCK_SORT_MAX BULK_MAX_VARS /* a bulk's vars at most; more come from collect_vars, sorted */
 
 /* Locks every var of a push, so that it is appended to all of them at once
  * (rule 8).  A thread that waits for a var lock waits holding none, or
@@ -203,7 +203,7 @@ static void lock_vars(ordo_var *const *vars, int n) {
         return;
     }
     ordo_var *order[LOCK_SORT_MAX];
-    for (i = 0; i < n; i++) { /* insertion sort: rarely here, and at most 64 */
+    for (i = 0; i < n; i++) { /* insertion sort: rarely here, and at most a bulk's vars */
         ordo_var *v = vars[i];
         int j = i - 1;
         while (j >= 0 && order[j] > v) {

@@ -465,6 +465,66 @@ static void test_bulk_settings(void) {
     ordo_engine_destroy(e);
 }
 
+/* ---- a bulk's table of vars fills ----------------------------------------- */
+
+typedef struct {
+    const double *r0, *r1; /* NULL: a one-var op, w += 1 */
+    double *w;
+} cell_op;
+
+static int cell_fn(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    cell_op *o = (cell_op *)param;
+    if (o->r0) *o->w = (*o->r0 + *o->r1) / 3 + 1;
+    else *o->w += 1;
+    return 0;
+}
+
+/* Ops over 400 vars fill a bulk's table of vars (127) long before 64 ops:
+ * each time the bulk must be handed over and a new one started, through
+ * both ways an op joins a bulk (one var; two or more).  Checked against
+ * the same ops run in order. */
+static void test_bulk_var_table_full(void) {
+    enum { NV = 400, NOPS = 20000 };
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 2);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var **vars = malloc(NV * sizeof *vars);
+    double *cell = malloc(NV * sizeof *cell), *oracle = malloc(NV * sizeof *oracle);
+    cell_op *ops = malloc(NOPS * sizeof *ops);
+    rng_t g;
+    rng_init(&g, test_seed() ^ 0x7ab1e);
+    for (int i = 0; i < NV; i++) {
+        vars[i] = ordo_new_variable(e);
+        cell[i] = oracle[i] = (double)i;
+    }
+    ordo_set_bulk_size(ORDO_BULK_MAX);
+    for (int k = 0; k < NOPS; k++) {
+        int w = (int)rng_range(&g, 0, NV - 1);
+        if (rng_range(&g, 0, 3) == 0) {
+            ops[k] = (cell_op){NULL, NULL, &cell[w]};
+            oracle[w] += 1;
+            CHECK_EQ_LONG(push_bulk(e, cell_fn, &ops[k], NULL, 0, &vars[w], 1, "one"), 0);
+        } else {
+            int a = (int)rng_range(&g, 0, NV - 1), b = (int)rng_range(&g, 0, NV - 1);
+            ops[k] = (cell_op){&cell[a], &cell[b], &cell[w]};
+            oracle[w] = (oracle[a] + oracle[b]) / 3 + 1;
+            ordo_var *r[2] = {vars[a], vars[b]};
+            CHECK_EQ_LONG(push_bulk(e, cell_fn, &ops[k], r, 2, &vars[w], 1, "three"), 0);
+        }
+    }
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    long bad = 0;
+    for (int i = 0; i < NV; i++) bad += cell[i] != oracle[i];
+    CHECK_MSG(bad == 0, "%ld of %d vars differ from the serial run", bad, NV);
+    ordo_set_bulk_size(0);
+    ordo_engine_destroy(e);
+    free(vars);
+    free(cell);
+    free(oracle);
+    free(ops);
+}
+
 /* ---- the pace: ops that run long are pushed alone ----------------------------- */
 
 /* An op that notes the engine op it ran in (a bulk's ops share one), and
@@ -582,6 +642,7 @@ int main(void) {
     TEST_T(test_bulk_pending_counts_ops, 60);
     TEST_T(test_bulk_not_while_profiling, 60);
     TEST_T(test_bulk_settings, 60);
+    TEST_T(test_bulk_var_table_full, 60);
     TEST_T(test_bulk_pace, 120);
     return harness_end();
 }
