@@ -167,9 +167,12 @@ int main(int argc, char **argv)
         return 0;
     }
     ordo_engine_get_config(e, &cfg);
-    printf("#\t%s: kind=%s cpu_workers=%d cpu_priority_workers=%d max_inflight=%d spin_us=%d\n",
+    printf("#\t%s: kind=%s cpu_workers=%d cpu_priority_workers=%d max_inflight=%d spin_us=%d "
+           "push_inline_after=%d%s\n",
            label, ordo_engine_kind_name(cfg.kind), cfg.cpu_workers, cfg.cpu_priority_workers,
-           cfg.max_inflight, cfg.spin_us);
+           cfg.max_inflight, cfg.spin_us, cfg.push_inline_after, bulk > 0 ? "" : " (not bulking)");
+    if (bulk > 0)
+        printf("#\t%s: bulks of %d, bulk_op_max_ns=%d\n", label, bulk, cfg.bulk_op_max_ns);
 
     for (int i = 0; i < BENCH_NVARS; i++) {
         g_v[i] = ordo_new_variable(e);

@@ -52,6 +52,16 @@ describe("ordo.engine", function()
         ordo.engine.wait_for_var(c)
     end)
 
+    it("settings: bulk_op_max_ns and push_inline_after take negative values; config() reads them back", function()
+        local e = ordo.engine.new({cpu_workers = 1, bulk_op_max_ns = -1, push_inline_after = -1, max_inflight = 100})
+        local c = e:config()
+        assert.equals(-1, c.bulk_op_max_ns)
+        assert.equals(-1, c.push_inline_after)
+        assert.equals(100, c.max_inflight)
+        e:close()
+        assert.equals(500, ordo.engine.new({cpu_workers = 1}):config().bulk_op_max_ns) -- the default
+    end)
+
     it("more engines: naive, pooled, perdevice; tensors follow their engine", function()
         for _, kind in ipairs({"naive", "pooled", "perdevice"}) do
             local e = ordo.engine.new({kind = kind, cpu_workers = 2})
