@@ -156,12 +156,16 @@ int ordo_get_bulk_size(void) { return tls_bulk_size; }
  * efficiency bulked, 60% alone).  Small bulks are no middle way: the
  * engine's window of ops in flight (max_inflight) then holds thousands of
  * bulk blocks, cold in cache by the time they run (that DAG with 300 ns
- * tasks in bulks of 2 took twice as long per task as with no bulks).  So it
- * is all or nothing: the engine keeps a running mean of what a bulked op
+ * tasks in bulks of 2 took twice as long per task as with no bulks).  So
+ * bulks are not cut to a size; instead the engine keeps a running mean of what a bulked op
  * takes (e->bulk_pace, in 1/16 ns), and while that is at least
- * bulk_op_max_ns no bulk is started: bulkable ops are pushed alone
- * (bulk_paced_out, internal.h).  Those are timed too (OP_PACED), so the
- * mean comes back down when the ops get small again.  The default limit,
+ * bulk_op_max_ns (bulk_paced_out, internal.h) a bulk holds only a chain:
+ * an op that waits for none of the bulk's ops would have run beside them,
+ * so it hands the bulk over and starts a new one (bulk_append); an op that
+ * waits for one of them anyway joins it, as a chain loses nothing by
+ * bulking (a training step's ops on one tensor, say).  A bulk of one op is
+ * pushed alone and timed too (OP_PACED), so the mean comes back down when
+ * the ops get small again.  The default limit,
  * 500 ns, sits between the two: a 16-float add from Lua takes 60-90 ns in a
  * bulk, and a Lua push of one op alone costs about 250.  Reading the clock
  * costs about 30 ns, so each thread times only one run in PACE_SAMPLE of
@@ -220,6 +224,26 @@ bool bulk_has_var(const ordo_var *v) {
     return b && *find_slot(b, v) != 0;
 }
 
+/* Whether an op with these uses must wait for an op already in b: it
+ * writes a var b uses, or reads one b writes. */
+static bool uses_depend(const bulk *b, const var_use *uses, int n) {
+    for (int i = 0; i < n; i++) {
+        unsigned char s = *find_slot((bulk *)b, uses[i].v);
+        if (s && (uses[i].w || b->var_w[s - 1])) return true;
+    }
+    return false;
+}
+
+static bool rw_depends(const bulk *b, const bulk_rw *rw) {
+    for (int i = 0; i < rw->nreads; i++) {
+        unsigned char s = *find_slot((bulk *)b, rw->reads[i]);
+        if (s && b->var_w[s - 1]) return true;
+    }
+    for (int i = 0; i < rw->nwrites; i++)
+        if (*find_slot((bulk *)b, rw->writes[i])) return true;
+    return false;
+}
+
 /* Does the op with these uses use exactly the vars, and the same way, as
  * the op whose use bytes start at use? */
 static bool same_uses(const bulk *b, const unsigned char *use, const var_use *uses, int n) {
@@ -228,15 +252,13 @@ static bool same_uses(const bulk *b, const unsigned char *use, const var_use *us
     return true;
 }
 
-/* A fresh bulk for (e, ctx), this thread's from now on; NULL without memory,
- * or while e's bulked ops run long (the op is then pushed alone).
+/* A fresh bulk for (e, ctx), this thread's from now on; NULL without memory.
  * Inline: out of line, it made bulk_append's 0- and 1-var pushes slower
  * (paired runs), though it only runs once a bulk. */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
 static inline bulk *bulk_start(ordo_engine *e, ordo_ctx ctx) {
-    if (bulk_paced_out(e)) return NULL;
     bulk *b = bulk_alloc();
     if (!b) return NULL;
     b->engine = e;
@@ -268,6 +290,12 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
     const int size = tls_bulk_size;
     if (size <= 0 || tls_in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
     if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id)) {
+        ordo_bulk_flush();
+        b = NULL;
+    }
+    /* Ops that run long (the pace) keep a bulk to a chain: one that waits
+     * for none of its ops would have run beside them, so it starts anew. */
+    if (b && bulk_paced_out(e) && !uses_depend(b, uses, n)) {
         ordo_bulk_flush();
         b = NULL;
     }
@@ -363,6 +391,10 @@ bool bulk_append_rw(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_f
     const int n = nreads + nwrites;
     if (size <= 0 || tls_in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
     if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id)) {
+        ordo_bulk_flush();
+        b = NULL;
+    }
+    if (b && bulk_paced_out(e) && !rw_depends(b, rw)) { /* long ops: a bulk is a chain (bulk_append) */
         ordo_bulk_flush();
         b = NULL;
     }

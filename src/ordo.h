@@ -77,12 +77,13 @@ typedef struct ordo_engine_config {
      * pusher that far ahead gains nothing by waiting; libgomp does the same).
      * env ORDO_PUSH_INLINE_AFTER (64); negative: never. */
     int push_inline_after;
-    /* A thread's bulkable ops (ordo_set_bulk_size) are pushed alone, not
-     * bulked, while the engine's running mean of what a bulked op takes to
-     * run is at least this: a bulk runs its ops one after another on one
-     * worker, which pays for ops shorter than a push and costs the
-     * parallelism of longer ones.  env ORDO_BULK_OP_MAX_NS (500); 0 from
-     * the environment, or negative: always bulked. */
+    /* While the engine's running mean of what a bulked op takes to run is
+     * at least this, a thread's bulk (ordo_set_bulk_size) takes only ops
+     * that wait for one of its ops (a chain); any other op starts a new
+     * bulk, and a bulk of one op is pushed alone.  A bulk runs its ops one
+     * after another on one worker, which pays for ops shorter than a push
+     * and costs the parallelism of longer ones.  env ORDO_BULK_OP_MAX_NS
+     * (500); 0 from the environment, or negative: always bulked. */
     int bulk_op_max_ns;
 } ordo_engine_config;
 

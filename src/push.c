@@ -389,8 +389,7 @@ __attribute__((always_inline)) /* into ordo_push_sync: a frame of 11 arguments s
 static inline bool push_sync_bulked(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
                              ordo_ctx ctx, ordo_var *const *reads, int nreads, ordo_var *const *writes,
                              int nwrites, int prop, const char *name) {
-    /* Asked before the work below, which bulk_append would waste. */
-    if (tls_bulk_size <= 0 || (!tls_bulk && bulk_paced_out(e))) return false;
+    if (tls_bulk_size <= 0) return false; /* asked before the work below, which bulk_append would waste */
     if ((unsigned)nreads > 16 || (unsigned)nwrites > 16u - (unsigned)nreads) return false;
     if ((nreads && !reads) || (nwrites && !writes)) return false;
     if (!engine_bulkable(e, fn, ctx, prop, 0) || (unsigned)ctx.dev_id >= ORDO_MAX_DEVICES) return false;

@@ -581,7 +581,8 @@ static void push_round(ordo_engine *e, ordo_var **vars, int nv, int n, double us
 }
 
 /* Ops that run longer than bulk_op_max_ns are pushed alone, so that they
- * can run side by side; when the ops are short again, bulks come back. */
+ * can run side by side, but for chains (an op that must wait for an op of
+ * the bulk anyway joins it); when the ops are short again, bulks come back. */
 static void test_bulk_pace(void) {
     /* 20 us: well above what an empty op takes even under valgrind */
     ordo_engine *e = pace_engine(20000);
@@ -603,6 +604,9 @@ static void test_bulk_pace(void) {
     }
     CHECK_MSG(!together, "50 us ops still bulked after %d rounds of 64", rounds);
     printf("    long ops pushed alone after %d round(s) of 64\n", rounds);
+    /* ...unless they form a chain: the second op waits for the first
+     * anyway, so bulking them costs no parallelism. */
+    CHECK_MSG(pushed_together(e, vars[0], vars[0]), "a chain of long ops is still bulked");
 
     /* Pushed alone, ops are still timed (one in 8), so empty ones bring
      * the mean down and bulks back. */
