@@ -157,19 +157,19 @@ int ordo_get_bulk_size(void) { return tls_bulk_size; }
  * engine's window of ops in flight (max_inflight) then holds thousands of
  * bulk blocks, cold in cache by the time they run (that DAG with 300 ns
  * tasks in bulks of 2 took twice as long per task as with no bulks).  So
- * bulks are not cut to a size; instead the engine keeps a running mean of what a bulked op
- * takes (e->bulk_pace, in 1/16 ns), and while that is at least
- * bulk_op_max_ns (bulk_paced_out, internal.h) a bulk holds only a chain:
- * an op that waits for none of the bulk's ops would have run beside them,
- * so it hands the bulk over and starts a new one (bulk_append); an op that
- * waits for one of them anyway joins it, as a chain loses nothing by
- * bulking (a training step's ops on one tensor, say).  A bulk of one op is
- * pushed alone and timed too (OP_PACED), so the mean comes back down when
- * the ops get small again.  The default limit,
- * 500 ns, sits between the two: a 16-float add from Lua takes 60-90 ns in a
- * bulk, and a Lua push of one op alone costs about 250.  Reading the clock
- * costs about 30 ns, so each thread times only one run in PACE_SAMPLE of
- * bulks and of such ops. */
+ * bulks are not cut to a size.  Instead the engine keeps a running mean of
+ * what a bulked op takes (e->bulk_pace, in 1/16 ns), and while that is at
+ * least bulk_op_max_ns (bulk_paced_out, internal.h) a bulk holds only a
+ * chain: an op that waits for none of the bulk's ops would have run beside
+ * them, so it hands the bulk over and starts a new one (bulk_append); an
+ * op that waits for one of them anyway joins it, as a chain loses nothing
+ * by bulking (a training step's ops on one tensor, say).  A bulk of one op
+ * is pushed alone and timed too (OP_PACED), so the mean comes back down
+ * when the ops get small again.  The default limit, 500 ns, sits between
+ * the two: a 16-float add from Lua takes 60-90 ns in a bulk, and a Lua
+ * push of one op alone costs about 250.  Reading the clock costs about 30
+ * ns, so each thread times only one run in PACE_SAMPLE of bulks and of
+ * such ops. */
 #define PACE_SAMPLE 8
 static _Thread_local unsigned pace_tick;
 
@@ -194,7 +194,6 @@ void bulk_pace_note(ordo_engine *e, uint64_t t0, int nops) {
     long next = (long)old + ((long)sample - (long)old) / 4;
     atomic_store_explicit(&e->bulk_pace, (unsigned)next, memory_order_relaxed);
 }
-
 
 /* ---- collecting ---------------------------------------------------------- */
 
@@ -226,21 +225,21 @@ bool bulk_has_var(const ordo_var *v) {
 
 /* Whether an op with these uses must wait for an op already in b: it
  * writes a var b uses, or reads one b writes. */
-static bool uses_depend(const bulk *b, const var_use *uses, int n) {
+static bool uses_depend(bulk *b, const var_use *uses, int n) {
     for (int i = 0; i < n; i++) {
-        unsigned char s = *find_slot((bulk *)b, uses[i].v);
+        unsigned char s = *find_slot(b, uses[i].v);
         if (s && (uses[i].w || b->var_w[s - 1])) return true;
     }
     return false;
 }
 
-static bool rw_depends(const bulk *b, const bulk_rw *rw) {
+static bool rw_depends(bulk *b, const bulk_rw *rw) {
     for (int i = 0; i < rw->nreads; i++) {
-        unsigned char s = *find_slot((bulk *)b, rw->reads[i]);
+        unsigned char s = *find_slot(b, rw->reads[i]);
         if (s && b->var_w[s - 1]) return true;
     }
     for (int i = 0; i < rw->nwrites; i++)
-        if (*find_slot((bulk *)b, rw->writes[i])) return true;
+        if (*find_slot(b, rw->writes[i])) return true;
     return false;
 }
 
@@ -533,8 +532,8 @@ static int push_each(bulk *b) {
         }
         int prop = ORDO_PROP_NORMAL | (en->no_skip ? ORDO_PROP_NO_SKIP : 0);
         const bulk_fns *fns = &b->fns[en->fnx];
-        int rc = push_uses(e, bulk_alone_flags(e), fns->fn, NULL, en->param, fns->param_free, b->ctx, uses, en->nuse, prop, 0,
-                                en->name, "ordo_bulk_flush", NULL, NULL);
+        int rc = push_uses(e, bulk_alone_flags(e), fns->fn, NULL, en->param, fns->param_free, b->ctx, uses,
+                           en->nuse, prop, 0, en->name, "ordo_bulk_flush", NULL, NULL);
         if (rc == ORDO_OK) continue;
         if (!first_rc) first_rc = rc;
         failure *f = failure_new("%s: not run: %s", en->name[0] ? en->name : "op", ordo_last_error());

@@ -348,8 +348,8 @@ struct ordo_engine {
     _Alignas(64) atomic_int wake_zero;
     atomic_int wake_low;
     /* What a bulked op takes to run, a running mean in 1/16 ns (bulk.c):
-     * read by bulking threads once a bulk, written now and then by the
-     * threads that run bulks. */
+     * read by bulking threads as they push, written now and then (sampled
+     * runs) by the threads that run bulks. */
     _Alignas(64) atomic_uint bulk_pace;
 
     pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */

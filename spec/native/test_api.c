@@ -133,6 +133,20 @@ static void test_config_defaults(void) {
     ordo_engine_destroy(e);
 }
 
+/* The settings an engine made from the environment alone gets (zeroed
+ * when it cannot be made, which the CHECK reports). */
+static ordo_engine_config config_from_env(void) {
+    ordo_engine_config got;
+    memset(&got, 0, sizeof got);
+    ordo_engine *e = ordo_engine_create(NULL);
+    CHECK(e != NULL);
+    if (e) {
+        ordo_engine_get_config(e, &got);
+        ordo_engine_destroy(e);
+    }
+    return got;
+}
+
 static void test_config_from_environment(void) {
     clear_env();
     setenv("ORDO_ENGINE_TYPE", "pooled", 1);
@@ -160,14 +174,7 @@ static void test_config_from_environment(void) {
     }
     /* negative: bulks always fill, whatever their ops cost */
     setenv("ORDO_BULK_OP_MAX_NS", "-1", 1);
-    e = ordo_engine_create(NULL);
-    CHECK(e != NULL);
-    if (e) {
-        ordo_engine_config got;
-        ordo_engine_get_config(e, &got);
-        CHECK_EQ_LONG(got.bulk_op_max_ns, -1);
-        ordo_engine_destroy(e);
-    }
+    CHECK_EQ_LONG(config_from_env().bulk_op_max_ns, -1);
     /* a nonzero field wins over the environment, a zero one takes it */
     ordo_engine_config c;
     memset(&c, 0, sizeof c);
@@ -185,14 +192,7 @@ static void test_config_from_environment(void) {
     }
     /* the environment is read at each create, not cached */
     setenv("ORDO_ENGINE_TYPE", "naive", 1);
-    e = ordo_engine_create(NULL);
-    CHECK(e != NULL);
-    if (e) {
-        ordo_engine_config got;
-        ordo_engine_get_config(e, &got);
-        CHECK_EQ_LONG(got.kind, ORDO_ENGINE_NAIVE);
-        ordo_engine_destroy(e);
-    }
+    CHECK_EQ_LONG(config_from_env().kind, ORDO_ENGINE_NAIVE);
     setenv("ORDO_ENGINE_TYPE", "perdevice", 1);
     setenv("ORDO_CPU_WORKER_NTHREADS", "1", 1);
     e = ordo_engine_create(NULL);
