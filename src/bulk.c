@@ -65,6 +65,7 @@ typedef struct bulk {
     ordo_engine *engine;
     ordo_ctx ctx;
     int nent, nvars, nuse, nfns;
+    bool chain_only; /* started while ops ran long (the pace): takes only ops that wait for one of its own */
     bulk_entry ent[ORDO_BULK_MAX];
     bulk_fns fns[ORDO_BULK_MAX]; /* distinct (fn, param_free) pairs of the entries */
     unsigned char use[ORDO_BULK_MAX * BULK_MAX_OP_USES];
@@ -159,8 +160,8 @@ int ordo_get_bulk_size(void) { return tls_bulk_size; }
  * tasks in bulks of 2 took twice as long per task as with no bulks).  So
  * bulks are not cut to a size.  Instead the engine keeps a running mean of
  * what a bulked op takes (e->bulk_pace, in 1/16 ns), and while that is at
- * least bulk_op_max_ns (bulk_paced_out, internal.h) a bulk holds only a
- * chain: an op that waits for none of the bulk's ops would have run beside
+ * least bulk_op_max_ns (bulk_paced_out) a bulk started then holds only
+ * a chain: an op that waits for none of the bulk's ops would have run beside
  * them, so it hands the bulk over and starts a new one (bulk_append); an
  * op that waits for one of them anyway joins it, as a chain loses nothing
  * by bulking (a training step's ops on one tensor, say).  A bulk of one op
@@ -193,6 +194,13 @@ void bulk_pace_note(ordo_engine *e, uint64_t t0, int nops) {
      * which only slows the mean down. */
     long next = (long)old + ((long)sample - (long)old) / 4;
     atomic_store_explicit(&e->bulk_pace, (unsigned)next, memory_order_relaxed);
+}
+
+/* Whether e's bulked ops run long, by its running mean: a bulk started now
+ * takes only a chain. */
+static inline bool bulk_paced_out(const ordo_engine *e) {
+    long max = e->cfg.bulk_op_max_ns;
+    return max > 0 && atomic_load_explicit(&e->bulk_pace, memory_order_relaxed) >= (unsigned long)max << 4;
 }
 
 /* ---- collecting ---------------------------------------------------------- */
@@ -263,6 +271,7 @@ static inline bulk *bulk_start(ordo_engine *e, ordo_ctx ctx) {
     b->engine = e;
     b->ctx = ctx;
     b->nent = b->nvars = b->nuse = b->nfns = 0;
+    b->chain_only = bulk_paced_out(e); /* read once a bulk, not once an op */
     memset(b->slot, 0, sizeof b->slot);
     tls_bulk = b;
     return b;
@@ -294,7 +303,7 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
     }
     /* Ops that run long (the pace) keep a bulk to a chain: one that waits
      * for none of its ops would have run beside them, so it starts anew. */
-    if (b && bulk_paced_out(e) && !uses_depend(b, uses, n)) {
+    if (b && b->chain_only && !uses_depend(b, uses, n)) {
         ordo_bulk_flush();
         b = NULL;
     }
@@ -393,7 +402,7 @@ bool bulk_append_rw(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_f
         ordo_bulk_flush();
         b = NULL;
     }
-    if (b && bulk_paced_out(e) && !rw_depends(b, rw)) { /* long ops: a bulk is a chain (bulk_append) */
+    if (b && b->chain_only && !rw_depends(b, rw)) { /* long ops: a bulk is a chain (bulk_append) */
         ordo_bulk_flush();
         b = NULL;
     }

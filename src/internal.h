@@ -348,7 +348,7 @@ struct ordo_engine {
     _Alignas(64) atomic_int wake_zero;
     atomic_int wake_low;
     /* What a bulked op takes to run, a running mean in 1/16 ns (bulk.c):
-     * read by bulking threads as they push, written now and then (sampled
+     * read by bulking threads once a bulk, written now and then (sampled
      * runs) by the threads that run bulks. */
     _Alignas(64) atomic_uint bulk_pace;
 
@@ -549,13 +549,6 @@ static inline long op_weight(const op *o) { return (o->flags & OP_BULK) ? bulk_o
  * not sampled; then the note that nops ops ran since t0 (none when t0 is 0). */
 uint64_t bulk_pace_start(const ordo_engine *e);
 void bulk_pace_note(ordo_engine *e, uint64_t t0, int nops);
-/* Whether e's bulked ops run long enough, by its running mean, that a bulk
- * takes only ops that wait for one of its ops (a chain); others start a new
- * one, and a bulk of one op is pushed alone (OP_PACED). */
-static inline bool bulk_paced_out(const ordo_engine *e) {
-    long max = e->cfg.bulk_op_max_ns;
-    return max > 0 && atomic_load_explicit(&e->bulk_pace, memory_order_relaxed) >= (unsigned long)max << 4;
-}
 /* The flags of a bulkable op pushed alone: timed for the pace when this
  * thread bulks. */
 static inline int bulk_alone_flags(const ordo_engine *e) {

@@ -5,6 +5,7 @@
  * the Lua front end's users see them.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,21 +65,29 @@ static const char *shape_arr_str(int ndim, const int64_t *shape, char *buf, size
     return ordo_tensor_shape_str(&tmp, buf, len);
 }
 
-int64_t ordo_tensor_numel(const ordo_tensor *t) {
-    /* a zero size first: the product of the other sizes may not fit
-     * (an empty tensor expanded to 2^40 x 2^40 is still empty) */
-    for (int i = 0; i < t->ndim; i++)
-        if (t->shape[i] == 0) return 0;
+/* Asked before multiplying sizes: the product of an empty shape's other
+ * sizes may not fit (an empty tensor expanded to 2^40 x 2^40 is still
+ * empty). */
+static bool has_zero_size(int ndim, const int64_t *shape) {
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) return true;
+    return false;
+}
+
+/* The element count of a shape that fits (shape_fits, or a live tensor's). */
+static int64_t shape_numel(int ndim, const int64_t *shape) {
+    if (has_zero_size(ndim, shape)) return 0;
     int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    for (int i = 0; i < ndim; i++) n *= shape[i];
     return n;
 }
 
+int64_t ordo_tensor_numel(const ordo_tensor *t) { return shape_numel(t->ndim, t->shape); }
+
 int ordo_tensor_is_contiguous(const ordo_tensor *t) {
-    if (ordo_tensor_numel(t) == 0) return 1; /* before multiplying sizes that may not fit */
+    if (has_zero_size(t->ndim, t->shape)) return 1;
     int64_t expect = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->shape[i] == 0) return 1;
         if (t->shape[i] != 1 && t->strides[i] != expect) return 0;
         expect *= t->shape[i];
     }
@@ -115,10 +124,8 @@ static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
  * that grow a tensor (expand, as_strided) must keep too, for numel and
  * the kernels' index arithmetic never to overflow. */
 static int shape_fits(int ndim, const int64_t *shape, int dtype) {
+    if (has_zero_size(ndim, shape)) return 1;
     int64_t numel = 1, es = (int64_t)ordo_dtype_size(dtype);
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] == 0) return 1;
-    }
     for (int i = 0; i < ndim; i++) {
         if (numel > (INT64_MAX / es) / shape[i]) return 0;
         numel *= shape[i];
@@ -156,10 +163,7 @@ ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_
         tensor_set_error_code(ORDO_ERR_NOMEM, "shape %s is too large", shape_arr_str(ndim, shape, b, sizeof b));
         return NULL;
     }
-    int64_t numel = 1;
-    for (int i = 0; i < ndim; i++)
-        if (shape[i] == 0) numel = 0;
-    for (int i = 0; i < ndim && numel > 0; i++) numel *= shape[i]; /* fits: shape_fits */
+    int64_t numel = shape_numel(ndim, shape);
     ordo_tensor *t = desc_new();
     if (!t) return NULL;
     t->storage = ordo_storage_new(e, ctx, (size_t)numel * es);
