@@ -4,12 +4,14 @@
 --   BENCH_QUICK=1 luajit bench/tensor_bench.lua   smaller sizes, for a smoke run
 --
 --  1. ns per op of 1,000,000 `c:add_(a)` on 16-element float32 tensors,
---     end to end (pushed, run by a worker, then one wait), with the Lua
---     thread's default bulking and with bulking off, beside the same loop
---     pushing through the C tensor API (bulked the same way, and not) and
---     the add kernel called directly in C (no engine: the floor); and
---     r = a + b, a new tensor each time (dropped: the GC frees it), beside
---     the same through the C tensor API and beside the in-place loop.
+--     end to end (pushed, run, then one wait): on the default engine, where
+--     such an op runs at its push when nothing else uses its tensors
+--     (src/run_now.c), beside the add kernel called directly in C (no
+--     engine: the floor) and the same pushes through the C tensor API; then
+--     handed to a worker (an engine with run_now_max_elements = -1), with
+--     the Lua thread's default bulking and with bulking off, beside the same
+--     from C; and r = a + b, a new tensor each time (dropped: the GC frees
+--     it), beside the same through the C tensor API and the in-place loop.
 --  2. matmul 1024x1024 float32 (pushed, waited for) beside cblas_sgemm on
 --     one thread (what the matmul kernel asks BLAS for: parallelism comes
 --     from the engine) and on OpenBLAS's own threads; in a loop's steady
@@ -67,7 +69,11 @@ local function run_peer(...)
     local args = table.concat({...}, " ")
     -- ordo sized OpenBLAS's pool in this process's environment; the peer
     -- must get OpenBLAS's own default.
-    local f = assert(io.popen("env -u OPENBLAS_NUM_THREADS " .. peer .. " " .. args))
+    local env = ""
+    if args:match("^env ") then -- a setting for this run: env NAME=value mode ...
+        env, args = args:match("^env (%S+) (.*)$")
+    end
+    local f = assert(io.popen("env -u OPENBLAS_NUM_THREADS " .. env .. " " .. peer .. " " .. args))
     local out = f:read("*a")
     f:close()
     return out
@@ -115,16 +121,19 @@ print(("ordo tensor bench: engine %s, %d cpu workers%s"):format(cfg.kind, cfg.cp
       quick and " (BENCH_QUICK)" or ""))
 print(("%-44s %17s | %-34s %17s | %s"):format("benchmark", "ordo", "peer", "", "speed ordo/peer"))
 
--- 1. c:add_(a) on 16 elements, with this thread's default bulking (16 ops
--- a bulk, ORDO_BULK_SIZE) and with bulking off
+-- 1. c:add_(a) on 16 elements: on the default engine, where an op whose
+-- tensors nothing else uses runs at its push (run_now_max_elements); then
+-- on an engine that hands every op to a worker, with this thread's default
+-- bulking (16 ops a bulk, ORDO_BULK_SIZE) and with bulking off
 do
     local N = quick and 100000 or 1000000
-    local a, c = ordo.ones({16}), ordo.zeros({16})
     local bulk = ordo.engine.bulk_size()
-    local function time_loop(size)
+    local workers_only = ordo.engine.new({run_now_max_elements = -1})
+    local function time_loop(size, eng)
+        local a, c = ordo.ones({16}, {engine = eng}), ordo.zeros({16}, {engine = eng})
         local old = ordo.engine.set_bulk_size(size)
         for _ = 1, 10000 do c:add_(a) end
-        ordo.engine.wait_for_all()
+        c:wait()
         local ns = best_of(3, function()
             local t0 = now()
             for _ = 1, N do c:add_(a) end
@@ -134,15 +143,21 @@ do
         ordo.engine.set_bulk_size(old)
         return ns
     end
-    local on, off = time_loop(bulk), time_loop(0)
+    local now_ns = time_loop(bulk, nil)
+    local on, off = time_loop(bulk, workers_only), time_loop(0, workers_only)
     local k = peer_number(run_peer("kernel_add16", N), "kernel_add16 ([%d.]+)")
-    local p_on = peer_number(run_peer("push_add16", N, bulk), "push_add16 ([%d.]+)")
-    local p_off = peer_number(run_peer("push_add16", N, 0), "push_add16 ([%d.]+)")
-    local name = ("c:add_(a), 16 floats, Lua, bulks of %d"):format(bulk)
-    row(name, on, "same pushes from C, bulks of " .. bulk, p_on, "ns/op")
-    row(name, on, "add kernel called directly in C", k, "ns/op")
-    row(name, on, "same loop in Lua, bulking off", off, "ns/op")
-    row("c:add_(a), 16 floats, Lua, bulking off", off, "same pushes from C, bulking off", p_off, "ns/op")
+    local p_now = peer_number(run_peer("push_add16", N, bulk), "push_add16 ([%d.]+)")
+    local p_on = peer_number(run_peer("env ORDO_RUN_NOW_MAX_ELEMENTS=-1", "push_add16", N, bulk), "push_add16 ([%d.]+)")
+    local p_off = peer_number(run_peer("env ORDO_RUN_NOW_MAX_ELEMENTS=-1", "push_add16", N, 0), "push_add16 ([%d.]+)")
+    local name = "c:add_(a), 16 floats, Lua (run at the push)"
+    row(name, now_ns, "add kernel called directly in C", k, "ns/op")
+    row(name, now_ns, "same pushes from C", p_now, "ns/op")
+    local wname = ("c:add_(a), Lua, to a worker, bulks of %d"):format(bulk)
+    row(wname, on, "same pushes from C", p_on, "ns/op")
+    row(wname, on, "add kernel called directly in C", k, "ns/op")
+    row("c:add_(a), Lua, to a worker, bulking off", off, "same pushes from C", p_off, "ns/op")
+    workers_only:close()
+    local a = ordo.ones({16})
 
     -- c = a + b: a new tensor every time, dropped (collected by the GC)
     local M = quick and 20000 or 200000
@@ -157,7 +172,7 @@ do
     end)
     local p_new = peer_number(run_peer("binary_add16", M, bulk), "binary_add16 ([%d.]+)")
     row("r = a + b, 16 floats, Lua (a new tensor)", new_ns, "same from C, freed 1,000 ops later", p_new, "ns/op")
-    row("r = a + b, 16 floats, Lua (a new tensor)", new_ns, "c:add_(a) from Lua, in place", on, "ns/op")
+    row("r = a + b, 16 floats, Lua (a new tensor)", new_ns, "c:add_(a) from Lua, in place", now_ns, "ns/op")
 end
 
 -- 2. matmul 1024x1024 float32

@@ -62,6 +62,16 @@ describe("ordo.engine", function()
         assert.equals(500, ordo.engine.new({cpu_workers = 1}):config().bulk_op_max_ns) -- the default
     end)
 
+    it("settings: run_now_max_elements round-trips; negative turns it off; 1024 by default", function()
+        local e = ordo.engine.new({cpu_workers = 1, run_now_max_elements = -1})
+        assert.equals(-1, e:config().run_now_max_elements)
+        e:close()
+        e = ordo.engine.new({cpu_workers = 1, run_now_max_elements = 64})
+        assert.equals(64, e:config().run_now_max_elements)
+        e:close()
+        assert.equals(1024, ordo.engine.new({cpu_workers = 1}):config().run_now_max_elements)
+    end)
+
     it("more engines: naive, pooled, perdevice; tensors follow their engine", function()
         for _, kind in ipairs({"naive", "pooled", "perdevice"}) do
             local e = ordo.engine.new({kind = kind, cpu_workers = 2})

@@ -3,6 +3,7 @@
 -- shared storages) pushed without any wait must give exactly what the same
 -- program gives with a wait after every op.
 local ordo = require "ordo"
+local ffi = require "ffi"
 
 local H = require "support.helpers"
 
@@ -27,6 +28,26 @@ describe("asynchrony", function()
         assert.same(ref, program(2, 1500, false, naive))
         pooled:close()
         naive:close()
+    end)
+
+    it("small ops run at their push when nothing uses their tensors, and wait when something does", function()
+        -- run_now.c: the same program with run-now on (default), off, and
+        -- with every small op allowed, against a wait after every op
+        local ref = program(7, 2000, true)
+        for _, limit in ipairs({-1, 16, 16384}) do
+            local e = ordo.engine.new({cpu_workers = 2, run_now_max_elements = limit})
+            assert.same(ref, program(7, 2000, false, e))
+            e:close()
+        end
+        -- on this thread: the value is there before any wait (no worker ran it)
+        local e = ordo.engine.new({cpu_workers = 1})
+        local a = ordo.zeros({4}, {engine = e})
+        e:wait_for_all()
+        a:add_(1)
+        local p = ffi.cast("float *", a._c.storage.data) -- read without a wait
+        assert.equals(1, p[0])
+        assert.equals(0, e:pending())
+        e:close()
     end)
 
     it("ops return before they run: a push is far cheaper than the work", function()

@@ -196,13 +196,6 @@ void bulk_pace_note(ordo_engine *e, uint64_t t0, int nops) {
     atomic_store_explicit(&e->bulk_pace, (unsigned)next, memory_order_relaxed);
 }
 
-/* Whether e's bulked ops run long, by its running mean: a bulk started now
- * takes only a chain. */
-static inline bool bulk_paced_out(const ordo_engine *e) {
-    long max = e->cfg.bulk_op_max_ns;
-    return max > 0 && atomic_load_explicit(&e->bulk_pace, memory_order_relaxed) >= (unsigned long)max << 4;
-}
-
 /* ---- collecting ---------------------------------------------------------- */
 
 /* Vars sit in slabs, a few dozen bytes apart: drop the low bits, fold the rest. */

@@ -52,6 +52,11 @@ static ordo_engine_config resolve_config(const ordo_engine_config *in) {
         const char *s = getenv("ORDO_BULK_OP_MAX_NS");
         c.bulk_op_max_ns = s && *s == '-' ? -1 : env_int("ORDO_BULK_OP_MAX_NS", 500);
     }
+    if (c.run_now_max_elements == 0) {
+        const char *s = getenv("ORDO_RUN_NOW_MAX_ELEMENTS");
+        c.run_now_max_elements = s && *s == '-' ? -1 : env_int("ORDO_RUN_NOW_MAX_ELEMENTS", 1024);
+        if (c.run_now_max_elements == 0) c.run_now_max_elements = -1;
+    }
     if (c.cpu_workers < 1) c.cpu_workers = 1;
     if (c.cpu_priority_workers < 1) c.cpu_priority_workers = 1;
     if (c.gpu_workers < 1) c.gpu_workers = 1;

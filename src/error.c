@@ -85,14 +85,16 @@ int ordo_fail(const ordo_run_ctx *rc, const char *fmt, ...) {
         detached_set = 1;
         return ORDO_ERR_FAILED;
     }
-    op *o = rc->op_;
+    /* An op's failure, or a function run with no op (fail_slot_ctx). */
+    failure **slot = ((uintptr_t)rc->op_ & 1) ? (failure **)((uintptr_t)rc->op_ & ~(uintptr_t)1)
+                                               : &((op *)rc->op_)->fail;
     va_list ap;
     va_start(ap, fmt);
     failure *f = failure_vnew(fmt, ap);
     va_end(ap);
     if (f) {
-        failure_unref(o->fail); /* the last message wins */
-        o->fail = f;
+        failure_unref(*slot); /* the last message wins */
+        *slot = f;
     }
     return ORDO_ERR_FAILED;
 }

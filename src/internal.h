@@ -75,6 +75,11 @@ failure *failure_named(failure *f, const char *name);
 /* Marks f reported; true when this call is the one that reported it. */
 bool failure_claim(failure *f);
 int  set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The op_ of an ordo_run_ctx for a function run outside any op (run_now.c):
+ * ordo_fail leaves its failure in *slot (a reference), which the caller
+ * sets to NULL first.  Tagged in the low bit, which an op's address (a
+ * line-aligned block) never has. */
+static inline void *fail_slot_ctx(failure **slot) { return (void *)((uintptr_t)slot | 1); }
 
 /* ---- spin lock ------------------------------------------------------ */
 
@@ -549,6 +554,15 @@ static inline long op_weight(const op *o) { return (o->flags & OP_BULK) ? bulk_o
  * not sampled; then the note that nops ops ran since t0 (none when t0 is 0). */
 uint64_t bulk_pace_start(const ordo_engine *e);
 void bulk_pace_note(ordo_engine *e, uint64_t t0, int nops);
+/* Whether e's bulked ops run long, by its running mean: a bulk started now
+ * takes only a chain, and no op runs at its push (run_now.c). */
+#if defined(__GNUC__)
+__attribute__((always_inline)) /* into engine_run_now_begin: as a call it cost 6 instructions of a small op */
+#endif
+static inline bool bulk_paced_out(const ordo_engine *e) {
+    long max = e->cfg.bulk_op_max_ns;
+    return max > 0 && atomic_load_explicit(&e->bulk_pace, memory_order_relaxed) >= (unsigned long)max << 4;
+}
 /* The flags of a bulkable op pushed alone: timed for the pace when this
  * thread bulks. */
 static inline int bulk_alone_flags(const ordo_engine *e) {
@@ -576,6 +590,65 @@ extern ORDO_HIDDEN _Thread_local worker *tls_worker;
 extern ORDO_HIDDEN _Thread_local int tls_in_op;
 
 uint64_t now_ns(void);
+
+/* ---- running a small op at its push (run_now.c) ------------------------ */
+
+/* Inline: these are most of a small op's push, and as calls their frames
+ * cost as much as their work.  The rest is in run_now.c, with the why. */
+void engine_run_now_unlock(const var_use *uses, int n);
+bool engine_run_now_bulk_has(const var_use *uses, int n);
+
+/* Whether v may be used now, its lock held by the caller: no op holds a
+ * grant that conflicts, none waits, and no failure or GPU work rides on it. */
+static inline bool var_idle_for(const ordo_var *v, bool w) {
+    return !v->deleted && !v->head && !v->writer_active && (!w || v->nreaders == 0) && !v->fail &&
+           !atomic_load_explicit(&v->device_state, memory_order_relaxed);
+}
+
+/* With uses distinct (in any order): true when the op may run on this
+ * thread now -- no op uses or waits for its vars, none of this thread's bulk
+ * does, none carries a failure, no profile is being taken, the engine's ops
+ * are short (the pace) -- and then the vars' locks are held until
+ * engine_run_now_end, or engine_run_now_failed when the op failed, or
+ * engine_run_now_unlock when it did not run.  The op's function runs with
+ * op_ = fail_slot_ctx(&f), f NULL before; engine_run_now_failed takes what
+ * it returned (rv), f (a reference) and the op's name. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline bool engine_run_now_begin(ordo_engine *e, const var_use *uses, int n) {
+    if (tls_in_op || tls_worker || e->cfg.kind == ORDO_ENGINE_NAIVE ||
+        atomic_load_explicit(&e->profiling, memory_order_relaxed) || bulk_paced_out(e))
+        return false;
+    if (tls_bulk && engine_run_now_bulk_has(uses, n)) return false;
+    for (int i = 0; i < n; i++) {
+        ordo_var *v = uses[i].v;
+        if (!spin_lock_try(&v->lock)) {
+            engine_run_now_unlock(uses, i);
+            return false;
+        }
+        if (!var_idle_for(v, uses[i].w)) {
+            engine_run_now_unlock(uses, i + 1);
+            return false;
+        }
+    }
+    return true;
+}
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline void engine_run_now_end(const var_use *uses, int n) {
+    for (int i = 0; i < n; i++) {
+        ordo_var *v = uses[i].v;
+        /* Only a granted writer changes the version, and the lock makes
+         * this thread the only one: a release store, for readers. */
+        if (uses[i].w)
+            atomic_store_explicit(&v->version, atomic_load_explicit(&v->version, memory_order_relaxed) + 1,
+                                  memory_order_release);
+        spin_lock_release(&v->lock);
+    }
+}
+void engine_run_now_failed(ordo_engine *e, const var_use *uses, int n, int rv, failure *f, const char *name);
 
 /* ---- profiler (profiler.c) --------------------------------------------- */
 

@@ -85,6 +85,14 @@ typedef struct ordo_engine_config {
      * and costs the parallelism of longer ones.  env ORDO_BULK_OP_MAX_NS
      * (500); 0 from the environment, or negative: always bulked. */
     int bulk_op_max_ns;
+    /* A small tensor op (an elementwise kernel on at most this many
+     * elements, its operands counted together) whose vars no op is using
+     * or waiting for runs on the thread that pushes it, during the push:
+     * its kernel costs less than handing it to a worker.  Never on the
+     * naive engine, while profiling, or while the engine's bulked ops run
+     * long (bulk_op_max_ns).  env ORDO_RUN_NOW_MAX_ELEMENTS (1024); 0 from
+     * the environment, or negative: never. */
+    int run_now_max_elements;
 } ordo_engine_config;
 
 ordo_engine *ordo_engine_create(const ordo_engine_config *cfg); /* cfg NULL: from environment */

@@ -450,6 +450,18 @@ static int small_op(const ordo_kernel_args *a, int dev_type) {
  * returns NOT_SMALL, having changed nothing, for every other op: the general
  * path then pushes it, or names what is wrong with it. */
 #define NOT_SMALL (-1)
+/* By address, as collect_vars leaves them. */
+static inline void sort_uses(var_use *uses, int n) {
+    for (int i = 1; i < n; i++) {
+        var_use x = uses[i];
+        int j = i - 1;
+        while (j >= 0 && uses[j].v > x.v) {
+            uses[j + 1] = uses[j];
+            j--;
+        }
+        uses[j + 1] = x;
+    }
+}
 
 #if defined(__GNUC__)
 __attribute__((always_inline)) /* into ordo_tensor_op2, where nin is 2 and the loops unroll */
@@ -457,46 +469,70 @@ __attribute__((always_inline)) /* into ordo_tensor_op2, where nin is 2 and the l
 static inline int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, ordo_tensor *out,
                       const double *scalars, int nscalar) {
     if (out->ctx.dev_type != ORDO_CPU) return NOT_SMALL;
-    ordo_kernel_fn fn = atomic_load_explicit(&kfns[kid][0], memory_order_acquire);
+    ordo_kernel_fn fn = kernel_fn(kid, ORDO_CPU);
     if (!fn) return NOT_SMALL;
     const ordo_storage *os = out->storage;
     ordo_engine *e = os->engine;
-    int nd = out->ndim;
+    const int nd = out->ndim;
+
+    /* The kernel's arguments and the op's vars, checked as they are
+     * gathered: one pass over the operands. */
+    ordo_kernel_args a;
+    a.nin = nin;
+    a.nout = 1;
+    a.nscalar = nscalar;
+    a.niparam = 0;
+    ordo_view *ov = &a.out[0];
     int64_t numel = 1;
     for (int d = 0; d < nd; d++) {
-        if (out->strides[d] == 0 && out->shape[d] > 1) return NOT_SMALL;
-        numel *= out->shape[d];
+        const int64_t k = out->shape[d], st = out->strides[d];
+        if (st == 0 && k > 1) return NOT_SMALL;
+        numel *= k;
+        ov->shape[d] = k;
+        ov->strides[d] = st;
     }
     if (numel * (nin + 1) > BULK_MAX_ELEMENTS) return NOT_SMALL;
+    ov->data = tensor_data(out);
+    ov->dtype = out->dtype;
+    ov->ndim = nd;
+    var_use uses[ORDO_KERNEL_MAX_IN + 1];
+    int n = 1;
+    uses[0] = (var_use){os->var, true};
     for (int i = 0; i < nin; i++) {
         const ordo_tensor *t = in[i];
-        if (!t || t->storage->engine != e || t->ctx.dev_type != ORDO_CPU || t->ctx.dev_id != out->ctx.dev_id ||
-            t->ndim > nd || (t->storage == os && t != out && !same_view(t, out)))
+        if (!t) return NOT_SMALL;
+        const ordo_storage *s = t->storage;
+        if (s->engine != e || t->ctx.dev_type != ORDO_CPU || t->ctx.dev_id != out->ctx.dev_id ||
+            (s == os && t != out && !same_view(t, out)))
             return NOT_SMALL;
+        ordo_view *v = &a.in[i];
+        if (!bcast_strides(t, out, v->strides)) return NOT_SMALL; /* the general path names the shapes */
+        if (nd == 1) v->shape[0] = ov->shape[0]; /* the commonest, without a call to memmove */
+        else for (int d = 0; d < nd; d++) v->shape[d] = ov->shape[d];
+        v->data = tensor_data(t);
+        v->dtype = t->dtype;
+        v->ndim = nd;
+        int j = 0;
+        while (j < n && uses[j].v != s->var) j++;
+        if (j == n) uses[n++] = (var_use){s->var, false};
+    }
+    for (int i = 0; i < nscalar; i++) a.scalar[i] = scalars[i];
+
+    /* Nothing to wait for: run it here and now (run_now.c). */
+    if (numel * (nin + 1) <= e->cfg.run_now_max_elements && engine_run_now_begin(e, uses, n)) {
+        failure *f = NULL;
+        const ordo_run_ctx rc = {out->ctx, NULL, -1, e, fail_slot_ctx(&f)};
+        int rv = fn(&rc, &a);
+        if (rv != 0 || f) engine_run_now_failed(e, uses, n, rv, f, knames[kid]);
+        else engine_run_now_end(uses, n);
+        __atomic_add_fetch(&out->storage->writes, 1, __ATOMIC_RELAXED);
+        return ORDO_OK;
     }
 
-    /* Packed straight into the block: this path builds no ordo_kernel_args. */
+    sort_uses(uses, n);
     kparam *p = kp_get();
     if (!p) return NOT_SMALL; /* the general path reports it */
-    kp_head(p, fn, nin, 1, nscalar, 0);
-    kword *w = p->word;
-    ordo_var *reads[ORDO_KERNEL_MAX_IN];
-    for (int i = 0; i < nin; i++) {
-        const ordo_tensor *t = in[i];
-        int64_t strides[ORDO_MAX_DIMS];
-        if (!bcast_strides(t, out, strides)) {
-            kp_put(p);
-            return NOT_SMALL; /* does not broadcast: the general path says so */
-        }
-        w = kp_view(p, w, i, tensor_data(t), t->dtype, nd, out->shape, strides);
-        reads[i] = t->storage->var;
-    }
-    w = kp_view(p, w, nin, tensor_data(out), out->dtype, nd, out->shape, out->strides);
-    for (int i = 0; i < nscalar; i++) (w++)->d = scalars[i];
-
-    var_use uses[ORDO_KERNEL_MAX_IN + 1];
-    ordo_var *wv = os->var;
-    int n = collect_vars(reads, nin, &wv, 1, uses);
+    kp_pack(p, fn, &a);
     /* knames never change once set: the op's name needs no interning */
     int rc = engine_push_trusted(e, run_kernel, p, kp_put, out->ctx, uses, n, ORDO_PROP_NORMAL | ORDO_PROP_BULK,
                                  knames[kid], kname_short[kid]);

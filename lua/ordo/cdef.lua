@@ -13,7 +13,8 @@ typedef struct ordo_engine ordo_engine;
 typedef struct ordo_var ordo_var;
 typedef struct ordo_engine_config {
     int kind, cpu_workers, cpu_priority_workers, gpu_workers, gpu_copy_workers,
-        max_inflight, spin_us, profiler_autostart, push_inline_after, bulk_op_max_ns;
+        max_inflight, spin_us, profiler_autostart, push_inline_after, bulk_op_max_ns,
+        run_now_max_elements;
 } ordo_engine_config;
 typedef struct ordo_run_ctx {
     ordo_ctx ctx; void *stream; int worker_id; ordo_engine *engine; void *op_;

@@ -36,7 +36,7 @@ local INT_MAX = 2^31 - 1 -- the config's fields are C ints
 local KINDS = {naive = 1, pooled = 2, perdevice = 3, per_device = 3}
 local CFG_FIELDS = {"kind", "cpu_workers", "cpu_priority_workers", "gpu_workers", "gpu_copy_workers",
                     "max_inflight", "spin_us", "profiler_autostart", "push_inline_after",
-                    "bulk_op_max_ns"}
+                    "bulk_op_max_ns", "run_now_max_elements"}
 
 local function last_error() return util.op_message(ffi.string(C.ordo_last_error())) end
 
@@ -86,7 +86,8 @@ function M.new(cfg)
             end
         elseif k == "profiler_autostart" and type(v) == "boolean" then
             v = v and 1 or 0
-        elseif k == "push_inline_after" or k == "bulk_op_max_ns" then -- negative: never / always bulked (ordo.h)
+        elseif k == "push_inline_after" or k == "bulk_op_max_ns" or k == "run_now_max_elements" then
+            -- negative: never / always bulked / never (ordo.h)
             if not is_int(v) or math.abs(v) > INT_MAX then
                 fail(("engine.new: %s must be an integer, got %s"):format(k, tostring(v)))
             end

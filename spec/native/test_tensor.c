@@ -69,6 +69,7 @@ static void test_storage_freed_at_once_when_idle(void) {
     ordo_engine_config cfg = {0};
     cfg.kind = ORDO_ENGINE_PER_DEVICE;
     cfg.cpu_workers = 1;
+    cfg.run_now_max_elements = -1; /* else busy's fill runs at its push: nothing would be pending */
     ordo_engine *e = ordo_tensor_engine_create(&cfg);
     CHECK(e != NULL);
     if (!e) return;
@@ -101,6 +102,94 @@ static void test_storage_freed_at_once_when_idle(void) {
     ordo_tensor_free(other);
     ordo_tensor_engine_close(e);
     CHECK_EQ_LONG(ordo_storage_live_count(), live0);
+}
+
+/* A kernel that says where it ran: out[0] = the worker's id (-1 on a
+ * thread that is not a worker), or a failure when the scalar is 1. */
+static int where_fn(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    if (a->scalar[0] == 1) return ordo_fail(rc, "asked to fail");
+    *(float *)a->out[0].data = (float)rc->worker_id;
+    return 0;
+}
+
+static int push_where(ordo_tensor *t, double fail) {
+    return ordo_tensor_op1(ordo_tensor_kernel_id("test_where"), "test_where", t, NULL, fail);
+}
+
+/* A small op whose vars nothing uses runs at its push, on the pushing
+ * thread (run_now.c); one whose var is busy waits for it on a worker, in
+ * push order; failures and versions are those of an op run by a worker. */
+static void test_run_now(void) {
+    CHECK(ordo_kernel_register("test_where", ORDO_CPU, where_fn) == 0);
+    ordo_engine_config cfg = {0};
+    cfg.kind = ORDO_ENGINE_PER_DEVICE;
+    cfg.cpu_workers = 1;
+    ordo_engine *e = ordo_tensor_engine_create(&cfg);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_engine_config got;
+    ordo_engine_get_config(e, &got);
+    CHECK_EQ_LONG(got.run_now_max_elements, 1024); /* the default */
+    ordo_tensor *t = vec(e, 1, 5);
+    ordo_wait_for_all(e);
+    ordo_var *tv = t->storage->var;
+    uint64_t v0 = ordo_var_version(tv);
+    CHECK(push_where(t, 0) == 0);
+    CHECK_EQ_LONG(at(t, 0), -1);                /* done already, on this thread */
+    CHECK_EQ_LONG(ordo_var_version(tv), v0 + 1); /* a write counted */
+
+    /* Busy: the op waits behind the hold, on the worker. */
+    atomic_int go = 0;
+    CHECK(ordo_push_sync(e, hold_fn, &go, NULL, CPU0, NULL, 0, &tv, 1, ORDO_PROP_NORMAL, 0, "hold") == 0);
+    CHECK(push_where(t, 0) == 0);
+    CHECK_EQ_LONG(ordo_var_version(tv), v0 + 1);
+    atomic_store(&go, 1);
+    CHECK(ordo_tensor_wait(t) == 0);
+    CHECK(at(t, 0) >= 0);
+    CHECK_EQ_LONG(ordo_var_version(tv), v0 + 3); /* the hold and the op */
+
+    /* A failure at the push is raised at the wait that meets it, once,
+     * named after its op; the engine and the tensor stay usable. */
+    CHECK(push_where(t, 1) == 0);
+    CHECK(ordo_tensor_wait(t) != 0);
+    CHECK(strstr(ordo_tensor_error(), "test_where: asked to fail") != NULL);
+    CHECK(ordo_tensor_wait(t) == 0);
+    /* An op on a failed var is not run now: it is skipped as rule 5 says. */
+    ordo_tensor *u = vec(e, 1, 7);
+    ordo_wait_for_all(e);
+    CHECK(push_where(t, 1) == 0);
+    ordo_tensor_op2(K_add, "add_", u, u, t);
+    CHECK(ordo_tensor_wait(u) != 0);
+    CHECK(ordo_wait_for_all(e) == 0); /* the failure u met was reported there */
+    CHECK_EQ_LONG(at(u, 0), 7);
+    ordo_tensor_op1(K_fill, "fill_", t, NULL, 3); /* writing anew clears it */
+    CHECK(ordo_tensor_wait(t) == 0 && at(t, 0) == 3);
+    ordo_tensor_free(u);
+    ordo_tensor_free(t);
+    ordo_tensor_engine_close(e);
+
+    /* Turned off (negative), and too large an op: a worker runs it. */
+    cfg.run_now_max_elements = -1;
+    e = ordo_tensor_engine_create(&cfg);
+    CHECK(e != NULL);
+    if (!e) return;
+    t = vec(e, 1, 5);
+    CHECK(push_where(t, 0) == 0 && ordo_tensor_wait(t) == 0 && at(t, 0) >= 0);
+    ordo_tensor_free(t);
+    ordo_tensor_engine_close(e);
+    cfg.run_now_max_elements = 2; /* where_fn's op counts 1 element */
+    e = ordo_tensor_engine_create(&cfg);
+    CHECK(e != NULL);
+    if (!e) return;
+    t = vec(e, 1, 5);
+    ordo_wait_for_all(e);
+    CHECK(push_where(t, 0) == 0 && at(t, 0) == -1);
+    ordo_tensor *big = vec(e, 3, 5);
+    ordo_wait_for_all(e);
+    CHECK(push_where(big, 0) == 0 && ordo_tensor_wait(big) == 0 && at(big, 0) >= 0);
+    ordo_tensor_free(big);
+    ordo_tensor_free(t);
+    ordo_tensor_engine_close(e);
 }
 
 /* Views share the storage and its var; writes through them are ordered. */
@@ -364,6 +453,7 @@ int main(void) {
     K_mul_scalar = ordo_tensor_kernel_id("mul_scalar");
     TEST(test_storage_freed_after_ops);
     TEST(test_storage_freed_at_once_when_idle);
+    TEST(test_run_now);
     TEST(test_views);
     TEST(test_errors);
     TEST(test_hazard_copy);
