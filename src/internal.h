@@ -519,8 +519,9 @@ int engine_push_trusted_alone(ordo_engine *e, ordo_sync_fn fn, void *param, void
                               ordo_ctx ctx, const var_use *uses, int n, int prop, const char *name,
                               bool short_name);
 /* ordo_push_sync for a caller that has done its checks (the tensor layer's
- * small ops): ctx valid, every var live, uses sorted and distinct (as
- * collect_vars leaves them), prop without DELETE_VAR, and a name that lives
+ * small ops): ctx valid, every var live, uses distinct (in any order: a
+ * small op's few are sorted by lock_vars if need be), prop without
+ * DELETE_VAR, and a name that lives
  * as long as the process; short_name: it is shorter than ORDO_NAME_MAX, so
  * it needs no interning (a longer one is interned, to be cut where every op
  * name is).  Bulked as ordo_push_sync would bulk it.  Inline: the bulked

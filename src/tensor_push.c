@@ -2,8 +2,10 @@
  * tensor_push.c - pushing registered kernels on tensors.
  *
  * The hot path (a Lua `c:add_(a)` on small tensors) is: resolve the kernel
- * through a per-id cache, take a parameter block from a pool, fill in the
- * views, one ordo_push_sync.  No allocation per op once the pool is warm:
+ * through a per-id cache, gather its arguments and the op's vars, then
+ * either run it at once (nothing in its way: run_now.c) or pack the
+ * arguments into a parameter block from a pool and push that.  No
+ * allocation per op once the pool is warm:
  * blocks are taken by the pushing thread from a thread-local list, which
  * refills by grabbing the whole shared free stack at once; workers return
  * blocks by pushing onto that stack (many pushers, one grab-all: no ABA).
@@ -114,7 +116,7 @@ static void kp_head(kparam *p, ordo_kernel_fn fn, int nin, int nout, int nscalar
 }
 
 /* View i (inputs, then outputs) at w; returns where the next one goes.
- * Inlined into push_small, where each call is the bulk of a small op's
+ * Inlined into kp_pack, where each call is the bulk of a small op's
  * packing (as a call it cost more than the work). */
 #if defined(__GNUC__)
 __attribute__((always_inline))
@@ -444,25 +446,12 @@ static int small_op(const ordo_kernel_args *a, int dev_type) {
 /* Most pushes from Lua are elementwise ops on small tensors of one cpu(n):
  * their kernel costs about as much as the push, so the push is kept short.
  * push_small takes exactly the ops that need none of the general path's
- * special cases (a kernel looked up before, no pinned memory, no output
+ * special cases (a registered CPU kernel, no pinned memory, no output
  * written through a stride of 0, no input that shares memory with the
  * output other than as the very same view, inputs that broadcast) and
  * returns NOT_SMALL, having changed nothing, for every other op: the general
  * path then pushes it, or names what is wrong with it. */
 #define NOT_SMALL (-1)
-/* By address, as collect_vars leaves them. */
-static inline void sort_uses(var_use *uses, int n) {
-    for (int i = 1; i < n; i++) {
-        var_use x = uses[i];
-        int j = i - 1;
-        while (j >= 0 && uses[j].v > x.v) {
-            uses[j + 1] = uses[j];
-            j--;
-        }
-        uses[j + 1] = x;
-    }
-}
-
 #if defined(__GNUC__)
 __attribute__((always_inline)) /* into ordo_tensor_op2, where nin is 2 and the loops unroll */
 #endif
@@ -525,20 +514,17 @@ static inline int push_small(int kid, const char *op, ordo_tensor *const *in, in
         int rv = fn(&rc, &a);
         if (rv != 0 || f) engine_run_now_failed(e, uses, n, rv, f, knames[kid]);
         else engine_run_now_end(uses, n);
-        __atomic_add_fetch(&out->storage->writes, 1, __ATOMIC_RELAXED);
-        return ORDO_OK;
-    }
-
-    sort_uses(uses, n);
-    kparam *p = kp_get();
-    if (!p) return NOT_SMALL; /* the general path reports it */
-    kp_pack(p, fn, &a);
-    /* knames never change once set: the op's name needs no interning */
-    int rc = engine_push_trusted(e, run_kernel, p, kp_put, out->ctx, uses, n, ORDO_PROP_NORMAL | ORDO_PROP_BULK,
-                                 knames[kid], kname_short[kid]);
-    if (rc != ORDO_OK) {
-        kp_put(p);
-        return tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
+    } else {
+        kparam *p = kp_get();
+        if (!p) return NOT_SMALL; /* the general path reports it */
+        kp_pack(p, fn, &a);
+        /* knames never change once set: the op's name needs no interning */
+        int rc = engine_push_trusted(e, run_kernel, p, kp_put, out->ctx, uses, n,
+                                     ORDO_PROP_NORMAL | ORDO_PROP_BULK, knames[kid], kname_short[kid]);
+        if (rc != ORDO_OK) {
+            kp_put(p);
+            return tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
+        }
     }
     __atomic_add_fetch(&out->storage->writes, 1, __ATOMIC_RELAXED);
     return ORDO_OK;

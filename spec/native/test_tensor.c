@@ -62,16 +62,24 @@ static int hold_fn(const ordo_run_ctx *rc, void *p) {
     return 0;
 }
 
+/* A perdevice engine with one CPU worker for the tensor layer;
+ * run_now_max_elements as given (0: the default). */
+static ordo_engine *one_worker_engine(int run_now_max_elements) {
+    ordo_engine_config cfg = {0};
+    cfg.kind = ORDO_ENGINE_PER_DEVICE;
+    cfg.cpu_workers = 1;
+    cfg.run_now_max_elements = run_now_max_elements;
+    ordo_engine *e = ordo_tensor_engine_create(&cfg);
+    CHECK(e != NULL);
+    return e;
+}
+
 /* A storage with nothing pending is freed in the release itself; one with
  * an op queued on it, running on it, or in the releasing thread's bulk is
  * freed only after that op (engine_delete_idle, storage.c). */
 static void test_storage_freed_at_once_when_idle(void) {
-    ordo_engine_config cfg = {0};
-    cfg.kind = ORDO_ENGINE_PER_DEVICE;
-    cfg.cpu_workers = 1;
-    cfg.run_now_max_elements = -1; /* else busy's fill runs at its push: nothing would be pending */
-    ordo_engine *e = ordo_tensor_engine_create(&cfg);
-    CHECK(e != NULL);
+    /* Run-now off: else busy's fill runs at its push and nothing is pending. */
+    ordo_engine *e = one_worker_engine(-1);
     if (!e) return;
     ordo_wait_for_all(e);
     const int64_t live0 = ordo_storage_live_count();
@@ -121,11 +129,7 @@ static int push_where(ordo_tensor *t, double fail) {
  * push order; failures and versions are those of an op run by a worker. */
 static void test_run_now(void) {
     CHECK(ordo_kernel_register("test_where", ORDO_CPU, where_fn) == 0);
-    ordo_engine_config cfg = {0};
-    cfg.kind = ORDO_ENGINE_PER_DEVICE;
-    cfg.cpu_workers = 1;
-    ordo_engine *e = ordo_tensor_engine_create(&cfg);
-    CHECK(e != NULL);
+    ordo_engine *e = one_worker_engine(0);
     if (!e) return;
     ordo_engine_config got;
     ordo_engine_get_config(e, &got);
@@ -169,17 +173,13 @@ static void test_run_now(void) {
     ordo_tensor_engine_close(e);
 
     /* Turned off (negative), and too large an op: a worker runs it. */
-    cfg.run_now_max_elements = -1;
-    e = ordo_tensor_engine_create(&cfg);
-    CHECK(e != NULL);
+    e = one_worker_engine(-1);
     if (!e) return;
     t = vec(e, 1, 5);
     CHECK(push_where(t, 0) == 0 && ordo_tensor_wait(t) == 0 && at(t, 0) >= 0);
     ordo_tensor_free(t);
     ordo_tensor_engine_close(e);
-    cfg.run_now_max_elements = 2; /* where_fn's op counts 1 element */
-    e = ordo_tensor_engine_create(&cfg);
-    CHECK(e != NULL);
+    e = one_worker_engine(2); /* where_fn's op counts 1 element */
     if (!e) return;
     t = vec(e, 1, 5);
     ordo_wait_for_all(e);
