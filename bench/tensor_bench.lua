@@ -122,7 +122,9 @@ print(("ordo tensor bench: engine %s, %d cpu workers%s"):format(cfg.kind, cfg.cp
 print(("%-44s %17s | %-34s %17s | %s"):format("benchmark", "ordo", "peer", "", "speed ordo/peer"))
 
 -- 1. c:add_(a) on 16 elements: on the default engine, where an op whose
--- tensors nothing else uses runs at its push (run_now_max_elements); then
+-- tensors nothing else uses runs at its push (run_now_max_elements), the
+-- same op on the same tensors (its checked arguments remembered) and over
+-- 64 pairs in turn (checked on every push); then
 -- on an engine that hands every op to a worker, with this thread's default
 -- bulking (16 ops a bulk, ORDO_BULK_SIZE) and with bulking off
 do
@@ -143,7 +145,22 @@ do
         ordo.engine.set_bulk_size(old)
         return ns
     end
+    -- the same over 64 pairs in turn: no push finds its arguments in the
+    -- memo of repeated ops (tensor_push.c), which keeps 16
+    local function time_turns()
+        local as, cs = {}, {}
+        for j = 1, 64 do as[j], cs[j] = ordo.ones({16}), ordo.zeros({16}) end
+        for i = 1, 10000 do local j = i % 64 + 1; cs[j]:add_(as[j]) end
+        ordo.engine.wait_for_all()
+        return best_of(3, function()
+            local t0 = now()
+            for i = 1, N do local j = i % 64 + 1; cs[j]:add_(as[j]) end
+            ordo.engine.wait_for_all()
+            return (now() - t0) / N * 1e9
+        end)
+    end
     local now_ns = time_loop(bulk, nil)
+    local turns_ns = time_turns()
     local on, off = time_loop(bulk, workers_only), time_loop(0, workers_only)
     local k = peer_number(run_peer("kernel_add16", N), "kernel_add16 ([%d.]+)")
     local p_now = peer_number(run_peer("push_add16", N, bulk), "push_add16 ([%d.]+)")
@@ -152,6 +169,10 @@ do
     local name = "c:add_(a), 16 floats, Lua (run at the push)"
     row(name, now_ns, "add kernel called directly in C", k, "ns/op")
     row(name, now_ns, "same pushes from C", p_now, "ns/op")
+    local p_turns = peer_number(run_peer("push_add16_turns", N), "push_add16_turns ([%d.]+)")
+    local tname = "same, over 64 pairs in turn (memo misses)"
+    row(tname, turns_ns, "add kernel called directly in C", k, "ns/op")
+    row(tname, turns_ns, "same pushes from C", p_turns, "ns/op")
     local wname = ("c:add_(a), Lua, to a worker, bulks of %d"):format(bulk)
     row(wname, on, "same pushes from C", p_on, "ns/op")
     row(wname, on, "add kernel called directly in C", k, "ns/op")

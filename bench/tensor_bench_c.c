@@ -4,6 +4,8 @@
  *   tensor_bench_c kernel_add16 N     the registered "add" kernel called directly, N times, 16 floats
  *   tensor_bench_c push_add16 N [BULK] ordo_tensor_op2(add) from C through the engine (then one wait),
  *                                     this thread bulking BULK ops (ordo_set_bulk_size; default 0, off)
+ *   tensor_bench_c push_add16_turns N  the same over 64 pairs (c, a) in turn: each push is of other
+ *                                     tensors than the last 63, none found in the push's memo
  *   tensor_bench_c binary_add16 N [BULK] c = a + b through ordo_tensor_binary, a new tensor each
  *                                     time, freed 1,000 ops later (as a GC would); bulking as above
  *   tensor_bench_c sgemm N REPS       cblas_sgemm on NxN float32, best of REPS (OpenBLAS's threads)
@@ -66,7 +68,7 @@ static void view1(ordo_view *v, float *p, int64_t n) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s kernel_add16|push_add16|binary_add16|sgemm|sgemm1|sgemm1_fresh_out|copy|add N [REPS]\n", argv[0]);
+        fprintf(stderr, "usage: %s kernel_add16|push_add16|push_add16_turns|binary_add16|sgemm|sgemm1|sgemm1_fresh_out|copy|add N [REPS]\n", argv[0]);
         return 2;
     }
     const char *mode = argv[1];
@@ -106,6 +108,22 @@ int main(int argc, char **argv) {
         printf("push_add16 %.1f ns/op (c[0] = %.0f)\n", (t1 - t0) / (double)n * 1e9, *(float *)ordo_tensor_data(c));
         ordo_tensor_free(a);
         ordo_tensor_free(c);
+        return 0;
+    }
+    if (!strcmp(mode, "push_add16_turns")) {
+        enum { PAIRS = 64 };
+        ordo_tensor *a[PAIRS], *c[PAIRS];
+        for (int j = 0; j < PAIRS; j++) a[j] = filled16(1), c[j] = filled16(0);
+        int kadd = ordo_tensor_kernel_id("add");
+        for (int i = 0; i < 10000; i++) ordo_tensor_op2(kadd, "add_", c[i % PAIRS], c[i % PAIRS], a[i % PAIRS]);
+        ordo_wait_for_all(ordo_engine_default());
+        double t0 = now();
+        for (long i = 0; i < n; i++) ordo_tensor_op2(kadd, "add_", c[i % PAIRS], c[i % PAIRS], a[i % PAIRS]);
+        ordo_wait_for_all(ordo_engine_default());
+        double t1 = now();
+        printf("push_add16_turns %.1f ns/op (c[0] = %.0f)\n", (t1 - t0) / (double)n * 1e9,
+               *(float *)ordo_tensor_data(c[0]));
+        for (int j = 0; j < PAIRS; j++) ordo_tensor_free(a[j]), ordo_tensor_free(c[j]);
         return 0;
     }
     if (!strcmp(mode, "binary_add16")) {

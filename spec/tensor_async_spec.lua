@@ -50,6 +50,29 @@ describe("asynchrony", function()
         e:close()
     end)
 
+    it("a repeated op on tensors freed and made again uses the new tensors' shapes", function()
+        -- tensor_push.c remembers the arguments of repeated ops by the
+        -- descriptors' ids; descriptors freed by the GC and made again
+        -- (often at the same addresses) must never reuse them
+        local rng = 12345
+        local function rand(n) rng = (rng * 1103515245 + 12345) % 2147483648; return rng % n + 1 end
+        for round = 1, 200 do
+            local n, reps = rand(40), rand(4)
+            local shape = rand(3) == 1 and {n} or {rand(4), n}
+            local c, a = ordo.zeros(shape), ordo.full(shape, round)
+            for _ = 1, reps do c:add_(a) end
+            local b = a:transpose(1, a:dim()) -- another view, same storage
+            if b:dim() == 1 then c:mul_(b) else c:copy_(c:contiguous()) end
+            local want = b:dim() == 1 and reps * round * round or reps * round
+            local got = c:totable()
+            local flat = type(got[1]) == "table" and got[#got] or got
+            assert.equals(want, flat[#flat])
+            assert.equals(want, flat[1])
+            c, a, b = nil, nil, nil
+            if round % 7 == 0 then collectgarbage() end
+        end
+    end)
+
     it("ops return before they run: a push is far cheaper than the work", function()
         local a = ordo.ones({512, 512})
         local b = ordo.ones({512, 512})

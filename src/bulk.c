@@ -289,7 +289,7 @@ bool bulk_append(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free
     /* The thread-locals read up front, where one lookup serves them all. */
     bulk *b = tls_bulk;
     const int size = tls_bulk_size;
-    if (size <= 0 || tls_in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
+    if (size <= 0 || tls_thread.in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
     if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id)) {
         ordo_bulk_flush();
         b = NULL;
@@ -390,7 +390,7 @@ bool bulk_append_rw(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_f
     bulk *b = tls_bulk;
     const int size = tls_bulk_size;
     const int n = nreads + nwrites;
-    if (size <= 0 || tls_in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
+    if (size <= 0 || tls_thread.in_op || tls_worker || n > BULK_MAX_OP_USES) return false;
     if (b && (b->engine != e || b->ctx.dev_id != ctx.dev_id)) {
         ordo_bulk_flush();
         b = NULL;

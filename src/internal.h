@@ -36,6 +36,15 @@
 #else
 #define TLS_PIN(p) ((void)0)
 #endif
+/* For the few helpers of a small op's push that gcc would otherwise call
+ * once the push grew past its inlining budget. */
+#if defined(__GNUC__)
+#define ORDO_ALWAYS_INLINE __attribute__((always_inline)) inline
+#define ORDO_UNROLL_5 _Pragma("GCC unroll 5")
+#else
+#define ORDO_ALWAYS_INLINE inline
+#define ORDO_UNROLL_5
+#endif
 
 #include "device.h"
 #include "ordo.h"
@@ -100,7 +109,7 @@ static inline void spin_lock_acquire(spin_lock *l) {
     spin_lock_contended(l);
 }
 /* Takes the lock only if it is free now; never waits. */
-static inline bool spin_lock_try(spin_lock *l) {
+static ORDO_ALWAYS_INLINE bool spin_lock_try(spin_lock *l) {
     return !atomic_load_explicit(&l->v, memory_order_relaxed) &&
            !atomic_exchange_explicit(&l->v, 1, memory_order_acquire);
 }
@@ -588,9 +597,27 @@ long engine_pending(ordo_engine *e);
 void engine_record_failure(ordo_engine *e, failure *f);
 
 extern ORDO_HIDDEN _Thread_local worker *tls_worker;
-extern ORDO_HIDDEN _Thread_local int tls_in_op;
+/* The vars whose locks this thread holds while a kernel runs at its push
+ * (run_now.c; its caller sets them around the kernel). */
+typedef struct run_now_held {
+    const var_use *uses;
+    int n;
+} run_now_held;
+/* What this thread is running, in one struct: one thread-local address
+ * for the small-op push to keep (TLS_PIN).  in_op: how deep in op
+ * functions, or a kernel run at its push; run_now_held: that kernel's vars,
+ * or NULL. */
+typedef struct thread_ops {
+    int in_op;
+    const run_now_held *run_now_held;
+} thread_ops;
+extern ORDO_HIDDEN _Thread_local thread_ops tls_thread;
 
 uint64_t now_ns(void);
+
+/* ordo_kernel_register replaced the function of a kernel: the tensor
+ * layer's copy of it (tensor_push.c) follows. */
+void tensor_kernel_replaced(const char *name, int dev_type, ordo_kernel_fn fn);
 
 /* ---- running a small op at its push (run_now.c) ------------------------ */
 
@@ -599,36 +626,51 @@ uint64_t now_ns(void);
 void engine_run_now_unlock(const var_use *uses, int n);
 bool engine_run_now_bulk_has(const var_use *uses, int n);
 
+/* Whether one of vars is held by a kernel this thread runs at its push
+ * (tls_thread.run_now_held): a push onto it would wait for this thread
+ * forever, so push_prepared refuses it. */
+bool run_now_holds_any(ordo_var *const *vars, int n);
+
 /* Whether v may be used now, its lock held by the caller: no op holds a
  * grant that conflicts, none waits, and no failure or GPU work rides on it. */
-static inline bool var_idle_for(const ordo_var *v, bool w) {
-    return !v->deleted && !v->head && !v->writer_active && (!w || v->nreaders == 0) && !v->fail &&
-           !atomic_load_explicit(&v->device_state, memory_order_relaxed);
+static ORDO_ALWAYS_INLINE bool var_idle_for(const ordo_var *v, bool w) {
+    /* fail is written by a granted writer outside the lock (finish_op):
+     * read only once none is granted.  Then one test for two pointers. */
+    if (v->head || v->deleted || v->writer_active || (w && v->nreaders)) return false;
+    return !((uintptr_t)v->fail | (uintptr_t)atomic_load_explicit(&v->device_state, memory_order_relaxed));
 }
 
-/* With uses distinct (in any order): true when the op may run on this
+/* With uses distinct, the op's one write first and then its reads: true
+ * when the op may run on this
  * thread now -- no op uses or waits for its vars, none of this thread's bulk
  * does, none carries a failure, no profile is being taken, the engine's ops
  * are short (the pace) -- and then the vars' locks are held until
  * engine_run_now_end, or engine_run_now_failed when the op failed, or
- * engine_run_now_unlock when it did not run.  The op's function runs with
- * op_ = fail_slot_ctx(&f), f NULL before; engine_run_now_failed takes what
- * it returned (rv), f (a reference) and the op's name. */
+ * engine_run_now_unlock when it did not run.  The caller has checked that
+ * this thread is no worker and runs no op (tls_worker, tls_thread.in_op) and
+ * passes tls_bulk: in libordo.so each thread-local read that the compiler
+ * does not merge with the others is a call to __tls_get_addr.  The op's
+ * function runs with op_ = fail_slot_ctx(&f), f NULL before, and tls_thread.in_op
+ * raised (a wait inside it is refused, as inside any op);
+ * engine_run_now_failed takes what it returned (rv), f (a reference) and
+ * the op's name. */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-static inline bool engine_run_now_begin(ordo_engine *e, const var_use *uses, int n) {
-    if (tls_in_op || tls_worker || e->cfg.kind == ORDO_ENGINE_NAIVE ||
-        atomic_load_explicit(&e->profiling, memory_order_relaxed) || bulk_paced_out(e))
+#define RUN_NOW_MAX_USES 5 /* an op's one write first, then its reads: n at most this */
+static inline bool engine_run_now_begin(ordo_engine *e, const var_use *uses, int n, struct bulk *bulk) {
+    if (e->cfg.kind == ORDO_ENGINE_NAIVE || atomic_load_explicit(&e->profiling, memory_order_relaxed) ||
+        bulk_paced_out(e))
         return false;
-    if (tls_bulk && engine_run_now_bulk_has(uses, n)) return false;
-    for (int i = 0; i < n; i++) {
+    if (bulk && engine_run_now_bulk_has(uses, n)) return false;
+    ORDO_UNROLL_5 /* with the bound known, each var costs a compare with n, not a loop's round */
+    for (int i = 0; i < RUN_NOW_MAX_USES && i < n; i++) {
         ordo_var *v = uses[i].v;
         if (!spin_lock_try(&v->lock)) {
             engine_run_now_unlock(uses, i);
             return false;
         }
-        if (!var_idle_for(v, uses[i].w)) {
+        if (!var_idle_for(v, i == 0)) {
             engine_run_now_unlock(uses, i + 1);
             return false;
         }
@@ -639,15 +681,14 @@ static inline bool engine_run_now_begin(ordo_engine *e, const var_use *uses, int
 __attribute__((always_inline))
 #endif
 static inline void engine_run_now_end(const var_use *uses, int n) {
-    for (int i = 0; i < n; i++) {
-        ordo_var *v = uses[i].v;
-        /* Only a granted writer changes the version, and the lock makes
-         * this thread the only one: a release store, for readers. */
-        if (uses[i].w)
-            atomic_store_explicit(&v->version, atomic_load_explicit(&v->version, memory_order_relaxed) + 1,
-                                  memory_order_release);
-        spin_lock_release(&v->lock);
-    }
+    /* Only a granted writer changes the version, and the lock makes this
+     * thread the only one: a release store, for readers. */
+    ordo_var *w = uses[0].v;
+    atomic_store_explicit(&w->version, atomic_load_explicit(&w->version, memory_order_relaxed) + 1,
+                          memory_order_release);
+    spin_lock_release(&w->lock);
+    ORDO_UNROLL_5
+    for (int i = 1; i < RUN_NOW_MAX_USES && i < n; i++) spin_lock_release(&uses[i].v->lock);
 }
 void engine_run_now_failed(ordo_engine *e, const var_use *uses, int n, int rv, failure *f, const char *name);
 

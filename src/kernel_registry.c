@@ -132,6 +132,7 @@ int ordo_kernel_register(const char *name, int dev_type, ordo_kernel_fn fn) {
             if (e->hash == h && e->dev_type == dev && strcmp(e->name, name) == 0) {
                 atomic_store_explicit(&e->fn, fn, memory_order_release);
                 pthread_mutex_unlock(&g_mu);
+                tensor_kernel_replaced(name, dev, fn);
                 return 0;
             }
         }

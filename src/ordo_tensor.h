@@ -77,6 +77,10 @@ void    ordo_storage_set_gc_threshold(int64_t bytes);
 /* ------------------------------------------------------------------ */
 /* Tensor descriptors                                                  */
 
+/* Made only by the functions below (never by hand, never copied), and
+ * never changed once made: a view with another shape is a new descriptor
+ * (ordo_tensor_as_strided).  The push relies on it: it remembers the
+ * arguments it checked for a repeated op by the descriptors' ids. */
 typedef struct ordo_tensor {
     ordo_storage *storage;
     int64_t offset;  /* in elements */
@@ -85,6 +89,7 @@ typedef struct ordo_tensor {
     ordo_ctx ctx;    /* = storage->ctx */
     int64_t shape[ORDO_MAX_DIMS];
     int64_t strides[ORDO_MAX_DIMS]; /* in elements */
+    uint64_t id;     /* this descriptor's own, never given to another */
 } ordo_tensor;
 
 /* A contiguous tensor with a new storage (uninitialised); e NULL = default engine. */
@@ -141,7 +146,9 @@ const char *ordo_tensor_kernel_name(int kid);
 /* 1 if a push on dev_type (ORDO_CPU, ORDO_GPU) would find kernel kid (on the
  * simulated GPU: the CPU kernel, which it runs). */
 int ordo_tensor_kernel_available(int kid, int dev_type);
-/* Forgets the cached kernel functions (after re-registering a kernel). */
+/* Forgets the cached kernel functions, which are looked up again at their
+ * next push.  ordo_kernel_register of a name already used updates its
+ * cached function itself. */
 void ordo_tensor_kernel_cache_clear(void);
 
 /* Flags for ordo_tensor_push. */

@@ -161,7 +161,7 @@ static pool *select_pool(ordo_engine *e, ordo_ctx ctx, int prop) {
  * an op (no nesting of ops on one stack). */
 static bool pool_saturated(ordo_engine *e, const op *o) {
     pool *p = o->pool;
-    return e->cfg.push_inline_after > 0 && o->priority == 0 && !tls_in_op &&
+    return e->cfg.push_inline_after > 0 && o->priority == 0 && !tls_thread.in_op &&
            (p->kind == POOL_CPU || p->kind == POOL_SHARED) && o->ctx.dev_type != ORDO_GPU &&
            atomic_load_explicit(&p->q.size, memory_order_relaxed) >= e->cfg.push_inline_after * p->size &&
            atomic_load_explicit(&p->q.heap_size, memory_order_relaxed) == 0;
@@ -219,7 +219,7 @@ static void lock_vars(ordo_var *const *vars, int n) {
  * queues o if it is ready at once.  On error nothing was appended. */
 int push_prepared(ordo_engine *e, op *o, const char *fn) {
     bool internal = (o->flags & OP_WAIT) != 0;
-    if (!internal && e->cfg.kind != ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker) {
+    if (!internal && e->cfg.kind != ORDO_ENGINE_NAIVE && !tls_thread.in_op && !tls_worker) {
         /* Backpressure (rule 9).  The exact count reads every worker's
          * counter, so it is only taken when the cheap bound says we may be
          * at the limit.  Ops pushed from inside ops never block: the op they
@@ -233,6 +233,10 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
     }
 
     int n = o->nvars;
+    if (tls_thread.run_now_held && run_now_holds_any(o->vars, n))
+        return set_error(ORDO_ERR_DEADLOCK,
+                         "%s: pushed from inside a kernel run at its push, onto a variable that kernel uses: "
+                         "it would deadlock", fn);
     lock_vars(o->vars, n);
     for (int i = 0; i < n; i++) {
         ordo_var *v = o->vars[i];
@@ -307,7 +311,7 @@ op *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, cons
 
 /* In the naive engine a push returns once its op has run, async ones too. */
 static void naive_settle(ordo_engine *e) {
-    if (e->cfg.kind == ORDO_ENGINE_NAIVE && !tls_in_op && !tls_worker) engine_wait_pending(e, 0);
+    if (e->cfg.kind == ORDO_ENGINE_NAIVE && !tls_thread.in_op && !tls_worker) engine_wait_pending(e, 0);
 }
 
 int push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, void *param,

@@ -23,8 +23,20 @@
  *  - versions count the write.
  * Locks are only tried, never waited for: a var another thread holds is
  * busy, and the op takes the general path, so this adds no lock order.
+ * The kernel runs as inside an op (tls_thread.in_op): a wait from inside
+ * it is refused, and a push from inside it onto one of the vars whose locks this
+ * thread holds is refused too (push_prepared), where on a worker it would
+ * queue: here it would wait for this very thread.
  */
 #include "internal.h"
+
+bool run_now_holds_any(ordo_var *const *vars, int n) {
+    const run_now_held *h = tls_thread.run_now_held;
+    for (int i = 0; h && i < n; i++)
+        for (int j = 0; j < h->n; j++)
+            if (vars[i] == h->uses[j].v) return true;
+    return false;
+}
 
 void engine_run_now_unlock(const var_use *uses, int n) {
     for (int i = 0; i < n; i++) spin_lock_release(&uses[i].v->lock);

@@ -25,7 +25,7 @@
 #define POP_BATCH_MAX 16
 
 ORDO_HIDDEN _Thread_local worker *tls_worker;
-ORDO_HIDDEN _Thread_local int tls_in_op;
+ORDO_HIDDEN _Thread_local thread_ops tls_thread;
 /* The async op whose function this thread is running, and where ops it
  * makes ready go when it completes before its function returns. */
 static _Thread_local op *tls_exec_op;
@@ -399,7 +399,7 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
     if (o->flags & OP_SYNC) {
         int rv = 0;
         if (o->fn.sync) {
-            tls_in_op++;
+            tls_thread.in_op++;
             if (o->flags & OP_PACED) { /* a bulkable op pushed alone: the pace learns its time */
                 uint64_t t0 = bulk_pace_start(e);
                 rv = o->fn.sync(&rc, o->param);
@@ -407,7 +407,7 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
             } else {
                 rv = o->fn.sync(&rc, o->param);
             }
-            tls_in_op--;
+            tls_thread.in_op--;
         }
         if (rv != 0 && !o->fail)
             o->fail = failure_new("failed (returned %d)", rv);
@@ -421,9 +421,9 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         ready_list *outer_rl = tls_exec_rl;
         tls_exec_op = o;
         tls_exec_rl = rl;
-        tls_in_op++;
+        tls_thread.in_op++;
         o->fn.async(&rc, o->param, (ordo_done *)o);
-        tls_in_op--;
+        tls_thread.in_op--;
         tls_exec_op = outer_op;
         tls_exec_rl = outer_rl;
     }

@@ -34,7 +34,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h" /* tls_worker, tls_in_op: never block inside an op */
+#include "internal.h" /* tls_worker, tls_thread.in_op: never block inside an op */
 #include "dev_alloc.h"
 #include "host_alloc.h"
 #include "tensor_internal.h"
@@ -149,7 +149,7 @@ void ordo_tensor_engine_close(ordo_engine *e) {
 
 static void wait_for_frees(void) {
     int64_t limit = 2 * threshold();
-    if (atomic_load_explicit(&pending_free, memory_order_relaxed) <= limit || tls_worker || tls_in_op) return;
+    if (atomic_load_explicit(&pending_free, memory_order_relaxed) <= limit || tls_worker || tls_thread.in_op) return;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;

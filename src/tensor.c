@@ -5,6 +5,7 @@
  * the Lua front end's users see them.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,9 +134,14 @@ static int shape_fits(int ndim, const int64_t *shape, int dtype) {
     return 1;
 }
 
+static atomic_uint_least64_t next_desc_id = 1;
+
+/* Every descriptor gets an id of its own: one freed and another made at
+ * its address are told apart (tensor_push.c's memo of repeated ops). */
 static ordo_tensor *desc_new(void) {
     ordo_tensor *t = malloc(sizeof *t);
     if (!t) tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory");
+    else t->id = atomic_fetch_add_explicit(&next_desc_id, 1, memory_order_relaxed);
     return t;
 }
 
@@ -193,7 +199,9 @@ ordo_tensor *ordo_tensor_empty_like(const ordo_tensor *t, int dtype) {
 ordo_tensor *ordo_tensor_alias(const ordo_tensor *t) {
     ordo_tensor *r = desc_new();
     if (!r) return NULL;
+    uint64_t id = r->id;
     *r = *t;
+    r->id = id;
     ordo_storage_retain(t->storage);
     return r;
 }

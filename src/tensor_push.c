@@ -58,6 +58,14 @@ static int kid_valid(int kid) { return kid >= 0 && kid < atomic_load_explicit(&k
 
 const char *ordo_tensor_kernel_name(int kid) { return kid_valid(kid) ? knames[kid] : NULL; }
 
+void tensor_kernel_replaced(const char *name, int dev_type, ordo_kernel_fn fn) {
+    pthread_mutex_lock(&kmu);
+    int n = atomic_load_explicit(&kcount, memory_order_relaxed);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(knames[i], name)) atomic_store_explicit(&kfns[i][dev_type == ORDO_GPU], fn, memory_order_release);
+    pthread_mutex_unlock(&kmu);
+}
+
 static ordo_kernel_fn kernel_fn(int kid, int dev_type) {
     int slot = dev_type == ORDO_GPU;
     ordo_kernel_fn fn = atomic_load_explicit(&kfns[kid][slot], memory_order_acquire);
@@ -196,6 +204,10 @@ static _Thread_local struct kp_local {
     int ret_n;
     int registered;           /* flush_at_exit armed for this thread */
 } tl_kp;
+/* This thread's memo of repeated small ops (MEMO_SLOTS of them), made at
+ * its first small op, freed with its blocks at its exit. */
+typedef struct op_memo op_memo;
+static _Thread_local op_memo *tl_memo;
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
@@ -225,6 +237,8 @@ static void flush_at_exit(void *unused) {
         free(t->free);
         t->free = next;
     }
+    free(tl_memo);
+    tl_memo = NULL;
 }
 
 static void make_exit_key(void) { pthread_key_create(&exit_key, flush_at_exit); }
@@ -441,6 +455,121 @@ static int small_op(const ordo_kernel_args *a, int dev_type) {
     return 1;
 }
 
+/* ---- small ops --------------------------------------------------------------------------- */
+
+#define NOT_SMALL (-1)
+
+/* A device as one word: two compares become one. */
+static inline uint64_t ctx_word(ordo_ctx c) {
+    uint64_t w;
+    memcpy(&w, &c, sizeof w);
+    return w;
+}
+
+/* The first element of t, which has one at least (its storage has bytes). */
+static inline void *first_element(const ordo_tensor *t) {
+    return (char *)t->storage->data + t->offset * dtype_bytes[t->dtype];
+}
+
+#if defined(__GNUC__)
+#define UNROLL_OPERANDS _Pragma("GCC unroll 4")
+#else
+#define UNROLL_OPERANDS
+#endif
+
+/* The end of a small op's push, its arguments checked: run here and now
+ * when engine_run_now_begin said so (now; the vars' locks are held), else
+ * handed to the engine. */
+#if defined(__GNUC__)
+__attribute__((always_inline)) /* as a call, its frame cost a tenth of a small op */
+#endif
+static inline int push_checked(int kid, const char *op, ordo_kernel_fn fn, ordo_tensor *out,
+                               const ordo_kernel_args *a, const var_use *uses, int n, bool now,
+                               thread_ops *thread) {
+    ordo_engine *e = out->storage->engine;
+    if (now) {
+        failure *f = NULL;
+        const ordo_run_ctx rc = {out->ctx, NULL, -1, e, fail_slot_ctx(&f)};
+        const run_now_held held = {uses, n};
+        thread->in_op++;
+        thread->run_now_held = &held;
+        int rv = fn(&rc, a);
+        thread->run_now_held = NULL;
+        thread->in_op--;
+        if (rv != 0 || f) engine_run_now_failed(e, uses, n, rv, f, knames[kid]);
+        else engine_run_now_end(uses, n);
+    } else {
+        kparam *p = kp_get();
+        if (!p) return NOT_SMALL; /* the general path reports it */
+        kp_pack(p, fn, a);
+        /* knames never change once set: the op's name needs no interning */
+        int rc = engine_push_trusted(e, run_kernel, p, kp_put, out->ctx, uses, n, ORDO_PROP_NORMAL | ORDO_PROP_BULK,
+                                     knames[kid], kname_short[kid]);
+        if (rc != ORDO_OK) {
+            kp_put(p);
+            return tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
+        }
+    }
+    __atomic_add_fetch(&out->storage->writes, 1, __ATOMIC_RELAXED);
+    return ORDO_OK;
+}
+
+/* ---- repeated ops ------------------------------------------------------------------------- */
+
+/* A loop that repeats an op on the same tensors (an update of a buffer in
+ * place, a step of an iterative method) would check the same descriptors
+ * and write the same arguments on every push, and on 16 floats that costs
+ * more than the kernel.  Descriptors never change once made and each has
+ * an id of its own (ordo_tensor.h), so a push whose kernel, output, inputs
+ * and ids are those of an op this thread pushed before has the arguments
+ * checked and written then: a small per-thread table keeps them.  What can
+ * change in between is still read on every push: the kernel registered
+ * under the name, the engine's settings, the vars' state. */
+#define MEMO_SLOTS 16 /* direct-mapped by output and kernel */
+#define MEMO_MAX_IN 3
+
+struct op_memo {
+    uint32_t key; /* memo_key(kid, nin, nscalar); 0: empty */
+    int nuses;
+    const ordo_tensor *out, *in[MEMO_MAX_IN];
+    uint64_t out_id, in_id[MEMO_MAX_IN];
+    ordo_kernel_fn fn;
+    int64_t work; /* elements over all operands: against run_now_max_elements */
+    var_use uses[MEMO_MAX_IN + 1];
+    ordo_kernel_args args;
+};
+
+static op_memo *memo_table(void) {
+    op_memo *m = aligned_alloc(64, (MEMO_SLOTS * sizeof *m + 63) & ~(size_t)63);
+    if (!m) return NULL; /* pushes go on without */
+    for (int i = 0; i < MEMO_SLOTS; i++) m[i].key = 0;
+    if (!tl_kp.registered) arm_exit_flush();
+    return tl_memo = m;
+}
+
+/* Never 0: nin + 1 > 0 in the low bits.  self0: made by a push whose
+ * caller knew in[0] is out (push_small). */
+static inline uint32_t memo_key(int kid, int nin, int nscalar, bool self0) {
+    return (uint32_t)kid << 9 | (uint32_t)self0 << 8 | (uint32_t)nscalar << 4 | (uint32_t)(nin + 1);
+}
+
+static inline op_memo *memo_slot(op_memo *table, int kid, const ordo_tensor *out) {
+    return &table[(((uintptr_t)out >> 4) ^ (unsigned)kid) & (MEMO_SLOTS - 1)];
+}
+
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline bool memo_hit(const op_memo *m, int kid, ordo_kernel_fn fn, ordo_tensor *const *in, int nin,
+                            const ordo_tensor *out, int nscalar, bool self0) {
+    if (m->key != memo_key(kid, nin, nscalar, self0) || m->out != out || m->out_id != out->id || m->fn != fn)
+        return false;
+    UNROLL_OPERANDS
+    for (int i = self0 ? 1 : 0; i < nin; i++) /* a NULL input never matches: none is kept */
+        if (m->in[i] != in[i] || m->in_id[i] != in[i]->id) return false;
+    return true;
+}
+
 /* ---- the small-op path ----------------------------------------------------------------- */
 
 /* Most pushes from Lua are elementwise ops on small tensors of one cpu(n):
@@ -450,84 +579,138 @@ static int small_op(const ordo_kernel_args *a, int dev_type) {
  * written through a stride of 0, no input that shares memory with the
  * output other than as the very same view, inputs that broadcast) and
  * returns NOT_SMALL, having changed nothing, for every other op: the general
- * path then pushes it, or names what is wrong with it. */
-#define NOT_SMALL (-1)
+ * path then pushes it, or names what is wrong with it.  self0: the caller
+ * knows in[0] is out (an in-place op), so the compiler does too. */
 #if defined(__GNUC__)
-__attribute__((always_inline)) /* into ordo_tensor_op2, where nin is 2 and the loops unroll */
+__attribute__((always_inline)) /* into ordo_tensor_op2, where nin is 2 and the operand loops unroll */
 #endif
 static inline int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, ordo_tensor *out,
-                      const double *scalars, int nscalar) {
+                             const double *scalars, int nscalar, bool self0) {
     if (out->ctx.dev_type != ORDO_CPU) return NOT_SMALL;
     ordo_kernel_fn fn = kernel_fn(kid, ORDO_CPU);
     if (!fn) return NOT_SMALL;
     const ordo_storage *os = out->storage;
     ordo_engine *e = os->engine;
-    const int nd = out->ndim;
 
-    /* The kernel's arguments and the op's vars, checked as they are
-     * gathered: one pass over the operands. */
-    ordo_kernel_args a;
-    a.nin = nin;
-    a.nout = 1;
-    a.nscalar = nscalar;
-    a.niparam = 0;
-    ordo_view *ov = &a.out[0];
+    /* This thread's state, read together (engine_run_now_begin says why).
+     * Workers and ops never run an op at its push, nor use the memo: an op
+     * pushed from inside a kernel run at its push must not overwrite the
+     * arguments that kernel is reading. */
+    thread_ops *thread = &tls_thread; /* set while a kernel runs here (push_checked) */
+    TLS_PIN(thread);
+    const bool may_run_now = !thread->in_op && !tls_worker && e->cfg.run_now_max_elements > 0;
+    struct bulk *const bulk = tls_bulk;
+    op_memo *table = tl_memo;
+    op_memo *m = NULL;
+    if (may_run_now && nin <= MEMO_MAX_IN) {
+        if (!table) table = memo_table();
+        if (table) {
+            m = memo_slot(table, kid, out);
+            if (memo_hit(m, kid, fn, in, nin, out, nscalar, self0)) {
+                for (int i = 0; i < nscalar; i++) m->args.scalar[i] = scalars[i];
+                bool now = m->work <= e->cfg.run_now_max_elements && engine_run_now_begin(e, m->uses, m->nuses, bulk);
+                return push_checked(kid, op, fn, out, &m->args, m->uses, m->nuses, now, thread);
+            }
+            m->key = 0; /* filled below, kept only once it is all checked */
+        }
+    }
+
+    /* The op's vars first, reading the tensors only.  When they are idle
+     * their locks are taken before the kernel's arguments are written: a
+     * locked instruction waits for every store before it to reach the
+     * cache, and the arguments are a few dozen stores. */
+    const uint64_t ctx = ctx_word(out->ctx);
+    var_use stack_uses[ORDO_KERNEL_MAX_IN + 1], *uses = m ? m->uses : stack_uses;
+    int n = 1;
+    uses[0] = (var_use){os->var, true};
+    UNROLL_OPERANDS
+    for (int i = self0 ? 1 : 0; i < nin; i++) {
+        const ordo_tensor *t = in[i];
+        if (t == out) continue; /* an in-place op's self: checked as the output */
+        if (!t) return NOT_SMALL;
+        const ordo_storage *s = t->storage;
+        if (s->engine != e || ctx_word(t->ctx) != ctx || (s == os && !same_view(t, out))) return NOT_SMALL;
+        ordo_var *var = s->var;
+        int j = 0;
+        while (j < n && uses[j].v != var) j++;
+        if (j == n) uses[n++] = (var_use){var, false};
+    }
+    bool now = may_run_now && engine_run_now_begin(e, uses, n, bulk);
+
+    /* The kernel's arguments. */
+    ordo_kernel_args stack_args, *a = m ? &m->args : &stack_args;
+    a->nin = nin;
+    a->nout = 1;
+    a->nscalar = nscalar;
+    a->niparam = 0;
+    ordo_view *ov = &a->out[0];
+    /* An in-place op's self has the output's view, written with it;
+     * without one, out[1] takes it. */
+    ordo_view *sv = &a->out[1];
+    UNROLL_OPERANDS
+    for (int i = 0; i < nin; i++)
+        if ((i == 0 && self0) || in[i] == out) {
+            sv = &a->in[i];
+            break;
+        }
+    const int nd = out->ndim;
     int64_t numel = 1;
     for (int d = 0; d < nd; d++) {
         const int64_t k = out->shape[d], st = out->strides[d];
-        if (st == 0 && k > 1) return NOT_SMALL;
+        if (st == 0 && k > 1) goto not_small;
         numel *= k;
-        ov->shape[d] = k;
-        ov->strides[d] = st;
+        ov->shape[d] = sv->shape[d] = k;
+        ov->strides[d] = sv->strides[d] = st;
     }
-    if (numel * (nin + 1) > BULK_MAX_ELEMENTS) return NOT_SMALL;
-    ov->data = tensor_data(out);
-    ov->dtype = out->dtype;
-    ov->ndim = nd;
-    var_use uses[ORDO_KERNEL_MAX_IN + 1];
-    int n = 1;
-    uses[0] = (var_use){os->var, true};
-    for (int i = 0; i < nin; i++) {
+    /* Empty tensors go the general way: every tensor here has a first element. */
+    const int64_t work = numel * (nin + 1);
+    if (numel == 0 || work > BULK_MAX_ELEMENTS) goto not_small;
+    ov->data = sv->data = first_element(out);
+    ov->dtype = sv->dtype = out->dtype;
+    ov->ndim = sv->ndim = nd;
+    UNROLL_OPERANDS
+    for (int i = self0 ? 1 : 0; i < nin; i++) {
         const ordo_tensor *t = in[i];
-        if (!t) return NOT_SMALL;
-        const ordo_storage *s = t->storage;
-        if (s->engine != e || t->ctx.dev_type != ORDO_CPU || t->ctx.dev_id != out->ctx.dev_id ||
-            (s == os && t != out && !same_view(t, out)))
-            return NOT_SMALL;
-        ordo_view *v = &a.in[i];
-        if (!bcast_strides(t, out, v->strides)) return NOT_SMALL; /* the general path names the shapes */
-        if (nd == 1) v->shape[0] = ov->shape[0]; /* the commonest, without a call to memmove */
-        else for (int d = 0; d < nd; d++) v->shape[d] = ov->shape[d];
-        v->data = tensor_data(t);
+        ordo_view *v = &a->in[i];
+        if (v == sv) continue;
+        if (t->ndim == nd) { /* the commonest: broadcasting only through dims of 1 */
+            for (int d = 0; d < nd; d++) {
+                const int64_t k = t->shape[d];
+                if (k == ov->shape[d]) v->strides[d] = t->strides[d];
+                else if (k == 1) v->strides[d] = 0;
+                else goto not_small; /* the general path names the shapes */
+                v->shape[d] = ov->shape[d];
+            }
+        } else {
+            if (!bcast_strides(t, out, v->strides)) goto not_small;
+            for (int d = 0; d < nd; d++) v->shape[d] = ov->shape[d];
+        }
+        v->data = first_element(t);
         v->dtype = t->dtype;
         v->ndim = nd;
-        int j = 0;
-        while (j < n && uses[j].v != s->var) j++;
-        if (j == n) uses[n++] = (var_use){s->var, false};
     }
-    for (int i = 0; i < nscalar; i++) a.scalar[i] = scalars[i];
-
-    /* Nothing to wait for: run it here and now (run_now.c). */
-    if (numel * (nin + 1) <= e->cfg.run_now_max_elements && engine_run_now_begin(e, uses, n)) {
-        failure *f = NULL;
-        const ordo_run_ctx rc = {out->ctx, NULL, -1, e, fail_slot_ctx(&f)};
-        int rv = fn(&rc, &a);
-        if (rv != 0 || f) engine_run_now_failed(e, uses, n, rv, f, knames[kid]);
-        else engine_run_now_end(uses, n);
-    } else {
-        kparam *p = kp_get();
-        if (!p) return NOT_SMALL; /* the general path reports it */
-        kp_pack(p, fn, &a);
-        /* knames never change once set: the op's name needs no interning */
-        int rc = engine_push_trusted(e, run_kernel, p, kp_put, out->ctx, uses, n,
-                                     ORDO_PROP_NORMAL | ORDO_PROP_BULK, knames[kid], kname_short[kid]);
-        if (rc != ORDO_OK) {
-            kp_put(p);
-            return tensor_set_error_code(rc, "%s: %s", op, ordo_last_error());
+    for (int i = 0; i < nscalar; i++) a->scalar[i] = scalars[i];
+    if (m) { /* all checked: kept for the next push of this op */
+        m->nuses = n;
+        m->out = out;
+        m->out_id = out->id;
+        for (int i = 0; i < nin; i++) {
+            m->in[i] = in[i];
+            m->in_id[i] = in[i]->id;
         }
+        m->fn = fn;
+        m->work = work;
+        m->key = memo_key(kid, nin, nscalar, self0);
     }
-    __atomic_add_fetch(&out->storage->writes, 1, __ATOMIC_RELAXED);
-    return ORDO_OK;
+    if (now && work > e->cfg.run_now_max_elements) {
+        engine_run_now_unlock(uses, n);
+        now = false;
+    }
+    return push_checked(kid, op, fn, out, a, uses, n, now, thread);
+
+not_small:
+    if (now) engine_run_now_unlock(uses, n);
+    return NOT_SMALL;
 }
 
 static atomic_int kid_copy = -1;
@@ -670,7 +853,7 @@ int ordo_tensor_push(int kid, const char *op, int flags, ordo_tensor *const *in,
     if (!kid_valid(kid)) return tensor_set_error("%s: unknown kernel id %d", op, kid);
     if (flags == ORDO_TP_BROADCAST && nout == 1 && out && out[0] && nin >= 0 && nin <= ORDO_KERNEL_MAX_IN &&
         (!nin || in) && nscalar >= 0 && nscalar <= ORDO_KERNEL_MAX_SCALARS && (!nscalar || scalars) && niparam == 0) {
-        int rc = push_small(kid, op, in, nin, out[0], scalars, nscalar);
+        int rc = push_small(kid, op, in, nin, out[0], scalars, nscalar, false);
         if (rc != NOT_SMALL) return rc;
     }
     return push_general(kid, op, flags, in, nin, out, nout, scalars, nscalar, iparams, niparam);
@@ -685,7 +868,8 @@ int ordo_tensor_op2(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, o
     /* The commonest push from Lua (c:add_(a) and the like): push_small with
      * its operand count known, so that its loops unroll. */
     if (kid_valid(kid) && op && out && a && b) {
-        int rc = push_small(kid, op, in, 2, out, NULL, 0);
+        /* c:add_(x) and every in-place op: its self known at compile time */
+        int rc = out == a ? push_small(kid, op, in, 2, out, NULL, 0, true) : push_small(kid, op, in, 2, out, NULL, 0, false);
         return rc != NOT_SMALL ? rc : push_general(kid, op, ORDO_TP_BROADCAST, in, 2, &out, 1, NULL, 0, NULL, 0);
     }
     return ordo_tensor_push(kid, op, ORDO_TP_BROADCAST, in, 2, &out, 1, NULL, 0, NULL, 0);

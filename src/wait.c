@@ -55,7 +55,7 @@ static int check_wait(ordo_engine *e, ordo_var *v, const char *fn, bool need_var
     bulk_flush_mine(); /* what this thread pushed is what it waits for */
     if (!e) return set_error(ORDO_ERR_INVALID, "%s: engine is NULL", fn);
     if (need_var && !v) return set_error(ORDO_ERR_INVALID, "%s: variable is NULL", fn);
-    if (tls_in_op || tls_worker)
+    if (tls_thread.in_op || tls_worker)
         return set_error(ORDO_ERR_DEADLOCK,
                          "%s called from inside an operation: it would deadlock (rule 7); "
                          "push a dependent op instead", fn);

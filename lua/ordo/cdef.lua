@@ -64,7 +64,7 @@ typedef struct ordo_storage {
 } ordo_storage;
 typedef struct ordo_tensor {
     ordo_storage *storage; int64_t offset; int32_t dtype; int32_t ndim; ordo_ctx ctx;
-    int64_t shape[8]; int64_t strides[8];
+    int64_t shape[8]; int64_t strides[8]; uint64_t id;
 } ordo_tensor;
 
 int64_t ordo_storage_live_bytes(void);
