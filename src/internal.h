@@ -640,24 +640,24 @@ static ORDO_ALWAYS_INLINE bool var_idle_for(const ordo_var *v, bool w) {
     return !((uintptr_t)v->fail | (uintptr_t)atomic_load_explicit(&v->device_state, memory_order_relaxed));
 }
 
-/* With uses distinct, the op's one write first and then its reads: true
- * when the op may run on this
- * thread now -- no op uses or waits for its vars, none of this thread's bulk
- * does, none carries a failure, no profile is being taken, the engine's ops
- * are short (the pace) -- and then the vars' locks are held until
+/* With uses distinct, the op's one write first and then its reads (n at
+ * most RUN_NOW_MAX_USES): true when the op may run on this thread now --
+ * no op uses or waits for its vars, none of this thread's bulk does, none
+ * carries a failure, no profile is being taken, the engine's ops are short
+ * (the pace) -- and then the vars' locks are held until
  * engine_run_now_end, or engine_run_now_failed when the op failed, or
  * engine_run_now_unlock when it did not run.  The caller has checked that
- * this thread is no worker and runs no op (tls_worker, tls_thread.in_op) and
- * passes tls_bulk: in libordo.so each thread-local read that the compiler
- * does not merge with the others is a call to __tls_get_addr.  The op's
- * function runs with op_ = fail_slot_ctx(&f), f NULL before, and tls_thread.in_op
- * raised (a wait inside it is refused, as inside any op);
- * engine_run_now_failed takes what it returned (rv), f (a reference) and
- * the op's name. */
+ * this thread is no worker and runs no op (tls_worker, tls_thread.in_op)
+ * and passes tls_bulk: in libordo.so each thread-local read that the
+ * compiler does not merge with the others is a call to __tls_get_addr.
+ * The op's function runs with op_ = fail_slot_ctx(&f), f NULL before,
+ * tls_thread.in_op raised (a wait inside it is refused, as inside any op)
+ * and tls_thread.run_now_held set; engine_run_now_failed takes what it
+ * returned (rv), f (a reference) and the op's name. */
+#define RUN_NOW_MAX_USES 5
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-#define RUN_NOW_MAX_USES 5 /* an op's one write first, then its reads: n at most this */
 static inline bool engine_run_now_begin(ordo_engine *e, const var_use *uses, int n, struct bulk *bulk) {
     if (e->cfg.kind == ORDO_ENGINE_NAIVE || atomic_load_explicit(&e->profiling, memory_order_relaxed) ||
         bulk_paced_out(e))

@@ -543,7 +543,8 @@ ordo_var *ordo_new_variable(ordo_engine *e) {
 
 bool engine_delete_idle(ordo_engine *e, ordo_var *v) {
     if (!e || !v || !var_is_live(v) || atomic_load_explicit(&e->profiling, memory_order_relaxed) ||
-        atomic_load_explicit(&v->device_state, memory_order_acquire) || bulk_has_var(v))
+        atomic_load_explicit(&v->device_state, memory_order_acquire) || bulk_has_var(v) ||
+        (tls_thread.run_now_held && run_now_holds_any(&v, 1))) /* its lock is this thread's */
         return false;
     spin_lock_acquire(&v->lock);
     bool idle = !v->deleted && !v->head && !v->writer_active && v->nreaders == 0;

@@ -24,9 +24,10 @@
  * Locks are only tried, never waited for: a var another thread holds is
  * busy, and the op takes the general path, so this adds no lock order.
  * The kernel runs as inside an op (tls_thread.in_op): a wait from inside
- * it is refused, and a push from inside it onto one of the vars whose locks this
- * thread holds is refused too (push_prepared), where on a worker it would
- * queue: here it would wait for this very thread.
+ * it is refused, and so is a push from inside it onto one of the vars
+ * whose locks this thread holds (push_prepared; engine_delete_idle leaves
+ * such a var alone): on a worker that push would queue, here it would wait
+ * for this very thread.
  */
 #include "internal.h"
 
