@@ -36,14 +36,16 @@
 #else
 #define TLS_PIN(p) ((void)0)
 #endif
-/* For the few helpers of a small op's push that gcc would otherwise call
- * once the push grew past its inlining budget. */
+/* For the helpers of the hot paths (a small op's push above all) that gcc
+ * would otherwise call once their caller grew past its inlining budget,
+ * and for loops whose bound is small and known. */
 #if defined(__GNUC__)
 #define ORDO_ALWAYS_INLINE __attribute__((always_inline)) inline
-#define ORDO_UNROLL_5 _Pragma("GCC unroll 5")
+#define ORDO_PRAGMA(x) _Pragma(#x)
+#define ORDO_UNROLL(n) ORDO_PRAGMA(GCC unroll n)
 #else
 #define ORDO_ALWAYS_INLINE inline
-#define ORDO_UNROLL_5
+#define ORDO_UNROLL(n)
 #endif
 
 #include "device.h"
@@ -566,10 +568,8 @@ uint64_t bulk_pace_start(const ordo_engine *e);
 void bulk_pace_note(ordo_engine *e, uint64_t t0, int nops);
 /* Whether e's bulked ops run long, by its running mean: a bulk started now
  * takes only a chain, and no op runs at its push (run_now.c). */
-#if defined(__GNUC__)
-__attribute__((always_inline)) /* into engine_run_now_begin: as a call it cost 6 instructions of a small op */
-#endif
-static inline bool bulk_paced_out(const ordo_engine *e) {
+/* always inline: into engine_run_now_begin, as a call it cost 6 instructions of a small op */
+static ORDO_ALWAYS_INLINE bool bulk_paced_out(const ordo_engine *e) {
     long max = e->cfg.bulk_op_max_ns;
     return max > 0 && atomic_load_explicit(&e->bulk_pace, memory_order_relaxed) >= (unsigned long)max << 4;
 }
@@ -655,15 +655,12 @@ static ORDO_ALWAYS_INLINE bool var_idle_for(const ordo_var *v, bool w) {
  * and tls_thread.run_now_held set; engine_run_now_failed takes what it
  * returned (rv), f (a reference) and the op's name. */
 #define RUN_NOW_MAX_USES 5
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-static inline bool engine_run_now_begin(ordo_engine *e, const var_use *uses, int n, struct bulk *bulk) {
+static ORDO_ALWAYS_INLINE bool engine_run_now_begin(ordo_engine *e, const var_use *uses, int n, struct bulk *bulk) {
     if (e->cfg.kind == ORDO_ENGINE_NAIVE || atomic_load_explicit(&e->profiling, memory_order_relaxed) ||
         bulk_paced_out(e))
         return false;
     if (bulk && engine_run_now_bulk_has(uses, n)) return false;
-    ORDO_UNROLL_5 /* with the bound known, each var costs a compare with n, not a loop's round */
+    ORDO_UNROLL(RUN_NOW_MAX_USES) /* with the bound known, each var costs a compare with n, not a loop's round */
     for (int i = 0; i < RUN_NOW_MAX_USES && i < n; i++) {
         ordo_var *v = uses[i].v;
         if (!spin_lock_try(&v->lock)) {
@@ -677,17 +674,14 @@ static inline bool engine_run_now_begin(ordo_engine *e, const var_use *uses, int
     }
     return true;
 }
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-static inline void engine_run_now_end(const var_use *uses, int n) {
+static ORDO_ALWAYS_INLINE void engine_run_now_end(const var_use *uses, int n) {
     /* Only a granted writer changes the version, and the lock makes this
      * thread the only one: a release store, for readers. */
     ordo_var *w = uses[0].v;
     atomic_store_explicit(&w->version, atomic_load_explicit(&w->version, memory_order_relaxed) + 1,
                           memory_order_release);
     spin_lock_release(&w->lock);
-    ORDO_UNROLL_5
+    ORDO_UNROLL(RUN_NOW_MAX_USES)
     for (int i = 1; i < RUN_NOW_MAX_USES && i < n; i++) spin_lock_release(&uses[i].v->lock);
 }
 void engine_run_now_failed(ordo_engine *e, const var_use *uses, int n, int rv, failure *f, const char *name);

@@ -126,10 +126,7 @@ static void kp_head(kparam *p, ordo_kernel_fn fn, int nin, int nout, int nscalar
 /* View i (inputs, then outputs) at w; returns where the next one goes.
  * Inlined into kp_pack, where each call is the bulk of a small op's
  * packing (as a call it cost more than the work). */
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-static inline kword *kp_view(kparam *p, kword *w, int i, void *data, int dtype, int nd, const int64_t *shape,
+static ORDO_ALWAYS_INLINE kword *kp_view(kparam *p, kword *w, int i, void *data, int dtype, int nd, const int64_t *shape,
                       const int64_t *strides) {
     p->ndim[i] = (unsigned char)nd;
     p->dtype[i] = (unsigned char)dtype;
@@ -471,19 +468,11 @@ static inline void *first_element(const ordo_tensor *t) {
     return (char *)t->storage->data + t->offset * dtype_bytes[t->dtype];
 }
 
-#if defined(__GNUC__)
-#define UNROLL_OPERANDS _Pragma("GCC unroll 4")
-#else
-#define UNROLL_OPERANDS
-#endif
-
 /* The end of a small op's push, its arguments checked: run here and now
  * when engine_run_now_begin said so (now; the vars' locks are held), else
- * handed to the engine. */
-#if defined(__GNUC__)
-__attribute__((always_inline)) /* as a call, its frame cost a tenth of a small op */
-#endif
-static inline int push_checked(int kid, const char *op, ordo_kernel_fn fn, ordo_tensor *out,
+ * handed to the engine.  Always inline: as a call, its frame cost a tenth
+ * of a small op. */
+static ORDO_ALWAYS_INLINE int push_checked(int kid, const char *op, ordo_kernel_fn fn, ordo_tensor *out,
                                const ordo_kernel_args *a, const var_use *uses, int n, bool now,
                                thread_ops *thread) {
     ordo_engine *e = out->storage->engine;
@@ -557,14 +546,11 @@ static inline op_memo *memo_slot(op_memo *table, int kid, const ordo_tensor *out
     return &table[(((uintptr_t)out >> 4) ^ (unsigned)kid) & (MEMO_SLOTS - 1)];
 }
 
-#if defined(__GNUC__)
-__attribute__((always_inline))
-#endif
-static inline bool memo_hit(const op_memo *m, int kid, ordo_kernel_fn fn, ordo_tensor *const *in, int nin,
+static ORDO_ALWAYS_INLINE bool memo_hit(const op_memo *m, int kid, ordo_kernel_fn fn, ordo_tensor *const *in, int nin,
                             const ordo_tensor *out, int nscalar, bool self0) {
     if (m->key != memo_key(kid, nin, nscalar, self0) || m->out != out || m->out_id != out->id || m->fn != fn)
         return false;
-    UNROLL_OPERANDS
+    ORDO_UNROLL(ORDO_KERNEL_MAX_IN)
     for (int i = self0 ? 1 : 0; i < nin; i++) /* a NULL input never matches: none is kept */
         if (m->in[i] != in[i] || m->in_id[i] != in[i]->id) return false;
     return true;
@@ -580,11 +566,9 @@ static inline bool memo_hit(const op_memo *m, int kid, ordo_kernel_fn fn, ordo_t
  * output other than as the very same view, inputs that broadcast) and
  * returns NOT_SMALL, having changed nothing, for every other op: the general
  * path then pushes it, or names what is wrong with it.  self0: the caller
- * knows in[0] is out (an in-place op), so the compiler does too. */
-#if defined(__GNUC__)
-__attribute__((always_inline)) /* into ordo_tensor_op2, where nin is 2 and the operand loops unroll */
-#endif
-static inline int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, ordo_tensor *out,
+ * knows in[0] is out (an in-place op), so the compiler does too.  Always
+ * inline: into ordo_tensor_op2, where nin is 2 and the operand loops unroll. */
+static ORDO_ALWAYS_INLINE int push_small(int kid, const char *op, ordo_tensor *const *in, int nin, ordo_tensor *out,
                              const double *scalars, int nscalar, bool self0) {
     if (out->ctx.dev_type != ORDO_CPU) return NOT_SMALL;
     ordo_kernel_fn fn = kernel_fn(kid, ORDO_CPU);
@@ -623,10 +607,14 @@ static inline int push_small(int kid, const char *op, ordo_tensor *const *in, in
     var_use stack_uses[ORDO_KERNEL_MAX_IN + 1], *uses = m ? m->uses : stack_uses;
     int n = 1;
     uses[0] = (var_use){os->var, true};
-    UNROLL_OPERANDS
+    int self = self0 ? 0 : -1; /* the first input that is out itself */
+    ORDO_UNROLL(ORDO_KERNEL_MAX_IN)
     for (int i = self0 ? 1 : 0; i < nin; i++) {
         const ordo_tensor *t = in[i];
-        if (t == out) continue; /* an in-place op's self: checked as the output */
+        if (t == out) { /* an in-place op's self: checked as the output */
+            if (self < 0) self = i;
+            continue;
+        }
         if (!t) return NOT_SMALL;
         const ordo_storage *s = t->storage;
         if (s->engine != e || ctx_word(t->ctx) != ctx || (s == os && !same_view(t, out))) return NOT_SMALL;
@@ -646,13 +634,7 @@ static inline int push_small(int kid, const char *op, ordo_tensor *const *in, in
     ordo_view *ov = &a->out[0];
     /* An in-place op's self has the output's view, written with it;
      * without one, out[1] takes it. */
-    ordo_view *sv = &a->out[1];
-    UNROLL_OPERANDS
-    for (int i = 0; i < nin; i++)
-        if ((i == 0 && self0) || in[i] == out) {
-            sv = &a->in[i];
-            break;
-        }
+    ordo_view *sv = self >= 0 ? &a->in[self] : &a->out[1];
     const int nd = out->ndim;
     int64_t numel = 1;
     for (int d = 0; d < nd; d++) {
@@ -668,7 +650,7 @@ static inline int push_small(int kid, const char *op, ordo_tensor *const *in, in
     ov->data = sv->data = first_element(out);
     ov->dtype = sv->dtype = out->dtype;
     ov->ndim = sv->ndim = nd;
-    UNROLL_OPERANDS
+    ORDO_UNROLL(ORDO_KERNEL_MAX_IN)
     for (int i = self0 ? 1 : 0; i < nin; i++) {
         const ordo_tensor *t = in[i];
         ordo_view *v = &a->in[i];
