@@ -1,12 +1,15 @@
 # ordo - build, test, check, bench.
 #   make            build/libordo.so, build/libordo.a, build/ordo (the launcher/REPL)
 #   make demo       the main job: examples/fashion_mlp.lua (trains an MLP on Fashion-MNIST)
-#   make test       native tests (spec/native) and Lua specs, one summary line
+#   make test       native tests (spec/native), Lua specs, and the GPU specs on the
+#                   simulated device and on the CUDA emulation; one summary line
 #   make check      native tests again under ThreadSanitizer, then ASan+UBSan
 #   make valgrind   native tests under valgrind's leak checker
 #   make bench      benchmarks, peers side by side
 #   make install    PREFIX=/usr/local (and DESTDIR): bin/ordo, lib/, include/, share/ordo/lua/
+#   make test-cuda-emu  the GPU specs with the CUDA kernels compiled for the host (kernels/cuda/emu)
 # CUDA=auto|0|1     build the CUDA backend when nvcc is found (auto), never, or always
+# CUDA=emu          the CUDA kernels as host C++ on the simulated device, no toolkit needed
 
 CC       ?= cc
 OPT      ?= -O2
@@ -24,6 +27,8 @@ ifeq ($(CUDA),auto)
   ifneq ($(NVCC),)
     WITH_CUDA := 1
   endif
+else ifeq ($(CUDA),emu)
+  WITH_CUDA_EMU := 1
 else ifeq ($(CUDA),1)
   WITH_CUDA := 1
   ifeq ($(NVCC),)
@@ -55,6 +60,22 @@ ifdef WITH_CUDA
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 endif
 
+# The CUDA emulation (kernels/cuda/emu/README.md): the kernels' sources with
+# their launches rewritten, compiled as host C++ against the emulation's
+# headers, and its runtime; GPU contexts must be simulated ones
+# (ORDO_SIMULATED_GPUS=n), whose streams run the emulated grids.
+ifdef WITH_CUDA_EMU
+  CXX        ?= g++
+  EMU_SRC    := $(BUILD)/emu_src
+  EMU_CU     := $(notdir $(wildcard kernels/cuda/*.cu))
+  EMU_CUH    := $(patsubst kernels/cuda/%,$(EMU_SRC)/%,$(wildcard kernels/cuda/*.cuh))
+  LIB_OBJ    += $(patsubst %.cu,$(BUILD)/obj/emu/%.o,$(EMU_CU)) $(BUILD)/obj/emu/emu_runtime.o
+  ALL_CFLAGS += -DORDO_CUDA_EMU
+  LDLIBS     += -lstdc++
+  EMU_FLAGS  := -std=c++17 -D_GNU_SOURCE $(OPT) -g $(SANFLAGS) -fPIC -pthread -ffp-contract=off $(WARN) \
+                -Wno-unknown-pragmas -DORDO_CUDA_EMU -Ikernels/cuda/emu/include -iquote kernels/cuda -Isrc
+endif
+
 # The launcher (src/launcher/) is a program of its own, kept out of the
 # library: it embeds LuaJIT and readline, and the Lua package it runs loads
 # libordo.so through the FFI, so it does not link the library.
@@ -66,13 +87,13 @@ LAUNCHER_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LAUNCHER_SRC))
 TEST_SRC := $(wildcard spec/native/test_*.c)
 TEST_BIN := $(patsubst spec/native/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all demo deps test test-native check check-tsan check-asan check-lua-asan valgrind valgrind-run bench install uninstall clean
+.PHONY: all demo deps test test-native test-cuda-emu check check-tsan check-asan check-lua-asan valgrind valgrind-run bench install uninstall clean
 all: $(BUILD)/libordo.so $(BUILD)/libordo.a $(BUILD)/ordo
 
 # Objects depend on the flags they were built with, so switching CUDA=0/1 or
 # sanitizers never links stale objects.
 FLAGS_STAMP := $(BUILD)/.flags
-$(shell mkdir -p $(BUILD); echo '$(ALL_CFLAGS) $(NVFLAGS)' | cmp -s - $(FLAGS_STAMP) || echo '$(ALL_CFLAGS) $(NVFLAGS)' > $(FLAGS_STAMP))
+$(shell mkdir -p $(BUILD); echo '$(ALL_CFLAGS) $(NVFLAGS) $(EMU_FLAGS)' | cmp -s - $(FLAGS_STAMP) || echo '$(ALL_CFLAGS) $(NVFLAGS) $(EMU_FLAGS)' > $(FLAGS_STAMP))
 
 # Kernels: math functions need not set errno (nothing reads it), which lets
 # gcc vectorise sqrtf and friends at -O2.
@@ -85,6 +106,18 @@ $(BUILD)/obj/%.o: %.c $(wildcard src/*.h kernels/cpu/*.h) $(FLAGS_STAMP)
 $(BUILD)/obj/%.o: %.cu $(wildcard src/*.h kernels/cpu/*.h kernels/cuda/*.cuh) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(EMU_SRC)/%: kernels/cuda/% kernels/cuda/emu/rewrite_launches.lua
+	@mkdir -p $(dir $@)
+	luajit kernels/cuda/emu/rewrite_launches.lua $< $@
+
+$(BUILD)/obj/emu/%.o: $(EMU_SRC)/%.cu $(EMU_CUH) $(wildcard src/*.h kernels/cpu/*.h kernels/cuda/emu/include/*.h) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_FLAGS) -x c++ -c $< -o $@
+
+$(BUILD)/obj/emu/emu_runtime.o: kernels/cuda/emu/emu_runtime.cpp $(wildcard src/*.h kernels/cpu/*.h kernels/cuda/*.cuh kernels/cuda/emu/include/*.h) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) $(EMU_FLAGS) -c $< -o $@
 
 $(BUILD)/libordo.so: $(LIB_OBJ) src/libordo.map
 	$(CC) -shared $(SANFLAGS) -Wl,--version-script=src/libordo.map -o $@ $(LIB_OBJ) $(LDLIBS)
@@ -117,7 +150,8 @@ demo: deps
 
 test: deps
 	@$(MAKE) --no-print-directory all $(TEST_BIN)
-	@bash spec/run_tests.sh $(BUILD)/tests
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/emu CUDA=emu $(BUILD)/emu/libordo.so
+	@bash spec/run_tests.sh --cuda-emu $(BUILD)/emu $(BUILD)/tests
 
 # Sanitizer builds go to their own folders so they never mix with the release build.
 check: check-tsan check-asan check-lua-asan
@@ -141,6 +175,13 @@ valgrind:
 	@$(MAKE) --no-print-directory BUILD=build/valgrind CUDA=0 valgrind-run
 valgrind-run: $(TEST_BIN)
 	@ORDO_HOST_CACHE_MB=0 bash spec/run_tests.sh --native --valgrind $(BUILD)/tests
+
+# The GPU specs once more, on the CUDA kernels themselves run by the
+# emulation (kernels/cuda/emu/README.md): their host code, launches and
+# device code, on the simulated device.
+test-cuda-emu: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/emu CUDA=emu $(BUILD)/emu/libordo.so
+	@bash spec/run_tests.sh --cuda-emu $(BUILD)/emu
 
 bench:
 	@bash scripts/deps.sh bench

@@ -71,7 +71,7 @@ return function(spec)
         local start = wall()
         local bar = ordo.progress.bar({total = loader:num_batches(),
                                        label = string.format("epoch %d/%d", epoch, opt.epochs)})
-        local loss_sum = ordo.zeros({})
+        local loss_sum = ordo.zeros({}, {device = device})
         local shown
         for i, xb, yb in loader:iter() do
             adam:zero_grad()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # spec/run_tests.sh - run ordo's tests and print one summary line.
 #
-#   bash spec/run_tests.sh [--native] [--valgrind] BUILD_TESTS_DIR
+#   bash spec/run_tests.sh [--native] [--valgrind] [--cuda-emu EMU_BUILD_DIR] BUILD_TESTS_DIR
 #
 # Runs every test binary (test_*) in BUILD_TESTS_DIR, shows its output and
 # adds up the "N passed, N failed, N skipped" line each one prints.  A binary
@@ -17,6 +17,12 @@
 #
 #   --native     native tests only
 #   --valgrind   run each binary under valgrind's leak checker
+#   --cuda-emu EMU_BUILD_DIR
+#                after the simulated-device run, the same GPU specs on the
+#                CUDA emulation library in EMU_BUILD_DIR (make CUDA=emu:
+#                the CUDA kernels themselves, compiled for the host, run on
+#                the simulated device; kernels/cuda/emu/README.md), counted
+#                and shown the same way; without BUILD_TESTS_DIR, only that
 #   --lua-asan   the Lua specs only, on the library in BUILD_DIR (an
 #                ASan+UBSan build: make check-lua-asan), with the sanitizer
 #                runtimes preloaded into luajit and the processes it starts;
@@ -37,19 +43,25 @@ set -u
 native=0
 use_valgrind=0
 lua_asan=0
+cuda_emu=""
 dir=""
+want_emu_dir=0
 for arg in "$@"; do
+    if [ "$want_emu_dir" = 1 ]; then cuda_emu="$arg"; want_emu_dir=0; continue; fi
     case "$arg" in
+        --cuda-emu) want_emu_dir=1 ;;
         --native) native=1 ;;
         --valgrind) use_valgrind=1 ;;
         --lua-asan) lua_asan=1 ;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         -*) echo "run_tests.sh: unknown option $arg" >&2; exit 2 ;;
         *) dir="$arg" ;;
     esac
 done
-if [ -z "$dir" ]; then
-    echo "usage: bash spec/run_tests.sh [--native] [--valgrind] BUILD_TESTS_DIR | --lua-asan BUILD_DIR" >&2
+emu_only=0
+[ -z "$dir" ] && [ -n "$cuda_emu" ] && emu_only=1
+if [ -z "$dir" ] && [ "$emu_only" = 0 ]; then
+    echo "usage: bash spec/run_tests.sh [--native] [--valgrind] [--cuda-emu EMU_BUILD_DIR] BUILD_TESTS_DIR | --lua-asan BUILD_DIR" >&2
     exit 2
 fi
 
@@ -106,15 +118,48 @@ if [ "$lua_asan" = 1 ]; then
     busted_extra=(--exclude-pattern=launcher)
 fi
 
+# Runs spec/gpu_spec.lua and spec/pinned_spec.lua on one simulated GPU and
+# adds their counts, shown on a line of their own headed by $1; the other
+# arguments are extra environment (the library to load).  A 64 MiB device
+# makes the out-of-memory specs run; a random delay per stream item shakes
+# out ordering bugs.
+run_gpu_specs() {
+    local label="$1"
+    shift
+    local sim_env=(ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64 ORDO_SIMULATED_GPU_DELAY_NS=2000 "$@")
+    local sim_specs=(spec/gpu_spec.lua spec/pinned_spec.lua)
+    echo "=== busted: ${sim_specs[*]}, $label (${sim_env[*]})"
+    local cmd=()
+    [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "${ORDO_TEST_GPU_SIM_TIMEOUT:-600}")
+    (cd "$root" && env "${lua_env[@]}" "${sim_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP "${sim_specs[@]}") 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    local gp gs gf
+    gp=$(grep -cE '^ok [0-9]+ - ' "$log")
+    gs=$(grep -cE '^ok [0-9]+ - # SKIP' "$log")
+    gf=$(grep -cE '^not ok [0-9]+ ' "$log")
+    gp=$((gp - gs))
+    total_pass=$((total_pass + gp))
+    total_skip=$((total_skip + gs))
+    total_fail=$((total_fail + gf))
+    [ "$gf" -gt 0 ] && failed_names+=("$label ($gf failed)")
+    if [ "$rc" -ne 0 ] && [ "$gf" -eq 0 ]; then
+        total_fail=$((total_fail + 1))
+        local why="exit status $rc with no failing test reported"
+        [ "$rc" = 124 ] && why="timed out"
+        failed_names+=("$label ($why)")
+    fi
+    echo "=== $label: $gp passed, $gf failed, $gs skipped (exit status $rc)"
+}
+
 # ---------------------------------------------------------------- native
 shopt -s nullglob
 bins=()
-if [ "$lua_asan" = 0 ]; then
+if [ "$lua_asan" = 0 ] && [ "$emu_only" = 0 ]; then
     for b in "$dir"/test_*; do
         [ -f "$b" ] && [ -x "$b" ] && bins+=("$b")
     done
 fi
-if [ ${#bins[@]} -eq 0 ] && [ "$lua_asan" = 0 ]; then
+if [ ${#bins[@]} -eq 0 ] && [ "$lua_asan" = 0 ] && [ "$emu_only" = 0 ]; then
     echo "run_tests.sh: no test binaries in $dir" >&2
     total_fail=$((total_fail + 1))
     failed_names+=("(no native test binaries in $dir)")
@@ -158,7 +203,7 @@ done
 # ---------------------------------------------------------------- Lua specs
 # Hook for the busted specs: runs only without --native, only when specs
 # exist and luajit + busted are installed; silent otherwise.
-if [ "$native" = 0 ]; then
+if [ "$native" = 0 ] && [ "$emu_only" = 0 ]; then
     specs=("$root"/spec/*_spec.lua)
     if [ ${#specs[@]} -gt 0 ] && command -v luajit >/dev/null 2>&1 && [ -e /usr/bin/busted ]; then
         echo "=== busted (${#specs[@]} spec files)"
@@ -182,33 +227,19 @@ if [ "$native" = 0 ]; then
 
         # The GPU specs again, on the simulated device (src/device_sim.c):
         # GPU scheduling, copies, the caching allocator and out-of-memory
-        # handling get tested on machines without a GPU.  A 64 MiB device
-        # makes the out-of-memory specs run; a random delay per stream item
-        # shakes out ordering bugs.
-        if [ -f "$root/spec/gpu_spec.lua" ]; then
-            sim_env=(ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64 ORDO_SIMULATED_GPU_DELAY_NS=2000)
-            sim_specs=(spec/gpu_spec.lua spec/pinned_spec.lua)
-            echo "=== busted: ${sim_specs[*]} on the simulated device (${sim_env[*]})"
-            cmd=()
-            [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "${ORDO_TEST_GPU_SIM_TIMEOUT:-600}")
-            (cd "$root" && env "${sim_env[@]}" "${lua_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP "${sim_specs[@]}") 2>&1 | tee "$log"
-            rc=${PIPESTATUS[0]}
-            gp=$(grep -cE '^ok [0-9]+ - ' "$log")
-            gs=$(grep -cE '^ok [0-9]+ - # SKIP' "$log")
-            gf=$(grep -cE '^not ok [0-9]+ ' "$log")
-            gp=$((gp - gs))
-            total_pass=$((total_pass + gp))
-            total_skip=$((total_skip + gs))
-            total_fail=$((total_fail + gf))
-            [ "$gf" -gt 0 ] && failed_names+=("gpu specs on the simulated device ($gf failed)")
-            if [ "$rc" -ne 0 ] && [ "$gf" -eq 0 ]; then
-                total_fail=$((total_fail + 1))
-                why="exit status $rc with no failing test reported"
-                [ "$rc" = 124 ] && why="timed out"
-                failed_names+=("gpu specs on the simulated device ($why)")
-            fi
-            echo "=== gpu specs on the simulated device: $gp passed, $gf failed, $gs skipped (exit status $rc)"
-        fi
+        # handling get tested on machines without a GPU.
+        [ -f "$root/spec/gpu_spec.lua" ] && run_gpu_specs "gpu specs on the simulated device"
+    fi
+fi
+
+# The GPU specs on the CUDA emulation: the CUDA kernels' own code (host
+# side, launches, device code) on the simulated device.
+if [ -n "$cuda_emu" ] && [ "$native" = 0 ]; then
+    if [ -f "$cuda_emu/libordo.so" ]; then
+        run_gpu_specs "gpu specs on the CUDA emulation" "ORDO_LIB=$(cd "$cuda_emu" && pwd)/libordo.so"
+    else
+        total_fail=$((total_fail + 1))
+        failed_names+=("(no CUDA emulation library in $cuda_emu: make BUILD=$cuda_emu CUDA=emu)")
     fi
 fi
 

@@ -112,6 +112,8 @@ void ordo_device_sim_configure(unsigned delay_ns, size_t mem_limit);
  * raises it: the device keeps msg, and the first host wait on the device
  * after the stream got there reports it, once.  0 = done. */
 int ordo_device_sim_inject_error(void *stream, const char *msg);
+/* The device a simulated stream belongs to. */
+int ordo_device_sim_stream_device(void *stream);
 
 #ifdef __cplusplus
 }

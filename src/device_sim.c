@@ -496,6 +496,10 @@ int ordo_device_sim_inject_error(void *stream, const char *msg) {
     return enqueue(stream, it, err, sizeof err);
 }
 
+/* The device a simulated stream belongs to (the CUDA emulation's launches
+ * name it in their errors). */
+int ordo_device_sim_stream_device(void *stream) { return ((sim_stream *)stream)->dev; }
+
 static const device_backend sim_backend = {
     "simulated",
     sim_count,

@@ -27,7 +27,7 @@
 
 /* kernels/cpu/register.c, kernels/cuda/register.cu */
 void ordo_cpu_kernels_register(void);
-#ifdef ORDO_WITH_CUDA
+#if defined ORDO_WITH_CUDA || defined ORDO_CUDA_EMU
 void ordo_cuda_kernels_register(void);
 #endif
 
@@ -57,7 +57,7 @@ static _Thread_local int g_in_builtins;
 static void register_builtins(void) {
     g_in_builtins = 1;
     ordo_cpu_kernels_register();
-#ifdef ORDO_WITH_CUDA
+#if defined ORDO_WITH_CUDA || defined ORDO_CUDA_EMU
     ordo_cuda_kernels_register();
 #endif
     g_in_builtins = 0;

@@ -301,9 +301,16 @@ static int run_kernel(const ordo_run_ctx *rc, void *param) {
 
 /* ---- the simulated GPU ------------------------------------------------------------------ */
 
-/* Asked per GPU push (a cached answer would be a data race between pushing
+/* Whether GPU pushes run the CPU kernels on the simulated device's streams
+ * (run_kernel_sim).  Not in the CUDA emulation build (make CUDA=emu): there
+ * the GPU kernels are kernels/cuda's, compiled for the host, and they queue
+ * their grids on the simulated streams themselves (kernels/cuda/emu).
+ * Asked per GPU push (a cached answer would be a data race between pushing
  * threads for a saving of one short strcmp). */
 static int device_simulated(void) {
+#ifdef ORDO_CUDA_EMU
+    return 0;
+#endif
     const device_backend *b = ordo_device_backend();
     return b && !strcmp(b->name, "simulated");
 }

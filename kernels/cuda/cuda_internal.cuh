@@ -21,6 +21,7 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdio.h>
 
 extern "C" {
 #include "../cpu/cpu_internal.h"
@@ -124,6 +125,25 @@ struct cu_error_slot {
     int kernel;     /* which kernel: an index into the names given to cu_error_name */
     long long a, b; /* details, see the codes */
 };
+
+/* The message of a set slot on gpu(dev) (name: the kernel it names), as
+ * the op's failure reports it. */
+static inline void cu_error_format(const cu_error_slot *s, int dev, const char *name, char *err, size_t errlen) {
+    switch (s->code) {
+    case CU_ERR_INDEX_RANGE:
+        snprintf(err, errlen, "gpu(%d): %s: index %lld out of range for a dim of size %lld", dev, name, s->a, s->b);
+        break;
+    case CU_ERR_INT_DIV_ZERO: snprintf(err, errlen, "gpu(%d): %s: integer division by zero", dev, name); break;
+    case CU_ERR_VALUE_RANGE:
+        snprintf(err, errlen, "gpu(%d): %s: value %lld does not fit the dtype", dev, name, s->a);
+        break;
+    case CU_ERR_UNSEEDED:
+        snprintf(err, errlen, "gpu(%d): %s: generator state was never seeded (run the seed kernel on it first)", dev,
+                 name);
+        break;
+    default: snprintf(err, errlen, "gpu(%d): %s failed (code %d)", dev, name, s->code);
+    }
+}
 
 /* The device address of gpu(dev)'s slot (created at the first call). */
 extern "C" cu_error_slot *cu_error_slot_device(int dev_id);

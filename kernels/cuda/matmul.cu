@@ -29,6 +29,7 @@
  */
 #include <cublas_v2.h>
 #include <limits.h>
+#include <pthread.h>
 
 #include "cuda_internal.cuh"
 
@@ -77,25 +78,38 @@ void copy3(cudaStream_t st, size_t es, void *dst, const void *src, const mat3 &g
 
 /* ---- cuBLAS handles: one per (thread, device) ----------------------------------------------- */
 
+/* The table is plain data, and a pthread key's destructor gives the handles
+ * back when the thread exits.  A thread_local with a destructor would
+ * register it through __cxa_thread_atexit at the thread's first matmul,
+ * which takes the dynamic loader's lock - held by a main thread unloading
+ * the library, whose destructor waits for the engine's pending ops, this
+ * matmul among them: a deadlock at exit. */
 struct handle_table {
     struct entry {
         int dev;
         cublasHandle_t h;
     } e[ORDO_MAX_DEVICES];
-    int n = 0;
-    ~handle_table() { /* the thread exits: give its handles back */
-        int cur = -1;
-        cudaGetDevice(&cur);
-        for (int i = 0; i < n; i++) {
-            cudaSetDevice(e[i].dev);
-            cublasSetStream(e[i].h, 0); /* the worker's stream may be gone already */
-            cublasDestroy(e[i].h);
-        }
-        if (cur >= 0) cudaSetDevice(cur);
-        cudaGetLastError();
-    }
+    int n;
 };
 thread_local handle_table t_handles;
+pthread_key_t handles_key;
+pthread_once_t handles_once = PTHREAD_ONCE_INIT;
+
+void handles_release(void *arg) { /* the thread exits */
+    handle_table *t = (handle_table *)arg;
+    int cur = -1;
+    cudaGetDevice(&cur);
+    for (int i = 0; i < t->n; i++) {
+        cudaSetDevice(t->e[i].dev);
+        cublasSetStream(t->e[i].h, 0); /* the worker's stream may be gone already */
+        cublasDestroy(t->e[i].h);
+    }
+    t->n = 0;
+    if (cur >= 0) cudaSetDevice(cur);
+    cudaGetLastError();
+}
+
+void handles_key_create(void) { pthread_key_create(&handles_key, handles_release); }
 
 /* This thread's handle for the op's device, created on first use; 0 or the failure. */
 int handle_for(const ordo_run_ctx *rc, cublasHandle_t *h) {
@@ -113,6 +127,10 @@ int handle_for(const ordo_run_ctx *rc, cublasHandle_t *h) {
     if (s != CUBLAS_STATUS_SUCCESS) {
         cudaGetLastError();
         return ordo_fail(rc, "matmul: cannot create a cuBLAS handle on gpu(%d): %s", dev, cublasGetStatusString(s));
+    }
+    if (t.n == 0) { /* the thread's first handle: have them given back at its exit */
+        pthread_once(&handles_once, handles_key_create);
+        pthread_setspecific(handles_key, &t);
     }
     t.e[t.n].dev = dev;
     t.e[t.n].h = *h;

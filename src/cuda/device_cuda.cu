@@ -90,23 +90,9 @@ extern "C" cu_error_slot *cu_error_slot_device(int dev) {
 static int take_kernel_error(int dev, char *err, size_t errlen) {
     volatile cu_error_slot *s = slot_host[dev];
     if (!s || s->code <= 0) return 0;
-    int code = s->code, k = s->kernel;
-    long long a = s->a, b = s->b;
-    const char *name = k >= 0 && k < nkernel_names ? kernel_names[k] : "a kernel";
-    switch (code) {
-    case CU_ERR_INDEX_RANGE:
-        snprintf(err, errlen, "gpu(%d): %s: index %lld out of range for a dim of size %lld", dev, name, a, b);
-        break;
-    case CU_ERR_INT_DIV_ZERO: snprintf(err, errlen, "gpu(%d): %s: integer division by zero", dev, name); break;
-    case CU_ERR_VALUE_RANGE:
-        snprintf(err, errlen, "gpu(%d): %s: value %lld does not fit the dtype", dev, name, a);
-        break;
-    case CU_ERR_UNSEEDED:
-        snprintf(err, errlen, "gpu(%d): %s: generator state was never seeded (run the seed kernel on it first)", dev,
-                 name);
-        break;
-    default: snprintf(err, errlen, "gpu(%d): %s failed (code %d)", dev, name, code);
-    }
+    const int k = s->kernel;
+    cu_error_format((const cu_error_slot *)s, dev, k >= 0 && k < nkernel_names ? kernel_names[k] : "a kernel", err,
+                    errlen);
     s->code = 0; /* reported once */
     return 1;
 }

@@ -1,0 +1,461 @@
+/*
+ * emu_runtime.cpp - runs ordo's CUDA kernels on the host: the launches,
+ * the block scheduler, the stream-ordered memory calls, cuBLAS and the
+ * kernels' error slots, over the simulated device (src/device_sim.c).
+ * See README.md beside this file for what this checks and what it cannot.
+ *
+ * A launch is queued as one item on the simulated stream; when the stream
+ * gets there, its host thread runs the grid block after block.  A block's
+ * threads are coroutines (ucontext) on that thread: each runs until it
+ * ends or reaches __syncthreads, and the barrier opens once every thread
+ * still running is waiting at it.  Most kernels have no barrier, and
+ * switching contexts costs a system call, so the grid's first thread runs
+ * alone first: if it ends without meeting a barrier, every other thread is
+ * a plain call, and a barrier met later is reported as the kernel's error
+ * (a barrier that not every thread of a block reaches is undefined in CUDA).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <cblas.h>
+
+#include "cuda_runtime.h"
+#include "cublas_v2.h"
+
+#include "../cuda_internal.cuh"
+
+extern "C" {
+#include "device.h"
+}
+
+thread_local uint3 threadIdx, blockIdx;
+thread_local dim3 blockDim, gridDim;
+
+namespace {
+
+/* ---- errors -------------------------------------------------------------------- */
+
+thread_local cudaError_t t_last_error = cudaSuccess;
+thread_local int t_device = 0;
+
+void set_error(cudaError_t e) {
+    if (t_last_error == cudaSuccess) t_last_error = e;
+}
+
+/* Queues fn(arg) on the stream (the simulated device runs it on the
+ * stream's thread in stream order). */
+cudaError_t on_stream(cudaStream_t st, void (*fn)(void *), void *arg) {
+    char err[256];
+    if (!st) return cudaErrorInvalidValue; /* ordo queues everything on a worker's stream */
+    if (ordo_device_backend()->host_fn(t_device, (void *)st, fn, arg, err, sizeof err)) return cudaErrorLaunchFailure;
+    return cudaSuccess;
+}
+
+/* ---- the kernels' error slots (device_cuda.cu's, in host memory) ------------------- */
+
+pthread_mutex_t slot_mu = PTHREAD_MUTEX_INITIALIZER;
+cu_error_slot slots[ORDO_MAX_DEVICES];
+char kernel_names[256][48];
+int nkernel_names;
+
+/* After a grid, on the stream's thread: a reported error becomes the
+ * stream's asynchronous failure (the next host wait on the device gets it),
+ * as the CUDA backend turns the slot into the failure of its next sync. */
+void take_slot_errors(cudaStream_t st) {
+    for (int dev = 0; dev < ORDO_MAX_DEVICES; dev++) {
+        cu_error_slot *s = &slots[dev];
+        if (__atomic_load_n(&s->code, __ATOMIC_ACQUIRE) <= 0) continue;
+        char msg[256];
+        pthread_mutex_lock(&slot_mu);
+        const char *name = s->kernel >= 0 && s->kernel < nkernel_names ? kernel_names[s->kernel] : "a kernel";
+        cu_error_format(s, dev, name, msg, sizeof msg);
+        pthread_mutex_unlock(&slot_mu);
+        __atomic_store_n(&s->code, 0, __ATOMIC_RELEASE);
+        ordo_device_sim_inject_error((void *)st, msg);
+    }
+}
+
+/* ---- the block scheduler ------------------------------------------------------------ */
+
+enum { T_RUNNABLE, T_AT_BARRIER, T_DONE };
+
+const size_t STACK_BYTES = 256 * 1024; /* reserved, touched only as used */
+
+struct coro {
+    ucontext_t ctx;
+    void *stack = nullptr;
+    int state = T_DONE;
+    uint3 idx;
+};
+
+struct scheduler {
+    ucontext_t main;
+    coro threads[1024];
+    coro *cur = nullptr;
+    ordo_emu::grid_job *job = nullptr;
+    bool plain = false;      /* threads are plain calls: a barrier is an error */
+    const char *error = nullptr;
+    ~scheduler() {
+        for (coro &c : threads)
+            if (c.stack) munmap(c.stack, STACK_BYTES);
+    }
+};
+
+thread_local scheduler *t_sched;
+
+void thread_entry() {
+    scheduler *s = t_sched;
+    s->job->run_thread();
+    s->cur->state = T_DONE; /* returns to uc_link: the scheduler */
+}
+
+bool start_thread(scheduler *s, coro &c, uint3 idx) {
+    if (!c.stack) {
+        c.stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (c.stack == MAP_FAILED) {
+            c.stack = nullptr;
+            return false;
+        }
+    }
+    getcontext(&c.ctx);
+    c.ctx.uc_stack.ss_sp = c.stack;
+    c.ctx.uc_stack.ss_size = STACK_BYTES;
+    c.ctx.uc_link = &s->main;
+    makecontext(&c.ctx, thread_entry, 0);
+    c.idx = idx;
+    c.state = T_RUNNABLE;
+    return true;
+}
+
+uint3 idx_of(unsigned i, dim3 b) { return uint3{i % b.x, i / b.x % b.y, i / (b.x * b.y)}; }
+
+/* Runs one block's threads as coroutines until all have ended; threads
+ * before first were started already (the probe, waiting at a barrier). */
+void run_block_coro(scheduler *s, unsigned nthreads, unsigned first) {
+    for (unsigned i = first; i < nthreads; i++)
+        if (!start_thread(s, s->threads[i], idx_of(i, blockDim))) {
+            s->error = "cannot map a coroutine stack";
+            return;
+        }
+    for (;;) {
+        for (unsigned i = 0; i < nthreads; i++) {
+            coro &c = s->threads[i];
+            if (c.state != T_RUNNABLE) continue;
+            s->cur = &c;
+            threadIdx = c.idx;
+            swapcontext(&s->main, &c.ctx);
+        }
+        /* every thread still running waits: the barrier opens (threads that
+         * ended count as arrived, as on the GPUs ordo targets) */
+        unsigned waiting = 0;
+        for (unsigned i = 0; i < nthreads; i++)
+            if (s->threads[i].state == T_AT_BARRIER) {
+                s->threads[i].state = T_RUNNABLE;
+                waiting++;
+            }
+        if (!waiting) return;
+    }
+}
+
+void run_block_plain(scheduler *s, unsigned nthreads, unsigned first) {
+    for (unsigned i = first; i < nthreads && !s->error; i++) {
+        threadIdx = idx_of(i, blockDim);
+        s->job->run_thread();
+    }
+}
+
+/* On the stream's thread: the whole grid, then the error slots. */
+void run_grid(void *arg) {
+    ordo_emu::grid_job *job = (ordo_emu::grid_job *)arg;
+    if (!t_sched) t_sched = new scheduler(); /* kept for the thread's life (its stacks are reused) */
+    scheduler *s = t_sched;
+    s->job = job;
+    s->error = nullptr;
+    s->plain = false;
+    gridDim = job->grid;
+    blockDim = job->block;
+    const unsigned nthreads = job->block.x * job->block.y * job->block.z;
+    bool first = true;
+    for (unsigned z = 0; z < job->grid.z && !s->error; z++)
+        for (unsigned y = 0; y < job->grid.y && !s->error; y++)
+            for (unsigned x = 0; x < job->grid.x && !s->error; x++) {
+                blockIdx = uint3{x, y, z};
+                if (first) {
+                    first = false;
+                    /* the grid's first thread alone: does the kernel use barriers? */
+                    if (!start_thread(s, s->threads[0], uint3{0, 0, 0})) {
+                        s->error = "cannot map a coroutine stack";
+                        break;
+                    }
+                    s->cur = &s->threads[0];
+                    threadIdx = uint3{0, 0, 0};
+                    swapcontext(&s->main, &s->threads[0].ctx);
+                    if (s->threads[0].state == T_DONE) {
+                        s->plain = true;
+                        run_block_plain(s, nthreads, 1);
+                    } else { /* it waits at a barrier: the others join it as coroutines */
+                        run_block_coro(s, nthreads, 1);
+                    }
+                } else if (s->plain) {
+                    run_block_plain(s, nthreads, 0);
+                } else {
+                    run_block_coro(s, nthreads, 0);
+                }
+            }
+    if (s->error) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "gpu(%d): emulated CUDA kernel: %s", job->dev, s->error);
+        ordo_device_sim_inject_error((void *)job->stream, msg);
+    }
+    take_slot_errors(job->stream);
+    s->job = nullptr;
+    delete job;
+}
+
+} // namespace
+
+void ordo_emu_syncthreads(void) {
+    scheduler *s = t_sched;
+    if (!s || !s->cur) return;
+    if (s->plain) {
+        s->error = "__syncthreads reached in a block although the grid's first thread ended without one "
+                   "(a barrier not every thread reaches is undefined)";
+        return;
+    }
+    s->cur->state = T_AT_BARRIER;
+    swapcontext(&s->cur->ctx, &s->main);
+}
+
+void ordo_emu::submit(grid_job *job, cudaStream_t st, size_t smem) {
+    const dim3 g = job->grid, b = job->block;
+    const unsigned long long nthreads = (unsigned long long)b.x * b.y * b.z;
+    if (!g.x || !g.y || !g.z || g.x > 2147483647u || g.y > 65535 || g.z > 65535 || !nthreads || nthreads > 1024 ||
+        b.z > 64 || smem > 48 * 1024) {
+        set_error(cudaErrorInvalidConfiguration);
+        delete job;
+        return;
+    }
+    job->stream = st;
+    job->dev = st ? ordo_device_sim_stream_device((void *)st) : 0;
+    const cudaError_t e = on_stream(st, run_grid, job);
+    if (e != cudaSuccess) {
+        set_error(e);
+        delete job;
+    }
+}
+
+/* ---- the error slots' host side --------------------------------------------------- */
+
+extern "C" int cu_error_kernel_id(const char *kernel) {
+    pthread_mutex_lock(&slot_mu);
+    int id = 0;
+    while (id < nkernel_names && strcmp(kernel_names[id], kernel)) id++;
+    if (id == nkernel_names && id < 256) {
+        snprintf(kernel_names[id], sizeof kernel_names[id], "%s", kernel);
+        nkernel_names++;
+    }
+    pthread_mutex_unlock(&slot_mu);
+    return id < 256 ? id : -1;
+}
+
+extern "C" cu_error_slot *cu_error_slot_device(int dev) { return &slots[dev]; }
+
+/* ---- runtime API ------------------------------------------------------------------ */
+
+cudaError_t cudaGetLastError(void) {
+    const cudaError_t e = t_last_error;
+    t_last_error = cudaSuccess;
+    return e;
+}
+
+const char *cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument (emulation: no stream given, or the stream is gone)";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    }
+    return "unknown error";
+}
+
+cudaError_t cudaGetDevice(int *dev) {
+    *dev = t_device;
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int dev) {
+    if (dev < 0 || dev >= ordo_device_backend()->count()) return cudaErrorInvalidValue;
+    t_device = dev;
+    return cudaSuccess;
+}
+
+namespace {
+struct memset_args {
+    void *p;
+    int v;
+    size_t n;
+};
+void run_memset(void *arg) {
+    memset_args *m = (memset_args *)arg;
+    memset(m->p, m->v, m->n);
+    delete m;
+}
+} // namespace
+
+cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t st) {
+    if (n == 0) return cudaSuccess;
+    memset_args *m = new memset_args{p, value, n};
+    const cudaError_t e = on_stream(st, run_memset, m);
+    if (e != cudaSuccess) {
+        delete m;
+        set_error(e);
+    }
+    return e;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t st) {
+    char err[256];
+    if (!st) return set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+    const int k = kind == cudaMemcpyHostToDevice ? DEV_COPY_H2D : kind == cudaMemcpyDeviceToHost ? DEV_COPY_D2H : DEV_COPY_D2D;
+    if (ordo_device_backend()->memcpy_async(ordo_device_sim_stream_device((void *)st), dst, src, n, k, (void *)st, err,
+                                            sizeof err))
+        return set_error(cudaErrorLaunchFailure), cudaErrorLaunchFailure;
+    return cudaSuccess;
+}
+
+/* Stream-ordered scratch: host memory now, freed when the stream gets to
+ * the free (after every kernel queued before it). */
+cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t st) {
+    if (!st) return set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+    if (posix_memalign(p, 256, n ? n : 1)) {
+        *p = nullptr;
+        return set_error(cudaErrorMemoryAllocation), cudaErrorMemoryAllocation;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaFreeAsync(void *p, cudaStream_t st) {
+    const cudaError_t e = on_stream(st, free, p);
+    if (e != cudaSuccess) set_error(e);
+    return e;
+}
+
+/* ---- cuBLAS ------------------------------------------------------------------------ */
+
+struct ordo_emu_cublas {
+    cudaStream_t st;
+};
+
+cublasStatus_t cublasCreate(cublasHandle_t *h) {
+    *h = new ordo_emu_cublas{nullptr};
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy(cublasHandle_t h) {
+    delete h;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t st) {
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    h->st = st;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+const char *cublasGetStatusString(cublasStatus_t s) {
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    }
+    return "CUBLAS_STATUS_UNKNOWN";
+}
+
+namespace {
+
+/* One gemm call (batches of them), its scalars copied at the call as
+ * cuBLAS reads host-pointer scalars before returning. */
+template <typename T>
+struct gemm_call {
+    cublasOperation_t ta, tb;
+    int m, n, k, lda, ldb, ldc, batches;
+    long long sa, sb, sc;
+    T alpha, beta;
+    const T *A, *B;
+    T *C;
+};
+
+CBLAS_TRANSPOSE trans_of(cublasOperation_t t) { return t == CUBLAS_OP_N ? CblasNoTrans : CblasTrans; }
+
+void host_gemm(const gemm_call<float> &g, int b) {
+    cblas_sgemm(CblasColMajor, trans_of(g.ta), trans_of(g.tb), g.m, g.n, g.k, g.alpha, g.A + b * g.sa, g.lda,
+                g.B + b * g.sb, g.ldb, g.beta, g.C + b * g.sc, g.ldc);
+}
+void host_gemm(const gemm_call<double> &g, int b) {
+    cblas_dgemm(CblasColMajor, trans_of(g.ta), trans_of(g.tb), g.m, g.n, g.k, g.alpha, g.A + b * g.sa, g.lda,
+                g.B + b * g.sb, g.ldb, g.beta, g.C + b * g.sc, g.ldc);
+}
+
+template <typename T>
+void run_gemm(void *arg) {
+    gemm_call<T> *g = (gemm_call<T> *)arg;
+    if (g->m && g->n)
+        for (int b = 0; b < g->batches; b++) host_gemm(*g, b);
+    delete g;
+}
+
+int imax(int a, int b) { return a > b ? a : b; }
+
+/* cuBLAS's argument checks (column-major: A is m x k after op, lda >= its
+ * stored rows; likewise B and C), then the call queued on the handle's stream. */
+template <typename T>
+cublasStatus_t gemm_queue(cublasHandle_t h, const gemm_call<T> &g) {
+    if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+    const int arows = g.ta == CUBLAS_OP_N ? g.m : g.k, brows = g.tb == CUBLAS_OP_N ? g.k : g.n;
+    if (g.m < 0 || g.n < 0 || g.k < 0 || g.batches < 0 || g.lda < imax(1, arows) || g.ldb < imax(1, brows) ||
+        g.ldc < imax(1, g.m))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (!h->st) return CUBLAS_STATUS_EXECUTION_FAILED; /* ordo always sets the worker's stream */
+    gemm_call<T> *q = new gemm_call<T>(g);
+    if (on_stream(h->st, run_gemm<T>, q) != cudaSuccess) {
+        delete q;
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace
+
+cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta,
+                           float *C, int ldc) {
+    return gemm_queue(h, gemm_call<float>{ta, tb, m, n, k, lda, ldb, ldc, 1, 0, 0, 0, *alpha, *beta, A, B, C});
+}
+
+cublasStatus_t cublasDgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           const double *alpha, const double *A, int lda, const double *B, int ldb,
+                           const double *beta, double *C, int ldc) {
+    return gemm_queue(h, gemm_call<double>{ta, tb, m, n, k, lda, ldb, ldc, 1, 0, 0, 0, *alpha, *beta, A, B, C});
+}
+
+cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const float *alpha, const float *A, int lda, long long sa,
+                                         const float *B, int ldb, long long sb, const float *beta, float *C, int ldc,
+                                         long long sc, int batches) {
+    return gemm_queue(h, gemm_call<float>{ta, tb, m, n, k, lda, ldb, ldc, batches, sa, sb, sc, *alpha, *beta, A, B, C});
+}
+
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                         int k, const double *alpha, const double *A, int lda, long long sa,
+                                         const double *B, int ldb, long long sb, const double *beta, double *C,
+                                         int ldc, long long sc, int batches) {
+    return gemm_queue(h,
+                      gemm_call<double>{ta, tb, m, n, k, lda, ldb, ldc, batches, sa, sb, sc, *alpha, *beta, A, B, C});
+}
