@@ -11,6 +11,7 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 want_pkg() { have_pkg "$1" || need+=("$1"); }
 
 have_cmd cc || need+=(build-essential)
+have_cmd g++ || need+=(g++) # the CUDA emulation library (kernels/cuda/emu) is C++
 have_cmd make || need+=(make)
 want_pkg luajit
 want_pkg libluajit-5.1-dev

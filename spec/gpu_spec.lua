@@ -999,6 +999,32 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         assert.is_true(nn.accuracy(model, x, y) > 0.9)
     end)
 
+    -- The examples as a user runs them with --device gpu, each in a process
+    -- of its own with this one's environment (so on the same device).
+    it("the training examples run with --device gpu: an LSTM learns a text, the MLP Fashion-MNIST", function()
+        need_gpu()
+        local function run(args)
+            local f = assert(io.popen(fmt("cd %s && LUA_PATH='lua/?.lua;lua/?/init.lua;;' luajit examples/%s "
+                                          .. "--device gpu 2>&1; echo \"exit=$?\"", os.getenv("PWD") or ".", args)))
+            local out = f:read("*a")
+            f:close()
+            return out, tonumber(out:match("exit=(%d+)%s*$"))
+        end
+        local out, code = run("char_lm.lua --steps 40 --hidden 32 --seq 16 --batch 16 --sample 20")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("on gpu(0)", 1, true), out)
+        local first, last = out:match("loss ([%d.]+) %-> ([%d.]+) nats per character")
+        assert.is_truthy(first and last, out)
+        assert.is_true(tonumber(last) < tonumber(first) - 0.3, "the loss fell:\n" .. out)
+        if not ordo.data.fashion_mnist_available() then return end -- (examples_spec says so, pending)
+        out, code = run("fashion_mlp.lua --epochs 1 --limit 2000 --test-limit 500 --hidden 128,64")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("on gpu(0)", 1, true), out)
+        local acc = tonumber(out:match("final test accuracy ([%d.]+)%%"))
+        assert.is_not_nil(acc, out)
+        assert.is_true(acc > 60, out)
+    end)
+
     it("a DataLoader over gpu tensors gives the cpu loader's batches, on the gpu", function()
         need_gpu()
         local x = ordo.arange(30, {dtype = "float32"}):view(10, 3)
