@@ -118,6 +118,29 @@ if [ "$lua_asan" = 1 ]; then
     busted_extra=(--exclude-pattern=launcher)
 fi
 
+# Adds the counts of busted's TAP output in $log ("ok N - name", "not ok N -
+# name", "ok N - # SKIP ...") and shows them on a line headed by $1; $2 is
+# busted's exit status (nonzero with no failing test: a spec file that does
+# not load, a crash, a timeout - one failure).
+add_tap_counts() {
+    local label="$1" rc="$2" p s f
+    p=$(grep -cE '^ok [0-9]+ - ' "$log")
+    s=$(grep -cE '^ok [0-9]+ - # SKIP' "$log")
+    f=$(grep -cE '^not ok [0-9]+ ' "$log")
+    p=$((p - s))
+    total_pass=$((total_pass + p))
+    total_skip=$((total_skip + s))
+    total_fail=$((total_fail + f))
+    [ "$f" -gt 0 ] && failed_names+=("$label ($f failed)")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        total_fail=$((total_fail + 1))
+        local why="exit status $rc with no failing test reported"
+        [ "$rc" = 124 ] && why="timed out"
+        failed_names+=("$label ($why)")
+    fi
+    echo "=== $label: $p passed, $f failed, $s skipped (exit status $rc)"
+}
+
 # Runs spec/gpu_spec.lua and spec/pinned_spec.lua on one simulated GPU and
 # adds their counts, shown on a line of their own headed by $1; the other
 # arguments are extra environment (the library to load).  A 64 MiB device
@@ -132,23 +155,7 @@ run_gpu_specs() {
     local cmd=()
     [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "${ORDO_TEST_GPU_SIM_TIMEOUT:-600}")
     (cd "$root" && env "${lua_env[@]}" "${sim_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP "${sim_specs[@]}") 2>&1 | tee "$log"
-    local rc=${PIPESTATUS[0]}
-    local gp gs gf
-    gp=$(grep -cE '^ok [0-9]+ - ' "$log")
-    gs=$(grep -cE '^ok [0-9]+ - # SKIP' "$log")
-    gf=$(grep -cE '^not ok [0-9]+ ' "$log")
-    gp=$((gp - gs))
-    total_pass=$((total_pass + gp))
-    total_skip=$((total_skip + gs))
-    total_fail=$((total_fail + gf))
-    [ "$gf" -gt 0 ] && failed_names+=("$label ($gf failed)")
-    if [ "$rc" -ne 0 ] && [ "$gf" -eq 0 ]; then
-        total_fail=$((total_fail + 1))
-        local why="exit status $rc with no failing test reported"
-        [ "$rc" = 124 ] && why="timed out"
-        failed_names+=("$label ($why)")
-    fi
-    echo "=== $label: $gp passed, $gf failed, $gs skipped (exit status $rc)"
+    add_tap_counts "$label" "${PIPESTATUS[0]}"
 }
 
 # ---------------------------------------------------------------- native
@@ -208,22 +215,7 @@ if [ "$native" = 0 ] && [ "$emu_only" = 0 ]; then
     if [ ${#specs[@]} -gt 0 ] && command -v luajit >/dev/null 2>&1 && [ -e /usr/bin/busted ]; then
         echo "=== busted (${#specs[@]} spec files)"
         (cd "$root" && env "${lua_env[@]}" luajit /usr/bin/busted -o TAP "${busted_extra[@]}" spec/) 2>&1 | tee "$log"
-        rc=${PIPESTATUS[0]}
-        # TAP from busted: "ok N - name", "not ok N - name", "ok N - # SKIP ..."
-        lp=$(grep -cE '^ok [0-9]+ - ' "$log")
-        ls_=$(grep -cE '^ok [0-9]+ - # SKIP' "$log")
-        lf=$(grep -cE '^not ok [0-9]+ ' "$log")
-        lp=$((lp - ls_))
-        total_pass=$((total_pass + lp))
-        total_skip=$((total_skip + ls_))
-        total_fail=$((total_fail + lf))
-        [ "$lf" -gt 0 ] && failed_names+=("busted ($lf failed)")
-        if [ "$rc" -ne 0 ] && [ "$lf" -eq 0 ]; then
-            # busted itself failed (a spec file that does not load, a crash)
-            total_fail=$((total_fail + 1))
-            failed_names+=("busted (exit status $rc with no failing test reported)")
-        fi
-        echo "=== busted: $lp passed, $lf failed, $ls_ skipped (exit status $rc)"
+        add_tap_counts busted "${PIPESTATUS[0]}"
 
         # The GPU specs again, on the simulated device (src/device_sim.c):
         # GPU scheduling, copies, the caching allocator and out-of-memory

@@ -8,13 +8,21 @@
  * gets there, its host thread runs the grid block after block.  A block's
  * threads are coroutines (ucontext) on that thread: each runs until it
  * ends or reaches __syncthreads, and the barrier opens once every thread
- * still running is waiting at it.  Most kernels have no barrier, and
- * switching contexts costs a system call, so the grid's first thread runs
- * alone first: if it ends without meeting a barrier, every other thread is
- * a plain call, and a barrier met later is reported as the kernel's error
- * (a barrier that not every thread of a block reaches is undefined in CUDA).
+ * still running is waiting at it.  A coroutine is entered the first time
+ * with setcontext (which sets the signal mask: a system call) and switched
+ * afterwards with _setjmp/_longjmp, which leave the mask alone and cost a
+ * few dozen instructions; swapcontext would make two system calls per
+ * switch.  Most kernels have no barrier at all, so the grid's first thread
+ * runs alone first: if it ends without meeting a barrier, every other
+ * thread is a plain call, and a barrier met later is reported as the
+ * kernel's error (a barrier that not every thread of a block reaches is
+ * undefined in CUDA).
  */
+/* _longjmp between stacks is what the coroutines do; the fortified
+ * longjmp would take it for a jump into a dead frame. */
+#undef _FORTIFY_SOURCE
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,14 +94,16 @@ enum { T_RUNNABLE, T_AT_BARRIER, T_DONE };
 const size_t STACK_BYTES = 256 * 1024; /* reserved, touched only as used */
 
 struct coro {
-    ucontext_t ctx;
+    ucontext_t ctx; /* its first entry */
+    jmp_buf env;    /* where it waits at a barrier */
     void *stack = nullptr;
     int state = T_DONE;
+    bool started = false;
     uint3 idx;
 };
 
 struct scheduler {
-    ucontext_t main;
+    jmp_buf main; /* the scheduler, while a coroutine runs */
     coro threads[1024];
     coro *cur = nullptr;
     ordo_emu::grid_job *job = nullptr;
@@ -107,13 +117,24 @@ struct scheduler {
 
 thread_local scheduler *t_sched;
 
-void thread_entry() {
+[[noreturn]] void thread_entry() {
     scheduler *s = t_sched;
     s->job->run_thread();
-    s->cur->state = T_DONE; /* returns to uc_link: the scheduler */
+    s->cur->state = T_DONE;
+    _longjmp(s->main, 1);
 }
 
-bool start_thread(scheduler *s, coro &c, uint3 idx) {
+/* Runs c until it waits at a barrier or ends. */
+void resume(scheduler *s, coro &c) {
+    s->cur = &c;
+    threadIdx = c.idx;
+    if (_setjmp(s->main)) return; /* back from the coroutine */
+    if (c.started) _longjmp(c.env, 1);
+    c.started = true;
+    setcontext(&c.ctx);
+}
+
+bool start_thread(coro &c, uint3 idx) {
     if (!c.stack) {
         c.stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (c.stack == MAP_FAILED) {
@@ -124,10 +145,11 @@ bool start_thread(scheduler *s, coro &c, uint3 idx) {
     getcontext(&c.ctx);
     c.ctx.uc_stack.ss_sp = c.stack;
     c.ctx.uc_stack.ss_size = STACK_BYTES;
-    c.ctx.uc_link = &s->main;
+    c.ctx.uc_link = nullptr; /* thread_entry never returns */
     makecontext(&c.ctx, thread_entry, 0);
     c.idx = idx;
     c.state = T_RUNNABLE;
+    c.started = false;
     return true;
 }
 
@@ -137,17 +159,13 @@ uint3 idx_of(unsigned i, dim3 b) { return uint3{i % b.x, i / b.x % b.y, i / (b.x
  * before first were started already (the probe, waiting at a barrier). */
 void run_block_coro(scheduler *s, unsigned nthreads, unsigned first) {
     for (unsigned i = first; i < nthreads; i++)
-        if (!start_thread(s, s->threads[i], idx_of(i, blockDim))) {
+        if (!start_thread(s->threads[i], idx_of(i, blockDim))) {
             s->error = "cannot map a coroutine stack";
             return;
         }
     for (;;) {
         for (unsigned i = 0; i < nthreads; i++) {
-            coro &c = s->threads[i];
-            if (c.state != T_RUNNABLE) continue;
-            s->cur = &c;
-            threadIdx = c.idx;
-            swapcontext(&s->main, &c.ctx);
+            if (s->threads[i].state == T_RUNNABLE) resume(s, s->threads[i]);
         }
         /* every thread still running waits: the barrier opens (threads that
          * ended count as arrived, as on the GPUs ordo targets) */
@@ -187,13 +205,11 @@ void run_grid(void *arg) {
                 if (first) {
                     first = false;
                     /* the grid's first thread alone: does the kernel use barriers? */
-                    if (!start_thread(s, s->threads[0], uint3{0, 0, 0})) {
+                    if (!start_thread(s->threads[0], uint3{0, 0, 0})) {
                         s->error = "cannot map a coroutine stack";
                         break;
                     }
-                    s->cur = &s->threads[0];
-                    threadIdx = uint3{0, 0, 0};
-                    swapcontext(&s->main, &s->threads[0].ctx);
+                    resume(s, s->threads[0]);
                     if (s->threads[0].state == T_DONE) {
                         s->plain = true;
                         run_block_plain(s, nthreads, 1);
@@ -226,8 +242,9 @@ void ordo_emu_syncthreads(void) {
                    "(a barrier not every thread reaches is undefined)";
         return;
     }
-    s->cur->state = T_AT_BARRIER;
-    swapcontext(&s->cur->ctx, &s->main);
+    coro *c = s->cur;
+    c->state = T_AT_BARRIER;
+    if (!_setjmp(c->env)) _longjmp(s->main, 1);
 }
 
 void ordo_emu::submit(grid_job *job, cudaStream_t st, size_t smem) {
