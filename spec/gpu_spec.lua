@@ -565,6 +565,51 @@ end)
 
 -- ---------------------------------------------------------------- indexing
 
+-- Sizes of many blocks: grid-stride loops, several blocks per row or
+-- column, split reductions, tiled copies (the shapes above fit one block).
+describe("gpu tensors: many blocks", function()
+    it("ops on large tensors (long rows and columns, views, broadcasting) match the cpu", function()
+        need_gpu()
+        math.randomseed(23)
+        local a = rnd({300, 257}, "float32", -1, 1) -- 77,100 elements
+        local b = rnd({257}, "float32", -1, 1)
+        local ga, gb = gpu(a), gpu(b)
+        check(ga + gb, a + b, "broadcast add")
+        check(ga:t():contiguous(), a:t():contiguous(), "transposed copy")
+        check(ga:t() * 3 - 1, a:t() * 3 - 1, "scalar ops on a transposed view")
+        check(ga:exp(), a:exp(), "exp")
+        check(ga:gt(gb), a:gt(b), "comparison")
+        check(ordo.where(ga:gt(0), ga, gb), ordo.where(a:gt(0), a, b), "where")
+        check(ga:to("float64"), a:to("float64"), "cast")
+        for dim = 1, 2 do
+            local w = " over dim " .. dim
+            check(ga:softmax(dim), a:softmax(dim), "softmax" .. w, RED)
+            check(ga:log_softmax(dim), a:log_softmax(dim), "log_softmax" .. w, RED)
+            check(ga:sum(dim), a:sum(dim), "sum" .. w, RED)
+            check(ga:max(dim), a:max(dim), "max" .. w, RED)
+            check(ga:argmin(dim), a:argmin(dim), "argmin" .. w)
+            check(ga:cumsum(dim), a:cumsum(dim), "cumsum" .. w, RED)
+            local gv, gi = ga:sort(dim)
+            local cv, ci = a:sort(dim)
+            check(gv, cv, "sort values" .. w)
+            check(gi, ci, "sort indices" .. w)
+        end
+        local long = rnd({2, 100000}, "float64", 0, 1)
+        local gl = gpu(long)
+        check(gl:sum(2), long:sum(2), "sum of rows of 100000", RED)
+        check(gl:softmax(2), long:softmax(2), "softmax of rows of 100000", RED)
+        check(gl:t():sum(1), long:t():sum(1), "sum of columns of 100000", RED)
+        local rows = ordo.randint(1, 301, {5000})
+        local picked = a:index_select(1, rows)
+        check(ga:index_select(1, gpu(rows)), picked, "index_select of 5000 rows")
+        local base = rnd({300, 257}, "float32", 0, 1)
+        check(gpu(base):index_add(1, gpu(rows), gpu(picked)), base:index_add(1, rows, picked), "index_add of 5000 rows",
+              RED)
+        local m1, m2 = rnd({130, 70}, "float32", -1, 1), rnd({70, 90}, "float32", -1, 1)
+        check(gpu(m1):matmul(gpu(m2)), m1:matmul(m2), "matmul 130x70 by 70x90", RED)
+    end)
+end)
+
 describe("gpu tensors: indexing", function()
     it("gather, index_select, scatter_add and index_add match the cpu", function()
         need_gpu()
