@@ -3,7 +3,8 @@
 #   make demo       the main job: examples/fashion_mlp.lua (trains an MLP on Fashion-MNIST)
 #   make test       native tests (spec/native), Lua specs, and the GPU specs on the
 #                   simulated device and on the CUDA emulation; one summary line
-#   make check      native tests again under ThreadSanitizer, then ASan+UBSan
+#   make check      native tests again under ThreadSanitizer, then ASan+UBSan (native,
+#                   Lua specs, and the GPU specs on the CUDA emulation)
 #   make valgrind   native tests under valgrind's leak checker
 #   make bench      benchmarks, peers side by side
 #   make install    PREFIX=/usr/local (and DESTDIR): bin/ordo, lib/, include/, share/ordo/lua/
@@ -87,7 +88,7 @@ LAUNCHER_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LAUNCHER_SRC))
 TEST_SRC := $(wildcard spec/native/test_*.c)
 TEST_BIN := $(patsubst spec/native/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all demo deps test test-native test-cuda-emu check check-tsan check-asan check-lua-asan valgrind valgrind-run bench install uninstall clean
+.PHONY: all demo deps test test-native test-cuda-emu check check-tsan check-asan check-lua-asan check-cuda-emu valgrind valgrind-run bench install uninstall clean
 all: $(BUILD)/libordo.so $(BUILD)/libordo.a $(BUILD)/ordo
 
 # Objects depend on the flags they were built with, so switching CUDA=0/1 or
@@ -154,13 +155,20 @@ test: deps
 	@bash spec/run_tests.sh --cuda-emu $(BUILD)/emu $(BUILD)/tests
 
 # Sanitizer builds go to their own folders so they never mix with the release build.
-check: check-tsan check-asan check-lua-asan
+check: check-tsan check-asan check-lua-asan check-cuda-emu
 check-tsan:
 	$(MAKE) BUILD=build/tsan OPT=-O1 SANFLAGS=-fsanitize=thread CUDA=0 test-native
 # The host block cache is off under ASan and valgrind: reused blocks would
 # hide a use after free.
 check-asan:
 	ORDO_HOST_CACHE_MB=0 $(MAKE) BUILD=build/asan OPT=-O1 SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CUDA=0 test-native
+
+# The GPU specs on an ASan+UBSan build of the CUDA emulation: the CUDA
+# kernels' host and device code, checked for overflows and undefined
+# behaviour (within device blocks, which the allocator rounds up).
+check-cuda-emu:
+	ORDO_HOST_CACHE_MB=0 $(MAKE) BUILD=build/emu-asan OPT=-O1 SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CUDA=emu build/emu-asan/libordo.so
+	@bash spec/run_tests.sh --lua-asan --cuda-emu build/emu-asan
 
 # The Lua specs on an ASan+UBSan build of the library (the tensor layer and
 # kernels as Lua drives them; the odd-arguments spec's child runs on it too).

@@ -27,7 +27,9 @@
 #                ASan+UBSan build: make check-lua-asan), with the sanitizer
 #                runtimes preloaded into luajit and the processes it starts;
 #                the launcher specs are left out (they check the release
-#                launcher's own library lookup)
+#                launcher's own library lookup); with --cuda-emu and no
+#                BUILD_DIR, only the GPU specs on that (ASan+UBSan) emulation
+#                library (make check-cuda-emu)
 #
 # Environment: ORDO_TEST_SCALE shrinks op counts (default 1; 0.2 when the
 # directory is a tsan/asan build, 0.05 under valgrind); ORDO_TEST_TIMEOUT is
@@ -53,7 +55,7 @@ for arg in "$@"; do
         --native) native=1 ;;
         --valgrind) use_valgrind=1 ;;
         --lua-asan) lua_asan=1 ;;
-        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
         -*) echo "run_tests.sh: unknown option $arg" >&2; exit 2 ;;
         *) dir="$arg" ;;
     esac
@@ -113,8 +115,8 @@ lua_env=()
 busted_extra=()
 if [ "$lua_asan" = 1 ]; then
     lua_env=("LD_PRELOAD=$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
-             "ORDO_LIB=$(cd "$dir" && pwd)/libordo.so" ORDO_HOST_CACHE_MB=0
-             "ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1")
+             ORDO_HOST_CACHE_MB=0 "ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1")
+    [ -n "$dir" ] && lua_env+=("ORDO_LIB=$(cd "$dir" && pwd)/libordo.so")
     busted_extra=(--exclude-pattern=launcher)
 fi
 

@@ -31,6 +31,10 @@
 
 #include <cblas.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include "cuda_runtime.h"
 #include "cublas_v2.h"
 
@@ -142,6 +146,11 @@ bool start_thread(coro &c, uint3 idx) {
             return false;
         }
     }
+#if defined(__SANITIZE_ADDRESS__)
+    /* (make check-cuda-emu) a thread left by _longjmp leaves its frames'
+     * redzones poisoned on the stack the next thread reuses */
+    ASAN_UNPOISON_MEMORY_REGION(c.stack, STACK_BYTES);
+#endif
     getcontext(&c.ctx);
     c.ctx.uc_stack.ss_sp = c.stack;
     c.ctx.uc_stack.ss_size = STACK_BYTES;
