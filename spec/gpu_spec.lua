@@ -1305,6 +1305,30 @@ describe("gpu tensors: errors", function()
         assert.equals(6, x:sum():item())
     end)
 
+    it("with two gpus: ops run on gpu(1), copies go between gpus, and gpu(1)'s kernel errors are its own", function()
+        need_gpu()
+        if ordo.cuda.device_count() < 2 then
+            pending("one CUDA device: this test needs two")
+            return
+        end
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        math.randomseed(31)
+        local G1 = ordo.gpu(1)
+        local a = rnd({40, 30}, "float32", -1, 1)
+        local g0, g1 = gpu(a), a:to(G1)
+        assert.equals(G1, g1:device())
+        local r = (g1 * 2 + 1):sum(2)
+        assert.equals(G1, r:device())
+        check(r:to(G), (a * 2 + 1):sum(2), "a result computed on gpu(1)", RED)
+        check(g0:to(G1):to(G), a, "gpu(0) -> gpu(1) -> gpu(0)")
+        raises(function() return g0 + g1 end, "one device", "gpu(0)", "gpu(1)")
+        local n = ordo.tensor({4, 5, 6}, {dtype = "int32", device = G1})
+        local q = n:div(ordo.tensor({1, 0, 2}, {dtype = "int32", device = G1}), "trunc")
+        raises(function() return q:totable() end, "gpu(1)", "division by zero")
+        assert.same({5, 6, 7}, (n + 1):totable())
+        assert.same({2, 3}, (ordo.tensor({1, 2}, {device = G}) + 1):totable())
+    end)
+
     it("the host never touches gpu memory: the guard raises on a direct access", function()
         need_gpu()
         local util = require "ordo.util"

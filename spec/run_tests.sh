@@ -10,7 +10,7 @@
 # valgrind) counts as one failure, named at the end.  Without --native the
 # Lua specs (spec/*_spec.lua, run by busted) are added to the same total,
 # and then spec/gpu_spec.lua and spec/pinned_spec.lua run once more on the simulated GPU
-# (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64
+# (ORDO_SIMULATED_GPUS=2 ORDO_SIMULATED_GPU_MEM_MB=64
 # ORDO_SIMULATED_GPU_DELAY_NS=2000), its counts added too and shown on a
 # line of their own ("gpu specs on the simulated device: ...").  Without a
 # real GPU the first run reports the GPU specs as skipped (pending).
@@ -143,7 +143,7 @@ add_tap_counts() {
     echo "=== $label: $p passed, $f failed, $s skipped (exit status $rc)"
 }
 
-# Runs spec/gpu_spec.lua and spec/pinned_spec.lua on one simulated GPU and
+# Runs spec/gpu_spec.lua and spec/pinned_spec.lua on two simulated GPUs and
 # adds their counts, shown on a line of their own headed by $1; the other
 # arguments are extra environment (the library to load).  A 64 MiB device
 # makes the out-of-memory specs run; a random delay per stream item shakes
@@ -151,7 +151,7 @@ add_tap_counts() {
 run_gpu_specs() {
     local label="$1"
     shift
-    local sim_env=(ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64 ORDO_SIMULATED_GPU_DELAY_NS=2000 "$@")
+    local sim_env=(ORDO_SIMULATED_GPUS=2 ORDO_SIMULATED_GPU_MEM_MB=64 ORDO_SIMULATED_GPU_DELAY_NS=2000 "$@")
     local sim_specs=(spec/gpu_spec.lua spec/pinned_spec.lua)
     echo "=== busted: ${sim_specs[*]}, $label (${sim_env[*]})"
     local cmd=()

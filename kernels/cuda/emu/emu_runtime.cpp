@@ -74,21 +74,21 @@ cu_error_slot slots[ORDO_MAX_DEVICES];
 char kernel_names[256][48];
 int nkernel_names;
 
-/* After a grid, on the stream's thread: a reported error becomes the
- * stream's asynchronous failure (the next host wait on the device gets it),
- * as the CUDA backend turns the slot into the failure of its next sync. */
-void take_slot_errors(cudaStream_t st) {
-    for (int dev = 0; dev < ORDO_MAX_DEVICES; dev++) {
-        cu_error_slot *s = &slots[dev];
-        if (__atomic_load_n(&s->code, __ATOMIC_ACQUIRE) <= 0) continue;
-        char msg[256];
-        pthread_mutex_lock(&slot_mu);
-        const char *name = s->kernel >= 0 && s->kernel < nkernel_names ? kernel_names[s->kernel] : "a kernel";
-        cu_error_format(s, dev, name, msg, sizeof msg);
-        pthread_mutex_unlock(&slot_mu);
-        __atomic_store_n(&s->code, 0, __ATOMIC_RELEASE);
-        ordo_device_sim_inject_error((void *)st, msg);
-    }
+/* After a grid on gpu(dev), on the stream's thread: an error its kernels
+ * reported becomes the stream's asynchronous failure (the next host wait
+ * on the device gets it), as the CUDA backend turns the slot into the
+ * failure of its next sync.  (-1: another grid is writing the slot; the
+ * grid after it will find the code.) */
+void take_slot_error(cudaStream_t st, int dev) {
+    cu_error_slot *s = &slots[dev];
+    if (__atomic_load_n(&s->code, __ATOMIC_ACQUIRE) <= 0) return;
+    char msg[256];
+    pthread_mutex_lock(&slot_mu);
+    const char *name = s->kernel >= 0 && s->kernel < nkernel_names ? kernel_names[s->kernel] : "a kernel";
+    cu_error_format(s, dev, name, msg, sizeof msg);
+    pthread_mutex_unlock(&slot_mu);
+    __atomic_store_n(&s->code, 0, __ATOMIC_RELEASE);
+    ordo_device_sim_inject_error((void *)st, msg);
 }
 
 /* ---- the block scheduler ------------------------------------------------------------ */
@@ -119,7 +119,25 @@ struct scheduler {
     }
 };
 
+/* One per stream thread, made at its first grid and deleted by a pthread
+ * key's destructor when the thread exits.  (A thread_local object with a
+ * destructor would register it through __cxa_thread_atexit, under the
+ * dynamic loader's lock: see kernels/cuda/matmul.cu's cuBLAS handles.) */
 thread_local scheduler *t_sched;
+pthread_key_t sched_key;
+pthread_once_t sched_once = PTHREAD_ONCE_INIT;
+
+void sched_delete(void *s) { delete (scheduler *)s; }
+void sched_key_create(void) { pthread_key_create(&sched_key, sched_delete); }
+
+scheduler *this_thread_scheduler() {
+    if (!t_sched) {
+        t_sched = new scheduler();
+        pthread_once(&sched_once, sched_key_create);
+        pthread_setspecific(sched_key, t_sched);
+    }
+    return t_sched;
+}
 
 [[noreturn]] void thread_entry() {
     scheduler *s = t_sched;
@@ -198,8 +216,7 @@ void run_block_plain(scheduler *s, unsigned nthreads, unsigned first) {
 /* On the stream's thread: the whole grid, then the error slots. */
 void run_grid(void *arg) {
     ordo_emu::grid_job *job = (ordo_emu::grid_job *)arg;
-    if (!t_sched) t_sched = new scheduler(); /* kept for the thread's life (its stacks are reused) */
-    scheduler *s = t_sched;
+    scheduler *s = this_thread_scheduler(); /* kept for the thread's life: its stacks are reused */
     s->job = job;
     s->error = nullptr;
     s->plain = false;
@@ -236,7 +253,7 @@ void run_grid(void *arg) {
         snprintf(msg, sizeof msg, "gpu(%d): emulated CUDA kernel: %s", job->dev, s->error);
         ordo_device_sim_inject_error((void *)job->stream, msg);
     }
-    take_slot_errors(job->stream);
+    take_slot_error(job->stream, job->dev);
     s->job = nullptr;
     delete job;
 }
