@@ -17,6 +17,10 @@ OPT      ?= -O2
 CFLAGS   ?= $(OPT) -g
 WARN     := -Wall -Wextra -Werror
 STD      := -std=c11 -D_GNU_SOURCE
+# the CUDA emulation builds beside the release library, never over it
+ifeq ($(CUDA),emu)
+  BUILD  ?= build/emu
+endif
 BUILD    ?= build
 PREFIX   ?= /usr/local
 VERSION  := 0.1.0
