@@ -58,7 +58,7 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC))
 ifdef WITH_CUDA
   CUDA_HOME  := $(patsubst %/bin/nvcc,%,$(NVCC))
   CU_SRC     := $(wildcard src/cuda/*.cu) $(wildcard kernels/cuda/*.cu)
-  LIB_OBJ    += $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRC))
+  LIB_OBJ    += $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRC)) $(BUILD)/obj/kernels/cuda/error_names.o
   ALL_CFLAGS += -DORDO_WITH_CUDA -I$(CUDA_HOME)/include
   LDLIBS     += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcurand -lcudart -lstdc++
   NVFLAGS    := -O2 -Xcompiler -fPIC -Xcompiler -Wall -Isrc -Ikernels/cuda -DORDO_WITH_CUDA \
@@ -74,7 +74,8 @@ ifdef WITH_CUDA_EMU
   EMU_SRC    := $(BUILD)/emu_src
   EMU_CU     := $(notdir $(wildcard kernels/cuda/*.cu))
   EMU_CUH    := $(patsubst kernels/cuda/%,$(EMU_SRC)/%,$(wildcard kernels/cuda/*.cuh))
-  LIB_OBJ    += $(patsubst %.cu,$(BUILD)/obj/emu/%.o,$(EMU_CU)) $(BUILD)/obj/emu/emu_runtime.o
+  LIB_OBJ    += $(patsubst %.cu,$(BUILD)/obj/emu/%.o,$(EMU_CU)) $(BUILD)/obj/emu/emu_runtime.o \
+                $(BUILD)/obj/kernels/cuda/error_names.o
   ALL_CFLAGS += -DORDO_CUDA_EMU
   LDLIBS     += -lstdc++
   EMU_FLAGS  := -std=c++17 -D_GNU_SOURCE $(OPT) -g $(SANFLAGS) -fPIC -pthread -ffp-contract=off $(WARN) \

@@ -496,8 +496,8 @@ int ordo_device_sim_inject_error(void *stream, const char *msg) {
     return enqueue(stream, it, err, sizeof err);
 }
 
-/* The device a simulated stream belongs to (the CUDA emulation's launches
- * name it in their errors). */
+/* The device a simulated stream belongs to (the CUDA emulation reads that
+ * device's error slot after a grid). */
 int ordo_device_sim_stream_device(void *stream) { return ((sim_stream *)stream)->dev; }
 
 static const device_backend sim_backend = {

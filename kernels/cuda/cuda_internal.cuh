@@ -126,29 +126,32 @@ struct cu_error_slot {
     long long a, b; /* details, see the codes */
 };
 
-/* The message of a set slot on gpu(dev) (name: the kernel it names), as
- * the op's failure reports it. */
-static inline void cu_error_format(const cu_error_slot *s, int dev, const char *name, char *err, size_t errlen) {
+/* Numbers a kernel name for the slot (interned once per name), and the
+ * name of a number (kernels/cuda/error_names.c). */
+extern "C" int cu_error_kernel_id(const char *kernel);
+extern "C" const char *cu_error_kernel_name(int id);
+
+/* The message of a set slot, as the op's failure reports it after the
+ * device's name ("gpu(0): "). */
+static inline void cu_error_format(const cu_error_slot *s, char *err, size_t errlen) {
+    const char *name = cu_error_kernel_name(s->kernel);
     switch (s->code) {
     case CU_ERR_INDEX_RANGE:
-        snprintf(err, errlen, "gpu(%d): %s: index %lld out of range for a dim of size %lld", dev, name, s->a, s->b);
+        snprintf(err, errlen, "%s: index %lld out of range for a dim of size %lld", name, s->a, s->b);
         break;
-    case CU_ERR_INT_DIV_ZERO: snprintf(err, errlen, "gpu(%d): %s: integer division by zero", dev, name); break;
+    case CU_ERR_INT_DIV_ZERO: snprintf(err, errlen, "%s: integer division by zero", name); break;
     case CU_ERR_VALUE_RANGE:
-        snprintf(err, errlen, "gpu(%d): %s: value %lld does not fit the dtype", dev, name, s->a);
+        snprintf(err, errlen, "%s: value %lld does not fit the dtype", name, s->a);
         break;
     case CU_ERR_UNSEEDED:
-        snprintf(err, errlen, "gpu(%d): %s: generator state was never seeded (run the seed kernel on it first)", dev,
-                 name);
+        snprintf(err, errlen, "%s: generator state was never seeded (run the seed kernel on it first)", name);
         break;
-    default: snprintf(err, errlen, "gpu(%d): %s failed (code %d)", dev, name, s->code);
+    default: snprintf(err, errlen, "%s failed (code %d)", name, s->code);
     }
 }
 
 /* The device address of gpu(dev)'s slot (created at the first call). */
 extern "C" cu_error_slot *cu_error_slot_device(int dev_id);
-/* Numbers a kernel name for the slot (interned once per name). */
-extern "C" int cu_error_kernel_id(const char *kernel);
 
 __device__ static inline void cu_report(cu_error_slot *slot, int code, int kernel, long long a, long long b) {
     if (atomicCAS(&slot->code, 0, -1) == 0) { /* -1: being written */

@@ -53,22 +53,6 @@ static pthread_mutex_t slot_mu = PTHREAD_MUTEX_INITIALIZER;
 static cu_error_slot *slot_host[ORDO_MAX_DEVICES];
 static cu_error_slot *slot_dev[ORDO_MAX_DEVICES];
 
-#define MAX_KERNEL_NAMES 256
-static char kernel_names[MAX_KERNEL_NAMES][48];
-static int nkernel_names;
-
-extern "C" int cu_error_kernel_id(const char *kernel) {
-    pthread_mutex_lock(&slot_mu);
-    int id = 0;
-    while (id < nkernel_names && strcmp(kernel_names[id], kernel)) id++;
-    if (id == nkernel_names && id < MAX_KERNEL_NAMES) {
-        snprintf(kernel_names[id], sizeof kernel_names[id], "%s", kernel);
-        nkernel_names++;
-    }
-    pthread_mutex_unlock(&slot_mu);
-    return id < MAX_KERNEL_NAMES ? id : -1;
-}
-
 extern "C" cu_error_slot *cu_error_slot_device(int dev) {
     pthread_mutex_lock(&slot_mu);
     if (!slot_dev[dev]) {
@@ -90,9 +74,8 @@ extern "C" cu_error_slot *cu_error_slot_device(int dev) {
 static int take_kernel_error(int dev, char *err, size_t errlen) {
     volatile cu_error_slot *s = slot_host[dev];
     if (!s || s->code <= 0) return 0;
-    const int k = s->kernel;
-    cu_error_format((const cu_error_slot *)s, dev, k >= 0 && k < nkernel_names ? kernel_names[k] : "a kernel", err,
-                    errlen);
+    const int n = snprintf(err, errlen, "gpu(%d): ", dev);
+    if (n > 0 && (size_t)n < errlen) cu_error_format((const cu_error_slot *)s, err + n, errlen - (size_t)n);
     s->code = 0; /* reported once */
     return 1;
 }

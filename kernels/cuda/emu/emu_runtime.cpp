@@ -69,10 +69,7 @@ cudaError_t on_stream(cudaStream_t st, void (*fn)(void *), void *arg) {
 
 /* ---- the kernels' error slots (device_cuda.cu's, in host memory) ------------------- */
 
-pthread_mutex_t slot_mu = PTHREAD_MUTEX_INITIALIZER;
 cu_error_slot slots[ORDO_MAX_DEVICES];
-char kernel_names[256][48];
-int nkernel_names;
 
 /* After a grid on gpu(dev), on the stream's thread: an error its kernels
  * reported becomes the stream's asynchronous failure (the next host wait
@@ -83,10 +80,7 @@ void take_slot_error(cudaStream_t st, int dev) {
     cu_error_slot *s = &slots[dev];
     if (__atomic_load_n(&s->code, __ATOMIC_ACQUIRE) <= 0) return;
     char msg[256];
-    pthread_mutex_lock(&slot_mu);
-    const char *name = s->kernel >= 0 && s->kernel < nkernel_names ? kernel_names[s->kernel] : "a kernel";
-    cu_error_format(s, dev, name, msg, sizeof msg);
-    pthread_mutex_unlock(&slot_mu);
+    cu_error_format(s, msg, sizeof msg); /* the simulated device names itself */
     __atomic_store_n(&s->code, 0, __ATOMIC_RELEASE);
     ordo_device_sim_inject_error((void *)st, msg);
 }
@@ -250,7 +244,7 @@ void run_grid(void *arg) {
             }
     if (s->error) {
         char msg[256];
-        snprintf(msg, sizeof msg, "gpu(%d): emulated CUDA kernel: %s", job->dev, s->error);
+        snprintf(msg, sizeof msg, "emulated CUDA kernel: %s", s->error);
         ordo_device_sim_inject_error((void *)job->stream, msg);
     }
     take_slot_error(job->stream, job->dev);
@@ -292,18 +286,6 @@ void ordo_emu::submit(grid_job *job, cudaStream_t st, size_t smem) {
 }
 
 /* ---- the error slots' host side --------------------------------------------------- */
-
-extern "C" int cu_error_kernel_id(const char *kernel) {
-    pthread_mutex_lock(&slot_mu);
-    int id = 0;
-    while (id < nkernel_names && strcmp(kernel_names[id], kernel)) id++;
-    if (id == nkernel_names && id < 256) {
-        snprintf(kernel_names[id], sizeof kernel_names[id], "%s", kernel);
-        nkernel_names++;
-    }
-    pthread_mutex_unlock(&slot_mu);
-    return id < 256 ? id : -1;
-}
 
 extern "C" cu_error_slot *cu_error_slot_device(int dev) { return &slots[dev]; }
 
