@@ -46,6 +46,15 @@
  * out of memory meanwhile waits for the release in progress instead of
  * failing while memory is about to come back.  Above this, the front end
  * collects garbage (freeing unreachable tensors) and retries again.
+ *
+ * AddressSanitizer.  Rounding hides a kernel that reads or writes a little
+ * past its tensor's end: the bytes are inside the block.  In an ASan build
+ * on the simulated device (device memory is host memory there: make check,
+ * and the CUDA emulation's make check-cuda-emu), the bytes of a block past
+ * the request are poisoned, so such an access is reported.  A reused block
+ * is poisoned for its new request only after its last user's work is done
+ * (a host wait, in those builds alone): that work may still touch bytes
+ * the new request does not cover.
  */
 #include "dev_alloc.h"
 
@@ -60,6 +69,10 @@
 #include "device.h"
 #include "ordo.h"
 #include "tensor_internal.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 #define SMALL_ALIGN ((size_t)512)
 #define LARGE_MIN ((size_t)1 << 20)   /* from here on, 2 MiB multiples */
@@ -125,6 +138,31 @@ size_t dev_alloc_block_size(size_t nbytes) {
     if (r >= LARGE_MIN) r = (n + LARGE_ALIGN - 1) & ~(LARGE_ALIGN - 1);
     return r;
 }
+
+/* ---- AddressSanitizer's view of a block (see the top of the file) ----------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+static int guard_tails(void) {
+    const device_backend *b = ordo_device_backend();
+    return b && !strcmp(b->name, "simulated");
+}
+
+/* The first nbytes of the block usable, rounded up to 4, the rest of it
+ * poisoned.  (A byte atomic on the GPU is a compare-and-swap of the 4-byte
+ * word that holds the byte - kernels/cuda/index.cu - legal inside the
+ * allocation: blocks are whole multiples of 512 bytes.) */
+static void guard_tail(void *ptr, size_t nbytes, size_t size) {
+    const size_t usable = (nbytes + 3) & ~(size_t)3;
+    ASAN_UNPOISON_MEMORY_REGION(ptr, usable);
+    ASAN_POISON_MEMORY_REGION((char *)ptr + usable, size - usable);
+}
+
+static void unguard(void *ptr, size_t size) { ASAN_UNPOISON_MEMORY_REGION(ptr, size); }
+#else
+static int guard_tails(void) { return 0; }
+static void guard_tail(void *ptr, size_t nbytes, size_t size) { (void)ptr, (void)nbytes, (void)size; }
+static void unguard(void *ptr, size_t size) { (void)ptr, (void)size; }
+#endif
 
 /* "512.0 MiB": for messages. */
 static const char *human(size_t n, char *buf, size_t len) {
@@ -343,6 +381,7 @@ static int release_blocks(int dev_id, block *list, char *err, size_t errlen) {
                 snprintf(err, errlen, "%s", buf);
             dev_event_unref(x->ready);
         }
+        if (guard_tails()) unguard(x->ptr, x->size);
         b->mem_free(dev_id, x->ptr);
         free(x);
     }
@@ -406,6 +445,10 @@ int dev_alloc(int dev_id, size_t nbytes, void **ptr, dev_event **ready, char *er
         b->ready = NULL;
         *ptr = b->ptr;
         pthread_mutex_unlock(&d->mu);
+        if (guard_tails()) {
+            if (ev) ordo_device_sim_event_wait_quiet(ev->ev);
+            guard_tail(b->ptr, nbytes, b->size);
+        }
         hand_over(ev, ready);
         return 0;
     }
@@ -456,6 +499,7 @@ int dev_alloc(int dev_id, size_t nbytes, void **ptr, dev_event **ready, char *er
 
     b->size = size;
     b->ready = NULL;
+    if (guard_tails()) guard_tail(b->ptr, nbytes, size);
     pthread_mutex_lock(&d->mu);
     used_insert(d, b);
     d->st.num_device_allocs++;

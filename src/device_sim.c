@@ -349,14 +349,17 @@ static int sim_stream_wait_event(int dev, void *stream, void *e, char *err, size
     return enqueue(stream, it, err, errlen);
 }
 
-static int sim_event_sync(int dev, void *e, char *err, size_t errlen) {
+void ordo_device_sim_event_wait_quiet(void *e) {
     sim_mark *m = latest_mark(e);
-    if (m) {
-        pthread_mutex_lock(&sim.mark_mu);
-        mark_wait(m);
-        mark_unref(m);
-        pthread_mutex_unlock(&sim.mark_mu);
-    }
+    if (!m) return;
+    pthread_mutex_lock(&sim.mark_mu);
+    mark_wait(m);
+    mark_unref(m);
+    pthread_mutex_unlock(&sim.mark_mu);
+}
+
+static int sim_event_sync(int dev, void *e, char *err, size_t errlen) {
+    ordo_device_sim_event_wait_quiet(e);
     return take_error(dev, err, errlen);
 }
 
