@@ -169,8 +169,9 @@ check-asan:
 	ORDO_HOST_CACHE_MB=0 $(MAKE) BUILD=build/asan OPT=-O1 SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CUDA=0 test-native
 
 # The GPU specs on an ASan+UBSan build of the CUDA emulation: the CUDA
-# kernels' host and device code, checked for overflows and undefined
-# behaviour (within device blocks, which the allocator rounds up).
+# kernels' host and device code, checked for overflows (past a tensor's
+# end too: the allocator poisons the rest of its block under ASan) and
+# undefined behaviour, with each block's threads in shuffled order.
 check-cuda-emu:
 	ORDO_HOST_CACHE_MB=0 $(MAKE) BUILD=build/emu-asan OPT=-O1 SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CUDA=emu build/emu-asan/libordo.so
 	@bash spec/run_tests.sh --lua-asan --cuda-emu build/emu-asan
@@ -191,7 +192,8 @@ valgrind-run: $(TEST_BIN)
 
 # The GPU specs once more, on the CUDA kernels themselves run by the
 # emulation (kernels/cuda/emu/README.md): their host code, launches and
-# device code, on the simulated device.
+# device code, on the simulated device, with each block's threads in
+# forward and then in reverse order.
 test-cuda-emu: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/emu CUDA=emu $(BUILD)/emu/libordo.so
 	@bash spec/run_tests.sh --cuda-emu $(BUILD)/emu

@@ -1433,3 +1433,38 @@ describe("gpu tensors: memory", function()
         assert.equals(10, ordo.full({4}, 2.5, {device = G}):sum():item())
     end)
 end)
+
+-- ---------------------------------------------------------------- the CUDA emulation
+
+-- spec/run_tests.sh --cuda-emu runs this file on the emulation
+-- (kernels/cuda/emu) with ORDO_EMU_THREAD_ORDER set: forward, reverse, and
+-- shuffled under the sanitizers.  Elsewhere this test is pending.
+describe("gpu tensors: the CUDA emulation", function()
+    local ORDER = os.getenv("ORDO_EMU_THREAD_ORDER")
+
+    it("runs a block's threads in the order ORDO_EMU_THREAD_ORDER names; a bad order fails every kernel, naming it", function()
+        need_gpu()
+        if not ORDER then pending("runs on the CUDA emulation (spec/run_tests.sh --cuda-emu sets ORDO_EMU_THREAD_ORDER)") end
+        -- One thread per element adds into one float32 slot, where 1e8 + 1
+        -- rounds to 1e8: 1e8, 1, -1e8, 1 sum to 1 in this order, 0 in reverse.
+        local src = ordo.tensor({1e8, 1, -1e8, 1}, {dtype = "float32"})
+        local idx = ordo.ones({4}, {dtype = "int64"}) -- (indices count from 1)
+        local y = ordo.zeros({1}, {dtype = "float32"})
+        local sum = gpu(y):scatter_add(1, gpu(idx), gpu(src)):to(CPU):item()
+        local want = ({forward = 1, reverse = 0})[ORDER]
+        if want then
+            assert.equals(want, sum)
+        else -- shuffled: some permutation of the four additions
+            assert.is_true(sum == 0 or sum == 1 or sum == 2, tostring(sum))
+        end
+
+        local f = assert(io.popen(fmt("cd %s && ORDO_EMU_THREAD_ORDER=sideways LUA_PATH='lua/?.lua;lua/?/init.lua;;' "
+                                      .. "luajit -e \"local o = require 'ordo'; "
+                                      .. "print(pcall(function() return (o.ones({3}, {device = o.gpu(0)}) + 1):sum():item() end))\" 2>&1",
+                                      os.getenv("PWD") or ".")))
+        local out = f:read("*a")
+        f:close()
+        assert.is_truthy(out:find("false", 1, true), out)
+        assert.is_truthy(out:find("ORDO_EMU_THREAD_ORDER must be forward, reverse or shuffle", 1, true), out)
+    end)
+end)

@@ -22,7 +22,10 @@
 #                CUDA emulation library in EMU_BUILD_DIR (make CUDA=emu:
 #                the CUDA kernels themselves, compiled for the host, run on
 #                the simulated device; kernels/cuda/emu/README.md), counted
-#                and shown the same way; without BUILD_TESTS_DIR, only that
+#                and shown the same way, once with each block's threads in
+#                forward and once in reverse order (with --lua-asan: once,
+#                shuffled with seed ORDO_EMU_SEED, default 1); without
+#                BUILD_TESTS_DIR, only that
 #   --lua-asan   the Lua specs only, on the library in BUILD_DIR (an
 #                ASan+UBSan build: make check-lua-asan), with the sanitizer
 #                runtimes preloaded into luajit and the processes it starts;
@@ -55,7 +58,7 @@ for arg in "$@"; do
         --native) native=1 ;;
         --valgrind) use_valgrind=1 ;;
         --lua-asan) lua_asan=1 ;;
-        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
         -*) echo "run_tests.sh: unknown option $arg" >&2; exit 2 ;;
         *) dir="$arg" ;;
     esac
@@ -227,10 +230,20 @@ if [ "$native" = 0 ] && [ "$emu_only" = 0 ]; then
 fi
 
 # The GPU specs on the CUDA emulation: the CUDA kernels' own code (host
-# side, launches, device code) on the simulated device.
+# side, launches, device code) on the simulated device.  A block's threads
+# run one after another there, so a missing __syncthreads shows only in
+# some orders: the specs run with the threads in forward and in reverse
+# order, and (sanitizer builds, which run once) in shuffled order.
 if [ -n "$cuda_emu" ] && [ "$native" = 0 ]; then
     if [ -f "$cuda_emu/libordo.so" ]; then
-        run_gpu_specs "gpu specs on the CUDA emulation" "ORDO_LIB=$(cd "$cuda_emu" && pwd)/libordo.so"
+        emu_lib="ORDO_LIB=$(cd "$cuda_emu" && pwd)/libordo.so"
+        if [ "$lua_asan" = 1 ]; then
+            run_gpu_specs "gpu specs on the CUDA emulation, threads shuffled" "$emu_lib" \
+                ORDO_EMU_THREAD_ORDER=shuffle "ORDO_EMU_SEED=${ORDO_EMU_SEED:-1}"
+        else
+            run_gpu_specs "gpu specs on the CUDA emulation" "$emu_lib" ORDO_EMU_THREAD_ORDER=forward
+            run_gpu_specs "gpu specs on the CUDA emulation, threads reversed" "$emu_lib" ORDO_EMU_THREAD_ORDER=reverse
+        fi
     else
         total_fail=$((total_fail + 1))
         failed_names+=("(no CUDA emulation library in $cuda_emu: make BUILD=$cuda_emu CUDA=emu)")

@@ -17,12 +17,24 @@
  * thread is a plain call, and a barrier met later is reported as the
  * kernel's error (a barrier that not every thread of a block reaches is
  * undefined in CUDA).
+ *
+ * Order.  On a GPU the threads of a block between two barriers run in no
+ * order the program may rely on; here they run one after another, so a
+ * missing __syncthreads between a write to shared memory and another
+ * thread's read of it gives the right answer in one order and the wrong
+ * one in the other.  ORDO_EMU_THREAD_ORDER picks the order: forward
+ * (threadIdx order, the default), reverse, or shuffle (a new permutation
+ * per block and per barrier interval, from ORDO_EMU_SEED; the same seed
+ * gives the same permutations).  The test suite runs the GPU specs in
+ * forward and reverse order, and shuffled under the sanitizers.
  */
 /* _longjmp between stacks is what the coroutines do; the fortified
  * longjmp would take it for a jump into a dead frame. */
 #undef _FORTIFY_SOURCE
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +97,48 @@ void take_slot_error(cudaStream_t st, int dev) {
     ordo_device_sim_inject_error((void *)st, msg);
 }
 
+/* ---- the order of a block's threads --------------------------------------------------- */
+
+enum order_kind { ORDER_FORWARD, ORDER_REVERSE, ORDER_SHUFFLE, ORDER_BAD };
+
+struct order_setting {
+    order_kind kind;
+    uint64_t seed;
+};
+
+order_setting read_order_setting() {
+    order_setting o = {ORDER_FORWARD, 1};
+    const char *s = getenv("ORDO_EMU_THREAD_ORDER");
+    if (s && *s) {
+        if (!strcmp(s, "forward")) o.kind = ORDER_FORWARD;
+        else if (!strcmp(s, "reverse")) o.kind = ORDER_REVERSE;
+        else if (!strcmp(s, "shuffle")) o.kind = ORDER_SHUFFLE;
+        else o.kind = ORDER_BAD;
+    }
+    const char *seed = getenv("ORDO_EMU_SEED");
+    if (seed && *seed) {
+        char *end;
+        o.seed = strtoull(seed, &end, 10);
+        if (*end) o.kind = ORDER_BAD;
+    }
+    return o;
+}
+
+/* Read once, at the first grid; a bad value fails every grid (the message
+ * names the variables), so a typo cannot pass for a run in that order. */
+const order_setting &order_of_threads() {
+    static const order_setting o = read_order_setting();
+    return o;
+}
+
+/* splitmix64: the permutations' random numbers. */
+uint64_t next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 /* ---- the block scheduler ------------------------------------------------------------ */
 
 enum { T_RUNNABLE, T_AT_BARRIER, T_DONE };
@@ -103,6 +157,8 @@ struct coro {
 struct scheduler {
     jmp_buf main; /* the scheduler, while a coroutine runs */
     coro threads[1024];
+    unsigned order[1024]; /* the order the block's threads run in, this interval */
+    uint64_t random_state = 0;
     coro *cur = nullptr;
     ordo_emu::grid_job *job = nullptr;
     bool plain = false;      /* threads are plain calls: a barrier is an error */
@@ -176,17 +232,41 @@ bool start_thread(coro &c, uint3 idx) {
 
 uint3 idx_of(unsigned i, dim3 b) { return uint3{i % b.x, i / b.x % b.y, i / (b.x * b.y)}; }
 
-/* Runs one block's threads as coroutines until all have ended; threads
- * before first were started already (the probe, waiting at a barrier). */
-void run_block_coro(scheduler *s, unsigned nthreads, unsigned first) {
-    for (unsigned i = first; i < nthreads; i++)
-        if (!start_thread(s->threads[i], idx_of(i, blockDim))) {
+/* Sets s->order for the next barrier interval of a block of n threads. */
+void next_order(scheduler *s, unsigned n) {
+    const order_setting &o = order_of_threads();
+    for (unsigned i = 0; i < n; i++) s->order[i] = o.kind == ORDER_REVERSE ? n - 1 - i : i;
+    if (o.kind != ORDER_SHUFFLE) return;
+    for (unsigned i = n - 1; i > 0; i--) { /* Fisher-Yates */
+        const unsigned j = (unsigned)(next_random(&s->random_state) % (i + 1));
+        const unsigned t = s->order[i];
+        s->order[i] = s->order[j];
+        s->order[j] = t;
+    }
+}
+
+/* A block's permutations depend on the seed and the block alone, so that
+ * a failure found with a seed comes back with it. */
+void start_block_order(scheduler *s, unsigned n) {
+    s->random_state = order_of_threads().seed ^
+                      (((uint64_t)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * 0xD1B54A32D192ED03ull;
+    next_order(s, n);
+}
+
+/* Runs one block's threads as coroutines until all have ended, interval
+ * after interval in s->order (set for the first one); probe, when not
+ * UINT_MAX, is a thread started already (the grid's first, now waiting at
+ * a barrier). */
+void run_block_coro(scheduler *s, unsigned nthreads, unsigned probe) {
+    for (unsigned i = 0; i < nthreads; i++)
+        if (i != probe && !start_thread(s->threads[i], idx_of(i, blockDim))) {
             s->error = "cannot map a coroutine stack";
             return;
         }
     for (;;) {
-        for (unsigned i = 0; i < nthreads; i++) {
-            if (s->threads[i].state == T_RUNNABLE) resume(s, s->threads[i]);
+        for (unsigned k = 0; k < nthreads; k++) {
+            coro &c = s->threads[s->order[k]];
+            if (c.state == T_RUNNABLE) resume(s, c);
         }
         /* every thread still running waits: the barrier opens (threads that
          * ended count as arrived, as on the GPUs ordo targets) */
@@ -197,12 +277,14 @@ void run_block_coro(scheduler *s, unsigned nthreads, unsigned first) {
                 waiting++;
             }
         if (!waiting) return;
+        next_order(s, nthreads);
     }
 }
 
-void run_block_plain(scheduler *s, unsigned nthreads, unsigned first) {
-    for (unsigned i = first; i < nthreads && !s->error; i++) {
-        threadIdx = idx_of(i, blockDim);
+/* The block's threads as plain calls, in s->order, from its k-th on. */
+void run_block_plain(scheduler *s, unsigned nthreads, unsigned k) {
+    for (; k < nthreads && !s->error; k++) {
+        threadIdx = idx_of(s->order[k], blockDim);
         s->job->run_thread();
     }
 }
@@ -217,29 +299,33 @@ void run_grid(void *arg) {
     gridDim = job->grid;
     blockDim = job->block;
     const unsigned nthreads = job->block.x * job->block.y * job->block.z;
+    if (order_of_threads().kind == ORDER_BAD)
+        s->error = "ORDO_EMU_THREAD_ORDER must be forward, reverse or shuffle, and ORDO_EMU_SEED a decimal number";
     bool first = true;
     for (unsigned z = 0; z < job->grid.z && !s->error; z++)
         for (unsigned y = 0; y < job->grid.y && !s->error; y++)
             for (unsigned x = 0; x < job->grid.x && !s->error; x++) {
                 blockIdx = uint3{x, y, z};
+                start_block_order(s, nthreads);
                 if (first) {
                     first = false;
                     /* the grid's first thread alone: does the kernel use barriers? */
-                    if (!start_thread(s->threads[0], uint3{0, 0, 0})) {
+                    const unsigned probe = s->order[0];
+                    if (!start_thread(s->threads[probe], idx_of(probe, blockDim))) {
                         s->error = "cannot map a coroutine stack";
                         break;
                     }
-                    resume(s, s->threads[0]);
-                    if (s->threads[0].state == T_DONE) {
+                    resume(s, s->threads[probe]);
+                    if (s->threads[probe].state == T_DONE) {
                         s->plain = true;
                         run_block_plain(s, nthreads, 1);
                     } else { /* it waits at a barrier: the others join it as coroutines */
-                        run_block_coro(s, nthreads, 1);
+                        run_block_coro(s, nthreads, probe);
                     }
                 } else if (s->plain) {
                     run_block_plain(s, nthreads, 0);
                 } else {
-                    run_block_coro(s, nthreads, 0);
+                    run_block_coro(s, nthreads, UINT_MAX);
                 }
             }
     if (s->error) {
