@@ -219,7 +219,7 @@ int k_max_pool2d(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
 /* true (for the whole block) when the error slot holds an error */
 __device__ __forceinline__ bool slot_failed(const cu_error_slot *slot) {
     __shared__ int failed;
-    if (threadIdx.x == 0) failed = *(volatile const int *)&slot->code;
+    if (threadIdx.x == 0) failed = cu_load_relaxed(&slot->code);
     __syncthreads();
     return failed != 0;
 }

@@ -150,6 +150,19 @@ static inline void cu_error_format(const cu_error_slot *s, char *err, size_t err
     }
 }
 
+/* A relaxed atomic load of a value other threads change with atomics.  On
+ * the GPU a volatile load is one (PTX: ld.volatile is ld.relaxed.sys); in
+ * C++, which the host emulation compiles this as, it is a plain load and a
+ * data race to ThreadSanitizer (make check-cuda-emu-tsan). */
+template <typename T>
+__device__ __forceinline__ T cu_load_relaxed(const T *p) {
+#if defined(ORDO_CUDA_EMU)
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+#else
+    return *(volatile const T *)p;
+#endif
+}
+
 /* The device address of gpu(dev)'s slot (created at the first call). */
 extern "C" cu_error_slot *cu_error_slot_device(int dev_id);
 

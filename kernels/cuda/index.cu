@@ -131,7 +131,7 @@ __device__ __forceinline__ void atomic_add(uint8_t *p, uint8_t v) {
     /* no byte atomics: CAS on the aligned word holding the byte */
     unsigned int *w = (unsigned int *)((uintptr_t)p & ~(uintptr_t)3);
     const unsigned sh = (unsigned)((uintptr_t)p & 3) * 8;
-    unsigned int old = *(volatile unsigned int *)w, assumed;
+    unsigned int old = cu_load_relaxed(w), assumed;
     do {
         assumed = old;
         const unsigned b = ((assumed >> sh) + v) & 0xffu;
@@ -155,7 +155,7 @@ template <typename T>
 __global__ void scatter_kernel(const int64_t *idx, const T *src, T *y, nd_walk<3> w, idx_geom g,
                                const cu_error_slot *slot) {
     __shared__ int failed;
-    if (threadIdx.x == 0) failed = *(volatile const int *)&slot->code;
+    if (threadIdx.x == 0) failed = cu_load_relaxed(&slot->code);
     __syncthreads();
     if (failed) return;
     CU_GRID_STRIDE(i, g.n) {

@@ -27,6 +27,20 @@
  * per block and per barrier interval, from ORDO_EMU_SEED; the same seed
  * gives the same permutations).  The test suite runs the GPU specs in
  * forward and reverse order, and shuffled under the sanitizers.
+ *
+ * ThreadSanitizer (make check-cuda-emu-tsan).  Order can only show a race
+ * whose outcome differs; a race detector sees the race itself.  In a TSan
+ * build every GPU thread is a coroutine (no plain calls) and a TSan fiber,
+ * switched to without synchronisation, so TSan takes the threads of a
+ * block for concurrent ones; __syncthreads is a release by every arriving
+ * thread and an acquire by every departing one (on one of two sync
+ * objects by barrier parity: a thread that passes barrier k and reaches
+ * k + 1 before another thread leaves k must not order the two).  A block
+ * acquires what the stream thread did before it and releases what it did
+ * to the stream thread after it, so blocks are ordered: their shared
+ * memory is one thread-local variable here, one per block on a GPU.  What
+ * TSan checks is therefore the threads of one block, against each other:
+ * the races a missing or misplaced __syncthreads leaves.
  */
 /* _longjmp between stacks is what the coroutines do; the fortified
  * longjmp would take it for a jump into a dead frame. */
@@ -46,6 +60,12 @@
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #endif
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define EMU_TSAN 1
+#else
+#define EMU_TSAN 0
+#endif
 
 #include "cuda_runtime.h"
 #include "cublas_v2.h"
@@ -56,8 +76,28 @@ extern "C" {
 #include "device.h"
 }
 
-thread_local uint3 threadIdx, blockIdx;
-thread_local dim3 blockDim, gridDim;
+/* Functions that touch the scheduler's state, which the block's fibers
+ * share without synchronisation (see the top of the file), are left out
+ * of TSan's instrumentation; the kernels' own accesses are what it checks. */
+#if EMU_TSAN
+#define SCHEDULER __attribute__((no_sanitize_thread))
+#else
+#define SCHEDULER
+#endif
+
+namespace ordo_emu {
+thread_local uint3 thread_idx_, block_idx_;
+thread_local dim3 block_dim_, grid_dim_;
+SCHEDULER uint3 thread_idx() { return thread_idx_; }
+SCHEDULER uint3 block_idx() { return block_idx_; }
+SCHEDULER dim3 block_dim() { return block_dim_; }
+SCHEDULER dim3 grid_dim() { return grid_dim_; }
+} // namespace ordo_emu
+
+using ordo_emu::block_dim_;
+using ordo_emu::block_idx_;
+using ordo_emu::grid_dim_;
+using ordo_emu::thread_idx_;
 
 namespace {
 
@@ -139,6 +179,30 @@ uint64_t next_random(uint64_t *state) {
     return z ^ (z >> 31);
 }
 
+/* ---- ThreadSanitizer's view of the GPU threads (see the top of the file) ----------------- */
+
+#if EMU_TSAN
+void *tsan_fiber_new() { return __tsan_create_fiber(0); }
+void tsan_fiber_delete(void *f) { if (f) __tsan_destroy_fiber(f); }
+void tsan_switch(void *f) { __tsan_switch_to_fiber(f, __tsan_switch_to_fiber_no_sync); }
+void *tsan_current() { return __tsan_get_current_fiber(); }
+void tsan_acquire(void *a) { __tsan_acquire(a); }
+void tsan_release(void *a) { __tsan_release(a); }
+#else
+void *tsan_fiber_new() { return nullptr; }
+void tsan_fiber_delete(void *) {}
+void tsan_switch(void *) {}
+void *tsan_current() { return nullptr; }
+void tsan_acquire(void *) {}
+void tsan_release(void *) {}
+#endif
+
+/* Sync objects for one block (TSan keys them by address; a new block gets
+ * fresh ones, so nothing orders it after the previous block's barriers). */
+struct block_sync {
+    char barrier[2]; /* by barrier parity */
+};
+
 /* ---- the block scheduler ------------------------------------------------------------ */
 
 enum { T_RUNNABLE, T_AT_BARRIER, T_DONE };
@@ -152,6 +216,8 @@ struct coro {
     int state = T_DONE;
     bool started = false;
     uint3 idx;
+    unsigned barriers = 0;         /* barriers passed in this block */
+    void *tsan_fiber = nullptr;    /* (TSan builds) this coroutine's fiber */
 };
 
 struct scheduler {
@@ -163,9 +229,14 @@ struct scheduler {
     ordo_emu::grid_job *job = nullptr;
     bool plain = false;      /* threads are plain calls: a barrier is an error */
     const char *error = nullptr;
+    void *tsan_main = nullptr;     /* (TSan builds) the stream thread's own fiber */
+    block_sync *sync = nullptr;    /* (TSan builds) the running block's */
+    char block_start = 0, block_end = 0; /* (TSan builds) sync objects around a block */
     ~scheduler() {
-        for (coro &c : threads)
+        for (coro &c : threads) {
             if (c.stack) munmap(c.stack, STACK_BYTES);
+            tsan_fiber_delete(c.tsan_fiber);
+        }
     }
 };
 
@@ -180,7 +251,7 @@ pthread_once_t sched_once = PTHREAD_ONCE_INIT;
 void sched_delete(void *s) { delete (scheduler *)s; }
 void sched_key_create(void) { pthread_key_create(&sched_key, sched_delete); }
 
-scheduler *this_thread_scheduler() {
+SCHEDULER scheduler *this_thread_scheduler() {
     if (!t_sched) {
         t_sched = new scheduler();
         pthread_once(&sched_once, sched_key_create);
@@ -189,24 +260,33 @@ scheduler *this_thread_scheduler() {
     return t_sched;
 }
 
-[[noreturn]] void thread_entry() {
+[[noreturn]] SCHEDULER void thread_entry() {
     scheduler *s = t_sched;
+    tsan_acquire(&s->block_start);
     s->job->run_thread();
-    s->cur->state = T_DONE;
+    coro *c = s->cur;
+    c->state = T_DONE;
+    if (EMU_TSAN) { /* an ended thread has arrived at every later barrier */
+        tsan_release(&s->sync->barrier[c->barriers % 2]);
+        tsan_release(&s->block_end);
+    }
+    tsan_switch(s->tsan_main);
     _longjmp(s->main, 1);
 }
 
 /* Runs c until it waits at a barrier or ends. */
-void resume(scheduler *s, coro &c) {
+SCHEDULER void resume(scheduler *s, coro &c) {
     s->cur = &c;
-    threadIdx = c.idx;
+    thread_idx_ = c.idx;
     if (_setjmp(s->main)) return; /* back from the coroutine */
+    if (EMU_TSAN && !c.tsan_fiber) c.tsan_fiber = tsan_fiber_new();
+    tsan_switch(c.tsan_fiber);
     if (c.started) _longjmp(c.env, 1);
     c.started = true;
     setcontext(&c.ctx);
 }
 
-bool start_thread(coro &c, uint3 idx) {
+SCHEDULER bool start_thread(coro &c, uint3 idx) {
     if (!c.stack) {
         c.stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (c.stack == MAP_FAILED) {
@@ -227,13 +307,14 @@ bool start_thread(coro &c, uint3 idx) {
     c.idx = idx;
     c.state = T_RUNNABLE;
     c.started = false;
+    c.barriers = 0;
     return true;
 }
 
-uint3 idx_of(unsigned i, dim3 b) { return uint3{i % b.x, i / b.x % b.y, i / (b.x * b.y)}; }
+SCHEDULER uint3 idx_of(unsigned i, dim3 b) { return uint3{i % b.x, i / b.x % b.y, i / (b.x * b.y)}; }
 
 /* Sets s->order for the next barrier interval of a block of n threads. */
-void next_order(scheduler *s, unsigned n) {
+SCHEDULER void next_order(scheduler *s, unsigned n) {
     const order_setting &o = order_of_threads();
     for (unsigned i = 0; i < n; i++) s->order[i] = o.kind == ORDER_REVERSE ? n - 1 - i : i;
     if (o.kind != ORDER_SHUFFLE) return;
@@ -247,9 +328,9 @@ void next_order(scheduler *s, unsigned n) {
 
 /* A block's permutations depend on the seed and the block alone, so that
  * a failure found with a seed comes back with it. */
-void start_block_order(scheduler *s, unsigned n) {
+SCHEDULER void start_block_order(scheduler *s, unsigned n) {
     s->random_state = order_of_threads().seed ^
-                      (((uint64_t)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * 0xD1B54A32D192ED03ull;
+                      (((uint64_t)block_idx_.z * grid_dim_.y + block_idx_.y) * grid_dim_.x + block_idx_.x) * 0xD1B54A32D192ED03ull;
     next_order(s, n);
 }
 
@@ -257,9 +338,9 @@ void start_block_order(scheduler *s, unsigned n) {
  * after interval in s->order (set for the first one); probe, when not
  * UINT_MAX, is a thread started already (the grid's first, now waiting at
  * a barrier). */
-void run_block_coro(scheduler *s, unsigned nthreads, unsigned probe) {
+SCHEDULER void run_block_coro(scheduler *s, unsigned nthreads, unsigned probe) {
     for (unsigned i = 0; i < nthreads; i++)
-        if (i != probe && !start_thread(s->threads[i], idx_of(i, blockDim))) {
+        if (i != probe && !start_thread(s->threads[i], idx_of(i, block_dim_))) {
             s->error = "cannot map a coroutine stack";
             return;
         }
@@ -282,41 +363,58 @@ void run_block_coro(scheduler *s, unsigned nthreads, unsigned probe) {
 }
 
 /* The block's threads as plain calls, in s->order, from its k-th on. */
-void run_block_plain(scheduler *s, unsigned nthreads, unsigned k) {
+SCHEDULER void run_block_plain(scheduler *s, unsigned nthreads, unsigned k) {
     for (; k < nthreads && !s->error; k++) {
-        threadIdx = idx_of(s->order[k], blockDim);
+        thread_idx_ = idx_of(s->order[k], block_dim_);
         s->job->run_thread();
     }
 }
 
+/* (TSan builds) fresh sync objects for one block, freed after it. */
+struct block_sync_guard {
+    scheduler *s;
+    explicit block_sync_guard(scheduler *s_) : s(s_) {
+        if (EMU_TSAN) s->sync = new block_sync();
+    }
+    ~block_sync_guard() {
+        delete s->sync;
+        s->sync = nullptr;
+    }
+};
+
 /* On the stream's thread: the whole grid, then the error slots. */
-void run_grid(void *arg) {
+SCHEDULER void run_grid(void *arg) {
     ordo_emu::grid_job *job = (ordo_emu::grid_job *)arg;
     scheduler *s = this_thread_scheduler(); /* kept for the thread's life: its stacks are reused */
     s->job = job;
     s->error = nullptr;
     s->plain = false;
-    gridDim = job->grid;
-    blockDim = job->block;
+    grid_dim_ = job->grid;
+    block_dim_ = job->block;
     const unsigned nthreads = job->block.x * job->block.y * job->block.z;
     if (order_of_threads().kind == ORDER_BAD)
         s->error = "ORDO_EMU_THREAD_ORDER must be forward, reverse or shuffle, and ORDO_EMU_SEED a decimal number";
+    if (EMU_TSAN) s->tsan_main = tsan_current();
     bool first = true;
     for (unsigned z = 0; z < job->grid.z && !s->error; z++)
         for (unsigned y = 0; y < job->grid.y && !s->error; y++)
             for (unsigned x = 0; x < job->grid.x && !s->error; x++) {
-                blockIdx = uint3{x, y, z};
+                block_idx_ = uint3{x, y, z};
                 start_block_order(s, nthreads);
-                if (first) {
+                block_sync_guard block_sync_of_this_block(s);
+                tsan_release(&s->block_start);
+                if (EMU_TSAN && !first) { /* every thread a fiber: no plain calls */
+                    run_block_coro(s, nthreads, UINT_MAX);
+                } else if (first) {
                     first = false;
                     /* the grid's first thread alone: does the kernel use barriers? */
                     const unsigned probe = s->order[0];
-                    if (!start_thread(s->threads[probe], idx_of(probe, blockDim))) {
+                    if (!start_thread(s->threads[probe], idx_of(probe, block_dim_))) {
                         s->error = "cannot map a coroutine stack";
                         break;
                     }
                     resume(s, s->threads[probe]);
-                    if (s->threads[probe].state == T_DONE) {
+                    if (s->threads[probe].state == T_DONE && !EMU_TSAN) {
                         s->plain = true;
                         run_block_plain(s, nthreads, 1);
                     } else { /* it waits at a barrier: the others join it as coroutines */
@@ -327,6 +425,7 @@ void run_grid(void *arg) {
                 } else {
                     run_block_coro(s, nthreads, UINT_MAX);
                 }
+                tsan_acquire(&s->block_end);
             }
     if (s->error) {
         char msg[256];
@@ -340,7 +439,7 @@ void run_grid(void *arg) {
 
 } // namespace
 
-void ordo_emu_syncthreads(void) {
+SCHEDULER void ordo_emu_syncthreads(void) {
     scheduler *s = t_sched;
     if (!s || !s->cur) return;
     if (s->plain) {
@@ -350,7 +449,14 @@ void ordo_emu_syncthreads(void) {
     }
     coro *c = s->cur;
     c->state = T_AT_BARRIER;
-    if (!_setjmp(c->env)) _longjmp(s->main, 1);
+    if (EMU_TSAN) tsan_release(&s->sync->barrier[c->barriers % 2]);
+    if (!_setjmp(c->env)) {
+        tsan_switch(s->tsan_main);
+        _longjmp(s->main, 1);
+    }
+    /* the barrier opened: what every thread did before it is visible */
+    if (EMU_TSAN) tsan_acquire(&s->sync->barrier[c->barriers % 2]);
+    c->barriers++;
 }
 
 void ordo_emu::submit(grid_job *job, cudaStream_t st, size_t smem) {

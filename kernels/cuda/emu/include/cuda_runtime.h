@@ -62,8 +62,29 @@ enum cudaMemcpyKind {
 
 /* ---- the built-in variables: set per coroutine by the block scheduler ----- */
 
-extern thread_local uint3 threadIdx, blockIdx;
-extern thread_local dim3 blockDim, gridDim;
+namespace ordo_emu {
+extern thread_local uint3 thread_idx_, block_idx_;
+extern thread_local dim3 block_dim_, grid_dim_;
+uint3 thread_idx();
+uint3 block_idx();
+dim3 block_dim();
+dim3 grid_dim();
+} // namespace ordo_emu
+
+#if defined(__SANITIZE_THREAD__)
+/* (make check-cuda-emu-tsan) read through functions ThreadSanitizer does
+ * not watch: the scheduler sets them between the fibers it switches
+ * without synchronising them, which TSan would take for races. */
+#define threadIdx (ordo_emu::thread_idx())
+#define blockIdx (ordo_emu::block_idx())
+#define blockDim (ordo_emu::block_dim())
+#define gridDim (ordo_emu::grid_dim())
+#else
+#define threadIdx ordo_emu::thread_idx_
+#define blockIdx ordo_emu::block_idx_
+#define blockDim ordo_emu::block_dim_
+#define gridDim ordo_emu::grid_dim_
+#endif
 
 /* ---- runtime API ------------------------------------------------------------- */
 
@@ -80,7 +101,13 @@ cudaError_t cudaFreeAsync(void *p, cudaStream_t st);
 
 void ordo_emu_syncthreads(void);
 #define __syncthreads() ordo_emu_syncthreads()
+#if defined(__SANITIZE_THREAD__)
+/* TSan does not model fences; the kernels fence only before an atomic,
+ * which is sequentially consistent here and orders the writes anyway. */
+static inline void __threadfence_system(void) {}
+#else
 static inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#endif
 
 /* The block's threads share one host thread, but two streams (two host
  * threads) may run kernels on one buffer: the atomics are real ones. */
