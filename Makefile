@@ -4,7 +4,8 @@
 #   make test       native tests (spec/native), Lua specs, and the GPU specs on the
 #                   simulated device and on the CUDA emulation; one summary line
 #   make check      native tests again under ThreadSanitizer, then ASan+UBSan (native,
-#                   Lua specs, and the GPU specs on the CUDA emulation)
+#                   Lua specs, and the GPU specs on the CUDA emulation), then the GPU
+#                   specs on the CUDA emulation under ThreadSanitizer
 #   make valgrind   native tests under valgrind's leak checker
 #   make bench      benchmarks, peers side by side
 #   make install    PREFIX=/usr/local (and DESTDIR): bin/ordo, lib/, include/, share/ordo/lua/
@@ -93,7 +94,7 @@ LAUNCHER_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LAUNCHER_SRC))
 TEST_SRC := $(wildcard spec/native/test_*.c)
 TEST_BIN := $(patsubst spec/native/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all demo deps test test-native test-cuda-emu check check-tsan check-asan check-lua-asan check-cuda-emu valgrind valgrind-run bench install uninstall clean
+.PHONY: all demo deps test test-native test-cuda-emu check check-tsan check-asan check-lua-asan check-cuda-emu check-cuda-emu-tsan valgrind valgrind-run bench install uninstall clean
 all: $(BUILD)/libordo.so $(BUILD)/libordo.a $(BUILD)/ordo
 
 # Objects depend on the flags they were built with, so switching CUDA=0/1 or
@@ -160,7 +161,7 @@ test: deps
 	@bash spec/run_tests.sh --cuda-emu $(BUILD)/emu $(BUILD)/tests
 
 # Sanitizer builds go to their own folders so they never mix with the release build.
-check: check-tsan check-asan check-lua-asan check-cuda-emu
+check: check-tsan check-asan check-lua-asan check-cuda-emu check-cuda-emu-tsan
 check-tsan:
 	$(MAKE) BUILD=build/tsan OPT=-O1 SANFLAGS=-fsanitize=thread CUDA=0 test-native
 # The host block cache is off under ASan and valgrind: reused blocks would
@@ -175,6 +176,17 @@ check-asan:
 check-cuda-emu:
 	ORDO_HOST_CACHE_MB=0 $(MAKE) BUILD=build/emu-asan OPT=-O1 SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CUDA=emu build/emu-asan/libordo.so
 	@bash spec/run_tests.sh --lua-asan --cuda-emu build/emu-asan
+
+# The GPU specs on a ThreadSanitizer build of the CUDA emulation: each GPU
+# thread is a TSan fiber, so TSan reports races between the threads of a
+# block that a missing __syncthreads leaves (kernels/cuda/emu/README.md).
+check-cuda-emu-tsan:
+	$(MAKE) BUILD=build/emu-tsan OPT=-O1 SANFLAGS=-fsanitize=thread CUDA=emu build/emu-tsan/libordo.so build/emu-tsan/no_dlclose.so
+	@bash spec/run_tests.sh --lua-tsan --cuda-emu build/emu-tsan
+
+$(BUILD)/no_dlclose.so: spec/support/no_dlclose.c
+	@mkdir -p $(@D)
+	$(CC) -shared -fPIC -o $@ $<
 
 # The Lua specs on an ASan+UBSan build of the library (the tensor layer and
 # kernels as Lua drives them; the odd-arguments spec's child runs on it too).

@@ -33,6 +33,12 @@
 #                launcher's own library lookup); with --cuda-emu and no
 #                BUILD_DIR, only the GPU specs on that (ASan+UBSan) emulation
 #                library (make check-cuda-emu)
+#   --lua-tsan   with --cuda-emu and no BUILD_DIR: the GPU specs on a
+#                ThreadSanitizer build of the emulation (make
+#                check-cuda-emu-tsan), every GPU thread a TSan fiber, with
+#                TSan and EMU_BUILD_DIR/no_dlclose.so preloaded into luajit;
+#                three specs are left out: two start processes (the shell
+#                does not run under a preloaded TSan), one fills 600 MB
 #
 # Environment: ORDO_TEST_SCALE shrinks op counts (default 1; 0.2 when the
 # directory is a tsan/asan build, 0.05 under valgrind); ORDO_TEST_TIMEOUT is
@@ -48,6 +54,7 @@ set -u
 native=0
 use_valgrind=0
 lua_asan=0
+lua_tsan=0
 cuda_emu=""
 dir=""
 want_emu_dir=0
@@ -58,15 +65,16 @@ for arg in "$@"; do
         --native) native=1 ;;
         --valgrind) use_valgrind=1 ;;
         --lua-asan) lua_asan=1 ;;
-        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+        --lua-tsan) lua_tsan=1 ;;
+        -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
         -*) echo "run_tests.sh: unknown option $arg" >&2; exit 2 ;;
         *) dir="$arg" ;;
     esac
 done
 emu_only=0
 [ -z "$dir" ] && [ -n "$cuda_emu" ] && emu_only=1
-if [ -z "$dir" ] && [ "$emu_only" = 0 ]; then
-    echo "usage: bash spec/run_tests.sh [--native] [--valgrind] [--cuda-emu EMU_BUILD_DIR] BUILD_TESTS_DIR | --lua-asan BUILD_DIR" >&2
+if { [ -z "$dir" ] && [ "$emu_only" = 0 ]; } || { [ "$lua_tsan" = 1 ] && [ "$emu_only" = 0 ]; }; then
+    echo "usage: bash spec/run_tests.sh [--native] [--valgrind] [--cuda-emu EMU_BUILD_DIR] BUILD_TESTS_DIR | --lua-asan BUILD_DIR | --lua-tsan --cuda-emu EMU_BUILD_DIR" >&2
     exit 2
 fi
 
@@ -122,6 +130,18 @@ if [ "$lua_asan" = 1 ]; then
     [ -n "$dir" ] && lua_env+=("ORDO_LIB=$(cd "$dir" && pwd)/libordo.so")
     busted_extra=(--exclude-pattern=launcher)
 fi
+# Under --lua-tsan (GPU specs only): --ignore-lua, or busted would start
+# itself again through the shell (.busted names luajit); left out: the two
+# specs that start processes, and the out-of-memory one, whose 150 million
+# GPU threads filling tensors would take most of an hour as TSan fibers
+# (it tests the allocator, which the other runs cover).
+gpu_spec_extra=()
+if [ "$lua_tsan" = 1 ]; then
+    lua_env=("LD_PRELOAD=$(gcc -print-file-name=libtsan.so) $(cd "$cuda_emu" && pwd)/no_dlclose.so"
+             ORDO_HOST_CACHE_MB=0 "TSAN_OPTIONS=${TSAN_OPTIONS}")
+    gpu_spec_extra=(--ignore-lua "--filter-out=training examples run with" "--filter-out=the CUDA emulation"
+                    "--filter-out=out of memory: garbage is collected")
+fi
 
 # Adds the counts of busted's TAP output in $log ("ok N - name", "not ok N -
 # name", "ok N - # SKIP ...") and shows them on a line headed by $1; $2 is
@@ -159,7 +179,7 @@ run_gpu_specs() {
     echo "=== busted: ${sim_specs[*]}, $label (${sim_env[*]})"
     local cmd=()
     [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "${ORDO_TEST_GPU_SIM_TIMEOUT:-600}")
-    (cd "$root" && env "${lua_env[@]}" "${sim_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP "${sim_specs[@]}") 2>&1 | tee "$log"
+    (cd "$root" && env "${lua_env[@]}" "${sim_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP "${gpu_spec_extra[@]}" "${sim_specs[@]}") 2>&1 | tee "$log"
     add_tap_counts "$label" "${PIPESTATUS[0]}"
 }
 
@@ -237,7 +257,9 @@ fi
 if [ -n "$cuda_emu" ] && [ "$native" = 0 ]; then
     if [ -f "$cuda_emu/libordo.so" ]; then
         emu_lib="ORDO_LIB=$(cd "$cuda_emu" && pwd)/libordo.so"
-        if [ "$lua_asan" = 1 ]; then
+        if [ "$lua_tsan" = 1 ]; then
+            run_gpu_specs "gpu specs on the CUDA emulation under ThreadSanitizer" "$emu_lib" ORDO_EMU_THREAD_ORDER=forward
+        elif [ "$lua_asan" = 1 ]; then
             run_gpu_specs "gpu specs on the CUDA emulation, threads shuffled" "$emu_lib" \
                 ORDO_EMU_THREAD_ORDER=shuffle "ORDO_EMU_SEED=${ORDO_EMU_SEED:-1}"
         else
