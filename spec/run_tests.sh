@@ -73,7 +73,7 @@ for arg in "$@"; do
 done
 emu_only=0
 [ -z "$dir" ] && [ -n "$cuda_emu" ] && emu_only=1
-if { [ -z "$dir" ] && [ "$emu_only" = 0 ]; } || { [ "$lua_tsan" = 1 ] && [ "$emu_only" = 0 ]; }; then
+if [ "$emu_only" = 0 ] && { [ -z "$dir" ] || [ "$lua_tsan" = 1 ]; }; then
     echo "usage: bash spec/run_tests.sh [--native] [--valgrind] [--cuda-emu EMU_BUILD_DIR] BUILD_TESTS_DIR | --lua-asan BUILD_DIR | --lua-tsan --cuda-emu EMU_BUILD_DIR" >&2
     exit 2
 fi
@@ -138,7 +138,7 @@ fi
 gpu_spec_extra=()
 if [ "$lua_tsan" = 1 ]; then
     lua_env=("LD_PRELOAD=$(gcc -print-file-name=libtsan.so) $(cd "$cuda_emu" && pwd)/no_dlclose.so"
-             ORDO_HOST_CACHE_MB=0 "TSAN_OPTIONS=${TSAN_OPTIONS}")
+             ORDO_HOST_CACHE_MB=0)
     gpu_spec_extra=(--ignore-lua "--filter-out=training examples run with" "--filter-out=the CUDA emulation"
                     "--filter-out=out of memory: garbage is collected")
 fi

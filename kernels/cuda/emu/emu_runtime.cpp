@@ -313,11 +313,16 @@ SCHEDULER bool start_thread(coro &c, uint3 idx) {
 
 SCHEDULER uint3 idx_of(unsigned i, dim3 b) { return uint3{i % b.x, i / b.x % b.y, i / (b.x * b.y)}; }
 
-/* Sets s->order for the next barrier interval of a block of n threads. */
+/* The grid's order of a block's n threads: forward, reverse, or forward
+ * as the start of each block's shuffles. */
+SCHEDULER void fill_order(scheduler *s, unsigned n) {
+    const bool reverse = order_of_threads().kind == ORDER_REVERSE;
+    for (unsigned i = 0; i < n; i++) s->order[i] = reverse ? n - 1 - i : i;
+}
+
+/* (shuffle) a new permutation of s->order for the next barrier interval. */
 SCHEDULER void next_order(scheduler *s, unsigned n) {
-    const order_setting &o = order_of_threads();
-    for (unsigned i = 0; i < n; i++) s->order[i] = o.kind == ORDER_REVERSE ? n - 1 - i : i;
-    if (o.kind != ORDER_SHUFFLE) return;
+    if (order_of_threads().kind != ORDER_SHUFFLE) return;
     for (unsigned i = n - 1; i > 0; i--) { /* Fisher-Yates */
         const unsigned j = (unsigned)(next_random(&s->random_state) % (i + 1));
         const unsigned t = s->order[i];
@@ -329,8 +334,10 @@ SCHEDULER void next_order(scheduler *s, unsigned n) {
 /* A block's permutations depend on the seed and the block alone, so that
  * a failure found with a seed comes back with it. */
 SCHEDULER void start_block_order(scheduler *s, unsigned n) {
+    if (order_of_threads().kind != ORDER_SHUFFLE) return;
     s->random_state = order_of_threads().seed ^
                       (((uint64_t)block_idx_.z * grid_dim_.y + block_idx_.y) * grid_dim_.x + block_idx_.x) * 0xD1B54A32D192ED03ull;
+    fill_order(s, n);
     next_order(s, n);
 }
 
@@ -395,6 +402,7 @@ SCHEDULER void run_grid(void *arg) {
     if (order_of_threads().kind == ORDER_BAD)
         s->error = "ORDO_EMU_THREAD_ORDER must be forward, reverse or shuffle, and ORDO_EMU_SEED a decimal number";
     if (EMU_TSAN) s->tsan_main = tsan_current();
+    fill_order(s, nthreads);
     bool first = true;
     for (unsigned z = 0; z < job->grid.z && !s->error; z++)
         for (unsigned y = 0; y < job->grid.y && !s->error; y++)
