@@ -1,6 +1,7 @@
 /*
- * elementwise.c - binary arithmetic: add sub mul div pow maximum minimum,
- * their tensor-scalar forms (y = a op s) and reversed forms (y = s op a).
+ * elementwise.c - binary arithmetic: add sub mul div pow maximum minimum
+ * fmod, their tensor-scalar forms (y = a op s) and reversed forms (y = s op
+ * a).
  *
  * A scalar form runs the same loop as the tensor form, with the scalar as a
  * stride-0 operand pointing at a local: one set of loops, and the loops'
@@ -36,6 +37,10 @@ static inline float div_f32(float a, float b) { return a / b; }
 static inline double div_f64(double a, double b) { return a / b; }
 static inline float pow_f32(float a, float b) { return powf(a, b); }
 static inline double pow_f64(double a, double b) { return pow(a, b); }
+/* C's fmod is exact (the remainder of the true quotient), where a - trunc(a
+ * / b) * b loses the remainder once a / b passes the mantissa. */
+static inline float fmod_f32(float a, float b) { return fmodf(a, b); }
+static inline double fmod_f64(double a, double b) { return fmod(a, b); }
 
 /* ---- loops ------------------------------------------------------------ */
 
@@ -91,6 +96,8 @@ DEF_BIN_LOOP(div_loop_f32, float, div_f32)
 DEF_BIN_LOOP(div_loop_f64, double, div_f64)
 DEF_BIN_LOOP(pow_loop_f32, float, pow_f32)
 DEF_BIN_LOOP(pow_loop_f64, double, pow_f64)
+DEF_BIN_LOOP(fmod_loop_f32, float, fmod_f32)
+DEF_BIN_LOOP(fmod_loop_f64, double, fmod_f64)
 
 /* Integer division does not vectorise anyway, so one strided loop; returns
  * 1 at the first zero divisor (the kernel turns that into the message). */
@@ -129,6 +136,7 @@ static const binop op_div = {"div", "div_scalar", "rdiv_scalar", 1, 0, LOOPS_ALL
 static const binop op_pow = {"pow", "pow_scalar", "rpow_scalar", 0, 1, {pow_loop_f32, pow_loop_f64, NULL, NULL, NULL}};
 static const binop op_max = {"maximum", NULL, NULL, 0, 0, LOOPS_ALL(max)};
 static const binop op_min = {"minimum", NULL, NULL, 0, 0, LOOPS_ALL(min)};
+static const binop op_fmod = {"fmod", "fmod_scalar", NULL, 0, 1, {fmod_loop_f32, fmod_loop_f64, NULL, NULL, NULL}};
 
 /* The scalar s as an element of dtype.  Float dtypes round it to the dtype
  * (as Torch does).  Integer dtypes need an integer scalar: a fractional one
@@ -267,11 +275,13 @@ DEF_KERNELS(op_div, div)
 DEF_KERNELS(op_pow, pow)
 DEF_KERNELS(op_max, maximum)
 DEF_KERNELS(op_min, minimum)
+DEF_KERNELS(op_fmod, fmod)
 DEF_SKERNEL(op_add, add)
 DEF_SKERNEL(op_sub, sub)
 DEF_SKERNEL(op_mul, mul)
 DEF_SKERNEL(op_div, div)
 DEF_SKERNEL(op_pow, pow)
+DEF_SKERNEL(op_fmod, fmod)
 DEF_RKERNEL(op_sub, sub)
 DEF_RKERNEL(op_div, div)
 DEF_RKERNEL(op_pow, pow)
@@ -285,11 +295,13 @@ void cpu_register_elementwise(void) {
         {"pow", k_pow},
         {"maximum", k_maximum},
         {"minimum", k_minimum},
+        {"fmod", k_fmod},
         {"add_scalar", k_add_scalar},
         {"sub_scalar", k_sub_scalar},
         {"mul_scalar", k_mul_scalar},
         {"div_scalar", k_div_scalar},
         {"pow_scalar", k_pow_scalar},
+        {"fmod_scalar", k_fmod_scalar},
         {"rsub_scalar", k_rsub_scalar},
         {"rdiv_scalar", k_rdiv_scalar},
         {"rpow_scalar", k_rpow_scalar},

@@ -1,6 +1,6 @@
 /*
  * elementwise.cu - the CUDA binary arithmetic: add sub mul div pow maximum
- * minimum, their tensor-scalar forms (y = a op s: *_scalar) and reversed
+ * minimum fmod, their tensor-scalar forms (y = a op s: *_scalar) and reversed
  * forms (y = s op a: rsub_scalar rdiv_scalar rpow_scalar), and the
  * selections where and masked_fill.  The GPU twins of
  * kernels/cpu/elementwise.c (and of where / masked_fill in
@@ -26,11 +26,13 @@ namespace {
 
 /* ---- per-element operations ----------------------------------------------------- */
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN };
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_FMOD };
 
-/* pow is defined for floats only (the host fails other dtypes first). */
+/* pow and fmod are defined for floats only (the host fails other dtypes first). */
 __device__ __forceinline__ float cu_pow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double cu_pow(double a, double b) { return pow(a, b); }
+__device__ __forceinline__ float cu_fmod(float a, float b) { return fmodf(a, b); }
+__device__ __forceinline__ double cu_fmod(double a, double b) { return fmod(a, b); }
 
 /* slot / kid: where an integer division by zero is reported (NULL when the
  * divisor cannot be 0: float dtypes, div_scalar whose scalar was checked). */
@@ -49,13 +51,14 @@ struct arith_op {
             else if constexpr (OP == B_SUB) return a - b;
             else if constexpr (OP == B_MUL) return a * b;
             else if constexpr (OP == B_DIV) return a / b;
+            else if constexpr (OP == B_FMOD) return cu_fmod(a, b);
             else return cu_pow(a, b);
         } else {
             if constexpr (OP == B_ADD) return (T)((U)a + (U)b);
             else if constexpr (OP == B_SUB) return (T)((U)a - (U)b);
             else if constexpr (OP == B_MUL) return (T)((U)a * (U)b);
             else {
-                static_assert(OP == B_DIV, "pow has no integer version");
+                static_assert(OP == B_DIV, "pow and fmod have no integer version");
                 if (b == 0) {
                     cu_report(slot, CU_ERR_INT_DIV_ZERO, kid, 0, 0);
                     return 0;
@@ -82,6 +85,7 @@ const binop_info binops[] = {
     {"pow", "pow_scalar", "rpow_scalar", false},
     {"maximum", NULL, NULL, false},
     {"minimum", NULL, NULL, false},
+    {"fmod", "fmod_scalar", NULL, false},
 };
 
 /* The member of a cpu_scalar that holds a T. */
@@ -122,7 +126,7 @@ int run_binary(const ordo_run_ctx *rc, const ordo_kernel_args *args, int mode) {
     const binop_info &op = binops[OP];
     const char *name = mode == 0 ? op.name : mode == 1 ? op.scalar_name : op.rscalar_name;
     cpu_scalar s;
-    int r = cpu_check_binary(rc, name, args, mode, OP == B_POW, op.int_div, &s);
+    int r = cpu_check_binary(rc, name, args, mode, OP == B_POW || OP == B_FMOD, op.int_div, &s);
     if (r) return r;
     const ordo_view *a = &args->in[0];
     /* the error slot only where a zero divisor can reach the device:
@@ -134,7 +138,7 @@ int run_binary(const ordo_run_ctx *rc, const ordo_kernel_args *args, int mode) {
         if (!slot) return ordo_fail(rc, "%s: gpu(%d) has no error slot", name, rc->ctx.dev_id);
         kid = cu_error_kernel_id(name);
     }
-    if constexpr (OP == B_POW) {
+    if constexpr (OP == B_POW || OP == B_FMOD) {
         CU_DISPATCH_FLOAT(rc, name, a->dtype, T, return launch_binary<OP, T>(rc, name, args, mode, s, slot, kid));
     } else {
         CU_DISPATCH(rc, name, a->dtype, T, return launch_binary<OP, T>(rc, name, args, mode, s, slot, kid));
@@ -155,11 +159,13 @@ DEF_KERNELS(B_DIV, div)
 DEF_KERNELS(B_POW, pow)
 DEF_KERNELS(B_MAX, maximum)
 DEF_KERNELS(B_MIN, minimum)
+DEF_KERNELS(B_FMOD, fmod)
 DEF_SKERNEL(B_ADD, add)
 DEF_SKERNEL(B_SUB, sub)
 DEF_SKERNEL(B_MUL, mul)
 DEF_SKERNEL(B_DIV, div)
 DEF_SKERNEL(B_POW, pow)
+DEF_SKERNEL(B_FMOD, fmod)
 DEF_RKERNEL(B_SUB, sub)
 DEF_RKERNEL(B_DIV, div)
 DEF_RKERNEL(B_POW, pow)
@@ -233,11 +239,13 @@ extern "C" void cuda_register_elementwise(void) {
         {"pow", k_pow},
         {"maximum", k_maximum},
         {"minimum", k_minimum},
+        {"fmod", k_fmod},
         {"add_scalar", k_add_scalar},
         {"sub_scalar", k_sub_scalar},
         {"mul_scalar", k_mul_scalar},
         {"div_scalar", k_div_scalar},
         {"pow_scalar", k_pow_scalar},
+        {"fmod_scalar", k_fmod_scalar},
         {"rsub_scalar", k_rsub_scalar},
         {"rdiv_scalar", k_rdiv_scalar},
         {"rpow_scalar", k_rpow_scalar},

@@ -201,7 +201,7 @@ static int64_t wrap(int dt, uint64_t u) {
 static const char *const CATALOGUE[] = {
     "fill", "copy", "arange", "add", "sub", "mul", "div", "pow", "maximum", "minimum",
     "add_scalar", "sub_scalar", "mul_scalar", "div_scalar", "pow_scalar", "rsub_scalar",
-    "rdiv_scalar", "rpow_scalar", "eq", "ne", "lt", "le", "gt", "ge", "eq_scalar", "ne_scalar",
+    "rdiv_scalar", "rpow_scalar", "fmod", "fmod_scalar", "eq", "ne", "lt", "le", "gt", "ge", "eq_scalar", "ne_scalar",
     "lt_scalar", "le_scalar", "gt_scalar", "ge_scalar", "neg", "abs", "relu", "exp", "log", "sqrt",
     "tanh", "sigmoid", "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli", "gather",
@@ -542,8 +542,8 @@ static void kernel_arange(void) {
 /* ------------------------------------------------------------------ */
 /* Binary arithmetic                                                   */
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, NB };
-static const char *const bin_names[NB] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"};
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_FMOD, NB };
+static const char *const bin_names[NB] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "fmod"};
 
 static double ref_bin_float(int op, int dt, double a, double b) {
     if (dt == ORDO_F32) {
@@ -554,6 +554,7 @@ static double ref_bin_float(int op, int dt, double a, double b) {
         case B_MUL: return x * y;
         case B_DIV: return x / y;
         case B_POW: return powf(x, y);
+        case B_FMOD: return fmodf(x, y);
         case B_MAX: return isnan(x) || isnan(y) ? NAN : x > y ? x : y;
         default: return isnan(x) || isnan(y) ? NAN : x < y ? x : y;
         }
@@ -564,6 +565,7 @@ static double ref_bin_float(int op, int dt, double a, double b) {
     case B_MUL: return a * b;
     case B_DIV: return a / b;
     case B_POW: return pow(a, b);
+    case B_FMOD: return fmod(a, b);
     case B_MAX: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
     default: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
     }
@@ -653,7 +655,7 @@ static void kernel_binary_ops(void) {
     for (int op = 0; op < NB; op++)
         for (int t = 0; t < 5; t++) {
             int dt = ALL_DT[t];
-            if (op == B_POW && !is_float(dt)) continue;
+            if ((op == B_POW || op == B_FMOD) && !is_float(dt)) continue;
             for (int trial = 0; trial < 18; trial++) check_binary(op, 0, dt, trial);
         }
     END();
@@ -665,7 +667,7 @@ static void kernel_binary_scalar_ops(void) {
         if (op == B_MAX || op == B_MIN) continue;
         for (int t = 0; t < 5; t++) {
             int dt = ALL_DT[t];
-            if (op == B_POW && !is_float(dt)) continue;
+            if ((op == B_POW || op == B_FMOD) && !is_float(dt)) continue;
             for (int trial = 0; trial < 12; trial++) {
                 check_binary(op, 1, dt, trial);
                 if (op == B_SUB || op == B_DIV || op == B_POW) check_binary(op, 2, dt, trial);
