@@ -806,4 +806,112 @@ describe("derived ops", function()
         H.raises(function() return F.one_hot(ordo.zeros({0}, {dtype = "int64"})) end, "one_hot", "empty")
         H.raises(function() return F.one_hot({1, 2}) end, "one_hot", "indices", "table")
     end)
+
+    -- Found by a tester: results the composed forms got wrong.
+    it("fmod and remainder are exact for large quotients and infinite divisors; gradients through both operands", function()
+        assert.same({1, -1}, ordo.tensor({1e8, -1e8}):fmod(3):totable())
+        assert.same({2}, ordo.tensor({2 ^ 60 + 256}, "float64"):fmod(3):totable())
+        assert.same({5, -5}, ordo.tensor({5, -5}):fmod(1 / 0):totable())
+        assert.same({5, 1 / 0}, ordo.tensor({5, -5}):remainder(1 / 0):totable()) -- Python: -5 % inf == inf
+        assert.equals(math.fmod(5.5, 1e-3), ordo.tensor({5.5}, "float64"):fmod(1e-3):totable()[1])
+        assert.same({1, 2, -2, -1}, ordo.tensor({7, -7, 7, -7}):remainder(ordo.tensor({3, 3, -3, -3})):totable())
+        local a = ordo.tensor({1.3, -2.7, 5.1}, "float64"):requires_grad()
+        local b = ordo.tensor({0.5, 0.7, -0.4}, "float64"):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return p:remainder(q) end, {a, b}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return p:fmod(q) end, {a, b}))
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:fmod(ordo.tensor({0.6}, "float64")) end, {a}))
+    end)
+
+    it("lerp gives stop at weight 1 (and self at 0), for number and tensor weights", function()
+        local x, y = ordo.tensor({0.1, 1e8, 3.7}), ordo.tensor({0.7, 1, 1e-3})
+        assert.same(y:totable(), x:lerp(y, 1):totable())
+        assert.same(x:totable(), x:lerp(y, 0):totable())
+        assert.same(y:totable(), x:lerp(y, ordo.ones({3})):totable())
+        close({0.25, 0.5}, ordo.tensor({0, 0}):lerp(ordo.tensor({1, 2}), 0.25):totable())
+        local w = ordo.tensor({0.2, 0.9}, "float64"):requires_grad()
+        local s = ordo.tensor({1, 2}, "float64"):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return p:lerp(q, 0.7) end, {w, s}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return p:lerp(q, 0.3) end, {w, s}))
+    end)
+
+    it("diag of a vector holding inf or NaN keeps zeros off the diagonal", function()
+        local d = ordo.tensor({1 / 0, 0 / 0, 1}):diag():totable()
+        assert.equals(1 / 0, d[1][1])
+        assert.is_true(d[2][2] ~= d[2][2])
+        for i = 1, 3 do
+            for j = 1, 3 do
+                if i ~= j then assert.equals(0, d[i][j]) end
+            end
+        end
+        local v = ordo.tensor({1, 2}, "float64"):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:diag() end, {v}))
+    end)
+
+    it("randint and randperm refuse values their dtype cannot hold, instead of clamping or wrapping them", function()
+        H.raises(function() return ordo.randint(0, 300, {20}, "uint8") end, "randint", "0..299", "uint8")
+        H.raises(function() return ordo.randint(-5, 5, {4}, "uint8") end, "randint", "uint8")
+        H.raises(function() return ordo.randint(2 ^ 31, 2 ^ 31 + 10, {3}, "int32") end, "randint", "int32")
+        H.raises(function() return ordo.randperm(256, "uint8") end, "randperm", "1..256", "uint8")
+        local r = ordo.randint(0, 256, {2000}, "uint8")
+        assert.equals(255, r:max():item()) -- the whole range is drawn (2000 draws: p(miss) < 1e-3)
+        assert.equals(255, ordo.randperm(255, "byte"):unique():numel())
+    end)
+
+    it("roll by a shift past 2^53 moves by the shift's exact remainder", function()
+        assert.same({2, 0, 1}, ordo.arange(3):roll(1e18):totable()) -- 1e18 = 1 (mod 3)
+        assert.same({1, 2, 0}, ordo.arange(3):roll(-1e18):totable())
+        assert.same({2, 0, 1}, ordo.arange(3):roll(2 ^ 60):totable())
+    end)
+
+    it("norms have a finite gradient (Torch's subgradient 0) at zero", function()
+        for _, p in ipairs({2, 3}) do
+            local y = ordo.zeros({3}, "float64"):requires_grad()
+            y:norm(p):backward()
+            assert.same({0, 0, 0}, y.grad:totable())
+        end
+        local x = ordo.tensor({{0, 0}, {3, 4}}, "float64"):requires_grad()
+        x:norm(2, 2):sum():backward()
+        close({{0, 0}, {0.6, 0.8}}, x.grad:totable(), 1e-12)
+        local w = ordo.tensor({0.5, -1, 2}, "float64"):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(q) return q:norm() end, {w}))
+        assert.is_true(ordo.autograd.gradcheck(function(q) return q:norm(3) end, {w}))
+    end)
+
+    it("logsumexp and the inf-norm of no elements are -inf and 0, as Torch", function()
+        assert.equals(-1 / 0, ordo.zeros({0}):logsumexp():item())
+        assert.same({-1 / 0, -1 / 0}, ordo.zeros({2, 0}):logsumexp(2):totable())
+        assert.equals(0, ordo.zeros({0}):norm("inf"):item())
+        assert.same({{0}, {0}}, ordo.zeros({2, 0}):norm("inf", 2, true):totable())
+    end)
+
+    it("allclose: equal infinities are close, opposite ones and NaN are not; shapes checked under its name", function()
+        assert.is_true(ordo.allclose(ordo.tensor({1 / 0, -1 / 0, 1}), ordo.tensor({1 / 0, -1 / 0, 1})))
+        assert.is_false(ordo.allclose(ordo.tensor({1 / 0}), ordo.tensor({-1 / 0})))
+        assert.is_false(ordo.allclose(ordo.tensor({0 / 0}), ordo.tensor({0 / 0})))
+        H.raises(function() return ordo.allclose(ordo.ones(3), ordo.ones(2)) end, "allclose", "broadcast")
+    end)
+
+    it("clamp of an integer tensor takes bounds outside its dtype; bad bounds are named under clamp", function()
+        assert.same({0, 1, 200}, ordo.tensor({0, 1, 200}, "uint8"):clamp(-5, 300):totable())
+        assert.same({3, 3, 100}, ordo.tensor({0, 1, 200}, "uint8"):clamp(3, 100):totable())
+        assert.same({2 ^ 31 - 1}, ordo.tensor({2 ^ 31 - 1}, "int32"):clamp(nil, 1e10):totable())
+        assert.equals("float32", ordo.tensor({1, 5}, "int32"):clamp(1.5, 3.5):dtype())
+        H.raises(function() return ordo.ones(2):clamp("x") end, "clamp", "min", "string")
+        H.raises(function() return ordo.ones(2, "int32"):clamp_(1.5, 3) end, "clamp_", "1.5", "int32")
+    end)
+
+    it("derived ops name themselves, not the op they are made of, for a bad dim", function()
+        local x = ordo.randn({3, 4})
+        local calls = {
+            {"var", function() return x:var(0 / 0) end}, {"std", function() return x:std(1.5) end},
+            {"chunk", function() return x:chunk(2, "x") end}, {"split", function() return x:split(2, "x") end},
+            {"roll", function() return x:roll(1, 0 / 0) end}, {"flip", function() return x:flip(0 / 0) end},
+            {"norm", function() return x:norm(2, "x") end}, {"logsumexp", function() return x:logsumexp("x") end},
+            {"amax", function() return x:amax("x") end}, {"any", function() return x:gt(0):any("x") end},
+            {"all", function() return x:gt(0):all("x") end},
+        }
+        for _, c in ipairs(calls) do H.raises(c[2], c[1] .. ": dim must be an integer") end
+        H.raises(function() return ordo.linspace(0, 1, 1e18) end, "linspace", "count")
+        H.raises(function() return x:fill_(ordo.ones({2})) end, "fill_", "one-element")
+    end)
 end)

@@ -138,9 +138,14 @@ describe("bad calls raise at the call", function()
         raises_here(function() local _ = i:masked_fill(ordo.tensor({1, 0}, "uint8"), 1e10) end, "masked_fill", "int32")
         raises_here(function() local _ = u:maximum(300) end, "maximum", "uint8")
         raises_here(function() local _ = u:div(-1, "trunc") end, "div", "-1", "uint8")
-        raises_here(function() local _ = i:add(1e30) end, "add", "int64 range")
-        raises_here(function() i:mul_(-1e19) end, "mul_", "int64 range")
-        -- in range: integer scalars wrap like the arithmetic, as before
+        raises_here(function() local _ = i:add(1e30) end, "add", "1e+30", "int32")
+        raises_here(function() i:mul_(-1e19) end, "mul_", "int32")
+        -- an integer scalar operand must fit the tensor's dtype, as Torch
+        -- (it wrapped: uint8 250 + 300 gave 38)
+        raises_here(function() local _ = ordo.tensor({250}, "uint8") + 300 end, "add", "300", "uint8")
+        raises_here(function() u:add_(-1) end, "add_", "-1", "uint8")
+        raises_here(function() local _ = i * 3e9 end, "mul", "3000000000", "int32")
+        -- the arithmetic itself still wraps, as Torch's
         assert.same({255, 0}, u:add(254):totable())
         assert.same({1, 2}, u:totable()) -- untouched by the refused calls
         assert.same({1, 0}, i:lt(2):totable()) -- comparisons take any number
@@ -240,7 +245,8 @@ describe("every public function checks its arguments", function()
         {function() local _ = ordo.tensor({-1}, "uint8") end, "tensor", "-1", "uint8"},
         {function() local _ = ordo.tensor({{1}, {0 / 0}}, "int32") end, "tensor", "nan", "int32"},
         {function() local _ = ordo.tensor({2 ^ 63}, "int64") end, "tensor", "int64"},
-        {function() local _ = a:index_select(2, {math.huge}) end, "index_select", "inf", "int64"},
+        {function() local _ = a:index_select(2, {math.huge}) end, "index_select", "inf", "integer"},
+        {function() local _ = a:index_select(1, {1.5}) end, "index_select", "1.5", "not an integer"},
         {function() ordo.zeros({2}, "int32"):copy_({1, 2 ^ 31}) end, "copy_", "int32"},
         {function() local _ = a:reshape(6, 1):repeat_interleave(1e18, 2) end, "expand", "too many elements"},
     }
@@ -299,5 +305,59 @@ describe("run-time failures raise at the wait that meets them", function()
         raises(function() return r:item() end, "item")
         raises(function() return r:totable() end, "div")
         usable()
+    end)
+end)
+
+-- Found by a tester: calls that went through with a wrong meaning, or
+-- raised later or under another name.
+describe("bad calls that used to pass", function()
+    it("t[k] with a key that is not an index raises instead of answering nil", function()
+        local x = ordo.arange(4)
+        raises_here(function() local _ = x[true] end, "t[i]", "boolean")
+        raises_here(function() local _ = x[ordo.tensor({1}, "int64")] end, "t[i]", "masked_select", "index_select")
+        raises_here(function() x[true] = 3 end, "t[i] = x", "boolean")
+        assert.is_nil(x.grad) -- a field not set is still nil
+        assert.equals(1, x[2])
+    end)
+
+    it("a table with holes or named keys is not taken as a shorter list", function()
+        raises_here(function() local _ = ordo.tensor({1, nil, 3}) end, "tensor", "not a list")
+        raises_here(function() local _ = ordo.tensor({a = 1}) end, "tensor", "key a")
+        raises_here(function() local _ = ordo.tensor({{1, 2}, {3, 4, x = 1}}) end, "tensor", "element [2]", "key x")
+        raises_here(function() local _ = ordo.arange(12):view(3, 4):index_select(1, {1.5}) end, "index_select",
+                    "1.5", "not an integer")
+    end)
+
+    it("sizes and indices past int64 are named as written", function()
+        raises_here(function() local _ = ordo.ones({3}):select(1, 2 ^ 63) end, "select", "9.2233720368548e+18")
+        raises_here(function() local _ = ordo.arange(6):view(2 ^ 63) end, "view", "too large")
+        raises_here(function() local _ = ordo.arange(6):narrow(1, -2 ^ 63, 1) end, "narrow", "start")
+        raises_here(function() local _ = ordo.zeros(2 ^ 63) end, "zeros", "too large")
+    end)
+
+    it("index_add_, scatter_add_ and scatter check shapes at the call", function()
+        local z = ordo.zeros({3, 2})
+        raises_here(function() z:index_add_(1, ordo.tensor({1}, "int64"), ordo.ones({1, 5})) end, "index_add_",
+                    "shape mismatch", "1x5")
+        raises_here(function() z:scatter_add_(1, ordo.tensor({{1, 1, 1, 1}}, "int64"), ordo.ones({1, 2})) end,
+                    "scatter_add_", "shape mismatch")
+        raises_here(function() local _ = ordo.zeros({3}):scatter(1, ordo.tensor({1, 2, 3}, "int64"), ordo.tensor({7})) end,
+                    "scatter", "shape mismatch")
+        assert.same({{0, 0}, {0, 0}, {0, 0}}, z:totable())
+    end)
+
+    it("*_like take just a dtype or a device, as the constructors do", function()
+        local x = ordo.ones({2})
+        assert.equals("float64", ordo.zeros_like(x, "float64"):dtype())
+        assert.same({1, 1}, ordo.ones_like(x, ordo.cpu(0)):totable())
+        assert.same({7, 7}, ordo.full_like(x, 7, "int32"):totable())
+        assert.equals("int32", ordo.empty_like(x, "int32"):dtype())
+        raises_here(function() local _ = ordo.zeros_like(x, "float65") end, "zeros_like", "float65")
+        raises_here(function() local _ = ordo.ones_like(x, 3) end, "ones_like", "number")
+    end)
+
+    it("a float -0.0 prints with its sign", function()
+        assert.truthy(tostring(ordo.tensor({-0.0, 0 / 0})):find("-0", 1, true))
+        assert.is_nil(tostring(ordo.tensor({0, 1}, "int32")):find("-", 1, true))
     end)
 end)

@@ -23,6 +23,17 @@ local M = {}
 
 local function shape_of_str(t) return tensor.shape_str(t:shape()) end
 
+-- The length of t along dim, a bad dim named under fname (t:size(dim)
+-- would name size, an op the user did not call).
+local function size_along(fname, t, dim)
+    return t:size(tensor.norm_dim(fname, t, dim) + 1)
+end
+
+-- Checks a dim argument (nil allowed) under fname.
+local function check_dim(fname, t, dim)
+    if dim ~= nil then tensor.norm_dim(fname, t, dim) end
+end
+
 local function is_float(t)
     local dt = t:dtype()
     return dt == "float32" or dt == "float64"
@@ -37,7 +48,7 @@ function Tensor:var(dim, keepdim, correction)
     if type(correction) ~= "number" then
         fail("var: correction must be a number, got " .. typename(correction))
     end
-    local n = dim == nil and self:numel() or self:size(dim)
+    local n = dim == nil and self:numel() or size_along("var", self, dim)
     local mean = dim == nil and self:mean() or self:mean(dim, true)
     local d = self - mean
     local ss = dim == nil and (d * d):sum() or (d * d):sum(dim, keepdim)
@@ -47,6 +58,10 @@ end
 
 function Tensor:std(dim, keepdim, correction)
     check_self("std", self)
+    check_dim("std", self, dim)
+    if correction ~= nil and type(correction) ~= "number" then
+        fail("std: correction must be a number, got " .. typename(correction))
+    end
     return self:var(dim, keepdim, correction):sqrt()
 end
 
@@ -148,22 +163,34 @@ function Tensor:norm(p, dim, keepdim)
     if type(p) ~= "number" or p <= 0 or p ~= p then
         fail("norm: p must be a positive number or \"inf\", got " .. tostring(p))
     end
+    check_dim("norm", self, dim)
     local x = is_float(self) and self or self:float()
     local a = x:abs()
     if p == huge then
+        if a:numel() == 0 then return sum_over(a, dim, keepdim) end -- no elements: 0, as Torch
         if dim == nil then return a:max() end
         return (a:max(dim, keepdim))
     end
     if p == 1 then return sum_over(a, dim, keepdim) end
-    if p == 2 then return sum_over(x * x, dim, keepdim):sqrt() end
-    return sum_over(a:pow(p), dim, keepdim):pow(1 / p)
+    local s = p == 2 and sum_over(x * x, dim, keepdim) or sum_over(a:pow(p), dim, keepdim)
+    local autograd = package.loaded["ordo.autograd"]
+    if not (autograd and autograd.needs(x)) then return p == 2 and s:sqrt() or s:pow(1 / p) end
+    -- The root's derivative is infinite at 0 (and inf * 0 is NaN), where
+    -- Torch takes the subgradient 0: the root of 1 there, then 0 selected,
+    -- so the zero norm's gradient is 0 (F.normalize of a zero row stays finite).
+    local zero = s:eq(0)
+    local safe = tensor.where(zero, 1, s)
+    return tensor.where(zero, 0, p == 2 and safe:sqrt() or safe:pow(1 / p))
 end
 
 -- logsumexp(dim, keepdim): log(sum(exp(t))) over all elements or over dim,
 -- without overflow (the largest element is taken out first).
 function Tensor:logsumexp(dim, keepdim)
     check_self("logsumexp", self)
+    check_dim("logsumexp", self, dim)
     local x = is_float(self) and self or self:float()
+    -- nothing to sum: log 0, as Torch (max would raise on no elements)
+    if x:numel() == 0 then return sum_over(x, dim, keepdim) - huge end
     local m = dim == nil and x:max() or (x:max(dim, true))
     -- an infinite largest element would give inf - inf: shift by 0 there
     m = m:detach():masked_fill(m:abs():eq(huge), 0)
@@ -173,8 +200,9 @@ function Tensor:logsumexp(dim, keepdim)
     return r
 end
 
--- allclose(a, b, rtol, atol): every |a - b| <= atol + rtol * |b| (b
--- broadcast to a; NaNs are never close); a Lua boolean (waits).
+-- allclose(a, b, rtol, atol): every a == b or |a - b| <= atol + rtol * |b|
+-- (b broadcast to a; NaNs are never close, equal infinities are); a Lua
+-- boolean (waits).
 function M.allclose(a, b, rtol, atol)
     check_self("allclose", a)
     rtol, atol = rtol or 1e-5, atol or 1e-8
@@ -184,8 +212,22 @@ function M.allclose(a, b, rtol, atol)
     if not is_tensor(b) and type(b) ~= "number" then
         fail("allclose: expected a tensor or a number to compare with, got " .. typename(b))
     end
+    if is_tensor(b) then -- b broadcasts to a (the difference's error would name sub)
+        local sa, sb = a:shape(), b:shape()
+        local ok = #sb <= #sa
+        for i = 1, #sb do
+            local x, y = sa[#sa - #sb + i], sb[i]
+            if ok and y ~= 1 and y ~= x then ok = false end
+        end
+        if not ok then
+            fail(fmt("allclose: b of shape %s does not broadcast to a's shape %s", shape_of_str(b), shape_of_str(a)))
+        end
+    end
     local tol = is_tensor(b) and b:abs() * rtol + atol or math.abs(b) * rtol + atol
-    local close = (a - b):abs():le(tol)
+    -- as NumPy: an infinite difference is never close (the tolerance of an
+    -- infinite b is infinite too), equal values always (inf - inf is NaN)
+    local d = (a - b):abs()
+    local close = d:le(tol):mul(d:ne(huge)):maximum(a:eq(b))
     if close:numel() == 0 then return true end
     return close:min():item() == 1
 end
@@ -224,7 +266,9 @@ function M.linspace(start, stop, n, opts)
     if type(start) ~= "number" or type(stop) ~= "number" then
         fail(fmt("linspace: start and stop must be numbers, got %s and %s", typename(start), typename(stop)))
     end
-    if not is_int(n) or n < 0 then fail("linspace: the count must be an integer >= 0, got " .. tostring(n)) end
+    if not is_int(n) or n < 0 or n >= 2 ^ 53 then
+        fail("linspace: the count must be an integer >= 0 (below 2^53), got " .. tostring(n))
+    end
     local proto = tensor.empty({0}, opts)
     local steps = tensor.arange(n, tensor.like(proto, "float64"))
     local step = n > 1 and (stop - start) / (n - 1) or 0
@@ -334,6 +378,7 @@ end
 -- a uint8 tensor of the answers along dim.
 function Tensor:all(dim, keepdim)
     check_self("all", self)
+    check_dim("all", self, dim)
     local nz = self:ne(0)
     if dim ~= nil then return (nz:min(dim, keepdim)) end
     return self:numel() == 0 or nz:min():item() == 1
@@ -341,6 +386,7 @@ end
 
 function Tensor:any(dim, keepdim)
     check_self("any", self)
+    check_dim("any", self, dim)
     local nz = self:ne(0)
     if dim ~= nil then return (nz:max(dim, keepdim)) end
     return self:numel() > 0 and nz:max():item() == 1
@@ -358,6 +404,17 @@ local function int_options(fname, opts)
     return opts.dtype or "int64", {dtype = "float64", device = opts.device, engine = opts.engine}
 end
 
+-- Values lo..hi must fit dtype: a draw that does not would be clamped or
+-- wrapped by the cast (randint(0, 300, ..., "uint8") gave 255s).
+local INT_LIMITS = {uint8 = {0, 256}, int32 = {-2 ^ 31, 2 ^ 31}, int64 = {-2 ^ 63, 2 ^ 63}} -- [lo, hi)
+INT_LIMITS.byte, INT_LIMITS.int, INT_LIMITS.long = INT_LIMITS.uint8, INT_LIMITS.int32, INT_LIMITS.int64
+local function check_int_range(fname, dtype, lo, hi)
+    local r = INT_LIMITS[dtype]
+    if r and (lo < r[1] or hi >= r[2]) then
+        fail(fmt("%s: values %s..%s do not fit in %s", fname, tostring(lo), tostring(hi), dtype))
+    end
+end
+
 -- randint([low,] high, shape [, opts]): integers drawn uniformly from
 -- low..high-1 (low 0 by default), int64 unless opts says otherwise; the
 -- generator is ordo.manual_seed's.
@@ -370,6 +427,7 @@ function M.randint(a, b, c, d)
     end
     if type(shape) ~= "table" then fail("randint: expected the shape as a table, got " .. typename(shape)) end
     local dtype, ropts = int_options("randint", opts)
+    check_int_range("randint", dtype, low, high - 1)
     local u = tensor.rand(shape, ropts) -- [0, 1) in float64: exact enough for any int32 range
     return u:mul(high - low):floor():add(low):clamp(low, high - 1):to(dtype)
 end
@@ -379,6 +437,7 @@ end
 function M.randperm(n, opts)
     if not is_int(n) or n < 0 then fail("randperm: n must be an integer >= 0, got " .. tostring(n)) end
     local dtype, ropts = int_options("randperm", opts)
+    if n > 0 then check_int_range("randperm", dtype, 1, n) end
     return tensor.rand({n}, ropts):argsort():to(dtype)
 end
 
@@ -425,7 +484,7 @@ function Tensor:flip(dims)
     if type(dims) ~= "table" then fail("flip: expected a dim or a table of dims, got " .. typename(dims)) end
     local r = self
     for _, d in ipairs(dims) do
-        local n = r:size(d) -- checks d
+        local n = size_along("flip", r, d)
         local rev = tensor.arange(n, 0, -1, tensor.like(self, "int64"))
         r = r:index_select(d, rev)
     end
@@ -438,8 +497,11 @@ function Tensor:diag()
     check_self("diag", self)
     local d = self:dim()
     if d == 1 then
+        -- scattered into zeros, not eye(n) * self: 0 * inf would put NaN
+        -- off the diagonal of a vector holding inf
         local n = self:size(1)
-        return M.eye(n, n, tensor.like(self)) * self
+        local at = tensor.arange(0, n, tensor.like(self, "int64")):mul(n + 1):add(1)
+        return tensor.zeros({n * n}, tensor.like(self)):scatter_add(1, at, self):view(n, n)
     end
     if d ~= 2 then fail(fmt("diag: expected a 1-dim or 2-dim tensor, got shape %s", shape_of_str(self))) end
     local n = math.min(self:size(1), self:size(2))
@@ -796,22 +858,53 @@ function Tensor:lerp(stop, weight)
     if not is_tensor(weight) and type(weight) ~= "number" then
         fail("lerp: the weight must be a tensor or a number, got " .. typename(weight))
     end
-    return self + (stop - self) * weight
+    -- Torch's two forms: from self below a weight of 0.5, from stop above,
+    -- so that weight 1 gives stop exactly (self + (stop - self) lost it to
+    -- rounding: 1e8 + (1 - 1e8) is 0 in float32)
+    local d = stop - self
+    if type(weight) == "number" then
+        if weight < 0.5 then return self + d * weight end
+        return stop - d * (1 - weight)
+    end
+    return tensor.where(weight:lt(0.5), self + d * weight, stop - d * (1 - weight))
 end
 
 -- The remainder of a / b with the quotient rounded toward zero (fmod, the
 -- sign of a) or down (remainder, the sign of b, as Python's %).  Floats
--- compute a - round(a / b) * b; integers divide exactly ("trunc") and an
--- integer divisor of 0 fails as div does.
+-- take C's fmod, which is exact (a - trunc(a / b) * b loses the remainder
+-- once a / b passes the mantissa: 1e8 fmod 3 was 0), and remainder moves a
+-- nonzero result whose sign differs from b's by b, as Python does; their
+-- gradients are those of a - q * b with q the rounded quotient.  Integers
+-- divide exactly ("trunc") and an integer divisor of 0 fails as div does.
+local function record_modulo(fname, a, b, r, floor_mode)
+    local autograd = package.loaded["ordo.autograd"]
+    if not (autograd and autograd.needs(a, b)) then return r end
+    return autograd.record(fname, r, {a, b, n = 2}, function(g)
+        local ga, gb
+        if a._rg then ga = autograd.sum_to(g, a:shape()) end
+        if is_tensor(b) and b._rg then
+            local q = a:detach() / b:detach()
+            q = floor_mode and q:floor() or q:trunc()
+            gb = autograd.sum_to(-(g * q), b:shape())
+        end
+        return ga, gb
+    end, is_tensor(b) and {a, b} or {a})
+end
+
 local function modulo(fname, a, b, floor_mode)
     check_self(fname, a)
     if not is_tensor(b) and type(b) ~= "number" then
         fail(fmt("%s: the divisor must be a tensor or a number, got %s", fname, typename(b)))
     end
     if tensor.result_type(a, b):match("^float") then
-        local q = a / b
-        q = floor_mode and q:floor() or q:trunc()
-        return a - q * b
+        local ad = a._rg and a:detach() or a
+        local bd = is_tensor(b) and b._rg and b:detach() or b
+        local r = tensor.float_fmod(ad, bd)
+        if floor_mode then
+            local bneg = is_tensor(bd) and bd:lt(0) or (bd < 0 and 1 or 0)
+            r = tensor.where(r:ne(0):mul(r:lt(0):ne(bneg)), r + bd, r)
+        end
+        return record_modulo(fname, a, b, r, floor_mode)
     end
     local r = a - a:div(b, "trunc") * b
     if not floor_mode then return r end
@@ -844,8 +937,9 @@ function Tensor:roll(shifts, dims)
     for i, d in ipairs(dims) do
         local s = shifts[i]
         if not is_int(s) then fail(fmt("roll: shift %d must be an integer, got %s", i, tostring(s))) end
-        local n = r:size(d) -- checks d
-        local k = n > 0 and s % n or 0
+        local n = size_along("roll", r, d)
+        local k = n > 0 and math.fmod(s, n) or 0 -- exact, where s % n is not past 2^53
+        if k < 0 then k = k + n end
         if k ~= 0 then r = tensor.cat({r:narrow(d, n - k + 1, k), r:narrow(d, 1, n - k)}, d) end
     end
     return rawequal(r, self) and self:clone() or r
@@ -893,7 +987,7 @@ function Tensor:chunk(n, dim)
     check_self("chunk", self)
     dim = dim or 1
     if not is_int(n) or n < 1 then fail("chunk: the count must be an integer >= 1, got " .. tostring(n)) end
-    local len = self:size(dim)
+    local len = size_along("chunk", self, dim)
     local each = ceil(len / n)
     local sizes = {}
     if each == 0 then return {self:narrow(dim, 1, 0)} end
@@ -907,7 +1001,7 @@ end
 function Tensor:split(size, dim)
     check_self("split", self)
     dim = dim or 1
-    local len = self:size(dim)
+    local len = size_along("split", self, dim)
     local sizes = {}
     if type(size) == "table" then
         local total = 0
@@ -979,7 +1073,10 @@ for name, one in pairs({amax = "max", amin = "min"}) do
     Tensor[name] = function(self, dim, keepdim)
         check_self(name, self)
         if dim == nil then return Tensor[one](self) end
-        if type(dim) ~= "table" then return (Tensor[one](self, dim, keepdim)) end
+        if type(dim) ~= "table" then
+            check_dim(name, self, dim)
+            return (Tensor[one](self, dim, keepdim))
+        end
         local x, keep_shape = merged_dims(name, self, dim)
         local r = Tensor[one](x, -1, false)
         if keepdim then r = r:reshape(keep_shape) end

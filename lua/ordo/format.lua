@@ -31,7 +31,7 @@ local function number_str(v, mode)
     if v == huge then return "inf" end
     if v == -huge then return "-inf" end
     if mode == "int" then
-        if v == 0 then return "0" end
+        if v == 0 then return 1 / v < 0 and "-0" or "0" end -- a float -0.0 keeps its sign, as in the other modes
         return fmt("%.0f", v)
     end
     return fmt(mode, v)

@@ -81,7 +81,7 @@ local K = {}
 for _, name in ipairs({
     "fill", "copy", "arange", "add", "sub", "mul", "div", "pow", "maximum", "minimum",
     "add_scalar", "sub_scalar", "mul_scalar", "div_scalar", "pow_scalar",
-    "rsub_scalar", "rdiv_scalar", "rpow_scalar",
+    "rsub_scalar", "rdiv_scalar", "rpow_scalar", "fmod", "fmod_scalar",
     "eq", "ne", "lt", "le", "gt", "ge",
     "eq_scalar", "ne_scalar", "lt_scalar", "le_scalar", "gt_scalar", "ge_scalar",
     "neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid",
@@ -186,8 +186,24 @@ end
 local function fill_shape(fname, shape)
     local n = #shape
     if n > 8 then fail(fmt("%s: %d dims (at most 8 supported)", fname, n)) end
-    for i = 1, n do SHAPE[i - 1] = shape[i] end
+    for i = 1, n do
+        local v = shape[i]
+        -- past int64 the FFI conversion is undefined (2^63 arrived as a
+        -- negative size): named here, as the user wrote it
+        if v >= 2 ^ 63 or v < -2 ^ 63 then
+            fail(fmt("%s: size %s at position %d is too large", fname, tostring(v), i))
+        end
+        SHAPE[i - 1] = v
+    end
     return n
+end
+
+-- An index or start that int64 cannot hold is out of range of any dim
+-- (the FFI conversion of such a double is undefined).
+local function check_index_range(fname, what, v, d, size)
+    if v >= 2 ^ 62 or v <= -2 ^ 62 then
+        fail(fmt("%s: %s %s out of range for dim %d of size %d", fname, what, tostring(v), d, size))
+    end
 end
 
 -- A new contiguous tensor on engine pointer e (nil = default) and device dev.
@@ -450,7 +466,6 @@ local function check_fits(fname, dt, v, why)
         fail(fmt("%s: value %s does not fit in %s%s", fname, tostring(v), DT_NAME[dt], why or ""))
     end
 end
-local WRAPS = " (integer tensors take scalars in the int64 range)"
 
 -- The dtype an op on a and b (tensors or numbers) computes in.
 local function result_type(a, b)
@@ -508,6 +523,14 @@ local function infer(fname, data)
         if #v ~= shape[d] then
             fail(fmt("%s: ragged nested table: element [%s] has %d entries, expected %d", fname,
                      concat(path, "]["), #v, shape[d]))
+        end
+        -- a key past the list's length: a hole ({1, nil, 3}) or a name
+        -- ({a = 1}), whose values would otherwise be dropped unseen
+        local extra
+        if #v == 0 then extra = next(v) else extra = next(v, #v) end
+        if extra ~= nil then
+            fail(fmt("%s: %s is not a list: it has the key %s beside its entries 1..%d (a nil in the list, or a name)",
+                     fname, d == 1 and "the table" or "element [" .. concat(path, "][") .. "]", tostring(extra), #v))
         end
         for i = 1, #v do
             path[d] = i
@@ -592,10 +615,24 @@ function M.ones(...)
     return push1(K.fill, "ones", new_raw("ones", shape, dt, dev._ctx, e), nil, 1)
 end
 
-local function like_opts(t, opts)
+-- t's dtype and device, overridden by opts: a table, or just a dtype or a
+-- device (as the constructors take them).
+local function like_opts(fname, t, opts)
     local o = {dtype = DT_NAME[t._c.dtype], device = util.device_of_ctx(t._c.ctx)}
     if opts ~= nil then
-        if type(opts) ~= "table" then fail("expected options {dtype=, device=}, got " .. typename(opts)) end
+        if type(opts) == "string" then
+            if not DT[opts] and not util.parse_device(fname, opts) then
+                fail(fmt("%s: unknown dtype or device '%s' (dtypes: float32, float64, int32, int64, uint8; devices: \"cpu\", \"cpu:1\", \"gpu:0\")",
+                         fname, opts))
+            end
+            opts = DT[opts] and {dtype = opts} or {device = opts}
+        elseif util.is_device(opts) then
+            opts = {device = opts}
+        end
+        if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+            fail(fmt("%s: expected options {dtype=, device=, engine=}, a dtype or a device, got %s", fname,
+                     typename(opts)))
+        end
         for k, v in pairs(opts) do o[k] = v end
     end
     return o, t._c.storage.engine
@@ -606,7 +643,7 @@ local function make_like(fname, fn)
         if not is_tensor(t) then fail(fmt("%s: expected a tensor, got %s", fname, typename(t))) end
         local opts_arg = a
         if fname == "full_like" then opts_arg = b end
-        local o, e = like_opts(t, opts_arg)
+        local o, e = like_opts(fname, t, opts_arg)
         local dt, dev, eng = options(fname, o)
         local out = new_raw(fname, shape_of(t), dt, dev._ctx, eng or e)
         return fn(out, a)
@@ -1029,6 +1066,8 @@ function Tensor:narrow(dim, start, len)
         fail(fmt("narrow: start and length must be integers, got %s and %s", tostring(start), tostring(len)))
     end
     local size = tonumber(self._c.shape[d])
+    check_index_range("narrow", "start", start, d + 1, size)
+    check_index_range("narrow", "length", len, d + 1, size)
     if start < 0 then start = start + size + 1 end
     return wrap(C.ordo_tensor_narrow("narrow", self._c, d, start - 1, len))
 end
@@ -1038,6 +1077,7 @@ function Tensor:select(dim, index)
     local d = norm_dim("select", self, dim)
     if not is_int(index) then fail("select: index must be an integer, got " .. tostring(index)) end
     local size = tonumber(self._c.shape[d])
+    check_index_range("select", "index", index, d + 1, size)
     if index < 0 then index = index + size + 1 end
     return wrap(C.ordo_tensor_select("select", self._c, d, index - 1))
 end
@@ -1149,7 +1189,12 @@ end
 function Tensor:fill_(value)
     check_self("fill_", self)
     if type(value) == "boolean" then value = value and 1 or 0 end
-    if is_tensor(value) then value = value:item() end
+    if is_tensor(value) then
+        if value:numel() ~= 1 then
+            fail(fmt("fill_: expected a number or a one-element tensor, got a tensor of shape %s", shape_str(value)))
+        end
+        value = value:item()
+    end
     if type(value) ~= "number" then fail("fill_: expected a number, got " .. typename(value)) end
     check_fits("fill_", self._c.dtype, value)
     return push1(K.fill, "fill_", self, nil, value)
@@ -1226,7 +1271,7 @@ local function binary(spec, a, b)
         if ta then return binary(spec, t, st) end
         return binary(spec, st, t)
     end
-    if not spec.cmp and INT_RANGE[dt] then check_fits(name, I64, s, WRAPS) end
+    if not spec.cmp and INT_RANGE[dt] then check_fits(name, dt, s) end
     local out = empty_like(t, spec.cmp and U8 or dt, name)
     return push1(kid, name, out, t, s)
 end
@@ -1254,7 +1299,7 @@ local function binary_(spec, self, b)
         return push2(spec.k, name, self, self, b)
     end
     if not spec.ks then return push2(spec.k, name, self, self, scalar_tensor(name, self, b, sdt)) end
-    if INT_RANGE[sdt] then check_fits(name, I64, b, WRAPS) end
+    if INT_RANGE[sdt] then check_fits(name, sdt, b) end
     return push1(spec.ks, name, self, self, b)
 end
 
@@ -1374,11 +1419,41 @@ Tensor.__sub = function(a, b) return binary(BIN.sub, a, b) end
 Tensor.__mul = function(a, b) return binary(BIN_mul, a, b) end
 Tensor.__div = function(a, b) return binary(BIN.div, a, b) end
 Tensor.__pow = function(a, b) return binary(BIN.pow, a, b) end
+-- C's fmod of float operands (exact; the sign of a), no gradient: the
+-- engine of derived.lua's fmod and remainder.
+-- (Not in BIN, which would make it the methods fmod and fmod_.)
+local BIN_fmod = {name = "fmod", k = K.fmod, ks = K.fmod_scalar, float = true}
+M.float_fmod = function(a, b) return binary(BIN_fmod, a, b) end
+
+-- One bound of clamp / clamp_ (what: "min" or "max") checked under
+-- fname; an integer tensor's number bound is brought into its dtype's
+-- range (a uint8 tensor clamped to -5..300 is unchanged, where the bound
+-- as a scalar operand would not fit).  (No closure: LuaJIT would not
+-- compile clamp.)
+local function clamp_bound(fname, self, what, v)
+    if v == nil or is_tensor(v) then return v end
+    if type(v) ~= "number" then fail(fmt("%s: %s must be a number or a tensor, got %s", fname, what, typename(v))) end
+    local r = INT_RANGE[self._c.dtype]
+    if not r or not is_int(v) then
+        if r and fname == "clamp_" and v == v then
+            fail(fmt("%s: %s %s is not an integer, and the in-place tensor is %s (clamp's result would be float)",
+                     fname, what, tostring(v), DT_NAME[self._c.dtype]))
+        end
+        return v
+    end
+    -- the largest double below 2^63 is 2^63 - 1024
+    return min(max(v, r[1]), r[2] == 2 ^ 63 and 2 ^ 63 - 1024 or r[2] - 1)
+end
+
+local function clamp_bounds(fname, self, lo, hi)
+    if lo == nil and hi == nil then fail(fname .. ": expected at least one of min and max") end
+    return clamp_bound(fname, self, "min", lo), clamp_bound(fname, self, "max", hi)
+end
 
 -- clamp(lo, hi): either may be nil
 function Tensor:clamp(lo, hi)
     check_self("clamp", self)
-    if lo == nil and hi == nil then fail("clamp: expected at least one of min and max") end
+    lo, hi = clamp_bounds("clamp", self, lo, hi)
     local r = self
     if lo ~= nil then r = binary(BIN.maximum, r, lo) end
     if hi ~= nil then r = binary(BIN.minimum, r, hi) end
@@ -1387,7 +1462,7 @@ end
 
 function Tensor:clamp_(lo, hi)
     check_self("clamp_", self)
-    if lo == nil and hi == nil then fail("clamp_: expected at least one of min and max") end
+    lo, hi = clamp_bounds("clamp_", self, lo, hi)
     if lo ~= nil then binary_(BIN.maximum, self, lo) end
     if hi ~= nil then binary_(BIN.minimum, self, hi) end
     return self
@@ -1543,7 +1618,11 @@ Tensor.__index = function(t, k)
         if element then return v:item() end
         return v
     end
-    return nil
+    if tk == "string" then return nil end -- a field not set (t.grad before a backward)
+    if is_tensor(k) then
+        fail("t[i]: a tensor is not an index here; use t:masked_select(mask) or t:index_select(dim, index)")
+    end
+    fail("t[i]: the index must be an integer or a table of indices and ranges, got " .. typename(k))
 end
 
 -- Fills (a number) or copies into (a tensor or a table of values) a view.
@@ -1561,7 +1640,10 @@ Tensor.__newindex = function(t, k, v)
     if type(k) == "table" and getmetatable(k) == nil then
         return assign((index_dims(t, k, "t[{...}] = x")), v, "t[{...}] = x")
     end
-    if type(k) ~= "number" then return rawset(t, k, v) end
+    if type(k) == "string" then return rawset(t, k, v) end
+    if type(k) ~= "number" then
+        fail("t[i] = x: the index must be an integer or a table of indices and ranges, got " .. typename(k))
+    end
     assign(index_row(t, k, "t[i] = x"), v, "t[i] = x")
 end
 
@@ -1868,9 +1950,23 @@ end
 -- ---------------------------------------------------------------- indexing
 
 -- index (int64/int32/uint8 tensor or a table of numbers, from 1) -> int64 from 0
+-- Every number of a (nested) table of indices is an integer: from_data
+-- would truncate 1.5 to 1 and pick a row the user did not name.
+local function check_int_entries(fname, list)
+    for i = 1, #list do
+        local v = list[i]
+        if type(v) == "table" and getmetatable(v) == nil then
+            check_int_entries(fname, v)
+        elseif type(v) == "number" and not is_int(v) then
+            fail(fmt("%s: index %s is not an integer", fname, tostring(v)))
+        end
+    end
+end
+
 local function index_arg(fname, like, index)
     if type(index) == "number" then index = {index} end
     if type(index) == "table" and getmetatable(index) == nil then
+        check_int_entries(fname, index)
         local c = like._c
         index = from_data(fname, index, I64, result_ctx(c.ctx), c.storage.engine)
     end
@@ -1931,6 +2027,20 @@ local function scatter_add(fname, self, dim, index, src, who)
     if not is_tensor(index) then fail(fname .. ": index must be an int64 tensor, got " .. typename(index)) end
     if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
     local idx = index_arg(fname, self, index)
+    -- the kernel's rule, checked here so that the error comes at the call
+    -- (the kernel's comes at the next wait): index as many dims as out and
+    -- src, no longer than src in any dim, nor than out but along dim
+    local ic, sc, yc = idx._c, src._c, self._c
+    local ok = ic.ndim == yc.ndim and sc.ndim == yc.ndim
+    for k = 0, yc.ndim - 1 do
+        if not ok then break end
+        if ic.shape[k] > sc.shape[k] or (k ~= d and ic.shape[k] > yc.shape[k]) then ok = false end
+    end
+    if not ok then
+        fail(fmt("%s: shape mismatch: src %s, index %s, out %s (index needs out's dims, no longer than src in "
+                 .. "any dim, nor than out except along dim %d)", who or fname, shape_str(src), shape_str(idx),
+                 shape_str(self), d + 1))
+    end
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
     push(K.scatter_add, who or fname, who and NAMED or 0, {src, idx}, {self}, nil, {d, 1})
     return self
@@ -1954,6 +2064,18 @@ local function index_add(fname, self, dim, index, src)
     local idx = index_arg(fname, self, index)
     if idx._c.ndim > 1 then fail(fmt("%s: index must be 1-D, got shape %s", fname, shape_str(idx))) end
     if idx._c.ndim == 0 then idx = idx:view({1}) end
+    -- the kernel's rule, checked at the call: src is out's shape with
+    -- dim d as long as the index
+    local sc, yc = src._c, self._c
+    local ok = sc.ndim == yc.ndim
+    for k = 0, yc.ndim - 1 do
+        if not ok then break end
+        if sc.shape[k] ~= (k == d and idx._c.shape[0] or yc.shape[k]) then ok = false end
+    end
+    if not ok then
+        fail(fmt("%s: shape mismatch: src %s, index %s, out %s (src must be out's shape with dim %d as long as "
+                 .. "the index)", fname, shape_str(src), shape_str(idx), shape_str(self), d + 1))
+    end
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
     push(K.index_add, fname, 0, {src, idx}, {self}, nil, {d, 1})
     return self
