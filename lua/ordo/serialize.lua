@@ -4,12 +4,17 @@
 -- The file: a line "ORDO-PARAMS 1", then per tensor a header line
 -- "name dtype ndim size1 size2 ..." followed by its bytes (row-major, the
 -- machine's byte order), and a last line "end".  Names are written as they
--- are, so they must not hold white space.
+-- are, so they must not hold white space, and no two may be the same.
+-- ordo.save writes a lone tensor as the single name "." (so ordo.save
+-- refuses "." as a table key: {["."] = t} would read back as t) and an
+-- integer key as its decimal digits (which ordo.load turns back into a
+-- number, so the keys 1 and "1" cannot both be saved).
 --
 -- Writing goes to path .. ".tmp" first, which then replaces path: a failed
 -- or interrupted save (a full disk, an error in a tensor) leaves the old
--- file as it was.  Reading checks every header before it allocates and
--- reads one tensor at a time.
+-- file as it was.  Reading checks every header, and that the file still
+-- holds the bytes it claims, before it allocates; it reads one tensor at a
+-- time.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
@@ -20,22 +25,43 @@ local is_int = util.is_int
 local fmt, concat = string.format, table.concat
 local type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable =
     type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable
-local floor = math.floor
+local min = math.min
 
 local M = {}
 
 local MAGIC = "ORDO-PARAMS 1"
-local DTYPES = {float32 = true, float64 = true, int32 = true, int64 = true, uint8 = true}
+local ELEMENT_SIZE = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
 local MAX_DIMS = 8
+local LONE = "." -- the name of a lone tensor (ordo.save(t, path))
+-- Integer keys past 2^53 are not all representable, so "%d" of one may not
+-- be the key the user meant; sizes past 2^63 do not fit the C side.
+local MAX_KEY, MAX_SIZE = 2 ^ 53, 2 ^ 63
+-- Bytes move in pieces: LuaJIT's f:read(n) allocates all n up front and its
+-- strings stop short of 2 GiB, so a tensor never goes through one string.
+local PIECE = 16 * 1024 * 1024
+
+-- Re-raises what a pcall caught: our own messages (raised without a
+-- position, starting with fname) get the caller's position through fail;
+-- the others (a failed tensor op, raised through util.fail) carry one
+-- already, and a second would double it.
+local function reraise(fname, msg)
+    msg = tostring(msg)
+    if msg:sub(1, #fname + 2) == fname .. ": " then fail(msg) end
+    error(msg, 0)
+end
 
 -- entries: a list of {name = string, tensor = tensor}.  fname names the
 -- caller in errors ("save", "ordo.save").
 function M.write(fname, path, entries)
     if type(path) ~= "string" then fail(fmt("%s: expected a file path, got %s", fname, typename(path))) end
+    local seen = {}
     for _, e in ipairs(entries) do
         if type(e.name) ~= "string" or e.name == "" or e.name:find("%s") then
             fail(fmt("%s: tensor names must be non-empty and without white space, got %q", fname, tostring(e.name)))
         end
+        -- read refuses a file with a name twice: never write one
+        if seen[e.name] then fail(fmt("%s: two tensors named %s", fname, e.name)) end
+        seen[e.name] = true
         if not tensor.is_tensor(e.tensor) then
             fail(fmt("%s: %s is not a tensor (%s)", fname, e.name, typename(e.tensor)))
         end
@@ -53,9 +79,17 @@ function M.write(fname, path, entries)
             local c = e.tensor:detach():to(util.cpu(0)):contiguous()
             c:wait()
             local s = c:shape()
-            put(fmt("%s %s %d%s%s\n", e.name, c:dtype(), #s, #s > 0 and " " or "", concat(s, " ")))
+            local dims = {}
+            for i = 1, #s do dims[i] = fmt(" %d", s[i]) end -- exact: tostring would give 1e+15
+            put(fmt("%s %s %d%s\n", e.name, c:dtype(), #s, concat(dims)))
             local nbytes = c:numel() * c:element_size()
-            if nbytes > 0 then put(ffi.string(util.host_ptr(c), nbytes)) end
+            local src = ffi.cast("const uint8_t *", util.host_ptr(c))
+            local off = 0
+            while off < nbytes do
+                local n = min(PIECE, nbytes - off)
+                put(ffi.string(src + off, n))
+                off = off + n
+            end
         end
         put("end\n")
         local r, e = f:close()
@@ -65,13 +99,48 @@ function M.write(fname, path, entries)
     if not ok then
         if f then f:close() end
         os.remove(tmp)
-        error(werr, 0)
+        reraise(fname, werr)
     end
     local r, rerr = os.rename(tmp, path)
     if not r then
         os.remove(tmp)
         fail(fmt("%s: cannot replace %s: %s", fname, path, tostring(rerr)))
     end
+end
+
+-- Reads n bytes of f in pieces, handing each to put(s, offset); false and
+-- the count read if the file ends first.
+local function read_pieces(f, n, put)
+    local off = 0
+    while off < n do
+        local want = min(PIECE, n - off)
+        local s = f:read(want)
+        if not s or #s < want then return false, off + (s and #s or 0) end
+        put(s, off)
+        off = off + want
+    end
+    return true
+end
+
+-- A header line's fields (name, dtype, shape, byte count), or nil if it is
+-- not one.  Sizes must be plain digits: tonumber would also take "1e18",
+-- "0x10" or "inf".
+local function parse_header(line)
+    local words = {}
+    for w in line:gmatch("%S+") do words[#words + 1] = w end
+    local name, dt, nd = words[1], words[2], words[3]
+    if not (name and ELEMENT_SIZE[dt] and nd and nd:find("^%d$")) then return nil end
+    nd = tonumber(nd)
+    if nd > MAX_DIMS or #words ~= 3 + nd then return nil end
+    local shape, numel = {}, 1
+    for i = 1, nd do
+        local w = words[3 + i]
+        local s = w:find("^%d+$") and tonumber(w)
+        if not s or not is_int(s) or s >= MAX_SIZE then return nil end
+        shape[i] = s
+        numel = numel * s -- a double: a huge claim overflows to a huge number, never wraps
+    end
+    return name, dt, shape, numel * ELEMENT_SIZE[dt]
 end
 
 -- The tensors of a file, as a list of {name =, tensor =} in file order
@@ -81,61 +150,116 @@ function M.read(fname, path)
     local f, err = io.open(path, "rb")
     if not f then fail(fmt("%s: cannot open %s: %s", fname, path, tostring(err))) end
     local ok, res = pcall(function()
+        -- The file's size, to refuse a header that claims more bytes than
+        -- are there before allocating them; nil for a pipe, which is read
+        -- into pieces first instead.
+        local size = f:seek("end")
+        if size and not f:seek("set", 0) then size = nil end
         if f:read("*l") ~= MAGIC then error(fmt("%s: %s is not an ordo tensor file", fname, path), 0) end
         local entries, seen = {}, {}
         while true do
             local line = f:read("*l")
             if not line then error(fmt("%s: %s is truncated (no end line)", fname, path), 0) end
             if line == "end" then break end
-            local words = {}
-            for w in line:gmatch("%S+") do words[#words + 1] = w end
-            local name, dt, nd = words[1], words[2], tonumber(words[3])
-            local good = name and DTYPES[dt] and nd and nd == floor(nd) and nd >= 0 and nd <= MAX_DIMS
-                and #words == 3 + nd
-            local shape = {}
-            for i = 1, good and nd or 0 do
-                shape[i] = tonumber(words[3 + i])
-                if not shape[i] or shape[i] < 0 or not is_int(shape[i]) then good = false end
-            end
-            if not good then error(fmt("%s: bad header line in %s: %q", fname, path, line:sub(1, 200)), 0) end
+            local name, dt, shape, nbytes = parse_header(line)
+            if not name then error(fmt("%s: bad header line in %s: %q", fname, path, line:sub(1, 200)), 0) end
             if seen[name] then error(fmt("%s: %s holds two tensors named %s", fname, path, name), 0) end
             seen[name] = true
+            local function short(left)
+                error(fmt("%s: %s: tensor '%s' claims %.0f bytes but only %.0f remain (file truncated or damaged)",
+                          fname, path, name, nbytes, left), 0)
+            end
+            local pieces
+            if size then
+                local left = size - f:seek()
+                if nbytes > left then short(left) end
+            elseif nbytes > 0 then
+                pieces = {}
+                local whole, got = read_pieces(f, nbytes, function(s) pieces[#pieces + 1] = s end)
+                if not whole then short(got) end
+            end
             local t = tensor.empty(shape, {dtype = dt})
-            local nbytes = t:numel() * t:element_size()
             if nbytes > 0 then
-                local bytes = f:read(nbytes)
-                if not bytes or #bytes < nbytes then
-                    error(fmt("%s: %s is truncated in %s", fname, path, name), 0)
+                local dst = ffi.cast("uint8_t *", util.host_ptr(t))
+                local function put(s, off) ffi.copy(dst + off, s, #s) end
+                if pieces then
+                    local off = 0
+                    for _, s in ipairs(pieces) do
+                        put(s, off)
+                        off = off + #s
+                    end
+                else
+                    local whole, got = read_pieces(f, nbytes, put)
+                    if not whole then short(got) end -- the file shrank since we measured it
                 end
-                ffi.copy(util.host_ptr(t), bytes, nbytes)
             end
             entries[#entries + 1] = {name = name, tensor = t}
         end
         return entries
     end)
     f:close()
-    if not ok then fail(res) end
+    if not ok then reraise(fname, res) end
     return res
 end
 
+-- A key as the name ordo.save writes for it: a string as it is, an integer
+-- in decimal digits (exact; tostring's "%.14g" rounds past 10^14).
+local function key_name(k)
+    local tk = type(k)
+    if tk == "string" then
+        if k == LONE then
+            fail(fmt("ordo.save: the key %q is reserved (the file holds a lone tensor under that name); use another key",
+                     LONE))
+        end
+        return k
+    elseif tk == "number" then
+        if not (is_int(k) and k >= 1 and k <= MAX_KEY) then
+            fail(fmt("ordo.save: number keys must be integers in 1..2^53, got %.17g", k))
+        end
+        return fmt("%d", k)
+    end
+    fail(fmt("ordo.save: table keys must be names (strings) or positive integers, got a %s key (%s)",
+             tk, tostring(k)))
+end
+
+-- A name from a file as ordo.load's key: the digits ordo.save writes for an
+-- integer key become that number again; every other name stays a string.
+local function name_key(name)
+    local n = tonumber(name)
+    if n and n >= 1 and n <= MAX_KEY and name:find("^[1-9]%d*$") and fmt("%d", n) == name then return n end
+    return name
+end
+
+local function show_key(k) return type(k) == "string" and fmt("%q", k) or fmt("%d", k) end
+
 -- ordo.save(x, path): x a tensor, or a table of tensors (keys: names
--- without white space, or 1..n).  Returns x.
-function M.save(x, path)
+-- without white space, or integers 1..2^53).  Returns x.
+function M.save(x, path, extra)
+    if extra ~= nil then
+        fail(fmt("ordo.save: takes (x, path) and no options, got a third argument (%s)", typename(extra)))
+    end
     local entries = {}
     if tensor.is_tensor(x) then
-        entries[1] = {name = ".", tensor = x} -- a lone tensor
+        entries[1] = {name = LONE, tensor = x}
     elseif type(x) == "table" and getmetatable(x) == nil then
-        local keys = {}
-        for k in pairs(x) do keys[#keys + 1] = k end
+        -- every key checked before sorting: the sort compares them
+        local keys, by_name = {}, {}
+        for k in pairs(x) do
+            local name = key_name(k)
+            local other = by_name[name]
+            if other ~= nil then
+                fail(fmt("ordo.save: keys %s and %s would both be saved as %s (a name of digits loads back as a number)",
+                         show_key(other), show_key(k), name))
+            end
+            by_name[name] = k
+            keys[#keys + 1] = k
+        end
         table.sort(keys, function(a, b)
             if type(a) == type(b) then return a < b end
             return type(a) == "number"
         end)
         for _, k in ipairs(keys) do
-            if type(k) ~= "string" and not (type(k) == "number" and k >= 1 and k == floor(k)) then
-                fail(fmt("ordo.save: table keys must be names or positive integers, got %s", tostring(k)))
-            end
-            entries[#entries + 1] = {name = tostring(k), tensor = x[k]}
+            entries[#entries + 1] = {name = key_name(k), tensor = x[k]}
         end
     else
         fail("ordo.save: expected a tensor or a table of tensors, got " .. typename(x))
@@ -144,20 +268,44 @@ function M.save(x, path)
     return x
 end
 
+local LOAD_OPTS = {device = true}
+
+local function show_device(d) return type(d) == "string" and fmt("%q", d) or tostring(d) end
+
+-- The device of ordo.load's options (nil: leave the tensors on cpu(0)),
+-- checked before the file is read; every problem is ordo.load's error.
+local function load_device(opts)
+    if opts == nil then return nil end
+    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+        fail(fmt("ordo.load: options must be a table {device = d}, got %s%s", typename(opts),
+                 type(opts) == "string" and fmt(" (%q)", opts) or ""))
+    end
+    util.check_opts("ordo.load", opts, LOAD_OPTS)
+    local d = opts.device
+    if d == nil then return nil end
+    -- ordo.gpu(5) and friends raise under their own names; said again as ours
+    local ok, dev = pcall(util.parse_device, "ordo.load", d)
+    if not ok then
+        local msg = tostring(dev):gsub("^.-:%d+: ", "", 1) -- its position; fail gives ours
+        if msg:sub(1, 11) ~= "ordo.load: " then msg = fmt("ordo.load: bad device %s: %s", show_device(d), msg) end
+        fail(msg)
+    end
+    if not dev then
+        fail(fmt("ordo.load: unknown device %s (expected ordo.cpu(n), ordo.gpu(n) or \"cpu\", \"gpu:0\")",
+                 show_device(d)))
+    end
+    return dev
+end
+
 -- ordo.load(path [, {device =}]): what ordo.save wrote: a tensor, or a
 -- table of them (integer keys come back as numbers).
 function M.load(path, opts)
+    local device = load_device(opts)
     local entries = M.read("ordo.load", path)
-    local device = opts and opts.device
     local function place(t) return device and t:to(device) or t end
-    if #entries == 1 and entries[1].name == "." then return place(entries[1].tensor) end
+    if #entries == 1 and entries[1].name == LONE then return place(entries[1].tensor) end
     local out = {}
-    for _, e in ipairs(entries) do
-        local k = e.name
-        local n = tonumber(k)
-        if n and n >= 1 and n == floor(n) and tostring(n) == k then k = n end
-        out[k] = place(e.tensor)
-    end
+    for _, e in ipairs(entries) do out[name_key(e.name)] = place(e.tensor) end
     return out
 end
 
