@@ -59,6 +59,51 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x) return x:clamp(nil, 0.3) end, {s})
     end)
 
+    it("clamp with tensor bounds: gradients to x and to the bounds, summed back under broadcasting", function()
+        -- s's values are -1.92 + k/3; the bounds stay away from them, and the
+        -- last row of hi (-0.7) crosses lo in columns 2 and 3, where the
+        -- forward (as Torch's) gives hi and hi gets the gradient
+        local s = spread(3, 4)
+        local lo = leaf(ordo.tensor({-1.0, -0.4, 0.2, -3.0}, D))
+        local hi = leaf(ordo.tensor({{0.5}, {1.2}, {-0.7}}, D))
+        check(function(x, l, h) return x:clamp(l, h) end, {s, lo, hi})
+        check(function(x, l) return x:clamp(l) end, {s, lo})
+        check(function(x, h) return x:clamp(nil, h) end, {s, hi})
+        check(function(x, h) return x:clamp(-0.5, h) end, {s, hi})
+        check(function(x, l) return x:clamp(l, 0.6) end, {s, lo})
+        local c = s:detach()
+        check(function(l, h) return c:clamp(l, h) end, {lo, hi})
+    end)
+
+    it("clamp with tensor bounds: the gradient goes where each bound was selected", function()
+        local x = leaf(ordo.tensor({-2, 0.5, 3}, D))
+        local lo, hi = leaf(ordo.tensor({-1, -1, -1}, D)), leaf(ordo.tensor({1}, D))
+        x:clamp(lo, hi):sum():backward()
+        assert.same({0, 1, 0}, x.grad:totable())
+        assert.same({1, 0, 0}, lo.grad:totable())
+        assert.same({1}, hi.grad:totable()) -- broadcast over 3: summed back to shape 1
+        -- crossed bounds: the output is hi everywhere, all the gradient goes to it
+        local y = leaf(ordo.tensor({-2, 0.5, 3}, D))
+        local l2, h2 = leaf(ordo.tensor({1, 1, 1}, D)), leaf(ordo.tensor({-1, -1, -1}, D))
+        y:clamp(l2, h2):sum():backward()
+        assert.same({0, 0, 0}, y.grad:totable())
+        assert.same({0, 0, 0}, l2.grad:totable())
+        assert.same({1, 1, 1}, h2.grad:totable())
+    end)
+
+    it("masked_fill with a tensor value: the value gets the sum of the gradient where the mask is set", function()
+        local v = leaf(ordo.tensor(0.7, D))
+        local y = ordo.tensor({1.0, -1.0}):masked_fill(ordo.tensor({1, 0}, {dtype = "uint8"}), v)
+        assert.is_true(y:needs_grad())
+        ;(y * ordo.tensor({3, 5})):sum():backward()
+        assert.same({}, v.grad:shape())
+        assert.equal(3, v.grad:item())
+        -- against differences, with x too, a mask broadcast over rows, a value of shape 1
+        local mask = ordo.tensor({1, 0, 0, 1}, {dtype = "uint8"})
+        check(function(x, val) return x:masked_fill(mask, val) end, {a, leaf(ordo.tensor(0.3, D))})
+        check(function(x, val) return x:masked_fill(mask, val) end, {a, leaf(ordo.tensor({-0.2}, D))})
+    end)
+
     it("unary ops", function()
         local s = spread(3, 4)
         check(function(x) return -x end, {a})
@@ -287,6 +332,169 @@ describe("autograd rules", function()
         local g = ag.grad((x * x):sum(), {x})
         assert.same({2, 4}, g[1]:totable())
         assert.same({10, 10}, x.grad:totable())
+    end)
+
+    it("autograd.grad touches no .grad, other leaves' included", function()
+        local w, z = ordo.ones({3}, D):requires_grad(), ordo.ones({3}, D):requires_grad()
+        local g = ag.grad((w * z * 2):sum(), {w})
+        assert.same({2, 2, 2}, g[1]:totable())
+        assert.is_nil(z.grad)
+        assert.is_nil(w.grad)
+        -- a retained non-leaf's .grad is left alone too
+        local h = (w * 3):retain_grad()
+        ag.grad(h:sum(), {w})
+        assert.is_nil(h.grad)
+    end)
+
+    it("autograd.grad with respect to non-leaf tensors", function()
+        local w = ordo.tensor({1, 2, 3}, D):requires_grad()
+        local h = w * 3
+        local g = ag.grad((h * h):sum(), {h})
+        assert.same({6, 12, 18}, g[1]:totable())
+        assert.is_nil(w.grad)
+        -- a non-leaf and a leaf below it, a given seed, the output itself as an input
+        local u = w * w
+        local y = u * 2
+        local seed = ordo.tensor({1, 1, 2}, D)
+        local gu, gw, gy = unpack(ag.grad(y, {u, w, y}, seed))
+        assert.same({2, 2, 4}, gu:totable())
+        assert.same({4, 8, 24}, gw:totable())
+        assert.same({1, 1, 2}, gy:totable())
+        assert.are_not.equal(seed, gy)
+    end)
+
+    it("autograd.grad: each result its own tensor, nil for unused inputs, the graph freed unless retained", function()
+        local a, b = ordo.ones({2}, D):requires_grad(), ordo.ones({2}, D):requires_grad()
+        local c = ordo.ones({2}, D):requires_grad()
+        local seed = ordo.ones({2}, D)
+        local r = ag.grad(a + b, {a, b, a, c}, seed)
+        assert.same({1, 1}, r[1]:totable())
+        assert.same({1, 1}, r[2]:totable())
+        assert.same({1, 1}, r[3]:totable())
+        assert.is_nil(r[4])
+        assert.are_not.equal(r[1], r[2])
+        assert.are_not.equal(r[1], r[3])
+        assert.are_not.equal(seed, r[1])
+        ordo.no_grad(function() r[1]:fill_(7) end)
+        assert.same({1, 1}, r[2]:totable())
+        assert.same({1, 1}, seed:totable())
+        -- retain_graph, as backward
+        local l = (a * a):sum()
+        assert.same({2, 2}, ag.grad(l, {a}, {retain_graph = true})[1]:totable())
+        assert.same({2, 2}, ag.grad(l, {a})[1]:totable())
+        local ok, err = pcall(ag.grad, l, {a})
+        assert.is_false(ok)
+        assert.matches("freed by an earlier backward", err)
+        assert.is_nil(a.grad)
+    end)
+
+    it("autograd.grad refuses inputs without a gradient, create_graph and bad arguments", function()
+        local w = ordo.ones({2}, D):requires_grad()
+        local l = (w * 2):sum()
+        local cases = {
+            {function() ag.grad(l, {ordo.ones({2}, D)}) end, "grad: input 1 %(shape 2%) does not require a gradient"},
+            {function() ag.grad(l, {w}, {create_graph = true}) end, "grad: create_graph is not supported"},
+            {function() ag.grad(l, {w}, nil, 5) end, "grad: options must be a table, got number"},
+            {function() ag.grad(l, {w}, 5) end, "grad: grad must be a tensor, got number"},
+            {function() ag.grad(l, w) end, "grad: inputs must be a list of tensors"},
+            {function() ag.grad(l, {w}, {retain = true}) end, "grad: unknown option 'retain'"},
+            {function() ag.grad(ordo.ones({1}), {w}) end, "grad: the tensor does not require a gradient"},
+        }
+        for i, c in ipairs(cases) do
+            local ok, err = pcall(c[1])
+            assert.is_false(ok, "case " .. i)
+            assert.matches(c[2], err)
+        end
+    end)
+
+    it("backward validates its arguments, naming backward", function()
+        local w = ordo.ones({2}, D):requires_grad()
+        local cases = {
+            {function() (w * 2):sum():backward(nil, 5) end, "backward: options must be a table, got number"},
+            {function() (w * 2):sum():backward(5) end, "backward: grad must be a tensor, got number"},
+            {function() (w * 2):sum():backward({retain_graph = 1}) end, "backward: retain_graph must be a boolean"},
+            {function() (w * 2):sum():backward(nil, {retain = true}) end, "backward: unknown option 'retain'"},
+            {function() (w * 2):sum():backward({create_graph = true}) end, "backward: create_graph is not supported"},
+        }
+        for i, c in ipairs(cases) do
+            local ok, err = pcall(c[1])
+            assert.is_false(ok, "case " .. i)
+            assert.matches(c[2], err)
+        end
+        assert.is_nil(w.grad)
+        ;(w * 2):sum():backward(nil, {retain_graph = false})
+        assert.same({2, 2}, w.grad:totable())
+    end)
+
+    it("a condition, mask or index changed in place before backward is reported", function()
+        local U8, I64 = {dtype = "uint8"}, {dtype = "int64"}
+        local function changed(name, make, change)
+            local x = ordo.tensor({{1, 2, 3}, {4, 5, 6}}, D):requires_grad()
+            local y, t = make(x)
+            change(t)
+            local ok, err = pcall(function() y:sum():backward() end)
+            assert.is_false(ok, name)
+            assert.matches("saved by " .. name .. " was changed in place", err)
+            assert.is_nil(x.grad)
+        end
+        local function zero(t) t:zero_() end
+        changed("where", function(x)
+            local cond = ordo.tensor({1, 0, 1}, U8)
+            return ordo.where(cond, x, 0.0), cond
+        end, zero)
+        changed("masked_fill", function(x)
+            local mask = ordo.tensor({1, 0, 1}, U8)
+            return x:masked_fill(mask, 0), mask
+        end, zero)
+        changed("gather", function(x)
+            local idx = ordo.tensor({{3}, {2}}, I64)
+            return x:gather(2, idx), idx
+        end, function(t) t:fill_(1) end)
+        changed("index_select", function(x)
+            local idx = ordo.tensor({3, 2}, I64)
+            return x:index_select(2, idx), idx
+        end, function(t) t:fill_(1) end)
+        changed("scatter_add", function(x)
+            local idx = ordo.tensor({{3}, {2}}, I64)
+            return ordo.zeros({2, 3}, D):scatter_add(2, idx, x:narrow(2, 1, 1)), idx
+        end, function(t) t:fill_(1) end)
+        changed("index_add", function(x)
+            local idx = ordo.tensor({3, 2}, I64)
+            return ordo.zeros({2, 3}, D):index_add(2, idx, x:narrow(2, 1, 2)), idx
+        end, function(t) t:fill_(1) end)
+        changed("sort", function(x)
+            local v, idx = x:sort(2)
+            return v, idx
+        end, function(t) t:fill_(1) end)
+        changed("max", function(x)
+            local v, idx = x:max(2)
+            return v, idx
+        end, function(t) t:fill_(1) end)
+    end)
+
+    it("the in-place errors name ops that exist (t[i] = x fills in place)", function()
+        local w = ordo.ones({2}, D):requires_grad()
+        local ok, err = pcall(function() w[1] = 5 end)
+        assert.is_false(ok)
+        assert.matches("fill_: a tensor that requires a gradient cannot be changed in place", err)
+        assert.matches("ordo.full_like", err, 1, true)
+        assert.is_nil(err:find("out-of-place fill", 1, true))
+        ok, err = pcall(function() ordo.zeros({2}, D):copy_(w) end)
+        assert.is_false(ok)
+        assert.is_nil(err:find("out-of-place copy", 1, true))
+        ok, err = pcall(function() w:add_(1) end)
+        assert.matches("use the out-of-place add", err, 1, true)
+        -- every suggested out-of-place op exists
+        for name in pairs(ordo.Tensor) do
+            if type(name) == "string" and name:match("[^_]_$") and name ~= "requires_grad_" then
+                local t = ordo.ones({2}, D):requires_grad()
+                local ok2, e2 = pcall(ordo.Tensor[name], t)
+                if not ok2 then
+                    local base = e2:match("use the out%-of%-place ([%w_]+)")
+                    if base then assert.is_not_nil(ordo.Tensor[base], name .. " suggests " .. base) end
+                end
+            end
+        end
     end)
 
     it("backward through a larger graph (matmul, tanh, reused weight)", function()

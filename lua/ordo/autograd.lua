@@ -107,6 +107,13 @@ function M.record(name, out, inputs, backward, saved)
         fail(fmt("record: expected a list of inputs and a backward function, got %s and %s", typename(inputs),
                  typename(backward)))
     end
+    -- the name goes into backward's errors, out gets the node: both are
+    -- checked here, where a mistake is the op author's, not at backward
+    if type(name) ~= "string" then fail("record: the op's name must be a string, got " .. typename(name)) end
+    if not is_tensor(out) then fail("record: out must be a tensor, got " .. typename(out)) end
+    if saved ~= nil and (type(saved) ~= "table" or is_tensor(saved)) then
+        fail("record: saved must be a list of tensors, got " .. typename(saved))
+    end
     if not enabled then return out end
     local n = inputs.n or #inputs
     local any = false
@@ -119,7 +126,11 @@ function M.record(name, out, inputs, backward, saved)
     local node = {name = name, inputs = inputs, n = n, backward = backward}
     if saved then
         local v = {}
-        for i = 1, #saved do v[i] = writes_of(saved[i]) end
+        for i = 1, #saved do
+            local s = saved[i]
+            if not is_tensor(s) then fail(fmt("record: saved[%d] must be a tensor, got %s", i, typename(s))) end
+            v[i] = writes_of(s)
+        end
         node.saved, node.versions = saved, v
     end
     out._rg = true
@@ -139,6 +150,18 @@ function M.sum_to(g, shape)
         local same = true
         for i = 1, n do if gs[i] ~= shape[i] then same = false break end end
         if same then return g end
+    end
+    -- only what broadcasting makes can be undone: shape, padded with
+    -- leading 1s, has g's size or 1 in every dim
+    local ok = m <= n
+    for i = 1, m do
+        local s = shape[i]
+        if not ok then break end
+        if type(s) ~= "number" or (s ~= 1 and s ~= gs[n - m + i]) then ok = false end
+    end
+    if not ok then
+        fail(fmt("sum_to: a gradient of shape %s cannot be summed to shape %s (not a shape it broadcasts from)",
+                 shape_str(g), tensor.shape_str(shape)))
     end
     local r = g
     -- leading dims broadcasting added
@@ -273,8 +296,37 @@ local function check_grad(node, i, x, gi)
     return gi
 end
 
-local function run_backward(root, grad, retain)
+-- capture: nil for backward() (gradients accumulate into the leaves'
+-- .grad and retained non-leaves'), or the set of tensors autograd.grad
+-- asked for: their gradients are collected into the returned table and no
+-- .grad is touched, and only the nodes on a path to one of them run (the
+-- rest of the graph may be large, and its backward would be wasted pushes).
+local function run_backward(root, grad, retain, capture)
     local order = topo_order(root)
+    local through, captured
+    if capture then
+        -- order lists a tensor before its node's inputs: walked from the end,
+        -- every input is settled before the tensors computed from it.
+        -- leads[t]: t is captured or one of its node's inputs leads;
+        -- through[t]: t's node must run (one of its inputs leads)
+        local leads = {}
+        through, captured = {}, {}
+        for k = #order, 1, -1 do
+            local t = order[k]
+            local node = t._node
+            local via = false
+            if node and not node.inputs then
+                via = true -- freed: walk it, so that the error below says so
+            elseif node then
+                for i = 1, node.n do
+                    local x = node.inputs[i]
+                    if x ~= nil and leads[x] then via = true break end
+                end
+            end
+            through[t] = via
+            leads[t] = via or capture[t] == true
+        end
+    end
     local grads = {[root] = grad}
     local taken = {[grad] = true}
     for k = 1, #order do
@@ -283,7 +335,10 @@ local function run_backward(root, grad, retain)
         grads[t] = nil
         local node = t._node
         if g ~= nil then
-            if node == nil or t._retain then
+            if capture then
+                if capture[t] then captured[t] = g end
+                if not through[t] then node = nil end
+            elseif node == nil or t._retain then
                 if t.grad == nil then
                     t.grad = t._node and g:clone() or own_grad(g, taken)
                 else
@@ -319,50 +374,100 @@ local function run_backward(root, grad, retain)
             end
         end
     end
+    return captured, taken
 end
 
--- t:backward([grad [, {retain_graph = bool}]]): accumulates d t / d leaf
+-- The seed of a backward from out: grad (a tensor of out's shape, cast to
+-- its dtype) or, for a one-element out, ones.
+local function seed_of(fname, out, grad)
+    if not out._rg then
+        fail(fname .. ": the tensor does not require a gradient " ..
+             "(call requires_grad() on the inputs it was computed from)")
+    end
+    if grad == nil then
+        if out:numel() ~= 1 then
+            fail(fmt("%s: a gradient must be given for an output of shape %s (only one-element outputs default to 1)",
+                     fname, shape_str(out)))
+        end
+        return tensor.ones_like(out)
+    end
+    if not is_tensor(grad) then fail(fmt("%s: grad must be a tensor, got %s", fname, typename(grad))) end
+    local a, b = shape_of(out), shape_of(grad)
+    local same = #a == #b
+    if same then for i = 1, #a do if a[i] ~= b[i] then same = false break end end end
+    if not same then
+        fail(fmt("%s: grad has shape %s but the output has shape %s", fname, shape_str(grad), shape_str(out)))
+    end
+    if grad._c.dtype ~= out._c.dtype then grad = grad:to(out:dtype()) end
+    return grad
+end
+
+-- The options of backward and grad: retain_graph (a boolean).  create_graph
+-- is refused by name: backward runs in no-grad mode and never builds a graph
+-- of the gradients, and ignoring it would give gradients that look right
+-- but cannot be differentiated again.
+local BACKWARD_OPTS = {retain_graph = true, create_graph = true}
+local function check_backward_opts(fname, opts)
+    opts = util.check_opts(fname, opts, BACKWARD_OPTS)
+    local r = opts.retain_graph
+    if r ~= nil and type(r) ~= "boolean" then
+        fail(fmt("%s: retain_graph must be a boolean, got %s", fname, typename(r)))
+    end
+    if opts.create_graph then
+        fail(fname .. ": create_graph is not supported (no gradients of gradients: backward runs in no-grad mode)")
+    end
+    return r == true
+end
+
+-- t:backward([grad] [, {retain_graph = bool}]): accumulates d t / d leaf
 -- into every leaf's .grad.  grad defaults to 1 for a one-element t.
 function Tensor:backward(grad, opts)
     check_self("backward", self)
     if type(grad) == "table" and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
-    if not self._rg then
-        fail("backward: the tensor does not require a gradient (call requires_grad() on the inputs it was computed from)")
-    end
-    if grad == nil then
-        if self:numel() ~= 1 then
-            fail(fmt("backward: a gradient must be given for an output of shape %s (only one-element outputs default to 1)",
-                     shape_str(self)))
-        end
-        grad = tensor.ones_like(self)
-    else
-        if not is_tensor(grad) then fail("backward: grad must be a tensor, got " .. typename(grad)) end
-        local a, b = shape_of(self), shape_of(grad)
-        local same = #a == #b
-        if same then for i = 1, #a do if a[i] ~= b[i] then same = false break end end end
-        if not same then
-            fail(fmt("backward: grad has shape %s but the output has shape %s", shape_str(grad), shape_str(self)))
-        end
-        if grad._c.dtype ~= self._c.dtype then grad = grad:to(self:dtype()) end
-    end
-    local retain = opts and opts.retain_graph
+    local retain = check_backward_opts("backward", opts)
+    grad = seed_of("backward", self, grad)
     M.no_grad(run_backward, self, grad, retain)
 end
 
--- ordo.autograd.grad(output, inputs [, grad]): the gradients of output with
--- respect to inputs (a list), returned as a list, leaving .grad untouched.
+-- ordo.autograd.grad(output, inputs [, grad] [, {retain_graph = bool}]):
+-- the gradients of output with respect to inputs (a list of tensors that
+-- require a gradient, leaves or not), returned as a list, nil for an input
+-- that output does not depend on.  No .grad is read or written, the
+-- leaves' included (Torch's autograd.grad); only the part of the graph
+-- between output and the inputs runs, and is freed unless retain_graph.
 function M.grad(output, inputs, grad, opts)
     check_self("grad", output)
-    if type(inputs) ~= "table" or is_tensor(inputs) then fail("grad: inputs must be a list of tensors") end
-    for i, x in ipairs(inputs) do
+    if type(inputs) ~= "table" or is_tensor(inputs) then
+        fail("grad: inputs must be a list of tensors, got " .. typename(inputs))
+    end
+    if type(grad) == "table" and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
+    local n = #inputs
+    for i = 1, n do
+        local x = inputs[i]
         if not is_tensor(x) then fail(fmt("grad: input %d must be a tensor, got %s", i, typename(x))) end
     end
-    local saved = {}
-    for i, x in ipairs(inputs) do saved[i] = x.grad; x.grad = nil end
-    local ok, err = pcall(Tensor.backward, output, grad, opts)
+    -- an input that does not require a gradient has no place in any graph:
+    -- asking for its gradient is a mistake (Torch refuses it too), not a nil
+    local capture = {}
+    for i = 1, n do
+        local x = inputs[i]
+        if not x._rg then
+            fail(fmt("grad: input %d (shape %s) does not require a gradient", i, shape_str(x)))
+        end
+        capture[x] = true
+    end
+    local retain = check_backward_opts("grad", opts)
+    grad = seed_of("grad", output, grad)
+    local captured, taken = M.no_grad(run_backward, output, grad, retain, capture)
+    -- each result a tensor of its own: one gradient can reach several
+    -- inputs (add passes g to both operands; an input listed twice) and the
+    -- seed is the caller's, so a later in-place change to one result must
+    -- not show in another
     local r = {}
-    for i, x in ipairs(inputs) do r[i] = x.grad; x.grad = saved[i] end
-    if not ok then error(err, 0) end
+    for i = 1, n do
+        local g = captured[inputs[i]]
+        if g ~= nil then r[i] = M.no_grad(own_grad, g, taken) end
+    end
     return r
 end
 
@@ -390,6 +495,18 @@ end
 function M.gradcheck(fn, inputs, opts)
     opts = util.check_opts("gradcheck", opts, {eps = true, atol = true, rtol = true, name = true})
     local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
+    if type(eps) ~= "number" or not (eps > 0 and eps < math.huge) then
+        fail("gradcheck: eps must be a positive finite number, got " .. tostring(eps))
+    end
+    if type(atol) ~= "number" or not (atol >= 0) then
+        fail("gradcheck: atol must be a number >= 0, got " .. tostring(atol))
+    end
+    if type(rtol) ~= "number" or not (rtol >= 0) then
+        fail("gradcheck: rtol must be a number >= 0, got " .. tostring(rtol))
+    end
+    if opts.name ~= nil and type(opts.name) ~= "string" then
+        fail("gradcheck: name must be a string, got " .. typename(opts.name))
+    end
     local label = opts.name and (opts.name .. ": ") or ""
     if type(fn) ~= "function" then fail("gradcheck: expected a function, got " .. typename(fn)) end
     if type(inputs) ~= "table" or is_tensor(inputs) then fail("gradcheck: inputs must be a list") end

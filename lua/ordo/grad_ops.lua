@@ -137,7 +137,7 @@ function M.install(ag)
                 local gi, ii = g, idx
                 if not keepdim then gi, ii = g:unsqueeze(dim), idx:unsqueeze(dim) end
                 return tensor.zeros_like(x):scatter_add_(dim, ii, gi)
-            end, {x})
+            end, dim == nil and {x, v} or {x, idx}) -- the outputs the backward reads are saved too
         end
         return function(x, dim, keepdim)
             if is_tensor(dim) then return Tensor[pair](x, dim) end
@@ -150,22 +150,51 @@ function M.install(ag)
     Tensor.max = extremum("max", raw.max, "maximum")
     Tensor.min = extremum("min", raw.min, "minimum")
 
-    -- clamp(lo, hi): the gradient passes where lo <= x <= hi
-    local function rec_clamp(x, lo, hi, y)
-        record("clamp", y, {x, n = 1}, function(g)
-            local dt = g:dtype()
+    -- clamp(lo, hi), bounds numbers or tensors (broadcasting): as Torch,
+    -- the gradient goes to x where lo <= x <= hi, to lo where x < lo (and
+    -- lo < hi), to hi where x > hi or hi < lo (the forward takes hi when
+    -- the bounds cross); a tensor bound's gradient is summed back to its
+    -- shape.  A mask is a float 0/1 tensor: * is "and".
+    local function lt(a, b) -- a < b with a number on either side
+        if is_tensor(a) then return a:lt(b) end
+        return b:gt(a)
+    end
+    local function clamp_bw(g, x, lo, hi)
+        local dt, gs = g:dtype(), shape_of(g)
+        local tlo, thi = is_tensor(lo), is_tensor(hi)
+        local gx, glo, ghi
+        if x._rg then
             local m
             if lo ~= nil then m = x:ge(lo):to(dt) end
             if hi ~= nil then
                 local mh = x:le(hi):to(dt)
                 m = m and m * mh or mh
             end
-            return g * m
-        end, {x})
+            gx = sum_to((g * m):expand(gs), shape_of(x))
+        end
+        -- the bounds cross where hi < lo (only then can both be tensors or numbers)
+        local crossed = lo ~= nil and hi ~= nil and (tlo or thi) and lt(hi, lo):to(dt) or nil
+        if tlo and lo._rg then
+            local m = x:lt(lo):to(dt)
+            if crossed then m = m * (1 - crossed) end
+            glo = sum_to((g * m):expand(gs), shape_of(lo))
+        end
+        if thi and hi._rg then
+            local m = x:gt(hi):to(dt)
+            if crossed then m = (m + crossed):clamp(nil, 1) end -- "or"
+            ghi = sum_to((g * m):expand(gs), shape_of(hi))
+        end
+        return gx, glo, ghi
+    end
+    local function rec_clamp(x, lo, hi, y)
+        local saved = {x}
+        if is_tensor(lo) then saved[#saved + 1] = lo end
+        if is_tensor(hi) then saved[#saved + 1] = hi end
+        record("clamp", y, {x, lo, hi, n = 3}, function(g) return clamp_bw(g, x, lo, hi) end, saved)
     end
     Tensor.clamp = function(x, lo, hi)
         local y = raw.clamp(x, lo, hi)
-        if needs(x) then rec_clamp(x, lo, hi, y) end
+        if needs(x, lo, hi) then rec_clamp(x, lo, hi, y) end
         return y
     end
 
@@ -211,13 +240,15 @@ function M.install(ag)
     -- ------------------------------------------------------------ selection
 
     local raw_where = tensor.where
+    -- cond is read by the backward: saved, so that changing it in place
+    -- before backward raises instead of routing the gradient wrongly
     local function rec_where(cond, x, y, out)
         record("where", out, {x, y, n = 2}, function(g)
             local m = cond:ne(0):to(g:dtype())
             local gx = is_tensor(x) and x._rg and sum_to((g * m):expand(shape_of(g)), shape_of(x)) or nil
             local gy = is_tensor(y) and y._rg and sum_to((g * (1 - m)):expand(shape_of(g)), shape_of(y)) or nil
             return gx, gy
-        end)
+        end, {cond})
     end
     tensor.where = function(cond, x, y)
         local out = raw_where(cond, x, y)
@@ -226,25 +257,41 @@ function M.install(ag)
     end
     Tensor.where = function(x, cond, y) return tensor.where(cond, x, y) end
 
-    local function rec_masked_fill(x, mask, y)
-        record("masked_fill", y, {x, n = 1}, function(g)
-            return sum_to(g:masked_fill(mask, 0), shape_of(x))
-        end)
+    -- x's gradient is g where the mask is clear; a tensor value (one
+    -- element, as the forward reads it) gets the sum of g where it is set.
+    -- The mask is saved: the backward reads it.
+    local function masked_fill_bw(g, x, mask, value)
+        local gx, gv
+        if is_tensor(x) and x._rg then gx = sum_to(g:masked_fill(mask, 0), shape_of(x)) end
+        if is_tensor(value) and value._rg then
+            local set = tensor.zeros_like(g):masked_fill(mask, 1) -- the mask broadcast to g's shape
+            gv = (g * set):sum():reshape(shape_of(value))
+        end
+        return gx, gv
+    end
+    local function rec_masked_fill(x, mask, value, y)
+        local saved = {mask}
+        record("masked_fill", y, {x, value, n = 2}, function(g) return masked_fill_bw(g, x, mask, value) end, saved)
     end
     Tensor.masked_fill = function(x, mask, value)
         local y = raw.masked_fill(x, mask, value)
-        if needs(x) then rec_masked_fill(x, mask, y) end
+        if needs(x, value) then rec_masked_fill(x, mask, value, y) end
         return y
     end
 
     -- gather / index_select: the gradient goes back through the adjoint
-    -- (scatter_add_ / index_add_) into zeros of x's shape
+    -- (scatter_add_ / index_add_) into zeros of x's shape.  An index tensor
+    -- is saved (the backward reads it); a Lua table of indices cannot change.
+    local function saved_index(index)
+        if is_tensor(index) then return {index} end
+        return nil
+    end
     local function selection(name, adjoint)
         local function rec(x, dim, index, y, who)
             record(name, y, {x, n = 1}, function(g)
                 local z = tensor.zeros_like(x)
                 return z[adjoint](z, dim, index, g, who)
-            end)
+            end, saved_index(index))
         end
         Tensor[name] = function(x, dim, index, who)
             local y = raw[name](x, dim, index, who)
@@ -289,7 +336,7 @@ function M.install(ag)
         record("sort", values, {x, n = 1}, function(g)
             local z = tensor.zeros_like(x)
             return z:scatter_add_(d, idx, g)
-        end)
+        end, {idx}) -- the indices the caller holds route the gradient: saved
     end
     Tensor.sort = function(x, dim, descending)
         local values, idx = raw.sort(x, dim, descending)
@@ -303,7 +350,7 @@ function M.install(ag)
         local function rec(x, dim, index, src, y, who)
             record(name, y, {x, src, n = 2}, function(g)
                 return x._rg and g or nil, is_tensor(src) and src._rg and g[select](g, dim, index, who) or nil
-            end)
+            end, saved_index(index))
         end
         Tensor[name] = function(x, dim, index, src, who)
             local y = raw[name](x, dim, index, src, who)
@@ -536,20 +583,40 @@ function M.install(ag)
 
     -- ------------------------------------------------------------ in-place guards
 
+    -- What to use instead of an in-place op: "the out-of-place add" where
+    -- that op exists; the ops below have none of that name (t[i] = x and
+    -- t[{...}] = x fill_ or copy_ a view, so their errors name these too).
+    local INSTEAD = {
+        fill_ = "ordo.full_like(t, x) for all of it, t:masked_fill(mask, x) or ordo.where(mask, x, t) for part " ..
+            "of it (t[i] = x fills in place)",
+        zero_ = "ordo.zeros_like(t)",
+        copy_ = "the source itself (src:clone(), src:expand_as(t)), or ordo.where / ordo.cat to build the new " ..
+            "tensor (t[i] = tensor copies in place)",
+        uniform_ = "ordo.rand (random values carry no gradient)",
+        normal_ = "ordo.randn (random values carry no gradient)",
+        bernoulli_ = "ordo.bernoulli (random values carry no gradient)",
+    }
+    local function instead(name)
+        local alt = INSTEAD[name]
+        if alt then return alt end
+        local base = name:sub(1, -2)
+        if raw[base] ~= nil then return "the out-of-place " .. base end
+        return "an out-of-place op"
+    end
     for name, f in pairs(raw) do
         if type(f) == "function" and name:match("[^_]_$") and name ~= "requires_grad_" then
+            local alt = instead(name)
             Tensor[name] = function(self, ...)
                 if ag.is_enabled() then
                     if type(self) == "table" and self._rg then
                         fail(fmt("%s: a tensor that requires a gradient cannot be changed in place " ..
-                                 "(use the out-of-place %s, or wrap the update in ordo.no_grad)", name,
-                                 name:sub(1, -2)))
+                                 "(use %s, or wrap the update in ordo.no_grad)", name, alt))
                     end
                     for i = 1, select("#", ...) do
                         local a = select(i, ...)
                         if type(a) == "table" and a._rg then
                             fail(fmt("%s: an in-place op cannot take an input that requires a gradient " ..
-                                     "(its gradient would be lost); use the out-of-place %s", name, name:sub(1, -2)))
+                                     "(its gradient would be lost); use %s", name, alt))
                         end
                     end
                 end
