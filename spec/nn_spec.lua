@@ -818,6 +818,152 @@ describe("nn modules", function()
         assert.is_true(m.weight:needs_grad())
         assert.equal("float64", m(ordo.randn({1, 2}, D)):dtype())
     end)
+
+    it("to(dtype) keeps each parameter's requires_grad: frozen parameters stay frozen", function()
+        local m = nn.Sequential(nn.Linear(2, 3), nn.Tanh(), nn.Linear(3, 1))
+        m:get(1):requires_grad_(false)
+        m:to("float64")
+        assert.equal("float64", m:get(1).weight:dtype())
+        assert.is_false(m:get(1).weight:needs_grad())
+        assert.is_false(m:get(1).bias:needs_grad())
+        assert.is_true(m:get(3).weight:needs_grad())
+        assert.equals(2, #m:trainable_parameters())
+        -- nothing to convert: the very same tensors stay (an optimiser made before still holds them)
+        local w = m:get(3).weight
+        m:to("float64")
+        assert.equals(w, m:get(3).weight)
+        local fe = nn.Embedding.from_pretrained(ordo.randn({4, 2})):to("float64")
+        assert.equal("float64", fe.weight:dtype())
+        assert.is_false(fe.weight:needs_grad())
+        assert.is_true(nn.Embedding.from_pretrained(ordo.randn({4, 2}), {freeze = false}):to("float64").weight
+                           :needs_grad())
+    end)
+
+    it("BCELoss: finite gradients (Torch's) where a probability is exactly 0 or 1; the loss as before", function()
+        -- sigmoid(20) is 1 in float32: log(1 - p) is clamped, and its gradient was NaN
+        local z = ordo.tensor({20.0, 0.0}):requires_grad()
+        local loss = nn.BCELoss()(z:sigmoid(), ordo.tensor({1.0, 1.0}))
+        loss:backward()
+        close(z.grad:totable(), {0, -0.25}, 1e-7)
+        -- p = 0 and 1 against either target: loss 100 where the clamped log counts; the
+        -- gradients (p - y) / max(p (1 - p), 1e-12) as Torch, and the target's the clamped logs' difference
+        local p = ordo.tensor({0, 1, 0, 1, 0.25}, D):requires_grad()
+        local y = ordo.tensor({1, 0, 0, 1, 0.5}, D):requires_grad()
+        local l = nn.BCELoss({reduction = "none"})(p, y)
+        close(l:totable(), {100, 100, 0, 0, -(0.5 * math.log(0.25) + 0.5 * math.log(0.75))}, 1e-12)
+        l:sum():backward()
+        close(p.grad:totable(), {-1e12, 1e12, 0, 0, -0.25 / (0.25 * 0.75)}, 1e-12)
+        close(y.grad:totable(), {100, -100, 100, -100, math.log(0.75) - math.log(0.25)}, 1e-12)
+        for _, v in ipairs(p.grad:totable()) do assert.is_true(v == v) end
+        -- away from 0 and 1: the chain rule's gradients, for p and the target
+        local u = ordo.tensor({0.3, 0.6, 0.8}, D):requires_grad()
+        local t = ordo.tensor({0.1, 1, 0.5}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a, b) return F.binary_cross_entropy(a, b, {reduction = "sum"}) end, {u, t}))
+        assert.equals("mean", nn.BCELoss()(u, t):grad_fn())
+    end)
+
+    it("activations' gradients at their kinks are Torch's", function()
+        local function grad_at(f, xs)
+            local x = ordo.tensor(xs, D):requires_grad()
+            f(x):sum():backward()
+            return x.grad:totable()
+        end
+        close(grad_at(nn.ReLU6(), {0, 6, 3, -1, 7}), {0, 0, 1, 0, 0})
+        close(grad_at(nn.Hardtanh(), {-1, 1, 0, -2, 2}), {0, 0, 1, 0, 0})
+        close(grad_at(nn.Hardtanh(-2, 3), {-2, 3, 0}), {0, 0, 1})
+        close(grad_at(nn.LeakyReLU(0.1), {0, -1, 1}), {0.1, 0.1, 1})
+        close(grad_at(nn.ELU(), {0, 1, -1}), {1, 1, math.exp(-1)})
+        close(grad_at(nn.ELU(0.5), {0, 1, -1}), {0.5, 1, 0.5 * math.exp(-1)})
+        local A, S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+        close(grad_at(nn.SELU(), {0, 1}), {A * S, S})
+        close(grad_at(nn.Hardsigmoid(), {-3, 3, 0}), {0, 0, 1 / 6})
+        close(grad_at(nn.Hardswish(), {-3, 3, 0, -4, 4}), {-0.5, 1.5, 0.5, 0, 1})
+        local pr = nn.PReLU(1, {dtype = "float64"})
+        close(grad_at(pr, {0, -2, 2}), {0.25, 0.25, 1})
+        close(pr.weight.grad:totable(), {-2})
+        -- large inputs: no overflow in ELU's unused branch (its gradient was computed too)
+        close(grad_at(nn.ELU(), {800, -800}), {1, 0})
+        assert.equals("relu6", nn.ReLU6()(ordo.tensor({1}, D):requires_grad()):grad_fn())
+    end)
+
+    it("Linear and LayerNorm refuse unknown options; LayerNorm takes Torch's elementwise_affine and bias", function()
+        H.raises(function() nn.Linear(3, 2, {bais = false}) end, "Linear", "unknown option 'bais'")
+        H.raises(function() nn.Linear(3, 2, {bias = 0}) end, "Linear", "bias", "boolean")
+        H.raises(function() nn.LayerNorm(3, {affin = false}) end, "LayerNorm", "unknown option 'affin'")
+        assert.equals(0, #nn.LayerNorm(3, {elementwise_affine = false}):parameters())
+        local wo = nn.LayerNorm(3, {bias = false})
+        assert.equals(1, #wo:parameters())
+        assert.is_nil(wo.bias)
+        assert.same({2, 3}, wo(ordo.randn({2, 3})):shape())
+        H.raises(function() nn.LayerNorm(3, {affine = true, elementwise_affine = false}) end, "LayerNorm",
+                 "elementwise_affine", "disagree")
+        H.raises(function() nn.LayerNorm(3, {eps = "x"}) end, "LayerNorm", "eps", "number")
+    end)
+
+    it("children: removed (set to nil) or assigned over a plain field, parameters(), train() and save follow", function()
+        local Net = nn.Module:extend("ChildNet")
+        function Net:init()
+            self.extra = false                -- a plain field first
+            self.body = nn.Linear(2, 3)
+            self.extra = nn.Linear(3, 3)      -- then a module: a child, in this place
+            self.head = nn.Linear(3, 1)
+        end
+        function Net:forward(x) return self.head(self.extra(self.body(x))) end
+        local net = Net()
+        local function names(m)
+            local r = {}
+            for _, e in ipairs(m:named_parameters()) do r[#r + 1] = e.name end
+            return table.concat(r, " ")
+        end
+        assert.equals("body.weight body.bias extra.weight extra.bias head.weight head.bias", names(net))
+        assert.equals(6, #optim.SGD(net:parameters()).params)
+        -- removing a child
+        net.head = nil
+        assert.equals("body.weight body.bias extra.weight extra.bias", names(net))
+        net:eval()
+        assert.is_false(net.extra.training)
+        net:train()
+        assert.equals(2, #net:children())
+        assert.equals(3, #net:modules())
+        net:to("float64")
+        local path = os.tmpname()
+        net:save(path)
+        net:load(path)
+        os.remove(path)
+        -- assigned again: back in its place
+        net.head = nn.Linear(3, 1, D)
+        assert.equals("body.weight body.bias extra.weight extra.bias head.weight head.bias", names(net))
+        -- a module assigned over a plain field after init, and a child replaced by a plain value
+        net.note = "x"
+        net.note = nn.Linear(1, 1, D)
+        net.extra = false
+        assert.equals("body.weight body.bias head.weight head.bias note.weight note.bias", names(net))
+        assert.matches("%(note%): Linear", tostring(net))
+        -- ModuleDict: a removed entry leaves its keys
+        local d = nn.ModuleDict({a = nn.Linear(1, 1), b = nn.Linear(1, 1)})
+        d.a = nil
+        assert.same({"b"}, d:keys())
+        H.raises(function() d:get("a") end, "ModuleDict", "no module named a")
+        H.raises(function() net:add_module("a.b", nn.Linear(1, 1)) end, "add_module", "without dots")
+        H.raises(function() net:add_module(3, nn.Linear(1, 1)) end, "add_module", "string")
+    end)
+
+    it("Embedding and Unflatten name themselves in their errors", function()
+        local e = nn.Embedding(10, 3)
+        H.raises(function() e(ordo.tensor({1, 11}, "int64")):sum():item() end, "Embedding", "index 11 out of range")
+        H.raises(function() e(ordo.tensor({0}, "int32")):totable() end, "Embedding", "index 0 out of range")
+        H.raises(function() F.embedding(ordo.tensor({12}, "int64"), e.weight):totable() end, "embedding",
+                 "index 12 out of range")
+        local ok = pcall(function() return e(ordo.tensor({1}, "int64")):sum():item() end)
+        assert.is_true(ok) -- the engine goes on
+        local u = nn.Unflatten(2, {2, 3})
+        H.raises(function() u(ordo.randn({4, 5})) end, "Unflatten", "2x3", "size 5")
+        assert.same({4, 2, 3}, u(ordo.randn({4, 6})):shape())
+        assert.same({4, 2, 3}, nn.Unflatten(-1, {2, -1})(ordo.randn({4, 6})):shape())
+        H.raises(function() nn.Unflatten(2, {-1, 4})(ordo.randn({4, 6})) end, "Unflatten", "size 6")
+        H.raises(function() nn.Unflatten(2, {-1, -1}) end, "Unflatten", "at most one")
+        H.raises(function() nn.Unflatten(2, {2.5}) end, "Unflatten", "size 1")
+    end)
 end)
 
 describe("optim", function()
@@ -987,9 +1133,13 @@ describe("optim", function()
         local lin = run(function(o) return S.OneCycleLR(o, {max_lr = 1, total_steps = 5, pct_start = 0.6,
                                                             div_factor = 4, anneal_strategy = "linear"}) end, 4)
         close({0.25, 0.625, 1, (1 + 0.25 / 1e4) / 2, 0.25 / 1e4}, lin, 1e-12)
+        -- total_steps steps are allowed (Torch raises only past them); the last goes on along the curve
         local oc = S.OneCycleLR(opt, {max_lr = 0.1, total_steps = 2})
         oc:step()
-        H.raises(function() oc:step() end, "OneCycleLR", "stepped 2 times", "total_steps = 2")
+        oc:step()
+        H.raises(function() oc:step() end, "OneCycleLR", "stepped 3 times", "total_steps = 2")
+        local ten = run(function(o) return S.OneCycleLR(o, {max_lr = 0.1, total_steps = 10}) end, 10)
+        close(ten[11], 0.004 / 1e4 + (0.1 - 0.004 / 1e4) * (1 + math.cos(math.pi * 8 / 7)) / 2, 1e-12)
         H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1}) end, "OneCycleLR", "total_steps", "required")
         H.raises(function() S.LinearLR(opt, {start_factor = 0}) end, "LinearLR", "start_factor")
 
@@ -1194,6 +1344,103 @@ describe("optim", function()
         ok, err = pcall(optim.Adam, {})
         assert.is_false(ok)
         assert.matches("non%-empty list of parameters", err)
+    end)
+
+    it("Adam's bias correction and Adagrad's lr_decay count each parameter's own updates (fused and not)", function()
+        local function late_first_step(make, contiguous)
+            -- p gets a gradient from step 1, q from step 3: q's first update is a first update
+            local p = ordo.tensor({1, 2}, D):requires_grad()
+            local base = ordo.tensor({{0.5, -1}, {2, 3}}, D)
+            local q = (contiguous and base:clone() or base:t():contiguous():t()):requires_grad()
+            assert.equals(contiguous, q:is_contiguous())
+            local opt = make({p, q})
+            for step = 1, 3 do
+                opt:zero_grad()
+                local l = (p * p):sum()
+                if step == 3 then l = l + (q * 3):sum() end
+                l:backward()
+                opt:step()
+            end
+            assert.equals(3, opt.t)
+            return (q - base):reshape(-1):totable()
+        end
+        for _, contiguous in ipairs({true, false}) do
+            -- Adam's first step is lr * g / (|g| + eps): -lr for any positive g
+            local d = late_first_step(function(ps) return optim.Adam(ps, {lr = 0.1}) end, contiguous)
+            close(d, {-0.1, -0.1, -0.1, -0.1}, 1e-8)
+            d = late_first_step(function(ps) return optim.AdamW(ps, {lr = 0.1, weight_decay = 0}) end, contiguous)
+            close(d, {-0.1, -0.1, -0.1, -0.1}, 1e-8)
+            -- Adagrad's first step: lr * g / sqrt(g^2) at lr / (1 + 0 * lr_decay)
+            d = late_first_step(function(ps) return optim.Adagrad(ps, {lr = 0.1, lr_decay = 0.5}) end, contiguous)
+            close(d, {-0.1, -0.1, -0.1, -0.1}, 1e-8)
+        end
+    end)
+
+    it("opt:load checks the state each parameter needs and the parameters' shapes; old checkpoints load", function()
+        local serialize = require "ordo.serialize"
+        local function stepped(opt, n)
+            for _ = 1, n or 1 do
+                opt:zero_grad()
+                local l = 0
+                for _, p in ipairs(opt.params) do l = (p * p):sum() + l end
+                l:backward()
+                opt:step()
+            end
+            return opt
+        end
+        local path = os.tmpname()
+        -- state saved without momentum and centring, loaded into an RMSprop with them
+        stepped(optim.RMSprop({ordo.ones({3}, D):requires_grad()}, {lr = 0.1})):save(path)
+        local rich = optim.RMSprop({ordo.ones({3}, D):requires_grad()}, {lr = 0.1, momentum = 0.9, centered = true})
+        H.raises(function() rich:load(path) end, "optimizer load", "no state.1.mean", "other options")
+        assert.equals(0, rich.t)
+        assert.is_nil(next(rich.state))
+        -- SGD: a parameter updated without momentum has no buffer; one with momentum needs it
+        stepped(optim.SGD({ordo.ones({3}, D):requires_grad()})):save(path)
+        H.raises(function() optim.SGD({ordo.ones({3}, D):requires_grad()}, {momentum = 0.9}):load(path) end,
+                 "optimizer load", "no buf.1")
+        -- Adam's moments of a 2x3 parameter (2 x 6 numbers) for a 3x2 one
+        stepped(optim.Adam({ordo.ones({2, 3}, D):requires_grad()})):save(path)
+        local t32 = optim.Adam({ordo.ones({3, 2}, D):requires_grad()})
+        H.raises(function() t32:load(path) end, "optimizer load", "parameter 1 of shape 2x3", "this optimiser's is 3x2")
+        assert.equals(0, t32.t)
+        assert.is_nil(next(t32.state))
+        optim.Adam({ordo.ones({2, 3}, D):requires_grad()}):load(path) -- the right shape loads
+        -- a checkpoint from before per-parameter counts and shapes: each parameter with state
+        -- counts the optimiser's steps, and the run resumes as it would have
+        local function pair()
+            local a, b = ordo.tensor({1, -2}, D):requires_grad(), ordo.tensor({{3}, {0.5}}, D):requires_grad()
+            return optim.Adam({a, b}, {lr = 0.05})
+        end
+        local ref = stepped(pair(), 2)
+        ref:save(path)
+        local old = {}
+        for _, e in ipairs(serialize.read("spec", path)) do
+            if e.name ~= "steps" and not e.name:match("^shape%.") then old[#old + 1] = e end
+        end
+        serialize.write("spec", path, old)
+        local resumed = pair()
+        for i, p in ipairs(resumed.params) do ordo.no_grad(function() p:copy_(ref.params[i]) end) end
+        resumed:load(path)
+        assert.same({2, 2}, resumed.steps)
+        stepped(ref, 2)
+        stepped(resumed, 2)
+        for i = 1, 2 do assert.same(ref.params[i]:totable(), resumed.params[i]:totable()) end
+        -- per-parameter counts are saved: a parameter first updated late resumes with its own count
+        local a, b = ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3}, D):requires_grad()
+        local late = optim.Adam({a, b}, {lr = 0.1})
+        for step = 1, 3 do
+            late:zero_grad()
+            local l = (a * a):sum()
+            if step == 3 then l = l + (b * b):sum() end
+            l:backward()
+            late:step()
+        end
+        late:save(path)
+        local again = optim.Adam({a:detach():clone():requires_grad(), b:detach():clone():requires_grad()}, {lr = 0.1})
+        again:load(path)
+        assert.same({3, 1}, again.steps)
+        os.remove(path)
     end)
 
     it("a short training run: an MLP learns a non-linear rule (loss falls below 0.15)", function()

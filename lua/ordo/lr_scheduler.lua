@@ -170,7 +170,9 @@ end
 -- pct_start of the steps, then falls to that start / final_div_factor at
 -- the last step, along half cosines ("linear": straight lines) -- Torch's
 -- one-cycle policy for the lr (the optimiser's own lr is not used; its
--- momentum is left alone).  Stepping past total_steps is an error.
+-- momentum is left alone).  Stepping more than total_steps times is an
+-- error (Torch's rule: the total_steps-th step() is allowed, and goes on
+-- along the last phase's curve, just past its end).
 local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number", pct_start = "number",
                                         div_factor = "number", final_div_factor = "number",
                                         anneal_strategy = "string"}, {"max_lr", "total_steps"}, function(s, o)
@@ -192,7 +194,7 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     s.last_step = s.total_steps - 1
 end)
 function OneCycleLR:lr_at(e)
-    if e > self.last_step then
+    if e > self.total_steps then
         fail(fmt("OneCycleLR: stepped %d times, past total_steps = %d", e, self.total_steps))
     end
     local from, to, pct

@@ -82,12 +82,20 @@ function Optimizer:zero_grad()
     for _, p in ipairs(self.params) do p.grad = nil end
 end
 
+-- self.t counts the optimiser's steps, self.steps[i] the updates of
+-- parameter i (Torch's state["step"]): a parameter that first gets a
+-- gradient at step 3 takes its first update as such (Adam's bias
+-- correction, Adagrad's lr_decay), not as the third.
 function Optimizer:step()
     check_opt_self("step", self)
     autograd.no_grad(function()
         self.t = self.t + 1
+        local steps = self.steps
         for i, p in ipairs(self.params) do
-            if p.grad ~= nil then self:update(i, p, p.grad) end
+            if p.grad ~= nil then
+                steps[i] = (steps[i] or 0) + 1
+                self:update(i, p, p.grad)
+            end
         end
     end)
 end
@@ -95,14 +103,16 @@ end
 -- ---------------------------------------------------------------- checkpoints
 
 -- opt:save(path) writes what a resumed run needs beside the parameters
--- (m:save): the optimiser's kind, step count, lr (a scheduler changes it)
--- and per-parameter state (momentum buffers, Adam's moments...), in the
--- ordo tensor file format.  opt:load(path) reads it into an optimiser of
--- the same kind over parameters of the same shapes (made with the same
--- options): it checks everything first, and on any mismatch raises and
--- changes nothing.  Each class names its state field and the shape of
--- each state tensor of parameter p (state_shape(self, p, key); key nil
--- for a lone tensor).
+-- (m:save): the optimiser's kind, step count, lr (a scheduler changes it),
+-- each parameter's shape and update count and its state (momentum
+-- buffers, Adam's moments...), in the ordo tensor file format.
+-- opt:load(path) reads it into an optimiser of the same kind over
+-- parameters of the same shapes (made with the same options): it checks
+-- everything first, and on any mismatch raises and changes nothing.  Each
+-- class names its state field, the state it keeps for a parameter once
+-- updated (state_keys(self): "" for a lone tensor) and the shape of each
+-- state tensor of parameter p (state_shape(self, p, key); key nil for a
+-- lone tensor).
 local serialize -- required on first use: ordo.serialize requires ordo.tensor
 
 local function state_entries(self)
@@ -128,12 +138,22 @@ function Optimizer:save(path)
     check_opt_self("save", self)
     serialize = serialize or require "ordo.serialize"
     local kind = self.__name or "optimiser"
+    local steps = {}
+    for i = 1, #self.params do steps[i] = self.steps[i] or 0 end
     local entries = {
         {name = "kind", tensor = tensor.tensor({kind:byte(1, -1)}, {dtype = "uint8"})},
         {name = "params", tensor = scalar(#self.params, "int64")},
         {name = "step", tensor = scalar(self.t, "int64")},
         {name = "lr", tensor = scalar(self.lr, "float64")},
+        {name = "steps", tensor = tensor.tensor(steps, {dtype = "int64"})},
     }
+    -- the parameters' shapes: state of numel elements fits any shape of as many
+    for i, p in ipairs(self.params) do
+        local s = p:shape()
+        entries[#entries + 1] = {name = "shape." .. i,
+                                 tensor = #s > 0 and tensor.tensor(s, {dtype = "int64"})
+                                     or tensor.zeros({0}, {dtype = "int64"})}
+    end
     for _, e in ipairs(state_entries(self)) do entries[#entries + 1] = e end
     serialize.write("optimizer save", path, entries)
     return self
@@ -161,7 +181,38 @@ function Optimizer:load(path)
         fail(fmt("%s: %s is for %d parameters, this optimiser has %d", fname, path, int_of("params"), #self.params))
     end
     local step, lr = int_of("step"), int_of("lr")
-    got.kind, got.params, got.step, got.lr = nil, nil, nil, nil
+    local n = #self.params
+    -- per-parameter update counts; a file from before them has none: each
+    -- parameter with state then counts the optimiser's steps (set below)
+    local steps, counted = {}, got.steps ~= nil
+    if counted then
+        local t = got.steps
+        if t:dtype() ~= "int64" or t:dim() ~= 1 or t:numel() ~= n then
+            fail(fmt("%s: steps in %s is %s of shape %s, expected int64 of shape %d", fname, path, t:dtype(),
+                     shape_str(t:shape()), n))
+        end
+        for i, v in ipairs(t:totable()) do
+            if v < 0 or v > step then
+                fail(fmt("%s: %s counts %d updates of parameter %d in %d steps", fname, path, v, i, step))
+            end
+            steps[i] = v
+        end
+    end
+    -- the parameters' shapes (files from before them have none)
+    for i, p in ipairs(self.params) do
+        local t = got["shape." .. i]
+        if t then
+            local saved = t:numel() > 0 and t:totable() or {}
+            if t:dtype() ~= "int64" or t:dim() ~= 1 or shape_str(saved) ~= shape_str(p:shape()) then
+                fail(fmt("%s: %s was saved for a parameter %d of shape %s, this optimiser's is %s", fname, path, i,
+                         t:dtype() == "int64" and t:dim() == 1 and shape_str(saved) or "?", shape_str(p:shape())))
+            end
+            got["shape." .. i] = nil
+        elseif counted then
+            fail(fmt("%s: %s has no shape for parameter %d", fname, path, i))
+        end
+    end
+    got.kind, got.params, got.step, got.lr, got.steps = nil, nil, nil, nil, nil
     local field, new = self.state_field, {}
     local names = {}
     for name in pairs(got) do names[#names + 1] = name end
@@ -187,7 +238,25 @@ function Optimizer:load(path)
             new[i] = t
         end
     end
-    self[field], self.t, self.lr = new, step, lr
+    -- every parameter updated has all the state this optimiser keeps: state
+    -- saved with other options (RMSprop without momentum loaded into one
+    -- with) would otherwise leave the missing part nil for good
+    local keys = self:state_keys()
+    for i = 1, n do
+        local st = new[i]
+        if not counted then steps[i] = st ~= nil and step or 0 end
+        if st ~= nil or steps[i] > 0 then
+            for _, k in ipairs(keys) do
+                local have
+                if k == "" then have = is_tensor(st) else have = type(st) == "table" and st[k] ~= nil end
+                if not have then
+                    fail(fmt("%s: %s has no %s.%d%s, which this optimiser keeps (made with other options?)", fname,
+                             path, field, i, k == "" and "" or "." .. k))
+                end
+            end
+        end
+    end
+    self[field], self.t, self.lr, self.steps = new, step, lr, steps
     return self
 end
 
@@ -210,12 +279,13 @@ function M.SGD.new(params, opts)
     check_params("SGD", params)
     local o = options("SGD", opts, {lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false})
     if o.nesterov and o.momentum == 0 then fail("SGD: nesterov needs a momentum > 0") end
-    o.params, o.t, o.buf = params, 0, {}
+    o.params, o.t, o.steps, o.buf = params, 0, {}, {}
     return setmetatable(o, SGD)
 end
 setmetatable(SGD, {__index = Optimizer, __call = function(_, ...) return SGD.new(...) end})
 
 SGD.state_field = "buf"
+function SGD:state_keys() return self.momentum ~= 0 and {""} or {} end
 function SGD:state_shape(p, key)
     if key == nil and self.momentum ~= 0 then return p:shape() end
 end
@@ -251,11 +321,12 @@ local function adam_class(name, wd)
         check_params(name, params)
         local o = options(name, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd})
         check_betas(name, o)
-        o.params, o.t, o.state = params, 0, {}
+        o.params, o.t, o.steps, o.state = params, 0, {}, {}
         return setmetatable(o, cls)
     end
     setmetatable(cls, {__index = Optimizer, __call = function(_, ...) return cls.new(...) end})
     cls.state_field = "state"
+    function cls:state_keys() return {""} end
     function cls:state_shape(p, key) -- the moments, one row each
         if key == nil then return {2, p:numel()} end
     end
@@ -275,7 +346,8 @@ local function adam_update(self, i, p, g, wd)
         self.state[i] = st
     end
     local b1, b2 = self.beta1, self.beta2
-    local c1, c2 = 1 - b1 ^ self.t, 1 - b2 ^ self.t
+    local t = self.steps[i] -- this parameter's updates, this one included (both paths below)
+    local c1, c2 = 1 - b1 ^ t, 1 - b2 ^ t
     if fusable(K_ADAM, p, g, st) then
         tensor.push(K_ADAM, "adam_step", 0, {g}, {p, st},
                     {self.lr / c1, b1, b2, self.eps, wd, 1 / c2})
@@ -320,12 +392,13 @@ function M.Adagrad.new(params, opts)
     if o.lr_decay < 0 or o.initial_accumulator_value < 0 then
         fail("Adagrad: lr_decay and initial_accumulator_value must be >= 0")
     end
-    o.params, o.t, o.state = params, 0, {}
+    o.params, o.t, o.steps, o.state = params, 0, {}, {}
     return setmetatable(o, Adagrad)
 end
 setmetatable(Adagrad, {__index = Optimizer, __call = function(_, ...) return Adagrad.new(...) end})
 
 Adagrad.state_field = "state"
+function Adagrad:state_keys() return {""} end
 function Adagrad:state_shape(p, key)
     if key == nil then return p:shape() end
 end
@@ -338,7 +411,7 @@ function Adagrad:update(i, p, g)
     end
     if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
     sum:add_(g * g)
-    local clr = self.lr / (1 + (self.t - 1) * self.lr_decay)
+    local clr = self.lr / (1 + (self.steps[i] - 1) * self.lr_decay) -- this parameter's count, as Torch
     p:sub_(g / sum:sqrt():add_(self.eps) * clr)
 end
 
@@ -350,12 +423,18 @@ function M.RMSprop.new(params, opts)
     local o = options("RMSprop", opts, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
                                         centered = false})
     if o.alpha < 0 or o.alpha >= 1 then fail(fmt("RMSprop: alpha must be in [0, 1), got %g", o.alpha)) end
-    o.params, o.t, o.state = params, 0, {}
+    o.params, o.t, o.steps, o.state = params, 0, {}, {}
     return setmetatable(o, RMSprop)
 end
 setmetatable(RMSprop, {__index = Optimizer, __call = function(_, ...) return RMSprop.new(...) end})
 
 RMSprop.state_field = "state"
+function RMSprop:state_keys()
+    local r = {"v"}
+    if self.centered then r[#r + 1] = "mean" end
+    if self.momentum ~= 0 then r[#r + 1] = "buf" end
+    return r
+end
 function RMSprop:state_shape(p, key)
     if key == "v" or key == "mean" and self.centered or key == "buf" and self.momentum ~= 0 then return p:shape() end
 end

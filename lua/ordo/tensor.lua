@@ -2004,7 +2004,9 @@ function Tensor:gather(dim, index, who)
 end
 
 -- index_select(dim, index): the slices of dim at index (1-D, from 1).
-function Tensor:index_select(dim, index)
+-- who (internal): as gather's (Embedding), naming a bad index the kernel
+-- meets.
+function Tensor:index_select(dim, index, who)
     check_self("index_select", self)
     local d = norm_dim("index_select", self, dim)
     local idx = index_arg("index_select", self, index)
@@ -2015,7 +2017,7 @@ function Tensor:index_select(dim, index)
     local shape = shape_of(self)
     shape[d + 1] = idx:numel()
     local out = new_on("index_select", self, shape, self._c.dtype)
-    push(K.index_select, "index_select", 0, {self, idx}, {out}, nil, {d, 1})
+    push(K.index_select, who or "index_select", who and NAMED or 0, {self, idx}, {out}, nil, {d, 1})
     return out
 end
 

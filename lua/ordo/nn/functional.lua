@@ -104,12 +104,14 @@ function M.gelu(x)
     check_tensor("gelu", "input", x)
     return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)):tanh():add(1)
 end
--- x where x > 0, slope * x elsewhere (slope 0.01 by default)
+-- x where x > 0, slope * x elsewhere (slope 0.01 by default).  A where,
+-- not relu(x) - slope relu(-x): at x = 0 the gradient is then slope, as
+-- Torch's (relu's gradient is 0 there on both sides, which gave 0).
 function M.leaky_relu(x, slope)
     check_tensor("leaky_relu", "input", x)
     slope = slope or 0.01
     if type(slope) ~= "number" then fail("leaky_relu: slope must be a number, got " .. typename(slope)) end
-    return x:relu() - (-x):relu() * slope
+    return tensor.where(x:gt(0), x, x * slope)
 end
 -- log(1 + exp(x)), without overflow: relu(x) + log1p(exp(-|x|))
 function M.softplus(x)
@@ -117,11 +119,14 @@ function M.softplus(x)
     return x:relu() + (-x:abs()):exp():log1p()
 end
 -- ELU: x where x > 0, alpha (e^x - 1) elsewhere (alpha 1 by default).
+-- The negative part is expm1 of min(x, 0) (so a large x cannot overflow
+-- it), taken by clamp, whose gradient passes at x = 0: the gradient there
+-- is alpha, Torch's (x <= 0 is its negative branch).
 function M.elu(x, alpha)
     check_tensor("elu", "input", x)
     alpha = alpha or 1
     if type(alpha) ~= "number" then fail("elu: alpha must be a number, got " .. typename(alpha)) end
-    return x:relu() + (-(-x):relu()):expm1() * alpha
+    return x:relu() + x:clamp(nil, 0):expm1() * alpha
 end
 -- SELU: ELU scaled so that activations keep mean 0 and variance 1
 -- (Klambauer et al.'s constants, as Torch).
@@ -130,28 +135,47 @@ function M.selu(x)
     check_tensor("selu", "input", x)
     return M.elu(x, SELU_ALPHA) * SELU_SCALE
 end
+-- x clamped to [lo, hi] with Torch's hardtanh gradient: g strictly inside
+-- (lo, hi), 0 at the bounds too.  clamp's own gradient passes at the bounds
+-- (Torch's clamp does), which gave ReLU6 a gradient of 1 at 0 and 6.  The
+-- node is made in a function of its own (no closure in the callers).
+local function record_hardtanh(name, x, lo, hi, y)
+    autograd.record(name, y, {x, n = 1}, function(g)
+        local dt = g:dtype()
+        return g * (x:gt(lo):to(dt) * x:lt(hi):to(dt))
+    end, {x})
+end
+local function hardtanh(name, x, lo, hi)
+    local y = grad_ops.raw.clamp(x, lo, hi) -- records nothing: the node is the one below
+    if autograd.needs(x) then record_hardtanh(name, x, lo, hi, y) end
+    return y
+end
+
 -- Hardtanh: x clamped to [min_val, max_val] (-1 and 1 by default);
--- ReLU6 is Hardtanh(0, 6).
+-- ReLU6 is Hardtanh(0, 6).  The gradient is 0 at the bounds, as Torch's.
 function M.hardtanh(x, min_val, max_val)
     check_tensor("hardtanh", "input", x)
     min_val, max_val = min_val or -1, max_val or 1
     if type(min_val) ~= "number" or type(max_val) ~= "number" or min_val > max_val then
         fail(fmt("hardtanh: expected numbers min_val <= max_val, got %s and %s", tostring(min_val), tostring(max_val)))
     end
-    return x:clamp(min_val, max_val)
+    return hardtanh("hardtanh", x, min_val, max_val)
 end
 function M.relu6(x)
     check_tensor("relu6", "input", x)
-    return x:clamp(0, 6)
+    return hardtanh("relu6", x, 0, 6)
 end
 -- relu6(x + 3) / 6 and x times it (MobileNetV3's cheap sigmoid and swish).
+-- Torch's gradients at the kinks x = -3 and 3: hardsigmoid's is 0 there
+-- (hardtanh's), hardswish's is x/3 + 1/2 (-0.5 and 1.5), which the product
+-- rule gives with clamp's gradient, passing at the bounds.
 function M.hardsigmoid(x)
     check_tensor("hardsigmoid", "input", x)
-    return (x + 3):clamp(0, 6) / 6
+    return hardtanh("hardsigmoid", x + 3, 0, 6) / 6
 end
 function M.hardswish(x)
     check_tensor("hardswish", "input", x)
-    return x * M.hardsigmoid(x)
+    return x * ((x + 3):clamp(0, 6) / 6)
 end
 -- Mish: x tanh(softplus(x)).
 function M.mish(x)
@@ -179,7 +203,7 @@ function M.prelu(x, weight)
         for i = 3, x:dim() do s[i] = 1 end
         w = weight:view(s)
     end
-    return x:relu() - (-x):relu() * w
+    return tensor.where(x:gt(0), x, x * w) -- as leaky_relu: the gradient at 0 is the slope, Torch's
 end
 function M.softmax(x, dim)
     check_tensor("softmax", "input", x)
@@ -631,31 +655,55 @@ end
 -- shape): the result has the indices' shape and then dim.
 -- padding_idx (optional): the rows at that index come out as zeros and
 -- send no gradient to the weight (a padding token), as Torch's.
-function M.embedding(indices, weight, padding_idx)
+-- who (internal): the name an index out of range is reported under when
+-- the kernel meets it ("Embedding" from the module; "embedding" here).
+function M.embedding(indices, weight, padding_idx, who)
     check_tensor("embedding", "indices", indices)
     check_tensor("embedding", "weight", weight)
     local dt = indices:dtype()
     if dt ~= "int64" and dt ~= "int32" then
         fail(fmt("embedding: indices must be int64 or int32 (from 1), got %s", dt))
     end
+    if weight:dim() ~= 2 then fail(fmt("embedding: weight must be 2-D (num x dim), got shape %s", shape_str(weight))) end
     local s = shape_of(indices)
     s[#s + 1] = weight:size(2)
     local flat = indices:reshape(-1)
-    local rows = weight:index_select(1, flat)
+    -- a bad index, found when the kernel runs, is reported as embedding's
+    local rows = weight:index_select(1, flat, who or "embedding")
     if padding_idx ~= nil then
         rows = rows * flat:ne(padding_idx):to(weight:dtype()):view(-1, 1)
     end
     return rows:reshape(s)
 end
 
+-- binary_cross_entropy's node, Torch's gradients: p's is g (p - y) /
+-- max(p (1 - p), 1e-12), finite at p = 0 and 1 (through the clamped logs
+-- the chain rule met log's 1/p = 1/0 times clamp's 0 there: NaN); y's is
+-- g (log(1 - p) - log p), the logs clamped as in the loss (Torch's is
+-- -logit(p), infinite at p = 0 or 1).  A function of its own: no closure
+-- in binary_cross_entropy.
+local BCE_EPS = 1e-12
+local function record_bce(p, y, loss)
+    autograd.record("binary_cross_entropy", loss, {p, y, n = 2}, function(g)
+        local gp, gy
+        if p._rg then gp = g * (p - y) / (p * (1 - p)):clamp(BCE_EPS) end
+        if y._rg then gy = g * ((1 - p):log():clamp(-100) - p:log():clamp(-100)) end
+        return gp, gy
+    end, {p, y})
+end
+
 -- Binary cross-entropy of probabilities p against targets y in [0, 1]
 -- (the same shape): -(y log p + (1 - y) log(1 - p)), each log clamped at
--- -100 as Torch does, so p = 0 or 1 gives a large finite loss, not inf.
+-- -100 as Torch does, so p = 0 or 1 gives a large finite loss, not inf,
+-- and a finite gradient (record_bce).
 function M.binary_cross_entropy(p, y, opts)
     local fname = "binary_cross_entropy"
     opts = loss_opts(fname, opts)
     check_same_shape(fname, p, y)
-    local loss = -(y * p:log():clamp(-100) + (1 - y) * (1 - p):log():clamp(-100))
+    -- the value from detached operands (nothing recorded), the node after
+    local pd, yd = p._rg and p:detach() or p, y._rg and y:detach() or y
+    local loss = -(yd * pd:log():clamp(-100) + (1 - yd) * (1 - pd):log():clamp(-100))
+    if autograd.needs(p, y) then record_bce(p, y, loss) end
     return reduce(fname, loss, opts.reduction)
 end
 

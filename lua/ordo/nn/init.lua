@@ -20,8 +20,8 @@ local fail, typename = util.fail, util.typename
 local is_int = util.is_int
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt, concat = string.format, table.concat
-local setmetatable, getmetatable, type, ipairs, pairs, tostring, select, next =
-    setmetatable, getmetatable, type, ipairs, pairs, tostring, select, next
+local setmetatable, getmetatable, type, ipairs, pairs, tostring, select, next, rawget, rawset =
+    setmetatable, getmetatable, type, ipairs, pairs, tostring, select, next, rawget, rawset
 
 local M = {}
 M.functional = F
@@ -51,14 +51,58 @@ local function check_module_self(fname, m)
     end
 end
 
--- A module assigned to a new field of a module (self.lstm = nn.LSTM(...)
--- in init) becomes its child, as in Torch: its parameters are the
--- parent's, and it moves, trains and saves with it.  Anything else is a
--- plain field; a tensor becomes a parameter only through
--- register_parameter.
+-- A module assigned to a field of a module (self.lstm = nn.LSTM(...) in
+-- init) becomes its child, as in Torch: its parameters are the parent's,
+-- and it moves, trains and saves with it.  Anything else is a plain
+-- field; a tensor becomes a parameter only through register_parameter.
+--
+-- Children live in the module's own fields, and _module_names keeps their
+-- order.  __newindex sees only assignments to absent fields, so the names
+-- are brought up to date where they are read (child_names), not only at
+-- assignment: a module assigned over a field that held something else
+-- (self.extra = false, later self.extra = nn.Linear(...)) is found there
+-- and registered, after the children known before it; a child's field set
+-- to nil (m.head = nil) or to a non-module is skipped, its name kept in
+-- place, so that a module assigned to it again takes its old place (as
+-- Torch's m.head = None then m.head = module).
+
+-- A list of the names of m's children, in registration order: the fields
+-- that hold a module now.  Modules in fields not registered yet are
+-- registered first, after the others (sorted by name when several turn up
+-- at once, so that the order is the same on every run).
+local function child_names(m)
+    local names = m._module_names
+    local known, found
+    for k, v in pairs(m) do
+        local kt = type(k)
+        if (kt == "string" or kt == "number") and is_module(v) then
+            if not known then
+                known = {}
+                for _, n in ipairs(names) do known[n] = true end
+            end
+            if not known[k] then
+                found = found or {}
+                found[#found + 1] = k
+            end
+        end
+    end
+    if found then
+        table.sort(found, function(a, b) return tostring(a) < tostring(b) end)
+        for _, n in ipairs(found) do names[#names + 1] = n end
+    end
+    local r = {}
+    for _, n in ipairs(names) do
+        if is_module(rawget(m, n)) then r[#r + 1] = n end
+    end
+    return r
+end
+
 local function module_newindex(self, name, v)
-    if is_module(v) and not self:_has(self._module_names, name) then
-        self._module_names[#self._module_names + 1] = name
+    if is_module(v) then
+        -- a child found first keeps its place before this one (add_module, which containers call
+        -- in loops, does not look: the scan would make building a long list quadratic)
+        child_names(self)
+        if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
     end
     rawset(self, name, v)
 end
@@ -109,6 +153,11 @@ end
 
 function Module:add_module(name, m)
     check_module_self("add_module", self)
+    if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
+        -- (names join with dots into parameter names: "encoder.weight")
+        fail("add_module: the name must be a non-empty string without dots, got " ..
+             (type(name) == "string" and ("'" .. name .. "'") or typename(name)))
+    end
     if not is_module(m) then
         fail(fmt("add_module: %s must be a module, got %s", tostring(name), typename(m)))
     end
@@ -126,7 +175,7 @@ end
 function Module:children()
     check_module_self("children", self)
     local r = {}
-    for _, n in ipairs(self._module_names) do r[#r + 1] = {n, self[n]} end
+    for _, n in ipairs(child_names(self)) do r[#r + 1] = {n, self[n]} end
     return r
 end
 
@@ -141,7 +190,7 @@ local function collect_modules(m, prefix, out, seen)
     if seen[m] then return out end
     seen[m] = true
     out[#out + 1] = {name = prefix, module = m}
-    for _, n in ipairs(m._module_names) do
+    for _, n in ipairs(child_names(m)) do
         collect_modules(m[n], prefix == "" and n or prefix .. "." .. n, out, seen)
     end
     return out
@@ -166,7 +215,7 @@ end
 function Module:apply(fn)
     check_module_self("apply", self)
     if type(fn) ~= "function" then fail("apply: expected a function, got " .. typename(fn)) end
-    for _, n in ipairs(self._module_names) do self[n]:apply(fn) end
+    for _, n in ipairs(child_names(self)) do self[n]:apply(fn) end
     fn(self)
     return self
 end
@@ -194,12 +243,12 @@ end
 local function collect_params(m, prefix, out, seen)
     for _, n in ipairs(m._param_names) do
         local t = m[n]
-        if t ~= nil and not seen[t] then
+        if is_tensor(t) and not seen[t] then -- (a parameter set to nil, or to a module, is gone)
             seen[t] = true
             out[#out + 1] = {name = prefix .. n, tensor = t}
         end
     end
-    for _, n in ipairs(m._module_names) do collect_params(m[n], prefix .. n .. ".", out, seen) end
+    for _, n in ipairs(child_names(m)) do collect_params(m[n], prefix .. n .. ".", out, seen) end
     return out
 end
 
@@ -219,9 +268,9 @@ end
 
 local function collect_buffers(m, prefix, out)
     for _, n in ipairs(m._buffer_names) do
-        if m[n] ~= nil then out[#out + 1] = {name = prefix .. n, tensor = m[n]} end
+        if is_tensor(m[n]) then out[#out + 1] = {name = prefix .. n, tensor = m[n]} end
     end
-    for _, n in ipairs(m._module_names) do collect_buffers(m[n], prefix .. n .. ".", out) end
+    for _, n in ipairs(child_names(m)) do collect_buffers(m[n], prefix .. n .. ".", out) end
     return out
 end
 
@@ -243,7 +292,7 @@ function Module:train(mode)
     check_module_self("train", self)
     if mode == nil then mode = true end
     self.training = mode and true or false
-    for _, n in ipairs(self._module_names) do self[n]:train(mode) end
+    for _, n in ipairs(child_names(self)) do self[n]:train(mode) end
     return self
 end
 
@@ -259,20 +308,26 @@ end
 
 -- m:to(device or dtype): moves (or casts) every parameter and buffer; the
 -- module's fields then hold the new tensors, so build optimisers after.
+-- A parameter keeps its requires_grad flag: a frozen one stays frozen.  One
+-- already on the device and of the dtype is kept as it is.
 function Module:to(a, b)
     check_module_self("to", self)
     for _, n in ipairs(self._param_names) do
         local t = self[n]
-        if t ~= nil then
-            local moved = autograd.no_grad(function() return t:detach():to(a, b) end)
-            if moved ~= t then self[n] = moved:detach():requires_grad() end
+        if is_tensor(t) then
+            local d = t:detach() -- out of the graph: the copy records nothing
+            local moved = d:to(a, b)
+            if moved ~= d then
+                if t:needs_grad() then moved:requires_grad() end
+                self[n] = moved
+            end
         end
     end
     for _, n in ipairs(self._buffer_names) do
         local t = self[n]
-        if t ~= nil then self[n] = t:to(a, b) end
+        if is_tensor(t) then self[n] = t:to(a, b) end
     end
-    for _, n in ipairs(self._module_names) do self[n]:to(a, b) end
+    for _, n in ipairs(child_names(self)) do self[n]:to(a, b) end
     return self
 end
 
@@ -400,15 +455,20 @@ end
 
 local check_int, opts_of = util.check_positive_int, util.check_opts
 
--- Linear(in, out [, {bias = true, dtype = "float32"}]): y = x W^T + b,
--- initialised like Torch (kaiming uniform with a = sqrt 5: U(±1/sqrt(in))).
+-- Linear(in, out [, {bias = true, dtype = "float32", device}]): y = x W^T
+-- + b, initialised like Torch (kaiming uniform with a = sqrt 5:
+-- U(±1/sqrt(in))).
 local Linear = Module:extend("Linear")
 M.Linear = Linear
 
+local LINEAR_OPTS = {bias = true, dtype = true, device = true}
 function Linear:init(nin, nout, opts)
     check_int("Linear", "in_features", nin)
     check_int("Linear", "out_features", nout)
-    opts = opts_of("Linear", opts)
+    opts = opts_of("Linear", opts, LINEAR_OPTS) -- a misspelt option (bais = false) is an error, not ignored
+    if opts.bias ~= nil and type(opts.bias) ~= "boolean" then
+        fail("Linear: option bias must be a boolean, got " .. typename(opts.bias))
+    end
     self.in_features, self.out_features = nin, nout
     local topts = util.param_opts(opts)
     local w = tensor.empty({nout, nin}, topts)
@@ -492,23 +552,42 @@ end
 function PReLU:forward(x) return F.prelu(x, self.weight) end
 function PReLU:extra_repr() return fmt("%d", self.num_parameters) end
 
--- LayerNorm(shape [, {eps = 1e-5, affine = true, dtype =, device =}]):
--- normalises the last dims (shape: a size or a table of sizes), then
--- scales and shifts by learned weight (ones) and bias (zeros).
+-- LayerNorm(shape [, {eps = 1e-5, affine = true, bias = true, dtype =,
+-- device =}]): normalises the last dims (shape: a size or a table of
+-- sizes), then scales and shifts by learned weight (ones) and bias
+-- (zeros); bias = false keeps the scale alone.  elementwise_affine is
+-- Torch's name for affine.
 local LayerNorm = Module:extend("LayerNorm")
 M.LayerNorm = LayerNorm
+local LAYERNORM_OPTS = {eps = true, affine = true, elementwise_affine = true, bias = true, dtype = true,
+                        device = true}
 function LayerNorm:init(shape, opts)
     if type(shape) == "number" then shape = {shape} end
     if type(shape) ~= "table" or #shape == 0 then
         fail("LayerNorm: expected the normalized shape (a size or a table of sizes), got " .. typename(shape))
     end
     for i, n in ipairs(shape) do check_int("LayerNorm", "size " .. i, n) end
-    opts = opts_of("LayerNorm", opts)
+    opts = opts_of("LayerNorm", opts, LAYERNORM_OPTS)
+    for _, k in ipairs({"affine", "elementwise_affine", "bias"}) do
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("LayerNorm: option %s must be a boolean, got %s", k, typename(opts[k])))
+        end
+    end
+    if opts.eps ~= nil and type(opts.eps) ~= "number" then
+        fail("LayerNorm: option eps must be a number, got " .. typename(opts.eps))
+    end
+    local affine = opts.affine
+    if opts.elementwise_affine ~= nil then
+        if affine ~= nil and affine ~= opts.elementwise_affine then
+            fail("LayerNorm: affine and elementwise_affine (its Torch name) disagree")
+        end
+        affine = opts.elementwise_affine
+    end
     self.normalized_shape, self.eps = shape, opts.eps or 1e-5
-    if opts.affine ~= false then
+    if affine ~= false then
         local topts = util.param_opts(opts)
         self:register_parameter("weight", tensor.ones(shape, topts))
-        self:register_parameter("bias", tensor.zeros(shape, topts))
+        if opts.bias ~= false then self:register_parameter("bias", tensor.zeros(shape, topts)) end
     end
 end
 function LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
@@ -599,12 +678,30 @@ M.Unflatten = Unflatten
 function Unflatten:init(dim, sizes)
     if not is_int(dim) then fail("Unflatten: dim must be an integer, got " .. tostring(dim)) end
     if type(sizes) ~= "table" or #sizes == 0 then fail("Unflatten: expected a table of sizes, got " .. typename(sizes)) end
+    local inferred = 0
+    for i, n in ipairs(sizes) do
+        if not is_int(n) or n < -1 then
+            fail(fmt("Unflatten: size %d must be an integer >= 0 (or -1: inferred), got %s", i, tostring(n)))
+        end
+        if n == -1 then inferred = inferred + 1 end
+    end
+    if inferred > 1 then fail("Unflatten: at most one size may be -1 (inferred), got " .. inferred) end
     self.dim, self.sizes = dim, sizes
 end
 function Unflatten:forward(x)
+    check_tensor("Unflatten", "input", x)
     local s = shape_of(x)
     local d = self.dim < 0 and #s + self.dim + 1 or self.dim
     if d < 1 or d > #s then fail(fmt("Unflatten: dim %d out of range for input %s", self.dim, shape_str(x))) end
+    -- checked here, so that a mismatch names Unflatten (reshape's error would name reshape)
+    local known, inferred = 1, false
+    for _, n in ipairs(self.sizes) do
+        if n == -1 then inferred = true else known = known * n end
+    end
+    if (inferred and (known == 0 or s[d] % known ~= 0)) or (not inferred and known ~= s[d]) then
+        fail(fmt("Unflatten: sizes %s do not fit dim %d of size %d (input %s)", tensor.shape_str(self.sizes), d,
+                 s[d], shape_str(x)))
+    end
     local out = {}
     for i = 1, d - 1 do out[#out + 1] = s[i] end
     for _, n in ipairs(self.sizes) do out[#out + 1] = n end
@@ -636,7 +733,7 @@ function Embedding:init(num, dim, opts)
     if pad then w[pad] = 0 end -- its row starts at zeros and, getting no gradient, stays there
     self:register_parameter("weight", w)
 end
-function Embedding:forward(indices) return F.embedding(indices, self.weight, self.padding_idx) end
+function Embedding:forward(indices) return F.embedding(indices, self.weight, self.padding_idx, "Embedding") end
 
 -- Embedding.from_pretrained(weight [, {freeze = true, padding_idx}]): an
 -- Embedding whose table is (a copy of) weight, frozen unless freeze = false.
@@ -788,21 +885,18 @@ function ModuleDict:set(name, m)
     return self
 end
 function ModuleDict:get(name)
-    if not self:_has(self._module_names, name) then
-        fail(fmt("ModuleDict: no module named %s (it has %s)", tostring(name), table.concat(self._module_names, ", ")))
+    local names = child_names(self)
+    if not self:_has(names, name) then
+        fail(fmt("ModuleDict: no module named %s (it has %s)", tostring(name), table.concat(names, ", ")))
     end
     return self[name]
 end
-function ModuleDict:keys()
-    local r = {}
-    for i, n in ipairs(self._module_names) do r[i] = n end
-    return r
-end
+function ModuleDict:keys() return child_names(self) end
 function ModuleDict:pairs()
-    local i = 0
+    local names, i = child_names(self), 0
     return function()
         i = i + 1
-        local n = self._module_names[i]
+        local n = names[i]
         if n then return n, self[n] end
     end
 end
