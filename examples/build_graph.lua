@@ -17,13 +17,21 @@
 -- fails: its dependents are skipped, an independent rule still runs, and
 -- the wait reports the failure once, naming the command and exit status.
 --
---   LUA_PATH="lua/?.lua;lua/?/init.lua;;" luajit examples/build_graph.lua [dir]
---   (dir: where to build, kept afterwards; default a temporary directory, removed)
+-- usage: build/ordo examples/build_graph.lua [dir]
+--   (or LUA_PATH="lua/?.lua;lua/?/init.lua;;" luajit examples/build_graph.lua ...)
+--   dir: where to build, a new or empty directory, kept afterwards
+--   (default: a temporary directory, removed at the end)
 local ordo = require "ordo"
 local trace = require "ordo.trace"
 local engine, profiler = ordo.engine, ordo.profiler
 
 local fmt = string.format
+
+local here = debug.getinfo(1, "S").source:sub(2):match("^(.*[/\\])") or "./"
+local cli = dofile(here .. "cli.lua")
+-- (before any work: --help, or any other option, is not a directory name)
+local opt = cli.parse(arg, {name = "build_graph", script = here .. "build_graph.lua",
+                            positional = {{"dir", "path"}}})
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
@@ -176,13 +184,23 @@ end
 
 -- ---------------------------------------------------------------- the project
 
-local keep = arg and arg[1] and arg[1] ~= ""
-local dir = keep and arg[1] or run("mktemp -d \"${TMPDIR:-/tmp}/ordo_build.XXXXXX\""):gsub("%s+$", "")
-if dir == "" then error("build_graph: cannot make a temporary directory", 0) end
-run("mkdir -p " .. sh_quote(dir))
+local keep = opt.dir ~= nil
+local dir = keep and opt.dir or run("mktemp -d \"${TMPDIR:-/tmp}/ordo_build.XXXXXX\""):gsub("%s+$", "")
+if dir == "" then cli.die("build_graph", "cannot make a temporary directory") end
+if keep then
+    -- `--` ends mkdir's options: a name that starts with '-' is a name
+    local made = os.execute("mkdir -p -- " .. sh_quote(dir))
+    if not (made == 0 or made == true) then cli.die("build_graph", "cannot make the directory " .. dir) end
+    -- The checks below expect a first build: old targets would be up to date.
+    if run("ls -A -- " .. sh_quote(dir) .. " 2>&1") ~= "" then
+        cli.die("build_graph", fmt("dir must be a new or empty directory, got %s, which holds files", dir))
+    end
+end
 
 local function write(name, text)
-    local f = assert(io.open(dir .. "/" .. name, "w"))
+    local path = dir .. "/" .. name
+    local f, err = io.open(path, "w")
+    if not f then cli.die("build_graph", "cannot write " .. tostring(err)) end
     f:write(text)
     f:close()
 end

@@ -1,7 +1,7 @@
 -- examples/char_lm.lua: a character-level language model, an LSTM or a
 -- small transformer.
 --
---   build/ordo examples/char_lm.lua [options]
+-- usage: build/ordo examples/char_lm.lua [options]
 --
 -- Learns to predict each character of a text (by default this checkout's
 -- README.md) from the characters before it, then writes new text with
@@ -25,9 +25,9 @@
 --   --steps N        training steps (default 400)
 --   --seq N          characters per training sequence, and the context when writing (default 32)
 --   --batch N        sequences per step (default 32)
---   --hidden N       the model's width (default 128 for lstm, 64 for transformer)
+--   --hidden N       the model's width (default 128 for lstm, 64 for transformer; a multiple of 4 for it)
 --   --lr X           Adam's learning rate (default 3e-3)
---   --sample N       characters to write at the end (default 300)
+--   --sample N       characters to write at the end (default 300; 0: none)
 --   --temperature X  sampling temperature: below 1 safer, above 1 wilder (default 0.8)
 --   --device D       cpu (default) or gpu
 --   --seed N         the engine RNG's seed (default 1): same seed, same run
@@ -42,46 +42,48 @@ local fmt = string.format
 
 local here = debug.getinfo(1, "S").source:sub(2):match("^(.*[/\\])") or "./"
 
+local cli = dofile(here .. "cli.lua")
+
+-- Every value is checked before any work (examples/cli.lua), each error
+-- naming its option: zero steps would print the loss of no step, and a
+-- nan temperature would sample from nan probabilities.
 local function parse_args(argv)
-    local o = {model = "lstm", text = here .. "../README.md", steps = 400, seq = 32, batch = 32, lr = 3e-3,
-               sample = 300, temperature = 0.8, device = "cpu", seed = 1}
-    local numeric = {["--steps"] = "steps", ["--seq"] = "seq", ["--batch"] = "batch", ["--hidden"] = "hidden",
-                     ["--lr"] = "lr", ["--sample"] = "sample", ["--temperature"] = "temperature", ["--seed"] = "seed"}
-    local i = 1
-    while i <= #argv do
-        local k, v = argv[i], argv[i + 1]
-        if numeric[k] then
-            o[numeric[k]] = tonumber(v) or error(fmt("char_lm: %s expects a number, got %s", k, tostring(v)), 0)
-        elseif k == "--text" then o.text = v
-        elseif k == "--model" then o.model = v
-        elseif k == "--device" then o.device = v
-        elseif k == "-h" or k == "--help" then
-            local f = io.open(here .. "char_lm.lua")
-            io.write((f:read("*a"):match("^(.-)\nlocal")), "\n")
-            f:close()
-            os.exit(0)
-        else
-            error("char_lm: unknown option " .. tostring(k) .. " (see --help)", 0)
-        end
-        i = i + 2
-    end
-    if o.temperature <= 0 then error("char_lm: --temperature must be positive", 0) end
-    if o.model ~= "lstm" and o.model ~= "transformer" then
-        error("char_lm: --model must be lstm or transformer, got " .. tostring(o.model), 0)
-    end
+    local o = cli.parse(argv, {
+        name = "char_lm", script = here .. "char_lm.lua",
+        options = {
+            {"--model", "model", "choice", "lstm", choices = {"lstm", "transformer"}},
+            {"--text", "text", "file", here .. "../README.md"},
+            {"--steps", "steps", "count", 400},
+            {"--seq", "seq", "count", 32},
+            {"--batch", "batch", "count", 32},
+            {"--hidden", "hidden", "count"},
+            {"--lr", "lr", "positive", 3e-3},
+            {"--sample", "sample", "natural", 300},
+            {"--temperature", "temperature", "positive", 0.8},
+            {"--device", "device", "choice", "cpu", choices = {"cpu", "gpu"}},
+            {"--seed", "seed", "seed", 1},
+        },
+    })
     o.hidden = o.hidden or (o.model == "lstm" and 128 or 64)
+    if o.model == "transformer" and o.hidden % 4 ~= 0 then
+        cli.die("char_lm", fmt("--hidden must be a multiple of 4 for the transformer (4 heads), got %d", o.hidden))
+    end
     return o
 end
 
 local opt = parse_args(arg or {})
-local device = opt.device == "gpu" and ordo.gpu(0) or ordo.cpu(0)
+local device = opt.device == "gpu" and ordo.gpu(0) or ordo.cpu(0) -- (parse_args allows only the two)
 ordo.manual_seed(opt.seed)
 math.randomseed(opt.seed) -- the sampling at the end draws in Lua
 
-local f = io.open(opt.text, "rb") or error("char_lm: cannot read " .. opt.text, 0)
-local text = f:read("*a")
+local f, err = io.open(opt.text, "rb")
+if not f then cli.die("char_lm", "--text: cannot read " .. tostring(err)) end
+local text, rerr = f:read("*a")
 f:close()
-if #text < opt.seq + 2 then error(fmt("char_lm: %s has %d characters, fewer than --seq + 2", opt.text, #text), 0) end
+if not text then cli.die("char_lm", fmt("--text: cannot read %s: %s", opt.text, tostring(rerr))) end
+if #text < opt.seq + 2 then
+    cli.die("char_lm", fmt("--text %s has %d characters, fewer than --seq + 2 = %d", opt.text, #text, opt.seq + 2))
+end
 
 -- The vocabulary: the bytes the text uses, numbered from 1 (Embedding's
 -- and cross_entropy's indices count from 1).

@@ -14,16 +14,26 @@
 --    time, and the wall time against the sum of the op times.  The result
 --    is checked against the naive engine, which runs every op in turn.
 --
---   LUA_PATH="lua/?.lua;lua/?/init.lua;;" luajit examples/dependency_dag.lua [trace.json] [n]
---   (trace default /tmp/ordo_dag_trace.json; n default 1024: 1M-element tensors)
+-- usage: build/ordo examples/dependency_dag.lua [trace.json] [n]
+--   (or LUA_PATH="lua/?.lua;lua/?/init.lua;;" luajit examples/dependency_dag.lua ...)
+--   trace.json  where the trace goes (default /tmp/ordo_dag_trace.json)
+--   n           the tensors' side (default 1024: 1M-element tensors)
 --
 -- Parallelism needs at least two CPU workers (the default is one per core;
 -- ORDO_CPU_WORKER_NTHREADS sets it, ORDO_ENGINE_TYPE=naive runs serially).
 local ordo = require "ordo"
 local trace = require "ordo.trace"
 
-local trace_path = (arg and arg[1] and arg[1] ~= "") and arg[1] or "/tmp/ordo_dag_trace.json"
-local n = tonumber(arg and arg[2]) or 1024
+local here = debug.getinfo(1, "S").source:sub(2):match("^(.*[/\\])") or "./"
+local cli = dofile(here .. "cli.lua")
+
+-- Checked before any work (examples/cli.lua): --help and other options
+-- are not trace paths, and n must be a size.
+local opt = cli.parse(arg, {
+    name = "dependency_dag", script = here .. "dependency_dag.lua",
+    positional = {{"trace.json", "outfile", "/tmp/ordo_dag_trace.json"}, {"n", "count", 1024}},
+})
+local trace_path, n = opt["trace.json"], opt.n
 
 local fmt = string.format
 local function ms(us) return us / 1000 end

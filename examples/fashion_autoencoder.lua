@@ -1,7 +1,7 @@
 -- examples/fashion_autoencoder.lua: a convolutional autoencoder on
 -- Fashion-MNIST.
 --
---   build/ordo examples/fashion_autoencoder.lua [options]
+-- usage: build/ordo examples/fashion_autoencoder.lua [options]
 --
 -- Squeezes each 28x28 image through a code of 32 numbers and back:
 --   encoder  Conv2d(1, 16, 3, stride 2) -> ReLU -> Conv2d(16, 32, 3, stride 2)
@@ -21,7 +21,7 @@
 --   --code N         the code's size (default 32)
 --   --limit N        train on the first N images only (quick runs, CI)
 --   --test-limit N   evaluate on the first N test images only
---   --show N         test images to draw at the end (default 3)
+--   --show N         test images to draw at the end (default 3; 0: none)
 --   --device D       cpu (default) or gpu
 --   --seed N         the engine RNG's seed (default 1)
 --
@@ -32,32 +32,29 @@ local fmt = string.format
 
 local here = debug.getinfo(1, "S").source:sub(2):match("^(.*[/\\])") or "./"
 
+local cli = dofile(here .. "cli.lua")
+
+-- Every value is checked before the data loads (examples/cli.lua): an
+-- empty set or zero epochs would report the error of nothing (0/0).
 local function parse_args(argv)
-    local o = {epochs = 3, batch = 128, lr = 2e-3, code = 32, show = 3, device = "cpu", seed = 1}
-    local numeric = {["--epochs"] = "epochs", ["--batch"] = "batch", ["--lr"] = "lr", ["--code"] = "code",
-                     ["--limit"] = "limit", ["--test-limit"] = "test_limit", ["--show"] = "show", ["--seed"] = "seed"}
-    local i = 1
-    while i <= #argv do
-        local k, v = argv[i], argv[i + 1]
-        if numeric[k] then
-            o[numeric[k]] = tonumber(v) or error(fmt("fashion_autoencoder: %s expects a number, got %s", k,
-                                                     tostring(v)), 0)
-        elseif k == "--device" then o.device = v
-        elseif k == "-h" or k == "--help" then
-            local f = io.open(here .. "fashion_autoencoder.lua")
-            io.write((f:read("*a"):match("^(.-)\nlocal")), "\n")
-            f:close()
-            os.exit(0)
-        else
-            error("fashion_autoencoder: unknown option " .. tostring(k) .. " (see --help)", 0)
-        end
-        i = i + 2
-    end
-    return o
+    return cli.parse(argv, {
+        name = "fashion_autoencoder", script = here .. "fashion_autoencoder.lua",
+        options = {
+            {"--epochs", "epochs", "count", 3},
+            {"--batch", "batch", "count", 128},
+            {"--lr", "lr", "positive", 2e-3},
+            {"--code", "code", "count", 32},
+            {"--limit", "limit", "count"},
+            {"--test-limit", "test_limit", "count"},
+            {"--show", "show", "natural", 3},
+            {"--device", "device", "choice", "cpu", choices = {"cpu", "gpu"}},
+            {"--seed", "seed", "seed", 1},
+        },
+    })
 end
 
 local opt = parse_args(arg or {})
-local device = opt.device == "gpu" and ordo.gpu(0) or ordo.cpu(0)
+local device = opt.device == "gpu" and ordo.gpu(0) or ordo.cpu(0) -- (parse_args allows only the two)
 ordo.manual_seed(opt.seed)
 
 local ds = data.fashion_mnist({limit_train = opt.limit, limit_test = opt.test_limit}) -- pixels in [0, 1]

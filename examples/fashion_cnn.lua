@@ -1,6 +1,6 @@
 -- examples/fashion_cnn.lua: a small convolutional network trained on Fashion-MNIST.
 --
---   build/ordo examples/fashion_cnn.lua [options]
+-- usage: build/ordo examples/fashion_cnn.lua [options]
 --
 -- conv 3x3 (1 -> 32) + batch norm + ReLU + max pool 2, conv 3x3 (32 -> 64)
 -- + batch norm + ReLU + max pool 2, then 3136 -> 128 -> 10 with dropout
@@ -26,9 +26,9 @@ local train = dofile(here .. "fashion_train.lua")
 
 train({
     name = "fashion_cnn", title = "CNN", script = here .. "fashion_cnn.lua", flatten = false,
-    defaults = {epochs = 6, batch = 64, sizes = {32, 64}}, sizes_flag = "--width",
+    defaults = {epochs = 6, batch = 64, sizes = {32, 64}}, sizes_flag = "--width", sizes_count = 2,
     model = function(opt)
-        local c1, c2 = opt.sizes[1] or 32, opt.sizes[2] or 64
+        local c1, c2 = opt.sizes[1], opt.sizes[2]
         return nn.Sequential(
             nn.Conv2d(1, c1, 3, {padding = 1}), nn.BatchNorm2d(c1), nn.ReLU(), nn.MaxPool2d(2),  -- 28 -> 14
             nn.Conv2d(c1, c2, 3, {padding = 1}), nn.BatchNorm2d(c2), nn.ReLU(), nn.MaxPool2d(2), -- 14 -> 7

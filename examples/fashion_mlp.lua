@@ -1,6 +1,6 @@
 -- examples/fashion_mlp.lua: a multi-layer perceptron trained on Fashion-MNIST.
 --
---   build/ordo examples/fashion_mlp.lua [options]      (or: make demo)
+-- usage: build/ordo examples/fashion_mlp.lua [options]      (or: make demo)
 --
 -- 784 -> 512 -> 256 -> 10, ReLU and dropout 0.2 between the layers, Adam
 -- with a cosine learning-rate schedule; about 90% test accuracy in 12
@@ -9,7 +9,7 @@
 --   --epochs N       passes over the training set (default 12)
 --   --batch N        batch size (default 128)
 --   --lr X           Adam's initial learning rate (default 1e-3, cosine decay)
---   --hidden A,B     hidden layer sizes (default 512,256)
+--   --hidden A,B     hidden layer sizes, one or more (default 512,256)
 --   --limit N        train on the first N images only (quick runs, CI)
 --   --test-limit N   evaluate on the first N test images only
 --   --device D       cpu (default) or gpu

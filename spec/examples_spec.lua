@@ -164,13 +164,129 @@ describe("examples", function()
             local sample = out:match("sample %(temperature 0.8%):\n(.*)$")
             assert.is_truthy(sample and #sample >= 40, out)
         end
-        local out, code = run(("cd %s && %s luajit examples/char_lm.lua --temperature 0"):format(os.getenv("PWD") or ".",
-                                                                                             lua_path))
-        assert.are_not.equal(0, code, out)
-        assert.is_truthy(out:find("char_lm: --temperature must be positive", 1, true), out)
-        out, code = run(("cd %s && %s luajit examples/char_lm.lua --model gru"):format(os.getenv("PWD") or ".", lua_path))
-        assert.are_not.equal(0, code, out)
-        assert.is_truthy(out:find("char_lm: --model must be lstm or transformer, got gru", 1, true), out)
+    end)
+
+    -- The command lines (examples/cli.lua), checked before any work: each
+    -- runs in an empty directory of its own, which must stay empty.
+    local root = os.getenv("PWD") or "."
+    local abs_path = ('LUA_PATH="%s/lua/?.lua;%s/lua/?/init.lua;;"'):format(root, root)
+    local function in_empty_dir(script, args)
+        local dir = os.tmpname()
+        os.remove(dir)
+        assert(os.execute("mkdir '" .. dir .. "'") == 0)
+        local out, code = run(("cd '%s' && %s luajit %s/examples/%s %s"):format(dir, abs_path, root, script, args))
+        local f = io.popen("ls -A '" .. dir .. "'")
+        local left = f:read("*a")
+        f:close()
+        os.execute("rm -rf '" .. dir .. "'")
+        return out, code, left
+    end
+    local EXAMPLES = {"fashion_mlp.lua", "fashion_cnn.lua", "fashion_autoencoder.lua", "char_lm.lua",
+                      "dependency_dag.lua", "build_graph.lua", "linear_regression.lua"}
+
+    it("every example answers --help and -h with its usage, exit 0, and does nothing else", function()
+        local listed = {}
+        local f = io.popen("ls " .. root .. "/examples")
+        for name in f:read("*a"):gmatch("[^\n]+") do listed[name] = true end
+        f:close()
+        for _, script in ipairs(EXAMPLES) do
+            assert.is_true(listed[script], script)
+            listed[script] = nil
+            for _, flag in ipairs({"--help", "-h", "3 --help"}) do
+                local out, code, left = in_empty_dir(script, flag)
+                assert.are.equal(0, code, script .. " " .. flag .. ":\n" .. out)
+                assert.is_truthy(out:find("usage: build/ordo examples/" .. script, 1, true), script .. ":\n" .. out)
+                assert.are.equal("", left, script .. " " .. flag .. " wrote files")
+                assert.is_nil(out:find("traceback", 1, true), out)
+            end
+        end
+        -- the helpers say what they are, run alone
+        for _, helper in ipairs({"fashion_train.lua", "cli.lua"}) do
+            assert.is_true(listed[helper], helper)
+            listed[helper] = nil
+            local out, code, left = in_empty_dir(helper, "--help")
+            assert.are.equal(0, code, out)
+            assert.is_truthy(out:find("run one of those", 1, true) or out:find("run an example", 1, true), out)
+            assert.are.equal("", left)
+            out, code = in_empty_dir(helper, "")
+            assert.are.equal(2, code, out)
+        end
+        assert.is_nil(next(listed), "an example without a check here: " .. tostring(next(listed)))
+    end)
+
+    it("every example rejects a bad option or value with one line naming it, exit 2, before any work", function()
+        local cases = {
+            {"fashion_mlp.lua", "--device bogus", "fashion_mlp: --device must be cpu or gpu, got bogus"},
+            {"fashion_mlp.lua", "--hidden abc", "fashion_mlp: --hidden must be comma-separated integers >= 1"},
+            {"fashion_mlp.lua", "--hidden 64,,32", "--hidden must be comma-separated integers >= 1"},
+            {"fashion_mlp.lua", "--epochs 0", "fashion_mlp: --epochs must be an integer >= 1, got 0"},
+            {"fashion_mlp.lua", "--epochs 1.5", "fashion_mlp: --epochs must be an integer >= 1, got 1.5"},
+            {"fashion_mlp.lua", "--test-limit 0", "fashion_mlp: --test-limit must be an integer >= 1, got 0"},
+            {"fashion_mlp.lua", "--limit -3", "fashion_mlp: --limit must be an integer >= 1, got -3"},
+            {"fashion_mlp.lua", "--batch x", "fashion_mlp: --batch must be an integer >= 1, got x"},
+            {"fashion_mlp.lua", "--lr nan", "fashion_mlp: --lr must be a finite number > 0, got nan"},
+            {"fashion_mlp.lua", "--lr -1", "fashion_mlp: --lr must be a finite number > 0, got -1"},
+            {"fashion_mlp.lua", "--seed 1.5", "fashion_mlp: --seed must be an integer >= 0, got 1.5"},
+            {"fashion_mlp.lua", "--epochs", "fashion_mlp: --epochs needs a value"},
+            {"fashion_mlp.lua", "--save --epochs 1", "fashion_mlp: --save needs a value, got the option --epochs"},
+            {"fashion_mlp.lua", "--save /nonexistent/dir/m.bin",
+             "fashion_mlp: --save: cannot write /nonexistent/dir/m.bin: No such file or directory"},
+            {"fashion_mlp.lua", "--save /tmp", "fashion_mlp: --save: /tmp is a directory, not a file"},
+            {"fashion_mlp.lua", "--epoch 3", "fashion_mlp: unknown option --epoch (see --help)"},
+            {"fashion_mlp.lua", "extra", "fashion_mlp: unexpected argument extra"},
+            {"fashion_cnn.lua", "--width 16", "fashion_cnn: --width must be 2 comma-separated integers >= 1"},
+            {"fashion_cnn.lua", "--device gpu0", "fashion_cnn: --device must be cpu or gpu, got gpu0"},
+            {"fashion_autoencoder.lua", "--epochs 0", "fashion_autoencoder: --epochs must be an integer >= 1, got 0"},
+            {"fashion_autoencoder.lua", "--show -1", "fashion_autoencoder: --show must be an integer >= 0, got -1"},
+            {"fashion_autoencoder.lua", "--code 0", "fashion_autoencoder: --code must be an integer >= 1, got 0"},
+            {"fashion_autoencoder.lua", "--device bogus", "fashion_autoencoder: --device must be cpu or gpu"},
+            {"char_lm.lua", "--device bogus", "char_lm: --device must be cpu or gpu, got bogus"},
+            {"char_lm.lua", "--steps 0", "char_lm: --steps must be an integer >= 1, got 0"},
+            {"char_lm.lua", "--text /tmp", "char_lm: --text: /tmp is a directory, not a file"},
+            {"char_lm.lua", "--text /nonexistent.txt", "char_lm: --text: cannot read /nonexistent.txt: No such file"},
+            {"char_lm.lua", "--temperature nan", "char_lm: --temperature must be a finite number > 0, got nan"},
+            {"char_lm.lua", "--temperature 0", "char_lm: --temperature must be a finite number > 0, got 0"},
+            {"char_lm.lua", "--temperature=inf", "char_lm: --temperature must be a finite number > 0, got inf"},
+            {"char_lm.lua", "--model gru", "char_lm: --model must be lstm or transformer, got gru"},
+            {"char_lm.lua", "--model transformer --hidden 30", "char_lm: --hidden must be a multiple of 4"},
+            {"char_lm.lua", "--sample -1", "char_lm: --sample must be an integer >= 0, got -1"},
+            {"dependency_dag.lua", "--bogus", "dependency_dag: unknown option --bogus"},
+            {"dependency_dag.lua", "/tmp", "dependency_dag: trace.json: /tmp is a directory, not a file"},
+            {"dependency_dag.lua", "t.json 0", "dependency_dag: n must be an integer >= 1, got 0"},
+            {"dependency_dag.lua", "t.json 8 9", "dependency_dag: unexpected argument 9"},
+            {"build_graph.lua", "-x", "build_graph: unknown option -x"},
+            {"build_graph.lua", "/tmp", "build_graph: dir must be a new or empty directory, got /tmp"},
+            {"build_graph.lua", "a b", "build_graph: unexpected argument b"},
+            {"linear_regression.lua", "0 4 2", "linear_regression: n must be an integer >= 1, got 0"},
+            {"linear_regression.lua", "10 4 -1", "linear_regression: steps must be an integer >= 1, got -1"},
+            {"linear_regression.lua", "10 abc", "linear_regression: d must be an integer >= 1, got abc"},
+            {"linear_regression.lua", "10 4 2 7", "linear_regression: unexpected argument 7"},
+        }
+        for _, c in ipairs(cases) do
+            local out, code, left = in_empty_dir(c[1], c[2])
+            local what = c[1] .. " " .. c[2] .. ":\n" .. out
+            assert.are.equal(2, code, what)
+            assert.is_truthy(out:find(c[3], 1, true), "expected '" .. c[3] .. "' from " .. what)
+            assert.is_nil(out:find("traceback", 1, true), what)
+            assert.matches("^[^\n]*\n$", (out:gsub("exit=%d+%s*$", "")), what) -- one line (run adds exit=)
+            assert.are.equal("", left, what .. " wrote files")
+        end
+    end)
+
+    it("tiny runs of the fast examples still work with checked values", function()
+        local out, code, left = in_empty_dir("linear_regression.lua", "64 4 2")
+        assert.are.equal(1, code, out) -- two steps do not converge: exit 1, said so
+        assert.is_truthy(out:find("after 2 steps", 1, true), out)
+        assert.is_truthy(out:find("did not converge", 1, true), out)
+        assert.are.equal("linear_regression.trace.json\n", left)
+        out, code, left = in_empty_dir("dependency_dag.lua", "dag.json 16")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("D = 12\n", 1, true), out)
+        assert.are.equal("dag.json\n", left)
+        out, code = in_empty_dir("char_lm.lua", ("--steps 2 --hidden 8 --seq 8 --batch 2 --sample 3 --text %s/README.md")
+            :format(root))
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("2 steps of 2 x 8 characters", 1, true), out)
     end)
 
     it("the training examples reject unknown options and print --help", function()

@@ -153,6 +153,43 @@ describe("progress.bar options", function()
         assert.matches("progress_spec.lua:%d+: progress.bar:", err(function() return progress.bar{total = "x"} end))
     end)
 
+    it("takes counts that are integers >= 0 only, and says which method got what", function()
+        local function err(fn, ...)
+            local ok, e = pcall(fn, ...)
+            assert.is_false(ok)
+            return e
+        end
+        local out = sink()
+        local bar = progress.bar{total = 10, tty = false, out = out}
+        -- inf printed through %d as -9223372036854775808; a negative count as -50%
+        assert.matches("update: expected a count of items done %(an integer >= 0%), got inf",
+                       err(bar.update, bar, math.huge))
+        assert.matches("update: expected a count of items done %(an integer >= 0%), got %-5",
+                       err(bar.update, bar, -5))
+        assert.matches("got nan", err(bar.update, bar, 0 / 0), 1, true)
+        assert.matches("got 2.5", err(bar.update, bar, 2.5), 1, true)
+        assert.matches("update: expected a count of items done %(an integer >= 0%), got nil", err(bar.update, bar))
+        -- step's k: checked before any arithmetic, naming step
+        assert.matches("progress_spec.lua:%d+: step: expected a number of items to add %(an integer >= 0%), got string",
+                       err(function() return bar:step("a") end))
+        assert.matches("step: expected a number of items to add %(an integer >= 0%), got %-1", err(bar.step, bar, -1))
+        assert.matches("got inf", err(bar.step, bar, math.huge), 1, true)
+        assert.matches("step: fields must be a table or a string", err(bar.step, bar, 1, 5))
+        assert.matches("step: expected a progress bar as self", err(bar.step, nil))
+        assert.matches("finish: fields must be a table or a string", err(bar.finish, bar, 5))
+        assert.matches("progress.bar: interval must be a number of seconds >= 0, got nan",
+                       err(progress.bar, {interval = 0 / 0}))
+        -- nothing was drawn by the refused calls; good ones still count
+        assert.are.equal("", out:text())
+        bar:step()
+        bar:step(2)
+        bar:step(0)
+        assert.are.equal(3, bar.n)
+        bar:update(0)
+        assert.are.equal(0, bar.n)
+        for _, l in ipairs(lines_of(out:text())) do assert.is_nil(l:find("-", 1, true), l) end
+    end)
+
     it("has a monotonic clock", function()
         local a = progress.now()
         local b = progress.now()

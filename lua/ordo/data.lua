@@ -71,12 +71,33 @@ end
 local PIECE = 2 ^ 20 -- bytes per io read of a plain file (a Lua string each)
 local GZ_MAX = 2 ^ 30 -- gzread takes an unsigned count: read in pieces below 2^31
 
+-- path opened for reading ("rb"), or an error naming fname, the path once
+-- and io's reason (io's message starts with the path itself).  io.open
+-- opens a directory on Linux and only the first read fails (EISDIR), so a
+-- read of nothing checks that the bytes can be read at all.
+local function open_file(fname, path)
+    if type(path) ~= "string" then fail(fmt("%s: expected a file path, got %s", fname, typename(path))) end
+    if path == "" then fail(fname .. ": the file path is empty") end
+    local f, err = io.open(path, "rb")
+    if not f then
+        err = tostring(err)
+        if err:sub(1, #path + 2) == path .. ": " then err = err:sub(#path + 3) end
+        fail(fmt("%s: cannot open %s: %s", fname, path, err))
+    end
+    local ok, rerr, code = f:read(0) -- nil and no message: an empty file, which is for the caller to judge
+    if ok == nil and rerr then
+        f:close()
+        if code == 21 then fail(fmt("%s: %s is a directory, not a file", fname, path)) end -- EISDIR
+        fail(fmt("%s: cannot read %s: %s", fname, path, tostring(rerr)))
+    end
+    return f
+end
+
 -- A reader over path: src.read(ptr, n) fills up to n bytes and returns how
 -- many it got (fewer only at the end of the file); src.close().  gzip files
 -- (by their magic bytes, not the name) go through zlib, others through io.
 local function open_source(fname, path)
-    local f, err = io.open(path, "rb")
-    if not f then fail(fmt("%s: cannot open %s", fname, tostring(err))) end
+    local f = open_file(fname, path)
     local head = f:read(2)
     if head ~= "\31\139" then
         local size = f:seek("end")
@@ -215,7 +236,6 @@ end
 -- int16, 0x0C int32), float32 (0x0D) or float64 (0x0E), on cpu(0).  limit
 -- reads only the first n entries of dim 1.
 function M.read_idx(path, opts)
-    if type(path) ~= "string" then fail("read_idx: expected a file path, got " .. typename(path)) end
     opts = check_opts("read_idx", opts, {limit = true})
     if opts.limit ~= nil and not is_natural(opts.limit) then
         fail("read_idx: limit must be an integer >= 0, got " .. tostring(opts.limit))
@@ -282,12 +302,11 @@ end
 -- header "auto": the first line is a header when a field of it is not a
 -- number.  Fields may be quoted; nan and inf are read as such.  An empty
 -- field is an error naming its line and column unless missing gives the
--- value to use (0 / 0 for NaN).  Blank lines are skipped.  Any other
--- field that is not a number, or a row of another length, is an error
--- naming the line.
+-- value to use (0 / 0 for NaN).  Blank lines and a UTF-8 byte-order
+-- mark at the start are skipped.  Any other field that is not a number,
+-- or a row of another length, is an error naming the line.
 function M.read_csv(path, opts)
     local fname = "read_csv"
-    if type(path) ~= "string" then fail(fname .. ": expected a file path, got " .. typename(path)) end
     opts = check_opts(fname, opts, {delimiter = true, header = true, dtype = true, missing = true})
     local delim = opts.delimiter or ","
     if type(delim) ~= "string" or #delim ~= 1 or delim == '"' then
@@ -300,13 +319,18 @@ function M.read_csv(path, opts)
     if opts.missing ~= nil and type(opts.missing) ~= "number" then
         fail(fname .. ": missing must be a number, got " .. typename(opts.missing))
     end
-    local f, err = io.open(path, "rb")
-    if not f then fail(fmt("%s: cannot open %s: %s", fname, path, tostring(err))) end
+    -- checked before the file is read, so the error names read_csv
+    local dtype = opts.dtype == nil and "float32" or opts.dtype
+    tensor.parse_dtype(fname, dtype)
+    local f = open_file(fname, path)
     local rows, names, ncol = {}, nil, nil
     local lineno = 0
     for line in f:lines() do
         lineno = lineno + 1
         line = line:gsub("\r$", "")
+        -- a UTF-8 byte-order mark (spreadsheets write one) is no part of the
+        -- first field: kept, it would make a number look like a header
+        if lineno == 1 then line = line:gsub("^\239\187\191", "") end
         if line:match("%S") then
             local fields, why = csv_fields(line, delim)
             if not fields then
@@ -353,9 +377,8 @@ function M.read_csv(path, opts)
         end
     end
     f:close()
-    local t = tensor.tensor(#rows > 0 and rows or {}, {dtype = opts.dtype or "float32"})
-    if #rows == 0 then t = t:view(0, ncol or 0) end
-    return t, names
+    if #rows == 0 then return tensor.empty({0, ncol or 0}, {dtype = dtype}), names end
+    return tensor.tensor(rows, {dtype = dtype}), names
 end
 
 -- ---------------------------------------------------------------- Fashion-MNIST

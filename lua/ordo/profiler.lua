@@ -15,6 +15,7 @@ local util = require "ordo.util"
 local engine = require "ordo.engine"
 local ffi, C = cdef.ffi, cdef.C
 local fail = util.fail
+local fmt = string.format
 
 local M = {}
 
@@ -25,20 +26,52 @@ local function eng(fname, e)
     return e._e
 end
 
+-- The C message names its C function ("ordo_profiler_dump: ..."): from
+-- Lua, fname names the call instead.
+local function c_message(fname)
+    return fname .. ": " .. ffi.string(C.ordo_last_error()):gsub("^ordo_[%w_]+: ", "")
+end
+
 local function check(fname, rc)
-    if rc ~= 0 then fail(fname .. ": " .. ffi.string(C.ordo_last_error())) end
+    if rc ~= 0 then fail(c_message(fname)) end
 end
 
 function M.start(e) check("profiler.start", C.ordo_profiler_start(eng("profiler.start", e))) end
 function M.stop(e) check("profiler.stop", C.ordo_profiler_stop(eng("profiler.stop", e))) end
 function M.clear(e) C.ordo_profiler_clear(eng("profiler.clear", e)) end
 
+-- io's reason for a file that ordo_profiler_dump could not open for
+-- writing (its own message says only that it could not): nil when io can.
+-- Appending changes no file that exists; a file the probe made is removed.
+local function write_reason(path)
+    local f, _, code = io.open(path, "rb")
+    if f then
+        local ok, rerr, rcode = f:read(0)
+        f:close()
+        if ok == nil and rerr and rcode == 21 then return "it is a directory" end -- EISDIR
+    end
+    local w, err = io.open(path, "ab")
+    if w then
+        w:close()
+        if not f and code == 2 then os.remove(path) end -- ENOENT before: the probe made it
+        return nil
+    end
+    err = tostring(err)
+    if err:sub(1, #path + 2) == path .. ": " then err = err:sub(#path + 3) end -- (io repeats the path)
+    return err
+end
+
 -- Writes a Chrome trace (JSON) of the recorded ops to path.
 function M.dump(path, e)
-    if type(path) ~= "string" or path == "" then
-        fail("profiler.dump: expected a file path, got " .. util.typename(path))
+    if type(path) ~= "string" then fail("profiler.dump: expected a file path, got " .. util.typename(path)) end
+    if path == "" then fail("profiler.dump: the file path is empty") end
+    if C.ordo_profiler_dump(eng("profiler.dump", e), path) ~= 0 then
+        local msg = c_message("profiler.dump")
+        -- C says "cannot open 'path' for writing"; io can tell why
+        local why = msg:find("cannot open", 1, true) and write_reason(path)
+        if why then fail(fmt("profiler.dump: cannot write %s: %s", path, why)) end
+        fail(msg)
     end
-    check("profiler.dump", C.ordo_profiler_dump(eng("profiler.dump", e), path))
 end
 
 -- The summary table (one line per op name; a second table of GPU-side times

@@ -120,7 +120,7 @@ function M.bar(opts)
         fail("progress.bar: width must be a positive integer, got " .. tostring(width))
     end
     local interval = opts.interval or 0.1
-    if type(interval) ~= "number" or interval < 0 then
+    if type(interval) ~= "number" or not (interval >= 0) then -- (not nan either)
         fail("progress.bar: interval must be a number of seconds >= 0, got " .. tostring(interval))
     end
     local clock = opts.clock or M.now
@@ -206,14 +206,28 @@ local function check_bar(fname, self)
     end
 end
 
+-- A count is a finite integer >= 0: the line prints it with %d, which
+-- turns inf into -9223372036854775808 and a fraction into its floor, and
+-- a negative count is no progress (a -50% bar).
+local function check_count(fname, what, v)
+    if not is_int(v) or v < 0 then
+        fail(fmt("%s: expected %s (an integer >= 0), got %s", fname, what,
+                 type(v) == "number" and tostring(v) or typename(v)))
+    end
+end
+
+local function check_fields(fname, fields)
+    if fields ~= nil and type(fields) ~= "table" and type(fields) ~= "string" then
+        fail(fname .. ": fields must be a table or a string, got " .. typename(fields))
+    end
+end
+
 -- bar:update(i [, fields]): i items done (absolute, not an increment);
 -- fields: a table printed as key=value after the bar, or a string.
 function Bar:update(i, fields)
     check_bar("update", self)
-    if type(i) ~= "number" or i ~= i then fail("update: expected a count of items done, got " .. tostring(i)) end
-    if fields ~= nil and type(fields) ~= "table" and type(fields) ~= "string" then
-        fail("update: fields must be a table or a string, got " .. typename(fields))
-    end
+    check_count("update", "a count of items done", i)
+    check_fields("update", fields)
     if self.finished then return self end
     self.n = i
     if fields ~= nil then self.fields = fields end
@@ -237,7 +251,10 @@ end
 -- bar:step([k [, fields]]): k more items done (default 1).
 function Bar:step(k, fields)
     check_bar("step", self)
-    return self:update(self.n + (k or 1), fields)
+    if k == nil then k = 1 end
+    check_count("step", "a number of items to add", k)
+    check_fields("step", fields)
+    return self:update(self.n + k, fields)
 end
 
 -- bar:finish([fields]): the final line (elapsed time, overall rate); later
@@ -245,9 +262,7 @@ end
 function Bar:finish(fields)
     check_bar("finish", self)
     if self.finished then return self end
-    if fields ~= nil and type(fields) ~= "table" and type(fields) ~= "string" then
-        fail("finish: fields must be a table or a string, got " .. typename(fields))
-    end
+    check_fields("finish", fields)
     if fields ~= nil then self.fields = fields end
     local now = self.clock()
     if self.tty then draw_tty(self, now, true) else print_line(self, now, true) end

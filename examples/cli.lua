@@ -1,0 +1,202 @@
+-- examples/cli.lua: the command line shared by the examples, which load it
+-- with dofile from beside themselves:
+--
+--   local cli = dofile(here .. "cli.lua")
+--   local opt = cli.parse(arg, {
+--       name = "fashion_mlp", script = here .. "fashion_mlp.lua",
+--       options = {                                  -- flag, key, kind, default
+--           {"--epochs", "epochs", "count", 12},
+--           {"--device", "device", "choice", "cpu", choices = {"cpu", "gpu"}},
+--           {"--hidden", "sizes", "sizes", {512, 256}},
+--       },
+--       positional = {{"steps", "count", 300}},     -- values given in order: name, kind, default
+--   })
+--
+-- Kinds: count (an integer >= 1), natural (an integer >= 0), seed (an
+-- integer >= 0), positive (a finite number > 0), choice (one of
+-- choices), path (a non-empty string), file (a file that can be read),
+-- outfile (a file that can be written), sizes (comma-separated integers
+-- >= 1; n = k asks for exactly k).
+-- `--flag value` and `--flag=value` both work.
+--
+-- -h or --help anywhere prints the script's head comment (its usage line
+-- and options) and exits 0.  An unknown option, a missing or bad value, or
+-- a value too many prints one line naming the option to stderr and exits
+-- 2, before any work: a Lua error would add a traceback into this file
+-- instead of pointing at the command line.
+local fmt, concat = string.format, table.concat
+local floor = math.floor
+
+local M = {}
+
+-- name: message on stderr, exit status 2 (a usage error, as getopt tools do).
+function M.die(name, msg)
+    io.stderr:write(fmt("%s: %s\n", name, msg))
+    os.exit(2)
+end
+local die = M.die
+
+-- The head comment of script, up to its first line of code, without "-- ".
+function M.help_text(script)
+    local f = io.open(script, "rb")
+    if not f then return "" end
+    local src = f:read("*a")
+    f:close()
+    local lines = {}
+    for line in src:gmatch("([^\n]*)\n") do
+        if not line:match("^%-%-") then break end
+        lines[#lines + 1] = (line:gsub("^%-%- ?", ""))
+    end
+    return concat(lines, "\n")
+end
+
+local function is_help(a) return a == "-h" or a == "--help" end
+
+-- (a finite integer: nan fails x == floor(x), inf fails the bounds)
+local function is_int(x) return x == floor(x) and x > -2 ^ 53 and x < 2 ^ 53 end
+
+-- kind -> function(text, def) returning the value, or nil and what was expected
+local KINDS = {}
+function KINDS.count(s)
+    local x = tonumber(s)
+    if x and is_int(x) and x >= 1 then return x end
+    return nil, "an integer >= 1"
+end
+function KINDS.natural(s)
+    local x = tonumber(s)
+    if x and is_int(x) and x >= 0 then return x end
+    return nil, "an integer >= 0"
+end
+KINDS.seed = KINDS.natural
+function KINDS.positive(s)
+    local x = tonumber(s)
+    if x and x > 0 and x < math.huge then return x end
+    return nil, "a finite number > 0"
+end
+function KINDS.choice(s, def)
+    for _, c in ipairs(def.choices) do
+        if s == c then return s end
+    end
+    local cs = def.choices
+    return nil, #cs == 1 and cs[1] or concat(cs, ", ", 1, #cs - 1) .. " or " .. cs[#cs]
+end
+function KINDS.path(s)
+    if s ~= "" then return s end
+    return nil, "a non-empty path"
+end
+-- io's reason for a failed open, without the path its message repeats.
+-- (file and outfile return a whole message as a third value, with it.)
+local function io_reason(s, err)
+    err = tostring(err)
+    if err:sub(1, #s + 2) == s .. ": " then err = err:sub(#s + 3) end
+    return err
+end
+-- A file that opens and reads: io.open opens a directory on Linux, and only
+-- its first read fails (EISDIR), so the check reads nothing once.
+function KINDS.file(s)
+    if s == "" then return nil, "a non-empty path" end
+    local f, err = io.open(s, "rb")
+    if not f then return nil, nil, fmt("cannot read %s: %s", s, io_reason(s, err)) end
+    local ok, rerr, code = f:read(0)
+    f:close()
+    if ok == nil and rerr then
+        return nil, nil, code == 21 and s .. " is a directory, not a file" or fmt("cannot read %s: %s", s, rerr)
+    end
+    return s
+end
+-- A file to write at the end (a trace, saved parameters): checked now, not
+-- after the run.  Opening it to append changes no file that exists; one
+-- that did not is removed again.
+function KINDS.outfile(s)
+    if s == "" then return nil, "a non-empty path" end
+    local f, _, code = io.open(s, "rb")
+    if f then
+        local ok, rerr, rcode = f:read(0)
+        f:close()
+        if ok == nil and rerr and rcode == 21 then return nil, nil, s .. " is a directory, not a file" end
+    end
+    local w, err = io.open(s, "ab")
+    if not w then return nil, nil, fmt("cannot write %s: %s", s, io_reason(s, err)) end
+    w:close()
+    if not f and code == 2 then os.remove(s) end -- (ENOENT: the probe made it)
+    return s
+end
+function KINDS.sizes(s, def)
+    local list = {}
+    for part in (s .. ","):gmatch("([^,]*),") do
+        local x = tonumber(part)
+        if not (x and is_int(x) and x >= 1) then list = nil break end
+        list[#list + 1] = x
+    end
+    if list and #list > 0 and (def.n == nil or #list == def.n) then return list end
+    if def.n then return nil, fmt("%d comma-separated integers >= 1 (e.g. 32,64)", def.n) end
+    return nil, "comma-separated integers >= 1 (e.g. 512,256)"
+end
+
+local function convert(name, what, def, kind, text)
+    local conv = KINDS[kind] or error("cli: unknown kind " .. tostring(kind))
+    local v, expected, msg = conv(text, def)
+    if msg then die(name, what .. ": " .. msg) end
+    if v == nil then die(name, fmt("%s must be %s, got %s", what, expected, text == "" and "''" or text)) end
+    return v
+end
+
+-- parse(argv, spec): the options table (defaults, then argv's values); see
+-- the head of this file.
+function M.parse(argv, spec)
+    argv = argv or {}
+    local name = spec.name
+    for i = 1, #argv do
+        if is_help(argv[i]) then
+            io.write(M.help_text(spec.script), "\n")
+            os.exit(0)
+        end
+    end
+    local o, by_flag, positional = {}, {}, spec.positional or {}
+    for _, d in ipairs(spec.options or {}) do
+        by_flag[d[1]] = d
+        o[d[2]] = d[4]
+    end
+    for _, d in ipairs(positional) do o[d[1]] = d[3] end
+    local npos, i = 0, 1
+    while i <= #argv do
+        local a = argv[i]
+        local flag, inline = a:match("^(%-%-[^=]+)=(.*)$")
+        local d = by_flag[flag or a]
+        if d then
+            local v = inline
+            if v == nil then
+                i = i + 1
+                v = argv[i]
+                -- `--save --epochs 3` is a forgotten value, not a file named --epochs
+                if v == nil or v:match("^%-%-") then
+                    die(name, fmt("%s needs a value%s (see --help)", a, v and ", got the option " .. v or ""))
+                end
+            end
+            o[d[2]] = convert(name, d[1], d, d[3], v)
+        elseif a:match("^%-") and not (npos < #positional and tonumber(a)) then
+            -- (a negative number is a positional value, for its own message)
+            die(name, fmt("unknown option %s (see --help)", a))
+        elseif npos < #positional then
+            npos = npos + 1
+            local p = positional[npos]
+            o[p[1]] = convert(name, p[1], p, p[2], a)
+        else
+            die(name, fmt("unexpected argument %s (see --help)", a))
+        end
+        i = i + 1
+    end
+    return o
+end
+
+-- Run directly, this helper says what it is for.
+if arg and type(arg[0]) == "string" and debug.getinfo(1, "S").source == "@" .. arg[0] then
+    local help = false
+    for i = 1, #arg do help = help or is_help(arg[i]) end
+    local out = help and io.stdout or io.stderr
+    out:write("examples/cli.lua is the command-line parser the examples share; run an example " ..
+              "(e.g. build/ordo examples/fashion_mlp.lua --help)\n")
+    os.exit(help and 0 or 2)
+end
+
+return M
