@@ -913,5 +913,7 @@ describe("derived ops", function()
         for _, c in ipairs(calls) do H.raises(c[2], c[1] .. ": dim must be an integer") end
         H.raises(function() return ordo.linspace(0, 1, 1e18) end, "linspace", "count")
         H.raises(function() return x:fill_(ordo.ones({2})) end, "fill_", "one-element")
+        H.raises(function() return ordo.tensor({1}, "int32"):remainder(0) end, "remainder: integer division by zero")
+        H.raises(function() return ordo.tensor({1}, "int64"):fmod(0) end, "fmod: integer division by zero")
     end)
 end)

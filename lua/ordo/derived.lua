@@ -906,6 +906,7 @@ local function modulo(fname, a, b, floor_mode)
         end
         return record_modulo(fname, a, b, r, floor_mode)
     end
+    if b == 0 then fail(fname .. ": integer division by zero") end -- a number: named at the call
     local r = a - a:div(b, "trunc") * b
     if not floor_mode then return r end
     -- a nonzero remainder whose sign differs from the divisor's moves by b
