@@ -72,6 +72,27 @@ describe("ordo.engine", function()
         assert.equals(1024, ordo.engine.new({cpu_workers = 1}):config().run_now_max_elements)
     end)
 
+    it("a bad ORDO_* setting fails engine.new with a message naming it, its value and the range", function()
+        local C = require("ordo.cdef").C
+        for name, case in pairs({ORDO_SPIN_US = {"-1", "expected an integer from 0 to 1000000"},
+                                 ORDO_ENGINE_TYPE = {"bogus", "expected naive, pooled or perdevice"},
+                                 ORDO_MAX_INFLIGHT = {"1", "expected an integer from 16 to"}}) do
+            local saved = os.getenv(name)
+            C.setenv(name, case[1], 1)
+            local ok, err = pcall(ordo.engine.new, {cpu_workers = 1})
+            C.setenv(name, saved or "", 1) -- empty is unset
+            assert.is_false(ok, name)
+            assert.truthy(tostring(err):find(name .. "=" .. case[1] .. ": " .. case[2], 1, true), err)
+        end
+        -- a field given in the settings is not read from the environment
+        local saved = os.getenv("ORDO_SPIN_US")
+        C.setenv("ORDO_SPIN_US", "abc", 1)
+        local ok, e = pcall(ordo.engine.new, {cpu_workers = 1, spin_us = 5})
+        C.setenv("ORDO_SPIN_US", saved or "", 1)
+        assert.is_true(ok, e)
+        e:close()
+    end)
+
     it("more engines: naive, pooled, perdevice; tensors follow their engine", function()
         for _, kind in ipairs({"naive", "pooled", "perdevice"}) do
             local e = ordo.engine.new({kind = kind, cpu_workers = 2})
@@ -126,6 +147,49 @@ describe("ordo.profiler", function()
         assert.truthy(json:find("\"matmul\"", 1, true))
         assert.truthy(json:find("traceEvents", 1, true))
         ordo.profiler.clear()
+    end)
+
+    -- An op's name is the user's bytes: bytes that are not UTF-8 went into
+    -- the trace as they were (no JSON reader took it), and a newline split
+    -- the summary's row.
+    it("a trace stays JSON and the summary one row a name, whatever the names", function()
+        ordo.engine.wait_for_all()
+        ordo.profiler.clear()
+        ordo.profiler.start()
+        local v = ordo.engine.new_variable()
+        ordo.engine.shell("true", {writes = {v}, name = "bad\255\254utf"})
+        ordo.engine.shell("true", {writes = {v}, name = "two\nlines"})
+        ordo.engine.wait_for_var(v)
+        ordo.profiler.stop()
+        local s = ordo.profiler.summary()
+        assert.truthy(s:find("\nbad\\xff\\xfeutf +1 "), s)
+        assert.truthy(s:find("\ntwo\\nlines +1 "), s)
+        local path = os.tmpname()
+        ordo.profiler.dump(path)
+        local json = H.slurp(path)
+        ordo.profiler.clear()
+        assert.truthy(json:find('"bad\\\\xff\\\\xfeutf"', 1, true), json)
+        assert.truthy(json:find('"two\\nlines"', 1, true), json)
+        -- every byte sequence in it is UTF-8
+        local i, n = 1, #json
+        while i <= n do
+            local c = json:byte(i)
+            local len = c < 0x80 and 1 or c >= 0xC2 and c <= 0xDF and 2 or c >= 0xE0 and c <= 0xEF and 3 or
+                        c >= 0xF0 and c <= 0xF4 and 4 or 0
+            assert.is_true(len > 0, "byte " .. c .. " at " .. i)
+            for k = 1, len - 1 do
+                local b = json:byte(i + k) or 0
+                assert.is_true(b >= 0x80 and b < 0xC0, "byte " .. b .. " at " .. (i + k))
+            end
+            i = i + len
+        end
+        -- and a JSON reader takes it, where there is one
+        local have = os.execute("command -v python3 > /dev/null 2>&1")
+        if have == 0 or have == true then
+            local ok = os.execute("python3 -m json.tool " .. path .. " > /dev/null")
+            assert.is_true(ok == 0 or ok == true, "python3 -m json.tool rejects the trace")
+        end
+        os.remove(path)
     end)
 end)
 

@@ -23,8 +23,10 @@ static int sim_request; /* GPUs asked for by ordo_device_use_simulated */
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
 
 static void choose(void) {
-    const char *s = getenv("ORDO_SIMULATED_GPUS");
-    int n = sim_request ? sim_request : (s ? atoi(s) : 0);
+    /* A bad ORDO_SIMULATED_GPUS gives no simulated device here (0); every
+     * engine creation fails on it with the message (engine.c). */
+    int n = sim_request;
+    if (!n) device_sim_env_check(&n, NULL, 0);
     if (n > 0) {
         chosen = ordo_device_sim_backend(n);
         return;

@@ -118,6 +118,15 @@ int ordo_device_sim_stream_device(void *stream);
  * device's pending failure to the engine's next wait (event_sync would
  * report it): for the allocator's AddressSanitizer guard (dev_alloc.c). */
 void ordo_device_sim_event_wait_quiet(void *ev);
+/* The simulated device's ORDO_SIMULATED_GPU* variables checked (device_sim.c):
+ * engine creation calls it so that a bad value fails the engine instead of
+ * giving no simulated GPU; *ngpus gets the count.  0, or -1 with err. */
+int device_sim_env_check(int *ngpus, char *err, size_t errlen);
+/* An ORDO_* integer setting read and checked (engine.c; device_sim.c reads
+ * its variables with it): 0 when unset or empty (out untouched), 1 with
+ * *out in lo..hi, -1 with a message naming the variable, its value and the
+ * range (plus note) in err when err is not NULL. */
+int config_env_long(const char *name, long lo, long hi, const char *note, long *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

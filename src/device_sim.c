@@ -527,13 +527,45 @@ static const device_backend sim_backend = {
     sim_event_elapsed_ns,
 };
 
-/* ORDO_SIMULATED_GPU_MEM_MB and ORDO_SIMULATED_GPU_DELAY_NS set the memory
- * limit and the stream delay for front-end tests (ordo_device_sim_configure
- * for native ones). */
+/* ORDO_SIMULATED_GPUS (how many; 0 or unset: none), ORDO_SIMULATED_GPU_MEM_MB
+ * (each device's memory; 0 or unset: no limit) and
+ * ORDO_SIMULATED_GPU_DELAY_NS (the random delay per stream item), read and
+ * checked in one place: device.c picks the backend by the first, engine
+ * creation fails on a bad one (engine.c), and ordo_device_sim_backend
+ * applies the other two.  0, or -1 with the message in err (when not NULL);
+ * each variable read is set only when it was given and good. */
+typedef struct {
+    long ngpus, mem_mb, delay_ns;
+    int has_mem, has_delay;
+} sim_env;
+
+static int sim_env_read(sim_env *s, char *err, size_t errlen) {
+    memset(s, 0, sizeof *s);
+    int bad = config_env_long("ORDO_SIMULATED_GPUS", 0, SIM_MAX_DEVICES, " (0: none)", &s->ngpus, err, errlen) < 0;
+    int r = config_env_long("ORDO_SIMULATED_GPU_MEM_MB", 0, 1L << 24, " (0: no limit)", &s->mem_mb,
+                            bad ? NULL : err, errlen);
+    s->has_mem = r > 0;
+    bad |= r < 0;
+    r = config_env_long("ORDO_SIMULATED_GPU_DELAY_NS", 0, 1000000000L, NULL, &s->delay_ns, bad ? NULL : err, errlen);
+    s->has_delay = r > 0;
+    bad |= r < 0;
+    return bad ? -1 : 0;
+}
+
+int device_sim_env_check(int *ngpus, char *err, size_t errlen) {
+    sim_env s;
+    int rc = sim_env_read(&s, err, errlen);
+    if (ngpus) *ngpus = (int)s.ngpus;
+    return rc;
+}
+
+/* The environment's memory limit and delay apply where given
+ * (ordo_device_sim_configure sets them for native tests). */
 const device_backend *ordo_device_sim_backend(int ndev) {
     sim.ndev = ndev < 1 ? 1 : ndev > SIM_MAX_DEVICES ? SIM_MAX_DEVICES : ndev;
-    const char *mb = getenv("ORDO_SIMULATED_GPU_MEM_MB"), *delay = getenv("ORDO_SIMULATED_GPU_DELAY_NS");
-    if (mb) sim.mem_limit = (size_t)atol(mb) << 20;
-    if (delay) sim.delay_ns = (unsigned)atol(delay);
+    sim_env s;
+    sim_env_read(&s, NULL, 0); /* a bad value fails every engine's creation; the good ones apply */
+    if (s.has_mem) sim.mem_limit = (size_t)s.mem_mb << 20;
+    if (s.has_delay) sim.delay_ns = (unsigned)s.delay_ns;
     return &sim_backend;
 }

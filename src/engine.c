@@ -3,7 +3,9 @@
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,53 +18,145 @@ static atomic_uint_least64_t next_engine_uid = 1;
 
 /* ---- configuration ---------------------------------------------------- */
 
-static int env_int(const char *name, int fallback) {
+/* ORDO_* settings are checked, never guessed at: a value that is not a
+ * whole number in range fails engine creation with a message naming the
+ * variable, its value and what it accepts.  Replacing a typo by the default
+ * would look like a setting that has no effect.  Unset or empty: not set.
+ *
+ * Returns 0 when name is unset (out untouched), 1 with *out set, or -1 with
+ * the message in err (when err is not NULL).  device_sim.c reads its
+ * variables with it too. */
+int config_env_long(const char *name, long lo, long hi, const char *note, long *out, char *err, size_t errlen) {
     const char *s = getenv(name);
-    if (!s || !*s) return fallback;
-    char *end;
+    if (!s || !*s) return 0;
+    /* strtol alone would take " 12", "12abc" (with end) and 1e30 (ERANGE) */
+    const char *d = s + (s[0] == '-' || s[0] == '+');
+    char *end = NULL;
+    errno = 0;
     long v = strtol(s, &end, 10);
-    return (*end || v < 0 || v > 1 << 24) ? fallback : (int)v;
+    if (*d >= '0' && *d <= '9' && !*end && errno == 0 && v >= lo && v <= hi) {
+        *out = v;
+        return 1;
+    }
+    if (err) {
+        char range[96];
+        if (hi == lo + 1) snprintf(range, sizeof range, "%ld or %ld", lo, hi);
+        else snprintf(range, sizeof range, "an integer from %ld to %ld", lo, hi);
+        snprintf(err, errlen, "%s=%.64s%s: expected %s%s", name, s, strlen(s) > 64 ? "..." : "", range,
+                 note ? note : "");
+    }
+    return -1;
 }
 
-static int env_kind(void) {
+
+/* Where a setting came from, for messages that must name it. */
+#define ORIGIN_LEN 64
+typedef struct {
+    char cpu[ORIGIN_LEN], prio[ORIGIN_LEN], copy[ORIGIN_LEN];
+} config_origin;
+
+/* An integer setting: the field if set (> 0), else the environment, else
+ * the default. */
+static int resolve_int(int *field, const char *name, long lo, long hi, int fallback, char *origin, char *err,
+                       size_t errlen) {
+    const char *from = "from the config";
+    if (*field <= 0) {
+        long v;
+        int r = config_env_long(name, lo, hi, NULL, &v, err, errlen);
+        if (r < 0) return -1;
+        *field = r ? (int)v : fallback;
+        from = r ? name : "by default";
+    }
+    if (origin) snprintf(origin, ORIGIN_LEN, "%s%s", from == name ? "from " : "", from);
+    return 0;
+}
+
+/* A setting where negative means "off" and 0 in the config means "take
+ * the environment": there 0 means off too, and reads back as -1. */
+static int resolve_signed(int *field, const char *name, const char *note, int fallback, char *err, size_t errlen) {
+    if (*field != 0) return 0;
+    long v;
+    int r = config_env_long(name, -(1L << 30), 1L << 30, note, &v, err, errlen);
+    if (r < 0) return -1;
+    *field = !r ? fallback : v > 0 ? (int)v : -1;
+    return 0;
+}
+
+static int resolve_kind(int *kind, char *err, size_t errlen) {
+    if (*kind >= ORDO_ENGINE_NAIVE && *kind <= ORDO_ENGINE_PER_DEVICE) return 0;
     const char *s = getenv("ORDO_ENGINE_TYPE");
-    if (!s || !*s) return ORDO_ENGINE_PER_DEVICE;
-    if (!strcasecmp(s, "naive") || !strcasecmp(s, "NaiveEngine")) return ORDO_ENGINE_NAIVE;
-    if (!strcasecmp(s, "pooled") || !strcasecmp(s, "ThreadedEnginePooled")) return ORDO_ENGINE_POOLED;
-    return ORDO_ENGINE_PER_DEVICE;
+    /* MXNet's names (MXNET_ENGINE_TYPE) too */
+    if (!s || !*s || !strcasecmp(s, "perdevice") || !strcasecmp(s, "per_device") ||
+        !strcasecmp(s, "ThreadedEnginePerDevice")) {
+        *kind = ORDO_ENGINE_PER_DEVICE;
+    } else if (!strcasecmp(s, "naive") || !strcasecmp(s, "NaiveEngine")) {
+        *kind = ORDO_ENGINE_NAIVE;
+    } else if (!strcasecmp(s, "pooled") || !strcasecmp(s, "ThreadedEnginePooled")) {
+        *kind = ORDO_ENGINE_POOLED;
+    } else {
+        snprintf(err, errlen, "ORDO_ENGINE_TYPE=%.64s%s: expected naive, pooled or perdevice", s,
+                 strlen(s) > 64 ? "..." : "");
+        return -1;
+    }
+    return 0;
 }
 
-static ordo_engine_config resolve_config(const ordo_engine_config *in) {
+/* Settings the library reads elsewhere, lazily (storage.c, host_alloc.c,
+ * kernels/cpu/matmul.c), where a failure has no caller to go to: checked
+ * at every engine creation, which comes before any of them is read. */
+static const struct {
+    const char *name;
+    long lo, hi;
+    const char *note;
+} lib_settings[] = {
+    {"ORDO_GC_THRESHOLD_MB", 1, 1L << 24, NULL},
+    {"ORDO_HOST_CACHE_MB", 0, 1L << 24, " (0: no cache)"},
+    {"ORDO_PINNED_CACHE_MB", 0, 1L << 24, " (0: no cache)"},
+    {"ORDO_BLAS_THREADS", 1, ORDO_MAX_WORKERS, NULL},
+};
+
+/* 0, or -1 with the message in err. */
+static int resolve_config(const ordo_engine_config *in, ordo_engine_config *out, config_origin *o, char *err,
+                          size_t errlen) {
     ordo_engine_config c = in ? *in : (ordo_engine_config){0};
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1) cores = 1;
-    if (c.kind < ORDO_ENGINE_NAIVE || c.kind > ORDO_ENGINE_PER_DEVICE) c.kind = env_kind();
-    if (c.cpu_workers <= 0) c.cpu_workers = env_int("ORDO_CPU_WORKER_NTHREADS", (int)cores);
-    if (c.cpu_priority_workers <= 0) c.cpu_priority_workers = env_int("ORDO_CPU_PRIORITY_NTHREADS", 1);
-    if (c.gpu_workers <= 0) c.gpu_workers = env_int("ORDO_GPU_WORKER_NTHREADS", 2);
-    if (c.gpu_copy_workers <= 0) c.gpu_copy_workers = env_int("ORDO_GPU_COPY_NTHREADS", 1);
-    if (c.max_inflight <= 0) c.max_inflight = env_int("ORDO_MAX_INFLIGHT", 8192);
-    if (c.spin_us <= 0) c.spin_us = env_int("ORDO_SPIN_US", 50);
-    if (c.profiler_autostart <= 0) c.profiler_autostart = env_int("ORDO_PROFILER_AUTOSTART", 0);
-    if (c.push_inline_after == 0) {
-        const char *s = getenv("ORDO_PUSH_INLINE_AFTER");
-        c.push_inline_after = s && *s == '-' ? -1 : env_int("ORDO_PUSH_INLINE_AFTER", 64);
+    /* cpu(0)'s pool and the priority pool must fit in an engine's workers */
+    if (cores > ORDO_MAX_WORKERS / 2) cores = ORDO_MAX_WORKERS / 2;
+    const long W = ORDO_MAX_WORKERS;
+    if (resolve_kind(&c.kind, err, errlen) ||
+        resolve_int(&c.cpu_workers, "ORDO_CPU_WORKER_NTHREADS", 1, W, (int)cores, o->cpu, err, errlen) ||
+        resolve_int(&c.cpu_priority_workers, "ORDO_CPU_PRIORITY_NTHREADS", 1, W, 1, o->prio, err, errlen) ||
+        resolve_int(&c.gpu_workers, "ORDO_GPU_WORKER_NTHREADS", 1, W, 2, NULL, err, errlen) ||
+        resolve_int(&c.gpu_copy_workers, "ORDO_GPU_COPY_NTHREADS", 1, W, 1, o->copy, err, errlen) ||
+        resolve_int(&c.max_inflight, "ORDO_MAX_INFLIGHT", 16, 1L << 24, 8192, NULL, err, errlen) ||
+        resolve_signed(&c.push_inline_after, "ORDO_PUSH_INLINE_AFTER", " (0 or negative: never)", 64, err,
+                       errlen) ||
+        resolve_signed(&c.bulk_op_max_ns, "ORDO_BULK_OP_MAX_NS", " (0 or negative: always bulked)", 500, err,
+                       errlen) ||
+        resolve_signed(&c.run_now_max_elements, "ORDO_RUN_NOW_MAX_ELEMENTS", " (0 or negative: never)", 1024, err,
+                       errlen))
+        return -1;
+    long v;
+    int r;
+    if (c.spin_us <= 0) {
+        if ((r = config_env_long("ORDO_SPIN_US", 0, 1000000, NULL, &v, err, errlen)) < 0) return -1;
+        c.spin_us = r ? (int)v : 50;
     }
-    if (c.bulk_op_max_ns == 0) {
-        const char *s = getenv("ORDO_BULK_OP_MAX_NS");
-        c.bulk_op_max_ns = s && *s == '-' ? -1 : env_int("ORDO_BULK_OP_MAX_NS", 500);
+    if (c.profiler_autostart <= 0) {
+        if ((r = config_env_long("ORDO_PROFILER_AUTOSTART", 0, 1, NULL, &v, err, errlen)) < 0) return -1;
+        c.profiler_autostart = r ? (int)v : 0;
     }
-    if (c.run_now_max_elements == 0) {
-        const char *s = getenv("ORDO_RUN_NOW_MAX_ELEMENTS");
-        c.run_now_max_elements = s && *s == '-' ? -1 : env_int("ORDO_RUN_NOW_MAX_ELEMENTS", 1024);
-        if (c.run_now_max_elements == 0) c.run_now_max_elements = -1;
-    }
-    if (c.cpu_workers < 1) c.cpu_workers = 1;
-    if (c.cpu_priority_workers < 1) c.cpu_priority_workers = 1;
-    if (c.gpu_workers < 1) c.gpu_workers = 1;
-    if (c.gpu_copy_workers < 1) c.gpu_copy_workers = 1;
+    for (size_t i = 0; i < sizeof lib_settings / sizeof lib_settings[0]; i++)
+        if (config_env_long(lib_settings[i].name, lib_settings[i].lo, lib_settings[i].hi, lib_settings[i].note, &v,
+                            err, errlen) < 0)
+            return -1;
+    if (device_sim_env_check(NULL, err, errlen)) return -1;
+    /* A smaller window counts as 16 (README): a worker takes up to 16
+     * ready ops at a time (POP_BATCH_MAX, sched.c). */
     if (c.max_inflight < 16) c.max_inflight = 16;
-    return c;
+    *out = c;
+    return 0;
 }
 
 const char *ordo_engine_kind_name(int kind) {
@@ -360,13 +454,20 @@ void engine_wait_pending(ordo_engine *e, long target) {
 /* ---- create / destroy ---------------------------------------------------- */
 
 ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
+    ordo_engine_config c;
+    config_origin origin;
+    char err[512];
+    if (resolve_config(cfg, &c, &origin, err, sizeof err)) {
+        set_error(ORDO_ERR_INVALID, "ordo_engine_create: %s", err);
+        return NULL;
+    }
     ordo_engine *e = aligned_alloc(64, (sizeof *e + 63) / 64 * 64);
     if (e) memset(e, 0, sizeof *e);
     if (!e) {
         set_error(ORDO_ERR_NOMEM, "ordo_engine_create: out of memory");
         return NULL;
     }
-    e->cfg = resolve_config(cfg);
+    e->cfg = c;
     e->uid = atomic_fetch_add(&next_engine_uid, 1);
     asym_fence_init();
     e->low_mark = e->cfg.max_inflight / 2;
@@ -379,6 +480,12 @@ ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
     pthread_mutex_init(&e->names_mu, NULL);
     e->prof_shared = prof_buf_new(e, -1, (ordo_ctx){0, 0}, "pushing threads");
 
+    /* A failing pool_start sets the message; one that fails without (no
+     * memory) must not leave an older message to be taken for its own.
+     * The caller's last error stands again when all went well. */
+    char saved_error[1024];
+    snprintf(saved_error, sizeof saved_error, "%s", ordo_last_error());
+    set_error(ORDO_OK, "%s", "");
     int rc = ORDO_OK;
     if (e->cfg.kind == ORDO_ENGINE_PER_DEVICE) {
         rc = start_cpu_pool(e, 0);
@@ -398,10 +505,20 @@ ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
             rc = pool_start(e, e->shared_copy_pool, POOL_SHARED_COPY, (ordo_ctx){0, 0}, e->cfg.gpu_copy_workers);
     }
     if (rc != ORDO_OK) {
+        /* pool_start's message says why ("more than 1024 worker threads");
+         * the counts and where they came from say what to change. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", ordo_last_error()[0] ? ordo_last_error() : "out of memory");
         ordo_engine_destroy(e);
-        set_error(rc, "ordo_engine_create: cannot start worker threads");
+        bool pooled = c.kind == ORDO_ENGINE_POOLED;
+        set_error(rc, "ordo_engine_create: cannot start the worker threads: %s (cpu_workers = %d %s, %s = %d %s; "
+                  "at most %d in all)", why, c.cpu_workers, origin.cpu,
+                  pooled ? "gpu_copy_workers" : "cpu_priority_workers",
+                  pooled ? c.gpu_copy_workers : c.cpu_priority_workers, pooled ? origin.copy : origin.prio,
+                  ORDO_MAX_WORKERS);
         return NULL;
     }
+    set_error(ORDO_OK, "%s", saved_error);
     if (e->cfg.profiler_autostart) ordo_profiler_start(e);
     return e;
 }

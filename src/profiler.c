@@ -402,13 +402,77 @@ void ordo_profiler_clear(ordo_engine *e) {
     pthread_mutex_unlock(&e->prof_mu);
 }
 
-static void json_string(FILE *f, const char *s) {
+/* The length of the well-formed UTF-8 sequence at s (1 to 4 bytes), or 0
+ * when the bytes there are not one: a stray continuation byte, a sequence
+ * cut short (a name cut at ORDO_NAME_MAX - 1 bytes may end in one), an
+ * overlong form, a surrogate, or past U+10FFFF (RFC 3629). */
+static int utf8_len(const unsigned char *s) {
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    int n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0; /* stops at the terminating NUL too */
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0) || (c == 0xF0 && s[1] < 0x90) ||
+        (c == 0xF4 && s[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* A name as text both outputs can hold: well-formed UTF-8 as it is, any
+ * other byte as the four characters \xHH (so the bytes stay visible:
+ * U+FFFD would hide which they were), control characters as \n, \t, \r
+ * or \xHH (one row per name in the summary).  Writes at most n - 1
+ * characters and the NUL; returns the number of characters (columns) it
+ * takes, for padding. */
+static int printable_name(char *out, size_t n, const char *name) {
+    size_t k = 0;
+    int cols = 0;
+    for (const unsigned char *s = (const unsigned char *)name; *s;) {
+        char esc[8];
+        const char *piece = esc;
+        size_t len;
+        int l = utf8_len(s);
+        if (l > 1 || (l == 1 && *s >= 0x20 && *s != 0x7f)) {
+            piece = (const char *)s;
+            len = (size_t)l;
+        } else {
+            const char *named = *s == '\n' ? "\\n" : *s == '\t' ? "\\t" : *s == '\r' ? "\\r" : NULL;
+            if (named) len = (size_t)snprintf(esc, sizeof esc, "%s", named);
+            else len = (size_t)snprintf(esc, sizeof esc, "\\x%02x", *s);
+            l = 1;
+        }
+        if (k + len >= n) break;
+        memcpy(out + k, piece, len);
+        k += len;
+        cols += piece == esc ? (int)len : 1;
+        s += l;
+    }
+    out[k] = '\0';
+    return cols;
+}
+
+/* A JSON string (RFC 8259): quotes, backslashes and control characters
+ * escaped, well-formed UTF-8 as it is, and any other byte as the text
+ * \xHH (JSON strings hold characters, not bytes; U+FFFD would hide which
+ * byte it was).  One raw invalid byte makes the whole trace unreadable to
+ * every viewer. */
+static void json_string(FILE *f, const char *str) {
     fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+    for (const unsigned char *s = (const unsigned char *)str; *s;) {
+        int l = utf8_len(s);
+        if (l == 0) {
+            fprintf(f, "\\\\x%02x", *s); /* JSON for a backslash, then xHH */
+            l = 1;
+        } else if (*s == '"' || *s == '\\') {
+            fprintf(f, "\\%c", *s);
+        } else if (*s == '\n' || *s == '\t') {
+            fputs(*s == '\n' ? "\\n" : "\\t", f);
+        } else if (*s < 0x20) {
+            fprintf(f, "\\u%04x", *s);
+        } else {
+            fwrite(s, 1, (size_t)l, f);
+        }
+        s += l;
     }
     fputc('"', f);
 }
@@ -491,6 +555,14 @@ int ordo_profiler_dump(ordo_engine *e, const char *path) {
     return ORDO_OK;
 }
 
+/* A name in the summary's first column, 24 characters wide: printable
+ * (a newline would break the table; UTF-8 counts one column a character). */
+static void summary_name(FILE *out, const char *name) {
+    char buf[4 * ORDO_NAME_MAX + 16];
+    int cols = printable_name(buf, sizeof buf, name);
+    fprintf(out, "%s%*s", buf, cols < 24 ? 24 - cols : 0, "");
+}
+
 typedef struct { char name[ORDO_NAME_MAX]; long count; uint64_t total, min, max, wait; } prof_row;
 
 static int row_cmp(const void *a, const void *b) {
@@ -566,8 +638,9 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
             "queue us/op");
     for (size_t r = 0; r < host.n; r++) {
         prof_row *x = &host.rows[r];
-        fprintf(out, "%-24s %10ld %12.3f %10.3f %10.3f %10.3f %12.3f\n", x->name, x->count, x->total / 1e6,
-                x->min / 1e3, x->max / 1e3, x->total / 1e3 / (double)x->count, x->wait / 1e3 / (double)x->count);
+        summary_name(out, x->name);
+        fprintf(out, " %10ld %12.3f %10.3f %10.3f %10.3f %12.3f\n", x->count, x->total / 1e6, x->min / 1e3,
+                x->max / 1e3, x->total / 1e3 / (double)x->count, x->wait / 1e3 / (double)x->count);
     }
     if (dropped) fprintf(out, "(%zu events dropped: profiler buffer full)\n", dropped);
     if (gpu.n) {
@@ -577,8 +650,9 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
                 "mean us");
         for (size_t r = 0; r < gpu.n; r++) {
             prof_row *x = &gpu.rows[r];
-            fprintf(out, "%-24s %10ld %12.3f %10.3f %10.3f %10.3f\n", x->name, x->count, x->total / 1e6,
-                    x->min / 1e3, x->max / 1e3, x->total / 1e3 / (double)x->count);
+            summary_name(out, x->name);
+            fprintf(out, " %10ld %12.3f %10.3f %10.3f %10.3f\n", x->count, x->total / 1e6, x->min / 1e3,
+                    x->max / 1e3, x->total / 1e3 / (double)x->count);
         }
     }
     if (gpu_dropped)

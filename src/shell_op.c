@@ -7,7 +7,8 @@
  *
  *  - the op's function (ORDO_PROP_ASYNC: it runs in whichever thread makes
  *    the op ready -- the pusher, a worker, or the reaper below) starts
- *    `/bin/sh -c cmd` with posix_spawn and hands the child to the reaper;
+ *    `/bin/sh -c cmd` with posix_spawn, in a process group of its own
+ *    (spawn_sh), and hands the child to the reaper;
  *  - one reaper thread per process waits for every such child at once and
  *    completes the op (ordo_done_complete) with the exit status.
  *
@@ -275,7 +276,14 @@ static int spawn_sh(const char *cmd, pid_t *pid) {
     sigset_t none;
     sigemptyset(&none);
     err = posix_spawnattr_setsigmask(&attr, &none);
-    if (!err) err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    /* A process group of its own (as a shell's background job): a Ctrl-C
+     * at the terminal goes to the foreground group, and that is for the
+     * program (the REPL stops its wait, the ops it waited for keep
+     * running), not for the commands it started.  Whoever stops the
+     * program for good signals the commands' groups itself (the launcher,
+     * src/launcher/main.c). */
+    if (!err) err = posix_spawnattr_setpgroup(&attr, 0);
+    if (!err) err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
     if (!err) {
         char *argv[] = {"sh", "-c", (char *)cmd, NULL};
         err = posix_spawn(pid, "/bin/sh", NULL, &attr, argv, environ);

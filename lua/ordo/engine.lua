@@ -51,6 +51,16 @@ local function default_engine()
 end
 M.default = default_engine
 
+-- The default engine, or nil when it cannot start (a bad ORDO_* setting,
+-- reported to whatever needed it): for a caller that only needs it if it
+-- runs, as the REPL's wait at exit -- nothing is pending on an engine that
+-- never started.  (Tensors made without an engine start it from C, so
+-- whether it was ever asked for is not known here.)
+function M.default_if_running()
+    if not default and C.ordo_engine_default() == nil then return nil end
+    return default_engine()
+end
+
 local function is_engine(x) return getmetatable(x) == Engine end
 M.is_engine = is_engine
 

@@ -496,8 +496,11 @@ function M.finish()
         print_error({msg = err or "unfinished chunk at the end of input"})
     end
     local ordo = package.loaded.ordo
-    if type(ordo) == "table" and ordo.engine then
-        local ok, err = xpcall(ordo.engine.wait_for_all, on_error)
+    -- A default engine that cannot start (ORDO_CPU_WORKER_NTHREADS=5000)
+    -- has nothing to wait for: the commands that needed it said so.
+    local eng = type(ordo) == "table" and ordo.engine and ordo.engine.default_if_running()
+    if eng then
+        local ok, err = xpcall(function() return eng:wait_for_all() end, on_error)
         if not ok then
             S.errors = S.errors + 1
             if tostring(err.msg):match("interrupted$") then

@@ -12,7 +12,7 @@ static const char *const ENV_NAMES[] = {
     "ORDO_ENGINE_TYPE",        "ORDO_CPU_WORKER_NTHREADS", "ORDO_CPU_PRIORITY_NTHREADS",
     "ORDO_GPU_WORKER_NTHREADS", "ORDO_GPU_COPY_NTHREADS",  "ORDO_MAX_INFLIGHT",
     "ORDO_SPIN_US",            "ORDO_PROFILER_AUTOSTART",  "ORDO_PUSH_INLINE_AFTER",
-    "ORDO_BULK_OP_MAX_NS"};
+    "ORDO_BULK_OP_MAX_NS",     "ORDO_RUN_NOW_MAX_ELEMENTS"};
 
 static void clear_env(void) {
     for (int i = 0; i < ARRAY_LEN(ENV_NAMES); i++) unsetenv(ENV_NAMES[i]);
@@ -209,6 +209,123 @@ static void test_config_from_environment(void) {
         ordo_engine_destroy(e);
     }
     clear_env();
+}
+
+/* Every ORDO_* setting is checked: a bad value fails the engine's creation
+ * with a message naming the variable, the value and what it accepts;
+ * before, each was silently replaced (ORDO_ENGINE_TYPE=bogus ran perdevice,
+ * ORDO_CPU_WORKER_NTHREADS=abc the default, =0 one worker, ORDO_MAX_INFLIGHT=1
+ * 16, ORDO_SIMULATED_GPUS=100 16 devices...).  Unset or empty: the default. */
+static void test_config_environment_rejects_bad_values(void) {
+    static const struct {
+        const char *name, *value, *expect;
+    } bad[] = {
+        {"ORDO_ENGINE_TYPE", "bogus", "naive, pooled or perdevice"},
+        {"ORDO_CPU_WORKER_NTHREADS", "abc", "from 1 to 1024"},
+        {"ORDO_CPU_WORKER_NTHREADS", "-3", "from 1 to 1024"},
+        {"ORDO_CPU_WORKER_NTHREADS", "99999999999", "from 1 to 1024"},
+        {"ORDO_CPU_WORKER_NTHREADS", "0", "from 1 to 1024"},
+        {"ORDO_CPU_WORKER_NTHREADS", "5000", "from 1 to 1024"},
+        {"ORDO_CPU_WORKER_NTHREADS", "2x", "from 1 to 1024"},
+        {"ORDO_CPU_WORKER_NTHREADS", " 2", "from 1 to 1024"},
+        {"ORDO_CPU_PRIORITY_NTHREADS", "0", "from 1 to 1024"},
+        {"ORDO_GPU_WORKER_NTHREADS", "x", "from 1 to 1024"},
+        {"ORDO_GPU_COPY_NTHREADS", "-1", "from 1 to 1024"},
+        {"ORDO_MAX_INFLIGHT", "0", "from 16 to"},
+        {"ORDO_MAX_INFLIGHT", "1", "from 16 to"},
+        {"ORDO_SPIN_US", "abc", "from 0 to 1000000"},
+        {"ORDO_SPIN_US", "-1", "from 0 to 1000000"},
+        {"ORDO_PROFILER_AUTOSTART", "yes", "0 or 1"},
+        {"ORDO_PROFILER_AUTOSTART", "2", "0 or 1"},
+        {"ORDO_PUSH_INLINE_AFTER", "-abc", "(0 or negative: never)"},
+        {"ORDO_BULK_OP_MAX_NS", "1.5", "always bulked"},
+        {"ORDO_RUN_NOW_MAX_ELEMENTS", "lots", "never"},
+        {"ORDO_SIMULATED_GPUS", "100", "from 0 to 16"},
+        {"ORDO_SIMULATED_GPUS", "two", "from 0 to 16"},
+        {"ORDO_SIMULATED_GPU_MEM_MB", "-5", "no limit"},
+        {"ORDO_SIMULATED_GPU_MEM_MB", "abc", "no limit"},
+        {"ORDO_SIMULATED_GPU_DELAY_NS", "-1", "from 0 to"},
+        {"ORDO_GC_THRESHOLD_MB", "abc", "from 1 to"},
+        {"ORDO_GC_THRESHOLD_MB", "0", "from 1 to"},
+        {"ORDO_HOST_CACHE_MB", "-1", "from 0 to"},
+        {"ORDO_PINNED_CACHE_MB", "lots", "from 0 to"},
+        {"ORDO_BLAS_THREADS", "0", "from 1 to"},
+    };
+    clear_env();
+    for (int i = 0; i < ARRAY_LEN(bad); i++) {
+        setenv(bad[i].name, bad[i].value, 1);
+        ordo_engine *e = ordo_engine_create(NULL);
+        CHECK_MSG(e == NULL, "%s=%s: the engine was created", bad[i].name, bad[i].value);
+        if (e) {
+            ordo_engine_destroy(e);
+        } else {
+            char head[128];
+            snprintf(head, sizeof head, "%s=%s: expected ", bad[i].name, bad[i].value);
+            const char *err = ordo_last_error();
+            CHECK_MSG(strstr(err, head) && strstr(err, bad[i].expect), "%s=%s: message \"%s\"", bad[i].name,
+                      bad[i].value, err);
+        }
+        /* an explicit config does not read the engine's variables; the
+         * library's own (storage, caches, BLAS, devices) it still does */
+        unsetenv(bad[i].name);
+    }
+    /* empty is unset */
+    for (int i = 0; i < ARRAY_LEN(ENV_NAMES); i++) setenv(ENV_NAMES[i], "", 1);
+    ordo_engine_config got = config_from_env();
+    CHECK_EQ_LONG(got.kind, ORDO_ENGINE_PER_DEVICE);
+    CHECK_EQ_LONG(got.max_inflight, 8192);
+    CHECK_EQ_LONG(got.spin_us, 50);
+    clear_env();
+    /* the documented edges: 0 spins not at all; 0 from the environment is
+     * "never" for the three signed settings, read back as -1; a config's
+     * max_inflight below 16 counts as 16 */
+    setenv("ORDO_SPIN_US", "0", 1);
+    setenv("ORDO_PUSH_INLINE_AFTER", "0", 1);
+    setenv("ORDO_BULK_OP_MAX_NS", "0", 1);
+    setenv("ORDO_RUN_NOW_MAX_ELEMENTS", "-7", 1);
+    setenv("ORDO_PROFILER_AUTOSTART", "0", 1);
+    got = config_from_env();
+    CHECK_EQ_LONG(got.spin_us, 0);
+    CHECK_EQ_LONG(got.push_inline_after, -1);
+    CHECK_EQ_LONG(got.bulk_op_max_ns, -1);
+    CHECK_EQ_LONG(got.run_now_max_elements, -1);
+    CHECK_EQ_LONG(got.profiler_autostart, 0);
+    clear_env();
+    ordo_engine_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = ORDO_ENGINE_NAIVE;
+    c.max_inflight = 1;
+    ordo_engine *e = ordo_engine_create(&c);
+    CHECK(e != NULL);
+    if (e) {
+        ordo_engine_get_config(e, &got);
+        CHECK_EQ_LONG(got.max_inflight, 16);
+        ordo_engine_destroy(e);
+    }
+}
+
+/* More workers than an engine holds: the message keeps the cause
+ * (pool_start's "more than 1024 worker threads") and names the settings
+ * and where they came from; it said only "cannot start worker threads". */
+static void test_too_many_workers_named(void) {
+    clear_env();
+    ordo_engine_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = ORDO_ENGINE_PER_DEVICE;
+    c.cpu_workers = 1020;
+    setenv("ORDO_CPU_PRIORITY_NTHREADS", "10", 1);
+    ordo_engine *e = ordo_engine_create(&c);
+    CHECK(e == NULL);
+    if (e) ordo_engine_destroy(e);
+    const char *err = ordo_last_error();
+    CHECK_MSG(strstr(err, "more than 1024 worker threads") && strstr(err, "cpu_workers = 1020 from the config") &&
+                  strstr(err, "cpu_priority_workers = 10 from ORDO_CPU_PRIORITY_NTHREADS"),
+              "message \"%s\"", err);
+    clear_env();
+    /* and a later engine is fine */
+    e = make_engine(ORDO_ENGINE_PER_DEVICE, 2);
+    CHECK(e != NULL);
+    if (e) ordo_engine_destroy(e);
 }
 
 /* ------------------------------------------------------------------ */
@@ -697,6 +814,77 @@ static void test_profiler_dump_and_summary(void) {
     }
 }
 
+/* Is s well-formed UTF-8 (RFC 3629)? */
+static int utf8_valid(const char *str) {
+    for (const unsigned char *s = (const unsigned char *)str; *s;) {
+        unsigned c = *s;
+        int n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (!n) return 0;
+        for (int i = 1; i < n; i++)
+            if ((s[i] & 0xC0) != 0x80) return 0;
+        if (n > 1 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0) || (c == 0xF0 && s[1] < 0x90) ||
+                      (c == 0xF4 && s[1] >= 0x90)))
+            return 0;
+        s += n;
+    }
+    return 1;
+}
+
+/* Op names are the user's bytes: the trace must stay JSON (UTF-8, no raw
+ * control characters) whatever they are, and the summary one row per
+ * name.  Before, bytes >= 0x80 went into the trace as they were (a name
+ * "bad\xff\xfeutf" made it unreadable) and a newline split a summary row. */
+static void test_profiler_odd_names(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    CHECK(e != NULL);
+    if (!e) return;
+    static const char *const names[] = {"bad\xff\xfeutf", "two\nlines", "h\xc3\xa9llo", "cut\xe2\x82", "tab\tq\"b\\"};
+    ordo_var *v = ordo_new_variable(e);
+    CHECK_EQ_LONG(ordo_profiler_start(e), 0);
+    for (int i = 0; i < ARRAY_LEN(names); i++)
+        CHECK_EQ_LONG(push_simple(e, noop_op, NULL, NULL, 0, &v, 1, names[i]), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(ordo_profiler_stop(e), 0);
+    char path[] = "/tmp/ordo_prof_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
+    char *trace = slurp_path(path);
+    CHECK(trace != NULL);
+    if (trace) {
+        CHECK_MSG(utf8_valid(trace), "the trace is not UTF-8");
+        CHECK_MSG(json_valid(trace), "the trace is not valid JSON");
+        /* invalid bytes as the text \xHH, valid UTF-8 as it is, control
+         * characters and quotes escaped */
+        CHECK(strstr(trace, "\"bad\\\\xff\\\\xfeutf\"") != NULL);
+        CHECK(strstr(trace, "\"two\\nlines\"") != NULL);
+        CHECK(strstr(trace, "\"h\xc3\xa9llo\"") != NULL);
+        CHECK(strstr(trace, "\"cut\\\\xe2\\\\x82\"") != NULL);
+        CHECK(strstr(trace, "\"tab\\tq\\\"b\\\\\"") != NULL);
+        free(trace);
+    }
+    unlink(path);
+    FILE *f = tmpfile();
+    if (f) {
+        CHECK_EQ_LONG(ordo_profiler_summary(e, f), 0);
+        char *sum = slurp(f);
+        if (sum) {
+            /* the header and one row per name, each count on its row */
+            int rows = 0;
+            for (const char *p = sum; *p; p++) rows += *p == '\n';
+            CHECK_MSG(rows == 1 + ARRAY_LEN(names), "summary rows: %d\n%s", rows, sum);
+            CHECK_MSG(summary_has_count(sum, "bad\\xff\\xfeutf", 1), "summary:\n%s", sum);
+            CHECK_MSG(summary_has_count(sum, "two\\nlines", 1), "summary:\n%s", sum);
+            CHECK_MSG(summary_has_count(sum, "h\xc3\xa9llo", 1), "summary:\n%s", sum);
+            CHECK_MSG(utf8_valid(sum), "summary is not UTF-8:\n%s", sum);
+            free(sum);
+        }
+        fclose(f);
+    }
+    ordo_engine_destroy(e);
+}
+
 /* Profiling many ops from several threads, then destroy without dumping:
  * no crash, no leak. */
 static void *prof_pusher(void *p) {
@@ -807,6 +995,8 @@ int main(void) {
     TEST(test_config_explicit);
     TEST(test_config_defaults);
     TEST(test_config_from_environment);
+    TEST(test_config_environment_rejects_bad_values);
+    TEST(test_too_many_workers_named);
     TEST_T(test_bad_inputs_return_errors, 60);
     TEST(test_last_error_is_thread_local);
     TEST(test_run_ctx_fields);
@@ -814,6 +1004,7 @@ int main(void) {
     TEST(test_devices);
     TEST(test_profiler_dump_and_summary);
     TEST(test_profiler_threads_and_autostart);
+    TEST(test_profiler_odd_names);
     TEST(test_op_names_from_a_reused_buffer);
     return harness_end();
 }

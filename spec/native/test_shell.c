@@ -15,7 +15,13 @@
 
 #include "ordo_shell.h"
 
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 static char g_dir[64];
 
@@ -349,7 +355,68 @@ static void test_shell_invalid_arguments(void) {
     ordo_engine_destroy(e);
 }
 
-int main(void) {
+/* A command runs in a process group of its own: a Ctrl-C at the terminal
+ * (SIGINT to the foreground group) is for the program, which may only stop
+ * waiting, not for the commands it started.  Before, the command shared the
+ * program's group and died with "command killed by signal 2". */
+static void test_shell_command_leads_its_own_group(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *v = ordo_new_variable(e);
+    /* /proc/<pid>/stat: "pid (sh) state ppid pgrp ..." */
+    CHECK_EQ_LONG(push_sh(e, "test \"$(cut -d' ' -f5 /proc/$$/stat)\" = \"$$\"", NULL, v, "own_group"), 0);
+    CHECK_MSG(ordo_wait_for_var(e, v) == 0, "%s", ordo_last_error());
+    ordo_engine_destroy(e);
+}
+
+static volatile sig_atomic_t g_sigints;
+static void count_sigint(int sig) {
+    (void)sig;
+    g_sigints++;
+}
+
+/* The child of the next test, in a process group of its own, as a
+ * terminal's foreground job: it starts a command, sends SIGINT to its
+ * whole group (a Ctrl-C), and the command must still finish normally.
+ * Exits 0 if so. */
+static int sigint_child(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = count_sigint; /* the program takes Ctrl-C, as the launcher does */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    if (!e) return 2;
+    ordo_var *v = ordo_new_variable(e);
+    /* posix_spawn returns once the command runs, in its group by then */
+    if (push_sh(e, "sleep 0.3", NULL, v, "sleeper") != 0) return 3;
+    kill(0, SIGINT);
+    int rc = ordo_wait_for_var(e, v);
+    if (rc) fprintf(stderr, "    child: %s\n", ordo_last_error());
+    ordo_engine_destroy(e);
+    return rc == 0 && g_sigints == 1 ? 0 : 1;
+}
+
+static void test_shell_survives_sigint_to_the_group(void) {
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    char *argv[] = {"test_shell", "--sigint-child", NULL};
+    pid_t pid;
+    int err = posix_spawn(&pid, "/proc/self/exe", NULL, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    CHECK_EQ_LONG(err, 0);
+    if (err) return;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child wait status 0x%x", (unsigned)status);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--sigint-child")) return sigint_child();
     snprintf(g_dir, sizeof g_dir, "%s", "/tmp/ordo_test_shell.XXXXXX");
     if (!mkdtemp(g_dir)) {
         perror("mkdtemp");
@@ -366,6 +433,8 @@ int main(void) {
     TEST_T(test_shell_push_from_threads, 60);
     TEST_T(test_shell_destroy_waits_for_commands, 60);
     TEST_T(test_shell_invalid_arguments, 60);
+    TEST_T(test_shell_command_leads_its_own_group, 60);
+    TEST_T(test_shell_survives_sigint_to_the_group, 60);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
     if (system(cmd) != 0) fprintf(stderr, "# could not remove %s\n", g_dir);

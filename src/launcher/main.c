@@ -26,6 +26,7 @@
 #include "launcher.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <luajit.h>
 #include <lualib.h>
@@ -39,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,11 +59,99 @@ static volatile sig_atomic_t g_interrupted; /* the last call ended because of Ct
 static int g_sigint_ignored;                /* SIGINT was ignored when we started: leave it so */
 static long long g_interrupt_ms;            /* when g_interrupt was set (only the handler uses it) */
 
+/* Shell ops (src/shell_op.c) run in process groups of their own, so a
+ * Ctrl-C at the terminal reaches the launcher and not them: an interrupted
+ * wait leaves them running, as it leaves every op.  When the launcher quits
+ * because of Ctrl-C it passes the signal on, as the terminal would have:
+ * each child of ours that leads a group of its own gets it, group and all.
+ * (Children of io.popen and os.execute share our group: the terminal
+ * signalled them already.)  Async-signal-safe (open, read, getdents64,
+ * kill), for the handler below: no stdio, no malloc. */
+static void signal_shell_groups(int sig) {
+    int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return;
+    pid_t self = getpid();
+    char dents[4096];
+    long n;
+    while ((n = syscall(SYS_getdents64, dfd, dents, sizeof dents)) > 0) {
+        for (long off = 0; off < n;) {
+            /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
+            unsigned short reclen;
+            memcpy(&reclen, dents + off + 16, sizeof reclen);
+            const char *name = dents + off + 19;
+            off += reclen;
+            long pid = 0;
+            const char *c = name;
+            for (; *c >= '0' && *c <= '9' && pid < 1L << 30; c++) pid = pid * 10 + (*c - '0');
+            if (*c || pid <= 0) continue;
+            /* /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may
+             * hold spaces and parentheses, so read from the last ')' */
+            char path[40] = "/proc/", digits[24];
+            int k = 0;
+            for (long v = pid; v; v /= 10) digits[k++] = (char)('0' + v % 10);
+            int p = 6;
+            while (k) path[p++] = digits[--k];
+            memcpy(path + p, "/stat", 6);
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) continue;
+            char buf[512];
+            ssize_t len = read(fd, buf, sizeof buf - 1);
+            close(fd);
+            if (len <= 0) continue;
+            buf[len] = '\0';
+            char *rp = NULL;
+            for (char *q = buf; *q; q++)
+                if (*q == ')') rp = q;
+            if (!rp || rp[1] != ' ' || !rp[2] || rp[3] != ' ') continue;
+            long f[2] = {0, 0}; /* ppid, pgrp */
+            const char *q = rp + 4;
+            for (int i = 0; i < 2; i++) {
+                for (; *q >= '0' && *q <= '9'; q++) f[i] = f[i] * 10 + (*q - '0');
+                if (*q == ' ') q++;
+            }
+            if (f[0] == (long)self && f[1] == pid) kill(-(pid_t)pid, sig);
+        }
+    }
+    close(dfd);
+}
+
+/* SIGINT when it quits: the shell commands' groups get it too, then the
+ * launcher ends by it as a program without a handler would. */
+static void on_sigint_quit(int sig) {
+    signal_shell_groups(sig);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_quit_sigint(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint_quit;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* The package's own files (the .lua files of lua/ordo/) as debug.getinfo names them
+ * ("@" + the directory found at start-up + "/ordo/"), or NULL. */
+static char *g_pkg_source;
+
+/* Raises "interrupted" at the user's line: the innermost frame that is
+ * neither C nor the package's (the hook fires wherever Lua runs next --
+ * often inside the package, say a tensor op called from a loop --, and a
+ * package line would tell the user nothing). */
 static void stop_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     lua_sethook(L, NULL, 0, 0);
     g_interrupt = 0;
     g_interrupted = 1;
+    size_t plen = g_pkg_source ? strlen(g_pkg_source) : 0;
+    lua_Debug d;
+    for (int level = 0; plen && lua_getstack(L, level, &d); level++) {
+        if (!lua_getinfo(L, "Sl", &d) || d.currentline <= 0) continue; /* C, or no line */
+        if (!strncmp(d.source, g_pkg_source, plen)) continue;
+        lua_pushfstring(L, "%s:%d: interrupted", d.short_src, d.currentline);
+        lua_error(L);
+    }
     luaL_error(L, "interrupted");
 }
 
@@ -85,11 +175,7 @@ static void on_sigint(int sig) {
         static const char msg[] = "\nordo: still busy (a compiled loop or a blocking C call); Ctrl-C again quits\n";
         ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)w;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = SIG_DFL;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
+        install_quit_sigint();
         g_sigint_dfl = 1;
     } else if (!g_interrupt) {
         g_interrupt = 1;
@@ -121,11 +207,7 @@ static void install_sigint(void) {
 
 static void default_sigint(void) {
     if (g_sigint_ignored) return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_DFL;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    install_quit_sigint();
 }
 
 /* Takes a pending Ctrl-C for a wait in C: the hook is no longer needed,
@@ -414,10 +496,10 @@ static void print_usage(FILE *f) {
           "  -e chunk  Run the string 'chunk'.\n"
           "  -l name   Require library 'name' (a plain name is also set as a global).\n"
           "  -i        Enter the REPL after running the script or -e.\n"
-          "  -v        Show version information.\n"
+          "  -v        Show version information (also --version).\n"
           "  -j cmd    LuaJIT control command (-joff, -jon, -jflush, -jv, -jdump...).\n"
           "  -O[opt]   Control LuaJIT optimizations.\n"
-          "  -h        Show this help.\n"
+          "  -h        Show this help (also --help).\n"
           "  --        Stop handling options.\n"
           "  -         Run stdin as a script and stop handling options.\n"
           "Without a script or -e: the REPL (on a pipe, lines are read without prompts).\n"
@@ -431,15 +513,25 @@ static void print_version(void) {
     fflush(stdout);
 }
 
-/* Index of the script in argv, 0 if none; -1: bad option; -2: help. */
+/* What collect_args found wrong, for the message. */
+static const char *g_bad_option;
+static int g_missing_argument;
+
+/* Index of the script in argv, 0 if none; -1: bad option (g_bad_option,
+ * g_missing_argument); -2: help. */
 static int collect_args(char **argv, int *flags) {
     int i;
     for (i = 1; argv[i] != NULL; i++) {
         const char *a = argv[i];
         if (a[0] != '-') return i;
+        g_bad_option = a;
         switch (a[1]) {
         case '-':
             if (!strcmp(a, "--help")) return -2;
+            if (!strcmp(a, "--version")) {
+                *flags |= FLAG_VERSION;
+                break;
+            }
             if (a[2] != '\0') return -1;
             return argv[i + 1] ? i + 1 : 0;
         case '\0':
@@ -459,7 +551,10 @@ static int collect_args(char **argv, int *flags) {
             /* fallthrough */
         case 'j':
         case 'l':
-            if (a[2] == '\0' && argv[++i] == NULL) return -1;
+            if (a[2] == '\0' && argv[++i] == NULL) {
+                g_missing_argument = 1;
+                return -1;
+            }
             break;
         case 'O':
             break;
@@ -470,7 +565,11 @@ static int collect_args(char **argv, int *flags) {
     return 0;
 }
 
+/* arg as luajit sets it: the script at arg[0], its arguments at 1..n and
+ * the launcher and its options below 0; without a script (-e, the REPL)
+ * every argument goes below 0 and arg[0] is nil. */
 static void create_arg_table(lua_State *L, char **argv, int argc, int script) {
+    if (script == 0) script = argc;
     lua_createtable(L, argc - script, script + 1);
     for (int i = 0; i < argc; i++) {
         lua_pushstring(L, argv[i]);
@@ -598,6 +697,7 @@ static int run_script(lua_State *L, char **argv, int argc, int script) {
 static void exit_interrupted(void) {
     fflush(stdout);
     fflush(stderr);
+    signal_shell_groups(SIGINT);
     _exit(130);
 }
 
@@ -609,7 +709,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (script < 0) {
-        fprintf(stderr, "ordo: unrecognized option or missing argument\n");
+        if (g_missing_argument) fprintf(stderr, "ordo: option '%s' needs an argument\n", g_bad_option);
+        else fprintf(stderr, "ordo: unrecognized option '%s'\n", g_bad_option);
         print_usage(stderr);
         return 1;
     }
@@ -632,7 +733,12 @@ int main(int argc, char **argv) {
     lua_gc(L, LUA_GCSTOP, 0);
     luaL_openlibs(L);
     lua_gc(L, LUA_GCRESTART, -1);
-    if (lua_dir) set_package_path(L, lua_dir);
+    if (lua_dir) {
+        set_package_path(L, lua_dir);
+        size_t n = strlen(lua_dir) + sizeof "@/ordo/";
+        g_pkg_source = malloc(n);
+        if (g_pkg_source) snprintf(g_pkg_source, n, "@%s/ordo/", lua_dir);
+    }
     register_host(L, lua_dir, lib_path);
     create_arg_table(L, argv, argc, script);
     install_sigint();
@@ -651,11 +757,13 @@ int main(int argc, char **argv) {
     }
 
     /* Ctrl-C from here on (the engine finishing its ops at exit) ends the
-     * process the usual way. */
+     * process the usual way, and the shell commands it waits for. */
     default_sigint();
     lua_close(L);
     free(dir);
     free(lua_dir);
     free(lib_path);
+    free(g_pkg_source);
+    g_pkg_source = NULL;
     return status;
 }

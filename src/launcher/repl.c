@@ -95,6 +95,9 @@ static void history_start(void) {
     /* append_history only appends to an existing file */
     int fd = open(g_hist_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd >= 0) close(fd);
+    /* A session that ended without history_finish (os.exit, a kill) left
+     * its lines appended past the limit. */
+    history_truncate_file(g_hist_path, HISTORY_MAX);
 }
 
 /* Each line goes to the file as it is entered, so a session that ends
@@ -108,7 +111,14 @@ static void history_add(const char *line) {
         if (last && !strcmp(last->line, line)) return;
     }
     add_history(line);
-    if (g_hist_path) append_history(1, g_hist_path);
+    if (g_hist_path) {
+        append_history(1, g_hist_path);
+        /* The limit holds however the session ends (os.exit skips
+         * history_finish) and however many sessions append: readline
+         * reads the file (a few dozen KB) and rewrites it only when it is
+         * past the limit. */
+        history_truncate_file(g_hist_path, HISTORY_MAX);
+    }
 }
 
 static void history_finish(void) {
