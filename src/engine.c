@@ -115,10 +115,40 @@ static const struct {
     {"ORDO_BLAS_THREADS", 1, ORDO_MAX_WORKERS, NULL},
 };
 
+/* The fields a caller set (nonzero) must be in range: a wrong one would
+ * otherwise be taken for "use the environment" (kind 99, cpu_workers -3)
+ * or start an engine the environment could not (spin_us INT_MAX made
+ * destroy wait half an hour).  0, or -1 with the message in err. */
+static int check_config_fields(const ordo_engine_config *c, char *err, size_t errlen) {
+    const struct {
+        const char *field;
+        int value;
+        long lo, hi;
+        const char *env;
+    } f[] = {
+        {"kind", c->kind, ORDO_ENGINE_NAIVE, ORDO_ENGINE_PER_DEVICE, "ORDO_ENGINE_TYPE"},
+        {"cpu_workers", c->cpu_workers, 1, ORDO_MAX_WORKERS, "ORDO_CPU_WORKER_NTHREADS"},
+        {"cpu_priority_workers", c->cpu_priority_workers, 1, ORDO_MAX_WORKERS, "ORDO_CPU_PRIORITY_NTHREADS"},
+        {"gpu_workers", c->gpu_workers, 1, ORDO_MAX_WORKERS, "ORDO_GPU_WORKER_NTHREADS"},
+        {"gpu_copy_workers", c->gpu_copy_workers, 1, ORDO_MAX_WORKERS, "ORDO_GPU_COPY_NTHREADS"},
+        {"max_inflight", c->max_inflight, 1, 1L << 24, "ORDO_MAX_INFLIGHT"},
+        {"spin_us", c->spin_us, 1, 1000000, "ORDO_SPIN_US"},
+        {"profiler_autostart", c->profiler_autostart, 1, 1, "ORDO_PROFILER_AUTOSTART"},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].value != 0 && (f[i].value < f[i].lo || f[i].value > f[i].hi)) {
+            snprintf(err, errlen, "config.%s = %d: expected %ld..%ld, or 0 for %s or the default", f[i].field,
+                     f[i].value, f[i].lo, f[i].hi, f[i].env);
+            return -1;
+        }
+    return 0;
+}
+
 /* 0, or -1 with the message in err. */
 static int resolve_config(const ordo_engine_config *in, ordo_engine_config *out, config_origin *o, char *err,
                           size_t errlen) {
     ordo_engine_config c = in ? *in : (ordo_engine_config){0};
+    if (check_config_fields(&c, err, errlen)) return -1;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1) cores = 1;
     /* cpu(0)'s pool and the priority pool must fit in an engine's workers */
@@ -542,6 +572,14 @@ static int engine_pools(ordo_engine *e, pool **out) {
 
 void ordo_engine_destroy(ordo_engine *e) {
     if (!e) return;
+    /* From inside one of its ops, destroy would wait for that op: a
+     * deadlock (rule 7).  destroy returns nothing, so the refusal is the
+     * thread's last error, and the engine runs on. */
+    if (tls_thread.in_op || tls_worker) {
+        set_error(ORDO_ERR_DEADLOCK, "ordo_engine_destroy: called from inside an operation (it would wait for "
+                                     "that operation); destroy engines from the thread that made them");
+        return;
+    }
     bulk_flush_mine();
     engine_wait_pending(e, 0);
     while (atomic_load(&e->external) > 0) sched_yield();

@@ -61,7 +61,8 @@ enum {
     ORDO_ENGINE_PER_DEVICE = 3  /* a worker pool per device (default) */
 };
 
-/* A zero field takes the environment's value (ORDO_*), else the built-in default. */
+/* A zero field takes the environment's value (ORDO_*), else the built-in
+ * default; a nonzero field out of range fails ordo_engine_create, naming it. */
 typedef struct ordo_engine_config {
     int kind;                 /* ORDO_ENGINE_*; env ORDO_ENGINE_TYPE=naive|pooled|perdevice */
     int cpu_workers;          /* per cpu(n) pool; env ORDO_CPU_WORKER_NTHREADS (default: cores) */
@@ -97,7 +98,9 @@ typedef struct ordo_engine_config {
 
 ordo_engine *ordo_engine_create(const ordo_engine_config *cfg); /* cfg NULL: from environment */
 ordo_engine *ordo_engine_default(void);                        /* process-wide engine */
-void         ordo_engine_destroy(ordo_engine *e);              /* waits, joins, frees */
+/* Waits, joins, frees.  From inside an op it would wait for that op: it
+ * is refused then (ORDO_ERR_DEADLOCK as ordo_last_error) and does nothing. */
+void         ordo_engine_destroy(ordo_engine *e);
 /* The configuration in force after defaults were applied. */
 void         ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out);
 const char  *ordo_engine_kind_name(int kind);                  /* "naive", "pooled", "perdevice" */

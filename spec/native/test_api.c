@@ -304,6 +304,64 @@ static void test_config_environment_rejects_bad_values(void) {
     }
 }
 
+/* A config field set out of range is refused, naming the field; it was
+ * taken for "use the environment" (kind 99, cpu_workers -3) or accepted
+ * unbounded (spin_us INT_MAX made destroy wait out the spin). */
+static void test_config_fields_rejects_bad_values(void) {
+    clear_env();
+    static const struct {
+        int which, value;
+        const char *expect;
+    } bad[] = {
+        {0, 99, "config.kind = 99"},           {0, -1, "config.kind = -1"},
+        {1, -3, "config.cpu_workers = -3"},    {2, -1, "config.cpu_priority_workers = -1"},
+        {3, 2000, "config.gpu_workers = 2000"}, {5, 1 << 30, "config.max_inflight"},
+        {6, 2147483647, "config.spin_us"},     {7, 2, "config.profiler_autostart = 2"},
+    };
+    for (int i = 0; i < ARRAY_LEN(bad); i++) {
+        ordo_engine_config c;
+        memset(&c, 0, sizeof c);
+        int *fields[] = {&c.kind, &c.cpu_workers, &c.cpu_priority_workers, &c.gpu_workers, &c.gpu_copy_workers,
+                         &c.max_inflight, &c.spin_us, &c.profiler_autostart};
+        *fields[bad[i].which] = bad[i].value;
+        ordo_engine *e = ordo_engine_create(&c);
+        CHECK_MSG(e == NULL, "%s: the engine was created", bad[i].expect);
+        if (e) ordo_engine_destroy(e);
+        else CHECK_MSG(strstr(ordo_last_error(), bad[i].expect), "message \"%s\"", ordo_last_error());
+    }
+}
+
+/* ordo_engine_destroy from inside one of the engine's ops would wait for
+ * that op forever: refused with ORDO_ERR_DEADLOCK as the thread's error,
+ * and the engine runs on. */
+static int destroy_inside(const ordo_run_ctx *rc, void *param) {
+    int *code = param;
+    ordo_engine_destroy(rc->engine);
+    *code = strstr(ordo_last_error(), "ordo_engine_destroy: called from inside an operation") ? 1 : -1;
+    return 0;
+}
+
+static void test_destroy_inside_an_op_is_refused(void) {
+    static const int kinds[] = {ORDO_ENGINE_NAIVE, ORDO_ENGINE_POOLED, ORDO_ENGINE_PER_DEVICE};
+    for (int k = 0; k < 3; k++) {
+        ordo_engine_config c;
+        memset(&c, 0, sizeof c);
+        c.kind = kinds[k];
+        ordo_engine *e = ordo_engine_create(&c);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_var *v = ordo_new_variable(e);
+        int code = 0;
+        CHECK_EQ_LONG(ordo_push_sync(e, destroy_inside, &code, NULL, (ordo_ctx){ORDO_CPU, 0}, NULL, 0, &v, 1,
+                                     ORDO_PROP_NORMAL, 0, "destroy_inside"),
+                      ORDO_OK);
+        CHECK_EQ_LONG(ordo_wait_for_var(e, v), ORDO_OK);
+        CHECK_MSG(code == 1, "%s: destroy inside an op was not refused (%d)", ordo_engine_kind_name(kinds[k]), code);
+        ordo_delete_variable(e, NULL, NULL, (ordo_ctx){ORDO_CPU, 0}, v);
+        ordo_engine_destroy(e);
+    }
+}
+
 /* More workers than an engine holds: the message keeps the cause
  * (pool_start's "more than 1024 worker threads") and names the settings
  * and where they came from; it said only "cannot start worker threads". */
@@ -996,6 +1054,8 @@ int main(void) {
     TEST(test_config_defaults);
     TEST(test_config_from_environment);
     TEST(test_config_environment_rejects_bad_values);
+    TEST(test_config_fields_rejects_bad_values);
+    TEST(test_destroy_inside_an_op_is_refused);
     TEST(test_too_many_workers_named);
     TEST_T(test_bad_inputs_return_errors, 60);
     TEST(test_last_error_is_thread_local);
