@@ -571,7 +571,7 @@ static int engine_pools(ordo_engine *e, pool **out) {
 }
 
 void ordo_engine_destroy(ordo_engine *e) {
-    if (!e) return;
+    if (!e || engine_destroy_refused(e)) return; /* the default engine: only its exit handler destroys it (wait.c) */
     /* From inside one of its ops, destroy would wait for that op: a
      * deadlock (rule 7).  destroy returns nothing, so the refusal is the
      * thread's last error, and the engine runs on. */

@@ -44,6 +44,7 @@ static int run_chunks(help_slot *h, ready_queue *q, int64_t n, int64_t grain, or
 }
 
 int ordo_parallel_for(int64_t n, int64_t grain, ordo_chunk_fn fn, void *ctx) {
+    if (!fn) return set_error(ORDO_ERR_INVALID, "ordo_parallel_for: fn is NULL");
     if (n <= 0) return 0;
     if (grain < 1) grain = 1;
     worker *w = tls_worker;

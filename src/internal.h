@@ -148,6 +148,12 @@ struct ordo_var {
      * workers write as ops complete, that read missed in the pusher's cache
      * for most vars of a random DAG. */
     _Alignas(64) atomic_uint magic;
+    /* The engine whose slabs hold the var, set when its slab is made and
+     * never changed: a var handed to another engine's push or wait would
+     * join that engine's pending counts and free lists (a hang, then a
+     * use after free), so every entry point compares it with its engine.
+     * On magic's line, which the push reads anyway: one compare, no miss. */
+    ordo_engine *engine;
     ordo_var *next_free;
 };
 
@@ -220,7 +226,20 @@ struct op {
     uint64_t t_ready, t_start; /* profiler, ns */
     void *stream;     /* GPU ops: the stream their function queued work on */
     struct prof_timer *prof_gpu; /* profiler: timing events around its GPU work, or NULL */
+    struct op_settle *settle;    /* naive engine: the pusher waiting for this op, or NULL */
 };
+
+/* A naive engine's pusher waiting for its own op to finish (push.c): a
+ * naive push returns once its op has run, async ones too, whose
+ * ordo_done_complete may come later from any thread.  Lives on the
+ * pusher's stack; finish_op signals it once the op has retired, and the
+ * pusher takes mu before it returns, so the signaller is done with it. */
+typedef struct op_settle {
+    atomic_int done;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} op_settle;
+void op_settle_signal(op_settle *s);
 
 /* Whether o's var and node arrays are its own to free (a bulk lends its). */
 static inline bool op_owns_arrays(const op *o) {
@@ -578,6 +597,10 @@ static ORDO_ALWAYS_INLINE bool bulk_paced_out(const ordo_engine *e) {
 static inline int bulk_alone_flags(const ordo_engine *e) {
     return tls_bulk_size > 0 && e->cfg.bulk_op_max_ns > 0 ? OP_PACED : 0;
 }
+
+/* True, with the message set, when e is the default engine, which only
+ * the exit handler destroys (wait.c): ordo_engine_destroy returns at once. */
+bool engine_destroy_refused(const ordo_engine *e);
 
 /* The host waits for every GPU this engine used (engine.c). */
 int  engine_device_sync(ordo_engine *e, char *err, size_t errlen);

@@ -56,7 +56,8 @@ typedef struct ordo_opr ordo_opr;
 typedef struct ordo_done ordo_done;
 
 enum {
-    ORDO_ENGINE_NAIVE = 1,      /* runs each op inline in push (debugging) */
+    ORDO_ENGINE_NAIVE = 1,      /* runs each op inline in push (debugging): a push returns once its own
+                                 * op has run (an async one: completed), whatever else is pending */
     ORDO_ENGINE_POOLED = 2,     /* one shared queue for all devices, plus copy workers */
     ORDO_ENGINE_PER_DEVICE = 3  /* a worker pool per device (default) */
 };
@@ -99,7 +100,9 @@ typedef struct ordo_engine_config {
 ordo_engine *ordo_engine_create(const ordo_engine_config *cfg); /* cfg NULL: from environment */
 ordo_engine *ordo_engine_default(void);                        /* process-wide engine */
 /* Waits, joins, frees.  From inside an op it would wait for that op: it
- * is refused then (ORDO_ERR_DEADLOCK as ordo_last_error) and does nothing. */
+ * is refused then (ORDO_ERR_DEADLOCK as ordo_last_error) and does nothing.
+ * The default engine is refused too (ORDO_ERR_INVALID as ordo_last_error):
+ * it is shared by whoever asked for it and destroyed at exit. */
 void         ordo_engine_destroy(ordo_engine *e);
 /* The configuration in force after defaults were applied. */
 void         ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out);
@@ -120,7 +123,8 @@ typedef struct ordo_run_ctx {
 typedef int  (*ordo_sync_fn)(const ordo_run_ctx *rc, void *param);   /* 0 = ok */
 typedef void (*ordo_async_fn)(const ordo_run_ctx *rc, void *param, ordo_done *done);
 
-/* Finish an async op; error NULL = ok.  Call exactly once, from any thread. */
+/* Finish an async op; error NULL = ok.  Call exactly once, from any thread.
+ * done NULL completes nothing: the call only sets ordo_last_error(). */
 void ordo_done_complete(ordo_done *done, const char *error);
 /* Set the running op's error message; returns nonzero so `return ordo_fail(...)` works. */
 int  ordo_fail(const ordo_run_ctx *rc, const char *fmt, ...)
@@ -144,6 +148,10 @@ enum {
     ORDO_PROP_BULK = 0x200        /* a small sync op that may be bulked (see Bulking below) */
 };
 
+/* A var belongs to the engine that made it.  Every call that takes an
+ * engine and vars (pushes, ordo_new_operator, waits, ordo_delete_variable)
+ * refuses a var of another engine: ORDO_ERR_INVALID, "variable belongs to
+ * another engine". */
 ordo_var *ordo_new_variable(ordo_engine *e);
 
 int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
@@ -153,7 +161,10 @@ int ordo_push_async(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_
                     ordo_ctx ctx, ordo_var *const *reads, int nreads,
                     ordo_var *const *writes, int nwrites, int prop, int priority, const char *name);
 
-/* A reusable operator: the vars are fixed, each ordo_push runs it once more. */
+/* A reusable operator: the vars are fixed, each ordo_push runs it once more.
+ * Its property and vars are checked as a push checks them (NULL, with the
+ * message, for what a push would refuse: ORDO_PROP_DELETE_VAR, a var of
+ * another engine, a var whose delete was pushed). */
 ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_free)(void *),
                             ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
                             int prop, const char *name);

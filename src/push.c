@@ -12,13 +12,20 @@ static bool var_is_live(ordo_var *v) {
     return atomic_load_explicit(&v->magic, memory_order_acquire) == VAR_LIVE;
 }
 
-static int check_vars(const char *fn, const char *which, ordo_var *const *vars, int n) {
+/* Whether v may be used with engine e: vars live in their engine's slabs
+ * and queues, and another engine's pending counts, free lists and destroy
+ * know nothing of them (struct ordo_var, internal.h). */
+static inline bool var_of(const ordo_engine *e, const ordo_var *v) { return v->engine == e; }
+
+static int check_vars(ordo_engine *e, const char *fn, const char *which, ordo_var *const *vars, int n) {
     if (n < 0) return set_error(ORDO_ERR_INVALID, "%s: %s count is negative (%d)", fn, which, n);
     if (n > 0 && !vars) return set_error(ORDO_ERR_INVALID, "%s: %s is NULL but its count is %d", fn, which, n);
     for (int i = 0; i < n; i++) {
         if (!vars[i]) return set_error(ORDO_ERR_INVALID, "%s: %s[%d] is NULL", fn, which, i);
         if (!var_is_live(vars[i]))
             return set_error(ORDO_ERR_DELETED, "%s: %s[%d] is a deleted variable", fn, which, i);
+        if (!var_of(e, vars[i]))
+            return set_error(ORDO_ERR_INVALID, "%s: %s[%d]: variable belongs to another engine", fn, which, i);
     }
     return ORDO_OK;
 }
@@ -42,7 +49,23 @@ static int check_prop(const char *fn, int prop) {
     int base = prop & ~(ORDO_PROP_NO_SKIP | ORDO_PROP_BULK);
     if (base < ORDO_PROP_NORMAL || base > ORDO_PROP_GPU_PRIORITIZED)
         return set_error(ORDO_ERR_INVALID, "%s: unknown property %d", fn, prop);
+    if (base == ORDO_PROP_DELETE_VAR)
+        return set_error(ORDO_ERR_INVALID, "%s: ORDO_PROP_DELETE_VAR is for ordo_delete_variable", fn);
     return ORDO_OK;
+}
+
+/* The checks of an op's property and vars, one function for both ways of
+ * making an op -- pushed at once (push_fn) or kept as a reusable operator
+ * (ordo_new_operator) -- so that neither accepts what the other refuses. */
+static int check_op(ordo_engine *e, const char *fn, int prop, ordo_var *const *reads, int nreads,
+                    ordo_var *const *writes, int nwrites) {
+    int rc;
+    if ((rc = check_prop(fn, prop)) || (rc = check_vars(e, fn, "reads", reads, nreads))) return rc;
+    return check_vars(e, fn, "writes", writes, nwrites);
+}
+
+static int deleted_error(const char *fn, const ordo_var *v) {
+    return set_error(ORDO_ERR_DELETED, "%s: variable %p was deleted (rule 6)", fn, (const void *)v);
 }
 
 /* ---- var sets ------------------------------------------------------------ */
@@ -242,7 +265,7 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
         ordo_var *v = o->vars[i];
         if (v->deleted || !var_is_live(v)) {
             for (int j = n - 1; j >= 0; j--) spin_lock_release(&o->vars[j]->lock);
-            return set_error(ORDO_ERR_DELETED, "%s: variable %p was deleted (rule 6)", fn, (void *)v);
+            return deleted_error(fn, v);
         }
     }
     /* seq only orders equal priorities in the heap; FIFO ops need none. */
@@ -304,14 +327,44 @@ op *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, cons
     o->t_ready = o->t_start = 0;
     o->stream = NULL;
     o->prof_gpu = NULL;
+    o->settle = NULL;
     o->name = name;
     if ((prop & ~ORDO_PROP_NO_SKIP) == ORDO_PROP_ASYNC) o->flags |= OP_RUN_HERE;
     return o;
 }
 
-/* In the naive engine a push returns once its op has run, async ones too. */
-static void naive_settle(ordo_engine *e) {
-    if (e->cfg.kind == ORDO_ENGINE_NAIVE && !tls_thread.in_op && !tls_worker) engine_wait_pending(e, 0);
+void op_settle_signal(op_settle *s) {
+    pthread_mutex_lock(&s->mu);
+    atomic_store_explicit(&s->done, 1, memory_order_release);
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    /* s lives on the pusher's stack: not touched after this point. */
+}
+
+/* push_prepared, and on the naive engine the wait for the op itself: a
+ * naive push returns once its op has run, async ones too.  For its own op
+ * only -- waiting until the whole engine had nothing pending hung a
+ * thread that pushes anything before it calls ordo_done_complete for an
+ * async op another push waits for.  Not from inside an op or on a worker:
+ * the op may be queued behind the very op that thread runs. */
+static int push_settled(ordo_engine *e, op *o, const char *fn) {
+    if (e->cfg.kind != ORDO_ENGINE_NAIVE || tls_thread.in_op || tls_worker) return push_prepared(e, o, fn);
+    op_settle s;
+    atomic_init(&s.done, 0);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    o->settle = &s;
+    int rc = push_prepared(e, o, fn);
+    if (rc == ORDO_OK) { /* o may be freed already: only s from here on */
+        pthread_mutex_lock(&s.mu);
+        while (!atomic_load_explicit(&s.done, memory_order_acquire)) pthread_cond_wait(&s.cv, &s.mu);
+        pthread_mutex_unlock(&s.mu);
+    } else {
+        o->settle = NULL; /* not pushed: the caller discards it */
+    }
+    pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.cv);
+    return rc;
 }
 
 int push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
@@ -331,7 +384,7 @@ int push_uses(ordo_engine *e, int flags, ordo_sync_fn sfn, ordo_async_fn afn, vo
         op_discard(e, o);
         return set_error(ORDO_ERR_NOMEM, "%s: cannot start workers for the device", fname);
     }
-    int rc = push_prepared(e, o, fname);
+    int rc = push_settled(e, o, fname);
     if (rc != ORDO_OK) op_discard(e, o);
     return rc;
 }
@@ -348,10 +401,8 @@ static int push_checked(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ord
     if (!iname) iname = engine_intern(e, name);
     if (bulk && bulk_append(e, sfn, param, param_free, ctx, uses, n, prop, iname)) return ORDO_OK;
     bulk_flush_mine(); /* this thread's earlier ops go first (rule 1) */
-    int rc = push_uses(e, bulk ? bulk_alone_flags(e) : 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority,
-                       iname, fname, NULL, NULL);
-    if (rc == ORDO_OK) naive_settle(e);
-    return rc;
+    return push_uses(e, bulk ? bulk_alone_flags(e) : 0, sfn, afn, param, param_free, ctx, uses, n, prop, priority,
+                     iname, fname, NULL, NULL);
 }
 
 static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_async_fn afn, void *param,
@@ -360,11 +411,7 @@ static int push_fn(ordo_engine *e, const char *fname, ordo_sync_fn sfn, ordo_asy
     int rc;
     if (!e) return set_error(ORDO_ERR_INVALID, "%s: engine is NULL", fname);
     if (!sfn && !afn) return set_error(ORDO_ERR_INVALID, "%s: function is NULL", fname);
-    if ((rc = check_ctx(fname, ctx)) || (rc = check_prop(fname, prop)) ||
-        (rc = check_vars(fname, "reads", reads, nreads)) || (rc = check_vars(fname, "writes", writes, nwrites)))
-        return rc;
-    if ((prop & ~(ORDO_PROP_NO_SKIP | ORDO_PROP_BULK)) == ORDO_PROP_DELETE_VAR)
-        return set_error(ORDO_ERR_INVALID, "%s: ORDO_PROP_DELETE_VAR is for ordo_delete_variable", fname);
+    if ((rc = check_ctx(fname, ctx)) || (rc = check_op(e, fname, prop, reads, nreads, writes, nwrites))) return rc;
 
     var_use stack_uses[16];
     int total = nreads + nwrites;
@@ -398,9 +445,9 @@ static inline bool push_sync_bulked(ordo_engine *e, ordo_sync_fn fn, void *param
     if ((nreads && !reads) || (nwrites && !writes)) return false;
     if (!engine_bulkable(e, fn, ctx, prop, 0) || (unsigned)ctx.dev_id >= ORDO_MAX_DEVICES) return false;
     for (int i = 0; i < nreads; i++)
-        if (!reads[i] || !var_is_live(reads[i])) return false;
+        if (!reads[i] || !var_is_live(reads[i]) || !var_of(e, reads[i])) return false;
     for (int i = 0; i < nwrites; i++)
-        if (!writes[i] || !var_is_live(writes[i])) return false;
+        if (!writes[i] || !var_is_live(writes[i]) || !var_of(e, writes[i])) return false;
     const char *iname = engine_intern(e, name); /* one call site: gcc inlines it */
     /* Two vars or more: the bulk's table finds repeats, no sort needed.
      * One or none: nothing to sort, and bulk_append's test for a repeat of
@@ -440,9 +487,25 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     const char *fname = "ordo_new_operator";
     if (!e) { set_error(ORDO_ERR_INVALID, "%s: engine is NULL", fname); return NULL; }
     if (!fn) { set_error(ORDO_ERR_INVALID, "%s: function is NULL", fname); return NULL; }
-    if (check_prop(fname, prop) || check_vars(fname, "reads", reads, nreads) ||
-        check_vars(fname, "writes", writes, nwrites))
-        return NULL;
+    if (check_op(e, fname, prop, reads, nreads, writes, nwrites)) return NULL;
+    /* A var whose delete is pushed but has not run yet: every push of the
+     * operator would fail (push_prepared), so it is refused now, as the
+     * naive engine, whose delete has already run, refuses it. */
+    for (int k = 0; k < 2; k++) {
+        ordo_var *const *vars = k ? writes : reads;
+        for (int i = 0, n = k ? nwrites : nreads; i < n; i++) {
+            /* A var whose lock this thread holds for a kernel run at its
+             * push is idle, so not deleted; taking the lock would hang. */
+            if (tls_thread.run_now_held && run_now_holds_any(&vars[i], 1)) continue;
+            spin_lock_acquire(&vars[i]->lock); /* deleted is written under it */
+            bool deleted = vars[i]->deleted;
+            spin_lock_release(&vars[i]->lock);
+            if (deleted) {
+                deleted_error(fname, vars[i]);
+                return NULL;
+            }
+        }
+    }
     prop &= ~ORDO_PROP_BULK; /* operators run async functions: never bulked */
     ordo_opr *r = calloc(1, sizeof *r);
     var_use *uses = malloc((size_t)(nreads + nwrites + 1) * sizeof *uses);
@@ -509,12 +572,11 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
         return set_error(ORDO_ERR_NOMEM, "ordo_push: cannot start workers for the device");
     }
     atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
-    if ((rc = push_prepared(e, o, "ordo_push")) != ORDO_OK) {
+    if ((rc = push_settled(e, o, "ordo_push")) != ORDO_OK) {
         atomic_fetch_sub_explicit(&r->refs, 1, memory_order_relaxed);
         op_discard(e, o);
         return rc;
     }
-    naive_settle(e);
     return ORDO_OK;
 }
 
@@ -542,7 +604,7 @@ ordo_var *ordo_new_variable(ordo_engine *e) {
 }
 
 bool engine_delete_idle(ordo_engine *e, ordo_var *v) {
-    if (!e || !v || !var_is_live(v) || atomic_load_explicit(&e->profiling, memory_order_relaxed) ||
+    if (!e || !v || !var_is_live(v) || !var_of(e, v) || atomic_load_explicit(&e->profiling, memory_order_relaxed) ||
         atomic_load_explicit(&v->device_state, memory_order_acquire) || bulk_has_var(v) ||
         (tls_thread.run_now_held && run_now_holds_any(&v, 1))) /* its lock is this thread's */
         return false;
@@ -560,6 +622,7 @@ int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx 
     if (!e) return set_error(ORDO_ERR_INVALID, "%s: engine is NULL", fname);
     if (!v) return set_error(ORDO_ERR_INVALID, "%s: variable is NULL", fname);
     if (!var_is_live(v)) return set_error(ORDO_ERR_DELETED, "%s: variable %p was already deleted", fname, (void *)v);
+    if (!var_of(e, v)) return set_error(ORDO_ERR_INVALID, "%s: variable belongs to another engine", fname);
     if ((rc = check_ctx(fname, ctx))) return rc;
     bulk_flush_mine(); /* the bulk may still use v */
     op *o = op_new(e, OP_SYNC | OP_DELETE, ORDO_PROP_DELETE_VAR, 0, ctx, engine_intern(e, "delete_variable"));
@@ -575,10 +638,9 @@ int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx 
         op_discard(e, o);
         return set_error(ORDO_ERR_NOMEM, "%s: cannot start workers for the device", fname);
     }
-    if ((rc = push_prepared(e, o, fname)) != ORDO_OK) {
+    if ((rc = push_settled(e, o, fname)) != ORDO_OK) {
         op_discard(e, o);
         return rc == ORDO_ERR_DELETED ? set_error(rc, "%s: variable %p was already deleted", fname, (void *)v) : rc;
     }
-    naive_settle(e);
     return ORDO_OK;
 }

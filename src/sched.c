@@ -196,7 +196,10 @@ static int queue_pop(ready_queue *q, uint64_t spin_ns, op **out, int max, int nw
     if (spin_ns && atomic_load_explicit(&q->size, memory_order_acquire) == 0) {
         if (atomic_fetch_add(&q->spinners, 1) == 0) {
             uint64_t until = now_ns() + spin_ns;
-            for (int i = 0; atomic_load_explicit(&q->size, memory_order_acquire) == 0 && !help_open(q); i++) {
+            /* (stop: destroy must not wait out a long spin_us) */
+            for (int i = 0; atomic_load_explicit(&q->size, memory_order_acquire) == 0 && !help_open(q) &&
+                            !atomic_load_explicit(&q->stop, memory_order_relaxed);
+                 i++) {
                 if ((i & 63) == 63) {
                     if (now_ns() > until) break;
                     sched_yield(); /* 2 cores, 3+ threads: let the pusher run */
@@ -288,6 +291,7 @@ static failure *inherited_failure(const op *o) {
  * release its vars, free it.  Ops made ready are added to rl. */
 static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fresh_failure) {
     const long weight = op_weight(o); /* before its param (a bulk) goes */
+    op_settle *const settle = o->settle;
     failure *f = o->fail;
     if (f && fresh_failure) {
         /* Name the op in the message, once, where the failure starts
@@ -342,6 +346,9 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
     }
     op_free(e, o);
     engine_op_retired(e, w, weight);
+    /* After the retire: the naive pusher that returns now finds its op no
+     * longer pending. */
+    if (settle) op_settle_signal(settle);
 }
 
 /* Runs o's function.  Sync ops are finished here; async ones finish in
@@ -430,6 +437,10 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
 }
 
 void ordo_done_complete(ordo_done *done, const char *error) {
+    if (!done) { /* nothing to complete; void, so the message is all the caller gets */
+        set_error(ORDO_ERR_INVALID, "ordo_done_complete: done is NULL");
+        return;
+    }
     op *o = (op *)done;
     ordo_engine *e = o->engine;
     if (o == tls_exec_op) {

@@ -45,7 +45,28 @@ int tensor_set_error_code(int code, const char *fmt, ...) {
 
 /* ---- small helpers -------------------------------------------------------------- */
 
+/* The name messages start with when the caller passed none: "(null): ..."
+ * tells a user nothing. */
+static const char *op_name(const char *op, const char *fallback) { return op ? op : fallback; }
+
+/* A NULL tensor where one is needed: a message, never a crash.  True when
+ * t is NULL. */
+static bool null_tensor(const char *op, const ordo_tensor *t) {
+    if (t) return false;
+    tensor_set_error("%s: tensor is NULL", op);
+    return true;
+}
+
+/* A size or index counted from 1, as messages print them, written out
+ * without overflow: the value the caller passed may be INT64_MAX. */
+static const char *from1(int64_t i, char *buf, size_t len) {
+    if (i < 0) snprintf(buf, len, "%lld", (long long)i + 1);
+    else snprintf(buf, len, "%llu", (unsigned long long)i + 1u);
+    return buf;
+}
+
 char *ordo_tensor_shape_str(const ordo_tensor *t, char *buf, size_t len) {
+    if (!buf || len == 0) return buf; /* no room even for the terminator */
     if (!t || t->ndim == 0) {
         snprintf(buf, len, "scalar");
         return buf;
@@ -83,9 +104,14 @@ static int64_t shape_numel(int ndim, const int64_t *shape) {
     return n;
 }
 
-int64_t ordo_tensor_numel(const ordo_tensor *t) { return shape_numel(t->ndim, t->shape); }
+/* -1 for NULL: 0 would read as an empty tensor. */
+int64_t ordo_tensor_numel(const ordo_tensor *t) {
+    if (null_tensor("ordo_tensor_numel", t)) return -1;
+    return shape_numel(t->ndim, t->shape);
+}
 
 int ordo_tensor_is_contiguous(const ordo_tensor *t) {
+    if (null_tensor("ordo_tensor_is_contiguous", t)) return 0;
     if (has_zero_size(t->ndim, t->shape)) return 1;
     int64_t expect = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
@@ -96,7 +122,7 @@ int ordo_tensor_is_contiguous(const ordo_tensor *t) {
 }
 
 void *ordo_tensor_data(const ordo_tensor *t) {
-    if (!t->storage->data) return NULL;
+    if (null_tensor("ordo_tensor_data", t) || !t->storage->data) return NULL;
     return (char *)t->storage->data + t->offset * (int64_t)ordo_dtype_size(t->dtype);
 }
 
@@ -156,6 +182,10 @@ ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_
         tensor_set_error("%d dims (at most %d supported)", ndim, ORDO_MAX_DIMS);
         return NULL;
     }
+    if (ndim > 0 && !shape) {
+        tensor_set_error("ordo_tensor_empty: shape is NULL for %d dims", ndim);
+        return NULL;
+    }
     size_t es = ordo_dtype_size(dtype);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0) {
@@ -193,10 +223,12 @@ ordo_tensor *ordo_tensor_empty_on(ordo_engine *e, int dtype, int ndim, const int
 }
 
 ordo_tensor *ordo_tensor_empty_like(const ordo_tensor *t, int dtype) {
+    if (null_tensor("ordo_tensor_empty_like", t)) return NULL;
     return ordo_tensor_empty(t->storage->engine, dtype, t->ndim, t->shape, tensor_result_ctx(t->ctx));
 }
 
 ordo_tensor *ordo_tensor_alias(const ordo_tensor *t) {
+    if (null_tensor("ordo_tensor_alias", t)) return NULL;
     ordo_tensor *r = desc_new();
     if (!r) return NULL;
     uint64_t id = r->id;
@@ -226,8 +258,13 @@ static ordo_tensor *view_of(const ordo_tensor *t, int ndim, const int64_t *shape
 
 ordo_tensor *ordo_tensor_as_strided(const ordo_tensor *t, int ndim, const int64_t *shape, const int64_t *strides,
                                     int64_t offset) {
+    if (null_tensor("as_strided", t)) return NULL;
     if (ndim < 0 || ndim > ORDO_MAX_DIMS) {
         tensor_set_error("as_strided: %d dims (at most %d supported)", ndim, ORDO_MAX_DIMS);
+        return NULL;
+    }
+    if (ndim > 0 && (!shape || !strides)) {
+        tensor_set_error("as_strided: %s is NULL for %d dims", shape ? "strides" : "shape", ndim);
         return NULL;
     }
     int64_t lo = offset, hi = offset, numel = 1;
@@ -276,10 +313,12 @@ static int check_dim(const char *op, const ordo_tensor *t, int dim, int extra) {
     int n = t->ndim + extra;
     if (dim < 0 || dim >= n) {
         char b[128];
+        /* dim + 1 in long long: dim may be INT_MAX */
         if (n == 0)
-            return tensor_set_error("%s: dim %d out of range: the tensor has no dims (shape %s)", op, dim + 1, shp(t, b));
-        return tensor_set_error("%s: dim %d out of range for a %d-d tensor of shape %s (expected 1..%d)", op, dim + 1,
-                                t->ndim, shp(t, b), n);
+            return tensor_set_error("%s: dim %lld out of range: the tensor has no dims (shape %s)", op,
+                                    (long long)dim + 1, shp(t, b));
+        return tensor_set_error("%s: dim %lld out of range for a %d-d tensor of shape %s (expected 1..%d)", op,
+                                (long long)dim + 1, t->ndim, shp(t, b), n);
     }
     return 0;
 }
@@ -316,8 +355,14 @@ static int view_strides(const ordo_tensor *t, int ndim, const int64_t *shape, in
 
 ordo_tensor *ordo_tensor_view(const char *op, const ordo_tensor *t, int ndim, const int64_t *shape_in) {
     char b1[128], b2[128];
+    op = op_name(op, "view");
+    if (null_tensor(op, t)) return NULL;
     if (ndim < 0 || ndim > ORDO_MAX_DIMS) {
         tensor_set_error("%s: %d dims (at most %d supported)", op, ndim, ORDO_MAX_DIMS);
+        return NULL;
+    }
+    if (ndim > 0 && !shape_in) {
+        tensor_set_error("%s: shape is NULL for %d dims", op, ndim);
         return NULL;
     }
     int64_t shape[ORDO_MAX_DIMS], known = 1, numel = ordo_tensor_numel(t);
@@ -374,7 +419,8 @@ ordo_tensor *ordo_tensor_view(const char *op, const ordo_tensor *t, int ndim, co
 }
 
 ordo_tensor *ordo_tensor_transpose(const char *op, const ordo_tensor *t, int d1, int d2) {
-    if (check_dim(op, t, d1, 0) || check_dim(op, t, d2, 0)) return NULL;
+    op = op_name(op, "transpose");
+    if (null_tensor(op, t) || check_dim(op, t, d1, 0) || check_dim(op, t, d2, 0)) return NULL;
     int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
     for (int i = 0; i < t->ndim; i++) {
         shape[i] = t->shape[i];
@@ -389,6 +435,12 @@ ordo_tensor *ordo_tensor_transpose(const char *op, const ordo_tensor *t, int d1,
 
 ordo_tensor *ordo_tensor_permute(const char *op, const ordo_tensor *t, int ndim, const int64_t *perm) {
     char b[128];
+    op = op_name(op, "permute");
+    if (null_tensor(op, t)) return NULL;
+    if (ndim > 0 && !perm) {
+        tensor_set_error("%s: perm is NULL for %d dims", op, ndim);
+        return NULL;
+    }
     if (ndim != t->ndim) {
         tensor_set_error("%s: %d dims given for a %d-d tensor of shape %s", op, ndim, t->ndim, shp(t, b));
         return NULL;
@@ -398,8 +450,8 @@ ordo_tensor *ordo_tensor_permute(const char *op, const ordo_tensor *t, int ndim,
     for (int i = 0; i < ndim; i++) {
         int64_t p = perm[i];
         if (p < 0 || p >= ndim || seen[p]) {
-            tensor_set_error("%s: dims must be a permutation of 1..%d (got %lld at position %d)", op, ndim,
-                             (long long)p + 1, i + 1);
+            tensor_set_error("%s: dims must be a permutation of 1..%d (got %s at position %d)", op, ndim,
+                             from1(p, b, sizeof b), i + 1);
             return NULL;
         }
         seen[p] = 1;
@@ -410,11 +462,12 @@ ordo_tensor *ordo_tensor_permute(const char *op, const ordo_tensor *t, int ndim,
 }
 
 ordo_tensor *ordo_tensor_narrow(const char *op, const ordo_tensor *t, int dim, int64_t start, int64_t len) {
-    char b[128];
-    if (check_dim(op, t, dim, 0)) return NULL;
+    char b[128], s1[32];
+    op = op_name(op, "narrow");
+    if (null_tensor(op, t) || check_dim(op, t, dim, 0)) return NULL;
     if (start < 0 || len < 0 || start > t->shape[dim] || len > t->shape[dim] - start) { /* no start + len overflow */
-        tensor_set_error("%s: start %lld and length %lld out of range for dim %d of size %lld (shape %s)", op,
-                         (long long)start + 1, (long long)len, dim + 1, (long long)t->shape[dim], shp(t, b));
+        tensor_set_error("%s: start %s and length %lld out of range for dim %d of size %lld (shape %s)", op,
+                         from1(start, s1, sizeof s1), (long long)len, dim + 1, (long long)t->shape[dim], shp(t, b));
         return NULL;
     }
     int64_t shape[ORDO_MAX_DIMS];
@@ -424,11 +477,12 @@ ordo_tensor *ordo_tensor_narrow(const char *op, const ordo_tensor *t, int dim, i
 }
 
 ordo_tensor *ordo_tensor_select(const char *op, const ordo_tensor *t, int dim, int64_t index) {
-    char b[128];
-    if (check_dim(op, t, dim, 0)) return NULL;
+    char b[128], s1[32];
+    op = op_name(op, "select");
+    if (null_tensor(op, t) || check_dim(op, t, dim, 0)) return NULL;
     if (index < 0 || index >= t->shape[dim]) {
-        tensor_set_error("%s: index %lld out of range for dim %d of size %lld (shape %s)", op, (long long)index + 1,
-                         dim + 1, (long long)t->shape[dim], shp(t, b));
+        tensor_set_error("%s: index %s out of range for dim %d of size %lld (shape %s)", op,
+                         from1(index, s1, sizeof s1), dim + 1, (long long)t->shape[dim], shp(t, b));
         return NULL;
     }
     int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
@@ -443,6 +497,12 @@ ordo_tensor *ordo_tensor_select(const char *op, const ordo_tensor *t, int dim, i
 
 ordo_tensor *ordo_tensor_expand(const char *op, const ordo_tensor *t, int ndim, const int64_t *shape_in) {
     char b1[128], b2[128];
+    op = op_name(op, "expand");
+    if (null_tensor(op, t)) return NULL;
+    if (ndim > 0 && !shape_in) {
+        tensor_set_error("%s: shape is NULL for %d dims", op, ndim);
+        return NULL;
+    }
     if (ndim < t->ndim || ndim > ORDO_MAX_DIMS) {
         tensor_set_error("%s: cannot expand shape %s to %s (%s)", op, shp(t, b1),
                          shape_arr_str(ndim, shape_in, b2, sizeof b2),
@@ -484,6 +544,8 @@ ordo_tensor *ordo_tensor_expand(const char *op, const ordo_tensor *t, int ndim, 
 }
 
 ordo_tensor *ordo_tensor_unsqueeze(const char *op, const ordo_tensor *t, int dim) {
+    op = op_name(op, "unsqueeze");
+    if (null_tensor(op, t)) return NULL;
     if (t->ndim >= ORDO_MAX_DIMS) {
         tensor_set_error("%s: a tensor has at most %d dims", op, ORDO_MAX_DIMS);
         return NULL;
@@ -505,7 +567,8 @@ ordo_tensor *ordo_tensor_unsqueeze(const char *op, const ordo_tensor *t, int dim
 }
 
 ordo_tensor *ordo_tensor_squeeze(const char *op, const ordo_tensor *t, int dim) {
-    if (dim >= 0 && check_dim(op, t, dim, 0)) return NULL;
+    op = op_name(op, "squeeze");
+    if (null_tensor(op, t) || (dim >= 0 && check_dim(op, t, dim, 0))) return NULL;
     int64_t shape[ORDO_MAX_DIMS], strides[ORDO_MAX_DIMS];
     int n = 0;
     for (int i = 0; i < t->ndim; i++) {
@@ -517,6 +580,12 @@ ordo_tensor *ordo_tensor_squeeze(const char *op, const ordo_tensor *t, int dim) 
 }
 
 int ordo_tensor_broadcast_shape(const char *op, const ordo_tensor *a, const ordo_tensor *b, int64_t *out) {
+    op = op_name(op, "broadcast");
+    if (null_tensor(op, a) || null_tensor(op, b)) return -1;
+    if (!out) {
+        tensor_set_error("%s: out_shape is NULL", op);
+        return -1;
+    }
     int n = a->ndim > b->ndim ? a->ndim : b->ndim;
     for (int i = 0; i < n; i++) {
         int ia = i - (n - a->ndim), ib = i - (n - b->ndim);

@@ -719,7 +719,8 @@ static int push_general(int kid, const char *op, int flags, ordo_tensor *const *
         return tensor_set_error("%s: NULL argument array", op);
     if ((flags & ORDO_TP_BROADCAST) && nout == 0) return tensor_set_error("%s: broadcasting needs an output", op);
     const ordo_tensor *ref = nout ? out[0] : nin ? in[0] : NULL;
-    if (!ref) return tensor_set_error("%s: no tensors", op);
+    if (!ref) return nout + nin ? tensor_set_error("%s: %s 1 is NULL", op, nout ? "output" : "input")
+                                : tensor_set_error("%s: no tensors", op);
     if ((flags & ORDO_TP_CROSS_DEVICE) && nin == 1 && nout == 1 && in[0] && out[0] &&
         !same_device(in[0]->ctx, out[0]->ctx) &&
         (in[0]->ctx.dev_type == ORDO_GPU || out[0]->ctx.dev_type == ORDO_GPU)) {
@@ -871,6 +872,7 @@ int ordo_tensor_op3(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, o
 
 ordo_tensor *ordo_tensor_binary(int kid, const char *op, ordo_tensor *a, ordo_tensor *b, int out_dtype) {
     int64_t shape[ORDO_MAX_DIMS];
+    if (!op) op = kid_valid(kid) ? knames[kid] : "binary"; /* as ordo_tensor_push names it */
     if (!a || !b) {
         tensor_set_error("%s: NULL tensor", op);
         return NULL;
@@ -889,6 +891,7 @@ ordo_tensor *ordo_tensor_binary(int kid, const char *op, ordo_tensor *a, ordo_te
 /* ---- waits, profiler ---------------------------------------------------------------------- */
 
 int ordo_tensor_wait(const ordo_tensor *t) {
+    if (!t) return tensor_set_error("wait: tensor is NULL");
     int rc = ordo_wait_for_var(t->storage->engine, t->storage->var);
     if (rc) tensor_set_error_code(rc, "%s", ordo_last_error());
     return rc;

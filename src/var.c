@@ -86,6 +86,7 @@ ordo_var *var_alloc(ordo_engine *e) {
         }
         for (int i = 0; i < VARS_PER_SLAB; i++) {
             atomic_init(&block[i].magic, VAR_DEAD);
+            block[i].engine = e; /* for good: a slab's vars never move to another engine */
             block[i].next_free = NULL;
             if (e->var_free_tail) e->var_free_tail->next_free = &block[i];
             else e->var_free = &block[i];

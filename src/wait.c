@@ -61,6 +61,10 @@ static int check_wait(ordo_engine *e, ordo_var *v, const char *fn, bool need_var
                          "push a dependent op instead", fn);
     if (need_var && atomic_load_explicit(&v->magic, memory_order_acquire) != VAR_LIVE)
         return set_error(ORDO_ERR_DELETED, "%s: variable %p was deleted", fn, (void *)v);
+    /* Waiting on another engine's var would push the wait op on this
+     * engine: it would see none of the ops that write v here. */
+    if (need_var && v->engine != e)
+        return set_error(ORDO_ERR_INVALID, "%s: variable belongs to another engine", fn);
     return ORDO_OK;
 }
 
@@ -131,21 +135,32 @@ int ordo_wait_for_all(ordo_engine *e) {
 
 /* ---- the process-wide engine ------------------------------------------------ */
 
-static ordo_engine *default_engine;
+/* Made once, on first use, and destroyed at exit, by destroy_default
+ * alone: it is shared by whoever asked for it (the tensor layer, the Lua
+ * package), so ordo_engine_destroy refuses it (engine_destroy_refused);
+ * destroyed there, the exit handler would destroy it a second time. */
+static _Atomic(ordo_engine *) default_engine;
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
 static void destroy_default(void) {
-    ordo_engine *e = default_engine;
-    default_engine = NULL;
-    ordo_engine_destroy(e);
+    /* Cleared first: the destroy below is then not refused. */
+    ordo_engine_destroy(atomic_exchange(&default_engine, NULL));
 }
 
 static void create_default(void) {
-    default_engine = ordo_engine_create(NULL);
-    if (default_engine) atexit(destroy_default);
+    ordo_engine *e = ordo_engine_create(NULL);
+    atomic_store(&default_engine, e);
+    if (e) atexit(destroy_default);
 }
 
 ordo_engine *ordo_engine_default(void) {
     pthread_once(&default_once, create_default);
-    return default_engine;
+    return atomic_load(&default_engine);
+}
+
+bool engine_destroy_refused(const ordo_engine *e) {
+    if (!e || e != atomic_load(&default_engine)) return false;
+    set_error(ORDO_ERR_INVALID, "ordo_engine_destroy: the default engine is destroyed at exit, not by its users "
+                                "(ordo_engine_default); the engine was left as it was");
+    return true;
 }

@@ -331,6 +331,32 @@ static void test_config_fields_rejects_bad_values(void) {
     }
 }
 
+static int destroy_probe_nop(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    (void)param;
+    return 0;
+}
+
+/* A spinning idle worker notices the stop: destroy took the whole spin_us
+ * (a second at the largest setting). */
+static void test_destroy_does_not_wait_out_the_spin(void) {
+    ordo_engine_config c;
+    memset(&c, 0, sizeof c);
+    c.spin_us = 1000000;
+    ordo_engine *e = ordo_engine_create(&c);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *v = ordo_new_variable(e);
+    CHECK_EQ_LONG(ordo_push_sync(e, destroy_probe_nop, NULL, NULL, (ordo_ctx){ORDO_CPU, 0}, NULL, 0, &v, 1,
+                                 ORDO_PROP_NORMAL, 0, "nop"),
+                  ORDO_OK);
+    CHECK_EQ_LONG(ordo_wait_for_var(e, v), ORDO_OK); /* a worker now spins for a second */
+    long t0 = now_ms();
+    ordo_engine_destroy(e);
+    long ms = now_ms() - t0;
+    CHECK_MSG(ms < 500, "destroy took %ld ms with spin_us = 1000000", ms);
+}
+
 /* ordo_engine_destroy from inside one of the engine's ops would wait for
  * that op forever: refused with ORDO_ERR_DEADLOCK as the thread's error,
  * and the engine runs on. */
@@ -1056,6 +1082,7 @@ int main(void) {
     TEST(test_config_environment_rejects_bad_values);
     TEST(test_config_fields_rejects_bad_values);
     TEST(test_destroy_inside_an_op_is_refused);
+    TEST(test_destroy_does_not_wait_out_the_spin);
     TEST(test_too_many_workers_named);
     TEST_T(test_bad_inputs_return_errors, 60);
     TEST(test_last_error_is_thread_local);

@@ -289,6 +289,79 @@ static void test_async_operator_reuse(void) {
     }
 }
 
+/* The thread that completes an async op pushes ops of its own first and
+ * waits for them, before it calls ordo_done_complete.  A naive push
+ * returns once its own op has run -- async ones once completed -- and not
+ * later: it once waited until the whole engine was idle, so the completer's
+ * push waited for the async op that only the completer would complete (a
+ * deadlock, on the naive engine only). */
+typedef struct {
+    ordo_engine *e;
+    ordo_var *other;
+    _Atomic(ordo_done *) done; /* handed over by the async op's function */
+    atomic_long other_ran;
+    atomic_int push_rc, ran_at_return, wait_rc, completed;
+} completer_first;
+
+static void *completer_first_main(void *p) {
+    completer_first *c = (completer_first *)p;
+    while (!atomic_load(&c->done)) sleep_ms(1);
+    atomic_store(&c->push_rc, push_simple(c->e, count_op, &c->other_ran, NULL, 0, &c->other, 1, "completer's own"));
+    atomic_store(&c->ran_at_return, (int)atomic_load(&c->other_ran));
+    atomic_store(&c->wait_rc, ordo_wait_for_var(c->e, c->other));
+    sleep_ms(20); /* the async op's pusher is waiting meanwhile, on the naive engine */
+    atomic_store(&c->completed, 1);
+    ordo_done_complete(atomic_load(&c->done), NULL);
+    return NULL;
+}
+
+static void completer_first_async(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    (void)rc;
+    atomic_store(&((completer_first *)param)->done, done);
+}
+
+static void test_async_completer_pushes_first(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 2);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_var *a = ordo_new_variable(e);
+        completer_first c;
+        memset(&c, 0, sizeof c);
+        c.e = e;
+        c.other = ordo_new_variable(e);
+        atomic_init(&c.other_ran, 0);
+        atomic_init(&c.push_rc, -1);
+        atomic_init(&c.ran_at_return, -1);
+        atomic_init(&c.wait_rc, -1);
+        atomic_init(&c.completed, 0);
+        atomic_init(&c.done, NULL);
+        pthread_t th;
+        if (pthread_create(&th, NULL, completer_first_main, &c) != 0) {
+            CHECK(0);
+            ordo_engine_destroy(e);
+            continue;
+        }
+        CHECK_EQ_LONG(ordo_push_async(e, completer_first_async, &c, NULL, cpu_ctx(0), NULL, 0, &a, 1,
+                                      ORDO_PROP_NORMAL, 0, "async"), 0);
+        if (kind == ORDO_ENGINE_NAIVE) {
+            /* returned once its own op completed, and nothing is left pending */
+            CHECK_MSG(atomic_load(&c.completed) == 1, "naive push_async returned before its op completed");
+            CHECK_EQ_LONG(ordo_engine_pending(e), 0);
+        }
+        CHECK_EQ_LONG(ordo_wait_for_var(e, a), 0);
+        CHECK_EQ_LONG(atomic_load(&c.completed), 1);
+        CHECK_EQ_LONG(atomic_load(&c.push_rc), 0);
+        if (kind == ORDO_ENGINE_NAIVE) CHECK_EQ_LONG(atomic_load(&c.ran_at_return), 1);
+        CHECK_EQ_LONG(atomic_load(&c.wait_rc), 0);
+        CHECK_EQ_LONG(atomic_load(&c.other_ran), 1);
+        pthread_join(th, NULL);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        ordo_engine_destroy(e);
+    }
+}
+
 int main(void) {
     printf("# seed %#llx, scale %g\n", (unsigned long long)test_seed(), test_scale());
     TEST(test_async_completed_from_other_threads);
@@ -296,5 +369,6 @@ int main(void) {
     TEST(test_async_prop_async_launcher);
     TEST(test_async_many_outstanding);
     TEST(test_async_operator_reuse);
+    TEST_T(test_async_completer_pushes_first, 30);
     return harness_end();
 }

@@ -89,6 +89,8 @@ static void test_help_outside_a_worker_runs_in_order(void) {
     CHECK_EQ_LONG(atomic_load(&c->chunks), 1); /* one call over everything */
     CHECK(ordo_parallel_for(0, 10, cover_chunk, c) == 0);
     CHECK(ordo_parallel_for(-5, 10, cover_chunk, c) == 0);
+    /* no function: refused, not called */
+    CHECK(ordo_parallel_for(10, 1, NULL, NULL) == ORDO_ERR_INVALID && strstr(ordo_last_error(), "fn is NULL"));
     CHECK_EQ_LONG(atomic_load(&c->chunks), 1);
     cover_free(c);
 }

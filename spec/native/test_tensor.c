@@ -425,6 +425,83 @@ static void test_errors(void) {
     ordo_tensor_free(b);
 }
 
+/* NULL where a tensor, shape or name is expected: NULL or an error code
+ * with a message, never a crash (each of these dereferenced it before);
+ * a view given no op name says which view failed, not "(null)"; and
+ * messages print a 1-based start or index without overflowing (start
+ * INT64_MAX + 1 was undefined behaviour). */
+static void test_null_arguments(void) {
+    int64_t s23[2] = {2, 3}, st[2] = {3, 1};
+    ordo_tensor *t = ordo_tensor_empty(NULL, ORDO_F32, 2, s23, CPU0);
+    CHECK(t != NULL);
+    if (!t) return;
+#define EXPECT_NULL(expr, text)                                                                          \
+    do {                                                                                                 \
+        CHECK((expr) == NULL);                                                                           \
+        CHECK_MSG(strstr(ordo_tensor_error(), text) != NULL, "%s: '%s'", #expr, ordo_tensor_error());    \
+    } while (0)
+    EXPECT_NULL(ordo_tensor_empty(NULL, ORDO_F32, 2, NULL, CPU0), "shape is NULL");
+    EXPECT_NULL(ordo_tensor_empty_on(NULL, ORDO_F32, 1, NULL, ORDO_CPU, 0), "shape is NULL");
+    ordo_tensor *scalar = ordo_tensor_empty(NULL, ORDO_F32, 0, NULL, CPU0); /* no dims: no shape needed */
+    CHECK(scalar != NULL && ordo_tensor_numel(scalar) == 1);
+    ordo_tensor_free(scalar);
+    EXPECT_NULL(ordo_tensor_empty_like(NULL, ORDO_F32), "tensor is NULL");
+    EXPECT_NULL(ordo_tensor_as_strided(NULL, 2, s23, st, 0), "tensor is NULL");
+    EXPECT_NULL(ordo_tensor_as_strided(t, 2, NULL, st, 0), "shape is NULL");
+    EXPECT_NULL(ordo_tensor_as_strided(t, 2, s23, NULL, 0), "strides is NULL");
+    EXPECT_NULL(ordo_tensor_alias(NULL), "tensor is NULL");
+    EXPECT_NULL(ordo_tensor_data(NULL), "tensor is NULL");
+    EXPECT_NULL(ordo_tensor_view("view", NULL, 1, s23), "view: tensor is NULL");
+    EXPECT_NULL(ordo_tensor_view("view", t, 2, NULL), "view: shape is NULL");
+    EXPECT_NULL(ordo_tensor_transpose("t", NULL, 0, 1), "t: tensor is NULL");
+    EXPECT_NULL(ordo_tensor_permute("p", NULL, 2, st), "p: tensor is NULL");
+    EXPECT_NULL(ordo_tensor_permute("p", t, 2, NULL), "p: perm is NULL");
+    EXPECT_NULL(ordo_tensor_narrow("n", NULL, 0, 0, 1), "n: tensor is NULL");
+    EXPECT_NULL(ordo_tensor_select("s", NULL, 0, 0), "s: tensor is NULL");
+    EXPECT_NULL(ordo_tensor_expand("e", NULL, 2, s23), "e: tensor is NULL");
+    EXPECT_NULL(ordo_tensor_expand("e", t, 2, NULL), "e: shape is NULL");
+    EXPECT_NULL(ordo_tensor_unsqueeze("u", NULL, 0), "u: tensor is NULL");
+    EXPECT_NULL(ordo_tensor_squeeze("q", NULL, -1), "q: tensor is NULL");
+    EXPECT_NULL(ordo_tensor_binary(K_add, "add", NULL, t, ORDO_F32), "add: NULL tensor");
+    /* no op name: the message names the view, or the kernel */
+    EXPECT_NULL(ordo_tensor_view(NULL, t, 1, (int64_t[]){7}), "view: shape 7 is invalid");
+    EXPECT_NULL(ordo_tensor_transpose(NULL, t, 0, 5), "transpose: dim 6 out of range");
+    EXPECT_NULL(ordo_tensor_permute(NULL, t, 2, (int64_t[]){0, 0}), "permute: dims must be");
+    EXPECT_NULL(ordo_tensor_narrow(NULL, t, 1, 2, 5), "narrow: start 3 and length 5");
+    EXPECT_NULL(ordo_tensor_select(NULL, t, 0, 2), "select: index 3 out of range");
+    EXPECT_NULL(ordo_tensor_expand(NULL, t, 2, (int64_t[]){5, 3}), "expand: cannot expand");
+    EXPECT_NULL(ordo_tensor_unsqueeze(NULL, t, 9), "unsqueeze: dim 10 out of range");
+    EXPECT_NULL(ordo_tensor_squeeze(NULL, t, 7), "squeeze: dim 8 out of range");
+    int64_t big[2] = {5, 3};
+    ordo_tensor *b = ordo_tensor_empty(NULL, ORDO_F32, 2, big, CPU0);
+    EXPECT_NULL(ordo_tensor_binary(K_add, NULL, t, b, ORDO_F32), "add: shapes 2x3 and 5x3 cannot be broadcast");
+    ordo_tensor_free(b);
+    /* 1-based positions past INT64_MAX and INT_MAX, printed exactly */
+    EXPECT_NULL(ordo_tensor_narrow("n", t, 1, INT64_MAX, 1), "n: start 9223372036854775808 and length 1");
+    EXPECT_NULL(ordo_tensor_select("s", t, 1, INT64_MAX), "s: index 9223372036854775808 out of range");
+    EXPECT_NULL(ordo_tensor_narrow("n", t, 1, -1, 1), "n: start 0 and length 1");
+    EXPECT_NULL(ordo_tensor_permute("p", t, 2, (int64_t[]){INT64_MAX, 0}), "got 9223372036854775808 at position 1");
+    EXPECT_NULL(ordo_tensor_transpose("t", t, INT32_MAX, 0), "t: dim 2147483648 out of range");
+#undef EXPECT_NULL
+    CHECK_EQ_LONG(ordo_tensor_numel(NULL), -1);
+    CHECK(strstr(ordo_tensor_error(), "tensor is NULL") != NULL);
+    CHECK_EQ_LONG(ordo_tensor_is_contiguous(NULL), 0);
+    CHECK(ordo_tensor_wait(NULL) == ORDO_ERR_INVALID);
+    CHECK(strstr(ordo_tensor_error(), "wait: tensor is NULL") != NULL);
+    int64_t out_shape[ORDO_MAX_DIMS];
+    CHECK_EQ_LONG(ordo_tensor_broadcast_shape("bc", NULL, t, out_shape), -1);
+    CHECK(strstr(ordo_tensor_error(), "bc: tensor is NULL") != NULL);
+    CHECK_EQ_LONG(ordo_tensor_broadcast_shape("bc", t, t, NULL), -1);
+    CHECK(ordo_tensor_op1(K_fill, "fill_", NULL, NULL, 1.0) != 0);
+    CHECK_MSG(strstr(ordo_tensor_error(), "fill_: output 1 is NULL") != NULL, "'%s'", ordo_tensor_error());
+    char buf[8];
+    CHECK(ordo_tensor_shape_str(t, buf, 0) == buf); /* no room: nothing written */
+    CHECK(ordo_tensor_shape_str(t, NULL, 8) == NULL);
+    ordo_tensor_free(NULL);
+    ordo_tensor_free(t);
+    settle();
+}
+
 /* An input aliasing the output through another view is read from a copy. */
 static void test_hazard_copy(void) {
     ordo_tensor *a = vec(NULL, 8, 0);
@@ -587,6 +664,7 @@ int main(void) {
     TEST(test_run_now_nested_push);
     TEST(test_views);
     TEST(test_errors);
+    TEST(test_null_arguments);
     TEST(test_hazard_copy);
     TEST(test_threads);
     TEST(test_engine_lifetime);

@@ -1,0 +1,211 @@
+/*
+ * test_misuse.c - API calls handed what belongs elsewhere: a var of another
+ * engine, a property or a var that a push would refuse given to
+ * ordo_new_operator, a NULL done, the default engine given to
+ * ordo_engine_destroy.  Each is refused with a message, and the engines
+ * go on as they were: nothing runs, hangs, or touches freed memory (the
+ * ASan and TSan builds run these too).
+ */
+#include <stdbool.h>
+
+#include "harness.h"
+#include "test_util.h"
+
+static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
+
+static void async_noop(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    (void)rc;
+    (void)param;
+    ordo_done_complete(done, NULL);
+}
+
+/* rc is ORDO_ERR_INVALID and the message says the var is another engine's. */
+#define REFUSED(kn, expr)                                                                                  \
+    do {                                                                                                   \
+        int rc_ = (expr);                                                                                  \
+        CHECK_MSG(rc_ == ORDO_ERR_INVALID && contains(ordo_last_error(), "belongs to another engine"),     \
+                  "%s: %s = %d '%s'", kn, #expr, rc_, ordo_last_error());                                  \
+    } while (0)
+
+/* A var lives in its engine's slabs and queues: given to another engine it
+ * was accepted, joined that engine's queues and pending counts (its waits
+ * returned at once, its pending count went negative and its destroy hung),
+ * and deleted there it went onto that engine's free list, to be handed out
+ * again after its own engine had freed it.  Every entry point that takes a
+ * var refuses one of another engine, bulked pushes included. */
+static void test_var_of_another_engine(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        const char *kn = kind_str(kind);
+        ordo_engine *a = make_engine(kind, 2), *b = make_engine(kind, 2);
+        CHECK(a != NULL && b != NULL);
+        if (!a || !b) {
+            ordo_engine_destroy(a);
+            ordo_engine_destroy(b);
+            continue;
+        }
+        ordo_var *va = ordo_new_variable(a), *vb = ordo_new_variable(b);
+        /* va stays busy on a meanwhile (not on naive: it would block this push) */
+        gate_t g;
+        gate_init(&g);
+        bool gated = kind != ORDO_ENGINE_NAIVE;
+        if (gated) CHECK_EQ_LONG(push_simple(a, gate_op, &g, NULL, 0, &va, 1, "gate"), 0);
+        atomic_long ran;
+        atomic_init(&ran, 0);
+        ordo_var *mixed[2] = {vb, va};
+        ordo_ctx cpu = cpu_ctx(0);
+        REFUSED(kn, ordo_push_sync(b, count_op, &ran, NULL, cpu, &va, 1, NULL, 0, ORDO_PROP_NORMAL, 0, "read"));
+        REFUSED(kn, ordo_push_sync(b, count_op, &ran, NULL, cpu, NULL, 0, &va, 1, ORDO_PROP_NORMAL, 0, "write"));
+        REFUSED(kn, ordo_push_sync(b, count_op, &ran, NULL, cpu, mixed, 2, NULL, 0, ORDO_PROP_NORMAL, 0, "mixed"));
+        REFUSED(kn, ordo_push_sync(b, count_op, &ran, NULL, cpu, NULL, 0, &va, 1, ORDO_PROP_ASYNC, 0, "launcher"));
+        REFUSED(kn, ordo_push_async(b, async_noop, NULL, NULL, cpu, &va, 1, NULL, 0, ORDO_PROP_NORMAL, 0, "async"));
+        /* a bulking thread's small pushes take a shorter path */
+        int old_bulk = ordo_set_bulk_size(8);
+        REFUSED(kn, ordo_push_sync(b, count_op, &ran, NULL, cpu, &vb, 1, &va, 1, ORDO_PROP_BULK, 0, "bulked"));
+        REFUSED(kn, ordo_push_sync(b, count_op, &ran, NULL, cpu, NULL, 0, &va, 1, ORDO_PROP_BULK, 0, "bulked1"));
+        ordo_set_bulk_size(old_bulk);
+        CHECK_EQ_LONG(ordo_bulk_flush(), 0);
+        CHECK(ordo_new_operator(b, async_noop, NULL, NULL, &va, 1, NULL, 0, ORDO_PROP_NORMAL, "opr") == NULL);
+        CHECK_MSG(contains(ordo_last_error(), "belongs to another engine"), "%s: '%s'", kn, ordo_last_error());
+        REFUSED(kn, ordo_wait_for_var(b, va));
+        REFUSED(kn, ordo_wait_to_write(b, va));
+        REFUSED(kn, ordo_delete_variable(b, NULL, NULL, cpu, va));
+        CHECK_EQ_LONG(ordo_engine_pending(b), 0);
+        CHECK_EQ_LONG(ordo_wait_for_all(b), 0);
+        CHECK_EQ_LONG(atomic_load(&ran), 0);
+
+        /* both engines go on as before */
+        if (gated) gate_open(&g);
+        CHECK_EQ_LONG(push_simple(a, count_op, &ran, NULL, 0, &va, 1, "on a"), 0);
+        CHECK_EQ_LONG(push_simple(b, count_op, &ran, NULL, 0, &vb, 1, "on b"), 0);
+        CHECK_EQ_LONG(ordo_wait_for_var(a, va), 0);
+        CHECK_EQ_LONG(ordo_wait_for_var(b, vb), 0);
+        CHECK_EQ_LONG(atomic_load(&ran), 2);
+        CHECK_EQ_LONG(ordo_var_version(va), gated ? 2 : 1);
+        CHECK_EQ_LONG(atomic_load(&g.timed_out), 0);
+        CHECK_EQ_LONG(ordo_delete_variable(a, NULL, NULL, cpu, va), 0);
+        CHECK_EQ_LONG(ordo_delete_variable(b, NULL, NULL, cpu, vb), 0);
+        CHECK_EQ_LONG(ordo_wait_for_all(a), 0);
+        ordo_engine_destroy(a);
+        /* b's vars are all b's own: more than a slab of them, after a is gone */
+        for (int i = 0; i < 300; i++) {
+            ordo_var *v = ordo_new_variable(b);
+            CHECK_EQ_LONG(push_simple(b, count_op, &ran, NULL, 0, &v, 1, "after"), 0);
+            CHECK_EQ_LONG(ordo_delete_variable(b, NULL, NULL, cpu, v), 0);
+        }
+        CHECK_EQ_LONG(ordo_wait_for_all(b), 0);
+        CHECK_EQ_LONG(atomic_load(&ran), 302);
+        ordo_engine_destroy(b);
+    }
+}
+
+/* ordo_new_operator checks its property and vars as a push does: it took
+ * ORDO_PROP_DELETE_VAR, which every push refuses, and on the threaded
+ * engines a var whose delete was pushed but had not run yet (the naive
+ * engine, whose delete has run, refused it): every push of such an
+ * operator could only fail. */
+static void test_new_operator_checks_like_push(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        const char *kn = kind_str(kind);
+        ordo_engine *e = make_engine(kind, 2);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_var *v = ordo_new_variable(e);
+        atomic_long ran;
+        atomic_init(&ran, 0);
+        ordo_ctx cpu = cpu_ctx(0);
+        static const int bad_props[] = {ORDO_PROP_DELETE_VAR, ORDO_PROP_DELETE_VAR | ORDO_PROP_NO_SKIP, 99, -1};
+        for (int i = 0; i < (int)(sizeof bad_props / sizeof bad_props[0]); i++) {
+            int prop = bad_props[i];
+            int rc = ordo_push_sync(e, count_op, &ran, NULL, cpu, NULL, 0, &v, 1, prop, 0, "p");
+            CHECK_MSG(rc == ORDO_ERR_INVALID, "%s: push with prop %d = %d", kn, prop, rc);
+            char push_msg[256];
+            snprintf(push_msg, sizeof push_msg, "%s", ordo_last_error());
+            const char *why = strchr(push_msg, ':'); /* the same reason, after the function's name */
+            ordo_opr *r = ordo_new_operator(e, async_noop, NULL, NULL, NULL, 0, &v, 1, prop, "p");
+            CHECK_MSG(r == NULL, "%s: ordo_new_operator accepted prop %d", kn, prop);
+            CHECK_MSG(why && contains(ordo_last_error(), why), "%s: prop %d: push said '%s', operator '%s'", kn, prop,
+                      push_msg, ordo_last_error());
+            if (r) ordo_delete_operator(e, r);
+        }
+
+        /* a var whose delete is pushed (and, but on naive, waits behind a gate) */
+        gate_t g;
+        gate_init(&g);
+        bool gated = kind != ORDO_ENGINE_NAIVE;
+        if (gated) CHECK_EQ_LONG(push_simple(e, gate_op, &g, NULL, 0, &v, 1, "gate"), 0);
+        CHECK_EQ_LONG(ordo_delete_variable(e, NULL, NULL, cpu, v), 0);
+        CHECK_EQ_LONG(ordo_push_sync(e, count_op, &ran, NULL, cpu, &v, 1, NULL, 0, ORDO_PROP_NORMAL, 0, "late"),
+                      ORDO_ERR_DELETED);
+        ordo_opr *r = ordo_new_operator(e, async_noop, NULL, NULL, &v, 1, NULL, 0, ORDO_PROP_NORMAL, "late");
+        CHECK_MSG(r == NULL && contains(ordo_last_error(), "deleted"), "%s: operator reading a deleted var: %p '%s'",
+                  kn, (void *)r, ordo_last_error());
+        if (r) ordo_delete_operator(e, r);
+        r = ordo_new_operator(e, async_noop, NULL, NULL, NULL, 0, &v, 1, ORDO_PROP_NORMAL, "late");
+        CHECK_MSG(r == NULL && contains(ordo_last_error(), "deleted"), "%s: operator writing a deleted var: %p '%s'",
+                  kn, (void *)r, ordo_last_error());
+        if (r) ordo_delete_operator(e, r);
+        if (gated) gate_open(&g);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(atomic_load(&g.timed_out), 0);
+        CHECK_EQ_LONG(atomic_load(&ran), 0);
+
+        /* what a push takes, an operator takes */
+        ordo_var *w = ordo_new_variable(e);
+        r = ordo_new_operator(e, async_noop, NULL, NULL, NULL, 0, &w, 1, ORDO_PROP_NORMAL | ORDO_PROP_NO_SKIP, "ok");
+        CHECK(r != NULL);
+        if (r) {
+            CHECK_EQ_LONG(ordo_push(e, r, cpu, 0), 0);
+            CHECK_EQ_LONG(ordo_wait_for_var(e, w), 0);
+            CHECK_EQ_LONG(ordo_var_version(w), 1);
+            ordo_delete_operator(e, r);
+        }
+        CHECK_EQ_LONG(ordo_delete_variable(e, NULL, NULL, cpu, w), 0);
+        ordo_engine_destroy(e);
+    }
+}
+
+/* ordo_done_complete(NULL, ...) has no op to complete: it returns, with a
+ * message (it returns void), instead of reading through NULL. */
+static void test_done_complete_null(void) {
+    ordo_done_complete(NULL, "x");
+    CHECK_MSG(contains(ordo_last_error(), "ordo_done_complete: done is NULL"), "'%s'", ordo_last_error());
+    ordo_done_complete(NULL, NULL);
+    CHECK(contains(ordo_last_error(), "done is NULL"));
+}
+
+/* The default engine is shared by whoever asked for it and destroyed at
+ * exit.  Destroying it by hand freed it under every other user, and the
+ * exit handler then freed it again (a double free).  ordo_engine_destroy
+ * refuses it, with a message, and leaves it working; the exit handler
+ * destroys it once (ASan would see a second time).  Runs last: the default
+ * engine stays up until exit. */
+static void test_default_engine_destroy_refused(void) {
+    ordo_engine *e = ordo_engine_default();
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *v = ordo_new_variable(e);
+    atomic_long ran;
+    atomic_init(&ran, 0);
+    CHECK_EQ_LONG(push_simple(e, count_op, &ran, NULL, 0, &v, 1, "before"), 0);
+    ordo_engine_destroy(e);
+    bool refused = contains(ordo_last_error(), "default engine");
+    CHECK_MSG(refused, "destroying the default engine: '%s'", ordo_last_error());
+    if (!refused) return; /* e is freed: nothing more to check */
+    CHECK(ordo_engine_default() == e);
+    CHECK_EQ_LONG(push_simple(e, count_op, &ran, NULL, 0, &v, 1, "after"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_var(e, v), 0);
+    CHECK_EQ_LONG(atomic_load(&ran), 2);
+    CHECK_EQ_LONG(ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), v), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    ordo_engine_destroy(NULL); /* still a no-op */
+}
+
+int main(void) {
+    TEST_T(test_var_of_another_engine, 60);
+    TEST_T(test_new_operator_checks_like_push, 60);
+    TEST(test_done_complete_null);
+    TEST_T(test_default_engine_destroy_refused, 60);
+    return harness_end();
+}
