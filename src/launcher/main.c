@@ -253,6 +253,17 @@ int launcher_call(lua_State *L, int nargs, int nresults) {
      * next command. */
     lua_sethook(L, NULL, 0, 0);
     g_interrupt = 0;
+    /* A Ctrl-C the script caught (pcall) and went on from does not make a
+     * later, unrelated error an interruption (exit 130): only an error
+     * that is the interruption itself ("...: interrupted") is one. */
+    if (status && g_interrupted) {
+        const char *msg = lua_tostring(L, -1);
+        const char *eol = msg ? strchr(msg, '\n') : NULL;
+        size_t len = msg ? (eol ? (size_t)(eol - msg) : strlen(msg)) : 0;
+        static const char tail[] = "interrupted";
+        if (len < sizeof tail - 1 || strncmp(msg + len - (sizeof tail - 1), tail, sizeof tail - 1))
+            g_interrupted = 0;
+    }
     lua_remove(L, base);
     return status;
 }
