@@ -17,23 +17,44 @@
  * are on one stream.  The host waits for an event only when the memory goes
  * back to the device (empty_cache, out of memory, shutdown).
  *
- * Sizes.  A request is rounded up to a multiple of 512 bytes, or of 2 MiB
- * from 1 MiB up, so that blocks are interchangeable between requests of
- * slightly different sizes.  (cudaMalloc maps large allocations in 2 MiB
- * pages anyway, so the coarse rounding costs little real memory.)  A small
- * request takes a cached block of exactly its size class; a large one the
- * smallest cached block of at least its size and at most twice it - a
- * larger block would waste more than it saves, and stays cached for a
- * request it fits better.  Among blocks of one size the one freed longest
- * ago is taken: its event has most likely completed, so the new user's
- * stream waits for nothing (the most recently freed one would make it wait
- * for work just queued, possibly on another stream).
+ * Sizes.  A request is rounded up to a size class, so that blocks are
+ * interchangeable between requests of slightly different sizes:
+ *  - under 1 MiB, to a multiple of 512 bytes (2047 classes);
+ *  - from 1 MiB to 16 MiB, to the next of eight steps per power of two:
+ *    1 MiB, 1.125, 1.25, ... 1.875, 2, 2.25, ... 3.75, 4, 4.5, ... 15, 16
+ *    (steps of 128 KiB below 2 MiB, 256 KiB below 4, 512 KiB below 8 and
+ *    1 MiB below 16);
+ *  - from 16 MiB up, to a multiple of 2 MiB.
+ * So a block is never more than 511 bytes larger than its request below
+ * 1 MiB, and from 1 MiB up less than an eighth (12.5%) larger and less
+ * than 2 MiB larger: 1 MiB + 1 byte takes 1.125 MiB, 2 MiB + 4 bytes
+ * 2.25 MiB, 16 MiB + 1 byte 18 MiB, 1 GiB + 1 byte 1 GiB + 2 MiB.  The
+ * backend is asked for the block size, so this is real memory, and the
+ * statistics count it.  Eight classes per power of two bound that waste
+ * while sizes that vary a little from step to step (the last batch, a
+ * sequence length) still share blocks; 2 MiB steps from 16 MiB up keep
+ * the absolute waste of big tensors small.  Every multiple of 2 MiB is a
+ * class boundary, so a block never spans more of the 2 MiB pages in which
+ * cudaMalloc maps large allocations than its request would.
+ *
+ * Reuse.  A small request takes a cached block of exactly its class; a
+ * large one the smallest cached block of at least its class and at most
+ * twice it - a larger block would waste more than it saves, and stays
+ * cached for a request it fits better.  So a block in use can be up to
+ * twice the request's class while there are cached blocks (a request
+ * that misses is given its own class, and once the device runs out the
+ * cache is emptied: the retry gets the exact class).  Among blocks of one
+ * size the one freed longest ago is taken: its event has most likely
+ * completed, so the new user's stream waits for nothing (the most
+ * recently freed one would make it wait for work just queued, possibly on
+ * another stream).
  *
  * Data structures, per device, under one mutex held only for O(1) steps:
  *  - small blocks (< 1 MiB) in 2047 FIFO lists, one per 512-byte class;
- *  - large blocks in one FIFO list per 2 MiB multiple up to 8 GiB, with a
- *    bitmap of the non-empty lists so that best fit is a scan of at most
- *    a few 64-bit words; larger blocks in one unsorted list (there are few);
+ *  - large blocks in one FIFO list per class up to about 8 GiB (32
+ *    classes below 16 MiB, then one per 2 MiB), with a bitmap of the
+ *    non-empty lists so that best fit is a scan of at most a few 64-bit
+ *    words; larger blocks in one unsorted list (there are few);
  *  - blocks in use in a hash table by pointer, since dev_free gets only
  *    the pointer.
  * The backend (mem_alloc, mem_free, event waits) is called without the
@@ -42,10 +63,14 @@
  *
  * Out of memory.  When the device refuses an allocation, the cache of that
  * device is emptied (each block after its event) and the allocation tried
- * once more.  Emptying runs outside the mutex, so another thread that runs
- * out of memory meanwhile waits for the release in progress instead of
- * failing while memory is about to come back.  Above this, the front end
- * collects garbage (freeing unreachable tensors) and retries again.
+ * once more - always, even when this thread had nothing to give back:
+ * another thread's release may have finished meanwhile, and on a real GPU
+ * another process or library may have freed memory.  oom_retries counts
+ * these retries, one per refusal by the device.  Emptying runs outside
+ * the mutex, so another thread that runs out of memory meanwhile waits for
+ * the release in progress instead of failing while memory is about to
+ * come back.  Above this, the front end collects garbage (freeing
+ * unreachable tensors) and calls the allocator again.
  *
  * AddressSanitizer.  Rounding hides a kernel that reads or writes a little
  * past its tensor's end: the bytes are inside the block.  In an ASan build
@@ -75,10 +100,14 @@
 #endif
 
 #define SMALL_ALIGN ((size_t)512)
-#define LARGE_MIN ((size_t)1 << 20)   /* from here on, 2 MiB multiples */
-#define LARGE_ALIGN ((size_t)2 << 20)
+#define LARGE_MIN_LOG2 20
+#define LARGE_MIN ((size_t)1 << LARGE_MIN_LOG2) /* from here on, eight classes per power of two */
+#define LARGE_STEPS_LOG2 3            /* ... that is 2^3 */
+#define LARGE_ALIGN ((size_t)2 << 20) /* the largest step, reached at 16 MiB */
+#define MID_MAX ((size_t)16 << 20)    /* from here on, 2 MiB multiples */
 #define NSMALL ((int)(LARGE_MIN / SMALL_ALIGN) - 1) /* classes 512 .. 1 MiB - 512 */
-#define NLARGE 4096                                  /* lists for 2 MiB .. 8 GiB */
+#define NMID 32                                      /* classes 1 MiB .. 15 MiB (4 powers of two x 8) */
+#define NLARGE 4160                                  /* lists for 1 MiB .. 8270 MiB (65 bitmap words) */
 #define USED_BUCKETS0 256
 
 typedef struct block {
@@ -96,7 +125,6 @@ typedef struct dev_state {
     pthread_mutex_t mu;
     pthread_cond_t released;  /* a release of cached blocks finished */
     int releasing;            /* threads giving cached blocks back right now */
-    uint64_t release_epoch;   /* releases finished so far */
 
     block **used;             /* blocks in use, hashed by pointer */
     size_t used_mask, nused;
@@ -105,7 +133,7 @@ typedef struct dev_state {
     fifo small[NSMALL];
     fifo large[NLARGE];
     uint64_t large_bits[NLARGE / 64]; /* bit i: large[i] is not empty */
-    block *huge;                      /* cached blocks over NLARGE * 2 MiB */
+    block *huge;                      /* cached blocks larger than the last list's class */
 
     ordo_gpu_memory_stats st;
 } dev_state;
@@ -131,12 +159,33 @@ static int fail(int code, char *err, size_t errlen, const char *fmt, ...) {
     return code;
 }
 
+/* floor(log2(n)), n > 0. */
+static int log2_floor(size_t n) { return 63 - __builtin_clzll((unsigned long long)n); }
+
 size_t dev_alloc_block_size(size_t nbytes) {
     if (nbytes > SIZE_MAX - LARGE_ALIGN) return 0;
     size_t n = nbytes ? nbytes : 1;
     size_t r = (n + SMALL_ALIGN - 1) & ~(SMALL_ALIGN - 1);
-    if (r >= LARGE_MIN) r = (n + LARGE_ALIGN - 1) & ~(LARGE_ALIGN - 1);
-    return r;
+    if (r < LARGE_MIN) return r;
+    /* The step of r's power of two, at most 2 MiB.  (Rounding r rather
+     * than n gives the same result - every step is a multiple of 512 - and
+     * keeps n's power of two from being one below 1 MiB.) */
+    size_t step = (size_t)1 << (log2_floor(r) - LARGE_STEPS_LOG2);
+    if (step > LARGE_ALIGN) step = LARGE_ALIGN;
+    return (r + step - 1) & ~(step - 1);
+}
+
+/* The large list of the largest class <= size (size >= 1 MiB); for a class
+ * that is its own list.  May be NLARGE or more: the huge list's sizes.
+ * Increasing with size, so that best fit is a scan upwards. */
+static size_t large_index(size_t size) {
+    if (size < MID_MAX) {
+        const size_t steps = (size_t)1 << LARGE_STEPS_LOG2;
+        int e = log2_floor(size);                  /* 20 .. 23 */
+        size_t k = size >> (e - LARGE_STEPS_LOG2); /* 8 .. 15 */
+        return (size_t)(e - LARGE_MIN_LOG2) * steps + k - steps;
+    }
+    return NMID + (size - MID_MAX) / LARGE_ALIGN;
 }
 
 /* ---- AddressSanitizer's view of a block (see the top of the file) ----------------- */
@@ -173,7 +222,7 @@ static const char *human(size_t n, char *buf, size_t len) {
     }
     double v = (double)n / 1024;
     int u = 0;
-    while (v >= 1024 && u < 4) v /= 1024, u++;
+    while (v >= 1023.95 && u < 4) v /= 1024, u++; /* 1048572 is "1.0 MiB", not "1024.0 KiB" */
     snprintf(buf, len, "%.1f %s", v, unit[u]);
     return buf;
 }
@@ -280,8 +329,8 @@ static block *fifo_pop(fifo *f) {
 static void cache_put(dev_state *d, block *b) {
     if (b->size < LARGE_MIN) {
         fifo_push(&d->small[b->size / SMALL_ALIGN - 1], b);
-    } else if (b->size / LARGE_ALIGN <= NLARGE) {
-        size_t i = b->size / LARGE_ALIGN - 1;
+    } else if (large_index(b->size) < NLARGE) {
+        size_t i = large_index(b->size);
         fifo_push(&d->large[i], b);
         d->large_bits[i / 64] |= (uint64_t)1 << (i % 64);
     } else {
@@ -311,7 +360,7 @@ static block *cache_take(dev_state *d, size_t size) {
         b = fifo_pop(&d->small[size / SMALL_ALIGN - 1]);
     } else {
         size_t max = size <= SIZE_MAX / 2 ? 2 * size : SIZE_MAX;
-        size_t lo = size / LARGE_ALIGN - 1, hi = max / LARGE_ALIGN - 1;
+        size_t lo = large_index(size), hi = large_index(max);
         if (lo < NLARGE) {
             long i = first_large(d, lo, hi < NLARGE ? hi : NLARGE - 1);
             if (i >= 0) {
@@ -405,7 +454,6 @@ static int empty_and_wait(int dev_id, dev_state *d, char *err, size_t errlen) {
     int failures = release_blocks(dev_id, list, err, errlen);
     pthread_mutex_lock(&d->mu);
     d->releasing--;
-    d->release_epoch++;
     pthread_cond_broadcast(&d->released);
     while (d->releasing) pthread_cond_wait(&d->released, &d->mu);
     pthread_mutex_unlock(&d->mu);
@@ -413,6 +461,35 @@ static int empty_and_wait(int dev_id, dev_state *d, char *err, size_t errlen) {
 }
 
 /* ---- allocation ----------------------------------------------------------------- */
+
+/* "gpu(0): out of memory allocating 4.0 MiB (60.0 MiB in use by tensors,
+ * 0 B cached; device: 3.5 MiB free of 64.0 MiB)".  When the request was
+ * rounded to a block that prints differently, the block is named too
+ * ("allocating 2.0 MiB (rounded to 2.2 MiB; ...").  When the request or
+ * its block would print the same as the free memory although they differ
+ * ("allocating 4.0 MiB ... 4.0 MiB free"), those numbers are given in
+ * bytes, so the message shows why the device refused. */
+static int oom_message(int dev_id, size_t nbytes, size_t size, const ordo_gpu_memory_stats *st, size_t dev_free,
+                       size_t dev_total, char *err, size_t errlen) {
+    char req[48], blk[48], in_use[32], cached[32], fr[48], total[32], rounded[80] = "";
+    human(nbytes, req, sizeof req);
+    human(size, blk, sizeof blk);
+    human(dev_free, fr, sizeof fr);
+    if (dev_total && ((size != dev_free && !strcmp(blk, fr)) || (nbytes != dev_free && !strcmp(req, fr)))) {
+        snprintf(req, sizeof req, "%zu bytes", nbytes);
+        snprintf(blk, sizeof blk, "%zu bytes", size);
+        snprintf(fr, sizeof fr, "%zu bytes", dev_free);
+    }
+    if (strcmp(req, blk)) snprintf(rounded, sizeof rounded, "rounded to %s; ", blk);
+    human((size_t)st->allocated_bytes, in_use, sizeof in_use);
+    human((size_t)(st->reserved_bytes - st->allocated_bytes), cached, sizeof cached);
+    if (dev_total)
+        return fail(ORDO_ERR_NOMEM, err, errlen,
+                    "gpu(%d): out of memory allocating %s (%s%s in use by tensors, %s cached; device: %s free of %s)",
+                    dev_id, req, rounded, in_use, cached, fr, human(dev_total, total, sizeof total));
+    return fail(ORDO_ERR_NOMEM, err, errlen, "gpu(%d): out of memory allocating %s (%s%s in use by tensors, %s cached)",
+                dev_id, req, rounded, in_use, cached);
+}
 
 /* Hands the block's event to the caller, or (ready NULL) waits for it. */
 static void hand_over(dev_event *ev, dev_event **ready) {
@@ -453,7 +530,6 @@ int dev_alloc(int dev_id, size_t nbytes, void **ptr, dev_event **ready, char *er
         return 0;
     }
     d->st.cache_misses++;
-    uint64_t epoch = d->release_epoch;
     pthread_mutex_unlock(&d->mu);
 
     /* A miss: ask the device (without the lock: see the top of the file).
@@ -465,15 +541,13 @@ int dev_alloc(int dev_id, size_t nbytes, void **ptr, dev_event **ready, char *er
     char buf[256];
     int brc = be->mem_alloc(dev_id, size, &b->ptr, buf, sizeof buf);
     if (brc == 1) {
-        /* Out of memory: give the cache back and retry - if that, or a
-         * release by another thread since our miss, can have freed
-         * anything; otherwise the retry would fail the same way. */
+        /* Out of memory: give the cache back and retry, once (see the top
+         * of the file for why even with nothing to give back). */
         empty_and_wait(dev_id, d, NULL, 0);
         pthread_mutex_lock(&d->mu);
-        int retry = d->release_epoch != epoch;
-        if (retry) d->st.oom_retries++;
+        d->st.oom_retries++;
         pthread_mutex_unlock(&d->mu);
-        if (retry) brc = be->mem_alloc(dev_id, size, &b->ptr, buf, sizeof buf);
+        brc = be->mem_alloc(dev_id, size, &b->ptr, buf, sizeof buf);
     }
     if (brc) {
         free(b);
@@ -484,17 +558,7 @@ int dev_alloc(int dev_id, size_t nbytes, void **ptr, dev_event **ready, char *er
         pthread_mutex_unlock(&d->mu);
         size_t dev_free_bytes = 0, dev_total = 0;
         be->mem_info(dev_id, &dev_free_bytes, &dev_total);
-        char h1[32], h2[32], h3[32], h4[32], h5[32];
-        human(nbytes, h1, sizeof h1);
-        human((size_t)st.allocated_bytes, h2, sizeof h2);
-        human((size_t)(st.reserved_bytes - st.allocated_bytes), h3, sizeof h3);
-        human(dev_free_bytes, h4, sizeof h4);
-        if (dev_total)
-            return fail(ORDO_ERR_NOMEM, err, errlen,
-                        "gpu(%d): out of memory allocating %s (%s in use by tensors, %s cached; device: %s free of %s)",
-                        dev_id, h1, h2, h3, h4, human(dev_total, h5, sizeof h5));
-        return fail(ORDO_ERR_NOMEM, err, errlen, "gpu(%d): out of memory allocating %s (%s in use by tensors, %s cached)",
-                    dev_id, h1, h2, h3);
+        return oom_message(dev_id, nbytes, size, &st, dev_free_bytes, dev_total, err, errlen);
     }
 
     b->size = size;

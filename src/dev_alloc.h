@@ -41,8 +41,13 @@ void dev_free(int dev_id, void *ptr, dev_event *last_use);
  * even when a wait reports an earlier asynchronous failure). */
 int dev_empty_cache(int dev_id, char *err, size_t errlen);
 
-/* The block size nbytes is rounded to (0 when that overflows): a multiple
- * of 512 bytes, or of 2 MiB from 1 MiB up.  Statistics count these sizes. */
+/* The block size nbytes is rounded to (0 when that overflows), its size
+ * class: under 1 MiB a multiple of 512 bytes; from 1 MiB to 16 MiB the
+ * next of eight steps per power of two (1, 1.125, 1.25 ... 1.875, 2, 2.25
+ * ... MiB); from 16 MiB a multiple of 2 MiB.  So at most 511 bytes more
+ * than nbytes below 1 MiB, and from 1 MiB less than nbytes / 8 and less
+ * than 2 MiB more.  The device is asked for this size, and the statistics
+ * count it. */
 size_t dev_alloc_block_size(size_t nbytes);
 
 /* The statistics of dev_id; 0, or an error code with a message in err. */

@@ -21,8 +21,10 @@
  *
  * Errors: functions return NULL or a nonzero ORDO_ERR_* code and leave a
  * message in ordo_tensor_error() (thread-local).  Messages start with the
- * op name the caller passed and name shapes and dims as Lua users see them
- * (dims counted from 1, shapes written 2x3).
+ * op name the caller passed (a view given none: its own, "narrow") and
+ * name shapes and dims as Lua users see them (dims counted from 1, shapes
+ * written 2x3).  A NULL tensor, shape or strides where one is needed is
+ * such an error too, never a crash; ordo_tensor_free(NULL) is a no-op.
  *
  * Thread safety: storages and descriptors may be used from any thread; a
  * descriptor is not modified by any function here except ordo_tensor_free.
@@ -110,13 +112,14 @@ ordo_tensor *ordo_tensor_alias(const ordo_tensor *t);
 /* Releases t's storage reference and frees the descriptor (NULL is fine). */
 void ordo_tensor_free(ordo_tensor *t);
 
-int64_t ordo_tensor_numel(const ordo_tensor *t);
-int     ordo_tensor_is_contiguous(const ordo_tensor *t);
+int64_t ordo_tensor_numel(const ordo_tensor *t);         /* -1 for NULL (0 is an empty tensor) */
+int     ordo_tensor_is_contiguous(const ordo_tensor *t); /* 0 for NULL */
 /* Pointer to element 0 (storage data + offset); valid on CPU storages only,
  * and only meaningful after waiting for the storage's var. */
 void   *ordo_tensor_data(const ordo_tensor *t);
 
-/* Views (NULL + message on error).  `op` names the caller in messages.
+/* Views (NULL + message on error).  `op` names the caller in messages
+ * (NULL: the view's own name).
  * dims here count from 0; messages print them from 1. */
 ordo_tensor *ordo_tensor_view(const char *op, const ordo_tensor *t, int ndim, const int64_t *shape);
 ordo_tensor *ordo_tensor_transpose(const char *op, const ordo_tensor *t, int d1, int d2);
@@ -197,7 +200,8 @@ int ordo_tensor_error_code(void);
 
 /* The caching device allocator's counters for one GPU, in bytes and calls
  * since the process first used that device.  Blocks are counted at their
- * rounded size (a multiple of 512 bytes, or of 2 MiB from 1 MiB up). */
+ * rounded size: its size class (512-byte multiples below 1 MiB, eight steps
+ * per power of two up to 16 MiB, 2 MiB multiples above). */
 typedef struct ordo_gpu_memory_stats {
     int64_t allocated_bytes;      /* in blocks held by tensors */
     int64_t reserved_bytes;       /* allocated + cached for reuse: what the device has given */
@@ -207,7 +211,7 @@ typedef struct ordo_gpu_memory_stats {
     int64_t num_device_frees;     /* blocks given back to it (cudaFree) */
     int64_t cache_hits;           /* allocations served from the cache */
     int64_t cache_misses;         /* allocations that had to ask the device */
-    int64_t oom_retries;          /* out of memory: cache emptied and allocation retried */
+    int64_t oom_retries;          /* allocations the device refused, each retried once after emptying the cache */
 } ordo_gpu_memory_stats;
 
 /* Fills *out for GPU dev_id.  (Not named ordo_gpu_memory_stats: in C a

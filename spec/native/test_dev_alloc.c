@@ -6,10 +6,12 @@
  * read blocks directly; its streams are host threads, so "work still
  * pending on a block" is a host function queued on a stream (a stand-in
  * for a kernel) that can be made slow.  Covered: reuse of a freed block
- * with its last-use event handed over and no device call; size rounding
- * and best fit; no reuse of a block too large for the request; the
- * statistics; empty_cache and out of memory giving cached blocks back only
- * after their last use; the out-of-memory message; bad device ids; and a
+ * with its last-use event handed over and no device call; size classes
+ * and their waste bound (tensors of 1 MiB or 2 MiB + 4 bytes once held
+ * twice that) and best fit; no reuse of a block too large for the
+ * request; the statistics; empty_cache and out of memory giving cached
+ * blocks back only after their last use; the out-of-memory message and
+ * its precision; bad device ids; and a
  * multi-threaded stress in which "kernels" on the streams verify every
  * block while the host reuses them, so a block handed out without its
  * event, or to two holders at once, shows up as a corrupted pattern (and
@@ -194,11 +196,26 @@ static void test_size_rounding(void) {
     CHECK_EQ_LONG(dev_alloc_block_size(512), 512);
     CHECK_EQ_LONG(dev_alloc_block_size(513), 1024);
     CHECK_EQ_LONG(dev_alloc_block_size(MiB - 512), MiB - 512);
-    CHECK_EQ_LONG(dev_alloc_block_size(MiB - 511), 2 * MiB);
-    CHECK_EQ_LONG(dev_alloc_block_size(MiB), 2 * MiB);
+    CHECK_EQ_LONG(dev_alloc_block_size(MiB - 511), MiB);
+    CHECK_EQ_LONG(dev_alloc_block_size(MiB - 4), MiB); /* 0.999996 MiB */
+    CHECK_EQ_LONG(dev_alloc_block_size(MiB), MiB);
+    /* From 1 MiB, eight classes per power of two. */
+    CHECK_EQ_LONG(dev_alloc_block_size(MiB + 1), MiB + 128 * 1024);
+    CHECK_EQ_LONG(dev_alloc_block_size(MiB + 128 * 1024), MiB + 128 * 1024);
+    CHECK_EQ_LONG(dev_alloc_block_size(2 * MiB - 1), 2 * MiB);
     CHECK_EQ_LONG(dev_alloc_block_size(2 * MiB), 2 * MiB);
-    CHECK_EQ_LONG(dev_alloc_block_size(2 * MiB + 1), 4 * MiB);
+    CHECK_EQ_LONG(dev_alloc_block_size(2 * MiB + 1), 2 * MiB + 256 * 1024);
+    CHECK_EQ_LONG(dev_alloc_block_size(2 * MiB + 4), 2 * MiB + 256 * 1024);
+    CHECK_EQ_LONG(dev_alloc_block_size(3 * MiB + 7), 3 * MiB + 256 * 1024);
+    CHECK_EQ_LONG(dev_alloc_block_size(4 * MiB + 1), 4 * MiB + 512 * 1024);
+    CHECK_EQ_LONG(dev_alloc_block_size(8 * MiB + 1), 9 * MiB);
+    CHECK_EQ_LONG(dev_alloc_block_size(15 * MiB + 1), 16 * MiB);
+    /* From 16 MiB, 2 MiB multiples. */
+    CHECK_EQ_LONG(dev_alloc_block_size(16 * MiB + 1), 18 * MiB);
+    CHECK_EQ_LONG(dev_alloc_block_size(33 * MiB), 34 * MiB);
+    CHECK_EQ_LONG(dev_alloc_block_size(1024 * MiB + 1), 1026 * MiB);
     CHECK_EQ_LONG(dev_alloc_block_size(SIZE_MAX), 0);
+    CHECK_EQ_LONG(dev_alloc_block_size(SIZE_MAX - 2 * MiB), SIZE_MAX - 2 * MiB + 1);
 
     dev_event *ready;
     void *p = NULL;
@@ -230,6 +247,127 @@ static void test_size_rounding(void) {
     dev_free(0, e, NULL);
 }
 
+/* The waste bound, for every size just below, at and just past each class
+ * boundary, and for random sizes: a block is a multiple of 512 bytes, at
+ * most 511 bytes larger than its request below 1 MiB, and from 1 MiB less
+ * than an eighth and less than 2 MiB larger, and never past the request's
+ * next multiple of 2 MiB (cudaMalloc's page).  A block size is its own
+ * class, and classes grow with the request. */
+static void check_class(size_t n, long *bad) {
+    size_t b = dev_alloc_block_size(n), m = n ? n : 1;
+    int ok = b >= m && b % 512 == 0 && dev_alloc_block_size(b) == b;
+    if (m < MiB) ok = ok && b - m < 512;
+    else ok = ok && b - m < 2 * MiB && (b - m) * 8 < m && b <= (m + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+    if (n && dev_alloc_block_size(n - 1) > b) ok = 0;
+    if (!ok && (*bad)++ < 5) CHECK_MSG(0, "block size %zu for a request of %zu bytes", b, n);
+}
+
+static void test_size_classes_bound_waste(void) {
+    long bad = 0;
+    for (size_t n = 0; n < 4096; n++) check_class(n, &bad);
+    /* The class boundaries up to 64 GiB, found by walking the classes. */
+    long classes = 0;
+    for (size_t c = 512; c <= ((size_t)64 << 30); c = dev_alloc_block_size(c + 1), classes++) {
+        for (size_t d = 0; d < 3; d++) {
+            check_class(c - d, &bad);
+            check_class(c + d, &bad);
+        }
+        if (c >= MiB && c < 16 * MiB) {
+            /* eight classes per power of two: the next one is c + c/8 rounded down to its power's step */
+            size_t p = (size_t)1 << (63 - __builtin_clzll(c));
+            CHECK_MSG(dev_alloc_block_size(c + 1) == c + p / 8, "class after %zu: %zu", c, dev_alloc_block_size(c + 1));
+        }
+    }
+    CHECK_EQ_LONG(classes, 2047 + 32 + (64 * 1024 - 16) / 2 + 1);
+    rng_t g;
+    rng_init(&g, test_seed());
+    for (int i = 0; i < 100000; i++) {
+        int bits = rng_range(&g, 1, 40);
+        check_class((size_t)rng_next(&g) & (((size_t)1 << bits) - 1), &bad);
+    }
+    CHECK_EQ_LONG(bad, 0);
+}
+
+/* Tensors of 1 MiB, or just under, held 2 MiB each, and ones of 2 MiB + 4
+ * bytes 4 MiB.  Filling a 40 MiB device: 40 of 1 MiB fit (32 of them in
+ * 32 MiB), and 17 of 2 MiB + 4 bytes (2.25 MiB blocks), and
+ * allocated_bytes says what they hold. */
+static int fill(int dev, size_t n, void **p, int max) {
+    int k = 0;
+    dev_event *ready;
+    while (k < max && dev_alloc(dev, n, &p[k], &ready, err, sizeof err) == 0) k++;
+    return k;
+}
+
+static void test_waste_fits_device(void) {
+    fresh();
+    ordo_device_sim_configure(0, 40 * MiB);
+    dev_event *ready;
+    void *p[64];
+    for (int i = 0; i < 32; i++) p[i] = must_alloc(0, i % 2 ? MiB : MiB - 4, &ready);
+    ordo_gpu_memory_stats s = stats(0);
+    CHECK_EQ_LONG(s.allocated_bytes, 32 * MiB);
+    CHECK_EQ_LONG(s.oom_retries, 0);
+    CHECK_EQ_LONG(fill(0, MiB, p + 32, 32), 8);
+    CHECK_MSG(strcmp(err, "gpu(0): out of memory allocating 1.0 MiB (40.0 MiB in use by tensors, 0 B cached; "
+                          "device: 0 B free of 40.0 MiB)") == 0,
+              "%s", err);
+    for (int i = 0; i < 40; i++) dev_free(0, p[i], NULL);
+    CHECK_EQ_LONG(dev_empty_cache(0, err, sizeof err), 0);
+
+    CHECK_EQ_LONG(fill(0, 2 * MiB + 4, p, 64), 17);
+    s = stats(0);
+    CHECK_EQ_LONG(s.allocated_bytes, 17 * (2 * MiB + 256 * 1024)); /* 38.25 MiB */
+    CHECK_EQ_LONG(s.reserved_bytes, s.allocated_bytes);
+    /* The 18th: the message names the block the request was rounded to. */
+    CHECK_MSG(strcmp(err, "gpu(0): out of memory allocating 2.0 MiB (rounded to 2.2 MiB; 38.2 MiB in use by "
+                          "tensors, 0 B cached; device: 1.8 MiB free of 40.0 MiB)") == 0,
+              "%s", err);
+    for (int i = 0; i < 17; i++) dev_free(0, p[i], NULL);
+
+    /* Reuse stays within a class: a freed 1.125 MiB block serves any
+     * request from 1 MiB + 1 byte to 1.125 MiB; a 1 MiB block is too small
+     * for 1 MiB + 1 byte. */
+    CHECK_EQ_LONG(dev_empty_cache(0, err, sizeof err), 0);
+    void *a = must_alloc(0, MiB + 100, &ready), *b = must_alloc(0, MiB, &ready);
+    dev_free(0, a, NULL);
+    dev_free(0, b, NULL);
+    CHECK(must_alloc(0, MiB + 128 * 1024, &ready) == a);
+    CHECK(must_alloc(0, MiB - 300, &ready) == b);
+    dev_free(0, b, NULL);
+    void *c = must_alloc(0, MiB + 1, &ready);
+    CHECK(c != a && c != b);
+    s = stats(0);
+    CHECK_EQ_LONG(s.allocated_bytes, 2 * (MiB + 128 * 1024));
+    dev_free(0, a, NULL);
+    dev_free(0, c, NULL);
+    fresh();
+}
+
+/* Best fit over the classes from 1 MiB: the smallest cached block of at
+ * least the request's class, across the change of step at 16 MiB and
+ * across a word of the bitmap (lists 63 and 64: 78 and 80 MiB). */
+static void test_best_fit_classes(void) {
+    fresh();
+    dev_event *ready;
+    size_t sizes[] = {2 * MiB + 512 * 1024, 2 * MiB + 256 * 1024, 15 * MiB, 16 * MiB, 18 * MiB, 80 * MiB};
+    void *p[6];
+    for (int i = 0; i < 6; i++) p[i] = must_alloc(0, sizes[i], &ready);
+    for (int i = 0; i < 6; i++) dev_free(0, p[i], NULL);
+    CHECK(must_alloc(0, 2 * MiB + 1, &ready) == p[1]);          /* 2.25 before 2.5 */
+    CHECK(must_alloc(0, 2 * MiB + 1, &ready) == p[0]);          /* then 2.5 */
+    CHECK(must_alloc(0, 16 * MiB + 1, &ready) == p[4]);         /* 18 MiB: 15 and 16 too small */
+    CHECK(must_alloc(0, 15 * MiB + 1, &ready) == p[3]);         /* 16 MiB */
+    CHECK(must_alloc(0, 14 * MiB + 1, &ready) == p[2]);         /* 15 MiB */
+    CHECK(must_alloc(0, 77 * MiB, &ready) == p[5]);             /* 78 MiB class, 80 MiB block */
+    ordo_gpu_memory_stats s = stats(0);
+    CHECK_EQ_LONG(s.cache_hits, 6);
+    CHECK_EQ_LONG(s.num_device_allocs, 6);
+    CHECK_EQ_LONG(s.allocated_bytes, s.reserved_bytes);
+    for (int i = 0; i < 6; i++) dev_free(0, p[i], NULL);
+    CHECK_EQ_LONG(dev_empty_cache(0, err, sizeof err), 0);
+}
+
 static void test_best_fit_large(void) {
     fresh();
     dev_event *ready;
@@ -241,7 +379,7 @@ static void test_best_fit_large(void) {
     dev_free(0, a, NULL);
     /* 4 MiB fits in 6 and 8 (at most twice its size): the smallest wins. */
     CHECK(must_alloc(0, 4 * MiB, &ready) == a);
-    CHECK(must_alloc(0, 3 * MiB + 7, &ready) == b); /* -> 4 MiB; 8 <= 2 x 4 */
+    CHECK(must_alloc(0, 4 * MiB + 7, &ready) == b); /* -> 4.5 MiB; 8 <= 2 x 4.5 */
     /* 16 MiB is more than twice 4 MiB: not taken, the device is asked. */
     void *n = must_alloc(0, 4 * MiB, &ready);
     CHECK(n != c && n != a && n != b);
@@ -249,11 +387,15 @@ static void test_best_fit_large(void) {
     CHECK_EQ_LONG(s.num_device_allocs, 4);
     CHECK_EQ_LONG(s.cache_hits, 2);
     CHECK_EQ_LONG(s.cache_misses, 4);
-    /* ... and is reused by a request it fits (16 <= 2 x 8). */
-    CHECK(must_alloc(0, 7 * MiB + 1, &ready) == c);
+    /* ... and is reused by a request it fits (8 MiB + 1 -> 9 MiB; 16 <= 2 x 9),
+     * not by one it does not (7 MiB + 1 -> 7.5 MiB; 16 > 2 x 7.5). */
+    void *m = must_alloc(0, 7 * MiB + 1, &ready);
+    CHECK(m != c);
+    CHECK(must_alloc(0, 8 * MiB + 1, &ready) == c);
+    dev_free(0, m, NULL);
     s = stats(0);
     CHECK_EQ_LONG(s.allocated_bytes, (6 + 8 + 4 + 16) * MiB); /* counted at block size */
-    CHECK_EQ_LONG(s.reserved_bytes, s.allocated_bytes);
+    CHECK_EQ_LONG(s.reserved_bytes, s.allocated_bytes + 7 * MiB + 512 * 1024); /* m is cached */
     /* A large request never takes a larger small block, nor the reverse. */
     dev_free(0, n, NULL);
     void *small = must_alloc(0, 512 * 1024, &ready);
@@ -302,11 +444,11 @@ static void test_best_fit_huge(void) {
 static void test_statistics(void) {
     fresh();
     dev_event *ready;
-    void *a = must_alloc(1, MiB, &ready); /* 2 MiB */
-    void *b = must_alloc(1, 100, &ready); /* 512 */
+    void *a = must_alloc(1, MiB + 1, &ready); /* 1.125 MiB */
+    void *b = must_alloc(1, 100, &ready);     /* 512 */
     void *c = must_alloc(1, 4 * MiB, &ready);
     ordo_gpu_memory_stats s = stats(1);
-    int64_t all = 6 * MiB + 512;
+    int64_t all = 5 * MiB + 128 * 1024 + 512;
     CHECK_EQ_LONG(s.allocated_bytes, all);
     CHECK_EQ_LONG(s.reserved_bytes, all);
     CHECK_EQ_LONG(s.peak_allocated_bytes, all);
@@ -317,7 +459,7 @@ static void test_statistics(void) {
 
     dev_free(1, c, NULL);
     s = stats(1);
-    CHECK_EQ_LONG(s.allocated_bytes, 2 * MiB + 512);
+    CHECK_EQ_LONG(s.allocated_bytes, MiB + 128 * 1024 + 512);
     CHECK_EQ_LONG(s.reserved_bytes, all);
     CHECK_EQ_LONG(s.peak_allocated_bytes, all);
 
@@ -401,7 +543,7 @@ static void test_out_of_memory(void) {
 
     /* 6 MiB fits no cached block and not beside them: the cache is given
      * back (after a's last use) and the retry succeeds. */
-    void *c = must_alloc(0, 5 * MiB + 3, &ready);
+    void *c = must_alloc(0, 6 * MiB - 3, &ready);
     CHECK(ready == NULL);
     CHECK_EQ_LONG(atomic_load(&slow.done), 1);
     ordo_gpu_memory_stats s = stats(0);
@@ -412,7 +554,8 @@ static void test_out_of_memory(void) {
     CHECK_EQ_LONG(s.reserved_bytes, 6 * MiB);
     CHECK_EQ_LONG(s.peak_reserved_bytes, 6 * MiB);
 
-    /* Really exhausted: nothing cached to give back, so no retry either. */
+    /* Really exhausted: nothing cached to give back; retried all the same
+     * (on a real GPU another process may have freed memory), and counted. */
     void *p = (void *)1;
     ready = (dev_event *)1;
     CHECK_EQ_LONG(dev_alloc(0, 4 * MiB, &p, &ready, err, sizeof err), ORDO_ERR_NOMEM);
@@ -421,23 +564,57 @@ static void test_out_of_memory(void) {
                           "device: 2.0 MiB free of 8.0 MiB)") == 0,
               "message: %s", err);
     s = stats(0);
-    CHECK_EQ_LONG(s.oom_retries, 1);
+    CHECK_EQ_LONG(s.oom_retries, 2);
     CHECK_EQ_LONG(s.allocated_bytes, 6 * MiB);
+    CHECK_EQ_LONG(s.num_device_allocs, 3);
 
     /* A cached block that does not fit is given back for one that does. */
     void *small = must_alloc(0, 100 * 1024, &ready);
     dev_free(0, small, NULL);
-    p = must_alloc(0, 1 * MiB, &ready); /* 2 MiB: 6 + 0.1 + 2 > 8 */
+    p = must_alloc(0, 2 * MiB, &ready); /* 6 + 0.1 + 2 > 8 */
     s = stats(0);
-    CHECK_EQ_LONG(s.oom_retries, 2);
+    CHECK_EQ_LONG(s.oom_retries, 3);
     CHECK_EQ_LONG(s.reserved_bytes, 8 * MiB);
     void *q = NULL;
     CHECK_EQ_LONG(dev_alloc(0, 1, &q, &ready, err, sizeof err), ORDO_ERR_NOMEM);
-    CHECK_MSG(strstr(err, "allocating 1 B (8.0 MiB in use by tensors, 0 B cached; device: 0 B free of 8.0 MiB)"),
+    CHECK_MSG(strstr(err, "allocating 1 B (rounded to 512 B; 8.0 MiB in use by tensors, 0 B cached; device: 0 B free "
+                          "of 8.0 MiB)"),
               "message: %s", err);
+    CHECK_EQ_LONG(stats(0).oom_retries, 4);
     dev_free(0, p, NULL);
     dev_free(0, c, NULL);
     B->stream_destroy(0, stream);
+    fresh();
+}
+
+/* The message gives bytes where the request, or its block, and the free
+ * memory would print the same ("allocating 8.0 MiB ... 8.0 MiB free"). */
+static void test_out_of_memory_message_precision(void) {
+    fresh();
+    ordo_device_sim_configure(0, 8 * MiB);
+    dev_event *ready;
+    void *tiny = must_alloc(0, 100, &ready); /* 512 B: 8 MiB - 512 B free */
+    void *p = NULL;
+    CHECK_EQ_LONG(dev_alloc(0, 8 * MiB, &p, &ready, err, sizeof err), ORDO_ERR_NOMEM);
+    CHECK_MSG(strcmp(err, "gpu(0): out of memory allocating 8388608 bytes (512 B in use by tensors, 0 B cached; "
+                          "device: 8388096 bytes free of 8.0 MiB)") == 0,
+              "message: %s", err);
+    void *m = must_alloc(0, MiB - 512, &ready); /* 7 MiB free */
+    CHECK_EQ_LONG(dev_alloc(0, 7 * MiB + 1, &p, &ready, err, sizeof err), ORDO_ERR_NOMEM);
+    CHECK_MSG(strcmp(err, "gpu(0): out of memory allocating 7340033 bytes (rounded to 7864320 bytes; 1.0 MiB in use "
+                          "by tensors, 0 B cached; device: 7340032 bytes free of 8.0 MiB)") == 0,
+              "message: %s", err);
+    /* Just under a unit prints in that unit. */
+    CHECK_EQ_LONG(dev_alloc(0, 8 * MiB - 4, &p, &ready, err, sizeof err), ORDO_ERR_NOMEM);
+    CHECK_MSG(strstr(err, "allocating 8.0 MiB (1.0 MiB in use by tensors") != NULL, "message: %s", err);
+    /* Numbers that print differently stay short. */
+    CHECK_EQ_LONG(dev_alloc(0, 7 * MiB + 512 * 1024, &p, &ready, err, sizeof err), ORDO_ERR_NOMEM);
+    CHECK_MSG(strcmp(err, "gpu(0): out of memory allocating 7.5 MiB (1.0 MiB in use by tensors, 0 B cached; "
+                          "device: 7.0 MiB free of 8.0 MiB)") == 0,
+              "message: %s", err);
+    CHECK(p == NULL);
+    dev_free(0, tiny, NULL);
+    dev_free(0, m, NULL);
     fresh();
 }
 
@@ -625,11 +802,15 @@ int main(void) {
     TEST_T(test_bad_device_ids, 60);
     TEST_T(test_reuse_hands_over_event, 60);
     TEST_T(test_size_rounding, 60);
+    TEST_T(test_size_classes_bound_waste, 60);
+    TEST_T(test_waste_fits_device, 60);
+    TEST_T(test_best_fit_classes, 60);
     TEST_T(test_best_fit_large, 60);
     TEST_T(test_best_fit_huge, 60);
     TEST_T(test_statistics, 60);
     TEST_T(test_empty_cache_returns_memory, 60);
     TEST_T(test_out_of_memory, 60);
+    TEST_T(test_out_of_memory_message_precision, 60);
     TEST_T(test_threads_stress, 240);
     dev_alloc_shutdown();
     dev_event_pool_clear();
