@@ -213,6 +213,14 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         assert.is_false(ok)
         assert.matches("deterministic", err)
     end)
+
+    it("gradcheck works on inputs on another device (its weights go to the output's device)", function()
+        local x = ordo.randn({3}, D):to(ordo.cpu(1)):requires_grad()
+        local w = ordo.randn({3, 2}, D):to(ordo.cpu(1)):requires_grad()
+        check(function(v) return (v * v):sum() end, {x})
+        check(function(v, u) return v:view(1, 3):matmul(u):tanh() end, {x, w})
+        assert.equals(ordo.cpu(1), x:device())
+    end)
 end)
 
 describe("autograd rules", function()

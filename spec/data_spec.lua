@@ -514,6 +514,32 @@ describe("data.loader", function()
         assert.are.equal(2, n)
     end)
 
+    it("batches tensors on another cpu, shuffled or not, on that cpu", function()
+        local dev = ordo.cpu(1)
+        local x = ordo.arange(1, 11):view({5, 2}):to(dev)
+        local y = ordo.arange(1, 6):long():to(dev)
+        local rows = {}
+        for i, xb, yb in data.loader(x, y, {batch_size = 2}):iter() do
+            assert.are.equal(dev, xb:device())
+            assert.are.equal(dev, yb:device())
+            for r, row in ipairs(xb:totable()) do rows[#rows + 1] = {row, yb:totable()[r], i} end
+        end
+        assert.are.same({{{1, 2}, 1, 1}, {{3, 4}, 2, 1}, {{5, 6}, 3, 2}, {{7, 8}, 4, 2}, {{9, 10}, 5, 3}}, rows)
+        -- shuffled (a new order each epoch, moved over each time); mixed with a cpu(0) y
+        ordo.manual_seed(4)
+        local seen = {}
+        for _, xb, yb in data.loader(x, ordo.arange(1, 6):long(), {batch_size = 3, shuffle = true}):iter() do
+            assert.are.equal(dev, xb:device())
+            assert.are.equal(ordo.cpu(0), yb:device())
+            for r, row in ipairs(xb:totable()) do
+                local k = yb:totable()[r]
+                assert.are.same({2 * k - 1, 2 * k}, row)
+                seen[k] = (seen[k] or 0) + 1
+            end
+        end
+        assert.are.same({1, 1, 1, 1, 1}, seen)
+    end)
+
     it("is callable like iter (for i, xb, yb in loader() do)", function()
         local loader = data.loader(ordo.arange(1, 4), {batch_size = 2})
         local got = {}

@@ -3,7 +3,9 @@
 -- Runs when ordo.cuda.is_available(): a CUDA device, or the simulated one
 -- (ORDO_SIMULATED_GPUS=1: device memory is host memory, streams are host
 -- threads, the kernels are the CPU ones run on those streams).  Without a
--- device every test is pending ("no CUDA device available"), never passed.
+-- device every test is pending ("no CUDA device available"), never passed,
+-- but for the block "gpu tensors without a device" (the errors a machine
+-- without one gives), which is pending with a device.
 -- spec/run_tests.sh runs this file a second time on the simulated device
 -- (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64
 -- ORDO_SIMULATED_GPU_DELAY_NS=2000), so all of it runs on any machine.
@@ -155,6 +157,23 @@ local function raises(fn, ...)
     end
     return err
 end
+
+-- ---------------------------------------------------------------- without a device
+
+-- The one block that runs without a device (and is pending with one): the
+-- errors a machine without a GPU must give.
+describe("gpu tensors without a device", function()
+    it("every spelling of a gpu device names it gpu(n) in the 'no CUDA device available' error", function()
+        if ordo.cuda.is_available() then pending("a device is present: the no-device errors cannot be seen") end
+        for _, spelling in ipairs({"gpu", "gpu:0", "cuda", "cuda:0", "cuda(0)"}) do
+            local err = raises(function() return ordo.zeros({2}, {device = spelling}) end,
+                               "zeros: gpu(0): no CUDA device available")
+            assert.is_nil(err:find("cuda(", 1, true), err)
+        end
+        raises(function() return ordo.zeros({2}):to("cuda:1") end, "to: gpu(1): no CUDA device available")
+        raises(function() return ordo.gpu(1) end, "gpu(1): no CUDA device available")
+    end)
+end)
 
 -- ---------------------------------------------------------------- moving data
 
@@ -1006,6 +1025,54 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         assert.equals(G, mg:parameters()[1]:device())
     end)
 
+    it("Module:to(gpu) keeps tied parameters tied and shared buffers shared; a gpu model's to(dtype) too", function()
+        need_gpu()
+        local nn = ordo.nn
+        local Stats = nn.Module:extend("GpuSharedStats")
+        function Stats:init(buf) self:register_buffer("running", buf) end
+        function Stats:forward(x) return x end
+        ordo.manual_seed(5)
+        local a, b = nn.Linear(4, 4), nn.Linear(4, 4)
+        b.weight = a.weight -- tied
+        local buf = ordo.zeros({4})
+        local s1, s2 = Stats(buf), Stats(buf)
+        local m = nn.Sequential(a, b, s1, s2)
+        local want = a.weight:totable()
+        m:to(G)
+        assert.equals(3, #m:parameters())
+        assert.equals(a.weight, b.weight)
+        assert.equals(G, a.weight:device())
+        assert.is_true(a.weight:needs_grad() and a.weight:is_leaf())
+        assert.equals(s1.running, s2.running)
+        assert.equals(G, s1.running:device())
+        assert.same(want, a.weight:totable())
+        m:to("float64")
+        assert.equals(3, #m:parameters())
+        assert.equals(a.weight, b.weight)
+        assert.equals(s1.running, s2.running)
+        assert.equals("float64", b.weight:dtype())
+        assert.equals(G, b.weight:device())
+        m:to(CPU)
+        assert.equals(3, #m:parameters())
+        assert.equals(a.weight, b.weight)
+        assert.equals(CPU, a.weight:device())
+    end)
+
+    it("gradcheck runs on gpu inputs (its weights made on the output's device)", function()
+        need_gpu()
+        local ag = ordo.autograd
+        ordo.manual_seed(6)
+        local x = ordo.randn({3}, {dtype = "float64", device = G}):requires_grad()
+        assert.is_true(ag.gradcheck(function(v) return (v * v):sum() end, {x}))
+        local u = ordo.randn({2, 3}, {dtype = "float64", device = G}):requires_grad()
+        local w = ordo.randn({3, 2}, {dtype = "float64", device = G}):requires_grad()
+        assert.is_true(ag.gradcheck(function(p, q) return p:matmul(q):tanh() end, {u, w}))
+        -- and it still finds a wrong gradient there (half of it detached)
+        local ok, err = pcall(ag.gradcheck, function(v) return (v * v):detach() + v end, {x})
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("gradcheck: input 1", 1, true), tostring(err))
+    end)
+
     it("an MLP trains on gpu(0): the loss falls", function()
         need_gpu()
         local nn, optim, data = ordo.nn, ordo.optim, ordo.data
@@ -1371,6 +1438,23 @@ describe("gpu tensors: memory", function()
         assert.is_true(s2.reserved_bytes >= s2.allocated_bytes + 4 * MiB, "the freed blocks stay cached")
     end)
 
+    it("memory_stats: a tensor's block is its size rounded to a class, less than 12.5% over from 1 MiB", function()
+        need_gpu()
+        settle()
+        ordo.cuda.empty_cache()
+        -- elements (float32) -> bytes of the block
+        for _, c in ipairs({{262143, MiB}, {262144, MiB}, {262145, MiB + 128 * 1024}, {524289, 2.25 * MiB},
+                            {4 * MiB + 1, 18 * MiB}, {1000, 4096}}) do
+            local s0 = ordo.cuda.memory_stats()
+            local t = ordo.zeros({c[1]}, {device = G})
+            local s1 = ordo.cuda.memory_stats()
+            assert.equals(c[2], s1.allocated_bytes - s0.allocated_bytes, fmt("a tensor of %d floats", c[1]))
+            t = nil
+            settle()
+        end
+        ordo.cuda.empty_cache()
+    end)
+
     it("reusing a size hits the cache; empty_cache gives cached blocks back", function()
         need_gpu()
         settle()
@@ -1402,6 +1486,7 @@ describe("gpu tensors: memory", function()
         end
         settle()
         ordo.cuda.empty_cache()
+        local retries0 = ordo.cuda.memory_stats().oom_retries
         -- no collection by the byte count: only running out of device memory frees the garbage
         ordo.memory.set_gc_threshold(2 ^ 40)
         local ok, err = pcall(function()
@@ -1424,6 +1509,7 @@ describe("gpu tensors: memory", function()
         assert(ok, err)
         local s = ordo.cuda.memory_stats()
         assert.is_true(s.peak_reserved_bytes <= SIM_MEM_MB * MiB)
+        assert.is_true(s.oom_retries > retries0, "each refusal by the device counts in oom_retries")
         -- one tensor larger than the device
         local e = raises(function() return ordo.empty({50 * MiB}, {device = G}) end, "out of memory", "200.0 MiB")
         assert.truthy(e:find("gpu(0)", 1, true))
@@ -1431,6 +1517,59 @@ describe("gpu tensors: memory", function()
         raises(function() return ordo.zeros({4}):to(G):expand({50 * MiB, 4}):contiguous() end, "out of memory")
         -- and the device keeps working
         assert.equals(10, ordo.full({4}, 2.5, {device = G}):sum():item())
+    end)
+
+    it("out of memory in any op names the op: tensor-tensor ops, temporaries of pushes, copies", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        settle()
+        ordo.cuda.empty_cache()
+        -- a square tensor of more than half the device: one more of its size does not fit
+        local side = floor(math.sqrt(0.55 * SIM_MEM_MB * MiB / 4))
+        local a = ordo.zeros({side, side}, {device = G})
+        local function oom(fn, op)
+            local err = raises(fn, "out of memory", "after freeing unreferenced tensors")
+            assert(err:find(": " .. op .. ": gpu(0): out of memory", 1, true), fmt("%q does not name %s", err, op))
+            assert.is_nil(err:find(op .. ": " .. op .. ":", 1, true), err)
+        end
+        oom(function() return a + a end, "add")           -- a new output of the broadcast shape
+        oom(function() return a * a end, "mul")
+        oom(function() return a:maximum(a) end, "maximum")
+        oom(function() return a + 1 end, "add")
+        oom(function() return a:add_(a:t()) end, "add_")  -- the aliasing input is read from a copy
+        oom(function() return a:copy_(a:t()) end, "copy_")
+        oom(function() return a:matmul(a) end, "matmul")
+        oom(function() return ordo.zeros({4}, {device = G}):expand({side * side, 4}):to(CPU) end, "to")
+        a = nil
+        settle()
+        assert.same({2, 2}, (ordo.ones({2}, {device = G}) * 2):totable())
+    end)
+
+    it("a shape too large to address fails at once: no collection, no emptied cache, no out-of-memory note", function()
+        need_gpu()
+        settle()
+        local t = ordo.zeros({MiB / 4}, {device = G}) -- 1 MiB, then cached
+        t = nil
+        settle()
+        local s0 = ordo.cuda.memory_stats()
+        assert.is_true(s0.reserved_bytes >= s0.allocated_bytes + MiB)
+        for _, c in ipairs({{"float32", 2 ^ 31, "2147483648"}, {"uint8", 2 ^ 40, "1099511627776"}}) do
+            local err = raises(function() return ordo.zeros({c[2], c[2]}, {dtype = c[1], device = G}) end,
+                               fmt("zeros: shape %sx%s is too large", c[3], c[3]))
+            assert.is_nil(err:find("after freeing", 1, true), err)
+        end
+        local b = ordo.zeros({1, 1}, {device = G})
+        local err = raises(function() return b:expand({2 ^ 40, 1}) + b:expand({1, 2 ^ 40}) end,
+                           "add: shape 1099511627776x1099511627776 is too large")
+        assert.is_nil(err:find("after freeing", 1, true), err)
+        -- the relief (collections, empty_cache) did not run: the cached block is still there
+        local s1 = ordo.cuda.memory_stats()
+        assert.equals(s0.reserved_bytes, s1.reserved_bytes)
+        assert.equals(s0.num_device_frees, s1.num_device_frees)
+        -- as on the cpu
+        raises(function() return ordo.zeros({2 ^ 31, 2 ^ 31}) end, "zeros: shape 2147483648x2147483648 is too large")
     end)
 end)
 

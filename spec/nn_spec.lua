@@ -839,6 +839,50 @@ describe("nn modules", function()
                            :needs_grad())
     end)
 
+    it("to(dtype or device) keeps shared parameters and buffers shared (tied weights stay tied)", function()
+        local Stats = nn.Module:extend("SharedStats")
+        function Stats:init(buf)
+            self:register_buffer("running", buf)
+        end
+        function Stats:forward(x) return x end
+        for _, target in ipairs({"float64", ordo.cpu(1)}) do
+            local a, b = nn.Linear(4, 4), nn.Linear(4, 4)
+            b.weight = a.weight -- tied: one parameter in two modules
+            local buf = ordo.zeros({4})
+            local s1, s2 = Stats(buf), Stats(buf)
+            local m = nn.Sequential(a, b, s1, s2)
+            assert.equals(3, #m:parameters())
+            m:to(target)
+            local what = tostring(target)
+            assert.equals(3, #m:parameters(), what)
+            assert.equals(a.weight, b.weight, what)
+            assert.equals(s1.running, s2.running, what)
+            assert.are_not.equal(buf, s1.running, what)
+            if target == "float64" then
+                assert.equal("float64", a.weight:dtype())
+                assert.equal("float64", s2.running:dtype())
+            else
+                assert.equal(target, b.weight:device())
+                assert.equal(target, s2.running:device())
+            end
+            assert.is_true(a.weight:needs_grad(), what)
+            assert.is_true(a.weight:is_leaf(), what)
+            -- the tie holds through training: one gradient, the sum of both uses
+            local x = ordo.randn({2, 4}):to(a.weight:device(), a.weight:dtype())
+            m(x):sum():backward()
+            assert.is_not_nil(a.weight.grad, what)
+            assert.equals(a.weight.grad, b.weight.grad, what)
+        end
+        -- a module that is a child twice moves once, and stays one module
+        local l = nn.Linear(2, 2)
+        local w = l.weight
+        local twice = nn.Sequential(l, nn.Tanh(), l):to("float64")
+        assert.equals(twice:get(1), twice:get(3))
+        assert.equal("float64", l.weight:dtype())
+        assert.are_not.equal(w, l.weight)
+        assert.equals(2, #twice:parameters())
+    end)
+
     it("BCELoss: finite gradients (Torch's) where a probability is exactly 0 or 1; the loss as before", function()
         -- sigmoid(20) is 1 in float32: log(1 - p) is clamped, and its gradient was NaN
         local z = ordo.tensor({20.0, 0.0}):requires_grad()

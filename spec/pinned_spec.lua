@@ -55,6 +55,53 @@ describe("pinned tensors", function()
         assert.are.equal(ordo.cpu_pinned(0), ordo.tensor({1}):to("cpu_pinned"):device())
     end)
 
+    it("a cast alone of a pinned tensor gives a cpu(n) tensor, as other ops; naming the pinned device keeps it pinned", function()
+        need_gpu()
+        for _, id in ipairs({0, 1}) do
+            local p = ordo.tensor({1.5, 2, 3}, {device = ordo.cpu_pinned(id)})
+            local cpu = ordo.cpu(id)
+            for _, r in ipairs({p:to("float64"), p:double(), p:int(), p:type_as(ordo.zeros({1}, {dtype = "int64"})),
+                                p:to("float64"):to("float32")}) do
+                assert.is_false(r:is_pinned())
+                assert.are.equal(cpu, r:device())
+            end
+            assert.are.same({1.5, 2, 3}, values(p:double()))
+            assert.are.same({1, 2, 3}, values(p:int()))
+            -- the same dtype: p itself, pinned
+            assert.are.equal(p, p:to("float32"))
+            assert.are.equal(p, p:float())
+            -- asked for by device: pinned
+            local q = p:to(ordo.cpu_pinned(id), "float64")
+            assert.is_true(q:is_pinned())
+            assert.are.equal("float64", q:dtype())
+            assert.is_true(p:to("float64", ordo.cpu_pinned(id)):is_pinned())
+            assert.is_true(p:to(q):is_pinned()) -- a pinned tensor's device and dtype
+            assert.is_true(ordo.tensor({1, 2}):to(ordo.cpu_pinned(id), "int64"):is_pinned())
+            assert.are.same({1.5, 2, 3}, values(q))
+        end
+    end)
+
+    it("DataLoader over pinned data on cpu_pinned(1): batches on cpu(1), pinned when asked", function()
+        need_gpu()
+        local x = ordo.arange(1, 13):reshape({6, 2}):to(ordo.cpu_pinned(1))
+        local y = ordo.arange(1, 7):long():to(ordo.cpu_pinned(1))
+        for _, pin in ipairs({false, true}) do
+            ordo.manual_seed(2)
+            local seen = 0
+            for _, xb, yb in ordo.data.DataLoader(x, y, {batch_size = 4, shuffle = true, pin_memory = pin}):iter() do
+                local want = pin and ordo.cpu_pinned(1) or ordo.cpu(1)
+                assert.are.equal(want, xb:device())
+                assert.are.equal(want, yb:device())
+                for r, row in ipairs(values(xb)) do
+                    local k = values(yb)[r]
+                    assert.are.same({2 * k - 1, 2 * k}, row)
+                    seen = seen + 1
+                end
+            end
+            assert.are.equal(6, seen)
+        end
+    end)
+
     it("pin_memory copies a CPU tensor once, returns a pinned one as is, and refuses a GPU tensor", function()
         need_gpu()
         local c = ordo.arange(1, 7):reshape({2, 3})

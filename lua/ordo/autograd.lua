@@ -484,7 +484,8 @@ local function check_weights(out)
     end
     local wt = tensor.tensor(n > 0 and w or {0}, {dtype = "float64"})
     if n == 0 then wt = tensor.zeros({0}, {dtype = "float64"}) end
-    return wt:reshape(shape_of(out)):to(out:dtype())
+    -- on out's device: the weights multiply out (a GPU function's output too)
+    return wt:reshape(shape_of(out)):to(out:device(), out:dtype())
 end
 
 -- ordo.autograd.gradcheck(fn, inputs [, opts]): compares the gradients

@@ -569,10 +569,15 @@ function Loader.iter(self)
     local order = {}
     if st.shuffle or not st.order then
         local perm = epoch_order(st)
-        -- the order goes to each tensor's device once per epoch
+        -- the order goes to each tensor's device once per epoch (index_select
+        -- takes its index from the data's device; for pinned data, from the
+        -- cpu(n) beside it: the index needs no pinning)
+        local on = {[perm:device()] = perm}
         for k, t in ipairs(st.tensors) do
             local dev = t:device()
-            order[k] = dev.dev_type ~= cdef.GPU and perm or perm:to(dev)
+            if dev.dev_type == cdef.CPU_PINNED then dev = util.cpu(dev.id) end
+            on[dev] = on[dev] or perm:to(dev)
+            order[k] = on[dev]
         end
         if not st.shuffle then st.order = order end
     else

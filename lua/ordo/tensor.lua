@@ -159,11 +159,20 @@ local function gpu_relief(dev_id, e)
 end
 M.gpu_relief = gpu_relief
 
+-- After a failed C call: whether it failed for lack of memory, so that
+-- gpu_relief and a retry may help.  A shape whose byte size overflows
+-- (ordo_tensor_empty's "shape ... is too large", reported as ERR_NOMEM too)
+-- can never be allocated: it fails at once, with no retry.
+local function relief_may_help()
+    if C.ordo_tensor_error_code() ~= ERR_NOMEM then return false end
+    return not ffi.string(C.ordo_tensor_error()):find(" is too large", 1, true)
+end
+
 -- After a failed C call on tensors (ordo_tensor * cdata, nil allowed): true
 -- when it failed for lack of GPU memory on the device of one of them, once
 -- gpu_relief has run for that device - the caller then retries, once.
 local function nomem_relieved(...)
-    if C.ordo_tensor_error_code() ~= ERR_NOMEM then return false end
+    if not relief_may_help() then return false end
     for i = 1, select("#", ...) do
         local c = select(i, ...)
         if c ~= nil and c.ctx.dev_type == GPU then
@@ -176,11 +185,15 @@ end
 
 local OOM_NOTE = " (after freeing unreferenced tensors and emptying the allocator's cache)"
 
--- Raises the last C error, noting a GPU out-of-memory that survived the retry.
-local function fail_alloc(prefix, retried)
+-- Raises the last C error of op fname, noting a GPU out-of-memory that
+-- survived the retry.  The message names the op once: the C side names it
+-- in most of its messages ("add: expected all tensors on one device..."),
+-- but not in an allocation's ("gpu(0): out of memory allocating ...").
+local function fail_alloc(fname, retried)
     local msg = ffi.string(C.ordo_tensor_error())
     if retried and C.ordo_tensor_error_code() == ERR_NOMEM then msg = msg .. OOM_NOTE end
-    fail(prefix and (prefix .. ": " .. msg) or msg)
+    if fname and msg:sub(1, #fname + 2) ~= fname .. ": " then msg = fname .. ": " .. msg end
+    fail(msg)
 end
 
 local function fill_shape(fname, shape)
@@ -213,7 +226,7 @@ local function new_raw(fname, shape, dt, ctx, e)
     local c = C.ordo_tensor_empty_on(e, dt, n, SHAPE, ctx.dev_type, ctx.dev_id)
     if c == nil then
         local retried = false
-        if ctx.dev_type == GPU and C.ordo_tensor_error_code() == ERR_NOMEM then
+        if ctx.dev_type == GPU and relief_may_help() then
             gpu_relief(ctx.dev_id, e)
             n = fill_shape(fname, shape)
             c = C.ordo_tensor_empty_on(e, dt, n, SHAPE, ctx.dev_type, ctx.dev_id)
@@ -257,7 +270,7 @@ local function binary_c(kid, name, a, b, dt)
     if c == nil then
         local retried = nomem_relieved(a._c, b._c)
         if retried then c = C.ordo_tensor_binary(kid, name, a._c, b._c, dt) end
-        if c == nil then fail_alloc(nil, retried) end
+        if c == nil then fail_alloc(name, retried) end
     end
     return setmetatable({_c = ffi.gc(c, tensor_free)}, Tensor)
 end
@@ -387,7 +400,7 @@ local function push1(kid, fname, out, a, s0)
     local ac = a and a._c or nil
     if C.ordo_tensor_op1(kid, fname, out._c, ac, s0 or 0) ~= 0 then
         local retried = nomem_relieved(out._c, ac)
-        if not retried or C.ordo_tensor_op1(kid, fname, out._c, ac, s0 or 0) ~= 0 then fail_alloc(nil, retried) end
+        if not retried or C.ordo_tensor_op1(kid, fname, out._c, ac, s0 or 0) ~= 0 then fail_alloc(fname, retried) end
     end
     return out
 end
@@ -395,7 +408,7 @@ end
 local function push2(kid, fname, out, a, b)
     if C.ordo_tensor_op2(kid, fname, out._c, a._c, b._c) ~= 0 then
         local retried = nomem_relieved(out._c, a._c, b._c)
-        if not retried or C.ordo_tensor_op2(kid, fname, out._c, a._c, b._c) ~= 0 then fail_alloc(nil, retried) end
+        if not retried or C.ordo_tensor_op2(kid, fname, out._c, a._c, b._c) ~= 0 then fail_alloc(fname, retried) end
     end
     return out
 end
@@ -413,7 +426,7 @@ end
 local function push(kid, fname, flags, ins, outs, scalars, iparams)
     if push_once(kid, fname, flags, ins, outs, scalars, iparams) then return end
     local retried = false
-    if C.ordo_tensor_error_code() == ERR_NOMEM then
+    if relief_may_help() then
         for _, list in ipairs({outs, ins}) do
             for _, t in ipairs(list) do
                 if not retried and t._c.ctx.dev_type == GPU then
@@ -423,7 +436,7 @@ local function push(kid, fname, flags, ins, outs, scalars, iparams)
             end
         end
     end
-    if not retried or not push_once(kid, fname, flags, ins, outs, scalars, iparams) then fail_alloc(nil, retried) end
+    if not retried or not push_once(kid, fname, flags, ins, outs, scalars, iparams) then fail_alloc(fname, retried) end
 end
 
 -- t converted to dtype dt (t itself when it already is).
@@ -1119,6 +1132,9 @@ function Tensor:contiguous()
 end
 
 -- t:to(dtype), t:to(device), t:to(device, dtype): self when nothing changes.
+-- A cast alone of a pinned tensor gives an ordinary cpu(n) tensor, as the
+-- results of every other op on it (and as PyTorch's x.pin_memory().double());
+-- a pinned result needs the device named: t:to(ordo.cpu_pinned(n), dtype).
 function Tensor:to(a, b)
     check_self("to", self)
     local c = self._c
@@ -1140,8 +1156,8 @@ function Tensor:to(a, b)
     if a == nil then fail("to: expected a dtype or a device") end
     local cur = util.device_of_ctx(c.ctx)
     if dt == c.dtype and (dev == nil or dev == cur) then return self end
-    dev = dev or cur
-    local out = new_raw("to", shape_of(self), dt, dev._ctx, c.storage.engine)
+    local ctx = dev and dev._ctx or result_ctx(c.ctx)
+    local out = new_raw("to", shape_of(self), dt, ctx, c.storage.engine)
     push(K.copy, "to", BCAST + CROSS, {self}, {out})
     return out
 end

@@ -230,7 +230,8 @@ function M.parse_device(fname, x)
     if kind == "cpu_pinned" then return M.cpu_pinned(id) end
     if kind == "gpu" or kind == "cuda" then
         local count = C.ordo_gpu_count()
-        if count == 0 then fail(("%s: %s(%d): no CUDA device available"):format(fname, kind, id)) end
+        -- named gpu(n) whatever the spelling ("cuda:0" too), as everywhere else
+        if count == 0 then fail(("%s: gpu(%d): no CUDA device available"):format(fname, id)) end
         return M.gpu(id)
     end
     return nil

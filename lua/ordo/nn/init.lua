@@ -306,28 +306,56 @@ function Module:zero_grad()
     for _, p in ipairs(self:parameters()) do p.grad = nil end
 end
 
--- m:to(device or dtype): moves (or casts) every parameter and buffer; the
--- module's fields then hold the new tensors, so build optimisers after.
--- A parameter keeps its requires_grad flag: a frozen one stays frozen.  One
--- already on the device and of the dtype is kept as it is.
-function Module:to(a, b)
-    check_module_self("to", self)
-    for _, n in ipairs(self._param_names) do
-        local t = self[n]
+-- The moved (or cast) tensor for t, made once per m:to call: moved maps each
+-- tensor met so far to its result, so that a tensor held in several places
+-- (tied weights: b.weight = a.weight; a module that is a child twice) is
+-- still one tensor afterwards.  A parameter keeps its requires_grad flag: a
+-- frozen one stays frozen.  One already on the device and of the dtype is
+-- kept as it is.
+local function moved_tensor(t, a, b, moved, is_param)
+    local r = moved[t]
+    if r ~= nil then return r end
+    if is_param then
+        local d = t:detach() -- out of the graph: the copy records nothing
+        r = d:to(a, b)
+        if r == d then
+            r = t
+        elseif t:needs_grad() then
+            r:requires_grad()
+        end
+    else
+        r = t:to(a, b)
+    end
+    moved[t] = r
+    return r
+end
+
+local function move_tree(m, a, b, moved, seen)
+    if seen[m] then return end
+    seen[m] = true
+    for _, n in ipairs(m._param_names) do
+        local t = m[n]
         if is_tensor(t) then
-            local d = t:detach() -- out of the graph: the copy records nothing
-            local moved = d:to(a, b)
-            if moved ~= d then
-                if t:needs_grad() then moved:requires_grad() end
-                self[n] = moved
-            end
+            local r = moved_tensor(t, a, b, moved, true)
+            if r ~= t then m[n] = r end
         end
     end
-    for _, n in ipairs(self._buffer_names) do
-        local t = self[n]
-        if is_tensor(t) then self[n] = t:to(a, b) end
+    for _, n in ipairs(m._buffer_names) do
+        local t = m[n]
+        if is_tensor(t) then
+            local r = moved_tensor(t, a, b, moved, false)
+            if r ~= t then m[n] = r end
+        end
     end
-    for _, n in ipairs(child_names(self)) do self[n]:to(a, b) end
+    for _, n in ipairs(child_names(m)) do move_tree(m[n], a, b, moved, seen) end
+end
+
+-- m:to(device or dtype): moves (or casts) every parameter and buffer; the
+-- module's fields then hold the new tensors, so build optimisers after.
+-- Tensors shared between modules stay shared (see moved_tensor).
+function Module:to(a, b)
+    check_module_self("to", self)
+    move_tree(self, a, b, {}, {})
     return self
 end
 
