@@ -347,21 +347,28 @@ end
 local OPT_KEYS = {dtype = true, device = true, engine = true}
 
 -- {dtype=, device=, engine=} -> dtype code, device, engine pointer (nil = default)
+-- Options given as just a dtype or a device, as a table; anything else
+-- that is not a plain table raises.
+local function options_table(fname, opts)
+    if type(opts) == "string" then
+        if not DT[opts] and not util.parse_device(fname, opts) then
+            fail(fmt("%s: unknown dtype or device '%s' (dtypes: float32, float64, int32, int64, uint8; devices: \"cpu\", \"cpu:1\", \"gpu:0\")",
+                     fname, opts))
+        end
+        return DT[opts] and {dtype = opts} or {device = opts}
+    end
+    if util.is_device(opts) then return {device = opts} end
+    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+        fail(fmt("%s: expected options {dtype=, device=, engine=}, a dtype or a device, got %s", fname,
+                 typename(opts)))
+    end
+    return opts
+end
+
 local function options(fname, opts, default_dt)
     local dt, dev, e = default_dt or F32, nil, nil
     if opts ~= nil then
-        if type(opts) == "string" then
-            if not DT[opts] and not util.parse_device(fname, opts) then
-                fail(fmt("%s: unknown dtype or device '%s' (dtypes: float32, float64, int32, int64, uint8; devices: \"cpu\", \"cpu:1\", \"gpu:0\")",
-                         fname, opts))
-            end
-            opts = DT[opts] and {dtype = opts} or {device = opts}
-        elseif util.is_device(opts) then
-            opts = {device = opts}
-        end
-        if type(opts) ~= "table" or getmetatable(opts) ~= nil then
-            fail(fmt("%s: expected options {dtype=, device=, engine=}, got %s", fname, typename(opts)))
-        end
+        opts = options_table(fname, opts)
         for k in pairs(opts) do
             if not OPT_KEYS[k] then
                 fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, tostring(k)))
@@ -633,20 +640,7 @@ end
 local function like_opts(fname, t, opts)
     local o = {dtype = DT_NAME[t._c.dtype], device = util.device_of_ctx(t._c.ctx)}
     if opts ~= nil then
-        if type(opts) == "string" then
-            if not DT[opts] and not util.parse_device(fname, opts) then
-                fail(fmt("%s: unknown dtype or device '%s' (dtypes: float32, float64, int32, int64, uint8; devices: \"cpu\", \"cpu:1\", \"gpu:0\")",
-                         fname, opts))
-            end
-            opts = DT[opts] and {dtype = opts} or {device = opts}
-        elseif util.is_device(opts) then
-            opts = {device = opts}
-        end
-        if type(opts) ~= "table" or getmetatable(opts) ~= nil then
-            fail(fmt("%s: expected options {dtype=, device=, engine=}, a dtype or a device, got %s", fname,
-                     typename(opts)))
-        end
-        for k, v in pairs(opts) do o[k] = v end
+        for k, v in pairs(options_table(fname, opts)) do o[k] = v end
     end
     return o, t._c.storage.engine
 end

@@ -333,18 +333,13 @@ end
 local function move_tree(m, a, b, moved, seen)
     if seen[m] then return end
     seen[m] = true
-    for _, n in ipairs(m._param_names) do
-        local t = m[n]
-        if is_tensor(t) then
-            local r = moved_tensor(t, a, b, moved, true)
-            if r ~= t then m[n] = r end
-        end
-    end
-    for _, n in ipairs(m._buffer_names) do
-        local t = m[n]
-        if is_tensor(t) then
-            local r = moved_tensor(t, a, b, moved, false)
-            if r ~= t then m[n] = r end
+    for pass = 1, 2 do -- parameters, then buffers
+        for _, n in ipairs(pass == 1 and m._param_names or m._buffer_names) do
+            local t = m[n]
+            if is_tensor(t) then
+                local r = moved_tensor(t, a, b, moved, pass == 1)
+                if r ~= t then m[n] = r end
+            end
         end
     end
     for _, n in ipairs(child_names(m)) do move_tree(m[n], a, b, moved, seen) end
