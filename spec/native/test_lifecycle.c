@@ -214,7 +214,15 @@ static void test_rule11_destroy_joins_threads(void) {
         if (kind != ORDO_ENGINE_NAIVE) CHECK(thread_count() > base); /* it did start threads */
         ordo_engine_destroy(e);
         CHECK_EQ_LONG(atomic_load(&n), 100);
+        /* pthread_join returns when the kernel clears the thread's tid,
+         * during its exit and a moment before it leaves the thread group's
+         * count (seen once under valgrind): a joined thread may be counted
+         * briefly, a thread not joined stays */
         int now = thread_count();
+        for (int tries = 0; now > base && tries < 200; tries++) {
+            usleep(10000);
+            now = thread_count();
+        }
         CHECK_MSG(now == base, "cycle %d (%s): %d threads after destroy, %d before create", cycle,
                   kind_str(kind), now, base);
     }
