@@ -196,7 +196,8 @@ ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_
     }
     if (!shape_fits(ndim, shape, dtype)) { /* an empty shape fits, whatever its other sizes */
         char b[128];
-        tensor_set_error_code(ORDO_ERR_NOMEM, "shape %s is too large", shape_arr_str(ndim, shape, b, sizeof b));
+        /* a bad argument, not a lack of memory: no amount of freeing helps */
+        tensor_set_error("shape %s is too large", shape_arr_str(ndim, shape, b, sizeof b));
         return NULL;
     }
     int64_t numel = shape_numel(ndim, shape);

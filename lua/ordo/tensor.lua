@@ -160,13 +160,9 @@ end
 M.gpu_relief = gpu_relief
 
 -- After a failed C call: whether it failed for lack of memory, so that
--- gpu_relief and a retry may help.  A shape whose byte size overflows
--- (ordo_tensor_empty's "shape ... is too large", reported as ERR_NOMEM too)
--- can never be allocated: it fails at once, with no retry.
-local function relief_may_help()
-    if C.ordo_tensor_error_code() ~= ERR_NOMEM then return false end
-    return not ffi.string(C.ordo_tensor_error()):find(" is too large", 1, true)
-end
+-- gpu_relief and a retry may help.  (A shape whose byte size overflows is
+-- ERR_INVALID: it fails at once, with no retry.)
+local function relief_may_help() return C.ordo_tensor_error_code() == ERR_NOMEM end
 
 -- After a failed C call on tensors (ordo_tensor * cdata, nil allowed): true
 -- when it failed for lack of GPU memory on the device of one of them, once
