@@ -127,6 +127,41 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         end
     end)
 
+    it("the inverse trigonometric, hyperbolic and error functions keep the graph", function()
+        -- inputs inside each function's domain, away from its poles
+        local function within(lo, hi) return leaf(ordo.rand({3, 4}, D) * (hi - lo) + lo) end
+        local cases = {
+            tan = within(-1.2, 1.2), asin = within(-0.9, 0.9), acos = within(-0.9, 0.9),
+            atan = within(-2, 2), sinh = within(-2, 2), cosh = within(-2, 2), asinh = within(-2, 2),
+            acosh = within(1.1, 3), atanh = within(-0.9, 0.9), erf = within(-2, 2), erfc = within(-2, 2),
+        }
+        for name, x in pairs(cases) do
+            local y = x[name](x)
+            assert.is_true(y:needs_grad(), name .. " must record a node")
+            assert.equals(name, y:grad_fn())
+            check(function(t) return t[name](t) end, {x}, {name = name})
+        end
+    end)
+
+    it("pow: no NaN where the exponent is 0 or a number base is 0 (Torch's values)", function()
+        -- d(x^0)/dx is 0, at x == 0 too (0 * 0^-1 would be NaN)
+        local x = leaf(ordo.tensor({0, 2}, D))
+        x:pow(0):sum():backward()
+        assert.same({0, 0}, x.grad:totable())
+        x.grad = nil
+        x:pow(ordo.tensor({0, 1}, D)):sum():backward()
+        assert.same({0, 1}, x.grad:totable())
+        -- d(0^y)/dy is 0 for y >= 0 (0 * log 0 would be NaN), as for a tensor base of 0
+        local y = leaf(ordo.tensor({0, 2, 3}, D))
+        ;(0 ^ y):sum():backward()
+        assert.same({0, 0, 0}, y.grad:totable())
+        y.grad = nil
+        ordo.zeros({3}, D):pow(y):sum():backward()
+        assert.same({0, 0, 0}, y.grad:totable())
+        check(function(t) return t:pow(0) + t end, {a})
+        check(function(t) return 0 ^ t:abs() end, {a})
+    end)
+
     it("sum and mean over all, over a dim, keepdim", function()
         check(function(x) return x:sum() end, {a})
         check(function(x) return x:sum(2) end, {a})
@@ -179,6 +214,17 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x, s) return x:scatter_add(2, idx, s) end, {a, src})
         local src2 = randn(3, 3)
         check(function(x, s) return x:index_add(2, {4, 1, 4}, s) end, {a, src2})
+    end)
+
+    it("scatter_add with src larger than index: the uncovered part of src gets zeros", function()
+        local I = {dtype = "int64"}
+        local x, src = randn(3, 4), randn(2, 4)
+        check(function(t, u) return t:scatter_add(1, ordo.tensor({{1, 3}}, I), u) end, {x, src})
+        local src2 = randn(3, 2)
+        check(function(t, u) return t:scatter_add(2, ordo.tensor({{1}, {3}, {2}}, I), u) end, {x, src2})
+        check(function(t, u) return t:scatter(1, ordo.tensor({{1, 3}}, I), u) end, {x, src})
+        ;(x:scatter_add(1, ordo.tensor({{1, 3}}, I), src) * 2):sum():backward()
+        assert.same({{2, 2, 0, 0}, {0, 0, 0, 0}}, src.grad:totable())
     end)
 
     it("cat, stack, where, masked_fill, casts and copies", function()

@@ -187,6 +187,46 @@ describe("derived ops", function()
         assert.equals(math.huge, ordo.tensor({math.huge, 1}):logsumexp():item())
     end)
 
+    it("prod over an empty dim stays in the graph (a zero gradient)", function()
+        local x = ordo.zeros({0, 3}, "float64"):requires_grad()
+        local p = x:prod(1)
+        assert.same({1, 1, 1}, p:totable())
+        assert.is_true(p:needs_grad())
+        p:sum():backward()
+        assert.same({0, 3}, x.grad:shape())
+        local all = ordo.zeros({0}, "float64"):requires_grad():prod()
+        assert.equals(1, all:item())
+        assert.is_true(all:needs_grad())
+        assert.equals("int64", ordo.zeros({0, 2}, "int32"):prod(1):dtype())
+    end)
+
+    it("amax, amin and the inf-norm share the gradient among ties, over a dim as over everything", function()
+        local function grad_of(f, vals)
+            local x = ordo.tensor(vals, "float64"):requires_grad()
+            f(x):sum():backward()
+            return x.grad:totable()
+        end
+        assert.same({0.5, 0.5, 0}, grad_of(function(t) return t:amax() end, {3, 3, 1}))
+        assert.same({0.5, 0.5, 0}, grad_of(function(t) return t:amax(1) end, {3, 3, 1}))
+        assert.same({0.5, 0.5, 0}, grad_of(function(t) return t:amax({1}) end, {3, 3, 1}))
+        assert.same({{0.5, 0, 0.5}, {0, 1, 0}}, grad_of(function(t) return t:amin(2, true) end, {{1, 2, 1}, {5, 4, 6}}))
+        assert.same({{0.5, 0, 0.5}, {0, 1, 0}}, grad_of(function(t) return t:amin(-1) end, {{1, 2, 1}, {5, 4, 6}}))
+        assert.same({{-0.5, 0.5, 0}}, grad_of(function(t) return t:norm("inf", 2) end, {{-3, 3, 1}}))
+        -- the values are max's
+        local x = ordo.tensor({{1, 7, 7}, {2, 0, 2}}, "float64"):requires_grad()
+        assert.same({7, 2}, x:amax(2):totable())
+        assert.same({{7}, {2}}, x:amax(-1, true):totable())
+        assert.equals("amax", x:amax(2):grad_fn())
+        -- away from ties, against differences
+        local y = ordo.randn({3, 4}, "float64"):requires_grad()
+        for _, fn in ipairs({
+            function(t) return t:amax(1) end, function(t) return t:amin(2, true) end,
+            function(t) return t:amax({1, 2}) end, function(t) return t:norm("inf", -1) end,
+        }) do
+            assert.is_true(ordo.autograd.gradcheck(fn, {y}))
+        end
+    end)
+
     it("gradients of var, std, norm and logsumexp match numerical differentiation", function()
         local x = ordo.randn({3, 4}, "float64"):requires_grad()
         for _, fn in ipairs({
@@ -396,7 +436,7 @@ describe("derived ops", function()
                                                {x:clone():requires_grad(), v:requires_grad()}))
         assert.is_true(ordo.autograd.gradcheck(function(p) return p:trace() end, {sq:requires_grad()}))
         H.raises(function() return x:mm(v) end, "mm", "3x4", "4", "2-dim")
-        H.raises(function() return x:mm(ordo.ones(3, 2)) end, "matmul", "3x4", "3x2")
+        H.raises(function() return x:mm(ordo.ones(3, 2)) end, "mm", "3x4", "3x2", "inner dimensions 4 and 3")
         H.raises(function() return bx:bmm(ordo.ones(3, 4, 5)) end, "bmm", "batch sizes", "2x3x4", "3x4x5")
         H.raises(function() return bx:bmm(y) end, "bmm", "3-dim")
         H.raises(function() return x:mv(y) end, "mv", "1-dim", "4x2")

@@ -27,6 +27,20 @@ describe("bad calls raise at the call", function()
     local a = ordo.zeros({2, 3})
     local b = ordo.zeros({4, 5})
 
+    it("composite ops name themselves, not the op they are made of", function()
+        local e = raises_here(function() local _ = a:lerp(b, 0.5) end, "lerp", "2x3", "4x5")
+        assert.falsy(e:find("sub:"), e)
+        raises_here(function() local _ = a:lerp(a, ordo.zeros({4})) end, "lerp", "2x3", "4")
+        e = raises_here(function() local _ = a:expand_as(b) end, "expand_as", "2x3", "4x5")
+        assert.falsy(e:find("expand:"), e)
+        for _, c in ipairs({{"mv", ordo.zeros({5}), "5"}, {"mm", b, "4x5"}}) do
+            e = raises_here(function() local _ = a[c[1]](a, c[2]) end, c[1], "2x3", c[3], "inner dimensions 3")
+            assert.falsy(e:find("matmul:"), e)
+        end
+        raises_here(function() local _ = ordo.zeros({2, 2, 3}):bmm(ordo.zeros({2, 4, 5})) end, "bmm", "2x2x3",
+                    "2x4x5", "inner dimensions 3 and 4")
+    end)
+
     it("shape mismatches in elementwise ops name the op and both shapes", function()
         raises_here(function() local _ = a + b end, "add", "2x3", "4x5", "broadcast")
         raises_here(function() local _ = a - b end, "sub", "2x3", "4x5")

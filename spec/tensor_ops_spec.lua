@@ -228,6 +228,30 @@ describe("in-place binary ops", function()
     end)
 end)
 
+-- The error functions, independently of C's: erf by its Taylor series where
+-- that converges without losing digits (|x| < 2), erfc by its continued
+-- fraction beyond (the tail that 1 - erf would lose), odd/even symmetry
+-- for x < 0.
+local function erf_series(x)
+    local sum, term, n = x, x, 0
+    repeat
+        n = n + 1
+        term = -term * x * x / n
+        local add = term / (2 * n + 1)
+        sum = sum + add
+    until add == 0 or math.abs(add) <= 1e-17 * math.abs(sum) -- (x == 0: every term is 0)
+    return 2 / math.sqrt(math.pi) * sum
+end
+local function erfc_ref(x)
+    if x ~= x then return x end
+    if x < 0 then return 2 - erfc_ref(-x) end
+    if x < 2 then return 1 - erf_series(x) end
+    if x > 27 then return 0 end
+    local f = x -- x + (1/2)/(x + 1/(x + (3/2)/(x + ...))), from the bottom
+    for k = 300, 1, -1 do f = x + (k / 2) / f end
+    return math.exp(-x * x) / math.sqrt(math.pi) / f
+end
+
 local UNARY = {
     neg = {f = function(x) return -x end, dtypes = {"float32", "float64", "int32", "int64"}},
     abs = {f = math.abs, dtypes = DTYPES},
@@ -264,9 +288,24 @@ local UNARY = {
         return r
     end, dtypes = DTYPES},
     trunc = {f = function(x) return x >= 0 and math.floor(x) or math.ceil(x) end, dtypes = DTYPES},
+    tan = {f = math.tan, float = true},
+    asin = {f = math.asin, float = true}, -- NaN outside [-1, 1], as C's
+    acos = {f = math.acos, float = true},
+    atan = {f = math.atan, float = true},
+    sinh = {f = function(x) return (math.exp(x) - math.exp(-x)) / 2 end, float = true},
+    cosh = {f = function(x) return (math.exp(x) + math.exp(-x)) / 2 end, float = true},
+    asinh = {f = function(x)
+        local s = math.log(math.abs(x) + math.sqrt(x * x + 1)) -- odd: no cancellation for x < 0
+        return x < 0 and -s or s
+    end, float = true},
+    acosh = {f = function(x) return math.log(x + math.sqrt(x * x - 1)) end, float = true}, -- NaN below 1
+    atanh = {f = function(x) return 0.5 * math.log((1 + x) / (1 - x)) end, float = true}, -- +-inf at +-1
+    erf = {f = function(x) return 1 - erfc_ref(x) end, float = true},
+    erfc = {f = function(x) return erfc_ref(x) end, float = true},
 }
 local UNARY_NAMES = {"neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid", "sign", "square", "sin", "cos",
-                     "log1p", "expm1", "rsqrt", "reciprocal", "floor", "ceil", "round", "trunc"}
+                     "log1p", "expm1", "rsqrt", "reciprocal", "floor", "ceil", "round", "trunc",
+                     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc"}
 
 describe("elementwise unary ops", function()
     for _, name in ipairs(UNARY_NAMES) do

@@ -1,7 +1,8 @@
 /*
  * unary.c - y = f(a), same dtype and shape: neg abs relu sign square
  * (signed dtypes) and exp log sqrt tanh sigmoid sin cos log1p expm1 rsqrt
- * reciprocal floor ceil round trunc (float dtypes).
+ * reciprocal floor ceil round trunc tan asin acos atan sinh cosh asinh
+ * acosh atanh erf erfc (float dtypes).
  */
 #include "cpu_internal.h"
 
@@ -57,6 +58,30 @@ static inline float round_f32(float a) { return rintf(a); }
 static inline double round_f64(double a) { return rint(a); }
 static inline float trunc_f32(float a) { return truncf(a); }
 static inline double trunc_f64(double a) { return trunc(a); }
+/* C99's <math.h>: the inverse, hyperbolic and error functions */
+static inline float tan_f32(float a) { return tanf(a); }
+static inline double tan_f64(double a) { return tan(a); }
+static inline float asin_f32(float a) { return asinf(a); }
+static inline double asin_f64(double a) { return asin(a); }
+static inline float acos_f32(float a) { return acosf(a); }
+static inline double acos_f64(double a) { return acos(a); }
+static inline float atan_f32(float a) { return atanf(a); }
+static inline double atan_f64(double a) { return atan(a); }
+static inline float sinh_f32(float a) { return sinhf(a); }
+static inline double sinh_f64(double a) { return sinh(a); }
+static inline float cosh_f32(float a) { return coshf(a); }
+static inline double cosh_f64(double a) { return cosh(a); }
+static inline float asinh_f32(float a) { return asinhf(a); }
+static inline double asinh_f64(double a) { return asinh(a); }
+static inline float acosh_f32(float a) { return acoshf(a); }
+static inline double acosh_f64(double a) { return acosh(a); }
+static inline float atanh_f32(float a) { return atanhf(a); }
+static inline double atanh_f64(double a) { return atanh(a); }
+static inline float erf_f32(float a) { return erff(a); }
+static inline double erf_f64(double a) { return erf(a); }
+static inline float erfc_f32(float a) { return erfcf(a); }
+static inline double erfc_f64(double a) { return erfc(a); }
+
 /* exp of -|a| only, so it never overflows (the naive 1 / (1 + exp(-a))
  * is fine for a >= 0 but inf / inf for large negative a written the other
  * way); float32 branch-free so that the loop vectorises. */
@@ -117,6 +142,17 @@ DEF_FLOAT_LOOPS(floor)
 DEF_FLOAT_LOOPS(ceil)
 DEF_FLOAT_LOOPS(round)
 DEF_FLOAT_LOOPS(trunc)
+DEF_FLOAT_LOOPS(tan)
+DEF_FLOAT_LOOPS(asin)
+DEF_FLOAT_LOOPS(acos)
+DEF_FLOAT_LOOPS(atan)
+DEF_FLOAT_LOOPS(sinh)
+DEF_FLOAT_LOOPS(cosh)
+DEF_FLOAT_LOOPS(asinh)
+DEF_FLOAT_LOOPS(acosh)
+DEF_FLOAT_LOOPS(atanh)
+DEF_FLOAT_LOOPS(erf)
+DEF_FLOAT_LOOPS(erfc)
 
 typedef struct unop {
     const char *name;
@@ -189,6 +225,17 @@ DEF_UN_KERNEL(floor, FLOAT)
 DEF_UN_KERNEL(ceil, FLOAT)
 DEF_UN_KERNEL(round, FLOAT)
 DEF_UN_KERNEL(trunc, FLOAT)
+DEF_UN_KERNEL(tan, FLOAT)
+DEF_UN_KERNEL(asin, FLOAT)
+DEF_UN_KERNEL(acos, FLOAT)
+DEF_UN_KERNEL(atan, FLOAT)
+DEF_UN_KERNEL(sinh, FLOAT)
+DEF_UN_KERNEL(cosh, FLOAT)
+DEF_UN_KERNEL(asinh, FLOAT)
+DEF_UN_KERNEL(acosh, FLOAT)
+DEF_UN_KERNEL(atanh, FLOAT)
+DEF_UN_KERNEL(erf, FLOAT)
+DEF_UN_KERNEL(erfc, FLOAT)
 
 void cpu_register_unary(void) {
     static const cpu_kernel_entry t[] = {
@@ -197,6 +244,9 @@ void cpu_register_unary(void) {
         {"sign", k_sign}, {"square", k_square}, {"sin", k_sin}, {"cos", k_cos},
         {"log1p", k_log1p}, {"expm1", k_expm1}, {"rsqrt", k_rsqrt}, {"reciprocal", k_reciprocal},
         {"floor", k_floor}, {"ceil", k_ceil}, {"round", k_round}, {"trunc", k_trunc},
+        {"tan", k_tan},   {"asin", k_asin}, {"acos", k_acos}, {"atan", k_atan},
+        {"sinh", k_sinh}, {"cosh", k_cosh}, {"asinh", k_asinh}, {"acosh", k_acosh},
+        {"atanh", k_atanh}, {"erf", k_erf}, {"erfc", k_erfc},
     };
     CPU_REGISTER_TABLE(t);
 }

@@ -1,8 +1,8 @@
 /*
  * unary.cu - the CUDA unary maps y = f(a), same dtype and shape: neg abs
  * relu sign square (signed dtypes: f32 f64 i32 i64) and exp log sqrt tanh
- * sigmoid sin cos log1p expm1 rsqrt reciprocal floor ceil round trunc
- * (float dtypes).  The GPU twins of kernels/cpu/unary.c, with the same
+ * sigmoid sin cos log1p expm1 rsqrt reciprocal floor ceil round trunc tan
+ * asin acos atan sinh cosh asinh acosh atanh erf erfc (float dtypes).  The GPU twins of kernels/cpu/unary.c, with the same
  * checks, messages and semantics (KERNELS.md): neg / abs of INT_MIN wrap
  * to INT_MIN, relu lets NaN through, sigmoid never overflows.  float32 uses
  * CUDA's float functions (expf, logf...), which may differ from the CPU's
@@ -17,7 +17,8 @@
 namespace {
 
 enum { U_NEG, U_ABS, U_RELU, U_SIGN, U_SQUARE, U_EXP, U_LOG, U_SQRT, U_TANH, U_SIGMOID,
-       U_SIN, U_COS, U_LOG1P, U_EXPM1, U_RSQRT, U_RECIPROCAL, U_FLOOR, U_CEIL, U_ROUND, U_TRUNC };
+       U_SIN, U_COS, U_LOG1P, U_EXPM1, U_RSQRT, U_RECIPROCAL, U_FLOOR, U_CEIL, U_ROUND, U_TRUNC,
+       U_TAN, U_ASIN, U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH, U_ATANH, U_ERF, U_ERFC };
 
 /* The float functions by precision (float: the f-suffixed intrinsics). */
 __device__ __forceinline__ float cu_exp(float a) { return expf(a); }
@@ -46,6 +47,29 @@ __device__ __forceinline__ double cu_round(double a) { return rint(a); }
 __device__ __forceinline__ float cu_trunc(float a) { return truncf(a); }
 __device__ __forceinline__ double cu_trunc(double a) { return trunc(a); }
 
+/* C99's inverse, hyperbolic and error functions, as the CPU's */
+__device__ __forceinline__ float cu_tan(float a) { return tanf(a); }
+__device__ __forceinline__ double cu_tan(double a) { return tan(a); }
+__device__ __forceinline__ float cu_asin(float a) { return asinf(a); }
+__device__ __forceinline__ double cu_asin(double a) { return asin(a); }
+__device__ __forceinline__ float cu_acos(float a) { return acosf(a); }
+__device__ __forceinline__ double cu_acos(double a) { return acos(a); }
+__device__ __forceinline__ float cu_atan(float a) { return atanf(a); }
+__device__ __forceinline__ double cu_atan(double a) { return atan(a); }
+__device__ __forceinline__ float cu_sinh(float a) { return sinhf(a); }
+__device__ __forceinline__ double cu_sinh(double a) { return sinh(a); }
+__device__ __forceinline__ float cu_cosh(float a) { return coshf(a); }
+__device__ __forceinline__ double cu_cosh(double a) { return cosh(a); }
+__device__ __forceinline__ float cu_asinh(float a) { return asinhf(a); }
+__device__ __forceinline__ double cu_asinh(double a) { return asinh(a); }
+__device__ __forceinline__ float cu_acosh(float a) { return acoshf(a); }
+__device__ __forceinline__ double cu_acosh(double a) { return acosh(a); }
+__device__ __forceinline__ float cu_atanh(float a) { return atanhf(a); }
+__device__ __forceinline__ double cu_atanh(double a) { return atanh(a); }
+__device__ __forceinline__ float cu_erf(float a) { return erff(a); }
+__device__ __forceinline__ double cu_erf(double a) { return erf(a); }
+__device__ __forceinline__ float cu_erfc(float a) { return erfcf(a); }
+__device__ __forceinline__ double cu_erfc(double a) { return erfc(a); }
 template <int OP, typename T>
 struct un_op {
     __device__ __forceinline__ T operator()(T a) const {
@@ -75,6 +99,17 @@ struct un_op {
         else if constexpr (OP == U_CEIL) return cu_ceil(a);
         else if constexpr (OP == U_ROUND) return cu_round(a);
         else if constexpr (OP == U_TRUNC) return cu_trunc(a);
+        else if constexpr (OP == U_TAN) return cu_tan(a);
+        else if constexpr (OP == U_ASIN) return cu_asin(a);
+        else if constexpr (OP == U_ACOS) return cu_acos(a);
+        else if constexpr (OP == U_ATAN) return cu_atan(a);
+        else if constexpr (OP == U_SINH) return cu_sinh(a);
+        else if constexpr (OP == U_COSH) return cu_cosh(a);
+        else if constexpr (OP == U_ASINH) return cu_asinh(a);
+        else if constexpr (OP == U_ACOSH) return cu_acosh(a);
+        else if constexpr (OP == U_ATANH) return cu_atanh(a);
+        else if constexpr (OP == U_ERF) return cu_erf(a);
+        else if constexpr (OP == U_ERFC) return cu_erfc(a);
         else if constexpr (std::is_same<T, float>::value) {
             /* exp of -|a| only, so it never overflows (the naive
              * 1 / (1 + exp(-a)) is inf / inf for large negative a written
@@ -137,6 +172,17 @@ DEF_UN_KERNEL(floor, U_FLOOR)
 DEF_UN_KERNEL(ceil, U_CEIL)
 DEF_UN_KERNEL(round, U_ROUND)
 DEF_UN_KERNEL(trunc, U_TRUNC)
+DEF_UN_KERNEL(tan, U_TAN)
+DEF_UN_KERNEL(asin, U_ASIN)
+DEF_UN_KERNEL(acos, U_ACOS)
+DEF_UN_KERNEL(atan, U_ATAN)
+DEF_UN_KERNEL(sinh, U_SINH)
+DEF_UN_KERNEL(cosh, U_COSH)
+DEF_UN_KERNEL(asinh, U_ASINH)
+DEF_UN_KERNEL(acosh, U_ACOSH)
+DEF_UN_KERNEL(atanh, U_ATANH)
+DEF_UN_KERNEL(erf, U_ERF)
+DEF_UN_KERNEL(erfc, U_ERFC)
 
 } /* namespace */
 
@@ -147,6 +193,9 @@ extern "C" void cuda_register_unary(void) {
         {"sign", k_sign}, {"square", k_square}, {"sin", k_sin}, {"cos", k_cos},
         {"log1p", k_log1p}, {"expm1", k_expm1}, {"rsqrt", k_rsqrt}, {"reciprocal", k_reciprocal},
         {"floor", k_floor}, {"ceil", k_ceil}, {"round", k_round}, {"trunc", k_trunc},
+        {"tan", k_tan},   {"asin", k_asin}, {"acos", k_acos}, {"atan", k_atan},
+        {"sinh", k_sinh}, {"cosh", k_cosh}, {"asinh", k_asinh}, {"acosh", k_acosh},
+        {"atanh", k_atanh}, {"erf", k_erf}, {"erfc", k_erfc},
     };
     CU_REGISTER_TABLE(t);
 }

@@ -83,9 +83,15 @@ function Tensor:prod(dim, keepdim)
     local n = x:size(d)
     local p
     if n == 0 then
-        local shape = x:shape()
-        shape[d] = 1
-        p = tensor.ones(shape, tensor.like(x, is_float(x) and x:dtype() or "int64"))
+        if is_float(x) then
+            -- ones made from x (a sum over nothing is 0), so that the result
+            -- stays in x's graph: its gradient is x's (empty) zeros
+            p = x:sum(d, true) + 1
+        else
+            local shape = x:shape()
+            shape[d] = 1
+            p = tensor.ones(shape, tensor.like(x, "int64"))
+        end
     else
         p = x:cumprod(d):narrow(d, n, 1)
     end
@@ -169,7 +175,7 @@ function Tensor:norm(p, dim, keepdim)
     if p == huge then
         if a:numel() == 0 then return sum_over(a, dim, keepdim) end -- no elements: 0, as Torch
         if dim == nil then return a:max() end
-        return (a:max(dim, keepdim))
+        return a:amax(dim, keepdim) -- ties share the gradient, as over everything
     end
     if p == 1 then return sum_over(a, dim, keepdim) end
     local s = p == 2 and sum_over(x * x, dim, keepdim) or sum_over(a:pow(p), dim, keepdim)
@@ -534,6 +540,12 @@ local function check_product(fname, a, b, da, db, what)
         fail(fmt("%s: expected %s, got shapes %s and %s", fname, what, shape_of_str(a),
                  is_tensor(b) and shape_of_str(b) or typename(b)))
     end
+    -- the inner sizes here too, so that the error names this op, not matmul
+    local inner_a, inner_b = a:size(da), b:size(db == 1 and 1 or db - 1)
+    if inner_a ~= inner_b then
+        fail(fmt("%s: shapes %s and %s cannot be multiplied (inner dimensions %d and %d differ)", fname,
+                 shape_of_str(a), shape_of_str(b), inner_a, inner_b))
+    end
 end
 
 -- mm(b): the product of two matrices (2-dim tensors), as matmul.
@@ -858,6 +870,11 @@ function Tensor:lerp(stop, weight)
     if not is_tensor(weight) and type(weight) ~= "number" then
         fail("lerp: the weight must be a tensor or a number, got " .. typename(weight))
     end
+    -- the shapes first, so that a mismatch names lerp (not its sub)
+    local shapes = {self:shape()}
+    if is_tensor(stop) then shapes[#shapes + 1] = stop:shape() end
+    if is_tensor(weight) then shapes[#shapes + 1] = weight:shape() end
+    tensor.broadcast_shape("lerp", shapes)
     -- Torch's two forms: from self below a weight of 0.5, from stop above,
     -- so that weight 1 gives stop exactly (self + (stop - self) lost it to
     -- rounding: 1e8 + (1 - 1e8) is 0 in float32)
@@ -1070,16 +1087,33 @@ for _, name in ipairs({"sum", "mean", "var", "std", "logsumexp", "all", "any"}) 
 end
 -- amax / amin([dim [, keepdim]]): the largest (smallest) values over all
 -- elements, a dim or a list of dims -- max/min's values without indices.
+-- As Torch's, the gradient is shared evenly by the elements equal to the
+-- extremum (max(dim) gives it all to the one its index names), so amax
+-- over a dim agrees with amax over everything, which max() shares too.
+local function record_spread(name, x, d, vk, out)
+    local autograd = package.loaded["ordo.autograd"]
+    return autograd.record(name, out, {x, n = 1}, function(g)
+        local m = x:eq(vk):to(g:dtype())
+        local gk = g:dim() < x:dim() and g:unsqueeze(d) or g
+        return m * (gk / m:sum(d, true))
+    end, {x, vk})
+end
+-- the extremum of x along d (from 1): the values (keepdim), then recorded
+local function extremum_along(name, one, x, d, keepdim)
+    local autograd = package.loaded["ordo.autograd"]
+    if not (autograd and autograd.needs(x)) then return (Tensor[one](x, d, keepdim)) end
+    local vk = (Tensor[one](x:detach(), d, true))
+    return record_spread(name, x, d, vk, keepdim and vk or vk:squeeze(d))
+end
 for name, one in pairs({amax = "max", amin = "min"}) do
     Tensor[name] = function(self, dim, keepdim)
         check_self(name, self)
         if dim == nil then return Tensor[one](self) end
         if type(dim) ~= "table" then
-            check_dim(name, self, dim)
-            return (Tensor[one](self, dim, keepdim))
+            return extremum_along(name, one, self, tensor.norm_dim(name, self, dim) + 1, keepdim)
         end
         local x, keep_shape = merged_dims(name, self, dim)
-        local r = Tensor[one](x, -1, false)
+        local r = extremum_along(name, one, x, x:dim(), false)
         if keepdim then r = r:reshape(keep_shape) end
         return r
     end

@@ -83,12 +83,27 @@ function M.install(ag)
     end
     local pow_bw = function(g, a, b, y, na, nb)
         local ga, gb
-        if na then ga = g * b * raw.pow(a, is_tensor(b) and b - 1 or b - 1) end
+        if na then
+            -- d(a^b)/da = b a^(b-1), and 0 where b == 0 (a^0 is constant; at
+            -- a == 0 the formula would give 0 * inf = NaN), as Torch
+            if is_tensor(b) then
+                ga = (g * b * raw.pow(a, b - 1)):masked_fill(b:eq(0), 0)
+            elseif b == 0 then
+                ga = tensor.zeros_like(g)
+            else
+                ga = g * b * raw.pow(a, b - 1)
+            end
+        end
         if nb then
-            -- d(a^b)/db = a^b log a (a > 0); 0 where a == 0 and b > 0, as Torch
+            -- d(a^b)/db = a^b log a (a > 0); 0 where a == 0 and b >= 0, as
+            -- Torch (0 * log 0 would be NaN), for a number base 0 too
             local la = is_tensor(a) and a:log() or math.log(a)
             gb = g * y * la
-            if is_tensor(a) then gb = gb:masked_fill(a:eq(0), 0) end
+            if is_tensor(a) then
+                gb = gb:masked_fill(a:eq(0), 0)
+            elseif a == 0 then
+                gb = gb:masked_fill(b:ge(0), 0)
+            end
         end
         return ga, gb
     end
@@ -200,6 +215,7 @@ function M.install(ag)
 
     -- ------------------------------------------------------------ unary
 
+    local TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi) -- erf'(x) = 2 / sqrt(pi) * exp(-x^2)
     local U = {
         neg = function(g) return -g end,
         abs = function(g, x) return g * (x:gt(0):to(g:dtype()) - x:lt(0):to(g:dtype())) end,
@@ -216,12 +232,25 @@ function M.install(ag)
         expm1 = function(g, _, y) return g * (y + 1) end,
         rsqrt = function(g, _, y) return g * y * y * y * -0.5 end,
         reciprocal = function(g, _, y) return -(g * y * y) end,
+        tan = function(g, _, y) return g * (y * y + 1) end,
+        asin = function(g, x) return g * (1 - x * x):rsqrt() end,
+        acos = function(g, x) return -(g * (1 - x * x):rsqrt()) end,
+        atan = function(g, x) return g / (x * x + 1) end,
+        sinh = function(g, x) return g * x:cosh() end,
+        cosh = function(g, x) return g * x:sinh() end,
+        asinh = function(g, x) return g * (x * x + 1):rsqrt() end,
+        acosh = function(g, x) return g * (x * x - 1):rsqrt() end,
+        atanh = function(g, x) return g / (1 - x * x) end,
+        erf = function(g, x) return g * (x * x):neg():exp() * TWO_OVER_SQRT_PI end,
+        erfc = function(g, x) return g * (x * x):neg():exp() * -TWO_OVER_SQRT_PI end,
     }
     -- piecewise constant: no gradient (zero almost everywhere, as in Torch)
     local function zero_grad(g) return tensor.zeros_like(g) end
     for _, name in ipairs({"sign", "floor", "ceil", "round", "trunc"}) do U[name] = zero_grad end
     local SAVES = {neg = "", abs = "x", relu = "y", exp = "y", log = "x", sqrt = "y", tanh = "y", sigmoid = "y",
                    square = "x", sin = "x", cos = "x", log1p = "x", expm1 = "y", rsqrt = "y", reciprocal = "y",
+                   tan = "y", asin = "x", acos = "x", atan = "x", sinh = "x", cosh = "x", asinh = "x", acosh = "x",
+                   atanh = "x", erf = "x", erfc = "x",
                    sign = "", floor = "", ceil = "", round = "", trunc = ""}
     local function rec_unary(name, bw, what, x, y)
         local saved = what == "x" and {x} or what == "y" and {y} or nil
@@ -346,10 +375,25 @@ function M.install(ag)
 
     -- out-of-place scatter_add / index_add: linear in self (gradient g) and
     -- in src (g read back through the selection they are the adjoint of)
+    -- scatter_add reads only the part of src that index covers (src may be
+    -- larger in any dim, as Torch's): the rest of src gets a zero gradient
+    local function pad_to(gi, src)
+        local gs, ss = shape_of(gi), shape_of(src)
+        local same = #gs == #ss
+        if same then for i = 1, #gs do if gs[i] ~= ss[i] then same = false break end end end
+        if same then return gi end
+        local z = tensor.zeros_like(src)
+        local part = z
+        for i = 1, #gs do part = raw.narrow(part, i, 1, gs[i]) end
+        raw.copy_(part, gi)
+        return z
+    end
     local function accumulation(name, select)
         local function rec(x, dim, index, src, y, who)
             record(name, y, {x, src, n = 2}, function(g)
-                return x._rg and g or nil, is_tensor(src) and src._rg and g[select](g, dim, index, who) or nil
+                local gsrc
+                if is_tensor(src) and src._rg then gsrc = pad_to(g[select](g, dim, index, who), src) end
+                return x._rg and g or nil, gsrc
             end, saved_index(index))
         end
         Tensor[name] = function(x, dim, index, src, who)

@@ -14,7 +14,8 @@
 -- dtype within its kind (int32 tensor + 2 stays int32; float32 + 0-dim
 -- float64 stays float32) but a float number makes an integer tensor
 -- float32.  `/`, pow, exp, log, sqrt, tanh, sigmoid, sin, cos, log1p,
--- expm1, rsqrt, reciprocal, softmax and mean make integer inputs float32
+-- expm1, rsqrt, reciprocal, the inverse, hyperbolic and error functions
+-- (tan, asin ... atanh, erf, erfc), softmax and mean make integer inputs float32
 -- (floor, ceil, round and trunc leave integers as they are).  sum of
 -- integers gives int64.  In-place ops keep their tensor's dtype and refuse
 -- a float result on an integer tensor.
@@ -87,6 +88,7 @@ for _, name in ipairs({
     "neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid",
     "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt", "reciprocal",
     "floor", "ceil", "round", "trunc",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "matmul", "seed", "uniform", "normal", "bernoulli",
     "gather", "index_select", "scatter_add", "index_add"}) do
@@ -1106,7 +1108,8 @@ end
 function Tensor:expand_as(other)
     check_self("expand_as", self)
     if not is_tensor(other) then fail("expand_as: expected a tensor, got " .. typename(other)) end
-    return self:expand(shape_of(other))
+    local n = fill_shape("expand_as", shape_of(other))
+    return wrap(C.ordo_tensor_expand("expand_as", self._c, n, SHAPE))
 end
 
 function Tensor:clone()
@@ -1491,6 +1494,10 @@ local UN = {
     expm1 = {FLOAT, float = true}, rsqrt = {FLOAT, float = true}, reciprocal = {FLOAT, float = true},
     floor = {FLOAT, id_int = true}, ceil = {FLOAT, id_int = true}, round = {FLOAT, id_int = true},
     trunc = {FLOAT, id_int = true},
+    tan = {FLOAT, float = true}, asin = {FLOAT, float = true}, acos = {FLOAT, float = true},
+    atan = {FLOAT, float = true}, sinh = {FLOAT, float = true}, cosh = {FLOAT, float = true},
+    asinh = {FLOAT, float = true}, acosh = {FLOAT, float = true}, atanh = {FLOAT, float = true},
+    erf = {FLOAT, float = true}, erfc = {FLOAT, float = true},
 }
 
 for name, spec in pairs(UN) do
@@ -2214,6 +2221,7 @@ M.Tensor = Tensor
 M.DT_NAME = DT_NAME
 M.parse_dtype = parse_dtype
 M.shape_of = shape_of
+M.broadcast_shape = broadcast_tbl -- (fname, {shape, ...}): the shape they broadcast to, or raises naming fname
 M.norm_dim = norm_dim
 M.shape_str_of = shape_str -- a tensor's shape as text ("2x3")
 
