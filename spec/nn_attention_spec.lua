@@ -101,6 +101,48 @@ describe("scaled_dot_product_attention", function()
         H.raises(function() return F.scaled_dot_product_attention(ordo.randn({2, 2, 3, 4}), ordo.randn({2, 3, 3, 4}),
                                                                   ordo.randn({2, 3, 3, 4})) end, "leading dims")
     end)
+
+    it("broadcasts leading dims of size 1 (and fewer dims) as Torch, with gradients summed back", function()
+        -- key and value shared by every batch (1 x heads), or by every head (3 dims)
+        local q = ordo.randn({2, 3, 4, 5}, D)
+        for _, ks in ipairs({{1, 3}, {3}, {2, 1}}) do
+            local kshape, vshape = {unpack(ks)}, {unpack(ks)}
+            kshape[#kshape + 1], kshape[#kshape + 2] = 6, 5
+            vshape[#vshape + 1], vshape[#vshape + 2] = 6, 2
+            local k, v = ordo.randn(kshape, D), ordo.randn(vshape, D)
+            local y = F.scaled_dot_product_attention(q, k, v)
+            assert.same({2, 3, 4, 2}, y:shape())
+            local ke, ve = k:expand({2, 3, 6, 5}), v:expand({2, 3, 6, 2})
+            for b = 1, 2 do
+                for h = 1, 3 do
+                    close(y[b][h]:totable(), (ref_attention(q[b][h]:totable(), ke[b][h]:totable(), ve[b][h]:totable(),
+                                                            1 / math.sqrt(5))), 1e-12, table.concat(ks, "x"))
+                end
+            end
+        end
+        local qr = ordo.randn({2, 2, 3, 4}, D):requires_grad()
+        local kr, vr = ordo.randn({1, 2, 4, 4}, D):requires_grad(), ordo.randn({2, 1, 4, 3}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a, b, c)
+            return F.scaled_dot_product_attention(a, b, c, {is_causal = true})
+        end, {qr, kr, vr}))
+    end)
+
+    it("training = false turns dropout_p off; a mask that does not fit the scores is named", function()
+        local q, k, v = ordo.randn({2, 3, 4}, D), ordo.randn({2, 5, 4}, D), ordo.randn({2, 5, 2}, D)
+        local plain = F.scaled_dot_product_attention(q, k, v)
+        close(F.scaled_dot_product_attention(q, k, v, {dropout_p = 0.5, training = false}):totable(), plain:totable(),
+              1e-15)
+        assert.is_true((F.scaled_dot_product_attention(q, k, v, {dropout_p = 0.5}) - plain):abs():max():item() > 0.01)
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v, {training = 1}) end,
+                 "scaled_dot_product_attention: training must be a boolean, got number")
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v, {attn_mask = ordo.zeros({3, 4}, D)}) end,
+                 "scaled_dot_product_attention: attn_mask of shape 3x4 does not broadcast to the attention scores' "
+                 .. "shape 2x3x5")
+        H.raises(function()
+            return F.scaled_dot_product_attention(q:unsqueeze(1), k:unsqueeze(1), v:unsqueeze(1),
+                                                  {attn_mask = ordo.zeros({3, 3, 5}, "uint8")})
+        end, "attn_mask of shape 3x3x5 does not broadcast to the attention scores' shape 1x2x3x5")
+    end)
 end)
 
 describe("nn.MultiheadAttention", function()

@@ -210,6 +210,88 @@ describe("nn.functional.conv2d", function()
     end)
 end)
 
+describe("grouped convolutions (groups = ...)", function()
+    before_each(function() ordo.manual_seed(17) end)
+
+    -- each group of channels against the naive loop on its slices
+    local function check_groups(x, w, b, g, o)
+        local y = F.conv2d(x, w, b, {stride = o.stride, padding = o.padding, dilation = o.dilation, groups = g})
+        local cg, og = x:size(2) / g, w:size(1) / g
+        assert.equal(w:size(1), y:size(2))
+        for i = 0, g - 1 do
+            close(y:narrow(2, i * og + 1, og):totable(),
+                  ref_conv(x:narrow(2, i * cg + 1, cg), w:narrow(1, i * og + 1, og), b and b:narrow(1, i * og + 1, og),
+                           o.stride, o.padding, o.dilation), 1e-12, "group " .. i)
+        end
+    end
+
+    it("conv2d, conv1d and conv_transpose2d: each group of channels is its own convolution", function()
+        each_layout(function()
+            local x = ordo.randn({6, 2, 5, 7}, D):transpose(1, 2) -- not contiguous
+            check_groups(x, ordo.randn({9, 2, 3, 2}, D), ordo.randn({9}, D), 3,
+                         {stride = {2, 1}, padding = {1, 2}, dilation = {1, 2}})
+            check_groups(x, ordo.randn({6, 1, 3, 3}, D), nil, 6, {padding = 1}) -- depthwise
+            check_groups(x, ordo.randn({4, 3, 1, 1}, D), ordo.randn({4}, D), 2, {})
+        end)
+        -- a 3-D input
+        local x3, w3 = ordo.randn({4, 5, 5}, D), ordo.randn({2, 2, 3, 3}, D)
+        close(F.conv2d(x3, w3, nil, {groups = 2}):totable(), F.conv2d(x3:unsqueeze(1), w3, nil, {groups = 2})[1]:totable(), 0)
+        -- conv1d: the 2-D op over a height of 1
+        local x1, w1, b1 = ordo.randn({2, 4, 9}, D), ordo.randn({6, 2, 3}, D), ordo.randn({6}, D)
+        close(F.conv1d(x1, w1, b1, {stride = 2, padding = 1, groups = 2}):totable(),
+              F.conv2d(x1:unsqueeze(3), w1:unsqueeze(3), b1, {stride = {1, 2}, padding = {0, 1}, groups = 2})
+                  :squeeze(3):totable(), 1e-15)
+        -- conv_transpose2d: the block-diagonal weight's
+        local xt, wt, bt = ordo.randn({2, 4, 3, 3}, D), ordo.randn({4, 3, 2, 2}, D), ordo.randn({6}, D)
+        local full = ordo.zeros({4, 6, 2, 2}, D)
+        full:narrow(1, 1, 2):narrow(2, 1, 3):copy_(wt:narrow(1, 1, 2))
+        full:narrow(1, 3, 2):narrow(2, 4, 3):copy_(wt:narrow(1, 3, 2))
+        local yt = F.conv_transpose2d(xt, wt, bt, {stride = 2, padding = 1, output_padding = 1, groups = 2})
+        assert.same({2, 6, 5, 5}, yt:shape())
+        close(yt:totable(), F.conv_transpose2d(xt, full, bt, {stride = 2, padding = 1, output_padding = 1}):totable(),
+              1e-12)
+    end)
+
+    it("have gradients that agree with central differences", function()
+        local x = ordo.randn({2, 4, 5, 4}, D):requires_grad()
+        local w, b = ordo.randn({6, 2, 3, 2}, D):requires_grad(), ordo.randn({6}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a, c, d) return F.conv2d(a, c, d, {padding = 1, stride = 2, groups = 2}) end,
+                                    {x, w, b}))
+        local wt, bt = ordo.randn({4, 1, 2, 2}, D):requires_grad(), ordo.randn({4}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a, c, d) return F.conv_transpose2d(a, c, d, {stride = 2, groups = 4}) end,
+                                    {x, wt, bt}))
+    end)
+
+    it("modules: weight shapes and init bounds as Torch's; mismatched groups named", function()
+        local m = nn.Conv2d(4, 8, 3, {groups = 4, padding = 1})
+        assert.same({8, 1, 3, 3}, m.weight:shape())
+        assert.is_true(m.weight:abs():max():item() <= 1 / 3 + 1e-7) -- fan_in = 1·3·3
+        assert.is_true(m.bias:abs():max():item() <= 1 / 3 + 1e-7)
+        assert.same({2, 8, 5, 5}, m(ordo.randn({2, 4, 5, 5})):shape())
+        assert.equal("Conv2d(4 -> 8, kernel 3x3, padding 1x1, groups 4)", tostring(m))
+        local m1 = nn.Conv1d(4, 6, 3, {groups = 2})
+        assert.same({6, 2, 3}, m1.weight:shape())
+        assert.same({2, 6, 3}, m1(ordo.randn({2, 4, 5})):shape())
+        assert.equal("Conv1d(4 -> 6, kernel 3, groups 2)", tostring(m1))
+        local mt = nn.ConvTranspose2d(4, 6, 3, {groups = 2})
+        assert.same({4, 3, 3, 3}, mt.weight:shape())
+        assert.same({6, 7, 7}, mt(ordo.randn({4, 5, 5})):shape())
+        assert.matches("Conv2d: in_channels 4 and out_channels 6 must both be divisible by groups 4",
+                       err_of(nn.Conv2d, 4, 6, 3, {groups = 4}), 1, true)
+        assert.matches("Conv1d: groups must be a positive integer, got 0", err_of(nn.Conv1d, 4, 6, 3, {groups = 0}), 1,
+                       true)
+        assert.matches("conv2d: input of shape 1x6x5x5 has 6 channels but weight of shape 6x3x3x3 with groups 3 expects 9",
+                       err_of(F.conv2d, ordo.randn({1, 6, 5, 5}), ordo.randn({6, 3, 3, 3}), nil, {groups = 3}), 1, true)
+        assert.matches("conv2d: weight of shape 4x2x3x3: out channels 4 must be divisible by groups 3",
+                       err_of(F.conv2d, ordo.randn({1, 6, 5, 5}), ordo.randn({4, 2, 3, 3}), nil, {groups = 3}), 1, true)
+        assert.matches("conv2d: groups must be a positive integer, got 1.5",
+                       err_of(F.conv2d, ordo.randn({1, 6, 5, 5}), ordo.randn({6, 2, 3, 3}), nil, {groups = 1.5}), 1, true)
+        assert.matches("conv_transpose2d: input of shape 1x6x5x5 has 6 channels but weight of shape 6x3x3x3 with groups 4",
+                       err_of(F.conv_transpose2d, ordo.randn({1, 6, 5, 5}), ordo.randn({6, 3, 3, 3}), nil, {groups = 4}),
+                       1, true)
+    end)
+end)
+
 describe("nn.functional.max_pool2d", function()
     before_each(function() ordo.manual_seed(11) end)
 

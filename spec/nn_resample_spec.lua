@@ -137,4 +137,27 @@ describe("nn.functional.interpolate", function()
         assert.matches("Upsample: give exactly one of size and scale_factor", err(nn.Upsample, {}), 1, true)
         assert.matches("interpolate: input must be a tensor", err(F.interpolate, 3, {size = 2}), 1, true)
     end)
+
+    it("Upsample checks its options when built, and its forward's errors name Upsample", function()
+        local function err(fn, ...)
+            local ok, e = pcall(fn, ...)
+            assert.is_false(ok, "expected an error")
+            return tostring(e)
+        end
+        assert.matches("Upsample: align_corners must be a boolean, got number",
+                       err(nn.Upsample, {scale_factor = 2, mode = "bilinear", align_corners = 1}), 1, true)
+        assert.matches("Upsample: align_corners applies to the linear modes only",
+                       err(nn.Upsample, {scale_factor = 2, align_corners = true}), 1, true)
+        assert.matches("Upsample: scale_factor must be positive numbers, got -2", err(nn.Upsample, {scale_factor = -2}),
+                       1, true)
+        assert.matches("Upsample: size must be positive integers, got 2.5", err(nn.Upsample, {size = {4, 2.5}}), 1, true)
+        local x = ordo.randn({1, 2, 3, 3})
+        assert.matches("Upsample: size needs 2 values (one per spatial dim), got 3",
+                       err(nn.Upsample({size = {2, 3, 4}}), x), 1, true)
+        assert.matches("Upsample: mode 'linear' takes a 3-D (N, C, L) input, got shape 1x2x3x3",
+                       err(nn.Upsample({size = 4, mode = "linear"}), x), 1, true)
+        local up = nn.Upsample({scale_factor = {2, 1.5}, mode = "bilinear", align_corners = false})
+        assert.same({1, 2, 6, 4}, up(x):shape())
+        H.close(F.interpolate(x, {scale_factor = {2, 1.5}, mode = "bilinear"}):totable(), up(x):totable(), 0)
+    end)
 end)

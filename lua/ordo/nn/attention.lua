@@ -49,11 +49,52 @@ end
 
 local SDPA_OPTS = {attn_mask = true, is_causal = true, dropout_p = true, scale = true, training = true}
 
+-- The shape the leading dims (all but the last two) of shapes broadcast
+-- to (right-aligned, sizes equal or 1), or nil when they do not.
+local function broadcast_lead(shapes)
+    local n = 0
+    for _, s in ipairs(shapes) do n = math.max(n, #s - 2) end
+    local out = {}
+    for i = 1, n do
+        local size = 1
+        for _, s in ipairs(shapes) do
+            local d = s[#s - 2 - n + i] -- nil when s has fewer leading dims
+            if d ~= nil and d ~= 1 then
+                if size ~= 1 and size ~= d then return nil end
+                size = d
+            end
+        end
+        out[i] = size
+    end
+    return out
+end
+
+-- t expanded to the leading dims lead and its own last two (rows, cols),
+-- then flattened into one batch of rows x cols matrices.
+local function as_batch(t, lead, rows, cols)
+    local s = {unpack(lead)}
+    s[#s + 1], s[#s + 2] = rows, cols
+    return t:expand(s):reshape(-1, rows, cols)
+end
+
+-- Whether a mask of shape ms broadcasts to the scores' shape full
+-- (without growing it).
+local function broadcasts_to(ms, full)
+    if #ms > #full then return false end
+    for i = 1, #ms do
+        local d, f = ms[#ms - i + 1], full[#full - i + 1]
+        if d ~= f and d ~= 1 then return false end
+    end
+    return true
+end
+
 -- scaled_dot_product_attention(q, k, v [, {attn_mask, is_causal = false,
--- dropout_p = 0, scale = 1/sqrt(E)}]): softmax(q kᵀ · scale + mask) v over
--- q (..., L, E), k (..., S, E), v (..., S, Ev); the leading dims
--- broadcast as matmul's.  dropout_p drops attention weights (as in
--- training: pass it only when training).
+-- dropout_p = 0, scale = 1/sqrt(E), training = true}]): softmax(q kᵀ ·
+-- scale + mask) v over q (..., L, E), k (..., S, E), v (..., S, Ev); the
+-- leading dims broadcast against each other (sizes equal or 1), and the
+-- mask against the scores (..., L, S).  dropout_p drops attention weights
+-- (as Torch: pass it only when training, or pass training = false, which
+-- turns the dropout off).
 function M.scaled_dot_product_attention(q, k, v, opts)
     local fname = "scaled_dot_product_attention"
     check_tensor(fname, "query", q)
@@ -77,18 +118,20 @@ function M.scaled_dot_product_attention(q, k, v, opts)
     if type(p) ~= "number" or p < 0 or p >= 1 then
         fail(fmt("%s: dropout_p must be a number in [0, 1), got %s", fname, tostring(p)))
     end
-    -- more than 3 dims (N x heads x length x E): the leading dims as one
-    -- batch for matmul, which takes 3
-    local L, lead = q:size(-2), shape_of(q)
-    lead[#lead], lead[#lead - 1] = nil, nil
-    if q:dim() > 3 then
-        local same = k:dim() == q:dim() and v:dim() == q:dim()
-        for i = 1, #lead do same = same and k:size(i) == lead[i] and v:size(i) == lead[i] end
-        if not same then
-            fail(fmt("%s: inputs of more than 3 dims must share their leading dims, got %s, %s and %s", fname,
-                     shape_str(q), shape_str(k), shape_str(v)))
-        end
-        q, k, v = q:reshape(-1, L, E), k:reshape(-1, S, E), v:reshape(-1, S, v:size(-1))
+    if opts.training ~= nil and type(opts.training) ~= "boolean" then
+        fail(fmt("%s: training must be a boolean, got %s", fname, typename(opts.training)))
+    end
+    if opts.training == false then p = 0 end
+    local L, Ev = q:size(-2), v:size(-1)
+    local lead = broadcast_lead({shape_of(q), shape_of(k), shape_of(v)})
+    if lead == nil then
+        fail(fmt("%s: the leading dims of query %s, key %s and value %s do not broadcast", fname, shape_str(q),
+                 shape_str(k), shape_str(v)))
+    end
+    -- more than one leading dim (N x heads x length x E): expanded to the
+    -- broadcast shape and flattened into one batch for matmul, which takes 3
+    if #lead > 1 then
+        q, k, v = as_batch(q, lead, L, E), as_batch(k, lead, S, E), as_batch(v, lead, S, Ev)
     end
     local scores = q:matmul(k:transpose(-2, -1)) * scale
     local full = shape_of(scores)
@@ -98,12 +141,20 @@ function M.scaled_dot_product_attention(q, k, v, opts)
         scores = scores:view(full)
     end
     if opts.is_causal then scores = scores:masked_fill(causal_blocked(L, S, q), -huge) end
-    scores = apply_mask(fname, scores, opts.attn_mask, true)
+    local mask = opts.attn_mask
+    if mask ~= nil then
+        check_tensor(fname, "attn_mask", mask)
+        if not broadcasts_to(shape_of(mask), full) then
+            fail(fmt("%s: attn_mask of shape %s does not broadcast to the attention scores' shape %s (..., L, S)",
+                     fname, shape_str(mask), tensor.shape_str(full)))
+        end
+    end
+    scores = apply_mask(fname, scores, mask, true)
     local attn = scores:softmax(-1)
     if p > 0 then attn = functional.dropout(attn, p, true) end
     if #lead <= 1 then return attn:matmul(v) end
     local out = attn:reshape(-1, L, S):matmul(v)
-    full[#full] = out:size(-1)
+    full[#full] = Ev
     return out:view(full)
 end
 

@@ -140,7 +140,60 @@ end
 -- 32×9 · 9×784 (4.2 ms against 0.8 ms), so "batched" is the default.
 M.conv_layout = "batched"
 
-local CONV_OPTS = {stride = true, padding = true, dilation = true}
+local CONV_OPTS = {stride = true, padding = true, dilation = true, groups = true}
+
+-- The groups option (1 when absent), checked against the channels: the
+-- input's cin_x channels and the weight's (its dim 1 and 2) split into
+-- groups, each group of input channels convolved with its own block of
+-- filters.  transposed: the weight is in × out/groups × kh × kw (Torch's
+-- conv_transpose), else out × in/groups × kh × kw.
+local function check_groups(fname, opts, x, weight, cin_x, transposed)
+    local g = opts.groups or 1
+    if not is_int(g) or g < 1 then
+        fail(fmt("%s: groups must be a positive integer, got %s", fname, type(g) == "number" and tostring(g)
+                 or typename(g)))
+    end
+    if g == 1 then return 1 end
+    local ws = shape_of(weight)
+    local win = transposed and ws[1] or ws[2] * g -- the input channels the weight expects
+    local wout = transposed and ws[2] * g or ws[1]
+    if cin_x % g ~= 0 or win ~= cin_x then
+        fail(fmt("%s: input of shape %s has %d channels but weight of shape %s with groups %d expects %d%s", fname,
+                 shape_str(x), cin_x, shape_str(weight), g, win,
+                 cin_x % g ~= 0 and fmt(" (in channels must be divisible by groups)") or ""))
+    end
+    if transposed and ws[1] % g ~= 0 or not transposed and wout % g ~= 0 then
+        fail(fmt("%s: weight of shape %s: %s channels %d must be divisible by groups %d", fname, shape_str(weight),
+                 transposed and "in" or "out", transposed and ws[1] or wout, g))
+    end
+    return g
+end
+
+-- A grouped convolution (conv, one of M.conv2d / M.conv_transpose2d) as
+-- one per group on its slice of the channels, concatenated: x's channels
+-- (dim cdim of x) and the weight's block of dim 1 per group, the bias's
+-- outputs per group.  The gradients flow through narrow and cat.
+local function grouped(conv, x, weight, bias, opts, g, cdim)
+    local o = {}
+    for k, v in pairs(opts) do o[k] = v end
+    o.groups = nil
+    local cg, wg = x:size(cdim) / g, weight:size(1) / g
+    local ys = {}
+    for i = 0, g - 1 do
+        local bg
+        local y = conv(x:narrow(cdim, i * cg + 1, cg), weight:narrow(1, i * wg + 1, wg), nil, o)
+        if bias ~= nil then
+            local og = y:size(cdim)
+            bg = bias:narrow(1, i * og + 1, og)
+            local bs = {}
+            for d = 1, y:dim() do bs[d] = 1 end
+            bs[cdim] = og
+            y = y + bg:view(bs)
+        end
+        ys[#ys + 1] = y
+    end
+    return tensor.cat(ys, cdim)
+end
 
 -- The arguments conv2d and conv_transpose2d share: bias may be left out
 -- before the options; stride, padding and dilation as pairs.
@@ -155,13 +208,20 @@ local function conv_args(fname, x, weight, bias, opts, allowed)
     return bias, opts, sh, sw, ph, pw, dh, dw
 end
 
--- conv2d(x, weight [, bias] [, {stride=1, padding=0, dilation=1}]):
--- x N×C×H×W (or C×H×W), weight O×C×kh×kw, bias O or nil.
+-- conv2d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1}]):
+-- x N×C×H×W (or C×H×W), weight O×(C/groups)×kh×kw, bias O or nil.  With
+-- groups, the channels split into that many groups, each convolved with
+-- its O/groups filters (groups = C: depthwise), one conv2d per group.
 function M.conv2d(x, weight, bias, opts)
     local fname = "conv2d"
     local sh, sw, ph, pw, dh, dw
     bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, CONV_OPTS)
     local dt = check_float_pair(fname, x, weight, 4, "(out_channels, in_channels, kh, kw)")
+    if opts.groups ~= nil and opts.groups ~= 1 then
+        local g = check_groups(fname, opts, x, weight, batched(fname, x):size(2), false)
+        check_bias(fname, bias, weight, weight:size(1), dt)
+        return grouped(M.conv2d, x, weight, bias, opts, g, x:dim() - 2)
+    end
     local xb, unbatched, ws = batched_against(fname, x, weight, 2)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local O, kh, kw = ws[1], ws[3], ws[4]
@@ -226,12 +286,12 @@ end
 
 -- ---------------------------------------------------------------- conv_transpose2d
 
-local TCONV_OPTS = {stride = true, padding = true, output_padding = true, dilation = true}
+local TCONV_OPTS = {stride = true, padding = true, output_padding = true, dilation = true, groups = true}
 
 -- conv_transpose2d(x, weight [, bias] [, {stride=1, padding=0,
--- output_padding=0, dilation=1}]): the adjoint of conv2d (its gradient
+-- output_padding=0, dilation=1, groups=1}]): the adjoint of conv2d (its gradient
 -- with respect to its input), which upsamples: x N×Cin×H×W (or Cin×H×W),
--- weight Cin×Cout×kh×kw (Torch's layout), bias Cout; the output is
+-- weight Cin×(Cout/groups)×kh×kw (Torch's layout), bias Cout; the output is
 -- Hout = (H - 1) sh - 2 ph + dh (kh - 1) + oph + 1 high, likewise wide.
 -- output_padding (< stride) adds rows and columns at the end, to reach
 -- the size a strided conv2d came from.  The forward is conv2d's input
@@ -246,6 +306,11 @@ function M.conv_transpose2d(x, weight, bias, opts)
         fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", fname, oph, opw, sh, sw))
     end
     local dt = check_float_pair(fname, x, weight, 4, "(in_channels, out_channels, kh, kw)")
+    if opts.groups ~= nil and opts.groups ~= 1 then
+        local g = check_groups(fname, opts, x, weight, batched(fname, x):size(2), true)
+        check_bias(fname, bias, weight, weight:size(2) * g, dt)
+        return grouped(M.conv_transpose2d, x, weight, bias, opts, g, x:dim() - 2)
+    end
     local xb, unbatched, ws = batched_against(fname, x, weight, 1)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local Cout, kh, kw = ws[2], ws[3], ws[4]
@@ -387,8 +452,8 @@ local function back_to_1d(y, unbatched)
     return unbatched and y:squeeze(1) or y
 end
 
--- conv1d(x, weight [, bias] [, {stride=1, padding=0, dilation=1}]):
--- x N×C×L (or C×L), weight O×C×k, bias O or nil.
+-- conv1d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1}]):
+-- x N×C×L (or C×L), weight O×(C/groups)×k, bias O or nil.
 function M.conv1d(x, weight, bias, opts)
     local fname = "conv1d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
@@ -400,7 +465,8 @@ function M.conv1d(x, weight, bias, opts)
     local d = single(fname, "dilation", opts.dilation or 1)
     local dt = check_float_pair(fname, x, weight, 3, "(out_channels, in_channels, k)")
     local C, k = x4:size(2), weight:size(3)
-    if weight:size(2) ~= C then
+    local g = check_groups(fname, opts, x, weight, C, false)
+    if g == 1 and weight:size(2) ~= C then
         fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), C,
                  shape_str(weight), weight:size(2)))
     end
@@ -410,7 +476,8 @@ function M.conv1d(x, weight, bias, opts)
         fail(fmt("%s: kernel %d%s is larger than the padded input %d (input %s, padding %d)", fname, k,
                  d ~= 1 and fmt(" (dilation %d)", d) or "", L + 2 * p, shape_str(x), p))
     end
-    local y = M.conv2d(x4, weight:unsqueeze(3), bias, {stride = {1, s}, padding = {0, p}, dilation = {1, d}})
+    local y = M.conv2d(x4, weight:unsqueeze(3), bias, {stride = {1, s}, padding = {0, p}, dilation = {1, d},
+                                                        groups = g})
     return back_to_1d(y, unbatched)
 end
 
@@ -630,12 +697,24 @@ function M.install(nn)
     end
 
     -- Conv2d(in_channels, out_channels, kernel_size [, {stride=1, padding=0,
-    -- dilation=1, bias=true, dtype="float32", device=}]); weight and bias
-    -- drawn like Torch: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = C·kh·kw
+    -- dilation=1, groups=1, bias=true, dtype="float32", device=}]); weight
+    -- out × in/groups × kh × kw and bias drawn like Torch: U(-1/sqrt(fan_in),
+    -- 1/sqrt(fan_in)), fan_in = (C/groups)·kh·kw
     -- (kaiming_uniform with a = sqrt 5), from the engine RNG.
     local Conv2d = Module:extend("Conv2d")
     nn.Conv2d = Conv2d
-    local CONV2D_OPTS = {stride = true, padding = true, dilation = true, bias = true, dtype = true, device = true}
+    local CONV2D_OPTS = {stride = true, padding = true, dilation = true, groups = true, bias = true, dtype = true,
+                         device = true}
+
+    -- The groups option of a module, checked against its channels.
+    local function module_groups(name, opts, cin, cout)
+        local g = opts.groups or 1
+        check_count(name, "groups", g)
+        if cin % g ~= 0 or cout % g ~= 0 then
+            fail(fmt("%s: in_channels %d and out_channels %d must both be divisible by groups %d", name, cin, cout, g))
+        end
+        return g
+    end
     function Conv2d:init(cin, cout, k, opts)
         check_count("Conv2d", "in_channels", cin)
         check_count("Conv2d", "out_channels", cout)
@@ -645,26 +724,30 @@ function M.install(nn)
         self.stride = {pair("Conv2d", "stride", opts.stride or 1)}
         self.padding = {pair("Conv2d", "padding", opts.padding or 0, true)}
         self.dilation = {pair("Conv2d", "dilation", opts.dilation or 1)}
-        conv_parameters(self, {cout, cin, kh, kw}, cout, cin * kh * kw, opts)
+        local g = module_groups("Conv2d", opts, cin, cout)
+        self.groups = g
+        conv_parameters(self, {cout, cin / g, kh, kw}, cout, cin / g * kh * kw, opts)
     end
     function Conv2d:forward(x)
         return M.conv2d(x, self.weight, self.bias,
-                        {stride = self.stride, padding = self.padding, dilation = self.dilation})
+                        {stride = self.stride, padding = self.padding, dilation = self.dilation, groups = self.groups})
     end
     function Conv2d:extra_repr()
         return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
                    self.kernel_size[2]) .. pair_repr("stride", self.stride, 1) .. pair_repr("padding", self.padding, 0)
-            .. pair_repr("dilation", self.dilation, 1) .. (self.bias and "" or ", no bias")
+            .. pair_repr("dilation", self.dilation, 1) .. (self.groups ~= 1 and fmt(", groups %d", self.groups) or "")
+            .. (self.bias and "" or ", no bias")
     end
 
     -- ConvTranspose2d(in_channels, out_channels, kernel_size [, {stride=1,
-    -- padding=0, output_padding=0, dilation=1, bias=true, dtype, device}]):
-    -- weight in_channels × out_channels × kh × kw, drawn as Torch draws it
-    -- (fan_in = out_channels·kh·kw, the weight's dim 2 on).
+    -- padding=0, output_padding=0, dilation=1, groups=1, bias=true, dtype,
+    -- device}]): weight in_channels × out_channels/groups × kh × kw, drawn
+    -- as Torch draws it (fan_in = (out_channels/groups)·kh·kw, the weight's
+    -- dim 2 on).
     local ConvTranspose2d = Module:extend("ConvTranspose2d")
     nn.ConvTranspose2d = ConvTranspose2d
-    local TCONV2D_OPTS = {stride = true, padding = true, output_padding = true, dilation = true, bias = true,
-                          dtype = true, device = true}
+    local TCONV2D_OPTS = {stride = true, padding = true, output_padding = true, dilation = true, groups = true,
+                          bias = true, dtype = true, device = true}
     function ConvTranspose2d:init(cin, cout, k, opts)
         local name = "ConvTranspose2d"
         check_count(name, "in_channels", cin)
@@ -680,22 +763,25 @@ function M.install(nn)
             fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", name, self.output_padding[1],
                      self.output_padding[2], self.stride[1], self.stride[2]))
         end
-        conv_parameters(self, {cin, cout, kh, kw}, cout, cout * kh * kw, opts)
+        local g = module_groups(name, opts, cin, cout)
+        self.groups = g
+        conv_parameters(self, {cin, cout / g, kh, kw}, cout, cout / g * kh * kw, opts)
     end
     function ConvTranspose2d:forward(x)
         return M.conv_transpose2d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
-                                  output_padding = self.output_padding, dilation = self.dilation})
+                                  output_padding = self.output_padding, dilation = self.dilation,
+                                  groups = self.groups})
     end
     function ConvTranspose2d:extra_repr()
         return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
                    self.kernel_size[2]) .. pair_repr("stride", self.stride, 1) .. pair_repr("padding", self.padding, 0)
             .. pair_repr("output_padding", self.output_padding, 0) .. pair_repr("dilation", self.dilation, 1)
-            .. (self.bias and "" or ", no bias")
+            .. (self.groups ~= 1 and fmt(", groups %d", self.groups) or "") .. (self.bias and "" or ", no bias")
     end
 
     -- Conv1d(in_channels, out_channels, kernel_size [, {stride=1, padding=0,
-    -- dilation=1, bias=true, dtype="float32", device=}]), drawn as Conv2d
-    -- (fan_in = C·k).
+    -- dilation=1, groups=1, bias=true, dtype="float32", device=}]), drawn as
+    -- Conv2d (fan_in = (C/groups)·k).
     local Conv1d = Module:extend("Conv1d")
     nn.Conv1d = Conv1d
     function Conv1d:init(cin, cout, k, opts)
@@ -707,16 +793,20 @@ function M.install(nn)
         self.stride = single("Conv1d", "stride", opts.stride or 1)
         self.padding = single("Conv1d", "padding", opts.padding or 0, true)
         self.dilation = single("Conv1d", "dilation", opts.dilation or 1)
-        conv_parameters(self, {cout, cin, k}, cout, cin * k, opts)
+        local g = module_groups("Conv1d", opts, cin, cout)
+        self.groups = g
+        conv_parameters(self, {cout, cin / g, k}, cout, cin / g * k, opts)
     end
     function Conv1d:forward(x)
-        return M.conv1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding, dilation = self.dilation})
+        return M.conv1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
+                        dilation = self.dilation, groups = self.groups})
     end
     function Conv1d:extra_repr()
         local s = fmt("%d -> %d, kernel %d", self.in_channels, self.out_channels, self.kernel_size)
         if self.stride ~= 1 then s = s .. fmt(", stride %d", self.stride) end
         if self.padding ~= 0 then s = s .. fmt(", padding %d", self.padding) end
         if self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
+        if self.groups ~= 1 then s = s .. fmt(", groups %d", self.groups) end
         return s .. (self.bias and "" or ", no bias")
     end
 

@@ -78,19 +78,33 @@ local function resize_dim(x, d, out, r, mode, align)
     return a + (x:index_select(d, hi) - a) * wt
 end
 
--- interpolate(x, {size = | scale_factor = [, mode = "nearest"] [,
--- align_corners = false]}): x resized in its spatial dims (all but the
--- first two).  size: the output's spatial size; scale_factor: how many
--- times larger (the output size is floor(in · scale_factor)); a number for
--- every dim or a table of one per dim.
-function M.interpolate(x, opts)
-    local fname = "interpolate"
-    if not is_tensor(x) then fail(fmt("%s: input must be a tensor, got %s", fname, typename(x))) end
-    opts = util.check_opts(fname, opts, OPTS)
+-- The options that do not depend on the input, checked (fname names the
+-- caller: interpolate, or Upsample when it is built): mode and align.
+local function check_static(fname, opts)
     local mode = opts.mode or "nearest"
     if not MODES[mode] then
         fail(fmt("%s: mode must be 'nearest', 'linear' or 'bilinear', got %s", fname, tostring(mode)))
     end
+    local align = opts.align_corners
+    if align ~= nil and type(align) ~= "boolean" then
+        fail(fmt("%s: align_corners must be a boolean, got %s", fname, typename(align)))
+    end
+    if align and mode == "nearest" then fail(fname .. ": align_corners applies to the linear modes only") end
+    if (opts.size == nil) == (opts.scale_factor == nil) then
+        fail(fmt("%s: give exactly one of size and scale_factor", fname))
+    end
+    return mode, align
+end
+
+-- interpolate(x, {size = | scale_factor = [, mode = "nearest"] [,
+-- align_corners = false]}): x resized in its spatial dims (all but the
+-- first two).  size: the output's spatial size; scale_factor: how many
+-- times larger (the output size is floor(in · scale_factor)); a number for
+-- every dim or a table of one per dim.  fname: the name errors carry.
+local function interpolate(fname, x, opts)
+    if not is_tensor(x) then fail(fmt("%s: input must be a tensor, got %s", fname, typename(x))) end
+    opts = util.check_opts(fname, opts, OPTS)
+    local mode, align = check_static(fname, opts)
     local nd = x:dim()
     if not MODES[mode][nd] then
         fail(fmt("%s: mode '%s' takes a %s input, got shape %s", fname, mode,
@@ -100,14 +114,6 @@ function M.interpolate(x, opts)
     local dt = x:dtype()
     if mode ~= "nearest" and dt ~= "float32" and dt ~= "float64" then
         fail(fmt("%s: mode '%s' needs a float input, got %s", fname, mode, dt))
-    end
-    local align = opts.align_corners
-    if align ~= nil and type(align) ~= "boolean" then
-        fail(fmt("%s: align_corners must be a boolean, got %s", fname, typename(align)))
-    end
-    if align and mode == "nearest" then fail(fname .. ": align_corners applies to the linear modes only") end
-    if (opts.size == nil) == (opts.scale_factor == nil) then
-        fail(fmt("%s: give exactly one of size and scale_factor", fname))
     end
     local ns = nd - 2
     local sizes, ratios = {}, {}
@@ -129,6 +135,8 @@ function M.interpolate(x, opts)
     return y
 end
 
+function M.interpolate(x, opts) return interpolate("interpolate", x, opts) end
+
 function M.install(nn)
     local F = nn.functional
     F.interpolate = M.interpolate
@@ -139,16 +147,15 @@ function M.install(nn)
     nn.Upsample = Upsample
     function Upsample:init(opts)
         opts = util.check_opts("Upsample", opts, OPTS)
-        if (opts.size == nil) == (opts.scale_factor == nil) then
-            fail("Upsample: give exactly one of size and scale_factor")
+        local mode, align = check_static("Upsample", opts)
+        -- the values now, their count (one per spatial dim) at forward
+        local function values(what, v, positive_number)
+            per_dim("Upsample", what, v, type(v) == "table" and #v or 1, positive_number)
         end
-        if opts.mode ~= nil and not MODES[opts.mode] then
-            fail(fmt("Upsample: mode must be 'nearest', 'linear' or 'bilinear', got %s", tostring(opts.mode)))
-        end
-        self.options = {size = opts.size, scale_factor = opts.scale_factor, mode = opts.mode or "nearest",
-                        align_corners = opts.align_corners}
+        if opts.size ~= nil then values("size", opts.size) else values("scale_factor", opts.scale_factor, true) end
+        self.options = {size = opts.size, scale_factor = opts.scale_factor, mode = mode, align_corners = align}
     end
-    function Upsample:forward(x) return M.interpolate(x, self.options) end
+    function Upsample:forward(x) return interpolate("Upsample", x, self.options) end
     function Upsample:extra_repr()
         local o = self.options
         local what = o.size and "size " .. (type(o.size) == "table" and table.concat(o.size, "x") or tostring(o.size))
