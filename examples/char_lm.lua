@@ -72,7 +72,7 @@ local function parse_args(argv)
 end
 
 local opt = parse_args(arg or {})
-local device = opt.device == "gpu" and ordo.gpu(0) or ordo.cpu(0) -- (parse_args allows only the two)
+local device = cli.device("char_lm", opt.device)
 ordo.manual_seed(opt.seed)
 math.randomseed(opt.seed) -- the sampling at the end draws in Lua
 

@@ -189,6 +189,31 @@ function M.parse(argv, spec)
     return o
 end
 
+-- The device --device chose ("cpu" or "gpu"): gpu(0) on a machine without
+-- a GPU is a bad value like any other (one line naming the option, exit
+-- 2, before any work), not a traceback from deep in the script.
+function M.device(name, choice)
+    local ordo = require "ordo"
+    if choice ~= "gpu" then return ordo.cpu(0) end
+    local ok, d = pcall(ordo.gpu, 0)
+    if not ok then die(name, "--device gpu: " .. (tostring(d):gsub("^[^\n]-:%d+: ", ""))) end
+    return d
+end
+
+-- data.fashion_mnist(opts), or, when its files are missing, one line
+-- saying where they were looked for and how to get them (exit 1) instead
+-- of a traceback.
+function M.fashion_mnist(name, opts)
+    local data = require("ordo").data
+    local ok, msg = data.fashion_mnist_available(opts and opts.dir)
+    if not ok then
+        io.stderr:write(fmt("%s: %s\n", name, (msg:gsub("point opts%.dir or ORDO_FASHION_MNIST at",
+                                                          "point the environment variable ORDO_FASHION_MNIST at"))))
+        os.exit(1)
+    end
+    return data.fashion_mnist(opts)
+end
+
 -- Run directly, this helper says what it is for.
 if arg and type(arg[0]) == "string" and debug.getinfo(1, "S").source == "@" .. arg[0] then
     local help = false

@@ -54,10 +54,10 @@ local function parse_args(argv)
 end
 
 local opt = parse_args(arg or {})
-local device = opt.device == "gpu" and ordo.gpu(0) or ordo.cpu(0) -- (parse_args allows only the two)
+local device = cli.device("fashion_autoencoder", opt.device)
 ordo.manual_seed(opt.seed)
 
-local ds = data.fashion_mnist({limit_train = opt.limit, limit_test = opt.test_limit}) -- pixels in [0, 1]
+local ds = cli.fashion_mnist("fashion_autoencoder", {limit_train = opt.limit, limit_test = opt.test_limit}) -- pixels in [0, 1]
 local train_x, test_x = ds.train.images:to(device), ds.test.images:to(device)
 
 local AE = nn.Module:extend("Autoencoder")

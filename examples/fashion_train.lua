@@ -52,10 +52,10 @@ end
 -- model(opt) (returns the module on the CPU).
 return function(spec)
     local opt = parse_args(spec, arg or {})
-    local device = opt.device == "gpu" and ordo.gpu(0) or ordo.cpu(0) -- (parse_args allows only the two)
+    local device = cli.device(spec.name, opt.device)
     ordo.manual_seed(opt.seed)
 
-    local ds = data.fashion_mnist({flatten = spec.flatten, normalize = true, limit_train = opt.limit,
+    local ds = cli.fashion_mnist(spec.name, {flatten = spec.flatten, normalize = true, limit_train = opt.limit,
                                    limit_test = opt.test_limit})
     local train_x, train_y = ds.train.images:to(device), ds.train.labels:to(device)
     local test_x, test_y = ds.test.images:to(device), ds.test.labels:to(device)

@@ -342,6 +342,67 @@ describe("data.read_csv", function()
     end)
 end)
 
+describe("data.read_csv with an integer dtype", function()
+    local function file(text)
+        local path = os.tmpname()
+        local f = assert(io.open(path, "wb"))
+        f:write(text)
+        f:close()
+        return path
+    end
+    local function err(...)
+        local ok, e = pcall(data.read_csv, ...)
+        assert.is_false(ok)
+        return tostring(e)
+    end
+
+    it("reads whole numbers exactly", function()
+        local p = file("a,b\n1,-2\n2147483647,-2147483648\n")
+        local t = data.read_csv(p, {dtype = "int64"})
+        assert.equals("int64", t:dtype())
+        assert.same({{1, -2}, {2147483647, -2147483648}}, t:totable())
+        assert.same({{1, -2}, {2147483647, -2147483648}}, data.read_csv(p, {dtype = "int32"}):totable())
+        os.remove(p)
+        p = file("0,255\n")
+        assert.same({{0, 255}}, data.read_csv(p, {dtype = "uint8"}):totable())
+        os.remove(p)
+    end)
+
+    it("refuses a fraction, nan, inf or a value out of range, naming the file, line and column", function()
+        local p = file("a,b\n1,2\n3,1.5\n")
+        for _, dt in ipairs({"int32", "int64", "uint8"}) do
+            local e = err(p, {dtype = dt})
+            assert.matches("read_csv: " .. p .. " line 3, column 2 (b): \"1.5\" is not a whole number (dtype " .. dt .. ")",
+                           e, 1, true)
+        end
+        os.remove(p)
+        p = file("1,nan\n")
+        assert.matches(p .. ' line 1, column 2: "nan" is not a whole number (dtype int64)', err(p, {dtype = "int64"}), 1,
+                       true)
+        os.remove(p)
+        p = file("1\n-inf\n")
+        assert.matches(p .. ' line 2, column 1: "-inf" does not fit in int32', err(p, {dtype = "int32"}), 1, true)
+        os.remove(p)
+        p = file("255,256\n")
+        assert.matches(p .. ' line 1, column 2: "256" does not fit in uint8', err(p, {dtype = "uint8"}), 1, true)
+        os.remove(p)
+        p = file("-1\n")
+        assert.matches(p .. ' line 1, column 1: "-1" does not fit in uint8', err(p, {dtype = "uint8"}), 1, true)
+        os.remove(p)
+        p = file("2147483648\n")
+        assert.matches(p .. ' line 1, column 1: "2147483648" does not fit in int32', err(p, {dtype = "int32"}), 1, true)
+        os.remove(p)
+        -- missing fills with a value the dtype holds
+        p = file("1,\n")
+        assert.same({{1, -1}}, data.read_csv(p, {dtype = "int32", missing = -1}):totable())
+        assert.matches("read_csv: missing = -1 is not a whole number that fits in dtype uint8",
+                       err(p, {dtype = "uint8", missing = -1}), 1, true)
+        assert.matches("read_csv: missing = nan is not a whole number that fits in dtype int64",
+                       err(p, {dtype = "int64", missing = 0 / 0}), 1, true)
+        os.remove(p)
+    end)
+end)
+
 describe("data.fashion_mnist", function()
     it("raises an error naming the directory and the Debian package when the files are missing", function()
         local dir = tmp("no_fashion_here")

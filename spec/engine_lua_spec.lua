@@ -52,6 +52,48 @@ describe("ordo.engine", function()
         ordo.engine.wait_for_var(c)
     end)
 
+    it("push: opts and iparams are checked at the call, not cut or ignored", function()
+        local a, b, c = ordo.tensor({1, 2, 3}), ordo.tensor({10, 20, 30}), ordo.empty({3})
+        H.raises(function() ordo.engine.push("add", {a, b}, {c}, nil, nil, 5) end,
+                 "push: opts must be a table ({broadcast = true}), got number")
+        H.raises(function() ordo.engine.push("add", {a, b}, {c}, nil, nil, {broadcst = true}) end,
+                 "push: unknown option 'broadcst' (expected broadcast)")
+        -- iparams go to the kernel as int64_t: -1.5 was taken as -1 (a sum
+        -- over the last dim), 2^70 as whatever the conversion gave
+        local s = ordo.empty({1})
+        for _, bad in ipairs({-1.5, 2^70, 0/0, 1/0}) do
+            H.raises(function() ordo.engine.push("sum", {a}, {s}, nil, {bad}) end,
+                     "push: iparams[1] must be an integer from -2^53 to 2^53, got " .. tostring(bad))
+        end
+        ordo.engine.push("sum", {a}, {s}, nil, {-1})
+        assert.equals(6, s:item())
+        ordo.engine.push("fill", {}, {c}, {0 / 0}) -- scalars are any number
+        assert.is_true(c:totable()[1] ~= c:totable()[1])
+    end)
+
+    it("a closed engine's handle refuses push, and its vars refuse to be read (the engine may be freed)", function()
+        local e = ordo.engine.new({cpu_workers = 1})
+        local t = ordo.zeros({2}, {engine = e})
+        local v = e:new_variable()
+        e:shell("true", {writes = {v}})
+        e:wait_for_var(v)
+        assert.equals(1, v:version())
+        e:close()
+        -- push went on through the closed handle (tensors keep the engine)
+        H.raises(function() e:push("fill", {}, {t}, {2}) end, "push: the engine was closed")
+        assert.same({0, 0}, t:totable())
+        -- the engine without tensors is destroyed at close, its vars with
+        -- it: version() read freed memory (0, or garbage)
+        local e2 = ordo.engine.new({cpu_workers = 1})
+        local v2 = e2:new_variable()
+        e2:shell("true", {writes = {v2}})
+        e2:wait_for_var(v2)
+        e2:close()
+        H.raises(function() return v2:version() end, "var:version: the engine was closed")
+        assert.equals("ordo.Var(engine closed)", tostring(v2))
+        H.raises(function() ordo.engine.wait_for_var(v2) end, "wait_for_var: the engine was closed")
+    end)
+
     it("settings: bulk_op_max_ns and push_inline_after take negative values; config() reads them back", function()
         local e = ordo.engine.new({cpu_workers = 1, bulk_op_max_ns = -1, push_inline_after = -1, max_inflight = 100})
         local c = e:config()

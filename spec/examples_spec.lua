@@ -170,11 +170,12 @@ describe("examples", function()
     -- runs in an empty directory of its own, which must stay empty.
     local root = os.getenv("PWD") or "."
     local abs_path = ('LUA_PATH="%s/lua/?.lua;%s/lua/?/init.lua;;"'):format(root, root)
-    local function in_empty_dir(script, args)
+    local function in_empty_dir(script, args, env)
         local dir = os.tmpname()
         os.remove(dir)
         assert(os.execute("mkdir '" .. dir .. "'") == 0)
-        local out, code = run(("cd '%s' && %s luajit %s/examples/%s %s"):format(dir, abs_path, root, script, args))
+        local out, code = run(("cd '%s' && %s %sluajit %s/examples/%s %s"):format(dir, abs_path, env or "", root, script,
+                                                                                  args))
         local f = io.popen("ls -A '" .. dir .. "'")
         local left = f:read("*a")
         f:close()
@@ -269,6 +270,37 @@ describe("examples", function()
             assert.is_truthy(out:find(c[3], 1, true), "expected '" .. c[3] .. "' from " .. what)
             assert.is_nil(out:find("traceback", 1, true), what)
             assert.matches("^[^\n]*\n$", (out:gsub("exit=%d+%s*$", "")), what) -- one line (run adds exit=)
+            assert.are.equal("", left, what .. " wrote files")
+        end
+    end)
+
+    it("--device gpu without a GPU, and missing Fashion-MNIST files: one line, no traceback, before any work", function()
+        -- without the simulated GPU: no device unless the machine has CUDA
+        local no_sim = "env -u ORDO_SIMULATED_GPUS -u ORDO_SIMULATED_GPU_MEM_MB "
+        local probe = run(("cd %s && %s %sluajit -e 'print(require(\"ordo\").cuda.is_available())'")
+            :format(root, abs_path, no_sim))
+        if probe:find("false", 1, true) then
+            for _, script in ipairs({"fashion_mlp", "fashion_cnn", "fashion_autoencoder", "char_lm"}) do
+                local out, code, left = in_empty_dir(script .. ".lua", "--device gpu", no_sim)
+                local what = script .. " --device gpu:\n" .. out
+                assert.are.equal(2, code, what)
+                assert.is_truthy(out:find(script .. ": --device gpu: gpu(0): no CUDA device available", 1, true), what)
+                assert.is_nil(out:find("traceback", 1, true), what)
+                assert.matches("^[^\n]*\n$", (out:gsub("exit=%d+%s*$", "")), what)
+                assert.are.equal("", left, what .. " wrote files")
+            end
+        end
+        for _, script in ipairs({"fashion_mlp", "fashion_cnn", "fashion_autoencoder"}) do
+            local out, code, left = in_empty_dir(script .. ".lua", "--epochs 1 --limit 10",
+                                                 "env ORDO_FASHION_MNIST=/nonexistent/fmnist ")
+            local what = script .. " without its data:\n" .. out
+            assert.are.equal(1, code, what)
+            assert.is_truthy(out:find(script .. ": Fashion-MNIST not found in /nonexistent/fmnist (missing " ..
+                                      "train-images-idx3-ubyte.gz", 1, true), what)
+            assert.is_truthy(out:find("apt-get install dataset-fashion-mnist", 1, true), what)
+            assert.is_truthy(out:find("ORDO_FASHION_MNIST", 1, true), what)
+            assert.is_nil(out:find("traceback", 1, true), what)
+            assert.matches("^[^\n]*\n$", (out:gsub("exit=%d+%s*$", "")), what)
             assert.are.equal("", left, what .. " wrote files")
         end
     end)

@@ -113,6 +113,35 @@ describe("ordo.engine.shell", function()
         assert.has_error(function() e:shell("true", {writes = {v}}) end, "shell: writes[1] belongs to another engine")
         e:close()
     end)
+
+    -- C reads the command and the name up to their first NUL: "echo one\0rm x"
+    -- ran "echo one" and reported success
+    it("refuses a command or a name holding a NUL byte instead of running what precedes it", function()
+        local v = E.new_variable()
+        local marker = dir .. "/ran"
+        local ok, err = pcall(E.shell, "touch " .. marker .. "\0; exit 3", {writes = {v}})
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("shell: the command holds a NUL byte (at byte " .. (#marker + 7) .. ")", 1, true), err)
+        ok, err = pcall(E.shell, "true", {writes = {v}, name = "a\0b"})
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("shell: the name holds a NUL byte (at byte 2)", 1, true), err)
+        E.wait_for_var(v)
+        assert.equals(0, v:version())
+        assert.is_nil(slurp(marker))
+    end)
+
+    -- the engine keeps 31 bytes of a name and put them before a message that
+    -- already began with the whole name: "xxx..x: xxx...xxx: command failed"
+    it("a failure of a command with a long name names it once", function()
+        local v = E.new_variable()
+        local name = "build/" .. string.rep("long_target_", 6) .. ".o"
+        E.shell("exit 6", {writes = {v}, name = name})
+        local ok, err = pcall(E.wait_for_var, v)
+        assert.is_false(ok)
+        err = tostring(err)
+        assert.truthy(err:find(name .. ": command failed with exit status 6: exit 6", 1, true), err)
+        assert.equals(1, select(2, err:gsub("build/long", "")), err)
+    end)
 end)
 
 describe("ordo.trace", function()
@@ -148,6 +177,28 @@ describe("ordo.trace", function()
         assert.same({ops[1], ops[2], ops[4]}, trace.select(ops, {a = true, c = true}))
         assert.same({ops[3]}, trace.select(ops, function(o) return o.dur == 20 end))
         assert.equals(0, trace.stats({}).count)
+    end)
+
+    it("bad arguments raise naming the function, not a raw Lua error", function()
+        local function raises(want, fn, ...)
+            local ok, err = pcall(fn, ...)
+            assert.is_false(ok)
+            assert.truthy(tostring(err):find(want, 1, true), err)
+            assert.is_nil(tostring(err):find("attempt to", 1, true), err)
+        end
+        raises("trace.overlap: a must be a list of ops or an op, got nil", trace.overlap, nil, {})
+        raises("trace.overlap: b[1] is not an op (a table with number start and stop), got number",
+               trace.overlap, {}, {3})
+        raises("trace.stats: ops must be a list of ops, got string", trace.stats, "x")
+        raises("trace.stats: ops must be a list of ops, got nil", trace.stats)
+        raises("trace.select: ops must be a list of ops, got nil", trace.select, nil, "x")
+        -- an "X" event without its duration (a hand-made or cut trace)
+        raises("trace.ops: event 2 (a) has no number 'dur'", trace.ops,
+               {traceEvents = {{ph = "M", name = "process_name", pid = 1, args = {name = "p"}},
+                               {ph = "X", name = "a", ts = 1, pid = 1, tid = 1}}})
+        -- deep nesting: Lua's "stack overflow" named nothing
+        raises("trace.decode: nesting deeper than 1000", trace.decode, string.rep("[", 100000) .. string.rep("]", 100000))
+        assert.equals(1, #trace.decode(string.rep("[", 1000) .. string.rep("]", 1000)))
     end)
 
     it("reads a profiler dump: names, intervals and worker rows", function()

@@ -57,7 +57,10 @@ bool failure_claim(failure *f) { return atomic_exchange(&f->reported, 1) == 0; }
 
 failure *failure_named(failure *f, const char *name) {
     size_t nlen = strlen(name);
-    if (!name[0] || (!strncmp(f->msg, name, nlen) && f->msg[nlen] == ':')) return f;
+    /* A name of ORDO_NAME_MAX - 1 bytes may be a longer one cut short: a
+     * message that starts with it names the op already. */
+    if (!name[0] || (!strncmp(f->msg, name, nlen) && (f->msg[nlen] == ':' || nlen >= ORDO_NAME_MAX - 1)))
+        return f;
     failure *named = failure_new("%s: %s", name, f->msg);
     if (!named) return f;
     failure_unref(f);

@@ -296,6 +296,12 @@ local function csv_number(s)
     if l == "-inf" or l == "-infinity" then return -math.huge end
 end
 
+-- The integer dtypes' value ranges, [lo, hi), by dtype code.
+local CSV_INT_RANGE = {}
+for _, d in ipairs({{"int32", -2 ^ 31, 2 ^ 31}, {"int64", -2 ^ 63, 2 ^ 63}, {"uint8", 0, 256}}) do
+    CSV_INT_RANGE[tensor.parse_dtype("read_csv", d[1])] = {d[2], d[3], name = d[1]}
+end
+
 -- read_csv(path [, {delimiter = ",", header = "auto", dtype = "float32",
 -- missing = nil}]): a numeric CSV file as a rows x columns tensor on
 -- cpu(0), and the column names (a Lua list; nil without a header line).
@@ -304,7 +310,9 @@ end
 -- field is an error naming its line and column unless missing gives the
 -- value to use (0 / 0 for NaN).  Blank lines and a UTF-8 byte-order
 -- mark at the start are skipped.  Any other field that is not a number,
--- or a row of another length, is an error naming the line.
+-- or a row of another length, is an error naming the line.  With an
+-- integer dtype a field must be a whole number that fits it (1.5, nan or
+-- 300 for uint8 is an error naming its line and column, not truncated).
 function M.read_csv(path, opts)
     local fname = "read_csv"
     opts = check_opts(fname, opts, {delimiter = true, header = true, dtype = true, missing = true})
@@ -321,7 +329,13 @@ function M.read_csv(path, opts)
     end
     -- checked before the file is read, so the error names read_csv
     local dtype = opts.dtype == nil and "float32" or opts.dtype
-    tensor.parse_dtype(fname, dtype)
+    local range = CSV_INT_RANGE[tensor.parse_dtype(fname, dtype)]
+    if range and opts.missing ~= nil then
+        local m = opts.missing
+        if m ~= floor(m) or not (m >= range[1] and m < range[2]) then
+            fail(fmt("%s: missing = %s is not a whole number that fits in dtype %s", fname, tostring(m), range.name))
+        end
+    end
     local f = open_file(fname, path)
     local rows, names, ncol = {}, nil, nil
     local lineno = 0
@@ -369,6 +383,15 @@ function M.read_csv(path, opts)
                                      v == "" and "an empty field (give {missing = value} to fill it)" or
                                      fmt("%q is not a number", v)))
                         end
+                    end
+                    -- an integer dtype takes whole numbers in its range: a
+                    -- fraction would be truncated, nan, inf or 300 (uint8) not stored
+                    if range and (x ~= floor(x) or not (x >= range[1] and x < range[2])) then
+                        f:close()
+                        fail(fmt("%s: %s line %d, column %d%s: %q %s", fname, path, lineno, c,
+                                 names and names[c] and " (" .. names[c] .. ")" or "", v,
+                                 fmt(x ~= floor(x) and "is not a whole number (dtype %s)" or "does not fit in %s",
+                                     range.name)))
                     end
                     row[c] = x
                 end

@@ -188,8 +188,16 @@ function Engine:new_variable()
     end), _engine = self}, Var)
 end
 
-function Var:version() return tonumber(C.ordo_var_version(self._v)) end
-Var.__tostring = function(v) return ("ordo.Var(version %d)"):format(v:version()) end
+-- (a var goes with its engine: once the engine is closed it may be freed,
+-- so nothing reads it then)
+function Var:version()
+    live("var:version", self._engine)
+    return tonumber(C.ordo_var_version(self._v))
+end
+Var.__tostring = function(v)
+    if v._engine._closed then return "ordo.Var(engine closed)" end
+    return ("ordo.Var(version %d)"):format(v:version())
+end
 
 -- The (engine pointer, var) a wait is about: a Var or a Tensor.
 local function var_of(fname, x)
@@ -242,7 +250,10 @@ local function tensors_arg(fname, what, list, max)
     return arr, n, list
 end
 
-local function numbers_arg(fname, what, list, max, ctype)
+-- (integers: iparams, which the kernel takes as int64_t; a fraction or a
+-- number past 2^53 would be cut or undefined in the conversion)
+local INT_EXACT = 2^53
+local function numbers_arg(fname, what, list, max, ctype, integers)
     if list == nil then return nil, 0 end
     if type(list) == "number" then list = {list} end
     if type(list) ~= "table" then fail(("%s: %s must be a list of numbers"):format(fname, what)) end
@@ -253,13 +264,19 @@ local function numbers_arg(fname, what, list, max, ctype)
         if type(list[i]) ~= "number" then
             fail(("%s: %s[%d] is not a number (%s)"):format(fname, what, i, util.typename(list[i])))
         end
+        if integers and (not is_int(list[i]) or math.abs(list[i]) > INT_EXACT) then
+            fail(("%s: %s[%d] must be an integer from -2^53 to 2^53, got %s"):format(fname, what, i, tostring(list[i])))
+        end
         arr[i - 1] = list[i]
     end
     return arr, n
 end
 
+local PUSH_OPTS = {broadcast = true}
+
 function Engine:push(name, inputs, outputs, scalars, iparams, opts)
     local fname = "push"
+    local e = live(fname, self)
     if type(name) ~= "string" then fail("push: expected a kernel name, got " .. util.typename(name)) end
     local kid = C.ordo_tensor_kernel_id(name)
     if kid < 0 then fail("push: " .. ffi.string(C.ordo_tensor_error())) end
@@ -267,10 +284,18 @@ function Engine:push(name, inputs, outputs, scalars, iparams, opts)
     local outs, nout, ol = tensors_arg(fname, "outputs", outputs, 2)
     if nin + nout == 0 then fail("push: " .. name .. ": expected at least one tensor") end
     local sc, ns = numbers_arg(fname, "scalars", scalars, 4, DOUBLES)
-    local ip, ni = numbers_arg(fname, "iparams", iparams, 8, INT64S)
+    local ip, ni = numbers_arg(fname, "iparams", iparams, 8, INT64S, true)
+    if opts ~= nil then
+        if type(opts) ~= "table" then
+            fail("push: opts must be a table ({broadcast = true}), got " .. util.typename(opts))
+        end
+        for k in pairs(opts) do
+            if not PUSH_OPTS[k] then fail(("push: unknown option '%s' (expected broadcast)"):format(tostring(k))) end
+        end
+    end
     for _, list in ipairs({il or {}, ol or {}}) do
         for _, t in ipairs(list) do
-            if t._c.storage.engine ~= self._e then fail("push: " .. name .. ": a tensor belongs to another engine") end
+            if t._c.storage.engine ~= e then fail("push: " .. name .. ": a tensor belongs to another engine") end
         end
     end
     local flags = (opts and opts.broadcast) and cdef.TP_BROADCAST or 0
@@ -339,6 +364,11 @@ function Engine:shell(cmd, opts)
     end
     if opts.name ~= nil and type(opts.name) ~= "string" then
         fail("shell: name must be a string, got " .. util.typename(opts.name))
+    end
+    -- C takes both up to their first NUL: the rest would be dropped unseen
+    for _, x in ipairs({{"the command", cmd}, {"the name", opts.name}}) do
+        local at = x[2] and x[2]:find("\0", 1, true)
+        if at then fail(("shell: %s holds a NUL byte (at byte %d); C would drop what follows it"):format(x[1], at)) end
     end
     local reads, nr = vars_arg(fname, e, "reads", opts.reads)
     local writes, nw = vars_arg(fname, e, "writes", opts.writes)

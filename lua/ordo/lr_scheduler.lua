@@ -15,8 +15,8 @@ local util = require "ordo.util"
 local fail, typename = util.fail, util.typename
 local is_int = util.is_int
 local fmt, cos, pi, floor = string.format, math.cos, math.pi, math.floor
-local type, pairs, ipairs, setmetatable, getmetatable, tostring = type, pairs, ipairs, setmetatable, getmetatable,
-    tostring
+local type, pairs, ipairs, setmetatable, getmetatable, tostring, select, pcall, error =
+    type, pairs, ipairs, setmetatable, getmetatable, tostring, select, pcall, error
 
 local M = {}
 
@@ -30,8 +30,19 @@ local function check_sched_self(fname, sc)
     end
 end
 
-function Scheduler:step()
+-- step() takes no argument: Torch's deprecated step(epoch), or a metric
+-- meant for ReduceLROnPlateau, would otherwise be dropped without a word.
+local function check_no_arg(self, n, x)
+    if n > 0 then
+        fail(fmt("%s: step takes no argument, got %s (the epoch counts itself; only ReduceLROnPlateau is " ..
+                 "stepped with a metric)", self.__name and self.__name:gsub("^lr_scheduler%.", "") or "step",
+                 type(x) == "number" and tostring(x) or typename(x)))
+    end
+end
+
+function Scheduler:step(...)
     check_sched_self("step", self)
+    check_no_arg(self, select("#", ...), ...)
     self.epoch = self.epoch + 1
     self.optimizer.lr = self:lr_at(self.epoch)
     return self.optimizer.lr
@@ -316,6 +327,192 @@ end
 function ReduceLROnPlateau:get_last_lr()
     check_sched_self("get_last_lr", self)
     return self.optimizer.lr
+end
+
+-- ---------------------------------------------------------------- checkpoints
+
+-- sched:state_dict() is what a resumed run needs of a scheduler: its kind,
+-- its epoch count, its base lr, the options that shape its rates, and
+-- ReduceLROnPlateau's counters (best, num_bad, cooldown_left).
+-- sched:load_state_dict(st) puts one back into a scheduler of the same
+-- kind made with the same options (a mismatch raises naming the field and
+-- changes nothing) and sets opt.lr to the rate of the restored epoch
+-- (ReduceLROnPlateau leaves opt.lr to opt:load).  sched:save(path) and
+-- sched:load(path) do the same through a file, in the ordo tensor format
+-- of m:save and opt:save:
+--
+--   m:save("m.bin"); opt:save("opt.bin"); sched:save("sched.bin")
+--   ... later, with m, opt and sched made as before:
+--   m:load("m.bin"); opt:load("opt.bin"); sched:load("sched.bin")
+--
+-- A scheduler made on a loaded optimiser without load would take the
+-- loaded (already decayed) lr as its base and start again from epoch 0.
+-- LambdaLR's function is not saved: it comes from the scheduler made anew.
+local NUMBERS = {
+    StepLR = {"step_size", "gamma"},
+    MultiStepLR = {"gamma", "milestones"},
+    ExponentialLR = {"gamma"},
+    CosineAnnealingLR = {"T_max", "eta_min"},
+    LambdaLR = {},
+    LinearLR = {"start_factor", "end_factor", "total_iters"},
+    OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal"},
+    SequentialLR = {"milestones"},
+    ReduceLROnPlateau = {"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"},
+}
+local COUNTERS = {ReduceLROnPlateau = {"best", "num_bad", "cooldown_left"}}
+
+local function kind_of(self) return ((self.__name or "?"):gsub("^lr_scheduler%.", "")) end
+
+local function same(a, b)
+    if type(a) == "table" and type(b) == "table" then
+        if #a ~= #b then return false end
+        for i = 1, #a do if a[i] ~= b[i] then return false end end
+        return true
+    end
+    return a == b
+end
+
+local function show(v)
+    if type(v) == "table" then
+        local parts = {}
+        for i = 1, #v do parts[i] = tostring(v[i]) end
+        return "{" .. table.concat(parts, ", ") .. "}"
+    end
+    return type(v) == "string" and fmt("%q", v) or tostring(v)
+end
+
+local function state_dict(self)
+    check_sched_self("state_dict", self)
+    local kind = kind_of(self)
+    local st = {kind = kind, epoch = self.epoch, base_lr = self.base_lr}
+    for _, k in ipairs(NUMBERS[kind] or {}) do
+        local v = self[k]
+        if type(v) == "table" then
+            local c = {}
+            for i = 1, #v do c[i] = v[i] end
+            v = c
+        end
+        st[k] = v
+    end
+    for _, k in ipairs(COUNTERS[kind] or {}) do st[k] = self[k] end
+    return st
+end
+
+local function load_state_dict(self, st, fname, where)
+    fname = fname or "load_state_dict"
+    check_sched_self(fname, self)
+    local kind = kind_of(self)
+    where = where or "the state"
+    if type(st) ~= "table" then fail(fmt("%s: expected a state table (from sched:state_dict()), got %s", fname,
+                                         typename(st))) end
+    if st.kind ~= kind then
+        fail(fmt("%s: %s is of a %s, not a %s", fname, where, tostring(st.kind), kind))
+    end
+    local e = st.epoch
+    if type(e) ~= "number" or not is_int(e) or e < 0 then
+        fail(fmt("%s: %s has epoch %s, expected an integer >= 0", fname, where, tostring(e)))
+    end
+    if kind ~= "ReduceLROnPlateau" and (type(st.base_lr) ~= "number" or st.base_lr ~= st.base_lr) then
+        fail(fmt("%s: %s has base_lr %s, expected a number", fname, where, tostring(st.base_lr)))
+    end
+    for _, k in ipairs(NUMBERS[kind] or {}) do
+        if not same(st[k], self[k]) then
+            fail(fmt("%s: %s was saved with %s = %s, this %s has %s = %s (make it with the same options)", fname,
+                     where, k, show(st[k]), kind, k, show(self[k])))
+        end
+    end
+    for _, k in ipairs(COUNTERS[kind] or {}) do
+        if type(st[k]) ~= "number" or st[k] ~= st[k] then
+            fail(fmt("%s: %s has %s = %s, expected a number", fname, where, k, tostring(st[k])))
+        end
+    end
+    if kind == "OneCycleLR" and e > self.total_steps then
+        fail(fmt("%s: %s has epoch %d, past total_steps = %d", fname, where, e, self.total_steps))
+    end
+    if self.lr_at then
+        -- the rate first: a LambdaLR whose function fails changes nothing
+        local old_base = self.base_lr
+        self.base_lr = st.base_lr
+        if self.schedulers then for _, sch in ipairs(self.schedulers) do sch.base_lr = st.base_lr end end
+        local ok, lr = pcall(self.lr_at, self, e)
+        if not ok then
+            self.base_lr = old_base
+            if self.schedulers then for _, sch in ipairs(self.schedulers) do sch.base_lr = old_base end end
+            error(lr, 0)
+        end
+        self.epoch = e
+        self.optimizer.lr = lr
+    else
+        self.epoch = e
+        for _, k in ipairs(COUNTERS[kind]) do self[k] = st[k] end
+    end
+    return self
+end
+
+local serialize -- required on first use: ordo.serialize requires ordo.tensor
+local tensor
+local unpack = unpack
+
+local function save(self, path)
+    check_sched_self("save", self)
+    serialize = serialize or require "ordo.serialize"
+    tensor = tensor or require "ordo.tensor"
+    local st = state_dict(self)
+    local entries = {}
+    local names = {"kind", "epoch", "base_lr"}
+    for _, k in ipairs(NUMBERS[st.kind] or {}) do names[#names + 1] = k end
+    for _, k in ipairs(COUNTERS[st.kind] or {}) do names[#names + 1] = k end
+    for _, k in ipairs(names) do
+        local v = st[k]
+        local t
+        if type(v) == "string" then
+            t = #v > 0 and tensor.tensor({v:byte(1, -1)}, {dtype = "uint8"}) or tensor.zeros({0}, {dtype = "uint8"})
+        elseif type(v) == "table" then
+            t = #v > 0 and tensor.tensor(v, {dtype = "float64"}) or tensor.zeros({0}, {dtype = "float64"})
+            k = k .. ".list" -- a list, even of one
+        elseif v ~= nil then
+            t = tensor.tensor(v, {dtype = "float64"})
+        end
+        if t then entries[#entries + 1] = {name = k, tensor = t} end
+    end
+    serialize.write("scheduler save", path, entries)
+    return self
+end
+
+local function load(self, path)
+    local fname = "scheduler load"
+    check_sched_self("load", self)
+    serialize = serialize or require "ordo.serialize"
+    local st, entries = {}, serialize.read(fname, path)
+    for _, e in ipairs(entries) do
+        if e.name == "kind" and e.tensor:dtype() == "uint8" and e.tensor:numel() > 0 then
+            st.kind = string.char(unpack(e.tensor:totable()))
+        end
+    end
+    if not NUMBERS[st.kind] then
+        fail(fmt("%s: %s holds no scheduler state%s", fname, path,
+                 st.kind and fmt(" (it holds the state of %s)", st.kind) or ""))
+    end
+    for _, e in ipairs(entries) do
+        local t, k = e.tensor, e.name
+        if k:find("%.list$") then
+            st[k:sub(1, -6)] = t:numel() > 0 and t:totable() or {}
+        elseif t:dtype() == "uint8" then
+            st[k] = t:numel() > 0 and string.char(unpack(t:totable())) or ""
+        elseif t:numel() == 1 and t:dim() == 0 then
+            st[k] = t:item()
+        else
+            fail(fmt("%s: %s holds %s of shape %s, not a scheduler's state", fname, path, k,
+                     require("ordo.tensor").shape_str(t:shape())))
+        end
+    end
+    return load_state_dict(self, st, fname, path)
+end
+
+for _, cls in pairs({Scheduler, ReduceLROnPlateau}) do
+    cls.state_dict, cls.load_state_dict, cls.save, cls.load = state_dict, function(self, st)
+        return load_state_dict(self, st)
+    end, save, load
 end
 
 return M

@@ -40,6 +40,14 @@ local MAX_KEY, MAX_SIZE = 2 ^ 53, 2 ^ 63
 -- strings stop short of 2 GiB, so a tensor never goes through one string.
 local PIECE = 16 * 1024 * 1024
 
+-- io's reason for a failed open, without the path its message starts with
+-- (the callers name the path once themselves).
+local function io_reason(path, err)
+    err = tostring(err)
+    if err:sub(1, #path + 2) == path .. ": " then err = err:sub(#path + 3) end
+    return err
+end
+
 -- Re-raises what a pcall caught: our own messages (raised without a
 -- position, starting with fname) get the caller's position through fail;
 -- the others (a failed tensor op, raised through util.fail) carry one
@@ -66,9 +74,17 @@ function M.write(fname, path, entries)
             fail(fmt("%s: %s is not a tensor (%s)", fname, e.name, typename(e.tensor)))
         end
     end
+    if path == "" then fail(fname .. ": the file path is empty") end
+    -- a directory cannot be replaced by the file: say so before writing anything
+    local d = io.open(path, "rb")
+    if d then
+        local _, _, code = d:read(0)
+        d:close()
+        if code == 21 then fail(fmt("%s: %s is a directory, not a file", fname, path)) end
+    end
     local tmp = path .. ".tmp"
     local f, err = io.open(tmp, "wb")
-    if not f then fail(fmt("%s: cannot open %s: %s", fname, tmp, tostring(err))) end
+    if not f then fail(fmt("%s: cannot open %s: %s", fname, tmp, io_reason(tmp, err))) end
     local ok, werr = pcall(function()
         local function put(s)
             local r, e = f:write(s)
@@ -147,8 +163,16 @@ end
 -- (new cpu(0) tensors).
 function M.read(fname, path)
     if type(path) ~= "string" then fail(fmt("%s: expected a file path, got %s", fname, typename(path))) end
+    if path == "" then fail(fname .. ": the file path is empty") end
     local f, err = io.open(path, "rb")
-    if not f then fail(fmt("%s: cannot open %s: %s", fname, path, tostring(err))) end
+    if not f then fail(fmt("%s: cannot open %s: %s", fname, path, io_reason(path, err))) end
+    -- io.open opens a directory on Linux; only its first read fails (EISDIR)
+    local can, rerr, code = f:read(0)
+    if can == nil and rerr then
+        f:close()
+        if code == 21 then fail(fmt("%s: %s is a directory, not a file", fname, path)) end
+        fail(fmt("%s: cannot read %s: %s", fname, path, tostring(rerr)))
+    end
     local ok, res = pcall(function()
         -- The file's size, to refuse a header that claims more bytes than
         -- are there before allocating them; nil for a pipe, which is read

@@ -46,7 +46,7 @@ end
 -- JSON null decodes to nil (absent in tables), which is all a trace needs.
 function M.decode(text)
     if type(text) ~= "string" then fail("trace.decode: expected a string, got " .. util.typename(text)) end
-    local pos = 1
+    local pos, depth = 1, 0
     local function err(what) fail(("trace.decode: %s at byte %d"):format(what, pos)) end
     local function skip()
         pos = find(text, "[^ \t\r\n]", pos) or #text + 1
@@ -86,14 +86,22 @@ function M.decode(text)
             end
         end
     end
+    -- (a nesting limit: the reader recurses, and a runaway file would end in
+    -- Lua's own "stack overflow", naming nothing)
+    local MAX_DEPTH = 1000
+    local function enter()
+        depth = depth + 1
+        if depth > MAX_DEPTH then err(("nesting deeper than %d"):format(MAX_DEPTH)) end
+    end
     function value()
         skip()
         local c = byte(text, pos)
         if c == 123 then -- {
+            enter()
             local t = {}
             pos = pos + 1
             skip()
-            if byte(text, pos) == 125 then pos = pos + 1 return t end
+            if byte(text, pos) == 125 then pos = pos + 1; depth = depth - 1 return t end
             while true do
                 skip()
                 if byte(text, pos) ~= 34 then err("expected a string key") end
@@ -105,21 +113,22 @@ function M.decode(text)
                 skip()
                 c = byte(text, pos)
                 pos = pos + 1
-                if c == 125 then return t end
+                if c == 125 then depth = depth - 1 return t end
                 if c ~= 44 then pos = pos - 1; err("expected ',' or '}'") end
             end
         elseif c == 91 then -- [
+            enter()
             local t, n = {}, 0
             pos = pos + 1
             skip()
-            if byte(text, pos) == 93 then pos = pos + 1 return t end
+            if byte(text, pos) == 93 then pos = pos + 1; depth = depth - 1 return t end
             while true do
                 n = n + 1
                 t[n] = value()
                 skip()
                 c = byte(text, pos)
                 pos = pos + 1
-                if c == 93 then return t end
+                if c == 93 then depth = depth - 1 return t end
                 if c ~= 44 then pos = pos - 1; err("expected ',' or ']'") end
             end
         elseif c == 34 then
@@ -160,9 +169,15 @@ function M.ops(doc)
         end
     end
     local ops = {}
-    for _, ev in ipairs(events) do
-        if ev.ph == "X" then
-            local args = ev.args or {}
+    for i, ev in ipairs(events) do
+        if type(ev) == "table" and ev.ph == "X" then
+            for _, k in ipairs({"ts", "dur"}) do
+                if type(ev[k]) ~= "number" then
+                    fail(("trace.ops: event %d (%s) has no number '%s' (an \"X\" event needs ts and dur)")
+                         :format(i, tostring(ev.name), k))
+                end
+            end
+            local args = type(ev.args) == "table" and ev.args or {}
             local row = (procs[ev.pid] or ("pid " .. tostring(ev.pid))) .. " " ..
                         (threads[ev.pid .. ":" .. ev.tid] or ("tid " .. tostring(ev.tid)))
             ops[#ops + 1] = {name = ev.name, start = ev.ts, dur = ev.dur, stop = ev.ts + ev.dur,
@@ -203,9 +218,26 @@ function M.capture(path, engine)
     return ops
 end
 
+-- ops: a list of ops (as ops() gives them); one op, where `one` allows it.
+local function ops_arg(fname, what, ops, one)
+    if type(ops) ~= "table" then
+        fail(("trace.%s: %s must be a list of ops%s, got %s"):format(fname, what, one and " or an op" or "",
+                                                                     util.typename(ops)))
+    end
+    if one and ops.start ~= nil then ops = {ops} end
+    for i, op in ipairs(ops) do
+        if type(op) ~= "table" or type(op.start) ~= "number" or type(op.stop) ~= "number" then
+            fail(("trace.%s: %s[%d] is not an op (a table with number start and stop), got %s")
+                 :format(fname, what, i, util.typename(op)))
+        end
+    end
+    return ops
+end
+
 -- The ops whose name is `which` (a string), is a key of `which` (a set
 -- {name = true}), or for which which(op) is true.
 function M.select(ops, which)
+    if type(ops) ~= "table" then fail("trace.select: ops must be a list of ops, got " .. util.typename(ops)) end
     local pred
     if type(which) == "string" then pred = function(op) return op.name == which end
     elseif type(which) == "table" then pred = function(op) return which[op.name] ~= nil end
@@ -238,8 +270,8 @@ end
 -- Microseconds during which some op of a and some op of b were running at
 -- once (0: they never overlapped).  a and b are ops or lists of ops.
 function M.overlap(a, b)
-    if a.name then a = {a} end
-    if b.name then b = {b} end
+    a = ops_arg("overlap", "a", a, true)
+    b = ops_arg("overlap", "b", b, true)
     local ua, ub = union(a), union(b)
     local i, j, total = 1, 1, 0
     while i <= #ua and j <= #ub do
@@ -255,6 +287,12 @@ end
 --  parallelism = busy / wall, peak = most ops running at one time,
 --  rows = number of distinct worker rows}, times in microseconds.
 function M.stats(ops)
+    ops = ops_arg("stats", "ops", ops)
+    for i, op in ipairs(ops) do
+        if type(op.dur) ~= "number" then
+            fail(("trace.stats: ops[%d] has no number dur"):format(i))
+        end
+    end
     local s = {count = #ops, busy = 0, peak = 0, rows = 0, wall = 0, parallelism = 0}
     if #ops == 0 then return s end
     local first, last = math.huge, -math.huge
