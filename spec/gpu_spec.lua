@@ -1361,9 +1361,10 @@ describe("gpu tensors: errors", function()
         local a = ordo.tensor({4, 5, 6}, {dtype = "int32", device = G})
         local b = ordo.tensor({1, 0, 2}, {dtype = "int32", device = G})
         local c = a:div(b, "trunc")
-        local err = raises(function() return c:totable() end, "gpu(0): div: integer division by zero")
+        local err = raises(function() return c:totable() end, "div: integer division by zero", "gpu(0)")
         assert.is_nil(err:find("division by zero.*division by zero"))
         assert.is_nil(err:find("gpu(0): gpu(0)", 1, true), err)
+        assert.is_nil(err:find("div:.*div:"), err)
         ordo.engine.wait_for_all() -- reported once: nothing left to report
         assert.same({5, 6, 7}, (a + 1):totable())
         local x = ordo.tensor({1, 2, 3}, {device = G})
@@ -1371,6 +1372,93 @@ describe("gpu tensors: errors", function()
         raises(function() return bad:item() end, "out of range")
         ordo.engine.wait_for_all()
         assert.equals(6, x:sum():item())
+    end)
+
+    -- Per-op checks are the CUDA kernels' (kernels/cuda/error_slots.cu): on
+    -- a GPU and on the CUDA emulation.  The plain simulated device runs the
+    -- CPU kernels on its streams, whose failures travel as the device's
+    -- asynchronous error, as a faulting kernel's would.
+    local function need_op_checks()
+        if SIM_ENV and not os.getenv("ORDO_EMU_THREAD_ORDER") then
+            pending("the simulated device runs the CPU kernels: per-op checks run on a GPU and on the CUDA emulation")
+        end
+    end
+
+    it("a kernel's data-dependent failure is its op's own: what was built on it raises, other work does not", function()
+        need_gpu()
+        need_op_checks()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local x = ordo.tensor({1, 2, 3}, {device = G})
+        local bad = x:gather(1, ordo.tensor({5}, {dtype = "int64", device = G}))
+        local built = bad * 2 + 1 -- skipped (rule 5): it would be built on garbage
+        local other = (x * 10):sum() -- independent, pushed after the failing op
+        -- the wait on other work does not take the gather's failure
+        assert.equals(60, other:item())
+        assert.same({2, 3, 4}, (x + 1):totable())
+        local err = raises(function() return built:item() end, "gather: index 5 out of range", "on gpu(0)")
+        assert.is_nil(err:find("gather:.*gather:"), err)
+        -- reported once (rule 5), and the device keeps working
+        ordo.engine.wait_for_all()
+        assert.equals(6, x:sum():item())
+
+        -- its result itself raises at its wait; an in-place op on it is skipped
+        local y = ordo.tensor({10, 20}, {device = G})
+        local z = y:index_select(1, ordo.tensor({1, 3}, {dtype = "int64", device = G}))
+        z:add_(1)
+        raises(function() return z:totable() end, "index_select", "index 3 out of range", "gpu(0)")
+        ordo.engine.wait_for_all()
+
+        -- an op pushed under another name is named too: Embedding's lookup
+        local emb = ordo.nn.Embedding(4, 2):to(G)
+        local e = emb(ordo.tensor({1, 9}, {dtype = "int64", device = G}))
+        err = raises(function() return e:sum():item() end, "Embedding", "out of range", "gpu(0)")
+        ordo.engine.wait_for_all()
+
+        -- integer division by zero is its op's too, and a scatter_add whose
+        -- index is bad writes nothing
+        local n = ordo.tensor({4, 5, 6}, {dtype = "int32", device = G})
+        local q = n:div(ordo.tensor({1, 0, 2}, {dtype = "int32", device = G}), "trunc")
+        local fine = (n * 2):sum()
+        assert.equals(30, fine:item())
+        raises(function() return q:totable() end, "div: integer division by zero on gpu(0)")
+        local acc = ordo.zeros({3}, {device = G})
+        local s = acc:scatter_add(1, ordo.tensor({1, 7}, {dtype = "int64", device = G}), ordo.ones({2}, {device = G}))
+        raises(function() return s:totable() end, "scatter_add", "index 7 out of range")
+        ordo.engine.wait_for_all()
+        assert.same({0, 0, 0}, acc:totable())
+    end)
+
+    it("checked ops keep the order of their vars and many in flight come back right", function()
+        need_gpu()
+        need_op_checks()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        -- a chain of gathers, each reading the last one's result: each is
+        -- held until its check, and the next must see its write (rule 1)
+        local v = ordo.arange(1, 9, {dtype = "float32"}):to(G)
+        local rot = ordo.tensor({2, 3, 4, 5, 6, 7, 8, 1}, {dtype = "int64", device = G})
+        local want = {1, 2, 3, 4, 5, 6, 7, 8}
+        for _ = 1, 50 do
+            v = v:gather(1, rot)
+            local w = {}
+            for i = 1, 8 do w[i] = want[i % 8 + 1] end
+            want = w
+        end
+        assert.same(want, v:totable())
+        -- independent checked ops, one failing among them: only its result raises
+        local src = ordo.arange(1, 101, {dtype = "float32"}):to(G)
+        local outs = {}
+        for i = 1, 40 do
+            local idx = ordo.tensor({i, i == 17 and 500 or i + 1}, {dtype = "int64", device = G})
+            outs[i] = src:index_select(1, idx)
+        end
+        for i = 1, 40 do
+            if i == 17 then
+                raises(function() return outs[i]:totable() end, "index 500 out of range")
+            else
+                assert.same({i, i + 1}, outs[i]:totable())
+            end
+        end
+        ordo.engine.wait_for_all()
     end)
 
     it("with two gpus: ops run on gpu(1), copies go between gpus, and gpu(1)'s kernel errors are its own", function()

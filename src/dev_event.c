@@ -73,6 +73,10 @@ int dev_event_sync(dev_event *e, char *err, size_t errlen) {
     return ordo_device_backend()->event_sync(e->dev_id, e->ev, err, errlen);
 }
 
+int dev_event_wait_quiet(dev_event *e, char *err, size_t errlen) {
+    return ordo_device_backend()->event_wait_quiet(e->dev_id, e->ev, err, errlen);
+}
+
 void dev_event_pool_clear(void) {
     const device_backend *b = ordo_device_backend();
     pthread_mutex_lock(&pool_mu);

@@ -40,6 +40,8 @@ void dev_event_unref(dev_event *e); /* NULL is fine */
 int dev_event_wait(dev_event *e, void *stream, char *err, size_t errlen);
 /* The calling host thread waits for e. */
 int dev_event_sync(dev_event *e, char *err, size_t errlen);
+/* The same, leaving the errors of the work e covers to the next sync. */
+int dev_event_wait_quiet(dev_event *e, char *err, size_t errlen);
 
 /* Destroys the recycled backend events (at process exit, or in tests). */
 void dev_event_pool_clear(void);

@@ -53,6 +53,11 @@ typedef struct device_backend {
     int  (*stream_wait_event)(int dev_id, void *stream, void *ev, char *err, size_t errlen);
     /* The host waits for ev; reports errors of the work it covers. */
     int  (*event_sync)(int dev_id, void *ev, char *err, size_t errlen);
+    /* The host waits for ev and leaves the errors of the work it covers
+     * to the next event_sync or device_sync (a checked op's own failure
+     * comes from its check, not from the device's other work).  Reports
+     * only a failure of the wait itself. */
+    int  (*event_wait_quiet)(int dev_id, void *ev, char *err, size_t errlen);
     /* The host waits for all work on the device (wait_for_all, shutdown). */
     int  (*device_sync)(int dev_id, char *err, size_t errlen);
 

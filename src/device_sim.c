@@ -363,6 +363,12 @@ static int sim_event_sync(int dev, void *e, char *err, size_t errlen) {
     return take_error(dev, err, errlen);
 }
 
+static int sim_event_wait_quiet(int dev, void *e, char *err, size_t errlen) {
+    (void)dev, (void)err, (void)errlen;
+    ordo_device_sim_event_wait_quiet(e);
+    return 0;
+}
+
 /* Waits like event_sync but leaves the device's pending failure alone
  * (device.h: a profile read must not report an op's error). */
 static int sim_event_elapsed_ns(int dev, void *start, void *end, double *ns, char *err, size_t errlen) {
@@ -514,6 +520,7 @@ static const device_backend sim_backend = {
     sim_event_record,
     sim_stream_wait_event,
     sim_event_sync,
+    sim_event_wait_quiet,
     sim_device_sync,
     sim_op_check,
     sim_host_fn,

@@ -586,6 +586,7 @@ void ordo_engine_destroy(ordo_engine *e) {
     /* Rule 11 covers the GPU work the ops queued, too. */
     char err[256];
     engine_device_sync(e, err, sizeof err);
+    gpu_checker_free(e); /* idle: no op is pending */
     pool *pools[4 * ORDO_MAX_DEVICES + 3];
     int npools = engine_pools(e, pools);
     for (int i = 0; i < npools; i++) pool_signal_stop(pools[i]);

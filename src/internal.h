@@ -227,6 +227,9 @@ struct op {
     void *stream;     /* GPU ops: the stream their function queued work on */
     struct prof_timer *prof_gpu; /* profiler: timing events around its GPU work, or NULL */
     struct op_settle *settle;    /* naive engine: the pusher waiting for this op, or NULL */
+    ordo_gpu_check_fn gpu_check; /* ordo_gpu_check_after: a host check once its GPU work has run, or NULL */
+    void *gpu_check_arg;
+    struct dev_event *gpu_check_ev; /* while with the checker: the end of its GPU work */
 };
 
 /* A naive engine's pusher waiting for its own op to finish (push.c): a
@@ -268,6 +271,21 @@ int  var_events_collect_for_wait(ordo_var *v, bool is_write, struct dev_event **
  * "last user done" event); takes no reference from the caller. */
 void var_events_seed(ordo_var *v, struct dev_event *ready);
 void var_events_free(ordo_var *v);
+
+/* ---- checked GPU ops (gpu_check.c) ------------------------------------ */
+
+/* After the function of an op that called ordo_gpu_check_after, and after
+ * gpu_op_done: either runs the check here (the naive engine, which waited
+ * for the op's GPU work already, or when the op's end cannot be marked by
+ * an event) and returns false, or hands the op to the engine's checker
+ * thread, which finishes it (sched_finish_checked) once its work has run,
+ * and returns true: the caller must not touch o again. */
+bool gpu_check_defer(ordo_engine *e, op *o);
+/* At destroy, once no op is pending: stops and joins the checker thread. */
+void gpu_checker_free(ordo_engine *e);
+/* Finishes a checked op on the checker thread, as ordo_done_complete
+ * finishes an async op from a foreign thread (sched.c). */
+void sched_finish_checked(ordo_engine *e, op *o);
 
 /* ---- ready queues, pools and workers (sched.c) ----------------------- */
 
@@ -390,6 +408,7 @@ struct ordo_engine {
     pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */
     failure *fail_head, *fail_tail;
 
+    struct gpu_checker *checker; /* checked GPU ops waiting for their work (gpu_check.c); under pool_mu */
     atomic_uint_least64_t gpu_used; /* bit d: a stream of gpu(d) was created for this engine */
     void *naive_streams[ORDO_MAX_DEVICES]; /* naive engine: one stream per device, under pool_mu */
     pthread_mutex_t pool_mu; /* lazy creation of per-device pools */

@@ -21,6 +21,7 @@
 #ifndef ORDO_KERNEL_H
 #define ORDO_KERNEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ordo.h"
@@ -70,6 +71,23 @@ ordo_kernel_fn ordo_kernel_lookup(const char *name, int dev_type);
  * once every chunk has run: 0, or the nonzero value of a failed chunk. */
 typedef int (*ordo_chunk_fn)(int64_t lo, int64_t hi, void *ctx);
 int ordo_parallel_for(int64_t n, int64_t grain, ordo_chunk_fn fn, void *ctx);
+
+/* A check of a GPU op's work that only the host can make, once that work
+ * has run: a kernel that finds an index out of range, say, writes what it
+ * found to memory the host reads (kernels/cuda/cuda_internal.cuh).  Called
+ * from a sync op's function running on a GPU, it makes the op complete
+ * only after its GPU work has run and check(arg, err, errlen) has been
+ * called on the host: a nonzero return fails the op with the message put
+ * in err (rule 5: what it wrote carries the error, the ops that use it are
+ * skipped, the wait that meets it reports it).  The ops that do not depend
+ * on it go on meanwhile, and the worker queues its next op at once: only
+ * its dependants wait, for one host round trip.  check runs exactly once,
+ * on an engine thread, even when the op failed otherwise (then only to
+ * release arg; its return is ignored).  At most one per op.  0, or
+ * ORDO_ERR_INVALID (not in a sync op on a GPU, or a second one); then
+ * check is not called. */
+typedef int (*ordo_gpu_check_fn)(void *arg, char *err, size_t errlen);
+int ordo_gpu_check_after(const ordo_run_ctx *rc, ordo_gpu_check_fn check, void *arg);
 
 /* Helpers for kernels */
 int64_t ordo_view_numel(const ordo_view *v);

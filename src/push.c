@@ -328,6 +328,9 @@ op *op_new(ordo_engine *e, int flags, int prop, int priority, ordo_ctx ctx, cons
     o->stream = NULL;
     o->prof_gpu = NULL;
     o->settle = NULL;
+    o->gpu_check = NULL;
+    o->gpu_check_arg = NULL;
+    o->gpu_check_ev = NULL;
     o->name = name;
     if ((prop & ~ORDO_PROP_NO_SKIP) == ORDO_PROP_ASYNC) o->flags |= OP_RUN_HERE;
     return o;

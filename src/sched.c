@@ -268,13 +268,14 @@ static void gpu_op_done(ordo_engine *e, op *o) {
     if (o->flags & OP_DELETE) return; /* its var goes away now */
     struct dev_event *ev = NULL;
     bool naive = e->cfg.kind == ORDO_ENGINE_NAIVE;
-    if (var_events_after(o, o->ctx.dev_id, o->stream, naive ? &ev : NULL, err, sizeof err)) {
+    if (var_events_after(o, o->ctx.dev_id, o->stream, naive || o->gpu_check ? &ev : NULL, err, sizeof err)) {
         if (!o->fail) o->fail = failure_new("%s", err);
         return;
     }
     if (ev) {
-        if (dev_event_sync(ev, err, sizeof err) && !o->fail) o->fail = failure_new("%s", err);
-        dev_event_unref(ev);
+        if (naive && dev_event_sync(ev, err, sizeof err) && !o->fail) o->fail = failure_new("%s", err);
+        if (o->gpu_check) o->gpu_check_ev = ev; /* what its check waits for (gpu_check.c) */
+        else dev_event_unref(ev);
     }
 }
 
@@ -419,6 +420,9 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         if (rv != 0 && !o->fail)
             o->fail = failure_new("failed (returned %d)", rv);
         if (o->stream) gpu_op_done(e, o);
+        /* A checked op finishes on the checker thread, once its GPU work
+         * has run: its dependants wait, this worker goes on. */
+        if (o->gpu_check && gpu_check_defer(e, o)) return;
         finish_op(e, w, o, rl, o->fail != NULL);
     } else {
         /* If the function completes the op before returning (a common way
@@ -459,6 +463,14 @@ void ordo_done_complete(ordo_done *done, const char *error) {
     finish_op(e, w, o, &rl, o->fail != NULL);
     dispatch_list(e, &rl);
     /* The last touch of the engine: ordo_engine_destroy waits for zero. */
+    atomic_fetch_sub_explicit(&e->external, 1, memory_order_acq_rel);
+}
+
+void sched_finish_checked(ordo_engine *e, op *o) {
+    atomic_fetch_add_explicit(&e->external, 1, memory_order_acq_rel);
+    ready_list rl = {NULL, NULL};
+    finish_op(e, NULL, o, &rl, o->fail != NULL);
+    dispatch_list(e, &rl);
     atomic_fetch_sub_explicit(&e->external, 1, memory_order_acq_rel);
 }
 

@@ -298,7 +298,8 @@ int k_max_pool2d_backward(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     p.kid = cu_error_kernel_id(name);
     const int64_t ngy = ordo_view_numel(gy), ngx = ordo_view_numel(gx);
     if (ngy == 0 && ngx == 0) return 0;
-    cu_error_slot *slot = cu_error_slot_device(rc->ctx.dev_id);
+    cu_error_slot *slot = cu_error_slot_op(rc);
+    if (!slot) return 1; /* (the op failed, saying why) */
     const bool small = ngy < ((int64_t)1 << 32) && ngx < ((int64_t)1 << 32);
     cudaStream_t st = cu_stream(rc);
     if (gx->dtype == ORDO_F64) {

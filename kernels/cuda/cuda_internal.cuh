@@ -10,10 +10,14 @@
  * engine orders ops across streams with CUDA events (DESIGN section 2).
  *
  * Errors that depend on the data (an index out of range, an integer
- * division by zero) cannot fail the op without a host wait.  A kernel
- * reports them through the device's error slot (cu_error_slot below); the
- * backend reads the slot whenever the host synchronises with the device and
- * fails that wait with the message - the way CUDA reports asynchronous
+ * division by zero) are found only on the device.  A kernel that can find
+ * one takes its op's own error slot (cu_error_slot_op, error_slots.cu) and
+ * reports there (cu_report); the engine holds the op back until its work
+ * has run and the host has read the slot (ordo_gpu_check_after), so the
+ * failure is that op's: its outputs carry it, its dependants are skipped.
+ * The device-wide slot (cu_error_slot_device) is for the random kernels'
+ * "never seeded" misuse alone, which is not worth a check per random op:
+ * it fails the next host wait on the device, as CUDA reports asynchronous
  * errors, but without losing the context.
  */
 #ifndef ORDO_CUDA_INTERNAL_CUH
@@ -165,6 +169,14 @@ __device__ __forceinline__ T cu_load_relaxed(const T *p) {
 
 /* The device address of gpu(dev)'s slot (created at the first call). */
 extern "C" cu_error_slot *cu_error_slot_device(int dev_id);
+/* The running op's own slot (a zeroed one, checked by the engine once the
+ * op's work has run); NULL, with the op failed, when none can be had: the
+ * kernel then returns nonzero at once.  One call per op. */
+extern "C" cu_error_slot *cu_error_slot_op(const ordo_run_ctx *rc);
+/* Memory for nbytes of slots that kernels on gpu(dev) write and the host
+ * reads without a copy: *host for the host, *dev for kernels.  Never freed.
+ * 0, or nonzero when it cannot be had (device_cuda.cu, emu_runtime.cpp). */
+extern "C" int cu_slot_memory(int dev_id, size_t nbytes, void **host, void **dev);
 
 __device__ static inline void cu_report(cu_error_slot *slot, int code, int kernel, long long a, long long b) {
     if (atomicCAS(&slot->code, 0, -1) == 0) { /* -1: being written */

@@ -134,8 +134,8 @@ int run_binary(const ordo_run_ctx *rc, const ordo_kernel_args *args, int mode) {
     cu_error_slot *slot = NULL;
     int kid = 0;
     if (op.int_div && mode != 1 && !cpu_dtype_is_float(a->dtype)) {
-        slot = cu_error_slot_device(rc->ctx.dev_id);
-        if (!slot) return ordo_fail(rc, "%s: gpu(%d) has no error slot", name, rc->ctx.dev_id);
+        slot = cu_error_slot_op(rc);
+        if (!slot) return 1; /* (the op failed, saying why) */
         kid = cu_error_kernel_id(name);
     }
     if constexpr (OP == B_POW || OP == B_FMOD) {

@@ -90,7 +90,8 @@ int run_gather(const ordo_run_ctx *rc, const char *name, const ordo_view *y, con
     g.kid = cu_error_kernel_id(name);
     const ordo_view *v[3] = {y, idx, x0};
     const nd_walk<3> w = nd_walk_views<3>(v);
-    cu_error_slot *slot = cu_error_slot_device(rc->ctx.dev_id);
+    cu_error_slot *slot = cu_error_slot_op(rc);
+    if (!slot) return 1; /* (the op failed, saying why) */
     cudaStream_t st = cu_stream(rc);
     const unsigned nb = cu_blocks(g.n);
     const int64_t *ip = (const int64_t *)idx->data;
@@ -176,7 +177,8 @@ int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *chk, 
     g.extent = y->ndim ? y->shape[dim] : 1;
     g.sd = y->ndim ? y->strides[dim] : 0;
     g.kid = cu_error_kernel_id(name);
-    cu_error_slot *slot = cu_error_slot_device(rc->ctx.dev_id);
+    cu_error_slot *slot = cu_error_slot_op(rc);
+    if (!slot) return 1; /* (the op failed, saying why) */
     cudaStream_t st = cu_stream(rc);
     g.n = ordo_view_numel(chk);
     if (g.n > 0) {

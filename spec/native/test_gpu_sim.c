@@ -13,14 +13,18 @@
  * GPU: ops read 2..19 random vars and write one, and are placed at random
  * on the host (cpu(0)), on gpu(0) or gpu(1) compute workers, on their copy
  * workers (COPY_TO/FROM_GPU), on the GPU priority worker, or as async GPU
- * ops completed from another thread.  GPU ops run their body on the stream
- * (backend host_fn), so the body runs whenever the stream gets to it.  The
- * result must equal the serial oracle bit for bit, on every engine kind.
+ * ops completed from another thread, or as checked GPU ops
+ * (ordo_gpu_check_after), held back until the host has checked their work.
+ * GPU ops run their body on the stream (backend host_fn), so the body runs
+ * whenever the stream gets to it.  The result must equal the serial oracle
+ * bit for bit, on every engine kind, and every check must run once, after
+ * its op's body.
  */
 #include "harness.h"
 #include "test_util.h"
 
 #include "../../src/device.h"
+#include "../../src/ordo_kernel.h" /* ordo_gpu_check_after */
 
 #define NVARS 100
 #define MAX_READS 19
@@ -70,6 +74,46 @@ static int gpu_fn(const ordo_run_ctx *rc, void *param) {
     return 0;
 }
 
+/* Checked GPU ops: the body marks its check's flag; the check, which the
+ * engine runs once the op's work is done, finds it marked. */
+typedef struct {
+    gop op;
+    atomic_int ran;
+} checked_gop;
+
+static atomic_long checks_run, checks_early;
+
+static void checked_body(void *arg) {
+    checked_gop *c = arg;
+    gop_apply(&c->op, c->op.data);
+    spin_us(c->op.spin_ns / 1000.0);
+    atomic_fetch_add(&bodies_run, 1);
+    atomic_store(&c->ran, 1);
+}
+
+static int check_ran(void *arg, char *err, size_t errlen) {
+    checked_gop *c = arg;
+    atomic_fetch_add(&checks_run, 1);
+    int ran = atomic_load(&c->ran);
+    if (!ran) atomic_fetch_add(&checks_early, 1);
+    free(c);
+    if (!ran) snprintf(err, errlen, "checked before its work ran");
+    return !ran;
+}
+
+static int gpu_checked_fn(const ordo_run_ctx *rc, void *param) {
+    checked_gop *c = malloc(sizeof *c);
+    memcpy(&c->op, param, sizeof c->op);
+    atomic_init(&c->ran, 0);
+    char err[256];
+    if (ordo_device_backend()->host_fn(rc->ctx.dev_id, rc->stream, checked_body, c, err, sizeof err)) {
+        free(c);
+        return ordo_fail(rc, "%s", err);
+    }
+    if (ordo_gpu_check_after(rc, check_ran, c) != ORDO_OK) return ordo_fail(rc, "%s", ordo_last_error());
+    return 0;
+}
+
 static completer_t *async_completer;
 static void nothing(void *arg) { (void)arg; }
 static void gpu_async_fn(const ordo_run_ctx *rc, void *param, ordo_done *done) {
@@ -105,7 +149,9 @@ static void random_gpu_round(sim_cfg c, int rounds, long nops, uint64_t seed) {
     ordo_var *vars[NVARS];
     for (int i = 0; i < NVARS; i++) vars[i] = ordo_new_variable(e);
     double *data = malloc(sizeof(double) * NVARS), *oracle = malloc(sizeof(double) * NVARS);
-    long bad = 0, push_errors = 0, placed[7] = {0};
+    long bad = 0, push_errors = 0, placed[8] = {0}, checked = 0;
+    atomic_store(&checks_run, 0);
+    atomic_store(&checks_early, 0);
     for (int round = 0; round < rounds; round++) {
         for (int i = 0; i < NVARS; i++) data[i] = oracle[i] = 1.0 + (double)rng_range(&g, 0, 1 << 20) / (1 << 20);
         atomic_store(&bodies_run, 0);
@@ -119,7 +165,7 @@ static void random_gpu_round(sim_cfg c, int rounds, long nops, uint64_t seed) {
             gop_apply(&op, oracle);
             ordo_var *r[MAX_READS], *w[1] = {vars[op.w]};
             for (int k = 0; k < op.nr; k++) r[k] = vars[op.r[k]];
-            int where = rng_range(&g, 0, 6), rc;
+            int where = rng_range(&g, 0, 7), rc;
             placed[where]++;
             ordo_ctx gpu = {ORDO_GPU, rng_range(&g, 0, 1)};
             gop *p = malloc(sizeof *p);
@@ -141,8 +187,12 @@ static void random_gpu_round(sim_cfg c, int rounds, long nops, uint64_t seed) {
                 rc = ordo_push_sync(e, gpu_fn, p, free, gpu, r, op.nr, w, 1, ORDO_PROP_GPU_PRIORITIZED,
                                     rng_range(&g, -3, 3), "gpu-prio");
                 break;
-            default:
+            case 6:
                 rc = ordo_push_async(e, gpu_async_fn, p, free, gpu, r, op.nr, w, 1, ORDO_PROP_NORMAL, 0, "gpu-async");
+                break;
+            default:
+                rc = ordo_push_sync(e, gpu_checked_fn, p, free, gpu, r, op.nr, w, 1, ORDO_PROP_NORMAL, 0, "checked");
+                checked += rc == ORDO_OK;
                 break;
             }
             if (rc != ORDO_OK) {
@@ -161,6 +211,8 @@ static void random_gpu_round(sim_cfg c, int rounds, long nops, uint64_t seed) {
     }
     CHECK_EQ_LONG(push_errors, 0);
     CHECK_MSG(bad == 0, "%ld values differ from the serial oracle", bad);
+    CHECK_EQ_LONG(atomic_load(&checks_run), checked);
+    CHECK_EQ_LONG(atomic_load(&checks_early), 0);
     for (int i = 0; i < NVARS; i++) ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), vars[i]);
     ordo_engine_destroy(e);
     completer_stop(&comp);
@@ -331,6 +383,122 @@ static void test_async_gpu_failure_reported_once(void) {
     }
 }
 
+/* ---- checked GPU ops ---------------------------------------------------------------- */
+
+/* A check that fails (the kernel found a bad index, say), on the op's own
+ * slot: a heap int its body sets on the stream. */
+typedef struct {
+    int *slot;
+    int set_to;
+    double ms;
+} slot_arg;
+
+static void slot_body(void *arg) {
+    slot_arg *a = arg;
+    sleep_ms(a->ms);
+    *a->slot = a->set_to;
+    free(a);
+}
+
+static atomic_long slot_checks;
+static int check_slot(void *arg, char *err, size_t errlen) {
+    int *slot = arg;
+    int v = *slot;
+    free(slot);
+    atomic_fetch_add(&slot_checks, 1);
+    if (v) snprintf(err, errlen, "bad_index: index %d out of range on gpu(0)", v);
+    return v != 0;
+}
+
+/* param: the value the body writes to the slot (0: no error), and how long
+ * the body takes */
+static int slot_gpu_fn(const ordo_run_ctx *rc, void *param) {
+    const slot_arg *p = param;
+    int *slot = calloc(1, sizeof *slot);
+    slot_arg *a = malloc(sizeof *a);
+    *a = *p;
+    a->slot = slot;
+    char err[256];
+    if (ordo_device_backend()->host_fn(rc->ctx.dev_id, rc->stream, slot_body, a, err, sizeof err)) {
+        free(a);
+        free(slot);
+        return ordo_fail(rc, "%s", err);
+    }
+    int r = ordo_gpu_check_after(rc, check_slot, slot);
+    if (r != ORDO_OK) free(slot);
+    return r == ORDO_OK ? 0 : ordo_fail(rc, "%s", ordo_last_error());
+}
+
+static atomic_long dependant_runs;
+static int count_fn(const ordo_run_ctx *rc, void *param) {
+    (void)rc, (void)param;
+    atomic_fetch_add(&dependant_runs, 1);
+    return 0;
+}
+
+/* A second check in one op, and a check from a CPU op, are refused. */
+static int twice_fn(const ordo_run_ctx *rc, void *param) {
+    int *slot1 = calloc(1, sizeof *slot1), *slot2 = calloc(1, sizeof *slot2);
+    int *result = param;
+    result[0] = ordo_gpu_check_after(rc, check_slot, slot1);
+    result[1] = ordo_gpu_check_after(rc, check_slot, slot2);
+    if (result[0] != ORDO_OK) free(slot1);
+    if (result[1] != ORDO_OK) free(slot2);
+    return 0;
+}
+
+/* Rule 5 for a failure found only on the device: the failing op's outputs
+ * carry it, its dependants are skipped, a wait on other work does not take
+ * it, it is reported once; every check runs exactly once, also at destroy. */
+static void test_checked_gpu_op_failure_is_its_own(void) {
+    for (int kind = ORDO_ENGINE_NAIVE; kind <= ORDO_ENGINE_PER_DEVICE; kind++) {
+        sim_cfg c = {kind, 2, 2, 1};
+        ordo_engine *e = sim_engine(c);
+        CHECK(e != NULL);
+        if (!e) return;
+        atomic_store(&slot_checks, 0);
+        atomic_store(&dependant_runs, 0);
+        ordo_ctx gpu = {ORDO_GPU, 0};
+        ordo_var *bad = ordo_new_variable(e), *built = ordo_new_variable(e), *other = ordo_new_variable(e);
+        static const slot_arg failing = {NULL, 7, 20}, fine = {NULL, 0, 1};
+        CHECK_EQ_LONG(ordo_push_sync(e, slot_gpu_fn, (void *)&failing, NULL, gpu, NULL, 0, &bad, 1, 0, 0, "gather"),
+                      ORDO_OK);
+        CHECK_EQ_LONG(ordo_push_sync(e, count_fn, NULL, NULL, gpu, &bad, 1, &built, 1, 0, 0, "built"), ORDO_OK);
+        CHECK_EQ_LONG(ordo_push_sync(e, slot_gpu_fn, (void *)&fine, NULL, gpu, NULL, 0, &other, 1, 0, 0, "fine"),
+                      ORDO_OK);
+        /* the other op's wait does not take the failure */
+        CHECK_EQ_LONG(ordo_wait_for_var(e, other), ORDO_OK);
+        CHECK_EQ_LONG(ordo_wait_for_var(e, built), ORDO_ERR_FAILED);
+        CHECK_MSG(strstr(ordo_last_error(), "bad_index: index 7 out of range on gpu(0)") != NULL, "message: %s",
+                  ordo_last_error());
+        CHECK_MSG(strstr(ordo_last_error(), "gather: bad_index") != NULL, "the op's name: %s", ordo_last_error());
+        CHECK_EQ_LONG(atomic_load(&dependant_runs), 0); /* skipped */
+        CHECK_EQ_LONG(ordo_wait_for_var(e, bad), ORDO_OK); /* reported once */
+        CHECK_EQ_LONG(ordo_wait_for_all(e), ORDO_OK);
+        CHECK_EQ_LONG(ordo_var_version(bad), 1);
+
+        int result[2] = {-1, -1};
+        CHECK_EQ_LONG(ordo_push_sync(e, twice_fn, result, NULL, gpu, NULL, 0, &other, 1, 0, 0, "twice"), ORDO_OK);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), ORDO_OK);
+        CHECK_EQ_LONG(result[0], ORDO_OK);
+        CHECK_EQ_LONG(result[1], ORDO_ERR_INVALID);
+        result[0] = result[1] = -1;
+        CHECK_EQ_LONG(ordo_push_sync(e, twice_fn, result, NULL, cpu_ctx(0), NULL, 0, &other, 1, 0, 0, "cpu"), ORDO_OK);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), ORDO_OK);
+        CHECK_EQ_LONG(result[0], ORDO_ERR_INVALID);
+        CHECK_EQ_LONG(atomic_load(&slot_checks), 3);
+
+        /* checked ops still in flight at destroy are checked and finished */
+        for (int i = 0; i < 20; i++)
+            ordo_push_sync(e, slot_gpu_fn, (void *)&fine, NULL, gpu, NULL, 0, &other, 1, 0, 0, "late");
+        ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), bad);
+        ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), built);
+        ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), other);
+        ordo_engine_destroy(e);
+        CHECK_EQ_LONG(atomic_load(&slot_checks), 23);
+    }
+}
+
 /* ---- devices --------------------------------------------------------------------- */
 
 static void test_gpu_contexts_checked(void) {
@@ -457,6 +625,7 @@ int main(void) {
     TEST(test_write_waits_for_gpu_readers);
     TEST(test_async_gpu_failure_reported_once);
     TEST(test_destroy_finishes_gpu_work);
+    TEST(test_checked_gpu_op_failure_is_its_own);
     TEST(test_random_gpu_naive);
     TEST(test_random_gpu_pooled);
     TEST(test_random_gpu_perdevice);

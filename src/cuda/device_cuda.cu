@@ -70,6 +70,26 @@ extern "C" cu_error_slot *cu_error_slot_device(int dev) {
     return d;
 }
 
+/* The checked ops' slots (kernels/cuda/error_slots.cu): mapped page-locked
+ * memory, written by kernels through its device address. */
+extern "C" int cu_slot_memory(int dev, size_t nbytes, void **host, void **devp) {
+    int cur = -1;
+    cudaGetDevice(&cur);
+    cudaSetDevice(dev);
+    void *h = NULL, *d = NULL;
+    int rc = 1;
+    if (cudaHostAlloc(&h, nbytes, cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess) {
+        if (cudaHostGetDevicePointer(&d, h, 0) == cudaSuccess) {
+            *host = h, *devp = d, rc = 0;
+        } else {
+            cudaFreeHost(h);
+        }
+    }
+    if (rc) cudaGetLastError(); /* not the next op's launch failure */
+    if (cur >= 0 && cur != dev) cudaSetDevice(cur);
+    return rc;
+}
+
 /* After a host sync: the first data-dependent error a kernel reported. */
 static int take_kernel_error(int dev, char *err, size_t errlen) {
     volatile cu_error_slot *s = slot_host[dev];
@@ -135,6 +155,11 @@ static int cuda_stream_wait_event(int dev, void *stream, void *ev, char *err, si
 static int cuda_event_sync(int dev, void *ev, char *err, size_t errlen) {
     CU_FAIL(cudaEventSynchronize((cudaEvent_t)ev), dev, "GPU work failed");
     return take_kernel_error(dev, err, errlen);
+}
+
+static int cuda_event_wait_quiet(int dev, void *ev, char *err, size_t errlen) {
+    CU_FAIL(cudaEventSynchronize((cudaEvent_t)ev), dev, "GPU work failed");
+    return 0;
 }
 
 static int cuda_timer_create(int dev, void **ev, char *err, size_t errlen) {
@@ -239,6 +264,7 @@ extern "C" const device_backend ordo_cuda_backend = {
     cuda_event_record,
     cuda_stream_wait_event,
     cuda_event_sync,
+    cuda_event_wait_quiet,
     cuda_device_sync,
     cuda_op_check,
     cuda_host_fn,

@@ -489,6 +489,26 @@ void ordo_emu::submit(grid_job *job, cudaStream_t st, size_t smem) {
 
 extern "C" cu_error_slot *cu_error_slot_device(int dev) { return &slots[dev]; }
 
+/* The checked ops' slots (error_slots.cu): host memory is the device's.
+ * Kept in a list so that leak checkers see them reachable. */
+struct slot_chunk {
+    slot_chunk *next;
+};
+slot_chunk *slot_chunks;
+pthread_mutex_t slot_chunks_mu = PTHREAD_MUTEX_INITIALIZER;
+
+extern "C" int cu_slot_memory(int dev, size_t nbytes, void **host, void **devp) {
+    (void)dev;
+    slot_chunk *c = (slot_chunk *)calloc(1, sizeof(slot_chunk) + nbytes + 16);
+    if (!c) return 1;
+    pthread_mutex_lock(&slot_chunks_mu);
+    c->next = slot_chunks;
+    slot_chunks = c;
+    pthread_mutex_unlock(&slot_chunks_mu);
+    *host = *devp = (char *)c + 16; /* (aligned as malloc aligns) */
+    return 0;
+}
+
 /* ---- runtime API ------------------------------------------------------------------ */
 
 cudaError_t cudaGetLastError(void) {
