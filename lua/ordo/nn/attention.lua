@@ -52,21 +52,10 @@ local SDPA_OPTS = {attn_mask = true, is_causal = true, dropout_p = true, scale =
 -- The shape the leading dims (all but the last two) of shapes broadcast
 -- to (right-aligned, sizes equal or 1), or nil when they do not.
 local function broadcast_lead(shapes)
-    local n = 0
-    for _, s in ipairs(shapes) do n = math.max(n, #s - 2) end
-    local out = {}
-    for i = 1, n do
-        local size = 1
-        for _, s in ipairs(shapes) do
-            local d = s[#s - 2 - n + i] -- nil when s has fewer leading dims
-            if d ~= nil and d ~= 1 then
-                if size ~= 1 and size ~= d then return nil end
-                size = d
-            end
-        end
-        out[i] = size
-    end
-    return out
+    local leads = {}
+    for i, s in ipairs(shapes) do leads[i] = {unpack(s, 1, #s - 2)} end
+    local ok, out = pcall(tensor.broadcast_shape, "", leads)
+    return ok and out or nil
 end
 
 -- t expanded to the leading dims lead and its own last two (rows, cols),
