@@ -235,19 +235,22 @@ local function fake_fmnist(dir, ntrain, ntest, gz)
     write_idx(dir .. "/t10k-labels-idx1-ubyte" .. ext, "u8", {ntest}, labels(ntest, 7), gz)
 end
 
+-- A temporary file holding text, and the error a read_csv call raises.
+local function csv_file(text)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+    return path
+end
+local function csv_err(...)
+    local ok, e = pcall(data.read_csv, ...)
+    assert.is_false(ok)
+    return tostring(e)
+end
+
 describe("data.read_csv", function()
-    local function file(text)
-        local path = os.tmpname()
-        local f = assert(io.open(path, "wb"))
-        f:write(text)
-        f:close()
-        return path
-    end
-    local function err(...)
-        local ok, e = pcall(data.read_csv, ...)
-        assert.is_false(ok)
-        return tostring(e)
-    end
+    local file, err = csv_file, csv_err
 
     it("reads numbers, a header (auto, forced, none), quotes, nan/inf, CRLF and other delimiters", function()
         local p = file('x, y ,"label, name"\r\n1, 2.5, 3\r\n4,-5e2,"6"\r\n\r\nnan, inf, -inf\r\n')
@@ -343,18 +346,7 @@ describe("data.read_csv", function()
 end)
 
 describe("data.read_csv with an integer dtype", function()
-    local function file(text)
-        local path = os.tmpname()
-        local f = assert(io.open(path, "wb"))
-        f:write(text)
-        f:close()
-        return path
-    end
-    local function err(...)
-        local ok, e = pcall(data.read_csv, ...)
-        assert.is_false(ok)
-        return tostring(e)
-    end
+    local file, err = csv_file, csv_err
 
     it("reads whole numbers exactly", function()
         local p = file("a,b\n1,-2\n2147483647,-2147483648\n")
