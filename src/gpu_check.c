@@ -34,6 +34,7 @@ typedef struct gpu_checker {
     op *head, *tail; /* linked through op->next: a held op is in no ready list */
     bool stop;
     pthread_t thread;
+    ordo_engine *engine;
 } gpu_checker;
 
 int ordo_gpu_check_after(const ordo_run_ctx *rc, ordo_gpu_check_fn check, void *arg) {
@@ -73,8 +74,8 @@ static void run_check(op *o) {
 }
 
 static void *checker_main(void *arg) {
-    ordo_engine *e = arg;
-    gpu_checker *c = e->checker;
+    gpu_checker *c = arg;
+    ordo_engine *e = c->engine;
     pthread_mutex_lock(&c->mu);
     for (;;) {
         while (!c->head && !c->stop) pthread_cond_wait(&c->cv, &c->mu);
@@ -92,20 +93,25 @@ static void *checker_main(void *arg) {
     return NULL;
 }
 
-/* The engine's checker, started on first use; NULL when no thread could be
- * started (the caller then checks in place). */
+/* The engine's checker, started on first use (under pool_mu, published
+ * once running, so later checked ops take no engine lock); NULL when no
+ * thread could be started (the caller then checks in place). */
 static gpu_checker *checker_get(ordo_engine *e) {
+    gpu_checker *c = atomic_load_explicit(&e->checker, memory_order_acquire);
+    if (c) return c;
     pthread_mutex_lock(&e->pool_mu);
-    gpu_checker *c = e->checker;
+    c = atomic_load_explicit(&e->checker, memory_order_relaxed);
     if (!c && (c = calloc(1, sizeof *c))) {
         pthread_mutex_init(&c->mu, NULL);
         pthread_cond_init(&c->cv, NULL);
-        e->checker = c;
-        if (pthread_create(&c->thread, NULL, checker_main, e) != 0) {
+        c->engine = e;
+        if (pthread_create(&c->thread, NULL, checker_main, c) == 0) {
+            atomic_store_explicit(&e->checker, c, memory_order_release);
+        } else {
             pthread_cond_destroy(&c->cv);
             pthread_mutex_destroy(&c->mu);
             free(c);
-            e->checker = c = NULL;
+            c = NULL;
         }
     }
     pthread_mutex_unlock(&e->pool_mu);
@@ -129,7 +135,7 @@ bool gpu_check_defer(ordo_engine *e, op *o) {
 }
 
 void gpu_checker_free(ordo_engine *e) {
-    gpu_checker *c = e->checker;
+    gpu_checker *c = atomic_load(&e->checker);
     if (!c) return;
     pthread_mutex_lock(&c->mu);
     c->stop = true;
@@ -139,5 +145,5 @@ void gpu_checker_free(ordo_engine *e) {
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
-    e->checker = NULL;
+    atomic_store(&e->checker, NULL);
 }

@@ -408,7 +408,7 @@ struct ordo_engine {
     pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */
     failure *fail_head, *fail_tail;
 
-    struct gpu_checker *checker; /* checked GPU ops waiting for their work (gpu_check.c); under pool_mu */
+    _Atomic(struct gpu_checker *) checker; /* checked GPU ops waiting for their work (gpu_check.c) */
     atomic_uint_least64_t gpu_used; /* bit d: a stream of gpu(d) was created for this engine */
     void *naive_streams[ORDO_MAX_DEVICES]; /* naive engine: one stream per device, under pool_mu */
     pthread_mutex_t pool_mu; /* lazy creation of per-device pools */

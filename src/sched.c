@@ -440,6 +440,18 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
     }
 }
 
+/* Finishes o on a thread that did not run it (an async op's completer, the
+ * GPU checker), and dispatches what it made ready.  The caller counted
+ * itself in e->external before it first touched o; this drops the count
+ * as its last touch of the engine (ordo_engine_destroy waits for zero). */
+static void finish_elsewhere(ordo_engine *e, op *o) {
+    worker *w = tls_worker && tls_worker->engine == e ? tls_worker : NULL;
+    ready_list rl = {NULL, NULL};
+    finish_op(e, w, o, &rl, o->fail != NULL);
+    dispatch_list(e, &rl);
+    atomic_fetch_sub_explicit(&e->external, 1, memory_order_acq_rel);
+}
+
 void ordo_done_complete(ordo_done *done, const char *error) {
     if (!done) { /* nothing to complete; void, so the message is all the caller gets */
         set_error(ORDO_ERR_INVALID, "ordo_done_complete: done is NULL");
@@ -457,21 +469,13 @@ void ordo_done_complete(ordo_done *done, const char *error) {
     }
     atomic_fetch_add_explicit(&e->external, 1, memory_order_acq_rel);
     if (error && !o->fail) o->fail = failure_new("%s", error);
-    worker *w = tls_worker && tls_worker->engine == e ? tls_worker : NULL;
     if (o->stream) gpu_op_done(e, o);
-    ready_list rl = {NULL, NULL};
-    finish_op(e, w, o, &rl, o->fail != NULL);
-    dispatch_list(e, &rl);
-    /* The last touch of the engine: ordo_engine_destroy waits for zero. */
-    atomic_fetch_sub_explicit(&e->external, 1, memory_order_acq_rel);
+    finish_elsewhere(e, o);
 }
 
 void sched_finish_checked(ordo_engine *e, op *o) {
     atomic_fetch_add_explicit(&e->external, 1, memory_order_acq_rel);
-    ready_list rl = {NULL, NULL};
-    finish_op(e, NULL, o, &rl, o->fail != NULL);
-    dispatch_list(e, &rl);
-    atomic_fetch_sub_explicit(&e->external, 1, memory_order_acq_rel);
+    finish_elsewhere(e, o);
 }
 
 static inline bool runs_here(const ordo_engine *e, const op *o) {
