@@ -1390,6 +1390,35 @@ describe("optim", function()
         assert.matches("non%-empty list of parameters", err)
     end)
 
+    it("step checks opt.lr and each gradient first; NaN options and a parameter given twice raise", function()
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+            local p = ordo.zeros({2, 3}, D):requires_grad()
+            local opt = optim[name]({p}, {lr = 0.1})
+            -- as many elements in another shape: the fused kernels would take it silently
+            p.grad = ordo.arange(1, 7, D)
+            H.raises(function() opt:step() end, "step", "gradient of parameter 1", "shape 6", "2x3")
+            p.grad = ordo.ones({3}, D) -- broadcasts in the elementwise forms, fails in the kernels
+            H.raises(function() opt:step() end, "step", "gradient of parameter 1", "shape 3")
+            p.grad = ordo.ones({2, 3}, {dtype = "int64"})
+            H.raises(function() opt:step() end, "step", "gradient of parameter 1 is int64")
+            p.grad = 3
+            H.raises(function() opt:step() end, "step", "gradient of parameter 1 is number")
+            p.grad = ordo.ones({2, 3}, D)
+            opt.lr = 0 / 0
+            H.raises(function() opt:step() end, "step", "opt.lr must be a finite number", "nan")
+            opt.lr = "0.1"
+            H.raises(function() opt:step() end, "step", "opt.lr", "string")
+            assert.same({{0, 0, 0}, {0, 0, 0}}, p:totable()) -- nothing was changed
+            assert.equal(0, opt.t)
+            opt.lr = 0.1
+            opt:step()
+            assert.is_true(p:sum():item() < 0)
+            H.raises(function() optim[name]({p}, {lr = 0 / 0}) end, name, "lr must be a finite number")
+            H.raises(function() optim[name]({p}, {lr = math.huge}) end, name, "lr must be a finite number")
+            H.raises(function() optim[name]({p, p}) end, name, "parameter 2 is the same tensor as parameter 1")
+        end
+    end)
+
     it("Adam's bias correction and Adagrad's lr_decay count each parameter's own updates (fused and not)", function()
         local function late_first_step(make, contiguous)
             -- p gets a gradient from step 1, q from step 3: q's first update is a first update

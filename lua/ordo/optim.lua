@@ -27,11 +27,19 @@ local function check_params(fname, params)
         fail(fmt("%s: expected a non-empty list of parameters (model:parameters()), got %s", fname,
                  typename(params)))
     end
+    local seen = {}
     for i, p in ipairs(params) do
         if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
         if not p:needs_grad() then
             fail(fmt("%s: parameter %d does not require a gradient (call requires_grad() on it)", fname, i))
         end
+        -- a tensor given twice would take two updates per step (tied
+        -- weights: m:parameters() lists each tensor once)
+        if seen[p] then
+            fail(fmt("%s: parameter %d is the same tensor as parameter %d (give each parameter once)", fname, i,
+                     seen[p]))
+        end
+        seen[p] = i
     end
 end
 
@@ -49,6 +57,11 @@ local function options(fname, opts, defaults)
             fail(fmt("%s: option %s must be a %s, got %s", fname, k, type(defaults[k]), typename(v)))
         end
         r[k] = v
+    end
+    for k, v in pairs(r) do -- NaN or inf would turn every parameter into NaN at the first step
+        if type(v) == "number" and not (v > -math.huge and v < math.huge) then
+            fail(fmt("%s: option %s must be a finite number, got %s", fname, k, tostring(v)))
+        end
     end
     for _, k in ipairs({"lr", "momentum", "weight_decay", "eps", "beta1", "beta2"}) do
         if type(r[k]) == "number" and r[k] < 0 then fail(fmt("%s: %s must be >= 0, got %g", fname, k, r[k])) end
@@ -86,8 +99,44 @@ end
 -- parameter i (Torch's state["step"]): a parameter that first gets a
 -- gradient at step 3 takes its first update as such (Adam's bias
 -- correction, Adagrad's lr_decay), not as the third.
+-- What step() checks before any update: opt.lr (a field the user or a
+-- scheduler sets) and each gradient (p.grad may be assigned by hand): a
+-- wrong one would otherwise fail inside a pushed kernel, reported at some
+-- later wait, or be used silently (a 6-element gradient for a 2 x 3
+-- parameter, a broadcast one).
+local function check_step(self)
+    local lr = self.lr
+    if type(lr) ~= "number" or not (lr >= 0 and lr < math.huge) then
+        fail(fmt("step: opt.lr must be a finite number >= 0, got %s", type(lr) == "number" and tostring(lr)
+                 or typename(lr)))
+    end
+    for i, p in ipairs(self.params) do
+        local g = p.grad
+        if g ~= nil then
+            if not is_tensor(g) then
+                fail(fmt("step: the gradient of parameter %d is %s, expected a tensor", i, typename(g)))
+            end
+            local pc, gc = p._c, g._c
+            local same = pc.ndim == gc.ndim
+            if same then
+                for d = 0, pc.ndim - 1 do
+                    if pc.shape[d] ~= gc.shape[d] then same = false break end
+                end
+            end
+            if not same then
+                fail(fmt("step: the gradient of parameter %d has shape %s, the parameter %s", i,
+                         tensor.shape_str(g:shape()), tensor.shape_str(p:shape())))
+            end
+            if not FLOAT[g:dtype()] then
+                fail(fmt("step: the gradient of parameter %d is %s, expected float32 or float64", i, g:dtype()))
+            end
+        end
+    end
+end
+
 function Optimizer:step()
     check_opt_self("step", self)
+    check_step(self)
     autograd.no_grad(function()
         self.t = self.t + 1
         local steps = self.steps
