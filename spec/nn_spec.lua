@@ -812,6 +812,50 @@ describe("nn modules", function()
         os.remove(path)
     end)
 
+    it("load_state_dict copies another model's state by name; strict checks names, shapes always; atomic", function()
+        local function mk(h) return nn.Sequential(nn.Linear(3, h), nn.BatchNorm1d(h), nn.Linear(h, 2)) end
+        local a, b = mk(4), mk(4)
+        local x = ordo.randn({5, 3})
+        a(x) -- training: the running statistics move away from b's
+        a:eval()
+        b:eval()
+        local missing, unexpected = b:load_state_dict(a:state_dict())
+        assert.same({}, missing)
+        assert.same({}, unexpected)
+        assert.same(a(x):totable(), b(x):totable())
+        assert.same(a:get(2).running_mean:totable(), b:get(2).running_mean:totable())
+        -- copies, not aliases: a later change to a does not show in b
+        ordo.no_grad(function() a:get(1).weight:fill_(7) end)
+        assert.is_true(b:get(1).weight:max():item() < 7)
+        assert.is_true(b:get(1).weight:needs_grad())
+        -- a shape mismatch raises naming the tensor, and changes nothing (strict or not)
+        local c = mk(5)
+        local before = c:get(1).bias:totable()
+        for _, strict in ipairs({true, false}) do
+            H.raises(function() c:load_state_dict(a:state_dict(), {strict = strict}) end, "load_state_dict",
+                     "1.weight is of shape 4x3 in the state dict, the module's is of shape 5x3")
+            assert.same(before, c:get(1).bias:totable())
+        end
+        -- strict: a missing or an extra name raises before anything changes
+        local small = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+        local w0 = small:get(1).weight:totable()
+        H.raises(function() small:load_state_dict(a:state_dict()) end, "tensor 3.weight that the module does not have")
+        assert.same(w0, small:get(1).weight:totable())
+        H.raises(function() mk(4):load_state_dict({["1.weight"] = ordo.zeros({4, 3})}) end,
+                 "no tensor named 1.bias", "6 more missing")
+        -- strict = false: the names both have; the others are returned
+        local d = mk(4)
+        missing, unexpected = d:load_state_dict({["1.weight"] = ordo.ones({4, 3}, D), extra = ordo.zeros({1})},
+                                                {strict = false})
+        assert.same({"1.bias", "2.weight", "2.bias", "3.weight", "3.bias", "2.running_mean", "2.running_var"}, missing)
+        assert.same({"extra"}, unexpected)
+        assert.equal("float32", d:get(1).weight:dtype()) -- the module's dtype: the values converted
+        assert.equal(12, d:get(1).weight:sum():item())
+        H.raises(function() d:load_state_dict(5) end, "load_state_dict", "expected a state dict")
+        H.raises(function() d:load_state_dict({5}) end, "load_state_dict", "entry 1 is number")
+        H.raises(function() d:load_state_dict({}, {strcit = true}) end, "unknown option 'strcit'")
+    end)
+
     it("to(dtype) converts parameters, which still require gradients", function()
         local m = nn.Linear(2, 2):to("float64")
         assert.equal("float64", m.weight:dtype())

@@ -411,6 +411,84 @@ function Module:load(path)
     return self
 end
 
+-- m:load_state_dict(sd [, {strict = true}]): copies the tensors of sd --
+-- a list of {name =, tensor =} (what m:state_dict() gives) or a table of
+-- name = tensor -- into the module's parameters and buffers of the same
+-- names (another model's weights: target:load_state_dict(model:state_dict())).
+-- Shapes must match; the dtype and device are the module's (the values are
+-- converted, as Torch's copy).  strict (the default): sd must have every
+-- name of the module and no other.  strict = false copies the names both
+-- have.  Returns the module's names sd lacks and sd's names the module
+-- lacks, two lists (empty when strict).  Everything is checked before
+-- anything changes: on an error no tensor has been touched.
+local LOAD_SD_OPTS = {strict = true}
+function Module:load_state_dict(sd, opts)
+    check_module_self("load_state_dict", self)
+    local fname = "load_state_dict"
+    opts = util.check_opts(fname, opts, LOAD_SD_OPTS)
+    local strict = opts.strict
+    if strict == nil then strict = true end
+    if type(strict) ~= "boolean" then fail(fmt("%s: strict must be a boolean, got %s", fname, typename(strict))) end
+    if type(sd) ~= "table" or is_tensor(sd) or is_module(sd) then
+        fail(fmt("%s: expected a state dict (m:state_dict(), or a table of name = tensor), got %s", fname,
+                 typename(sd)))
+    end
+    local given, order = {}, {}
+    local function add(name, t, where)
+        if type(name) ~= "string" then fail(fmt("%s: %s has a name that is %s, expected a string", fname, where,
+                                                 typename(name))) end
+        if not is_tensor(t) then fail(fmt("%s: %s is %s, expected a tensor", fname, where, typename(t))) end
+        if given[name] ~= nil and not rawequal(given[name], t) then
+            fail(fmt("%s: the state dict has two tensors named %s", fname, name))
+        end
+        if given[name] == nil then order[#order + 1] = name end
+        given[name] = t
+    end
+    local n = #sd
+    for i = 1, n do
+        local e = sd[i]
+        if type(e) ~= "table" or is_tensor(e) then
+            fail(fmt("%s: entry %d is %s, expected {name =, tensor =} (from m:state_dict())", fname, i, typename(e)))
+        end
+        add(e.name, e.tensor, fmt("entry %d", i))
+    end
+    for k, v in pairs(sd) do
+        if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then
+            add(k, v, "entry " .. tostring(k))
+        end
+    end
+    local own, missing, pairs_ = self:state_dict(), {}, {}
+    local known = {}
+    for _, e in ipairs(own) do
+        known[e.name] = true
+        local t = given[e.name]
+        if t == nil then
+            missing[#missing + 1] = e.name
+        elseif shape_str(t) ~= shape_str(e.tensor) then
+            fail(fmt("%s: %s is of shape %s in the state dict, the module's is of shape %s", fname, e.name,
+                     shape_str(t), shape_str(e.tensor)))
+        else
+            pairs_[#pairs_ + 1] = {e.tensor, t}
+        end
+    end
+    local unexpected = {}
+    for _, name in ipairs(order) do if not known[name] then unexpected[#unexpected + 1] = name end end
+    if strict and #missing > 0 then
+        fail(fmt("%s: the state dict has no tensor named %s%s (strict = false loads the rest)", fname, missing[1],
+                 #missing > 1 and fmt(" (and %d more missing)", #missing - 1) or ""))
+    end
+    if strict and #unexpected > 0 then
+        fail(fmt("%s: the state dict has a tensor %s that the module does not have%s (strict = false skips it)",
+                 fname, unexpected[1], #unexpected > 1 and fmt(" (and %d more)", #unexpected - 1) or ""))
+    end
+    autograd.no_grad(function()
+        for _, p in ipairs(pairs_) do
+            if not rawequal(p[1], p[2]) then p[1]:copy_(p[2]) end
+        end
+    end)
+    return missing, unexpected
+end
+
 local function check_module(fname, m)
     if not is_module(m) then fail(fmt("%s: expected a module, got %s", fname, typename(m))) end
 end
