@@ -972,6 +972,12 @@ describe("nn modules", function()
         -- large inputs: no overflow in ELU's unused branch (its gradient was computed too)
         close(grad_at(nn.ELU(), {800, -800}), {1, 0})
         assert.equals("relu6", nn.ReLU6()(ordo.tensor({1}, D):requires_grad()):grad_fn())
+        -- Softplus: sigmoid(x), 1/2 at 0 (relu's and abs's kinks gave 0 there), no overflow far out
+        close(grad_at(nn.Softplus(), {0, 800, -800, 1}), {0.5, 1, 0, 1 / (1 + math.exp(-1))})
+        -- so a logit of exactly 0 (a zero-initialised output layer) gets sigmoid(0) - y
+        close(grad_at(function(x) return F.binary_cross_entropy_with_logits(x, ordo.tensor({0, 1}, D),
+                                                                            {reduction = "sum"}) end, {0, 0}),
+              {0.5, -0.5})
     end)
 
     it("Linear and LayerNorm refuse unknown options; LayerNorm takes Torch's elementwise_affine and bias", function()

@@ -113,10 +113,22 @@ function M.leaky_relu(x, slope)
     if type(slope) ~= "number" then fail("leaky_relu: slope must be a number, got " .. typename(slope)) end
     return tensor.where(x:gt(0), x, x * slope)
 end
--- log(1 + exp(x)), without overflow: relu(x) + log1p(exp(-|x|))
+-- log(1 + exp(x)), without overflow: relu(x) + log1p(exp(-|x|)), with a
+-- node of its own whose gradient is sigmoid(x): through relu and abs the
+-- chain rule gave 0 at x = 0 (both kinks' gradients are 0 there) instead
+-- of 1/2, so a logit of exactly 0 (a zero-initialised output layer) got
+-- the wrong gradient in binary_cross_entropy_with_logits.  The value comes
+-- from a detached x (nothing recorded); the node is made in a function of
+-- its own (no closure in softplus).
+local function record_softplus(x, y)
+    autograd.record("softplus", y, {x, n = 1}, function(g) return g * x:sigmoid() end, {x})
+end
 function M.softplus(x)
     check_tensor("softplus", "input", x)
-    return x:relu() + (-x:abs()):exp():log1p()
+    local xd = x._rg and x:detach() or x
+    local y = xd:relu() + (-xd:abs()):exp():log1p()
+    if autograd.needs(x) then record_softplus(x, y) end
+    return y
 end
 -- ELU: x where x > 0, alpha (e^x - 1) elsewhere (alpha 1 by default).
 -- The negative part is expm1 of min(x, 0) (so a large x cannot overflow
