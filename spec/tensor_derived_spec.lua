@@ -236,6 +236,16 @@ describe("derived ops", function()
         }) do
             assert.is_true(ordo.autograd.gradcheck(fn, {x}))
         end
+        -- a constant input (zero spread): std's gradient is 0, as Torch's, not NaN (sqrt's inf times 0)
+        local c = ordo.tensor({{2, 2, 2}, {1, 2, 3}}, "float64"):requires_grad()
+        c:std(2):sum():backward()
+        local g = c.grad:totable()
+        assert.same({0, 0, 0}, g[1])
+        assert.same({-0.5, 0, 0.5}, g[2])
+        local whole = ordo.ones({4}, "float64"):requires_grad()
+        whole:std():backward()
+        assert.same({0, 0, 0, 0}, whole.grad:totable())
+        assert.equal(0, whole:std():item())
     end)
 
     it("allclose and equal answer with a Lua boolean", function()

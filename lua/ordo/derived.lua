@@ -62,7 +62,14 @@ function Tensor:std(dim, keepdim, correction)
     if correction ~= nil and type(correction) ~= "number" then
         fail("std: correction must be a number, got " .. typename(correction))
     end
-    return self:var(dim, keepdim, correction):sqrt()
+    local v = self:var(dim, keepdim, correction)
+    local autograd = package.loaded["ordo.autograd"]
+    if not (autograd and autograd.needs(v)) then return v:sqrt() end
+    -- sqrt's derivative is infinite at 0 (a constant input), and inf * 0
+    -- is NaN; Torch's std takes 0 there: the root of 1, then 0 selected
+    -- (as norm does), so a constant input's gradient is 0
+    local zero = v:eq(0)
+    return tensor.where(zero, 0, tensor.where(zero, 1, v):sqrt())
 end
 
 -- t summed over all elements (dim nil) or over dim.
