@@ -856,6 +856,26 @@ describe("nn modules", function()
         H.raises(function() d:load_state_dict({}, {strcit = true}) end, "unknown option 'strcit'")
     end)
 
+    it("nn.accuracy: batch by batch in eval mode; labels N x 1, a batch_size of 0 and unknown options raise", function()
+        local m = nn.Linear(2, 3)
+        ordo.no_grad(function()
+            m.weight:copy_(ordo.tensor({{1, 0}, {0, 1}, {0, 0}}))
+            m.bias:zero_()
+        end)
+        local x = ordo.tensor({{1, 0}, {0, 1}, {1, 0}, {-1, -1}})
+        local y = ordo.tensor({1, 2, 2, 3}, {dtype = "int64"})
+        for _, bs in ipairs({1, 3, 1000}) do assert.equal(0.75, nn.accuracy(m, x, y, {batch_size = bs})) end
+        assert.is_true(m.training) -- restored
+        -- N x 1 labels would broadcast against the N predictions (N x N matches: an accuracy of 2 here)
+        H.raises(function() nn.accuracy(m, x, y:view(4, 1)) end, "accuracy", "labels of shape 4", "4x1")
+        H.raises(function() nn.accuracy(m, x, y:to("float32")) end, "accuracy", "float32")
+        -- a batch_size of 0 looped for ever; a negative one gave 0
+        H.raises(function() nn.accuracy(m, x, y, {batch_size = 0}) end, "accuracy", "batch_size", "got 0")
+        H.raises(function() nn.accuracy(m, x, y, {batch_size = -1}) end, "accuracy", "batch_size", "got -1")
+        H.raises(function() nn.accuracy(m, x, y, {bs = 2}) end, "accuracy", "unknown option 'bs'")
+        H.raises(function() nn.accuracy(function(t) return t end, x, y) end, "accuracy", "expected a module")
+    end)
+
     it("to(dtype) converts parameters, which still require gradients", function()
         local m = nn.Linear(2, 2):to("float64")
         assert.equal("float64", m.weight:dtype())

@@ -1061,12 +1061,23 @@ loss3("GaussianNLLLoss", F.gaussian_nll_loss, {full = true, eps = true, reductio
 -- mode without gradients, batch by batch, with one wait at the end; the
 -- model's mode is restored.
 function M.accuracy(model, x, y, opts)
+    if not is_module(model) then fail(fmt("accuracy: expected a module first, got %s", typename(model))) end
     if not is_tensor(x) or not is_tensor(y) then
         fail(fmt("accuracy: expected tensors of inputs and labels, got %s and %s", typename(x), typename(y)))
     end
+    opts = util.check_opts("accuracy", opts, {batch_size = true})
+    if x:dim() < 1 then fail("accuracy: the inputs have no dims: the first dim counts the examples") end
     local n = x:size(1)
+    -- one class index per input: labels N x 1 would broadcast against the
+    -- predictions (N) and count N x N matches
+    local ydt = y:dtype()
+    if y:dim() ~= 1 or (ydt ~= "int64" and ydt ~= "int32") then
+        fail(fmt("accuracy: expected labels of shape %d (class indices, int64), got %s of shape %s", n, ydt,
+                 shape_str(y)))
+    end
     if y:size(1) ~= n then fail(fmt("accuracy: %d inputs but %d labels", n, y:size(1))) end
-    local bs = opts and opts.batch_size or 1000
+    local bs = opts.batch_size or 1000
+    util.check_positive_int("accuracy", "batch_size", bs) -- (a step of 0 would loop for ever)
     local was_training = model.training
     model:eval()
     local ok, correct = pcall(autograd.no_grad, function()
