@@ -341,6 +341,22 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u) return F.mse_loss(u, y) end, {x}))
     end)
 
+    it("MSE, L1, SmoothL1, Huber: a target that would broadcast the input larger (N x 1 against N) raises", function()
+        for _, f in ipairs({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"}) do
+            -- predictions N x 1 against targets N compared every prediction with every target (N x N)
+            H.raises(function() F[f](ordo.randn({3, 1}), ordo.randn({3})) end, f, "target of shape 3",
+                     "input of shape 3x1 to 3x3")
+            H.raises(function() F[f](ordo.randn({3}), ordo.randn({3, 1})) end, f, "to 3x3")
+            H.raises(function() F[f](ordo.randn({3}), "1") end, f, "target must be a tensor or a number")
+            -- a target broadcasting to the input's own shape is still fine
+            local x = ordo.tensor({{1, 2}, {3, 4}}, D)
+            close(F[f](x, ordo.tensor({1, 2}, D), {reduction = "sum"}):item(),
+                  F[f](x, ordo.tensor({{1, 2}, {1, 2}}, D), {reduction = "sum"}):item())
+            close(F[f](x, 1, {reduction = "sum"}):item(), F[f](x, ordo.ones({2, 2}, D), {reduction = "sum"}):item())
+        end
+        H.raises(function() nn.MSELoss()(ordo.randn({4, 1}), ordo.randn({4})) end, "mse_loss", "4x4")
+    end)
+
     it("SiLU, GELU (tanh approximation), Softplus, LeakyReLU against plain Lua; gradcheck", function()
         local xs = {-30, -2, -0.5, 0.25, 1, 3, 40}
         local x = ordo.tensor(xs, D)

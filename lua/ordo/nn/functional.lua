@@ -427,10 +427,32 @@ function M.gaussian_nll_loss(input, target, var, opts)
     return reduce(fname, loss, opts.reduction)
 end
 
--- Mean absolute error; shapes broadcast like `-`.
+-- The elementwise regression losses' target: a tensor that broadcasts to
+-- the input's own shape (or a number).  One that would make the result
+-- larger than the input is refused: predictions N x 1 against targets N
+-- would compare every prediction with every target, N x N terms, a loss
+-- that trains towards the mean (Torch warns of it; here it is an error).
+local function check_target_broadcast(fname, input, target)
+    if not is_tensor(target) then
+        if type(target) ~= "number" then
+            fail(fmt("%s: target must be a tensor or a number, got %s", fname, typename(target)))
+        end
+        return
+    end
+    local a, b = shape_of(input), shape_of(target)
+    local r = tensor.broadcast_shape(fname, {a, b})
+    if tensor.shape_str(r) ~= tensor.shape_str(a) then
+        fail(fmt("%s: target of shape %s would broadcast the input of shape %s to %s (every input against every " ..
+                 "target); give them the same shape (e.g. input:view(-1) or target:view(-1, 1))", fname,
+                 shape_str(target), shape_str(input), tensor.shape_str(r)))
+    end
+end
+
+-- Mean absolute error; the target broadcasts to the input's shape.
 function M.l1_loss(input, target, opts)
     opts = loss_opts("l1_loss", opts)
     check_tensor("l1_loss", "input", input)
+    check_target_broadcast("l1_loss", input, target)
     return reduce("l1_loss", (input - target):abs(), opts.reduction)
 end
 
@@ -725,6 +747,7 @@ function M.smooth_l1_loss(input, target, opts)
     local fname = "smooth_l1_loss"
     opts = loss_opts(fname, opts, {beta = true})
     check_tensor(fname, "input", input)
+    check_target_broadcast(fname, input, target)
     local beta = opts.beta or 1
     if not (beta >= 0) then fail(fmt("%s: beta must be >= 0, got %s", fname, tostring(beta))) end
     local a = (input - target):abs()
@@ -739,6 +762,7 @@ function M.huber_loss(input, target, opts)
     local fname = "huber_loss"
     opts = loss_opts(fname, opts, {delta = true})
     check_tensor(fname, "input", input)
+    check_target_broadcast(fname, input, target)
     local delta = opts.delta or 1
     if not (delta > 0) then fail(fmt("%s: delta must be > 0, got %s", fname, tostring(delta))) end
     local a = (input - target):abs()
@@ -766,10 +790,11 @@ function M.kl_div(input, target, opts)
     return reduce(fname, loss, opts.reduction)
 end
 
--- Mean squared error; shapes broadcast like `-`.
+-- Mean squared error; the target broadcasts to the input's shape.
 function M.mse_loss(input, target, opts)
     opts = loss_opts("mse_loss", opts)
     check_tensor("mse_loss", "input", input)
+    check_target_broadcast("mse_loss", input, target)
     local d = input - target
     return reduce("mse_loss", d * d, opts.reduction)
 end
