@@ -355,6 +355,22 @@ describe("nn modules", function()
             close(F[f](x, 1, {reduction = "sum"}):item(), F[f](x, ordo.ones({2, 2}, D), {reduction = "sum"}):item())
         end
         H.raises(function() nn.MSELoss()(ordo.randn({4, 1}), ordo.randn({4})) end, "mse_loss", "4x4")
+        -- the same for the other losses of elementwise operands (Torch refuses margin_ranking's too)
+        local ones = ordo.ones({3})
+        H.raises(function() F.margin_ranking_loss(ordo.randn({3, 1}), ordo.randn({3}), ones) end,
+                 "margin_ranking_loss", "input2 of shape 3", "3x3")
+        H.raises(function() F.margin_ranking_loss(ordo.randn({3}), ordo.randn({3}), ones:view(3, 1)) end,
+                 "margin_ranking_loss", "target of shape 3x1")
+        H.raises(function() F.cosine_embedding_loss(ordo.randn({3, 4}), ordo.randn({3, 4}), ones:view(3, 1)) end,
+                 "cosine_embedding_loss", "target of shape 3x1", "3x3")
+        H.raises(function() F.gaussian_nll_loss(ordo.randn({3, 1}), ordo.randn({3}), ordo.ones({3, 1})) end,
+                 "gaussian_nll_loss", "target of shape 3", "3x3")
+        H.raises(function() F.gaussian_nll_loss(ordo.randn({3, 2}), ordo.randn({3, 2}), ordo.ones({4})) end,
+                 "gaussian_nll_loss")
+        -- a var without the last dim (one per row, Torch's) is each of the row's variances
+        local mu, t = ordo.randn({3, 2}, D), ordo.randn({3, 2}, D)
+        local v = ordo.rand({3}, D) + 0.5
+        close(F.gaussian_nll_loss(mu, t, v):item(), F.gaussian_nll_loss(mu, t, v:view(3, 1):expand(3, 2)):item())
     end)
 
     it("SiLU, GELU (tanh approximation), Softplus, LeakyReLU against plain Lua; gradcheck", function()

@@ -12,7 +12,7 @@ local fail, typename = util.fail, util.typename
 local is_int = util.is_int
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt = string.format
-local type, pairs, ipairs, tostring, getmetatable = type, pairs, ipairs, tostring, getmetatable
+local type, pairs, ipairs, tostring, getmetatable, unpack = type, pairs, ipairs, tostring, getmetatable, unpack
 
 local M = {}
 
@@ -374,6 +374,28 @@ function M.cross_entropy(logits, target, opts)
     return class_nll("cross_entropy", logits:log_softmax(2), target, opts, e)
 end
 
+-- The elementwise regression losses' target: a tensor that broadcasts to
+-- the input's own shape (or a number).  One that would make the result
+-- larger than the input is refused: predictions N x 1 against targets N
+-- would compare every prediction with every target, N x N terms, a loss
+-- that trains towards the mean (Torch warns of it; here it is an error).
+local function check_target_broadcast(fname, input, target, what)
+    what = what or "target"
+    if not is_tensor(target) then
+        if type(target) ~= "number" then
+            fail(fmt("%s: %s must be a tensor or a number, got %s", fname, what, typename(target)))
+        end
+        return
+    end
+    local a, b = shape_of(input), shape_of(target)
+    local r = tensor.broadcast_shape(fname, {a, b})
+    if tensor.shape_str(r) ~= tensor.shape_str(a) then
+        fail(fmt("%s: %s of shape %s would broadcast the input of shape %s to %s (every input against every " ..
+                 "%s); give them the same shape (e.g. input:view(-1) or %s:view(-1, 1))", fname, what,
+                 shape_str(target), shape_str(input), tensor.shape_str(r), what, what))
+    end
+end
+
 -- ---------------------------------------------------------------- ranking and metric losses (Torch's formulas)
 
 -- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0,
@@ -382,6 +404,8 @@ function M.margin_ranking_loss(x1, x2, y, opts)
     opts = loss_opts("margin_ranking_loss", opts, {margin = true})
     check_tensor("margin_ranking_loss", "input1", x1)
     check_tensor("margin_ranking_loss", "target", y)
+    check_target_broadcast("margin_ranking_loss", x1, x2, "input2")
+    check_target_broadcast("margin_ranking_loss", x1, y)
     return reduce("margin_ranking_loss", ((x1 - x2) * -y + (opts.margin or 0)):relu(), opts.reduction)
 end
 
@@ -392,6 +416,7 @@ function M.cosine_embedding_loss(x1, x2, y, opts)
     check_tensor("cosine_embedding_loss", "input1", x1)
     check_tensor("cosine_embedding_loss", "target", y)
     local cos = M.cosine_similarity(x1, x2, {dim = -1})
+    check_target_broadcast("cosine_embedding_loss", cos, y) -- one target per row
     local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
     local loss = (1 - cos) * pos + (cos - (opts.margin or 0)):relu() * neg
     return reduce("cosine_embedding_loss", loss, opts.reduction)
@@ -420,32 +445,19 @@ function M.gaussian_nll_loss(input, target, var, opts)
     opts = util.check_opts(fname, opts, {full = true, eps = true, reduction = true})
     check_tensor(fname, "input", input)
     check_tensor(fname, "var", var)
+    check_target_broadcast(fname, input, target)
+    -- var without the input's last dim (one variance per row, Torch's
+    -- homoscedastic form) stands for each of its elements
+    local vs, is = shape_of(var), shape_of(input)
+    if #vs == #is - 1 and #is > 1 and tensor.shape_str(vs) == tensor.shape_str({unpack(is, 1, #is - 1)}) then
+        var = var:unsqueeze(-1)
+    end
+    check_target_broadcast(fname, input, var, "var")
     local v = var:clamp(opts.eps or 1e-6, math.huge)
     local d = input - target
     local loss = (v:log() + d * d / v) * 0.5
     if opts.full then loss = loss + 0.5 * math.log(2 * math.pi) end
     return reduce(fname, loss, opts.reduction)
-end
-
--- The elementwise regression losses' target: a tensor that broadcasts to
--- the input's own shape (or a number).  One that would make the result
--- larger than the input is refused: predictions N x 1 against targets N
--- would compare every prediction with every target, N x N terms, a loss
--- that trains towards the mean (Torch warns of it; here it is an error).
-local function check_target_broadcast(fname, input, target)
-    if not is_tensor(target) then
-        if type(target) ~= "number" then
-            fail(fmt("%s: target must be a tensor or a number, got %s", fname, typename(target)))
-        end
-        return
-    end
-    local a, b = shape_of(input), shape_of(target)
-    local r = tensor.broadcast_shape(fname, {a, b})
-    if tensor.shape_str(r) ~= tensor.shape_str(a) then
-        fail(fmt("%s: target of shape %s would broadcast the input of shape %s to %s (every input against every " ..
-                 "target); give them the same shape (e.g. input:view(-1) or target:view(-1, 1))", fname,
-                 shape_str(target), shape_str(input), tensor.shape_str(r)))
-    end
 end
 
 -- Mean absolute error; the target broadcasts to the input's shape.
