@@ -755,6 +755,41 @@ describe("nn modules", function()
         assert.has_error(function() nn.BCEWithLogitsLoss()(x, ordo.zeros(3)) end)
     end)
 
+    it("BCEWithLogitsLoss weight and pos_weight, BCELoss weight: Torch's formulas against plain Lua; gradcheck", function()
+        local X = {{0.3, -1.2, 2.0}, {-0.5, 0.0, 4.0}}
+        local Y = {{1, 0, 0.3}, {0, 1, 1}}
+        local W, PW = {0.5, 2, 1}, {3, 0.5, 2}
+        local function sig(v) return 1 / (1 + math.exp(-v)) end
+        local with_pw, plain = 0, 0
+        for i = 1, 2 do
+            for j = 1, 3 do
+                local p, y = sig(X[i][j]), Y[i][j]
+                with_pw = with_pw - W[j] * (PW[j] * y * math.log(p) + (1 - y) * math.log(1 - p))
+                plain = plain - W[j] * (y * math.log(p) + (1 - y) * math.log(1 - p))
+            end
+        end
+        local x, y = ordo.tensor(X, D), ordo.tensor(Y, D)
+        local w, pw = ordo.tensor(W, D), ordo.tensor(PW, D)
+        close(F.binary_cross_entropy_with_logits(x, y, {weight = w, pos_weight = pw, reduction = "sum"}):item(), with_pw)
+        close(nn.BCEWithLogitsLoss({weight = w, pos_weight = pw})(x, y):item(), with_pw / 6)
+        close(nn.BCEWithLogitsLoss({weight = w})(x, y):item(), plain / 6)
+        close(nn.BCELoss({weight = w})(x:sigmoid(), y):item(), plain / 6)
+        -- stable far out: a logit of -200 with target 1 costs pos_weight * 200
+        close(F.binary_cross_entropy_with_logits(ordo.tensor({-200}, D), ordo.tensor({1}, D),
+                                                 {pos_weight = ordo.tensor({2}, D)}):item(), 400)
+        local xr = x:clone():requires_grad()
+        assert.is_true(ag.gradcheck(function(u, ww)
+            return F.binary_cross_entropy_with_logits(u, y, {weight = ww, pos_weight = pw})
+        end, {xr, w:clone():requires_grad()}))
+        assert.is_true(ag.gradcheck(function(u) return F.binary_cross_entropy(u:sigmoid(), y, {weight = w}) end, {xr}))
+        H.raises(function() F.binary_cross_entropy_with_logits(x, y, {pos_weight = ordo.ones({2}, D)}) end,
+                 "binary_cross_entropy_with_logits", "2x3 and 2")
+        H.raises(function() F.binary_cross_entropy_with_logits(x, y, {weight = ordo.ones({3, 1, 1}, D)}) end,
+                 "binary_cross_entropy_with_logits", "weight of shape 3x1x1")
+        H.raises(function() F.binary_cross_entropy(x:sigmoid(), y, {weight = 3}) end, "weight must be a tensor")
+        H.raises(function() nn.BCELoss({pos_weight = pw}) end, "BCELoss", "unknown option 'pos_weight'")
+    end)
+
     it("BCELoss, SmoothL1Loss, HuberLoss, KLDivLoss and label smoothing against plain Lua; gradcheck", function()
         local p = ordo.tensor({0.2, 0.9, 0.5, 0, 1}, D)
         local y = ordo.tensor({0, 1, 0.3, 1, 1}, D)

@@ -470,16 +470,30 @@ end
 
 -- Binary cross-entropy of logits against targets in [0, 1] (the same
 -- shape), computed stably as softplus(x) - x y.
+-- opts.weight (broadcasting to the input) weighs each element's loss;
+-- opts.pos_weight (broadcasting to the input, e.g. one per class of N x C)
+-- weighs the positive term, Torch's: -(pw y log sigmoid(x) + (1 - y) log(1
+-- - sigmoid(x))) = (1 - y) x + (1 + (pw - 1) y) softplus(-x).
 function M.binary_cross_entropy_with_logits(logits, target, opts)
-    opts = loss_opts("binary_cross_entropy_with_logits", opts)
-    check_tensor("binary_cross_entropy_with_logits", "input", logits)
-    check_tensor("binary_cross_entropy_with_logits", "target", target)
+    local fname = "binary_cross_entropy_with_logits"
+    opts = loss_opts(fname, opts, nil, {weight = true, pos_weight = true})
+    check_tensor(fname, "input", logits)
+    check_tensor(fname, "target", target)
     if tensor.shape_str(shape_of(logits)) ~= tensor.shape_str(shape_of(target)) then
-        fail(fmt("binary_cross_entropy_with_logits: target of shape %s does not match input %s",
-                 shape_str(target), shape_str(logits)))
+        fail(fmt("%s: target of shape %s does not match input %s", fname, shape_str(target), shape_str(logits)))
     end
-    local loss = M.softplus(logits) - logits * target
-    return reduce("binary_cross_entropy_with_logits", loss, opts.reduction)
+    local w, pw = opts.weight, opts.pos_weight
+    if w ~= nil then check_target_broadcast(fname, logits, w, "weight") end
+    if pw ~= nil then check_target_broadcast(fname, logits, pw, "pos_weight") end
+    local sp = M.softplus(logits)
+    local loss
+    if pw == nil then
+        loss = sp - logits * target
+    else
+        loss = (1 - target) * logits + ((pw - 1) * target + 1) * (sp - logits)
+    end
+    if w ~= nil then loss = loss * w end
+    return reduce(fname, loss, opts.reduction)
 end
 
 -- Normalises x over its last dims (the shape normalized_shape gives):
@@ -744,12 +758,15 @@ end
 -- and a finite gradient (record_bce).
 function M.binary_cross_entropy(p, y, opts)
     local fname = "binary_cross_entropy"
-    opts = loss_opts(fname, opts)
+    opts = loss_opts(fname, opts, nil, {weight = true})
     check_same_shape(fname, p, y)
+    local w = opts.weight -- each element's loss times its weight (broadcasting to p), Torch's
+    if w ~= nil then check_target_broadcast(fname, p, w, "weight") end
     -- the value from detached operands (nothing recorded), the node after
     local pd, yd = p._rg and p:detach() or p, y._rg and y:detach() or y
     local loss = -(yd * pd:log():clamp(-100) + (1 - yd) * (1 - pd):log():clamp(-100))
     if autograd.needs(p, y) then record_bce(p, y, loss) end
+    if w ~= nil then loss = loss * w end
     return reduce(fname, loss, opts.reduction)
 end
 

@@ -1031,8 +1031,8 @@ loss("MSELoss", F.mse_loss)
 loss("L1Loss", F.l1_loss)
 loss("SmoothL1Loss", F.smooth_l1_loss, {"beta"})
 loss("HuberLoss", F.huber_loss, {"delta"})
-loss("BCELoss", F.binary_cross_entropy)     -- probabilities, targets in [0, 1]
-loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits) -- logits, targets in [0, 1]
+loss("BCELoss", F.binary_cross_entropy, {"weight"})     -- probabilities, targets in [0, 1]
+loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits, {"weight", "pos_weight"}) -- logits, targets in [0, 1]
 loss("KLDivLoss", F.kl_div)                 -- log-probabilities, target probabilities
 
 -- The losses of three operands: input1, input2 (or anchor, positive,
