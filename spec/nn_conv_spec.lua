@@ -225,6 +225,42 @@ describe("grouped convolutions (groups = ...)", function()
         end
     end
 
+    it("padding \"same\" keeps the spatial size (the extra pad at the end, Torch's) and \"valid\" is none", function()
+        local x = ordo.randn({2, 3, 5, 6}, D)
+        for _, k in ipairs({{3, 3}, {2, 4}, {4, 3}}) do
+            for _, d in ipairs({1, 2}) do
+                local w = ordo.randn({4, 3, k[1], k[2]}, D)
+                local y = F.conv2d(x, w, nil, {padding = "same", dilation = d})
+                assert.same({2, 4, 5, 6}, y:shape())
+                local th, tw = d * (k[1] - 1), d * (k[2] - 1)
+                local lh, lw = math.floor(th / 2), math.floor(tw / 2)
+                local ref = F.conv2d(F.pad(x, {lw, tw - lw, lh, th - lh}), w, nil, {dilation = d})
+                close(y:reshape(-1):totable(), ref:reshape(-1):totable(), 1e-12, "same " .. k[1] .. "x" .. k[2])
+            end
+        end
+        local w = ordo.randn({4, 3, 3, 3}, D)
+        assert.same(F.conv2d(x, w):totable(), F.conv2d(x, w, {padding = "valid"}):totable())
+        local x1 = ordo.randn({2, 3, 7}, D)
+        assert.same({2, 4, 7}, F.conv1d(x1, ordo.randn({4, 3, 4}, D), {padding = "same"}):shape())
+        assert.same({2, 4, 4}, F.conv1d(x1, ordo.randn({4, 3, 4}, D), {padding = "valid"}):shape())
+        assert.same({4, 5, 5}, F.conv2d(ordo.randn({3, 5, 5}), ordo.randn({4, 3, 2, 2}), {padding = "same"}):shape())
+        assert.same({2, 4, 5, 5}, F.conv2d(ordo.randn({2, 4, 5, 5}), ordo.randn({4, 2, 2, 2}), ordo.zeros({4}),
+                                           {padding = "same", groups = 2}):shape())
+        assert.is_true(ag.gradcheck(function(a, b) return F.conv2d(a, b, nil, {padding = "same"}) end,
+                                    {x:clone():requires_grad(), ordo.randn({4, 3, 2, 3}, D):requires_grad()}))
+        local m = nn.Conv2d(3, 4, {2, 3}, {padding = "same"})
+        assert.same({1, 4, 5, 5}, m(ordo.randn({1, 3, 5, 5})):shape())
+        assert.matches("padding same", tostring(m))
+        local m1 = nn.Conv1d(3, 4, 4, {padding = "same", dilation = 2})
+        assert.same({1, 4, 9}, m1(ordo.randn({1, 3, 9})):shape())
+        assert.matches("needs stride 1", err_of(nn.Conv2d, 3, 4, 3, {padding = "same", stride = 2}))
+        assert.matches("needs stride 1", err_of(F.conv2d, x, w, {padding = "same", stride = {1, 2}}))
+        assert.matches('Conv2d: padding must be an integer, a pair {h, w}, "same" or "valid", got "full"',
+                       err_of(nn.Conv2d, 3, 4, 3, {padding = "full"}), 1, true)
+        assert.matches('conv1d: padding must be an integer, "same" or "valid", got "foo"',
+                       err_of(F.conv1d, x1, ordo.randn({4, 3, 3}, D), {padding = "foo"}), 1, true)
+    end)
+
     it("conv2d, conv1d and conv_transpose2d: each group of channels is its own convolution", function()
         each_layout(function()
             local x = ordo.randn({6, 2, 5, 7}, D):transpose(1, 2) -- not contiguous

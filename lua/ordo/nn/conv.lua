@@ -70,6 +70,14 @@ local function pair(fname, what, v, zero_ok)
     return a, b
 end
 
+local function single(fname, what, v, zero_ok)
+    if not is_int(v) or v < (zero_ok and 0 or 1) then
+        fail(fmt("%s: %s must be a %s integer, got %s", fname, what, zero_ok and "non-negative" or "positive",
+                 type(v) == "number" and tostring(v) or typename(v)))
+    end
+    return v
+end
+
 local opts_of = util.check_opts
 
 local check_tensor = tensor.check_tensor
@@ -208,12 +216,71 @@ local function conv_args(fname, x, weight, bias, opts, allowed)
     return bias, opts, sh, sw, ph, pw, dh, dw
 end
 
+-- padding = "valid" (none) or "same" (the output as long as the input in
+-- every spatial dim; stride 1 only, Torch's rule): opts with the padding
+-- as numbers, and x, padded first when "same" needs more on one side than
+-- the other (an even dilated kernel: the extra row or column goes at the
+-- end, as Torch's).  nsp: the spatial dims (2 for conv2d, 1 for conv1d).
+local PADDING_MODES = {same = true, valid = true}
+local function check_padding_mode(fname, mode, stride)
+    if not PADDING_MODES[mode] then
+        fail(fmt("%s: padding must be an integer%s, \"same\" or \"valid\", got \"%s\"", fname,
+                 fname:find("1d", 1, true) and "" or ", a pair {h, w}", mode))
+    end
+    if mode == "same" then
+        local st = type(stride) == "table" and stride or {stride or 1}
+        for i = 1, #st do
+            if st[i] ~= 1 then
+                fail(fmt("%s: padding \"same\" needs stride 1 (the output would not be as large as the input), " ..
+                         "got stride %s", fname, tostring(st[i])))
+            end
+        end
+    end
+end
+local function padding_mode(fname, x, weight, opts, nsp)
+    local mode = opts.padding
+    check_padding_mode(fname, mode, opts.stride)
+    local o = {}
+    for k, v in pairs(opts) do o[k] = v end
+    o.padding = 0
+    if mode == "valid" then return x, o end
+    check_tensor(fname, "input", x)
+    check_tensor(fname, "weight", weight)
+    local ws = shape_of(weight)
+    if #ws ~= nsp + 2 then return x, o end -- the conv names the weight's wrong shape
+    local dil
+    if nsp == 2 then dil = {pair(fname, "dilation", opts.dilation or 1)} else dil = {single(fname, "dilation",
+                                                                                            opts.dilation or 1)} end
+    local lo, hi, even = {}, {}, true
+    for i = 1, nsp do
+        local total = dil[i] * (ws[2 + i] - 1)
+        lo[i] = floor(total / 2)
+        hi[i] = total - lo[i]
+        if lo[i] ~= hi[i] then even = false end
+    end
+    if even then
+        o.padding = nsp == 2 and {lo[1], lo[2]} or lo[1]
+        return x, o
+    end
+    local amounts = {} -- F.pad's order: the last dim first
+    for i = nsp, 1, -1 do
+        amounts[#amounts + 1] = lo[i]
+        amounts[#amounts + 1] = hi[i]
+    end
+    return require("ordo.nn.functional").pad(x, amounts), o
+end
+
 -- conv2d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1}]):
 -- x N×C×H×W (or C×H×W), weight O×(C/groups)×kh×kw, bias O or nil.  With
 -- groups, the channels split into that many groups, each convolved with
 -- its O/groups filters (groups = C: depthwise), one conv2d per group.
+-- padding may also be "same" or "valid" (padding_mode).
 function M.conv2d(x, weight, bias, opts)
     local fname = "conv2d"
+    if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    if type(opts) == "table" and type(opts.padding) == "string" then
+        x, opts = padding_mode(fname, x, weight, opts, 2)
+    end
     local sh, sw, ph, pw, dh, dw
     bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, CONV_OPTS)
     local dt = check_float_pair(fname, x, weight, 4, "(out_channels, in_channels, kh, kw)")
@@ -429,14 +496,8 @@ end
 -- The 1-D ops are the 2-D ones over inputs of height 1: x N×C×L (or C×L)
 -- becomes N×C×1×L, each window 1×k; the gradients are the 2-D ops'.
 
--- An integer option of a 1-D op: positive, or >= 0 when zero_ok.
-local function single(fname, what, v, zero_ok)
-    if not is_int(v) or v < (zero_ok and 0 or 1) then
-        fail(fmt("%s: %s must be a %s integer, got %s", fname, what, zero_ok and "non-negative" or "positive",
-                 type(v) == "number" and tostring(v) or typename(v)))
-    end
-    return v
-end
+-- (An integer option of a 1-D op, positive or >= 0 when zero_ok: single,
+-- above.)
 
 -- x as N×C×1×L, and whether it came without a batch dim.
 local function as_2d(fname, x)
@@ -457,6 +518,9 @@ end
 function M.conv1d(x, weight, bias, opts)
     local fname = "conv1d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    if type(opts) == "table" and type(opts.padding) == "string" then
+        x, opts = padding_mode(fname, x, weight, opts, 1)
+    end
     local x4, unbatched = as_2d(fname, x)
     check_tensor(fname, "weight", weight)
     opts = opts_of(fname, opts, CONV_OPTS)
@@ -722,7 +786,12 @@ function M.install(nn)
         local kh, kw = pair("Conv2d", "kernel_size", k)
         self.in_channels, self.out_channels, self.kernel_size = cin, cout, {kh, kw}
         self.stride = {pair("Conv2d", "stride", opts.stride or 1)}
-        self.padding = {pair("Conv2d", "padding", opts.padding or 0, true)}
+        if type(opts.padding) == "string" then -- "same" or "valid"
+            check_padding_mode("Conv2d", opts.padding, self.stride)
+            self.padding = opts.padding
+        else
+            self.padding = {pair("Conv2d", "padding", opts.padding or 0, true)}
+        end
         self.dilation = {pair("Conv2d", "dilation", opts.dilation or 1)}
         local g = module_groups("Conv2d", opts, cin, cout)
         self.groups = g
@@ -734,7 +803,8 @@ function M.install(nn)
     end
     function Conv2d:extra_repr()
         return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
-                   self.kernel_size[2]) .. pair_repr("stride", self.stride, 1) .. pair_repr("padding", self.padding, 0)
+                   self.kernel_size[2]) .. pair_repr("stride", self.stride, 1)
+            .. (type(self.padding) == "string" and ", padding " .. self.padding or pair_repr("padding", self.padding, 0))
             .. pair_repr("dilation", self.dilation, 1) .. (self.groups ~= 1 and fmt(", groups %d", self.groups) or "")
             .. (self.bias and "" or ", no bias")
     end
@@ -791,7 +861,12 @@ function M.install(nn)
         self.in_channels, self.out_channels = cin, cout
         self.kernel_size = single("Conv1d", "kernel_size", k)
         self.stride = single("Conv1d", "stride", opts.stride or 1)
-        self.padding = single("Conv1d", "padding", opts.padding or 0, true)
+        if type(opts.padding) == "string" then -- "same" or "valid"
+            check_padding_mode("Conv1d", opts.padding, self.stride)
+            self.padding = opts.padding
+        else
+            self.padding = single("Conv1d", "padding", opts.padding or 0, true)
+        end
         self.dilation = single("Conv1d", "dilation", opts.dilation or 1)
         local g = module_groups("Conv1d", opts, cin, cout)
         self.groups = g
@@ -804,7 +879,7 @@ function M.install(nn)
     function Conv1d:extra_repr()
         local s = fmt("%d -> %d, kernel %d", self.in_channels, self.out_channels, self.kernel_size)
         if self.stride ~= 1 then s = s .. fmt(", stride %d", self.stride) end
-        if self.padding ~= 0 then s = s .. fmt(", padding %d", self.padding) end
+        if self.padding ~= 0 then s = s .. ", padding " .. tostring(self.padding) end
         if self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
         if self.groups ~= 1 then s = s .. fmt(", groups %d", self.groups) end
         return s .. (self.bias and "" or ", no bias")
