@@ -1527,6 +1527,71 @@ describe("optim", function()
         assert.matches("non%-empty list of parameters", err)
     end)
 
+    it("parameter groups: each group's options override the optimiser's; a scheduler moves group lrs too", function()
+        -- group 1: the optimiser's lr 0.1, no momentum; group 2: lr 0.01 with momentum 0.9
+        local a, b = ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3}, D):requires_grad()
+        local opt = optim.SGD({{params = {a}}, {params = {b}, lr = 0.01, momentum = 0.9}}, {lr = 0.1})
+        assert.equal(2, #opt.params)
+        for _ = 1, 3 do
+            opt:zero_grad()
+            ;((a * a):sum() + (b * b):sum()):backward()
+            opt:step()
+        end
+        local ra, rb, buf = {1, 2}, 3, nil
+        for _ = 1, 3 do
+            for i = 1, 2 do ra[i] = ra[i] - 0.1 * 2 * ra[i] end
+            local g = 2 * rb
+            buf = buf and 0.9 * buf + g or g
+            rb = rb - 0.01 * buf
+        end
+        close(a:totable(), ra, 1e-12)
+        close(b:item(), rb, 1e-12)
+        -- a scheduler sets opt.lr; a group's own lr follows in proportion (Torch: each group's lr is scheduled)
+        local c, d = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        local o2 = optim.SGD({{params = {c}}, {params = {d}, lr = 0.5}}, {lr = 1})
+        optim.lr_scheduler.StepLR(o2, {step_size = 1, gamma = 0.1}):step()
+        ;(c + d):sum():backward()
+        o2:step()
+        close(c:item(), 0.9, 1e-12)
+        close(d:item(), 0.95, 1e-12)
+        -- AdamW without weight decay on the biases' group
+        local w, bias = ordo.tensor({1, 1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        local o3 = optim.AdamW({{params = {w}}, {params = {bias}, weight_decay = 0}}, {lr = 0.1, weight_decay = 0.5})
+        ;(w * 0):sum():backward()
+        ;(bias * 0):sum():backward()
+        o3:step()
+        close(w:totable(), {0.95, 0.95}, 1e-12)
+        close(bias:item(), 1, 1e-12)
+        -- param_groups[k] may change between steps (checked like opt.lr)
+        local q = ordo.tensor({0}, D):requires_grad()
+        local o4 = optim.SGD({{params = {q}, lr = 0.1}})
+        o4.param_groups[1].lr = 2
+        q.grad = ordo.ones({1}, D)
+        o4:step()
+        close(q:item(), -2, 1e-12)
+        o4.param_groups[1].lr = -1
+        H.raises(function() o4:step() end, "step", "param_groups[1].lr must be a finite number >= 0")
+        -- checkpoints: a group's momentum decides the state its parameters keep
+        local p1, p2 = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        local o5 = optim.SGD({{params = {p1}}, {params = {p2}, momentum = 0.9}}, {lr = 0.1})
+        ;(p1 + p2):sum():backward()
+        o5:step()
+        local path = tmpname()
+        o5:save(path)
+        local o6 = optim.SGD({{params = {p1}}, {params = {p2}, momentum = 0.9}}, {lr = 0.1})
+        o6:load(path)
+        assert.equal(1, o6.buf[2]:item())
+        H.raises(function() optim.SGD({p1, p2}, {lr = 0.1}):load(path) end, "buf.2 that this optimiser does not have")
+        os.remove(path)
+        -- bad groups raise naming the group
+        H.raises(function() optim.SGD({p1, {params = {p2}}}) end, "SGD: parameter 2 is table", "not both")
+        H.raises(function() optim.SGD({{params = {p1}, lrr = 1}}) end, "SGD: group 1: unknown option 'lrr'")
+        H.raises(function() optim.SGD({{params = {}}}) end, "SGD: group 1 needs params")
+        H.raises(function() optim.SGD({{params = {p1}, nesterov = true}}) end, "group 1: nesterov needs a momentum")
+        H.raises(function() optim.SGD({{params = {p1}}, {params = {p1}}}) end, "parameter 2 is the same tensor")
+        H.raises(function() optim.Adam({{params = {p1}, lr = 0 / 0}}) end, "Adam: group 1: option lr must be a finite number")
+    end)
+
     it("step checks opt.lr and each gradient first; NaN options and a parameter given twice raise", function()
         for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
             local p = ordo.zeros({2, 3}, D):requires_grad()

@@ -29,7 +29,11 @@ local function check_params(fname, params)
     end
     local seen = {}
     for i, p in ipairs(params) do
-        if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
+        if not is_tensor(p) then
+            fail(fmt("%s: parameter %d is %s, expected a tensor%s", fname, i, typename(p),
+                     type(p) == "table" and p.params ~= nil and " (give a list of tensors or a list of groups, not both)"
+                     or ""))
+        end
         if not p:needs_grad() then
             fail(fmt("%s: parameter %d does not require a gradient (call requires_grad() on it)", fname, i))
         end
@@ -67,6 +71,78 @@ local function options(fname, opts, defaults)
         if type(r[k]) == "number" and r[k] < 0 then fail(fmt("%s: %s must be >= 0, got %g", fname, k, r[k])) end
     end
     return r
+end
+
+-- Parameter groups (Torch's): params is a list of tensors, or a list of
+-- groups {params = {...}, lr = ..., <option> = ...} whose options override
+-- the optimiser's (opts, then the defaults) for their parameters -- a lower
+-- lr for a pretrained body, no weight decay on biases.  The parameters of
+-- all groups, in order, are opt.params (indices of state and checkpoints);
+-- opt.param_groups[k] holds group k's params and its own options, which
+-- may change between steps.  opt.lr stays the optimiser's lr: a scheduler
+-- sets it, and a group with an lr of its own follows it in proportion
+-- (group lr times opt.lr / the lr the optimiser was made with), as each
+-- group's lr follows the schedule in Torch.  validate(fname, o) checks a
+-- set of options (each group's too).  Returns the optimiser's fields.
+local function make(fname, params, opts, defaults, validate)
+    local o = options(fname, opts, defaults)
+    validate(fname, o)
+    local is_groups = type(params) == "table" and getmetatable(params) == nil and #params > 0
+    if is_groups then
+        for _, e in ipairs(params) do
+            if is_tensor(e) then is_groups = false break end
+        end
+    end
+    if not is_groups then
+        check_params(fname, params)
+        o.params = params
+        return o
+    end
+    local flat, groups = {}, {}
+    for k, grp in ipairs(params) do
+        local gname = fmt("%s: group %d", fname, k)
+        if type(grp) ~= "table" or getmetatable(grp) ~= nil then
+            fail(fmt("%s is %s, expected a tensor or a group {params = {...}, lr = ...} (not both kinds)", gname,
+                     typename(grp)))
+        end
+        local ps, own = grp.params, {}
+        if type(ps) ~= "table" or getmetatable(ps) ~= nil or #ps == 0 then
+            fail(fmt("%s needs params, a non-empty list of tensors, got %s", gname, typename(ps)))
+        end
+        for key, v in pairs(grp) do if key ~= "params" then own[key] = v end end
+        local merged = {}
+        for key in pairs(defaults) do merged[key] = o[key] end
+        for key, v in pairs(own) do merged[key] = v end
+        validate(gname, options(gname, merged, defaults))
+        local g = {params = ps}
+        for key, v in pairs(own) do g[key] = v end
+        groups[k] = g
+        for _, p in ipairs(ps) do flat[#flat + 1] = p end
+    end
+    check_params(fname, flat)
+    o.params, o.param_groups, o._base_lr = flat, groups, o.lr
+    return o
+end
+
+-- The options seen by the update of each parameter: the optimiser itself,
+-- or for a parameter of a group a table of the group's own options that
+-- reads everything else (state, counts, the other options) through to it.
+local function option_views(self)
+    local groups = self.param_groups
+    if not groups then return nil end
+    local base = self._base_lr
+    local ratio = base ~= 0 and self.lr / base or 1
+    local views, i = {}, 0
+    for _, g in ipairs(groups) do
+        local v = setmetatable({}, {__index = self})
+        for key, val in pairs(g) do if key ~= "params" then v[key] = val end end
+        if g.lr ~= nil then v.lr = g.lr * ratio end
+        for _ = 1, #g.params do
+            i = i + 1
+            views[i] = v
+        end
+    end
+    return views
 end
 
 -- The fused update kernels (kernels/cpu/optim.c): one op per parameter.
@@ -110,6 +186,13 @@ local function check_step(self)
         fail(fmt("step: opt.lr must be a finite number >= 0, got %s", type(lr) == "number" and tostring(lr)
                  or typename(lr)))
     end
+    for k, grp in ipairs(self.param_groups or {}) do
+        local glr = grp.lr
+        if glr ~= nil and (type(glr) ~= "number" or not (glr >= 0 and glr < math.huge)) then
+            fail(fmt("step: param_groups[%d].lr must be a finite number >= 0, got %s", k,
+                     type(glr) == "number" and tostring(glr) or typename(glr)))
+        end
+    end
     for i, p in ipairs(self.params) do
         local g = p.grad
         if g ~= nil then
@@ -140,10 +223,12 @@ function Optimizer:step()
     autograd.no_grad(function()
         self.t = self.t + 1
         local steps = self.steps
+        local views = option_views(self)
         for i, p in ipairs(self.params) do
             if p.grad ~= nil then
                 steps[i] = (steps[i] or 0) + 1
-                self:update(i, p, p.grad)
+                local v = views and views[i] or self
+                v:update(i, p, p.grad)
             end
         end
     end)
@@ -263,6 +348,7 @@ function Optimizer:load(path)
     end
     got.kind, got.params, got.step, got.lr, got.steps = nil, nil, nil, nil, nil
     local field, new = self.state_field, {}
+    local views = option_views(self) -- a group's options decide the state its parameters keep
     local names = {}
     for name in pairs(got) do names[#names + 1] = name end
     table.sort(names) -- (the first mismatch named is the same every time)
@@ -273,7 +359,7 @@ function Optimizer:load(path)
         local p = f == field and i and self.params[i]
         if not p then fail(fmt("%s: %s has a tensor %s that this optimiser does not have", fname, path, name)) end
         key = key ~= "" and key or nil
-        local want = self:state_shape(p, key)
+        local want = (views and views[i] or self):state_shape(p, key)
         if not want then fail(fmt("%s: %s has a tensor %s that this optimiser does not have", fname, path, name)) end
         if t:dtype() ~= p:dtype() or shape_str(t:shape()) ~= shape_str(want) then
             fail(fmt("%s: %s in %s is %s of shape %s, this optimiser's is %s of shape %s", fname, name, path,
@@ -290,8 +376,8 @@ function Optimizer:load(path)
     -- every parameter updated has all the state this optimiser keeps: state
     -- saved with other options (RMSprop without momentum loaded into one
     -- with) would otherwise leave the missing part nil for good
-    local keys = self:state_keys()
     for i = 1, n do
+        local keys = (views and views[i] or self):state_keys()
         local st = new[i]
         if not counted then steps[i] = st ~= nil and step or 0 end
         if st ~= nil or steps[i] > 0 then
@@ -325,10 +411,10 @@ local SGD = class("SGD")
 M.SGD = SGD
 
 function M.SGD.new(params, opts)
-    check_params("SGD", params)
-    local o = options("SGD", opts, {lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false})
-    if o.nesterov and o.momentum == 0 then fail("SGD: nesterov needs a momentum > 0") end
-    o.params, o.t, o.steps, o.buf = params, 0, {}, {}
+    local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}, function(f, g)
+        if g.nesterov and g.momentum == 0 then fail(f .. ": nesterov needs a momentum > 0") end
+    end)
+    o.t, o.steps, o.buf = 0, {}, {}
     return setmetatable(o, SGD)
 end
 setmetatable(SGD, {__index = Optimizer, __call = function(_, ...) return SGD.new(...) end})
@@ -367,10 +453,9 @@ local function adam_class(name, wd)
     local cls = class(name)
     M[name] = cls
     function cls.new(params, opts)
-        check_params(name, params)
-        local o = options(name, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd})
-        check_betas(name, o)
-        o.params, o.t, o.steps, o.state = params, 0, {}, {}
+        local o = make(name, params, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd},
+                       check_betas)
+        o.t, o.steps, o.state = 0, {}, {}
         return setmetatable(o, cls)
     end
     setmetatable(cls, {__index = Optimizer, __call = function(_, ...) return cls.new(...) end})
@@ -435,13 +520,13 @@ local Adagrad = class("Adagrad")
 M.Adagrad = Adagrad
 
 function M.Adagrad.new(params, opts)
-    check_params("Adagrad", params)
-    local o = options("Adagrad", opts, {lr = 0.01, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
-                                        eps = 1e-10})
-    if o.lr_decay < 0 or o.initial_accumulator_value < 0 then
-        fail("Adagrad: lr_decay and initial_accumulator_value must be >= 0")
-    end
-    o.params, o.t, o.steps, o.state = params, 0, {}, {}
+    local o = make("Adagrad", params, opts, {lr = 0.01, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
+                                             eps = 1e-10}, function(f, g)
+        if g.lr_decay < 0 or g.initial_accumulator_value < 0 then
+            fail(f .. ": lr_decay and initial_accumulator_value must be >= 0")
+        end
+    end)
+    o.t, o.steps, o.state = 0, {}, {}
     return setmetatable(o, Adagrad)
 end
 setmetatable(Adagrad, {__index = Optimizer, __call = function(_, ...) return Adagrad.new(...) end})
@@ -468,11 +553,11 @@ local RMSprop = class("RMSprop")
 M.RMSprop = RMSprop
 
 function M.RMSprop.new(params, opts)
-    check_params("RMSprop", params)
-    local o = options("RMSprop", opts, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
-                                        centered = false})
-    if o.alpha < 0 or o.alpha >= 1 then fail(fmt("RMSprop: alpha must be in [0, 1), got %g", o.alpha)) end
-    o.params, o.t, o.steps, o.state = params, 0, {}, {}
+    local o = make("RMSprop", params, opts, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
+                                             centered = false}, function(f, g)
+        if g.alpha < 0 or g.alpha >= 1 then fail(fmt("%s: alpha must be in [0, 1), got %g", f, g.alpha)) end
+    end)
+    o.t, o.steps, o.state = 0, {}, {}
     return setmetatable(o, RMSprop)
 end
 setmetatable(RMSprop, {__index = Optimizer, __call = function(_, ...) return RMSprop.new(...) end})
