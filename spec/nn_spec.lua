@@ -285,6 +285,31 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(logits, y, {ignore_index = 1.5}) end, "cross_entropy", "ignore_index")
     end)
 
+    it("CrossEntropyLoss and NLLLoss over N x C x d1... (a class per position), as Torch's; gradcheck", function()
+        local x = ordo.randn({2, 4, 3, 2}, D)
+        local y = ordo.tensor({{{1, 2}, {3, 4}, {2, 2}}, {{4, 4}, {1, 3}, {2, 1}}}, {dtype = "int64"})
+        -- the same as every position made a row of an N x C input
+        local rows, ry = x:permute(1, 3, 4, 2):reshape(-1, 4), y:reshape(-1)
+        local w = ordo.tensor({1, 2, 0.5, 3}, D)
+        for _, o in ipairs({{}, {reduction = "sum"}, {weight = w},
+                            {ignore_index = 2, label_smoothing = 0.1, weight = w}}) do
+            close(F.cross_entropy(x, y, o):item(), F.cross_entropy(rows, ry, o):item(), 1e-12)
+            close(F.nll_loss(x:log_softmax(2), y, o.label_smoothing == nil and o or {}):item(),
+                  F.nll_loss(rows:log_softmax(2), ry, o.label_smoothing == nil and o or {}):item(), 1e-12)
+        end
+        local none = nn.CrossEntropyLoss({reduction = "none"})(x, y)
+        assert.same({2, 3, 2}, none:shape()) -- the target's shape
+        close(none:reshape(-1):totable(), F.cross_entropy(rows, ry, {reduction = "none"}):totable(), 1e-12)
+        local xs = ordo.randn({2, 4, 5}, D):requires_grad()
+        local ys = ordo.tensor({{1, 2, 3, 4, 1}, {2, 2, 4, 3, 1}}, {dtype = "int64"})
+        assert.is_true(ag.gradcheck(function(u) return F.cross_entropy(u, ys, {label_smoothing = 0.1}) end, {xs}))
+        H.raises(function() F.cross_entropy(x, y:narrow(3, 1, 1)) end, "cross_entropy", "target of shape 2x3x1",
+                 "expected class indices of shape 2x3x2")
+        H.raises(function() F.cross_entropy(ordo.randn({4}), ry:narrow(1, 1, 4)) end, "cross_entropy",
+                 "expected input of shape NxC or NxCxd1")
+        H.raises(function() F.nll_loss(x, y:to("float32")) end, "nll_loss", "class indices")
+    end)
+
     it("MarginRanking, CosineEmbedding, TripletMargin and GaussianNLL losses against plain Lua; gradcheck", function()
         local x1, x2 = ordo.randn({6}, D), ordo.randn({6}, D)
         local y = ordo.tensor({1, -1, 1, 1, -1, -1}, D)

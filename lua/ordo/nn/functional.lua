@@ -348,12 +348,42 @@ end
 
 -- Negative log-likelihood of log-probabilities logp (N×C) at target (N);
 -- opts: reduction, weight (C), ignore_index.
+-- Inputs N×C×d1×...×dk (a class score per position: a sequence's steps,
+-- an image's pixels) against targets N×d1×...×dk, as Torch: the classes
+-- moved last and every position made a row, so the rules of the N×C case
+-- hold over all positions ("mean" over all the positions kept); "none"
+-- gives the loss in the target's shape.  input2, target2 and that shape,
+-- or the arguments as they are for an N×C input.
+local function positions_as_rows(fname, input, target)
+    local nd = input:dim()
+    if nd == 2 then return input, target, nil end
+    if nd < 2 then fail(fmt("%s: expected input of shape NxC or NxCxd1..., got %s", fname, shape_str(input))) end
+    check_tensor(fname, "target", target)
+    local is, ts = shape_of(input), shape_of(target)
+    local want = {is[1]}
+    for i = 3, nd do want[#want + 1] = is[i] end
+    if tensor.shape_str(ts) ~= tensor.shape_str(want) then
+        fail(fmt("%s: target of shape %s does not match input %s (expected class indices of shape %s)", fname,
+                 shape_str(target), shape_str(input), tensor.shape_str(want)))
+    end
+    local perm = {1}
+    for i = 3, nd do perm[#perm + 1] = i end
+    perm[#perm + 1] = 2
+    return input:permute(perm):reshape(-1, is[2]), target:reshape(-1), ts
+end
+
+local function rows_back(loss, shape)
+    if shape and loss:dim() == 1 then return loss:reshape(shape) end
+    return loss
+end
+
 function M.nll_loss(logp, target, opts)
     opts = loss_opts("nll_loss", opts, {ignore_index = true}, {weight = true})
     check_tensor("nll_loss", "input", logp)
-    if logp:dim() ~= 2 then fail(fmt("nll_loss: expected input of shape NxC, got %s", shape_str(logp))) end
+    local tshape
+    logp, target, tshape = positions_as_rows("nll_loss", logp, target)
     check_target("nll_loss", logp, target)
-    return class_nll("nll_loss", logp, target, opts, 0)
+    return rows_back(class_nll("nll_loss", logp, target, opts, 0), tshape)
 end
 
 -- Cross-entropy of logits (N×C) against class indices (N, from 1);
@@ -365,13 +395,12 @@ end
 function M.cross_entropy(logits, target, opts)
     opts = loss_opts("cross_entropy", opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     check_tensor("cross_entropy", "input", logits)
-    if logits:dim() ~= 2 then
-        fail(fmt("cross_entropy: expected logits of shape NxC, got %s", shape_str(logits)))
-    end
+    local tshape
+    logits, target, tshape = positions_as_rows("cross_entropy", logits, target)
     check_target("cross_entropy", logits, target)
     local e = opts.label_smoothing or 0
     if not (e >= 0 and e < 1) then fail(fmt("cross_entropy: label_smoothing must be in [0, 1), got %s", tostring(e))) end
-    return class_nll("cross_entropy", logits:log_softmax(2), target, opts, e)
+    return rows_back(class_nll("cross_entropy", logits:log_softmax(2), target, opts, e), tshape)
 end
 
 -- The elementwise regression losses' target: a tensor that broadcasts to
