@@ -310,6 +310,20 @@ describe("nn modules", function()
         H.raises(function() F.nll_loss(x, y:to("float32")) end, "nll_loss", "class indices")
     end)
 
+    it("MarginRanking, CosineEmbedding and TripletMargin: at the hinge (0) the gradient passes, as Torch's clamp_min", function()
+        -- equal scores with margin 0 (a zero-initialised model): relu's gradient 0 left them stuck
+        local a, b = ordo.zeros({3}, D):requires_grad(), ordo.zeros({3}, D):requires_grad()
+        F.margin_ranking_loss(a, b, ordo.tensor({1, -1, 1}, D)):backward()
+        close(a.grad:totable(), {-1 / 3, 1 / 3, -1 / 3}, 1e-12)
+        close(b.grad:totable(), {1 / 3, -1 / 3, 1 / 3}, 1e-12)
+        local u = ordo.tensor({{1, 0}}, D):requires_grad()
+        F.cosine_embedding_loss(u, ordo.tensor({{0, 1}}, D), ordo.tensor({-1}, D)):backward() -- cos = margin = 0
+        close(u.grad:totable()[1], {0, 1}, 1e-12)
+        local an = ordo.tensor({{0, 0}}, D):requires_grad()
+        F.triplet_margin_loss(an, ordo.tensor({{1, 0}}, D), ordo.tensor({{0, 2}}, D), {margin = 1}):backward()
+        close(an.grad:totable()[1], {-1, 1}, 1e-5) -- d(a, p) - d(a, n) + 1 = 0 exactly
+    end)
+
     it("MarginRanking, CosineEmbedding, TripletMargin and GaussianNLL losses against plain Lua; gradcheck", function()
         local x1, x2 = ordo.randn({6}, D), ordo.randn({6}, D)
         local y = ordo.tensor({1, -1, 1, 1, -1, -1}, D)

@@ -435,7 +435,9 @@ function M.margin_ranking_loss(x1, x2, y, opts)
     check_tensor("margin_ranking_loss", "target", y)
     check_target_broadcast("margin_ranking_loss", x1, x2, "input2")
     check_target_broadcast("margin_ranking_loss", x1, y)
-    return reduce("margin_ranking_loss", ((x1 - x2) * -y + (opts.margin or 0)):relu(), opts.reduction)
+    -- clamp, not relu: at 0 the gradient passes, as Torch's clamp_min (relu's is 0 there, so equal
+    -- scores with margin 0, e.g. from a zero-initialised model, got no gradient at all)
+    return reduce("margin_ranking_loss", ((x1 - x2) * -y + (opts.margin or 0)):clamp(0), opts.reduction)
 end
 
 -- cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction}]): rows of x1
@@ -447,7 +449,7 @@ function M.cosine_embedding_loss(x1, x2, y, opts)
     local cos = M.cosine_similarity(x1, x2, {dim = -1})
     check_target_broadcast("cosine_embedding_loss", cos, y) -- one target per row
     local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
-    local loss = (1 - cos) * pos + (cos - (opts.margin or 0)):relu() * neg
+    local loss = (1 - cos) * pos + (cos - (opts.margin or 0)):clamp(0) * neg -- (clamp: Torch's gradient at 0)
     return reduce("cosine_embedding_loss", loss, opts.reduction)
 end
 
@@ -462,7 +464,7 @@ function M.triplet_margin_loss(a, pos, neg, opts)
     local d = {p = opts.p or 2, eps = opts.eps or 1e-6}
     local dap, dan = M.pairwise_distance(a, pos, d), M.pairwise_distance(a, neg, d)
     if opts.swap then dan = dan:minimum(M.pairwise_distance(pos, neg, d)) end
-    return reduce(fname, (dap - dan + (opts.margin or 1)):relu(), opts.reduction)
+    return reduce(fname, (dap - dan + (opts.margin or 1)):clamp(0), opts.reduction) -- (clamp: Torch's gradient at 0)
 end
 
 -- gaussian_nll_loss(input, target, var [, {full = false, eps = 1e-6,
