@@ -533,23 +533,45 @@ end
 function init.zeros_(t) return init.constant_(t, 0) end
 function init.ones_(t) return init.constant_(t, 1) end
 
--- He et al.: U(-b, b) with b = gain * sqrt(3 / fan_in), gain = sqrt(2 / (1 + a^2)).
-function init.kaiming_uniform_(t, a)
-    local fan_in = fan_in_out(t)
-    if a ~= nil and type(a) ~= "number" then fail("init.kaiming_uniform_: a must be a number, got " .. typename(a)) end
-    local gain = math.sqrt(2 / (1 + (a or 0) ^ 2))
-    local bound = gain * math.sqrt(3 / fan_in)
+-- He et al.'s gain sqrt(2 / (1 + a^2)) (a: the negative slope of the
+-- leaky ReLU after the layer, 0 for ReLU) over the fan of mode ("fan_in",
+-- the default, or "fan_out"), Torch's kaiming_*_(t, a, mode).
+local function kaiming_std(fname, t, a, mode)
+    local fan_in, fan_out = fan_in_out(t)
+    if a ~= nil and type(a) ~= "number" then fail(fname .. ": a must be a number, got " .. typename(a)) end
+    if mode ~= nil and mode ~= "fan_in" and mode ~= "fan_out" then
+        fail(fmt("%s: mode must be \"fan_in\" or \"fan_out\", got %s", fname, tostring(mode)))
+    end
+    local fan = mode == "fan_out" and fan_out or fan_in
+    return math.sqrt(2 / (1 + (a or 0) ^ 2)) / math.sqrt(fan)
+end
+
+-- He et al.: U(-b, b) with b = sqrt(3) * gain / sqrt(fan).
+function init.kaiming_uniform_(t, a, mode)
+    local bound = math.sqrt(3) * kaiming_std("init.kaiming_uniform_", t, a, mode)
     return init.uniform_(t, -bound, bound)
+end
+
+-- He et al.: N(0, std^2) with std = gain / sqrt(fan).
+function init.kaiming_normal_(t, a, mode)
+    return init.normal_(t, 0, kaiming_std("init.kaiming_normal_", t, a, mode))
+end
+
+local function xavier_std(fname, t, gain)
+    local fi, fo = fan_in_out(t)
+    if gain ~= nil and type(gain) ~= "number" then fail(fname .. ": gain must be a number, got " .. typename(gain)) end
+    return (gain or 1) * math.sqrt(2 / (fi + fo))
 end
 
 -- Glorot: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
 function init.xavier_uniform_(t, gain)
-    local fi, fo = fan_in_out(t)
-    if gain ~= nil and type(gain) ~= "number" then
-        fail("init.xavier_uniform_: gain must be a number, got " .. typename(gain))
-    end
-    local bound = (gain or 1) * math.sqrt(6 / (fi + fo))
+    local bound = math.sqrt(3) * xavier_std("init.xavier_uniform_", t, gain)
     return init.uniform_(t, -bound, bound)
+end
+
+-- Glorot: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
+function init.xavier_normal_(t, gain)
+    return init.normal_(t, 0, xavier_std("init.xavier_normal_", t, gain))
 end
 
 -- ---------------------------------------------------------------- layers
