@@ -936,7 +936,18 @@ function Sequential:add(m)
     self:add_module(tostring(self.n), m)
     return self
 end
-function Sequential:get(i) return self[tostring(i)] end
+-- The i-th child of a container of n (negative i counts from the end, as
+-- Torch's m[-1]); anything else raises (a nil would fail later, unnamed).
+local function container_index(name, i, n)
+    local k = i
+    if type(k) == "number" and is_int(k) and k < 0 then k = n + 1 + k end
+    if type(k) ~= "number" or k < 1 or k > n or not is_int(k) then
+        fail(fmt("%s: index %s out of range 1..%d (or -%d..-1 from the end)", name,
+                 type(i) == "string" and fmt("%q", i) or tostring(i), n, n))
+    end
+    return k
+end
+function Sequential:get(i) return self[tostring(container_index("Sequential", i, self.n))] end
 function Sequential:size() return self.n end
 function Sequential:forward(x)
     for i = 1, self.n do x = self[tostring(i)](x) end
@@ -960,12 +971,7 @@ function ModuleList:append(m)
     self:add_module(tostring(self.n), m)
     return self
 end
-function ModuleList:get(i)
-    if type(i) ~= "number" or i < 1 or i > self.n or not is_int(i) then
-        fail(fmt("ModuleList: index %s out of range 1..%d", tostring(i), self.n))
-    end
-    return self[tostring(i)]
-end
+function ModuleList:get(i) return self[tostring(container_index("ModuleList", i, self.n))] end
 function ModuleList:size() return self.n end
 function ModuleList:ipairs()
     local i = 0
