@@ -762,7 +762,7 @@ describe("nn modules", function()
         assert.same({2, 2, 2}, g[6])
         assert.same({0, 0, 0}, g[3])
         assert.has_error(function() e(ordo.tensor({1.5})) end)
-        -- padding_idx: its row starts at zeros, comes out as zeros and gets no gradient
+        -- padding_idx: its row starts at zeros, comes out as it is (zeros) and gets no gradient
         local p = nn.Embedding(4, 2, {padding_idx = 3, dtype = "float64"})
         assert.same({0, 0}, p.weight:totable()[3])
         local out = p(ordo.tensor({3, 1, 3}, "int64"))
@@ -770,6 +770,12 @@ describe("nn modules", function()
         ;(out * 5):sum():backward()
         assert.same({{5, 5}, {0, 0}, {0, 0}, {0, 0}}, p.weight.grad:totable())
         H.raises(function() nn.Embedding(4, 2, {padding_idx = 0}) end, "Embedding", "padding_idx", "1..4")
+        -- from_pretrained with padding_idx: the pretrained row comes out as it is (Torch's), without a gradient
+        local pe = nn.Embedding.from_pretrained(ordo.tensor({{1, 2}, {3, 4}, {5, 6}}, D), {padding_idx = 2, freeze = false})
+        local po = pe(ordo.tensor({2, 1, 2, 3}, "int64"))
+        assert.same({{3, 4}, {1, 2}, {3, 4}, {5, 6}}, po:totable())
+        po:sum():backward()
+        assert.same({{1, 1}, {0, 0}, {1, 1}}, pe.weight.grad:totable())
         -- from_pretrained: the given table, frozen unless asked otherwise
         local table_ = ordo.randn({5, 2}, D)
         local fe = nn.Embedding.from_pretrained(table_)

@@ -761,8 +761,11 @@ function M.embedding(indices, weight, padding_idx, who)
     local flat = indices:reshape(-1)
     -- a bad index, found when the kernel runs, is reported as embedding's
     local rows = weight:index_select(1, flat, who or "embedding")
-    if padding_idx ~= nil then
-        rows = rows * flat:ne(padding_idx):to(weight:dtype()):view(-1, 1)
+    if padding_idx ~= nil and autograd.needs(rows) then
+        -- the padding row comes out as it is (zeros in a new Embedding, the
+        -- pretrained row in from_pretrained, as Torch) but gets no gradient:
+        -- its places read a detached copy of the rows
+        rows = tensor.where(flat:eq(padding_idx):view(-1, 1), rows:detach(), rows)
     end
     return rows:reshape(s)
 end
