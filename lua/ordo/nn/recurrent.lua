@@ -214,10 +214,31 @@ function M.install(nn)
         end
         -- forward(x [, h0] [, c0]) -> output (T, N, D·hidden; N first with
         -- batch_first), h_n (layers·D, N, hidden) [, c_n]
+        -- An unbatched sequence (T, features), Torch's, is a batch of one:
+        -- its states (layers·D, hidden) and results come without the batch dim.
         function cls:forward(x, h0, c0)
+            if is_tensor(x) and x:dim() == 2 and x:size(2) == self.input_size then
+                local function batch_of_one(s, what)
+                    if s == nil then return nil end
+                    local rows = self.num_layers * self.directions
+                    if not is_tensor(s) or s:dim() ~= 2 or s:size(1) ~= rows or s:size(2) ~= self.hidden_size then
+                        fail(fmt("%s: %s for an unbatched input must be a tensor of shape %dx%d (layers%s, hidden), " ..
+                                 "got %s", name, what, rows, self.hidden_size,
+                                 self.directions == 2 and " x 2 directions" or "",
+                                 is_tensor(s) and shape_str(s) or typename(s)))
+                    end
+                    return s:unsqueeze(2)
+                end
+                local h1, c1 = batch_of_one(h0, "h0"), batch_of_one(c0, "c0")
+                local bf = self.batch_first
+                local out, hn, cn = self:forward(bf and x:unsqueeze(1) or x:unsqueeze(2), h1, c1)
+                out, hn = out:squeeze(bf and 1 or 2), hn:squeeze(2)
+                if lstm then return out, hn, cn:squeeze(2) end
+                return out, hn
+            end
             if not is_tensor(x) or x:dim() ~= 3 or x:size(3) ~= self.input_size then
-                fail(fmt("%s: input must be a tensor of shape %s x %d, got %s", name,
-                         self.batch_first and "N x T" or "T x N", self.input_size,
+                fail(fmt("%s: input must be a tensor of shape %s x %d (or T x %d unbatched), got %s", name,
+                         self.batch_first and "N x T" or "T x N", self.input_size, self.input_size,
                          is_tensor(x) and shape_str(x) or typename(x)))
             end
             if self.batch_first then x = x:transpose(1, 2) end
