@@ -214,22 +214,22 @@ function M.install(nn)
         end
         -- forward(x [, h0] [, c0]) -> output (T, N, D·hidden; N first with
         -- batch_first), h_n (layers·D, N, hidden) [, c_n]
+        -- The state given with an unbatched input, (layers·D, hidden), as a batch of one.
+        local function batch_of_one(self, s, what)
+            if s == nil then return nil end
+            local rows = self.num_layers * self.directions
+            if not is_tensor(s) or s:dim() ~= 2 or s:size(1) ~= rows or s:size(2) ~= self.hidden_size then
+                fail(fmt("%s: %s for an unbatched input must be a tensor of shape %dx%d (layers%s, hidden), got %s",
+                         name, what, rows, self.hidden_size, self.directions == 2 and " x 2 directions" or "",
+                         is_tensor(s) and shape_str(s) or typename(s)))
+            end
+            return s:unsqueeze(2)
+        end
         -- An unbatched sequence (T, features), Torch's, is a batch of one:
         -- its states (layers·D, hidden) and results come without the batch dim.
         function cls:forward(x, h0, c0)
             if is_tensor(x) and x:dim() == 2 and x:size(2) == self.input_size then
-                local function batch_of_one(s, what)
-                    if s == nil then return nil end
-                    local rows = self.num_layers * self.directions
-                    if not is_tensor(s) or s:dim() ~= 2 or s:size(1) ~= rows or s:size(2) ~= self.hidden_size then
-                        fail(fmt("%s: %s for an unbatched input must be a tensor of shape %dx%d (layers%s, hidden), " ..
-                                 "got %s", name, what, rows, self.hidden_size,
-                                 self.directions == 2 and " x 2 directions" or "",
-                                 is_tensor(s) and shape_str(s) or typename(s)))
-                    end
-                    return s:unsqueeze(2)
-                end
-                local h1, c1 = batch_of_one(h0, "h0"), batch_of_one(c0, "c0")
+                local h1, c1 = batch_of_one(self, h0, "h0"), batch_of_one(self, c0, "c0")
                 local bf = self.batch_first
                 local out, hn, cn = self:forward(bf and x:unsqueeze(1) or x:unsqueeze(2), h1, c1)
                 out, hn = out:squeeze(bf and 1 or 2), hn:squeeze(2)
