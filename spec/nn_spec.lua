@@ -1348,6 +1348,29 @@ describe("optim", function()
         local cos = {}
         for e = 0, 6 do cos[e + 1] = 0.01 + 0.09 * (1 + math.cos(math.pi * e / 4)) / 2 end
         close(run(function(o) return S.CosineAnnealingLR(o, {T_max = 4, eta_min = 0.01}) end, 6), cos, 1e-15)
+        -- warm restarts: cycles of 2, 4, 8 epochs (T_mult = 2), each from the base down towards eta_min
+        local wr, t, len = {}, 0, 2
+        for e = 0, 10 do
+            wr[e + 1] = 0.01 + 0.09 * (1 + math.cos(math.pi * t / len)) / 2
+            t = t + 1
+            if t == len then t, len = 0, len * 2 end
+        end
+        close(run(function(o) return S.CosineAnnealingWarmRestarts(o, {T_0 = 2, T_mult = 2, eta_min = 0.01}) end, 10),
+              wr, 1e-15)
+        close(run(function(o) return S.CosineAnnealingWarmRestarts(o, {T_0 = 3}) end, 4),
+              {0.1, 0.075, 0.025, 0.1, 0.075}, 1e-15)
+        do
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 0.1})
+            local w = S.CosineAnnealingWarmRestarts(o, {T_0 = 2, T_mult = 2})
+            for _ = 1, 5 do w:step() end
+            local again = S.CosineAnnealingWarmRestarts(optim.SGD({q}, {lr = 0.1}), {T_0 = 2, T_mult = 2})
+            again:load_state_dict(w:state_dict())
+            assert.equal(5, again.epoch)
+            close(again:get_last_lr(), o.lr, 1e-15)
+            H.raises(function() S.CosineAnnealingWarmRestarts(o, {T_0 = 2, T_mult = 1.5}) end, "T_mult", "integer")
+            H.raises(function() S.CosineAnnealingWarmRestarts(o, {}) end, "T_0", "required")
+        end
         -- a warm-up: the epoch-0 rate is set when the scheduler is made
         close(run(function(o) return S.LambdaLR(o, {lr_lambda = function(e) return math.min(1, (e + 1) / 4) end}) end, 4),
               {0.025, 0.05, 0.075, 0.1, 0.1}, 1e-15)

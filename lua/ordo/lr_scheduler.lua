@@ -146,6 +146,27 @@ function CosineAnnealingLR:lr_at(e)
     return self.eta_min + (self.base_lr - self.eta_min) * (1 + cos(pi * e / self.T_max)) / 2
 end
 
+-- CosineAnnealingWarmRestarts(opt, {T_0, T_mult = 1, eta_min = 0}): the
+-- cosine of CosineAnnealingLR over T_0 epochs, then restarted at the base
+-- for T_0 * T_mult epochs, then T_0 * T_mult^2... (SGDR, Torch's closed
+-- form; stepped once per epoch).
+local WarmRestarts = class("CosineAnnealingWarmRestarts", {T_0 = "number", T_mult = "number", eta_min = "number"},
+    {"T_0"}, function(s, o)
+        local f = "CosineAnnealingWarmRestarts"
+        positive_int(f, "T_0", o.T_0)
+        s.T_0, s.T_mult, s.eta_min = o.T_0, o.T_mult or 1, o.eta_min or 0
+        positive_int(f, "T_mult", s.T_mult)
+        non_negative(f, "eta_min", s.eta_min)
+    end)
+function WarmRestarts:lr_at(e)
+    local t, len = e, self.T_0 -- the epoch within the current cycle, and that cycle's length
+    while t >= len do
+        t = t - len
+        len = len * self.T_mult
+    end
+    return self.eta_min + (self.base_lr - self.eta_min) * (1 + cos(pi * t / len)) / 2
+end
+
 -- LambdaLR(opt, {lr_lambda = fn}): base * fn(epoch) (a warm-up, any rule).
 local LambdaLR = class("LambdaLR", {lr_lambda = "function"}, {"lr_lambda"}, function(s, o)
     s.lr_lambda = o.lr_lambda
@@ -353,6 +374,7 @@ local NUMBERS = {
     MultiStepLR = {"gamma", "milestones"},
     ExponentialLR = {"gamma"},
     CosineAnnealingLR = {"T_max", "eta_min"},
+    CosineAnnealingWarmRestarts = {"T_0", "T_mult", "eta_min"},
     LambdaLR = {},
     LinearLR = {"start_factor", "end_factor", "total_iters"},
     OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal"},
