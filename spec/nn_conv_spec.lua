@@ -225,6 +225,26 @@ describe("grouped convolutions (groups = ...)", function()
         end
     end
 
+    it("avg pooling with count_include_pad = false averages only the input elements of each window", function()
+        local ones = ordo.ones({1, 1, 3, 3}, D)
+        close(F.avg_pool2d(ones, 3, {stride = 1, padding = 1, count_include_pad = false}):reshape(-1):totable(),
+              {1, 1, 1, 1, 1, 1, 1, 1, 1})
+        close(F.avg_pool2d(ones, 3, {stride = 1, padding = 1}):reshape(-1):totable(),
+              {4 / 9, 6 / 9, 4 / 9, 6 / 9, 1, 6 / 9, 4 / 9, 6 / 9, 4 / 9}) -- the default, Torch's: zeros counted
+        local x = ordo.arange(1, 6, D):reshape(1, 1, 5)
+        close(F.avg_pool1d(x, 3, {stride = 2, padding = 1, count_include_pad = false}):reshape(-1):totable(),
+              {1.5, 3, 4.5})
+        close(nn.AvgPool1d(3, {stride = 2, padding = 1, count_include_pad = false})(x):reshape(-1):totable(),
+              {1.5, 3, 4.5})
+        close(nn.AvgPool2d(2, {padding = 1, count_include_pad = false})(ones:narrow(3, 1, 2):narrow(4, 1, 2))
+                  :reshape(-1):totable(), {1, 1, 1, 1})
+        assert.is_true(ag.gradcheck(function(u) return F.avg_pool2d(u, 3, {stride = 2, padding = 1,
+                                                                         count_include_pad = false}) end,
+                                    {ordo.randn({1, 2, 4, 5}, D):requires_grad()}))
+        assert.matches("unknown option 'count_include_pad'", err_of(nn.MaxPool1d, 2, {count_include_pad = false}))
+        assert.matches("count_include_pad must be a boolean", err_of(nn.AvgPool2d, 2, {count_include_pad = 0}))
+    end)
+
     it("padding \"same\" keeps the spatial size (the extra pad at the end, Torch's) and \"valid\" is none", function()
         local x = ordo.randn({2, 3, 5, 6}, D)
         for _, k in ipairs({{3, 3}, {2, 4}, {4, 3}}) do

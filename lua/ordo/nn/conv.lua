@@ -472,7 +472,17 @@ end
 
 -- ---------------------------------------------------------------- avg_pool2d
 
-local AVGPOOL_OPTS = {stride = true, padding = true}
+local AVGPOOL_OPTS = {stride = true, padding = true, count_include_pad = true}
+
+-- opts.count_include_pad: true (the default, Torch's) or false (each
+-- window's mean over the input elements it covers, the padding left out).
+local function count_pad(fname, opts)
+    local c = opts.count_include_pad
+    if c ~= nil and type(c) ~= "boolean" then
+        fail(fmt("%s: count_include_pad must be a boolean, got %s", fname, typename(c)))
+    end
+    return c ~= false
+end
 
 -- avg_pool2d(x, kernel [, {stride=kernel, padding=0}]): the mean of each
 -- window, the zeros of the padding counted (Torch's count_include_pad):
@@ -480,13 +490,20 @@ local AVGPOOL_OPTS = {stride = true, padding = true}
 -- gradient is conv2d's.
 function M.avg_pool2d(x, k, opts)
     local fname = "avg_pool2d"
-    local _, xb, unbatched, geo = pool_geometry(fname, x, k, opts, AVGPOOL_OPTS)
+    local o, xb, unbatched, geo = pool_geometry(fname, x, k, opts, AVGPOOL_OPTS)
     local kh, kw, sh, sw, ph, pw = unpack(geo)
+    local with_pad = count_pad(fname, o)
     local dt = x:dtype()
     if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
     local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local w = tensor.full({1, 1, kh, kw}, 1 / (kh * kw), tensor.like(xb, dt))
     local y = M.conv2d(xb:reshape(N * Cc, 1, H, W), w, nil, {stride = {sh, sw}, padding = {ph, pw}})
+    if not with_pad and (ph > 0 or pw > 0) then
+        -- the share of each window that is input, the same pooling of ones
+        local share = M.conv2d(tensor.ones({1, 1, H, W}, tensor.like(xb, dt)), w, nil,
+                               {stride = {sh, sw}, padding = {ph, pw}})
+        y = y / share
+    end
     y = y:reshape(N, Cc, y:size(3), y:size(4))
     return unbatched and y:squeeze(1) or y
 end
@@ -578,7 +595,8 @@ end
 -- avg_pool1d(x, kernel [, {stride=kernel, padding=0}]): the mean of each
 -- window, the padding's zeros counted (as avg_pool2d).
 function M.avg_pool1d(x, k, opts)
-    local _, x4, unbatched, k2, o2 = window_1d("avg_pool1d", x, k, opts, AVGPOOL_OPTS)
+    local o, x4, unbatched, k2, o2 = window_1d("avg_pool1d", x, k, opts, AVGPOOL_OPTS)
+    o2.count_include_pad = count_pad("avg_pool1d", o)
     if not FLOATS[x:dtype()] then fail("avg_pool1d: input must be float32 or float64, got " .. x:dtype()) end
     return back_to_1d(M.avg_pool2d(x4, k2, o2), unbatched)
 end
@@ -886,23 +904,27 @@ function M.install(nn)
     end
 
     -- MaxPool1d / AvgPool1d(kernel_size [, {stride=kernel_size, padding=0}])
-    local function pool1d_class(name, f)
+    local function pool1d_class(name, f, allowed)
         local cls = Module:extend(name)
         nn[name] = cls
         function cls:init(k, opts)
-            opts = opts_of(name, opts, AVGPOOL_OPTS)
+            opts = opts_of(name, opts, allowed)
             self.kernel_size = single(name, "kernel_size", k)
             self.stride = opts.stride == nil and self.kernel_size or single(name, "stride", opts.stride)
             self.padding = single(name, "padding", opts.padding or 0, true)
             if 2 * self.padding > self.kernel_size then
                 fail(fmt("%s: padding %d must be at most half the kernel %d", name, self.padding, self.kernel_size))
             end
+            if allowed.count_include_pad then self.count_include_pad = count_pad(name, opts) end
         end
-        function cls:forward(x) return f(x, self.kernel_size, {stride = self.stride, padding = self.padding}) end
+        function cls:forward(x)
+            return f(x, self.kernel_size, {stride = self.stride, padding = self.padding,
+                                           count_include_pad = self.count_include_pad})
+        end
         function cls:extra_repr() return fmt("kernel %d, stride %d", self.kernel_size, self.stride) end
     end
-    pool1d_class("MaxPool1d", M.max_pool1d)
-    pool1d_class("AvgPool1d", M.avg_pool1d)
+    pool1d_class("MaxPool1d", M.max_pool1d, {stride = true, padding = true})
+    pool1d_class("AvgPool1d", M.avg_pool1d, AVGPOOL_OPTS)
 
     -- MaxPool2d(kernel_size [, {stride=kernel_size, padding=0}])
     local MaxPool2d = Module:extend("MaxPool2d")
@@ -930,9 +952,11 @@ function M.install(nn)
         self.kernel_size = {pair("AvgPool2d", "kernel_size", k)}
         self.stride = opts.stride and {pair("AvgPool2d", "stride", opts.stride)} or self.kernel_size
         self.padding = {pair("AvgPool2d", "padding", opts.padding or 0, true)}
+        self.count_include_pad = count_pad("AvgPool2d", opts)
     end
     function AvgPool2d:forward(x)
-        return M.avg_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding})
+        return M.avg_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding,
+                                                  count_include_pad = self.count_include_pad})
     end
     function AvgPool2d:extra_repr()
         return fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
