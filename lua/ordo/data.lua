@@ -188,7 +188,8 @@ local function read_idx_body(fname, path, src, limit)
     end
     local what = fmt("%s data of shape %s", ty.name, tensor.shape_str(shape))
     if src.left and numel * ty.size > src.left() then -- a damaged header: no allocation of its size
-        fail(fmt("%s: %s is truncated: %s needs %d bytes, the file has %d", fname, path, what, numel * ty.size,
+        -- (%.0f: a damaged header's size can pass 2^63, which %d wraps to a negative count)
+        fail(fmt("%s: %s is truncated: %s needs %.0f bytes, the file has %d", fname, path, what, numel * ty.size,
                  src.left()))
     end
     local made, t = pcall(tensor.empty, shape, {dtype = ty.dtype})
