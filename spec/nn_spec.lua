@@ -425,8 +425,30 @@ describe("nn modules", function()
         close(nn.Softplus()(x):totable(), ref(function(v) return v > 20 and v or math.log(1 + math.exp(v)) end))
         close(nn.LeakyReLU(0.2)(x):totable(), ref(function(v) return v > 0 and v or 0.2 * v end))
         close(nn.LeakyReLU()(x):totable(), ref(function(v) return v > 0 and v or 0.01 * v end))
+        -- the exact GELU (Torch's default), 0.5 x (1 + erf(x / sqrt 2)), on request; erf by its series
+        local function erf(z)
+            local sum, term, k = z, z, 0
+            repeat
+                k = k + 1
+                term = -term * z * z / k
+                sum = sum + term / (2 * k + 1)
+            until math.abs(term) < 1e-17 or k > 200
+            return 2 / math.sqrt(math.pi) * sum
+        end
+        local small = {-2, -0.5, 0, 0.25, 1, 3}
+        local exact = {}
+        for i, v in ipairs(small) do exact[i] = 0.5 * v * (1 + erf(v / math.sqrt(2))) end
+        close(nn.GELU("none")(ordo.tensor(small, D)):totable(), exact, 1e-12)
+        close(nn.GELU({approximate = "none"})(ordo.tensor(small, D)):totable(), exact, 1e-12)
+        close(F.gelu(ordo.tensor(small, D), "tanh"):totable(), nn.GELU()(ordo.tensor(small, D)):totable(), 1e-15)
+        H.raises(function() nn.GELU("exact") end, "GELU", "approximate must be")
+        H.raises(function() F.gelu(x, 1) end, "gelu", "approximate must be")
+        -- the activations without options say so (an argument was dropped unseen)
+        H.raises(function() nn.ReLU(true) end, "ReLU: takes no options")
+        H.raises(function() nn.Softplus({beta = 2}) end, "Softplus: takes no options")
         local s = ordo.tensor({-1.3, -0.4, 0.35, 0.9, 2.2}, D):requires_grad()
-        for _, f in ipairs({F.silu, F.gelu, F.softplus, function(u) return F.leaky_relu(u, 0.1) end}) do
+        for _, f in ipairs({F.silu, F.gelu, F.softplus, function(u) return F.leaky_relu(u, 0.1) end,
+                            function(u) return F.gelu(u, "none") end}) do
             assert.is_true(ag.gradcheck(f, {s}))
         end
         assert.has_error(function() nn.LeakyReLU("x") end)

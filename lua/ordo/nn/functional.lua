@@ -98,11 +98,20 @@ function M.silu(x)
     check_tensor("silu", "input", x)
     return x * x:sigmoid()
 end
--- The tanh approximation of GELU (Torch's approximate = "tanh"):
--- 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-function M.gelu(x)
+-- GELU.  approximate = "tanh" (the default here; Torch's approximate =
+-- "tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); "none" (Torch's
+-- default, the exact form): 0.5 x (1 + erf(x / sqrt 2)).
+local SQRT_HALF = math.sqrt(0.5)
+function M.gelu(x, approximate)
     check_tensor("gelu", "input", x)
-    return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)):tanh():add(1)
+    if approximate == nil or approximate == "tanh" then
+        return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)):tanh():add(1)
+    end
+    if approximate ~= "none" then
+        fail(fmt("gelu: approximate must be \"tanh\" or \"none\", got %s", type(approximate) == "string" and
+                 fmt("%q", approximate) or typename(approximate)))
+    end
+    return x * 0.5 * (x * SQRT_HALF):erf():add(1)
 end
 -- x where x > 0, slope * x elsewhere (slope 0.01 by default).  A where,
 -- not relu(x) - slope relu(-x): at x = 0 the gradient is then slope, as

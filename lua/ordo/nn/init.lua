@@ -608,8 +608,15 @@ function Linear:extra_repr()
     return fmt("%d -> %d%s", self.in_features, self.out_features, self.bias and "" or ", no bias")
 end
 
+-- An activation without options: an argument (Torch's inplace = True,
+-- a Softplus beta) would otherwise be dropped unseen.
 local function activation(name, fn)
     local cls = Module:extend(name)
+    cls.init = function(_, ...)
+        if select("#", ...) > 0 then
+            fail(fmt("%s: takes no options, got %s", name, typename((...))))
+        end
+    end
     cls.forward = function(_, x) return fn(x) end
     M[name] = cls
     return cls
@@ -618,7 +625,22 @@ activation("ReLU", F.relu)
 activation("Tanh", F.tanh)
 activation("Sigmoid", F.sigmoid)
 activation("SiLU", F.silu)
-activation("GELU", F.gelu)
+-- GELU([approximate]) or GELU({approximate = "tanh" | "none"}): the tanh
+-- approximation by default; "none" is the exact erf form (Torch's default).
+local GELU = Module:extend("GELU")
+M.GELU = GELU
+function GELU:init(a)
+    if type(a) == "table" and getmetatable(a) == nil then
+        a = opts_of("GELU", a, {approximate = true}).approximate
+    end
+    if a ~= nil and a ~= "tanh" and a ~= "none" then
+        fail(fmt("GELU: approximate must be \"tanh\" or \"none\", got %s", type(a) == "string" and fmt("%q", a)
+                 or typename(a)))
+    end
+    self.approximate = a or "tanh"
+end
+function GELU:forward(x) return F.gelu(x, self.approximate) end
+function GELU:extra_repr() return "approximate = " .. self.approximate end
 activation("Softplus", F.softplus)
 activation("SELU", F.selu)
 activation("ReLU6", F.relu6)
