@@ -1451,6 +1451,47 @@ describe("optim", function()
                  "milestone 1")
     end)
 
+    it("opt:state_dict / opt:load_state_dict: the checkpoint in memory, a snapshot, copied in; mismatches raise", function()
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+            local function make()
+                local p = ordo.tensor({1, 2}, D):requires_grad()
+                local mom = (name == "SGD" or name == "RMSprop") and 0.9 or nil
+                return p, optim[name]({p}, {lr = 0.1, momentum = mom})
+            end
+            local function run(p, o, k)
+                for s = 1, k do
+                    o:zero_grad()
+                    ;(p * p * s):sum():backward()
+                    o:step()
+                end
+            end
+            local p, o = make()
+            run(p, o, 3)
+            local sd = o:state_dict()
+            local p2, o2 = make()
+            ordo.no_grad(function() p2:copy_(p) end)
+            o2:load_state_dict(sd)
+            run(p, o, 2)
+            run(p2, o2, 2) -- resumed from the state dict: exactly the original run
+            assert.same(p:totable(), p2:totable(), name)
+            -- sd was a snapshot and o2 copied it: neither run changed it, so it resumes step 3 again
+            local p3, o3 = make()
+            local before = p:totable()
+            ordo.no_grad(function() p3:copy_(p2) end)
+            o3:load_state_dict(sd)
+            assert.equal(3, o3.t)
+            run(p3, o3, 1)
+            assert.are_not.same(before, p3:totable())
+        end
+        local p = ordo.zeros({2}):requires_grad()
+        local o = optim.SGD({p}, {lr = 0.1})
+        H.raises(function() o:load_state_dict(5) end, "load_state_dict", "expected a state dict")
+        H.raises(function() o:load_state_dict({5}) end, "load_state_dict", "entry 1")
+        H.raises(function() o:load_state_dict(optim.Adam({p}):state_dict()) end, "state of optim.Adam, not optim.SGD")
+        local q = ordo.zeros({3}):requires_grad()
+        H.raises(function() optim.SGD({q}):load_state_dict(o:state_dict()) end, "parameter 1 of shape 2", "is 3")
+    end)
+
     it("opt:save / opt:load resume a run exactly (every optimiser), and refuse a mismatch changing nothing", function()
         local X, Y = ordo.randn({8, 3}, D), ordo.randn({8, 2}, D)
         local function model()

@@ -268,9 +268,8 @@ end
 
 local function scalar(v, dt) return tensor.tensor(v, {dtype = dt}) end
 
-function Optimizer:save(path)
-    check_opt_self("save", self)
-    serialize = serialize or require "ordo.serialize"
+-- The entries of a checkpoint ({name =, tensor =}, the live state tensors).
+local function checkpoint_entries(self)
     local kind = self.__name or "optimiser"
     local steps = {}
     for i = 1, #self.params do steps[i] = self.steps[i] or 0 end
@@ -289,18 +288,34 @@ function Optimizer:save(path)
                                      or tensor.zeros({0}, {dtype = "int64"})}
     end
     for _, e in ipairs(state_entries(self)) do entries[#entries + 1] = e end
-    serialize.write("optimizer save", path, entries)
+    return entries
+end
+
+function Optimizer:save(path)
+    check_opt_self("save", self)
+    serialize = serialize or require "ordo.serialize"
+    serialize.write("optimizer save", path, checkpoint_entries(self))
     return self
+end
+
+-- opt:state_dict(): what opt:save writes, in memory: a list of {name =,
+-- tensor =}, the tensors copies (a snapshot: later steps do not change it).
+-- opt:load_state_dict(sd) puts one back, with opt:load's checks (and copies
+-- its tensors: the optimiser never shares state with sd).
+function Optimizer:state_dict()
+    check_opt_self("state_dict", self)
+    local r = {}
+    for i, e in ipairs(checkpoint_entries(self)) do r[i] = {name = e.name, tensor = e.tensor:clone()} end
+    return r
 end
 
 local function shape_str(s) return tensor.shape_str(s) end
 
-function Optimizer:load(path)
-    check_opt_self("load", self)
-    serialize = serialize or require "ordo.serialize"
-    local fname = "optimizer load"
+-- Reads checkpoint entries (from a file, or a state dict: path names where
+-- they come from; copy: the tensors are the caller's and must be copied).
+local function load_entries(self, fname, path, list, copy)
     local got = {}
-    for _, e in ipairs(serialize.read(fname, path)) do got[e.name] = e.tensor end
+    for _, e in ipairs(list) do got[e.name] = e.tensor end
     local kind = self.__name or "optimiser"
     local file_kind = got.kind and string.char(unpack(got.kind:totable())) or "?"
     if file_kind ~= kind then
@@ -365,7 +380,8 @@ function Optimizer:load(path)
             fail(fmt("%s: %s in %s is %s of shape %s, this optimiser's is %s of shape %s", fname, name, path,
                      t:dtype(), shape_str(t:shape()), p:dtype(), shape_str(want)))
         end
-        t = t:to(p:device())
+        local moved = t:to(p:device())
+        t = (copy and rawequal(moved, t)) and t:clone() or moved
         if key then
             new[i] = new[i] or {}
             new[i][key] = t
@@ -393,6 +409,27 @@ function Optimizer:load(path)
     end
     self[field], self.t, self.lr, self.steps = new, step, lr, steps
     return self
+end
+
+function Optimizer:load(path)
+    check_opt_self("load", self)
+    serialize = serialize or require "ordo.serialize"
+    local fname = "optimizer load"
+    return load_entries(self, fname, path, serialize.read(fname, path), false)
+end
+
+function Optimizer:load_state_dict(sd)
+    check_opt_self("load_state_dict", self)
+    local fname = "load_state_dict"
+    if type(sd) ~= "table" or is_tensor(sd) then
+        fail(fmt("%s: expected a state dict (opt:state_dict()), got %s", fname, typename(sd)))
+    end
+    for i, e in ipairs(sd) do
+        if type(e) ~= "table" or type(e.name) ~= "string" or not is_tensor(e.tensor) then
+            fail(fmt("%s: entry %d is not {name =, tensor =} (from opt:state_dict())", fname, i))
+        end
+    end
+    return load_entries(self, fname, "the state dict", sd, true)
 end
 
 local function class(name)
