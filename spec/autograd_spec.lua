@@ -258,6 +258,12 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         local ok, err = pcall(ag.gradcheck, function(x) return x * ordo.randn({3, 4}, D) end, {a})
         assert.is_false(ok)
         assert.matches("deterministic", err)
+        -- an output with NaN is said to be one (NaN ~= NaN read as a non-deterministic fn)
+        local col = ordo.randn({3, 1}, D):requires_grad()
+        ok, err = pcall(ag.gradcheck, function(x) return x:std(2) end, {col})
+        assert.is_false(ok)
+        assert.matches("gradcheck: fn's output holds NaN", err, 1, true)
+        assert.is_nil(err:find("deterministic", 1, true))
     end)
 
     it("gradcheck works on inputs on another device (its weights go to the output's device)", function()

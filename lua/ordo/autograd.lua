@@ -531,6 +531,10 @@ function M.gradcheck(fn, inputs, opts)
         return M.no_grad(function() return (fn(unpack(inputs, 1, n)) * w):sum():item() end)
     end
     local v1, v2 = value(), value()
+    if v1 ~= v1 or v2 ~= v2 then -- (NaN ~= NaN: it would read as a non-deterministic fn below)
+        fail(fmt("%sgradcheck: fn's output holds NaN (its weighted sum is %s): no numerical gradient to compare with",
+                 label, tostring(v1 ~= v1 and v1 or v2)))
+    end
     if v1 ~= v2 then
         fail(fmt("%sgradcheck: fn gave %.17g then %.17g for the same inputs; it must be deterministic " ..
                  "(draw random tensors outside it)", label, v1, v2))
