@@ -238,7 +238,7 @@ describe("nn.TransformerEncoderLayer", function()
     -- The layer from its parts: attention by the (separately checked)
     -- MultiheadAttention, the rest from the parameters with nn.functional.
     local function ref_layer(l, x, attn_opts)
-        local act = l.activation == "gelu" and F.gelu or F.relu
+        local act = l.activation == "gelu" and function(h) return F.gelu(h, "none") end or F.relu -- exact, Torch's
         local function sa(h)
             local o = {need_weights = false}
             for k, v in pairs(attn_opts or {}) do o[k] = v end
@@ -298,7 +298,7 @@ describe("nn.TransformerDecoderLayer", function()
     before_each(function() ordo.manual_seed(44) end)
 
     local function ref_decoder(l, t, mem, so, co)
-        local act = l.activation == "gelu" and F.gelu or F.relu
+        local act = l.activation == "gelu" and function(h) return F.gelu(h, "none") end or F.relu -- exact, Torch's
         local function opts(extra)
             local o = {need_weights = false}
             for k, v in pairs(extra or {}) do o[k] = v end
