@@ -285,6 +285,45 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(logits, y, {ignore_index = 1.5}) end, "cross_entropy", "ignore_index")
     end)
 
+    it("CrossEntropyLoss against class probabilities (soft labels), Torch's formula; gradcheck", function()
+        local X = {{0.2, -1.0, 0.5}, {1.5, 0.3, -0.7}}
+        local T = {{0.1, 0.6, 0.3}, {1, 0, 0}}
+        local W = {1, 2, 0.5}
+        local function logsm(r)
+            local m = math.max(unpack(r))
+            local z = 0
+            for _, v in ipairs(r) do z = z + math.exp(v - m) end
+            local o = {}
+            for i, v in ipairs(r) do o[i] = v - m - math.log(z) end
+            return o
+        end
+        local function ref(eps, w)
+            local tot = 0
+            for i = 1, 2 do
+                local lp = logsm(X[i])
+                for c = 1, 3 do tot = tot - (w and w[c] or 1) * (T[i][c] * (1 - eps) + eps / 3) * lp[c] end
+            end
+            return tot / 2 -- "mean" over the rows
+        end
+        local x, t, w = ordo.tensor(X, D), ordo.tensor(T, D), ordo.tensor(W, D)
+        close(F.cross_entropy(x, t):item(), ref(0), 1e-12)
+        close(nn.CrossEntropyLoss({label_smoothing = 0.2, weight = w})(x, t):item(), ref(0.2, W), 1e-12)
+        -- one-hot probabilities are the class indices
+        local onehot, idx = ordo.tensor({{0, 1, 0}, {0, 0, 1}}, D), ordo.tensor({2, 3}, {dtype = "int64"})
+        close(F.cross_entropy(x, onehot, {label_smoothing = 0.1}):item(),
+              F.cross_entropy(x, idx, {label_smoothing = 0.1}):item(), 1e-12)
+        assert.same({2}, F.cross_entropy(x, t, {reduction = "none"}):shape())
+        assert.is_true(ag.gradcheck(function(a, b) return F.cross_entropy(a, b, {label_smoothing = 0.1}) end,
+                                    {x:clone():requires_grad(), t:clone():requires_grad()}))
+        -- N x C x d: the probabilities per position, "mean" over rows and positions
+        local x3, t3 = ordo.randn({2, 3, 4}, D), ordo.randn({2, 3, 4}, D):softmax(2)
+        close(F.cross_entropy(x3, t3):item(),
+              F.cross_entropy(x3:permute(1, 3, 2):reshape(-1, 3), t3:permute(1, 3, 2):reshape(-1, 3)):item(), 1e-12)
+        H.raises(function() F.cross_entropy(x, ordo.tensor({{0.5, 0.5}}, D)) end, "cross_entropy",
+                 "class indices must be int64", "probabilities (float) has the input's shape 2x3")
+        H.raises(function() F.cross_entropy(x, t, {ignore_index = 1}) end, "ignore_index needs class-index targets")
+    end)
+
     it("CrossEntropyLoss and NLLLoss over N x C x d1... (a class per position), as Torch's; gradcheck", function()
         local x = ordo.randn({2, 4, 3, 2}, D)
         local y = ordo.tensor({{{1, 2}, {3, 4}, {2, 2}}, {{4, 4}, {1, 3}, {2, 1}}}, {dtype = "int64"})

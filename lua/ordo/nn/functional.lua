@@ -401,9 +401,47 @@ end
 -- padding token) as nll_loss; opts.label_smoothing = e in [0, 1) puts e
 -- of the target's weight evenly on every class, as Torch: (1 - e) (-log
 -- p[target]) + e mean over classes of -log p.
+-- Cross-entropy against class probabilities (soft labels: mixup,
+-- distillation), Torch's: target of the input's shape, float; loss =
+-- -sum over classes of weight · target · log_softmax (the target smoothed
+-- to target (1 - e) + e / C first); "mean" over the rows (and positions).
+local FLOAT_DT = {float32 = true, float64 = true}
+local function soft_cross_entropy(logits, target, opts, e)
+    local fname = "cross_entropy"
+    if tensor.shape_str(shape_of(target)) ~= tensor.shape_str(shape_of(logits)) then
+        fail(fmt("%s: target of %s of shape %s: class indices must be int64 (from 1), a target of probabilities " ..
+                 "(float) has the input's shape %s", fname, target:dtype(), shape_str(target), shape_str(logits)))
+    end
+    if opts.ignore_index ~= nil then
+        fail(fname .. ": ignore_index needs class-index targets (int64), not probabilities")
+    end
+    if logits:dim() < 2 then fail(fmt("%s: expected input of shape NxC or NxCxd1..., got %s", fname, shape_str(logits))) end
+    local C = logits:size(2)
+    local t = e > 0 and target * (1 - e) + e / C or target
+    local prod = logits:log_softmax(2) * t
+    local w = opts.weight
+    if w ~= nil then
+        if w:dim() ~= 1 or w:size(1) ~= C or w:dtype() ~= logits:dtype() then
+            fail(fmt("%s: weight must be a %s tensor of %d class weights, got %s %s", fname, logits:dtype(), C,
+                     w:dtype(), shape_str(w)))
+        end
+        local ws = {1, C}
+        for i = 3, logits:dim() do ws[i] = 1 end
+        prod = prod * w:view(ws)
+    end
+    return reduce(fname, -prod:sum(2), opts.reduction)
+end
+
 function M.cross_entropy(logits, target, opts)
     opts = loss_opts("cross_entropy", opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     check_tensor("cross_entropy", "input", logits)
+    if is_tensor(target) and FLOAT_DT[target:dtype()] then
+        local e = opts.label_smoothing or 0
+        if not (e >= 0 and e < 1) then
+            fail(fmt("cross_entropy: label_smoothing must be in [0, 1), got %s", tostring(e)))
+        end
+        return soft_cross_entropy(logits, target, opts, e)
+    end
     local tshape
     logits, target, tshape = positions_as_rows("cross_entropy", logits, target)
     check_target("cross_entropy", logits, target)
