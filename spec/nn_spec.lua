@@ -805,6 +805,11 @@ describe("nn modules", function()
         local w, bias = ordo.randn({5}, D):requires_grad(), ordo.randn({5}, D):requires_grad()
         assert.is_true(ag.gradcheck(function(a, b, c) return F.layer_norm(a, {5}, b, c) end, {u, w, bias}))
         assert.has_error(function() nn.LayerNorm(4)(ordo.zeros(2, 5)) end)
+        -- F.layer_norm's weight and bias have the normalized shape (a 3 x 1 weight broadcast to 3 x 4 rows)
+        H.raises(function() F.layer_norm(ordo.randn({3, 4}), {4}, ordo.ones({3, 1})) end, "layer_norm",
+                 "weight of shape 3x1, expected the normalized shape 4")
+        H.raises(function() F.layer_norm(ordo.randn({3, 4}), 4, ordo.ones({4}), ordo.zeros({1})) end, "layer_norm",
+                 "bias of shape 1")
         assert.equals(2, #nn.LayerNorm(3):parameters())
         assert.equals(0, #nn.LayerNorm(3, {affine = false}):parameters())
     end)

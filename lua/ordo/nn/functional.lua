@@ -591,6 +591,17 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps)
         fail(fmt("layer_norm: input of shape %s does not end in the normalized shape %s", shape_str(x),
                  tensor.shape_str(normalized_shape)))
     end
+    -- weight and bias have the normalized shape (another would broadcast: a 3 x 1 weight over N x 4 rows)
+    for _, e in ipairs({{"weight", weight}, {"bias", bias}}) do
+        local t = e[2]
+        if t ~= nil then
+            check_tensor("layer_norm", e[1], t)
+            if tensor.shape_str(shape_of(t)) ~= tensor.shape_str(normalized_shape) then
+                fail(fmt("layer_norm: %s of shape %s, expected the normalized shape %s", e[1], shape_str(t),
+                         tensor.shape_str(normalized_shape)))
+            end
+        end
+    end
     local lead = {}
     for i = 1, #s - k do lead[i] = s[i] end
     lead[#lead + 1] = -1
