@@ -46,6 +46,12 @@ describe("nn modules", function()
         ok, err = pcall(function() nn.Linear(5, 3)(ordo.randn({2, 4})) end)
         assert.is_false(ok)
         assert.matches("linear: input of shape 2x4 does not match weight 3x5", err)
+        -- F.linear's bias has one value per output: another shape broadcast in the forward and raised only at
+        -- backward, its gradient being of shape out
+        local x, w = ordo.randn({3, 4}), ordo.randn({2, 4})
+        H.raises(function() F.linear(x, w, ordo.ones({1})) end, "linear: bias must have shape 2", "got 1")
+        H.raises(function() F.linear(x, w, ordo.ones({3, 1})) end, "linear: bias must have shape 2", "got 3x1")
+        H.raises(function() F.linear(x, ordo.randn({4})) end, "linear: weight must be 2-D", "got shape 4")
     end)
 
     it("Sequential chains modules; parameters are ordered and named", function()

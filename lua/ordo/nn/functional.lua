@@ -39,6 +39,17 @@ end
 function M.linear(x, weight, bias)
     check_tensor("linear", "input", x)
     check_tensor("linear", "weight", weight)
+    if weight:dim() ~= 2 then
+        fail(fmt("linear: weight must be 2-D (out_features x in_features), got shape %s", shape_str(weight)))
+    end
+    if bias ~= nil then
+        -- (one of another shape would broadcast in the forward, and its gradient come back of shape out)
+        check_tensor("linear", "bias", bias)
+        if bias:dim() ~= 1 or bias:size(1) ~= weight:size(1) then
+            fail(fmt("linear: bias must have shape %d (one per output of weight %s), got %s", weight:size(1),
+                     shape_str(weight), shape_str(bias)))
+        end
+    end
     local nin = weight:size(2)
     if x:dim() == 0 or x:size(-1) ~= nin then
         fail(fmt("linear: input of shape %s does not match weight %s (expected a last dim of %d)",
