@@ -660,6 +660,10 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u) return F.cosine_similarity(u, u * 2 + 1) end, {p}))
         H.raises(function() F.cdist(a, ordo.randn({2, 3})) end, "cdist", "one width")
         H.raises(function() F.normalize(a, {q = 2}) end, "normalize", "unknown option 'q'")
+        -- operands broadcast first: b of size 1 along dim stands for copies in its norm too (|cos| was > 1)
+        local ca, cb = ordo.randn({3, 4}, D), ordo.randn({3, 1}, D)
+        close(F.cosine_similarity(ca, cb):totable(), F.cosine_similarity(ca, cb:expand(3, 4)):totable(), 1e-12)
+        for _, v in ipairs(F.cosine_similarity(ca, cb):totable()) do assert.is_true(math.abs(v) <= 1 + 1e-12) end
     end)
 
     it("modules, named_modules, apply; requires_grad_(false) freezes a part (fine-tuning)", function()

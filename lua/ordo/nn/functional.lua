@@ -676,6 +676,13 @@ function M.cosine_similarity(a, b, opts)
     check_tensor("cosine_similarity", "b", b)
     opts = util.check_opts("cosine_similarity", opts, {dim = true, eps = true})
     local dim, eps = opts.dim or -1, opts.eps or 1e-8
+    -- both broadcast first, as Torch: a b of size 1 along dim stands for
+    -- that many copies in the norm too (its own norm would make |cos| > 1)
+    local sa, sb = shape_of(a), shape_of(b)
+    local s = tensor.broadcast_shape("cosine_similarity", {sa, sb})
+    local full = tensor.shape_str(s)
+    if tensor.shape_str(sa) ~= full then a = a:expand(s) end
+    if tensor.shape_str(sb) ~= full then b = b:expand(s) end
     local na, nb = a:norm(2, dim):clamp(eps, math.huge), b:norm(2, dim):clamp(eps, math.huge)
     return (a * b):sum(dim) / (na * nb)
 end
