@@ -82,6 +82,46 @@ describe("nn modules", function()
         for _, p in ipairs(net:parameters()) do assert.is_nil(p.grad) end
     end)
 
+    it("register_parameter / register_buffer refuse a name in use (the other kind, a child, a method)", function()
+        local function make(init)
+            local C = nn.Module:extend("Slots")
+            C.init = init
+            return C()
+        end
+        -- a parameter and a buffer of one name were one field listed twice in state_dict
+        H.raises(function() make(function(self)
+            self:register_parameter("w", ordo.zeros({2}))
+            self:register_buffer("w", ordo.ones({3}))
+        end) end, "register_buffer: w is already a parameter")
+        H.raises(function() make(function(self)
+            self:register_buffer("w", ordo.zeros({2}))
+            self:register_parameter("w", ordo.ones({3}))
+        end) end, "register_parameter: w is already a buffer")
+        H.raises(function() make(function(self)
+            self.lin = nn.Linear(1, 1)
+            self:register_buffer("lin", ordo.ones({3}))
+        end) end, "register_buffer: lin is already a child module")
+        -- a method's name shadowed it: m:parameters() then called a tensor
+        H.raises(function() make(function(self) self:register_parameter("parameters", ordo.ones({1})) end) end,
+                 "register_parameter: parameters is the name of a method")
+        H.raises(function() make(function(self) self:register_buffer("training", ordo.ones({1})) end) end,
+                 "register_buffer: training is the name")
+        H.raises(function() make(function(self) self:register_parameter("a.b", ordo.ones({1})) end) end,
+                 "without white space or dots", '"a.b"')
+        -- registering again under its own kind replaces; a removed buffer's name may become a parameter's
+        local m = make(function(self)
+            self:register_parameter("w", ordo.zeros({2}))
+            self:register_parameter("w", ordo.ones({3}))
+            self:register_buffer("b", ordo.zeros({2}))
+            self.b = nil
+            self:register_parameter("b", ordo.ones({4}))
+        end)
+        local names = {}
+        for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"w", "b"}, names)
+        assert.same({3}, m.w:shape())
+    end)
+
     it("a module assigned to a field is a child, as in Torch; other fields are not registered", function()
         local Net = nn.Module:extend("AssignNet")
         function Net:init()

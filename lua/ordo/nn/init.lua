@@ -132,8 +132,32 @@ function Module:forward()
 end
 
 -- Registers t (a float tensor) as a trainable parameter stored in self[name].
+-- A name for register_parameter / register_buffer: a string without dots
+-- (they join the names of state_dict: "encoder.weight"), not the name of
+-- a method or of training (the tensor would shadow it: m.parameters =
+-- tensor breaks the module), nor one the module uses for a child or for
+-- the other kind (a parameter and a buffer of one name are one field,
+-- listed twice in state_dict).
+local function check_slot(fname, self, name, other_names, other_kind)
+    if type(name) ~= "string" or name == "" or name:find("[%s%.]") then
+        fail(fmt("%s: the name must be a non-empty string without white space or dots, got %s", fname,
+                 type(name) == "string" and fmt("%q", name) or typename(name)))
+    end
+    if name == "training" or getmetatable(self)[name] ~= nil then
+        fail(fmt("%s: %s is the name of a method or field of the module; choose another", fname, name))
+    end
+    local cur = rawget(self, name)
+    if is_module(cur) then fail(fmt("%s: %s is already a child module of this module", fname, name)) end
+    if self:_has(other_names, name) then
+        if cur ~= nil then fail(fmt("%s: %s is already a %s of this module", fname, name, other_kind)) end
+        -- a removed one (m.b = nil): the name now is of this kind only
+        for i = #other_names, 1, -1 do if other_names[i] == name then table.remove(other_names, i) end end
+    end
+end
+
 function Module:register_parameter(name, t)
     check_module_self("register_parameter", self)
+    check_slot("register_parameter", self, name, self._buffer_names, "buffer")
     if not is_tensor(t) then fail(fmt("register_parameter: %s must be a tensor, got %s", name, typename(t))) end
     if self[name] == nil or not self:_has(self._param_names, name) then
         self._param_names[#self._param_names + 1] = name
@@ -145,6 +169,7 @@ end
 -- A tensor of state that is saved but not trained (BatchNorm's running stats).
 function Module:register_buffer(name, t)
     check_module_self("register_buffer", self)
+    check_slot("register_buffer", self, name, self._param_names, "parameter")
     if not is_tensor(t) then fail(fmt("register_buffer: %s must be a tensor, got %s", name, typename(t))) end
     if not self:_has(self._buffer_names, name) then self._buffer_names[#self._buffer_names + 1] = name end
     self[name] = t
