@@ -1336,6 +1336,33 @@ describe("optim", function()
         close(p:totable(), {0.75, 1.5})
     end)
 
+    it("SGD dampening scales each new gradient in the momentum buffer (not the first), as Torch", function()
+        local G = {{0.5, -1.2}, {0.1, 0.4}, {-2, 0.2}, {0.3, 0.3}}
+        for _, strided in ipairs({false, true}) do -- the fused kernel has no dampening: the elementwise form runs
+            local p = strided and ordo.tensor({{1, 0}, {-0.5, 0}}, D):select(2, 1):requires_grad()
+                or ordo.tensor({1, -0.5}, D):requires_grad()
+            local o = optim.SGD({p}, {lr = 0.1, momentum = 0.9, dampening = 0.3, weight_decay = 0.01})
+            for s = 1, 4 do
+                o:zero_grad()
+                ;(p * ordo.tensor(G[s], D)):sum():backward()
+                o:step()
+            end
+            local r, buf = {1, -0.5}, {}
+            for s = 1, 4 do
+                for i = 1, 2 do
+                    local g = G[s][i] + 0.01 * r[i]
+                    buf[i] = s == 1 and g or 0.9 * buf[i] + 0.7 * g
+                    r[i] = r[i] - 0.1 * buf[i]
+                end
+            end
+            close(p:totable(), r, 1e-12)
+        end
+        local q = ordo.zeros({1}):requires_grad()
+        H.raises(function() optim.SGD({q}, {momentum = 0.9, nesterov = true, dampening = 0.1}) end,
+                 "nesterov needs a dampening of 0")
+        H.raises(function() optim.SGD({q}, {dampening = 2}) end, "dampening must be in [0, 1]")
+    end)
+
     it("SGD with momentum follows Torch's buffer", function()
         local p = ordo.tensor({1}, D):requires_grad()
         local opt = optim.SGD({p}, {lr = 0.1, momentum = 0.9})

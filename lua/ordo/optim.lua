@@ -442,14 +442,18 @@ local function check_betas(fname, o)
     if o.beta1 >= 1 or o.beta2 >= 1 then fail(fname .. ": beta1 and beta2 must be < 1") end
 end
 
--- SGD(params, {lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}):
--- with momentum, buf = momentum * buf + g and the step follows buf (Torch's form).
+-- SGD(params, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0,
+-- nesterov = false}): with momentum, buf = momentum * buf + (1 - dampening)
+-- g (g on the first step) and the step follows buf (Torch's form).
 local SGD = class("SGD")
 M.SGD = SGD
 
 function M.SGD.new(params, opts)
-    local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}, function(f, g)
+    local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false},
+                   function(f, g)
         if g.nesterov and g.momentum == 0 then fail(f .. ": nesterov needs a momentum > 0") end
+        if g.dampening < 0 or g.dampening > 1 then fail(fmt("%s: dampening must be in [0, 1], got %g", f, g.dampening)) end
+        if g.nesterov and g.dampening ~= 0 then fail(f .. ": nesterov needs a dampening of 0 (Torch's rule)") end
     end)
     o.t, o.steps, o.buf = 0, {}, {}
     return setmetatable(o, SGD)
@@ -470,14 +474,16 @@ function SGD:update(i, p, g)
         buf = tensor.empty_like(p)
         self.buf[i] = buf
     end
-    if fusable(K_SGD, p, g, buf or p) then
+    local damp = self.dampening
+    if damp == 0 and fusable(K_SGD, p, g, buf or p) then
         local sc = {self.lr, mom, self.weight_decay, self.nesterov and 1 or 0, first and 1 or 0}
         tensor.push(K_SGD, "sgd_step", 0, {g}, buf and {p, buf} or {p}, sc)
         return
     end
     if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
     if mom ~= 0 then
-        if first then buf:copy_(g) else buf:mul_(mom):add_(g) end
+        -- (dampening scales the new gradient in the buffer, not the first one: Torch's)
+        if first then buf:copy_(g) else buf:mul_(mom):add_(damp == 0 and g or g * (1 - damp)) end
         g = self.nesterov and g + buf * mom or buf
     end
     p:sub_(g * self.lr)
