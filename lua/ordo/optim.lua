@@ -171,10 +171,6 @@ function Optimizer:zero_grad()
     for _, p in ipairs(self.params) do p.grad = nil end
 end
 
--- self.t counts the optimiser's steps, self.steps[i] the updates of
--- parameter i (Torch's state["step"]): a parameter that first gets a
--- gradient at step 3 takes its first update as such (Adam's bias
--- correction, Adagrad's lr_decay), not as the third.
 -- What step() checks before any update: opt.lr (a field the user or a
 -- scheduler sets) and each gradient (p.grad may be assigned by hand): a
 -- wrong one would otherwise fail inside a pushed kernel, reported at some
@@ -217,6 +213,10 @@ local function check_step(self)
     end
 end
 
+-- self.t counts the optimiser's steps, self.steps[i] the updates of
+-- parameter i (Torch's state["step"]): a parameter that first gets a
+-- gradient at step 3 takes its first update as such (Adam's bias
+-- correction, Adagrad's lr_decay), not as the third.
 function Optimizer:step()
     check_opt_self("step", self)
     check_step(self)
