@@ -370,6 +370,17 @@ describe("bad calls that used to pass", function()
         raises_here(function() local _ = ordo.ones_like(x, 3) end, "ones_like", "number")
     end)
 
+    it("a nil operand is named as nil, not as the tensor beside it", function()
+        local x = ordo.ones({2})
+        for _, c in ipairs({{"add", function() local _ = x + nil end}, {"add", function() local _ = x:add(nil) end},
+                            {"mul", function() local _ = x * nil end}, {"eq", function() local _ = x:eq(nil) end}}) do
+            local e = raises_here(c[2], c[1], "got nil")
+            assert.falsy(e:find("ordo.Tensor", 1, true), e)
+        end
+        raises_here(function() local _ = ordo.result_type(x, nil) end, "result_type", "got nil")
+        assert.equals("float32", ordo.result_type(ordo.ones({2}, "int32"), 1.5))
+    end)
+
     it("a float -0.0 prints with its sign", function()
         assert.truthy(tostring(ordo.tensor({-0.0, 0 / 0})):find("-0", 1, true))
         assert.is_nil(tostring(ordo.tensor({0, 1}, "int32")):find("-", 1, true))

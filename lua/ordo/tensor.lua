@@ -497,13 +497,19 @@ local function result_type(a, b)
         if category(zero_dt) > category(dim_dt) then return zero_dt end
         return dim_dt
     end
-    local t, n = ta and a or b, ta and b or a
+    local t, n = b, a -- (not `ta and b or a`: a nil b would pick a)
+    if ta then t, n = a, b end
     local dt = t._c.dtype
     if not ISFLOAT[dt] and number_is_float(n) then return F32 end
     return dt
 end
 M.result_type = function(a, b)
     if not is_tensor(a) and not is_tensor(b) then fail("result_type: expected at least one tensor") end
+    local x = a -- the operand that is not (or need not be) a tensor; b may be nil
+    if is_tensor(a) then x = b end
+    if not is_tensor(x) and type(x) ~= "number" then
+        fail("result_type: expected tensors or numbers, got " .. typename(x))
+    end
     return DT_NAME[result_type(a, b)]
 end
 
@@ -1267,7 +1273,8 @@ local function binary(spec, a, b)
     if not (ta or tb) then
         fail(fmt("%s: expected tensors or numbers, got %s and %s", name, typename(a), typename(b)))
     end
-    local t, s = ta and a or b, ta and b or a
+    local t, s = b, a -- (not `ta and b or a`: a nil b would pick a, naming the tensor as the bad operand)
+    if ta then t, s = a, b end
     if type(s) ~= "number" then
         fail(fmt("%s: expected a tensor or a number, got %s", name, typename(s)))
     end
