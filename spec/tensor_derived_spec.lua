@@ -956,4 +956,35 @@ describe("derived ops", function()
         H.raises(function() return ordo.tensor({1}, "int32"):remainder(0) end, "remainder: integer division by zero")
         H.raises(function() return ordo.tensor({1}, "int64"):fmod(0) end, "fmod: integer division by zero")
     end)
+
+    it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()
+        for _, s in ipairs({{2, 0}, {0}, {0, 3, 4}}) do
+            local z = ordo.zeros(s)
+            assert.same({0, #s}, z:nonzero():shape())
+            local tuple = z:nonzero({as_tuple = true})
+            assert.equals(#s, #tuple)
+            for d = 1, #s do
+                assert.same({0}, tuple[d]:shape())
+                assert.equals("int64", tuple[d]:dtype())
+            end
+        end
+    end)
+
+    it("all and any along a dim of size 0: true and false, as over no elements at all", function()
+        local z = ordo.zeros({2, 0, 3})
+        assert.same({{1, 1, 1}, {1, 1, 1}}, z:all(2):totable())
+        assert.same({{0, 0, 0}, {0, 0, 0}}, z:any(-2):totable())
+        assert.same({{{1, 1, 1}}, {{1, 1, 1}}}, z:all(2, true):totable())
+        assert.same({2, 1, 1}, z:any({2, 3}, true):shape())
+        assert.same({0, 0}, z:any({2, 3}):totable())
+        assert.same({1, 1}, z:all({-1, 2}):totable())
+        assert.equals("uint8", z:all(2):dtype())
+        assert.same({0, 3}, z:all(1):shape()) -- a dim of size 0 kept is fine as before
+        assert.is_true(z:all())
+        assert.is_false(z:any())
+        -- amax and amin still refuse, under their own names
+        H.raises(function() return z:amax(2) end, "amax: cannot reduce dim 2 of size 0")
+        H.raises(function() return z:amin() end, "amin: cannot reduce an empty tensor")
+        H.raises(function() return z:amax({2, 3}) end, "amax: cannot reduce")
+    end)
 end)

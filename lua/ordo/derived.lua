@@ -382,9 +382,19 @@ end
 -- all() / any(): are all (any) elements nonzero -- a Lua boolean (waits;
 -- NaN counts as nonzero); all(dim [, keepdim]) / any(dim [, keepdim]):
 -- a uint8 tensor of the answers along dim.
+-- Along a dim of size 0 there is nothing to reduce (min and max refuse
+-- it): all is true there and any false, as over no elements at all.
+local function all_any_empty(self, dim, keepdim, value)
+    local d = tensor.norm_dim("all", self, dim) + 1
+    local s = self:shape()
+    if keepdim then s[d] = 1 else table.remove(s, d) end
+    return tensor.full(s, value, tensor.like(self, "uint8"))
+end
+
 function Tensor:all(dim, keepdim)
     check_self("all", self)
     check_dim("all", self, dim)
+    if dim ~= nil and size_along("all", self, dim) == 0 then return all_any_empty(self, dim, keepdim, 1) end
     local nz = self:ne(0)
     if dim ~= nil then return (nz:min(dim, keepdim)) end
     return self:numel() == 0 or nz:min():item() == 1
@@ -393,6 +403,7 @@ end
 function Tensor:any(dim, keepdim)
     check_self("any", self)
     check_dim("any", self, dim)
+    if dim ~= nil and size_along("any", self, dim) == 0 then return all_any_empty(self, dim, keepdim, 0) end
     local nz = self:ne(0)
     if dim ~= nil then return (nz:max(dim, keepdim)) end
     return self:numel() > 0 and nz:max():item() == 1
@@ -604,6 +615,14 @@ function Tensor:nonzero(opts)
     check_self("nonzero", self)
     opts = util.check_opts("nonzero", opts, {as_tuple = true})
     local nd = self:dim()
+    if self:numel() == 0 then -- no positions (and no size to divide them by below)
+        if opts.as_tuple then
+            local coords = {}
+            for d = 1, nd do coords[d] = tensor.zeros({0}, tensor.like(self, "int64")) end
+            return coords
+        end
+        return tensor.zeros({0, nd}, tensor.like(self, "int64"))
+    end
     local flat = tensor.arange(self:numel(), tensor.like(self, "int64")):masked_select(self:ne(0):reshape(-1))
     local k = flat:numel()
     local coords = {}
@@ -1108,11 +1127,23 @@ end
 for name, one in pairs({amax = "max", amin = "min"}) do
     Tensor[name] = function(self, dim, keepdim)
         check_self(name, self)
-        if dim == nil then return Tensor[one](self) end
+        if dim == nil then
+            if self:numel() == 0 then -- (said here: max's own error would name max)
+                fail(fmt("%s: cannot reduce an empty tensor (shape %s) without a dim", name, shape_of_str(self)))
+            end
+            return Tensor[one](self)
+        end
         if type(dim) ~= "table" then
-            return extremum_along(name, one, self, tensor.norm_dim(name, self, dim) + 1, keepdim)
+            local d = tensor.norm_dim(name, self, dim) + 1
+            if self:size(d) == 0 then
+                fail(fmt("%s: cannot reduce dim %d of size 0 (shape %s)", name, d, shape_of_str(self)))
+            end
+            return extremum_along(name, one, self, d, keepdim)
         end
         local x, keep_shape = merged_dims(name, self, dim)
+        if x:size(x:dim()) == 0 then
+            fail(fmt("%s: cannot reduce dims of size 0 (shape %s)", name, shape_of_str(self)))
+        end
         local r = extremum_along(name, one, x, x:dim(), false)
         if keepdim then r = r:reshape(keep_shape) end
         return r
