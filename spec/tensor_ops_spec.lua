@@ -737,6 +737,22 @@ describe("random numbers", function()
         assert.are_not.same(a:totable(), ordo.rand({100}):totable())
     end)
 
+    it("manual_seed takes 64-bit seeds (2^63 and up as unsigned) and refuses larger ones instead of aliasing them", function()
+        local function first(seed)
+            ordo.manual_seed(seed)
+            return ordo.rand({4}):totable()
+        end
+        -- 2^64 - 2048 is the unsigned form of -2048, 2^63 that of -2^63: the same bits, the same numbers
+        assert.same(first(-2048), first(2 ^ 64 - 2048))
+        assert.same(first(-2 ^ 63), first(2 ^ 63))
+        assert.are_not.same(first(2 ^ 62), first(-2 ^ 63))
+        -- out of range: these all seeded like -2^63 before
+        for _, bad in ipairs({2 ^ 64, 1e300, -2 ^ 63 - 2 ^ 11}) do
+            H.raises(function() ordo.manual_seed(bad) end, "manual_seed", "out of range")
+        end
+        H.raises(function() ordo.manual_seed("3") end, "manual_seed", "string \"3\"")
+    end)
+
     it("uniform_ stays in [low, high); normal_ has the asked mean and std; bernoulli_ the asked p", function()
         ordo.manual_seed(7)
         local n = 20000

@@ -733,8 +733,19 @@ end
 
 -- ordo.manual_seed(n): every generator (one per engine and device) restarts
 -- from n; random results then depend only on n and the order of calls.
+-- A seed is a 64-bit integer: -2^63 .. 2^64 - 1 (as Torch: 2^63 and up are
+-- taken as unsigned and kept bit for bit).  Past that range the conversion
+-- to int64 is undefined: 2^64, 1e300 and -2^63 all seeded alike.
 function M.manual_seed(n)
-    if not is_int(n) then fail("manual_seed: expected an integer seed, got " .. tostring(n)) end
+    if not is_int(n) then
+        fail("manual_seed: expected an integer seed, got " ..
+             (type(n) == "number" and tostring(n) or typename(n) .. (type(n) == "string" and fmt(" %q", n) or "")))
+    end
+    if n < -2 ^ 63 or n >= 2 ^ 64 then
+        fail(fmt("manual_seed: seed %s out of range (expected an integer from -2^63 to 2^64 - 1)",
+                 math.abs(n) < 1e20 and fmt("%.0f", n) or tostring(n)))
+    end
+    if n >= 2 ^ 63 then n = n - 2 ^ 64 end -- the same 64 bits, as int64 (exact: both are multiples of 2^11)
     default_seed = n
     for _, per in pairs(generators) do
         for _, g in pairs(per) do push(K.seed, "manual_seed", 0, {}, {g}, nil, {n}) end
