@@ -957,6 +957,27 @@ describe("derived ops", function()
         H.raises(function() return ordo.tensor({1}, "int64"):fmod(0) end, "fmod: integer division by zero")
     end)
 
+    it("the % operator is remainder, as Lua's own % on numbers, a number on either side", function()
+        local xs, ds = {-7, 7, 6, -6, 0}, {3, -3}
+        for _, dt in ipairs({"int32", "int64", "float32", "float64"}) do
+            for _, d in ipairs(ds) do
+                local want = {}
+                for i, x in ipairs(xs) do want[i] = x % d end
+                assert.same(want, (ordo.tensor(xs, dt) % d):totable())
+                assert.equals(dt, (ordo.tensor(xs, dt) % d):dtype())
+                local rwant = {}
+                for i, x in ipairs(xs) do rwant[i] = x ~= 0 and d % x or 0 end
+                local nz = ordo.tensor({-7, 7, 6, -6, 1}, dt)
+                local got = (d % nz):totable()
+                for i, x in ipairs({-7, 7, 6, -6, 1}) do assert.equals(d % x, got[i]) end
+            end
+        end
+        assert.same({0.5, 1.5, -0.5}, (ordo.tensor({-7.5, 7.5, 7.5}) % ordo.tensor({2, 2, -2})):totable())
+        assert.equals("float32", (7.5 % ordo.tensor({2}, "int32")):dtype())
+        H.raises(function() return ordo.tensor({1}, "int32") % 0 end, "remainder: integer division by zero")
+        H.raises(function() return ordo.tensor({1}) % "x" end, "remainder", "string")
+    end)
+
     it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()
         for _, s in ipairs({{2, 0}, {0}, {0, 3, 4}}) do
             local z = ordo.zeros(s)

@@ -952,6 +952,15 @@ local function modulo(fname, a, b, floor_mode)
 end
 function Tensor:fmod(b) return modulo("fmod", self, b, false) end
 function Tensor:remainder(b) return modulo("remainder", self, b, true) end
+-- a % b: remainder, the sign of the divisor, as Lua's own % (and Python's)
+Tensor.__mod = function(a, b)
+    if is_tensor(a) then return modulo("remainder", a, b, true) end
+    if type(a) ~= "number" then
+        fail("remainder: expected a tensor or a number, got " .. typename(a))
+    end
+    -- a number dividend: a 0-dim tensor beside b, in the dtype the op computes in
+    return modulo("remainder", tensor.tensor(a, tensor.like(b, tensor.result_type(b, a))), b, true)
+end
 
 -- ---------------------------------------------------------------- rearranging
 
