@@ -852,9 +852,22 @@ function Tensor:dtype()
     return DT_NAME[self._c.dtype]
 end
 
-function Tensor:type()
+-- t:type(): the type name ("ordo.FloatTensor"); t:type(name): t converted
+-- to that type, as Torch7's (name: "ordo.IntTensor", "torch.IntTensor",
+-- "IntTensor" or a dtype such as "int32"), t itself when it has it.
+local TYPE_DT = {}
+for d, n in pairs(TYPE_NAME) do
+    TYPE_DT[n], TYPE_DT["ordo." .. n], TYPE_DT["torch." .. n] = d, d, d
+end
+function Tensor:type(name)
     check_self("type", self)
-    return "ordo." .. TYPE_NAME[self._c.dtype]
+    if name == nil then return "ordo." .. TYPE_NAME[self._c.dtype] end
+    local dt = type(name) == "string" and (TYPE_DT[name] or DT[name])
+    if not dt then
+        fail(fmt("type: unknown type %s (expected a name like \"ordo.IntTensor\" or a dtype like \"int32\")",
+                 type(name) == "string" and fmt("%q", name) or typename(name)))
+    end
+    return self:to(DT_NAME[dt])
 end
 
 function Tensor:device()
