@@ -166,6 +166,25 @@ describe("bad calls raise at the call", function()
         assert.same({0, 0}, i:eq(1e30):totable())
     end)
 
+    it("arange, linspace and logspace values that do not fit an integer dtype, at the call", function()
+        -- arange raised only at a later wait; linspace and logspace clamped (300 became 255 in uint8)
+        raises_here(function() local _ = ordo.arange(-3, 3, 1, "uint8") end, "arange", "-3", "uint8")
+        raises_here(function() local _ = ordo.arange(250, 260, 1, "uint8") end, "arange", "259", "uint8")
+        raises_here(function() local _ = ordo.arange(0, 2 ^ 31 + 2, 2 ^ 30, "int32") end, "arange", "2147483648")
+        raises_here(function() local _ = ordo.linspace(0, 300, 4, "uint8") end, "linspace", "300", "uint8")
+        raises_here(function() local _ = ordo.linspace(-1, 1, 3, "uint8") end, "linspace", "-1", "uint8")
+        raises_here(function() local _ = ordo.linspace(0, 1e10, 3, "int32") end, "linspace", "int32")
+        raises_here(function() local _ = ordo.logspace(0, 10, 3, {dtype = "int32"}) end, "logspace", "int32")
+        raises_here(function() local _ = ordo.logspace(0, 1, 2.5) end, "logspace", "count", "2.5")
+        -- what fits still works, ends included
+        assert.same({250, 251, 255}, {ordo.arange(250, 256, 1, "uint8")[1], ordo.arange(250, 256, 1, "uint8")[2],
+                                      ordo.arange(250, 256, 1, "uint8")[-1]})
+        assert.same({0, 85, 170, 255}, ordo.linspace(0, 255, 4, "uint8"):totable())
+        assert.same({1, 10, 100}, ordo.logspace(0, 2, 3, {dtype = "int32"}):totable())
+        assert.same({0}, ordo.linspace(0, 300, 1, "uint8"):totable()) -- one value: start alone
+        assert.same({0}, ordo.arange(0, 1, 1, "uint8"):totable())
+    end)
+
     it("engine and profiler calls", function()
         raises_here(function() local _ = ordo.engine.new({kind = "fast"}) end, "engine.new", "kind", "naive")
         raises_here(function() local _ = ordo.engine.new({cpu_workers = -1}) end, "engine.new", "cpu_workers")

@@ -276,6 +276,9 @@ function M.linspace(start, stop, n, opts)
         fail("linspace: the count must be an integer >= 0 (below 2^53), got " .. tostring(n))
     end
     local proto = tensor.empty({0}, opts)
+    -- an integer dtype: the ends must fit it (the cast would clamp 300 to 255 in uint8), said at the call
+    if n >= 1 then tensor.check_fits("linspace", proto._c.dtype, start) end
+    if n >= 2 then tensor.check_fits("linspace", proto._c.dtype, stop) end
     local steps = tensor.arange(n, tensor.like(proto, "float64"))
     local step = n > 1 and (stop - start) / (n - 1) or 0
     local r = steps * step + start
@@ -299,6 +302,13 @@ function M.logspace(start, stop, n, opts)
     end
     local proto = tensor.empty({0}, opts)
     local f64 = tensor.like(proto, "float64")
+    if not is_int(n) or n < 0 or n >= 2 ^ 53 then -- (full would name itself)
+        fail("logspace: the count must be an integer >= 0 (below 2^53), got " .. tostring(n))
+    end
+    if type(start) == "number" and type(stop) == "number" then -- (else linspace names them)
+        if n >= 1 then tensor.check_fits("logspace", proto._c.dtype, base ^ start) end
+        if n >= 2 then tensor.check_fits("logspace", proto._c.dtype, base ^ stop) end
+    end
     return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
 end
 

@@ -699,6 +699,10 @@ function M.arange(...)
                  tostring(step)))
     end
     local dt, dev, e = options("arange", opts)
+    if n > 0 and INT_RANGE[dt] then -- at the call, as ordo.tensor's values (the kernel's check raised at a wait)
+        check_fits("arange", dt, start)
+        check_fits("arange", dt, start + (n - 1) * step)
+    end
     local t = new_raw("arange", {n}, dt, dev._ctx, e)
     push(K.arange, "arange", 0, {}, {t}, {start, step})
     return t
@@ -2269,6 +2273,7 @@ function M.like(t, dt)
 end
 -- for the modules that build ops on this one (derived.lua)
 M.is_int, M.check_self = is_int, check_self
+M.check_fits = check_fits -- (fname, dtype code, value [, why]): raises unless value, truncated, fits an integer dtype
 M.push = push
 M.new_on = new_on
 
