@@ -978,6 +978,18 @@ describe("derived ops", function()
         H.raises(function() return ordo.tensor({1}) % "x" end, "remainder", "string")
     end)
 
+    it("flip refuses a dim given twice (it flipped it back, silently); masked_fill names itself for a bad value", function()
+        local x = ordo.arange(9):view(3, 3)
+        H.raises(function() return x:flip({1, 1}) end, "flip: dims 1 and 1 are the same dim")
+        H.raises(function() return x:flip({2, -1}) end, "flip: dims 2 and -1 are the same dim")
+        assert.same({{8, 7, 6}, {5, 4, 3}, {2, 1, 0}}, x:flip({2, -2}):totable())
+        local e = H.raises(function() return x:masked_fill(x:gt(3), ordo.tensor({2, 3})) end, "masked_fill:",
+                           "one element", "shape 2")
+        assert.falsy(e:find("item:", 1, true), e)
+        H.raises(function() return x:masked_fill_(x:gt(3), ordo.zeros({0})) end, "masked_fill_:", "one element")
+        assert.same({{0, 1, 2}, {3, 9, 9}, {9, 9, 9}}, x:masked_fill(x:gt(3), ordo.tensor({{9}})):totable())
+    end)
+
     it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()
         for _, s in ipairs({{2, 0}, {0}, {0, 3, 4}}) do
             local z = ordo.zeros(s)

@@ -509,6 +509,14 @@ function Tensor:flip(dims)
     check_self("flip", self)
     if type(dims) == "number" then dims = {dims} end
     if type(dims) ~= "table" then fail("flip: expected a dim or a table of dims, got " .. typename(dims)) end
+    local seen = {}
+    for _, d in ipairs(dims) do -- a dim twice would flip it back (Torch refuses it too)
+        local k = tensor.norm_dim("flip", self, d)
+        if seen[k] ~= nil then
+            fail(fmt("flip: dims %s and %s are the same dim (each may appear once)", tostring(seen[k]), tostring(d)))
+        end
+        seen[k] = d
+    end
     local r = self
     for _, d in ipairs(dims) do
         local n = size_along("flip", r, d)

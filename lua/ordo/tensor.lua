@@ -1757,7 +1757,12 @@ end
 local function masked_fill(fname, self, mask, value, out)
     check_self(fname, self)
     check_mask(fname, mask, "the mask")
-    if is_tensor(value) then value = value:item() end
+    if is_tensor(value) then
+        if value:numel() ~= 1 then -- (item would raise, naming item)
+            fail(fmt("%s: a tensor value must have one element, got shape %s", fname, shape_str(value)))
+        end
+        value = value:item()
+    end
     if type(value) == "boolean" then value = value and 1 or 0 end
     if type(value) ~= "number" then fail(fmt("%s: expected a number as the value, got %s", fname, typename(value))) end
     if not ISFLOAT[self._c.dtype] and number_is_float(value) and value == value then
