@@ -359,6 +359,13 @@ describe("bad calls that used to pass", function()
         raises_here(function() local _ = ordo.tensor({{1, 2}, {3, 4, x = 1}}) end, "tensor", "element [2]", "key x")
         raises_here(function() local _ = ordo.arange(12):view(3, 4):index_select(1, {1.5}) end, "index_select",
                     "1.5", "not an integer")
+        -- cat and stack dropped the tensors past a hole, or under a name
+        local z = ordo.zeros({2})
+        raises_here(function() local _ = ordo.cat({[1] = z, [3] = z}) end, "cat", "key 3", "a nil in the list")
+        raises_here(function() local _ = ordo.cat({z, nil, z}) end, "cat", "element 2 is nil")
+        raises_here(function() local _ = ordo.stack({z, z, x = z}) end, "stack", "key x")
+        raises_here(function() local _ = ordo.stack({z, nil, z}) end, "stack", "element 2 is nil")
+        assert.same({0, 0, 0, 0}, ordo.cat({z, z}):totable())
     end)
 
     it("sizes and indices past int64 are named as written", function()

@@ -2148,13 +2148,27 @@ end
 
 -- ---------------------------------------------------------------- cat, stack
 
-function M.cat(list, dim)
+-- Checks that list (a plain table) is a list of tensors 1..#list: a hole
+-- ({a, nil, b}) or a named key would otherwise drop tensors unseen.
+local function check_tensor_list(fname, list)
     if type(list) ~= "table" or getmetatable(list) ~= nil or #list == 0 then
-        fail("cat: expected a non-empty list of tensors, got " .. typename(list))
+        fail(fmt("%s: expected a non-empty list of tensors, got %s", fname, typename(list)))
     end
-    for i, t in ipairs(list) do
-        if not is_tensor(t) then fail(fmt("cat: element %d is %s, expected a tensor", i, typename(t))) end
+    local n = #list
+    for k in pairs(list) do
+        if not (is_int(k) and k >= 1 and k <= n) then
+            fail(fmt("%s: the list has the key %s beside its entries 1..%d (a nil in the list, or a name)",
+                     fname, tostring(k), n))
+        end
     end
+    for i = 1, n do
+        local t = list[i]
+        if not is_tensor(t) then fail(fmt("%s: element %d is %s, expected a tensor", fname, i, typename(t))) end
+    end
+end
+
+function M.cat(list, dim)
+    check_tensor_list("cat", list)
     local first = list[1]
     local nd = first._c.ndim
     if nd == 0 then fail("cat: zero-dimensional tensors cannot be concatenated (use stack)") end
@@ -2195,11 +2209,8 @@ function M.cat(list, dim)
 end
 
 function M.stack(list, dim)
-    if type(list) ~= "table" or getmetatable(list) ~= nil or #list == 0 then
-        fail("stack: expected a non-empty list of tensors, got " .. typename(list))
-    end
+    check_tensor_list("stack", list)
     local first = list[1]
-    if not is_tensor(first) then fail("stack: element 1 is " .. typename(first) .. ", expected a tensor") end
     local d = norm_dim("stack", first, dim or 1, 1) + 1
     local s0 = shape_of(first)
     local parts = {}
