@@ -453,6 +453,7 @@ function M.randint(a, b, c, d)
         fail(fmt("randint: expected integers low < high, got %s and %s", tostring(low), tostring(high)))
     end
     if type(shape) ~= "table" then fail("randint: expected the shape as a table, got " .. typename(shape)) end
+    util.check_list("randint", "the shape", shape) -- (said here: rand would name itself)
     local dtype, ropts = int_options("randint", opts)
     check_int_range("randint", dtype, low, high - 1)
     local u = tensor.rand(shape, ropts) -- [0, 1) in float64: exact enough for any int32 range
@@ -509,6 +510,7 @@ function Tensor:flip(dims)
     check_self("flip", self)
     if type(dims) == "number" then dims = {dims} end
     if type(dims) ~= "table" then fail("flip: expected a dim or a table of dims, got " .. typename(dims)) end
+    util.check_list("flip", "the dims", dims)
     local seen = {}
     for _, d in ipairs(dims) do -- a dim twice would flip it back (Torch refuses it too)
         local k = tensor.norm_dim("flip", self, d)
@@ -993,6 +995,8 @@ function Tensor:roll(shifts, dims)
     end
     if type(shifts) == "number" then shifts = {shifts} end
     if type(dims) == "number" then dims = {dims} end
+    if type(shifts) == "table" then util.check_list("roll", "the shifts", shifts) end
+    if type(dims) == "table" then util.check_list("roll", "the dims", dims) end
     if type(shifts) ~= "table" or type(dims) ~= "table" or #shifts ~= #dims then
         fail(fmt("roll: expected as many shifts as dims, got %s and %s", tostring(type(shifts) == "table" and #shifts or shifts),
                  tostring(type(dims) == "table" and #dims or dims)))
@@ -1016,7 +1020,12 @@ function Tensor:tile(...)
     check_self("tile", self)
     local nargs = select("#", ...)
     local reps, nreps
-    if nargs == 1 and type((...)) == "table" then reps, nreps = (...), #(...) else reps, nreps = {...}, nargs end
+    if nargs == 1 and type((...)) == "table" then
+        reps, nreps = (...), #(...)
+        util.check_list("tile", "the counts", reps)
+    else
+        reps, nreps = {...}, nargs
+    end
     if nreps == 0 then fail("tile: expected the repetition counts, got none") end
     for i = 1, nreps do -- holes (a nil among the counts) too
         local r = reps[i]
@@ -1068,6 +1077,7 @@ function Tensor:split(size, dim)
     local len = size_along("split", self, dim)
     local sizes = {}
     if type(size) == "table" then
+        util.check_list("split", "the lengths", size)
         local total = 0
         for i, s in ipairs(size) do
             if not is_int(s) or s < 0 then
@@ -1093,6 +1103,7 @@ end
 -- last and merged into one, and the shape the reduction has with keepdim
 -- (1 at each reduced dim).
 local function merged_dims(fname, x, dims)
+    util.check_list(fname, "the list of dims", dims)
     local n = #dims
     if n == 0 then fail(fname .. ": the list of dims is empty") end
     local reduced = {}

@@ -316,6 +316,7 @@ end
 local function shape_args(fname, a, ...)
     local shape, rest
     if type(a) == "table" and getmetatable(a) == nil then
+        util.check_list(fname, "the shape", a)
         shape, rest = a, (...)
     elseif type(a) == "number" then
         shape = {a}
@@ -326,6 +327,13 @@ local function shape_args(fname, a, ...)
             i = i + 1
         end
         rest = i <= n and (select(i, ...)) or nil
+        if rest == nil then -- a nil size (zeros(2, nil, 3)) ended the sizes: the ones after it were dropped
+            for j = i + 1, n do
+                if (select(j, ...)) ~= nil then
+                    fail(fmt("%s: size %d is nil (the sizes given as arguments must all be numbers)", fname, i + 1))
+                end
+            end
+        end
     else
         fail(fmt("%s: expected a shape (a table of sizes like {2, 3}, or sizes as arguments), got %s",
                  fname, typename(a)))
@@ -1008,14 +1016,16 @@ end
 local function view_args(fname, ...)
     local a = ...
     if is_tensor(a) then return shape_of(a) end
-    local shape = {}
+    local shape, n = {}, nil
     if type(a) == "table" and getmetatable(a) == nil then
-        shape = a
+        util.check_list(fname, "the shape", a)
+        shape, n = a, #a
     else
-        for i = 1, select("#", ...) do shape[i] = (select(i, ...)) end
+        n = select("#", ...) -- every argument, a nil among them too (# could stop at it)
+        for i = 1, n do shape[i] = (select(i, ...)) end
     end
-    if #shape > 8 then fail(fmt("%s: %d dims (at most 8 supported)", fname, #shape)) end
-    for i = 1, #shape do
+    if n > 8 then fail(fmt("%s: %d dims (at most 8 supported)", fname, n)) end
+    for i = 1, n do
         if not is_int(shape[i]) or shape[i] < -1 then
             fail(fmt("%s: size %s at position %d is invalid (sizes must be integers >= 0, or -1 for one inferred size)",
                      fname, tostring(shape[i]), i))
@@ -1089,8 +1099,13 @@ end
 function Tensor:permute(...)
     check_self("permute", self)
     local perm = (...)
-    if type(perm) ~= "table" then perm = {...} end
-    local n = #perm
+    local n
+    if type(perm) ~= "table" then
+        perm, n = {...}, select("#", ...)
+    else
+        util.check_list("permute", "the dims", perm)
+        n = #perm
+    end
     if n ~= self._c.ndim then
         fail(fmt("permute: %d dims given for a %d-d tensor of shape %s", n, self._c.ndim, shape_str(self)))
     end

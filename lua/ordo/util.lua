@@ -56,6 +56,29 @@ function M.host_ptr(t)
     return C.ordo_tensor_data(c)
 end
 
+-- Raises unless the table t (what: "the shape", "the dims"...) is a list
+-- 1..#t with nothing else: a nil among its entries ({2, nil, 3}: # may
+-- stop at the hole) or a named key would otherwise be dropped unseen, and
+-- a shape {batch, hidden} with hidden nil would make a tensor of another
+-- shape.
+function M.check_list(fname, what, t)
+    local n = #t
+    for k in pairs(t) do
+        if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then
+            local nil_at
+            for i = 1, n + 1 do if t[i] == nil then nil_at = i break end end
+            if type(k) == "number" and nil_at and nil_at < k then
+                fail(("%s: entry %d of %s is nil"):format(fname, nil_at, what))
+            end
+            fail(("%s: %s has the key %s beside its entries 1..%d (a nil in the list, or a name)"):format(
+                fname, what, tostring(k), n))
+        end
+    end
+    for i = 1, n do -- (# may also reach past a hole)
+        if t[i] == nil then fail(("%s: entry %d of %s is nil"):format(fname, i, what)) end
+    end
+end
+
 -- An options table (nil: none), checked: a plain table, and when allowed
 -- (a set of names) is given, no key outside it.
 function M.check_opts(fname, opts, allowed)
