@@ -312,18 +312,32 @@ function M.logspace(start, stop, n, opts)
     return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
 end
 
+-- Raises if one of the n arguments packed in ts is nil with one after it
+-- (# of ts may stop at the hole, dropping the rest); trailing nils are fine.
+local function check_no_hole(fname, what, ts, n)
+    local last = 0
+    for i = 1, n do if ts[i] ~= nil then last = i end end
+    for i = 1, last do
+        if ts[i] == nil then fail(fmt("%s: %s %d is nil", fname, what, i)) end
+    end
+end
+
 -- meshgrid(t1, t2, ... [, {indexing = "ij"}]) (or a table of tensors):
 -- for 1-dim tensors of sizes n1, n2, ..., as many tensors of shape n1 x n2
 -- x ..., the k-th holding tk along dim k (views: expand).  indexing "xy"
 -- swaps the first two dims (n2 x n1 x ...), as NumPy's default.
 function M.meshgrid(...)
     local ts = {...}
+    check_no_hole("meshgrid", "argument", ts, select("#", ...))
     local opts
     if #ts >= 1 and type(ts[#ts]) == "table" and not is_tensor(ts[#ts]) and getmetatable(ts[#ts]) == nil
         and ts[#ts][1] == nil then
         opts = table.remove(ts)
     end
-    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then ts = ts[1] end
+    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then
+        ts = ts[1]
+        util.check_list("meshgrid", "the list of tensors", ts)
+    end
     opts = util.check_opts("meshgrid", opts, {indexing = true})
     local indexing = opts.indexing or "ij"
     if indexing ~= "ij" and indexing ~= "xy" then
@@ -768,7 +782,11 @@ end
 -- permutations do the rest, so autograd differentiates it.
 function M.einsum(eq, ...)
     local ts = {...}
-    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then ts = ts[1] end
+    check_no_hole("einsum", "operand", ts, select("#", ...))
+    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then
+        ts = ts[1]
+        util.check_list("einsum", "the list of operands", ts)
+    end
     if type(eq) ~= "string" then fail("einsum: expected an equation string first, got " .. typename(eq)) end
     local spec = eq:gsub("%s", "")
     if spec:find("%.%.%.") then fail("einsum: '...' is not supported (name every dim): " .. eq) end
