@@ -990,6 +990,27 @@ describe("derived ops", function()
         assert.same({{0, 1, 2}, {3, 9, 9}, {9, 9, 9}}, x:masked_fill(x:gt(3), ordo.tensor({{9}})):totable())
     end)
 
+    it("keepdim without a dim keeps every dim as size 1 in var, std, prod, norm, logsumexp, amax, amin (as sum does)", function()
+        local x = ordo.tensor({{1, 5, 2}, {2, 3, 7}})
+        assert.same({1, 1}, x:sum(nil, true):shape())
+        local calls = {
+            var = function() return x:var(nil, true) end, std = function() return x:std(nil, true) end,
+            prod = function() return x:prod(nil, true) end, norm = function() return x:norm(2, nil, true) end,
+            logsumexp = function() return x:logsumexp(nil, true) end, amax = function() return x:amax(nil, true) end,
+            amin = function() return x:amin(nil, true) end,
+        }
+        local want = {prod = 420, amax = 7, amin = 1}
+        for name, f in pairs(calls) do
+            local r = f()
+            assert.same({1, 1}, r:shape(), name)
+            local flat = ({var = x:var(), std = x:std(), prod = x:prod(), norm = x:norm(), logsumexp = x:logsumexp(),
+                           amax = x:amax(), amin = x:amin()})[name]
+            assert.same({}, flat:shape(), name) -- without keepdim: 0-dim, as before
+            close(want[name] or flat:item(), r:view(1):totable()[1])
+        end
+        assert.same({1, 1, 1}, ordo.ones({2, 3, 4}):std(nil, true, 0):shape())
+    end)
+
     it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()
         for _, s in ipairs({{2, 0}, {0}, {0, 3, 4}}) do
             local z = ordo.zeros(s)

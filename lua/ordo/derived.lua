@@ -1268,4 +1268,26 @@ function Tensor:repeat_interleave(repeats, dim)
     return x:index_select(d, marks:cumsum(1))
 end
 
+-- keepdim with no dim keeps every dim, as size 1 (as sum, mean and max
+-- do, and Torch's): these gave a 0-dim tensor, ignoring keepdim.
+local function keep_every_dim(self, r)
+    local s = {}
+    for i = 1, self:dim() do s[i] = 1 end
+    return r:reshape(s)
+end
+for _, name in ipairs({"var", "std", "prod", "logsumexp", "amax", "amin"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, dim, keepdim, ...)
+        local r = f(self, dim, keepdim, ...)
+        if dim == nil and keepdim then return keep_every_dim(self, r) end
+        return r
+    end
+end
+local norm_dims = Tensor.norm
+function Tensor:norm(p, dim, keepdim)
+    local r = norm_dims(self, p, dim, keepdim)
+    if dim == nil and keepdim then return keep_every_dim(self, r) end
+    return r
+end
+
 return M
