@@ -1122,7 +1122,13 @@ function Tensor:narrow(dim, start, len)
     local size = tonumber(self._c.shape[d])
     check_index_range("narrow", "start", start, d + 1, size)
     check_index_range("narrow", "length", len, d + 1, size)
-    if start < 0 then start = start + size + 1 end
+    if start < 0 then
+        if start + size + 1 < 1 then -- (named as given: the C side would say the start it became)
+            fail(fmt("narrow: start %d out of range for dim %d of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
+                     start, d + 1, size, shape_str(self), size, size))
+        end
+        start = start + size + 1
+    end
     return wrap(C.ordo_tensor_narrow("narrow", self._c, d, start - 1, len))
 end
 
@@ -1141,9 +1147,25 @@ function Tensor:unsqueeze(dim)
     return wrap(C.ordo_tensor_unsqueeze("unsqueeze", self._c, norm_dim("unsqueeze", self, dim, 1)))
 end
 
+-- squeeze([dim]): the dims of size 1 removed (all of them, or dim, or each
+-- dim of a list as Torch's squeeze(dims); a listed dim of another size stays).
 function Tensor:squeeze(dim)
     check_self("squeeze", self)
     if dim == nil then return wrap(C.ordo_tensor_squeeze("squeeze", self._c, -1)) end
+    if type(dim) == "table" and getmetatable(dim) == nil then
+        util.check_list("squeeze", "the dims", dim)
+        local ds, seen = {}, {}
+        for i = 1, #dim do
+            local d = norm_dim("squeeze", self, dim[i])
+            if seen[d] then fail(fmt("squeeze: dim %s appears twice in the list", tostring(dim[i]))) end
+            seen[d] = true
+            ds[#ds + 1] = d
+        end
+        table.sort(ds, function(a, b) return a > b end) -- the last first: the others keep their place
+        local r = self
+        for _, d in ipairs(ds) do r = wrap(C.ordo_tensor_squeeze("squeeze", r._c, d)) end
+        return r
+    end
     return wrap(C.ordo_tensor_squeeze("squeeze", self._c, norm_dim("squeeze", self, dim)))
 end
 
