@@ -1011,6 +1011,20 @@ describe("derived ops", function()
         assert.same({1, 1, 1}, ordo.ones({2, 3, 4}):std(nil, true, 0):shape())
     end)
 
+    it("softmax and log_softmax of a 0-dim tensor: one line of one element, as Torch's; gradients", function()
+        assert.equals(1, ordo.tensor(5):softmax():item())
+        assert.same({}, ordo.tensor(5):softmax(1):shape())
+        assert.equals(0, ordo.tensor(5):log_softmax(-1):item())
+        assert.equals("float32", ordo.tensor(5, "int32"):softmax():dtype())
+        H.raises(function() return ordo.tensor(5):softmax(2) end, "softmax: dim 2 out of range for a 0-dim tensor")
+        for _, name in ipairs({"softmax", "log_softmax"}) do
+            local x = ordo.tensor(5):requires_grad_()
+            local y = x[name](x) * 3
+            y:backward()
+            assert.equals(0, x.grad:item(), name)
+        end
+    end)
+
     it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()
         for _, s in ipairs({{2, 0}, {0}, {0, 3, 4}}) do
             local z = ordo.zeros(s)

@@ -1895,7 +1895,15 @@ end
 -- softmax(dim): dim defaults to the last one
 local function softmax(fname, kid, t, dim)
     check_self(fname, t)
-    if t._c.ndim == 0 then fail(fmt("%s: expected a tensor with at least one dim, got a scalar", fname)) end
+    if t._c.ndim == 0 then -- one line of one element, as Torch's (dim 1 or -1 names it)
+        if dim ~= nil and dim ~= 1 and dim ~= -1 then
+            fail(fmt("%s: dim %s out of range for a 0-dim tensor (expected 1 or -1)", fname, tostring(dim)))
+        end
+        SHAPE[0] = 1
+        local line = wrap(C.ordo_tensor_view(fname, t._c, 1, SHAPE)) -- (raw views: autograd records the op itself)
+        local r = softmax(fname, kid, line, 1)
+        return wrap(C.ordo_tensor_view(fname, r._c, 0, SHAPE))
+    end
     local d = norm_dim(fname, t, dim or -1)
     local x = ISFLOAT[t._c.dtype] and t or cast(fname, t, F32)
     local out = empty_like(x, nil, fname)
