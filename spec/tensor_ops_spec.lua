@@ -332,6 +332,17 @@ describe("elementwise unary ops", function()
         end)
     end
 
+    it("casts: floats to integers truncate and saturate (NaN gives 0); integers to narrower integers wrap", function()
+        -- as the README says; a C cast out of range would be undefined
+        assert.same({0, 255, 0, 1, 255}, ordo.tensor({-1.5, 300, 0 / 0, 1.9, 1 / 0}):to("uint8"):totable())
+        assert.same({-2147483648, 2147483647, 0, -1}, ordo.tensor({-1e10, 1e10, 0 / 0, -1.9}, "float64"):int():totable())
+        assert.same({255, 44, 0}, ordo.tensor({-1, 300, 256}, "int32"):byte():totable())
+        assert.same({-1294967296}, ordo.tensor({3e9}, "int64"):int():totable())
+        local d = ordo.zeros({3}, "int32")
+        d:copy_(ordo.tensor({1e10, -1e10, 0 / 0}))
+        assert.same({2147483647, -2147483648, 0}, d:totable())
+    end)
+
     it("round halves to even; floor, ceil, round, trunc keep integer dtypes; sign and square of uint8", function()
         assert.same({0, 2, 2, -2, 4, -0.0}, ordo.tensor({0.5, 1.5, 2.5, -2.5, 3.5, -0.5}):round():totable())
         assert.same({-2, 1}, ordo.tensor({-1.5, 1.5}):floor():totable())
