@@ -1025,6 +1025,22 @@ describe("derived ops", function()
         end
     end)
 
+    it("norm neither overflows nor underflows float32 where the norm itself fits; gradients", function()
+        -- x^2 of 1e30 is inf in float32 (the norm was inf), of 1e-30 is 0 (the norm was 0)
+        close(math.sqrt(2) * 1e30, ordo.tensor({1e30, 1e30}):norm():item(), 1e-6)
+        close(math.sqrt(2), ordo.tensor({1e-30, -1e-30}):norm():item() * 1e30, 1e-6)
+        close(2 ^ (1 / 3) * 1e25, ordo.tensor({1e25, -1e25}):norm(3):item(), 1e-6)
+        local rows = ordo.tensor({{3, 4}, {0, 0}, {1e30, 0}, {1 / 0, 1}}):norm(2, 2):totable()
+        close({5, 0, 1.0000000150474662e30}, {rows[1], rows[2], rows[3]}, 1e-6)
+        assert.equals(math.huge, rows[4])
+        assert.same({4, 1}, ordo.tensor({{3, 4}, {0, 0}, {1e30, 0}, {1, 1}}):norm(2, 2, true):shape())
+        assert.same({0, 0}, ordo.zeros({2, 0}):norm(2, 2):totable())
+        assert.same({0, 0, 0}, ordo.zeros({0, 3}):norm(2, 1):totable())
+        local x = ordo.tensor({1e30, 1e30}):requires_grad_()
+        x:norm():backward()
+        close({math.sqrt(0.5), math.sqrt(0.5)}, x.grad:totable(), 1e-6)
+    end)
+
     it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()
         for _, s in ipairs({{2, 0}, {0}, {0, 3, 4}}) do
             local z = ordo.zeros(s)

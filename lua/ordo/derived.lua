@@ -178,15 +178,33 @@ function Tensor:norm(p, dim, keepdim)
         return a:amax(dim, keepdim) -- ties share the gradient, as over everything
     end
     if p == 1 then return sum_over(a, dim, keepdim) end
-    local s = p == 2 and sum_over(x * x, dim, keepdim) or sum_over(a:pow(p), dim, keepdim)
+    local reduced = dim == nil and x:numel() or size_along("norm", x, dim)
+    if reduced == 0 then return sum_over(a, dim, keepdim) end -- no elements: 0
+    -- The sum runs on x / m, m the largest magnitude (a constant: the value
+    -- and the gradient are those of the plain formula): x^p of float32
+    -- overflowed past 1e19 (the norm of {1e30, 1e30} was inf) and
+    -- underflowed below 1e-19 (that of {1e-30, 1e-30} was 0).
+    local m = dim == nil and a:max() or (a:amax(dim, true))
+    m = m:detach()
+    m = m:masked_fill(m:eq(0):add(m:eq(huge)):ne(0), 1) -- all zeros, or an inf: nothing to scale
+    local y = x / m
+    local s = p == 2 and sum_over(y * y, dim, true) or sum_over(y:abs():pow(p), dim, true)
+    if dim == nil then s = s:reshape({}) end
+    local r
     local autograd = package.loaded["ordo.autograd"]
-    if not (autograd and autograd.needs(x)) then return p == 2 and s:sqrt() or s:pow(1 / p) end
-    -- The root's derivative is infinite at 0 (and inf * 0 is NaN), where
-    -- Torch takes the subgradient 0: the root of 1 there, then 0 selected,
-    -- so the zero norm's gradient is 0 (F.normalize of a zero row stays finite).
-    local zero = s:eq(0)
-    local safe = tensor.where(zero, 1, s)
-    return tensor.where(zero, 0, p == 2 and safe:sqrt() or safe:pow(1 / p))
+    if not (autograd and autograd.needs(x)) then
+        r = p == 2 and s:sqrt() or s:pow(1 / p)
+    else
+        -- The root's derivative is infinite at 0 (and inf * 0 is NaN), where
+        -- Torch takes the subgradient 0: the root of 1 there, then 0 selected,
+        -- so the zero norm's gradient is 0 (F.normalize of a zero row stays finite).
+        local zero = s:eq(0)
+        local safe = tensor.where(zero, 1, s)
+        r = tensor.where(zero, 0, p == 2 and safe:sqrt() or safe:pow(1 / p))
+    end
+    r = r * m
+    if dim ~= nil and not keepdim then r = r:squeeze(tensor.norm_dim("norm", x, dim) + 1) end
+    return r
 end
 
 -- logsumexp(dim, keepdim): log(sum(exp(t))) over all elements or over dim,
