@@ -999,6 +999,7 @@ local function modulo(fname, a, b, floor_mode)
         return record_modulo(fname, a, b, r, floor_mode)
     end
     if b == 0 then fail(fname .. ": integer division by zero") end -- a number: named at the call
+    if type(b) == "number" then tensor.check_fits(fname, a._c.dtype, b) end -- (div would name itself)
     local r = a - a:div(b, "trunc") * b
     if not floor_mode then return r end
     -- a nonzero remainder whose sign differs from the divisor's moves by b
@@ -1015,7 +1016,9 @@ Tensor.__mod = function(a, b)
         fail("remainder: expected a tensor or a number, got " .. typename(a))
     end
     -- a number dividend: a 0-dim tensor beside b, in the dtype the op computes in
-    return modulo("remainder", tensor.tensor(a, tensor.like(b, tensor.result_type(b, a))), b, true)
+    local dt = tensor.result_type(b, a)
+    tensor.check_fits("remainder", tensor.parse_dtype("remainder", dt), a) -- (tensor would name itself)
+    return modulo("remainder", tensor.tensor(a, tensor.like(b, dt)), b, true)
 end
 
 -- ---------------------------------------------------------------- rearranging
