@@ -222,7 +222,7 @@ describe("every public function checks its arguments", function()
         {function() local _ = ordo.cat({a, 3}) end, "cat", "element 2"},
         {function() local _ = a:expand_as(3) end, "expand_as", "tensor"},
         {function() local _ = a:clamp() end, "clamp", "min and max"},
-        {function() local _ = ordo.tensor(1):softmax() end, "softmax", "scalar"},
+        {function() local _ = ordo.tensor(1):softmax(2) end, "softmax", "0-dim"},
         {function() local _ = a:index_select(1, ordo.zeros({2, 2}, "int64")) end, "index_select", "1-D"},
         {function() local _ = a:gather(2, ordo.ones({3, 3}, "int64")) end, "gather", "exceeds"},
         {function() local _ = a:view("x") end, "view", "position 1"},
