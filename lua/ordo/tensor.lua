@@ -1531,21 +1531,52 @@ local function clamp_bounds(fname, self, lo, hi)
     return clamp_bound(fname, self, "min", lo), clamp_bound(fname, self, "max", hi)
 end
 
+-- maximum and minimum under clamp's names, so that a bad bound is named
+-- as the user called it
+local CLAMP_LO = setmetatable({name = "clamp", iname = "clamp_"}, {__index = BIN.maximum})
+local CLAMP_HI = setmetatable({name = "clamp", iname = "clamp_"}, {__index = BIN.minimum})
+
+-- A tensor bound of clamp_ that the in-place op would refuse, refused
+-- before either bound is applied (else a bad max left self clamped to min).
+local function check_inplace_bound(self, b)
+    if not is_tensor(b) then return end
+    local sc, bc = self._c, b._c
+    if bc.storage.engine ~= sc.storage.engine then fail("clamp_: the tensors belong to different engines") end
+    if bc.ctx.dev_type ~= sc.ctx.dev_type or bc.ctx.dev_id ~= sc.ctx.dev_id then
+        fail(fmt("clamp_: expected all tensors on one device, got %s and %s", tostring(util.device_of_ctx(sc.ctx)),
+                 tostring(util.device_of_ctx(bc.ctx))))
+    end
+    local rt = result_type(self, b)
+    if not can_cast(rt, sc.dtype) then
+        fail(fmt("clamp_: the result type %s can't be cast to the in-place tensor's dtype %s", DT_NAME[rt],
+                 DT_NAME[sc.dtype]))
+    end
+    local ok = bc.ndim <= sc.ndim
+    for i = 1, bc.ndim do
+        if not ok then break end
+        local bs, ss = bc.shape[bc.ndim - i], sc.shape[sc.ndim - i]
+        if bs ~= ss and bs ~= 1 then ok = false end
+    end
+    if not ok then fail(fmt("clamp_: shape %s cannot be broadcast to %s", shape_str(b), shape_str(self))) end
+end
+
 -- clamp(lo, hi): either may be nil
 function Tensor:clamp(lo, hi)
     check_self("clamp", self)
     lo, hi = clamp_bounds("clamp", self, lo, hi)
     local r = self
-    if lo ~= nil then r = binary(BIN.maximum, r, lo) end
-    if hi ~= nil then r = binary(BIN.minimum, r, hi) end
+    if lo ~= nil then r = binary(CLAMP_LO, r, lo) end
+    if hi ~= nil then r = binary(CLAMP_HI, r, hi) end
     return r
 end
 
 function Tensor:clamp_(lo, hi)
     check_self("clamp_", self)
     lo, hi = clamp_bounds("clamp_", self, lo, hi)
-    if lo ~= nil then binary_(BIN.maximum, self, lo) end
-    if hi ~= nil then binary_(BIN.minimum, self, hi) end
+    check_inplace_bound(self, lo)
+    check_inplace_bound(self, hi)
+    if lo ~= nil then binary_(CLAMP_LO, self, lo) end
+    if hi ~= nil then binary_(CLAMP_HI, self, hi) end
     return self
 end
 
