@@ -1046,6 +1046,19 @@ describe("derived ops", function()
         close({math.sqrt(0.5), math.sqrt(0.5)}, x.grad:totable(), 1e-6)
     end)
 
+    it("masked_select broadcasts self and the mask together, as Torch's; gradients", function()
+        -- a mask larger than self failed inside expand_as ("expected 1 or 1")
+        local x = ordo.arange(3):view(1, 3)
+        local m = ordo.tensor({{1, 0, 1}, {0, 1, 1}}, "uint8")
+        assert.same({0, 2, 1, 2}, x:masked_select(m):totable())
+        assert.same({0, 1, 2}, ordo.arange(6):view(2, 3):masked_select(ordo.tensor({{1}, {0}}, "uint8")):totable())
+        H.raises(function() return ordo.arange(6):view(2, 3):masked_select(ordo.tensor({1, 0}, "uint8")) end,
+                 "masked_select", "2x3 and 2")
+        local xg = ordo.arange(3):view(1, 3):requires_grad_()
+        xg:masked_select(m):sum():backward()
+        assert.same({{1, 1, 2}}, xg.grad:totable())
+    end)
+
     it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()
         for _, s in ipairs({{2, 0}, {0}, {0, 3, 4}}) do
             local z = ordo.zeros(s)

@@ -584,8 +584,10 @@ end
 function Tensor:masked_select(mask)
     check_self("masked_select", self)
     if not is_tensor(mask) then fail("masked_select: mask must be a tensor, got " .. typename(mask)) end
-    local flat = self:contiguous():reshape(-1)
-    local m = mask:ne(0):expand_as(self):contiguous():reshape(-1)
+    -- both broadcast to one shape, as Torch's (a mask larger than self failed inside expand_as)
+    local shape = tensor.broadcast_shape("masked_select", {self:shape(), mask:shape()})
+    local flat = self:expand(shape):contiguous():reshape(-1)
+    local m = mask:ne(0):expand(shape):contiguous():reshape(-1)
     local k = m:sum():item()
     -- a stable descending sort of the mask puts the selected positions
     -- first, in their order
