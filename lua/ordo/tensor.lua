@@ -791,13 +791,15 @@ function Tensor:normal_(mean, std)
     return random_("normal_", K.normal, FLOAT, self, mean, std)
 end
 
-function Tensor:bernoulli_(p)
+local function bernoulli_(fname, self, p)
     p = p or 0.5
-    if type(p) ~= "number" or not (p >= 0 and p <= 1) then
-        fail("bernoulli_: expected a probability in [0, 1], got " .. tostring(p))
+    if type(p) ~= "number" then -- (tostring of a tensor would print all of it into the message)
+        fail(fmt("%s: expected a probability (a number in [0, 1]), got %s", fname, typename(p)))
     end
-    return random_("bernoulli_", K.bernoulli, ALL, self, p, 0)
+    if not (p >= 0 and p <= 1) then fail(fmt("%s: expected a probability in [0, 1], got %s", fname, tostring(p))) end
+    return random_(fname, K.bernoulli, ALL, self, p, 0)
 end
+function Tensor:bernoulli_(p) return bernoulli_("bernoulli_", self, p) end
 
 local function random_maker(fname, method, float_only)
     return function(...)
@@ -820,7 +822,12 @@ function M.bernoulli(shape, p, opts)
     end
     shape = shape_args("bernoulli", shape)
     local dt, dev, e = options("bernoulli", opts)
-    return Tensor.bernoulli_(new_raw("bernoulli", shape, dt, dev._ctx, e), p)
+    if p == nil then p = 0.5 end
+    if type(p) ~= "number" then -- (checked before the tensor is made)
+        fail(fmt("bernoulli: expected a probability (a number in [0, 1]), got %s", typename(p)))
+    end
+    if not (p >= 0 and p <= 1) then fail(fmt("bernoulli: expected a probability in [0, 1], got %s", tostring(p))) end
+    return bernoulli_("bernoulli", new_raw("bernoulli", shape, dt, dev._ctx, e), p)
 end
 
 -- ---------------------------------------------------------------- information
