@@ -446,6 +446,28 @@ describe("bad calls that used to pass", function()
         assert.equals("float32", ordo.result_type(ordo.ones({2}, "int32"), 1.5))
     end)
 
+    it("a tensor passed where a number belongs is named by its shape, not printed whole into the message", function()
+        -- tostring(t) waited for the values and put every line of the tensor into the error
+        local t = ordo.arange(3000)
+        local x = ordo.zeros({3, 3})
+        local calls = {
+            {"uniform_", function() x:uniform_(t, 1) end}, {"narrow", function() local _ = x:narrow(1, t, 1) end},
+            {"select", function() local _ = x:select(1, t) end}, {"topk", function() local _ = x:topk(t) end},
+            {"chunk", function() local _ = x:chunk(t) end}, {"tril", function() local _ = x:tril(t) end},
+            {"norm", function() local _ = x:norm(t) end}, {"eye", function() local _ = ordo.eye(t) end},
+            {"randperm", function() local _ = ordo.randperm(t) end}, {"softmax", function() local _ = x:softmax(t) end},
+            {"div", function() local _ = x:div(2, t) end}, {"transpose", function() local _ = x:transpose(t, 1) end},
+        }
+        for _, c in ipairs(calls) do
+            local e = raises_here(c[2], c[1], "a tensor of shape 3000")
+            assert.falsy(e:find("FloatTensor", 1, true) or e:find("\n"), e)
+        end
+        for _, c in ipairs({{"sum", function() local _ = x:sum(t) end}, {"flip", function() local _ = x:flip(t) end},
+                            {"split", function() local _ = x:split(t) end}}) do
+            raises_here(c[2], c[1], "plain table", "got ordo.Tensor")
+        end
+    end)
+
     it("a float -0.0 prints with its sign", function()
         assert.truthy(tostring(ordo.tensor({-0.0, 0 / 0})):find("-0", 1, true))
         assert.is_nil(tostring(ordo.tensor({0, 1}, "int32")):find("-", 1, true))

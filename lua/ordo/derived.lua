@@ -15,6 +15,7 @@ local util = require "ordo.util"
 
 local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
 local fail, typename = util.fail, util.typename
+local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local fmt, ceil, huge = string.format, math.ceil, math.huge
 local type, tostring, ipairs, pairs, rawequal, getmetatable, unpack =
     type, tostring, ipairs, pairs, rawequal, getmetatable, unpack
@@ -122,7 +123,7 @@ function Tensor:kthvalue(k, dim, keepdim)
     local n = d and self:size(d) or 1
     if not is_int(k) or k < 1 or k > n then
         fail(fmt("kthvalue: k must be an integer in 1..%d (the size of dim %s of shape %s), got %s", n,
-                 tostring(d or 1), shape_of_str(self), tostring(k)))
+                 show(d or 1), shape_of_str(self), show(k)))
     end
     if not d then return self:clone(), tensor.zeros({}, tensor.like(self, "int64")) + 1 end
     local v, i = kth_of_sort(self, d, k)
@@ -167,7 +168,7 @@ function Tensor:norm(p, dim, keepdim)
     if p == nil then p = 2 end
     if p == "inf" then p = huge end
     if type(p) ~= "number" or p <= 0 or p ~= p then
-        fail("norm: p must be a positive number or \"inf\", got " .. tostring(p))
+        fail("norm: p must be a positive number or \"inf\", got " .. show(p))
     end
     check_dim("norm", self, dim)
     local x = is_float(self) and self or self:float()
@@ -274,7 +275,7 @@ function M.eye(n, m, opts)
     if type(m) ~= "number" and m ~= nil then m, opts = nil, m end
     m = m or n
     if not is_int(n) or not is_int(m) or n < 0 or m < 0 then
-        fail(fmt("eye: sizes must be integers >= 0, got %s and %s", tostring(n), tostring(m)))
+        fail(fmt("eye: sizes must be integers >= 0, got %s and %s", show(n), show(m)))
     end
     -- the result first: a size too large fails here, before the index rows
     local proto = tensor.empty({0}, opts) -- the dtype, device and engine asked for
@@ -291,7 +292,7 @@ function M.linspace(start, stop, n, opts)
         fail(fmt("linspace: start and stop must be numbers, got %s and %s", typename(start), typename(stop)))
     end
     if not is_int(n) or n < 0 or n >= 2 ^ 53 then
-        fail("linspace: the count must be an integer >= 0 (below 2^53), got " .. tostring(n))
+        fail("linspace: the count must be an integer >= 0 (below 2^53), got " .. show(n))
     end
     local proto = tensor.empty({0}, opts)
     -- an integer dtype: the ends must fit it (the cast would clamp 300 to 255 in uint8), said at the call
@@ -312,7 +313,7 @@ function M.logspace(start, stop, n, opts)
         opts = util.check_opts("logspace", opts, {base = true, dtype = true, device = true, engine = true})
         if opts.base ~= nil then
             if type(opts.base) ~= "number" or not (opts.base > 0) then
-                fail("logspace: base must be a positive number, got " .. tostring(opts.base))
+                fail("logspace: base must be a positive number, got " .. show(opts.base))
             end
             base = opts.base
         end
@@ -321,7 +322,7 @@ function M.logspace(start, stop, n, opts)
     local proto = tensor.empty({0}, opts)
     local f64 = tensor.like(proto, "float64")
     if not is_int(n) or n < 0 or n >= 2 ^ 53 then -- (full would name itself)
-        fail("logspace: the count must be an integer >= 0 (below 2^53), got " .. tostring(n))
+        fail("logspace: the count must be an integer >= 0 (below 2^53), got " .. show(n))
     end
     if type(start) == "number" and type(stop) == "number" then -- (else linspace names them)
         if n >= 1 then tensor.check_fits("logspace", proto._c.dtype, base ^ start) end
@@ -359,7 +360,7 @@ function M.meshgrid(...)
     opts = util.check_opts("meshgrid", opts, {indexing = true})
     local indexing = opts.indexing or "ij"
     if indexing ~= "ij" and indexing ~= "xy" then
-        fail("meshgrid: indexing must be 'ij' or 'xy', got " .. tostring(indexing))
+        fail("meshgrid: indexing must be 'ij' or 'xy', got " .. show(indexing))
     end
     if #ts == 0 then fail("meshgrid: expected at least one tensor") end
     local sizes = {}
@@ -470,7 +471,7 @@ INT_LIMITS.byte, INT_LIMITS.int, INT_LIMITS.long = INT_LIMITS.uint8, INT_LIMITS.
 local function check_int_range(fname, dtype, lo, hi)
     local r = INT_LIMITS[dtype]
     if r and (lo < r[1] or hi >= r[2]) then
-        fail(fmt("%s: values %s..%s do not fit in %s", fname, tostring(lo), tostring(hi), dtype))
+        fail(fmt("%s: values %s..%s do not fit in %s", fname, show(lo), show(hi), dtype))
     end
 end
 
@@ -482,7 +483,7 @@ function M.randint(a, b, c, d)
     if type(b) == "number" then low, high, shape, opts = a, b, c, d
     else low, high, shape, opts = 0, a, b, c end
     if not is_int(low) or not is_int(high) or high <= low then
-        fail(fmt("randint: expected integers low < high, got %s and %s", tostring(low), tostring(high)))
+        fail(fmt("randint: expected integers low < high, got %s and %s", show(low), show(high)))
     end
     if type(shape) ~= "table" then fail("randint: expected the shape as a table, got " .. typename(shape)) end
     util.check_list("randint", "the shape", shape) -- (said here: rand would name itself)
@@ -495,7 +496,7 @@ end
 -- randperm(n [, opts]): 1..n in a random order (int64 unless opts says
 -- otherwise): indices count from 1 in ordo.
 function M.randperm(n, opts)
-    if not is_int(n) or n < 0 then fail("randperm: n must be an integer >= 0, got " .. tostring(n)) end
+    if not is_int(n) or n < 0 then fail("randperm: n must be an integer >= 0, got " .. show(n)) end
     local dtype, ropts = int_options("randperm", opts)
     if n > 0 then check_int_range("randperm", dtype, 1, n) end
     return tensor.rand({n}, ropts):argsort():to(dtype)
@@ -526,7 +527,7 @@ end
 local function band(fname, t, k, lower)
     check_self(fname, t)
     k = k or 0
-    if not is_int(k) then fail(fmt("%s: the diagonal must be an integer, got %s", fname, tostring(k))) end
+    if not is_int(k) then fail(fmt("%s: the diagonal must be an integer, got %s", fname, show(k))) end
     if t:dim() < 2 then fail(fmt("%s: expected a matrix (or a batch of them), got shape %s", fname, shape_of_str(t))) end
     local n, m = t:size(-2), t:size(-1)
     local rows = tensor.arange(n, tensor.like(t, "int64")):view(n, 1)
@@ -547,7 +548,7 @@ function Tensor:flip(dims)
     for _, d in ipairs(dims) do -- a dim twice would flip it back (Torch refuses it too)
         local k = tensor.norm_dim("flip", self, d)
         if seen[k] ~= nil then
-            fail(fmt("flip: dims %s and %s are the same dim (each may appear once)", tostring(seen[k]), tostring(d)))
+            fail(fmt("flip: dims %s and %s are the same dim (each may appear once)", show(seen[k]), show(d)))
         end
         seen[k] = d
     end
@@ -1039,13 +1040,13 @@ function Tensor:roll(shifts, dims)
     if type(shifts) == "table" then util.check_list("roll", "the shifts", shifts) end
     if type(dims) == "table" then util.check_list("roll", "the dims", dims) end
     if type(shifts) ~= "table" or type(dims) ~= "table" or #shifts ~= #dims then
-        fail(fmt("roll: expected as many shifts as dims, got %s and %s", tostring(type(shifts) == "table" and #shifts or shifts),
-                 tostring(type(dims) == "table" and #dims or dims)))
+        fail(fmt("roll: expected as many shifts as dims, got %s and %s", show(type(shifts) == "table" and #shifts or shifts),
+                 show(type(dims) == "table" and #dims or dims)))
     end
     local r = self
     for i, d in ipairs(dims) do
         local s = shifts[i]
-        if not is_int(s) then fail(fmt("roll: shift %d must be an integer, got %s", i, tostring(s))) end
+        if not is_int(s) then fail(fmt("roll: shift %d must be an integer, got %s", i, show(s))) end
         local n = size_along("roll", r, d)
         local k = n > 0 and math.fmod(s, n) or 0 -- exact, where s % n is not past 2^53
         if k < 0 then k = k + n end
@@ -1070,7 +1071,7 @@ function Tensor:tile(...)
     if nreps == 0 then fail("tile: expected the repetition counts, got none") end
     for i = 1, nreps do -- holes (a nil among the counts) too
         local r = reps[i]
-        if not is_int(r) or r < 0 then fail(fmt("tile: count %d must be an integer >= 0, got %s", i, tostring(r))) end
+        if not is_int(r) or r < 0 then fail(fmt("tile: count %d must be an integer >= 0, got %s", i, show(r))) end
     end
     local shape = self:shape()
     local n = math.max(#shape, nreps)
@@ -1100,7 +1101,7 @@ end
 function Tensor:chunk(n, dim)
     check_self("chunk", self)
     dim = dim or 1
-    if not is_int(n) or n < 1 then fail("chunk: the count must be an integer >= 1, got " .. tostring(n)) end
+    if not is_int(n) or n < 1 then fail("chunk: the count must be an integer >= 1, got " .. show(n)) end
     local len = size_along("chunk", self, dim)
     local each = ceil(len / n)
     local sizes = {}
@@ -1122,7 +1123,7 @@ function Tensor:split(size, dim)
         local total = 0
         for i, s in ipairs(size) do
             if not is_int(s) or s < 0 then
-                fail(fmt("split: length %d must be an integer >= 0, got %s", i, tostring(s)))
+                fail(fmt("split: length %d must be an integer >= 0, got %s", i, show(s)))
             end
             sizes[i], total = s, total + s
         end
@@ -1131,7 +1132,7 @@ function Tensor:split(size, dim)
         end
     else
         if not is_int(size) or size < 1 then
-            fail("split: size must be an integer >= 1 or a table of lengths, got " .. tostring(size))
+            fail("split: size must be an integer >= 1 or a table of lengths, got " .. show(size))
         end
         for start = 1, len, size do sizes[#sizes + 1] = math.min(size, len - start + 1) end
     end
@@ -1151,7 +1152,7 @@ local function merged_dims(fname, x, dims)
     for i = 1, n do
         if dims[i] == nil then fail(fmt("%s: dim %d of the list is nil", fname, i)) end
         local d = tensor.norm_dim(fname, x, dims[i]) + 1
-        if reduced[d] then fail(fmt("%s: dim %s appears twice in the list", fname, tostring(dims[i]))) end
+        if reduced[d] then fail(fmt("%s: dim %s appears twice in the list", fname, show(dims[i]))) end
         reduced[d] = true
     end
     local s = x:shape()
@@ -1254,7 +1255,7 @@ function Tensor:repeat_interleave(repeats, dim)
     local n = s[d]
     if type(repeats) == "number" then
         if not is_int(repeats) or repeats < 0 then
-            fail(fname .. ": repeats must be an integer >= 0, a list or a tensor of them, got " .. tostring(repeats))
+            fail(fname .. ": repeats must be an integer >= 0, a list or a tensor of them, got " .. show(repeats))
         end
         local expanded, out = {}, {}
         for i = 1, #s do

@@ -26,6 +26,7 @@ local format = require "ordo.format"
 
 local ffi, C = cdef.ffi, cdef.C
 local fail, fail_c, typename = util.fail, util.fail_c, util.typename
+local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local floor, huge, max, min = math.floor, math.huge, math.max, math.min
 local fmt, concat = string.format, table.concat
 local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs =
@@ -202,7 +203,7 @@ local function fill_shape(fname, shape)
         -- past int64 the FFI conversion is undefined (2^63 arrived as a
         -- negative size): named here, as the user wrote it
         if v >= 2 ^ 63 or v < -2 ^ 63 then
-            fail(fmt("%s: size %s at position %d is too large", fname, tostring(v), i))
+            fail(fmt("%s: size %s at position %d is too large", fname, show(v), i))
         end
         SHAPE[i - 1] = v
     end
@@ -213,7 +214,7 @@ end
 -- (the FFI conversion of such a double is undefined).
 local function check_index_range(fname, what, v, d, size)
     if v >= 2 ^ 62 or v <= -2 ^ 62 then
-        fail(fmt("%s: %s %s out of range for dim %d of size %d", fname, what, tostring(v), d, size))
+        fail(fmt("%s: %s %s out of range for dim %d of size %d", fname, what, show(v), d, size))
     end
 end
 
@@ -300,7 +301,7 @@ local function is_int(x) return type(x) == "number" and x == floor(x) and x > -h
 -- dim counted from 1 (negative from the end) -> 0-based; extra = 1 allows ndim+1 (unsqueeze)
 local function norm_dim(fname, t, dim, extra)
     local n = t._c.ndim + (extra or 0)
-    if not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", fname, tostring(dim))) end
+    if not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", fname, show(dim))) end
     local d = dim < 0 and dim + n + 1 or dim
     if d < 1 or d > n then
         if n == 0 then
@@ -342,7 +343,7 @@ local function shape_args(fname, a, ...)
     for i = 1, #shape do
         local s = shape[i]
         if not is_int(s) or s < 0 then
-            fail(fmt("%s: size %s at position %d is invalid (sizes must be integers >= 0)", fname, tostring(s), i))
+            fail(fmt("%s: size %s at position %d is invalid (sizes must be integers >= 0)", fname, show(s), i))
         end
     end
     return shape, rest
@@ -377,7 +378,7 @@ local function options(fname, opts, default_dt)
         opts = options_table(fname, opts)
         for k in pairs(opts) do
             if not OPT_KEYS[k] then
-                fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, tostring(k)))
+                fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, show(k)))
             end
         end
         if opts.dtype ~= nil then dt = parse_dtype(fname, opts.dtype) end
@@ -385,7 +386,7 @@ local function options(fname, opts, default_dt)
             dev = util.parse_device(fname, opts.device)
             if not dev then
                 fail(fmt("%s: unknown device %s (expected ordo.cpu(n), ordo.gpu(n) or \"cpu\", \"gpu:0\")",
-                         fname, tostring(opts.device)))
+                         fname, show(opts.device)))
             end
         end
         if opts.engine ~= nil then
@@ -489,7 +490,7 @@ local function check_fits(fname, dt, v, why)
     if r == nil then return end
     local t = v >= 0 and floor(v) or -floor(-v) -- what the kernel stores: v truncated
     if not (t >= r[1] and t < r[2]) then
-        fail(fmt("%s: value %s does not fit in %s%s", fname, tostring(v), DT_NAME[dt], why or ""))
+        fail(fmt("%s: value %s does not fit in %s%s", fname, show(v), DT_NAME[dt], why or ""))
     end
 end
 
@@ -562,7 +563,7 @@ local function infer(fname, data)
         if #v == 0 then extra = next(v) else extra = next(v, #v) end
         if extra ~= nil then
             fail(fmt("%s: %s is not a list: it has the key %s beside its entries 1..%d (a nil in the list, or a name)",
-                     fname, d == 1 and "the table" or "element [" .. concat(path, "][") .. "]", tostring(extra), #v))
+                     fname, d == 1 and "the table" or "element [" .. concat(path, "][") .. "]", show(extra), #v))
         end
         for i = 1, #v do
             path[d] = i
@@ -703,8 +704,8 @@ function M.arange(...)
     local n = math.ceil((stop - start) / step)
     if n < 0 then n = 0 end
     if n > 2 ^ 53 then -- (a tiny step: the count is no longer an exact integer, or even finite)
-        fail(fmt("arange: %s elements from %s to %s by %s are too many", tostring(n), tostring(start), tostring(stop),
-                 tostring(step)))
+        fail(fmt("arange: %s elements from %s to %s by %s are too many", show(n), show(start), show(stop),
+                 show(step)))
     end
     local dt, dev, e = options("arange", opts)
     if n > 0 and INT_RANGE[dt] then -- at the call, as ordo.tensor's values (the kernel's check raised at a wait)
@@ -751,11 +752,11 @@ end
 function M.manual_seed(n)
     if not is_int(n) then
         fail("manual_seed: expected an integer seed, got " ..
-             (type(n) == "number" and tostring(n) or typename(n) .. (type(n) == "string" and fmt(" %q", n) or "")))
+             (type(n) == "number" and show(n) or typename(n) .. (type(n) == "string" and fmt(" %q", n) or "")))
     end
     if n < -2 ^ 63 or n >= 2 ^ 64 then
         fail(fmt("manual_seed: seed %s out of range (expected an integer from -2^63 to 2^64 - 1)",
-                 math.abs(n) < 1e20 and fmt("%.0f", n) or tostring(n)))
+                 math.abs(n) < 1e20 and fmt("%.0f", n) or show(n)))
     end
     if n >= 2 ^ 63 then n = n - 2 ^ 64 end -- the same 64 bits, as int64 (exact: both are multiples of 2^11)
     default_seed = n
@@ -778,7 +779,7 @@ function Tensor:uniform_(low, high)
     low, high = low or 0, high or 1
     -- finite bounds with a finite width: the kernel draws low + u * (high - low)
     if type(low) ~= "number" or type(high) ~= "number" or not (low <= high) or not is_finite(high - low) then
-        fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", tostring(low), tostring(high)))
+        fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", show(low), show(high)))
     end
     return random_("uniform_", K.uniform, FLOAT, self, low, high)
 end
@@ -786,7 +787,7 @@ end
 function Tensor:normal_(mean, std)
     mean, std = mean or 0, std or 1
     if type(mean) ~= "number" or type(std) ~= "number" or not is_finite(mean) or not (std >= 0 and std < huge) then
-        fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", tostring(mean), tostring(std)))
+        fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", show(mean), show(std)))
     end
     return random_("normal_", K.normal, FLOAT, self, mean, std)
 end
@@ -796,7 +797,7 @@ local function bernoulli_(fname, self, p)
     if type(p) ~= "number" then -- (tostring of a tensor would print all of it into the message)
         fail(fmt("%s: expected a probability (a number in [0, 1]), got %s", fname, typename(p)))
     end
-    if not (p >= 0 and p <= 1) then fail(fmt("%s: expected a probability in [0, 1], got %s", fname, tostring(p))) end
+    if not (p >= 0 and p <= 1) then fail(fmt("%s: expected a probability in [0, 1], got %s", fname, show(p))) end
     return random_(fname, K.bernoulli, ALL, self, p, 0)
 end
 function Tensor:bernoulli_(p) return bernoulli_("bernoulli_", self, p) end
@@ -826,7 +827,7 @@ function M.bernoulli(shape, p, opts)
     if type(p) ~= "number" then -- (checked before the tensor is made)
         fail(fmt("bernoulli: expected a probability (a number in [0, 1]), got %s", typename(p)))
     end
-    if not (p >= 0 and p <= 1) then fail(fmt("bernoulli: expected a probability in [0, 1], got %s", tostring(p))) end
+    if not (p >= 0 and p <= 1) then fail(fmt("bernoulli: expected a probability in [0, 1], got %s", show(p))) end
     return bernoulli_("bernoulli", new_raw("bernoulli", shape, dt, dev._ctx, e), p)
 end
 
@@ -1035,7 +1036,7 @@ local function view_args(fname, ...)
     for i = 1, n do
         if not is_int(shape[i]) or shape[i] < -1 then
             fail(fmt("%s: size %s at position %d is invalid (sizes must be integers >= 0, or -1 for one inferred size)",
-                     fname, tostring(shape[i]), i))
+                     fname, show(shape[i]), i))
         end
     end
     return shape
@@ -1124,7 +1125,7 @@ function Tensor:narrow(dim, start, len)
     check_self("narrow", self)
     local d = norm_dim("narrow", self, dim)
     if not is_int(start) or not is_int(len) then
-        fail(fmt("narrow: start and length must be integers, got %s and %s", tostring(start), tostring(len)))
+        fail(fmt("narrow: start and length must be integers, got %s and %s", show(start), show(len)))
     end
     local size = tonumber(self._c.shape[d])
     check_index_range("narrow", "start", start, d + 1, size)
@@ -1142,7 +1143,7 @@ end
 function Tensor:select(dim, index)
     check_self("select", self)
     local d = norm_dim("select", self, dim)
-    if not is_int(index) then fail("select: index must be an integer, got " .. tostring(index)) end
+    if not is_int(index) then fail("select: index must be an integer, got " .. show(index)) end
     local size = tonumber(self._c.shape[d])
     check_index_range("select", "index", index, d + 1, size)
     if index < 0 then index = index + size + 1 end
@@ -1164,7 +1165,7 @@ function Tensor:squeeze(dim)
         local ds, seen = {}, {}
         for i = 1, #dim do
             local d = norm_dim("squeeze", self, dim[i])
-            if seen[d] then fail(fmt("squeeze: dim %s appears twice in the list", tostring(dim[i]))) end
+            if seen[d] then fail(fmt("squeeze: dim %s appears twice in the list", show(dim[i]))) end
             seen[d] = true
             ds[#ds + 1] = d
         end
@@ -1260,7 +1261,7 @@ function Tensor:pin_memory()
     local c = self._c
     if c.ctx.dev_type == CPU_PINNED then return self end
     if c.ctx.dev_type == GPU then
-        fail(fmt("pin_memory: the tensor is on %s; only host tensors can be pinned", tostring(self:device())))
+        fail(fmt("pin_memory: the tensor is on %s; only host tensors can be pinned", show(self:device())))
     end
     return self:to(util.cpu_pinned(c.ctx.dev_id))
 end
@@ -1481,7 +1482,7 @@ local function trunc_div(name, self, b, inplace)
         return binary_c(K.div, name, a, b, rt)
     end
     if type(b) ~= "number" or number_is_float(b) then
-        fail(fmt("%s: rounding mode 'trunc' needs an integer divisor, got %s", name, tostring(b)))
+        fail(fmt("%s: rounding mode 'trunc' needs an integer divisor, got %s", name, show(b)))
     end
     if b == 0 then fail(name .. ": integer division by zero") end
     check_fits(name, self._c.dtype, b)
@@ -1491,14 +1492,14 @@ end
 function Tensor:div(b, mode)
     check_self("div", self)
     if mode == "trunc" then return trunc_div("div", self, b, false) end
-    if mode ~= nil then fail("div: unknown rounding mode " .. tostring(mode) .. " (expected nil or \"trunc\")") end
+    if mode ~= nil then fail("div: unknown rounding mode " .. show(mode) .. " (expected nil or \"trunc\")") end
     return binary(BIN.div, self, b)
 end
 
 function Tensor:div_(b, mode)
     check_self("div_", self)
     if mode == "trunc" then return trunc_div("div_", self, b, true) end
-    if mode ~= nil then fail("div_: unknown rounding mode " .. tostring(mode) .. " (expected nil or \"trunc\")") end
+    if mode ~= nil then fail("div_: unknown rounding mode " .. show(mode) .. " (expected nil or \"trunc\")") end
     return binary_(BIN.div, self, b)
 end
 
@@ -1525,7 +1526,7 @@ local function clamp_bound(fname, self, what, v)
     if not r or not is_int(v) then
         if r and fname == "clamp_" and v == v then
             fail(fmt("%s: %s %s is not an integer, and the in-place tensor is %s (clamp's result would be float)",
-                     fname, what, tostring(v), DT_NAME[self._c.dtype]))
+                     fname, what, show(v), DT_NAME[self._c.dtype]))
         end
         return v
     end
@@ -1550,8 +1551,8 @@ local function check_inplace_bound(self, b)
     local sc, bc = self._c, b._c
     if bc.storage.engine ~= sc.storage.engine then fail("clamp_: the tensors belong to different engines") end
     if bc.ctx.dev_type ~= sc.ctx.dev_type or bc.ctx.dev_id ~= sc.ctx.dev_id then
-        fail(fmt("clamp_: expected all tensors on one device, got %s and %s", tostring(util.device_of_ctx(sc.ctx)),
-                 tostring(util.device_of_ctx(bc.ctx))))
+        fail(fmt("clamp_: expected all tensors on one device, got %s and %s", show(util.device_of_ctx(sc.ctx)),
+                 show(util.device_of_ctx(bc.ctx))))
     end
     local rt = result_type(self, b)
     if not can_cast(rt, sc.dtype) then
@@ -1655,11 +1656,11 @@ local function index_row(t, i, op)
         fail(fmt("%s: a 0-dim tensor has no rows to index (t:item() reads its value)", op))
     end
     local size = tonumber(c.shape[0])
-    if not is_int(i) then fail(fmt("%s: the index must be an integer, got %s", op, tostring(i))) end
+    if not is_int(i) then fail(fmt("%s: the index must be an integer, got %s", op, show(i))) end
     local j = i < 0 and i + size + 1 or i
     if j < 1 or j > size then
         fail(fmt("%s: index %s out of range for dim 1 of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
-                 op, tostring(i), size, shape_str(t), size, size))
+                 op, show(i), size, shape_str(t), size, size))
     end
     return Tensor.select(t, 1, j)
 end
@@ -1675,7 +1676,7 @@ end
 local function dim_index(op, t, i, size, x, what)
     if not is_int(x) then
         fail(fmt("%s: %s for dim %d must be an integer, got %s", op, what, i,
-                 type(x) == "number" and tostring(x) or typename(x)))
+                 type(x) == "number" and show(x) or typename(x)))
     end
     local j = x < 0 and x + size + 1 or x
     if j < 1 or j > size then
@@ -1690,7 +1691,7 @@ local function index_dims(t, key, op)
     local n = #key
     for k in pairs(key) do
         if not is_int(k) or k < 1 or k > n then
-            fail(fmt("%s: the index must be a list {k1, k2, ...}, got a key %s", op, tostring(k)))
+            fail(fmt("%s: the index must be a list {k1, k2, ...}, got a key %s", op, show(k)))
         end
     end
     if n > nd then
@@ -1842,7 +1843,7 @@ local function masked_fill(fname, self, mask, value, out)
     if type(value) ~= "number" then fail(fmt("%s: expected a number as the value, got %s", fname, typename(value))) end
     if not ISFLOAT[self._c.dtype] and number_is_float(value) and value == value then
         if out == self then
-            fail(fmt("%s: value %s can't be stored in the in-place tensor's dtype %s", fname, tostring(value),
+            fail(fmt("%s: value %s can't be stored in the in-place tensor's dtype %s", fname, show(value),
                      DT_NAME[self._c.dtype]))
         end
     end
@@ -1935,7 +1936,7 @@ local function softmax(fname, kid, t, dim)
     check_self(fname, t)
     if t._c.ndim == 0 then -- one line of one element, as Torch's (dim 1 or -1 names it)
         if dim ~= nil and dim ~= 1 and dim ~= -1 then
-            fail(fmt("%s: dim %s out of range for a 0-dim tensor (expected 1 or -1)", fname, tostring(dim)))
+            fail(fmt("%s: dim %s out of range for a 0-dim tensor (expected 1 or -1)", fname, show(dim)))
         end
         SHAPE[0] = 1
         local line = wrap(C.ordo_tensor_view(fname, t._c, 1, SHAPE)) -- (raw views: autograd records the op itself)
@@ -2019,7 +2020,7 @@ function Tensor:topk(k, dim, largest)
     local n = self._c.ndim == 0 and 1 or tonumber(self._c.shape[d])
     if not is_int(k) or k < 0 or k > n then
         fail(fmt("topk: k must be an integer in 0..%d (dim %d of shape %s), got %s", n, d + 1, shape_str(self),
-                 tostring(k)))
+                 show(k)))
     end
     local values, idx = self:sort(dim or -1, largest)
     if self._c.ndim == 0 then return values, idx end
@@ -2094,7 +2095,7 @@ local function check_int_entries(fname, list)
         if type(v) == "table" and getmetatable(v) == nil then
             check_int_entries(fname, v)
         elseif type(v) == "number" and not is_int(v) then
-            fail(fmt("%s: index %s is not an integer", fname, tostring(v)))
+            fail(fmt("%s: index %s is not an integer", fname, show(v)))
         end
     end
 end
@@ -2241,7 +2242,7 @@ local function check_tensor_list(fname, list)
     for k in pairs(list) do
         if not (is_int(k) and k >= 1 and k <= n) then
             fail(fmt("%s: the list has the key %s beside its entries 1..%d (a nil in the list, or a name)",
-                     fname, tostring(k), n))
+                     fname, show(k), n))
         end
     end
     for i = 1, n do
@@ -2319,7 +2320,7 @@ local function gpu_id(fname, dev)
     if dev == nil then dev = 0 end
     if type(dev) == "number" then
         if dev ~= floor(dev) or dev < 0 then
-            fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id >= 0), got %s", fname, tostring(dev)))
+            fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id >= 0), got %s", fname, show(dev)))
         end
         if C.ordo_gpu_count() == 0 then fail(fmt("%s: gpu(%d): no CUDA device available", fname, dev)) end
         dev = util.gpu(dev)
@@ -2327,7 +2328,7 @@ local function gpu_id(fname, dev)
     local d = util.parse_device(fname, dev)
     if not d or d.dev_type ~= GPU then
         fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id), got %s", fname,
-                 d and tostring(d) or typename(dev)))
+                 d and show(d) or typename(dev)))
     end
     return d.id
 end

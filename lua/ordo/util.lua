@@ -56,12 +56,27 @@ function M.host_ptr(t)
     return C.ordo_tensor_data(c)
 end
 
+-- A value as an error message shows it: a tensor by its type and shape
+-- (tostring would wait for its values and print every one of them into
+-- the message), anything else as tostring gives it.
+function M.show(v)
+    local mt = type(v) == "table" and getmetatable(v)
+    if mt and mt.__name == "ordo.Tensor" then
+        local s = v:shape()
+        return "a tensor of shape " .. (#s == 0 and "scalar" or table.concat(s, "x"))
+    end
+    return tostring(v)
+end
+
 -- Raises unless the table t (what: "the shape", "the dims"...) is a list
 -- 1..#t with nothing else: a nil among its entries ({2, nil, 3}: # may
 -- stop at the hole) or a named key would otherwise be dropped unseen, and
 -- a shape {batch, hidden} with hidden nil would make a tensor of another
 -- shape.
 function M.check_list(fname, what, t)
+    if type(t) ~= "table" or getmetatable(t) ~= nil then -- (a tensor's fields are no entries)
+        fail(("%s: %s must be a plain table (a list), got %s"):format(fname, what, M.typename(t)))
+    end
     local n = #t
     for k in pairs(t) do
         if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then
