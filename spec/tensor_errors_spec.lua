@@ -412,6 +412,14 @@ describe("bad calls that used to pass", function()
         raises_here(function() local _ = ordo.arange(6):view(2 ^ 63) end, "view", "too large")
         raises_here(function() local _ = ordo.arange(6):narrow(1, -2 ^ 63, 1) end, "narrow", "start")
         raises_here(function() local _ = ordo.zeros(2 ^ 63) end, "zeros", "too large")
+        -- a dim or a t[{...}] index past int64 was printed with %d, as -9223372036854775808
+        local x = ordo.arange(6):view(2, 3)
+        for _, f in ipairs({function() local _ = x:sum(2 ^ 63) end, function() local _ = x[{2 ^ 63}] end,
+                            function() local _ = x:unsqueeze(2 ^ 63) end, function() local _ = ordo.tensor(5):sum(2 ^ 63) end,
+                            function() local _ = ordo.arange(6):split({2 ^ 63, 1}) end}) do
+            local e = raises_here(f, "9.2233720368548e+18")
+            assert.falsy(e:find("-9223372036854775808", 1, true), e)
+        end
     end)
 
     it("index_add_, scatter_add_ and scatter check shapes at the call", function()

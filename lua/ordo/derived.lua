@@ -1128,7 +1128,7 @@ function Tensor:split(size, dim)
             sizes[i], total = s, total + s
         end
         if total ~= len then
-            fail(fmt("split: lengths add up to %d but dim %d has %d", total, dim, len))
+            fail(fmt("split: lengths add up to %s but dim %s has %d", show(total), show(dim), len))
         end
     else
         if not is_int(size) or size < 1 then

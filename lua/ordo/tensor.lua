@@ -305,10 +305,10 @@ local function norm_dim(fname, t, dim, extra)
     local d = dim < 0 and dim + n + 1 or dim
     if d < 1 or d > n then
         if n == 0 then
-            fail(fmt("%s: dim %d out of range: the tensor has no dims (shape %s)", fname, dim, shape_str(t)))
+            fail(fmt("%s: dim %s out of range: the tensor has no dims (shape %s)", fname, show(dim), shape_str(t)))
         end
-        fail(fmt("%s: dim %d out of range for a %d-d tensor of shape %s (expected 1..%d or -%d..-1)",
-                 fname, dim, t._c.ndim, shape_str(t), n, n))
+        fail(fmt("%s: dim %s out of range for a %d-d tensor of shape %s (expected 1..%d or -%d..-1)",
+                 fname, show(dim), t._c.ndim, shape_str(t), n, n)) -- (%d of 2^63 printed -2^63)
     end
     return d - 1
 end
@@ -1680,8 +1680,8 @@ local function dim_index(op, t, i, size, x, what)
     end
     local j = x < 0 and x + size + 1 or x
     if j < 1 or j > size then
-        fail(fmt("%s: index %d out of range for dim %d of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
-                 op, x, i, size, shape_str(t), size, size))
+        fail(fmt("%s: index %s out of range for dim %d of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
+                 op, show(x), i, size, shape_str(t), size, size)) -- (%d of 2^63 printed -2^63)
     end
     return j
 end
