@@ -355,7 +355,7 @@ function M.meshgrid(...)
     end
     if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then
         ts = ts[1]
-        util.check_list("meshgrid", "the list of tensors", ts)
+        util.check_list("meshgrid", "the list of tensors", ts, true)
     end
     opts = util.check_opts("meshgrid", opts, {indexing = true})
     local indexing = opts.indexing or "ij"
@@ -486,7 +486,7 @@ function M.randint(a, b, c, d)
         fail(fmt("randint: expected integers low < high, got %s and %s", show(low), show(high)))
     end
     if type(shape) ~= "table" then fail("randint: expected the shape as a table, got " .. typename(shape)) end
-    util.check_list("randint", "the shape", shape) -- (said here: rand would name itself)
+    util.check_list("randint", "the shape", shape, true) -- (said here: rand would name itself)
     local dtype, ropts = int_options("randint", opts)
     check_int_range("randint", dtype, low, high - 1)
     local u = tensor.rand(shape, ropts) -- [0, 1) in float64: exact enough for any int32 range
@@ -543,7 +543,7 @@ function Tensor:flip(dims)
     check_self("flip", self)
     if type(dims) == "number" then dims = {dims} end
     if type(dims) ~= "table" then fail("flip: expected a dim or a table of dims, got " .. typename(dims)) end
-    util.check_list("flip", "the dims", dims)
+    util.check_list("flip", "the dims", dims, true)
     local seen = {}
     for _, d in ipairs(dims) do -- a dim twice would flip it back (Torch refuses it too)
         local k = tensor.norm_dim("flip", self, d)
@@ -806,7 +806,7 @@ function M.einsum(eq, ...)
     check_no_hole("einsum", "operand", ts, select("#", ...))
     if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then
         ts = ts[1]
-        util.check_list("einsum", "the list of operands", ts)
+        util.check_list("einsum", "the list of operands", ts, true)
     end
     if type(eq) ~= "string" then fail("einsum: expected an equation string first, got " .. typename(eq)) end
     local spec = eq:gsub("%s", "")
@@ -1037,8 +1037,8 @@ function Tensor:roll(shifts, dims)
     end
     if type(shifts) == "number" then shifts = {shifts} end
     if type(dims) == "number" then dims = {dims} end
-    if type(shifts) == "table" then util.check_list("roll", "the shifts", shifts) end
-    if type(dims) == "table" then util.check_list("roll", "the dims", dims) end
+    if type(shifts) == "table" then util.check_list("roll", "the shifts", shifts, true) end
+    if type(dims) == "table" then util.check_list("roll", "the dims", dims, true) end
     if type(shifts) ~= "table" or type(dims) ~= "table" or #shifts ~= #dims then
         fail(fmt("roll: expected as many shifts as dims, got %s and %s", show(type(shifts) == "table" and #shifts or shifts),
                  show(type(dims) == "table" and #dims or dims)))
@@ -1064,7 +1064,7 @@ function Tensor:tile(...)
     local reps, nreps
     if nargs == 1 and type((...)) == "table" then
         reps, nreps = (...), #(...)
-        util.check_list("tile", "the counts", reps)
+        util.check_list("tile", "the counts", reps, true)
     else
         reps, nreps = {...}, nargs
     end
@@ -1119,7 +1119,7 @@ function Tensor:split(size, dim)
     local len = size_along("split", self, dim)
     local sizes = {}
     if type(size) == "table" then
-        util.check_list("split", "the lengths", size)
+        util.check_list("split", "the lengths", size, true)
         local total = 0
         for i, s in ipairs(size) do
             if not is_int(s) or s < 0 then

@@ -1161,7 +1161,7 @@ function Tensor:squeeze(dim)
     check_self("squeeze", self)
     if dim == nil then return wrap(C.ordo_tensor_squeeze("squeeze", self._c, -1)) end
     if type(dim) == "table" and getmetatable(dim) == nil then
-        util.check_list("squeeze", "the dims", dim)
+        util.check_list("squeeze", "the dims", dim, true)
         local ds, seen = {}, {}
         for i = 1, #dim do
             local d = norm_dim("squeeze", self, dim[i])
@@ -2239,15 +2239,13 @@ local function check_tensor_list(fname, list)
         fail(fmt("%s: expected a non-empty list of tensors, got %s", fname, typename(list)))
     end
     local n = #list
-    for k in pairs(list) do
-        if not (is_int(k) and k >= 1 and k <= n) then
-            fail(fmt("%s: the list has the key %s beside its entries 1..%d (a nil in the list, or a name)",
-                     fname, show(k), n))
-        end
-    end
     for i = 1, n do
         local t = list[i]
         if not is_tensor(t) then fail(fmt("%s: element %d is %s, expected a tensor", fname, i, typename(t))) end
+    end
+    -- a hole: # may stop before it (no pairs here: LuaJIT would not compile a loop of cats)
+    if list[n + 2] ~= nil or list[n + 3] ~= nil or list[n + 4] ~= nil or list[n + 5] ~= nil then
+        fail(fmt("%s: element %d is nil, expected a tensor", fname, n + 1))
     end
 end
 
