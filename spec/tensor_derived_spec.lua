@@ -1059,6 +1059,23 @@ describe("derived ops", function()
         assert.same({{1, 1, 2}}, xg.grad:totable())
     end)
 
+    it("nan_to_num_, lerp_, fmod_ and remainder_ write into self, as Torch's", function()
+        local x = ordo.tensor({0 / 0, 1 / 0, 2})
+        assert.equals(x, x:nan_to_num_(0, 9, -9))
+        assert.same({0, 9, 2}, x:totable())
+        assert.same({0.5, 1, 1.5}, ordo.arange(3):lerp_(ordo.ones({3}), 0.5):totable())
+        assert.same({-1, 1}, ordo.tensor({-7, 7}, "int32"):fmod_(3):totable())
+        assert.same({2, 1}, ordo.tensor({-7, 7}, "int32"):remainder_(3):totable())
+        local v = ordo.arange(6):view(2, 3)
+        v:t():fmod_(4) -- through a view
+        assert.same({{0, 1, 2}, {3, 0, 1}}, v:totable())
+        H.raises(function() return ordo.arange(3, "int32"):lerp_(ordo.ones({3}), 0.5) end, "lerp_", "float32", "int32")
+        H.raises(function() return ordo.tensor({1}, "int32"):remainder_(2.5) end, "remainder_", "float32", "int32")
+        H.raises(function() return ordo.arange(3):lerp_(ordo.ones({2, 3}), 0.5) end, "lerp_", "2x3", "3")
+        local g = ordo.tensor({1.5}):requires_grad_()
+        H.raises(function() return g:fmod_(1) end, "fmod_", "requires a gradient", "out-of-place fmod")
+    end)
+
     it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()
         for _, s in ipairs({{2, 0}, {0}, {0, 3, 4}}) do
             local z = ordo.zeros(s)

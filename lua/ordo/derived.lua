@@ -1292,6 +1292,33 @@ function Tensor:repeat_interleave(repeats, dim)
     return x:index_select(d, marks:cumsum(1))
 end
 
+-- nan_to_num_, lerp_, fmod_, remainder_: the in-place forms, as Torch's.
+-- The result is written into self, which must hold it: self's shape (an
+-- operand may broadcast to it, not beyond) and a dtype the result can be
+-- cast to (no float result into an integer tensor), as the other in-place
+-- ops; the write is a copy_ (so autograd's in-place rules name copy_).
+for _, name in ipairs({"nan_to_num", "lerp", "fmod", "remainder"}) do
+    local f, iname = Tensor[name], name .. "_"
+    Tensor[iname] = function(self, ...)
+        check_self(iname, self)
+        local autograd = package.loaded["ordo.autograd"]
+        if self._rg and autograd and autograd.is_enabled() then -- (copy_ would name itself)
+            fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (use the out-of-place %s, " ..
+                     "or wrap the update in ordo.no_grad)", iname, name))
+        end
+        local r = f(self, ...)
+        if shape_of_str(r) ~= shape_of_str(self) then
+            fail(fmt("%s: the result's shape %s is not the in-place tensor's %s (an operand broadcast beyond it)",
+                     iname, shape_of_str(r), shape_of_str(self)))
+        end
+        if is_float(r) and not is_float(self) then
+            fail(fmt("%s: the result type %s can't be cast to the in-place tensor's dtype %s", iname, r:dtype(),
+                     self:dtype()))
+        end
+        return self:copy_(r)
+    end
+end
+
 -- keepdim with no dim keeps every dim, as size 1 (as sum, mean and max
 -- do, and Torch's): these gave a 0-dim tensor, ignoring keepdim.
 local function keep_every_dim(self, r)
