@@ -541,8 +541,14 @@ local function infer(fname, data)
     local function walk(v, d)
         if d > #shape then
             local tv = type(v)
+            -- a one-element tensor counts as its value (a list of losses, as Torch takes it; it waits)
+            if is_tensor(v) and C.ordo_tensor_numel(v._c) == 1 then v, tv = v:item(), "number" end
             if tv == "boolean" then v = v and 1 or 0
             elseif tv ~= "number" then
+                if is_tensor(v) then
+                    fail(fmt("%s: element [%s] is a tensor of shape %s, expected a number (a one-element tensor " ..
+                             "counts as one; ordo.stack joins tensors)", fname, concat(path, "]["), shape_str(v)))
+                end
                 fail(fmt("%s: element [%s] is %s, expected a number", fname, concat(path, "]["), typename(v)))
             end
             n = n + 1
