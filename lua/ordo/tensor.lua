@@ -1415,13 +1415,24 @@ local op2 = C.ordo_tensor_op2
 local BIN_add, BIN_sub, BIN_mul = BIN.add, BIN.sub, BIN.mul
 
 -- b * alpha for add/sub's alpha form, b a tensor or a number.
+-- A negative alpha turns the op around (returned as flip: add becomes
+-- sub), so that an unsigned operand is never multiplied by it (u8:sub(v, -1)
+-- failed: v * -1 does not fit uint8); an integer tensor's alpha must fit
+-- its dtype, said under fname (the error named mul).
 local function scaled(fname, b, alpha)
     if type(alpha) ~= "number" then fail(fname .. ": alpha must be a number, got " .. typename(alpha)) end
     if type(b) ~= "number" and not is_tensor(b) then
         fail(fname .. ": other must be a tensor or a number, got " .. typename(b))
     end
-    return b * alpha
+    local flip = false
+    if alpha < 0 then alpha, flip = -alpha, true end
+    if alpha == 1 then return b, flip end
+    if is_tensor(b) and INT_RANGE[b._c.dtype] and is_int(alpha) then check_fits(fname, b._c.dtype, alpha, " (alpha)") end
+    return b * alpha, flip
 end
+-- add and sub turned around by a negative alpha, named as called
+local ADD_AS_SUB = setmetatable({name = "add", iname = "add_"}, {__index = BIN.sub})
+local SUB_AS_ADD = setmetatable({name = "sub", iname = "sub_"}, {__index = BIN.add})
 
 function Tensor:add_(b, alpha)
     if alpha == nil and getmetatable(b) == Tensor and getmetatable(self) == Tensor then
@@ -1431,8 +1442,13 @@ function Tensor:add_(b, alpha)
             return self
         end
     end
-    if alpha ~= nil and alpha ~= 1 then b = scaled("add_", b, alpha) end
-    return binary_(BIN_add, self, b)
+    local spec = BIN_add
+    if alpha ~= nil and alpha ~= 1 then
+        local flip
+        b, flip = scaled("add_", b, alpha)
+        if flip then spec = ADD_AS_SUB end
+    end
+    return binary_(spec, self, b)
 end
 
 function Tensor:sub_(b, alpha)
@@ -1443,8 +1459,13 @@ function Tensor:sub_(b, alpha)
             return self
         end
     end
-    if alpha ~= nil and alpha ~= 1 then b = scaled("sub_", b, alpha) end
-    return binary_(BIN_sub, self, b)
+    local spec = BIN_sub
+    if alpha ~= nil and alpha ~= 1 then
+        local flip
+        b, flip = scaled("sub_", b, alpha)
+        if flip then spec = SUB_AS_ADD end
+    end
+    return binary_(spec, self, b)
 end
 
 function Tensor:mul_(b)
@@ -1460,14 +1481,24 @@ end
 
 function Tensor:add(b, alpha)
     check_self("add", self)
-    if alpha ~= nil and alpha ~= 1 then b = scaled("add", b, alpha) end
-    return binary(BIN_add, self, b)
+    local spec = BIN_add
+    if alpha ~= nil and alpha ~= 1 then
+        local flip
+        b, flip = scaled("add", b, alpha)
+        if flip then spec = ADD_AS_SUB end
+    end
+    return binary(spec, self, b)
 end
 
 function Tensor:sub(b, alpha)
     check_self("sub", self)
-    if alpha ~= nil and alpha ~= 1 then b = scaled("sub", b, alpha) end
-    return binary(BIN.sub, self, b)
+    local spec = BIN.sub
+    if alpha ~= nil and alpha ~= 1 then
+        local flip
+        b, flip = scaled("sub", b, alpha)
+        if flip then spec = SUB_AS_ADD end
+    end
+    return binary(spec, self, b)
 end
 
 -- div(u [, "trunc"]): true division (integers give float32); "trunc":
