@@ -364,6 +364,26 @@ describe("data.read_csv with an integer dtype", function()
         os.remove(p)
     end)
 
+    it("reads int64 fields past 2^53 exactly, and all of int64's range", function()
+        -- a Lua number holds integers exactly only up to 2^53: these were rounded (and 2^63 - 1 refused)
+        local p = file("9007199254740993,-9223372036854775808\n9223372036854775807,1e3\n 0012 ,\"-5\"\n")
+        local t = data.read_csv(p, {dtype = "int64"})
+        os.remove(p)
+        local s = tostring(t)
+        for _, digits in ipairs({"9007199254740993", "-9223372036854775808", "9223372036854775807"}) do
+            assert.truthy(s:find(digits, 1, true), s)
+        end
+        local I = function(x) return ordo.tensor(x, "int64") end
+        assert.equals(1, (t[{1, {1}}] - I({2 ^ 53})):item()) -- exact int64 arithmetic
+        assert.equals(1023, (t[{2, {1}}] - I({2 ^ 62}) - I({2 ^ 62 - 1024})):item())
+        assert.same({1000, 12, -5}, {t[2][2], t[3][1], t[3][2]})
+        for _, bad in ipairs({"9223372036854775808", "-9223372036854775809", "99999999999999999999"}) do
+            p = file(bad .. "\n")
+            assert.matches(p .. ' line 1, column 1: "' .. bad .. '" does not fit in int64', err(p, {dtype = "int64"}), 1, true)
+            os.remove(p)
+        end
+    end)
+
     it("refuses a fraction, nan, inf or a value out of range, naming the file, line and column", function()
         local p = file("a,b\n1,2\n3,1.5\n")
         for _, dt in ipairs({"int32", "int64", "uint8"}) do

@@ -966,4 +966,154 @@ describe("derived ops", function()
         H.raises(function() return ordo.tensor({1}, "int32"):remainder(0) end, "remainder: integer division by zero")
         H.raises(function() return ordo.tensor({1}, "int64"):fmod(0) end, "fmod: integer division by zero")
     end)
+
+    it("the % operator is remainder, as Lua's own % on numbers, a number on either side", function()
+        local xs, ds = {-7, 7, 6, -6, 0}, {3, -3}
+        for _, dt in ipairs({"int32", "int64", "float32", "float64"}) do
+            for _, d in ipairs(ds) do
+                local want = {}
+                for i, x in ipairs(xs) do want[i] = x % d end
+                assert.same(want, (ordo.tensor(xs, dt) % d):totable())
+                assert.equals(dt, (ordo.tensor(xs, dt) % d):dtype())
+                local rwant = {}
+                for i, x in ipairs(xs) do rwant[i] = x ~= 0 and d % x or 0 end
+                local nz = ordo.tensor({-7, 7, 6, -6, 1}, dt)
+                local got = (d % nz):totable()
+                for i, x in ipairs({-7, 7, 6, -6, 1}) do assert.equals(d % x, got[i]) end
+            end
+        end
+        assert.same({0.5, 1.5, -0.5}, (ordo.tensor({-7.5, 7.5, 7.5}) % ordo.tensor({2, 2, -2})):totable())
+        assert.equals("float32", (7.5 % ordo.tensor({2}, "int32")):dtype())
+        H.raises(function() return ordo.tensor({1}, "int32") % 0 end, "remainder: integer division by zero")
+        H.raises(function() return ordo.tensor({1}) % "x" end, "remainder", "string")
+        -- a number that does not fit an integer tensor's dtype, named under the op called (not div or tensor)
+        H.raises(function() return ordo.tensor({7}, "uint8") % -3 end, "remainder: value -3 does not fit in uint8")
+        H.raises(function() return 300 % ordo.tensor({7}, "uint8") end, "remainder: value 300 does not fit in uint8")
+        H.raises(function() return ordo.tensor({7}, "uint8"):fmod(-3) end, "fmod: value -3 does not fit in uint8")
+        assert.same({1}, (ordo.tensor({7}, "uint8") % 3):totable())
+    end)
+
+    it("flip refuses a dim given twice (it flipped it back, silently); masked_fill names itself for a bad value", function()
+        local x = ordo.arange(9):view(3, 3)
+        H.raises(function() return x:flip({1, 1}) end, "flip: dims 1 and 1 are the same dim")
+        H.raises(function() return x:flip({2, -1}) end, "flip: dims 2 and -1 are the same dim")
+        assert.same({{8, 7, 6}, {5, 4, 3}, {2, 1, 0}}, x:flip({2, -2}):totable())
+        local e = H.raises(function() return x:masked_fill(x:gt(3), ordo.tensor({2, 3})) end, "masked_fill:",
+                           "one element", "shape 2")
+        assert.falsy(e:find("item:", 1, true), e)
+        H.raises(function() return x:masked_fill_(x:gt(3), ordo.zeros({0})) end, "masked_fill_:", "one element")
+        assert.same({{0, 1, 2}, {3, 9, 9}, {9, 9, 9}}, x:masked_fill(x:gt(3), ordo.tensor({{9}})):totable())
+    end)
+
+    it("keepdim without a dim keeps every dim as size 1 in var, std, prod, norm, logsumexp, amax, amin (as sum does)", function()
+        local x = ordo.tensor({{1, 5, 2}, {2, 3, 7}})
+        assert.same({1, 1}, x:sum(nil, true):shape())
+        local calls = {
+            var = function() return x:var(nil, true) end, std = function() return x:std(nil, true) end,
+            prod = function() return x:prod(nil, true) end, norm = function() return x:norm(2, nil, true) end,
+            logsumexp = function() return x:logsumexp(nil, true) end, amax = function() return x:amax(nil, true) end,
+            amin = function() return x:amin(nil, true) end,
+        }
+        local want = {prod = 420, amax = 7, amin = 1}
+        for name, f in pairs(calls) do
+            local r = f()
+            assert.same({1, 1}, r:shape(), name)
+            local flat = ({var = x:var(), std = x:std(), prod = x:prod(), norm = x:norm(), logsumexp = x:logsumexp(),
+                           amax = x:amax(), amin = x:amin()})[name]
+            assert.same({}, flat:shape(), name) -- without keepdim: 0-dim, as before
+            close(want[name] or flat:item(), r:view(1):totable()[1])
+        end
+        assert.same({1, 1, 1}, ordo.ones({2, 3, 4}):std(nil, true, 0):shape())
+    end)
+
+    it("softmax and log_softmax of a 0-dim tensor: one line of one element, as Torch's; gradients", function()
+        assert.equals(1, ordo.tensor(5):softmax():item())
+        assert.same({}, ordo.tensor(5):softmax(1):shape())
+        assert.equals(0, ordo.tensor(5):log_softmax(-1):item())
+        assert.equals("float32", ordo.tensor(5, "int32"):softmax():dtype())
+        H.raises(function() return ordo.tensor(5):softmax(2) end, "softmax: dim 2 out of range for a 0-dim tensor")
+        for _, name in ipairs({"softmax", "log_softmax"}) do
+            local x = ordo.tensor(5):requires_grad_()
+            local y = x[name](x) * 3
+            y:backward()
+            assert.equals(0, x.grad:item(), name)
+        end
+    end)
+
+    it("norm neither overflows nor underflows float32 where the norm itself fits; gradients", function()
+        -- x^2 of 1e30 is inf in float32 (the norm was inf), of 1e-30 is 0 (the norm was 0)
+        close(math.sqrt(2) * 1e30, ordo.tensor({1e30, 1e30}):norm():item(), 1e-6)
+        close(math.sqrt(2), ordo.tensor({1e-30, -1e-30}):norm():item() * 1e30, 1e-6)
+        close(2 ^ (1 / 3) * 1e25, ordo.tensor({1e25, -1e25}):norm(3):item(), 1e-6)
+        local rows = ordo.tensor({{3, 4}, {0, 0}, {1e30, 0}, {1 / 0, 1}}):norm(2, 2):totable()
+        close({5, 0, 1.0000000150474662e30}, {rows[1], rows[2], rows[3]}, 1e-6)
+        assert.equals(math.huge, rows[4])
+        assert.same({4, 1}, ordo.tensor({{3, 4}, {0, 0}, {1e30, 0}, {1, 1}}):norm(2, 2, true):shape())
+        assert.same({0, 0}, ordo.zeros({2, 0}):norm(2, 2):totable())
+        assert.same({0, 0, 0}, ordo.zeros({0, 3}):norm(2, 1):totable())
+        local x = ordo.tensor({1e30, 1e30}):requires_grad_()
+        x:norm():backward()
+        close({math.sqrt(0.5), math.sqrt(0.5)}, x.grad:totable(), 1e-6)
+    end)
+
+    it("masked_select broadcasts self and the mask together, as Torch's; gradients", function()
+        -- a mask larger than self failed inside expand_as ("expected 1 or 1")
+        local x = ordo.arange(3):view(1, 3)
+        local m = ordo.tensor({{1, 0, 1}, {0, 1, 1}}, "uint8")
+        assert.same({0, 2, 1, 2}, x:masked_select(m):totable())
+        assert.same({0, 1, 2}, ordo.arange(6):view(2, 3):masked_select(ordo.tensor({{1}, {0}}, "uint8")):totable())
+        H.raises(function() return ordo.arange(6):view(2, 3):masked_select(ordo.tensor({1, 0}, "uint8")) end,
+                 "masked_select", "2x3 and 2")
+        local xg = ordo.arange(3):view(1, 3):requires_grad_()
+        xg:masked_select(m):sum():backward()
+        assert.same({{1, 1, 2}}, xg.grad:totable())
+    end)
+
+    it("nan_to_num_, lerp_, fmod_ and remainder_ write into self, as Torch's", function()
+        local x = ordo.tensor({0 / 0, 1 / 0, 2})
+        assert.equals(x, x:nan_to_num_(0, 9, -9))
+        assert.same({0, 9, 2}, x:totable())
+        assert.same({0.5, 1, 1.5}, ordo.arange(3):lerp_(ordo.ones({3}), 0.5):totable())
+        assert.same({-1, 1}, ordo.tensor({-7, 7}, "int32"):fmod_(3):totable())
+        assert.same({2, 1}, ordo.tensor({-7, 7}, "int32"):remainder_(3):totable())
+        local v = ordo.arange(6):view(2, 3)
+        v:t():fmod_(4) -- through a view
+        assert.same({{0, 1, 2}, {3, 0, 1}}, v:totable())
+        H.raises(function() return ordo.arange(3, "int32"):lerp_(ordo.ones({3}), 0.5) end, "lerp_", "float32", "int32")
+        H.raises(function() return ordo.tensor({1}, "int32"):remainder_(2.5) end, "remainder_", "float32", "int32")
+        H.raises(function() return ordo.arange(3):lerp_(ordo.ones({2, 3}), 0.5) end, "lerp_", "2x3", "3")
+        local g = ordo.tensor({1.5}):requires_grad_()
+        H.raises(function() return g:fmod_(1) end, "fmod_", "requires a gradient", "out-of-place fmod")
+    end)
+
+    it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()
+        for _, s in ipairs({{2, 0}, {0}, {0, 3, 4}}) do
+            local z = ordo.zeros(s)
+            assert.same({0, #s}, z:nonzero():shape())
+            local tuple = z:nonzero({as_tuple = true})
+            assert.equals(#s, #tuple)
+            for d = 1, #s do
+                assert.same({0}, tuple[d]:shape())
+                assert.equals("int64", tuple[d]:dtype())
+            end
+        end
+    end)
+
+    it("all and any along a dim of size 0: true and false, as over no elements at all", function()
+        local z = ordo.zeros({2, 0, 3})
+        assert.same({{1, 1, 1}, {1, 1, 1}}, z:all(2):totable())
+        assert.same({{0, 0, 0}, {0, 0, 0}}, z:any(-2):totable())
+        assert.same({{{1, 1, 1}}, {{1, 1, 1}}}, z:all(2, true):totable())
+        assert.same({2, 1, 1}, z:any({2, 3}, true):shape())
+        assert.same({0, 0}, z:any({2, 3}):totable())
+        assert.same({1, 1}, z:all({-1, 2}):totable())
+        assert.equals("uint8", z:all(2):dtype())
+        assert.same({0, 3}, z:all(1):shape()) -- a dim of size 0 kept is fine as before
+        assert.is_true(z:all())
+        assert.is_false(z:any())
+        -- amax and amin still refuse, under their own names
+        H.raises(function() return z:amax(2) end, "amax: cannot reduce dim 2 of size 0")
+        H.raises(function() return z:amin() end, "amin: cannot reduce an empty tensor")
+        H.raises(function() return z:amax({2, 3}) end, "amax: cannot reduce")
+    end)
 end)

@@ -126,6 +126,12 @@ describe("bad calls raise at the call", function()
         raises_here(function() local _ = a:item() end, "item", "one element", "2x3")
         raises_here(function() local _ = ordo.arange(0, 1, 0) end, "arange", "step")
         raises_here(function() local _ = ordo.zeros({2}):bernoulli_(2) end, "bernoulli_", "[0, 1]")
+        -- named as called (ordo.bernoulli's error named bernoulli_), and a tensor p by its type, not printed whole
+        local e = raises_here(function() local _ = ordo.bernoulli({2}, 1.5) end, "bernoulli: expected", "1.5")
+        assert.falsy(e:find("bernoulli_", 1, true), e)
+        e = raises_here(function() local _ = ordo.zeros({2}):bernoulli_(ordo.tensor({0.5, 0.5})) end, "bernoulli_",
+                        "got ordo.Tensor")
+        assert.falsy(e:find("FloatTensor", 1, true), e)
         raises_here(function() local _ = ordo.zeros({2}):normal_(0, -1) end, "normal_", "std")
         raises_here(function() local _ = ordo.manual_seed("x") end, "manual_seed", "integer")
         raises_here(function() local _ = ordo.zeros({2}, {dtyp = "int32"}) end, "zeros", "dtyp")
@@ -166,6 +172,25 @@ describe("bad calls raise at the call", function()
         assert.same({0, 0}, i:eq(1e30):totable())
     end)
 
+    it("arange, linspace and logspace values that do not fit an integer dtype, at the call", function()
+        -- arange raised only at a later wait; linspace and logspace clamped (300 became 255 in uint8)
+        raises_here(function() local _ = ordo.arange(-3, 3, 1, "uint8") end, "arange", "-3", "uint8")
+        raises_here(function() local _ = ordo.arange(250, 260, 1, "uint8") end, "arange", "259", "uint8")
+        raises_here(function() local _ = ordo.arange(0, 2 ^ 31 + 2, 2 ^ 30, "int32") end, "arange", "2147483648")
+        raises_here(function() local _ = ordo.linspace(0, 300, 4, "uint8") end, "linspace", "300", "uint8")
+        raises_here(function() local _ = ordo.linspace(-1, 1, 3, "uint8") end, "linspace", "-1", "uint8")
+        raises_here(function() local _ = ordo.linspace(0, 1e10, 3, "int32") end, "linspace", "int32")
+        raises_here(function() local _ = ordo.logspace(0, 10, 3, {dtype = "int32"}) end, "logspace", "int32")
+        raises_here(function() local _ = ordo.logspace(0, 1, 2.5) end, "logspace", "count", "2.5")
+        -- what fits still works, ends included
+        assert.same({250, 251, 255}, {ordo.arange(250, 256, 1, "uint8")[1], ordo.arange(250, 256, 1, "uint8")[2],
+                                      ordo.arange(250, 256, 1, "uint8")[-1]})
+        assert.same({0, 85, 170, 255}, ordo.linspace(0, 255, 4, "uint8"):totable())
+        assert.same({1, 10, 100}, ordo.logspace(0, 2, 3, {dtype = "int32"}):totable())
+        assert.same({0}, ordo.linspace(0, 300, 1, "uint8"):totable()) -- one value: start alone
+        assert.same({0}, ordo.arange(0, 1, 1, "uint8"):totable())
+    end)
+
     it("engine and profiler calls", function()
         raises_here(function() local _ = ordo.engine.new({kind = "fast"}) end, "engine.new", "kind", "naive")
         raises_here(function() local _ = ordo.engine.new({cpu_workers = -1}) end, "engine.new", "cpu_workers")
@@ -203,7 +228,7 @@ describe("every public function checks its arguments", function()
         {function() local _ = ordo.cat({a, 3}) end, "cat", "element 2"},
         {function() local _ = a:expand_as(3) end, "expand_as", "tensor"},
         {function() local _ = a:clamp() end, "clamp", "min and max"},
-        {function() local _ = ordo.tensor(1):softmax() end, "softmax", "scalar"},
+        {function() local _ = ordo.tensor(1):softmax(2) end, "softmax", "0-dim"},
         {function() local _ = a:index_select(1, ordo.zeros({2, 2}, "int64")) end, "index_select", "1-D"},
         {function() local _ = a:gather(2, ordo.ones({3, 3}, "int64")) end, "gather", "exceeds"},
         {function() local _ = a:view("x") end, "view", "position 1"},
@@ -340,6 +365,47 @@ describe("bad calls that used to pass", function()
         raises_here(function() local _ = ordo.tensor({{1, 2}, {3, 4, x = 1}}) end, "tensor", "element [2]", "key x")
         raises_here(function() local _ = ordo.arange(12):view(3, 4):index_select(1, {1.5}) end, "index_select",
                     "1.5", "not an integer")
+        -- cat and stack dropped the tensors past a hole, or under a name
+        local z = ordo.zeros({2})
+        raises_here(function() local _ = ordo.cat({[1] = z, [3] = z}) end, "cat", "element 2 is nil")
+        raises_here(function() local _ = ordo.cat({z, nil, z}) end, "cat", "element 2 is nil")
+        raises_here(function() local _ = ordo.stack({z, nil, nil, z}) end, "stack", "element 2 is nil")
+        raises_here(function() local _ = ordo.stack({z, nil, z}) end, "stack", "element 2 is nil")
+        assert.same({0, 0, 0, 0}, ordo.cat({z, z}):totable())
+    end)
+
+    it("a nil size or dim in a shape or a list of dims is refused, not taken as the end of the list", function()
+        -- these made a tensor of another shape, or used fewer dims, silently
+        local hidden -- nil: a typo'd variable
+        local x = ordo.arange(6):view(2, 3)
+        raises_here(function() local _ = ordo.zeros({2, hidden, 3}) end, "zeros", "entry 2 of the shape is nil")
+        raises_here(function() local _ = ordo.zeros(2, hidden, 3) end, "zeros", "size 2 is nil")
+        raises_here(function() local _ = ordo.rand({2, hidden, 3}) end, "rand", "entry 2")
+        raises_here(function() local _ = ordo.randn(2, hidden, 3) end, "randn", "size 2 is nil")
+        raises_here(function() local _ = ordo.full({2, hidden, 3}, 1) end, "full", "entry 2")
+        raises_here(function() local _ = ordo.randint(0, 3, {2, hidden, 3}) end, "randint", "entry 2")
+        raises_here(function() local _ = ordo.zeros({2, hidden, hidden, 3}) end, "zeros", "nil at position 2")
+        raises_here(function() local _ = x:tile({2, x = 3}) end, "tile", "key x") -- (the strict lists: not hot paths)
+        raises_here(function() local _ = ordo.arange(6):reshape({6, hidden, 1}) end, "reshape", "entry 2")
+        raises_here(function() local _ = ordo.arange(6):view(2, hidden, 3) end, "view", "size nil at position 2")
+        raises_here(function() local _ = x:expand({2, hidden, 3}) end, "expand", "entry 2")
+        raises_here(function() local _ = x:permute({2, hidden, 1}) end, "permute", "entry 2")
+        raises_here(function() local _ = x:permute(2, hidden, 1) end, "permute", "3 dims")
+        raises_here(function() local _ = x:sum({1, hidden, 2}) end, "sum", "entry 2 of the list of dims is nil")
+        raises_here(function() local _ = x:flip({1, hidden, 2}) end, "flip", "entry 2")
+        raises_here(function() local _ = x:tile({2, hidden, 2}) end, "tile", "entry 2")
+        raises_here(function() local _ = x:roll({1, hidden, 1}, {1, hidden, 2}) end, "roll", "entry 2")
+        raises_here(function() local _ = ordo.arange(6):split({2, hidden, 4}) end, "split", "entry 2")
+        local a, b = ordo.arange(2), ordo.arange(3)
+        raises_here(function() local _ = ordo.meshgrid(a, hidden, b) end, "meshgrid", "argument 2 is nil")
+        raises_here(function() local _ = ordo.meshgrid({a, hidden, b}) end, "meshgrid", "entry 2")
+        raises_here(function() local _ = ordo.einsum("i,j->ij", a, hidden, b) end, "einsum", "operand 2 is nil")
+        raises_here(function() local _ = ordo.einsum("i,j->ij", {a, hidden, b}) end, "einsum", "entry 2")
+        -- trailing nils (an options argument left out) are fine
+        assert.same({2, 3}, ordo.zeros(2, 3, nil):shape())
+        assert.same({2, 3}, (ordo.meshgrid(a, b, nil)):shape())
+        assert.same({2, 3}, ordo.einsum("i,j->ij", a, b, nil):shape())
+        assert.same({3, 2}, x:permute(2, 1):shape())
     end)
 
     it("sizes and indices past int64 are named as written", function()
@@ -347,6 +413,14 @@ describe("bad calls that used to pass", function()
         raises_here(function() local _ = ordo.arange(6):view(2 ^ 63) end, "view", "too large")
         raises_here(function() local _ = ordo.arange(6):narrow(1, -2 ^ 63, 1) end, "narrow", "start")
         raises_here(function() local _ = ordo.zeros(2 ^ 63) end, "zeros", "too large")
+        -- a dim or a t[{...}] index past int64 was printed with %d, as -9223372036854775808
+        local x = ordo.arange(6):view(2, 3)
+        for _, f in ipairs({function() local _ = x:sum(2 ^ 63) end, function() local _ = x[{2 ^ 63}] end,
+                            function() local _ = x:unsqueeze(2 ^ 63) end, function() local _ = ordo.tensor(5):sum(2 ^ 63) end,
+                            function() local _ = ordo.arange(6):split({2 ^ 63, 1}) end}) do
+            local e = raises_here(f, "9.2233720368548e+18")
+            assert.falsy(e:find("-9223372036854775808", 1, true), e)
+        end
     end)
 
     it("index_add_, scatter_add_ and scatter check shapes at the call", function()
@@ -368,6 +442,39 @@ describe("bad calls that used to pass", function()
         assert.equals("int32", ordo.empty_like(x, "int32"):dtype())
         raises_here(function() local _ = ordo.zeros_like(x, "float65") end, "zeros_like", "float65")
         raises_here(function() local _ = ordo.ones_like(x, 3) end, "ones_like", "number")
+    end)
+
+    it("a nil operand is named as nil, not as the tensor beside it", function()
+        local x = ordo.ones({2})
+        for _, c in ipairs({{"add", function() local _ = x + nil end}, {"add", function() local _ = x:add(nil) end},
+                            {"mul", function() local _ = x * nil end}, {"eq", function() local _ = x:eq(nil) end}}) do
+            local e = raises_here(c[2], c[1], "got nil")
+            assert.falsy(e:find("ordo.Tensor", 1, true), e)
+        end
+        raises_here(function() local _ = ordo.result_type(x, nil) end, "result_type", "got nil")
+        assert.equals("float32", ordo.result_type(ordo.ones({2}, "int32"), 1.5))
+    end)
+
+    it("a tensor passed where a number belongs is named by its shape, not printed whole into the message", function()
+        -- tostring(t) waited for the values and put every line of the tensor into the error
+        local t = ordo.arange(3000)
+        local x = ordo.zeros({3, 3})
+        local calls = {
+            {"uniform_", function() x:uniform_(t, 1) end}, {"narrow", function() local _ = x:narrow(1, t, 1) end},
+            {"select", function() local _ = x:select(1, t) end}, {"topk", function() local _ = x:topk(t) end},
+            {"chunk", function() local _ = x:chunk(t) end}, {"tril", function() local _ = x:tril(t) end},
+            {"norm", function() local _ = x:norm(t) end}, {"eye", function() local _ = ordo.eye(t) end},
+            {"randperm", function() local _ = ordo.randperm(t) end}, {"softmax", function() local _ = x:softmax(t) end},
+            {"div", function() local _ = x:div(2, t) end}, {"transpose", function() local _ = x:transpose(t, 1) end},
+        }
+        for _, c in ipairs(calls) do
+            local e = raises_here(c[2], c[1], "a tensor of shape 3000")
+            assert.falsy(e:find("FloatTensor", 1, true) or e:find("\n"), e)
+        end
+        for _, c in ipairs({{"sum", function() local _ = x:sum(t) end}, {"flip", function() local _ = x:flip(t) end},
+                            {"split", function() local _ = x:split(t) end}}) do
+            raises_here(c[2], c[1], "plain table", "got ordo.Tensor")
+        end
     end)
 
     it("a float -0.0 prints with its sign", function()

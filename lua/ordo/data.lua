@@ -303,6 +303,27 @@ for _, d in ipairs({{"int32", -2 ^ 31, 2 ^ 31}, {"int64", -2 ^ 63, 2 ^ 63}, {"ui
     CSV_INT_RANGE[tensor.parse_dtype("read_csv", d[1])] = {d[2], d[3], name = d[1]}
 end
 
+-- A field of plain decimal digits (an optional sign, white space around)
+-- as an exact int64: a Lua number holds integers exactly only up to 2^53,
+-- so 9007199254740993 read through tonumber became ...992, and
+-- 9223372036854775807 (2^63 - 1) rounded to 2^63 and did not fit.  nil
+-- when the field is not plain digits (1e3, 0x10: read as numbers), false
+-- when it does not fit in int64.
+local INT64_MAX, INT64_MIN_ABS = 9223372036854775807ULL, 9223372036854775808ULL
+local function exact_int64(s)
+    local sign, digits = s:match("^%s*([+-]?)0*(%d+)%s*$")
+    if not digits then return nil end
+    if #digits > 19 then return false end
+    local v = 0ULL -- 19 digits stay below 2^64
+    for i = 1, #digits do v = v * 10 + (digits:byte(i) - 48) end
+    if sign == "-" then
+        if v > INT64_MIN_ABS then return false end
+        return -ffi.cast("int64_t", v) -- (2^63 casts to -2^63, whose negation is itself)
+    end
+    if v > INT64_MAX then return false end
+    return ffi.cast("int64_t", v)
+end
+
 -- read_csv(path [, {delimiter = ",", header = "auto", dtype = "float32",
 -- missing = nil}]): a numeric CSV file as a rows x columns tensor on
 -- cpu(0), and the column names (a Lua list; nil without a header line).
@@ -331,6 +352,7 @@ function M.read_csv(path, opts)
     -- checked before the file is read, so the error names read_csv
     local dtype = opts.dtype == nil and "float32" or opts.dtype
     local range = CSV_INT_RANGE[tensor.parse_dtype(fname, dtype)]
+    local exact64 = range and range.name == "int64"
     if range and opts.missing ~= nil then
         local m = opts.missing
         if m ~= floor(m) or not (m >= range[1] and m < range[2]) then
@@ -385,13 +407,18 @@ function M.read_csv(path, opts)
                                      fmt("%q is not a number", v)))
                         end
                     end
+                    local exact = nil
+                    if exact64 and v ~= "" then exact = exact_int64(v) end
+                    if exact then x = exact end -- (an int64 cdata, kept exact)
                     -- an integer dtype takes whole numbers in its range: a
                     -- fraction would be truncated, nan, inf or 300 (uint8) not stored
-                    if range and (x ~= floor(x) or not (x >= range[1] and x < range[2])) then
+                    if exact == false or (range and not exact and
+                                          (x ~= floor(x) or not (x >= range[1] and x < range[2]))) then
                         f:close()
                         fail(fmt("%s: %s line %d, column %d%s: %q %s", fname, path, lineno, c,
                                  names and names[c] and " (" .. names[c] .. ")" or "", v,
-                                 fmt(x ~= floor(x) and "is not a whole number (dtype %s)" or "does not fit in %s",
+                                 fmt(exact ~= false and x ~= floor(x) and "is not a whole number (dtype %s)" or
+                                     "does not fit in %s",
                                      range.name)))
                     end
                     row[c] = x
@@ -402,6 +429,18 @@ function M.read_csv(path, opts)
     end
     f:close()
     if #rows == 0 then return tensor.empty({0, ncol or 0}, {dtype = dtype}), names end
+    if exact64 then -- written as they are: the exact int64s and the checked numbers
+        local t = tensor.empty({#rows, ncol}, {dtype = "int64"})
+        local p = ffi.cast("int64_t *", util.host_ptr(t)) -- a new tensor: no op uses its bytes yet
+        local k = 0
+        for _, row in ipairs(rows) do
+            for c = 1, ncol do
+                p[k] = row[c]
+                k = k + 1
+            end
+        end
+        return t, names
+    end
     return tensor.tensor(rows, {dtype = dtype}), names
 end
 

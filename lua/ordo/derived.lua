@@ -15,6 +15,7 @@ local util = require "ordo.util"
 
 local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
 local fail, typename = util.fail, util.typename
+local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local fmt, ceil, huge = string.format, math.ceil, math.huge
 local type, tostring, ipairs, pairs, rawequal, getmetatable, unpack =
     type, tostring, ipairs, pairs, rawequal, getmetatable, unpack
@@ -129,7 +130,7 @@ function Tensor:kthvalue(k, dim, keepdim)
     local n = d and self:size(d) or 1
     if not is_int(k) or k < 1 or k > n then
         fail(fmt("kthvalue: k must be an integer in 1..%d (the size of dim %s of shape %s), got %s", n,
-                 tostring(d or 1), shape_of_str(self), tostring(k)))
+                 show(d or 1), shape_of_str(self), show(k)))
     end
     if not d then return self:clone(), tensor.zeros({}, tensor.like(self, "int64")) + 1 end
     local v, i = kth_of_sort(self, d, k)
@@ -174,7 +175,7 @@ function Tensor:norm(p, dim, keepdim)
     if p == nil then p = 2 end
     if p == "inf" then p = huge end
     if type(p) ~= "number" or p <= 0 or p ~= p then
-        fail("norm: p must be a positive number or \"inf\", got " .. tostring(p))
+        fail("norm: p must be a positive number or \"inf\", got " .. show(p))
     end
     check_dim("norm", self, dim)
     local x = is_float(self) and self or self:float()
@@ -185,15 +186,33 @@ function Tensor:norm(p, dim, keepdim)
         return a:amax(dim, keepdim) -- ties share the gradient, as over everything
     end
     if p == 1 then return sum_over(a, dim, keepdim) end
-    local s = p == 2 and sum_over(x * x, dim, keepdim) or sum_over(a:pow(p), dim, keepdim)
+    local reduced = dim == nil and x:numel() or size_along("norm", x, dim)
+    if reduced == 0 then return sum_over(a, dim, keepdim) end -- no elements: 0
+    -- The sum runs on x / m, m the largest magnitude (a constant: the value
+    -- and the gradient are those of the plain formula): x^p of float32
+    -- overflowed past 1e19 (the norm of {1e30, 1e30} was inf) and
+    -- underflowed below 1e-19 (that of {1e-30, 1e-30} was 0).
+    local m = dim == nil and a:max() or (a:amax(dim, true))
+    m = m:detach()
+    m = m:masked_fill(m:eq(0):add(m:eq(huge)):ne(0), 1) -- all zeros, or an inf: nothing to scale
+    local y = x / m
+    local s = p == 2 and sum_over(y * y, dim, true) or sum_over(y:abs():pow(p), dim, true)
+    if dim == nil then s = s:reshape({}) end
+    local r
     local autograd = package.loaded["ordo.autograd"]
-    if not (autograd and autograd.needs(x)) then return p == 2 and s:sqrt() or s:pow(1 / p) end
-    -- The root's derivative is infinite at 0 (and inf * 0 is NaN), where
-    -- Torch takes the subgradient 0: the root of 1 there, then 0 selected,
-    -- so the zero norm's gradient is 0 (F.normalize of a zero row stays finite).
-    local zero = s:eq(0)
-    local safe = tensor.where(zero, 1, s)
-    return tensor.where(zero, 0, p == 2 and safe:sqrt() or safe:pow(1 / p))
+    if not (autograd and autograd.needs(x)) then
+        r = p == 2 and s:sqrt() or s:pow(1 / p)
+    else
+        -- The root's derivative is infinite at 0 (and inf * 0 is NaN), where
+        -- Torch takes the subgradient 0: the root of 1 there, then 0 selected,
+        -- so the zero norm's gradient is 0 (F.normalize of a zero row stays finite).
+        local zero = s:eq(0)
+        local safe = tensor.where(zero, 1, s)
+        r = tensor.where(zero, 0, p == 2 and safe:sqrt() or safe:pow(1 / p))
+    end
+    r = r * m
+    if dim ~= nil and not keepdim then r = r:squeeze(tensor.norm_dim("norm", x, dim) + 1) end
+    return r
 end
 
 -- logsumexp(dim, keepdim): log(sum(exp(t))) over all elements or over dim,
@@ -263,7 +282,7 @@ function M.eye(n, m, opts)
     if type(m) ~= "number" and m ~= nil then m, opts = nil, m end
     m = m or n
     if not is_int(n) or not is_int(m) or n < 0 or m < 0 then
-        fail(fmt("eye: sizes must be integers >= 0, got %s and %s", tostring(n), tostring(m)))
+        fail(fmt("eye: sizes must be integers >= 0, got %s and %s", show(n), show(m)))
     end
     -- the result first: a size too large fails here, before the index rows
     local proto = tensor.empty({0}, opts) -- the dtype, device and engine asked for
@@ -280,9 +299,12 @@ function M.linspace(start, stop, n, opts)
         fail(fmt("linspace: start and stop must be numbers, got %s and %s", typename(start), typename(stop)))
     end
     if not is_int(n) or n < 0 or n >= 2 ^ 53 then
-        fail("linspace: the count must be an integer >= 0 (below 2^53), got " .. tostring(n))
+        fail("linspace: the count must be an integer >= 0 (below 2^53), got " .. show(n))
     end
     local proto = tensor.empty({0}, opts)
+    -- an integer dtype: the ends must fit it (the cast would clamp 300 to 255 in uint8), said at the call
+    if n >= 1 then tensor.check_fits("linspace", proto._c.dtype, start) end
+    if n >= 2 then tensor.check_fits("linspace", proto._c.dtype, stop) end
     local steps = tensor.arange(n, tensor.like(proto, "float64"))
     local step = n > 1 and (stop - start) / (n - 1) or 0
     local r = steps * step + start
@@ -298,7 +320,7 @@ function M.logspace(start, stop, n, opts)
         opts = util.check_opts("logspace", opts, {base = true, dtype = true, device = true, engine = true})
         if opts.base ~= nil then
             if type(opts.base) ~= "number" or not (opts.base > 0) then
-                fail("logspace: base must be a positive number, got " .. tostring(opts.base))
+                fail("logspace: base must be a positive number, got " .. show(opts.base))
             end
             base = opts.base
         end
@@ -306,7 +328,24 @@ function M.logspace(start, stop, n, opts)
     end
     local proto = tensor.empty({0}, opts)
     local f64 = tensor.like(proto, "float64")
+    if not is_int(n) or n < 0 or n >= 2 ^ 53 then -- (full would name itself)
+        fail("logspace: the count must be an integer >= 0 (below 2^53), got " .. show(n))
+    end
+    if type(start) == "number" and type(stop) == "number" then -- (else linspace names them)
+        if n >= 1 then tensor.check_fits("logspace", proto._c.dtype, base ^ start) end
+        if n >= 2 then tensor.check_fits("logspace", proto._c.dtype, base ^ stop) end
+    end
     return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
+end
+
+-- Raises if one of the n arguments packed in ts is nil with one after it
+-- (# of ts may stop at the hole, dropping the rest); trailing nils are fine.
+local function check_no_hole(fname, what, ts, n)
+    local last = 0
+    for i = 1, n do if ts[i] ~= nil then last = i end end
+    for i = 1, last do
+        if ts[i] == nil then fail(fmt("%s: %s %d is nil", fname, what, i)) end
+    end
 end
 
 -- meshgrid(t1, t2, ... [, {indexing = "ij"}]) (or a table of tensors):
@@ -315,16 +354,20 @@ end
 -- swaps the first two dims (n2 x n1 x ...), as NumPy's default.
 function M.meshgrid(...)
     local ts = {...}
+    check_no_hole("meshgrid", "argument", ts, select("#", ...))
     local opts
     if #ts >= 1 and type(ts[#ts]) == "table" and not is_tensor(ts[#ts]) and getmetatable(ts[#ts]) == nil
         and ts[#ts][1] == nil then
         opts = table.remove(ts)
     end
-    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then ts = ts[1] end
+    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then
+        ts = ts[1]
+        util.check_list("meshgrid", "the list of tensors", ts, true)
+    end
     opts = util.check_opts("meshgrid", opts, {indexing = true})
     local indexing = opts.indexing or "ij"
     if indexing ~= "ij" and indexing ~= "xy" then
-        fail("meshgrid: indexing must be 'ij' or 'xy', got " .. tostring(indexing))
+        fail("meshgrid: indexing must be 'ij' or 'xy', got " .. show(indexing))
     end
     if #ts == 0 then fail("meshgrid: expected at least one tensor") end
     local sizes = {}
@@ -389,9 +432,19 @@ end
 -- all() / any(): are all (any) elements nonzero -- a Lua boolean (waits;
 -- NaN counts as nonzero); all(dim [, keepdim]) / any(dim [, keepdim]):
 -- a uint8 tensor of the answers along dim.
+-- Along a dim of size 0 there is nothing to reduce (min and max refuse
+-- it): all is true there and any false, as over no elements at all.
+local function all_any_empty(self, dim, keepdim, value)
+    local d = tensor.norm_dim("all", self, dim) + 1
+    local s = self:shape()
+    if keepdim then s[d] = 1 else table.remove(s, d) end
+    return tensor.full(s, value, tensor.like(self, "uint8"))
+end
+
 function Tensor:all(dim, keepdim)
     check_self("all", self)
     check_dim("all", self, dim)
+    if dim ~= nil and size_along("all", self, dim) == 0 then return all_any_empty(self, dim, keepdim, 1) end
     local nz = self:ne(0)
     if dim ~= nil then return (nz:min(dim, keepdim)) end
     return self:numel() == 0 or nz:min():item() == 1
@@ -400,6 +453,7 @@ end
 function Tensor:any(dim, keepdim)
     check_self("any", self)
     check_dim("any", self, dim)
+    if dim ~= nil and size_along("any", self, dim) == 0 then return all_any_empty(self, dim, keepdim, 0) end
     local nz = self:ne(0)
     if dim ~= nil then return (nz:max(dim, keepdim)) end
     return self:numel() > 0 and nz:max():item() == 1
@@ -424,7 +478,7 @@ INT_LIMITS.byte, INT_LIMITS.int, INT_LIMITS.long = INT_LIMITS.uint8, INT_LIMITS.
 local function check_int_range(fname, dtype, lo, hi)
     local r = INT_LIMITS[dtype]
     if r and (lo < r[1] or hi >= r[2]) then
-        fail(fmt("%s: values %s..%s do not fit in %s", fname, tostring(lo), tostring(hi), dtype))
+        fail(fmt("%s: values %s..%s do not fit in %s", fname, show(lo), show(hi), dtype))
     end
 end
 
@@ -436,9 +490,10 @@ function M.randint(a, b, c, d)
     if type(b) == "number" then low, high, shape, opts = a, b, c, d
     else low, high, shape, opts = 0, a, b, c end
     if not is_int(low) or not is_int(high) or high <= low then
-        fail(fmt("randint: expected integers low < high, got %s and %s", tostring(low), tostring(high)))
+        fail(fmt("randint: expected integers low < high, got %s and %s", show(low), show(high)))
     end
     if type(shape) ~= "table" then fail("randint: expected the shape as a table, got " .. typename(shape)) end
+    util.check_list("randint", "the shape", shape, true) -- (said here: rand would name itself)
     local dtype, ropts = int_options("randint", opts)
     check_int_range("randint", dtype, low, high - 1)
     local u = tensor.rand(shape, ropts) -- [0, 1) in float64: exact enough for any int32 range
@@ -448,7 +503,7 @@ end
 -- randperm(n [, opts]): 1..n in a random order (int64 unless opts says
 -- otherwise): indices count from 1 in ordo.
 function M.randperm(n, opts)
-    if not is_int(n) or n < 0 then fail("randperm: n must be an integer >= 0, got " .. tostring(n)) end
+    if not is_int(n) or n < 0 then fail("randperm: n must be an integer >= 0, got " .. show(n)) end
     local dtype, ropts = int_options("randperm", opts)
     if n > 0 then check_int_range("randperm", dtype, 1, n) end
     return tensor.rand({n}, ropts):argsort():to(dtype)
@@ -479,7 +534,7 @@ end
 local function band(fname, t, k, lower)
     check_self(fname, t)
     k = k or 0
-    if not is_int(k) then fail(fmt("%s: the diagonal must be an integer, got %s", fname, tostring(k))) end
+    if not is_int(k) then fail(fmt("%s: the diagonal must be an integer, got %s", fname, show(k))) end
     if t:dim() < 2 then fail(fmt("%s: expected a matrix (or a batch of them), got shape %s", fname, shape_of_str(t))) end
     local n, m = t:size(-2), t:size(-1)
     local rows = tensor.arange(n, tensor.like(t, "int64")):view(n, 1)
@@ -495,6 +550,15 @@ function Tensor:flip(dims)
     check_self("flip", self)
     if type(dims) == "number" then dims = {dims} end
     if type(dims) ~= "table" then fail("flip: expected a dim or a table of dims, got " .. typename(dims)) end
+    util.check_list("flip", "the dims", dims, true)
+    local seen = {}
+    for _, d in ipairs(dims) do -- a dim twice would flip it back (Torch refuses it too)
+        local k = tensor.norm_dim("flip", self, d)
+        if seen[k] ~= nil then
+            fail(fmt("flip: dims %s and %s are the same dim (each may appear once)", show(seen[k]), show(d)))
+        end
+        seen[k] = d
+    end
     local r = self
     for _, d in ipairs(dims) do
         local n = size_along("flip", r, d)
@@ -528,8 +592,10 @@ end
 function Tensor:masked_select(mask)
     check_self("masked_select", self)
     if not is_tensor(mask) then fail("masked_select: mask must be a tensor, got " .. typename(mask)) end
-    local flat = self:contiguous():reshape(-1)
-    local m = mask:ne(0):expand_as(self):contiguous():reshape(-1)
+    -- both broadcast to one shape, as Torch's (a mask larger than self failed inside expand_as)
+    local shape = tensor.broadcast_shape("masked_select", {self:shape(), mask:shape()})
+    local flat = self:expand(shape):contiguous():reshape(-1)
+    local m = mask:ne(0):expand(shape):contiguous():reshape(-1)
     local k = m:sum():item()
     -- a stable descending sort of the mask puts the selected positions
     -- first, in their order
@@ -611,6 +677,14 @@ function Tensor:nonzero(opts)
     check_self("nonzero", self)
     opts = util.check_opts("nonzero", opts, {as_tuple = true})
     local nd = self:dim()
+    if self:numel() == 0 then -- no positions (and no size to divide them by below)
+        if opts.as_tuple then
+            local coords = {}
+            for d = 1, nd do coords[d] = tensor.zeros({0}, tensor.like(self, "int64")) end
+            return coords
+        end
+        return tensor.zeros({0, nd}, tensor.like(self, "int64"))
+    end
     local flat = tensor.arange(self:numel(), tensor.like(self, "int64")):masked_select(self:ne(0):reshape(-1))
     local k = flat:numel()
     local coords = {}
@@ -736,7 +810,11 @@ end
 -- permutations do the rest, so autograd differentiates it.
 function M.einsum(eq, ...)
     local ts = {...}
-    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then ts = ts[1] end
+    check_no_hole("einsum", "operand", ts, select("#", ...))
+    if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then
+        ts = ts[1]
+        util.check_list("einsum", "the list of operands", ts, true)
+    end
     if type(eq) ~= "string" then fail("einsum: expected an equation string first, got " .. typename(eq)) end
     local spec = eq:gsub("%s", "")
     if spec:find("%.%.%.") then fail("einsum: '...' is not supported (name every dim): " .. eq) end
@@ -931,6 +1009,7 @@ local function modulo(fname, a, b, floor_mode)
         return record_modulo(fname, a, b, r, floor_mode)
     end
     if b == 0 then fail(fname .. ": integer division by zero") end -- a number: named at the call
+    if type(b) == "number" then tensor.check_fits(fname, a._c.dtype, b) end -- (div would name itself)
     local r = a - a:div(b, "trunc") * b
     if not floor_mode then return r end
     -- a nonzero remainder whose sign differs from the divisor's moves by b
@@ -940,6 +1019,17 @@ local function modulo(fname, a, b, floor_mode)
 end
 function Tensor:fmod(b) return modulo("fmod", self, b, false) end
 function Tensor:remainder(b) return modulo("remainder", self, b, true) end
+-- a % b: remainder, the sign of the divisor, as Lua's own % (and Python's)
+Tensor.__mod = function(a, b)
+    if is_tensor(a) then return modulo("remainder", a, b, true) end
+    if type(a) ~= "number" then
+        fail("remainder: expected a tensor or a number, got " .. typename(a))
+    end
+    -- a number dividend: a 0-dim tensor beside b, in the dtype the op computes in
+    local dt = tensor.result_type(b, a)
+    tensor.check_fits("remainder", tensor.parse_dtype("remainder", dt), a) -- (tensor would name itself)
+    return modulo("remainder", tensor.tensor(a, tensor.like(b, dt)), b, true)
+end
 
 -- ---------------------------------------------------------------- rearranging
 
@@ -954,14 +1044,16 @@ function Tensor:roll(shifts, dims)
     end
     if type(shifts) == "number" then shifts = {shifts} end
     if type(dims) == "number" then dims = {dims} end
+    if type(shifts) == "table" then util.check_list("roll", "the shifts", shifts, true) end
+    if type(dims) == "table" then util.check_list("roll", "the dims", dims, true) end
     if type(shifts) ~= "table" or type(dims) ~= "table" or #shifts ~= #dims then
-        fail(fmt("roll: expected as many shifts as dims, got %s and %s", tostring(type(shifts) == "table" and #shifts or shifts),
-                 tostring(type(dims) == "table" and #dims or dims)))
+        fail(fmt("roll: expected as many shifts as dims, got %s and %s", show(type(shifts) == "table" and #shifts or shifts),
+                 show(type(dims) == "table" and #dims or dims)))
     end
     local r = self
     for i, d in ipairs(dims) do
         local s = shifts[i]
-        if not is_int(s) then fail(fmt("roll: shift %d must be an integer, got %s", i, tostring(s))) end
+        if not is_int(s) then fail(fmt("roll: shift %d must be an integer, got %s", i, show(s))) end
         local n = size_along("roll", r, d)
         local k = n > 0 and math.fmod(s, n) or 0 -- exact, where s % n is not past 2^53
         if k < 0 then k = k + n end
@@ -977,11 +1069,16 @@ function Tensor:tile(...)
     check_self("tile", self)
     local nargs = select("#", ...)
     local reps, nreps
-    if nargs == 1 and type((...)) == "table" then reps, nreps = (...), #(...) else reps, nreps = {...}, nargs end
+    if nargs == 1 and type((...)) == "table" then
+        reps, nreps = (...), #(...)
+        util.check_list("tile", "the counts", reps, true)
+    else
+        reps, nreps = {...}, nargs
+    end
     if nreps == 0 then fail("tile: expected the repetition counts, got none") end
     for i = 1, nreps do -- holes (a nil among the counts) too
         local r = reps[i]
-        if not is_int(r) or r < 0 then fail(fmt("tile: count %d must be an integer >= 0, got %s", i, tostring(r))) end
+        if not is_int(r) or r < 0 then fail(fmt("tile: count %d must be an integer >= 0, got %s", i, show(r))) end
     end
     local shape = self:shape()
     local n = math.max(#shape, nreps)
@@ -1011,7 +1108,7 @@ end
 function Tensor:chunk(n, dim)
     check_self("chunk", self)
     dim = dim or 1
-    if not is_int(n) or n < 1 then fail("chunk: the count must be an integer >= 1, got " .. tostring(n)) end
+    if not is_int(n) or n < 1 then fail("chunk: the count must be an integer >= 1, got " .. show(n)) end
     local len = size_along("chunk", self, dim)
     local each = ceil(len / n)
     local sizes = {}
@@ -1029,19 +1126,20 @@ function Tensor:split(size, dim)
     local len = size_along("split", self, dim)
     local sizes = {}
     if type(size) == "table" then
+        util.check_list("split", "the lengths", size, true)
         local total = 0
         for i, s in ipairs(size) do
             if not is_int(s) or s < 0 then
-                fail(fmt("split: length %d must be an integer >= 0, got %s", i, tostring(s)))
+                fail(fmt("split: length %d must be an integer >= 0, got %s", i, show(s)))
             end
             sizes[i], total = s, total + s
         end
         if total ~= len then
-            fail(fmt("split: lengths add up to %d but dim %d has %d", total, dim, len))
+            fail(fmt("split: lengths add up to %s but dim %s has %d", show(total), show(dim), len))
         end
     else
         if not is_int(size) or size < 1 then
-            fail("split: size must be an integer >= 1 or a table of lengths, got " .. tostring(size))
+            fail("split: size must be an integer >= 1 or a table of lengths, got " .. show(size))
         end
         for start = 1, len, size do sizes[#sizes + 1] = math.min(size, len - start + 1) end
     end
@@ -1054,13 +1152,14 @@ end
 -- last and merged into one, and the shape the reduction has with keepdim
 -- (1 at each reduced dim).
 local function merged_dims(fname, x, dims)
+    util.check_list(fname, "the list of dims", dims)
     local n = #dims
     if n == 0 then fail(fname .. ": the list of dims is empty") end
     local reduced = {}
     for i = 1, n do
         if dims[i] == nil then fail(fmt("%s: dim %d of the list is nil", fname, i)) end
         local d = tensor.norm_dim(fname, x, dims[i]) + 1
-        if reduced[d] then fail(fmt("%s: dim %s appears twice in the list", fname, tostring(dims[i]))) end
+        if reduced[d] then fail(fmt("%s: dim %s appears twice in the list", fname, show(dims[i]))) end
         reduced[d] = true
     end
     local s = x:shape()
@@ -1115,11 +1214,23 @@ end
 for name, one in pairs({amax = "max", amin = "min"}) do
     Tensor[name] = function(self, dim, keepdim)
         check_self(name, self)
-        if dim == nil then return Tensor[one](self) end
+        if dim == nil then
+            if self:numel() == 0 then -- (said here: max's own error would name max)
+                fail(fmt("%s: cannot reduce an empty tensor (shape %s) without a dim", name, shape_of_str(self)))
+            end
+            return Tensor[one](self)
+        end
         if type(dim) ~= "table" then
-            return extremum_along(name, one, self, tensor.norm_dim(name, self, dim) + 1, keepdim)
+            local d = tensor.norm_dim(name, self, dim) + 1
+            if self:size(d) == 0 then
+                fail(fmt("%s: cannot reduce dim %d of size 0 (shape %s)", name, d, shape_of_str(self)))
+            end
+            return extremum_along(name, one, self, d, keepdim)
         end
         local x, keep_shape = merged_dims(name, self, dim)
+        if x:size(x:dim()) == 0 then
+            fail(fmt("%s: cannot reduce dims of size 0 (shape %s)", name, shape_of_str(self)))
+        end
         local r = extremum_along(name, one, x, x:dim(), false)
         if keepdim then r = r:reshape(keep_shape) end
         return r
@@ -1151,7 +1262,7 @@ function Tensor:repeat_interleave(repeats, dim)
     local n = s[d]
     if type(repeats) == "number" then
         if not is_int(repeats) or repeats < 0 then
-            fail(fname .. ": repeats must be an integer >= 0, a list or a tensor of them, got " .. tostring(repeats))
+            fail(fname .. ": repeats must be an integer >= 0, a list or a tensor of them, got " .. show(repeats))
         end
         local expanded, out = {}, {}
         for i = 1, #s do
@@ -1186,6 +1297,55 @@ function Tensor:repeat_interleave(repeats, dim)
     local marks = tensor.zeros({total}, tensor.like(x, "int64"))
     marks:scatter_add_(1, first, tensor.ones_like(first))
     return x:index_select(d, marks:cumsum(1))
+end
+
+-- nan_to_num_, lerp_, fmod_, remainder_: the in-place forms, as Torch's.
+-- The result is written into self, which must hold it: self's shape (an
+-- operand may broadcast to it, not beyond) and a dtype the result can be
+-- cast to (no float result into an integer tensor), as the other in-place
+-- ops; the write is a copy_ (so autograd's in-place rules name copy_).
+for _, name in ipairs({"nan_to_num", "lerp", "fmod", "remainder"}) do
+    local f, iname = Tensor[name], name .. "_"
+    Tensor[iname] = function(self, ...)
+        check_self(iname, self)
+        local autograd = package.loaded["ordo.autograd"]
+        if self._rg and autograd and autograd.is_enabled() then -- (copy_ would name itself)
+            fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (use the out-of-place %s, " ..
+                     "or wrap the update in ordo.no_grad)", iname, name))
+        end
+        local r = f(self, ...)
+        if shape_of_str(r) ~= shape_of_str(self) then
+            fail(fmt("%s: the result's shape %s is not the in-place tensor's %s (an operand broadcast beyond it)",
+                     iname, shape_of_str(r), shape_of_str(self)))
+        end
+        if is_float(r) and not is_float(self) then
+            fail(fmt("%s: the result type %s can't be cast to the in-place tensor's dtype %s", iname, r:dtype(),
+                     self:dtype()))
+        end
+        return self:copy_(r)
+    end
+end
+
+-- keepdim with no dim keeps every dim, as size 1 (as sum, mean and max
+-- do, and Torch's): these gave a 0-dim tensor, ignoring keepdim.
+local function keep_every_dim(self, r)
+    local s = {}
+    for i = 1, self:dim() do s[i] = 1 end
+    return r:reshape(s)
+end
+for _, name in ipairs({"var", "std", "prod", "logsumexp", "amax", "amin"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, dim, keepdim, ...)
+        local r = f(self, dim, keepdim, ...)
+        if dim == nil and keepdim then return keep_every_dim(self, r) end
+        return r
+    end
+end
+local norm_dims = Tensor.norm
+function Tensor:norm(p, dim, keepdim)
+    local r = norm_dims(self, p, dim, keepdim)
+    if dim == nil and keepdim then return keep_every_dim(self, r) end
+    return r
 end
 
 return M

@@ -443,7 +443,8 @@ function M.install(ag)
     local function rec_softmax(x, dim, y)
         local d = dim or -1
         record("softmax", y, {x, n = 1}, function(g)
-            return y * (g - (g * y):sum(d, true))
+            local gy = g * y
+            return y * (g - (gy:dim() == 0 and gy or gy:sum(d, true))) -- (a 0-dim x is one line)
         end, {y})
     end
     Tensor.softmax = function(x, dim)
@@ -455,7 +456,7 @@ function M.install(ag)
     local function rec_log_softmax(x, dim, y)
         local d = dim or -1
         record("log_softmax", y, {x, n = 1}, function(g)
-            return g - y:exp() * g:sum(d, true)
+            return g - y:exp() * (g:dim() == 0 and g or g:sum(d, true)) -- (a 0-dim x is one line)
         end, {y})
     end
     Tensor.log_softmax = function(x, dim)

@@ -26,6 +26,7 @@ local format = require "ordo.format"
 
 local ffi, C = cdef.ffi, cdef.C
 local fail, fail_c, typename = util.fail, util.fail_c, util.typename
+local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local floor, huge, max, min = math.floor, math.huge, math.max, math.min
 local fmt, concat = string.format, table.concat
 local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs =
@@ -202,7 +203,7 @@ local function fill_shape(fname, shape)
         -- past int64 the FFI conversion is undefined (2^63 arrived as a
         -- negative size): named here, as the user wrote it
         if v >= 2 ^ 63 or v < -2 ^ 63 then
-            fail(fmt("%s: size %s at position %d is too large", fname, tostring(v), i))
+            fail(fmt("%s: size %s at position %d is too large", fname, show(v), i))
         end
         SHAPE[i - 1] = v
     end
@@ -213,7 +214,7 @@ end
 -- (the FFI conversion of such a double is undefined).
 local function check_index_range(fname, what, v, d, size)
     if v >= 2 ^ 62 or v <= -2 ^ 62 then
-        fail(fmt("%s: %s %s out of range for dim %d of size %d", fname, what, tostring(v), d, size))
+        fail(fmt("%s: %s %s out of range for dim %d of size %d", fname, what, show(v), d, size))
     end
 end
 
@@ -300,14 +301,14 @@ local function is_int(x) return type(x) == "number" and x == floor(x) and x > -h
 -- dim counted from 1 (negative from the end) -> 0-based; extra = 1 allows ndim+1 (unsqueeze)
 local function norm_dim(fname, t, dim, extra)
     local n = t._c.ndim + (extra or 0)
-    if not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", fname, tostring(dim))) end
+    if not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", fname, show(dim))) end
     local d = dim < 0 and dim + n + 1 or dim
     if d < 1 or d > n then
         if n == 0 then
-            fail(fmt("%s: dim %d out of range: the tensor has no dims (shape %s)", fname, dim, shape_str(t)))
+            fail(fmt("%s: dim %s out of range: the tensor has no dims (shape %s)", fname, show(dim), shape_str(t)))
         end
-        fail(fmt("%s: dim %d out of range for a %d-d tensor of shape %s (expected 1..%d or -%d..-1)",
-                 fname, dim, t._c.ndim, shape_str(t), n, n))
+        fail(fmt("%s: dim %s out of range for a %d-d tensor of shape %s (expected 1..%d or -%d..-1)",
+                 fname, show(dim), t._c.ndim, shape_str(t), n, n)) -- (%d of 2^63 printed -2^63)
     end
     return d - 1
 end
@@ -316,6 +317,7 @@ end
 local function shape_args(fname, a, ...)
     local shape, rest
     if type(a) == "table" and getmetatable(a) == nil then
+        util.check_list(fname, "the shape", a)
         shape, rest = a, (...)
     elseif type(a) == "number" then
         shape = {a}
@@ -326,6 +328,13 @@ local function shape_args(fname, a, ...)
             i = i + 1
         end
         rest = i <= n and (select(i, ...)) or nil
+        if rest == nil then -- a nil size (zeros(2, nil, 3)) ended the sizes: the ones after it were dropped
+            for j = i + 1, n do
+                if (select(j, ...)) ~= nil then
+                    fail(fmt("%s: size %d is nil (the sizes given as arguments must all be numbers)", fname, i + 1))
+                end
+            end
+        end
     else
         fail(fmt("%s: expected a shape (a table of sizes like {2, 3}, or sizes as arguments), got %s",
                  fname, typename(a)))
@@ -334,7 +343,7 @@ local function shape_args(fname, a, ...)
     for i = 1, #shape do
         local s = shape[i]
         if not is_int(s) or s < 0 then
-            fail(fmt("%s: size %s at position %d is invalid (sizes must be integers >= 0)", fname, tostring(s), i))
+            fail(fmt("%s: size %s at position %d is invalid (sizes must be integers >= 0)", fname, show(s), i))
         end
     end
     return shape, rest
@@ -369,7 +378,7 @@ local function options(fname, opts, default_dt)
         opts = options_table(fname, opts)
         for k in pairs(opts) do
             if not OPT_KEYS[k] then
-                fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, tostring(k)))
+                fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, show(k)))
             end
         end
         if opts.dtype ~= nil then dt = parse_dtype(fname, opts.dtype) end
@@ -377,7 +386,7 @@ local function options(fname, opts, default_dt)
             dev = util.parse_device(fname, opts.device)
             if not dev then
                 fail(fmt("%s: unknown device %s (expected ordo.cpu(n), ordo.gpu(n) or \"cpu\", \"gpu:0\")",
-                         fname, tostring(opts.device)))
+                         fname, show(opts.device)))
             end
         end
         if opts.engine ~= nil then
@@ -481,7 +490,7 @@ local function check_fits(fname, dt, v, why)
     if r == nil then return end
     local t = v >= 0 and floor(v) or -floor(-v) -- what the kernel stores: v truncated
     if not (t >= r[1] and t < r[2]) then
-        fail(fmt("%s: value %s does not fit in %s%s", fname, tostring(v), DT_NAME[dt], why or ""))
+        fail(fmt("%s: value %s does not fit in %s%s", fname, show(v), DT_NAME[dt], why or ""))
     end
 end
 
@@ -497,13 +506,19 @@ local function result_type(a, b)
         if category(zero_dt) > category(dim_dt) then return zero_dt end
         return dim_dt
     end
-    local t, n = ta and a or b, ta and b or a
+    local t, n = b, a -- (not `ta and b or a`: a nil b would pick a)
+    if ta then t, n = a, b end
     local dt = t._c.dtype
     if not ISFLOAT[dt] and number_is_float(n) then return F32 end
     return dt
 end
 M.result_type = function(a, b)
     if not is_tensor(a) and not is_tensor(b) then fail("result_type: expected at least one tensor") end
+    local x = a -- the operand that is not (or need not be) a tensor; b may be nil
+    if is_tensor(a) then x = b end
+    if not is_tensor(x) and type(x) ~= "number" then
+        fail("result_type: expected tensors or numbers, got " .. typename(x))
+    end
     return DT_NAME[result_type(a, b)]
 end
 
@@ -526,8 +541,14 @@ local function infer(fname, data)
     local function walk(v, d)
         if d > #shape then
             local tv = type(v)
+            -- a one-element tensor counts as its value (a list of losses, as Torch takes it; it waits)
+            if is_tensor(v) and C.ordo_tensor_numel(v._c) == 1 then v, tv = v:item(), "number" end
             if tv == "boolean" then v = v and 1 or 0
             elseif tv ~= "number" then
+                if is_tensor(v) then
+                    fail(fmt("%s: element [%s] is a tensor of shape %s, expected a number (a one-element tensor " ..
+                             "counts as one; ordo.stack joins tensors)", fname, concat(path, "]["), shape_str(v)))
+                end
                 fail(fmt("%s: element [%s] is %s, expected a number", fname, concat(path, "]["), typename(v)))
             end
             n = n + 1
@@ -548,7 +569,7 @@ local function infer(fname, data)
         if #v == 0 then extra = next(v) else extra = next(v, #v) end
         if extra ~= nil then
             fail(fmt("%s: %s is not a list: it has the key %s beside its entries 1..%d (a nil in the list, or a name)",
-                     fname, d == 1 and "the table" or "element [" .. concat(path, "][") .. "]", tostring(extra), #v))
+                     fname, d == 1 and "the table" or "element [" .. concat(path, "][") .. "]", show(extra), #v))
         end
         for i = 1, #v do
             path[d] = i
@@ -689,10 +710,14 @@ function M.arange(...)
     local n = math.ceil((stop - start) / step)
     if n < 0 then n = 0 end
     if n > 2 ^ 53 then -- (a tiny step: the count is no longer an exact integer, or even finite)
-        fail(fmt("arange: %s elements from %s to %s by %s are too many", tostring(n), tostring(start), tostring(stop),
-                 tostring(step)))
+        fail(fmt("arange: %s elements from %s to %s by %s are too many", show(n), show(start), show(stop),
+                 show(step)))
     end
     local dt, dev, e = options("arange", opts)
+    if n > 0 and INT_RANGE[dt] then -- at the call, as ordo.tensor's values (the kernel's check raised at a wait)
+        check_fits("arange", dt, start)
+        check_fits("arange", dt, start + (n - 1) * step)
+    end
     local t = new_raw("arange", {n}, dt, dev._ctx, e)
     push(K.arange, "arange", 0, {}, {t}, {start, step})
     return t
@@ -727,8 +752,19 @@ end
 
 -- ordo.manual_seed(n): every generator (one per engine and device) restarts
 -- from n; random results then depend only on n and the order of calls.
+-- A seed is a 64-bit integer: -2^63 .. 2^64 - 1 (as Torch: 2^63 and up are
+-- taken as unsigned and kept bit for bit).  Past that range the conversion
+-- to int64 is undefined: 2^64, 1e300 and -2^63 all seeded alike.
 function M.manual_seed(n)
-    if not is_int(n) then fail("manual_seed: expected an integer seed, got " .. tostring(n)) end
+    if not is_int(n) then
+        fail("manual_seed: expected an integer seed, got " ..
+             (type(n) == "number" and show(n) or typename(n) .. (type(n) == "string" and fmt(" %q", n) or "")))
+    end
+    if n < -2 ^ 63 or n >= 2 ^ 64 then
+        fail(fmt("manual_seed: seed %s out of range (expected an integer from -2^63 to 2^64 - 1)",
+                 math.abs(n) < 1e20 and fmt("%.0f", n) or show(n)))
+    end
+    if n >= 2 ^ 63 then n = n - 2 ^ 64 end -- the same 64 bits, as int64 (exact: both are multiples of 2^11)
     default_seed = n
     for _, per in pairs(generators) do
         for _, g in pairs(per) do push(K.seed, "manual_seed", 0, {}, {g}, nil, {n}) end
@@ -749,7 +785,7 @@ function Tensor:uniform_(low, high)
     low, high = low or 0, high or 1
     -- finite bounds with a finite width: the kernel draws low + u * (high - low)
     if type(low) ~= "number" or type(high) ~= "number" or not (low <= high) or not is_finite(high - low) then
-        fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", tostring(low), tostring(high)))
+        fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", show(low), show(high)))
     end
     return random_("uniform_", K.uniform, FLOAT, self, low, high)
 end
@@ -757,18 +793,20 @@ end
 function Tensor:normal_(mean, std)
     mean, std = mean or 0, std or 1
     if type(mean) ~= "number" or type(std) ~= "number" or not is_finite(mean) or not (std >= 0 and std < huge) then
-        fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", tostring(mean), tostring(std)))
+        fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", show(mean), show(std)))
     end
     return random_("normal_", K.normal, FLOAT, self, mean, std)
 end
 
-function Tensor:bernoulli_(p)
+local function bernoulli_(fname, self, p)
     p = p or 0.5
-    if type(p) ~= "number" or not (p >= 0 and p <= 1) then
-        fail("bernoulli_: expected a probability in [0, 1], got " .. tostring(p))
+    if type(p) ~= "number" then -- (tostring of a tensor would print all of it into the message)
+        fail(fmt("%s: expected a probability (a number in [0, 1]), got %s", fname, typename(p)))
     end
-    return random_("bernoulli_", K.bernoulli, ALL, self, p, 0)
+    if not (p >= 0 and p <= 1) then fail(fmt("%s: expected a probability in [0, 1], got %s", fname, show(p))) end
+    return random_(fname, K.bernoulli, ALL, self, p, 0)
 end
+function Tensor:bernoulli_(p) return bernoulli_("bernoulli_", self, p) end
 
 local function random_maker(fname, method, float_only)
     return function(...)
@@ -791,7 +829,12 @@ function M.bernoulli(shape, p, opts)
     end
     shape = shape_args("bernoulli", shape)
     local dt, dev, e = options("bernoulli", opts)
-    return Tensor.bernoulli_(new_raw("bernoulli", shape, dt, dev._ctx, e), p)
+    if p == nil then p = 0.5 end
+    if type(p) ~= "number" then -- (checked before the tensor is made)
+        fail(fmt("bernoulli: expected a probability (a number in [0, 1]), got %s", typename(p)))
+    end
+    if not (p >= 0 and p <= 1) then fail(fmt("bernoulli: expected a probability in [0, 1], got %s", show(p))) end
+    return bernoulli_("bernoulli", new_raw("bernoulli", shape, dt, dev._ctx, e), p)
 end
 
 -- ---------------------------------------------------------------- information
@@ -835,9 +878,22 @@ function Tensor:dtype()
     return DT_NAME[self._c.dtype]
 end
 
-function Tensor:type()
+-- t:type(): the type name ("ordo.FloatTensor"); t:type(name): t converted
+-- to that type, as Torch7's (name: "ordo.IntTensor", "torch.IntTensor",
+-- "IntTensor" or a dtype such as "int32"), t itself when it has it.
+local TYPE_DT = {}
+for d, n in pairs(TYPE_NAME) do
+    TYPE_DT[n], TYPE_DT["ordo." .. n], TYPE_DT["torch." .. n] = d, d, d
+end
+function Tensor:type(name)
     check_self("type", self)
-    return "ordo." .. TYPE_NAME[self._c.dtype]
+    if name == nil then return "ordo." .. TYPE_NAME[self._c.dtype] end
+    local dt = type(name) == "string" and (TYPE_DT[name] or DT[name])
+    if not dt then
+        fail(fmt("type: unknown type %s (expected a name like \"ordo.IntTensor\" or a dtype like \"int32\")",
+                 type(name) == "string" and fmt("%q", name) or typename(name)))
+    end
+    return self:to(DT_NAME[dt])
 end
 
 function Tensor:device()
@@ -974,17 +1030,19 @@ end
 local function view_args(fname, ...)
     local a = ...
     if is_tensor(a) then return shape_of(a) end
-    local shape = {}
+    local shape, n = {}, nil
     if type(a) == "table" and getmetatable(a) == nil then
-        shape = a
+        util.check_list(fname, "the shape", a)
+        shape, n = a, #a
     else
-        for i = 1, select("#", ...) do shape[i] = (select(i, ...)) end
+        n = select("#", ...) -- every argument, a nil among them too (# could stop at it)
+        for i = 1, n do shape[i] = (select(i, ...)) end
     end
-    if #shape > 8 then fail(fmt("%s: %d dims (at most 8 supported)", fname, #shape)) end
-    for i = 1, #shape do
+    if n > 8 then fail(fmt("%s: %d dims (at most 8 supported)", fname, n)) end
+    for i = 1, n do
         if not is_int(shape[i]) or shape[i] < -1 then
             fail(fmt("%s: size %s at position %d is invalid (sizes must be integers >= 0, or -1 for one inferred size)",
-                     fname, tostring(shape[i]), i))
+                     fname, show(shape[i]), i))
         end
     end
     return shape
@@ -1055,8 +1113,13 @@ end
 function Tensor:permute(...)
     check_self("permute", self)
     local perm = (...)
-    if type(perm) ~= "table" then perm = {...} end
-    local n = #perm
+    local n
+    if type(perm) ~= "table" then
+        perm, n = {...}, select("#", ...)
+    else
+        util.check_list("permute", "the dims", perm)
+        n = #perm
+    end
     if n ~= self._c.ndim then
         fail(fmt("permute: %d dims given for a %d-d tensor of shape %s", n, self._c.ndim, shape_str(self)))
     end
@@ -1068,19 +1131,25 @@ function Tensor:narrow(dim, start, len)
     check_self("narrow", self)
     local d = norm_dim("narrow", self, dim)
     if not is_int(start) or not is_int(len) then
-        fail(fmt("narrow: start and length must be integers, got %s and %s", tostring(start), tostring(len)))
+        fail(fmt("narrow: start and length must be integers, got %s and %s", show(start), show(len)))
     end
     local size = tonumber(self._c.shape[d])
     check_index_range("narrow", "start", start, d + 1, size)
     check_index_range("narrow", "length", len, d + 1, size)
-    if start < 0 then start = start + size + 1 end
+    if start < 0 then
+        if start + size + 1 < 1 then -- (named as given: the C side would say the start it became)
+            fail(fmt("narrow: start %d out of range for dim %d of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
+                     start, d + 1, size, shape_str(self), size, size))
+        end
+        start = start + size + 1
+    end
     return wrap(C.ordo_tensor_narrow("narrow", self._c, d, start - 1, len))
 end
 
 function Tensor:select(dim, index)
     check_self("select", self)
     local d = norm_dim("select", self, dim)
-    if not is_int(index) then fail("select: index must be an integer, got " .. tostring(index)) end
+    if not is_int(index) then fail("select: index must be an integer, got " .. show(index)) end
     local size = tonumber(self._c.shape[d])
     check_index_range("select", "index", index, d + 1, size)
     if index < 0 then index = index + size + 1 end
@@ -1092,9 +1161,25 @@ function Tensor:unsqueeze(dim)
     return wrap(C.ordo_tensor_unsqueeze("unsqueeze", self._c, norm_dim("unsqueeze", self, dim, 1)))
 end
 
+-- squeeze([dim]): the dims of size 1 removed (all of them, or dim, or each
+-- dim of a list as Torch's squeeze(dims); a listed dim of another size stays).
 function Tensor:squeeze(dim)
     check_self("squeeze", self)
     if dim == nil then return wrap(C.ordo_tensor_squeeze("squeeze", self._c, -1)) end
+    if type(dim) == "table" and getmetatable(dim) == nil then
+        util.check_list("squeeze", "the dims", dim, true)
+        local ds, seen = {}, {}
+        for i = 1, #dim do
+            local d = norm_dim("squeeze", self, dim[i])
+            if seen[d] then fail(fmt("squeeze: dim %s appears twice in the list", show(dim[i]))) end
+            seen[d] = true
+            ds[#ds + 1] = d
+        end
+        table.sort(ds, function(a, b) return a > b end) -- the last first: the others keep their place
+        local r = self
+        for _, d in ipairs(ds) do r = wrap(C.ordo_tensor_squeeze("squeeze", r._c, d)) end
+        return r
+    end
     return wrap(C.ordo_tensor_squeeze("squeeze", self._c, norm_dim("squeeze", self, dim)))
 end
 
@@ -1182,7 +1267,7 @@ function Tensor:pin_memory()
     local c = self._c
     if c.ctx.dev_type == CPU_PINNED then return self end
     if c.ctx.dev_type == GPU then
-        fail(fmt("pin_memory: the tensor is on %s; only host tensors can be pinned", tostring(self:device())))
+        fail(fmt("pin_memory: the tensor is on %s; only host tensors can be pinned", show(self:device())))
     end
     return self:to(util.cpu_pinned(c.ctx.dev_id))
 end
@@ -1267,7 +1352,8 @@ local function binary(spec, a, b)
     if not (ta or tb) then
         fail(fmt("%s: expected tensors or numbers, got %s and %s", name, typename(a), typename(b)))
     end
-    local t, s = ta and a or b, ta and b or a
+    local t, s = b, a -- (not `ta and b or a`: a nil b would pick a, naming the tensor as the bad operand)
+    if ta then t, s = a, b end
     if type(s) ~= "number" then
         fail(fmt("%s: expected a tensor or a number, got %s", name, typename(s)))
     end
@@ -1329,13 +1415,24 @@ local op2 = C.ordo_tensor_op2
 local BIN_add, BIN_sub, BIN_mul = BIN.add, BIN.sub, BIN.mul
 
 -- b * alpha for add/sub's alpha form, b a tensor or a number.
+-- A negative alpha turns the op around (returned as flip: add becomes
+-- sub), so that an unsigned operand is never multiplied by it (u8:sub(v, -1)
+-- failed: v * -1 does not fit uint8); an integer tensor's alpha must fit
+-- its dtype, said under fname (the error named mul).
 local function scaled(fname, b, alpha)
     if type(alpha) ~= "number" then fail(fname .. ": alpha must be a number, got " .. typename(alpha)) end
     if type(b) ~= "number" and not is_tensor(b) then
         fail(fname .. ": other must be a tensor or a number, got " .. typename(b))
     end
-    return b * alpha
+    local flip = false
+    if alpha < 0 then alpha, flip = -alpha, true end
+    if alpha == 1 then return b, flip end
+    if is_tensor(b) and INT_RANGE[b._c.dtype] and is_int(alpha) then check_fits(fname, b._c.dtype, alpha, " (alpha)") end
+    return b * alpha, flip
 end
+-- add and sub turned around by a negative alpha, named as called
+local ADD_AS_SUB = setmetatable({name = "add", iname = "add_"}, {__index = BIN.sub})
+local SUB_AS_ADD = setmetatable({name = "sub", iname = "sub_"}, {__index = BIN.add})
 
 function Tensor:add_(b, alpha)
     if alpha == nil and getmetatable(b) == Tensor and getmetatable(self) == Tensor then
@@ -1345,8 +1442,13 @@ function Tensor:add_(b, alpha)
             return self
         end
     end
-    if alpha ~= nil and alpha ~= 1 then b = scaled("add_", b, alpha) end
-    return binary_(BIN_add, self, b)
+    local spec = BIN_add
+    if alpha ~= nil and alpha ~= 1 then
+        local flip
+        b, flip = scaled("add_", b, alpha)
+        if flip then spec = ADD_AS_SUB end
+    end
+    return binary_(spec, self, b)
 end
 
 function Tensor:sub_(b, alpha)
@@ -1357,8 +1459,13 @@ function Tensor:sub_(b, alpha)
             return self
         end
     end
-    if alpha ~= nil and alpha ~= 1 then b = scaled("sub_", b, alpha) end
-    return binary_(BIN_sub, self, b)
+    local spec = BIN_sub
+    if alpha ~= nil and alpha ~= 1 then
+        local flip
+        b, flip = scaled("sub_", b, alpha)
+        if flip then spec = SUB_AS_ADD end
+    end
+    return binary_(spec, self, b)
 end
 
 function Tensor:mul_(b)
@@ -1374,14 +1481,24 @@ end
 
 function Tensor:add(b, alpha)
     check_self("add", self)
-    if alpha ~= nil and alpha ~= 1 then b = scaled("add", b, alpha) end
-    return binary(BIN_add, self, b)
+    local spec = BIN_add
+    if alpha ~= nil and alpha ~= 1 then
+        local flip
+        b, flip = scaled("add", b, alpha)
+        if flip then spec = ADD_AS_SUB end
+    end
+    return binary(spec, self, b)
 end
 
 function Tensor:sub(b, alpha)
     check_self("sub", self)
-    if alpha ~= nil and alpha ~= 1 then b = scaled("sub", b, alpha) end
-    return binary(BIN.sub, self, b)
+    local spec = BIN.sub
+    if alpha ~= nil and alpha ~= 1 then
+        local flip
+        b, flip = scaled("sub", b, alpha)
+        if flip then spec = SUB_AS_ADD end
+    end
+    return binary(spec, self, b)
 end
 
 -- div(u [, "trunc"]): true division (integers give float32); "trunc":
@@ -1402,7 +1519,7 @@ local function trunc_div(name, self, b, inplace)
         return binary_c(K.div, name, a, b, rt)
     end
     if type(b) ~= "number" or number_is_float(b) then
-        fail(fmt("%s: rounding mode 'trunc' needs an integer divisor, got %s", name, tostring(b)))
+        fail(fmt("%s: rounding mode 'trunc' needs an integer divisor, got %s", name, show(b)))
     end
     if b == 0 then fail(name .. ": integer division by zero") end
     check_fits(name, self._c.dtype, b)
@@ -1412,14 +1529,14 @@ end
 function Tensor:div(b, mode)
     check_self("div", self)
     if mode == "trunc" then return trunc_div("div", self, b, false) end
-    if mode ~= nil then fail("div: unknown rounding mode " .. tostring(mode) .. " (expected nil or \"trunc\")") end
+    if mode ~= nil then fail("div: unknown rounding mode " .. show(mode) .. " (expected nil or \"trunc\")") end
     return binary(BIN.div, self, b)
 end
 
 function Tensor:div_(b, mode)
     check_self("div_", self)
     if mode == "trunc" then return trunc_div("div_", self, b, true) end
-    if mode ~= nil then fail("div_: unknown rounding mode " .. tostring(mode) .. " (expected nil or \"trunc\")") end
+    if mode ~= nil then fail("div_: unknown rounding mode " .. show(mode) .. " (expected nil or \"trunc\")") end
     return binary_(BIN.div, self, b)
 end
 
@@ -1446,7 +1563,7 @@ local function clamp_bound(fname, self, what, v)
     if not r or not is_int(v) then
         if r and fname == "clamp_" and v == v then
             fail(fmt("%s: %s %s is not an integer, and the in-place tensor is %s (clamp's result would be float)",
-                     fname, what, tostring(v), DT_NAME[self._c.dtype]))
+                     fname, what, show(v), DT_NAME[self._c.dtype]))
         end
         return v
     end
@@ -1459,21 +1576,52 @@ local function clamp_bounds(fname, self, lo, hi)
     return clamp_bound(fname, self, "min", lo), clamp_bound(fname, self, "max", hi)
 end
 
+-- maximum and minimum under clamp's names, so that a bad bound is named
+-- as the user called it
+local CLAMP_LO = setmetatable({name = "clamp", iname = "clamp_"}, {__index = BIN.maximum})
+local CLAMP_HI = setmetatable({name = "clamp", iname = "clamp_"}, {__index = BIN.minimum})
+
+-- A tensor bound of clamp_ that the in-place op would refuse, refused
+-- before either bound is applied (else a bad max left self clamped to min).
+local function check_inplace_bound(self, b)
+    if not is_tensor(b) then return end
+    local sc, bc = self._c, b._c
+    if bc.storage.engine ~= sc.storage.engine then fail("clamp_: the tensors belong to different engines") end
+    if bc.ctx.dev_type ~= sc.ctx.dev_type or bc.ctx.dev_id ~= sc.ctx.dev_id then
+        fail(fmt("clamp_: expected all tensors on one device, got %s and %s", show(util.device_of_ctx(sc.ctx)),
+                 show(util.device_of_ctx(bc.ctx))))
+    end
+    local rt = result_type(self, b)
+    if not can_cast(rt, sc.dtype) then
+        fail(fmt("clamp_: the result type %s can't be cast to the in-place tensor's dtype %s", DT_NAME[rt],
+                 DT_NAME[sc.dtype]))
+    end
+    local ok = bc.ndim <= sc.ndim
+    for i = 1, bc.ndim do
+        if not ok then break end
+        local bs, ss = bc.shape[bc.ndim - i], sc.shape[sc.ndim - i]
+        if bs ~= ss and bs ~= 1 then ok = false end
+    end
+    if not ok then fail(fmt("clamp_: shape %s cannot be broadcast to %s", shape_str(b), shape_str(self))) end
+end
+
 -- clamp(lo, hi): either may be nil
 function Tensor:clamp(lo, hi)
     check_self("clamp", self)
     lo, hi = clamp_bounds("clamp", self, lo, hi)
     local r = self
-    if lo ~= nil then r = binary(BIN.maximum, r, lo) end
-    if hi ~= nil then r = binary(BIN.minimum, r, hi) end
+    if lo ~= nil then r = binary(CLAMP_LO, r, lo) end
+    if hi ~= nil then r = binary(CLAMP_HI, r, hi) end
     return r
 end
 
 function Tensor:clamp_(lo, hi)
     check_self("clamp_", self)
     lo, hi = clamp_bounds("clamp_", self, lo, hi)
-    if lo ~= nil then binary_(BIN.maximum, self, lo) end
-    if hi ~= nil then binary_(BIN.minimum, self, hi) end
+    check_inplace_bound(self, lo)
+    check_inplace_bound(self, hi)
+    if lo ~= nil then binary_(CLAMP_LO, self, lo) end
+    if hi ~= nil then binary_(CLAMP_HI, self, hi) end
     return self
 end
 
@@ -1545,11 +1693,11 @@ local function index_row(t, i, op)
         fail(fmt("%s: a 0-dim tensor has no rows to index (t:item() reads its value)", op))
     end
     local size = tonumber(c.shape[0])
-    if not is_int(i) then fail(fmt("%s: the index must be an integer, got %s", op, tostring(i))) end
+    if not is_int(i) then fail(fmt("%s: the index must be an integer, got %s", op, show(i))) end
     local j = i < 0 and i + size + 1 or i
     if j < 1 or j > size then
         fail(fmt("%s: index %s out of range for dim 1 of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
-                 op, tostring(i), size, shape_str(t), size, size))
+                 op, show(i), size, shape_str(t), size, size))
     end
     return Tensor.select(t, 1, j)
 end
@@ -1565,12 +1713,12 @@ end
 local function dim_index(op, t, i, size, x, what)
     if not is_int(x) then
         fail(fmt("%s: %s for dim %d must be an integer, got %s", op, what, i,
-                 type(x) == "number" and tostring(x) or typename(x)))
+                 type(x) == "number" and show(x) or typename(x)))
     end
     local j = x < 0 and x + size + 1 or x
     if j < 1 or j > size then
-        fail(fmt("%s: index %d out of range for dim %d of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
-                 op, x, i, size, shape_str(t), size, size))
+        fail(fmt("%s: index %s out of range for dim %d of size %d (shape %s; 1..%d, or -%d..-1 from the end)",
+                 op, show(x), i, size, shape_str(t), size, size)) -- (%d of 2^63 printed -2^63)
     end
     return j
 end
@@ -1580,7 +1728,7 @@ local function index_dims(t, key, op)
     local n = #key
     for k in pairs(key) do
         if not is_int(k) or k < 1 or k > n then
-            fail(fmt("%s: the index must be a list {k1, k2, ...}, got a key %s", op, tostring(k)))
+            fail(fmt("%s: the index must be a list {k1, k2, ...}, got a key %s", op, show(k)))
         end
     end
     if n > nd then
@@ -1722,12 +1870,17 @@ end
 local function masked_fill(fname, self, mask, value, out)
     check_self(fname, self)
     check_mask(fname, mask, "the mask")
-    if is_tensor(value) then value = value:item() end
+    if is_tensor(value) then
+        if value:numel() ~= 1 then -- (item would raise, naming item)
+            fail(fmt("%s: a tensor value must have one element, got shape %s", fname, shape_str(value)))
+        end
+        value = value:item()
+    end
     if type(value) == "boolean" then value = value and 1 or 0 end
     if type(value) ~= "number" then fail(fmt("%s: expected a number as the value, got %s", fname, typename(value))) end
     if not ISFLOAT[self._c.dtype] and number_is_float(value) and value == value then
         if out == self then
-            fail(fmt("%s: value %s can't be stored in the in-place tensor's dtype %s", fname, tostring(value),
+            fail(fmt("%s: value %s can't be stored in the in-place tensor's dtype %s", fname, show(value),
                      DT_NAME[self._c.dtype]))
         end
     end
@@ -1818,7 +1971,15 @@ end
 -- softmax(dim): dim defaults to the last one
 local function softmax(fname, kid, t, dim)
     check_self(fname, t)
-    if t._c.ndim == 0 then fail(fmt("%s: expected a tensor with at least one dim, got a scalar", fname)) end
+    if t._c.ndim == 0 then -- one line of one element, as Torch's (dim 1 or -1 names it)
+        if dim ~= nil and dim ~= 1 and dim ~= -1 then
+            fail(fmt("%s: dim %s out of range for a 0-dim tensor (expected 1 or -1)", fname, show(dim)))
+        end
+        SHAPE[0] = 1
+        local line = wrap(C.ordo_tensor_view(fname, t._c, 1, SHAPE)) -- (raw views: autograd records the op itself)
+        local r = softmax(fname, kid, line, 1)
+        return wrap(C.ordo_tensor_view(fname, r._c, 0, SHAPE))
+    end
     local d = norm_dim(fname, t, dim or -1)
     local x = ISFLOAT[t._c.dtype] and t or cast(fname, t, F32)
     local out = empty_like(x, nil, fname)
@@ -1896,7 +2057,7 @@ function Tensor:topk(k, dim, largest)
     local n = self._c.ndim == 0 and 1 or tonumber(self._c.shape[d])
     if not is_int(k) or k < 0 or k > n then
         fail(fmt("topk: k must be an integer in 0..%d (dim %d of shape %s), got %s", n, d + 1, shape_str(self),
-                 tostring(k)))
+                 show(k)))
     end
     local values, idx = self:sort(dim or -1, largest)
     if self._c.ndim == 0 then return values, idx end
@@ -1971,7 +2132,7 @@ local function check_int_entries(fname, list)
         if type(v) == "table" and getmetatable(v) == nil then
             check_int_entries(fname, v)
         elseif type(v) == "number" and not is_int(v) then
-            fail(fmt("%s: index %s is not an integer", fname, tostring(v)))
+            fail(fmt("%s: index %s is not an integer", fname, show(v)))
         end
     end
 end
@@ -2108,13 +2269,25 @@ end
 
 -- ---------------------------------------------------------------- cat, stack
 
-function M.cat(list, dim)
+-- Checks that list (a plain table) is a list of tensors 1..#list: a hole
+-- ({a, nil, b}) or a named key would otherwise drop tensors unseen.
+local function check_tensor_list(fname, list)
     if type(list) ~= "table" or getmetatable(list) ~= nil or #list == 0 then
-        fail("cat: expected a non-empty list of tensors, got " .. typename(list))
+        fail(fmt("%s: expected a non-empty list of tensors, got %s", fname, typename(list)))
     end
-    for i, t in ipairs(list) do
-        if not is_tensor(t) then fail(fmt("cat: element %d is %s, expected a tensor", i, typename(t))) end
+    local n = #list
+    for i = 1, n do
+        local t = list[i]
+        if not is_tensor(t) then fail(fmt("%s: element %d is %s, expected a tensor", fname, i, typename(t))) end
     end
+    -- a hole: # may stop before it (no pairs here: LuaJIT would not compile a loop of cats)
+    if list[n + 2] ~= nil or list[n + 3] ~= nil or list[n + 4] ~= nil or list[n + 5] ~= nil then
+        fail(fmt("%s: element %d is nil, expected a tensor", fname, n + 1))
+    end
+end
+
+function M.cat(list, dim)
+    check_tensor_list("cat", list)
     local first = list[1]
     local nd = first._c.ndim
     if nd == 0 then fail("cat: zero-dimensional tensors cannot be concatenated (use stack)") end
@@ -2155,11 +2328,8 @@ function M.cat(list, dim)
 end
 
 function M.stack(list, dim)
-    if type(list) ~= "table" or getmetatable(list) ~= nil or #list == 0 then
-        fail("stack: expected a non-empty list of tensors, got " .. typename(list))
-    end
+    check_tensor_list("stack", list)
     local first = list[1]
-    if not is_tensor(first) then fail("stack: element 1 is " .. typename(first) .. ", expected a tensor") end
     local d = norm_dim("stack", first, dim or 1, 1) + 1
     local s0 = shape_of(first)
     local parts = {}
@@ -2185,7 +2355,7 @@ local function gpu_id(fname, dev)
     if dev == nil then dev = 0 end
     if type(dev) == "number" then
         if dev ~= floor(dev) or dev < 0 then
-            fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id >= 0), got %s", fname, tostring(dev)))
+            fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id >= 0), got %s", fname, show(dev)))
         end
         if C.ordo_gpu_count() == 0 then fail(fmt("%s: gpu(%d): no CUDA device available", fname, dev)) end
         dev = util.gpu(dev)
@@ -2193,7 +2363,7 @@ local function gpu_id(fname, dev)
     local d = util.parse_device(fname, dev)
     if not d or d.dev_type ~= GPU then
         fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id), got %s", fname,
-                 d and tostring(d) or typename(dev)))
+                 d and show(d) or typename(dev)))
     end
     return d.id
 end
@@ -2238,6 +2408,7 @@ function M.like(t, dt)
 end
 -- for the modules that build ops on this one (derived.lua)
 M.is_int, M.check_self = is_int, check_self
+M.check_fits = check_fits -- (fname, dtype code, value [, why]): raises unless value, truncated, fits an integer dtype
 M.push = push
 M.new_on = new_on
 

@@ -56,6 +56,50 @@ function M.host_ptr(t)
     return C.ordo_tensor_data(c)
 end
 
+-- A value as an error message shows it: a tensor by its type and shape
+-- (tostring would wait for its values and print every one of them into
+-- the message), anything else as tostring gives it.
+function M.show(v)
+    local mt = type(v) == "table" and getmetatable(v)
+    if mt and mt.__name == "ordo.Tensor" then
+        local s = v:shape()
+        return "a tensor of shape " .. (#s == 0 and "scalar" or table.concat(s, "x"))
+    end
+    return tostring(v)
+end
+
+-- Raises unless the table t (what: "the shape", "the dims"...) is a list
+-- 1..#t: a nil among its entries ({2, nil, 3}: # may stop at the hole)
+-- would otherwise drop the entries after it unseen, and a shape {batch,
+-- hidden} with hidden nil would make a tensor of another shape.  Made for
+-- the hot paths (zeros, view, permute, cat...): no pairs, which LuaJIT does
+-- not compile (a user's loop through it would stay in the interpreter), so
+-- it looks for entries up to 8 places past the border # found; strict
+-- (non-hot callers) also refuses any other key (a name: {2, x = 3}).
+function M.check_list(fname, what, t, strict)
+    if type(t) ~= "table" or getmetatable(t) ~= nil then -- (a tensor's fields are no entries)
+        fail(("%s: %s must be a plain table (a list), got %s"):format(fname, what, M.typename(t)))
+    end
+    local n = #t
+    -- (unrolled: a loop here kept LuaJIT from compiling a user's loop of zeros; the entries 1..n, which #
+    -- may also reach past a hole, are checked by the callers, each as it reads them)
+    if t[n + 2] ~= nil or t[n + 3] ~= nil or t[n + 4] ~= nil or t[n + 5] ~= nil or t[n + 6] ~= nil or
+       t[n + 7] ~= nil or t[n + 8] ~= nil or t[n + 9] ~= nil then
+        fail(("%s: entry %d of %s is nil"):format(fname, n + 1, what))
+    end
+    if strict then
+        for i = 1, n do
+            if t[i] == nil then fail(("%s: entry %d of %s is nil"):format(fname, i, what)) end
+        end
+        for k in pairs(t) do
+            if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then
+                fail(("%s: %s has the key %s beside its entries 1..%d (a nil in the list, or a name)"):format(
+                    fname, what, tostring(k), n))
+            end
+        end
+    end
+end
+
 -- An options table (nil: none), checked: a plain table, and when allowed
 -- (a set of names) is given, no key outside it.
 function M.check_opts(fname, opts, allowed)
