@@ -452,7 +452,7 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
     const uint64_t t0 = bulk_pace_start(e);
     for (int i = 0; i < b->nvars; i++) {
         failure *f = b->vars[i]->fail; /* ours to read: the op holds every var's grant */
-        if (f && atomic_load_explicit(&f->reported, memory_order_acquire)) f = NULL;
+        if (f && !failure_meets(f, o->epoch)) f = NULL; /* reported before the bulk was pushed */
         b->fail[i] = NULL;
         set_fail(&b->fail[i], f);
         b->writes[i] = 0;

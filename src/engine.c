@@ -326,7 +326,7 @@ void engine_record_failure(ordo_engine *e, failure *f) {
     e->fail_tail = NULL;
     while (*pp) {
         failure *x = *pp;
-        if (atomic_load(&x->reported)) {
+        if (failure_reported(x)) {
             *pp = x->next;
             failure_unref(x);
         } else {
@@ -351,7 +351,7 @@ int engine_report_failures(ordo_engine *e) {
     while (list) {
         failure *f = list;
         list = f->next;
-        if (failure_claim(f)) {
+        if (failure_claim(e, f)) {
             if (rc == ORDO_OK) rc = set_error(ORDO_ERR_FAILED, "%s", f->msg);
             else more++;
         }

@@ -71,7 +71,10 @@ typedef struct worker worker;
  * reporting it once marks it reported everywhere (rule 5). */
 typedef struct failure {
     atomic_int refs;
-    atomic_int reported;
+    /* 0 until a wait reports it, then the engine's report epoch of that
+     * report (ordo_engine.report_epoch): an op pushed before the report
+     * still meets the failure, one pushed after it does not (failure_meets). */
+    atomic_uint_least64_t reported;
     struct failure *next; /* engine's list of failures, oldest first */
     char msg[];
 } failure;
@@ -83,8 +86,20 @@ void failure_unref(failure *f);
 /* f named after the op it starts at ("name: msg"), unless its message
  * names it already; takes over the caller's reference to f. */
 failure *failure_named(failure *f, const char *name);
-/* Marks f reported; true when this call is the one that reported it. */
-bool failure_claim(failure *f);
+/* Marks f reported, at a new report epoch of e; true when this call is the
+ * one that reported it. */
+bool failure_claim(ordo_engine *e, failure *f);
+static inline bool failure_reported(const failure *f) {
+    return atomic_load_explicit(&f->reported, memory_order_acquire) != 0;
+}
+/* Whether f, carried by a var, fails an op pushed at report epoch `pushed`
+ * (op.epoch): unless f was reported before that push.  A report makes the
+ * vars usable again for what is pushed after it; an op pushed before it is
+ * skipped whenever it runs, as it would have been at its push (rule 5). */
+static inline bool failure_meets(const failure *f, uint64_t pushed) {
+    uint64_t at = atomic_load_explicit(&f->reported, memory_order_acquire);
+    return at == 0 || at > pushed;
+}
 int  set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The op_ of an ordo_run_ctx for a function run outside any op (run_now.c):
  * ordo_fail leaves its failure in *slot (a reference), which the caller
@@ -223,6 +238,7 @@ struct op {
     ordo_engine *engine;
     const char *name; /* interned: lives as long as the engine */
     uint64_t seq;     /* push order, ties in the priority heap */
+    uint64_t epoch;   /* the engine's report epoch at its push (failure_meets) */
     uint64_t t_ready, t_start; /* profiler, ns */
     void *stream;     /* GPU ops: the stream their function queued work on */
     struct prof_timer *prof_gpu; /* profiler: timing events around its GPU work, or NULL */
@@ -383,6 +399,10 @@ typedef struct prof_gpu_dev {
 struct ordo_engine {
     ordo_engine_config cfg;
     uint64_t uid; /* tells thread-local caches which engine they belong to */
+    /* Counts failure reports (failure_claim); read by every push (op.epoch),
+     * written only when a wait reports a failure: on the line of cfg,
+     * which pushes read anyway. */
+    atomic_uint_least64_t report_epoch;
 
     /* pending = pushed - retired_other - every worker's retired (engine.c) */
     _Alignas(64) atomic_long pushed;

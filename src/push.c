@@ -268,6 +268,10 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
             return deleted_error(fn, v);
         }
     }
+    /* Before the op can be granted: failures reported from now on still
+     * skip it (failure_meets).  This thread's own earlier reports are
+     * seen: the report's epoch was taken by this thread. */
+    o->epoch = atomic_load_explicit(&e->report_epoch, memory_order_relaxed);
     /* seq only orders equal priorities in the heap; FIFO ops need none. */
     if (o->priority != 0) o->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
     atomic_fetch_add(&e->pushed, op_weight(o));

@@ -279,11 +279,14 @@ static void gpu_op_done(ordo_engine *e, op *o) {
     }
 }
 
-/* The first failure carried by the op's vars that nobody has reported yet. */
+/* The first failure carried by the op's vars that nobody has reported yet
+ * (a wait: what it reports), or that was not reported before the op was
+ * pushed (any other op: what skips it, failure_meets). */
 static failure *inherited_failure(const op *o) {
+    const bool wait = (o->flags & OP_WAIT) != 0;
     for (int i = 0; i < o->nvars; i++) {
         failure *f = o->vars[i]->fail;
-        if (f && !atomic_load_explicit(&f->reported, memory_order_acquire)) return f;
+        if (f && (wait ? !failure_reported(f) : failure_meets(f, o->epoch))) return f;
     }
     return NULL;
 }

@@ -508,6 +508,59 @@ static void random_failures_vs_oracle(bool bulked) {
     }
 }
 
+/* An op pushed before a failure is reported is skipped, even when it runs
+ * after the report: whether it runs must not depend on timing.  Here the
+ * dependant X of a failed var also waits for a slow op S (a gate), so it
+ * runs only after the wait on the failed var has reported the failure.
+ * That wait used to make the failure "clean" for X too, and X ran on the
+ * failed input (a link step after a failed compile); the naive engine,
+ * which runs X at its push, skipped it.  Ops pushed after the report run
+ * (the vars are usable again).  Bulked: the same for ops handed over in a
+ * bulk before the report. */
+static void pushed_before_report_body(ordo_engine *e, int kind, bool bulked) {
+    const char *kn = kind_str(kind);
+    ordo_var *a = ordo_new_variable(e), *b = ordo_new_variable(e), *out = ordo_new_variable(e),
+             *out2 = ordo_new_variable(e);
+    gate_t g;
+    gate_init(&g);
+    if (kind == ORDO_ENGINE_NAIVE) gate_open(&g); /* it runs S at its push */
+    atomic_int x_ran, y_ran;
+    atomic_init(&x_ran, 0);
+    atomic_init(&y_ran, 0);
+    ordo_var *ab[2] = {a, b};
+    int prop = bulked ? ORDO_PROP_NORMAL | ORDO_PROP_BULK : ORDO_PROP_NORMAL;
+    if (bulked) ordo_set_bulk_size(8);
+    CHECK_EQ_LONG(push_simple(e, fail_boom, NULL, NULL, 0, &a, 1, "F"), 0);
+    CHECK_EQ_LONG(push_simple(e, gate_op, &g, NULL, 0, &b, 1, "S"), 0);
+    /* X twice: a bulk of two ops (one alone would be pushed as itself) */
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &x_ran, NULL, cpu_ctx(0), ab, 2, &out, 1, prop, 0, "X"), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &x_ran, NULL, cpu_ctx(0), ab, 2, &out2, 1, prop, 0, "X2"), 0);
+    int rc = ordo_wait_for_var(e, a);
+    CHECK_MSG(rc == ORDO_ERR_FAILED && contains(ordo_last_error(), "boom 7"), "%s%s: wait(a) = %d '%s'", kn,
+              bulked ? " bulked" : "", rc, ordo_last_error());
+    gate_open(&g);
+    CHECK_EQ_LONG(ordo_wait_for_var(e, out), 0); /* reported once: not again */
+    CHECK_EQ_LONG(ordo_wait_for_var(e, out2), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_MSG(atomic_load(&x_ran) == 0, "%s%s: %d ops that read the failed var ran after its report",
+              kn, bulked ? " bulked" : "", atomic_load(&x_ran));
+    /* pushed after the report: runs */
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &y_ran, NULL, cpu_ctx(0), ab, 2, &out, 1, prop, 0, "Y"), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &y_ran, NULL, cpu_ctx(0), ab, 2, &out2, 1, prop, 0, "Y2"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&y_ran), 2);
+    CHECK_EQ_LONG(atomic_load(&g.timed_out), 0);
+    if (bulked) ordo_set_bulk_size(0);
+}
+
+static void pushed_before_report_alone(ordo_engine *e, int kind) { pushed_before_report_body(e, kind, false); }
+static void pushed_before_report_bulked(ordo_engine *e, int kind) { pushed_before_report_body(e, kind, true); }
+
+static void test_rule5_op_pushed_before_the_report_is_skipped(void) {
+    each_kind(pushed_before_report_alone);
+    each_kind(pushed_before_report_bulked);
+}
+
 static void test_rule5_random_failures_vs_oracle(void) { random_failures_vs_oracle(false); }
 static void test_rule5_random_failures_vs_oracle_bulked(void) { random_failures_vs_oracle(true); }
 
@@ -523,6 +576,7 @@ int main(void) {
     TEST_T(test_rule5_wait_to_write_reports, 60);
     TEST_T(test_rule5_delete_failed_var, 60);
     TEST_T(test_rule5_destroy_with_unreported_failure, 60);
+    TEST_T(test_rule5_op_pushed_before_the_report_is_skipped, 60);
     TEST(test_rule5_random_failures_vs_oracle);
     TEST(test_rule5_random_failures_vs_oracle_bulked);
     return harness_end();
