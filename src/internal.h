@@ -163,6 +163,10 @@ struct ordo_var {
      * workers write as ops complete, that read missed in the pusher's cache
      * for most vars of a random DAG. */
     _Alignas(64) atomic_uint magic;
+    /* How many times the block was handed out (var_alloc): a handle kept
+     * past the var's delete (an operator's) tells its var from a new one
+     * that reuses the block. */
+    atomic_uint gen;
     /* The engine whose slabs hold the var, set when its slab is made and
      * never changed: a var handed to another engine's push or wait would
      * join that engine's pending counts and free lists (a hang, then a
@@ -204,6 +208,7 @@ struct ordo_opr {
     int prop;
     int nvars;
     ordo_var **vars;
+    unsigned *gens; /* each var's gen when the operator was made */
     bool *is_write;
     atomic_int refs; /* 1 for the handle + 1 per pushed run in flight */
 };

@@ -168,6 +168,8 @@ int ordo_push_async(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_
 ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_free)(void *),
                             ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
                             int prop, const char *name);
+/* ORDO_ERR_DELETED when one of the operator's vars was deleted since it was
+ * made (also once a new var has taken that var's memory). */
 int  ordo_push(ordo_engine *e, ordo_opr *op, ordo_ctx ctx, int priority);
 /* Frees the operator (and calls param_free) once its pushed runs have finished. */
 void ordo_delete_operator(ordo_engine *e, ordo_opr *op);

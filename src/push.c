@@ -524,9 +524,11 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     }
     int n = collect_vars(reads, nreads, writes, nwrites, uses);
     r->vars = malloc((size_t)(n + 1) * sizeof *r->vars);
+    r->gens = malloc((size_t)(n + 1) * sizeof *r->gens);
     r->is_write = malloc((size_t)(n + 1) * sizeof *r->is_write);
-    if (!r->vars || !r->is_write) {
+    if (!r->vars || !r->gens || !r->is_write) {
         free(r->vars);
+        free(r->gens);
         free(r->is_write);
         free(r);
         free(uses);
@@ -535,6 +537,7 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     }
     for (int i = 0; i < n; i++) {
         r->vars[i] = uses[i].v;
+        r->gens[i] = atomic_load_explicit(&uses[i].v->gen, memory_order_relaxed);
         r->is_write[i] = uses[i].w;
     }
     free(uses);
@@ -555,6 +558,14 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
     if (!r) return set_error(ORDO_ERR_INVALID, "ordo_push: operator is NULL");
     if (r->engine != e) return set_error(ORDO_ERR_INVALID, "ordo_push: operator belongs to another engine");
     if ((rc = check_ctx("ordo_push", ctx))) return rc;
+    /* A var deleted since: freed (its delete has run), or its block now a
+     * new var's -- which push_prepared, checking the block, would take. */
+    for (int i = 0; i < r->nvars; i++) {
+        ordo_var *v = r->vars[i];
+        if (!var_is_live(v) || atomic_load_explicit(&v->gen, memory_order_relaxed) != r->gens[i])
+            return set_error(ORDO_ERR_DELETED, "ordo_push: operator '%s': its variable %p was deleted (rule 6)",
+                             r->name && r->name[0] ? r->name : "(unnamed)", (void *)v);
+    }
     bulk_flush_mine();
     op *o = op_new(e, 0, r->prop, priority, ctx, r->name);
     var_use stack_uses[16];
@@ -593,6 +604,7 @@ void ordo_delete_operator(ordo_engine *e, ordo_opr *r) {
     if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
         if (r->param_free) r->param_free(r->param);
         free(r->vars);
+        free(r->gens);
         free(r->is_write);
         free(r);
     }
