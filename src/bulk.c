@@ -134,8 +134,11 @@ static void make_exit_key(void) { pthread_key_create(&exit_key, flush_at_exit); 
 
 int ordo_set_bulk_size(int n) {
     int old = tls_bulk_size;
-    if (n < 0) n = 0;
-    if (n > ORDO_BULK_MAX) n = ORDO_BULK_MAX;
+    if (n < 0 || n > ORDO_BULK_MAX) {
+        set_error(ORDO_ERR_INVALID, "ordo_set_bulk_size: %d is out of range 0..%d; %d is used", n, ORDO_BULK_MAX,
+                  n < 0 ? 0 : ORDO_BULK_MAX);
+        n = n < 0 ? 0 : ORDO_BULK_MAX;
+    }
     if (n < old) ordo_bulk_flush();
     if (n > 0 && !exit_armed) {
         pthread_once(&exit_once, make_exit_key);

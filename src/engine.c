@@ -199,12 +199,23 @@ const char *ordo_engine_kind_name(int kind) {
 }
 
 void ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out) {
-    if (e && out) *out = e->cfg;
+    if (!out) {
+        set_error(ORDO_ERR_INVALID, "ordo_engine_get_config: out is NULL");
+    } else if (!e) {
+        *out = (ordo_engine_config){0}; /* not the caller's garbage taken for a config */
+        set_error(ORDO_ERR_INVALID, "ordo_engine_get_config: engine is NULL");
+    } else {
+        *out = e->cfg;
+    }
 }
 
 long ordo_engine_pending(ordo_engine *e) {
     bulk_flush_mine();
-    return e ? engine_pending(e) : 0;
+    if (!e) {
+        set_error(ORDO_ERR_INVALID, "ordo_engine_pending: engine is NULL");
+        return 0;
+    }
+    return engine_pending(e);
 }
 
 int ordo_gpu_count(void) {

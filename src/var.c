@@ -129,6 +129,13 @@ void var_free(ordo_engine *e, ordo_var *v) {
 }
 
 uint64_t ordo_var_version(ordo_var *v) {
-    if (!v) return 0;
+    if (!v) {
+        set_error(ORDO_ERR_INVALID, "ordo_var_version: variable is NULL");
+        return 0;
+    }
+    if (atomic_load_explicit(&v->magic, memory_order_acquire) != VAR_LIVE) {
+        set_error(ORDO_ERR_DELETED, "ordo_var_version: variable %p was deleted", (void *)v);
+        return 0;
+    }
     return atomic_load_explicit(&v->version, memory_order_acquire);
 }
