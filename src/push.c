@@ -186,7 +186,8 @@ static bool pool_saturated(ordo_engine *e, const op *o) {
     pool *p = o->pool;
     return e->cfg.push_inline_after > 0 && o->priority == 0 && !tls_thread.in_op &&
            (p->kind == POOL_CPU || p->kind == POOL_SHARED) && o->ctx.dev_type != ORDO_GPU &&
-           atomic_load_explicit(&p->q.size, memory_order_relaxed) >= e->cfg.push_inline_after * p->size &&
+           /* (in long: a threshold near INT_MAX times the workers overflowed an int) */
+           atomic_load_explicit(&p->q.size, memory_order_relaxed) >= (long)e->cfg.push_inline_after * p->size &&
            atomic_load_explicit(&p->q.heap_size, memory_order_relaxed) == 0;
 }
 
