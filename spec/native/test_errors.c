@@ -561,6 +561,123 @@ static void test_rule5_op_pushed_before_the_report_is_skipped(void) {
     each_kind(pushed_before_report_bulked);
 }
 
+/* The same with waits on random vars between the pushes: each wait must
+ * report exactly what the serial order says (the var's failure, unless a
+ * wait reported it already), and an op is skipped exactly when one of its
+ * vars carries a failure not reported before its push -- however late it
+ * runs.  Failures are told apart here (each failing op makes its own), so
+ * the generator keeps an op from meeting two different ones: which of two
+ * a skipped op passes on is not part of the rules. */
+static void random_failures_and_waits(bool bulked) {
+    long n = scaled(12000, 2000);
+    rng_t g;
+    rng_init(&g, test_seed() ^ 0x3c3c ^ (bulked ? 0xb01c : 0));
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 4);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_var *vars[RF_NVARS];
+        for (int i = 0; i < RF_NVARS; i++) vars[i] = ordo_new_variable(e);
+        double data[RF_NVARS], oracle[RF_NVARS];
+        for (int i = 0; i < RF_NVARS; i++) data[i] = oracle[i] = i + 1;
+        rf_op *ops = (rf_op *)calloc((size_t)n, sizeof *ops);
+        char *will_run = (char *)calloc((size_t)n, 1);
+        char *reported = (char *)calloc((size_t)n + 1, 1); /* by failure id (the op index + 1) */
+        long err[RF_NVARS] = {0};                           /* the failure id a var carries, 0: none */
+        long push_fail = 0, bad_waits = 0, nwaits = 0, nfail = 0, nskip = 0;
+        if (bulked) ordo_set_bulk_size(rng_range(&g, 2, ORDO_BULK_MAX));
+        for (long i = 0; i < n; i++) {
+            rf_op *o = &ops[i];
+            o->data = data;
+            atomic_init(&o->ran, 0);
+            long meets = 0;
+            for (;;) { /* at most one distinct unreported failure among its vars */
+                o->nr = rng_range(&g, 0, 3);
+                o->nw = rng_range(&g, 1, 2);
+                for (int j = 0; j < o->nr; j++) o->r[j] = (unsigned char)rng_range(&g, 0, RF_NVARS - 1);
+                for (int j = 0; j < o->nw; j++) o->w[j] = (unsigned char)rng_range(&g, 0, RF_NVARS - 1);
+                bool two = false;
+                meets = 0;
+                for (int j = 0; j < o->nr + o->nw; j++) {
+                    long f = err[j < o->nr ? o->r[j] : o->w[j - o->nr]];
+                    if (!f || reported[f]) continue;
+                    if (meets && meets != f) two = true;
+                    meets = f;
+                }
+                if (!two) break;
+            }
+            o->fail = rng_range(&g, 0, 999) < 8;
+            /* what it writes: its writes and, by rule 3, a var read twice */
+            unsigned char wr[5];
+            int nwr = 0;
+            for (int j = 0; j < o->nw; j++) wr[nwr++] = o->w[j];
+            for (int j = 0; j < o->nr; j++)
+                for (int m = j + 1; m < o->nr; m++)
+                    if (o->r[j] == o->r[m]) wr[nwr++] = o->r[j];
+            if (meets) { /* skipped: passes the failure on */
+                for (int j = 0; j < nwr; j++) err[wr[j]] = meets;
+                nskip++;
+            } else if (o->fail) {
+                for (int j = 0; j < nwr; j++) err[wr[j]] = i + 1;
+                will_run[i] = 1;
+                nfail++;
+            } else {
+                will_run[i] = 1;
+                double s_ = 1;
+                for (int j = 0; j < o->nr; j++) s_ += oracle[o->r[j]];
+                for (int j = 0; j < o->nw; j++) oracle[o->w[j]] = s_ / (o->nr + 2);
+                for (int j = 0; j < nwr; j++) err[wr[j]] = 0;
+            }
+            ordo_var *r[3], *w[2];
+            for (int j = 0; j < o->nr; j++) r[j] = vars[o->r[j]];
+            for (int j = 0; j < o->nw; j++) w[j] = vars[o->w[j]];
+            push_fail += ordo_push_sync(e, rf_fn, o, NULL, cpu_ctx(0), r, o->nr, w, o->nw,
+                                        bulked ? ORDO_PROP_NORMAL | ORDO_PROP_BULK : ORDO_PROP_NORMAL, 0, "rf") != 0;
+            if (rng_range(&g, 0, 39) == 0) { /* a wait on a random var */
+                int v = rng_range(&g, 0, RF_NVARS - 1);
+                long f = err[v];
+                int want = f && !reported[f] ? ORDO_ERR_FAILED : ORDO_OK;
+                if (f) reported[f] = 1;
+                int rc = ordo_wait_for_var(e, vars[v]);
+                nwaits++;
+                if (rc != want && bad_waits++ < 3)
+                    fprintf(stderr, "    %s%s: wait %ld (after op %ld) on var %d = %d, oracle says %d ('%s')\n",
+                            kind_str(kind), bulked ? " bulked" : "", nwaits, i, v, rc, want,
+                            rc ? ordo_last_error() : "");
+            }
+        }
+        while (ordo_wait_for_all(e) == ORDO_ERR_FAILED) {}
+        if (bulked) ordo_set_bulk_size(0);
+        CHECK_EQ_LONG(push_fail, 0);
+        CHECK_MSG(bad_waits == 0, "%s%s: %ld of %ld waits against the oracle", kind_str(kind), bulked ? " bulked" : "",
+                  bad_waits, nwaits);
+        long wrong_ran = 0;
+        for (long i = 0; i < n; i++) {
+            int r_ = atomic_load(&ops[i].ran);
+            if (r_ != will_run[i] && wrong_ran++ < 3)
+                fprintf(stderr, "    %s%s: op %ld ran %d times, oracle says %d\n", kind_str(kind),
+                        bulked ? " bulked" : "", i, r_, will_run[i]);
+        }
+        CHECK_MSG(wrong_ran == 0, "%s%s: %ld ops ran/skipped against the oracle", kind_str(kind),
+                  bulked ? " bulked" : "", wrong_ran);
+        int bad = 0;
+        for (int i = 0; i < RF_NVARS; i++) bad += data[i] != oracle[i];
+        CHECK_MSG(bad == 0, "%s%s: %d vars differ from the oracle", kind_str(kind), bulked ? " bulked" : "", bad);
+        printf("    %s%s: %ld ops, %ld failed, %ld skipped, %ld waits\n", kind_str(kind), bulked ? " bulked" : "", n,
+               nfail, nskip, nwaits);
+        ordo_engine_destroy(e);
+        free(ops);
+        free(will_run);
+        free(reported);
+    }
+}
+
+static void test_rule5_random_failures_and_waits(void) {
+    random_failures_and_waits(false);
+    random_failures_and_waits(true);
+}
+
 static void test_rule5_random_failures_vs_oracle(void) { random_failures_vs_oracle(false); }
 static void test_rule5_random_failures_vs_oracle_bulked(void) { random_failures_vs_oracle(true); }
 
@@ -579,5 +696,6 @@ int main(void) {
     TEST_T(test_rule5_op_pushed_before_the_report_is_skipped, 60);
     TEST(test_rule5_random_failures_vs_oracle);
     TEST(test_rule5_random_failures_vs_oracle_bulked);
+    TEST(test_rule5_random_failures_and_waits);
     return harness_end();
 }
