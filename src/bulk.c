@@ -471,10 +471,16 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
         failure *f = NULL;
         if (!clean) {
             if ((f = before)) failure_ref(f);
-            for (int j = 0; !f && !en->no_skip && j < en->nuse; j++) {
-                failure *vf = b->fail[use[j] & ~USE_WRITE];
-                if (vf) failure_ref(f = vf);
+            /* of two, the failure of the var of lower address, as alone (sched.c) */
+            const ordo_var *at = NULL;
+            for (int j = 0; !before && !en->no_skip && j < en->nuse; j++) {
+                int vi = use[j] & ~USE_WRITE;
+                if (b->fail[vi] && (!f || b->vars[vi] < at)) {
+                    f = b->fail[vi];
+                    at = b->vars[vi];
+                }
             }
+            if (f && !before) failure_ref(f);
         }
         if (!f || en->no_skip) {
             if (f) failure_unref(f); /* (a call saved per op: f is nearly always NULL) */
