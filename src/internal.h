@@ -432,6 +432,7 @@ struct ordo_engine {
 
     pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */
     failure *fail_head, *fail_tail;
+    long fail_n, fail_prune_at; /* the list's length; when to drop the reported ones next */
 
     _Atomic(struct gpu_checker *) checker; /* checked GPU ops waiting for their work (gpu_check.c) */
     atomic_uint_least64_t gpu_used; /* bit d: a stream of gpu(d) was created for this engine */

@@ -677,6 +677,43 @@ static void test_rule5_random_failures_and_waits(void) {
     random_failures_and_waits(true);
 }
 
+/* Failures nobody waits for pile up until wait_for_all; recording each one
+ * walked the whole list, so n failures took time n^2 (40,000 a second,
+ * 400,000 minutes, with the workers stuck on the list's lock).  Linear now:
+ * four times the failures may take at most ten times as long (the best of
+ * three runs each; quadratic is sixteen). */
+static int fail_quiet(const ordo_run_ctx *rc, void *param) {
+    (void)param;
+    return ordo_fail(rc, "quiet");
+}
+
+static double time_failures(int kind, long n) {
+    double best = 1e9;
+    for (int round = 0; round < 3; round++) {
+        ordo_engine *e = make_engine(kind, 2);
+        if (!e) return -1;
+        double t0 = now_s();
+        for (long i = 0; i < n; i++) ordo_push_sync(e, fail_quiet, NULL, NULL, cpu_ctx(0), NULL, 0, NULL, 0, 0, 0, "q");
+        int rc = ordo_wait_for_all(e);
+        double t = now_s() - t0;
+        CHECK_EQ_LONG(rc, ORDO_ERR_FAILED);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        ordo_engine_destroy(e);
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+static void test_rule5_many_unwaited_failures_linear(void) {
+    long n = scaled(40000, 10000);
+    for (int k = 1; k < 3; k++) {
+        double t1 = time_failures(ALL_KINDS[k], n), t4 = time_failures(ALL_KINDS[k], 4 * n);
+        printf("    %s: %ld failures %.3f s, %ld: %.3f s\n", kind_str(ALL_KINDS[k]), n, t1, 4 * n, t4);
+        CHECK_MSG(t4 < 10 * t1 + 0.05, "%s: %ld failures took %.3f s, %ld took %.3f s", kind_str(ALL_KINDS[k]), n, t1,
+                  4 * n, t4);
+    }
+}
+
 static void test_rule5_random_failures_vs_oracle(void) { random_failures_vs_oracle(false); }
 static void test_rule5_random_failures_vs_oracle_bulked(void) { random_failures_vs_oracle(true); }
 
@@ -693,6 +730,7 @@ int main(void) {
     TEST_T(test_rule5_delete_failed_var, 60);
     TEST_T(test_rule5_destroy_with_unreported_failure, 60);
     TEST_T(test_rule5_op_pushed_before_the_report_is_skipped, 60);
+    TEST_T(test_rule5_many_unwaited_failures_linear, 120);
     TEST(test_rule5_random_failures_vs_oracle);
     TEST(test_rule5_random_failures_vs_oracle_bulked);
     TEST(test_rule5_random_failures_and_waits);
