@@ -618,6 +618,7 @@ void ordo_engine_destroy(ordo_engine *e) {
     for (int d = 0; d < ORDO_MAX_DEVICES; d++)
         if (e->naive_streams[d]) ordo_device_backend()->stream_destroy(d, e->naive_streams[d]);
 
+    engine_free_operators(e); /* nothing pending: only their handles hold them */
     /* Failures still held by live vars or by the unreported list. */
     for (failure *f = e->fail_head, *next; f; f = next) {
         next = f->next;

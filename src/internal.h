@@ -211,7 +211,12 @@ struct ordo_opr {
     unsigned *gens; /* each var's gen when the operator was made */
     bool *is_write;
     atomic_int refs; /* 1 for the handle + 1 per pushed run in flight */
+    struct ordo_opr *prev, *next; /* the engine's live operators (engine.oprs, under mem_mu) */
 };
+/* Drops a reference to r; the last one frees it (param_free too). */
+void opr_unref(ordo_opr *r);
+/* At destroy, once nothing is pending: frees the operators never deleted. */
+void engine_free_operators(ordo_engine *e);
 
 /* Every op crosses from the pushing thread to a worker and its block comes
  * back for reuse, so each cache line it spans travels twice per op.  The
@@ -446,7 +451,8 @@ struct ordo_engine {
     pool *shared_pool, *shared_copy_pool;
     atomic_int next_worker_id;
 
-    pthread_mutex_t mem_mu; /* op and var blocks */
+    pthread_mutex_t mem_mu; /* op and var blocks, and the list of operators */
+    ordo_opr *oprs;         /* live operators: destroy frees those never deleted (rule 11) */
     slab *op_slabs, *var_slabs;
     op *op_batches; /* free ops, in chains of OP_BATCH linked by next_batch */
     ordo_var *var_free, *var_free_tail;

@@ -172,7 +172,9 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
 /* ORDO_ERR_DELETED when one of the operator's vars was deleted since it was
  * made (also once a new var has taken that var's memory). */
 int  ordo_push(ordo_engine *e, ordo_opr *op, ordo_ctx ctx, int priority);
-/* Frees the operator (and calls param_free) once its pushed runs have finished. */
+/* Frees the operator (and calls param_free) once its pushed runs have
+ * finished.  ordo_engine_destroy frees the operators never deleted (and
+ * calls their param_free), as it frees the vars never deleted. */
 void ordo_delete_operator(ordo_engine *e, ordo_opr *op);
 
 /* Runs fn (may be NULL) after every earlier op on v, then frees v (rule 6).

@@ -550,6 +550,12 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     r->nvars = n;
     atomic_init(&r->refs, 1);
     r->name = engine_intern(e, name);
+    pthread_mutex_lock(&e->mem_mu);
+    r->prev = NULL;
+    r->next = e->oprs;
+    if (e->oprs) e->oprs->prev = r;
+    e->oprs = r;
+    pthread_mutex_unlock(&e->mem_mu);
     return r;
 }
 
@@ -599,16 +605,36 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
     return ORDO_OK;
 }
 
+static void opr_free(ordo_opr *r) {
+    if (r->param_free) r->param_free(r->param);
+    free(r->vars);
+    free(r->gens);
+    free(r->is_write);
+    free(r);
+}
+
+void opr_unref(ordo_opr *r) {
+    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
+    ordo_engine *e = r->engine;
+    pthread_mutex_lock(&e->mem_mu);
+    if (r->prev) r->prev->next = r->next;
+    else e->oprs = r->next;
+    if (r->next) r->next->prev = r->prev;
+    pthread_mutex_unlock(&e->mem_mu);
+    opr_free(r);
+}
+
 void ordo_delete_operator(ordo_engine *e, ordo_opr *r) {
     (void)e;
-    if (!r) return;
-    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
-        if (r->param_free) r->param_free(r->param);
-        free(r->vars);
-        free(r->gens);
-        free(r->is_write);
-        free(r);
+    if (r) opr_unref(r);
+}
+
+void engine_free_operators(ordo_engine *e) {
+    for (ordo_opr *r = e->oprs, *next; r; r = next) {
+        next = r->next;
+        opr_free(r);
     }
+    e->oprs = NULL;
 }
 
 /* ---- variables --------------------------------------------------------------- */

@@ -341,14 +341,7 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
     }
 
     if (o->opr) {
-        ordo_opr *r = o->opr;
-        if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
-            if (r->param_free) r->param_free(r->param);
-            free(r->vars);
-            free(r->gens);
-            free(r->is_write);
-            free(r);
-        }
+        opr_unref(o->opr);
     } else if (o->param_free) {
         o->param_free(o->param);
     }
