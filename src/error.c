@@ -87,6 +87,7 @@ const char *fail_detached_take(void) {
 
 int ordo_fail(const ordo_run_ctx *rc, const char *fmt, ...) {
     if (!rc) return ORDO_ERR_FAILED;
+    if (!fmt) fmt = "failed (ordo_fail was given no message)"; /* NULL is no printf format */
     if (!rc->op_) {
         va_list ap;
         va_start(ap, fmt);

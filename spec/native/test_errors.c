@@ -508,6 +508,24 @@ static void random_failures_vs_oracle(bool bulked) {
     }
 }
 
+/* ordo_fail(rc, NULL): the op fails with a message that says so (NULL
+ * went to vsnprintf as the format: undefined, an empty message here). */
+static int fail_null_fmt(const ordo_run_ctx *rc, void *param) {
+    (void)param;
+    const char *none = NULL;
+    return ordo_fail(rc, none);
+}
+
+static void null_message_body(ordo_engine *e, int kind) {
+    ordo_var *v = ordo_new_variable(e);
+    CHECK_EQ_LONG(push_simple(e, fail_null_fmt, NULL, NULL, 0, &v, 1, "nullfmt"), 0);
+    int rc = ordo_wait_for_var(e, v);
+    CHECK_MSG(rc == ORDO_ERR_FAILED && contains(ordo_last_error(), "nullfmt: failed (ordo_fail was given no message)"),
+              "%s: %d '%s'", kind_str(kind), rc, ordo_last_error());
+}
+
+static void test_rule5_fail_without_a_message(void) { each_kind(null_message_body); }
+
 /* An op pushed before a failure is reported is skipped, even when it runs
  * after the report: whether it runs must not depend on timing.  Here the
  * dependant X of a failed var also waits for a slow op S (a gate), so it
@@ -730,6 +748,7 @@ int main(void) {
     TEST_T(test_rule5_delete_failed_var, 60);
     TEST_T(test_rule5_destroy_with_unreported_failure, 60);
     TEST_T(test_rule5_op_pushed_before_the_report_is_skipped, 60);
+    TEST_T(test_rule5_fail_without_a_message, 60);
     TEST_T(test_rule5_many_unwaited_failures_linear, 120);
     TEST(test_rule5_random_failures_vs_oracle);
     TEST(test_rule5_random_failures_vs_oracle_bulked);
