@@ -49,6 +49,26 @@ describe("ordo.engine.shell", function()
         assert.equals("", slurp(dir .. "/independent"))
     end)
 
+    it("a step pushed before a failure is reported stays skipped after the report (rule 5)", function()
+        -- link needs a (fails at once) and b (slow): the wait that reports
+        -- a's failure returns before link can run.  link used to run then,
+        -- on the failed input, on the threaded engines (not on naive).
+        local a, b, out = E.new_variable(), E.new_variable(), E.new_variable()
+        E.shell("exit 1", {writes = {a}, name = "compile_a"})
+        E.shell("sleep 0.3", {writes = {b}, name = "compile_b"})
+        E.shell("touch " .. dir .. "/linked", {reads = {a, b}, writes = {out}, name = "link"})
+        local ok, err = pcall(E.wait_for_var, a)
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("compile_a: command failed with exit status 1", 1, true), err)
+        assert.has_no.errors(function() E.wait_for_var(out) end) -- reported once
+        assert.has_no.errors(function() E.wait_for_all() end)
+        assert.is_nil(slurp(dir .. "/linked"))
+        -- pushed after the report: a is usable again
+        E.shell("touch " .. dir .. "/relinked", {reads = {a, b}, writes = {out}, name = "link"})
+        E.wait_for_var(out)
+        assert.equals("", slurp(dir .. "/relinked"))
+    end)
+
     it("independent commands overlap; shell_running counts them", function()
         local a, b = E.new_variable(), E.new_variable()
         ordo.profiler.clear()

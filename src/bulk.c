@@ -134,8 +134,11 @@ static void make_exit_key(void) { pthread_key_create(&exit_key, flush_at_exit); 
 
 int ordo_set_bulk_size(int n) {
     int old = tls_bulk_size;
-    if (n < 0) n = 0;
-    if (n > ORDO_BULK_MAX) n = ORDO_BULK_MAX;
+    if (n < 0 || n > ORDO_BULK_MAX) {
+        set_error(ORDO_ERR_INVALID, "ordo_set_bulk_size: %d is out of range 0..%d; %d is used", n, ORDO_BULK_MAX,
+                  n < 0 ? 0 : ORDO_BULK_MAX);
+        n = n < 0 ? 0 : ORDO_BULK_MAX;
+    }
     if (n < old) ordo_bulk_flush();
     if (n > 0 && !exit_armed) {
         pthread_once(&exit_once, make_exit_key);
@@ -452,7 +455,7 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
     const uint64_t t0 = bulk_pace_start(e);
     for (int i = 0; i < b->nvars; i++) {
         failure *f = b->vars[i]->fail; /* ours to read: the op holds every var's grant */
-        if (f && atomic_load_explicit(&f->reported, memory_order_acquire)) f = NULL;
+        if (f && !failure_meets(f, o->epoch)) f = NULL; /* reported before the bulk was pushed */
         b->fail[i] = NULL;
         set_fail(&b->fail[i], f);
         b->writes[i] = 0;
@@ -468,10 +471,16 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
         failure *f = NULL;
         if (!clean) {
             if ((f = before)) failure_ref(f);
-            for (int j = 0; !f && !en->no_skip && j < en->nuse; j++) {
-                failure *vf = b->fail[use[j] & ~USE_WRITE];
-                if (vf) failure_ref(f = vf);
+            /* of two, the failure of the var of lower address, as alone (sched.c) */
+            const ordo_var *at = NULL;
+            for (int j = 0; !before && !en->no_skip && j < en->nuse; j++) {
+                int vi = use[j] & ~USE_WRITE;
+                if (b->fail[vi] && (!f || b->vars[vi] < at)) {
+                    f = b->fail[vi];
+                    at = b->vars[vi];
+                }
             }
+            if (f && !before) failure_ref(f);
         }
         if (!f || en->no_skip) {
             if (f) failure_unref(f); /* (a call saved per op: f is nearly always NULL) */

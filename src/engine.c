@@ -199,12 +199,23 @@ const char *ordo_engine_kind_name(int kind) {
 }
 
 void ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out) {
-    if (e && out) *out = e->cfg;
+    if (!out) {
+        set_error(ORDO_ERR_INVALID, "ordo_engine_get_config: out is NULL");
+    } else if (!e) {
+        *out = (ordo_engine_config){0}; /* not the caller's garbage taken for a config */
+        set_error(ORDO_ERR_INVALID, "ordo_engine_get_config: engine is NULL");
+    } else {
+        *out = e->cfg;
+    }
 }
 
 long ordo_engine_pending(ordo_engine *e) {
     bulk_flush_mine();
-    return e ? engine_pending(e) : 0;
+    if (!e) {
+        set_error(ORDO_ERR_INVALID, "ordo_engine_pending: engine is NULL");
+        return 0;
+    }
+    return engine_pending(e);
 }
 
 int ordo_gpu_count(void) {
@@ -321,18 +332,26 @@ void op_free(ordo_engine *e, op *o) {
 void engine_record_failure(ordo_engine *e, failure *f) {
     failure_ref(f);
     pthread_mutex_lock(&e->fail_mu);
-    /* Drop failures a wait_for_var already reported, so the list stays short. */
-    failure **pp = &e->fail_head;
-    e->fail_tail = NULL;
-    while (*pp) {
-        failure *x = *pp;
-        if (atomic_load(&x->reported)) {
-            *pp = x->next;
-            failure_unref(x);
-        } else {
-            e->fail_tail = x;
-            pp = &x->next;
+    /* Drop failures a wait_for_var already reported, so the list stays
+     * short -- once it has doubled since the last time: a walk per failure
+     * made a run of failures nobody waits for quadratic (40,000 took a
+     * second under this lock, 400,000 minutes). */
+    if (++e->fail_n > e->fail_prune_at) {
+        failure **pp = &e->fail_head;
+        e->fail_tail = NULL;
+        e->fail_n = 1; /* f */
+        while (*pp) {
+            failure *x = *pp;
+            if (failure_reported(x)) {
+                *pp = x->next;
+                failure_unref(x);
+            } else {
+                e->fail_tail = x;
+                e->fail_n++;
+                pp = &x->next;
+            }
         }
+        e->fail_prune_at = 2 * e->fail_n + 64;
     }
     f->next = NULL;
     if (e->fail_tail) e->fail_tail->next = f;
@@ -346,12 +365,13 @@ int engine_report_failures(ordo_engine *e) {
     pthread_mutex_lock(&e->fail_mu);
     failure *list = e->fail_head;
     e->fail_head = e->fail_tail = NULL;
+    e->fail_n = e->fail_prune_at = 0;
     pthread_mutex_unlock(&e->fail_mu);
     int rc = ORDO_OK, more = 0;
     while (list) {
         failure *f = list;
         list = f->next;
-        if (failure_claim(f)) {
+        if (failure_claim(e, f)) {
             if (rc == ORDO_OK) rc = set_error(ORDO_ERR_FAILED, "%s", f->msg);
             else more++;
         }
@@ -598,6 +618,7 @@ void ordo_engine_destroy(ordo_engine *e) {
     for (int d = 0; d < ORDO_MAX_DEVICES; d++)
         if (e->naive_streams[d]) ordo_device_backend()->stream_destroy(d, e->naive_streams[d]);
 
+    engine_free_operators(e); /* nothing pending: only their handles hold them */
     /* Failures still held by live vars or by the unreported list. */
     for (failure *f = e->fail_head, *next; f; f = next) {
         next = f->next;

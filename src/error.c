@@ -53,7 +53,14 @@ void failure_unref(failure *f) {
     if (f && atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1) free(f);
 }
 
-bool failure_claim(failure *f) { return atomic_exchange(&f->reported, 1) == 0; }
+bool failure_claim(ordo_engine *e, failure *f) {
+    if (atomic_load(&f->reported)) return false;
+    /* The epoch is taken before the flag is set: an op pushed after this
+     * report (by this thread, or one that saw the report) reads a later
+     * epoch than every op pushed before it. */
+    uint64_t at = atomic_fetch_add(&e->report_epoch, 1) + 1, none = 0;
+    return atomic_compare_exchange_strong(&f->reported, &none, at);
+}
 
 failure *failure_named(failure *f, const char *name) {
     size_t nlen = strlen(name);
@@ -80,6 +87,7 @@ const char *fail_detached_take(void) {
 
 int ordo_fail(const ordo_run_ctx *rc, const char *fmt, ...) {
     if (!rc) return ORDO_ERR_FAILED;
+    if (!fmt) fmt = "failed (ordo_fail was given no message)"; /* NULL is no printf format */
     if (!rc->op_) {
         va_list ap;
         va_start(ap, fmt);

@@ -71,7 +71,10 @@ typedef struct worker worker;
  * reporting it once marks it reported everywhere (rule 5). */
 typedef struct failure {
     atomic_int refs;
-    atomic_int reported;
+    /* 0 until a wait reports it, then the engine's report epoch of that
+     * report (ordo_engine.report_epoch): an op pushed before the report
+     * still meets the failure, one pushed after it does not (failure_meets). */
+    atomic_uint_least64_t reported;
     struct failure *next; /* engine's list of failures, oldest first */
     char msg[];
 } failure;
@@ -83,8 +86,20 @@ void failure_unref(failure *f);
 /* f named after the op it starts at ("name: msg"), unless its message
  * names it already; takes over the caller's reference to f. */
 failure *failure_named(failure *f, const char *name);
-/* Marks f reported; true when this call is the one that reported it. */
-bool failure_claim(failure *f);
+/* Marks f reported, at a new report epoch of e; true when this call is the
+ * one that reported it. */
+bool failure_claim(ordo_engine *e, failure *f);
+static inline bool failure_reported(const failure *f) {
+    return atomic_load_explicit(&f->reported, memory_order_acquire) != 0;
+}
+/* Whether f, carried by a var, fails an op pushed at report epoch `pushed`
+ * (op.epoch): unless f was reported before that push.  A report makes the
+ * vars usable again for what is pushed after it; an op pushed before it is
+ * skipped whenever it runs, as it would have been at its push (rule 5). */
+static inline bool failure_meets(const failure *f, uint64_t pushed) {
+    uint64_t at = atomic_load_explicit(&f->reported, memory_order_acquire);
+    return at == 0 || at > pushed;
+}
 int  set_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The op_ of an ordo_run_ctx for a function run outside any op (run_now.c):
  * ordo_fail leaves its failure in *slot (a reference), which the caller
@@ -148,6 +163,10 @@ struct ordo_var {
      * workers write as ops complete, that read missed in the pusher's cache
      * for most vars of a random DAG. */
     _Alignas(64) atomic_uint magic;
+    /* How many times the block was handed out (var_alloc): a handle kept
+     * past the var's delete (an operator's) tells its var from a new one
+     * that reuses the block. */
+    atomic_uint gen;
     /* The engine whose slabs hold the var, set when its slab is made and
      * never changed: a var handed to another engine's push or wait would
      * join that engine's pending counts and free lists (a hang, then a
@@ -189,9 +208,15 @@ struct ordo_opr {
     int prop;
     int nvars;
     ordo_var **vars;
+    unsigned *gens; /* each var's gen when the operator was made */
     bool *is_write;
     atomic_int refs; /* 1 for the handle + 1 per pushed run in flight */
+    struct ordo_opr *prev, *next; /* the engine's live operators (engine.oprs, under mem_mu) */
 };
+/* Drops a reference to r; the last one frees it (param_free too). */
+void opr_unref(ordo_opr *r);
+/* At destroy, once nothing is pending: frees the operators never deleted. */
+void engine_free_operators(ordo_engine *e);
 
 /* Every op crosses from the pushing thread to a worker and its block comes
  * back for reuse, so each cache line it spans travels twice per op.  The
@@ -223,6 +248,7 @@ struct op {
     ordo_engine *engine;
     const char *name; /* interned: lives as long as the engine */
     uint64_t seq;     /* push order, ties in the priority heap */
+    uint64_t epoch;   /* the engine's report epoch at its push (failure_meets) */
     uint64_t t_ready, t_start; /* profiler, ns */
     void *stream;     /* GPU ops: the stream their function queued work on */
     struct prof_timer *prof_gpu; /* profiler: timing events around its GPU work, or NULL */
@@ -383,6 +409,10 @@ typedef struct prof_gpu_dev {
 struct ordo_engine {
     ordo_engine_config cfg;
     uint64_t uid; /* tells thread-local caches which engine they belong to */
+    /* Counts failure reports (failure_claim); read by every push (op.epoch),
+     * written only when a wait reports a failure: on the line of cfg,
+     * which pushes read anyway. */
+    atomic_uint_least64_t report_epoch;
 
     /* pending = pushed - retired_other - every worker's retired (engine.c) */
     _Alignas(64) atomic_long pushed;
@@ -407,6 +437,7 @@ struct ordo_engine {
 
     pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */
     failure *fail_head, *fail_tail;
+    long fail_n, fail_prune_at; /* the list's length; when to drop the reported ones next */
 
     _Atomic(struct gpu_checker *) checker; /* checked GPU ops waiting for their work (gpu_check.c) */
     atomic_uint_least64_t gpu_used; /* bit d: a stream of gpu(d) was created for this engine */
@@ -420,7 +451,8 @@ struct ordo_engine {
     pool *shared_pool, *shared_copy_pool;
     atomic_int next_worker_id;
 
-    pthread_mutex_t mem_mu; /* op and var blocks */
+    pthread_mutex_t mem_mu; /* op and var blocks, and the list of operators */
+    ordo_opr *oprs;         /* live operators: destroy frees those never deleted (rule 11) */
     slab *op_slabs, *var_slabs;
     op *op_batches; /* free ops, in chains of OP_BATCH linked by next_batch */
     ordo_var *var_free, *var_free_tail;

@@ -104,7 +104,8 @@ ordo_engine *ordo_engine_default(void);                        /* process-wide e
  * The default engine is refused too (ORDO_ERR_INVALID as ordo_last_error):
  * it is shared by whoever asked for it and destroyed at exit. */
 void         ordo_engine_destroy(ordo_engine *e);
-/* The configuration in force after defaults were applied. */
+/* The configuration in force after defaults were applied (all zero, with
+ * the message, for a NULL engine). */
 void         ordo_engine_get_config(ordo_engine *e, ordo_engine_config *out);
 const char  *ordo_engine_kind_name(int kind);                  /* "naive", "pooled", "perdevice" */
 
@@ -168,8 +169,12 @@ int ordo_push_async(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_
 ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_free)(void *),
                             ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
                             int prop, const char *name);
+/* ORDO_ERR_DELETED when one of the operator's vars was deleted since it was
+ * made (also once a new var has taken that var's memory). */
 int  ordo_push(ordo_engine *e, ordo_opr *op, ordo_ctx ctx, int priority);
-/* Frees the operator (and calls param_free) once its pushed runs have finished. */
+/* Frees the operator (and calls param_free) once its pushed runs have
+ * finished.  ordo_engine_destroy frees the operators never deleted (and
+ * calls their param_free), as it frees the vars never deleted. */
 void ordo_delete_operator(ordo_engine *e, ordo_opr *op);
 
 /* Runs fn (may be NULL) after every earlier op on v, then frees v (rule 6).
@@ -185,9 +190,10 @@ int ordo_wait_to_write(ordo_engine *e, ordo_var *v); /* also waits for earlier r
 int ordo_wait_for_all(ordo_engine *e);               /* reports the first unreported failure */
 
 const char *ordo_last_error(void);     /* thread-local message of the last failure */
-uint64_t    ordo_var_version(ordo_var *v); /* number of completed writes */
+/* Number of completed writes; 0, with the message, for NULL or a deleted var. */
+uint64_t    ordo_var_version(ordo_var *v);
 
-/* Number of ops pushed and not yet completed. */
+/* Number of ops pushed and not yet completed (0, with the message, for NULL). */
 long ordo_engine_pending(ordo_engine *e);
 
 /* ------------------------------------------------------------------ */
@@ -211,7 +217,9 @@ long ordo_engine_pending(ordo_engine *e);
  * reported by the next ordo_wait_for_all.  Destroy an engine from the
  * thread that bulks on it, or flush that thread first. */
 #define ORDO_BULK_MAX 64
-int ordo_set_bulk_size(int n); /* this thread: 0 (off, the default) .. ORDO_BULK_MAX; returns the old size */
+/* This thread: 0 (off, the default) .. ORDO_BULK_MAX; returns the old size.
+ * A size out of range is clamped to it, with the message in ordo_last_error(). */
+int ordo_set_bulk_size(int n);
 int ordo_get_bulk_size(void);
 int ordo_bulk_flush(void);     /* hands this thread's bulk over now; 0 or the first push error */
 

@@ -382,7 +382,10 @@ int ordo_profiler_stop(ordo_engine *e) {
 }
 
 void ordo_profiler_clear(ordo_engine *e) {
-    if (!e) return;
+    if (!e) {
+        set_error(ORDO_ERR_INVALID, "ordo_profiler_clear: engine is NULL");
+        return;
+    }
     pthread_mutex_lock(&e->prof_mu);
     for (prof_buf *b = e->prof_bufs; b; b = b->next_all) {
         spin_lock_acquire(&b->lock);

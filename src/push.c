@@ -186,7 +186,8 @@ static bool pool_saturated(ordo_engine *e, const op *o) {
     pool *p = o->pool;
     return e->cfg.push_inline_after > 0 && o->priority == 0 && !tls_thread.in_op &&
            (p->kind == POOL_CPU || p->kind == POOL_SHARED) && o->ctx.dev_type != ORDO_GPU &&
-           atomic_load_explicit(&p->q.size, memory_order_relaxed) >= e->cfg.push_inline_after * p->size &&
+           /* (in long: a threshold near INT_MAX times the workers overflowed an int) */
+           atomic_load_explicit(&p->q.size, memory_order_relaxed) >= (long)e->cfg.push_inline_after * p->size &&
            atomic_load_explicit(&p->q.heap_size, memory_order_relaxed) == 0;
 }
 
@@ -268,6 +269,10 @@ int push_prepared(ordo_engine *e, op *o, const char *fn) {
             return deleted_error(fn, v);
         }
     }
+    /* Before the op can be granted: failures reported from now on still
+     * skip it (failure_meets).  This thread's own earlier reports are
+     * seen: the report's epoch was taken by this thread. */
+    o->epoch = atomic_load_explicit(&e->report_epoch, memory_order_relaxed);
     /* seq only orders equal priorities in the heap; FIFO ops need none. */
     if (o->priority != 0) o->seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_relaxed);
     atomic_fetch_add(&e->pushed, op_weight(o));
@@ -520,9 +525,11 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     }
     int n = collect_vars(reads, nreads, writes, nwrites, uses);
     r->vars = malloc((size_t)(n + 1) * sizeof *r->vars);
+    r->gens = malloc((size_t)(n + 1) * sizeof *r->gens);
     r->is_write = malloc((size_t)(n + 1) * sizeof *r->is_write);
-    if (!r->vars || !r->is_write) {
+    if (!r->vars || !r->gens || !r->is_write) {
         free(r->vars);
+        free(r->gens);
         free(r->is_write);
         free(r);
         free(uses);
@@ -531,6 +538,7 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     }
     for (int i = 0; i < n; i++) {
         r->vars[i] = uses[i].v;
+        r->gens[i] = atomic_load_explicit(&uses[i].v->gen, memory_order_relaxed);
         r->is_write[i] = uses[i].w;
     }
     free(uses);
@@ -542,6 +550,12 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     r->nvars = n;
     atomic_init(&r->refs, 1);
     r->name = engine_intern(e, name);
+    pthread_mutex_lock(&e->mem_mu);
+    r->prev = NULL;
+    r->next = e->oprs;
+    if (e->oprs) e->oprs->prev = r;
+    e->oprs = r;
+    pthread_mutex_unlock(&e->mem_mu);
     return r;
 }
 
@@ -551,6 +565,14 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
     if (!r) return set_error(ORDO_ERR_INVALID, "ordo_push: operator is NULL");
     if (r->engine != e) return set_error(ORDO_ERR_INVALID, "ordo_push: operator belongs to another engine");
     if ((rc = check_ctx("ordo_push", ctx))) return rc;
+    /* A var deleted since: freed (its delete has run), or its block now a
+     * new var's -- which push_prepared, checking the block, would take. */
+    for (int i = 0; i < r->nvars; i++) {
+        ordo_var *v = r->vars[i];
+        if (!var_is_live(v) || atomic_load_explicit(&v->gen, memory_order_relaxed) != r->gens[i])
+            return set_error(ORDO_ERR_DELETED, "ordo_push: operator '%s': its variable %p was deleted (rule 6)",
+                             r->name && r->name[0] ? r->name : "(unnamed)", (void *)v);
+    }
     bulk_flush_mine();
     op *o = op_new(e, 0, r->prop, priority, ctx, r->name);
     var_use stack_uses[16];
@@ -583,15 +605,36 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
     return ORDO_OK;
 }
 
+static void opr_free(ordo_opr *r) {
+    if (r->param_free) r->param_free(r->param);
+    free(r->vars);
+    free(r->gens);
+    free(r->is_write);
+    free(r);
+}
+
+void opr_unref(ordo_opr *r) {
+    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
+    ordo_engine *e = r->engine;
+    pthread_mutex_lock(&e->mem_mu);
+    if (r->prev) r->prev->next = r->next;
+    else e->oprs = r->next;
+    if (r->next) r->next->prev = r->prev;
+    pthread_mutex_unlock(&e->mem_mu);
+    opr_free(r);
+}
+
 void ordo_delete_operator(ordo_engine *e, ordo_opr *r) {
     (void)e;
-    if (!r) return;
-    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
-        if (r->param_free) r->param_free(r->param);
-        free(r->vars);
-        free(r->is_write);
-        free(r);
+    if (r) opr_unref(r);
+}
+
+void engine_free_operators(ordo_engine *e) {
+    for (ordo_opr *r = e->oprs, *next; r; r = next) {
+        next = r->next;
+        opr_free(r);
     }
+    e->oprs = NULL;
 }
 
 /* ---- variables --------------------------------------------------------------- */

@@ -279,13 +279,24 @@ static void gpu_op_done(ordo_engine *e, op *o) {
     }
 }
 
-/* The first failure carried by the op's vars that nobody has reported yet. */
+/* The failure carried by the op's vars that nobody has reported yet (a
+ * wait: what it reports), or that was not reported before the op was
+ * pushed (any other op: what skips it, failure_meets).  Of two, the one of
+ * the var of lower address, whatever the order of the op's vars (a bulk
+ * picks the same, bulk.c). */
 static failure *inherited_failure(const op *o) {
+    const bool wait = (o->flags & OP_WAIT) != 0;
+    failure *found = NULL;
+    const ordo_var *at = NULL;
     for (int i = 0; i < o->nvars; i++) {
-        failure *f = o->vars[i]->fail;
-        if (f && !atomic_load_explicit(&f->reported, memory_order_acquire)) return f;
+        const ordo_var *v = o->vars[i];
+        failure *f = v->fail;
+        if (f && (!found || v < at) && (wait ? !failure_reported(f) : failure_meets(f, o->epoch))) {
+            found = f;
+            at = v;
+        }
     }
-    return NULL;
+    return found;
 }
 
 /* Everything after an op's function: spread its failure to what it wrote,
@@ -330,13 +341,7 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
     }
 
     if (o->opr) {
-        ordo_opr *r = o->opr;
-        if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1) {
-            if (r->param_free) r->param_free(r->param);
-            free(r->vars);
-            free(r->is_write);
-            free(r);
-        }
+        opr_unref(o->opr);
     } else if (o->param_free) {
         o->param_free(o->param);
     }

@@ -86,6 +86,7 @@ ordo_var *var_alloc(ordo_engine *e) {
         }
         for (int i = 0; i < VARS_PER_SLAB; i++) {
             atomic_init(&block[i].magic, VAR_DEAD);
+            atomic_init(&block[i].gen, 0);
             block[i].engine = e; /* for good: a slab's vars never move to another engine */
             block[i].next_free = NULL;
             if (e->var_free_tail) e->var_free_tail->next_free = &block[i];
@@ -107,6 +108,7 @@ ordo_var *var_alloc(ordo_engine *e) {
     v->fail = NULL;
     atomic_store_explicit(&v->device_state, NULL, memory_order_relaxed);
     v->next_free = NULL;
+    atomic_fetch_add_explicit(&v->gen, 1, memory_order_relaxed);
     atomic_store_explicit(&v->magic, VAR_LIVE, memory_order_release);
     return v;
 }
@@ -127,6 +129,13 @@ void var_free(ordo_engine *e, ordo_var *v) {
 }
 
 uint64_t ordo_var_version(ordo_var *v) {
-    if (!v) return 0;
+    if (!v) {
+        set_error(ORDO_ERR_INVALID, "ordo_var_version: variable is NULL");
+        return 0;
+    }
+    if (atomic_load_explicit(&v->magic, memory_order_acquire) != VAR_LIVE) {
+        set_error(ORDO_ERR_DELETED, "ordo_var_version: variable %p was deleted", (void *)v);
+        return 0;
+    }
     return atomic_load_explicit(&v->version, memory_order_acquire);
 }

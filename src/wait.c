@@ -101,7 +101,7 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) 
     pthread_mutex_destroy(&wt.mu);
     pthread_cond_destroy(&wt.cv);
     if (wt.fail) {
-        rc = failure_claim(wt.fail) ? set_error(ORDO_ERR_FAILED, "%s", wt.fail->msg) : ORDO_OK;
+        rc = failure_claim(e, wt.fail) ? set_error(ORDO_ERR_FAILED, "%s", wt.fail->msg) : ORDO_OK;
         failure_unref(wt.fail);
     }
     /* The ops are done for the engine; their GPU work may not be yet. */

@@ -542,6 +542,56 @@ static void test_bad_inputs_return_errors(void) {
     ordo_engine_destroy(NULL); /* no-op */
 }
 
+/* The calls that return no error code (void, a count, a version) still
+ * say what was wrong with their arguments in ordo_last_error(), instead of
+ * returning as if all were well: a NULL engine's pending count read 0
+ * ("nothing pending"), a NULL engine's config left the caller's struct as
+ * it was, a bulk size of 1000 or -3 was clamped without a word. */
+static int last_error_has(const char *sub) { return strstr(ordo_last_error(), sub) != NULL; }
+static void provoke_other_error(void) { (void)ordo_wait_for_all(NULL); }
+
+static void test_calls_without_a_code_leave_a_message(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    CHECK(e != NULL);
+    if (!e) return;
+    provoke_other_error();
+    CHECK_EQ_LONG(ordo_engine_pending(NULL), 0);
+    CHECK_MSG(last_error_has("ordo_engine_pending: engine is NULL"), "'%s'", ordo_last_error());
+    provoke_other_error();
+    CHECK_EQ_LONG((long)ordo_var_version(NULL), 0);
+    CHECK_MSG(last_error_has("ordo_var_version: variable is NULL"), "'%s'", ordo_last_error());
+    ordo_var *v = ordo_new_variable(e);
+    CHECK_EQ_LONG(ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), v), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    provoke_other_error();
+    CHECK_EQ_LONG((long)ordo_var_version(v), 0);
+    CHECK_MSG(last_error_has("ordo_var_version: variable") && last_error_has("deleted"), "'%s'", ordo_last_error());
+    ordo_engine_config c;
+    memset(&c, 0x5a, sizeof c);
+    provoke_other_error();
+    ordo_engine_get_config(NULL, &c);
+    CHECK_MSG(last_error_has("ordo_engine_get_config: engine is NULL"), "'%s'", ordo_last_error());
+    CHECK_EQ_LONG(c.kind, 0); /* zeroed, not left as garbage */
+    CHECK_EQ_LONG(c.cpu_workers, 0);
+    provoke_other_error();
+    ordo_engine_get_config(e, NULL);
+    CHECK_MSG(last_error_has("ordo_engine_get_config: out is NULL"), "'%s'", ordo_last_error());
+    provoke_other_error();
+    ordo_profiler_clear(NULL);
+    CHECK_MSG(last_error_has("ordo_profiler_clear: engine is NULL"), "'%s'", ordo_last_error());
+    int old = ordo_set_bulk_size(0);
+    provoke_other_error();
+    CHECK_EQ_LONG(ordo_set_bulk_size(1000), 0);
+    CHECK_MSG(last_error_has("ordo_set_bulk_size: 1000") && last_error_has("64"), "'%s'", ordo_last_error());
+    CHECK_EQ_LONG(ordo_get_bulk_size(), ORDO_BULK_MAX); /* clamped, as before */
+    provoke_other_error();
+    ordo_set_bulk_size(-3);
+    CHECK_MSG(last_error_has("ordo_set_bulk_size: -3"), "'%s'", ordo_last_error());
+    CHECK_EQ_LONG(ordo_get_bulk_size(), 0);
+    ordo_set_bulk_size(old);
+    ordo_engine_destroy(e);
+}
+
 /* ordo_last_error is thread-local. */
 static void *read_last_error(void *p) {
     const char *m = ordo_last_error();
@@ -1088,6 +1138,7 @@ int main(void) {
     TEST(test_destroy_does_not_wait_out_the_spin);
     TEST(test_too_many_workers_named);
     TEST_T(test_bad_inputs_return_errors, 60);
+    TEST(test_calls_without_a_code_leave_a_message);
     TEST(test_last_error_is_thread_local);
     TEST(test_run_ctx_fields);
     TEST(test_default_engine);

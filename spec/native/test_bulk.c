@@ -161,6 +161,47 @@ static void test_bulk_failures_as_alone(void) {
     }
 }
 
+/* An op that meets two failures passes one on: the same one bulked as
+ * alone.  Alone, it was the failure of its first var by address (a push
+ * sorts its vars); in a bulk, the first in the order the op named them.
+ * So the wait on what it wrote reported another op's message, and the
+ * other failure was left for a later wait. */
+static void two_failures_met(int kind, int bulk_size, char *msg, size_t len, int *rc_out) {
+    ordo_engine *e = make_engine(kind, 2);
+    if (!e) return;
+    ordo_var *a = ordo_new_variable(e), *b = ordo_new_variable(e), *out = ordo_new_variable(e),
+             *out2 = ordo_new_variable(e);
+    ordo_var *lo = a < b ? a : b, *hi = a < b ? b : a;
+    sop f_lo = {1, 0, {NULL, NULL}, 0}, f_hi = {1, 0, {NULL, NULL}, 0}, m = {0, 0, {NULL, NULL}, 0},
+        m2 = {0, 0, {NULL, NULL}, 0};
+    ordo_set_bulk_size(bulk_size);
+    CHECK_EQ_LONG(ordo_push_sync(e, sop_fn, &f_lo, NULL, cpu_ctx(0), NULL, 0, &lo, 1, BULK, 0, "F_lo"), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, sop_fn, &f_hi, NULL, cpu_ctx(0), NULL, 0, &hi, 1, BULK, 0, "F_hi"), 0);
+    ordo_var *hi_lo[2] = {hi, lo}; /* named high address first */
+    CHECK_EQ_LONG(ordo_push_sync(e, sop_fn, &m, NULL, cpu_ctx(0), hi_lo, 2, &out, 1, BULK, 0, "M"), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, sop_fn, &m2, NULL, cpu_ctx(0), hi_lo, 2, &out2, 1, BULK, 0, "M2"), 0);
+    *rc_out = ordo_wait_for_var(e, out);
+    snprintf(msg, len, "%s", *rc_out ? ordo_last_error() : "");
+    ordo_set_bulk_size(0);
+    while (ordo_wait_for_all(e) == ORDO_ERR_FAILED) {}
+    CHECK_EQ_LONG(atomic_load(&m.ran) + atomic_load(&m2.ran), 0);
+    ordo_engine_destroy(e);
+}
+
+static void test_bulk_two_failures_met_as_alone(void) {
+    for (int k = 1; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        char alone[256] = "", bulked[256] = "";
+        int rc_alone = -1, rc_bulked = -1;
+        two_failures_met(kind, 0, alone, sizeof alone, &rc_alone);
+        two_failures_met(kind, ORDO_BULK_MAX, bulked, sizeof bulked, &rc_bulked);
+        CHECK_EQ_LONG(rc_alone, ORDO_ERR_FAILED);
+        CHECK_EQ_LONG(rc_bulked, ORDO_ERR_FAILED);
+        CHECK_MSG(strstr(alone, "F_lo:") != NULL, "%s alone: '%s'", kind_str(kind), alone);
+        CHECK_MSG(strcmp(alone, bulked) == 0, "%s: alone reported '%s', bulked '%s'", kind_str(kind), alone, bulked);
+    }
+}
+
 /* ---- ops that repeat their predecessor's uses ---------------------------------- */
 
 /* bulk_append lets an op whose vars and their use equal its predecessor's
@@ -640,6 +681,7 @@ int main(void) {
     TEST(test_bulk_random_perdevice);
     TEST_T(test_bulk_failures_as_alone, 60);
     TEST_T(test_bulk_repeated_uses_as_alone, 60);
+    TEST_T(test_bulk_two_failures_met_as_alone, 60);
     TEST_T(test_bulk_handed_over, 60);
     TEST_T(test_bulk_delete_and_destroy, 60);
     TEST_T(test_bulk_var_deleted_by_another_thread, 60);

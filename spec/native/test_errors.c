@@ -508,6 +508,230 @@ static void random_failures_vs_oracle(bool bulked) {
     }
 }
 
+/* ordo_fail(rc, NULL): the op fails with a message that says so (NULL
+ * went to vsnprintf as the format: undefined, an empty message here). */
+static int fail_null_fmt(const ordo_run_ctx *rc, void *param) {
+    (void)param;
+    const char *none = NULL;
+    return ordo_fail(rc, none);
+}
+
+static void null_message_body(ordo_engine *e, int kind) {
+    ordo_var *v = ordo_new_variable(e);
+    CHECK_EQ_LONG(push_simple(e, fail_null_fmt, NULL, NULL, 0, &v, 1, "nullfmt"), 0);
+    int rc = ordo_wait_for_var(e, v);
+    CHECK_MSG(rc == ORDO_ERR_FAILED && contains(ordo_last_error(), "nullfmt: failed (ordo_fail was given no message)"),
+              "%s: %d '%s'", kind_str(kind), rc, ordo_last_error());
+}
+
+static void test_rule5_fail_without_a_message(void) { each_kind(null_message_body); }
+
+/* An op pushed before a failure is reported is skipped, even when it runs
+ * after the report: whether it runs must not depend on timing.  Here the
+ * dependant X of a failed var also waits for a slow op S (a gate), so it
+ * runs only after the wait on the failed var has reported the failure.
+ * That wait used to make the failure "clean" for X too, and X ran on the
+ * failed input (a link step after a failed compile); the naive engine,
+ * which runs X at its push, skipped it.  Ops pushed after the report run
+ * (the vars are usable again).  Bulked: the same for ops handed over in a
+ * bulk before the report. */
+static void pushed_before_report_body(ordo_engine *e, int kind, bool bulked) {
+    const char *kn = kind_str(kind);
+    ordo_var *a = ordo_new_variable(e), *b = ordo_new_variable(e), *out = ordo_new_variable(e),
+             *out2 = ordo_new_variable(e);
+    gate_t g;
+    gate_init(&g);
+    if (kind == ORDO_ENGINE_NAIVE) gate_open(&g); /* it runs S at its push */
+    atomic_int x_ran, y_ran;
+    atomic_init(&x_ran, 0);
+    atomic_init(&y_ran, 0);
+    ordo_var *ab[2] = {a, b};
+    int prop = bulked ? ORDO_PROP_NORMAL | ORDO_PROP_BULK : ORDO_PROP_NORMAL;
+    if (bulked) ordo_set_bulk_size(8);
+    CHECK_EQ_LONG(push_simple(e, fail_boom, NULL, NULL, 0, &a, 1, "F"), 0);
+    CHECK_EQ_LONG(push_simple(e, gate_op, &g, NULL, 0, &b, 1, "S"), 0);
+    /* X twice: a bulk of two ops (one alone would be pushed as itself) */
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &x_ran, NULL, cpu_ctx(0), ab, 2, &out, 1, prop, 0, "X"), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &x_ran, NULL, cpu_ctx(0), ab, 2, &out2, 1, prop, 0, "X2"), 0);
+    int rc = ordo_wait_for_var(e, a);
+    CHECK_MSG(rc == ORDO_ERR_FAILED && contains(ordo_last_error(), "boom 7"), "%s%s: wait(a) = %d '%s'", kn,
+              bulked ? " bulked" : "", rc, ordo_last_error());
+    gate_open(&g);
+    CHECK_EQ_LONG(ordo_wait_for_var(e, out), 0); /* reported once: not again */
+    CHECK_EQ_LONG(ordo_wait_for_var(e, out2), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_MSG(atomic_load(&x_ran) == 0, "%s%s: %d ops that read the failed var ran after its report",
+              kn, bulked ? " bulked" : "", atomic_load(&x_ran));
+    /* pushed after the report: runs */
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &y_ran, NULL, cpu_ctx(0), ab, 2, &out, 1, prop, 0, "Y"), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &y_ran, NULL, cpu_ctx(0), ab, 2, &out2, 1, prop, 0, "Y2"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&y_ran), 2);
+    CHECK_EQ_LONG(atomic_load(&g.timed_out), 0);
+    if (bulked) ordo_set_bulk_size(0);
+}
+
+static void pushed_before_report_alone(ordo_engine *e, int kind) { pushed_before_report_body(e, kind, false); }
+static void pushed_before_report_bulked(ordo_engine *e, int kind) { pushed_before_report_body(e, kind, true); }
+
+static void test_rule5_op_pushed_before_the_report_is_skipped(void) {
+    each_kind(pushed_before_report_alone);
+    each_kind(pushed_before_report_bulked);
+}
+
+/* The same with waits on random vars between the pushes: each wait must
+ * report exactly what the serial order says (the var's failure, unless a
+ * wait reported it already), and an op is skipped exactly when one of its
+ * vars carries a failure not reported before its push -- however late it
+ * runs.  Failures are told apart here (each failing op makes its own): an
+ * op that meets two passes on the one of its var of lower address (the
+ * vars of a fresh engine come in address order), bulked or not. */
+static void random_failures_and_waits(bool bulked) {
+    long n = scaled(12000, 2000);
+    rng_t g;
+    rng_init(&g, test_seed() ^ 0x3c3c ^ (bulked ? 0xb01c : 0));
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 4);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_var *vars[RF_NVARS];
+        for (int i = 0; i < RF_NVARS; i++) vars[i] = ordo_new_variable(e);
+        for (int i = 1; i < RF_NVARS; i++) CHECK(vars[i - 1] < vars[i]);
+        double data[RF_NVARS], oracle[RF_NVARS];
+        for (int i = 0; i < RF_NVARS; i++) data[i] = oracle[i] = i + 1;
+        rf_op *ops = (rf_op *)calloc((size_t)n, sizeof *ops);
+        char *will_run = (char *)calloc((size_t)n, 1);
+        char *reported = (char *)calloc((size_t)n + 1, 1); /* by failure id (the op index + 1) */
+        long err[RF_NVARS] = {0};                           /* the failure id a var carries, 0: none */
+        long push_fail = 0, bad_waits = 0, nwaits = 0, nfail = 0, nskip = 0;
+        if (bulked) ordo_set_bulk_size(rng_range(&g, 2, ORDO_BULK_MAX));
+        for (long i = 0; i < n; i++) {
+            rf_op *o = &ops[i];
+            o->data = data;
+            atomic_init(&o->ran, 0);
+            o->nr = rng_range(&g, 0, 3);
+            o->nw = rng_range(&g, 1, 2);
+            for (int j = 0; j < o->nr; j++) o->r[j] = (unsigned char)rng_range(&g, 0, RF_NVARS - 1);
+            for (int j = 0; j < o->nw; j++) o->w[j] = (unsigned char)rng_range(&g, 0, RF_NVARS - 1);
+            /* the unreported failure it meets; of two, its var of lower address */
+            long meets = 0;
+            int at = RF_NVARS;
+            for (int j = 0; j < o->nr + o->nw; j++) {
+                int x = j < o->nr ? o->r[j] : o->w[j - o->nr];
+                if (err[x] && !reported[err[x]] && x < at) {
+                    meets = err[x];
+                    at = x;
+                }
+            }
+            o->fail = rng_range(&g, 0, 999) < 8;
+            /* what it writes: its writes and, by rule 3, a var read twice */
+            unsigned char wr[5];
+            int nwr = 0;
+            for (int j = 0; j < o->nw; j++) wr[nwr++] = o->w[j];
+            for (int j = 0; j < o->nr; j++)
+                for (int m = j + 1; m < o->nr; m++)
+                    if (o->r[j] == o->r[m]) wr[nwr++] = o->r[j];
+            if (meets) { /* skipped: passes the failure on */
+                for (int j = 0; j < nwr; j++) err[wr[j]] = meets;
+                nskip++;
+            } else if (o->fail) {
+                for (int j = 0; j < nwr; j++) err[wr[j]] = i + 1;
+                will_run[i] = 1;
+                nfail++;
+            } else {
+                will_run[i] = 1;
+                double s_ = 1;
+                for (int j = 0; j < o->nr; j++) s_ += oracle[o->r[j]];
+                for (int j = 0; j < o->nw; j++) oracle[o->w[j]] = s_ / (o->nr + 2);
+                for (int j = 0; j < nwr; j++) err[wr[j]] = 0;
+            }
+            ordo_var *r[3], *w[2];
+            for (int j = 0; j < o->nr; j++) r[j] = vars[o->r[j]];
+            for (int j = 0; j < o->nw; j++) w[j] = vars[o->w[j]];
+            push_fail += ordo_push_sync(e, rf_fn, o, NULL, cpu_ctx(0), r, o->nr, w, o->nw,
+                                        bulked ? ORDO_PROP_NORMAL | ORDO_PROP_BULK : ORDO_PROP_NORMAL, 0, "rf") != 0;
+            if (rng_range(&g, 0, 39) == 0) { /* a wait on a random var */
+                int v = rng_range(&g, 0, RF_NVARS - 1);
+                long f = err[v];
+                int want = f && !reported[f] ? ORDO_ERR_FAILED : ORDO_OK;
+                if (f) reported[f] = 1;
+                int rc = ordo_wait_for_var(e, vars[v]);
+                nwaits++;
+                if (rc != want && bad_waits++ < 3)
+                    fprintf(stderr, "    %s%s: wait %ld (after op %ld) on var %d = %d, oracle says %d ('%s')\n",
+                            kind_str(kind), bulked ? " bulked" : "", nwaits, i, v, rc, want,
+                            rc ? ordo_last_error() : "");
+            }
+        }
+        while (ordo_wait_for_all(e) == ORDO_ERR_FAILED) {}
+        if (bulked) ordo_set_bulk_size(0);
+        CHECK_EQ_LONG(push_fail, 0);
+        CHECK_MSG(bad_waits == 0, "%s%s: %ld of %ld waits against the oracle", kind_str(kind), bulked ? " bulked" : "",
+                  bad_waits, nwaits);
+        long wrong_ran = 0;
+        for (long i = 0; i < n; i++) {
+            int r_ = atomic_load(&ops[i].ran);
+            if (r_ != will_run[i] && wrong_ran++ < 3)
+                fprintf(stderr, "    %s%s: op %ld ran %d times, oracle says %d\n", kind_str(kind),
+                        bulked ? " bulked" : "", i, r_, will_run[i]);
+        }
+        CHECK_MSG(wrong_ran == 0, "%s%s: %ld ops ran/skipped against the oracle", kind_str(kind),
+                  bulked ? " bulked" : "", wrong_ran);
+        int bad = 0;
+        for (int i = 0; i < RF_NVARS; i++) bad += data[i] != oracle[i];
+        CHECK_MSG(bad == 0, "%s%s: %d vars differ from the oracle", kind_str(kind), bulked ? " bulked" : "", bad);
+        printf("    %s%s: %ld ops, %ld failed, %ld skipped, %ld waits\n", kind_str(kind), bulked ? " bulked" : "", n,
+               nfail, nskip, nwaits);
+        ordo_engine_destroy(e);
+        free(ops);
+        free(will_run);
+        free(reported);
+    }
+}
+
+static void test_rule5_random_failures_and_waits(void) {
+    random_failures_and_waits(false);
+    random_failures_and_waits(true);
+}
+
+/* Failures nobody waits for pile up until wait_for_all; recording each one
+ * walked the whole list, so n failures took time n^2 (40,000 a second,
+ * 400,000 minutes, with the workers stuck on the list's lock).  Linear now:
+ * four times the failures may take at most ten times as long (the best of
+ * three runs each; quadratic is sixteen). */
+static int fail_quiet(const ordo_run_ctx *rc, void *param) {
+    (void)param;
+    return ordo_fail(rc, "quiet");
+}
+
+static double time_failures(int kind, long n) {
+    double best = 1e9;
+    for (int round = 0; round < 3; round++) {
+        ordo_engine *e = make_engine(kind, 2);
+        if (!e) return -1;
+        double t0 = now_s();
+        for (long i = 0; i < n; i++) ordo_push_sync(e, fail_quiet, NULL, NULL, cpu_ctx(0), NULL, 0, NULL, 0, 0, 0, "q");
+        int rc = ordo_wait_for_all(e);
+        double t = now_s() - t0;
+        CHECK_EQ_LONG(rc, ORDO_ERR_FAILED);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        ordo_engine_destroy(e);
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+static void test_rule5_many_unwaited_failures_linear(void) {
+    long n = scaled(40000, 10000);
+    for (int k = 1; k < 3; k++) {
+        double t1 = time_failures(ALL_KINDS[k], n), t4 = time_failures(ALL_KINDS[k], 4 * n);
+        printf("    %s: %ld failures %.3f s, %ld: %.3f s\n", kind_str(ALL_KINDS[k]), n, t1, 4 * n, t4);
+        CHECK_MSG(t4 < 10 * t1 + 0.05, "%s: %ld failures took %.3f s, %ld took %.3f s", kind_str(ALL_KINDS[k]), n, t1,
+                  4 * n, t4);
+    }
+}
+
 static void test_rule5_random_failures_vs_oracle(void) { random_failures_vs_oracle(false); }
 static void test_rule5_random_failures_vs_oracle_bulked(void) { random_failures_vs_oracle(true); }
 
@@ -523,7 +747,11 @@ int main(void) {
     TEST_T(test_rule5_wait_to_write_reports, 60);
     TEST_T(test_rule5_delete_failed_var, 60);
     TEST_T(test_rule5_destroy_with_unreported_failure, 60);
+    TEST_T(test_rule5_op_pushed_before_the_report_is_skipped, 60);
+    TEST_T(test_rule5_fail_without_a_message, 60);
+    TEST_T(test_rule5_many_unwaited_failures_linear, 120);
     TEST(test_rule5_random_failures_vs_oracle);
     TEST(test_rule5_random_failures_vs_oracle_bulked);
+    TEST(test_rule5_random_failures_and_waits);
     return harness_end();
 }

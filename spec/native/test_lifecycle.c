@@ -163,6 +163,39 @@ static void test_rule11_destroy_frees_operators(void) {
     }
 }
 
+/* Operators never deleted go with their engine, as its vars do: destroy
+ * called no param_free for them and leaked them (rule 11: every byte). */
+static void test_rule11_destroy_frees_undeleted_operators(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *e = make_engine(kind, 2);
+        CHECK(e != NULL);
+        if (!e) continue;
+        atomic_store(&lc_ran, 0);
+        atomic_store(&lc_freed, 0);
+        ordo_var *w = ordo_new_variable(e);
+        enum { NOPR = 8 };
+        int made = 0;
+        for (int i = 0; i < NOPR; i++) {
+            lc_param *p = (lc_param *)calloc(1, sizeof *p);
+            p->spin_ns = 1000;
+            ordo_opr *r = ordo_new_operator(e, opr_fn, p, lc_free, NULL, 0, &w, 1, ORDO_PROP_NORMAL, "kept");
+            if (!r) {
+                free(p);
+                continue;
+            }
+            made++;
+            CHECK_EQ_LONG(ordo_push(e, r, cpu_ctx(0), 0), 0);
+            if (i % 2) ordo_delete_operator(e, r); /* half deleted, half left to destroy */
+        }
+        CHECK_EQ_LONG(made, NOPR);
+        ordo_engine_destroy(e);
+        CHECK_EQ_LONG(atomic_load(&lc_ran), made);
+        CHECK_MSG(atomic_load(&lc_freed) == made, "%s: %ld of %d operators' params freed by destroy", kind_str(kind),
+                  atomic_load(&lc_freed), made);
+    }
+}
+
 /* An operator deleted right after its last push still runs that push. */
 static void test_rule11_delete_operator_keeps_pending_runs(void) {
     for (int k = 0; k < 3; k++) {
@@ -284,6 +317,7 @@ int main(void) {
     TEST(test_rule11_destroy_finishes_pending_ops);
     TEST(test_rule11_destroy_waits_for_async_ops);
     TEST(test_rule11_destroy_frees_operators);
+    TEST(test_rule11_destroy_frees_undeleted_operators);
     TEST(test_rule11_delete_operator_keeps_pending_runs);
     TEST(test_rule11_destroy_joins_threads);
     TEST(test_rule11_destroy_idle_and_with_live_vars);

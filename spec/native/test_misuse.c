@@ -166,6 +166,51 @@ static void test_new_operator_checks_like_push(void) {
     }
 }
 
+/* An operator keeps its vars.  One of them deleted after the operator was
+ * made: its pushes failed while the var's block stayed free, but once a
+ * new var reused the block (after a slab's worth of new vars) they
+ * succeeded, on the new var -- an op ordered against whatever that var
+ * now guards.  They stay refused, naming the operator and the var. */
+static void test_operator_var_deleted_and_reused(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        const char *kn = kind_str(kind);
+        ordo_engine *e = make_engine(kind, 2);
+        CHECK(e != NULL);
+        if (!e) continue;
+        ordo_ctx cpu = cpu_ctx(0);
+        ordo_var *keep = ordo_new_variable(e), *v = ordo_new_variable(e);
+        ordo_var *r2[2] = {keep, v};
+        ordo_opr *r = ordo_new_operator(e, async_noop, NULL, NULL, r2, 2, NULL, 0, ORDO_PROP_NORMAL, "stale");
+        CHECK(r != NULL);
+        if (!r) continue;
+        CHECK_EQ_LONG(ordo_push(e, r, cpu, 0), 0);
+        CHECK_EQ_LONG(ordo_delete_variable(e, NULL, NULL, cpu, v), 0);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(ordo_push(e, r, cpu, 0), ORDO_ERR_DELETED);
+        /* new vars until one takes v's block */
+        enum { MAXV = 4096 };
+        ordo_var **fresh = (ordo_var **)calloc(MAXV, sizeof *fresh);
+        int n = 0;
+        bool reused = false;
+        while (n < MAXV && !reused) {
+            fresh[n] = ordo_new_variable(e);
+            reused = fresh[n++] == v;
+        }
+        CHECK_MSG(reused, "%s: no new var reused the deleted var's block in %d", kn, MAXV);
+        int rc = ordo_push(e, r, cpu, 0);
+        CHECK_MSG(rc == ORDO_ERR_DELETED && contains(ordo_last_error(), "stale") &&
+                      contains(ordo_last_error(), "deleted"),
+                  "%s: push of an operator whose var was deleted and reused: %d '%s'", kn, rc, ordo_last_error());
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(ordo_var_version(v), 0); /* the new var was not written */
+        ordo_delete_operator(e, r);
+        for (int i = 0; i < n; i++) CHECK_EQ_LONG(ordo_delete_variable(e, NULL, NULL, cpu, fresh[i]), 0);
+        free(fresh);
+        ordo_engine_destroy(e);
+    }
+}
+
 /* ordo_done_complete(NULL, ...) has no op to complete: it returns, with a
  * message (it returns void), instead of reading through NULL. */
 static void test_done_complete_null(void) {
@@ -205,6 +250,7 @@ static void test_default_engine_destroy_refused(void) {
 int main(void) {
     TEST_T(test_var_of_another_engine, 60);
     TEST_T(test_new_operator_checks_like_push, 60);
+    TEST_T(test_operator_var_deleted_and_reused, 60);
     TEST(test_done_complete_null);
     TEST_T(test_default_engine_destroy_refused, 60);
     return harness_end();

@@ -84,6 +84,33 @@ static void test_prioritised_ops_never_inline(void) {
     CHECK_EQ_LONG(p, 0);
 }
 
+/* A threshold near INT_MAX times the pool's workers overflowed an int (a
+ * negative product: every push "saturated"), so every op ran on the
+ * pusher.  Both workers gated; nothing may run on the pusher. */
+static void test_huge_threshold_never_inline(void) {
+    ordo_engine *e = engine_with(ORDO_ENGINE_PER_DEVICE, 2, (1 << 30) + 1);
+    CHECK(e != NULL);
+    if (!e) return;
+    gate_t g;
+    gate_init(&g);
+    ordo_var *gv[2] = {ordo_new_variable(e), ordo_new_variable(e)};
+    for (int i = 0; i < 2; i++)
+        CHECK_EQ_LONG(ordo_push_sync(e, gate_op, &g, NULL, cpu_ctx(0), NULL, 0, &gv[i], 1, 0, 0, "gate"), 0);
+    for (int i = 0; i < 200 && atomic_load(&g.entered) < 2; i++) sleep_ms(1);
+    where_counts w;
+    atomic_init(&w.on_pusher, 0);
+    atomic_init(&w.on_worker, 0);
+    for (int i = 0; i < 100; i++)
+        CHECK_EQ_LONG(ordo_push_sync(e, record_where, &w, NULL, cpu_ctx(0), NULL, 0, NULL, 0, 0, 0, "x"), 0);
+    int pusher = atomic_load(&w.on_pusher);
+    gate_open(&g);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(pusher, 0);
+    CHECK_EQ_LONG(atomic_load(&w.on_worker), 100);
+    CHECK_EQ_LONG(atomic_load(&g.timed_out), 0);
+    ordo_engine_destroy(e);
+}
+
 /* Saturation must not break ordering: a flood of ready ops mixed with a
  * chain of writes to one var still equals the serial result. */
 typedef struct { long *acc; long k; } step_p;
@@ -171,6 +198,7 @@ int main(void) {
     TEST(test_below_threshold_never_inline);
     TEST(test_disabled_never_inline);
     TEST(test_prioritised_ops_never_inline);
+    TEST(test_huge_threshold_never_inline);
     TEST(test_saturation_keeps_order);
     TEST(test_backpressure_pusher_helps);
     wd_shutdown();
