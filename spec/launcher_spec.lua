@@ -617,4 +617,14 @@ describe("ordo.repl (the REPL's Lua half)", function()
         assert.are.equal('{[true] = 2, ["a b"] = 1}', repl.format({["a b"] = 1, [true] = 2}))
         assert.are.equal("{}", repl.format({}))
     end)
+
+    it("shows a value whose tostring spans lines on one line inside a table, named by what it is", function()
+        local nn = ordo.nn
+        local m = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+        assert.are.equal("{model = Sequential {...}, t = [ordo.FloatTensor of size 2 on cpu(0)]}",
+                         repl.format({model = m, t = ordo.ones({2})}))
+        local multi = setmetatable({}, {__tostring = function() return "Head\n  part 1\n  part 2" end})
+        assert.are.equal("{Head {...}}", repl.format({multi}))
+        assert.are.equal("Head\n  part 1\n  part 2", repl.format(multi)) -- at the top: all of it
+    end)
 end)
