@@ -53,12 +53,27 @@ local function hms(s)
     return fmt("%02d:%02d", m, s % 60)
 end
 
+-- A field's value on the bar's one line.  A tensor of one element (a
+-- loss) shows its value -- read only when a line is drawn, so an update
+-- that draws nothing waits for nothing --, another tensor its summary
+-- ("[ordo.FloatTensor of size 2 on cpu(0)]"): print's several lines would
+-- break the bar.
 local function fmt_value(v)
+    local tensor = package.loaded["ordo.tensor"]
+    if tensor and tensor.is_tensor(v) then
+        if v:numel() == 1 then
+            local x = v:item()
+            if type(x) == "number" then v = x end
+        else
+            local s = tostring(v)
+            return s:match("([^\n]*)\n*$")
+        end
+    end
     if type(v) == "number" then
         if v == floor(v) and math.abs(v) < 1e15 then return fmt("%d", v) end
         return fmt("%.4g", v)
     end
-    return tostring(v)
+    return (tostring(v):gsub("\n", " "))
 end
 
 -- "acc=88.1% loss=0.31": a string as is; a table's named keys sorted (a
