@@ -109,6 +109,21 @@ print(ordo.tensor({1, 2, 3}):sum():item())
         assert.is_truthy(err:find("(command line):1: bad", 1, true), err)
     end)
 
+    it("a script that raises a value that is not a string says so, with a traceback, instead of nothing", function()
+        for _, c in ipairs({{"error()", "nil"}, {"error({code = 2})", "table"}, {"error(true)", "boolean"}}) do
+            local script = os.tmpname()
+            write(script, "print('before')\n" .. c[1] .. "\n")
+            local out, err, code = ordo(q(script))
+            assert.are.equal(1, code, c[1])
+            assert.are.equal("before\n", out)
+            assert.is_truthy(err:find("ordo: (error object is a " .. c[2] .. " value)\nstack traceback:", 1, true), err)
+            assert.is_truthy(err:find(":2: in main chunk", 1, true), err)
+            os.remove(script)
+        end
+        local _, err = ordo("-e 'error(setmetatable({}, {__tostring = function() return \"mine\" end}))'")
+        assert.is_truthy(err:find("ordo: mine\nstack traceback:", 1, true), err)
+    end)
+
     it("a tensor error names the user's line", function()
         local _, err, code = ordo("-e 'local o = require \"ordo\"\nlocal x = o.ones({2}) + o.ones({3})'")
         assert.are.equal(1, code)

@@ -228,14 +228,20 @@ int launcher_take_prompt_interrupt(void) {
 
 int launcher_was_interrupted(void) { return g_interrupted; }
 
-/* The error handler of every call: message plus traceback, as luajit. */
+/* The error handler of every call: message plus traceback, as luajit --
+ * except that an error object that is neither a string nor has a
+ * __tostring (error(), error({code = 2})) is named, traceback and all,
+ * where luajit prints nothing or "(error object is not a string)". */
 static int traceback(lua_State *L) {
-    if (!lua_isstring(L, 1)) {
-        if (lua_isnoneornil(L, 1) || !luaL_callmeta(L, 1, "__tostring") || !lua_isstring(L, -1))
-            return 1;
-        lua_remove(L, 1);
+    const char *msg;
+    if (lua_isstring(L, 1)) {
+        msg = lua_tostring(L, 1);
+    } else if (!lua_isnoneornil(L, 1) && luaL_callmeta(L, 1, "__tostring") && lua_isstring(L, -1)) {
+        msg = lua_tostring(L, -1);
+    } else {
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
-    luaL_traceback(L, L, lua_tostring(L, 1), 1);
+    luaL_traceback(L, L, msg, 1);
     return 1;
 }
 
