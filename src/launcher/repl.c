@@ -92,9 +92,19 @@ static void history_start(void) {
     using_history();
     stifle_history(HISTORY_MAX);
     read_history(g_hist_path); /* a missing file is an empty history */
-    /* append_history only appends to an existing file */
-    int fd = open(g_hist_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd >= 0) close(fd);
+    /* append_history only appends to an existing file; and a file that
+     * cannot be written (a directory, a missing folder: a mistyped
+     * ORDO_HISTORY) would lose every line of the session without a word */
+    int fd = open(g_hist_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "ordo: cannot write the history file %s: %s; this session's lines will not be kept "
+                        "(ORDO_HISTORY=path sets the file)\n",
+                g_hist_path, strerror(errno));
+        free(g_hist_path);
+        g_hist_path = NULL;
+        return;
+    }
+    close(fd);
     /* A session that ended without history_finish (os.exit, a kill) left
      * its lines appended past the limit. */
     history_truncate_file(g_hist_path, HISTORY_MAX);
