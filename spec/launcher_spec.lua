@@ -124,6 +124,23 @@ print(ordo.tensor({1, 2, 3}):sum():item())
         assert.is_truthy(err:find("ordo: mine\nstack traceback:", 1, true), err)
     end)
 
+    it("a script that ends while its shell command still runs exits once the command is done (no hang)", function()
+        -- lua_close unloads libordo (dlclose): the shell reaper's destructor
+        -- used to stop before the default engine waited for the command
+        local script = os.tmpname()
+        write(script, "local o = require 'ordo'\no.engine.shell('sleep 0.3; echo ran', {name = 'late'})\n")
+        local out, err, code = sh("timeout 20 " .. ORDO .. " " .. q(script))
+        assert.are.equal(0, code, err)
+        assert.are.equal("ran\n", out)
+        -- plain luajit, the package found through package.path
+        out, err, code = sh("timeout 20 luajit -e " ..
+                            q("package.path = '" .. root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;' .. package.path") ..
+                            " " .. q(script))
+        assert.are.equal(0, code, err)
+        assert.are.equal("ran\n", out)
+        os.remove(script)
+    end)
+
     it("a tensor error names the user's line", function()
         local _, err, code = ordo("-e 'local o = require \"ordo\"\nlocal x = o.ones({2}) + o.ones({3})'")
         assert.are.equal(1, code)
