@@ -718,6 +718,49 @@ static void exit_interrupted(void) {
     _exit(130);
 }
 
+/* After a script or -e that ended well (and no REPL follows, whose own end
+ * does the same): waits for the default engine's pending work, as its exit
+ * handler would, but reports a failure nobody waited for -- a kernel or a
+ * shell command that failed after the script's last wait -- which the
+ * exit handler would drop.  Returns the value, nil when all went well. */
+static const char at_exit_chunk[] =
+    "local ordo = package.loaded.ordo\n"
+    "local engine = type(ordo) == 'table' and rawget(ordo, 'engine')\n"
+    "local eng = type(engine) == 'table' and engine.default_if_running and engine.default_if_running()\n"
+    "if not eng then return nil end\n"
+    "local ok, err = pcall(eng.wait_for_all, eng)\n"
+    "if ok then return nil end\n"
+    "return (tostring(err):gsub('^at exit:%d+: ', ''))\n";
+
+/* 0, 1 (a failure, reported) or 130 (Ctrl-C during the wait). */
+static int wait_at_exit(lua_State *L) {
+    if (luaL_loadbuffer(L, at_exit_chunk, sizeof at_exit_chunk - 1, "=at exit")) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (launcher_call(L, 0, 1)) {
+        launcher_report(L, 1);
+        return launcher_was_interrupted() ? 130 : 1;
+    }
+    const char *msg = lua_tostring(L, -1);
+    int status = 0;
+    if (msg) {
+        size_t len = strlen(msg);
+        static const char tail[] = "interrupted";
+        fflush(stdout);
+        if (len >= sizeof tail - 1 && !strcmp(msg + len - (sizeof tail - 1), tail)) {
+            fputs("ordo: exiting without waiting for the engine's pending ops: interrupted\n", stderr);
+            status = 130;
+        } else {
+            fprintf(stderr, "ordo: at exit: %s\n", msg);
+            status = 1;
+        }
+        fflush(stderr);
+    }
+    lua_pop(L, 1);
+    return status;
+}
+
 int main(int argc, char **argv) {
     int flags = 0;
     int script = collect_args(argv, &flags);
@@ -771,6 +814,9 @@ int main(int argc, char **argv) {
         if (status == 130) exit_interrupted();
     } else if (status) {
         status = 1;
+    } else {
+        status = wait_at_exit(L);
+        if (status == 130) exit_interrupted();
     }
 
     /* Ctrl-C from here on (the engine finishing its ops at exit) ends the
