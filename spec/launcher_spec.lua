@@ -479,6 +479,27 @@ print("waiting") io.stdout:flush()
         assert.are.equal(1, rc, text) -- on a pipe, a session with a failed command exits 1
     end)
 
+    it("a REPL on a pipe that waits for its next line ends at Ctrl-C (exit 130) instead of ignoring it", function()
+        local dir = os.tmpname()
+        os.remove(dir)
+        assert.is_true(os.execute("mkdir " .. q(dir)) == 0)
+        local fifo, out = dir .. "/in", dir .. "/out"
+        -- the writer says one line and then keeps the pipe open, silent
+        local cmd = ([[bash -c 'set -m; mkfifo %s; (printf "print(\"ready\")\n"; exec sleep 20) > %s & w=$!;
+            start=$(date +%%s%%N); %s < %s > %s 2>&1 & p=$!;
+            for i in $(seq 200); do grep -q ready %s && break; sleep 0.05; done; sleep 0.2;
+            kill -INT $p; wait $p; rc=$?; kill $w; echo "rc=$rc ms=$(( ($(date +%%s%%N) - start) / 1000000 ))"' 2>/dev/null]])
+            :format(q(fifo), q(fifo), ORDO, q(fifo), q(out), q(out))
+        local f = assert(io.popen(cmd))
+        local status = f:read("*a")
+        f:close()
+        local text = slurp(out)
+        os.execute("rm -rf " .. q(dir))
+        assert.are.equal(130, tonumber(status:match("rc=(%d+)")), status .. text)
+        assert.are.equal("ready\nordo: interrupted\n", text)
+        assert.is_true(tonumber(status:match("ms=(%d+)")) < 10000, status)
+    end)
+
     it("and when a script takes Ctrl-C in a pcall", function()
         local script = os.tmpname()
         write(script, [[

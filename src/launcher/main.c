@@ -205,6 +205,19 @@ static void install_sigint(void) {
     g_sigint_dfl = 0;
 }
 
+/* The plain REPL's reads (repl.c) let a Ctrl-C end them: without
+ * SA_RESTART a read blocked on the pipe fails with EINTR instead of going
+ * on, unmoved, after it. */
+void launcher_sigint_restart(int on) {
+    if (g_sigint_ignored || g_sigint_dfl) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = on ? SA_RESTART : 0;
+    sigaction(SIGINT, &sa, NULL);
+}
+
 static void default_sigint(void) {
     if (g_sigint_ignored) return;
     install_quit_sigint();

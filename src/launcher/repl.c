@@ -265,16 +265,33 @@ static void readline_loop(lua_State *L) {
     history_finish();
 }
 
-static void plain_loop(lua_State *L) {
+/* 1 when a Ctrl-C (SIGINT) ended the session while it waited for a line:
+ * with no line to clear, as on a terminal, it stops reading, as it stops a
+ * script. */
+static int plain_loop(lua_State *L) {
     char *line = NULL;
     size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, stdin)) >= 0) {
+    int interrupted = 0;
+    for (;;) {
+        /* a Ctrl-C after the last command's Lua ended counts from here */
+        if (launcher_take_prompt_interrupt()) {
+            interrupted = 1;
+            break;
+        }
+        launcher_sigint_restart(0);
+        errno = 0;
+        ssize_t n = getline(&line, &cap, stdin);
+        int err = errno;
+        launcher_sigint_restart(1);
+        if (n < 0) {
+            if (err == EINTR && launcher_take_prompt_interrupt()) interrupted = 1;
+            break;
+        }
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        launcher_take_prompt_interrupt();
         if (feed(L, line)) break;
     }
     free(line);
+    return interrupted;
 }
 
 int launcher_repl(lua_State *L, int tty) {
@@ -288,8 +305,15 @@ int launcher_repl(lua_State *L, int tty) {
     lua_pushboolean(L, tty);
     if (launcher_call(L, 1, 0) != 0) return launcher_report(L, 1);
 
-    if (tty) readline_loop(L);
-    else plain_loop(L);
+    if (tty) {
+        readline_loop(L);
+    } else if (plain_loop(L)) {
+        fflush(stdout);
+        fputs("ordo: interrupted\n", stderr);
+        luaL_unref(L, LUA_REGISTRYINDEX, g_repl);
+        g_repl = LUA_NOREF;
+        return 130; /* as an interrupted script: at once, without waiting for the engine */
+    }
 
     /* Waits for the engine's pending work (reporting a failure nobody saw)
      * and tells the exit status; 130 when that wait was interrupted. */
