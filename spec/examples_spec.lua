@@ -258,6 +258,8 @@ describe("examples", function()
             {"build_graph.lua", "-x", "build_graph: unknown option -x"},
             {"build_graph.lua", "/tmp", "build_graph: dir must be a new or empty directory, got /tmp"},
             {"build_graph.lua", "a b", "build_graph: unexpected argument b"},
+            -- mkdir's complaint on the same line, not one line of its own above ours
+            {"build_graph.lua", "/dev/null", "build_graph: dir: cannot make the directory /dev/null (cannot create"},
             {"linear_regression.lua", "0 4 2", "linear_regression: n must be an integer >= 1, got 0"},
             {"linear_regression.lua", "10 4 -1", "linear_regression: steps must be an integer >= 1, got -1"},
             {"linear_regression.lua", "10 abc", "linear_regression: d must be an integer >= 1, got abc"},
