@@ -518,7 +518,7 @@ static void set_package_path(lua_State *L, const char *lua_dir) {
 /* ------------------------------------------------------------------ */
 /* Options, as luajit takes them                                       */
 
-enum { FLAG_INTERACTIVE = 1, FLAG_VERSION = 2, FLAG_EXEC = 4 };
+enum { FLAG_INTERACTIVE = 1, FLAG_VERSION = 2, FLAG_EXEC = 4, FLAG_NOENV = 8 };
 
 static void print_usage(FILE *f) {
     fputs("usage: ordo [options]... [script [args]...]\n"
@@ -529,12 +529,14 @@ static void print_usage(FILE *f) {
           "  -v        Show version information (also --version).\n"
           "  -j cmd    LuaJIT control command (-joff, -jon, -jflush, -jv, -jdump...).\n"
           "  -O[opt]   Control LuaJIT optimizations.\n"
+          "  -E        Ignore environment variables (LUA_INIT, LUA_PATH, LUA_CPATH).\n"
           "  -h        Show this help (also --help).\n"
           "  --        Stop handling options.\n"
           "  -         Run stdin as a script and stop handling options.\n"
           "Without a script or -e: the REPL (on a pipe, lines are read without prompts).\n"
           "Environment: ORDO_LIB (the library), ORDO_HISTORY (REPL history file,\n"
-          "default ~/.ordo_history; empty: none), LUA_PATH, LUA_CPATH, ORDO_*.\n",
+          "default ~/.ordo_history; empty: none), LUA_INIT (code, or @file, run\n"
+          "first), LUA_PATH, LUA_CPATH, ORDO_*.\n",
           f);
 }
 
@@ -574,6 +576,10 @@ static int collect_args(char **argv, int *flags) {
             if (a[2] != '\0') return -1;
             *flags |= FLAG_VERSION;
             break;
+        case 'E':
+            if (a[2] != '\0') return -1;
+            *flags |= FLAG_NOENV;
+            break;
         case 'h':
             return -2;
         case 'e':
@@ -612,6 +618,19 @@ static int run_string(lua_State *L, const char *code, const char *name) {
     int status = luaL_loadbuffer(L, code, strlen(code), name);
     if (status == 0) status = launcher_call(L, 0, 0);
     return launcher_report(L, status);
+}
+
+/* LUA_INIT, as luajit runs it before the options: "@file" runs the file,
+ * anything else is code.  -E skips it. */
+static int run_lua_init(lua_State *L) {
+    const char *init = getenv("LUA_INIT");
+    if (!init) return 0;
+    if (init[0] == '@') {
+        int status = luaL_loadfile(L, init + 1);
+        if (status == 0) status = launcher_call(L, 0, 0);
+        return launcher_report(L, status);
+    }
+    return run_string(L, init, "=LUA_INIT");
 }
 
 static int is_identifier(const char *s) {
@@ -804,6 +823,10 @@ int main(int argc, char **argv) {
     }
     g_L = L;
     lua_gc(L, LUA_GCSTOP, 0);
+    if (flags & FLAG_NOENV) { /* package.path and cpath leave out LUA_PATH and LUA_CPATH */
+        lua_pushboolean(L, 1);
+        lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+    }
     luaL_openlibs(L);
     lua_gc(L, LUA_GCRESTART, -1);
     if (lua_dir) {
@@ -818,7 +841,8 @@ int main(int argc, char **argv) {
 
     int status = 0;
     if (flags & FLAG_VERSION) print_version();
-    status = run_args(L, argv, script ? script : argc);
+    if (!(flags & FLAG_NOENV)) status = run_lua_init(L);
+    if (status == 0) status = run_args(L, argv, script ? script : argc);
     if (status == 0 && script) status = run_script(L, argv, argc, script);
     if (status && launcher_was_interrupted()) exit_interrupted();
     if (status == 0 && ((flags & FLAG_INTERACTIVE) || (!script && !(flags & (FLAG_EXEC | FLAG_VERSION))))) {
