@@ -73,6 +73,7 @@ print(ordo.tensor({1, 2, 3}):sum():item())
         local out, err, code = sh("ORDO_LIB=/nonexistent/libordo.so " .. ORDO .. " -e 'require \"ordo\"'")
         assert.are_not.equal(0, code)
         assert.is_truthy(err:find("/nonexistent/libordo.so", 1, true), err)
+        assert.is_truthy(err:find("^ordo: cannot load the native library"), err) -- one prefix, not "ordo: ordo:"
         assert.are.equal("", out)
     end)
 

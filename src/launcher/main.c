@@ -291,6 +291,9 @@ int launcher_report(lua_State *L, int status) {
     if (status && !lua_isnil(L, -1)) {
         const char *msg = lua_tostring(L, -1);
         if (!msg) msg = "(error object is not a string)";
+        /* the package's own "ordo: ..." messages (the library did not
+         * load) need no second prefix */
+        if (!strncmp(msg, "ordo: ", 6)) msg += 6;
         fflush(stdout);
         fprintf(stderr, "ordo: %s\n", msg);
         fflush(stderr);
