@@ -187,6 +187,24 @@ print(ordo.tensor({1, 2, 3}):sum():item())
         assert.is_truthy(err:find("(command line):2: add: shapes 2 and 3 cannot be broadcast", 1, true), err)
     end)
 
+    it("the traceback of an error the package raised at the user's line shows the user's frames only", function()
+        local script = os.tmpname()
+        write(script, "local o = require 'ordo'\nlocal function f() return o.ones({2}) + o.ones({3}) end\nf()\n")
+        local _, err, code = ordo(q(script))
+        assert.are.equal(1, code)
+        local name = script:match("[^/]*$")
+        assert.is_truthy(err:find("^ordo: [^\n]*" .. name .. ":2: add: shapes 2 and 3 cannot be broadcast[^\n]*\n" ..
+                                  "stack traceback:\n\t[^\n]*" .. name .. ":2: in function 'f'\n" ..
+                                  "\t[^\n]*" .. name .. ":3: in main chunk\n$"), err)
+        -- an error raised inside the package (a chunk named as one of its files) keeps its frames
+        _, err = ordo("-e " .. q("local dir = package.loaded['ordo.launcher'].lua_dir\n" ..
+                                 "local inner = loadstring('local x = nil; return x.y', '@' .. dir .. '/ordo/fake.lua')\n" ..
+                                 "inner()"))
+        assert.is_truthy(err:find("ordo/fake.lua:1: attempt to index local 'x'", 1, true), err)
+        assert.is_truthy(err:find("\n\t[^\n]*ordo/fake.lua:1: in function 'inner'\n"), err)
+        os.remove(script)
+    end)
+
     it("-v prints the version, -h the usage, a bad option fails", function()
         local out, _, code = ordo("-v")
         assert.are.equal(0, code)

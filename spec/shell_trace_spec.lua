@@ -204,6 +204,8 @@ describe("ordo.trace", function()
                                         {ph = "X", name = "b", ts = 1, dur = 2, tid = 3}}})
         assert.equals("p tid 3", ops[1].worker)
         raises("trace.ops: event 2 is not an object, got number", trace.ops, {traceEvents = {{ph = "M"}, 7}})
+        -- hand-made ops without a worker row count as one row
+        assert.equals(1, trace.stats({{start = 1, stop = 2, dur = 1}, {start = 2, stop = 3, dur = 1}}).rows)
         -- a path that is not a readable file: the reason, not the JSON reader's complaint about nil
         raises("trace.load: cannot read /tmp: it is a directory", trace.load, "/tmp")
         raises("trace.load: cannot read /nonexistent/t.json: No such file or directory", trace.load, "/nonexistent/t.json")

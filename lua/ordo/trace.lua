@@ -317,8 +317,9 @@ function M.stats(ops)
             points[#points + 1] = {op.start, 1}
             points[#points + 1] = {op.stop, -1}
         end
-        if not rows[op.worker] then
-            rows[op.worker] = true
+        local row = tostring(op.worker) -- (a hand-made op may have none: one row of its own)
+        if not rows[row] then
+            rows[row] = true
             s.rows = s.rows + 1
         end
     end

@@ -34,6 +34,7 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -241,6 +242,118 @@ int launcher_take_prompt_interrupt(void) {
 
 int launcher_was_interrupted(void) { return g_interrupted; }
 
+/* A growing string for user_traceback (the Lua stack cannot hold pieces
+ * while lua_getinfo pushes functions). */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int oom;
+} strbuf;
+
+static void sb_add(strbuf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (len < 0) return;
+    if ((size_t)len >= sizeof tmp) len = sizeof tmp - 1;
+    if (b->n + (size_t)len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        while (cap < b->n + (size_t)len + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, tmp, (size_t)len);
+    b->n += (size_t)len;
+    b->p[b->n] = '\0';
+}
+
+/* True when the first line of msg holds a position in the package's own
+ * files ("lua/ordo/tensor.lua:12:"): the error was raised inside it, and
+ * its frames are the story.  (The REPL's test, lua/ordo/repl.lua.) */
+static int raised_in_package(const char *msg) {
+    for (const char *s = msg; *s && *s != '\n'; s++) {
+        if (strncmp(s, "ordo/", 5)) continue;
+        const char *q = s + 5;
+        while (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')) q++;
+        if (q == s + 5 || strncmp(q, ".lua:", 5)) continue;
+        q += 5;
+        if (*q < '0' || *q > '9') continue;
+        while (*q >= '0' && *q <= '9') q++;
+        if (*q == ':') return 1;
+    }
+    return 0;
+}
+
+/* msg and a traceback of the user's frames, as the REPL prints them: an
+ * error the package raised at the user's line (util.fail: "x.lua:3: add:
+ * shapes ...") needs none of the package's frames (util.lua's fail,
+ * tensor.lua's helpers, the error() call they make), which named package
+ * functions the user never called.  An error raised inside the package
+ * keeps them (0: luaL_traceback).  Otherwise laid out as luaL_traceback,
+ * the middle of a deep stack elided. */
+static int user_traceback(lua_State *L, const char *msg) {
+    size_t plen = g_pkg_source ? strlen(g_pkg_source) : 0;
+    if (!plen || raised_in_package(msg)) return 0;
+    lua_Debug ar;
+    int n = 0;
+    while (lua_getstack(L, n + 1, &ar)) n++;
+    char *keep = calloc((size_t)n + 1, 1);
+    if (!keep) return 0;
+    int pkg_frames = 0;
+    for (int i = n - 1; i >= 0; i--) { /* from the outermost: an error() call is dropped with its caller */
+        if (!lua_getstack(L, i + 1, &ar) || !lua_getinfo(L, "Sn", &ar)) continue;
+        int pkg = !strncmp(ar.source, g_pkg_source, plen);
+        pkg_frames += pkg;
+        keep[i] = !pkg;
+        if (*ar.what == 'C' && ar.name && !strcmp(ar.name, "error") && i + 1 < n && !keep[i + 1]) keep[i] = 0;
+    }
+    if (!pkg_frames) {
+        free(keep);
+        return 0;
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++) kept += keep[i];
+    strbuf b = {NULL, 0, 0, 0};
+    sb_add(&b, "stack traceback:");
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!keep[i]) continue;
+        k++;
+        if (k > 12 && k <= kept - 10) {
+            if (k == 13) sb_add(&b, "\n\t...");
+            continue;
+        }
+        if (!lua_getstack(L, i + 1, &ar) || !lua_getinfo(L, "Snlf", &ar)) continue;
+        const void *fn = lua_topointer(L, -1);
+        lua_pop(L, 1);
+        sb_add(&b, "\n\t%s:", ar.short_src);
+        if (ar.currentline > 0) sb_add(&b, "%d:", ar.currentline);
+        if (ar.namewhat && *ar.namewhat) sb_add(&b, " in function '%s'", ar.name ? ar.name : "?");
+        else if (*ar.what == 'm') sb_add(&b, " in main chunk");
+        else if (*ar.what == 'C') sb_add(&b, " at %p", fn);
+        else sb_add(&b, " in function <%s:%d>", ar.short_src, ar.linedefined);
+    }
+    free(keep);
+    if (b.oom) {
+        free(b.p);
+        return 0;
+    }
+    lua_pushstring(L, msg);
+    lua_pushliteral(L, "\n");
+    lua_pushlstring(L, b.p, b.n);
+    lua_concat(L, 3);
+    free(b.p);
+    return 1;
+}
+
 /* The error handler of every call: message plus traceback, as luajit --
  * except that an error object that is neither a string nor has a
  * __tostring (error(), error({code = 2})) is named, traceback and all,
@@ -254,7 +367,7 @@ static int traceback(lua_State *L) {
     } else {
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
-    luaL_traceback(L, L, msg, 1);
+    if (!user_traceback(L, msg)) luaL_traceback(L, L, msg, 1);
     return 1;
 }
 
