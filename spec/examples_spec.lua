@@ -148,6 +148,16 @@ describe("examples", function()
         assert.is_truthy(err and base, out)
         assert.is_true(err < 0.75 * base, "it learned more than the mean image:\n" .. out)
         assert.is_truthy(out:find("test images (left) and their reconstructions (right):", 1, true), out)
+        -- one step of training: worse than the mean image, and it says "above", not "0.7x below"
+        out, code = run(("cd %s && %s luajit examples/fashion_autoencoder.lua --epochs 1 --limit 8 "
+            .. "--test-limit 20 --show 0"):format(os.getenv("PWD") or ".", lua_path))
+        assert.are.equal(0, code, out)
+        local e1, ratio, word, b1 = out:match("final test reconstruction error ([%d.]+), ([%d.]+)x (%a+) the mean image's ([%d.]+)")
+        e1, ratio, b1 = tonumber(e1), tonumber(ratio), tonumber(b1)
+        assert.is_truthy(e1 and b1, out)
+        assert.is_true(e1 > b1, out)
+        assert.are.equal("above", word, out)
+        assert.is_true(ratio >= 1, out)
     end)
 
     it("char_lm.lua learns a text with each model (the loss falls below guessing) and writes a sample", function()
