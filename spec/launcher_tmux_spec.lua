@@ -157,6 +157,23 @@ describe("ordo REPL on a terminal (tmux)", function()
         t:kill()
     end)
 
+    it("a paste of several lines runs them one by one, as typed", function()
+        need_tmux()
+        local t = start(history)
+        -- bracketed paste: readline hands the lines over at once, newlines and all
+        os.execute(tmux("set-buffer -b ordo_paste " .. q("pa = 1\npb = pa + 1\nfunction psq(x)\n  return x * x\nend\npsq(pb) * 10\n")))
+        local n = t:prompts()
+        os.execute(tmux("paste-buffer -p -b ordo_paste -t " .. t.name))
+        t:type(nil, "Enter")
+        t:wait_line("40")
+        t:wait_for(function() return t:prompts() > n end, "the prompt after the paste")
+        assert.is_falsy(t:screen():find("expected", 1, true), t:screen())
+        t:kill()
+        local f = assert(io.open(history))
+        assert.is_truthy(f:read("*a"):find("\npb = pa + 1\n", 1, true)) -- each line in the history
+        f:close()
+    end)
+
     it("Ctrl-C at the prompt clears the line and the unfinished chunk", function()
         need_tmux()
         local t = start(history)

@@ -254,8 +254,21 @@ static void readline_loop(lua_State *L) {
             installed = 0;
             char *line = g_line;
             g_line = NULL;
-            history_add(line);
-            int quit = feed(L, line);
+            /* A paste of several lines (readline's bracketed paste hands
+             * them over at once, newlines and all) runs line by line, as
+             * typed: one chunk of "a = 1\nb * 10" is not Lua.  A Ctrl-C
+             * that stops one of them drops the rest. */
+            int quit = 0;
+            for (char *p = line;;) {
+                char *nl = strchr(p, '\n');
+                if (nl) *nl = '\0';
+                if (nl || *p || p == line) { /* not the empty piece after a final newline */
+                    history_add(p);
+                    quit = feed(L, p);
+                }
+                if (quit || !nl || launcher_was_interrupted()) break;
+                p = nl + 1;
+            }
             free(line);
             if (quit) break;
         }
