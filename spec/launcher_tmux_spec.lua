@@ -174,6 +174,28 @@ describe("ordo REPL on a terminal (tmux)", function()
         f:close()
     end)
 
+    it("Ctrl-Z at the prompt and fg: the prompt and the line typed so far come back, keys echo once", function()
+        need_tmux()
+        -- a shell with job control runs ordo, as at a terminal
+        local name = ("z%d"):format(math.random(1, 1e9))
+        assert.is_true(os.execute(tmux(("new-session -d -s %s -x 160 -y 50 %s"):format(name,
+            q("env -i TERM=xterm PATH=/usr/bin:/bin bash --norc --noprofile")))) == 0)
+        local t = setmetatable({name = name}, Term)
+        t:type(("ORDO_HISTORY=%s INPUTRC=/dev/null %s"):format(q(history), q(ORDO)), "Enter")
+        t:wait_for(function() return t:prompts() >= 1 end, "the first prompt")
+        t:enter("zx = 4")
+        t:type("zx +", "C-z")
+        t:wait_text("Stopped")
+        local n = t:prompts()
+        t:type("fg", "Enter")
+        t:wait_for(function() return t:prompts() > n end, "the prompt again after fg")
+        t:wait_text("ordo> zx +")
+        t:type(" 1", "Enter")
+        t:wait_line("5")
+        assert.is_falsy(t:screen():find("zx + 1\nzx + 1", 1, true), t:screen()) -- not echoed twice
+        t:kill()
+    end)
+
     it("Ctrl-C at the prompt clears the line and the unfinished chunk", function()
         need_tmux()
         local t = start(history)

@@ -216,6 +216,32 @@ static void clear_line(lua_State *L) {
     rl_redisplay();
 }
 
+/* Ctrl-Z at the prompt stops the REPL with readline's terminal settings
+ * in force; the shell puts its own back, and on `fg` (SIGCONT) readline,
+ * which catches no signals here, would go on reading a cooked, echoing
+ * terminal: no prompt, every key shown twice.  The loop prepares the
+ * terminal again and redraws the prompt and the line typed so far. */
+static volatile sig_atomic_t g_continued;
+
+static void on_sigcont(int sig) {
+    (void)sig;
+    g_continued = 1;
+}
+
+static void resume_line(lua_State *L) {
+    g_continued = 0;
+    char *saved = strdup(rl_line_buffer ? rl_line_buffer : "");
+    int point = rl_point;
+    rl_callback_handler_remove(); /* the terminal as readline found it, then prepared anew */
+    rl_callback_handler_install(prompt(L), on_line);
+    if (saved && *saved) {
+        rl_replace_line(saved, 0);
+        rl_point = point <= rl_end ? point : rl_end;
+        rl_redisplay();
+    }
+    free(saved);
+}
+
 static void readline_loop(lua_State *L) {
     /* Lua expressions: a.b.c and t:method stay one word. */
     static char breaks[] = " \t\n\"'`@$><=;|&{}()[],+-*/%^~#";
@@ -224,13 +250,20 @@ static void readline_loop(lua_State *L) {
     rl_completer_word_break_characters = breaks;
     rl_attempted_completion_function = complete;
     history_start();
+    struct sigaction cont, old_cont;
+    memset(&cont, 0, sizeof cont);
+    cont.sa_handler = on_sigcont;
+    sigemptyset(&cont.sa_mask);
+    sigaction(SIGCONT, &cont, &old_cont); /* no SA_RESTART: select returns */
 
     int installed = 0;
     for (;;) {
         if (!installed) {
+            g_continued = 0; /* a stop during a command: the terminal was the command's */
             rl_callback_handler_install(prompt(L), on_line);
             installed = 1;
         }
+        if (g_continued) resume_line(L);
         /* a Ctrl-C that came while the last command was finishing */
         if (launcher_take_prompt_interrupt()) clear_line(L);
         fd_set fds;
@@ -240,6 +273,7 @@ static void readline_loop(lua_State *L) {
         if (select(fd + 1, &fds, NULL, NULL, NULL) < 0) {
             if (errno != EINTR) break;
             rl_check_signals(); /* a window resize, for readline */
+            if (g_continued) resume_line(L);
             if (launcher_take_prompt_interrupt()) clear_line(L);
             continue;
         }
@@ -274,6 +308,7 @@ static void readline_loop(lua_State *L) {
         }
     }
     if (installed) rl_callback_handler_remove();
+    sigaction(SIGCONT, &old_cont, NULL);
     free_matches();
     history_finish();
 }
