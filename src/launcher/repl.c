@@ -254,7 +254,10 @@ static void readline_loop(lua_State *L) {
     memset(&cont, 0, sizeof cont);
     cont.sa_handler = on_sigcont;
     sigemptyset(&cont.sa_mask);
-    sigaction(SIGCONT, &cont, &old_cont); /* no SA_RESTART: select returns */
+    /* select returns EINTR whatever SA_RESTART says; a command's reads
+     * (io.read) stopped and continued go on as they would without us */
+    cont.sa_flags = SA_RESTART;
+    sigaction(SIGCONT, &cont, &old_cont);
 
     int installed = 0;
     for (;;) {
