@@ -153,6 +153,9 @@ print(ordo.tensor({1, 2, 3}):sum():item())
         _, err, code = ordo("-e " .. q("require('ordo').engine.shell('exit 3', {name = 'late'})"))
         assert.are.equal("ordo: at exit: late: command failed with exit status 3: exit 3\n", err)
         assert.are.equal(1, code)
+        _, err, code = ordo("-e " .. q("require('ordo.engine').shell('exit 4', {name = 'alone'})")) -- without ordo itself
+        assert.are.equal("ordo: at exit: alone: command failed with exit status 4: exit 4\n", err)
+        assert.are.equal(1, code)
         -- reported already (the script waited): nothing more, exit 0
         write(script, "local o = require 'ordo'\no.engine.shell('exit 3')\nprint(pcall(o.engine.wait_for_all))\n")
         out, err, code = ordo(q(script))

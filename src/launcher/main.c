@@ -872,8 +872,7 @@ static void exit_interrupted(void) {
  * shell command that failed after the script's last wait -- which the
  * exit handler would drop.  Returns the value, nil when all went well. */
 static const char at_exit_chunk[] =
-    "local ordo = package.loaded.ordo\n"
-    "local engine = type(ordo) == 'table' and rawget(ordo, 'engine')\n"
+    "local engine = package.loaded['ordo.engine']\n" /* (a script may require ordo.tensor alone) */
     "local eng = type(engine) == 'table' and engine.default_if_running and engine.default_if_running()\n"
     "if not eng then return nil end\n"
     "local ok, err = pcall(eng.wait_for_all, eng)\n"
