@@ -117,6 +117,17 @@ describe("progress.bar on a terminal", function()
         assert.matches("loss=0.25 acc=90%%%s*$", last) -- list fields keep their order
     end)
 
+    it("draws the line that reaches total at once, but no more often than the interval past it", function()
+        local out, clock = sink(), fake_clock()
+        local bar = progress.bar{total = 10, tty = true, out = out, clock = clock.fn}
+        for i = 1, 1000 do bar:update(i) end -- the clock stands still: a total set too low
+        local draws = count(out:text(), "\r")
+        assert.are.equal(2, draws) -- the first update and the one reaching 10, not 991 more
+        clock.t = clock.t + 1
+        bar:update(1001)
+        assert.are.equal(3, count(out:text(), "\r"))
+    end)
+
     it("blanks what is left of a longer earlier line", function()
         local out, clock = sink(), fake_clock()
         local bar = progress.bar{total = 10, tty = true, out = out, clock = clock.fn, interval = 0}

@@ -249,7 +249,11 @@ function Bar:update(i, fields)
     local now = self.clock()
     local total = self.total
     if self.tty then
-        if now - self.last_draw >= self.interval or (total and i >= total) then draw_tty(self, now, false) end
+        -- the line that reaches total is drawn at once; a count past a
+        -- total set too low (more batches than said) keeps to the interval
+        local reached = total and i >= total and not self.reached
+        if reached then self.reached = true end
+        if reached or now - self.last_draw >= self.interval then draw_tty(self, now, false) end
     elseif total and total > 0 then
         -- a line at each new tenth; the last tenth is finish()'s line
         local tenth = floor(min(i, total) * 10 / total)
