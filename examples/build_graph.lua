@@ -189,8 +189,12 @@ local dir = keep and opt.dir or run("mktemp -d \"${TMPDIR:-/tmp}/ordo_build.XXXX
 if dir == "" then cli.die("build_graph", "cannot make a temporary directory") end
 if keep then
     -- `--` ends mkdir's options: a name that starts with '-' is a name
-    local made = os.execute("mkdir -p -- " .. sh_quote(dir))
-    if not (made == 0 or made == true) then cli.die("build_graph", "cannot make the directory " .. dir) end
+    -- (mkdir's own message, on one line with ours, says why it could not)
+    local why = run("mkdir -p -- " .. sh_quote(dir) .. " 2>&1 || echo FAILED")
+    if why:find("FAILED%s*$") then
+        why = why:gsub("%s*FAILED%s*$", ""):gsub("^mkdir: ", ""):gsub("\n.*", "")
+        cli.die("build_graph", fmt("dir: cannot make the directory %s (%s)", dir, why))
+    end
     -- The checks below expect a first build: old targets would be up to date.
     if run("ls -A -- " .. sh_quote(dir) .. " 2>&1") ~= "" then
         cli.die("build_graph", fmt("dir must be a new or empty directory, got %s, which holds files", dir))

@@ -120,7 +120,9 @@ for epoch = 1, opt.epochs do
     print(fmt("epoch %2d  test reconstruction error %.4f  (the mean image: %.4f)  %.1f s", epoch, err, baseline,
               wall() - start))
 end
-print(fmt("final test reconstruction error %.4f, %.1fx below the mean image's %.4f", err, baseline / err, baseline))
+-- (a run too short to learn ends above the mean image's error: say so)
+print(fmt("final test reconstruction error %.4f, %.1fx %s the mean image's %.4f", err,
+          err <= baseline and baseline / err or err / baseline, err <= baseline and "below" or "above", baseline))
 
 -- Images in text: one character per 2x2 pixels, darker for more ink.
 local SHADES = {" ", ".", ":", "-", "=", "+", "*", "#", "%", "@"}

@@ -238,6 +238,28 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x) return x:to("float64") + x end, {a})
     end)
 
+    it("cat and stack of more tensors than Lua can return at once (an LSTM over 10,000 steps)", function()
+        local x = ordo.ones({1}):requires_grad()
+        local w = ordo.ones({1}):requires_grad()
+        local list = {}
+        for i = 1, 9000 do list[i] = (i % 2 == 0) and x or w * 1 end
+        list[9001] = ordo.ones({1}) -- no gradient wanted
+        ordo.cat(list):sum():backward()
+        assert.equals(4500, x.grad:item())
+        assert.equals(4500, w.grad:item())
+        x.grad = nil
+        for i = 1, 9000, 2 do list[i] = w * 1 end -- (the first backward freed their graph)
+        ordo.stack(list):sum():backward()
+        assert.equals(4500, x.grad:item())
+        -- an op author's backward may return its gradients as one list
+        local a, b = ordo.tensor({2}):requires_grad(), ordo.tensor({3}):requires_grad()
+        local y = ordo.no_grad(function() return a * b end)
+        ag.record("mul_list", y, {a, b}, function(g) return {g * b, g * a} end)
+        y:backward()
+        assert.equals(3, a.grad:item())
+        assert.equals(2, b.grad:item())
+    end)
+
     it("a composite: a two-layer network with a cross-entropy loss", function()
         local x = ordo.randn({5, 4}, D)
         local w1, w2 = randn(4, 6), randn(6, 3)

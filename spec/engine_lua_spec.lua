@@ -194,6 +194,29 @@ describe("ordo.profiler", function()
     -- An op's name is the user's bytes: bytes that are not UTF-8 went into
     -- the trace as they were (no JSON reader took it), and a newline split
     -- the summary's row.
+    it("the summary keeps its columns for names longer than 24 characters", function()
+        ordo.engine.wait_for_all()
+        ordo.profiler.clear()
+        ordo.profiler.start()
+        local v = ordo.engine.new_variable()
+        ordo.engine.shell("true", {writes = {v}, name = "a_rather_long_op_name_of_31_ch"})
+        ordo.engine.shell("true", {writes = {v}, name = "short"})
+        ordo.engine.wait_for_var(v)
+        ordo.profiler.stop()
+        local s = ordo.profiler.summary()
+        ordo.profiler.clear()
+        -- the count column ends where the header's "count" ends, on every row
+        local head = s:match("^[^\n]*")
+        local _, count_end = head:find("count", 1, true)
+        local rows = 0
+        for line in s:gmatch("\n([^\n]+)") do
+            local _, e = line:find("^.-%s+%d+", 1)
+            assert.are.equal(count_end, e, "misaligned row:\n" .. s)
+            rows = rows + 1
+        end
+        assert.are.equal(2, rows, s)
+    end)
+
     it("a trace stays JSON and the summary one row a name, whatever the names", function()
         ordo.engine.wait_for_all()
         ordo.profiler.clear()

@@ -148,6 +148,16 @@ describe("examples", function()
         assert.is_truthy(err and base, out)
         assert.is_true(err < 0.75 * base, "it learned more than the mean image:\n" .. out)
         assert.is_truthy(out:find("test images (left) and their reconstructions (right):", 1, true), out)
+        -- one step of training: worse than the mean image, and it says "above", not "0.7x below"
+        out, code = run(("cd %s && %s luajit examples/fashion_autoencoder.lua --epochs 1 --limit 8 "
+            .. "--test-limit 20 --show 0"):format(os.getenv("PWD") or ".", lua_path))
+        assert.are.equal(0, code, out)
+        local e1, ratio, word, b1 = out:match("final test reconstruction error ([%d.]+), ([%d.]+)x (%a+) the mean image's ([%d.]+)")
+        e1, ratio, b1 = tonumber(e1), tonumber(ratio), tonumber(b1)
+        assert.is_truthy(e1 and b1, out)
+        assert.is_true(e1 > b1, out)
+        assert.are.equal("above", word, out)
+        assert.is_true(ratio >= 1, out)
     end)
 
     it("char_lm.lua learns a text with each model (the loss falls below guessing) and writes a sample", function()
@@ -258,6 +268,8 @@ describe("examples", function()
             {"build_graph.lua", "-x", "build_graph: unknown option -x"},
             {"build_graph.lua", "/tmp", "build_graph: dir must be a new or empty directory, got /tmp"},
             {"build_graph.lua", "a b", "build_graph: unexpected argument b"},
+            -- mkdir's complaint on the same line, not one line of its own above ours
+            {"build_graph.lua", "/dev/null", "build_graph: dir: cannot make the directory /dev/null (cannot create"},
             {"linear_regression.lua", "0 4 2", "linear_regression: n must be an integer >= 1, got 0"},
             {"linear_regression.lua", "10 4 -1", "linear_regression: steps must be an integer >= 1, got -1"},
             {"linear_regression.lua", "10 abc", "linear_regression: d must be an integer >= 1, got abc"},

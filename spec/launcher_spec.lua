@@ -73,6 +73,7 @@ print(ordo.tensor({1, 2, 3}):sum():item())
         local out, err, code = sh("ORDO_LIB=/nonexistent/libordo.so " .. ORDO .. " -e 'require \"ordo\"'")
         assert.are_not.equal(0, code)
         assert.is_truthy(err:find("/nonexistent/libordo.so", 1, true), err)
+        assert.is_truthy(err:find("^ordo: cannot load the native library"), err) -- one prefix, not "ordo: ordo:"
         assert.are.equal("", out)
     end)
 
@@ -109,10 +110,102 @@ print(ordo.tensor({1, 2, 3}):sum():item())
         assert.is_truthy(err:find("(command line):1: bad", 1, true), err)
     end)
 
+    it("a script that raises a value that is not a string says so, with a traceback, instead of nothing", function()
+        for _, c in ipairs({{"error()", "nil"}, {"error({code = 2})", "table"}, {"error(true)", "boolean"}}) do
+            local script = os.tmpname()
+            write(script, "print('before')\n" .. c[1] .. "\n")
+            local out, err, code = ordo(q(script))
+            assert.are.equal(1, code, c[1])
+            assert.are.equal("before\n", out)
+            assert.is_truthy(err:find("ordo: (error object is a " .. c[2] .. " value)\nstack traceback:", 1, true), err)
+            assert.is_truthy(err:find(":2: in main chunk", 1, true), err)
+            os.remove(script)
+        end
+        local _, err = ordo("-e 'error(setmetatable({}, {__tostring = function() return \"mine\" end}))'")
+        assert.is_truthy(err:find("ordo: mine\nstack traceback:", 1, true), err)
+    end)
+
+    it("a script that ends while its shell command still runs exits once the command is done (no hang)", function()
+        -- lua_close unloads libordo (dlclose): the shell reaper's destructor
+        -- used to stop before the default engine waited for the command
+        local script = os.tmpname()
+        write(script, "local o = require 'ordo'\no.engine.shell('sleep 0.3; echo ran', {name = 'late'})\n")
+        local out, err, code = sh("timeout 20 " .. ORDO .. " " .. q(script))
+        assert.are.equal(0, code, err)
+        assert.are.equal("ran\n", out)
+        -- plain luajit, the package found through package.path
+        out, err, code = sh("timeout 20 luajit -e " ..
+                            q("package.path = '" .. root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;' .. package.path") ..
+                            " " .. q(script))
+        assert.are.equal(0, code, err)
+        assert.are.equal("ran\n", out)
+        os.remove(script)
+    end)
+
+    it("a script or -e that ends well still reports a failure nobody waited for, and exits 1", function()
+        local script = os.tmpname()
+        write(script, "local o = require 'ordo'\n" ..
+                      "x = o.tensor({7}, 'int32'):div(o.zeros({1}, 'int32'), 'trunc')\nprint('end')\n")
+        local out, err, code = ordo(q(script))
+        assert.are.equal("end\n", out)
+        assert.is_truthy(err:find("^ordo: at exit: .*integer division by zero\n$"), err)
+        assert.are.equal(1, code)
+        _, err, code = ordo("-e " .. q("require('ordo').engine.shell('exit 3', {name = 'late'})"))
+        assert.are.equal("ordo: at exit: late: command failed with exit status 3: exit 3\n", err)
+        assert.are.equal(1, code)
+        _, err, code = ordo("-e " .. q("require('ordo.engine').shell('exit 4', {name = 'alone'})")) -- without ordo itself
+        assert.are.equal("ordo: at exit: alone: command failed with exit status 4: exit 4\n", err)
+        assert.are.equal(1, code)
+        -- reported already (the script waited): nothing more, exit 0
+        write(script, "local o = require 'ordo'\no.engine.shell('exit 3')\nprint(pcall(o.engine.wait_for_all))\n")
+        out, err, code = ordo(q(script))
+        assert.are.equal(0, code, err)
+        assert.are.equal("", err)
+        assert.is_truthy(out:find("^false\t"), out)
+        os.remove(script)
+    end)
+
+    it("runs LUA_INIT (code or @file) first, as luajit does; -E ignores it and LUA_PATH", function()
+        local out, err, code = sh("LUA_INIT='init_x = 5' " .. ORDO .. " -e 'print(init_x)'")
+        assert.are.equal(0, code, err)
+        assert.are.equal("5\n", out)
+        local file = os.tmpname()
+        write(file, "init_y = 'from file'\n")
+        out = sh("LUA_INIT=@" .. q(file) .. " " .. ORDO, "init_y\n") -- the REPL too
+        assert.are.equal("from file\n", out)
+        os.remove(file)
+        out, err, code = sh("LUA_INIT='error(\"bad init\")' " .. ORDO .. " -e 'print(1)'")
+        assert.are.equal(1, code)
+        assert.are.equal("", out)
+        assert.is_truthy(err:find("ordo: LUA_INIT:1: bad init", 1, true), err)
+        out, err, code = sh("LUA_INIT='init_x = 5' LUA_PATH='/nowhere/?.lua' " .. ORDO ..
+                            " -E -e 'print(init_x, package.path:find(\"nowhere\", 1, true))'")
+        assert.are.equal(0, code, err)
+        assert.are.equal("nil\tnil\n", out)
+    end)
+
     it("a tensor error names the user's line", function()
         local _, err, code = ordo("-e 'local o = require \"ordo\"\nlocal x = o.ones({2}) + o.ones({3})'")
         assert.are.equal(1, code)
         assert.is_truthy(err:find("(command line):2: add: shapes 2 and 3 cannot be broadcast", 1, true), err)
+    end)
+
+    it("the traceback of an error the package raised at the user's line shows the user's frames only", function()
+        local script = os.tmpname()
+        write(script, "local o = require 'ordo'\nlocal function f() return o.ones({2}) + o.ones({3}) end\nf()\n")
+        local _, err, code = ordo(q(script))
+        assert.are.equal(1, code)
+        local name = script:match("[^/]*$")
+        assert.is_truthy(err:find("^ordo: [^\n]*" .. name .. ":2: add: shapes 2 and 3 cannot be broadcast[^\n]*\n" ..
+                                  "stack traceback:\n\t[^\n]*" .. name .. ":2: in function 'f'\n" ..
+                                  "\t[^\n]*" .. name .. ":3: in main chunk\n$"), err)
+        -- an error raised inside the package (a chunk named as one of its files) keeps its frames
+        _, err = ordo("-e " .. q("local dir = package.loaded['ordo.launcher'].lua_dir\n" ..
+                                 "local inner = loadstring('local x = nil; return x.y', '@' .. dir .. '/ordo/fake.lua')\n" ..
+                                 "inner()"))
+        assert.is_truthy(err:find("ordo/fake.lua:1: attempt to index local 'x'", 1, true), err)
+        assert.is_truthy(err:find("\n\t[^\n]*ordo/fake.lua:1: in function 'inner'\n"), err)
+        os.remove(script)
     end)
 
     it("-v prints the version, -h the usage, a bad option fails", function()
@@ -427,6 +520,27 @@ print("waiting") io.stdout:flush()
         assert.are.equal(1, rc, text) -- on a pipe, a session with a failed command exits 1
     end)
 
+    it("a REPL on a pipe that waits for its next line ends at Ctrl-C (exit 130) instead of ignoring it", function()
+        local dir = os.tmpname()
+        os.remove(dir)
+        assert.is_true(os.execute("mkdir " .. q(dir)) == 0)
+        local fifo, out = dir .. "/in", dir .. "/out"
+        -- the writer says one line and then keeps the pipe open, silent
+        local cmd = ([[bash -c 'set -m; mkfifo %s; (printf "print(\"ready\")\n"; exec sleep 20) > %s & w=$!;
+            start=$(date +%%s%%N); %s < %s > %s 2>&1 & p=$!;
+            for i in $(seq 200); do grep -q ready %s && break; sleep 0.05; done; sleep 0.2;
+            kill -INT $p; wait $p; rc=$?; kill $w; echo "rc=$rc ms=$(( ($(date +%%s%%N) - start) / 1000000 ))"' 2>/dev/null]])
+            :format(q(fifo), q(fifo), ORDO, q(fifo), q(out), q(out))
+        local f = assert(io.popen(cmd))
+        local status = f:read("*a")
+        f:close()
+        local text = slurp(out)
+        os.execute("rm -rf " .. q(dir))
+        assert.are.equal(130, tonumber(status:match("rc=(%d+)")), status .. text)
+        assert.are.equal("ready\nordo: interrupted\n", text)
+        assert.is_true(tonumber(status:match("ms=(%d+)")) < 10000, status)
+    end)
+
     it("and when a script takes Ctrl-C in a pcall", function()
         local script = os.tmpname()
         write(script, [[
@@ -616,5 +730,15 @@ describe("ordo.repl (the REPL's Lua half)", function()
         assert.is_truthy(s:find("... (5 more)", 1, true), s)
         assert.are.equal('{[true] = 2, ["a b"] = 1}', repl.format({["a b"] = 1, [true] = 2}))
         assert.are.equal("{}", repl.format({}))
+    end)
+
+    it("shows a value whose tostring spans lines on one line inside a table, named by what it is", function()
+        local nn = ordo.nn
+        local m = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+        assert.are.equal("{model = Sequential {...}, t = [ordo.FloatTensor of size 2 on cpu(0)]}",
+                         repl.format({model = m, t = ordo.ones({2})}))
+        local multi = setmetatable({}, {__tostring = function() return "Head\n  part 1\n  part 2" end})
+        assert.are.equal("{Head {...}}", repl.format({multi}))
+        assert.are.equal("Head\n  part 1\n  part 2", repl.format(multi)) -- at the top: all of it
     end)
 end)

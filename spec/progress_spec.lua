@@ -56,6 +56,18 @@ describe("progress.bar, not a terminal", function()
         for _, l in ipairs(lines) do assert.is_nil(l:find("[#", 1, true)) end
     end)
 
+    it("shows a one-element tensor field as its value and another tensor as its summary, on one line", function()
+        local out, clock = sink(), fake_clock()
+        local bar = progress.bar{total = 2, tty = false, out = out, clock = clock.fn}
+        local loss = ordo.tensor({0.25, 0.5}):mean()
+        bar:update(1, {loss = loss, n = ordo.tensor({7}, {dtype = "int64"})})
+        bar:finish({w = ordo.ones({2, 3}), note = "a\nb"})
+        local lines = lines_of(out:text())
+        assert.are.equal(2, #lines, out:text())
+        assert.matches("loss=0.375 n=7$", lines[1])
+        assert.matches("  note=a b w=[ordo.FloatTensor of size 2x3 on cpu(0)]", lines[2], 1, true)
+    end)
+
     it("prints no more lines for a short loop, and finish once only", function()
         local out, clock = sink(), fake_clock()
         local bar = progress.bar{total = 3, tty = false, out = out, clock = clock.fn}
@@ -103,6 +115,17 @@ describe("progress.bar on a terminal", function()
         local last = text:match("\r([^\r]*)\n$")
         assert.matches("^train  %[##########%]  200/200  100%%", last)
         assert.matches("loss=0.25 acc=90%%%s*$", last) -- list fields keep their order
+    end)
+
+    it("draws the line that reaches total at once, but no more often than the interval past it", function()
+        local out, clock = sink(), fake_clock()
+        local bar = progress.bar{total = 10, tty = true, out = out, clock = clock.fn}
+        for i = 1, 1000 do bar:update(i) end -- the clock stands still: a total set too low
+        local draws = count(out:text(), "\r")
+        assert.are.equal(2, draws) -- the first update and the one reaching 10, not 991 more
+        clock.t = clock.t + 1
+        bar:update(1001)
+        assert.are.equal(3, count(out:text(), "\r"))
     end)
 
     it("blanks what is left of a longer earlier line", function()

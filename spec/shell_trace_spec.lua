@@ -216,6 +216,19 @@ describe("ordo.trace", function()
         raises("trace.ops: event 2 (a) has no number 'dur'", trace.ops,
                {traceEvents = {{ph = "M", name = "process_name", pid = 1, args = {name = "p"}},
                                {ph = "X", name = "a", ts = 1, pid = 1, tid = 1}}})
+        -- events without pid or tid (the format allows it), or not objects at all
+        local ops = trace.ops({traceEvents = {{ph = "X", name = "a", ts = 1, dur = 2}}})
+        assert.equals(1, #ops)
+        assert.equals("pid nil tid nil", ops[1].worker)
+        ops = trace.ops({traceEvents = {{ph = "M", name = "process_name", args = {name = "p"}},
+                                        {ph = "X", name = "b", ts = 1, dur = 2, tid = 3}}})
+        assert.equals("p tid 3", ops[1].worker)
+        raises("trace.ops: event 2 is not an object, got number", trace.ops, {traceEvents = {{ph = "M"}, 7}})
+        -- hand-made ops without a worker row count as one row
+        assert.equals(1, trace.stats({{start = 1, stop = 2, dur = 1}, {start = 2, stop = 3, dur = 1}}).rows)
+        -- a path that is not a readable file: the reason, not the JSON reader's complaint about nil
+        raises("trace.load: cannot read /tmp: it is a directory", trace.load, "/tmp")
+        raises("trace.load: cannot read /nonexistent/t.json: No such file or directory", trace.load, "/nonexistent/t.json")
         -- deep nesting: Lua's "stack overflow" named nothing
         raises("trace.decode: nesting deeper than 1000", trace.decode, string.rep("[", 100000) .. string.rep("]", 100000))
         assert.equals(1, #trace.decode(string.rep("[", 1000) .. string.rep("]", 1000)))

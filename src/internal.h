@@ -652,6 +652,10 @@ static inline int bulk_alone_flags(const ordo_engine *e) {
 /* True, with the message set, when e is the default engine, which only
  * the exit handler destroys (wait.c): ordo_engine_destroy returns at once. */
 bool engine_destroy_refused(const ordo_engine *e);
+/* Destroys the default engine now, if it exists (its exit handler then
+ * finds nothing to do): for the shell reaper's destructor, which must not
+ * stop while the engine still waits for commands (wait.c). */
+void engine_destroy_default_now(void);
 
 /* The host waits for every GPU this engine used (engine.c). */
 int  engine_device_sync(ordo_engine *e, char *err, size_t errlen);

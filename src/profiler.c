@@ -560,20 +560,31 @@ int ordo_profiler_dump(ordo_engine *e, const char *path) {
 
 /* A name in the summary's first column, 24 characters wide: printable
  * (a newline would break the table; UTF-8 counts one column a character). */
-static void summary_name(FILE *out, const char *name) {
+typedef struct { char name[ORDO_NAME_MAX]; long count; uint64_t total, min, max, wait; } prof_row;
+typedef struct { prof_row *rows; size_t n, cap; } prof_table;
+
+static void summary_name(FILE *out, const char *name, int width) {
     char buf[4 * ORDO_NAME_MAX + 16];
     int cols = printable_name(buf, sizeof buf, name);
-    fprintf(out, "%s%*s", buf, cols < 24 ? 24 - cols : 0, "");
+    fprintf(out, "%s%*s", buf, cols < width ? width - cols : 0, "");
 }
 
-typedef struct { char name[ORDO_NAME_MAX]; long count; uint64_t total, min, max, wait; } prof_row;
+/* The name column: 24 wide, or as wide as the widest name (up to 31
+ * characters, more with escapes) so that the numbers stay in columns. */
+static int name_width(const prof_table *t, int width) {
+    char buf[4 * ORDO_NAME_MAX + 16];
+    for (size_t r = 0; r < t->n; r++) {
+        int cols = printable_name(buf, sizeof buf, t->rows[r].name);
+        if (cols > width) width = cols;
+    }
+    return width;
+}
 
 static int row_cmp(const void *a, const void *b) {
     const prof_row *x = a, *y = b;
     return x->total < y->total ? 1 : x->total > y->total ? -1 : strcmp(x->name, y->name);
 }
 
-typedef struct { prof_row *rows; size_t n, cap; } prof_table;
 
 /* Adds duration d (and queue wait) to name's row; false when out of memory.
  * Few distinct names in practice; a linear scan keeps this simple. */
@@ -637,11 +648,12 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
         return set_error(ORDO_ERR_NOMEM, "ordo_profiler_summary: out of memory");
     }
     if (host.n) qsort(host.rows, host.n, sizeof *host.rows, row_cmp);
-    fprintf(out, "%-24s %10s %12s %10s %10s %10s %12s\n", "op", "count", "total ms", "min us", "max us", "mean us",
+    int w = name_width(&gpu, name_width(&host, 24));
+    fprintf(out, "%-*s %10s %12s %10s %10s %10s %12s\n", w, "op", "count", "total ms", "min us", "max us", "mean us",
             "queue us/op");
     for (size_t r = 0; r < host.n; r++) {
         prof_row *x = &host.rows[r];
-        summary_name(out, x->name);
+        summary_name(out, x->name, w);
         fprintf(out, " %10ld %12.3f %10.3f %10.3f %10.3f %12.3f\n", x->count, x->total / 1e6, x->min / 1e3,
                 x->max / 1e3, x->total / 1e3 / (double)x->count, x->wait / 1e3 / (double)x->count);
     }
@@ -649,11 +661,11 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
     if (gpu.n) {
         qsort(gpu.rows, gpu.n, sizeof *gpu.rows, row_cmp);
         fprintf(out, "\nGPU-side (from events on the streams; the table above has the host side, the launch)\n");
-        fprintf(out, "%-24s %10s %12s %10s %10s %10s\n", "gpu op", "count", "total ms", "min us", "max us",
+        fprintf(out, "%-*s %10s %12s %10s %10s %10s\n", w, "gpu op", "count", "total ms", "min us", "max us",
                 "mean us");
         for (size_t r = 0; r < gpu.n; r++) {
             prof_row *x = &gpu.rows[r];
-            summary_name(out, x->name);
+            summary_name(out, x->name, w);
             fprintf(out, " %10ld %12.3f %10.3f %10.3f %10.3f\n", x->count, x->total / 1e6, x->min / 1e3,
                     x->max / 1e3, x->total / 1e3 / (double)x->count);
         }

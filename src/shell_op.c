@@ -19,9 +19,10 @@
  *
  * The reaper is started on first use and joined by a library destructor, so
  * no thread is left behind at exit (valgrind, TSan).  The default engine is
- * destroyed by an atexit handler that runs before library destructors, and
- * it waits for its pending ops, so commands still running at exit are waited
- * for by a live reaper (as make waits for its children).
+ * destroyed before the reaper stops (by its atexit handler at exit(), by
+ * that destructor when the library is unloaded with dlclose, as lua_close
+ * does), and it waits for its pending ops, so commands still running at
+ * exit are waited for by a live reaper (as make waits for its children).
  */
 #include "internal.h"
 #include "ordo_shell.h"
@@ -371,6 +372,12 @@ int ordo_push_shell(ordo_engine *e, const char *cmd, ordo_var *const *reads, int
  * could was destroyed first, waiting for them); they are left to finish on
  * their own. */
 __attribute__((destructor)) static void shell_shutdown(void) {
+    /* At exit() the default engine's atexit handler has run by now; when
+     * the library is unloaded by dlclose (lua_close unloads what ffi.load
+     * loaded) it would run after this, waiting for commands no reaper
+     * completes any more: a script ending while its command still runs
+     * never exited.  Destroy it first, while the reaper still runs. */
+    engine_destroy_default_now();
     pthread_mutex_lock(&g.mu);
     bool started = g.started;
     g.stopping = true;

@@ -147,6 +147,16 @@ static void destroy_default(void) {
     ordo_engine_destroy(atomic_exchange(&default_engine, NULL));
 }
 
+/* When libordo is unloaded by dlclose (plain luajit's lua_close, and the
+ * launcher's, unload the library the FFI loaded) rather than at exit(),
+ * the handler above runs from __cxa_finalize, after the library's
+ * destructors -- among them the shell reaper's, which would leave the
+ * engine waiting forever for a command still running.  That destructor
+ * destroys the default engine first, through this. */
+void engine_destroy_default_now(void) {
+    if (atomic_load(&default_engine)) destroy_default();
+}
+
 static void create_default(void) {
     ordo_engine *e = ordo_engine_create(NULL);
     atomic_store(&default_engine, e);

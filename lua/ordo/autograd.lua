@@ -100,7 +100,9 @@ M.list_needs = list_needs
 
 -- Attaches a node to out when grad mode is on and an input needs a gradient.
 -- inputs: list (holes allowed for non-tensor arguments; give n = count);
--- backward(g, node): returns one gradient per input; saved: tensors the
+-- backward(g, node): returns one gradient per input -- or, for an op of
+-- many inputs (Lua returns at most a few thousand values), one plain table
+-- holding them (holes for inputs without one); saved: tensors the
 -- backward will read, checked for in-place changes.  Returns out.
 function M.record(name, out, inputs, backward, saved)
     if type(inputs) ~= "table" or type(backward) ~= "function" then
@@ -362,6 +364,8 @@ local function run_backward(root, grad, retain, capture)
                     end
                 end
                 local gi = {node.backward(g, node)}
+                -- the gradients as one list (a gradient itself is a tensor)
+                if type(gi[1]) == "table" and not is_tensor(gi[1]) and gi[2] == nil then gi = gi[1] end
                 for i = 1, node.n do
                     local x = node.inputs[i]
                     if type(x) == "table" and x._rg and gi[i] ~= nil then

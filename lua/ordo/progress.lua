@@ -53,12 +53,27 @@ local function hms(s)
     return fmt("%02d:%02d", m, s % 60)
 end
 
+-- A field's value on the bar's one line.  A tensor of one element (a
+-- loss) shows its value -- read only when a line is drawn, so an update
+-- that draws nothing waits for nothing --, another tensor its summary
+-- ("[ordo.FloatTensor of size 2 on cpu(0)]"): print's several lines would
+-- break the bar.
 local function fmt_value(v)
+    local tensor = package.loaded["ordo.tensor"]
+    if tensor and tensor.is_tensor(v) then
+        if v:numel() == 1 then
+            local x = v:item()
+            if type(x) == "number" then v = x end
+        else
+            local s = tostring(v)
+            return s:match("([^\n]*)\n*$")
+        end
+    end
     if type(v) == "number" then
         if v == floor(v) and math.abs(v) < 1e15 then return fmt("%d", v) end
         return fmt("%.4g", v)
     end
-    return tostring(v)
+    return (tostring(v):gsub("\n", " "))
 end
 
 -- "acc=88.1% loss=0.31": a string as is; a table's named keys sorted (a
@@ -234,7 +249,11 @@ function Bar:update(i, fields)
     local now = self.clock()
     local total = self.total
     if self.tty then
-        if now - self.last_draw >= self.interval or (total and i >= total) then draw_tty(self, now, false) end
+        -- the line that reaches total is drawn at once; a count past a
+        -- total set too low (more batches than said) keeps to the interval
+        local reached = total and i >= total and not self.reached
+        if reached then self.reached = true end
+        if reached or now - self.last_draw >= self.interval then draw_tty(self, now, false) end
     elseif total and total > 0 then
         -- a line at each new tenth; the last tenth is finish()'s line
         local tenth = floor(min(i, total) * 10 / total)

@@ -112,16 +112,25 @@ local function render_table(t, depth, path, indent)
     return "{\n" .. inner .. concat(items, ",\n" .. inner) .. "\n" .. indent .. "}"
 end
 
+-- One line for a value whose tostring spans several, inside a table: a
+-- tensor's last line is its summary ("[ordo.FloatTensor of size 2x3 on
+-- cpu(0)]"); anything else (a Sequential: "Sequential\n  (1): Linear...")
+-- is named by its first line, its last being only a part of it.
+local function one_line(s)
+    local last = s:match("([^\n]*)\n*$")
+    if last:match("^%[.*%]$") then return last end
+    return s:match("^\n*([^\n]*)") .. " {...}"
+end
+
 -- A value as the REPL shows it: strings as they are at the top and quoted
 -- inside tables; tensors (and anything with __tostring) by tostring --
--- inside a table only their last line ("[ordo.FloatTensor of size 2x3 on
--- cpu(0)]"); plain tables to MAX_DEPTH levels.
+-- inside a table on one line (one_line); plain tables to MAX_DEPTH levels.
 function render(v, depth, path, indent)
     local tv = type(v)
     if tv == "string" then return depth == 0 and v or quote(v) end
     if (tv == "table" or tv == "userdata") and has_tostring(v) then
         local s = tostring(v)
-        if depth > 0 and s:find("\n", 1, true) then s = s:match("([^\n]*)\n*$") end
+        if depth > 0 and type(s) == "string" and s:find("\n", 1, true) then s = one_line(s) end
         return s
     end
     if tv == "table" then return render_table(v, depth, path or {}, indent or "") end

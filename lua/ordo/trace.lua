@@ -161,16 +161,21 @@ end
 function M.ops(doc)
     local events = type(doc) == "table" and (doc.traceEvents or doc)
     if type(events) ~= "table" then fail("trace.ops: expected a decoded Chrome trace") end
+    -- (pid and tid may be absent: Chrome's format does not insist on them)
+    local function row_key(ev) return tostring(ev.pid) .. ":" .. tostring(ev.tid) end
     local procs, threads = {}, {}
-    for _, ev in ipairs(events) do
-        if ev.ph == "M" and ev.args then
-            if ev.name == "process_name" then procs[ev.pid] = ev.args.name
-            elseif ev.name == "thread_name" then threads[ev.pid .. ":" .. ev.tid] = ev.args.name end
+    for i, ev in ipairs(events) do
+        if type(ev) ~= "table" then
+            fail(("trace.ops: event %d is not an object, got %s"):format(i, util.typename(ev)))
+        end
+        if ev.ph == "M" and type(ev.args) == "table" then
+            if ev.name == "process_name" then procs[tostring(ev.pid)] = ev.args.name
+            elseif ev.name == "thread_name" then threads[row_key(ev)] = ev.args.name end
         end
     end
     local ops = {}
     for i, ev in ipairs(events) do
-        if type(ev) == "table" and ev.ph == "X" then
+        if ev.ph == "X" then
             for _, k in ipairs({"ts", "dur"}) do
                 if type(ev[k]) ~= "number" then
                     fail(("trace.ops: event %d (%s) has no number '%s' (an \"X\" event needs ts and dur)")
@@ -178,8 +183,8 @@ function M.ops(doc)
                 end
             end
             local args = type(ev.args) == "table" and ev.args or {}
-            local row = (procs[ev.pid] or ("pid " .. tostring(ev.pid))) .. " " ..
-                        (threads[ev.pid .. ":" .. ev.tid] or ("tid " .. tostring(ev.tid)))
+            local row = tostring(procs[tostring(ev.pid)] or ("pid " .. tostring(ev.pid))) .. " " ..
+                        tostring(threads[row_key(ev)] or ("tid " .. tostring(ev.tid)))
             ops[#ops + 1] = {name = ev.name, start = ev.ts, dur = ev.dur, stop = ev.ts + ev.dur,
                              pid = ev.pid, tid = ev.tid, worker = row, status = args.status or "ok",
                              queue_wait = args.queue_wait_us, gpu = ev.cat == "gpu", launch = args.launch_us}
@@ -196,9 +201,16 @@ end
 function M.load(path)
     if type(path) ~= "string" then fail("trace.load: expected a file path, got " .. util.typename(path)) end
     local f, why = io.open(path, "rb")
-    if not f then fail("trace.load: " .. tostring(why)) end
-    local text = f:read("*a")
+    if not f then
+        why = tostring(why)
+        if why:sub(1, #path + 2) == path .. ": " then why = why:sub(#path + 3) end -- (io repeats the path)
+        fail(("trace.load: cannot read %s: %s"):format(path, why))
+    end
+    local text, rerr, code = f:read("*a")
     f:close()
+    if text == nil then -- io.open opens a directory; its read fails (EISDIR)
+        fail(("trace.load: cannot read %s: %s"):format(path, code == 21 and "it is a directory" or tostring(rerr)))
+    end
     return M.ops(M.decode(text))
 end
 
@@ -305,8 +317,9 @@ function M.stats(ops)
             points[#points + 1] = {op.start, 1}
             points[#points + 1] = {op.stop, -1}
         end
-        if not rows[op.worker] then
-            rows[op.worker] = true
+        local row = tostring(op.worker) -- (a hand-made op may have none: one row of its own)
+        if not rows[row] then
+            rows[row] = true
             s.rows = s.rows + 1
         end
     end

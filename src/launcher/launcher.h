@@ -27,6 +27,10 @@ int launcher_report(lua_State *L, int status);
  * prompt); reading clears it. */
 int launcher_take_prompt_interrupt(void);
 
+/* SIGINT restarts interrupted reads (1, the default) or fails them with
+ * EINTR (0: the plain REPL's read of the next line). */
+void launcher_sigint_restart(int on);
+
 /* 1 if the last failed launcher_call ended because of Ctrl-C. */
 int launcher_was_interrupted(void);
 

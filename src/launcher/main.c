@@ -34,6 +34,7 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -205,6 +206,19 @@ static void install_sigint(void) {
     g_sigint_dfl = 0;
 }
 
+/* The plain REPL's reads (repl.c) let a Ctrl-C end them: without
+ * SA_RESTART a read blocked on the pipe fails with EINTR instead of going
+ * on, unmoved, after it. */
+void launcher_sigint_restart(int on) {
+    if (g_sigint_ignored || g_sigint_dfl) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = on ? SA_RESTART : 0;
+    sigaction(SIGINT, &sa, NULL);
+}
+
 static void default_sigint(void) {
     if (g_sigint_ignored) return;
     install_quit_sigint();
@@ -228,14 +242,132 @@ int launcher_take_prompt_interrupt(void) {
 
 int launcher_was_interrupted(void) { return g_interrupted; }
 
-/* The error handler of every call: message plus traceback, as luajit. */
-static int traceback(lua_State *L) {
-    if (!lua_isstring(L, 1)) {
-        if (lua_isnoneornil(L, 1) || !luaL_callmeta(L, 1, "__tostring") || !lua_isstring(L, -1))
-            return 1;
-        lua_remove(L, 1);
+/* A growing string for user_traceback (the Lua stack cannot hold pieces
+ * while lua_getinfo pushes functions). */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int oom;
+} strbuf;
+
+static void sb_add(strbuf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (len < 0) return;
+    if ((size_t)len >= sizeof tmp) len = sizeof tmp - 1;
+    if (b->n + (size_t)len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        while (cap < b->n + (size_t)len + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
     }
-    luaL_traceback(L, L, lua_tostring(L, 1), 1);
+    memcpy(b->p + b->n, tmp, (size_t)len);
+    b->n += (size_t)len;
+    b->p[b->n] = '\0';
+}
+
+/* True when the first line of msg holds a position in the package's own
+ * files ("lua/ordo/tensor.lua:12:"): the error was raised inside it, and
+ * its frames are the story.  (The REPL's test, lua/ordo/repl.lua.) */
+static int raised_in_package(const char *msg) {
+    for (const char *s = msg; *s && *s != '\n'; s++) {
+        if (strncmp(s, "ordo/", 5)) continue;
+        const char *q = s + 5;
+        while (*q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9')) q++;
+        if (q == s + 5 || strncmp(q, ".lua:", 5)) continue;
+        q += 5;
+        if (*q < '0' || *q > '9') continue;
+        while (*q >= '0' && *q <= '9') q++;
+        if (*q == ':') return 1;
+    }
+    return 0;
+}
+
+/* msg and a traceback of the user's frames, as the REPL prints them: an
+ * error the package raised at the user's line (util.fail: "x.lua:3: add:
+ * shapes ...") needs none of the package's frames (util.lua's fail,
+ * tensor.lua's helpers, the error() call they make), which named package
+ * functions the user never called.  An error raised inside the package
+ * keeps them (0: luaL_traceback).  Otherwise laid out as luaL_traceback,
+ * the middle of a deep stack elided. */
+static int user_traceback(lua_State *L, const char *msg) {
+    size_t plen = g_pkg_source ? strlen(g_pkg_source) : 0;
+    if (!plen || raised_in_package(msg)) return 0;
+    lua_Debug ar;
+    int n = 0;
+    while (lua_getstack(L, n + 1, &ar)) n++;
+    char *keep = calloc((size_t)n + 1, 1);
+    if (!keep) return 0;
+    int pkg_frames = 0;
+    for (int i = n - 1; i >= 0; i--) { /* from the outermost: an error() call is dropped with its caller */
+        if (!lua_getstack(L, i + 1, &ar) || !lua_getinfo(L, "Sn", &ar)) continue;
+        int pkg = !strncmp(ar.source, g_pkg_source, plen);
+        pkg_frames += pkg;
+        keep[i] = !pkg;
+        if (*ar.what == 'C' && ar.name && !strcmp(ar.name, "error") && i + 1 < n && !keep[i + 1]) keep[i] = 0;
+    }
+    if (!pkg_frames) {
+        free(keep);
+        return 0;
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++) kept += keep[i];
+    strbuf b = {NULL, 0, 0, 0};
+    sb_add(&b, "stack traceback:");
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!keep[i]) continue;
+        k++;
+        if (k > 12 && k <= kept - 10) {
+            if (k == 13) sb_add(&b, "\n\t...");
+            continue;
+        }
+        if (!lua_getstack(L, i + 1, &ar) || !lua_getinfo(L, "Snlf", &ar)) continue;
+        const void *fn = lua_topointer(L, -1);
+        lua_pop(L, 1);
+        sb_add(&b, "\n\t%s:", ar.short_src);
+        if (ar.currentline > 0) sb_add(&b, "%d:", ar.currentline);
+        if (ar.namewhat && *ar.namewhat) sb_add(&b, " in function '%s'", ar.name ? ar.name : "?");
+        else if (*ar.what == 'm') sb_add(&b, " in main chunk");
+        else if (*ar.what == 'C') sb_add(&b, " at %p", fn);
+        else sb_add(&b, " in function <%s:%d>", ar.short_src, ar.linedefined);
+    }
+    free(keep);
+    if (b.oom) {
+        free(b.p);
+        return 0;
+    }
+    lua_pushstring(L, msg);
+    lua_pushliteral(L, "\n");
+    lua_pushlstring(L, b.p, b.n);
+    lua_concat(L, 3);
+    free(b.p);
+    return 1;
+}
+
+/* The error handler of every call: message plus traceback, as luajit --
+ * except that an error object that is neither a string nor has a
+ * __tostring (error(), error({code = 2})) is named, traceback and all,
+ * where luajit prints nothing or "(error object is not a string)". */
+static int traceback(lua_State *L) {
+    const char *msg;
+    if (lua_isstring(L, 1)) {
+        msg = lua_tostring(L, 1);
+    } else if (!lua_isnoneornil(L, 1) && luaL_callmeta(L, 1, "__tostring") && lua_isstring(L, -1)) {
+        msg = lua_tostring(L, -1);
+    } else {
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    if (!user_traceback(L, msg)) luaL_traceback(L, L, msg, 1);
     return 1;
 }
 
@@ -272,6 +404,9 @@ int launcher_report(lua_State *L, int status) {
     if (status && !lua_isnil(L, -1)) {
         const char *msg = lua_tostring(L, -1);
         if (!msg) msg = "(error object is not a string)";
+        /* the package's own "ordo: ..." messages (the library did not
+         * load) need no second prefix */
+        if (!strncmp(msg, "ordo: ", 6)) msg += 6;
         fflush(stdout);
         fprintf(stderr, "ordo: %s\n", msg);
         fflush(stderr);
@@ -499,7 +634,7 @@ static void set_package_path(lua_State *L, const char *lua_dir) {
 /* ------------------------------------------------------------------ */
 /* Options, as luajit takes them                                       */
 
-enum { FLAG_INTERACTIVE = 1, FLAG_VERSION = 2, FLAG_EXEC = 4 };
+enum { FLAG_INTERACTIVE = 1, FLAG_VERSION = 2, FLAG_EXEC = 4, FLAG_NOENV = 8 };
 
 static void print_usage(FILE *f) {
     fputs("usage: ordo [options]... [script [args]...]\n"
@@ -510,12 +645,14 @@ static void print_usage(FILE *f) {
           "  -v        Show version information (also --version).\n"
           "  -j cmd    LuaJIT control command (-joff, -jon, -jflush, -jv, -jdump...).\n"
           "  -O[opt]   Control LuaJIT optimizations.\n"
+          "  -E        Ignore environment variables (LUA_INIT, LUA_PATH, LUA_CPATH).\n"
           "  -h        Show this help (also --help).\n"
           "  --        Stop handling options.\n"
           "  -         Run stdin as a script and stop handling options.\n"
           "Without a script or -e: the REPL (on a pipe, lines are read without prompts).\n"
           "Environment: ORDO_LIB (the library), ORDO_HISTORY (REPL history file,\n"
-          "default ~/.ordo_history; empty: none), LUA_PATH, LUA_CPATH, ORDO_*.\n",
+          "default ~/.ordo_history; empty: none), LUA_INIT (code, or @file, run\n"
+          "first), LUA_PATH, LUA_CPATH, ORDO_*.\n",
           f);
 }
 
@@ -555,6 +692,10 @@ static int collect_args(char **argv, int *flags) {
             if (a[2] != '\0') return -1;
             *flags |= FLAG_VERSION;
             break;
+        case 'E':
+            if (a[2] != '\0') return -1;
+            *flags |= FLAG_NOENV;
+            break;
         case 'h':
             return -2;
         case 'e':
@@ -593,6 +734,19 @@ static int run_string(lua_State *L, const char *code, const char *name) {
     int status = luaL_loadbuffer(L, code, strlen(code), name);
     if (status == 0) status = launcher_call(L, 0, 0);
     return launcher_report(L, status);
+}
+
+/* LUA_INIT, as luajit runs it before the options: "@file" runs the file,
+ * anything else is code.  -E skips it. */
+static int run_lua_init(lua_State *L) {
+    const char *init = getenv("LUA_INIT");
+    if (!init) return 0;
+    if (init[0] == '@') {
+        int status = luaL_loadfile(L, init + 1);
+        if (status == 0) status = launcher_call(L, 0, 0);
+        return launcher_report(L, status);
+    }
+    return run_string(L, init, "=LUA_INIT");
 }
 
 static int is_identifier(const char *s) {
@@ -712,6 +866,48 @@ static void exit_interrupted(void) {
     _exit(130);
 }
 
+/* After a script or -e that ended well (and no REPL follows, whose own end
+ * does the same): waits for the default engine's pending work, as its exit
+ * handler would, but reports a failure nobody waited for -- a kernel or a
+ * shell command that failed after the script's last wait -- which the
+ * exit handler would drop.  Returns the value, nil when all went well. */
+static const char at_exit_chunk[] =
+    "local engine = package.loaded['ordo.engine']\n" /* (a script may require ordo.tensor alone) */
+    "local eng = type(engine) == 'table' and engine.default_if_running and engine.default_if_running()\n"
+    "if not eng then return nil end\n"
+    "local ok, err = pcall(eng.wait_for_all, eng)\n"
+    "if ok then return nil end\n"
+    "return (tostring(err):gsub('^at exit:%d+: ', ''))\n";
+
+/* 0, 1 (a failure, reported) or 130 (Ctrl-C during the wait). */
+static int wait_at_exit(lua_State *L) {
+    if (luaL_loadbuffer(L, at_exit_chunk, sizeof at_exit_chunk - 1, "=at exit")) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (launcher_call(L, 0, 1)) {
+        launcher_report(L, 1);
+        return launcher_was_interrupted() ? 130 : 1;
+    }
+    const char *msg = lua_tostring(L, -1);
+    int status = 0;
+    if (msg) {
+        size_t len = strlen(msg);
+        static const char tail[] = "interrupted";
+        fflush(stdout);
+        if (len >= sizeof tail - 1 && !strcmp(msg + len - (sizeof tail - 1), tail)) {
+            fputs("ordo: exiting without waiting for the engine's pending ops: interrupted\n", stderr);
+            status = 130;
+        } else {
+            fprintf(stderr, "ordo: at exit: %s\n", msg);
+            status = 1;
+        }
+        fflush(stderr);
+    }
+    lua_pop(L, 1);
+    return status;
+}
+
 int main(int argc, char **argv) {
     int flags = 0;
     int script = collect_args(argv, &flags);
@@ -742,6 +938,10 @@ int main(int argc, char **argv) {
     }
     g_L = L;
     lua_gc(L, LUA_GCSTOP, 0);
+    if (flags & FLAG_NOENV) { /* package.path and cpath leave out LUA_PATH and LUA_CPATH */
+        lua_pushboolean(L, 1);
+        lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+    }
     luaL_openlibs(L);
     lua_gc(L, LUA_GCRESTART, -1);
     if (lua_dir) {
@@ -756,7 +956,8 @@ int main(int argc, char **argv) {
 
     int status = 0;
     if (flags & FLAG_VERSION) print_version();
-    status = run_args(L, argv, script ? script : argc);
+    if (!(flags & FLAG_NOENV)) status = run_lua_init(L);
+    if (status == 0) status = run_args(L, argv, script ? script : argc);
     if (status == 0 && script) status = run_script(L, argv, argc, script);
     if (status && launcher_was_interrupted()) exit_interrupted();
     if (status == 0 && ((flags & FLAG_INTERACTIVE) || (!script && !(flags & (FLAG_EXEC | FLAG_VERSION))))) {
@@ -765,6 +966,9 @@ int main(int argc, char **argv) {
         if (status == 130) exit_interrupted();
     } else if (status) {
         status = 1;
+    } else {
+        status = wait_at_exit(L);
+        if (status == 130) exit_interrupted();
     }
 
     /* Ctrl-C from here on (the engine finishing its ops at exit) ends the

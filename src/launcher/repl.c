@@ -92,9 +92,19 @@ static void history_start(void) {
     using_history();
     stifle_history(HISTORY_MAX);
     read_history(g_hist_path); /* a missing file is an empty history */
-    /* append_history only appends to an existing file */
-    int fd = open(g_hist_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd >= 0) close(fd);
+    /* append_history only appends to an existing file; and a file that
+     * cannot be written (a directory, a missing folder: a mistyped
+     * ORDO_HISTORY) would lose every line of the session without a word */
+    int fd = open(g_hist_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "ordo: cannot write the history file %s: %s; this session's lines will not be kept "
+                        "(ORDO_HISTORY=path sets the file)\n",
+                g_hist_path, strerror(errno));
+        free(g_hist_path);
+        g_hist_path = NULL;
+        return;
+    }
+    close(fd);
     /* A session that ended without history_finish (os.exit, a kill) left
      * its lines appended past the limit. */
     history_truncate_file(g_hist_path, HISTORY_MAX);
@@ -206,6 +216,32 @@ static void clear_line(lua_State *L) {
     rl_redisplay();
 }
 
+/* Ctrl-Z at the prompt stops the REPL with readline's terminal settings
+ * in force; the shell puts its own back, and on `fg` (SIGCONT) readline,
+ * which catches no signals here, would go on reading a cooked, echoing
+ * terminal: no prompt, every key shown twice.  The loop prepares the
+ * terminal again and redraws the prompt and the line typed so far. */
+static volatile sig_atomic_t g_continued;
+
+static void on_sigcont(int sig) {
+    (void)sig;
+    g_continued = 1;
+}
+
+static void resume_line(lua_State *L) {
+    g_continued = 0;
+    char *saved = strdup(rl_line_buffer ? rl_line_buffer : "");
+    int point = rl_point;
+    rl_callback_handler_remove(); /* the terminal as readline found it, then prepared anew */
+    rl_callback_handler_install(prompt(L), on_line);
+    if (saved && *saved) {
+        rl_replace_line(saved, 0);
+        rl_point = point <= rl_end ? point : rl_end;
+        rl_redisplay();
+    }
+    free(saved);
+}
+
 static void readline_loop(lua_State *L) {
     /* Lua expressions: a.b.c and t:method stay one word. */
     static char breaks[] = " \t\n\"'`@$><=;|&{}()[],+-*/%^~#";
@@ -214,13 +250,23 @@ static void readline_loop(lua_State *L) {
     rl_completer_word_break_characters = breaks;
     rl_attempted_completion_function = complete;
     history_start();
+    struct sigaction cont, old_cont;
+    memset(&cont, 0, sizeof cont);
+    cont.sa_handler = on_sigcont;
+    sigemptyset(&cont.sa_mask);
+    /* select returns EINTR whatever SA_RESTART says; a command's reads
+     * (io.read) stopped and continued go on as they would without us */
+    cont.sa_flags = SA_RESTART;
+    sigaction(SIGCONT, &cont, &old_cont);
 
     int installed = 0;
     for (;;) {
         if (!installed) {
+            g_continued = 0; /* a stop during a command: the terminal was the command's */
             rl_callback_handler_install(prompt(L), on_line);
             installed = 1;
         }
+        if (g_continued) resume_line(L);
         /* a Ctrl-C that came while the last command was finishing */
         if (launcher_take_prompt_interrupt()) clear_line(L);
         fd_set fds;
@@ -230,6 +276,7 @@ static void readline_loop(lua_State *L) {
         if (select(fd + 1, &fds, NULL, NULL, NULL) < 0) {
             if (errno != EINTR) break;
             rl_check_signals(); /* a window resize, for readline */
+            if (g_continued) resume_line(L);
             if (launcher_take_prompt_interrupt()) clear_line(L);
             continue;
         }
@@ -244,27 +291,58 @@ static void readline_loop(lua_State *L) {
             installed = 0;
             char *line = g_line;
             g_line = NULL;
-            history_add(line);
-            int quit = feed(L, line);
+            /* A paste of several lines (readline's bracketed paste hands
+             * them over at once, newlines and all) runs line by line, as
+             * typed: one chunk of "a = 1\nb * 10" is not Lua.  A Ctrl-C
+             * that stops one of them drops the rest. */
+            int quit = 0;
+            for (char *p = line;;) {
+                char *nl = strchr(p, '\n');
+                if (nl) *nl = '\0';
+                if (nl || *p || p == line) { /* not the empty piece after a final newline */
+                    history_add(p);
+                    quit = feed(L, p);
+                }
+                if (quit || !nl || launcher_was_interrupted()) break;
+                p = nl + 1;
+            }
             free(line);
             if (quit) break;
         }
     }
     if (installed) rl_callback_handler_remove();
+    sigaction(SIGCONT, &old_cont, NULL);
     free_matches();
     history_finish();
 }
 
-static void plain_loop(lua_State *L) {
+/* 1 when a Ctrl-C (SIGINT) ended the session while it waited for a line:
+ * with no line to clear, as on a terminal, it stops reading, as it stops a
+ * script. */
+static int plain_loop(lua_State *L) {
     char *line = NULL;
     size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, stdin)) >= 0) {
+    int interrupted = 0;
+    for (;;) {
+        /* a Ctrl-C after the last command's Lua ended counts from here */
+        if (launcher_take_prompt_interrupt()) {
+            interrupted = 1;
+            break;
+        }
+        launcher_sigint_restart(0);
+        errno = 0;
+        ssize_t n = getline(&line, &cap, stdin);
+        int err = errno;
+        launcher_sigint_restart(1);
+        if (n < 0) {
+            if (err == EINTR && launcher_take_prompt_interrupt()) interrupted = 1;
+            break;
+        }
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        launcher_take_prompt_interrupt();
         if (feed(L, line)) break;
     }
     free(line);
+    return interrupted;
 }
 
 int launcher_repl(lua_State *L, int tty) {
@@ -278,8 +356,15 @@ int launcher_repl(lua_State *L, int tty) {
     lua_pushboolean(L, tty);
     if (launcher_call(L, 1, 0) != 0) return launcher_report(L, 1);
 
-    if (tty) readline_loop(L);
-    else plain_loop(L);
+    if (tty) {
+        readline_loop(L);
+    } else if (plain_loop(L)) {
+        fflush(stdout);
+        fputs("ordo: interrupted\n", stderr);
+        luaL_unref(L, LUA_REGISTRYINDEX, g_repl);
+        g_repl = LUA_NOREF;
+        return 130; /* as an interrupted script: at once, without waiting for the engine */
+    }
 
     /* Waits for the engine's pending work (reporting a failure nobody saw)
      * and tells the exit status; 130 when that wait was interrupted. */
