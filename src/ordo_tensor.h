@@ -66,14 +66,18 @@ void ordo_storage_release(ordo_storage *s);
 /* Memory accounting for garbage-collected front ends.  live = bytes not yet
  * freed; total = bytes ever allocated.  ordo_storage_gc_due() returns 1 (and
  * restarts the count) once the bytes allocated since the last time it
- * returned 1 exceed max(threshold, live bytes at that time): the caller
- * should then run a full garbage collection.  threshold defaults to 64 MiB
- * (env ORDO_GC_THRESHOLD_MB); ordo_storage_set_gc_threshold changes it. */
+ * returned 1 exceed max(threshold, live bytes at that time, 4 x the front
+ * end's heap): the caller should then run a full garbage collection.
+ * threshold defaults to 64 MiB (env ORDO_GC_THRESHOLD_MB);
+ * ordo_storage_set_gc_threshold changes it.  ordo_storage_gc_pace tells the
+ * bytes of the front end's own heap after its collection, whose cost grows
+ * with them: the pause between collections grows too (0: not counted). */
 int64_t ordo_storage_live_bytes(void);
 int64_t ordo_storage_live_count(void);
 int64_t ordo_storage_total_bytes(void);
 int     ordo_storage_gc_due(void);
 void    ordo_storage_gc_done(void); /* call after the collection ran */
+void    ordo_storage_gc_pace(int64_t heap_bytes);
 void    ordo_storage_set_gc_threshold(int64_t bytes);
 
 /* ------------------------------------------------------------------ */

@@ -15,7 +15,13 @@
  * bytes drop when the engine has actually freed them.  ordo_storage_gc_due
  * asks for a collection once the bytes allocated since the previous one
  * exceed max(threshold, bytes still referenced after it) - the same
- * geometric pacing as Lua's own pause of 200%.
+ * geometric pacing as Lua's own pause of 200% - and GC_HEAP_RATIO times
+ * the front end's own heap after it (ordo_storage_gc_pace).  A full
+ * collection costs in proportion to that heap: a long autograd graph (an
+ * LSTM over 2,000 steps holds a 30 MB Lua heap while its backward makes a
+ * gigabyte of short-lived gradients) would otherwise collect a number of
+ * times that grows with the graph, each time over the whole graph, and
+ * take time quadratic in its length.
  *
  * The bytes of released storages are freed by the engine, after their
  * pending ops: a loop that allocates faster than the workers retire its
@@ -45,6 +51,8 @@ static _Atomic int64_t live_bytes, live_count, total_bytes, referenced_bytes;
 static _Atomic int64_t pinned_live_bytes; /* the part of live_bytes that is pinned */
 static _Atomic int64_t since_gc;     /* bytes allocated since the last collection */
 static _Atomic int64_t gc_base;      /* bytes referenced right after it */
+static _Atomic int64_t gc_heap;      /* the front end's heap right after it */
+#define GC_HEAP_RATIO 4
 static _Atomic int64_t gc_threshold; /* 0 = not read from the environment yet */
 static _Atomic int64_t pending_free; /* released, not yet freed by the engine */
 static pthread_mutex_t free_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -78,7 +86,10 @@ void ordo_storage_set_gc_threshold(int64_t bytes) {
 int ordo_storage_gc_due(void) {
     int64_t since = atomic_load_explicit(&since_gc, memory_order_relaxed);
     int64_t t = threshold(), base = atomic_load_explicit(&gc_base, memory_order_relaxed);
-    if (since < (base > t ? base : t)) return 0;
+    int64_t heap = GC_HEAP_RATIO * atomic_load_explicit(&gc_heap, memory_order_relaxed);
+    if (base > t) t = base;
+    if (heap > t) t = heap;
+    if (since < t) return 0;
     atomic_store(&since_gc, 0);
     return 1;
 }
@@ -86,6 +97,11 @@ int ordo_storage_gc_due(void) {
 /* Called by the front end once its collection has run (the finalizers have
  * released what was garbage): the next pause is measured from here. */
 void ordo_storage_gc_done(void) { atomic_store(&gc_base, atomic_load(&referenced_bytes)); }
+
+void ordo_storage_gc_pace(int64_t heap_bytes) {
+    /* (capped: GC_HEAP_RATIO times it must not overflow) */
+    atomic_store(&gc_heap, heap_bytes < 0 ? 0 : heap_bytes > ((int64_t)1 << 56) ? (int64_t)1 << 56 : heap_bytes);
+}
 
 /* ---- engines created for front ends ------------------------------------------- */
 

@@ -72,6 +72,7 @@ int64_t ordo_storage_live_count(void);
 int64_t ordo_storage_total_bytes(void);
 int     ordo_storage_gc_due(void);
 void    ordo_storage_gc_done(void);
+void    ordo_storage_gc_pace(int64_t heap_bytes);
 void    ordo_storage_set_gc_threshold(int64_t bytes);
 
 ordo_tensor *ordo_tensor_empty(ordo_engine *e, int dtype, int ndim, const int64_t *shape, ordo_ctx ctx);

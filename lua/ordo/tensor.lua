@@ -120,11 +120,13 @@ local function wrap(c)
 end
 
 -- LuaJIT does not see the storage bytes: collect once enough of them were
--- allocated since the last collection (ordo_storage_gc_due, src/storage.c).
+-- allocated since the last collection (ordo_storage_gc_due, src/storage.c),
+-- a number that grows with the Lua heap, which each collection walks.
 local function gc_check()
     if C.ordo_storage_gc_due() ~= 0 then
         collectgarbage("collect")
         C.ordo_storage_gc_done()
+        C.ordo_storage_gc_pace(collectgarbage("count") * 1024)
     end
 end
 M.gc_check = gc_check

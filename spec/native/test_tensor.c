@@ -651,6 +651,36 @@ static void test_gc_pacing(void) {
     settle();
 }
 
+/* A front end whose heap is large (a long autograd graph) collects less
+ * often: each collection walks that heap.  With a 1 MiB threshold and a
+ * 1 MiB heap the pause is 4 MiB; with the heap back at 0, 1 MiB again. */
+static int collections_over_10_mib(int64_t heap) {
+    while (ordo_storage_gc_due()) ordo_storage_gc_done();
+    ordo_storage_gc_pace(heap);
+    int due = 0;
+    for (int i = 0; i < 40; i++) {
+        ordo_tensor *t = vec(NULL, 65536, 0); /* 256 KiB */
+        if (ordo_storage_gc_due()) {
+            due++;
+            ordo_storage_gc_done();
+        }
+        ordo_tensor_free(t);
+    }
+    return due;
+}
+
+static void test_gc_pacing_by_heap(void) {
+    ordo_storage_set_gc_threshold((int64_t)1 << 20);
+    int big = collections_over_10_mib((int64_t)1 << 20);
+    CHECK_MSG(big >= 1 && big <= 3, "%d collections with a 1 MiB heap", big); /* every 4 MiB */
+    int none = collections_over_10_mib(0);
+    CHECK_MSG(none >= 5 && none <= 12, "%d collections without a heap", none);
+    CHECK(collections_over_10_mib(-5) >= 5); /* a negative heap counts as none */
+    ordo_storage_gc_pace(0);
+    ordo_storage_set_gc_threshold((int64_t)64 << 20);
+    settle();
+}
+
 int main(void) {
     K_fill = ordo_tensor_kernel_id("fill");
     K_add = ordo_tensor_kernel_id("add");
@@ -671,6 +701,7 @@ int main(void) {
     TEST(test_runtime_failure);
     TEST(test_memory_bounded);
     TEST(test_gc_pacing);
+    TEST(test_gc_pacing_by_heap);
     wd_shutdown();
     return harness_end();
 }
