@@ -215,6 +215,29 @@ describe("nn.MultiheadAttention", function()
         assert.same({2, 2, 4, 4}, per_head:shape())
     end)
 
+    it("returns the weights it applied: after the dropout in training, as Torch", function()
+        local m = nn.MultiheadAttention(8, 2, {dtype = "float64", batch_first = true, dropout = 0.5})
+        local x = ordo.randn({3, 6, 8}, D)
+        local _, w = m(x, x, x, {average_attn_weights = false})
+        local n, zeros = 0, 0
+        for _, v in ipairs(w:view(-1):totable()) do
+            n = n + 1
+            if v == 0 then zeros = zeros + 1 end
+        end
+        assert.is_true(zeros > n / 4 and zeros < 3 * n / 4, zeros .. " of " .. n .. " weights dropped")
+        -- the output is those weights applied: out_proj(weights x v)
+        local E, H = 8, 2
+        local v = x:matmul(m.in_proj_weight:narrow(1, 2 * E + 1, E):t()) + m.in_proj_bias:narrow(1, 2 * E + 1, E)
+        local vh = v:view(3, 6, H, E / H):permute(1, 3, 2, 4)             -- N x H x S x D
+        local y1, w1 = m(x, x, x, {average_attn_weights = false})
+        local y_w1 = m.out_proj(w1:matmul(vh):permute(1, 3, 2, 4):reshape(3, 6, E))
+        close(y1:reshape(-1):totable(), y_w1:reshape(-1):totable(), 1e-12, "output = the returned weights applied")
+        m:eval()
+        local _, w_eval = m(x, x, x, {average_attn_weights = false})
+        assert.is_true(w_eval:eq(0):sum():item() == 0, "no weight dropped in eval")
+        close(w_eval:sum(4):reshape(-1):totable(), ordo.ones({3 * 2 * 6}, D):totable(), 1e-12, "eval rows sum to 1")
+    end)
+
     it("trains: gradients agree with central differences; bad inputs are named", function()
         local m = nn.MultiheadAttention(4, 2, {dtype = "float64"})
         local x = ordo.randn({3, 2, 4}, D):requires_grad()

@@ -241,8 +241,9 @@ function M.install(nn)
             scores = apply_mask(name, scores, kpm:view(N, 1, 1, S), false)
         end
         local attn = scores:softmax(4)
-        local weights = attn
+        -- the weights returned are those applied, after the dropout (Torch's)
         if self.dropout > 0 and self.training then attn = F.dropout(attn, self.dropout, true) end
+        local weights = attn
         local out = attn:reshape(N * H, L, S):matmul(v)             -- (N·H) x L x D
             :transpose(1, 2):reshape(L, N, E)                         -- L x N x E
         out = self.out_proj(out)
