@@ -186,6 +186,17 @@ describe("data.read_idx", function()
         e = err_of(data.read_idx, path)
         assert.matches("read_idx: .*huge.idx.gz declares uint8 data of shape 4000000x4000000: out of memory", e)
 
+        -- bytes past the declared data: a wrong header or two files joined, not a tensor to trust
+        path = tmp("extra.idx")
+        write_plain(path, idx_bytes("u8", {2, 3}, {1, 2, 3, 4, 5, 6}) .. "\7\7")
+        e = err_of(data.read_idx, path)
+        assert.matches("read_idx: .*extra.idx has 2 bytes after the uint8 data of shape 2x3 its header declares", e)
+        assert.same({{1, 2, 3}}, data.read_idx(path, {limit = 1}):totable()) -- a limit reads a prefix
+        path = tmp("extra.idx.gz")
+        write_gz(path, idx_bytes("f32", {2}, {1.5, 2.5}) .. "\0")
+        e = err_of(data.read_idx, path)
+        assert.matches("read_idx: .*extra.idx.gz has bytes after the float32 data of shape 2 its header", e)
+
         path = tmp("notidx.txt")
         write_plain(path, "hello world")
         e = err_of(data.read_idx, path)

@@ -162,39 +162,8 @@ local function read_exact(fname, path, src, p, n, what)
     end
 end
 
-local function read_idx_body(fname, path, src, limit)
-    local head = ffi.new("uint8_t[4]")
-    read_exact(fname, path, src, head, 4, "the header")
-    if head[0] ~= 0 or head[1] ~= 0 or not IDX_TYPES[head[2]] then
-        fail(fmt("%s: %s is not an IDX file (magic bytes %02x %02x %02x %02x; expected 00 00, " ..
-                 "a type code 08, 09, 0b, 0c, 0d or 0e, and a dim count)", fname, path, head[0], head[1], head[2],
-                 head[3]))
-    end
-    local ty, nd = IDX_TYPES[head[2]], head[3]
-    if nd < 1 or nd > 8 then
-        fail(fmt("%s: %s has %d dims (ordo tensors have 1 to 8)", fname, path, nd))
-    end
-    local dims = ffi.new("uint8_t[?]", 4 * nd)
-    read_exact(fname, path, src, dims, 4 * nd, "the dims")
-    local shape, numel = {}, 1
-    for i = 1, nd do
-        local b = dims + 4 * (i - 1)
-        shape[i] = ((b[0] * 256 + b[1]) * 256 + b[2]) * 256 + b[3] -- big-endian
-        numel = numel * shape[i]
-    end
-    if limit and limit < shape[1] then
-        numel = numel / shape[1] * limit
-        shape[1] = limit
-    end
-    local what = fmt("%s data of shape %s", ty.name, tensor.shape_str(shape))
-    if src.left and numel * ty.size > src.left() then -- a damaged header: no allocation of its size
-        -- (%.0f: a damaged header's size can pass 2^63, which %d wraps to a negative count)
-        fail(fmt("%s: %s is truncated: %s needs %.0f bytes, the file has %d", fname, path, what, numel * ty.size,
-                 src.left()))
-    end
-    local made, t = pcall(tensor.empty, shape, {dtype = ty.dtype})
-    if not made then fail(fmt("%s: %s declares %s: %s", fname, path, what, tostring(t):gsub("^.-empty: ", ""))) end
-    if numel == 0 then return t end
+-- The data of an IDX file into t, converted to native order.
+local function read_idx_data(fname, path, src, ty, t, numel, what)
     local p = host_bytes(fname, t)
     if ty.size == 1 and ty.dtype == "uint8" then
         read_exact(fname, path, src, p, numel, what)
@@ -227,6 +196,51 @@ local function read_idx_body(fname, path, src, limit)
                 end
             end
             done = done + k
+        end
+    end
+end
+
+local function read_idx_body(fname, path, src, limit)
+    local head = ffi.new("uint8_t[4]")
+    read_exact(fname, path, src, head, 4, "the header")
+    if head[0] ~= 0 or head[1] ~= 0 or not IDX_TYPES[head[2]] then
+        fail(fmt("%s: %s is not an IDX file (magic bytes %02x %02x %02x %02x; expected 00 00, " ..
+                 "a type code 08, 09, 0b, 0c, 0d or 0e, and a dim count)", fname, path, head[0], head[1], head[2],
+                 head[3]))
+    end
+    local ty, nd = IDX_TYPES[head[2]], head[3]
+    if nd < 1 or nd > 8 then
+        fail(fmt("%s: %s has %d dims (ordo tensors have 1 to 8)", fname, path, nd))
+    end
+    local dims = ffi.new("uint8_t[?]", 4 * nd)
+    read_exact(fname, path, src, dims, 4 * nd, "the dims")
+    local shape, numel = {}, 1
+    for i = 1, nd do
+        local b = dims + 4 * (i - 1)
+        shape[i] = ((b[0] * 256 + b[1]) * 256 + b[2]) * 256 + b[3] -- big-endian
+        numel = numel * shape[i]
+    end
+    local cut = limit and limit < shape[1]
+    if cut then
+        numel = numel / shape[1] * limit
+        shape[1] = limit
+    end
+    local what = fmt("%s data of shape %s", ty.name, tensor.shape_str(shape))
+    if src.left and numel * ty.size > src.left() then -- a damaged header: no allocation of its size
+        -- (%.0f: a damaged header's size can pass 2^63, which %d wraps to a negative count)
+        fail(fmt("%s: %s is truncated: %s needs %.0f bytes, the file has %d", fname, path, what, numel * ty.size,
+                 src.left()))
+    end
+    local made, t = pcall(tensor.empty, shape, {dtype = ty.dtype})
+    if not made then fail(fmt("%s: %s declares %s: %s", fname, path, what, tostring(t):gsub("^.-empty: ", ""))) end
+    if numel > 0 then read_idx_data(fname, path, src, ty, t, numel, what) end
+    -- bytes past the data mean the header is not the file's (a wrong dim,
+    -- two files joined): what was read would be a misshapen tensor
+    if not cut then
+        local extra = src.left and src.left() or src.read(ffi.new("uint8_t[1]"), 1)
+        if extra > 0 then
+            fail(fmt("%s: %s has %s after the %s its header declares (a damaged header, or not one IDX file)",
+                     fname, path, src.left and fmt("%d bytes", extra) or "bytes", what))
         end
     end
     return t
