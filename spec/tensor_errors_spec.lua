@@ -141,6 +141,23 @@ describe("bad calls raise at the call", function()
         raises_here(function() local _ = ordo.zeros({2}, {device = "tpu"}) end, "zeros", "tpu", "device")
         raises_here(function() local _ = ordo.cpu(-1) end, "cpu", "0..63")
         raises_here(function() local _ = a:to("moon") end, "to", "moon")
+        -- a device string is exactly "kind", "kind:N" or "kind(N)"
+        for _, bad in ipairs({"cpu1", "cpu(1", "cpu1)", "cpu:", "cpu:1)"}) do
+            raises_here(function() local _ = a:to(bad) end, "to", "'" .. bad .. "'")
+            raises_here(function() local _ = ordo.zeros({2}, {device = bad}) end, "zeros", bad)
+        end
+        assert.equals(ordo.cpu(1), a:to("cpu:1"):device())
+        assert.equals(ordo.cpu(1), a:to("cpu(1)"):device())
+        assert.equals(ordo.cpu(0), ordo.zeros({2}, {device = "cpu"}):device())
+        -- to takes one dtype and one device, not the last of two
+        raises_here(function() local _ = a:to("float64", "int32") end, "to: two dtypes given (float64 and int32)")
+        raises_here(function() local _ = a:to(ordo.cpu(0), ordo.cpu(1)) end, "to: two devices given (cpu(0) and cpu(1))")
+        raises_here(function() local _ = a:to(nil, "int32") end, "to: the first argument is nil")
+        raises_here(function() local _ = a:to(b, "int32") end, "to: t:to(u) takes nothing after the tensor")
+        local c = a:to(ordo.cpu(1), "int32")
+        assert.same({ordo.cpu(1), "int32"}, {c:device(), c:dtype()})
+        c = a:to("int64", ordo.cpu(1))
+        assert.same({ordo.cpu(1), "int64"}, {c:device(), c:dtype()})
         if not ordo.cuda.is_available() then
             raises_here(function() local _ = ordo.gpu(0) end, "gpu(0)", "no CUDA device available")
             raises_here(function() local _ = ordo.randn({2}, {device = "gpu:0"}) end, "no CUDA device available")

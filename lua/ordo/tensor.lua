@@ -1217,9 +1217,14 @@ function Tensor:to(a, b)
     check_self("to", self)
     local c = self._c
     local dt, dev = c.dtype, nil
+    local got_dt, got_dev = false, false
+    if a == nil and b ~= nil then fail("to: the first argument is nil (expected a dtype, a device or a tensor)") end
+    if is_tensor(a) and b ~= nil then fail("to: t:to(u) takes nothing after the tensor, got " .. typename(b)) end
     for _, x in ipairs({a, b}) do
         if type(x) == "string" and DT[x] then
-            dt = DT[x]
+            -- to("float64", "int32") used to take the last one without a word
+            if got_dt then fail("to: two dtypes given (" .. DT_NAME[dt] .. " and " .. x .. ")") end
+            dt, got_dt = DT[x], true
         elseif is_tensor(x) then -- t:to(u): u's dtype and device, as Torch
             dt, dev = x._c.dtype, util.device_of_ctx(x._c.ctx)
         elseif x ~= nil then
@@ -1228,7 +1233,8 @@ function Tensor:to(a, b)
                 fail(fmt("to: expected a dtype (float32, float64, int32, int64, uint8), a device (ordo.cpu(n), ordo.cpu_pinned(n), ordo.gpu(n)) or a tensor, got %s",
                          type(x) == "string" and ("'" .. x .. "'") or typename(x)))
             end
-            dev = d
+            if got_dev then fail(fmt("to: two devices given (%s and %s)", tostring(dev), tostring(d))) end
+            dev, got_dev = d, true
         end
     end
     if a == nil then fail("to: expected a dtype or a device") end
