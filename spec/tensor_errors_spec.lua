@@ -78,6 +78,13 @@ describe("bad calls raise at the call", function()
         raises_here(function() local _ = ordo.where(ordo.zeros({2}), a, a) end, "where", "uint8", "float32")
         raises_here(function() local _ = a:masked_fill(ordo.zeros({3}), 1) end, "masked_fill", "uint8", "float32")
         raises_here(function() local _ = a:index_select(1, ordo.zeros({1})) end, "index_select", "float32")
+        -- a uint8 index is a mask given by mistake: its 1s picked slice 1, silently
+        local mask = ordo.tensor({1, 1}, "uint8")
+        raises_here(function() local _ = a:index_select(1, mask) end, "index_select", "got uint8", "a mask?")
+        raises_here(function() local _ = a:gather(1, ordo.ones({1, 3}, "uint8")) end, "gather", "got uint8")
+        raises_here(function() local _ = a:scatter(1, ordo.ones({1, 3}, "uint8"), 0) end, "scatter:", "got uint8")
+        raises_here(function() local _ = a:index_add(1, mask, ordo.ones({2, 3})) end, "index_add", "got uint8")
+        assert.equals(2, a:index_select(1, ordo.tensor({2, 1}, "int32")):size(1)) -- int32 stays accepted
         raises_here(function() local _ = ordo.zeros({2}, {dtype = "complex"}) end, "zeros", "complex", "float32")
         raises_here(function() local _ = a:to("float16") end, "to", "float16")
     end)

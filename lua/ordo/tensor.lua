@@ -2154,6 +2154,12 @@ local function index_arg(fname, like, index)
     if ISFLOAT[index._c.dtype] then
         fail(fmt("%s: index must be an integer tensor (int64 or int32), got %s", fname, DT_NAME[index._c.dtype]))
     end
+    -- a uint8 index is most likely a mask (t:gt(0)), whose 1s would all
+    -- pick the first slice without a word: refused, as Torch does
+    if index._c.dtype == U8 then
+        fail(fmt("%s: index must be an int64 or int32 tensor of indices, got uint8 (a mask? masked_select, "
+                 .. "masked_fill or where take masks; :long() makes indices of it)", fname))
+    end
     -- as they are: the kernels take indices from 1 (iparam 1 = 1) and name
     -- a bad one as the user wrote it
     return cast(fname, index, I64)
@@ -2165,7 +2171,7 @@ end
 function Tensor:gather(dim, index, who)
     check_self("gather", self)
     local d = norm_dim("gather", self, dim)
-    if not is_tensor(index) then fail("gather: index must be an int64 tensor, got " .. typename(index)) end
+    if not is_tensor(index) then fail("gather: index must be an int64 or int32 tensor, got " .. typename(index)) end
     if index._c.ndim ~= self._c.ndim then
         fail(fmt("gather: index has %d dims (shape %s), expected %d like the input (shape %s)", index._c.ndim,
                  shape_str(index), self._c.ndim, shape_str(self)))
@@ -2206,7 +2212,7 @@ end
 -- (internal): as gather's, for gather's gradient.
 local function scatter_add(fname, self, dim, index, src, who)
     local d = norm_dim(fname, self, dim)
-    if not is_tensor(index) then fail(fname .. ": index must be an int64 tensor, got " .. typename(index)) end
+    if not is_tensor(index) then fail(fname .. ": index must be an int64 or int32 tensor, got " .. typename(index)) end
     if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
     local idx = index_arg(fname, self, index)
     -- the kernel's rule, checked here so that the error comes at the call
