@@ -286,6 +286,10 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         assert.is_false(ok)
         assert.matches("gradcheck: fn's output holds NaN", err, 1, true)
         assert.is_nil(err:find("deterministic", 1, true))
+        -- on float32 the failure says why, not only the numbers
+        ok, err = pcall(ag.gradcheck, function(x) return x:exp():sum() end, {ordo.ones({3}):requires_grad()})
+        assert.is_false(ok)
+        assert.matches("(input 1 is float32: central differences need float64)", err, 1, true)
     end)
 
     it("record with needs, as the README shows for new ops; needs refuses a fourth value instead of ignoring it", function()

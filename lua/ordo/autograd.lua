@@ -561,8 +561,12 @@ function M.gradcheck(fn, inputs, opts)
             local num = (lp - lm) / (2 * eps)
             local ana = analytic[j] or 0
             if not (math.abs(ana - num) <= atol + rtol * math.abs(num)) then
-                fail(fmt("%sgradcheck: input %d (shape %s), element %d: backward gives %.10g, numerical %.10g",
-                         label, i, shape_str(x), j, ana, num))
+                -- float32 cannot resolve a step of eps: say so, or the
+                -- mismatch reads as a wrong backward
+                local note = x:dtype() ~= "float64"
+                    and fmt(" (input %d is %s: central differences need float64)", i, x:dtype()) or ""
+                fail(fmt("%sgradcheck: input %d (shape %s), element %d: backward gives %.10g, numerical %.10g%s",
+                         label, i, shape_str(x), j, ana, num, note))
             end
         end
         x.grad = nil
