@@ -1113,12 +1113,21 @@ end
 -- A loss module: its options (reduction: "mean", the default, "sum" or
 -- "none"; and the names in extra) handed to its functional form
 -- fn(input, target, opts).
+-- The reduction is checked when the loss is made (a typo such as "avg"
+-- used to wait for the first call to be named).
+local function check_reduction(name, r)
+    if r == nil or r == "mean" or r == "sum" or r == "none" or (r == "batchmean" and name == "KLDivLoss") then return end
+    fail(fmt("%s: reduction must be 'mean', 'sum' or 'none'%s, got %s", name,
+             name == "KLDivLoss" and " (or 'batchmean')" or "", type(r) == "string" and r or typename(r)))
+end
+
 local function loss(name, fn, extra)
     local cls = Module:extend(name)
     local allowed = {reduction = true}
     for _, k in ipairs(extra or {}) do allowed[k] = true end
     cls.init = function(self, opts)
         opts = opts_of(name, opts, allowed)
+        check_reduction(name, opts.reduction)
         self.options = {}
         for k, v in pairs(opts) do self.options[k] = v end
         self.reduction = opts.reduction or "mean"
@@ -1145,6 +1154,7 @@ local function loss3(name, fn, allowed)
     M[name] = cls
     cls.init = function(self, opts)
         opts = opts_of(name, opts, allowed)
+        check_reduction(name, opts.reduction)
         self.options = {}
         for k, v in pairs(opts) do self.options[k] = v end
     end
