@@ -1739,6 +1739,8 @@ describe("optim", function()
         H.raises(function() S.ReduceLROnPlateau(opt, {factor = 1}) end, "ReduceLROnPlateau", "factor")
         H.raises(function() S.ReduceLROnPlateau(opt, {patience = 1.5}) end, "ReduceLROnPlateau", "patience")
         H.raises(function() S.ReduceLROnPlateau(opt):step() end, "ReduceLROnPlateau", "metric")
+        H.raises(function() S.ReduceLROnPlateau(opt):step(ordo.ones({2})) end, "ReduceLROnPlateau",
+                 "a one-element tensor, got a tensor of 2 elements")
     end)
 
     it("clip_grad_norm_ scales all gradients to the norm, on the device, without a wait; clip_grad_value_ clamps", function()
