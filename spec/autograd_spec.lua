@@ -286,6 +286,28 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         assert.is_false(ok)
         assert.matches("gradcheck: fn's output holds NaN", err, 1, true)
         assert.is_nil(err:find("deterministic", 1, true))
+        -- on float32 the failure says why, not only the numbers
+        ok, err = pcall(ag.gradcheck, function(x) return x:exp():sum() end, {ordo.ones({3}):requires_grad()})
+        assert.is_false(ok)
+        assert.matches("(input 1 is float32: central differences need float64)", err, 1, true)
+    end)
+
+    it("record with needs, as the README shows for new ops; needs refuses a fourth value instead of ignoring it", function()
+        local function times5(x)
+            local out = ordo.no_grad(function() return x * 5 end)
+            if ag.needs(x) then ag.record("times5", out, {x}, function(g) return g * 5 end, {}) end
+            return out
+        end
+        local x = ordo.ones({3}, D):requires_grad()
+        local y = times5(x)
+        assert.equals("times5", y:grad_fn())
+        y:sum():backward()
+        assert.same({5, 5, 5}, x.grad:totable())
+        local plain = ordo.ones({1}, D)
+        local ok, err = pcall(ag.needs, plain, plain, plain, x)
+        assert.is_false(ok)
+        assert.matches("needs: takes at most three values, got a fourth; use autograd.list_needs({...})", err, 1, true)
+        assert.is_true(ag.list_needs({plain, plain, plain, x}))
     end)
 
     it("gradcheck works on inputs on another device (its weights go to the output's device)", function()

@@ -94,6 +94,25 @@ describe("ordo.engine", function()
         H.raises(function() ordo.engine.wait_for_var(v2) end, "wait_for_var: the engine was closed")
     end)
 
+    it("an engine's methods called with a dot say so; has_kernel is a method too and checks its arguments", function()
+        local e = ordo.engine.new({cpu_workers = 1})
+        for _, m in ipairs({"kind", "config", "cpu_workers", "gpu_workers", "pending", "wait_for_all",
+                            "new_variable", "close"}) do
+            H.raises(function() e[m]() end, "expected an engine as self, got nil (call it as e:" .. m .. "(...))")
+        end
+        H.raises(function() e.wait_for_var(ordo.zeros({1})) end,
+                 "wait_for_var: expected an engine as self, got ordo.Tensor (call it as e:wait_for_var(...))")
+        H.raises(function() e.push("add", {}, {}) end, "push: expected an engine as self")
+        H.raises(function() e.has_kernel("add") end, "has_kernel: expected an engine as self")
+        assert.is_true(e:has_kernel("add"))
+        assert.is_false(e:has_kernel("no_such_kernel"))
+        assert.equals(ordo.engine.has_kernel("add", "gpu"), e:has_kernel("add", "gpu"))
+        H.raises(function() ordo.engine.has_kernel(nil) end, "has_kernel: expected a kernel name, got nil")
+        H.raises(function() e:has_kernel("add", "tpu") end, 'has_kernel: device must be "cpu" or "gpu", got "tpu"')
+        assert.equals("pooled", ordo.engine.new({kind = "pooled", cpu_workers = 1}):kind())
+        e:close()
+    end)
+
     it("settings: bulk_op_max_ns and push_inline_after take negative values; config() reads them back", function()
         local e = ordo.engine.new({cpu_workers = 1, bulk_op_max_ns = -1, push_inline_after = -1, max_inflight = 100})
         local c = e:config()

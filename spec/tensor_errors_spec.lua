@@ -78,6 +78,13 @@ describe("bad calls raise at the call", function()
         raises_here(function() local _ = ordo.where(ordo.zeros({2}), a, a) end, "where", "uint8", "float32")
         raises_here(function() local _ = a:masked_fill(ordo.zeros({3}), 1) end, "masked_fill", "uint8", "float32")
         raises_here(function() local _ = a:index_select(1, ordo.zeros({1})) end, "index_select", "float32")
+        -- a uint8 index is a mask given by mistake: its 1s picked slice 1, silently
+        local mask = ordo.tensor({1, 1}, "uint8")
+        raises_here(function() local _ = a:index_select(1, mask) end, "index_select", "got uint8", "a mask?")
+        raises_here(function() local _ = a:gather(1, ordo.ones({1, 3}, "uint8")) end, "gather", "got uint8")
+        raises_here(function() local _ = a:scatter(1, ordo.ones({1, 3}, "uint8"), 0) end, "scatter:", "got uint8")
+        raises_here(function() local _ = a:index_add(1, mask, ordo.ones({2, 3})) end, "index_add", "got uint8")
+        assert.equals(2, a:index_select(1, ordo.tensor({2, 1}, "int32")):size(1)) -- int32 stays accepted
         raises_here(function() local _ = ordo.zeros({2}, {dtype = "complex"}) end, "zeros", "complex", "float32")
         raises_here(function() local _ = a:to("float16") end, "to", "float16")
     end)
@@ -141,6 +148,23 @@ describe("bad calls raise at the call", function()
         raises_here(function() local _ = ordo.zeros({2}, {device = "tpu"}) end, "zeros", "tpu", "device")
         raises_here(function() local _ = ordo.cpu(-1) end, "cpu", "0..63")
         raises_here(function() local _ = a:to("moon") end, "to", "moon")
+        -- a device string is exactly "kind", "kind:N" or "kind(N)"
+        for _, bad in ipairs({"cpu1", "cpu(1", "cpu1)", "cpu:", "cpu:1)"}) do
+            raises_here(function() local _ = a:to(bad) end, "to", "'" .. bad .. "'")
+            raises_here(function() local _ = ordo.zeros({2}, {device = bad}) end, "zeros", bad)
+        end
+        assert.equals(ordo.cpu(1), a:to("cpu:1"):device())
+        assert.equals(ordo.cpu(1), a:to("cpu(1)"):device())
+        assert.equals(ordo.cpu(0), ordo.zeros({2}, {device = "cpu"}):device())
+        -- to takes one dtype and one device, not the last of two
+        raises_here(function() local _ = a:to("float64", "int32") end, "to: two dtypes given (float64 and int32)")
+        raises_here(function() local _ = a:to(ordo.cpu(0), ordo.cpu(1)) end, "to: two devices given (cpu(0) and cpu(1))")
+        raises_here(function() local _ = a:to(nil, "int32") end, "to: the first argument is nil")
+        raises_here(function() local _ = a:to(b, "int32") end, "to: t:to(u) takes nothing after the tensor")
+        local c = a:to(ordo.cpu(1), "int32")
+        assert.same({ordo.cpu(1), "int32"}, {c:device(), c:dtype()})
+        c = a:to("int64", ordo.cpu(1))
+        assert.same({ordo.cpu(1), "int64"}, {c:device(), c:dtype()})
         if not ordo.cuda.is_available() then
             raises_here(function() local _ = ordo.gpu(0) end, "gpu(0)", "no CUDA device available")
             raises_here(function() local _ = ordo.randn({2}, {device = "gpu:0"}) end, "no CUDA device available")

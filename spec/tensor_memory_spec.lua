@@ -74,4 +74,19 @@ describe("storage memory", function()
         ordo.engine.wait_for_all()
         assert.is_true(ordo.memory.live_bytes() <= before + 2 ^ 20)
     end)
+
+    it("set_gc_threshold takes a whole number of bytes >= 1, and refuses 0, fractions and non-numbers", function()
+        for _, bad in ipairs({0, -1, 1.5, 0 / 0, 2 ^ 60}) do
+            local ok, err = pcall(ordo.memory.set_gc_threshold, bad)
+            assert.is_false(ok)
+            assert.matches("memory.set_gc_threshold: expected a number of bytes, an integer from 1 to 2^53, got "
+                           .. tostring(bad), err, 1, true)
+        end
+        for _, bad in ipairs({"64", false}) do
+            local ok, err = pcall(ordo.memory.set_gc_threshold, bad)
+            assert.is_false(ok)
+            assert.matches("memory.set_gc_threshold: expected a number of bytes", err, 1, true)
+        end
+        ordo.memory.set_gc_threshold(64 * 2 ^ 20) -- the default
+    end)
 end)

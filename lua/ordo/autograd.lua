@@ -79,8 +79,11 @@ local FLOAT = {[cdef.F32] = true, [cdef.F64] = true}
 local function writes_of(t) return t._c.storage.writes end
 
 -- True when grad mode is on and one of the values (tensors or not) needs a
--- gradient: the cheap test wrappers make before building a node.
-local function needs(a, b, c)
+-- gradient: the cheap test wrappers make before building a node.  At most
+-- three: a fourth would be ignored, and its gradient lost without a word,
+-- so it raises (list_needs takes any number).
+local function needs(a, b, c, d)
+    if d ~= nil then fail("needs: takes at most three values, got a fourth; use autograd.list_needs({...})") end
     if not enabled then return false end
     return (type(a) == "table" and a._rg == true) or (type(b) == "table" and b._rg == true)
         or (type(c) == "table" and c._rg == true)
@@ -558,8 +561,12 @@ function M.gradcheck(fn, inputs, opts)
             local num = (lp - lm) / (2 * eps)
             local ana = analytic[j] or 0
             if not (math.abs(ana - num) <= atol + rtol * math.abs(num)) then
-                fail(fmt("%sgradcheck: input %d (shape %s), element %d: backward gives %.10g, numerical %.10g",
-                         label, i, shape_str(x), j, ana, num))
+                -- float32 cannot resolve a step of eps: say so, or the
+                -- mismatch reads as a wrong backward
+                local note = x:dtype() ~= "float64"
+                    and fmt(" (input %d is %s: central differences need float64)", i, x:dtype()) or ""
+                fail(fmt("%sgradcheck: input %d (shape %s), element %d: backward gives %.10g, numerical %.10g%s",
+                         label, i, shape_str(x), j, ana, num, note))
             end
         end
         x.grad = nil

@@ -709,7 +709,11 @@ end
 -- to src.  scatter_ writes the result into self.
 function Tensor:scatter(dim, index, src)
     check_self("scatter", self)
-    if not is_tensor(index) then fail("scatter: index must be an int64 tensor, got " .. typename(index)) end
+    if not is_tensor(index) then fail("scatter: index must be an int64 or int32 tensor, got " .. typename(index)) end
+    local idt = index:dtype()
+    if idt ~= "int64" and idt ~= "int32" then
+        fail(fmt("scatter: index must be an int64 or int32 tensor of indices, got %s", idt))
+    end
     if type(src) == "number" then src = tensor.full(index:shape(), src, tensor.like(self)) end
     if not is_tensor(src) then fail("scatter: src must be a tensor or a number, got " .. typename(src)) end
     local written = tensor.zeros_like(self):scatter_add_(dim, index, tensor.ones(index:shape(), tensor.like(self)),

@@ -72,7 +72,17 @@ function M.of_pointer(p)
     return setmetatable({_e = p}, Engine)
 end
 
+-- An engine method called with a dot (n.kind(), n.push(...)) gets no
+-- engine as self: say so rather than index nil.
+local function check_self(fname, e)
+    if not is_engine(e) then
+        local m = fname:match("[%w_]+$")
+        fail(("%s: expected an engine as self, got %s (call it as e:%s(...))"):format(fname, util.typename(e), m))
+    end
+end
+
 local function live(fname, e)
+    check_self(fname, e)
     if e._closed then fail(fname .. ": the engine was closed") end
     return e._e
 end
@@ -134,6 +144,7 @@ function M.key(p) return tonumber(ffi.cast("uintptr_t", p)) end
 -- Closes the handle; the engine finishes its ops and is destroyed once no
 -- tensor on it is left.
 function Engine:close()
+    check_self("engine:close", self)
     if self._default then fail("engine:close: the default engine cannot be closed") end
     if not self._closed then
         self._closed = true
@@ -154,9 +165,9 @@ function Engine:config()
     return t
 end
 
-function Engine:kind() return self:config().kind end
-function Engine:cpu_workers() return self:config().cpu_workers end
-function Engine:gpu_workers() return self:config().gpu_workers end
+function Engine:kind() check_self("kind", self) return self:config().kind end
+function Engine:cpu_workers() check_self("cpu_workers", self) return self:config().cpu_workers end
+function Engine:gpu_workers() check_self("gpu_workers", self) return self:config().gpu_workers end
 function Engine:pending() return tonumber(C.ordo_engine_pending(live("engine:pending", self))) end
 
 -- set under the ordo launcher: Ctrl-C can stop a wait (lua/ordo/util.lua)
@@ -210,6 +221,7 @@ local function var_of(fname, x)
 end
 
 function Engine:wait_for_var(x)
+    check_self("wait_for_var", self)
     local e, v = var_of("wait_for_var", x)
     if wait_ready then wait_ready(e, v) end
     if C.ordo_wait_for_var(e, v) ~= 0 then fail(last_error()) end
@@ -217,6 +229,7 @@ end
 
 -- (interruptible until the writes are done; the readers after them are not waited for in slices)
 function Engine:wait_to_write(x)
+    check_self("wait_to_write", self)
     local e, v = var_of("wait_to_write", x)
     if wait_ready then wait_ready(e, v) end
     if C.ordo_wait_to_write(e, v) ~= 0 then fail(last_error()) end
@@ -307,9 +320,18 @@ end
 
 -- 1 if the registry has kernel `name` for "cpu" (default) or "gpu".
 function M.has_kernel(name, device)
+    if type(name) ~= "string" then fail("has_kernel: expected a kernel name, got " .. util.typename(name)) end
+    if device ~= nil and device ~= "cpu" and device ~= "gpu" then
+        fail(("has_kernel: device must be \"cpu\" or \"gpu\", got %s"):format(util.typename(device) == "string" and ("%q"):format(device) or util.typename(device)))
+    end
     local kid = C.ordo_tensor_kernel_id(name)
     if kid < 0 then return false end
     return C.ordo_tensor_kernel_available(kid, device == "gpu" and cdef.GPU or cdef.CPU) ~= 0
+end
+-- (the registry is the process's: every engine has the same kernels)
+function Engine:has_kernel(name, device)
+    check_self("has_kernel", self)
+    return M.has_kernel(name, device)
 end
 
 -- ---------------------------------------------------------------- shell commands

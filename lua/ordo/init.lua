@@ -77,7 +77,15 @@ M.memory = {
     live_count = function() return tonumber(C.ordo_storage_live_count()) end,
     total_bytes = function() return tonumber(C.ordo_storage_total_bytes()) end,
     -- bytes allocated between two forced collections (at least); default 64 MiB
-    set_gc_threshold = function(bytes) C.ordo_storage_set_gc_threshold(bytes) end,
+    -- (ORDO_GC_THRESHOLD_MB).  0 or a fraction used to be taken as 1 byte or
+    -- cut: a collection at every allocation, without a word.
+    set_gc_threshold = function(bytes)
+        if type(bytes) ~= "number" or bytes ~= bytes or bytes < 1 or bytes > 2^53 or bytes % 1 ~= 0 then
+            util.fail(("memory.set_gc_threshold: expected a number of bytes, an integer from 1 to 2^53, got %s")
+                      :format(type(bytes) == "number" and tostring(bytes) or util.typename(bytes)))
+        end
+        C.ordo_storage_set_gc_threshold(bytes)
+    end,
 }
 
 M.lib_path = cdef.lib_path

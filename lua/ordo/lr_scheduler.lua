@@ -322,7 +322,13 @@ end
 
 function ReduceLROnPlateau:step(metric)
     check_sched_self("step", self)
-    if type(metric) == "table" and type(metric.item) == "function" then metric = metric:item() end
+    if type(metric) == "table" and type(metric.item) == "function" then
+        if type(metric.numel) == "function" and metric:numel() ~= 1 then
+            fail(fmt("ReduceLROnPlateau: step expects the metric, a number or a one-element tensor, got a tensor of %d elements",
+                     metric:numel()))
+        end
+        metric = metric:item()
+    end
     if type(metric) ~= "number" or metric ~= metric then
         fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s", tostring(metric)))
     end

@@ -1219,9 +1219,14 @@ function Tensor:to(a, b)
     check_self("to", self)
     local c = self._c
     local dt, dev = c.dtype, nil
+    local got_dt, got_dev = false, false
+    if a == nil and b ~= nil then fail("to: the first argument is nil (expected a dtype, a device or a tensor)") end
+    if is_tensor(a) and b ~= nil then fail("to: t:to(u) takes nothing after the tensor, got " .. typename(b)) end
     for _, x in ipairs({a, b}) do
         if type(x) == "string" and DT[x] then
-            dt = DT[x]
+            -- to("float64", "int32") used to take the last one without a word
+            if got_dt then fail("to: two dtypes given (" .. DT_NAME[dt] .. " and " .. x .. ")") end
+            dt, got_dt = DT[x], true
         elseif is_tensor(x) then -- t:to(u): u's dtype and device, as Torch
             dt, dev = x._c.dtype, util.device_of_ctx(x._c.ctx)
         elseif x ~= nil then
@@ -1230,7 +1235,8 @@ function Tensor:to(a, b)
                 fail(fmt("to: expected a dtype (float32, float64, int32, int64, uint8), a device (ordo.cpu(n), ordo.cpu_pinned(n), ordo.gpu(n)) or a tensor, got %s",
                          type(x) == "string" and ("'" .. x .. "'") or typename(x)))
             end
-            dev = d
+            if got_dev then fail(fmt("to: two devices given (%s and %s)", tostring(dev), tostring(d))) end
+            dev, got_dev = d, true
         end
     end
     if a == nil then fail("to: expected a dtype or a device") end
@@ -2150,6 +2156,12 @@ local function index_arg(fname, like, index)
     if ISFLOAT[index._c.dtype] then
         fail(fmt("%s: index must be an integer tensor (int64 or int32), got %s", fname, DT_NAME[index._c.dtype]))
     end
+    -- a uint8 index is most likely a mask (t:gt(0)), whose 1s would all
+    -- pick the first slice without a word: refused, as Torch does
+    if index._c.dtype == U8 then
+        fail(fmt("%s: index must be an int64 or int32 tensor of indices, got uint8 (a mask? masked_select, "
+                 .. "masked_fill or where take masks; :long() makes indices of it)", fname))
+    end
     -- as they are: the kernels take indices from 1 (iparam 1 = 1) and name
     -- a bad one as the user wrote it
     return cast(fname, index, I64)
@@ -2161,7 +2173,7 @@ end
 function Tensor:gather(dim, index, who)
     check_self("gather", self)
     local d = norm_dim("gather", self, dim)
-    if not is_tensor(index) then fail("gather: index must be an int64 tensor, got " .. typename(index)) end
+    if not is_tensor(index) then fail("gather: index must be an int64 or int32 tensor, got " .. typename(index)) end
     if index._c.ndim ~= self._c.ndim then
         fail(fmt("gather: index has %d dims (shape %s), expected %d like the input (shape %s)", index._c.ndim,
                  shape_str(index), self._c.ndim, shape_str(self)))
@@ -2202,7 +2214,7 @@ end
 -- (internal): as gather's, for gather's gradient.
 local function scatter_add(fname, self, dim, index, src, who)
     local d = norm_dim(fname, self, dim)
-    if not is_tensor(index) then fail(fname .. ": index must be an int64 tensor, got " .. typename(index)) end
+    if not is_tensor(index) then fail(fname .. ": index must be an int64 or int32 tensor, got " .. typename(index)) end
     if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
     local idx = index_arg(fname, self, index)
     -- the kernel's rule, checked here so that the error comes at the call

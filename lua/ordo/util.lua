@@ -267,7 +267,10 @@ end
 function M.parse_device(fname, x)
     if getmetatable(x) == Device then return x end
     if type(x) ~= "string" then return nil end
-    local kind, id = x:match("^([%a_]+)[:%(]?(%d*)%)?$")
+    -- exactly "kind", "kind:N" or "kind(N)" ("cpu1" or "cpu(1" were taken as cpu(1))
+    local kind, id = x:match("^([%a_]+)$"), ""
+    if not kind then kind, id = x:match("^([%a_]+):(%d+)$") end
+    if not kind then kind, id = x:match("^([%a_]+)%((%d+)%)$") end
     if not kind then return nil end
     id = id ~= "" and tonumber(id) or 0
     if kind == "cpu" then return M.cpu(id) end

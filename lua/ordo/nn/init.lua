@@ -337,9 +337,20 @@ end
 -- still one tensor afterwards.  A parameter keeps its requires_grad flag: a
 -- frozen one stays frozen.  One already on the device and of the dtype is
 -- kept as it is.
+local FLOAT_DTYPES = {float32 = true, float64 = true}
+local DTYPE_NAMES = {float32 = true, float64 = true, int32 = true, int64 = true, uint8 = true}
 local function moved_tensor(t, a, b, moved, is_param)
     local r = moved[t]
     if r ~= nil then return r end
+    if moved.int_args and not FLOAT_DTYPES[t:dtype()] then
+        -- a dtype cast is for floating-point tensors (as Torch's): an
+        -- integer buffer (indices, a counter) keeps its dtype, and only
+        -- goes to the device, if one was named
+        local dev = moved.int_args
+        r = dev == true and t or t:to(dev)
+        moved[t] = r
+        return r
+    end
     if is_param then
         local d = t:detach() -- out of the graph: the copy records nothing
         r = d:to(a, b)
@@ -355,7 +366,9 @@ local function moved_tensor(t, a, b, moved, is_param)
     return r
 end
 
-local function move_tree(m, a, b, moved, seen)
+-- (the new tensors are collected in sets, and assigned only once every one
+-- was made: a failure leaves the module as it was)
+local function move_tree(m, a, b, moved, seen, sets)
     if seen[m] then return end
     seen[m] = true
     for pass = 1, 2 do -- parameters, then buffers
@@ -363,19 +376,34 @@ local function move_tree(m, a, b, moved, seen)
             local t = m[n]
             if is_tensor(t) then
                 local r = moved_tensor(t, a, b, moved, pass == 1)
-                if r ~= t then m[n] = r end
+                if r ~= t then sets[#sets + 1] = {m, n, r} end
             end
         end
     end
-    for _, n in ipairs(child_names(m)) do move_tree(m[n], a, b, moved, seen) end
+    for _, n in ipairs(child_names(m)) do move_tree(m[n], a, b, moved, seen, sets) end
 end
 
--- m:to(device or dtype): moves (or casts) every parameter and buffer; the
--- module's fields then hold the new tensors, so build optimisers after.
--- Tensors shared between modules stay shared (see moved_tensor).
+-- m:to(device or dtype), m:to(device, dtype), m:to(u): moves (or casts)
+-- every parameter and buffer; the module's fields then hold the new
+-- tensors, so build optimisers after.  Tensors shared between modules stay
+-- shared (see moved_tensor).  The dtype must be a float one (parameters
+-- need gradients); integer buffers keep theirs, as in Torch.
 function Module:to(a, b)
     check_module_self("to", self)
-    move_tree(self, a, b, {}, {})
+    local dt, dev
+    for _, x in ipairs({a, b}) do
+        if type(x) == "string" and DTYPE_NAMES[x] then dt = x
+        elseif is_tensor(x) then dt, dev = x:dtype(), x:device()
+        else dev = x end
+    end
+    if dt and not FLOAT_DTYPES[dt] then
+        fail(fmt("to: a module's dtype must be float32 or float64 (its parameters need gradients), got %s", dt))
+    end
+    local moved = {}
+    if dt then moved.int_args = dev or true end
+    local sets = {}
+    move_tree(self, a, b, moved, {}, sets)
+    for _, s in ipairs(sets) do s[1][s[2]] = s[3] end
     return self
 end
 
@@ -1085,12 +1113,21 @@ end
 -- A loss module: its options (reduction: "mean", the default, "sum" or
 -- "none"; and the names in extra) handed to its functional form
 -- fn(input, target, opts).
+-- The reduction is checked when the loss is made (a typo such as "avg"
+-- used to wait for the first call to be named).
+local function check_reduction(name, r)
+    if r == nil or r == "mean" or r == "sum" or r == "none" or (r == "batchmean" and name == "KLDivLoss") then return end
+    fail(fmt("%s: reduction must be 'mean', 'sum' or 'none'%s, got %s", name,
+             name == "KLDivLoss" and " (or 'batchmean')" or "", type(r) == "string" and r or typename(r)))
+end
+
 local function loss(name, fn, extra)
     local cls = Module:extend(name)
     local allowed = {reduction = true}
     for _, k in ipairs(extra or {}) do allowed[k] = true end
     cls.init = function(self, opts)
         opts = opts_of(name, opts, allowed)
+        check_reduction(name, opts.reduction)
         self.options = {}
         for k, v in pairs(opts) do self.options[k] = v end
         self.reduction = opts.reduction or "mean"
@@ -1117,6 +1154,7 @@ local function loss3(name, fn, allowed)
     M[name] = cls
     cls.init = function(self, opts)
         opts = opts_of(name, opts, allowed)
+        check_reduction(name, opts.reduction)
         self.options = {}
         for k, v in pairs(opts) do self.options[k] = v end
     end
