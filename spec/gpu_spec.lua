@@ -1350,7 +1350,7 @@ describe("gpu tensors: errors", function()
         raises(function() return ordo.gpu(n + 4) end, bad, "does not exist")
         raises(function() return ordo.zeros({2}, {device = "gpu:" .. (n + 4)}) end, "does not exist")
         raises(function() return ordo.zeros({2}):to("gpu:" .. (n + 4)) end, "does not exist")
-        raises(function() return ordo.cuda.memory_stats(n + 4) end, "does not exist")
+        raises(function() return ordo.cuda.memory_stats(n + 4) end, "memory_stats: gpu(" .. (n + 4) .. ") does not exist")
         raises(function() return ordo.cuda.memory_stats(ordo.cpu(0)) end, "memory_stats", "GPU")
     end)
 

@@ -287,7 +287,8 @@ describe("views", function()
         H.raises(function() return ordo.tensor(3)[1] end, "t[i]", "0-dim", "item")
         H.raises(function() a[4] = 1 end, "t[i] = x", "index 4")
         H.raises(function() a[1] = "x" end, "t[i] = x", "string")
-        H.raises(function() a[1] = ordo.zeros(5) end, "copy_", "5")
+        H.raises(function() a[1] = ordo.zeros(5) end, "t[i] = x: shape 5 cannot be broadcast to 4")
+        H.raises(function() a[{2, {1, 2}}] = {1, 2, 3} end, "t[{...}] = x: shape 3 cannot be broadcast to 2")
         assert.same({{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, a:totable()) -- untouched by the failures
         assert.is_nil(a.no_such_field)
         a.note = "mine"
@@ -347,7 +348,7 @@ describe("views", function()
         H.raises(function() return a[{x = 1}] end, "t[{...}]", "list", "x")
         H.raises(function() a[{1, 9}] = 1 end, "t[{...}] = x", "index 9")
         H.raises(function() a[{1, 1}] = "x" end, "t[{...}] = x", "string")
-        H.raises(function() a[{{}, 1}] = ordo.zeros(5) end, "copy_", "5")
+        H.raises(function() a[{{}, 1}] = ordo.zeros(5) end, "t[{...}] = x: shape 5 cannot be broadcast to 3")
         assert.same({{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, a:totable()) -- untouched by the failures
     end)
 

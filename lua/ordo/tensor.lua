@@ -1799,9 +1799,11 @@ local function assign(view, v, op)
     if type(v) == "number" or type(v) == "boolean" then
         view:fill_(v)
     elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
-        view:copy_(v)
+        -- copy_'s errors (a shape that does not fit) are the assignment's
+        local ok, err = pcall(view.copy_, view, v)
+        if not ok then error((tostring(err):gsub("copy_: ", op .. ": ", 1)), 0) end
     else
-        fail(fmt("%s: x must be a number, a tensor or a table, got %s", op, typename(v)))
+        fail(fmt("%s: x must be a number, a boolean, a tensor or a table, got %s", op, typename(v)))
     end
 end
 
@@ -2068,8 +2070,10 @@ function Tensor:topk(k, dim, largest)
                  show(k)))
     end
     local values, idx = self:sort(dim or -1, largest)
-    if self._c.ndim == 0 then return values, idx end
-    return values:narrow(d + 1, 1, k), idx:narrow(d + 1, 1, k)
+    if self._c.ndim == 0 or k == n then return values, idx end
+    -- contiguous, as Torch's: the first k of each sorted line would be a
+    -- strided view that :view refuses
+    return values:narrow(d + 1, 1, k):contiguous(), idx:narrow(d + 1, 1, k):contiguous()
 end
 
 -- ---------------------------------------------------------------- matmul
@@ -2371,7 +2375,11 @@ local function gpu_id(fname, dev)
         if dev ~= floor(dev) or dev < 0 then
             fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id >= 0), got %s", fname, show(dev)))
         end
-        if C.ordo_gpu_count() == 0 then fail(fmt("%s: gpu(%d): no CUDA device available", fname, dev)) end
+        local count = C.ordo_gpu_count()
+        if count == 0 then fail(fmt("%s: gpu(%d): no CUDA device available", fname, dev)) end
+        if dev >= count then
+            fail(fmt("%s: gpu(%d) does not exist (%d CUDA device%s)", fname, dev, count, count > 1 and "s" or ""))
+        end
         dev = util.gpu(dev)
     end
     local d = util.parse_device(fname, dev)
