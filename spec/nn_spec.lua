@@ -503,20 +503,20 @@ describe("nn modules", function()
         close(F.gaussian_nll_loss(mu, t, v):item(), F.gaussian_nll_loss(mu, t, v:view(3, 1):expand(3, 2)):item())
     end)
 
-    it("SiLU, GELU (tanh approximation), Softplus, LeakyReLU against plain Lua; gradcheck", function()
+    it("SiLU, GELU (exact and tanh approximation), Softplus, LeakyReLU against plain Lua; gradcheck", function()
         local xs = {-30, -2, -0.5, 0.25, 1, 3, 40}
         local x = ordo.tensor(xs, D)
         local function ref(f) local r = {} for i, v in ipairs(xs) do r[i] = f(v) end return r end
         local function sig(v) return 1 / (1 + math.exp(-v)) end
         close(nn.SiLU()(x):totable(), ref(function(v) return v * sig(v) end))
-        close(nn.GELU()(x):totable(), ref(function(v)
+        close(nn.GELU("tanh")(x):totable(), ref(function(v)
             local u = math.sqrt(2 / math.pi) * (v + 0.044715 * v ^ 3)
             return 0.5 * v * (1 + (1 - 2 / (math.exp(2 * u) + 1))) -- tanh, without inf / inf
         end))
         close(nn.Softplus()(x):totable(), ref(function(v) return v > 20 and v or math.log(1 + math.exp(v)) end))
         close(nn.LeakyReLU(0.2)(x):totable(), ref(function(v) return v > 0 and v or 0.2 * v end))
         close(nn.LeakyReLU()(x):totable(), ref(function(v) return v > 0 and v or 0.01 * v end))
-        -- the exact GELU (Torch's default), 0.5 x (1 + erf(x / sqrt 2)), on request; erf by its series
+        -- the exact GELU, the default (Torch's), 0.5 x (1 + erf(x / sqrt 2)); erf by its series
         local function erf(z)
             local sum, term, k = z, z, 0
             repeat
@@ -531,7 +531,10 @@ describe("nn modules", function()
         for i, v in ipairs(small) do exact[i] = 0.5 * v * (1 + erf(v / math.sqrt(2))) end
         close(nn.GELU("none")(ordo.tensor(small, D)):totable(), exact, 1e-12)
         close(nn.GELU({approximate = "none"})(ordo.tensor(small, D)):totable(), exact, 1e-12)
-        close(F.gelu(ordo.tensor(small, D), "tanh"):totable(), nn.GELU()(ordo.tensor(small, D)):totable(), 1e-15)
+        close(nn.GELU()(ordo.tensor(small, D)):totable(), exact, 1e-12)
+        close(F.gelu(ordo.tensor(small, D)):totable(), exact, 1e-12)
+        close(F.gelu(ordo.tensor(small, D), "tanh"):totable(), nn.GELU("tanh")(ordo.tensor(small, D)):totable(), 1e-15)
+        assert.matches("approximate = none", tostring(nn.GELU()), 1, true)
         H.raises(function() nn.GELU("exact") end, "GELU", "approximate must be")
         H.raises(function() F.gelu(x, 1) end, "gelu", "approximate must be")
         -- the activations without options say so (an argument was dropped unseen)
@@ -539,7 +542,7 @@ describe("nn modules", function()
         H.raises(function() nn.Softplus({beta = 2}) end, "Softplus: takes no options")
         local s = ordo.tensor({-1.3, -0.4, 0.35, 0.9, 2.2}, D):requires_grad()
         for _, f in ipairs({F.silu, F.gelu, F.softplus, function(u) return F.leaky_relu(u, 0.1) end,
-                            function(u) return F.gelu(u, "none") end}) do
+                            function(u) return F.gelu(u, "tanh") end}) do
             assert.is_true(ag.gradcheck(f, {s}))
         end
         assert.has_error(function() nn.LeakyReLU("x") end)

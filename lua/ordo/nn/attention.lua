@@ -255,9 +255,8 @@ function M.install(nn)
 
     local LAYER_OPTS = {dim_feedforward = true, dropout = true, activation = true, layer_norm_eps = true,
                         batch_first = true, norm_first = true, dtype = true, device = true}
-    -- "gelu" is Torch's layer's: the exact erf form (F.gelu's default is the tanh approximation)
-    local function gelu_exact(x) return F.gelu(x, "none") end
-    local ACTIVATIONS = {relu = F.relu, gelu = gelu_exact}
+    -- "gelu" is Torch's layer's: the exact erf form (F.gelu's default)
+    local ACTIVATIONS = {relu = F.relu, gelu = F.gelu}
 
     -- What both layers are made of: n_attn attentions, the feed-forward
     -- network, n_attn + 1 LayerNorms and the dropouts (one child a

@@ -109,16 +109,16 @@ function M.silu(x)
     check_tensor("silu", "input", x)
     return x * x:sigmoid()
 end
--- GELU.  approximate = "tanh" (the default here; Torch's approximate =
--- "tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); "none" (Torch's
--- default, the exact form): 0.5 x (1 + erf(x / sqrt 2)).
+-- GELU.  approximate = "none" (the default, as Torch's: the exact form):
+-- 0.5 x (1 + erf(x / sqrt 2)); "tanh" (Torch's approximate = "tanh"):
+-- 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 local SQRT_HALF = math.sqrt(0.5)
 function M.gelu(x, approximate)
     check_tensor("gelu", "input", x)
-    if approximate == nil or approximate == "tanh" then
+    if approximate == "tanh" then
         return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)):tanh():add(1)
     end
-    if approximate ~= "none" then
+    if approximate ~= nil and approximate ~= "none" then
         fail(fmt("gelu: approximate must be \"tanh\" or \"none\", got %s", type(approximate) == "string" and
                  fmt("%q", approximate) or typename(approximate)))
     end

@@ -678,8 +678,8 @@ activation("ReLU", F.relu)
 activation("Tanh", F.tanh)
 activation("Sigmoid", F.sigmoid)
 activation("SiLU", F.silu)
--- GELU([approximate]) or GELU({approximate = "tanh" | "none"}): the tanh
--- approximation by default; "none" is the exact erf form (Torch's default).
+-- GELU([approximate]) or GELU({approximate = "none" | "tanh"}): the exact
+-- erf form by default, as Torch's; "tanh" is the tanh approximation.
 local GELU = Module:extend("GELU")
 M.GELU = GELU
 function GELU:init(a)
@@ -690,7 +690,7 @@ function GELU:init(a)
         fail(fmt("GELU: approximate must be \"tanh\" or \"none\", got %s", type(a) == "string" and fmt("%q", a)
                  or typename(a)))
     end
-    self.approximate = a or "tanh"
+    self.approximate = a or "none"
 end
 function GELU:forward(x) return F.gelu(x, self.approximate) end
 function GELU:extra_repr() return "approximate = " .. self.approximate end
