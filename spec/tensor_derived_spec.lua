@@ -530,6 +530,56 @@ describe("derived ops", function()
         H.raises(function() return a:remainder(ordo.ones(2)) end, "2", "3")
     end)
 
+    it("div with rounding mode floor (floor_divide) and trunc, for floats and integers, as Torch and Python's //", function()
+        local xs = {-7, 7, -7, 7, 6, -6, 0, 5}
+        local ys = {2, 2, -2, -2, 3, -3, 4, 7}
+        local function lua_trunc(q) return q >= 0 and math.floor(q) or -math.floor(-q) end
+        for _, dt in ipairs({"float32", "float64", "int32", "int64"}) do
+            local x, y = ordo.tensor(xs, dt), ordo.tensor(ys, dt)
+            local f, t, fd = x:div(y, "floor"), x:div(y, "trunc"), ordo.floor_divide(x, y)
+            assert.equals(dt, f:dtype())
+            assert.equals(dt, t:dtype())
+            for i = 1, #xs do
+                assert.equals(math.floor(xs[i] / ys[i]), f:totable()[i], dt .. " floor " .. i)
+                assert.equals(math.floor(xs[i] / ys[i]), fd:totable()[i], dt .. " floor_divide " .. i)
+                assert.equals(lua_trunc(xs[i] / ys[i]), t:totable()[i], dt .. " trunc " .. i)
+            end
+            for _, d in ipairs({2, -2}) do
+                local fr = x:div(d, "floor"):totable()
+                for i = 1, #xs do assert.equals(math.floor(xs[i] / d), fr[i], dt .. " floor by " .. d) end
+            end
+        end
+        -- floats as Python: from the exact remainder, so 1 // 0.1 is 9 (floor(1 / 0.1) is 10)
+        assert.same({9, -10, 52, -53, 6}, ordo.tensor({1, -1, 5.3, -5.3, 0.7}, "float64"):div(0.1, "floor"):totable())
+        assert.same({-3, 3, 10}, ordo.tensor({-7.5, 7.5, 1}):div(ordo.tensor({2, 2, 0.1}), "trunc"):totable())
+        local z = ordo.tensor({0, 0, 1, -1}):div(ordo.tensor({3, -3, 0, 0}), "floor"):totable()
+        assert.equals(1 / 0, 1 / z[1]) -- +0
+        assert.equals(-1 / 0, 1 / z[2]) -- -0
+        assert.same({1 / 0, -1 / 0}, {z[3], z[4]}) -- a float divisor of 0 gives a / b
+        -- an integer tensor by a fraction computes in float32; in place keeps the dtype
+        assert.same({-3, 2}, ordo.tensor({-7, 7}, "int64"):div(2.5, "floor"):totable())
+        assert.equals("float32", ordo.tensor({-7, 7}, "int64"):div(2.5, "floor"):dtype())
+        local i = ordo.tensor({-7, 7}, "int32")
+        assert.equals(i, i:floor_divide_(2))
+        assert.same({-4, 3}, i:totable())
+        local fl = ordo.tensor({-7.5, 7})
+        fl:div_(2, "floor")
+        assert.same({-4, 3}, fl:totable())
+        fl = ordo.tensor({-7.5, 7})
+        fl:div_(2, "trunc")
+        assert.same({-3, 3}, fl:totable())
+        -- the gradient is zero, as Torch's
+        local w = ordo.tensor({1.5, -2.5}):requires_grad()
+        local out = w:div(2, "floor") * 3
+        out:sum():backward()
+        assert.same({0, 0}, w.grad:totable())
+        H.raises(function() return ordo.tensor({1}, "int32"):div(0, "floor") end, "div", "division by zero")
+        H.raises(function() return ordo.tensor({1}, "int32"):floor_divide(0) end, "floor_divide", "division by zero")
+        H.raises(function() return ordo.tensor({1}, "int32"):div_(2.5, "floor") end, "div_", "float32", "int32")
+        H.raises(function() return ordo.tensor({1}):div(2, "round") end, "div", "rounding mode", "floor")
+        H.raises(function() return ordo.tensor({1}):div("x", "trunc") end, "div", "divisor", "string")
+    end)
+
     it("roll and tile against plain Lua; gradients", function()
         local m = ordo.arange(1, 13):view(3, 4)
         local tm = m:totable()

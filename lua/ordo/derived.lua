@@ -1035,6 +1035,123 @@ Tensor.__mod = function(a, b)
     return modulo("remainder", tensor.tensor(a, tensor.like(b, dt)), b, true)
 end
 
+-- div(u, "floor") and div(u, "trunc") on floats: Torch's rounding_mode
+-- (the kernel's div(u, "trunc") keeps integer operands).  "floor" rounds
+-- the quotient down, as Python's // and Torch's floor_divide: integers
+-- from the exact truncated quotient, floats as Torch from C's exact fmod
+-- ((a - fmod(a, b)) / b, moved down when the remainder's sign is not b's,
+-- then floored and rounded to the nearest integer), so 1 // 0.1 is 9 as in
+-- Python (floor(1 / 0.1) is 10); a float divisor of 0 gives a / b.  Their
+-- gradient is zero, as Torch's.
+local div_kernel, div_kernel_ = Tensor.div, Tensor.div_
+
+local function record_zero(fname, a, b, r)
+    local autograd = package.loaded["ordo.autograd"]
+    if not (autograd and autograd.needs(a, b)) then return r end
+    return autograd.record(fname, r, {a, b, n = 2}, function()
+        local ga = a._rg and tensor.zeros_like(a) or nil
+        local gb = is_tensor(b) and b._rg and tensor.zeros_like(b) or nil
+        return ga, gb
+    end)
+end
+
+local function rounded_div(fname, a, b, mode)
+    if not is_tensor(b) and type(b) ~= "number" then
+        fail(fmt("%s: the divisor must be a tensor or a number, got %s", fname, typename(b)))
+    end
+    local rt = tensor.result_type(a, b)
+    local ad = a._rg and a:detach() or a
+    local bd = is_tensor(b) and b._rg and b:detach() or b
+    local r
+    if rt:match("^float") then
+        if ad:dtype() ~= rt then ad = ad:to(rt) end
+        if is_tensor(bd) and bd:dtype() ~= rt then bd = bd:to(rt) end
+        local q = ad / bd
+        if mode == "trunc" then
+            r = q:trunc()
+        else
+            local mod = tensor.float_fmod(ad, bd)
+            local bneg = is_tensor(bd) and bd:lt(0) or (bd < 0 and 1 or 0)
+            local d = (ad - mod) / bd
+            d = d - mod:ne(0):mul(mod:lt(0):ne(bneg)):to(rt)
+            local f = d:floor()
+            f = f + (d - f):gt(0.5):to(rt)
+            f = tensor.where(d:eq(0), q * 0, f) -- a zero quotient keeps a / b's sign
+            if is_tensor(bd) then -- a divisor of 0 gives a / b (inf or NaN)
+                f = tensor.where(bd:eq(0), q, f)
+            elseif bd == 0 then
+                f = q
+            end
+            r = f
+        end
+    else
+        if ad:dtype() ~= rt then ad = ad:to(rt) end
+        if is_tensor(bd) and bd:dtype() ~= rt then bd = bd:to(rt) end
+        if bd == 0 then fail(fname .. ": integer division by zero") end -- a number: named at the call
+        local q = div_kernel(ad, bd, "trunc") -- a tensor divisor of 0 fails when it runs, as "trunc"
+        local rem = ad - q * bd
+        local bneg = is_tensor(bd) and bd:lt(0) or (bd < 0 and 1 or 0)
+        r = q - rem:ne(0):mul(rem:lt(0):ne(bneg)):to(rt)
+    end
+    return record_zero(fname, a, b, r)
+end
+
+-- "trunc" of integers is the kernel's (which also names a bad divisor)
+local function kernel_trunc(self, b)
+    if not is_tensor(b) and type(b) ~= "number" then return false end -- (rounded_div names it)
+    return not tensor.result_type(self, b):match("^float")
+end
+
+local function div_mode_message(fname, mode)
+    return fmt("%s: unknown rounding mode %s (expected nil, \"trunc\" or \"floor\")", fname, show(mode))
+end
+
+function Tensor:div(b, mode)
+    check_self("div", self)
+    if mode == nil or (mode == "trunc" and kernel_trunc(self, b)) then
+        return div_kernel(self, b, mode)
+    end
+    if mode ~= "trunc" and mode ~= "floor" then fail(div_mode_message("div", mode)) end
+    return rounded_div("div", self, b, mode)
+end
+
+-- the in-place forms write the rounded quotient into self, as the other in-place ops
+local function rounded_div_(fname, self, b, mode)
+    local autograd = package.loaded["ordo.autograd"]
+    if self._rg and autograd and autograd.is_enabled() then
+        fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (use the out-of-place div, " ..
+                 "or wrap the update in ordo.no_grad)", fname))
+    end
+    local r = rounded_div(fname, self, b, mode)
+    if shape_of_str(r) ~= shape_of_str(self) then
+        fail(fmt("%s: the result's shape %s is not the in-place tensor's %s (an operand broadcast beyond it)",
+                 fname, shape_of_str(r), shape_of_str(self)))
+    end
+    if is_float(r) and not is_float(self) then
+        fail(fmt("%s: the result type %s can't be cast to the in-place tensor's dtype %s", fname, r:dtype(), self:dtype()))
+    end
+    return self:copy_(r)
+end
+
+function Tensor:div_(b, mode)
+    check_self("div_", self)
+    if mode == nil or (mode == "trunc" and kernel_trunc(self, b)) then
+        return div_kernel_(self, b, mode)
+    end
+    if mode ~= "trunc" and mode ~= "floor" then fail(div_mode_message("div_", mode)) end
+    return rounded_div_("div_", self, b, mode)
+end
+
+-- floor_divide(u): div(u, "floor"), as Torch's (and Python's //)
+function Tensor:floor_divide(b)
+    check_self("floor_divide", self)
+    return rounded_div("floor_divide", self, b, "floor")
+end
+function Tensor:floor_divide_(b)
+    check_self("floor_divide_", self)
+    return rounded_div_("floor_divide_", self, b, "floor")
+end
+
 -- ---------------------------------------------------------------- rearranging
 
 -- roll(shifts [, dims]): elements moved shifts places along dims (a number

@@ -1510,7 +1510,8 @@ function Tensor:sub(b, alpha)
 end
 
 -- div(u [, "trunc"]): true division (integers give float32); "trunc":
--- integer division rounding toward zero, integer tensors only.
+-- integer division rounding toward zero, integer tensors only (derived.lua
+-- wraps div and div_ with "floor" and with "trunc" of floats).
 local function trunc_div(name, self, b, inplace)
     local dt = self._c.dtype
     if ISFLOAT[dt] then
