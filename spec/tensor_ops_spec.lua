@@ -384,6 +384,19 @@ describe("elementwise unary ops", function()
         H.raises(function() ordo.tensor({4}, "int32"):sin_() end, "sin_", "int32")
     end)
 
+    it("abs of -0.0 is +0.0 (C's fabs, Torch, NumPy), out of place and in place", function()
+        for _, dt in ipairs({"float32", "float64"}) do
+            local a = ordo.tensor({-0.0, 0, -2, 0 / 0}, dt)
+            local r = a:abs():totable()
+            assert.equals(1 / 0, 1 / r[1], dt) -- +0: 1 / -0 would be -inf
+            assert.equals(1 / 0, 1 / r[2], dt)
+            assert.equals(2, r[3])
+            assert.is_true(r[4] ~= r[4])
+            assert.equals(1 / 0, 1 / a:abs_():totable()[1], dt .. " abs_")
+        end
+        assert.same({2147483647, 0, -2147483648}, ordo.tensor({-2147483647, 0, -2147483648}, "int32"):abs():totable())
+    end)
+
     it("clamp and clamp_", function()
         local ra = R.rand({4, 3}, "float32")
         local a = H.make(ordo, ra, "transposed")

@@ -7,10 +7,11 @@
 #include "cpu_internal.h"
 
 /* Negating INT_MIN overflows; computed in the unsigned type it wraps to
- * INT_MIN as in NumPy and Torch, without undefined behaviour. */
+ * INT_MIN as in NumPy and Torch, without undefined behaviour.  abs negates
+ * zero too (a <= 0), so abs(-0.0) is +0.0 as C's fabs, Torch and NumPy. */
 #define DEF_SIGNED_OPS(SFX, T, UT)                                                     \
     static inline T neg_##SFX(T a) { return (T)(0 - (UT)a); }                         \
-    static inline T abs_##SFX(T a) { return a < 0 ? (T)(0 - (UT)a) : a; }             \
+    static inline T abs_##SFX(T a) { return a <= 0 ? (T)(0 - (UT)a) : a; }            \
     /* a < 0 rather than a > 0 ? a : 0, so NaN passes through as in Torch */         \
     static inline T relu_##SFX(T a) { return a < 0 ? (T)0 : a; }
 /* sign: -1, 0 or 1 (NaN stays NaN, as in Torch); square in the unsigned

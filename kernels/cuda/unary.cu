@@ -76,7 +76,8 @@ struct un_op {
         typedef typename ew_uns<T>::type U;
         /* negation in the unsigned type: INT_MIN wraps to INT_MIN, no UB */
         if constexpr (OP == U_NEG) return (T)(0 - (U)a);
-        else if constexpr (OP == U_ABS) return a < 0 ? (T)(0 - (U)a) : a;
+        /* a <= 0: abs(-0.0) is +0.0, as C's fabs and the CPU */
+        else if constexpr (OP == U_ABS) return a <= 0 ? (T)(0 - (U)a) : a;
         /* a < 0 rather than a > 0 ? a : 0, so NaN passes through as in Torch */
         else if constexpr (OP == U_RELU) return a < 0 ? (T)0 : a;
         /* sign: NaN stays NaN, as on the CPU; square wraps in the unsigned type */
