@@ -713,6 +713,10 @@ describe("nn modules", function()
         local ca, cb = ordo.randn({3, 4}, D), ordo.randn({3, 1}, D)
         close(F.cosine_similarity(ca, cb):totable(), F.cosine_similarity(ca, cb:expand(3, 4)):totable(), 1e-12)
         for _, v in ipairs(F.cosine_similarity(ca, cb):totable()) do assert.is_true(math.abs(v) <= 1 + 1e-12) end
+        -- large float32 vectors: each is divided by its norm first, as Torch (a·b overflowed: inf / inf = NaN)
+        local big = ordo.tensor({{3e19, 4e19}, {-1e30, 1e30}})
+        close(F.cosine_similarity(big, big):totable(), {1, 1}, 1e-6)
+        close(F.cosine_similarity(big, -big):totable(), {-1, -1}, 1e-6)
     end)
 
     it("modules, named_modules, apply; requires_grad_(false) freezes a part (fine-tuning)", function()

@@ -683,8 +683,10 @@ function M.cosine_similarity(a, b, opts)
     local full = tensor.shape_str(s)
     if tensor.shape_str(sa) ~= full then a = a:expand(s) end
     if tensor.shape_str(sb) ~= full then b = b:expand(s) end
-    local na, nb = a:norm(2, dim):clamp(eps, math.huge), b:norm(2, dim):clamp(eps, math.huge)
-    return (a * b):sum(dim) / (na * nb)
+    -- each divided by its norm first, as Torch: a·b and |a| |b| overflow
+    -- float32 once the elements pass about 1e19 (inf / inf: NaN)
+    local na, nb = a:norm(2, dim, true):clamp(eps, math.huge), b:norm(2, dim, true):clamp(eps, math.huge)
+    return ((a / na) * (b / nb)):sum(dim)
 end
 
 -- pairwise_distance(a, b [, {p = 2, eps = 1e-6, keepdim = false}]): the
