@@ -169,17 +169,28 @@ function Tensor:median(dim, keepdim)
 end
 
 -- norm(p, dim, keepdim): the p-norm (default 2; math.huge or "inf": the
--- largest magnitude) over all elements or over dim.
+-- largest magnitude; -math.huge or "-inf": the smallest; 0: the number of
+-- nonzero elements, as Torch) over all elements or over dim.
 function Tensor:norm(p, dim, keepdim)
     check_self("norm", self)
     if p == nil then p = 2 end
-    if p == "inf" then p = huge end
-    if type(p) ~= "number" or p <= 0 or p ~= p then
-        fail("norm: p must be a positive number or \"inf\", got " .. show(p))
+    if p == "inf" then p = huge elseif p == "-inf" then p = -huge end
+    if type(p) ~= "number" or (p < 0 and p ~= -huge) or p ~= p then
+        fail("norm: p must be a number >= 0, \"inf\" or \"-inf\", got " .. show(p))
     end
     check_dim("norm", self, dim)
     local x = is_float(self) and self or self:float()
+    if p == 0 then return sum_over(x:ne(0):to(x:dtype()), dim, keepdim) end -- (NaN counts: it is not 0)
     local a = x:abs()
+    if p == -huge then
+        local n = dim == nil and a:numel() or size_along("norm", a, dim)
+        if n == 0 then
+            fail(fmt("norm: the -inf norm (the smallest magnitude) of no elements is undefined (shape %s)",
+                     shape_of_str(self)))
+        end
+        if dim == nil then return a:min() end
+        return a:amin(dim, keepdim) -- ties share the gradient, as "inf"
+    end
     if p == huge then
         if a:numel() == 0 then return sum_over(a, dim, keepdim) end -- no elements: 0, as Torch
         if dim == nil then return a:max() end
