@@ -74,7 +74,7 @@ describe("bad calls raise at the call", function()
         raises_here(function() i:div_(2) end, "div_", "float32", "int32")
         raises_here(function() i:uniform_() end, "uniform_", "int32")
         raises_here(function() local _ = ordo.rand({2}, {dtype = "int64"}) end, "rand", "int64")
-        raises_here(function() local _ = ordo.zeros({2}):div(2, "trunc") end, "div", "trunc", "float32")
+        raises_here(function() i:div_(2.5, "floor") end, "div_", "float32", "int32")
         raises_here(function() local _ = ordo.where(ordo.zeros({2}), a, a) end, "where", "uint8", "float32")
         raises_here(function() local _ = a:masked_fill(ordo.zeros({3}), 1) end, "masked_fill", "uint8", "float32")
         raises_here(function() local _ = a:index_select(1, ordo.zeros({1})) end, "index_select", "float32")
@@ -262,7 +262,7 @@ describe("every public function checks its arguments", function()
         {function() a:copy_("x") end, "copy_", "tensor"},
         {function() local _ = a:masked_fill(a:gt(0), "v") end, "masked_fill", "number"},
         {function() a:uniform_(2, 1) end, "uniform_", "low <= high"},
-        {function() local _ = a:div(a, "floor") end, "div", "rounding mode"},
+        {function() local _ = a:div(a, "round") end, "div", "rounding mode", "floor"},
         {function() local _ = a:add(a, "x") end, "add", "alpha"},
         {function() local _ = ordo.zeros({2}, "int32"):div(0, "trunc") end, "div", "division by zero"},
         {function() local _ = ordo.Tensor.sum(nil) end, "sum", "self"},
