@@ -14,7 +14,7 @@
     static inline T abs_##SFX(T a) { return a <= 0 ? (T)(0 - (UT)a) : a; }            \
     /* a < 0 rather than a > 0 ? a : 0, so NaN passes through as in Torch */         \
     static inline T relu_##SFX(T a) { return a < 0 ? (T)0 : a; }
-/* sign: -1, 0 or 1 (NaN stays NaN, as in Torch); square in the unsigned
+/* sign: -1, 0 or 1 (NaN stays NaN, as NumPy; Torch gives 0); square in the unsigned
  * type, so an overflowing integer wraps instead of being undefined. */
 #define DEF_SIGNED_OPS2(SFX, T, UT)                                                    \
     static inline T sign_##SFX(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a; }      \
