@@ -171,7 +171,7 @@ describe("nn modules", function()
     it("functional layers and losses name the argument that is not a tensor, or the bad option", function()
         for _, name in ipairs({"relu", "tanh", "sigmoid", "silu", "gelu", "softplus", "leaky_relu", "elu", "selu",
                                "hardtanh", "relu6", "hardsigmoid", "hardswish", "mish", "softsign", "softmax",
-                               "log_softmax"}) do
+                               "log_softmax", "logsigmoid"}) do
             H.raises(function() F[name](3) end, name .. ": input must be a tensor, got number")
         end
         local x = ordo.randn({3, 4})
@@ -539,13 +539,51 @@ describe("nn modules", function()
         H.raises(function() F.gelu(x, 1) end, "gelu", "approximate must be")
         -- the activations without options say so (an argument was dropped unseen)
         H.raises(function() nn.ReLU(true) end, "ReLU: takes no options")
-        H.raises(function() nn.Softplus({beta = 2}) end, "Softplus: takes no options")
+        H.raises(function() nn.Sigmoid({beta = 2}) end, "Sigmoid: takes no options")
         local s = ordo.tensor({-1.3, -0.4, 0.35, 0.9, 2.2}, D):requires_grad()
         for _, f in ipairs({F.silu, F.gelu, F.softplus, function(u) return F.leaky_relu(u, 0.1) end,
                             function(u) return F.gelu(u, "tanh") end}) do
             assert.is_true(ag.gradcheck(f, {s}))
         end
         assert.has_error(function() nn.LeakyReLU("x") end)
+    end)
+
+    it("Softplus(beta, threshold) and F.softplus(x, beta, threshold) as Torch's (both were dropped); LogSigmoid", function()
+        local xs = {-1000, -5, -0.3, 0, 2, 9.9, 10.1, 30, 1000}
+        local x = ordo.tensor(xs, "float64")
+        local function ref(beta, threshold)
+            local r = {}
+            for i, v in ipairs(xs) do
+                local b = beta * v
+                if b > threshold then r[i] = v
+                elseif b > 0 then r[i] = (b + math.log(1 + math.exp(-b))) / beta
+                else r[i] = math.log(1 + math.exp(b)) / beta end
+            end
+            return r
+        end
+        close(F.softplus(x, 2):totable(), ref(2, 20), 1e-12)
+        close(F.softplus(x, 0.5, 3):totable(), ref(0.5, 3), 1e-12)
+        close(nn.Softplus(2)(x):totable(), ref(2, 20), 1e-12)
+        close(nn.Softplus({beta = 0.5, threshold = 3})(x):totable(), ref(0.5, 3), 1e-12)
+        close(nn.Softplus()(x):totable(), ref(1, 20), 1e-12)
+        assert.equals(10.1, F.softplus(x, 2):totable()[7]) -- past the threshold: x itself
+        assert.equals(30, F.softplus(x):totable()[8])
+        assert.matches("beta = 2, threshold = 20", tostring(nn.Softplus(2)), 1, true)
+        local p = ordo.tensor({-1.3, 0.2, 4, 12}, "float64"):requires_grad()
+        assert.is_true(ag.gradcheck(function(u) return F.softplus(u, 2) end, {p}))
+        local w = ordo.tensor({9.9, 10.1}, "float64"):requires_grad()
+        F.softplus(w, 2):sum():backward()
+        close(w.grad:totable(), {1 / (1 + math.exp(-19.8)), 1}, 1e-12)
+        H.raises(function() F.softplus(x, 0) end, "softplus", "beta", "0")
+        H.raises(function() F.softplus(x, "2") end, "softplus", "beta")
+        H.raises(function() F.softplus(x, 1, {}) end, "softplus", "threshold")
+        H.raises(function() nn.Softplus(0) end, "Softplus", "beta", "0")
+        H.raises(function() nn.Softplus({beta = 2, thresh = 1}) end, "Softplus", "unknown option 'thresh'")
+        -- logsigmoid: log(sigmoid(x)) = -softplus(-x), finite far out (log of an underflowed sigmoid was -inf)
+        local l = F.logsigmoid(ordo.tensor({-1000, -1, 0, 1000})):totable()
+        close(l, {-1000, -math.log(1 + math.exp(1)), -math.log(2), 0}, 1e-6)
+        close(nn.LogSigmoid()(ordo.tensor({-200}, "float64")):totable(), {-200}, 1e-12)
+        assert.is_true(ag.gradcheck(F.logsigmoid, {p}))
     end)
 
     it("ELU, SELU, Hardtanh, ReLU6, Hardsigmoid, Hardswish, Mish, Softsign, PReLU against plain Lua; gradcheck",

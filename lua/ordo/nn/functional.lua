@@ -140,15 +140,40 @@ end
 -- the wrong gradient in binary_cross_entropy_with_logits.  The value comes
 -- from a detached x (nothing recorded); the node is made in a function of
 -- its own (no closure in softplus).
-local function record_softplus(x, y)
-    autograd.record("softplus", y, {x, n = 1}, function(g) return g * x:sigmoid() end, {x})
+--
+-- softplus(x [, beta = 1 [, threshold = 20]]), as Torch's: log(1 +
+-- exp(beta x)) / beta, and x itself where beta x > threshold (the
+-- gradient there 1, elsewhere sigmoid(beta x)).  Both were dropped unseen.
+local function record_softplus(x, y, beta, threshold)
+    autograd.record("softplus", y, {x, n = 1}, function(g)
+        local bx = beta == 1 and x or x * beta
+        local s = bx:sigmoid()
+        if threshold < math.huge then s = tensor.where(bx:gt(threshold), 1, s) end
+        return g * s
+    end, {x})
 end
-function M.softplus(x)
+function M.softplus(x, beta, threshold)
     check_tensor("softplus", "input", x)
+    if beta == nil then beta = 1 end
+    if threshold == nil then threshold = 20 end
+    if type(beta) ~= "number" or beta ~= beta or beta == 0 or beta == math.huge or beta == -math.huge then
+        fail("softplus: beta must be a finite nonzero number, got " .. util.show(beta))
+    end
+    if type(threshold) ~= "number" or threshold ~= threshold then
+        fail("softplus: threshold must be a number, got " .. util.show(threshold))
+    end
     local xd = x._rg and x:detach() or x
-    local y = xd:relu() + (-xd:abs()):exp():log1p()
-    if autograd.needs(x) then record_softplus(x, y) end
+    local bx = beta == 1 and xd or xd * beta
+    local y = bx:relu() + (-bx:abs()):exp():log1p()
+    if beta ~= 1 then y = y / beta end
+    if threshold < math.huge then y = tensor.where(bx:gt(threshold), xd, y) end
+    if autograd.needs(x) then record_softplus(x, y, beta, threshold) end
     return y
+end
+-- the same as -softplus(-x): log(sigmoid(x)) without underflow to -inf
+function M.logsigmoid(x)
+    check_tensor("logsigmoid", "input", x)
+    return -M.softplus(-x, 1, math.huge)
 end
 -- ELU: x where x > 0, alpha (e^x - 1) elsewhere (alpha 1 by default).
 -- The negative part is expm1 of min(x, 0) (so a large x cannot overflow
@@ -212,7 +237,7 @@ end
 -- Mish: x tanh(softplus(x)).
 function M.mish(x)
     check_tensor("mish", "input", x)
-    return x * M.softplus(x):tanh()
+    return x * M.softplus(x, 1, math.huge):tanh()
 end
 -- x / (1 + |x|)
 function M.softsign(x)
@@ -574,7 +599,7 @@ function M.binary_cross_entropy_with_logits(logits, target, opts)
     local w, pw = opts.weight, opts.pos_weight
     if w ~= nil then check_target_broadcast(fname, logits, w, "weight") end
     if pw ~= nil then check_target_broadcast(fname, logits, pw, "pos_weight") end
-    local sp = M.softplus(logits)
+    local sp = M.softplus(logits, 1, math.huge)
     local loss
     if pw == nil then
         loss = sp - logits * target

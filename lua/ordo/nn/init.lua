@@ -694,13 +694,34 @@ function GELU:init(a)
 end
 function GELU:forward(x) return F.gelu(x, self.approximate) end
 function GELU:extra_repr() return "approximate = " .. self.approximate end
-activation("Softplus", F.softplus)
+-- Softplus(beta = 1, threshold = 20), or Softplus({beta =, threshold =}):
+-- log(1 + exp(beta x)) / beta, x itself where beta x > threshold (Torch's).
+local Softplus = Module:extend("Softplus")
+M.Softplus = Softplus
+function Softplus:init(beta, threshold)
+    if type(beta) == "table" and getmetatable(beta) == nil then
+        if threshold ~= nil then fail("Softplus: expected an options table or numbers, got a table and more") end
+        local o = opts_of("Softplus", beta, {beta = true, threshold = true})
+        beta, threshold = o.beta, o.threshold
+    end
+    beta, threshold = beta or 1, threshold or 20
+    if type(beta) ~= "number" or beta ~= beta or beta == 0 or math.abs(beta) == math.huge then
+        fail("Softplus: beta must be a finite nonzero number, got " .. util.show(beta))
+    end
+    if type(threshold) ~= "number" or threshold ~= threshold then
+        fail("Softplus: threshold must be a number, got " .. util.show(threshold))
+    end
+    self.beta, self.threshold = beta, threshold
+end
+function Softplus:forward(x) return F.softplus(x, self.beta, self.threshold) end
+function Softplus:extra_repr() return fmt("beta = %g, threshold = %g", self.beta, self.threshold) end
 activation("SELU", F.selu)
 activation("ReLU6", F.relu6)
 activation("Hardsigmoid", F.hardsigmoid)
 activation("Hardswish", F.hardswish)
 activation("Mish", F.mish)
 activation("Softsign", F.softsign)
+activation("LogSigmoid", F.logsigmoid)
 
 -- A module of fn(x, v) with one number option v (field, default),
 -- checked when the module is made.
