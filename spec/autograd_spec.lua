@@ -59,6 +59,17 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x) return x:clamp(nil, 0.3) end, {s})
     end)
 
+    it("max() and min() of a tensor holding NaN (the result NaN) share the gradient among the NaN elements, as Torch", function()
+        for _, name in ipairs({"max", "min"}) do
+            local x = ordo.tensor({1, 0 / 0, 3, 0 / 0}, D):requires_grad()
+            x[name](x):backward()
+            assert.same({0, 0.5, 0, 0.5}, x.grad:totable(), name) -- x == NaN matched nothing: 0 / 0, NaN everywhere
+            local t = ordo.tensor({3, 1, 3}, D):requires_grad()
+            t[name](t * (name == "max" and 1 or -1)):backward()
+            assert.same(name == "max" and {0.5, 0, 0.5} or {-0.5, 0, -0.5}, t.grad:totable(), name .. " ties")
+        end
+    end)
+
     it("clamp with tensor bounds: gradients to x and to the bounds, summed back under broadcasting", function()
         -- s's values are -1.92 + k/3; the bounds stay away from them, and the
         -- last row of hi (-0.7) crosses lo in columns 2 and 3, where the

@@ -127,7 +127,7 @@ function M.install(ag)
     for name, bw in pairs(B) do
         Tensor[name] = binary(name, raw[name], bw, SAVE[name])
     end
-    -- div with a rounding mode ("trunc", integer tensors) has no gradient
+    -- div with a rounding mode: derived.lua's div (a zero gradient for floats)
     local div_float = Tensor.div
     Tensor.div = function(a, b, mode)
         if mode ~= nil then return raw.div(a, b, mode) end
@@ -145,8 +145,10 @@ function M.install(ag)
         local function rec(x, dim, keepdim, v, idx)
             record(name, v, {x, n = 1}, function(g)
                 if dim == nil then
-                    -- every element equal to the extremum shares the gradient
-                    local m = x:eq(v):to(g:dtype())
+                    -- every element equal to the extremum shares the gradient;
+                    -- a NaN extremum (NaN propagates) is shared by the NaN
+                    -- elements, as Torch's (x == NaN matched none: 0 / 0)
+                    local m = x:eq(v):add(x:isnan():mul(v:isnan())):to(g:dtype())
                     return m * (g / m:sum())
                 end
                 local gi, ii = g, idx
