@@ -59,7 +59,7 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x) return x:clamp(nil, 0.3) end, {s})
     end)
 
-    it("max() and min() of a tensor holding NaN (the result NaN) share the gradient among the NaN elements, as Torch", function()
+    it("max(), min(), maximum and minimum where NaN makes the result NaN: the gradient as Torch's", function()
         for _, name in ipairs({"max", "min"}) do
             local x = ordo.tensor({1, 0 / 0, 3, 0 / 0}, D):requires_grad()
             x[name](x):backward()
@@ -67,6 +67,18 @@ describe("autograd gradients match numerical differentiation (float64)", functio
             local t = ordo.tensor({3, 1, 3}, D):requires_grad()
             t[name](t * (name == "max" and 1 or -1)):backward()
             assert.same(name == "max" and {0.5, 0, 0.5} or {-0.5, 0, -0.5}, t.grad:totable(), name .. " ties")
+        end
+        -- maximum / minimum: where a NaN makes the result NaN both sides get the gradient (the NaN side got none)
+        for _, name in ipairs({"maximum", "minimum"}) do
+            local a = ordo.tensor({1, 0 / 0, 3, 2, 0 / 0}, D):requires_grad()
+            local b = ordo.tensor({2, 2, 2, 2, 0 / 0}, D):requires_grad()
+            a[name](a, b):sum():backward()
+            local mx = name == "maximum"
+            assert.same(mx and {0, 1, 1, 0.5, 1} or {1, 1, 0, 0.5, 1}, a.grad:totable(), name)
+            assert.same(mx and {1, 1, 0, 0.5, 1} or {0, 1, 1, 0.5, 1}, b.grad:totable(), name)
+            local c = ordo.tensor({1, 0 / 0}, D):requires_grad()
+            c[name](c, 2):sum():backward()
+            assert.same(mx and {0, 1} or {1, 1}, c.grad:totable(), name .. " with a number")
         end
     end)
 

@@ -108,20 +108,22 @@ function M.install(ag)
         return ga, gb
     end
     -- ties split the gradient in half (the subgradient's middle)
-    local function extremum_bw(cmp)
+    -- As Torch's: each side gets the gradient unless it lost (lose(a, b):
+    -- a lost to b), half of it on a tie; a NaN compares as neither, so
+    -- where either side is NaN (the result NaN) both get all of it (the
+    -- NaN side got none, the other all).
+    local function extremum_bw(lose)
         return function(g, a, b, _, na, nb)
             local dt = g:dtype()
-            local win = cmp(a, b):to(dt)
             local tie = a:eq(b):to(dt) * 0.5
-            local wa = win + tie
-            return na and g * wa, nb and g * (1 - wa)
+            return na and g * (1 - lose(a, b):to(dt) - tie), nb and g * (1 - lose(b, a):to(dt) - tie)
         end
     end
 
     local B = {
         add = add_bw, sub = sub_bw, mul = mul_bw, div = div_bw, pow = pow_bw,
-        maximum = extremum_bw(function(a, b) return a:gt(b) end),
-        minimum = extremum_bw(function(a, b) return a:lt(b) end),
+        maximum = extremum_bw(function(a, b) return a:lt(b) end),
+        minimum = extremum_bw(function(a, b) return a:gt(b) end),
     }
     local SAVE = {mul = "ab", div = "by", pow = "aby", maximum = "ab", minimum = "ab"}
     for name, bw in pairs(B) do
