@@ -209,6 +209,10 @@ local function check_step(self)
             if not FLOAT[g:dtype()] then
                 fail(fmt("step: the gradient of parameter %d is %s, expected float32 or float64", i, g:dtype()))
             end
+            if not util.same_device_ctx(pc.ctx, gc.ctx) then
+                fail(fmt("step: the gradient of parameter %d is on %s, the parameter on %s", i,
+                         tostring(g:device()), tostring(p:device())))
+            end
         end
     end
 end

@@ -210,6 +210,15 @@ end
 
 function M.is_device(x) return getmetatable(x) == Device end
 
+-- Whether two ctxs read from descriptors are one device for ops: a
+-- pinned tensor runs on cpu(n), as the tensor layer's check has it.
+function M.same_device_ctx(a, b)
+    local ta, tb = a.dev_type, b.dev_type
+    if ta == cdef.CPU_PINNED then ta = cdef.CPU end
+    if tb == cdef.CPU_PINNED then tb = cdef.CPU end
+    return ta == tb and a.dev_id == b.dev_id
+end
+
 -- The device of a ctx read from a descriptor.
 function M.device_of_ctx(ctx)
     local t, id = ctx.dev_type, ctx.dev_id
