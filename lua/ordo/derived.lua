@@ -617,8 +617,12 @@ function Tensor:nonzero(opts)
     local rest = flat
     for d = nd, 1, -1 do
         local n = self:size(d)
-        coords[d] = rest:remainder(n) + 1
-        rest = rest:div(n, "trunc")
+        if n == 0 then -- no element, no position: nothing to divide by 0
+            coords[d] = rest + 1
+        else
+            coords[d] = rest:remainder(n) + 1
+            rest = rest:div(n, "trunc")
+        end
     end
     if opts.as_tuple then return coords end
     if nd == 0 then return tensor.zeros({k, 0}, tensor.like(self, "int64")) end
