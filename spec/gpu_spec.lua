@@ -1343,6 +1343,70 @@ describe("gpu tensors: errors", function()
         assert.same({1, 2}, g:totable())
     end)
 
+    it("an op made of other ops names itself in a one-device error, not one of its parts", function()
+        need_gpu()
+        local nn, F = ordo.nn, ordo.nn.functional
+        local c, v = ordo.rand({3, 3}), ordo.rand({3})
+        local g, vg = c:to(G), v:to(G)
+        local cases = {
+            {"clamp", function() return g:clamp(c, 1) end},
+            {"clamp_", function() return g:clone():clamp_(c) end},
+            {"lerp", function() return g:lerp(c, 0.5) end},
+            {"lerp", function() return g:lerp(g, c) end},
+            {"allclose", function() return ordo.allclose(g, c) end},
+            {"equal", function() return ordo.equal(g, c) end},
+            {"dot", function() return vg:dot(v) end},
+            {"outer", function() return vg:outer(v) end},
+            {"mv", function() return g:mv(v) end},
+            {"mm", function() return g:mm(c) end},
+            {"bmm", function() return g:view(1, 3, 3):bmm(c:view(1, 3, 3)) end},
+            {"addmm", function() return g:addmm(c, g) end},
+            {"baddbmm", function() return g:view(1, 3, 3):baddbmm(g:view(1, 3, 3), c:view(1, 3, 3)) end},
+            {"einsum", function() return ordo.einsum("ij,jk->ik", g, c) end},
+            {"stack", function() return ordo.stack({g, c}) end},
+            {"remainder", function() return g:remainder(c) end},
+            {"masked_select", function() return g:masked_select(c:gt(0.5)) end},
+            {"repeat_interleave", function() return vg:repeat_interleave(ordo.tensor({1, 2, 1}, "int64")) end},
+            {"cdist", function() return F.cdist(g, c) end},
+            {"cosine_similarity", function() return F.cosine_similarity(g, c) end},
+            {"pairwise_distance", function() return F.pairwise_distance(g, c) end},
+            {"mse_loss", function() return nn.MSELoss()(g, c) end},
+            {"l1_loss", function() return nn.L1Loss()(g, c) end},
+            {"binary_cross_entropy", function() return nn.BCELoss()(g, c) end},
+            {"binary_cross_entropy_with_logits", function() return nn.BCEWithLogitsLoss({pos_weight = v})(g, g) end},
+            {"cross_entropy", function() return nn.CrossEntropyLoss({weight = v})(g, ordo.tensor({1, 2, 3}, "int64"):to(G)) end},
+            {"kl_div", function() return nn.KLDivLoss()(g, c) end},
+            {"margin_ranking_loss", function() return nn.MarginRankingLoss()(vg, v, vg) end},
+            {"cosine_embedding_loss", function() return nn.CosineEmbeddingLoss()(g, c, vg) end},
+            {"triplet_margin_loss", function() return nn.TripletMarginLoss()(g, c, g) end},
+            {"gaussian_nll_loss", function() return nn.GaussianNLLLoss()(g, c, g) end},
+            {"linear", function() return nn.Linear(3, 2):to(G)(c) end},
+            {"conv2d", function() return nn.Conv2d(1, 1, 2):to(G)(ordo.rand({1, 1, 3, 3})) end},
+            {"conv1d", function() return nn.Conv1d(1, 1, 2):to(G)(ordo.rand({1, 1, 3})) end},
+            {"conv_transpose2d", function() return nn.ConvTranspose2d(1, 1, 2):to(G)(ordo.rand({1, 1, 3, 3})) end},
+            {"batch_norm", function() return nn.BatchNorm1d(3):to(G)(c) end},
+            {"layer_norm", function() return nn.LayerNorm(3):to(G)(c) end},
+            {"group_norm", function() return nn.GroupNorm(1, 3):to(G)(c:view(1, 3, 3)) end},
+            {"prelu", function() return nn.PReLU(3):to(G)(c) end},
+            {"scaled_dot_product_attention", function() return F.scaled_dot_product_attention(g, c, g) end},
+            {"scaled_dot_product_attention", function()
+                return F.scaled_dot_product_attention(g, g, g, {attn_mask = ordo.zeros({3, 3}, "uint8")})
+            end},
+            {"MultiheadAttention", function() return nn.MultiheadAttention(4, 2):to(G)(ordo.rand({2, 1, 4})) end},
+            {"MultiheadAttention", function()
+                local x = ordo.rand({2, 1, 4}, {device = G})
+                return nn.MultiheadAttention(4, 2):to(G)(x, x, x, {attn_mask = ordo.zeros({2, 2}, "uint8")})
+            end},
+        }
+        for _, case in ipairs(cases) do
+            local err = raises(case[2], case[1] .. ": expected all tensors on one device", "gpu(0)", "cpu(0)")
+            assert(err:find(": " .. case[1] .. ": ", 1, true), err)
+        end
+        -- on one device they work
+        assert.is_true(ordo.allclose(g:clamp(g * 0, 1), g))
+        assert.same(3, F.cdist(g, g):size(1))
+    end)
+
     it("a gradient on another device: backward's grad and a step's p.grad raise naming both, changing nothing", function()
         need_gpu()
         local x = ordo.ones({3}, {device = G}):requires_grad()

@@ -14,6 +14,7 @@ local tensor = require "ordo.tensor"
 local util = require "ordo.util"
 
 local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
+local check_devices, check_devices_list = tensor.check_devices, tensor.check_devices_list
 local fail, typename = util.fail, util.typename
 local fmt, ceil, huge = string.format, math.ceil, math.huge
 local type, tostring, ipairs, pairs, rawequal, getmetatable, unpack =
@@ -218,6 +219,7 @@ end
 -- boolean (waits).
 function M.allclose(a, b, rtol, atol)
     check_self("allclose", a)
+    check_devices("allclose", a, b)
     rtol, atol = rtol or 1e-5, atol or 1e-8
     if type(rtol) ~= "number" or type(atol) ~= "number" then
         fail(fmt("allclose: rtol and atol must be numbers, got %s and %s", typename(rtol), typename(atol)))
@@ -250,6 +252,7 @@ Tensor.allclose = M.allclose
 function M.equal(a, b)
     check_self("equal", a)
     if not is_tensor(b) then fail("equal: expected a tensor to compare with, got " .. typename(b)) end
+    check_devices("equal", a, b)
     local sa, sb = a:shape(), b:shape()
     if #sa ~= #sb then return false end
     for i = 1, #sa do if sa[i] ~= sb[i] then return false end end
@@ -457,6 +460,7 @@ end
 -- dot(a, b): the sum of a * b over two 1-dim tensors of one length (0-dim).
 function Tensor:dot(b)
     check_self("dot", self)
+    check_devices("dot", self, b)
     if not is_tensor(b) or self:dim() ~= 1 or b:dim() ~= 1 or self:size(1) ~= b:size(1) then
         fail(fmt("dot: expected two 1-dim tensors of one length, got shapes %s and %s", shape_of_str(self),
                  is_tensor(b) and shape_of_str(b) or typename(b)))
@@ -467,6 +471,7 @@ end
 -- outer(a, b): the n x m matrix a[i] * b[j] of two 1-dim tensors.
 function Tensor:outer(b)
     check_self("outer", self)
+    check_devices("outer", self, b)
     if not is_tensor(b) or self:dim() ~= 1 or b:dim() ~= 1 then
         fail(fmt("outer: expected two 1-dim tensors, got shapes %s and %s", shape_of_str(self),
                  is_tensor(b) and shape_of_str(b) or typename(b)))
@@ -528,6 +533,7 @@ end
 function Tensor:masked_select(mask)
     check_self("masked_select", self)
     if not is_tensor(mask) then fail("masked_select: mask must be a tensor, got " .. typename(mask)) end
+    check_devices("masked_select", self, mask)
     local flat = self:contiguous():reshape(-1)
     local m = mask:ne(0):expand_as(self):contiguous():reshape(-1)
     local k = m:sum():item()
@@ -547,6 +553,7 @@ local function check_product(fname, a, b, da, db, what)
         fail(fmt("%s: expected %s, got shapes %s and %s", fname, what, shape_of_str(a),
                  is_tensor(b) and shape_of_str(b) or typename(b)))
     end
+    check_devices(fname, a, b)
     -- the inner sizes here too, so that the error names this op, not matmul
     local inner_a, inner_b = a:size(da), b:size(db == 1 and 1 or db - 1)
     if inner_a ~= inner_b then
@@ -594,12 +601,14 @@ end
 -- self:addmm(a, b [, {beta = 1, alpha = 1}]): beta * self + alpha * (a mm b).
 function Tensor:addmm(a, b, opts)
     check_self("addmm", self)
+    check_devices("addmm", self, a, b)
     return add_scaled("addmm", self, Tensor.mm, a, b, opts)
 end
 
 -- self:baddbmm(a, b [, {beta = 1, alpha = 1}]): the same with bmm.
 function Tensor:baddbmm(a, b, opts)
     check_self("baddbmm", self)
+    check_devices("baddbmm", self, a, b)
     return add_scaled("baddbmm", self, Tensor.bmm, a, b, opts)
 end
 
@@ -742,6 +751,7 @@ function M.einsum(eq, ...)
     local ts = {...}
     if #ts == 1 and type(ts[1]) == "table" and not is_tensor(ts[1]) then ts = ts[1] end
     if type(eq) ~= "string" then fail("einsum: expected an equation string first, got " .. typename(eq)) end
+    check_devices_list("einsum", ts)
     local spec = eq:gsub("%s", "")
     if spec:find("%.%.%.") then fail("einsum: '...' is not supported (name every dim): " .. eq) end
     local lhs, rhs = spec:match("^([^%-]*)%->(.*)$")
@@ -875,6 +885,7 @@ end
 -- tensor (broadcast).
 function Tensor:lerp(stop, weight)
     check_self("lerp", self)
+    check_devices("lerp", self, stop, weight)
     if not is_tensor(stop) and type(stop) ~= "number" then
         fail("lerp: the end must be a tensor or a number, got " .. typename(stop))
     end
@@ -921,6 +932,7 @@ end
 
 local function modulo(fname, a, b, floor_mode)
     check_self(fname, a)
+    check_devices(fname, a, b)
     if not is_tensor(b) and type(b) ~= "number" then
         fail(fmt("%s: the divisor must be a tensor or a number, got %s", fname, typename(b)))
     end
@@ -1149,6 +1161,7 @@ end
 function Tensor:repeat_interleave(repeats, dim)
     local fname = "repeat_interleave"
     check_self(fname, self)
+    check_devices(fname, self, repeats)
     local x, d = self, 1
     if dim == nil then x = self:reshape(-1) else d = tensor.norm_dim(fname, self, dim) + 1 end
     local s = x:shape()

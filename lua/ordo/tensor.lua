@@ -399,6 +399,34 @@ local function check_self(fname, t)
     end
 end
 
+-- Raises "fname: expected all tensors on one device, got X and Y" (the
+-- push's message) unless the tensors among b, c, d (numbers and nil are
+-- skipped) are on ref's device: an op made of other ops checks first, so
+-- that a mix names it rather than one of its parts (clamp, not maximum).
+local same_device_ctx = util.same_device_ctx
+local function device_mix(fname, ref, t)
+    if is_tensor(t) and not same_device_ctx(ref._c.ctx, t._c.ctx) then
+        fail(fmt("%s: expected all tensors on one device, got %s and %s", fname, tostring(ref:device()),
+                 tostring(t:device())))
+    end
+end
+local function check_devices(fname, ref, b, c, d)
+    if not is_tensor(ref) then return end
+    device_mix(fname, ref, b)
+    if c ~= nil then device_mix(fname, ref, c) end
+    if d ~= nil then device_mix(fname, ref, d) end
+end
+-- the same for a list of tensors (other elements skipped)
+local function check_devices_list(fname, list)
+    local ref
+    for i = 1, #list do
+        local t = list[i]
+        if is_tensor(t) then
+            if ref == nil then ref = t else device_mix(fname, ref, t) end
+        end
+    end
+end
+
 -- A push that needs a temporary (an aliasing input, a copy across devices)
 -- can run out of GPU memory too: it is retried once after gpu_relief.
 local function push1(kid, fname, out, a, s0)
@@ -1463,6 +1491,7 @@ end
 function Tensor:clamp(lo, hi)
     check_self("clamp", self)
     lo, hi = clamp_bounds("clamp", self, lo, hi)
+    check_devices("clamp", self, lo, hi)
     local r = self
     if lo ~= nil then r = binary(BIN.maximum, r, lo) end
     if hi ~= nil then r = binary(BIN.minimum, r, hi) end
@@ -1472,6 +1501,7 @@ end
 function Tensor:clamp_(lo, hi)
     check_self("clamp_", self)
     lo, hi = clamp_bounds("clamp_", self, lo, hi)
+    check_devices("clamp_", self, lo, hi)
     if lo ~= nil then binary_(BIN.maximum, self, lo) end
     if hi ~= nil then binary_(BIN.minimum, self, hi) end
     return self
@@ -2160,6 +2190,7 @@ function M.stack(list, dim)
     end
     local first = list[1]
     if not is_tensor(first) then fail("stack: element 1 is " .. typename(first) .. ", expected a tensor") end
+    check_devices_list("stack", list)
     local d = norm_dim("stack", first, dim or 1, 1) + 1
     local s0 = shape_of(first)
     local parts = {}
@@ -2238,6 +2269,7 @@ function M.like(t, dt)
 end
 -- for the modules that build ops on this one (derived.lua)
 M.is_int, M.check_self = is_int, check_self
+M.check_devices, M.check_devices_list = check_devices, check_devices_list
 M.push = push
 M.new_on = new_on
 
