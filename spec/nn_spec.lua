@@ -1149,6 +1149,24 @@ describe("nn modules", function()
                            :needs_grad())
     end)
 
+    it("an optimiser built before to(dtype or device) raises at step instead of stepping the old tensors", function()
+        for _, kind in ipairs({"SGD", "Adam", "RMSprop"}) do
+            local m = nn.Linear(3, 1)
+            local opt = optim[kind](m:parameters(), {lr = 0.1})
+            local before = m.weight:clone()
+            m:to("float64")
+            local loss = m(ordo.ones({2, 3}, D)):sum()
+            loss:backward()
+            H.raises(function() opt:step() end, "step: parameter 1 has no gradient", "Module:to moved it",
+                     "float64 on cpu(0)", "build the optimiser after")
+            assert.is_true(ordo.equal(before, m.weight:float())) -- not stepped
+            -- one built after it steps the module's tensors
+            opt = optim[kind](m:parameters(), {lr = 0.1})
+            opt:step()
+            assert.is_false(ordo.equal(before, m.weight:float()))
+        end
+    end)
+
     it("to(dtype or device) keeps shared parameters and buffers shared (tied weights stay tied)", function()
         local Stats = nn.Module:extend("SharedStats")
         function Stats:init(buf)

@@ -191,6 +191,10 @@ local function check_step(self)
     end
     for i, p in ipairs(self.params) do
         local g = p.grad
+        if g == nil and p._moved_by_to then
+            fail(fmt("step: parameter %d has no gradient: Module:to moved it (the module now holds a copy, %s); " ..
+                     "build the optimiser after m:to(...)", i, p._moved_by_to))
+        end
         if g ~= nil then
             if not is_tensor(g) then
                 fail(fmt("step: the gradient of parameter %d is %s, expected a tensor", i, typename(g)))

@@ -337,6 +337,7 @@ end
 -- still one tensor afterwards.  A parameter keeps its requires_grad flag: a
 -- frozen one stays frozen.  One already on the device and of the dtype is
 -- kept as it is.
+local function DT_DEV(t) return fmt("%s on %s", t:dtype(), tostring(t:device())) end
 local function moved_tensor(t, a, b, moved, is_param)
     local r = moved[t]
     if r ~= nil then return r end
@@ -345,8 +346,11 @@ local function moved_tensor(t, a, b, moved, is_param)
         r = d:to(a, b)
         if r == d then
             r = t
-        elseif t:needs_grad() then
-            r:requires_grad()
+        else
+            if t:needs_grad() then r:requires_grad() end
+            -- an optimiser built before m:to still holds t, which no
+            -- longer gets gradients: its step says so (optim.lua)
+            t._moved_by_to = DT_DEV(r)
         end
     else
         r = t:to(a, b)
