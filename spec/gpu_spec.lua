@@ -1695,6 +1695,46 @@ describe("gpu tensors: memory", function()
         assert.equals(10, ordo.full({4}, 2.5, {device = G}):sum():item())
     end)
 
+    it("out of memory for an optimiser's new state changes no parameter, count or state; the next step runs", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 64) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        for _, kind in ipairs({"Adam", "RMSprop", "SGD"}) do
+            settle()
+            ordo.cuda.empty_cache()
+            -- 4 parameters and their gradients of 6 MiB: 48 MiB, and the state of one
+            -- parameter fits, not of two (Adam, RMSprop with momentum: 12 MiB each); SGD's
+            -- momentum buffer: 10 parameters and gradients of 3 MiB, then 3 MiB each
+            local n = kind == "SGD" and 10 or 4
+            local numel = (kind == "SGD" and 3 or 6) * MiB / 4
+            local ps = {}
+            for i = 1, n do
+                ps[i] = ordo.zeros({numel}, {device = G}):requires_grad()
+                ps[i].grad = ordo.ones({numel}, {device = G})
+            end
+            local opts = {lr = 0.5, momentum = kind ~= "Adam" and 0.9 or nil}
+            local opt = ordo.optim[kind](ps, opts)
+            raises(function() opt:step() end, "out of memory")
+            for i = 1, n do
+                assert.equals(0, ps[i]:narrow(1, 1, 1):item(), kind .. " parameter " .. i .. " was not stepped")
+                assert.is_nil(opt.steps and opt.steps[i], kind .. " count " .. i)
+            end
+            if opt.state then assert.is_nil(next(opt.state), kind) end
+            if opt.buf then assert.is_nil(next(opt.buf), kind) end
+            -- with fewer gradients the step fits and runs
+            for i = 2, n do ps[i].grad = nil end
+            settle()
+            local ok, err = pcall(opt.step, opt)
+            assert(ok, kind .. ": " .. tostring(err))
+            assert.is_true(ps[1]:narrow(1, 1, 1):item() < 0, kind)
+            assert.equals(0, ps[2]:narrow(1, 1, 1):item(), kind)
+            ps, opt = nil, nil
+        end
+        settle()
+        ordo.cuda.empty_cache()
+    end)
+
     it("out of memory in any op names the op: tensor-tensor ops, temporaries of pushes, copies", function()
         need_gpu()
         if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
