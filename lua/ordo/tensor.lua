@@ -2246,6 +2246,14 @@ function M.cuda_empty_cache(dev)
     if C.ordo_gpu_empty_cache(id) ~= 0 then fail("empty_cache: " .. ffi.string(C.ordo_tensor_error())) end
 end
 
+-- t:cuda([dev]): t:to(ordo.gpu(n)), as Torch's (dev = ordo.gpu(n) or n,
+-- default gpu(0)); t itself when it is there.  (t:cpu() is t:to(cpu(0)).)
+function Tensor:cuda(dev)
+    check_self("cuda", self)
+    return self:to(util.gpu(gpu_id("cuda", dev)))
+end
+M.gpu_id = gpu_id -- (fname, dev): the id of a GPU given as ordo.gpu(n) or n (default 0), or raises
+
 -- ---------------------------------------------------------------- misc
 
 M.Tensor = Tensor

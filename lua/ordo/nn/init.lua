@@ -383,6 +383,18 @@ function Module:to(a, b)
     return self
 end
 
+-- m:cuda([dev]) and m:cpu(): m:to(ordo.gpu(n)) (dev = ordo.gpu(n) or n,
+-- default gpu(0)) and m:to(ordo.cpu(0)), as Torch's.
+function Module:cuda(dev)
+    check_module_self("cuda", self)
+    return self:to(util.gpu(tensor.gpu_id("cuda", dev)))
+end
+
+function Module:cpu()
+    check_module_self("cpu", self)
+    return self:to(util.cpu(0))
+end
+
 -- Every parameter and buffer by its dotted name, in a stable order.
 function Module:state_dict()
     check_module_self("state_dict", self)
