@@ -175,6 +175,15 @@ describe("gpu tensors without a device", function()
         raises(function() return ordo.zeros({2}):cuda() end, "cuda: gpu(0): no CUDA device available")
         raises(function() return ordo.nn.Linear(1, 1):cuda(1) end, "cuda: gpu(1): no CUDA device available")
         raises(function() ordo.cuda.synchronize() end, "synchronize: gpu(0): no CUDA device available")
+        -- a bad ORDO_SIMULATED_GPUS is why there is none: the error says so
+        local f = assert(io.popen("ORDO_SIMULATED_GPUS=abc LUA_PATH='lua/?.lua;lua/?/init.lua;;' luajit -e " ..
+                                  "'local o = require(\"ordo\") print(select(2, pcall(o.gpu, 0))) " ..
+                                  "print(select(2, pcall(o.zeros, {1}, {device = \"cuda:1\"})))' 2>&1"))
+        local out = f:read("*a")
+        f:close()
+        assert.truthy(out:find("gpu(0): no CUDA device available (ORDO_SIMULATED_GPUS=abc: expected an integer " ..
+                               "from 0 to 16)", 1, true), out)
+        assert.truthy(out:find("zeros: gpu(1): no CUDA device available (ORDO_SIMULATED_GPUS=abc", 1, true), out)
     end)
 end)
 

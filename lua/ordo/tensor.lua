@@ -2218,7 +2218,9 @@ local function gpu_id(fname, dev)
         if dev ~= floor(dev) or dev < 0 then
             fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id >= 0), got %s", fname, tostring(dev)))
         end
-        if C.ordo_gpu_count() == 0 then fail(fmt("%s: gpu(%d): no CUDA device available", fname, dev)) end
+        if C.ordo_gpu_count() == 0 then
+            fail(fmt("%s: gpu(%d): no CUDA device available%s", fname, dev, util.no_gpu_reason()))
+        end
         dev = util.gpu(dev)
     end
     local d = util.parse_device(fname, dev)
