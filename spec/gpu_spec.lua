@@ -619,6 +619,10 @@ describe("gpu tensors: reductions, softmax, matmul", function()
             check(gpu(ba):transpose(2, 3):matmul(gpu(bb):transpose(2, 3)),
                   ba:transpose(2, 3):matmul(bb:transpose(2, 3)), dt .. " batched transposed", RED)
             check(ordo.matmul(gpu(a), gpu(a):t()), ordo.matmul(a, a:t()), dt .. " ordo.matmul", RED)
+            -- empty batches: a 2-D operand or a batch of 1 broadcasts to 0
+            local e3, a2 = ordo.zeros({0, 5, 7}, dt), r({3, 5})
+            check(gpu(a2):matmul(gpu(e3)), a2:matmul(e3), dt .. " 2-D . empty batch", RED)
+            check(gpu(r({1, 3, 5})):matmul(gpu(e3)), r({1, 3, 5}):matmul(e3), dt .. " batch 1 . empty batch", RED)
         end
     end)
 end)

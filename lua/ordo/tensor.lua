@@ -1970,7 +1970,7 @@ function M.matmul(a, b)
             fail(fmt("matmul: batch sizes %d and %d differ (shapes %s and %s)", ba, bb, shape_str_tbl(sa),
                      shape_str_tbl(sb)))
         end
-        local bsz = max(ba, bb)
+        local bsz = ba == 1 and bb or ba -- a batch of 1 broadcasts, to 0 too (max would give 1)
         local M_, K_, N_ = tonumber(A._c.shape[ma - 2]), ka, tonumber(B._c.shape[mb - 1])
         if ma == 2 or ba ~= bsz then A = A:expand({bsz, M_, K_}) end
         if mb == 2 or bb ~= bsz then B = B:expand({bsz, K_, N_}) end
