@@ -855,6 +855,13 @@ describe("nn modules", function()
         local w, bias = ordo.randn({5}, D):requires_grad(), ordo.randn({5}, D):requires_grad()
         assert.is_true(ag.gradcheck(function(a, b, c) return F.layer_norm(a, {5}, b, c) end, {u, w, bias}))
         assert.has_error(function() nn.LayerNorm(4)(ordo.zeros(2, 5)) end)
+        -- an empty batch: LayerNorm, GroupNorm and a Transformer layer give empty outputs and gradients
+        local e = ordo.zeros({0, 2, 4}, D):requires_grad()
+        local s0 = ln(e):sum() + nn.GroupNorm(1, 2, {dtype = "float64"})(e):sum()
+        s0:backward()
+        assert.same({0, 2, 4}, e.grad:shape())
+        local enc = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 8, dropout = 0})
+        assert.same({3, 0, 4}, enc(ordo.zeros({3, 0, 4})):shape())
         -- F.layer_norm's weight and bias have the normalized shape (a 3 x 1 weight broadcast to 3 x 4 rows)
         H.raises(function() F.layer_norm(ordo.randn({3, 4}), {4}, ordo.ones({3, 1})) end, "layer_norm",
                  "weight of shape 3x1, expected the normalized shape 4")

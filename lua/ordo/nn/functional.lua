@@ -626,9 +626,10 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps)
             end
         end
     end
-    local lead = {}
+    local lead, n = {}, 1
     for i = 1, #s - k do lead[i] = s[i] end
-    lead[#lead + 1] = -1
+    for i = 1, k do n = n * normalized_shape[i] end
+    lead[#lead + 1] = n -- (not -1: with an empty batch, 0 x -1 would be ambiguous)
     local x2 = x:reshape(lead) -- the normalised dims as one
     local mean = x2:mean(-1, true)
     local d = x2 - mean
@@ -661,7 +662,9 @@ function M.group_norm(x, num_groups, weight, bias, eps)
             fail(fmt("group_norm: %s must have shape %d (one per channel), got %s", what, C, shape_str(t)))
         end
     end
-    local g = x:reshape(s[1], num_groups, -1)
+    local per = C / num_groups -- a group's elements (not -1: with an empty batch, 0 x g x -1 is ambiguous)
+    for i = 3, #s do per = per * s[i] end
+    local g = x:reshape(s[1], num_groups, per)
     local d = g - g:mean(3, true)
     local y = (d / ((d * d):mean(3, true) + eps):sqrt()):reshape(s)
     if weight == nil and bias == nil then return y end
