@@ -1409,6 +1409,7 @@ describe("gpu tensors: errors", function()
             {"baddbmm", function() return g:view(1, 3, 3):baddbmm(g:view(1, 3, 3), c:view(1, 3, 3)) end},
             {"einsum", function() return ordo.einsum("ij,jk->ik", g, c) end},
             {"stack", function() return ordo.stack({g, c}) end},
+            {"meshgrid", function() return ordo.meshgrid(vg, v) end},
             {"remainder", function() return g:remainder(c) end},
             {"masked_select", function() return g:masked_select(c:gt(0.5)) end},
             {"repeat_interleave", function() return vg:repeat_interleave(ordo.tensor({1, 2, 1}, "int64")) end},

@@ -338,6 +338,7 @@ function M.meshgrid(...)
         end
         sizes[i] = t:numel()
     end
+    check_devices_list("meshgrid", ts) -- (as Torch: grids on several devices would not combine)
     local swap = indexing == "xy" and #ts >= 2
     local order = {} -- order[k]: the output dim of input k
     for i = 1, #ts do order[i] = i end
