@@ -1488,6 +1488,22 @@ describe("gpu tensors: errors", function()
         raises(function() return ordo.cuda.memory_stats(ordo.cpu(0)) end, "memory_stats", "GPU")
     end)
 
+    it("wait_for_all right after kernels that fail on the gpu returns their error, not a deadlock", function()
+        need_gpu()
+        -- (a device sync held the simulated device's stream list while a stream thread,
+        -- raising the kernel's failure, waited for that lock: a hang; so in a child with a timeout)
+        local f = assert(io.popen("LUA_PATH='lua/?.lua;lua/?/init.lua;;' timeout 120 luajit -e '" ..
+            "local ordo = require(\"ordo\") local n = 0 " ..
+            "for i = 1, 200 do local a = ordo.tensor({1}, {dtype = \"int64\", device = ordo.gpu(0)}) " ..
+            "local x = a:div(ordo.zeros_like(a), \"trunc\") " ..
+            "local ok, e = pcall(ordo.engine.wait_for_all) if not ok and tostring(e):find(\"division by zero\") " ..
+            "then n = n + 1 end end print(\"errors \" .. n)' 2>&1; echo \"exit=$?\""))
+        local out = f:read("*a")
+        f:close()
+        assert.truthy(out:find("errors 200", 1, true), out)
+        assert.truthy(out:find("exit=0", 1, true), out)
+    end)
+
     it("a kernel failing on the gpu raises at the wait that reads its result, once; the device keeps working", function()
         need_gpu()
         -- whatever happens here, leave no failure behind for a later test's wait
