@@ -212,6 +212,20 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x, y) return x:matmul(y) end, {a4, b3})
         check(function(x, y) return x:matmul(y) end, {a4, v})
         check(function(x, y) return y:matmul(x:transpose(-1, -2)) end, {a4, randn(4)})
+        -- an empty batch: a batch of 1 or a 2-D operand broadcasts to 0 (it gave 1 and failed to expand)
+        for _, c in ipairs({{{4, 5}, {0, 5, 3}}, {{0, 4, 5}, {5, 3}}, {{1, 4, 5}, {0, 5, 3}}, {{0, 1, 5}, {1, 5, 3}},
+                            {{5}, {0, 5, 3}}, {{2, 0, 4, 5}, {1, 5, 3}}}) do
+            local x, y = ordo.ones(c[1], D):requires_grad(), ordo.ones(c[2], D):requires_grad()
+            local out = x:matmul(y)
+            local bsz = (#c[1] >= 3 and c[1][#c[1] - 2] == 0 or #c[2] >= 3 and c[2][#c[2] - 2] == 0) and 0 or nil
+            assert.equals(0, out:numel())
+            if bsz then assert.equals(0, out:size(-3 + (#c[1] == 1 and 1 or 0))) end
+            local s = out:sum()
+            s:backward()
+            assert.same(c[1], x.grad:shape())
+            assert.same(c[2], y.grad:shape())
+            assert.equals(0, x.grad:abs():sum():item() + y.grad:abs():sum():item())
+        end
     end)
 
     it("views: view, reshape, flatten, transpose, permute, narrow, select, unsqueeze, squeeze, expand", function()

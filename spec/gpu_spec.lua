@@ -172,12 +172,53 @@ describe("gpu tensors without a device", function()
         end
         raises(function() return ordo.zeros({2}):to("cuda:1") end, "to: gpu(1): no CUDA device available")
         raises(function() return ordo.gpu(1) end, "gpu(1): no CUDA device available")
+        raises(function() return ordo.zeros({2}):cuda() end, "cuda: gpu(0): no CUDA device available")
+        raises(function() return ordo.nn.Linear(1, 1):cuda(1) end, "cuda: gpu(1): no CUDA device available")
+        raises(function() ordo.cuda.synchronize() end, "synchronize: gpu(0): no CUDA device available")
+        -- a bad ORDO_SIMULATED_GPUS is why there is none: the error says so
+        local f = assert(io.popen("ORDO_SIMULATED_GPUS=abc LUA_PATH='lua/?.lua;lua/?/init.lua;;' luajit -e " ..
+                                  "'local o = require(\"ordo\") print(select(2, pcall(o.gpu, 0))) " ..
+                                  "print(select(2, pcall(o.zeros, {1}, {device = \"cuda:1\"})))' 2>&1"))
+        local out = f:read("*a")
+        f:close()
+        assert.truthy(out:find("gpu(0): no CUDA device available (ORDO_SIMULATED_GPUS=abc: expected an integer " ..
+                               "from 0 to 16)", 1, true), out)
+        assert.truthy(out:find("zeros: gpu(1): no CUDA device available (ORDO_SIMULATED_GPUS=abc", 1, true), out)
     end)
 end)
 
 -- ---------------------------------------------------------------- moving data
 
 describe("gpu tensors: moving data", function()
+    it("t:cuda([dev]), t:cpu(), m:cuda([dev]), m:cpu() and cuda.synchronize(), as Torch's", function()
+        need_gpu()
+        local t = ordo.arange(1, 7):view(2, 3):t()
+        local g = t:cuda()
+        assert.equals("gpu(0)", tostring(g:device()))
+        assert.same(t:totable(), g:totable())
+        assert.is_true(rawequal(g, g:cuda()) and rawequal(g, g:cuda(0)) and rawequal(g, g:cuda(G)))
+        assert.equals("cpu(0)", tostring(g:cpu():device()))
+        assert.same(t:totable(), g:cpu():totable())
+        raises(function() return t:cuda(ordo.cpu(0)) end, "cuda: expected a GPU", "cpu(0)")
+        raises(function() return t:cuda(-1) end, "cuda: expected a GPU", "-1")
+        raises(function() return t:cuda(63) end, "gpu(63) does not exist")
+        local m = ordo.nn.Sequential(ordo.nn.Linear(3, 2), ordo.nn.BatchNorm1d(2))
+        assert.is_true(rawequal(m, m:cuda()))
+        assert.equals("gpu(0)", tostring(m:get(1).weight:device()))
+        assert.equals("gpu(0)", tostring(m:get(2).running_mean:device()))
+        assert.is_true(m:get(1).weight:needs_grad())
+        m:cpu()
+        assert.equals("cpu(0)", tostring(m:get(1).weight:device()))
+        assert.equals("cpu(0)", tostring(m:get(2).running_var:device()))
+        -- synchronize waits for the pushed work and raises its errors
+        local a = ordo.tensor({1}, {dtype = "int64", device = G})
+        local x = a:div(ordo.zeros_like(a), "trunc")
+        raises(function() ordo.cuda.synchronize() end, "division by zero")
+        x = nil
+        ordo.cuda.synchronize(0)
+        raises(function() ordo.cuda.synchronize(ordo.cpu(0)) end, "synchronize: expected a GPU")
+    end)
+
     it("cpu -> gpu -> cpu keeps values, dtype and shape for every dtype, views included", function()
         need_gpu()
         math.randomseed(1)
@@ -578,6 +619,10 @@ describe("gpu tensors: reductions, softmax, matmul", function()
             check(gpu(ba):transpose(2, 3):matmul(gpu(bb):transpose(2, 3)),
                   ba:transpose(2, 3):matmul(bb:transpose(2, 3)), dt .. " batched transposed", RED)
             check(ordo.matmul(gpu(a), gpu(a):t()), ordo.matmul(a, a:t()), dt .. " ordo.matmul", RED)
+            -- empty batches: a 2-D operand or a batch of 1 broadcasts to 0
+            local e3, a2 = ordo.zeros({0, 5, 7}, dt), r({3, 5})
+            check(gpu(a2):matmul(gpu(e3)), a2:matmul(e3), dt .. " 2-D . empty batch", RED)
+            check(gpu(r({1, 3, 5})):matmul(gpu(e3)), r({1, 3, 5}):matmul(e3), dt .. " batch 1 . empty batch", RED)
         end
     end)
 end)
@@ -1343,6 +1388,95 @@ describe("gpu tensors: errors", function()
         assert.same({1, 2}, g:totable())
     end)
 
+    it("an op made of other ops names itself in a one-device error, not one of its parts", function()
+        need_gpu()
+        local nn, F = ordo.nn, ordo.nn.functional
+        local c, v = ordo.rand({3, 3}), ordo.rand({3})
+        local g, vg = c:to(G), v:to(G)
+        local cases = {
+            {"clamp", function() return g:clamp(c, 1) end},
+            {"clamp_", function() return g:clone():clamp_(c) end},
+            {"lerp", function() return g:lerp(c, 0.5) end},
+            {"lerp", function() return g:lerp(g, c) end},
+            {"allclose", function() return ordo.allclose(g, c) end},
+            {"equal", function() return ordo.equal(g, c) end},
+            {"dot", function() return vg:dot(v) end},
+            {"outer", function() return vg:outer(v) end},
+            {"mv", function() return g:mv(v) end},
+            {"mm", function() return g:mm(c) end},
+            {"bmm", function() return g:view(1, 3, 3):bmm(c:view(1, 3, 3)) end},
+            {"addmm", function() return g:addmm(c, g) end},
+            {"baddbmm", function() return g:view(1, 3, 3):baddbmm(g:view(1, 3, 3), c:view(1, 3, 3)) end},
+            {"einsum", function() return ordo.einsum("ij,jk->ik", g, c) end},
+            {"stack", function() return ordo.stack({g, c}) end},
+            {"meshgrid", function() return ordo.meshgrid(vg, v) end},
+            {"remainder", function() return g:remainder(c) end},
+            {"masked_select", function() return g:masked_select(c:gt(0.5)) end},
+            {"repeat_interleave", function() return vg:repeat_interleave(ordo.tensor({1, 2, 1}, "int64")) end},
+            {"cdist", function() return F.cdist(g, c) end},
+            {"cosine_similarity", function() return F.cosine_similarity(g, c) end},
+            {"pairwise_distance", function() return F.pairwise_distance(g, c) end},
+            {"mse_loss", function() return nn.MSELoss()(g, c) end},
+            {"l1_loss", function() return nn.L1Loss()(g, c) end},
+            {"binary_cross_entropy", function() return nn.BCELoss()(g, c) end},
+            {"binary_cross_entropy_with_logits", function() return nn.BCEWithLogitsLoss({pos_weight = v})(g, g) end},
+            {"cross_entropy", function() return nn.CrossEntropyLoss({weight = v})(g, ordo.tensor({1, 2, 3}, "int64"):to(G)) end},
+            {"kl_div", function() return nn.KLDivLoss()(g, c) end},
+            {"margin_ranking_loss", function() return nn.MarginRankingLoss()(vg, v, vg) end},
+            {"cosine_embedding_loss", function() return nn.CosineEmbeddingLoss()(g, c, vg) end},
+            {"triplet_margin_loss", function() return nn.TripletMarginLoss()(g, c, g) end},
+            {"gaussian_nll_loss", function() return nn.GaussianNLLLoss()(g, c, g) end},
+            {"linear", function() return nn.Linear(3, 2):to(G)(c) end},
+            {"conv2d", function() return nn.Conv2d(1, 1, 2):to(G)(ordo.rand({1, 1, 3, 3})) end},
+            {"conv1d", function() return nn.Conv1d(1, 1, 2):to(G)(ordo.rand({1, 1, 3})) end},
+            {"conv_transpose2d", function() return nn.ConvTranspose2d(1, 1, 2):to(G)(ordo.rand({1, 1, 3, 3})) end},
+            {"batch_norm", function() return nn.BatchNorm1d(3):to(G)(c) end},
+            {"layer_norm", function() return nn.LayerNorm(3):to(G)(c) end},
+            {"group_norm", function() return nn.GroupNorm(1, 3):to(G)(c:view(1, 3, 3)) end},
+            {"prelu", function() return nn.PReLU(3):to(G)(c) end},
+            {"scaled_dot_product_attention", function() return F.scaled_dot_product_attention(g, c, g) end},
+            {"scaled_dot_product_attention", function()
+                return F.scaled_dot_product_attention(g, g, g, {attn_mask = ordo.zeros({3, 3}, "uint8")})
+            end},
+            {"MultiheadAttention", function() return nn.MultiheadAttention(4, 2):to(G)(ordo.rand({2, 1, 4})) end},
+            {"MultiheadAttention", function()
+                local x = ordo.rand({2, 1, 4}, {device = G})
+                return nn.MultiheadAttention(4, 2):to(G)(x, x, x, {attn_mask = ordo.zeros({2, 2}, "uint8")})
+            end},
+        }
+        for _, case in ipairs(cases) do
+            local err = raises(case[2], case[1] .. ": expected all tensors on one device", "gpu(0)", "cpu(0)")
+            assert(err:find(": " .. case[1] .. ": ", 1, true), err)
+        end
+        -- on one device they work
+        assert.is_true(ordo.allclose(g:clamp(g * 0, 1), g))
+        assert.same(3, F.cdist(g, g):size(1))
+    end)
+
+    it("a gradient on another device: backward's grad and a step's p.grad raise naming both, changing nothing", function()
+        need_gpu()
+        local x = ordo.ones({3}, {device = G}):requires_grad()
+        raises(function() (x * 2):backward(ordo.ones({3})) end, "backward", "grad is on cpu(0)", "gpu(0)")
+        assert.is_nil(x.grad)
+        raises(function() ordo.autograd.grad(x * 2, {x}, ordo.ones({3})) end, "grad", "cpu(0)", "gpu(0)")
+        local y = ordo.ones({3}):requires_grad()
+        raises(function() (y * 2):backward(ordo.ones({3}, {device = G})) end, "backward", "gpu(0)", "cpu(0)")
+        assert.is_nil(y.grad)
+        for _, kind in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+            local p1 = ordo.ones({2}, {device = G}):requires_grad()
+            local p2 = ordo.ones({2}, {device = G}):requires_grad()
+            local opt = ordo.optim[kind]({p1, p2}, {lr = 0.1, weight_decay = 0.1})
+            p1.grad, p2.grad = ordo.ones({2}, {device = G}), ordo.ones({2})
+            raises(function() opt:step() end, "step", "parameter 2", "cpu(0)", "gpu(0)")
+            -- nothing changed: p1 was not stepped before p2's gradient was found
+            assert.same({1, 1}, p1:totable())
+            assert.same({1, 1}, p2:totable())
+            p2.grad = p2.grad:to(G)
+            opt:step()
+            assert.is_true(p1:totable()[1] < 1 and p2:totable()[1] < 1)
+        end
+    end)
+
     it("a device that does not exist raises 'does not exist'", function()
         need_gpu()
         local n = ordo.cuda.device_count()
@@ -1352,6 +1486,22 @@ describe("gpu tensors: errors", function()
         raises(function() return ordo.zeros({2}):to("gpu:" .. (n + 4)) end, "does not exist")
         raises(function() return ordo.cuda.memory_stats(n + 4) end, "memory_stats: gpu(" .. (n + 4) .. ") does not exist")
         raises(function() return ordo.cuda.memory_stats(ordo.cpu(0)) end, "memory_stats", "GPU")
+    end)
+
+    it("wait_for_all right after kernels that fail on the gpu returns their error, not a deadlock", function()
+        need_gpu()
+        -- (a device sync held the simulated device's stream list while a stream thread,
+        -- raising the kernel's failure, waited for that lock: a hang; so in a child with a timeout)
+        local f = assert(io.popen("LUA_PATH='lua/?.lua;lua/?/init.lua;;' timeout 120 luajit -e '" ..
+            "local ordo = require(\"ordo\") local n = 0 " ..
+            "for i = 1, 200 do local a = ordo.tensor({1}, {dtype = \"int64\", device = ordo.gpu(0)}) " ..
+            "local x = a:div(ordo.zeros_like(a), \"trunc\") " ..
+            "local ok, e = pcall(ordo.engine.wait_for_all) if not ok and tostring(e):find(\"division by zero\") " ..
+            "then n = n + 1 end end print(\"errors \" .. n)' 2>&1; echo \"exit=$?\""))
+        local out = f:read("*a")
+        f:close()
+        assert.truthy(out:find("errors 200", 1, true), out)
+        assert.truthy(out:find("exit=0", 1, true), out)
     end)
 
     it("a kernel failing on the gpu raises at the wait that reads its result, once; the device keeps working", function()
@@ -1605,6 +1755,46 @@ describe("gpu tensors: memory", function()
         raises(function() return ordo.zeros({4}):to(G):expand({50 * MiB, 4}):contiguous() end, "out of memory")
         -- and the device keeps working
         assert.equals(10, ordo.full({4}, 2.5, {device = G}):sum():item())
+    end)
+
+    it("out of memory for an optimiser's new state changes no parameter, count or state; the next step runs", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 64) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        for _, kind in ipairs({"Adam", "RMSprop", "SGD"}) do
+            settle()
+            ordo.cuda.empty_cache()
+            -- 4 parameters and their gradients of 6 MiB: 48 MiB, and the state of one
+            -- parameter fits, not of two (Adam, RMSprop with momentum: 12 MiB each); SGD's
+            -- momentum buffer: 10 parameters and gradients of 3 MiB, then 3 MiB each
+            local n = kind == "SGD" and 10 or 4
+            local numel = (kind == "SGD" and 3 or 6) * MiB / 4
+            local ps = {}
+            for i = 1, n do
+                ps[i] = ordo.zeros({numel}, {device = G}):requires_grad()
+                ps[i].grad = ordo.ones({numel}, {device = G})
+            end
+            local opts = {lr = 0.5, momentum = kind ~= "Adam" and 0.9 or nil}
+            local opt = ordo.optim[kind](ps, opts)
+            raises(function() opt:step() end, "out of memory")
+            for i = 1, n do
+                assert.equals(0, ps[i]:narrow(1, 1, 1):item(), kind .. " parameter " .. i .. " was not stepped")
+                assert.is_nil(opt.steps and opt.steps[i], kind .. " count " .. i)
+            end
+            if opt.state then assert.is_nil(next(opt.state), kind) end
+            if opt.buf then assert.is_nil(next(opt.buf), kind) end
+            -- with fewer gradients the step fits and runs
+            for i = 2, n do ps[i].grad = nil end
+            settle()
+            local ok, err = pcall(opt.step, opt)
+            assert(ok, kind .. ": " .. tostring(err))
+            assert.is_true(ps[1]:narrow(1, 1, 1):item() < 0, kind)
+            assert.equals(0, ps[2]:narrow(1, 1, 1):item(), kind)
+            ps, opt = nil, nil
+        end
+        settle()
+        ordo.cuda.empty_cache()
     end)
 
     it("out of memory in any op names the op: tensor-tensor ops, temporaries of pushes, copies", function()

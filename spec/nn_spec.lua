@@ -906,6 +906,13 @@ describe("nn modules", function()
         local w, bias = ordo.randn({5}, D):requires_grad(), ordo.randn({5}, D):requires_grad()
         assert.is_true(ag.gradcheck(function(a, b, c) return F.layer_norm(a, {5}, b, c) end, {u, w, bias}))
         assert.has_error(function() nn.LayerNorm(4)(ordo.zeros(2, 5)) end)
+        -- an empty batch: LayerNorm, GroupNorm and a Transformer layer give empty outputs and gradients
+        local e = ordo.zeros({0, 2, 4}, D):requires_grad()
+        local s0 = ln(e):sum() + nn.GroupNorm(1, 2, {dtype = "float64"})(e):sum()
+        s0:backward()
+        assert.same({0, 2, 4}, e.grad:shape())
+        local enc = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 8, dropout = 0})
+        assert.same({3, 0, 4}, enc(ordo.zeros({3, 0, 4})):shape())
         -- F.layer_norm's weight and bias have the normalized shape (a 3 x 1 weight broadcast to 3 x 4 rows)
         H.raises(function() F.layer_norm(ordo.randn({3, 4}), {4}, ordo.ones({3, 1})) end, "layer_norm",
                  "weight of shape 3x1, expected the normalized shape 4")
@@ -1223,6 +1230,24 @@ describe("nn modules", function()
         m:to(ordo.cpu(1), "float32")
         assert.same({"float32", "int64"}, {m.l.weight:dtype(), m.idx:dtype()})
         assert.same({ordo.cpu(1), ordo.cpu(1)}, {m.l.weight:device(), m.idx:device()})
+    end)
+
+    it("an optimiser built before to(dtype or device) raises at step instead of stepping the old tensors", function()
+        for _, kind in ipairs({"SGD", "Adam", "RMSprop"}) do
+            local m = nn.Linear(3, 1)
+            local opt = optim[kind](m:parameters(), {lr = 0.1})
+            local before = m.weight:clone()
+            m:to("float64")
+            local loss = m(ordo.ones({2, 3}, D)):sum()
+            loss:backward()
+            H.raises(function() opt:step() end, "step: parameter 1 has no gradient", "Module:to moved it",
+                     "float64 on cpu(0)", "build the optimiser after")
+            assert.is_true(ordo.equal(before, m.weight:float())) -- not stepped
+            -- one built after it steps the module's tensors
+            opt = optim[kind](m:parameters(), {lr = 0.1})
+            opt:step()
+            assert.is_false(ordo.equal(before, m.weight:float()))
+        end
     end)
 
     it("to(dtype or device) keeps shared parameters and buffers shared (tied weights stay tied)", function()

@@ -851,6 +851,12 @@ describe("derived ops", function()
         assert.same({0, 2}, ordo.zeros(2, 2):nonzero():shape())
         assert.same({{1}}, ordo.tensor({0 / 0, 0}):nonzero():totable()) -- NaN is nonzero
         assert.same({1, 0}, ordo.tensor(5):nonzero():shape())
+        -- a tensor with a dim of size 0 has no nonzero element (and no division by that size)
+        assert.same({0, 2}, ordo.zeros(0, 3):nonzero():shape())
+        assert.same({0, 3}, ordo.zeros(2, 0, 4, "int32"):nonzero():shape())
+        assert.same({0, 1}, ordo.zeros(0):nonzero():shape())
+        local tuple = ordo.zeros(3, 0):nonzero({as_tuple = true})
+        assert.same({{0}, {0}}, {tuple[1]:shape(), tuple[2]:shape()})
         H.raises(function() return ordo.zeros(2):nonzero({tuple = true}) end, "nonzero", "unknown option")
     end)
 

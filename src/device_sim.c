@@ -85,19 +85,20 @@ static struct {
     int ndev;
     unsigned delay_ns;
     size_t mem_limit;
-    pthread_mutex_t mu; /* streams list, memory accounting, errors */
+    pthread_mutex_t mu; /* the streams list (a device sync holds it while it waits for the streams) */
     sim_stream *streams;
+    pthread_mutex_t state_mu; /* memory accounting, errors: stream threads take it, never mu */
     size_t used[SIM_MAX_DEVICES];
     char *error[SIM_MAX_DEVICES]; /* first asynchronous failure not yet reported */
     pthread_mutex_t mark_mu;
     pthread_cond_t mark_cv;
-} sim = {.mu = PTHREAD_MUTEX_INITIALIZER, .mark_mu = PTHREAD_MUTEX_INITIALIZER, .mark_cv = PTHREAD_COND_INITIALIZER};
+} sim = {.mu = PTHREAD_MUTEX_INITIALIZER, .state_mu = PTHREAD_MUTEX_INITIALIZER, .mark_mu = PTHREAD_MUTEX_INITIALIZER, .mark_cv = PTHREAD_COND_INITIALIZER};
 
 void ordo_device_sim_configure(unsigned delay_ns, size_t mem_limit) {
-    pthread_mutex_lock(&sim.mu);
+    pthread_mutex_lock(&sim.state_mu);
     sim.delay_ns = delay_ns;
     sim.mem_limit = mem_limit;
-    pthread_mutex_unlock(&sim.mu);
+    pthread_mutex_unlock(&sim.state_mu);
 }
 
 static int bad_dev(int dev, char *err, size_t errlen) {
@@ -137,18 +138,18 @@ static void mark_wait(sim_mark *m) {
 
 /* Keeps msg as dev's asynchronous failure unless one is pending already. */
 static void raise_error(int dev, char *msg) {
-    pthread_mutex_lock(&sim.mu);
+    pthread_mutex_lock(&sim.state_mu);
     if (!sim.error[dev]) sim.error[dev] = msg, msg = NULL;
-    pthread_mutex_unlock(&sim.mu);
+    pthread_mutex_unlock(&sim.state_mu);
     free(msg);
 }
 
 /* After a host wait: reports dev's pending failure, once. */
 static int take_error(int dev, char *err, size_t errlen) {
-    pthread_mutex_lock(&sim.mu);
+    pthread_mutex_lock(&sim.state_mu);
     char *msg = sim.error[dev];
     sim.error[dev] = NULL;
-    pthread_mutex_unlock(&sim.mu);
+    pthread_mutex_unlock(&sim.state_mu);
     if (!msg) return 0;
     snprintf(err, errlen, "gpu(%d): %s", dev, msg);
     free(msg);
@@ -426,15 +427,15 @@ static int sim_host_fn(int dev, void *stream, void (*fn)(void *), void *arg, cha
 
 static int sim_mem_alloc(int dev, size_t nbytes, void **ptr, char *err, size_t errlen) {
     if (bad_dev(dev, err, errlen)) return 2;
-    pthread_mutex_lock(&sim.mu);
+    pthread_mutex_lock(&sim.state_mu);
     int full = sim.mem_limit && sim.used[dev] + nbytes > sim.mem_limit;
     if (!full) sim.used[dev] += nbytes;
-    pthread_mutex_unlock(&sim.mu);
+    pthread_mutex_unlock(&sim.state_mu);
     void *p = NULL;
     if (!full && posix_memalign(&p, SIM_HDR, SIM_HDR + (nbytes ? nbytes : 1)) != 0) {
-        pthread_mutex_lock(&sim.mu);
+        pthread_mutex_lock(&sim.state_mu);
         sim.used[dev] -= nbytes;
-        pthread_mutex_unlock(&sim.mu);
+        pthread_mutex_unlock(&sim.state_mu);
         full = 1;
     }
     if (full) {
@@ -451,16 +452,16 @@ static void sim_mem_free(int dev, void *ptr) {
     char *p = (char *)ptr - SIM_HDR;
     size_t nbytes;
     memcpy(&nbytes, p, sizeof nbytes);
-    pthread_mutex_lock(&sim.mu);
+    pthread_mutex_lock(&sim.state_mu);
     sim.used[dev] -= nbytes;
-    pthread_mutex_unlock(&sim.mu);
+    pthread_mutex_unlock(&sim.state_mu);
     free(p);
 }
 
 static void sim_mem_info(int dev, size_t *free_bytes, size_t *total_bytes) {
-    pthread_mutex_lock(&sim.mu);
+    pthread_mutex_lock(&sim.state_mu);
     size_t total = sim.mem_limit, used = dev >= 0 && dev < sim.ndev ? sim.used[dev] : 0;
-    pthread_mutex_unlock(&sim.mu);
+    pthread_mutex_unlock(&sim.state_mu);
     *total_bytes = total;
     *free_bytes = total > used ? total - used : 0;
 }

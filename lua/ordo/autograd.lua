@@ -297,6 +297,10 @@ local function check_grad(node, i, x, gi)
         fail(fmt("backward: the backward of %s returned a gradient of shape %s for input %d of shape %s",
                  node.name, shape_str(gi), i, shape_str(x)))
     end
+    if not util.same_device_ctx(gi._c.ctx, x._c.ctx) then
+        fail(fmt("backward: the backward of %s returned a gradient on %s for input %d on %s", node.name,
+                 tostring(gi:device()), i, tostring(x:device())))
+    end
     if gi._c.dtype ~= x._c.dtype then gi = gi:to(x:dtype()) end
     return gi
 end
@@ -404,6 +408,9 @@ local function seed_of(fname, out, grad)
     if same then for i = 1, #a do if a[i] ~= b[i] then same = false break end end end
     if not same then
         fail(fmt("%s: grad has shape %s but the output has shape %s", fname, shape_str(grad), shape_str(out)))
+    end
+    if not util.same_device_ctx(grad._c.ctx, out._c.ctx) then
+        fail(fmt("%s: grad is on %s but the output on %s", fname, tostring(grad:device()), tostring(out:device())))
     end
     if grad._c.dtype ~= out._c.dtype then grad = grad:to(out:dtype()) end
     return grad

@@ -14,6 +14,7 @@ local tensor = require "ordo.tensor"
 local util = require "ordo.util"
 
 local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
+local check_devices, check_devices_list = tensor.check_devices, tensor.check_devices_list
 local fail, typename = util.fail, util.typename
 local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local fmt, ceil, huge = string.format, math.ceil, math.huge
@@ -248,6 +249,7 @@ end
 -- boolean (waits).
 function M.allclose(a, b, rtol, atol)
     check_self("allclose", a)
+    check_devices("allclose", a, b)
     rtol, atol = rtol or 1e-5, atol or 1e-8
     if type(rtol) ~= "number" or type(atol) ~= "number" then
         fail(fmt("allclose: rtol and atol must be numbers, got %s and %s", typename(rtol), typename(atol)))
@@ -280,6 +282,7 @@ Tensor.allclose = M.allclose
 function M.equal(a, b)
     check_self("equal", a)
     if not is_tensor(b) then fail("equal: expected a tensor to compare with, got " .. typename(b)) end
+    check_devices("equal", a, b)
     local sa, sb = a:shape(), b:shape()
     if #sa ~= #sb then return false end
     for i = 1, #sa do if sa[i] ~= sb[i] then return false end end
@@ -389,6 +392,7 @@ function M.meshgrid(...)
         end
         sizes[i] = t:numel()
     end
+    check_devices_list("meshgrid", ts) -- (as Torch: grids on several devices would not combine)
     local swap = indexing == "xy" and #ts >= 2
     local order = {} -- order[k]: the output dim of input k
     for i = 1, #ts do order[i] = i end
@@ -523,6 +527,7 @@ end
 -- dot(a, b): the sum of a * b over two 1-dim tensors of one length (0-dim).
 function Tensor:dot(b)
     check_self("dot", self)
+    check_devices("dot", self, b)
     if not is_tensor(b) or self:dim() ~= 1 or b:dim() ~= 1 or self:size(1) ~= b:size(1) then
         fail(fmt("dot: expected two 1-dim tensors of one length, got shapes %s and %s", shape_of_str(self),
                  is_tensor(b) and shape_of_str(b) or typename(b)))
@@ -533,6 +538,7 @@ end
 -- outer(a, b): the n x m matrix a[i] * b[j] of two 1-dim tensors.
 function Tensor:outer(b)
     check_self("outer", self)
+    check_devices("outer", self, b)
     if not is_tensor(b) or self:dim() ~= 1 or b:dim() ~= 1 then
         fail(fmt("outer: expected two 1-dim tensors, got shapes %s and %s", shape_of_str(self),
                  is_tensor(b) and shape_of_str(b) or typename(b)))
@@ -603,6 +609,7 @@ end
 function Tensor:masked_select(mask)
     check_self("masked_select", self)
     if not is_tensor(mask) then fail("masked_select: mask must be a tensor, got " .. typename(mask)) end
+    check_devices("masked_select", self, mask)
     -- both broadcast to one shape, as Torch's (a mask larger than self failed inside expand_as)
     local shape = tensor.broadcast_shape("masked_select", {self:shape(), mask:shape()})
     local flat = self:expand(shape):contiguous():reshape(-1)
@@ -624,6 +631,7 @@ local function check_product(fname, a, b, da, db, what)
         fail(fmt("%s: expected %s, got shapes %s and %s", fname, what, shape_of_str(a),
                  is_tensor(b) and shape_of_str(b) or typename(b)))
     end
+    check_devices(fname, a, b)
     -- the inner sizes here too, so that the error names this op, not matmul
     local inner_a, inner_b = a:size(da), b:size(db == 1 and 1 or db - 1)
     if inner_a ~= inner_b then
@@ -671,12 +679,14 @@ end
 -- self:addmm(a, b [, {beta = 1, alpha = 1}]): beta * self + alpha * (a mm b).
 function Tensor:addmm(a, b, opts)
     check_self("addmm", self)
+    check_devices("addmm", self, a, b)
     return add_scaled("addmm", self, Tensor.mm, a, b, opts)
 end
 
 -- self:baddbmm(a, b [, {beta = 1, alpha = 1}]): the same with bmm.
 function Tensor:baddbmm(a, b, opts)
     check_self("baddbmm", self)
+    check_devices("baddbmm", self, a, b)
     return add_scaled("baddbmm", self, Tensor.bmm, a, b, opts)
 end
 
@@ -702,8 +712,12 @@ function Tensor:nonzero(opts)
     local rest = flat
     for d = nd, 1, -1 do
         local n = self:size(d)
-        coords[d] = rest:remainder(n) + 1
-        rest = rest:div(n, "trunc")
+        if n == 0 then -- no element, no position: nothing to divide by 0
+            coords[d] = rest + 1
+        else
+            coords[d] = rest:remainder(n) + 1
+            rest = rest:div(n, "trunc")
+        end
     end
     if opts.as_tuple then return coords end
     if nd == 0 then return tensor.zeros({k, 0}, tensor.like(self, "int64")) end
@@ -831,6 +845,7 @@ function M.einsum(eq, ...)
         util.check_list("einsum", "the list of operands", ts, true)
     end
     if type(eq) ~= "string" then fail("einsum: expected an equation string first, got " .. typename(eq)) end
+    check_devices_list("einsum", ts)
     local spec = eq:gsub("%s", "")
     if spec:find("%.%.%.") then fail("einsum: '...' is not supported (name every dim): " .. eq) end
     local lhs, rhs = spec:match("^([^%-]*)%->(.*)$")
@@ -964,6 +979,7 @@ end
 -- tensor (broadcast).
 function Tensor:lerp(stop, weight)
     check_self("lerp", self)
+    check_devices("lerp", self, stop, weight)
     if not is_tensor(stop) and type(stop) ~= "number" then
         fail("lerp: the end must be a tensor or a number, got " .. typename(stop))
     end
@@ -1010,6 +1026,7 @@ end
 
 local function modulo(fname, a, b, floor_mode)
     check_self(fname, a)
+    check_devices(fname, a, b)
     if not is_tensor(b) and type(b) ~= "number" then
         fail(fmt("%s: the divisor must be a tensor or a number, got %s", fname, typename(b)))
     end
@@ -1388,6 +1405,7 @@ end
 function Tensor:repeat_interleave(repeats, dim)
     local fname = "repeat_interleave"
     check_self(fname, self)
+    check_devices(fname, self, repeats)
     local x, d = self, 1
     if dim == nil then x = self:reshape(-1) else d = tensor.norm_dim(fname, self, dim) + 1 end
     local s = x:shape()

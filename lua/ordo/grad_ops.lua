@@ -478,7 +478,8 @@ function M.install(ag)
         local Bm = b:dim() == 1 and b:unsqueeze(2) or b
         local shape = {}
         if A:dim() == 3 or Bm:dim() == 3 then
-            shape[1] = math.max(A:dim() == 3 and A:size(1) or 1, Bm:dim() == 3 and Bm:size(1) or 1)
+            local ba, bb = A:dim() == 3 and A:size(1) or 1, Bm:dim() == 3 and Bm:size(1) or 1
+            shape[1] = ba == 1 and bb or ba -- (a batch of 1 broadcasts, to 0 too)
         end
         shape[#shape + 1] = A:size(-2)
         shape[#shape + 1] = Bm:size(-1)

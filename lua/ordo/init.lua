@@ -66,6 +66,12 @@ M.cuda = {
                 cached_bytes = tonumber(C.ordo_pinned_cached_bytes())}
     end,
     empty_pinned_cache = function() C.ordo_pinned_empty_cache() end,
+    -- synchronize([dev]): waits until the default engine's pushed work is
+    -- done (that on every device: engine.wait_for_all), raising its errors
+    synchronize = function(dev)
+        tensor.gpu_id("synchronize", dev)
+        M.engine.wait_for_all()
+    end,
 }
 
 M.float32, M.float64, M.int32, M.int64, M.uint8 = "float32", "float64", "int32", "int64", "uint8"

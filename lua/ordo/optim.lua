@@ -191,6 +191,10 @@ local function check_step(self)
     end
     for i, p in ipairs(self.params) do
         local g = p.grad
+        if g == nil and p._moved_by_to then
+            fail(fmt("step: parameter %d has no gradient: Module:to moved it (the module now holds a copy, %s); " ..
+                     "build the optimiser after m:to(...)", i, p._moved_by_to))
+        end
         if g ~= nil then
             if not is_tensor(g) then
                 fail(fmt("step: the gradient of parameter %d is %s, expected a tensor", i, typename(g)))
@@ -209,6 +213,10 @@ local function check_step(self)
             if not FLOAT[g:dtype()] then
                 fail(fmt("step: the gradient of parameter %d is %s, expected float32 or float64", i, g:dtype()))
             end
+            if not util.same_device_ctx(pc.ctx, gc.ctx) then
+                fail(fmt("step: the gradient of parameter %d is on %s, the parameter on %s", i,
+                         tostring(g:device()), tostring(p:device())))
+            end
         end
     end
 end
@@ -221,14 +229,22 @@ function Optimizer:step()
     check_opt_self("step", self)
     check_step(self)
     autograd.no_grad(function()
-        self.t = self.t + 1
         local steps = self.steps
         local views = option_views(self)
+        -- every parameter's new state (first moments...) before any update:
+        -- a device out of memory for one then leaves every parameter, count
+        -- and state as it was, instead of some stepped and counted
+        local fresh = {}
+        for i, p in ipairs(self.params) do
+            local v = views and views[i] or self
+            if p.grad ~= nil and v.new_state then fresh[i] = v:new_state(i, p) end
+        end
+        self.t = self.t + 1
         for i, p in ipairs(self.params) do
             if p.grad ~= nil then
                 steps[i] = (steps[i] or 0) + 1
                 local v = views and views[i] or self
-                v:update(i, p, p.grad)
+                v:update(i, p, p.grad, fresh[i])
             end
         end
     end)
@@ -466,12 +482,18 @@ function SGD:state_shape(p, key)
     if key == nil and self.momentum ~= 0 then return p:shape() end
 end
 
-function SGD:update(i, p, g)
+-- A parameter's state to be, made before any update (nil: none needed);
+-- update(i, p, g, fresh) takes it in.
+function SGD:new_state(i, p)
+    if self.momentum ~= 0 and self.buf[i] == nil then return tensor.empty_like(p) end
+end
+
+function SGD:update(i, p, g, fresh)
     local mom = self.momentum
     local buf = self.buf[i]
     local first = buf == nil
     if mom ~= 0 and first then
-        buf = tensor.empty_like(p)
+        buf = fresh or tensor.empty_like(p)
         self.buf[i] = buf
     end
     local damp = self.dampening
@@ -507,6 +529,11 @@ local function adam_class(name, wd)
     function cls:state_shape(p, key) -- the moments, one row each
         if key == nil then return {2, p:numel()} end
     end
+    -- m and v in one 2 x n tensor: the fused kernel writes both (an op has at most two outputs);
+    -- made like p, so that it lives on p's engine, device and dtype
+    function cls:new_state(i, p)
+        if self.state[i] == nil then return tensor.zeros_like(p:flatten():expand(2, p:numel())) end
+    end
     return cls
 end
 
@@ -514,12 +541,10 @@ local Adam = adam_class("Adam", 0)
 
 -- Adam's update with weight decay wd added to the gradient (Adam's L2
 -- form; AdamW passes 0 and decays the parameter itself).
-local function adam_update(self, i, p, g, wd)
+local function adam_update(self, i, p, g, wd, fresh)
     local st = self.state[i]
     if st == nil then
-        -- m and v in one 2 x n tensor: the fused kernel writes both (an op has at most two outputs);
-        -- made like p, so that it lives on p's engine, device and dtype
-        st = tensor.zeros_like(p:flatten():expand(2, p:numel()))
+        st = fresh or self:new_state(i, p)
         self.state[i] = st
     end
     local b1, b2 = self.beta1, self.beta2
@@ -538,7 +563,7 @@ local function adam_update(self, i, p, g, wd)
     p:sub_(m / denom * (self.lr / c1))
 end
 
-function Adam:update(i, p, g) adam_update(self, i, p, g, self.weight_decay) end
+function Adam:update(i, p, g, fresh) adam_update(self, i, p, g, self.weight_decay, fresh) end
 
 -- AdamW(params, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
 -- weight_decay = 0.01}): Adam with decoupled weight decay (Loshchilov &
@@ -546,9 +571,9 @@ function Adam:update(i, p, g) adam_update(self, i, p, g, self.weight_decay) end
 -- to the gradient, so the decay is not scaled by the moments.
 local AdamW = adam_class("AdamW", 0.01)
 
-function AdamW:update(i, p, g)
+function AdamW:update(i, p, g, fresh)
     if self.weight_decay ~= 0 then p:mul_(1 - self.lr * self.weight_decay) end
-    adam_update(self, i, p, g, 0)
+    adam_update(self, i, p, g, 0, fresh)
 end
 
 -- RMSprop(params, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0,
@@ -580,10 +605,14 @@ function Adagrad:state_shape(p, key)
     if key == nil then return p:shape() end
 end
 
-function Adagrad:update(i, p, g)
+function Adagrad:new_state(i, p)
+    if self.state[i] == nil then return tensor.full_like(p, self.initial_accumulator_value) end
+end
+
+function Adagrad:update(i, p, g, fresh)
     local sum = self.state[i]
     if sum == nil then
-        sum = tensor.full_like(p, self.initial_accumulator_value)
+        sum = fresh or self:new_state(i, p)
         self.state[i] = sum
     end
     if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
@@ -616,12 +645,18 @@ function RMSprop:state_shape(p, key)
     if key == "v" or key == "mean" and self.centered or key == "buf" and self.momentum ~= 0 then return p:shape() end
 end
 
-function RMSprop:update(i, p, g)
+function RMSprop:new_state(i, p)
+    if self.state[i] ~= nil then return nil end
+    local st = {v = tensor.zeros_like(p)}
+    if self.centered then st.mean = tensor.zeros_like(p) end
+    if self.momentum ~= 0 then st.buf = tensor.zeros_like(p) end
+    return st
+end
+
+function RMSprop:update(i, p, g, fresh)
     local st = self.state[i]
     if st == nil then
-        st = {v = tensor.zeros_like(p)}
-        if self.centered then st.mean = tensor.zeros_like(p) end
-        if self.momentum ~= 0 then st.buf = tensor.zeros_like(p) end
+        st = fresh or self:new_state(i, p)
         self.state[i] = st
     end
     local a = self.alpha

@@ -410,6 +410,34 @@ local function check_self(fname, t)
     end
 end
 
+-- Raises "fname: expected all tensors on one device, got X and Y" (the
+-- push's message) unless the tensors among b, c, d (numbers and nil are
+-- skipped) are on ref's device: an op made of other ops checks first, so
+-- that a mix names it rather than one of its parts (clamp, not maximum).
+local same_device_ctx = util.same_device_ctx
+local function device_mix(fname, ref, t)
+    if is_tensor(t) and not same_device_ctx(ref._c.ctx, t._c.ctx) then
+        fail(fmt("%s: expected all tensors on one device, got %s and %s", fname, tostring(ref:device()),
+                 tostring(t:device())))
+    end
+end
+local function check_devices(fname, ref, b, c, d)
+    if not is_tensor(ref) then return end
+    device_mix(fname, ref, b)
+    if c ~= nil then device_mix(fname, ref, c) end
+    if d ~= nil then device_mix(fname, ref, d) end
+end
+-- the same for a list of tensors (other elements skipped)
+local function check_devices_list(fname, list)
+    local ref
+    for i = 1, #list do
+        local t = list[i]
+        if is_tensor(t) then
+            if ref == nil then ref = t else device_mix(fname, ref, t) end
+        end
+    end
+end
+
 -- A push that needs a temporary (an aliasing input, a copy across devices)
 -- can run out of GPU memory too: it is retried once after gpu_relief.
 local function push1(kid, fname, out, a, s0)
@@ -1618,6 +1646,7 @@ end
 function Tensor:clamp(lo, hi)
     check_self("clamp", self)
     lo, hi = clamp_bounds("clamp", self, lo, hi)
+    check_devices("clamp", self, lo, hi)
     local r = self
     if lo ~= nil then r = binary(CLAMP_LO, r, lo) end
     if hi ~= nil then r = binary(CLAMP_HI, r, hi) end
@@ -1627,6 +1656,7 @@ end
 function Tensor:clamp_(lo, hi)
     check_self("clamp_", self)
     lo, hi = clamp_bounds("clamp_", self, lo, hi)
+    check_devices("clamp_", self, lo, hi)
     check_inplace_bound(self, lo)
     check_inplace_bound(self, hi)
     if lo ~= nil then binary_(CLAMP_LO, self, lo) end
@@ -2114,7 +2144,7 @@ function M.matmul(a, b)
             fail(fmt("matmul: batch sizes %d and %d differ (shapes %s and %s)", ba, bb, shape_str_tbl(sa),
                      shape_str_tbl(sb)))
         end
-        local bsz = max(ba, bb)
+        local bsz = ba == 1 and bb or ba -- a batch of 1 broadcasts, to 0 too (max would give 1)
         local M_, K_, N_ = tonumber(A._c.shape[ma - 2]), ka, tonumber(B._c.shape[mb - 1])
         if ma == 2 or ba ~= bsz then A = A:expand({bsz, M_, K_}) end
         if mb == 2 or bb ~= bsz then B = B:expand({bsz, K_, N_}) end
@@ -2349,6 +2379,7 @@ end
 function M.stack(list, dim)
     check_tensor_list("stack", list)
     local first = list[1]
+    check_devices_list("stack", list)
     local d = norm_dim("stack", first, dim or 1, 1) + 1
     local s0 = shape_of(first)
     local parts = {}
@@ -2377,7 +2408,9 @@ local function gpu_id(fname, dev)
             fail(fmt("%s: expected a GPU (ordo.gpu(n) or a device id >= 0), got %s", fname, show(dev)))
         end
         local count = C.ordo_gpu_count()
-        if count == 0 then fail(fmt("%s: gpu(%d): no CUDA device available", fname, dev)) end
+        if count == 0 then
+            fail(fmt("%s: gpu(%d): no CUDA device available%s", fname, dev, util.no_gpu_reason()))
+        end
         if dev >= count then
             fail(fmt("%s: gpu(%d) does not exist (%d CUDA device%s)", fname, dev, count, count > 1 and "s" or ""))
         end
@@ -2408,6 +2441,14 @@ function M.cuda_empty_cache(dev)
     if C.ordo_gpu_empty_cache(id) ~= 0 then fail("empty_cache: " .. ffi.string(C.ordo_tensor_error())) end
 end
 
+-- t:cuda([dev]): t:to(ordo.gpu(n)), as Torch's (dev = ordo.gpu(n) or n,
+-- default gpu(0)); t itself when it is there.  (t:cpu() is t:to(cpu(0)).)
+function Tensor:cuda(dev)
+    check_self("cuda", self)
+    return self:to(util.gpu(gpu_id("cuda", dev)))
+end
+M.gpu_id = gpu_id -- (fname, dev): the id of a GPU given as ordo.gpu(n) or n (default 0), or raises
+
 -- ---------------------------------------------------------------- misc
 
 M.Tensor = Tensor
@@ -2432,6 +2473,7 @@ end
 -- for the modules that build ops on this one (derived.lua)
 M.is_int, M.check_self = is_int, check_self
 M.check_fits = check_fits -- (fname, dtype code, value [, why]): raises unless value, truncated, fits an integer dtype
+M.check_devices, M.check_devices_list = check_devices, check_devices_list
 M.push = push
 M.new_on = new_on
 

@@ -231,10 +231,19 @@ function M.cpu(n)
     return device("cpu", cdef.CPU, check_id("cpu", n))
 end
 
+-- Why there is no GPU, when a bad ORDO_SIMULATED_GPUS is the reason: a
+-- valid nonzero value would have given simulated devices (src/device.c);
+-- the engine's creation names the variable the same way.
+function M.no_gpu_reason()
+    local v = os.getenv("ORDO_SIMULATED_GPUS")
+    if v == nil or v == "" or (v:match("^%d+$") and tonumber(v) == 0) then return "" end
+    return (" (ORDO_SIMULATED_GPUS=%s: expected an integer from 0 to 16)"):format(v)
+end
+
 function M.gpu(n)
     n = check_id("gpu", n)
     local count = C.ordo_gpu_count()
-    if count == 0 then fail(("gpu(%d): no CUDA device available"):format(n)) end
+    if count == 0 then fail(("gpu(%d): no CUDA device available%s"):format(n, M.no_gpu_reason())) end
     if n >= count then
         fail(("gpu(%d) does not exist (%d CUDA device%s)"):format(n, count, count > 1 and "s" or ""))
     end
@@ -247,12 +256,21 @@ end
 function M.cpu_pinned(n)
     n = check_id("cpu_pinned", n)
     if C.ordo_gpu_count() == 0 then
-        fail(("cpu_pinned(%d): pinned memory needs a CUDA device (none available)"):format(n))
+        fail(("cpu_pinned(%d): pinned memory needs a CUDA device (none available)%s"):format(n, M.no_gpu_reason()))
     end
     return device("cpu_pinned", cdef.CPU_PINNED, n)
 end
 
 function M.is_device(x) return getmetatable(x) == Device end
+
+-- Whether two ctxs read from descriptors are one device for ops: a
+-- pinned tensor runs on cpu(n), as the tensor layer's check has it.
+function M.same_device_ctx(a, b)
+    local ta, tb = a.dev_type, b.dev_type
+    if ta == cdef.CPU_PINNED then ta = cdef.CPU end
+    if tb == cdef.CPU_PINNED then tb = cdef.CPU end
+    return ta == tb and a.dev_id == b.dev_id
+end
 
 -- The device of a ctx read from a descriptor.
 function M.device_of_ctx(ctx)
@@ -278,7 +296,7 @@ function M.parse_device(fname, x)
     if kind == "gpu" or kind == "cuda" then
         local count = C.ordo_gpu_count()
         -- named gpu(n) whatever the spelling ("cuda:0" too), as everywhere else
-        if count == 0 then fail(("%s: gpu(%d): no CUDA device available"):format(fname, id)) end
+        if count == 0 then fail(("%s: gpu(%d): no CUDA device available%s"):format(fname, id, M.no_gpu_reason())) end
         return M.gpu(id)
     end
     return nil

@@ -28,6 +28,7 @@ local M = {}
 local shape_str = tensor.shape_str_of
 
 local check_tensor = tensor.check_tensor
+local check_devices = tensor.check_devices
 
 local FLOAT = {float32 = true, float64 = true}
 
@@ -90,6 +91,7 @@ function M.scaled_dot_product_attention(q, k, v, opts)
     check_tensor(fname, "key", k)
     check_tensor(fname, "value", v)
     opts = util.check_opts(fname, opts, SDPA_OPTS)
+    check_devices(fname, q, k, v, opts.attn_mask)
     if q:dim() < 2 or k:dim() < 2 or v:dim() < 2 then
         fail(fmt("%s: query, key and value need at least 2 dims (..., length, features), got %s, %s and %s", fname,
                  shape_str(q), shape_str(k), shape_str(v)))
@@ -198,6 +200,9 @@ function M.install(nn)
                          self.embed_dim, shape_str(t)))
             end
         end
+        -- the inputs, the masks and the layer's parameters on one device
+        check_devices(name, query, key, value, opts.attn_mask)
+        check_devices(name, query, opts.key_padding_mask, self.in_proj_weight)
         if self.batch_first then -- work in length x N x E
             query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
         end

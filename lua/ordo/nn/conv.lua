@@ -81,6 +81,7 @@ end
 local opts_of = util.check_opts
 
 local check_tensor = tensor.check_tensor
+local check_devices = tensor.check_devices
 
 local function out_size(n, k, s, p, d)
     local span = d * (k - 1) + 1
@@ -209,6 +210,7 @@ local function conv_args(fname, x, weight, bias, opts, allowed)
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
     check_tensor(fname, "input", x)
     check_tensor(fname, "weight", weight)
+    check_devices(fname, x, weight, bias)
     opts = opts_of(fname, opts, allowed)
     local sh, sw = pair(fname, "stride", opts.stride or 1)
     local ph, pw = pair(fname, "padding", opts.padding or 0, true)
@@ -278,6 +280,7 @@ end
 function M.conv2d(x, weight, bias, opts)
     local fname = "conv2d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    check_devices(fname, x, weight, bias)
     if type(opts) == "table" and type(opts.padding) == "string" then
         x, opts = padding_mode(fname, x, weight, opts, 2)
     end
@@ -535,6 +538,7 @@ end
 function M.conv1d(x, weight, bias, opts)
     local fname = "conv1d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    check_devices(fname, x, weight, bias)
     if type(opts) == "table" and type(opts.padding) == "string" then
         x, opts = padding_mode(fname, x, weight, opts, 1)
     end
@@ -656,6 +660,8 @@ local function chan_sum(t3) return t3:sum(3, true):sum(1, true) end
 function M.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
     local fname = "batch_norm"
     check_tensor(fname, "input", x)
+    check_devices(fname, x, running_mean, running_var)
+    check_devices(fname, x, weight, bias)
     momentum = momentum == nil and 0.1 or momentum
     eps = eps == nil and 1e-5 or eps
     if type(momentum) ~= "number" or momentum < 0 or momentum > 1 then

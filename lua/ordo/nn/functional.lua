@@ -19,6 +19,7 @@ local M = {}
 local shape_str = tensor.shape_str_of
 
 local check_tensor = tensor.check_tensor
+local check_devices = tensor.check_devices
 
 -- linear's node (a function of its own so that linear holds no closure,
 -- which LuaJIT would not compile).
@@ -39,6 +40,7 @@ end
 function M.linear(x, weight, bias)
     check_tensor("linear", "input", x)
     check_tensor("linear", "weight", weight)
+    check_devices("linear", x, weight, bias)
     if weight:dim() ~= 2 then
         fail(fmt("linear: weight must be 2-D (out_features x in_features), got shape %s", shape_str(weight)))
     end
@@ -249,6 +251,7 @@ end
 function M.prelu(x, weight)
     check_tensor("prelu", "input", x)
     check_tensor("prelu", "weight", weight)
+    check_devices("prelu", x, weight)
     local n = weight:numel()
     if weight:dim() ~= 1 or (n ~= 1 and (x:dim() < 2 or x:size(2) ~= n)) then
         fail(fmt("prelu: weight must have shape 1 or the %s channels of input %s, got %s",
@@ -339,6 +342,7 @@ local function check_same_shape(fname, input, target)
     if tensor.shape_str(shape_of(input)) ~= tensor.shape_str(shape_of(target)) then
         fail(fmt("%s: target of shape %s does not match input %s", fname, shape_str(target), shape_str(input)))
     end
+    check_devices(fname, input, target)
 end
 
 local function check_target(fname, input, target)
@@ -361,6 +365,7 @@ end
 local function class_nll(fname, logp, target, opts, smoothing)
     local N, C = logp:size(1), logp:size(2)
     local w, ii = opts.weight, opts.ignore_index
+    check_devices(fname, logp, target, w)
     if w ~= nil and (w:dim() ~= 1 or w:size(1) ~= C or w:dtype() ~= logp:dtype()) then
         fail(fmt("%s: weight must be a %s tensor of %d class weights, got %s %s", fname, logp:dtype(), C, w:dtype(),
                  shape_str(w)))
@@ -456,6 +461,7 @@ local function soft_cross_entropy(logits, target, opts, e)
     local t = e > 0 and target * (1 - e) + e / C or target
     local prod = logits:log_softmax(2) * t
     local w = opts.weight
+    check_devices(fname, logits, w)
     if w ~= nil then
         if w:dim() ~= 1 or w:size(1) ~= C or w:dtype() ~= logits:dtype() then
             fail(fmt("%s: weight must be a %s tensor of %d class weights, got %s %s", fname, logits:dtype(), C,
@@ -499,6 +505,7 @@ local function check_target_broadcast(fname, input, target, what)
         end
         return
     end
+    check_devices(fname, input, target)
     local a, b = shape_of(input), shape_of(target)
     local r = tensor.broadcast_shape(fname, {a, b})
     if tensor.shape_str(r) ~= tensor.shape_str(a) then
@@ -516,6 +523,7 @@ function M.margin_ranking_loss(x1, x2, y, opts)
     opts = loss_opts("margin_ranking_loss", opts, {margin = true})
     check_tensor("margin_ranking_loss", "input1", x1)
     check_tensor("margin_ranking_loss", "target", y)
+    check_devices("margin_ranking_loss", x1, x2, y)
     check_target_broadcast("margin_ranking_loss", x1, x2, "input2")
     check_target_broadcast("margin_ranking_loss", x1, y)
     -- clamp, not relu: at 0 the gradient passes, as Torch's clamp_min (relu's is 0 there, so equal
@@ -529,6 +537,7 @@ function M.cosine_embedding_loss(x1, x2, y, opts)
     opts = loss_opts("cosine_embedding_loss", opts, {margin = true})
     check_tensor("cosine_embedding_loss", "input1", x1)
     check_tensor("cosine_embedding_loss", "target", y)
+    check_devices("cosine_embedding_loss", x1, x2, y)
     local cos = M.cosine_similarity(x1, x2, {dim = -1})
     check_target_broadcast("cosine_embedding_loss", cos, y) -- one target per row
     local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
@@ -544,6 +553,7 @@ function M.triplet_margin_loss(a, pos, neg, opts)
     local fname = "triplet_margin_loss"
     opts = util.check_opts(fname, opts, {margin = true, p = true, eps = true, swap = true, reduction = true})
     check_tensor(fname, "anchor", a)
+    check_devices(fname, a, pos, neg)
     local d = {p = opts.p or 2, eps = opts.eps or 1e-6}
     local dap, dan = M.pairwise_distance(a, pos, d), M.pairwise_distance(a, neg, d)
     if opts.swap then dan = dan:minimum(M.pairwise_distance(pos, neg, d)) end
@@ -559,6 +569,7 @@ function M.gaussian_nll_loss(input, target, var, opts)
     opts = util.check_opts(fname, opts, {full = true, eps = true, reduction = true})
     check_tensor(fname, "input", input)
     check_tensor(fname, "var", var)
+    check_devices(fname, input, target, var)
     check_target_broadcast(fname, input, target)
     -- var without the input's last dim (one variance per row, Torch's
     -- homoscedastic form) stands for each of its elements
@@ -593,6 +604,7 @@ function M.binary_cross_entropy_with_logits(logits, target, opts)
     opts = loss_opts(fname, opts, nil, {weight = true, pos_weight = true})
     check_tensor(fname, "input", logits)
     check_tensor(fname, "target", target)
+    check_devices(fname, logits, target, opts.weight, opts.pos_weight)
     if tensor.shape_str(shape_of(logits)) ~= tensor.shape_str(shape_of(target)) then
         fail(fmt("%s: target of shape %s does not match input %s", fname, shape_str(target), shape_str(logits)))
     end
@@ -614,6 +626,7 @@ end
 -- (x - mean) / sqrt(var + eps), var the biased one, then * weight + bias.
 function M.layer_norm(x, normalized_shape, weight, bias, eps)
     check_tensor("layer_norm", "input", x)
+    check_devices("layer_norm", x, weight, bias)
     eps = eps or 1e-5
     if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
     if type(normalized_shape) ~= "table" or getmetatable(normalized_shape) ~= nil then
@@ -638,9 +651,10 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps)
             end
         end
     end
-    local lead = {}
+    local lead, n = {}, 1
     for i = 1, #s - k do lead[i] = s[i] end
-    lead[#lead + 1] = -1
+    for i = 1, k do n = n * normalized_shape[i] end
+    lead[#lead + 1] = n -- (not -1: with an empty batch, 0 x -1 would be ambiguous)
     local x2 = x:reshape(lead) -- the normalised dims as one
     local mean = x2:mean(-1, true)
     local d = x2 - mean
@@ -658,6 +672,7 @@ end
 -- are InstanceNorm.
 function M.group_norm(x, num_groups, weight, bias, eps)
     check_tensor("group_norm", "input", x)
+    check_devices("group_norm", x, weight, bias)
     eps = eps or 1e-5
     if x:dim() < 2 then fail(fmt("group_norm: expected an input of shape N x C x ..., got %s", shape_str(x))) end
     local s = shape_of(x)
@@ -672,7 +687,9 @@ function M.group_norm(x, num_groups, weight, bias, eps)
             fail(fmt("group_norm: %s must have shape %d (one per channel), got %s", what, C, shape_str(t)))
         end
     end
-    local g = x:reshape(s[1], num_groups, -1)
+    local per = C / num_groups -- a group's elements (not -1: with an empty batch, 0 x g x -1 is ambiguous)
+    for i = 3, #s do per = per * s[i] end
+    local g = x:reshape(s[1], num_groups, per)
     local d = g - g:mean(3, true)
     local y = (d / ((d * d):mean(3, true) + eps):sqrt()):reshape(s)
     if weight == nil and bias == nil then return y end
@@ -699,6 +716,7 @@ end
 function M.cosine_similarity(a, b, opts)
     check_tensor("cosine_similarity", "a", a)
     check_tensor("cosine_similarity", "b", b)
+    check_devices("cosine_similarity", a, b)
     opts = util.check_opts("cosine_similarity", opts, {dim = true, eps = true})
     local dim, eps = opts.dim or -1, opts.eps or 1e-8
     -- both broadcast first, as Torch: a b of size 1 along dim stands for
@@ -719,6 +737,7 @@ end
 function M.pairwise_distance(a, b, opts)
     check_tensor("pairwise_distance", "a", a)
     check_tensor("pairwise_distance", "b", b)
+    check_devices("pairwise_distance", a, b)
     opts = util.check_opts("pairwise_distance", opts, {p = true, eps = true, keepdim = true})
     return (a - b + (opts.eps or 1e-6)):norm(opts.p or 2, -1, opts.keepdim)
 end
@@ -728,6 +747,7 @@ end
 function M.cdist(a, b, opts)
     check_tensor("cdist", "a", a)
     check_tensor("cdist", "b", b)
+    check_devices("cdist", a, b)
     opts = util.check_opts("cdist", opts, {p = true})
     if a:dim() < 2 or b:dim() < 2 or a:size(-1) ~= b:size(-1) then
         fail(fmt("cdist: expected rows of one width, ... x P x M and ... x R x M, got %s and %s", shape_str(a),

@@ -339,6 +339,7 @@ end
 -- kept as it is.
 local FLOAT_DTYPES = {float32 = true, float64 = true}
 local DTYPE_NAMES = {float32 = true, float64 = true, int32 = true, int64 = true, uint8 = true}
+local function DT_DEV(t) return fmt("%s on %s", t:dtype(), tostring(t:device())) end
 local function moved_tensor(t, a, b, moved, is_param)
     local r = moved[t]
     if r ~= nil then return r end
@@ -356,8 +357,12 @@ local function moved_tensor(t, a, b, moved, is_param)
         r = d:to(a, b)
         if r == d then
             r = t
-        elseif t:needs_grad() then
-            r:requires_grad()
+        else
+            if t:needs_grad() then r:requires_grad() end
+            -- an optimiser built before m:to still holds t, which no
+            -- longer gets gradients: its step says so (optim.lua) -- once
+            -- the module holds r (Module:to marks it then)
+            moved.replaced[#moved.replaced + 1] = {t, r}
         end
     else
         r = t:to(a, b)
@@ -399,12 +404,25 @@ function Module:to(a, b)
     if dt and not FLOAT_DTYPES[dt] then
         fail(fmt("to: a module's dtype must be float32 or float64 (its parameters need gradients), got %s", dt))
     end
-    local moved = {}
+    local moved = {replaced = {}}
     if dt then moved.int_args = dev or true end
     local sets = {}
     move_tree(self, a, b, moved, {}, sets)
     for _, s in ipairs(sets) do s[1][s[2]] = s[3] end
+    for _, tr in ipairs(moved.replaced) do tr[1]._moved_by_to = DT_DEV(tr[2]) end
     return self
+end
+
+-- m:cuda([dev]) and m:cpu(): m:to(ordo.gpu(n)) (dev = ordo.gpu(n) or n,
+-- default gpu(0)) and m:to(ordo.cpu(0)), as Torch's.
+function Module:cuda(dev)
+    check_module_self("cuda", self)
+    return self:to(util.gpu(tensor.gpu_id("cuda", dev)))
+end
+
+function Module:cpu()
+    check_module_self("cpu", self)
+    return self:to(util.cpu(0))
 end
 
 -- Every parameter and buffer by its dotted name, in a stable order.
