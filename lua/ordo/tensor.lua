@@ -1470,70 +1470,60 @@ end
 local ADD_AS_SUB = setmetatable({name = "add", iname = "add_"}, {__index = BIN.sub})
 local SUB_AS_ADD = setmetatable({name = "sub", iname = "sub_"}, {__index = BIN.add})
 
+-- spec and b for add/sub's alpha: b * alpha under spec, or under turned
+-- (the op turned around) when alpha is negative.
+local function with_alpha(fname, spec, turned, b, alpha)
+    if alpha == nil or alpha == 1 then return spec, b end
+    local flip
+    b, flip = scaled(fname, b, alpha)
+    return flip and turned or spec, b
+end
+
+-- The in-place fast path: self and b tensors of one dtype, the kernel run
+-- now or pushed.  Returns nil when it does not apply.
+local function same_dtype_(kid, name, self, b)
+    if getmetatable(b) ~= Tensor or getmetatable(self) ~= Tensor then return nil end
+    local sc, bc = self._c, b._c
+    if sc.dtype ~= bc.dtype then return nil end
+    if op2(kid, name, sc, sc, bc) ~= 0 then return push2(kid, name, self, self, b) end
+    return self
+end
+
 function Tensor:add_(b, alpha)
-    if alpha == nil and getmetatable(b) == Tensor and getmetatable(self) == Tensor then
-        local sc, bc = self._c, b._c
-        if sc.dtype == bc.dtype then
-            if op2(K_add, "add_", sc, sc, bc) ~= 0 then return push2(K_add, "add_", self, self, b) end
-            return self
-        end
+    if alpha == nil then
+        local r = same_dtype_(K_add, "add_", self, b)
+        if r then return r end
     end
-    local spec = BIN_add
-    if alpha ~= nil and alpha ~= 1 then
-        local flip
-        b, flip = scaled("add_", b, alpha)
-        if flip then spec = ADD_AS_SUB end
-    end
+    local spec
+    spec, b = with_alpha("add_", BIN_add, ADD_AS_SUB, b, alpha)
     return binary_(spec, self, b)
 end
 
 function Tensor:sub_(b, alpha)
-    if alpha == nil and getmetatable(b) == Tensor and getmetatable(self) == Tensor then
-        local sc, bc = self._c, b._c
-        if sc.dtype == bc.dtype then
-            if op2(K_sub, "sub_", sc, sc, bc) ~= 0 then return push2(K_sub, "sub_", self, self, b) end
-            return self
-        end
+    if alpha == nil then
+        local r = same_dtype_(K_sub, "sub_", self, b)
+        if r then return r end
     end
-    local spec = BIN_sub
-    if alpha ~= nil and alpha ~= 1 then
-        local flip
-        b, flip = scaled("sub_", b, alpha)
-        if flip then spec = SUB_AS_ADD end
-    end
+    local spec
+    spec, b = with_alpha("sub_", BIN_sub, SUB_AS_ADD, b, alpha)
     return binary_(spec, self, b)
 end
 
 function Tensor:mul_(b)
-    if getmetatable(b) == Tensor and getmetatable(self) == Tensor then
-        local sc, bc = self._c, b._c
-        if sc.dtype == bc.dtype then
-            if op2(K_mul, "mul_", sc, sc, bc) ~= 0 then return push2(K_mul, "mul_", self, self, b) end
-            return self
-        end
-    end
-    return binary_(BIN_mul, self, b)
+    return same_dtype_(K_mul, "mul_", self, b) or binary_(BIN_mul, self, b)
 end
 
 function Tensor:add(b, alpha)
     check_self("add", self)
-    local spec = BIN_add
-    if alpha ~= nil and alpha ~= 1 then
-        local flip
-        b, flip = scaled("add", b, alpha)
-        if flip then spec = ADD_AS_SUB end
-    end
+    local spec
+    spec, b = with_alpha("add", BIN_add, ADD_AS_SUB, b, alpha)
     return binary(spec, self, b)
 end
 
 function Tensor:sub(b, alpha)
     check_self("sub", self)
-    local spec = BIN.sub
-    if alpha ~= nil and alpha ~= 1 then
-        local flip
-        b, flip = scaled("sub", b, alpha)
-        if flip then spec = SUB_AS_ADD end
-    end
+    local spec
+    spec, b = with_alpha("sub", BIN_sub, SUB_AS_ADD, b, alpha)
     return binary(spec, self, b)
 end
 
