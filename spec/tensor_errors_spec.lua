@@ -133,11 +133,13 @@ describe("bad calls raise at the call", function()
         raises_here(function() local _ = a:item() end, "item", "one element", "2x3")
         raises_here(function() local _ = ordo.arange(0, 1, 0) end, "arange", "step")
         raises_here(function() local _ = ordo.zeros({2}):bernoulli_(2) end, "bernoulli_", "[0, 1]")
-        -- named as called (ordo.bernoulli's error named bernoulli_), and a tensor p by its type, not printed whole
+        -- named as called (ordo.bernoulli's error named bernoulli_), and a wrong p by its type
         local e = raises_here(function() local _ = ordo.bernoulli({2}, 1.5) end, "bernoulli: expected", "1.5")
         assert.falsy(e:find("bernoulli_", 1, true), e)
-        e = raises_here(function() local _ = ordo.zeros({2}):bernoulli_(ordo.tensor({0.5, 0.5})) end, "bernoulli_",
-                        "got ordo.Tensor")
+        raises_here(function() local _ = ordo.zeros({2}):bernoulli_({0.5, 0.5}) end, "bernoulli_", "got table")
+        -- a tensor of probabilities out of range is refused without printing it whole
+        e = raises_here(function() local _ = ordo.zeros({2}):bernoulli_(ordo.tensor({0.5, 5})) end, "bernoulli_",
+                        "[0, 1]")
         assert.falsy(e:find("FloatTensor", 1, true), e)
         raises_here(function() local _ = ordo.zeros({2}):normal_(0, -1) end, "normal_", "std")
         raises_here(function() local _ = ordo.manual_seed("x") end, "manual_seed", "integer")

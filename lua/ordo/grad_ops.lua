@@ -653,16 +653,20 @@ function M.install(ag)
         if raw[base] ~= nil then return "the out-of-place " .. base end
         return "an out-of-place op"
     end
+    -- in-place ops whose tensor arguments never carry a gradient through
+    -- (bernoulli_'s probabilities only pick where the ones fall)
+    local ARGS_CARRY_NO_GRADIENT = {bernoulli_ = true}
     for name, f in pairs(raw) do
         if type(f) == "function" and name:match("[^_]_$") and name ~= "requires_grad_" then
             local alt = instead(name)
+            local check_args = not ARGS_CARRY_NO_GRADIENT[name]
             Tensor[name] = function(self, ...)
                 if ag.is_enabled() then
                     if type(self) == "table" and self._rg then
                         fail(fmt("%s: a tensor that requires a gradient cannot be changed in place " ..
                                  "(use %s, or wrap the update in ordo.no_grad)", name, alt))
                     end
-                    for i = 1, select("#", ...) do
+                    for i = 1, check_args and select("#", ...) or 0 do
                         local a = select(i, ...)
                         if type(a) == "table" and a._rg then
                             fail(fmt("%s: an in-place op cannot take an input that requires a gradient " ..

@@ -828,15 +828,51 @@ function Tensor:normal_(mean, std)
     return random_("normal_", K.normal, FLOAT, self, mean, std)
 end
 
+-- Per-element probabilities (Torch's bernoulli(p) and t:bernoulli_(p)): a one
+-- where a uniform draw in [0, 1) falls below p, so p = 0 never gives one and
+-- p = 1 always does.  p broadcasts to self's shape, never the other way.
+local function bernoulli_probs_(fname, self, p)
+    check_self(fname, self)
+    if not FLOAT[p._c.dtype] then
+        fail(fmt("%s: expected probabilities of dtype float32 or float64, got %s", fname, DT_NAME[p._c.dtype]))
+    end
+    device_mix(fname, self, p)
+    local ps, ts = shape_of(p), shape_of(self)
+    local fits = #ps <= #ts
+    for i = 1, #ps do
+        local pd, td = ps[#ps + 1 - i], ts[#ts + 1 - i]
+        if fits and pd ~= td and pd ~= 1 then fits = false end
+    end
+    if not fits then
+        fail(fmt("%s: probabilities of shape %s do not broadcast to the tensor's shape %s", fname,
+                 shape_str_tbl(ps), shape_str_tbl(ts)))
+    end
+    -- a probability outside [0, 1] (or NaN) is an error, as for a number p;
+    -- it costs one read of the probabilities
+    if p:numel() > 0 and p:ge(0):add(p:le(1)):min():item() ~= 2 then
+        fail(fmt("%s: expected probabilities in [0, 1], got a value outside (or NaN)", fname))
+    end
+    local u = new_raw(fname, ts, p._c.dtype, self._c.ctx, self._c.storage.engine)
+    random_(fname, K.uniform, FLOAT, u, 0, 1)
+    return self:copy_(u:lt(p))
+end
+
 local function bernoulli_(fname, self, p)
     p = p or 0.5
+    if is_tensor(p) then return bernoulli_probs_(fname, self, p) end
     if type(p) ~= "number" then -- (tostring of a tensor would print all of it into the message)
-        fail(fmt("%s: expected a probability (a number in [0, 1]), got %s", fname, typename(p)))
+        fail(fmt("%s: expected a probability (a number in [0, 1]) or a tensor of them, got %s", fname,
+                 typename(p)))
     end
     if not (p >= 0 and p <= 1) then fail(fmt("%s: expected a probability in [0, 1], got %s", fname, show(p))) end
     return random_(fname, K.bernoulli, ALL, self, p, 0)
 end
 function Tensor:bernoulli_(p) return bernoulli_("bernoulli_", self, p) end
+-- t:bernoulli(): ones with the probabilities in t (as ordo.bernoulli(t))
+function Tensor:bernoulli()
+    check_self("bernoulli", self)
+    return M.bernoulli(self)
+end
 
 local function random_maker(fname, method, float_only)
     return function(...)
@@ -853,9 +889,19 @@ M.rand = random_maker("rand", function(t) return Tensor.uniform_(t, 0, 1) end, t
 M.randn = random_maker("randn", function(t) return Tensor.normal_(t, 0, 1) end, true)
 
 -- ordo.bernoulli(shape, p [, opts]): ones with probability p.
+-- ordo.bernoulli(p): a tensor like p (Torch's bernoulli(input)), one with
+-- probability p[i] at each i.
 function M.bernoulli(shape, p, opts)
+    if is_tensor(shape) then
+        if p ~= nil then
+            fail("bernoulli: with a tensor of probabilities, expected no other argument, got " .. typename(p))
+        end
+        local probs = shape
+        local out = new_raw("bernoulli", shape_of(probs), probs._c.dtype, probs._c.ctx, probs._c.storage.engine)
+        return bernoulli_probs_("bernoulli", out, probs)
+    end
     if type(shape) ~= "table" or getmetatable(shape) ~= nil then
-        fail("bernoulli: expected a shape table first, got " .. typename(shape))
+        fail("bernoulli: expected a shape table or a tensor of probabilities first, got " .. typename(shape))
     end
     shape = shape_args("bernoulli", shape)
     local dt, dev, e = options("bernoulli", opts)
