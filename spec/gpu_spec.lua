@@ -832,6 +832,24 @@ describe("gpu tensors: autograd, nn and optimisers", function()
                 check(g.gw, c.gw, w_ .. " grad weight", RED)
                 check(g.gb, c.gb, w_ .. " grad bias", RED)
             end
+            -- max_pool2d's dilation and ceil_mode (windows clipped at the end), forward and backward
+            for ci, po in ipairs({{3, {stride = 2, ceil_mode = true}}, {2, {dilation = 2, padding = 1}},
+                                 {{3, 2}, {stride = {2, 3}, dilation = {2, 3}, ceil_mode = true, padding = 1}}}) do
+                local x = rnd({2, 3, 10, 11}, dt, -1, 1)
+                local got = {}
+                for _, dev in ipairs({G, CPU}) do
+                    local xd = x:to(dev):requires_grad()
+                    local o = {return_indices = true}
+                    for k, v in pairs(po[2]) do o[k] = v end
+                    local p, idx = F.max_pool2d(xd, po[1], o)
+                    ;(p * p):sum():backward()
+                    got[#got + 1] = {p = p, idx = idx, gx = xd.grad}
+                end
+                local w_ = fmt("%s max_pool2d case %d", dt, ci)
+                check(got[1].p, got[2].p, w_, RED)
+                check(got[1].idx, got[2].idx, w_ .. " indices")
+                check(got[1].gx, got[2].gx, w_ .. " grad", RED)
+            end
             -- the 1-D ops, the 2-D ones over a height of 1
             local x, w = rnd({2, 3, 12}, dt, -1, 1), rnd({4, 3, 3}, dt, -1, 1)
             local y1 = {}

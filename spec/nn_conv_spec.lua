@@ -90,20 +90,31 @@ local function ref_planes(x, out_size, window)
     return Y, I
 end
 
+-- The windows along a dim of n, Torch's formula: rounded up in ceil_mode,
+-- less a last window starting past the input and its left padding.
+local function ref_out(n, k, s, p, d, ceil_mode)
+    local span = d * (k - 1) + 1
+    if not ceil_mode then return math.floor((n + 2 * p - span) / s) + 1 end
+    local out = math.ceil((n + 2 * p - span) / s) + 1
+    if (out - 1) * s >= n + p then out = out - 1 end
+    return out
+end
+
 -- A sliding window of kernel k: ref_planes over its output grid, fold(P,
 -- iy, ix, acc) called for each in-bounds element of window (i, j) from
--- acc = nil, finish(acc) the output.
-local function ref_sliding(x, k, stride, padding, fold, finish)
+-- acc = nil, finish(acc) the output.  The taps are dilation apart.
+local function ref_sliding(x, k, stride, padding, fold, finish, dilation, ceil_mode)
     local kh, kw = pair(k)
     local sh, sw = pair(stride or k)
     local ph, pw = pair(padding or 0)
+    local dh, dw = pair(dilation or 1)
     return ref_planes(x, function(H, W)
-        return math.floor((H + 2 * ph - kh) / sh) + 1, math.floor((W + 2 * pw - kw) / sw) + 1
+        return ref_out(H, kh, sh, ph, dh, ceil_mode), ref_out(W, kw, sw, pw, dw, ceil_mode)
     end, function(P, i, j, H, W)
         local acc
         for a = 1, kh do
             for bb = 1, kw do
-                local iy, ix = (i - 1) * sh - ph + a, (j - 1) * sw - pw + bb
+                local iy, ix = (i - 1) * sh - ph + (a - 1) * dh + 1, (j - 1) * sw - pw + (bb - 1) * dw + 1
                 if iy >= 1 and iy <= H and ix >= 1 and ix <= W then acc = fold(P, iy, ix, acc, W) end
             end
         end
@@ -112,12 +123,12 @@ local function ref_sliding(x, k, stride, padding, fold, finish)
 end
 
 -- max pooling: values and their indices (from 1) in the flattened plane
-local function ref_pool(x, k, stride, padding)
+local function ref_pool(x, k, stride, padding, dilation, ceil_mode)
     return ref_sliding(x, k, stride, padding, function(P, iy, ix, acc, W)
         local v = P[iy][ix]
         if acc == nil or v > acc[1] then return {v, (iy - 1) * W + ix} end
         return acc
-    end, function(acc) return acc[1], acc[2] end)
+    end, function(acc) return acc[1], acc[2] end, dilation, ceil_mode)
 end
 
 local function each_layout(fn)
@@ -391,6 +402,81 @@ describe("nn.functional.max_pool2d", function()
         local x = ordo.tensor({{{{1, 5}, {3, 4}}}}, D):requires_grad()
         F.max_pool2d(x, 2):sum():backward()
         assert.same({{{{0, 1}, {0, 0}}}}, x.grad:totable())
+    end)
+
+    it("dilation and ceil_mode (Torch's): values, indices (first of ties) and gradients match a naive loop", function()
+        -- fixed cases from Torch's docs and the edges: a ceil_mode window reaching past the padding, dropped
+        -- when it would start past the input; dilation wider than the input in ceil_mode
+        local x = ordo.arange(1, 1 + 5 * 5, D):view(1, 1, 5, 5)
+        assert.same({1, 1, 3, 3}, F.max_pool2d(x, 2, {ceil_mode = true}):size())
+        assert.same({1, 1, 2, 2}, F.max_pool2d(x, 2):size())
+        assert.same({{{{13, 14, 15}, {18, 19, 20}, {23, 24, 25}}}},
+                    F.max_pool2d(x, 2, {stride = 1, dilation = 2}):totable())
+        assert.same({{{{19, 19}, {19, 19}}}}, F.max_pool2d(x, 3, {stride = 2, dilation = 2, padding = 1}):totable())
+        assert.same({1, 1, 2, 2}, F.max_pool2d(x, 2, {stride = 3, ceil_mode = true}):size())
+        -- random geometries in float64 and ties in int32, on a non-contiguous view too
+        math.randomseed(17)
+        local checked = 0
+        for trial = 1, 60 do
+            local k = {math.random(1, 4), math.random(1, 4)}
+            local st = {math.random(1, 3), math.random(1, 3)}
+            local pd = {math.random(0, math.floor(k[1] / 2)), math.random(0, math.floor(k[2] / 2))}
+            local dl = {math.random(1, 3), math.random(1, 3)}
+            local ceil_mode = trial % 2 == 0
+            local H, W = math.random(3, 8), math.random(3, 9)
+            local xs = {trial % 3 == 0 and ordo.randint(0, 3, {2, 2, W, H}, "int32"):transpose(3, 4)
+                        or ordo.randn({2, 2, H, W}, D)}
+            local o = {stride = st, padding = pd, dilation = dl, ceil_mode = ceil_mode, return_indices = true}
+            local ok, y, idx = pcall(F.max_pool2d, xs[1], k, o)
+            if ok then
+                checked = checked + 1
+                local wy, wi = ref_pool(xs[1], k, st, pd, dl, ceil_mode)
+                local where = string.format("trial %d: kernel %dx%d stride %dx%d padding %dx%d dilation %dx%d%s", trial,
+                                            k[1], k[2], st[1], st[2], pd[1], pd[2], dl[1], dl[2],
+                                            ceil_mode and " ceil" or "")
+                assert.same(wy, y:totable(), where)
+                assert.same(wi, idx:totable(), where)
+                if xs[1]:dtype() == "float64" and trial % 4 == 0 then
+                    local xg = xs[1]:clone():requires_grad()
+                    o.return_indices = nil
+                    assert.is_true(ag.gradcheck(function(a) return F.max_pool2d(a, k, o) end, {xg}), where)
+                end
+            else
+                -- refused only where a window would hold padding alone or none fits
+                local msg = tostring(y)
+                assert.is_truthy(msg:find("holds only padding", 1, true) or
+                                 msg:find("larger than the padded input", 1, true), msg)
+            end
+        end
+        assert.is_true(checked >= 40, "checked " .. checked)
+        -- the modules and the 1-D op take them too
+        local m = nn.MaxPool2d(2, {ceil_mode = true, dilation = {1, 2}})
+        assert.same({1, 1, 3, 2}, m:forward(x):size())
+        assert.matches("dilation 1x2, ceil_mode", tostring(m))
+        local x1 = ordo.tensor({{{3, 1, 4, 1, 5, 9}}}, D)
+        -- taps {1, 3}, {3, 5} and in ceil_mode {5, 7}, 7 past the end
+        assert.same({{{4, 5, 5}}}, F.max_pool1d(x1, 2, {ceil_mode = true, dilation = 2, stride = 2}):totable())
+        assert.same({{{4, 5}}}, nn.MaxPool1d(2, {dilation = 2, stride = 2}):forward(x1):totable())
+        local y1, i1 = nn.MaxPool1d(3, {return_indices = true}):forward(x1)
+        assert.same({{{4, 9}}}, y1:totable())
+        assert.same({{{3, 6}}}, i1:totable())
+    end)
+
+    it("reports bad dilation and ceil_mode arguments, and windows of padding alone", function()
+        local x = ordo.randn({1, 1, 4, 4})
+        assert.matches("max_pool2d: dilation must be positive integers, got 0", err_of(F.max_pool2d, x, 2, {dilation = 0}))
+        assert.matches("max_pool2d: ceil_mode must be a boolean, got number",
+                       err_of(F.max_pool2d, x, 2, {ceil_mode = 1}))
+        assert.matches("MaxPool2d: ceil_mode must be a boolean", err_of(nn.MaxPool2d, 2, {ceil_mode = "yes"}))
+        assert.matches("max_pool1d: dilation must be a positive integer",
+                       err_of(F.max_pool1d, ordo.randn({1, 1, 4}), 2, {dilation = -1}))
+        -- taps at -1 and 3 of a 3-wide input: this window never sees the input
+        assert.matches("max_pool2d: with kernel 2x2 %(dilation 4x4%) and padding 1x1 a window over input 1x1x3x3 " ..
+                       "holds only padding", err_of(F.max_pool2d, ordo.randn({1, 1, 3, 3}), 2,
+                                                    {dilation = 4, padding = 1}))
+        assert.matches("max_pool2d: kernel 3x3 %(dilation 2x2%) is larger than the padded input 4x4",
+                       err_of(F.max_pool2d, x, 3, {dilation = 2}))
+        assert.matches("avg_pool2d: .*dilation", err_of(F.avg_pool2d, x, 2, {dilation = 2}))
     end)
 
     it("reports bad arguments", function()

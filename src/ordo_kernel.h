@@ -36,7 +36,7 @@ enum { ORDO_F32 = 0, ORDO_F64 = 1, ORDO_I32 = 2, ORDO_I64 = 3, ORDO_U8 = 4, ORDO
 #define ORDO_KERNEL_MAX_IN 4
 #define ORDO_KERNEL_MAX_OUT 2
 #define ORDO_KERNEL_MAX_SCALARS 8
-#define ORDO_KERNEL_MAX_IPARAMS 8
+#define ORDO_KERNEL_MAX_IPARAMS 12
 
 typedef struct ordo_view {
     void *data; /* first element (storage base + offset) */

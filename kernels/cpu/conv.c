@@ -12,11 +12,13 @@
  * memory speed.
  *
  * iparams (im2col, col2im, max_pool2d): i0 kh, i1 kw, i2 stride h, i3
- * stride w, i4 padding h, i5 padding w; im2col/col2im also take i6/i7 =
- * dilation h/w (1 when absent).  Output sizes follow Torch:
+ * stride w, i4 padding h, i5 padding w, i6/i7 = dilation h/w (1 when
+ * absent); max_pool2d also i8 = ceil_mode (0 when absent).  Output sizes
+ * follow Torch:
  *   oh = (H + 2 ph - dh (kh - 1) - 1) / sh + 1    (floor)
- * and a kernel that does not fit the padded input fails rather than
- * producing an empty result.  Every view may have any strides (the
+ * rounded up in ceil_mode, less the last window if it would start past
+ * the input and its left padding.  A kernel that does not fit the padded
+ * input fails rather than producing an empty result.  Every view may have any strides (the
  * tensor layer passes transposed views to lay cols out for one big GEMM);
  * the fast paths are taken when the rows are contiguous.
  *
@@ -29,15 +31,21 @@
 /* (cpu_internal.h's, shared with the CUDA kernels) */
 typedef cpu_conv_geom conv_geom;
 
-static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int ceil_mode) {
     const int64_t span = d * (k - 1) + 1;
-    if (in + 2 * p < span) return -1;
-    return (in + 2 * p - span) / s + 1;
+    if (!ceil_mode) return in + 2 * p < span ? -1 : (in + 2 * p - span) / s + 1;
+    /* Rounded up (a window may then reach past the padding, as in Torch),
+     * less a last window that would start past the input and its left
+     * padding; the numerator may be negative: rounded toward -inf. */
+    const int64_t num = in + 2 * p - span + s - 1;
+    int64_t out = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+    if (out > 0 && (out - 1) * s >= in + p) out--;
+    return out >= 1 ? out : -1;
 }
 
-/* Reads and checks the iparams; fills g's kernel fields.  with_dilation:
- * i6/i7 are read when present. */
-static int read_params(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int with_dilation,
+/* Reads and checks the iparams; fills g's kernel fields.  with_ceil_mode:
+ * i8 is read when present (pooling). */
+static int read_params(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int with_ceil_mode,
                        conv_geom *g) {
     if (a->niparam < 6)
         return ordo_fail(rc, "%s: needs 6 iparams (kh, kw, stride h, stride w, padding h, padding w), got %d", name,
@@ -48,8 +56,9 @@ static int read_params(const ordo_run_ctx *rc, const char *name, const ordo_kern
     g->sw = a->iparam[3];
     g->ph = a->iparam[4];
     g->pw = a->iparam[5];
-    g->dh = with_dilation && a->niparam > 6 ? a->iparam[6] : 1;
-    g->dw = with_dilation && a->niparam > 7 ? a->iparam[7] : 1;
+    g->dh = a->niparam > 6 ? a->iparam[6] : 1;
+    g->dw = a->niparam > 7 ? a->iparam[7] : 1;
+    g->ceil_mode = with_ceil_mode && a->niparam > 8 ? a->iparam[8] != 0 : 0;
     /* The bounds keep every product below fit in int64 with room to spare. */
     const int64_t LIM = (int64_t)1 << 24;
     if (g->kh < 1 || g->kw < 1 || g->kh > LIM || g->kw > LIM)
@@ -73,8 +82,8 @@ static int read_input(const ordo_run_ctx *rc, const char *name, const char *what
     g->C = x->shape[1];
     g->H = x->shape[2];
     g->W = x->shape[3];
-    g->oh = out_size(g->H, g->kh, g->sh, g->ph, g->dh);
-    g->ow = out_size(g->W, g->kw, g->sw, g->pw, g->dw);
+    g->oh = out_size(g->H, g->kh, g->sh, g->ph, g->dh, g->ceil_mode);
+    g->ow = out_size(g->W, g->kw, g->sw, g->pw, g->dw, g->ceil_mode);
     if (g->oh < 1 || g->ow < 1)
         return ordo_fail(rc, "%s: kernel %lldx%lld (dilation %lldx%lld) is larger than the padded input %lldx%lld "
                              "(%s %s, padding %lldx%lld)",
@@ -148,7 +157,7 @@ DEF_IM2COL(8, uint64_t)
 static int check_pair(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, const ordo_view *x,
                       const ordo_view *cols, conv_geom *g) {
     int r;
-    if ((r = read_params(rc, name, a, 1, g))) return r;
+    if ((r = read_params(rc, name, a, 0, g))) return r;
     if (x->dtype != cols->dtype)
         return ordo_fail(rc, "%s: dtype mismatch: x is %s but cols is %s", name, ordo_dtype_name(x->dtype),
                          ordo_dtype_name(cols->dtype));
@@ -258,8 +267,8 @@ static int k_col2im(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
 
 /* Padding counts as -inf (never the max).  NaN propagates: the first NaN of
  * a window wins, as in Torch.  Ties keep the first index (row-major in the
- * window).  Torch's rule padding <= kernel / 2 guarantees that every
- * window holds at least one real element.
+ * window).  A window's taps are start + k d (dilation d); the check refuses
+ * a geometry where some window has no real tap, so every window has a max.
  *
  * The loops run by taps over a chunk of POOL_CHUNK outputs of one row,
  * not window by window: the windows of a row are independent, so each tap
@@ -270,6 +279,20 @@ static int k_col2im(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
  * is then redone by the exact loop.  Together 4x faster than a plain
  * window-by-window loop on 2x2 pools (3.7 against 15 ms for 64x64x28x28). */
 #define POOL_CHUNK 64
+
+/* The first tap at or after 0 of a window whose taps are start + k d. */
+static inline int64_t first_tap(int64_t start, int64_t d) {
+    return start >= 0 ? start : start + (-start + d - 1) / d * d;
+}
+
+/* Whether every window along one dim (n inputs, out windows) has a tap in [0, n). */
+static int every_window_real(int64_t n, int64_t out, int64_t k, int64_t s, int64_t p, int64_t d) {
+    for (int64_t o = 0; o < out; o++) {
+        const int64_t start = o * s - p, t = first_tap(start, d);
+        if (t >= n || t > start + (k - 1) * d) return 0;
+    }
+    return 1;
+}
 
 /* The arguments of one chunk: outputs [o0, o0 + m) of the row whose windows
  * span input rows [y0, y1). */
@@ -282,8 +305,7 @@ typedef struct pool_chunk {
 /* Starts every output of the chunk at the first real element of its window. */
 #define POOL_INIT(T)                                                                  \
     for (int64_t i = 0; i < pc->m; i++) {                                             \
-        int64_t x0 = (pc->o0 + i) * g->sw - g->pw;                                    \
-        if (x0 < 0) x0 = 0;                                                           \
+        const int64_t x0 = first_tap((pc->o0 + i) * g->sw - g->pw, g->dw);           \
         best[i] = ((const T *)pc->xp)[pc->y0 * pc->xs2 + x0 * pc->xs3];               \
         bi[i] = pc->y0 * g->W + x0;                                                   \
     }
@@ -292,15 +314,15 @@ typedef struct pool_chunk {
  * argument) updates best[i], bi[i] from v (the tap) and at (its flat index). */
 #define POOL_TAPS(T, ...)                                                            \
     const int inside = pc->o0 * g->sw - g->pw >= 0 &&                             \
-                       (pc->o0 + pc->m - 1) * g->sw - g->pw + g->kw <= g->W;      \
-    for (int64_t iy = pc->y0; iy < pc->y1; iy++) {                                    \
+                       (pc->o0 + pc->m - 1) * g->sw - g->pw + (g->kw - 1) * g->dw + 1 <= g->W; \
+    for (int64_t iy = pc->y0; iy < pc->y1; iy += g->dh) {                             \
         const T *row = (const T *)pc->xp + iy * pc->xs2;                              \
         for (int64_t kj = 0; kj < g->kw; kj++) {                                      \
             int64_t lo = 0, hi = pc->m; /* the outputs whose tap kj is real */    \
             if (!inside) /* its divisions cost as much as a 2x2 window */         \
-                valid_range(pc->o0 * g->sw + kj - g->pw, g->sw, g->W, pc->m, &lo, &hi);\
+                valid_range(pc->o0 * g->sw + kj * g->dw - g->pw, g->sw, g->W, pc->m, &lo, &hi);\
             for (int64_t i = lo; i < hi; i++) {                                       \
-                const int64_t col = (pc->o0 + i) * g->sw + kj - g->pw;                \
+                const int64_t col = (pc->o0 + i) * g->sw + kj * g->dw - g->pw;        \
                 const T v = row[col * pc->xs3];                                       \
                 const int64_t at = iy * g->W + col;                                   \
                 __VA_ARGS__                                                           \
@@ -369,9 +391,9 @@ DEF_POOL_FAST(f64, double, uint64_t)
                 T *yp = (T *)y->data + n * y->strides[0] + c * y->strides[1];                         \
                 int64_t *ip = (int64_t *)ix->data + n * ix->strides[0] + c * ix->strides[1];          \
                 for (int64_t oy = 0; oy < g->oh; oy++) {                                              \
-                    pc.y0 = oy * g->sh - g->ph;                                                       \
-                    pc.y1 = pc.y0 + g->kh;                                                            \
-                    if (pc.y0 < 0) pc.y0 = 0;                                                         \
+                    const int64_t start = oy * g->sh - g->ph;                                         \
+                    pc.y0 = first_tap(start, g->dh);                                                  \
+                    pc.y1 = start + (g->kh - 1) * g->dh + 1;                                          \
                     if (pc.y1 > g->H) pc.y1 = g->H;                                                   \
                     for (pc.o0 = 0; pc.o0 < g->ow; pc.o0 += POOL_CHUNK) {                             \
                         pc.m = g->ow - pc.o0 < POOL_CHUNK ? g->ow - pc.o0 : POOL_CHUNK;               \
@@ -398,7 +420,7 @@ int cpu_check_max_pool2d(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_
     int r = cpu_check_args(rc, "max_pool2d", a, 1, 2);
     if (r) return r;
     const ordo_view *x = &a->in[0], *y = &a->out[0], *ix = &a->out[1];
-    if ((r = read_params(rc, "max_pool2d", a, 0, g))) return r;
+    if ((r = read_params(rc, "max_pool2d", a, 1, g))) return r;
     if (g->ph > g->kh / 2 || g->pw > g->kw / 2)
         return ordo_fail(rc, "max_pool2d: padding %lldx%lld must be at most half the kernel %lldx%lld",
                          (long long)g->ph, (long long)g->pw, (long long)g->kh, (long long)g->kw);
@@ -408,6 +430,12 @@ int cpu_check_max_pool2d(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_
     if (ix->dtype != ORDO_I64)
         return ordo_fail(rc, "max_pool2d: indices must be int64, got %s", ordo_dtype_name(ix->dtype));
     if ((r = read_input(rc, "max_pool2d", "x", x, g))) return r;
+    if (!every_window_real(g->H, g->oh, g->kh, g->sh, g->ph, g->dh) ||
+        !every_window_real(g->W, g->ow, g->kw, g->sw, g->pw, g->dw))
+        return ordo_fail(rc, "max_pool2d: a window of kernel %lldx%lld (dilation %lldx%lld, padding %lldx%lld) "
+                             "over input %lldx%lld holds only padding",
+                         (long long)g->kh, (long long)g->kw, (long long)g->dh, (long long)g->dw, (long long)g->ph,
+                         (long long)g->pw, (long long)g->H, (long long)g->W);
     if (!pool_shapes_ok(g, y) || !pool_shapes_ok(g, ix)) {
         char sx[160], sy[160], si[160];
         return ordo_fail(rc, "max_pool2d: shape mismatch: x %s gives out [%lld, %lld, %lld, %lld], got out %s and "

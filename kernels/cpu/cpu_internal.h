@@ -362,6 +362,7 @@ int cpu_index_base(const ordo_kernel_args *a);
 typedef struct cpu_conv_geom {
     int64_t N, C, H, W; /* input */
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int ceil_mode;  /* pooling: the output rounded up (Torch's ceil_mode) */
     int64_t oh, ow; /* output plane */
 } cpu_conv_geom;
 int cpu_check_im2col(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_conv_geom *g);

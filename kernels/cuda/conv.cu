@@ -154,27 +154,31 @@ int k_col2im(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
 
 /* ---- max_pool2d ------------------------------------------------------------------------------ */
 
-/* Padding is never chosen (the window is clipped to the image; Torch's rule
- * padding <= kernel / 2 leaves every window a real element).  The window is
- * scanned row by row from its first real element: a larger value, or the
+/* Padding is never chosen (the window's taps start + k d are clipped to the
+ * image; the shared check refuses a window without a real tap).  The window
+ * is scanned row by row from its first real tap: a larger value, or the
  * first NaN while the best is still a number, replaces the best. */
+__device__ inline int64_t first_tap(int64_t start, int64_t d) {
+    return start >= 0 ? start : start + (-start + d - 1) / d * d;
+}
+
 template <typename T, typename IT>
 __global__ void maxpool_kernel(const T *x, T *y, int64_t *ix, conv_geom g, st4 xs, st4 ys, st4 is, int64_t total) {
     CU_GRID_STRIDE(i, total) {
         int64_t c4[4];
         split4<IT>(i, (IT)g.C, (IT)g.oh, (IT)g.ow, c4);
         const int64_t n = c4[0], c = c4[1], oy = c4[2], ox = c4[3];
-        int64_t y0 = oy * g.sh - g.ph, y1 = y0 + g.kh, x0 = ox * g.sw - g.pw, x1 = x0 + g.kw;
-        if (y0 < 0) y0 = 0;
+        const int64_t top = oy * g.sh - g.ph, left = ox * g.sw - g.pw; /* the window's first taps */
+        const int64_t y0 = first_tap(top, g.dh), x0 = first_tap(left, g.dw);
+        int64_t y1 = top + (g.kh - 1) * g.dh + 1, x1 = left + (g.kw - 1) * g.dw + 1;
         if (y1 > g.H) y1 = g.H;
-        if (x0 < 0) x0 = 0;
         if (x1 > g.W) x1 = g.W;
         const T *xp = x + n * xs.s[0] + c * xs.s[1];
         T best = xp[y0 * xs.s[2] + x0 * xs.s[3]];
         int64_t bi = y0 * g.W + x0;
-        for (int64_t iy = y0; iy < y1; iy++) {
+        for (int64_t iy = y0; iy < y1; iy += g.dh) {
             const T *row = xp + iy * xs.s[2];
-            for (int64_t jx = x0; jx < x1; jx++) {
+            for (int64_t jx = x0; jx < x1; jx += g.dw) {
                 const T v = row[jx * xs.s[3]];
                 if (v > best || (v != v && best == best)) {
                     best = v;

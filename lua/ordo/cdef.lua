@@ -51,7 +51,7 @@ typedef struct ordo_view {
 typedef struct ordo_kernel_args {
     int nin, nout, nscalar, niparam;
     ordo_view in[4]; ordo_view out[2];
-    double scalar[8]; int64_t iparam[8];
+    double scalar[8]; int64_t iparam[12];
 } ordo_kernel_args;
 typedef int (*ordo_kernel_fn)(const ordo_run_ctx *rc, const ordo_kernel_args *args);
 ordo_kernel_fn ordo_kernel_lookup(const char *name, int dev_type);

@@ -104,7 +104,7 @@ local SHAPE = ffi.new("int64_t[8]")
 local IN = ffi.new("ordo_tensor *[4]")
 local OUT = ffi.new("ordo_tensor *[2]")
 local SC = ffi.new("double[8]")
-local IP = ffi.new("int64_t[8]")
+local IP = ffi.new("int64_t[12]")
 
 -- ---------------------------------------------------------------- wrapping
 

@@ -83,10 +83,29 @@ local opts_of = util.check_opts
 local check_tensor = tensor.check_tensor
 local check_devices = tensor.check_devices
 
-local function out_size(n, k, s, p, d)
+-- The windows along a dim of n (Torch's sizes; ceil_mode rounds up, less
+-- a last window that would start past the input and its left padding).
+local function out_size(n, k, s, p, d, ceil_mode)
     local span = d * (k - 1) + 1
-    if n + 2 * p < span then return nil end
-    return floor((n + 2 * p - span) / s) + 1
+    if not ceil_mode then
+        if n + 2 * p < span then return nil end
+        return floor((n + 2 * p - span) / s) + 1
+    end
+    -- (a window may then reach past the padding, as in Torch's)
+    local out = math.ceil((n + 2 * p - span) / s) + 1
+    if out > 0 and (out - 1) * s >= n + p then out = out - 1 end
+    return out >= 1 and out or nil
+end
+
+-- Whether each of the out windows along a dim of n has a tap (start + j d)
+-- inside the input, not only padding: dilation can skip over all of it.
+local function every_window_real(n, out, k, s, p, d)
+    for o = 0, out - 1 do
+        local start = o * s - p
+        local t = start >= 0 and start or start + math.ceil(-start / d) * d
+        if t >= n or t > start + (k - 1) * d then return false end
+    end
+    return true
 end
 
 -- A 3-d (C, H, W) input is treated as a batch of one, as Torch does.
@@ -420,11 +439,18 @@ end
 
 -- ---------------------------------------------------------------- max_pool2d
 
-local POOL_OPTS = {stride = true, padding = true, return_indices = true}
+local POOL_OPTS = {stride = true, padding = true, dilation = true, ceil_mode = true, return_indices = true}
+
+-- ceil_mode, checked: a boolean or nil (false)
+local function ceil_mode_of(fname, opts)
+    local c = opts.ceil_mode
+    if c ~= nil and type(c) ~= "boolean" then fail(fmt("%s: ceil_mode must be a boolean, got %s", fname, typename(c))) end
+    return c == true
+end
 
 -- The window of a pooling op, checked: pool_geometry(fname, x, k, opts,
 -- allowed) -> opts, xb (x as a batch), unbatched, and {kh, kw, sh, sw, ph,
--- pw, oh, ow}.  The options table may come in k's place.
+-- pw, oh, ow, dh, dw, ceil_mode}.  The options table may come in k's place.
 local function pool_geometry(fname, x, k, opts, allowed)
     check_tensor(fname, "input", x)
     if type(k) == "table" and getmetatable(k) == nil and opts == nil and #k ~= 2 then k, opts = nil, k end
@@ -437,29 +463,38 @@ local function pool_geometry(fname, x, k, opts, allowed)
     if 2 * ph > kh or 2 * pw > kw then
         fail(fmt("%s: padding %dx%d must be at most half the kernel %dx%d", fname, ph, pw, kh, kw))
     end
+    local dh, dw = 1, 1
+    if opts.dilation ~= nil then dh, dw = pair(fname, "dilation", opts.dilation) end
+    local ceil_mode = ceil_mode_of(fname, opts)
     local xb, unbatched = batched(fname, x)
     local H, W = xb:size(3), xb:size(4)
-    local oh, ow = out_size(H, kh, sh, ph, 1), out_size(W, kw, sw, pw, 1)
+    local oh, ow = out_size(H, kh, sh, ph, dh, ceil_mode), out_size(W, kw, sw, pw, dw, ceil_mode)
+    local dil = (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or ""
     if not oh or not ow then
-        fail(fmt("%s: kernel %dx%d is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
-                 H + 2 * ph, W + 2 * pw, shape_str(x), ph, pw))
+        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
+                 dil, H + 2 * ph, W + 2 * pw, shape_str(x), ph, pw))
     end
-    return opts, xb, unbatched, {kh, kw, sh, sw, ph, pw, oh, ow}
+    if not every_window_real(H, oh, kh, sh, ph, dh) or not every_window_real(W, ow, kw, sw, pw, dw) then
+        fail(fmt("%s: with kernel %dx%d%s and padding %dx%d a window over input %s holds only padding", fname, kh,
+                 kw, dil, ph, pw, shape_str(x)))
+    end
+    return opts, xb, unbatched, {kh, kw, sh, sw, ph, pw, oh, ow, dh, dw, ceil_mode}
 end
 
--- max_pool2d(x, kernel [, {stride=kernel, padding=0, return_indices=false}]):
--- the max of each window; with return_indices also the int64 index (from 1)
--- of each max in its H×W plane, flattened row-major.
+-- max_pool2d(x, kernel [, {stride=kernel, padding=0, dilation=1,
+-- ceil_mode=false, return_indices=false}]): the max of each window (taps
+-- dilation apart); with return_indices also the int64 index (from 1) of
+-- each max in its H×W plane, flattened row-major.
 function M.max_pool2d(x, k, opts)
     local fname = "max_pool2d"
     local xb, unbatched, geo
     opts, xb, unbatched, geo = pool_geometry(fname, x, k, opts, POOL_OPTS)
-    local kh, kw, sh, sw, ph, pw, oh, ow = unpack(geo)
+    local kh, kw, sh, sw, ph, pw, oh, ow, dh, dw, ceil_mode = unpack(geo)
     local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local dt = xb._c.dtype
     local y = new_on(fname, xb, {N, Cc, oh, ow}, dt)
     local idx = new_on(fname, xb, {N, Cc, oh, ow}, cdef.I64)
-    push(K_POOL, fname, 0, {xb}, {y, idx}, nil, {kh, kw, sh, sw, ph, pw})
+    push(K_POOL, fname, 0, {xb}, {y, idx}, nil, {kh, kw, sh, sw, ph, pw, dh, dw, ceil_mode and 1 or 0})
     record("max_pool2d", y, {xb, n = 1}, function(g)
         local gx = new_on(fname, xb, {N, Cc, H, W}, g._c.dtype)
         push(K_POOL_BW, fname, 0, {g, idx}, {gx})
@@ -566,8 +601,8 @@ function M.conv1d(x, weight, bias, opts)
     return back_to_1d(y, unbatched)
 end
 
--- The window of a 1-D pooling op, checked: k, {stride, padding} as the
--- 2-D op takes them.
+-- The window of a 1-D pooling op, checked: k, {stride, padding [,
+-- dilation, ceil_mode]} as the 2-D op takes them.
 local function window_1d(fname, x, k, opts, allowed)
     if type(k) == "table" and getmetatable(k) == nil and opts == nil then k, opts = nil, k end
     if k == nil then fail(fname .. ": expected a kernel size (an integer)") end
@@ -575,18 +610,29 @@ local function window_1d(fname, x, k, opts, allowed)
     k = single(fname, "kernel size", k)
     local s = opts.stride == nil and k or single(fname, "stride", opts.stride)
     local p = single(fname, "padding", opts.padding or 0, true)
+    local d = opts.dilation == nil and 1 or single(fname, "dilation", opts.dilation)
+    local ceil_mode = ceil_mode_of(fname, opts)
     if 2 * p > k then fail(fmt("%s: padding %d must be at most half the kernel %d", fname, p, k)) end
     local x4, unbatched = as_2d(fname, x)
-    if not out_size(x4:size(4), k, s, p, 1) then
-        fail(fmt("%s: kernel %d is larger than the padded input %d (input %s, padding %d)", fname, k,
-                 x4:size(4) + 2 * p, shape_str(x), p))
+    local L = x4:size(4)
+    local dil = d ~= 1 and fmt(" (dilation %d)", d) or ""
+    local out = out_size(L, k, s, p, d, ceil_mode)
+    if not out then
+        fail(fmt("%s: kernel %d%s is larger than the padded input %d (input %s, padding %d)", fname, k, dil,
+                 L + 2 * p, shape_str(x), p))
     end
-    return opts, x4, unbatched, {1, k}, {stride = {1, s}, padding = {0, p}}
+    if not every_window_real(L, out, k, s, p, d) then
+        fail(fmt("%s: with kernel %d%s and padding %d a window over input %s holds only padding", fname, k, dil, p,
+                 shape_str(x)))
+    end
+    local o2 = {stride = {1, s}, padding = {0, p}}
+    if allowed.dilation then o2.dilation, o2.ceil_mode = {1, d}, ceil_mode end
+    return opts, x4, unbatched, {1, k}, o2
 end
 
--- max_pool1d(x, kernel [, {stride=kernel, padding=0, return_indices=false}]):
--- the max of each window; with return_indices also the int64 index (from
--- 1) of each max along L.
+-- max_pool1d(x, kernel [, {stride=kernel, padding=0, dilation=1,
+-- ceil_mode=false, return_indices=false}]): the max of each window; with
+-- return_indices also the int64 index (from 1) of each max along L.
 function M.max_pool1d(x, k, opts)
     local x4, unbatched, k2, o2
     opts, x4, unbatched, k2, o2 = window_1d("max_pool1d", x, k, opts, POOL_OPTS)
@@ -909,7 +955,9 @@ function M.install(nn)
         return s .. (self.bias and "" or ", no bias")
     end
 
-    -- MaxPool1d / AvgPool1d(kernel_size [, {stride=kernel_size, padding=0}])
+    -- MaxPool1d(kernel_size [, {stride=kernel_size, padding=0, dilation=1,
+    -- ceil_mode=false, return_indices=false}]) / AvgPool1d(kernel_size [,
+    -- {stride=kernel_size, padding=0, count_include_pad=true}])
     local function pool1d_class(name, f, allowed)
         local cls = Module:extend(name)
         nn[name] = cls
@@ -922,22 +970,32 @@ function M.install(nn)
                 fail(fmt("%s: padding %d must be at most half the kernel %d", name, self.padding, self.kernel_size))
             end
             if allowed.count_include_pad then self.count_include_pad = count_pad(name, opts) end
+            if allowed.dilation then
+                self.dilation = opts.dilation == nil and 1 or single(name, "dilation", opts.dilation)
+                self.ceil_mode = ceil_mode_of(name, opts)
+                self.return_indices = opts.return_indices and true or nil
+            end
         end
         function cls:forward(x)
             return f(x, self.kernel_size, {stride = self.stride, padding = self.padding,
-                                           count_include_pad = self.count_include_pad})
+                                           count_include_pad = self.count_include_pad, dilation = self.dilation,
+                                           ceil_mode = self.ceil_mode, return_indices = self.return_indices})
         end
-        function cls:extra_repr() return fmt("kernel %d, stride %d", self.kernel_size, self.stride) end
+        function cls:extra_repr()
+            local s = fmt("kernel %d, stride %d", self.kernel_size, self.stride)
+            if self.dilation and self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
+            return self.ceil_mode and s .. ", ceil_mode" or s
+        end
     end
-    pool1d_class("MaxPool1d", M.max_pool1d, {stride = true, padding = true})
+    pool1d_class("MaxPool1d", M.max_pool1d, POOL_OPTS)
     pool1d_class("AvgPool1d", M.avg_pool1d, AVGPOOL_OPTS)
 
-    -- MaxPool2d(kernel_size [, {stride=kernel_size, padding=0}])
+    -- MaxPool2d(kernel_size [, {stride=kernel_size, padding=0, dilation=1,
+    -- ceil_mode=false, return_indices=false}])
     local MaxPool2d = Module:extend("MaxPool2d")
     nn.MaxPool2d = MaxPool2d
-    local MAXPOOL_OPTS = {stride = true, padding = true}
     function MaxPool2d:init(k, opts)
-        opts = opts_of("MaxPool2d", opts, MAXPOOL_OPTS)
+        opts = opts_of("MaxPool2d", opts, POOL_OPTS)
         self.kernel_size = {pair("MaxPool2d", "kernel_size", k)}
         self.stride = opts.stride and {pair("MaxPool2d", "stride", opts.stride)} or self.kernel_size
         self.padding = {pair("MaxPool2d", "padding", opts.padding or 0, true)}
@@ -945,9 +1003,14 @@ function M.install(nn)
             fail(fmt("MaxPool2d: padding %dx%d must be at most half the kernel %dx%d", self.padding[1],
                      self.padding[2], self.kernel_size[1], self.kernel_size[2]))
         end
+        self.dilation = opts.dilation and {pair("MaxPool2d", "dilation", opts.dilation)} or {1, 1}
+        self.ceil_mode = ceil_mode_of("MaxPool2d", opts)
+        self.return_indices = opts.return_indices and true or nil
     end
     function MaxPool2d:forward(x)
-        return M.max_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding})
+        return M.max_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding,
+                                                  dilation = self.dilation, ceil_mode = self.ceil_mode,
+                                                  return_indices = self.return_indices})
     end
 
     -- AvgPool2d(kernel_size [, {stride=kernel_size, padding=0}])
@@ -976,8 +1039,12 @@ function M.install(nn)
     function AdaptiveAvgPool2d:forward(x) return M.adaptive_avg_pool2d(x, self.output_size) end
     function AdaptiveAvgPool2d:extra_repr() return fmt("%dx%d", self.output_size[1], self.output_size[2]) end
     function MaxPool2d:extra_repr()
-        return fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
-                   self.stride[2])
+        local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
+                      self.stride[2])
+        if self.dilation[1] ~= 1 or self.dilation[2] ~= 1 then
+            s = s .. fmt(", dilation %dx%d", self.dilation[1], self.dilation[2])
+        end
+        return self.ceil_mode and s .. ", ceil_mode" or s
     end
 
     -- BatchNorm1d(n) / BatchNorm2d(n) [, {eps=1e-5, momentum=0.1, affine=true,
