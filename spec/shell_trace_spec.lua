@@ -63,7 +63,12 @@ describe("ordo.engine.shell", function()
         assert.has_no.errors(function() E.wait_for_var(out) end) -- reported once
         assert.has_no.errors(function() E.wait_for_all() end)
         assert.is_nil(slurp(dir .. "/linked"))
-        -- pushed after the report: a is usable again
+        -- pushed after the report: a was never made (its only step failed), so a step that reads it is
+        -- still skipped; once a step has made a, the vars are usable again
+        E.shell("touch " .. dir .. "/relinked", {reads = {a, b}, writes = {out}, name = "link"})
+        assert.has_no.errors(function() E.wait_for_var(out) end) -- (the same failure, reported before)
+        assert.is_nil(slurp(dir .. "/relinked"))
+        E.shell("true", {writes = {a}, name = "compile_a"})
         E.shell("touch " .. dir .. "/relinked", {reads = {a, b}, writes = {out}, name = "link"})
         E.wait_for_var(out)
         assert.equals("", slurp(dir .. "/relinked"))

@@ -355,6 +355,36 @@ describe("run-time failures raise at the wait that meets them", function()
         usable()
     end)
 
+    it("a tensor whose value was never computed raises at every read, and so does what is built on it", function()
+        -- g's op failed: g holds no data.  It used to raise once and then read as whatever its memory held,
+        -- and h (pushed before the report) and k (after it) read as garbage with no error at all.
+        local g = ordo.zeros({3}):gather(1, ordo.tensor({1, 7}, "int64"))
+        local h = g + 1
+        local first = raises(function() return g:totable() end, "gather", "index 7 out of range")
+        assert.falsy(first:find("reported before", 1, true), first)
+        for _, read in ipairs({
+            function() return g:totable() end,
+            function() return tostring(g) end,
+            function() g:wait() end,
+            function() return h:sum():item() end,
+            function() return (g * 2):totable() end, -- pushed after the report: skipped, passes it on
+            function() return g:to("float64"):totable() end,
+        }) do
+            raises(read, "gather", "index 7 out of range", "reported before: its value was never computed")
+        end
+        -- a write makes it again
+        g:fill_(5)
+        assert.same({5, 5}, g:totable())
+        assert.same({6, 6}, (g + 1):totable())
+        -- an in-place op that failed left its tensor as it was: readable after the report
+        local w = ordo.ones({3})
+        w:index_add_(1, ordo.tensor({9}, "int64"), ordo.ones({1}))
+        raises(function() return w:totable() end, "index_add", "index 9")
+        assert.same({1, 1, 1}, w:totable())
+        assert.equals(6, (w * 2):sum():item())
+        usable()
+    end)
+
     it("wait_for_all reports a failure nobody waited for", function()
         local _ = failing()
         raises(function() ordo.engine.wait_for_all() end, "div", "zero")

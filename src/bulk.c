@@ -76,6 +76,7 @@ typedef struct bulk {
     /* Filled by bulk_run for finish_op: */
     unsigned short writes[BULK_MAX_VARS];
     failure *fail[BULK_MAX_VARS]; /* references */
+    bool made[BULK_MAX_VARS];     /* the var's made, then whether an op of the bulk wrote it without failing */
 } bulk;
 
 ORDO_HIDDEN _Thread_local bulk *tls_bulk;
@@ -455,7 +456,10 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
     const uint64_t t0 = bulk_pace_start(e);
     for (int i = 0; i < b->nvars; i++) {
         failure *f = b->vars[i]->fail; /* ours to read: the op holds every var's grant */
-        if (f && !failure_meets(f, o->epoch)) f = NULL; /* reported before the bulk was pushed */
+        b->made[i] = b->vars[i]->made;
+        /* reported before the bulk was pushed: no op meets it, unless the
+         * var is void (an op that only reads it does, as alone: sched.c) */
+        if (f && !failure_meets(f, o->epoch) && b->made[i]) f = NULL;
         b->fail[i] = NULL;
         set_fail(&b->fail[i], f);
         b->writes[i] = 0;
@@ -475,7 +479,9 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
             const ordo_var *at = NULL;
             for (int j = 0; !before && !en->no_skip && j < en->nuse; j++) {
                 int vi = use[j] & ~USE_WRITE;
-                if (b->fail[vi] && (!f || b->vars[vi] < at)) {
+                failure *vf = b->fail[vi];
+                if (vf && (!f || b->vars[vi] < at) &&
+                    (failure_meets(vf, o->epoch) || (!b->made[vi] && !(use[j] & USE_WRITE)))) {
                     f = b->fail[vi];
                     at = b->vars[vi];
                 }
@@ -499,6 +505,7 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
             if (!(use[j] & USE_WRITE)) continue;
             int i = use[j] & ~USE_WRITE;
             b->writes[i]++;
+            if (!f) b->made[i] = true;
             if (!clean) set_fail(&b->fail[i], f);
         }
         if (f) failure_unref(f);
@@ -511,6 +518,7 @@ static int bulk_run(const ordo_run_ctx *rc, void *param) {
 failure *bulk_var_failure(const op *o, int i) { return ((const bulk *)o->param)->fail[i]; }
 
 unsigned bulk_var_writes(const op *o, int i) { return ((const bulk *)o->param)->writes[i]; }
+bool bulk_var_made(const op *o, int i) { return ((const bulk *)o->param)->made[i]; }
 
 int bulk_op_count(const op *o) { return ((const bulk *)o->param)->nent; }
 
@@ -569,6 +577,7 @@ int ordo_bulk_flush(void) {
         uses[i] = (var_use){b->vars[i], b->var_w[i]};
         b->fail[i] = NULL; /* in case it never runs; bulk_release unrefs the failures */
         b->writes[i] = 0;
+        b->made[i] = false;
     }
     int rc = push_uses(e, OP_BULK, bulk_run, NULL, b, bulk_release, b->ctx, uses, b->nvars,
                             ORDO_PROP_NORMAL | ORDO_PROP_NO_SKIP, 0, engine_intern(e, "bulk"), "ordo_bulk_flush",

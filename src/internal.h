@@ -157,6 +157,11 @@ struct ordo_var {
     dep_node *head, *tail; /* nodes waiting for a grant, in push order */
     atomic_uint_least64_t version;
     failure *fail;         /* error carried by the data; guarded by the grant */
+    /* Some op wrote it without failing: its data exists.  A var that
+     * carries a failure and was never made is void -- the op that was to
+     * make it failed -- and stays failed for what reads it (var_void).
+     * Guarded by the grant, as fail. */
+    bool made;
     _Atomic(struct var_events *) device_state; /* GPU events on it (var_events.c) */
     /* A line of its own, written only when the var is made or freed: every
      * push reads magic (is the var live?), and on the line above, which the
@@ -182,6 +187,13 @@ typedef struct ready_list { op *head, *tail; } ready_list;
 /* Append a node under the var's lock; returns true when granted at once. */
 bool var_append(ordo_var *v, dep_node *n);
 /* Complete a granted node under the var's lock; ready ops go to rl. */
+/* v carries a failure and holds no data: every op meant to make it failed
+ * or was skipped.  Unlike a var whose data an in-place op failed to change
+ * (kernels fail before writing), reading it gives nothing, so ops that
+ * only read it are skipped even after the failure was reported, and a
+ * data wait (a tensor's read) reports it again (rule 5's void vars). */
+static inline bool var_void(const ordo_var *v) { return v->fail && !v->made; }
+
 void var_complete(ordo_var *v, bool is_write, ready_list *rl);
 
 ordo_var *var_alloc(ordo_engine *e);
@@ -196,7 +208,8 @@ enum {
     OP_RUN_HERE = 1 << 3, /* runs in whichever thread makes it ready */
     OP_NO_VERSION = 1 << 4,/* its writes do not count as writes (wait_to_write) */
     OP_BULK = 1 << 5,     /* runs a bulk of ops (bulk.c); param is the bulk */
-    OP_PACED = 1 << 6     /* a bulkable op pushed alone: its run time feeds the bulk pace */
+    OP_PACED = 1 << 6,    /* a bulkable op pushed alone: its run time feeds the bulk pace */
+    OP_WAIT_DATA = 1 << 7 /* a wait that also fails on a void var already reported (wait.c) */
 };
 
 struct ordo_opr {
@@ -625,6 +638,8 @@ static inline void bulk_flush_mine(void) {
  * reference), and how many of its ops wrote it. */
 failure *bulk_var_failure(const op *o, int i);
 unsigned bulk_var_writes(const op *o, int i);
+/* Whether var i was made before the bulk or by one of its ops (var_void). */
+bool bulk_var_made(const op *o, int i);
 /* How many pushed ops o stands for in the pending count: a bulk's ops
  * count one by one, so backpressure (rule 9) bounds ops, not bulks. */
 int bulk_op_count(const op *o);
@@ -659,6 +674,9 @@ void engine_destroy_default_now(void);
 
 /* The host waits for every GPU this engine used (engine.c). */
 int  engine_device_sync(ordo_engine *e, char *err, size_t errlen);
+/* ordo_wait_for_var for a read of v's data (the tensor layer's reads): a
+ * void var fails it every time, not once (var_void, wait.c). */
+int  engine_wait_for_data(ordo_engine *e, ordo_var *v);
 /* Reports the oldest unreported failure, marks all reported (wait_for_all). */
 int  engine_report_failures(ordo_engine *e);
 

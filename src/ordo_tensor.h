@@ -189,7 +189,11 @@ int ordo_tensor_op3(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, o
 ordo_tensor *ordo_tensor_binary(int kid, const char *op, ordo_tensor *a, ordo_tensor *b, int out_dtype);
 
 /* Waits for t's storage (every earlier write of it); 0 or an error code,
- * with the message in ordo_tensor_error(). */
+ * with the message in ordo_tensor_error().  A failure is reported once, as
+ * by ordo_wait_for_var, except for a storage whose value was never
+ * computed (every op meant to write it failed or was skipped: a void var,
+ * README rule 5): every wait on it fails, "(reported before: ...)", until
+ * an op writes it. */
 int ordo_tensor_wait(const ordo_tensor *t);
 
 /* The thread-local message (and code) of the last failed call here.  The

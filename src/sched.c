@@ -280,18 +280,22 @@ static void gpu_op_done(ordo_engine *e, op *o) {
 }
 
 /* The failure carried by the op's vars that nobody has reported yet (a
- * wait: what it reports), or that was not reported before the op was
- * pushed (any other op: what skips it, failure_meets).  Of two, the one of
- * the var of lower address, whatever the order of the op's vars (a bulk
- * picks the same, bulk.c). */
+ * wait: what it reports; a data wait also a void var's), or that was not
+ * reported before the op was pushed, or that voids a var the op only
+ * reads (any other op: what skips it, failure_meets, var_void).  Of two,
+ * the one of the var of lower address, whatever the order of the op's
+ * vars (a bulk picks the same, bulk.c). */
 static failure *inherited_failure(const op *o) {
-    const bool wait = (o->flags & OP_WAIT) != 0;
+    const bool wait = (o->flags & OP_WAIT) != 0, data = (o->flags & OP_WAIT_DATA) != 0;
     failure *found = NULL;
     const ordo_var *at = NULL;
     for (int i = 0; i < o->nvars; i++) {
         const ordo_var *v = o->vars[i];
         failure *f = v->fail;
-        if (f && (!found || v < at) && (wait ? !failure_reported(f) : failure_meets(f, o->epoch))) {
+        if (!f || (found && v > at)) continue;
+        const bool meets = wait ? !failure_reported(f) || (data && !v->made)
+                                : failure_meets(f, o->epoch) || (var_void(v) && !node_is_write(&o->nodes[i]));
+        if (meets) {
             found = f;
             at = v;
         }
@@ -329,6 +333,7 @@ static void finish_op(ordo_engine *e, worker *w, op *o, ready_list *rl, bool fre
                 failure_unref(v->fail);
                 v->fail = vf;
             }
+            if ((o->flags & OP_BULK) ? bulk_var_made(o, i) : !vf) v->made = true;
             /* Only the granted writer changes the version: no atomic
              * increment needed, only a release store for its readers. */
             atomic_store_explicit(&v->version, atomic_load_explicit(&v->version, memory_order_relaxed) + writes,

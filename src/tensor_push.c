@@ -493,7 +493,10 @@ static ORDO_ALWAYS_INLINE int push_checked(int kid, const char *op, ordo_kernel_
         thread->run_now_held = NULL;
         thread->in_op--;
         if (rv != 0 || f) engine_run_now_failed(e, uses, n, rv, f, knames[kid]);
-        else engine_run_now_end(uses, n);
+        else {
+            uses[0].v->made = true; /* (its lock is still held: the op's grant) */
+            engine_run_now_end(uses, n);
+        }
     } else {
         kparam *p = kp_get();
         if (!p) return NOT_SMALL; /* the general path reports it */
@@ -892,7 +895,7 @@ ordo_tensor *ordo_tensor_binary(int kid, const char *op, ordo_tensor *a, ordo_te
 
 int ordo_tensor_wait(const ordo_tensor *t) {
     if (!t) return tensor_set_error("wait: tensor is NULL");
-    int rc = ordo_wait_for_var(t->storage->engine, t->storage->var);
+    int rc = engine_wait_for_data(t->storage->engine, t->storage->var);
     if (rc) tensor_set_error_code(rc, "%s", ordo_last_error());
     return rc;
 }

@@ -106,6 +106,7 @@ ordo_var *var_alloc(ordo_engine *e) {
     v->nreaders = 0;
     v->head = v->tail = NULL;
     v->fail = NULL;
+    v->made = false;
     atomic_store_explicit(&v->device_state, NULL, memory_order_relaxed);
     v->next_free = NULL;
     atomic_fetch_add_explicit(&v->gen, 1, memory_order_relaxed);

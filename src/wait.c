@@ -68,7 +68,9 @@ static int check_wait(ordo_engine *e, ordo_var *v, const char *fn, bool need_var
     return ORDO_OK;
 }
 
-static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) {
+/* data: the caller reads v's data (a tensor's read): a void var fails the
+ * wait even when its failure was reported before (var_void). */
+static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, bool data, const char *fn) {
     int rc = check_wait(e, v, fn, true);
     if (rc) return rc;
     waiter wt;
@@ -80,7 +82,8 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) 
     wt.nevs = 0;
     wt.evs_oom = false;
 
-    op *o = op_new(e, OP_WAIT | OP_RUN_HERE | (as_write ? OP_NO_VERSION : 0), ORDO_PROP_NO_SKIP, 0,
+    op *o = op_new(e, OP_WAIT | OP_RUN_HERE | (as_write ? OP_NO_VERSION : 0) | (data ? OP_WAIT_DATA : 0),
+                   ORDO_PROP_NO_SKIP, 0,
                    (ordo_ctx){ORDO_CPU, 0}, "");
     if (!o) {
         pthread_mutex_destroy(&wt.mu);
@@ -101,7 +104,10 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) 
     pthread_mutex_destroy(&wt.mu);
     pthread_cond_destroy(&wt.cv);
     if (wt.fail) {
-        rc = failure_claim(e, wt.fail) ? set_error(ORDO_ERR_FAILED, "%s", wt.fail->msg) : ORDO_OK;
+        /* (a data wait gets a failure reported before only from a void var) */
+        if (failure_claim(e, wt.fail)) rc = set_error(ORDO_ERR_FAILED, "%s", wt.fail->msg);
+        else if (data)
+            rc = set_error(ORDO_ERR_FAILED, "%s (reported before: its value was never computed)", wt.fail->msg);
         failure_unref(wt.fail);
     }
     /* The ops are done for the engine; their GPU work may not be yet. */
@@ -118,9 +124,11 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, const char *fn) 
     return rc;
 }
 
-int ordo_wait_for_var(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false, "ordo_wait_for_var"); }
+int ordo_wait_for_var(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false, false, "ordo_wait_for_var"); }
 
-int ordo_wait_to_write(ordo_engine *e, ordo_var *v) { return wait_var(e, v, true, "ordo_wait_to_write"); }
+int ordo_wait_to_write(ordo_engine *e, ordo_var *v) { return wait_var(e, v, true, false, "ordo_wait_to_write"); }
+
+int engine_wait_for_data(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false, true, "ordo_wait_for_var"); }
 
 int ordo_wait_for_all(ordo_engine *e) {
     int rc = check_wait(e, NULL, "ordo_wait_for_all", false);

@@ -6,7 +6,11 @@
  * error on.  A wait that meets an error returns nonzero with the message,
  * once: the same failure is not reported again by any later wait.
  * wait_for_all reports the first failure not yet reported.  The engine keeps
- * working after failures (once reported, the vars are usable again).
+ * working after failures (once reported, the vars are usable again), except
+ * that a void var -- one that carries a failure and was never made, every
+ * op meant to write it having failed or been skipped -- holds no data: an
+ * op that only reads it is skipped even after the report, until an op
+ * writes it without failing.
  *
  * Every test runs on all three engine kinds: the naive engine promises the
  * same rules, errors included.
@@ -90,20 +94,30 @@ static void rule5_error_propagates_and_is_reported_once_body(ordo_engine *e, int
     CHECK_EQ_LONG(ordo_wait_for_var(e, x), 0);
     CHECK_EQ_LONG(atomic_load(&ind), 1);
 
-    /* the engine keeps working: new ops on the same vars run */
-    atomic_int n1, n2, n3;
+    /* the engine keeps working: new ops on the same vars run, except one
+     * that only reads a void var (c was never made: F failed, D1 and D2
+     * were skipped), which is skipped again and passes the failure on */
+    atomic_int n1, n2, n3, n4, n5;
     atomic_init(&n1, 0);
     atomic_init(&n2, 0);
     atomic_init(&n3, 0);
+    atomic_init(&n4, 0);
+    atomic_init(&n5, 0);
     CHECK_EQ_LONG(push_simple(e, mark_op, &n1, NULL, 0, &a, 1, "after_a"), 0);
     CHECK_EQ_LONG(push_simple(e, mark_op, &n2, &c, 1, &b, 1, "after_cb"), 0);
     CHECK_EQ_LONG(push_simple(e, mark_op, &n3, &a, 1, &d, 1, "after_ad"), 0);
-    CHECK_EQ_LONG(ordo_wait_for_var(e, b), 0);
+    CHECK_EQ_LONG(ordo_wait_for_var(e, b), 0); /* (the failure was reported: not again) */
     CHECK_EQ_LONG(ordo_wait_for_var(e, d), 0);
     CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
-    CHECK_MSG(atomic_load(&n1) == 1 && atomic_load(&n2) == 1 && atomic_load(&n3) == 1,
-              "%s: ops on formerly failed vars did not run after the failure was reported "
+    CHECK_MSG(atomic_load(&n1) == 1 && atomic_load(&n2) == 0 && atomic_load(&n3) == 1,
+              "%s: after the report, ops on a made var and writes should run, reads of a void var not "
               "(%d %d %d)", kn, atomic_load(&n1), atomic_load(&n2), atomic_load(&n3));
+    /* an op that writes c (and reads nothing) makes it: then its reads run */
+    CHECK_EQ_LONG(push_simple(e, mark_op, &n4, NULL, 0, &c, 1, "make_c"), 0);
+    CHECK_EQ_LONG(push_simple(e, mark_op, &n5, &c, 1, &b, 1, "read_c"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_MSG(atomic_load(&n4) == 1 && atomic_load(&n5) == 1, "%s: a void var made again is read (%d %d)", kn,
+              atomic_load(&n4), atomic_load(&n5));
 }
 
 static void test_rule5_error_propagates_and_is_reported_once(void) {
@@ -124,12 +138,16 @@ static void rule5_wait_for_all_reports_once_body(ordo_engine *e, int kind) {
     CHECK_EQ_LONG(ordo_wait_for_var(e, a), 0);
     CHECK_EQ_LONG(ordo_wait_for_var(e, b), 0);
     CHECK_EQ_LONG(atomic_load(&skipped), 0);
-    /* and the vars work again */
-    atomic_int ran;
+    /* and the vars work again: a (void: F never made it) once written */
+    atomic_int ran, made;
     atomic_init(&ran, 0);
+    atomic_init(&made, 0);
+    CHECK_EQ_LONG(push_simple(e, mark_op, &ran, &a, 1, &b, 1, "still_void"), 0);
+    CHECK_EQ_LONG(push_simple(e, mark_op, &made, NULL, 0, &a, 1, "make_a"), 0);
     CHECK_EQ_LONG(push_simple(e, mark_op, &ran, &a, 1, &b, 1, "again"), 0);
     CHECK_EQ_LONG(ordo_wait_for_var(e, b), 0);
-    CHECK_EQ_LONG(atomic_load(&ran), 1);
+    CHECK_MSG(atomic_load(&made) == 1 && atomic_load(&ran) == 1, "%s: made %d, reads of a ran %d (want 1, 1)", kn,
+              atomic_load(&made), atomic_load(&ran));
 }
 
 static void test_rule5_wait_for_all_reports_once(void) {
@@ -396,10 +414,35 @@ static void test_rule5_destroy_with_unreported_failure(void) {
  * an op runs iff none of its vars carries an error at its point in push
  * order; a failing op and a skipped op taint their written vars.  The work
  * comes in segments, each ended by draining wait_for_all until it is clean;
- * after that the oracle's vars are clean again (rule 5: the engine keeps
- * working once failures were reported).  Every op's ran/skipped state and
- * every value must match the oracle. */
+ * after that the failures are reported and no longer skip ops (rule 5: the
+ * engine keeps working once failures were reported), except on a void var
+ * (never made) that the op only reads (oracle_meets).  Every op's
+ * ran/skipped state and every value must match the oracle. */
 #define RF_NVARS 64
+
+/* The failure id an op meets in the serial oracle, 0 for none: of its vars
+ * (uses, wr: those it writes, by rule 3 also a var read twice), one whose
+ * failure (err, by id) is not yet reported, or that is void (never made)
+ * and only read by the op; of two, the var of lower index (the vars of a
+ * fresh engine come in address order, and the engine picks the lower
+ * address). */
+static long oracle_meets(const unsigned char *uses, int nuses, const unsigned char *wr, int nwr, const long *err,
+                         const char *reported, const char *made) {
+    long meets = 0;
+    int at = RF_NVARS;
+    for (int j = 0; j < nuses; j++) {
+        int x = uses[j];
+        long id = err[x];
+        if (!id || x >= at) continue;
+        bool written = false;
+        for (int m = 0; m < nwr; m++) written |= wr[m] == x;
+        if (!reported[id] || (!made[x] && !written)) {
+            meets = id;
+            at = x;
+        }
+    }
+    return meets;
+}
 
 typedef struct {
     double *data;
@@ -435,11 +478,14 @@ static void random_failures_vs_oracle(bool bulked) {
         for (int i = 0; i < RF_NVARS; i++) vars[i] = ordo_new_variable(e);
         double data[RF_NVARS], oracle[RF_NVARS];
         for (int i = 0; i < RF_NVARS; i++) data[i] = oracle[i] = i + 1;
+        for (int i = 1; i < RF_NVARS; i++) CHECK(vars[i - 1] < vars[i]);
         rf_op *ops = (rf_op *)calloc((size_t)n, sizeof *ops);
         char *will_run = (char *)calloc((size_t)n, 1);
+        char *reported = (char *)calloc((size_t)n + 1, 1); /* by failure id (the op index + 1) */
+        long err[RF_NVARS] = {0};                           /* the failure id a var carries, 0: none */
+        char made[RF_NVARS] = {0};                          /* written by an op that ran and did not fail */
         long nfail_total = 0, skipped_total = 0, push_fail = 0, bad_reports = 0;
         for (long sgi = 0; sgi < nseg; sgi++) {
-            int err[RF_NVARS] = {0};
             long nfail = 0;
             if (bulked) ordo_set_bulk_size(rng_range(&g, 1, ORDO_BULK_MAX));
             for (long i = sgi * seg; i < (sgi + 1) * seg; i++) {
@@ -451,24 +497,29 @@ static void random_failures_vs_oracle(bool bulked) {
                 for (int j = 0; j < o->nw; j++) o->w[j] = (unsigned char)rng_range(&g, 0, RF_NVARS - 1);
                 o->fail = rng_range(&g, 0, 999) < 4;
                 atomic_init(&o->ran, 0);
-                int tainted = 0;
-                for (int j = 0; j < o->nr; j++) tainted |= err[o->r[j]];
-                for (int j = 0; j < o->nw; j++) tainted |= err[o->w[j]];
-                if (tainted || o->fail) {
-                    /* its written vars carry the error: the write list and,
-                     * by rule 3, a var given twice among the reads */
-                    for (int j = 0; j < o->nw; j++) err[o->w[j]] = 1;
-                    for (int j = 0; j < o->nr; j++)
-                        for (int m = j + 1; m < o->nr; m++)
-                            if (o->r[j] == o->r[m]) err[o->r[j]] = 1;
-                    if (!tainted) nfail++;
-                    will_run[i] = !tainted;
-                    skipped_total += tainted;
+                /* what it writes: the write list and, by rule 3, a var given twice among the reads */
+                unsigned char wr[5], uses[5];
+                int nwr = 0, nuses = 0;
+                for (int j = 0; j < o->nw; j++) wr[nwr++] = o->w[j];
+                for (int j = 0; j < o->nr; j++)
+                    for (int m = j + 1; m < o->nr; m++)
+                        if (o->r[j] == o->r[m]) wr[nwr++] = o->r[j];
+                for (int j = 0; j < o->nr; j++) uses[nuses++] = o->r[j];
+                for (int j = 0; j < o->nw; j++) uses[nuses++] = o->w[j];
+                long meets = oracle_meets(uses, nuses, wr, nwr, err, reported, made);
+                if (meets) { /* skipped: its written vars carry the failure it met */
+                    for (int j = 0; j < nwr; j++) err[wr[j]] = meets;
+                    skipped_total++;
+                } else if (o->fail) {
+                    for (int j = 0; j < nwr; j++) err[wr[j]] = i + 1;
+                    nfail++;
+                    will_run[i] = 1;
                 } else {
                     will_run[i] = 1;
                     double s = 1;
                     for (int j = 0; j < o->nr; j++) s += oracle[o->r[j]];
                     for (int j = 0; j < o->nw; j++) oracle[o->w[j]] = s / (o->nr + 2);
+                    for (int j = 0; j < nwr; j++) err[wr[j]] = 0, made[wr[j]] = 1;
                 }
                 ordo_var *r[3], *w[2];
                 for (int j = 0; j < o->nr; j++) r[j] = vars[o->r[j]];
@@ -482,6 +533,7 @@ static void random_failures_vs_oracle(bool bulked) {
             int rc;
             while ((rc = ordo_wait_for_all(e)) == ORDO_ERR_FAILED && reports <= nfail) reports++;
             CHECK_EQ_LONG(rc, 0);
+            for (long i = sgi * seg; i < (sgi + 1) * seg; i++) reported[i + 1] = 1;
             if (bulked) ordo_set_bulk_size(0);
             if (nfail ? reports < 1 || reports > nfail : reports != 0) bad_reports++;
             nfail_total += nfail;
@@ -505,6 +557,7 @@ static void random_failures_vs_oracle(bool bulked) {
         ordo_engine_destroy(e);
         free(ops);
         free(will_run);
+        free(reported);
     }
 }
 
@@ -562,11 +615,19 @@ static void pushed_before_report_body(ordo_engine *e, int kind, bool bulked) {
     CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
     CHECK_MSG(atomic_load(&x_ran) == 0, "%s%s: %d ops that read the failed var ran after its report",
               kn, bulked ? " bulked" : "", atomic_load(&x_ran));
-    /* pushed after the report: runs */
+    /* pushed after the report: a is void (F never made it), so an op that
+     * reads it is still skipped; once an op has written a, they run */
+    atomic_int z_ran, m_ran;
+    atomic_init(&z_ran, 0);
+    atomic_init(&m_ran, 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &z_ran, NULL, cpu_ctx(0), ab, 2, &out, 1, prop, 0, "Z"), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &m_ran, NULL, cpu_ctx(0), NULL, 0, &a, 1, prop, 0, "M"), 0);
     CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &y_ran, NULL, cpu_ctx(0), ab, 2, &out, 1, prop, 0, "Y"), 0);
     CHECK_EQ_LONG(ordo_push_sync(e, mark_op, &y_ran, NULL, cpu_ctx(0), ab, 2, &out2, 1, prop, 0, "Y2"), 0);
     CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
-    CHECK_EQ_LONG(atomic_load(&y_ran), 2);
+    CHECK_MSG(atomic_load(&z_ran) == 0 && atomic_load(&m_ran) == 1 && atomic_load(&y_ran) == 2,
+              "%s%s: after the report Z ran %d (want 0), M %d (1), Y %d (2)", kn, bulked ? " bulked" : "",
+              atomic_load(&z_ran), atomic_load(&m_ran), atomic_load(&y_ran));
     CHECK_EQ_LONG(atomic_load(&g.timed_out), 0);
     if (bulked) ordo_set_bulk_size(0);
 }
@@ -582,8 +643,8 @@ static void test_rule5_op_pushed_before_the_report_is_skipped(void) {
 /* The same with waits on random vars between the pushes: each wait must
  * report exactly what the serial order says (the var's failure, unless a
  * wait reported it already), and an op is skipped exactly when one of its
- * vars carries a failure not reported before its push -- however late it
- * runs.  Failures are told apart here (each failing op makes its own): an
+ * vars carries a failure not reported before its push, or one it only reads
+ * is void -- however late it runs.  Failures are told apart here (each failing op makes its own): an
  * op that meets two passes on the one of its var of lower address (the
  * vars of a fresh engine come in address order), bulked or not. */
 static void random_failures_and_waits(bool bulked) {
@@ -604,6 +665,7 @@ static void random_failures_and_waits(bool bulked) {
         char *will_run = (char *)calloc((size_t)n, 1);
         char *reported = (char *)calloc((size_t)n + 1, 1); /* by failure id (the op index + 1) */
         long err[RF_NVARS] = {0};                           /* the failure id a var carries, 0: none */
+        char made[RF_NVARS] = {0};                          /* written by an op that ran and did not fail */
         long push_fail = 0, bad_waits = 0, nwaits = 0, nfail = 0, nskip = 0;
         if (bulked) ordo_set_bulk_size(rng_range(&g, 2, ORDO_BULK_MAX));
         for (long i = 0; i < n; i++) {
@@ -614,24 +676,18 @@ static void random_failures_and_waits(bool bulked) {
             o->nw = rng_range(&g, 1, 2);
             for (int j = 0; j < o->nr; j++) o->r[j] = (unsigned char)rng_range(&g, 0, RF_NVARS - 1);
             for (int j = 0; j < o->nw; j++) o->w[j] = (unsigned char)rng_range(&g, 0, RF_NVARS - 1);
-            /* the unreported failure it meets; of two, its var of lower address */
-            long meets = 0;
-            int at = RF_NVARS;
-            for (int j = 0; j < o->nr + o->nw; j++) {
-                int x = j < o->nr ? o->r[j] : o->w[j - o->nr];
-                if (err[x] && !reported[err[x]] && x < at) {
-                    meets = err[x];
-                    at = x;
-                }
-            }
             o->fail = rng_range(&g, 0, 999) < 8;
             /* what it writes: its writes and, by rule 3, a var read twice */
-            unsigned char wr[5];
-            int nwr = 0;
+            unsigned char wr[5], uses[5];
+            int nwr = 0, nuses = 0;
             for (int j = 0; j < o->nw; j++) wr[nwr++] = o->w[j];
             for (int j = 0; j < o->nr; j++)
                 for (int m = j + 1; m < o->nr; m++)
                     if (o->r[j] == o->r[m]) wr[nwr++] = o->r[j];
+            for (int j = 0; j < o->nr; j++) uses[nuses++] = o->r[j];
+            for (int j = 0; j < o->nw; j++) uses[nuses++] = o->w[j];
+            /* the failure it meets: unreported, or of a void var it only reads */
+            long meets = oracle_meets(uses, nuses, wr, nwr, err, reported, made);
             if (meets) { /* skipped: passes the failure on */
                 for (int j = 0; j < nwr; j++) err[wr[j]] = meets;
                 nskip++;
@@ -644,7 +700,7 @@ static void random_failures_and_waits(bool bulked) {
                 double s_ = 1;
                 for (int j = 0; j < o->nr; j++) s_ += oracle[o->r[j]];
                 for (int j = 0; j < o->nw; j++) oracle[o->w[j]] = s_ / (o->nr + 2);
-                for (int j = 0; j < nwr; j++) err[wr[j]] = 0;
+                for (int j = 0; j < nwr; j++) err[wr[j]] = 0, made[wr[j]] = 1;
             }
             ordo_var *r[3], *w[2];
             for (int j = 0; j < o->nr; j++) r[j] = vars[o->r[j]];
