@@ -19,7 +19,7 @@ local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 
-local ffi = cdef.ffi
+local ffi, C = cdef.ffi, cdef.C
 local fail, typename = util.fail, util.typename
 local is_int = util.is_int
 local fmt, concat = string.format, table.concat
@@ -58,14 +58,43 @@ local function reraise(fname, msg)
     error(msg, 0)
 end
 
+-- Where a save writes: {target =, direct =, mode =}.  A regular file (or
+-- nothing yet) is replaced through target .. ".tmp"; a symbolic link is
+-- followed, so the file it names is replaced and the link stays; a device,
+-- FIFO or socket (/dev/null) is written directly (direct): a rename would
+-- replace the node itself.  mode: the old file's permission bits, which
+-- the new file keeps (a checkpoint made private stays private).
+local PATH_BUF = 4096 -- PATH_MAX
+local function save_target(fname, path)
+    local mode = ffi.new("unsigned[1]")
+    local kind = C.ordo_file_kind(path, mode)
+    if kind == 2 then fail(fmt("%s: %s is a directory, not a file", fname, path)) end
+    if kind == 3 then return {target = path, direct = true} end
+    if kind ~= 1 then return {target = path} end -- nothing there yet (or it cannot be looked at: open says why)
+    local buf = ffi.new("char[?]", PATH_BUF)
+    local real = ffi.C.realpath(path, buf) ~= nil and ffi.string(buf) or path
+    return {target = real, mode = mode[0]}
+end
+
+-- The failure a tensor's bytes carry: the message of the op that should
+-- have written them and failed (or was skipped), also once a wait has
+-- reported it -- reported, the engine lets later ops use the bytes again,
+-- but they are still stale or garbage.  nil when they are good.
+local function failed_bytes(t)
+    local s = t._c.storage
+    if C.ordo_var_failed(s.var) == 0 then return nil end
+    return (util.op_message(ffi.string(C.ordo_last_error())))
+end
+
 -- entries: a list of {name = string, tensor = tensor}.  fname names the
 -- caller in errors ("save", "ordo.save").
 function M.write(fname, path, entries)
     if type(path) ~= "string" then fail(fmt("%s: expected a file path, got %s", fname, typename(path))) end
     local seen = {}
     for _, e in ipairs(entries) do
-        if type(e.name) ~= "string" or e.name == "" or e.name:find("%s") then
-            fail(fmt("%s: tensor names must be non-empty and without white space, got %q", fname, tostring(e.name)))
+        if type(e.name) ~= "string" or e.name == "" or e.name:find("[%s%c]") then
+            fail(fmt("%s: tensor names must be non-empty, without white space or control characters, got %q", fname,
+                     tostring(e.name)))
         end
         -- read refuses a file with a name twice: never write one
         if seen[e.name] then fail(fmt("%s: two tensors named %s", fname, e.name)) end
@@ -75,16 +104,12 @@ function M.write(fname, path, entries)
         end
     end
     if path == "" then fail(fname .. ": the file path is empty") end
-    -- a directory cannot be replaced by the file: say so before writing anything
-    local d = io.open(path, "rb")
-    if d then
-        local _, _, code = d:read(0)
-        d:close()
-        if code == 21 then fail(fmt("%s: %s is a directory, not a file", fname, path)) end
-    end
-    local tmp = path .. ".tmp"
+    local where = save_target(fname, path) -- a directory: said before writing anything
+    local tmp = where.direct and path or where.target .. ".tmp"
     local f, err = io.open(tmp, "wb")
     if not f then fail(fmt("%s: cannot open %s: %s", fname, tmp, io_reason(tmp, err))) end
+    -- before any byte is written: the old file's readers only may read the new one
+    if where.mode then ffi.C.chmod(tmp, where.mode) end
     local ok, werr = pcall(function()
         local function put(s)
             local r, e = f:write(s)
@@ -94,6 +119,11 @@ function M.write(fname, path, entries)
         for _, e in ipairs(entries) do
             local c = e.tensor:detach():to(util.cpu(0)):contiguous()
             c:wait()
+            local why = failed_bytes(e.tensor) or failed_bytes(c)
+            if why then
+                error(fmt("%s: %s holds the result of an op that failed (%s); nothing saved", fname,
+                          e.name == LONE and "the tensor" or "tensor " .. e.name, why), 0)
+            end
             local s = c:shape()
             local dims = {}
             for i = 1, #s do dims[i] = fmt(" %d", s[i]) end -- exact: tostring would give 1e+15
@@ -114,10 +144,11 @@ function M.write(fname, path, entries)
     end)
     if not ok then
         if f then f:close() end
-        os.remove(tmp)
+        if not where.direct then os.remove(tmp) end
         reraise(fname, werr)
     end
-    local r, rerr = os.rename(tmp, path)
+    if where.direct then return end
+    local r, rerr = os.rename(tmp, where.target)
     if not r then
         os.remove(tmp)
         fail(fmt("%s: cannot replace %s: %s", fname, path, tostring(rerr)))
@@ -145,7 +176,9 @@ local function parse_header(line)
     local words = {}
     for w in line:gmatch("%S+") do words[#words + 1] = w end
     local name, dt, nd = words[1], words[2], words[3]
-    if not (name and ELEMENT_SIZE[dt] and nd and nd:find("^%d$")) then return nil end
+    -- (a name has no control characters: a header read from the middle of
+    -- a tensor's bytes, after a damaged size, would mostly have some)
+    if not (name and not name:find("%c") and ELEMENT_SIZE[dt] and nd and nd:find("^%d$")) then return nil end
     nd = tonumber(nd)
     if nd > MAX_DIMS or #words ~= 3 + nd then return nil end
     local shape, numel = {}, 1
@@ -184,7 +217,14 @@ function M.read(fname, path)
         while true do
             local line = f:read("*l")
             if not line then error(fmt("%s: %s is truncated (no end line)", fname, path), 0) end
-            if line == "end" then break end
+            if line == "end" then
+                -- more after the end: a damaged header (a size too small
+                -- leaves bytes over), or two files joined
+                if f:read(1) then
+                    error(fmt("%s: %s has bytes after its end line (damaged, or not one ordo file)", fname, path), 0)
+                end
+                break
+            end
             local name, dt, shape, nbytes = parse_header(line)
             if not name then error(fmt("%s: bad header line in %s: %q", fname, path, line:sub(1, 200)), 0) end
             if seen[name] then error(fmt("%s: %s holds two tensors named %s", fname, path, name), 0) end
