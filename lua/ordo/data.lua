@@ -134,7 +134,16 @@ local function open_source(fname, path)
                     local msg = ffi.string(z.gzerror(gz, errnum))
                     fail(fmt("%s: reading %s: %s", fname, path, msg))
                 end
-                if r == 0 then break end
+                if r == 0 then
+                    -- zlib hands out what it has of a truncated file and
+                    -- only says so in gzerror (Z_BUF_ERROR): a file cut
+                    -- in its last 8 bytes (the CRC and size) read whole
+                    z.gzerror(gz, errnum)
+                    if errnum[0] == -5 then
+                        fail(fmt("%s: %s is truncated (the gzip stream ends early)", fname, path))
+                    end
+                    break
+                end
                 got = got + r
             end
             return got
