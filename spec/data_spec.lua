@@ -378,6 +378,67 @@ describe("data.read_csv", function()
     end)
 end)
 
+describe("data.read_csv: what does not read exactly is an error", function()
+    local file, err = csv_file, csv_err
+
+    it("a NUL byte, or a carriage return inside a line (CR line ends), names its line", function()
+        -- was: the NUL and what followed it were dropped ("1,2\0junk" read as 1, 2)
+        local p = file("1,2\n3,4\0junk\n")
+        assert.matches(p .. " line 2: a NUL byte", err(p), 1, true)
+        os.remove(p)
+        -- was: one line whose fields made a header: a 0x3 tensor and no error
+        p = file("1,2\r3,4\r")
+        assert.matches(p .. " line 1: a carriage return inside the line", err(p), 1, true)
+        os.remove(p)
+        p = file("1,2\r\n3,4\r\n") -- CRLF is fine
+        assert.same({{1, 2}, {3, 4}}, data.read_csv(p):totable())
+        os.remove(p)
+    end)
+
+    it("a finite field past float32's range is an error with float32 (it was inf), read with float64", function()
+        local p = file("x,y\n1,3.4e38\n2,-1e39\n")
+        assert.matches(p .. ' line 3, column 2 (y): "-1e39" does not fit in float32', err(p), 1, true)
+        assert.equals(-1e39, data.read_csv(p, {dtype = "float64"}):totable()[2][2])
+        os.remove(p)
+        p = file("3.4028235e38,inf,-inf,nan,1e-50\n") -- FLT_MAX (rounded), infinities and underflow are fine
+        local v = data.read_csv(p):totable()[1]
+        assert.is_true(v[1] < math.huge and v[2] == math.huge and v[3] == -math.huge and v[4] ~= v[4] and v[5] == 0)
+        os.remove(p)
+        assert.matches("missing = 1e+39 does not fit in float32", err(p, {missing = 1e39}), 1, true)
+    end)
+
+    it("int64 fields written with a point or an exponent are exact past 2^53 too", function()
+        -- was: read through a Lua number, each of these became 9007199254740992
+        local p = file("9007199254740993.0,9.007199254740993e15,90071992547409930e-1, 9007199254740993.000 \n")
+        local s = tostring(data.read_csv(p, {dtype = "int64"}))
+        os.remove(p)
+        local _, n = s:gsub("9007199254740993", "")
+        assert.equals(4, n, s)
+        p = file("1e18,-2.5e3,0.0e5,1200e-2,-0\n")
+        assert.same({{1e18, -2500, 0, 12, 0}}, data.read_csv(p, {dtype = "int64"}):totable())
+        os.remove(p)
+        for _, c in ipairs({{"1.5e0", "is not a whole number"}, {"12e-2", "is not a whole number"},
+                            {"9.3e18", "does not fit in int64"}, {"1e400", "does not fit in int64"},
+                            {"0x20000000000001", "cannot be read exactly as int64"}}) do
+            p = file("1," .. c[1] .. "\n")
+            assert.matches(p .. ' line 1, column 2: "' .. c[1] .. '" ' .. c[2], err(p, {dtype = "int64"}), 1, true)
+            os.remove(p)
+        end
+    end)
+
+    it("a file of many rows reads every value in order (the buffer grows past its first size)", function()
+        local lines = {"a,b,c"}
+        for i = 1, 5000 do lines[#lines + 1] = string.format("%d, %d.5 ,\"%d\"", i, i, -3 * i) end
+        local p = file(table.concat(lines, "\n") .. "\n")
+        local t, names = data.read_csv(p, {dtype = "float64"})
+        os.remove(p)
+        assert.same({"a", "b", "c"}, names)
+        assert.same({5000, 3}, t:shape())
+        local v = t:totable()
+        for i = 1, 5000 do assert(v[i][1] == i and v[i][2] == i + 0.5 and v[i][3] == -3 * i, "row " .. i) end
+    end)
+end)
+
 describe("data.read_csv with an integer dtype", function()
     local file, err = csv_file, csv_err
 
