@@ -281,6 +281,14 @@ describe("ordo.save and ordo.load", function()
         assert.equals("600\n", p:read("*a")) -- was 644: a private checkpoint became world-readable
         p:close()
         assert.equals(4, ordo.load(link):numel())
+        -- a stale real.bin.tmp that is a link to another file: that file is not written through
+        local other = dir .. "/other"
+        spit(other, "keep me")
+        assert(os.execute("ln -s other '" .. real .. ".tmp'") == 0)
+        ordo.save(ordo.arange(5), real)
+        assert.equals("keep me", slurp(other))
+        assert.equals(5, ordo.load(real):numel())
+        assert.is_nil(io.open(real .. ".tmp", "rb"))
         os.execute("rm -r '" .. dir .. "'")
     end)
 

@@ -106,6 +106,9 @@ function M.write(fname, path, entries)
     if path == "" then fail(fname .. ": the file path is empty") end
     local where = save_target(fname, path) -- a directory: said before writing anything
     local tmp = where.direct and path or where.target .. ".tmp"
+    -- a stale path.tmp goes first: were it a symbolic link, "wb" would
+    -- write through it into whatever file it names
+    if not where.direct then os.remove(tmp) end
     local f, err = io.open(tmp, "wb")
     if not f then fail(fmt("%s: cannot open %s: %s", fname, tmp, io_reason(tmp, err))) end
     -- before any byte is written: the old file's readers only may read the new one
