@@ -567,6 +567,16 @@ describe("data.fashion_mnist", function()
         assert.are.same({4, 7}, res.train.labels:totable())
     end)
 
+    it("refuses a labels file holding a label past 9, naming the file and the entry", function()
+        local dir = tmp("fake_fmnist_badlabel")
+        fake_fmnist(dir, 4, 2, false)
+        write_idx(dir .. "/train-labels-idx1-ubyte", "u8", {4}, {1, 2, 200, 3}, false)
+        -- was: loaded, with a class 201 that broke the loss or one_hot far from here
+        local e = err_of(data.fashion_mnist, {dir = dir})
+        assert.matches("fashion_mnist: .*train%-labels%-idx1%-ubyte holds label 200 at entry 3 %(Fashion%-MNIST labels are 0..9%)", e)
+        os.execute("rm -rf '" .. dir .. "'")
+    end)
+
     it("checks its options", function()
         assert.matches("fashion_mnist: unknown option 'limit'", err_of(data.fashion_mnist, {limit = 3}))
         assert.matches("fashion_mnist: limit_train must be an integer >= 0",

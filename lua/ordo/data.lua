@@ -620,6 +620,16 @@ local function load_split(fname, dir, split, limit, opts)
         fail(fmt("%s: %s holds %s %s, expected %d uint8 labels", fname, lpath, labels:dtype(),
                  tensor.shape_str(labels:shape()), n))
     end
+    -- a damaged labels file would give classes past 10: one_hot or a loss
+    -- would fail far from the cause, or a count of classes come out wrong
+    if n > 0 then
+        local top = labels:max():item()
+        if top > 9 then
+            local at = labels:gt(9):to("uint8"):argmax():item()
+            fail(fmt("%s: %s holds label %d at entry %d (Fashion-MNIST labels are 0..9): a damaged file?", fname,
+                     lpath, labels[at], at))
+        end
+    end
     if opts.device ~= nil then
         -- uint8 crosses to the device: a quarter of the float32 bytes
         images, labels = images:to(opts.device), labels:to(opts.device)
