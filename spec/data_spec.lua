@@ -225,6 +225,25 @@ describe("data.read_idx", function()
         assert.matches("cut.idx.gz is truncated %(the gzip stream ends early%)", err_of(data.read_idx, cut))
     end)
 
+    it("reads a plain IDX file from a pipe (a FIFO); a gzip one there is refused, never a hang", function()
+        local fifo = tmp("idx.fifo")
+        if os.execute("mkfifo '" .. fifo .. "' 2>/dev/null") ~= 0 then return end
+        local plain, gz = tmp("piped.idx"), tmp("piped.idx.gz")
+        write_plain(plain, idx_bytes("i16", {2, 2}, {1, -2, 300, -400}))
+        write_gz(gz, idx_bytes("u8", {2}, {1, 2}))
+        -- was: the two bytes read to look for gzip's magic were lost: "not an IDX file (magic bytes 0b 02 00 00...)"
+        os.execute("cat '" .. plain .. "' > '" .. fifo .. "' &")
+        assert.same({{1, -2}, {300, -400}}, data.read_idx(fifo):totable())
+        os.execute("cat '" .. plain .. "' > '" .. fifo .. "' &")
+        assert.same({{1, -2}}, data.read_idx(fifo, {limit = 1}):totable())
+        os.execute("head -c 16 '" .. plain .. "' > '" .. fifo .. "' &")
+        assert.matches("is truncated: int16 data of shape 2x2 needs 8 bytes, the file has 4", err_of(data.read_idx, fifo))
+        -- was: zlib reopened the FIFO and waited for a writer that was gone
+        os.execute("cat '" .. gz .. "' > '" .. fifo .. "' 2>/dev/null &")
+        assert.matches("read_idx: .*idx.fifo is gzip%-compressed and not a regular file", err_of(data.read_idx, fifo))
+        os.remove(fifo)
+    end)
+
     it("says a directory is one, and names a missing file once", function()
         local dir = os.tmpname()
         os.remove(dir)

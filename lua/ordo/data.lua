@@ -99,15 +99,25 @@ end
 -- (by their magic bytes, not the name) go through zlib, others through io.
 local function open_source(fname, path)
     local f = open_file(fname, path)
+    -- nil for a pipe or FIFO (/dev/stdin), which cannot go back: the bytes
+    -- read to look for gzip's magic are then handed out first (they were
+    -- lost: a plain IDX file from a pipe was "not an IDX file")
+    local size = f:seek("end")
+    if size then f:seek("set", 0) end
     local head = f:read(2)
     if head ~= "\31\139" then
-        local size = f:seek("end")
-        f:seek("set", 0)
+        local pending = ""
+        if size then f:seek("set", 0) else pending = head or "" end
         return {
             -- bytes not read yet: a header's sizes are checked against it before allocating
-            left = function() return size - f:seek() end,
+            left = size and function() return size - f:seek() end or nil,
             read = function(p, n)
                 local got = 0
+                if #pending > 0 then
+                    got = min(#pending, n)
+                    ffi.copy(p, pending, got)
+                    pending = pending:sub(got + 1)
+                end
                 while got < n do
                     local s = f:read(min(PIECE, n - got))
                     if not s then break end
@@ -120,6 +130,12 @@ local function open_source(fname, path)
         }
     end
     f:close()
+    if not size then
+        -- zlib reads by path: a pipe reopened has lost what was read (or
+        -- waits for a writer that is gone)
+        fail(fmt("%s: %s is gzip-compressed and not a regular file (a pipe?): decompress it first (zcat)", fname,
+                 path))
+    end
     local z, zerr = cdef.zlib()
     if not z then fail(fmt("%s: %s is gzip-compressed, but %s", fname, path, zerr)) end
     local gz = z.gzopen(path, "rb")
