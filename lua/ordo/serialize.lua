@@ -215,7 +215,17 @@ function M.read(fname, path)
         -- into pieces first instead.
         local size = f:seek("end")
         if size and not f:seek("set", 0) then size = nil end
-        if f:read("*l") ~= MAGIC then error(fmt("%s: %s is not an ordo tensor file", fname, path), 0) end
+        local first = f:read("*l")
+        if first ~= MAGIC then
+            -- two ways a good file goes bad in transit, said as such
+            local why = ""
+            if first == MAGIC .. "\r" then
+                why = " (its line ends were changed to CRLF: a text-mode copy, or git's autocrlf, damaged it)"
+            elseif first and first:sub(1, 2) == "\31\139" then
+                why = " (it is gzip-compressed: gunzip it first)"
+            end
+            error(fmt("%s: %s is not an ordo tensor file%s", fname, path, why), 0)
+        end
         local entries, seen = {}, {}
         while true do
             local line = f:read("*l")
