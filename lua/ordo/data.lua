@@ -414,14 +414,20 @@ local function csv_lines(f)
                 pos = nl + 1
                 return line
             end
-            local piece = f:read(PIECE)
+            -- the rest of buf and pieces up to the next newline, joined once
+            -- (a long line is not copied again for each piece)
+            local parts = {buf:sub(pos)}
+            local piece
+            repeat
+                piece = f:read(PIECE)
+                parts[#parts + 1] = piece
+            until not piece or piece:find("\n", 1, true)
+            buf, pos = concat(parts), 1
             if not piece then
-                if pos > #buf then return nil end
-                local line = buf:sub(pos)
+                if buf == "" then return nil end
                 pos = #buf + 1
-                return line
+                return buf
             end
-            buf, pos = buf:sub(pos) .. piece, 1
         end
     end
 end
