@@ -337,12 +337,51 @@ describe("ordo.save and ordo.load", function()
         H.raises(function() ordo.load(path) end, "ordo.load", "bytes after its end line")
         -- a size damaged to a smaller one: the rest of the bytes read as a header line
         spit(path, (good:gsub("float64 2 2 3", "float64 2 2 0")))
-        H.raises(function() ordo.load(path) end, "ordo.load", "bad header")
+        H.raises(function() ordo.load(path) end, "ordo.load", "tensor 'a' does not match its checksum")
         spit(path, (good:gsub("float64 2 2 3", "float64 2 2 1")))
         H.raises(function() ordo.load(path) end, "ordo.load")
         spit(path, good)
         H.raises(function() ordo.save({["a\1b"] = ordo.ones(1)}, path) end, "ordo.save", "control characters")
         assert.equals(good, slurp(path))
+        os.remove(path)
+    end)
+
+    it("each tensor carries a CRC-32: any byte changed, in a name, a size or the data, raises naming the tensor", function()
+        local path = tmp()
+        local x = {w = ordo.arange(6, "float64"):view(2, 3), b = ordo.tensor(7, "int64"), e = ordo.zeros(0, 2),
+                   u = ordo.arange(3, "uint8")}
+        ordo.save(x, path)
+        local good = slurp(path)
+        assert.equals("ORDO-PARAMS 2\n", good:sub(1, 14))
+        -- the checksum is zlib's crc32 of the header before " crc32=" and the bytes
+        local z = require("ordo.cdef").zlib()
+        if z then
+            local head, crc, bytes = good:match("\n(b int64 0) crc32=(%x+)\n(........)")
+            local c = z.crc32(z.crc32(0, head, #head), bytes, 8)
+            assert.equals(tonumber(crc, 16), tonumber(c))
+        end
+        local start = #"ORDO-PARAMS 2\n"
+        for i = start + 1, #good - #"end\n" do
+            local c = good:byte(i)
+            -- every byte of every header and of the data, changed: was loaded (a name, a value) or misread
+            local bad = good:sub(1, i - 1) .. string.char(c == 48 and 49 or 48) .. good:sub(i + 1)
+            spit(path, bad)
+            local ok = pcall(ordo.load, path)
+            assert(not ok, "a file changed at byte " .. i .. " loaded")
+        end
+        local flipped = good:gsub("(w float64 2 2 3 crc32=%x+\n)(.)", function(h, b) return h .. string.char(b:byte() + 1) end)
+        assert.are_not.equal(good, flipped)
+        spit(path, flipped)
+        H.raises(function() ordo.load(path) end, "ordo.load", "tensor 'w' does not match its checksum", "damaged")
+        spit(path, (good:gsub("u uint8 1 3 crc32=", "v uint8 1 3 crc32=")))
+        H.raises(function() ordo.load(path) end, "ordo.load", "tensor 'v' does not match its checksum")
+        spit(path, (good:gsub(" crc32=%x+\n", "\n", 1)))
+        H.raises(function() ordo.load(path) end, "ordo.load", "bad header")
+        -- files of the first format, without checksums, still load
+        spit(path, "ORDO-PARAMS 1\na uint8 1 2\nxyb float32 0\n\0\0\128\63end\n")
+        local old = ordo.load(path)
+        assert.same({120, 121}, old.a:totable())
+        assert.equals(1, old.b:item())
         os.remove(path)
     end)
 

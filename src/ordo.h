@@ -261,6 +261,9 @@ int ordo_gpu_count(void);  /* 0 when built without CUDA or no device is present 
  * *mode (when mode is not NULL) gets its permission bits (07777), 0 when
  * there is nothing.  ordo.save replaces only regular files. */
 int ordo_file_kind(const char *path, unsigned *mode);
+/* CRC-32 of n bytes at data, continuing crc (0 to start): zlib's crc32(),
+ * the checksum ordo.save writes per tensor and ordo.load checks. */
+uint32_t ordo_crc32(uint32_t crc, const void *data, size_t n);
 
 #ifdef __cplusplus
 }

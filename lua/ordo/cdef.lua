@@ -36,6 +36,7 @@ const char *ordo_last_error(void);
 uint64_t    ordo_var_version(ordo_var *v);
 int         ordo_var_failed(ordo_var *v);
 int         ordo_file_kind(const char *path, unsigned *mode);
+uint32_t    ordo_crc32(uint32_t crc, const void *data, size_t n);
 long ordo_engine_pending(ordo_engine *e);
 int  ordo_set_bulk_size(int n);
 int  ordo_get_bulk_size(void);
@@ -209,6 +210,7 @@ int gzwrite(struct gzFile_s *file, const void *buf, unsigned len);
 int gzclose(struct gzFile_s *file);
 const char *gzerror(struct gzFile_s *file, int *errnum);
 const char *zlibVersion(void);
+unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned len);
 ]]
 
 -- zlib is loaded on first use, so ordo works where it is not installed:

@@ -1,9 +1,12 @@
 -- ordo.serialize: named tensors to and from a file, the format of
 -- ordo.save / ordo.load and of a module's save / load.
 --
--- The file: a line "ORDO-PARAMS 1", then per tensor a header line
--- "name dtype ndim size1 size2 ..." followed by its bytes (row-major, the
--- machine's byte order), and a last line "end".  Names are written as they
+-- The file: a line "ORDO-PARAMS 2", then per tensor a header line
+-- "name dtype ndim size1 size2 ... crc32=xxxxxxxx" followed by its bytes
+-- (row-major, the machine's byte order), and a last line "end".  The
+-- CRC-32 (zlib's) covers the header line before " crc32=" and the bytes:
+-- a damaged byte, in a name, a size or the data, fails the load naming the
+-- tensor.  Files of version 1 (the same without the checksums) still load.  Names are written as they
 -- are, so they must not hold white space, and no two may be the same.
 -- ordo.save writes a lone tensor as the single name "." (so ordo.save
 -- refuses "." as a table key: {["."] = t} would read back as t) and an
@@ -29,7 +32,7 @@ local min = math.min
 
 local M = {}
 
-local MAGIC = "ORDO-PARAMS 1"
+local MAGIC, MAGIC_V1 = "ORDO-PARAMS 2", "ORDO-PARAMS 1"
 local ELEMENT_SIZE = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
 local MAX_DIMS = 8
 local LONE = "." -- the name of a lone tensor (ordo.save(t, path))
@@ -130,9 +133,11 @@ function M.write(fname, path, entries)
             local s = c:shape()
             local dims = {}
             for i = 1, #s do dims[i] = fmt(" %d", s[i]) end -- exact: tostring would give 1e+15
-            put(fmt("%s %s %d%s\n", e.name, c:dtype(), #s, concat(dims)))
+            local head = fmt("%s %s %d%s", e.name, c:dtype(), #s, concat(dims))
             local nbytes = c:numel() * c:element_size()
             local src = ffi.cast("const uint8_t *", util.host_ptr(c))
+            local crc = C.ordo_crc32(C.ordo_crc32(0, head, #head), src, nbytes)
+            put(fmt("%s crc32=%08x\n", head, crc))
             local off = 0
             while off < nbytes do
                 local n = min(PIECE, nbytes - off)
@@ -216,10 +221,11 @@ function M.read(fname, path)
         local size = f:seek("end")
         if size and not f:seek("set", 0) then size = nil end
         local first = f:read("*l")
-        if first ~= MAGIC then
+        local v1 = first == MAGIC_V1
+        if first ~= MAGIC and not v1 then
             -- two ways a good file goes bad in transit, said as such
             local why = ""
-            if first == MAGIC .. "\r" then
+            if first == MAGIC .. "\r" or first == MAGIC_V1 .. "\r" then
                 why = " (its line ends were changed to CRLF: a text-mode copy, or git's autocrlf, damaged it)"
             elseif first and first:sub(1, 2) == "\31\139" then
                 why = " (it is gzip-compressed: gunzip it first)"
@@ -238,7 +244,13 @@ function M.read(fname, path)
                 end
                 break
             end
-            local name, dt, shape, nbytes = parse_header(line)
+            local head, want = line, nil
+            if not v1 then
+                head, want = line:match("^(.*) crc32=(%x%x%x%x%x%x%x%x)$")
+                want = want and tonumber(want, 16)
+            end
+            local name, dt, shape, nbytes
+            if head then name, dt, shape, nbytes = parse_header(head) end
             if not name then error(fmt("%s: bad header line in %s: %q", fname, path, line:sub(1, 200)), 0) end
             if seen[name] then error(fmt("%s: %s holds two tensors named %s", fname, path, name), 0) end
             seen[name] = true
@@ -268,6 +280,13 @@ function M.read(fname, path)
                 else
                     local whole, got = read_pieces(f, nbytes, put)
                     if not whole then short(got) end -- the file shrank since we measured it
+                end
+            end
+            if want then
+                local crc = C.ordo_crc32(C.ordo_crc32(0, head, #head), util.host_ptr(t), nbytes)
+                if crc ~= want then
+                    error(fmt("%s: %s: tensor '%s' does not match its checksum (crc32 %08x, the file says %08x): " ..
+                              "the file is damaged", fname, path, name, crc, want), 0)
                 end
             end
             entries[#entries + 1] = {name = name, tensor = t}
