@@ -296,6 +296,29 @@ describe("ordo.save and ordo.load", function()
         os.execute("rm -r '" .. dir .. "'")
     end)
 
+    it("a read-only file is not replaced (as a user without root's bypass)", function()
+        local p = io.popen("id -u")
+        local uid = p:read("*l")
+        p:close()
+        if uid ~= "0" or os.execute("command -v runuser >/dev/null 2>&1") ~= 0 then return end
+        local dir = tmp()
+        os.remove(dir)
+        assert(os.execute("mkdir -m 777 '" .. dir .. "'") == 0)
+        local path = dir .. "/ck.bin"
+        ordo.save(ordo.ones(2), path)
+        assert(os.execute("chmod 444 '" .. path .. "'") == 0)
+        local before = slurp(path)
+        -- was: the rename replaced it, as the directory allowed
+        local cmd = "runuser -u nobody -- build/ordo -e 'local ordo = require \"ordo\" " ..
+                    "local ok, e = pcall(ordo.save, ordo.zeros(3), \"" .. path .. "\") print(ok, e)' 2>&1"
+        p = io.popen(cmd)
+        local out = p:read("*a")
+        p:close()
+        assert.matches("false.*ordo.save: cannot write " .. path:gsub("%p", "%%%0") .. ": Permission denied", out)
+        assert.equals(before, slurp(path))
+        os.execute("rm -r '" .. dir .. "'")
+    end)
+
     it("a device or FIFO is written directly, never replaced; a write error there raises", function()
         -- was: /dev/full.tmp renamed over /dev/full (as root), and a FIFO hung the save at its first open
         ordo.save(ordo.ones(1000), "/dev/null")

@@ -76,6 +76,11 @@ local function save_target(fname, path)
     if kind ~= 1 then return {target = path} end -- nothing there yet (or it cannot be looked at: open says why)
     local buf = ffi.new("char[?]", PATH_BUF)
     local real = ffi.C.realpath(path, buf) ~= nil and ffi.string(buf) or path
+    -- the rename needs only the directory's permission: a file made
+    -- read-only (chmod a-w, to keep it) would be replaced all the same
+    local w, err = io.open(real, "r+b") -- (changes nothing)
+    if not w then fail(fmt("%s: cannot write %s: %s", fname, path, io_reason(real, err))) end
+    w:close()
     return {target = real, mode = mode[0]}
 end
 
