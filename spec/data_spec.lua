@@ -836,6 +836,8 @@ describe("data.loader", function()
     end)
 
     it("raises errors naming DataLoader for bad inputs", function()
+        assert.matches("DataLoader: the targets must be a tensor, got a Lua list",
+                       err_of(data.loader, ordo.ones(3, 2), {1, 2, 3})) -- was "unknown option '1'"
         local x, y = ordo.zeros({10, 2}), ordo.zeros({9})
         local e = err_of(data.loader, x, y, {batch_size = 2})
         assert.matches("DataLoader: x has 10 examples %(shape 10x2%) but y has 9", e)

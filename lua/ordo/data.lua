@@ -812,8 +812,11 @@ function M.loader(x, y, opts)
     local fname = "DataLoader"
     if not is_tensor(x) then fail(fmt("%s: expected a tensor of examples first, got %s", fname, typename(x))) end
     if y ~= nil and not is_tensor(y) then
-        if opts == nil and type(y) == "table" and getmetatable(y) == nil then
+        if opts == nil and type(y) == "table" and getmetatable(y) == nil and y[1] == nil then
             y, opts = nil, y -- loader(x, opts)
+        elseif type(y) == "table" and getmetatable(y) == nil then
+            -- (was read as options: "unknown option '1'")
+            fail(fmt("%s: the targets must be a tensor, got a Lua list (make it one: ordo.tensor(y, \"int64\"))", fname))
         else
             fail(fmt("%s: expected a tensor of targets (or options) second, got %s", fname, typename(y)))
         end
