@@ -94,6 +94,55 @@ local function failed_bytes(t)
     return (util.op_message(ffi.string(C.ordo_last_error())))
 end
 
+-- Writes path through body(put), put(s) adding bytes: to path .. ".tmp",
+-- which then replaces path, so an error raised by body (or by a write: a
+-- full disk) leaves the old file whole; see save_target for links,
+-- devices and permissions.  fname names the caller in errors.
+function M.write_file(fname, path, body)
+    if type(path) ~= "string" then fail(fmt("%s: expected a file path, got %s", fname, typename(path))) end
+    if path == "" then fail(fname .. ": the file path is empty") end
+    local where = save_target(fname, path) -- a directory: said before writing anything
+    local tmp = where.direct and path or where.target .. ".tmp"
+    -- a stale path.tmp goes first: were it a symbolic link, "wb" would
+    -- write through it into whatever file it names
+    if not where.direct then os.remove(tmp) end
+    local f, err = io.open(tmp, "wb")
+    if not f then fail(fmt("%s: cannot open %s: %s", fname, tmp, io_reason(tmp, err))) end
+    -- before any byte is written: the old file's readers only may read the new one
+    if where.mode then ffi.C.chmod(tmp, where.mode) end
+    local ok, werr = pcall(function()
+        body(function(s)
+            local r, e = f:write(s)
+            if not r then error(fmt("%s: writing %s failed: %s", fname, tmp, tostring(e)), 0) end
+        end)
+        local r, e = f:close()
+        f = nil
+        if not r then error(fmt("%s: writing %s failed: %s", fname, tmp, tostring(e)), 0) end
+    end)
+    if not ok then
+        if f then f:close() end
+        if not where.direct then os.remove(tmp) end
+        reraise(fname, werr)
+    end
+    if where.direct then return end
+    local r, rerr = os.rename(tmp, where.target)
+    if not r then
+        os.remove(tmp)
+        fail(fmt("%s: cannot replace %s: %s", fname, path, tostring(rerr)))
+    end
+end
+
+-- t as a contiguous cpu(0) tensor whose bytes are good to write (waited
+-- for); raises, naming what (e.g. "tensor w"), when an op that should have
+-- written them failed.
+function M.host_copy(fname, t, what)
+    local c = t:detach():to(util.cpu(0)):contiguous()
+    c:wait()
+    local why = failed_bytes(t) or failed_bytes(c)
+    if why then error(fmt("%s: %s holds the result of an op that failed (%s); nothing saved", fname, what, why), 0) end
+    return c
+end
+
 -- entries: a list of {name = string, tensor = tensor}.  fname names the
 -- caller in errors ("save", "ordo.save").
 function M.write(fname, path, entries)
@@ -111,30 +160,10 @@ function M.write(fname, path, entries)
             fail(fmt("%s: %s is not a tensor (%s)", fname, e.name, typename(e.tensor)))
         end
     end
-    if path == "" then fail(fname .. ": the file path is empty") end
-    local where = save_target(fname, path) -- a directory: said before writing anything
-    local tmp = where.direct and path or where.target .. ".tmp"
-    -- a stale path.tmp goes first: were it a symbolic link, "wb" would
-    -- write through it into whatever file it names
-    if not where.direct then os.remove(tmp) end
-    local f, err = io.open(tmp, "wb")
-    if not f then fail(fmt("%s: cannot open %s: %s", fname, tmp, io_reason(tmp, err))) end
-    -- before any byte is written: the old file's readers only may read the new one
-    if where.mode then ffi.C.chmod(tmp, where.mode) end
-    local ok, werr = pcall(function()
-        local function put(s)
-            local r, e = f:write(s)
-            if not r then error(fmt("%s: writing %s failed: %s", fname, tmp, tostring(e)), 0) end
-        end
+    M.write_file(fname, path, function(put)
         put(MAGIC .. "\n")
         for _, e in ipairs(entries) do
-            local c = e.tensor:detach():to(util.cpu(0)):contiguous()
-            c:wait()
-            local why = failed_bytes(e.tensor) or failed_bytes(c)
-            if why then
-                error(fmt("%s: %s holds the result of an op that failed (%s); nothing saved", fname,
-                          e.name == LONE and "the tensor" or "tensor " .. e.name, why), 0)
-            end
+            local c = M.host_copy(fname, e.tensor, e.name == LONE and "the tensor" or "tensor " .. e.name)
             local s = c:shape()
             local dims = {}
             for i = 1, #s do dims[i] = fmt(" %d", s[i]) end -- exact: tostring would give 1e+15
@@ -151,21 +180,7 @@ function M.write(fname, path, entries)
             end
         end
         put("end\n")
-        local r, e = f:close()
-        f = nil
-        if not r then error(fmt("%s: writing %s failed: %s", fname, tmp, tostring(e)), 0) end
     end)
-    if not ok then
-        if f then f:close() end
-        if not where.direct then os.remove(tmp) end
-        reraise(fname, werr)
-    end
-    if where.direct then return end
-    local r, rerr = os.rename(tmp, where.target)
-    if not r then
-        os.remove(tmp)
-        fail(fmt("%s: cannot replace %s: %s", fname, path, tostring(rerr)))
-    end
 end
 
 -- Reads n bytes of f in pieces, handing each to put(s, offset); false and
