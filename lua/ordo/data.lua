@@ -8,6 +8,7 @@
 --   end
 --   local t = data.read_idx("train-labels-idx1-ubyte.gz")    -- any IDX file, gzip or plain
 --   local x, names = data.read_csv("measurements.csv")       -- a numeric CSV file, header optional
+--   data.write_csv("out.csv", x, {header = names})            -- and back, exactly
 --
 -- Labels count classes from 1, like every index in ordo (argmax returns
 -- 1-based indices, gather takes them): Fashion-MNIST's label k in the file
