@@ -320,20 +320,23 @@ describe("ordo.save and ordo.load", function()
     end)
 
     it("a device or FIFO is written directly, never replaced; a write error there raises", function()
-        -- was: /dev/full.tmp renamed over /dev/full (as root), and a FIFO hung the save at its first open
-        ordo.save(ordo.ones(1000), "/dev/null")
-        local p = io.popen("stat -c '%F' /dev/null")
-        assert.equals("character special file\n", p:read("*a"))
-        p:close()
-        local f = io.open("/dev/full", "wb")
-        if f then
-            f:close()
-            H.raises(function() ordo.save(ordo.ones(10), "/dev/full") end, "ordo.save", "writing /dev/full failed",
+        -- was: /dev/full.tmp renamed over /dev/full (as root), and a FIFO hung the save at its first open.
+        -- Private device nodes (made when root can), so that code without the fix replaces only them.
+        local dir = tmp()
+        os.remove(dir)
+        assert(os.execute("mkdir '" .. dir .. "'") == 0)
+        local null, full = dir .. "/null", dir .. "/full"
+        if os.execute("mknod -m 666 '" .. null .. "' c 1 3 2>/dev/null && mknod -m 666 '" .. full ..
+                      "' c 1 7 2>/dev/null") == 0 then
+            ordo.save(ordo.ones(1000), null)
+            H.raises(function() ordo.save(ordo.ones(10), full) end, "ordo.save", "writing " .. full .. " failed",
                      "No space left on device")
-            p = io.popen("stat -c '%F' /dev/full")
-            assert.equals("character special file\n", p:read("*a"))
+            local p = io.popen("stat -c '%F' '" .. null .. "' '" .. full .. "'")
+            assert.equals("character special file\ncharacter special file\n", p:read("*a"))
             p:close()
+            assert.is_nil(io.open(full .. ".tmp", "rb"))
         end
+        os.execute("rm -rf '" .. dir .. "'")
         local fifo = tmp()
         os.remove(fifo)
         if os.execute("mkfifo '" .. fifo .. "' 2>/dev/null") == 0 then
