@@ -6,8 +6,9 @@
 -- (row-major, the machine's byte order), and a last line "end".  The
 -- CRC-32 (zlib's) covers the header line before " crc32=" and the bytes:
 -- a damaged byte, in a name, a size or the data, fails the load naming the
--- tensor.  Files of version 1 (the same without the checksums) still load.  Names are written as they
--- are, so they must not hold white space, and no two may be the same.
+-- tensor.  Files of version 1 (the same without the checksums) still load.
+-- Names are written as they are, so they must not hold white space (nor
+-- control characters), and no two may be the same.
 -- ordo.save writes a lone tensor as the single name "." (so ordo.save
 -- refuses "." as a table key: {["."] = t} would read back as t) and an
 -- integer key as its decimal digits (which ordo.load turns back into a
