@@ -411,6 +411,45 @@ describe("ordo.save and ordo.load", function()
         os.remove(path)
     end)
 
+    it("a state dict (m:state_dict(), opt:state_dict()) saves by its names and loads back into load_state_dict", function()
+        local path = tmp()
+        local nn, optim = ordo.nn, ordo.optim
+        ordo.manual_seed(1)
+        local function net() return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)) end
+        local m = net()
+        local opt = optim.Adam(m:parameters(), {lr = 0.01})
+        local function step(model, o, x)
+            o:zero_grad()
+            model:forward(x):sum():backward()
+            o:step()
+        end
+        for _ = 1, 3 do step(m, opt, ordo.randn(5, 3)) end
+        -- was: "ordo.save: 1 is not a tensor (table)", the way torch.save(model.state_dict()) is written
+        ordo.save(m:state_dict(), path)
+        local sd = ordo.load(path)
+        assert.is_true(ordo.is_tensor(sd["1.weight"]) and ordo.is_tensor(sd["3.bias"]))
+        local m2 = net()
+        m2:load_state_dict(sd)
+        ordo.save(opt:state_dict(), path)
+        local opt2 = optim.Adam(m2:parameters(), {lr = 0.01})
+        opt2:load_state_dict(ordo.load(path)) -- (name = tensor, as ordo.load gives it)
+        assert.equals(3, opt2.t)
+        for _ = 1, 2 do
+            local x = ordo.randn(5, 3)
+            step(m, opt, x)
+            step(m2, opt2, x)
+        end
+        local x = ordo.randn(2, 3)
+        assert.same(m:forward(x):totable(), m2:forward(x):totable()) -- resumed to the bit
+        H.raises(function() ordo.save({{name = "12", tensor = ordo.ones(1)}}, path) end, "ordo.save", "entry 1",
+                 "load back as a number")
+        H.raises(function() ordo.save({{name = "a", tensor = ordo.ones(1)}, b = ordo.ones(1)}, path) end,
+                 "ordo.save", "another key too (b)")
+        H.raises(function() ordo.save({{name = "a", tensor = 3}}, path) end, "ordo.save", "a is not a tensor")
+        H.raises(function() opt2:load_state_dict({a = 3}) end, "load_state_dict", "an entry a = number")
+        os.remove(path)
+    end)
+
     it("options: unknown keys, non-tables and bad devices raise as ordo.load's errors; ordo.save takes none", function()
         local path = tmp()
         ordo.save(ordo.ones(2), path)

@@ -457,6 +457,18 @@ function Optimizer:load_state_dict(sd)
     if type(sd) ~= "table" or is_tensor(sd) then
         fail(fmt("%s: expected a state dict (opt:state_dict()), got %s", fname, typename(sd)))
     end
+    if sd[1] == nil and next(sd) ~= nil then
+        -- name = tensor: what ordo.load gives for ordo.save(opt:state_dict(), path)
+        local list = {}
+        for k, v in pairs(sd) do
+            if type(k) ~= "string" or not is_tensor(v) then
+                fail(fmt("%s: expected a state dict (opt:state_dict(), or a table of name = tensor), got an entry %s = %s",
+                         fname, tostring(k), typename(v)))
+            end
+            list[#list + 1] = {name = k, tensor = v}
+        end
+        sd = list
+    end
     for i, e in ipairs(sd) do
         if type(e) ~= "table" or type(e.name) ~= "string" or not is_tensor(e.tensor) then
             fail(fmt("%s: entry %d is not {name =, tensor =} (from opt:state_dict())", fname, i))

@@ -356,8 +356,31 @@ function M.save(x, path, extra)
         fail(fmt("ordo.save: takes (x, path) and no options, got a third argument (%s)", typename(extra)))
     end
     local entries = {}
+    local first = type(x) == "table" and getmetatable(x) == nil and x[1]
     if tensor.is_tensor(x) then
         entries[1] = {name = LONE, tensor = x}
+    elseif type(first) == "table" and getmetatable(first) == nil and first.name ~= nil then
+        -- a state dict, m:state_dict() or opt:state_dict(): a list of {name
+        -- =, tensor =}, saved by its names (ordo.load gives name = tensor,
+        -- which load_state_dict takes); was "1 is not a tensor (table)"
+        local n = #x
+        for k in pairs(x) do
+            if not (type(k) == "number" and k >= 1 and k <= n and k % 1 == 0) then
+                fail(fmt("ordo.save: a state dict (a list of {name =, tensor =}) with another key too (%s)",
+                         tostring(k)))
+            end
+        end
+        for i = 1, n do
+            local e = x[i]
+            if type(e) ~= "table" or tensor.is_tensor(e) or type(e.name) ~= "string" then
+                fail(fmt("ordo.save: entry %d of the state dict is %s, expected {name =, tensor =}", i, typename(e)))
+            end
+            if e.name == LONE or name_key(e.name) ~= e.name then
+                fail(fmt("ordo.save: entry %d of the state dict is named %q, which would load back as %s", i, e.name,
+                         e.name == LONE and "a lone tensor" or "a number"))
+            end
+            entries[i] = {name = e.name, tensor = e.tensor}
+        end
     elseif type(x) == "table" and getmetatable(x) == nil then
         -- every key checked before sorting: the sort compares them
         local keys, by_name = {}, {}
