@@ -8,7 +8,7 @@
  *   train_peer PARAMS DATA CHECK WARMUP STEPS RUNS [BLAS_THREADS]
  *
  * PARAMS and DATA are files in ordo's parameter format (Module:save: the
- * text line "ORDO-PARAMS 1", then per tensor a line "name dtype ndim dims..."
+ * text line "ORDO-PARAMS 2" (or 1), then per tensor a line "name dtype ndim dims... [crc32=x]"
  * and its bytes, then "end"), written by train_bench.lua's prep step:
  * PARAMS holds the model's initial weights (1.weight 512x784, 1.bias,
  * 3.weight, 3.bias, 5.weight, 5.bias: nn.Sequential numbers the ReLUs 2 and
@@ -76,7 +76,10 @@ static int read_params(const char *path, entry *out, int max) {
     FILE *f = fopen(path, "rb");
     if (!f) die("cannot open", path);
     char line[512];
-    if (!fgets(line, sizeof line, f) || strcmp(line, "ORDO-PARAMS 1\n") != 0) die("not an ordo parameter file", path);
+    /* version 2 ends each header line with " crc32=xxxxxxxx", which the
+     * sscanf below leaves unread: the checksum is ordo.load's to check */
+    if (!fgets(line, sizeof line, f) || (strcmp(line, "ORDO-PARAMS 1\n") != 0 && strcmp(line, "ORDO-PARAMS 2\n") != 0))
+        die("not an ordo parameter file", path);
     int n = 0;
     while (fgets(line, sizeof line, f)) {
         if (!strcmp(line, "end\n")) {

@@ -207,6 +207,43 @@ describe("data.read_idx", function()
         assert.matches("read_idx: unknown option 'lim'", err_of(data.read_idx, path, {lim = 1}))
     end)
 
+    it("a gzip file cut anywhere raises, its 8-byte trailer (CRC and size) included", function()
+        local path = tmp("whole.idx.gz")
+        write_gz(path, idx_bytes("f32", {3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
+        local f = assert(io.open(path, "rb"))
+        local whole = f:read("*a")
+        f:close()
+        assert.same({1, 2, 3, 4}, data.read_idx(path):totable()[1])
+        local cut = tmp("cut.idx.gz")
+        for n = 0, #whole - 1 do -- was: a file missing only its trailer read as whole
+            write_plain(cut, whole:sub(1, n))
+            local ok, e = pcall(data.read_idx, cut)
+            assert(not ok, "a gzip file cut to " .. n .. " of " .. #whole .. " bytes was read")
+            assert.matches("read_idx: .*cut.idx.gz", tostring(e))
+        end
+        write_plain(cut, whole:sub(1, #whole - 4))
+        assert.matches("cut.idx.gz is truncated %(the gzip stream ends early%)", err_of(data.read_idx, cut))
+    end)
+
+    it("reads a plain IDX file from a pipe (a FIFO); a gzip one there is refused, never a hang", function()
+        local fifo = tmp("idx.fifo")
+        if os.execute("mkfifo '" .. fifo .. "' 2>/dev/null") ~= 0 then return end
+        local plain, gz = tmp("piped.idx"), tmp("piped.idx.gz")
+        write_plain(plain, idx_bytes("i16", {2, 2}, {1, -2, 300, -400}))
+        write_gz(gz, idx_bytes("u8", {2}, {1, 2}))
+        -- was: the two bytes read to look for gzip's magic were lost: "not an IDX file (magic bytes 0b 02 00 00...)"
+        os.execute("cat '" .. plain .. "' > '" .. fifo .. "' &")
+        assert.same({{1, -2}, {300, -400}}, data.read_idx(fifo):totable())
+        os.execute("cat '" .. plain .. "' > '" .. fifo .. "' &")
+        assert.same({{1, -2}}, data.read_idx(fifo, {limit = 1}):totable())
+        os.execute("head -c 16 '" .. plain .. "' > '" .. fifo .. "' &")
+        assert.matches("is truncated: int16 data of shape 2x2 needs 8 bytes, the file has 4", err_of(data.read_idx, fifo))
+        -- was: zlib reopened the FIFO and waited for a writer that was gone
+        os.execute("cat '" .. gz .. "' > '" .. fifo .. "' 2>/dev/null &")
+        assert.matches("read_idx: .*idx.fifo is gzip%-compressed and not a regular file", err_of(data.read_idx, fifo))
+        os.remove(fifo)
+    end)
+
     it("says a directory is one, and names a missing file once", function()
         local dir = os.tmpname()
         os.remove(dir)
@@ -360,6 +397,67 @@ describe("data.read_csv", function()
     end)
 end)
 
+describe("data.read_csv: what does not read exactly is an error", function()
+    local file, err = csv_file, csv_err
+
+    it("a NUL byte, or a carriage return inside a line (CR line ends), names its line", function()
+        -- was: the NUL and what followed it were dropped ("1,2\0junk" read as 1, 2)
+        local p = file("1,2\n3,4\0junk\n")
+        assert.matches(p .. " line 2: a NUL byte", err(p), 1, true)
+        os.remove(p)
+        -- was: one line whose fields made a header: a 0x3 tensor and no error
+        p = file("1,2\r3,4\r")
+        assert.matches(p .. " line 1: a carriage return inside the line", err(p), 1, true)
+        os.remove(p)
+        p = file("1,2\r\n3,4\r\n") -- CRLF is fine
+        assert.same({{1, 2}, {3, 4}}, data.read_csv(p):totable())
+        os.remove(p)
+    end)
+
+    it("a finite field past float32's range is an error with float32 (it was inf), read with float64", function()
+        local p = file("x,y\n1,3.4e38\n2,-1e39\n")
+        assert.matches(p .. ' line 3, column 2 (y): "-1e39" does not fit in float32', err(p), 1, true)
+        assert.equals(-1e39, data.read_csv(p, {dtype = "float64"}):totable()[2][2])
+        os.remove(p)
+        p = file("3.4028235e38,inf,-inf,nan,1e-50\n") -- FLT_MAX (rounded), infinities and underflow are fine
+        local v = data.read_csv(p):totable()[1]
+        assert.is_true(v[1] < math.huge and v[2] == math.huge and v[3] == -math.huge and v[4] ~= v[4] and v[5] == 0)
+        os.remove(p)
+        assert.matches("missing = 1e+39 does not fit in float32", err(p, {missing = 1e39}), 1, true)
+    end)
+
+    it("int64 fields written with a point or an exponent are exact past 2^53 too", function()
+        -- was: read through a Lua number, each of these became 9007199254740992
+        local p = file("9007199254740993.0,9.007199254740993e15,90071992547409930e-1, 9007199254740993.000 \n")
+        local s = tostring(data.read_csv(p, {dtype = "int64"}))
+        os.remove(p)
+        local _, n = s:gsub("9007199254740993", "")
+        assert.equals(4, n, s)
+        p = file("1e18,-2.5e3,0.0e5,1200e-2,-0\n")
+        assert.same({{1e18, -2500, 0, 12, 0}}, data.read_csv(p, {dtype = "int64"}):totable())
+        os.remove(p)
+        for _, c in ipairs({{"1.5e0", "is not a whole number"}, {"12e-2", "is not a whole number"},
+                            {"9.3e18", "does not fit in int64"}, {"1e400", "does not fit in int64"},
+                            {"0x20000000000001", "cannot be read exactly as int64"}}) do
+            p = file("1," .. c[1] .. "\n")
+            assert.matches(p .. ' line 1, column 2: "' .. c[1] .. '" ' .. c[2], err(p, {dtype = "int64"}), 1, true)
+            os.remove(p)
+        end
+    end)
+
+    it("a file of many rows reads every value in order (the buffer grows past its first size)", function()
+        local lines = {"a,b,c"}
+        for i = 1, 5000 do lines[#lines + 1] = string.format("%d, %d.5 ,\"%d\"", i, i, -3 * i) end
+        local p = file(table.concat(lines, "\n") .. "\n")
+        local t, names = data.read_csv(p, {dtype = "float64"})
+        os.remove(p)
+        assert.same({"a", "b", "c"}, names)
+        assert.same({5000, 3}, t:shape())
+        local v = t:totable()
+        for i = 1, 5000 do assert(v[i][1] == i and v[i][2] == i + 0.5 and v[i][3] == -3 * i, "row " .. i) end
+    end)
+end)
+
 describe("data.read_csv with an integer dtype", function()
     local file, err = csv_file, csv_err
 
@@ -430,6 +528,86 @@ describe("data.read_csv with an integer dtype", function()
     end)
 end)
 
+describe("data.write_csv", function()
+    -- the raw bytes of a tensor, to compare bit for bit
+    local function raw(t)
+        local c = t:contiguous()
+        c:wait()
+        return ffi.string(require("ordo.util").host_ptr(c), c:numel() * c:element_size())
+    end
+
+    it("writes what read_csv reads back bit for bit, in every dtype, with a header", function()
+        local path = os.tmpname()
+        ordo.manual_seed(3)
+        local cases = {
+            float32 = ordo.cat({ordo.randn(50, 3) * 1e30, ordo.randn(50, 3) * 1e-30,
+                                ordo.tensor({{1 / 3, -0.0, 0 / 0}, {math.huge, -math.huge, 1e-45}}, "float32")}, 1),
+            float64 = ordo.cat({ordo.randn(50, 3, "float64") * 1e300,
+                                ordo.tensor({{0.1, 5e-324, -0.0}, {2 ^ 53 + 2, -1e-310, 1.7976931348623157e308}},
+                                            "float64")}, 1),
+            int32 = ordo.tensor({{-2 ^ 31, 2 ^ 31 - 1, 0}}, "int32"),
+            uint8 = ordo.tensor({{0, 255, 7}}, "uint8"),
+        }
+        for dt, t in pairs(cases) do
+            assert.equals(t, data.write_csv(path, t, {header = {"a", "b", "c"}}))
+            local back, names = data.read_csv(path, {dtype = dt})
+            assert.same({"a", "b", "c"}, names)
+            assert.same(t:shape(), back:shape())
+            if dt:find("float") then -- nan's sign is not kept: compare the rest
+                local m = t:ne(t)
+                assert.same(raw(t:masked_fill(m, 0)), raw(back:masked_fill(m, 0)))
+                assert.same(m:totable(), back:ne(back):totable())
+            else
+                assert.equals(raw(t), raw(back))
+            end
+        end
+        -- int64 past 2^53, and a 1-d tensor as one column
+        local i64 = data.read_csv(csv_file("9223372036854775807\n-9223372036854775808\n9007199254740993\n"),
+                                  {dtype = "int64"}):view(3)
+        data.write_csv(path, i64)
+        local f = assert(io.open(path, "rb"))
+        assert.equals("9223372036854775807\n-9223372036854775808\n9007199254740993\n", f:read("*a"))
+        f:close()
+        assert.equals(raw(i64), raw(data.read_csv(path, {dtype = "int64"})))
+        -- names with the delimiter, quotes or white space at an end are quoted; a non-contiguous view is fine
+        local v = ordo.arange(6, "float64"):view(2, 3):transpose(1, 2)
+        data.write_csv(path, v, {header = {"x,y", 'say "hi"'}, delimiter = ","})
+        local back, names = data.read_csv(path, {dtype = "float64"})
+        assert.same({"x,y", 'say "hi"'}, names)
+        assert.same(v:totable(), back:totable())
+        data.write_csv(path, v, {delimiter = "\t"})
+        assert.same(v:totable(), data.read_csv(path, {delimiter = "\t", dtype = "float64"}):totable())
+        os.remove(path)
+    end)
+
+    it("checks its arguments before writing, refuses a failed op's tensor, and leaves the old file whole", function()
+        local path = os.tmpname()
+        data.write_csv(path, ordo.ones(2, 2))
+        local f = assert(io.open(path, "rb"))
+        local before = f:read("*a")
+        f:close()
+        assert.matches("write_csv: expected a 1%-d or 2%-d tensor", err_of(data.write_csv, path, ordo.ones(2, 2, 2)))
+        assert.matches("write_csv: header must be a list of 2 names", err_of(data.write_csv, path, ordo.ones(2, 2),
+                                                                           {header = {"a"}}))
+        assert.matches("header name 2 %(\"b\\\nc\"%) holds a line break",
+                       err_of(data.write_csv, path, ordo.ones(2, 2), {header = {"a", "b\nc"}}))
+        assert.matches("write_csv: delimiter must be one character that is no part of a number",
+                       err_of(data.write_csv, path, ordo.ones(2, 2), {delimiter = "."}))
+        assert.matches("write_csv: expected a tensor second", err_of(data.write_csv, path, {{1}}))
+        assert.matches("write_csv: unknown option 'sep'", err_of(data.write_csv, path, ordo.ones(1), {sep = ";"}))
+        local x, z = ordo.tensor({1, 2}, "int64"), ordo.zeros(2, "int64")
+        local c = ordo.empty({2}, {dtype = "int64"})
+        ordo.engine.push("div", {x, z}, {c})
+        pcall(function() c:wait() end)
+        assert.matches("write_csv: the tensor holds the result of an op that failed", err_of(data.write_csv, path, c))
+        f = assert(io.open(path, "rb"))
+        assert.equals(before, f:read("*a"))
+        f:close()
+        assert.is_nil(io.open(path .. ".tmp", "rb"))
+        os.remove(path)
+    end)
+end)
+
 describe("data.fashion_mnist", function()
     it("raises an error naming the directory and the Debian package when the files are missing", function()
         local dir = tmp("no_fashion_here")
@@ -486,6 +664,16 @@ describe("data.fashion_mnist", function()
         assert(ok, res)
         assert.are.same({2, 1, 28, 28}, res.train.images:shape())
         assert.are.same({4, 7}, res.train.labels:totable())
+    end)
+
+    it("refuses a labels file holding a label past 9, naming the file and the entry", function()
+        local dir = tmp("fake_fmnist_badlabel")
+        fake_fmnist(dir, 4, 2, false)
+        write_idx(dir .. "/train-labels-idx1-ubyte", "u8", {4}, {1, 2, 200, 3}, false)
+        -- was: loaded, with a class 201 that broke the loss or one_hot far from here
+        local e = err_of(data.fashion_mnist, {dir = dir})
+        assert.matches("fashion_mnist: .*train%-labels%-idx1%-ubyte holds label 200 at entry 3 %(Fashion%-MNIST labels are 0..9%)", e)
+        os.execute("rm -rf '" .. dir .. "'")
     end)
 
     it("checks its options", function()
@@ -728,6 +916,8 @@ describe("data.loader", function()
     end)
 
     it("raises errors naming DataLoader for bad inputs", function()
+        assert.matches("DataLoader: the targets must be a tensor, got a Lua list",
+                       err_of(data.loader, ordo.ones(3, 2), {1, 2, 3})) -- was "unknown option '1'"
         local x, y = ordo.zeros({10, 2}), ordo.zeros({9})
         local e = err_of(data.loader, x, y, {batch_size = 2})
         assert.matches("DataLoader: x has 10 examples %(shape 10x2%) but y has 9", e)

@@ -1778,6 +1778,45 @@ describe("optim", function()
         os.remove(path)
     end)
 
+    it("opt:load of a file that is not a checkpoint, or a damaged one, says so and changes nothing", function()
+        local m = nn.Linear(3, 2)
+        local opt = optim.Adam(m:parameters(), {lr = 0.01})
+        m:forward(ordo.randn(4, 3)):sum():backward()
+        opt:step()
+        local path = os.tmpname()
+        m:save(path) -- was: "holds the state of ?, not optim.Adam"
+        H.raises(function() opt:load(path) end, "optimizer load", "holds no optimiser state", "no 'kind'")
+        ordo.save({kind = ordo.tensor({{65, 66}}, "uint8")}, path) -- was: a Lua error inside optim.lua
+        H.raises(function() opt:load(path) end, "optimizer load", "damaged 'kind'", "uint8 of shape 1x2")
+        os.remove(path)
+        local function with(name, t)
+            local sd = opt:state_dict()
+            for _, e in ipairs(sd) do if e.name == name then e.tensor = t end end
+            return sd
+        end
+        -- were accepted: opt.t = 2.5, opt.lr = nan
+        H.raises(function() opt:load_state_dict(with("step", ordo.tensor(2.5, "float64"))) end, "load_state_dict",
+                 "damaged step", "whole number")
+        H.raises(function() opt:load_state_dict(with("lr", ordo.tensor(0 / 0, "float64"))) end, "load_state_dict",
+                 "damaged lr", "finite")
+        H.raises(function() opt:load_state_dict(with("step", ordo.tensor(-3, "int64"))) end, "load_state_dict",
+                 "damaged step")
+        assert.equals(1, opt.t)
+        assert.equals(0.01, opt.lr)
+        opt:load_state_dict(opt:state_dict())
+        -- a scheduler's file with a 2-d kind or list: was a Lua error inside lr_scheduler.lua
+        local sched = optim.lr_scheduler.MultiStepLR(opt, {milestones = {2, 4}})
+        sched:save(path)
+        local t = ordo.load(path)
+        t["milestones.list"] = ordo.tensor({{2, 4}}, "float64")
+        ordo.save(t, path)
+        H.raises(function() sched:load(path) end, "scheduler load", "milestones.list of shape 1x2")
+        t.kind = t.kind:view(1, -1)
+        ordo.save(t, path)
+        H.raises(function() sched:load(path) end, "scheduler load", "holds no scheduler state")
+        os.remove(path)
+    end)
+
     it("ReduceLROnPlateau cuts the lr when the metric stops improving (patience, cooldown, min_lr, mode)", function()
         local S = optim.lr_scheduler
         local function run(opts, metrics)

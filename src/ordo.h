@@ -192,6 +192,15 @@ int ordo_wait_for_all(ordo_engine *e);               /* reports the first unrepo
 const char *ordo_last_error(void);     /* thread-local message of the last failure */
 /* Number of completed writes; 0, with the message, for NULL or a deleted var. */
 uint64_t    ordo_var_version(ordo_var *v);
+/* Whether v's bytes are the result of a failed op: ORDO_ERR_FAILED, with
+ * the failure's message in ordo_last_error(), when the last write of v
+ * failed or was skipped for a failed input (rule 5), even after a wait has
+ * reported that failure (a report lets later ops use v again; its bytes
+ * are still not what the failed op should have written); 0 when the last
+ * write succeeded (or v was never written).  It does not wait: call it
+ * after a wait for v.  ORDO_ERR_INVALID / ORDO_ERR_DELETED for NULL or a
+ * deleted var.  ordo.save uses it to refuse to write such bytes. */
+int         ordo_var_failed(ordo_var *v);
 
 /* Number of ops pushed and not yet completed (0, with the message, for NULL). */
 long ordo_engine_pending(ordo_engine *e);
@@ -239,6 +248,22 @@ void ordo_profiler_clear(ordo_engine *e);
 /* Devices at run time                                                 */
 
 int ordo_gpu_count(void);  /* 0 when built without CUDA or no device is present */
+
+/* ------------------------------------------------------------------ */
+/* Files                                                               */
+
+#define ORDO_FILE_NONE 0    /* nothing at the path */
+#define ORDO_FILE_REGULAR 1
+#define ORDO_FILE_DIR 2
+#define ORDO_FILE_OTHER 3   /* a device, FIFO or socket */
+/* What path names, following symbolic links (stat(2)): one of the above, or
+ * -1 with the reason in ordo_last_error() (no permission to look...).
+ * *mode (when mode is not NULL) gets its permission bits (07777), 0 when
+ * there is nothing.  ordo.save replaces only regular files. */
+int ordo_file_kind(const char *path, unsigned *mode);
+/* CRC-32 of n bytes at data, continuing crc (0 to start): zlib's crc32(),
+ * the checksum ordo.save writes per tensor and ordo.load checks. */
+uint32_t ordo_crc32(uint32_t crc, const void *data, size_t n);
 
 #ifdef __cplusplus
 }

@@ -129,6 +129,17 @@ void var_free(ordo_engine *e, ordo_var *v) {
     pthread_mutex_unlock(&e->mem_mu);
 }
 
+int ordo_var_failed(ordo_var *v) {
+    if (!v) return set_error(ORDO_ERR_INVALID, "ordo_var_failed: variable is NULL");
+    if (atomic_load_explicit(&v->magic, memory_order_acquire) != VAR_LIVE)
+        return set_error(ORDO_ERR_DELETED, "ordo_var_failed: variable %p was deleted", (void *)v);
+    /* Set by the last write's finish (sched.c finish_op); after a wait for
+     * v no write is in flight, so it is settled. */
+    const failure *f = v->fail;
+    if (!f) return 0;
+    return set_error(ORDO_ERR_FAILED, "%s", f->msg);
+}
+
 uint64_t ordo_var_version(ordo_var *v) {
     if (!v) {
         set_error(ORDO_ERR_INVALID, "ordo_var_version: variable is NULL");

@@ -34,6 +34,9 @@ int  ordo_wait_to_write(ordo_engine *e, ordo_var *v);
 int  ordo_wait_for_all(ordo_engine *e);
 const char *ordo_last_error(void);
 uint64_t    ordo_var_version(ordo_var *v);
+int         ordo_var_failed(ordo_var *v);
+int         ordo_file_kind(const char *path, unsigned *mode);
+uint32_t    ordo_crc32(uint32_t crc, const void *data, size_t n);
 long ordo_engine_pending(ordo_engine *e);
 int  ordo_set_bulk_size(int n);
 int  ordo_get_bulk_size(void);
@@ -196,6 +199,8 @@ typedef struct ordo_timespec { long tv_sec; long tv_nsec; } ordo_timespec;
 int clock_gettime(int clk, void *ts);
 int nanosleep(const void *req, void *rem);
 int isatty(int fd);
+char *realpath(const char *path, char *resolved);
+int chmod(const char *path, unsigned mode);
 
 struct gzFile_s;
 struct gzFile_s *gzopen(const char *path, const char *mode);
@@ -205,6 +210,7 @@ int gzwrite(struct gzFile_s *file, const void *buf, unsigned len);
 int gzclose(struct gzFile_s *file);
 const char *gzerror(struct gzFile_s *file, int *errnum);
 const char *zlibVersion(void);
+unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned len);
 ]]
 
 -- zlib is loaded on first use, so ordo works where it is not installed:

@@ -8,6 +8,7 @@
 --   end
 --   local t = data.read_idx("train-labels-idx1-ubyte.gz")    -- any IDX file, gzip or plain
 --   local x, names = data.read_csv("measurements.csv")       -- a numeric CSV file, header optional
+--   data.write_csv("out.csv", x, {header = names})            -- and back, exactly
 --
 -- Labels count classes from 1, like every index in ordo (argmax returns
 -- 1-based indices, gather takes them): Fashion-MNIST's label k in the file
@@ -23,6 +24,7 @@ local ffi, C = cdef.ffi, cdef.C
 local fail, typename = util.fail, util.typename
 local fmt, concat = string.format, table.concat
 local floor, min = math.floor, math.min
+local byte = string.byte
 local bswap = require("bit").bswap
 local type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error =
     type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error
@@ -98,15 +100,25 @@ end
 -- (by their magic bytes, not the name) go through zlib, others through io.
 local function open_source(fname, path)
     local f = open_file(fname, path)
+    -- nil for a pipe or FIFO (/dev/stdin), which cannot go back: the bytes
+    -- read to look for gzip's magic are then handed out first (they were
+    -- lost: a plain IDX file from a pipe was "not an IDX file")
+    local size = f:seek("end")
+    if size then f:seek("set", 0) end
     local head = f:read(2)
     if head ~= "\31\139" then
-        local size = f:seek("end")
-        f:seek("set", 0)
+        local pending = ""
+        if size then f:seek("set", 0) else pending = head or "" end
         return {
             -- bytes not read yet: a header's sizes are checked against it before allocating
-            left = function() return size - f:seek() end,
+            left = size and function() return size - f:seek() end or nil,
             read = function(p, n)
                 local got = 0
+                if #pending > 0 then
+                    got = min(#pending, n)
+                    ffi.copy(p, pending, got)
+                    pending = pending:sub(got + 1)
+                end
                 while got < n do
                     local s = f:read(min(PIECE, n - got))
                     if not s then break end
@@ -119,6 +131,12 @@ local function open_source(fname, path)
         }
     end
     f:close()
+    if not size then
+        -- zlib reads by path: a pipe reopened has lost what was read (or
+        -- waits for a writer that is gone)
+        fail(fmt("%s: %s is gzip-compressed and not a regular file (a pipe?): decompress it first (zcat)", fname,
+                 path))
+    end
     local z, zerr = cdef.zlib()
     if not z then fail(fmt("%s: %s is gzip-compressed, but %s", fname, path, zerr)) end
     local gz = z.gzopen(path, "rb")
@@ -134,7 +152,16 @@ local function open_source(fname, path)
                     local msg = ffi.string(z.gzerror(gz, errnum))
                     fail(fmt("%s: reading %s: %s", fname, path, msg))
                 end
-                if r == 0 then break end
+                if r == 0 then
+                    -- zlib hands out what it has of a truncated file and
+                    -- only says so in gzerror (Z_BUF_ERROR): a file cut
+                    -- in its last 8 bytes (the CRC and size) read whole
+                    z.gzerror(gz, errnum)
+                    if errnum[0] == -5 then
+                        fail(fmt("%s: %s is truncated (the gzip stream ends early)", fname, path))
+                    end
+                    break
+                end
                 got = got + r
             end
             return got
@@ -267,7 +294,7 @@ end
 -- The fields of one CSV line: split at delim, surrounding white space and
 -- one pair of double quotes taken off each ("" inside quotes is a quote).
 -- Quoted fields may hold the delimiter.
-local function csv_fields(line, delim)
+local function quoted_fields(line, delim)
     local out, i, n = {}, 1, #line
     local function blank(c) return (c == " " or c == "\t") and c ~= delim end
     while true do
@@ -302,6 +329,22 @@ local function csv_fields(line, delim)
     end
 end
 
+local function csv_fields(line, delim)
+    if line:find('"', 1, true) then return quoted_fields(line, delim) end
+    -- no quote: split at each delimiter, white space trimmed (most files;
+    -- kept free of closures and patterns, so the JIT compiles it)
+    local out, i = {}, 1
+    while true do
+        local d = line:find(delim, i, true)
+        local field = line:sub(i, (d or 0) - 1)
+        local b1, bn = byte(field, 1), byte(field, -1)
+        if b1 == 32 or b1 == 9 or bn == 32 or bn == 9 then field = field:match("^[ \t]*(.-)[ \t]*$") end
+        out[#out + 1] = field
+        if not d then return out end
+        i = d + 1
+    end
+end
+
 local function csv_number(s)
     local v = tonumber(s)
     if v then return v end
@@ -316,18 +359,40 @@ local CSV_INT_RANGE = {}
 for _, d in ipairs({{"int32", -2 ^ 31, 2 ^ 31}, {"int64", -2 ^ 63, 2 ^ 63}, {"uint8", 0, 256}}) do
     CSV_INT_RANGE[tensor.parse_dtype("read_csv", d[1])] = {d[2], d[3], name = d[1]}
 end
+-- The C type of each dtype's elements: rows are gathered in one growing
+-- buffer of them, never as a Lua table per row (which took ~8 times the
+-- file's size in memory).
+local CSV_CTYPE = {[cdef.F32] = "float", [cdef.F64] = "double", [cdef.I32] = "int32_t", [cdef.I64] = "int64_t",
+                   [cdef.U8] = "uint8_t"}
+-- float32's largest finite value and the first value that rounds past it
+-- (FLT_MAX + half its ulp): a field at or past that would be stored as inf
+local F32_OVER = 3.4028235677973366e38
 
--- A field of plain decimal digits (an optional sign, white space around)
--- as an exact int64: a Lua number holds integers exactly only up to 2^53,
--- so 9007199254740993 read through tonumber became ...992, and
--- 9223372036854775807 (2^63 - 1) rounded to 2^63 and did not fit.  nil
--- when the field is not plain digits (1e3, 0x10: read as numbers), false
--- when it does not fit in int64.
+-- A decimal field (an optional sign, digits with an optional point and
+-- fraction, an optional exponent; white space around) as an exact int64:
+-- a Lua number holds integers exactly only up to 2^53, so 9007199254740993
+-- read through tonumber became ...992 (so did "9007199254740993.0" and
+-- "9.007199254740993e15"), and 9223372036854775807 (2^63 - 1) rounded to
+-- 2^63 and did not fit.  nil when the field is not decimal (0x10, nan:
+-- read as numbers), false when it does not fit in int64, "fraction" when
+-- it is not a whole number.
 local INT64_MAX, INT64_MIN_ABS = 9223372036854775807ULL, 9223372036854775808ULL
 local function exact_int64(s)
-    local sign, digits = s:match("^%s*([+-]?)0*(%d+)%s*$")
-    if not digits then return nil end
-    if #digits > 19 then return false end
+    local sign, rest = s:match("^%s*([+-]?)(.-)%s*$")
+    local mant, ex = rest:match("^([%d%.]+)[eE]([+-]?%d+)$")
+    if not mant then mant, ex = rest, "0" end
+    local int, frac = mant:match("^(%d*)%.(%d*)$")
+    if not int then int, frac = mant:match("^%d+$"), "" end
+    if not int or int .. frac == "" then return nil end
+    -- the value is digits * 10^e, digits without leading or trailing zeros
+    local digits = (int .. frac):gsub("^0+", "")
+    local e = tonumber(ex) - #frac
+    local trimmed = digits:gsub("0+$", "")
+    e, digits = e + (#digits - #trimmed), trimmed
+    if digits == "" then return ffi.cast("int64_t", 0) end
+    if e < 0 then return "fraction" end
+    if #digits + e > 19 then return false end
+    digits = digits .. string.rep("0", e)
     local v = 0ULL -- 19 digits stay below 2^64
     for i = 1, #digits do v = v * 10 + (digits:byte(i) - 48) end
     if sign == "-" then
@@ -336,6 +401,36 @@ local function exact_int64(s)
     end
     if v > INT64_MAX then return false end
     return ffi.cast("int64_t", v)
+end
+
+-- The lines of f (without their "\n"), read in pieces: LuaJIT's f:lines()
+-- mangles a line holding a NUL byte (it cut "1,2\0junk" to 6 bytes).
+local function csv_lines(f)
+    local buf, pos = "", 1
+    return function()
+        while true do
+            local nl = buf:find("\n", pos, true)
+            if nl then
+                local line = buf:sub(pos, nl - 1)
+                pos = nl + 1
+                return line
+            end
+            -- the rest of buf and pieces up to the next newline, joined once
+            -- (a long line is not copied again for each piece)
+            local parts = {buf:sub(pos)}
+            local piece
+            repeat
+                piece = f:read(PIECE)
+                parts[#parts + 1] = piece
+            until not piece or piece:find("\n", 1, true)
+            buf, pos = concat(parts), 1
+            if not piece then
+                if buf == "" then return nil end
+                pos = #buf + 1
+                return buf
+            end
+        end
+    end
 end
 
 -- read_csv(path [, {delimiter = ",", header = "auto", dtype = "float32",
@@ -348,7 +443,9 @@ end
 -- mark at the start are skipped.  Any other field that is not a number,
 -- or a row of another length, is an error naming the line.  With an
 -- integer dtype a field must be a whole number that fits it (1.5, nan or
--- 300 for uint8 is an error naming its line and column, not truncated).
+-- 300 for uint8 is an error naming its line and column, not truncated);
+-- with float32 a finite field past float32's range is an error, not inf.
+-- The file is read a line at a time into one buffer of the dtype.
 function M.read_csv(path, opts)
     local fname = "read_csv"
     opts = check_opts(fname, opts, {delimiter = true, header = true, dtype = true, missing = true})
@@ -365,31 +462,48 @@ function M.read_csv(path, opts)
     end
     -- checked before the file is read, so the error names read_csv
     local dtype = opts.dtype == nil and "float32" or opts.dtype
-    local range = CSV_INT_RANGE[tensor.parse_dtype(fname, dtype)]
+    local code = tensor.parse_dtype(fname, dtype)
+    local range = CSV_INT_RANGE[code]
     local exact64 = range and range.name == "int64"
+    local f32 = code == cdef.F32
     if range and opts.missing ~= nil then
         local m = opts.missing
         if m ~= floor(m) or not (m >= range[1] and m < range[2]) then
             fail(fmt("%s: missing = %s is not a whole number that fits in dtype %s", fname, tostring(m), range.name))
         end
     end
+    if f32 and opts.missing ~= nil and opts.missing == opts.missing and opts.missing ~= math.huge and
+       opts.missing ~= -math.huge and math.abs(opts.missing) >= F32_OVER then
+        fail(fmt("%s: missing = %s does not fit in float32 (it would be inf)", fname, tostring(opts.missing)))
+    end
+    local ctype = CSV_CTYPE[code]
+    local esize = ffi.sizeof(ctype)
+    local buf, cap, count = nil, 0, 0
     local f = open_file(fname, path)
-    local rows, names, ncol = {}, nil, nil
+    local names, ncol, nrows = nil, nil, 0
     local lineno = 0
-    for line in f:lines() do
+    local function column_name(c) return fmt(", column %d%s", c, names and names[c] and " (" .. names[c] .. ")" or "") end
+    local function bad(msg, ...)
+        f:close()
+        fail(fmt("%s: %s line %d" .. msg, fname, path, lineno, ...))
+    end
+    for line in csv_lines(f) do
         lineno = lineno + 1
-        line = line:gsub("\r$", "")
+        if byte(line, -1) == 13 then line = line:sub(1, -2) end -- CRLF
         -- a UTF-8 byte-order mark (spreadsheets write one) is no part of the
         -- first field: kept, it would make a number look like a header
         if lineno == 1 then line = line:gsub("^\239\187\191", "") end
-        if line:match("%S") then
+        -- (tonumber read "2\0junk" as 2; a file with CR line ends came
+        -- as one line, whose fields made a header and no rows)
+        if line:find("\0", 1, true) then bad(": a NUL byte (not a text file?)") end
+        if line:find("\r", 1, true) then
+            bad(": a carriage return inside the line (a file with CR line ends? convert it to LF or CRLF)")
+        end
+        if (byte(line, 1) or 0) > 32 or line:find("%S") then -- (a blank line is skipped)
             local fields, why = csv_fields(line, delim)
-            if not fields then
-                f:close()
-                fail(fmt("%s: %s line %d: %s", fname, path, lineno, why))
-            end
+            if not fields then bad(": %s", why) end
             local is_header = false
-            if not names and #rows == 0 then
+            if not names and nrows == 0 then
                 if header == true then
                     is_header = true
                 elseif header == "auto" then
@@ -402,60 +516,151 @@ function M.read_csv(path, opts)
                 names = fields
                 ncol = #fields
             else
-                if ncol and #fields ~= ncol then
-                    f:close()
-                    fail(fmt("%s: %s line %d has %d fields, expected %d", fname, path, lineno, #fields, ncol))
-                end
+                if ncol and #fields ~= ncol then bad(" has %d fields, expected %d", #fields, ncol) end
                 ncol = #fields
-                local row = {}
-                for c, v in ipairs(fields) do
+                if count + ncol > cap then
+                    local ncap = math.max(4096, cap * 2, count + ncol)
+                    local nbuf = ffi.new(ctype .. "[?]", ncap)
+                    if count > 0 then ffi.copy(nbuf, buf, count * esize) end
+                    buf, cap = nbuf, ncap
+                end
+                for c = 1, ncol do
+                    local v = fields[c]
                     local x = csv_number(v)
                     if x == nil then
                         if v == "" and opts.missing ~= nil then
                             x = opts.missing
                         else
-                            f:close()
-                            fail(fmt("%s: %s line %d, column %d%s: %s", fname, path, lineno, c,
-                                     names and names[c] and " (" .. names[c] .. ")" or "",
-                                     v == "" and "an empty field (give {missing = value} to fill it)" or
-                                     fmt("%q is not a number", v)))
+                            bad("%s: %s", column_name(c), v == "" and "an empty field (give {missing = value} to fill it)" or
+                                fmt("%q is not a number", v))
                         end
                     end
                     local exact = nil
                     if exact64 and v ~= "" then exact = exact_int64(v) end
-                    if exact then x = exact end -- (an int64 cdata, kept exact)
-                    -- an integer dtype takes whole numbers in its range: a
-                    -- fraction would be truncated, nan, inf or 300 (uint8) not stored
-                    if exact == false or (range and not exact and
-                                          (x ~= floor(x) or not (x >= range[1] and x < range[2]))) then
-                        f:close()
-                        fail(fmt("%s: %s line %d, column %d%s: %q %s", fname, path, lineno, c,
-                                 names and names[c] and " (" .. names[c] .. ")" or "", v,
-                                 fmt(exact ~= false and x ~= floor(x) and "is not a whole number (dtype %s)" or
-                                     "does not fit in %s",
-                                     range.name)))
+                    if exact == "fraction" then
+                        bad("%s: %q is not a whole number (dtype int64)", column_name(c), v)
+                    elseif exact == false then
+                        bad("%s: %q does not fit in int64", column_name(c), v)
+                    elseif exact then
+                        x = exact -- (an int64 cdata, kept exact)
+                    elseif range then
+                        -- an integer dtype takes whole numbers in its range: a
+                        -- fraction would be truncated, nan, inf or 300 (uint8) not stored
+                        if x ~= floor(x) then -- (nan too)
+                            bad("%s: %q is not a whole number (dtype %s)", column_name(c), v, range.name)
+                        elseif not (x >= range[1] and x < range[2]) then
+                            bad("%s: %q does not fit in %s", column_name(c), v, range.name)
+                        elseif exact64 and (x >= 2 ^ 53 or x <= -2 ^ 53) then
+                            -- (0x20000000000001: a Lua number past 2^53 may be rounded)
+                            bad("%s: %q cannot be read exactly as int64 (past 2^53 write it in decimal)", column_name(c), v)
+                        end
+                    elseif f32 and x == x and x ~= math.huge and x ~= -math.huge and (x >= F32_OVER or x <= -F32_OVER) then
+                        bad("%s: %q does not fit in float32 (it would be inf; give dtype = \"float64\")", column_name(c), v)
                     end
-                    row[c] = x
+                    buf[count] = x
+                    count = count + 1
                 end
-                rows[#rows + 1] = row
+                nrows = nrows + 1
             end
         end
     end
     f:close()
-    if #rows == 0 then return tensor.empty({0, ncol or 0}, {dtype = dtype}), names end
-    if exact64 then -- written as they are: the exact int64s and the checked numbers
-        local t = tensor.empty({#rows, ncol}, {dtype = "int64"})
-        local p = ffi.cast("int64_t *", util.host_ptr(t)) -- a new tensor: no op uses its bytes yet
-        local k = 0
-        for _, row in ipairs(rows) do
-            for c = 1, ncol do
-                p[k] = row[c]
+    local t = tensor.empty({nrows, ncol or 0}, {dtype = dtype})
+    -- a new tensor: no op uses its bytes yet
+    if count > 0 then ffi.copy(util.host_ptr(t), buf, count * esize) end
+    return t, names
+end
+
+-- write_csv(path, t [, {header = names, delimiter = ","}]): a 1-d (one
+-- column) or 2-d tensor as a CSV file that read_csv reads back exactly:
+-- float32 with 9 significant digits, float64 with 17, integers (int64
+-- too) as their digits, nan, inf and -inf as such (-0.0 as -0).  header: a
+-- list of one name per column (quoted where they hold the delimiter, a
+-- quote or white space at an end).  The file is replaced as ordo.save
+-- replaces one: whole or not at all.  Returns t.
+local CSV_FORMAT = {float32 = "%.9g", float64 = "%.17g", int32 = "%d", uint8 = "%d"}
+local CSV_WRITE_PTR = {float32 = "const float *", float64 = "const double *", int32 = "const int32_t *",
+                       int64 = "const int64_t *", uint8 = "const uint8_t *"}
+local function csv_name(fname, name, delim, i)
+    if type(name) ~= "string" then
+        fail(fmt("%s: header name %d is %s, expected a string", fname, i, typename(name)))
+    end
+    if name:find("[\r\n%z]") then
+        fail(fmt("%s: header name %d (%q) holds a line break or NUL, which read_csv cannot read back", fname, i, name))
+    end
+    if name:find(delim, 1, true) or name:find('"', 1, true) or name:find("^[ \t]") or name:find("[ \t]$") then
+        return '"' .. name:gsub('"', '""') .. '"'
+    end
+    return name
+end
+
+function M.write_csv(path, t, opts)
+    local fname = "write_csv"
+    if not is_tensor(t) then fail(fmt("%s: expected a tensor second, got %s", fname, typename(t))) end
+    opts = check_opts(fname, opts, {header = true, delimiter = true})
+    local delim = opts.delimiter or ","
+    if type(delim) ~= "string" or #delim ~= 1 or delim:find("[\"\r\n%d%.eE+%-]") then
+        fail(fname .. ": delimiter must be one character that is no part of a number (not a quote), got " ..
+             tostring(delim))
+    end
+    local nd = t:dim()
+    if nd ~= 1 and nd ~= 2 then
+        fail(fmt("%s: expected a 1-d or 2-d tensor (rows x columns), got shape %s", fname, tensor.shape_str(t:shape())))
+    end
+    local rows, cols = t:size(1), nd == 2 and t:size(2) or 1
+    local head
+    if opts.header ~= nil then
+        local h = opts.header
+        if type(h) ~= "table" or getmetatable(h) ~= nil or #h ~= cols then
+            fail(fmt("%s: header must be a list of %d names (one per column), got %s", fname, cols,
+                     type(h) == "table" and fmt("%d", #h) or typename(h)))
+        end
+        local parts = {}
+        for i = 1, cols do parts[i] = csv_name(fname, h[i], delim, i) end
+        head = concat(parts, delim) .. "\n"
+    end
+    local serialize = require "ordo.serialize"
+    local dt = t:dtype()
+    serialize.write_file(fname, path, function(put)
+        if head then put(head) end
+        local c = serialize.host_copy(fname, t, "the tensor")
+        local p = ffi.cast(CSV_WRITE_PTR[dt], util.host_ptr(c))
+        local form, i64 = CSV_FORMAT[dt], dt == "int64"
+        local lines, size, k = {}, 0, 0
+        local field = {}
+        for _ = 1, rows do
+            for j = 1, cols do
+                local v = p[k]
                 k = k + 1
+                local s
+                if i64 then
+                    s = tostring(v):sub(1, -3) -- (tostring of an int64 ends in LL)
+                elseif v ~= v then
+                    s = "nan"
+                elseif v == math.huge then
+                    s = "inf"
+                elseif v == -math.huge then
+                    s = "-inf"
+                else
+                    s = fmt(form, v)
+                end
+                field[j] = s
+            end
+            local line = concat(field, delim, 1, cols)
+            lines[#lines + 1] = line
+            size = size + #line + 1
+            if size >= PIECE then
+                lines[#lines + 1] = ""
+                put(concat(lines, "\n"))
+                lines, size = {}, 0
             end
         end
-        return t, names
-    end
-    return tensor.tensor(rows, {dtype = dtype}), names
+        if #lines > 0 then
+            lines[#lines + 1] = ""
+            put(concat(lines, "\n"))
+        end
+    end)
+    return t
 end
 
 -- ---------------------------------------------------------------- Fashion-MNIST
@@ -529,6 +734,16 @@ local function load_split(fname, dir, split, limit, opts)
     if labels:dtype() ~= "uint8" or labels:dim() ~= 1 or labels:size(1) ~= n then
         fail(fmt("%s: %s holds %s %s, expected %d uint8 labels", fname, lpath, labels:dtype(),
                  tensor.shape_str(labels:shape()), n))
+    end
+    -- a damaged labels file would give classes past 10: one_hot or a loss
+    -- would fail far from the cause, or a count of classes come out wrong
+    if n > 0 then
+        local top = labels:max():item()
+        if top > 9 then
+            local at = labels:gt(9):to("uint8"):argmax():item()
+            fail(fmt("%s: %s holds label %d at entry %d (Fashion-MNIST labels are 0..9): a damaged file?", fname,
+                     lpath, labels[at], at))
+        end
     end
     if opts.device ~= nil then
         -- uint8 crosses to the device: a quarter of the float32 bytes
@@ -690,8 +905,11 @@ function M.loader(x, y, opts)
     local fname = "DataLoader"
     if not is_tensor(x) then fail(fmt("%s: expected a tensor of examples first, got %s", fname, typename(x))) end
     if y ~= nil and not is_tensor(y) then
-        if opts == nil and type(y) == "table" and getmetatable(y) == nil then
+        if opts == nil and type(y) == "table" and getmetatable(y) == nil and y[1] == nil then
             y, opts = nil, y -- loader(x, opts)
+        elseif type(y) == "table" and getmetatable(y) == nil then
+            -- (was read as options: "unknown option '1'")
+            fail(fmt("%s: the targets must be a tensor, got a Lua list (make it one: ordo.tensor(y, \"int64\"))", fname))
         else
             fail(fmt("%s: expected a tensor of targets (or options) second, got %s", fname, typename(y)))
         end

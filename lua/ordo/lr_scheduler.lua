@@ -513,7 +513,7 @@ local function load(self, path)
     serialize = serialize or require "ordo.serialize"
     local st, entries = {}, serialize.read(fname, path)
     for _, e in ipairs(entries) do
-        if e.name == "kind" and e.tensor:dtype() == "uint8" and e.tensor:numel() > 0 then
+        if e.name == "kind" and e.tensor:dtype() == "uint8" and e.tensor:dim() == 1 and e.tensor:numel() > 0 then
             st.kind = string.char(unpack(e.tensor:totable()))
         end
     end
@@ -523,9 +523,11 @@ local function load(self, path)
     end
     for _, e in ipairs(entries) do
         local t, k = e.tensor, e.name
-        if k:find("%.list$") then
+        -- (a list and a string are 1-d: totable of a damaged 2-d one gave
+        -- tables where numbers or bytes belong, and a Lua error in here)
+        if k:find("%.list$") and t:dim() == 1 then
             st[k:sub(1, -6)] = t:numel() > 0 and t:totable() or {}
-        elseif t:dtype() == "uint8" then
+        elseif t:dtype() == "uint8" and t:dim() == 1 then
             st[k] = t:numel() > 0 and string.char(unpack(t:totable())) or ""
         elseif t:numel() == 1 and t:dim() == 0 then
             st[k] = t:item()

@@ -333,19 +333,36 @@ local function load_entries(self, fname, path, list, copy)
     local got = {}
     for _, e in ipairs(list) do got[e.name] = e.tensor end
     local kind = self.__name or "optimiser"
-    local file_kind = got.kind and string.char(unpack(got.kind:totable())) or "?"
+    local k = got.kind
+    if k == nil then
+        -- (a module's m:save file, a lone tensor: said as such, not "the state of ?")
+        fail(fmt("%s: %s holds no optimiser state (no 'kind': not written by opt:save / opt:state_dict)", fname, path))
+    end
+    if k:dtype() ~= "uint8" or k:dim() ~= 1 or k:numel() == 0 or k:numel() > 64 then
+        fail(fmt("%s: %s has a damaged 'kind' (%s of shape %s, expected the uint8 bytes of a name)", fname, path,
+                 k:dtype(), shape_str(k:shape())))
+    end
+    local file_kind = string.char(unpack(k:totable()))
     if file_kind ~= kind then
         fail(fmt("%s: %s holds the state of %s, not %s", fname, path, file_kind, kind))
     end
-    local function int_of(name)
+    -- one element each: params and step whole numbers >= 0 (int64), lr a
+    -- finite number >= 0 (a damaged file must not set a nan lr or a step of 2.5)
+    local function scalar_of(name, dt)
         local t = got[name]
         if not t or t:numel() ~= 1 then fail(fmt("%s: %s has no %s", fname, path, name)) end
-        return t:item()
+        local v = t:item()
+        if t:dtype() ~= dt or not (v >= 0 and v < math.huge) then
+            fail(fmt("%s: %s has a damaged %s (%s %s, expected %s >= 0)", fname, path, name, t:dtype(), tostring(v),
+                     dt == "int64" and "a whole number" or "a finite number"))
+        end
+        return v
     end
+    local function int_of(name) return scalar_of(name, "int64") end
     if int_of("params") ~= #self.params then
         fail(fmt("%s: %s is for %d parameters, this optimiser has %d", fname, path, int_of("params"), #self.params))
     end
-    local step, lr = int_of("step"), int_of("lr")
+    local step, lr = int_of("step"), scalar_of("lr", "float64")
     local n = #self.params
     -- per-parameter update counts; a file from before them has none: each
     -- parameter with state then counts the optimiser's steps (set below)
@@ -439,6 +456,18 @@ function Optimizer:load_state_dict(sd)
     local fname = "load_state_dict"
     if type(sd) ~= "table" or is_tensor(sd) then
         fail(fmt("%s: expected a state dict (opt:state_dict()), got %s", fname, typename(sd)))
+    end
+    if sd[1] == nil and next(sd) ~= nil then
+        -- name = tensor: what ordo.load gives for ordo.save(opt:state_dict(), path)
+        local list = {}
+        for k, v in pairs(sd) do
+            if type(k) ~= "string" or not is_tensor(v) then
+                fail(fmt("%s: expected a state dict (opt:state_dict(), or a table of name = tensor), got an entry %s = %s",
+                         fname, tostring(k), typename(v)))
+            end
+            list[#list + 1] = {name = k, tensor = v}
+        end
+        sd = list
     end
     for i, e in ipairs(sd) do
         if type(e) ~= "table" or type(e.name) ~= "string" or not is_tensor(e.tensor) then

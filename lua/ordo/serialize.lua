@@ -1,10 +1,14 @@
 -- ordo.serialize: named tensors to and from a file, the format of
 -- ordo.save / ordo.load and of a module's save / load.
 --
--- The file: a line "ORDO-PARAMS 1", then per tensor a header line
--- "name dtype ndim size1 size2 ..." followed by its bytes (row-major, the
--- machine's byte order), and a last line "end".  Names are written as they
--- are, so they must not hold white space, and no two may be the same.
+-- The file: a line "ORDO-PARAMS 2", then per tensor a header line
+-- "name dtype ndim size1 size2 ... crc32=xxxxxxxx" followed by its bytes
+-- (row-major, the machine's byte order), and a last line "end".  The
+-- CRC-32 (zlib's) covers the header line before " crc32=" and the bytes:
+-- a damaged byte, in a name, a size or the data, fails the load naming the
+-- tensor.  Files of version 1 (the same without the checksums) still load.
+-- Names are written as they are, so they must not hold white space (nor
+-- control characters), and no two may be the same.
 -- ordo.save writes a lone tensor as the single name "." (so ordo.save
 -- refuses "." as a table key: {["."] = t} would read back as t) and an
 -- integer key as its decimal digits (which ordo.load turns back into a
@@ -19,7 +23,7 @@ local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 
-local ffi = cdef.ffi
+local ffi, C = cdef.ffi, cdef.C
 local fail, typename = util.fail, util.typename
 local is_int = util.is_int
 local fmt, concat = string.format, table.concat
@@ -29,7 +33,7 @@ local min = math.min
 
 local M = {}
 
-local MAGIC = "ORDO-PARAMS 1"
+local MAGIC, MAGIC_V1 = "ORDO-PARAMS 2", "ORDO-PARAMS 1"
 local ELEMENT_SIZE = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
 local MAX_DIMS = 8
 local LONE = "." -- the name of a lone tensor (ordo.save(t, path))
@@ -58,14 +62,97 @@ local function reraise(fname, msg)
     error(msg, 0)
 end
 
+-- Where a save writes: {target =, direct =, mode =}.  A regular file (or
+-- nothing yet) is replaced through target .. ".tmp"; a symbolic link is
+-- followed, so the file it names is replaced and the link stays; a device,
+-- FIFO or socket (/dev/null) is written directly (direct): a rename would
+-- replace the node itself.  mode: the old file's permission bits, which
+-- the new file keeps (a checkpoint made private stays private).
+local PATH_BUF = 4096 -- PATH_MAX
+local function save_target(fname, path)
+    local mode = ffi.new("unsigned[1]")
+    local kind = C.ordo_file_kind(path, mode)
+    if kind == 2 then fail(fmt("%s: %s is a directory, not a file", fname, path)) end
+    if kind == 3 then return {target = path, direct = true} end
+    if kind ~= 1 then return {target = path} end -- nothing there yet (or it cannot be looked at: open says why)
+    local buf = ffi.new("char[?]", PATH_BUF)
+    local real = ffi.C.realpath(path, buf) ~= nil and ffi.string(buf) or path
+    -- the rename needs only the directory's permission: a file made
+    -- read-only (chmod a-w, to keep it) would be replaced all the same
+    local w, err = io.open(real, "r+b") -- (changes nothing)
+    if not w then fail(fmt("%s: cannot write %s: %s", fname, path, io_reason(real, err))) end
+    w:close()
+    return {target = real, mode = mode[0]}
+end
+
+-- The failure a tensor's bytes carry: the message of the op that should
+-- have written them and failed (or was skipped), also once a wait has
+-- reported it -- reported, the engine lets later ops use the bytes again,
+-- but they are still stale or garbage.  nil when they are good.
+local function failed_bytes(t)
+    local s = t._c.storage
+    if C.ordo_var_failed(s.var) == 0 then return nil end
+    return (util.op_message(ffi.string(C.ordo_last_error())))
+end
+
+-- Writes path through body(put), put(s) adding bytes: to path .. ".tmp",
+-- which then replaces path, so an error raised by body (or by a write: a
+-- full disk) leaves the old file whole; see save_target for links,
+-- devices and permissions.  fname names the caller in errors.
+function M.write_file(fname, path, body)
+    if type(path) ~= "string" then fail(fmt("%s: expected a file path, got %s", fname, typename(path))) end
+    if path == "" then fail(fname .. ": the file path is empty") end
+    local where = save_target(fname, path) -- a directory: said before writing anything
+    local tmp = where.direct and path or where.target .. ".tmp"
+    -- a stale path.tmp goes first: were it a symbolic link, "wb" would
+    -- write through it into whatever file it names
+    if not where.direct then os.remove(tmp) end
+    local f, err = io.open(tmp, "wb")
+    if not f then fail(fmt("%s: cannot open %s: %s", fname, tmp, io_reason(tmp, err))) end
+    -- before any byte is written: the old file's readers only may read the new one
+    if where.mode then ffi.C.chmod(tmp, where.mode) end
+    local ok, werr = pcall(function()
+        body(function(s)
+            local r, e = f:write(s)
+            if not r then error(fmt("%s: writing %s failed: %s", fname, tmp, tostring(e)), 0) end
+        end)
+        local r, e = f:close()
+        f = nil
+        if not r then error(fmt("%s: writing %s failed: %s", fname, tmp, tostring(e)), 0) end
+    end)
+    if not ok then
+        if f then f:close() end
+        if not where.direct then os.remove(tmp) end
+        reraise(fname, werr)
+    end
+    if where.direct then return end
+    local r, rerr = os.rename(tmp, where.target)
+    if not r then
+        os.remove(tmp)
+        fail(fmt("%s: cannot replace %s: %s", fname, path, tostring(rerr)))
+    end
+end
+
+-- t as a contiguous cpu(0) tensor whose bytes are good to write (waited
+-- for); raises, naming what (e.g. "tensor w"), when an op that should have
+-- written them failed.
+function M.host_copy(fname, t, what)
+    local c = t:detach():to(util.cpu(0)):contiguous()
+    c:wait()
+    local why = failed_bytes(t) or failed_bytes(c)
+    if why then error(fmt("%s: %s holds the result of an op that failed (%s); nothing saved", fname, what, why), 0) end
+    return c
+end
+
 -- entries: a list of {name = string, tensor = tensor}.  fname names the
 -- caller in errors ("save", "ordo.save").
 function M.write(fname, path, entries)
     if type(path) ~= "string" then fail(fmt("%s: expected a file path, got %s", fname, typename(path))) end
     local seen = {}
     for _, e in ipairs(entries) do
-        if type(e.name) ~= "string" or e.name == "" or e.name:find("%s") then
-            fail(fmt("%s: tensor names must be non-empty and without white space, got %q", fname, tostring(e.name)))
+        if type(e.name) ~= "string" or e.name == "" or e.name:find("[%s%c]") then
+            fail(fmt("%s: tensor names must be non-empty, without white space or control characters, got %q", fname,
+                     tostring(e.name)))
         end
         -- read refuses a file with a name twice: never write one
         if seen[e.name] then fail(fmt("%s: two tensors named %s", fname, e.name)) end
@@ -74,32 +161,18 @@ function M.write(fname, path, entries)
             fail(fmt("%s: %s is not a tensor (%s)", fname, e.name, typename(e.tensor)))
         end
     end
-    if path == "" then fail(fname .. ": the file path is empty") end
-    -- a directory cannot be replaced by the file: say so before writing anything
-    local d = io.open(path, "rb")
-    if d then
-        local _, _, code = d:read(0)
-        d:close()
-        if code == 21 then fail(fmt("%s: %s is a directory, not a file", fname, path)) end
-    end
-    local tmp = path .. ".tmp"
-    local f, err = io.open(tmp, "wb")
-    if not f then fail(fmt("%s: cannot open %s: %s", fname, tmp, io_reason(tmp, err))) end
-    local ok, werr = pcall(function()
-        local function put(s)
-            local r, e = f:write(s)
-            if not r then error(fmt("%s: writing %s failed: %s", fname, tmp, tostring(e)), 0) end
-        end
+    M.write_file(fname, path, function(put)
         put(MAGIC .. "\n")
         for _, e in ipairs(entries) do
-            local c = e.tensor:detach():to(util.cpu(0)):contiguous()
-            c:wait()
+            local c = M.host_copy(fname, e.tensor, e.name == LONE and "the tensor" or "tensor " .. e.name)
             local s = c:shape()
             local dims = {}
             for i = 1, #s do dims[i] = fmt(" %d", s[i]) end -- exact: tostring would give 1e+15
-            put(fmt("%s %s %d%s\n", e.name, c:dtype(), #s, concat(dims)))
+            local head = fmt("%s %s %d%s", e.name, c:dtype(), #s, concat(dims))
             local nbytes = c:numel() * c:element_size()
             local src = ffi.cast("const uint8_t *", util.host_ptr(c))
+            local crc = C.ordo_crc32(C.ordo_crc32(0, head, #head), src, nbytes)
+            put(fmt("%s crc32=%08x\n", head, crc))
             local off = 0
             while off < nbytes do
                 local n = min(PIECE, nbytes - off)
@@ -108,20 +181,7 @@ function M.write(fname, path, entries)
             end
         end
         put("end\n")
-        local r, e = f:close()
-        f = nil
-        if not r then error(fmt("%s: writing %s failed: %s", fname, tmp, tostring(e)), 0) end
     end)
-    if not ok then
-        if f then f:close() end
-        os.remove(tmp)
-        reraise(fname, werr)
-    end
-    local r, rerr = os.rename(tmp, path)
-    if not r then
-        os.remove(tmp)
-        fail(fmt("%s: cannot replace %s: %s", fname, path, tostring(rerr)))
-    end
 end
 
 -- Reads n bytes of f in pieces, handing each to put(s, offset); false and
@@ -145,7 +205,9 @@ local function parse_header(line)
     local words = {}
     for w in line:gmatch("%S+") do words[#words + 1] = w end
     local name, dt, nd = words[1], words[2], words[3]
-    if not (name and ELEMENT_SIZE[dt] and nd and nd:find("^%d$")) then return nil end
+    -- (a name has no control characters: a header read from the middle of
+    -- a tensor's bytes, after a damaged size, would mostly have some)
+    if not (name and not name:find("%c") and ELEMENT_SIZE[dt] and nd and nd:find("^%d$")) then return nil end
     nd = tonumber(nd)
     if nd > MAX_DIMS or #words ~= 3 + nd then return nil end
     local shape, numel = {}, 1
@@ -179,13 +241,37 @@ function M.read(fname, path)
         -- into pieces first instead.
         local size = f:seek("end")
         if size and not f:seek("set", 0) then size = nil end
-        if f:read("*l") ~= MAGIC then error(fmt("%s: %s is not an ordo tensor file", fname, path), 0) end
+        local first = f:read("*l")
+        local v1 = first == MAGIC_V1
+        if first ~= MAGIC and not v1 then
+            -- two ways a good file goes bad in transit, said as such
+            local why = ""
+            if first == MAGIC .. "\r" or first == MAGIC_V1 .. "\r" then
+                why = " (its line ends were changed to CRLF: a text-mode copy, or git's autocrlf, damaged it)"
+            elseif first and first:sub(1, 2) == "\31\139" then
+                why = " (it is gzip-compressed: gunzip it first)"
+            end
+            error(fmt("%s: %s is not an ordo tensor file%s", fname, path, why), 0)
+        end
         local entries, seen = {}, {}
         while true do
             local line = f:read("*l")
             if not line then error(fmt("%s: %s is truncated (no end line)", fname, path), 0) end
-            if line == "end" then break end
-            local name, dt, shape, nbytes = parse_header(line)
+            if line == "end" then
+                -- more after the end: a damaged header (a size too small
+                -- leaves bytes over), or two files joined
+                if f:read(1) then
+                    error(fmt("%s: %s has bytes after its end line (damaged, or not one ordo file)", fname, path), 0)
+                end
+                break
+            end
+            local head, want = line, nil
+            if not v1 then
+                head, want = line:match("^(.*) crc32=(%x%x%x%x%x%x%x%x)$")
+                want = want and tonumber(want, 16)
+            end
+            local name, dt, shape, nbytes
+            if head then name, dt, shape, nbytes = parse_header(head) end
             if not name then error(fmt("%s: bad header line in %s: %q", fname, path, line:sub(1, 200)), 0) end
             if seen[name] then error(fmt("%s: %s holds two tensors named %s", fname, path, name), 0) end
             seen[name] = true
@@ -215,6 +301,13 @@ function M.read(fname, path)
                 else
                     local whole, got = read_pieces(f, nbytes, put)
                     if not whole then short(got) end -- the file shrank since we measured it
+                end
+            end
+            if want then
+                local crc = C.ordo_crc32(C.ordo_crc32(0, head, #head), util.host_ptr(t), nbytes)
+                if crc ~= want then
+                    error(fmt("%s: %s: tensor '%s' does not match its checksum (crc32 %08x, the file says %08x): " ..
+                              "the file is damaged", fname, path, name, crc, want), 0)
                 end
             end
             entries[#entries + 1] = {name = name, tensor = t}
@@ -263,8 +356,31 @@ function M.save(x, path, extra)
         fail(fmt("ordo.save: takes (x, path) and no options, got a third argument (%s)", typename(extra)))
     end
     local entries = {}
+    local first = type(x) == "table" and getmetatable(x) == nil and x[1]
     if tensor.is_tensor(x) then
         entries[1] = {name = LONE, tensor = x}
+    elseif type(first) == "table" and getmetatable(first) == nil and first.name ~= nil then
+        -- a state dict, m:state_dict() or opt:state_dict(): a list of {name
+        -- =, tensor =}, saved by its names (ordo.load gives name = tensor,
+        -- which load_state_dict takes); was "1 is not a tensor (table)"
+        local n = #x
+        for k in pairs(x) do
+            if not (type(k) == "number" and k >= 1 and k <= n and k % 1 == 0) then
+                fail(fmt("ordo.save: a state dict (a list of {name =, tensor =}) with another key too (%s)",
+                         tostring(k)))
+            end
+        end
+        for i = 1, n do
+            local e = x[i]
+            if type(e) ~= "table" or tensor.is_tensor(e) or type(e.name) ~= "string" then
+                fail(fmt("ordo.save: entry %d of the state dict is %s, expected {name =, tensor =}", i, typename(e)))
+            end
+            if e.name == LONE or name_key(e.name) ~= e.name then
+                fail(fmt("ordo.save: entry %d of the state dict is named %q, which would load back as %s", i, e.name,
+                         e.name == LONE and "a lone tensor" or "a number"))
+            end
+            entries[i] = {name = e.name, tensor = e.tensor}
+        end
     elseif type(x) == "table" and getmetatable(x) == nil then
         -- every key checked before sorting: the sort compares them
         local keys, by_name = {}, {}

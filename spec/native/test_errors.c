@@ -368,6 +368,36 @@ static void test_rule5_wait_to_write_reports(void) {
     each_kind(rule5_wait_to_write_reports_body);
 }
 
+/* ordo_var_failed: a var whose last write failed says so, also after the
+ * wait that reported the failure (ordo.save refuses such bytes); a reader
+ * pushed after the report runs and leaves the var as it was; the next
+ * successful write clears it. */
+static void var_failed_body(ordo_engine *e, int kind) {
+    const char *kn = kind_str(kind);
+    ordo_var *a = ordo_new_variable(e), *b = ordo_new_variable(e);
+    atomic_int ran = 0;
+    CHECK_EQ_LONG(ordo_var_failed(a), 0); /* never written */
+    CHECK_EQ_LONG(push_simple(e, fail_boom, NULL, NULL, 0, &a, 1, "F"), 0);
+    CHECK_EQ_LONG(push_simple(e, mark_op, &ran, &a, 1, &b, 1, "skipped"), 0); /* skipped: b carries it too */
+    CHECK_MSG(ordo_wait_for_var(e, a) == ORDO_ERR_FAILED, "%s: the wait reports the failure", kn);
+    CHECK_EQ_LONG(ordo_wait_for_var(e, b), 0); /* reported once */
+    int rc = ordo_var_failed(a);
+    CHECK_MSG(rc == ORDO_ERR_FAILED && contains(ordo_last_error(), "boom 7"), "%s: var_failed(a) = %d (%s)", kn, rc,
+              ordo_last_error());
+    CHECK_EQ_LONG(ordo_var_failed(b), ORDO_ERR_FAILED);
+    CHECK_EQ_LONG(push_simple(e, mark_op, &ran, &a, 1, NULL, 0, "reader"), 0); /* after the report: runs */
+    CHECK_EQ_LONG(ordo_wait_to_write(e, a), 0);
+    CHECK_EQ_LONG(atomic_load(&ran), 1);
+    CHECK_EQ_LONG(ordo_var_failed(a), ORDO_ERR_FAILED); /* a read is no write */
+    CHECK_EQ_LONG(push_simple(e, mark_op, &ran, NULL, 0, &a, 1, "good"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_var(e, a), 0);
+    CHECK_EQ_LONG(ordo_var_failed(a), 0); /* a good write clears it */
+    CHECK_EQ_LONG(ordo_var_failed(NULL), ORDO_ERR_INVALID);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+}
+
+static void test_var_failed(void) { each_kind(var_failed_body); }
+
 /* Deleting a var that carries an error still runs the delete function (it
  * typically frees the var's storage) and does not hang; the failure is still
  * reported by wait_for_all. */
@@ -801,6 +831,7 @@ int main(void) {
     TEST_T(test_rule5_async_failure, 60);
     TEST_T(test_rule5_operator_failure, 60);
     TEST_T(test_rule5_wait_to_write_reports, 60);
+    TEST_T(test_var_failed, 60);
     TEST_T(test_rule5_delete_failed_var, 60);
     TEST_T(test_rule5_destroy_with_unreported_failure, 60);
     TEST_T(test_rule5_op_pushed_before_the_report_is_skipped, 60);
