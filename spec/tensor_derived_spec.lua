@@ -247,6 +247,26 @@ describe("derived ops", function()
         end
     end)
 
+    it("median() of everything shares the gradient among ties (and NaNs), as Torch's; median(dim) its index", function()
+        local function grad_of(f, vals)
+            local x = ordo.tensor(vals, "float64"):requires_grad()
+            f(x):sum():backward()
+            return x.grad:totable()
+        end
+        -- (it gave all of it to one of the tied elements)
+        assert.same({0, 0.5, 0.5, 0}, grad_of(function(t) return t:median() end, {1, 2, 2, 3}))
+        assert.same({{0.25, 0.25}, {0.25, 0.25}}, grad_of(function(t) return t:median() end, {{2, 2}, {2, 2}}))
+        assert.same({0, 0.5, 0, 0.5}, grad_of(function(t) return t:median() end, {1, 0 / 0, 3, 0 / 0}))
+        assert.same({1}, grad_of(function(t) return t:median() end, {5}))
+        assert.same({0, 1, 0, 0}, grad_of(function(t) return (t:median(1)) end, {1, 2, 2, 3}))
+        local x = ordo.tensor({3, 1, 2}, "float64"):requires_grad()
+        local m = x:median()
+        assert.equals(2, m:item())
+        assert.same({}, m:shape())
+        assert.equals("median", m:grad_fn())
+        assert.is_true(ordo.autograd.gradcheck(function(t) return t:median() end, {ordo.randn({3, 4}, "float64"):requires_grad()}))
+    end)
+
     it("gradients of var, std, norm and logsumexp match numerical differentiation", function()
         local x = ordo.randn({3, 4}, "float64"):requires_grad()
         for _, fn in ipairs({

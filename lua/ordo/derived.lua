@@ -143,11 +143,26 @@ end
 -- rounded down), a 0-dim tensor; median(dim [, keepdim]): values and int64
 -- indices along dim.  A line holding NaN has median NaN (as Torch; its
 -- index is that of a NaN).
+-- median() of everything: its gradient is shared evenly by the elements
+-- equal to the median (by the NaN elements when it is NaN), as Torch's
+-- (and max()'s); one sorted place would pick an arbitrary one of the ties.
+local function record_median_all(x, v)
+    local autograd = package.loaded["ordo.autograd"]
+    return autograd.record("median", v, {x, n = 1}, function(g)
+        local m = x:eq(v):add(x:isnan():mul(v:isnan())):to(g:dtype())
+        return m * (g / m:sum())
+    end, {x, v})
+end
+
 function Tensor:median(dim, keepdim)
     check_self("median", self)
     local x, d = self, nil
     if dim == nil then
         if self:numel() == 0 then fail("median: cannot take the median of an empty tensor") end
+        local autograd = package.loaded["ordo.autograd"]
+        if autograd and autograd.needs(self) then
+            return record_median_all(self, self:detach():median())
+        end
         x, d = self:reshape(-1), 1
     else
         d = select_dim("median", self, dim)
