@@ -223,10 +223,20 @@ function Tensor:norm(p, dim, keepdim)
     m = m:detach()
     m = m:masked_fill(m:eq(0):add(m:eq(huge)):ne(0), 1) -- all zeros, or an inf: nothing to scale
     local y = x / m
-    local s = p == 2 and sum_over(y * y, dim, true) or sum_over(y:abs():pow(p), dim, true)
+    local autograd = package.loaded["ordo.autograd"]
+    local ya = p ~= 2 and y:abs() or nil
+    if p < 1 and autograd and autograd.needs(x) then
+        -- |y|^p's derivative p |y|^(p-1) is infinite at a zero element for
+        -- p < 1 (and abs's 0 there times it NaN); Torch takes 0 there: the
+        -- power of 1 in those places, then 0 selected, so no inf is met
+        local z = ya:eq(0)
+        ya = tensor.where(z, 0, tensor.where(z, 1, ya):pow(p))
+    elseif ya then
+        ya = ya:pow(p)
+    end
+    local s = p == 2 and sum_over(y * y, dim, true) or sum_over(ya, dim, true)
     if dim == nil then s = s:reshape({}) end
     local r
-    local autograd = package.loaded["ordo.autograd"]
     if not (autograd and autograd.needs(x)) then
         r = p == 2 and s:sqrt() or s:pow(1 / p)
     else
