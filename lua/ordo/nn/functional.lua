@@ -968,8 +968,12 @@ function M.kl_div(input, target, opts)
     if r ~= nil and r ~= "batchmean" and not REDUCTIONS[r] then
         fail(fmt("%s: reduction must be 'mean', 'batchmean', 'sum' or 'none', got %s", fname, tostring(r)))
     end
-    local loss = target * (target:log() - input)
-    loss = loss:masked_fill(target:eq(0), 0) -- 0 log 0 = 0 (the log gave -inf there)
+    -- 0 log 0 = 0, as Torch's: the log of 1 where the target is 0 (log 0
+    -- would be -inf there, and its gradient 1/0 times 0 NaN in the
+    -- target's gradient), and those places masked, gradients included
+    local zero = target:eq(0)
+    local loss = target * (tensor.where(zero, 1, target):log() - input)
+    loss = loss:masked_fill(zero, 0)
     if r == "batchmean" then
         return loss:sum() / (input:dim() > 0 and input:size(1) or 1)
     end
