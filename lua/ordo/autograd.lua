@@ -305,6 +305,27 @@ local function check_grad(node, i, x, gi)
     return gi
 end
 
+-- Raises when node's graph was freed or a tensor it saved was changed in
+-- place since the op (the storage's count of pushed writes moved).
+local function check_node(node)
+    if not node.inputs then
+        fail(fmt("backward: the graph through %s was freed by an earlier backward; " ..
+                 "give the first one {retain_graph = true} to go through it twice", node.name))
+    end
+    local saved = node.saved
+    if saved then
+        for i = 1, #saved do
+            local s = saved[i]
+            local now = writes_of(s)
+            if now ~= node.versions[i] then
+                fail(fmt("backward: a tensor (shape %s) saved by %s was changed in place after the op " ..
+                         "(%d writes since); compute the update out of place, or after backward",
+                         shape_str(s), node.name, tonumber(now - node.versions[i])))
+            end
+        end
+    end
+end
+
 -- capture: nil for backward() (gradients accumulate into the leaves'
 -- .grad and retained non-leaves'), or the set of tensors autograd.grad
 -- asked for: their gradients are collected into the returned table and no
@@ -336,6 +357,17 @@ local function run_backward(root, grad, retain, capture)
             leads[t] = via or capture[t] == true
         end
     end
+    -- every node about to run checked first, so that a freed graph or a
+    -- saved tensor changed in place raises before any .grad is touched or
+    -- any of the graph freed (a retry after fixing the cause would
+    -- otherwise add to gradients the failed pass had already accumulated);
+    -- checked again as each node runs: the pass itself may write a saved
+    -- tensor (a .grad the forward read)
+    for k = 1, #order do
+        local t = order[k]
+        local node = t._node
+        if node and not (capture and not through[t]) then check_node(node) end
+    end
     local grads = {[root] = grad}
     local taken = {[grad] = true}
     for k = 1, #order do
@@ -355,21 +387,7 @@ local function run_backward(root, grad, retain, capture)
                 end
             end
             if node then
-                if not node.inputs then
-                    fail(fmt("backward: the graph through %s was freed by an earlier backward; " ..
-                             "give the first one {retain_graph = true} to go through it twice", node.name))
-                end
-                if node.saved then
-                    for i = 1, #node.saved do
-                        local s = node.saved[i]
-                        local now = writes_of(s)
-                        if now ~= node.versions[i] then
-                            fail(fmt("backward: a tensor (shape %s) saved by %s was changed in place after the op " ..
-                                     "(%d writes since); compute the update out of place, or after backward",
-                                     shape_str(s), node.name, tonumber(now - node.versions[i])))
-                        end
-                    end
-                end
+                check_node(node)
                 local gi = {node.backward(g, node)}
                 -- the gradients as one list (a gradient itself is a tensor)
                 if type(gi[1]) == "table" and not is_tensor(gi[1]) and gi[2] == nil then gi = gi[1] end
