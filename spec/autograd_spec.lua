@@ -648,6 +648,12 @@ describe("autograd rules", function()
             local v, idx = x:max(2)
             return v, idx
         end, function(t) t:fill_(1) end)
+        -- max along a dim reads only its indices, as Torch's: its input may change after
+        local x = ordo.tensor({{1, 5, 3}, {4, 2, 6}}, D):requires_grad()
+        local v = x:max(2)
+        ordo.no_grad(function() x:mul_(-1) end)
+        v:sum():backward()
+        assert.same({{0, 1, 0}, {0, 0, 1}}, x.grad:totable())
     end)
 
     it("the in-place errors name ops that exist (t[i] = x fills in place)", function()

@@ -156,7 +156,8 @@ function M.install(ag)
                 local gi, ii = g, idx
                 if not keepdim then gi, ii = g:unsqueeze(dim), idx:unsqueeze(dim) end
                 return tensor.zeros_like(x):scatter_add_(dim, ii, gi)
-            end, dim == nil and {x, v} or {x, idx}) -- the outputs the backward reads are saved too
+            end, dim == nil and {x, v} or {idx}) -- what the backward reads: x's values only over everything
+            -- (along a dim only the indices route the gradient, as Torch's: x may change in place after)
         end
         return function(x, dim, keepdim)
             if is_tensor(dim) then return Tensor[pair](x, dim) end
