@@ -501,6 +501,14 @@ describe("nn modules", function()
         local mu, t = ordo.randn({3, 2}, D), ordo.randn({3, 2}, D)
         local v = ordo.rand({3}, D) + 0.5
         close(F.gaussian_nll_loss(mu, t, v):item(), F.gaussian_nll_loss(mu, t, v:view(3, 1):expand(3, 2)):item())
+        -- a var under eps: the loss at eps, and the gradient there as if unclamped (Torch clamps it
+        -- under no_grad), so a variance that fell under eps is pushed back up (it got 0)
+        local var = ordo.tensor({0, 1e-9, 2}, D):requires_grad()
+        local l = F.gaussian_nll_loss(ordo.zeros({3}, D), ordo.ones({3}, D), var, {reduction = "sum", eps = 1e-3})
+        close(l:item(), 0.5 * (2 * (math.log(1e-3) + 1 / 1e-3) + math.log(2) + 1 / 2), 1e-12)
+        l:backward()
+        local at_eps = 0.5 * (1 / 1e-3 - 1 / 1e-6)
+        close(var.grad:totable(), {at_eps, at_eps, 0.5 * (1 / 2 - 1 / 4)}, 1e-12)
     end)
 
     it("SiLU, GELU (exact and tanh approximation), Softplus, LeakyReLU against plain Lua; gradcheck", function()

@@ -578,7 +578,18 @@ function M.gaussian_nll_loss(input, target, var, opts)
         var = var:unsqueeze(-1)
     end
     check_target_broadcast(fname, input, var, "var")
-    local v = var:clamp(opts.eps or 1e-6, math.huge)
+    -- var at least eps, as Torch's, which clamps it under no_grad: the
+    -- value clamped, the gradient passing as if it were not (through
+    -- clamp's own gradient, 0 below eps, a variance that fell under eps
+    -- got no gradient to grow back and stayed there)
+    local eps = opts.eps or 1e-6
+    local v = var
+    if var._rg and autograd.is_enabled() then
+        local vd = var:detach()
+        v = var + (vd:clamp(eps, math.huge) - vd)
+    else
+        v = var:clamp(eps, math.huge)
+    end
     local d = input - target
     local loss = (v:log() + d * d / v) * 0.5
     if opts.full then loss = loss + 0.5 * math.log(2 * math.pi) end
