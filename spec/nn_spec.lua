@@ -763,6 +763,12 @@ describe("nn modules", function()
         local big = ordo.tensor({{3e19, 4e19}, {-1e30, 1e30}})
         close(F.cosine_similarity(big, big):totable(), {1, 1}, 1e-6)
         close(F.cosine_similarity(big, -big):totable(), {-1, -1}, 1e-6)
+        -- a norm under eps: clamped for the value only, its gradient passing, as Torch's clamp under no_grad
+        local tiny = ordo.tensor({{3e-9, 4e-9}}, D):requires_grad()
+        F.cosine_similarity(tiny, ordo.tensor({{1, 2}}, D), {eps = 1e-8}):sum():backward()
+        local bh, dot = {1 / math.sqrt(5), 2 / math.sqrt(5)}, (3e-9 + 8e-9) / math.sqrt(5)
+        close(tiny.grad:totable()[1], {bh[1] / 1e-8 - dot / 1e-16 * 3e-9 / 5e-9, bh[2] / 1e-8 - dot / 1e-16 * 4e-9 / 5e-9},
+              1e-9)
     end)
 
     it("modules, named_modules, apply; requires_grad_(false) freezes a part (fine-tuning)", function()

@@ -722,6 +722,15 @@ function M.normalize(x, opts)
     return x / x:norm(p, dim, true):clamp(eps, math.huge)
 end
 
+-- t's 2-norm along dim (kept), at least eps for the value only (the
+-- gradient that of the norm itself): Torch's clamp under no_grad.
+local function clamped_norm(t, dim, eps)
+    local n = t:norm(2, dim, true)
+    if not (n._rg and autograd.is_enabled()) then return n:clamp(eps, math.huge) end
+    local nd = n:detach()
+    return n + (nd:clamp(eps, math.huge) - nd)
+end
+
 -- cosine_similarity(a, b [, {dim = -1, eps = 1e-8}]): a·b / (|a| |b|)
 -- along dim (shapes broadcast), each norm at least eps.
 function M.cosine_similarity(a, b, opts)
@@ -739,7 +748,9 @@ function M.cosine_similarity(a, b, opts)
     if tensor.shape_str(sb) ~= full then b = b:expand(s) end
     -- each divided by its norm first, as Torch: a·b and |a| |b| overflow
     -- float32 once the elements pass about 1e19 (inf / inf: NaN)
-    local na, nb = a:norm(2, dim, true):clamp(eps, math.huge), b:norm(2, dim, true):clamp(eps, math.huge)
+    -- each norm at least eps as Torch's, which clamps them under no_grad:
+    -- the gradient passes the clamp as if it were not there
+    local na, nb = clamped_norm(a, dim, eps), clamped_norm(b, dim, eps)
     return ((a / na) * (b / nb)):sum(dim)
 end
 
