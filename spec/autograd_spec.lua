@@ -181,6 +181,14 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         y.grad = nil
         ordo.zeros({3}, D):pow(y):sum():backward()
         assert.same({0, 0, 0}, y.grad:totable())
+        -- a negative exponent: 0^y is inf and the gradient inf * log 0 = -inf, as Torch's, for a tensor
+        -- base as for a number (the tensor base gave 0)
+        local yn = leaf(ordo.tensor({-1, 2}, D))
+        ordo.zeros({2}, D):pow(yn):sum():backward()
+        assert.same({-1 / 0, 0}, yn.grad:totable())
+        yn.grad = nil
+        ;(0 ^ yn):sum():backward()
+        assert.same({-1 / 0, 0}, yn.grad:totable())
         check(function(t) return t:pow(0) + t end, {a})
         check(function(t) return 0 ^ t:abs() end, {a})
     end)

@@ -96,11 +96,12 @@ function M.install(ag)
         end
         if nb then
             -- d(a^b)/db = a^b log a (a > 0); 0 where a == 0 and b >= 0, as
-            -- Torch (0 * log 0 would be NaN), for a number base 0 too
+            -- Torch (0 * log 0 would be NaN), for a number base 0 too; where
+            -- b < 0, inf * log 0 = -inf, as Torch's
             local la = is_tensor(a) and a:log() or math.log(a)
             gb = g * y * la
             if is_tensor(a) then
-                gb = gb:masked_fill(a:eq(0), 0)
+                gb = gb:masked_fill(a:eq(0):mul(b:ge(0)), 0)
             elseif a == 0 then
                 gb = gb:masked_fill(b:ge(0), 0)
             end
