@@ -294,6 +294,8 @@ describe("autograd sweep: every op against central differences (float64)", funct
                 {"roll", function(t) return weighted(t:roll(1, d)) end},
                 {"repeat_interleave", function(t) return weighted(t:repeat_interleave(2, d)) end},
                 {"flatten to", function(t) return weighted(t:flatten(1, d)) end},
+                {"unfold overlapping", function(t) return weighted(t:unfold(d, 2, 1)) end},
+                {"unfold with gaps", function(t) return weighted(t:unfold(d, 1, 2)) end},
             }) do cases[#cases + 1] = {c[1] .. " dim " .. d, c[2], {x}} end
         end
         sweep(cases)

@@ -591,6 +591,25 @@ function M.install(ag)
         raw.copy_(raw.select(z, args[1], args[2]), g)
         return z
     end)
+    -- unfold: each element gets the gradient of every window it is in:
+    -- g's window dim (last) moved beside dim and the two merged, then
+    -- added back at the elements' places (i step + j, window i, element j)
+    view_like("unfold", raw.unfold, function(g, x, args)
+        local size, step = args[2], args[3]
+        local nd = x:dim()
+        if nd == 0 then return size == 1 and g:reshape({}) or tensor.zeros_like(x) end
+        local d = args[1] < 0 and args[1] + nd + 1 or args[1]
+        local nw = g:size(d)
+        local perm, merged = {}, shape_of(x)
+        for i = 1, d do perm[i] = i end
+        perm[d + 1] = nd + 1
+        for i = d + 1, nd do perm[i + 1] = i end
+        merged[d] = nw * size
+        local gm = g:permute(perm):reshape(merged)
+        local i64 = tensor.like(x, "int64")
+        local idx = (tensor.arange(nw, i64) * step):view(nw, 1) + tensor.arange(1, size + 1, i64):view(1, size)
+        return tensor.zeros_like(x):index_add_(d, idx:reshape(-1), gm)
+    end)
     view_like("contiguous", raw.contiguous, function(g) return g end)
     view_like("clone", raw.clone, function(g) return g end)
     -- to(dtype/device): the gradient goes back to x's dtype and device
