@@ -399,6 +399,35 @@ describe("autograd rules", function()
         assert.matches("freed by an earlier backward", err)
     end)
 
+    it("backward frees what the graph held: a loss kept after it (for logging) holds no activation", function()
+        local function settle()
+            for _ = 1, 3 do
+                collectgarbage()
+                collectgarbage()
+                ordo.engine.wait_for_all()
+            end
+        end
+        local w = ordo.randn({512, 512}, D):requires_grad() -- 2 MB
+        settle()
+        local base = ordo.memory.live_bytes()
+        local kept = {}
+        for i = 1, 4 do
+            local h = (w * 2):tanh() -- 2 MB activations, several of them, each step
+            local loss = (h * h):sum()
+            loss:backward()
+            kept[i] = loss
+        end
+        settle()
+        -- w.grad (2 MB) and four 0-dim losses; the backward closures kept every step's activations (26 MB)
+        local held = ordo.memory.live_bytes() - base
+        assert.is_true(held < 3e6, ("%.1f MB still held"):format(held / 1e6))
+        assert.equals(4, #kept)
+        -- with retain_graph the graph stays, and a second backward goes through it
+        local l = ((w * 2):tanh()):sum()
+        l:backward({retain_graph = true})
+        l:backward()
+    end)
+
     it("the same tensor used twice gets both contributions", function()
         local x = ordo.tensor({3}, D):requires_grad()
         local y = x * x + x

@@ -399,7 +399,10 @@ local function run_backward(root, grad, retain, capture)
                         grads[x] = prev and prev + v or v
                     end
                 end
-                if not retain then node.inputs, node.saved = nil, nil end
+                -- freed: the backward function too, whose closure holds the
+                -- op's operands (a loss kept for logging kept every
+                -- activation of its step alive through them)
+                if not retain then node.inputs, node.saved, node.backward = nil, nil, nil end
             end
         end
     end
