@@ -361,6 +361,11 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(v) return (v * v):sum() end, {x})
         check(function(v, u) return v:view(1, 3):matmul(u):tanh() end, {x, w})
         assert.equals(ordo.cpu(1), x:device())
+        -- and on another engine (its weights were made on the default one, which ops refuse to mix)
+        local e = ordo.engine.new{kind = "pooled", cpu_workers = 1}
+        local y = ordo.randn({3, 2}, {dtype = "float64", engine = e}):requires_grad()
+        check(function(v) return v:exp():sum(2) end, {y})
+        e:close()
     end)
 end)
 

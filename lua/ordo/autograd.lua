@@ -517,10 +517,11 @@ local function check_weights(out)
         seed = (seed * 1103515245 + 12345) % 2147483648
         w[i] = 0.5 + seed / 2147483648
     end
-    local wt = tensor.tensor(n > 0 and w or {0}, {dtype = "float64"})
-    if n == 0 then wt = tensor.zeros({0}, {dtype = "float64"}) end
-    -- on out's device: the weights multiply out (a GPU function's output too)
-    return wt:reshape(shape_of(out)):to(out:device(), out:dtype())
+    -- beside out (its device and engine): the weights multiply out (a GPU
+    -- function's output, one on an engine of its own, too)
+    local like = tensor.like(out, "float64")
+    local wt = n > 0 and tensor.tensor(w, like) or tensor.zeros({0}, like)
+    return wt:reshape(shape_of(out)):to(out:dtype())
 end
 
 -- ordo.autograd.gradcheck(fn, inputs [, opts]): compares the gradients
