@@ -8,8 +8,10 @@
 -- normalisation in training and evaluation, recurrent layers, attention;
 -- then the values Torch's conventions give at the kinks (ties, 0, the
 -- bounds), and the same gradients from contiguous, expanded and
--- transposed seeds.  Each group runs all of its cases and reports every
--- failing one by name.  Fast: small tensors, a few seconds in all.
+-- transposed seeds; and that a value changed in place before backward is
+-- reported, never turned into a wrong gradient.  Each group runs all of its
+-- cases and reports every failing one by name.  Fast: small tensors, a few
+-- seconds in all.
 local ordo = require "ordo"
 local ag = ordo.autograd
 local nn = ordo.nn
@@ -904,6 +906,102 @@ describe("autograd sweep: seeds", function()
                 end
             end
         end
+        assert(#failed == 0, table.concat(failed, "\n"))
+    end)
+end)
+
+describe("autograd sweep: a value changed in place between an op and backward", function()
+    it("raises at backward, or the gradient is the op's at the values it saw: never a silently wrong one", function()
+        ordo.manual_seed(2)
+        local failed = {}
+        -- y = f(x, c), x requiring a gradient; then x (under no_grad), c or y (under no_grad) changed in place
+        local function audit(name, f, xshape, cshape, cmake)
+            for _, what in ipairs({"x", "c", "y"}) do
+                local x0 = ordo.randn(xshape, D):add(0.1)
+                local c0 = cshape and (cmake or ordo.randn)(cshape, D):add(cmake and 0.5 or 0.1) or nil
+                local xr = x0:clone():requires_grad()
+                local yr = f(xr, c0 and c0:clone())
+                local W = ordo.rand(yr:shape(), D)
+                ;(yr * W):sum():backward()
+                local x = x0:clone():requires_grad()
+                local c = c0 and c0:clone()
+                local y = f(x, c)
+                local z = (y * W):sum()
+                local changed
+                if what == "x" then
+                    changed = pcall(ordo.no_grad, function() x:mul_(1.7):add_(0.3) end)
+                elseif what == "c" and c then
+                    changed = pcall(function() c:mul_(1.7):add_(0.3) end)
+                elseif what == "y" then
+                    changed = pcall(ordo.no_grad, function() y:mul_(1.7):add_(0.3) end) -- (not an expanded view)
+                end
+                if changed then
+                    local ok, err = pcall(function() z:backward() end)
+                    if ok and not ordo.allclose(x.grad, xr.grad, 1e-9, 1e-12) then
+                        failed[#failed + 1] = name .. ": a wrong gradient after changing " .. what
+                    elseif not ok and not tostring(err):match("changed in place") then
+                        failed[#failed + 1] = name .. " (" .. what .. "): " .. tostring(err)
+                    end
+                end
+            end
+        end
+        local u = ordo.rand
+        audit("mul", function(x, c) return x * c end, {3, 4}, {3, 4})
+        audit("div", function(x, c) return x / c + c / x:abs():add(0.5) end, {3, 4}, {3, 4}, u)
+        audit("pow", function(x, c) return x:abs():add(0.5):pow(c) + c:pow(x) end, {3, 4}, {3, 4}, u)
+        audit("maximum", function(x, c) return x:maximum(c) end, {3, 4}, {3, 4})
+        audit("clamp tensor bound", function(x, c) return x:clamp(c, nil) end, {3, 4}, {3, 4})
+        audit("where", function(x, c) return ordo.where(c:gt(0), x, 0) end, {3, 4}, {3, 4})
+        audit("masked_fill", function(x, c) return x:masked_fill(c:gt(0), 0) end, {3, 4}, {3, 4})
+        audit("lerp", function(x, c) return c:lerp(c * 2, x) + x:lerp(c, 0.3) end, {3, 4}, {3, 4})
+        audit("fmod", function(x, c) return c:fmod(x:abs():add(0.5)) end, {3, 4}, {3, 4})
+        for _, f in ipairs({"exp", "log", "sqrt", "tanh", "sigmoid", "sin", "abs", "relu", "rsqrt", "erf", "tan"}) do
+            audit(f, function(x)
+                local a = (f == "log" or f == "sqrt" or f == "rsqrt") and x:abs():add(0.5) or x
+                return a[f](a)
+            end, {3, 4})
+        end
+        audit("matmul", function(x, c) return x:matmul(c) end, {3, 4}, {4, 2})
+        audit("matmul 4-D", function(x, c) return x:view(1, 1, 3, 4):matmul(c) end, {3, 4}, {2, 4, 2})
+        audit("einsum", function(x, c) return ordo.einsum("ij,jk->ik", x, c) end, {3, 4}, {4, 2})
+        audit("linear (input)", function(x, c) return F.linear(x, c) end, {3, 4}, {2, 4})
+        audit("linear (weight)", function(x, c) return F.linear(c, x) end, {3, 4}, {2, 4})
+        audit("conv2d (input)", function(x, c) return F.conv2d(x:view(1, 1, 3, 4), c) end, {3, 4}, {2, 1, 2, 2})
+        audit("conv2d (weight)", function(x, c) return F.conv2d(c, x:view(1, 1, 3, 4)) end, {3, 4}, {1, 1, 4, 5})
+        audit("conv_transpose2d (input)", function(x, c) return F.conv_transpose2d(x:view(1, 1, 3, 4), c) end, {3, 4},
+              {1, 2, 2, 2})
+        audit("conv_transpose2d (weight)", function(x, c) return F.conv_transpose2d(c, x:view(1, 1, 3, 4)) end,
+              {3, 4}, {1, 1, 2, 2})
+        audit("max_pool2d", function(x) return F.max_pool2d(x:view(1, 1, 3, 4), 2) end, {3, 4})
+        audit("batch_norm", function(x, c) return F.batch_norm(x, nil, nil, c, nil, true) end, {3, 4}, {4})
+        audit("batch_norm eval", function(x, c) return F.batch_norm(x, c, c:abs(), nil, nil, false) end, {3, 4}, {4})
+        audit("layer_norm", function(x, c) return F.layer_norm(x, 4, c) end, {3, 4}, {4})
+        audit("softmax, log_softmax", function(x) return x:softmax(2) + x:log_softmax(1) end, {3, 4})
+        audit("max, amax, median", function(x) return x:max() + x:amax(2):sum() + x:median() end, {3, 4})
+        audit("max dim, sort, topk", function(x) return (x:max(2)) + (x:sort(2)):sum(2) + (x:topk(2)):sum(2) end,
+              {3, 4})
+        audit("cumprod, prod", function(x) return x:cumprod(2):sum(2) + x:prod(2) end, {3, 4})
+        audit("norms, var, std", function(x) return x:norm() + x:norm(3, 2):sum() + x:var(2):sum() + x:std() end,
+              {3, 4})
+        audit("gather", function(x, c)
+            return x:gather(2, c:abs():mul(2):floor():clamp(0, 3):add(1):long()) end, {3, 4}, {3, 2})
+        audit("scatter, index_add", function(x, c)
+            return c:scatter(2, ordo.tensor({{1}, {2}, {3}}, "int64"), x:narrow(2, 1, 1))
+                + c:index_add(1, ordo.tensor({1, 1, 2}, "int64"), x)
+        end, {3, 4}, {3, 4})
+        audit("activations", function(x) return F.softplus(x) + F.gelu(x) + F.elu(x) + F.hardtanh(x) end, {3, 4})
+        audit("binary_cross_entropy", function(x, c)
+            return F.binary_cross_entropy(x:abs():clamp(0.1, 0.9), c:sigmoid()) end, {3, 4}, {3, 4})
+        audit("kl_div, its target", function(x, c)
+            return F.kl_div(x, c:softmax(2)) + F.kl_div(c, x:softmax(2)) end, {3, 4}, {3, 4})
+        audit("cosine_similarity, cdist", function(x, c)
+            return F.cosine_similarity(x, c):sum() + F.cdist(x, c):sum() end, {3, 4}, {3, 4})
+        audit("scaled_dot_product_attention", function(x, c)
+            return F.scaled_dot_product_attention(x:view(1, 3, 4), c, c) end, {3, 4}, {1, 5, 4})
+        audit("unfold, embedding, interpolate", function(x)
+            return x:unfold(2, 2, 1):sum() + F.embedding(ordo.tensor({1, 2, 2}, "int64"), x):sum()
+                + F.interpolate(x:view(1, 1, 3, 4), {scale_factor = 2, mode = "bilinear"}):sum()
+        end, {3, 4})
         assert(#failed == 0, table.concat(failed, "\n"))
     end)
 end)
