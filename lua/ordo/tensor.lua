@@ -1196,7 +1196,9 @@ function Tensor:unfold(dim, size, step)
     if nd == 0 then return self:reshape(1):narrow(1, 1, size) end -- (Torch's: the window alone)
     if nd >= 8 then fail(fmt("unfold: a tensor of %d dims has no room for the windows' dim (at most 8)", nd)) end
     for i = 0, nd - 1 do SHAPE[i], STRIDES[i] = c.shape[i], c.strides[i] end
-    SHAPE[d], STRIDES[d] = floor((n - size) / step) + 1, c.strides[d] * step
+    local nw = floor((n - size) / step) + 1
+    -- (one window: its stride is never used, and a step past 2^63 would not fit one)
+    SHAPE[d], STRIDES[d] = nw, nw > 1 and c.strides[d] * step or c.strides[d]
     SHAPE[nd], STRIDES[nd] = size, c.strides[d]
     return wrap(C.ordo_tensor_as_strided(c, nd + 1, SHAPE, STRIDES, c.offset))
 end
