@@ -433,6 +433,52 @@ describe("autograd rules", function()
         l:backward()
     end)
 
+    it("register_hook sees each gradient, may replace it, and comes off with handle:remove()", function()
+        local x = ordo.tensor({1, 2, 3}, D):requires_grad()
+        local seen = {}
+        local h = x:register_hook(function(g) seen[#seen + 1] = g:totable() end)
+        ;(x * x):sum():backward()
+        assert.same({{2, 4, 6}}, seen)
+        assert.same({2, 4, 6}, x.grad:totable())
+        x.grad = nil
+        local h2 = x:register_hook(function(g) return g * 0.5 end) -- after the first: that one sees it unchanged
+        ;(x * x):sum():backward()
+        assert.same({1, 2, 3}, x.grad:totable())
+        assert.equals(2, #seen)
+        h2:remove()
+        h:remove()
+        x.grad = nil
+        ;(x * x):sum():backward()
+        assert.same({2, 4, 6}, x.grad:totable())
+        assert.equals(2, #seen)
+        -- on a non-leaf: the gradient its op passes on
+        local y = x * 3
+        y:register_hook(function(g) return g:clamp(-1, 1) end)
+        x.grad = nil
+        ;(y * y):sum():backward()
+        assert.same({3, 3, 3}, x.grad:totable())
+        assert.same({2, 2, 2}, ag.grad((x * 2):sum(), {x})[1]:totable()) -- (x's hooks are off)
+        -- a gradient a hook returns (or keeps) is not taken as .grad: accumulating would change it
+        local mine = ordo.tensor({5, 5}, D)
+        local v = ordo.tensor({1, 2}, D):requires_grad()
+        v:register_hook(function() return mine end)
+        ;(v * 2):sum():backward()
+        ;(v * 2):sum():backward()
+        assert.same({5, 5}, mine:totable())
+        assert.same({10, 10}, v.grad:totable())
+        -- bad hooks and tensors
+        local ok, err = pcall(function() ordo.zeros({2}, D):register_hook(print) end)
+        assert.is_false(ok)
+        assert.matches("register_hook: the tensor does not require a gradient", err)
+        ok, err = pcall(function() x:register_hook(5) end)
+        assert.matches("register_hook: expected a function, got number", err)
+        local z = x * 1
+        z:register_hook(function() return ordo.ones({5}, D) end)
+        ok, err = pcall(function() z:sum():backward() end)
+        assert.is_false(ok)
+        assert.matches("a hook of a tensor of shape 3 returned a gradient of shape 5", err)
+    end)
+
     it("the same tensor used twice gets both contributions", function()
         local x = ordo.tensor({3}, D):requires_grad()
         local y = x * x + x

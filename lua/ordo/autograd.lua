@@ -231,6 +231,71 @@ function Tensor:retain_grad()
     return self
 end
 
+-- t:register_hook(fn): fn(grad) is called with t's gradient each time a
+-- backward (or autograd.grad) computes it, before it goes on (into t.grad
+-- for a leaf, to the op that made t otherwise); a tensor returned replaces
+-- the gradient (same shape), nil keeps it.  Returns a handle:
+-- handle:remove() takes the hook off.  As Torch's Tensor.register_hook.
+local Handle = {}
+Handle.__index = Handle
+function Handle:remove()
+    local hooks = self._hooks
+    for i = #hooks, 1, -1 do
+        if hooks[i] == self._fn then
+            table.remove(hooks, i)
+            break
+        end
+    end
+end
+
+function Tensor:register_hook(fn)
+    check_self("register_hook", self)
+    if type(fn) ~= "function" then fail("register_hook: expected a function, got " .. typename(fn)) end
+    if not self._rg then
+        fail("register_hook: the tensor does not require a gradient (hooks see gradients: call requires_grad() first)")
+    end
+    local hooks = self._hooks
+    if hooks == nil then
+        hooks = {}
+        self._hooks = hooks
+    end
+    hooks[#hooks + 1] = fn
+    return setmetatable({_hooks = hooks, _fn = fn}, Handle)
+end
+
+-- g passed through t's hooks, in the order they were registered.  Each
+-- gradient a hook saw or returned is marked taken: a hook may keep it (a
+-- list for logging) or return one the caller holds, so a leaf's .grad is
+-- then a copy, never that tensor (accumulation would change it in place).
+local function run_hooks(t, g, taken)
+    local hooks = t._hooks
+    for i = 1, #hooks do
+        taken[g] = true
+        local r = hooks[i](g)
+        if r ~= nil then
+            if not is_tensor(r) then
+                fail(fmt("backward: a hook of a tensor of shape %s returned %s (expected a tensor or nothing)",
+                         shape_str(t), typename(r)))
+            end
+            local a, b = shape_of(t), shape_of(r)
+            local same = #a == #b
+            if same then for k = 1, #a do if a[k] ~= b[k] then same = false break end end end
+            if not same then
+                fail(fmt("backward: a hook of a tensor of shape %s returned a gradient of shape %s", shape_str(t),
+                         shape_str(r)))
+            end
+            if not util.same_device_ctx(r._c.ctx, t._c.ctx) then
+                fail(fmt("backward: a hook of a tensor on %s returned a gradient on %s", tostring(t:device()),
+                         tostring(r:device())))
+            end
+            if r._c.dtype ~= t._c.dtype then r = r:to(t:dtype()) end
+            taken[r] = true
+            g = r
+        end
+    end
+    return g
+end
+
 -- ---------------------------------------------------------------- backward
 
 -- A leaf's first gradient: g itself when nothing else can see its bytes
@@ -376,6 +441,7 @@ local function run_backward(root, grad, retain, capture)
         grads[t] = nil
         local node = t._node
         if g ~= nil then
+            if t._hooks and #t._hooks > 0 then g = run_hooks(t, g, taken) end
             if capture then
                 if capture[t] then captured[t] = g end
                 if not through[t] then node = nil end
