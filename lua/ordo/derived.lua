@@ -184,6 +184,14 @@ function Tensor:median(dim, keepdim)
     return v:squeeze(d), i:squeeze(d)
 end
 
+-- norm(0), the count of nonzero elements, is piecewise constant: a zero
+-- gradient, as Torch's (without a node, a loss of it alone could not go
+-- backward, and one made of it and more lost nothing but the error).
+local function record_zero_norm(x, r)
+    local autograd = package.loaded["ordo.autograd"]
+    return autograd.record("norm", r, {x, n = 1}, function() return tensor.zeros_like(x) end)
+end
+
 -- norm(p, dim, keepdim): the p-norm (default 2; math.huge or "inf": the
 -- largest magnitude; -math.huge or "-inf": the smallest; 0: the number of
 -- nonzero elements, as Torch) over all elements or over dim.
@@ -196,7 +204,12 @@ function Tensor:norm(p, dim, keepdim)
     end
     check_dim("norm", self, dim)
     local x = is_float(self) and self or self:float()
-    if p == 0 then return sum_over(x:ne(0):to(x:dtype()), dim, keepdim) end -- (NaN counts: it is not 0)
+    if p == 0 then -- (NaN counts: it is not 0)
+        local r = sum_over(x:ne(0):to(x:dtype()), dim, keepdim)
+        local autograd = package.loaded["ordo.autograd"]
+        if autograd and autograd.needs(x) then return record_zero_norm(x, r) end
+        return r
+    end
     local a = x:abs()
     if p == -huge then
         local n = dim == nil and a:numel() or size_along("norm", a, dim)
