@@ -181,6 +181,14 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         y.grad = nil
         ordo.zeros({3}, D):pow(y):sum():backward()
         assert.same({0, 0, 0}, y.grad:totable())
+        -- a negative exponent: 0^y is inf and the gradient inf * log 0 = -inf, as Torch's, for a tensor
+        -- base as for a number (the tensor base gave 0)
+        local yn = leaf(ordo.tensor({-1, 2}, D))
+        ordo.zeros({2}, D):pow(yn):sum():backward()
+        assert.same({-1 / 0, 0}, yn.grad:totable())
+        yn.grad = nil
+        ;(0 ^ yn):sum():backward()
+        assert.same({-1 / 0, 0}, yn.grad:totable())
         check(function(t) return t:pow(0) + t end, {a})
         check(function(t) return 0 ^ t:abs() end, {a})
     end)
@@ -353,6 +361,11 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(v) return (v * v):sum() end, {x})
         check(function(v, u) return v:view(1, 3):matmul(u):tanh() end, {x, w})
         assert.equals(ordo.cpu(1), x:device())
+        -- and on another engine (its weights were made on the default one, which ops refuse to mix)
+        local e = ordo.engine.new{kind = "pooled", cpu_workers = 1}
+        local y = ordo.randn({3, 2}, {dtype = "float64", engine = e}):requires_grad()
+        check(function(v) return v:exp():sum(2) end, {y})
+        e:close()
     end)
 end)
 
@@ -391,6 +404,81 @@ describe("autograd rules", function()
         assert.matches("freed by an earlier backward", err)
     end)
 
+    it("backward frees what the graph held: a loss kept after it (for logging) holds no activation", function()
+        local function settle()
+            for _ = 1, 3 do
+                collectgarbage()
+                collectgarbage()
+                ordo.engine.wait_for_all()
+            end
+        end
+        local w = ordo.randn({512, 512}, D):requires_grad() -- 2 MB
+        settle()
+        local base = ordo.memory.live_bytes()
+        local kept = {}
+        for i = 1, 4 do
+            local h = (w * 2):tanh() -- 2 MB activations, several of them, each step
+            local loss = (h * h):sum()
+            loss:backward()
+            kept[i] = loss
+        end
+        settle()
+        -- w.grad (2 MB) and four 0-dim losses; the backward closures kept every step's activations (26 MB)
+        local held = ordo.memory.live_bytes() - base
+        assert.is_true(held < 3e6, ("%.1f MB still held"):format(held / 1e6))
+        assert.equals(4, #kept)
+        -- with retain_graph the graph stays, and a second backward goes through it
+        local l = ((w * 2):tanh()):sum()
+        l:backward({retain_graph = true})
+        l:backward()
+    end)
+
+    it("register_hook sees each gradient, may replace it, and comes off with handle:remove()", function()
+        local x = ordo.tensor({1, 2, 3}, D):requires_grad()
+        local seen = {}
+        local h = x:register_hook(function(g) seen[#seen + 1] = g:totable() end)
+        ;(x * x):sum():backward()
+        assert.same({{2, 4, 6}}, seen)
+        assert.same({2, 4, 6}, x.grad:totable())
+        x.grad = nil
+        local h2 = x:register_hook(function(g) return g * 0.5 end) -- after the first: that one sees it unchanged
+        ;(x * x):sum():backward()
+        assert.same({1, 2, 3}, x.grad:totable())
+        assert.equals(2, #seen)
+        h2:remove()
+        h:remove()
+        x.grad = nil
+        ;(x * x):sum():backward()
+        assert.same({2, 4, 6}, x.grad:totable())
+        assert.equals(2, #seen)
+        -- on a non-leaf: the gradient its op passes on
+        local y = x * 3
+        y:register_hook(function(g) return g:clamp(-1, 1) end)
+        x.grad = nil
+        ;(y * y):sum():backward()
+        assert.same({3, 3, 3}, x.grad:totable())
+        assert.same({2, 2, 2}, ag.grad((x * 2):sum(), {x})[1]:totable()) -- (x's hooks are off)
+        -- a gradient a hook returns (or keeps) is not taken as .grad: accumulating would change it
+        local mine = ordo.tensor({5, 5}, D)
+        local v = ordo.tensor({1, 2}, D):requires_grad()
+        v:register_hook(function() return mine end)
+        ;(v * 2):sum():backward()
+        ;(v * 2):sum():backward()
+        assert.same({5, 5}, mine:totable())
+        assert.same({10, 10}, v.grad:totable())
+        -- bad hooks and tensors
+        local ok, err = pcall(function() ordo.zeros({2}, D):register_hook(print) end)
+        assert.is_false(ok)
+        assert.matches("register_hook: the tensor does not require a gradient", err)
+        ok, err = pcall(function() x:register_hook(5) end)
+        assert.matches("register_hook: expected a function, got number", err)
+        local z = x * 1
+        z:register_hook(function() return ordo.ones({5}, D) end)
+        ok, err = pcall(function() z:sum():backward() end)
+        assert.is_false(ok)
+        assert.matches("a hook of a tensor of shape 3 returned a gradient of shape 5", err)
+    end)
+
     it("the same tensor used twice gets both contributions", function()
         local x = ordo.tensor({3}, D):requires_grad()
         local y = x * x + x
@@ -416,6 +504,43 @@ describe("autograd rules", function()
         local y = (w * x):sum()
         x:add_(1)
         local ok, err = pcall(function() y:backward() end)
+        assert.is_false(ok)
+        assert.matches("saved by mul was changed in place", err)
+    end)
+
+    it("a backward that raises (saved tensor changed, graph freed) touches no .grad and frees nothing", function()
+        -- the failing node comes after a's in the walk: a's gradient was accumulated, then the error
+        local a, b = ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3, 4}, D):requires_grad()
+        local c = ordo.ones({2}, D)
+        local loss = (b * c):sum() * 2 + (a * 3):sum()
+        c:add_(1)
+        local ok, err = pcall(function() loss:backward() end)
+        assert.is_false(ok)
+        assert.matches("saved by mul was changed in place", err)
+        assert.is_nil(a.grad)
+        assert.is_nil(b.grad)
+        local ok2, err2 = pcall(function() ordo.autograd.grad(loss, {b}) end)
+        assert.is_false(ok2)
+        assert.matches("saved by mul was changed in place", err2)
+        assert.same({3, 3}, ordo.autograd.grad(loss, {a})[1]:totable()) -- (the changed tensor is not on its path)
+        -- a graph partly freed by an earlier backward: nothing accumulated, the rest not freed
+        local x, y = ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({0, 1}, D):requires_grad()
+        local h = y:exp()
+        h:sum():backward()
+        local l2 = h:sum() + (x * 3):sum()
+        ok, err = pcall(function() l2:backward() end)
+        assert.is_false(ok)
+        assert.matches("graph through exp was freed", err)
+        assert.is_nil(x.grad)
+        -- nothing of l2's own graph was freed: a second try meets the same node
+        ok, err = pcall(function() l2:backward() end)
+        assert.is_false(ok)
+        assert.matches("graph through exp was freed", err)
+        -- a saved tensor written by the pass itself (a .grad the forward read) is still caught
+        local w = ordo.tensor({1, 2}, D):requires_grad()
+        w.grad = ordo.ones({2}, D)
+        local l3 = (x * w.grad):sum() + (w * 2):sum() -- w's .grad grows before x's mul reads it
+        ok, err = pcall(function() l3:backward() end)
         assert.is_false(ok)
         assert.matches("saved by mul was changed in place", err)
     end)
@@ -611,6 +736,12 @@ describe("autograd rules", function()
             local v, idx = x:max(2)
             return v, idx
         end, function(t) t:fill_(1) end)
+        -- max along a dim reads only its indices, as Torch's: its input may change after
+        local x = ordo.tensor({{1, 5, 3}, {4, 2, 6}}, D):requires_grad()
+        local v = x:max(2)
+        ordo.no_grad(function() x:mul_(-1) end)
+        v:sum():backward()
+        assert.same({{0, 1, 0}, {0, 0, 1}}, x.grad:totable())
     end)
 
     it("the in-place errors name ops that exist (t[i] = x fills in place)", function()

@@ -145,6 +145,38 @@ describe("scaled_dot_product_attention", function()
     end)
 end)
 
+describe("attention over fully masked rows", function()
+    it("a query that may see no key gets zero weights and output and finite gradients, as Torch's SDPA", function()
+        ordo.manual_seed(1)
+        local q, k, v = ordo.randn({1, 3, 4}, D):requires_grad(), ordo.randn({1, 3, 4}, D):requires_grad(),
+                        ordo.randn({1, 3, 4}, D):requires_grad()
+        local allow = ordo.tensor({{1, 1, 0}, {0, 0, 0}, {1, 1, 1}}, "uint8")
+        local add = ordo.tensor({{0, 0, -1 / 0}, {-1 / 0, -1 / 0, -1 / 0}, {0, 0, 0}}, D)
+        for _, mask in ipairs({allow, add}) do
+            local y = F.scaled_dot_product_attention(q, k, v, {attn_mask = mask})
+            assert.same({0, 0, 0, 0}, y[1][2]:totable()) -- (it was NaN, and so was every gradient)
+            close(y[1][1]:totable(), F.scaled_dot_product_attention(q:narrow(2, 1, 1), k:narrow(2, 1, 2),
+                                                                    v:narrow(2, 1, 2))[1][1]:totable(), 1e-12)
+            y:sum():backward()
+            for _, t in ipairs({q, k, v}) do
+                assert.is_false(t.grad:isnan():any())
+                t.grad = nil
+            end
+        end
+        assert.is_true(ordo.autograd.gradcheck(function(a, b, c)
+            return F.scaled_dot_product_attention(a, b, c, {attn_mask = allow})
+        end, {q, k, v}))
+        -- MultiheadAttention: a sequence all padding
+        local m = nn.MultiheadAttention(4, 2):to("float64")
+        local x = ordo.randn({3, 2, 4}, D):requires_grad()
+        local out, w = m(x, x, x, {key_padding_mask = ordo.tensor({{0, 0, 1}, {1, 1, 1}}, "uint8")})
+        assert.same({{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, w[2]:totable())
+        out:sum():backward()
+        assert.is_false(x.grad:isnan():any())
+        assert.is_false(m.in_proj_weight.grad:isnan():any())
+    end)
+end)
+
 describe("nn.MultiheadAttention", function()
     before_each(function() ordo.manual_seed(42) end)
 

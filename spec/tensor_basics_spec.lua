@@ -240,6 +240,37 @@ describe("views", function()
         assert.same({3}, ordo.arange(4):narrow(1, -1, 1):totable())
     end)
 
+    it("unfold: the windows along a dim as a view, as Torch's; gradients add up over overlapping windows", function()
+        local x = ordo.arange(1, 8)
+        assert.same({{1, 2, 3}, {3, 4, 5}, {5, 6, 7}}, x:unfold(1, 3, 2):totable())
+        assert.same({{1, 2}, {4, 5}}, x:unfold(-1, 2, 3):totable()) -- (the 7th element is in no window)
+        local m = ordo.arange(12):view(3, 4)
+        assert.same({{{0, 4}, {1, 5}, {2, 6}, {3, 7}}, {{4, 8}, {5, 9}, {6, 10}, {7, 11}}}, m:unfold(1, 2, 1):totable())
+        assert.same({3, 3, 2}, m:unfold(2, 2, 1):shape())
+        assert.same({2, 3, 2}, m:t():unfold(1, 2, 2):shape())
+        assert.same({4, 1, 0}, m:t():unfold(2, 0, 5):shape())
+        assert.same({5}, ordo.tensor(5):unfold(1, 1, 1):totable()) -- a 0-dim tensor: its one element
+        -- a view: a change to the base shows in it
+        local v = x:unfold(1, 3, 2)
+        x:add_(10)
+        assert.same({11, 12, 13}, v[1]:totable())
+        assert.equals("unfold", ordo.randn({4}, "float64"):requires_grad():unfold(1, 2, 1):grad_fn())
+        local t = ordo.tensor({1, 2, 3, 4, 5}, "float64"):requires_grad()
+        t:unfold(1, 3, 1):sum():backward()
+        assert.same({1, 2, 3, 2, 1}, t.grad:totable()) -- each element, once per window holding it
+        for _, c in ipairs({{1, 3, 2}, {2, 2, 1}, {-1, 5, 5}, {3, 1, 2}}) do
+            assert.is_true(ordo.autograd.gradcheck(function(u)
+                local y = u:unfold(c[1], c[2], c[3])
+                return y * ordo.arange(1, y:numel() + 1, "float64"):view(y:shape())
+            end, {ordo.randn({3, 4, 5}, "float64"):requires_grad()}))
+        end
+        H.raises(function() return x:unfold(1, 8, 1) end, "unfold", "size 8 is larger than dim 1 of size 7")
+        H.raises(function() return x:unfold(1, -1, 1) end, "unfold", "size must be an integer >= 0")
+        H.raises(function() return x:unfold(1, 2, 0) end, "unfold", "step must be an integer >= 1")
+        H.raises(function() return x:unfold(2, 2, 1) end, "unfold", "dim 2 out of range")
+        H.raises(function() return ordo.zeros({1, 1, 1, 1, 1, 1, 1, 1}):unfold(1, 1, 1) end, "unfold", "8 dims")
+    end)
+
     it("an expanded view cannot be written", function()
         local e = ordo.tensor({{1}, {2}}):expand(2, 3)
         H.raises(function() e:add_(1) end, "add_", "expanded", "2x3")

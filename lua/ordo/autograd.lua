@@ -231,6 +231,71 @@ function Tensor:retain_grad()
     return self
 end
 
+-- t:register_hook(fn): fn(grad) is called with t's gradient each time a
+-- backward (or autograd.grad) computes it, before it goes on (into t.grad
+-- for a leaf, to the op that made t otherwise); a tensor returned replaces
+-- the gradient (same shape), nil keeps it.  Returns a handle:
+-- handle:remove() takes the hook off.  As Torch's Tensor.register_hook.
+local Handle = {}
+Handle.__index = Handle
+function Handle:remove()
+    local hooks = self._hooks
+    for i = #hooks, 1, -1 do
+        if hooks[i] == self._fn then
+            table.remove(hooks, i)
+            break
+        end
+    end
+end
+
+function Tensor:register_hook(fn)
+    check_self("register_hook", self)
+    if type(fn) ~= "function" then fail("register_hook: expected a function, got " .. typename(fn)) end
+    if not self._rg then
+        fail("register_hook: the tensor does not require a gradient (hooks see gradients: call requires_grad() first)")
+    end
+    local hooks = self._hooks
+    if hooks == nil then
+        hooks = {}
+        self._hooks = hooks
+    end
+    hooks[#hooks + 1] = fn
+    return setmetatable({_hooks = hooks, _fn = fn}, Handle)
+end
+
+-- g passed through t's hooks, in the order they were registered.  Each
+-- gradient a hook saw or returned is marked taken: a hook may keep it (a
+-- list for logging) or return one the caller holds, so a leaf's .grad is
+-- then a copy, never that tensor (accumulation would change it in place).
+local function run_hooks(t, g, taken)
+    local hooks = t._hooks
+    for i = 1, #hooks do
+        taken[g] = true
+        local r = hooks[i](g)
+        if r ~= nil then
+            if not is_tensor(r) then
+                fail(fmt("backward: a hook of a tensor of shape %s returned %s (expected a tensor or nothing)",
+                         shape_str(t), typename(r)))
+            end
+            local a, b = shape_of(t), shape_of(r)
+            local same = #a == #b
+            if same then for k = 1, #a do if a[k] ~= b[k] then same = false break end end end
+            if not same then
+                fail(fmt("backward: a hook of a tensor of shape %s returned a gradient of shape %s", shape_str(t),
+                         shape_str(r)))
+            end
+            if not util.same_device_ctx(r._c.ctx, t._c.ctx) then
+                fail(fmt("backward: a hook of a tensor on %s returned a gradient on %s", tostring(t:device()),
+                         tostring(r:device())))
+            end
+            if r._c.dtype ~= t._c.dtype then r = r:to(t:dtype()) end
+            taken[r] = true
+            g = r
+        end
+    end
+    return g
+end
+
 -- ---------------------------------------------------------------- backward
 
 -- A leaf's first gradient: g itself when nothing else can see its bytes
@@ -305,6 +370,27 @@ local function check_grad(node, i, x, gi)
     return gi
 end
 
+-- Raises when node's graph was freed or a tensor it saved was changed in
+-- place since the op (the storage's count of pushed writes moved).
+local function check_node(node)
+    if not node.inputs then
+        fail(fmt("backward: the graph through %s was freed by an earlier backward; " ..
+                 "give the first one {retain_graph = true} to go through it twice", node.name))
+    end
+    local saved = node.saved
+    if saved then
+        for i = 1, #saved do
+            local s = saved[i]
+            local now = writes_of(s)
+            if now ~= node.versions[i] then
+                fail(fmt("backward: a tensor (shape %s) saved by %s was changed in place after the op " ..
+                         "(%d writes since); compute the update out of place, or after backward",
+                         shape_str(s), node.name, tonumber(now - node.versions[i])))
+            end
+        end
+    end
+end
+
 -- capture: nil for backward() (gradients accumulate into the leaves'
 -- .grad and retained non-leaves'), or the set of tensors autograd.grad
 -- asked for: their gradients are collected into the returned table and no
@@ -336,6 +422,17 @@ local function run_backward(root, grad, retain, capture)
             leads[t] = via or capture[t] == true
         end
     end
+    -- every node about to run checked first, so that a freed graph or a
+    -- saved tensor changed in place raises before any .grad is touched or
+    -- any of the graph freed (a retry after fixing the cause would
+    -- otherwise add to gradients the failed pass had already accumulated);
+    -- checked again as each node runs: the pass itself may write a saved
+    -- tensor (a .grad the forward read)
+    for k = 1, #order do
+        local t = order[k]
+        local node = t._node
+        if node and not (capture and not through[t]) then check_node(node) end
+    end
     local grads = {[root] = grad}
     local taken = {[grad] = true}
     for k = 1, #order do
@@ -344,6 +441,7 @@ local function run_backward(root, grad, retain, capture)
         grads[t] = nil
         local node = t._node
         if g ~= nil then
+            if t._hooks and #t._hooks > 0 then g = run_hooks(t, g, taken) end
             if capture then
                 if capture[t] then captured[t] = g end
                 if not through[t] then node = nil end
@@ -355,21 +453,7 @@ local function run_backward(root, grad, retain, capture)
                 end
             end
             if node then
-                if not node.inputs then
-                    fail(fmt("backward: the graph through %s was freed by an earlier backward; " ..
-                             "give the first one {retain_graph = true} to go through it twice", node.name))
-                end
-                if node.saved then
-                    for i = 1, #node.saved do
-                        local s = node.saved[i]
-                        local now = writes_of(s)
-                        if now ~= node.versions[i] then
-                            fail(fmt("backward: a tensor (shape %s) saved by %s was changed in place after the op " ..
-                                     "(%d writes since); compute the update out of place, or after backward",
-                                     shape_str(s), node.name, tonumber(now - node.versions[i])))
-                        end
-                    end
-                end
+                check_node(node)
                 local gi = {node.backward(g, node)}
                 -- the gradients as one list (a gradient itself is a tensor)
                 if type(gi[1]) == "table" and not is_tensor(gi[1]) and gi[2] == nil then gi = gi[1] end
@@ -381,7 +465,10 @@ local function run_backward(root, grad, retain, capture)
                         grads[x] = prev and prev + v or v
                     end
                 end
-                if not retain then node.inputs, node.saved = nil, nil end
+                -- freed: the backward function too, whose closure holds the
+                -- op's operands (a loss kept for logging kept every
+                -- activation of its step alive through them)
+                if not retain then node.inputs, node.saved, node.backward = nil, nil, nil end
             end
         end
     end
@@ -496,10 +583,11 @@ local function check_weights(out)
         seed = (seed * 1103515245 + 12345) % 2147483648
         w[i] = 0.5 + seed / 2147483648
     end
-    local wt = tensor.tensor(n > 0 and w or {0}, {dtype = "float64"})
-    if n == 0 then wt = tensor.zeros({0}, {dtype = "float64"}) end
-    -- on out's device: the weights multiply out (a GPU function's output too)
-    return wt:reshape(shape_of(out)):to(out:device(), out:dtype())
+    -- beside out (its device and engine): the weights multiply out (a GPU
+    -- function's output, one on an engine of its own, too)
+    local like = tensor.like(out, "float64")
+    local wt = n > 0 and tensor.tensor(w, like) or tensor.zeros({0}, like)
+    return wt:reshape(shape_of(out)):to(out:dtype())
 end
 
 -- ordo.autograd.gradcheck(fn, inputs [, opts]): compares the gradients

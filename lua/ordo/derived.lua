@@ -143,11 +143,26 @@ end
 -- rounded down), a 0-dim tensor; median(dim [, keepdim]): values and int64
 -- indices along dim.  A line holding NaN has median NaN (as Torch; its
 -- index is that of a NaN).
+-- median() of everything: its gradient is shared evenly by the elements
+-- equal to the median (by the NaN elements when it is NaN), as Torch's
+-- (and max()'s); one sorted place would pick an arbitrary one of the ties.
+local function record_median_all(x, v)
+    local autograd = package.loaded["ordo.autograd"]
+    return autograd.record("median", v, {x, n = 1}, function(g)
+        local m = x:eq(v):add(x:isnan():mul(v:isnan())):to(g:dtype())
+        return m * (g / m:sum())
+    end, {x, v})
+end
+
 function Tensor:median(dim, keepdim)
     check_self("median", self)
     local x, d = self, nil
     if dim == nil then
         if self:numel() == 0 then fail("median: cannot take the median of an empty tensor") end
+        local autograd = package.loaded["ordo.autograd"]
+        if autograd and autograd.needs(self) then
+            return record_median_all(self, self:detach():median())
+        end
         x, d = self:reshape(-1), 1
     else
         d = select_dim("median", self, dim)
@@ -169,6 +184,14 @@ function Tensor:median(dim, keepdim)
     return v:squeeze(d), i:squeeze(d)
 end
 
+-- norm(0), the count of nonzero elements, is piecewise constant: a zero
+-- gradient, as Torch's (without a node, a loss of it alone could not go
+-- backward, and one made of it and more lost nothing but the error).
+local function record_zero_norm(x, r)
+    local autograd = package.loaded["ordo.autograd"]
+    return autograd.record("norm", r, {x, n = 1}, function() return tensor.zeros_like(x) end)
+end
+
 -- norm(p, dim, keepdim): the p-norm (default 2; math.huge or "inf": the
 -- largest magnitude; -math.huge or "-inf": the smallest; 0: the number of
 -- nonzero elements, as Torch) over all elements or over dim.
@@ -181,7 +204,12 @@ function Tensor:norm(p, dim, keepdim)
     end
     check_dim("norm", self, dim)
     local x = is_float(self) and self or self:float()
-    if p == 0 then return sum_over(x:ne(0):to(x:dtype()), dim, keepdim) end -- (NaN counts: it is not 0)
+    if p == 0 then -- (NaN counts: it is not 0)
+        local r = sum_over(x:ne(0):to(x:dtype()), dim, keepdim)
+        local autograd = package.loaded["ordo.autograd"]
+        if autograd and autograd.needs(x) then return record_zero_norm(x, r) end
+        return r
+    end
     local a = x:abs()
     if p == -huge then
         local n = dim == nil and a:numel() or size_along("norm", a, dim)
@@ -208,10 +236,20 @@ function Tensor:norm(p, dim, keepdim)
     m = m:detach()
     m = m:masked_fill(m:eq(0):add(m:eq(huge)):ne(0), 1) -- all zeros, or an inf: nothing to scale
     local y = x / m
-    local s = p == 2 and sum_over(y * y, dim, true) or sum_over(y:abs():pow(p), dim, true)
+    local autograd = package.loaded["ordo.autograd"]
+    local ya = p ~= 2 and y:abs() or nil
+    if p < 1 and autograd and autograd.needs(x) then
+        -- |y|^p's derivative p |y|^(p-1) is infinite at a zero element for
+        -- p < 1 (and abs's 0 there times it NaN); Torch takes 0 there: the
+        -- power of 1 in those places, then 0 selected, so no inf is met
+        local z = ya:eq(0)
+        ya = tensor.where(z, 0, tensor.where(z, 1, ya):pow(p))
+    elseif ya then
+        ya = ya:pow(p)
+    end
+    local s = p == 2 and sum_over(y * y, dim, true) or sum_over(ya, dim, true)
     if dim == nil then s = s:reshape({}) end
     local r
-    local autograd = package.loaded["ordo.autograd"]
     if not (autograd and autograd.needs(x)) then
         r = p == 2 and s:sqrt() or s:pow(1 / p)
     else

@@ -96,11 +96,12 @@ function M.install(ag)
         end
         if nb then
             -- d(a^b)/db = a^b log a (a > 0); 0 where a == 0 and b >= 0, as
-            -- Torch (0 * log 0 would be NaN), for a number base 0 too
+            -- Torch (0 * log 0 would be NaN), for a number base 0 too; where
+            -- b < 0, inf * log 0 = -inf, as Torch's
             local la = is_tensor(a) and a:log() or math.log(a)
             gb = g * y * la
             if is_tensor(a) then
-                gb = gb:masked_fill(a:eq(0), 0)
+                gb = gb:masked_fill(a:eq(0):mul(b:ge(0)), 0)
             elseif a == 0 then
                 gb = gb:masked_fill(b:ge(0), 0)
             end
@@ -156,7 +157,8 @@ function M.install(ag)
                 local gi, ii = g, idx
                 if not keepdim then gi, ii = g:unsqueeze(dim), idx:unsqueeze(dim) end
                 return tensor.zeros_like(x):scatter_add_(dim, ii, gi)
-            end, dim == nil and {x, v} or {x, idx}) -- the outputs the backward reads are saved too
+            end, dim == nil and {x, v} or {idx}) -- what the backward reads: x's values only over everything
+            -- (along a dim only the indices route the gradient, as Torch's: x may change in place after)
         end
         return function(x, dim, keepdim)
             if is_tensor(dim) then return Tensor[pair](x, dim) end
@@ -588,6 +590,25 @@ function M.install(ag)
         local z = tensor.zeros_like(x)
         raw.copy_(raw.select(z, args[1], args[2]), g)
         return z
+    end)
+    -- unfold: each element gets the gradient of every window it is in:
+    -- g's window dim (last) moved beside dim and the two merged, then
+    -- added back at the elements' places (i step + j, window i, element j)
+    view_like("unfold", raw.unfold, function(g, x, args)
+        local size, step = args[2], args[3]
+        local nd = x:dim()
+        if nd == 0 then return size == 1 and g:reshape({}) or tensor.zeros_like(x) end
+        local d = args[1] < 0 and args[1] + nd + 1 or args[1]
+        local nw = g:size(d)
+        local perm, merged = {}, shape_of(x)
+        for i = 1, d do perm[i] = i end
+        perm[d + 1] = nd + 1
+        for i = d + 1, nd do perm[i + 1] = i end
+        merged[d] = nw * size
+        local gm = g:permute(perm):reshape(merged)
+        local i64 = tensor.like(x, "int64")
+        local idx = (tensor.arange(nw, i64) * step):view(nw, 1) + tensor.arange(1, size + 1, i64):view(1, size)
+        return tensor.zeros_like(x):index_add_(d, idx:reshape(-1), gm)
     end)
     view_like("contiguous", raw.contiguous, function(g) return g end)
     view_like("clone", raw.clone, function(g) return g end)

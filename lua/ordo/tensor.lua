@@ -1222,6 +1222,33 @@ function Tensor:narrow(dim, start, len)
     return wrap(C.ordo_tensor_narrow("narrow", self._c, d, start - 1, len))
 end
 
+-- unfold(dim, size, step): every window of size elements along dim, step
+-- apart, as Torch's: a view whose dim holds the floor((n - size) / step)
+-- + 1 windows and whose new last dim the size elements of each.  Windows
+-- that overlap (step < size) share memory, as in Torch: read them, or
+-- contiguous() them before writing.
+local STRIDES = ffi.new("int64_t[8]")
+function Tensor:unfold(dim, size, step)
+    check_self("unfold", self)
+    local c = self._c
+    local nd = c.ndim
+    local d = norm_dim("unfold", self, dim, nd == 0 and 1 or 0) -- (a 0-dim tensor is one element along dim 1)
+    if not is_int(size) or size < 0 then fail("unfold: size must be an integer >= 0, got " .. show(size)) end
+    if not is_int(step) or step < 1 then fail("unfold: step must be an integer >= 1, got " .. show(step)) end
+    local n = nd == 0 and 1 or tonumber(c.shape[d])
+    if size > n then
+        fail(fmt("unfold: size %s is larger than dim %d of size %d (shape %s)", show(size), d + 1, n, shape_str(self)))
+    end
+    if nd == 0 then return self:reshape(1):narrow(1, 1, size) end -- (Torch's: the window alone)
+    if nd >= 8 then fail(fmt("unfold: a tensor of %d dims has no room for the windows' dim (at most 8)", nd)) end
+    for i = 0, nd - 1 do SHAPE[i], STRIDES[i] = c.shape[i], c.strides[i] end
+    local nw = floor((n - size) / step) + 1
+    -- (one window: its stride is never used, and a step past 2^63 would not fit one)
+    SHAPE[d], STRIDES[d] = nw, nw > 1 and c.strides[d] * step or c.strides[d]
+    SHAPE[nd], STRIDES[nd] = size, c.strides[d]
+    return wrap(C.ordo_tensor_as_strided(c, nd + 1, SHAPE, STRIDES, c.offset))
+end
+
 function Tensor:select(dim, index)
     check_self("select", self)
     local d = norm_dim("select", self, dim)

@@ -42,6 +42,16 @@ local function apply_mask(fname, scores, mask, allow)
     return scores:masked_fill(blocked, -huge)
 end
 
+-- softmax over dim of masked scores: a row whose every score is -inf (a
+-- query that may attend to no key: a sequence all padding) gives zeros, as
+-- Torch's scaled_dot_product_attention (_safe_softmax); softmax gave NaN
+-- there, and NaN gradients to every parameter.  The row's scores are 0
+-- inside, so that its softmax, and the backward through it, meet no NaN.
+local function safe_softmax(scores, dim)
+    local none = scores:eq(-huge):all(dim, true)
+    return scores:masked_fill(none, 0):softmax(dim):masked_fill(none, 0)
+end
+
 -- The causal mask of L queries and S keys: 1 where key j comes after query
 -- i (aligned at the top left, as Torch's is_causal).
 local function causal_blocked(L, S, like)
@@ -141,7 +151,8 @@ function M.scaled_dot_product_attention(q, k, v, opts)
         end
     end
     scores = apply_mask(fname, scores, mask, true)
-    local attn = scores:softmax(-1)
+    -- (a causal mask alone leaves every query a key: the first)
+    local attn = mask ~= nil and safe_softmax(scores, -1) or scores:softmax(-1)
     if p > 0 then attn = functional.dropout(attn, p, true) end
     if #lead <= 1 then return attn:matmul(v) end
     local out = attn:reshape(-1, L, S):matmul(v)
@@ -245,7 +256,7 @@ function M.install(nn)
             end
             scores = apply_mask(name, scores, kpm:view(N, 1, 1, S), false)
         end
-        local attn = scores:softmax(4)
+        local attn = (am ~= nil or kpm ~= nil) and safe_softmax(scores, 4) or scores:softmax(4)
         -- the weights returned are those applied, after the dropout (Torch's)
         if self.dropout > 0 and self.training then attn = F.dropout(attn, self.dropout, true) end
         local weights = attn

@@ -578,7 +578,18 @@ function M.gaussian_nll_loss(input, target, var, opts)
         var = var:unsqueeze(-1)
     end
     check_target_broadcast(fname, input, var, "var")
-    local v = var:clamp(opts.eps or 1e-6, math.huge)
+    -- var at least eps, as Torch's, which clamps it under no_grad: the
+    -- value clamped, the gradient passing as if it were not (through
+    -- clamp's own gradient, 0 below eps, a variance that fell under eps
+    -- got no gradient to grow back and stayed there)
+    local eps = opts.eps or 1e-6
+    local v = var
+    if var._rg and autograd.is_enabled() then
+        local vd = var:detach()
+        v = var + (vd:clamp(eps, math.huge) - vd)
+    else
+        v = var:clamp(eps, math.huge)
+    end
     local d = input - target
     local loss = (v:log() + d * d / v) * 0.5
     if opts.full then loss = loss + 0.5 * math.log(2 * math.pi) end
@@ -711,6 +722,15 @@ function M.normalize(x, opts)
     return x / x:norm(p, dim, true):clamp(eps, math.huge)
 end
 
+-- t's 2-norm along dim (kept), at least eps for the value only (the
+-- gradient that of the norm itself): Torch's clamp under no_grad.
+local function clamped_norm(t, dim, eps)
+    local n = t:norm(2, dim, true)
+    if not (n._rg and autograd.is_enabled()) then return n:clamp(eps, math.huge) end
+    local nd = n:detach()
+    return n + (nd:clamp(eps, math.huge) - nd)
+end
+
 -- cosine_similarity(a, b [, {dim = -1, eps = 1e-8}]): a·b / (|a| |b|)
 -- along dim (shapes broadcast), each norm at least eps.
 function M.cosine_similarity(a, b, opts)
@@ -728,7 +748,9 @@ function M.cosine_similarity(a, b, opts)
     if tensor.shape_str(sb) ~= full then b = b:expand(s) end
     -- each divided by its norm first, as Torch: a·b and |a| |b| overflow
     -- float32 once the elements pass about 1e19 (inf / inf: NaN)
-    local na, nb = a:norm(2, dim, true):clamp(eps, math.huge), b:norm(2, dim, true):clamp(eps, math.huge)
+    -- each norm at least eps as Torch's, which clamps them under no_grad:
+    -- the gradient passes the clamp as if it were not there
+    local na, nb = clamped_norm(a, dim, eps), clamped_norm(b, dim, eps)
     return ((a / na) * (b / nb)):sum(dim)
 end
 
@@ -968,8 +990,12 @@ function M.kl_div(input, target, opts)
     if r ~= nil and r ~= "batchmean" and not REDUCTIONS[r] then
         fail(fmt("%s: reduction must be 'mean', 'batchmean', 'sum' or 'none', got %s", fname, tostring(r)))
     end
-    local loss = target * (target:log() - input)
-    loss = loss:masked_fill(target:eq(0), 0) -- 0 log 0 = 0 (the log gave -inf there)
+    -- 0 log 0 = 0, as Torch's: the log of 1 where the target is 0 (log 0
+    -- would be -inf there, and its gradient 1/0 times 0 NaN in the
+    -- target's gradient), and those places masked, gradients included
+    local zero = target:eq(0)
+    local loss = target * (tensor.where(zero, 1, target):log() - input)
+    loss = loss:masked_fill(zero, 0)
     if r == "batchmean" then
         return loss:sum() / (input:dim() > 0 and input:size(1) or 1)
     end
