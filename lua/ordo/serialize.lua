@@ -138,8 +138,12 @@ end
 -- written them failed.
 function M.host_copy(fname, t, what)
     local c = t:detach():to(util.cpu(0)):contiguous()
-    c:wait()
-    local why = failed_bytes(t) or failed_bytes(c)
+    -- the wait raises for a tensor never computed, even once its failure
+    -- was reported (void): the same refusal, naming what
+    local waited, werr = pcall(c.wait, c)
+    if not waited and tostring(werr):find("interrupted", 1, true) then error(werr, 0) end -- (Ctrl-C in the wait)
+    local why = not waited and tostring(werr):gsub("^[^:\n]*:%d+: ", ""):gsub(" %(reported before: [^)]*%)$", "")
+    why = why or failed_bytes(t) or failed_bytes(c)
     if why then error(fmt("%s: %s holds the result of an op that failed (%s); nothing saved", fname, what, why), 0) end
     return c
 end
