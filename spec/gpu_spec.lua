@@ -1594,6 +1594,18 @@ describe("gpu tensors: errors", function()
         raises(function() return s:totable() end, "scatter_add", "index 7 out of range")
         ordo.engine.wait_for_all()
         assert.same({0, 0, 0}, acc:totable())
+
+        -- values out of an op's domain, checked on the device (check_range): BCE's probabilities, and
+        -- bernoulli_'s, which leaves its tensor as it was
+        local F = ordo.nn.functional
+        local l = F.binary_cross_entropy(ordo.tensor({0.5, 2}, {device = G}), ordo.tensor({0, 1}, {device = G}))
+        raises(function() return l:item() end, "binary_cross_entropy", "value 2 at element 2 is outside", "gpu(0)")
+        local keep = ordo.full({3}, 7, {device = G})
+        keep:bernoulli_(ordo.tensor({0.5, 0.5, -1}, {device = G}))
+        raises(function() return keep:totable() end, "bernoulli_", "value -1 at element 3")
+        assert.same({7, 7, 7}, keep:totable())
+        assert.is_true(F.binary_cross_entropy(ordo.tensor({0.5, 1}, {device = G}),
+                                              ordo.tensor({0, 1}, {device = G})):item() > 0)
     end)
 
     it("checked ops keep the order of their vars and many in flight come back right", function()

@@ -511,6 +511,29 @@ describe("nn modules", function()
         close(var.grad:totable(), {at_eps, at_eps, 0.5 * (1 / 2 - 1 / 4)}, 1e-12)
     end)
 
+    it("refuse values out of their domain as Torch's do, at run time: BCE probabilities, a negative variance", function()
+        -- (they gave NaN, or a huge loss from a clamped negative variance; the check runs as an op on the
+        -- device, so it needs no host wait: the loss fails at the wait that meets it)
+        local y = ordo.tensor({0, 1, 1})
+        for _, bad in ipairs({1.5, -0.25, 0 / 0}) do
+            local l = F.binary_cross_entropy(ordo.tensor({0.2, bad, 0.3}), y)
+            H.raises(function() return l:item() end, "binary_cross_entropy", "at element 2 is outside [0, 1]")
+            local m = nn.BCELoss()(ordo.tensor({0.2, bad, 0.3}), y)
+            H.raises(function() return m:item() end, "binary_cross_entropy", "outside [0, 1]")
+        end
+        -- the edges are in: 0 and 1 give the clamped finite loss
+        close(F.binary_cross_entropy(ordo.tensor({0, 1}, D), ordo.tensor({0, 1}, D)):item(), 0)
+        local p = ordo.tensor({0.2, 0.7}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(u) return F.binary_cross_entropy(u, ordo.tensor({0, 1}, D)) end, {p}))
+        local g = F.gaussian_nll_loss(ordo.zeros({2}), ordo.ones({2}), ordo.tensor({-1, 1}))
+        H.raises(function() return g:item() end, "gaussian_nll_loss", "value -1 at element 1 is outside [0, inf]")
+        -- and with a variance that needs a gradient, the same; a zero variance is allowed (clamped to eps)
+        local v = ordo.tensor({1, -2}):requires_grad()
+        H.raises(function() return F.gaussian_nll_loss(ordo.zeros({2}), ordo.ones({2}), v):item() end,
+                 "gaussian_nll_loss", "value -2 at element 2")
+        assert.is_true(F.gaussian_nll_loss(ordo.zeros({2}), ordo.ones({2}), ordo.tensor({0, 1})):item() > 0)
+    end)
+
     it("SiLU, GELU (exact and tanh approximation), Softplus, LeakyReLU against plain Lua; gradcheck", function()
         local xs = {-30, -2, -0.5, 0.25, 1, 3, 40}
         local x = ordo.tensor(xs, D)

@@ -1,6 +1,7 @@
 /*
  * compare.c - eq ne lt le gt ge (tensor and scalar forms) giving uint8 0/1,
- * and the selections that consume such masks: where, masked_fill.
+ * the selections that consume such masks: where, masked_fill, and
+ * check_range, a copy that fails on a value out of bounds.
  */
 #include <string.h>
 
@@ -288,11 +289,57 @@ static int k_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
 /* the table's rows: eq..ge, then eq_scalar..ge_scalar */
 #define CMP_ENTRY(OPN, OP) {#OPN, k_##OPN},
 #define CMP_SCALAR_ENTRY(OPN, OP) {#OPN "_scalar", k_##OPN##_scalar},
+/* ---- check_range ------------------------------------------------------------ */
+
+/* out = x, failing when an element of x is below s0, above s1 or NaN.  An
+ * op that must refuse some values (binary_cross_entropy's probabilities)
+ * reads the checked copy: a bad value then fails it at run time, with no
+ * host wait, and whatever reads the copy is skipped and carries the
+ * failure (rule 5).  x is scanned before anything is written. */
+int cpu_check_check_range(const ordo_run_ctx *rc, const ordo_kernel_args *args, int64_t *n, double *lo,
+                          double *hi) {
+    const char *name = "check_range";
+    int r = cpu_check_args(rc, name, args, 1, 1);
+    if (r) return r;
+    const ordo_view *y = &args->out[0], *x = &args->in[0];
+    if (!cpu_dtype_is_float(x->dtype)) return cpu_fail_dtype(rc, name, x->dtype);
+    if (y->dtype != x->dtype)
+        return ordo_fail(rc, "%s: dtype mismatch: x is %s but out is %s", name, ordo_dtype_name(x->dtype),
+                         ordo_dtype_name(y->dtype));
+    const ordo_view *v[2] = {y, x};
+    static const char *const names[2] = {"out", "x"};
+    if ((r = cpu_check_same_shapes(rc, name, v, names, 2))) return r;
+    if (args->nscalar < 2) return ordo_fail(rc, "%s: needs 2 scalars (low, high), got %d", name, args->nscalar);
+    *lo = args->scalar[0];
+    *hi = args->scalar[1];
+    if (!(*lo <= *hi)) return ordo_fail(rc, "%s: bounds [%g, %g] are empty", name, *lo, *hi);
+    int64_t count = 1;
+    for (int d = 0; d < x->ndim; d++) count *= x->shape[d];
+    *n = count == 0 ? 0 : cpu_dense_numel(2, v);
+    if (*n < 0) return ordo_fail(rc, "%s: x and out must be contiguous", name);
+    return 0;
+}
+
+#define DEF_CHECK_RANGE(SFX, T)                                                                         static int check_range_##SFX(const ordo_run_ctx *rc, const T *x, T *y, int64_t n, double lo, double hi) {         for (int64_t i = 0; i < n; i++)                                                                          if (!(x[i] >= lo && x[i] <= hi)) /* (NaN too) */                                                         return ordo_fail(rc, "check_range: value %g at element %lld is outside [%g, %g]",                                    (double)x[i], (long long)i + 1, lo, hi);                                    memcpy(y, x, (size_t)n * sizeof(T));                                                                return 0;                                                                                        }
+DEF_CHECK_RANGE(f32, float)
+DEF_CHECK_RANGE(f64, double)
+
+static int k_check_range(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    int64_t n;
+    double lo, hi;
+    int r = cpu_check_check_range(rc, args, &n, &lo, &hi);
+    if (r || n == 0) return r;
+    if (args->in[0].dtype == ORDO_F32)
+        return check_range_f32(rc, (const float *)args->in[0].data, (float *)args->out[0].data, n, lo, hi);
+    return check_range_f64(rc, (const double *)args->in[0].data, (double *)args->out[0].data, n, lo, hi);
+}
+
 void cpu_register_compare(void) {
     static const cpu_kernel_entry t[] = {
         CPU_CMP_OPS(CMP_ENTRY) CPU_CMP_OPS(CMP_SCALAR_ENTRY)
         {"where", k_where},
         {"masked_fill", k_masked_fill},
+        {"check_range", k_check_range},
     };
     CPU_REGISTER_TABLE(t);
 }

@@ -259,6 +259,10 @@ int cpu_check_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args, i
  * else the constant result 0 / 1 (no element can change it). */
 int cpu_cmp_int_bound(int dtype, double s, int op, int64_t *bound);
 int cpu_check_where(const ordo_run_ctx *rc, const ordo_kernel_args *args);
+/* check_range: x and out float, one dtype and shape, both contiguous (one
+ * flat run of *n elements); *lo, *hi the bounds s0, s1. */
+int cpu_check_check_range(const ordo_run_ctx *rc, const ordo_kernel_args *args, int64_t *n, double *lo,
+                          double *hi);
 /* *val: the fill value as an element of out's dtype. */
 int cpu_check_masked_fill(const ordo_run_ctx *rc, const ordo_kernel_args *args, cpu_scalar *val);
 

@@ -6,7 +6,7 @@
  * in the tensor's precision for float32, exactly for integer tensors (the
  * host turns it into an integer bound, or into a constant result that
  * becomes a fill).  where and masked_fill, registered by compare.c on the
- * CPU, live in elementwise.cu here.
+ * CPU, live in elementwise.cu here; check_range is here, as there.
  */
 #include <type_traits>
 
@@ -90,6 +90,40 @@ int run_cmp_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     int k_##OPN##_scalar(const ordo_run_ctx *rc, const ordo_kernel_args *a) { return run_cmp_scalar<OP>(rc, a); }
 CPU_CMP_OPS(DEF_CMP_KERNELS)
 
+/* ---- check_range ------------------------------------------------------------------ */
+
+/* out = x; an element below lo, above hi or NaN is reported to the op's
+ * error slot (the first to get there wins), which fails the op once its
+ * work has run (gpu_check.c): the checked copy then carries the failure. */
+template <typename T>
+__global__ void check_range_kernel(const T *x, T *y, int64_t n, double lo, double hi, int kid, cu_error_slot *slot) {
+    CU_GRID_STRIDE(i, n) {
+        const T v = x[i];
+        y[i] = v;
+        if (!((double)v >= lo && (double)v <= hi)) {
+            const double d = (double)v;
+            long long bits;
+            memcpy(&bits, &d, sizeof bits);
+            cu_report(slot, CU_ERR_OUT_OF_BOUNDS, kid, (long long)i + 1, bits);
+        }
+    }
+}
+
+int k_check_range(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    int64_t n;
+    double lo, hi;
+    int r = cpu_check_check_range(rc, args, &n, &lo, &hi);
+    if (r || n == 0) return r;
+    cu_error_slot *slot = cu_error_slot_op(rc);
+    if (!slot) return 1; /* (the op failed, saying why) */
+    const int kid = cu_error_kernel_id("check_range");
+    cudaStream_t st = cu_stream(rc);
+    CU_DISPATCH_FLOAT(rc, "check_range", args->in[0].dtype, T,
+                      check_range_kernel<T><<<cu_blocks(n), CU_THREADS, 0, st>>>(
+                          (const T *)args->in[0].data, (T *)args->out[0].data, n, lo, hi, kid, slot));
+    return cu_check_launch(rc, "check_range");
+}
+
 } /* namespace */
 
 /* the table's rows: eq..ge, then eq_scalar..ge_scalar */
@@ -98,6 +132,7 @@ CPU_CMP_OPS(DEF_CMP_KERNELS)
 extern "C" void cuda_register_compare(void) {
     static const cpu_kernel_entry t[] = {
         CPU_CMP_OPS(CMP_ENTRY) CPU_CMP_OPS(CMP_SCALAR_ENTRY)
+        {"check_range", k_check_range},
     };
     CU_REGISTER_TABLE(t);
 }

@@ -119,7 +119,8 @@ enum {
     CU_ERR_INDEX_RANGE = 1,   /* a = index, b = size of the dim */
     CU_ERR_INT_DIV_ZERO = 2,  /* integer division by zero */
     CU_ERR_VALUE_RANGE = 3,   /* a value does not fit the dtype */
-    CU_ERR_UNSEEDED = 4       /* a random kernel got a generator state never seeded */
+    CU_ERR_UNSEEDED = 4,      /* a random kernel got a generator state never seeded */
+    CU_ERR_OUT_OF_BOUNDS = 5  /* check_range: a = element (from 1), b = the value's double bits */
 };
 
 /* One per device, in mapped page-locked host memory: kernels write it
@@ -150,6 +151,12 @@ static inline void cu_error_format(const cu_error_slot *s, char *err, size_t err
     case CU_ERR_UNSEEDED:
         snprintf(err, errlen, "%s: generator state was never seeded (run the seed kernel on it first)", name);
         break;
+    case CU_ERR_OUT_OF_BOUNDS: {
+        double v;
+        memcpy(&v, &s->b, sizeof v);
+        snprintf(err, errlen, "%s: value %g at element %lld is outside the bounds", name, v, s->a);
+        break;
+    }
     default: snprintf(err, errlen, "%s failed (code %d)", name, s->code);
     }
 }

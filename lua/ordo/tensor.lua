@@ -92,7 +92,7 @@ for _, name in ipairs({
     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "matmul", "seed", "uniform", "normal", "bernoulli",
-    "gather", "index_select", "scatter_add", "index_add"}) do
+    "gather", "index_select", "scatter_add", "index_add", "check_range"}) do
     local id = C.ordo_tensor_kernel_id(name)
     assert(id >= 0, name)
     K[name] = id
@@ -828,6 +828,18 @@ function Tensor:normal_(mean, std)
     return random_("normal_", K.normal, FLOAT, self, mean, std)
 end
 
+-- t's values checked to lie in [lo, hi], as a new contiguous float tensor
+-- (no gradient) that an op reads instead of t: a value outside, or NaN,
+-- fails the check at run time, without a host wait, and the op reading the
+-- copy is skipped and carries the failure ("fname: check_range: value 1.5
+-- at element 3 is outside [0, 1]").  t must be float.
+function M.checked_in_range(fname, t, lo, hi)
+    local src = t:detach():contiguous()
+    local out = new_raw(fname, shape_of(src), src._c.dtype, src._c.ctx, src._c.storage.engine)
+    push(K.check_range, fname, NAMED, {src}, {out}, {lo, hi})
+    return out
+end
+
 -- Per-element probabilities (Torch's bernoulli(p) and t:bernoulli_(p)): a one
 -- where a uniform draw in [0, 1) falls below p, so p = 0 never gives one and
 -- p = 1 always does.  p broadcasts to self's shape, never the other way.
@@ -847,14 +859,12 @@ local function bernoulli_probs_(fname, self, p)
         fail(fmt("%s: probabilities of shape %s do not broadcast to the tensor's shape %s", fname,
                  shape_str_tbl(ps), shape_str_tbl(ts)))
     end
-    -- a probability outside [0, 1] (or NaN) is an error, as for a number p;
-    -- it costs one read of the probabilities
-    if p:numel() > 0 and p:ge(0):add(p:le(1)):min():item() ~= 2 then
-        fail(fmt("%s: expected probabilities in [0, 1], got a value outside (or NaN)", fname))
-    end
+    -- a probability outside [0, 1] (or NaN) fails the op at run time (the
+    -- check needs no wait), and self is left as it was
+    local checked = M.checked_in_range(fname, p, 0, 1)
     local u = new_raw(fname, ts, p._c.dtype, self._c.ctx, self._c.storage.engine)
     random_(fname, K.uniform, FLOAT, u, 0, 1)
-    return self:copy_(u:lt(p))
+    return self:copy_(u:lt(checked))
 end
 
 local function bernoulli_(fname, self, p)

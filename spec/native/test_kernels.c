@@ -115,6 +115,13 @@ static double getd(const ordo_view *v, const int64_t *idx) {
     }
 }
 
+/* Writes x into element idx of a float view. */
+static void setd(const ordo_view *v, const int64_t *idx, double x) {
+    char *p = (char *)v->data + off_of(v, idx) * (int64_t)ordo_dtype_size(v->dtype);
+    if (v->dtype == ORDO_F32) *(float *)p = (float)x;
+    else *(double *)p = x;
+}
+
 static int64_t geti(const ordo_view *v, const int64_t *idx) {
     const char *p = (const char *)v->data + off_of(v, idx) * (int64_t)ordo_dtype_size(v->dtype);
     switch (v->dtype) {
@@ -207,6 +214,7 @@ static const char *const CATALOGUE[] = {
     "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli", "gather",
     "index_select", "scatter_add", "index_add", "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt",
     "reciprocal", "floor", "ceil", "round", "trunc", "cumsum", "cumprod", "cumprod_backward", "sort",
+    "check_range",
 };
 
 static void registry_has_every_catalogue_kernel(void) {
@@ -978,6 +986,70 @@ static void kernel_where_masked_fill(void) {
     EXPECT_FAIL("masked_fill", &k, "mask must be uint8");
     tv_free(&c);
     tv_free(&x);
+    END();
+}
+
+/* check_range: a copy that fails on the first value out of [s0, s1] or
+ * NaN, naming it and its element (from 1), before writing anything. */
+static void kernel_check_range(void) {
+    begin();
+    for (int t = 0; t < 2; t++) {
+        int dt = t ? ORDO_F64 : ORDO_F32;
+        int64_t n = 1000;
+        tv x = tv_new(dt, 1, &n, L_CONTIG), o = tv_new(dt, 1, &n, L_CONTIG);
+        for (int64_t i = 0; i < n; i++) setd(&x.v, &i, (double)i / (double)(n - 1)); /* 0 .. 1, both ends */
+        ordo_kernel_args k = args_n(1, 1);
+        k.in[0] = x.v;
+        k.out[0] = o.v;
+        k.nscalar = 2;
+        k.scalar[0] = 0;
+        k.scalar[1] = 1;
+        CHECK_EQ_LONG(call("check_range", &k), 0);
+        if (memcmp(o.v.data, x.v.data, (size_t)n * ordo_dtype_size(dt))) BAD("check_range %s: not a copy", dtn(dt));
+        /* one value out: fails naming it, and writes nothing */
+        int64_t at = 700;
+        setd(&x.v, &at, 1.5);
+        memset(o.v.data, 0, (size_t)n * ordo_dtype_size(dt));
+        EXPECT_FAIL("check_range", &k, "value 1.5 at element 701 is outside [0, 1]");
+        for (int64_t i = 0; i < n; i++)
+            if (getd(&o.v, &i) != 0) BAD("check_range %s: wrote before failing", dtn(dt));
+        setd(&x.v, &at, NAN);
+        EXPECT_FAIL("check_range", &k, "at element 701 is outside [0, 1]");
+        setd(&x.v, &at, 0.5);
+        k.scalar[1] = INFINITY; /* [0, inf]: any number >= 0 */
+        CHECK_EQ_LONG(call("check_range", &k), 0);
+        /* the checks */
+        k.scalar[0] = 2;
+        k.scalar[1] = 1;
+        EXPECT_FAIL("check_range", &k, "bounds [2, 1] are empty");
+        k.scalar[0] = 0;
+        k.nscalar = 1;
+        EXPECT_FAIL("check_range", &k, "needs 2 scalars");
+        k.nscalar = 2;
+        tv_free(&x);
+        tv_free(&o);
+    }
+    int64_t n = 4, shape2[2] = {2, 2};
+    tv xi = tv_new(ORDO_I32, 1, &n, L_CONTIG), xf = tv_new(ORDO_F32, 1, &n, L_CONTIG);
+    tv xt = tv_new(ORDO_F32, 2, shape2, L_CONTIG), ot = tv_new(ORDO_F32, 2, shape2, L_CONTIG);
+    ordo_kernel_args k = args_n(1, 1);
+    k.nscalar = 2;
+    k.scalar[1] = 1;
+    k.in[0] = k.out[0] = xi.v;
+    EXPECT_FAIL("check_range", &k, "int32");
+    k.in[0] = xf.v;
+    k.out[0] = xt.v;
+    EXPECT_FAIL("check_range", &k, "shape");
+    /* a transposed view is not contiguous */
+    k.in[0] = xt.v;
+    k.in[0].strides[0] = 1;
+    k.in[0].strides[1] = 2;
+    k.out[0] = ot.v;
+    EXPECT_FAIL("check_range", &k, "contiguous");
+    tv_free(&xi);
+    tv_free(&xf);
+    tv_free(&xt);
+    tv_free(&ot);
     END();
 }
 
@@ -2425,6 +2497,7 @@ int main(void) {
     TEST(kernel_compare);
     TEST(kernel_compare_scalar);
     TEST(kernel_where_masked_fill);
+    TEST(kernel_check_range);
     TEST(kernel_unary);
     TEST(kernel_reductions);
     TEST(kernel_reduction_edges);

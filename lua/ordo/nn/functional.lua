@@ -582,13 +582,16 @@ function M.gaussian_nll_loss(input, target, var, opts)
     -- value clamped, the gradient passing as if it were not (through
     -- clamp's own gradient, 0 below eps, a variance that fell under eps
     -- got no gradient to grow back and stayed there)
+    -- A negative variance is an error, as Torch's; checked at run time on
+    -- the device (no host wait), failing the loss.
     local eps = opts.eps or 1e-6
     local v = var
+    local checked = FLOAT_DT[var:dtype()] and tensor.checked_in_range(fname, var, 0, math.huge) or var:detach()
     if var._rg and autograd.is_enabled() then
         local vd = var:detach()
-        v = var + (vd:clamp(eps, math.huge) - vd)
+        v = var + (checked:clamp(eps, math.huge) - vd)
     else
-        v = var:clamp(eps, math.huge)
+        v = checked:clamp(eps, math.huge)
     end
     local d = input - target
     local loss = (v:log() + d * d / v) * 0.5
@@ -941,8 +944,11 @@ function M.binary_cross_entropy(p, y, opts)
     check_same_shape(fname, p, y)
     local w = opts.weight -- each element's loss times its weight (broadcasting to p), Torch's
     if w ~= nil then check_target_broadcast(fname, p, w, "weight") end
-    -- the value from detached operands (nothing recorded), the node after
+    -- the value from detached operands (nothing recorded), the node after;
+    -- a probability outside [0, 1] (or NaN) fails the loss at run time, as
+    -- Torch's refuses it (no host wait: the check runs as an op)
     local pd, yd = p._rg and p:detach() or p, y._rg and y:detach() or y
+    if FLOAT_DT[pd:dtype()] then pd = tensor.checked_in_range(fname, pd, 0, 1) end
     local loss = -(yd * pd:log():clamp(-100) + (1 - yd) * (1 - pd):log():clamp(-100))
     if autograd.needs(p, y) then record_bce(p, y, loss) end
     if w ~= nil then loss = loss * w end
