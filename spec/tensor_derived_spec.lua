@@ -286,6 +286,20 @@ describe("derived ops", function()
         H.raises(function() return ordo.equal(a, 1) end, "equal", "number")
     end)
 
+    it("allclose of integer tensors: the difference does not wrap in their dtype", function()
+        local u = function(v) return ordo.tensor(v, "uint8") end
+        assert.is_true(ordo.allclose(u({0}), u({1}), 0, 1)) -- 0 - 1 is 255 in uint8
+        assert.is_true(ordo.allclose(u({1}), u({0}), 0, 1))
+        assert.is_false(ordo.allclose(u({0}), u({2}), 0, 1))
+        local big = ordo.full({1}, 2 ^ 62, "int64")
+        assert.is_false(ordo.allclose(big, -big)) -- 2^62 - -2^62 wrapped to -2^63
+        assert.is_true(ordo.allclose(big, big))
+        assert.is_false(ordo.allclose(ordo.tensor({5}, "int32"), ordo.tensor({-2 ^ 31}, "int32"))) -- |b| wrapped
+        assert.is_false(ordo.allclose(ordo.tensor({5}, "int32"), -2 ^ 31))
+        assert.is_true(ordo.allclose(ordo.tensor({100}, "int32"), ordo.tensor({101}, "int64"), 0.01))
+        assert.is_true(ordo.allclose(ordo.tensor({3}, "int32"), ordo.tensor({3.0000001}, "float64")))
+    end)
+
     it("all and any: Lua booleans over every element, uint8 tensors along a dim", function()
         assert.is_false(ordo.tensor({1, 2, 0}):all())
         assert.is_true(ordo.tensor({1, -2, 0.5}):all())

@@ -268,10 +268,18 @@ function M.allclose(a, b, rtol, atol)
             fail(fmt("allclose: b of shape %s does not broadcast to a's shape %s", shape_of_str(b), shape_of_str(a)))
         end
     end
-    local tol = is_tensor(b) and b:abs() * rtol + atol or math.abs(b) * rtol + atol
+    -- integers compare in float64: their difference (and |b|) in their own
+    -- dtype wraps (uint8 0 - 1 is 255, int64 2^62 - -2^62 is negative), so
+    -- close values were far and far ones close; a:eq(b) keeps exact equality
+    local x, y = a, b
+    if not tensor.result_type(a, b):match("^float") then
+        x = a:double()
+        if is_tensor(b) then y = b:double() end
+    end
+    local tol = is_tensor(y) and y:abs() * rtol + atol or math.abs(y) * rtol + atol
     -- as NumPy: an infinite difference is never close (the tolerance of an
     -- infinite b is infinite too), equal values always (inf - inf is NaN)
-    local d = (a - b):abs()
+    local d = (x - y):abs()
     local close = d:le(tol):mul(d:ne(huge)):maximum(a:eq(b))
     if close:numel() == 0 then return true end
     return close:min():item() == 1
