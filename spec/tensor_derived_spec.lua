@@ -907,6 +907,36 @@ describe("derived ops", function()
         H.raises(function() return x:scatter(2, idx2, "a") end, "scatter", "src", "string")
     end)
 
+    it("scatter over NaN and inf: the written places get src, the others keep theirs", function()
+        local t = ordo.tensor({0 / 0, 1 / 0, -1 / 0, 4, 0 / 0})
+        local idx = ordo.tensor({1, 2, 3}, "int64")
+        local r = t:scatter(1, idx, ordo.tensor({5, 6, 7})):totable()
+        assert.same({5, 6, 7, 4}, {r[1], r[2], r[3], r[4]}) -- were NaN: self * 0 kept the NaN
+        assert.is_true(r[5] ~= r[5])
+        r = t:scatter(1, idx, 0):totable()
+        assert.same({0, 0, 0, 4}, {r[1], r[2], r[3], r[4]})
+        local c = t:clone()
+        c:scatter_(1, idx, 9)
+        assert.same({9, 9, 9, 4}, {c[1], c[2], c[3], c[4]})
+    end)
+
+    it("scatter, scatter_add and index_add refuse a float src into an integer tensor (it was truncated)", function()
+        local i32 = ordo.tensor({1, 2, 3}, "int32")
+        local idx = ordo.tensor({1}, "int64")
+        for _, f in ipairs({"scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_"}) do
+            H.raises(function() return i32[f](i32, 1, idx, ordo.tensor({2.5})) end, (f:gsub("_$", "")),
+                     "src is float32", "int32")
+        end
+        assert.same({1, 2, 3}, i32:totable())
+        -- integer into integer, integer into float and float into float are cast as before
+        assert.same({3, 2, 3}, i32:index_add(1, idx, ordo.tensor({2}, "int64")):totable())
+        assert.same({3, 2, 3}, i32:scatter_add(1, idx, ordo.tensor({2}, "uint8")):totable())
+        assert.same({2, 2, 3}, i32:scatter(1, idx, ordo.tensor({2}, "int64")):totable())
+        assert.same({3.5, 2, 3}, ordo.tensor({1, 2, 3}):scatter_add(1, idx, ordo.tensor({2.5}, "float64")):totable())
+        assert.same({3, 2, 3}, ordo.tensor({1, 2, 3}, "float64"):index_add(1, idx, ordo.tensor({2}, "int32")):totable())
+        assert.same({2, 2, 3}, i32:scatter(1, idx, 2.5):totable()) -- a number is truncated, as fill_'s
+    end)
+
     it("ops that make tensors of their own make them on their input's engine", function()
         local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
         local on = {engine = e}

@@ -749,9 +749,11 @@ function Tensor:scatter(dim, index, src)
     end
     if type(src) == "number" then src = tensor.full(index:shape(), src, tensor.like(self)) end
     if not is_tensor(src) then fail("scatter: src must be a tensor or a number, got " .. typename(src)) end
+    tensor.check_src_dtype("scatter", self, src)
     local written = tensor.zeros_like(self):scatter_add_(dim, index, tensor.ones(index:shape(), tensor.like(self)),
                                                          "scatter")
-    local kept = self * written:eq(0):to(self:dtype())
+    -- selected, not multiplied by 0 (a NaN or inf overwritten gave NaN)
+    local kept = tensor.where(written:eq(0), self, 0)
     return kept:scatter_add(dim, index, src:to(self:dtype()), "scatter")
 end
 

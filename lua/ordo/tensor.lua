@@ -2234,6 +2234,17 @@ function Tensor:index_select(dim, index, who)
     return out
 end
 
+-- src is cast to self's dtype, as an in-place op's operand, and a float src
+-- into an integer tensor is refused as they refuse a float result (it was
+-- truncated: 1 + 2.5 gave 3).
+local function check_src_dtype(fname, self, src)
+    if not can_cast(src._c.dtype, self._c.dtype) then
+        fail(fmt("%s: src is %s but the tensor is %s (its fractions would be dropped; convert one of them with " ..
+                 ":to() first)", fname, DT_NAME[src._c.dtype], DT_NAME[self._c.dtype]))
+    end
+end
+M.check_src_dtype = check_src_dtype
+
 -- scatter_add_(dim, index, src): self[..index[..i..]..] += src[..i..] along
 -- dim (gather's adjoint; repeated indices add up), indices from 1.  who
 -- (internal): as gather's, for gather's gradient.
@@ -2256,6 +2267,7 @@ local function scatter_add(fname, self, dim, index, src, who)
                  .. "any dim, nor than out except along dim %d)", who or fname, shape_str(src), shape_str(idx),
                  shape_str(self), d + 1))
     end
+    check_src_dtype(who or fname, self, src)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
     push(K.scatter_add, who or fname, who and NAMED or 0, {src, idx}, {self}, nil, {d, 1})
     return self
@@ -2291,6 +2303,7 @@ local function index_add(fname, self, dim, index, src)
         fail(fmt("%s: shape mismatch: src %s, index %s, out %s (src must be out's shape with dim %d as long as "
                  .. "the index)", fname, shape_str(src), shape_str(idx), shape_str(self), d + 1))
     end
+    check_src_dtype(fname, self, src)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
     push(K.index_add, fname, 0, {src, idx}, {self}, nil, {d, 1})
     return self
