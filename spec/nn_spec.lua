@@ -471,6 +471,28 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u) return F.mse_loss(u, y) end, {x}))
     end)
 
+    it("regression losses and distances of integer tensors compute in float32 (a uint8 difference wrapped)", function()
+        local u = function(v) return ordo.tensor(v, "uint8") end
+        local a, b = u({1, 2}), u({4, 1})
+        local l1 = F.l1_loss(a, b)
+        assert.equals("float32", l1:dtype())
+        close(l1:item(), 2, 1e-6) -- (3 + 1) / 2; was 128 (1 - 4 is 253 in uint8)
+        close(F.mse_loss(a, b):item(), 5, 1e-6)
+        close(F.smooth_l1_loss(a, b):item(), (2.5 + 0.5) / 2, 1e-6)
+        close(F.huber_loss(a, b):item(), (2.5 + 0.5) / 2, 1e-6)
+        close(F.l1_loss(a, 3):item(), 1.5, 1e-6)
+        close(F.gaussian_nll_loss(a, b, ordo.ones({2})):item(), (9 + 1) / 4, 1e-6)
+        close(F.margin_ranking_loss(u({1}), u({2}), ordo.tensor({1}, "int32")):item(), 1, 1e-6)
+        close(F.pairwise_distance(u({{0, 0}}), u({{3, 4}})):item(), 5, 1e-5)
+        close(F.cdist(u({{0, 0}}), u({{3, 4}})):item(), 5, 1e-6)
+        close(F.triplet_margin_loss(u({{0, 0}}), u({{3, 4}}), u({{0, 1}})):item(), 5 - 1 + 1, 1e-5)
+        -- int32: the square no longer overflows
+        local big = ordo.tensor({0}, "int32")
+        close(F.mse_loss(big, ordo.tensor({50000}, "int32")):item(), 2.5e9, 1e-6)
+        -- a float operand keeps its dtype
+        assert.equals("float64", F.mse_loss(ordo.tensor({1}, "float64"), ordo.tensor({2}, "int32")):dtype())
+    end)
+
     it("MSE, L1, SmoothL1, Huber: a target that would broadcast the input larger (N x 1 against N) raises", function()
         for _, f in ipairs({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"}) do
             -- predictions N x 1 against targets N compared every prediction with every target (N x N)

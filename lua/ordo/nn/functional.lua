@@ -515,6 +515,17 @@ local function check_target_broadcast(fname, input, target, what)
     end
 end
 
+-- a and b (tensors or numbers) as float32 when they would compute in an
+-- integer dtype: a difference of integers wraps there (uint8 1 - 2 is 255,
+-- so l1_loss of {1, 2} and {2, 1} was 128) and its square overflows int32
+-- past 46341.  Float operands are left as they are.
+local function as_float(a, b)
+    if tensor.result_type(a, b):match("^float") then return a, b end
+    if is_tensor(a) then a = a:float() end
+    if is_tensor(b) then b = b:float() end
+    return a, b
+end
+
 -- ---------------------------------------------------------------- ranking and metric losses (Torch's formulas)
 
 -- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0,
@@ -526,6 +537,7 @@ function M.margin_ranking_loss(x1, x2, y, opts)
     check_devices("margin_ranking_loss", x1, x2, y)
     check_target_broadcast("margin_ranking_loss", x1, x2, "input2")
     check_target_broadcast("margin_ranking_loss", x1, y)
+    x1, x2 = as_float(x1, x2)
     -- clamp, not relu: at 0 the gradient passes, as Torch's clamp_min (relu's is 0 there, so equal
     -- scores with margin 0, e.g. from a zero-initialised model, got no gradient at all)
     return reduce("margin_ranking_loss", ((x1 - x2) * -y + (opts.margin or 0)):clamp(0), opts.reduction)
@@ -579,6 +591,7 @@ function M.gaussian_nll_loss(input, target, var, opts)
     end
     check_target_broadcast(fname, input, var, "var")
     local v = var:clamp(opts.eps or 1e-6, math.huge)
+    input, target = as_float(input, target)
     local d = input - target
     local loss = (v:log() + d * d / v) * 0.5
     if opts.full then loss = loss + 0.5 * math.log(2 * math.pi) end
@@ -590,6 +603,7 @@ function M.l1_loss(input, target, opts)
     opts = loss_opts("l1_loss", opts)
     check_tensor("l1_loss", "input", input)
     check_target_broadcast("l1_loss", input, target)
+    input, target = as_float(input, target)
     return reduce("l1_loss", (input - target):abs(), opts.reduction)
 end
 
@@ -739,6 +753,7 @@ function M.pairwise_distance(a, b, opts)
     check_tensor("pairwise_distance", "b", b)
     check_devices("pairwise_distance", a, b)
     opts = util.check_opts("pairwise_distance", opts, {p = true, eps = true, keepdim = true})
+    a, b = as_float(a, b)
     return (a - b + (opts.eps or 1e-6)):norm(opts.p or 2, -1, opts.keepdim)
 end
 
@@ -753,6 +768,7 @@ function M.cdist(a, b, opts)
         fail(fmt("cdist: expected rows of one width, ... x P x M and ... x R x M, got %s and %s", shape_str(a),
                  shape_str(b)))
     end
+    a, b = as_float(a, b)
     return (a:unsqueeze(-2) - b:unsqueeze(-3)):norm(opts.p or 2, -1)
 end
 
@@ -936,6 +952,7 @@ function M.smooth_l1_loss(input, target, opts)
     check_target_broadcast(fname, input, target)
     local beta = opts.beta or 1
     if not (beta >= 0) then fail(fmt("%s: beta must be >= 0, got %s", fname, tostring(beta))) end
+    input, target = as_float(input, target)
     local a = (input - target):abs()
     if beta == 0 then return reduce(fname, a, opts.reduction) end
     local loss = tensor.where(a:lt(beta), a * a * (0.5 / beta), a - 0.5 * beta)
@@ -951,6 +968,7 @@ function M.huber_loss(input, target, opts)
     check_target_broadcast(fname, input, target)
     local delta = opts.delta or 1
     if not (delta > 0) then fail(fmt("%s: delta must be > 0, got %s", fname, tostring(delta))) end
+    input, target = as_float(input, target)
     local a = (input - target):abs()
     local loss = tensor.where(a:le(delta), a * a * 0.5, (a - 0.5 * delta) * delta)
     return reduce(fname, loss, opts.reduction)
@@ -981,6 +999,7 @@ function M.mse_loss(input, target, opts)
     opts = loss_opts("mse_loss", opts)
     check_tensor("mse_loss", "input", input)
     check_target_broadcast("mse_loss", input, target)
+    input, target = as_float(input, target)
     local d = input - target
     return reduce("mse_loss", d * d, opts.reduction)
 end
