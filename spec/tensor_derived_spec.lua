@@ -1110,6 +1110,20 @@ describe("derived ops", function()
         H.raises(function() return ordo.tensor({7}, "uint8") % -3 end, "remainder: value -3 does not fit in uint8")
         H.raises(function() return 300 % ordo.tensor({7}, "uint8") end, "remainder: value 300 does not fit in uint8")
         H.raises(function() return ordo.tensor({7}, "uint8"):fmod(-3) end, "fmod: value -3 does not fit in uint8")
+        H.raises(function() return ordo.tensor({7}, "int32"):floor_divide(-3e9) end,
+                 "floor_divide: value -3000000000 does not fit in int32")
+        -- a tensor divisor of 0, met when the op runs, names the op called (it said "div" alone)
+        local zero = ordo.tensor({1, 0}, "int32")
+        for _, c in ipairs({{"remainder", function(a) return a % zero end}, {"fmod", function(a) return a:fmod(zero) end},
+                            {"remainder", function(a) return a:remainder(zero) end},
+                            {"floor_divide", function(a) return a:floor_divide(zero) end},
+                            {"fmod", function(a) return a:clone():fmod_(zero) end}}) do
+            for _, dt in ipairs({"int32", "int64", "uint8"}) do
+                local r = c[2](ordo.tensor({5, 6}, dt))
+                H.raises(function() return r:totable() end, c[1] .. ": div: integer division by zero")
+            end
+        end
+        assert.same({0, 1}, (ordo.tensor({5, 6}, "int32") % ordo.tensor({1, 5}, "int32")):totable()) -- still works
         assert.same({1}, (ordo.tensor({7}, "uint8") % 3):totable())
     end)
 

@@ -1019,6 +1019,14 @@ end
 -- nonzero result whose sign differs from b's by b, as Python does; their
 -- gradients are those of a - q * b with q the rounded quotient.  Integers
 -- divide exactly ("trunc") and an integer divisor of 0 fails as div does.
+-- a:div(b, "trunc") of integer operands (b a tensor or a number), named
+-- fname where a tensor divisor of 0 fails when the op runs.
+local function int_div(fname, a, b)
+    if is_tensor(b) then return tensor.int_div_as(fname, a, b) end
+    tensor.check_fits(fname, a._c.dtype, b) -- (div would name itself)
+    return a:div(b, "trunc")
+end
+
 local function record_modulo(fname, a, b, r, floor_mode)
     local autograd = package.loaded["ordo.autograd"]
     if not (autograd and autograd.needs(a, b)) then return r end
@@ -1052,7 +1060,7 @@ local function modulo(fname, a, b, floor_mode)
     end
     if b == 0 then fail(fname .. ": integer division by zero") end -- a number: named at the call
     if type(b) == "number" then tensor.check_fits(fname, a._c.dtype, b) end -- (div would name itself)
-    local r = a - a:div(b, "trunc") * b
+    local r = a - int_div(fname, a, b) * b
     if not floor_mode then return r end
     -- a nonzero remainder whose sign differs from the divisor's moves by b
     local bneg = is_tensor(b) and b:lt(0) or (b < 0 and 1 or 0)
@@ -1126,7 +1134,7 @@ local function rounded_div(fname, a, b, mode)
         if ad:dtype() ~= rt then ad = ad:to(rt) end
         if is_tensor(bd) and bd:dtype() ~= rt then bd = bd:to(rt) end
         if bd == 0 then fail(fname .. ": integer division by zero") end -- a number: named at the call
-        local q = div_kernel(ad, bd, "trunc") -- a tensor divisor of 0 fails when it runs, as "trunc"
+        local q = int_div(fname, ad, bd) -- a tensor divisor of 0 fails when it runs, named fname
         local rem = ad - q * bd
         local bneg = is_tensor(bd) and bd:lt(0) or (bd < 0 and 1 or 0)
         r = q - rem:ne(0):mul(rem:lt(0):ne(bneg)):to(rt)

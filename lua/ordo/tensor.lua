@@ -1865,6 +1865,18 @@ local function broadcast_tbl(fname, shapes)
     return out
 end
 
+-- a:div(b, "trunc") of integer tensors for the ops made of it (fmod,
+-- remainder, floor_divide, derived.lua), pushed under who's name: a divisor
+-- of 0 met when it runs then names the op the user called ("remainder:
+-- div: integer division by zero"), not div alone.
+function M.int_div_as(who, a, b)
+    local rt = result_type(a, b)
+    a, b = cast(who, a, rt), cast(who, b, rt)
+    local out = new_on(who, a, broadcast_tbl(who, {shape_of(a), shape_of(b)}), rt)
+    push(K.div, who, BCAST + NAMED, {a, b}, {out})
+    return out
+end
+
 local function check_mask(fname, m, what)
     if not is_tensor(m) then fail(fmt("%s: %s must be a uint8 tensor, got %s", fname, what, typename(m))) end
     if m._c.dtype ~= U8 then
