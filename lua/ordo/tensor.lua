@@ -1817,7 +1817,10 @@ end
 
 -- Fills (a number) or copies into (a tensor or a table of values) a view.
 local function assign(view, v, op)
-    if type(v) == "number" or type(v) == "boolean" then
+    if type(v) == "number" then
+        check_fits(op, view._c.dtype, v) -- (fill_ would name itself)
+        view:fill_(v)
+    elseif type(v) == "boolean" then
         view:fill_(v)
     elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
         -- copy_'s errors (a shape that does not fit) are the assignment's
