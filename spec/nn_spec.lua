@@ -337,6 +337,20 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(logits, y, {ignore_index = 1.5}) end, "cross_entropy", "ignore_index")
     end)
 
+    it("NLLLoss and CrossEntropyLoss: an ignored row whose scores hold -inf counts for nothing (it made NaN)", function()
+        local logp = ordo.tensor({{-1 / 0, -0.1}, {-0.5, -1}}, D)
+        local target = ordo.tensor({0, 2}, "int64") -- row 1 ignored
+        close(F.nll_loss(logp, target, {ignore_index = 0}):item(), 1)
+        close(F.nll_loss(logp, target, {ignore_index = 0, reduction = "sum"}):item(), 1)
+        assert.same({0, 1}, F.nll_loss(logp, target, {ignore_index = 0, reduction = "none"}):totable())
+        close(F.nll_loss(logp, target, {ignore_index = 0, weight = ordo.tensor({1, 2}, D)}):item(), 1)
+        local logits = ordo.tensor({{-1 / 0, 1}, {0.5, 1}}, D)
+        close(F.cross_entropy(logits, target, {ignore_index = 0}):item(), -math.log(math.exp(1) / (math.exp(0.5) + math.exp(1))))
+        local x = logp:clone():requires_grad()
+        F.nll_loss(x, target, {ignore_index = 0}):backward()
+        assert.same({{0, 0}, {0, -1}}, x.grad:totable())
+    end)
+
     it("CrossEntropyLoss against class probabilities (soft labels), Torch's formula; gradcheck", function()
         local X = {{0.2, -1.0, 0.5}, {1.5, 0.3, -0.7}}
         local T = {{0.1, 0.6, 0.3}, {1, 0, 0}}

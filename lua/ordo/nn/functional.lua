@@ -384,7 +384,9 @@ local function class_nll(fname, logp, target, opts, smoothing)
         loss = loss * (1 - smoothing) + smooth * (smoothing / C)
     end
     local kf = keep and keep:to(logp:dtype())
-    if kf then loss = loss * kf end
+    -- the ignored rows selected away, not multiplied by 0: their logp at the
+    -- stand-in class may be -inf (a masked class), and -inf * 0 made the loss NaN
+    if keep then loss = tensor.where(keep, loss, 0) end
     local reduction = opts.reduction or "mean"
     if not REDUCTIONS[reduction] then
         fail(fmt("%s: reduction must be 'mean', 'sum' or 'none', got %s", fname, tostring(reduction)))
