@@ -277,9 +277,11 @@ function M.install(ag)
     -- before backward raises instead of routing the gradient wrongly
     local function rec_where(cond, x, y, out)
         record("where", out, {x, y, n = 2}, function(g)
-            local m = cond:ne(0):to(g:dtype())
-            local gx = is_tensor(x) and x._rg and sum_to((g * m):expand(shape_of(g)), shape_of(x)) or nil
-            local gy = is_tensor(y) and y._rg and sum_to((g * (1 - m)):expand(shape_of(g)), shape_of(y)) or nil
+            -- g selected, as Torch's where(cond, g, 0), not multiplied by the
+            -- mask: an inf or NaN of g where the other side was chosen
+            -- (where(x > 0, x, 0):sqrt() at 0) made NaN gradients
+            local gx = is_tensor(x) and x._rg and sum_to(raw_where(cond, g, 0):expand(shape_of(g)), shape_of(x)) or nil
+            local gy = is_tensor(y) and y._rg and sum_to(raw_where(cond, 0, g):expand(shape_of(g)), shape_of(y)) or nil
             return gx, gy
         end, {cond})
     end
