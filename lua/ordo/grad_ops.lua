@@ -173,13 +173,15 @@ function M.install(ag)
     -- the gradient goes to x where lo <= x <= hi, to lo where x < lo (and
     -- lo < hi), to hi where x > hi or hi < lo (the forward takes hi when
     -- the bounds cross); a tensor bound's gradient is summed back to its
-    -- shape.  A mask is a float 0/1 tensor: * is "and".
+    -- shape.  A mask is a float 0/1 tensor: * is "and".  g is selected by
+    -- it (masked_fill), not multiplied: an inf gradient where x was clamped
+    -- (x:clamp(0):sqrt() at 0) made NaN there, where Torch gives 0.
     local function lt(a, b) -- a < b with a number on either side
         if is_tensor(a) then return a:lt(b) end
         return b:gt(a)
     end
     local function clamp_bw(g, x, lo, hi)
-        local dt, gs = g:dtype(), shape_of(g)
+        local dt = g:dtype()
         local tlo, thi = is_tensor(lo), is_tensor(hi)
         local gx, glo, ghi
         if x._rg then
@@ -189,19 +191,19 @@ function M.install(ag)
                 local mh = x:le(hi):to(dt)
                 m = m and m * mh or mh
             end
-            gx = sum_to((g * m):expand(gs), shape_of(x))
+            gx = sum_to(g:masked_fill(m:eq(0), 0), shape_of(x))
         end
         -- the bounds cross where hi < lo (only then can both be tensors or numbers)
         local crossed = lo ~= nil and hi ~= nil and (tlo or thi) and lt(hi, lo):to(dt) or nil
         if tlo and lo._rg then
             local m = x:lt(lo):to(dt)
             if crossed then m = m * (1 - crossed) end
-            glo = sum_to((g * m):expand(gs), shape_of(lo))
+            glo = sum_to(g:masked_fill(m:eq(0), 0), shape_of(lo))
         end
         if thi and hi._rg then
             local m = x:gt(hi):to(dt)
             if crossed then m = (m + crossed):clamp(nil, 1) end -- "or"
-            ghi = sum_to((g * m):expand(gs), shape_of(hi))
+            ghi = sum_to(g:masked_fill(m:eq(0), 0), shape_of(hi))
         end
         return gx, glo, ghi
     end
