@@ -112,11 +112,13 @@ function M.install(ag)
     -- a lost to b), half of it on a tie; a NaN compares as neither, so
     -- where either side is NaN (the result NaN) both get all of it (the
     -- NaN side got none, the other all).
+    -- The losing side's gradient is selected away (masked_fill), not
+    -- multiplied by 0: an inf gradient there (x:maximum(0):sqrt() at
+    -- negative x) made NaN, where Torch gives 0.
     local function extremum_bw(lose)
         return function(g, a, b, _, na, nb)
-            local dt = g:dtype()
-            local tie = a:eq(b):to(dt) * 0.5
-            return na and g * (1 - lose(a, b):to(dt) - tie), nb and g * (1 - lose(b, a):to(dt) - tie)
+            local gt = g * (1 - a:eq(b):to(g:dtype()) * 0.5)
+            return na and gt:masked_fill(lose(a, b), 0), nb and gt:masked_fill(lose(b, a), 0)
         end
     end
 
