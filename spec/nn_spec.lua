@@ -1224,6 +1224,18 @@ describe("nn modules", function()
         assert.equal("float64", m(ordo.randn({1, 2}, D)):dtype())
     end)
 
+    it("m:double() and m:float(): to(\"float64\") and to(\"float32\"), as Torch's", function()
+        local m = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+        assert.equals(m, m:double())
+        assert.same({"float64", "float64", "float64"}, {m:get(1).weight:dtype(), m:get(2).weight:dtype(),
+                                                        m:get(2).running_mean:dtype()})
+        assert.is_true(m:get(1).weight:needs_grad())
+        assert.equal("float64", m(ordo.randn({4, 2}, D)):dtype())
+        assert.equals(m, m:float())
+        assert.same({"float32", "float32"}, {m:get(1).weight:dtype(), m:get(2).running_var:dtype()})
+        H.raises(function() return nn.Module.double(3) end, "double")
+    end)
+
     it("to(dtype) keeps each parameter's requires_grad: frozen parameters stay frozen", function()
         local m = nn.Sequential(nn.Linear(2, 3), nn.Tanh(), nn.Linear(3, 1))
         m:get(1):requires_grad_(false)

@@ -425,6 +425,18 @@ function Module:cpu()
     return self:to(util.cpu(0))
 end
 
+-- m:double() and m:float(): m:to("float64") and m:to("float32"), as
+-- Torch's (and as a tensor's t:double() and t:float()).
+function Module:double()
+    check_module_self("double", self)
+    return self:to("float64")
+end
+
+function Module:float()
+    check_module_self("float", self)
+    return self:to("float32")
+end
+
 -- Every parameter and buffer by its dotted name, in a stable order.
 function Module:state_dict()
     check_module_self("state_dict", self)
