@@ -966,6 +966,38 @@ function Tensor:isfinite()
     return (self - self):eq(0) -- inf - inf and NaN - NaN are NaN
 end
 
+-- logical_not, logical_and, logical_or, logical_xor: uint8 masks (1 or 0),
+-- nonzero counting as true (NaN too), as Torch's (bool there); the other
+-- operand a tensor (broadcast) or a number.  Masks combine without them too
+-- (m1 * m2), but uint8 arithmetic wraps (m1 - m2 is 255 where m2 alone is
+-- set, and neg refuses uint8), so these say what is meant.
+local function truth(fname, self, x)
+    check_devices(fname, self, x)
+    if is_tensor(x) then
+        tensor.broadcast_shape(fname, {self:shape(), x:shape()}) -- (mul would name itself)
+        return x:ne(0)
+    end
+    if type(x) == "boolean" then return x and 1 or 0 end
+    if type(x) ~= "number" then fail(fmt("%s: expected a tensor or a number, got %s", fname, typename(x))) end
+    return x ~= 0 and 1 or 0 -- (a NaN is nonzero: true)
+end
+function Tensor:logical_not()
+    check_self("logical_not", self)
+    return self:eq(0)
+end
+function Tensor:logical_and(other)
+    check_self("logical_and", self)
+    return self:ne(0):mul(truth("logical_and", self, other))
+end
+function Tensor:logical_or(other)
+    check_self("logical_or", self)
+    return self:ne(0):maximum(truth("logical_or", self, other))
+end
+function Tensor:logical_xor(other)
+    check_self("logical_xor", self)
+    return self:ne(0):ne(truth("logical_xor", self, other))
+end
+
 local FLOAT_MAX = {float32 = 3.4028234663852886e38, float64 = 1.7976931348623157e308}
 
 -- nan_to_num([nan [, posinf [, neginf]]]): a copy with NaN replaced by nan
