@@ -236,6 +236,21 @@ describe("nn modules", function()
         H.raises(function() nn.Dropout2d(1) end, "Dropout2d", "p must be")
     end)
 
+    it("dropout of an integer tensor raises in training (its dtype came out as p made it); eval passes it", function()
+        for _, p in ipairs({0.5, 0.3}) do
+            H.raises(function() return F.dropout(ordo.tensor({1, 2}, "int32"), p) end,
+                     "dropout: input must be float32 or float64, got int32")
+            H.raises(function() return F.dropout2d(ordo.ones({1, 2, 2, 2}, "uint8"), p) end, "dropout2d", "uint8")
+        end
+        H.raises(function() return F.dropout("x", 0.5) end, "dropout: input must be a tensor")
+        local i = ordo.tensor({1, 2}, "int64")
+        assert.equals(i, F.dropout(i, 0.5, false))
+        assert.equals(i, F.dropout(i, 0))
+        local d = nn.Dropout(0.5)
+        d:eval()
+        assert.equals(i, d(i))
+    end)
+
     it("train() and eval() reach every submodule", function()
         local m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
         m:eval()

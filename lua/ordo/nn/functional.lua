@@ -284,9 +284,22 @@ local function check_p(fname, p)
     return p
 end
 
+-- dropout scales what it keeps by 1 / (1 - p): a float input only when it
+-- drops (an integer one came back int32 or float32 depending on p, 0.5 or
+-- 0.3); in eval mode, or with p = 0, any input passes through, as Torch's
+local function check_float_input(fname, x)
+    check_tensor(fname, "input", x)
+    local dt = x:dtype()
+    if dt ~= "float32" and dt ~= "float64" then
+        fail(fmt("%s: input must be float32 or float64, got %s (convert it with :float())", fname, dt))
+    end
+end
+
 function M.dropout(x, p, training)
     p = check_p("dropout", p)
+    check_tensor("dropout", "input", x)
     if training == false or p == 0 then return x end
+    check_float_input("dropout", x)
     local mask = tensor.empty_like(x):bernoulli_(1 - p)
     return x * mask * (1 / (1 - p))
 end
@@ -302,6 +315,7 @@ function M.dropout2d(x, p, training)
         fail(fmt("dropout2d: expected a 4-D input (N, C, H, W) or a 3-D one (C, H, W), got shape %s", shape_str(x)))
     end
     if training == false or p == 0 then return x end
+    check_float_input("dropout2d", x)
     local s = shape_of(x)
     for i = x:dim() - 1, x:dim() do s[i] = 1 end
     local mask = tensor.empty(s, tensor.like(x)):bernoulli_(1 - p)
