@@ -679,8 +679,14 @@ end
 local function add_scaled(fname, self, multiply, a, b, opts)
     local beta, alpha = beta_alpha(fname, opts)
     local product = multiply(a, b)
-    if alpha ~= 1 then product = product * alpha end
+    -- an integer scale must fit an integer operand's dtype: said under
+    -- fname (mul named itself: "mul: value -1 does not fit in uint8")
+    if alpha ~= 1 then
+        if is_int(alpha) then tensor.check_fits(fname, tensor.parse_dtype(fname, product:dtype()), alpha, " (alpha)") end
+        product = product * alpha
+    end
     if beta == 0 then return product + self:mul(0):nan_to_num(0, 0, 0) end -- (self's shape still checked)
+    if beta ~= 1 and is_int(beta) then tensor.check_fits(fname, tensor.parse_dtype(fname, self:dtype()), beta, " (beta)") end
     return product + (beta == 1 and self or self * beta)
 end
 
