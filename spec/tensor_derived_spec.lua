@@ -548,6 +548,18 @@ describe("derived ops", function()
         local a = ordo.tensor({1, 2, 3})
         assert.same({1.5, 2, 2.5}, a:lerp(2, 0.5):totable())
         assert.same({1, 3, 3}, a:lerp(ordo.tensor({1, 4, 3}), ordo.tensor({0.5, 0.5, 0})):totable())
+        -- integers interpolate in float32: stop - self wrapped in uint8 (5 to 3 by 0.25 gave 68.5),
+        -- and the dtype no longer depends on whether the weight is a whole number
+        local u5, u3 = ordo.tensor({5}, "uint8"), ordo.tensor({3}, "uint8")
+        for _, c in ipairs({{0.25, 4.5}, {1, 3}, {2, 1}, {0, 5}}) do
+            local r = u5:lerp(u3, c[1])
+            assert.equals("float32", r:dtype())
+            assert.same({c[2]}, r:totable())
+        end
+        assert.same({4.5}, u5:lerp(u3, ordo.tensor({0.25})):totable())
+        assert.same({4.5}, u5:lerp(3, 0.25):totable())
+        assert.equals("float32", ordo.tensor({5}, "int64"):lerp(ordo.tensor({3}, "int32"), 1):dtype())
+        H.raises(function() return ordo.tensor({5}, "int32"):lerp_(ordo.tensor({3}, "int32"), 1) end, "lerp_", "int32")
         -- Python's % (floor) and C's fmod (trunc) on every sign pairing
         local xs = {-7, 7, -7, 7, 6, -6, 0, 5}
         local ys = {3, 3, -3, -3, 3, -3, 4, 7}

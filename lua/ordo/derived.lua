@@ -1039,6 +1039,13 @@ function Tensor:lerp(stop, weight)
     if is_tensor(stop) then shapes[#shapes + 1] = stop:shape() end
     if is_tensor(weight) then shapes[#shapes + 1] = weight:shape() end
     tensor.broadcast_shape("lerp", shapes)
+    -- integers interpolate in float32, whatever the weight: stop - self
+    -- wrapped in their dtype (uint8 5 to 3 by 0.25 gave 68.5), and an
+    -- integer weight kept the integer dtype where 0.5 gave float32
+    if not tensor.result_type(self, stop):match("^float") then
+        self = self:float()
+        if is_tensor(stop) then stop = stop:float() end
+    end
     -- Torch's two forms: from self below a weight of 0.5, from stop above,
     -- so that weight 1 gives stop exactly (self + (stop - self) lost it to
     -- rounding: 1e8 + (1 - 1e8) is 0 in float32)
