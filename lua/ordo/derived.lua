@@ -678,6 +678,9 @@ end
 -- beta = 0 ignores self, NaN and all, as Torch).
 local function add_scaled(fname, self, multiply, a, b, opts)
     local beta, alpha = beta_alpha(fname, opts)
+    for i, x in ipairs({a, b}) do -- (mm would take a for its self)
+        if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, i == 1 and "a" or "b", typename(x))) end
+    end
     local product = multiply(a, b)
     -- an integer scale must fit an integer operand's dtype: said under
     -- fname (mul named itself: "mul: value -1 does not fit in uint8")

@@ -2075,21 +2075,23 @@ end
 -- sort([dim] [, descending]): the values along dim (default the last) in
 -- order, and int64 indices (from 1) of where they were; stable, NaN
 -- counts as the largest value.
-function Tensor:sort(dim, descending)
-    check_self("sort", self)
+local function sort(fname, self, dim, descending)
+    check_self(fname, self)
     if type(dim) == "boolean" then dim, descending = nil, dim end
     if descending ~= nil and type(descending) ~= "boolean" then
-        fail("sort: descending must be a boolean, got " .. typename(descending))
+        fail(fname .. ": descending must be a boolean, got " .. typename(descending))
     end
-    local d = line_dim("sort", self, dim or -1)
-    local values, idx = empty_like(self, nil, "sort"), empty_like(self, I64, "sort")
-    push(K.sort, "sort", 0, {self}, {values, idx}, nil, {d, descending and 1 or 0})
-    return values, push1(K.add_scalar, "sort", idx, idx, 1)
+    local d = line_dim(fname, self, dim or -1)
+    local values, idx = empty_like(self, nil, fname), empty_like(self, I64, fname)
+    push(K.sort, fname, 0, {self}, {values, idx}, nil, {d, descending and 1 or 0})
+    return values, push1(K.add_scalar, fname, idx, idx, 1)
 end
 
+function Tensor:sort(dim, descending) return sort("sort", self, dim, descending) end
+
+-- argsort: sort's indices (no gradient), its errors named argsort
 function Tensor:argsort(dim, descending)
-    check_self("argsort", self)
-    local _, idx = Tensor.sort(self, dim, descending)
+    local _, idx = sort("argsort", self, dim, descending)
     return idx
 end
 
