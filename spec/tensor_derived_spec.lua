@@ -780,6 +780,20 @@ describe("derived ops", function()
         H.raises(function() return u:addmm(-1, u) end, "addmm: a must be a tensor, got number") -- (said mm ... as self)
         H.raises(function() return bu:baddbmm(bu, "x") end, "baddbmm: b must be a tensor, got string")
         H.raises(function() return ordo.tensor({3, 1}):argsort(300) end, "argsort: dim 300 out of range") -- (said sort)
+        H.raises(function() return m:addmm(b, a) end, "addmm: ", "cannot be multiplied") -- (said mm)
+        H.raises(function() return bu:baddbmm(u, bu) end, "baddbmm: ") -- (said bmm)
+        -- shapes that cannot be broadcast, and scatter's arguments, named as called (they said div, fmod,
+        -- scatter_add_ and full)
+        local x3, x22 = ordo.tensor({1, 2, 3}, "int32"), ordo.ones({2, 2}, "float64")
+        for _, f in ipairs({"fmod", "remainder", "floor_divide", "fmod_", "remainder_", "floor_divide_"}) do
+            H.raises(function() return x3[f](x3:clone(), x22) end, (f:gsub("_$", "")), "cannot be broadcast")
+            H.raises(function() return x3[f](x3:clone(), ordo.ones({2}, "int32")) end, (f:gsub("_$", "")),
+                     "cannot be broadcast")
+        end
+        H.raises(function() return ordo.zeros({3}):scatter(ordo.ones({3}), ordo.ones({3}, "int64"), 1) end,
+                 "scatter: dim must be an integer")
+        H.raises(function() return ordo.zeros({3}, "uint8"):scatter_(1, ordo.ones({3}, "int64"), -1) end,
+                 "scatter: value -1 does not fit in uint8")
     end)
 
     it("einsum against a plain-Lua loop over every index; implicit outputs; gradients; bad equations", function()

@@ -676,12 +676,14 @@ end
 
 -- beta * self + alpha * product (self broadcast to the product's shape;
 -- beta = 0 ignores self, NaN and all, as Torch).
-local function add_scaled(fname, self, multiply, a, b, opts)
+local function add_scaled(fname, self, multiply, mname, a, b, opts)
     local beta, alpha = beta_alpha(fname, opts)
-    for i, x in ipairs({a, b}) do -- (mm would take a for its self)
-        if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, i == 1 and "a" or "b", typename(x))) end
-    end
-    local product = multiply(a, b)
+    -- (mm would take a for its self)
+    if not is_tensor(a) then fail(fmt("%s: a must be a tensor, got %s", fname, typename(a))) end
+    if not is_tensor(b) then fail(fmt("%s: b must be a tensor, got %s", fname, typename(b))) end
+    -- the product's errors (shapes that cannot be multiplied) are fname's
+    local ok, product = pcall(multiply, a, b)
+    if not ok then error((tostring(product):gsub(mname .. ": ", fname .. ": ", 1)), 0) end
     -- an integer scale must fit an integer operand's dtype: said under
     -- fname (mul named itself: "mul: value -1 does not fit in uint8")
     if alpha ~= 1 then
@@ -697,14 +699,14 @@ end
 function Tensor:addmm(a, b, opts)
     check_self("addmm", self)
     check_devices("addmm", self, a, b)
-    return add_scaled("addmm", self, Tensor.mm, a, b, opts)
+    return add_scaled("addmm", self, Tensor.mm, "mm", a, b, opts)
 end
 
 -- self:baddbmm(a, b [, {beta = 1, alpha = 1}]): the same with bmm.
 function Tensor:baddbmm(a, b, opts)
     check_self("baddbmm", self)
     check_devices("baddbmm", self, a, b)
-    return add_scaled("baddbmm", self, Tensor.bmm, a, b, opts)
+    return add_scaled("baddbmm", self, Tensor.bmm, "bmm", a, b, opts)
 end
 
 -- nonzero([{as_tuple = false}]): the positions (int64, from 1) of the
@@ -756,7 +758,11 @@ function Tensor:scatter(dim, index, src)
     if idt ~= "int64" and idt ~= "int32" then
         fail(fmt("scatter: index must be an int64 or int32 tensor of indices, got %s", idt))
     end
-    if type(src) == "number" then src = tensor.full(index:shape(), src, tensor.like(self)) end
+    tensor.norm_dim("scatter", self, dim) -- (scatter_add_ would name itself)
+    if type(src) == "number" then
+        tensor.check_fits("scatter", self._c.dtype, src) -- (full would name itself)
+        src = tensor.full(index:shape(), src, tensor.like(self))
+    end
     if not is_tensor(src) then fail("scatter: src must be a tensor or a number, got " .. typename(src)) end
     tensor.check_src_dtype("scatter", self, src)
     local written = tensor.zeros_like(self):scatter_add_(dim, index, tensor.ones(index:shape(), tensor.like(self)),
@@ -1096,6 +1102,7 @@ local function modulo(fname, a, b, floor_mode)
     if not is_tensor(b) and type(b) ~= "number" then
         fail(fmt("%s: the divisor must be a tensor or a number, got %s", fname, typename(b)))
     end
+    if is_tensor(b) then tensor.broadcast_shape(fname, {a:shape(), b:shape()}) end -- (fmod or sub would name itself)
     if tensor.result_type(a, b):match("^float") then
         local ad = a._rg and a:detach() or a
         local bd = is_tensor(b) and b._rg and b:detach() or b
@@ -1153,6 +1160,7 @@ local function rounded_div(fname, a, b, mode)
     if not is_tensor(b) and type(b) ~= "number" then
         fail(fmt("%s: the divisor must be a tensor or a number, got %s", fname, typename(b)))
     end
+    if is_tensor(b) then tensor.broadcast_shape(fname, {a:shape(), b:shape()}) end -- (div would name itself)
     local rt = tensor.result_type(a, b)
     local ad = a._rg and a:detach() or a
     local bd = is_tensor(b) and b._rg and b:detach() or b
