@@ -500,6 +500,50 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u) return F.mse_loss(u, y) end, {x}))
     end)
 
+    it("softplus, mish, logsigmoid and the losses built on them take uint8 inputs in float32 (neg refused uint8)", function()
+        local u = ordo.tensor({0, 1, 2}, "uint8")
+        local want = {math.log(2), math.log(1 + math.exp(1)), math.log(1 + math.exp(2))}
+        for _, f in ipairs({"softplus", "mish", "logsigmoid"}) do
+            local r = F[f](u)
+            assert.equals("float32", r:dtype(), f)
+            local ref = F[f](u:double()):totable()
+            close(ref, r:totable(), 1e-6)
+        end
+        close(want, F.softplus(u):totable(), 1e-6)
+        close(F.binary_cross_entropy_with_logits(u:float(), ordo.tensor({1, 0, 1})):item(),
+              F.binary_cross_entropy_with_logits(u, ordo.tensor({1, 0, 1}, "uint8")):item(), 1e-6)
+        -- margin ranking with a uint8 target (all 1: x1 should rank higher)
+        close(F.margin_ranking_loss(ordo.tensor({1, 3}), ordo.tensor({2, 1}), ordo.tensor({1, 1}, "uint8")):item(), 0.5, 1e-6)
+        H.raises(function() return F.nll_loss(ordo.tensor({{1, 2}}, "uint8"), ordo.tensor({1}, "int64")) end,
+                 "nll_loss: input must be float32 or float64 log-probabilities, got uint8")
+        H.raises(function() return F.pairwise_distance(ordo.ones({2}, "int64"), ordo.ones({3}, "int64")) end,
+                 "pairwise_distance: shapes 2 and 3 cannot be broadcast")
+    end)
+
+    it("NaN for a probability, a momentum or an eps is refused (the range checks let NaN through)", function()
+        local nan = 0 / 0
+        H.raises(function() return nn.Dropout(nan) end, "Dropout: p must be a number in [0, 1), got nan")
+        H.raises(function() return nn.Dropout2d(nan) end, "Dropout2d: p must be")
+        H.raises(function() return F.dropout(ordo.ones({2}), nan) end, "dropout: p must be")
+        H.raises(function() return nn.MultiheadAttention(4, 2, {dropout = nan}) end, "MultiheadAttention: dropout must be")
+        H.raises(function() return F.scaled_dot_product_attention(ordo.ones({1, 2, 4}), ordo.ones({1, 2, 4}),
+                                                                  ordo.ones({1, 2, 4}), {dropout_p = nan}) end,
+                 "dropout_p must be")
+        H.raises(function() return nn.LSTM(2, 3, {num_layers = 2, dropout = nan}) end, "LSTM: dropout must be")
+        local x = ordo.randn({4, 3})
+        H.raises(function() return F.batch_norm(x, ordo.zeros({3}), ordo.ones({3}), nil, nil, true, nan) end,
+                 "batch_norm: momentum must be a number in [0, 1], got nan")
+        H.raises(function() return nn.BatchNorm1d(3, {momentum = nan}) end, "BatchNorm1d: momentum must be")
+        local bn = nn.BatchNorm1d(3)
+        bn.momentum = nan -- changed after: its forward says so
+        H.raises(function() return bn(x) end, "batch_norm: momentum must be")
+        H.raises(function() return nn.LayerNorm(3, {eps = nan}) end, "LayerNorm: option eps must be a non-negative number")
+        H.raises(function() return F.layer_norm(x, {3}, nil, nil, nan) end, "layer_norm: eps must be a non-negative number")
+        H.raises(function() return nn.GroupNorm(1, 3, {eps = -1}) end, "GroupNorm: option eps must be a non-negative number")
+        H.raises(function() return F.group_norm(x, 1, nil, nil, nan) end, "group_norm: eps must be a non-negative number")
+        assert.same({4, 3}, F.layer_norm(x, {3}, nil, nil, 0):shape())
+    end)
+
     it("regression losses and distances of integer tensors compute in float32 (a uint8 difference wrapped)", function()
         local u = function(v) return ordo.tensor(v, "uint8") end
         local a, b = u({1, 2}), u({4, 1})

@@ -164,6 +164,8 @@ function M.softplus(x, beta, threshold)
     if type(threshold) ~= "number" or threshold ~= threshold then
         fail("softplus: threshold must be a number, got " .. util.show(threshold))
     end
+    -- integers in float32, as exp and log take them (-|x| of uint8 raised "neg: dtype uint8 not supported")
+    if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end
     local xd = x._rg and x:detach() or x
     local bx = beta == 1 and xd or xd * beta
     local y = bx:relu() + (-bx:abs()):exp():log1p()
@@ -175,6 +177,7 @@ end
 -- the same as -softplus(-x): log(sigmoid(x)) without underflow to -inf
 function M.logsigmoid(x)
     check_tensor("logsigmoid", "input", x)
+    if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end -- (uint8: no -x)
     return -M.softplus(-x, 1, math.huge)
 end
 -- ELU: x where x > 0, alpha (e^x - 1) elsewhere (alpha 1 by default).
@@ -278,7 +281,7 @@ end
 -- (mask from the engine RNG) and scales the rest by 1/(1-p).
 local function check_p(fname, p)
     if p == nil then p = 0.5 end
-    if type(p) ~= "number" or p < 0 or p >= 1 then
+    if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
         fail(fmt("%s: p must be a number in [0, 1), got %s", fname, tostring(p)))
     end
     return p
@@ -446,6 +449,9 @@ end
 function M.nll_loss(logp, target, opts)
     opts = loss_opts("nll_loss", opts, {ignore_index = true}, {weight = true})
     check_tensor("nll_loss", "input", logp)
+    if logp:dtype() ~= "float32" and logp:dtype() ~= "float64" then
+        fail(fmt("nll_loss: input must be float32 or float64 log-probabilities, got %s", logp:dtype()))
+    end
     local tshape
     logp, target, tshape = positions_as_rows("nll_loss", logp, target)
     check_target("nll_loss", logp, target)
@@ -556,7 +562,8 @@ function M.margin_ranking_loss(x1, x2, y, opts)
     x1, x2 = as_float(x1, x2)
     -- clamp, not relu: at 0 the gradient passes, as Torch's clamp_min (relu's is 0 there, so equal
     -- scores with margin 0, e.g. from a zero-initialised model, got no gradient at all)
-    return reduce("margin_ranking_loss", ((x1 - x2) * -y + (opts.margin or 0)):clamp(0), opts.reduction)
+    -- -((x1 - x2) y), not (x1 - x2) * -y: a uint8 y has no -y
+    return reduce("margin_ranking_loss", (-((x1 - x2) * y) + (opts.margin or 0)):clamp(0), opts.reduction)
 end
 
 -- cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction}]): rows of x1
@@ -662,7 +669,10 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps)
     if type(normalized_shape) ~= "table" or getmetatable(normalized_shape) ~= nil then
         fail("layer_norm: normalized_shape must be a size or a list of sizes, got " .. typename(normalized_shape))
     end
-    if type(eps) ~= "number" then fail("layer_norm: eps must be a number, got " .. typename(eps)) end
+    -- as batch_norm's: a NaN (or negative) eps made every output NaN
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail("layer_norm: eps must be a non-negative number, got " .. util.show(eps))
+    end
     local s, k = shape_of(x), #normalized_shape
     local ok = k >= 1 and k <= #s
     for i = 1, k do ok = ok and s[#s - k + i] == normalized_shape[i] end
@@ -704,6 +714,9 @@ function M.group_norm(x, num_groups, weight, bias, eps)
     check_tensor("group_norm", "input", x)
     check_devices("group_norm", x, weight, bias)
     eps = eps or 1e-5
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail("group_norm: eps must be a non-negative number, got " .. util.show(eps))
+    end
     if x:dim() < 2 then fail(fmt("group_norm: expected an input of shape N x C x ..., got %s", shape_str(x))) end
     local s = shape_of(x)
     local C = s[2]
@@ -769,6 +782,7 @@ function M.pairwise_distance(a, b, opts)
     check_tensor("pairwise_distance", "b", b)
     check_devices("pairwise_distance", a, b)
     opts = util.check_opts("pairwise_distance", opts, {p = true, eps = true, keepdim = true})
+    tensor.broadcast_shape("pairwise_distance", {shape_of(a), shape_of(b)}) -- (sub would name itself)
     a, b = as_float(a, b)
     return (a - b + (opts.eps or 1e-6)):norm(opts.p or 2, -1, opts.keepdim)
 end
