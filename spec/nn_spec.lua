@@ -403,6 +403,11 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(x, ordo.tensor({{0.5, 0.5}}, D)) end, "cross_entropy",
                  "class indices must be int64", "probabilities (float) has the input's shape 2x3")
         H.raises(function() F.cross_entropy(x, t, {ignore_index = 1}) end, "ignore_index needs class-index targets")
+        -- one-hot rows given as integers: said so (it was "target of shape 2x3 does not match input 2x3")
+        H.raises(function() F.cross_entropy(x, ordo.tensor({{0, 0, 1}, {1, 0, 0}}, "int64")) end,
+                 "cross_entropy: a target of the input's shape 2x3 holds class probabilities and must be float32 or " ..
+                 "float64, got int64", "class indices: int64 of shape 2")
+        H.raises(function() F.cross_entropy(x3, ordo.zeros({2, 3, 4}, "uint8")) end, "got uint8", "of shape 2x4")
     end)
 
     it("CrossEntropyLoss and NLLLoss over N x C x d1... (a class per position), as Torch's; gradcheck", function()

@@ -506,6 +506,16 @@ function M.cross_entropy(logits, target, opts)
         end
         return soft_cross_entropy(logits, target, opts, e)
     end
+    -- an integer target of the input's own shape: probabilities given as
+    -- integers (one-hot rows), not indices ("target of shape 2x3 does not
+    -- match input 2x3" said nothing of the dtype)
+    if is_tensor(target) and logits:dim() >= 2 and tensor.shape_str(shape_of(target)) == tensor.shape_str(shape_of(logits)) then
+        local idx_shape = shape_of(logits)
+        table.remove(idx_shape, 2)
+        fail(fmt("cross_entropy: a target of the input's shape %s holds class probabilities and must be float32 or " ..
+                 "float64, got %s (class indices: int64 of shape %s; :float() converts one-hot rows)", shape_str(logits),
+                 target:dtype(), tensor.shape_str(idx_shape)))
+    end
     local tshape
     logits, target, tshape = positions_as_rows("cross_entropy", logits, target)
     check_target("cross_entropy", logits, target)
