@@ -1356,8 +1356,8 @@ local BIN = {
     mul = {k = K.mul, ks = K.mul_scalar, kr = K.mul_scalar},
     div = {k = K.div, ks = K.div_scalar, kr = K.rdiv_scalar, float = true},
     pow = {k = K.pow, ks = K.pow_scalar, kr = K.rpow_scalar, float = true},
-    maximum = {k = K.maximum},
-    minimum = {k = K.minimum},
+    maximum = {k = K.maximum, order = true},
+    minimum = {k = K.minimum, order = true},
     eq = {k = K.eq, ks = K.eq_scalar, kr = K.eq_scalar, cmp = true},
     ne = {k = K.ne, ks = K.ne_scalar, kr = K.ne_scalar, cmp = true},
     lt = {k = K.lt, ks = K.lt_scalar, kr = K.gt_scalar, cmp = true},
@@ -1426,6 +1426,12 @@ local function binary_(spec, self, b)
                  DT_NAME[sdt]))
     end
     if is_tensor(b) then
+        -- maximum_/minimum_ (and clamp_) with a wider integer operand:
+        -- compared in the wider dtype, then stored, as Torch.  Cast first,
+        -- an operand out of self's range wrapped before the comparison
+        -- (uint8 5:maximum_(int32 -1) gave 255, not 5); for add, sub and
+        -- mul the two orders give the same bits.
+        if spec.order and rt ~= sdt then return push1(K.copy, name, self, binary(spec, self, b)) end
         if b._c.dtype ~= sdt then b = cast(name, b, sdt) end
         return push2(spec.k, name, self, self, b)
     end
