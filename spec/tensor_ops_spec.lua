@@ -197,6 +197,15 @@ describe("in-place binary ops", function()
         end)
     end
 
+    it("< and <= between tensors say where the elementwise comparisons are (Lua makes them one boolean)", function()
+        local a, b = ordo.tensor({1, 2}), ordo.tensor({2, 1})
+        H.raises(function() return a < b end, "<: Lua turns a comparison into one boolean", "a:lt(b)")
+        H.raises(function() return a <= b end, "<=:", "a:le(b)")
+        H.raises(function() return a > b end, "a:lt(b)", "gt") -- Lua asks b < a
+        assert.is_true(a == a)
+        assert.is_false(a == a:clone()) -- identity, as documented
+    end)
+
     it("maximum_, minimum_ and clamp_ with a wider integer operand compare in its dtype (it was cast first)", function()
         local u = ordo.tensor({5, 200}, "uint8")
         assert.same({5, 200}, u:clone():maximum_(ordo.tensor({-1, -1}, "int32")):totable()) -- -1 became 255

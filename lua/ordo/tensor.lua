@@ -1578,6 +1578,16 @@ Tensor.__sub = function(a, b) return binary(BIN.sub, a, b) end
 Tensor.__mul = function(a, b) return binary(BIN_mul, a, b) end
 Tensor.__div = function(a, b) return binary(BIN.div, a, b) end
 Tensor.__pow = function(a, b) return binary(BIN.pow, a, b) end
+-- a < b and a <= b between tensors (LuaJIT calls these only when both are
+-- tables; a tensor against a number is Lua's own error): Lua makes the
+-- answer one boolean, so say where the elementwise ones are instead of
+-- "attempt to compare two table values".  (a > b is b < a.)
+Tensor.__lt = function()
+    fail("<: Lua turns a comparison into one boolean; compare tensors elementwise with a:lt(b) (le, gt, ge, eq, ne)")
+end
+Tensor.__le = function()
+    fail("<=: Lua turns a comparison into one boolean; compare tensors elementwise with a:le(b) (lt, gt, ge, eq, ne)")
+end
 -- C's fmod of float operands (exact; the sign of a), no gradient: the
 -- engine of derived.lua's fmod and remainder.
 -- (Not in BIN, which would make it the methods fmod and fmod_.)
