@@ -813,6 +813,11 @@ describe("nn modules", function()
         H.raises(function() F.pad(x, {4, 0}, {mode = "reflect"}) end, "pad", "reflect", "larger")
         H.raises(function() F.pad(x, {1, 1}, {mode = "wrap"}) end, "pad", "mode")
         H.raises(function() F.pad(x, {-3, -2}) end, "pad", "cannot lose 5")
+        -- a padding value that does not fit an integer input names pad (it said full)
+        local u = ordo.tensor({{3, 4}}, "uint8")
+        H.raises(function() F.pad(u, {1, 1}, {value = -1}) end, "pad: value -1 does not fit in uint8 (the padding value)")
+        assert.same({{255, 3, 4, 255}}, F.pad(u, {1, 1}, {value = 255}):totable())
+        assert.same({{3, 3, 4, 4}}, F.pad(u, {1, 1}, {mode = "replicate", value = -1}):totable()) -- no value used
     end)
 
     it("F.normalize, cosine_similarity, pairwise_distance and cdist against plain Lua; gradients", function()

@@ -840,6 +840,9 @@ function M.pad(x, amounts, opts)
     end
     local value = opts.value or 0
     if type(value) ~= "number" then fail("pad: value must be a number, got " .. typename(value)) end
+    if mode == "constant" then -- (full would name itself)
+        tensor.check_fits("pad", tensor.parse_dtype("pad", x:dtype()), value, " (the padding value)")
+    end
     local y = x
     for k = 1, #amounts / 2 do
         local d = x:dim() - k + 1
