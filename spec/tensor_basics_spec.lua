@@ -40,6 +40,15 @@ describe("creating tensors", function()
         assert.same({7, 8}, ordo.zeros({2}):copy_({ordo.tensor(7), 8}):totable())
         H.raises(function() return ordo.tensor({ordo.tensor({1, 2})}) end, "tensor", "element [1]", "shape 2", "stack")
         H.raises(function() return ordo.tensor({ordo.tensor(300)}, "uint8") end, "tensor", "300", "uint8")
+        -- int64 values past 2^53 keep every bit (item's double dropped the low ones: 2^62 + 1 became 2^62)
+        local big = ordo.full({1}, 2 ^ 62, "int64") + 1
+        local t = ordo.tensor({big, big - 1, 5}, "int64")
+        assert.same({1, 0, 5 - 2 ^ 62}, (t - 2 ^ 62):totable())
+        assert.same({1, 0}, (ordo.zeros({2}, "int64"):copy_({big, big:view({}) - 1}) - 2 ^ 62):totable())
+        assert.same({1}, (ordo.tensor({{big}}, "int64") - 2 ^ 62):view(-1):totable())
+        assert.same({2 ^ 62}, ordo.tensor({big}, "float64"):totable()) -- as a number elsewhere
+        H.raises(function() return ordo.tensor({big}, "int32") end, "tensor", "does not fit in int32")
+        assert.same({30}, ordo.tensor({10, 20, 30}):index_select(1, {ordo.tensor(3, "int64")}):totable())
     end)
 
     it("t:type(name) converts, as Torch7's, instead of ignoring the name", function()

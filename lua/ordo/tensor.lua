@@ -556,7 +556,20 @@ local function can_cast(from, to) return not (ISFLOAT[from] and not ISFLOAT[to])
 
 -- ---------------------------------------------------------------- creation
 
+-- A one-element int64 tensor's value as an exact int64_t cdata where a
+-- double cannot hold it (past 2^53): item would drop its low bits, so
+-- ordo.tensor({a, b}, "int64") of two such tensors changed their values.
+local function exact_value(v)
+    local x = v:item()
+    if v._c.dtype ~= I64 or (x < 2 ^ 53 and x > -2 ^ 53) then return x end
+    local c = v:contiguous()
+    if c._c.ctx.dev_type == GPU then c = c:cpu() end
+    c:wait()
+    return ffi.cast("int64_t *", host_ptr(c))[0]
+end
+
 -- Flattens a nested table of numbers into flat, checking it is rectangular.
+-- (An element may be an int64_t cdata: exact_value.)
 local function infer(fname, data)
     local shape = {}
     local x = data
@@ -572,7 +585,7 @@ local function infer(fname, data)
         if d > #shape then
             local tv = type(v)
             -- a one-element tensor counts as its value (a list of losses, as Torch takes it; it waits)
-            if is_tensor(v) and C.ordo_tensor_numel(v._c) == 1 then v, tv = v:item(), "number" end
+            if is_tensor(v) and C.ordo_tensor_numel(v._c) == 1 then v, tv = exact_value(v), "number" end
             if tv == "boolean" then v = v and 1 or 0
             elseif tv ~= "number" then
                 if is_tensor(v) then
@@ -626,8 +639,13 @@ local function from_data(fname, data, dt, ctx, e)
     local t = new_raw(fname, shape, dt, on_gpu and CPU0._ctx or ctx, e)
     -- a fresh storage has no ops: write it directly
     local p = ffi.cast(PTR[dt], host_ptr(t))
+    for i = 1, #flat do -- an exact int64 (exact_value) goes as it is into int64, as a number elsewhere
+        if type(flat[i]) == "cdata" and dt ~= I64 then flat[i] = tonumber(flat[i]) end
+    end
     if INT_RANGE[dt] then -- integers: truncated toward zero, and refused when out of range (no silent wrap)
-        for i = 1, #flat do check_fits(fname, dt, flat[i]) end
+        for i = 1, #flat do
+            if type(flat[i]) == "number" then check_fits(fname, dt, flat[i]) end
+        end
     end
     for i = 1, #flat do p[i - 1] = flat[i] end
     C.ordo_tensor_numel(t._c)
