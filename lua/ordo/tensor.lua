@@ -29,8 +29,8 @@ local fail, fail_c, typename = util.fail, util.fail_c, util.typename
 local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local floor, huge, max, min = math.floor, math.huge, math.max, math.min
 local fmt, concat = string.format, table.concat
-local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs =
-    setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs
+local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs, unpack =
+    setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs, unpack
 
 local F32, F64, I32, I64, U8 = cdef.F32, cdef.F64, cdef.I32, cdef.I64, cdef.U8
 local BCAST, CROSS, NAMED = cdef.TP_BROADCAST, cdef.TP_CROSS_DEVICE, cdef.TP_NAMED
@@ -1334,6 +1334,21 @@ end
 
 -- ---------------------------------------------------------------- in-place basics
 
+-- value (a one-element tensor) as a 0-dim view when it is an int64 past
+-- 2^53 going into an int64 tensor on its device: copied as it is, where
+-- item's double would drop its low bits (fill_ and masked_fill put 2^62
+-- for 2^62 + 1); else nil.
+local function exact_int64_value(self, value)
+    local vc, sc = value._c, self._c
+    if vc.dtype ~= I64 or sc.dtype ~= I64 or vc.ctx.dev_type ~= sc.ctx.dev_type or vc.ctx.dev_id ~= sc.ctx.dev_id
+        or vc.storage.engine ~= sc.storage.engine then
+        return nil
+    end
+    local x = value:item()
+    if x < 2 ^ 53 and x > -2 ^ 53 then return nil end
+    return value:reshape({})
+end
+
 function Tensor:fill_(value)
     check_self("fill_", self)
     if type(value) == "boolean" then value = value and 1 or 0 end
@@ -1341,6 +1356,8 @@ function Tensor:fill_(value)
         if value:numel() ~= 1 then
             fail(fmt("fill_: expected a number or a one-element tensor, got a tensor of shape %s", shape_str(value)))
         end
+        local v = exact_int64_value(self, value)
+        if v then return push1(K.copy, "fill_", self, v) end
         value = value:item()
     end
     if type(value) ~= "number" then fail("fill_: expected a number, got " .. typename(value)) end
@@ -1857,6 +1874,13 @@ local function assign(view, v, op)
     elseif type(v) == "boolean" then
         view:fill_(v)
     elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
+        -- leading dims of size 1 beyond the view's go, as Torch's setitem
+        -- (t[i] = ordo.tensor({5}) into an element: shape 1 into a 0-dim view)
+        if is_tensor(v) and v._c.ndim > view._c.ndim then
+            local s, k = shape_of(v), 1
+            while #s - k + 1 > view._c.ndim and s[k] == 1 do k = k + 1 end
+            if k > 1 then v = v:reshape({unpack(s, k)}) end
+        end
         -- copy_'s errors (a shape that does not fit) are the assignment's
         local ok, err = pcall(view.copy_, view, v)
         if not ok then error((tostring(err):gsub("copy_: ", op .. ": ", 1)), 0) end
@@ -1953,6 +1977,12 @@ local function masked_fill(fname, self, mask, value, out)
     if is_tensor(value) then
         if value:numel() ~= 1 then -- (item would raise, naming item)
             fail(fmt("%s: a tensor value must have one element, got shape %s", fname, shape_str(value)))
+        end
+        local v = exact_int64_value(self, value)
+        if v then
+            local r = M.where(mask, v, self)
+            if out == self then return push1(K.copy, fname, self, r) end
+            return r
         end
         value = value:item()
     end
