@@ -360,6 +360,29 @@ describe("derived ops", function()
         H.raises(function() return ordo.randperm(-1) end, "randperm", "-1")
     end)
 
+    it("randint over an int64 range past 2^53 draws every bit (a float64 draw left the low bits 0)", function()
+        ordo.manual_seed(11)
+        local n = 4000
+        for _, c in ipairs({{0, 2 ^ 62}, {-2 ^ 62, 2 ^ 62}, {5, 2 ^ 54 + 5}, {-2 ^ 63, 2 ^ 63 - 1024}}) do
+            local lo, hi = c[1], c[2]
+            local x = ordo.randint(lo, hi, {n})
+            assert.equals("int64", x:dtype())
+            local odd = (x % 2):sum():item() -- was 0: only even numbers
+            assert.is_true(odd > 0.4 * n and odd < 0.6 * n, ("%s..%s: %d odd of %d"):format(lo, hi, odd, n))
+            assert.is_true((x % 1024):unique():numel() > 900, "low bits vary") -- was 2 values
+            assert.is_true(x:ge(ordo.full({}, lo, "int64")):all())
+            assert.is_true(x:lt(ordo.full({}, hi, "int64")):all()) -- high stays out (high - low rounds up to 2^64)
+            local upper = x:ge(ordo.full({}, lo / 2 + hi / 2, "int64")):sum():item() -- above the middle
+            assert.is_true(upper > 0.4 * n and upper < 0.6 * n, "both halves of the range")
+        end
+        local top = ordo.randint(2 ^ 63 - 2 ^ 54, 2 ^ 63 - 1024, {n})
+        assert.is_true(top:lt(ordo.full({}, 2 ^ 63 - 1024, "int64")):all())
+        ordo.manual_seed(3)
+        local a = ordo.randint(0, 2 ^ 60, {8})
+        ordo.manual_seed(3)
+        assert.is_true(ordo.equal(a, ordo.randint(0, 2 ^ 60, {8})))
+    end)
+
     it("eye and linspace, with a dtype", function()
         assert.same({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, ordo.eye(3):totable())
         local e = ordo.eye(2, 3, "int64")

@@ -505,6 +505,27 @@ local function check_int_range(fname, dtype, lo, hi)
     end
 end
 
+-- randint over a range past 2^53, in int64: a float64 draw scaled to it
+-- has only 53 random bits, so its low bits were always 0 (randint(0, 2^62)
+-- gave only even numbers, and 2 values mod 1024).  Such a range, a double,
+-- is a multiple of 2^g (g = its exponent - 52): a block of 2^g drawn from
+-- its range / 2^g (< 2^53), then g random low bits, all in int64 (the
+-- block's offset added in two halves: past 2^63 it does not fit alone).
+-- high - low may round up (2^63 - 1024 - -2^63 is 2^64 as a double): the
+-- draw is kept below high, computed in int64 (high - 1 is high as a double).
+local function wide_randint(shape, ropts, low, high)
+    local range = high - low
+    local _, ex = math.frexp(range) -- 2^(ex - 1) <= range < 2^ex
+    local g = ex - 1 - 52
+    local q = range / 2 ^ g
+    local iopts = {dtype = "int64", device = ropts.device, engine = ropts.engine}
+    local block = tensor.rand(shape, ropts):mul(q):floor():clamp(0, q - 1):to("int64")
+    local lowbits = tensor.rand(shape, ropts):mul(2 ^ g):floor():to("int64")
+    local half = block * 2 ^ (g - 1)
+    local r = tensor.full(shape, low, iopts):add(half):add(half):add(lowbits)
+    return r:minimum(tensor.full({}, high, iopts):sub(1))
+end
+
 -- randint([low,] high, shape [, opts]): integers drawn uniformly from
 -- low..high-1 (low 0 by default), int64 unless opts says otherwise; the
 -- generator is ordo.manual_seed's.
@@ -519,8 +540,10 @@ function M.randint(a, b, c, d)
     util.check_list("randint", "the shape", shape, true) -- (said here: rand would name itself)
     local dtype, ropts = int_options("randint", opts)
     check_int_range("randint", dtype, low, high - 1)
+    local range = high - low
+    if range > 2 ^ 53 and INT_LIMITS[dtype] == INT_LIMITS.int64 then return wide_randint(shape, ropts, low, high) end
     local u = tensor.rand(shape, ropts) -- [0, 1) in float64: exact enough for any int32 range
-    return u:mul(high - low):floor():add(low):clamp(low, high - 1):to(dtype)
+    return u:mul(range):floor():add(low):clamp(low, high - 1):to(dtype)
 end
 
 -- randperm(n [, opts]): 1..n in a random order (int64 unless opts says
