@@ -465,6 +465,10 @@ describe("every op on every dtype", function()
         -- int64 takes integers to 2^63 exclusive; a number past 2^53 is the double it is
         assert.same({2 ^ 62 + 1}, (ordo.tensor({1}, "int64") + 2 ^ 62):totable())
         H.raises(function() return ordo.tensor({1}, "int64") + 2 ^ 63 end, "add: value", "int64")
+        -- 2^63 - 1 is 2^63 as a Lua number: the message says so
+        H.raises(function() return ordo.full({1}, 2 ^ 63 - 1, "int64") end, "full: value", "does not fit in int64",
+                 "2^63 - 1 rounds to 2^63", "2^63 - 1024")
+        assert.same({2 ^ 63 - 1024}, ordo.full({1}, 2 ^ 63 - 1024, "int64"):totable())
         assert.same({-2 ^ 63}, ordo.full({1}, -2 ^ 63, "int64"):totable())
         -- a fraction truncates toward zero where a number is stored into an integer tensor
         assert.same({2, -2}, ordo.tensor({2.7, -2.7}, "int32"):totable())

@@ -520,7 +520,10 @@ local function check_fits(fname, dt, v, why)
     if r == nil then return end
     local t = v >= 0 and floor(v) or -floor(-v) -- what the kernel stores: v truncated
     if not (t >= r[1] and t < r[2]) then
-        fail(fmt("%s: value %s does not fit in %s%s", fname, show(v), DT_NAME[dt], why or ""))
+        -- 2^63 - 1 (int64's largest) is 2^63 as a Lua number: say so
+        local hint = (dt == I64 and t == 2 ^ 63) and
+            " (2^63; a Lua number near it is a double: 2^63 - 1 rounds to 2^63, the largest below is 2^63 - 1024)" or ""
+        fail(fmt("%s: value %s does not fit in %s%s%s", fname, show(v), DT_NAME[dt], why or "", hint))
     end
 end
 
