@@ -114,6 +114,40 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         assert.same({1, 1, 1}, h2.grad:totable())
     end)
 
+    it("where: an inf or NaN gradient where the other side was chosen does not reach this side (Torch's)", function()
+        local x = leaf(ordo.tensor({4, -1, 0}, D))
+        ordo.where(x:gt(0), x, 0):sqrt():sum():backward() -- sqrt's gradient at 0 is inf
+        assert.same({0.25, 0, 0}, x.grad:totable()) -- was NaN where 0 was chosen (inf * 0)
+        local u, w = leaf(ordo.tensor({0, 4}, D)), leaf(ordo.tensor({{9, 0}, {1, 16}}, D))
+        ordo.where(ordo.tensor({{0, 1}, {0, 0}}, "uint8"), u, w):sqrt():sum():backward()
+        assert.same({0, 0.25}, u.grad:totable()) -- u broadcast over the rows
+        assert.same({{1 / 6, 0}, {0.5, 0.125}}, w.grad:totable())
+    end)
+
+    it("clamp: an inf gradient where x was clamped does not reach x (Torch's); the bound gets it", function()
+        local x = leaf(ordo.tensor({4, -1, 0}, D))
+        x:clamp(0):sqrt():sum():backward() -- sqrt's gradient at 0 is inf
+        assert.same({0.25, 0}, {x.grad[1], x.grad[2]}) -- -1 was clamped: 0, was NaN (inf * 0)
+        assert.equals(math.huge, x.grad[3]) -- 0 is inside the bounds, as Torch's
+        local y, hi = leaf(ordo.tensor({4, 20}, D)), leaf(ordo.tensor({10}, D))
+        ;(y:clamp(nil, hi) - 4):sqrt():sum():backward()
+        assert.same({math.huge, 0}, y.grad:totable())
+        assert.is_true(math.abs(hi.grad[1] - 1 / (2 * math.sqrt(6))) < 1e-12)
+    end)
+
+    it("maximum and minimum: an inf gradient does not reach the side that lost (Torch's)", function()
+        local x = leaf(ordo.tensor({4, -1}, D))
+        x:maximum(0):sqrt():sum():backward()
+        assert.same({0.25, 0}, x.grad:totable()) -- -1 lost to 0: was NaN (inf * 0)
+        local a, b = leaf(ordo.tensor({4, -1}, D)), leaf(ordo.tensor({1, 0}, D))
+        a:maximum(b):sqrt():sum():backward()
+        assert.same({0.25, 0}, a.grad:totable())
+        assert.same({0, math.huge}, b.grad:totable())
+        local c = leaf(ordo.tensor({-4, 1}, D))
+        c:minimum(0):neg():sqrt():sum():backward()
+        assert.same({-0.25, 0}, c.grad:totable())
+    end)
+
     it("masked_fill with a tensor value: the value gets the sum of the gradient where the mask is set", function()
         local v = leaf(ordo.tensor(0.7, D))
         local y = ordo.tensor({1.0, -1.0}):masked_fill(ordo.tensor({1, 0}, {dtype = "uint8"}), v)

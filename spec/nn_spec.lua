@@ -236,6 +236,21 @@ describe("nn modules", function()
         H.raises(function() nn.Dropout2d(1) end, "Dropout2d", "p must be")
     end)
 
+    it("dropout of an integer tensor raises in training (its dtype came out as p made it); eval passes it", function()
+        for _, p in ipairs({0.5, 0.3}) do
+            H.raises(function() return F.dropout(ordo.tensor({1, 2}, "int32"), p) end,
+                     "dropout: input must be float32 or float64, got int32")
+            H.raises(function() return F.dropout2d(ordo.ones({1, 2, 2, 2}, "uint8"), p) end, "dropout2d", "uint8")
+        end
+        H.raises(function() return F.dropout("x", 0.5) end, "dropout: input must be a tensor")
+        local i = ordo.tensor({1, 2}, "int64")
+        assert.equals(i, F.dropout(i, 0.5, false))
+        assert.equals(i, F.dropout(i, 0))
+        local d = nn.Dropout(0.5)
+        d:eval()
+        assert.equals(i, d(i))
+    end)
+
     it("train() and eval() reach every submodule", function()
         local m = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5))
         m:eval()
@@ -337,6 +352,20 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(logits, y, {ignore_index = 1.5}) end, "cross_entropy", "ignore_index")
     end)
 
+    it("NLLLoss and CrossEntropyLoss: an ignored row whose scores hold -inf counts for nothing (it made NaN)", function()
+        local logp = ordo.tensor({{-1 / 0, -0.1}, {-0.5, -1}}, D)
+        local target = ordo.tensor({0, 2}, "int64") -- row 1 ignored
+        close(F.nll_loss(logp, target, {ignore_index = 0}):item(), 1)
+        close(F.nll_loss(logp, target, {ignore_index = 0, reduction = "sum"}):item(), 1)
+        assert.same({0, 1}, F.nll_loss(logp, target, {ignore_index = 0, reduction = "none"}):totable())
+        close(F.nll_loss(logp, target, {ignore_index = 0, weight = ordo.tensor({1, 2}, D)}):item(), 1)
+        local logits = ordo.tensor({{-1 / 0, 1}, {0.5, 1}}, D)
+        close(F.cross_entropy(logits, target, {ignore_index = 0}):item(), -math.log(math.exp(1) / (math.exp(0.5) + math.exp(1))))
+        local x = logp:clone():requires_grad()
+        F.nll_loss(x, target, {ignore_index = 0}):backward()
+        assert.same({{0, 0}, {0, -1}}, x.grad:totable())
+    end)
+
     it("CrossEntropyLoss against class probabilities (soft labels), Torch's formula; gradcheck", function()
         local X = {{0.2, -1.0, 0.5}, {1.5, 0.3, -0.7}}
         local T = {{0.1, 0.6, 0.3}, {1, 0, 0}}
@@ -374,6 +403,11 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(x, ordo.tensor({{0.5, 0.5}}, D)) end, "cross_entropy",
                  "class indices must be int64", "probabilities (float) has the input's shape 2x3")
         H.raises(function() F.cross_entropy(x, t, {ignore_index = 1}) end, "ignore_index needs class-index targets")
+        -- one-hot rows given as integers: said so (it was "target of shape 2x3 does not match input 2x3")
+        H.raises(function() F.cross_entropy(x, ordo.tensor({{0, 0, 1}, {1, 0, 0}}, "int64")) end,
+                 "cross_entropy: a target of the input's shape 2x3 holds class probabilities and must be float32 or " ..
+                 "float64, got int64", "class indices: int64 of shape 2")
+        H.raises(function() F.cross_entropy(x3, ordo.zeros({2, 3, 4}, "uint8")) end, "got uint8", "of shape 2x4")
     end)
 
     it("CrossEntropyLoss and NLLLoss over N x C x d1... (a class per position), as Torch's; gradcheck", function()
@@ -469,6 +503,72 @@ describe("nn modules", function()
         local x = ordo.randn({3, 2}, D):requires_grad()
         local y = ordo.randn({3, 2}, D)
         assert.is_true(ag.gradcheck(function(u) return F.mse_loss(u, y) end, {x}))
+    end)
+
+    it("softplus, mish, logsigmoid and the losses built on them take uint8 inputs in float32 (neg refused uint8)", function()
+        local u = ordo.tensor({0, 1, 2}, "uint8")
+        local want = {math.log(2), math.log(1 + math.exp(1)), math.log(1 + math.exp(2))}
+        for _, f in ipairs({"softplus", "mish", "logsigmoid"}) do
+            local r = F[f](u)
+            assert.equals("float32", r:dtype(), f)
+            local ref = F[f](u:double()):totable()
+            close(ref, r:totable(), 1e-6)
+        end
+        close(want, F.softplus(u):totable(), 1e-6)
+        close(F.binary_cross_entropy_with_logits(u:float(), ordo.tensor({1, 0, 1})):item(),
+              F.binary_cross_entropy_with_logits(u, ordo.tensor({1, 0, 1}, "uint8")):item(), 1e-6)
+        -- margin ranking with a uint8 target (all 1: x1 should rank higher)
+        close(F.margin_ranking_loss(ordo.tensor({1, 3}), ordo.tensor({2, 1}), ordo.tensor({1, 1}, "uint8")):item(), 0.5, 1e-6)
+        H.raises(function() return F.nll_loss(ordo.tensor({{1, 2}}, "uint8"), ordo.tensor({1}, "int64")) end,
+                 "nll_loss: input must be float32 or float64 log-probabilities, got uint8")
+        H.raises(function() return F.pairwise_distance(ordo.ones({2}, "int64"), ordo.ones({3}, "int64")) end,
+                 "pairwise_distance: shapes 2 and 3 cannot be broadcast")
+    end)
+
+    it("NaN for a probability, a momentum or an eps is refused (the range checks let NaN through)", function()
+        local nan = 0 / 0
+        H.raises(function() return nn.Dropout(nan) end, "Dropout: p must be a number in [0, 1), got nan")
+        H.raises(function() return nn.Dropout2d(nan) end, "Dropout2d: p must be")
+        H.raises(function() return F.dropout(ordo.ones({2}), nan) end, "dropout: p must be")
+        H.raises(function() return nn.MultiheadAttention(4, 2, {dropout = nan}) end, "MultiheadAttention: dropout must be")
+        H.raises(function() return F.scaled_dot_product_attention(ordo.ones({1, 2, 4}), ordo.ones({1, 2, 4}),
+                                                                  ordo.ones({1, 2, 4}), {dropout_p = nan}) end,
+                 "dropout_p must be")
+        H.raises(function() return nn.LSTM(2, 3, {num_layers = 2, dropout = nan}) end, "LSTM: dropout must be")
+        local x = ordo.randn({4, 3})
+        H.raises(function() return F.batch_norm(x, ordo.zeros({3}), ordo.ones({3}), nil, nil, true, nan) end,
+                 "batch_norm: momentum must be a number in [0, 1], got nan")
+        H.raises(function() return nn.BatchNorm1d(3, {momentum = nan}) end, "BatchNorm1d: momentum must be")
+        local bn = nn.BatchNorm1d(3)
+        bn.momentum = nan -- changed after: its forward says so
+        H.raises(function() return bn(x) end, "batch_norm: momentum must be")
+        H.raises(function() return nn.LayerNorm(3, {eps = nan}) end, "LayerNorm: option eps must be a non-negative number")
+        H.raises(function() return F.layer_norm(x, {3}, nil, nil, nan) end, "layer_norm: eps must be a non-negative number")
+        H.raises(function() return nn.GroupNorm(1, 3, {eps = -1}) end, "GroupNorm: option eps must be a non-negative number")
+        H.raises(function() return F.group_norm(x, 1, nil, nil, nan) end, "group_norm: eps must be a non-negative number")
+        assert.same({4, 3}, F.layer_norm(x, {3}, nil, nil, 0):shape())
+    end)
+
+    it("regression losses and distances of integer tensors compute in float32 (a uint8 difference wrapped)", function()
+        local u = function(v) return ordo.tensor(v, "uint8") end
+        local a, b = u({1, 2}), u({4, 1})
+        local l1 = F.l1_loss(a, b)
+        assert.equals("float32", l1:dtype())
+        close(l1:item(), 2, 1e-6) -- (3 + 1) / 2; was 128 (1 - 4 is 253 in uint8)
+        close(F.mse_loss(a, b):item(), 5, 1e-6)
+        close(F.smooth_l1_loss(a, b):item(), (2.5 + 0.5) / 2, 1e-6)
+        close(F.huber_loss(a, b):item(), (2.5 + 0.5) / 2, 1e-6)
+        close(F.l1_loss(a, 3):item(), 1.5, 1e-6)
+        close(F.gaussian_nll_loss(a, b, ordo.ones({2})):item(), (9 + 1) / 4, 1e-6)
+        close(F.margin_ranking_loss(u({1}), u({2}), ordo.tensor({1}, "int32")):item(), 1, 1e-6)
+        close(F.pairwise_distance(u({{0, 0}}), u({{3, 4}})):item(), 5, 1e-5)
+        close(F.cdist(u({{0, 0}}), u({{3, 4}})):item(), 5, 1e-6)
+        close(F.triplet_margin_loss(u({{0, 0}}), u({{3, 4}}), u({{0, 1}})):item(), 5 - 1 + 1, 1e-5)
+        -- int32: the square no longer overflows
+        local big = ordo.tensor({0}, "int32")
+        close(F.mse_loss(big, ordo.tensor({50000}, "int32")):item(), 2.5e9, 1e-6)
+        -- a float operand keeps its dtype
+        assert.equals("float64", F.mse_loss(ordo.tensor({1}, "float64"), ordo.tensor({2}, "int32")):dtype())
     end)
 
     it("MSE, L1, SmoothL1, Huber: a target that would broadcast the input larger (N x 1 against N) raises", function()
@@ -744,6 +844,11 @@ describe("nn modules", function()
         H.raises(function() F.pad(x, {4, 0}, {mode = "reflect"}) end, "pad", "reflect", "larger")
         H.raises(function() F.pad(x, {1, 1}, {mode = "wrap"}) end, "pad", "mode")
         H.raises(function() F.pad(x, {-3, -2}) end, "pad", "cannot lose 5")
+        -- a padding value that does not fit an integer input names pad (it said full)
+        local u = ordo.tensor({{3, 4}}, "uint8")
+        H.raises(function() F.pad(u, {1, 1}, {value = -1}) end, "pad: value -1 does not fit in uint8 (the padding value)")
+        assert.same({{255, 3, 4, 255}}, F.pad(u, {1, 1}, {value = 255}):totable())
+        assert.same({{3, 3, 4, 4}}, F.pad(u, {1, 1}, {mode = "replicate", value = -1}):totable()) -- no value used
     end)
 
     it("F.normalize, cosine_similarity, pairwise_distance and cdist against plain Lua; gradients", function()
@@ -1229,6 +1334,18 @@ describe("nn modules", function()
         assert.equal("float64", m.weight:dtype())
         assert.is_true(m.weight:needs_grad())
         assert.equal("float64", m(ordo.randn({1, 2}, D)):dtype())
+    end)
+
+    it("m:double() and m:float(): to(\"float64\") and to(\"float32\"), as Torch's", function()
+        local m = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+        assert.equals(m, m:double())
+        assert.same({"float64", "float64", "float64"}, {m:get(1).weight:dtype(), m:get(2).weight:dtype(),
+                                                        m:get(2).running_mean:dtype()})
+        assert.is_true(m:get(1).weight:needs_grad())
+        assert.equal("float64", m(ordo.randn({4, 2}, D)):dtype())
+        assert.equals(m, m:float())
+        assert.same({"float32", "float32"}, {m:get(1).weight:dtype(), m:get(2).running_var:dtype()})
+        H.raises(function() return nn.Module.double(3) end, "double")
     end)
 
     it("to(dtype) keeps each parameter's requires_grad: frozen parameters stay frozen", function()

@@ -40,6 +40,24 @@ describe("creating tensors", function()
         assert.same({7, 8}, ordo.zeros({2}):copy_({ordo.tensor(7), 8}):totable())
         H.raises(function() return ordo.tensor({ordo.tensor({1, 2})}) end, "tensor", "element [1]", "shape 2", "stack")
         H.raises(function() return ordo.tensor({ordo.tensor(300)}, "uint8") end, "tensor", "300", "uint8")
+        -- int64 values past 2^53 keep every bit (item's double dropped the low ones: 2^62 + 1 became 2^62)
+        local big = ordo.full({1}, 2 ^ 62, "int64") + 1
+        local t = ordo.tensor({big, big - 1, 5}, "int64")
+        assert.same({1, 0, 5 - 2 ^ 62}, (t - 2 ^ 62):totable())
+        assert.same({1, 0}, (ordo.zeros({2}, "int64"):copy_({big, big:view({}) - 1}) - 2 ^ 62):totable())
+        assert.same({1}, (ordo.tensor({{big}}, "int64") - 2 ^ 62):view(-1):totable())
+        assert.same({2 ^ 62}, ordo.tensor({big}, "float64"):totable()) -- as a number elsewhere
+        H.raises(function() return ordo.tensor({big}, "int32") end, "tensor", "does not fit in int32")
+        assert.same({30}, ordo.tensor({10, 20, 30}):index_select(1, {ordo.tensor(3, "int64")}):totable())
+        -- and fill_, masked_fill, t[i] = x with such a tensor
+        assert.same({1, 1}, (ordo.zeros({2}, "int64"):fill_(big) - 2 ^ 62):totable())
+        local m = ordo.tensor({1, 0}, "uint8")
+        assert.same({1, -2 ^ 62}, (ordo.zeros({2}, "int64"):masked_fill(m, big) - 2 ^ 62):totable())
+        local z = ordo.zeros({2}, "int64")
+        assert.equals(z, z:masked_fill_(m, big))
+        assert.same({1, -2 ^ 62}, (z - 2 ^ 62):totable())
+        z[2] = big -- a shape-1 tensor into an element: its leading 1 goes, as Torch's setitem
+        assert.same({1, 1}, (z - 2 ^ 62):totable())
     end)
 
     it("t:type(name) converts, as Torch7's, instead of ignoring the name", function()
@@ -319,6 +337,16 @@ describe("views", function()
         H.raises(function() a[4] = 1 end, "t[i] = x", "index 4")
         H.raises(function() a[1] = "x" end, "t[i] = x", "string")
         H.raises(function() a[1] = ordo.zeros(5) end, "t[i] = x: shape 5 cannot be broadcast to 4")
+        a[2] = ordo.ones({1, 1, 4}) -- leading dims of size 1 go, as Torch's setitem
+        assert.same({1, 1, 1, 1}, a[2]:totable())
+        a[2] = 0
+        H.raises(function() a[1] = ordo.zeros(2, 4) end, "t[i] = x: shape 2x4 cannot be broadcast to 4")
+        -- a number that does not fit the dtype, named as the assignment (it said fill_)
+        local u = ordo.zeros({2, 2}, "uint8")
+        H.raises(function() u[1] = 300 end, "t[i] = x: value 300 does not fit in uint8")
+        H.raises(function() u[{1, 2}] = -1 end, "t[{...}] = x: value -1 does not fit in uint8")
+        H.raises(function() ordo.zeros({2}, "int32")[1] = 0 / 0 end, "t[i] = x: value nan does not fit in int32")
+        assert.same({{0, 0}, {0, 0}}, u:totable())
         H.raises(function() a[{2, {1, 2}}] = {1, 2, 3} end, "t[{...}] = x: shape 3 cannot be broadcast to 2")
         assert.same({{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, a:totable()) -- untouched by the failures
         assert.is_nil(a.no_such_field)

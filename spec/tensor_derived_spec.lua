@@ -311,6 +311,39 @@ describe("derived ops", function()
         H.raises(function() return ordo.equal(a, 1) end, "equal", "number")
     end)
 
+    it("allclose of integer tensors: the difference does not wrap in their dtype", function()
+        local u = function(v) return ordo.tensor(v, "uint8") end
+        assert.is_true(ordo.allclose(u({0}), u({1}), 0, 1)) -- 0 - 1 is 255 in uint8
+        assert.is_true(ordo.allclose(u({1}), u({0}), 0, 1))
+        assert.is_false(ordo.allclose(u({0}), u({2}), 0, 1))
+        local big = ordo.full({1}, 2 ^ 62, "int64")
+        assert.is_false(ordo.allclose(big, -big)) -- 2^62 - -2^62 wrapped to -2^63
+        assert.is_true(ordo.allclose(big, big))
+        assert.is_false(ordo.allclose(ordo.tensor({5}, "int32"), ordo.tensor({-2 ^ 31}, "int32"))) -- |b| wrapped
+        assert.is_false(ordo.allclose(ordo.tensor({5}, "int32"), -2 ^ 31))
+        assert.is_true(ordo.allclose(ordo.tensor({100}, "int32"), ordo.tensor({101}, "int64"), 0.01))
+        assert.is_true(ordo.allclose(ordo.tensor({3}, "int32"), ordo.tensor({3.0000001}, "float64")))
+    end)
+
+    it("logical_not/and/or/xor: uint8 masks, nonzero (NaN too) as true, a tensor or a number beside", function()
+        local a = ordo.tensor({0, 1, 2, 0 / 0, -3})
+        local b = ordo.tensor({0, 0, 5, 1, 0}, "int32")
+        assert.same({1, 0, 0, 0, 0}, a:logical_not():totable())
+        assert.same({0, 0, 1, 1, 0}, a:logical_and(b):totable())
+        assert.same({0, 1, 1, 1, 1}, a:logical_or(b):totable())
+        assert.same({0, 1, 0, 0, 1}, a:logical_xor(b):totable())
+        assert.equals("uint8", a:logical_and(b):dtype())
+        assert.same({0, 0, 0, 0, 0}, a:logical_and(0):totable())
+        assert.same({0, 1, 1, 1, 1}, a:logical_and(0 / 0):totable())
+        assert.same({1, 0, 0, 0, 0}, a:logical_xor(true):totable())
+        assert.same({1, 1, 0, 0, 1}, ordo.logical_not(b):totable())
+        -- masks of comparisons, broadcast
+        local m = ordo.tensor({1, 2, 3}):view(3, 1):gt(1):logical_or(ordo.tensor({1, 0}, "uint8"))
+        assert.same({{1, 0}, {1, 1}, {1, 1}}, m:totable())
+        H.raises(function() return a:logical_and("x") end, "logical_and", "string")
+        H.raises(function() return a:logical_or(ordo.zeros(2)) end, "logical_or: shapes 5 and 2 cannot be broadcast")
+    end)
+
     it("all and any: Lua booleans over every element, uint8 tensors along a dim", function()
         assert.is_false(ordo.tensor({1, 2, 0}):all())
         assert.is_true(ordo.tensor({1, -2, 0.5}):all())
@@ -350,6 +383,29 @@ describe("derived ops", function()
         H.raises(function() return ordo.randint(3, 3, {2}) end, "randint", "low < high")
         H.raises(function() return ordo.randint(3, "x") end, "randint", "shape", "string")
         H.raises(function() return ordo.randperm(-1) end, "randperm", "-1")
+    end)
+
+    it("randint over an int64 range past 2^53 draws every bit (a float64 draw left the low bits 0)", function()
+        ordo.manual_seed(11)
+        local n = 4000
+        for _, c in ipairs({{0, 2 ^ 62}, {-2 ^ 62, 2 ^ 62}, {5, 2 ^ 54 + 5}, {-2 ^ 63, 2 ^ 63 - 1024}}) do
+            local lo, hi = c[1], c[2]
+            local x = ordo.randint(lo, hi, {n})
+            assert.equals("int64", x:dtype())
+            local odd = (x % 2):sum():item() -- was 0: only even numbers
+            assert.is_true(odd > 0.4 * n and odd < 0.6 * n, ("%s..%s: %d odd of %d"):format(lo, hi, odd, n))
+            assert.is_true((x % 1024):unique():numel() > 900, "low bits vary") -- was 2 values
+            assert.is_true(x:ge(ordo.full({}, lo, "int64")):all())
+            assert.is_true(x:lt(ordo.full({}, hi, "int64")):all()) -- high stays out (high - low rounds up to 2^64)
+            local upper = x:ge(ordo.full({}, lo / 2 + hi / 2, "int64")):sum():item() -- above the middle
+            assert.is_true(upper > 0.4 * n and upper < 0.6 * n, "both halves of the range")
+        end
+        local top = ordo.randint(2 ^ 63 - 2 ^ 54, 2 ^ 63 - 1024, {n})
+        assert.is_true(top:lt(ordo.full({}, 2 ^ 63 - 1024, "int64")):all())
+        ordo.manual_seed(3)
+        local a = ordo.randint(0, 2 ^ 60, {8})
+        ordo.manual_seed(3)
+        assert.is_true(ordo.equal(a, ordo.randint(0, 2 ^ 60, {8})))
     end)
 
     it("eye and linspace, with a dtype", function()
@@ -540,6 +596,18 @@ describe("derived ops", function()
         local a = ordo.tensor({1, 2, 3})
         assert.same({1.5, 2, 2.5}, a:lerp(2, 0.5):totable())
         assert.same({1, 3, 3}, a:lerp(ordo.tensor({1, 4, 3}), ordo.tensor({0.5, 0.5, 0})):totable())
+        -- integers interpolate in float32: stop - self wrapped in uint8 (5 to 3 by 0.25 gave 68.5),
+        -- and the dtype no longer depends on whether the weight is a whole number
+        local u5, u3 = ordo.tensor({5}, "uint8"), ordo.tensor({3}, "uint8")
+        for _, c in ipairs({{0.25, 4.5}, {1, 3}, {2, 1}, {0, 5}}) do
+            local r = u5:lerp(u3, c[1])
+            assert.equals("float32", r:dtype())
+            assert.same({c[2]}, r:totable())
+        end
+        assert.same({4.5}, u5:lerp(u3, ordo.tensor({0.25})):totable())
+        assert.same({4.5}, u5:lerp(3, 0.25):totable())
+        assert.equals("float32", ordo.tensor({5}, "int64"):lerp(ordo.tensor({3}, "int32"), 1):dtype())
+        H.raises(function() return ordo.tensor({5}, "int32"):lerp_(ordo.tensor({3}, "int32"), 1) end, "lerp_", "int32")
         -- Python's % (floor) and C's fmod (trunc) on every sign pairing
         local xs = {-7, 7, -7, 7, 6, -6, 0, 5}
         local ys = {3, 3, -3, -3, 3, -3, 4, 7}
@@ -750,6 +818,30 @@ describe("derived ops", function()
                                                {x, y, z}))
         H.raises(function() return m:addmm(a, b, {gamma = 1}) end, "addmm", "unknown option 'gamma'")
         H.raises(function() return m:addmm(b, a) end, "cannot be multiplied", "3x4 and 2x3")
+        -- integers: a scale that does not fit names addmm (mul named itself)
+        local u = ordo.tensor({{1, 2}, {3, 4}}, "uint8")
+        assert.same({{23, 34}, {51, 74}}, u:addmm(u, u, {beta = 2, alpha = 3}):totable())
+        H.raises(function() return u:addmm(u, u, {beta = -1}) end, "addmm: value -1 does not fit in uint8 (beta)")
+        H.raises(function() return u:addmm(u, u, {alpha = 300}) end, "addmm: value 300 does not fit in uint8 (alpha)")
+        local bu = u:view(1, 2, 2)
+        H.raises(function() return bu:baddbmm(bu, bu, {alpha = -2}) end, "baddbmm", "(alpha)")
+        H.raises(function() return u:addmm(-1, u) end, "addmm: a must be a tensor, got number") -- (said mm ... as self)
+        H.raises(function() return bu:baddbmm(bu, "x") end, "baddbmm: b must be a tensor, got string")
+        H.raises(function() return ordo.tensor({3, 1}):argsort(300) end, "argsort: dim 300 out of range") -- (said sort)
+        H.raises(function() return m:addmm(b, a) end, "addmm: ", "cannot be multiplied") -- (said mm)
+        H.raises(function() return bu:baddbmm(u, bu) end, "baddbmm: ") -- (said bmm)
+        -- shapes that cannot be broadcast, and scatter's arguments, named as called (they said div, fmod,
+        -- scatter_add_ and full)
+        local x3, x22 = ordo.tensor({1, 2, 3}, "int32"), ordo.ones({2, 2}, "float64")
+        for _, f in ipairs({"fmod", "remainder", "floor_divide", "fmod_", "remainder_", "floor_divide_"}) do
+            H.raises(function() return x3[f](x3:clone(), x22) end, (f:gsub("_$", "")), "cannot be broadcast")
+            H.raises(function() return x3[f](x3:clone(), ordo.ones({2}, "int32")) end, (f:gsub("_$", "")),
+                     "cannot be broadcast")
+        end
+        H.raises(function() return ordo.zeros({3}):scatter(ordo.ones({3}), ordo.ones({3}, "int64"), 1) end,
+                 "scatter: dim must be an integer")
+        H.raises(function() return ordo.zeros({3}, "uint8"):scatter_(1, ordo.ones({3}, "int64"), -1) end,
+                 "scatter: value -1 does not fit in uint8")
     end)
 
     it("einsum against a plain-Lua loop over every index; implicit outputs; gradients; bad equations", function()
@@ -916,6 +1008,36 @@ describe("derived ops", function()
                  "index 5")
         pcall(ordo.engine.wait_for_all)
         H.raises(function() return x:scatter(2, idx2, "a") end, "scatter", "src", "string")
+    end)
+
+    it("scatter over NaN and inf: the written places get src, the others keep theirs", function()
+        local t = ordo.tensor({0 / 0, 1 / 0, -1 / 0, 4, 0 / 0})
+        local idx = ordo.tensor({1, 2, 3}, "int64")
+        local r = t:scatter(1, idx, ordo.tensor({5, 6, 7})):totable()
+        assert.same({5, 6, 7, 4}, {r[1], r[2], r[3], r[4]}) -- were NaN: self * 0 kept the NaN
+        assert.is_true(r[5] ~= r[5])
+        r = t:scatter(1, idx, 0):totable()
+        assert.same({0, 0, 0, 4}, {r[1], r[2], r[3], r[4]})
+        local c = t:clone()
+        c:scatter_(1, idx, 9)
+        assert.same({9, 9, 9, 4}, {c[1], c[2], c[3], c[4]})
+    end)
+
+    it("scatter, scatter_add and index_add refuse a float src into an integer tensor (it was truncated)", function()
+        local i32 = ordo.tensor({1, 2, 3}, "int32")
+        local idx = ordo.tensor({1}, "int64")
+        for _, f in ipairs({"scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_"}) do
+            H.raises(function() return i32[f](i32, 1, idx, ordo.tensor({2.5})) end, (f:gsub("_$", "")),
+                     "src is float32", "int32")
+        end
+        assert.same({1, 2, 3}, i32:totable())
+        -- integer into integer, integer into float and float into float are cast as before
+        assert.same({3, 2, 3}, i32:index_add(1, idx, ordo.tensor({2}, "int64")):totable())
+        assert.same({3, 2, 3}, i32:scatter_add(1, idx, ordo.tensor({2}, "uint8")):totable())
+        assert.same({2, 2, 3}, i32:scatter(1, idx, ordo.tensor({2}, "int64")):totable())
+        assert.same({3.5, 2, 3}, ordo.tensor({1, 2, 3}):scatter_add(1, idx, ordo.tensor({2.5}, "float64")):totable())
+        assert.same({3, 2, 3}, ordo.tensor({1, 2, 3}, "float64"):index_add(1, idx, ordo.tensor({2}, "int32")):totable())
+        assert.same({2, 2, 3}, i32:scatter(1, idx, 2.5):totable()) -- a number is truncated, as fill_'s
     end)
 
     it("ops that make tensors of their own make them on their input's engine", function()
@@ -1098,6 +1220,20 @@ describe("derived ops", function()
         H.raises(function() return ordo.tensor({7}, "uint8") % -3 end, "remainder: value -3 does not fit in uint8")
         H.raises(function() return 300 % ordo.tensor({7}, "uint8") end, "remainder: value 300 does not fit in uint8")
         H.raises(function() return ordo.tensor({7}, "uint8"):fmod(-3) end, "fmod: value -3 does not fit in uint8")
+        H.raises(function() return ordo.tensor({7}, "int32"):floor_divide(-3e9) end,
+                 "floor_divide: value -3000000000 does not fit in int32")
+        -- a tensor divisor of 0, met when the op runs, names the op called (it said "div" alone)
+        local zero = ordo.tensor({1, 0}, "int32")
+        for _, c in ipairs({{"remainder", function(a) return a % zero end}, {"fmod", function(a) return a:fmod(zero) end},
+                            {"remainder", function(a) return a:remainder(zero) end},
+                            {"floor_divide", function(a) return a:floor_divide(zero) end},
+                            {"fmod", function(a) return a:clone():fmod_(zero) end}}) do
+            for _, dt in ipairs({"int32", "int64", "uint8"}) do
+                local r = c[2](ordo.tensor({5, 6}, dt))
+                H.raises(function() return r:totable() end, c[1] .. ": div: integer division by zero")
+            end
+        end
+        assert.same({0, 1}, (ordo.tensor({5, 6}, "int32") % ordo.tensor({1, 5}, "int32")):totable()) -- still works
         assert.same({1}, (ordo.tensor({7}, "uint8") % 3):totable())
     end)
 

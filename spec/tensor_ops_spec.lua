@@ -197,6 +197,28 @@ describe("in-place binary ops", function()
         end)
     end
 
+    it("< and <= between tensors say where the elementwise comparisons are (Lua makes them one boolean)", function()
+        local a, b = ordo.tensor({1, 2}), ordo.tensor({2, 1})
+        H.raises(function() return a < b end, "<: Lua turns a comparison into one boolean", "a:lt(b)")
+        H.raises(function() return a <= b end, "<=:", "a:le(b)")
+        H.raises(function() return a > b end, "a:lt(b)", "gt") -- Lua asks b < a
+        assert.is_true(a == a)
+        assert.is_false(a == a:clone()) -- identity, as documented
+    end)
+
+    it("maximum_, minimum_ and clamp_ with a wider integer operand compare in its dtype (it was cast first)", function()
+        local u = ordo.tensor({5, 200}, "uint8")
+        assert.same({5, 200}, u:clone():maximum_(ordo.tensor({-1, -1}, "int32")):totable()) -- -1 became 255
+        assert.same({5, 200}, u:clone():minimum_(ordo.tensor({300, 300}, "int32")):totable()) -- 300 became 44
+        assert.same({7, 200}, u:clone():maximum_(ordo.tensor({7, -3}, "int64")):totable())
+        assert.same({5, 200}, u:clone():clamp_(ordo.tensor({-1}, "int32"), ordo.tensor({300}, "int32")):totable())
+        assert.same({5}, ordo.tensor({5}, "int32"):minimum_(ordo.tensor({2 ^ 40}, "int64")):totable())
+        assert.same({44}, ordo.tensor({5}, "uint8"):maximum_(ordo.tensor({300}, "int32")):totable()) -- then stored: wraps
+        -- add, sub and mul wrap the same either way
+        assert.same({4, 199}, u:clone():add_(ordo.tensor({-1, -1}, "int32")):totable())
+        H.raises(function() return u:clone():maximum_(ordo.zeros({2, 2}, "int64")) end, "maximum_", "cannot be broadcast")
+    end)
+
     it("add_/sub_ take alpha, and numbers", function()
         local ra, rb = R.rand({3, 2}, "float64"), R.rand({3, 2}, "float64")
         local a, b = H.make(ordo, ra, "transposed"), H.make(ordo, rb, "contiguous")

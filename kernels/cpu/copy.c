@@ -214,7 +214,7 @@ int cpu_check_arange(const ordo_run_ctx *rc, const ordo_kernel_args *a, cpu_aran
     if (p->n == 0) return 0;
     const double last = start + (double)(p->n - 1) * step;
     if (!isfinite(start) || !isfinite(step) || !isfinite(last))
-        return ordo_fail(rc, "arange: start %g, step %g give non-finite values", start, step);
+        return ordo_fail(rc, "arange: start %g, step %g give non-finite values", cpu_shown(start), cpu_shown(step));
     if (cpu_dtype_is_float(y->dtype)) return 0;
     /* Integer dtypes: both ends must fit (the values are monotonic between). */
     cpu_scalar lo, hi;

@@ -109,6 +109,10 @@ void cpu_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 
 static inline int cpu_dtype_is_float(int dt) { return dt == ORDO_F32 || dt == ORDO_F64; }
 
+/* v as an error message shows it (%g): a NaN without its sign bit, which
+ * Lua's 0/0 sets, so that it reads "nan" and not "-nan". */
+static inline double cpu_shown(double v) { return isnan(v) ? fabs(v) : v; }
+
 /* ---- scalar conversions ----------------------------------------------- */
 
 /* Marks the few pure helpers here that the CUDA kernels (kernels/cuda/,

@@ -156,10 +156,10 @@ static int scalar_operand(const ordo_run_ctx *rc, const char *name, int dtype, d
     if (!(s == trunc(s)))
         return ordo_fail(rc, "%s: scalar %g is not an integer; %s tensors take integer scalars "
                              "(promote to float first)",
-                         name, s, ordo_dtype_name(dtype));
+                         name, cpu_shown(s), ordo_dtype_name(dtype));
     if (fit) return cpu_scalar_fill_value(rc, name, dtype, s, out);
     if (!(s >= -9223372036854775808.0 && s < 9223372036854775808.0))
-        return ordo_fail(rc, "%s: scalar %g does not fit in int64", name, s);
+        return ordo_fail(rc, "%s: scalar %g does not fit in int64", name, cpu_shown(s));
     int64_t v = (int64_t)s;
     switch (dtype) {
     case ORDO_I32: out->i32 = (int32_t)(uint32_t)(uint64_t)v; break;

@@ -305,7 +305,7 @@ int cpu_scalar_fill_value(const ordo_run_ctx *rc, const char *kernel, int dtype,
     }
     double t = trunc(v);
     if (!(t >= lo && t < hi))
-        return ordo_fail(rc, "%s: value %g does not fit in %s", kernel, v, ordo_dtype_name(dtype));
+        return ordo_fail(rc, "%s: value %g does not fit in %s", kernel, cpu_shown(v), ordo_dtype_name(dtype));
     switch (dtype) {
     case ORDO_I32: out->i32 = (int32_t)t; break;
     case ORDO_I64: out->i64 = (int64_t)t; break;

@@ -131,7 +131,7 @@ int cpu_check_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int r = check_operands(rc, "sgd_step", a, a->nout == 1 ? 0 : 1, 5);
     if (r) return r;
     if (a->nout == 1 && a->scalar[1] != 0) {
-        ordo_fail(rc, "sgd_step: momentum %g needs a buffer (a second output)", a->scalar[1]);
+        ordo_fail(rc, "sgd_step: momentum %g needs a buffer (a second output)", cpu_shown(a->scalar[1]));
         return ORDO_ERR_INVALID;
     }
     return 0;

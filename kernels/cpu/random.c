@@ -244,7 +244,7 @@ int cpu_check_uniform(const ordo_run_ctx *rc, const ordo_kernel_args *args, doub
     int r = float_out_two_scalars(rc, "uniform", "low and high", args, lo, hi);
     if (r) return r;
     if (!isfinite(*lo) || !isfinite(*hi) || !(*lo <= *hi) || !isfinite(*hi - *lo))
-        return ordo_fail(rc, "uniform: bad range [%g, %g)", *lo, *hi);
+        return ordo_fail(rc, "uniform: bad range [%g, %g)", cpu_shown(*lo), cpu_shown(*hi));
     return 0;
 }
 
@@ -263,7 +263,7 @@ int cpu_check_normal(const ordo_run_ctx *rc, const ordo_kernel_args *args, doubl
     int r = float_out_two_scalars(rc, "normal", "mean and std", args, mean, sd);
     if (r) return r;
     if (!isfinite(*mean) || !isfinite(*sd) || *sd < 0)
-        return ordo_fail(rc, "normal: bad mean %g or std %g", *mean, *sd);
+        return ordo_fail(rc, "normal: bad mean %g or std %g", cpu_shown(*mean), cpu_shown(*sd));
     return 0;
 }
 
@@ -280,7 +280,7 @@ static int k_normal(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
 int cpu_check_bernoulli(const ordo_run_ctx *rc, const ordo_kernel_args *args, double *p) {
     if (args->nscalar < 1) return ordo_fail(rc, "bernoulli: needs p as scalar[0]");
     *p = args->scalar[0];
-    if (!(*p >= 0 && *p <= 1)) return ordo_fail(rc, "bernoulli: p %g is not in [0, 1]", *p);
+    if (!(*p >= 0 && *p <= 1)) return ordo_fail(rc, "bernoulli: p %g is not in [0, 1]", cpu_shown(*p));
     return 0;
 }
 

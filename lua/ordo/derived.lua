@@ -306,10 +306,18 @@ function M.allclose(a, b, rtol, atol)
             fail(fmt("allclose: b of shape %s does not broadcast to a's shape %s", shape_of_str(b), shape_of_str(a)))
         end
     end
-    local tol = is_tensor(b) and b:abs() * rtol + atol or math.abs(b) * rtol + atol
+    -- integers compare in float64: their difference (and |b|) in their own
+    -- dtype wraps (uint8 0 - 1 is 255, int64 2^62 - -2^62 is negative), so
+    -- close values were far and far ones close; a:eq(b) keeps exact equality
+    local x, y = a, b
+    if not tensor.result_type(a, b):match("^float") then
+        x = a:double()
+        if is_tensor(b) then y = b:double() end
+    end
+    local tol = is_tensor(y) and y:abs() * rtol + atol or math.abs(y) * rtol + atol
     -- as NumPy: an infinite difference is never close (the tolerance of an
     -- infinite b is infinite too), equal values always (inf - inf is NaN)
-    local d = (a - b):abs()
+    local d = (x - y):abs()
     local close = d:le(tol):mul(d:ne(huge)):maximum(a:eq(b))
     if close:numel() == 0 then return true end
     return close:min():item() == 1
@@ -535,6 +543,27 @@ local function check_int_range(fname, dtype, lo, hi)
     end
 end
 
+-- randint over a range past 2^53, in int64: a float64 draw scaled to it
+-- has only 53 random bits, so its low bits were always 0 (randint(0, 2^62)
+-- gave only even numbers, and 2 values mod 1024).  Such a range, a double,
+-- is a multiple of 2^g (g = its exponent - 52): a block of 2^g drawn from
+-- its range / 2^g (< 2^53), then g random low bits, all in int64 (the
+-- block's offset added in two halves: past 2^63 it does not fit alone).
+-- high - low may round up (2^63 - 1024 - -2^63 is 2^64 as a double): the
+-- draw is kept below high, computed in int64 (high - 1 is high as a double).
+local function wide_randint(shape, ropts, low, high)
+    local range = high - low
+    local _, ex = math.frexp(range) -- 2^(ex - 1) <= range < 2^ex
+    local g = ex - 1 - 52
+    local q = range / 2 ^ g
+    local iopts = {dtype = "int64", device = ropts.device, engine = ropts.engine}
+    local block = tensor.rand(shape, ropts):mul(q):floor():clamp(0, q - 1):to("int64")
+    local lowbits = tensor.rand(shape, ropts):mul(2 ^ g):floor():to("int64")
+    local half = block * 2 ^ (g - 1)
+    local r = tensor.full(shape, low, iopts):add(half):add(half):add(lowbits)
+    return r:minimum(tensor.full({}, high, iopts):sub(1))
+end
+
 -- randint([low,] high, shape [, opts]): integers drawn uniformly from
 -- low..high-1 (low 0 by default), int64 unless opts says otherwise; the
 -- generator is ordo.manual_seed's.
@@ -549,8 +578,10 @@ function M.randint(a, b, c, d)
     util.check_list("randint", "the shape", shape, true) -- (said here: rand would name itself)
     local dtype, ropts = int_options("randint", opts)
     check_int_range("randint", dtype, low, high - 1)
+    local range = high - low
+    if range > 2 ^ 53 and INT_LIMITS[dtype] == INT_LIMITS.int64 then return wide_randint(shape, ropts, low, high) end
     local u = tensor.rand(shape, ropts) -- [0, 1) in float64: exact enough for any int32 range
-    return u:mul(high - low):floor():add(low):clamp(low, high - 1):to(dtype)
+    return u:mul(range):floor():add(low):clamp(low, high - 1):to(dtype)
 end
 
 -- randperm(n [, opts]): 1..n in a random order (int64 unless opts says
@@ -706,11 +737,22 @@ end
 
 -- beta * self + alpha * product (self broadcast to the product's shape;
 -- beta = 0 ignores self, NaN and all, as Torch).
-local function add_scaled(fname, self, multiply, a, b, opts)
+local function add_scaled(fname, self, multiply, mname, a, b, opts)
     local beta, alpha = beta_alpha(fname, opts)
-    local product = multiply(a, b)
-    if alpha ~= 1 then product = product * alpha end
+    -- (mm would take a for its self)
+    if not is_tensor(a) then fail(fmt("%s: a must be a tensor, got %s", fname, typename(a))) end
+    if not is_tensor(b) then fail(fmt("%s: b must be a tensor, got %s", fname, typename(b))) end
+    -- the product's errors (shapes that cannot be multiplied) are fname's
+    local ok, product = pcall(multiply, a, b)
+    if not ok then error((tostring(product):gsub(mname .. ": ", fname .. ": ", 1)), 0) end
+    -- an integer scale must fit an integer operand's dtype: said under
+    -- fname (mul named itself: "mul: value -1 does not fit in uint8")
+    if alpha ~= 1 then
+        if is_int(alpha) then tensor.check_fits(fname, tensor.parse_dtype(fname, product:dtype()), alpha, " (alpha)") end
+        product = product * alpha
+    end
     if beta == 0 then return product + self:mul(0):nan_to_num(0, 0, 0) end -- (self's shape still checked)
+    if beta ~= 1 and is_int(beta) then tensor.check_fits(fname, tensor.parse_dtype(fname, self:dtype()), beta, " (beta)") end
     return product + (beta == 1 and self or self * beta)
 end
 
@@ -718,14 +760,14 @@ end
 function Tensor:addmm(a, b, opts)
     check_self("addmm", self)
     check_devices("addmm", self, a, b)
-    return add_scaled("addmm", self, Tensor.mm, a, b, opts)
+    return add_scaled("addmm", self, Tensor.mm, "mm", a, b, opts)
 end
 
 -- self:baddbmm(a, b [, {beta = 1, alpha = 1}]): the same with bmm.
 function Tensor:baddbmm(a, b, opts)
     check_self("baddbmm", self)
     check_devices("baddbmm", self, a, b)
-    return add_scaled("baddbmm", self, Tensor.bmm, a, b, opts)
+    return add_scaled("baddbmm", self, Tensor.bmm, "bmm", a, b, opts)
 end
 
 -- nonzero([{as_tuple = false}]): the positions (int64, from 1) of the
@@ -777,11 +819,17 @@ function Tensor:scatter(dim, index, src)
     if idt ~= "int64" and idt ~= "int32" then
         fail(fmt("scatter: index must be an int64 or int32 tensor of indices, got %s", idt))
     end
-    if type(src) == "number" then src = tensor.full(index:shape(), src, tensor.like(self)) end
+    tensor.norm_dim("scatter", self, dim) -- (scatter_add_ would name itself)
+    if type(src) == "number" then
+        tensor.check_fits("scatter", self._c.dtype, src) -- (full would name itself)
+        src = tensor.full(index:shape(), src, tensor.like(self))
+    end
     if not is_tensor(src) then fail("scatter: src must be a tensor or a number, got " .. typename(src)) end
+    tensor.check_src_dtype("scatter", self, src)
     local written = tensor.zeros_like(self):scatter_add_(dim, index, tensor.ones(index:shape(), tensor.like(self)),
                                                          "scatter")
-    local kept = self * written:eq(0):to(self:dtype())
+    -- selected, not multiplied by 0 (a NaN or inf overwritten gave NaN)
+    local kept = tensor.where(written:eq(0), self, 0)
     return kept:scatter_add(dim, index, src:to(self:dtype()), "scatter")
 end
 
@@ -994,6 +1042,38 @@ function Tensor:isfinite()
     return (self - self):eq(0) -- inf - inf and NaN - NaN are NaN
 end
 
+-- logical_not, logical_and, logical_or, logical_xor: uint8 masks (1 or 0),
+-- nonzero counting as true (NaN too), as Torch's (bool there); the other
+-- operand a tensor (broadcast) or a number.  Masks combine without them too
+-- (m1 * m2), but uint8 arithmetic wraps (m1 - m2 is 255 where m2 alone is
+-- set, and neg refuses uint8), so these say what is meant.
+local function truth(fname, self, x)
+    check_devices(fname, self, x)
+    if is_tensor(x) then
+        tensor.broadcast_shape(fname, {self:shape(), x:shape()}) -- (mul would name itself)
+        return x:ne(0)
+    end
+    if type(x) == "boolean" then return x and 1 or 0 end
+    if type(x) ~= "number" then fail(fmt("%s: expected a tensor or a number, got %s", fname, typename(x))) end
+    return x ~= 0 and 1 or 0 -- (a NaN is nonzero: true)
+end
+function Tensor:logical_not()
+    check_self("logical_not", self)
+    return self:eq(0)
+end
+function Tensor:logical_and(other)
+    check_self("logical_and", self)
+    return self:ne(0):mul(truth("logical_and", self, other))
+end
+function Tensor:logical_or(other)
+    check_self("logical_or", self)
+    return self:ne(0):maximum(truth("logical_or", self, other))
+end
+function Tensor:logical_xor(other)
+    check_self("logical_xor", self)
+    return self:ne(0):ne(truth("logical_xor", self, other))
+end
+
 local FLOAT_MAX = {float32 = 3.4028234663852886e38, float64 = 1.7976931348623157e308}
 
 -- nan_to_num([nan [, posinf [, neginf]]]): a copy with NaN replaced by nan
@@ -1029,6 +1109,13 @@ function Tensor:lerp(stop, weight)
     if is_tensor(stop) then shapes[#shapes + 1] = stop:shape() end
     if is_tensor(weight) then shapes[#shapes + 1] = weight:shape() end
     tensor.broadcast_shape("lerp", shapes)
+    -- integers interpolate in float32, whatever the weight: stop - self
+    -- wrapped in their dtype (uint8 5 to 3 by 0.25 gave 68.5), and an
+    -- integer weight kept the integer dtype where 0.5 gave float32
+    if not tensor.result_type(self, stop):match("^float") then
+        self = self:float()
+        if is_tensor(stop) then stop = stop:float() end
+    end
     -- Torch's two forms: from self below a weight of 0.5, from stop above,
     -- so that weight 1 gives stop exactly (self + (stop - self) lost it to
     -- rounding: 1e8 + (1 - 1e8) is 0 in float32)
@@ -1047,6 +1134,14 @@ end
 -- nonzero result whose sign differs from b's by b, as Python does; their
 -- gradients are those of a - q * b with q the rounded quotient.  Integers
 -- divide exactly ("trunc") and an integer divisor of 0 fails as div does.
+-- a:div(b, "trunc") of integer operands (b a tensor or a number), named
+-- fname where a tensor divisor of 0 fails when the op runs.
+local function int_div(fname, a, b)
+    if is_tensor(b) then return tensor.int_div_as(fname, a, b) end
+    tensor.check_fits(fname, a._c.dtype, b) -- (div would name itself)
+    return a:div(b, "trunc")
+end
+
 local function record_modulo(fname, a, b, r, floor_mode)
     local autograd = package.loaded["ordo.autograd"]
     if not (autograd and autograd.needs(a, b)) then return r end
@@ -1068,6 +1163,7 @@ local function modulo(fname, a, b, floor_mode)
     if not is_tensor(b) and type(b) ~= "number" then
         fail(fmt("%s: the divisor must be a tensor or a number, got %s", fname, typename(b)))
     end
+    if is_tensor(b) then tensor.broadcast_shape(fname, {a:shape(), b:shape()}) end -- (fmod or sub would name itself)
     if tensor.result_type(a, b):match("^float") then
         local ad = a._rg and a:detach() or a
         local bd = is_tensor(b) and b._rg and b:detach() or b
@@ -1080,7 +1176,7 @@ local function modulo(fname, a, b, floor_mode)
     end
     if b == 0 then fail(fname .. ": integer division by zero") end -- a number: named at the call
     if type(b) == "number" then tensor.check_fits(fname, a._c.dtype, b) end -- (div would name itself)
-    local r = a - a:div(b, "trunc") * b
+    local r = a - int_div(fname, a, b) * b
     if not floor_mode then return r end
     -- a nonzero remainder whose sign differs from the divisor's moves by b
     local bneg = is_tensor(b) and b:lt(0) or (b < 0 and 1 or 0)
@@ -1125,6 +1221,7 @@ local function rounded_div(fname, a, b, mode)
     if not is_tensor(b) and type(b) ~= "number" then
         fail(fmt("%s: the divisor must be a tensor or a number, got %s", fname, typename(b)))
     end
+    if is_tensor(b) then tensor.broadcast_shape(fname, {a:shape(), b:shape()}) end -- (div would name itself)
     local rt = tensor.result_type(a, b)
     local ad = a._rg and a:detach() or a
     local bd = is_tensor(b) and b._rg and b:detach() or b
@@ -1154,7 +1251,7 @@ local function rounded_div(fname, a, b, mode)
         if ad:dtype() ~= rt then ad = ad:to(rt) end
         if is_tensor(bd) and bd:dtype() ~= rt then bd = bd:to(rt) end
         if bd == 0 then fail(fname .. ": integer division by zero") end -- a number: named at the call
-        local q = div_kernel(ad, bd, "trunc") -- a tensor divisor of 0 fails when it runs, as "trunc"
+        local q = int_div(fname, ad, bd) -- a tensor divisor of 0 fails when it runs, named fname
         local rem = ad - q * bd
         local bneg = is_tensor(bd) and bd:lt(0) or (bd < 0 and 1 or 0)
         r = q - rem:ne(0):mul(rem:lt(0):ne(bneg)):to(rt)

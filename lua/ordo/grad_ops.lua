@@ -113,11 +113,13 @@ function M.install(ag)
     -- a lost to b), half of it on a tie; a NaN compares as neither, so
     -- where either side is NaN (the result NaN) both get all of it (the
     -- NaN side got none, the other all).
+    -- The losing side's gradient is selected away (masked_fill), not
+    -- multiplied by 0: an inf gradient there (x:maximum(0):sqrt() at
+    -- negative x) made NaN, where Torch gives 0.
     local function extremum_bw(lose)
         return function(g, a, b, _, na, nb)
-            local dt = g:dtype()
-            local tie = a:eq(b):to(dt) * 0.5
-            return na and g * (1 - lose(a, b):to(dt) - tie), nb and g * (1 - lose(b, a):to(dt) - tie)
+            local gt = g * (1 - a:eq(b):to(g:dtype()) * 0.5)
+            return na and gt:masked_fill(lose(a, b), 0), nb and gt:masked_fill(lose(b, a), 0)
         end
     end
 
@@ -175,13 +177,15 @@ function M.install(ag)
     -- the gradient goes to x where lo <= x <= hi, to lo where x < lo (and
     -- lo < hi), to hi where x > hi or hi < lo (the forward takes hi when
     -- the bounds cross); a tensor bound's gradient is summed back to its
-    -- shape.  A mask is a float 0/1 tensor: * is "and".
+    -- shape.  A mask is a float 0/1 tensor: * is "and".  g is selected by
+    -- it (masked_fill), not multiplied: an inf gradient where x was clamped
+    -- (x:clamp(0):sqrt() at 0) made NaN there, where Torch gives 0.
     local function lt(a, b) -- a < b with a number on either side
         if is_tensor(a) then return a:lt(b) end
         return b:gt(a)
     end
     local function clamp_bw(g, x, lo, hi)
-        local dt, gs = g:dtype(), shape_of(g)
+        local dt = g:dtype()
         local tlo, thi = is_tensor(lo), is_tensor(hi)
         local gx, glo, ghi
         if x._rg then
@@ -191,19 +195,19 @@ function M.install(ag)
                 local mh = x:le(hi):to(dt)
                 m = m and m * mh or mh
             end
-            gx = sum_to((g * m):expand(gs), shape_of(x))
+            gx = sum_to(g:masked_fill(m:eq(0), 0), shape_of(x))
         end
         -- the bounds cross where hi < lo (only then can both be tensors or numbers)
         local crossed = lo ~= nil and hi ~= nil and (tlo or thi) and lt(hi, lo):to(dt) or nil
         if tlo and lo._rg then
             local m = x:lt(lo):to(dt)
             if crossed then m = m * (1 - crossed) end
-            glo = sum_to((g * m):expand(gs), shape_of(lo))
+            glo = sum_to(g:masked_fill(m:eq(0), 0), shape_of(lo))
         end
         if thi and hi._rg then
             local m = x:gt(hi):to(dt)
             if crossed then m = (m + crossed):clamp(nil, 1) end -- "or"
-            ghi = sum_to((g * m):expand(gs), shape_of(hi))
+            ghi = sum_to(g:masked_fill(m:eq(0), 0), shape_of(hi))
         end
         return gx, glo, ghi
     end
@@ -279,9 +283,11 @@ function M.install(ag)
     -- before backward raises instead of routing the gradient wrongly
     local function rec_where(cond, x, y, out)
         record("where", out, {x, y, n = 2}, function(g)
-            local m = cond:ne(0):to(g:dtype())
-            local gx = is_tensor(x) and x._rg and sum_to((g * m):expand(shape_of(g)), shape_of(x)) or nil
-            local gy = is_tensor(y) and y._rg and sum_to((g * (1 - m)):expand(shape_of(g)), shape_of(y)) or nil
+            -- g selected, as Torch's where(cond, g, 0), not multiplied by the
+            -- mask: an inf or NaN of g where the other side was chosen
+            -- (where(x > 0, x, 0):sqrt() at 0) made NaN gradients
+            local gx = is_tensor(x) and x._rg and sum_to(raw_where(cond, g, 0):expand(shape_of(g)), shape_of(x)) or nil
+            local gy = is_tensor(y) and y._rg and sum_to(raw_where(cond, 0, g):expand(shape_of(g)), shape_of(y)) or nil
             return gx, gy
         end, {cond})
     end

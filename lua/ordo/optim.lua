@@ -497,7 +497,7 @@ function M.SGD.new(params, opts)
     local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false},
                    function(f, g)
         if g.nesterov and g.momentum == 0 then fail(f .. ": nesterov needs a momentum > 0") end
-        if g.dampening < 0 or g.dampening > 1 then fail(fmt("%s: dampening must be in [0, 1], got %g", f, g.dampening)) end
+        if not (g.dampening >= 0 and g.dampening <= 1) then fail(fmt("%s: dampening must be in [0, 1], got %g", f, g.dampening)) end
         if g.nesterov and g.dampening ~= 0 then fail(f .. ": nesterov needs a dampening of 0 (Torch's rule)") end
     end)
     o.t, o.steps, o.buf = 0, {}, {}

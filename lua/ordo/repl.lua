@@ -276,7 +276,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
   math:    + - * / ^  add sub mul div pow maximum minimum clamp  eq ne lt le gt ge
            neg abs relu sign square exp log sqrt rsqrt reciprocal tanh sigmoid sin cos log1p expm1
            floor ceil round trunc  log2 log10 isnan isinf isfinite nan_to_num lerp fmod remainder
-           masked_fill  (in place: add_ ... fill_ zero_ copy_)
+           masked_fill  logical_not logical_and logical_or logical_xor  (in place: add_ ... fill_ zero_ copy_)
   reduce:  sum mean prod max min argmax argmin var std norm logsumexp (dim, keepdim)  softmax log_softmax
            cumsum(dim) cumprod(dim)  sort(dim, descending) argsort topk(k, dim, largest) kthvalue(k, dim)
            median(dim) (values, indices)

@@ -29,8 +29,8 @@ local fail, fail_c, typename = util.fail, util.fail_c, util.typename
 local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local floor, huge, max, min = math.floor, math.huge, math.max, math.min
 local fmt, concat = string.format, table.concat
-local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs =
-    setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs
+local setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs, unpack =
+    setmetatable, getmetatable, type, tonumber, tostring, select, ipairs, pairs, unpack
 
 local F32, F64, I32, I64, U8 = cdef.F32, cdef.F64, cdef.I32, cdef.I64, cdef.U8
 local BCAST, CROSS, NAMED = cdef.TP_BROADCAST, cdef.TP_CROSS_DEVICE, cdef.TP_NAMED
@@ -520,7 +520,10 @@ local function check_fits(fname, dt, v, why)
     if r == nil then return end
     local t = v >= 0 and floor(v) or -floor(-v) -- what the kernel stores: v truncated
     if not (t >= r[1] and t < r[2]) then
-        fail(fmt("%s: value %s does not fit in %s%s", fname, show(v), DT_NAME[dt], why or ""))
+        -- 2^63 - 1 (int64's largest) is 2^63 as a Lua number: say so
+        local hint = (dt == I64 and t == 2 ^ 63) and
+            " (2^63; a Lua number near it is a double: 2^63 - 1 rounds to 2^63, the largest below is 2^63 - 1024)" or ""
+        fail(fmt("%s: value %s does not fit in %s%s%s", fname, show(v), DT_NAME[dt], why or "", hint))
     end
 end
 
@@ -556,7 +559,20 @@ local function can_cast(from, to) return not (ISFLOAT[from] and not ISFLOAT[to])
 
 -- ---------------------------------------------------------------- creation
 
+-- A one-element int64 tensor's value as an exact int64_t cdata where a
+-- double cannot hold it (past 2^53): item would drop its low bits, so
+-- ordo.tensor({a, b}, "int64") of two such tensors changed their values.
+local function exact_value(v)
+    local x = v:item()
+    if v._c.dtype ~= I64 or (x < 2 ^ 53 and x > -2 ^ 53) then return x end
+    local c = v:contiguous()
+    if c._c.ctx.dev_type == GPU then c = c:cpu() end
+    c:wait()
+    return ffi.cast("int64_t *", host_ptr(c))[0]
+end
+
 -- Flattens a nested table of numbers into flat, checking it is rectangular.
+-- (An element may be an int64_t cdata: exact_value.)
 local function infer(fname, data)
     local shape = {}
     local x = data
@@ -572,7 +588,7 @@ local function infer(fname, data)
         if d > #shape then
             local tv = type(v)
             -- a one-element tensor counts as its value (a list of losses, as Torch takes it; it waits)
-            if is_tensor(v) and C.ordo_tensor_numel(v._c) == 1 then v, tv = v:item(), "number" end
+            if is_tensor(v) and C.ordo_tensor_numel(v._c) == 1 then v, tv = exact_value(v), "number" end
             if tv == "boolean" then v = v and 1 or 0
             elseif tv ~= "number" then
                 if is_tensor(v) then
@@ -626,8 +642,13 @@ local function from_data(fname, data, dt, ctx, e)
     local t = new_raw(fname, shape, dt, on_gpu and CPU0._ctx or ctx, e)
     -- a fresh storage has no ops: write it directly
     local p = ffi.cast(PTR[dt], host_ptr(t))
+    for i = 1, #flat do -- an exact int64 (exact_value) goes as it is into int64, as a number elsewhere
+        if type(flat[i]) == "cdata" and dt ~= I64 then flat[i] = tonumber(flat[i]) end
+    end
     if INT_RANGE[dt] then -- integers: truncated toward zero, and refused when out of range (no silent wrap)
-        for i = 1, #flat do check_fits(fname, dt, flat[i]) end
+        for i = 1, #flat do
+            if type(flat[i]) == "number" then check_fits(fname, dt, flat[i]) end
+        end
     end
     for i = 1, #flat do p[i - 1] = flat[i] end
     C.ordo_tensor_numel(t._c)
@@ -1399,6 +1420,21 @@ end
 
 -- ---------------------------------------------------------------- in-place basics
 
+-- value (a one-element tensor) as a 0-dim view when it is an int64 past
+-- 2^53 going into an int64 tensor on its device: copied as it is, where
+-- item's double would drop its low bits (fill_ and masked_fill put 2^62
+-- for 2^62 + 1); else nil.
+local function exact_int64_value(self, value)
+    local vc, sc = value._c, self._c
+    if vc.dtype ~= I64 or sc.dtype ~= I64 or vc.ctx.dev_type ~= sc.ctx.dev_type or vc.ctx.dev_id ~= sc.ctx.dev_id
+        or vc.storage.engine ~= sc.storage.engine then
+        return nil
+    end
+    local x = value:item()
+    if x < 2 ^ 53 and x > -2 ^ 53 then return nil end
+    return value:reshape({})
+end
+
 function Tensor:fill_(value)
     check_self("fill_", self)
     if type(value) == "boolean" then value = value and 1 or 0 end
@@ -1406,6 +1442,8 @@ function Tensor:fill_(value)
         if value:numel() ~= 1 then
             fail(fmt("fill_: expected a number or a one-element tensor, got a tensor of shape %s", shape_str(value)))
         end
+        local v = exact_int64_value(self, value)
+        if v then return push1(K.copy, "fill_", self, v) end
         value = value:item()
     end
     if type(value) ~= "number" then fail("fill_: expected a number, got " .. typename(value)) end
@@ -1439,8 +1477,8 @@ local BIN = {
     mul = {k = K.mul, ks = K.mul_scalar, kr = K.mul_scalar},
     div = {k = K.div, ks = K.div_scalar, kr = K.rdiv_scalar, float = true},
     pow = {k = K.pow, ks = K.pow_scalar, kr = K.rpow_scalar, float = true},
-    maximum = {k = K.maximum},
-    minimum = {k = K.minimum},
+    maximum = {k = K.maximum, order = true},
+    minimum = {k = K.minimum, order = true},
     eq = {k = K.eq, ks = K.eq_scalar, kr = K.eq_scalar, cmp = true},
     ne = {k = K.ne, ks = K.ne_scalar, kr = K.ne_scalar, cmp = true},
     lt = {k = K.lt, ks = K.lt_scalar, kr = K.gt_scalar, cmp = true},
@@ -1509,6 +1547,12 @@ local function binary_(spec, self, b)
                  DT_NAME[sdt]))
     end
     if is_tensor(b) then
+        -- maximum_/minimum_ (and clamp_) with a wider integer operand:
+        -- compared in the wider dtype, then stored, as Torch.  Cast first,
+        -- an operand out of self's range wrapped before the comparison
+        -- (uint8 5:maximum_(int32 -1) gave 255, not 5); for add, sub and
+        -- mul the two orders give the same bits.
+        if spec.order and rt ~= sdt then return push1(K.copy, name, self, binary(spec, self, b)) end
         if b._c.dtype ~= sdt then b = cast(name, b, sdt) end
         return push2(spec.k, name, self, self, b)
     end
@@ -1655,6 +1699,16 @@ Tensor.__sub = function(a, b) return binary(BIN.sub, a, b) end
 Tensor.__mul = function(a, b) return binary(BIN_mul, a, b) end
 Tensor.__div = function(a, b) return binary(BIN.div, a, b) end
 Tensor.__pow = function(a, b) return binary(BIN.pow, a, b) end
+-- a < b and a <= b between tensors (LuaJIT calls these only when both are
+-- tables; a tensor against a number is Lua's own error): Lua makes the
+-- answer one boolean, so say where the elementwise ones are instead of
+-- "attempt to compare two table values".  (a > b is b < a.)
+Tensor.__lt = function()
+    fail("<: Lua turns a comparison into one boolean; compare tensors elementwise with a:lt(b) (le, gt, ge, eq, ne)")
+end
+Tensor.__le = function()
+    fail("<=: Lua turns a comparison into one boolean; compare tensors elementwise with a:le(b) (lt, gt, ge, eq, ne)")
+end
 -- C's fmod of float operands (exact; the sign of a), no gradient: the
 -- engine of derived.lua's fmod and remainder.
 -- (Not in BIN, which would make it the methods fmod and fmod_.)
@@ -1900,9 +1954,19 @@ end
 
 -- Fills (a number) or copies into (a tensor or a table of values) a view.
 local function assign(view, v, op)
-    if type(v) == "number" or type(v) == "boolean" then
+    if type(v) == "number" then
+        check_fits(op, view._c.dtype, v) -- (fill_ would name itself)
+        view:fill_(v)
+    elseif type(v) == "boolean" then
         view:fill_(v)
     elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
+        -- leading dims of size 1 beyond the view's go, as Torch's setitem
+        -- (t[i] = ordo.tensor({5}) into an element: shape 1 into a 0-dim view)
+        if is_tensor(v) and v._c.ndim > view._c.ndim then
+            local s, k = shape_of(v), 1
+            while #s - k + 1 > view._c.ndim and s[k] == 1 do k = k + 1 end
+            if k > 1 then v = v:reshape({unpack(s, k)}) end
+        end
         -- copy_'s errors (a shape that does not fit) are the assignment's
         local ok, err = pcall(view.copy_, view, v)
         if not ok then error((tostring(err):gsub("copy_: ", op .. ": ", 1)), 0) end
@@ -1948,6 +2012,18 @@ local function broadcast_tbl(fname, shapes)
     return out
 end
 
+-- a:div(b, "trunc") of integer tensors for the ops made of it (fmod,
+-- remainder, floor_divide, derived.lua), pushed under who's name: a divisor
+-- of 0 met when it runs then names the op the user called ("remainder:
+-- div: integer division by zero"), not div alone.
+function M.int_div_as(who, a, b)
+    local rt = result_type(a, b)
+    a, b = cast(who, a, rt), cast(who, b, rt)
+    local out = new_on(who, a, broadcast_tbl(who, {shape_of(a), shape_of(b)}), rt)
+    push(K.div, who, BCAST + NAMED, {a, b}, {out})
+    return out
+end
+
 local function check_mask(fname, m, what)
     if not is_tensor(m) then fail(fmt("%s: %s must be a uint8 tensor, got %s", fname, what, typename(m))) end
     if m._c.dtype ~= U8 then
@@ -1987,6 +2063,12 @@ local function masked_fill(fname, self, mask, value, out)
     if is_tensor(value) then
         if value:numel() ~= 1 then -- (item would raise, naming item)
             fail(fmt("%s: a tensor value must have one element, got shape %s", fname, shape_str(value)))
+        end
+        local v = exact_int64_value(self, value)
+        if v then
+            local r = M.where(mask, v, self)
+            if out == self then return push1(K.copy, fname, self, r) end
+            return r
         end
         value = value:item()
     end
@@ -2143,21 +2225,23 @@ end
 -- sort([dim] [, descending]): the values along dim (default the last) in
 -- order, and int64 indices (from 1) of where they were; stable, NaN
 -- counts as the largest value.
-function Tensor:sort(dim, descending)
-    check_self("sort", self)
+local function sort(fname, self, dim, descending)
+    check_self(fname, self)
     if type(dim) == "boolean" then dim, descending = nil, dim end
     if descending ~= nil and type(descending) ~= "boolean" then
-        fail("sort: descending must be a boolean, got " .. typename(descending))
+        fail(fname .. ": descending must be a boolean, got " .. typename(descending))
     end
-    local d = line_dim("sort", self, dim or -1)
-    local values, idx = empty_like(self, nil, "sort"), empty_like(self, I64, "sort")
-    push(K.sort, "sort", 0, {self}, {values, idx}, nil, {d, descending and 1 or 0})
-    return values, push1(K.add_scalar, "sort", idx, idx, 1)
+    local d = line_dim(fname, self, dim or -1)
+    local values, idx = empty_like(self, nil, fname), empty_like(self, I64, fname)
+    push(K.sort, fname, 0, {self}, {values, idx}, nil, {d, descending and 1 or 0})
+    return values, push1(K.add_scalar, fname, idx, idx, 1)
 end
 
+function Tensor:sort(dim, descending) return sort("sort", self, dim, descending) end
+
+-- argsort: sort's indices (no gradient), its errors named argsort
 function Tensor:argsort(dim, descending)
-    check_self("argsort", self)
-    local _, idx = Tensor.sort(self, dim, descending)
+    local _, idx = sort("argsort", self, dim, descending)
     return idx
 end
 
@@ -2317,6 +2401,17 @@ function Tensor:index_select(dim, index, who)
     return out
 end
 
+-- src is cast to self's dtype, as an in-place op's operand, and a float src
+-- into an integer tensor is refused as they refuse a float result (it was
+-- truncated: 1 + 2.5 gave 3).
+local function check_src_dtype(fname, self, src)
+    if not can_cast(src._c.dtype, self._c.dtype) then
+        fail(fmt("%s: src is %s but the tensor is %s (its fractions would be dropped; convert one of them with " ..
+                 ":to() first)", fname, DT_NAME[src._c.dtype], DT_NAME[self._c.dtype]))
+    end
+end
+M.check_src_dtype = check_src_dtype
+
 -- scatter_add_(dim, index, src): self[..index[..i..]..] += src[..i..] along
 -- dim (gather's adjoint; repeated indices add up), indices from 1.  who
 -- (internal): as gather's, for gather's gradient.
@@ -2339,6 +2434,7 @@ local function scatter_add(fname, self, dim, index, src, who)
                  .. "any dim, nor than out except along dim %d)", who or fname, shape_str(src), shape_str(idx),
                  shape_str(self), d + 1))
     end
+    check_src_dtype(who or fname, self, src)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
     push(K.scatter_add, who or fname, who and NAMED or 0, {src, idx}, {self}, nil, {d, 1})
     return self
@@ -2374,6 +2470,7 @@ local function index_add(fname, self, dim, index, src)
         fail(fmt("%s: shape mismatch: src %s, index %s, out %s (src must be out's shape with dim %d as long as "
                  .. "the index)", fname, shape_str(src), shape_str(idx), shape_str(self), d + 1))
     end
+    check_src_dtype(fname, self, src)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
     push(K.index_add, fname, 0, {src, idx}, {self}, nil, {d, 1})
     return self

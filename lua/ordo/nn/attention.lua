@@ -116,7 +116,7 @@ function M.scaled_dot_product_attention(q, k, v, opts)
     if type(scale) ~= "number" then fail(fmt("%s: scale must be a number, got %s", fname, typename(scale))) end
     if opts.is_causal and opts.attn_mask ~= nil then fail(fname .. ": give attn_mask or is_causal, not both") end
     local p = opts.dropout_p or 0
-    if type(p) ~= "number" or p < 0 or p >= 1 then
+    if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
         fail(fmt("%s: dropout_p must be a number in [0, 1), got %s", fname, tostring(p)))
     end
     if opts.training ~= nil and type(opts.training) ~= "boolean" then
@@ -184,7 +184,7 @@ function M.install(nn)
         if E % H ~= 0 then fail(fmt("%s: embed_dim %d must be divisible by num_heads %d", name, E, H)) end
         opts = util.check_opts(name, opts, MHA_OPTS)
         local p = opts.dropout or 0
-        if type(p) ~= "number" or p < 0 or p >= 1 then
+        if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
             fail(fmt("%s: dropout must be a number in [0, 1), got %s", name, tostring(p)))
         end
         self.embed_dim, self.num_heads, self.head_dim, self.dropout = E, H, E / H, p

@@ -710,7 +710,7 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
     check_devices(fname, x, weight, bias)
     momentum = momentum == nil and 0.1 or momentum
     eps = eps == nil and 1e-5 or eps
-    if type(momentum) ~= "number" or momentum < 0 or momentum > 1 then
+    if type(momentum) ~= "number" or not (momentum >= 0 and momentum <= 1) then -- (NaN too)
         fail(fmt("%s: momentum must be a number in [0, 1], got %s", fname, tostring(momentum)))
     end
     if type(eps) ~= "number" or not (eps >= 0) then
@@ -1064,7 +1064,7 @@ function M.install(nn)
             if type(self.eps) ~= "number" or not (self.eps >= 0) then
                 fail(fmt("%s: eps must be a non-negative number, got %s", name, tostring(self.eps)))
             end
-            if type(self.momentum) ~= "number" or self.momentum < 0 or self.momentum > 1 then
+            if type(self.momentum) ~= "number" or not (self.momentum >= 0 and self.momentum <= 1) then
                 fail(fmt("%s: momentum must be a number in [0, 1], got %s", name, tostring(self.momentum)))
             end
             local topts = util.param_opts(opts)

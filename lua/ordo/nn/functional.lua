@@ -164,6 +164,8 @@ function M.softplus(x, beta, threshold)
     if type(threshold) ~= "number" or threshold ~= threshold then
         fail("softplus: threshold must be a number, got " .. util.show(threshold))
     end
+    -- integers in float32, as exp and log take them (-|x| of uint8 raised "neg: dtype uint8 not supported")
+    if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end
     local xd = x._rg and x:detach() or x
     local bx = beta == 1 and xd or xd * beta
     local y = bx:relu() + (-bx:abs()):exp():log1p()
@@ -175,6 +177,7 @@ end
 -- the same as -softplus(-x): log(sigmoid(x)) without underflow to -inf
 function M.logsigmoid(x)
     check_tensor("logsigmoid", "input", x)
+    if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end -- (uint8: no -x)
     return -M.softplus(-x, 1, math.huge)
 end
 -- ELU: x where x > 0, alpha (e^x - 1) elsewhere (alpha 1 by default).
@@ -278,15 +281,28 @@ end
 -- (mask from the engine RNG) and scales the rest by 1/(1-p).
 local function check_p(fname, p)
     if p == nil then p = 0.5 end
-    if type(p) ~= "number" or p < 0 or p >= 1 then
+    if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
         fail(fmt("%s: p must be a number in [0, 1), got %s", fname, tostring(p)))
     end
     return p
 end
 
+-- dropout scales what it keeps by 1 / (1 - p): a float input only when it
+-- drops (an integer one came back int32 or float32 depending on p, 0.5 or
+-- 0.3); in eval mode, or with p = 0, any input passes through, as Torch's
+local function check_float_input(fname, x)
+    check_tensor(fname, "input", x)
+    local dt = x:dtype()
+    if dt ~= "float32" and dt ~= "float64" then
+        fail(fmt("%s: input must be float32 or float64, got %s (convert it with :float())", fname, dt))
+    end
+end
+
 function M.dropout(x, p, training)
     p = check_p("dropout", p)
+    check_tensor("dropout", "input", x)
     if training == false or p == 0 then return x end
+    check_float_input("dropout", x)
     local mask = tensor.empty_like(x):bernoulli_(1 - p)
     return x * mask * (1 / (1 - p))
 end
@@ -302,6 +318,7 @@ function M.dropout2d(x, p, training)
         fail(fmt("dropout2d: expected a 4-D input (N, C, H, W) or a 3-D one (C, H, W), got shape %s", shape_str(x)))
     end
     if training == false or p == 0 then return x end
+    check_float_input("dropout2d", x)
     local s = shape_of(x)
     for i = x:dim() - 1, x:dim() do s[i] = 1 end
     local mask = tensor.empty(s, tensor.like(x)):bernoulli_(1 - p)
@@ -384,7 +401,9 @@ local function class_nll(fname, logp, target, opts, smoothing)
         loss = loss * (1 - smoothing) + smooth * (smoothing / C)
     end
     local kf = keep and keep:to(logp:dtype())
-    if kf then loss = loss * kf end
+    -- the ignored rows selected away, not multiplied by 0: their logp at the
+    -- stand-in class may be -inf (a masked class), and -inf * 0 made the loss NaN
+    if keep then loss = tensor.where(keep, loss, 0) end
     local reduction = opts.reduction or "mean"
     if not REDUCTIONS[reduction] then
         fail(fmt("%s: reduction must be 'mean', 'sum' or 'none', got %s", fname, tostring(reduction)))
@@ -430,6 +449,9 @@ end
 function M.nll_loss(logp, target, opts)
     opts = loss_opts("nll_loss", opts, {ignore_index = true}, {weight = true})
     check_tensor("nll_loss", "input", logp)
+    if logp:dtype() ~= "float32" and logp:dtype() ~= "float64" then
+        fail(fmt("nll_loss: input must be float32 or float64 log-probabilities, got %s", logp:dtype()))
+    end
     local tshape
     logp, target, tshape = positions_as_rows("nll_loss", logp, target)
     check_target("nll_loss", logp, target)
@@ -484,6 +506,16 @@ function M.cross_entropy(logits, target, opts)
         end
         return soft_cross_entropy(logits, target, opts, e)
     end
+    -- an integer target of the input's own shape: probabilities given as
+    -- integers (one-hot rows), not indices ("target of shape 2x3 does not
+    -- match input 2x3" said nothing of the dtype)
+    if is_tensor(target) and logits:dim() >= 2 and tensor.shape_str(shape_of(target)) == tensor.shape_str(shape_of(logits)) then
+        local idx_shape = shape_of(logits)
+        table.remove(idx_shape, 2)
+        fail(fmt("cross_entropy: a target of the input's shape %s holds class probabilities and must be float32 or " ..
+                 "float64, got %s (class indices: int64 of shape %s; :float() converts one-hot rows)", shape_str(logits),
+                 target:dtype(), tensor.shape_str(idx_shape)))
+    end
     local tshape
     logits, target, tshape = positions_as_rows("cross_entropy", logits, target)
     check_target("cross_entropy", logits, target)
@@ -515,6 +547,17 @@ local function check_target_broadcast(fname, input, target, what)
     end
 end
 
+-- a and b (tensors or numbers) as float32 when they would compute in an
+-- integer dtype: a difference of integers wraps there (uint8 1 - 2 is 255,
+-- so l1_loss of {1, 2} and {2, 1} was 128) and its square overflows int32
+-- past 46341.  Float operands are left as they are.
+local function as_float(a, b)
+    if tensor.result_type(a, b):match("^float") then return a, b end
+    if is_tensor(a) then a = a:float() end
+    if is_tensor(b) then b = b:float() end
+    return a, b
+end
+
 -- ---------------------------------------------------------------- ranking and metric losses (Torch's formulas)
 
 -- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0,
@@ -526,9 +569,11 @@ function M.margin_ranking_loss(x1, x2, y, opts)
     check_devices("margin_ranking_loss", x1, x2, y)
     check_target_broadcast("margin_ranking_loss", x1, x2, "input2")
     check_target_broadcast("margin_ranking_loss", x1, y)
+    x1, x2 = as_float(x1, x2)
     -- clamp, not relu: at 0 the gradient passes, as Torch's clamp_min (relu's is 0 there, so equal
     -- scores with margin 0, e.g. from a zero-initialised model, got no gradient at all)
-    return reduce("margin_ranking_loss", ((x1 - x2) * -y + (opts.margin or 0)):clamp(0), opts.reduction)
+    -- -((x1 - x2) y), not (x1 - x2) * -y: a uint8 y has no -y
+    return reduce("margin_ranking_loss", (-((x1 - x2) * y) + (opts.margin or 0)):clamp(0), opts.reduction)
 end
 
 -- cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction}]): rows of x1
@@ -581,18 +626,20 @@ function M.gaussian_nll_loss(input, target, var, opts)
     -- var at least eps, as Torch's, which clamps it under no_grad: the
     -- value clamped, the gradient passing as if it were not (through
     -- clamp's own gradient, 0 below eps, a variance that fell under eps
-    -- got no gradient to grow back and stayed there)
-    -- A negative variance is an error, as Torch's; checked at run time on
-    -- the device (no host wait), failing the loss.
+    -- got no gradient to grow back and stayed there).  A negative
+    -- variance is an error, as Torch's; checked at run time on the device
+    -- (no host wait), failing the loss.  Integers compute in float32.
+    if not FLOAT_DT[var:dtype()] then var = var:float() end
     local eps = opts.eps or 1e-6
     local v = var
-    local checked = FLOAT_DT[var:dtype()] and tensor.checked_in_range(fname, var, 0, math.huge) or var:detach()
+    local checked = tensor.checked_in_range(fname, var, 0, math.huge)
     if var._rg and autograd.is_enabled() then
         local vd = var:detach()
         v = var + (checked:clamp(eps, math.huge) - vd)
     else
         v = checked:clamp(eps, math.huge)
     end
+    input, target = as_float(input, target)
     local d = input - target
     local loss = (v:log() + d * d / v) * 0.5
     if opts.full then loss = loss + 0.5 * math.log(2 * math.pi) end
@@ -604,6 +651,7 @@ function M.l1_loss(input, target, opts)
     opts = loss_opts("l1_loss", opts)
     check_tensor("l1_loss", "input", input)
     check_target_broadcast("l1_loss", input, target)
+    input, target = as_float(input, target)
     return reduce("l1_loss", (input - target):abs(), opts.reduction)
 end
 
@@ -646,7 +694,10 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps)
     if type(normalized_shape) ~= "table" or getmetatable(normalized_shape) ~= nil then
         fail("layer_norm: normalized_shape must be a size or a list of sizes, got " .. typename(normalized_shape))
     end
-    if type(eps) ~= "number" then fail("layer_norm: eps must be a number, got " .. typename(eps)) end
+    -- as batch_norm's: a NaN (or negative) eps made every output NaN
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail("layer_norm: eps must be a non-negative number, got " .. util.show(eps))
+    end
     local s, k = shape_of(x), #normalized_shape
     local ok = k >= 1 and k <= #s
     for i = 1, k do ok = ok and s[#s - k + i] == normalized_shape[i] end
@@ -688,6 +739,9 @@ function M.group_norm(x, num_groups, weight, bias, eps)
     check_tensor("group_norm", "input", x)
     check_devices("group_norm", x, weight, bias)
     eps = eps or 1e-5
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail("group_norm: eps must be a non-negative number, got " .. util.show(eps))
+    end
     if x:dim() < 2 then fail(fmt("group_norm: expected an input of shape N x C x ..., got %s", shape_str(x))) end
     local s = shape_of(x)
     local C = s[2]
@@ -764,6 +818,8 @@ function M.pairwise_distance(a, b, opts)
     check_tensor("pairwise_distance", "b", b)
     check_devices("pairwise_distance", a, b)
     opts = util.check_opts("pairwise_distance", opts, {p = true, eps = true, keepdim = true})
+    tensor.broadcast_shape("pairwise_distance", {shape_of(a), shape_of(b)}) -- (sub would name itself)
+    a, b = as_float(a, b)
     return (a - b + (opts.eps or 1e-6)):norm(opts.p or 2, -1, opts.keepdim)
 end
 
@@ -778,6 +834,7 @@ function M.cdist(a, b, opts)
         fail(fmt("cdist: expected rows of one width, ... x P x M and ... x R x M, got %s and %s", shape_str(a),
                  shape_str(b)))
     end
+    a, b = as_float(a, b)
     return (a:unsqueeze(-2) - b:unsqueeze(-3)):norm(opts.p or 2, -1)
 end
 
@@ -809,6 +866,9 @@ function M.pad(x, amounts, opts)
     end
     local value = opts.value or 0
     if type(value) ~= "number" then fail("pad: value must be a number, got " .. typename(value)) end
+    if mode == "constant" then -- (full would name itself)
+        tensor.check_fits("pad", tensor.parse_dtype("pad", x:dtype()), value, " (the padding value)")
+    end
     local y = x
     for k = 1, #amounts / 2 do
         local d = x:dim() - k + 1
@@ -964,6 +1024,7 @@ function M.smooth_l1_loss(input, target, opts)
     check_target_broadcast(fname, input, target)
     local beta = opts.beta or 1
     if not (beta >= 0) then fail(fmt("%s: beta must be >= 0, got %s", fname, tostring(beta))) end
+    input, target = as_float(input, target)
     local a = (input - target):abs()
     if beta == 0 then return reduce(fname, a, opts.reduction) end
     local loss = tensor.where(a:lt(beta), a * a * (0.5 / beta), a - 0.5 * beta)
@@ -979,6 +1040,7 @@ function M.huber_loss(input, target, opts)
     check_target_broadcast(fname, input, target)
     local delta = opts.delta or 1
     if not (delta > 0) then fail(fmt("%s: delta must be > 0, got %s", fname, tostring(delta))) end
+    input, target = as_float(input, target)
     local a = (input - target):abs()
     local loss = tensor.where(a:le(delta), a * a * 0.5, (a - 0.5 * delta) * delta)
     return reduce(fname, loss, opts.reduction)
@@ -1013,6 +1075,7 @@ function M.mse_loss(input, target, opts)
     opts = loss_opts("mse_loss", opts)
     check_tensor("mse_loss", "input", input)
     check_target_broadcast("mse_loss", input, target)
+    input, target = as_float(input, target)
     local d = input - target
     return reduce("mse_loss", d * d, opts.reduction)
 end

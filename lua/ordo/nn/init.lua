@@ -425,6 +425,18 @@ function Module:cpu()
     return self:to(util.cpu(0))
 end
 
+-- m:double() and m:float(): m:to("float64") and m:to("float32"), as
+-- Torch's (and as a tensor's t:double() and t:float()).
+function Module:double()
+    check_module_self("double", self)
+    return self:to("float64")
+end
+
+function Module:float()
+    check_module_self("float", self)
+    return self:to("float32")
+end
+
 -- Every parameter and buffer by its dotted name, in a stable order.
 function Module:state_dict()
     check_module_self("state_dict", self)
@@ -810,8 +822,8 @@ function LayerNorm:init(shape, opts)
             fail(fmt("LayerNorm: option %s must be a boolean, got %s", k, typename(opts[k])))
         end
     end
-    if opts.eps ~= nil and type(opts.eps) ~= "number" then
-        fail("LayerNorm: option eps must be a number, got " .. typename(opts.eps))
+    if opts.eps ~= nil and (type(opts.eps) ~= "number" or not (opts.eps >= 0)) then
+        fail("LayerNorm: option eps must be a non-negative number, got " .. util.show(opts.eps))
     end
     local affine = opts.affine
     if opts.elementwise_affine ~= nil then
@@ -842,6 +854,9 @@ function GroupNorm:init(groups, channels, opts)
         fail(fmt("GroupNorm: num_groups %d must divide num_channels %d", groups, channels))
     end
     opts = opts_of("GroupNorm", opts, {eps = true, affine = true, dtype = true, device = true})
+    if opts.eps ~= nil and (type(opts.eps) ~= "number" or not (opts.eps >= 0)) then
+        fail("GroupNorm: option eps must be a non-negative number, got " .. util.show(opts.eps))
+    end
     self.num_groups, self.num_channels, self.eps = groups, channels, opts.eps or 1e-5
     if opts.affine ~= false then
         local topts = util.param_opts(opts)
@@ -1005,7 +1020,7 @@ local function dropout_class(name, fn)
     M[name] = cls
     function cls:init(p)
         p = p or 0.5
-        if type(p) ~= "number" or p < 0 or p >= 1 then
+        if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
             fail(fmt("%s: p must be a number in [0, 1), got %s", name, tostring(p)))
         end
         self.p = p

@@ -172,7 +172,7 @@ function M.install(nn)
             local layers = opts.num_layers or 1
             check_int(name, "num_layers", layers)
             local p = opts.dropout or 0
-            if type(p) ~= "number" or p < 0 or p >= 1 then
+            if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
                 fail(fmt("%s: dropout must be a number in [0, 1), got %s", name, tostring(p)))
             end
             if opts.bidirectional ~= nil and type(opts.bidirectional) ~= "boolean" then
