@@ -1953,9 +1953,10 @@ end
 
 function Tensor:sum(dim, keepdim)
     check_self("sum", self)
-    local dt = self._c.dtype
-    local x = ISFLOAT[dt] and self or cast("sum", self, I64)
-    return reduce("sum", K.sum, x, dim, keepdim)
+    -- integers add in 64 bits inside the kernel, straight into an int64
+    -- result: no int64 copy of the input (8 times a uint8 tensor's bytes,
+    -- and every element of an expanded view)
+    return reduce("sum", K.sum, self, dim, keepdim, not ISFLOAT[self._c.dtype] and I64 or nil)
 end
 
 function Tensor:mean(dim, keepdim)
