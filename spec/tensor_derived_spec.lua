@@ -860,6 +860,40 @@ describe("derived ops", function()
         H.raises(function() return ordo.zeros(2):nonzero({tuple = true}) end, "nonzero", "unknown option")
     end)
 
+    it("masked_select, nonzero and integer cumsum: linear in the elements (no sort), no extra int64 copy", function()
+        local n = 100000
+        local x = ordo.arange(n):remainder(7) -- 0..6 repeating: every 7th element is 0
+        local mask = x:ne(0)
+        ordo.engine.wait_for_all()
+        ordo.profiler.clear()
+        ordo.profiler.start()
+        local sel = x:masked_select(mask)
+        local nz = x:nonzero()
+        local c = mask:cumsum(1)
+        ordo.engine.wait_for_all()
+        ordo.profiler.stop()
+        local summary = ordo.profiler.summary()
+        ordo.profiler.clear()
+        assert.is_nil(summary:find("sort", 1, true), "an n log n sort ran:\n" .. summary)
+        local k = n - math.ceil(n / 7)
+        assert.same({k}, sel:shape())
+        assert.same({k, 1}, nz:shape())
+        assert.equal(1, sel[1])
+        assert.equal(6, sel[6])
+        assert.equal(1, sel[7]) -- element 9 (x = 1): element 8 (x = 0) skipped
+        assert.equal(2, nz[{1, 1}])
+        assert.equal(9, nz[{7, 1}])
+        assert.equal(n, nz[{k, 1}]) -- x[n] = 4
+        assert.equal(k, c[n])
+        -- uint8 -> int64 cumsum allocates its int64 result once
+        ordo.engine.wait_for_all()
+        local before = ordo.memory.total_bytes()
+        local c2 = mask:cumsum(1)
+        assert.is_true(ordo.memory.total_bytes() - before <= 8 * n + 64,
+                       ("cumsum allocated %d bytes for %d elements"):format(ordo.memory.total_bytes() - before, n))
+        assert.equal(k, c2[n])
+    end)
+
     it("scatter and scatter_: writes along a dim against plain Lua; a number as src; gradients", function()
         local D = "float64"
         local x = ordo.randn({3, 4}, D)

@@ -603,6 +603,23 @@ function Tensor:diag()
     return self:gather(2, idx:view(n, 1)):view(n)
 end
 
+-- The positions (int64, from 1, in order) of the k nonzero elements of m,
+-- a 1-dim uint8 tensor of 0s and 1s, in time and memory linear in its
+-- length (a sort of m took n log n, and its int64 indices as much memory).
+-- pos = cumsum(m) gives the j-th selected element the value j, and those
+-- after it too up to the next one: the j-th selected element is the first
+-- with pos = j, so it comes after the elements with pos < j, which a
+-- count of each value of pos (index_add of ones) and a running sum of the
+-- counts give.
+local function mask_positions(m, k)
+    local like = tensor.like(m, "int64")
+    if k == 0 then return tensor.zeros({0}, like) end
+    local pos = m:cumsum(1):add_(1) -- 1..k + 1: a value's slot, from 1
+    local one = tensor.ones({1}, like):expand({m:numel()})
+    local count = tensor.zeros({k + 1}, like):index_add_(1, pos, one)
+    return count:narrow(1, 1, k):cumsum(1):add_(1)
+end
+
 -- masked_select(mask): the elements where mask (uint8, broadcast to t) is
 -- nonzero, in row-major order, as a 1-dim tensor (waits: its length
 -- depends on the values).
@@ -614,11 +631,7 @@ function Tensor:masked_select(mask)
     local shape = tensor.broadcast_shape("masked_select", {self:shape(), mask:shape()})
     local flat = self:expand(shape):contiguous():reshape(-1)
     local m = mask:ne(0):expand(shape):contiguous():reshape(-1)
-    local k = m:sum():item()
-    -- a stable descending sort of the mask puts the selected positions
-    -- first, in their order
-    local _, order = m:sort(1, true)
-    return flat:index_select(1, order:narrow(1, 1, k))
+    return flat:index_select(1, mask_positions(m, m:sum():item()))
 end
 
 -- ---------------------------------------------------------------- matrix products
@@ -706,7 +719,8 @@ function Tensor:nonzero(opts)
         end
         return tensor.zeros({0, nd}, tensor.like(self, "int64"))
     end
-    local flat = tensor.arange(self:numel(), tensor.like(self, "int64")):masked_select(self:ne(0):reshape(-1))
+    local m = self:ne(0):reshape(-1)
+    local flat = mask_positions(m, m:sum():item()):sub_(1) -- from 0
     local k = flat:numel()
     local coords = {}
     local rest = flat

@@ -2039,9 +2039,16 @@ local function running(fname, kid, self, dim)
         dim = 1
     end
     local d = line_dim(fname, self, dim)
-    local x = ISFLOAT[self._c.dtype] and self or cast(fname, self, I64)
-    local out = empty_like(x, nil, fname)
-    push(kid, fname, 0, {x}, {out}, nil, {d})
+    if ISFLOAT[self._c.dtype] or self._c.dtype == I64 then
+        local out = empty_like(self, nil, fname)
+        push(kid, fname, 0, {self}, {out}, nil, {d})
+        return out
+    end
+    -- a narrower integer: its int64 copy is the result, run over in place
+    -- (the kernel reads each element before it writes it; BCAST, of one
+    -- shape, only lets the push take the very same view as in and out)
+    local out = cast(fname, self, I64)
+    push(kid, fname, BCAST, {out}, {out}, nil, {d})
     return out
 end
 
