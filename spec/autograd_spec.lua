@@ -391,6 +391,30 @@ describe("autograd rules", function()
         assert.matches("freed by an earlier backward", err)
     end)
 
+    it("backward frees the graph's tensors while its output lives on", function()
+        local function live()
+            collectgarbage()
+            collectgarbage()
+            ordo.engine.wait_for_all()
+            return ordo.memory.live_count()
+        end
+        local w = ordo.randn({1000}, D):requires_grad()
+        local before = live()
+        local y = w
+        for _ = 1, 50 do y = (y * w):tanh() end -- each step saves its inputs or its output
+        local loss = y:sum()
+        assert.is_true(live() >= before + 100)
+        loss:backward()
+        w.grad = nil
+        -- loss and y still live; the 100 tensors in between, held by the
+        -- nodes' backward closures, are gone
+        assert.is_true(live() <= before + 4, ("%d tensors still live"):format(live() - before))
+        assert.equal("tanh", y:grad_fn())
+        local ok, err = pcall(function() loss:backward() end)
+        assert.is_false(ok)
+        assert.matches("freed by an earlier backward", err)
+    end)
+
     it("the same tensor used twice gets both contributions", function()
         local x = ordo.tensor({3}, D):requires_grad()
         local y = x * x + x

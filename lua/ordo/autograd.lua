@@ -381,7 +381,10 @@ local function run_backward(root, grad, retain, capture)
                         grads[x] = prev and prev + v or v
                     end
                 end
-                if not retain then node.inputs, node.saved = nil, nil end
+                -- the backward closure too: it holds the tensors it reads
+                -- (inputs, saved ones, sometimes the output), which would
+                -- stay alive with the output after backward
+                if not retain then node.inputs, node.saved, node.backward = nil, nil, nil end
             end
         end
     end
