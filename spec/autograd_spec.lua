@@ -415,6 +415,28 @@ describe("autograd rules", function()
         assert.matches("freed by an earlier backward", err)
     end)
 
+    it("views of parts of a tensor (x[i], narrow, split) add their gradients in place, not as full-size tensors",
+       function()
+        local n, m = 200, 256
+        local x = ordo.randn({n, m}, D):requires_grad()
+        local loss = x[1]:sum()
+        for i = 2, n do loss = loss + x[i]:sum() * i end
+        for _, part in ipairs(x:split(50)) do loss = loss + part:narrow(2, 1, 2):sum() end
+        loss = loss + x:sum() -- a dense contribution among them
+        ordo.engine.wait_for_all()
+        local before = ordo.memory.total_bytes()
+        loss:backward()
+        local allocated = ordo.memory.total_bytes() - before
+        -- a zero-filled copy of x per view made n + 4 of them (40 MB here)
+        local full = n * m * 8
+        assert.is_true(allocated < 8 * full, ("backward allocated %.1f copies of x"):format(allocated / full))
+        local g = x.grad:totable()
+        for _, i in ipairs({1, 2, 77, n}) do
+            assert.equal(i + 2, g[i][1])
+            assert.equal(i + 1, g[i][m])
+        end
+    end)
+
     it("the same tensor used twice gets both contributions", function()
         local x = ordo.tensor({3}, D):requires_grad()
         local y = x * x + x
