@@ -437,6 +437,28 @@ describe("autograd rules", function()
         end
     end)
 
+    it("index_select and gather called step by step add their gradients into one, not a full-size one each",
+       function()
+        local w = ordo.randn({1000, 64}, D):requires_grad() -- an embedding table
+        local steps = 50
+        local loss = w:index_select(1, ordo.tensor({1, 2, 2}, "int64")):sum()
+        for t = 2, steps do
+            loss = loss + w:index_select(1, {t, 1000}):sum() * t
+            loss = loss + w:gather(2, ordo.tensor({{t}}, "int64"):expand({1000, 1})):sum()
+        end
+        ordo.engine.wait_for_all()
+        local before = ordo.memory.total_bytes()
+        loss:backward()
+        local allocated = ordo.memory.total_bytes() - before
+        local full = 1000 * 64 * 8
+        assert.is_true(allocated < 8 * full, ("backward allocated %.1f copies of w"):format(allocated / full))
+        local g = w.grad
+        assert.equal(1, g[{1, 1}])                           -- index 1 once
+        assert.equal(2 + 2 + 1, g[{2, 2}])                   -- 1 twice, step 2 once, gather column 2
+        assert.equal(3, g[{3, 1}])
+        assert.equal(steps * (steps + 1) / 2 - 1, g[{1000, 64}]) -- steps 2..50; no gather reaches column 64
+    end)
+
     it("the same tensor used twice gets both contributions", function()
         local x = ordo.tensor({3}, D):requires_grad()
         local y = x * x + x

@@ -286,14 +286,18 @@ local function topo_order(root)
 end
 
 -- A gradient for a part of its input, from the backward of a view that
--- takes part of it (narrow, select): op(z, a, b, c) is that part of a
+-- takes part of it (narrow, select) or of a selection (below): op(z, a, b, c) is that part of a
 -- tensor z of the input's shape, g its gradient.  The walk adds g into that
 -- part of the input's gradient in place, where a dense one (zeros of the
 -- input's shape around g) cost a full-size tensor and a full-size addition
 -- per view: a backward through the n rows of x taken one by one (x[i],
 -- split, chunk) took time quadratic in n.
+-- partial_into: the gradient of a selection (gather, index_select) added by
+-- its adjoint, into(z, a, b, g, c) (scatter_add_, index_add_), straight
+-- into the input's gradient z.
 local PARTIAL = {}
 function M.partial(op, g, a, b, c) return setmetatable({op = op, g = g, a = a, b = b, c = c}, PARTIAL) end
+function M.partial_into(into, g, a, b, c) return setmetatable({into = into, g = g, a = a, b = b, c = c}, PARTIAL) end
 
 -- Adds the gradient v (a tensor, or a partial one) of input x into grads[x];
 -- owned: the gradients this walk made itself, which it may change in place.
@@ -305,7 +309,7 @@ local function accumulate(grads, owned, x, v)
             owned[prev] = true
             grads[x] = prev
         end
-        v.op(prev, v.a, v.b, v.c):add_(v.g)
+        if v.into then v.into(prev, v.a, v.b, v.g, v.c) else v.op(prev, v.a, v.b, v.c):add_(v.g) end
     elseif prev then
         local sum = prev + v
         owned[sum] = true

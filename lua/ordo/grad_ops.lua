@@ -313,8 +313,10 @@ function M.install(ag)
     end
 
     -- gather / index_select: the gradient goes back through the adjoint
-    -- (scatter_add_ / index_add_) into zeros of x's shape.  An index tensor
-    -- is saved (the backward reads it); a Lua table of indices cannot change.
+    -- (scatter_add_ / index_add_), straight into x's gradient (autograd.
+    -- partial_into: an embedding looked up step by step made a zero-filled
+    -- copy of its whole weight per step).  An index tensor is saved (the
+    -- backward reads it); a Lua table of indices cannot change.
     local function saved_index(index)
         if is_tensor(index) then return {index} end
         return nil
@@ -322,8 +324,7 @@ function M.install(ag)
     local function selection(name, adjoint)
         local function rec(x, dim, index, y, who)
             record(name, y, {x, n = 1}, function(g)
-                local z = tensor.zeros_like(x)
-                return z[adjoint](z, dim, index, g, who)
+                return ag.partial_into(Tensor[adjoint], g, dim, index, who)
             end, saved_index(index))
         end
         Tensor[name] = function(x, dim, index, who)
