@@ -459,6 +459,19 @@ describe("autograd rules", function()
         assert.equal(steps * (steps + 1) / 2 - 1, g[{1000, 64}]) -- steps 2..50; no gather reaches column 64
     end)
 
+    it("a gradient passed on as it is (clone) and captured is not changed by parts added later", function()
+        for _, order in ipairs({1, 2}) do
+            local y = ordo.randn({3, 2}, D):requires_grad()
+            local x = y:clone() -- its backward hands x's gradient to y as it is
+            local a = x:narrow(1, 1, 1):sum() + x:narrow(1, 2, 1):sum() * 2
+            local b = y:narrow(1, 3, 1):sum() * 3 + y:select(1, 1):sum() * 4
+            local out = order == 1 and a + b or b + a
+            local g = ordo.autograd.grad(out, {x, y})
+            assert.same({{1, 1}, {2, 2}, {0, 0}}, g[1]:totable())
+            assert.same({{5, 5}, {2, 2}, {3, 3}}, g[2]:totable())
+        end
+    end)
+
     it("the same tensor used twice gets both contributions", function()
         local x = ordo.tensor({3}, D):requires_grad()
         local y = x * x + x

@@ -300,19 +300,21 @@ function M.partial(op, g, a, b, c) return setmetatable({op = op, g = g, a = a, b
 function M.partial_into(into, g, a, b, c) return setmetatable({into = into, g = g, a = a, b = b, c = c}, PARTIAL) end
 
 -- Adds the gradient v (a tensor, or a partial one) of input x into grads[x];
--- owned: the gradients this walk made itself, which it may change in place.
+-- owned[x]: the gradient this walk made for x itself, which nothing else
+-- holds until x's turn comes (then it may go on to x's inputs as it is, or
+-- into a capture), so it may be changed in place until then.
 local function accumulate(grads, owned, x, v)
     local prev = grads[x]
     if getmetatable(v) == PARTIAL then
-        if prev == nil or not owned[prev] then
+        if prev == nil or owned[x] ~= prev then
             prev = prev and prev:clone() or tensor.zeros_like(x)
-            owned[prev] = true
+            owned[x] = prev
             grads[x] = prev
         end
         if v.into then v.into(prev, v.a, v.b, v.g, v.c) else v.op(prev, v.a, v.b, v.c):add_(v.g) end
     elseif prev then
         local sum = prev + v
-        owned[sum] = true
+        owned[x] = sum
         grads[x] = sum
     else
         grads[x] = v
