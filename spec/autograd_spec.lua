@@ -472,6 +472,20 @@ describe("autograd rules", function()
         end
     end)
 
+    it("a tensor used n times sums its n gradients into one tensor in place", function()
+        local w = ordo.randn({100, 100}, D):requires_grad()
+        local n = 40
+        local loss = (w * 1):sum()
+        for i = 2, n do loss = loss + (w * i):sum() end
+        ordo.engine.wait_for_all()
+        local before = ordo.memory.total_bytes()
+        loss:backward()
+        local copies = (ordo.memory.total_bytes() - before) / (100 * 100 * 8)
+        -- each use's own gradient (g * i) is one; a new sum per use was another
+        assert.is_true(copies < 1.5 * n, ("backward allocated %.1f copies of w for %d uses"):format(copies, n))
+        assert.equal(n * (n + 1) / 2, w.grad[{7, 9}])
+    end)
+
     it("the same tensor used twice gets both contributions", function()
         local x = ordo.tensor({3}, D):requires_grad()
         local y = x * x + x

@@ -312,6 +312,8 @@ local function accumulate(grads, owned, x, v)
             grads[x] = prev
         end
         if v.into then v.into(prev, v.a, v.b, v.g, v.c) else v.op(prev, v.a, v.b, v.c):add_(v.g) end
+    elseif owned[x] == prev and prev ~= nil then
+        prev:add_(v) -- (a weight used at every step of a sequence: no new tensor per step)
     elseif prev then
         local sum = prev + v
         owned[x] = sum
