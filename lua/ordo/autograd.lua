@@ -286,15 +286,14 @@ local function topo_order(root)
 end
 
 -- A gradient for a part of its input, from the backward of a view that
--- takes part of it (narrow, select) or of a selection (below): op(z, a, b, c) is that part of a
+-- takes part of it (narrow, select): op(z, a, b, c) is that part of a
 -- tensor z of the input's shape, g its gradient.  The walk adds g into that
 -- part of the input's gradient in place, where a dense one (zeros of the
 -- input's shape around g) cost a full-size tensor and a full-size addition
 -- per view: a backward through the n rows of x taken one by one (x[i],
--- split, chunk) took time quadratic in n.
--- partial_into: the gradient of a selection (gather, index_select) added by
--- its adjoint, into(z, a, b, g, c) (scatter_add_, index_add_), straight
--- into the input's gradient z.
+-- split, chunk) took time quadratic in n.  partial_into: the gradient of a
+-- selection (gather, index_select), added by its adjoint into(z, a, b, g, c)
+-- (scatter_add_, index_add_) straight into the input's gradient z.
 local PARTIAL = {}
 function M.partial(op, g, a, b, c) return setmetatable({op = op, g = g, a = a, b = b, c = c}, PARTIAL) end
 function M.partial_into(into, g, a, b, c) return setmetatable({into = into, g = g, a = a, b = b, c = c}, PARTIAL) end
@@ -411,8 +410,9 @@ local function run_backward(root, grad, retain, capture)
                 end
                 local gi = {node.backward(g, node)}
                 -- the gradients as one list (a gradient itself is a tensor)
-                if type(gi[1]) == "table" and not is_tensor(gi[1]) and getmetatable(gi[1]) ~= PARTIAL and gi[2] == nil then
-                    gi = gi[1]
+                local g1 = gi[1]
+                if type(g1) == "table" and not is_tensor(g1) and getmetatable(g1) ~= PARTIAL and gi[2] == nil then
+                    gi = g1
                 end
                 for i = 1, node.n do
                     local x = node.inputs[i]
