@@ -1245,15 +1245,37 @@ function Tensor:tile(...)
     end
     local shape = self:shape()
     local n = math.max(#shape, nreps)
-    local inner, outer, final = {}, {}, {}
+    if n > 8 then fail(fmt("tile: %d counts for shape %s: the result would have %d dims (at most 8 supported)",
+                           nreps, shape_of_str(self), n)) end
+    local full, count, nrep = {}, {}, 0 -- self's shape with leading 1s, and the count of each dim
     for i = 1, n do
-        local s = shape[i - (n - #shape)] or 1
-        local r = reps[i - (n - nreps)] or 1
-        inner[2 * i - 1], inner[2 * i] = 1, s
-        outer[2 * i - 1], outer[2 * i] = r, s
-        final[i] = r * s
+        full[i] = shape[i - (n - #shape)] or 1
+        count[i] = reps[i - (n - nreps)] or 1
+        if count[i] ~= 1 then nrep = nrep + 1 end
     end
-    return self:reshape(inner):expand(outer):reshape(final)
+    if n + nrep <= 8 then -- a dim before each repeated one, expanded to its count
+        local inner, outer, final = {}, {}, {}
+        for i = 1, n do
+            if count[i] ~= 1 then
+                inner[#inner + 1], outer[#outer + 1] = 1, count[i]
+            end
+            inner[#inner + 1], outer[#outer + 1] = full[i], full[i]
+            final[i] = count[i] * full[i]
+        end
+        return self:reshape(inner):expand(outer):reshape(final)
+    end
+    -- no room for those dims (a tensor has at most 8): an index_select of
+    -- 1..s, count times over, along each repeated dim
+    local x = self:reshape(full)
+    for i = 1, n do
+        local r, s = count[i], full[i]
+        if r * s == 0 then
+            x = x:narrow(i, 1, 0)
+        elseif r ~= 1 then
+            x = x:index_select(i, tensor.arange(r * s, tensor.like(self, "int64")):remainder(s):add_(1))
+        end
+    end
+    return x
 end
 
 -- The lengths along dim that chunk and split cut.
@@ -1427,6 +1449,10 @@ function Tensor:repeat_interleave(repeats, dim)
     if type(repeats) == "number" then
         if not is_int(repeats) or repeats < 0 then
             fail(fname .. ": repeats must be an integer >= 0, a list or a tensor of them, got " .. show(repeats))
+        end
+        if #s == 8 then -- no room for the dim unsqueeze adds: element i // repeats at place i (from 0)
+            if n * repeats == 0 then return x:narrow(d, 1, 0) end
+            return x:index_select(d, tensor.arange(n * repeats, tensor.like(x, "int64")):div(repeats, "floor"):add_(1))
         end
         local expanded, out = {}, {}
         for i = 1, #s do

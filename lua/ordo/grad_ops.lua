@@ -616,15 +616,10 @@ function M.install(ag)
     local raw_stack = tensor.stack
     tensor.stack = function(list, dim)
         if type(list) == "table" and list_needs(list) then
+            local d = tensor.stack_check(list, dim)
             local parts = {}
-            local d = dim or 1
-            for i, t in ipairs(list) do
-                if not is_tensor(t) then return raw_stack(list, dim) end
-                local nd = t:dim()
-                local dd = d < 0 and d + nd + 2 or d
-                parts[i] = t:unsqueeze(dd)
-            end
-            return tensor.cat(parts, d < 0 and d + list[1]:dim() + 2 or d)
+            for i, t in ipairs(list) do parts[i] = t:unsqueeze(d) end
+            return tensor.cat(parts, d)
         end
         return raw_stack(list, dim)
     end

@@ -2374,21 +2374,29 @@ function M.cat(list, dim)
     return out
 end
 
-function M.stack(list, dim)
+-- stack's checks (also autograd's stack, which stacks through unsqueeze and
+-- cat: their errors would name them); returns the new dim, from 1.
+function M.stack_check(list, dim)
     check_tensor_list("stack", list)
     local first = list[1]
     check_devices_list("stack", list)
-    local d = norm_dim("stack", first, dim or 1, 1) + 1
-    local s0 = shape_of(first)
-    local parts = {}
-    for i, t in ipairs(list) do
-        if not is_tensor(t) then fail(fmt("stack: element %d is %s, expected a tensor", i, typename(t))) end
-        local s = shape_of(t)
-        if shape_str_tbl(s) ~= shape_str_tbl(s0) then
-            fail(fmt("stack: tensor %d has shape %s, expected %s like tensor 1", i, shape_str_tbl(s), shape_str_tbl(s0)))
-        end
-        parts[i] = t:unsqueeze(d)
+    if first._c.ndim >= 8 then
+        fail(fmt("stack: tensors of shape %s: the result would have %d dims (at most 8 supported)",
+                 shape_str(first), first._c.ndim + 1))
     end
+    local d = norm_dim("stack", first, dim or 1, 1) + 1
+    local s0 = shape_str_tbl(shape_of(first))
+    for i = 2, #list do
+        local s = shape_str_tbl(shape_of(list[i]))
+        if s ~= s0 then fail(fmt("stack: tensor %d has shape %s, expected %s like tensor 1", i, s, s0)) end
+    end
+    return d
+end
+
+function M.stack(list, dim)
+    local d = M.stack_check(list, dim)
+    local parts = {}
+    for i, t in ipairs(list) do parts[i] = t:unsqueeze(d) end
     return M.cat(parts, d)
 end
 
