@@ -1961,7 +1961,17 @@ end
 
 function Tensor:mean(dim, keepdim)
     check_self("mean", self)
-    local x = ISFLOAT[self._c.dtype] and self or cast("mean", self, F32)
+    local dt = self._c.dtype
+    if dt == U8 or dt == I32 then
+        -- summed as they are (64-bit integers, exact) into float64, then
+        -- divided: a float32 copy of the input cost 4 times a uint8
+        -- tensor's bytes (and every element of an expanded view).  (int64
+        -- goes through float32 as before: its 64-bit sum could wrap.)
+        local n = dim == nil and self:numel() or shape_of(self)[norm_dim("mean", self, dim) + 1]
+        local s = reduce("mean", K.sum, self, dim, keepdim, F64)
+        return cast("mean", push1(K.div_scalar, "mean", s, s, n), F32)
+    end
+    local x = ISFLOAT[dt] and self or cast("mean", self, F32)
     return reduce("mean", K.mean, x, dim, keepdim)
 end
 
