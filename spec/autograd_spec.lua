@@ -513,6 +513,101 @@ describe("autograd rules", function()
         assert.matches("a hook of a tensor of shape 3 returned a gradient of shape 5", err)
     end)
 
+    it("backward frees the graph's tensors while its output lives on", function()
+        local function live()
+            collectgarbage()
+            collectgarbage()
+            ordo.engine.wait_for_all()
+            return ordo.memory.live_count()
+        end
+        local w = ordo.randn({1000}, D):requires_grad()
+        local before = live()
+        local y = w
+        for _ = 1, 50 do y = (y * w):tanh() end -- each step saves its inputs or its output
+        local loss = y:sum()
+        assert.is_true(live() >= before + 100)
+        loss:backward()
+        w.grad = nil
+        -- loss and y still live; the 100 tensors in between, held by the
+        -- nodes' backward closures, are gone
+        assert.is_true(live() <= before + 4, ("%d tensors still live"):format(live() - before))
+        assert.equal("tanh", y:grad_fn())
+        local ok, err = pcall(function() loss:backward() end)
+        assert.is_false(ok)
+        assert.matches("freed by an earlier backward", err)
+    end)
+
+    it("views of parts of a tensor (x[i], narrow, split) add their gradients in place, not as full-size tensors",
+       function()
+        local n, m = 200, 256
+        local x = ordo.randn({n, m}, D):requires_grad()
+        local loss = x[1]:sum()
+        for i = 2, n do loss = loss + x[i]:sum() * i end
+        for _, part in ipairs(x:split(50)) do loss = loss + part:narrow(2, 1, 2):sum() end
+        loss = loss + x:sum() -- a dense contribution among them
+        ordo.engine.wait_for_all()
+        local before = ordo.memory.total_bytes()
+        loss:backward()
+        local allocated = ordo.memory.total_bytes() - before
+        -- a zero-filled copy of x per view made n + 4 of them (40 MB here)
+        local full = n * m * 8
+        assert.is_true(allocated < 8 * full, ("backward allocated %.1f copies of x"):format(allocated / full))
+        local g = x.grad:totable()
+        for _, i in ipairs({1, 2, 77, n}) do
+            assert.equal(i + 2, g[i][1])
+            assert.equal(i + 1, g[i][m])
+        end
+    end)
+
+    it("index_select and gather called step by step add their gradients into one, not a full-size one each",
+       function()
+        local w = ordo.randn({1000, 64}, D):requires_grad() -- an embedding table
+        local steps = 50
+        local loss = w:index_select(1, ordo.tensor({1, 2, 2}, "int64")):sum()
+        for t = 2, steps do
+            loss = loss + w:index_select(1, {t, 1000}):sum() * t
+            loss = loss + w:gather(2, ordo.tensor({{t}}, "int64"):expand({1000, 1})):sum()
+        end
+        ordo.engine.wait_for_all()
+        local before = ordo.memory.total_bytes()
+        loss:backward()
+        local allocated = ordo.memory.total_bytes() - before
+        local full = 1000 * 64 * 8
+        assert.is_true(allocated < 8 * full, ("backward allocated %.1f copies of w"):format(allocated / full))
+        local g = w.grad
+        assert.equal(1, g[{1, 1}])                           -- index 1 once
+        assert.equal(2 + 2 + 1, g[{2, 2}])                   -- 1 twice, step 2 once, gather column 2
+        assert.equal(3, g[{3, 1}])
+        assert.equal(steps * (steps + 1) / 2 - 1, g[{1000, 64}]) -- steps 2..50; no gather reaches column 64
+    end)
+
+    it("a gradient passed on as it is (clone) and captured is not changed by parts added later", function()
+        for _, order in ipairs({1, 2}) do
+            local y = ordo.randn({3, 2}, D):requires_grad()
+            local x = y:clone() -- its backward hands x's gradient to y as it is
+            local a = x:narrow(1, 1, 1):sum() + x:narrow(1, 2, 1):sum() * 2
+            local b = y:narrow(1, 3, 1):sum() * 3 + y:select(1, 1):sum() * 4
+            local out = order == 1 and a + b or b + a
+            local g = ordo.autograd.grad(out, {x, y})
+            assert.same({{1, 1}, {2, 2}, {0, 0}}, g[1]:totable())
+            assert.same({{5, 5}, {2, 2}, {3, 3}}, g[2]:totable())
+        end
+    end)
+
+    it("a tensor used n times sums its n gradients into one tensor in place", function()
+        local w = ordo.randn({100, 100}, D):requires_grad()
+        local n = 40
+        local loss = (w * 1):sum()
+        for i = 2, n do loss = loss + (w * i):sum() end
+        ordo.engine.wait_for_all()
+        local before = ordo.memory.total_bytes()
+        loss:backward()
+        local copies = (ordo.memory.total_bytes() - before) / (100 * 100 * 8)
+        -- each use's own gradient (g * i) is one; a new sum per use was another
+        assert.is_true(copies < 1.5 * n, ("backward allocated %.1f copies of w for %d uses"):format(copies, n))
+        assert.equal(n * (n + 1) / 2, w.grad[{7, 9}])
+    end)
+
     it("the same tensor used twice gets both contributions", function()
         local x = ordo.tensor({3}, D):requires_grad()
         local y = x * x + x

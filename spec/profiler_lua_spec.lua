@@ -61,3 +61,39 @@ describe("ordo.profiler errors", function()
         assert.matches("profiler.stop: the engine was closed", err(profiler.stop, e), 1, true)
     end)
 end)
+
+describe("ordo.profiler memory", function()
+    local function rss_mb()
+        local f = io.open("/proc/self/statm")
+        if not f then return nil end
+        local resident = tonumber(f:read("*l"):match("^%d+%s+(%d+)"))
+        f:close()
+        return resident * 4096 / 2 ^ 20
+    end
+
+    it("clear gives a long session's records back to the system", function()
+        if not rss_mb() then return end
+        local preload = os.getenv("LD_PRELOAD") or ""
+        if preload:find("asan") or preload:find("tsan") then
+            pending("a sanitizer's allocator keeps freed memory for a while: the RSS cannot show it")
+        end
+        local x = ordo.zeros({4})
+        ordo.engine.wait_for_all()
+        profiler.clear()
+        profiler.start()
+        for _ = 1, 400000 do x:add_(1) end -- about 80 bytes a record
+        ordo.engine.wait_for_all()
+        profiler.stop()
+        assert.equal(400000, x[1])
+        local held = rss_mb()
+        profiler.clear()
+        local freed = held - rss_mb()
+        assert.is_true(freed > 16, ("clear gave back %.1f MB"):format(freed))
+        -- and it records again afterwards
+        profiler.start()
+        x:add_(1):wait()
+        profiler.stop()
+        assert.truthy(profiler.summary():find("add", 1, true))
+        profiler.clear()
+    end)
+end)

@@ -977,6 +977,82 @@ describe("derived ops", function()
         H.raises(function() return ordo.zeros(2):nonzero({tuple = true}) end, "nonzero", "unknown option")
     end)
 
+    it("tile and repeat_interleave work on 8-dim tensors; stack and one_hot past 8 dims name themselves", function()
+        local S = {1, 2, 1, 2, 1, 1, 1, 3}
+        local x = ordo.arange(12, "float64"):view(S):requires_grad()
+        local flat = x:reshape(-1):totable()
+        local function strides(shape)
+            local st, acc = {}, 1
+            for k = #shape, 1, -1 do st[k], acc = acc, acc * shape[k] end
+            return st
+        end
+        local sx = strides(S)
+        -- every element of y against x at the position its index maps to
+        local function check(y, want_shape, src)
+            assert.same(want_shape, y:shape())
+            local got, sy, pos = y:reshape(-1):totable(), strides(want_shape), {}
+            for f = 0, #got - 1 do
+                local rest, at = f, 0
+                for k = 1, 8 do
+                    pos[k] = math.floor(rest / sy[k])
+                    rest = rest % sy[k]
+                end
+                for k = 1, 8 do at = at + src(k, pos[k]) * sx[k] end
+                assert.equal(flat[at + 1], got[f + 1])
+            end
+        end
+        local reps = {1, 2, 1, 1, 3, 1, 1, 2}
+        local t = x:tile(reps)
+        check(t, {1, 4, 1, 2, 3, 1, 1, 6}, function(k, p) return p % S[k] end)
+        t:sum():backward()
+        assert.same(ordo.full(S, 12, "float64"):totable(), x.grad:totable()) -- each element 2 * 3 * 2 times
+        local r = x:repeat_interleave(3, 4)
+        check(r, {1, 2, 1, 6, 1, 1, 1, 3}, function(k, p) return k == 4 and math.floor(p / 3) or p end)
+        assert.same({1, 2, 1, 0, 1, 1, 1, 3}, x:repeat_interleave(0, 4):shape())
+        assert.same({1, 0, 1, 2, 1, 1, 1, 6}, x:tile({1, 0, 1, 1, 1, 1, 1, 2}):shape())
+        H.raises(function() return ordo.stack({x, x}) end, "stack", "9 dims", "at most 8")
+        -- stack of tensors that need a gradient checks as stack, not as the unsqueeze and cat it is made of
+        local a = ordo.ones({2, 3}):requires_grad()
+        H.raises(function() return ordo.stack({a, ordo.ones({3, 2})}) end, "stack", "tensor 2 has shape 3x2")
+        H.raises(function() return ordo.stack({a, a}, 5) end, "stack", "dim 5 out of range")
+        H.raises(function() return ordo.nn.functional.one_hot(ordo.ones(S, "int64")) end, "one_hot", "9 dims")
+        H.raises(function() return x:tile({1, 1, 1, 1, 1, 1, 1, 1, 2}) end, "tile", "9 dims")
+    end)
+
+    it("masked_select, nonzero and integer cumsum: linear in the elements (no sort), no extra int64 copy", function()
+        local n = 100000
+        local x = ordo.arange(n):remainder(7) -- 0..6 repeating: every 7th element is 0
+        local mask = x:ne(0)
+        ordo.engine.wait_for_all()
+        ordo.profiler.clear()
+        ordo.profiler.start()
+        local sel = x:masked_select(mask)
+        local nz = x:nonzero()
+        local c = mask:cumsum(1)
+        ordo.engine.wait_for_all()
+        ordo.profiler.stop()
+        local summary = ordo.profiler.summary()
+        ordo.profiler.clear()
+        assert.is_nil(summary:find("sort", 1, true), "an n log n sort ran:\n" .. summary)
+        local k = n - math.ceil(n / 7)
+        assert.same({k}, sel:shape())
+        assert.same({k, 1}, nz:shape())
+        assert.equal(1, sel[1])
+        assert.equal(6, sel[6])
+        assert.equal(1, sel[7]) -- element 9 (x = 1): element 8 (x = 0) skipped
+        assert.equal(2, nz[{1, 1}])
+        assert.equal(9, nz[{7, 1}])
+        assert.equal(n, nz[{k, 1}]) -- x[n] = 4
+        assert.equal(k, c[n])
+        -- uint8 -> int64 cumsum allocates its int64 result once
+        ordo.engine.wait_for_all()
+        local before = ordo.memory.total_bytes()
+        local c2 = mask:cumsum(1)
+        assert.is_true(ordo.memory.total_bytes() - before <= 8 * n + 64,
+                       ("cumsum allocated %d bytes for %d elements"):format(ordo.memory.total_bytes() - before, n))
+        assert.equal(k, c2[n])
+    end)
+
     it("scatter and scatter_: writes along a dim against plain Lua; a number as src; gradients", function()
         local D = "float64"
         local x = ordo.randn({3, 4}, D)

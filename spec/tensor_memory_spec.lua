@@ -89,4 +89,42 @@ describe("storage memory", function()
         end
         ordo.memory.set_gc_threshold(64 * 2 ^ 20) -- the default
     end)
+    it("the mean of uint8 and int32 tensors reads them as they are: no float32 copy", function()
+        local n = 2 ^ 22 -- a float32 copy would be 16 MiB
+        for _, dt in ipairs({"uint8", "int32"}) do
+            local x = ordo.full({1}, 3, dt):expand({n})
+            local y = ordo.tensor({{1, 2, 3}, {250, 5, 6}}, dt)
+            ordo.engine.wait_for_all()
+            local before = ordo.memory.total_bytes()
+            local m = x:mean()
+            local allocated = ordo.memory.total_bytes() - before
+            assert.is_true(allocated < 2 ^ 20, ("%s mean allocated %d bytes"):format(dt, allocated))
+            assert.equal("float32", m:dtype())
+            assert.equal(3, m:item())
+            assert.same({125.5, 3.5, 4.5}, y:mean(1):totable())
+            assert.same({{2}, {87}}, y:mean(2, true):totable())
+            assert.equal(44.5, y:mean():item())
+        end
+        assert.is_true(ordo.zeros({0}, "uint8"):mean():item() ~= ordo.zeros({0}, "uint8"):mean():item()) -- NaN
+    end)
+
+    it("an integer sum reads its input as it is: no int64 copy, even of an expanded view", function()
+        local n = 2 ^ 22 -- 4 Mi elements: a copy would be 32 MiB
+        for _, dt in ipairs({"uint8", "int32", "int64"}) do
+            local x = ordo.full({1}, 3, dt):expand({n})
+            local y = ordo.full({64, 1}, 2, dt):expand({64, 65536}):t() -- strided
+            ordo.engine.wait_for_all()
+            local before = ordo.memory.total_bytes()
+            local s, s1, s2 = x:sum(), y:sum(2), y:sum(1, true)
+            local allocated = ordo.memory.total_bytes() - before
+            assert.is_true(allocated < 2 ^ 20, ("%s sum allocated %d bytes"):format(dt, allocated))
+            assert.equal("int64", s:dtype())
+            assert.equal(3 * n, s:item())
+            assert.same({65536}, s1:shape())
+            assert.equal(128, s1[65536])
+            assert.same({1, 64}, s2:shape())
+            assert.equal("int64", s2:dtype())
+            assert.equal(131072, s2[{1, 64}])
+        end
+    end)
 end)

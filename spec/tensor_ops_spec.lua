@@ -500,6 +500,38 @@ describe("reductions", function()
         assert.equals(1, select("#", ordo.min(a)))
     end)
 
+    it("argmax/argmin along an outer dim (folded slice by slice): first index on ties, NaN the extreme", function()
+        math.randomseed(7)
+        local S = {6, 10, 3}
+        for _, dt in ipairs({"float32", "float64", "int32", "int64", "uint8"}) do
+            local vals = {}
+            for i = 1, 6 * 10 * 3 do
+                vals[i] = math.random(0, 2) -- many ties
+                if dt:match("float") and math.random() < 0.1 then vals[i] = 0 / 0 end
+            end
+            local x = ordo.tensor(vals, dt):view(S)
+            local function at(i, j, k) return vals[((i - 1) * 10 + (j - 1)) * 3 + k] end
+            for _, f in ipairs({"argmax", "argmin"}) do
+                local better = f == "argmax" and function(v, b) return v > b or (v ~= v and b == b) end
+                    or function(v, b) return v < b or (v ~= v and b == b) end
+                for d = 1, 2 do
+                    local got = x[f](x, d):totable()
+                    for a = 1, d == 1 and 10 or 6 do
+                        for k = 1, 3 do
+                            local bi
+                            for r = 1, S[d] do
+                                local v = d == 1 and at(r, a, k) or at(a, r, k)
+                                local b = bi and (d == 1 and at(bi, a, k) or at(a, bi, k))
+                                if not bi or better(v, b) then bi = r end
+                            end
+                            assert.equal(bi, got[a][k], ("%s(%d) %s at %d,%d"):format(f, d, dt, a, k))
+                        end
+                    end
+                end
+            end
+        end
+    end)
+
     it("sum and mean of empty tensors; one-element tensors", function()
         assert.equals(0, ordo.zeros({0, 3}):sum():item())
         assert.same({0, 0, 0}, ordo.zeros({0, 3}):sum(1):totable())

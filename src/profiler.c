@@ -24,6 +24,7 @@
 #include <string.h>
 
 #define PROF_MAX_EVENTS_PER_BUF (8u << 20)
+#define PROF_FIRST_EVENTS 4096 /* a record buffer's first block, kept by clear */
 /* Timing event pairs per device held by ops and by records not read yet;
  * past it GPU ops are recorded without their GPU side (each pair is two
  * driver objects until a dump or summary reads it). */
@@ -318,7 +319,7 @@ void prof_record(ordo_engine *e, worker *w, op *o, uint64_t t_end, int status) {
     }
     spin_lock_acquire(&b->lock);
     if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 4096;
+        size_t cap = b->cap ? b->cap * 2 : PROF_FIRST_EVENTS;
         prof_event *ev = cap <= PROF_MAX_EVENTS_PER_BUF ? realloc(b->ev, cap * sizeof *ev) : NULL;
         if (!ev) {
             b->dropped++;
@@ -392,7 +393,17 @@ void ordo_profiler_clear(ordo_engine *e) {
         prof_timer *unread = take_timers_locked(b);
         b->n = 0;
         b->dropped = 0;
+        /* a long session's records (up to PROF_MAX_EVENTS_PER_BUF of them,
+         * hundreds of MB per worker) go back to the system; a buffer grown
+         * no further than its first block keeps it */
+        prof_event *ev = NULL;
+        if (b->cap > PROF_FIRST_EVENTS) {
+            ev = b->ev;
+            b->ev = NULL;
+            b->cap = 0;
+        }
         spin_lock_release(&b->lock);
+        free(ev);
         release_list(e, unread);
     }
     prof_gpu_new_session(e);

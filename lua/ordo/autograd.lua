@@ -350,6 +350,43 @@ local function topo_order(root)
     return order
 end
 
+-- A gradient for a part of its input, from the backward of a view that
+-- takes part of it (narrow, select): op(z, a, b, c) is that part of a
+-- tensor z of the input's shape, g its gradient.  The walk adds g into that
+-- part of the input's gradient in place, where a dense one (zeros of the
+-- input's shape around g) cost a full-size tensor and a full-size addition
+-- per view: a backward through the n rows of x taken one by one (x[i],
+-- split, chunk) took time quadratic in n.  partial_into: the gradient of a
+-- selection (gather, index_select), added by its adjoint into(z, a, b, g, c)
+-- (scatter_add_, index_add_) straight into the input's gradient z.
+local PARTIAL = {}
+function M.partial(op, g, a, b, c) return setmetatable({op = op, g = g, a = a, b = b, c = c}, PARTIAL) end
+function M.partial_into(into, g, a, b, c) return setmetatable({into = into, g = g, a = a, b = b, c = c}, PARTIAL) end
+
+-- Adds the gradient v (a tensor, or a partial one) of input x into grads[x];
+-- owned[x]: the gradient this walk made for x itself, which nothing else
+-- holds until x's turn comes (then it may go on to x's inputs as it is, or
+-- into a capture), so it may be changed in place until then.
+local function accumulate(grads, owned, x, v)
+    local prev = grads[x]
+    if getmetatable(v) == PARTIAL then
+        if prev == nil or owned[x] ~= prev then
+            prev = prev and prev:clone() or tensor.zeros_like(x)
+            owned[x] = prev
+            grads[x] = prev
+        end
+        if v.into then v.into(prev, v.a, v.b, v.g, v.c) else v.op(prev, v.a, v.b, v.c):add_(v.g) end
+    elseif owned[x] == prev and prev ~= nil then
+        prev:add_(v) -- (a weight used at every step of a sequence: no new tensor per step)
+    elseif prev then
+        local sum = prev + v
+        owned[x] = sum
+        grads[x] = sum
+    else
+        grads[x] = v
+    end
+end
+
 local function check_grad(node, i, x, gi)
     if not is_tensor(gi) then
         fail(fmt("backward: the backward of %s returned %s for input %d (expected a tensor)", node.name,
@@ -435,6 +472,7 @@ local function run_backward(root, grad, retain, capture)
     end
     local grads = {[root] = grad}
     local taken = {[grad] = true}
+    local owned = {}
     for k = 1, #order do
         local t = order[k]
         local g = grads[t]
@@ -456,13 +494,15 @@ local function run_backward(root, grad, retain, capture)
                 check_node(node)
                 local gi = {node.backward(g, node)}
                 -- the gradients as one list (a gradient itself is a tensor)
-                if type(gi[1]) == "table" and not is_tensor(gi[1]) and gi[2] == nil then gi = gi[1] end
+                local g1 = gi[1]
+                if type(g1) == "table" and not is_tensor(g1) and getmetatable(g1) ~= PARTIAL and gi[2] == nil then
+                    gi = g1
+                end
                 for i = 1, node.n do
                     local x = node.inputs[i]
-                    if type(x) == "table" and x._rg and gi[i] ~= nil then
-                        local v = check_grad(node, i, x, gi[i])
-                        local prev = grads[x]
-                        grads[x] = prev and prev + v or v
+                    local v = gi[i]
+                    if type(x) == "table" and x._rg and v ~= nil then
+                        accumulate(grads, owned, x, getmetatable(v) == PARTIAL and v or check_grad(node, i, x, v))
                     end
                 end
                 -- freed: the backward function too, whose closure holds the

@@ -672,6 +672,23 @@ function Tensor:diag()
     return self:gather(2, idx:view(n, 1)):view(n)
 end
 
+-- The positions (int64, from 1, in order) of the k nonzero elements of m,
+-- a 1-dim uint8 tensor of 0s and 1s, in time and memory linear in its
+-- length (a sort of m took n log n, and its int64 indices as much memory).
+-- pos = cumsum(m) gives the j-th selected element the value j, and those
+-- after it too up to the next one: the j-th selected element is the first
+-- with pos = j, so it comes after the elements with pos < j, which a
+-- count of each value of pos (index_add of ones) and a running sum of the
+-- counts give.
+local function mask_positions(m, k)
+    local like = tensor.like(m, "int64")
+    if k == 0 then return tensor.zeros({0}, like) end
+    local pos = m:cumsum(1):add_(1) -- 1..k + 1: a value's slot, from 1
+    local one = tensor.ones({1}, like):expand({m:numel()})
+    local count = tensor.zeros({k + 1}, like):index_add_(1, pos, one)
+    return count:narrow(1, 1, k):cumsum(1):add_(1)
+end
+
 -- masked_select(mask): the elements where mask (uint8, broadcast to t) is
 -- nonzero, in row-major order, as a 1-dim tensor (waits: its length
 -- depends on the values).
@@ -683,11 +700,7 @@ function Tensor:masked_select(mask)
     local shape = tensor.broadcast_shape("masked_select", {self:shape(), mask:shape()})
     local flat = self:expand(shape):contiguous():reshape(-1)
     local m = mask:ne(0):expand(shape):contiguous():reshape(-1)
-    local k = m:sum():item()
-    -- a stable descending sort of the mask puts the selected positions
-    -- first, in their order
-    local _, order = m:sort(1, true)
-    return flat:index_select(1, order:narrow(1, 1, k))
+    return flat:index_select(1, mask_positions(m, m:sum():item()))
 end
 
 -- ---------------------------------------------------------------- matrix products
@@ -786,7 +799,8 @@ function Tensor:nonzero(opts)
         end
         return tensor.zeros({0, nd}, tensor.like(self, "int64"))
     end
-    local flat = tensor.arange(self:numel(), tensor.like(self, "int64")):masked_select(self:ne(0):reshape(-1))
+    local m = self:ne(0):reshape(-1)
+    local flat = mask_positions(m, m:sum():item()):sub_(1) -- from 0
     local k = flat:numel()
     local coords = {}
     local rest = flat
@@ -1366,15 +1380,37 @@ function Tensor:tile(...)
     end
     local shape = self:shape()
     local n = math.max(#shape, nreps)
-    local inner, outer, final = {}, {}, {}
+    if n > 8 then fail(fmt("tile: %d counts for shape %s: the result would have %d dims (at most 8 supported)",
+                           nreps, shape_of_str(self), n)) end
+    local full, count, nrep = {}, {}, 0 -- self's shape with leading 1s, and the count of each dim
     for i = 1, n do
-        local s = shape[i - (n - #shape)] or 1
-        local r = reps[i - (n - nreps)] or 1
-        inner[2 * i - 1], inner[2 * i] = 1, s
-        outer[2 * i - 1], outer[2 * i] = r, s
-        final[i] = r * s
+        full[i] = shape[i - (n - #shape)] or 1
+        count[i] = reps[i - (n - nreps)] or 1
+        if count[i] ~= 1 then nrep = nrep + 1 end
     end
-    return self:reshape(inner):expand(outer):reshape(final)
+    if n + nrep <= 8 then -- a dim before each repeated one, expanded to its count
+        local inner, outer, final = {}, {}, {}
+        for i = 1, n do
+            if count[i] ~= 1 then
+                inner[#inner + 1], outer[#outer + 1] = 1, count[i]
+            end
+            inner[#inner + 1], outer[#outer + 1] = full[i], full[i]
+            final[i] = count[i] * full[i]
+        end
+        return self:reshape(inner):expand(outer):reshape(final)
+    end
+    -- no room for those dims (a tensor has at most 8): an index_select of
+    -- 1..s, count times over, along each repeated dim
+    local x = self:reshape(full)
+    for i = 1, n do
+        local r, s = count[i], full[i]
+        if r * s == 0 then
+            x = x:narrow(i, 1, 0)
+        elseif r ~= 1 then
+            x = x:index_select(i, tensor.arange(r * s, tensor.like(self, "int64")):remainder(s):add_(1))
+        end
+    end
+    return x
 end
 
 -- The lengths along dim that chunk and split cut.
@@ -1548,6 +1584,10 @@ function Tensor:repeat_interleave(repeats, dim)
     if type(repeats) == "number" then
         if not is_int(repeats) or repeats < 0 then
             fail(fname .. ": repeats must be an integer >= 0, a list or a tensor of them, got " .. show(repeats))
+        end
+        if #s == 8 then -- no room for the dim unsqueeze adds: element i // repeats at place i (from 0)
+            if n * repeats == 0 then return x:narrow(d, 1, 0) end
+            return x:index_select(d, tensor.arange(n * repeats, tensor.like(x, "int64")):div(repeats, "floor"):add_(1))
         end
         local expanded, out = {}, {}
         for i = 1, #s do

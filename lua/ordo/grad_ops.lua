@@ -321,8 +321,10 @@ function M.install(ag)
     end
 
     -- gather / index_select: the gradient goes back through the adjoint
-    -- (scatter_add_ / index_add_) into zeros of x's shape.  An index tensor
-    -- is saved (the backward reads it); a Lua table of indices cannot change.
+    -- (scatter_add_ / index_add_), straight into x's gradient (autograd.
+    -- partial_into: an embedding looked up step by step made a zero-filled
+    -- copy of its whole weight per step).  An index tensor is saved (the
+    -- backward reads it); a Lua table of indices cannot change.
     local function saved_index(index)
         if is_tensor(index) then return {index} end
         return nil
@@ -330,8 +332,7 @@ function M.install(ag)
     local function selection(name, adjoint)
         local function rec(x, dim, index, y, who)
             record(name, y, {x, n = 1}, function(g)
-                local z = tensor.zeros_like(x)
-                return z[adjoint](z, dim, index, g, who)
+                return ag.partial_into(Tensor[adjoint], g, dim, index, who)
             end, saved_index(index))
         end
         Tensor[name] = function(x, dim, index, who)
@@ -587,15 +588,12 @@ function M.install(ag)
     end)
     view_like("expand", raw.expand, function(g, x) return sum_to(g, shape_of(x)) end)
     view_like("expand_as", raw.expand_as, function(g, x) return sum_to(g, shape_of(x)) end)
+    -- a part of x: its gradient is added into that part of x's (autograd.partial)
     view_like("narrow", raw.narrow, function(g, x, args)
-        local z = tensor.zeros_like(x)
-        raw.copy_(raw.narrow(z, args[1], args[2], args[3]), g)
-        return z
+        return ag.partial(raw.narrow, g, args[1], args[2], args[3])
     end)
     view_like("select", raw.select, function(g, x, args)
-        local z = tensor.zeros_like(x)
-        raw.copy_(raw.select(z, args[1], args[2]), g)
-        return z
+        return ag.partial(raw.select, g, args[1], args[2])
     end)
     -- unfold: each element gets the gradient of every window it is in:
     -- g's window dim (last) moved beside dim and the two merged, then
@@ -645,15 +643,10 @@ function M.install(ag)
     local raw_stack = tensor.stack
     tensor.stack = function(list, dim)
         if type(list) == "table" and list_needs(list) then
+            local d = tensor.stack_check(list, dim)
             local parts = {}
-            local d = dim or 1
-            for i, t in ipairs(list) do
-                if not is_tensor(t) then return raw_stack(list, dim) end
-                local nd = t:dim()
-                local dd = d < 0 and d + nd + 2 or d
-                parts[i] = t:unsqueeze(dd)
-            end
-            return tensor.cat(parts, d < 0 and d + list[1]:dim() + 2 or d)
+            for i, t in ipairs(list) do parts[i] = t:unsqueeze(d) end
+            return tensor.cat(parts, d)
         end
         return raw_stack(list, dim)
     end

@@ -29,7 +29,7 @@ local is_int = util.is_int
 local fmt, concat = string.format, table.concat
 local type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable =
     type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable
-local min = math.min
+local min, max = math.min, math.max
 
 local M = {}
 
@@ -43,6 +43,23 @@ local MAX_KEY, MAX_SIZE = 2 ^ 53, 2 ^ 63
 -- Bytes move in pieces: LuaJIT's f:read(n) allocates all n up front and its
 -- strings stop short of 2 GiB, so a tensor never goes through one string.
 local PIECE = 16 * 1024 * 1024
+
+-- LuaJIT's incremental collector does not keep up with dead strings this
+-- large: saving a 512 MB tensor left its 32 pieces, 512 MB, in the heap (and
+-- as much again in a load).  So a full collection frees them once the
+-- pieces since the last one reach the heap's own size, at least 4 pieces:
+-- the dead pieces stay below that, and the collections cost in proportion
+-- to the bytes moved.  Returns the function to call after each piece.
+local function piece_pacer()
+    local since, limit = 0, max(4 * PIECE, collectgarbage("count") * 1024)
+    return function(n)
+        since = since + n
+        if since >= limit then
+            collectgarbage()
+            since, limit = 0, max(4 * PIECE, collectgarbage("count") * 1024)
+        end
+    end
+end
 
 -- io's reason for a failed open, without the path its message starts with
 -- (the callers name the path once themselves).
@@ -177,11 +194,12 @@ function M.write(fname, path, entries)
             local src = ffi.cast("const uint8_t *", util.host_ptr(c))
             local crc = C.ordo_crc32(C.ordo_crc32(0, head, #head), src, nbytes)
             put(fmt("%s crc32=%08x\n", head, crc))
-            local off = 0
+            local off, paced = 0, piece_pacer()
             while off < nbytes do
                 local n = min(PIECE, nbytes - off)
                 put(ffi.string(src + off, n))
                 off = off + n
+                paced(n)
             end
         end
         put("end\n")
@@ -190,7 +208,7 @@ end
 
 -- Reads n bytes of f in pieces, handing each to put(s, offset); false and
 -- the count read if the file ends first.
-local function read_pieces(f, n, put)
+local function read_pieces(f, n, put, paced)
     local off = 0
     while off < n do
         local want = min(PIECE, n - off)
@@ -198,6 +216,10 @@ local function read_pieces(f, n, put)
         if not s or #s < want then return false, off + (s and #s or 0) end
         put(s, off)
         off = off + want
+        if paced then
+            s = nil
+            paced(want)
+        end
     end
     return true
 end
@@ -303,7 +325,7 @@ function M.read(fname, path)
                         off = off + #s
                     end
                 else
-                    local whole, got = read_pieces(f, nbytes, put)
+                    local whole, got = read_pieces(f, nbytes, put, piece_pacer())
                     if not whole then short(got) end -- the file shrank since we measured it
                 end
             end

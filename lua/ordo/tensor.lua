@@ -2118,14 +2118,25 @@ end
 
 function Tensor:sum(dim, keepdim)
     check_self("sum", self)
-    local dt = self._c.dtype
-    local x = ISFLOAT[dt] and self or cast("sum", self, I64)
-    return reduce("sum", K.sum, x, dim, keepdim)
+    -- integers add in 64 bits inside the kernel, straight into an int64
+    -- result: no int64 copy of the input (8 times a uint8 tensor's bytes,
+    -- and every element of an expanded view)
+    return reduce("sum", K.sum, self, dim, keepdim, not ISFLOAT[self._c.dtype] and I64 or nil)
 end
 
 function Tensor:mean(dim, keepdim)
     check_self("mean", self)
-    local x = ISFLOAT[self._c.dtype] and self or cast("mean", self, F32)
+    local dt = self._c.dtype
+    if dt == U8 or dt == I32 then
+        -- summed as they are (64-bit integers, exact) into float64, then
+        -- divided: a float32 copy of the input cost 4 times a uint8
+        -- tensor's bytes (and every element of an expanded view).  (int64
+        -- goes through float32 as before: its 64-bit sum could wrap.)
+        local n = dim == nil and self:numel() or shape_of(self)[norm_dim("mean", self, dim) + 1]
+        local s = reduce("mean", K.sum, self, dim, keepdim, F64)
+        return cast("mean", push1(K.div_scalar, "mean", s, s, n), F32)
+    end
+    local x = ISFLOAT[dt] and self or cast("mean", self, F32)
     return reduce("mean", K.mean, x, dim, keepdim)
 end
 
@@ -2203,9 +2214,16 @@ local function running(fname, kid, self, dim)
         dim = 1
     end
     local d = line_dim(fname, self, dim)
-    local x = ISFLOAT[self._c.dtype] and self or cast(fname, self, I64)
-    local out = empty_like(x, nil, fname)
-    push(kid, fname, 0, {x}, {out}, nil, {d})
+    if ISFLOAT[self._c.dtype] or self._c.dtype == I64 then
+        local out = empty_like(self, nil, fname)
+        push(kid, fname, 0, {self}, {out}, nil, {d})
+        return out
+    end
+    -- a narrower integer: its int64 copy is the result, run over in place
+    -- (the kernel reads each element before it writes it; BCAST, of one
+    -- shape, only lets the push take the very same view as in and out)
+    local out = cast(fname, self, I64)
+    push(kid, fname, BCAST, {out}, {out}, nil, {d})
     return out
 end
 
@@ -2546,21 +2564,29 @@ function M.cat(list, dim)
     return out
 end
 
-function M.stack(list, dim)
+-- stack's checks (also autograd's stack, which stacks through unsqueeze and
+-- cat: their errors would name them); returns the new dim, from 1.
+function M.stack_check(list, dim)
     check_tensor_list("stack", list)
     local first = list[1]
     check_devices_list("stack", list)
-    local d = norm_dim("stack", first, dim or 1, 1) + 1
-    local s0 = shape_of(first)
-    local parts = {}
-    for i, t in ipairs(list) do
-        if not is_tensor(t) then fail(fmt("stack: element %d is %s, expected a tensor", i, typename(t))) end
-        local s = shape_of(t)
-        if shape_str_tbl(s) ~= shape_str_tbl(s0) then
-            fail(fmt("stack: tensor %d has shape %s, expected %s like tensor 1", i, shape_str_tbl(s), shape_str_tbl(s0)))
-        end
-        parts[i] = t:unsqueeze(d)
+    if first._c.ndim >= 8 then
+        fail(fmt("stack: tensors of shape %s: the result would have %d dims (at most 8 supported)",
+                 shape_str(first), first._c.ndim + 1))
     end
+    local d = norm_dim("stack", first, dim or 1, 1) + 1
+    local s0 = shape_str_tbl(shape_of(first))
+    for i = 2, #list do
+        local s = shape_str_tbl(shape_of(list[i]))
+        if s ~= s0 then fail(fmt("stack: tensor %d has shape %s, expected %s like tensor 1", i, s, s0)) end
+    end
+    return d
+end
+
+function M.stack(list, dim)
+    local d = M.stack_check(list, dim)
+    local parts = {}
+    for i, t in ipairs(list) do parts[i] = t:unsqueeze(d) end
     return M.cat(parts, d)
 end
 

@@ -95,6 +95,10 @@ function M.one_hot(indices, n)
                      shape_str(indices)))
         end
     end
+    if indices:dim() >= 8 then -- (unsqueeze below would name itself)
+        fail(fmt("one_hot: indices of shape %s: the result would have %d dims (at most 8 supported)",
+                 shape_str(indices), indices:dim() + 1))
+    end
     local classes = tensor.arange(1, n + 1, tensor.like(indices, dt))
     return indices:unsqueeze(-1):eq(classes):to("int64")
 end
