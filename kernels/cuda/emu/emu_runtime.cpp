@@ -104,7 +104,6 @@ namespace {
 /* ---- errors -------------------------------------------------------------------- */
 
 thread_local cudaError_t t_last_error = cudaSuccess;
-thread_local int t_device = 0;
 
 void set_error(cudaError_t e) {
     if (t_last_error == cudaSuccess) t_last_error = e;
@@ -115,7 +114,8 @@ void set_error(cudaError_t e) {
 cudaError_t on_stream(cudaStream_t st, void (*fn)(void *), void *arg) {
     char err[256];
     if (!st) return cudaErrorInvalidValue; /* ordo queues everything on a worker's stream */
-    if (ordo_device_backend()->host_fn(t_device, (void *)st, fn, arg, err, sizeof err)) return cudaErrorLaunchFailure;
+    if (ordo_device_backend()->host_fn(ordo_device_sim_stream_device((void *)st), (void *)st, fn, arg, err, sizeof err))
+        return cudaErrorLaunchFailure;
     return cudaSuccess;
 }
 
@@ -478,6 +478,13 @@ void ordo_emu::submit(grid_job *job, cudaStream_t st, size_t smem) {
     }
     job->stream = st;
     job->dev = st ? ordo_device_sim_stream_device((void *)st) : 0;
+    /* CUDA: "a kernel launch will fail if it is issued to a stream that is
+     * not associated to the current device" */
+    if (st && job->dev != ordo_device_sim_current_device()) {
+        set_error(cudaErrorInvalidResourceHandle);
+        delete job;
+        return;
+    }
     const cudaError_t e = on_stream(st, run_grid, job);
     if (e != cudaSuccess) {
         set_error(e);
@@ -523,19 +530,23 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidValue: return "invalid argument (emulation: no stream given, or the stream is gone)";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+        return "invalid resource handle (emulation: a launch on a stream of another device than the current one)";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
     }
     return "unknown error";
 }
 
+/* The current device is the simulated device's, which the engine's
+ * use_device and the backend's other calls select as the CUDA backend's do. */
 cudaError_t cudaGetDevice(int *dev) {
-    *dev = t_device;
+    *dev = ordo_device_sim_current_device();
     return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int dev) {
-    if (dev < 0 || dev >= ordo_device_backend()->count()) return cudaErrorInvalidValue;
-    t_device = dev;
+    if (ordo_device_sim_set_current_device(dev)) return set_error(cudaErrorInvalidDevice), cudaErrorInvalidDevice;
     return cudaSuccess;
 }
 
@@ -594,10 +605,11 @@ cudaError_t cudaFreeAsync(void *p, cudaStream_t st) {
 
 struct ordo_emu_cublas {
     cudaStream_t st;
+    int dev; /* a handle is bound to the device current at its creation */
 };
 
 cublasStatus_t cublasCreate(cublasHandle_t *h) {
-    *h = new ordo_emu_cublas{nullptr};
+    *h = new ordo_emu_cublas{nullptr, ordo_device_sim_current_device()};
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -668,6 +680,8 @@ cublasStatus_t gemm_queue(cublasHandle_t h, const gemm_call<T> &g) {
         g.ldc < imax(1, g.m))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (!h->st) return CUBLAS_STATUS_EXECUTION_FAILED; /* ordo always sets the worker's stream */
+    /* its kernels would go to a stream of another device than its own */
+    if (ordo_device_sim_stream_device((void *)h->st) != h->dev) return CUBLAS_STATUS_EXECUTION_FAILED;
     gemm_call<T> *q = new gemm_call<T>(g);
     if (on_stream(h->st, run_gemm<T>, q) != cudaSuccess) {
         delete q;

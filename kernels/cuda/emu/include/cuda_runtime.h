@@ -48,6 +48,8 @@ enum cudaError_t {
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidResourceHandle = 400,
     cudaErrorLaunchFailure = 719
 };
 typedef cudaError_t cudaError;
