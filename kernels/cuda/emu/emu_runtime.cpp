@@ -389,6 +389,36 @@ struct block_sync_guard {
     }
 };
 
+/* The order of a grid's blocks, which no kernel may rely on either: the
+ * i-th block run is block perm(i) (x fastest) - forward, reverse, or for
+ * shuffle an affine permutation a * i + c mod n (a coprime to n) drawn
+ * from the seed and the grid's shape, so a seed gives the same order. */
+struct block_order {
+    uint64_t n, a = 1, c = 0;
+    bool reverse = false;
+    block_order(dim3 g) : n((uint64_t)g.x * g.y * g.z) {
+        const order_setting &o = order_of_threads();
+        reverse = o.kind == ORDER_REVERSE;
+        if (o.kind != ORDER_SHUFFLE || n < 2) return;
+        uint64_t st = o.seed ^ (n * 0x9E3779B97F4A7C15ull);
+        c = next_random(&st) % n;
+        for (;;) {
+            a = next_random(&st) % n;
+            uint64_t x = a, y = n; /* gcd */
+            while (y) {
+                const uint64_t t = x % y;
+                x = y;
+                y = t;
+            }
+            if (a && x == 1) break;
+        }
+    }
+    uint64_t operator()(uint64_t i) const {
+        if (reverse) return n - 1 - i;
+        return (uint64_t)(((unsigned __int128)a * i + c) % n);
+    }
+};
+
 /* On the stream's thread: the whole grid, then the error slots. */
 SCHEDULER void run_grid(void *arg) {
     ordo_emu::grid_job *job = (ordo_emu::grid_job *)arg;
@@ -404,37 +434,38 @@ SCHEDULER void run_grid(void *arg) {
     if (EMU_TSAN) s->tsan_main = tsan_current();
     fill_order(s, nthreads);
     bool first = true;
-    for (unsigned z = 0; z < job->grid.z && !s->error; z++)
-        for (unsigned y = 0; y < job->grid.y && !s->error; y++)
-            for (unsigned x = 0; x < job->grid.x && !s->error; x++) {
-                block_idx_ = uint3{x, y, z};
-                start_block_order(s, nthreads);
-                block_sync_guard block_sync_of_this_block(s);
-                tsan_release(&s->block_start);
-                if (EMU_TSAN && !first) { /* every thread a fiber: no plain calls */
-                    run_block_coro(s, nthreads, UINT_MAX);
-                } else if (first) {
-                    first = false;
-                    /* the grid's first thread alone: does the kernel use barriers? */
-                    const unsigned probe = s->order[0];
-                    if (!start_thread(s->threads[probe], idx_of(probe, block_dim_))) {
-                        s->error = "cannot map a coroutine stack";
-                        break;
-                    }
-                    resume(s, s->threads[probe]);
-                    if (s->threads[probe].state == T_DONE && !EMU_TSAN) {
-                        s->plain = true;
-                        run_block_plain(s, nthreads, 1);
-                    } else { /* it waits at a barrier: the others join it as coroutines */
-                        run_block_coro(s, nthreads, probe);
-                    }
-                } else if (s->plain) {
-                    run_block_plain(s, nthreads, 0);
-                } else {
-                    run_block_coro(s, nthreads, UINT_MAX);
-                }
-                tsan_acquire(&s->block_end);
+    const block_order perm(job->grid);
+    const uint64_t gx = job->grid.x, gxy = gx * job->grid.y;
+    for (uint64_t i = 0; i < perm.n && !s->error; i++) {
+        const uint64_t b = perm(i);
+        block_idx_ = uint3{(unsigned)(b % gx), (unsigned)(b / gx % job->grid.y), (unsigned)(b / gxy)};
+        start_block_order(s, nthreads);
+        block_sync_guard block_sync_of_this_block(s);
+        tsan_release(&s->block_start);
+        if (EMU_TSAN && !first) { /* every thread a fiber: no plain calls */
+            run_block_coro(s, nthreads, UINT_MAX);
+        } else if (first) {
+            first = false;
+            /* the grid's first thread alone: does the kernel use barriers? */
+            const unsigned probe = s->order[0];
+            if (!start_thread(s->threads[probe], idx_of(probe, block_dim_))) {
+                s->error = "cannot map a coroutine stack";
+                break;
             }
+            resume(s, s->threads[probe]);
+            if (s->threads[probe].state == T_DONE && !EMU_TSAN) {
+                s->plain = true;
+                run_block_plain(s, nthreads, 1);
+            } else { /* it waits at a barrier: the others join it as coroutines */
+                run_block_coro(s, nthreads, probe);
+            }
+        } else if (s->plain) {
+            run_block_plain(s, nthreads, 0);
+        } else {
+            run_block_coro(s, nthreads, UINT_MAX);
+        }
+        tsan_acquire(&s->block_end);
+    }
     if (s->error) {
         char msg[256];
         snprintf(msg, sizeof msg, "emulated CUDA kernel: %s", s->error);
