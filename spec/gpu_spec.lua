@@ -672,6 +672,23 @@ describe("gpu tensors: many blocks", function()
         local m1, m2 = rnd({130, 70}, "float32", -1, 1), rnd({70, 90}, "float32", -1, 1)
         check(gpu(m1):matmul(gpu(m2)), m1:matmul(m2), "matmul 130x70 by 70x90", RED)
     end)
+
+    -- The tiled transpose (kernels/cuda/copy.cu) loops over batches beyond
+    -- gridDim.z's 65,535, so its blocks take two tiles each here: the tile
+    -- in shared memory must not be refilled before every thread has read
+    -- the last one (on the CUDA emulation, a missing barrier there fails).
+    it("a transpose copy of more batches than a grid dim holds matches the cpu", function()
+        need_gpu()
+        local nb = 65535 + 2
+        -- uint8 (the simulated device's 64 MB hold it), each batch its own values
+        local x = (ordo.arange(0, nb * 256, {dtype = "int32"}):view(nb, 16, 16) +
+                   ordo.arange(0, nb, {dtype = "int32"}):view(nb, 1, 1) * 37):to("uint8")
+        local want = x:transpose(2, 3):contiguous()
+        local got = gpu(x):transpose(2, 3):contiguous()
+        assert.equals(G, got:device())
+        assert.is_true(ordo.equal(got:cpu(), want), "the transposed batches differ from the cpu's")
+        assert.is_true(ordo.equal(got:narrow(1, nb - 1, 2):cpu(), want:narrow(1, nb - 1, 2)))
+    end)
 end)
 
 describe("gpu tensors: indexing", function()
