@@ -200,6 +200,11 @@ struct launch_cfg {
             job(K k_, A &&...x) : k(k_), a(std::forward<A>(x)...) {}
             void run_thread() override { std::apply(k, a); }
         };
+        /* CUDA copies a launch's arguments into a parameter buffer of at
+         * most 4 KiB (32,764 bytes from CUDA 12.1 on Volta and later, which
+         * the build need not have): a larger one does not compile there */
+        static_assert(sizeof(std::tuple<typename std::decay<A>::type...>) <= 4096,
+                      "kernel arguments over 4 KiB: pass a pointer to device memory instead");
         job *j = new job(k, std::forward<A>(args)...);
         j->grid = grid;
         j->block = block;
