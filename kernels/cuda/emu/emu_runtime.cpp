@@ -217,6 +217,8 @@ struct coro {
     bool started = false;
     uint3 idx;
     unsigned barriers = 0;         /* barriers passed in this block */
+    const char *site_file = nullptr; /* the __syncthreads it waits at (the compiler may duplicate a */
+    int site_line = 0;               /* call, so its place in the source, not its return address) */
     void *tsan_fiber = nullptr;    /* (TSan builds) this coroutine's fiber */
 };
 
@@ -357,10 +359,20 @@ SCHEDULER void run_block_coro(scheduler *s, unsigned nthreads, unsigned probe) {
             if (c.state == T_RUNNABLE) resume(s, c);
         }
         /* every thread still running waits: the barrier opens (threads that
-         * ended count as arrived, as on the GPUs ordo targets) */
+         * ended count as arrived, as on the GPUs ordo targets) - if they
+         * all wait at one __syncthreads: CUDA allows one in conditional
+         * code only where the condition is the same for the whole block */
         unsigned waiting = 0;
+        const coro *first = nullptr;
         for (unsigned i = 0; i < nthreads; i++)
             if (s->threads[i].state == T_AT_BARRIER) {
+                const coro &c = s->threads[i];
+                if (first && (c.site_line != first->site_line || strcmp(c.site_file, first->site_file))) {
+                    s->error = "the threads of a block wait at different __syncthreads (a barrier in code not "
+                               "every thread runs: undefined in CUDA)";
+                    return;
+                }
+                if (!first) first = &c;
                 s->threads[i].state = T_RUNNABLE;
                 waiting++;
             }
@@ -478,7 +490,7 @@ SCHEDULER void run_grid(void *arg) {
 
 } // namespace
 
-SCHEDULER void ordo_emu_syncthreads(void) {
+SCHEDULER void ordo_emu_syncthreads(const char *file, int line) {
     scheduler *s = t_sched;
     if (!s || !s->cur) return;
     if (s->plain) {
@@ -488,6 +500,8 @@ SCHEDULER void ordo_emu_syncthreads(void) {
     }
     coro *c = s->cur;
     c->state = T_AT_BARRIER;
+    c->site_file = file;
+    c->site_line = line;
     if (EMU_TSAN) tsan_release(&s->sync->barrier[c->barriers % 2]);
     if (!_setjmp(c->env)) {
         tsan_switch(s->tsan_main);

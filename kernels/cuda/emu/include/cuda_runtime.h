@@ -101,8 +101,10 @@ cudaError_t cudaFreeAsync(void *p, cudaStream_t st);
 
 /* ---- device functions -------------------------------------------------------- */
 
-void ordo_emu_syncthreads(void);
-#define __syncthreads() ordo_emu_syncthreads()
+/* file and line: where the barrier is (the threads of a block must all
+ * wait at the same one) */
+void ordo_emu_syncthreads(const char *file, int line);
+#define __syncthreads() ordo_emu_syncthreads(__FILE__, __LINE__)
 #if defined(__SANITIZE_THREAD__)
 /* TSan does not model fences; the kernels fence only before an atomic,
  * which is sequentially consistent here and orders the writes anyway. */
