@@ -1774,6 +1774,46 @@ describe("gpu tensors: memory", function()
         assert.equals(10, ordo.full({4}, 2.5, {device = G}):sum():item())
     end)
 
+    -- A kernel's stream-ordered scratch (a split reduction's partial
+    -- results, matmul's packed operands) comes from the device memory the
+    -- cache holds: on a device full of cached blocks, they go back first.
+    it("a kernel's scratch memory on a device full of cached blocks: the cache is given back, the op runs", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        -- fills the device with blocks of every size, then frees them: all cached
+        local function fill()
+            settle()
+            local held = {}
+            for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
+                while true do
+                    local ok, t = pcall(ordo.empty, {n}, {device = G})
+                    if not ok then break end
+                    held[#held + 1] = t
+                end
+            end
+            held = nil
+            settle()
+            assert.is_true(ordo.cuda.memory_stats().reserved_bytes > (SIM_MEM_MB - 1) * MiB, "the device is full")
+        end
+        settle()
+        ordo.cuda.empty_cache()
+        local x = ordo.rand({2, 2 ^ 19}, {device = G}) -- two long rows: the sum splits them
+        local want_sum = x:cpu():sum(2)
+        check(x:sum(2), want_sum, "sum of long rows", RED)
+        fill()
+        check(x:sum(2), want_sum, "sum of long rows on a full device", RED)
+        x = nil
+        local a = ordo.rand({3, 40, 30}, {device = G})
+        local b = ordo.rand({30, 20}, {device = G}):expand({3, 30, 20}) -- stride 0: packed for the gemm
+        local want_mm = a:cpu():matmul(b:contiguous():cpu())
+        check(a:matmul(b), want_mm, "matmul of an expanded operand", RED)
+        fill()
+        check(a:matmul(b), want_mm, "matmul of an expanded operand on a full device", RED)
+        ordo.cuda.empty_cache()
+    end)
+
     it("out of memory for an optimiser's new state changes no parameter, count or state; the next step runs", function()
         need_gpu()
         if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 64) then

@@ -629,20 +629,40 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
     return cudaSuccess;
 }
 
-/* Stream-ordered scratch: host memory now, freed when the stream gets to
- * the free (after every kernel queued before it). */
+/* Stream-ordered scratch from the simulated device's memory, as CUDA's
+ * comes from the device's (so a full device refuses it, with
+ * ORDO_SIMULATED_GPU_MEM_MB), freed when the stream gets to the free
+ * (after every kernel queued before it). */
 cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t st) {
+    char err[256];
     if (!st) return set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
-    if (posix_memalign(p, 256, n ? n : 1)) {
+    if (ordo_device_backend()->mem_alloc(ordo_device_sim_stream_device((void *)st), n, p, err, sizeof err)) {
         *p = nullptr;
         return set_error(cudaErrorMemoryAllocation), cudaErrorMemoryAllocation;
     }
     return cudaSuccess;
 }
 
+namespace {
+struct free_args {
+    int dev;
+    void *p;
+};
+void run_free(void *arg) {
+    free_args *f = (free_args *)arg;
+    ordo_device_backend()->mem_free(f->dev, f->p);
+    delete f;
+}
+} // namespace
+
 cudaError_t cudaFreeAsync(void *p, cudaStream_t st) {
-    const cudaError_t e = on_stream(st, free, p);
-    if (e != cudaSuccess) set_error(e);
+    if (!st) return set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+    free_args *f = new free_args{ordo_device_sim_stream_device((void *)st), p};
+    const cudaError_t e = on_stream(st, run_free, f);
+    if (e != cudaSuccess) {
+        delete f;
+        set_error(e);
+    }
     return e;
 }
 
