@@ -109,6 +109,19 @@ check() {
         tail -3 "$out/$step.log" | sed 's/^/   /'
     }
     run_step build make -j"$(nproc)" CUDA=1 all
+    # A GPU the build cannot use (a driver older than this toolkit, an HGX
+    # board whose fabric manager is not running...) leaves every GPU spec
+    # pending, which busted counts as a pass: say so, with ordo's reason
+    # (on stderr), and fail the run.
+    local ndev
+    ndev=$(luajit -e 'package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+                      io.write(require("ordo").cuda.device_count())' 2>"$out/device_count.log") || ndev="?"
+    echo "== ordo sees ${ndev:-?} CUDA device(s)" | tee -a "$out/machine.txt"
+    if ! [ "${ndev:-0}" -gt 0 ] 2>/dev/null; then
+        sed 's/^/   /' "$out/device_count.log"
+        echo "   FAILED: no usable CUDA device for ordo: the GPU specs below run on none (pending)"
+        status=1
+    fi
     run_step native make CUDA=1 test-native
     run_step gpu_spec "${busted[@]}" spec/gpu_spec.lua
     run_step pinned_spec "${busted[@]}" spec/pinned_spec.lua

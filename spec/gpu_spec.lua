@@ -672,6 +672,23 @@ describe("gpu tensors: many blocks", function()
         local m1, m2 = rnd({130, 70}, "float32", -1, 1), rnd({70, 90}, "float32", -1, 1)
         check(gpu(m1):matmul(gpu(m2)), m1:matmul(m2), "matmul 130x70 by 70x90", RED)
     end)
+
+    -- The tiled transpose (kernels/cuda/copy.cu) loops over batches beyond
+    -- gridDim.z's 65,535, so its blocks take two tiles each here: the tile
+    -- in shared memory must not be refilled before every thread has read
+    -- the last one (on the CUDA emulation, a missing barrier there fails).
+    it("a transpose copy of more batches than a grid dim holds matches the cpu", function()
+        need_gpu()
+        local nb = 65535 + 2
+        -- uint8 (the simulated device's 64 MB hold it), each batch its own values
+        local x = (ordo.arange(0, nb * 256, {dtype = "int32"}):view(nb, 16, 16) +
+                   ordo.arange(0, nb, {dtype = "int32"}):view(nb, 1, 1) * 37):to("uint8")
+        local want = x:transpose(2, 3):contiguous()
+        local got = gpu(x):transpose(2, 3):contiguous()
+        assert.equals(G, got:device())
+        assert.is_true(ordo.equal(got:cpu(), want), "the transposed batches differ from the cpu's")
+        assert.is_true(ordo.equal(got:narrow(1, nb - 1, 2):cpu(), want:narrow(1, nb - 1, 2)))
+    end)
 end)
 
 describe("gpu tensors: indexing", function()
@@ -1785,6 +1802,46 @@ describe("gpu tensors: memory", function()
         raises(function() return ordo.zeros({4}):to(G):expand({50 * MiB, 4}):contiguous() end, "out of memory")
         -- and the device keeps working
         assert.equals(10, ordo.full({4}, 2.5, {device = G}):sum():item())
+    end)
+
+    -- A kernel's stream-ordered scratch (a split reduction's partial
+    -- results, matmul's packed operands) comes from the device memory the
+    -- cache holds: on a device full of cached blocks, they go back first.
+    it("a kernel's scratch memory on a device full of cached blocks: the cache is given back, the op runs", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        -- fills the device with blocks of every size, then frees them: all cached
+        local function fill()
+            settle()
+            local held = {}
+            for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
+                while true do
+                    local ok, t = pcall(ordo.empty, {n}, {device = G})
+                    if not ok then break end
+                    held[#held + 1] = t
+                end
+            end
+            held = nil
+            settle()
+            assert.is_true(ordo.cuda.memory_stats().reserved_bytes > (SIM_MEM_MB - 1) * MiB, "the device is full")
+        end
+        settle()
+        ordo.cuda.empty_cache()
+        local x = ordo.rand({2, 2 ^ 19}, {device = G}) -- two long rows: the sum splits them
+        local want_sum = x:cpu():sum(2)
+        check(x:sum(2), want_sum, "sum of long rows", RED)
+        fill()
+        check(x:sum(2), want_sum, "sum of long rows on a full device", RED)
+        x = nil
+        local a = ordo.rand({3, 40, 30}, {device = G})
+        local b = ordo.rand({30, 20}, {device = G}):expand({3, 30, 20}) -- stride 0: packed for the gemm
+        local want_mm = a:cpu():matmul(b:contiguous():cpu())
+        check(a:matmul(b), want_mm, "matmul of an expanded operand", RED)
+        fill()
+        check(a:matmul(b), want_mm, "matmul of an expanded operand on a full device", RED)
+        ordo.cuda.empty_cache()
     end)
 
     it("out of memory for an optimiser's new state changes no parameter, count or state; the next step runs", function()

@@ -119,6 +119,12 @@ void ordo_device_sim_configure(unsigned delay_ns, size_t mem_limit);
 int ordo_device_sim_inject_error(void *stream, const char *msg);
 /* The device a simulated stream belongs to. */
 int ordo_device_sim_stream_device(void *stream);
+/* The calling thread's current simulated device (CUDA's cudaGetDevice; 0
+ * until selected), and selecting one (cudaSetDevice: 1 when dev does not
+ * exist).  The backend's calls select their device as the CUDA backend's
+ * do; the CUDA emulation checks its launches against it. */
+int ordo_device_sim_current_device(void);
+int ordo_device_sim_set_current_device(int dev);
 /* The host waits for the work before a simulated event, and leaves the
  * device's pending failure to the engine's next wait (event_sync would
  * report it): for the allocator's AddressSanitizer guard (dev_alloc.c). */

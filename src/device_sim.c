@@ -68,6 +68,7 @@ struct sim_mark {
 typedef struct sim_event {
     sim_mark *latest; /* NULL until recorded */
     int timing;       /* made by timer_create: event_elapsed_ns may read it */
+    int dev;          /* the device it was made on */
 } sim_event;
 
 struct sim_stream {
@@ -233,10 +234,27 @@ static item *new_item(int kind) {
 
 static int sim_count(void) { return sim.ndev; }
 
-static void sim_use_device(int dev) { (void)dev; }
+/* The calling thread's current device, which CUDA keeps per host thread (0
+ * until one is selected).  Every call the CUDA backend makes select its
+ * device with cudaSetDevice (device_cuda.cu) selects it here too, and the
+ * CUDA emulation's cudaGetDevice / cudaSetDevice are this: its kernel
+ * launches fail on a stream of another device than the current one, as
+ * CUDA's do ("invalid resource handle"). */
+static _Thread_local int sim_current_dev;
+
+int ordo_device_sim_current_device(void) { return sim_current_dev; }
+
+int ordo_device_sim_set_current_device(int dev) {
+    if (dev < 0 || dev >= sim.ndev) return 1;
+    sim_current_dev = dev;
+    return 0;
+}
+
+static void sim_use_device(int dev) { ordo_device_sim_set_current_device(dev); }
 
 static int sim_stream_create(int dev, void **out, char *err, size_t errlen) {
     if (bad_dev(dev, err, errlen)) return 1;
+    sim_current_dev = dev;
     sim_stream *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "gpu(%d): out of memory for a stream", dev);
@@ -261,7 +279,7 @@ static int sim_stream_create(int dev, void **out, char *err, size_t errlen) {
 
 /* Like cudaStreamDestroy, queued work still runs before the stream goes. */
 static void sim_stream_destroy(int dev, void *stream) {
-    (void)dev;
+    ordo_device_sim_set_current_device(dev);
     sim_stream *s = stream;
     char err[64];
     enqueue(s, new_item(IT_STOP), err, sizeof err);
@@ -283,11 +301,13 @@ static void sim_stream_destroy(int dev, void *stream) {
 
 static int sim_event_create(int dev, void **out, char *err, size_t errlen) {
     if (bad_dev(dev, err, errlen)) return 1;
+    sim_current_dev = dev;
     sim_event *ev = calloc(1, sizeof *ev);
     if (!ev) {
         snprintf(err, errlen, "gpu(%d): out of memory for an event", dev);
         return 1;
     }
+    ev->dev = dev;
     *out = ev;
     return 0;
 }
@@ -300,7 +320,7 @@ static int sim_timer_create(int dev, void **out, char *err, size_t errlen) {
 }
 
 static void sim_event_destroy(int dev, void *e) {
-    (void)dev;
+    ordo_device_sim_set_current_device(dev);
     sim_event *ev = e;
     pthread_mutex_lock(&sim.mark_mu);
     mark_unref(ev->latest);
@@ -310,6 +330,12 @@ static void sim_event_destroy(int dev, void *e) {
 
 static int sim_event_record(int dev, void *e, void *stream, char *err, size_t errlen) {
     sim_event *ev = e;
+    const sim_stream *s = stream;
+    if (s->dev != ev->dev) { /* CUDA: cudaEventRecord fails (invalid resource handle) */
+        snprintf(err, errlen, "gpu(%d): cannot record an event: an event of gpu(%d) on a stream of gpu(%d)", dev,
+                 ev->dev, s->dev);
+        return 1;
+    }
     item *it = new_item(IT_RECORD);
     sim_mark *m = calloc(1, sizeof *m);
     if (!it || !m) {
@@ -379,6 +405,10 @@ static int sim_event_elapsed_ns(int dev, void *start, void *end, double *ns, cha
         snprintf(err, errlen, "gpu(%d): elapsed time of an event not created for timing", dev);
         return 1;
     }
+    if (a->dev != b->dev) { /* CUDA: cudaEventElapsedTime fails (invalid resource handle) */
+        snprintf(err, errlen, "gpu(%d): elapsed time between events of gpu(%d) and gpu(%d)", dev, a->dev, b->dev);
+        return 1;
+    }
     sim_mark *ma = latest_mark(a), *mb = latest_mark(b);
     pthread_mutex_lock(&sim.mark_mu);
     int ok = ma && mb;
@@ -396,6 +426,7 @@ static int sim_event_elapsed_ns(int dev, void *start, void *end, double *ns, cha
 
 static int sim_device_sync(int dev, char *err, size_t errlen) {
     if (bad_dev(dev, err, errlen)) return 1;
+    sim_current_dev = dev;
     pthread_mutex_lock(&sim.mu);
     for (sim_stream *s = sim.streams; s; s = s->next) {
         if (s->dev != dev) continue;
@@ -427,6 +458,7 @@ static int sim_host_fn(int dev, void *stream, void (*fn)(void *), void *arg, cha
 
 static int sim_mem_alloc(int dev, size_t nbytes, void **ptr, char *err, size_t errlen) {
     if (bad_dev(dev, err, errlen)) return 2;
+    sim_current_dev = dev;
     pthread_mutex_lock(&sim.state_mu);
     int full = sim.mem_limit && sim.used[dev] + nbytes > sim.mem_limit;
     if (!full) sim.used[dev] += nbytes;
@@ -448,6 +480,7 @@ static int sim_mem_alloc(int dev, size_t nbytes, void **ptr, char *err, size_t e
 }
 
 static void sim_mem_free(int dev, void *ptr) {
+    ordo_device_sim_set_current_device(dev);
     if (!ptr) return;
     char *p = (char *)ptr - SIM_HDR;
     size_t nbytes;
@@ -459,6 +492,7 @@ static void sim_mem_free(int dev, void *ptr) {
 }
 
 static void sim_mem_info(int dev, size_t *free_bytes, size_t *total_bytes) {
+    ordo_device_sim_set_current_device(dev);
     pthread_mutex_lock(&sim.state_mu);
     size_t total = sim.mem_limit, used = dev >= 0 && dev < sim.ndev ? sim.used[dev] : 0;
     pthread_mutex_unlock(&sim.state_mu);

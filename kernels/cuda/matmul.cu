@@ -158,15 +158,13 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
 
 /* Scratch buffers of one call, freed (stream-ordered) whatever happens. */
 struct scratch {
+    const ordo_run_ctx *rc;
     cudaStream_t st;
     void *p[3] = {NULL, NULL, NULL};
     int n = 0;
     void *get(size_t bytes) {
         void *q = NULL;
-        if (cudaMallocAsync(&q, bytes, st) != cudaSuccess) {
-            cudaGetLastError(); /* not sticky: keep it out of the launch check */
-            return NULL;
-        }
+        if (cu_scratch_alloc(rc, &q, bytes)) return NULL;
         return p[n++] = q;
     }
     ~scratch() {
@@ -199,6 +197,7 @@ int gemm_float(const ordo_run_ctx *rc, mat A, int64_t sba, mat Bm, int64_t sbb, 
     int r = handle_for(rc, &h);
     if (r) return r;
     scratch sc;
+    sc.rc = rc;
     sc.st = cu_stream(rc);
 
     int64_t ldy = 0, lda = 0, ldb = 0, sbw = sby;

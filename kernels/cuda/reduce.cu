@@ -286,11 +286,9 @@ int launch(const ordo_run_ctx *rc, const char *name, const void *xp, void *yp, r
     S *part = NULL;
     if (nsplit > 1) {
         const size_t bytes = (size_t)nsplit * (size_t)g.nout * sizeof(S);
-        if (cudaMallocAsync((void **)&part, bytes, st) != cudaSuccess) {
-            cudaGetLastError(); /* not a sticky error: clear it for the next launch check */
+        if (cu_scratch_alloc(rc, (void **)&part, bytes))
             return ordo_fail(rc, "%s: out of device memory for %lld partial results", name,
                              (long long)(nsplit * g.nout));
-        }
     }
     const dim3 grid(gx, (unsigned)nsplit);
     if (how == SHAPE_ROWS) {

@@ -567,6 +567,55 @@ static void test_sim_wait_survives_event_rerecord(void) {
     b->stream_destroy(0, sc);
 }
 
+/* As CUDA, an event belongs to the device it was made on: recording it on a
+ * stream of another device fails (cudaEventRecord: invalid resource handle),
+ * and so does the elapsed time between timing events of two devices, while
+ * a stream may wait for another device's event.  The calls that select a
+ * device in the CUDA backend (cudaSetDevice) select it here, per thread:
+ * the CUDA emulation fails a kernel launch on a stream of another device
+ * than the current one, as CUDA does. */
+static void test_sim_events_keep_to_their_device(void) {
+    const device_backend *b = ordo_device_backend();
+    char err[256] = "";
+    void *s0, *s1, *e0, *e1, *t0, *t1;
+    CHECK_EQ_LONG(b->stream_create(0, &s0, err, sizeof err), 0);
+    CHECK_EQ_LONG(ordo_device_sim_current_device(), 0);
+    CHECK_EQ_LONG(b->stream_create(1, &s1, err, sizeof err), 0);
+    CHECK_EQ_LONG(ordo_device_sim_current_device(), 1);
+    b->use_device(0);
+    CHECK_EQ_LONG(ordo_device_sim_current_device(), 0);
+    CHECK_EQ_LONG(ordo_device_sim_set_current_device(2), 1); /* no gpu(2): unchanged */
+    CHECK_EQ_LONG(ordo_device_sim_current_device(), 0);
+    CHECK_EQ_LONG(b->event_create(0, &e0, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->event_create(1, &e1, err, sizeof err), 0);
+    CHECK_EQ_LONG(ordo_device_sim_current_device(), 1);
+
+    CHECK_EQ_LONG(b->event_record(0, e0, s1, err, sizeof err), 1);
+    CHECK_MSG(strstr(err, "cannot record an event: an event of gpu(0) on a stream of gpu(1)") != NULL, "%s", err);
+    CHECK_EQ_LONG(b->event_record(1, e1, s0, err, sizeof err), 1);
+    CHECK_MSG(strstr(err, "an event of gpu(1) on a stream of gpu(0)") != NULL, "%s", err);
+    CHECK_EQ_LONG(b->event_record(0, e0, s0, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->event_record(1, e1, s1, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->stream_wait_event(1, s1, e0, err, sizeof err), 0); /* across devices: fine */
+    CHECK_EQ_LONG(b->device_sync(1, err, sizeof err), 0);
+
+    double ns = 0;
+    CHECK_EQ_LONG(b->timer_create(0, &t0, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->timer_create(1, &t1, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->event_record(0, t0, s0, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->event_record(1, t1, s1, err, sizeof err), 0);
+    CHECK_EQ_LONG(b->event_elapsed_ns(0, t0, t1, &ns, err, sizeof err), 1);
+    CHECK_MSG(strstr(err, "between events of gpu(0) and gpu(1)") != NULL, "%s", err);
+    CHECK_EQ_LONG(b->event_elapsed_ns(0, t0, t0, &ns, err, sizeof err), 0);
+
+    b->event_destroy(0, t0);
+    b->event_destroy(1, t1);
+    b->event_destroy(0, e0);
+    b->event_destroy(1, e1);
+    b->stream_destroy(0, s0);
+    b->stream_destroy(1, s1);
+}
+
 /* A device sync while another thread destroys a stream of that device (the
  * profiler drops its timing streams so, while the engine of an earlier
  * test is destroyed by the collector): the sync must not wait for the
@@ -619,6 +668,7 @@ int main(void) {
     printf("# seed %#llx (set ORDO_TEST_SEED to change), scale %g; simulated GPUs: %d\n",
            (unsigned long long)test_seed(), test_scale(), ordo_gpu_count());
     TEST(test_sim_wait_survives_event_rerecord);
+    TEST(test_sim_events_keep_to_their_device);
     TEST_T(test_sim_sync_races_stream_destroy, 60);
     TEST(test_gpu_contexts_checked);
     TEST(test_gpu_ops_complete_without_host_sync);

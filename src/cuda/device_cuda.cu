@@ -34,13 +34,35 @@
         }                                                                                        \
     } while (0)
 
+/* A machine with a CUDA driver whose devices cannot be used (a driver older
+ * than this build's runtime, an HGX board whose fabric manager is not
+ * running, a driver/library mismatch...) says why, once, on stderr: every
+ * GPU context then reports only "no CUDA device available".  Silent where
+ * there is no driver at all or no device (the usual machine without a GPU). */
+static void cuda_say_why_none(cudaError_t rc) {
+    int drv = 0, rt = 0;
+    if (rc == cudaErrorNoDevice || cudaDriverGetVersion(&drv) != cudaSuccess || drv <= 0) return;
+    cudaRuntimeGetVersion(&rt);
+    fprintf(stderr,
+            "ordo: the CUDA driver (for CUDA %d.%d) gives no usable device: %s (error %d; ordo's CUDA runtime is "
+            "%d.%d); GPU contexts report \"no CUDA device available\"\n",
+            drv / 1000, drv % 1000 / 10, cudaGetErrorString(rc), (int)rc, rt / 1000, rt % 1000 / 10);
+}
+
+static cudaError_t count_error;
+static void cuda_say_why_none_once(void) { cuda_say_why_none(count_error); }
+
 static int cuda_count(void) {
     static int cached = -1;
     if (cached < 0) {
         int n = 0;
-        if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaError_t rc = cudaGetDeviceCount(&n);
+        if (rc != cudaSuccess) {
             cudaGetLastError(); /* clear the sticky "no device" error */
             n = 0;
+            static pthread_once_t once = PTHREAD_ONCE_INIT;
+            count_error = rc;
+            pthread_once(&once, cuda_say_why_none_once);
         }
         cached = n;
     }

@@ -104,7 +104,6 @@ namespace {
 /* ---- errors -------------------------------------------------------------------- */
 
 thread_local cudaError_t t_last_error = cudaSuccess;
-thread_local int t_device = 0;
 
 void set_error(cudaError_t e) {
     if (t_last_error == cudaSuccess) t_last_error = e;
@@ -115,7 +114,8 @@ void set_error(cudaError_t e) {
 cudaError_t on_stream(cudaStream_t st, void (*fn)(void *), void *arg) {
     char err[256];
     if (!st) return cudaErrorInvalidValue; /* ordo queues everything on a worker's stream */
-    if (ordo_device_backend()->host_fn(t_device, (void *)st, fn, arg, err, sizeof err)) return cudaErrorLaunchFailure;
+    if (ordo_device_backend()->host_fn(ordo_device_sim_stream_device((void *)st), (void *)st, fn, arg, err, sizeof err))
+        return cudaErrorLaunchFailure;
     return cudaSuccess;
 }
 
@@ -217,6 +217,8 @@ struct coro {
     bool started = false;
     uint3 idx;
     unsigned barriers = 0;         /* barriers passed in this block */
+    const char *site_file = nullptr; /* the __syncthreads it waits at (the compiler may duplicate a */
+    int site_line = 0;               /* call, so its place in the source, not its return address) */
     void *tsan_fiber = nullptr;    /* (TSan builds) this coroutine's fiber */
 };
 
@@ -357,10 +359,20 @@ SCHEDULER void run_block_coro(scheduler *s, unsigned nthreads, unsigned probe) {
             if (c.state == T_RUNNABLE) resume(s, c);
         }
         /* every thread still running waits: the barrier opens (threads that
-         * ended count as arrived, as on the GPUs ordo targets) */
+         * ended count as arrived, as on the GPUs ordo targets) - if they
+         * all wait at one __syncthreads: CUDA allows one in conditional
+         * code only where the condition is the same for the whole block */
         unsigned waiting = 0;
+        const coro *first = nullptr;
         for (unsigned i = 0; i < nthreads; i++)
             if (s->threads[i].state == T_AT_BARRIER) {
+                const coro &c = s->threads[i];
+                if (first && (c.site_line != first->site_line || strcmp(c.site_file, first->site_file))) {
+                    s->error = "the threads of a block wait at different __syncthreads (a barrier in code not "
+                               "every thread runs: undefined in CUDA)";
+                    return;
+                }
+                if (!first) first = &c;
                 s->threads[i].state = T_RUNNABLE;
                 waiting++;
             }
@@ -389,6 +401,36 @@ struct block_sync_guard {
     }
 };
 
+/* The order of a grid's blocks, which no kernel may rely on either: the
+ * i-th block run is block perm(i) (x fastest) - forward, reverse, or for
+ * shuffle an affine permutation a * i + c mod n (a coprime to n) drawn
+ * from the seed and the grid's shape, so a seed gives the same order. */
+struct block_order {
+    uint64_t n, a = 1, c = 0;
+    bool reverse = false;
+    block_order(dim3 g) : n((uint64_t)g.x * g.y * g.z) {
+        const order_setting &o = order_of_threads();
+        reverse = o.kind == ORDER_REVERSE;
+        if (o.kind != ORDER_SHUFFLE || n < 2) return;
+        uint64_t st = o.seed ^ (n * 0x9E3779B97F4A7C15ull);
+        c = next_random(&st) % n;
+        for (;;) {
+            a = next_random(&st) % n;
+            uint64_t x = a, y = n; /* gcd */
+            while (y) {
+                const uint64_t t = x % y;
+                x = y;
+                y = t;
+            }
+            if (a && x == 1) break;
+        }
+    }
+    uint64_t operator()(uint64_t i) const {
+        if (reverse) return n - 1 - i;
+        return (uint64_t)(((unsigned __int128)a * i + c) % n);
+    }
+};
+
 /* On the stream's thread: the whole grid, then the error slots. */
 SCHEDULER void run_grid(void *arg) {
     ordo_emu::grid_job *job = (ordo_emu::grid_job *)arg;
@@ -404,37 +446,38 @@ SCHEDULER void run_grid(void *arg) {
     if (EMU_TSAN) s->tsan_main = tsan_current();
     fill_order(s, nthreads);
     bool first = true;
-    for (unsigned z = 0; z < job->grid.z && !s->error; z++)
-        for (unsigned y = 0; y < job->grid.y && !s->error; y++)
-            for (unsigned x = 0; x < job->grid.x && !s->error; x++) {
-                block_idx_ = uint3{x, y, z};
-                start_block_order(s, nthreads);
-                block_sync_guard block_sync_of_this_block(s);
-                tsan_release(&s->block_start);
-                if (EMU_TSAN && !first) { /* every thread a fiber: no plain calls */
-                    run_block_coro(s, nthreads, UINT_MAX);
-                } else if (first) {
-                    first = false;
-                    /* the grid's first thread alone: does the kernel use barriers? */
-                    const unsigned probe = s->order[0];
-                    if (!start_thread(s->threads[probe], idx_of(probe, block_dim_))) {
-                        s->error = "cannot map a coroutine stack";
-                        break;
-                    }
-                    resume(s, s->threads[probe]);
-                    if (s->threads[probe].state == T_DONE && !EMU_TSAN) {
-                        s->plain = true;
-                        run_block_plain(s, nthreads, 1);
-                    } else { /* it waits at a barrier: the others join it as coroutines */
-                        run_block_coro(s, nthreads, probe);
-                    }
-                } else if (s->plain) {
-                    run_block_plain(s, nthreads, 0);
-                } else {
-                    run_block_coro(s, nthreads, UINT_MAX);
-                }
-                tsan_acquire(&s->block_end);
+    const block_order perm(job->grid);
+    const uint64_t gx = job->grid.x, gxy = gx * job->grid.y;
+    for (uint64_t i = 0; i < perm.n && !s->error; i++) {
+        const uint64_t b = perm(i);
+        block_idx_ = uint3{(unsigned)(b % gx), (unsigned)(b / gx % job->grid.y), (unsigned)(b / gxy)};
+        start_block_order(s, nthreads);
+        block_sync_guard block_sync_of_this_block(s);
+        tsan_release(&s->block_start);
+        if (EMU_TSAN && !first) { /* every thread a fiber: no plain calls */
+            run_block_coro(s, nthreads, UINT_MAX);
+        } else if (first) {
+            first = false;
+            /* the grid's first thread alone: does the kernel use barriers? */
+            const unsigned probe = s->order[0];
+            if (!start_thread(s->threads[probe], idx_of(probe, block_dim_))) {
+                s->error = "cannot map a coroutine stack";
+                break;
             }
+            resume(s, s->threads[probe]);
+            if (s->threads[probe].state == T_DONE && !EMU_TSAN) {
+                s->plain = true;
+                run_block_plain(s, nthreads, 1);
+            } else { /* it waits at a barrier: the others join it as coroutines */
+                run_block_coro(s, nthreads, probe);
+            }
+        } else if (s->plain) {
+            run_block_plain(s, nthreads, 0);
+        } else {
+            run_block_coro(s, nthreads, UINT_MAX);
+        }
+        tsan_acquire(&s->block_end);
+    }
     if (s->error) {
         char msg[256];
         snprintf(msg, sizeof msg, "emulated CUDA kernel: %s", s->error);
@@ -447,7 +490,7 @@ SCHEDULER void run_grid(void *arg) {
 
 } // namespace
 
-SCHEDULER void ordo_emu_syncthreads(void) {
+SCHEDULER void ordo_emu_syncthreads(const char *file, int line) {
     scheduler *s = t_sched;
     if (!s || !s->cur) return;
     if (s->plain) {
@@ -457,6 +500,8 @@ SCHEDULER void ordo_emu_syncthreads(void) {
     }
     coro *c = s->cur;
     c->state = T_AT_BARRIER;
+    c->site_file = file;
+    c->site_line = line;
     if (EMU_TSAN) tsan_release(&s->sync->barrier[c->barriers % 2]);
     if (!_setjmp(c->env)) {
         tsan_switch(s->tsan_main);
@@ -478,6 +523,13 @@ void ordo_emu::submit(grid_job *job, cudaStream_t st, size_t smem) {
     }
     job->stream = st;
     job->dev = st ? ordo_device_sim_stream_device((void *)st) : 0;
+    /* CUDA: "a kernel launch will fail if it is issued to a stream that is
+     * not associated to the current device" */
+    if (st && job->dev != ordo_device_sim_current_device()) {
+        set_error(cudaErrorInvalidResourceHandle);
+        delete job;
+        return;
+    }
     const cudaError_t e = on_stream(st, run_grid, job);
     if (e != cudaSuccess) {
         set_error(e);
@@ -523,19 +575,23 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidValue: return "invalid argument (emulation: no stream given, or the stream is gone)";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+        return "invalid resource handle (emulation: a launch on a stream of another device than the current one)";
     case cudaErrorLaunchFailure: return "unspecified launch failure";
     }
     return "unknown error";
 }
 
+/* The current device is the simulated device's, which the engine's
+ * use_device and the backend's other calls select as the CUDA backend's do. */
 cudaError_t cudaGetDevice(int *dev) {
-    *dev = t_device;
+    *dev = ordo_device_sim_current_device();
     return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int dev) {
-    if (dev < 0 || dev >= ordo_device_backend()->count()) return cudaErrorInvalidValue;
-    t_device = dev;
+    if (ordo_device_sim_set_current_device(dev)) return set_error(cudaErrorInvalidDevice), cudaErrorInvalidDevice;
     return cudaSuccess;
 }
 
@@ -573,20 +629,40 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind
     return cudaSuccess;
 }
 
-/* Stream-ordered scratch: host memory now, freed when the stream gets to
- * the free (after every kernel queued before it). */
+/* Stream-ordered scratch from the simulated device's memory, as CUDA's
+ * comes from the device's (so a full device refuses it, with
+ * ORDO_SIMULATED_GPU_MEM_MB), freed when the stream gets to the free
+ * (after every kernel queued before it). */
 cudaError_t cudaMallocAsync(void **p, size_t n, cudaStream_t st) {
+    char err[256];
     if (!st) return set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
-    if (posix_memalign(p, 256, n ? n : 1)) {
+    if (ordo_device_backend()->mem_alloc(ordo_device_sim_stream_device((void *)st), n, p, err, sizeof err)) {
         *p = nullptr;
         return set_error(cudaErrorMemoryAllocation), cudaErrorMemoryAllocation;
     }
     return cudaSuccess;
 }
 
+namespace {
+struct free_args {
+    int dev;
+    void *p;
+};
+void run_free(void *arg) {
+    free_args *f = (free_args *)arg;
+    ordo_device_backend()->mem_free(f->dev, f->p);
+    delete f;
+}
+} // namespace
+
 cudaError_t cudaFreeAsync(void *p, cudaStream_t st) {
-    const cudaError_t e = on_stream(st, free, p);
-    if (e != cudaSuccess) set_error(e);
+    if (!st) return set_error(cudaErrorInvalidValue), cudaErrorInvalidValue;
+    free_args *f = new free_args{ordo_device_sim_stream_device((void *)st), p};
+    const cudaError_t e = on_stream(st, run_free, f);
+    if (e != cudaSuccess) {
+        delete f;
+        set_error(e);
+    }
     return e;
 }
 
@@ -594,10 +670,11 @@ cudaError_t cudaFreeAsync(void *p, cudaStream_t st) {
 
 struct ordo_emu_cublas {
     cudaStream_t st;
+    int dev; /* a handle is bound to the device current at its creation */
 };
 
 cublasStatus_t cublasCreate(cublasHandle_t *h) {
-    *h = new ordo_emu_cublas{nullptr};
+    *h = new ordo_emu_cublas{nullptr, ordo_device_sim_current_device()};
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -668,6 +745,8 @@ cublasStatus_t gemm_queue(cublasHandle_t h, const gemm_call<T> &g) {
         g.ldc < imax(1, g.m))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (!h->st) return CUBLAS_STATUS_EXECUTION_FAILED; /* ordo always sets the worker's stream */
+    /* its kernels would go to a stream of another device than its own */
+    if (ordo_device_sim_stream_device((void *)h->st) != h->dev) return CUBLAS_STATUS_EXECUTION_FAILED;
     gemm_call<T> *q = new gemm_call<T>(g);
     if (on_stream(h->st, run_gemm<T>, q) != cudaSuccess) {
         delete q;

@@ -48,6 +48,8 @@ enum cudaError_t {
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidResourceHandle = 400,
     cudaErrorLaunchFailure = 719
 };
 typedef cudaError_t cudaError;
@@ -99,8 +101,10 @@ cudaError_t cudaFreeAsync(void *p, cudaStream_t st);
 
 /* ---- device functions -------------------------------------------------------- */
 
-void ordo_emu_syncthreads(void);
-#define __syncthreads() ordo_emu_syncthreads()
+/* file and line: where the barrier is (the threads of a block must all
+ * wait at the same one) */
+void ordo_emu_syncthreads(const char *file, int line);
+#define __syncthreads() ordo_emu_syncthreads(__FILE__, __LINE__)
 #if defined(__SANITIZE_THREAD__)
 /* TSan does not model fences; the kernels fence only before an atomic,
  * which is sequentially consistent here and orders the writes anyway. */
@@ -198,6 +202,11 @@ struct launch_cfg {
             job(K k_, A &&...x) : k(k_), a(std::forward<A>(x)...) {}
             void run_thread() override { std::apply(k, a); }
         };
+        /* CUDA copies a launch's arguments into a parameter buffer of at
+         * most 4 KiB (32,764 bytes from CUDA 12.1 on Volta and later, which
+         * the build need not have): a larger one does not compile there */
+        static_assert(sizeof(std::tuple<typename std::decay<A>::type...>) <= 4096,
+                      "kernel arguments over 4 KiB: pass a pointer to device memory instead");
         job *j = new job(k, std::forward<A>(args)...);
         j->grid = grid;
         j->block = block;
