@@ -197,6 +197,8 @@ static inline bool var_void(const ordo_var *v) { return v->fail && !v->made; }
 void var_complete(ordo_var *v, bool is_write, ready_list *rl);
 
 ordo_var *var_alloc(ordo_engine *e);
+/* The host wrote v's data itself (ordo_tensor_host_written): v is made. */
+void var_host_written(ordo_var *v);
 void var_free(ordo_engine *e, ordo_var *v);
 
 /* ---- ops -------------------------------------------------------------- */

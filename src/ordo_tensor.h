@@ -121,6 +121,11 @@ int     ordo_tensor_is_contiguous(const ordo_tensor *t); /* 0 for NULL */
 /* Pointer to element 0 (storage data + offset); valid on CPU storages only,
  * and only meaningful after waiting for the storage's var. */
 void   *ordo_tensor_data(const ordo_tensor *t);
+/* Tells the engine that the host wrote t's storage through that pointer
+ * (on a fresh storage, or after ordo_wait_to_write): its value exists, so
+ * an in-place op on it that fails later leaves it readable, as an op's
+ * successful write would (README rule 5's void vars).  NULL is ignored. */
+void    ordo_tensor_host_written(const ordo_tensor *t);
 
 /* Views (NULL + message on error).  `op` names the caller in messages
  * (NULL: the view's own name).

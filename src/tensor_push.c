@@ -900,6 +900,10 @@ int ordo_tensor_wait(const ordo_tensor *t) {
     return rc;
 }
 
+void ordo_tensor_host_written(const ordo_tensor *t) {
+    if (t) var_host_written(t->storage->var);
+}
+
 char *ordo_tensor_profiler_summary(ordo_engine *e) {
     char *buf = NULL;
     size_t len = 0;

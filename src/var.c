@@ -140,6 +140,13 @@ int ordo_var_failed(ordo_var *v) {
     return set_error(ORDO_ERR_FAILED, "%s", f->msg);
 }
 
+void var_host_written(ordo_var *v) {
+    /* No op holds v's grant (the caller waited to write, or nothing was
+     * ever pushed on it); the push of the next op orders this store
+     * before the worker that reads it. */
+    if (v) v->made = true;
+}
+
 uint64_t ordo_var_version(ordo_var *v) {
     if (!v) {
         set_error(ORDO_ERR_INVALID, "ordo_var_version: variable is NULL");

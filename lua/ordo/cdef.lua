@@ -89,6 +89,7 @@ void ordo_tensor_free(ordo_tensor *t);
 int64_t ordo_tensor_numel(const ordo_tensor *t);
 int     ordo_tensor_is_contiguous(const ordo_tensor *t);
 void   *ordo_tensor_data(const ordo_tensor *t);
+void    ordo_tensor_host_written(const ordo_tensor *t);
 ordo_tensor *ordo_tensor_view(const char *op, const ordo_tensor *t, int ndim, const int64_t *shape);
 ordo_tensor *ordo_tensor_transpose(const char *op, const ordo_tensor *t, int d1, int d2);
 ordo_tensor *ordo_tensor_permute(const char *op, const ordo_tensor *t, int ndim, const int64_t *perm);

@@ -65,6 +65,7 @@ local function host_bytes(fname, t)
     if C.ordo_wait_to_write(s.engine, s.var) ~= 0 then
         fail(fname .. ": " .. util.op_message(ffi.string(C.ordo_last_error())))
     end
+    C.ordo_tensor_host_written(c) -- (its value will exist: as if an op made it)
     return ffi.cast("uint8_t *", util.host_ptr(c))
 end
 
@@ -568,6 +569,7 @@ function M.read_csv(path, opts)
     local t = tensor.empty({nrows, ncol or 0}, {dtype = dtype})
     -- a new tensor: no op uses its bytes yet
     if count > 0 then ffi.copy(util.host_ptr(t), buf, count * esize) end
+    C.ordo_tensor_host_written(t._c)
     return t, names
 end
 

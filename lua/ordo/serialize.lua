@@ -315,6 +315,7 @@ function M.read(fname, path)
                 if not whole then short(got) end
             end
             local t = tensor.empty(shape, {dtype = dt})
+            C.ordo_tensor_host_written(t._c) -- (written below: as if an op made it)
             if nbytes > 0 then
                 local dst = ffi.cast("uint8_t *", util.host_ptr(t))
                 local function put(s, off) ffi.copy(dst + off, s, #s) end

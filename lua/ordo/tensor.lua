@@ -640,8 +640,10 @@ local function from_data(fname, data, dt, ctx, e)
     -- the host cannot write GPU memory: fill a CPU tensor, then copy it over
     local on_gpu = ctx.dev_type == GPU
     local t = new_raw(fname, shape, dt, on_gpu and CPU0._ctx or ctx, e)
-    -- a fresh storage has no ops: write it directly
+    -- a fresh storage has no ops: write it directly (the engine is told:
+    -- its value exists, as if an op had made it)
     local p = ffi.cast(PTR[dt], host_ptr(t))
+    C.ordo_tensor_host_written(t._c)
     for i = 1, #flat do -- an exact int64 (exact_value) goes as it is into int64, as a number elsewhere
         if type(flat[i]) == "cdata" and dt ~= I64 then flat[i] = tonumber(flat[i]) end
     end
