@@ -818,40 +818,6 @@ function Tensor:nonzero(opts)
     return tensor.stack(coords, 2)
 end
 
--- ---------------------------------------------------------------- scatter
-
--- scatter(dim, index, src): a copy of self with self[..index[..i..]..] =
--- src[..i..] along dim (indices from 1, as gather's); src may be a number.
--- An index given twice gets the sum of its sources (Torch leaves which one
--- wins unspecified).  Made of scatter_add (the written places counted,
--- then filled), so gradients flow to self (where it was not written) and
--- to src.  scatter_ writes the result into self.
-function Tensor:scatter(dim, index, src)
-    check_self("scatter", self)
-    if not is_tensor(index) then fail("scatter: index must be an int64 or int32 tensor, got " .. typename(index)) end
-    local idt = index:dtype()
-    if idt ~= "int64" and idt ~= "int32" then
-        fail(fmt("scatter: index must be an int64 or int32 tensor of indices, got %s", idt))
-    end
-    tensor.norm_dim("scatter", self, dim) -- (scatter_add_ would name itself)
-    if type(src) == "number" then
-        tensor.check_fits("scatter", self._c.dtype, src) -- (full would name itself)
-        src = tensor.full(index:shape(), src, tensor.like(self))
-    end
-    if not is_tensor(src) then fail("scatter: src must be a tensor or a number, got " .. typename(src)) end
-    tensor.check_src_dtype("scatter", self, src)
-    local written = tensor.zeros_like(self):scatter_add_(dim, index, tensor.ones(index:shape(), tensor.like(self)),
-                                                         "scatter")
-    -- selected, not multiplied by 0 (a NaN or inf overwritten gave NaN)
-    local kept = tensor.where(written:eq(0), self, 0)
-    return kept:scatter_add(dim, index, src:to(self:dtype()), "scatter")
-end
-
-function Tensor:scatter_(dim, index, src)
-    check_self("scatter_", self)
-    return self:copy_(self:scatter(dim, index, src))
-end
-
 -- ---------------------------------------------------------------- einsum
 
 -- The letters of s as a list, and a set of them.
