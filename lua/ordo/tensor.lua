@@ -91,7 +91,7 @@ for _, name in ipairs({
     "floor", "ceil", "round", "trunc",
     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
-    "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "matmul", "seed", "uniform", "normal", "bernoulli",
+    "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "matmul", "seed", "uniform", "normal", "bernoulli",
     "gather", "index_select", "scatter_add", "scatter", "index_add", "check_range"}) do
     local id = C.ordo_tensor_kernel_id(name)
     assert(id >= 0, name)
@@ -2274,6 +2274,19 @@ function Tensor:topk(k, dim, largest)
     if not is_int(k) or k < 0 or k > n then
         fail(fmt("topk: k must be an integer in 0..%d (dim %d of shape %s), got %s", n, d + 1, shape_str(self),
                  show(k)))
+    end
+    -- on the CPU, k up to half the line: the topk kernel's selection (n log
+    -- k, sort's order exactly) instead of a whole sort and its n indices;
+    -- the values are read back through gather when a gradient may flow
+    -- (gather's gradient is sort's: g at the indices)
+    if self._c.ndim > 0 and k * 2 <= n and self._c.ctx.dev_type ~= GPU then
+        local shape = shape_of(self)
+        shape[d + 1] = k
+        local values, idx = new_on("topk", self, shape, self._c.dtype), new_on("topk", self, shape, I64)
+        push(K.topk, "topk", 0, {self}, {values, idx}, nil, {d, k, largest and 1 or 0})
+        push1(K.add_scalar, "topk", idx, idx, 1)
+        if self._rg then values = self:gather(d + 1, idx) end
+        return values, idx
     end
     local values, idx = self:sort(dim or -1, largest)
     if self._c.ndim == 0 or k == n then return values, idx end
