@@ -273,8 +273,8 @@ describe("ops along a dim", function()
         H.raises(function() return a:topk(1, 2, "yes") end, "topk", "largest", "string")
     end)
 
-    it("topk with k up to half the line (a selection, no sort) is sort's first k exactly: ties by index, NaN the "
-       .. "largest, every dtype, non-contiguous lines", function()
+    it("topk with k up to half the line, kthvalue and median (selections, no sort) are sort's exactly: ties by "
+       .. "index, NaN the largest, every dtype, non-contiguous lines", function()
         math.randomseed(65)
         local DTS = {"float32", "float64", "int32", "int64", "uint8"}
         -- the same shape and values, NaN equal to NaN
@@ -319,13 +319,30 @@ describe("ops along a dim", function()
                     same(sv:narrow(d, 1, k), v, what .. " values")
                     same(si:narrow(d, 1, k), i, what .. " indices")
                     assert.is_true(v:is_contiguous() and i:is_contiguous(), what .. " contiguous")
-                    if k > 0 and not largest then
-                        local kv, ki = a:kthvalue(k, d, true)
-                        same(sv:narrow(d, k, 1), kv, what .. " kthvalue")
-                        same(si:narrow(d, k, 1), ki, what .. " kthvalue index")
-                    end
                 end
             end
+            -- kthvalue and median (a selection): sort's k-th; a line with NaN has median its last NaN
+            local what = ("%s %s dim %d"):format(dt, table.concat(a:shape(), "x"), d)
+            local sv, si = a:sort(d)
+            for _, k in ipairs({1, n, math.random(1, n), math.floor((n + 1) / 2)}) do
+                local kv, ki = a:kthvalue(k, d, true)
+                same(sv:narrow(d, k, 1), kv, what .. " kthvalue " .. k)
+                same(si:narrow(d, k, 1), ki, what .. " kthvalue index " .. k)
+            end
+            local m = math.floor((n + 1) / 2)
+            local wv, wi = sv:narrow(d, m, 1), si:narrow(d, m, 1)
+            if ISFLOAT[dt] then
+                local nan = sv:narrow(d, n, 1):isnan()
+                wv, wi = ordo.where(nan, sv:narrow(d, n, 1), wv), ordo.where(nan, si:narrow(d, n, 1), wi)
+            end
+            local mv, mi = a:median(d, true)
+            same(wv, mv, what .. " median")
+            same(wi, mi, what .. " median index")
+            local all = a:reshape(-1):sort()
+            local whole = all[math.floor((all:numel() + 1) / 2)]
+            if ISFLOAT[dt] and all[all:numel()] ~= all[all:numel()] then whole = 0 / 0 end
+            local got = a:median():item()
+            assert(got == whole or (got ~= got and whole ~= whole), what .. " median(): " .. tostring(got))
         end
         -- the selection runs no sort (n log n, n int64 indices): the profiler sees topk alone
         local x = ordo.randn({4, 10000})
@@ -334,6 +351,9 @@ describe("ops along a dim", function()
         ordo.profiler.start()
         local v = x:topk(5)
         local kv = x:kthvalue(3, 2)
+        local kv2 = x:kthvalue(7000, 2)
+        local mv = x:median(2)
+        local m = x:median()
         ordo.engine.wait_for_all()
         ordo.profiler.stop()
         local summary = ordo.profiler.summary()
@@ -342,6 +362,9 @@ describe("ops along a dim", function()
         assert.is_truthy(summary:find("topk", 1, true), summary)
         assert.same({4, 5}, v:shape())
         assert.same({4}, kv:shape())
+        assert.same({4}, kv2:shape())
+        assert.same({4}, mv:shape())
+        assert.same({}, m:shape())
     end)
 
     it("gradients of cumsum, sort, topk, median and kthvalue match numerical differentiation", function()

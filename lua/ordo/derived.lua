@@ -134,13 +134,15 @@ function Tensor:kthvalue(k, dim, keepdim)
                  show(d or 1), shape_of_str(self), show(k)))
     end
     if not d then return self:clone(), tensor.zeros({}, tensor.like(self, "int64")) + 1 end
+    -- on the CPU a selection (O(n) a line), sort's k-th exactly; a small k
+    -- through topk's heap (n log k, faster still): the last of the k smallest
     local v, i
-    if k * 2 <= n and self:device().type ~= "gpu" then
-        -- the k smallest in sort's order (the topk kernel, n log k): the last is the k-th
+    if k * 16 <= n and self:device().type ~= "gpu" then
         v, i = self:topk(k, d, false)
         v, i = v:narrow(d, k, 1), i:narrow(d, k, 1)
     else
-        v, i = kth_of_sort(self, d, k)
+        v, i = tensor.select_place(self, d, k)
+        if not v then v, i = kth_of_sort(self, d, k) end
     end
     if keepdim then return v, i end
     return v:squeeze(d), i:squeeze(d)
@@ -179,12 +181,16 @@ function Tensor:median(dim, keepdim)
         if not d then return self:clone(), tensor.zeros({}, tensor.like(self, "int64")) + 1 end
     end
     local n = x:size(d)
-    local values, idx = x:sort(d)
-    local v, i = values:narrow(d, math.floor((n + 1) / 2), 1), idx:narrow(d, math.floor((n + 1) / 2), 1)
-    if is_float(x) then -- NaN sorts last: a line ending in NaN has it as its median
-        local last_v, last_i = values:narrow(d, n, 1), idx:narrow(d, n, 1)
-        local nan = last_v:isnan()
-        v, i = tensor.where(nan, last_v, v), tensor.where(nan, last_i, i)
+    -- on the CPU a selection (O(n) a line; a line with NaN gives its last NaN)
+    local v, i = tensor.select_place(x, d, math.floor((n + 1) / 2), true)
+    if not v then
+        local values, idx = x:sort(d)
+        v, i = values:narrow(d, math.floor((n + 1) / 2), 1), idx:narrow(d, math.floor((n + 1) / 2), 1)
+        if is_float(x) then -- NaN sorts last: a line ending in NaN has it as its median
+            local last_v, last_i = values:narrow(d, n, 1), idx:narrow(d, n, 1)
+            local nan = last_v:isnan()
+            v, i = tensor.where(nan, last_v, v), tensor.where(nan, last_i, i)
+        end
     end
     if dim == nil then return v:reshape() end
     if keepdim then return v, i end

@@ -91,7 +91,7 @@ for _, name in ipairs({
     "floor", "ceil", "round", "trunc",
     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
-    "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "matmul", "seed", "uniform", "normal", "bernoulli",
+    "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "kthvalue", "matmul", "seed", "uniform", "normal", "bernoulli",
     "gather", "index_select", "scatter_add", "scatter", "index_add", "check_range"}) do
     local id = C.ordo_tensor_kernel_id(name)
     assert(id >= 0, name)
@@ -2293,6 +2293,22 @@ function Tensor:topk(k, dim, largest)
     -- contiguous, as Torch's: the first k of each sorted line would be a
     -- strided view that :view refuses
     return values:narrow(d + 1, 1, k):contiguous(), idx:narrow(d + 1, 1, k):contiguous()
+end
+
+-- The element at place k (from 1) of sort's ascending order along dim d
+-- (1-based) and its index, x's shape with 1 along d, by the CPU's
+-- selection kernel (O(n) a line; nil on a GPU, which sorts instead).
+-- median: a line holding NaN gives its last NaN, the median's rule.  The
+-- values are read back through gather when a gradient may flow.
+function M.select_place(x, d, k, median)
+    if x._c.ctx.dev_type == GPU or x._c.ndim == 0 then return nil end
+    local shape = shape_of(x)
+    shape[d] = 1
+    local values, idx = new_on("kthvalue", x, shape, x._c.dtype), new_on("kthvalue", x, shape, I64)
+    push(K.kthvalue, "kthvalue", 0, {x}, {values, idx}, nil, {d - 1, k - 1, median and 1 or 0})
+    push1(K.add_scalar, "kthvalue", idx, idx, 1)
+    if x._rg then values = x:gather(d, idx) end
+    return values, idx
 end
 
 -- ---------------------------------------------------------------- matmul
