@@ -457,6 +457,66 @@ describe("gpu tensors: elementwise ops", function()
         end
     end)
 
+    it("scatter and scatter_ (their own kernel) match the cpu; repeated indices store one of their sources; "
+       .. "a bad index writes nothing", function()
+        need_gpu()
+        math.randomseed(23)
+        for trial, dt in ipairs({"float32", "float64", "int32", "int64", "uint8", "float32", "int64", "uint8"}) do
+            local int = not FLOAT[dt]
+            local lo, hi = int and 0 or -2, int and 200 or 2
+            local x = ordo.tensor(rand_data({4, 6, 5}, int, lo, hi), dt)
+            local dim = trial % 3 + 1
+            local ishape = {3, 4, 5}
+            ishape[dim] = 4
+            -- distinct indices along dim (a permutation's first entries) in every line
+            local index = ordo.rand(ishape):argsort(dim):narrow(dim, 1, math.min(4, x:size(dim)))
+            local src = ordo.tensor(rand_data({4, 5, 6}, int, lo, hi), dt)
+            local gx, gi, gs = x:to(G), index:to(G), src:to(G)
+            check(gx:scatter(dim, gi, gs), x:scatter(dim, index, src), dt .. " scatter dim " .. dim)
+            local c = gx:clone()
+            assert.equals(c, c:scatter_(dim, gi:int(), 3))
+            check(c, x:scatter(dim, index, 3), dt .. " scatter_ number dim " .. dim)
+            check(gx, x, dt .. " scatter left its input")
+            -- every line's indices all the same place: it gets one of the sources written there
+            local same = ordo.ones(ishape, "int64"):to(G)
+            local got = gx:scatter(dim, same, gs):totable()
+            local S, X = src:totable(), x:totable()
+            for i = 1, 4 do
+                for j = 1, 6 do
+                    for k = 1, 5 do
+                        local at = {i, j, k}
+                        local v = got[i][j][k]
+                        local written = at[dim] == 1
+                        for d = 1, 3 do
+                            if d ~= dim and at[d] > ishape[d] then written = false end
+                        end
+                        if written then
+                            local ok = false
+                            for r = 1, ishape[dim] do
+                                local p = {i, j, k}
+                                p[dim] = r
+                                if S[p[1]][p[2]][p[3]] == v then ok = true end
+                            end
+                            assert.is_true(ok, fmt("%s repeated index: %s is none of its sources", dt, tostring(v)))
+                        else
+                            assert.equals(X[i][j][k], v, dt .. " unwritten place")
+                        end
+                    end
+                end
+            end
+        end
+        -- an index out of range: the op fails on the device and the tensor keeps its values
+        local keep = ordo.tensor({{1, 2, 3}, {4, 5, 6}}, {device = G}):clone()
+        keep:scatter_(2, ordo.tensor({{1, 4}}, {dtype = "int64", device = G}), ordo.tensor({{9, 9}}, {device = G}))
+        raises(function() return keep:totable() end, "scatter", "index 4 out of range", "size 3", "gpu(0)")
+        ordo.engine.wait_for_all()
+        assert.same({{1, 2, 3}, {4, 5, 6}}, keep:totable())
+        keep:scatter_(1, ordo.tensor({{0, 1, 1}}, {dtype = "int64", device = G}), -1)
+        raises(function() return keep:totable() end, "scatter", "index 0 out of range", "gpu(0)")
+        ordo.engine.wait_for_all()
+        assert.same({{1, 2, 3}, {4, 5, 6}}, keep:totable())
+    end)
+
     it("cumsum, cumprod, prod, sort, argsort and topk match the cpu", function()
         need_gpu()
         math.randomseed(9)

@@ -273,6 +273,100 @@ describe("ops along a dim", function()
         H.raises(function() return a:topk(1, 2, "yes") end, "topk", "largest", "string")
     end)
 
+    it("topk with k up to half the line, kthvalue and median (selections, no sort) are sort's exactly: ties by "
+       .. "index, NaN the largest, every dtype, non-contiguous lines", function()
+        math.randomseed(65)
+        local DTS = {"float32", "float64", "int32", "int64", "uint8"}
+        -- the same shape and values, NaN equal to NaN
+        local function same(want, got, what)
+            assert.same(want:shape(), got:shape(), what)
+            local w = want:numel() > 0 and want:reshape(-1):totable() or {}
+            local g = got:numel() > 0 and got:reshape(-1):totable() or {}
+            for j = 1, #w do
+                assert(w[j] == g[j] or (w[j] ~= w[j] and g[j] ~= g[j]),
+                       ("%s: element %d is %s, sort gives %s"):format(what, j, tostring(g[j]), tostring(w[j])))
+            end
+        end
+        for trial = 1, 200 do
+            local dt = DTS[trial % 5 + 1]
+            local nd = math.random(1, 3)
+            local shape, numel = {}, 1
+            for k = 1, nd do
+                shape[k] = math.random(1, k == nd and 40 or 5)
+                numel = numel * shape[k]
+            end
+            local data = {}
+            for i = 1, numel do
+                -- few distinct values: many ties; NaN in float lines one time in eight
+                local v = math.random(0, 4)
+                if ISFLOAT[dt] then
+                    v = math.random(-3, 3) / 2
+                    if math.random(8) == 1 then v = 0 / 0 end
+                end
+                data[i] = v
+            end
+            local a = ordo.tensor(data, dt):view(shape)
+            if nd > 1 and trial % 2 == 0 then a = a:transpose(1, nd) end -- lines with a stride
+            if dt == "int64" and trial % 3 == 0 then a = a + 2 ^ 53 end -- beyond a double's integers
+            local d = math.random(1, nd)
+            local n = a:size(d)
+            for _, k in ipairs({0, 1, math.floor(n / 2), math.random(0, math.floor(n / 2))}) do
+                for _, largest in ipairs({true, false}) do
+                    local what = ("topk(%d, %d, %s) %s %s"):format(k, d, tostring(largest), dt,
+                                                                   table.concat(a:shape(), "x"))
+                    local sv, si = a:sort(d, largest)
+                    local v, i = a:topk(k, d, largest)
+                    same(sv:narrow(d, 1, k), v, what .. " values")
+                    same(si:narrow(d, 1, k), i, what .. " indices")
+                    assert.is_true(v:is_contiguous() and i:is_contiguous(), what .. " contiguous")
+                end
+            end
+            -- kthvalue and median (a selection): sort's k-th; a line with NaN has median its last NaN
+            local what = ("%s %s dim %d"):format(dt, table.concat(a:shape(), "x"), d)
+            local sv, si = a:sort(d)
+            for _, k in ipairs({1, n, math.random(1, n), math.floor((n + 1) / 2)}) do
+                local kv, ki = a:kthvalue(k, d, true)
+                same(sv:narrow(d, k, 1), kv, what .. " kthvalue " .. k)
+                same(si:narrow(d, k, 1), ki, what .. " kthvalue index " .. k)
+            end
+            local m = math.floor((n + 1) / 2)
+            local wv, wi = sv:narrow(d, m, 1), si:narrow(d, m, 1)
+            if ISFLOAT[dt] then
+                local nan = sv:narrow(d, n, 1):isnan()
+                wv, wi = ordo.where(nan, sv:narrow(d, n, 1), wv), ordo.where(nan, si:narrow(d, n, 1), wi)
+            end
+            local mv, mi = a:median(d, true)
+            same(wv, mv, what .. " median")
+            same(wi, mi, what .. " median index")
+            local all = a:reshape(-1):sort()
+            local whole = all[math.floor((all:numel() + 1) / 2)]
+            if ISFLOAT[dt] and all[all:numel()] ~= all[all:numel()] then whole = 0 / 0 end
+            local got = a:median():item()
+            assert(got == whole or (got ~= got and whole ~= whole), what .. " median(): " .. tostring(got))
+        end
+        -- the selection runs no sort (n log n, n int64 indices): the profiler sees topk alone
+        local x = ordo.randn({4, 10000})
+        ordo.engine.wait_for_all()
+        ordo.profiler.clear()
+        ordo.profiler.start()
+        local v = x:topk(5)
+        local kv = x:kthvalue(3, 2)
+        local kv2 = x:kthvalue(7000, 2)
+        local mv = x:median(2)
+        local m = x:median()
+        ordo.engine.wait_for_all()
+        ordo.profiler.stop()
+        local summary = ordo.profiler.summary()
+        ordo.profiler.clear()
+        assert.is_nil(summary:find("sort", 1, true), "a sort ran:\n" .. summary)
+        assert.is_truthy(summary:find("topk", 1, true), summary)
+        assert.same({4, 5}, v:shape())
+        assert.same({4}, kv:shape())
+        assert.same({4}, kv2:shape())
+        assert.same({4}, mv:shape())
+        assert.same({}, m:shape())
+    end)
+
     it("gradients of cumsum, sort, topk, median and kthvalue match numerical differentiation", function()
         ordo.manual_seed(3)
         local x = ordo.randn({3, 5}, "float64"):requires_grad()

@@ -360,6 +360,10 @@ int cpu_check_index_select(const ordo_run_ctx *rc, const ordo_kernel_args *a, in
                            ordo_view *x0);
 int cpu_check_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *src0,
                           ordo_view *y0);
+/* scatter: scatter_add's operands and checks (its name in the messages);
+ * y0[i + index[i] * sd] = src[i] */
+int cpu_check_scatter(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *src0,
+                      ordo_view *y0);
 int cpu_check_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *idx0,
                         ordo_view *y0);
 /* The value of the first index (iparam 1: 0 or 1, checked by the above; 0

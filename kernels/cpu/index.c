@@ -1,13 +1,16 @@
 /*
  * index.c - gather, index_select, and their adjoints scatter_add, index_add
- * (what autograd needs to send gradients back through the first two).
+ * (what autograd needs to send gradients back through the first two), and
+ * scatter, scatter_add's walk storing instead of adding.
  *
  * gather and index_select are one loop: out[i] = x0[i + index[i] * sd],
  * where x0 is x with its stride along dim set to 0 (so the iterator walks
  * the other dims of x in step with the output) and index is, for
  * index_select, the 1-d index broadcast (stride 0) over every dim but dim.
  * scatter_add and index_add are the same walk with the assignment reversed
- * (y0[i + index[i] * sd] += src[i]).  Indices count from 0, or from the
+ * (y0[i + index[i] * sd] += src[i]); scatter stores (y0[..] = src[i]), in
+ * the index's row-major order, so of repeated indices the last one wins.
+ * Indices count from 0, or from the
  * base in iparam 1 (0 or 1: the Lua package passes its indices, which count
  * from 1, as they are, so no op converts them and an error names the index
  * and the dim as its user wrote them).  One out of range (negative
@@ -193,6 +196,27 @@ DEF_SCATTER_LOOP(scatter_u8, uint8_t, unsigned)
 static const cpu_loop_fn scatter_loops[ORDO_NDTYPES] = {scatter_f32, scatter_f64, scatter_i32,
                                                         scatter_i64, scatter_u8};
 
+/* p: index (int64), src, y0; y0[k * sd] = src, moved by bit pattern, in
+ * the walk's order (the last of repeated indices wins) */
+#define DEF_SET_LOOP(NAME, T)                                                         \
+    static int NAME(int64_t n, char *const *p, const int64_t *s, void *ctx) {        \
+        const gather_ctx *c = ctx;                                                   \
+        const int64_t *idx = (const int64_t *)p[0];                                  \
+        const T *src = (const T *)p[1];                                              \
+        T *y = (T *)p[2];                                                            \
+        for (int64_t i = 0; i < n; i++)                                              \
+            y[i * s[2] + (idx[i * s[0]] - c->base) * c->sd] = src[i * s[1]];         \
+        return 0;                                                                    \
+    }
+DEF_SET_LOOP(set_1, uint8_t)
+DEF_SET_LOOP(set_4, uint32_t)
+DEF_SET_LOOP(set_8, uint64_t)
+
+static cpu_loop_fn set_loop(int dtype) {
+    const size_t es = ordo_dtype_size(dtype);
+    return es == 8 ? set_8 : es == 4 ? set_4 : set_1;
+}
+
 /* p: index; stops at the first index outside [base, base + extent) */
 static int check_index_loop(int64_t n, char *const *p, const int64_t *s, void *ctx) {
     gather_ctx *c = ctx;
@@ -226,27 +250,29 @@ static int add_prologue(const ordo_run_ctx *rc, const char *name, const ordo_ker
     return 0;
 }
 
-/* idx, src0 and y0 all have one shape (the walk's). */
+/* idx, src0 and y0 all have one shape (the walk's); loop: the add (or
+ * store) of the walk's elements. */
 static int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *idx, const ordo_view *src0,
-                       const ordo_view *y0, const ordo_view *y, int dim, int base) {
+                       const ordo_view *y0, const ordo_view *y, int dim, int base, cpu_loop_fn loop) {
     gather_ctx c = {y->ndim ? y->shape[dim] : 1, y->ndim ? y->strides[dim] : 0, base, 0};
     cpu_iter it;
     const ordo_view *vi[1] = {idx};
     cpu_iter_init_views(&it, 1, vi, 0);
     if (cpu_iter_run(&it, check_index_loop, &c)) return fail_range(rc, name, &c, dim);
-    /* Logical order, so that repeated indices add up in one fixed order. */
+    /* Logical order, so that repeated indices add up in one fixed order
+     * (scatter: the last in row-major order is stored last). */
     const ordo_view *v[3] = {idx, src0, y0};
     cpu_iter_init_views(&it, 3, v, CPU_ITER_KEEP_ORDER);
-    cpu_iter_run(&it, scatter_loops[y->dtype], &c);
+    cpu_iter_run(&it, loop, &c);
     return 0;
 }
 
-/* y[..index[i]..] += src[i] along dim; index has y's ndim and is no larger
- * than src in any dim, nor than y except along dim. */
-int cpu_check_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *src0,
-                          ordo_view *y0) {
+/* y[..index[i]..] += src[i] (scatter: = src[i]) along dim; index has y's
+ * ndim and is no larger than src in any dim, nor than y except along dim. */
+static int check_scatter(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *a, int *dim,
+                         ordo_view *src0, ordo_view *y0) {
     int r;
-    if ((r = add_prologue(rc, "scatter_add", a, dim))) return r;
+    if ((r = add_prologue(rc, name, a, dim))) return r;
     const ordo_view *src = &a->in[0], *idx = &a->in[1], *y = &a->out[0];
     const int d0 = *dim;
     char ss[160], si[160], sy[160];
@@ -254,9 +280,9 @@ int cpu_check_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int
     for (int d = 0; ok && d < y->ndim; d++)
         if (idx->shape[d] > src->shape[d] || (d != d0 && idx->shape[d] > y->shape[d])) ok = 0;
     if (!ok)
-        return ordo_fail(rc, "scatter_add: shape mismatch: src %s, index %s, out %s (index needs out's "
+        return ordo_fail(rc, "%s: shape mismatch: src %s, index %s, out %s (index needs out's "
                              "dims, each no larger than src's, nor than out's except dim %d)",
-                         cpu_shape_str(src, ss, sizeof ss), cpu_shape_str(idx, si, sizeof si),
+                         name, cpu_shape_str(src, ss, sizeof ss), cpu_shape_str(idx, si, sizeof si),
                          cpu_shape_str(y, sy, sizeof sy), d0);
     *src0 = *src; /* over index's shape */
     *y0 = *y;
@@ -266,11 +292,30 @@ int cpu_check_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int
     return 0;
 }
 
+int cpu_check_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *src0,
+                          ordo_view *y0) {
+    return check_scatter(rc, "scatter_add", a, dim, src0, y0);
+}
+
+int cpu_check_scatter(const ordo_run_ctx *rc, const ordo_kernel_args *a, int *dim, ordo_view *src0,
+                      ordo_view *y0) {
+    return check_scatter(rc, "scatter", a, dim, src0, y0);
+}
+
 static int k_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view src0, y0;
     if ((r = cpu_check_scatter_add(rc, a, &dim, &src0, &y0))) return r;
-    return run_scatter(rc, "scatter_add", &a->in[1], &src0, &y0, &a->out[0], dim, cpu_index_base(a));
+    return run_scatter(rc, "scatter_add", &a->in[1], &src0, &y0, &a->out[0], dim, cpu_index_base(a),
+                       scatter_loops[a->out[0].dtype]);
+}
+
+static int k_scatter(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int dim, r;
+    ordo_view src0, y0;
+    if ((r = cpu_check_scatter(rc, a, &dim, &src0, &y0))) return r;
+    return run_scatter(rc, "scatter", &a->in[1], &src0, &y0, &a->out[0], dim, cpu_index_base(a),
+                       set_loop(a->out[0].dtype));
 }
 
 /* y[.., index[j], ..] += src[.., j, ..] along dim; index is 1-d. */
@@ -298,7 +343,8 @@ static int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view iv, y0;
     if ((r = cpu_check_index_add(rc, a, &dim, &iv, &y0))) return r;
-    return run_scatter(rc, "index_add", &iv, &a->in[0], &y0, &a->out[0], dim, cpu_index_base(a));
+    return run_scatter(rc, "index_add", &iv, &a->in[0], &y0, &a->out[0], dim, cpu_index_base(a),
+                       scatter_loops[a->out[0].dtype]);
 }
 
 void cpu_register_index(void) {
@@ -306,6 +352,7 @@ void cpu_register_index(void) {
         {"gather", k_gather},
         {"index_select", k_index_select},
         {"scatter_add", k_scatter_add},
+        {"scatter", k_scatter},
         {"index_add", k_index_add},
     };
     CPU_REGISTER_TABLE(t);

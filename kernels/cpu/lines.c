@@ -1,8 +1,9 @@
 /*
  * lines.c - ops that walk x line by line along one dim, where each output
  * element depends on the elements before it in its line: cumsum and
- * cumprod (a running sum, product), cumprod's gradient, and sort (values
- * and the int64 indices they came from).
+ * cumprod (a running sum, product), cumprod's gradient, sort (values
+ * and the int64 indices they came from), topk (sort's first k of each
+ * line, without the sort) and kthvalue (sort's k-th, by a selection).
  *
  * Both iterate over the kept dims (x without dim) and run one line per
  * element there, strided along dim, one thread: the lines are independent
@@ -331,12 +332,272 @@ static int k_sort(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     return r;
 }
 
+/* ---- topk -------------------------------------------------------------------------- */
+
+/* The first k of each line in sort's order (iparam 2: descending, as topk's
+ * largest), without sorting the line: a heap holds the k best seen so far,
+ * its root the one that would come last of them, so each element costs at
+ * most log k compares and moves (n log k), and the k kept are sorted at the
+ * end.  sort's comparisons (cmp_*), so the order is sort's exactly: NaN the
+ * largest, ties by index. */
+typedef union topk_pair {
+    sort_pair d;
+    sort_pair_i64 q;
+} topk_pair;
+
+typedef int (*pair_cmp)(const void *, const void *);
+
+typedef struct topk_ctx {
+    cpu_line_plan pl;
+    int dtype;
+    int64_t k, ostep[2]; /* the outputs' strides along dim (k long) */
+    pair_cmp cmp;
+    topk_pair *heap; /* k pairs */
+} topk_ctx;
+
+/* a comes after b (the heap's order: the root comes after all others) */
+static inline int after(pair_cmp cmp, const topk_pair *a, const topk_pair *b) { return cmp(a, b) > 0; }
+
+static void heap_down(topk_pair *h, int64_t m, int64_t i, pair_cmp cmp) {
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= m) return;
+        if (c + 1 < m && after(cmp, &h[c + 1], &h[c])) c++;
+        if (!after(cmp, &h[c], &h[i])) return;
+        const topk_pair t = h[c];
+        h[c] = h[i];
+        h[i] = t;
+        i = c;
+    }
+}
+
+static void heap_up(topk_pair *h, int64_t i, pair_cmp cmp) {
+    while (i > 0) {
+        const int64_t up = (i - 1) / 2;
+        if (!after(cmp, &h[i], &h[up])) return;
+        const topk_pair t = h[up];
+        h[up] = h[i];
+        h[i] = t;
+        i = up;
+    }
+}
+
+static int topk_lines(int64_t cnt, char *const *p, const int64_t *s, void *ctx) {
+    const topk_ctx *c = ctx;
+    const int dt = c->dtype;
+    const int64_t n = c->pl.n, k = c->k, es = (int64_t)ordo_dtype_size(dt);
+    const int64_t sy = c->ostep[0] * es, si = c->ostep[1], sx = c->pl.step[2] * es;
+    topk_pair *h = c->heap;
+    for (int64_t r = 0; r < cnt; r++) {
+        char *y = p[0] + r * s[0] * es;
+        int64_t *idx = (int64_t *)p[1] + r * s[1];
+        const char *x = p[2] + r * s[2] * es;
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; i++) {
+            topk_pair e;
+            if (dt == ORDO_I64) e.q = (sort_pair_i64){*(const int64_t *)(x + i * sx), i};
+            else e.d = (sort_pair){cpu_load_double(dt, x + i * sx), i};
+            if (m < k) {
+                h[m] = e;
+                heap_up(h, m++, c->cmp);
+            } else if (after(c->cmp, &h[0], &e)) {
+                h[0] = e;
+                heap_down(h, m, 0, c->cmp);
+            }
+        }
+        qsort(h, (size_t)m, sizeof *h, c->cmp);
+        for (int64_t i = 0; i < m; i++) {
+            if (dt == ORDO_I64) {
+                *(int64_t *)(y + i * sy) = h[i].q.v;
+                idx[i * si] = h[i].q.i;
+            } else {
+                cpu_store_double(dt, y + i * sy, h[i].d.v); /* exact: the values came from dt */
+                idx[i * si] = h[i].d.i;
+            }
+        }
+    }
+    return 0;
+}
+
+/* in x; out[0] values (x's dtype), out[1] int64 indices along dim (from 0),
+ * both x's shape but k along dim; iparam 0 the dim, 1 k (0..n), 2 largest
+ * (1: sort's descending order, 0: ascending). */
+static int k_topk(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    int r = cpu_check_args(rc, "topk", args, 1, 2);
+    if (r) return r;
+    const ordo_view *x = &args->in[0], *y = &args->out[0], *ix = &args->out[1];
+    if (y->dtype != x->dtype)
+        return ordo_fail(rc, "topk: dtype mismatch: x is %s but out is %s", ordo_dtype_name(x->dtype),
+                         ordo_dtype_name(y->dtype));
+    if (ix->dtype != ORDO_I64) return ordo_fail(rc, "topk: indices must be int64, got %s", ordo_dtype_name(ix->dtype));
+    if (args->niparam < 3 || (args->iparam[2] != 0 && args->iparam[2] != 1))
+        return ordo_fail(rc, "topk: iparam 2 (largest) must be 0 or 1");
+    const int64_t d = args->iparam[0];
+    if (d < 0 || d >= (x->ndim > 0 ? x->ndim : 1))
+        return ordo_fail(rc, "topk: dim %lld out of range for x of %d dims", (long long)d, x->ndim);
+    const int64_t n = x->ndim > 0 ? x->shape[d] : 1, k = args->iparam[1];
+    if (k < 0 || k > n) return ordo_fail(rc, "topk: k %lld out of range for a line of %lld", (long long)k, (long long)n);
+    char sx[160], sy[160], si[160];
+    int ok = y->ndim == x->ndim && ix->ndim == x->ndim;
+    for (int j = 0; ok && j < x->ndim; j++)
+        if (y->shape[j] != (j == d ? k : x->shape[j]) || ix->shape[j] != y->shape[j]) ok = 0;
+    if (!ok)
+        return ordo_fail(rc, "topk: shape mismatch: x %s, out %s, indices %s (x's shape with %lld along dim %lld)",
+                         cpu_shape_str(x, sx, sizeof sx), cpu_shape_str(y, sy, sizeof sy),
+                         cpu_shape_str(ix, si, sizeof si), (long long)k, (long long)d);
+    if ((r = cpu_check_writable(rc, "topk", y)) || (r = cpu_check_writable(rc, "topk", ix))) return r;
+    if (ix->data == x->data && ordo_view_numel(ix) > 0) return ordo_fail(rc, "topk: the indices must not overlap x");
+    if (k == 0 || ordo_view_numel(x) == 0) return 0;
+    topk_ctx c;
+    const ordo_view *v[3] = {y, ix, x};
+    if ((r = plan_lines(rc, "topk", args, v, &c.pl))) return r;
+    c.dtype = x->dtype;
+    c.k = k;
+    c.ostep[0] = x->ndim > 0 ? y->strides[d] : 0;
+    c.ostep[1] = x->ndim > 0 ? ix->strides[d] : 0;
+    c.cmp = x->dtype == ORDO_I64 ? (args->iparam[2] ? cmp_i64_down : cmp_i64_up) : (args->iparam[2] ? cmp_down : cmp_up);
+    c.heap = malloc((size_t)k * sizeof *c.heap);
+    if (!c.heap) return ordo_fail(rc, "topk: out of memory for %lld elements", (long long)k);
+    const ordo_view *kv[3] = {&c.pl.kept[0], &c.pl.kept[1], &c.pl.kept[2]};
+    cpu_iter it;
+    cpu_iter_init_views(&it, 3, kv, CPU_ITER_KEEP_ORDER);
+    r = cpu_iter_run(&it, topk_lines, &c);
+    free(c.heap);
+    return r;
+}
+
+/* ---- kthvalue ---------------------------------------------------------------------- */
+
+/* The element at place k (from 0) of each line in sort's ascending order,
+ * without sorting it: a quickselect over (value, index) pairs (O(n) on
+ * average), by sort's comparisons, a strict order (ties by index), so the
+ * element and its index are sort's exactly.  A selection that splits badly
+ * too often sorts what is left instead (n log n at worst).  iparam 2 = 1
+ * (median): a line holding NaN gives the last of sort's order (its NaN of
+ * the highest index), as the median of such a line is NaN. */
+static inline void pair_swap(topk_pair *a, int64_t i, int64_t j) {
+    const topk_pair t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+}
+
+static void select_place(topk_pair *a, int64_t n, int64_t k, pair_cmp cmp) {
+    int64_t lo = 0, hi = n - 1;
+    int budget = 2 * 64; /* splits before falling back to a sort */
+    while (hi > lo) {
+        if (--budget == 0) {
+            qsort(a + lo, (size_t)(hi - lo + 1), sizeof *a, cmp);
+            return;
+        }
+        const int64_t mid = lo + (hi - lo) / 2; /* the median of three as the pivot */
+        if (cmp(&a[mid], &a[lo]) < 0) pair_swap(a, mid, lo);
+        if (cmp(&a[hi], &a[lo]) < 0) pair_swap(a, hi, lo);
+        if (cmp(&a[hi], &a[mid]) < 0) pair_swap(a, hi, mid);
+        const topk_pair p = a[mid];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (cmp(&a[i], &p) < 0) i++;
+            while (cmp(&a[j], &p) > 0) j--;
+            if (i <= j) pair_swap(a, i++, j--);
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return; /* a[k] is the pivot, in its place */
+    }
+}
+
+static int kth_lines(int64_t cnt, char *const *p, const int64_t *s, void *ctx) {
+    const topk_ctx *c = ctx; /* k: the place; heap: a line of pairs; ostep unused */
+    const int dt = c->dtype;
+    const int64_t n = c->pl.n, es = (int64_t)ordo_dtype_size(dt), sx = c->pl.step[2] * es;
+    const int nan_last = c->ostep[0] != 0 && (dt == ORDO_F32 || dt == ORDO_F64);
+    topk_pair *a = c->heap;
+    for (int64_t r = 0; r < cnt; r++) {
+        char *y = p[0] + r * s[0] * es;
+        int64_t *idx = (int64_t *)p[1] + r * s[1];
+        const char *x = p[2] + r * s[2] * es;
+        if (dt == ORDO_I64) {
+            for (int64_t i = 0; i < n; i++) a[i].q = (sort_pair_i64){*(const int64_t *)(x + i * sx), i};
+        } else {
+            int64_t last_nan = -1;
+            for (int64_t i = 0; i < n; i++) {
+                a[i].d = (sort_pair){cpu_load_double(dt, x + i * sx), i};
+                if (nan_last && isnan(a[i].d.v)) last_nan = i;
+            }
+            if (last_nan >= 0) {
+                cpu_store_double(dt, y, a[last_nan].d.v);
+                *idx = last_nan;
+                continue;
+            }
+        }
+        select_place(a, n, c->k, c->cmp);
+        if (dt == ORDO_I64) {
+            *(int64_t *)y = a[c->k].q.v;
+            *idx = a[c->k].q.i;
+        } else {
+            cpu_store_double(dt, y, a[c->k].d.v); /* exact: the values came from dt */
+            *idx = a[c->k].d.i;
+        }
+    }
+    return 0;
+}
+
+/* in x; out[0] values (x's dtype), out[1] int64 indices along dim (from
+ * 0), both x's shape with 1 along dim; iparam 0 the dim, 1 the place k
+ * (0..n-1), 2 median (0/1: a line with NaN gives its last NaN). */
+static int k_kthvalue(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    int r = cpu_check_args(rc, "kthvalue", args, 1, 2);
+    if (r) return r;
+    const ordo_view *x = &args->in[0], *y = &args->out[0], *ix = &args->out[1];
+    if (y->dtype != x->dtype)
+        return ordo_fail(rc, "kthvalue: dtype mismatch: x is %s but out is %s", ordo_dtype_name(x->dtype),
+                         ordo_dtype_name(y->dtype));
+    if (ix->dtype != ORDO_I64)
+        return ordo_fail(rc, "kthvalue: indices must be int64, got %s", ordo_dtype_name(ix->dtype));
+    if (args->niparam < 3 || (args->iparam[2] != 0 && args->iparam[2] != 1))
+        return ordo_fail(rc, "kthvalue: iparam 2 (median) must be 0 or 1");
+    const int64_t d = args->iparam[0];
+    if (d < 0 || d >= (x->ndim > 0 ? x->ndim : 1))
+        return ordo_fail(rc, "kthvalue: dim %lld out of range for x of %d dims", (long long)d, x->ndim);
+    const int64_t n = x->ndim > 0 ? x->shape[d] : 1, k = args->iparam[1];
+    if (k < 0 || k >= n)
+        return ordo_fail(rc, "kthvalue: place %lld out of range for a line of %lld", (long long)k, (long long)n);
+    char sx[160], sy[160], si[160];
+    int ok = y->ndim == x->ndim && ix->ndim == x->ndim;
+    for (int j = 0; ok && j < x->ndim; j++)
+        if (y->shape[j] != (j == d ? 1 : x->shape[j]) || ix->shape[j] != y->shape[j]) ok = 0;
+    if (!ok)
+        return ordo_fail(rc, "kthvalue: shape mismatch: x %s, out %s, indices %s (x's shape with 1 along dim %lld)",
+                         cpu_shape_str(x, sx, sizeof sx), cpu_shape_str(y, sy, sizeof sy),
+                         cpu_shape_str(ix, si, sizeof si), (long long)d);
+    if ((r = cpu_check_writable(rc, "kthvalue", y)) || (r = cpu_check_writable(rc, "kthvalue", ix))) return r;
+    if (ordo_view_numel(x) == 0) return 0;
+    topk_ctx c;
+    const ordo_view *v[3] = {y, ix, x};
+    if ((r = plan_lines(rc, "kthvalue", args, v, &c.pl))) return r;
+    c.dtype = x->dtype;
+    c.k = k;
+    c.ostep[0] = args->iparam[2];
+    c.ostep[1] = 0;
+    c.cmp = x->dtype == ORDO_I64 ? cmp_i64_up : cmp_up;
+    c.heap = malloc((size_t)n * sizeof *c.heap);
+    if (!c.heap) return ordo_fail(rc, "kthvalue: out of memory for a line of %lld elements", (long long)n);
+    const ordo_view *kv[3] = {&c.pl.kept[0], &c.pl.kept[1], &c.pl.kept[2]};
+    cpu_iter it;
+    cpu_iter_init_views(&it, 3, kv, CPU_ITER_KEEP_ORDER);
+    r = cpu_iter_run(&it, kth_lines, &c);
+    free(c.heap);
+    return r;
+}
+
 void cpu_register_lines(void) {
     static const cpu_kernel_entry t[] = {
         {"cumsum", k_cumsum},
         {"cumprod", k_cumprod},
         {"cumprod_backward", k_cumprod_backward},
         {"sort", k_sort},
+        {"topk", k_topk},
+        {"kthvalue", k_kthvalue},
     };
     CPU_REGISTER_TABLE(t);
 }

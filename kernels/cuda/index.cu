@@ -1,6 +1,6 @@
 /*
- * index.cu - gather, index_select and their adjoints scatter_add, index_add
- * on the GPU: the twins of kernels/cpu/index.c, with its operands, checks
+ * index.cu - gather, index_select and their adjoints scatter_add, index_add,
+ * and scatter (scatter_add storing instead of adding) on the GPU: the twins of kernels/cpu/index.c, with its operands, checks
  * and messages (KERNELS.md).
  *
  * As on the CPU, gather and index_select are one walk,
@@ -8,8 +8,9 @@
  * x0 being x with its stride along dim set to 0 (so it moves with the
  * output over the other dims) and index, for index_select, the 1-d index
  * broadcast (stride 0) over every dim but dim; scatter_add and index_add
- * are the same walk reversed, y0[i + index[i] * sd] += src[i].  One thread
- * per element of the walk.
+ * are the same walk reversed, y0[i + index[i] * sd] += src[i], and scatter
+ * stores, y0[i + index[i] * sd] = src[i].  One thread per element of the
+ * walk.
  *
  * Indices count from the base in iparam 1 (0 or 1; index.c), and are
  * reported as given.
@@ -18,7 +19,7 @@
  * cannot fail the op from the host without a wait: the kernel reports it
  * through the device's error slot (CU_ERR_INDEX_RANGE, the index and the
  * size of the dim) and the op fails at the next host synchronisation.
- * gather/index_select skip such elements.  scatter_add/index_add must leave
+ * gather/index_select skip such elements.  scatter_add/index_add/scatter must leave
  * y unchanged when any index is bad: a check kernel first reports every
  * bad index to the slot, then the add kernel, queued behind it on the same
  * stream, reads the slot once per block and writes nothing if it holds an
@@ -29,7 +30,9 @@
  * complement wrapping - and uint8 by compare-and-swap on its aligned 32-bit
  * word).  Integer sums are exact; float sums of repeated indices may differ
  * from the CPU's in the last bits, as the order of the additions is not
- * fixed on the GPU.
+ * fixed on the GPU.  Of repeated indices in scatter, which source's store
+ * lands last is unspecified on the GPU (the CPU's is the last in row-major
+ * order); each element gets one of them whole.
  */
 #include "cuda_internal.cuh"
 #include "cuda_strided.cuh"
@@ -168,10 +171,28 @@ __global__ void scatter_kernel(const int64_t *idx, const T *src, T *y, nd_walk<3
     }
 }
 
+/* scatter_kernel storing: walk operands as there; moved by bit pattern (E
+ * an unsigned type of the element's size) */
+template <typename E>
+__global__ void scatter_set_kernel(const int64_t *idx, const E *src, E *y, nd_walk<3> w, idx_geom g,
+                                   const cu_error_slot *slot) {
+    __shared__ int failed;
+    if (threadIdx.x == 0) failed = cu_load_relaxed(&slot->code);
+    __syncthreads();
+    if (failed) return;
+    CU_GRID_STRIDE(i, g.n) {
+        int64_t off[3];
+        nd_offsets(w, i, off);
+        const uint64_t k = (uint64_t)idx[off[0]] - (uint64_t)g.base;
+        if (k >= (uint64_t)g.extent) continue; /* never written; reported by the check */
+        y[off[2] + (int64_t)k * g.sd] = src[off[1]];
+    }
+}
+
 /* chk: the indices to check (the index view itself); idx, src0 and y0 have
- * one shape (the walk's). */
+ * one shape (the walk's); set: store (scatter) instead of add. */
 int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *chk, const ordo_view *idx,
-                const ordo_view *src0, const ordo_view *y0, const ordo_view *y, int dim, int base) {
+                const ordo_view *src0, const ordo_view *y0, const ordo_view *y, int dim, int base, bool set) {
     idx_geom g;
     g.base = base;
     g.extent = y->ndim ? y->shape[dim] : 1;
@@ -193,19 +214,35 @@ int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *chk, 
         unsigned nb = cu_blocks(g.n);
         if (nb > ADD_MAX_BLOCKS) nb = ADD_MAX_BLOCKS;
         const int64_t *ip = (const int64_t *)idx->data;
-        CU_DISPATCH(rc, name, y->dtype, T,
-                    scatter_kernel<T><<<nb, CU_THREADS, 0, st>>>(ip, (const T *)src0->data, (T *)y0->data, w, g, slot));
+        if (set) {
+            switch (ordo_dtype_size(y->dtype)) {
+            case 8: scatter_set_kernel<uint64_t><<<nb, CU_THREADS, 0, st>>>(ip, (const uint64_t *)src0->data, (uint64_t *)y0->data, w, g, slot); break;
+            case 4: scatter_set_kernel<uint32_t><<<nb, CU_THREADS, 0, st>>>(ip, (const uint32_t *)src0->data, (uint32_t *)y0->data, w, g, slot); break;
+            default: scatter_set_kernel<uint8_t><<<nb, CU_THREADS, 0, st>>>(ip, (const uint8_t *)src0->data, (uint8_t *)y0->data, w, g, slot); break;
+            }
+        } else {
+            CU_DISPATCH(rc, name, y->dtype, T,
+                        scatter_kernel<T><<<nb, CU_THREADS, 0, st>>>(ip, (const T *)src0->data, (T *)y0->data, w, g, slot));
+        }
     }
     return cu_check_launch(rc, name);
 }
 
-/* index.c's checks (cpu_check_scatter_add, cpu_check_index_add), then the
- * launches */
+/* index.c's checks (cpu_check_scatter_add, cpu_check_scatter,
+ * cpu_check_index_add), then the launches */
 int k_scatter_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     int dim, r;
     ordo_view src0, y0;
     if ((r = cpu_check_scatter_add(rc, a, &dim, &src0, &y0))) return r;
-    return run_scatter(rc, "scatter_add", &a->in[1], &a->in[1], &src0, &y0, &a->out[0], dim, cpu_index_base(a));
+    return run_scatter(rc, "scatter_add", &a->in[1], &a->in[1], &src0, &y0, &a->out[0], dim, cpu_index_base(a),
+                       false);
+}
+
+int k_scatter(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    int dim, r;
+    ordo_view src0, y0;
+    if ((r = cpu_check_scatter(rc, a, &dim, &src0, &y0))) return r;
+    return run_scatter(rc, "scatter", &a->in[1], &a->in[1], &src0, &y0, &a->out[0], dim, cpu_index_base(a), true);
 }
 
 int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
@@ -213,7 +250,7 @@ int k_index_add(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     ordo_view iv, y0;
     if ((r = cpu_check_index_add(rc, a, &dim, &iv, &y0))) return r;
     /* the 1-d index is checked once, not once per element of src */
-    return run_scatter(rc, "index_add", &a->in[1], &iv, &a->in[0], &y0, &a->out[0], dim, cpu_index_base(a));
+    return run_scatter(rc, "index_add", &a->in[1], &iv, &a->in[0], &y0, &a->out[0], dim, cpu_index_base(a), false);
 }
 
 } // namespace
@@ -223,6 +260,7 @@ extern "C" void cuda_register_index(void) {
         {"gather", k_gather},
         {"index_select", k_index_select},
         {"scatter_add", k_scatter_add},
+        {"scatter", k_scatter},
         {"index_add", k_index_add},
     };
     CU_REGISTER_TABLE(t);

@@ -134,7 +134,16 @@ function Tensor:kthvalue(k, dim, keepdim)
                  show(d or 1), shape_of_str(self), show(k)))
     end
     if not d then return self:clone(), tensor.zeros({}, tensor.like(self, "int64")) + 1 end
-    local v, i = kth_of_sort(self, d, k)
+    -- on the CPU a selection (O(n) a line), sort's k-th exactly; a small k
+    -- through topk's heap (n log k, faster still): the last of the k smallest
+    local v, i
+    if k * 16 <= n and self:device().type ~= "gpu" then
+        v, i = self:topk(k, d, false)
+        v, i = v:narrow(d, k, 1), i:narrow(d, k, 1)
+    else
+        v, i = tensor.select_place(self, d, k)
+        if not v then v, i = kth_of_sort(self, d, k) end
+    end
     if keepdim then return v, i end
     return v:squeeze(d), i:squeeze(d)
 end
@@ -172,12 +181,16 @@ function Tensor:median(dim, keepdim)
         if not d then return self:clone(), tensor.zeros({}, tensor.like(self, "int64")) + 1 end
     end
     local n = x:size(d)
-    local values, idx = x:sort(d)
-    local v, i = values:narrow(d, math.floor((n + 1) / 2), 1), idx:narrow(d, math.floor((n + 1) / 2), 1)
-    if is_float(x) then -- NaN sorts last: a line ending in NaN has it as its median
-        local last_v, last_i = values:narrow(d, n, 1), idx:narrow(d, n, 1)
-        local nan = last_v:isnan()
-        v, i = tensor.where(nan, last_v, v), tensor.where(nan, last_i, i)
+    -- on the CPU a selection (O(n) a line; a line with NaN gives its last NaN)
+    local v, i = tensor.select_place(x, d, math.floor((n + 1) / 2), true)
+    if not v then
+        local values, idx = x:sort(d)
+        v, i = values:narrow(d, math.floor((n + 1) / 2), 1), idx:narrow(d, math.floor((n + 1) / 2), 1)
+        if is_float(x) then -- NaN sorts last: a line ending in NaN has it as its median
+            local last_v, last_i = values:narrow(d, n, 1), idx:narrow(d, n, 1)
+            local nan = last_v:isnan()
+            v, i = tensor.where(nan, last_v, v), tensor.where(nan, last_i, i)
+        end
     end
     if dim == nil then return v:reshape() end
     if keepdim then return v, i end
@@ -816,40 +829,6 @@ function Tensor:nonzero(opts)
     if opts.as_tuple then return coords end
     if nd == 0 then return tensor.zeros({k, 0}, tensor.like(self, "int64")) end
     return tensor.stack(coords, 2)
-end
-
--- ---------------------------------------------------------------- scatter
-
--- scatter(dim, index, src): a copy of self with self[..index[..i..]..] =
--- src[..i..] along dim (indices from 1, as gather's); src may be a number.
--- An index given twice gets the sum of its sources (Torch leaves which one
--- wins unspecified).  Made of scatter_add (the written places counted,
--- then filled), so gradients flow to self (where it was not written) and
--- to src.  scatter_ writes the result into self.
-function Tensor:scatter(dim, index, src)
-    check_self("scatter", self)
-    if not is_tensor(index) then fail("scatter: index must be an int64 or int32 tensor, got " .. typename(index)) end
-    local idt = index:dtype()
-    if idt ~= "int64" and idt ~= "int32" then
-        fail(fmt("scatter: index must be an int64 or int32 tensor of indices, got %s", idt))
-    end
-    tensor.norm_dim("scatter", self, dim) -- (scatter_add_ would name itself)
-    if type(src) == "number" then
-        tensor.check_fits("scatter", self._c.dtype, src) -- (full would name itself)
-        src = tensor.full(index:shape(), src, tensor.like(self))
-    end
-    if not is_tensor(src) then fail("scatter: src must be a tensor or a number, got " .. typename(src)) end
-    tensor.check_src_dtype("scatter", self, src)
-    local written = tensor.zeros_like(self):scatter_add_(dim, index, tensor.ones(index:shape(), tensor.like(self)),
-                                                         "scatter")
-    -- selected, not multiplied by 0 (a NaN or inf overwritten gave NaN)
-    local kept = tensor.where(written:eq(0), self, 0)
-    return kept:scatter_add(dim, index, src:to(self:dtype()), "scatter")
-end
-
-function Tensor:scatter_(dim, index, src)
-    check_self("scatter_", self)
-    return self:copy_(self:scatter(dim, index, src))
 end
 
 -- ---------------------------------------------------------------- einsum

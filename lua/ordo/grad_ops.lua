@@ -418,6 +418,23 @@ function M.install(ag)
     accumulation("scatter_add", "gather")
     accumulation("index_add", "index_select")
 
+    -- scatter (scatter_ is guarded as every in-place op): self's gradient
+    -- is g with the written places zeroed; src's is g read back where each
+    -- of its elements was written (gather: every one of repeated indices
+    -- gets it, as Torch's); the part of src that index does not cover gets 0
+    local function rec_scatter(x, dim, index, src, y)
+        record("scatter", y, {x, src, n = 2}, function(g)
+            local gsrc
+            if is_tensor(src) and src._rg then gsrc = pad_to(g:gather(dim, index), src) end
+            return x._rg and g:scatter(dim, index, 0) or nil, gsrc
+        end, saved_index(index))
+    end
+    Tensor.scatter = function(x, dim, index, src)
+        local y = raw.scatter(x, dim, index, src)
+        if needs(x, src) then rec_scatter(x, dim, index, src, y) end
+        return y
+    end
+
     -- ------------------------------------------------------------ reductions
 
     -- g (reduced over dim, or everything) broadcast back to x's shape

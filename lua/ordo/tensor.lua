@@ -91,8 +91,8 @@ for _, name in ipairs({
     "floor", "ceil", "round", "trunc",
     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
-    "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "matmul", "seed", "uniform", "normal", "bernoulli",
-    "gather", "index_select", "scatter_add", "index_add", "check_range"}) do
+    "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "kthvalue", "matmul", "seed", "uniform", "normal", "bernoulli",
+    "gather", "index_select", "scatter_add", "scatter", "index_add", "check_range"}) do
     local id = C.ordo_tensor_kernel_id(name)
     assert(id >= 0, name)
     K[name] = id
@@ -2277,11 +2277,40 @@ function Tensor:topk(k, dim, largest)
         fail(fmt("topk: k must be an integer in 0..%d (dim %d of shape %s), got %s", n, d + 1, shape_str(self),
                  show(k)))
     end
+    -- on the CPU, k up to half the line: the topk kernel's selection (n log
+    -- k, sort's order exactly) instead of a whole sort and its n indices;
+    -- the values are read back through gather when a gradient may flow
+    -- (gather's gradient is sort's: g at the indices)
+    if self._c.ndim > 0 and k * 2 <= n and self._c.ctx.dev_type ~= GPU then
+        local shape = shape_of(self)
+        shape[d + 1] = k
+        local values, idx = new_on("topk", self, shape, self._c.dtype), new_on("topk", self, shape, I64)
+        push(K.topk, "topk", 0, {self}, {values, idx}, nil, {d, k, largest and 1 or 0})
+        push1(K.add_scalar, "topk", idx, idx, 1)
+        if self._rg then values = self:gather(d + 1, idx) end
+        return values, idx
+    end
     local values, idx = self:sort(dim or -1, largest)
     if self._c.ndim == 0 or k == n then return values, idx end
     -- contiguous, as Torch's: the first k of each sorted line would be a
     -- strided view that :view refuses
     return values:narrow(d + 1, 1, k):contiguous(), idx:narrow(d + 1, 1, k):contiguous()
+end
+
+-- The element at place k (from 1) of sort's ascending order along dim d
+-- (1-based) and its index, x's shape with 1 along d, by the CPU's
+-- selection kernel (O(n) a line; nil on a GPU, which sorts instead).
+-- median: a line holding NaN gives its last NaN, the median's rule.  The
+-- values are read back through gather when a gradient may flow.
+function M.select_place(x, d, k, median)
+    if x._c.ctx.dev_type == GPU or x._c.ndim == 0 then return nil end
+    local shape = shape_of(x)
+    shape[d] = 1
+    local values, idx = new_on("kthvalue", x, shape, x._c.dtype), new_on("kthvalue", x, shape, I64)
+    push(K.kthvalue, "kthvalue", 0, {x}, {values, idx}, nil, {d - 1, k - 1, median and 1 or 0})
+    push1(K.add_scalar, "kthvalue", idx, idx, 1)
+    if x._rg then values = x:gather(d, idx) end
+    return values, idx
 end
 
 -- ---------------------------------------------------------------- matmul
@@ -2468,6 +2497,57 @@ end
 function Tensor:scatter_add(dim, index, src, who)
     check_self("scatter_add", self)
     return scatter_add("scatter_add", self:clone(), dim, index, src, who)
+end
+
+-- scatter_(dim, index, src): self[..index[..i..]..] = src[..i..] along dim
+-- (indices from 1, as gather's); src may be a number.  One kernel writing
+-- into self (no temporaries of self's size).  Of an index given twice the
+-- last in row-major order wins on the CPU; on a GPU which one is
+-- unspecified (as Torch's).  Errors name "scatter" for both forms.
+local function scatter(self, dim, index, src)
+    local fname = "scatter"
+    if not is_tensor(index) then fail("scatter: index must be an int64 or int32 tensor, got " .. typename(index)) end
+    local idt = index._c.dtype
+    if idt ~= I64 and idt ~= I32 then
+        fail(fmt("scatter: index must be an int64 or int32 tensor of indices, got %s", DT_NAME[idt]))
+    end
+    local d = norm_dim(fname, self, dim)
+    if type(src) == "number" then
+        check_fits(fname, self._c.dtype, src)
+        -- one element, expanded over the index (stride 0): no index-sized copy
+        local one = push1(K.fill, fname, new_on(fname, self, {}, self._c.dtype), nil, src)
+        src = one:expand(shape_of(index))
+    end
+    if not is_tensor(src) then fail("scatter: src must be a tensor or a number, got " .. typename(src)) end
+    local idx = index_arg(fname, self, index)
+    -- the kernel's rule (scatter_add's), checked here so that the error
+    -- comes at the call
+    local ic, sc, yc = idx._c, src._c, self._c
+    local ok = ic.ndim == yc.ndim and sc.ndim == yc.ndim
+    for k = 0, yc.ndim - 1 do
+        if not ok then break end
+        if ic.shape[k] > sc.shape[k] or (k ~= d and ic.shape[k] > yc.shape[k]) then ok = false end
+    end
+    if not ok then
+        fail(fmt("%s: shape mismatch: src %s, index %s, out %s (index needs out's dims, no longer than src in "
+                 .. "any dim, nor than out except along dim %d)", fname, shape_str(src), shape_str(idx),
+                 shape_str(self), d + 1))
+    end
+    check_src_dtype(fname, self, src)
+    if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
+    push(K.scatter, fname, 0, {src, idx}, {self}, nil, {d, 1})
+    return self
+end
+
+function Tensor:scatter_(dim, index, src)
+    check_self("scatter_", self)
+    return scatter(self, dim, index, src)
+end
+
+-- scatter(dim, index, src): a copy of self with scatter_'s writes
+function Tensor:scatter(dim, index, src)
+    check_self("scatter", self)
+    return scatter(self:clone(), dim, index, src)
 end
 
 -- index_add_(dim, index, src): self[.., index[j], ..] += src[.., j, ..]

@@ -212,9 +212,9 @@ static const char *const CATALOGUE[] = {
     "lt_scalar", "le_scalar", "gt_scalar", "ge_scalar", "neg", "abs", "relu", "exp", "log", "sqrt",
     "tanh", "sigmoid", "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli", "gather",
-    "index_select", "scatter_add", "index_add", "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt",
+    "index_select", "scatter_add", "scatter", "index_add", "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt",
     "reciprocal", "floor", "ceil", "round", "trunc", "cumsum", "cumprod", "cumprod_backward", "sort",
-    "check_range",
+    "topk", "kthvalue", "check_range",
 };
 
 static void registry_has_every_catalogue_kernel(void) {
@@ -2189,7 +2189,7 @@ static void kernel_index_select(void) {
     END();
 }
 
-/* iparam 1 = 1: the four index kernels take indices counting from 1 (the
+/* iparam 1 = 1: the five index kernels take indices counting from 1 (the
  * Lua package's), give what base 0 gives for the indices less one, and name
  * a bad index and its dim as counted from 1; a base other than 0 or 1 fails. */
 static void kernel_index_base_one(void) {
@@ -2234,11 +2234,11 @@ static void kernel_index_base_one(void) {
         k.iparam[1] = 2;
         EXPECT_FAIL(names[kk], &k, "iparam 1 (the first index) must be 0 or 1");
     }
-    /* scatter_add and index_add into zeros of x's shape */
-    const char *adds[2] = {"scatter_add", "index_add"};
+    /* scatter_add, index_add and scatter into zeros of x's shape */
+    const char *adds[3] = {"scatter_add", "index_add", "scatter"};
     tv src = tv_new(ORDO_F32, 2, is2, L_CONTIG);
     tv_rand(&src, 1);
-    for (int kk = 0; kk < 2; kk++) {
+    for (int kk = 0; kk < 3; kk++) {
         tv a0 = tv_new(ORDO_F32, 2, xs, L_CONTIG), a1 = tv_new(ORDO_F32, 2, xs, L_CONTIG);
         memset(a0.base, 0, 12 * sizeof(float));
         memset(a1.base, 0, 12 * sizeof(float));
@@ -2246,12 +2246,12 @@ static void kernel_index_base_one(void) {
         k.in[0] = src.v;
         k.niparam = 2;
         k.iparam[0] = 0;
-        k.in[1] = idx0[kk]->v, k.out[0] = a0.v, k.iparam[1] = 0;
+        k.in[1] = idx0[kk % 2]->v, k.out[0] = a0.v, k.iparam[1] = 0;
         CHECK_EQ_LONG(call(adds[kk], &k), 0);
-        k.in[1] = idx1[kk]->v, k.out[0] = a1.v, k.iparam[1] = 1;
+        k.in[1] = idx1[kk % 2]->v, k.out[0] = a1.v, k.iparam[1] = 1;
         CHECK_EQ_LONG(call(adds[kk], &k), 0);
         CHECK(memcmp(a0.base, a1.base, 12 * sizeof(float)) == 0);
-        int64_t *first = (int64_t *)idx1[kk]->base;
+        int64_t *first = (int64_t *)idx1[kk % 2]->base;
         int64_t keep = first[0];
         first[0] = -1;
         memcpy(a0.base, a1.base, 12 * sizeof(float));
@@ -2296,7 +2296,7 @@ static int64_t lin(int nd, const int64_t *shape, const int64_t *idx) {
 
 static void kernel_scatter_add_index_add(void) {
     begin();
-    for (int which = 0; which < 2; which++)
+    for (int which = 0; which < 3; which++) /* scatter_add, index_add, scatter */
         for (int t = 0; t < 5; t++)
             for (int trial = 0; trial < 20; trial++) {
                 int dt = ALL_DT[t];
@@ -2307,7 +2307,7 @@ static void kernel_scatter_add_index_add(void) {
                 if (ys[dim] == 0) ys[dim] = 2;
                 int64_t ni = rnd(0, 7);
                 for (int d = 0; d < nd; d++) {
-                    if (which == 0) {
+                    if (which != 1) {
                         is[d] = d == dim ? rnd(0, 6) : rnd(0, ys[d]);
                         ss[d] = is[d] + rnd(0, 2);
                     } else {
@@ -2315,7 +2315,7 @@ static void kernel_scatter_add_index_add(void) {
                     }
                 }
                 tv y = tv_new(dt, nd, ys, L_ANY), src = tv_new(dt, nd, ss, L_ANY | L_BCAST);
-                tv ix = which == 0 ? tv_new(ORDO_I64, nd, is, L_ANY | L_BCAST) : tv_new(ORDO_I64, 1, &ni, L_ANY);
+                tv ix = which != 1 ? tv_new(ORDO_I64, nd, is, L_ANY | L_BCAST) : tv_new(ORDO_I64, 1, &ni, L_ANY);
                 tv_rand(&y, 0);
                 tv_rand(&src, 0);
                 for (size_t i = 0; i < ix.nbytes / 8; i++) ((int64_t *)ix.base)[i] = rnd(0, ys[dim] - 1);
@@ -2325,16 +2325,17 @@ static void kernel_scatter_add_index_add(void) {
                 if (ny)
                     do want[lin(nd, ys, idx)] = getl(&y.v, idx);
                     while (next_idx(nd, ys, idx));
-                /* reference: walk index (scatter_add) or src (index_add) in logical order */
-                const ordo_view *walk = which == 0 ? &ix.v : &src.v;
+                /* reference: walk index (scatter_add, scatter: the last of repeated
+                 * indices wins) or src (index_add) in logical order */
+                const ordo_view *walk = which != 1 ? &ix.v : &src.v;
                 memset(idx, 0, sizeof idx);
                 if (numel_of(walk))
                     do {
                         int64_t yi[8];
                         memcpy(yi, idx, sizeof yi);
-                        yi[dim] = which == 0 ? geti(&ix.v, idx) : geti(&ix.v, &idx[dim]);
+                        yi[dim] = which != 1 ? geti(&ix.v, idx) : geti(&ix.v, &idx[dim]);
                         int64_t p = lin(nd, ys, yi);
-                        want[p] = add_in(dt, want[p], getl(&src.v, idx));
+                        want[p] = which == 2 ? getl(&src.v, idx) : add_in(dt, want[p], getl(&src.v, idx));
                     } while (next_idx(nd, walk->shape, idx));
                 ordo_kernel_args k = args_n(2, 1);
                 k.in[0] = src.v;
@@ -2342,7 +2343,7 @@ static void kernel_scatter_add_index_add(void) {
                 k.out[0] = y.v;
                 k.niparam = 1;
                 k.iparam[0] = dim;
-                const char *name = which == 0 ? "scatter_add" : "index_add";
+                const char *name = which == 0 ? "scatter_add" : which == 1 ? "index_add" : "scatter";
                 CHECK_EQ_LONG(call(name, &k), 0);
                 memset(idx, 0, sizeof idx);
                 if (ny)
@@ -2357,7 +2358,7 @@ static void kernel_scatter_add_index_add(void) {
                     int64_t z[8] = {0};
                     int64_t last = numel_of(&ix.v) - 1, lz[8] = {0};
                     if (which == 1) lz[0] = last;
-                    ((int64_t *)ix.v.data)[off_of(&ix.v, which == 0 ? z : lz)] = trial % 2 ? ys[dim] : -3;
+                    ((int64_t *)ix.v.data)[off_of(&ix.v, which != 1 ? z : lz)] = trial % 2 ? ys[dim] : -3;
                     EXPECT_FAIL(name, &k, "out of range");
                     CHECK(!memcmp(before, y.base, y.nbytes));
                     free(before);
