@@ -91,34 +91,46 @@ local function io_reason(s, err)
     if err:sub(1, #s + 2) == s .. ": " then err = err:sub(#s + 3) end
     return err
 end
--- A file that opens and reads: io.open opens a directory on Linux, and only
--- its first read fails (EISDIR), so the check reads nothing once.
+-- What is at s (ordo.file_kind: looked at, not opened), or the whole
+-- message when it cannot be looked at.
+local function kind_of(s, verb)
+    local kind, why = require("ordo").file_kind(s)
+    if not kind then return nil, fmt("cannot %s %s: %s", verb, s, why) end
+    if kind == "directory" then return nil, s .. " is a directory, not a file" end
+    return kind
+end
+-- A file that can be read.  A regular one is opened and read from once (a
+-- file without read permission fails then); a FIFO, a pipe (bash's
+-- <(command), /dev/stdin) or a device is only looked at: opening a FIFO
+-- waits for a writer, and a read here would take bytes the script then
+-- never sees.
 function KINDS.file(s)
     if s == "" then return nil, "a non-empty path" end
+    local kind, msg = kind_of(s, "read")
+    if not kind then return nil, nil, msg end
+    if kind == "none" then return nil, nil, fmt("cannot read %s: No such file or directory", s) end
+    if kind == "other" then return s end
     local f, err = io.open(s, "rb")
     if not f then return nil, nil, fmt("cannot read %s: %s", s, io_reason(s, err)) end
-    local ok, rerr, code = f:read(0)
+    local ok, rerr = f:read(0)
     f:close()
-    if ok == nil and rerr then
-        return nil, nil, code == 21 and s .. " is a directory, not a file" or fmt("cannot read %s: %s", s, rerr)
-    end
+    if ok == nil and rerr then return nil, nil, fmt("cannot read %s: %s", s, rerr) end
     return s
 end
 -- A file to write at the end (a trace, saved parameters): checked now, not
 -- after the run.  Opening it to append changes no file that exists; one
--- that did not is removed again.
+-- that did not is removed again.  A FIFO or a device (/dev/null) is not
+-- opened: that would wait for a reader, and the reader would see the
+-- probe's close as the end of the data; ordo.save writes one directly.
 function KINDS.outfile(s)
     if s == "" then return nil, "a non-empty path" end
-    local f, _, code = io.open(s, "rb")
-    if f then
-        local ok, rerr, rcode = f:read(0)
-        f:close()
-        if ok == nil and rerr and rcode == 21 then return nil, nil, s .. " is a directory, not a file" end
-    end
+    local kind, msg = kind_of(s, "write")
+    if not kind then return nil, nil, msg end
+    if kind == "other" then return s end
     local w, err = io.open(s, "ab")
     if not w then return nil, nil, fmt("cannot write %s: %s", s, io_reason(s, err)) end
     w:close()
-    if not f and code == 2 then os.remove(s) end -- (ENOENT: the probe made it)
+    if kind == "none" then os.remove(s) end -- (the probe made it)
     return s
 end
 function KINDS.sizes(s, def)

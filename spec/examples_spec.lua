@@ -333,6 +333,47 @@ describe("examples", function()
         assert.is_truthy(out:find("2 steps of 2 x 8 characters", 1, true), out)
     end)
 
+    -- A FIFO (or bash's <(command), /dev/stdin) as a path: the check before
+    -- the run only looks at it; opening it there waited for its other end,
+    -- and a read check took the first 4 KiB of a --text that came through one.
+    it("a FIFO as an output or input path: not opened by the check, all its bytes reach the script", function()
+        local dir = os.tmpname()
+        os.remove(dir)
+        assert(os.execute("mkdir '" .. dir .. "' && mkfifo '" .. dir .. "/trace' '" .. dir .. "/text'") == 0)
+        -- the parameters through a FIFO to a reader: whole, and they load
+        -- (the reader is waited for; timeouts: the old check never returned)
+        local ordo = require "ordo"
+        local out, code
+        if ordo.data.fashion_mnist_available() then
+            out, code = run(("cd %s && { timeout 60 cat '%s/trace' > '%s/m.bin' & %s timeout 60 luajit "
+                .. "examples/fashion_mlp.lua --epochs 1 --limit 64 --test-limit 64 --hidden 8 --save '%s/trace'; "
+                .. "rc=$?; wait; (exit $rc); }"):format(root, dir, dir, lua_path, dir))
+            assert.are.equal(0, code, out)
+            assert.is_truthy(out:find("parameters saved to " .. dir .. "/trace", 1, true), out)
+            local nn = ordo.nn
+            nn.Sequential(nn.Linear(784, 8), nn.ReLU(), nn.Dropout(0.2), nn.Linear(8, 10)):load(dir .. "/m.bin")
+        end
+        -- dependency_dag reads its trace back: a FIFO or a device is refused
+        -- before any work (it hung, or failed decoding /dev/null's nothing)
+        for _, path in ipairs({dir .. "/trace", "/dev/null"}) do
+            out, code = run(("cd %s && %s timeout 60 luajit examples/dependency_dag.lua '%s' 16")
+                :format(root, lua_path, path))
+            assert.are.equal(2, code, out)
+            assert.is_truthy(out:find("dependency_dag: trace.json: " .. path .. " is not a regular file", 1, true), out)
+            assert.is_nil(out:find("D = 12", 1, true), out)
+        end
+        -- the text through a FIFO from a writer: every character read
+        local f = assert(io.open(root .. "/README.md", "rb"))
+        local size = #f:read("*a")
+        f:close()
+        out, code = run(("cd %s && { timeout 60 cat README.md > '%s/text' & %s timeout 60 luajit examples/char_lm.lua "
+            .. "--text '%s/text' --steps 1 --hidden 8 --sample 0; rc=$?; wait; (exit $rc); }"):format(root, dir, lua_path,
+                                                                                                     dir))
+        os.execute("rm -rf '" .. dir .. "'")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find(("%s/text, %d characters"):format(dir, size), 1, true), out)
+    end)
+
     it("the training examples reject unknown options and print --help", function()
         local out, code = run(("cd %s && %s luajit examples/fashion_mlp.lua --epoch 3")
             :format(os.getenv("PWD") or ".", lua_path))
