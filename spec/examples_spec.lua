@@ -374,6 +374,28 @@ describe("examples", function()
         assert.is_truthy(out:find(("%s/text, %d characters"):format(dir, size), 1, true), out)
     end)
 
+    -- Ctrl-C during a build stops the script (exit status 130) and removes
+    -- its temporary directory; the wait's "interrupted" was taken for a
+    -- failed build, and the script went on to the next builds.
+    it("build_graph.lua: Ctrl-C stops it, status 130, its temporary directory removed", function()
+        local tmp = os.tmpname()
+        os.remove(tmp)
+        assert(os.execute("mkdir '" .. tmp .. "'") == 0)
+        local cmd = ([[bash -c 'set -m; cd %s; TMPDIR=%s build/ordo examples/build_graph.lua > %s/out 2>&1 & p=$!;
+            for i in $(seq 400); do grep -q "== build 1" %s/out && break; sleep 0.05; done;
+            kill -INT $p; wait $p; echo "rc=$?"; sleep 1.3; ls -A %s' 2>/dev/null]]):format(root, tmp, tmp, tmp, tmp)
+        local f = io.popen(cmd)
+        local res = f:read("*a")
+        f:close()
+        local o = io.open(tmp .. "/out")
+        local out = o and o:read("*a") or ""
+        if o then o:close() end
+        os.execute("rm -rf '" .. tmp .. "'")
+        assert.is_truthy(res:find("^rc=130\nout\n$"), res .. out) -- nothing but the log left in TMPDIR
+        assert.is_truthy(out:find("interrupted", 1, true), out)
+        assert.is_nil(out:find("== build 2", 1, true), out)
+    end)
+
     it("the training examples reject unknown options and print --help", function()
         local out, code = run(("cd %s && %s luajit examples/fashion_mlp.lua --epoch 3")
             :format(os.getenv("PWD") or ".", lua_path))
