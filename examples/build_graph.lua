@@ -318,6 +318,7 @@ local function builds()
     for _, op in ipairs(skipped) do print("  skipped: " .. op.name) end
     print(fmt("  broken exists: %s; notes.txt exists: %s", tostring(exists("broken")), tostring(exists("notes.txt"))))
     local again_ok, again_err = pcall(engine.wait_for_all)
+    if not again_ok and interrupted(again_err) then error(again_err, 0) end
     print("  a second wait: " .. (again_ok and "no error (a failure is reported once)" or tostring(again_err)))
     expect(err and err:find("broken.o: command failed with exit status 1", 1, true),
            "build 4: unexpected error " .. tostring(err))
