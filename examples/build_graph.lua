@@ -191,6 +191,8 @@ end
 -- ---------------------------------------------------------------- the project
 
 local keep = opt.dir ~= nil
+-- (a name that starts with '-', given after `--`, as a path: `cd -x` is an option)
+if keep and opt.dir:sub(1, 1) == "-" then opt.dir = "./" .. opt.dir end
 local dir = keep and opt.dir or run("mktemp -d \"${TMPDIR:-/tmp}/ordo_build.XXXXXX\""):gsub("%s+$", "")
 if dir == "" then cli.die("build_graph", "cannot make a temporary directory") end
 if keep then

@@ -17,7 +17,8 @@
 -- choices), path (a non-empty string), file (a file that can be read),
 -- outfile (a file that can be written), sizes (comma-separated integers
 -- >= 1; n = k asks for exactly k).
--- `--flag value` and `--flag=value` both work.
+-- `--flag value` and `--flag=value` both work; `--` ends the options (a
+-- value after it may start with '-').
 --
 -- -h or --help anywhere prints the script's head comment (its usage line
 -- and options) and exits 0.  An unknown option, a missing or bad value, or
@@ -170,12 +171,14 @@ function M.parse(argv, spec)
         o[d[2]] = d[4]
     end
     for _, d in ipairs(positional) do o[d[1]] = d[3] end
-    local npos, i = 0, 1
+    local npos, i, only_values = 0, 1, false
     while i <= #argv do
         local a = argv[i]
         local flag, inline = a:match("^(%-%-[^=]+)=(.*)$")
-        local d = by_flag[flag or a]
-        if d then
+        local d = not only_values and by_flag[flag or a]
+        if a == "--" and not only_values then
+            only_values = true -- (getopt's rule: what follows is values, `-- -odd-name`)
+        elseif d then
             local v = inline
             if v == nil then
                 i = i + 1
@@ -186,7 +189,7 @@ function M.parse(argv, spec)
                 end
             end
             o[d[2]] = convert(name, d[1], d, d[3], v)
-        elseif a:match("^%-") and not (npos < #positional and tonumber(a)) then
+        elseif a:match("^%-") and not only_values and not (npos < #positional and tonumber(a)) then
             -- (a negative number is a positional value, for its own message)
             die(name, fmt("unknown option %s (see --help)", a))
         elseif npos < #positional then

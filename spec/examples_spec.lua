@@ -274,6 +274,9 @@ describe("examples", function()
             {"linear_regression.lua", "10 4 -1", "linear_regression: steps must be an integer >= 1, got -1"},
             {"linear_regression.lua", "10 abc", "linear_regression: d must be an integer >= 1, got abc"},
             {"linear_regression.lua", "10 4 2 7", "linear_regression: unexpected argument 7"},
+            -- `--` ends the options: what follows is values
+            {"fashion_mlp.lua", "-- --epochs 2", "fashion_mlp: unexpected argument --epochs (see --help)"},
+            {"linear_regression.lua", "-- -3", "linear_regression: n must be an integer >= 1, got -3"},
         }
         for _, c in ipairs(cases) do
             local out, code, left = in_empty_dir(c[1], c[2])
@@ -323,6 +326,11 @@ describe("examples", function()
         assert.is_truthy(out:find("after 2 steps", 1, true), out)
         assert.is_truthy(out:find("did not converge", 1, true), out)
         assert.are.equal("linear_regression.trace.json\n", left)
+        -- a directory whose name starts with '-', after `--`
+        out, code, left = in_empty_dir("build_graph.lua", "-- -odd")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("kept ./-odd\nbuild_graph: all checks passed", 1, true), out)
+        assert.are.equal("-odd\n", left)
         out, code, left = in_empty_dir("dependency_dag.lua", "dag.json 16")
         assert.are.equal(0, code, out)
         assert.is_truthy(out:find("D = 12\n", 1, true), out)
