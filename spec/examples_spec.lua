@@ -273,7 +273,11 @@ describe("examples", function()
             {"linear_regression.lua", "0 4 2", "linear_regression: n must be an integer >= 1, got 0"},
             {"linear_regression.lua", "10 4 -1", "linear_regression: steps must be an integer >= 1, got -1"},
             {"linear_regression.lua", "10 abc", "linear_regression: d must be an integer >= 1, got abc"},
-            {"linear_regression.lua", "10 4 2 7", "linear_regression: unexpected argument 7"},
+            {"linear_regression.lua", "10 4 2 t.json 7", "linear_regression: unexpected argument 7"},
+            -- the trace's path, checked before the run (it failed after it)
+            {"linear_regression.lua", "10 4 2 /tmp", "linear_regression: trace.json: /tmp is a directory, not a file"},
+            {"linear_regression.lua", "10 4 2 /nonexistent/t.json",
+             "linear_regression: trace.json: cannot write /nonexistent/t.json: No such file or directory"},
             -- `--` ends the options: what follows is values
             {"fashion_mlp.lua", "-- --epochs 2", "fashion_mlp: unexpected argument --epochs (see --help)"},
             {"linear_regression.lua", "-- -3", "linear_regression: n must be an integer >= 1, got -3"},
@@ -326,6 +330,10 @@ describe("examples", function()
         assert.is_truthy(out:find("after 2 steps", 1, true), out)
         assert.is_truthy(out:find("did not converge", 1, true), out)
         assert.are.equal("linear_regression.trace.json\n", left)
+        out, code, left = in_empty_dir("linear_regression.lua", "2000 4 100 lr.json")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("trace: lr.json", 1, true), out)
+        assert.are.equal("lr.json\n", left)
         -- a directory whose name starts with '-', after `--`
         out, code, left = in_empty_dir("build_graph.lua", "-- -odd")
         assert.are.equal(0, code, out)
