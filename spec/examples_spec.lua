@@ -412,6 +412,41 @@ describe("examples", function()
         assert.is_nil(out:find("== build 2", 1, true), out)
     end)
 
+    -- --checkpoint: Ctrl-C after an epoch, the same command again goes on
+    -- from the next epoch; other options than the checkpoint's are refused.
+    it("fashion_mlp.lua --checkpoint: stopped by Ctrl-C, run again, it resumes after the last epoch saved", function()
+        if not require("ordo").data.fashion_mnist_available() then
+            pending("the dataset-fashion-mnist package is not installed (scripts/deps.sh installs it)")
+            return
+        end
+        local tmp = os.tmpname()
+        os.remove(tmp)
+        assert(os.execute("mkdir '" .. tmp .. "'") == 0)
+        local args = ("--epochs 3 --limit 10000 --batch 1 --hidden 8 --test-limit 100 --checkpoint %s/ck"):format(tmp)
+        local f = io.popen(([[bash -c 'set -m; cd %s; build/ordo examples/fashion_mlp.lua %s > %s/out 2>&1 & p=$!;
+            for i in $(seq 1200); do grep -q "^epoch  1 " %s/out && break; sleep 0.05; done;
+            kill -INT $p; wait $p; echo "rc=$?"; ls %s' 2>/dev/null]]):format(root, args, tmp, tmp, tmp))
+        local res = f:read("*a")
+        f:close()
+        local o = io.open(tmp .. "/out")
+        local out1 = o and o:read("*a") or ""
+        if o then o:close() end
+        local out2, code2 = run(("cd %s && %s luajit examples/fashion_mlp.lua %s"):format(root, lua_path, args))
+        local out3, code3 = run(("cd %s && %s luajit examples/fashion_mlp.lua %s --hidden 4"):format(root, lua_path, args))
+        os.execute("rm -rf '" .. tmp .. "'")
+        assert.are.equal("rc=130\nck\nck.adam\nck.sched\nout\n", res, out1) -- (no .tmp file left)
+        assert.is_nil(out1:find("epoch  3 ", 1, true), out1)
+        local done = tonumber(out2:match("resuming from [^\n]*/ck: (%d) of 3 epochs done"))
+        assert.are.equal(0, code2, out2)
+        assert.is_true(done == 1 or done == 2, out2)
+        assert.is_nil(out2:find("epoch  " .. done .. " ", 1, true), out2)
+        assert.is_truthy(out2:find("epoch  3 ", 1, true), out2)
+        assert.is_truthy(out2:find("final test accuracy [%d.]+%% after 3 epochs"), out2)
+        assert.are.equal(2, code3, out3)
+        assert.is_truthy(out3:find("fashion_mlp: --checkpoint: cannot resume from " .. tmp .. "/ck (same options?): ",
+                                   1, true), out3)
+    end)
+
     it("the training examples reject unknown options and print --help", function()
         local out, code = run(("cd %s && %s luajit examples/fashion_mlp.lua --epoch 3")
             :format(os.getenv("PWD") or ".", lua_path))
