@@ -53,6 +53,10 @@ end
 -- model(opt) (returns the module on the CPU).
 return function(spec)
     local opt = parse_args(spec, arg or {})
+    if opt.checkpoint and ordo.file_kind(opt.checkpoint) == "other" then
+        cli.die(spec.name, string.format("--checkpoint: %s is not a regular file (a run reads it back)",
+                                         opt.checkpoint))
+    end
     local device = cli.device(spec.name, opt.device)
     ordo.manual_seed(opt.seed)
 

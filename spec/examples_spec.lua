@@ -244,6 +244,8 @@ describe("examples", function()
              "fashion_mlp: --save: cannot write /nonexistent/dir/m.bin: No such file or directory"},
             {"fashion_mlp.lua", "--save /tmp", "fashion_mlp: --save: /tmp is a directory, not a file"},
             {"fashion_mlp.lua", "--epoch 3", "fashion_mlp: unknown option --epoch (see --help)"},
+            {"fashion_mlp.lua", "--checkpoint /dev/null", "fashion_mlp: --checkpoint: /dev/null is not a regular file"},
+            {"fashion_cnn.lua", "--checkpoint /tmp", "fashion_cnn: --checkpoint: /tmp is a directory, not a file"},
             {"fashion_mlp.lua", "extra", "fashion_mlp: unexpected argument extra"},
             {"fashion_cnn.lua", "--width 16", "fashion_cnn: --width must be 2 comma-separated integers >= 1"},
             {"fashion_cnn.lua", "--device gpu0", "fashion_cnn: --device must be cpu or gpu, got gpu0"},
