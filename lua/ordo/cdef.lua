@@ -177,6 +177,14 @@ if not ok then
     error("ordo: cannot load the native library " .. path .. ": " .. tostring(lib) ..
           "\n(build it with `make` in the checkout, or point ORDO_LIB at libordo.so)", 0)
 end
+-- Held for the life of the Lua state: LuaJIT unloads (dlclose) a library
+-- whose namespace is collected, and the finalizers of tensors, vars and
+-- engines (ffi.gc) call into it.  A program that drops the package
+-- (package.loaded.ordo = nil, as busted does between spec files) made both
+-- garbage in the same cycle, and a finalizer run after the unload jumped
+-- into unmapped code (a segfault at exit).  lua_close runs cdata
+-- finalizers before unloading libraries.
+debug.getregistry()["ordo: " .. path] = lib
 
 -- The structs above are copies of the C headers: a copy that drifted from
 -- the library would corrupt memory, so check them now.
@@ -230,6 +238,7 @@ local function zlib()
         l = l2
     end
     zlib_lib = l
+    debug.getregistry()["ordo: zlib"] = l -- (as libordo above: gzip handles' finalizers call it)
     return l
 end
 
