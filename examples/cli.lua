@@ -119,19 +119,25 @@ function KINDS.file(s)
     return s
 end
 -- A file to write at the end (a trace, saved parameters): checked now, not
--- after the run.  Opening it to append changes no file that exists; one
--- that did not is removed again.  A FIFO or a device (/dev/null) is not
--- opened: that would wait for a reader, and the reader would see the
--- probe's close as the end of the data; ordo.save writes one directly.
+-- after the run.  Opening a file that exists to append changes nothing.
+-- Where nothing is yet, the probe makes and removes PATH.tmp (the name
+-- ordo.save writes first): opening PATH itself would follow a dangling
+-- symbolic link and make the file it names, and the remove would then
+-- delete the link.  A FIFO or a device (/dev/null) is not opened: that
+-- would wait for a reader, and the reader would see the probe's close as
+-- the end of the data; ordo.save writes one directly.
 function KINDS.outfile(s)
     if s == "" then return nil, "a non-empty path" end
     local kind, msg = kind_of(s, "write")
     if not kind then return nil, nil, msg end
     if kind == "other" then return s end
-    local w, err = io.open(s, "ab")
-    if not w then return nil, nil, fmt("cannot write %s: %s", s, io_reason(s, err)) end
+    local probe = kind == "none" and s .. ".tmp" or s
+    -- (a stale PATH.tmp: the save replaces it)
+    if kind == "none" and require("ordo").file_kind(probe) ~= "none" then return s end
+    local w, err = io.open(probe, "ab")
+    if not w then return nil, nil, fmt("cannot write %s: %s", s, io_reason(probe, err)) end
     w:close()
-    if kind == "none" then os.remove(s) end -- (the probe made it)
+    if kind == "none" then os.remove(probe) end -- (the probe made it)
     return s
 end
 function KINDS.sizes(s, def)

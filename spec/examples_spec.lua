@@ -380,6 +380,17 @@ describe("examples", function()
             assert.is_truthy(out:find("dependency_dag: trace.json: " .. path .. " is not a regular file", 1, true), out)
             assert.is_nil(out:find("D = 12", 1, true), out)
         end
+        -- a dangling symbolic link as --save: the check leaves it as it was
+        -- (it made the file the link names, then removed the link)
+        assert(os.execute("ln -s target '" .. dir .. "/link'") == 0)
+        out, code = run(("cd %s && %s luajit examples/fashion_mlp.lua --save '%s/link' --bogus"):format(root, lua_path,
+                                                                                                      dir))
+        assert.are.equal(2, code, out)
+        local ls = io.popen("ls -A '" .. dir .. "'")
+        local left = ls:read("*a")
+        ls:close()
+        assert.is_truthy(left:find("^link\n"), left)
+        assert.is_nil(left:find("target", 1, true), left)
         -- the text through a FIFO from a writer: every character read
         local f = assert(io.open(root .. "/README.md", "rb"))
         local size = #f:read("*a")
