@@ -6,7 +6,15 @@
 -- (share/ordo/lua/ordo/ -> ../../../../lib/).
 local ffi = require "ffi"
 
-ffi.cdef [[
+-- Loaded a second time (package.loaded.ordo = nil, then require "ordo":
+-- a reload in the REPL), the declarations are there already, and a type
+-- declared again is an error ("attempt to redefine"): each is made once.
+local declared = pcall(ffi.typeof, "ordo_ctx")
+local function cdef(decls)
+    if not declared then ffi.cdef(decls) end
+end
+
+cdef [[
 /* ---- ordo.h ---- */
 typedef struct { int dev_type; int dev_id; } ordo_ctx;
 typedef struct ordo_engine ordo_engine;
@@ -131,7 +139,7 @@ void  ordo_tensor_free_str(char *s);
 ]]
 
 -- ---- ordo_shell.h: shell commands as async ops (ordo.engine.shell) ----
-ffi.cdef [[
+cdef [[
 int ordo_push_shell(ordo_engine *e, const char *cmd, ordo_var *const *reads, int nreads,
                     ordo_var *const *writes, int nwrites, const char *name);
 int ordo_shell_running(void);
@@ -202,7 +210,7 @@ end
 -- that declares clock_gettime with its own timespec type still works with
 -- this one (void *); ordo.progress casts it to its own pointer type.
 -- Handles are `struct gzFile_s *` without zlib's typedef for the same reason.
-ffi.cdef [[
+cdef [[
 typedef struct ordo_timespec { long tv_sec; long tv_nsec; } ordo_timespec;
 int clock_gettime(int clk, void *ts);
 int nanosleep(const void *req, void *rem);
