@@ -87,6 +87,7 @@ return function(spec)
             adam:load(ck .. ".adam")
             schedule:load(ck .. ".sched")
         end)
+        if not ok and tostring(err):find("interrupted!?$") then error(err, 0) end -- (Ctrl-C: not a bad file)
         if not ok then
             cli.die(spec.name, string.format("--checkpoint: cannot resume from %s (same options?): %s", ck,
                                              (tostring(err):gsub("^[^\n]-:%d+: ", ""))))
