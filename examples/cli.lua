@@ -215,6 +215,10 @@ end
 -- 2, before any work), not a traceback from deep in the script.
 function M.device(name, choice)
     local ordo = require "ordo"
+    -- so is an engine that cannot start (a bad ORDO_ENGINE_TYPE...), named
+    -- here rather than by the first op that needed it
+    local started, why = pcall(ordo.engine.config)
+    if not started then die(name, (tostring(why):gsub("^[^\n]-:%d+: ", ""):gsub("^ordo%.engine: ", ""))) end
     if choice ~= "gpu" then return ordo.cpu(0) end
     local ok, d = pcall(ordo.gpu, 0)
     if not ok then die(name, "--device gpu: " .. (tostring(d):gsub("^[^\n]-:%d+: ", ""))) end

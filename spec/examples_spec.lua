@@ -326,6 +326,18 @@ describe("examples", function()
         end
     end)
 
+    it("an engine that cannot start (a bad ORDO_* setting): one line naming it, exit 2, before any work", function()
+        for _, script in ipairs({"fashion_mlp", "fashion_cnn", "fashion_autoencoder", "char_lm"}) do
+            local out, code, left = in_empty_dir(script .. ".lua", "", "env ORDO_ENGINE_TYPE=bogus ")
+            local what = script .. " with ORDO_ENGINE_TYPE=bogus:\n" .. out
+            assert.are.equal(2, code, what)
+            assert.is_truthy(out:find(script .. ": cannot start the default engine: ordo_engine_create: " ..
+                                      "ORDO_ENGINE_TYPE=bogus: expected naive, pooled or perdevice", 1, true), what)
+            assert.matches("^[^\n]*\n$", (out:gsub("exit=%d+%s*$", "")), what)
+            assert.are.equal("", left, what .. " wrote files")
+        end
+    end)
+
     it("tiny runs of the fast examples still work with checked values", function()
         local out, code, left = in_empty_dir("linear_regression.lua", "64 4 2")
         assert.are.equal(1, code, out) -- two steps do not converge: exit 1, said so
