@@ -122,6 +122,10 @@ function Make:plan(goal)
     return plan
 end
 
+-- Ctrl-C's error: "interrupted" under the launcher, "interrupted!" under
+-- plain luajit, at the end of the message.
+local function interrupted(err) return tostring(err):find("interrupted!?$") ~= nil end
+
 -- Pushes the out-of-date rules of goal and waits for them with the profiler
 -- on.  Returns the trace's ops, the wait's error (nil if none) and the plan.
 function Make:build(goal)
@@ -143,6 +147,8 @@ function Make:build(goal)
     -- failure not yet reported (rule 5).
     local ok, err = pcall(engine.wait_for_all)
     profiler.stop()
+    -- Ctrl-C in the wait is not a failed build: it stops the script
+    if not ok and interrupted(err) then error(err, 0) end
     -- (the message without the "file:line:" of the pcall'ed call)
     return trace.capture(), (not ok) and (tostring(err):gsub("^[^\n]-:%d+: ", "")) or nil, plan
 end
@@ -185,6 +191,8 @@ end
 -- ---------------------------------------------------------------- the project
 
 local keep = opt.dir ~= nil
+-- (a name that starts with '-', given after `--`, as a path: `cd -x` is an option)
+if keep and opt.dir:sub(1, 1) == "-" then opt.dir = "./" .. opt.dir end
 local dir = keep and opt.dir or run("mktemp -d \"${TMPDIR:-/tmp}/ordo_build.XXXXXX\""):gsub("%s+$", "")
 if dir == "" then cli.die("build_graph", "cannot make a temporary directory") end
 if keep then
@@ -260,60 +268,71 @@ local cfg = engine.config()
 print(fmt("engine: %s, %d cpu workers%s", cfg.kind, cfg.cpu_workers,
           cfg.kind == "naive" and " (naive: each command runs inside its push, one at a time)" or ""))
 local status = 0
-local function expect(cond, what)
-    if not cond then
-        io.stderr:write("build_graph: " .. what .. "\n")
-        status = 1
+-- The four builds; a Ctrl-C stops them (below: the temporary directory
+-- goes, then the interruption goes on to the launcher, exit status 130).
+local function builds()
+    local function expect(cond, what)
+        if not cond then
+            io.stderr:write("build_graph: " .. what .. "\n")
+            status = 1
+        end
     end
+
+    -- ---- 1. a full build
+    print()
+    print("== build 1: make all (nothing built yet)")
+    local ops, err, plan = make:build("all")
+    expect(err == nil, "build 1 failed: " .. tostring(err))
+    timeline(ops)
+    local o_sleep = show_overlap(ops, "docs.txt", "lint.txt")
+    show_overlap(ops, "main.o", "greet.o")
+    local s_sleep = trace.stats(trace.select(ops, {["docs.txt"] = true, ["lint.txt"] = true}))
+    print(fmt("  the two 1 s commands finished %.3f s after the first started: %s", s_sleep.wall / 1e6,
+              o_sleep and o_sleep > 0.5e6 and "they ran in parallel" or "they did NOT run in parallel"))
+    print("  out.txt: " .. (read("out.txt") or "(missing)"):gsub("\n$", ""))
+    expect(read("out.txt") == "app 1.0: Hello, ordo!\n", "out.txt is wrong: " .. tostring(read("out.txt")))
+    expect(#plan == 7, "build 1 ran " .. #plan .. " commands, expected 7")
+
+    -- ---- 2. nothing changed
+    print()
+    print("== build 2: make all again (nothing changed)")
+    ops, err, plan = make:build("all")
+    print("  commands run: " .. (#plan > 0 and ran(plan) or "none"))
+    expect(#plan == 0 and err == nil, "build 2 ran " .. ran(plan))
+
+    -- ---- 3. one source changed
+    print()
+    print("== build 3: touch greet.c; make all (only what depends on greet.c)")
+    run(fmt("touch %s/greet.c", sh_quote(dir)))
+    ops, err, plan = make:build("all")
+    expect(err == nil, "build 3 failed: " .. tostring(err))
+    timeline(ops)
+    print("  commands run: " .. ran(plan))
+    expect(ran(plan) == "greet.o app out.txt lint.txt", "build 3 ran " .. ran(plan))
+
+    -- ---- 4. a failing command
+    print()
+    print("== build 4: make failing (broken.c does not compile; the compiler's message is expected)")
+    ops, err, plan = make:build("failing")
+    print("  the wait raised: " .. tostring(err))
+    timeline(ops)
+    local skipped = trace.select(ops, function(op) return op.status == "skipped" end)
+    for _, op in ipairs(skipped) do print("  skipped: " .. op.name) end
+    print(fmt("  broken exists: %s; notes.txt exists: %s", tostring(exists("broken")), tostring(exists("notes.txt"))))
+    local again_ok, again_err = pcall(engine.wait_for_all)
+    if not again_ok and interrupted(again_err) then error(again_err, 0) end
+    print("  a second wait: " .. (again_ok and "no error (a failure is reported once)" or tostring(again_err)))
+    expect(err and err:find("broken.o: command failed with exit status 1", 1, true),
+           "build 4: unexpected error " .. tostring(err))
+    expect(#skipped == 1 and skipped[1].name == "broken", "build 4: 'broken' was not skipped")
+    expect(not exists("broken") and exists("notes.txt"), "build 4: wrong files")
+    expect(again_ok, "build 4: the failure was reported twice")
 end
-
--- ---- 1. a full build
-print()
-print("== build 1: make all (nothing built yet)")
-local ops, err, plan = make:build("all")
-expect(err == nil, "build 1 failed: " .. tostring(err))
-timeline(ops)
-local o_sleep = show_overlap(ops, "docs.txt", "lint.txt")
-show_overlap(ops, "main.o", "greet.o")
-local s_sleep = trace.stats(trace.select(ops, {["docs.txt"] = true, ["lint.txt"] = true}))
-print(fmt("  the two 1 s commands finished %.3f s after the first started: %s", s_sleep.wall / 1e6,
-          o_sleep and o_sleep > 0.5e6 and "they ran in parallel" or "they did NOT run in parallel"))
-print("  out.txt: " .. (read("out.txt") or "(missing)"):gsub("\n$", ""))
-expect(read("out.txt") == "app 1.0: Hello, ordo!\n", "out.txt is wrong: " .. tostring(read("out.txt")))
-expect(#plan == 7, "build 1 ran " .. #plan .. " commands, expected 7")
-
--- ---- 2. nothing changed
-print()
-print("== build 2: make all again (nothing changed)")
-ops, err, plan = make:build("all")
-print("  commands run: " .. (#plan > 0 and ran(plan) or "none"))
-expect(#plan == 0 and err == nil, "build 2 ran " .. ran(plan))
-
--- ---- 3. one source changed
-print()
-print("== build 3: touch greet.c; make all (only what depends on greet.c)")
-run(fmt("touch %s/greet.c", sh_quote(dir)))
-ops, err, plan = make:build("all")
-expect(err == nil, "build 3 failed: " .. tostring(err))
-timeline(ops)
-print("  commands run: " .. ran(plan))
-expect(ran(plan) == "greet.o app out.txt lint.txt", "build 3 ran " .. ran(plan))
-
--- ---- 4. a failing command
-print()
-print("== build 4: make failing (broken.c does not compile; the compiler's message is expected)")
-ops, err, plan = make:build("failing")
-print("  the wait raised: " .. tostring(err))
-timeline(ops)
-local skipped = trace.select(ops, function(op) return op.status == "skipped" end)
-for _, op in ipairs(skipped) do print("  skipped: " .. op.name) end
-print(fmt("  broken exists: %s; notes.txt exists: %s", tostring(exists("broken")), tostring(exists("notes.txt"))))
-local again_ok, again_err = pcall(engine.wait_for_all)
-print("  a second wait: " .. (again_ok and "no error (a failure is reported once)" or tostring(again_err)))
-expect(err and err:find("broken.o: command failed with exit status 1", 1, true), "build 4: unexpected error " .. tostring(err))
-expect(#skipped == 1 and skipped[1].name == "broken", "build 4: 'broken' was not skipped")
-expect(not exists("broken") and exists("notes.txt"), "build 4: wrong files")
-expect(again_ok, "build 4: the failure was reported twice")
+local done, stopped = pcall(builds)
+if not done then
+    if not keep then run("rm -rf " .. sh_quote(dir)) end
+    error(stopped, 0)
+end
 
 print()
 if keep then

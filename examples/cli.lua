@@ -17,7 +17,8 @@
 -- choices), path (a non-empty string), file (a file that can be read),
 -- outfile (a file that can be written), sizes (comma-separated integers
 -- >= 1; n = k asks for exactly k).
--- `--flag value` and `--flag=value` both work.
+-- `--flag value` and `--flag=value` both work; `--` ends the options (a
+-- value after it may start with '-').
 --
 -- -h or --help anywhere prints the script's head comment (its usage line
 -- and options) and exits 0.  An unknown option, a missing or bad value, or
@@ -91,34 +92,52 @@ local function io_reason(s, err)
     if err:sub(1, #s + 2) == s .. ": " then err = err:sub(#s + 3) end
     return err
 end
--- A file that opens and reads: io.open opens a directory on Linux, and only
--- its first read fails (EISDIR), so the check reads nothing once.
+-- What is at s (ordo.file_kind: looked at, not opened), or the whole
+-- message when it cannot be looked at.
+local function kind_of(s, verb)
+    local kind, why = require("ordo").file_kind(s)
+    if not kind then return nil, fmt("cannot %s %s: %s", verb, s, why) end
+    if kind == "directory" then return nil, s .. " is a directory, not a file" end
+    return kind
+end
+-- A file that can be read.  A regular one is opened and read from once (a
+-- file without read permission fails then); a FIFO, a pipe (bash's
+-- <(command), /dev/stdin) or a device is only looked at: opening a FIFO
+-- waits for a writer, and a read here would take bytes the script then
+-- never sees.
 function KINDS.file(s)
     if s == "" then return nil, "a non-empty path" end
+    local kind, msg = kind_of(s, "read")
+    if not kind then return nil, nil, msg end
+    if kind == "none" then return nil, nil, fmt("cannot read %s: No such file or directory", s) end
+    if kind == "other" then return s end
     local f, err = io.open(s, "rb")
     if not f then return nil, nil, fmt("cannot read %s: %s", s, io_reason(s, err)) end
-    local ok, rerr, code = f:read(0)
+    local ok, rerr = f:read(0)
     f:close()
-    if ok == nil and rerr then
-        return nil, nil, code == 21 and s .. " is a directory, not a file" or fmt("cannot read %s: %s", s, rerr)
-    end
+    if ok == nil and rerr then return nil, nil, fmt("cannot read %s: %s", s, rerr) end
     return s
 end
 -- A file to write at the end (a trace, saved parameters): checked now, not
--- after the run.  Opening it to append changes no file that exists; one
--- that did not is removed again.
+-- after the run.  Opening a file that exists to append changes nothing.
+-- Where nothing is yet, the probe makes and removes PATH.tmp (the name
+-- ordo.save writes first): opening PATH itself would follow a dangling
+-- symbolic link and make the file it names, and the remove would then
+-- delete the link.  A FIFO or a device (/dev/null) is not opened: that
+-- would wait for a reader, and the reader would see the probe's close as
+-- the end of the data; ordo.save writes one directly.
 function KINDS.outfile(s)
     if s == "" then return nil, "a non-empty path" end
-    local f, _, code = io.open(s, "rb")
-    if f then
-        local ok, rerr, rcode = f:read(0)
-        f:close()
-        if ok == nil and rerr and rcode == 21 then return nil, nil, s .. " is a directory, not a file" end
-    end
-    local w, err = io.open(s, "ab")
-    if not w then return nil, nil, fmt("cannot write %s: %s", s, io_reason(s, err)) end
+    local kind, msg = kind_of(s, "write")
+    if not kind then return nil, nil, msg end
+    if kind == "other" then return s end
+    local probe = kind == "none" and s .. ".tmp" or s
+    -- (a stale PATH.tmp: the save replaces it)
+    if kind == "none" and require("ordo").file_kind(probe) ~= "none" then return s end
+    local w, err = io.open(probe, "ab")
+    if not w then return nil, nil, fmt("cannot write %s: %s", s, io_reason(probe, err)) end
     w:close()
-    if not f and code == 2 then os.remove(s) end -- (ENOENT: the probe made it)
+    if kind == "none" then os.remove(probe) end -- (the probe made it)
     return s
 end
 function KINDS.sizes(s, def)
@@ -158,12 +177,14 @@ function M.parse(argv, spec)
         o[d[2]] = d[4]
     end
     for _, d in ipairs(positional) do o[d[1]] = d[3] end
-    local npos, i = 0, 1
+    local npos, i, only_values = 0, 1, false
     while i <= #argv do
         local a = argv[i]
         local flag, inline = a:match("^(%-%-[^=]+)=(.*)$")
-        local d = by_flag[flag or a]
-        if d then
+        local d = not only_values and by_flag[flag or a]
+        if a == "--" and not only_values then
+            only_values = true -- (getopt's rule: what follows is values, `-- -odd-name`)
+        elseif d then
             local v = inline
             if v == nil then
                 i = i + 1
@@ -174,7 +195,7 @@ function M.parse(argv, spec)
                 end
             end
             o[d[2]] = convert(name, d[1], d, d[3], v)
-        elseif a:match("^%-") and not (npos < #positional and tonumber(a)) then
+        elseif a:match("^%-") and not only_values and not (npos < #positional and tonumber(a)) then
             -- (a negative number is a positional value, for its own message)
             die(name, fmt("unknown option %s (see --help)", a))
         elseif npos < #positional then
@@ -194,6 +215,10 @@ end
 -- 2, before any work), not a traceback from deep in the script.
 function M.device(name, choice)
     local ordo = require "ordo"
+    -- so is an engine that cannot start (a bad ORDO_ENGINE_TYPE...), named
+    -- here rather than by the first op that needed it
+    local started, why = pcall(ordo.engine.config)
+    if not started then die(name, (tostring(why):gsub("^[^\n]-:%d+: ", ""):gsub("^ordo%.engine: ", ""))) end
     if choice ~= "gpu" then return ordo.cpu(0) end
     local ok, d = pcall(ordo.gpu, 0)
     if not ok then die(name, "--device gpu: " .. (tostring(d):gsub("^[^\n]-:%d+: ", ""))) end

@@ -34,8 +34,14 @@ local opt = cli.parse(arg, {
     positional = {{"trace.json", "outfile", "/tmp/ordo_dag_trace.json"}, {"n", "count", 1024}},
 })
 local trace_path, n = opt["trace.json"], opt.n
-
 local fmt = string.format
+-- the trace is read back at the end: a FIFO or a device (/dev/null) would
+-- give back nothing (or hang), after all the work
+if ordo.file_kind(trace_path) == "other" then
+    cli.die("dependency_dag", fmt("trace.json: %s is not a regular file (the script reads its trace back)",
+                                  trace_path))
+end
+
 local function ms(us) return us / 1000 end
 
 -- ---------------------------------------------------------------- 1. A, B, C, D

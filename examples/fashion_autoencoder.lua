@@ -124,7 +124,8 @@ end
 print(fmt("final test reconstruction error %.4f, %.1fx %s the mean image's %.4f", err,
           err <= baseline and baseline / err or err / baseline, err <= baseline and "below" or "above", baseline))
 
--- Images in text: one character per 2x2 pixels, darker for more ink.
+-- Images in text: one character per two pixels, one above the other (14
+-- lines of 28: a character is about twice as tall as wide), darker for more ink.
 local SHADES = {" ", ".", ":", "-", "=", "+", "*", "#", "%", "@"}
 local function draw(img) -- 28 x 28 table
     local rows = {}

@@ -15,6 +15,8 @@
 --   --test-limit N   evaluate on the first N test images only
 --   --device D       cpu (default) or gpu
 --   --save PATH      write the trained parameters to PATH
+--   --checkpoint P   save the run after every epoch (P, P.adam, P.sched);
+--                    run again with the same options, it goes on from there
 --   --seed N         the engine RNG's seed (default 1): same seed, same run
 --
 -- The training loop is in fashion_train.lua, beside this file.

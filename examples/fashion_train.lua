@@ -42,6 +42,7 @@ local function parse_args(spec, argv)
             {"--test-limit", "test_limit", "count"},
             {"--device", "device", "choice", "cpu", choices = {"cpu", "gpu"}},
             {"--save", "save", "outfile"},
+            {"--checkpoint", "checkpoint", "outfile"},
             {"--seed", "seed", "seed", 1},
         },
     })
@@ -52,6 +53,10 @@ end
 -- model(opt) (returns the module on the CPU).
 return function(spec)
     local opt = parse_args(spec, arg or {})
+    if opt.checkpoint and ordo.file_kind(opt.checkpoint) == "other" then
+        cli.die(spec.name, string.format("--checkpoint: %s is not a regular file (a run reads it back)",
+                                         opt.checkpoint))
+    end
     local device = cli.device(spec.name, opt.device)
     ordo.manual_seed(opt.seed)
 
@@ -69,11 +74,33 @@ return function(spec)
                         spec.title, train_x:size(1), test_x:size(1), model:num_parameters(), opt.batch, opt.lr,
                         tostring(device)))
 
+    -- --checkpoint PATH: the parameters (PATH), Adam's state (PATH.adam) and
+    -- the schedule (PATH.sched, which counts the epochs done) are saved after
+    -- every epoch, each file whole or not at all; started again with the same
+    -- options (after a Ctrl-C, a crash), the run goes on from the last epoch
+    -- saved.  (The batches' order is drawn anew: close to, not bit for bit,
+    -- the run that was not stopped.)
+    local ck, first_epoch = opt.checkpoint, 1
+    if ck and ordo.file_kind(ck) == "file" then
+        local ok, err = pcall(function()
+            model:load(ck)
+            adam:load(ck .. ".adam")
+            schedule:load(ck .. ".sched")
+        end)
+        if not ok and tostring(err):find("interrupted!?$") then error(err, 0) end -- (Ctrl-C: not a bad file)
+        if not ok then
+            cli.die(spec.name, string.format("--checkpoint: cannot resume from %s (same options?): %s", ck,
+                                             (tostring(err):gsub("^[^\n]-:%d+: ", ""))))
+        end
+        first_epoch = schedule:state_dict().epoch + 1
+        print(string.format("resuming from %s: %d of %d epochs done", ck, first_epoch - 1, opt.epochs))
+    end
+
     local wall = ordo.progress.now -- seconds, monotonic
     local loader = data.loader(train_x, train_y, {batch_size = opt.batch, shuffle = true})
     local total_start = wall()
     local acc
-    for epoch = 1, opt.epochs do
+    for epoch = first_epoch, opt.epochs do
         local start = wall()
         local bar = ordo.progress.bar({total = loader:num_batches(),
                                        label = string.format("epoch %d/%d", epoch, opt.epochs)})
@@ -96,7 +123,13 @@ return function(spec)
         print(string.format("epoch %2d  loss %.4f  test accuracy %.2f%%  %.1f s  (%.0f images/s)", epoch, mean_loss,
                             100 * acc, secs, train_x:size(1) / secs))
         schedule:step()
+        if ck then -- (the schedule last: it says which epochs are done)
+            model:save(ck)
+            adam:save(ck .. ".adam")
+            schedule:save(ck .. ".sched")
+        end
     end
+    acc = acc or nn.accuracy(model, test_x, test_y) -- (a checkpoint that had every epoch done)
     print(string.format("final test accuracy %.2f%% after %d epochs in %.1f s", 100 * acc, opt.epochs,
                         wall() - total_start))
     if opt.save then

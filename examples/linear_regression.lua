@@ -3,27 +3,30 @@
 -- (autograd comes later).  Nothing waits inside the loop; the loss is read
 -- once every 50 steps, so the engine overlaps steps with that read.
 --
--- usage: build/ordo examples/linear_regression.lua [n] [d] [steps]
+-- usage: build/ordo examples/linear_regression.lua [n] [d] [steps] [trace.json]
 --   (or LUA_PATH="lua/?.lua;lua/?/init.lua;;" luajit examples/linear_regression.lua ...)
 --
 --   n       samples (default 20000)
 --   d       features (default 64)
 --   steps   gradient steps (default 300)
+--   trace.json  where the profiler's trace goes (default
+--               linear_regression.trace.json in the current directory)
 --
--- Writes the profiler's trace to linear_regression.trace.json in the
--- current directory; exits 1 when w is not within 0.01 of the truth.
+-- Exits 1 when w is not within 0.01 of the truth.
 local ordo = require "ordo"
 
 local here = debug.getinfo(1, "S").source:sub(2):match("^(.*[/\\])") or "./"
 local cli = dofile(here .. "cli.lua")
 
 -- Each value is checked (examples/cli.lua): n = 0 would fit an empty set
--- (a loss of 0/0), a negative step count would run no step and report it.
+-- (a loss of 0/0), a negative step count would run no step and report it,
+-- and a trace that cannot be written would fail after the run.
 local opt = cli.parse(arg, {
     name = "linear_regression", script = here .. "linear_regression.lua",
-    positional = {{"n", "count", 20000}, {"d", "count", 64}, {"steps", "count", 300}},
+    positional = {{"n", "count", 20000}, {"d", "count", 64}, {"steps", "count", 300},
+                  {"trace.json", "outfile", "linear_regression.trace.json"}},
 })
-local n, d, steps = opt.n, opt.d, opt.steps
+local n, d, steps, trace_path = opt.n, opt.d, opt.steps, opt["trace.json"]
 local lr = 0.1
 
 ordo.manual_seed(42)
@@ -50,8 +53,8 @@ ordo.engine.wait_for_all()
 ordo.profiler.stop()
 print(("|w - w_true| = %.5f after %d steps (%.2f s CPU)"):format(dist, steps, os.clock() - t0))
 print(ordo.profiler.summary())
-ordo.profiler.dump("linear_regression.trace.json")
-print("trace: linear_regression.trace.json (chrome://tracing or ui.perfetto.dev)")
+ordo.profiler.dump(trace_path)
+print("trace: " .. trace_path .. " (chrome://tracing or ui.perfetto.dev)")
 if dist > 0.01 then
     io.stderr:write("did not converge\n")
     os.exit(1)

@@ -84,6 +84,24 @@ end)
 -- ---------------------------------------------------------------- read_idx
 
 describe("data.read_idx", function()
+    -- The first tensor of a run is often the data: an engine that cannot
+    -- start was reported as the file's fault ("... declares uint8 data of
+    -- shape 3: cannot start the default engine ...").
+    it("an engine that cannot start is named as such, not as a fault of the file", function()
+        local path = os.tmpname()
+        local f = assert(io.open(path, "wb"))
+        f:write("\0\0\8\1\0\0\0\3", "\1\2\3")
+        f:close()
+        local p = io.popen(("ORDO_ENGINE_TYPE=bogus LUA_PATH='lua/?.lua;lua/?/init.lua;;' luajit -e " ..
+                            "'print(pcall(require(\"ordo\").data.read_idx, \"%s\"))' 2>&1"):format(path))
+        local out = p:read("*a")
+        p:close()
+        os.remove(path)
+        assert.is_truthy(out:find("read_idx: cannot start the default engine: ordo_engine_create: " ..
+                                  "ORDO_ENGINE_TYPE=bogus", 1, true), out)
+        assert.is_nil(out:find("declares", 1, true), out)
+    end)
+
     local cases = {
         {kind = "u8", dtype = "uint8", shape = {2, 3, 4}, gen = function(i) return (i * 37) % 256 end},
         {kind = "i8", dtype = "int32", shape = {5}, flat = {-128, -1, 0, 1, 127}},

@@ -316,6 +316,37 @@ print("done")
         end
         os.remove(script)
     end)
+
+    -- A program that drops the package (busted does, between spec files)
+    -- made the library's namespace garbage with its tensors: LuaJIT unloaded
+    -- libordo.so, then the tensors' finalizers jumped into it (a segfault).
+    it("the package dropped and collected with its tensors: the library stays loaded, and loads again", function()
+        local script = os.tmpname()
+        local f = assert(io.open(script, "w"))
+        f:write([[
+do
+    local ordo = require "ordo"
+    local ts = {}
+    for i = 1, 50 do ts[i] = ordo.ones({4}) + i end
+    ordo.engine.wait_for_all()
+end
+for name in pairs(package.loaded) do
+    if name == "ordo" or name:match("^ordo%.") then package.loaded[name] = nil end
+end
+collectgarbage()
+collectgarbage()
+print("survived")
+-- and loaded again (a reload): its declarations are made once
+local ordo = require "ordo"
+print((ordo.ones({3}) + 1):sum():item())
+]])
+        f:close()
+        local p = io.popen("LUA_PATH='lua/?.lua;lua/?/init.lua;;' timeout 60 luajit " .. script .. " 2>&1; echo rc=$?")
+        local out = p:read("*a")
+        p:close()
+        os.remove(script)
+        assert.are.equal("survived\n6\nrc=0\n", out)
+    end)
 end)
 
 describe("libordo.so", function()

@@ -244,6 +244,8 @@ describe("examples", function()
              "fashion_mlp: --save: cannot write /nonexistent/dir/m.bin: No such file or directory"},
             {"fashion_mlp.lua", "--save /tmp", "fashion_mlp: --save: /tmp is a directory, not a file"},
             {"fashion_mlp.lua", "--epoch 3", "fashion_mlp: unknown option --epoch (see --help)"},
+            {"fashion_mlp.lua", "--checkpoint /dev/null", "fashion_mlp: --checkpoint: /dev/null is not a regular file"},
+            {"fashion_cnn.lua", "--checkpoint /tmp", "fashion_cnn: --checkpoint: /tmp is a directory, not a file"},
             {"fashion_mlp.lua", "extra", "fashion_mlp: unexpected argument extra"},
             {"fashion_cnn.lua", "--width 16", "fashion_cnn: --width must be 2 comma-separated integers >= 1"},
             {"fashion_cnn.lua", "--device gpu0", "fashion_cnn: --device must be cpu or gpu, got gpu0"},
@@ -273,7 +275,14 @@ describe("examples", function()
             {"linear_regression.lua", "0 4 2", "linear_regression: n must be an integer >= 1, got 0"},
             {"linear_regression.lua", "10 4 -1", "linear_regression: steps must be an integer >= 1, got -1"},
             {"linear_regression.lua", "10 abc", "linear_regression: d must be an integer >= 1, got abc"},
-            {"linear_regression.lua", "10 4 2 7", "linear_regression: unexpected argument 7"},
+            {"linear_regression.lua", "10 4 2 t.json 7", "linear_regression: unexpected argument 7"},
+            -- the trace's path, checked before the run (it failed after it)
+            {"linear_regression.lua", "10 4 2 /tmp", "linear_regression: trace.json: /tmp is a directory, not a file"},
+            {"linear_regression.lua", "10 4 2 /nonexistent/t.json",
+             "linear_regression: trace.json: cannot write /nonexistent/t.json: No such file or directory"},
+            -- `--` ends the options: what follows is values
+            {"fashion_mlp.lua", "-- --epochs 2", "fashion_mlp: unexpected argument --epochs (see --help)"},
+            {"linear_regression.lua", "-- -3", "linear_regression: n must be an integer >= 1, got -3"},
         }
         for _, c in ipairs(cases) do
             local out, code, left = in_empty_dir(c[1], c[2])
@@ -317,12 +326,33 @@ describe("examples", function()
         end
     end)
 
+    it("an engine that cannot start (a bad ORDO_* setting): one line naming it, exit 2, before any work", function()
+        for _, script in ipairs({"fashion_mlp", "fashion_cnn", "fashion_autoencoder", "char_lm"}) do
+            local out, code, left = in_empty_dir(script .. ".lua", "", "env ORDO_ENGINE_TYPE=bogus ")
+            local what = script .. " with ORDO_ENGINE_TYPE=bogus:\n" .. out
+            assert.are.equal(2, code, what)
+            assert.is_truthy(out:find(script .. ": cannot start the default engine: ordo_engine_create: " ..
+                                      "ORDO_ENGINE_TYPE=bogus: expected naive, pooled or perdevice", 1, true), what)
+            assert.matches("^[^\n]*\n$", (out:gsub("exit=%d+%s*$", "")), what)
+            assert.are.equal("", left, what .. " wrote files")
+        end
+    end)
+
     it("tiny runs of the fast examples still work with checked values", function()
         local out, code, left = in_empty_dir("linear_regression.lua", "64 4 2")
         assert.are.equal(1, code, out) -- two steps do not converge: exit 1, said so
         assert.is_truthy(out:find("after 2 steps", 1, true), out)
         assert.is_truthy(out:find("did not converge", 1, true), out)
         assert.are.equal("linear_regression.trace.json\n", left)
+        out, code, left = in_empty_dir("linear_regression.lua", "2000 4 100 lr.json")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("trace: lr.json", 1, true), out)
+        assert.are.equal("lr.json\n", left)
+        -- a directory whose name starts with '-', after `--`
+        out, code, left = in_empty_dir("build_graph.lua", "-- -odd")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("kept ./-odd\nbuild_graph: all checks passed", 1, true), out)
+        assert.are.equal("-odd\n", left)
         out, code, left = in_empty_dir("dependency_dag.lua", "dag.json 16")
         assert.are.equal(0, code, out)
         assert.is_truthy(out:find("D = 12\n", 1, true), out)
@@ -331,6 +361,115 @@ describe("examples", function()
             :format(root))
         assert.are.equal(0, code, out)
         assert.is_truthy(out:find("2 steps of 2 x 8 characters", 1, true), out)
+    end)
+
+    -- A FIFO (or bash's <(command), /dev/stdin) as a path: the check before
+    -- the run only looks at it; opening it there waited for its other end,
+    -- and a read check took the first 4 KiB of a --text that came through one.
+    it("a FIFO as an output or input path: not opened by the check, all its bytes reach the script", function()
+        local dir = os.tmpname()
+        os.remove(dir)
+        assert(os.execute("mkdir '" .. dir .. "' && mkfifo '" .. dir .. "/trace' '" .. dir .. "/text'") == 0)
+        -- the parameters through a FIFO to a reader: whole, and they load
+        -- (the reader is waited for; timeouts: the old check never returned)
+        local ordo = require "ordo"
+        local out, code
+        if ordo.data.fashion_mnist_available() then
+            out, code = run(("cd %s && { timeout 60 cat '%s/trace' > '%s/m.bin' & %s timeout 60 luajit "
+                .. "examples/fashion_mlp.lua --epochs 1 --limit 64 --test-limit 64 --hidden 8 --save '%s/trace'; "
+                .. "rc=$?; wait; (exit $rc); }"):format(root, dir, dir, lua_path, dir))
+            assert.are.equal(0, code, out)
+            assert.is_truthy(out:find("parameters saved to " .. dir .. "/trace", 1, true), out)
+            local nn = ordo.nn
+            nn.Sequential(nn.Linear(784, 8), nn.ReLU(), nn.Dropout(0.2), nn.Linear(8, 10)):load(dir .. "/m.bin")
+        end
+        -- dependency_dag reads its trace back: a FIFO or a device is refused
+        -- before any work (it hung, or failed decoding /dev/null's nothing)
+        for _, path in ipairs({dir .. "/trace", "/dev/null"}) do
+            out, code = run(("cd %s && %s timeout 60 luajit examples/dependency_dag.lua '%s' 16")
+                :format(root, lua_path, path))
+            assert.are.equal(2, code, out)
+            assert.is_truthy(out:find("dependency_dag: trace.json: " .. path .. " is not a regular file", 1, true), out)
+            assert.is_nil(out:find("D = 12", 1, true), out)
+        end
+        -- a dangling symbolic link as --save: the check leaves it as it was
+        -- (it made the file the link names, then removed the link)
+        assert(os.execute("ln -s target '" .. dir .. "/link'") == 0)
+        out, code = run(("cd %s && %s luajit examples/fashion_mlp.lua --save '%s/link' --bogus"):format(root, lua_path,
+                                                                                                      dir))
+        assert.are.equal(2, code, out)
+        local ls = io.popen("ls -A '" .. dir .. "'")
+        local left = ls:read("*a")
+        ls:close()
+        assert.is_truthy(left:find("^link\n"), left)
+        assert.is_nil(left:find("target", 1, true), left)
+        -- the text through a FIFO from a writer: every character read
+        local f = assert(io.open(root .. "/README.md", "rb"))
+        local size = #f:read("*a")
+        f:close()
+        out, code = run(("cd %s && { timeout 60 cat README.md > '%s/text' & %s timeout 60 luajit examples/char_lm.lua "
+            .. "--text '%s/text' --steps 1 --hidden 8 --sample 0; rc=$?; wait; (exit $rc); }"):format(root, dir, lua_path,
+                                                                                                     dir))
+        os.execute("rm -rf '" .. dir .. "'")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find(("%s/text, %d characters"):format(dir, size), 1, true), out)
+    end)
+
+    -- Ctrl-C during a build stops the script (exit status 130) and removes
+    -- its temporary directory; the wait's "interrupted" was taken for a
+    -- failed build, and the script went on to the next builds.
+    it("build_graph.lua: Ctrl-C stops it, status 130, its temporary directory removed", function()
+        local tmp = os.tmpname()
+        os.remove(tmp)
+        assert(os.execute("mkdir '" .. tmp .. "'") == 0)
+        local cmd = ([[bash -c 'set -m; cd %s; TMPDIR=%s build/ordo examples/build_graph.lua > %s/out 2>&1 & p=$!;
+            for i in $(seq 400); do grep -q "== build 1" %s/out && break; sleep 0.05; done;
+            kill -INT $p; wait $p; echo "rc=$?"; sleep 1.3; ls -A %s' 2>/dev/null]]):format(root, tmp, tmp, tmp, tmp)
+        local f = io.popen(cmd)
+        local res = f:read("*a")
+        f:close()
+        local o = io.open(tmp .. "/out")
+        local out = o and o:read("*a") or ""
+        if o then o:close() end
+        os.execute("rm -rf '" .. tmp .. "'")
+        assert.is_truthy(res:find("^rc=130\nout\n$"), res .. out) -- nothing but the log left in TMPDIR
+        assert.is_truthy(out:find("interrupted", 1, true), out)
+        assert.is_nil(out:find("== build 2", 1, true), out)
+    end)
+
+    -- --checkpoint: Ctrl-C after an epoch, the same command again goes on
+    -- from the next epoch; other options than the checkpoint's are refused.
+    it("fashion_mlp.lua --checkpoint: stopped by Ctrl-C, run again, it resumes after the last epoch saved", function()
+        if not require("ordo").data.fashion_mnist_available() then
+            pending("the dataset-fashion-mnist package is not installed (scripts/deps.sh installs it)")
+            return
+        end
+        local tmp = os.tmpname()
+        os.remove(tmp)
+        assert(os.execute("mkdir '" .. tmp .. "'") == 0)
+        local args = ("--epochs 3 --limit 10000 --batch 1 --hidden 8 --test-limit 100 --checkpoint %s/ck"):format(tmp)
+        local f = io.popen(([[bash -c 'set -m; cd %s; build/ordo examples/fashion_mlp.lua %s > %s/out 2>&1 & p=$!;
+            for i in $(seq 1200); do grep -q "^epoch  1 " %s/out && break; sleep 0.05; done;
+            kill -INT $p; wait $p; echo "rc=$?"; ls %s' 2>/dev/null]]):format(root, args, tmp, tmp, tmp))
+        local res = f:read("*a")
+        f:close()
+        local o = io.open(tmp .. "/out")
+        local out1 = o and o:read("*a") or ""
+        if o then o:close() end
+        local out2, code2 = run(("cd %s && %s luajit examples/fashion_mlp.lua %s"):format(root, lua_path, args))
+        local out3, code3 = run(("cd %s && %s luajit examples/fashion_mlp.lua %s --hidden 4"):format(root, lua_path, args))
+        os.execute("rm -rf '" .. tmp .. "'")
+        assert.are.equal("rc=130\nck\nck.adam\nck.sched\nout\n", res, out1) -- (no .tmp file left)
+        assert.is_nil(out1:find("epoch  3 ", 1, true), out1)
+        local done = tonumber(out2:match("resuming from [^\n]*/ck: (%d) of 3 epochs done"))
+        assert.are.equal(0, code2, out2)
+        assert.is_true(done == 1 or done == 2, out2)
+        assert.is_nil(out2:find("epoch  " .. done .. " ", 1, true), out2)
+        assert.is_truthy(out2:find("epoch  3 ", 1, true), out2)
+        assert.is_truthy(out2:find("final test accuracy [%d.]+%% after 3 epochs"), out2)
+        assert.are.equal(2, code3, out3)
+        assert.is_truthy(out3:find("fashion_mlp: --checkpoint: cannot resume from " .. tmp .. "/ck (same options?): ",
+                                   1, true), out3)
     end)
 
     it("the training examples reject unknown options and print --help", function()

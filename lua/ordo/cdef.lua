@@ -6,7 +6,15 @@
 -- (share/ordo/lua/ordo/ -> ../../../../lib/).
 local ffi = require "ffi"
 
-ffi.cdef [[
+-- Loaded a second time (package.loaded.ordo = nil, then require "ordo":
+-- a reload in the REPL), the declarations are there already, and a type
+-- declared again is an error ("attempt to redefine"): each is made once.
+local declared = pcall(ffi.typeof, "ordo_ctx")
+local function cdef(decls)
+    if not declared then ffi.cdef(decls) end
+end
+
+cdef [[
 /* ---- ordo.h ---- */
 typedef struct { int dev_type; int dev_id; } ordo_ctx;
 typedef struct ordo_engine ordo_engine;
@@ -132,7 +140,7 @@ void  ordo_tensor_free_str(char *s);
 ]]
 
 -- ---- ordo_shell.h: shell commands as async ops (ordo.engine.shell) ----
-ffi.cdef [[
+cdef [[
 int ordo_push_shell(ordo_engine *e, const char *cmd, ordo_var *const *reads, int nreads,
                     ordo_var *const *writes, int nwrites, const char *name);
 int ordo_shell_running(void);
@@ -178,6 +186,14 @@ if not ok then
     error("ordo: cannot load the native library " .. path .. ": " .. tostring(lib) ..
           "\n(build it with `make` in the checkout, or point ORDO_LIB at libordo.so)", 0)
 end
+-- Held for the life of the Lua state: LuaJIT unloads (dlclose) a library
+-- whose namespace is collected, and the finalizers of tensors, vars and
+-- engines (ffi.gc) call into it.  A program that drops the package
+-- (package.loaded.ordo = nil, as busted does between spec files) made both
+-- garbage in the same cycle, and a finalizer run after the unload jumped
+-- into unmapped code (a segfault at exit).  lua_close runs cdata
+-- finalizers before unloading libraries.
+debug.getregistry()["ordo: " .. path] = lib
 
 -- The structs above are copies of the C headers: a copy that drifted from
 -- the library would corrupt memory, so check them now.
@@ -195,7 +211,7 @@ end
 -- that declares clock_gettime with its own timespec type still works with
 -- this one (void *); ordo.progress casts it to its own pointer type.
 -- Handles are `struct gzFile_s *` without zlib's typedef for the same reason.
-ffi.cdef [[
+cdef [[
 typedef struct ordo_timespec { long tv_sec; long tv_nsec; } ordo_timespec;
 int clock_gettime(int clk, void *ts);
 int nanosleep(const void *req, void *rem);
@@ -231,6 +247,7 @@ local function zlib()
         l = l2
     end
     zlib_lib = l
+    debug.getregistry()["ordo: zlib"] = l -- (as libordo above: gzip handles' finalizers call it)
     return l
 end
 

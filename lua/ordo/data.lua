@@ -260,7 +260,13 @@ local function read_idx_body(fname, path, src, limit)
                  src.left()))
     end
     local made, t = pcall(tensor.empty, shape, {dtype = ty.dtype})
-    if not made then fail(fmt("%s: %s declares %s: %s", fname, path, what, tostring(t):gsub("^.-empty: ", ""))) end
+    if not made then
+        local why = tostring(t)
+        -- (an engine that cannot start, a bad ORDO_* setting, is not the file's fault)
+        local engine_err = why:match("(cannot start the default engine: .*)$")
+        if engine_err then fail(fmt("%s: %s", fname, engine_err)) end
+        fail(fmt("%s: %s declares %s: %s", fname, path, what, (why:gsub("^.-empty: ", ""))))
+    end
     if numel > 0 then read_idx_data(fname, path, src, ty, t, numel, what) end
     -- bytes past the data mean the header is not the file's (a wrong dim,
     -- two files joined): what was read would be a misshapen tensor

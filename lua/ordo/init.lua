@@ -11,6 +11,7 @@
 -- batches), ordo.progress (progress bars); tensors are
 -- ordo.Tensor (lua/ordo/tensor.lua documents the rules: dims from 1, type
 -- promotion, waits).  See README.md ("Tensors from Lua") for the whole API.
+local ffi = require "ffi"
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
@@ -93,6 +94,23 @@ M.memory = {
         C.ordo_storage_set_gc_threshold(bytes)
     end,
 }
+
+-- ordo.file_kind(path): what is at path, without opening it (a FIFO's open
+-- waits for its other end, and a read check would take its first bytes):
+-- "file", "directory", "other" (a FIFO, device or socket) or "none"
+-- (nothing there); nil and the reason when it cannot be looked at.  A
+-- symbolic link is followed.  For command lines that check a path before
+-- a long run (examples/cli.lua).
+local FILE_KINDS = {[0] = "none", "file", "directory", "other"}
+function M.file_kind(path)
+    if type(path) ~= "string" then
+        util.fail("file_kind: expected a path (a string), got " .. util.typename(path))
+    end
+    if path == "" then return "none" end
+    local k = C.ordo_file_kind(path, nil)
+    if k < 0 then return nil, ffi.string(C.ordo_last_error()) end
+    return FILE_KINDS[k]
+end
 
 M.lib_path = cdef.lib_path
 
