@@ -135,6 +135,15 @@ static void engine_ref(ordo_engine *e, long delta) {
     if (destroy) ordo_engine_destroy(destroy);
 }
 
+bool storage_engine_is_front(const ordo_engine *e) {
+    if (atomic_load_explicit(&eng_custom, memory_order_acquire) == 0) return false;
+    bool found = false;
+    pthread_mutex_lock(&eng_mu);
+    for (eng_ref *r = eng_list; r && !found; r = r->next) found = r->e == e;
+    pthread_mutex_unlock(&eng_mu);
+    return found;
+}
+
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg) {
     eng_ref *r = calloc(1, sizeof *r);
     if (!r) {
@@ -266,6 +275,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     s->nbytes = nbytes;
     s->engine = e;
     s->ctx = ctx;
+    atomic_fetch_add_explicit(&e->storages, 1, memory_order_relaxed);
     engine_ref(e, +1);
     atomic_fetch_add_explicit(&live_bytes, (int64_t)nbytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
@@ -330,5 +340,6 @@ void ordo_storage_release(ordo_storage *s) {
             storage_free_now(s, NULL);
         }
     }
+    atomic_fetch_sub_explicit(&e->storages, 1, memory_order_relaxed);
     engine_ref(e, -1);
 }

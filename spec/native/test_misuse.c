@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "harness.h"
+#include "ordo_tensor.h"
 #include "test_util.h"
 
 static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
@@ -247,11 +248,201 @@ static void test_default_engine_destroy_refused(void) {
     ordo_engine_destroy(NULL); /* still a no-op */
 }
 
+/* ---- operators deleted twice, by another engine, pushed after delete ---- */
+
+static atomic_int opr_freed; /* param_free calls */
+static void opr_param_free(void *p) {
+    (void)p;
+    atomic_fetch_add(&opr_freed, 1);
+}
+
+static atomic_int opr_runs;
+static void async_count(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    (void)rc;
+    (void)param;
+    atomic_fetch_add(&opr_runs, 1);
+    ordo_done_complete(done, NULL);
+}
+
+/* ordo_delete_operator ignored its engine and dropped the handle's
+ * reference however often it was called: a second delete (or a delete of
+ * a stale handle) freed the operator under its pushed runs -- a use after
+ * free in the worker, a double free of its arrays -- and ordo_push of a
+ * deleted operator read freed memory.  Each is refused with a message now,
+ * and the operator's runs, its param_free (once) and the engine go on. */
+static void test_operator_delete_misuse(void) {
+    for (int k = 0; k < ARRAY_LEN(ALL_KINDS); k++) {
+        int kind = ALL_KINDS[k];
+        const char *kn = kind_str(kind);
+        ordo_engine *e = make_engine(kind, 2), *e2 = make_engine(kind, 1);
+        if (!e || !e2) return;
+        ordo_ctx cpu = cpu_ctx(0);
+        ordo_var *v = ordo_new_variable(e);
+        atomic_store(&opr_freed, 0);
+        atomic_store(&opr_runs, 0);
+
+        ordo_delete_operator(NULL, NULL);
+        CHECK_MSG(contains(ordo_last_error(), "engine is NULL"), "%s: '%s'", kn, ordo_last_error());
+        ordo_delete_operator(e, NULL);
+        CHECK_MSG(contains(ordo_last_error(), "operator is NULL"), "%s: '%s'", kn, ordo_last_error());
+
+        ordo_opr *r = ordo_new_operator(e, async_count, NULL, opr_param_free, NULL, 0, &v, 1, 0, "counted");
+        CHECK(r != NULL);
+        if (!r) return;
+        /* Held back behind a gate (not on the naive engine, whose push
+         * runs the gate inline), so the deletes meet runs in flight. */
+        gate_t g;
+        gate_init(&g);
+        bool gated = kind != ORDO_ENGINE_NAIVE;
+        if (gated) CHECK_EQ_LONG(push_simple(e, gate_op, &g, NULL, 0, &v, 1, "gate"), 0);
+        CHECK_EQ_LONG(ordo_push(e, r, cpu, 0), 0);
+        CHECK_EQ_LONG(ordo_push(e, r, cpu, 0), 0);
+
+        ordo_delete_operator(e2, r); /* not e2's: refused, r untouched */
+        CHECK_MSG(contains(ordo_last_error(), "belongs to another engine"), "%s: '%s'", kn, ordo_last_error());
+        CHECK_EQ_LONG(ordo_push(e, r, cpu, 0), 0);
+
+        ordo_delete_operator(e, r);
+        CHECK_MSG(!contains(ordo_last_error(), "already deleted"), "%s: first delete: '%s'", kn, ordo_last_error());
+        ordo_delete_operator(e, r);
+        CHECK_MSG(contains(ordo_last_error(), "already deleted"), "%s: second delete: '%s'", kn, ordo_last_error());
+        int rc = ordo_push(e, r, cpu, 0);
+        CHECK_MSG(rc == ORDO_ERR_DELETED && contains(ordo_last_error(), "was deleted"), "%s: push after delete: %d '%s'",
+                  kn, rc, ordo_last_error());
+        if (gated) CHECK_EQ_LONG(atomic_load(&opr_freed), 0); /* its runs still hold it */
+        gate_open(&g);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(atomic_load(&opr_runs), 3);
+        CHECK_EQ_LONG(atomic_load(&opr_freed), 1);
+        CHECK_EQ_LONG(ordo_var_version(v), 3 + (gated ? 1 : 0));
+        /* Freed: its handle still refused (the engine keeps the block). */
+        ordo_delete_operator(e, r);
+        CHECK_MSG(contains(ordo_last_error(), "already deleted"), "%s: delete after free: '%s'", kn, ordo_last_error());
+        CHECK_EQ_LONG(ordo_push(e, r, cpu, 0), ORDO_ERR_DELETED);
+        CHECK_EQ_LONG(atomic_load(&opr_freed), 1);
+        /* A new operator (on the freed block, as likely as not) works. */
+        ordo_opr *r2 = ordo_new_operator(e, async_count, NULL, opr_param_free, NULL, 0, &v, 1, 0, "again");
+        CHECK(r2 != NULL);
+        CHECK_EQ_LONG(ordo_push(e, r2, cpu, 0), 0);
+        CHECK_EQ_LONG(ordo_wait_for_var(e, v), 0);
+        CHECK_EQ_LONG(atomic_load(&opr_runs), 4);
+        ordo_delete_operator(e, r2);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        CHECK_EQ_LONG(atomic_load(&opr_freed), 2);
+        CHECK_EQ_LONG(atomic_load(&g.timed_out), 0);
+        ordo_engine_destroy(e);
+        ordo_engine_destroy(e2);
+    }
+}
+
+/* ---- ordo_done_complete called twice ---- */
+
+static char second_msg[256]; /* written by the op's thread, read after a wait */
+static void async_twice(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    (void)rc;
+    (void)param;
+    ordo_done_complete(done, NULL);
+    ordo_done_complete(done, "the second call's error");
+    snprintf(second_msg, sizeof second_msg, "%s", ordo_last_error());
+}
+
+static ordo_done *_Atomic later_done;
+static void async_later(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    (void)rc;
+    (void)param;
+    atomic_store(&later_done, done);
+}
+
+/* A second ordo_done_complete for one run finished the op again: it ran
+ * its vars' completion twice (a write counted twice, the next op granted
+ * early), took an error after the op had retired (the next wait reported
+ * a failure nothing had), and on a reused op block completed another op.
+ * It is refused now, with a message, and changes nothing. */
+static void test_done_complete_twice(void) {
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        const char *kn = kind_str(kind);
+        ordo_engine *e = make_engine(kind, 2);
+        if (!e) return;
+        ordo_ctx cpu = cpu_ctx(0);
+        ordo_var *v = ordo_new_variable(e);
+        second_msg[0] = 0;
+        CHECK_EQ_LONG(ordo_push_async(e, async_twice, NULL, NULL, cpu, NULL, 0, &v, 1, 0, 0, "twice"), 0);
+        int rc = ordo_wait_for_var(e, v);
+        CHECK_MSG(rc == 0, "%s: the second call failed the op: %d '%s'", kn, rc, ordo_last_error());
+        CHECK_MSG(contains(second_msg, "already completed"), "%s: second call: '%s'", kn, second_msg);
+        CHECK_EQ_LONG(ordo_var_version(v), 1);
+        CHECK_EQ_LONG(ordo_var_failed(v), 0);
+
+        if (kind != ORDO_ENGINE_NAIVE) { /* a naive push waits for the completion made here */
+            atomic_store(&later_done, NULL);
+            CHECK_EQ_LONG(ordo_push_async(e, async_later, NULL, NULL, cpu, NULL, 0, &v, 1, 0, 0, "later"), 0);
+            atomic_long ran;
+            atomic_init(&ran, 0);
+            CHECK_EQ_LONG(push_simple(e, count_op, &ran, &v, 1, NULL, 0, "reader"), 0);
+            ordo_done *d;
+            while (!(d = atomic_load(&later_done))) sched_yield();
+            ordo_done_complete(d, NULL);
+            CHECK_EQ_LONG(ordo_wait_for_var(e, v), 0);
+            ordo_done_complete(d, "late");
+            CHECK_MSG(contains(ordo_last_error(), "already completed"), "%s: '%s'", kn, ordo_last_error());
+            CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+            CHECK_EQ_LONG(atomic_load(&ran), 1);
+            CHECK_EQ_LONG(ordo_var_version(v), 2);
+        }
+        CHECK_EQ_LONG(ordo_engine_pending(e), 0);
+        CHECK_EQ_LONG(ordo_delete_variable(e, NULL, NULL, cpu, v), 0);
+        CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+        ordo_engine_destroy(e);
+    }
+}
+
+/* ---- an engine destroyed under its tensors ---- */
+
+/* ordo_engine_destroy freed an engine whose tensors were still alive: the
+ * next use of a tensor -- or its ordo_tensor_free, which deletes the
+ * storage's var on the engine -- touched freed memory.  Destroy is refused
+ * while storages use the engine (and for an engine of
+ * ordo_tensor_engine_create, which ordo_tensor_engine_close ends), with a
+ * message; once the tensors are freed, destroy works. */
+static void test_destroy_under_tensors_refused(void) {
+    ordo_ctx cpu = cpu_ctx(0);
+    int64_t shape[1] = {16};
+    int kfill = ordo_tensor_kernel_id("fill");
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 2);
+    if (!e) return;
+    ordo_tensor *t = ordo_tensor_empty(e, ORDO_F32, 1, shape, cpu);
+    CHECK(t != NULL);
+    if (!t) return;
+    ordo_engine_destroy(e);
+    CHECK_MSG(contains(ordo_last_error(), "1 tensor storage still uses this engine"), "'%s'", ordo_last_error());
+    CHECK_EQ_LONG(ordo_tensor_op1(kfill, "fill", t, NULL, 2.5), 0);
+    CHECK_EQ_LONG(ordo_tensor_wait(t), 0);
+    CHECK(((float *)ordo_tensor_data(t))[15] == 2.5f);
+    ordo_tensor_free(t);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    ordo_engine_destroy(e); /* nothing left on it: destroyed (ASan/LSan check) */
+
+    ordo_engine *te = ordo_tensor_engine_create(NULL);
+    CHECK(te != NULL);
+    if (!te) return;
+    t = ordo_tensor_empty(te, ORDO_F32, 1, shape, cpu);
+    ordo_engine_destroy(te);
+    CHECK_MSG(contains(ordo_last_error(), "ordo_tensor_engine_close"), "'%s'", ordo_last_error());
+    ordo_tensor_engine_close(te); /* lives on for t */
+    CHECK_EQ_LONG(ordo_tensor_op1(kfill, "fill", t, NULL, 1.0), 0);
+    CHECK_EQ_LONG(ordo_tensor_wait(t), 0);
+    ordo_tensor_free(t); /* the last one: the engine goes with it */
+}
+
 int main(void) {
     TEST_T(test_var_of_another_engine, 60);
     TEST_T(test_new_operator_checks_like_push, 60);
     TEST_T(test_operator_var_deleted_and_reused, 60);
     TEST(test_done_complete_null);
+    TEST_T(test_operator_delete_misuse, 60);
+    TEST_T(test_done_complete_twice, 60);
+    TEST_T(test_destroy_under_tensors_refused, 60);
     TEST_T(test_default_engine_destroy_refused, 60);
     return harness_end();
 }
