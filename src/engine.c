@@ -617,6 +617,15 @@ static void engine_destroy(ordo_engine *e, bool at_exit) {
         return;
     }
     bulk_flush_mine();
+    /* Another thread's bulk holds ops for e that it hands over later (at
+     * its next engine call, flush or exit): into freed memory. */
+    int bulks = atomic_load_explicit(&e->open_bulks, memory_order_acquire);
+    if (bulks > 0 && !at_exit) {
+        set_error(ORDO_ERR_INVALID, "ordo_engine_destroy: %d other thread%s still collect%s ops for this engine in a "
+                  "bulk (ordo_set_bulk_size); call ordo_bulk_flush on %s first; the engine was left as it was",
+                  bulks, bulks > 1 ? "s" : "", bulks > 1 ? "" : "s", bulks > 1 ? "them" : "it");
+        return;
+    }
     engine_wait_pending(e, 0);
     while (atomic_load(&e->external) > 0) sched_yield();
     /* Rule 11 covers the GPU work the ops queued, too. */

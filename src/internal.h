@@ -479,6 +479,7 @@ struct ordo_engine {
 
     pthread_mutex_t mem_mu; /* op and var blocks, and the list of operators */
     ordo_opr *oprs;         /* live operators: destroy frees those never deleted (rule 11) */
+    atomic_int open_bulks;  /* threads' bulks collecting ops for it (bulk.c): ordo_engine_destroy refuses while any is */
     atomic_long storages;   /* live ordo_storages on it (storage.c): ordo_engine_destroy refuses while any is */
     ordo_opr *opr_dead;     /* freed operators' blocks, for reuse (struct ordo_opr's magic); next links them */
     slab *op_slabs, *var_slabs;

@@ -234,7 +234,9 @@ long ordo_engine_pending(ordo_engine *e);
  * ops pushed from inside an op.  A pushed op whose var another thread
  * deletes before the bulk is handed over is dropped, and its error is
  * reported by the next ordo_wait_for_all.  Destroy an engine from the
- * thread that bulks on it, or flush that thread first. */
+ * thread that bulks on it, or flush that thread first: while another
+ * thread's bulk holds ops for it, ordo_engine_destroy is refused
+ * (ORDO_ERR_INVALID as ordo_last_error) and the engine runs on. */
 #define ORDO_BULK_MAX 64
 /* This thread: 0 (off, the default) .. ORDO_BULK_MAX; returns the old size.
  * A size out of range is clamped to it, with the message in ordo_last_error(). */

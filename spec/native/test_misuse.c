@@ -435,6 +435,53 @@ static void test_destroy_under_tensors_refused(void) {
     ordo_tensor_free(t); /* the last one: the engine goes with it */
 }
 
+/* ---- an engine destroyed under another thread's bulk ---- */
+
+typedef struct bulker_arg {
+    ordo_engine *e;
+    ordo_var *v;
+    atomic_int stage; /* 1: ops collected; 2: may exit */
+} bulker_arg;
+
+static int bulk_noop(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    (void)param;
+    return 0;
+}
+
+static void *bulker_main(void *p) {
+    bulker_arg *a = p;
+    ordo_set_bulk_size(16);
+    for (int i = 0; i < 3; i++)
+        ordo_push_sync(a->e, bulk_noop, NULL, NULL, cpu_ctx(0), NULL, 0, &a->v, 1, ORDO_PROP_BULK, 0, "bulked");
+    atomic_store(&a->stage, 1);
+    while (atomic_load(&a->stage) != 2) sched_yield();
+    return NULL; /* its bulk is handed over as it exits */
+}
+
+/* Destroyed while another thread's bulk held ops for it, the engine was
+ * freed, and that thread's flush at exit pushed into freed memory.  The
+ * destroy is refused now, with a message; once that thread has handed
+ * its bulk over, the ops run and destroy works. */
+static void test_destroy_under_other_threads_bulk_refused(void) {
+    bulker_arg a;
+    a.e = make_engine(ORDO_ENGINE_PER_DEVICE, 2);
+    if (!a.e) return;
+    a.v = ordo_new_variable(a.e);
+    atomic_init(&a.stage, 0);
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, bulker_main, &a) == 0);
+    while (atomic_load(&a.stage) != 1) sched_yield();
+    ordo_engine_destroy(a.e);
+    CHECK_MSG(contains(ordo_last_error(), "other thread still collects ops for this engine"), "'%s'",
+              ordo_last_error());
+    atomic_store(&a.stage, 2);
+    pthread_join(th, NULL);
+    CHECK_EQ_LONG(ordo_wait_for_var(a.e, a.v), 0);
+    CHECK_EQ_LONG(ordo_var_version(a.v), 3);
+    ordo_engine_destroy(a.e);
+}
+
 int main(void) {
     TEST_T(test_var_of_another_engine, 60);
     TEST_T(test_new_operator_checks_like_push, 60);
@@ -443,6 +490,7 @@ int main(void) {
     TEST_T(test_operator_delete_misuse, 60);
     TEST_T(test_done_complete_twice, 60);
     TEST_T(test_destroy_under_tensors_refused, 60);
+    TEST_T(test_destroy_under_other_threads_bulk_refused, 60);
     TEST_T(test_default_engine_destroy_refused, 60);
     return harness_end();
 }
