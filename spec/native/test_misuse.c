@@ -482,6 +482,174 @@ static void test_destroy_under_other_threads_bulk_refused(void) {
     ordo_engine_destroy(a.e);
 }
 
+/* ---- a random misuse fuzz ---- */
+
+static atomic_long fuzz_ran;
+static int fuzz_op(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    (void)param;
+    atomic_fetch_add(&fuzz_ran, 1);
+    return 0;
+}
+static void fuzz_async(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    (void)rc;
+    atomic_fetch_add(&fuzz_ran, 1);
+    ordo_done_complete(done, NULL);
+    if (param) ordo_done_complete(done, "a second completion"); /* refused */
+}
+
+static unsigned fuzz_rand(uint64_t *st) {
+    *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)(*st >> 33);
+}
+
+#define FUZZ_NV 6
+#define FUZZ_NO 3
+
+/* An error code comes with a message. */
+#define FUZZ_RC(what, expr)                                                                                    \
+    do {                                                                                                       \
+        int rc_ = (expr);                                                                                      \
+        if (rc_ != 0 && (rc_ < ORDO_ERR_FAILED || rc_ > ORDO_ERR_NOMEM || !ordo_last_error()[0])) {             \
+            CHECK_MSG(0, "%s (step %d): rc %d with message '%s'", what, step, rc_, ordo_last_error());         \
+            bad++;                                                                                             \
+        }                                                                                                      \
+    } while (0)
+
+/* Random calls on two engines, most of them wrong: vars and operators of
+ * the other engine, deleted ones (deleted again, pushed, waited on), NULL
+ * and negative counts, NULL entries, bad contexts and properties, bulk
+ * sizes out of range, profiler calls in any order, async ops completed
+ * twice.  Every call returns 0 or an error code with a message, nothing
+ * crashes or hangs (ASan, TSan), and afterwards both engines still run
+ * ops and are destroyed clean. */
+static void test_misuse_fuzz(void) {
+    int steps = (int)(3000 * test_scale());
+    if (steps < 300) steps = 300;
+    for (int k = 0; k < 3; k++) {
+        int kind = ALL_KINDS[k];
+        ordo_engine *es[2] = {make_engine(kind, 2), make_engine(kind, 1)};
+        if (!es[0] || !es[1]) return;
+        ordo_var *vars[2][FUZZ_NV];
+        ordo_opr *oprs[2][FUZZ_NO];
+        for (int x = 0; x < 2; x++) {
+            for (int i = 0; i < FUZZ_NV; i++) vars[x][i] = ordo_new_variable(es[x]);
+            for (int i = 0; i < FUZZ_NO; i++) oprs[x][i] = NULL;
+        }
+        uint64_t st = 0x9e3779b97f4a7c15ull + (uint64_t)k;
+        int bad = 0;
+        for (int step = 0; step < steps && bad < 5; step++) {
+            int x = fuzz_rand(&st) % 2;
+            ordo_engine *e = es[fuzz_rand(&st) % 8 == 0 ? 1 - x : x]; /* now and then the other engine */
+            ordo_var *pick[8];
+            int n = (int)(fuzz_rand(&st) % 5) - (fuzz_rand(&st) % 10 == 0 ? 3 : 0); /* sometimes negative */
+            for (int i = 0; i < 8; i++) {
+                unsigned r = fuzz_rand(&st) % 20;
+                pick[i] = r == 0 ? NULL : vars[r == 1 ? 1 - x : x][fuzz_rand(&st) % FUZZ_NV];
+            }
+            ordo_ctx ctx = cpu_ctx(0);
+            if (fuzz_rand(&st) % 10 == 0) {
+                ctx.dev_type = (int)(fuzz_rand(&st) % 5);
+                ctx.dev_id = (int)(fuzz_rand(&st) % 70) - 2;
+            }
+            int prop = fuzz_rand(&st) % 6 == 0 ? (int)(fuzz_rand(&st) % 12) - 2 : ORDO_PROP_NORMAL;
+            if (fuzz_rand(&st) % 3 == 0) prop |= ORDO_PROP_BULK;
+            int nr = n < 0 ? n : n / 2, nw = n < 0 ? 0 : n - n / 2;
+            ordo_var *const *rs = fuzz_rand(&st) % 15 == 0 ? NULL : pick;
+            switch (fuzz_rand(&st) % 13) {
+            case 0:
+            case 1:
+                FUZZ_RC("push_sync", ordo_push_sync(e, fuzz_op, NULL, NULL, ctx, rs, nr, pick + 4, nw, prop, 0, "f"));
+                break;
+            case 2:
+                FUZZ_RC("push_async", ordo_push_async(e, fuzz_async, fuzz_rand(&st) % 4 == 0 ? (void *)1 : NULL, NULL,
+                                                      ctx, rs, nr, pick + 4, nw, prop & ~ORDO_PROP_BULK, 0, "a"));
+                break;
+            case 3: {
+                int slot = fuzz_rand(&st) % FUZZ_NO;
+                ordo_opr *r = ordo_new_operator(e, fuzz_async, NULL, NULL, rs, nr, pick + 4, nw,
+                                                prop & ~ORDO_PROP_BULK, "o");
+                if (!r && !ordo_last_error()[0]) {
+                    CHECK_MSG(0, "new_operator (step %d): NULL without a message", step);
+                    bad++;
+                }
+                if (r) {
+                    int owner = e == es[0] ? 0 : 1;
+                    if (oprs[owner][slot]) ordo_delete_operator(e, oprs[owner][slot]);
+                    oprs[owner][slot] = r;
+                }
+                break;
+            }
+            case 4: {
+                ordo_opr *r = oprs[fuzz_rand(&st) % 2][fuzz_rand(&st) % FUZZ_NO];
+                FUZZ_RC("push", ordo_push(e, r, ctx, 0));
+                break;
+            }
+            case 5: /* deletes, twice now and then: the handle is kept */
+                ordo_delete_operator(e, oprs[fuzz_rand(&st) % 2][fuzz_rand(&st) % FUZZ_NO]);
+                break;
+            case 6: {
+                int slot = fuzz_rand(&st) % FUZZ_NV;
+                FUZZ_RC("delete_variable", ordo_delete_variable(e, NULL, NULL, ctx, vars[x][slot]));
+                if (fuzz_rand(&st) % 2) vars[x][slot] = ordo_new_variable(es[x]); /* else keep the stale handle */
+                break;
+            }
+            case 7:
+                if (pick[0]) FUZZ_RC("wait_for_var", fuzz_rand(&st) % 2 ? ordo_wait_for_var(e, pick[0])
+                                                                      : ordo_wait_to_write(e, pick[0]));
+                break;
+            case 8:
+                ordo_set_bulk_size((int)(fuzz_rand(&st) % 100) - 10);
+                if (fuzz_rand(&st) % 2) FUZZ_RC("bulk_flush", ordo_bulk_flush());
+                break;
+            case 9:
+                switch (fuzz_rand(&st) % 4) {
+                case 0: FUZZ_RC("profiler_start", ordo_profiler_start(e)); break;
+                case 1: FUZZ_RC("profiler_stop", ordo_profiler_stop(e)); break;
+                case 2: ordo_profiler_clear(e); break;
+                default: FUZZ_RC("profiler_summary", ordo_profiler_summary(e, NULL)); break;
+                }
+                break;
+            case 10:
+                (void)ordo_wait_for_all(e); /* may report a failure: any code is fine */
+                break;
+            case 11:
+                if (pick[0]) {
+                    (void)ordo_var_version(pick[0]);
+                    int rc = ordo_var_failed(pick[0]);
+                    if (rc && !ordo_last_error()[0]) {
+                        CHECK_MSG(0, "var_failed (step %d): %d without a message", step, rc);
+                        bad++;
+                    }
+                }
+                break;
+            default:
+                if (fuzz_rand(&st) % 4 == 0) ordo_done_complete(NULL, NULL);
+                FUZZ_RC("pending", ordo_engine_pending(e) < 0 ? ORDO_ERR_INVALID : 0);
+                break;
+            }
+        }
+        ordo_set_bulk_size(0);
+        CHECK_EQ_LONG(ordo_bulk_flush(), 0);
+        for (int x = 0; x < 2; x++) {
+            (void)ordo_wait_for_all(es[x]);
+            CHECK_EQ_LONG(ordo_wait_for_all(es[x]), 0);
+            CHECK_EQ_LONG(ordo_engine_pending(es[x]), 0);
+            ordo_profiler_stop(es[x]);
+            /* Still working. */
+            ordo_var *v = ordo_new_variable(es[x]);
+            long before = atomic_load(&fuzz_ran);
+            CHECK_EQ_LONG(push_simple(es[x], fuzz_op, NULL, NULL, 0, &v, 1, "after"), 0);
+            CHECK_EQ_LONG(ordo_wait_for_var(es[x], v), 0);
+            CHECK_EQ_LONG(atomic_load(&fuzz_ran), before + 1);
+            for (int i = 0; i < FUZZ_NO; i++)
+                if (oprs[x][i]) ordo_delete_operator(es[x], oprs[x][i]); /* some already deleted: refused */
+            CHECK_EQ_LONG(ordo_wait_for_all(es[x]), 0);
+            ordo_engine_destroy(es[x]);
+        }
+    }
+}
+
 int main(void) {
     TEST_T(test_var_of_another_engine, 60);
     TEST_T(test_new_operator_checks_like_push, 60);
@@ -491,6 +659,7 @@ int main(void) {
     TEST_T(test_done_complete_twice, 60);
     TEST_T(test_destroy_under_tensors_refused, 60);
     TEST_T(test_destroy_under_other_threads_bulk_refused, 60);
+    TEST_T(test_misuse_fuzz, 240);
     TEST_T(test_default_engine_destroy_refused, 60);
     return harness_end();
 }
