@@ -650,6 +650,41 @@ static void test_misuse_fuzz(void) {
     }
 }
 
+/* ---- kernel names the tensor layer cannot push ---- */
+
+static int kernel_noop(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
+    (void)rc;
+    (void)a;
+    return 0;
+}
+
+/* ordo_kernel_register took a name of any length, but the tensor layer's
+ * ids (ordo_tensor_kernel_id) take at most ORDO_KERNEL_NAME_MAX
+ * characters: such a kernel was registered and could never be pushed.
+ * It is refused at registration now, naming the limit; a name of exactly
+ * the limit registers and pushes. */
+static void test_kernel_name_too_long_refused(void) {
+    char name[ORDO_KERNEL_NAME_MAX + 2];
+    memset(name, 'k', sizeof name - 1);
+    name[sizeof name - 1] = 0; /* ORDO_KERNEL_NAME_MAX + 1 characters */
+    int rc = ordo_kernel_register(name, ORDO_CPU, kernel_noop);
+    CHECK_MSG(rc == ORDO_ERR_INVALID && contains(ordo_last_error(), "characters long (at most 71)"), "%d '%s'", rc,
+              ordo_last_error());
+    CHECK(ordo_kernel_lookup(name, ORDO_CPU) == NULL);
+    name[ORDO_KERNEL_NAME_MAX] = 0; /* exactly the limit */
+    CHECK_EQ_LONG(ordo_kernel_register(name, ORDO_CPU, kernel_noop), 0);
+    int kid = ordo_tensor_kernel_id(name);
+    CHECK(kid >= 0);
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    if (!e || kid < 0) return;
+    int64_t shape[1] = {2};
+    ordo_tensor *t = ordo_tensor_empty(e, ORDO_F32, 1, shape, cpu_ctx(0));
+    CHECK_EQ_LONG(ordo_tensor_push(kid, "long", 0, NULL, 0, &t, 1, NULL, 0, NULL, 0), 0);
+    CHECK_EQ_LONG(ordo_tensor_wait(t), 0);
+    ordo_tensor_free(t);
+    ordo_engine_destroy(e);
+}
+
 int main(void) {
     TEST_T(test_var_of_another_engine, 60);
     TEST_T(test_new_operator_checks_like_push, 60);
@@ -660,6 +695,7 @@ int main(void) {
     TEST_T(test_destroy_under_tensors_refused, 60);
     TEST_T(test_destroy_under_other_threads_bulk_refused, 60);
     TEST_T(test_misuse_fuzz, 240);
+    TEST_T(test_kernel_name_too_long_refused, 60);
     TEST_T(test_default_engine_destroy_refused, 60);
     return harness_end();
 }
