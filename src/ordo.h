@@ -160,6 +160,10 @@ enum {
  * another engine". */
 ordo_var *ordo_new_variable(ordo_engine *e);
 
+/* param_free (may be NULL) is called once with param after the op has
+ * run, been skipped (rule 5) or been dropped.  A push that is refused
+ * (nonzero return) takes nothing: param stays the caller's, and
+ * param_free is not called; the same for ordo_new_operator returning NULL. */
 int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
                    ordo_ctx ctx, ordo_var *const *reads, int nreads,
                    ordo_var *const *writes, int nwrites, int prop, int priority, const char *name);

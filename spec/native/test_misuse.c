@@ -337,13 +337,15 @@ static void test_operator_delete_misuse(void) {
 
 /* ---- ordo_done_complete called twice ---- */
 
-static char second_msg[256]; /* written by the op's thread, read after a wait */
+static char second_msg[256]; /* written by the op's thread, read once second_done is set */
+static atomic_int second_done;
 static void async_twice(const ordo_run_ctx *rc, void *param, ordo_done *done) {
     (void)rc;
     (void)param;
     ordo_done_complete(done, NULL);
     ordo_done_complete(done, "the second call's error");
     snprintf(second_msg, sizeof second_msg, "%s", ordo_last_error());
+    atomic_store(&second_done, 1); /* after the op completed: a wait does not order this */
 }
 
 static ordo_done *_Atomic later_done;
@@ -367,8 +369,10 @@ static void test_done_complete_twice(void) {
         ordo_ctx cpu = cpu_ctx(0);
         ordo_var *v = ordo_new_variable(e);
         second_msg[0] = 0;
+        atomic_store(&second_done, 0);
         CHECK_EQ_LONG(ordo_push_async(e, async_twice, NULL, NULL, cpu, NULL, 0, &v, 1, 0, 0, "twice"), 0);
         int rc = ordo_wait_for_var(e, v);
+        while (!atomic_load(&second_done)) sched_yield();
         CHECK_MSG(rc == 0, "%s: the second call failed the op: %d '%s'", kn, rc, ordo_last_error());
         CHECK_MSG(contains(second_msg, "already completed"), "%s: second call: '%s'", kn, second_msg);
         CHECK_EQ_LONG(ordo_var_version(v), 1);
@@ -616,6 +620,9 @@ static void test_misuse_fuzz(void) {
             case 11:
                 if (pick[0]) {
                     (void)ordo_var_version(pick[0]);
+                    /* ordo_var_failed reads what the last write left: after a wait only */
+                    int w = ordo_wait_to_write(e, pick[0]);
+                    if (w != ORDO_OK && w != ORDO_ERR_FAILED) break;
                     int rc = ordo_var_failed(pick[0]);
                     if (rc && !ordo_last_error()[0]) {
                         CHECK_MSG(0, "var_failed (step %d): %d without a message", step, rc);
@@ -631,8 +638,8 @@ static void test_misuse_fuzz(void) {
         }
         ordo_set_bulk_size(0);
         CHECK_EQ_LONG(ordo_bulk_flush(), 0);
+        for (int x = 0; x < 2; x++) (void)ordo_wait_for_all(es[x]); /* both: fuzz_ran counts either's ops */
         for (int x = 0; x < 2; x++) {
-            (void)ordo_wait_for_all(es[x]);
             CHECK_EQ_LONG(ordo_wait_for_all(es[x]), 0);
             CHECK_EQ_LONG(ordo_engine_pending(es[x]), 0);
             ordo_profiler_stop(es[x]);
@@ -685,6 +692,35 @@ static void test_kernel_name_too_long_refused(void) {
     ordo_engine_destroy(e);
 }
 
+/* ---- who owns param after a refused push ---- */
+
+static atomic_int pf_calls;
+static void count_free(void *p) {
+    (void)p;
+    atomic_fetch_add(&pf_calls, 1);
+}
+
+/* As ordo.h says: a refused push leaves param the caller's (param_free is
+ * not called, so the caller may free it, once); an accepted op's
+ * param_free runs once, whether it ran, failed or was skipped. */
+static void test_refused_push_keeps_param(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 1);
+    if (!e) return;
+    ordo_var *v = ordo_new_variable(e);
+    ordo_ctx bad = {9, 0};
+    atomic_store(&pf_calls, 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, bulk_noop, NULL, count_free, bad, NULL, 0, &v, 1, 0, 0, "x"), ORDO_ERR_INVALID);
+    CHECK_EQ_LONG(ordo_push_async(e, async_noop, NULL, count_free, cpu_ctx(0), NULL, -1, &v, 1, 0, 0, "x"),
+                  ORDO_ERR_INVALID);
+    CHECK(ordo_new_operator(e, async_noop, NULL, count_free, NULL, 0, &v, 1, ORDO_PROP_DELETE_VAR, "x") == NULL);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&pf_calls), 0);
+    CHECK_EQ_LONG(ordo_push_sync(e, bulk_noop, NULL, count_free, cpu_ctx(0), NULL, 0, &v, 1, 0, 0, "ok"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(atomic_load(&pf_calls), 1);
+    ordo_engine_destroy(e);
+}
+
 int main(void) {
     TEST_T(test_var_of_another_engine, 60);
     TEST_T(test_new_operator_checks_like_push, 60);
@@ -696,6 +732,7 @@ int main(void) {
     TEST_T(test_destroy_under_other_threads_bulk_refused, 60);
     TEST_T(test_misuse_fuzz, 240);
     TEST_T(test_kernel_name_too_long_refused, 60);
+    TEST_T(test_refused_push_keeps_param, 60);
     TEST_T(test_default_engine_destroy_refused, 60);
     return harness_end();
 }
