@@ -108,6 +108,7 @@ void ordo_storage_gc_pace(int64_t heap_bytes) {
 typedef struct eng_ref {
     ordo_engine *e;
     long refs; /* storages on it, + 1 while the front end's handle is open */
+    bool closed; /* ordo_tensor_engine_close has dropped the handle's reference */
     struct eng_ref *next;
 } eng_ref;
 
@@ -167,7 +168,21 @@ ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg) {
 }
 
 void ordo_tensor_engine_close(ordo_engine *e) {
-    if (e) engine_ref(e, -1);
+    if (!e) return;
+    /* Only the handle's reference, once: a second close dropped a
+     * storage's, and the engine was destroyed under that storage. */
+    bool open = false;
+    pthread_mutex_lock(&eng_mu);
+    for (eng_ref *r = eng_list; r; r = r->next)
+        if (r->e == e) {
+            open = !r->closed;
+            r->closed = true;
+            break;
+        }
+    pthread_mutex_unlock(&eng_mu);
+    if (open) engine_ref(e, -1);
+    else tensor_set_error("ordo_tensor_engine_close: the engine was not made by ordo_tensor_engine_create, "
+                          "or is closed already");
 }
 
 /* ---- backpressure on memory waiting to be freed ---------------------------------- */

@@ -434,9 +434,18 @@ static void test_destroy_under_tensors_refused(void) {
     ordo_engine_destroy(te);
     CHECK_MSG(contains(ordo_last_error(), "ordo_tensor_engine_close"), "'%s'", ordo_last_error());
     ordo_tensor_engine_close(te); /* lives on for t */
+    /* A second close dropped t's reference and destroyed the engine
+     * under t: refused now, with a message. */
+    ordo_tensor_engine_close(te);
+    CHECK_MSG(contains(ordo_tensor_error(), "closed already"), "'%s'", ordo_tensor_error());
     CHECK_EQ_LONG(ordo_tensor_op1(kfill, "fill", t, NULL, 1.0), 0);
     CHECK_EQ_LONG(ordo_tensor_wait(t), 0);
+    CHECK(((float *)ordo_tensor_data(t))[0] == 1.0f);
     ordo_tensor_free(t); /* the last one: the engine goes with it */
+    ordo_engine *plain = make_engine(ORDO_ENGINE_NAIVE, 1);
+    ordo_tensor_engine_close(plain); /* not a tensor engine: nothing but the message */
+    CHECK_MSG(contains(ordo_tensor_error(), "not made by ordo_tensor_engine_create"), "'%s'", ordo_tensor_error());
+    ordo_engine_destroy(plain);
 }
 
 /* ---- an engine destroyed under another thread's bulk ---- */
