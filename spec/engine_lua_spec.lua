@@ -28,6 +28,22 @@ describe("ordo.engine", function()
         assert.same({1, 1, 1}, t:totable())
     end)
 
+    it("has_kernel and push of names no device has a kernel for use up none of the 512 kernel ids", function()
+        -- they were interned: 600 such names filled the table for good, and
+        -- no kernel not yet pushed could be pushed after them
+        local ffi = require "ffi"
+        local C = require("ordo.cdef").C
+        local c = ordo.empty({3})
+        for i = 1, 600 do
+            assert.is_false(ordo.engine.has_kernel("no_such_kernel_" .. i))
+            local ok, err = pcall(ordo.engine.push, "no_such_kernel_b" .. i, {}, {c})
+            assert.is_false(ok)
+            assert.truthy(tostring(err):find("no kernel 'no_such_kernel_b" .. i .. "' registered", 1, true), err)
+        end
+        local kid = C.ordo_tensor_kernel_id("capi_spec_fresh_name")
+        assert.is_true(kid >= 0, kid >= 0 or ffi.string(C.ordo_tensor_error()))
+    end)
+
     it("pushes a registered kernel by name", function()
         assert.is_true(ordo.engine.has_kernel("add"))
         assert.is_false(ordo.engine.has_kernel("no_such_kernel"))

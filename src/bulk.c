@@ -266,6 +266,7 @@ static inline bulk *bulk_start(ordo_engine *e, ordo_ctx ctx) {
     bulk *b = bulk_alloc();
     if (!b) return NULL;
     b->engine = e;
+    atomic_fetch_add_explicit(&e->open_bulks, 1, memory_order_relaxed);
     b->ctx = ctx;
     b->nent = b->nvars = b->nuse = b->nfns = 0;
     b->chain_only = bulk_paced_out(e); /* read once a bulk, not once an op */
@@ -566,10 +567,20 @@ static int push_each(bulk *b) {
     return first_rc;
 }
 
+static int bulk_hand_over(bulk *b);
+
 int ordo_bulk_flush(void) {
     bulk *b = tls_bulk;
     if (!b) return ORDO_OK;
     tls_bulk = NULL; /* before pushing: the push must not flush again */
+    ordo_engine *e = b->engine;
+    int rc = bulk_hand_over(b);
+    atomic_fetch_sub_explicit(&e->open_bulks, 1, memory_order_release); /* e may be destroyed from here on */
+    return rc;
+}
+
+/* ordo_bulk_flush's push of b, a bulk no longer this thread's. */
+static int bulk_hand_over(bulk *b) {
     if (b->nent == 1) return push_each(b); /* one op: pushed as itself, under its own name */
     ordo_engine *e = b->engine;
     var_use uses[BULK_MAX_VARS];

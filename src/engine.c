@@ -590,8 +590,8 @@ static int engine_pools(ordo_engine *e, pool **out) {
     return n;
 }
 
-void ordo_engine_destroy(ordo_engine *e) {
-    if (!e || engine_destroy_refused(e)) return; /* the default engine: only its exit handler destroys it (wait.c) */
+static void engine_destroy(ordo_engine *e, bool at_exit) {
+    if (!e || (!at_exit && engine_destroy_refused(e))) return; /* the default engine: only its exit handler destroys it (wait.c) */
     /* From inside one of its ops, destroy would wait for that op: a
      * deadlock (rule 7).  destroy returns nothing, so the refusal is the
      * thread's last error, and the engine runs on. */
@@ -600,7 +600,32 @@ void ordo_engine_destroy(ordo_engine *e) {
                                      "that operation); destroy engines from the thread that made them");
         return;
     }
+    /* A tensor's storage keeps its var and engine pointers: freed under
+     * it, every later use of the tensor (its release too) would touch
+     * freed memory. */
+    if (!at_exit && storage_engine_is_front(e)) {
+        set_error(ORDO_ERR_INVALID, "ordo_engine_destroy: this engine was made by ordo_tensor_engine_create: close it "
+                                    "with ordo_tensor_engine_close; the engine was left as it was");
+        return;
+    }
+    long live = atomic_load(&e->storages);
+    if (live > 0 && !at_exit) {
+        set_error(ORDO_ERR_INVALID, "ordo_engine_destroy: %ld tensor storage%s still use%s this engine; free %s "
+                  "first (ordo_tensor_free / ordo_storage_release), or make the engine with "
+                  "ordo_tensor_engine_create, which lives until its last tensor is freed; the engine was left as it was",
+                  live, live > 1 ? "s" : "", live > 1 ? "" : "s", live > 1 ? "them" : "it");
+        return;
+    }
     bulk_flush_mine();
+    /* Another thread's bulk holds ops for e that it hands over later (at
+     * its next engine call, flush or exit): into freed memory. */
+    int bulks = atomic_load_explicit(&e->open_bulks, memory_order_acquire);
+    if (bulks > 0 && !at_exit) {
+        set_error(ORDO_ERR_INVALID, "ordo_engine_destroy: %d other thread%s still collect%s ops for this engine in a "
+                  "bulk (ordo_set_bulk_size); call ordo_bulk_flush on %s first; the engine was left as it was",
+                  bulks, bulks > 1 ? "s" : "", bulks > 1 ? "" : "s", bulks > 1 ? "them" : "it");
+        return;
+    }
     engine_wait_pending(e, 0);
     while (atomic_load(&e->external) > 0) sched_yield();
     /* Rule 11 covers the GPU work the ops queued, too. */
@@ -649,3 +674,7 @@ void ordo_engine_destroy(ordo_engine *e) {
     pthread_mutex_destroy(&e->prof_mu);
     free(e);
 }
+
+void ordo_engine_destroy(ordo_engine *e) { engine_destroy(e, false); }
+
+void engine_destroy_at_exit(ordo_engine *e) { engine_destroy(e, true); }

@@ -35,9 +35,12 @@ static int run_chunks(help_slot *h, ready_queue *q, int64_t n, int64_t grain, or
     int rc = 0;
     for (;;) {
         if (q && atomic_load_explicit(&q->size, memory_order_relaxed) > 0) return rc;
-        int64_t lo = atomic_fetch_add(&h->next, 1) * grain;
-        if (lo >= n) return rc;
-        int64_t hi = lo + grain < n ? lo + grain : n;
+        /* In chunk numbers, so that no product or sum passes n: a grain
+         * near INT64_MAX must not overflow (undefined behaviour). */
+        int64_t k = atomic_fetch_add(&h->next, 1);
+        if (k > (n - 1) / grain) return rc;
+        int64_t lo = k * grain;
+        int64_t hi = n - lo > grain ? lo + grain : n;
         int r = fn(lo, hi, ctx);
         if (r && !rc) rc = r;
     }
@@ -49,7 +52,7 @@ int ordo_parallel_for(int64_t n, int64_t grain, ordo_chunk_fn fn, void *ctx) {
     if (grain < 1) grain = 1;
     worker *w = tls_worker;
     pool *p = w ? w->pool : NULL;
-    if (!p || p->size < 2 || (n + grain - 1) / grain < HELP_MIN_CHUNKS ||
+    if (!p || p->size < 2 || (n - 1) / grain + 1 < HELP_MIN_CHUNKS ||
         (p->kind != POOL_CPU && p->kind != POOL_CPU_PRIORITY && p->kind != POOL_SHARED))
         return fn(0, n, ctx);
     ready_queue *q = &p->q;

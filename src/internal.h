@@ -226,8 +226,17 @@ struct ordo_opr {
     unsigned *gens; /* each var's gen when the operator was made */
     bool *is_write;
     atomic_int refs; /* 1 for the handle + 1 per pushed run in flight */
+    /* OPR_LIVE from ordo_new_operator until it is freed, then OPR_DEAD: a
+     * freed operator's block stays the engine's (engine.opr_dead) until a
+     * new operator takes it or the engine is destroyed, so a stale handle
+     * -- a second ordo_delete_operator, an ordo_push after the delete --
+     * reads this instead of freed memory. */
+    atomic_uint magic;
+    atomic_bool deleted; /* ordo_delete_operator has been called */
     struct ordo_opr *prev, *next; /* the engine's live operators (engine.oprs, under mem_mu) */
 };
+#define OPR_LIVE 0x6f707231u
+#define OPR_DEAD 0x6f707264u
 /* Drops a reference to r; the last one frees it (param_free too). */
 void opr_unref(ordo_opr *r);
 /* At destroy, once nothing is pending: frees the operators never deleted. */
@@ -271,6 +280,10 @@ struct op {
     ordo_gpu_check_fn gpu_check; /* ordo_gpu_check_after: a host check once its GPU work has run, or NULL */
     void *gpu_check_arg;
     struct dev_event *gpu_check_ev; /* while with the checker: the end of its GPU work */
+    /* An async op: 1 from its function's call until ordo_done_complete,
+     * which takes it; a second call finds 0 and is refused (op blocks stay
+     * the engine's, so reading it is safe after the op has finished). */
+    atomic_int awaiting_done;
 };
 
 /* A naive engine's pusher waiting for its own op to finish (push.c): a
@@ -468,6 +481,9 @@ struct ordo_engine {
 
     pthread_mutex_t mem_mu; /* op and var blocks, and the list of operators */
     ordo_opr *oprs;         /* live operators: destroy frees those never deleted (rule 11) */
+    atomic_int open_bulks;  /* threads' bulks collecting ops for it (bulk.c): ordo_engine_destroy refuses while any is */
+    atomic_long storages;   /* live ordo_storages on it (storage.c): ordo_engine_destroy refuses while any is */
+    ordo_opr *opr_dead;     /* freed operators' blocks, for reuse (struct ordo_opr's magic); next links them */
     slab *op_slabs, *var_slabs;
     op *op_batches; /* free ops, in chains of OP_BATCH linked by next_batch */
     ordo_var *var_free, *var_free_tail;
@@ -669,6 +685,11 @@ static inline int bulk_alone_flags(const ordo_engine *e) {
 /* True, with the message set, when e is the default engine, which only
  * the exit handler destroys (wait.c): ordo_engine_destroy returns at once. */
 bool engine_destroy_refused(const ordo_engine *e);
+/* ordo_engine_destroy without its refusals for tensors still alive: the
+ * default engine at exit, whose tensors are never freed then. */
+void engine_destroy_at_exit(ordo_engine *e);
+/* Whether e was made by ordo_tensor_engine_create and not yet closed (storage.c). */
+bool storage_engine_is_front(const ordo_engine *e);
 /* Destroys the default engine now, if it exists (its exit handler then
  * finds nothing to do): for the shell reaper's destructor, which must not
  * stop while the engine still waits for commands (wait.c). */

@@ -118,6 +118,10 @@ ordo_kernel_fn ordo_kernel_lookup(const char *name, int dev_type) {
 int ordo_kernel_register(const char *name, int dev_type, ordo_kernel_fn fn) {
     const int dev = norm_dev(dev_type);
     if (!name || !*name) return set_error(ORDO_ERR_INVALID, "ordo_kernel_register: empty kernel name");
+    /* A longer name could be registered but never pushed (ordo_tensor_kernel_id refuses it). */
+    if (strlen(name) > ORDO_KERNEL_NAME_MAX)
+        return set_error(ORDO_ERR_INVALID, "ordo_kernel_register: kernel name '%.24s...' is %zu characters long "
+                         "(at most %d)", name, strlen(name), ORDO_KERNEL_NAME_MAX);
     if (!fn) return set_error(ORDO_ERR_INVALID, "ordo_kernel_register(%s): NULL function", name);
     if (dev < 0)
         return set_error(ORDO_ERR_INVALID, "ordo_kernel_register(%s): bad device type %d", name, dev_type);

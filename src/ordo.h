@@ -102,7 +102,10 @@ ordo_engine *ordo_engine_default(void);                        /* process-wide e
 /* Waits, joins, frees.  From inside an op it would wait for that op: it
  * is refused then (ORDO_ERR_DEADLOCK as ordo_last_error) and does nothing.
  * The default engine is refused too (ORDO_ERR_INVALID as ordo_last_error):
- * it is shared by whoever asked for it and destroyed at exit. */
+ * it is shared by whoever asked for it and destroyed at exit.  So are an
+ * engine that tensor storages (ordo_tensor.h) still use -- free them first
+ * -- and one made by ordo_tensor_engine_create (ordo_tensor_engine_close
+ * destroys it once its last tensor is freed). */
 void         ordo_engine_destroy(ordo_engine *e);
 /* The configuration in force after defaults were applied (all zero, with
  * the message, for a NULL engine). */
@@ -125,7 +128,9 @@ typedef int  (*ordo_sync_fn)(const ordo_run_ctx *rc, void *param);   /* 0 = ok *
 typedef void (*ordo_async_fn)(const ordo_run_ctx *rc, void *param, ordo_done *done);
 
 /* Finish an async op; error NULL = ok.  Call exactly once, from any thread.
- * done NULL completes nothing: the call only sets ordo_last_error(). */
+ * done NULL completes nothing: the call only sets ordo_last_error(); so
+ * does a second call for the same run (ORDO_ERR_INVALID, "already
+ * completed"), as long as no newer op has taken the finished op's place. */
 void ordo_done_complete(ordo_done *done, const char *error);
 /* Set the running op's error message; returns nonzero so `return ordo_fail(...)` works. */
 int  ordo_fail(const ordo_run_ctx *rc, const char *fmt, ...)
@@ -155,6 +160,10 @@ enum {
  * another engine". */
 ordo_var *ordo_new_variable(ordo_engine *e);
 
+/* param_free (may be NULL) is called once with param after the op has
+ * run, been skipped (rule 5) or been dropped.  A push that is refused
+ * (nonzero return) takes nothing: param stays the caller's, and
+ * param_free is not called; the same for ordo_new_operator returning NULL. */
 int ordo_push_sync(ordo_engine *e, ordo_sync_fn fn, void *param, void (*param_free)(void *),
                    ordo_ctx ctx, ordo_var *const *reads, int nreads,
                    ordo_var *const *writes, int nwrites, int prop, int priority, const char *name);
@@ -170,11 +179,16 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
                             ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites,
                             int prop, const char *name);
 /* ORDO_ERR_DELETED when one of the operator's vars was deleted since it was
- * made (also once a new var has taken that var's memory). */
+ * made (also once a new var has taken that var's memory), or when the
+ * operator itself was deleted. */
 int  ordo_push(ordo_engine *e, ordo_opr *op, ordo_ctx ctx, int priority);
 /* Frees the operator (and calls param_free) once its pushed runs have
  * finished.  ordo_engine_destroy frees the operators never deleted (and
- * calls their param_free), as it frees the vars never deleted. */
+ * calls their param_free), as it frees the vars never deleted.  Refused,
+ * with the message in ordo_last_error(): a NULL engine or operator, an
+ * operator of another engine (ORDO_ERR_INVALID), one already deleted
+ * (ORDO_ERR_DELETED; the engine keeps a deleted operator's block until a
+ * new operator reuses it, so a stale handle is caught until then). */
 void ordo_delete_operator(ordo_engine *e, ordo_opr *op);
 
 /* Runs fn (may be NULL) after every earlier op on v, then frees v (rule 6).
@@ -224,7 +238,9 @@ long ordo_engine_pending(ordo_engine *e);
  * ops pushed from inside an op.  A pushed op whose var another thread
  * deletes before the bulk is handed over is dropped, and its error is
  * reported by the next ordo_wait_for_all.  Destroy an engine from the
- * thread that bulks on it, or flush that thread first. */
+ * thread that bulks on it, or flush that thread first: while another
+ * thread's bulk holds ops for it, ordo_engine_destroy is refused
+ * (ORDO_ERR_INVALID as ordo_last_error) and the engine runs on. */
 #define ORDO_BULK_MAX 64
 /* This thread: 0 (off, the default) .. ORDO_BULK_MAX; returns the old size.
  * A size out of range is clamped to it, with the message in ordo_last_error(). */

@@ -56,7 +56,10 @@ typedef struct ordo_kernel_args {
 
 typedef int (*ordo_kernel_fn)(const ordo_run_ctx *rc, const ordo_kernel_args *args);
 
-/* Registers (or replaces) a kernel; 0 or ORDO_ERR_INVALID. Thread-safe. */
+/* Registers (or replaces) a kernel; 0 or ORDO_ERR_INVALID (a NULL or empty
+ * name, one longer than ORDO_KERNEL_NAME_MAX characters, which the tensor
+ * layer could never push, a NULL fn, a bad device type). Thread-safe. */
+#define ORDO_KERNEL_NAME_MAX 71
 int ordo_kernel_register(const char *name, int dev_type, ordo_kernel_fn fn);
 /* NULL when no kernel of that name exists for that device type. */
 ordo_kernel_fn ordo_kernel_lookup(const char *name, int dev_type);

@@ -250,7 +250,9 @@ void    ordo_pinned_empty_cache(void);
 
 /* Engines created here are reference counted by the storages on them, so a
  * front end may close its handle while tensors still live: the engine is
- * destroyed when it is closed and its last storage is gone. */
+ * destroyed when it is closed and its last storage is gone.  Closing one
+ * twice, or an engine not made here, does nothing but set
+ * ordo_tensor_error(). */
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
 void         ordo_tensor_engine_close(ordo_engine *e);
 /* sizeof of a public struct by name ("ordo_engine_config", "ordo_tensor",

@@ -489,6 +489,30 @@ int ordo_push_async(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_
 
 /* ---- reusable operators ------------------------------------------------------ */
 
+/* An operator's block: a freed one of e's (struct ordo_opr's magic) or a
+ * new one, zeroed. */
+static ordo_opr *opr_block(ordo_engine *e) {
+    pthread_mutex_lock(&e->mem_mu);
+    ordo_opr *r = e->opr_dead;
+    if (r) e->opr_dead = r->next;
+    pthread_mutex_unlock(&e->mem_mu);
+    if (!r) return calloc(1, sizeof *r);
+    memset(r, 0, sizeof *r); /* OPR_DEAD -> 0: unused until ordo_new_operator marks it live */
+    return r;
+}
+
+/* Gives r's block back to e, marked dead: a stale handle to it is refused. */
+static void opr_block_put(ordo_engine *e, ordo_opr *r) {
+    pthread_mutex_lock(&e->mem_mu);
+    atomic_store_explicit(&r->magic, OPR_DEAD, memory_order_relaxed);
+    r->prev = NULL;
+    r->next = e->opr_dead;
+    e->opr_dead = r;
+    pthread_mutex_unlock(&e->mem_mu);
+}
+
+static const char *opr_name(const ordo_opr *r) { return r->name && r->name[0] ? r->name : "(unnamed)"; }
+
 ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_free)(void *),
                             ordo_var *const *reads, int nreads, ordo_var *const *writes, int nwrites, int prop,
                             const char *name) {
@@ -515,10 +539,10 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
         }
     }
     prop &= ~ORDO_PROP_BULK; /* operators run async functions: never bulked */
-    ordo_opr *r = calloc(1, sizeof *r);
+    ordo_opr *r = opr_block(e);
     var_use *uses = malloc((size_t)(nreads + nwrites + 1) * sizeof *uses);
     if (!r || !uses) {
-        free(r);
+        if (r) opr_block_put(e, r);
         free(uses);
         set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
         return NULL;
@@ -531,7 +555,7 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
         free(r->vars);
         free(r->gens);
         free(r->is_write);
-        free(r);
+        opr_block_put(e, r);
         free(uses);
         set_error(ORDO_ERR_NOMEM, "%s: out of memory", fname);
         return NULL;
@@ -551,6 +575,7 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     atomic_init(&r->refs, 1);
     r->name = engine_intern(e, name);
     pthread_mutex_lock(&e->mem_mu);
+    atomic_store_explicit(&r->magic, OPR_LIVE, memory_order_relaxed);
     r->prev = NULL;
     r->next = e->oprs;
     if (e->oprs) e->oprs->prev = r;
@@ -563,6 +588,9 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
     int rc;
     if (!e) return set_error(ORDO_ERR_INVALID, "ordo_push: engine is NULL");
     if (!r) return set_error(ORDO_ERR_INVALID, "ordo_push: operator is NULL");
+    if (atomic_load_explicit(&r->magic, memory_order_relaxed) != OPR_LIVE ||
+        atomic_load_explicit(&r->deleted, memory_order_relaxed))
+        return set_error(ORDO_ERR_DELETED, "ordo_push: operator %p was deleted (ordo_delete_operator)", (void *)r);
     if (r->engine != e) return set_error(ORDO_ERR_INVALID, "ordo_push: operator belongs to another engine");
     if ((rc = check_ctx("ordo_push", ctx))) return rc;
     /* A var deleted since: freed (its delete has run), or its block now a
@@ -571,7 +599,7 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
         ordo_var *v = r->vars[i];
         if (!var_is_live(v) || atomic_load_explicit(&v->gen, memory_order_relaxed) != r->gens[i])
             return set_error(ORDO_ERR_DELETED, "ordo_push: operator '%s': its variable %p was deleted (rule 6)",
-                             r->name && r->name[0] ? r->name : "(unnamed)", (void *)v);
+                             opr_name(r), (void *)v);
     }
     bulk_flush_mine();
     op *o = op_new(e, 0, r->prop, priority, ctx, r->name);
@@ -605,12 +633,12 @@ int ordo_push(ordo_engine *e, ordo_opr *r, ordo_ctx ctx, int priority) {
     return ORDO_OK;
 }
 
-static void opr_free(ordo_opr *r) {
+/* Everything r holds; its block is the caller's. */
+static void opr_release(ordo_opr *r) {
     if (r->param_free) r->param_free(r->param);
     free(r->vars);
     free(r->gens);
     free(r->is_write);
-    free(r);
 }
 
 void opr_unref(ordo_opr *r) {
@@ -621,20 +649,50 @@ void opr_unref(ordo_opr *r) {
     else e->oprs = r->next;
     if (r->next) r->next->prev = r->prev;
     pthread_mutex_unlock(&e->mem_mu);
-    opr_free(r);
+    opr_release(r);
+    opr_block_put(e, r);
 }
 
 void ordo_delete_operator(ordo_engine *e, ordo_opr *r) {
-    (void)e;
-    if (r) opr_unref(r);
+    const char *fname = "ordo_delete_operator";
+    if (!e) {
+        set_error(ORDO_ERR_INVALID, "%s: engine is NULL", fname);
+        return;
+    }
+    if (!r) {
+        set_error(ORDO_ERR_INVALID, "%s: operator is NULL", fname);
+        return;
+    }
+    /* A second delete: refused, not a second drop of the handle's
+     * reference (which would free the operator under its pushed runs). */
+    if (atomic_load_explicit(&r->magic, memory_order_relaxed) != OPR_LIVE ||
+        atomic_load_explicit(&r->deleted, memory_order_relaxed)) {
+        set_error(ORDO_ERR_DELETED, "%s: operator %p was already deleted", fname, (void *)r);
+        return;
+    }
+    if (r->engine != e) {
+        set_error(ORDO_ERR_INVALID, "%s: operator '%s' belongs to another engine", fname, opr_name(r));
+        return;
+    }
+    if (atomic_exchange_explicit(&r->deleted, true, memory_order_acq_rel)) { /* two threads at once */
+        set_error(ORDO_ERR_DELETED, "%s: operator %p was already deleted", fname, (void *)r);
+        return;
+    }
+    opr_unref(r);
 }
 
 void engine_free_operators(ordo_engine *e) {
     for (ordo_opr *r = e->oprs, *next; r; r = next) {
         next = r->next;
-        opr_free(r);
+        opr_release(r);
+        free(r);
     }
     e->oprs = NULL;
+    for (ordo_opr *r = e->opr_dead, *next; r; r = next) {
+        next = r->next;
+        free(r);
+    }
+    e->opr_dead = NULL;
 }
 
 /* ---- variables --------------------------------------------------------------- */

@@ -443,6 +443,7 @@ static void execute(ordo_engine *e, worker *w, op *o, ready_list *rl) {
         tls_exec_op = o;
         tls_exec_rl = rl;
         tls_thread.in_op++;
+        atomic_store_explicit(&o->awaiting_done, 1, memory_order_relaxed); /* handed on with done */
         o->fn.async(&rc, o->param, (ordo_done *)o);
         tls_thread.in_op--;
         tls_exec_op = outer_op;
@@ -468,6 +469,13 @@ void ordo_done_complete(ordo_done *done, const char *error) {
         return;
     }
     op *o = (op *)done;
+    if (atomic_exchange_explicit(&o->awaiting_done, 0, memory_order_acq_rel) != 1) {
+        /* Finishing it again would retire an op that has already retired,
+         * perhaps a newer op on its reused block. */
+        set_error(ORDO_ERR_INVALID, "ordo_done_complete: the operation was already completed "
+                                    "(call it exactly once per run)");
+        return;
+    }
     ordo_engine *e = o->engine;
     if (o == tls_exec_op) {
         if (error && !o->fail) o->fail = failure_new("%s", error);

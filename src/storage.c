@@ -108,6 +108,7 @@ void ordo_storage_gc_pace(int64_t heap_bytes) {
 typedef struct eng_ref {
     ordo_engine *e;
     long refs; /* storages on it, + 1 while the front end's handle is open */
+    bool closed; /* ordo_tensor_engine_close has dropped the handle's reference */
     struct eng_ref *next;
 } eng_ref;
 
@@ -135,6 +136,15 @@ static void engine_ref(ordo_engine *e, long delta) {
     if (destroy) ordo_engine_destroy(destroy);
 }
 
+bool storage_engine_is_front(const ordo_engine *e) {
+    if (atomic_load_explicit(&eng_custom, memory_order_acquire) == 0) return false;
+    bool found = false;
+    pthread_mutex_lock(&eng_mu);
+    for (eng_ref *r = eng_list; r && !found; r = r->next) found = r->e == e;
+    pthread_mutex_unlock(&eng_mu);
+    return found;
+}
+
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg) {
     eng_ref *r = calloc(1, sizeof *r);
     if (!r) {
@@ -158,7 +168,21 @@ ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg) {
 }
 
 void ordo_tensor_engine_close(ordo_engine *e) {
-    if (e) engine_ref(e, -1);
+    if (!e) return;
+    /* Only the handle's reference, once: a second close dropped a
+     * storage's, and the engine was destroyed under that storage. */
+    bool open = false;
+    pthread_mutex_lock(&eng_mu);
+    for (eng_ref *r = eng_list; r; r = r->next)
+        if (r->e == e) {
+            open = !r->closed;
+            r->closed = true;
+            break;
+        }
+    pthread_mutex_unlock(&eng_mu);
+    if (open) engine_ref(e, -1);
+    else tensor_set_error("ordo_tensor_engine_close: the engine was not made by ordo_tensor_engine_create, "
+                          "or is closed already");
 }
 
 /* ---- backpressure on memory waiting to be freed ---------------------------------- */
@@ -266,6 +290,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     s->nbytes = nbytes;
     s->engine = e;
     s->ctx = ctx;
+    atomic_fetch_add_explicit(&e->storages, 1, memory_order_relaxed);
     engine_ref(e, +1);
     atomic_fetch_add_explicit(&live_bytes, (int64_t)nbytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
@@ -330,5 +355,6 @@ void ordo_storage_release(ordo_storage *s) {
             storage_free_now(s, NULL);
         }
     }
+    atomic_fetch_sub_explicit(&e->storages, 1, memory_order_relaxed);
     engine_ref(e, -1);
 }

@@ -22,7 +22,7 @@
 /* ---- kernel ids ----------------------------------------------------------------- */
 
 #define KMAX 512
-#define KNAME 72 /* names up to 71 chars; a stride of 9 x 8 bytes spreads them over the engine's 8-slot name cache */
+#define KNAME (ORDO_KERNEL_NAME_MAX + 1) /* names up to 71 chars; a stride of 9 x 8 bytes spreads them over the engine's 8-slot name cache */
 
 static _Alignas(64) char knames[KMAX][KNAME];
 static bool kname_short[KMAX]; /* shorter than op names may be: pushed without interning */

@@ -152,7 +152,7 @@ static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
 static void destroy_default(void) {
     /* Cleared first: the destroy below is then not refused. */
-    ordo_engine_destroy(atomic_exchange(&default_engine, NULL));
+    engine_destroy_at_exit(atomic_exchange(&default_engine, NULL));
 }
 
 /* When libordo is unloaded by dlclose (plain luajit's lua_close, and the

@@ -287,10 +287,18 @@ end
 
 local PUSH_OPTS = {broadcast = true}
 
+-- Whether the registry has a kernel named name for any device.
+local function registered(name)
+    return C.ordo_kernel_lookup(name, cdef.CPU) ~= nil or C.ordo_kernel_lookup(name, cdef.GPU) ~= nil
+end
+
 function Engine:push(name, inputs, outputs, scalars, iparams, opts)
     local fname = "push"
     local e = live(fname, self)
     if type(name) ~= "string" then fail("push: expected a kernel name, got " .. util.typename(name)) end
+    -- a name no device has a kernel for is refused before it is interned:
+    -- the table of kernel ids is small and never shrinks
+    if not registered(name) then fail(("push: no kernel '%s' registered (for cpu or gpu)"):format(name)) end
     local kid = C.ordo_tensor_kernel_id(name)
     if kid < 0 then fail("push: " .. ffi.string(C.ordo_tensor_error())) end
     local ins, nin, il = tensors_arg(fname, "inputs", inputs, 4)
@@ -324,6 +332,7 @@ function M.has_kernel(name, device)
     if device ~= nil and device ~= "cpu" and device ~= "gpu" then
         fail(("has_kernel: device must be \"cpu\" or \"gpu\", got %s"):format(util.typename(device) == "string" and ("%q"):format(device) or util.typename(device)))
     end
+    if not registered(name) then return false end -- asked without interning the name (a 512-id table)
     local kid = C.ordo_tensor_kernel_id(name)
     if kid < 0 then return false end
     return C.ordo_tensor_kernel_available(kid, device == "gpu" and cdef.GPU or cdef.CPU) ~= 0

@@ -233,7 +233,56 @@ static void test_help_idle_worker_takes_chunks(void) {
     ordo_engine_destroy(e);
 }
 
+/* Chunk bounds near INT64_MAX: n + grain - 1 and next * grain overflowed
+ * (undefined behaviour: the ASan+UBSan build aborts) for a grain past half
+ * of n when a worker offered the chunks.  Computed in chunk numbers now. */
+typedef struct {
+    atomic_llong calls, covered;
+    atomic_int bad;
+} huge_cover;
+
+static int huge_chunk(int64_t lo, int64_t hi, void *ctx) {
+    huge_cover *c = ctx;
+    if (lo < 0 || hi <= lo) atomic_store(&c->bad, 1);
+    atomic_fetch_add(&c->calls, 1);
+    atomic_fetch_add(&c->covered, hi - lo);
+    return 0;
+}
+
+typedef struct {
+    int64_t n, grain;
+    huge_cover *c;
+    atomic_int rc;
+} huge_op;
+
+static int huge_fn(const ordo_run_ctx *rc, void *param) {
+    (void)rc;
+    huge_op *h = param;
+    atomic_store(&h->rc, ordo_parallel_for(h->n, h->grain, huge_chunk, h->c));
+    return 0;
+}
+
+static void test_help_huge_bounds(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_PER_DEVICE, 4);
+    ordo_var *v = ordo_new_variable(e);
+    const int64_t grains[] = {INT64_MAX / 2 + 1, INT64_MAX / 3, INT64_MAX - 1, INT64_MAX};
+    for (int i = 0; i < ARRAY_LEN(grains); i++) {
+        huge_cover c;
+        atomic_init(&c.calls, 0);
+        atomic_init(&c.covered, 0);
+        atomic_init(&c.bad, 0);
+        huge_op h = {INT64_MAX, grains[i], &c, 0};
+        CHECK(ordo_push_sync(e, huge_fn, &h, NULL, cpu_ctx(0), NULL, 0, &v, 1, ORDO_PROP_NORMAL, 0, "huge") == 0);
+        CHECK(ordo_wait_for_var(e, v) == ORDO_OK);
+        CHECK_EQ_LONG(atomic_load(&h.rc), 0);
+        CHECK_EQ_LONG(atomic_load(&c.bad), 0);
+        CHECK_EQ_LONG(atomic_load(&c.covered), INT64_MAX); /* every index once, whoever ran the chunks */
+    }
+    ordo_engine_destroy(e);
+}
+
 int main(void) {
+    TEST_T(test_help_huge_bounds, 60);
     printf("# scale %g\n", test_scale());
     TEST_T(test_help_outside_a_worker_runs_in_order, 60);
     TEST_T(test_help_every_chunk_once, 120);
