@@ -2461,17 +2461,11 @@ local function check_src_dtype(fname, self, src)
 end
 M.check_src_dtype = check_src_dtype
 
--- scatter_add_(dim, index, src): self[..index[..i..]..] += src[..i..] along
--- dim (gather's adjoint; repeated indices add up), indices from 1.  who
--- (internal): as gather's, for gather's gradient.
-local function scatter_add(fname, self, dim, index, src, who)
-    local d = norm_dim(fname, self, dim)
-    if not is_tensor(index) then fail(fname .. ": index must be an int64 or int32 tensor, got " .. typename(index)) end
-    if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
-    local idx = index_arg(fname, self, index)
-    -- the kernel's rule, checked here so that the error comes at the call
-    -- (the kernel's comes at the next wait): index as many dims as out and
-    -- src, no longer than src in any dim, nor than out but along dim
+-- The rule of the scatter kernels, checked here so that the error comes at
+-- the call (the kernel's comes at the next wait): index as many dims as
+-- out and src, no longer than src in any dim, nor than out but along dim d
+-- (from 0).
+local function check_scatter_shapes(fname, self, d, idx, src)
     local ic, sc, yc = idx._c, src._c, self._c
     local ok = ic.ndim == yc.ndim and sc.ndim == yc.ndim
     for k = 0, yc.ndim - 1 do
@@ -2480,9 +2474,20 @@ local function scatter_add(fname, self, dim, index, src, who)
     end
     if not ok then
         fail(fmt("%s: shape mismatch: src %s, index %s, out %s (index needs out's dims, no longer than src in "
-                 .. "any dim, nor than out except along dim %d)", who or fname, shape_str(src), shape_str(idx),
+                 .. "any dim, nor than out except along dim %d)", fname, shape_str(src), shape_str(idx),
                  shape_str(self), d + 1))
     end
+end
+
+-- scatter_add_(dim, index, src): self[..index[..i..]..] += src[..i..] along
+-- dim (gather's adjoint; repeated indices add up), indices from 1.  who
+-- (internal): as gather's, for gather's gradient.
+local function scatter_add(fname, self, dim, index, src, who)
+    local d = norm_dim(fname, self, dim)
+    if not is_tensor(index) then fail(fname .. ": index must be an int64 or int32 tensor, got " .. typename(index)) end
+    if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
+    local idx = index_arg(fname, self, index)
+    check_scatter_shapes(who or fname, self, d, idx, src)
     check_src_dtype(who or fname, self, src)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
     push(K.scatter_add, who or fname, who and NAMED or 0, {src, idx}, {self}, nil, {d, 1})
@@ -2520,19 +2525,7 @@ local function scatter(self, dim, index, src)
     end
     if not is_tensor(src) then fail("scatter: src must be a tensor or a number, got " .. typename(src)) end
     local idx = index_arg(fname, self, index)
-    -- the kernel's rule (scatter_add's), checked here so that the error
-    -- comes at the call
-    local ic, sc, yc = idx._c, src._c, self._c
-    local ok = ic.ndim == yc.ndim and sc.ndim == yc.ndim
-    for k = 0, yc.ndim - 1 do
-        if not ok then break end
-        if ic.shape[k] > sc.shape[k] or (k ~= d and ic.shape[k] > yc.shape[k]) then ok = false end
-    end
-    if not ok then
-        fail(fmt("%s: shape mismatch: src %s, index %s, out %s (index needs out's dims, no longer than src in "
-                 .. "any dim, nor than out except along dim %d)", fname, shape_str(src), shape_str(idx),
-                 shape_str(self), d + 1))
-    end
+    check_scatter_shapes(fname, self, d, idx, src)
     check_src_dtype(fname, self, src)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
     push(K.scatter, fname, 0, {src, idx}, {self}, nil, {d, 1})
