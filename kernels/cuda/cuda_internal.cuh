@@ -197,6 +197,20 @@ __device__ __forceinline__ T cu_load_relaxed(const T *p) {
 #endif
 }
 
+/* A store that other threads may make to the same place at once (a
+ * scatter's repeated index: one of the values wins).  On the GPU a plain
+ * store, which is whole for an aligned word; in C++, which the host
+ * emulation compiles this as, a race of plain stores is undefined and a
+ * data race to ThreadSanitizer: a relaxed atomic store there. */
+template <typename T>
+__device__ __forceinline__ void cu_store_racy(T *p, T v) {
+#if defined(ORDO_CUDA_EMU)
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#else
+    *p = v;
+#endif
+}
+
 /* The device address of gpu(dev)'s slot (created at the first call). */
 extern "C" cu_error_slot *cu_error_slot_device(int dev_id);
 /* The running op's own slot (a zeroed one, checked by the engine once the

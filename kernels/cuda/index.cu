@@ -185,7 +185,7 @@ __global__ void scatter_set_kernel(const int64_t *idx, const E *src, E *y, nd_wa
         nd_offsets(w, i, off);
         const uint64_t k = (uint64_t)idx[off[0]] - (uint64_t)g.base;
         if (k >= (uint64_t)g.extent) continue; /* never written; reported by the check */
-        y[off[2] + (int64_t)k * g.sd] = src[off[1]];
+        cu_store_racy(y + off[2] + (int64_t)k * g.sd, src[off[1]]); /* (repeated indices: one wins) */
     }
 }
 
