@@ -153,9 +153,11 @@ __global__ void check_index_kernel(const int64_t *idx, nd_walk<1> w, idx_geom g,
     }
 }
 
-/* walk operands: 0 = index, 1 = src, 2 = y0; adds nothing once the slot
- * holds an error (the check kernel ran before, on the same stream) */
-template <typename T>
+/* walk operands: 0 = index, 1 = src, 2 = y0; writes nothing once the slot
+ * holds an error (the check kernel ran before, on the same stream).  SET:
+ * stores (scatter; T then an unsigned type of the element's size, moved by
+ * bit pattern, and of repeated indices one wins), else adds (scatter_add). */
+template <bool SET, typename T>
 __global__ void scatter_kernel(const int64_t *idx, const T *src, T *y, nd_walk<3> w, idx_geom g,
                                const cu_error_slot *slot) {
     __shared__ int failed;
@@ -167,25 +169,8 @@ __global__ void scatter_kernel(const int64_t *idx, const T *src, T *y, nd_walk<3
         nd_offsets(w, i, off);
         const uint64_t k = (uint64_t)idx[off[0]] - (uint64_t)g.base;
         if (k >= (uint64_t)g.extent) continue; /* never written; reported by the check */
-        atomic_add(y + off[2] + (int64_t)k * g.sd, src[off[1]]);
-    }
-}
-
-/* scatter_kernel storing: walk operands as there; moved by bit pattern (E
- * an unsigned type of the element's size) */
-template <typename E>
-__global__ void scatter_set_kernel(const int64_t *idx, const E *src, E *y, nd_walk<3> w, idx_geom g,
-                                   const cu_error_slot *slot) {
-    __shared__ int failed;
-    if (threadIdx.x == 0) failed = cu_load_relaxed(&slot->code);
-    __syncthreads();
-    if (failed) return;
-    CU_GRID_STRIDE(i, g.n) {
-        int64_t off[3];
-        nd_offsets(w, i, off);
-        const uint64_t k = (uint64_t)idx[off[0]] - (uint64_t)g.base;
-        if (k >= (uint64_t)g.extent) continue; /* never written; reported by the check */
-        cu_store_racy(y + off[2] + (int64_t)k * g.sd, src[off[1]]); /* (repeated indices: one wins) */
+        if constexpr (SET) cu_store_racy(y + off[2] + (int64_t)k * g.sd, src[off[1]]);
+        else atomic_add(y + off[2] + (int64_t)k * g.sd, src[off[1]]);
     }
 }
 
@@ -216,13 +201,13 @@ int run_scatter(const ordo_run_ctx *rc, const char *name, const ordo_view *chk, 
         const int64_t *ip = (const int64_t *)idx->data;
         if (set) {
             switch (ordo_dtype_size(y->dtype)) {
-            case 8: scatter_set_kernel<uint64_t><<<nb, CU_THREADS, 0, st>>>(ip, (const uint64_t *)src0->data, (uint64_t *)y0->data, w, g, slot); break;
-            case 4: scatter_set_kernel<uint32_t><<<nb, CU_THREADS, 0, st>>>(ip, (const uint32_t *)src0->data, (uint32_t *)y0->data, w, g, slot); break;
-            default: scatter_set_kernel<uint8_t><<<nb, CU_THREADS, 0, st>>>(ip, (const uint8_t *)src0->data, (uint8_t *)y0->data, w, g, slot); break;
+            case 8: scatter_kernel<true, uint64_t><<<nb, CU_THREADS, 0, st>>>(ip, (const uint64_t *)src0->data, (uint64_t *)y0->data, w, g, slot); break;
+            case 4: scatter_kernel<true, uint32_t><<<nb, CU_THREADS, 0, st>>>(ip, (const uint32_t *)src0->data, (uint32_t *)y0->data, w, g, slot); break;
+            default: scatter_kernel<true, uint8_t><<<nb, CU_THREADS, 0, st>>>(ip, (const uint8_t *)src0->data, (uint8_t *)y0->data, w, g, slot); break;
             }
         } else {
             CU_DISPATCH(rc, name, y->dtype, T,
-                        scatter_kernel<T><<<nb, CU_THREADS, 0, st>>>(ip, (const T *)src0->data, (T *)y0->data, w, g, slot));
+                        scatter_kernel<false, T><<<nb, CU_THREADS, 0, st>>>(ip, (const T *)src0->data, (T *)y0->data, w, g, slot));
         }
     }
     return cu_check_launch(rc, name);
