@@ -56,21 +56,34 @@ local function is_help(a) return a == "-h" or a == "--help" end
 -- (a finite integer: nan fails x == floor(x), inf fails the bounds)
 local function is_int(x) return x == floor(x) and x > -2 ^ 53 and x < 2 ^ 53 end
 
+-- A number written in decimal, as a user types one: tonumber alone would
+-- also take "0x10", " 3", "3 " and "inf", which no one means as a count.
+local function decimal(s)
+    if s:match("^[+-]?%d+%.?%d*$") or s:match("^[+-]?%.%d+$") or s:match("^[+-]?%d+%.?%d*[eE][+-]?%d+$") or
+        s:match("^[+-]?%.%d+[eE][+-]?%d+$") then
+        return tonumber(s)
+    end
+end
+-- An integer written as one: digits only (no "2.0", no "1e3").
+local function integer(s)
+    if s:match("^%+?%d+$") then return tonumber(s) end
+end
+
 -- kind -> function(text, def) returning the value, or nil and what was expected
 local KINDS = {}
 function KINDS.count(s)
-    local x = tonumber(s)
+    local x = integer(s)
     if x and is_int(x) and x >= 1 then return x end
     return nil, "an integer >= 1"
 end
 function KINDS.natural(s)
-    local x = tonumber(s)
+    local x = integer(s)
     if x and is_int(x) and x >= 0 then return x end
     return nil, "an integer >= 0"
 end
 KINDS.seed = KINDS.natural
 function KINDS.positive(s)
-    local x = tonumber(s)
+    local x = decimal(s)
     if x and x > 0 and x < math.huge then return x end
     return nil, "a finite number > 0"
 end
@@ -143,7 +156,7 @@ end
 function KINDS.sizes(s, def)
     local list = {}
     for part in (s .. ","):gmatch("([^,]*),") do
-        local x = tonumber(part)
+        local x = integer(part)
         if not (x and is_int(x) and x >= 1) then list = nil break end
         list[#list + 1] = x
     end

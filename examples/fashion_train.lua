@@ -130,8 +130,8 @@ return function(spec)
         end
     end
     acc = acc or nn.accuracy(model, test_x, test_y) -- (a checkpoint that had every epoch done)
-    print(string.format("final test accuracy %.2f%% after %d epochs in %.1f s", 100 * acc, opt.epochs,
-                        wall() - total_start))
+    print(string.format("final test accuracy %.2f%% after %d epoch%s in %.1f s", 100 * acc, opt.epochs,
+                        opt.epochs == 1 and "" or "s", wall() - total_start))
     if opt.save then
         model:save(opt.save)
         print("parameters saved to " .. opt.save)

@@ -51,7 +51,7 @@ end
 local dist = ((w - w_true) ^ 2):sum():sqrt():item()
 ordo.engine.wait_for_all()
 ordo.profiler.stop()
-print(("|w - w_true| = %.5f after %d steps (%.2f s CPU)"):format(dist, steps, os.clock() - t0))
+print(("|w - w_true| = %.5f after %d step%s (%.2f s CPU)"):format(dist, steps, steps == 1 and "" or "s", os.clock() - t0))
 print(ordo.profiler.summary())
 ordo.profiler.dump(trace_path)
 print("trace: " .. trace_path .. " (chrome://tracing or ui.perfetto.dev)")

@@ -133,6 +133,7 @@ describe("examples", function()
         local acc = tonumber(out:match("final test accuracy ([%d.]+)%%"))
         assert.is_not_nil(acc, out)
         assert.is_true(acc > 60, out)
+        assert.is_truthy(out:find("final test accuracy [%d.]+%% after 1 epoch in"), out) -- (not "1 epochs")
     end)
 
     it("fashion_autoencoder.lua reconstructs better than the mean image (1 epoch of 6,000 images)", function()
@@ -232,6 +233,13 @@ describe("examples", function()
             {"fashion_mlp.lua", "--hidden 64,,32", "--hidden must be comma-separated integers >= 1"},
             {"fashion_mlp.lua", "--epochs 0", "fashion_mlp: --epochs must be an integer >= 1, got 0"},
             {"fashion_mlp.lua", "--epochs 1.5", "fashion_mlp: --epochs must be an integer >= 1, got 1.5"},
+            -- written as a decimal integer: tonumber's hex, exponents and spaces are not counts
+            {"fashion_mlp.lua", "--epochs 0x2", "fashion_mlp: --epochs must be an integer >= 1, got 0x2"},
+            {"fashion_mlp.lua", "--epochs 1e1", "fashion_mlp: --epochs must be an integer >= 1, got 1e1"},
+            {"fashion_mlp.lua", "--epochs 2.0", "fashion_mlp: --epochs must be an integer >= 1, got 2.0"},
+            {"fashion_mlp.lua", "'--epochs= 2'", "fashion_mlp: --epochs must be an integer >= 1, got  2"},
+            {"fashion_mlp.lua", "--hidden 0x10,8", "fashion_mlp: --hidden must be comma-separated integers >= 1"},
+            {"fashion_mlp.lua", "--lr 0x1p-4", "fashion_mlp: --lr must be a finite number > 0, got 0x1p-4"},
             {"fashion_mlp.lua", "--test-limit 0", "fashion_mlp: --test-limit must be an integer >= 1, got 0"},
             {"fashion_mlp.lua", "--limit -3", "fashion_mlp: --limit must be an integer >= 1, got -3"},
             {"fashion_mlp.lua", "--batch x", "fashion_mlp: --batch must be an integer >= 1, got x"},
