@@ -606,7 +606,10 @@ function M.randperm(n, opts)
     return tensor.rand({n}, ropts):argsort():to(dtype)
 end
 
--- dot(a, b): the sum of a * b over two 1-dim tensors of one length (0-dim).
+-- dot(a, b): the sum of a * b over two 1-dim tensors of one length and
+-- one dtype, as a 0-dim tensor of that dtype (Torch's rules: no promotion;
+-- an integer dot wraps as the dtype does, it does not widen to int64 as
+-- sum does).
 function Tensor:dot(b)
     check_self("dot", self)
     check_devices("dot", self, b)
@@ -614,7 +617,11 @@ function Tensor:dot(b)
         fail(fmt("dot: expected two 1-dim tensors of one length, got shapes %s and %s", shape_of_str(self),
                  is_tensor(b) and shape_of_str(b) or typename(b)))
     end
-    return (self * b):sum()
+    if self:dtype() ~= b:dtype() then
+        fail(fmt("dot: expected two tensors of one dtype, got %s and %s", self:dtype(), b:dtype()))
+    end
+    local s = (self * b):sum()
+    return s:dtype() == self:dtype() and s or s:to(self:dtype())
 end
 
 -- outer(a, b): the n x m matrix a[i] * b[j] of two 1-dim tensors.
