@@ -237,6 +237,16 @@ describe("nn.MultiheadAttention", function()
         local am = ordo.tensor({{0, 1, 1, 1}, {0, 0, 1, 1}, {0, 0, 0, 1}, {0, 0, 0, 0}}, "uint8") -- 1: blocked
         local ya = mb(x, x, x, {attn_mask = am, need_weights = false})
         close(yc:totable(), ya:totable(), 1e-12, "is_causal = the causal attn_mask")
+        -- Torch's usual call: the causal attn_mask with is_causal as a hint; both applied
+        close(mb(x, x, x, {attn_mask = am, is_causal = true, need_weights = false}):totable(), ya:totable(), 1e-12,
+              "attn_mask + is_causal")
+        -- a hint that is wrong still never attends to a later position: the union of the two masks
+        local band = ordo.tensor({{0, 0, 0, 0}, {1, 0, 0, 0}, {1, 1, 0, 0}, {1, 1, 1, 0}}, "uint8") -- allows j >= i
+        local yd = mb(x, x, x, {attn_mask = band, is_causal = true, need_weights = false})
+        for n = 1, 2 do
+            local X = x[n]:totable()
+            close(yd[n]:totable(), (ref_mha(mb, X, X, X, function(i, j) return j == i end)), 1e-12, "diagonal " .. n)
+        end
         for n = 1, 2 do
             local X = x[n]:totable()
             local P = pad:totable()[n]
@@ -327,6 +337,7 @@ describe("nn.TransformerEncoderLayer", function()
             local L = x:size(o.batch_first and 2 or 1)
             local blocked = ordo.ones({L, L}, "uint8"):triu(1)
             close(causal:totable(), l(x, {src_mask = blocked}):totable(), 1e-12)
+            close(causal:totable(), l(x, {src_mask = blocked, is_causal = true}):totable(), 1e-12) -- (Torch's hint)
         end
         local l = nn.TransformerEncoderLayer(6, 3)
         assert.same({2048, 6}, l.linear1.weight:shape())

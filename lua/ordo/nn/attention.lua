@@ -230,10 +230,12 @@ function M.install(nn)
         end
         local q, k, v = project(query, 0), project(key, 1), project(value, 2)
         local scores = (q:matmul(k:transpose(2, 3)) * (1 / sqrt(D))):view(N, H, L, S)
-        if opts.is_causal then
-            if opts.attn_mask ~= nil then fail(name .. ": give attn_mask or is_causal, not both") end
-            scores = scores:masked_fill(causal_blocked(L, S, scores), -huge)
-        end
+        -- With attn_mask too, Torch takes is_causal as a hint that attn_mask
+        -- is the causal mask (nn.Transformer's generate_square_subsequent_mask
+        -- with is_causal = true is its usual call): both are applied, which
+        -- is Torch's result when the hint is true and never attends to a
+        -- later position when it is not.
+        if opts.is_causal then scores = scores:masked_fill(causal_blocked(L, S, scores), -huge) end
         local am = opts.attn_mask
         if am ~= nil then
             check_tensor(name, "attn_mask", am)
