@@ -2193,6 +2193,52 @@ describe("optim", function()
         end
     end)
 
+    it("step checks every option again (plain fields, groups' too), changing nothing on a bad one", function()
+        local cases = {
+            {"Adam", "beta1", 1, "beta1 and beta2 must be < 1"},
+            {"AdamW", "beta2", 1.5, "beta1 and beta2 must be < 1"},
+            {"Adam", "eps", -1e-8, "eps must be >= 0"},
+            {"SGD", "weight_decay", 0 / 0, "weight_decay must be a finite number"},
+            {"SGD", "momentum", "0.9", "momentum must be a number, got string"},
+            {"SGD", "momentum", -1, "momentum must be >= 0"},
+            {"SGD", "nesterov", true, "nesterov needs a momentum > 0"},
+            {"RMSprop", "alpha", 1, "alpha must be in [0, 1)"},
+            {"RMSprop", "centered", nil, "opt.centered must be a boolean, got nil"},
+            {"Adagrad", "lr_decay", -0.5, "lr_decay and initial_accumulator_value must be >= 0"},
+        }
+        for _, c in ipairs(cases) do
+            local name, key, val, msg = c[1], c[2], c[3], c[4]
+            for _, grouped in ipairs({false, true}) do
+                local p = ordo.ones({2}, D):requires_grad()
+                local opt = optim[name](grouped and {{params = {p}}} or {p}, {lr = 0.1})
+                if grouped then opt.param_groups[1][key] = val else opt[key] = val end
+                p.grad = ordo.ones({2}, D)
+                if not (grouped and val == nil) then -- (a group without the key takes the optimiser's)
+                    H.raises(function() opt:step() end, "step", grouped and "param_groups[1]" or "", msg)
+                    assert.same({1, 1}, p:totable())
+                    assert.equal(0, opt.t)
+                end
+            end
+        end
+        -- a group whose params were changed after the optimiser was made
+        local a, b = ordo.ones({2}, D):requires_grad(), ordo.ones({3}, D):requires_grad()
+        local opt = optim.SGD({{params = {a}}, {params = {b}, lr = 0.5}}, {lr = 0.1})
+        local c = ordo.ones({1}, D):requires_grad()
+        opt.param_groups[2].params = {b, c}
+        H.raises(function() opt:step() end, "step: param_groups[2].params is not the list")
+        opt.param_groups[2].params = {b}
+        opt.param_groups[3] = {params = {c}}
+        H.raises(function() opt:step() end, "step: param_groups[3].params is not the list")
+        opt.param_groups[3] = nil
+        opt.param_groups[1].momentun = 0.9 -- a typo
+        H.raises(function() opt:step() end, "step: param_groups[1]: unknown option 'momentun'")
+        opt.param_groups[1].momentun = nil
+        a.grad, b.grad = ordo.ones({2}, D), ordo.ones({3}, D)
+        opt:step()
+        close(a:totable(), {0.9, 0.9}, 1e-12)
+        close(b:totable(), {0.5, 0.5, 0.5}, 1e-12)
+    end)
+
     it("Adam's bias correction and Adagrad's lr_decay count each parameter's own updates (fused and not)", function()
         local function late_first_step(make, contiguous)
             -- p gets a gradient from step 1, q from step 3: q's first update is a first update

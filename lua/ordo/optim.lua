@@ -93,6 +93,8 @@ local function make(fname, params, opts, defaults, validate)
             if is_tensor(e) then is_groups = false break end
         end
     end
+    -- kept to check the options again at each step (they are plain fields)
+    o._defaults, o._validate = defaults, validate
     if not is_groups then
         check_params(fname, params)
         o.params = params
@@ -122,6 +124,50 @@ local function make(fname, params, opts, defaults, validate)
     check_params(fname, flat)
     o.params, o.param_groups, o._base_lr = flat, groups, o.lr
     return o
+end
+
+-- The options as they are at a step: opt.momentum = -1, opt.beta1 = 1, a
+-- NaN weight decay or a group's option set to a string after the optimiser
+-- was made would otherwise write NaN into every parameter without a word,
+-- or fail inside a tensor op with a message naming no option.  Each group
+-- must still hold the parameters it was made with: the options of each
+-- parameter are found by position.
+local function check_options(self)
+    local defaults, validate = self._defaults, self._validate
+    if not defaults then return end
+    local cur = {}
+    for k, d in pairs(defaults) do
+        local v = self[k]
+        if type(v) ~= type(d) then
+            fail(fmt("step: opt.%s must be a %s, got %s", k, type(d), typename(v)))
+        end
+        cur[k] = v
+    end
+    validate("step", options("step", cur, defaults))
+    local groups = self.param_groups
+    if not groups then return end
+    local i = 0
+    for k, grp in ipairs(groups) do
+        local gname = fmt("step: param_groups[%d]", k)
+        if type(grp) ~= "table" or type(grp.params) ~= "table" then
+            fail(fmt("%s is %s, expected a group {params = {...}, ...}", gname, typename(grp)))
+        end
+        for _, p in ipairs(grp.params) do
+            i = i + 1
+            if not rawequal(self.params[i], p) then
+                fail(fmt("%s.params is not the list of parameters the group was made with " ..
+                         "(make a new optimiser to change them)", gname))
+            end
+        end
+        local merged = {}
+        for key in pairs(defaults) do merged[key] = cur[key] end
+        for key, v in pairs(grp) do if key ~= "params" then merged[key] = v end end
+        validate(gname, options(gname, merged, defaults))
+    end
+    if i ~= #self.params then
+        fail("step: opt.param_groups is not the list of groups the optimiser was made with " ..
+             "(make a new optimiser to change them)")
+    end
 end
 
 -- The options seen by the update of each parameter: the optimiser itself,
@@ -189,6 +235,7 @@ local function check_step(self)
                      type(glr) == "number" and tostring(glr) or typename(glr)))
         end
     end
+    check_options(self)
     for i, p in ipairs(self.params) do
         local g = p.grad
         if g == nil and p._moved_by_to then
