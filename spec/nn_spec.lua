@@ -1833,6 +1833,51 @@ describe("optim", function()
                  "milestone 1")
     end)
 
+    it("schedulers refuse options and rates that would set opt.lr to inf, NaN or below 0; a failed step changes nothing",
+       function()
+        local S = optim.lr_scheduler
+        local p = ordo.zeros({2}):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1})
+        local bad = {
+            {"StepLR", {step_size = 1, gamma = math.huge}, "option gamma must be a finite number, got inf"},
+            {"ExponentialLR", {gamma = math.huge}, "option gamma must be a finite number"},
+            {"CosineAnnealingLR", {T_max = 3, eta_min = math.huge}, "option eta_min must be a finite number"},
+            {"CosineAnnealingWarmRestarts", {T_0 = 3, eta_min = 0 / 0}, "option eta_min must be a finite number"},
+            {"OneCycleLR", {max_lr = math.huge, total_steps = 4}, "option max_lr must be a finite number"},
+            {"OneCycleLR", {max_lr = 1, total_steps = 4, div_factor = 0}, "div_factor must be positive, got 0"},
+            {"OneCycleLR", {max_lr = 1, total_steps = 4, div_factor = -5}, "div_factor must be positive, got -5"},
+            {"OneCycleLR", {max_lr = 1, total_steps = 4, final_div_factor = 0}, "final_div_factor must be positive"},
+            {"LambdaLR", {lr_lambda = function() return 0 / 0 end}, "lr_lambda(0) returned nan"},
+            {"LambdaLR", {lr_lambda = function() return -1 end}, "lr_lambda(0) returned -1, expected a finite number >= 0"},
+            {"LambdaLR", {lr_lambda = function() return math.huge end}, "lr_lambda(0) returned inf"},
+            {"ReduceLROnPlateau", {min_lr = math.huge}, "option min_lr must be a finite number"},
+            {"ReduceLROnPlateau", {threshold = math.huge}, "option threshold must be a finite number"},
+            {"ReduceLROnPlateau", {eps = -1}, "eps must be >= 0, got -1"},
+            {"ReduceLROnPlateau", {eps = 0 / 0}, "option eps must be a finite number"},
+        }
+        for _, c in ipairs(bad) do
+            H.raises(function() S[c[1]](opt, c[2]) end, c[1] .. ": ", c[3])
+            assert.equal(0.1, opt.lr, c[1])
+        end
+        -- a rate that raises at a step leaves the epoch count and opt.lr as they were
+        local lam = S.LambdaLR(opt, {lr_lambda = function(e) return e < 2 and 1 / (e + 1) or -1 end})
+        lam:step()
+        H.raises(function() lam:step() end, "lr_lambda(2) returned -1")
+        assert.equal(1, lam.epoch)
+        close(opt.lr, 0.05, 1e-15)
+        opt.lr = 0.1
+        local oc = S.OneCycleLR(opt, {max_lr = 0.1, total_steps = 2})
+        oc:step()
+        oc:step()
+        local lr = opt.lr
+        H.raises(function() oc:step() end, "OneCycleLR", "stepped 3 times")
+        H.raises(function() oc:step() end, "OneCycleLR", "stepped 3 times") -- (not 4: the count stayed)
+        assert.equal(2, oc.epoch)
+        assert.equal(lr, opt.lr)
+        local st = oc:state_dict() -- still a state that loads
+        S.OneCycleLR(opt, {max_lr = 0.1, total_steps = 2}):load_state_dict(st)
+    end)
+
     it("opt:state_dict / opt:load_state_dict: the checkpoint in memory, a snapshot, copied in; mismatches raise", function()
         for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
             local function make()
