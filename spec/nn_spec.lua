@@ -2238,6 +2238,27 @@ describe("optim", function()
         end
     end)
 
+    it("optimisers refuse a non-leaf or non-float parameter; bad values of a wrong type are named by their type",
+       function()
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+            -- computed from a leaf: it never gets a .grad, so it would never be trained
+            local w = ordo.randn({3}, D):requires_grad() * 0.01
+            H.raises(function() optim[name]({w}) end, name .. ": parameter 1 is not a leaf", "mul")
+            H.raises(function() optim[name]({{params = {ordo.ones({1}, D):requires_grad(), w}}}) end,
+                     name .. ": parameter 2 is not a leaf")
+            H.raises(function() optim[name]({ordo.ones({2}, {dtype = "int32"})}) end,
+                     name .. ": parameter 1 is int32, expected a float32 or float64 tensor")
+        end
+        local p = ordo.ones({2}, D):requires_grad()
+        p.grad = ordo.ones({2}, D)
+        H.raises(function() nn.utils.clip_grad_value_({p}, "1") end, "clip_value must be a number >= 0, got string")
+        H.raises(function() nn.utils.clip_grad_norm_({p}, "1") end, "max_norm must be a number >= 0, got string")
+        H.raises(function() nn.utils.clip_grad_norm_({p}, 1, "2") end, "norm_type", "got string")
+        local plateau = optim.lr_scheduler.ReduceLROnPlateau(optim.SGD({p}))
+        H.raises(function() plateau:step("0.5") end, "step expects the metric (a number), got string")
+        assert.same({1, 1}, p.grad:totable())
+    end)
+
     it("step checks every option again (plain fields, groups' too), changing nothing on a bad one", function()
         local cases = {
             {"Adam", "beta1", 1, "beta1 and beta2 must be < 1"},

@@ -345,7 +345,8 @@ function ReduceLROnPlateau:step(metric)
         metric = metric:item()
     end
     if type(metric) ~= "number" or metric ~= metric then
-        fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s", tostring(metric)))
+        fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s",
+                 type(metric) == "number" and tostring(metric) or typename(metric)))
     end
     self.epoch = self.epoch + 1
     if self:better(metric) then

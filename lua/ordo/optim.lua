@@ -22,6 +22,8 @@ local ipairs, pairs, type, setmetatable, getmetatable, tostring, tonumber, unpac
 
 local M = {}
 
+local FLOAT = {float32 = true, float64 = true}
+
 local function check_params(fname, params)
     if type(params) ~= "table" or getmetatable(params) ~= nil or #params == 0 then
         fail(fmt("%s: expected a non-empty list of parameters (model:parameters()), got %s", fname,
@@ -34,8 +36,18 @@ local function check_params(fname, params)
                      type(p) == "table" and p.params ~= nil and " (give a list of tensors or a list of groups, not both)"
                      or ""))
         end
+        if not FLOAT[p:dtype()] then
+            fail(fmt("%s: parameter %d is %s, expected a float32 or float64 tensor", fname, i, p:dtype()))
+        end
         if not p:needs_grad() then
             fail(fmt("%s: parameter %d does not require a gradient (call requires_grad() on it)", fname, i))
+        end
+        -- a tensor computed from one (w = randn(n):requires_grad() * 0.01)
+        -- never gets a .grad: it would be given and never trained (Torch's rule)
+        if not p:is_leaf() then
+            fail(fmt("%s: parameter %d is not a leaf (it was computed by %s): it gets no gradient; make the " ..
+                     "parameter itself require a gradient, e.g. (randn(n) * 0.01):requires_grad()", fname, i,
+                     tostring(p:grad_fn())))
         end
         -- a tensor given twice would take two updates per step (tied
         -- weights: m:parameters() lists each tensor once)
@@ -195,7 +207,6 @@ end
 -- Used when the parameter's device has them and every operand is
 -- contiguous; the elementwise forms below compute the same thing otherwise.
 local K_ADAM, K_SGD = C.ordo_tensor_kernel_id("adam_step"), C.ordo_tensor_kernel_id("sgd_step")
-local FLOAT = {float32 = true, float64 = true}
 
 local function fusable(kid, p, g, state)
     return C.ordo_tensor_kernel_available(kid, p._c.ctx.dev_type) ~= 0 and p:is_contiguous()

@@ -18,6 +18,9 @@ local type, ipairs, tostring, getmetatable = type, ipairs, tostring, getmetatabl
 
 local M = {}
 
+-- a bad value as a message shows it: a number, or its type ("1" is not 1)
+local function shown(v) return type(v) == "number" and tostring(v) or typename(v) end
+
 -- The gradients of params (a tensor or a list of them) that exist.
 local function grads_of(fname, params)
     if is_tensor(params) then params = {params} end
@@ -70,12 +73,12 @@ end
 function M.clip_grad_norm_(params, max_norm, norm_type)
     local fname = "clip_grad_norm_"
     if type(max_norm) ~= "number" or not (max_norm >= 0) then
-        fail(fmt("%s: max_norm must be a number >= 0, got %s", fname, tostring(max_norm)))
+        fail(fmt("%s: max_norm must be a number >= 0, got %s", fname, shown(max_norm)))
     end
     if norm_type == nil then norm_type = 2 end
     if norm_type == "inf" then norm_type = huge end
     if type(norm_type) ~= "number" or not (norm_type > 0) then
-        fail(fmt("%s: norm_type must be a number > 0 or \"inf\", got %s", fname, tostring(norm_type)))
+        fail(fmt("%s: norm_type must be a number > 0 or \"inf\", got %s", fname, shown(norm_type)))
     end
     local gs = grads_of(fname, params)
     if #gs == 0 then return tensor.zeros({}, {dtype = "float64"}) end
@@ -87,7 +90,7 @@ end
 function M.clip_grad_value_(params, clip_value)
     local fname = "clip_grad_value_"
     if type(clip_value) ~= "number" or not (clip_value >= 0) then
-        fail(fmt("%s: clip_value must be a number >= 0, got %s", fname, tostring(clip_value)))
+        fail(fmt("%s: clip_value must be a number >= 0, got %s", fname, shown(clip_value)))
     end
     for _, g in ipairs(grads_of(fname, params)) do
         autograd.no_grad(g.clamp_, g, -clip_value, clip_value)
