@@ -2259,6 +2259,117 @@ describe("optim", function()
         assert.same({1, 1}, p.grad:totable())
     end)
 
+    it("maximize (every optimiser) and amsgrad (Adam, AdamW) follow Torch's updates (by hand, fused and not)",
+       function()
+        local P0 = {1, -2, 0.5}
+        local G = {{0.5, -1.2, 0.3}, {0.1, 0.4, -0.7}, {-2, 0.2, 0.9}, {0.3, 0.3, 0.3}, {1, -1, 2}}
+        -- Torch's update of one element for each optimiser, g already negated when maximizing
+        local refs = {
+            SGD = function(o, w, g, st, t)
+                g = g + o.weight_decay * w
+                st.buf = t == 1 and g or o.momentum * st.buf + g
+                return w - o.lr * (g + o.momentum * st.buf) -- (nesterov)
+            end,
+            Adam = function(o, w, g, st, t, decoupled)
+                if decoupled then w = w * (1 - o.lr * o.weight_decay) else g = g + o.weight_decay * w end
+                st.m = 0.9 * (st.m or 0) + 0.1 * g
+                st.v = 0.999 * (st.v or 0) + 0.001 * g * g
+                st.vmax = math.max(st.vmax or 0, st.v)
+                local v = o.amsgrad and st.vmax or st.v
+                return w - o.lr / (1 - 0.9 ^ t) * st.m / (math.sqrt(v) / math.sqrt(1 - 0.999 ^ t) + 1e-8)
+            end,
+            RMSprop = function(o, w, g, st)
+                g = g + o.weight_decay * w
+                st.v = 0.99 * (st.v or 0) + 0.01 * g * g
+                return w - o.lr * g / (math.sqrt(st.v) + 1e-8)
+            end,
+            Adagrad = function(o, w, g, st)
+                g = g + o.weight_decay * w
+                st.sum = (st.sum or 0) + g * g
+                return w - o.lr * g / (math.sqrt(st.sum) + 1e-10)
+            end,
+        }
+        local cases = {
+            {"SGD", {lr = 0.1, momentum = 0.9, nesterov = true, weight_decay = 0.1, maximize = true}},
+            {"Adam", {lr = 0.1, weight_decay = 0.1, maximize = true}},
+            {"Adam", {lr = 0.1, weight_decay = 0.1, amsgrad = true}},
+            {"Adam", {lr = 0.1, amsgrad = true, maximize = true}},
+            {"AdamW", {lr = 0.1, weight_decay = 0.1, amsgrad = true, maximize = true}},
+            {"RMSprop", {lr = 0.1, weight_decay = 0.1, maximize = true}},
+            {"Adagrad", {lr = 0.1, weight_decay = 0.1, maximize = true}},
+        }
+        for _, c in ipairs(cases) do
+            local name, opts = c[1], c[2]
+            local full = {weight_decay = 0, momentum = 0}
+            for k, v in pairs(opts) do full[k] = v end
+            for _, strided in ipairs({false, true}) do
+                local p = strided and ordo.tensor({{1, 0}, {-2, 0}, {0.5, 0}}, D):select(2, 1):requires_grad()
+                    or ordo.tensor(P0, D):requires_grad()
+                local opt = optim[name]({p}, opts)
+                local w, st = {P0[1], P0[2], P0[3]}, {{}, {}, {}}
+                for t = 1, #G do
+                    opt:zero_grad()
+                    ;(p * ordo.tensor(G[t], D)):sum():backward()
+                    opt:step()
+                    for i = 1, 3 do
+                        local g = opts.maximize and -G[t][i] or G[t][i]
+                        w[i] = (refs[name] or refs.Adam)(full, w[i], g, st[i], t, name == "AdamW")
+                    end
+                end
+                close(p:totable(), w, 1e-10)
+            end
+            local p = ordo.tensor(P0, D):requires_grad()
+            ;(p * p):sum():backward()
+            local before = p.grad:totable()
+            optim[name]({p}, opts):step()
+            assert.same(before, p.grad:totable()) -- (maximize negates a copy, not p.grad)
+        end
+        -- amsgrad set after some steps: the largest v is tracked from then on (from zeros, as
+        -- Torch starts it), and dropped when unset; the state saves and loads with its rows
+        local p = ordo.tensor(P0, D):requires_grad()
+        local opt = optim.Adam({p}, {lr = 0.1})
+        local w, st = {P0[1], P0[2], P0[3]}, {{}, {}, {}}
+        local full = {lr = 0.1, weight_decay = 0}
+        for t = 1, #G do
+            full.amsgrad = t >= 2 and t <= 4
+            opt.amsgrad = full.amsgrad
+            if t == 2 then for i = 1, 3 do st[i].vmax = 0 end end
+            opt:zero_grad()
+            ;(p * ordo.tensor(G[t], D)):sum():backward()
+            opt:step()
+            for i = 1, 3 do w[i] = refs.Adam(full, w[i], G[t][i], st[i], t) end
+            assert.same({full.amsgrad and 3 or 2, 3}, opt.state[1]:shape())
+            if t == 3 then
+                local q = ordo.tensor(p:totable(), D):requires_grad()
+                local o2 = optim.Adam({q}, {lr = 0.1, amsgrad = true})
+                o2:load_state_dict(opt:state_dict())
+                H.raises(function() optim.Adam({q}, {lr = 0.1}):load_state_dict(opt:state_dict()) end,
+                         "load_state_dict", "shape 3x3", "shape 2x3")
+            end
+        end
+        close(p:totable(), w, 1e-10)
+        H.raises(function() optim.Adam({p}, {betas = {0.9, 0.99}}) end, "unknown option 'betas'", "beta1 = 0.9")
+        H.raises(function() optim.SGD({p}, {maximize = 1}) end, "option maximize must be a boolean")
+    end)
+
+    it("zero_grad(false) zeroes each gradient in place (Torch's set_to_none); zero_grad() drops them", function()
+        local a, b = ordo.ones({2}, D):requires_grad(), ordo.ones({3}, D):requires_grad()
+        local opt = optim.SGD({a, b}, {lr = 0.1})
+        ;(a * 3):sum():backward()
+        local ga = a.grad
+        opt:zero_grad(false)
+        assert.equal(ga, a.grad)
+        assert.same({0, 0}, a.grad:totable())
+        assert.is_nil(b.grad)
+        ;(a * 2):sum():backward()
+        assert.same({2, 2}, a.grad:totable())
+        H.raises(function() opt:zero_grad("no") end, "zero_grad: set_to_none must be a boolean, got string")
+        a.grad = 5
+        H.raises(function() opt:zero_grad(false) end, "zero_grad: the gradient of parameter 1 is number")
+        opt:zero_grad()
+        assert.is_nil(a.grad)
+    end)
+
     it("step checks every option again (plain fields, groups' too), changing nothing on a bad one", function()
         local cases = {
             {"Adam", "beta1", 1, "beta1 and beta2 must be < 1"},

@@ -68,7 +68,11 @@ local function options(fname, opts, defaults)
     local r = {}
     for k, v in pairs(defaults) do r[k] = v end
     for k, v in pairs(opts) do
-        if defaults[k] == nil then fail(fmt("%s: unknown option '%s'", fname, tostring(k))) end
+        if defaults[k] == nil then
+            fail(fmt("%s: unknown option '%s'%s", fname, tostring(k),
+                     k == "betas" and defaults.beta1 ~= nil and " (give beta1 and beta2, e.g. {beta1 = 0.9, beta2 = 0.999})"
+                     or ""))
+        end
         if type(v) ~= type(defaults[k]) then
             fail(fmt("%s: option %s must be a %s, got %s", fname, k, type(defaults[k]), typename(v)))
         end
@@ -223,9 +227,29 @@ local function check_opt_self(fname, o)
     end
 end
 
-function Optimizer:zero_grad()
+-- zero_grad([set_to_none = true]): drops each gradient (p.grad = nil), or
+-- with false fills it with zeros in place (Torch's set_to_none).
+function Optimizer:zero_grad(set_to_none)
     check_opt_self("zero_grad", self)
-    for _, p in ipairs(self.params) do p.grad = nil end
+    if set_to_none == nil then set_to_none = true end
+    if type(set_to_none) ~= "boolean" then
+        fail(fmt("zero_grad: set_to_none must be a boolean, got %s", typename(set_to_none)))
+    end
+    if set_to_none then
+        for _, p in ipairs(self.params) do p.grad = nil end
+        return
+    end
+    for i, p in ipairs(self.params) do
+        local g = p.grad
+        if g ~= nil and not is_tensor(g) then
+            fail(fmt("zero_grad: the gradient of parameter %d is %s, expected a tensor", i, typename(g)))
+        end
+    end
+    autograd.no_grad(function()
+        for _, p in ipairs(self.params) do
+            if p.grad ~= nil then p.grad:zero_() end
+        end
+    end)
 end
 
 -- What step() checks before any update: opt.lr (a field the user or a
@@ -302,7 +326,9 @@ function Optimizer:step()
             if p.grad ~= nil then
                 steps[i] = (steps[i] or 0) + 1
                 local v = views and views[i] or self
-                v:update(i, p, p.grad, fresh[i])
+                local g = p.grad
+                if v.maximize then g = g:neg() end -- (ascends the objective: Torch's maximize)
+                v:update(i, p, g, fresh[i])
             end
         end
     end)
@@ -552,7 +578,8 @@ local SGD = class("SGD")
 M.SGD = SGD
 
 function M.SGD.new(params, opts)
-    local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false},
+    local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false,
+                                     maximize = false},
                    function(f, g)
         if g.nesterov and g.momentum == 0 then fail(f .. ": nesterov needs a momentum > 0") end
         if not (g.dampening >= 0 and g.dampening <= 1) then fail(fmt("%s: dampening must be in [0, 1], got %g", f, g.dampening)) end
@@ -605,7 +632,8 @@ local function adam_class(name, wd)
     local cls = class(name)
     M[name] = cls
     function cls.new(params, opts)
-        local o = make(name, params, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd},
+        local o = make(name, params, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd,
+                                                  amsgrad = false, maximize = false},
                        check_betas)
         o.t, o.steps, o.state = 0, {}, {}
         return setmetatable(o, cls)
@@ -613,13 +641,18 @@ local function adam_class(name, wd)
     setmetatable(cls, {__index = Optimizer, __call = function(_, ...) return cls.new(...) end})
     cls.state_field = "state"
     function cls:state_keys() return {""} end
-    function cls:state_shape(p, key) -- the moments, one row each
-        if key == nil then return {2, p:numel()} end
+    function cls:state_shape(p, key) -- the moments, one row each (amsgrad: and the largest v)
+        if key == nil then return {self.amsgrad and 3 or 2, p:numel()} end
     end
     -- m and v in one 2 x n tensor: the fused kernel writes both (an op has at most two outputs);
-    -- made like p, so that it lives on p's engine, device and dtype
+    -- made like p, so that it lives on p's engine, device and dtype.  amsgrad keeps a third
+    -- row, the largest v so far (opt.amsgrad set after some steps: the row is added then,
+    -- from zeros as Torch starts it, and dropped when it is unset)
     function cls:new_state(i, p)
-        if self.state[i] == nil then return tensor.zeros_like(p:flatten():expand(2, p:numel())) end
+        local st = self.state[i]
+        if st == nil or self.amsgrad and st:size(1) == 2 then
+            return tensor.zeros_like(p:flatten():expand(self.amsgrad and 3 or 2, p:numel()))
+        end
     end
     return cls
 end
@@ -630,14 +663,22 @@ local Adam = adam_class("Adam", 0)
 -- form; AdamW passes 0 and decays the parameter itself).
 local function adam_update(self, i, p, g, wd, fresh)
     local st = self.state[i]
+    local ams = self.amsgrad
+    if st ~= nil and fresh ~= nil then -- amsgrad turned on: the moments go on in the grown state
+        fresh:narrow(1, 1, 2):copy_(st:narrow(1, 1, 2))
+        st = nil
+    end
     if st == nil then
         st = fresh or self:new_state(i, p)
+        self.state[i] = st
+    elseif not ams and st:size(1) == 3 then -- amsgrad turned off: the fused kernel takes 2 rows
+        st = st:narrow(1, 1, 2)
         self.state[i] = st
     end
     local b1, b2 = self.beta1, self.beta2
     local t = self.steps[i] -- this parameter's updates, this one included (both paths below)
     local c1, c2 = 1 - b1 ^ t, 1 - b2 ^ t
-    if fusable(K_ADAM, p, g, st) then
+    if not ams and fusable(K_ADAM, p, g, st) then
         tensor.push(K_ADAM, "adam_step", 0, {g}, {p, st},
                     {self.lr / c1, b1, b2, self.eps, wd, 1 / c2})
         return
@@ -646,6 +687,11 @@ local function adam_update(self, i, p, g, wd, fresh)
     local m, v = st:select(1, 1):view(p:shape()), st:select(1, 2):view(p:shape())
     m:mul_(b1):add_(g * (1 - b1))
     v:mul_(b2):add_(g * g * (1 - b2))
+    if ams then
+        local vmax = st:select(1, 3):view(p:shape())
+        vmax:copy_(vmax:maximum(v))
+        v = vmax
+    end
     local denom = (v * (1 / c2)):sqrt():add_(self.eps)
     p:sub_(m / denom * (self.lr / c1))
 end
@@ -676,7 +722,7 @@ M.Adagrad = Adagrad
 
 function M.Adagrad.new(params, opts)
     local o = make("Adagrad", params, opts, {lr = 0.01, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
-                                             eps = 1e-10}, function(f, g)
+                                             eps = 1e-10, maximize = false}, function(f, g)
         if g.lr_decay < 0 or g.initial_accumulator_value < 0 then
             fail(f .. ": lr_decay and initial_accumulator_value must be >= 0")
         end
@@ -713,7 +759,7 @@ M.RMSprop = RMSprop
 
 function M.RMSprop.new(params, opts)
     local o = make("RMSprop", params, opts, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
-                                             centered = false}, function(f, g)
+                                             centered = false, maximize = false}, function(f, g)
         if g.alpha < 0 or g.alpha >= 1 then fail(fmt("%s: alpha must be in [0, 1), got %g", f, g.alpha)) end
     end)
     o.t, o.steps, o.state = 0, {}, {}
