@@ -2370,6 +2370,24 @@ describe("optim", function()
         assert.is_nil(a.grad)
     end)
 
+    it("clip_grad_* check every gradient before clipping any: an expanded view or a non-tensor raises, none clipped",
+       function()
+        for _, clip in ipairs({function(ps) return nn.utils.clip_grad_norm_(ps, 1) end,
+                               function(ps) return nn.utils.clip_grad_value_(ps, 1) end}) do
+            local a, b = ordo.ones({2}, D):requires_grad(), ordo.ones({3}, D):requires_grad()
+            a.grad = ordo.tensor({3, 4}, D)
+            b.grad = ordo.tensor({2}, D):expand(3) -- (set by hand: one memory location for 3 elements)
+            H.raises(function() clip({a, b}) end, "the gradient of parameter 2 is an expanded view", "contiguous()")
+            assert.same({3, 4}, a.grad:totable())
+            b.grad = 3
+            H.raises(function() clip({a, b}) end, "the gradient of parameter 2 is number, expected a tensor")
+            assert.same({3, 4}, a.grad:totable())
+            b.grad = ordo.tensor({2}, D):expand(3):contiguous()
+            clip({a, b})
+            assert.is_true(a.grad:totable()[1] <= 1 + 1e-12)
+        end
+    end)
+
     it("step checks every option again (plain fields, groups' too), changing nothing on a bad one", function()
         local cases = {
             {"Adam", "beta1", 1, "beta1 and beta2 must be < 1"},

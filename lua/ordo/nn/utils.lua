@@ -31,7 +31,18 @@ local function grads_of(fname, params)
     for i, p in ipairs(params) do
         if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
         local g = p.grad
+        if g ~= nil and not is_tensor(g) then
+            fail(fmt("%s: the gradient of parameter %d is %s, expected a tensor", fname, i, typename(g)))
+        end
         if g ~= nil then
+            -- (clipping writes into it: checked for all first, so that none is clipped alone)
+            local c = g._c
+            for d = 0, c.ndim - 1 do
+                if c.strides[d] == 0 and c.shape[d] > 1 then
+                    fail(fmt("%s: the gradient of parameter %d is an expanded view (a stride of 0), which " ..
+                             "cannot be clipped in place; give it a copy (p.grad = p.grad:contiguous())", fname, i))
+                end
+            end
             dev = dev or g:device()
             if g:device() ~= dev then
                 fail(fmt("%s: gradients on %s and %s: clipping needs them on one device", fname, tostring(dev),
