@@ -2388,6 +2388,82 @@ describe("optim", function()
         end
     end)
 
+    it("RMSprop's momentum or centered and SGD's momentum set or unset between steps take effect; checkpoints load",
+       function()
+        local G = {{1, -1}, {0.5, 2}, {-0.3, 0.7}, {1, 1}}
+        -- RMSprop by hand, the options of step t from opts_at(t); mean and buf start at zeros when turned on
+        local function rms_ref(opts_at)
+            local w, v, mean, buf = {1, 2}, {0, 0}, {}, {}
+            for t = 1, #G do
+                local o = opts_at(t)
+                for i = 1, 2 do
+                    local g = G[t][i]
+                    v[i] = 0.99 * v[i] + 0.01 * g * g
+                    local var = v[i]
+                    if o.centered then
+                        mean[i] = 0.99 * (mean[i] or 0) + 0.01 * g
+                        var = var - mean[i] * mean[i]
+                    else
+                        mean[i] = nil
+                    end
+                    local step = g / (math.sqrt(var) + 1e-8)
+                    if (o.momentum or 0) ~= 0 then
+                        buf[i] = o.momentum * (buf[i] or 0) + step
+                        step = buf[i]
+                    else
+                        buf[i] = nil
+                    end
+                    w[i] = w[i] - 0.1 * step
+                end
+            end
+            return w
+        end
+        local schedules = {
+            function(t) return t >= 2 and {momentum = 0.9} or {} end,
+            function(t) return t >= 2 and {centered = true} or {} end,
+            function(t) return t == 2 and {} or {momentum = 0.5, centered = true} end,
+        }
+        for _, at in ipairs(schedules) do
+            local p = ordo.tensor({1, 2}, D):requires_grad()
+            local opt = optim.RMSprop({p}, {lr = 0.1})
+            for t = 1, #G do
+                local o = at(t)
+                opt.momentum, opt.centered = o.momentum or 0, o.centered or false
+                p.grad = ordo.tensor(G[t], D)
+                opt:step()
+            end
+            close(p:totable(), rms_ref(at), 1e-12)
+            -- the state is what these options keep: it loads into an RMSprop made with them
+            local last = at(#G)
+            local q = ordo.tensor({1, 2}, D):requires_grad()
+            optim.RMSprop({q}, {lr = 0.1, momentum = last.momentum, centered = last.centered})
+                :load_state_dict(opt:state_dict())
+        end
+        -- SGD: momentum unset, then set again (its buffer restarts from the gradient, as at a first step)
+        local p = ordo.tensor({1, 2}, D):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1, momentum = 0.9})
+        local w, buf = {1, 2}, {}
+        for t = 1, #G do
+            opt.momentum = t == 2 and 0 or 0.9
+            p.grad = ordo.tensor(G[t], D)
+            opt:step()
+            if t == 2 then
+                optim.SGD({ordo.tensor({1, 2}, D):requires_grad()}, {lr = 0.1}):load_state_dict(opt:state_dict())
+            end
+            for i = 1, 2 do
+                local g = G[t][i]
+                if t == 2 then
+                    buf[i] = nil
+                else
+                    buf[i] = buf[i] and 0.9 * buf[i] + g or g
+                    g = buf[i]
+                end
+                w[i] = w[i] - 0.1 * g
+            end
+        end
+        close(p:totable(), w, 1e-12)
+    end)
+
     it("step checks every option again (plain fields, groups' too), changing nothing on a bad one", function()
         local cases = {
             {"Adam", "beta1", 1, "beta1 and beta2 must be < 1"},

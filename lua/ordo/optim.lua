@@ -17,8 +17,8 @@ local C = cdef.C
 local fail, typename = util.fail, util.typename
 local is_tensor = tensor.is_tensor
 local fmt = string.format
-local ipairs, pairs, type, setmetatable, getmetatable, tostring, tonumber, unpack =
-    ipairs, pairs, type, setmetatable, getmetatable, tostring, tonumber, unpack
+local ipairs, pairs, next, type, setmetatable, getmetatable, tostring, tonumber, unpack =
+    ipairs, pairs, next, type, setmetatable, getmetatable, tostring, tonumber, unpack
 
 local M = {}
 
@@ -605,6 +605,11 @@ end
 function SGD:update(i, p, g, fresh)
     local mom = self.momentum
     local buf = self.buf[i]
+    if mom == 0 and buf ~= nil then
+        -- momentum set to 0 between steps: the buffer goes (a checkpoint then
+        -- holds the state an SGD without momentum keeps, and loads into one)
+        self.buf[i], buf = nil, nil
+    end
     local first = buf == nil
     if mom ~= 0 and first then
         buf = fresh or tensor.empty_like(p)
@@ -778,20 +783,29 @@ function RMSprop:state_shape(p, key)
     if key == "v" or key == "mean" and self.centered or key == "buf" and self.momentum ~= 0 then return p:shape() end
 end
 
+-- The state parameter i lacks (nil: none): all of it at its first update,
+-- and the running mean or the momentum buffer when centered or momentum
+-- is set between steps (from zeros, as Torch starts them).
 function RMSprop:new_state(i, p)
-    if self.state[i] ~= nil then return nil end
-    local st = {v = tensor.zeros_like(p)}
-    if self.centered then st.mean = tensor.zeros_like(p) end
-    if self.momentum ~= 0 then st.buf = tensor.zeros_like(p) end
-    return st
+    local st, new = self.state[i], {}
+    if st == nil then new.v = tensor.zeros_like(p) end
+    if self.centered and (st == nil or st.mean == nil) then new.mean = tensor.zeros_like(p) end
+    if self.momentum ~= 0 and (st == nil or st.buf == nil) then new.buf = tensor.zeros_like(p) end
+    if next(new) ~= nil then return new end
 end
 
 function RMSprop:update(i, p, g, fresh)
     local st = self.state[i]
+    fresh = fresh or self:new_state(i, p)
     if st == nil then
-        st = fresh or self:new_state(i, p)
+        st = {}
         self.state[i] = st
     end
+    for k, t in pairs(fresh or {}) do st[k] = t end
+    -- centered or momentum unset between steps: their state goes (what
+    -- these options keep, as a checkpoint of them must hold)
+    if not self.centered then st.mean = nil end
+    if self.momentum == 0 then st.buf = nil end
     local a = self.alpha
     if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
     st.v:mul_(a):add_(g * g * (1 - a))
