@@ -2464,6 +2464,29 @@ describe("optim", function()
         close(p:totable(), w, 1e-12)
     end)
 
+    it("step(closure) runs the closure with grad mode on, then steps, and returns its loss (Torch's form)", function()
+        local p = ordo.tensor({1, 2}, D):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1})
+        local calls = 0
+        local function closure()
+            calls = calls + 1
+            opt:zero_grad()
+            local loss = (p * p):sum()
+            loss:backward()
+            return loss
+        end
+        local loss = opt:step(closure)
+        assert.equal(1, calls)
+        close(loss:item(), 5, 1e-12)
+        close(p:totable(), {0.8, 1.6}, 1e-12)
+        loss = ordo.no_grad(function() return opt:step(closure) end) -- (grad mode on inside the closure)
+        close(loss:item(), 0.64 + 2.56, 1e-12)
+        close(p:totable(), {0.64, 1.28}, 1e-12)
+        assert.is_nil(opt:step())
+        H.raises(function() opt:step(5) end, "step: expected no argument or a closure", "got number")
+        close(p:totable(), {0.64 - 0.1 * 1.6, 1.28 - 0.1 * 3.2}, 1e-12) -- the bare step used the gradient kept
+    end)
+
     it("step checks every option again (plain fields, groups' too), changing nothing on a bad one", function()
         local cases = {
             {"Adam", "beta1", 1, "beta1 and beta2 must be < 1"},

@@ -307,8 +307,20 @@ end
 -- parameter i (Torch's state["step"]): a parameter that first gets a
 -- gradient at step 3 takes its first update as such (Adam's bias
 -- correction, Adagrad's lr_decay), not as the third.
-function Optimizer:step()
+--
+-- step([closure]): Torch's form: closure() (run with grad mode on) clears
+-- the gradients, computes the loss, calls backward and returns the loss,
+-- which step returns after its update.
+function Optimizer:step(closure)
     check_opt_self("step", self)
+    local loss
+    if closure ~= nil then
+        if type(closure) ~= "function" then
+            fail(fmt("step: expected no argument or a closure (a function that computes the loss and calls " ..
+                     "backward), got %s", typename(closure)))
+        end
+        loss = autograd.enable_grad(closure)
+    end
     check_step(self)
     autograd.no_grad(function()
         local steps = self.steps
@@ -332,6 +344,7 @@ function Optimizer:step()
             end
         end
     end)
+    return loss
 end
 
 -- ---------------------------------------------------------------- checkpoints
