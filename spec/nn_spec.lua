@@ -1878,6 +1878,38 @@ describe("optim", function()
         S.OneCycleLR(opt, {max_lr = 0.1, total_steps = 2}):load_state_dict(st)
     end)
 
+    it("a scheduler's step raises when opt.lr is not what it set (schedulers do not chain; an lr set by hand)", function()
+        local S = optim.lr_scheduler
+        local p = ordo.zeros({2}):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1})
+        local warm = S.LambdaLR(opt, {lr_lambda = function(e) return math.min(1, (e + 1) / 3) end})
+        local decay = S.ExponentialLR(opt, {gamma = 0.5}) -- a second one on opt: would silently override warm
+        warm:step()
+        H.raises(function() decay:step() end, "ExponentialLR: opt.lr is 0.0666", "not the 0.0333",
+                 "SequentialLR")
+        assert.equal(0, decay.epoch)
+        local plateau = S.ReduceLROnPlateau(opt, {patience = 0})
+        plateau:step(1)
+        plateau:step(2) -- cuts opt.lr
+        H.raises(function() warm:step() end, "LambdaLR: opt.lr is", "this scheduler set")
+        opt.lr = 0.1
+        local s = S.StepLR(opt, {step_size = 1, gamma = 0.5})
+        s:step()
+        opt.lr = 0.3 -- by hand
+        H.raises(function() s:step() end, "StepLR: opt.lr is 0.3, not the 0.05 this scheduler set")
+        -- load_state_dict sets opt.lr: stepping goes on from there
+        local st = s:state_dict()
+        s:load_state_dict(st)
+        s:step()
+        close(opt.lr, 0.025, 1e-15)
+        -- SequentialLR steps its schedulers' closed forms itself
+        local o2 = optim.SGD({p}, {lr = 0.1})
+        local seq = S.SequentialLR(o2, {schedulers = {S.LinearLR(o2, {total_iters = 2}), S.ExponentialLR(o2, {gamma = 0.5})},
+                                        milestones = {2}})
+        for _ = 1, 4 do seq:step() end
+        close(o2.lr, 0.025, 1e-15)
+    end)
+
     it("opt:state_dict / opt:load_state_dict: the checkpoint in memory, a snapshot, copied in; mismatches raise", function()
         for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
             local function make()

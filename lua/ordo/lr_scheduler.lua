@@ -40,14 +40,30 @@ local function check_no_arg(self, n, x)
     end
 end
 
+-- Each scheduler sets opt.lr from its own closed form: two stepped on one
+-- optimiser do not chain as Torch's do (the last one stepped would win,
+-- the other's rates lost without a word), nor does a schedule go on from
+-- an lr set by hand.  So step raises when opt.lr is not what this
+-- scheduler set last.
+local function check_unchanged(self)
+    local lr, mine = self.optimizer.lr, self._set_lr
+    if mine ~= nil and lr ~= mine then
+        fail(fmt("%s: opt.lr is %s, not the %s this scheduler set: another scheduler (or the code) changed it. " ..
+                 "Schedulers do not chain: combine them with SequentialLR or one LambdaLR; to go on from a new " ..
+                 "lr, make a new scheduler", (self.__name or "step"):gsub("^lr_scheduler%.", ""), tostring(lr),
+                 tostring(mine)))
+    end
+end
+
 function Scheduler:step(...)
     check_sched_self("step", self)
     check_no_arg(self, select("#", ...), ...)
+    check_unchanged(self)
     -- the rate first: one that raises (OneCycleLR past its end, a LambdaLR
     -- whose function fails) leaves the epoch count and opt.lr as they were
     local lr = self:lr_at(self.epoch + 1)
     self.epoch = self.epoch + 1
-    self.optimizer.lr = lr
+    self.optimizer.lr, self._set_lr = lr, lr
     return lr
 end
 
@@ -93,6 +109,7 @@ local function class(name, known, required, make)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
         opt.lr = s:lr_at(0) -- the epoch-0 rate: the base, or base * lr_lambda(0)
+        s._set_lr = opt.lr
         return s
     end})
     return cls
@@ -485,7 +502,7 @@ local function load_state_dict(self, st, fname, where)
             error(lr, 0)
         end
         self.epoch = e
-        self.optimizer.lr = lr
+        self.optimizer.lr, self._set_lr = lr, lr
     else
         self.epoch = e
         for _, k in ipairs(COUNTERS[kind]) do self[k] = st[k] end
