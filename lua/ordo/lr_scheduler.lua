@@ -48,10 +48,10 @@ end
 local function check_unchanged(self)
     local lr, mine = self.optimizer.lr, self._set_lr
     if mine ~= nil and lr ~= mine then
-        fail(fmt("%s: opt.lr is %s, not the %s this scheduler set: another scheduler, opt:load or the code changed it " ..
-                 "(schedulers do not chain: combine them with SequentialLR or one LambdaLR; resume with sched:load; to go on from a new " ..
-                 "lr, make a new scheduler)", (self.__name or "step"):gsub("^lr_scheduler%.", ""), tostring(lr),
-                 tostring(mine)))
+        fail(fmt("%s: opt.lr is %s, not the %s this scheduler set: another scheduler, opt:load or the " ..
+                 "code changed it (schedulers do not chain: combine them with SequentialLR or one LambdaLR; " ..
+                 "resume with sched:load; to go on from a new lr, make a new scheduler)",
+                 (self.__name or "step"):gsub("^lr_scheduler%.", ""), tostring(lr), tostring(mine)))
     end
 end
 

@@ -70,8 +70,8 @@ local function options(fname, opts, defaults)
     for k, v in pairs(opts) do
         if defaults[k] == nil then
             fail(fmt("%s: unknown option '%s'%s", fname, tostring(k),
-                     k == "betas" and defaults.beta1 ~= nil and " (give beta1 and beta2, e.g. {beta1 = 0.9, beta2 = 0.999})"
-                     or ""))
+                     k == "betas" and defaults.beta1 ~= nil
+                     and " (give beta1 and beta2, e.g. {beta1 = 0.9, beta2 = 0.999})" or ""))
         end
         if type(v) ~= type(defaults[k]) then
             fail(fmt("%s: option %s must be a %s, got %s", fname, k, type(defaults[k]), typename(v)))
