@@ -1833,6 +1833,83 @@ describe("optim", function()
                  "milestone 1")
     end)
 
+    it("schedulers refuse options and rates that would set opt.lr to inf, NaN or below 0; a failed step changes nothing",
+       function()
+        local S = optim.lr_scheduler
+        local p = ordo.zeros({2}):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1})
+        local bad = {
+            {"StepLR", {step_size = 1, gamma = math.huge}, "option gamma must be a finite number, got inf"},
+            {"ExponentialLR", {gamma = math.huge}, "option gamma must be a finite number"},
+            {"CosineAnnealingLR", {T_max = 3, eta_min = math.huge}, "option eta_min must be a finite number"},
+            {"CosineAnnealingWarmRestarts", {T_0 = 3, eta_min = 0 / 0}, "option eta_min must be a finite number"},
+            {"OneCycleLR", {max_lr = math.huge, total_steps = 4}, "option max_lr must be a finite number"},
+            {"OneCycleLR", {max_lr = 1, total_steps = 4, div_factor = 0}, "div_factor must be positive, got 0"},
+            {"OneCycleLR", {max_lr = 1, total_steps = 4, div_factor = -5}, "div_factor must be positive, got -5"},
+            {"OneCycleLR", {max_lr = 1, total_steps = 4, final_div_factor = 0}, "final_div_factor must be positive"},
+            {"LambdaLR", {lr_lambda = function() return 0 / 0 end}, "lr_lambda(0) returned nan"},
+            {"LambdaLR", {lr_lambda = function() return -1 end}, "lr_lambda(0) returned -1, expected a finite number >= 0"},
+            {"LambdaLR", {lr_lambda = function() return math.huge end}, "lr_lambda(0) returned inf"},
+            {"ReduceLROnPlateau", {min_lr = math.huge}, "option min_lr must be a finite number"},
+            {"ReduceLROnPlateau", {threshold = math.huge}, "option threshold must be a finite number"},
+            {"ReduceLROnPlateau", {eps = -1}, "eps must be >= 0, got -1"},
+            {"ReduceLROnPlateau", {eps = 0 / 0}, "option eps must be a finite number"},
+        }
+        for _, c in ipairs(bad) do
+            H.raises(function() S[c[1]](opt, c[2]) end, c[1] .. ": ", c[3])
+            assert.equal(0.1, opt.lr, c[1])
+        end
+        -- a rate that raises at a step leaves the epoch count and opt.lr as they were
+        local lam = S.LambdaLR(opt, {lr_lambda = function(e) return e < 2 and 1 / (e + 1) or -1 end})
+        lam:step()
+        H.raises(function() lam:step() end, "lr_lambda(2) returned -1")
+        assert.equal(1, lam.epoch)
+        close(opt.lr, 0.05, 1e-15)
+        opt.lr = 0.1
+        local oc = S.OneCycleLR(opt, {max_lr = 0.1, total_steps = 2})
+        oc:step()
+        oc:step()
+        local lr = opt.lr
+        H.raises(function() oc:step() end, "OneCycleLR", "stepped 3 times")
+        H.raises(function() oc:step() end, "OneCycleLR", "stepped 3 times") -- (not 4: the count stayed)
+        assert.equal(2, oc.epoch)
+        assert.equal(lr, opt.lr)
+        local st = oc:state_dict() -- still a state that loads
+        S.OneCycleLR(opt, {max_lr = 0.1, total_steps = 2}):load_state_dict(st)
+    end)
+
+    it("a scheduler's step raises when opt.lr is not what it set (schedulers do not chain; an lr set by hand)", function()
+        local S = optim.lr_scheduler
+        local p = ordo.zeros({2}):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1})
+        local warm = S.LambdaLR(opt, {lr_lambda = function(e) return math.min(1, (e + 1) / 3) end})
+        local decay = S.ExponentialLR(opt, {gamma = 0.5}) -- a second one on opt: would silently override warm
+        warm:step()
+        H.raises(function() decay:step() end, "ExponentialLR: opt.lr is 0.0666", "not the 0.0333",
+                 "SequentialLR")
+        assert.equal(0, decay.epoch)
+        local plateau = S.ReduceLROnPlateau(opt, {patience = 0})
+        plateau:step(1)
+        plateau:step(2) -- cuts opt.lr
+        H.raises(function() warm:step() end, "LambdaLR: opt.lr is", "this scheduler set")
+        opt.lr = 0.1
+        local s = S.StepLR(opt, {step_size = 1, gamma = 0.5})
+        s:step()
+        opt.lr = 0.3 -- by hand
+        H.raises(function() s:step() end, "StepLR: opt.lr is 0.3, not the 0.05 this scheduler set")
+        -- load_state_dict sets opt.lr: stepping goes on from there
+        local st = s:state_dict()
+        s:load_state_dict(st)
+        s:step()
+        close(opt.lr, 0.025, 1e-15)
+        -- SequentialLR steps its schedulers' closed forms itself
+        local o2 = optim.SGD({p}, {lr = 0.1})
+        local seq = S.SequentialLR(o2, {schedulers = {S.LinearLR(o2, {total_iters = 2}), S.ExponentialLR(o2, {gamma = 0.5})},
+                                        milestones = {2}})
+        for _ = 1, 4 do seq:step() end
+        close(o2.lr, 0.025, 1e-15)
+    end)
+
     it("opt:state_dict / opt:load_state_dict: the checkpoint in memory, a snapshot, copied in; mismatches raise", function()
         for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
             local function make()
@@ -2191,6 +2268,301 @@ describe("optim", function()
             H.raises(function() optim[name]({p}, {lr = math.huge}) end, name, "lr must be a finite number")
             H.raises(function() optim[name]({p, p}) end, name, "parameter 2 is the same tensor as parameter 1")
         end
+    end)
+
+    it("optimisers refuse a non-leaf or non-float parameter; bad values of a wrong type are named by their type",
+       function()
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+            -- computed from a leaf: it never gets a .grad, so it would never be trained
+            local w = ordo.randn({3}, D):requires_grad() * 0.01
+            H.raises(function() optim[name]({w}) end, name .. ": parameter 1 is not a leaf", "mul")
+            H.raises(function() optim[name]({{params = {ordo.ones({1}, D):requires_grad(), w}}}) end,
+                     name .. ": parameter 2 is not a leaf")
+            H.raises(function() optim[name]({ordo.ones({2}, {dtype = "int32"})}) end,
+                     name .. ": parameter 1 is int32, expected a float32 or float64 tensor")
+        end
+        local p = ordo.ones({2}, D):requires_grad()
+        p.grad = ordo.ones({2}, D)
+        H.raises(function() nn.utils.clip_grad_value_({p}, "1") end, "clip_value must be a number >= 0, got string")
+        H.raises(function() nn.utils.clip_grad_norm_({p}, "1") end, "max_norm must be a number >= 0, got string")
+        H.raises(function() nn.utils.clip_grad_norm_({p}, 1, "2") end, "norm_type", "got string")
+        local plateau = optim.lr_scheduler.ReduceLROnPlateau(optim.SGD({p}))
+        H.raises(function() plateau:step("0.5") end, "step expects the metric (a number), got string")
+        assert.same({1, 1}, p.grad:totable())
+    end)
+
+    it("maximize (every optimiser) and amsgrad (Adam, AdamW) follow Torch's updates (by hand, fused and not)",
+       function()
+        local P0 = {1, -2, 0.5}
+        local G = {{0.5, -1.2, 0.3}, {0.1, 0.4, -0.7}, {-2, 0.2, 0.9}, {0.3, 0.3, 0.3}, {1, -1, 2}}
+        -- Torch's update of one element for each optimiser, g already negated when maximizing
+        local refs = {
+            SGD = function(o, w, g, st, t)
+                g = g + o.weight_decay * w
+                st.buf = t == 1 and g or o.momentum * st.buf + g
+                return w - o.lr * (g + o.momentum * st.buf) -- (nesterov)
+            end,
+            Adam = function(o, w, g, st, t, decoupled)
+                if decoupled then w = w * (1 - o.lr * o.weight_decay) else g = g + o.weight_decay * w end
+                st.m = 0.9 * (st.m or 0) + 0.1 * g
+                st.v = 0.999 * (st.v or 0) + 0.001 * g * g
+                st.vmax = math.max(st.vmax or 0, st.v)
+                local v = o.amsgrad and st.vmax or st.v
+                return w - o.lr / (1 - 0.9 ^ t) * st.m / (math.sqrt(v) / math.sqrt(1 - 0.999 ^ t) + 1e-8)
+            end,
+            RMSprop = function(o, w, g, st)
+                g = g + o.weight_decay * w
+                st.v = 0.99 * (st.v or 0) + 0.01 * g * g
+                return w - o.lr * g / (math.sqrt(st.v) + 1e-8)
+            end,
+            Adagrad = function(o, w, g, st)
+                g = g + o.weight_decay * w
+                st.sum = (st.sum or 0) + g * g
+                return w - o.lr * g / (math.sqrt(st.sum) + 1e-10)
+            end,
+        }
+        local cases = {
+            {"SGD", {lr = 0.1, momentum = 0.9, nesterov = true, weight_decay = 0.1, maximize = true}},
+            {"Adam", {lr = 0.1, weight_decay = 0.1, maximize = true}},
+            {"Adam", {lr = 0.1, weight_decay = 0.1, amsgrad = true}},
+            {"Adam", {lr = 0.1, amsgrad = true, maximize = true}},
+            {"AdamW", {lr = 0.1, weight_decay = 0.1, amsgrad = true, maximize = true}},
+            {"RMSprop", {lr = 0.1, weight_decay = 0.1, maximize = true}},
+            {"Adagrad", {lr = 0.1, weight_decay = 0.1, maximize = true}},
+        }
+        for _, c in ipairs(cases) do
+            local name, opts = c[1], c[2]
+            local full = {weight_decay = 0, momentum = 0}
+            for k, v in pairs(opts) do full[k] = v end
+            for _, strided in ipairs({false, true}) do
+                local p = strided and ordo.tensor({{1, 0}, {-2, 0}, {0.5, 0}}, D):select(2, 1):requires_grad()
+                    or ordo.tensor(P0, D):requires_grad()
+                local opt = optim[name]({p}, opts)
+                local w, st = {P0[1], P0[2], P0[3]}, {{}, {}, {}}
+                for t = 1, #G do
+                    opt:zero_grad()
+                    ;(p * ordo.tensor(G[t], D)):sum():backward()
+                    opt:step()
+                    for i = 1, 3 do
+                        local g = opts.maximize and -G[t][i] or G[t][i]
+                        w[i] = (refs[name] or refs.Adam)(full, w[i], g, st[i], t, name == "AdamW")
+                    end
+                end
+                close(p:totable(), w, 1e-10)
+            end
+            local p = ordo.tensor(P0, D):requires_grad()
+            ;(p * p):sum():backward()
+            local before = p.grad:totable()
+            optim[name]({p}, opts):step()
+            assert.same(before, p.grad:totable()) -- (maximize negates a copy, not p.grad)
+        end
+        -- amsgrad set after some steps: the largest v is tracked from then on (from zeros, as
+        -- Torch starts it), and dropped when unset; the state saves and loads with its rows
+        local p = ordo.tensor(P0, D):requires_grad()
+        local opt = optim.Adam({p}, {lr = 0.1})
+        local w, st = {P0[1], P0[2], P0[3]}, {{}, {}, {}}
+        local full = {lr = 0.1, weight_decay = 0}
+        for t = 1, #G do
+            full.amsgrad = t >= 2 and t <= 4
+            opt.amsgrad = full.amsgrad
+            if t == 2 then for i = 1, 3 do st[i].vmax = 0 end end
+            opt:zero_grad()
+            ;(p * ordo.tensor(G[t], D)):sum():backward()
+            opt:step()
+            for i = 1, 3 do w[i] = refs.Adam(full, w[i], G[t][i], st[i], t) end
+            assert.same({full.amsgrad and 3 or 2, 3}, opt.state[1]:shape())
+            if t == 3 then
+                local q = ordo.tensor(p:totable(), D):requires_grad()
+                local o2 = optim.Adam({q}, {lr = 0.1, amsgrad = true})
+                o2:load_state_dict(opt:state_dict())
+                H.raises(function() optim.Adam({q}, {lr = 0.1}):load_state_dict(opt:state_dict()) end,
+                         "load_state_dict", "shape 3x3", "shape 2x3")
+            end
+        end
+        close(p:totable(), w, 1e-10)
+        H.raises(function() optim.Adam({p}, {betas = {0.9, 0.99}}) end, "unknown option 'betas'", "beta1 = 0.9")
+        H.raises(function() optim.SGD({p}, {maximize = 1}) end, "option maximize must be a boolean")
+    end)
+
+    it("zero_grad(false) zeroes each gradient in place (Torch's set_to_none); zero_grad() drops them", function()
+        local a, b = ordo.ones({2}, D):requires_grad(), ordo.ones({3}, D):requires_grad()
+        local opt = optim.SGD({a, b}, {lr = 0.1})
+        ;(a * 3):sum():backward()
+        local ga = a.grad
+        opt:zero_grad(false)
+        assert.equal(ga, a.grad)
+        assert.same({0, 0}, a.grad:totable())
+        assert.is_nil(b.grad)
+        ;(a * 2):sum():backward()
+        assert.same({2, 2}, a.grad:totable())
+        H.raises(function() opt:zero_grad("no") end, "zero_grad: set_to_none must be a boolean, got string")
+        a.grad = 5
+        H.raises(function() opt:zero_grad(false) end, "zero_grad: the gradient of parameter 1 is number")
+        opt:zero_grad()
+        assert.is_nil(a.grad)
+    end)
+
+    it("clip_grad_* check every gradient before clipping any: an expanded view or a non-tensor raises, none clipped",
+       function()
+        for _, clip in ipairs({function(ps) return nn.utils.clip_grad_norm_(ps, 1) end,
+                               function(ps) return nn.utils.clip_grad_value_(ps, 1) end}) do
+            local a, b = ordo.ones({2}, D):requires_grad(), ordo.ones({3}, D):requires_grad()
+            a.grad = ordo.tensor({3, 4}, D)
+            b.grad = ordo.tensor({2}, D):expand(3) -- (set by hand: one memory location for 3 elements)
+            H.raises(function() clip({a, b}) end, "the gradient of parameter 2 is an expanded view", "contiguous()")
+            assert.same({3, 4}, a.grad:totable())
+            b.grad = 3
+            H.raises(function() clip({a, b}) end, "the gradient of parameter 2 is number, expected a tensor")
+            assert.same({3, 4}, a.grad:totable())
+            b.grad = ordo.tensor({2}, D):expand(3):contiguous()
+            clip({a, b})
+            assert.is_true(a.grad:totable()[1] <= 1 + 1e-12)
+        end
+    end)
+
+    it("RMSprop's momentum or centered and SGD's momentum set or unset between steps take effect; checkpoints load",
+       function()
+        local G = {{1, -1}, {0.5, 2}, {-0.3, 0.7}, {1, 1}}
+        -- RMSprop by hand, the options of step t from opts_at(t); mean and buf start at zeros when turned on
+        local function rms_ref(opts_at)
+            local w, v, mean, buf = {1, 2}, {0, 0}, {}, {}
+            for t = 1, #G do
+                local o = opts_at(t)
+                for i = 1, 2 do
+                    local g = G[t][i]
+                    v[i] = 0.99 * v[i] + 0.01 * g * g
+                    local var = v[i]
+                    if o.centered then
+                        mean[i] = 0.99 * (mean[i] or 0) + 0.01 * g
+                        var = var - mean[i] * mean[i]
+                    else
+                        mean[i] = nil
+                    end
+                    local step = g / (math.sqrt(var) + 1e-8)
+                    if (o.momentum or 0) ~= 0 then
+                        buf[i] = o.momentum * (buf[i] or 0) + step
+                        step = buf[i]
+                    else
+                        buf[i] = nil
+                    end
+                    w[i] = w[i] - 0.1 * step
+                end
+            end
+            return w
+        end
+        local schedules = {
+            function(t) return t >= 2 and {momentum = 0.9} or {} end,
+            function(t) return t >= 2 and {centered = true} or {} end,
+            function(t) return t == 2 and {} or {momentum = 0.5, centered = true} end,
+        }
+        for _, at in ipairs(schedules) do
+            local p = ordo.tensor({1, 2}, D):requires_grad()
+            local opt = optim.RMSprop({p}, {lr = 0.1})
+            for t = 1, #G do
+                local o = at(t)
+                opt.momentum, opt.centered = o.momentum or 0, o.centered or false
+                p.grad = ordo.tensor(G[t], D)
+                opt:step()
+            end
+            close(p:totable(), rms_ref(at), 1e-12)
+            -- the state is what these options keep: it loads into an RMSprop made with them
+            local last = at(#G)
+            local q = ordo.tensor({1, 2}, D):requires_grad()
+            optim.RMSprop({q}, {lr = 0.1, momentum = last.momentum, centered = last.centered})
+                :load_state_dict(opt:state_dict())
+        end
+        -- SGD: momentum unset, then set again (its buffer restarts from the gradient, as at a first step)
+        local p = ordo.tensor({1, 2}, D):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1, momentum = 0.9})
+        local w, buf = {1, 2}, {}
+        for t = 1, #G do
+            opt.momentum = t == 2 and 0 or 0.9
+            p.grad = ordo.tensor(G[t], D)
+            opt:step()
+            if t == 2 then
+                optim.SGD({ordo.tensor({1, 2}, D):requires_grad()}, {lr = 0.1}):load_state_dict(opt:state_dict())
+            end
+            for i = 1, 2 do
+                local g = G[t][i]
+                if t == 2 then
+                    buf[i] = nil
+                else
+                    buf[i] = buf[i] and 0.9 * buf[i] + g or g
+                    g = buf[i]
+                end
+                w[i] = w[i] - 0.1 * g
+            end
+        end
+        close(p:totable(), w, 1e-12)
+    end)
+
+    it("step(closure) runs the closure with grad mode on, then steps, and returns its loss (Torch's form)", function()
+        local p = ordo.tensor({1, 2}, D):requires_grad()
+        local opt = optim.SGD({p}, {lr = 0.1})
+        local calls = 0
+        local function closure()
+            calls = calls + 1
+            opt:zero_grad()
+            local loss = (p * p):sum()
+            loss:backward()
+            return loss
+        end
+        local loss = opt:step(closure)
+        assert.equal(1, calls)
+        close(loss:item(), 5, 1e-12)
+        close(p:totable(), {0.8, 1.6}, 1e-12)
+        loss = ordo.no_grad(function() return opt:step(closure) end) -- (grad mode on inside the closure)
+        close(loss:item(), 0.64 + 2.56, 1e-12)
+        close(p:totable(), {0.64, 1.28}, 1e-12)
+        assert.is_nil(opt:step())
+        H.raises(function() opt:step(5) end, "step: expected no argument or a closure", "got number")
+        close(p:totable(), {0.64 - 0.1 * 1.6, 1.28 - 0.1 * 3.2}, 1e-12) -- the bare step used the gradient kept
+    end)
+
+    it("step checks every option again (plain fields, groups' too), changing nothing on a bad one", function()
+        local cases = {
+            {"Adam", "beta1", 1, "beta1 and beta2 must be < 1"},
+            {"AdamW", "beta2", 1.5, "beta1 and beta2 must be < 1"},
+            {"Adam", "eps", -1e-8, "eps must be >= 0"},
+            {"SGD", "weight_decay", 0 / 0, "weight_decay must be a finite number"},
+            {"SGD", "momentum", "0.9", "momentum must be a number, got string"},
+            {"SGD", "momentum", -1, "momentum must be >= 0"},
+            {"SGD", "nesterov", true, "nesterov needs a momentum > 0"},
+            {"RMSprop", "alpha", 1, "alpha must be in [0, 1)"},
+            {"RMSprop", "centered", nil, "opt.centered must be a boolean, got nil"},
+            {"Adagrad", "lr_decay", -0.5, "lr_decay and initial_accumulator_value must be >= 0"},
+        }
+        for _, c in ipairs(cases) do
+            local name, key, val, msg = c[1], c[2], c[3], c[4]
+            for _, grouped in ipairs({false, true}) do
+                local p = ordo.ones({2}, D):requires_grad()
+                local opt = optim[name](grouped and {{params = {p}}} or {p}, {lr = 0.1})
+                if grouped then opt.param_groups[1][key] = val else opt[key] = val end
+                p.grad = ordo.ones({2}, D)
+                if not (grouped and val == nil) then -- (a group without the key takes the optimiser's)
+                    H.raises(function() opt:step() end, "step", grouped and "param_groups[1]" or "", msg)
+                    assert.same({1, 1}, p:totable())
+                    assert.equal(0, opt.t)
+                end
+            end
+        end
+        -- a group whose params were changed after the optimiser was made
+        local a, b = ordo.ones({2}, D):requires_grad(), ordo.ones({3}, D):requires_grad()
+        local opt = optim.SGD({{params = {a}}, {params = {b}, lr = 0.5}}, {lr = 0.1})
+        local c = ordo.ones({1}, D):requires_grad()
+        opt.param_groups[2].params = {b, c}
+        H.raises(function() opt:step() end, "step: param_groups[2].params is not the list")
+        opt.param_groups[2].params = {b}
+        opt.param_groups[3] = {params = {c}}
+        H.raises(function() opt:step() end, "step: param_groups[3].params is not the list")
+        opt.param_groups[3] = nil
+        opt.param_groups[1].momentun = 0.9 -- a typo
+        H.raises(function() opt:step() end, "step: param_groups[1]: unknown option 'momentun'")
+        opt.param_groups[1].momentun = nil
+        a.grad, b.grad = ordo.ones({2}, D), ordo.ones({3}, D)
+        opt:step()
+        close(a:totable(), {0.9, 0.9}, 1e-12)
+        close(b:totable(), {0.5, 0.5, 0.5}, 1e-12)
     end)
 
     it("Adam's bias correction and Adagrad's lr_decay count each parameter's own updates (fused and not)", function()

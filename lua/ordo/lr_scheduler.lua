@@ -40,12 +40,31 @@ local function check_no_arg(self, n, x)
     end
 end
 
+-- Each scheduler sets opt.lr from its own closed form: two stepped on one
+-- optimiser do not chain as Torch's do (the last one stepped would win,
+-- the other's rates lost without a word), nor does a schedule go on from
+-- an lr set by hand.  So step raises when opt.lr is not what this
+-- scheduler set last.
+local function check_unchanged(self)
+    local lr, mine = self.optimizer.lr, self._set_lr
+    if mine ~= nil and lr ~= mine then
+        fail(fmt("%s: opt.lr is %s, not the %s this scheduler set: another scheduler, opt:load or the " ..
+                 "code changed it (schedulers do not chain: combine them with SequentialLR or one LambdaLR; " ..
+                 "resume with sched:load; to go on from a new lr, make a new scheduler)",
+                 (self.__name or "step"):gsub("^lr_scheduler%.", ""), tostring(lr), tostring(mine)))
+    end
+end
+
 function Scheduler:step(...)
     check_sched_self("step", self)
     check_no_arg(self, select("#", ...), ...)
+    check_unchanged(self)
+    -- the rate first: one that raises (OneCycleLR past its end, a LambdaLR
+    -- whose function fails) leaves the epoch count and opt.lr as they were
+    local lr = self:lr_at(self.epoch + 1)
     self.epoch = self.epoch + 1
-    self.optimizer.lr = self:lr_at(self.epoch)
-    return self.optimizer.lr
+    self.optimizer.lr, self._set_lr = lr, lr
+    return lr
 end
 
 function Scheduler:get_last_lr()
@@ -63,6 +82,10 @@ local function options(fname, opts, known, required)
         local want = known[k]
         if not want then fail(fmt("%s: unknown option '%s'", fname, tostring(k))) end
         if type(v) ~= want then fail(fmt("%s: option %s must be a %s, got %s", fname, k, want, typename(v))) end
+        -- an infinite gamma, eta_min or max_lr would set opt.lr to inf or NaN
+        if want == "number" and not (v > -math.huge and v < math.huge) then
+            fail(fmt("%s: option %s must be a finite number, got %s", fname, k, tostring(v)))
+        end
     end
     for _, k in ipairs(required) do
         if opts[k] == nil then fail(fmt("%s: option %s is required", fname, k)) end
@@ -86,6 +109,7 @@ local function class(name, known, required, make)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
         opt.lr = s:lr_at(0) -- the epoch-0 rate: the base, or base * lr_lambda(0)
+        s._set_lr = opt.lr
         return s
     end})
     return cls
@@ -173,7 +197,11 @@ local LambdaLR = class("LambdaLR", {lr_lambda = "function"}, {"lr_lambda"}, func
 end)
 function LambdaLR:lr_at(e)
     local f = self.lr_lambda(e)
-    if type(f) ~= "number" then fail(fmt("LambdaLR: lr_lambda(%d) returned %s, expected a number", e, typename(f))) end
+    -- (NaN, inf or a negative factor: an lr opt:step refuses, set here unseen)
+    if type(f) ~= "number" or not (f >= 0 and f < math.huge) then
+        fail(fmt("LambdaLR: lr_lambda(%d) returned %s, expected a finite number >= 0", e,
+                 type(f) == "number" and tostring(f) or typename(f)))
+    end
     return self.base_lr * f
 end
 
@@ -215,6 +243,9 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     s.pct_start = o.pct_start or 0.3
     if not (s.pct_start > 0 and s.pct_start < 1) then
         fail(fmt("%s: pct_start must be in (0, 1), got %s", f, tostring(s.pct_start)))
+    end
+    for _, k in ipairs({"div_factor", "final_div_factor"}) do
+        if o[k] ~= nil and not (o[k] > 0) then fail(fmt("%s: %s must be positive, got %s", f, k, tostring(o[k]))) end
     end
     s.initial_lr = s.max_lr / (o.div_factor or 25)
     s.min_lr = s.initial_lr / (o.final_div_factor or 1e4)
@@ -308,6 +339,7 @@ M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt,
     if s.cooldown ~= 0 then positive_int(f, "cooldown", s.cooldown) end
     non_negative(f, "threshold", s.threshold)
     non_negative(f, "min_lr", s.min_lr)
+    non_negative(f, "eps", s.eps)
     s.best = s.mode == "min" and math.huge or -math.huge
     return s
 end})
@@ -330,7 +362,8 @@ function ReduceLROnPlateau:step(metric)
         metric = metric:item()
     end
     if type(metric) ~= "number" or metric ~= metric then
-        fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s", tostring(metric)))
+        fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s",
+                 type(metric) == "number" and tostring(metric) or typename(metric)))
     end
     self.epoch = self.epoch + 1
     if self:better(metric) then
@@ -469,7 +502,7 @@ local function load_state_dict(self, st, fname, where)
             error(lr, 0)
         end
         self.epoch = e
-        self.optimizer.lr = lr
+        self.optimizer.lr, self._set_lr = lr, lr
     else
         self.epoch = e
         for _, k in ipairs(COUNTERS[kind]) do self[k] = st[k] end

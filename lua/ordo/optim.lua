@@ -17,10 +17,12 @@ local C = cdef.C
 local fail, typename = util.fail, util.typename
 local is_tensor = tensor.is_tensor
 local fmt = string.format
-local ipairs, pairs, type, setmetatable, getmetatable, tostring, tonumber, unpack =
-    ipairs, pairs, type, setmetatable, getmetatable, tostring, tonumber, unpack
+local ipairs, pairs, next, type, setmetatable, getmetatable, tostring, tonumber, unpack =
+    ipairs, pairs, next, type, setmetatable, getmetatable, tostring, tonumber, unpack
 
 local M = {}
+
+local FLOAT = {float32 = true, float64 = true}
 
 local function check_params(fname, params)
     if type(params) ~= "table" or getmetatable(params) ~= nil or #params == 0 then
@@ -34,8 +36,18 @@ local function check_params(fname, params)
                      type(p) == "table" and p.params ~= nil and " (give a list of tensors or a list of groups, not both)"
                      or ""))
         end
+        if not FLOAT[p:dtype()] then
+            fail(fmt("%s: parameter %d is %s, expected a float32 or float64 tensor", fname, i, p:dtype()))
+        end
         if not p:needs_grad() then
             fail(fmt("%s: parameter %d does not require a gradient (call requires_grad() on it)", fname, i))
+        end
+        -- a tensor computed from one (w = randn(n):requires_grad() * 0.01)
+        -- never gets a .grad: it would be given and never trained (Torch's rule)
+        if not p:is_leaf() then
+            fail(fmt("%s: parameter %d is not a leaf (it was computed by %s): it gets no gradient; make the " ..
+                     "parameter itself require a gradient, e.g. (randn(n) * 0.01):requires_grad()", fname, i,
+                     tostring(p:grad_fn())))
         end
         -- a tensor given twice would take two updates per step (tied
         -- weights: m:parameters() lists each tensor once)
@@ -56,7 +68,11 @@ local function options(fname, opts, defaults)
     local r = {}
     for k, v in pairs(defaults) do r[k] = v end
     for k, v in pairs(opts) do
-        if defaults[k] == nil then fail(fmt("%s: unknown option '%s'", fname, tostring(k))) end
+        if defaults[k] == nil then
+            fail(fmt("%s: unknown option '%s'%s", fname, tostring(k),
+                     k == "betas" and defaults.beta1 ~= nil
+                     and " (give beta1 and beta2, e.g. {beta1 = 0.9, beta2 = 0.999})" or ""))
+        end
         if type(v) ~= type(defaults[k]) then
             fail(fmt("%s: option %s must be a %s, got %s", fname, k, type(defaults[k]), typename(v)))
         end
@@ -93,6 +109,8 @@ local function make(fname, params, opts, defaults, validate)
             if is_tensor(e) then is_groups = false break end
         end
     end
+    -- kept to check the options again at each step (they are plain fields)
+    o._defaults, o._validate = defaults, validate
     if not is_groups then
         check_params(fname, params)
         o.params = params
@@ -124,6 +142,50 @@ local function make(fname, params, opts, defaults, validate)
     return o
 end
 
+-- The options as they are at a step: opt.momentum = -1, opt.beta1 = 1, a
+-- NaN weight decay or a group's option set to a string after the optimiser
+-- was made would otherwise write NaN into every parameter without a word,
+-- or fail inside a tensor op with a message naming no option.  Each group
+-- must still hold the parameters it was made with: the options of each
+-- parameter are found by position.
+local function check_options(self)
+    local defaults, validate = self._defaults, self._validate
+    if not defaults then return end
+    local cur = {}
+    for k, d in pairs(defaults) do
+        local v = self[k]
+        if type(v) ~= type(d) then
+            fail(fmt("step: opt.%s must be a %s, got %s", k, type(d), typename(v)))
+        end
+        cur[k] = v
+    end
+    validate("step", options("step", cur, defaults))
+    local groups = self.param_groups
+    if not groups then return end
+    local i = 0
+    for k, grp in ipairs(groups) do
+        local gname = fmt("step: param_groups[%d]", k)
+        if type(grp) ~= "table" or type(grp.params) ~= "table" then
+            fail(fmt("%s is %s, expected a group {params = {...}, ...}", gname, typename(grp)))
+        end
+        for _, p in ipairs(grp.params) do
+            i = i + 1
+            if not rawequal(self.params[i], p) then
+                fail(fmt("%s.params is not the list of parameters the group was made with " ..
+                         "(make a new optimiser to change them)", gname))
+            end
+        end
+        local merged = {}
+        for key in pairs(defaults) do merged[key] = cur[key] end
+        for key, v in pairs(grp) do if key ~= "params" then merged[key] = v end end
+        validate(gname, options(gname, merged, defaults))
+    end
+    if i ~= #self.params then
+        fail("step: opt.param_groups is not the list of groups the optimiser was made with " ..
+             "(make a new optimiser to change them)")
+    end
+end
+
 -- The options seen by the update of each parameter: the optimiser itself,
 -- or for a parameter of a group a table of the group's own options that
 -- reads everything else (state, counts, the other options) through to it.
@@ -149,7 +211,6 @@ end
 -- Used when the parameter's device has them and every operand is
 -- contiguous; the elementwise forms below compute the same thing otherwise.
 local K_ADAM, K_SGD = C.ordo_tensor_kernel_id("adam_step"), C.ordo_tensor_kernel_id("sgd_step")
-local FLOAT = {float32 = true, float64 = true}
 
 local function fusable(kid, p, g, state)
     return C.ordo_tensor_kernel_available(kid, p._c.ctx.dev_type) ~= 0 and p:is_contiguous()
@@ -166,9 +227,29 @@ local function check_opt_self(fname, o)
     end
 end
 
-function Optimizer:zero_grad()
+-- zero_grad([set_to_none = true]): drops each gradient (p.grad = nil), or
+-- with false fills it with zeros in place (Torch's set_to_none).
+function Optimizer:zero_grad(set_to_none)
     check_opt_self("zero_grad", self)
-    for _, p in ipairs(self.params) do p.grad = nil end
+    if set_to_none == nil then set_to_none = true end
+    if type(set_to_none) ~= "boolean" then
+        fail(fmt("zero_grad: set_to_none must be a boolean, got %s", typename(set_to_none)))
+    end
+    if set_to_none then
+        for _, p in ipairs(self.params) do p.grad = nil end
+        return
+    end
+    for i, p in ipairs(self.params) do
+        local g = p.grad
+        if g ~= nil and not is_tensor(g) then
+            fail(fmt("zero_grad: the gradient of parameter %d is %s, expected a tensor", i, typename(g)))
+        end
+    end
+    autograd.no_grad(function()
+        for _, p in ipairs(self.params) do
+            if p.grad ~= nil then p.grad:zero_() end
+        end
+    end)
 end
 
 -- What step() checks before any update: opt.lr (a field the user or a
@@ -189,6 +270,7 @@ local function check_step(self)
                      type(glr) == "number" and tostring(glr) or typename(glr)))
         end
     end
+    check_options(self)
     for i, p in ipairs(self.params) do
         local g = p.grad
         if g == nil and p._moved_by_to then
@@ -225,8 +307,20 @@ end
 -- parameter i (Torch's state["step"]): a parameter that first gets a
 -- gradient at step 3 takes its first update as such (Adam's bias
 -- correction, Adagrad's lr_decay), not as the third.
-function Optimizer:step()
+--
+-- step([closure]): Torch's form: closure() (run with grad mode on) clears
+-- the gradients, computes the loss, calls backward and returns the loss,
+-- which step returns after its update.
+function Optimizer:step(closure)
     check_opt_self("step", self)
+    local loss
+    if closure ~= nil then
+        if type(closure) ~= "function" then
+            fail(fmt("step: expected no argument or a closure (a function that computes the loss and calls " ..
+                     "backward), got %s", typename(closure)))
+        end
+        loss = autograd.enable_grad(closure)
+    end
     check_step(self)
     autograd.no_grad(function()
         local steps = self.steps
@@ -244,10 +338,13 @@ function Optimizer:step()
             if p.grad ~= nil then
                 steps[i] = (steps[i] or 0) + 1
                 local v = views and views[i] or self
-                v:update(i, p, p.grad, fresh[i])
+                local g = p.grad
+                if v.maximize then g = g:neg() end -- (ascends the objective: Torch's maximize)
+                v:update(i, p, g, fresh[i])
             end
         end
     end)
+    return loss
 end
 
 -- ---------------------------------------------------------------- checkpoints
@@ -494,7 +591,8 @@ local SGD = class("SGD")
 M.SGD = SGD
 
 function M.SGD.new(params, opts)
-    local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false},
+    local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false,
+                                     maximize = false},
                    function(f, g)
         if g.nesterov and g.momentum == 0 then fail(f .. ": nesterov needs a momentum > 0") end
         if not (g.dampening >= 0 and g.dampening <= 1) then fail(fmt("%s: dampening must be in [0, 1], got %g", f, g.dampening)) end
@@ -520,6 +618,11 @@ end
 function SGD:update(i, p, g, fresh)
     local mom = self.momentum
     local buf = self.buf[i]
+    if mom == 0 and buf ~= nil then
+        -- momentum set to 0 between steps: the buffer goes (a checkpoint then
+        -- holds the state an SGD without momentum keeps, and loads into one)
+        self.buf[i], buf = nil, nil
+    end
     local first = buf == nil
     if mom ~= 0 and first then
         buf = fresh or tensor.empty_like(p)
@@ -547,7 +650,8 @@ local function adam_class(name, wd)
     local cls = class(name)
     M[name] = cls
     function cls.new(params, opts)
-        local o = make(name, params, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd},
+        local o = make(name, params, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd,
+                                                  amsgrad = false, maximize = false},
                        check_betas)
         o.t, o.steps, o.state = 0, {}, {}
         return setmetatable(o, cls)
@@ -555,13 +659,18 @@ local function adam_class(name, wd)
     setmetatable(cls, {__index = Optimizer, __call = function(_, ...) return cls.new(...) end})
     cls.state_field = "state"
     function cls:state_keys() return {""} end
-    function cls:state_shape(p, key) -- the moments, one row each
-        if key == nil then return {2, p:numel()} end
+    function cls:state_shape(p, key) -- the moments, one row each (amsgrad: and the largest v)
+        if key == nil then return {self.amsgrad and 3 or 2, p:numel()} end
     end
     -- m and v in one 2 x n tensor: the fused kernel writes both (an op has at most two outputs);
-    -- made like p, so that it lives on p's engine, device and dtype
+    -- made like p, so that it lives on p's engine, device and dtype.  amsgrad keeps a third
+    -- row, the largest v so far (opt.amsgrad set after some steps: the row is added then,
+    -- from zeros as Torch starts it, and dropped when it is unset)
     function cls:new_state(i, p)
-        if self.state[i] == nil then return tensor.zeros_like(p:flatten():expand(2, p:numel())) end
+        local st = self.state[i]
+        if st == nil or self.amsgrad and st:size(1) == 2 then
+            return tensor.zeros_like(p:flatten():expand(self.amsgrad and 3 or 2, p:numel()))
+        end
     end
     return cls
 end
@@ -572,14 +681,22 @@ local Adam = adam_class("Adam", 0)
 -- form; AdamW passes 0 and decays the parameter itself).
 local function adam_update(self, i, p, g, wd, fresh)
     local st = self.state[i]
+    local ams = self.amsgrad
+    if st ~= nil and fresh ~= nil then -- amsgrad turned on: the moments go on in the grown state
+        fresh:narrow(1, 1, 2):copy_(st:narrow(1, 1, 2))
+        st = nil
+    end
     if st == nil then
         st = fresh or self:new_state(i, p)
+        self.state[i] = st
+    elseif not ams and st:size(1) == 3 then -- amsgrad turned off: the fused kernel takes 2 rows
+        st = st:narrow(1, 1, 2)
         self.state[i] = st
     end
     local b1, b2 = self.beta1, self.beta2
     local t = self.steps[i] -- this parameter's updates, this one included (both paths below)
     local c1, c2 = 1 - b1 ^ t, 1 - b2 ^ t
-    if fusable(K_ADAM, p, g, st) then
+    if not ams and fusable(K_ADAM, p, g, st) then
         tensor.push(K_ADAM, "adam_step", 0, {g}, {p, st},
                     {self.lr / c1, b1, b2, self.eps, wd, 1 / c2})
         return
@@ -588,6 +705,11 @@ local function adam_update(self, i, p, g, wd, fresh)
     local m, v = st:select(1, 1):view(p:shape()), st:select(1, 2):view(p:shape())
     m:mul_(b1):add_(g * (1 - b1))
     v:mul_(b2):add_(g * g * (1 - b2))
+    if ams then
+        local vmax = st:select(1, 3):view(p:shape())
+        vmax:copy_(vmax:maximum(v))
+        v = vmax
+    end
     local denom = (v * (1 / c2)):sqrt():add_(self.eps)
     p:sub_(m / denom * (self.lr / c1))
 end
@@ -618,7 +740,7 @@ M.Adagrad = Adagrad
 
 function M.Adagrad.new(params, opts)
     local o = make("Adagrad", params, opts, {lr = 0.01, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
-                                             eps = 1e-10}, function(f, g)
+                                             eps = 1e-10, maximize = false}, function(f, g)
         if g.lr_decay < 0 or g.initial_accumulator_value < 0 then
             fail(f .. ": lr_decay and initial_accumulator_value must be >= 0")
         end
@@ -655,7 +777,7 @@ M.RMSprop = RMSprop
 
 function M.RMSprop.new(params, opts)
     local o = make("RMSprop", params, opts, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
-                                             centered = false}, function(f, g)
+                                             centered = false, maximize = false}, function(f, g)
         if g.alpha < 0 or g.alpha >= 1 then fail(fmt("%s: alpha must be in [0, 1), got %g", f, g.alpha)) end
     end)
     o.t, o.steps, o.state = 0, {}, {}
@@ -674,20 +796,29 @@ function RMSprop:state_shape(p, key)
     if key == "v" or key == "mean" and self.centered or key == "buf" and self.momentum ~= 0 then return p:shape() end
 end
 
+-- The state parameter i lacks (nil: none): all of it at its first update,
+-- and the running mean or the momentum buffer when centered or momentum
+-- is set between steps (from zeros, as Torch starts them).
 function RMSprop:new_state(i, p)
-    if self.state[i] ~= nil then return nil end
-    local st = {v = tensor.zeros_like(p)}
-    if self.centered then st.mean = tensor.zeros_like(p) end
-    if self.momentum ~= 0 then st.buf = tensor.zeros_like(p) end
-    return st
+    local st, new = self.state[i], {}
+    if st == nil then new.v = tensor.zeros_like(p) end
+    if self.centered and (st == nil or st.mean == nil) then new.mean = tensor.zeros_like(p) end
+    if self.momentum ~= 0 and (st == nil or st.buf == nil) then new.buf = tensor.zeros_like(p) end
+    if next(new) ~= nil then return new end
 end
 
 function RMSprop:update(i, p, g, fresh)
     local st = self.state[i]
+    fresh = fresh or self:new_state(i, p)
     if st == nil then
-        st = fresh or self:new_state(i, p)
+        st = {}
         self.state[i] = st
     end
+    for k, t in pairs(fresh or {}) do st[k] = t end
+    -- centered or momentum unset between steps: their state goes (what
+    -- these options keep, as a checkpoint of them must hold)
+    if not self.centered then st.mean = nil end
+    if self.momentum == 0 then st.buf = nil end
     local a = self.alpha
     if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
     st.v:mul_(a):add_(g * g * (1 - a))

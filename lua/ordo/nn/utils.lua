@@ -18,6 +18,9 @@ local type, ipairs, tostring, getmetatable = type, ipairs, tostring, getmetatabl
 
 local M = {}
 
+-- a bad value as a message shows it: a number, or its type ("1" is not 1)
+local function shown(v) return type(v) == "number" and tostring(v) or typename(v) end
+
 -- The gradients of params (a tensor or a list of them) that exist.
 local function grads_of(fname, params)
     if is_tensor(params) then params = {params} end
@@ -28,7 +31,18 @@ local function grads_of(fname, params)
     for i, p in ipairs(params) do
         if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
         local g = p.grad
+        if g ~= nil and not is_tensor(g) then
+            fail(fmt("%s: the gradient of parameter %d is %s, expected a tensor", fname, i, typename(g)))
+        end
         if g ~= nil then
+            -- (clipping writes into it: checked for all first, so that none is clipped alone)
+            local c = g._c
+            for d = 0, c.ndim - 1 do
+                if c.strides[d] == 0 and c.shape[d] > 1 then
+                    fail(fmt("%s: the gradient of parameter %d is an expanded view (a stride of 0), which " ..
+                             "cannot be clipped in place; give it a copy (p.grad = p.grad:contiguous())", fname, i))
+                end
+            end
             dev = dev or g:device()
             if g:device() ~= dev then
                 fail(fmt("%s: gradients on %s and %s: clipping needs them on one device", fname, tostring(dev),
@@ -70,12 +84,12 @@ end
 function M.clip_grad_norm_(params, max_norm, norm_type)
     local fname = "clip_grad_norm_"
     if type(max_norm) ~= "number" or not (max_norm >= 0) then
-        fail(fmt("%s: max_norm must be a number >= 0, got %s", fname, tostring(max_norm)))
+        fail(fmt("%s: max_norm must be a number >= 0, got %s", fname, shown(max_norm)))
     end
     if norm_type == nil then norm_type = 2 end
     if norm_type == "inf" then norm_type = huge end
     if type(norm_type) ~= "number" or not (norm_type > 0) then
-        fail(fmt("%s: norm_type must be a number > 0 or \"inf\", got %s", fname, tostring(norm_type)))
+        fail(fmt("%s: norm_type must be a number > 0 or \"inf\", got %s", fname, shown(norm_type)))
     end
     local gs = grads_of(fname, params)
     if #gs == 0 then return tensor.zeros({}, {dtype = "float64"}) end
@@ -87,7 +101,7 @@ end
 function M.clip_grad_value_(params, clip_value)
     local fname = "clip_grad_value_"
     if type(clip_value) ~= "number" or not (clip_value >= 0) then
-        fail(fmt("%s: clip_value must be a number >= 0, got %s", fname, tostring(clip_value)))
+        fail(fmt("%s: clip_value must be a number >= 0, got %s", fname, shown(clip_value)))
     end
     for _, g in ipairs(grads_of(fname, params)) do
         autograd.no_grad(g.clamp_, g, -clip_value, clip_value)
