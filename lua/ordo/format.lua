@@ -37,8 +37,25 @@ local function number_str(v, mode)
     return fmt(mode, v)
 end
 
+-- The dims of shape whose middle is elided (a list of booleans), or nil
+-- when every element shows.  A caller may copy only the shown elements: in
+-- each elided dim the first and the last `edge` (compact, in format).
+function M.elided(shape)
+    local numel = 1
+    for i = 1, #shape do numel = numel * shape[i] end
+    if numel <= M.threshold then return nil end
+    local dims, any = {}, false
+    for d = 1, #shape do
+        dims[d] = shape[d] > 2 * M.edge
+        any = any or dims[d]
+    end
+    return any and dims or nil
+end
+
 -- info: shape (Lua table), strides (Lua table), get(offset) -> number or
--- string, isfloat, header (footer text without brackets)
+-- string, isfloat, header (footer text without brackets); compact: the
+-- values hold only the shown elements of each elided dim (M.elided), the
+-- first `edge` then the last `edge`, and strides are theirs.
 function M.format(info)
     local shape, strides, get = info.shape, info.strides, info.get
     local nd = #shape
@@ -50,6 +67,13 @@ function M.format(info)
     local elide = numel > M.threshold
     local idx = {}
     for d = 1, nd do idx[d] = shown(shape[d], elide, M.edge) end
+    -- the position of index i of dim d in the values (0-based)
+    local function pos(d, i)
+        if info.compact and i > M.edge and elide and shape[d] > 2 * M.edge then
+            return i - 1 - (shape[d] - 2 * M.edge)
+        end
+        return i - 1
+    end
 
     -- every shown value once, to choose the format
     local vals = {}
@@ -59,7 +83,7 @@ function M.format(info)
             return
         end
         for _, i in ipairs(idx[d]) do
-            if i then collect(d + 1, off + (i - 1) * strides[d]) end
+            if i then collect(d + 1, off + pos(d, i) * strides[d]) end
         end
     end
     collect(1, 0)
