@@ -167,6 +167,23 @@ describe("printing", function()
         assert.truthy(inf:find("inf", 1, true) and inf:find("nan", 1, true))
     end)
 
+    it("switches to scientific notation as Torch does: integral values from 1e9, fractions spanning 1000x", function()
+        local function body(t) return (tostring(t):gsub("\n%[.*$", "")) end
+        -- a float32 1e14 showed as 100000000376832, 1e10 as 10000000000
+        assert.equals(" 1.0000e+14\n 1.0000e+00", body(ordo.tensor({1e14, 1})))
+        assert.equals(" 1.0000e+10\n 2.0000e+00", body(ordo.tensor({1e10, 2}, "float64")))
+        assert.equals(" 999999999\n         1", body(ordo.tensor({999999999, 1}, "float64")))
+        -- integer dtypes always show their digits
+        assert.equals(" 10000000000\n           1", body(ordo.tensor({1e10, 1}, "int64")))
+        -- 0.00012 beside 0.5 showed as 0.0001
+        assert.equals(" 5.0000e-01\n 1.2000e-04", body(ordo.tensor({0.5, 0.00012}, "float64")))
+        assert.equals(" 2.5000e+03\n 1.5000e+00", body(ordo.tensor({2500, 1.5})))
+        -- within 1000x, fixed point; zeros, nan and inf take no part in the choice
+        assert.equals(" 999.5000\n   1.0000\n   0.0000\n      nan\n     -inf",
+                      body(ordo.tensor({999.5, 1, 0, 0 / 0, -1 / 0})))
+        assert.equals("    1\n -inf\n  nan", body(ordo.tensor({1, -1 / 0, 0 / 0})))
+    end)
+
     it("3-d tensors print one matrix per leading index", function()
         local s = tostring(ordo.arange(8):view(2, 2, 2))
         assert.truthy(s:find("(1,.,.) = ", 1, true))

@@ -5,9 +5,10 @@
 -- [ordo.FloatTensor of size 2x3 on cpu(0)]
 --
 -- Every element shown shares one format: integers when all of them are
--- integral, else fixed point with 4 decimals, else (very large or small
--- magnitudes) scientific.  Past `threshold` elements the middle of every dim
--- longer than 2*edge is elided ("...").
+-- integral (and below 1e9), else fixed point with 4 decimals, else (very
+-- large or small magnitudes, or a span of more than 1000x) scientific.
+-- Past `threshold` elements the middle of every dim longer than 2*edge is
+-- elided ("...").
 local M = {threshold = 1000, edge = 3}
 
 local floor, abs, huge = math.floor, math.abs, math.huge
@@ -96,11 +97,18 @@ function M.format(info)
                 local a = abs(v)
                 if a > maxabs then maxabs = a end
                 if a > 0 and a < minabs then minabs = a end
-                if v ~= floor(v) or a >= 1e15 then integral = false end
+                if v ~= floor(v) then integral = false end
             end
         end
-        if not integral then
-            mode = (maxabs >= 1e6 or minabs < 1e-4) and "%.4e" or "%.4f"
+        -- as Torch: integral values up to 1e9 as integers (a float32 1e14
+        -- showed as 100000000376832); fractions in fixed point unless a
+        -- magnitude is extreme or they span more than 1000x, where 4
+        -- decimals would drop the small ones' digits (0.00012 beside 0.5
+        -- showed as 0.0001)
+        if integral then
+            if maxabs >= 1e9 then mode = "%.4e" end
+        else
+            mode = (maxabs >= 1e6 or minabs < 1e-4 or maxabs > 1000 * minabs) and "%.4e" or "%.4f"
         end
     end
     local width = 1
