@@ -444,6 +444,21 @@ describe("data.read_csv: what does not read exactly is an error", function()
         assert.matches("missing = 1e+39 does not fit in float32", err(p, {missing = 1e39}), 1, true)
     end)
 
+    it("digits past float64's range are an error in either float dtype (1e400 was read as inf)", function()
+        local p = file("x,y\n1,1e400\n")
+        assert.matches(p .. ' line 2, column 2 (y): "1e400" does not fit in float32 (it would be inf)', err(p), 1, true)
+        assert.matches(p .. ' line 2, column 2 (y): "1e400" does not fit in float64 (it would be inf)',
+                       err(p, {dtype = "float64"}), 1, true)
+        os.remove(p)
+        p = file("-1e999\n")
+        assert.matches('"-1e999" does not fit in float64', err(p, {dtype = "float64"}), 1, true)
+        os.remove(p)
+        -- the words stay infinities, in any case and with a sign
+        p = file("INF,-Infinity,+inf\n")
+        assert.same({{math.huge, -math.huge, math.huge}}, data.read_csv(p, {dtype = "float64"}):totable())
+        os.remove(p)
+    end)
+
     it("int64 fields written with a point or an exponent are exact past 2^53 too", function()
         -- was: read through a Lua number, each of these became 9007199254740992
         local p = file("9007199254740993.0,9.007199254740993e15,90071992547409930e-1, 9007199254740993.000 \n")

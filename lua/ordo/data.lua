@@ -451,7 +451,8 @@ end
 -- or a row of another length, is an error naming the line.  With an
 -- integer dtype a field must be a whole number that fits it (1.5, nan or
 -- 300 for uint8 is an error naming its line and column, not truncated);
--- with float32 a finite field past float32's range is an error, not inf.
+-- with float32 a finite field past float32's range is an error, not inf,
+-- and so is one past float64's (1e400) with either float dtype.
 -- The file is read a line at a time into one buffer of the dtype.
 function M.read_csv(path, opts)
     local fname = "read_csv"
@@ -563,6 +564,10 @@ function M.read_csv(path, opts)
                         end
                     elseif f32 and x == x and x ~= math.huge and x ~= -math.huge and (x >= F32_OVER or x <= -F32_OVER) then
                         bad("%s: %q does not fit in float32 (it would be inf; give dtype = \"float64\")", column_name(c), v)
+                    elseif (x == math.huge or x == -math.huge) and v:find("%d") then
+                        -- digits past float64's range (1e400): tonumber gives inf
+                        -- (only the words inf and infinity are read as inf)
+                        bad("%s: %q does not fit in %s (it would be inf)", column_name(c), v, f32 and "float32" or "float64")
                     end
                     buf[count] = x
                     count = count + 1
