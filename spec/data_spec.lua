@@ -959,6 +959,13 @@ describe("data.loader", function()
             e = err_of(data.loader, x, {batch_size = bad})
             assert.matches("DataLoader: batch_size must be a positive integer", e)
         end
+        -- a string is named as one ("got 4" read as if 4 were refused)
+        assert.matches('batch_size must be a positive integer, got the string "4"',
+                       err_of(data.loader, x, {batch_size = "4"}), 1, true)
+        assert.matches("batch_size must be a positive integer, got boolean", err_of(data.loader, x, {batch_size = true}),
+                       1, true)
+        assert.matches('read_idx: limit must be an integer >= 0, got the string "5"',
+                       err_of(data.read_idx, "x.idx", {limit = "5"}), 1, true)
         assert.matches("DataLoader: expected a tensor of examples first, got table", err_of(data.loader, {1, 2}))
         assert.matches("DataLoader: x has no dims", err_of(data.loader, ordo.tensor(1)))
         assert.matches("DataLoader: unknown option 'batchsize'", err_of(data.loader, x, {batchsize = 2}))

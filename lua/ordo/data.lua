@@ -33,6 +33,14 @@ local Tensor, is_tensor = tensor.Tensor, tensor.is_tensor
 
 local M = {}
 
+-- A bad option's value in an error: a number as itself, anything else with
+-- its type (batch_size = "3" said "got 3", as if 3 were refused)
+local function shown(v)
+    if type(v) == "number" then return tostring(v) end
+    if type(v) == "string" then return fmt("the string %q", v) end
+    return typename(v)
+end
+
 local function is_posint(x) return type(x) == "number" and x == floor(x) and x >= 1 and x < 2 ^ 53 end
 local function is_natural(x) return type(x) == "number" and x == floor(x) and x >= 0 and x < 2 ^ 53 end
 
@@ -287,7 +295,7 @@ end
 function M.read_idx(path, opts)
     opts = check_opts("read_idx", opts, {limit = true})
     if opts.limit ~= nil and not is_natural(opts.limit) then
-        fail("read_idx: limit must be an integer >= 0, got " .. tostring(opts.limit))
+        fail("read_idx: limit must be an integer >= 0, got " .. shown(opts.limit))
     end
     local src = open_source("read_idx", path)
     local ok, res = pcall(read_idx_body, "read_idx", path, src, opts.limit)
@@ -783,7 +791,7 @@ function M.fashion_mnist(opts)
     end
     for _, k in ipairs({"limit_train", "limit_test"}) do
         if opts[k] ~= nil and not is_natural(opts[k]) then
-            fail(fmt("fashion_mnist: %s must be an integer >= 0, got %s", k, tostring(opts[k])))
+            fail(fmt("fashion_mnist: %s must be an integer >= 0, got %s", k, shown(opts[k])))
         end
     end
     if opts.device ~= nil and not util.parse_device("fashion_mnist", opts.device) then
@@ -938,7 +946,7 @@ function M.loader(x, y, opts)
         end
     end
     local bs = opts.batch_size == nil and 1 or opts.batch_size
-    if not is_posint(bs) then fail(fname .. ": batch_size must be a positive integer, got " .. tostring(bs)) end
+    if not is_posint(bs) then fail(fname .. ": batch_size must be a positive integer, got " .. shown(bs)) end
     for _, k in ipairs({"shuffle", "drop_last", "pin_memory"}) do
         if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
             fail(fmt("%s: %s must be true or false, got %s", fname, k, typename(opts[k])))
