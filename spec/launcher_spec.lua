@@ -746,4 +746,16 @@ describe("ordo.repl (the REPL's Lua half)", function()
         assert.are.equal("{Head {...}}", repl.format({multi}))
         assert.are.equal("Head\n  part 1\n  part 2", repl.format(multi)) -- at the top: all of it
     end)
+
+    it("shows a tensor inside a table by its summary without reading it: a failed op's tensor too", function()
+        local a = ordo.tensor({1, 2, 3})
+        local bad = a:gather(1, ordo.tensor({5}, "int64")) -- fails in its kernel
+        -- (the whole table raised the gather's failure)
+        assert.are.equal("{[ordo.FloatTensor of size 1 on cpu(0)], n = 1}", repl.format({bad, n = 1}))
+        assert.are.equal("{[ordo.LongTensor of size () on cpu(0)]}", repl.format({ordo.tensor(2, "int64")}))
+        -- alone, it is printed, so read: its failure shows
+        local ok, e = pcall(repl.format, bad)
+        assert.is_false(ok)
+        assert.is_truthy(tostring(e):find("gather: index 5 out of range", 1, true), e)
+    end)
 end)

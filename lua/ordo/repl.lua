@@ -124,10 +124,17 @@ end
 
 -- A value as the REPL shows it: strings as they are at the top and quoted
 -- inside tables; tensors (and anything with __tostring) by tostring --
--- inside a table on one line (one_line); plain tables to MAX_DEPTH levels.
+-- inside a table on one line (one_line; a tensor its summary, values not
+-- read); plain tables to MAX_DEPTH levels.
 function render(v, depth, path, indent)
     local tv = type(v)
     if tv == "string" then return depth == 0 and v or quote(v) end
+    if depth > 0 and tv == "table" then
+        -- a tensor inside a table: its summary line, its values not read
+        -- (a tensor whose op failed made the whole table fail to show)
+        local tensor = package.loaded["ordo.tensor"]
+        if tensor and tensor.is_tensor(v) then return tensor.summary(v) end
+    end
     if (tv == "table" or tv == "userdata") and has_tostring(v) then
         local s = tostring(v)
         if depth > 0 and type(s) == "string" and s:find("\n", 1, true) then s = one_line(s) end

@@ -1127,8 +1127,20 @@ local function host_copy_shown(fname, t, elided)
     return out
 end
 
+-- What print shows under the values ("ordo.FloatTensor of size 2x3 on
+-- cpu(0)"), without reading them: no wait, no copy.
+local function header(t)
+    local shape = shape_of(t)
+    return fmt("ordo.%s of size %s on %s", TYPE_NAME[t._c.dtype], #shape == 0 and "()" or shape_str_tbl(shape),
+               tostring(util.device_of_ctx(t._c.ctx)))
+end
+
+-- "[ordo.FloatTensor of size 2x3 on cpu(0)]", print's last line, for a
+-- tensor inside a table (the REPL) or on a progress bar: its values are not
+-- read, so a tensor whose op failed, or a large GPU one, shows at once.
+function M.summary(t) return "[" .. header(t) .. "]" end
+
 Tensor.__tostring = function(self)
-    local dev = util.device_of_ctx(self._c.ctx)
     local shape = shape_of(self)
     local elided = self._c.ctx.dev_type == GPU and format.elided(shape)
     local h = elided and host_copy_shown("tostring", self, elided) or host_copy("tostring", self)
@@ -1151,10 +1163,9 @@ Tensor.__tostring = function(self)
             get = function(off) return p[off] end
         end
     end
-    local size = #shape == 0 and "()" or shape_str_tbl(shape)
     local s = format.format({
         shape = shape, strides = strides, get = get, isfloat = ISFLOAT[dt], compact = elided and true,
-        header = fmt("ordo.%s of size %s on %s", TYPE_NAME[dt], size, tostring(dev)),
+        header = header(self),
     })
     C.ordo_tensor_numel(c) -- keeps c alive through the raw reads (see totable)
     return s
