@@ -629,6 +629,11 @@ function M.write_csv(path, t, opts)
         fail(fmt("%s: expected a 1-d or 2-d tensor (rows x columns), got shape %s", fname, tensor.shape_str(t:shape())))
     end
     local rows, cols = t:size(1), nd == 2 and t:size(2) or 1
+    if cols == 0 and rows > 0 then
+        -- (its rows were blank lines, which read_csv skips: 3x0 came back 0x0)
+        fail(fmt("%s: a tensor of shape %s has rows of no columns, which a CSV file cannot hold", fname,
+                 tensor.shape_str(t:shape())))
+    end
     local head
     if opts.header ~= nil then
         local h = opts.header
