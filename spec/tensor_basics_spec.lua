@@ -184,6 +184,33 @@ describe("printing", function()
         assert.equals("    1\n -inf\n  nan", body(ordo.tensor({1, -1 / 0, 0 / 0})))
     end)
 
+    it("rows wider than 80 characters print in pieces of columns, as Torch", function()
+        -- (a 5x200 tensor printed lines of 1600 characters)
+        assert.equals(table.concat({
+            "Columns 1 to 20",
+            "  1   2   3   4   5   6   7   8   9  10  11  12  13  14  15  16  17  18  19  20",
+            " 31  32  33  34  35  36  37  38  39  40  41  42  43  44  45  46  47  48  49  50",
+            "",
+            "Columns 21 to 30",
+            " 21  22  23  24  25  26  27  28  29  30",
+            " 51  52  53  54  55  56  57  58  59  60",
+            "[ordo.FloatTensor of size 2x30 on cpu(0)]"}, "\n"), tostring(ordo.arange(1, 61):view(2, 30)))
+        -- 80 characters fit; one more column goes on
+        assert.equals(" 1  2  3\n[ordo.FloatTensor of size 1x3 on cpu(0)]", tostring(ordo.arange(1, 4):view(1, 3)))
+        assert.falsy(tostring(ordo.arange(1, 41):view(2, 20)):find("Column", 1, true))
+        local s = tostring(ordo.arange(1, 22):view(1, 21))
+        assert.truthy(s:find("\n\nColumn 21\n 21\n[", 1, true), s)
+        -- inside each matrix of a 3-d tensor, its values in order
+        s = tostring(ordo.arange(1, 2 * 2 * 30 + 1):view(2, 2, 30))
+        assert.truthy(s:find("(2,.,.) = \nColumns 1 to 16\n  61   62 ", 1, true), s)
+        assert.truthy(s:find("Columns 17 to 30\n  77   78 ", 1, true), s)
+        assert.truthy(s:find(" 118  119  120\n[ordo.FloatTensor of size 2x2x30", 1, true), s)
+        -- every line within 80 characters; an elided row stays whole
+        for line in tostring(ordo.rand({5, 200})):gmatch("[^\n]+") do assert.truthy(#line <= 80, line) end
+        s = tostring(ordo.arange(1, 100001):view(100, 1000))
+        assert.falsy(s:find("Column", 1, true), s)
+    end)
+
     it("3-d tensors print one matrix per leading index", function()
         local s = tostring(ordo.arange(8):view(2, 2, 2))
         assert.truthy(s:find("(1,.,.) = ", 1, true))

@@ -9,7 +9,7 @@
 -- large or small magnitudes, or a span of more than 1000x) scientific.
 -- Past `threshold` elements the middle of every dim longer than 2*edge is
 -- elided ("...").
-local M = {threshold = 1000, edge = 3}
+local M = {threshold = 1000, edge = 3, linewidth = 80}
 
 local floor, abs, huge = math.floor, math.abs, math.huge
 local fmt, rep, concat = string.format, string.rep, table.concat
@@ -131,17 +131,53 @@ function M.format(info)
     elseif nd == 1 then
         for _, i in ipairs(idx[1]) do out[#out + 1] = i and nextval() or fmt(cell, "...") end
     else
-        -- leading dims: one 2-D block per shown index combination
+        -- leading dims: one 2-D block per shown index combination.  Rows
+        -- wider than M.linewidth go in pieces of columns, each headed
+        -- "Columns a to b", as Torch (a 5x200 tensor printed 1600-character
+        -- lines)
+        local rows, cols = idx[nd - 1], idx[nd]
+        local nc = 0
+        for _, c in ipairs(cols) do if c then nc = nc + 1 end end
+        -- columns per line (all of them when their middle is elided: at most
+        -- 2*edge + 1 cells, which stay on one line)
+        local per = nc < #cols and #cols or floor((M.linewidth + 1) / (width + 2))
+        if per < 1 then per = 1 end
         local function matrix()
-            for _, r in ipairs(idx[nd - 1]) do
-                if not r then
-                    out[#out + 1] = fmt(cell, "...")
-                else
-                    local row = {}
-                    for _, c in ipairs(idx[nd]) do row[#row + 1] = c and nextval() or fmt(cell, "...") end
-                    out[#out + 1] = concat(row, " ")
+            local k0 = k
+            local from = 1
+            local ci0 = 0 -- shown columns before this piece
+            while from <= #cols do
+                local to = #cols <= per and #cols or from + per - 1
+                if to > #cols then to = #cols end
+                if #cols > per then
+                    if from > 1 then out[#out + 1] = "" end
+                    local a, b = cols[from] or cols[from + 1], cols[to] or cols[to - 1]
+                    out[#out + 1] = a == b and fmt("Column %d", a) or fmt("Columns %d to %d", a, b)
                 end
+                local ri = 0
+                for _, r in ipairs(rows) do
+                    if not r then
+                        out[#out + 1] = fmt(cell, "...")
+                    else
+                        local row, ci = {}, ci0
+                        for j = from, to do
+                            if cols[j] then
+                                ci = ci + 1
+                                row[#row + 1] = fmt(cell, vals[k0 + ri * nc + ci])
+                            else
+                                row[#row + 1] = fmt(cell, "...")
+                            end
+                        end
+                        out[#out + 1] = concat(row, " ")
+                        ri = ri + 1
+                    end
+                end
+                for j = from, to do if cols[j] then ci0 = ci0 + 1 end end
+                from = to + 1
             end
+            local nr = 0
+            for _, r in ipairs(rows) do if r then nr = nr + 1 end end
+            k = k0 + nr * nc
         end
         if nd == 2 then
             matrix()
