@@ -858,6 +858,19 @@ describe("data.loader", function()
         for i, xb in loader() do got[i] = xb:numel() end
         assert.are.same({2, 1}, got)
         assert.matches("DataLoader%(3 examples, batch_size=2, 2 batches%)", tostring(loader))
+        -- `in loader` without (), as Python's `for x, y in loader`: each step
+        -- of the for started a new epoch, forever; now it says how to iterate
+        local steps = 0
+        local ok, e = pcall(function()
+            for _ in loader do
+                steps = steps + 1
+                if steps > 10 then break end
+            end
+        end)
+        assert.is_false(ok)
+        assert.equals(0, steps)
+        assert.matches("DataLoader: iterate over loader:iter() or loader(), not the loader itself", e, 1, true)
+        assert.equals(1, loader.epoch) -- (only the epoch above)
     end)
 
     it("shuffles: every example once per epoch, a new order each epoch, set only by the seed", function()

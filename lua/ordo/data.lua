@@ -26,8 +26,8 @@ local fmt, concat = string.format, table.concat
 local floor, min = math.floor, math.min
 local byte = string.byte
 local bswap = require("bit").bswap
-local type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error =
-    type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error
+local type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error, select =
+    type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error, select
 
 local Tensor, is_tensor = tensor.Tensor, tensor.is_tensor
 
@@ -976,7 +976,16 @@ function M.loader(x, y, opts)
     mt.__index = st
     mt.__newindex = function() fail(fname .. ": a loader's fields are read-only (make a new loader)") end
     mt.__len = function() return st.nb end
-    mt.__call = Loader.iter -- for i, xb, yb in loader() do
+    -- for i, xb, yb in loader() do.  The generic for calls its iterator
+    -- with two arguments: `in loader` without () (Python's `for x, y in
+    -- loader`) started a new epoch at every step, forever, i a function
+    mt.__call = function(self, ...)
+        if select("#", ...) > 0 then
+            fail(fname .. ": iterate over loader:iter() or loader(), not the loader itself " ..
+                 "(for i, xb, yb in loader:iter() do)")
+        end
+        return Loader.iter(self)
+    end
     mt.__tostring = loader_tostring
     return proxy
 end
