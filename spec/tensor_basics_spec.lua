@@ -211,6 +211,39 @@ describe("printing", function()
         assert.falsy(s:find("Column", 1, true), s)
     end)
 
+    it("set_printoptions sets precision, threshold, edgeitems, linewidth and sci_mode, as PyTorch's", function()
+        local old = ordo.set_printoptions({precision = 2})
+        finally(function() ordo.set_printoptions(old) end)
+        local x = ordo.tensor({0.123456, 2.5})
+        assert.equals(" 0.12\n 2.50\n[ordo.FloatTensor of size 2 on cpu(0)]", tostring(x))
+        ordo.set_printoptions({sci_mode = true})
+        assert.equals(" 1.23e-01\n 2.50e+00", (tostring(x):gsub("\n%[.*", "")))
+        assert.equals(" 1.00e+00\n 2.00e+00", (tostring(ordo.tensor({1, 2})):gsub("\n%[.*", "")))
+        assert.equals(" 3\n", tostring(ordo.tensor({3}, "int32")):sub(1, 3)) -- integers stay integers
+        ordo.set_printoptions({sci_mode = false, precision = 1})
+        assert.equals("  0.0\n 25.0", (tostring(ordo.tensor({1e-7, 25})):gsub("\n%[.*", "")))
+        ordo.set_printoptions({profile = "full"}) -- nothing elided
+        assert.falsy(tostring(ordo.zeros(3000)):find("...", 1, true))
+        assert.equals(4, ordo.set_printoptions({threshold = 10, edgeitems = 1}).precision) -- (full's)
+        assert.equals("  1\n...\n 20\n[ordo.FloatTensor of size 20 on cpu(0)]", tostring(ordo.arange(1, 21)))
+        ordo.set_printoptions({threshold = 1000, linewidth = 20})
+        assert.truthy(tostring(ordo.arange(1, 11):view(1, 10)):find("^Columns 1 to 5\n  1   2   3   4   5\n\nColumns 6"))
+        ordo.set_printoptions({profile = "default"})
+        assert.equals(" 0.1235\n 2.5000\n[ordo.FloatTensor of size 2 on cpu(0)]", tostring(x))
+        for _, c in ipairs({{{precision = -1}, "precision must be an integer from 0 to 16, got -1"},
+                            {{threshold = "3"}, 'threshold must be an integer >= 0 (or math.huge: never elide), got "3"'},
+                            {{edgeitems = 0}, "edgeitems must be an integer >= 1, got 0"},
+                            {{linewidth = 1.5}, "linewidth must be an integer >= 1, got 1.5"},
+                            {{sci_mode = 1}, 'sci_mode must be true, false or "auto", got 1'},
+                            {{profile = "long"}, 'profile must be "default", "short" or "full", got "long"'},
+                            {{precison = 3}, "unknown option 'precison'"}}) do
+            local ok, e = pcall(ordo.set_printoptions, c[1])
+            assert.is_false(ok)
+            assert.truthy(tostring(e):find("set_printoptions: " .. c[2], 1, true), e)
+        end
+        assert.equals(" 0.1235\n 2.5000\n[ordo.FloatTensor of size 2 on cpu(0)]", tostring(x)) -- a refused call changes nothing
+    end)
+
     it("3-d tensors print one matrix per leading index", function()
         local s = tostring(ordo.arange(8):view(2, 2, 2))
         assert.truthy(s:find("(1,.,.) = ", 1, true))

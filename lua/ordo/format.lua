@@ -9,10 +9,83 @@
 -- large or small magnitudes, or a span of more than 1000x) scientific.
 -- Past `threshold` elements the middle of every dim longer than 2*edge is
 -- elided ("...").
-local M = {threshold = 1000, edge = 3, linewidth = 80}
+local util = require "ordo.util"
 
 local floor, abs, huge = math.floor, math.abs, math.huge
 local fmt, rep, concat = string.format, string.rep, table.concat
+
+-- The print options (ordo.set_printoptions): edge is Torch's edgeitems.
+local M = {threshold = 1000, edge = 3, linewidth = 80, precision = 4, sci_mode = "auto"}
+
+local PROFILES = {
+    default = {precision = 4, threshold = 1000, edgeitems = 3, linewidth = 80, sci_mode = "auto"},
+    short = {precision = 2, threshold = 1000, edgeitems = 2, linewidth = 80, sci_mode = "auto"},
+    full = {precision = 4, threshold = huge, edgeitems = 3, linewidth = 80, sci_mode = "auto"},
+}
+
+local function print_value(v)
+    if type(v) == "string" then return fmt("%q", v) end
+    if type(v) == "number" then return tostring(v) end
+    return util.typename(v)
+end
+
+-- set_printoptions{precision =, threshold =, edgeitems =, linewidth =,
+-- sci_mode =, profile =}, as PyTorch's: decimals shown, the element count
+-- past which the middle of each dim is elided (math.huge: never), the
+-- elements shown at each end then, the characters per line, scientific
+-- notation always (true), never (false) or as the values need ("auto");
+-- profile "default", "short" or "full" sets them all first.  Options not
+-- given keep their values.  Returns the options as they were, a table
+-- that set_printoptions takes back.
+function M.set_printoptions(opts)
+    local fname = "set_printoptions"
+    if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+        util.fail(fmt("%s: expected an options table, got %s", fname, util.typename(opts)))
+    end
+    local known = {precision = true, threshold = true, edgeitems = true, linewidth = true, sci_mode = true,
+                   profile = true}
+    for k in pairs(opts) do
+        if not known[k] then
+            util.fail(fmt("%s: unknown option '%s' (expected edgeitems, linewidth, precision, profile, sci_mode, " ..
+                          "threshold)", fname, tostring(k)))
+        end
+    end
+    local new = {precision = M.precision, threshold = M.threshold, edgeitems = M.edge, linewidth = M.linewidth,
+                 sci_mode = M.sci_mode}
+    local old = {precision = M.precision, threshold = M.threshold, edgeitems = M.edge, linewidth = M.linewidth,
+                 sci_mode = M.sci_mode}
+    if opts.profile ~= nil then
+        local p = PROFILES[opts.profile]
+        if not p then
+            util.fail(fmt("%s: profile must be \"default\", \"short\" or \"full\", got %s", fname,
+                          print_value(opts.profile)))
+        end
+        for k, v in pairs(p) do new[k] = v end
+    end
+    local function int_in(k, lo, hi, what)
+        local v = opts[k]
+        if v == nil then return end
+        if type(v) ~= "number" or not (v >= lo and v <= hi) or (v ~= floor(v) and v ~= huge) or
+           (v == huge and k ~= "threshold") then
+            util.fail(fmt("%s: %s must be %s, got %s", fname, k, what, print_value(v)))
+        end
+        new[k] = v
+    end
+    int_in("precision", 0, 16, "an integer from 0 to 16")
+    int_in("threshold", 0, huge, "an integer >= 0 (or math.huge: never elide)")
+    int_in("edgeitems", 1, 2 ^ 31, "an integer >= 1")
+    int_in("linewidth", 1, 2 ^ 31, "an integer >= 1")
+    if opts.sci_mode ~= nil then
+        local v = opts.sci_mode
+        if v ~= true and v ~= false and v ~= "auto" then
+            util.fail(fmt("%s: sci_mode must be true, false or \"auto\", got %s", fname, print_value(v)))
+        end
+        new.sci_mode = v
+    end
+    M.precision, M.threshold, M.edge, M.linewidth, M.sci_mode =
+        new.precision, new.threshold, new.edgeitems, new.linewidth, new.sci_mode
+    return old
+end
 
 -- Index lists per dim: all of them, or the edges with false marking "...".
 local function shown(size, elide, edge)
@@ -105,10 +178,15 @@ function M.format(info)
         -- magnitude is extreme or they span more than 1000x, where 4
         -- decimals would drop the small ones' digits (0.00012 beside 0.5
         -- showed as 0.0001)
-        if integral then
-            if maxabs >= 1e9 then mode = "%.4e" end
+        local sci, fixed = "%." .. M.precision .. "e", "%." .. M.precision .. "f"
+        if M.sci_mode == true then
+            mode = sci
+        elseif integral then
+            if maxabs >= 1e9 and M.sci_mode == "auto" then mode = sci end
+        elseif M.sci_mode == false then
+            mode = fixed
         else
-            mode = (maxabs >= 1e6 or minabs < 1e-4 or maxabs > 1000 * minabs) and "%.4e" or "%.4f"
+            mode = (maxabs >= 1e6 or minabs < 1e-4 or maxabs > 1000 * minabs) and sci or fixed
         end
     end
     local width = 1
