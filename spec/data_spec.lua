@@ -390,6 +390,18 @@ describe("data.read_csv", function()
         assert.matches('line 1, column 1: "x" is not a number', err(named, {header = false}), 1, true)
         os.remove(named)
         os.remove(p)
+        -- numbers split by another delimiter: the error says which to give
+        p = file("1;2\n3;4\n")
+        assert.matches('line 2, column 1 (1;2): "3;4" is not a number (the file\'s delimiter may be ";": ' ..
+                       'give {delimiter = ";"})', err(p), 1, true)
+        os.remove(p)
+        p = file("1\t2.5\n")
+        assert.matches('(the file\'s delimiter may be "\\t": give {delimiter = "\\t"})', err(p, {header = false}), 1,
+                       true)
+        os.remove(p)
+        p = file("1,2\nx;y,3\n")
+        assert.matches('"x;y" is not a number\n', err(p) .. "\n", 1, true) -- (no hint: not numbers)
+        os.remove(p)
         p = file('1,"2\n')
         assert.matches("line 1: an unclosed quote", err(p), 1, true)
         os.remove(p)

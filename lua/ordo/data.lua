@@ -418,6 +418,24 @@ local function exact_int64(s)
     return ffi.cast("int64_t", v)
 end
 
+-- A hint for a field that is not a number but numbers split by another
+-- common delimiter ("1;2" read with ","): the file's delimiter, likely.
+local function other_delimiter(v, delim)
+    for _, d in ipairs({";", "\t", "|", ",", " "}) do
+        if d ~= delim and v:find(d, 1, true) then
+            local all = true
+            for part in (v .. d):gmatch("(.-)" .. (d == "|" and "%|" or d)) do
+                if not csv_number(part) then all = false break end
+            end
+            if all then
+                local q = d == "\t" and '"\\t"' or fmt("%q", d)
+                return fmt(" (the file's delimiter may be %s: give {delimiter = %s})", q, q)
+            end
+        end
+    end
+    return ""
+end
+
 -- The lines of f (without their "\n"), read in pieces: LuaJIT's f:lines()
 -- mangles a line holding a NUL byte (it cut "1,2\0junk" to 6 bytes).
 local function csv_lines(f)
@@ -547,8 +565,8 @@ function M.read_csv(path, opts)
                         if v == "" and opts.missing ~= nil then
                             x = opts.missing
                         else
-                            bad("%s: %s", column_name(c), v == "" and "an empty field (give {missing = value} to fill it)" or
-                                fmt("%q is not a number", v))
+                            bad("%s: %s%s", column_name(c), v == "" and "an empty field (give {missing = value} to fill it)" or
+                                fmt("%q is not a number", v), other_delimiter(v, delim))
                         end
                     end
                     local exact = nil
