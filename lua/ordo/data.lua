@@ -975,7 +975,14 @@ function M.loader(x, y, opts)
             fail(fmt("%s: %s must be true or false, got %s", fname, k, typename(opts[k])))
         end
     end
-    if opts.pin_memory then util.cpu_pinned(0) end -- fails at once without a CUDA device
+    if opts.pin_memory then
+        -- fails at once without a CUDA device (named as the loader's option:
+        -- "cpu_pinned(0): ..." did not say which call)
+        local ok, why = pcall(util.cpu_pinned, 0)
+        if not ok then
+            fail(fmt("%s: pin_memory = true: %s", fname, (tostring(why):gsub("^.-cpu_pinned%(0%): ", ""))))
+        end
+    end
     local drop = opts.drop_last == true
     local st = setmetatable({
         tensors = {x, y},
