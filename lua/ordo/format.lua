@@ -5,8 +5,9 @@
 -- [ordo.FloatTensor of size 2x3 on cpu(0)]
 --
 -- Every element shown shares one format: integers when all of them are
--- integral (and below 1e9), else fixed point with 4 decimals, else (very
--- large or small magnitudes, or a span of more than 1000x) scientific.
+-- integral (and below 1e9), else fixed point with `precision` (4)
+-- decimals, else (very large or small magnitudes, or a span of more than
+-- 1000x) scientific.  Rows wider than `linewidth` go in pieces of columns.
 -- Past `threshold` elements the middle of every dim longer than 2*edge is
 -- elided ("...").
 local util = require "ordo.util"
