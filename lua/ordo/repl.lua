@@ -277,6 +277,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            opts: {dtype = "float32"|"float64"|"int32"|"int64"|"uint8", device = ordo.cpu(0)}
   about:   t:shape() size dim numel dtype device is_contiguous
   reading: t:item() t:totable() print(t) t:wait()      (these wait for t)
+           ordo.set_printoptions{precision = 4, threshold = 1000, edgeitems = 3, profile = "full"}
   views:   view reshape flatten transpose t permute narrow select squeeze unsqueeze expand
            t[i] (row i)  t[{i, {}, {a, b}}] (several dims: index, all, range)
   copies:  contiguous clone to(dtype|device) float double int long byte
