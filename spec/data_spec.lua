@@ -870,6 +870,7 @@ describe("data.loader", function()
         for i, xb in loader() do got[i] = xb:numel() end
         assert.are.same({2, 1}, got)
         assert.matches("DataLoader%(3 examples, batch_size=2, 2 batches%)", tostring(loader))
+        assert.matches("DataLoader%(1 example, batch_size=4, 1 batch%)", tostring(data.loader(ordo.zeros(1), {batch_size = 4})))
         -- `in loader` without (), as Python's `for x, y in loader`: each step
         -- of the for started a new epoch, forever; now it says how to iterate
         local steps = 0

@@ -932,7 +932,8 @@ end
 
 local function loader_tostring(self)
     local st = self._loader_state
-    return fmt("ordo.data.DataLoader(%d examples, batch_size=%d, %d batches%s%s%s)", st.n, st.batch_size, st.nb,
+    return fmt("ordo.data.DataLoader(%d example%s, batch_size=%d, %d batch%s%s%s%s)", st.n, st.n == 1 and "" or "s",
+               st.batch_size, st.nb, st.nb == 1 and "" or "es",
                st.shuffle and ", shuffle" or "", st.drop_last and ", drop_last" or "",
                st.pin_memory and ", pin_memory" or "")
 end
