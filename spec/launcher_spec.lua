@@ -363,6 +363,7 @@ describe("ordo REPL on a pipe", function()
             "{1, 'two', {a = 1}, ordo.ones({3})}",
             "{{{{{{1}}}}}}",
             "t = {}; t.self = t; return t",
+            "ordo.tensor({{1, 5}, {7, 2}}):max(2)",
         }, "\n") .. "\n")
         assert.are.equal(0, code, err)
         assert.are.equal(table.concat({
@@ -374,6 +375,8 @@ describe("ordo REPL on a pipe", function()
             '{1, "two", {a = 1}, [ordo.FloatTensor of size 3 on cpu(0)]}',
             "{{{{{...}}}}}",
             "{self = {<cycle>}}",
+            -- values spanning lines go one below the other (the second began after a tab)
+            " 5\n 7\n[ordo.FloatTensor of size 2 on cpu(0)]\n 2\n 1\n[ordo.LongTensor of size 2 on cpu(0)]",
         }, "\n") .. "\n", out)
     end)
 

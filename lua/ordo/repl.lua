@@ -150,9 +150,15 @@ local function show(silent, res)
     if res.n == 0 then return end
     rawset(_G, "_", res[1])
     if silent then return end
-    local parts = {}
-    for i = 1, res.n do parts[i] = render(res[i], 0, {}, "") end
-    io.stdout:write(concat(parts, "\t"), "\n")
+    local parts, lines = {}, false
+    for i = 1, res.n do
+        parts[i] = render(res[i], 0, {}, "")
+        lines = lines or (type(parts[i]) == "string" and parts[i]:find("\n", 1, true) ~= nil)
+    end
+    -- tab-separated, as print; one below the other when a value spans
+    -- lines (t:max(2)'s two tensors: the second began after the first's
+    -- footer and a tab)
+    io.stdout:write(concat(parts, lines and "\n" or "\t"), "\n")
 end
 
 -- ---------------------------------------------------------------- errors
