@@ -390,6 +390,18 @@ describe("data.read_csv", function()
         assert.matches('line 1, column 1: "x" is not a number', err(named, {header = false}), 1, true)
         os.remove(named)
         os.remove(p)
+        -- numbers split by another delimiter: the error says which to give
+        p = file("1;2\n3;4\n")
+        assert.matches('line 2, column 1 (1;2): "3;4" is not a number (the file\'s delimiter may be ";": ' ..
+                       'give {delimiter = ";"})', err(p), 1, true)
+        os.remove(p)
+        p = file("1\t2.5\n")
+        assert.matches('(the file\'s delimiter may be "\\t": give {delimiter = "\\t"})', err(p, {header = false}), 1,
+                       true)
+        os.remove(p)
+        p = file("1,2\nx;y,3\n")
+        assert.matches('"x;y" is not a number\n', err(p) .. "\n", 1, true) -- (no hint: not numbers)
+        os.remove(p)
         p = file('1,"2\n')
         assert.matches("line 1: an unclosed quote", err(p), 1, true)
         os.remove(p)
@@ -442,6 +454,21 @@ describe("data.read_csv: what does not read exactly is an error", function()
         assert.is_true(v[1] < math.huge and v[2] == math.huge and v[3] == -math.huge and v[4] ~= v[4] and v[5] == 0)
         os.remove(p)
         assert.matches("missing = 1e+39 does not fit in float32", err(p, {missing = 1e39}), 1, true)
+    end)
+
+    it("digits past float64's range are an error in either float dtype (1e400 was read as inf)", function()
+        local p = file("x,y\n1,1e400\n")
+        assert.matches(p .. ' line 2, column 2 (y): "1e400" does not fit in float32 (it would be inf)', err(p), 1, true)
+        assert.matches(p .. ' line 2, column 2 (y): "1e400" does not fit in float64 (it would be inf)',
+                       err(p, {dtype = "float64"}), 1, true)
+        os.remove(p)
+        p = file("-1e999\n")
+        assert.matches('"-1e999" does not fit in float64', err(p, {dtype = "float64"}), 1, true)
+        os.remove(p)
+        -- the words stay infinities, in any case and with a sign
+        p = file("INF,-Infinity,+inf\n")
+        assert.same({{math.huge, -math.huge, math.huge}}, data.read_csv(p, {dtype = "float64"}):totable())
+        os.remove(p)
     end)
 
     it("int64 fields written with a point or an exponent are exact past 2^53 too", function()
@@ -613,6 +640,9 @@ describe("data.write_csv", function()
                        err_of(data.write_csv, path, ordo.ones(2, 2), {delimiter = "."}))
         assert.matches("write_csv: expected a tensor second", err_of(data.write_csv, path, {{1}}))
         assert.matches("write_csv: unknown option 'sep'", err_of(data.write_csv, path, ordo.ones(1), {sep = ";"}))
+        -- rows of no columns were blank lines, read back as no rows (3x0 became 0x0)
+        assert.matches("write_csv: a tensor of shape 3x0 has rows of no columns",
+                       err_of(data.write_csv, path, ordo.zeros(3, 0)), 1, true)
         local x, z = ordo.tensor({1, 2}, "int64"), ordo.zeros(2, "int64")
         local c = ordo.empty({2}, {dtype = "int64"})
         ordo.engine.push("div", {x, z}, {c})
@@ -840,6 +870,20 @@ describe("data.loader", function()
         for i, xb in loader() do got[i] = xb:numel() end
         assert.are.same({2, 1}, got)
         assert.matches("DataLoader%(3 examples, batch_size=2, 2 batches%)", tostring(loader))
+        assert.matches("DataLoader%(1 example, batch_size=4, 1 batch%)", tostring(data.loader(ordo.zeros(1), {batch_size = 4})))
+        -- `in loader` without (), as Python's `for x, y in loader`: each step
+        -- of the for started a new epoch, forever; now it says how to iterate
+        local steps = 0
+        local ok, e = pcall(function()
+            for _ in loader do
+                steps = steps + 1
+                if steps > 10 then break end
+            end
+        end)
+        assert.is_false(ok)
+        assert.equals(0, steps)
+        assert.matches("DataLoader: iterate over loader:iter() or loader(), not the loader itself", e, 1, true)
+        assert.equals(1, loader.epoch) -- (only the epoch above)
     end)
 
     it("shuffles: every example once per epoch, a new order each epoch, set only by the seed", function()
@@ -944,6 +988,13 @@ describe("data.loader", function()
             e = err_of(data.loader, x, {batch_size = bad})
             assert.matches("DataLoader: batch_size must be a positive integer", e)
         end
+        -- a string is named as one ("got 4" read as if 4 were refused)
+        assert.matches('batch_size must be a positive integer, got the string "4"',
+                       err_of(data.loader, x, {batch_size = "4"}), 1, true)
+        assert.matches("batch_size must be a positive integer, got boolean", err_of(data.loader, x, {batch_size = true}),
+                       1, true)
+        assert.matches('read_idx: limit must be an integer >= 0, got the string "5"',
+                       err_of(data.read_idx, "x.idx", {limit = "5"}), 1, true)
         assert.matches("DataLoader: expected a tensor of examples first, got table", err_of(data.loader, {1, 2}))
         assert.matches("DataLoader: x has no dims", err_of(data.loader, ordo.tensor(1)))
         assert.matches("DataLoader: unknown option 'batchsize'", err_of(data.loader, x, {batchsize = 2}))

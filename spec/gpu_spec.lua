@@ -282,6 +282,25 @@ describe("gpu tensors: moving data", function()
         t:fill_(0)
         assert.same({{6, 5, 4}, {3, 2, 1}}, u:totable())
     end)
+
+    it("prints a large tensor as the cpu does, copying only the shown elements to the host", function()
+        need_gpu()
+        for _, shape in ipairs({{2000}, {100, 1000}, {7, 7, 30}, {3, 500}, {500, 3}, {2, 3, 4, 5, 6, 7}, {1001}}) do
+            local n = 1
+            for _, s in ipairs(shape) do n = n * s end
+            for _, dt in ipairs({"float64", "int64"}) do
+                local c = ordo.arange(1, n + 1, {dtype = dt}):view(shape)
+                for _, v in ipairs({c, c:transpose(1, #shape)}) do
+                    local want = tostring(v):gsub("on cpu%(0%)%]$", "on gpu(0)]")
+                    assert.equals(want, tostring(v:to(G)))
+                end
+            end
+        end
+        -- 1e10 elements of one value: the whole copy asked for 40 GB ("out of memory")
+        local s = tostring(ordo.tensor(1.5, {device = G}):expand({100000, 100000}))
+        assert.truthy(s:find("1.5000     ...  1.5000", 1, true), s)
+        assert.truthy(s:find("[ordo.FloatTensor of size 100000x100000 on gpu(0)]", 1, true), s)
+    end)
 end)
 
 -- ---------------------------------------------------------------- elementwise

@@ -363,6 +363,7 @@ describe("ordo REPL on a pipe", function()
             "{1, 'two', {a = 1}, ordo.ones({3})}",
             "{{{{{{1}}}}}}",
             "t = {}; t.self = t; return t",
+            "ordo.tensor({{1, 5}, {7, 2}}):max(2)",
         }, "\n") .. "\n")
         assert.are.equal(0, code, err)
         assert.are.equal(table.concat({
@@ -374,6 +375,8 @@ describe("ordo REPL on a pipe", function()
             '{1, "two", {a = 1}, [ordo.FloatTensor of size 3 on cpu(0)]}',
             "{{{{{...}}}}}",
             "{self = {<cycle>}}",
+            -- values spanning lines go one below the other (the second began after a tab)
+            " 5\n 7\n[ordo.FloatTensor of size 2 on cpu(0)]\n 2\n 1\n[ordo.LongTensor of size 2 on cpu(0)]",
         }, "\n") .. "\n", out)
     end)
 
@@ -745,5 +748,17 @@ describe("ordo.repl (the REPL's Lua half)", function()
         local multi = setmetatable({}, {__tostring = function() return "Head\n  part 1\n  part 2" end})
         assert.are.equal("{Head {...}}", repl.format({multi}))
         assert.are.equal("Head\n  part 1\n  part 2", repl.format(multi)) -- at the top: all of it
+    end)
+
+    it("shows a tensor inside a table by its summary without reading it: a failed op's tensor too", function()
+        local a = ordo.tensor({1, 2, 3})
+        local bad = a:gather(1, ordo.tensor({5}, "int64")) -- fails in its kernel
+        -- (the whole table raised the gather's failure)
+        assert.are.equal("{[ordo.FloatTensor of size 1 on cpu(0)], n = 1}", repl.format({bad, n = 1}))
+        assert.are.equal("{[ordo.LongTensor of size () on cpu(0)]}", repl.format({ordo.tensor(2, "int64")}))
+        -- alone, it is printed, so read: its failure shows
+        local ok, e = pcall(repl.format, bad)
+        assert.is_false(ok)
+        assert.is_truthy(tostring(e):find("gather: index 5 out of range", 1, true), e)
     end)
 end)

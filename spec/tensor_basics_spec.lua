@@ -167,6 +167,83 @@ describe("printing", function()
         assert.truthy(inf:find("inf", 1, true) and inf:find("nan", 1, true))
     end)
 
+    it("switches to scientific notation as Torch does: integral values from 1e9, fractions spanning 1000x", function()
+        local function body(t) return (tostring(t):gsub("\n%[.*$", "")) end
+        -- a float32 1e14 showed as 100000000376832, 1e10 as 10000000000
+        assert.equals(" 1.0000e+14\n 1.0000e+00", body(ordo.tensor({1e14, 1})))
+        assert.equals(" 1.0000e+10\n 2.0000e+00", body(ordo.tensor({1e10, 2}, "float64")))
+        assert.equals(" 999999999\n         1", body(ordo.tensor({999999999, 1}, "float64")))
+        -- integer dtypes always show their digits
+        assert.equals(" 10000000000\n           1", body(ordo.tensor({1e10, 1}, "int64")))
+        -- 0.00012 beside 0.5 showed as 0.0001
+        assert.equals(" 5.0000e-01\n 1.2000e-04", body(ordo.tensor({0.5, 0.00012}, "float64")))
+        assert.equals(" 2.5000e+03\n 1.5000e+00", body(ordo.tensor({2500, 1.5})))
+        -- within 1000x, fixed point; zeros, nan and inf take no part in the choice
+        assert.equals(" 999.5000\n   1.0000\n   0.0000\n      nan\n     -inf",
+                      body(ordo.tensor({999.5, 1, 0, 0 / 0, -1 / 0})))
+        assert.equals("    1\n -inf\n  nan", body(ordo.tensor({1, -1 / 0, 0 / 0})))
+    end)
+
+    it("rows wider than 80 characters print in pieces of columns, as Torch", function()
+        -- (a 5x200 tensor printed lines of 1600 characters)
+        assert.equals(table.concat({
+            "Columns 1 to 20",
+            "  1   2   3   4   5   6   7   8   9  10  11  12  13  14  15  16  17  18  19  20",
+            " 31  32  33  34  35  36  37  38  39  40  41  42  43  44  45  46  47  48  49  50",
+            "",
+            "Columns 21 to 30",
+            " 21  22  23  24  25  26  27  28  29  30",
+            " 51  52  53  54  55  56  57  58  59  60",
+            "[ordo.FloatTensor of size 2x30 on cpu(0)]"}, "\n"), tostring(ordo.arange(1, 61):view(2, 30)))
+        -- 80 characters fit; one more column goes on
+        assert.equals(" 1  2  3\n[ordo.FloatTensor of size 1x3 on cpu(0)]", tostring(ordo.arange(1, 4):view(1, 3)))
+        assert.falsy(tostring(ordo.arange(1, 41):view(2, 20)):find("Column", 1, true))
+        local s = tostring(ordo.arange(1, 22):view(1, 21))
+        assert.truthy(s:find("\n\nColumn 21\n 21\n[", 1, true), s)
+        -- inside each matrix of a 3-d tensor, its values in order
+        s = tostring(ordo.arange(1, 2 * 2 * 30 + 1):view(2, 2, 30))
+        assert.truthy(s:find("(2,.,.) = \nColumns 1 to 16\n  61   62 ", 1, true), s)
+        assert.truthy(s:find("Columns 17 to 30\n  77   78 ", 1, true), s)
+        assert.truthy(s:find(" 118  119  120\n[ordo.FloatTensor of size 2x2x30", 1, true), s)
+        -- every line within 80 characters; an elided row stays whole
+        for line in tostring(ordo.rand({5, 200})):gmatch("[^\n]+") do assert.truthy(#line <= 80, line) end
+        s = tostring(ordo.arange(1, 100001):view(100, 1000))
+        assert.falsy(s:find("Column", 1, true), s)
+    end)
+
+    it("set_printoptions sets precision, threshold, edgeitems, linewidth and sci_mode, as PyTorch's", function()
+        local old = ordo.set_printoptions({precision = 2})
+        finally(function() ordo.set_printoptions(old) end)
+        local x = ordo.tensor({0.123456, 2.5})
+        assert.equals(" 0.12\n 2.50\n[ordo.FloatTensor of size 2 on cpu(0)]", tostring(x))
+        ordo.set_printoptions({sci_mode = true})
+        assert.equals(" 1.23e-01\n 2.50e+00", (tostring(x):gsub("\n%[.*", "")))
+        assert.equals(" 1.00e+00\n 2.00e+00", (tostring(ordo.tensor({1, 2})):gsub("\n%[.*", "")))
+        assert.equals(" 3\n", tostring(ordo.tensor({3}, "int32")):sub(1, 3)) -- integers stay integers
+        ordo.set_printoptions({sci_mode = false, precision = 1})
+        assert.equals("  0.0\n 25.0", (tostring(ordo.tensor({1e-7, 25})):gsub("\n%[.*", "")))
+        ordo.set_printoptions({profile = "full"}) -- nothing elided
+        assert.falsy(tostring(ordo.zeros(3000)):find("...", 1, true))
+        assert.equals(4, ordo.set_printoptions({threshold = 10, edgeitems = 1}).precision) -- (full's)
+        assert.equals("  1\n...\n 20\n[ordo.FloatTensor of size 20 on cpu(0)]", tostring(ordo.arange(1, 21)))
+        ordo.set_printoptions({threshold = 1000, linewidth = 20})
+        assert.truthy(tostring(ordo.arange(1, 11):view(1, 10)):find("^Columns 1 to 5\n  1   2   3   4   5\n\nColumns 6"))
+        ordo.set_printoptions({profile = "default"})
+        assert.equals(" 0.1235\n 2.5000\n[ordo.FloatTensor of size 2 on cpu(0)]", tostring(x))
+        for _, c in ipairs({{{precision = -1}, "precision must be an integer from 0 to 16, got -1"},
+                            {{threshold = "3"}, 'threshold must be an integer >= 0 (or math.huge: never elide), got "3"'},
+                            {{edgeitems = 0}, "edgeitems must be an integer >= 1, got 0"},
+                            {{linewidth = 1.5}, "linewidth must be an integer >= 1, got 1.5"},
+                            {{sci_mode = 1}, 'sci_mode must be true, false or "auto", got 1'},
+                            {{profile = "long"}, 'profile must be "default", "short" or "full", got "long"'},
+                            {{precison = 3}, "unknown option 'precison'"}}) do
+            local ok, e = pcall(ordo.set_printoptions, c[1])
+            assert.is_false(ok)
+            assert.truthy(tostring(e):find("set_printoptions: " .. c[2], 1, true), e)
+        end
+        assert.equals(" 0.1235\n 2.5000\n[ordo.FloatTensor of size 2 on cpu(0)]", tostring(x)) -- a refused call changes nothing
+    end)
+
     it("3-d tensors print one matrix per leading index", function()
         local s = tostring(ordo.arange(8):view(2, 2, 2))
         assert.truthy(s:find("(1,.,.) = ", 1, true))

@@ -26,12 +26,20 @@ local fmt, concat = string.format, table.concat
 local floor, min = math.floor, math.min
 local byte = string.byte
 local bswap = require("bit").bswap
-local type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error =
-    type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error
+local type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error, select =
+    type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error, select
 
 local Tensor, is_tensor = tensor.Tensor, tensor.is_tensor
 
 local M = {}
+
+-- A bad option's value in an error: a number as itself, anything else with
+-- its type (batch_size = "3" said "got 3", as if 3 were refused)
+local function shown(v)
+    if type(v) == "number" then return tostring(v) end
+    if type(v) == "string" then return fmt("the string %q", v) end
+    return typename(v)
+end
 
 local function is_posint(x) return type(x) == "number" and x == floor(x) and x >= 1 and x < 2 ^ 53 end
 local function is_natural(x) return type(x) == "number" and x == floor(x) and x >= 0 and x < 2 ^ 53 end
@@ -287,7 +295,7 @@ end
 function M.read_idx(path, opts)
     opts = check_opts("read_idx", opts, {limit = true})
     if opts.limit ~= nil and not is_natural(opts.limit) then
-        fail("read_idx: limit must be an integer >= 0, got " .. tostring(opts.limit))
+        fail("read_idx: limit must be an integer >= 0, got " .. shown(opts.limit))
     end
     local src = open_source("read_idx", path)
     local ok, res = pcall(read_idx_body, "read_idx", path, src, opts.limit)
@@ -410,6 +418,24 @@ local function exact_int64(s)
     return ffi.cast("int64_t", v)
 end
 
+-- A hint for a field that is not a number but numbers split by another
+-- common delimiter ("1;2" read with ","): the file's delimiter, likely.
+local function other_delimiter(v, delim)
+    for _, d in ipairs({";", "\t", "|", ",", " "}) do
+        if d ~= delim and v:find(d, 1, true) then
+            local all = true
+            for part in (v .. d):gmatch("(.-)" .. (d == "|" and "%|" or d)) do
+                if not csv_number(part) then all = false break end
+            end
+            if all then
+                local q = d == "\t" and '"\\t"' or fmt("%q", d)
+                return fmt(" (the file's delimiter may be %s: give {delimiter = %s})", q, q)
+            end
+        end
+    end
+    return ""
+end
+
 -- The lines of f (without their "\n"), read in pieces: LuaJIT's f:lines()
 -- mangles a line holding a NUL byte (it cut "1,2\0junk" to 6 bytes).
 local function csv_lines(f)
@@ -451,7 +477,8 @@ end
 -- or a row of another length, is an error naming the line.  With an
 -- integer dtype a field must be a whole number that fits it (1.5, nan or
 -- 300 for uint8 is an error naming its line and column, not truncated);
--- with float32 a finite field past float32's range is an error, not inf.
+-- with float32 a finite field past float32's range is an error, not inf,
+-- and so is one past float64's (1e400) with either float dtype.
 -- The file is read a line at a time into one buffer of the dtype.
 function M.read_csv(path, opts)
     local fname = "read_csv"
@@ -538,8 +565,8 @@ function M.read_csv(path, opts)
                         if v == "" and opts.missing ~= nil then
                             x = opts.missing
                         else
-                            bad("%s: %s", column_name(c), v == "" and "an empty field (give {missing = value} to fill it)" or
-                                fmt("%q is not a number", v))
+                            bad("%s: %s%s", column_name(c), v == "" and "an empty field (give {missing = value} to fill it)" or
+                                fmt("%q is not a number", v), other_delimiter(v, delim))
                         end
                     end
                     local exact = nil
@@ -563,6 +590,10 @@ function M.read_csv(path, opts)
                         end
                     elseif f32 and x == x and x ~= math.huge and x ~= -math.huge and (x >= F32_OVER or x <= -F32_OVER) then
                         bad("%s: %q does not fit in float32 (it would be inf; give dtype = \"float64\")", column_name(c), v)
+                    elseif (x == math.huge or x == -math.huge) and v:find("%d") then
+                        -- digits past float64's range (1e400): tonumber gives inf
+                        -- (only the words inf and infinity are read as inf)
+                        bad("%s: %q does not fit in %s (it would be inf)", column_name(c), v, f32 and "float32" or "float64")
                     end
                     buf[count] = x
                     count = count + 1
@@ -616,6 +647,11 @@ function M.write_csv(path, t, opts)
         fail(fmt("%s: expected a 1-d or 2-d tensor (rows x columns), got shape %s", fname, tensor.shape_str(t:shape())))
     end
     local rows, cols = t:size(1), nd == 2 and t:size(2) or 1
+    if cols == 0 and rows > 0 then
+        -- (its rows were blank lines, which read_csv skips: 3x0 came back 0x0)
+        fail(fmt("%s: a tensor of shape %s has rows of no columns, which a CSV file cannot hold", fname,
+                 tensor.shape_str(t:shape())))
+    end
     local head
     if opts.header ~= nil then
         local h = opts.header
@@ -778,7 +814,7 @@ function M.fashion_mnist(opts)
     end
     for _, k in ipairs({"limit_train", "limit_test"}) do
         if opts[k] ~= nil and not is_natural(opts[k]) then
-            fail(fmt("fashion_mnist: %s must be an integer >= 0, got %s", k, tostring(opts[k])))
+            fail(fmt("fashion_mnist: %s must be an integer >= 0, got %s", k, shown(opts[k])))
         end
     end
     if opts.device ~= nil and not util.parse_device("fashion_mnist", opts.device) then
@@ -896,7 +932,8 @@ end
 
 local function loader_tostring(self)
     local st = self._loader_state
-    return fmt("ordo.data.DataLoader(%d examples, batch_size=%d, %d batches%s%s%s)", st.n, st.batch_size, st.nb,
+    return fmt("ordo.data.DataLoader(%d example%s, batch_size=%d, %d batch%s%s%s%s)", st.n, st.n == 1 and "" or "s",
+               st.batch_size, st.nb, st.nb == 1 and "" or "es",
                st.shuffle and ", shuffle" or "", st.drop_last and ", drop_last" or "",
                st.pin_memory and ", pin_memory" or "")
 end
@@ -933,13 +970,20 @@ function M.loader(x, y, opts)
         end
     end
     local bs = opts.batch_size == nil and 1 or opts.batch_size
-    if not is_posint(bs) then fail(fname .. ": batch_size must be a positive integer, got " .. tostring(bs)) end
+    if not is_posint(bs) then fail(fname .. ": batch_size must be a positive integer, got " .. shown(bs)) end
     for _, k in ipairs({"shuffle", "drop_last", "pin_memory"}) do
         if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
             fail(fmt("%s: %s must be true or false, got %s", fname, k, typename(opts[k])))
         end
     end
-    if opts.pin_memory then util.cpu_pinned(0) end -- fails at once without a CUDA device
+    if opts.pin_memory then
+        -- fails at once without a CUDA device (named as the loader's option:
+        -- "cpu_pinned(0): ..." did not say which call)
+        local ok, why = pcall(util.cpu_pinned, 0)
+        if not ok then
+            fail(fmt("%s: pin_memory = true: %s", fname, (tostring(why):gsub("^.-cpu_pinned%(0%): ", ""))))
+        end
+    end
     local drop = opts.drop_last == true
     local st = setmetatable({
         tensors = {x, y},
@@ -958,7 +1002,16 @@ function M.loader(x, y, opts)
     mt.__index = st
     mt.__newindex = function() fail(fname .. ": a loader's fields are read-only (make a new loader)") end
     mt.__len = function() return st.nb end
-    mt.__call = Loader.iter -- for i, xb, yb in loader() do
+    -- for i, xb, yb in loader() do.  The generic for calls its iterator
+    -- with two arguments: `in loader` without () (Python's `for x, y in
+    -- loader`) started a new epoch at every step, forever, i a function
+    mt.__call = function(self, ...)
+        if select("#", ...) > 0 then
+            fail(fname .. ": iterate over loader:iter() or loader(), not the loader itself " ..
+                 "(for i, xb, yb in loader:iter() do)")
+        end
+        return Loader.iter(self)
+    end
     mt.__tostring = loader_tostring
     return proxy
 end

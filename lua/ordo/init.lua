@@ -41,6 +41,8 @@ end
 for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "allclose", "equal", "randint", "randperm"}) do
     M[k] = derived[k]
 end
+-- how tensors print: ordo.set_printoptions{precision =, threshold =, edgeitems =, linewidth =, sci_mode =, profile =}
+M.set_printoptions = require("ordo.format").set_printoptions
 local serialize = require "ordo.serialize"
 M.save, M.load = serialize.save, serialize.load -- tensors, or tables of them, to and from a file
 

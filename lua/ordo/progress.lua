@@ -65,8 +65,7 @@ local function fmt_value(v)
             local x = v:item()
             if type(x) == "number" then v = x end
         else
-            local s = tostring(v)
-            return s:match("([^\n]*)\n*$")
+            return tensor.summary(v) -- (values not read)
         end
     end
     if type(v) == "number" then

@@ -124,10 +124,17 @@ end
 
 -- A value as the REPL shows it: strings as they are at the top and quoted
 -- inside tables; tensors (and anything with __tostring) by tostring --
--- inside a table on one line (one_line); plain tables to MAX_DEPTH levels.
+-- inside a table on one line (one_line; a tensor its summary, values not
+-- read); plain tables to MAX_DEPTH levels.
 function render(v, depth, path, indent)
     local tv = type(v)
     if tv == "string" then return depth == 0 and v or quote(v) end
+    if depth > 0 and tv == "table" then
+        -- a tensor inside a table: its summary line, its values not read
+        -- (a tensor whose op failed made the whole table fail to show)
+        local tensor = package.loaded["ordo.tensor"]
+        if tensor and tensor.is_tensor(v) then return tensor.summary(v) end
+    end
     if (tv == "table" or tv == "userdata") and has_tostring(v) then
         local s = tostring(v)
         if depth > 0 and type(s) == "string" and s:find("\n", 1, true) then s = one_line(s) end
@@ -143,9 +150,15 @@ local function show(silent, res)
     if res.n == 0 then return end
     rawset(_G, "_", res[1])
     if silent then return end
-    local parts = {}
-    for i = 1, res.n do parts[i] = render(res[i], 0, {}, "") end
-    io.stdout:write(concat(parts, "\t"), "\n")
+    local parts, lines = {}, false
+    for i = 1, res.n do
+        parts[i] = render(res[i], 0, {}, "")
+        lines = lines or (type(parts[i]) == "string" and parts[i]:find("\n", 1, true) ~= nil)
+    end
+    -- tab-separated, as print; one below the other when a value spans
+    -- lines (t:max(2)'s two tensors: the second began after the first's
+    -- footer and a tab)
+    io.stdout:write(concat(parts, lines and "\n" or "\t"), "\n")
 end
 
 -- ---------------------------------------------------------------- errors
@@ -270,6 +283,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            opts: {dtype = "float32"|"float64"|"int32"|"int64"|"uint8", device = ordo.cpu(0)}
   about:   t:shape() size dim numel dtype device is_contiguous
   reading: t:item() t:totable() print(t) t:wait()      (these wait for t)
+           ordo.set_printoptions{precision = 4, threshold = 1000, edgeitems = 3, profile = "full"}
   views:   view reshape flatten transpose t permute narrow select squeeze unsqueeze expand
            t[i] (row i)  t[{i, {}, {a, b}}] (several dims: index, all, range)
   copies:  contiguous clone to(dtype|device) float double int long byte

@@ -1102,12 +1102,50 @@ function Tensor:totable()
     return t
 end
 
+-- The shown elements of a GPU tensor too large to print whole, copied to
+-- cpu(0) (pushed): in each elided dim the first and last format.edge, one
+-- copy per block of them (at most 2^8).  Printing copied the whole tensor
+-- to the host: a 1e10-element expand of one value asked for 40 GB.
+local function host_copy_shown(fname, t, elided)
+    local c = t._c
+    local shape = shape_of(t)
+    local edge = format.edge
+    local cshape = {}
+    for d = 1, #shape do cshape[d] = elided[d] and 2 * edge or shape[d] end
+    local out = new_raw(fname, cshape, c.dtype, CPU0._ctx, c.storage.engine)
+    local function blocks(d, src, dst)
+        if d > #shape then
+            push(K.copy, fname, BCAST + CROSS, {src}, {dst})
+        elseif not elided[d] then
+            blocks(d + 1, src, dst)
+        else
+            blocks(d + 1, src:narrow(d, 1, edge), dst:narrow(d, 1, edge))
+            blocks(d + 1, src:narrow(d, shape[d] - edge + 1, edge), dst:narrow(d, edge + 1, edge))
+        end
+    end
+    blocks(1, t, out)
+    return out
+end
+
+-- What print shows under the values ("ordo.FloatTensor of size 2x3 on
+-- cpu(0)"), without reading them: no wait, no copy.
+local function header(t)
+    local shape = shape_of(t)
+    return fmt("ordo.%s of size %s on %s", TYPE_NAME[t._c.dtype], #shape == 0 and "()" or shape_str_tbl(shape),
+               tostring(util.device_of_ctx(t._c.ctx)))
+end
+
+-- "[ordo.FloatTensor of size 2x3 on cpu(0)]", print's last line, for a
+-- tensor inside a table (the REPL) or on a progress bar: its values are not
+-- read, so a tensor whose op failed, or a large GPU one, shows at once.
+function M.summary(t) return "[" .. header(t) .. "]" end
+
 Tensor.__tostring = function(self)
-    local dev = util.device_of_ctx(self._c.ctx)
-    local h = host_copy("tostring", self)
+    local shape = shape_of(self)
+    local elided = self._c.ctx.dev_type == GPU and format.elided(shape)
+    local h = elided and host_copy_shown("tostring", self, elided) or host_copy("tostring", self)
     wait_read(self, h)
     local c = h._c
-    local shape = shape_of(h)
     local strides = {}
     for i = 1, c.ndim do strides[i] = tonumber(c.strides[i - 1]) end
     local dt = c.dtype
@@ -1125,10 +1163,9 @@ Tensor.__tostring = function(self)
             get = function(off) return p[off] end
         end
     end
-    local size = #shape == 0 and "()" or shape_str_tbl(shape)
     local s = format.format({
-        shape = shape, strides = strides, get = get, isfloat = ISFLOAT[dt],
-        header = fmt("ordo.%s of size %s on %s", TYPE_NAME[dt], size, tostring(dev)),
+        shape = shape, strides = strides, get = get, isfloat = ISFLOAT[dt], compact = elided and true,
+        header = header(self),
     })
     C.ordo_tensor_numel(c) -- keeps c alive through the raw reads (see totable)
     return s
