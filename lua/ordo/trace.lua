@@ -18,6 +18,11 @@
 -- on a row such as "gpu(0) stream of gpu worker 1" (gpu = true, launch =
 -- the launch's start).  Keep one side with trace.select(ops, function(op)
 -- return not op.gpu end).
+-- Ops that overlapped on one thread's row without nesting (async ops,
+-- the "pushing threads" of several threads) are on more rows of it,
+-- "..., lane 2" and on.  ops.dropped (trace.ops, load, capture) counts the
+-- records the profiler dropped when a buffer was full (0: the trace is
+-- whole).
 -- Per-op intervals are only in the trace (the summary has totals per name),
 -- hence this reader.
 local util = require "ordo.util"
@@ -194,6 +199,8 @@ function M.ops(doc)
         if a.start ~= b.start then return a.start < b.start end
         return a.stop < b.stop
     end)
+    local other = type(doc) == "table" and doc.otherData
+    ops.dropped = type(other) == "table" and tonumber(other.dropped_events) or 0
     return ops
 end
 
