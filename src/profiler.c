@@ -692,7 +692,9 @@ int ordo_profiler_dump(ordo_engine *e, const char *path) {
     if (!e) return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: engine is NULL");
     if (!path) return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: path is NULL");
     FILE *f = fopen(path, "w");
-    if (!f) return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: cannot open '%s' for writing", path);
+    if (!f)
+        return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: cannot open '%s' for writing: %s", path,
+                         strerror(errno));
     struct stat sb;
     bool regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
     dump_state st = {.f = f, .first = true};

@@ -952,6 +952,9 @@ static void test_profiler_dump_and_summary(void) {
         }
         /* dumping to a path that cannot be written is an error, not a crash */
         CHECK(ordo_profiler_dump(e, "/nonexistent-dir/x/trace.json") != 0);
+        CHECK_MSG(strstr(ordo_last_error(), "ordo_profiler_dump: cannot open '/nonexistent-dir/x/trace.json' for "
+                                            "writing: No such file or directory") != NULL,
+                  "'%s'", ordo_last_error());
         ordo_engine_destroy(e);
     }
 }
