@@ -70,18 +70,22 @@ function M.decode(text)
             end
             local c = sub(text, s + 1, s + 1)
             if c == "u" then
+                -- four hex digits exactly (tonumber alone takes " 12a", "-001", "0x41")
                 local hex = sub(text, s + 2, s + 5)
-                local cp = #hex == 4 and tonumber(hex, 16)
+                local cp = find(hex, "^%x%x%x%x$") and tonumber(hex, 16)
                 if not cp then pos = s; err("bad \\u escape") end
                 pos = s + 6
                 -- a surrogate pair is one character
                 if cp >= 0xD800 and cp < 0xDC00 and sub(text, pos, pos + 1) == "\\u" then
-                    local lo = tonumber(sub(text, pos + 2, pos + 5), 16)
+                    local lo_hex = sub(text, pos + 2, pos + 5)
+                    local lo = find(lo_hex, "^%x%x%x%x$") and tonumber(lo_hex, 16)
                     if lo and lo >= 0xDC00 and lo < 0xE000 then
                         cp = 0x10000 + (cp - 0xD800) * 1024 + (lo - 0xDC00)
                         pos = pos + 6
                     end
                 end
+                -- a lone surrogate is no character: U+FFFD, not bytes that are not UTF-8
+                if cp >= 0xD800 and cp < 0xE000 then cp = 0xFFFD end
                 parts[#parts + 1] = utf8(cp)
             else
                 local r = ESC[c]
