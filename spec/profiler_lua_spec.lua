@@ -27,6 +27,20 @@ describe("ordo.profiler errors", function()
         assert.matches("profiler.dump: expected a file path, got number", err(profiler.dump, 3), 1, true)
     end)
 
+    it("dump and trace.load refuse a path holding a NUL byte instead of using what precedes it", function()
+        local trace = require "ordo.trace"
+        local base = os.tmpname()
+        os.remove(base)
+        assert.matches("profiler.dump: the file path holds a NUL byte (at byte " .. (#base + 1) .. ")",
+                       err(profiler.dump, base .. "\0.json"), 1, true)
+        assert.is_nil(io.open(base, "rb"), "the trace went to " .. base)
+        assert.matches("trace.load: the file path holds a NUL byte (at byte " .. (#base + 1) .. ")",
+                       err(trace.load, base .. "\0.json"), 1, true)
+        assert.matches("profiler.dump: the file path holds a NUL byte",
+                       err(trace.capture, base .. "\0.json"), 1, true)
+        assert.is_nil(io.open(base, "rb"))
+    end)
+
     it("dump: a path it cannot write says why, once, naming profiler.dump and not the C function", function()
         local dir = tmpdir()
         local e = err(profiler.dump, dir)

@@ -211,6 +211,9 @@ end
 -- The ops of the trace file at path.
 function M.load(path)
     if type(path) ~= "string" then fail("trace.load: expected a file path, got " .. util.typename(path)) end
+    -- io.open takes the path up to its first NUL: it would read another file
+    local nul = path:find("\0", 1, true)
+    if nul then fail(("trace.load: the file path holds a NUL byte (at byte %d)"):format(nul)) end
     local f, why = io.open(path, "rb")
     if not f then
         why = tostring(why)
