@@ -179,6 +179,23 @@ describe("ordo.profiler trace", function()
         assert.truthy(rows["cpu(0) pushing threads, lane 2"])
     end)
 
+    it("an op already running when the profiler starts is not recorded (its time is not known)", function()
+        local E = ordo.engine
+        E.wait_for_all()
+        profiler.clear()
+        E.shell("sleep 0.2", {name = "straddling"}) -- runs from its push on
+        profiler.start()
+        local x = ordo.zeros({4}):add_(1)
+        E.wait_for_all()
+        profiler.stop()
+        local s = profiler.summary()
+        profiler.clear()
+        -- before: "straddling 1 0.000 0.000 ...", a 0 us run
+        assert.is_nil(s:find("straddling", 1, true), s)
+        assert.truthy(s:find("add_scalar", 1, true), s)
+        assert.equals(1, x[1])
+    end)
+
     it("a full record buffer is marked in the trace and counted by trace.ops", function()
         local script = os.tmpname()
         local f = io.open(script, "w")

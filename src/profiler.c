@@ -315,6 +315,11 @@ void prof_record(ordo_engine *e, worker *w, op *o, uint64_t t_end, int status) {
     prof_buf *b = w ? w->prof : e->prof_shared;
     prof_timer *t = o->prof_gpu;
     o->prof_gpu = NULL;
+    if (!o->t_start) { /* it started before the profiler did: its time is not known (a record of
+                        * 0 us at its end would be a wrong one) */
+        if (t) timer_release(e, t, false);
+        return;
+    }
     if (t && !t->ended) { /* its work was never queued behind the end */
         timer_release(e, t, true);
         t = NULL;
@@ -342,7 +347,7 @@ void prof_record(ordo_engine *e, worker *w, op *o, uint64_t t_end, int status) {
     }
     prof_event *x = &b->ev[b->n++];
     x->name = o->name;
-    x->t_start = o->t_start ? o->t_start : t_end;
+    x->t_start = o->t_start;
     x->t_ready = o->t_ready ? o->t_ready : x->t_start;
     x->t_end = t_end;
     x->dev = o->ctx;
