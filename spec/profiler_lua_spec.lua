@@ -179,6 +179,32 @@ describe("ordo.profiler trace", function()
         assert.truthy(rows["cpu(0) pushing threads, lane 2"])
     end)
 
+    it("the summary says how many of its ops failed or were skipped", function()
+        local E = ordo.engine
+        E.wait_for_all()
+        profiler.clear()
+        local v = E.new_variable()
+        profiler.start()
+        E.shell("exit 2", {writes = {v}, name = "bad_step"})
+        E.shell("true", {reads = {v}, name = "after_bad"})
+        E.shell("true", {reads = {v}, name = "after_bad"})
+        assert.is_false(pcall(E.wait_for_all))
+        profiler.stop()
+        local s = profiler.summary()
+        profiler.clear()
+        assert.truthy(s:find("\nafter_bad +2 ", 1) , s)
+        assert.truthy(s:find("(failed: 1, skipped for a failed input: 2; counted in the rows above, " ..
+                             "args.status in the trace names them)", 1, true), s)
+        -- none: no such line
+        profiler.start()
+        E.shell("true", {name = "fine"})
+        E.wait_for_all()
+        profiler.stop()
+        s = profiler.summary()
+        profiler.clear()
+        assert.is_nil(s:find("skipped", 1, true), s)
+    end)
+
     it("an op already running when the profiler starts is not recorded (its time is not known)", function()
         local E = ordo.engine
         E.wait_for_all()

@@ -812,7 +812,7 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
     if (!out) return set_error(ORDO_ERR_INVALID, "ordo_profiler_summary: output is NULL");
     prof_table host = {NULL, 0, 0}, gpu = {NULL, 0, 0};
     bool oom = false;
-    size_t dropped = 0;
+    size_t dropped = 0, failed = 0, skipped = 0;
     long gpu_dropped = 0;
     pthread_mutex_lock(&e->prof_mu);
     prof_gpu_read_all(e);
@@ -822,6 +822,8 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
         for (size_t i = 0; i < b->n && !oom; i++) {
             prof_event *x = &b->ev[i];
             const char *name = x->name[0] ? x->name : "(unnamed)";
+            failed += x->status == 2;
+            skipped += x->status == 1;
             oom = !table_add(&host, name, x->t_end - x->t_start, x->t_start - x->t_ready) ||
                   (x->gpu_state == 2 && !table_add(&gpu, name, x->gpu_dur, 0));
         }
@@ -848,6 +850,10 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
         fprintf(out, " %10ld %12.3f %10.3f %10.3f %10.3f %12.3f\n", x->count, x->total / 1e6, x->min / 1e3,
                 x->max / 1e3, x->total / 1e3 / (double)x->count, x->wait / 1e3 / (double)x->count);
     }
+    /* a skipped op's row shows it as a run of next to nothing */
+    if (failed || skipped)
+        fprintf(out, "(failed: %zu, skipped for a failed input: %zu; counted in the rows above, "
+                     "args.status in the trace names them)\n", failed, skipped);
     if (dropped) fprintf(out, "(%zu events dropped: profiler buffer full)\n", dropped);
     if (gpu.n) {
         qsort(gpu.rows, gpu.n, sizeof *gpu.rows, row_cmp);
