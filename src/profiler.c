@@ -663,14 +663,15 @@ static bool dump_buf(dump_state *st, prof_buf *b, uint64_t t0, bool gpu, prof_la
             free(order);
             return false;
         }
-        int tid = (gpu ? PROF_GPU_TID : 0) + b->worker_id + 1 + (int)k * PROF_LANE_TID;
+        /* (long: thousands of async ops at once make thousands of lanes) */
+        long tid = (gpu ? PROF_GPU_TID : 0) + b->worker_id + 1 + k * (long)PROF_LANE_TID;
         if (!ls->l[k].named) {
             ls->l[k].named = true;
             int len = gpu ? snprintf(tl, sizeof tl, "%s stream of %s", dev_label(x->dev, dl, sizeof dl), b->label)
                           : snprintf(tl, sizeof tl, "%s", b->label);
             if (k > 0 && len >= 0 && (size_t)len < sizeof tl)
                 snprintf(tl + len, sizeof tl - (size_t)len, ", lane %ld", k + 1);
-            fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", pid,
+            fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%ld,\"args\":{\"name\":", pid,
                     tid);
             json_string(f, tl);
             fputs("}}", f);
@@ -679,7 +680,7 @@ static bool dump_buf(dump_state *st, prof_buf *b, uint64_t t0, bool gpu, prof_la
         fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", gpu ? "gpu" : "op");
         json_string(f, x->name[0] ? x->name : "(unnamed)");
         /* whole ns as us with 3 decimals: exact, so ts + dur is the end */
-        fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{", pid, tid, s / 1e3, (t - s) / 1e3);
+        fprintf(f, ",\"pid\":%d,\"tid\":%ld,\"ts\":%.3f,\"dur\":%.3f,\"args\":{", pid, tid, s / 1e3, (t - s) / 1e3);
         if (gpu) {
             uint64_t ls0, lt0;
             span_of(x, t0, false, &ls0, &lt0);
