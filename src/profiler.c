@@ -33,8 +33,10 @@
 /* Trace tracks of GPU-side work: tid = this + the worker's host tid. */
 #define PROF_GPU_TID 100000
 /* Overlapping records of one buffer go on extra tracks ("lanes"): a
- * Chrome trace needs the events of a track to nest.  Lane k (from 0) of
- * a track of tid T has tid T + k * PROF_LANE_TID. */
+ * Chrome trace needs the events of a track to nest.  Lane k > 0 of the
+ * track of a worker's tid w + 1 (0 to ORDO_MAX_WORKERS) has tid
+ * PROF_LANE_TID + k * 4096 + w + 1, + 2048 for GPU-side tracks: small
+ * enough for viewers that keep 32-bit tids up to half a million lanes. */
 #define PROF_LANE_TID 1000000
 
 typedef struct prof_ref {
@@ -663,8 +665,8 @@ static bool dump_buf(dump_state *st, prof_buf *b, uint64_t t0, bool gpu, prof_la
             free(order);
             return false;
         }
-        /* (long: thousands of async ops at once make thousands of lanes) */
-        long tid = (gpu ? PROF_GPU_TID : 0) + b->worker_id + 1 + k * (long)PROF_LANE_TID;
+        long tid = k == 0 ? (gpu ? PROF_GPU_TID : 0) + b->worker_id + 1
+                          : PROF_LANE_TID + k * 4096L + (gpu ? 2048 : 0) + b->worker_id + 1;
         if (!ls->l[k].named) {
             ls->l[k].named = true;
             int len = gpu ? snprintf(tl, sizeof tl, "%s stream of %s", dev_label(x->dev, dl, sizeof dl), b->label)
