@@ -27,6 +27,20 @@ describe("ordo.profiler errors", function()
         assert.matches("profiler.dump: expected a file path, got number", err(profiler.dump, 3), 1, true)
     end)
 
+    it("dump and trace.load refuse a path holding a NUL byte instead of using what precedes it", function()
+        local trace = require "ordo.trace"
+        local base = os.tmpname()
+        os.remove(base)
+        assert.matches("profiler.dump: the file path holds a NUL byte (at byte " .. (#base + 1) .. ")",
+                       err(profiler.dump, base .. "\0.json"), 1, true)
+        assert.is_nil(io.open(base, "rb"), "the trace went to " .. base)
+        assert.matches("trace.load: the file path holds a NUL byte (at byte " .. (#base + 1) .. ")",
+                       err(trace.load, base .. "\0.json"), 1, true)
+        assert.matches("profiler.dump: the file path holds a NUL byte",
+                       err(trace.capture, base .. "\0.json"), 1, true)
+        assert.is_nil(io.open(base, "rb"))
+    end)
+
     it("dump: a path it cannot write says why, once, naming profiler.dump and not the C function", function()
         local dir = tmpdir()
         local e = err(profiler.dump, dir)
@@ -95,5 +109,145 @@ describe("ordo.profiler memory", function()
         profiler.stop()
         assert.truthy(profiler.summary():find("add", 1, true))
         profiler.clear()
+    end)
+end)
+
+describe("ordo.profiler trace", function()
+    local trace = require "ordo.trace"
+
+    -- The "X" events of each (pid, tid) track must nest: viewers draw one
+    -- row per track and misplace (Perfetto flags) events that overlap.
+    local function check_nesting(doc)
+        local tracks = {}
+        for _, ev in ipairs(doc.traceEvents) do
+            if ev.ph == "X" then
+                local k = ev.pid .. ":" .. ev.tid
+                tracks[k] = tracks[k] or {}
+                table.insert(tracks[k], ev)
+            end
+        end
+        for k, evs in pairs(tracks) do
+            table.sort(evs, function(a, b)
+                if a.ts ~= b.ts then return a.ts < b.ts end
+                return a.dur > b.dur
+            end)
+            local open = {}
+            for _, ev in ipairs(evs) do
+                local s, t = ev.ts, ev.ts + ev.dur
+                while #open > 0 and open[#open] <= s + 1e-9 do open[#open] = nil end
+                assert.is_true(#open == 0 or t <= open[#open] + 1e-9,
+                               ("track %s: %s [%g, %g] overlaps an open event ending at %g")
+                                   :format(k, ev.name, s, t, open[#open] or 0))
+                open[#open + 1] = t
+            end
+        end
+    end
+
+    it("ops that overlap on one row (async ops, several threads) go on lanes, so every track nests", function()
+        local E = ordo.engine
+        E.wait_for_all()
+        profiler.clear()
+        profiler.start()
+        -- four commands at once, each started and ending after the one
+        -- before (they overlap without nesting); their records share the
+        -- "pushing threads" buffer
+        for i = 1, 4 do E.shell("sleep 0." .. i, {name = "cmd" .. i}) end
+        E.wait_for_all()
+        profiler.stop()
+        local path = os.tmpname()
+        profiler.dump(path)
+        local f = io.open(path, "rb")
+        local doc = trace.decode(f:read("*a"))
+        f:close()
+        os.remove(path)
+        profiler.clear()
+        check_nesting(doc)
+        local ops = trace.ops(doc)
+        assert.equals(0, ops.dropped)
+        local cmds = trace.select(ops, function(op) return op.name:match("^cmd%d$") ~= nil end)
+        assert.equals(4, #cmds)
+        local rows, nrows = {}, 0
+        for _, op in ipairs(cmds) do
+            assert.truthy(op.worker:find("pushing threads", 1, true), op.worker)
+            if not rows[op.worker] then nrows = nrows + 1 end
+            rows[op.worker] = true
+        end
+        -- as many lanes as ran at once (4, unless a command started late)
+        local peak = trace.stats(cmds).peak
+        assert.is_true(peak >= 2, "the commands did not overlap")
+        assert.equals(peak, nrows)
+        assert.truthy(rows["cpu(0) pushing threads, lane 2"])
+    end)
+
+    it("the summary says how many of its ops failed or were skipped", function()
+        local E = ordo.engine
+        E.wait_for_all()
+        profiler.clear()
+        local v = E.new_variable()
+        profiler.start()
+        E.shell("exit 2", {writes = {v}, name = "bad_step"})
+        E.shell("true", {reads = {v}, name = "after_bad"})
+        E.shell("true", {reads = {v}, name = "after_bad"})
+        assert.is_false(pcall(E.wait_for_all))
+        profiler.stop()
+        local s = profiler.summary()
+        profiler.clear()
+        assert.truthy(s:find("\nafter_bad +2 ", 1) , s)
+        assert.truthy(s:find("(failed: 1, skipped for a failed input: 2; counted in the rows above, " ..
+                             "args.status in the trace names them)", 1, true), s)
+        -- none: no such line
+        profiler.start()
+        E.shell("true", {name = "fine"})
+        E.wait_for_all()
+        profiler.stop()
+        s = profiler.summary()
+        profiler.clear()
+        assert.is_nil(s:find("skipped", 1, true), s)
+    end)
+
+    it("an op already running when the profiler starts is not recorded (its time is not known)", function()
+        local E = ordo.engine
+        E.wait_for_all()
+        profiler.clear()
+        E.shell("sleep 0.2", {name = "straddling"}) -- runs from its push on
+        profiler.start()
+        local x = ordo.zeros({4}):add_(1)
+        E.wait_for_all()
+        profiler.stop()
+        local s = profiler.summary()
+        profiler.clear()
+        -- before: "straddling 1 0.000 0.000 ...", a 0 us run
+        assert.is_nil(s:find("straddling", 1, true), s)
+        assert.truthy(s:find("add_scalar", 1, true), s)
+        assert.equals(1, x[1])
+    end)
+
+    it("a full record buffer is marked in the trace and counted by trace.ops", function()
+        local script = os.tmpname()
+        local f = io.open(script, "w")
+        f:write([[
+            local ordo = require "ordo"
+            local trace = require "ordo.trace"
+            ordo.engine.set_bulk_size(0)
+            local x = ordo.zeros({4})
+            ordo.engine.wait_for_all()
+            ordo.profiler.start()
+            for _ = 1, 30 do x:add_(1) end
+            ordo.engine.wait_for_all()
+            ordo.profiler.stop()
+            local ops = trace.capture()
+            io.write(#trace.select(ops, "add_scalar"), " ", ops.dropped, "\n")
+            print(ordo.profiler.summary())
+        ]])
+        f:close()
+        local p = io.popen("ORDO_PROFILER_MAX_EVENTS=10 ORDO_ENGINE_TYPE=naive LUA_PATH='lua/?.lua;lua/?/init.lua;;' " ..
+                           "timeout 60 luajit " .. script .. " 2>&1; echo rc=$?")
+        local out = p:read("*a")
+        p:close()
+        os.remove(script)
+        assert.truthy(out:find("rc=0", 1, true), out)
+        local kept, dropped = out:match("^(%d+) (%d+)\n")
+        assert.equals("10 20", tostring(kept) .. " " .. tostring(dropped), out)
+        assert.truthy(out:find("(20 events dropped: profiler buffer full)", 1, true), out)
     end)
 end)

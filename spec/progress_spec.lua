@@ -149,6 +149,10 @@ describe("progress.bar on a terminal", function()
         clock.t = clock.t + 0.1
         bar:update(4)
         assert.matches("4/4  100%%  1.90 it/s  00:02<00:00", out:text())
+        -- past a total set too low: no ETA below zero (it showed 59:59)
+        clock.t = clock.t + 0.9
+        bar:update(9)
+        assert.matches("9/4  100%%  3.00 it/s  00:03<00:00$", out:text())
     end)
 end)
 

@@ -180,6 +180,16 @@ describe("ordo.trace", function()
         for _, bad in ipairs({"{", "[1,]", "{\"a\" 1}", "\"abc", "[1] x", "{\"a\":tru}", "\"\\q\""}) do
             assert.has_error(function() trace.decode(bad) end)
         end
+        -- \u takes four hex digits, nothing tonumber would also take; a
+        -- bad one is named, not a raw Lua error
+        for _, bad in ipairs({[["\u-001"]], [["\u 12a"]], [["\u+041"]], [["\u0x41"]], [["\u12"]]}) do
+            local ok, e = pcall(trace.decode, bad)
+            assert.is_false(ok, bad)
+            assert.truthy(tostring(e):find("trace.decode: bad \\u escape at byte 2", 1, true), e)
+        end
+        -- a lone surrogate is U+FFFD (its bytes would not be UTF-8)
+        assert.equals("a\239\191\189b", trace.decode([["a\ud800b"]]))
+        assert.equals("\239\191\189", trace.decode([["\udc00"]]))
         local ok, err = pcall(trace.decode, "[1, ?]")
         assert.is_false(ok)
         assert.truthy(tostring(err):find("trace.decode: unexpected character at byte 5", 1, true), err)

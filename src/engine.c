@@ -113,6 +113,7 @@ static const struct {
     {"ORDO_HOST_CACHE_MB", 0, 1L << 24, " (0: no cache)"},
     {"ORDO_PINNED_CACHE_MB", 0, 1L << 24, " (0: no cache)"},
     {"ORDO_BLAS_THREADS", 1, ORDO_MAX_WORKERS, NULL},
+    {"ORDO_PROFILER_MAX_EVENTS", 1, PROF_MAX_EVENTS, " (records per worker thread)"},
 };
 
 /* The fields a caller set (nonzero) must be in range: a wrong one would
@@ -527,6 +528,9 @@ ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
     pthread_mutex_init(&e->pool_mu, NULL);
     pthread_mutex_init(&e->mem_mu, NULL);
     pthread_mutex_init(&e->prof_mu, NULL);
+    long max_events = PROF_MAX_EVENTS; /* checked by resolve_config */
+    config_env_long("ORDO_PROFILER_MAX_EVENTS", 1, PROF_MAX_EVENTS, NULL, &max_events, NULL, 0);
+    e->prof_max_events = (size_t)max_events;
     pthread_mutex_init(&e->names_mu, NULL);
     e->prof_shared = prof_buf_new(e, -1, (ordo_ctx){0, 0}, "pushing threads");
 

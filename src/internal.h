@@ -498,6 +498,7 @@ struct ordo_engine {
     prof_buf *prof_bufs;  /* every buffer, workers' and the shared one */
     prof_buf *prof_shared;/* events from non-worker threads */
     uint64_t prof_t0;
+    size_t prof_max_events; /* records per buffer: ORDO_PROFILER_MAX_EVENTS, else PROF_MAX_EVENTS */
     prof_gpu_dev prof_gpu[ORDO_MAX_DEVICES];
 };
 
@@ -807,6 +808,9 @@ void engine_run_now_failed(ordo_engine *e, const var_use *uses, int n, int rv, f
 
 /* ---- profiler (profiler.c) --------------------------------------------- */
 
+/* Records a buffer holds at most (ORDO_PROFILER_MAX_EVENTS may lower it):
+ * past it the summary and the trace count the records dropped. */
+#define PROF_MAX_EVENTS (8L << 20)
 prof_buf *prof_buf_new(ordo_engine *e, int worker_id, ordo_ctx dev, const char *label);
 /* Takes o->prof_gpu (NULL after), whether it keeps the record or not. */
 void prof_record(ordo_engine *e, worker *w, op *o, uint64_t t_end, int status);

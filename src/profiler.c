@@ -20,10 +20,10 @@
  */
 #include "internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define PROF_MAX_EVENTS_PER_BUF (8u << 20)
+#include <sys/stat.h>
 #define PROF_FIRST_EVENTS 4096 /* a record buffer's first block, kept by clear */
 /* Timing event pairs per device held by ops and by records not read yet;
  * past it GPU ops are recorded without their GPU side (each pair is two
@@ -32,6 +32,12 @@
 #define PROF_GPU_MAX_FREE 1024 /* pairs kept for reuse per device */
 /* Trace tracks of GPU-side work: tid = this + the worker's host tid. */
 #define PROF_GPU_TID 100000
+/* Overlapping records of one buffer go on extra tracks ("lanes"): a
+ * Chrome trace needs the events of a track to nest.  Lane k > 0 of the
+ * track of a worker's tid w + 1 (0 to ORDO_MAX_WORKERS) has tid
+ * PROF_LANE_TID + k * 4096 + w + 1, + 2048 for GPU-side tracks: small
+ * enough for viewers that keep 32-bit tids up to half a million lanes. */
+#define PROF_LANE_TID 1000000
 
 typedef struct prof_ref {
     void *ev;        /* a timing event, recorded once */
@@ -66,6 +72,8 @@ struct prof_buf {
     char label[64];
     prof_event *ev;
     size_t n, cap, dropped;
+    uint64_t t_full; /* when the first record was dropped (dropped > 0) */
+    ordo_ctx full_dev;
 };
 
 prof_buf *prof_buf_new(ordo_engine *e, int worker_id, ordo_ctx dev, const char *label) {
@@ -309,6 +317,11 @@ void prof_record(ordo_engine *e, worker *w, op *o, uint64_t t_end, int status) {
     prof_buf *b = w ? w->prof : e->prof_shared;
     prof_timer *t = o->prof_gpu;
     o->prof_gpu = NULL;
+    if (!o->t_start) { /* it started before the profiler did: its time is not known (a record of
+                        * 0 us at its end would be a wrong one) */
+        if (t) timer_release(e, t, false);
+        return;
+    }
     if (t && !t->ended) { /* its work was never queued behind the end */
         timer_release(e, t, true);
         t = NULL;
@@ -320,9 +333,13 @@ void prof_record(ordo_engine *e, worker *w, op *o, uint64_t t_end, int status) {
     spin_lock_acquire(&b->lock);
     if (b->n == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : PROF_FIRST_EVENTS;
-        prof_event *ev = cap <= PROF_MAX_EVENTS_PER_BUF ? realloc(b->ev, cap * sizeof *ev) : NULL;
+        if (cap > e->prof_max_events) cap = e->prof_max_events;
+        prof_event *ev = cap > b->cap ? realloc(b->ev, cap * sizeof *ev) : NULL;
         if (!ev) {
-            b->dropped++;
+            if (!b->dropped++) {
+                b->t_full = t_end;
+                b->full_dev = o->ctx;
+            }
             spin_lock_release(&b->lock);
             if (t) timer_release(e, t, true);
             return;
@@ -332,7 +349,7 @@ void prof_record(ordo_engine *e, worker *w, op *o, uint64_t t_end, int status) {
     }
     prof_event *x = &b->ev[b->n++];
     x->name = o->name;
-    x->t_start = o->t_start ? o->t_start : t_end;
+    x->t_start = o->t_start;
     x->t_ready = o->t_ready ? o->t_ready : x->t_start;
     x->t_end = t_end;
     x->dev = o->ctx;
@@ -393,7 +410,7 @@ void ordo_profiler_clear(ordo_engine *e) {
         prof_timer *unread = take_timers_locked(b);
         b->n = 0;
         b->dropped = 0;
-        /* a long session's records (up to PROF_MAX_EVENTS_PER_BUF of them,
+        /* a long session's records (up to PROF_MAX_EVENTS of them,
          * hundreds of MB per worker) go back to the system; a buffer grown
          * no further than its first block keeps it */
         prof_event *ev = NULL;
@@ -493,7 +510,10 @@ static void json_string(FILE *f, const char *str) {
 
 /* Trace rows: one "process" per device, one "thread" per worker; on a GPU
  * also one per worker's stream (PROF_GPU_TID + the worker's), where the
- * GPU-side times of its ops go. */
+ * GPU-side times of its ops go.  Records of one buffer that overlap
+ * without nesting (the shared buffer's, from many threads; async ops,
+ * which finish on another thread than the one that started them) go on
+ * more tracks of that row, its lanes (PROF_LANE_TID). */
 static int dev_pid(ordo_ctx d) { return d.dev_type == ORDO_GPU ? 1000 + d.dev_id : d.dev_id; }
 
 static const char *dev_label(ordo_ctx d, char *buf, size_t n) {
@@ -502,70 +522,233 @@ static const char *dev_label(ordo_ctx d, char *buf, size_t n) {
     return buf;
 }
 
+/* A record's interval on the trace's timeline, in ns from t0 (an op that
+ * started before a clear is cut there): its host side, or its GPU side. */
+static void span_of(const prof_event *x, uint64_t t0, bool gpu, uint64_t *s, uint64_t *t) {
+    if (gpu) {
+        int64_t g = x->gpu_start - (int64_t)t0;
+        *s = g > 0 ? (uint64_t)g : 0;
+        *t = *s + x->gpu_dur;
+    } else {
+        *s = x->t_start > t0 ? x->t_start - t0 : 0;
+        *t = x->t_end > t0 ? x->t_end - t0 : 0;
+        if (*t < *s) *t = *s;
+    }
+}
+
+typedef struct {
+    const prof_event *ev;
+    uint64_t t0;
+    bool gpu;
+} span_order;
+
+/* By device, then start, the longer first (an event before those it
+ * contains), then record order. */
+static int span_cmp(const void *a, const void *b, void *arg) {
+    const span_order *c = arg;
+    const prof_event *x = &c->ev[*(const uint32_t *)a], *y = &c->ev[*(const uint32_t *)b];
+    int px = dev_pid(x->dev), py = dev_pid(y->dev);
+    if (px != py) return px < py ? -1 : 1;
+    uint64_t xs, xt, ys, yt;
+    span_of(x, c->t0, c->gpu, &xs, &xt);
+    span_of(y, c->t0, c->gpu, &ys, &yt);
+    if (xs != ys) return xs < ys ? -1 : 1;
+    if (xt != yt) return xt > yt ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* A lane: the ends of its open events, outermost first. */
+typedef struct {
+    uint64_t *end;
+    size_t n, cap;
+    bool named;
+} prof_lane;
+
+typedef struct {
+    prof_lane *l;
+    size_t n, cap;
+} prof_lanes;
+
+static void lanes_reset(prof_lanes *ls) {
+    for (size_t k = 0; k < ls->n; k++) {
+        ls->l[k].n = 0;
+        ls->l[k].named = false;
+    }
+}
+
+static void lanes_free(prof_lanes *ls) {
+    for (size_t k = 0; k < ls->cap; k++) free(ls->l[k].end);
+    free(ls->l);
+}
+
+/* The lane an event [s, t] goes on, taken in start order: the first whose
+ * open events have all ended by s, or (nest) whose innermost open event
+ * contains it; -1 when out of memory. */
+static long lane_place(prof_lanes *ls, uint64_t s, uint64_t t, bool nest) {
+    size_t k = 0;
+    for (; k < ls->n; k++) {
+        prof_lane *l = &ls->l[k];
+        while (l->n && l->end[l->n - 1] <= s) l->n--;
+        if (!l->n || (nest && t <= l->end[l->n - 1])) break;
+    }
+    if (k == ls->n) {
+        if (ls->n == ls->cap) {
+            size_t cap = ls->cap ? ls->cap * 2 : 4;
+            prof_lane *g = realloc(ls->l, cap * sizeof *g);
+            if (!g) return -1;
+            memset(g + ls->cap, 0, (cap - ls->cap) * sizeof *g);
+            ls->l = g;
+            ls->cap = cap;
+        }
+        ls->n++;
+    }
+    prof_lane *l = &ls->l[k];
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4;
+        uint64_t *g = realloc(l->end, cap * sizeof *g);
+        if (!g) return -1;
+        l->end = g;
+        l->cap = cap;
+    }
+    l->end[l->n++] = t;
+    return (long)k;
+}
+
+typedef struct {
+    FILE *f;
+    bool first;
+    bool named_dev[2][ORDO_MAX_DEVICES];
+} dump_state;
+
+/* The row of device d, named once per dump. */
+static void name_process(dump_state *st, ordo_ctx d) {
+    int gi = d.dev_type == ORDO_GPU;
+    int di = d.dev_id >= 0 && d.dev_id < ORDO_MAX_DEVICES ? d.dev_id : 0;
+    char dl[32];
+    if (st->named_dev[gi][di]) return;
+    st->named_dev[gi][di] = true;
+    fprintf(st->f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"%s\"}}",
+            st->first ? "" : ",\n", dev_pid(d), dev_label(d, dl, sizeof dl));
+    st->first = false;
+}
+
+/* One buffer's records (b locked), the host sides or the GPU sides, each
+ * on the first lane of its row where it fits; false when out of memory. */
+static bool dump_buf(dump_state *st, prof_buf *b, uint64_t t0, bool gpu, prof_lanes *ls) {
+    FILE *f = st->f;
+    size_t n = 0;
+    for (size_t i = 0; i < b->n; i++) n += !gpu || b->ev[i].gpu_state == 2;
+    if (!n) return true;
+    uint32_t *order = malloc(n * sizeof *order);
+    if (!order) return false;
+    n = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (!gpu || b->ev[i].gpu_state == 2) order[n++] = (uint32_t)i;
+    span_order c = {b->ev, t0, gpu};
+    qsort_r(order, n, sizeof *order, span_cmp, &c);
+    /* the host sides of a worker's ops nest (an op run inline inside
+     * another); other threads' records and a stream's work do not */
+    bool nest = !gpu && b->worker_id >= 0;
+    int pid = -1;
+    for (size_t j = 0; j < n; j++) {
+        const prof_event *x = &b->ev[order[j]];
+        char dl[32], tl[160];
+        if (dev_pid(x->dev) != pid) { /* a row's lanes are its own */
+            pid = dev_pid(x->dev);
+            lanes_reset(ls);
+            name_process(st, x->dev);
+        }
+        uint64_t s, t;
+        span_of(x, t0, gpu, &s, &t);
+        long k = lane_place(ls, s, t, nest);
+        if (k < 0) {
+            free(order);
+            return false;
+        }
+        long tid = k == 0 ? (gpu ? PROF_GPU_TID : 0) + b->worker_id + 1
+                          : PROF_LANE_TID + k * 4096L + (gpu ? 2048 : 0) + b->worker_id + 1;
+        if (!ls->l[k].named) {
+            ls->l[k].named = true;
+            int len = gpu ? snprintf(tl, sizeof tl, "%s stream of %s", dev_label(x->dev, dl, sizeof dl), b->label)
+                          : snprintf(tl, sizeof tl, "%s", b->label);
+            if (k > 0 && len >= 0 && (size_t)len < sizeof tl)
+                snprintf(tl + len, sizeof tl - (size_t)len, ", lane %ld", k + 1);
+            fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%ld,\"args\":{\"name\":", pid,
+                    tid);
+            json_string(f, tl);
+            fputs("}}", f);
+        }
+        const char *status = x->status == 0 ? "ok" : x->status == 1 ? "skipped" : "failed";
+        fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", gpu ? "gpu" : "op");
+        json_string(f, x->name[0] ? x->name : "(unnamed)");
+        /* whole ns as us with 3 decimals: exact, so ts + dur is the end */
+        fprintf(f, ",\"pid\":%d,\"tid\":%ld,\"ts\":%.3f,\"dur\":%.3f,\"args\":{", pid, tid, s / 1e3, (t - s) / 1e3);
+        if (gpu) {
+            uint64_t ls0, lt0;
+            span_of(x, t0, false, &ls0, &lt0);
+            fprintf(f, "\"launch_us\":%.3f", ls0 / 1e3);
+        } else {
+            fprintf(f, "\"queue_wait_us\":%.3f", (x->t_start - x->t_ready) / 1e3);
+        }
+        fprintf(f, ",\"status\":\"%s\"}}", status);
+    }
+    free(order);
+    return true;
+}
+
 int ordo_profiler_dump(ordo_engine *e, const char *path) {
     if (!e) return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: engine is NULL");
     if (!path) return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: path is NULL");
     FILE *f = fopen(path, "w");
-    if (!f) return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: cannot open '%s' for writing", path);
+    if (!f)
+        return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: cannot open '%s' for writing: %s", path,
+                         strerror(errno));
+    struct stat sb;
+    bool regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+    dump_state st = {.f = f, .first = true};
+    prof_lanes lanes = {NULL, 0, 0};
+    bool oom = false;
+    size_t dropped = 0;
+    long gpu_dropped = 0;
     pthread_mutex_lock(&e->prof_mu);
     prof_gpu_read_all(e);
     uint64_t t0 = e->prof_t0;
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
-    bool first = true;
-    /* Name each (device, worker) row once: devices x workers is small. */
-    bool named_dev[2][ORDO_MAX_DEVICES] = {{false}};
-    for (prof_buf *b = e->prof_bufs; b; b = b->next_all) {
+    for (prof_buf *b = e->prof_bufs; b && !oom; b = b->next_all) {
         spin_lock_acquire(&b->lock);
-        bool named_here[2][ORDO_MAX_DEVICES] = {{false}};
-        bool named_stream[ORDO_MAX_DEVICES] = {false};
-        for (size_t i = 0; i < b->n; i++) {
-            prof_event *x = &b->ev[i];
-            int gi = x->dev.dev_type == ORDO_GPU;
-            int di = x->dev.dev_id >= 0 && x->dev.dev_id < ORDO_MAX_DEVICES ? x->dev.dev_id : 0;
-            char dl[32];
-            if (!named_dev[gi][di]) {
-                named_dev[gi][di] = true;
-                fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"%s\"}}",
-                        first ? "" : ",\n", dev_pid(x->dev), dev_label(x->dev, dl, sizeof dl));
-                first = false;
-            }
-            if (!named_here[gi][di]) {
-                named_here[gi][di] = true;
-                fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
-                        dev_pid(x->dev), b->worker_id + 1);
-                json_string(f, b->label);
-                fputs("}}", f);
-            }
-            uint64_t ts = x->t_start > t0 ? x->t_start - t0 : 0;
-            fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"op\",\"name\":");
-            json_string(f, x->name[0] ? x->name : "(unnamed)");
-            const char *status = x->status == 0 ? "ok" : x->status == 1 ? "skipped" : "failed";
-            fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"queue_wait_us\":%.3f,\"status\":\"%s\"}}",
-                    dev_pid(x->dev), b->worker_id + 1, ts / 1e3, (x->t_end - x->t_start) / 1e3,
-                    (x->t_start - x->t_ready) / 1e3, status);
-            if (x->gpu_state != 2) continue;
-            /* its GPU side, on the track of the stream it was queued on */
-            int tid = PROF_GPU_TID + b->worker_id + 1;
-            if (!named_stream[di]) {
-                named_stream[di] = true;
-                char tl[128];
-                snprintf(tl, sizeof tl, "%s stream of %s", dev_label(x->dev, dl, sizeof dl), b->label);
-                fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
-                        dev_pid(x->dev), tid);
-                json_string(f, tl);
-                fputs("}}", f);
-            }
-            int64_t gts = x->gpu_start - (int64_t)t0;
-            fprintf(f, ",\n{\"ph\":\"X\",\"cat\":\"gpu\",\"name\":");
-            json_string(f, x->name[0] ? x->name : "(unnamed)");
-            fprintf(f, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"launch_us\":%.3f,\"status\":\"%s\"}}",
-                    dev_pid(x->dev), tid, (gts > 0 ? gts : 0) / 1e3, x->gpu_dur / 1e3, ts / 1e3, status);
+        oom = !dump_buf(&st, b, t0, false, &lanes) || !dump_buf(&st, b, t0, true, &lanes);
+        if (!oom && b->dropped) {
+            /* where the buffer filled, on its row: from there on its ops
+             * are missing */
+            dropped += b->dropped;
+            name_process(&st, b->full_dev);
+            fprintf(f, "%s{\"ph\":\"i\",\"s\":\"t\",\"name\":\"profiler buffer full: %zu events dropped\","
+                       "\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"args\":{\"dropped\":%zu}}",
+                    st.first ? "" : ",\n", b->dropped, dev_pid(b->full_dev), b->worker_id + 1,
+                    (b->t_full > t0 ? b->t_full - t0 : 0) / 1e3, b->dropped);
+            st.first = false;
         }
         spin_lock_release(&b->lock);
     }
-    fputs("\n]}\n", f);
+    for (int d = 0; d < ORDO_MAX_DEVICES; d++) {
+        spin_lock_acquire(&e->prof_gpu[d].lock);
+        gpu_dropped += e->prof_gpu[d].dropped;
+        spin_lock_release(&e->prof_gpu[d].lock);
+    }
     pthread_mutex_unlock(&e->prof_mu);
-    if (fclose(f) != 0) return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: error writing '%s'", path);
+    lanes_free(&lanes);
+    fprintf(f, "\n],\"otherData\":{\"dropped_events\":%zu,\"gpu_ops_without_gpu_times\":%ld}}\n", dropped,
+            gpu_dropped);
+    /* a trace cut short is no trace: the file goes (a regular file only:
+     * never a device or a pipe named by the path) */
+    int err = ferror(f) ? errno : 0;
+    if (fclose(f) != 0 && !err) err = errno;
+    if (oom || err) {
+        if (regular) remove(path);
+        if (oom) return set_error(ORDO_ERR_NOMEM, "ordo_profiler_dump: out of memory writing '%s'", path);
+        return set_error(ORDO_ERR_INVALID, "ordo_profiler_dump: error writing '%s': %s", path,
+                         strerror(err ? err : EIO));
+    }
     return ORDO_OK;
 }
 
@@ -632,7 +815,7 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
     if (!out) return set_error(ORDO_ERR_INVALID, "ordo_profiler_summary: output is NULL");
     prof_table host = {NULL, 0, 0}, gpu = {NULL, 0, 0};
     bool oom = false;
-    size_t dropped = 0;
+    size_t dropped = 0, failed = 0, skipped = 0;
     long gpu_dropped = 0;
     pthread_mutex_lock(&e->prof_mu);
     prof_gpu_read_all(e);
@@ -642,6 +825,8 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
         for (size_t i = 0; i < b->n && !oom; i++) {
             prof_event *x = &b->ev[i];
             const char *name = x->name[0] ? x->name : "(unnamed)";
+            failed += x->status == 2;
+            skipped += x->status == 1;
             oom = !table_add(&host, name, x->t_end - x->t_start, x->t_start - x->t_ready) ||
                   (x->gpu_state == 2 && !table_add(&gpu, name, x->gpu_dur, 0));
         }
@@ -668,6 +853,10 @@ int ordo_profiler_summary(ordo_engine *e, FILE *out) {
         fprintf(out, " %10ld %12.3f %10.3f %10.3f %10.3f %12.3f\n", x->count, x->total / 1e6, x->min / 1e3,
                 x->max / 1e3, x->total / 1e3 / (double)x->count, x->wait / 1e3 / (double)x->count);
     }
+    /* a skipped op's row shows it as a run of next to nothing */
+    if (failed || skipped)
+        fprintf(out, "(failed: %zu, skipped for a failed input: %zu; counted in the rows above, "
+                     "args.status in the trace names them)\n", failed, skipped);
     if (dropped) fprintf(out, "(%zu events dropped: profiler buffer full)\n", dropped);
     if (gpu.n) {
         qsort(gpu.rows, gpu.n, sizeof *gpu.rows, row_cmp);

@@ -65,6 +65,9 @@ end
 function M.dump(path, e)
     if type(path) ~= "string" then fail("profiler.dump: expected a file path, got " .. util.typename(path)) end
     if path == "" then fail("profiler.dump: the file path is empty") end
+    -- C takes the path up to its first NUL: the trace would go to another file
+    local nul = path:find("\0", 1, true)
+    if nul then fail(("profiler.dump: the file path holds a NUL byte (at byte %d)"):format(nul)) end
     if C.ordo_profiler_dump(eng("profiler.dump", e), path) ~= 0 then
         local msg = c_message("profiler.dump")
         -- C says "cannot open 'path' for writing"; io can tell why

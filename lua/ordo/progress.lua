@@ -185,7 +185,8 @@ local function render(self, now, final)
     if final or not (total and total > 0) then
         parts[#parts + 1] = hms(elapsed)
     else
-        local eta = rate > 0 and (total - n) / rate or math.huge
+        -- past a total set too low nothing is left to wait for (not a negative ETA)
+        local eta = rate > 0 and math.max(total - n, 0) / rate or math.huge
         parts[#parts + 1] = hms(elapsed) .. "<" .. hms(eta)
     end
     local f = fields_str(self.fields)

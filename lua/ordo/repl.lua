@@ -312,7 +312,7 @@ Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d A
            t:requires_grad() loss:backward() t.grad ordo.no_grad(fn)
 Data:      ordo.data.read_csv(path) read_idx(path) fashion_mnist{...} loader(x, y, {batch_size = n})
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
-Profiler:  ordo.profiler.start() stop() summary() dump("trace.json")
+Profiler:  ordo.profiler.start() stop() summary() dump("trace.json") clear()
 Memory:    ordo.memory.live_bytes() live_count()    Devices: ordo.cpu(n) ordo.gpu(n)
 help(x) lists the fields and methods of x (help(ordo), help(t)).
 ]]

@@ -18,6 +18,11 @@
 -- on a row such as "gpu(0) stream of gpu worker 1" (gpu = true, launch =
 -- the launch's start).  Keep one side with trace.select(ops, function(op)
 -- return not op.gpu end).
+-- Ops that overlapped on one thread's row without nesting (async ops,
+-- the "pushing threads" of several threads) are on more rows of it,
+-- "..., lane 2" and on.  ops.dropped (trace.ops, load, capture) counts the
+-- records the profiler dropped when a buffer was full (0: the trace is
+-- whole).
 -- Per-op intervals are only in the trace (the summary has totals per name),
 -- hence this reader.
 local util = require "ordo.util"
@@ -65,18 +70,22 @@ function M.decode(text)
             end
             local c = sub(text, s + 1, s + 1)
             if c == "u" then
+                -- four hex digits exactly (tonumber alone takes " 12a", "-001", "0x41")
                 local hex = sub(text, s + 2, s + 5)
-                local cp = #hex == 4 and tonumber(hex, 16)
+                local cp = find(hex, "^%x%x%x%x$") and tonumber(hex, 16)
                 if not cp then pos = s; err("bad \\u escape") end
                 pos = s + 6
                 -- a surrogate pair is one character
                 if cp >= 0xD800 and cp < 0xDC00 and sub(text, pos, pos + 1) == "\\u" then
-                    local lo = tonumber(sub(text, pos + 2, pos + 5), 16)
+                    local lo_hex = sub(text, pos + 2, pos + 5)
+                    local lo = find(lo_hex, "^%x%x%x%x$") and tonumber(lo_hex, 16)
                     if lo and lo >= 0xDC00 and lo < 0xE000 then
                         cp = 0x10000 + (cp - 0xD800) * 1024 + (lo - 0xDC00)
                         pos = pos + 6
                     end
                 end
+                -- a lone surrogate is no character: U+FFFD, not bytes that are not UTF-8
+                if cp >= 0xD800 and cp < 0xE000 then cp = 0xFFFD end
                 parts[#parts + 1] = utf8(cp)
             else
                 local r = ESC[c]
@@ -194,12 +203,17 @@ function M.ops(doc)
         if a.start ~= b.start then return a.start < b.start end
         return a.stop < b.stop
     end)
+    local other = type(doc) == "table" and doc.otherData
+    ops.dropped = type(other) == "table" and tonumber(other.dropped_events) or 0
     return ops
 end
 
 -- The ops of the trace file at path.
 function M.load(path)
     if type(path) ~= "string" then fail("trace.load: expected a file path, got " .. util.typename(path)) end
+    -- io.open takes the path up to its first NUL: it would read another file
+    local nul = path:find("\0", 1, true)
+    if nul then fail(("trace.load: the file path holds a NUL byte (at byte %d)"):format(nul)) end
     local f, why = io.open(path, "rb")
     if not f then
         why = tostring(why)

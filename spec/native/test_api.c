@@ -7,12 +7,14 @@
 #include "test_util.h"
 
 #include <ctype.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 static const char *const ENV_NAMES[] = {
     "ORDO_ENGINE_TYPE",        "ORDO_CPU_WORKER_NTHREADS", "ORDO_CPU_PRIORITY_NTHREADS",
     "ORDO_GPU_WORKER_NTHREADS", "ORDO_GPU_COPY_NTHREADS",  "ORDO_MAX_INFLIGHT",
     "ORDO_SPIN_US",            "ORDO_PROFILER_AUTOSTART",  "ORDO_PUSH_INLINE_AFTER",
-    "ORDO_BULK_OP_MAX_NS",     "ORDO_RUN_NOW_MAX_ELEMENTS"};
+    "ORDO_BULK_OP_MAX_NS",     "ORDO_RUN_NOW_MAX_ELEMENTS", "ORDO_PROFILER_MAX_EVENTS"};
 
 static void clear_env(void) {
     for (int i = 0; i < ARRAY_LEN(ENV_NAMES); i++) unsetenv(ENV_NAMES[i]);
@@ -250,6 +252,9 @@ static void test_config_environment_rejects_bad_values(void) {
         {"ORDO_HOST_CACHE_MB", "-1", "from 0 to"},
         {"ORDO_PINNED_CACHE_MB", "lots", "from 0 to"},
         {"ORDO_BLAS_THREADS", "0", "from 1 to"},
+        {"ORDO_PROFILER_MAX_EVENTS", "0", "from 1 to 8388608 (records per worker thread)"},
+        {"ORDO_PROFILER_MAX_EVENTS", "9000000", "from 1 to 8388608"},
+        {"ORDO_PROFILER_MAX_EVENTS", "lots", "from 1 to 8388608"},
     };
     clear_env();
     for (int i = 0; i < ARRAY_LEN(bad); i++) {
@@ -947,6 +952,9 @@ static void test_profiler_dump_and_summary(void) {
         }
         /* dumping to a path that cannot be written is an error, not a crash */
         CHECK(ordo_profiler_dump(e, "/nonexistent-dir/x/trace.json") != 0);
+        CHECK_MSG(strstr(ordo_last_error(), "ordo_profiler_dump: cannot open '/nonexistent-dir/x/trace.json' for "
+                                            "writing: No such file or directory") != NULL,
+                  "'%s'", ordo_last_error());
         ordo_engine_destroy(e);
     }
 }
@@ -1019,6 +1027,103 @@ static void test_profiler_odd_names(void) {
         }
         fclose(f);
     }
+    ordo_engine_destroy(e);
+}
+
+/* A full record buffer: the summary, and the trace too, say how many
+ * records were dropped (before, the trace held what fitted and said
+ * nothing: a user read a truncated profile as the whole run).
+ * ORDO_PROFILER_MAX_EVENTS lowers the limit (8,388,608 per thread). */
+static void test_profiler_buffer_full(void) {
+    clear_env();
+    setenv("ORDO_PROFILER_MAX_EVENTS", "100", 1);
+    ordo_engine *e = make_engine(ORDO_ENGINE_NAIVE, 1);
+    unsetenv("ORDO_PROFILER_MAX_EVENTS");
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *v = ordo_new_variable(e);
+    CHECK_EQ_LONG(ordo_profiler_start(e), 0);
+    for (int i = 0; i < 150; i++) CHECK_EQ_LONG(push_simple(e, noop_op, NULL, NULL, 0, &v, 1, "fill_op"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    CHECK_EQ_LONG(ordo_profiler_stop(e), 0);
+    FILE *f = tmpfile();
+    if (f) {
+        CHECK_EQ_LONG(ordo_profiler_summary(e, f), 0);
+        char *sum = slurp(f);
+        if (sum) {
+            CHECK_MSG(summary_has_count(sum, "fill_op", 100), "summary:\n%s", sum);
+            CHECK_MSG(strstr(sum, "(50 events dropped: profiler buffer full)") != NULL, "summary:\n%s", sum);
+            free(sum);
+        }
+        fclose(f);
+    }
+    char path[] = "/tmp/ordo_prof_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
+    char *trace = slurp_path(path);
+    CHECK(trace != NULL);
+    if (trace) {
+        CHECK_MSG(json_valid(trace), "the trace is not valid JSON");
+        CHECK_MSG(strstr(trace, "\"name\":\"profiler buffer full: 50 events dropped\"") != NULL, "%s",
+                  trace + (strlen(trace) > 400 ? strlen(trace) - 400 : 0));
+        CHECK(strstr(trace, "\"otherData\":{\"dropped_events\":50,") != NULL);
+        free(trace);
+    }
+    /* clear starts counting again */
+    ordo_profiler_clear(e);
+    CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
+    trace = slurp_path(path);
+    if (trace) {
+        CHECK(strstr(trace, "buffer full") == NULL);
+        CHECK(strstr(trace, "\"dropped_events\":0,") != NULL);
+        free(trace);
+    }
+    unlink(path);
+    ordo_engine_destroy(e);
+}
+
+/* A dump that cannot be written to the end (a full disk; here a file
+ * size limit) says why, and leaves no half trace behind; before, the
+ * message had no reason and the cut file stayed. */
+static void test_profiler_dump_write_error(void) {
+    ordo_engine *e = make_engine(ORDO_ENGINE_NAIVE, 1);
+    CHECK(e != NULL);
+    if (!e) return;
+    ordo_var *v = ordo_new_variable(e);
+    CHECK_EQ_LONG(ordo_profiler_start(e), 0);
+    for (int i = 0; i < 200; i++) CHECK_EQ_LONG(push_simple(e, noop_op, NULL, NULL, 0, &v, 1, "some_op"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    char path[] = "/tmp/ordo_prof_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    struct rlimit old;
+    CHECK_EQ_LONG(getrlimit(RLIMIT_FSIZE, &old), 0);
+    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit small = {4096, old.rlim_max};
+    CHECK_EQ_LONG(setrlimit(RLIMIT_FSIZE, &small), 0);
+    int rc = ordo_profiler_dump(e, path);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, old_handler);
+    CHECK(rc != 0);
+    CHECK_MSG(strstr(ordo_last_error(), "ordo_profiler_dump: error writing '") != NULL &&
+                  strstr(ordo_last_error(), "': File too large") != NULL,
+              "'%s'", ordo_last_error());
+    CHECK_MSG(access(path, F_OK) != 0, "the cut trace %s is still there", path);
+    /* the engine and the records are intact: the next dump writes them */
+    CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
+    char *trace = slurp_path(path);
+    CHECK(trace != NULL);
+    if (trace) {
+        CHECK(json_valid(trace));
+        int n = 0;
+        for (const char *p = trace; (p = strstr(p, "\"some_op\"")) != NULL; p++) n++;
+        CHECK_EQ_LONG(n, 200);
+        free(trace);
+    }
+    unlink(path);
     ordo_engine_destroy(e);
 }
 
@@ -1146,6 +1251,8 @@ int main(void) {
     TEST(test_profiler_dump_and_summary);
     TEST(test_profiler_threads_and_autostart);
     TEST(test_profiler_odd_names);
+    TEST(test_profiler_buffer_full);
+    TEST(test_profiler_dump_write_error);
     TEST(test_op_names_from_a_reused_buffer);
     return harness_end();
 }
