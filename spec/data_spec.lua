@@ -249,17 +249,39 @@ describe("data.read_idx", function()
         local plain, gz = tmp("piped.idx"), tmp("piped.idx.gz")
         write_plain(plain, idx_bytes("i16", {2, 2}, {1, -2, 300, -400}))
         write_gz(gz, idx_bytes("u8", {2}, {1, 2}))
+        -- Each writer runs in the background and is waited for before the
+        -- next one starts: a reader that stops at the data's end closes
+        -- the FIFO while its writer may still hold it open, and the next
+        -- reader would then meet that writer's end of file, not the next.
+        local done = tmp("writer.done")
+        local function feed(cmd)
+            os.remove(done)
+            os.execute("(" .. cmd .. " > '" .. fifo .. "' 2>/dev/null; : > '" .. done .. "') &")
+        end
+        local function fed()
+            for _ = 1, 2000 do
+                local f = io.open(done, "rb")
+                if f then f:close() return end
+                os.execute("sleep 0.01")
+            end
+            error("the FIFO's writer did not finish")
+        end
         -- was: the two bytes read to look for gzip's magic were lost: "not an IDX file (magic bytes 0b 02 00 00...)"
-        os.execute("cat '" .. plain .. "' > '" .. fifo .. "' &")
+        feed("cat '" .. plain .. "'")
         assert.same({{1, -2}, {300, -400}}, data.read_idx(fifo):totable())
-        os.execute("cat '" .. plain .. "' > '" .. fifo .. "' &")
+        fed()
+        feed("cat '" .. plain .. "'")
         assert.same({{1, -2}}, data.read_idx(fifo, {limit = 1}):totable())
-        os.execute("head -c 16 '" .. plain .. "' > '" .. fifo .. "' &")
+        fed()
+        feed("head -c 16 '" .. plain .. "'")
         assert.matches("is truncated: int16 data of shape 2x2 needs 8 bytes, the file has 4", err_of(data.read_idx, fifo))
+        fed()
         -- was: zlib reopened the FIFO and waited for a writer that was gone
-        os.execute("cat '" .. gz .. "' > '" .. fifo .. "' 2>/dev/null &")
+        feed("cat '" .. gz .. "'")
         assert.matches("read_idx: .*idx.fifo is gzip%-compressed and not a regular file", err_of(data.read_idx, fifo))
+        fed()
         os.remove(fifo)
+        os.remove(done)
     end)
 
     it("says a directory is one, and names a missing file once", function()
