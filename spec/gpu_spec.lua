@@ -1099,6 +1099,24 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         ordo.manual_seed(5489) -- back to the default seed
     end)
 
+    it("get_rng_state / set_rng_state of the gpu's generator replay its draws (dropout too)", function()
+        need_gpu()
+        ordo.manual_seed(9)
+        ordo.rand({3}, {device = G})
+        local st = ordo.get_rng_state(G)
+        assert.equals(CPU, st:device())
+        local a = ordo.randn({33}, {device = G}):totable()
+        local d = ordo.nn.Dropout(0.5)(ordo.ones({40}, {device = G})):totable()
+        ordo.rand({50}, {device = G})
+        ordo.set_rng_state(st, G)
+        assert.same(a, ordo.randn({33}, {device = G}):totable())
+        assert.same(d, ordo.nn.Dropout(0.5)(ordo.ones({40}, {device = G})):totable())
+        -- the generators are one format (Philox): the cpu's state replays on the gpu
+        ordo.set_rng_state(st)
+        assert.same(a, ordo.randn({33}):totable())
+        ordo.manual_seed(5489) -- back to the default seed
+    end)
+
     it("multi-head attention forward and backward match the cpu", function()
         need_gpu()
         for _, dt in ipairs({"float32", "float64"}) do

@@ -866,6 +866,38 @@ describe("random numbers", function()
         H.raises(function() ordo.manual_seed("3") end, "manual_seed", "string \"3\"")
     end)
 
+    it("get_rng_state / set_rng_state: a copy of the generator, set again, replays the same draws", function()
+        ordo.manual_seed(4)
+        ordo.rand({3})
+        local st = ordo.get_rng_state()
+        assert.equals("uint8", st:dtype())
+        assert.same({32}, st:shape())
+        local a = ordo.rand({5}):totable()
+        local d = ordo.nn.Dropout(0.5)(ordo.ones({16})):totable()
+        local p = ordo.randperm(9):totable()
+        ordo.randn({100}) -- draws in between
+        ordo.set_rng_state(st)
+        assert.same(a, ordo.rand({5}):totable())
+        assert.same(d, ordo.nn.Dropout(0.5)(ordo.ones({16})):totable())
+        assert.same(p, ordo.randperm(9):totable())
+        -- the state is a copy: the draws since did not change it; it goes through a file
+        local path = os.tmpname()
+        ordo.save({rng = st}, path)
+        ordo.set_rng_state(ordo.load(path).rng)
+        os.remove(path)
+        assert.same(a, ordo.rand({5}):totable())
+        -- cpu(1)'s generator is its own
+        ordo.set_rng_state(st, "cpu:1")
+        assert.same(a, ordo.rand({5}, {device = "cpu:1"}):totable())
+        H.raises(function() ordo.set_rng_state(ordo.zeros({32}, "uint8")) end, "set_rng_state",
+                 "not a generator state")
+        H.raises(function() ordo.set_rng_state(ordo.zeros({31}, "uint8")) end, "set_rng_state",
+                 "uint8 tensor of 32 elements", "uint8 of shape 31")
+        H.raises(function() ordo.set_rng_state(st:float()) end, "set_rng_state", "float32 of shape 32")
+        H.raises(function() ordo.set_rng_state(nil) end, "set_rng_state", "got nil")
+        H.raises(function() ordo.get_rng_state("float64") end, "get_rng_state", "no dtype")
+    end)
+
     it("bernoulli with a tensor of probabilities: per element, broadcast to the tensor, checked", function()
         ordo.manual_seed(11)
         local n = 20000
