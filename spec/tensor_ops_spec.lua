@@ -889,6 +889,12 @@ describe("random numbers", function()
         -- cpu(1)'s generator is its own
         ordo.set_rng_state(st, "cpu:1")
         assert.same(a, ordo.rand({5}, {device = "cpu:1"}):totable())
+        -- another engine's generator, set from a state of the default engine (was copy_'s error)
+        local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
+        ordo.set_rng_state(st, {engine = e})
+        assert.same(a, ordo.rand({5}, {engine = e}):totable())
+        ordo.set_rng_state(ordo.get_rng_state({engine = e}))
+        e:close()
         H.raises(function() ordo.set_rng_state(ordo.zeros({32}, "uint8")) end, "set_rng_state",
                  "not a generator state")
         H.raises(function() ordo.set_rng_state(ordo.zeros({31}, "uint8")) end, "set_rng_state",

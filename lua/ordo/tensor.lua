@@ -865,7 +865,8 @@ function M.set_rng_state(state, opts)
     if not ok then
         fail(fname .. ": not a generator state: its bytes 17..32 are not those of ordo.get_rng_state's")
     end
-    g:copy_(state)
+    -- from its bytes: the state may come from another engine or device
+    g:copy_(M.tensor(bytes, M.like(g)))
 end
 
 local function random_(fname, kid, allowed, t, s1, s2)
