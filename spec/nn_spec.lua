@@ -2228,6 +2228,26 @@ describe("optim", function()
         close(q:item(), -2, 1e-12)
         o4.param_groups[1].lr = -1
         H.raises(function() o4:step() end, "step", "param_groups[1].lr must be a finite number >= 0")
+        -- a plain list makes one group, as Torch's: param_groups[1] is the optimiser's own options
+        -- (param_groups was nil: Torch's `for g in opt.param_groups: g.lr = ...` raised a Lua error)
+        local r = ordo.tensor({0}, D):requires_grad()
+        local o6 = optim.SGD({r}, {lr = 0.5, momentum = 0.9})
+        assert.equals(1, #o6.param_groups)
+        assert.equals(0.5, o6.param_groups[1].lr)
+        assert.equals(0.9, o6.param_groups[1].momentum)
+        assert.are.equal(r, o6.param_groups[1].params[1])
+        for _, g in ipairs(o6.param_groups) do g.lr = g.lr * 0.5 end
+        assert.equals(0.25, o6.lr)
+        r.grad = ordo.ones({1}, D)
+        o6:step()
+        close(r:item(), -0.25, 1e-12)
+        o6.param_groups[1].momentum = -1
+        H.raises(function() o6:step() end, "step", "momentum must be >= 0")
+        o6.param_groups[1].momentum = 0.9
+        H.raises(function() o6.param_groups[1].params = {} end, "param_groups[1].params", "make a new optimiser")
+        local sched = optim.lr_scheduler.StepLR(o6, {step_size = 1, gamma = 0.1})
+        sched:step()
+        close(o6.param_groups[1].lr, 0.025, 1e-15)
         -- checkpoints: a group's momentum decides the state its parameters keep
         local p1, p2 = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
         local o5 = optim.SGD({{params = {p1}}, {params = {p2}, momentum = 0.9}}, {lr = 0.1})
