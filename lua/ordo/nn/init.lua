@@ -480,8 +480,11 @@ function Module:load(path)
         local t = entries[e.name]
         if not t then fail(fmt("load: %s has no tensor named %s", path, e.name)) end
         if t:dtype() ~= e.tensor:dtype() or shape_str(t) ~= shape_str(e.tensor) then
-            fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s", e.name, path, t:dtype(),
-                     shape_str(t), e.tensor:dtype(), shape_str(e.tensor)))
+            local same_shape = shape_str(t) == shape_str(e.tensor)
+            fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s%s", e.name, path, t:dtype(),
+                     shape_str(t), e.tensor:dtype(), shape_str(e.tensor), same_shape and
+                     fmt(" (saved from a %s model: m:to(\"%s\") first, or m:load_state_dict(ordo.load(path)), which " ..
+                         "casts to the module's dtypes)", t:dtype(), t:dtype()) or ""))
         end
         entries[e.name] = nil
         e.loaded = t
