@@ -447,7 +447,7 @@ describe("examples", function()
 
     -- --checkpoint: Ctrl-C after an epoch, the same command again goes on
     -- from the next epoch; other options than the checkpoint's are refused.
-    it("fashion_mlp.lua --checkpoint: stopped by Ctrl-C, run again, it resumes after the last epoch saved", function()
+    it("fashion_mlp.lua --checkpoint: stopped by Ctrl-C, run again, it resumes after the last epoch saved, bit for bit", function()
         if not require("ordo").data.fashion_mnist_available() then
             pending("the dataset-fashion-mnist package is not installed (scripts/deps.sh installs it)")
             return
@@ -466,8 +466,10 @@ describe("examples", function()
         if o then o:close() end
         local out2, code2 = run(("cd %s && %s luajit examples/fashion_mlp.lua %s"):format(root, lua_path, args))
         local out3, code3 = run(("cd %s && %s luajit examples/fashion_mlp.lua %s --hidden 4"):format(root, lua_path, args))
+        local straight = run(("cd %s && %s luajit examples/fashion_mlp.lua %s"):format(root, lua_path,
+                                                                                     args:gsub(" %-%-checkpoint .*", "")))
         os.execute("rm -rf '" .. tmp .. "'")
-        assert.are.equal("rc=130\nck\nck.adam\nck.sched\nout\n", res, out1) -- (no .tmp file left)
+        assert.are.equal("rc=130\nck\nck.adam\nck.rng\nck.sched\nout\n", res, out1) -- (no .tmp file left)
         assert.is_nil(out1:find("epoch  3 ", 1, true), out1)
         local done = tonumber(out2:match("resuming from [^\n]*/ck: (%d) of 3 epochs done"))
         assert.are.equal(0, code2, out2)
@@ -475,6 +477,13 @@ describe("examples", function()
         assert.is_nil(out2:find("epoch  " .. done .. " ", 1, true), out2)
         assert.is_truthy(out2:find("epoch  3 ", 1, true), out2)
         assert.is_truthy(out2:find("final test accuracy [%d.]+%% after 3 epochs"), out2)
+        -- the generators' states came back too (ck.rng): the epochs after the
+        -- checkpoint are those of the run that was not stopped (loss, accuracy)
+        for e = done + 1, 3 do
+            local want = straight:match("\nepoch  " .. e .. "  loss [%d.]+  test accuracy [%d.]+%%")
+            assert.is_not_nil(want, straight)
+            assert.is_truthy(out2:find(want, 1, true), "resumed:\n" .. out2 .. "\nnot stopped:\n" .. straight)
+        end
         assert.are.equal(2, code3, out3)
         assert.is_truthy(out3:find("fashion_mlp: --checkpoint: cannot resume from " .. tmp .. "/ck (same options?): ",
                                    1, true), out3)
