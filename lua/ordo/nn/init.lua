@@ -1116,6 +1116,24 @@ function ModuleList:forward()
     fail("ModuleList: it has no forward of its own; call its modules (list:get(i)) from the owner's forward")
 end
 
+-- seq[i] and list[i] are seq:get(i) (Torch's model[0], from 1 here; an
+-- index out of range raises), and seq[i] = m replaces the i-th module in
+-- its place (Torch's model[0] = ...).  They were nil (and then "attempt to
+-- index a nil value"), and seq[1] = m added a child named 1 after the others.
+for _, cls in ipairs({Sequential, ModuleList}) do
+    local name = cls._class_name
+    cls.__index = function(self, k)
+        if type(k) == "number" then return cls.get(self, k) end
+        return cls[k]
+    end
+    cls.__newindex = function(self, k, v)
+        if type(k) ~= "number" then return module_newindex(self, k, v) end
+        k = container_index(name, k, rawget(self, "n"))
+        if not is_module(v) then fail(fmt("%s: [%d] = %s: expected a module", name, k, typename(v))) end
+        self:add_module(tostring(k), v)
+    end
+end
+
 -- ModuleDict({name = m, ...}): modules by name, held as children (in the
 -- names' sorted order, so parameters come out the same every run):
 -- dict:get(name), dict:set(name, m), dict:keys(), `for name, m in
