@@ -1122,6 +1122,7 @@ end
 -- index a nil value"), and seq[1] = m added a child named 1 after the others.
 for _, cls in ipairs({Sequential, ModuleList}) do
     local name = cls._class_name
+    cls.__methods = cls -- (where the REPL's completion and help() find the methods: __index is a function)
     cls.__index = function(self, k)
         if type(k) == "number" then return cls.get(self, k) end
         return cls[k]
