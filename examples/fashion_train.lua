@@ -76,16 +76,21 @@ return function(spec)
 
     -- --checkpoint PATH: the parameters (PATH), Adam's state (PATH.adam) and
     -- the schedule (PATH.sched, which counts the epochs done) are saved after
-    -- every epoch, each file whole or not at all; started again with the same
-    -- options (after a Ctrl-C, a crash), the run goes on from the last epoch
-    -- saved.  (The batches' order is drawn anew: close to, not bit for bit,
-    -- the run that was not stopped.)
+    -- every epoch, each file whole or not at all, with the random generators'
+    -- states (PATH.rng: the batches' order, dropout); started again with the
+    -- same options (after a Ctrl-C, a crash), the run goes on from the last
+    -- epoch saved, bit for bit as the run that was not stopped.
     local ck, first_epoch = opt.checkpoint, 1
     if ck and ordo.file_kind(ck) == "file" then
         local ok, err = pcall(function()
             model:load(ck)
             adam:load(ck .. ".adam")
             schedule:load(ck .. ".sched")
+            if ordo.file_kind(ck .. ".rng") == "file" then -- (checkpoints from before it go on without)
+                local rng = ordo.load(ck .. ".rng")
+                ordo.set_rng_state(rng.cpu)
+                if rng.device then ordo.set_rng_state(rng.device, device) end
+            end
         end)
         if not ok and tostring(err):find("interrupted!?$") then error(err, 0) end -- (Ctrl-C: not a bad file)
         if not ok then
@@ -126,6 +131,9 @@ return function(spec)
         if ck then -- (the schedule last: it says which epochs are done)
             model:save(ck)
             adam:save(ck .. ".adam")
+            local rng = {cpu = ordo.get_rng_state()}
+            if opt.device == "gpu" then rng.device = ordo.get_rng_state(device) end
+            ordo.save(rng, ck .. ".rng")
             schedule:save(ck .. ".sched")
         end
     end

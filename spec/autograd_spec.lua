@@ -713,6 +713,13 @@ describe("autograd rules", function()
         ok, err = pcall(function() ordo.ones({1}):backward() end)
         assert.is_false(ok)
         assert.matches("does not require a gradient", err)
+        -- a loss computed under no_grad from parameters that do require one: the hint names both causes
+        local w = ordo.ones({2}):requires_grad()
+        local l = ordo.no_grad(function() return (w * 2):sum() end)
+        ok, err = pcall(function() l:backward() end)
+        assert.is_false(ok)
+        assert.is_truthy(err:find("backward: the tensor does not require a gradient (call requires_grad() on the " ..
+                                  "inputs it was computed from, and compute it outside ordo.no_grad)", 1, true), err)
     end)
 
     it("integer results (comparisons, argmax) carry no gradient", function()

@@ -894,18 +894,41 @@ describe("data.loader", function()
         assert.matches("DataLoader%(3 examples, batch_size=2, 2 batches%)", tostring(loader))
         assert.matches("DataLoader%(1 example, batch_size=4, 1 batch%)", tostring(data.loader(ordo.zeros(1), {batch_size = 4})))
         -- `in loader` without (), as Python's `for x, y in loader`: each step
-        -- of the for started a new epoch, forever; now it says how to iterate
+        -- of the for started a new epoch, forever; now it is one epoch
         local steps = 0
-        local ok, e = pcall(function()
-            for _ in loader do
-                steps = steps + 1
-                if steps > 10 then break end
+        for _ in loader do
+            steps = steps + 1
+            if steps > 10 then break end
+        end
+        assert.equals(2, steps)
+        assert.equals(2, loader.epoch)
+    end)
+
+    it("is itself a generic-for iterator (for i, xb, yb in loader do): one epoch per loop", function()
+        -- it used to begin a new epoch at every step and hand back its
+        -- iterator function as i: a loop that never ended
+        local loader = data.loader(ordo.arange(1, 6), ordo.arange(1, 6):long(), {batch_size = 2})
+        for epoch = 1, 2 do
+            local got = {}
+            for i, xb, yb in loader do
+                assert.are.equal(#got + 1, i)
+                got[i] = xb:totable()
+                assert.are.same(got[i], yb:totable())
+                if i > 3 then break end
             end
-        end)
-        assert.is_false(ok)
-        assert.equals(0, steps)
-        assert.matches("DataLoader: iterate over loader:iter() or loader(), not the loader itself", e, 1, true)
-        assert.equals(1, loader.epoch) -- (only the epoch above)
+            assert.are.same({{1, 2}, {3, 4}, {5}}, got)
+            assert.are.equal(epoch, loader.epoch)
+        end
+        for i in loader do if i == 2 then break end end -- a loop left early; the next one starts afresh
+        local n = 0
+        for i in loader do n = n + 1; assert.are.equal(n, i) end
+        assert.are.equal(3, n)
+        assert.has_error(function() for _ in loader do for _ in loader do end end end,
+                         "DataLoader: another `for ... in loader do` over this loader began since this one " ..
+                         "(one such loop at a time: loops side by side each take their own loader:iter())")
+        assert.has_error(function() loader(3) end,
+                         "DataLoader: loader() takes no arguments (for i, xb, yb in loader do, in loader() do, " ..
+                         "or in loader:iter() do)")
     end)
 
     it("shuffles: every example once per epoch, a new order each epoch, set only by the seed", function()

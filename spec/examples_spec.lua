@@ -447,7 +447,7 @@ describe("examples", function()
 
     -- --checkpoint: Ctrl-C after an epoch, the same command again goes on
     -- from the next epoch; other options than the checkpoint's are refused.
-    it("fashion_mlp.lua --checkpoint: stopped by Ctrl-C, run again, it resumes after the last epoch saved", function()
+    it("fashion_mlp.lua --checkpoint: stopped by Ctrl-C, run again, it resumes after the last epoch saved, bit for bit", function()
         if not require("ordo").data.fashion_mnist_available() then
             pending("the dataset-fashion-mnist package is not installed (scripts/deps.sh installs it)")
             return
@@ -466,8 +466,10 @@ describe("examples", function()
         if o then o:close() end
         local out2, code2 = run(("cd %s && %s luajit examples/fashion_mlp.lua %s"):format(root, lua_path, args))
         local out3, code3 = run(("cd %s && %s luajit examples/fashion_mlp.lua %s --hidden 4"):format(root, lua_path, args))
+        local straight = run(("cd %s && %s luajit examples/fashion_mlp.lua %s"):format(root, lua_path,
+                                                                                     args:gsub(" %-%-checkpoint .*", "")))
         os.execute("rm -rf '" .. tmp .. "'")
-        assert.are.equal("rc=130\nck\nck.adam\nck.sched\nout\n", res, out1) -- (no .tmp file left)
+        assert.are.equal("rc=130\nck\nck.adam\nck.rng\nck.sched\nout\n", res, out1) -- (no .tmp file left)
         assert.is_nil(out1:find("epoch  3 ", 1, true), out1)
         local done = tonumber(out2:match("resuming from [^\n]*/ck: (%d) of 3 epochs done"))
         assert.are.equal(0, code2, out2)
@@ -475,6 +477,13 @@ describe("examples", function()
         assert.is_nil(out2:find("epoch  " .. done .. " ", 1, true), out2)
         assert.is_truthy(out2:find("epoch  3 ", 1, true), out2)
         assert.is_truthy(out2:find("final test accuracy [%d.]+%% after 3 epochs"), out2)
+        -- the generators' states came back too (ck.rng): the epochs after the
+        -- checkpoint are those of the run that was not stopped (loss, accuracy)
+        for e = done + 1, 3 do
+            local want = straight:match("\nepoch  " .. e .. "  loss [%d.]+  test accuracy [%d.]+%%")
+            assert.is_not_nil(want, straight)
+            assert.is_truthy(out2:find(want, 1, true), "resumed:\n" .. out2 .. "\nnot stopped:\n" .. straight)
+        end
         assert.are.equal(2, code3, out3)
         assert.is_truthy(out3:find("fashion_mlp: --checkpoint: cannot resume from " .. tmp .. "/ck (same options?): ",
                                    1, true), out3)
@@ -488,5 +497,75 @@ describe("examples", function()
         out, code = run(("cd %s && %s luajit examples/fashion_cnn.lua --help"):format(os.getenv("PWD") or ".", lua_path))
         assert.are.equal(0, code, out)
         assert.is_truthy(out:find("--width A,B", 1, true), out)
+    end)
+end)
+
+-- Every ```lua block of README.md runs on its own, as a reader copies it
+-- into a file, and prints what the README says it prints.
+describe("README's Lua snippets", function()
+    local root = os.getenv("PWD") or "."
+    local function snippets()
+        local f = assert(io.open(root .. "/README.md", "rb"))
+        local text = f:read("*a")
+        f:close()
+        local list = {}
+        for body in text:gmatch("\n```lua\n(.-)\n```\n") do list[#list + 1] = body end
+        return list
+    end
+    -- runs the snippet (and an extra line after it, in the same chunk) in
+    -- an empty directory: what it writes (trace.json) stays there
+    local function run_snippet(body, extra, env)
+        local dir = os.tmpname()
+        os.remove(dir)
+        assert(os.execute("mkdir " .. dir) == 0)
+        local path = dir .. "/snippet.lua"
+        local f = assert(io.open(path, "wb"))
+        f:write(body, "\n", extra or "", "\n")
+        f:close()
+        local out, code = run(('cd %s && %s LUA_PATH="%s/lua/?.lua;%s/lua/?/init.lua;;" luajit snippet.lua')
+            :format(dir, env or "", root, root))
+        os.execute("rm -rf " .. dir)
+        return out, code
+    end
+    local function find(pattern)
+        for _, s in ipairs(snippets()) do
+            if s:find(pattern, 1, true) then return s end
+        end
+        error("no README snippet holds " .. pattern)
+    end
+
+    it("each starts by requiring ordo (a reader copies one alone)", function()
+        local list = snippets()
+        assert.is_true(#list >= 3, "README's Lua snippets: " .. #list)
+        for i, s in ipairs(list) do
+            assert.is_truthy(s:find('^local ordo = require "ordo"\n'), "snippet " .. i .. ":\n" .. s)
+        end
+    end)
+
+    it("the tensors snippet prints what its comments show", function()
+        local out, code = run_snippet(find("ordo.arange(6):view(2, 3)"))
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find(" 0  1  2\n 3  4  5\n[ordo.FloatTensor of size 2x3 on cpu(0)]\n", 1, true), out)
+        assert.is_truthy(out:find(" 1010\n[ordo.FloatTensor of size () on cpu(0)]\n", 1, true), out)
+        assert.is_truthy(out:find("\nmatmul ", 1, true), "the profiler's summary:\n" .. out)
+    end)
+
+    it("the GPU snippet runs on the simulated device", function()
+        local out, code = run_snippet(find("ordo.gpu(0)"), "print(model.weight:device())",
+                                      "ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=256")
+        assert.are.equal(0, code, out)
+        assert.is_truthy(out:find("[ordo.FloatTensor of size 3 on cpu(0)]\ngpu(0)\n", 1, true), out)
+    end)
+
+    it("the training snippet trains its MLP on Fashion-MNIST", function()
+        if not require("ordo").data.fashion_mnist_available() then
+            pending("the dataset-fashion-mnist package is not installed (scripts/deps.sh installs it)")
+            return
+        end
+        local out, code = run_snippet(find("data.fashion_mnist("),
+            'print(("test accuracy %.3f"):format(nn.accuracy(model, ds.test.images, ds.test.labels)))')
+        assert.are.equal(0, code, out)
+        local acc = tonumber(out:match("test accuracy ([%d.]+)"))
+        assert.is_truthy(acc and acc > 0.8, out)
     end)
 end)

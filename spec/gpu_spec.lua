@@ -1099,6 +1099,37 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         ordo.manual_seed(5489) -- back to the default seed
     end)
 
+    it("get_rng_state / set_rng_state of the gpu's generator replay its draws (dropout too)", function()
+        need_gpu()
+        ordo.manual_seed(9)
+        ordo.rand({3}, {device = G})
+        local st = ordo.get_rng_state(G)
+        assert.equals(CPU, st:device())
+        local a = ordo.randn({33}, {device = G}):totable()
+        local d = ordo.nn.Dropout(0.5)(ordo.ones({40}, {device = G})):totable()
+        ordo.rand({50}, {device = G})
+        ordo.set_rng_state(st, G)
+        assert.same(a, ordo.randn({33}, {device = G}):totable())
+        assert.same(d, ordo.nn.Dropout(0.5)(ordo.ones({40}, {device = G})):totable())
+        -- the generators are one format (Philox): the cpu's state replays on the gpu
+        ordo.set_rng_state(st)
+        assert.same(a, ordo.randn({33}):totable())
+        -- multinomial: the cpu's draws, and its checks on the device
+        local w = ordo.tensor({{1, 0, 2, 5}, {3, 3, 0, 1}})
+        ordo.manual_seed(12)
+        local on_cpu = {w:multinomial(3):totable(), w:multinomial(9, true):totable()}
+        ordo.manual_seed(12)
+        local wg = w:to(G)
+        local d1, d2 = wg:multinomial(3), wg:multinomial(9, true)
+        assert.equals(G, d1:device())
+        assert.same(on_cpu, {d1:totable(), d2:totable()})
+        H.raises(function() return ordo.tensor({1, -2}):to(G):multinomial(1):totable() end, "check_range",
+                 "value -2 at element 2")
+        H.raises(function() return ordo.tensor({1, 0}):to(G):multinomial(2):totable() end, "check_range",
+                 "value 1 at element 1 is outside")
+        ordo.manual_seed(5489) -- back to the default seed
+    end)
+
     it("multi-head attention forward and backward match the cpu", function()
         need_gpu()
         for _, dt in ipairs({"float32", "float64"}) do

@@ -423,6 +423,12 @@ describe("ordo REPL on a pipe", function()
         assert.is_truthy(out:find("matmul", 1, true), out)
         assert.is_falsy(out:find("__index", 1, true), out) -- metamethods and internals are left out
         assert.is_falsy(out:find("_c ", 1, true), out)
+        -- Sequential and ModuleList index with a function (seq[i]): their methods are listed still
+        out = ordo("", "help(ordo.nn.Sequential(ordo.nn.Linear(1, 1)))\n")
+        assert.is_truthy(out:find("load_state_dict", 1, true), out)
+        assert.is_truthy(out:find("forward", 1, true), out)
+        out = ordo("", "help(ordo.nn.ModuleList({}))\n")
+        assert.is_truthy(out:find("append", 1, true), out)
         out, err, code = ordo("", ":time on\n1 + 1\n:time off\n2 + 2\n:quit\n3 + 3\n")
         assert.are.equal(0, code, err)
         assert.is_truthy(out:match("^time on\n2\ntime: [%d.]+ [um]?s\ntime off\n4\n$"), out)

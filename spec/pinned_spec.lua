@@ -6,6 +6,7 @@
 -- simulated device, with gpu_spec.lua.  The first block checks the errors
 -- a machine without a device must give.
 local ordo = require "ordo"
+local H = require "support.helpers"
 
 local function need_gpu()
     if not ordo.cuda.is_available() then pending("no CUDA device available") end
@@ -26,7 +27,10 @@ describe("pinned tensors without a device", function()
         assert.matches("pinned memory needs a CUDA device", err)
         ok, err = pcall(function() return ordo.tensor({1, 2}, {device = "cpu_pinned"}) end)
         assert.is_false(ok)
-        assert.matches("pinned memory needs a CUDA device", err)
+        -- a device given as a string: the error names the call too (it said only "cpu_pinned(0): ...")
+        assert.matches("tensor: cpu_pinned%(0%): pinned memory needs a CUDA device", err)
+        H.raises(function() return ordo.zeros({2}, "cpu_pinned:1") end, "zeros: cpu_pinned(1): pinned memory needs")
+        H.raises(function() return ordo.get_rng_state("cpu_pinned") end, "get_rng_state: cpu_pinned(0)")
         ok, err = pcall(ordo.data.DataLoader, ordo.zeros({4, 2}), {batch_size = 2, pin_memory = true})
         assert.is_false(ok)
         -- (it said "cpu_pinned(0): ...", not which call nor which option)

@@ -482,6 +482,14 @@ describe("ordo.save and ordo.load", function()
         H.raises(function() ordo.save({{name = "a", tensor = ordo.ones(1)}, b = ordo.ones(1)}, path) end,
                  "ordo.save", "another key too (b)")
         H.raises(function() ordo.save({{name = "a", tensor = 3}}, path) end, "ordo.save", "a is not a tensor")
+        -- Torch's one-file checkpoint, {epoch =, model = state dict, ...}: the error says what to do instead
+        H.raises(function() ordo.save({epoch = 5, w = ordo.ones(1)}, path) end, "ordo.save",
+                 "epoch is not a tensor (number)", "save a number as a tensor, ordo.tensor(5)")
+        H.raises(function() ordo.save({model = m:state_dict(), optimizer = opt:state_dict()}, path) end,
+                 "ordo.save", "model is not a tensor (a table)", "save each state dict to a file of its own",
+                 "m:save(path), opt:save(path)")
+        H.raises(function() ordo.save({model = m}, path) end, "ordo.save", "model is not a tensor (a module)",
+                 "m:save(path)")
         H.raises(function() opt2:load_state_dict({a = 3}) end, "load_state_dict", "an entry a = number")
         os.remove(path)
     end)

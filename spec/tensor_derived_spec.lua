@@ -385,6 +385,70 @@ describe("derived ops", function()
         H.raises(function() return ordo.randperm(-1) end, "randperm", "-1")
     end)
 
+    it("multinomial: Torch's draws, with and without replacement, frequencies as the weights, checked weights", function()
+        ordo.manual_seed(1)
+        local n = 20000
+        local s = ordo.tensor({0.1, 0, 0.6, 0.3}):multinomial(n, true)
+        assert.equals("int64", s:dtype())
+        assert.same({n}, s:shape())
+        local counts = {0, 0, 0, 0}
+        for _, v in ipairs(s:totable()) do counts[v] = counts[v] + 1 end
+        assert.equals(0, counts[2]) -- a zero weight is never drawn
+        for i, p in ipairs({0.1, 0, 0.6, 0.3}) do
+            assert.is_true(math.abs(counts[i] / n - p) < 0.015, ("category %d: %d of %d"):format(i, counts[i], n))
+        end
+        -- without replacement (the default): rows of distinct indices; the first
+        -- in proportion to the weights, the next among the rest in proportion
+        local rows = ordo.tensor({1, 2, 3, 4}, "float64"):view(1, 4):expand(6000, 4):contiguous()
+        local first, second_after_4, total_after_4 = {0, 0, 0, 0}, {0, 0, 0, 0}, 0
+        local draws = ordo.multinomial(rows, 3)
+        assert.same({6000, 3}, draws:shape())
+        for _, r in ipairs(draws:totable()) do
+            assert.is_true(r[1] ~= r[2] and r[1] ~= r[3] and r[2] ~= r[3], table.concat(r, ","))
+            first[r[1]] = first[r[1]] + 1
+            if r[1] == 4 then
+                second_after_4[r[2]] = second_after_4[r[2]] + 1
+                total_after_4 = total_after_4 + 1
+            end
+        end
+        for i = 1, 4 do assert.is_true(math.abs(first[i] / 6000 - i / 10) < 0.025, "first " .. i) end
+        for i = 1, 3 do
+            assert.is_true(math.abs(second_after_4[i] / total_after_4 - i / 6) < 0.04, "second " .. i)
+        end
+        -- many draws with replacement go in blocks (bounded memory): the blocks' draws differ
+        local many = ordo.ones({2, 1000}):multinomial(5000, true)
+        assert.same({2, 5000}, many:shape())
+        assert.is_true(many:min():item() >= 1 and many:max():item() <= 1000)
+        assert.is_true(many:narrow(2, 4001, 1000):unique():numel() > 500)
+        -- n = the number of nonzero weights: a permutation of them
+        local perm = ordo.tensor({0, 2, 0, 1, 5}):multinomial(3):totable()
+        table.sort(perm)
+        assert.same({2, 4, 5}, perm)
+        -- the same seed, the same draws
+        ordo.manual_seed(3)
+        local a = ordo.tensor({{1, 2, 3}, {3, 0, 1}}):multinomial(2):totable()
+        ordo.manual_seed(3)
+        assert.same(a, ordo.tensor({{1, 2, 3}, {3, 0, 1}}):multinomial(2):totable())
+        -- bad weights fail the result at its wait; bad arguments at the call
+        H.raises(function() return ordo.tensor({1, -1}):multinomial(1):totable() end, "multinomial (weights)",
+                 "value -1 at element 2")
+        H.raises(function() return ordo.tensor({1, 0 / 0}):multinomial(1, true):totable() end,
+                 "multinomial (weights)", "element 2")
+        H.raises(function() return ordo.tensor({1, 1 / 0}):multinomial(1, true):totable() end,
+                 "multinomial (weights)", "inf at element 2")
+        H.raises(function() return ordo.tensor({{1, 1}, {1, 0}}):multinomial(2):totable() end,
+                 "multinomial (nonzero weights)", "value 1 at element 2 is outside [2, inf]")
+        H.raises(function() return ordo.tensor({0, 0}):multinomial(1, true):totable() end,
+                 "multinomial (nonzero weights)", "value 0 at element 1")
+        H.raises(function() return ordo.tensor({1, 2}):multinomial(3) end, "multinomial", "cannot draw 3 samples of 2")
+        H.raises(function() return ordo.tensor({1, 2}, "int64"):multinomial(1) end, "multinomial", "int64")
+        H.raises(function() return ordo.ones({2, 2, 2}):multinomial(1) end, "multinomial", "2x2x2")
+        H.raises(function() return ordo.ones({2, 0}):multinomial(1, true) end, "multinomial", "no categories")
+        H.raises(function() return ordo.ones({2}):multinomial(0) end, "multinomial", ">= 1, got 0")
+        H.raises(function() return ordo.ones({2}):multinomial(1.5) end, "multinomial", "1.5")
+        H.raises(function() return ordo.ones({2}):multinomial(1, 1) end, "multinomial", "true or false")
+    end)
+
     it("randint over an int64 range past 2^53 draws every bit (a float64 draw left the low bits 0)", function()
         ordo.manual_seed(11)
         local n = 4000

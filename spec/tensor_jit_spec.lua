@@ -8,7 +8,8 @@ local jit_util = require "jit.util"
 
 -- Functions that are not per-op hot paths: they wait for results, print
 -- or do file I/O, and may build closures freely.
-local NOT_HOT = {totable = true, __tostring = true, save = true, load = true, set_printoptions = true}
+local NOT_HOT = {totable = true, __tostring = true, save = true, load = true,
+                 set_printoptions = true} -- (a setting, called once)
 -- nn.functional's convolution-network layers: one call costs far more in
 -- its kernels than the interpreter adds, so they keep their closures.
 local NN_HEAVY = {conv2d = true, conv_transpose2d = true, max_pool2d = true, batch_norm = true}

@@ -520,7 +520,7 @@ end
 local function seed_of(fname, out, grad)
     if not out._rg then
         fail(fname .. ": the tensor does not require a gradient " ..
-             "(call requires_grad() on the inputs it was computed from)")
+             "(call requires_grad() on the inputs it was computed from, and compute it outside ordo.no_grad)")
     end
     if grad == nil then
         if out:numel() ~= 1 then

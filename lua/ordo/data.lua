@@ -930,6 +930,33 @@ function Loader.iter(self)
     end
 end
 
+-- loader() is loader:iter(); the loader itself is also a generic-for
+-- iterator, `for i, xb, yb in loader do` (a Torch user's `for xb, yb in
+-- loader`): the for calls it with its state and control values, (nil, nil)
+-- at the start, which begins an epoch, then (nil, i), which gives batch
+-- i + 1 of that epoch.  (Before, that call began a new epoch every time and
+-- returned its iterator function as i: an endless loop.)
+local function loader_call(self, ...)
+    local nargs = select("#", ...)
+    if nargs == 0 then return Loader.iter(self) end
+    local st = state_of("iter", self)
+    local s, ctrl = ...
+    if nargs ~= 2 or s ~= nil or (ctrl ~= nil and type(ctrl) ~= "number") then
+        fail("DataLoader: loader() takes no arguments (for i, xb, yb in loader do, in loader() do, or in " ..
+             "loader:iter() do)")
+    end
+    if ctrl == nil then
+        st.for_iter = Loader.iter(self)
+    elseif st.for_iter == nil or ctrl ~= st.for_b then
+        fail("DataLoader: another `for ... in loader do` over this loader began since this one (one such loop at " ..
+             "a time: loops side by side each take their own loader:iter())")
+    end
+    local b, xb, yb = st.for_iter()
+    st.for_b = b
+    if b == nil then st.for_iter = nil end
+    return b, xb, yb
+end
+
 local function loader_tostring(self)
     local st = self._loader_state
     return fmt("ordo.data.DataLoader(%d example%s, batch_size=%d, %d batch%s%s%s%s)", st.n, st.n == 1 and "" or "s",
@@ -1002,16 +1029,7 @@ function M.loader(x, y, opts)
     mt.__index = st
     mt.__newindex = function() fail(fname .. ": a loader's fields are read-only (make a new loader)") end
     mt.__len = function() return st.nb end
-    -- for i, xb, yb in loader() do.  The generic for calls its iterator
-    -- with two arguments: `in loader` without () (Python's `for x, y in
-    -- loader`) started a new epoch at every step, forever, i a function
-    mt.__call = function(self, ...)
-        if select("#", ...) > 0 then
-            fail(fname .. ": iterate over loader:iter() or loader(), not the loader itself " ..
-                 "(for i, xb, yb in loader:iter() do)")
-        end
-        return Loader.iter(self)
-    end
+    mt.__call = loader_call -- for i, xb, yb in loader do (or loader() do)
     mt.__tostring = loader_tostring
     return proxy
 end

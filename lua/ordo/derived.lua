@@ -1075,6 +1075,7 @@ function Tensor:logical_xor(other)
 end
 
 local FLOAT_MAX = {float32 = 3.4028234663852886e38, float64 = 1.7976931348623157e308}
+local I64_CODE = require("ordo.cdef").I64
 
 -- nan_to_num([nan [, posinf [, neginf]]]): a copy with NaN replaced by nan
 -- (0), inf by posinf and -inf by neginf (the dtype's largest and lowest
@@ -1635,6 +1636,67 @@ for _, name in ipairs({"nan_to_num", "lerp", "fmod", "remainder"}) do
         end
         return self:copy_(r)
     end
+end
+
+-- t:multinomial(n [, replacement]), ordo.multinomial(probs, n [,
+-- replacement]): Torch's: n category indices (int64, from 1) drawn from
+-- each distribution of probs -- 1-dim: one, n indices; 2-dim: one a row,
+-- rows x n -- whose weights are finite and >= 0 and need not sum to 1.
+-- Without replacement (the default, as Torch's) no index repeats in a row,
+-- which needs n nonzero weights; with it, the draws are independent.
+-- Gumbel-max: argmax(log p + G), G = -log(-log U), picks i with
+-- probability p_i / sum(p), and the top n of one set of keys is a draw
+-- without replacement (Gumbel-top-k); made of tensor ops, it runs on any
+-- device, with the engine's generator, and checks the weights there: a
+-- negative, NaN or infinite weight, or a row of too few nonzero weights,
+-- fails the result at the wait that meets it ("multinomial (nonzero
+-- weights): check_range: value 1 at element 2 is outside [3, inf]": row 2
+-- has one).
+function Tensor:multinomial(n, replacement)
+    local fname = "multinomial"
+    check_self(fname, self)
+    if not is_float(self) or self:dim() < 1 or self:dim() > 2 then
+        fail(fmt("%s: expected weights of dtype float32 or float64 with 1 or 2 dims, got %s of shape %s", fname,
+                 self:dtype(), shape_of_str(self)))
+    end
+    local C = self:size(-1)
+    if C == 0 then fail(fmt("%s: the weights of shape %s have no categories", fname, shape_of_str(self))) end
+    if replacement == nil then replacement = false end
+    if type(replacement) ~= "boolean" then
+        fail(fmt("%s: replacement must be true or false, got %s", fname, typename(replacement)))
+    end
+    if not is_int(n) or n < 1 then fail(fmt("%s: the number of samples must be an integer >= 1, got %s", fname, show(n))) end
+    if not replacement and n > C then
+        fail(fmt("%s: cannot draw %d samples of %d categories without replacement", fname, n, C))
+    end
+    local dt = self:dtype()
+    local p = self:detach()
+    if self:dim() == 1 then p = p:view(1, C) end
+    local R = p:size(1)
+    -- the result first, named for errors (a size too large, out of memory)
+    local idx = tensor.new_on(fname, p, {R, n}, I64_CODE)
+    p = tensor.checked_in_range("multinomial (weights)", p, 0, FLOAT_MAX[dt])
+    local nonzero = p:gt(0):sum(2, true):to(dt)
+    nonzero = tensor.checked_in_range("multinomial (nonzero weights)", nonzero, replacement and 1 or n, huge)
+    local logp = p:log() + nonzero * 0 -- (the keys wait for the count's check)
+    if R == 0 then return self:dim() == 1 and idx:view(n) or idx end
+    if replacement then
+        -- n independent Gumbel-max draws a row, a block of them at a time:
+        -- the keys of a block hold at most about 2^22 elements
+        local block = math.max(1, math.floor(2 ^ 22 / (R * C)))
+        for start = 1, n, block do
+            local len = math.min(block, n - start + 1)
+            local keys = logp:view(R, 1, C):expand(R, len, C)
+            local u = tensor.empty_like(keys):uniform_(0, 1)
+            idx:narrow(2, start, len):copy_((keys - (-u:log()):log()):argmax(3))
+        end
+    else
+        local u = tensor.empty_like(logp):uniform_(0, 1)
+        local _, top = (logp - (-u:log()):log()):topk(n, 2)
+        idx:copy_(top)
+    end
+    if self:dim() == 1 then idx = idx:view(n) end
+    return idx
 end
 
 -- keepdim with no dim keeps every dim, as size 1 (as sum, mean and max

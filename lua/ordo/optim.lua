@@ -40,7 +40,8 @@ local function check_params(fname, params)
             fail(fmt("%s: parameter %d is %s, expected a float32 or float64 tensor", fname, i, p:dtype()))
         end
         if not p:needs_grad() then
-            fail(fmt("%s: parameter %d does not require a gradient (call requires_grad() on it)", fname, i))
+            fail(fmt("%s: parameter %d does not require a gradient (call requires_grad() on it; of a module " ..
+                     "frozen with m:requires_grad_(false), give the optimiser m:trainable_parameters())", fname, i))
         end
         -- a tensor computed from one (w = randn(n):requires_grad() * 0.01)
         -- never gets a .grad: it would be given and never trained (Torch's rule)
@@ -100,6 +101,25 @@ end
 -- (group lr times opt.lr / the lr the optimiser was made with), as each
 -- group's lr follows the schedule in Torch.  validate(fname, o) checks a
 -- set of options (each group's too).  Returns the optimiser's fields.
+-- An optimiser made with a plain list of parameters has one group, as in
+-- Torch: opt.param_groups[1] reads and writes the optimiser's own options
+-- (a Torch loop's g.lr = ... sets opt.lr; its params are opt.params).  The
+-- list is marked in SINGLE, so the steps treat the optimiser as ungrouped.
+local SINGLE = setmetatable({}, {__mode = "k"})
+local SINGLE_GROUP = {
+    __index = function(g, k)
+        local o = rawget(g, "_opt")
+        if k == "params" then return o.params end
+        return o[k]
+    end,
+    __newindex = function(g, k, v)
+        if k == "params" then
+            fail("param_groups[1].params: the parameters are the optimiser's (make a new optimiser to change them)")
+        end
+        rawget(g, "_opt")[k] = v
+    end,
+}
+
 local function make(fname, params, opts, defaults, validate)
     local o = options(fname, opts, defaults)
     validate(fname, o)
@@ -113,7 +133,9 @@ local function make(fname, params, opts, defaults, validate)
     o._defaults, o._validate = defaults, validate
     if not is_groups then
         check_params(fname, params)
-        o.params = params
+        local single = {setmetatable({_opt = o}, SINGLE_GROUP)}
+        SINGLE[single] = true
+        o.params, o.param_groups, o._base_lr = params, single, o.lr
         return o
     end
     local flat, groups = {}, {}
@@ -161,7 +183,7 @@ local function check_options(self)
     end
     validate("step", options("step", cur, defaults))
     local groups = self.param_groups
-    if not groups then return end
+    if not groups or SINGLE[groups] then return end
     local i = 0
     for k, grp in ipairs(groups) do
         local gname = fmt("step: param_groups[%d]", k)
@@ -191,7 +213,7 @@ end
 -- reads everything else (state, counts, the other options) through to it.
 local function option_views(self)
     local groups = self.param_groups
-    if not groups then return nil end
+    if not groups or SINGLE[groups] then return nil end
     local base = self._base_lr
     local ratio = base ~= 0 and self.lr / base or 1
     local views, i = {}, 0
@@ -263,7 +285,8 @@ local function check_step(self)
         fail(fmt("step: opt.lr must be a finite number >= 0, got %s", type(lr) == "number" and tostring(lr)
                  or typename(lr)))
     end
-    for k, grp in ipairs(self.param_groups or {}) do
+    local groups = self.param_groups
+    for k, grp in ipairs(SINGLE[groups] and {} or groups or {}) do
         local glr = grp.lr
         if glr ~= nil and (type(glr) ~= "number" or not (glr >= 0 and glr < math.huge)) then
             fail(fmt("step: param_groups[%d].lr must be a finite number >= 0, got %s", k,

@@ -27,8 +27,8 @@ local ffi, C = cdef.ffi, cdef.C
 local fail, typename = util.fail, util.typename
 local is_int = util.is_int
 local fmt, concat = string.format, table.concat
-local type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable =
-    type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable
+local type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable, rawget =
+    type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable, rawget
 local min, max = math.min, math.max
 
 local M = {}
@@ -426,7 +426,22 @@ function M.save(x, path, extra)
             return type(a) == "number"
         end)
         for _, k in ipairs(keys) do
-            entries[#entries + 1] = {name = key_name(k), tensor = x[k]}
+            local v = x[k]
+            -- Torch's checkpoint, {epoch = 5, model = m:state_dict(), ...}:
+            -- say what ordo.save keeps and how to save the rest
+            local mt = type(v) == "table" and getmetatable(v)
+            if type(v) == "number" then
+                fail(fmt("ordo.save: %s is not a tensor (number): ordo.save writes tensors only; save a number as a " ..
+                         "tensor, ordo.tensor(%s)", key_name(k), tostring(v)))
+            elseif mt and rawget(mt, "_class_name") ~= nil then
+                fail(fmt("ordo.save: %s is not a tensor (a module): save a module with m:save(path), or its " ..
+                         "m:state_dict() with ordo.save", key_name(k)))
+            elseif type(v) == "table" and not mt then
+                fail(fmt("ordo.save: %s is not a tensor (a table): ordo.save writes one level of tensors; save each " ..
+                         "state dict to a file of its own (m:save(path), opt:save(path), sched:save(path), or " ..
+                         "ordo.save(m:state_dict(), path))", key_name(k)))
+            end
+            entries[#entries + 1] = {name = key_name(k), tensor = v}
         end
     else
         fail("ordo.save: expected a tensor or a table of tensors, got " .. typename(x))

@@ -824,6 +824,51 @@ function M.manual_seed(n)
     end
 end
 
+-- ordo.get_rng_state([opts]) and ordo.set_rng_state(state [, opts]), as
+-- Torch's torch.get_rng_state / set_rng_state (torch.cuda's for a GPU): a
+-- copy of one generator -- the device's in opts (a device or {device =,
+-- engine =}; cpu(0) of the default engine by default) -- as a uint8 tensor
+-- of its 32 bytes on the host, and back.  Saved with a checkpoint and set
+-- again on resume, the resumed run draws the dropout masks and shuffles
+-- that the run not stopped would have drawn.
+local RNG_MAGIC = "ordoPhx1" -- bytes 17..24 of a state (kernels/cpu/random.c)
+
+local function rng_generator(fname, opts)
+    if opts ~= nil then
+        local o = options_table(fname, opts)
+        if o.dtype ~= nil then fail(fname .. ": a generator has no dtype (give a device or {device =, engine =})") end
+    end
+    local _, dev, e = options(fname, opts)
+    -- a probe of no elements on the device and engine finds their generator
+    return generator_for(fname, new_raw(fname, {0}, U8, result_ctx(dev._ctx), e))
+end
+
+function M.get_rng_state(opts)
+    local g = rng_generator("get_rng_state", opts)
+    if g._c.ctx.dev_type == GPU then return g:to(util.cpu(0)) end
+    return g:clone()
+end
+
+function M.set_rng_state(state, opts)
+    local fname = "set_rng_state"
+    if not is_tensor(state) or state._c.dtype ~= U8 or state:dim() ~= 1 or state:numel() ~= 32 then
+        fail(fmt("%s: expected a generator state, a uint8 tensor of 32 elements (from ordo.get_rng_state), got %s",
+                 fname, is_tensor(state) and fmt("%s of shape %s", DT_NAME[state._c.dtype], shape_str(state))
+                 or typename(state)))
+    end
+    local g = rng_generator(fname, opts)
+    local bytes = state:totable()
+    local ok = true
+    for i = 1, 8 do
+        if bytes[16 + i] ~= RNG_MAGIC:byte(i) or bytes[24 + i] ~= 0 then ok = false end
+    end
+    if not ok then
+        fail(fname .. ": not a generator state: its bytes 17..32 are not those of ordo.get_rng_state's")
+    end
+    -- from its bytes: the state may come from another engine or device
+    g:copy_(M.tensor(bytes, M.like(g)))
+end
+
 local function random_(fname, kid, allowed, t, s1, s2)
     check_self(fname, t)
     if not allowed[t._c.dtype] then

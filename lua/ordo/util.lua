@@ -292,7 +292,14 @@ function M.parse_device(fname, x)
     if not kind then return nil end
     id = id ~= "" and tonumber(id) or 0
     if kind == "cpu" then return M.cpu(id) end
-    if kind == "cpu_pinned" then return M.cpu_pinned(id) end
+    if kind == "cpu_pinned" then
+        -- named after the call, as gpu(n) below (it said only "cpu_pinned(0): ...")
+        if C.ordo_gpu_count() == 0 then
+            fail(("%s: cpu_pinned(%d): pinned memory needs a CUDA device (none available)%s"):format(fname, id,
+                                                                                                 M.no_gpu_reason()))
+        end
+        return M.cpu_pinned(id)
+    end
     if kind == "gpu" or kind == "cuda" then
         local count = C.ordo_gpu_count()
         -- named gpu(n) whatever the spelling ("cuda:0" too), as everywhere else

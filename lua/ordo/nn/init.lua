@@ -480,8 +480,11 @@ function Module:load(path)
         local t = entries[e.name]
         if not t then fail(fmt("load: %s has no tensor named %s", path, e.name)) end
         if t:dtype() ~= e.tensor:dtype() or shape_str(t) ~= shape_str(e.tensor) then
-            fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s", e.name, path, t:dtype(),
-                     shape_str(t), e.tensor:dtype(), shape_str(e.tensor)))
+            local same_shape = shape_str(t) == shape_str(e.tensor)
+            fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s%s", e.name, path, t:dtype(),
+                     shape_str(t), e.tensor:dtype(), shape_str(e.tensor), same_shape and
+                     fmt(" (saved from a %s model: m:to(\"%s\") first, or m:load_state_dict(ordo.load(path)), which " ..
+                         "casts to the module's dtypes)", t:dtype(), t:dtype()) or ""))
         end
         entries[e.name] = nil
         e.loaded = t
@@ -1111,6 +1114,25 @@ function ModuleList:ipairs()
 end
 function ModuleList:forward()
     fail("ModuleList: it has no forward of its own; call its modules (list:get(i)) from the owner's forward")
+end
+
+-- seq[i] and list[i] are seq:get(i) (Torch's model[0], from 1 here; an
+-- index out of range raises), and seq[i] = m replaces the i-th module in
+-- its place (Torch's model[0] = ...).  They were nil (and then "attempt to
+-- index a nil value"), and seq[1] = m added a child named 1 after the others.
+for _, cls in ipairs({Sequential, ModuleList}) do
+    local name = cls._class_name
+    cls.__methods = cls -- (where the REPL's completion and help() find the methods: __index is a function)
+    cls.__index = function(self, k)
+        if type(k) == "number" then return cls.get(self, k) end
+        return cls[k]
+    end
+    cls.__newindex = function(self, k, v)
+        if type(k) ~= "number" then return module_newindex(self, k, v) end
+        k = container_index(name, k, rawget(self, "n"))
+        if not is_module(v) then fail(fmt("%s: [%d] = %s: expected a module", name, k, typename(v))) end
+        self:add_module(tostring(k), v)
+    end
 end
 
 -- ModuleDict({name = m, ...}): modules by name, held as children (in the
