@@ -185,7 +185,12 @@ int ordo_tensor_push(int kid, const char *op, int flags,
 /* Hot-path forms with fixed arity, broadcasting inputs to out's shape:
  *   op1: out = k(a; s0)        (unary and tensor-scalar kernels, fill with a NULL)
  *   op2: out = k(a, b)         (binary kernels)
- *   op3: out = k(a, b, c)      (where) */
+ *   op3: out = k(a, b, c)      (where)
+ * For elementwise kernels only: they push with ORDO_TP_BROADCAST, and the
+ * kernel sees each input as a view of out's shape (strides 0 where it
+ * broadcasts).  The built-in kernels of other kinds check their arguments
+ * and fail, but a user's kernel cannot tell: push those with
+ * ordo_tensor_push and flags without ORDO_TP_BROADCAST. */
 int ordo_tensor_op1(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, double s0);
 int ordo_tensor_op2(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, ordo_tensor *b);
 int ordo_tensor_op3(int kid, const char *op, ordo_tensor *out, ordo_tensor *a, ordo_tensor *b,
