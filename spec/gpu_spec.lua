@@ -2081,4 +2081,51 @@ describe("gpu tensors: the CUDA emulation", function()
         assert.is_truthy(out:find("false", 1, true), out)
         assert.is_truthy(out:find("ORDO_EMU_THREAD_ORDER must be forward, reverse or shuffle", 1, true), out)
     end)
+
+    -- A cuBLAS handle takes its workspace from CUDA, not from ordo's cache,
+    -- when a worker's first matmul creates it: on a device the cache has
+    -- filled, the cache goes back and the handle is made (it failed:
+    -- "cannot create a cuBLAS handle ... CUBLAS_STATUS_ALLOC_FAILED").
+    it("a worker's first matmul on a device full of cached blocks: its cuBLAS handle is made, the matmul runs", function()
+        need_gpu()
+        if not ORDER then pending("runs on the CUDA emulation (spec/run_tests.sh --cuda-emu sets ORDO_EMU_THREAD_ORDER)") end
+        if not (SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        -- a fresh process: no worker has a handle yet
+        local script = os.tmpname()
+        local f = assert(io.open(script, "wb"))
+        f:write([[
+local o = require "ordo"
+local G = o.gpu(0)
+local a = o.ones({8, 16}, {device = G})
+-- 512-byte blocks, cached below, for the matmul's and the sum's results: an
+-- allocation the cache cannot serve would give the cache back itself
+local held = {o.empty({64}, {device = G}), o.empty({64}, {device = G}), o.empty({1}, {device = G})}
+for _, n in ipairs({2 ^ 18, 16384, 1024, 128}) do
+    while true do
+        local ok, t = pcall(o.empty, {n}, {device = G})
+        if not ok then break end
+        held[#held + 1] = t
+    end
+end
+held = nil
+collectgarbage("collect")
+collectgarbage("collect")
+o.engine.wait_for_all()
+local full = o.cuda.memory_stats().reserved_bytes
+print("full", full)
+print("matmul", pcall(function() return a:matmul(a:t()):sum():item() end))
+]])
+        f:close()
+        local p = assert(io.popen(fmt("cd %s && ORDO_EMU_CUBLAS_WORKSPACE_MB=4 LUA_PATH='lua/?.lua;lua/?/init.lua;;' "
+                                      .. "luajit %s 2>&1", os.getenv("PWD") or ".", script)))
+        local out = p:read("*a")
+        p:close()
+        os.remove(script)
+        local full = tonumber(out:match("full%s+(%d+)"))
+        assert.is_not_nil(full, out)
+        assert.is_true(full > (SIM_MEM_MB - 1) * 2 ^ 20, "the device is full of cached blocks: " .. out)
+        assert.is_truthy(out:find("matmul\ttrue\t1024", 1, true), out) -- 8 x 8 results of 16 each
+    end)
 end)

@@ -123,7 +123,15 @@ int handle_for(const ordo_run_ctx *rc, cublasHandle_t *h) {
     if (t.n == ORDO_MAX_DEVICES) return ordo_fail(rc, "matmul: too many cuBLAS handles in one thread");
     int cur = -1;
     if (cudaGetDevice(&cur) != cudaSuccess || cur != dev) cudaSetDevice(dev); /* cuBLAS binds the current device */
-    const cublasStatus_t s = cublasCreate(h);
+    cublasStatus_t s = cublasCreate(h);
+    if (s == CUBLAS_STATUS_ALLOC_FAILED) {
+        /* The handle's workspace comes from CUDA, not from ordo's cache: on
+         * a device full of cached blocks, give them back and try once more
+         * (as cu_scratch_alloc does). */
+        cudaGetLastError();
+        ordo_gpu_empty_cache(dev);
+        s = cublasCreate(h);
+    }
     if (s != CUBLAS_STATUS_SUCCESS) {
         cudaGetLastError();
         return ordo_fail(rc, "matmul: cannot create a cuBLAS handle on gpu(%d): %s", dev, cublasGetStatusString(s));
@@ -230,10 +238,20 @@ int gemm_float(const ordo_run_ctx *rc, mat A, int64_t sba, mat Bm, int64_t sbb, 
             const int nb = (int)(B - b0 < INT_MAX ? B - b0 : INT_MAX);
             const T *ap = (const T *)A.p + b0 * sba, *bp = (const T *)Bm.p + b0 * sbb;
             T *yp = (T *)Yw.p + b0 * sbw;
-            if (!colmajor) /* y^T (N x M, column-major) = b^T a^T */
-                s = gemm(h, tb, ta, (int)N, (int)M, (int)K, bp, (int)ldb, sbb, ap, (int)lda, sba, yp, (int)ldy, sbw, nb);
-            else /* y (M x N, column-major) = a b */
-                s = gemm(h, ta, tb, (int)M, (int)N, (int)K, ap, (int)lda, sba, bp, (int)ldb, sbb, yp, (int)ldy, sbw, nb);
+            for (int attempt = 0; attempt < 2; attempt++) {
+                if (!colmajor) /* y^T (N x M, column-major) = b^T a^T */
+                    s = gemm(h, tb, ta, (int)N, (int)M, (int)K, bp, (int)ldb, sbb, ap, (int)lda, sba, yp, (int)ldy,
+                             sbw, nb);
+                else /* y (M x N, column-major) = a b */
+                    s = gemm(h, ta, tb, (int)M, (int)N, (int)K, ap, (int)lda, sba, bp, (int)ldb, sbb, yp, (int)ldy,
+                             sbw, nb);
+                /* A workspace cuBLAS takes at a call (a stream's first, on some
+                 * versions) is refused before anything runs: after the cache
+                 * is given back the call is whole to redo. */
+                if (s != CUBLAS_STATUS_ALLOC_FAILED || attempt) break;
+                cudaGetLastError();
+                ordo_gpu_empty_cache(rc->ctx.dev_id);
+            }
         }
         if (s != CUBLAS_STATUS_SUCCESS) {
             cudaGetLastError();

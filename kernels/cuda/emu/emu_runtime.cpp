@@ -670,15 +670,36 @@ cudaError_t cudaFreeAsync(void *p, cudaStream_t st) {
 
 struct ordo_emu_cublas {
     cudaStream_t st;
-    int dev; /* a handle is bound to the device current at its creation */
+    int dev;         /* a handle is bound to the device current at its creation */
+    void *workspace; /* NULL, or what ORDO_EMU_CUBLAS_WORKSPACE_MB asked for */
 };
 
+/* A real handle takes device memory at its creation (its workspace: some
+ * MiB), through CUDA and not through ordo's cache, and fails with
+ * CUBLAS_STATUS_ALLOC_FAILED on a device that cache has filled.  With
+ * ORDO_EMU_CUBLAS_WORKSPACE_MB set (a decimal number of MiB, read at each
+ * cublasCreate) the emulated one does too; unset or 0, it takes none, so
+ * that the specs' memory figures are the cache's alone. */
+static size_t emu_workspace_bytes() {
+    const char *s = getenv("ORDO_EMU_CUBLAS_WORKSPACE_MB");
+    if (!s || !*s) return 0;
+    char *end;
+    const unsigned long mb = strtoul(s, &end, 10);
+    return *end || mb > 4096 ? 0 : (size_t)mb << 20;
+}
+
 cublasStatus_t cublasCreate(cublasHandle_t *h) {
-    *h = new ordo_emu_cublas{nullptr, ordo_device_sim_current_device()};
+    const int dev = ordo_device_sim_current_device();
+    void *ws = nullptr;
+    const size_t n = emu_workspace_bytes();
+    char err[256];
+    if (n && ordo_device_backend()->mem_alloc(dev, n, &ws, err, sizeof err)) return CUBLAS_STATUS_ALLOC_FAILED;
+    *h = new ordo_emu_cublas{nullptr, dev, ws};
     return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasDestroy(cublasHandle_t h) {
+    if (h && h->workspace) ordo_device_backend()->mem_free(h->dev, h->workspace);
     delete h;
     return CUBLAS_STATUS_SUCCESS;
 }
