@@ -296,7 +296,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            median(dim) (values, indices)
            ordo.allclose(a, b) ordo.equal(a, b) t:all() t:any() (Lua booleans)  t:chunk(n) t:split(size)
            ordo.eye(n) linspace(a, b, n) logspace meshgrid(x, y) randint([lo,] hi, shape) randperm(n)
-  files:   ordo.save(t_or_table, path)  ordo.load(path [, {device = d}])
+  files:   ordo.save(value, path) (a tensor, nested tables)  ordo.load(path [, {device = d}])
   linalg:  matmul mm bmm mv addmm baddbmm einsum dot outer trace tril triu diag
   rearranging: flip roll tile
   indexing: gather index_select scatter masked_select nonzero unique   nn.functional.one_hot(indices, n)

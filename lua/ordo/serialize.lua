@@ -9,10 +9,11 @@
 -- tensor.  Files of version 1 (the same without the checksums) still load.
 -- Names are written as they are, so they must not hold white space (nor
 -- control characters), and no two may be the same.
--- ordo.save writes a lone tensor as the single name "." (so ordo.save
--- refuses "." as a table key: {["."] = t} would read back as t) and an
--- integer key as its decimal digits (which ordo.load turns back into a
--- number, so the keys 1 and "1" cannot both be saved).
+-- ordo.save writes a lone tensor as the single name "." and an integer key
+-- as its decimal digits (which ordo.load turns back into a number).  A
+-- value version 2 cannot hold as it is (nested tables, numbers, strings,
+-- booleans, int64 cdata; a key of digits or "."; 1 and "1" together) is
+-- written as version 3: see decode_tree.
 --
 -- Writing goes to path .. ".tmp" first, which then replaces path: a failed
 -- or interrupted save (a full disk, an error in a tensor) leaves the old
@@ -30,10 +31,11 @@ local fmt, concat = string.format, table.concat
 local type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable, rawget =
     type, ipairs, pairs, tonumber, tostring, pcall, error, getmetatable, rawget
 local min, max = math.min, math.max
+local bit = require "bit"
 
 local M = {}
 
-local MAGIC, MAGIC_V1 = "ORDO-PARAMS 2", "ORDO-PARAMS 1"
+local MAGIC, MAGIC_V1, MAGIC_V3 = "ORDO-PARAMS 2", "ORDO-PARAMS 1", "ORDO-PARAMS 3"
 local ELEMENT_SIZE = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
 local MAX_DIMS = 8
 local LONE = "." -- the name of a lone tensor (ordo.save(t, path))
@@ -165,9 +167,11 @@ function M.host_copy(fname, t, what)
     return c
 end
 
--- entries: a list of {name = string, tensor = tensor}.  fname names the
--- caller in errors ("save", "ordo.save").
-function M.write(fname, path, entries)
+-- entries: a list of {name = string, tensor = tensor [, what = string]}
+-- (what: how an error names the tensor).  fname names the caller in errors
+-- ("save", "ordo.save").  tree: the encoded structure of a version 3 file
+-- (ordo.save of nested values), written before the tensors; nil: version 2.
+function M.write(fname, path, entries, tree)
     if type(path) ~= "string" then fail(fmt("%s: expected a file path, got %s", fname, typename(path))) end
     local seen = {}
     for _, e in ipairs(entries) do
@@ -183,9 +187,14 @@ function M.write(fname, path, entries)
         end
     end
     M.write_file(fname, path, function(put)
-        put(MAGIC .. "\n")
+        put((tree and MAGIC_V3 or MAGIC) .. "\n")
+        if tree then
+            local head = fmt("tree %d %d", #tree, #entries)
+            put(fmt("%s crc32=%08x\n", head, C.ordo_crc32(C.ordo_crc32(0, head, #head), tree, #tree)))
+            put(tree)
+        end
         for _, e in ipairs(entries) do
-            local c = M.host_copy(fname, e.tensor, e.name == LONE and "the tensor" or "tensor " .. e.name)
+            local c = M.host_copy(fname, e.tensor, e.what or (e.name == LONE and "the tensor" or "tensor " .. e.name))
             local s = c:shape()
             local dims = {}
             for i = 1, #s do dims[i] = fmt(" %d", s[i]) end -- exact: tostring would give 1e+15
@@ -247,9 +256,92 @@ local function parse_header(line)
     return name, dt, shape, numel * ELEMENT_SIZE[dt]
 end
 
--- The tensors of a file, as a list of {name =, tensor =} in file order
--- (new cpu(0) tensors).
-function M.read(fname, path)
+-- Version 3 (ordo.save of nested values): after the first line, a record
+-- "tree NBYTES NTENSORS crc32=xxxxxxxx" and NBYTES bytes encoding the value
+-- (the CRC covers the record's line before " crc32=" and the bytes), then
+-- the value's tensors as in version 2, named 1..NTENSORS in order, then
+-- "end".  The encoding, one value after another with no separators:
+--   t<n>:  a table of n pairs, each a key (s or n) then its value
+--   s<n>:  a string of n bytes (any bytes), the bytes following
+--   n<16 hex digits>  a number, the bits of its double (NaN, -0.0 exact)
+--   i<16 hex> / u<16 hex>  an int64_t / uint64_t cdata (exact)
+--   T, F  true, false
+--   x<k>:  the tensor k (one tensor saved in two places is written once)
+local function show_key(k) return type(k) == "string" and fmt("%q", k) or fmt("%d", k) end
+local MAX_DEPTH = 100 -- tables nested deeper are refused (a save) or damaged (a load)
+local BITS = ffi.new("union { double d; uint64_t u; }")
+local U32 = 4294967296ULL
+
+-- The value a tree's bytes encode, its tensors left as placeholders: the
+-- value and a list of {table, key, k} (table nil: the value is tensor k).
+-- bad(why) raises, naming the file.
+local function decode_tree(s, ntensors, bad)
+    local pos, refs = 1, {}
+    local function count()
+        local d = s:match("^(%d+):", pos)
+        if not d or #d > 15 then bad(fmt("a bad count at byte %d", pos)) end
+        pos = pos + #d + 1
+        return tonumber(d)
+    end
+    local function bits64()
+        local h = s:sub(pos, pos + 15)
+        if #h ~= 16 or not h:find("^%x+$") then bad(fmt("a bad number at byte %d", pos)) end
+        pos = pos + 16
+        return tonumber(h:sub(1, 8), 16) * U32 + tonumber(h:sub(9), 16)
+    end
+    local value
+    function value(depth, parent, key)
+        local tag = s:sub(pos, pos)
+        pos = pos + 1
+        if tag == "n" then
+            BITS.u = bits64()
+            return BITS.d
+        elseif tag == "i" then
+            return ffi.cast("int64_t", bits64())
+        elseif tag == "u" then
+            return bits64()
+        elseif tag == "T" then
+            return true
+        elseif tag == "F" then
+            return false
+        elseif tag == "s" then
+            local n = count()
+            if pos + n - 1 > #s then bad(fmt("a string of %d bytes past its end", n)) end
+            local v = s:sub(pos, pos + n - 1)
+            pos = pos + n
+            return v
+        elseif tag == "x" then
+            local k = count()
+            if k < 1 or k > ntensors then bad(fmt("tensor %d of %d", k, ntensors)) end
+            refs[#refs + 1] = {parent, key, k}
+            return true -- (replaced once the tensors are read)
+        elseif tag == "t" then
+            if depth >= MAX_DEPTH then bad(fmt("tables nested deeper than %d levels", MAX_DEPTH)) end
+            local n, t = count(), {}
+            for _ = 1, n do
+                local kt = s:sub(pos, pos)
+                if kt == "" then bad("its end too early") end
+                if kt ~= "s" and kt ~= "n" then bad(fmt("a key that is not a string or a number at byte %d", pos)) end
+                local k = value(depth + 1)
+                if type(k) == "number" and not (is_int(k) and k >= 1 and k <= MAX_KEY) then
+                    bad(fmt("a number key %.17g (keys are strings or integers 1..2^53)", k))
+                end
+                if t[k] ~= nil then bad(fmt("a table with the key %s twice", show_key(k))) end
+                t[k] = value(depth + 1, t, k)
+            end
+            return t
+        end
+        bad(pos - 1 > #s and "its end too early" or fmt("a bad tag at byte %d", pos - 1))
+    end
+    local root = value(0)
+    if pos <= #s then bad(fmt("%d bytes after the value", #s - pos + 1)) end
+    return root, refs
+end
+
+-- Reads a file: the list of its tensors, {name =, tensor =} in file order
+-- (new cpu(0) tensors), and for a version 3 file the value, its tensors
+-- put in place.
+local function read_file(fname, path)
     if type(path) ~= "string" then fail(fmt("%s: expected a file path, got %s", fname, typename(path))) end
     if path == "" then fail(fname .. ": the file path is empty") end
     local f, err = io.open(path, "rb")
@@ -268,8 +360,8 @@ function M.read(fname, path)
         local size = f:seek("end")
         if size and not f:seek("set", 0) then size = nil end
         local first = f:read("*l")
-        local v1 = first == MAGIC_V1
-        if first ~= MAGIC and not v1 then
+        local v1, v3 = first == MAGIC_V1, first == MAGIC_V3
+        if first ~= MAGIC and not v1 and not v3 then
             -- two ways a good file goes bad in transit, said as such
             local why = ""
             if first == MAGIC .. "\r" or first == MAGIC_V1 .. "\r" then
@@ -279,10 +371,45 @@ function M.read(fname, path)
             end
             error(fmt("%s: %s is not an ordo tensor file%s", fname, path, why), 0)
         end
+        local root, refs, ntensors
+        if v3 then
+            local line = f:read("*l")
+            if not line then error(fmt("%s: %s is truncated (no end line)", fname, path), 0) end
+            local head, nb, nt, want = line:match("^(tree (%d+) (%d+)) crc32=(%x%x%x%x%x%x%x%x)$")
+            nb, nt = tonumber(nb), tonumber(nt)
+            if not (head and #line < 80 and is_int(nb) and is_int(nt)) then
+                error(fmt("%s: bad header line in %s: %q", fname, path, line:sub(1, 200)), 0)
+            end
+            if size and nb > size - f:seek() then
+                error(fmt("%s: %s: its structure claims %.0f bytes but only %.0f remain (file truncated or damaged)",
+                          fname, path, nb, size - f:seek()), 0)
+            end
+            local pieces = {}
+            local whole, got = read_pieces(f, nb, function(s) pieces[#pieces + 1] = s end)
+            if not whole then
+                error(fmt("%s: %s: its structure claims %.0f bytes but only %.0f remain (file truncated or damaged)",
+                          fname, path, nb, got), 0)
+            end
+            local bytes = concat(pieces)
+            pieces = nil
+            local crc = C.ordo_crc32(C.ordo_crc32(0, head, #head), bytes, #bytes)
+            if crc ~= tonumber(want, 16) then
+                error(fmt("%s: %s: its structure does not match its checksum (crc32 %08x, the file says %s): " ..
+                          "the file is damaged", fname, path, crc, want), 0)
+            end
+            ntensors = nt
+            root, refs = decode_tree(bytes, nt, function(why)
+                error(fmt("%s: %s: its structure is damaged (%s)", fname, path, why), 0)
+            end)
+        end
         local entries, seen = {}, {}
         while true do
             local line = f:read("*l")
             if not line then error(fmt("%s: %s is truncated (no end line)", fname, path), 0) end
+            if v3 and line == "end" and #entries ~= ntensors then
+                error(fmt("%s: %s holds %d tensors, its structure names %d (damaged)", fname, path, #entries,
+                          ntensors), 0)
+            end
             if line == "end" then
                 -- more after the end: a damaged header (a size too small
                 -- leaves bytes over), or two files joined
@@ -300,6 +427,10 @@ function M.read(fname, path)
             if head then name, dt, shape, nbytes = parse_header(head) end
             if not name then error(fmt("%s: bad header line in %s: %q", fname, path, line:sub(1, 200)), 0) end
             if seen[name] then error(fmt("%s: %s holds two tensors named %s", fname, path, name), 0) end
+            if v3 and name ~= fmt("%d", #entries + 1) then
+                error(fmt("%s: %s: tensor '%s' where tensor %d of %d belongs (damaged)", fname, path, name,
+                          #entries + 1, ntensors), 0)
+            end
             seen[name] = true
             local function short(left)
                 error(fmt("%s: %s: tensor '%s' claims %.0f bytes but only %.0f remain (file truncated or damaged)",
@@ -339,31 +470,22 @@ function M.read(fname, path)
             end
             entries[#entries + 1] = {name = name, tensor = t}
         end
-        return entries
+        return {entries = entries, root = root, refs = refs}
     end)
     f:close()
     if not ok then reraise(fname, res) end
     return res
 end
 
--- A key as the name ordo.save writes for it: a string as it is, an integer
--- in decimal digits (exact; tostring's "%.14g" rounds past 10^14).
-local function key_name(k)
-    local tk = type(k)
-    if tk == "string" then
-        if k == LONE then
-            fail(fmt("ordo.save: the key %q is reserved (the file holds a lone tensor under that name); use another key",
-                     LONE))
-        end
-        return k
-    elseif tk == "number" then
-        if not (is_int(k) and k >= 1 and k <= MAX_KEY) then
-            fail(fmt("ordo.save: number keys must be integers in 1..2^53, got %.17g", k))
-        end
-        return fmt("%d", k)
+-- The tensors of a file, as a list of {name =, tensor =} in file order
+-- (new cpu(0) tensors): m:load, opt:load, sched:load.
+function M.read(fname, path)
+    local r = read_file(fname, path)
+    if r.refs then
+        fail(fmt("%s: %s holds a nested value (a checkpoint written by ordo.save), not a set of named tensors: " ..
+                 "read it with ordo.load(path) and load its parts with load_state_dict", fname, path))
     end
-    fail(fmt("ordo.save: table keys must be names (strings) or positive integers, got a %s key (%s)",
-             tk, tostring(k)))
+    return r.entries
 end
 
 -- A name from a file as ordo.load's key: the digits ordo.save writes for an
@@ -374,79 +496,163 @@ local function name_key(name)
     return name
 end
 
-local function show_key(k) return type(k) == "string" and fmt("%q", k) or fmt("%d", k) end
 
--- ordo.save(x, path): x a tensor, or a table of tensors (keys: names
--- without white space, or integers 1..2^53).  Returns x.
+-- x's entries when x is what version 2 holds (and loads back the same):
+-- a state dict (a list of {name =, tensor =}, saved by its names), or a
+-- table of tensors whose keys are names without white space or integers
+-- 1..2^53.  nil for anything else.
+local function v2_name(name)
+    return type(name) == "string" and name ~= "" and name ~= LONE and not name:find("[%s%c]") and
+        name_key(name) == name
+end
+local function flat_entries(x)
+    local n, entries, seen = #x, {}, {}
+    local first = x[1]
+    if n > 0 and type(first) == "table" and not tensor.is_tensor(first) then
+        for k in pairs(x) do
+            if not (type(k) == "number" and k >= 1 and k <= n and k % 1 == 0) then return nil end
+        end
+        for i = 1, n do
+            local e = x[i]
+            if type(e) ~= "table" or getmetatable(e) ~= nil or not v2_name(e.name) or seen[e.name] or
+                not tensor.is_tensor(e.tensor) then
+                return nil
+            end
+            for k in pairs(e) do if k ~= "name" and k ~= "tensor" then return nil end end
+            seen[e.name] = true
+            entries[i] = {name = e.name, tensor = e.tensor}
+        end
+        return entries
+    end
+    local keys = {}
+    for k, v in pairs(x) do
+        if not tensor.is_tensor(v) then return nil end
+        if type(k) == "number" then
+            if not (is_int(k) and k >= 1 and k <= MAX_KEY) then return nil end
+        elseif not v2_name(k) then
+            return nil
+        end
+        keys[#keys + 1] = k
+    end
+    table.sort(keys, function(a, b)
+        if type(a) == type(b) then return a < b end
+        return type(a) == "number"
+    end)
+    for i, k in ipairs(keys) do entries[i] = {name = type(k) == "number" and fmt("%d", k) or k, tensor = x[k]} end
+    return entries
+end
+
+-- Where a value sits inside what ordo.save was given: value.model[1].name.
+local function child_path(path, k)
+    if type(k) == "number" then return fmt("%s[%d]", path, k) end
+    if k:find("^[%a_][%w_]*$") then return path .. "." .. k end
+    return fmt("%s[%q]", path, k)
+end
+
+local function sort_keys(a, b)
+    if type(a) == type(b) then return a < b end
+    return type(a) == "number"
+end
+
+-- Encodes x (see decode_tree): the bytes and the list of its tensors
+-- (entries named 1..n).  Raises, naming the path inside x, for what a file
+-- cannot hold.
+local function encode_tree(fname, x)
+    local parts, entries, index_of, on_path = {}, {}, {}, {}
+    local function put(p) parts[#parts + 1] = p end
+    local function refuse(path, what) fail(fmt("%s: %s is %s", fname, path, what)) end
+    local enc
+    function enc(v, path, depth)
+        local tv = type(v)
+        if tv == "number" then
+            BITS.d = v
+            put("n" .. bit.tohex(BITS.u, 16))
+        elseif tv == "string" then
+            put(fmt("s%d:", #v))
+            put(v)
+        elseif tv == "boolean" then
+            put(v and "T" or "F")
+        elseif tensor.is_tensor(v) then
+            local k = index_of[v]
+            if not k then
+                k = #entries + 1
+                entries[k] = {name = fmt("%d", k), tensor = v, what = path}
+                index_of[v] = k
+            end
+            put(fmt("x%d:", k))
+        elseif tv == "table" then
+            local mt = getmetatable(v)
+            if mt ~= nil then
+                local name = typename(v)
+                local how = ""
+                if type(mt) == "table" and rawget(mt, "_class_name") ~= nil then
+                    name, how = "a module", ": save its m:state_dict()"
+                elseif name:find("^optim%.") then
+                    how = ": save its opt:state_dict()"
+                elseif name:find("^lr_scheduler%.") then
+                    how = ": save its sched:state_dict()"
+                end
+                refuse(path, fmt("%s (a table with a metatable; ordo.save writes plain tables)%s",
+                                 name == "table" and "a table" or name, how))
+            end
+            if on_path[v] then refuse(path, fmt("%s again (a cycle: a table inside itself)", on_path[v])) end
+            if depth >= MAX_DEPTH then refuse(path, fmt("nested deeper than %d tables", MAX_DEPTH)) end
+            local keys = {}
+            for k in pairs(v) do
+                local tk = type(k)
+                if tk == "number" then
+                    if not (is_int(k) and k >= 1 and k <= MAX_KEY) then
+                        fail(fmt("%s: %s has the key %.17g: number keys must be integers 1..2^53", fname, path, k))
+                    end
+                elseif tk ~= "string" then
+                    fail(fmt("%s: %s has a %s key (%s): keys must be strings or integers 1..2^53", fname, path,
+                             typename(k), tostring(k)))
+                end
+                keys[#keys + 1] = k
+            end
+            table.sort(keys, sort_keys)
+            on_path[v] = path
+            put(fmt("t%d:", #keys))
+            for _, k in ipairs(keys) do
+                enc(k, path, depth)
+                enc(v[k], child_path(path, k), depth + 1)
+            end
+            on_path[v] = nil
+        elseif tv == "cdata" and (ffi.istype("int64_t", v) or ffi.istype("uint64_t", v)) then
+            put((ffi.istype("int64_t", v) and "i" or "u") .. bit.tohex(v, 16))
+        elseif tv == "cdata" then
+            refuse(path, fmt("a cdata (%s): only int64_t and uint64_t ones are saved", tostring(ffi.typeof(v))))
+        elseif tv == "function" then
+            refuse(path, "a function")
+        else
+            refuse(path, fmt("a %s", tv))
+        end
+    end
+    enc(x, "value", 0)
+    return concat(parts), entries
+end
+
+-- ordo.save(x, path): x a tensor, or a table of them, or a nested value
+-- (tables of tables, tensors, numbers, strings, booleans, int64 cdata).
+-- Returns x.  A tensor and a table of tensors keyed by plain names are
+-- written as version 2 (what older ordo reads); the rest as version 3.
 function M.save(x, path, extra)
     if extra ~= nil then
         fail(fmt("ordo.save: takes (x, path) and no options, got a third argument (%s)", typename(extra)))
     end
-    local entries = {}
-    local first = type(x) == "table" and getmetatable(x) == nil and x[1]
+    if type(path) ~= "string" then fail(fmt("ordo.save: expected a file path, got %s", typename(path))) end
     if tensor.is_tensor(x) then
-        entries[1] = {name = LONE, tensor = x}
-    elseif type(first) == "table" and getmetatable(first) == nil and first.name ~= nil then
-        -- a state dict, m:state_dict() or opt:state_dict(): a list of {name
-        -- =, tensor =}, saved by its names (ordo.load gives name = tensor,
-        -- which load_state_dict takes); was "1 is not a tensor (table)"
-        local n = #x
-        for k in pairs(x) do
-            if not (type(k) == "number" and k >= 1 and k <= n and k % 1 == 0) then
-                fail(fmt("ordo.save: a state dict (a list of {name =, tensor =}) with another key too (%s)",
-                         tostring(k)))
-            end
-        end
-        for i = 1, n do
-            local e = x[i]
-            if type(e) ~= "table" or tensor.is_tensor(e) or type(e.name) ~= "string" then
-                fail(fmt("ordo.save: entry %d of the state dict is %s, expected {name =, tensor =}", i, typename(e)))
-            end
-            if e.name == LONE or name_key(e.name) ~= e.name then
-                fail(fmt("ordo.save: entry %d of the state dict is named %q, which would load back as %s", i, e.name,
-                         e.name == LONE and "a lone tensor" or "a number"))
-            end
-            entries[i] = {name = e.name, tensor = e.tensor}
-        end
-    elseif type(x) == "table" and getmetatable(x) == nil then
-        -- every key checked before sorting: the sort compares them
-        local keys, by_name = {}, {}
-        for k in pairs(x) do
-            local name = key_name(k)
-            local other = by_name[name]
-            if other ~= nil then
-                fail(fmt("ordo.save: keys %s and %s would both be saved as %s (a name of digits loads back as a number)",
-                         show_key(other), show_key(k), name))
-            end
-            by_name[name] = k
-            keys[#keys + 1] = k
-        end
-        table.sort(keys, function(a, b)
-            if type(a) == type(b) then return a < b end
-            return type(a) == "number"
-        end)
-        for _, k in ipairs(keys) do
-            local v = x[k]
-            -- Torch's checkpoint, {epoch = 5, model = m:state_dict(), ...}:
-            -- say what ordo.save keeps and how to save the rest
-            local mt = type(v) == "table" and getmetatable(v)
-            if type(v) == "number" then
-                fail(fmt("ordo.save: %s is not a tensor (number): ordo.save writes tensors only; save a number as a " ..
-                         "tensor, ordo.tensor(%s)", key_name(k), tostring(v)))
-            elseif mt and rawget(mt, "_class_name") ~= nil then
-                fail(fmt("ordo.save: %s is not a tensor (a module): save a module with m:save(path), or its " ..
-                         "m:state_dict() with ordo.save", key_name(k)))
-            elseif type(v) == "table" and not mt then
-                fail(fmt("ordo.save: %s is not a tensor (a table): ordo.save writes one level of tensors; save each " ..
-                         "state dict to a file of its own (m:save(path), opt:save(path), sched:save(path), or " ..
-                         "ordo.save(m:state_dict(), path))", key_name(k)))
-            end
-            entries[#entries + 1] = {name = key_name(k), tensor = v}
-        end
-    else
-        fail("ordo.save: expected a tensor or a table of tensors, got " .. typename(x))
+        M.write("ordo.save", path, {{name = LONE, tensor = x}})
+        return x
     end
-    M.write("ordo.save", path, entries)
+    local entries = type(x) == "table" and getmetatable(x) == nil and flat_entries(x)
+    if entries then
+        M.write("ordo.save", path, entries)
+        return x
+    end
+    if x == nil then fail("ordo.save: expected a value to save (a tensor, or a table), got nil") end
+    local tree, tensors = encode_tree("ordo.save", x)
+    M.write("ordo.save", path, tensors, tree)
     return x
 end
 
@@ -483,8 +689,18 @@ end
 -- table of them (integer keys come back as numbers).
 function M.load(path, opts)
     local device = load_device(opts)
-    local entries = M.read("ordo.load", path)
+    local r = read_file("ordo.load", path)
+    local entries = r.entries
     local function place(t) return device and t:to(device) or t end
+    if r.refs then
+        local placed = {}
+        for i, e in ipairs(entries) do placed[i] = place(e.tensor) end
+        local root = r.root
+        for _, ref in ipairs(r.refs) do
+            if ref[1] == nil then root = placed[ref[3]] else ref[1][ref[2]] = placed[ref[3]] end
+        end
+        return root
+    end
     if #entries == 1 and entries[1].name == LONE then return place(entries[1].tensor) end
     local out = {}
     for _, e in ipairs(entries) do out[name_key(e.name)] = place(e.tensor) end
