@@ -39,10 +39,9 @@ local function check_params(fname, params)
         if not FLOAT[p:dtype()] then
             fail(fmt("%s: parameter %d is %s, expected a float32 or float64 tensor", fname, i, p:dtype()))
         end
-        if not p:needs_grad() then
-            fail(fmt("%s: parameter %d does not require a gradient (call requires_grad() on it; of a module " ..
-                     "frozen with m:requires_grad_(false), give the optimiser m:trainable_parameters())", fname, i))
-        end
+        -- a parameter that does not require a gradient (a frozen one,
+        -- m:requires_grad_(false)) is taken and skipped while it has no
+        -- .grad, as Torch's: unfrozen later, it is updated from then on
         -- a tensor computed from one (w = randn(n):requires_grad() * 0.01)
         -- never gets a .grad: it would be given and never trained (Torch's rule)
         if not p:is_leaf() then
