@@ -2718,6 +2718,90 @@ describe("optim", function()
         close(w:totable(), {0.9, 0.9}, 1e-7)
     end)
 
+    it("an option that keeps state switched on or off while a parameter has no gradient: checkpoints load and " ..
+       "resume exactly", function()
+        -- a's gradient at every step, b's at steps 1-2 and 6; the option switched on at step 3
+        -- (off again at step 5 for the second case); a checkpoint after each step is loaded into
+        -- a new optimiser made with the options of that moment, whose run then matches the original
+        local G = {{0.5, -1}, {0.25, 2}, {-1, 0.5}, {1, 1}, {-0.5, 0.75}, {2, -0.25}}
+        local cases = {
+            {"SGD", {lr = 0.1, dampening = 0.5}, "momentum", 0, 0.9},
+            {"SGD", {lr = 0.1}, "momentum", 0, 0.9},
+            {"Adam", {lr = 0.1}, "amsgrad", false, true},
+            {"AdamW", {lr = 0.1}, "amsgrad", false, true},
+            {"RMSprop", {lr = 0.01}, "momentum", 0, 0.9},
+            {"RMSprop", {lr = 0.01}, "centered", false, true},
+        }
+        for _, c in ipairs(cases) do
+            local name, base, key, off, on = c[1], c[2], c[3], c[4], c[5]
+            for _, switch_off in ipairs({false, true}) do
+                local function value(t)
+                    if t >= 3 and not (switch_off and t >= 5) then return on end
+                    return off
+                end
+                local function make(t) -- the optimiser of step t's options, over new parameters
+                    local o = {}
+                    for k, v in pairs(base) do o[k] = v end
+                    o[key] = value(t)
+                    local a, b = ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3}, D):requires_grad()
+                    return optim[name]({a, b}, o)
+                end
+                local function step(opt, t)
+                    opt[key] = value(t)
+                    local a, b = opt.params[1], opt.params[2]
+                    opt:zero_grad()
+                    local l = (a * ordo.tensor({G[t][1], G[t][2]}, D)):sum()
+                    if t <= 2 or t >= 6 then l = l + (b * (b * G[t][2])):sum() end
+                    l:backward()
+                    opt:step()
+                end
+                local ref = make(1)
+                for t = 1, #G do step(ref, t) end
+                for cut = 1, #G - 1 do
+                    local opt = make(1)
+                    for t = 1, cut do step(opt, t) end
+                    local resumed = make(cut)
+                    for i, p in ipairs(opt.params) do
+                        ordo.no_grad(function() resumed.params[i]:copy_(p) end)
+                    end
+                    local ok, err = pcall(resumed.load_state_dict, resumed, opt:state_dict())
+                    assert(ok, string.format("%s %s (off again: %s) at step %d: %s", name, key, tostring(switch_off),
+                                             cut, tostring(err)))
+                    for t = cut + 1, #G do step(resumed, t) end
+                    for i = 1, 2 do
+                        assert.same(ref.params[i]:totable(), resumed.params[i]:totable())
+                    end
+                end
+            end
+        end
+        -- SGD with dampening: b's buffer, started at step 5, is b's gradient itself, not a damped one
+        local a, b = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        local opt = optim.SGD({a, b}, {lr = 0.1, dampening = 0.5})
+        a.grad, b.grad = ordo.tensor({1}, D), ordo.tensor({1}, D)
+        opt:step()
+        opt.momentum, b.grad = 0.9, nil
+        opt:step()
+        assert.is_nil(opt.buf[2])
+        local o2 = optim.SGD({ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()},
+                             {lr = 0.1, dampening = 0.5, momentum = 0.9})
+        o2:load_state_dict(opt:state_dict())
+        o2.params[2].grad = ordo.tensor({4}, D)
+        o2:step()
+        assert.same({4}, o2.buf[2]:totable())
+        -- RMSprop: the state of a parameter without a gradient follows the options too
+        local r = optim.RMSprop({ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3}, D):requires_grad()})
+        r.params[1].grad, r.params[2].grad = ordo.tensor({1, 1}, D), ordo.tensor({1}, D)
+        r:step()
+        r.momentum, r.centered, r.params[2].grad = 0.9, true, nil
+        r:step()
+        assert.same({0}, r.state[2].buf:totable())
+        assert.same({0}, r.state[2].mean:totable())
+        r.momentum, r.centered = 0, false
+        r:step()
+        assert.is_nil(r.state[2].buf)
+        assert.is_nil(r.state[2].mean)
+    end)
+
     it("opt:load checks the state each parameter needs and the parameters' shapes; old checkpoints load", function()
         local serialize = require "ordo.serialize"
         local function stepped(opt, n)
@@ -2737,10 +2821,19 @@ describe("optim", function()
         H.raises(function() rich:load(path) end, "optimizer load", "no state.1.mean", "other options")
         assert.equals(0, rich.t)
         assert.is_nil(next(rich.state))
-        -- SGD: a parameter updated without momentum has no buffer; one with momentum needs it
-        stepped(optim.SGD({ordo.ones({3}, D):requires_grad()})):save(path)
-        H.raises(function() optim.SGD({ordo.ones({3}, D):requires_grad()}, {momentum = 0.9}):load(path) end,
-                 "optimizer load", "no buf.1")
+        -- SGD: a parameter updated without momentum has no buffer; with momentum, its buffer starts
+        -- at its next gradient (the gradient itself, Torch's), as when momentum is set between steps
+        stepped(optim.SGD({ordo.ones({3}, D):requires_grad()}, {lr = 0.1})):save(path)
+        local sgdm = optim.SGD({ordo.ones({3}, D):requires_grad()}, {lr = 0.1, momentum = 0.9})
+        sgdm:load(path)
+        assert.same({1}, sgdm.steps)
+        assert.is_nil(sgdm.buf[1])
+        stepped(sgdm)
+        assert.same({2, 2, 2}, sgdm.buf[1]:totable())
+        -- ... but a buffer is refused by an SGD without momentum
+        stepped(optim.SGD({ordo.ones({3}, D):requires_grad()}, {momentum = 0.9})):save(path)
+        H.raises(function() optim.SGD({ordo.ones({3}, D):requires_grad()}):load(path) end,
+                 "optimizer load", "buf.1", "does not have")
         -- Adam's moments of a 2x3 parameter (2 x 6 numbers) for a 3x2 one
         stepped(optim.Adam({ordo.ones({2, 3}, D):requires_grad()})):save(path)
         local t32 = optim.Adam({ordo.ones({3, 2}, D):requires_grad()})
