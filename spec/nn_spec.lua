@@ -54,6 +54,38 @@ describe("nn modules", function()
         H.raises(function() F.linear(x, ordo.randn({4})) end, "linear: weight must be 2-D", "got shape 4")
     end)
 
+    it("a module called with more inputs than its forward takes raises (Torch's TypeError); trailing nils and " ..
+       "a vararg forward are fine", function()
+        local x = ordo.randn({2, 3})
+        local l = nn.Linear(3, 2)
+        H.raises(function() l(x, x) end, "Linear: forward takes 1 input, got 2")
+        H.raises(function() nn.Sequential(l, nn.ReLU())(x, 5) end, "Sequential: forward takes 1 input, got 2")
+        H.raises(function() nn.ReLU()(x, x, x) end, "ReLU: forward takes 1 input, got 3")
+        H.raises(function() nn.MSELoss()(x, x, x) end, "MSELoss: forward takes 2 inputs, got 3")
+        H.raises(function() nn.Dropout(0.5)(x, true) end, "Dropout: forward takes 1 input, got 2")
+        assert.same(l(x):totable(), l(x, nil):totable()) -- (m(x, opts.mask) without a mask)
+        assert.equals(0, nn.MSELoss()(x, x, nil):item())
+        -- a user's module: a fixed forward is checked the same way, a vararg one takes any number
+        local Pair = nn.Module:extend("Pair")
+        function Pair:forward(a, b) return a + b end
+        H.raises(function() Pair()(x, x, x) end, "Pair: forward takes 2 inputs, got 3")
+        assert.same((x + x):totable(), Pair()(x, x):totable())
+        local Sum = nn.Module:extend("Sum")
+        function Sum:forward(...)
+            local r = 0
+            for i = 1, select("#", ...) do r = (select(i, ...)) + r end
+            return r
+        end
+        assert.same((x + x + x):totable(), Sum()(x, x, x):totable())
+        -- a forward set on an instance is the one counted
+        local p = Pair()
+        p.forward = function(_, a) return a end
+        H.raises(function() p(x, x) end, "Pair: forward takes 1 input, got 2")
+        -- a module without a forward of its own says so, whatever it is given
+        H.raises(function() nn.ModuleList({l})(x, x) end, "ModuleList: it has no forward of its own")
+        H.raises(function() nn.Module:extend("Bare")()(x) end, "Bare: forward is not defined")
+    end)
+
     it("Sequential chains modules; parameters are ordered and named", function()
         local m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
         local names = {}
