@@ -84,6 +84,10 @@ describe("nn modules", function()
         -- a module without a forward of its own says so, whatever it is given
         H.raises(function() nn.ModuleList({l})(x, x) end, "ModuleList: it has no forward of its own")
         H.raises(function() nn.Module:extend("Bare")()(x) end, "Bare: forward is not defined")
+        -- too few: the input is checked (Softmax and LogSoftmax raised a bare Lua error on nil)
+        H.raises(function() nn.Softmax(2)() end, "Softmax: input must be a tensor, got nil")
+        H.raises(function() nn.LogSoftmax(2)(3) end, "LogSoftmax: input must be a tensor, got number")
+        H.raises(function() l() end, "linear: input must be a tensor, got nil")
     end)
 
     it("Sequential chains modules; parameters are ordered and named", function()

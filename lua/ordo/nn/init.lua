@@ -1042,12 +1042,18 @@ function Embedding:extra_repr() return fmt("%d, %d", self.num_embeddings, self.e
 local Softmax = Module:extend("Softmax")
 M.Softmax = Softmax
 function Softmax:init(dim) self.dim = dim or -1 end
-function Softmax:forward(x) return x:softmax(self.dim) end
+function Softmax:forward(x)
+    check_tensor("Softmax", "input", x) -- (x:softmax on nil or a number: a bare Lua error)
+    return x:softmax(self.dim)
+end
 
 local LogSoftmax = Module:extend("LogSoftmax")
 M.LogSoftmax = LogSoftmax
 function LogSoftmax:init(dim) self.dim = dim or -1 end
-function LogSoftmax:forward(x) return x:log_softmax(self.dim) end
+function LogSoftmax:forward(x)
+    check_tensor("LogSoftmax", "input", x) -- (x:log_softmax on nil or a number: a bare Lua error)
+    return x:log_softmax(self.dim)
+end
 
 -- Dropout(p) zeroes elements with probability p, Dropout2d(p) whole
 -- channels, in training mode only.
