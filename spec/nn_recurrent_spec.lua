@@ -298,5 +298,15 @@ describe("nn recurrent sequences", function()
         H.raises(function() return nn.LSTM(3, 4, {dropot = 0.1}) end, "LSTM", "unknown option 'dropot'")
         local b = nn.GRU(3, 4, {batch_first = true})
         H.raises(function() return b(ordo.ones(2, 5, 2)) end, "GRU", "N x T x 3")
+        -- a c0 for a GRU or RNN (which keep no cell state) raises, as any input too many
+        local h0 = ordo.zeros(1, 2, 4)
+        H.raises(function() return nn.GRU(3, 4)(ordo.ones(5, 2, 3), h0, h0) end, "GRU: forward takes 2 inputs, got 3")
+        H.raises(function() return nn.RNN(3, 4)(ordo.ones(5, 3), ordo.zeros(1, 4), ordo.zeros(1, 4)) end,
+                 "RNN: forward takes 2 inputs, got 3")
+        H.raises(function() return nn.GRUCell(3, 4)(ordo.ones(2, 3), ordo.zeros(2, 4), ordo.zeros(2, 4)) end,
+                 "GRUCell: forward takes 2 inputs, got 3")
+        assert.same({5, 2, 4}, nn.GRU(3, 4)(ordo.ones(5, 2, 3), h0):shape())
+        assert.same({5, 4}, nn.RNN(3, 4)(ordo.ones(5, 3), ordo.zeros(1, 4)):shape())
+        assert.same({5, 2, 4}, nn.LSTM(3, 4)(ordo.ones(5, 2, 3), h0, h0):shape())
     end)
 end)

@@ -54,6 +54,42 @@ describe("nn modules", function()
         H.raises(function() F.linear(x, ordo.randn({4})) end, "linear: weight must be 2-D", "got shape 4")
     end)
 
+    it("a module called with more inputs than its forward takes raises (Torch's TypeError); trailing nils and " ..
+       "a vararg forward are fine", function()
+        local x = ordo.randn({2, 3})
+        local l = nn.Linear(3, 2)
+        H.raises(function() l(x, x) end, "Linear: forward takes 1 input, got 2")
+        H.raises(function() nn.Sequential(l, nn.ReLU())(x, 5) end, "Sequential: forward takes 1 input, got 2")
+        H.raises(function() nn.ReLU()(x, x, x) end, "ReLU: forward takes 1 input, got 3")
+        H.raises(function() nn.MSELoss()(x, x, x) end, "MSELoss: forward takes 2 inputs, got 3")
+        H.raises(function() nn.Dropout(0.5)(x, true) end, "Dropout: forward takes 1 input, got 2")
+        assert.same(l(x):totable(), l(x, nil):totable()) -- (m(x, opts.mask) without a mask)
+        assert.equals(0, nn.MSELoss()(x, x, nil):item())
+        -- a user's module: a fixed forward is checked the same way, a vararg one takes any number
+        local Pair = nn.Module:extend("Pair")
+        function Pair:forward(a, b) return a + b end
+        H.raises(function() Pair()(x, x, x) end, "Pair: forward takes 2 inputs, got 3")
+        assert.same((x + x):totable(), Pair()(x, x):totable())
+        local Sum = nn.Module:extend("Sum")
+        function Sum:forward(...)
+            local r = 0
+            for i = 1, select("#", ...) do r = (select(i, ...)) + r end
+            return r
+        end
+        assert.same((x + x + x):totable(), Sum()(x, x, x):totable())
+        -- a forward set on an instance is the one counted
+        local p = Pair()
+        p.forward = function(_, a) return a end
+        H.raises(function() p(x, x) end, "Pair: forward takes 1 input, got 2")
+        -- a module without a forward of its own says so, whatever it is given
+        H.raises(function() nn.ModuleList({l})(x, x) end, "ModuleList: it has no forward of its own")
+        H.raises(function() nn.Module:extend("Bare")()(x) end, "Bare: forward is not defined")
+        -- too few: the input is checked (Softmax and LogSoftmax raised a bare Lua error on nil)
+        H.raises(function() nn.Softmax(2)() end, "Softmax: input must be a tensor, got nil")
+        H.raises(function() nn.LogSoftmax(2)(3) end, "LogSoftmax: input must be a tensor, got number")
+        H.raises(function() l() end, "linear: input must be a tensor, got nil")
+    end)
+
     it("Sequential chains modules; parameters are ordered and named", function()
         local m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
         local names = {}
@@ -2193,17 +2229,9 @@ describe("optim", function()
         local ok, err = pcall(optim.SGD, {p}, {lr = 0.1, momentom = 0.9})
         assert.is_false(ok)
         assert.matches("unknown option 'momentom'", err)
-        ok, err = pcall(optim.Adam, {ordo.ones({1})})
+        ok, err = pcall(optim.SGD, {ordo.ones({1}, {dtype = "int32"})})
         assert.is_false(ok)
-        assert.matches("does not require a gradient", err)
-        -- a frozen module's parameters: the message says what to give instead
-        local frozen = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
-        frozen:get(1):requires_grad_(false)
-        ok, err = pcall(optim.SGD, frozen:parameters(), {lr = 0.1})
-        assert.is_false(ok)
-        assert.matches("SGD: parameter 1 does not require a gradient %(call requires_grad%(%) on it; of a module " ..
-                       "frozen with m:requires_grad_%(false%), give the optimiser m:trainable_parameters%(%)%)", err)
-        assert.equals(2, #frozen:trainable_parameters())
+        assert.matches("parameter 1 is int32, expected a float32 or float64 tensor", err)
         ok, err = pcall(optim.Adam, {})
         assert.is_false(ok)
         assert.matches("non%-empty list of parameters", err)
@@ -2648,6 +2676,168 @@ describe("optim", function()
         end
     end)
 
+    it("a frozen parameter (requires_grad(false)) is taken and skipped; unfrozen, it is updated with fresh state",
+       function()
+        -- the backbone frozen, every parameter given (Torch's optim.SGD(model.parameters()))
+        local function model()
+            ordo.manual_seed(11)
+            local m = nn.Sequential(nn.Linear(3, 4, D), nn.Tanh(), nn.Linear(4, 1, D))
+            m:get(1):requires_grad_(false)
+            return m
+        end
+        local x, y = ordo.randn({5, 3}, D), ordo.randn({5, 1}, D)
+        local function run(m, opt, from, to)
+            for t = from, to do
+                if t == 4 then m:get(1):requires_grad_(true) end -- unfrozen after 3 steps
+                opt:zero_grad()
+                F.mse_loss(m(x), y):backward()
+                opt:step()
+            end
+        end
+        for _, mk in ipairs({
+            function(ps) return optim.SGD(ps, {lr = 0.1, momentum = 0.9, dampening = 0.5}) end,
+            function(ps) return optim.Adam(ps, {lr = 0.1, amsgrad = true}) end,
+            function(ps) return optim.RMSprop(ps, {lr = 0.01, momentum = 0.5, centered = true}) end,
+            function(ps) return optim.Adagrad(ps, {lr = 0.1}) end,
+        }) do
+            -- frozen: the parameters stay as they were, the head moves as with trainable_parameters()
+            local m, twin = model(), model()
+            local w0 = m:get(1).weight:totable()
+            local opt, ref = mk(m:parameters()), mk(twin:trainable_parameters())
+            run(m, opt, 1, 2)
+            for t = 1, 2 do
+                ref:zero_grad()
+                F.mse_loss(twin(x), y):backward()
+                ref:step()
+            end
+            assert.same(w0, m:get(1).weight:totable())
+            assert.same(twin:get(3).weight:totable(), m:get(3).weight:totable())
+            assert.same({0, 0, 2, 2}, {opt.steps[1] or 0, opt.steps[2] or 0, opt.steps[3], opt.steps[4]})
+            assert.is_nil(opt[opt.state_field][1])
+            -- a checkpoint taken while frozen (in memory and in a file) resumes exactly, through
+            -- the unfreezing: the unfrozen parameters' state starts fresh at their first update
+            run(m, opt, 3, 3)
+            local sd, path = opt:state_dict(), tmpname()
+            opt:save(path)
+            local m2, m3 = model(), model()
+            for i, p in ipairs(m:parameters()) do
+                ordo.no_grad(function() m2:parameters()[i]:copy_(p); m3:parameters()[i]:copy_(p) end)
+            end
+            local o2, o3 = mk(m2:parameters()), mk(m3:parameters())
+            o2:load_state_dict(sd)
+            o3:load(path)
+            os.remove(path)
+            run(m, opt, 4, 6)
+            run(m2, o2, 4, 6)
+            run(m3, o3, 4, 6)
+            assert.same({3, 3, 6, 6}, opt.steps)
+            assert.are_not.same(w0, m:get(1).weight:totable())
+            for i, p in ipairs(m:parameters()) do
+                assert.same(p:totable(), m2:parameters()[i]:totable())
+                assert.same(p:totable(), m3:parameters()[i]:totable())
+            end
+        end
+        -- the unfrozen weight's first Adam step is lr times the sign of its gradient (its own count)
+        local w = ordo.tensor({1, 1}, D):requires_grad(false)
+        local b = ordo.tensor({1}, D):requires_grad()
+        local opt = optim.Adam({w, b}, {lr = 0.1})
+        for _ = 1, 3 do
+            opt:zero_grad()
+            ;(w:sum() * b):sum():backward()
+            opt:step()
+        end
+        assert.same({1, 1}, w:totable())
+        w:requires_grad_(true)
+        opt:zero_grad()
+        ;(w:sum() * b):sum():backward()
+        opt:step()
+        close(w:totable(), {0.9, 0.9}, 1e-7)
+    end)
+
+    it("an option that keeps state switched on or off while a parameter has no gradient: checkpoints load and " ..
+       "resume exactly", function()
+        -- a's gradient at every step, b's at steps 1-2 and 6; the option switched on at step 3
+        -- (off again at step 5 for the second case); a checkpoint after each step is loaded into
+        -- a new optimiser made with the options of that moment, whose run then matches the original
+        local G = {{0.5, -1}, {0.25, 2}, {-1, 0.5}, {1, 1}, {-0.5, 0.75}, {2, -0.25}}
+        local cases = {
+            {"SGD", {lr = 0.1, dampening = 0.5}, "momentum", 0, 0.9},
+            {"SGD", {lr = 0.1}, "momentum", 0, 0.9},
+            {"Adam", {lr = 0.1}, "amsgrad", false, true},
+            {"AdamW", {lr = 0.1}, "amsgrad", false, true},
+            {"RMSprop", {lr = 0.01}, "momentum", 0, 0.9},
+            {"RMSprop", {lr = 0.01}, "centered", false, true},
+        }
+        for _, c in ipairs(cases) do
+            local name, base, key, off, on = c[1], c[2], c[3], c[4], c[5]
+            for _, switch_off in ipairs({false, true}) do
+                local function value(t)
+                    if t >= 3 and not (switch_off and t >= 5) then return on end
+                    return off
+                end
+                local function make(t) -- the optimiser of step t's options, over new parameters
+                    local o = {}
+                    for k, v in pairs(base) do o[k] = v end
+                    o[key] = value(t)
+                    local a, b = ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3}, D):requires_grad()
+                    return optim[name]({a, b}, o)
+                end
+                local function step(opt, t)
+                    opt[key] = value(t)
+                    local a, b = opt.params[1], opt.params[2]
+                    opt:zero_grad()
+                    local l = (a * ordo.tensor({G[t][1], G[t][2]}, D)):sum()
+                    if t <= 2 or t >= 6 then l = l + (b * (b * G[t][2])):sum() end
+                    l:backward()
+                    opt:step()
+                end
+                local ref = make(1)
+                for t = 1, #G do step(ref, t) end
+                for cut = 1, #G - 1 do
+                    local opt = make(1)
+                    for t = 1, cut do step(opt, t) end
+                    local resumed = make(cut)
+                    for i, p in ipairs(opt.params) do
+                        ordo.no_grad(function() resumed.params[i]:copy_(p) end)
+                    end
+                    local ok, err = pcall(resumed.load_state_dict, resumed, opt:state_dict())
+                    assert(ok, string.format("%s %s (off again: %s) at step %d: %s", name, key, tostring(switch_off),
+                                             cut, tostring(err)))
+                    for t = cut + 1, #G do step(resumed, t) end
+                    for i = 1, 2 do
+                        assert.same(ref.params[i]:totable(), resumed.params[i]:totable())
+                    end
+                end
+            end
+        end
+        -- SGD with dampening: b's buffer, started at step 5, is b's gradient itself, not a damped one
+        local a, b = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        local opt = optim.SGD({a, b}, {lr = 0.1, dampening = 0.5})
+        a.grad, b.grad = ordo.tensor({1}, D), ordo.tensor({1}, D)
+        opt:step()
+        opt.momentum, b.grad = 0.9, nil
+        opt:step()
+        assert.is_nil(opt.buf[2])
+        local o2 = optim.SGD({ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()},
+                             {lr = 0.1, dampening = 0.5, momentum = 0.9})
+        o2:load_state_dict(opt:state_dict())
+        o2.params[2].grad = ordo.tensor({4}, D)
+        o2:step()
+        assert.same({4}, o2.buf[2]:totable())
+        -- RMSprop: the state of a parameter without a gradient follows the options too
+        local r = optim.RMSprop({ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3}, D):requires_grad()})
+        r.params[1].grad, r.params[2].grad = ordo.tensor({1, 1}, D), ordo.tensor({1}, D)
+        r:step()
+        r.momentum, r.centered, r.params[2].grad = 0.9, true, nil
+        r:step()
+        assert.same({0}, r.state[2].buf:totable())
+        assert.same({0}, r.state[2].mean:totable())
+        r.momentum, r.centered = 0, false
+        r:step()
+        assert.is_nil(r.state[2].buf)
+        assert.is_nil(r.state[2].mean)
+    end)
+
     it("opt:load checks the state each parameter needs and the parameters' shapes; old checkpoints load", function()
         local serialize = require "ordo.serialize"
         local function stepped(opt, n)
@@ -2667,10 +2857,19 @@ describe("optim", function()
         H.raises(function() rich:load(path) end, "optimizer load", "no state.1.mean", "other options")
         assert.equals(0, rich.t)
         assert.is_nil(next(rich.state))
-        -- SGD: a parameter updated without momentum has no buffer; one with momentum needs it
-        stepped(optim.SGD({ordo.ones({3}, D):requires_grad()})):save(path)
-        H.raises(function() optim.SGD({ordo.ones({3}, D):requires_grad()}, {momentum = 0.9}):load(path) end,
-                 "optimizer load", "no buf.1")
+        -- SGD: a parameter updated without momentum has no buffer; with momentum, its buffer starts
+        -- at its next gradient (the gradient itself, Torch's), as when momentum is set between steps
+        stepped(optim.SGD({ordo.ones({3}, D):requires_grad()}, {lr = 0.1})):save(path)
+        local sgdm = optim.SGD({ordo.ones({3}, D):requires_grad()}, {lr = 0.1, momentum = 0.9})
+        sgdm:load(path)
+        assert.same({1}, sgdm.steps)
+        assert.is_nil(sgdm.buf[1])
+        stepped(sgdm)
+        assert.same({2, 2, 2}, sgdm.buf[1]:totable())
+        -- ... but a buffer is refused by an SGD without momentum
+        stepped(optim.SGD({ordo.ones({3}, D):requires_grad()}, {momentum = 0.9})):save(path)
+        H.raises(function() optim.SGD({ordo.ones({3}, D):requires_grad()}):load(path) end,
+                 "optimizer load", "buf.1", "does not have")
         -- Adam's moments of a 2x3 parameter (2 x 6 numbers) for a 3x2 one
         stepped(optim.Adam({ordo.ones({2, 3}, D):requires_grad()})):save(path)
         local t32 = optim.Adam({ordo.ones({3, 2}, D):requires_grad()})

@@ -39,10 +39,9 @@ local function check_params(fname, params)
         if not FLOAT[p:dtype()] then
             fail(fmt("%s: parameter %d is %s, expected a float32 or float64 tensor", fname, i, p:dtype()))
         end
-        if not p:needs_grad() then
-            fail(fmt("%s: parameter %d does not require a gradient (call requires_grad() on it; of a module " ..
-                     "frozen with m:requires_grad_(false), give the optimiser m:trainable_parameters())", fname, i))
-        end
+        -- a parameter that does not require a gradient (a frozen one,
+        -- m:requires_grad_(false)) is taken and skipped while it has no
+        -- .grad, as Torch's: unfrozen later, it is updated from then on
         -- a tensor computed from one (w = randn(n):requires_grad() * 0.01)
         -- never gets a .grad: it would be given and never trained (Torch's rule)
         if not p:is_leaf() then
@@ -351,19 +350,31 @@ function Optimizer:step(closure)
         -- every parameter's new state (first moments...) before any update:
         -- a device out of memory for one then leaves every parameter, count
         -- and state as it was, instead of some stepped and counted
+        -- A parameter updated before that has no gradient now (frozen, or
+        -- unused this step) still has its state follow the options: one
+        -- switched on adds its part (from zeros, as it would start at the
+        -- parameter's next update), one switched off drops it, so that a
+        -- checkpoint taken now holds what these options keep and resumes
+        -- exactly (idle_state / keep_state).
         local fresh = {}
         for i, p in ipairs(self.params) do
             local v = views and views[i] or self
-            if p.grad ~= nil and v.new_state then fresh[i] = v:new_state(i, p) end
+            if p.grad ~= nil then
+                if v.new_state then fresh[i] = v:new_state(i, p) end
+            elseif (steps[i] or 0) > 0 and v.idle_state then
+                fresh[i] = v:idle_state(i, p)
+            end
         end
         self.t = self.t + 1
         for i, p in ipairs(self.params) do
+            local v = views and views[i] or self
             if p.grad ~= nil then
                 steps[i] = (steps[i] or 0) + 1
-                local v = views and views[i] or self
                 local g = p.grad
                 if v.maximize then g = g:neg() end -- (ascends the objective: Torch's maximize)
                 v:update(i, p, g, fresh[i])
+            elseif (steps[i] or 0) > 0 and v.keep_state then
+                v:keep_state(i, p, fresh[i])
             end
         end
     end)
@@ -627,7 +638,9 @@ end
 setmetatable(SGD, {__index = Optimizer, __call = function(_, ...) return SGD.new(...) end})
 
 SGD.state_field = "buf"
-function SGD:state_keys() return self.momentum ~= 0 and {""} or {} end
+-- (none required: a parameter's momentum buffer starts at its first
+-- gradient after momentum is set, so one updated before may have none yet)
+function SGD:state_keys() return {} end
 function SGD:state_shape(p, key)
     if key == nil and self.momentum ~= 0 then return p:shape() end
 end
@@ -638,12 +651,18 @@ function SGD:new_state(i, p)
     if self.momentum ~= 0 and self.buf[i] == nil then return tensor.empty_like(p) end
 end
 
+-- A parameter without a gradient at a step: momentum set to 0 drops its
+-- buffer (a checkpoint then holds the state an SGD without momentum keeps,
+-- and loads into one).  Momentum set on makes no buffer before the
+-- parameter's next gradient, which starts it (the gradient itself).
+function SGD:keep_state(i)
+    if self.momentum == 0 then self.buf[i] = nil end
+end
+
 function SGD:update(i, p, g, fresh)
     local mom = self.momentum
     local buf = self.buf[i]
     if mom == 0 and buf ~= nil then
-        -- momentum set to 0 between steps: the buffer goes (a checkpoint then
-        -- holds the state an SGD without momentum keeps, and loads into one)
         self.buf[i], buf = nil, nil
     end
     local first = buf == nil
@@ -693,6 +712,21 @@ local function adam_class(name, wd)
         local st = self.state[i]
         if st == nil or self.amsgrad and st:size(1) == 2 then
             return tensor.zeros_like(p:flatten():expand(self.amsgrad and 3 or 2, p:numel()))
+        end
+    end
+    -- an idle parameter (no gradient at this step): amsgrad set grows its
+    -- state (the moments kept, the largest v from zeros), amsgrad unset drops the row
+    function cls:idle_state(i, p)
+        if self.state[i] ~= nil then return self:new_state(i, p) end
+    end
+    function cls:keep_state(i, _, fresh)
+        local st = self.state[i]
+        if st == nil then return end
+        if fresh ~= nil then
+            fresh:narrow(1, 1, 2):copy_(st:narrow(1, 1, 2))
+            self.state[i] = fresh
+        elseif not self.amsgrad and st:size(1) == 3 then
+            self.state[i] = st:narrow(1, 1, 2)
         end
     end
     return cls
@@ -830,18 +864,29 @@ function RMSprop:new_state(i, p)
     if next(new) ~= nil then return new end
 end
 
-function RMSprop:update(i, p, g, fresh)
+-- The state of parameter i as the options are now: fresh parts added,
+-- centered or momentum unset between steps: their state goes (what these
+-- options keep, as a checkpoint of them must hold).  Also for a parameter
+-- without a gradient at a step (idle_state, keep_state).
+function RMSprop:keep_state(i, _, fresh)
     local st = self.state[i]
-    fresh = fresh or self:new_state(i, p)
     if st == nil then
+        if fresh == nil then return nil end
         st = {}
         self.state[i] = st
     end
     for k, t in pairs(fresh or {}) do st[k] = t end
-    -- centered or momentum unset between steps: their state goes (what
-    -- these options keep, as a checkpoint of them must hold)
     if not self.centered then st.mean = nil end
     if self.momentum == 0 then st.buf = nil end
+    return st
+end
+
+function RMSprop:idle_state(i, p)
+    if self.state[i] ~= nil then return self:new_state(i, p) end
+end
+
+function RMSprop:update(i, p, g, fresh)
+    local st = self:keep_state(i, p, fresh or self:new_state(i, p))
     local a = self.alpha
     if self.weight_decay ~= 0 then g = g + p * self.weight_decay end
     st.v:mul_(a):add_(g * g * (1 - a))

@@ -35,7 +35,40 @@ local Module = {__name = "nn.Module"}
 Module.__index = Module
 M.Module = Module
 
-local function instance_call(self, ...) return self:forward(...) end
+-- m(x, extra) on a module whose forward takes one input raises, as
+-- Torch's TypeError, instead of dropping extra unseen.  The inputs a
+-- forward takes are its parameters less self (debug.getinfo, once per
+-- function: the cache keeps the call a table lookup); a vararg forward
+-- (a user's forward(self, ...)) takes any number.  Trailing nils are no
+-- inputs (m(x, opts.mask) with no mask is m(x)).
+local ARITY = setmetatable({}, {__mode = "k"})
+
+local function arity_of(f)
+    local a = math.huge
+    if type(f) == "function" then
+        local info = debug.getinfo(f, "u")
+        if info and info.nparams and not info.isvararg then a = info.nparams > 0 and info.nparams - 1 or 0 end
+    end
+    ARITY[f] = a
+    return a
+end
+
+local function too_many(self, a, n, ...)
+    while n > a and select(n, ...) == nil do n = n - 1 end
+    if n > a then
+        fail(fmt("%s: forward takes %d input%s, got %d", self._class_name or "Module", a, a == 1 and "" or "s", n))
+    end
+end
+
+local function instance_call(self, ...)
+    local n = select("#", ...)
+    if n > 0 then
+        local f = self.forward
+        local a = ARITY[f] or arity_of(f)
+        if n > a then too_many(self, a, n, ...) end
+    end
+    return self:forward(...)
+end
 
 -- Whether v is a module: an instance of a class from Module:extend.
 local function is_module(v)
@@ -127,7 +160,7 @@ end
 
 function Module:init() end
 
-function Module:forward()
+function Module:forward(...) -- (vararg: m(x) on a module without one says so, not that it takes no input)
     fail(fmt("%s: forward is not defined for this module", self._class_name or "Module"))
 end
 
@@ -1009,12 +1042,18 @@ function Embedding:extra_repr() return fmt("%d, %d", self.num_embeddings, self.e
 local Softmax = Module:extend("Softmax")
 M.Softmax = Softmax
 function Softmax:init(dim) self.dim = dim or -1 end
-function Softmax:forward(x) return x:softmax(self.dim) end
+function Softmax:forward(x)
+    check_tensor("Softmax", "input", x) -- (x:softmax on nil or a number: a bare Lua error)
+    return x:softmax(self.dim)
+end
 
 local LogSoftmax = Module:extend("LogSoftmax")
 M.LogSoftmax = LogSoftmax
 function LogSoftmax:init(dim) self.dim = dim or -1 end
-function LogSoftmax:forward(x) return x:log_softmax(self.dim) end
+function LogSoftmax:forward(x)
+    check_tensor("LogSoftmax", "input", x) -- (x:log_softmax on nil or a number: a bare Lua error)
+    return x:log_softmax(self.dim)
+end
 
 -- Dropout(p) zeroes elements with probability p, Dropout2d(p) whole
 -- channels, in training mode only.
@@ -1112,7 +1151,7 @@ function ModuleList:ipairs()
         if i <= self.n then return i, self[tostring(i)] end
     end
 end
-function ModuleList:forward()
+function ModuleList:forward(...) -- (vararg: list(x) gets this message, not an arity one)
     fail("ModuleList: it has no forward of its own; call its modules (list:get(i)) from the owner's forward")
 end
 
@@ -1180,7 +1219,7 @@ function ModuleDict:pairs()
         if n then return n, self[n] end
     end
 end
-function ModuleDict:forward()
+function ModuleDict:forward(...) -- (vararg: as ModuleList's)
     fail("ModuleDict: it has no forward of its own; call its modules (dict:get(name)) from the owner's forward")
 end
 

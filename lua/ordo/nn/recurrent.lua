@@ -227,11 +227,11 @@ function M.install(nn)
         end
         -- An unbatched sequence (T, features), Torch's, is a batch of one:
         -- its states (layers·D, hidden) and results come without the batch dim.
-        function cls:forward(x, h0, c0)
+        local function forward(self, x, h0, c0)
             if is_tensor(x) and x:dim() == 2 and x:size(2) == self.input_size then
                 local h1, c1 = batch_of_one(self, h0, "h0"), batch_of_one(self, c0, "c0")
                 local bf = self.batch_first
-                local out, hn, cn = self:forward(bf and x:unsqueeze(1) or x:unsqueeze(2), h1, c1)
+                local out, hn, cn = forward(self, bf and x:unsqueeze(1) or x:unsqueeze(2), h1, c1)
                 out, hn = out:squeeze(bf and 1 or 2), hn:squeeze(2)
                 if lstm then return out, hn, cn:squeeze(2) end
                 return out, hn
@@ -271,6 +271,12 @@ function M.install(nn)
             local hn = tensor.stack(hs, 1)
             if lstm then return out, hn, tensor.stack(cs, 1) end
             return out, hn
+        end
+        -- (RNN and GRU take no c0: m(x, h0, c) raises, as a call with too many inputs)
+        if lstm then
+            cls.forward = forward
+        else
+            function cls:forward(x, h0) return forward(self, x, h0) end
         end
         function cls:extra_repr()
             return fmt("%d -> %d, %d layer%s%s%s%s", self.input_size, self.hidden_size, self.num_layers,
