@@ -397,6 +397,7 @@ void cpu_register_reduce(void);
 void cpu_register_softmax(void);
 void cpu_register_lines(void);
 void cpu_register_matmul(void);
+void cpu_register_linalg(void);
 void cpu_register_random(void);
 void cpu_register_index(void);
 void cpu_register_conv(void);

@@ -17,6 +17,7 @@ void ordo_cpu_kernels_register(void) {
     cpu_register_softmax();
     cpu_register_lines();
     cpu_register_matmul();
+    cpu_register_linalg();
     cpu_register_random();
     cpu_register_index();
     cpu_register_conv();

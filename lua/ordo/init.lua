@@ -30,6 +30,7 @@ M.autograd = autograd
 M.no_grad, M.enable_grad = autograd.no_grad, autograd.enable_grad
 M.nn = require "ordo.nn"
 M.optim = require "ordo.optim"
+M.linalg = require "ordo.linalg" -- solve, inv, det, slogdet
 M.Tensor = tensor.Tensor
 
 for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand", "randn", "bernoulli",

@@ -91,7 +91,7 @@ for _, name in ipairs({
     "floor", "ceil", "round", "trunc",
     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
-    "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "kthvalue", "matmul", "seed", "uniform", "normal", "bernoulli",
+    "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "kthvalue", "matmul", "linalg_lu", "seed", "uniform", "normal", "bernoulli",
     "gather", "index_select", "scatter_add", "scatter", "index_add", "check_range"}) do
     local id = C.ordo_tensor_kernel_id(name)
     assert(id >= 0, name)

@@ -214,7 +214,7 @@ static const char *const CATALOGUE[] = {
     "softmax", "log_softmax", "matmul", "seed", "uniform", "normal", "bernoulli", "gather",
     "index_select", "scatter_add", "scatter", "index_add", "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt",
     "reciprocal", "floor", "ceil", "round", "trunc", "cumsum", "cumprod", "cumprod_backward", "sort",
-    "topk", "kthvalue", "check_range",
+    "topk", "kthvalue", "check_range", "linalg_lu",
 };
 
 static void registry_has_every_catalogue_kernel(void) {

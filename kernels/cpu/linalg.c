@@ -1,0 +1,221 @@
+/*
+ * linalg.c - linalg_lu: LU factorisation with partial pivoting of each
+ * square matrix of a batch (... x n x n), on a double copy, for
+ * ordo.linalg (lua/ordo/linalg.lua):
+ *
+ *   iparam 0 = 0 (solve): in A, B (... x n x k, A's batch dims); out X,
+ *       B's shape: A X = B for each matrix (inv solves against I).  A zero
+ *       pivot (an exactly singular matrix) fails the op naming the matrix.
+ *   iparam 0 = 1 (slogdet): in A; out sign, logabs (A's batch dims):
+ *       det A = sign * exp(logabs); a singular matrix gives 0 and -inf.
+ *   iparam 0 = 2 (det): in A; out det (A's batch dims): the product of
+ *       the pivots, with the permutation's sign; 0 for a singular matrix.
+ *   iparam 1: the op's name in messages (0 linalg.solve, 1 linalg.inv,
+ *       2 linalg.slogdet, 3 linalg.det).
+ *
+ * float32 and float64; float32 is factorised in double too.  The inputs
+ * may be any strided views (transposed, expanded over the batch).  One
+ * thread: the matrices are small in the uses this serves; no LAPACK.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+static const char *const op_names[4] = {"linalg.solve", "linalg.inv", "linalg.slogdet", "linalg.det"};
+
+static double load(const ordo_view *v, const char *base, int64_t off) {
+    return v->dtype == ORDO_F32 ? (double)((const float *)(const void *)base)[off]
+                                : ((const double *)(const void *)base)[off];
+}
+static void store(const ordo_view *v, char *base, int64_t off, double x) {
+    if (v->dtype == ORDO_F32) ((float *)(void *)base)[off] = (float)x;
+    else ((double *)(void *)base)[off] = x;
+}
+
+/* The element offset of batch element b (row-major over the first nb dims
+ * of v). */
+static int64_t batch_offset(const ordo_view *v, int nb, int64_t b) {
+    int64_t off = 0;
+    for (int d = nb - 1; d >= 0; d--) {
+        const int64_t s = v->shape[d];
+        off += (b % s) * v->strides[d];
+        b /= s;
+    }
+    return off;
+}
+
+/* LU of a (n x n, row-major) with partial pivoting, the same row swaps and
+ * eliminations applied to b (n x k, row-major; k may be 0).  Returns the
+ * column of the first zero pivot (a singular matrix), else -1; *sign is the
+ * permutation's parity (+1 or -1). */
+static int64_t lu(double *a, double *b, int64_t n, int64_t k, int *sign) {
+    *sign = 1;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t p = j;
+        double best = fabs(a[j * n + j]);
+        for (int64_t i = j + 1; i < n; i++) {
+            const double v = fabs(a[i * n + j]);
+            if (v > best) best = v, p = i;
+        }
+        if (a[p * n + j] == 0) return j;
+        if (p != j) {
+            for (int64_t c = 0; c < n; c++) {
+                const double t = a[j * n + c];
+                a[j * n + c] = a[p * n + c];
+                a[p * n + c] = t;
+            }
+            for (int64_t c = 0; c < k; c++) {
+                const double t = b[j * k + c];
+                b[j * k + c] = b[p * k + c];
+                b[p * k + c] = t;
+            }
+            *sign = -*sign;
+        }
+        const double piv = a[j * n + j];
+        for (int64_t i = j + 1; i < n; i++) {
+            const double f = a[i * n + j] / piv;
+            if (f == 0) continue;
+            a[i * n + j] = f;
+            for (int64_t c = j + 1; c < n; c++) a[i * n + c] -= f * a[j * n + c];
+            for (int64_t c = 0; c < k; c++) b[i * k + c] -= f * b[j * k + c];
+        }
+    }
+    return -1;
+}
+
+static int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    const char *kn = "linalg_lu";
+    if (!args || args->niparam < 2 || args->iparam[0] < 0 || args->iparam[0] > 2 || args->iparam[1] < 0 ||
+        args->iparam[1] > 3)
+        return ordo_fail(rc, "%s: iparams must be the mode (0 solve, 1 slogdet, 2 det) and the name (0..3)", kn);
+    const int mode = (int)args->iparam[0];
+    const char *name = op_names[args->iparam[1]];
+    const int nout = mode == 1 ? 2 : 1;
+    int r = cpu_check_args(rc, name, args, mode == 0 ? 2 : 1, nout);
+    if (r) return r;
+    const ordo_view *A = &args->in[0];
+    const int dt = A->dtype;
+    if (!cpu_dtype_is_float(dt))
+        return ordo_fail(rc, "%s: expected float32 or float64 matrices, got %s", name, ordo_dtype_name(dt));
+    char s1[160], s2[160];
+    if (A->ndim < 2 || A->shape[A->ndim - 1] != A->shape[A->ndim - 2])
+        return ordo_fail(rc, "%s: A must be a square matrix or a batch of them (... x n x n), got shape %s", name,
+                         cpu_shape_str(A, s1, sizeof s1));
+    const int nb = A->ndim - 2;
+    const int64_t n = A->shape[nb];
+    int64_t batch = 1;
+    for (int d = 0; d < nb; d++) batch *= A->shape[d];
+    const ordo_view *B = mode == 0 ? &args->in[1] : NULL;
+    int64_t k = 0;
+    if (mode == 0) {
+        const ordo_view *X = &args->out[0];
+        if (B->dtype != dt || X->dtype != dt)
+            return ordo_fail(rc, "%s: dtype mismatch: A is %s, B %s, X %s", name, ordo_dtype_name(dt),
+                             ordo_dtype_name(B->dtype), ordo_dtype_name(X->dtype));
+        int ok = B->ndim == A->ndim && B->shape[nb] == n;
+        for (int d = 0; ok && d < nb; d++) ok = B->shape[d] == A->shape[d];
+        if (!ok)
+            return ordo_fail(rc, "%s: B of shape %s does not fit A of shape %s (expected its batch dims and %lld rows)",
+                             name, cpu_shape_str(B, s1, sizeof s1), cpu_shape_str(A, s2, sizeof s2), (long long)n);
+        if (!cpu_same_shape(B, X))
+            return ordo_fail(rc, "%s: X of shape %s must have B's shape %s", name, cpu_shape_str(X, s1, sizeof s1),
+                             cpu_shape_str(B, s2, sizeof s2));
+        if ((r = cpu_check_writable(rc, name, X))) return r;
+        k = B->shape[nb + 1];
+    } else {
+        for (int o = 0; o < nout; o++) {
+            const ordo_view *v = &args->out[o];
+            if (v->dtype != dt)
+                return ordo_fail(rc, "%s: dtype mismatch: A is %s but out %d is %s", name, ordo_dtype_name(dt), o + 1,
+                                 ordo_dtype_name(v->dtype));
+            int ok = v->ndim == nb;
+            for (int d = 0; ok && d < nb; d++) ok = v->shape[d] == A->shape[d];
+            if (!ok)
+                return ordo_fail(rc, "%s: out %d of shape %s must be A's batch dims (A is %s)", name, o + 1,
+                                 cpu_shape_str(v, s1, sizeof s1), cpu_shape_str(A, s2, sizeof s2));
+            if ((r = cpu_check_writable(rc, name, v))) return r;
+        }
+    }
+    if (batch == 0) return 0;
+    /* scratch: n*n for A's factors, n*k for B */
+    if (n > 0 && (n > INT64_MAX / 8 / n || (k > 0 && n > (INT64_MAX / 8 - n * n) / k)))
+        return ordo_fail(rc, "%s: matrices of %lld x %lld are too large", name, (long long)n, (long long)n);
+    double *a = malloc((size_t)(n * n + n * k + 1) * sizeof *a);
+    if (!a) return ordo_fail(rc, "%s: out of memory for a %lld x %lld matrix", name, (long long)n, (long long)n);
+    double *b = a + n * n;
+    const int64_t ar = A->strides[nb], ac = A->strides[nb + 1];
+    for (int64_t e = 0; e < batch; e++) {
+        const char *pa = (const char *)A->data + batch_offset(A, nb, e) * (int64_t)ordo_dtype_size(dt);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < n; c++) a[i * n + c] = load(A, pa, i * ar + c * ac);
+        if (mode == 2) {
+            int sign;
+            double det = 0;
+            if (lu(a, NULL, n, 0, &sign) < 0) {
+                det = sign;
+                for (int64_t i = 0; i < n; i++) det *= a[i * n + i];
+            }
+            const ordo_view *o = &args->out[0];
+            store(o, o->data, batch_offset(o, nb, e), det);
+            continue;
+        }
+        if (mode == 1) {
+            int sign;
+            const int64_t z = lu(a, NULL, n, 0, &sign);
+            double s = sign, la = 0;
+            if (z >= 0) {
+                s = 0, la = -INFINITY;
+            } else {
+                for (int64_t i = 0; i < n; i++) {
+                    const double u = a[i * n + i];
+                    if (u < 0) s = -s;
+                    la += log(fabs(u));
+                }
+                if (isnan(la)) s = NAN; /* a NaN in A */
+            }
+            const ordo_view *so = &args->out[0], *lo = &args->out[1];
+            store(so, so->data, batch_offset(so, nb, e), s);
+            store(lo, lo->data, batch_offset(lo, nb, e), la);
+            continue;
+        }
+        const char *pb = (const char *)B->data + batch_offset(B, nb, e) * (int64_t)ordo_dtype_size(dt);
+        const int64_t br = B->strides[nb], bc = B->strides[nb + 1];
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < k; c++) b[i * k + c] = load(B, pb, i * br + c * bc);
+        int sign;
+        const int64_t z = lu(a, b, n, k, &sign);
+        if (z >= 0) {
+            free(a);
+            if (batch == 1)
+                return ordo_fail(rc, "%s: the matrix is singular (a zero pivot in column %lld)", name,
+                                 (long long)z + 1);
+            return ordo_fail(rc, "%s: matrix %lld of the batch (of %lld, counting from 1) is singular", name,
+                             (long long)e + 1, (long long)batch);
+        }
+        /* back substitution, in place in b */
+        for (int64_t i = n - 1; i >= 0; i--) {
+            const double piv = a[i * n + i];
+            for (int64_t c = 0; c < k; c++) {
+                double s = b[i * k + c];
+                for (int64_t j = i + 1; j < n; j++) s -= a[i * n + j] * b[j * k + c];
+                b[i * k + c] = s / piv;
+            }
+        }
+        const ordo_view *X = &args->out[0];
+        char *px = (char *)X->data + batch_offset(X, nb, e) * (int64_t)ordo_dtype_size(dt);
+        const int64_t xr = X->strides[nb], xc = X->strides[nb + 1];
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < k; c++) store(X, px, i * xr + c * xc, b[i * k + c]);
+    }
+    free(a);
+    return 0;
+}
+
+void cpu_register_linalg(void) {
+    static const cpu_kernel_entry t[] = {
+        {"linalg_lu", k_linalg_lu},
+    };
+    CPU_REGISTER_TABLE(t);
+}
