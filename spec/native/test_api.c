@@ -799,6 +799,21 @@ static char *slurp_path(const char *path) {
     return s;
 }
 
+/* e's profiler trace as ordo_profiler_dump writes it (through a temporary
+ * file, removed), or NULL after a failed check. */
+static char *dump_trace(ordo_engine *e) {
+    char path[] = "/tmp/ordo_prof_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0) return NULL;
+    close(fd);
+    CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
+    char *trace = slurp_path(path);
+    CHECK(trace != NULL);
+    unlink(path);
+    return trace;
+}
+
 /* A small JSON validator: the dump must load in chrome://tracing/Perfetto. */
 static const char *json_value(const char *p, int depth);
 
@@ -902,13 +917,7 @@ static void test_profiler_dump_and_summary(void) {
         CHECK_EQ_LONG(push_simple(e, noop_op, NULL, NULL, 0, &v, 1, "after_stop_op"), 0);
         CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
 
-        char path[] = "/tmp/ordo_prof_XXXXXX";
-        int fd = mkstemp(path);
-        CHECK(fd >= 0);
-        if (fd >= 0) close(fd);
-        CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
-        char *trace = slurp_path(path);
-        CHECK(trace != NULL);
+        char *trace = dump_trace(e);
         if (trace) {
             CHECK(strstr(trace, "traceEvents") != NULL);
             CHECK(strstr(trace, "alpha_op") != NULL);
@@ -920,7 +929,6 @@ static void test_profiler_dump_and_summary(void) {
             CHECK_MSG(json_valid(trace), "%s: the trace is not valid JSON", kind_str(kind));
             free(trace);
         }
-        unlink(path);
 
         FILE *f = tmpfile();
         CHECK(f != NULL);
@@ -990,13 +998,7 @@ static void test_profiler_odd_names(void) {
         CHECK_EQ_LONG(push_simple(e, noop_op, NULL, NULL, 0, &v, 1, names[i]), 0);
     CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
     CHECK_EQ_LONG(ordo_profiler_stop(e), 0);
-    char path[] = "/tmp/ordo_prof_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd >= 0) close(fd);
-    CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
-    char *trace = slurp_path(path);
-    CHECK(trace != NULL);
+    char *trace = dump_trace(e);
     if (trace) {
         CHECK_MSG(utf8_valid(trace), "the trace is not UTF-8");
         CHECK_MSG(json_valid(trace), "the trace is not valid JSON");
@@ -1009,7 +1011,6 @@ static void test_profiler_odd_names(void) {
         CHECK(strstr(trace, "\"tab\\tq\\\"b\\\\\"") != NULL);
         free(trace);
     }
-    unlink(path);
     FILE *f = tmpfile();
     if (f) {
         CHECK_EQ_LONG(ordo_profiler_summary(e, f), 0);
@@ -1057,13 +1058,7 @@ static void test_profiler_buffer_full(void) {
         }
         fclose(f);
     }
-    char path[] = "/tmp/ordo_prof_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    if (fd >= 0) close(fd);
-    CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
-    char *trace = slurp_path(path);
-    CHECK(trace != NULL);
+    char *trace = dump_trace(e);
     if (trace) {
         CHECK_MSG(json_valid(trace), "the trace is not valid JSON");
         CHECK_MSG(strstr(trace, "\"name\":\"profiler buffer full: 50 events dropped\"") != NULL, "%s",
@@ -1073,14 +1068,12 @@ static void test_profiler_buffer_full(void) {
     }
     /* clear starts counting again */
     ordo_profiler_clear(e);
-    CHECK_EQ_LONG(ordo_profiler_dump(e, path), 0);
-    trace = slurp_path(path);
+    trace = dump_trace(e);
     if (trace) {
         CHECK(strstr(trace, "buffer full") == NULL);
         CHECK(strstr(trace, "\"dropped_events\":0,") != NULL);
         free(trace);
     }
-    unlink(path);
     ordo_engine_destroy(e);
 }
 
