@@ -21,7 +21,10 @@
  * LSTM over 2,000 steps holds a 30 MB Lua heap while its backward makes a
  * gigabyte of short-lived gradients) would otherwise collect a number of
  * times that grows with the graph, each time over the whole graph, and
- * take time quadratic in its length.
+ * take time quadratic in its length.  Each GPU is counted on its own too
+ * (dev_due): its memory is a fraction of the host's, and a training loop
+ * whose pause is 64 MiB of garbage, plus what waits to be freed behind the
+ * ops in flight, filled a 256 MiB device for a 12 MB model.
  *
  * The bytes of released storages are freed by the engine, after their
  * pending ops: a loop that allocates faster than the workers retire its
@@ -30,7 +33,8 @@
  * waiting to be freed, a new allocation waits (on a condition variable
  * the free op signals) until half of them are gone.  Never inside an op
  * (a worker must not block on other workers), and never more than a few
- * seconds, so it cannot deadlock whatever the ops do.
+ * seconds, so it cannot deadlock whatever the ops do.  A GPU allocation
+ * waits the same way on the bytes waiting to be freed on its own device.
  */
 #include "ordo_tensor.h"
 
