@@ -1914,6 +1914,40 @@ describe("gpu tensors: memory", function()
         assert.equals(10, ordo.full({4}, 2.5, {device = G}):sum():item())
     end)
 
+    -- The Lua GC sees a tensor as a few bytes: device memory counts too (per
+    -- device, paced by its size and its live bytes), and an allocation waits
+    -- while much of it is waiting to be freed, so a training loop holds a
+    -- small multiple of what its model needs rather than the whole device.
+    it("a training loop on the GPU holds a small multiple of its model's memory, not the whole device", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 256) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        settle()
+        ordo.cuda.empty_cache()
+        local nn, optim = ordo.nn, ordo.optim
+        local model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        model:to(G)
+        local opt = optim.SGD(model:parameters(), {lr = 1e-3})
+        local crit = nn.CrossEntropyLoss()
+        local x = ordo.randn({64, 256}):to(G)
+        local y = ((ordo.rand({64}) * 10):floor() + 1):to("int64"):to(G)
+        settle()
+        local peak = 0
+        for _ = 1, 200 do
+            opt:zero_grad()
+            crit(model(x), y):backward()
+            opt:step()
+            peak = math.max(peak, ordo.cuda.memory_stats().reserved_bytes)
+        end
+        settle()
+        local held = ordo.cuda.memory_stats().allocated_bytes -- the model, its grads, x, y
+        assert.is_true(held < 4 * MiB)
+        assert.is_true(peak < math.max(8 * held, SIM_MEM_MB * MiB / 4),
+            ("the loop held %.1f MiB of a %d MiB device for a model of %.1f MiB"):format(peak / MiB, SIM_MEM_MB, held / MiB))
+        ordo.cuda.empty_cache()
+    end)
+
     -- A kernel's stream-ordered scratch (a split reduction's partial
     -- results, matmul's packed operands) comes from the device memory the
     -- cache holds: on a device full of cached blocks, they go back first.

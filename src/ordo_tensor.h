@@ -71,7 +71,11 @@ void ordo_storage_release(ordo_storage *s);
  * threshold defaults to 64 MiB (env ORDO_GC_THRESHOLD_MB);
  * ordo_storage_set_gc_threshold changes it.  ordo_storage_gc_pace tells the
  * bytes of the front end's own heap after its collection, whose cost grows
- * with them: the pause between collections grows too (0: not counted). */
+ * with them: the pause between collections grows too (0: not counted).
+ * Each GPU's allocations also count on their own: a collection is due once
+ * they exceed max(threshold scaled by the device's size over 1 GiB when it
+ * is smaller, its bytes referenced at the last collection, the heap term
+ * capped at a quarter of the device). */
 int64_t ordo_storage_live_bytes(void);
 int64_t ordo_storage_live_count(void);
 int64_t ordo_storage_total_bytes(void);

@@ -21,7 +21,10 @@
  * LSTM over 2,000 steps holds a 30 MB Lua heap while its backward makes a
  * gigabyte of short-lived gradients) would otherwise collect a number of
  * times that grows with the graph, each time over the whole graph, and
- * take time quadratic in its length.
+ * take time quadratic in its length.  Each GPU is counted on its own too
+ * (dev_due): its memory is a fraction of the host's, and a training loop
+ * whose pause is 64 MiB of garbage, plus what waits to be freed behind the
+ * ops in flight, filled a 256 MiB device for a 12 MB model.
  *
  * The bytes of released storages are freed by the engine, after their
  * pending ops: a loop that allocates faster than the workers retire its
@@ -30,7 +33,8 @@
  * waiting to be freed, a new allocation waits (on a condition variable
  * the free op signals) until half of them are gone.  Never inside an op
  * (a worker must not block on other workers), and never more than a few
- * seconds, so it cannot deadlock whatever the ops do.
+ * seconds, so it cannot deadlock whatever the ops do.  A GPU allocation
+ * waits the same way on the bytes waiting to be freed on its own device.
  */
 #include "ordo_tensor.h"
 
@@ -55,6 +59,17 @@ static _Atomic int64_t gc_heap;      /* the front end's heap right after it */
 #define GC_HEAP_RATIO 4
 static _Atomic int64_t gc_threshold; /* 0 = not read from the environment yet */
 static _Atomic int64_t pending_free; /* released, not yet freed by the engine */
+/* The same count per GPU, whose memory is much smaller than the host's:
+ * bytes allocated on it since the last collection, bytes on it still
+ * referenced (and right after the last collection), and its size (read at
+ * its first storage; 0 = unknown).  gpu_top is 1 + the highest GPU used (0
+ * while none is: CPU-only programs never look at these). */
+static _Atomic int64_t dev_since[ORDO_MAX_DEVICES], dev_ref[ORDO_MAX_DEVICES], dev_base[ORDO_MAX_DEVICES];
+static _Atomic int64_t dev_total[ORDO_MAX_DEVICES];
+static _Atomic int64_t dev_pending[ORDO_MAX_DEVICES]; /* released on it, not yet freed */
+static atomic_int gpu_top;
+#define DEV_FULL_SCALE ((int64_t)1 << 30) /* a device this size or more: threshold() as is */
+#define DEV_HEAP_DIV 4     /* the heap term may not take more than 1/4 of the device */
 static pthread_mutex_t free_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t free_cv = PTHREAD_COND_INITIALIZER;
 static atomic_int free_waiters;
@@ -83,20 +98,50 @@ void ordo_storage_set_gc_threshold(int64_t bytes) {
     atomic_store(&gc_threshold, bytes > 0 ? bytes : (int64_t)1);
 }
 
+/* Whether GPU d has had its share of allocations since the last collection:
+ * max(its floor; the bytes on it referenced after the last collection; the
+ * heap term, or 1/4 of the device if less). */
+/* The least pause of GPU d: threshold, scaled down by the device's size
+ * over DEV_FULL_SCALE when it is smaller (4 MiB of a 64 MiB device). */
+static int64_t dev_floor(int d) {
+    int64_t t = threshold(), total = atomic_load_explicit(&dev_total[d], memory_order_relaxed);
+    if (total > 0 && total < DEV_FULL_SCALE) t = (int64_t)((double)t * (double)total / (double)DEV_FULL_SCALE);
+    return t > 0 ? t : 1;
+}
+
+static bool dev_due(int d, int64_t heap) {
+    int64_t since = atomic_load_explicit(&dev_since[d], memory_order_relaxed);
+    int64_t total = atomic_load_explicit(&dev_total[d], memory_order_relaxed);
+    int64_t t = dev_floor(d);
+    if (total > 0 && heap > total / DEV_HEAP_DIV) heap = total / DEV_HEAP_DIV;
+    int64_t base = atomic_load_explicit(&dev_base[d], memory_order_relaxed);
+    if (base > t) t = base;
+    if (heap > t) t = heap;
+    return since >= t;
+}
+
 int ordo_storage_gc_due(void) {
     int64_t since = atomic_load_explicit(&since_gc, memory_order_relaxed);
     int64_t t = threshold(), base = atomic_load_explicit(&gc_base, memory_order_relaxed);
     int64_t heap = GC_HEAP_RATIO * atomic_load_explicit(&gc_heap, memory_order_relaxed);
     if (base > t) t = base;
     if (heap > t) t = heap;
-    if (since < t) return 0;
+    bool due = since >= t;
+    int top = atomic_load_explicit(&gpu_top, memory_order_relaxed);
+    for (int d = 0; d < top && !due; d++) due = dev_due(d, heap);
+    if (!due) return 0;
     atomic_store(&since_gc, 0);
+    for (int d = 0; d < top; d++) atomic_store(&dev_since[d], 0);
     return 1;
 }
 
 /* Called by the front end once its collection has run (the finalizers have
  * released what was garbage): the next pause is measured from here. */
-void ordo_storage_gc_done(void) { atomic_store(&gc_base, atomic_load(&referenced_bytes)); }
+void ordo_storage_gc_done(void) {
+    atomic_store(&gc_base, atomic_load(&referenced_bytes));
+    int top = atomic_load_explicit(&gpu_top, memory_order_relaxed);
+    for (int d = 0; d < top; d++) atomic_store(&dev_base[d], atomic_load(&dev_ref[d]));
+}
 
 void ordo_storage_gc_pace(int64_t heap_bytes) {
     /* (capped: GC_HEAP_RATIO times it must not overflow) */
@@ -187,23 +232,43 @@ void ordo_tensor_engine_close(ordo_engine *e) {
 
 /* ---- backpressure on memory waiting to be freed ---------------------------------- */
 
-static void wait_for_frees(void) {
-    int64_t limit = 2 * threshold();
-    if (atomic_load_explicit(&pending_free, memory_order_relaxed) <= limit || tls_worker || tls_thread.in_op) return;
+/* The bytes waiting to be freed that make an allocation on ctx wait: on the
+ * host 2 x threshold of them (all devices), on GPU d 2 x its pause (its
+ * floor, or the bytes on it referenced after the last collection). */
+static _Atomic int64_t *pending_of(ordo_ctx ctx, int64_t *limit) {
+    if (ctx.dev_type != ORDO_GPU) {
+        *limit = 2 * threshold();
+        return &pending_free;
+    }
+    int64_t t = dev_floor(ctx.dev_id), base = atomic_load_explicit(&dev_base[ctx.dev_id], memory_order_relaxed);
+    *limit = 2 * (base > t ? base : t);
+    return &dev_pending[ctx.dev_id];
+}
+
+static void wait_for_frees(ordo_ctx ctx) {
+    int64_t limit;
+    _Atomic int64_t *pending = pending_of(ctx, &limit);
+    if (atomic_load_explicit(pending, memory_order_relaxed) <= limit || tls_worker || tls_thread.in_op) return;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
     pthread_mutex_lock(&free_mu);
     atomic_fetch_add(&free_waiters, 1);
-    while (atomic_load(&pending_free) > limit / 2)
+    while (atomic_load(pending) > limit / 2)
         if (pthread_cond_timedwait(&free_cv, &free_mu, &until) != 0) break;
     atomic_fetch_sub(&free_waiters, 1);
     pthread_mutex_unlock(&free_mu);
 }
 
-static void freed(int64_t nbytes) {
+static void freed(ordo_ctx ctx, int64_t nbytes) {
     int64_t left = atomic_fetch_sub_explicit(&pending_free, nbytes, memory_order_relaxed) - nbytes;
-    if (atomic_load_explicit(&free_waiters, memory_order_acquire) && left <= threshold()) {
+    bool go = left <= threshold(); /* a waiter on the host may go */
+    if (ctx.dev_type == ORDO_GPU) {
+        int64_t limit;
+        _Atomic int64_t *pending = pending_of(ctx, &limit);
+        if (atomic_fetch_sub_explicit(pending, nbytes, memory_order_relaxed) - nbytes <= limit / 2) go = true;
+    }
+    if (atomic_load_explicit(&free_waiters, memory_order_acquire) && go) {
         pthread_mutex_lock(&free_mu);
         pthread_cond_broadcast(&free_cv);
         pthread_mutex_unlock(&free_mu);
@@ -218,6 +283,19 @@ static void bytes_free(ordo_ctx ctx, void *data, size_t nbytes, struct dev_event
     if (ctx.dev_type == ORDO_GPU) dev_free(ctx.dev_id, data, last_use);
     else if (ctx.dev_type == ORDO_CPU_PINNED) host_free_pinned(data, nbytes);
     else host_free(data, nbytes);
+}
+
+/* A new storage of nbytes on GPU d (the device's size read at its first). */
+static void gpu_counted(int d, int64_t nbytes) {
+    if (atomic_load_explicit(&gpu_top, memory_order_relaxed) <= d) {
+        size_t free_b = 0, total_b = 0;
+        ordo_device_backend()->mem_info(d, &free_b, &total_b);
+        atomic_store(&dev_total[d], (int64_t)total_b);
+        int top = atomic_load(&gpu_top);
+        while (top <= d && !atomic_compare_exchange_weak(&gpu_top, &top, d + 1)) {}
+    }
+    atomic_fetch_add_explicit(&dev_ref[d], nbytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dev_since[d], nbytes, memory_order_relaxed);
 }
 
 ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
@@ -242,7 +320,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
         tensor_set_error_code(ORDO_ERR_INVALID, "unknown device (type %d, id %d)", ctx.dev_type, ctx.dev_id);
         return NULL;
     }
-    if (nbytes > 0 && ctx.dev_type != ORDO_GPU) wait_for_frees();
+    if (nbytes > 0) wait_for_frees(ctx);
     ordo_storage *s = malloc(sizeof *s);
     if (!s) {
         tensor_set_error_code(ORDO_ERR_NOMEM, "out of memory");
@@ -298,6 +376,7 @@ ordo_storage *ordo_storage_new(ordo_engine *e, ordo_ctx ctx, size_t nbytes) {
     atomic_fetch_add_explicit(&total_bytes, (int64_t)nbytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&referenced_bytes, (int64_t)nbytes, memory_order_relaxed);
     atomic_fetch_add_explicit(&since_gc, (int64_t)nbytes, memory_order_relaxed);
+    if (ctx.dev_type == ORDO_GPU) gpu_counted(ctx.dev_id, (int64_t)nbytes);
     return s;
 }
 
@@ -309,12 +388,13 @@ void ordo_storage_retain(ordo_storage *s) {
  * the bytes is done (NULL: none pending); the allocator keeps it. */
 static void storage_free_now(ordo_storage *s, struct dev_event *last_use) {
     int64_t n = (int64_t)s->nbytes;
+    ordo_ctx ctx = s->ctx;
     bytes_free(s->ctx, s->data, s->nbytes, last_use);
     if (s->ctx.dev_type == ORDO_CPU_PINNED) atomic_fetch_sub_explicit(&pinned_live_bytes, n, memory_order_relaxed);
     free(s);
     atomic_fetch_sub_explicit(&live_bytes, n, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
-    freed(n);
+    freed(ctx, n);
 }
 
 /* The delete op: runs after every earlier op on the storage's var.  On a
@@ -339,6 +419,10 @@ static int storage_free_op(const ordo_run_ctx *rc, void *param) {
 void ordo_storage_release(ordo_storage *s) {
     if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     atomic_fetch_sub_explicit(&referenced_bytes, (int64_t)s->nbytes, memory_order_relaxed);
+    if (s->ctx.dev_type == ORDO_GPU) {
+        atomic_fetch_sub_explicit(&dev_ref[s->ctx.dev_id], (int64_t)s->nbytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&dev_pending[s->ctx.dev_id], (int64_t)s->nbytes, memory_order_relaxed);
+    }
     atomic_fetch_add_explicit(&pending_free, (int64_t)s->nbytes, memory_order_relaxed);
     ordo_engine *e = s->engine;
     ordo_ctx ctx = s->ctx;
