@@ -68,6 +68,7 @@ static _Atomic int64_t dev_since[ORDO_MAX_DEVICES], dev_ref[ORDO_MAX_DEVICES], d
 static _Atomic int64_t dev_total[ORDO_MAX_DEVICES];
 static _Atomic int64_t dev_pending[ORDO_MAX_DEVICES]; /* released on it, not yet freed */
 static atomic_int gpu_top;
+static atomic_int dev_seen[ORDO_MAX_DEVICES]; /* its size has been read */
 #define DEV_FULL_SCALE ((int64_t)1 << 30) /* a device this size or more: threshold() as is */
 #define DEV_HEAP_DIV 4     /* the heap term may not take more than 1/4 of the device */
 static pthread_mutex_t free_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -98,9 +99,6 @@ void ordo_storage_set_gc_threshold(int64_t bytes) {
     atomic_store(&gc_threshold, bytes > 0 ? bytes : (int64_t)1);
 }
 
-/* Whether GPU d has had its share of allocations since the last collection:
- * max(its floor; the bytes on it referenced after the last collection; the
- * heap term, or 1/4 of the device if less). */
 /* The least pause of GPU d: threshold, scaled down by the device's size
  * over DEV_FULL_SCALE when it is smaller (4 MiB of a 64 MiB device). */
 static int64_t dev_floor(int d) {
@@ -109,6 +107,9 @@ static int64_t dev_floor(int d) {
     return t > 0 ? t : 1;
 }
 
+/* Whether GPU d has had its share of allocations since the last collection:
+ * max(its floor; the bytes on it referenced after the last collection; the
+ * heap term, or 1/4 of the device if less). */
 static bool dev_due(int d, int64_t heap) {
     int64_t since = atomic_load_explicit(&dev_since[d], memory_order_relaxed);
     int64_t total = atomic_load_explicit(&dev_total[d], memory_order_relaxed);
@@ -287,7 +288,10 @@ static void bytes_free(ordo_ctx ctx, void *data, size_t nbytes, struct dev_event
 
 /* A new storage of nbytes on GPU d (the device's size read at its first). */
 static void gpu_counted(int d, int64_t nbytes) {
-    if (atomic_load_explicit(&gpu_top, memory_order_relaxed) <= d) {
+    /* (per device, not by gpu_top: gpu(1) used first must not leave gpu(0)'s size unread) */
+    int unseen = 0;
+    if (atomic_load_explicit(&dev_seen[d], memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong(&dev_seen[d], &unseen, 1)) {
         size_t free_b = 0, total_b = 0;
         ordo_device_backend()->mem_info(d, &free_b, &total_b);
         atomic_store(&dev_total[d], (int64_t)total_b);
