@@ -704,6 +704,68 @@ describe("gpu tensors: reductions, softmax, matmul", function()
             check(gpu(r({1, 3, 5})):matmul(gpu(e3)), r({1, 3, 5}):matmul(e3), dt .. " batch 1 . empty batch", RED)
         end
     end)
+
+    -- kernels/cuda/linalg.cu (the CPU kernel on the simulated device): both
+    -- dtypes are computed in double, so a real GPU differs by fused
+    -- multiply-adds alone
+    it("linalg solve, inv, det and slogdet match the cpu: batches, views, singular matrices named", function()
+        need_gpu()
+        ordo.manual_seed(11)
+        for _, dt in ipairs({"float64", "float32"}) do
+            local o = {dtype = dt}
+            -- one matrix, batches, a size past the kernel's 128 threads, empty ones
+            for _, sh in ipairs({{1, 1}, {4, 4}, {3, 6, 6}, {2, 3, 5, 5}, {1, 150, 150}, {0, 3, 3}, {2, 0, 0}}) do
+                local n, w = sh[#sh], dt .. " " .. shape_str(sh)
+                local A = ordo.randn(sh, o) + ordo.eye(n, o) * 2
+                local bs = {unpack(sh)}
+                bs[#bs] = 3
+                local B = ordo.randn(bs, o)
+                check(ordo.linalg.solve(gpu(A), gpu(B)), ordo.linalg.solve(A, B), w .. " solve", RED)
+                check(ordo.linalg.inv(gpu(A)), ordo.linalg.inv(A), w .. " inv", RED)
+                check(ordo.linalg.det(gpu(A)), ordo.linalg.det(A), w .. " det", RED)
+                local s, l = ordo.linalg.slogdet(A)
+                local sg, lg = ordo.linalg.slogdet(gpu(A))
+                check(sg, s, w .. " slogdet sign", RED)
+                check(lg, l, w .. " slogdet logabs", RED)
+            end
+            -- row swaps (a zero on the diagonal), a negative determinant
+            local P = ordo.tensor({{0, 1, 2}, {3, 0, 1}, {1, 1, 0}}, o)
+            assert.are.equal(7, ordo.linalg.det(gpu(P)):item())
+            assert.are.equal(-7, ordo.linalg.det(-gpu(P)):item())
+            -- strided views: transposed, expanded over the batch; vectors B
+            local A = ordo.randn({5, 5}, o) + ordo.eye(5, o) * 2
+            check(ordo.linalg.inv(gpu(A):t()), ordo.linalg.inv(A:t()), dt .. " inv of a transposed view", RED)
+            local Ae, Aeg = A:unsqueeze(1):expand({4, 5, 5}), gpu(A):unsqueeze(1):expand({4, 5, 5})
+            local b = ordo.randn({4, 5}, o)
+            check(ordo.linalg.solve(Aeg, gpu(b)), ordo.linalg.solve(Ae, b), dt .. " solve, expanded A", RED)
+            check(ordo.linalg.det(Aeg), ordo.linalg.det(Ae), dt .. " det of an expanded batch", RED)
+        end
+        -- singular matrices: solve and inv fail naming the first of the batch
+        -- (the blocks meet them in any order); det gives 0, slogdet (0, -inf)
+        local o = {dtype = "float64"}
+        local S, I2 = ordo.tensor({{1, 2}, {2, 4}}, o), ordo.eye(2, o)
+        local batch = gpu(ordo.stack({I2, I2, S, I2, S}))
+        raises(function() return ordo.linalg.inv(gpu(S)):totable() end,
+               "linalg.inv: the matrix is singular (a zero pivot in column 2)", "gpu(0)")
+        raises(function() return ordo.linalg.solve(batch, batch):totable() end,
+               "linalg.solve: matrix 3 of the batch (of 5, counting from 1) is singular", "gpu(0)")
+        assert.are.same({1, 1, 0, 1, 0}, ordo.linalg.det(batch):totable())
+        local sgn, la = ordo.linalg.slogdet(batch)
+        assert.are.same({1, 1, 0, 1, 0}, sgn:totable())
+        assert.are.same({0, 0, -huge, 0, -huge}, la:totable())
+        -- the input is intact, the device goes on
+        assert.are.same({{1, 2}, {2, 4}}, batch[3]:totable())
+        assert.are.equal(-2, ordo.linalg.det(gpu(ordo.tensor({{1, 2}, {3, 4}}, o))):item())
+        -- gradients (which solve against A) are the cpu's
+        local X = ordo.randn({3, 3}, o) + ordo.eye(3, o) * 2
+        local xg, xc = gpu(X):requires_grad_(), X:clone():requires_grad_()
+        ordo.linalg.det(xg):backward()
+        ordo.linalg.det(xc):backward()
+        check(xg.grad, xc.grad, "det's gradient", RED)
+        ordo.linalg.inv(xg):sum():backward()
+        ordo.linalg.inv(xc):sum():backward()
+        check(xg.grad, xc.grad, "inv's gradient, accumulated", RED)
+    end)
 end)
 
 -- ---------------------------------------------------------------- indexing

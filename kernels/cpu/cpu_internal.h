@@ -387,6 +387,16 @@ int cpu_check_max_pool2d_backward(const ordo_run_ctx *rc, const ordo_kernel_args
 int cpu_check_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a);
 int cpu_check_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a);
 
+/* linalg.c: linalg_lu's checks, shared by its CUDA kernel.  The mode
+ * (0 solve, 1 slogdet, 2 det), the op's name for messages, the batch dims
+ * (nb, batch matrices of n x n) and k, B's columns (0 unless solving). */
+typedef struct {
+    int mode, nb;
+    const char *name;
+    int64_t n, k, batch;
+} cpu_linalg_plan;
+int cpu_check_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args, cpu_linalg_plan *p);
+
 /* ---- registration ------------------------------------------------------ */
 
 void cpu_register_copy(void);

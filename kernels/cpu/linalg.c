@@ -15,7 +15,9 @@
  *
  * float32 and float64; float32 is factorised in double too.  The inputs
  * may be any strided views (transposed, expanded over the batch).  One
- * thread: the matrices are small in the uses this serves; no LAPACK.
+ * thread: the matrices are small in the uses this serves; no LAPACK.  The
+ * checks (cpu_check_linalg_lu) are shared with the CUDA kernel
+ * (kernels/cuda/linalg.cu), which follows the same algorithm.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -85,7 +87,7 @@ static int64_t lu(double *a, double *b, int64_t n, int64_t k, int *sign) {
     return -1;
 }
 
-static int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+int cpu_check_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args, cpu_linalg_plan *p) {
     const char *kn = "linalg_lu";
     if (!args || args->niparam < 2 || args->iparam[0] < 0 || args->iparam[0] > 2 || args->iparam[1] < 0 ||
         args->iparam[1] > 3)
@@ -107,10 +109,9 @@ static int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     const int64_t n = A->shape[nb];
     int64_t batch = 1;
     for (int d = 0; d < nb; d++) batch *= A->shape[d];
-    const ordo_view *B = mode == 0 ? &args->in[1] : NULL;
     int64_t k = 0;
     if (mode == 0) {
-        const ordo_view *X = &args->out[0];
+        const ordo_view *B = &args->in[1], *X = &args->out[0];
         if (B->dtype != dt || X->dtype != dt)
             return ordo_fail(rc, "%s: dtype mismatch: A is %s, B %s, X %s", name, ordo_dtype_name(dt),
                              ordo_dtype_name(B->dtype), ordo_dtype_name(X->dtype));
@@ -138,10 +139,23 @@ static int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
             if ((r = cpu_check_writable(rc, name, v))) return r;
         }
     }
-    if (batch == 0) return 0;
-    /* scratch: n*n for A's factors, n*k for B */
+    /* the scratch of one matrix: n*n for A's factors, n*k for B */
     if (n > 0 && (n > INT64_MAX / 8 / n || (k > 0 && n > (INT64_MAX / 8 - n * n) / k)))
         return ordo_fail(rc, "%s: matrices of %lld x %lld are too large", name, (long long)n, (long long)n);
+    p->mode = mode, p->nb = nb, p->name = name, p->n = n, p->k = k, p->batch = batch;
+    return 0;
+}
+
+static int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
+    cpu_linalg_plan p;
+    const int r = cpu_check_linalg_lu(rc, args, &p);
+    if (r) return r;
+    const int mode = p.mode, nb = p.nb;
+    const char *name = p.name;
+    const int64_t n = p.n, k = p.k, batch = p.batch;
+    const ordo_view *A = &args->in[0], *B = mode == 0 ? &args->in[1] : NULL;
+    const int dt = A->dtype;
+    if (batch == 0) return 0;
     double *a = malloc((size_t)(n * n + n * k + 1) * sizeof *a);
     if (!a) return ordo_fail(rc, "%s: out of memory for a %lld x %lld matrix", name, (long long)n, (long long)n);
     double *b = a + n * n;

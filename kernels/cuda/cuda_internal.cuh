@@ -143,7 +143,8 @@ enum {
     CU_ERR_INT_DIV_ZERO = 2,  /* integer division by zero */
     CU_ERR_VALUE_RANGE = 3,   /* a value does not fit the dtype */
     CU_ERR_UNSEEDED = 4,      /* a random kernel got a generator state never seeded */
-    CU_ERR_OUT_OF_BOUNDS = 5  /* check_range: a = element (from 1), b = the value's double bits */
+    CU_ERR_OUT_OF_BOUNDS = 5, /* check_range: a = element (from 1), b = the value's double bits */
+    CU_ERR_SINGULAR = 6       /* linalg: a zero pivot; b = matrices, a = the column (b 1) or the matrix (from 0) */
 };
 
 /* One per device, in mapped page-locked host memory: kernels write it
@@ -180,6 +181,12 @@ static inline void cu_error_format(const cu_error_slot *s, char *err, size_t err
         snprintf(err, errlen, "%s: value %g at element %lld is outside the bounds", name, v, s->a);
         break;
     }
+    case CU_ERR_SINGULAR: /* the CPU kernel's messages (kernels/cpu/linalg.c) */
+        if (s->b == 1) snprintf(err, errlen, "%s: the matrix is singular (a zero pivot in column %lld)", name, s->a + 1);
+        else
+            snprintf(err, errlen, "%s: matrix %lld of the batch (of %lld, counting from 1) is singular", name, s->a + 1,
+                     s->b);
+        break;
     default: snprintf(err, errlen, "%s failed (code %d)", name, s->code);
     }
 }

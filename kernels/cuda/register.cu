@@ -16,6 +16,7 @@ void cuda_register_reduce(void);
 void cuda_register_softmax(void);
 void cuda_register_lines(void);
 void cuda_register_matmul(void);
+void cuda_register_linalg(void);
 void cuda_register_random(void);
 void cuda_register_index(void);
 void cuda_register_conv(void);
@@ -30,6 +31,7 @@ void ordo_cuda_kernels_register(void) {
     cuda_register_softmax();
     cuda_register_lines();
     cuda_register_matmul();
+    cuda_register_linalg();
     cuda_register_random();
     cuda_register_index();
     cuda_register_conv();

@@ -1,11 +1,10 @@
 -- ordo.linalg: solve, inv, det and slogdet of square float32/float64
 -- matrices and batches of them (... x n x n), as torch.linalg.
 --
--- One CPU kernel (linalg_lu, kernels/cpu/linalg.c) factorises each matrix
--- by LU with partial pivoting and gives the solution of A X = B (inv
--- solves against I), the determinant, or its sign and log|det|.  There is
--- no GPU kernel: on a GPU the ops raise "...: kernel 'linalg_lu' is not
--- implemented for gpu".  The batch dims of A and B broadcast as Torch's.
+-- One kernel, linalg_lu (kernels/cpu/linalg.c, kernels/cuda/linalg.cu),
+-- factorises each matrix by LU with partial pivoting and gives the
+-- solution of A X = B (inv solves against I), the determinant, or its sign
+-- and log|det|.  The batch dims of A and B broadcast as Torch's.
 -- Gradients (Torch's formulas): solve, X = A^-1 B: gB = A^-T G,
 -- gA = -gB X^T (inv: -A^-T G A^-T); det: G det A^-T; slogdet:
 -- G_logabs A^-T (sign carries none).
