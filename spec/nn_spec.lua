@@ -1275,6 +1275,19 @@ describe("nn modules", function()
         close(nn.KLDivLoss({reduction = "batchmean"})(logq, tgt):item(), kl / 2, 1e-12)
         close(nn.KLDivLoss({reduction = "sum"})(logq, tgt):item(), kl, 1e-12)
         close(nn.KLDivLoss()(logq, tgt):item(), kl / 6, 1e-12)
+        -- log_target = true: the target as log-probabilities, Torch's exp(t) (t - input) (0 log 0 as exp(-inf) * -inf
+        -- aside: the targets here are all positive)
+        local tpos = ordo.tensor({{0.1, 0.5, 0.4}, {0.2, 0.2, 0.6}}, D)
+        local klp = 0
+        for r = 1, 2 do
+            for c = 1, 3 do klp = klp + tpos:totable()[r][c] * (math.log(tpos:totable()[r][c]) - lq[r][c]) end
+        end
+        close(nn.KLDivLoss({reduction = "batchmean", log_target = true})(logq, tpos:log()):item(), klp / 2, 1e-12)
+        close(F.kl_div(logq, tpos:log(), {reduction = "sum", log_target = true}):item(), klp, 1e-12)
+        close(F.kl_div(logq, tpos, {reduction = "sum", log_target = false}):item(), klp, 1e-12)
+        assert.is_true(ag.gradcheck(function(u, v) return F.kl_div(u, v, {reduction = "batchmean", log_target = true}) end,
+                                    {ordo.randn({2, 3}, D):requires_grad(), ordo.randn({2, 3}, D):requires_grad()}))
+        H.raises(function() return F.kl_div(logq, tgt, {log_target = 1}) end, "kl_div", "log_target must be a boolean")
         -- label smoothing: (1 - e) nll + e * mean(-log p) over classes
         local logits = ordo.tensor({{1, 2, 0.5}, {-1, 0, 3}}, D)
         local cls = ordo.tensor({2, 3}, "int64")

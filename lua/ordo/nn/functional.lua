@@ -1054,20 +1054,31 @@ end
 -- input (the same shape): target (log target - input), 0 where target is 0.
 -- opts.reduction may also be "batchmean" (the sum over the first dim's
 -- size: the true KL of each row, averaged; Torch's advice).
+-- opts.log_target = true takes the target as log-probabilities too, as
+-- Torch's: exp(target) (target - input).
 function M.kl_div(input, target, opts)
     local fname = "kl_div"
-    opts = util.check_opts(fname, opts, {reduction = true})
+    opts = util.check_opts(fname, opts, {reduction = true, log_target = true})
     check_same_shape(fname, input, target)
     local r = opts.reduction
     if r ~= nil and r ~= "batchmean" and not REDUCTIONS[r] then
         fail(fmt("%s: reduction must be 'mean', 'batchmean', 'sum' or 'none', got %s", fname, tostring(r)))
     end
-    -- 0 log 0 = 0, as Torch's: the log of 1 where the target is 0 (log 0
-    -- would be -inf there, and its gradient 1/0 times 0 NaN in the
-    -- target's gradient), and those places masked, gradients included
-    local zero = target:eq(0)
-    local loss = target * (tensor.where(zero, 1, target):log() - input)
-    loss = loss:masked_fill(zero, 0)
+    if opts.log_target ~= nil and type(opts.log_target) ~= "boolean" then
+        fail(fmt("%s: log_target must be a boolean, got %s", fname, typename(opts.log_target)))
+    end
+    local loss
+    if opts.log_target then
+        if not FLOAT_DT[target:dtype()] then target = target:to(FLOAT_DT[input:dtype()] and input:dtype() or "float32") end
+        loss = target:exp() * (target - input)
+    else
+        -- 0 log 0 = 0, as Torch's: the log of 1 where the target is 0 (log 0
+        -- would be -inf there, and its gradient 1/0 times 0 NaN in the
+        -- target's gradient), and those places masked, gradients included
+        local zero = target:eq(0)
+        loss = target * (tensor.where(zero, 1, target):log() - input)
+        loss = loss:masked_fill(zero, 0)
+    end
     if r == "batchmean" then
         return loss:sum() / (input:dim() > 0 and input:size(1) or 1)
     end

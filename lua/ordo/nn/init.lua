@@ -1279,7 +1279,7 @@ loss("SmoothL1Loss", F.smooth_l1_loss, {"beta"})
 loss("HuberLoss", F.huber_loss, {"delta"})
 loss("BCELoss", F.binary_cross_entropy, {"weight"})     -- probabilities, targets in [0, 1]
 loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits, {"weight", "pos_weight"}) -- logits, targets in [0, 1]
-loss("KLDivLoss", F.kl_div)                 -- log-probabilities, target probabilities
+loss("KLDivLoss", F.kl_div, {"log_target"}) -- log-probabilities, target probabilities (or log-probabilities)
 
 -- The losses of three operands: input1, input2 (or anchor, positive,
 -- negative; input, target, var) and their options.
