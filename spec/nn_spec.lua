@@ -657,6 +657,12 @@ describe("nn modules", function()
             local m = nn.BCELoss()(ordo.tensor({0.2, bad, 0.3}), y)
             H.raises(function() return m:item() end, "binary_cross_entropy", "outside [0, 1]")
         end
+        -- integer probabilities compute in float and are checked the same way (an int64 2 gave NaN)
+        local li = F.binary_cross_entropy(ordo.tensor({0, 2, 1}, "int64"), y)
+        H.raises(function() return li:item() end, "binary_cross_entropy", "value 2 at element 2 is outside [0, 1]")
+        local ok01 = F.binary_cross_entropy(ordo.tensor({0, 1, 1}, "int64"), ordo.tensor({1, 1, 0}, "int64"),
+                                            {reduction = "none"})
+        assert.same({100, 0, 100}, ok01:totable())
         -- the edges are in: 0 and 1 give the clamped finite loss
         close(F.binary_cross_entropy(ordo.tensor({0, 1}, D), ordo.tensor({0, 1}, D)):item(), 0)
         local p = ordo.tensor({0.2, 0.7}, D):requires_grad()

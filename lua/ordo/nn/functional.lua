@@ -1011,8 +1011,11 @@ function M.binary_cross_entropy(p, y, opts)
     -- the value from detached operands (nothing recorded), the node after;
     -- a probability outside [0, 1] (or NaN) fails the loss at run time, as
     -- Torch's refuses it (no host wait: the check runs as an op)
+    -- integer probabilities compute in float32 (or the target's float
+    -- dtype) and are range-checked as floats are (an int64 2 gave NaN)
+    if not FLOAT_DT[p:dtype()] then p = p:to(FLOAT_DT[y:dtype()] and y:dtype() or "float32") end
     local pd, yd = p._rg and p:detach() or p, y._rg and y:detach() or y
-    if FLOAT_DT[pd:dtype()] then pd = tensor.checked_in_range(fname, pd, 0, 1) end
+    pd = tensor.checked_in_range(fname, pd, 0, 1)
     local loss = -(yd * pd:log():clamp(-100) + (1 - yd) * (1 - pd):log():clamp(-100))
     if autograd.needs(p, y) then record_bce(p, y, loss) end
     if w ~= nil then loss = loss * w end
