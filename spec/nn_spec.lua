@@ -467,8 +467,43 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(x, y:narrow(3, 1, 1)) end, "cross_entropy", "target of shape 2x3x1",
                  "expected class indices of shape 2x3x2")
         H.raises(function() F.cross_entropy(ordo.randn({4}), ry:narrow(1, 1, 4)) end, "cross_entropy",
-                 "expected input of shape NxC or NxCxd1")
+                 "input of shape 4 (one sample's class scores) takes one class index, a 0-dim target", "got shape 4")
+        H.raises(function() F.cross_entropy(ordo.randn({}), ordo.tensor(1, "int64")) end, "cross_entropy",
+                 "expected input of shape C, NxC or NxCxd1", "got scalar")
         H.raises(function() F.nll_loss(x, y:to("float32")) end, "nll_loss", "class indices")
+    end)
+
+    it("CrossEntropyLoss and NLLLoss of one unbatched sample (C scores) against a 0-dim class index or C " ..
+       "probabilities, as Torch's", function()
+        local x = ordo.tensor({1, 2, 3}, D)
+        local lse = math.log(math.exp(1) + math.exp(2) + math.exp(3))
+        local y = ordo.tensor(3, "int64")
+        for _, red in ipairs({"mean", "sum", "none"}) do
+            local l = F.cross_entropy(x, y, {reduction = red})
+            assert.equals(0, l:dim())
+            close(l:item(), lse - 3, 1e-12)
+        end
+        -- weight: "mean" divides by the target's weight, "sum" does not
+        local w = ordo.tensor({1, 1, 4}, D)
+        close(F.cross_entropy(x, y, {weight = w}):item(), lse - 3, 1e-12)
+        close(nn.CrossEntropyLoss({weight = w, reduction = "sum"})(x, y):item(), 4 * (lse - 3), 1e-12)
+        -- label smoothing, against the batch of one
+        close(nn.CrossEntropyLoss({label_smoothing = 0.3})(ordo.tensor({1, 2, 5}, D), ordo.tensor(1, "int64")):item(),
+              F.cross_entropy(ordo.tensor({{1, 2, 5}}, D), ordo.tensor({1}, "int64"), {label_smoothing = 0.3}):item(),
+              1e-12)
+        -- all ignored: NaN for "mean", as Torch's
+        local ig = F.cross_entropy(x, y, {ignore_index = 3}):item()
+        assert.is_true(ig ~= ig)
+        close(F.cross_entropy(x, ordo.tensor({0.5, 0, 0.5}, D)):item(), lse - 2, 1e-12)
+        close(nn.NLLLoss()(x:log_softmax(1), ordo.tensor(2, "int64")):item(), lse - 2, 1e-12)
+        local xg = x:clone():requires_grad()
+        assert.is_true(ag.gradcheck(function(u) return F.cross_entropy(u, y, {label_smoothing = 0.2}) end, {xg}))
+        H.raises(function() F.cross_entropy(x, ordo.tensor({3}, "int64")) end, "cross_entropy", "0-dim target",
+                 "got shape 1")
+        H.raises(function() F.cross_entropy(x, ordo.tensor({0.5, 0.5}, D)) end, "cross_entropy",
+                 "target of shape 2 does not match input 3")
+        H.raises(function() F.nll_loss(x, ordo.tensor({1, 2, 3}, "int64")) end, "nll_loss", "0-dim target")
+        H.raises(function() F.cross_entropy(x, ordo.tensor(4, "int64")):item() end, "cross_entropy", "index 4 out of range")
     end)
 
     it("MarginRanking, CosineEmbedding and TripletMargin: at the hinge (0) the gradient passes, as Torch's clamp_min", function()

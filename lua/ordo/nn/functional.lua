@@ -430,7 +430,7 @@ end
 local function positions_as_rows(fname, input, target)
     local nd = input:dim()
     if nd == 2 then return input, target, nil end
-    if nd < 2 then fail(fmt("%s: expected input of shape NxC or NxCxd1..., got %s", fname, shape_str(input))) end
+    if nd < 2 then fail(fmt("%s: expected input of shape C, NxC or NxCxd1..., got %s", fname, shape_str(input))) end
     check_tensor(fname, "target", target)
     local is, ts = shape_of(input), shape_of(target)
     local want = {is[1]}
@@ -450,9 +450,38 @@ local function rows_back(loss, shape)
     return loss
 end
 
+local FLOAT_DT = {float32 = true, float64 = true}
+
+-- An unbatched input, the C scores of one sample, as Torch's: against one
+-- class index (a 0-dim target) or, for cross_entropy, C probabilities;
+-- computed as a batch of one, "none" giving a 0-dim loss.
+local function unbatched(fname, fn, input, target, opts)
+    check_tensor(fname, "target", target)
+    local soft = FLOAT_DT[target:dtype()] and fname == "cross_entropy"
+    local C = input:size(1)
+    if soft then
+        if target:dim() ~= 1 or target:size(1) ~= C then
+            fail(fmt("%s: target of shape %s does not match input %s (one sample's class probabilities)", fname,
+                     shape_str(target), shape_str(input)))
+        end
+        target = target:view(1, C)
+    else
+        if target:dim() ~= 0 then
+            fail(fmt("%s: an input of shape %s (one sample's class scores) takes one class index, a 0-dim target " ..
+                     "(ordo.tensor(k, \"int64\")), got shape %s%s", fname, shape_str(input), shape_str(target),
+                     fname == "cross_entropy" and " (or class probabilities of the input's shape, float)" or ""))
+        end
+        target = target:view(1)
+    end
+    local loss = fn(input:view(1, C), target, opts)
+    if loss:dim() > 0 then loss = loss:view({}) end
+    return loss
+end
+
 function M.nll_loss(logp, target, opts)
-    opts = loss_opts("nll_loss", opts, {ignore_index = true}, {weight = true})
     check_tensor("nll_loss", "input", logp)
+    if logp:dim() == 1 then return unbatched("nll_loss", M.nll_loss, logp, target, opts) end
+    opts = loss_opts("nll_loss", opts, {ignore_index = true}, {weight = true})
     if logp:dtype() ~= "float32" and logp:dtype() ~= "float64" then
         fail(fmt("nll_loss: input must be float32 or float64 log-probabilities, got %s", logp:dtype()))
     end
@@ -472,7 +501,6 @@ end
 -- distillation), Torch's: target of the input's shape, float; loss =
 -- -sum over classes of weight · target · log_softmax (the target smoothed
 -- to target (1 - e) + e / C first); "mean" over the rows (and positions).
-local FLOAT_DT = {float32 = true, float64 = true}
 local function soft_cross_entropy(logits, target, opts, e)
     local fname = "cross_entropy"
     if tensor.shape_str(shape_of(target)) ~= tensor.shape_str(shape_of(logits)) then
@@ -482,7 +510,7 @@ local function soft_cross_entropy(logits, target, opts, e)
     if opts.ignore_index ~= nil then
         fail(fname .. ": ignore_index needs class-index targets (int64), not probabilities")
     end
-    if logits:dim() < 2 then fail(fmt("%s: expected input of shape NxC or NxCxd1..., got %s", fname, shape_str(logits))) end
+    if logits:dim() < 2 then fail(fmt("%s: expected input of shape C, NxC or NxCxd1..., got %s", fname, shape_str(logits))) end
     local C = logits:size(2)
     local t = e > 0 and target * (1 - e) + e / C or target
     local prod = logits:log_softmax(2) * t
@@ -501,8 +529,9 @@ local function soft_cross_entropy(logits, target, opts, e)
 end
 
 function M.cross_entropy(logits, target, opts)
-    opts = loss_opts("cross_entropy", opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     check_tensor("cross_entropy", "input", logits)
+    if logits:dim() == 1 then return unbatched("cross_entropy", M.cross_entropy, logits, target, opts) end
+    opts = loss_opts("cross_entropy", opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     if is_tensor(target) and FLOAT_DT[target:dtype()] then
         local e = opts.label_smoothing or 0
         if not (e >= 0 and e < 1) then
