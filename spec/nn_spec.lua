@@ -565,6 +565,25 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u, v) return F.cosine_embedding_loss(u, v, yc, {margin = 0.1}) end, {g1, g2}))
         assert.is_true(ag.gradcheck(function(u, v) return F.triplet_margin_loss(u, v, r3) end, {g1, g2}))
         H.raises(function() nn.TripletMarginLoss({margn = 1}) end, "TripletMarginLoss", "unknown option 'margn'")
+        -- bad options and operands name the loss, not the op inside that met them ("add: expected a tensor or a
+        -- number, got string", "pairwise_distance: b must be a tensor"), and a flag must be a boolean (a swap of 1
+        -- was taken as true)
+        local a3, b3 = ordo.ones({2, 3}), ordo.ones({2, 4})
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {margin = "x"}) end, "triplet_margin_loss: option margin",
+                 "got string")
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {p = "x"}) end, "triplet_margin_loss: option p")
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {p = -1}) end, "triplet_margin_loss: p must be >= 0")
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {eps = "x"}) end, "triplet_margin_loss: option eps")
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {swap = 1}) end, "triplet_margin_loss: option swap",
+                 "boolean")
+        H.raises(function() nn.TripletMarginLoss()(a3, a3) end, "triplet_margin_loss: negative must be a tensor")
+        H.raises(function() F.triplet_margin_loss(a3, b3, a3) end, "triplet_margin_loss: shapes 2x3, 2x4 and 2x3")
+        H.raises(function() F.cosine_embedding_loss(a3, b3, ordo.ones({2})) end, "cosine_embedding_loss: shapes 2x3 and 2x4")
+        H.raises(function() F.cosine_embedding_loss(a3, nil, ordo.ones({2})) end, "cosine_embedding_loss: input2")
+        local v2 = ordo.ones({2})
+        H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = "x"}) end, "gaussian_nll_loss: option eps")
+        H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = -1}) end, "gaussian_nll_loss: eps must be > 0")
+        H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "gaussian_nll_loss: option full", "boolean")
     end)
 
     it("MSELoss; gradcheck", function()

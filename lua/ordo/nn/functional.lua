@@ -593,6 +593,33 @@ end
 
 -- ---------------------------------------------------------------- ranking and metric losses (Torch's formulas)
 
+-- The options of the losses below that take more than numbers: each named
+-- number and flag checked here, so a bad one names the loss, not the op
+-- inside it that met it ("add: expected a tensor or a number, got string"
+-- for a margin of "x"; a swap of 1 was taken as true).
+local function check_loss_values(fname, opts, numbers, flags)
+    for _, k in ipairs(numbers) do
+        local v = opts[k]
+        if v ~= nil and (type(v) ~= "number" or v ~= v) then
+            fail(fmt("%s: option %s must be a number, got %s", fname, k, type(v) == "number" and "nan" or typename(v)))
+        end
+    end
+    for _, k in ipairs(flags or {}) do
+        local v = opts[k]
+        if v ~= nil and type(v) ~= "boolean" then
+            fail(fmt("%s: option %s must be a boolean, got %s", fname, k, typename(v)))
+        end
+    end
+end
+
+-- The loss's operands' shapes broadcast together (checked here so the error
+-- names the loss, not cosine_similarity or pairwise_distance inside it).
+local function check_broadcast(fname, ...)
+    local shapes = {}
+    for i = 1, select("#", ...) do shapes[i] = shape_of((select(i, ...))) end
+    tensor.broadcast_shape(fname, shapes)
+end
+
 -- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0,
 -- -y (x1 - x2) + margin), y = 1 where x1 should rank higher, -1 lower.
 function M.margin_ranking_loss(x1, x2, y, opts)
@@ -614,8 +641,10 @@ end
 function M.cosine_embedding_loss(x1, x2, y, opts)
     opts = loss_opts("cosine_embedding_loss", opts, {margin = true})
     check_tensor("cosine_embedding_loss", "input1", x1)
+    check_tensor("cosine_embedding_loss", "input2", x2)
     check_tensor("cosine_embedding_loss", "target", y)
     check_devices("cosine_embedding_loss", x1, x2, y)
+    check_broadcast("cosine_embedding_loss", x1, x2)
     local cos = M.cosine_similarity(x1, x2, {dim = -1})
     check_target_broadcast("cosine_embedding_loss", cos, y) -- one target per row
     local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
@@ -630,8 +659,13 @@ end
 function M.triplet_margin_loss(a, pos, neg, opts)
     local fname = "triplet_margin_loss"
     opts = util.check_opts(fname, opts, {margin = true, p = true, eps = true, swap = true, reduction = true})
+    check_loss_values(fname, opts, {"margin", "p", "eps"}, {"swap"})
+    if opts.p ~= nil and not (opts.p >= 0) then fail(fmt("%s: p must be >= 0, got %s", fname, tostring(opts.p))) end
     check_tensor(fname, "anchor", a)
+    check_tensor(fname, "positive", pos)
+    check_tensor(fname, "negative", neg)
     check_devices(fname, a, pos, neg)
+    check_broadcast(fname, a, pos, neg)
     local d = {p = opts.p or 2, eps = opts.eps or 1e-6}
     local dap, dan = M.pairwise_distance(a, pos, d), M.pairwise_distance(a, neg, d)
     if opts.swap then dan = dan:minimum(M.pairwise_distance(pos, neg, d)) end
@@ -645,6 +679,8 @@ end
 function M.gaussian_nll_loss(input, target, var, opts)
     local fname = "gaussian_nll_loss"
     opts = util.check_opts(fname, opts, {full = true, eps = true, reduction = true})
+    check_loss_values(fname, opts, {"eps"}, {"full"})
+    if opts.eps ~= nil and not (opts.eps > 0) then fail(fmt("%s: eps must be > 0, got %s", fname, tostring(opts.eps))) end
     check_tensor(fname, "input", input)
     check_tensor(fname, "var", var)
     check_devices(fname, input, target, var)
