@@ -466,6 +466,13 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u) return F.cross_entropy(u, ys, {label_smoothing = 0.1}) end, {xs}))
         H.raises(function() F.cross_entropy(x, y:narrow(3, 1, 1)) end, "cross_entropy", "target of shape 2x3x1",
                  "expected class indices of shape 2x3x2")
+        -- scores with the classes last (a sequence model's N x T x C) against N x T: the error says where they go
+        local seq = ordo.randn({2, 5, 7}, D)
+        local st = ordo.ones({2, 5}, "int64")
+        H.raises(function() F.cross_entropy(seq, st) end, "expected class indices of shape 2x7", "the classes are dim 2",
+                 "input:permute(1, 3, 2) or input:reshape(-1, 7) against target:reshape(-1)")
+        close(F.cross_entropy(seq:permute(1, 3, 2), st):item(), F.cross_entropy(seq:reshape(-1, 7), st:reshape(-1)):item(),
+              1e-12)
         H.raises(function() F.cross_entropy(ordo.randn({4}), ry:narrow(1, 1, 4)) end, "cross_entropy",
                  "input of shape 4 (one sample's class scores) takes one class index, a 0-dim target", "got shape 4")
         H.raises(function() F.cross_entropy(ordo.randn({}), ordo.tensor(1, "int64")) end, "cross_entropy",

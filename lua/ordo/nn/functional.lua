@@ -436,8 +436,19 @@ local function positions_as_rows(fname, input, target)
     local want = {is[1]}
     for i = 3, nd do want[#want + 1] = is[i] end
     if tensor.shape_str(ts) ~= tensor.shape_str(want) then
-        fail(fmt("%s: target of shape %s does not match input %s (expected class indices of shape %s)", fname,
-                 shape_str(target), shape_str(input), tensor.shape_str(want)))
+        -- scores with the classes last (N x T x C, a sequence model's
+        -- output) against N x T: say where the classes go
+        local last = {unpack(is, 1, nd - 1)}
+        local hint = ""
+        if tensor.shape_str(ts) == tensor.shape_str(last) then
+            local perm = {1, nd}
+            for i = 2, nd - 1 do perm[#perm + 1] = i end
+            hint = fmt("; the classes are dim 2 (N x C x d1...): for scores with the classes last pass " ..
+                       "input:permute(%s) or input:reshape(-1, %d) against target:reshape(-1)", table.concat(perm, ", "),
+                       is[nd])
+        end
+        fail(fmt("%s: target of shape %s does not match input %s (expected class indices of shape %s)%s", fname,
+                 shape_str(target), shape_str(input), tensor.shape_str(want), hint))
     end
     local perm = {1}
     for i = 3, nd do perm[#perm + 1] = i end
