@@ -1308,6 +1308,9 @@ describe("nn modules", function()
         assert.is_nil(nn.NLLLoss().weight)
         H.raises(function() nn.CrossEntropyLoss({weight = 2}) end, "CrossEntropyLoss: option weight must be a tensor",
                  "number")
+        -- Torch's positional form, CrossEntropyLoss(weight), says where the weight goes
+        H.raises(function() nn.CrossEntropyLoss(w) end, "CrossEntropyLoss: options must be a table",
+                 "CrossEntropyLoss({weight = w})")
     end)
 
     it("BCELoss, SmoothL1Loss, HuberLoss, KLDivLoss and label smoothing against plain Lua; gradcheck", function()

@@ -1247,6 +1247,10 @@ local function loss(name, fn, extra)
     local allowed = {reduction = true}
     for _, k in ipairs(extra or {}) do allowed[k] = true end
     cls.init = function(self, opts)
+        if is_tensor(opts) and allowed.weight then -- Torch's positional CrossEntropyLoss(weight)
+            fail(fmt("%s: options must be a table, got %s (a class weight goes in the options: %s({weight = w}))", name,
+                     typename(opts), name))
+        end
         opts = opts_of(name, opts, allowed)
         check_reduction(name, opts.reduction)
         self.options = {}
