@@ -510,6 +510,9 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(x, ordo.tensor({0.5, 0.5}, D)) end, "cross_entropy",
                  "target of shape 2 does not match input 3")
         H.raises(function() F.nll_loss(x, ordo.tensor({1, 2, 3}, "int64")) end, "nll_loss", "0-dim target")
+        -- the input and the target swapped: said so
+        H.raises(function() nn.CrossEntropyLoss()(ordo.tensor({1, 2}, "int64"), ordo.randn({2, 3})) end,
+                 "cross_entropy: target of shape 2x3 for an input of shape 2", "the scores come first")
         H.raises(function() F.cross_entropy(x, ordo.tensor(4, "int64")):item() end, "cross_entropy", "index 4 out of range")
     end)
 

@@ -468,6 +468,10 @@ local FLOAT_DT = {float32 = true, float64 = true}
 -- computed as a batch of one, "none" giving a 0-dim loss.
 local function unbatched(fname, fn, input, target, opts)
     check_tensor(fname, "target", target)
+    if target:dim() > 1 then -- (a target of more dims than the input: the two swapped, most likely)
+        fail(fmt("%s: target of shape %s for an input of shape %s (one sample's class scores): the scores come " ..
+                 "first, the target second, %s(input, target)", fname, shape_str(target), shape_str(input), fname))
+    end
     local soft = FLOAT_DT[target:dtype()] and fname == "cross_entropy"
     local C = input:size(1)
     if soft then
