@@ -466,9 +466,54 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u) return F.cross_entropy(u, ys, {label_smoothing = 0.1}) end, {xs}))
         H.raises(function() F.cross_entropy(x, y:narrow(3, 1, 1)) end, "cross_entropy", "target of shape 2x3x1",
                  "expected class indices of shape 2x3x2")
+        -- scores with the classes last (a sequence model's N x T x C) against N x T: the error says where they go
+        local seq = ordo.randn({2, 5, 7}, D)
+        local st = ordo.ones({2, 5}, "int64")
+        H.raises(function() F.cross_entropy(seq, st) end, "expected class indices of shape 2x7", "the classes are dim 2",
+                 "input:permute(1, 3, 2) or input:reshape(-1, 7) against target:reshape(-1)")
+        close(F.cross_entropy(seq:permute(1, 3, 2), st):item(), F.cross_entropy(seq:reshape(-1, 7), st:reshape(-1)):item(),
+              1e-12)
         H.raises(function() F.cross_entropy(ordo.randn({4}), ry:narrow(1, 1, 4)) end, "cross_entropy",
-                 "expected input of shape NxC or NxCxd1")
+                 "input of shape 4 (one sample's class scores) takes one class index, a 0-dim target", "got shape 4")
+        H.raises(function() F.cross_entropy(ordo.randn({}), ordo.tensor(1, "int64")) end, "cross_entropy",
+                 "expected input of shape C, NxC or NxCxd1", "got scalar")
         H.raises(function() F.nll_loss(x, y:to("float32")) end, "nll_loss", "class indices")
+    end)
+
+    it("CrossEntropyLoss and NLLLoss of one unbatched sample (C scores) against a 0-dim class index or C " ..
+       "probabilities, as Torch's", function()
+        local x = ordo.tensor({1, 2, 3}, D)
+        local lse = math.log(math.exp(1) + math.exp(2) + math.exp(3))
+        local y = ordo.tensor(3, "int64")
+        for _, red in ipairs({"mean", "sum", "none"}) do
+            local l = F.cross_entropy(x, y, {reduction = red})
+            assert.equals(0, l:dim())
+            close(l:item(), lse - 3, 1e-12)
+        end
+        -- weight: "mean" divides by the target's weight, "sum" does not
+        local w = ordo.tensor({1, 1, 4}, D)
+        close(F.cross_entropy(x, y, {weight = w}):item(), lse - 3, 1e-12)
+        close(nn.CrossEntropyLoss({weight = w, reduction = "sum"})(x, y):item(), 4 * (lse - 3), 1e-12)
+        -- label smoothing, against the batch of one
+        close(nn.CrossEntropyLoss({label_smoothing = 0.3})(ordo.tensor({1, 2, 5}, D), ordo.tensor(1, "int64")):item(),
+              F.cross_entropy(ordo.tensor({{1, 2, 5}}, D), ordo.tensor({1}, "int64"), {label_smoothing = 0.3}):item(),
+              1e-12)
+        -- all ignored: NaN for "mean", as Torch's
+        local ig = F.cross_entropy(x, y, {ignore_index = 3}):item()
+        assert.is_true(ig ~= ig)
+        close(F.cross_entropy(x, ordo.tensor({0.5, 0, 0.5}, D)):item(), lse - 2, 1e-12)
+        close(nn.NLLLoss()(x:log_softmax(1), ordo.tensor(2, "int64")):item(), lse - 2, 1e-12)
+        local xg = x:clone():requires_grad()
+        assert.is_true(ag.gradcheck(function(u) return F.cross_entropy(u, y, {label_smoothing = 0.2}) end, {xg}))
+        H.raises(function() F.cross_entropy(x, ordo.tensor({3}, "int64")) end, "cross_entropy", "0-dim target",
+                 "got shape 1")
+        H.raises(function() F.cross_entropy(x, ordo.tensor({0.5, 0.5}, D)) end, "cross_entropy",
+                 "target of shape 2 does not match input 3")
+        H.raises(function() F.nll_loss(x, ordo.tensor({1, 2, 3}, "int64")) end, "nll_loss", "0-dim target")
+        -- the input and the target swapped: said so
+        H.raises(function() nn.CrossEntropyLoss()(ordo.tensor({1, 2}, "int64"), ordo.randn({2, 3})) end,
+                 "cross_entropy: target of shape 2x3 for an input of shape 2", "the scores come first")
+        H.raises(function() F.cross_entropy(x, ordo.tensor(4, "int64")):item() end, "cross_entropy", "index 4 out of range")
     end)
 
     it("MarginRanking, CosineEmbedding and TripletMargin: at the hinge (0) the gradient passes, as Torch's clamp_min", function()
@@ -530,6 +575,25 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u, v) return F.cosine_embedding_loss(u, v, yc, {margin = 0.1}) end, {g1, g2}))
         assert.is_true(ag.gradcheck(function(u, v) return F.triplet_margin_loss(u, v, r3) end, {g1, g2}))
         H.raises(function() nn.TripletMarginLoss({margn = 1}) end, "TripletMarginLoss", "unknown option 'margn'")
+        -- bad options and operands name the loss, not the op inside that met them ("add: expected a tensor or a
+        -- number, got string", "pairwise_distance: b must be a tensor"), and a flag must be a boolean (a swap of 1
+        -- was taken as true)
+        local a3, b3 = ordo.ones({2, 3}), ordo.ones({2, 4})
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {margin = "x"}) end, "triplet_margin_loss: option margin",
+                 "got string")
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {p = "x"}) end, "triplet_margin_loss: option p")
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {p = -1}) end, "triplet_margin_loss: p must be >= 0")
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {eps = "x"}) end, "triplet_margin_loss: option eps")
+        H.raises(function() F.triplet_margin_loss(a3, a3, a3, {swap = 1}) end, "triplet_margin_loss: option swap",
+                 "boolean")
+        H.raises(function() nn.TripletMarginLoss()(a3, a3) end, "triplet_margin_loss: negative must be a tensor")
+        H.raises(function() F.triplet_margin_loss(a3, b3, a3) end, "triplet_margin_loss: shapes 2x3, 2x4 and 2x3")
+        H.raises(function() F.cosine_embedding_loss(a3, b3, ordo.ones({2})) end, "cosine_embedding_loss: shapes 2x3 and 2x4")
+        H.raises(function() F.cosine_embedding_loss(a3, nil, ordo.ones({2})) end, "cosine_embedding_loss: input2")
+        local v2 = ordo.ones({2})
+        H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = "x"}) end, "gaussian_nll_loss: option eps")
+        H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = -1}) end, "gaussian_nll_loss: eps must be > 0")
+        H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "gaussian_nll_loss: option full", "boolean")
     end)
 
     it("MSELoss; gradcheck", function()
@@ -657,6 +721,12 @@ describe("nn modules", function()
             local m = nn.BCELoss()(ordo.tensor({0.2, bad, 0.3}), y)
             H.raises(function() return m:item() end, "binary_cross_entropy", "outside [0, 1]")
         end
+        -- integer probabilities compute in float and are checked the same way (an int64 2 gave NaN)
+        local li = F.binary_cross_entropy(ordo.tensor({0, 2, 1}, "int64"), y)
+        H.raises(function() return li:item() end, "binary_cross_entropy", "value 2 at element 2 is outside [0, 1]")
+        local ok01 = F.binary_cross_entropy(ordo.tensor({0, 1, 1}, "int64"), ordo.tensor({1, 1, 0}, "int64"),
+                                            {reduction = "none"})
+        assert.same({100, 0, 100}, ok01:totable())
         -- the edges are in: 0 and 1 give the clamped finite loss
         close(F.binary_cross_entropy(ordo.tensor({0, 1}, D), ordo.tensor({0, 1}, D)):item(), 0)
         local p = ordo.tensor({0.2, 0.7}, D):requires_grad()
@@ -1212,6 +1282,40 @@ describe("nn modules", function()
         H.raises(function() nn.BCELoss({pos_weight = pw}) end, "BCELoss", "unknown option 'pos_weight'")
     end)
 
+    it("a loss module's weight and pos_weight are its buffers, as Torch's: cast and moved with it, saved", function()
+        local x = ordo.tensor({{1, 2, 0.5}, {-1, 0.3, 3}}, D)
+        local y = ordo.tensor({1, 3}, "int64")
+        local w = ordo.tensor({0.3, 1, 2.5}, D)
+        local m = nn.CrossEntropyLoss({weight = w})
+        assert.equals(w, m.weight)
+        assert.same({"weight"}, {m:state_dict()[1].name})
+        local want = F.cross_entropy(x, y, {weight = w}):item()
+        -- m:float() casts the weight (it stayed float64, and every float32 call failed)
+        m:float()
+        assert.equals("float32", m.weight:dtype())
+        close(m(x:float(), y):item(), want, 1e-6)
+        m:double()
+        assert.equals("float64", m.weight:dtype())
+        close(m(x, y):item(), want, 1e-6)
+        -- the weight the module holds is the one used (replaced in place, as Torch's criterion.weight)
+        m.weight = ordo.ones({3}, D)
+        close(m(x, y):item(), F.cross_entropy(x, y):item(), 1e-12)
+        local b = nn.BCEWithLogitsLoss({pos_weight = ordo.tensor({2, 3, 4}, D), weight = ordo.tensor({1, 0.5, 2}, D)})
+        local t = ordo.tensor({{1, 0, 1}, {0, 1, 1}}, D)
+        local bw = F.binary_cross_entropy_with_logits(x, t, {pos_weight = b.pos_weight, weight = b.weight}):item()
+        b:float()
+        assert.equals("float32", b.pos_weight:dtype())
+        assert.equals("float32", b.weight:dtype())
+        close(b(x:float(), t:float()):item(), bw, 1e-6)
+        assert.equals(2, #b:state_dict())
+        assert.is_nil(nn.NLLLoss().weight)
+        H.raises(function() nn.CrossEntropyLoss({weight = 2}) end, "CrossEntropyLoss: option weight must be a tensor",
+                 "number")
+        -- Torch's positional form, CrossEntropyLoss(weight), says where the weight goes
+        H.raises(function() nn.CrossEntropyLoss(w) end, "CrossEntropyLoss: options must be a table",
+                 "CrossEntropyLoss({weight = w})")
+    end)
+
     it("BCELoss, SmoothL1Loss, HuberLoss, KLDivLoss and label smoothing against plain Lua; gradcheck", function()
         local p = ordo.tensor({0.2, 0.9, 0.5, 0, 1}, D)
         local y = ordo.tensor({0, 1, 0.3, 1, 1}, D)
@@ -1244,6 +1348,19 @@ describe("nn modules", function()
         close(nn.KLDivLoss({reduction = "batchmean"})(logq, tgt):item(), kl / 2, 1e-12)
         close(nn.KLDivLoss({reduction = "sum"})(logq, tgt):item(), kl, 1e-12)
         close(nn.KLDivLoss()(logq, tgt):item(), kl / 6, 1e-12)
+        -- log_target = true: the target as log-probabilities, Torch's exp(t) (t - input) (0 log 0 as exp(-inf) * -inf
+        -- aside: the targets here are all positive)
+        local tpos = ordo.tensor({{0.1, 0.5, 0.4}, {0.2, 0.2, 0.6}}, D)
+        local klp = 0
+        for r = 1, 2 do
+            for c = 1, 3 do klp = klp + tpos:totable()[r][c] * (math.log(tpos:totable()[r][c]) - lq[r][c]) end
+        end
+        close(nn.KLDivLoss({reduction = "batchmean", log_target = true})(logq, tpos:log()):item(), klp / 2, 1e-12)
+        close(F.kl_div(logq, tpos:log(), {reduction = "sum", log_target = true}):item(), klp, 1e-12)
+        close(F.kl_div(logq, tpos, {reduction = "sum", log_target = false}):item(), klp, 1e-12)
+        assert.is_true(ag.gradcheck(function(u, v) return F.kl_div(u, v, {reduction = "batchmean", log_target = true}) end,
+                                    {ordo.randn({2, 3}, D):requires_grad(), ordo.randn({2, 3}, D):requires_grad()}))
+        H.raises(function() return F.kl_div(logq, tgt, {log_target = 1}) end, "kl_div", "log_target must be a boolean")
         -- label smoothing: (1 - e) nll + e * mean(-log p) over classes
         local logits = ordo.tensor({{1, 2, 0.5}, {-1, 0, 3}}, D)
         local cls = ordo.tensor({2, 3}, "int64")

@@ -430,14 +430,25 @@ end
 local function positions_as_rows(fname, input, target)
     local nd = input:dim()
     if nd == 2 then return input, target, nil end
-    if nd < 2 then fail(fmt("%s: expected input of shape NxC or NxCxd1..., got %s", fname, shape_str(input))) end
+    if nd < 2 then fail(fmt("%s: expected input of shape C, NxC or NxCxd1..., got %s", fname, shape_str(input))) end
     check_tensor(fname, "target", target)
     local is, ts = shape_of(input), shape_of(target)
     local want = {is[1]}
     for i = 3, nd do want[#want + 1] = is[i] end
     if tensor.shape_str(ts) ~= tensor.shape_str(want) then
-        fail(fmt("%s: target of shape %s does not match input %s (expected class indices of shape %s)", fname,
-                 shape_str(target), shape_str(input), tensor.shape_str(want)))
+        -- scores with the classes last (N x T x C, a sequence model's
+        -- output) against N x T: say where the classes go
+        local last = {unpack(is, 1, nd - 1)}
+        local hint = ""
+        if tensor.shape_str(ts) == tensor.shape_str(last) then
+            local perm = {1, nd}
+            for i = 2, nd - 1 do perm[#perm + 1] = i end
+            hint = fmt("; the classes are dim 2 (N x C x d1...): for scores with the classes last pass " ..
+                       "input:permute(%s) or input:reshape(-1, %d) against target:reshape(-1)", table.concat(perm, ", "),
+                       is[nd])
+        end
+        fail(fmt("%s: target of shape %s does not match input %s (expected class indices of shape %s)%s", fname,
+                 shape_str(target), shape_str(input), tensor.shape_str(want), hint))
     end
     local perm = {1}
     for i = 3, nd do perm[#perm + 1] = i end
@@ -450,9 +461,42 @@ local function rows_back(loss, shape)
     return loss
 end
 
+local FLOAT_DT = {float32 = true, float64 = true}
+
+-- An unbatched input, the C scores of one sample, as Torch's: against one
+-- class index (a 0-dim target) or, for cross_entropy, C probabilities;
+-- computed as a batch of one, "none" giving a 0-dim loss.
+local function unbatched(fname, fn, input, target, opts)
+    check_tensor(fname, "target", target)
+    if target:dim() > 1 then -- (a target of more dims than the input: the two swapped, most likely)
+        fail(fmt("%s: target of shape %s for an input of shape %s (one sample's class scores): the scores come " ..
+                 "first, the target second, %s(input, target)", fname, shape_str(target), shape_str(input), fname))
+    end
+    local soft = FLOAT_DT[target:dtype()] and fname == "cross_entropy"
+    local C = input:size(1)
+    if soft then
+        if target:dim() ~= 1 or target:size(1) ~= C then
+            fail(fmt("%s: target of shape %s does not match input %s (one sample's class probabilities)", fname,
+                     shape_str(target), shape_str(input)))
+        end
+        target = target:view(1, C)
+    else
+        if target:dim() ~= 0 then
+            fail(fmt("%s: an input of shape %s (one sample's class scores) takes one class index, a 0-dim target " ..
+                     "(ordo.tensor(k, \"int64\")), got shape %s%s", fname, shape_str(input), shape_str(target),
+                     fname == "cross_entropy" and " (or class probabilities of the input's shape, float)" or ""))
+        end
+        target = target:view(1)
+    end
+    local loss = fn(input:view(1, C), target, opts)
+    if loss:dim() > 0 then loss = loss:view({}) end
+    return loss
+end
+
 function M.nll_loss(logp, target, opts)
-    opts = loss_opts("nll_loss", opts, {ignore_index = true}, {weight = true})
     check_tensor("nll_loss", "input", logp)
+    if logp:dim() == 1 then return unbatched("nll_loss", M.nll_loss, logp, target, opts) end
+    opts = loss_opts("nll_loss", opts, {ignore_index = true}, {weight = true})
     if logp:dtype() ~= "float32" and logp:dtype() ~= "float64" then
         fail(fmt("nll_loss: input must be float32 or float64 log-probabilities, got %s", logp:dtype()))
     end
@@ -472,7 +516,6 @@ end
 -- distillation), Torch's: target of the input's shape, float; loss =
 -- -sum over classes of weight · target · log_softmax (the target smoothed
 -- to target (1 - e) + e / C first); "mean" over the rows (and positions).
-local FLOAT_DT = {float32 = true, float64 = true}
 local function soft_cross_entropy(logits, target, opts, e)
     local fname = "cross_entropy"
     if tensor.shape_str(shape_of(target)) ~= tensor.shape_str(shape_of(logits)) then
@@ -482,7 +525,7 @@ local function soft_cross_entropy(logits, target, opts, e)
     if opts.ignore_index ~= nil then
         fail(fname .. ": ignore_index needs class-index targets (int64), not probabilities")
     end
-    if logits:dim() < 2 then fail(fmt("%s: expected input of shape NxC or NxCxd1..., got %s", fname, shape_str(logits))) end
+    if logits:dim() < 2 then fail(fmt("%s: expected input of shape C, NxC or NxCxd1..., got %s", fname, shape_str(logits))) end
     local C = logits:size(2)
     local t = e > 0 and target * (1 - e) + e / C or target
     local prod = logits:log_softmax(2) * t
@@ -501,8 +544,9 @@ local function soft_cross_entropy(logits, target, opts, e)
 end
 
 function M.cross_entropy(logits, target, opts)
-    opts = loss_opts("cross_entropy", opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     check_tensor("cross_entropy", "input", logits)
+    if logits:dim() == 1 then return unbatched("cross_entropy", M.cross_entropy, logits, target, opts) end
+    opts = loss_opts("cross_entropy", opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     if is_tensor(target) and FLOAT_DT[target:dtype()] then
         local e = opts.label_smoothing or 0
         if not (e >= 0 and e < 1) then
@@ -564,6 +608,33 @@ end
 
 -- ---------------------------------------------------------------- ranking and metric losses (Torch's formulas)
 
+-- The options of the losses below that take more than numbers: each named
+-- number and flag checked here, so a bad one names the loss, not the op
+-- inside it that met it ("add: expected a tensor or a number, got string"
+-- for a margin of "x"; a swap of 1 was taken as true).
+local function check_loss_values(fname, opts, numbers, flags)
+    for _, k in ipairs(numbers) do
+        local v = opts[k]
+        if v ~= nil and (type(v) ~= "number" or v ~= v) then
+            fail(fmt("%s: option %s must be a number, got %s", fname, k, type(v) == "number" and "nan" or typename(v)))
+        end
+    end
+    for _, k in ipairs(flags or {}) do
+        local v = opts[k]
+        if v ~= nil and type(v) ~= "boolean" then
+            fail(fmt("%s: option %s must be a boolean, got %s", fname, k, typename(v)))
+        end
+    end
+end
+
+-- The loss's operands' shapes broadcast together (checked here so the error
+-- names the loss, not cosine_similarity or pairwise_distance inside it).
+local function check_broadcast(fname, ...)
+    local shapes = {}
+    for i = 1, select("#", ...) do shapes[i] = shape_of((select(i, ...))) end
+    tensor.broadcast_shape(fname, shapes)
+end
+
 -- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0,
 -- -y (x1 - x2) + margin), y = 1 where x1 should rank higher, -1 lower.
 function M.margin_ranking_loss(x1, x2, y, opts)
@@ -585,8 +656,10 @@ end
 function M.cosine_embedding_loss(x1, x2, y, opts)
     opts = loss_opts("cosine_embedding_loss", opts, {margin = true})
     check_tensor("cosine_embedding_loss", "input1", x1)
+    check_tensor("cosine_embedding_loss", "input2", x2)
     check_tensor("cosine_embedding_loss", "target", y)
     check_devices("cosine_embedding_loss", x1, x2, y)
+    check_broadcast("cosine_embedding_loss", x1, x2)
     local cos = M.cosine_similarity(x1, x2, {dim = -1})
     check_target_broadcast("cosine_embedding_loss", cos, y) -- one target per row
     local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
@@ -601,8 +674,13 @@ end
 function M.triplet_margin_loss(a, pos, neg, opts)
     local fname = "triplet_margin_loss"
     opts = util.check_opts(fname, opts, {margin = true, p = true, eps = true, swap = true, reduction = true})
+    check_loss_values(fname, opts, {"margin", "p", "eps"}, {"swap"})
+    if opts.p ~= nil and not (opts.p >= 0) then fail(fmt("%s: p must be >= 0, got %s", fname, tostring(opts.p))) end
     check_tensor(fname, "anchor", a)
+    check_tensor(fname, "positive", pos)
+    check_tensor(fname, "negative", neg)
     check_devices(fname, a, pos, neg)
+    check_broadcast(fname, a, pos, neg)
     local d = {p = opts.p or 2, eps = opts.eps or 1e-6}
     local dap, dan = M.pairwise_distance(a, pos, d), M.pairwise_distance(a, neg, d)
     if opts.swap then dan = dan:minimum(M.pairwise_distance(pos, neg, d)) end
@@ -616,6 +694,8 @@ end
 function M.gaussian_nll_loss(input, target, var, opts)
     local fname = "gaussian_nll_loss"
     opts = util.check_opts(fname, opts, {full = true, eps = true, reduction = true})
+    check_loss_values(fname, opts, {"eps"}, {"full"})
+    if opts.eps ~= nil and not (opts.eps > 0) then fail(fmt("%s: eps must be > 0, got %s", fname, tostring(opts.eps))) end
     check_tensor(fname, "input", input)
     check_tensor(fname, "var", var)
     check_devices(fname, input, target, var)
@@ -1011,8 +1091,11 @@ function M.binary_cross_entropy(p, y, opts)
     -- the value from detached operands (nothing recorded), the node after;
     -- a probability outside [0, 1] (or NaN) fails the loss at run time, as
     -- Torch's refuses it (no host wait: the check runs as an op)
+    -- integer probabilities compute in float32 (or the target's float
+    -- dtype) and are range-checked as floats are (an int64 2 gave NaN)
+    if not FLOAT_DT[p:dtype()] then p = p:to(FLOAT_DT[y:dtype()] and y:dtype() or "float32") end
     local pd, yd = p._rg and p:detach() or p, y._rg and y:detach() or y
-    if FLOAT_DT[pd:dtype()] then pd = tensor.checked_in_range(fname, pd, 0, 1) end
+    pd = tensor.checked_in_range(fname, pd, 0, 1)
     local loss = -(yd * pd:log():clamp(-100) + (1 - yd) * (1 - pd):log():clamp(-100))
     if autograd.needs(p, y) then record_bce(p, y, loss) end
     if w ~= nil then loss = loss * w end
@@ -1054,20 +1137,31 @@ end
 -- input (the same shape): target (log target - input), 0 where target is 0.
 -- opts.reduction may also be "batchmean" (the sum over the first dim's
 -- size: the true KL of each row, averaged; Torch's advice).
+-- opts.log_target = true takes the target as log-probabilities too, as
+-- Torch's: exp(target) (target - input).
 function M.kl_div(input, target, opts)
     local fname = "kl_div"
-    opts = util.check_opts(fname, opts, {reduction = true})
+    opts = util.check_opts(fname, opts, {reduction = true, log_target = true})
     check_same_shape(fname, input, target)
     local r = opts.reduction
     if r ~= nil and r ~= "batchmean" and not REDUCTIONS[r] then
         fail(fmt("%s: reduction must be 'mean', 'batchmean', 'sum' or 'none', got %s", fname, tostring(r)))
     end
-    -- 0 log 0 = 0, as Torch's: the log of 1 where the target is 0 (log 0
-    -- would be -inf there, and its gradient 1/0 times 0 NaN in the
-    -- target's gradient), and those places masked, gradients included
-    local zero = target:eq(0)
-    local loss = target * (tensor.where(zero, 1, target):log() - input)
-    loss = loss:masked_fill(zero, 0)
+    if opts.log_target ~= nil and type(opts.log_target) ~= "boolean" then
+        fail(fmt("%s: log_target must be a boolean, got %s", fname, typename(opts.log_target)))
+    end
+    local loss
+    if opts.log_target then
+        if not FLOAT_DT[target:dtype()] then target = target:to(FLOAT_DT[input:dtype()] and input:dtype() or "float32") end
+        loss = target:exp() * (target - input)
+    else
+        -- 0 log 0 = 0, as Torch's: the log of 1 where the target is 0 (log 0
+        -- would be -inf there, and its gradient 1/0 times 0 NaN in the
+        -- target's gradient), and those places masked, gradients included
+        local zero = target:eq(0)
+        loss = target * (tensor.where(zero, 1, target):log() - input)
+        loss = loss:masked_fill(zero, 0)
+    end
     if r == "batchmean" then
         return loss:sum() / (input:dim() > 0 and input:size(1) or 1)
     end

@@ -1236,19 +1236,42 @@ local function check_reduction(name, r)
              name == "KLDivLoss" and " (or 'batchmean')" or "", type(r) == "string" and r or typename(r)))
 end
 
+-- The tensor options (weight, pos_weight) are the module's buffers, as
+-- Torch's: m.weight, moved and cast with the module (m:to(gpu), m:float();
+-- held only in the options, a criterion moved to the GPU kept its weight on
+-- the CPU and every call failed "expected all tensors on one device"), and
+-- saved in its state_dict.
+local LOSS_TENSOR_OPTS = {"weight", "pos_weight"}
 local function loss(name, fn, extra)
     local cls = Module:extend(name)
     local allowed = {reduction = true}
     for _, k in ipairs(extra or {}) do allowed[k] = true end
     cls.init = function(self, opts)
+        if is_tensor(opts) and allowed.weight then -- Torch's positional CrossEntropyLoss(weight)
+            fail(fmt("%s: options must be a table, got %s (a class weight goes in the options: %s({weight = w}))", name,
+                     typename(opts), name))
+        end
         opts = opts_of(name, opts, allowed)
         check_reduction(name, opts.reduction)
         self.options = {}
         for k, v in pairs(opts) do self.options[k] = v end
+        for _, k in ipairs(LOSS_TENSOR_OPTS) do
+            local v = opts[k]
+            if v ~= nil then
+                if not is_tensor(v) then fail(fmt("%s: option %s must be a tensor, got %s", name, k, typename(v))) end
+                self:register_buffer(k, v)
+            end
+        end
         self.reduction = opts.reduction or "mean"
         self.options.reduction = self.reduction
     end
-    cls.forward = function(self, input, target) return fn(input, target, self.options) end
+    cls.forward = function(self, input, target)
+        local o = self.options
+        for _, k in ipairs(LOSS_TENSOR_OPTS) do
+            if allowed[k] then o[k] = self[k] end
+        end
+        return fn(input, target, o)
+    end
     M[name] = cls
     return cls
 end
@@ -1260,7 +1283,7 @@ loss("SmoothL1Loss", F.smooth_l1_loss, {"beta"})
 loss("HuberLoss", F.huber_loss, {"delta"})
 loss("BCELoss", F.binary_cross_entropy, {"weight"})     -- probabilities, targets in [0, 1]
 loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits, {"weight", "pos_weight"}) -- logits, targets in [0, 1]
-loss("KLDivLoss", F.kl_div)                 -- log-probabilities, target probabilities
+loss("KLDivLoss", F.kl_div, {"log_target"}) -- log-probabilities, target probabilities (or log-probabilities)
 
 -- The losses of three operands: input1, input2 (or anchor, positive,
 -- negative; input, target, var) and their options.
