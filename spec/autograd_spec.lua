@@ -513,6 +513,37 @@ describe("autograd rules", function()
         assert.matches("a hook of a tensor of shape 3 returned a gradient of shape 5", err)
     end)
 
+    it("a hook handle takes off its own registration only, once; a hook removed while hooks run skips none",
+       function()
+        local x = ordo.tensor({1, 2, 3}, D):requires_grad()
+        local double = function(g) return g * 2 end
+        local h1 = x:register_hook(double)
+        x:register_hook(double) -- the same function, registered twice
+        h1:remove()
+        h1:remove() -- a second remove is a no-op (it took off the other registration)
+        ;(x * 1):sum():backward()
+        assert.same({2, 2, 2}, x.grad:totable())
+        -- order kept: the handle takes off its own entry, not the last equal one
+        local y = ordo.tensor({1}, D):requires_grad()
+        local add1 = function(g) return g + 1 end
+        local ha = y:register_hook(add1)
+        y:register_hook(double)
+        y:register_hook(add1)
+        ha:remove() -- left: double, then add1: (1 * 2) + 1
+        ;(y * 1):sum():backward()
+        assert.same({3}, y.grad:totable())
+        -- a hook that removes itself as it runs: the next one still runs
+        local z = ordo.tensor({1}, D):requires_grad()
+        local hz
+        hz = z:register_hook(function() hz:remove() end)
+        local ran = 0
+        z:register_hook(function() ran = ran + 1 end)
+        ;(z * 1):sum():backward()
+        assert.equals(1, ran)
+        ;(z * 1):sum():backward()
+        assert.equals(2, ran)
+    end)
+
     it("backward frees the graph's tensors while its output lives on", function()
         local function live()
             collectgarbage()

@@ -236,12 +236,15 @@ end
 -- for a leaf, to the op that made t otherwise); a tensor returned replaces
 -- the gradient (same shape), nil keeps it.  Returns a handle:
 -- handle:remove() takes the hook off.  As Torch's Tensor.register_hook.
+-- Each registration is an entry of its own ({fn}), so that a handle takes
+-- off its own one only: the same function registered twice, one handle
+-- removed twice, took off the other registration too.
 local Handle = {}
 Handle.__index = Handle
 function Handle:remove()
     local hooks = self._hooks
     for i = #hooks, 1, -1 do
-        if hooks[i] == self._fn then
+        if hooks[i] == self._entry then
             table.remove(hooks, i)
             break
         end
@@ -259,8 +262,9 @@ function Tensor:register_hook(fn)
         hooks = {}
         self._hooks = hooks
     end
-    hooks[#hooks + 1] = fn
-    return setmetatable({_hooks = hooks, _fn = fn}, Handle)
+    local entry = {fn}
+    hooks[#hooks + 1] = entry
+    return setmetatable({_hooks = hooks, _entry = entry}, Handle)
 end
 
 -- g passed through t's hooks, in the order they were registered.  Each
@@ -268,10 +272,12 @@ end
 -- list for logging) or return one the caller holds, so a leaf's .grad is
 -- then a copy, never that tensor (accumulation would change it in place).
 local function run_hooks(t, g, taken)
-    local hooks = t._hooks
+    -- the hooks registered when the gradient arrived: a hook that removes
+    -- itself (or adds one) while they run neither skips nor adds one
+    local hooks = {unpack(t._hooks)}
     for i = 1, #hooks do
         taken[g] = true
-        local r = hooks[i](g)
+        local r = hooks[i][1](g)
         if r ~= nil then
             if not is_tensor(r) then
                 fail(fmt("backward: a hook of a tensor of shape %s returned %s (expected a tensor or nothing)",
