@@ -544,6 +544,48 @@ describe("autograd rules", function()
         assert.equals(2, ran)
     end)
 
+    it("a .grad set by hand must match its tensor's shape, dtype and device: refused before anything changes",
+       function()
+        local function try(grad)
+            local x = ordo.tensor({1, 2, 3}, D):requires_grad()
+            local w = ordo.tensor({1, 1, 1}, D):requires_grad()
+            x.grad = type(grad) == "function" and grad(x) or grad
+            local before = ordo.is_tensor(x.grad) and x.grad:clone() or nil
+            local loss = (w * 2 + x * 3):sum()
+            local ok, err = pcall(function() loss:backward() end)
+            assert.is_false(ok)
+            assert.matches("backward: the .grad of a float64 tensor of shape 3", err, 1, true)
+            assert.is_nil(w.grad) -- nothing accumulated: w comes before x in the walk
+            assert.same({1, 2, 3}, x:totable())
+            if before then assert.same(before:totable(), x.grad:totable()) end
+            x.grad = nil -- fixed: the graph was not freed
+            loss:backward()
+            assert.same({3, 3, 3}, x.grad:totable())
+            assert.same({2, 2, 2}, w.grad:totable())
+            return err
+        end
+        assert.matches("is a tensor of shape 3x3", try(ordo.zeros({3, 3}, D))) -- was broadcast into all of it
+        assert.matches("is a tensor of shape 1", try(ordo.zeros({1}, D)))
+        assert.matches("is a tensor of dtype float32", try(ordo.zeros({3}, {dtype = "float32"}))) -- stayed float32
+        assert.matches("is a tensor of dtype int64", try(ordo.zeros({3}, {dtype = "int64"})))
+        assert.matches("is number", try(0))
+        assert.matches("is the tensor itself", try(function(x) return x end)) -- backward wrote into x
+        assert.matches("is the tensor itself", try(function(x) return x:detach() end))
+        assert.matches("an expanded view", try(ordo.zeros({1}, D):expand(3)))
+        -- one of the right kind is added into, transposed or not
+        local x = ordo.tensor({{1, 2}, {3, 4}}, D):requires_grad()
+        x.grad = ordo.tensor({{10, 20}, {30, 40}}, D):t()
+        ;(x * 1):sum():backward()
+        assert.same({{11, 31}, {21, 41}}, x.grad:totable())
+        -- retain_grad's .grad is checked too
+        local y = x * 2
+        y:retain_grad()
+        y.grad = ordo.zeros({4}, D)
+        local ok, err = pcall(function() y:sum():backward() end)
+        assert.is_false(ok)
+        assert.matches("the .grad of a float64 tensor of shape 2x2 on cpu%(0%) is a tensor of shape 4", err)
+    end)
+
     it("backward frees the graph's tensors while its output lives on", function()
         local function live()
             collectgarbage()

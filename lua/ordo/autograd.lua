@@ -434,6 +434,41 @@ local function check_node(node)
     end
 end
 
+-- Raises unless t.grad (set by hand: backward accumulates into it in
+-- place) is a tensor of t's shape, dtype and device, as Torch refuses to
+-- take one: a larger one took the gradient broadcast into all of it, a
+-- float32 one for a float64 t stayed float32, a number failed half-way.
+local function check_dot_grad(t)
+    local g = t.grad
+    local what
+    if not is_tensor(g) then
+        what = typename(g)
+    else
+        local a, b = shape_of(t), shape_of(g)
+        local same = #a == #b
+        if same then for i = 1, #a do if a[i] ~= b[i] then same = false break end end end
+        if not same then
+            what = "a tensor of shape " .. shape_str(g)
+        elseif g._c.dtype ~= t._c.dtype then
+            what = "a tensor of dtype " .. g:dtype()
+        elseif not util.same_device_ctx(g._c.ctx, t._c.ctx) then
+            what = "a tensor on " .. tostring(g:device())
+        elseif g == t or g._c.storage == t._c.storage then
+            what = "the tensor itself (or a view of it)"
+        else
+            local st = g:stride()
+            for i = 1, #a do
+                if st[i] == 0 and a[i] > 1 then what = "an expanded view (a stride of 0), which cannot be added into" end
+            end
+        end
+    end
+    if what then
+        fail(fmt("backward: the .grad of a %s tensor of shape %s on %s is %s; it must be nil or a tensor of the " ..
+                 "same shape, dtype and device (backward adds into it)", t:dtype(), shape_str(t),
+                 tostring(t:device()), what))
+    end
+end
+
 -- capture: nil for backward() (gradients accumulate into the leaves'
 -- .grad and retained non-leaves'), or the set of tensors autograd.grad
 -- asked for: their gradients are collected into the returned table and no
@@ -475,6 +510,7 @@ local function run_backward(root, grad, retain, capture)
         local t = order[k]
         local node = t._node
         if node and not (capture and not through[t]) then check_node(node) end
+        if not capture and (node == nil or t._retain) and t.grad ~= nil then check_dot_grad(t) end
     end
     local grads = {[root] = grad}
     local taken = {[grad] = true}
