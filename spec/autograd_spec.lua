@@ -764,6 +764,21 @@ describe("autograd rules", function()
         assert.has_error(function() ordo.no_grad(function() error("boom") end) end)
         assert.is_true(ag.is_enabled())
         assert.is_true((w * 2):needs_grad())
+        -- every result, trailing nils too, as a plain call's
+        assert.equal(2, select("#", ordo.no_grad(function() return 1, nil end)))
+        assert.equal(4, select("#", ordo.enable_grad(function() return nil, nil, 3, nil end)))
+        assert.equal(0, select("#", ordo.no_grad(function() end)))
+        -- an error object that is not a string comes through as it is
+        local ok, e = pcall(ordo.no_grad, function() error({code = 5}) end)
+        assert.is_false(ok)
+        assert.equal(5, e.code)
+        -- nested: an error inside enable_grad restores no_grad's mode, then the outer one
+        ordo.no_grad(function()
+            assert.is_false(pcall(ordo.enable_grad, function() error("x") end))
+            assert.is_false(ag.is_enabled())
+            assert.is_false((w * 2):needs_grad())
+        end)
+        assert.is_true(ag.is_enabled())
     end)
 
     it("detach, is_leaf, grad_fn, retain_grad", function()

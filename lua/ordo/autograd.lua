@@ -57,14 +57,19 @@ function M.set_enabled(on)
     return old
 end
 
+-- fn's results passed on as they are, trailing nils included (a table
+-- of them lost those: no_grad(f) gave 1 value where f returned 1, nil)
+local function restore(old, ok, ...)
+    enabled = old
+    if not ok then error((...), 0) end
+    return ...
+end
+
 local function with_mode(on, fname, fn, ...)
     if type(fn) ~= "function" then fail(fmt("%s: expected a function, got %s", fname, typename(fn))) end
     local old = enabled
     enabled = on
-    local r = {pcall(fn, ...)}
-    enabled = old
-    if not r[1] then error(r[2], 0) end
-    return unpack(r, 2, table.maxn(r))
+    return restore(old, pcall(fn, ...))
 end
 
 -- ordo.no_grad(fn, ...): calls fn(...) with grad mode off (no nodes are
