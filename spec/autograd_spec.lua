@@ -794,6 +794,77 @@ describe("autograd rules", function()
         assert.same({2, 2}, w.grad:totable())
     end)
 
+    it("detach_ takes a tensor out of the graph in place (truncated backpropagation through time)", function()
+        local w = ordo.tensor({2}, D):requires_grad()
+        local h = ordo.tensor({1}, D)
+        local seen = 0
+        for _ = 1, 3 do -- each chunk's backward reaches w through this chunk's steps only
+            w.grad = nil
+            for _ = 1, 2 do h = h * w end
+            h:register_hook(function() seen = seen + 1 end)
+            h:sum():backward()
+            assert.same({h:item() / 2 * 2}, w.grad:totable()) -- d(c w^2)/dw = 2 c w: c = h / w^2
+            assert.equal(h, h:detach_())
+            assert.is_true(h:is_leaf())
+            assert.is_false(h:needs_grad())
+            assert.is_nil(h:grad_fn())
+        end
+        assert.equal(3, seen)
+        assert.same({64}, h:totable()) -- the values stay
+        -- a leaf that required a gradient no longer does (Torch's), grad mode on or off
+        local x = ordo.tensor({1, 2}, D):requires_grad()
+        x:detach_()
+        assert.is_false((x * 2):needs_grad())
+        local y = ordo.tensor({1, 2}, D):requires_grad() * 3
+        ordo.no_grad(function() y:detach_() end)
+        assert.is_false(y:needs_grad())
+        -- a graph recorded before, through it, raises at backward before changing anything
+        -- (Torch's goes on to a: here it gave a no gradient without a word)
+        local a = ordo.tensor({3}, D):requires_grad()
+        local b = a * a
+        local loss = (b * 2):sum() + (a * 5):sum()
+        b:detach_()
+        local ok, err = pcall(function() loss:backward() end)
+        assert.is_false(ok)
+        assert.matches("backward: a tensor (shape 1) that mul took was detached in place (detach_)", err, 1, true)
+        assert.is_nil(a.grad)
+        -- one recorded after, from it, does not (it is a constant there)
+        local c = ordo.tensor({4}, D):requires_grad()
+        local l2 = (b * c):sum()
+        l2:backward()
+        assert.same({9}, c.grad:totable())
+        -- a leaf detached so gets no gradient, as Torch's
+        local p = ordo.tensor({2}, D):requires_grad()
+        local q = ordo.tensor({3}, D):requires_grad()
+        local l3 = (p * q):sum()
+        p:detach_()
+        l3:backward()
+        assert.is_nil(p.grad)
+        assert.same({2}, q.grad:totable())
+    end)
+
+    it("set_grad_enabled and is_grad_enabled, as Torch's; set_grad_enabled takes booleans only", function()
+        assert.is_true(ordo.is_grad_enabled())
+        local w = ordo.ones({2}, D):requires_grad()
+        assert.is_true(ordo.set_grad_enabled(false)) -- returns the previous mode
+        local ok, err = pcall(function()
+            assert.is_false(ordo.is_grad_enabled())
+            assert.is_false((w * 2):needs_grad())
+        end)
+        assert.is_false(ordo.set_grad_enabled(true))
+        assert(ok, err)
+        assert.is_true((w * 2):needs_grad())
+        for _, bad in ipairs({{}, 0, "false"}) do
+            ok, err = pcall(ordo.set_grad_enabled, bad)
+            assert.is_false(ok)
+            assert.matches("set_grad_enabled: expected a boolean, got", err, 1, true)
+            assert.is_true(ordo.is_grad_enabled())
+        end
+        ok = pcall(ordo.set_grad_enabled) -- nil: was "off" for the rest of the program
+        assert.is_false(ok)
+        assert.is_true(ordo.is_grad_enabled())
+    end)
+
     it("requires_grad only on float tensors; backward needs a graph", function()
         local ok, err = pcall(function() ordo.ones({2}, {dtype = "int64"}):requires_grad() end)
         assert.is_false(ok)

@@ -50,10 +50,12 @@ local enabled = true
 
 function M.is_enabled() return enabled end
 
--- Sets grad mode; returns the previous one.
+-- Sets grad mode (a boolean: nil or a typo must not turn it off for the
+-- rest of the program); returns the previous one.  ordo.set_grad_enabled.
 function M.set_enabled(on)
+    if type(on) ~= "boolean" then fail("set_grad_enabled: expected a boolean, got " .. typename(on)) end
     local old = enabled
-    enabled = on and true or false
+    enabled = on
     return old
 end
 
@@ -80,6 +82,10 @@ function M.enable_grad(fn, ...) return with_mode(true, "enable_grad", fn, ...) e
 -- ---------------------------------------------------------------- recording
 
 local FLOAT = {[cdef.F32] = true, [cdef.F64] = true}
+
+-- The count of nodes recorded: a node's serial says whether it was made
+-- before a tensor it takes was detached in place (detach_).
+local serial = 0
 
 local function writes_of(t) return t._c.storage.writes end
 
@@ -133,7 +139,8 @@ function M.record(name, out, inputs, backward, saved)
     end
     if not any then return out end
     if not FLOAT[out._c.dtype] then return out end -- integer results carry no gradient
-    local node = {name = name, inputs = inputs, n = n, backward = backward}
+    serial = serial + 1
+    local node = {name = name, inputs = inputs, n = n, backward = backward, serial = serial}
     if saved then
         local v = {}
         for i = 1, #saved do
@@ -226,6 +233,23 @@ function Tensor:detach()
     local c = C.ordo_tensor_alias(self._c)
     if c == nil then util.fail_c() end
     return setmetatable({_c = ffi.gc(c, C.ordo_tensor_free)}, Tensor)
+end
+
+-- t:detach_(): t itself taken out of the graph, in place (Torch's): a
+-- leaf that requires no gradient from then on (its hooks dropped), while
+-- the graph that made it keeps its own tensors.  A truncated
+-- backpropagation through time detaches its hidden state so between chunks.
+--
+-- A node recorded before, that took t as an input, still needs the way
+-- through t's node (Torch's graph reaches it there): a backward that meets
+-- one raises, where it found no way on and gave the leaves behind t no
+-- gradient without a word.  (A leaf detached so gets none, as in Torch.)
+function Tensor:detach_()
+    check_self("detach_", self)
+    local node = self._node
+    if node and node.inputs then self._detached_at = serial end
+    self._node, self._rg, self._retain, self._hooks = nil, nil, nil, nil
+    return self
 end
 
 -- Keeps the gradient of a non-leaf tensor in t.grad at backward.
@@ -341,6 +365,11 @@ local function topo_order(root)
             while i <= node.n do
                 local x = node.inputs[i]
                 i = i + 1
+                if type(x) == "table" and not x._rg and x._detached_at and node.serial <= x._detached_at then
+                    fail(fmt("backward: a tensor (shape %s) that %s took was detached in place (detach_) " ..
+                             "after, cutting the graph through it; call detach_ after backward, or use " ..
+                             "detach() (a new tensor)", shape_str(x), node.name))
+                end
                 if type(x) == "table" and x._rg and not state[x] then
                     state[x] = 1
                     idx[top] = i

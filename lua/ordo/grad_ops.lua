@@ -694,7 +694,7 @@ function M.install(ag)
     -- (bernoulli_'s probabilities only pick where the ones fall)
     local ARGS_CARRY_NO_GRADIENT = {bernoulli_ = true}
     for name, f in pairs(raw) do
-        if type(f) == "function" and name:match("[^_]_$") and name ~= "requires_grad_" then
+        if type(f) == "function" and name:match("[^_]_$") and name ~= "requires_grad_" and name ~= "detach_" then
             local alt = instead(name)
             local check_args = not ARGS_CARRY_NO_GRADIENT[name]
             Tensor[name] = function(self, ...)
