@@ -227,6 +227,24 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(t) return 0 ^ t:abs() end, {a})
     end)
 
+    it("pow with an integer or float32 base tensor: the exponent's gradient in its own precision", function()
+        local base = ordo.tensor({1, 2, 3}, {dtype = "int64"})
+        local e = ordo.tensor({0.5, 1.5, -2}, D):requires_grad()
+        base:pow(e):sum():backward()
+        local want = {0, 2 ^ 1.5 * math.log(2), 3 ^ -2 * math.log(3)}
+        -- (the base's log was float32: off by 5e-9)
+        for i = 1, 3 do assert.is_true(math.abs(e.grad:totable()[i] - want[i]) < 1e-14, i) end
+        e.grad = nil
+        local b32 = ordo.tensor({1.1, 2.3, 3.7}, {dtype = "float32"})
+        b32:pow(e):sum():backward()
+        local bv = b32:totable() -- the float32 values, exactly
+        for i = 1, 3 do
+            local w = bv[i] ^ e:totable()[i] * math.log(bv[i])
+            assert.is_true(math.abs(e.grad:totable()[i] - w) < 1e-13, i)
+        end
+        check(function(t) return ordo.tensor({{1, 2}, {3, 4}}, {dtype = "int64"}):pow(t) end, {positive(2, 2)})
+    end)
+
     it("sum and mean over all, over a dim, keepdim", function()
         check(function(x) return x:sum() end, {a})
         check(function(x) return x:sum(2) end, {a})

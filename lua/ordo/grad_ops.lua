@@ -98,7 +98,9 @@ function M.install(ag)
             -- d(a^b)/db = a^b log a (a > 0); 0 where a == 0 and b >= 0, as
             -- Torch (0 * log 0 would be NaN), for a number base 0 too; where
             -- b < 0, inf * log 0 = -inf, as Torch's
-            local la = is_tensor(a) and a:log() or math.log(a)
+            -- the base's log in g's dtype: an integer base's a:log() is the
+            -- default float32 (a float64 exponent got float32 gradients)
+            local la = is_tensor(a) and (a:dtype() == g:dtype() and a or a:to(g:dtype())):log() or math.log(a)
             gb = g * y * la
             if is_tensor(a) then
                 gb = gb:masked_fill(a:eq(0):mul(b:ge(0)), 0)
