@@ -861,6 +861,26 @@ describe("autograd rules", function()
         assert.same({2}, q.grad:totable())
     end)
 
+    it("Torch's p.requires_grad = false raises (it set a field hiding the method: p still trained)", function()
+        local m = ordo.nn.Linear(3, 1)
+        for _, p in ipairs(m:parameters()) do
+            local ok, err = pcall(function() p.requires_grad = false end)
+            assert.is_false(ok)
+            assert.matches("t.requires_grad = false: requires_grad is a method here; call t:requires_grad(false)", err,
+                           1, true)
+            assert.equal("function", type(p.requires_grad)) -- the method still there
+        end
+        m(ordo.randn({2, 3})):sum():backward()
+        assert.is_not_nil(m.weight.grad)
+        local x = ordo.ones({2})
+        local ok, err = pcall(function() x.sum = 5 end)
+        assert.is_false(ok)
+        assert.matches("t.sum = x: sum is a tensor method, not a field to set", err, 1, true)
+        assert.equal(2, x:sum():item())
+        x.note = "mine" -- other fields as before
+        assert.equal("mine", x.note)
+    end)
+
     it("set_grad_enabled and is_grad_enabled, as Torch's; set_grad_enabled takes booleans only", function()
         assert.is_true(ordo.is_grad_enabled())
         local w = ordo.ones({2}, D):requires_grad()
