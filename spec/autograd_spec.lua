@@ -389,6 +389,29 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         assert.matches("(input 1 is float32: central differences need float64)", err, 1, true)
     end)
 
+    it("gradcheck touches no .grad: neither its inputs' nor a parameter's that fn closes over", function()
+        local w = ordo.tensor({1, 2, 3}, D):requires_grad()
+        w.grad = ordo.tensor({10, 10, 10}, D)
+        local x = ordo.tensor({1, 1, 1}, D):requires_grad()
+        x.grad = ordo.tensor({7, 7, 7}, D)
+        local u = ordo.tensor({2, 2, 2}, D):requires_grad() -- checked, and unused by fn
+        assert.is_true(ag.gradcheck(function(t) return t * w end, {x, u}))
+        assert.same({10, 10, 10}, w.grad:totable()) -- was 10 + the check's weights
+        assert.same({7, 7, 7}, x.grad:totable()) -- was wiped
+        assert.is_nil(u.grad)
+        local lin = ordo.nn.Linear(3, 2):to("float64")
+        assert.is_true(ag.gradcheck(function(t) return lin(t) end, {ordo.randn({4, 3}, D):requires_grad()}))
+        assert.is_nil(lin.weight.grad)
+        assert.is_nil(lin.bias.grad)
+        -- still catches a wrong gradient, and an input listed twice gets its check
+        local function bad_square(t)
+            local y = ordo.no_grad(function() return t * t end)
+            return ag.record("bad_square", y, {t, n = 1}, function(g) return g * t * 3 end)
+        end
+        assert.has_error(function() ag.gradcheck(bad_square, {x}) end)
+        assert.is_true(ag.gradcheck(function(p, q) return p * q end, {x, x}))
+    end)
+
     it("record with needs, as the README shows for new ops; needs refuses a fourth value instead of ignoring it", function()
         local function times5(x)
             local out = ordo.no_grad(function() return x * 5 end)

@@ -739,12 +739,20 @@ function M.gradcheck(fn, inputs, opts)
         if is_tensor(x) and x._rg then
             if x._node then fail(fmt("gradcheck: input %d is not a leaf", i)) end
             if C.ordo_tensor_is_contiguous(x._c) == 0 then fail(fmt("gradcheck: input %d is not contiguous", i)) end
-            x.grad = nil
             checked[#checked + 1] = i
         end
     end
     if #checked == 0 then fail("gradcheck: no input requires a gradient") end
-    if out._rg then M.enable_grad(function() (out * w):sum():backward() end) end
+    -- through autograd.grad: no .grad changes, neither the inputs' (a
+    -- backward wiped them) nor those of the leaves fn closes over (a
+    -- model's parameters got the check's gradient added to theirs)
+    local analytic_of = {}
+    if out._rg then
+        local xs = {}
+        for k, i in ipairs(checked) do xs[k] = inputs[i] end
+        local gs = M.enable_grad(function() return M.grad((out * w):sum(), xs) end)
+        for k, i in ipairs(checked) do analytic_of[i] = gs[k] end
+    end
     local function value()
         return M.no_grad(function() return (fn(unpack(inputs, 1, n)) * w):sum():item() end)
     end
@@ -761,7 +769,7 @@ function M.gradcheck(fn, inputs, opts)
         local x = inputs[i]
         local flat = x:view(-1)
         local orig = flat:totable()
-        local analytic = x.grad and x.grad:reshape(-1):totable() or {}
+        local analytic = analytic_of[i] and analytic_of[i]:reshape(-1):totable() or {}
         for j = 1, #orig do
             local cell = flat:narrow(1, j, 1)
             M.no_grad(function() cell:fill_(orig[j] + eps) end)
@@ -780,7 +788,6 @@ function M.gradcheck(fn, inputs, opts)
                          label, i, shape_str(x), j, ana, num, note))
             end
         end
-        x.grad = nil
     end
     return true
 end
