@@ -1037,6 +1037,10 @@ describe("autograd rules", function()
             {function() (w * 2):sum():backward({retain_graph = 1}) end, "backward: retain_graph must be a boolean"},
             {function() (w * 2):sum():backward(nil, {retain = true}) end, "backward: unknown option 'retain'"},
             {function() (w * 2):sum():backward({create_graph = true}) end, "backward: create_graph is not supported"},
+            -- a gradient written as a Lua list (read as options: "unknown option '1'")
+            {function() (w * 2):backward({1, 1}) end, "backward: grad must be a tensor, got a table of values"},
+            {function() ag.grad(w * 2, {w}, {1, 1}) end, "grad: grad must be a tensor, got a table of values"},
+            {function() (w * 2):backward({1, 1}, {retain_graph = true}) end, "backward: grad must be a tensor, got table"},
         }
         for i, c in ipairs(cases) do
             local ok, err = pcall(c[1])

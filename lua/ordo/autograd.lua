@@ -636,11 +636,24 @@ local function check_backward_opts(fname, opts)
     return r == true
 end
 
+-- backward(grad, opts) and backward(opts): a plain table in grad's place
+-- is the options, unless it holds values (a gradient written as a Lua
+-- list, which read as options was "unknown option '1'")
+local function grad_or_opts(fname, grad, opts)
+    if type(grad) == "table" and not is_tensor(grad) and opts == nil then
+        if grad[1] ~= nil then
+            fail(fmt("%s: grad must be a tensor, got a table of values (make it one: ordo.tensor({...}))", fname))
+        end
+        return nil, grad
+    end
+    return grad, opts
+end
+
 -- t:backward([grad] [, {retain_graph = bool}]): accumulates d t / d leaf
 -- into every leaf's .grad.  grad defaults to 1 for a one-element t.
 function Tensor:backward(grad, opts)
     check_self("backward", self)
-    if type(grad) == "table" and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
+    grad, opts = grad_or_opts("backward", grad, opts)
     local retain = check_backward_opts("backward", opts)
     grad = seed_of("backward", self, grad)
     M.no_grad(run_backward, self, grad, retain)
@@ -657,7 +670,7 @@ function M.grad(output, inputs, grad, opts)
     if type(inputs) ~= "table" or is_tensor(inputs) then
         fail("grad: inputs must be a list of tensors, got " .. typename(inputs))
     end
-    if type(grad) == "table" and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
+    grad, opts = grad_or_opts("grad", grad, opts)
     local n = #inputs
     for i = 1, n do
         local x = inputs[i]
