@@ -1021,6 +1021,10 @@ describe("autograd rules", function()
             {function() ag.grad(l, w) end, "grad: inputs must be a list of tensors"},
             {function() ag.grad(l, {w}, {retain = true}) end, "grad: unknown option 'retain'"},
             {function() ag.grad(ordo.ones({1}), {w}) end, "grad: the tensor does not require a gradient"},
+            -- Torch's list of outputs: no advice to call a method t:grad that does not exist
+            {function() ag.grad({l, l}, {w}) end,
+             "grad: the output must be a tensor, got table %(one output: for several, take the gradient of their sum"},
+            {function() ag.grad(nil, {w}) end, "grad: the output must be a tensor, got nil$"},
         }
         for i, c in ipairs(cases) do
             local ok, err = pcall(c[1])

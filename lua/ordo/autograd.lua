@@ -666,7 +666,12 @@ end
 -- leaves' included (Torch's autograd.grad); only the part of the graph
 -- between output and the inputs runs, and is freed unless retain_graph.
 function M.grad(output, inputs, grad, opts)
-    check_self("grad", output)
+    -- (check_self's advice, "call it as t:grad(...)", names no method)
+    if not is_tensor(output) then
+        fail(fmt("grad: the output must be a tensor, got %s%s", typename(output),
+                 type(output) == "table" and " (one output: for several, take the gradient of their sum, " ..
+                 "(y1 * g1):sum() + (y2 * g2):sum())" or ""))
+    end
     if type(inputs) ~= "table" or is_tensor(inputs) then
         fail("grad: inputs must be a list of tensors, got " .. typename(inputs))
     end
