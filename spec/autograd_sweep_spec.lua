@@ -831,6 +831,15 @@ describe("autograd sweep: Torch's gradients at kinks, ties and edges", function(
             ordo.tensor({-7.5}, D):remainder(d):sum():backward()
             return d.grad:totable()
         end)())
+        -- an inf gradient (sqrt at 0) reaches only where it goes: no NaN elsewhere
+        -- (they multiplied it by a 0/1 mask: masked_fill's value and max()/min()/median()'s others)
+        local v = ordo.tensor({0.5}, D):requires_grad()
+        ordo.zeros({2}, D):masked_fill(ordo.tensor({0, 1}, "uint8"), v):sqrt():sum():backward()
+        assert.same({0.5 / math.sqrt(0.5)}, v.grad:totable()) -- Torch's masked_select(g, mask):sum()
+        assert.same({inf, 0, 0}, grad_of(function(x) return x:max():sqrt() end, {0, -1, -2}))
+        assert.same({inf, 0, 0}, grad_of(function(x) return x:min():sqrt() end, {0, 1, 2}))
+        assert.same({0, inf, 0}, grad_of(function(x) return x:median():sqrt() end, {-1, 0, 1}))
+        assert.same({inf / 2, 0, inf / 2}, grad_of(function(x) return x:max():sqrt() end, {0, -1, 0}))
     end)
 end)
 

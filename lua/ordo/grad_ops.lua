@@ -155,8 +155,10 @@ function M.install(ag)
                     -- every element equal to the extremum shares the gradient;
                     -- a NaN extremum (NaN propagates) is shared by the NaN
                     -- elements, as Torch's (x == NaN matched none: 0 / 0)
-                    local m = x:eq(v):add(x:isnan():mul(v:isnan())):to(g:dtype())
-                    return m * (g / m:sum())
+                    -- selected, not multiplied by the mask: an inf g made NaN
+                    -- at every other element (Torch's CPU masked_fill: 0)
+                    local m = x:eq(v):add(x:isnan():mul(v:isnan()))
+                    return tensor.where(m, g / m:sum():to(g:dtype()), 0)
                 end
                 local gi, ii = g, idx
                 if not keepdim then gi, ii = g:unsqueeze(dim), idx:unsqueeze(dim) end
@@ -307,8 +309,10 @@ function M.install(ag)
         local gx, gv
         if is_tensor(x) and x._rg then gx = sum_to(g:masked_fill(mask, 0), shape_of(x)) end
         if is_tensor(value) and value._rg then
-            local set = tensor.zeros_like(g):masked_fill(mask, 1) -- the mask broadcast to g's shape
-            gv = (g * set):sum():reshape(shape_of(value))
+            -- g where the mask is set, selected (Torch's masked_select), not
+            -- multiplied by a 0/1 mask: an inf of g where it is clear (the
+            -- sqrt of a 0 kept from x) made the value's gradient NaN
+            gv = raw_where(mask, g, 0):sum():reshape(shape_of(value))
         end
         return gx, gv
     end
