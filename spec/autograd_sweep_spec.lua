@@ -840,6 +840,12 @@ describe("autograd sweep: Torch's gradients at kinks, ties and edges", function(
         assert.same({inf, 0, 0}, grad_of(function(x) return x:min():sqrt() end, {0, 1, 2}))
         assert.same({0, inf, 0}, grad_of(function(x) return x:median():sqrt() end, {-1, 0, 1}))
         assert.same({inf / 2, 0, inf / 2}, grad_of(function(x) return x:max():sqrt() end, {0, -1, 0}))
+        -- hardtanh / relu6 (Torch's where: 0 at and beyond the bounds; a NaN x passes g)
+        local r6 = grad_of(function(x) return F.relu6(x):sqrt() end, {-1, 0, 3, 6, 7, 0 / 0})
+        assert.same({0, 0, 0, 0}, {r6[1], r6[2], r6[4], r6[5]})
+        assert.is_true(math.abs(r6[3] - 0.5 / math.sqrt(3)) < 1e-15)
+        assert.is_true(r6[6] ~= r6[6])
+        assert.same({0, 0, 1, 0, 0}, grad_of(function(x) return F.hardtanh(x) end, {-2, -1, 0, 1, 2}))
     end)
 end)
 
