@@ -365,7 +365,7 @@ local function topo_order(root)
             while i <= node.n do
                 local x = node.inputs[i]
                 i = i + 1
-                if type(x) == "table" and not x._rg and x._detached_at and node.serial <= x._detached_at then
+                if type(x) == "table" and x._detached_at and node.serial <= x._detached_at then
                     fail(fmt("backward: a tensor (shape %s) that %s took was detached in place (detach_) " ..
                              "after, cutting the graph through it; call detach_ after backward, or use " ..
                              "detach() (a new tensor)", shape_str(x), node.name))
