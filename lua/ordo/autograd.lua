@@ -492,7 +492,9 @@ local function check_dot_grad(t)
         else
             local st = g:stride()
             for i = 1, #a do
-                if st[i] == 0 and a[i] > 1 then what = "an expanded view (a stride of 0), which cannot be added into" end
+                if st[i] == 0 and a[i] > 1 then
+                    what = "an expanded view (a stride of 0), which cannot be added into"
+                end
             end
         end
     end
