@@ -227,6 +227,24 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(t) return 0 ^ t:abs() end, {a})
     end)
 
+    it("pow with an integer or float32 base tensor: the exponent's gradient in its own precision", function()
+        local base = ordo.tensor({1, 2, 3}, {dtype = "int64"})
+        local e = ordo.tensor({0.5, 1.5, -2}, D):requires_grad()
+        base:pow(e):sum():backward()
+        local want = {0, 2 ^ 1.5 * math.log(2), 3 ^ -2 * math.log(3)}
+        -- (the base's log was float32: off by 5e-9)
+        for i = 1, 3 do assert.is_true(math.abs(e.grad:totable()[i] - want[i]) < 1e-14, i) end
+        e.grad = nil
+        local b32 = ordo.tensor({1.1, 2.3, 3.7}, {dtype = "float32"})
+        b32:pow(e):sum():backward()
+        local bv = b32:totable() -- the float32 values, exactly
+        for i = 1, 3 do
+            local w = bv[i] ^ e:totable()[i] * math.log(bv[i])
+            assert.is_true(math.abs(e.grad:totable()[i] - w) < 1e-13, i)
+        end
+        check(function(t) return ordo.tensor({{1, 2}, {3, 4}}, {dtype = "int64"}):pow(t) end, {positive(2, 2)})
+    end)
+
     it("sum and mean over all, over a dim, keepdim", function()
         check(function(x) return x:sum() end, {a})
         check(function(x) return x:sum(2) end, {a})
@@ -371,6 +389,29 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         assert.matches("(input 1 is float32: central differences need float64)", err, 1, true)
     end)
 
+    it("gradcheck touches no .grad: neither its inputs' nor a parameter's that fn closes over", function()
+        local w = ordo.tensor({1, 2, 3}, D):requires_grad()
+        w.grad = ordo.tensor({10, 10, 10}, D)
+        local x = ordo.tensor({1, 1, 1}, D):requires_grad()
+        x.grad = ordo.tensor({7, 7, 7}, D)
+        local u = ordo.tensor({2, 2, 2}, D):requires_grad() -- checked, and unused by fn
+        assert.is_true(ag.gradcheck(function(t) return t * w end, {x, u}))
+        assert.same({10, 10, 10}, w.grad:totable()) -- was 10 + the check's weights
+        assert.same({7, 7, 7}, x.grad:totable()) -- was wiped
+        assert.is_nil(u.grad)
+        local lin = ordo.nn.Linear(3, 2):to("float64")
+        assert.is_true(ag.gradcheck(function(t) return lin(t) end, {ordo.randn({4, 3}, D):requires_grad()}))
+        assert.is_nil(lin.weight.grad)
+        assert.is_nil(lin.bias.grad)
+        -- still catches a wrong gradient, and an input listed twice gets its check
+        local function bad_square(t)
+            local y = ordo.no_grad(function() return t * t end)
+            return ag.record("bad_square", y, {t, n = 1}, function(g) return g * t * 3 end)
+        end
+        assert.has_error(function() ag.gradcheck(bad_square, {x}) end)
+        assert.is_true(ag.gradcheck(function(p, q) return p * q end, {x, x}))
+    end)
+
     it("record with needs, as the README shows for new ops; needs refuses a fourth value instead of ignoring it", function()
         local function times5(x)
             local out = ordo.no_grad(function() return x * 5 end)
@@ -511,6 +552,79 @@ describe("autograd rules", function()
         ok, err = pcall(function() z:sum():backward() end)
         assert.is_false(ok)
         assert.matches("a hook of a tensor of shape 3 returned a gradient of shape 5", err)
+    end)
+
+    it("a hook handle takes off its own registration only, once; a hook removed while hooks run skips none",
+       function()
+        local x = ordo.tensor({1, 2, 3}, D):requires_grad()
+        local double = function(g) return g * 2 end
+        local h1 = x:register_hook(double)
+        x:register_hook(double) -- the same function, registered twice
+        h1:remove()
+        h1:remove() -- a second remove is a no-op (it took off the other registration)
+        ;(x * 1):sum():backward()
+        assert.same({2, 2, 2}, x.grad:totable())
+        -- order kept: the handle takes off its own entry, not the last equal one
+        local y = ordo.tensor({1}, D):requires_grad()
+        local add1 = function(g) return g + 1 end
+        local ha = y:register_hook(add1)
+        y:register_hook(double)
+        y:register_hook(add1)
+        ha:remove() -- left: double, then add1: (1 * 2) + 1
+        ;(y * 1):sum():backward()
+        assert.same({3}, y.grad:totable())
+        -- a hook that removes itself as it runs: the next one still runs
+        local z = ordo.tensor({1}, D):requires_grad()
+        local hz
+        hz = z:register_hook(function() hz:remove() end)
+        local ran = 0
+        z:register_hook(function() ran = ran + 1 end)
+        ;(z * 1):sum():backward()
+        assert.equals(1, ran)
+        ;(z * 1):sum():backward()
+        assert.equals(2, ran)
+    end)
+
+    it("a .grad set by hand must match its tensor's shape, dtype and device: refused before anything changes",
+       function()
+        local function try(grad)
+            local x = ordo.tensor({1, 2, 3}, D):requires_grad()
+            local w = ordo.tensor({1, 1, 1}, D):requires_grad()
+            x.grad = type(grad) == "function" and grad(x) or grad
+            local before = ordo.is_tensor(x.grad) and x.grad:clone() or nil
+            local loss = (w * 2 + x * 3):sum()
+            local ok, err = pcall(function() loss:backward() end)
+            assert.is_false(ok)
+            assert.matches("backward: the .grad of a float64 tensor of shape 3", err, 1, true)
+            assert.is_nil(w.grad) -- nothing accumulated: w comes before x in the walk
+            assert.same({1, 2, 3}, x:totable())
+            if before then assert.same(before:totable(), x.grad:totable()) end
+            x.grad = nil -- fixed: the graph was not freed
+            loss:backward()
+            assert.same({3, 3, 3}, x.grad:totable())
+            assert.same({2, 2, 2}, w.grad:totable())
+            return err
+        end
+        assert.matches("is a tensor of shape 3x3", try(ordo.zeros({3, 3}, D))) -- was broadcast into all of it
+        assert.matches("is a tensor of shape 1", try(ordo.zeros({1}, D)))
+        assert.matches("is a tensor of dtype float32", try(ordo.zeros({3}, {dtype = "float32"}))) -- stayed float32
+        assert.matches("is a tensor of dtype int64", try(ordo.zeros({3}, {dtype = "int64"})))
+        assert.matches("is number", try(0))
+        assert.matches("is the tensor itself", try(function(x) return x end)) -- backward wrote into x
+        assert.matches("is the tensor itself", try(function(x) return x:detach() end))
+        assert.matches("an expanded view", try(ordo.zeros({1}, D):expand(3)))
+        -- one of the right kind is added into, transposed or not
+        local x = ordo.tensor({{1, 2}, {3, 4}}, D):requires_grad()
+        x.grad = ordo.tensor({{10, 20}, {30, 40}}, D):t()
+        ;(x * 1):sum():backward()
+        assert.same({{11, 31}, {21, 41}}, x.grad:totable())
+        -- retain_grad's .grad is checked too
+        local y = x * 2
+        y:retain_grad()
+        y.grad = ordo.zeros({4}, D)
+        local ok, err = pcall(function() y:sum():backward() end)
+        assert.is_false(ok)
+        assert.matches("the .grad of a float64 tensor of shape 2x2 on cpu%(0%) is a tensor of shape 4", err)
     end)
 
     it("backward frees the graph's tensors while its output lives on", function()
@@ -691,6 +805,21 @@ describe("autograd rules", function()
         assert.has_error(function() ordo.no_grad(function() error("boom") end) end)
         assert.is_true(ag.is_enabled())
         assert.is_true((w * 2):needs_grad())
+        -- every result, trailing nils too, as a plain call's
+        assert.equal(2, select("#", ordo.no_grad(function() return 1, nil end)))
+        assert.equal(4, select("#", ordo.enable_grad(function() return nil, nil, 3, nil end)))
+        assert.equal(0, select("#", ordo.no_grad(function() end)))
+        -- an error object that is not a string comes through as it is
+        local ok, e = pcall(ordo.no_grad, function() error({code = 5}) end)
+        assert.is_false(ok)
+        assert.equal(5, e.code)
+        -- nested: an error inside enable_grad restores no_grad's mode, then the outer one
+        ordo.no_grad(function()
+            assert.is_false(pcall(ordo.enable_grad, function() error("x") end))
+            assert.is_false(ag.is_enabled())
+            assert.is_false((w * 2):needs_grad())
+        end)
+        assert.is_true(ag.is_enabled())
     end)
 
     it("detach, is_leaf, grad_fn, retain_grad", function()
@@ -704,6 +833,104 @@ describe("autograd rules", function()
         h:sum():backward()
         assert.same({1, 1}, h.grad:totable())
         assert.same({2, 2}, w.grad:totable())
+    end)
+
+    it("detach_ takes a tensor out of the graph in place (truncated backpropagation through time)", function()
+        local w = ordo.tensor({2}, D):requires_grad()
+        local h = ordo.tensor({1}, D)
+        local seen = 0
+        for _ = 1, 3 do -- each chunk's backward reaches w through this chunk's steps only
+            w.grad = nil
+            for _ = 1, 2 do h = h * w end
+            h:register_hook(function() seen = seen + 1 end)
+            h:sum():backward()
+            assert.same({h:item() / 2 * 2}, w.grad:totable()) -- d(c w^2)/dw = 2 c w: c = h / w^2
+            assert.equal(h, h:detach_())
+            assert.is_true(h:is_leaf())
+            assert.is_false(h:needs_grad())
+            assert.is_nil(h:grad_fn())
+        end
+        assert.equal(3, seen)
+        assert.same({64}, h:totable()) -- the values stay
+        -- a leaf that required a gradient no longer does (Torch's), grad mode on or off
+        local x = ordo.tensor({1, 2}, D):requires_grad()
+        x:detach_()
+        assert.is_false((x * 2):needs_grad())
+        local y = ordo.tensor({1, 2}, D):requires_grad() * 3
+        ordo.no_grad(function() y:detach_() end)
+        assert.is_false(y:needs_grad())
+        -- a graph recorded before, through it, raises at backward before changing anything
+        -- (Torch's goes on to a: here it gave a no gradient without a word)
+        local a = ordo.tensor({3}, D):requires_grad()
+        local b = a * a
+        local loss = (b * 2):sum() + (a * 5):sum()
+        b:detach_()
+        local ok, err = pcall(function() loss:backward() end)
+        assert.is_false(ok)
+        assert.matches("backward: a tensor (shape 1) that mul took was detached in place (detach_)", err, 1, true)
+        assert.is_nil(a.grad)
+        -- nor does it when t requires a gradient again (a new leaf: the old graph's gradient is not its own)
+        b:requires_grad()
+        ok, err = pcall(function() loss:backward() end)
+        assert.is_false(ok)
+        assert.matches("was detached in place (detach_)", err, 1, true)
+        assert.is_nil(b.grad)
+        b:requires_grad(false)
+        -- one recorded after, from it, does not (it is a constant there)
+        local c = ordo.tensor({4}, D):requires_grad()
+        local l2 = (b * c):sum()
+        l2:backward()
+        assert.same({9}, c.grad:totable())
+        -- a leaf detached so gets no gradient, as Torch's
+        local p = ordo.tensor({2}, D):requires_grad()
+        local q = ordo.tensor({3}, D):requires_grad()
+        local l3 = (p * q):sum()
+        p:detach_()
+        l3:backward()
+        assert.is_nil(p.grad)
+        assert.same({2}, q.grad:totable())
+    end)
+
+    it("Torch's p.requires_grad = false raises (it set a field hiding the method: p still trained)", function()
+        local m = ordo.nn.Linear(3, 1)
+        for _, p in ipairs(m:parameters()) do
+            local ok, err = pcall(function() p.requires_grad = false end)
+            assert.is_false(ok)
+            assert.matches("t.requires_grad = false: requires_grad is a method here; call t:requires_grad(false)", err,
+                           1, true)
+            assert.equal("function", type(p.requires_grad)) -- the method still there
+        end
+        m(ordo.randn({2, 3})):sum():backward()
+        assert.is_not_nil(m.weight.grad)
+        local x = ordo.ones({2})
+        local ok, err = pcall(function() x.sum = 5 end)
+        assert.is_false(ok)
+        assert.matches("t.sum = x: sum is a tensor method, not a field to set", err, 1, true)
+        assert.equal(2, x:sum():item())
+        x.note = "mine" -- other fields as before
+        assert.equal("mine", x.note)
+    end)
+
+    it("set_grad_enabled and is_grad_enabled, as Torch's; set_grad_enabled takes booleans only", function()
+        assert.is_true(ordo.is_grad_enabled())
+        local w = ordo.ones({2}, D):requires_grad()
+        assert.is_true(ordo.set_grad_enabled(false)) -- returns the previous mode
+        local ok, err = pcall(function()
+            assert.is_false(ordo.is_grad_enabled())
+            assert.is_false((w * 2):needs_grad())
+        end)
+        assert.is_false(ordo.set_grad_enabled(true))
+        assert(ok, err)
+        assert.is_true((w * 2):needs_grad())
+        for _, bad in ipairs({{}, 0, "false"}) do
+            ok, err = pcall(ordo.set_grad_enabled, bad)
+            assert.is_false(ok)
+            assert.matches("set_grad_enabled: expected a boolean, got", err, 1, true)
+            assert.is_true(ordo.is_grad_enabled())
+        end
+        ok = pcall(ordo.set_grad_enabled) -- nil: was "off" for the rest of the program
+        assert.is_false(ok)
+        assert.is_true(ordo.is_grad_enabled())
     end)
 
     it("requires_grad only on float tensors; backward needs a graph", function()
@@ -801,6 +1028,10 @@ describe("autograd rules", function()
             {function() ag.grad(l, w) end, "grad: inputs must be a list of tensors"},
             {function() ag.grad(l, {w}, {retain = true}) end, "grad: unknown option 'retain'"},
             {function() ag.grad(ordo.ones({1}), {w}) end, "grad: the tensor does not require a gradient"},
+            -- Torch's list of outputs: no advice to call a method t:grad that does not exist
+            {function() ag.grad({l, l}, {w}) end,
+             "grad: the output must be a tensor, got table %(one output: for several, take the gradient of their sum"},
+            {function() ag.grad(nil, {w}) end, "grad: the output must be a tensor, got nil$"},
         }
         for i, c in ipairs(cases) do
             local ok, err = pcall(c[1])
@@ -817,6 +1048,10 @@ describe("autograd rules", function()
             {function() (w * 2):sum():backward({retain_graph = 1}) end, "backward: retain_graph must be a boolean"},
             {function() (w * 2):sum():backward(nil, {retain = true}) end, "backward: unknown option 'retain'"},
             {function() (w * 2):sum():backward({create_graph = true}) end, "backward: create_graph is not supported"},
+            -- a gradient written as a Lua list (read as options: "unknown option '1'")
+            {function() (w * 2):backward({1, 1}) end, "backward: grad must be a tensor, got a table of values"},
+            {function() ag.grad(w * 2, {w}, {1, 1}) end, "grad: grad must be a tensor, got a table of values"},
+            {function() (w * 2):backward({1, 1}, {retain_graph = true}) end, "backward: grad must be a tensor, got table"},
         }
         for i, c in ipairs(cases) do
             local ok, err = pcall(c[1])

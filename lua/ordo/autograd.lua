@@ -50,21 +50,28 @@ local enabled = true
 
 function M.is_enabled() return enabled end
 
--- Sets grad mode; returns the previous one.
+-- Sets grad mode (a boolean: nil or a typo must not turn it off for the
+-- rest of the program); returns the previous one.  ordo.set_grad_enabled.
 function M.set_enabled(on)
+    if type(on) ~= "boolean" then fail("set_grad_enabled: expected a boolean, got " .. typename(on)) end
     local old = enabled
-    enabled = on and true or false
+    enabled = on
     return old
+end
+
+-- fn's results passed on as they are, trailing nils included (a table
+-- of them lost those: no_grad(f) gave 1 value where f returned 1, nil)
+local function restore(old, ok, ...)
+    enabled = old
+    if not ok then error((...), 0) end
+    return ...
 end
 
 local function with_mode(on, fname, fn, ...)
     if type(fn) ~= "function" then fail(fmt("%s: expected a function, got %s", fname, typename(fn))) end
     local old = enabled
     enabled = on
-    local r = {pcall(fn, ...)}
-    enabled = old
-    if not r[1] then error(r[2], 0) end
-    return unpack(r, 2, table.maxn(r))
+    return restore(old, pcall(fn, ...))
 end
 
 -- ordo.no_grad(fn, ...): calls fn(...) with grad mode off (no nodes are
@@ -75,6 +82,10 @@ function M.enable_grad(fn, ...) return with_mode(true, "enable_grad", fn, ...) e
 -- ---------------------------------------------------------------- recording
 
 local FLOAT = {[cdef.F32] = true, [cdef.F64] = true}
+
+-- The count of nodes recorded: a node's serial says whether it was made
+-- before a tensor it takes was detached in place (detach_).
+local serial = 0
 
 local function writes_of(t) return t._c.storage.writes end
 
@@ -128,7 +139,8 @@ function M.record(name, out, inputs, backward, saved)
     end
     if not any then return out end
     if not FLOAT[out._c.dtype] then return out end -- integer results carry no gradient
-    local node = {name = name, inputs = inputs, n = n, backward = backward}
+    serial = serial + 1
+    local node = {name = name, inputs = inputs, n = n, backward = backward, serial = serial}
     if saved then
         local v = {}
         for i = 1, #saved do
@@ -223,6 +235,23 @@ function Tensor:detach()
     return setmetatable({_c = ffi.gc(c, C.ordo_tensor_free)}, Tensor)
 end
 
+-- t:detach_(): t itself taken out of the graph, in place (Torch's): a
+-- leaf that requires no gradient from then on (its hooks dropped), while
+-- the graph that made it keeps its own tensors.  A truncated
+-- backpropagation through time detaches its hidden state so between chunks.
+--
+-- A node recorded before, that took t as an input, still needs the way
+-- through t's node (Torch's graph reaches it there): a backward that meets
+-- one raises, where it found no way on and gave the leaves behind t no
+-- gradient without a word.  (A leaf detached so gets none, as in Torch.)
+function Tensor:detach_()
+    check_self("detach_", self)
+    local node = self._node
+    if node and node.inputs then self._detached_at = serial end
+    self._node, self._rg, self._retain, self._hooks = nil, nil, nil, nil
+    return self
+end
+
 -- Keeps the gradient of a non-leaf tensor in t.grad at backward.
 function Tensor:retain_grad()
     check_self("retain_grad", self)
@@ -236,12 +265,15 @@ end
 -- for a leaf, to the op that made t otherwise); a tensor returned replaces
 -- the gradient (same shape), nil keeps it.  Returns a handle:
 -- handle:remove() takes the hook off.  As Torch's Tensor.register_hook.
+-- Each registration is an entry of its own ({fn}), so that a handle takes
+-- off its own one only: the same function registered twice, one handle
+-- removed twice, took off the other registration too.
 local Handle = {}
 Handle.__index = Handle
 function Handle:remove()
     local hooks = self._hooks
     for i = #hooks, 1, -1 do
-        if hooks[i] == self._fn then
+        if hooks[i] == self._entry then
             table.remove(hooks, i)
             break
         end
@@ -259,8 +291,9 @@ function Tensor:register_hook(fn)
         hooks = {}
         self._hooks = hooks
     end
-    hooks[#hooks + 1] = fn
-    return setmetatable({_hooks = hooks, _fn = fn}, Handle)
+    local entry = {fn}
+    hooks[#hooks + 1] = entry
+    return setmetatable({_hooks = hooks, _entry = entry}, Handle)
 end
 
 -- g passed through t's hooks, in the order they were registered.  Each
@@ -268,10 +301,12 @@ end
 -- list for logging) or return one the caller holds, so a leaf's .grad is
 -- then a copy, never that tensor (accumulation would change it in place).
 local function run_hooks(t, g, taken)
-    local hooks = t._hooks
+    -- the hooks registered when the gradient arrived: a hook that removes
+    -- itself (or adds one) while they run neither skips nor adds one
+    local hooks = {unpack(t._hooks)}
     for i = 1, #hooks do
         taken[g] = true
-        local r = hooks[i](g)
+        local r = hooks[i][1](g)
         if r ~= nil then
             if not is_tensor(r) then
                 fail(fmt("backward: a hook of a tensor of shape %s returned %s (expected a tensor or nothing)",
@@ -330,6 +365,11 @@ local function topo_order(root)
             while i <= node.n do
                 local x = node.inputs[i]
                 i = i + 1
+                if type(x) == "table" and x._detached_at and node.serial <= x._detached_at then
+                    fail(fmt("backward: a tensor (shape %s) that %s took was detached in place (detach_) " ..
+                             "after, cutting the graph through it; call detach_ after backward, or use " ..
+                             "detach() (a new tensor)", shape_str(x), node.name))
+                end
                 if type(x) == "table" and x._rg and not state[x] then
                     state[x] = 1
                     idx[top] = i
@@ -428,6 +468,43 @@ local function check_node(node)
     end
 end
 
+-- Raises unless t.grad (set by hand: backward accumulates into it in
+-- place) is a tensor of t's shape, dtype and device, as Torch refuses to
+-- take one: a larger one took the gradient broadcast into all of it, a
+-- float32 one for a float64 t stayed float32, a number failed half-way.
+local function check_dot_grad(t)
+    local g = t.grad
+    local what
+    if not is_tensor(g) then
+        what = typename(g)
+    else
+        local a, b = shape_of(t), shape_of(g)
+        local same = #a == #b
+        if same then for i = 1, #a do if a[i] ~= b[i] then same = false break end end end
+        if not same then
+            what = "a tensor of shape " .. shape_str(g)
+        elseif g._c.dtype ~= t._c.dtype then
+            what = "a tensor of dtype " .. g:dtype()
+        elseif not util.same_device_ctx(g._c.ctx, t._c.ctx) then
+            what = "a tensor on " .. tostring(g:device())
+        elseif g == t or g._c.storage == t._c.storage then
+            what = "the tensor itself (or a view of it)"
+        else
+            local st = g:stride()
+            for i = 1, #a do
+                if st[i] == 0 and a[i] > 1 then
+                    what = "an expanded view (a stride of 0), which cannot be added into"
+                end
+            end
+        end
+    end
+    if what then
+        fail(fmt("backward: the .grad of a %s tensor of shape %s on %s is %s; it must be nil or a tensor of the " ..
+                 "same shape, dtype and device (backward adds into it)", t:dtype(), shape_str(t),
+                 tostring(t:device()), what))
+    end
+end
+
 -- capture: nil for backward() (gradients accumulate into the leaves'
 -- .grad and retained non-leaves'), or the set of tensors autograd.grad
 -- asked for: their gradients are collected into the returned table and no
@@ -469,6 +546,7 @@ local function run_backward(root, grad, retain, capture)
         local t = order[k]
         local node = t._node
         if node and not (capture and not through[t]) then check_node(node) end
+        if not capture and (node == nil or t._retain) and t.grad ~= nil then check_dot_grad(t) end
     end
     local grads = {[root] = grad}
     local taken = {[grad] = true}
@@ -560,11 +638,24 @@ local function check_backward_opts(fname, opts)
     return r == true
 end
 
+-- backward(grad, opts) and backward(opts): a plain table in grad's place
+-- is the options, unless it holds values (a gradient written as a Lua
+-- list, which read as options was "unknown option '1'")
+local function grad_or_opts(fname, grad, opts)
+    if type(grad) == "table" and not is_tensor(grad) and opts == nil then
+        if grad[1] ~= nil then
+            fail(fmt("%s: grad must be a tensor, got a table of values (make it one: ordo.tensor({...}))", fname))
+        end
+        return nil, grad
+    end
+    return grad, opts
+end
+
 -- t:backward([grad] [, {retain_graph = bool}]): accumulates d t / d leaf
 -- into every leaf's .grad.  grad defaults to 1 for a one-element t.
 function Tensor:backward(grad, opts)
     check_self("backward", self)
-    if type(grad) == "table" and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
+    grad, opts = grad_or_opts("backward", grad, opts)
     local retain = check_backward_opts("backward", opts)
     grad = seed_of("backward", self, grad)
     M.no_grad(run_backward, self, grad, retain)
@@ -577,11 +668,16 @@ end
 -- leaves' included (Torch's autograd.grad); only the part of the graph
 -- between output and the inputs runs, and is freed unless retain_graph.
 function M.grad(output, inputs, grad, opts)
-    check_self("grad", output)
+    -- (check_self's advice, "call it as t:grad(...)", names no method)
+    if not is_tensor(output) then
+        fail(fmt("grad: the output must be a tensor, got %s%s", typename(output),
+                 type(output) == "table" and " (one output: for several, take the gradient of their sum, " ..
+                 "(y1 * g1):sum() + (y2 * g2):sum())" or ""))
+    end
     if type(inputs) ~= "table" or is_tensor(inputs) then
         fail("grad: inputs must be a list of tensors, got " .. typename(inputs))
     end
-    if type(grad) == "table" and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
+    grad, opts = grad_or_opts("grad", grad, opts)
     local n = #inputs
     for i = 1, n do
         local x = inputs[i]
@@ -663,12 +759,20 @@ function M.gradcheck(fn, inputs, opts)
         if is_tensor(x) and x._rg then
             if x._node then fail(fmt("gradcheck: input %d is not a leaf", i)) end
             if C.ordo_tensor_is_contiguous(x._c) == 0 then fail(fmt("gradcheck: input %d is not contiguous", i)) end
-            x.grad = nil
             checked[#checked + 1] = i
         end
     end
     if #checked == 0 then fail("gradcheck: no input requires a gradient") end
-    if out._rg then M.enable_grad(function() (out * w):sum():backward() end) end
+    -- through autograd.grad: no .grad changes, neither the inputs' (a
+    -- backward wiped them) nor those of the leaves fn closes over (a
+    -- model's parameters got the check's gradient added to theirs)
+    local analytic_of = {}
+    if out._rg then
+        local xs = {}
+        for k, i in ipairs(checked) do xs[k] = inputs[i] end
+        local gs = M.enable_grad(function() return M.grad((out * w):sum(), xs) end)
+        for k, i in ipairs(checked) do analytic_of[i] = gs[k] end
+    end
     local function value()
         return M.no_grad(function() return (fn(unpack(inputs, 1, n)) * w):sum():item() end)
     end
@@ -685,7 +789,7 @@ function M.gradcheck(fn, inputs, opts)
         local x = inputs[i]
         local flat = x:view(-1)
         local orig = flat:totable()
-        local analytic = x.grad and x.grad:reshape(-1):totable() or {}
+        local analytic = analytic_of[i] and analytic_of[i]:reshape(-1):totable() or {}
         for j = 1, #orig do
             local cell = flat:narrow(1, j, 1)
             M.no_grad(function() cell:fill_(orig[j] + eps) end)
@@ -704,7 +808,6 @@ function M.gradcheck(fn, inputs, opts)
                          label, i, shape_str(x), j, ana, num, note))
             end
         end
-        x.grad = nil
     end
     return true
 end

@@ -158,8 +158,10 @@ end
 local function record_median_all(x, v)
     local autograd = package.loaded["ordo.autograd"]
     return autograd.record("median", v, {x, n = 1}, function(g)
-        local m = x:eq(v):add(x:isnan():mul(v:isnan())):to(g:dtype())
-        return m * (g / m:sum())
+        -- selected, not multiplied by the mask: an inf g made NaN at
+        -- every other element (Torch's CPU masked_fill: 0)
+        local m = x:eq(v):add(x:isnan():mul(v:isnan()))
+        return tensor.where(m, g / m:sum():to(g:dtype()), 0)
     end, {x, v})
 end
 

@@ -98,7 +98,9 @@ function M.install(ag)
             -- d(a^b)/db = a^b log a (a > 0); 0 where a == 0 and b >= 0, as
             -- Torch (0 * log 0 would be NaN), for a number base 0 too; where
             -- b < 0, inf * log 0 = -inf, as Torch's
-            local la = is_tensor(a) and a:log() or math.log(a)
+            -- the base's log in g's dtype: an integer base's a:log() is the
+            -- default float32 (a float64 exponent got float32 gradients)
+            local la = is_tensor(a) and (a:dtype() == g:dtype() and a or a:to(g:dtype())):log() or math.log(a)
             gb = g * y * la
             if is_tensor(a) then
                 gb = gb:masked_fill(a:eq(0):mul(b:ge(0)), 0)
@@ -153,8 +155,10 @@ function M.install(ag)
                     -- every element equal to the extremum shares the gradient;
                     -- a NaN extremum (NaN propagates) is shared by the NaN
                     -- elements, as Torch's (x == NaN matched none: 0 / 0)
-                    local m = x:eq(v):add(x:isnan():mul(v:isnan())):to(g:dtype())
-                    return m * (g / m:sum())
+                    -- selected, not multiplied by the mask: an inf g made NaN
+                    -- at every other element (Torch's CPU masked_fill: 0)
+                    local m = x:eq(v):add(x:isnan():mul(v:isnan()))
+                    return tensor.where(m, g / m:sum():to(g:dtype()), 0)
                 end
                 local gi, ii = g, idx
                 if not keepdim then gi, ii = g:unsqueeze(dim), idx:unsqueeze(dim) end
@@ -305,8 +309,10 @@ function M.install(ag)
         local gx, gv
         if is_tensor(x) and x._rg then gx = sum_to(g:masked_fill(mask, 0), shape_of(x)) end
         if is_tensor(value) and value._rg then
-            local set = tensor.zeros_like(g):masked_fill(mask, 1) -- the mask broadcast to g's shape
-            gv = (g * set):sum():reshape(shape_of(value))
+            -- g where the mask is set, selected (Torch's masked_select), not
+            -- multiplied by a 0/1 mask: an inf of g where it is clear (the
+            -- sqrt of a 0 kept from x) made the value's gradient NaN
+            gv = raw_where(mask, g, 0):sum():reshape(shape_of(value))
         end
         return gx, gv
     end
@@ -694,7 +700,7 @@ function M.install(ag)
     -- (bernoulli_'s probabilities only pick where the ones fall)
     local ARGS_CARRY_NO_GRADIENT = {bernoulli_ = true}
     for name, f in pairs(raw) do
-        if type(f) == "function" and name:match("[^_]_$") and name ~= "requires_grad_" then
+        if type(f) == "function" and name:match("[^_]_$") and name ~= "requires_grad_" and name ~= "detach_" then
             local alt = instead(name)
             local check_args = not ARGS_CARRY_NO_GRADIENT[name]
             Tensor[name] = function(self, ...)

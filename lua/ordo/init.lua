@@ -28,6 +28,7 @@ M.data = require "ordo.data"         -- IDX files, Fashion-MNIST, DataLoader
 M.progress = require "ordo.progress" -- progress bars for training loops
 M.autograd = autograd
 M.no_grad, M.enable_grad = autograd.no_grad, autograd.enable_grad
+M.set_grad_enabled, M.is_grad_enabled = autograd.set_enabled, autograd.is_enabled -- (Torch's names)
 M.nn = require "ordo.nn"
 M.optim = require "ordo.optim"
 M.linalg = require "ordo.linalg" -- solve, inv, det, slogdet

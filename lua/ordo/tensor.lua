@@ -2063,7 +2063,18 @@ Tensor.__newindex = function(t, k, v)
     if type(k) == "table" and getmetatable(k) == nil then
         return assign((index_dims(t, k, "t[{...}] = x")), v, "t[{...}] = x")
     end
-    if type(k) == "string" then return rawset(t, k, v) end
+    if type(k) == "string" then
+        -- a method's name: Torch's p.requires_grad = false set a field
+        -- that hid the method and froze nothing (p still trained)
+        if type(rawget(Tensor, k)) == "function" then
+            if k == "requires_grad" then
+                fail(fmt("t.requires_grad = %s: requires_grad is a method here; call t:requires_grad(%s) " ..
+                         "(or m:requires_grad_(%s) for a module's parameters)", tostring(v), tostring(v), tostring(v)))
+            end
+            fail(fmt("t.%s = x: %s is a tensor method, not a field to set", k, k))
+        end
+        return rawset(t, k, v)
+    end
     if type(k) ~= "number" then
         fail("t[i] = x: the index must be an integer or a table of indices and ranges, got " .. typename(k))
     end

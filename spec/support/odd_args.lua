@@ -33,7 +33,7 @@ ordo.manual_seed(seed)
 -- Functions that change process-wide state for every later call (or wait
 -- for a user) are left out; their own specs check their arguments.
 local SKIP = {
-    ["autograd.set_enabled"] = true, ["profiler.start"] = true, ["memory.set_gc_threshold"] = true,
+    ["autograd.set_enabled"] = true, ["ordo.set_grad_enabled"] = true, ["profiler.start"] = true, ["memory.set_gc_threshold"] = true,
     ["engine.set_bulk_size"] = true, ["engine.shell"] = true, ["engine.run_close_hooks"] = true,
     ["engine.on_close"] = true, ["engine.Engine"] = true, ["data.fashion_mnist"] = true,
     ["data.DataLoader"] = true, ["ordo.set_printoptions"] = true,

@@ -207,8 +207,10 @@ end
 -- node is made in a function of its own (no closure in the callers).
 local function record_hardtanh(name, x, lo, hi, y)
     autograd.record(name, y, {x, n = 1}, function(g)
-        local dt = g:dtype()
-        return g * (x:gt(lo):to(dt) * x:lt(hi):to(dt))
+        -- g selected away at and beyond the bounds (Torch's where), not
+        -- multiplied by a 0/1 mask: an inf gradient there (relu6(x):sqrt()
+        -- at x <= 0) made NaN where Torch gives 0; a NaN x passes g, as Torch's
+        return g:masked_fill(x:le(lo):logical_or(x:ge(hi)), 0)
     end, {x})
 end
 local function hardtanh(name, x, lo, hi)
