@@ -493,6 +493,35 @@ end
 
 -- ---------------------------------------------------------------- save / load
 
+-- The names of older versions, brought up to today's: a class whose
+-- state had other names (RNN, LSTM, GRU: "cell1.weight_ih", now
+-- "weight_ih_l0", Torch's) has a method _old_state_names giving {old =
+-- new}, relative to the module.  given (name = tensor) is renamed in
+-- place where it holds an old name and not the new one; order (a list of
+-- its names, or nil) follows.  Returns a function of a name that adds
+-- to it the old one it was read under, for errors.
+local function rename_old_names(self, given, order)
+    local renamed, was = nil, {}
+    for _, e in ipairs(self:named_modules()) do
+        local olds = e.module._old_state_names
+        if olds then
+            local pre = e.name == "" and "" or e.name .. "."
+            for old, new in pairs(olds(e.module)) do
+                local o, n = pre .. old, pre .. new
+                if given[o] ~= nil and given[n] == nil then
+                    given[n], given[o] = given[o], nil
+                    renamed = renamed or {}
+                    renamed[o], was[n] = n, o
+                end
+            end
+        end
+    end
+    if renamed and order then
+        for i, name in ipairs(order) do order[i] = renamed[name] or name end
+    end
+    return function(name) return was[name] and fmt("%s (read as %s, its older name)", name, was[name]) or name end
+end
+
 -- Writes the module's parameters and buffers to path (ordo.serialize: the
 -- file is replaced only once it is whole).
 function Module:save(path)
@@ -508,14 +537,15 @@ function Module:load(path)
     check_module_self("load", self)
     local entries = {}
     for _, e in ipairs(serialize.read("load", path)) do entries[e.name] = e.tensor end
+    local named = rename_old_names(self, entries)
     local own = self:state_dict()
     for _, e in ipairs(own) do
         local t = entries[e.name]
         if not t then fail(fmt("load: %s has no tensor named %s", path, e.name)) end
         if t:dtype() ~= e.tensor:dtype() or shape_str(t) ~= shape_str(e.tensor) then
             local same_shape = shape_str(t) == shape_str(e.tensor)
-            fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s%s", e.name, path, t:dtype(),
-                     shape_str(t), e.tensor:dtype(), shape_str(e.tensor), same_shape and
+            fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s%s", named(e.name), path,
+                     t:dtype(), shape_str(t), e.tensor:dtype(), shape_str(e.tensor), same_shape and
                      fmt(" (saved from a %s model: m:to(\"%s\") first, or m:load_state_dict(ordo.load(path)), which " ..
                          "casts to the module's dtypes)", t:dtype(), t:dtype()) or ""))
         end
@@ -576,6 +606,7 @@ function Module:load_state_dict(sd, opts)
             add(k, v, "entry " .. tostring(k))
         end
     end
+    local named = rename_old_names(self, given, order)
     local own, missing, pairs_ = self:state_dict(), {}, {}
     local known = {}
     for _, e in ipairs(own) do
@@ -584,7 +615,7 @@ function Module:load_state_dict(sd, opts)
         if t == nil then
             missing[#missing + 1] = e.name
         elseif shape_str(t) ~= shape_str(e.tensor) then
-            fail(fmt("%s: %s is of shape %s in the state dict, the module's is of shape %s", fname, e.name,
+            fail(fmt("%s: %s is of shape %s in the state dict, the module's is of shape %s", fname, named(e.name),
                      shape_str(t), shape_str(e.tensor)))
         else
             pairs_[#pairs_ + 1] = {e.tensor, t}
