@@ -346,10 +346,13 @@ function Module:num_parameters()
     return n
 end
 
+-- m:train([mode = true]): mode a boolean, as Torch's (m:train(0), true
+-- in Lua, would otherwise train where eval was meant).
 function Module:train(mode)
     check_module_self("train", self)
     if mode == nil then mode = true end
-    self.training = mode and true or false
+    if type(mode) ~= "boolean" then fail("train: mode must be a boolean, got " .. typename(mode)) end
+    self.training = mode
     for _, n in ipairs(child_names(self)) do self[n]:train(mode) end
     return self
 end
@@ -359,9 +362,31 @@ function Module:eval()
     return self:train(false)
 end
 
-function Module:zero_grad()
+-- m:zero_grad([set_to_none = true]): drops each parameter's gradient
+-- (p.grad = nil), or with false fills it with zeros in place, as an
+-- optimiser's zero_grad and Torch's.
+function Module:zero_grad(set_to_none)
     check_module_self("zero_grad", self)
-    for _, p in ipairs(self:parameters()) do p.grad = nil end
+    if set_to_none == nil then set_to_none = true end
+    if type(set_to_none) ~= "boolean" then
+        fail("zero_grad: set_to_none must be a boolean, got " .. typename(set_to_none))
+    end
+    local params = self:parameters()
+    if set_to_none then
+        for _, p in ipairs(params) do p.grad = nil end
+        return
+    end
+    for _, e in ipairs(self:named_parameters()) do
+        local g = e.tensor.grad
+        if g ~= nil and not is_tensor(g) then
+            fail(fmt("zero_grad: the gradient of %s is %s, expected a tensor", e.name, typename(g)))
+        end
+    end
+    autograd.no_grad(function()
+        for _, p in ipairs(params) do
+            if p.grad ~= nil then p.grad:zero_() end
+        end
+    end)
 end
 
 -- The moved (or cast) tensor for t, made once per m:to call: moved maps each
