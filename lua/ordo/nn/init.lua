@@ -393,7 +393,7 @@ end
 -- tensor met so far to its result, so that a tensor held in several places
 -- (tied weights: b.weight = a.weight; a module that is a child twice) is
 -- still one tensor afterwards.  A parameter keeps its requires_grad flag: a
--- frozen one stays frozen.  One already on the device and of the dtype is
+-- frozen one stays frozen; and its .grad, moved (or cast) too.  One already on the device and of the dtype is
 -- kept as it is.
 local FLOAT_DTYPES = {float32 = true, float64 = true}
 local DTYPE_NAMES = {float32 = true, float64 = true, int32 = true, int64 = true, uint8 = true}
@@ -417,6 +417,10 @@ local function moved_tensor(t, a, b, moved, is_param)
             r = t
         else
             if t:needs_grad() then r:requires_grad() end
+            -- its gradient goes along, as Torch's (m:double() between a
+            -- backward and a step, or for a gradient check)
+            local g = t.grad
+            if is_tensor(g) then r.grad = g:detach():to(a, b) end
             -- an optimiser built before m:to still holds t, which no
             -- longer gets gradients: its step says so (optim.lua) -- once
             -- the module holds r (Module:to marks it then)
