@@ -158,6 +158,41 @@ describe("nn modules", function()
         assert.same({3}, m.w:shape())
     end)
 
+    it("register_buffer(name, t, false): a non-persistent buffer moves with the module but is not saved", function()
+        local C = nn.Module:extend("Masked")
+        function C:init()
+            self.lin = nn.Linear(3, 3)
+            self:register_buffer("scale", ordo.ones({3}))
+            self:register_buffer("mask", ordo.tensor({1, 0, 1}), false)
+        end
+        function C:forward(x) return self.lin(x) * self.mask * self.scale end
+        local outer = nn.Sequential(C())
+        local function names(list)
+            local r = {}
+            for _, e in ipairs(list) do r[#r + 1] = e.name end
+            return r
+        end
+        assert.same({"1.lin.weight", "1.lin.bias", "1.scale"}, names(outer:state_dict()))
+        assert.same({"1.scale", "1.mask"}, names(outer:named_buffers()))
+        outer:double()
+        assert.equals("float64", outer:get(1).mask:dtype())
+        -- save and load leave it out (and do not ask for it)
+        local path = os.tmpname()
+        outer:save(path)
+        local loaded = ordo.load(path)
+        os.remove(path)
+        assert.is_nil(loaded["1.mask"])
+        local other = nn.Sequential(C()):double()
+        other:load_state_dict(loaded)
+        local _, unexpected = other:load_state_dict({["1.mask"] = ordo.ones(3)}, {strict = false})
+        assert.same({"1.mask"}, unexpected)
+        -- registered again as persistent, it is saved
+        outer:get(1):register_buffer("mask", ordo.ones({3}, D))
+        assert.same({"1.lin.weight", "1.lin.bias", "1.scale", "1.mask"}, names(outer:state_dict()))
+        H.raises(function() outer:get(1):register_buffer("m2", ordo.ones(3), "no") end,
+                 "register_buffer: persistent must be a boolean, got string")
+    end)
+
     it("a module assigned to a field is a child, as in Torch; other fields are not registered", function()
         local Net = nn.Module:extend("AssignNet")
         function Net:init()

@@ -199,12 +199,26 @@ function Module:register_parameter(name, t)
     return self[name]
 end
 
--- A tensor of state that is saved but not trained (BatchNorm's running stats).
-function Module:register_buffer(name, t)
+-- A tensor of state that is not trained (BatchNorm's running stats):
+-- m:register_buffer(name, t [, persistent = true]).  It moves with the
+-- module (m:to) and is listed by named_buffers; a persistent one is saved
+-- too (state_dict, save), one registered with persistent = false is not
+-- (a mask or a table computed from the options), as Torch's.
+function Module:register_buffer(name, t, persistent)
     check_module_self("register_buffer", self)
     check_slot("register_buffer", self, name, self._param_names, "parameter")
     if not is_tensor(t) then fail(fmt("register_buffer: %s must be a tensor, got %s", name, typename(t))) end
+    if persistent == nil then persistent = true end
+    if type(persistent) ~= "boolean" then
+        fail(fmt("register_buffer: persistent must be a boolean, got %s", typename(persistent)))
+    end
     if not self:_has(self._buffer_names, name) then self._buffer_names[#self._buffer_names + 1] = name end
+    local np = rawget(self, "_nonpersistent")
+    if not persistent and not np then
+        np = {}
+        rawset(self, "_nonpersistent", np)
+    end
+    if np then np[name] = not persistent or nil end
     self[name] = t
     return t
 end
@@ -324,11 +338,13 @@ function Module:parameters()
     return r
 end
 
-local function collect_buffers(m, prefix, out)
+-- (persistent_only: without those registered with persistent = false)
+local function collect_buffers(m, prefix, out, persistent_only)
+    local np = persistent_only and rawget(m, "_nonpersistent")
     for _, n in ipairs(m._buffer_names) do
-        if is_tensor(m[n]) then out[#out + 1] = {name = prefix .. n, tensor = m[n]} end
+        if is_tensor(m[n]) and not (np and np[n]) then out[#out + 1] = {name = prefix .. n, tensor = m[n]} end
     end
-    for _, n in ipairs(child_names(m)) do collect_buffers(m[n], prefix .. n .. ".", out) end
+    for _, n in ipairs(child_names(m)) do collect_buffers(m[n], prefix .. n .. ".", out, persistent_only) end
     return out
 end
 
@@ -499,11 +515,12 @@ function Module:float()
     return self:to("float32")
 end
 
--- Every parameter and buffer by its dotted name, in a stable order.
+-- Every parameter and (persistent) buffer by its dotted name, in a
+-- stable order.
 function Module:state_dict()
     check_module_self("state_dict", self)
     local list = self:named_parameters()
-    for _, e in ipairs(self:named_buffers()) do list[#list + 1] = e end
+    for _, e in ipairs(collect_buffers(self, "", {}, true)) do list[#list + 1] = e end
     return list
 end
 
