@@ -1430,6 +1430,59 @@ describe("nn modules", function()
         H.raises(function() d:load_state_dict({}, {strcit = true}) end, "unknown option 'strcit'")
     end)
 
+    it("load_state_dict and load take Torch's other names of a shared module's or a tied weight's tensors", function()
+        -- Torch's state_dict lists a tensor under every name it has (a module twice in a Sequential, a tied
+        -- weight: lm_head.weight = wte.weight); ordo's lists it once, and takes the others as the same tensor
+        local LM = nn.Module:extend("TiedLM")
+        function LM:init()
+            self.wte = nn.Embedding(5, 3)
+            self.block = nn.Linear(3, 3)
+            self.lm_head = nn.Linear(3, 5, {bias = false})
+            self.lm_head.weight = self.wte.weight
+        end
+        local m = LM()
+        local names = {}
+        for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"wte.weight", "block.weight", "block.bias"}, names)
+        local w, b = ordo.randn({5, 3}), ordo.randn({3, 3})
+        local torch_sd = {["wte.weight"] = w, ["block.weight"] = b, ["block.bias"] = ordo.zeros(3),
+                          ["lm_head.weight"] = w}
+        local missing, unexpected = m:load_state_dict(torch_sd)
+        assert.same({}, missing)
+        assert.same({}, unexpected)
+        assert.same(w:totable(), m.lm_head.weight:totable())
+        assert.equals(m.wte.weight, m.lm_head.weight) -- still tied
+        -- one name of the two is enough (some savers drop the tied copy, either one)
+        local w2 = ordo.randn({5, 3})
+        m:load_state_dict({["lm_head.weight"] = w2, ["block.weight"] = b, ["block.bias"] = ordo.zeros(3)})
+        assert.same(w2:totable(), m.wte.weight:totable())
+        -- the other name's shape is checked too; a file written with both names loads
+        H.raises(function()
+            m:load_state_dict({["wte.weight"] = w, ["block.weight"] = b, ["block.bias"] = ordo.zeros(3),
+                               ["lm_head.weight"] = ordo.zeros(3, 5)})
+        end, "lm_head.weight (another name of wte.weight) is of shape 3x5", "the module's is of shape 5x3")
+        H.raises(function() m:load_state_dict({["lm_head.weight"] = ordo.zeros(3, 5)}, {strict = false}) end,
+                 "wte.weight (read as lm_head.weight, another name of the same tensor) is of shape 3x5")
+        local path = os.tmpname()
+        ordo.save(torch_sd, path)
+        local m2 = LM()
+        m2:load(path)
+        os.remove(path)
+        assert.same(w:totable(), m2.lm_head.weight:totable())
+        -- the same module twice: Torch's 1.weight and 2.weight (its 0 and 1), both taken
+        local l = nn.Linear(2, 2)
+        local s = nn.Sequential(l, nn.Tanh(), l)
+        missing, unexpected = s:load_state_dict({["1.weight"] = ordo.ones(2, 2), ["1.bias"] = ordo.zeros(2),
+                                                 ["3.weight"] = ordo.ones(2, 2), ["3.bias"] = ordo.zeros(2)})
+        assert.same({}, missing)
+        assert.same({}, unexpected)
+        assert.same({{1, 1}, {1, 1}}, l.weight:totable())
+        -- a name that is no tensor's is still unexpected
+        H.raises(function() s:load_state_dict({["1.weight"] = ordo.ones(2, 2), ["1.bias"] = ordo.zeros(2),
+                                               ["2.weight"] = ordo.ones(2, 2)}) end,
+                 "a tensor 2.weight that the module does not have")
+    end)
+
     it("nn.accuracy: batch by batch in eval mode; labels N x 1, a batch_size of 0 and unknown options raise", function()
         local m = nn.Linear(2, 3)
         ordo.no_grad(function()

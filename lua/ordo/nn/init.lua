@@ -539,33 +539,84 @@ end
 
 -- ---------------------------------------------------------------- save / load
 
--- The names of older versions, brought up to today's: a class whose
--- state had other names (RNN, LSTM, GRU: "cell1.weight_ih", now
--- "weight_ih_l0", Torch's) has a method _old_state_names giving {old =
--- new}, relative to the module.  given (name = tensor) is renamed in
--- place where it holds an old name and not the new one; order (a list of
--- its names, or nil) follows.  Returns a function of a name that adds
--- to it the old one it was read under, for errors.
-local function rename_old_names(self, given, order)
-    local renamed, was = nil, {}
+-- The other names of the tensors state_dict lists, which it leaves out
+-- (each tensor once) and Torch's state_dict gives too: those of a module
+-- that is a child twice (nn.Sequential(l, l): "2.weight" is "1.weight")
+-- or of a tied weight (b.weight = a.weight).  {alias = {name, tensor}}.
+local function alias_names(self)
+    local primary, r = {}, {}
+    for _, e in ipairs(self:state_dict()) do primary[e.tensor] = e.name end
+    local function walk(m, prefix, path)
+        if path[m] then return end
+        path[m] = true
+        local np = rawget(m, "_nonpersistent")
+        for pass = 1, 2 do
+            for _, n in ipairs(pass == 1 and m._param_names or m._buffer_names) do
+                local t = m[n]
+                local p = is_tensor(t) and not (pass == 2 and np and np[n]) and primary[t]
+                if p and p ~= prefix .. n then r[prefix .. n] = {p, t} end
+            end
+        end
+        for _, n in ipairs(child_names(m)) do walk(m[n], prefix .. n .. ".", path) end
+        path[m] = nil
+    end
+    walk(self, "", {})
+    return r
+end
+
+-- The names of a state dict given to load or load_state_dict brought to
+-- those of state_dict.  Older names: a class whose state had other names
+-- (RNN, LSTM, GRU: "cell1.weight_ih", now "weight_ih_l0", Torch's) has a
+-- method _old_state_names giving {old = new}, relative to the module.
+-- Other names of one tensor (alias_names): the first given is read as
+-- the tensor's, the others only checked for its shape.  given (name =
+-- tensor) is changed in place; order (a list of its names, or nil)
+-- follows.  Returns a function of a name that adds to it the name it was
+-- read under, for errors.
+local function canonical_names(self, fname, given, order)
+    local renamed, was = {}, {}
+    local function rename(o, n, why)
+        given[n], given[o] = given[o], nil
+        renamed[o], was[n] = n, fmt("%s (read as %s, %s)", n, o, why)
+    end
     for _, e in ipairs(self:named_modules()) do
         local olds = e.module._old_state_names
         if olds then
             local pre = e.name == "" and "" or e.name .. "."
             for old, new in pairs(olds(e.module)) do
                 local o, n = pre .. old, pre .. new
-                if given[o] ~= nil and given[n] == nil then
-                    given[n], given[o] = given[o], nil
-                    renamed = renamed or {}
-                    renamed[o], was[n] = n, o
-                end
+                if given[o] ~= nil and given[n] == nil then rename(o, n, "its older name") end
             end
         end
     end
-    if renamed and order then
-        for i, name in ipairs(order) do order[i] = renamed[name] or name end
+    local aliases, names = alias_names(self), {}
+    for a in pairs(aliases) do if given[a] ~= nil then names[#names + 1] = a end end
+    table.sort(names)
+    for _, a in ipairs(names) do
+        local n, t = aliases[a][1], aliases[a][2]
+        if given[n] == nil then
+            rename(a, n, "another name of the same tensor")
+        else
+            if shape_str(given[a]) ~= shape_str(t) then
+                fail(fmt("%s: %s (another name of %s) is of shape %s in the state dict, the module's is of shape %s",
+                         fname, a, n, shape_str(given[a]), shape_str(t)))
+            end
+            given[a], renamed[a] = nil, false
+        end
     end
-    return function(name) return was[name] and fmt("%s (read as %s, its older name)", name, was[name]) or name end
+    if order then
+        local k = 0
+        for _, name in ipairs(order) do
+            local to = renamed[name]
+            if to == nil then to = name end
+            if to then
+                k = k + 1
+                order[k] = to
+            end
+        end
+        for i = #order, k + 1, -1 do order[i] = nil end
+    end
+    return function(name) return was[name] or name end
 end
 
 -- Writes the module's parameters and buffers to path (ordo.serialize: the
@@ -583,7 +634,7 @@ function Module:load(path)
     check_module_self("load", self)
     local entries = {}
     for _, e in ipairs(serialize.read("load", path)) do entries[e.name] = e.tensor end
-    local named = rename_old_names(self, entries)
+    local named = canonical_names(self, "load", entries)
     local own = self:state_dict()
     for _, e in ipairs(own) do
         local t = entries[e.name]
@@ -652,7 +703,7 @@ function Module:load_state_dict(sd, opts)
             add(k, v, "entry " .. tostring(k))
         end
     end
-    local named = rename_old_names(self, given, order)
+    local named = canonical_names(self, fname, given, order)
     local own, missing, pairs_ = self:state_dict(), {}, {}
     local known = {}
     for _, e in ipairs(own) do
