@@ -572,17 +572,22 @@ end
 -- the tensor's, the others only checked for its shape.  given (name =
 -- tensor) is changed in place; order (a list of its names, or nil)
 -- follows.  Returns a function of a name that adds to it the name it was
--- read under, for errors.
+-- read under, for errors, and the set of the names a state dict may lack
+-- (a class's _optional_state_names, relative to the module, {name =
+-- true}: BatchNorm's num_batches_tracked, which older ordo did not keep).
 local function canonical_names(self, fname, given, order)
-    local renamed, was = {}, {}
+    local renamed, was, optional = {}, {}, {}
     local function rename(o, n, why)
         given[n], given[o] = given[o], nil
         renamed[o], was[n] = n, fmt("%s (read as %s, %s)", n, o, why)
     end
     for _, e in ipairs(self:named_modules()) do
-        local olds = e.module._old_state_names
+        local olds, opt = e.module._old_state_names, e.module._optional_state_names
+        local pre = e.name == "" and "" or e.name .. "."
+        if opt then
+            for n in pairs(opt(e.module)) do optional[pre .. n] = true end
+        end
         if olds then
-            local pre = e.name == "" and "" or e.name .. "."
             for old, new in pairs(olds(e.module)) do
                 local o, n = pre .. old, pre .. new
                 if given[o] ~= nil and given[n] == nil then rename(o, n, "its older name") end
@@ -616,7 +621,7 @@ local function canonical_names(self, fname, given, order)
         end
         for i = #order, k + 1, -1 do order[i] = nil end
     end
-    return function(name) return was[name] or name end
+    return function(name) return was[name] or name end, optional
 end
 
 -- Writes the module's parameters and buffers to path (ordo.serialize: the
@@ -634,12 +639,12 @@ function Module:load(path)
     check_module_self("load", self)
     local entries = {}
     for _, e in ipairs(serialize.read("load", path)) do entries[e.name] = e.tensor end
-    local named = canonical_names(self, "load", entries)
+    local named, optional = canonical_names(self, "load", entries)
     local own = self:state_dict()
     for _, e in ipairs(own) do
         local t = entries[e.name]
-        if not t then fail(fmt("load: %s has no tensor named %s", path, e.name)) end
-        if t:dtype() ~= e.tensor:dtype() or shape_str(t) ~= shape_str(e.tensor) then
+        if not t and not optional[e.name] then fail(fmt("load: %s has no tensor named %s", path, e.name)) end
+        if t and (t:dtype() ~= e.tensor:dtype() or shape_str(t) ~= shape_str(e.tensor)) then
             local same_shape = shape_str(t) == shape_str(e.tensor)
             fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s%s", named(e.name), path,
                      t:dtype(), shape_str(t), e.tensor:dtype(), shape_str(e.tensor), same_shape and
@@ -652,7 +657,9 @@ function Module:load(path)
     local extra = next(entries)
     if extra then fail(fmt("load: %s has a tensor %s that the module does not have", path, extra)) end
     autograd.no_grad(function()
-        for _, e in ipairs(own) do e.tensor:copy_(e.loaded) end
+        for _, e in ipairs(own) do
+            if e.loaded then e.tensor:copy_(e.loaded) end
+        end
     end)
     return self
 end
@@ -703,14 +710,14 @@ function Module:load_state_dict(sd, opts)
             add(k, v, "entry " .. tostring(k))
         end
     end
-    local named = canonical_names(self, fname, given, order)
+    local named, optional = canonical_names(self, fname, given, order)
     local own, missing, pairs_ = self:state_dict(), {}, {}
     local known = {}
     for _, e in ipairs(own) do
         known[e.name] = true
         local t = given[e.name]
         if t == nil then
-            missing[#missing + 1] = e.name
+            if not optional[e.name] then missing[#missing + 1] = e.name end
         elseif shape_str(t) ~= shape_str(e.tensor) then
             fail(fmt("%s: %s is of shape %s in the state dict, the module's is of shape %s", fname, named(e.name),
                      shape_str(t), shape_str(e.tensor)))
