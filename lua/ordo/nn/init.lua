@@ -324,11 +324,20 @@ local function collect_params(m, prefix, out, seen)
     return out
 end
 
+-- A prefix for the names of named_parameters and named_buffers: joined
+-- with a dot, as named_modules' and Torch's ("net" gives "net.1.weight"),
+-- and one that ends in a dot ("net.") as it is.
+local function dotted_prefix(fname, prefix)
+    prefix = check_prefix(fname, prefix)
+    if prefix ~= "" and prefix:sub(-1) ~= "." then prefix = prefix .. "." end
+    return prefix
+end
+
 -- {name = "layer.1.weight", tensor = t} for every parameter, depth first,
 -- each tensor once (names start with prefix when given).
 function Module:named_parameters(prefix)
     check_module_self("named_parameters", self)
-    return collect_params(self, check_prefix("named_parameters", prefix), {}, {})
+    return collect_params(self, dotted_prefix("named_parameters", prefix), {}, {})
 end
 
 function Module:parameters()
@@ -351,7 +360,7 @@ end
 -- {name = "bn.running_mean", tensor = t} for every buffer, depth first.
 function Module:named_buffers(prefix)
     check_module_self("named_buffers", self)
-    return collect_buffers(self, check_prefix("named_buffers", prefix), {})
+    return collect_buffers(self, dotted_prefix("named_buffers", prefix), {})
 end
 
 -- Number of scalar parameters.
