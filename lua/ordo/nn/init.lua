@@ -150,6 +150,17 @@ function Module:extend(name)
     cls.__newindex = module_newindex
     cls.__tostring = Module.__tostring
     setmetatable(cls, {__index = self, __call = function(c, ...) return c.new(...) end})
+    local idx, nidx = rawget(self, "__index"), rawget(self, "__newindex")
+    if type(idx) == "function" then
+        -- a subclass of Sequential or ModuleList: seq[i] and seq[i] = m
+        -- stay theirs (the methods found in the subclass first)
+        cls.__index = function(o, k)
+            if type(k) == "number" then return idx(o, k) end
+            return cls[k]
+        end
+        cls.__newindex = nidx
+        cls.__methods = cls
+    end
     cls.new = function(...)
         local o = setmetatable({_param_names = {}, _buffer_names = {}, _module_names = {}, training = true}, cls)
         o:init(...)
@@ -1247,6 +1258,7 @@ function Sequential:init(...)
     end
 end
 function Sequential:add(m)
+    if not is_module(m) then fail(fmt("Sequential: module %d must be a module, got %s", self.n + 1, typename(m))) end
     self.n = self.n + 1
     self:add_module(tostring(self.n), m)
     return self
@@ -1282,6 +1294,7 @@ function ModuleList:init(list)
     for _, m in ipairs(list or {}) do self:append(m) end
 end
 function ModuleList:append(m)
+    if not is_module(m) then fail(fmt("ModuleList: module %d must be a module, got %s", self.n + 1, typename(m))) end
     self.n = self.n + 1
     self:add_module(tostring(self.n), m)
     return self
