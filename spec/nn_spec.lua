@@ -1004,6 +1004,13 @@ describe("nn modules", function()
         local seen = {}
         m:apply(function(x) seen[#seen + 1] = x._class_name end)
         assert.same({"Linear", "ReLU", "Linear", "Sequential", "Sequential"}, seen) -- children first
+        -- a module that is a child twice is visited once (an in-place scaling was applied twice)
+        local shared = nn.Linear(2, 2)
+        local w0 = shared.weight:totable()
+        nn.Sequential(shared, nn.Tanh(), shared):apply(function(x)
+            if x._class_name == "Linear" then ordo.no_grad(function() x.weight:mul_(2) end) end
+        end)
+        close(shared.weight:reshape(-1):totable(), ordo.tensor(w0):mul(2):reshape(-1):totable())
         -- freeze the first layer: it gets no gradient and stays as it was after a step
         m:get(1):requires_grad_(false)
         assert.equals(2, #m:trainable_parameters())

@@ -294,12 +294,20 @@ function Module:modules()
 end
 
 -- Calls fn(m) on every module below this one and then on this one (as
--- Torch: children first), e.g. to initialise every Linear a certain way.
+-- Torch: children first), e.g. to initialise every Linear a certain way;
+-- once a module, also one that is a child in several places
+-- (nn.Sequential(l, l): an in-place scaling would be applied twice).
+local function apply_tree(m, fn, seen)
+    if seen[m] then return end
+    seen[m] = true
+    for _, n in ipairs(child_names(m)) do apply_tree(m[n], fn, seen) end
+    fn(m)
+end
+
 function Module:apply(fn)
     check_module_self("apply", self)
     if type(fn) ~= "function" then fail("apply: expected a function, got " .. typename(fn)) end
-    for _, n in ipairs(child_names(self)) do self[n]:apply(fn) end
-    fn(self)
+    apply_tree(self, fn, {})
     return self
 end
 
