@@ -1472,6 +1472,17 @@ describe("nn modules", function()
         assert.same({"extra"}, unexpected)
         assert.equal("float32", d:get(1).weight:dtype()) -- the module's dtype: the values converted
         assert.equal(12, d:get(1).weight:sum():item())
+        -- missing and unexpected names both: the error names one of each; Torch's 0-based container names get a hint
+        local seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+        H.raises(function()
+            seq:load_state_dict({["0.weight"] = ordo.zeros(3, 2), ["0.bias"] = ordo.zeros(3),
+                                 ["2.weight"] = ordo.zeros(1, 3), ["2.bias"] = ordo.zeros(1)})
+        end, "no tensor named 1.weight (and 3 more missing), and has 0.bias that the module does not have (and 3 more)",
+           "Torch numbers the modules of a Sequential or ModuleList from 0, ordo from 1")
+        missing, unexpected = seq:load_state_dict({z = ordo.zeros(1), a = ordo.zeros(1), m = ordo.zeros(1)},
+                                                  {strict = false})
+        assert.same({"a", "m", "z"}, unexpected) -- sorted: the same every run
+        assert.equals(4, #missing)
         H.raises(function() d:load_state_dict(5) end, "load_state_dict", "expected a state dict")
         H.raises(function() d:load_state_dict({5}) end, "load_state_dict", "entry 1 is number")
         H.raises(function() d:load_state_dict({}, {strcit = true}) end, "unknown option 'strcit'")

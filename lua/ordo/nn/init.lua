@@ -733,11 +733,16 @@ function Module:load_state_dict(sd, opts)
         end
         add(e.name, e.tensor, fmt("entry %d", i))
     end
-    for k, v in pairs(sd) do
-        if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then
-            add(k, v, "entry " .. tostring(k))
-        end
+    local keys = {} -- (in sorted order: the unexpected names come out the same every run)
+    for k in pairs(sd) do
+        if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then keys[#keys + 1] = k end
     end
+    table.sort(keys, function(a, b)
+        if type(a) ~= type(b) then return type(a) < type(b) end
+        if type(a) == "string" or type(a) == "number" then return a < b end
+        return tostring(a) < tostring(b)
+    end)
+    for _, k in ipairs(keys) do add(k, sd[k], "entry " .. tostring(k)) end
     local named, optional = canonical_names(self, fname, given, order)
     local own, missing, pairs_ = self:state_dict(), {}, {}
     local known = {}
@@ -755,13 +760,23 @@ function Module:load_state_dict(sd, opts)
     end
     local unexpected = {}
     for _, name in ipairs(order) do if not known[name] then unexpected[#unexpected + 1] = name end end
+    -- a name with a part "0" (Torch's "0.weight", "layers.0.bias") is most
+    -- likely one of a Torch container, numbered from 0
+    local from0 = false
+    for _, name in ipairs(unexpected) do
+        if ("." .. name .. "."):find(".0.", 1, true) then from0 = true end
+    end
+    local hint = from0 and "; Torch numbers the modules of a Sequential or ModuleList from 0, ordo from 1" or ""
     if strict and #missing > 0 then
-        fail(fmt("%s: the state dict has no tensor named %s%s (strict = false loads the rest)", fname, missing[1],
-                 #missing > 1 and fmt(" (and %d more missing)", #missing - 1) or ""))
+        fail(fmt("%s: the state dict has no tensor named %s%s%s (strict = false loads the rest)%s", fname,
+                 missing[1], #missing > 1 and fmt(" (and %d more missing)", #missing - 1) or "",
+                 #unexpected > 0 and fmt(", and has %s that the module does not have%s", unexpected[1],
+                                         #unexpected > 1 and fmt(" (and %d more)", #unexpected - 1) or "") or "",
+                 hint))
     end
     if strict and #unexpected > 0 then
-        fail(fmt("%s: the state dict has a tensor %s that the module does not have%s (strict = false skips it)",
-                 fname, unexpected[1], #unexpected > 1 and fmt(" (and %d more)", #unexpected - 1) or ""))
+        fail(fmt("%s: the state dict has a tensor %s that the module does not have%s (strict = false skips it)%s",
+                 fname, unexpected[1], #unexpected > 1 and fmt(" (and %d more)", #unexpected - 1) or "", hint))
     end
     autograd.no_grad(function()
         for _, p in ipairs(pairs_) do
