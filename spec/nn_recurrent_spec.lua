@@ -224,6 +224,9 @@ describe("nn recurrent sequences", function()
         assert.same({"16x3", "16x4", "16", "16", "16x3", "16x4", "16", "16",
                      "16x8", "16x4", "16", "16", "16x8", "16x4", "16", "16"}, shapes)
         assert.equals(m.weight_ih_l1, m:parameters()[9])
+        -- Torch's fields
+        assert.same({3, 4, 2, true, false}, {m.input_size, m.hidden_size, m.num_layers, m.bidirectional, m.batch_first})
+        assert.is_false(nn.GRU(2, 2).bidirectional)
         local g = nn.GRU(2, 5, {bias = false})
         names = {}
         for _, e in ipairs(g:named_parameters()) do names[#names + 1] = e.name end

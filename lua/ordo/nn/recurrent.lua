@@ -224,6 +224,7 @@ function M.install(nn)
             self.input_size, self.hidden_size, self.num_layers = nin, hidden, layers
             self.batch_first, self.dropout = opts.batch_first == true, p
             self.directions = opts.bidirectional and 2 or 1
+            self.bidirectional = self.directions == 2 -- (Torch's field: m.bidirectional and 2 or 1 was 1, nil)
             for l = 1, layers do
                 local width = l == 1 and nin or hidden * self.directions
                 for d = 1, self.directions do layer_params(self, layer_suffix(l, d), width, hidden, gates, opts) end
