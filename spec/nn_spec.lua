@@ -2367,6 +2367,11 @@ describe("optim", function()
         H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 0) end, "clip_grad_norm_", "norm_type")
         H.raises(function() nn.utils.clip_grad_norm_("x", 1) end, "clip_grad_norm_", "list", "string")
         H.raises(function() nn.utils.clip_grad_value_({a, 3}, 1) end, "clip_grad_value_", "parameter 2", "number")
+        -- a parameter listed twice (two modules' lists joined, sharing it) counts once and is scaled once
+        local w = ordo.tensor({3, 4}, D):requires_grad()
+        ;((w * w):sum() / 2):backward()
+        close(5, nn.utils.clip_grad_norm_({w, w}, 1):item(), 1e-12)
+        close({0.6, 0.8}, w.grad:totable(), 1e-6)
     end)
 
     it("updates parameters that live on an engine of their own", function()
