@@ -1488,6 +1488,76 @@ describe("nn modules", function()
         H.raises(function() d:load_state_dict({}, {strcit = true}) end, "unknown option 'strcit'")
     end)
 
+    it("a module shared twice lists its buffers once; a child holding its parent (a cycle) overflows nothing", function()
+        -- buffers: each once, as parameters (Sequential(bn, bn) listed bn's under both names)
+        local bn = nn.BatchNorm1d(2)
+        local s = nn.Sequential(bn, nn.ReLU(), bn)
+        local names = {}
+        for _, e in ipairs(s:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"1.weight", "1.bias", "1.running_mean", "1.running_var", "1.num_batches_tracked"}, names)
+        assert.equals(3, #s:named_buffers())
+        local path = os.tmpname()
+        s:save(path)
+        s:load(path)
+        -- a file of older ordo with both names (and Torch's state dict) loads: 3.* are the same tensors
+        local both = ordo.load(path)
+        for _, k in ipairs({"running_mean", "running_var", "num_batches_tracked"}) do both["3." .. k] = both["1." .. k] end
+        ordo.save(both, path)
+        s:load(path)
+        s:load_state_dict(both)
+        os.remove(path)
+        -- a child that keeps its parent in a field: the parent is its child too, and every walk stops there
+        local Child = nn.Module:extend("OwnedChild")
+        function Child:init(owner)
+            self.lin = nn.Linear(2, 2)
+            self.owner = owner
+        end
+        function Child:forward(x) return self.lin(x) end
+        local Parent = nn.Module:extend("Owner")
+        function Parent:init()
+            self.head = nn.Linear(2, 2)
+            self.bn = nn.BatchNorm1d(2)
+            self.child = Child(self)
+        end
+        function Parent:forward(x) return self.child(self.bn(self.head(x))) end
+        local m = Parent()
+        assert.equals(6, #m:parameters())
+        names = {}
+        for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"head.weight", "head.bias", "bn.weight", "bn.bias", "child.lin.weight", "child.lin.bias",
+                     "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}, names)
+        m:eval()
+        assert.is_false(m.bn.training)
+        assert.is_false(m.child.training)
+        m:train()
+        assert.is_true(m.bn.training)
+        assert.matches("(owner): Owner (a module above this one)", tostring(m), 1, true)
+        m:to("float64")
+        assert.equals("float64", m.child.lin.weight:dtype())
+        m:load_state_dict(m:state_dict())
+        m(ordo.randn({3, 2}, D)):sum():backward()
+        m:zero_grad()
+        assert.equals(5, #m:modules())
+        local n = 0
+        m:apply(function() n = n + 1 end)
+        assert.equals(5, n)
+        -- a child's own train (a frozen BatchNorm) is still called, and an error in one leaves train usable
+        local Frozen = nn.BatchNorm1d:extend("FrozenBN")
+        function Frozen:train(mode)
+            nn.Module.train(self, mode)
+            self.training = false
+            return self
+        end
+        local f = nn.Sequential(nn.Linear(2, 2), Frozen(2))
+        f:train()
+        assert.is_false(f:get(2).training)
+        local Bad = nn.Module:extend("BadTrain")
+        function Bad:train() error("no train") end
+        local b = nn.Sequential(Bad())
+        H.raises(function() b:train() end, "no train")
+        H.raises(function() b:train() end, "no train") -- (not skipped as a cycle the second time)
+    end)
+
     it("load_state_dict and load take Torch's other names of a shared module's or a tied weight's tensors", function()
         -- Torch's state_dict lists a tensor under every name it has (a module twice in a Sequential, a tied
         -- weight: lm_head.weight = wte.weight); ordo's lists it once, and takes the others as the same tensor

@@ -331,7 +331,12 @@ function Module:trainable_parameters()
     return r
 end
 
+-- (seen: the tensors and the modules met so far, each listed once: a
+-- module met again, shared or in a cycle -- a child holding its parent,
+-- child.owner = parent -- is not entered again)
 local function collect_params(m, prefix, out, seen)
+    if seen[m] then return out end
+    seen[m] = true
     for _, n in ipairs(m._param_names) do
         local t = m[n]
         if is_tensor(t) and not seen[t] then -- (a parameter set to nil, or to a module, is gone)
@@ -366,20 +371,28 @@ function Module:parameters()
     return r
 end
 
--- (persistent_only: without those registered with persistent = false)
-local function collect_buffers(m, prefix, out, persistent_only)
+-- (persistent_only: without those registered with persistent = false;
+-- seen as collect_params': each buffer once, as each parameter, under its
+-- first name -- Sequential(bn, bn) listed bn's under both)
+local function collect_buffers(m, prefix, out, persistent_only, seen)
+    if seen[m] then return out end
+    seen[m] = true
     local np = persistent_only and rawget(m, "_nonpersistent")
     for _, n in ipairs(m._buffer_names) do
-        if is_tensor(m[n]) and not (np and np[n]) then out[#out + 1] = {name = prefix .. n, tensor = m[n]} end
+        local t = m[n]
+        if is_tensor(t) and not (np and np[n]) and not seen[t] then
+            seen[t] = true
+            out[#out + 1] = {name = prefix .. n, tensor = t}
+        end
     end
-    for _, n in ipairs(child_names(m)) do collect_buffers(m[n], prefix .. n .. ".", out, persistent_only) end
+    for _, n in ipairs(child_names(m)) do collect_buffers(m[n], prefix .. n .. ".", out, persistent_only, seen) end
     return out
 end
 
 -- {name = "bn.running_mean", tensor = t} for every buffer, depth first.
 function Module:named_buffers(prefix)
     check_module_self("named_buffers", self)
-    return collect_buffers(self, dotted_prefix("named_buffers", prefix), {})
+    return collect_buffers(self, dotted_prefix("named_buffers", prefix), {}, false, {})
 end
 
 -- Number of scalar parameters.
@@ -392,12 +405,33 @@ end
 
 -- m:train([mode = true]): mode a boolean, as Torch's (m:train(0), true
 -- in Lua, would otherwise train where eval was meant).
+-- The modules whose train or __tostring is running (a module met again
+-- there is its own descendant: a child holding its parent; not entered
+-- again, where the recursion would overflow the stack).
+local IN_TRAIN = setmetatable({}, {__mode = "k"})
+local IN_TOSTRING = setmetatable({}, {__mode = "k"})
+
+-- fn(...) with IN[m] set while it runs, cleared even when it raises.
+local function while_in(IN, m, fn, ...)
+    IN[m] = true
+    local ok, err = pcall(fn, ...)
+    IN[m] = nil
+    if not ok then error(err, 0) end
+    return err
+end
+
+-- (each child's own train, which a class may override, as Torch's)
+local function train_children(self, mode)
+    for _, n in ipairs(child_names(self)) do self[n]:train(mode) end
+end
+
 function Module:train(mode)
     check_module_self("train", self)
     if mode == nil then mode = true end
     if type(mode) ~= "boolean" then fail("train: mode must be a boolean, got " .. typename(mode)) end
+    if IN_TRAIN[self] then return self end
     self.training = mode
-    for _, n in ipairs(child_names(self)) do self[n]:train(mode) end
+    while_in(IN_TRAIN, self, train_children, self, mode)
     return self
 end
 
@@ -548,17 +582,23 @@ end
 function Module:state_dict()
     check_module_self("state_dict", self)
     local list = self:named_parameters()
-    for _, e in ipairs(collect_buffers(self, "", {}, true)) do list[#list + 1] = e end
+    for _, e in ipairs(collect_buffers(self, "", {}, true, {})) do list[#list + 1] = e end
     return list
 end
 
-function Module:__tostring()
+local function describe_tree(self)
     local lines = {self:_describe()}
     for _, c in ipairs(self:children()) do
-        local sub = tostring(c[2]):gsub("\n", "\n  ")
+        local sub = IN_TOSTRING[c[2]] and c[2]:_describe() .. " (a module above this one)"
+            or tostring(c[2]):gsub("\n", "\n  ")
         lines[#lines + 1] = "  (" .. c[1] .. "): " .. sub
     end
     return concat(lines, "\n")
+end
+
+function Module:__tostring()
+    if IN_TOSTRING[self] then return self:_describe() end
+    return while_in(IN_TOSTRING, self, describe_tree, self)
 end
 
 function Module:_describe()
@@ -573,7 +613,7 @@ end
 -- or of a tied weight (b.weight = a.weight).  {alias = {name, tensor}}.
 local function alias_names(self)
     local primary, r = {}, {}
-    for _, e in ipairs(self:state_dict()) do primary[e.tensor] = e.name end
+    for _, e in ipairs(self:state_dict()) do primary[e.tensor] = primary[e.tensor] or e.name end
     local function walk(m, prefix, path)
         if path[m] then return end
         path[m] = true
