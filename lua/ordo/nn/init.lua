@@ -578,11 +578,14 @@ function Module:float()
 end
 
 -- Every parameter and (persistent) buffer by its dotted name, in a
--- stable order.
-function Module:state_dict()
+-- stable order; m:state_dict(prefix) puts prefix before each name, as
+-- named_parameters' ("encoder" gives "encoder.1.weight"; the argument
+-- was ignored).
+function Module:state_dict(prefix)
     check_module_self("state_dict", self)
-    local list = self:named_parameters()
-    for _, e in ipairs(collect_buffers(self, "", {}, true, {})) do list[#list + 1] = e end
+    prefix = dotted_prefix("state_dict", prefix)
+    local list = self:named_parameters(prefix)
+    for _, e in ipairs(collect_buffers(self, prefix, {}, true, {})) do list[#list + 1] = e end
     return list
 end
 
