@@ -156,6 +156,30 @@ describe("nn modules", function()
         for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name end
         assert.same({"w", "b"}, names)
         assert.same({3}, m.w:shape())
+        H.raises(function() make(function(self) self:register_parameter("i", ordo.zeros({2}, {dtype = "int64"})) end) end,
+                 "register_parameter: i must be a float tensor", "int64")
+    end)
+
+    it("register_parameter of another module's parameter shares that very tensor: listed once, one gradient", function()
+        local a = nn.Linear(2, 2)
+        local T = nn.Module:extend("SharesWeight")
+        function T:init()
+            self.a = a
+            self:register_parameter("w", a.weight) -- (it was a new tensor on the same storage)
+        end
+        function T:forward(x) return self.a(x) + x:matmul(self.w:t()) end
+        local t = T()
+        assert.equals(a.weight, t.w)
+        assert.equals(2, #t:parameters())
+        t(ordo.ones(1, 2)):sum():backward()
+        assert.same({{2, 2}, {2, 2}}, a.weight.grad:totable()) -- both uses, one gradient
+        -- a tensor that is not a parameter yet becomes a new leaf: the caller's tensor is left alone
+        local plain = ordo.ones({2})
+        local U = nn.Module:extend("FromPlain")
+        function U:init() self:register_parameter("p", plain) end
+        local u = U()
+        assert.is_false(plain:needs_grad())
+        assert.is_true(u.p:needs_grad())
     end)
 
     it("register_buffer(name, t, false): a non-persistent buffer moves with the module but is not saved", function()

@@ -203,10 +203,18 @@ function Module:register_parameter(name, t)
     check_module_self("register_parameter", self)
     check_slot("register_parameter", self, name, self._buffer_names, "buffer")
     if not is_tensor(t) then fail(fmt("register_parameter: %s must be a tensor, got %s", name, typename(t))) end
-    if self[name] == nil or not self:_has(self._param_names, name) then
+    local dt = t:dtype()
+    if dt ~= "float32" and dt ~= "float64" then
+        fail(fmt("register_parameter: %s must be a float tensor (float32 or float64: it needs a gradient), got %s",
+                 name, dt))
+    end
+    if not self:_has(self._param_names, name) then
         self._param_names[#self._param_names + 1] = name
     end
-    self[name] = t:detach():requires_grad()
+    -- a parameter already (a leaf that requires a gradient: another
+    -- module's weight, shared) stays that very tensor, as Torch's: one
+    -- parameter, one gradient; anything else becomes a new leaf on its storage
+    self[name] = (t:is_leaf() and t:needs_grad()) and t or t:detach():requires_grad()
     return self[name]
 end
 
