@@ -160,6 +160,34 @@ describe("nn modules", function()
                  "register_parameter: i must be a float tensor", "int64")
     end)
 
+    it("a plain tensor assigned over a parameter raises when the parameters are listed (it never trained)", function()
+        local l = nn.Linear(2, 2)
+        l.weight = ordo.randn(2, 2) -- (as Torch's TypeError: the weight was listed, and silently frozen)
+        for _, f in ipairs({"parameters", "state_dict", "zero_grad"}) do
+            H.raises(function() l[f](l) end, "Linear: the parameter weight was assigned a tensor that is not a parameter",
+                     'm:register_parameter("weight", t)', "m.weight:copy_(t)")
+        end
+        H.raises(function() nn.Sequential(nn.ReLU(), l):parameters() end, "the parameter 2.weight was assigned")
+        l:register_parameter("weight", l.weight)
+        assert.equals(2, #l:trainable_parameters())
+        -- tied weights (another parameter, frozen or not), frozen and moved parameters are parameters still
+        local emb = nn.Embedding(5, 2):requires_grad_(false)
+        local head = nn.Linear(2, 5, {bias = false})
+        head.weight = emb.weight
+        local m = nn.Sequential(emb, head)
+        assert.equals(1, #m:parameters())
+        m:to("float64")
+        assert.equals(m:get(1).weight, m:get(2).weight)
+        assert.is_false(m:get(2).weight:needs_grad())
+        assert.equals(1, #m:state_dict())
+        local f = nn.Linear(2, 2):requires_grad_(false):double()
+        assert.equals(2, #f:parameters())
+        local g = nn.Linear(2, 2)
+        g.weight = ordo.randn(2, 2)
+        g:to("float64") -- moved, still not a parameter
+        H.raises(function() g:parameters() end, "the parameter weight was assigned")
+    end)
+
     it("register_parameter of another module's parameter shares that very tensor: listed once, one gradient", function()
         local a = nn.Linear(2, 2)
         local T = nn.Module:extend("SharesWeight")

@@ -199,6 +199,11 @@ local function check_slot(fname, self, name, other_names, other_kind)
     end
 end
 
+-- Every tensor registered as a parameter (weak: it does not keep them
+-- alive), frozen or not: one assigned to another module's parameter field
+-- (tying to a frozen embedding) is a parameter there too.
+local PARAMETERS = setmetatable({}, {__mode = "k"})
+
 function Module:register_parameter(name, t)
     check_module_self("register_parameter", self)
     check_slot("register_parameter", self, name, self._buffer_names, "buffer")
@@ -214,8 +219,16 @@ function Module:register_parameter(name, t)
     -- a parameter already (a leaf that requires a gradient: another
     -- module's weight, shared) stays that very tensor, as Torch's: one
     -- parameter, one gradient; anything else becomes a new leaf on its storage
-    self[name] = (t:is_leaf() and t:needs_grad()) and t or t:detach():requires_grad()
-    return self[name]
+    local p = (t:is_leaf() and t:needs_grad()) and t or t:detach():requires_grad()
+    self[name] = p
+    local rec = rawget(self, "_param_tensors")
+    if not rec then
+        rec = {}
+        rawset(self, "_param_tensors", rec)
+    end
+    rec[name] = p -- (what collect_params checks the field against)
+    PARAMETERS[p] = true
+    return p
 end
 
 -- A tensor of state that is not trained (BatchNorm's running stats):
@@ -342,11 +355,30 @@ end
 -- (seen: the tensors and the modules met so far, each listed once: a
 -- module met again, shared or in a cycle -- a child holding its parent,
 -- child.owner = parent -- is not entered again)
+--
+-- A parameter's field given a tensor that is not a parameter (m.weight =
+-- ordo.randn(...): a plain assignment, which the module does not see)
+-- raises here, as Torch's assignment does: it would have been listed, and
+-- never trained.  Another parameter assigned there (tied weights: b.weight
+-- = a.weight) is taken.
+local function checked_param(m, n, t, prefix)
+    local rec = rawget(m, "_param_tensors")
+    if not rec or rec[n] == t then return end
+    if PARAMETERS[t] or (t:is_leaf() and t:needs_grad()) then
+        rec[n] = t
+        return
+    end
+    fail(fmt("%s: the parameter %s%s was assigned a tensor that is not a parameter (it needs no gradient: it " ..
+             "would never train); register it (m:register_parameter(\"%s\", t)) or copy into it " ..
+             "(ordo.no_grad(function() m.%s:copy_(t) end))", m._class_name or "Module", prefix, n, n, n))
+end
+
 local function collect_params(m, prefix, out, seen)
     if seen[m] then return out end
     seen[m] = true
     for _, n in ipairs(m._param_names) do
         local t = m[n]
+        if is_tensor(t) then checked_param(m, n, t, prefix) end
         if is_tensor(t) and not seen[t] then -- (a parameter set to nil, or to a module, is gone)
             seen[t] = true
             out[#out + 1] = {name = prefix .. n, tensor = t}
@@ -556,7 +588,15 @@ function Module:to(a, b)
     if dt then moved.int_args = dev or true end
     local sets = {}
     move_tree(self, a, b, moved, {}, sets)
-    for _, s in ipairs(sets) do s[1][s[2]] = s[3] end
+    for _, s in ipairs(sets) do
+        local m, n, r = s[1], s[2], s[3]
+        local rec = rawget(m, "_param_tensors")
+        if rec and rec[n] ~= nil and rec[n] == m[n] then -- (a parameter moved is one still)
+            rec[n] = r
+            PARAMETERS[r] = true
+        end
+        m[n] = r
+    end
     for _, tr in ipairs(moved.replaced) do tr[1]._moved_by_to = DT_DEV(tr[2]) end
     return self
 end
