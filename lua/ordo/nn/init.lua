@@ -352,10 +352,6 @@ function Module:trainable_parameters()
     return r
 end
 
--- (seen: the tensors and the modules met so far, each listed once: a
--- module met again, shared or in a cycle -- a child holding its parent,
--- child.owner = parent -- is not entered again)
---
 -- A parameter's field given a tensor that is not a parameter (m.weight =
 -- ordo.randn(...): a plain assignment, which the module does not see)
 -- raises here, as Torch's assignment does: it would have been listed, and
@@ -373,6 +369,9 @@ local function checked_param(m, n, t, prefix)
              "(ordo.no_grad(function() m.%s:copy_(t) end))", m._class_name or "Module", prefix, n, n, n))
 end
 
+-- (seen: the tensors and the modules met so far, each listed once: a
+-- module met again, shared or in a cycle -- a child holding its parent,
+-- child.owner = parent -- is not entered again)
 local function collect_params(m, prefix, out, seen)
     if seen[m] then return out end
     seen[m] = true
@@ -443,8 +442,6 @@ function Module:num_parameters()
     return n
 end
 
--- m:train([mode = true]): mode a boolean, as Torch's (m:train(0), true
--- in Lua, would otherwise train where eval was meant).
 -- The modules whose train or __tostring is running (a module met again
 -- there is its own descendant: a child holding its parent; not entered
 -- again, where the recursion would overflow the stack).
@@ -465,6 +462,8 @@ local function train_children(self, mode)
     for _, n in ipairs(child_names(self)) do self[n]:train(mode) end
 end
 
+-- m:train([mode = true]): mode a boolean, as Torch's (m:train(0), true
+-- in Lua, would otherwise train where eval was meant).
 function Module:train(mode)
     check_module_self("train", self)
     if mode == nil then mode = true end
@@ -511,8 +510,8 @@ end
 -- tensor met so far to its result, so that a tensor held in several places
 -- (tied weights: b.weight = a.weight; a module that is a child twice) is
 -- still one tensor afterwards.  A parameter keeps its requires_grad flag: a
--- frozen one stays frozen; and its .grad, moved (or cast) too.  One already on the device and of the dtype is
--- kept as it is.
+-- frozen one stays frozen; and its .grad, moved (or cast) too.  One
+-- already on the device and of the dtype is kept as it is.
 local FLOAT_DTYPES = {float32 = true, float64 = true}
 local DTYPE_NAMES = {float32 = true, float64 = true, int32 = true, int64 = true, uint8 = true}
 local function DT_DEV(t) return fmt("%s on %s", t:dtype(), tostring(t:device())) end
