@@ -175,6 +175,18 @@ function Module:forward(...) -- (vararg: m(x) on a module without one says so, n
     fail(fmt("%s: forward is not defined for this module", self._class_name or "Module"))
 end
 
+-- nn.Module(): a module of no class of its own, as Torch's nn.Module(): a
+-- holder of children, parameters and buffers (m.enc = nn.Linear(...)),
+-- which moves, trains and saves them; it has no forward.  (It was a bare
+-- "attempt to call a table value".)
+local PlainModule
+setmetatable(Module, {__call = function(_, ...)
+    if select("#", ...) > 0 then fail("Module: nn.Module() takes no arguments (a class of one's own: " ..
+                                     "nn.Module:extend(\"Name\") with init and forward)") end
+    PlainModule = PlainModule or Module:extend("Module")
+    return PlainModule()
+end})
+
 -- Registers t (a float tensor) as a trainable parameter stored in self[name].
 -- A name for register_parameter / register_buffer: a string without dots
 -- (they join the names of state_dict: "encoder.weight"), not the name of
