@@ -550,6 +550,13 @@ describe("README's Lua snippets", function()
         assert.is_truthy(out:find("\nmatmul ", 1, true), "the profiler's summary:\n" .. out)
     end)
 
+    it("the custom module snippet prints its state dict's names and a gradient", function()
+        local out, code = run_snippet(find('nn.Module:extend("Gated")'))
+        assert.are.equal(0, code, out)
+        local names = "1.gain 1.proj.weight 1.proj.bias 1.norm.weight 1.norm.bias 2.weight 2.bias 1.calls \n"
+        assert.is_truthy(out:find(names .. "4\t1\n", 1, true), out)
+    end)
+
     it("the GPU snippet runs on the simulated device", function()
         local out, code = run_snippet(find("ordo.gpu(0)"), "print(model.weight:device())",
                                       "ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=256")

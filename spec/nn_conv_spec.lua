@@ -979,7 +979,11 @@ describe("nn conv modules", function()
         assert.same({1, 1, 1}, bn.running_var:totable())
         local names = {}
         for i, e in ipairs(bn:state_dict()) do names[i] = e.name end
-        assert.same({"weight", "bias", "running_mean", "running_var"}, names)
+        -- Torch's state: the count of training batches too (int64, 0-dim)
+        assert.same({"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}, names)
+        assert.equal("int64", bn.num_batches_tracked:dtype())
+        assert.same({}, bn.num_batches_tracked:shape())
+        assert.equal(0, bn.num_batches_tracked:item())
         assert.equal(2, #bn:parameters())
         local x = ordo.randn({4, 3, 5, 5}) * 3 + 2
         local y = bn(x)
@@ -997,9 +1001,32 @@ describe("nn conv modules", function()
         local rv = bn.running_var:totable()
         local xe, yt = x:reshape(-1):totable(), ye:reshape(-1):totable()
         close(yt[1], (xe[1] - before[1]) / math.sqrt(rv[1] + 1e-5), 1e-5)
+        assert.equal(1, bn.num_batches_tracked:item()) -- counted in training only
         bn:train()
         bn(x)
         assert.are_not.same(before, bn.running_mean:totable())
+        assert.equal(2, bn.num_batches_tracked:item())
+        -- a Torch state dict (with it) loads strictly; one of older ordo (without it) loads, the count kept
+        local torch_sd = {}
+        for _, e in ipairs(bn:state_dict()) do torch_sd[e.name] = e.tensor:clone() end
+        torch_sd.num_batches_tracked = ordo.tensor(7, "int64")
+        local other = nn.Sequential(nn.BatchNorm2d(3))
+        other:get(1):load_state_dict(torch_sd)
+        assert.equal(7, other:get(1).num_batches_tracked:item())
+        local old = {}
+        for _, e in ipairs(bn:state_dict()) do
+            if e.name ~= "num_batches_tracked" then old["1." .. e.name] = e.tensor end
+        end
+        local missing = other:load_state_dict(old)
+        assert.same({}, missing)
+        assert.equal(7, other:get(1).num_batches_tracked:item())
+        assert.same(bn.running_var:totable(), other:get(1).running_var:totable())
+        local path = os.tmpname()
+        ordo.save(old, path)
+        nn.Sequential(nn.BatchNorm2d(3)):load(path)
+        os.remove(path)
+        -- to(dtype) keeps the count int64
+        assert.equal("int64", nn.BatchNorm1d(2):double().num_batches_tracked:dtype())
         -- BatchNorm1d on N x C and N x C x L
         local b1 = nn.BatchNorm1d(4)
         assert.same({8, 4}, b1(ordo.randn({8, 4})):shape())

@@ -142,6 +142,17 @@ describe("nn recurrent cells", function()
     end)
 end)
 
+-- A cell of class Cell holding the weights of layer l (from 1), direction
+-- d (2: reverse) of the sequence module m, by their Torch names.
+local function cell_of(m, Cell, l, d)
+    local sfx = "_l" .. (l - 1) .. (d == 2 and "_reverse" or "")
+    local w = m["weight_ih" .. sfx]
+    local cell = Cell(w:size(2), m.hidden_size, {dtype = w:dtype()})
+    cell:load_state_dict({weight_ih = w, weight_hh = m["weight_hh" .. sfx], bias_ih = m["bias_ih" .. sfx],
+                          bias_hh = m["bias_hh" .. sfx]})
+    return cell
+end
+
 describe("nn recurrent sequences", function()
     before_each(function() ordo.manual_seed(22) end)
 
@@ -155,7 +166,7 @@ describe("nn recurrent sequences", function()
         local inputs = {}
         for t = 1, 5 do inputs[t] = x[t] end
         for l = 1, 2 do
-            local cell = lstm["cell" .. l]
+            local cell = cell_of(lstm, nn.LSTMCell, l, 1)
             local h, c
             for t = 1, 5 do
                 h, c = cell(inputs[t], h, c)
@@ -178,7 +189,7 @@ describe("nn recurrent sequences", function()
         for t = 1, 5 do inputs[t] = x[t] end
         for l = 1, 2 do
             local fw, bw = {}, {}
-            for d, cell in ipairs({lstm["cell" .. l], lstm["cell" .. l .. "_reverse"]}) do
+            for d, cell in ipairs({cell_of(lstm, nn.LSTMCell, l, 1), cell_of(lstm, nn.LSTMCell, l, 2)}) do
                 local h, c = h0[(l - 1) * 2 + d], nil
                 for k = 1, 5 do
                     local t = d == 1 and k or 6 - k
@@ -195,6 +206,94 @@ describe("nn recurrent sequences", function()
         local g = nn.GRU(2, 3, {bidirectional = true, dtype = "float64"})
         local xs = ordo.randn({4, 2, 2}, D):requires_grad()
         assert.is_true(ordo.autograd.gradcheck(function(a) return (g(a)) end, {xs}))
+    end)
+
+    it("the parameters have Torch's names, order and shapes (weight_ih_l0, ..._reverse)", function()
+        local m = nn.LSTM(3, 4, {num_layers = 2, bidirectional = true})
+        local names, shapes = {}, {}
+        for _, e in ipairs(m:state_dict()) do
+            names[#names + 1] = e.name
+            shapes[#shapes + 1] = table.concat(e.tensor:shape(), "x")
+        end
+        -- torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True).state_dict()
+        assert.same({"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+                     "weight_ih_l0_reverse", "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse",
+                     "weight_ih_l1", "weight_hh_l1", "bias_ih_l1", "bias_hh_l1",
+                     "weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse", "bias_hh_l1_reverse"},
+                    names)
+        assert.same({"16x3", "16x4", "16", "16", "16x3", "16x4", "16", "16",
+                     "16x8", "16x4", "16", "16", "16x8", "16x4", "16", "16"}, shapes)
+        assert.equals(m.weight_ih_l1, m:parameters()[9])
+        -- Torch's fields
+        assert.same({3, 4, 2, true, false}, {m.input_size, m.hidden_size, m.num_layers, m.bidirectional, m.batch_first})
+        assert.is_false(nn.GRU(2, 2).bidirectional)
+        local g = nn.GRU(2, 5, {bias = false})
+        names = {}
+        for _, e in ipairs(g:named_parameters()) do names[#names + 1] = e.name end
+        assert.same({"weight_ih_l0", "weight_hh_l0"}, names)
+        assert.same({15, 2}, g.weight_ih_l0:shape())
+        assert.same({5, 5}, nn.RNN(2, 5).weight_hh_l0:shape())
+        assert.equals(0, #nn.RNN(2, 5):children())
+        -- a Torch state dict, keyed by those names, loads as it is
+        local sd = {}
+        for _, e in ipairs(m:state_dict()) do sd[e.name] = ordo.randn(e.tensor:shape()) end
+        local miss, unexp = m:load_state_dict(sd)
+        assert.same({}, miss)
+        assert.same({}, unexp)
+        assert.same(sd.bias_hh_l1_reverse:totable(), m.bias_hh_l1_reverse:totable())
+        H.raises(function() return nn.LSTM(3, 4, {bias = 0}) end, "LSTM", "bias", "boolean")
+        H.raises(function() return nn.RNN(3, 4, {nonlinearity = "gelu"}) end, "RNN", "nonlinearity", "gelu")
+    end)
+
+    it("checkpoints written with the older names (cell1.weight_ih...) still load, renamed", function()
+        -- spec/fixtures/rnn_old_names_*.ordo: written by ordo at f2aad9c, whose sequence modules held their
+        -- layers as cells: an LSTM(3, 2, {num_layers = 2, bidirectional = true}) by m:save, a module with
+        -- rnn = GRU(3, 2, {num_layers = 2}) and head = Linear(2, 1) by ordo.save(m:state_dict()), and the
+        -- outputs each gave then
+        local F64 = {dtype = "float64"}
+        local io = ordo.load("spec/fixtures/rnn_old_names_io.ordo")
+        local old = ordo.load("spec/fixtures/rnn_old_names_lstm.ordo")
+        assert.is_not_nil(old["cell2_reverse.bias_hh"])
+        local function lstm() return nn.LSTM(3, 2, {num_layers = 2, bidirectional = true, dtype = "float64"}) end
+        local function same(a, b) return assert.is_true(ordo.allclose(a, b, 1e-12, 1e-12)) end
+        for _, how in ipairs({"load", "load_state_dict"}) do
+            local m = lstm()
+            if how == "load" then m:load("spec/fixtures/rnn_old_names_lstm.ordo") else m:load_state_dict(old) end
+            assert.same(old["cell2_reverse.bias_hh"]:totable(), m.bias_hh_l1_reverse:totable())
+            assert.same(old["cell1.weight_ih"]:totable(), m.weight_ih_l0:totable())
+            local out, hn, cn = m(io.x, io.h0)
+            same(io.out, out)
+            same(io.hn, hn)
+            same(io.cn, cn)
+        end
+        local Tagger = nn.Module:extend("Tagger")
+        function Tagger:init()
+            self.rnn = nn.GRU(3, 2, {num_layers = 2, dtype = "float64"})
+            self.head = nn.Linear(2, 1, F64)
+        end
+        function Tagger:forward(x) return self.head((self.rnn(x))) end
+        local t = Tagger()
+        t:load_state_dict(ordo.load("spec/fixtures/rnn_old_names_gru_tagger.ordo"))
+        same(io.tagger_out, t(io.x))
+        -- saved again, it has today's names
+        local names = {}
+        for _, e in ipairs(t:state_dict()) do names[#names + 1] = e.name end
+        assert.equals("rnn.weight_ih_l0", names[1])
+        -- strict = false reports what was missing and unexpected under today's names
+        local miss, unexp = Tagger():load_state_dict({["rnn.cell1.weight_ih"] = ordo.zeros({6, 3}, F64),
+                                                       ["rnn.cell3.weight_ih"] = ordo.zeros(1)}, {strict = false})
+        assert.equals("rnn.weight_hh_l0", miss[1])
+        assert.equals(9, #miss) -- (7 of the GRU, 2 of the head)
+        assert.same({"rnn.cell3.weight_ih"}, unexp)
+        -- a wrong shape names both names; an old name next to the new one is not taken for it
+        H.raises(function()
+            return Tagger():load_state_dict({["rnn.cell1.weight_ih"] = ordo.zeros({5, 3}, F64)}, {strict = false})
+        end, "rnn.weight_ih_l0 (read as rnn.cell1.weight_ih, its older name) is of shape 5x3")
+        H.raises(function()
+            return nn.GRU(3, 2):load_state_dict({weight_ih_l0 = ordo.zeros(6, 3), weight_hh_l0 = ordo.zeros(6, 2),
+                                                  bias_ih_l0 = ordo.zeros(6), bias_hh_l0 = ordo.zeros(6),
+                                                  ["cell1.weight_ih"] = ordo.zeros(6, 3)})
+        end, "a tensor cell1.weight_ih that the module does not have")
     end)
 
     it("dropout between layers acts in training only", function()
@@ -216,7 +315,7 @@ describe("nn recurrent sequences", function()
         local out, hn = gru(x, h0)
         assert.same({4, 6, 3}, out:shape())
         local same, shn = nn.GRU(2, 3, {dtype = "float64"}), nil
-        same.cell1 = gru.cell1 -- the same weights, time first
+        same:load_state_dict(gru:state_dict()) -- the same weights, time first
         local out2
         out2, shn = same(x:transpose(1, 2), h0)
         close(out2:transpose(1, 2):reshape(-1):totable(), out:reshape(-1):totable())

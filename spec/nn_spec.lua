@@ -156,6 +156,93 @@ describe("nn modules", function()
         for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name end
         assert.same({"w", "b"}, names)
         assert.same({3}, m.w:shape())
+        H.raises(function() make(function(self) self:register_parameter("i", ordo.zeros({2}, {dtype = "int64"})) end) end,
+                 "register_parameter: i must be a float tensor", "int64")
+    end)
+
+    it("a plain tensor assigned over a parameter raises when the parameters are listed (it never trained)", function()
+        local l = nn.Linear(2, 2)
+        l.weight = ordo.randn(2, 2) -- (as Torch's TypeError: the weight was listed, and silently frozen)
+        for _, f in ipairs({"parameters", "state_dict", "zero_grad"}) do
+            H.raises(function() l[f](l) end, "Linear: the parameter weight was assigned a tensor that is not a parameter",
+                     'm:register_parameter("weight", t)', "m.weight:copy_(t)")
+        end
+        H.raises(function() nn.Sequential(nn.ReLU(), l):parameters() end, "the parameter 2.weight was assigned")
+        l:register_parameter("weight", l.weight)
+        assert.equals(2, #l:trainable_parameters())
+        -- tied weights (another parameter, frozen or not), frozen and moved parameters are parameters still
+        local emb = nn.Embedding(5, 2):requires_grad_(false)
+        local head = nn.Linear(2, 5, {bias = false})
+        head.weight = emb.weight
+        local m = nn.Sequential(emb, head)
+        assert.equals(1, #m:parameters())
+        m:to("float64")
+        assert.equals(m:get(1).weight, m:get(2).weight)
+        assert.is_false(m:get(2).weight:needs_grad())
+        assert.equals(1, #m:state_dict())
+        local f = nn.Linear(2, 2):requires_grad_(false):double()
+        assert.equals(2, #f:parameters())
+        local g = nn.Linear(2, 2)
+        g.weight = ordo.randn(2, 2)
+        g:to("float64") -- moved, still not a parameter
+        H.raises(function() g:parameters() end, "the parameter weight was assigned")
+    end)
+
+    it("register_parameter of another module's parameter shares that very tensor: listed once, one gradient", function()
+        local a = nn.Linear(2, 2)
+        local T = nn.Module:extend("SharesWeight")
+        function T:init()
+            self.a = a
+            self:register_parameter("w", a.weight) -- (it was a new tensor on the same storage)
+        end
+        function T:forward(x) return self.a(x) + x:matmul(self.w:t()) end
+        local t = T()
+        assert.equals(a.weight, t.w)
+        assert.equals(2, #t:parameters())
+        t(ordo.ones(1, 2)):sum():backward()
+        assert.same({{2, 2}, {2, 2}}, a.weight.grad:totable()) -- both uses, one gradient
+        -- a tensor that is not a parameter yet becomes a new leaf: the caller's tensor is left alone
+        local plain = ordo.ones({2})
+        local U = nn.Module:extend("FromPlain")
+        function U:init() self:register_parameter("p", plain) end
+        local u = U()
+        assert.is_false(plain:needs_grad())
+        assert.is_true(u.p:needs_grad())
+    end)
+
+    it("register_buffer(name, t, false): a non-persistent buffer moves with the module but is not saved", function()
+        local C = nn.Module:extend("Masked")
+        function C:init()
+            self.lin = nn.Linear(3, 3)
+            self:register_buffer("scale", ordo.ones({3}))
+            self:register_buffer("mask", ordo.tensor({1, 0, 1}), false)
+        end
+        function C:forward(x) return self.lin(x) * self.mask * self.scale end
+        local outer = nn.Sequential(C())
+        local function names(list)
+            local r = {}
+            for _, e in ipairs(list) do r[#r + 1] = e.name end
+            return r
+        end
+        assert.same({"1.lin.weight", "1.lin.bias", "1.scale"}, names(outer:state_dict()))
+        assert.same({"1.scale", "1.mask"}, names(outer:named_buffers()))
+        outer:double()
+        assert.equals("float64", outer:get(1).mask:dtype())
+        -- save and load leave it out (and do not ask for it)
+        local path = os.tmpname()
+        outer:save(path)
+        local loaded = ordo.load(path)
+        os.remove(path)
+        assert.is_nil(loaded["1.mask"])
+        local other = nn.Sequential(C()):double()
+        other:load_state_dict(loaded)
+        local _, unexpected = other:load_state_dict({["1.mask"] = ordo.ones(3)}, {strict = false})
+        assert.same({"1.mask"}, unexpected)
+        -- registered again as persistent, it is saved
+        outer:get(1):register_buffer("mask", ordo.ones({3}, D))
+        assert.same({"1.lin.weight", "1.lin.bias", "1.scale", "1.mask"}, names(outer:state_dict()))
+        H.raises(function() outer:get(1):register_buffer("m2", ordo.ones(3), "no") end,
+                 "register_buffer: persistent must be a boolean, got string")
     end)
 
     it("a module assigned to a field is a child, as in Torch; other fields are not registered", function()
@@ -293,6 +380,31 @@ describe("nn modules", function()
         assert.is_false(m:get(2).training)
         m:train()
         assert.is_true(m:get(2).training)
+        m:train(false)
+        assert.is_false(m:get(2).training)
+        -- a mode that is not a boolean raises (train(0) is true in Lua: it trained where eval was meant)
+        H.raises(function() m:train(0) end, "train: mode must be a boolean, got number")
+        H.raises(function() m:train("eval") end, "train: mode must be a boolean, got string")
+        assert.is_false(m.training)
+        assert.is_false(m:get(2).training)
+    end)
+
+    it("m:zero_grad(false) zeroes each gradient in place (Torch's set_to_none); m:zero_grad() drops them", function()
+        local m = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+        m(ordo.ones(4, 2)):sum():backward()
+        local g = m:get(1).weight.grad
+        m:zero_grad(false)
+        assert.equal(g, m:get(1).weight.grad)
+        assert.equals(0, g:abs():sum():item())
+        assert.equals(0, m:get(2).bias.grad:abs():sum():item())
+        m(ordo.ones(4, 2)):sum():backward()
+        assert.is_true(m:get(2).bias.grad:item() == 4)
+        H.raises(function() m:zero_grad("no") end, "zero_grad: set_to_none must be a boolean, got string")
+        m:get(2).bias.grad = 5
+        H.raises(function() m:zero_grad(false) end, "zero_grad: the gradient of 2.bias is number")
+        m:zero_grad()
+        assert.is_nil(m:get(1).weight.grad)
+        assert.is_nil(m:get(2).bias.grad)
     end)
 
     it("CrossEntropyLoss equals -mean log softmax at the targets; gradcheck", function()
@@ -1014,6 +1126,13 @@ describe("nn modules", function()
         local seen = {}
         m:apply(function(x) seen[#seen + 1] = x._class_name end)
         assert.same({"Linear", "ReLU", "Linear", "Sequential", "Sequential"}, seen) -- children first
+        -- a module that is a child twice is visited once (an in-place scaling was applied twice)
+        local shared = nn.Linear(2, 2)
+        local w0 = shared.weight:totable()
+        nn.Sequential(shared, nn.Tanh(), shared):apply(function(x)
+            if x._class_name == "Linear" then ordo.no_grad(function() x.weight:mul_(2) end) end
+        end)
+        close(shared.weight:reshape(-1):totable(), ordo.tensor(w0):mul(2):reshape(-1):totable())
         -- freeze the first layer: it gets no gradient and stays as it was after a step
         m:get(1):requires_grad_(false)
         assert.equals(2, #m:trainable_parameters())
@@ -1030,6 +1149,15 @@ describe("nn modules", function()
         for _, e in ipairs(m:named_parameters("net.")) do prefixed[#prefixed + 1] = e.name end
         assert.same({"net.1.weight", "net.1.bias", "net.2.2.weight", "net.2.2.bias"}, prefixed)
         assert.equals("top.2.1", m:named_modules("top")[4].name)
+        -- a prefix without its dot is joined with one, as named_modules' and Torch's (it gave "net1.weight")
+        assert.equals("net.1.weight", m:named_parameters("net")[1].name)
+        assert.equals("net.2.2.bias", m:named_parameters("net")[4].name)
+        assert.equals("bn.1.running_mean", nn.Sequential(nn.BatchNorm1d(2)):named_buffers("bn")[1].name)
+        assert.equals("bn.1.running_mean", nn.Sequential(nn.BatchNorm1d(2)):named_buffers("bn.")[1].name)
+        -- state_dict(prefix) too (the argument was ignored)
+        local sd = nn.Sequential(nn.BatchNorm1d(2)):state_dict("enc")
+        assert.same({"enc.1.weight", "enc.1.running_mean"}, {sd[1].name, sd[3].name})
+        H.raises(function() m:state_dict(1) end, "state_dict", "prefix", "number")
         H.raises(function() m:named_parameters(2) end, "named_parameters", "prefix", "number")
         H.raises(function() m:named_modules({}) end, "named_modules", "prefix", "table")
         H.raises(function() m:apply(3) end, "apply", "function")
@@ -1142,6 +1270,59 @@ describe("nn modules", function()
         ok, err = pcall(net.layers, x)
         assert.is_false(ok)
         assert.matches("ModuleList: it has no forward of its own", err, 1, true)
+        -- a module that is not one raises naming the container and its place (it named add_module)
+        H.raises(function() nn.Sequential(nn.ReLU(), 5) end, "Sequential: module 2 must be a module, got number")
+        H.raises(function() nn.Sequential(nn.ReLU(), nil, nn.Tanh()) end, "Sequential: module 2 must be a module, got nil")
+        H.raises(function() nn.ModuleList({nn.ReLU(), "x"}) end, "ModuleList: module 2 must be a module, got string")
+        H.raises(function() seq:add({}) end, "Sequential: module 3 must be a module, got table")
+        assert.equals(2, seq:size())
+    end)
+
+    it("nn.Module() is a plain holder of children, as Torch's (it was 'attempt to call a table value')", function()
+        local m = nn.Module()
+        assert.is_true(nn.is_module(m))
+        m.enc = nn.Linear(2, 3)
+        m:add_module("dec", nn.Linear(3, 2))
+        m:register_buffer("step", ordo.zeros({}, {dtype = "int64"}))
+        local names = {}
+        for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"enc.weight", "enc.bias", "dec.weight", "dec.bias", "step"}, names)
+        m:eval()
+        assert.is_false(m.enc.training)
+        assert.equals("float64", m:double().dec.weight:dtype())
+        H.raises(function() m(ordo.ones(2)) end, "Module: forward is not defined for this module")
+        H.raises(function() nn.Module(3) end, "nn.Module() takes no arguments", "nn.Module:extend")
+        assert.is_false(nn.is_module(nn.Module))
+        assert.equals("Module\n  (enc): Linear(2 -> 3)\n  (dec): Linear(3 -> 2)", tostring(m))
+    end)
+
+    it("a subclass of Sequential or ModuleList keeps seq[i] and seq[i] = m (they were nil and a new child)", function()
+        local Block = nn.Sequential:extend("Block")
+        function Block:init(n)
+            nn.Sequential.init(self, nn.Linear(n, n), nn.ReLU())
+            self.scale = 2
+        end
+        function Block:forward(x) return nn.Sequential.forward(self, x) * self.scale end
+        local b = Block(3)
+        assert.equals(b:get(1), b[1])
+        assert.equals(b:get(2), b[-1])
+        assert.equals(2, b.scale)
+        local lin = nn.Linear(3, 3)
+        b[1] = lin
+        assert.equals(lin, b:get(1))
+        assert.equals(2, b:size())
+        assert.equals(2, #b:parameters())
+        H.raises(function() return b[3] end, "Sequential: index 3 out of range 1..2")
+        local x = ordo.randn({2, 3})
+        assert.is_true(ordo.allclose(b(x), lin(x):relu() * 2))
+        local Deeper = Block:extend("Deeper")
+        local d = Deeper(2)
+        assert.equals(d:get(2), d[2])
+        local L = nn.ModuleList:extend("Layers")
+        local l = L({nn.Linear(2, 2)})
+        assert.equals(l:get(1), l[1])
+        assert.is_function(l.append)
+        assert.equals("Block", b._class_name)
     end)
 
     it("LayerNorm normalises the last dims, with a learned scale and shift; gradcheck", function()
@@ -1482,9 +1663,143 @@ describe("nn modules", function()
         assert.same({"extra"}, unexpected)
         assert.equal("float32", d:get(1).weight:dtype()) -- the module's dtype: the values converted
         assert.equal(12, d:get(1).weight:sum():item())
+        -- missing and unexpected names both: the error names one of each; Torch's 0-based container names get a hint
+        local seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+        H.raises(function()
+            seq:load_state_dict({["0.weight"] = ordo.zeros(3, 2), ["0.bias"] = ordo.zeros(3),
+                                 ["2.weight"] = ordo.zeros(1, 3), ["2.bias"] = ordo.zeros(1)})
+        end, "no tensor named 1.weight (and 3 more missing), and has 0.bias that the module does not have (and 3 more)",
+           "Torch numbers the modules of a Sequential or ModuleList from 0, ordo from 1")
+        missing, unexpected = seq:load_state_dict({z = ordo.zeros(1), a = ordo.zeros(1), m = ordo.zeros(1)},
+                                                  {strict = false})
+        assert.same({"a", "m", "z"}, unexpected) -- sorted: the same every run
+        assert.equals(4, #missing)
         H.raises(function() d:load_state_dict(5) end, "load_state_dict", "expected a state dict")
         H.raises(function() d:load_state_dict({5}) end, "load_state_dict", "entry 1 is number")
         H.raises(function() d:load_state_dict({}, {strcit = true}) end, "unknown option 'strcit'")
+    end)
+
+    it("a module shared twice lists its buffers once; a child holding its parent (a cycle) overflows nothing", function()
+        -- buffers: each once, as parameters (Sequential(bn, bn) listed bn's under both names)
+        local bn = nn.BatchNorm1d(2)
+        local s = nn.Sequential(bn, nn.ReLU(), bn)
+        local names = {}
+        for _, e in ipairs(s:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"1.weight", "1.bias", "1.running_mean", "1.running_var", "1.num_batches_tracked"}, names)
+        assert.equals(3, #s:named_buffers())
+        local path = os.tmpname()
+        s:save(path)
+        s:load(path)
+        -- a file of older ordo with both names (and Torch's state dict) loads: 3.* are the same tensors
+        local both = ordo.load(path)
+        for _, k in ipairs({"running_mean", "running_var", "num_batches_tracked"}) do both["3." .. k] = both["1." .. k] end
+        ordo.save(both, path)
+        s:load(path)
+        s:load_state_dict(both)
+        os.remove(path)
+        -- a child that keeps its parent in a field: the parent is its child too, and every walk stops there
+        local Child = nn.Module:extend("OwnedChild")
+        function Child:init(owner)
+            self.lin = nn.Linear(2, 2)
+            self.owner = owner
+        end
+        function Child:forward(x) return self.lin(x) end
+        local Parent = nn.Module:extend("Owner")
+        function Parent:init()
+            self.head = nn.Linear(2, 2)
+            self.bn = nn.BatchNorm1d(2)
+            self.child = Child(self)
+        end
+        function Parent:forward(x) return self.child(self.bn(self.head(x))) end
+        local m = Parent()
+        assert.equals(6, #m:parameters())
+        names = {}
+        for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"head.weight", "head.bias", "bn.weight", "bn.bias", "child.lin.weight", "child.lin.bias",
+                     "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}, names)
+        m:eval()
+        assert.is_false(m.bn.training)
+        assert.is_false(m.child.training)
+        m:train()
+        assert.is_true(m.bn.training)
+        assert.matches("(owner): Owner (a module above this one)", tostring(m), 1, true)
+        m:to("float64")
+        assert.equals("float64", m.child.lin.weight:dtype())
+        m:load_state_dict(m:state_dict())
+        m(ordo.randn({3, 2}, D)):sum():backward()
+        m:zero_grad()
+        assert.equals(5, #m:modules())
+        local n = 0
+        m:apply(function() n = n + 1 end)
+        assert.equals(5, n)
+        -- a child's own train (a frozen BatchNorm) is still called, and an error in one leaves train usable
+        local Frozen = nn.BatchNorm1d:extend("FrozenBN")
+        function Frozen:train(mode)
+            nn.Module.train(self, mode)
+            self.training = false
+            return self
+        end
+        local f = nn.Sequential(nn.Linear(2, 2), Frozen(2))
+        f:train()
+        assert.is_false(f:get(2).training)
+        local Bad = nn.Module:extend("BadTrain")
+        function Bad:train() error("no train") end
+        local b = nn.Sequential(Bad())
+        H.raises(function() b:train() end, "no train")
+        H.raises(function() b:train() end, "no train") -- (not skipped as a cycle the second time)
+    end)
+
+    it("load_state_dict and load take Torch's other names of a shared module's or a tied weight's tensors", function()
+        -- Torch's state_dict lists a tensor under every name it has (a module twice in a Sequential, a tied
+        -- weight: lm_head.weight = wte.weight); ordo's lists it once, and takes the others as the same tensor
+        local LM = nn.Module:extend("TiedLM")
+        function LM:init()
+            self.wte = nn.Embedding(5, 3)
+            self.block = nn.Linear(3, 3)
+            self.lm_head = nn.Linear(3, 5, {bias = false})
+            self.lm_head.weight = self.wte.weight
+        end
+        local m = LM()
+        local names = {}
+        for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"wte.weight", "block.weight", "block.bias"}, names)
+        local w, b = ordo.randn({5, 3}), ordo.randn({3, 3})
+        local torch_sd = {["wte.weight"] = w, ["block.weight"] = b, ["block.bias"] = ordo.zeros(3),
+                          ["lm_head.weight"] = w}
+        local missing, unexpected = m:load_state_dict(torch_sd)
+        assert.same({}, missing)
+        assert.same({}, unexpected)
+        assert.same(w:totable(), m.lm_head.weight:totable())
+        assert.equals(m.wte.weight, m.lm_head.weight) -- still tied
+        -- one name of the two is enough (some savers drop the tied copy, either one)
+        local w2 = ordo.randn({5, 3})
+        m:load_state_dict({["lm_head.weight"] = w2, ["block.weight"] = b, ["block.bias"] = ordo.zeros(3)})
+        assert.same(w2:totable(), m.wte.weight:totable())
+        -- the other name's shape is checked too; a file written with both names loads
+        H.raises(function()
+            m:load_state_dict({["wte.weight"] = w, ["block.weight"] = b, ["block.bias"] = ordo.zeros(3),
+                               ["lm_head.weight"] = ordo.zeros(3, 5)})
+        end, "lm_head.weight (another name of wte.weight) is of shape 3x5", "the module's is of shape 5x3")
+        H.raises(function() m:load_state_dict({["lm_head.weight"] = ordo.zeros(3, 5)}, {strict = false}) end,
+                 "wte.weight (read as lm_head.weight, another name of the same tensor) is of shape 3x5")
+        local path = os.tmpname()
+        ordo.save(torch_sd, path)
+        local m2 = LM()
+        m2:load(path)
+        os.remove(path)
+        assert.same(w:totable(), m2.lm_head.weight:totable())
+        -- the same module twice: Torch's 1.weight and 2.weight (its 0 and 1), both taken
+        local l = nn.Linear(2, 2)
+        local s = nn.Sequential(l, nn.Tanh(), l)
+        missing, unexpected = s:load_state_dict({["1.weight"] = ordo.ones(2, 2), ["1.bias"] = ordo.zeros(2),
+                                                 ["3.weight"] = ordo.ones(2, 2), ["3.bias"] = ordo.zeros(2)})
+        assert.same({}, missing)
+        assert.same({}, unexpected)
+        assert.same({{1, 1}, {1, 1}}, l.weight:totable())
+        -- a name that is no tensor's is still unexpected
+        H.raises(function() s:load_state_dict({["1.weight"] = ordo.ones(2, 2), ["1.bias"] = ordo.zeros(2),
+                                               ["2.weight"] = ordo.ones(2, 2)}) end,
+                 "a tensor 2.weight that the module does not have")
     end)
 
     it("nn.accuracy: batch by batch in eval mode; labels N x 1, a batch_size of 0 and unknown options raise", function()
@@ -1524,6 +1839,25 @@ describe("nn modules", function()
         assert.equals(m, m:float())
         assert.same({"float32", "float32"}, {m:get(1).weight:dtype(), m:get(2).running_var:dtype()})
         H.raises(function() return nn.Module.double(3) end, "double")
+    end)
+
+    it("m:to(dtype) takes each parameter's gradient along, cast, as Torch's", function()
+        local m = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+        m(ordo.randn({4, 2})):sum():backward()
+        local g = m:get(1).weight.grad:totable()
+        assert.is_not_nil(m:get(2).bias.grad)
+        m:double()
+        local w = m:get(1).weight
+        assert.equal("float64", w.grad:dtype())
+        assert.is_false(w.grad:needs_grad())
+        assert.is_true(ordo.allclose(w.grad, ordo.tensor(g, D)))
+        assert.equal("float64", m:get(2).bias.grad:dtype())
+        -- the next backward accumulates into it
+        m(ordo.zeros({4, 2}, D)):sum():backward()
+        assert.is_true(ordo.allclose(w.grad, ordo.tensor(g, D)))
+        m:zero_grad()
+        m:float()
+        assert.is_nil(m:get(1).weight.grad)
     end)
 
     it("to(dtype) keeps each parameter's requires_grad: frozen parameters stay frozen", function()
@@ -2294,6 +2628,11 @@ describe("optim", function()
         H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 0) end, "clip_grad_norm_", "norm_type")
         H.raises(function() nn.utils.clip_grad_norm_("x", 1) end, "clip_grad_norm_", "list", "string")
         H.raises(function() nn.utils.clip_grad_value_({a, 3}, 1) end, "clip_grad_value_", "parameter 2", "number")
+        -- a parameter listed twice (two modules' lists joined, sharing it) counts once and is scaled once
+        local w = ordo.tensor({3, 4}, D):requires_grad()
+        ;((w * w):sum() / 2):backward()
+        close(5, nn.utils.clip_grad_norm_({w, w}, 1):item(), 1e-12)
+        close({0.6, 0.8}, w.grad:totable(), 1e-6)
     end)
 
     it("updates parameters that live on an engine of their own", function()

@@ -1049,7 +1049,9 @@ function M.install(nn)
 
     -- BatchNorm1d(n) / BatchNorm2d(n) [, {eps=1e-5, momentum=0.1, affine=true,
     -- track_running_stats=true, dtype=, device=}]: weight 1, bias 0,
-    -- running_mean 0, running_var 1 (buffers, saved with the parameters).
+    -- running_mean 0, running_var 1 and num_batches_tracked 0 (an int64
+    -- count of the batches seen in training; buffers, saved with the
+    -- parameters, Torch's state).
     local BN_OPTS = {eps = true, momentum = true, affine = true, track_running_stats = true, dtype = true,
                      device = true}
     local function batch_norm_class(name, dims, dims_str)
@@ -1075,8 +1077,11 @@ function M.install(nn)
             if opts.track_running_stats ~= false then
                 self:register_buffer("running_mean", tensor.zeros({n}, topts))
                 self:register_buffer("running_var", tensor.ones({n}, topts))
+                self:register_buffer("num_batches_tracked", tensor.zeros({}, {dtype = "int64", device = opts.device}))
             end
         end
+        -- a checkpoint of older ordo has no num_batches_tracked: it loads, the count left as it is
+        function cls:_optional_state_names() return {num_batches_tracked = true} end
         function cls:forward(x)
             check_tensor(name, "input", x)
             if not dims[x:dim()] then
@@ -1086,8 +1091,11 @@ function M.install(nn)
                 fail(fmt("%s: input of shape %s has %d channels, expected %d", name, shape_str(x), x:size(2),
                          self.num_features))
             end
-            return M.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
-                                self.momentum, self.eps)
+            local y = M.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
+                                   self.momentum, self.eps)
+            local nbt = self.num_batches_tracked
+            if self.training and self.running_mean ~= nil and is_tensor(nbt) then nbt:add_(1) end
+            return y
         end
         function cls:extra_repr()
             return fmt("%d, eps = %g, momentum = %g", self.num_features, self.eps, self.momentum)

@@ -150,6 +150,17 @@ function Module:extend(name)
     cls.__newindex = module_newindex
     cls.__tostring = Module.__tostring
     setmetatable(cls, {__index = self, __call = function(c, ...) return c.new(...) end})
+    local idx, nidx = rawget(self, "__index"), rawget(self, "__newindex")
+    if type(idx) == "function" then
+        -- a subclass of Sequential or ModuleList: seq[i] and seq[i] = m
+        -- stay theirs (the methods found in the subclass first)
+        cls.__index = function(o, k)
+            if type(k) == "number" then return idx(o, k) end
+            return cls[k]
+        end
+        cls.__newindex = nidx
+        cls.__methods = cls
+    end
     cls.new = function(...)
         local o = setmetatable({_param_names = {}, _buffer_names = {}, _module_names = {}, training = true}, cls)
         o:init(...)
@@ -163,6 +174,18 @@ function Module:init() end
 function Module:forward(...) -- (vararg: m(x) on a module without one says so, not that it takes no input)
     fail(fmt("%s: forward is not defined for this module", self._class_name or "Module"))
 end
+
+-- nn.Module(): a module of no class of its own, as Torch's nn.Module(): a
+-- holder of children, parameters and buffers (m.enc = nn.Linear(...)),
+-- which moves, trains and saves them; it has no forward.  (It was a bare
+-- "attempt to call a table value".)
+local PlainModule
+setmetatable(Module, {__call = function(_, ...)
+    if select("#", ...) > 0 then fail("Module: nn.Module() takes no arguments (a class of one's own: " ..
+                                     "nn.Module:extend(\"Name\") with init and forward)") end
+    PlainModule = PlainModule or Module:extend("Module")
+    return PlainModule()
+end})
 
 -- Registers t (a float tensor) as a trainable parameter stored in self[name].
 -- A name for register_parameter / register_buffer: a string without dots
@@ -188,23 +211,58 @@ local function check_slot(fname, self, name, other_names, other_kind)
     end
 end
 
+-- Every tensor registered as a parameter (weak: it does not keep them
+-- alive), frozen or not: one assigned to another module's parameter field
+-- (tying to a frozen embedding) is a parameter there too.
+local PARAMETERS = setmetatable({}, {__mode = "k"})
+
 function Module:register_parameter(name, t)
     check_module_self("register_parameter", self)
     check_slot("register_parameter", self, name, self._buffer_names, "buffer")
     if not is_tensor(t) then fail(fmt("register_parameter: %s must be a tensor, got %s", name, typename(t))) end
-    if self[name] == nil or not self:_has(self._param_names, name) then
+    local dt = t:dtype()
+    if dt ~= "float32" and dt ~= "float64" then
+        fail(fmt("register_parameter: %s must be a float tensor (float32 or float64: it needs a gradient), got %s",
+                 name, dt))
+    end
+    if not self:_has(self._param_names, name) then
         self._param_names[#self._param_names + 1] = name
     end
-    self[name] = t:detach():requires_grad()
-    return self[name]
+    -- a parameter already (a leaf that requires a gradient: another
+    -- module's weight, shared) stays that very tensor, as Torch's: one
+    -- parameter, one gradient; anything else becomes a new leaf on its storage
+    local p = (t:is_leaf() and t:needs_grad()) and t or t:detach():requires_grad()
+    self[name] = p
+    local rec = rawget(self, "_param_tensors")
+    if not rec then
+        rec = {}
+        rawset(self, "_param_tensors", rec)
+    end
+    rec[name] = p -- (what collect_params checks the field against)
+    PARAMETERS[p] = true
+    return p
 end
 
--- A tensor of state that is saved but not trained (BatchNorm's running stats).
-function Module:register_buffer(name, t)
+-- A tensor of state that is not trained (BatchNorm's running stats):
+-- m:register_buffer(name, t [, persistent = true]).  It moves with the
+-- module (m:to) and is listed by named_buffers; a persistent one is saved
+-- too (state_dict, save), one registered with persistent = false is not
+-- (a mask or a table computed from the options), as Torch's.
+function Module:register_buffer(name, t, persistent)
     check_module_self("register_buffer", self)
     check_slot("register_buffer", self, name, self._param_names, "parameter")
     if not is_tensor(t) then fail(fmt("register_buffer: %s must be a tensor, got %s", name, typename(t))) end
+    if persistent == nil then persistent = true end
+    if type(persistent) ~= "boolean" then
+        fail(fmt("register_buffer: persistent must be a boolean, got %s", typename(persistent)))
+    end
     if not self:_has(self._buffer_names, name) then self._buffer_names[#self._buffer_names + 1] = name end
+    local np = rawget(self, "_nonpersistent")
+    if not persistent and not np then
+        np = {}
+        rawset(self, "_nonpersistent", np)
+    end
+    if np then np[name] = not persistent or nil end
     self[name] = t
     return t
 end
@@ -269,12 +327,20 @@ function Module:modules()
 end
 
 -- Calls fn(m) on every module below this one and then on this one (as
--- Torch: children first), e.g. to initialise every Linear a certain way.
+-- Torch: children first), e.g. to initialise every Linear a certain way;
+-- once a module, also one that is a child in several places
+-- (nn.Sequential(l, l): an in-place scaling would be applied twice).
+local function apply_tree(m, fn, seen)
+    if seen[m] then return end
+    seen[m] = true
+    for _, n in ipairs(child_names(m)) do apply_tree(m[n], fn, seen) end
+    fn(m)
+end
+
 function Module:apply(fn)
     check_module_self("apply", self)
     if type(fn) ~= "function" then fail("apply: expected a function, got " .. typename(fn)) end
-    for _, n in ipairs(child_names(self)) do self[n]:apply(fn) end
-    fn(self)
+    apply_tree(self, fn, {})
     return self
 end
 
@@ -298,9 +364,32 @@ function Module:trainable_parameters()
     return r
 end
 
+-- A parameter's field given a tensor that is not a parameter (m.weight =
+-- ordo.randn(...): a plain assignment, which the module does not see)
+-- raises here, as Torch's assignment does: it would have been listed, and
+-- never trained.  Another parameter assigned there (tied weights: b.weight
+-- = a.weight) is taken.
+local function checked_param(m, n, t, prefix)
+    local rec = rawget(m, "_param_tensors")
+    if not rec or rec[n] == t then return end
+    if PARAMETERS[t] or (t:is_leaf() and t:needs_grad()) then
+        rec[n] = t
+        return
+    end
+    fail(fmt("%s: the parameter %s%s was assigned a tensor that is not a parameter (it needs no gradient: it " ..
+             "would never train); register it (m:register_parameter(\"%s\", t)) or copy into it " ..
+             "(ordo.no_grad(function() m.%s:copy_(t) end))", m._class_name or "Module", prefix, n, n, n))
+end
+
+-- (seen: the tensors and the modules met so far, each listed once: a
+-- module met again, shared or in a cycle -- a child holding its parent,
+-- child.owner = parent -- is not entered again)
 local function collect_params(m, prefix, out, seen)
+    if seen[m] then return out end
+    seen[m] = true
     for _, n in ipairs(m._param_names) do
         local t = m[n]
+        if is_tensor(t) then checked_param(m, n, t, prefix) end
         if is_tensor(t) and not seen[t] then -- (a parameter set to nil, or to a module, is gone)
             seen[t] = true
             out[#out + 1] = {name = prefix .. n, tensor = t}
@@ -310,11 +399,20 @@ local function collect_params(m, prefix, out, seen)
     return out
 end
 
+-- A prefix for the names of named_parameters and named_buffers: joined
+-- with a dot, as named_modules' and Torch's ("net" gives "net.1.weight"),
+-- and one that ends in a dot ("net.") as it is.
+local function dotted_prefix(fname, prefix)
+    prefix = check_prefix(fname, prefix)
+    if prefix ~= "" and prefix:sub(-1) ~= "." then prefix = prefix .. "." end
+    return prefix
+end
+
 -- {name = "layer.1.weight", tensor = t} for every parameter, depth first,
 -- each tensor once (names start with prefix when given).
 function Module:named_parameters(prefix)
     check_module_self("named_parameters", self)
-    return collect_params(self, check_prefix("named_parameters", prefix), {}, {})
+    return collect_params(self, dotted_prefix("named_parameters", prefix), {}, {})
 end
 
 function Module:parameters()
@@ -324,18 +422,28 @@ function Module:parameters()
     return r
 end
 
-local function collect_buffers(m, prefix, out)
+-- (persistent_only: without those registered with persistent = false;
+-- seen as collect_params': each buffer once, as each parameter, under its
+-- first name -- Sequential(bn, bn) listed bn's under both)
+local function collect_buffers(m, prefix, out, persistent_only, seen)
+    if seen[m] then return out end
+    seen[m] = true
+    local np = persistent_only and rawget(m, "_nonpersistent")
     for _, n in ipairs(m._buffer_names) do
-        if is_tensor(m[n]) then out[#out + 1] = {name = prefix .. n, tensor = m[n]} end
+        local t = m[n]
+        if is_tensor(t) and not (np and np[n]) and not seen[t] then
+            seen[t] = true
+            out[#out + 1] = {name = prefix .. n, tensor = t}
+        end
     end
-    for _, n in ipairs(child_names(m)) do collect_buffers(m[n], prefix .. n .. ".", out) end
+    for _, n in ipairs(child_names(m)) do collect_buffers(m[n], prefix .. n .. ".", out, persistent_only, seen) end
     return out
 end
 
 -- {name = "bn.running_mean", tensor = t} for every buffer, depth first.
 function Module:named_buffers(prefix)
     check_module_self("named_buffers", self)
-    return collect_buffers(self, check_prefix("named_buffers", prefix), {})
+    return collect_buffers(self, dotted_prefix("named_buffers", prefix), {}, false, {})
 end
 
 -- Number of scalar parameters.
@@ -346,11 +454,35 @@ function Module:num_parameters()
     return n
 end
 
+-- The modules whose train or __tostring is running (a module met again
+-- there is its own descendant: a child holding its parent; not entered
+-- again, where the recursion would overflow the stack).
+local IN_TRAIN = setmetatable({}, {__mode = "k"})
+local IN_TOSTRING = setmetatable({}, {__mode = "k"})
+
+-- fn(...) with IN[m] set while it runs, cleared even when it raises.
+local function while_in(IN, m, fn, ...)
+    IN[m] = true
+    local ok, err = pcall(fn, ...)
+    IN[m] = nil
+    if not ok then error(err, 0) end
+    return err
+end
+
+-- (each child's own train, which a class may override, as Torch's)
+local function train_children(self, mode)
+    for _, n in ipairs(child_names(self)) do self[n]:train(mode) end
+end
+
+-- m:train([mode = true]): mode a boolean, as Torch's (m:train(0), true
+-- in Lua, would otherwise train where eval was meant).
 function Module:train(mode)
     check_module_self("train", self)
     if mode == nil then mode = true end
-    self.training = mode and true or false
-    for _, n in ipairs(child_names(self)) do self[n]:train(mode) end
+    if type(mode) ~= "boolean" then fail("train: mode must be a boolean, got " .. typename(mode)) end
+    if IN_TRAIN[self] then return self end
+    self.training = mode
+    while_in(IN_TRAIN, self, train_children, self, mode)
     return self
 end
 
@@ -359,17 +491,39 @@ function Module:eval()
     return self:train(false)
 end
 
-function Module:zero_grad()
+-- m:zero_grad([set_to_none = true]): drops each parameter's gradient
+-- (p.grad = nil), or with false fills it with zeros in place, as an
+-- optimiser's zero_grad and Torch's.
+function Module:zero_grad(set_to_none)
     check_module_self("zero_grad", self)
-    for _, p in ipairs(self:parameters()) do p.grad = nil end
+    if set_to_none == nil then set_to_none = true end
+    if type(set_to_none) ~= "boolean" then
+        fail("zero_grad: set_to_none must be a boolean, got " .. typename(set_to_none))
+    end
+    local params = self:parameters()
+    if set_to_none then
+        for _, p in ipairs(params) do p.grad = nil end
+        return
+    end
+    for _, e in ipairs(self:named_parameters()) do
+        local g = e.tensor.grad
+        if g ~= nil and not is_tensor(g) then
+            fail(fmt("zero_grad: the gradient of %s is %s, expected a tensor", e.name, typename(g)))
+        end
+    end
+    autograd.no_grad(function()
+        for _, p in ipairs(params) do
+            if p.grad ~= nil then p.grad:zero_() end
+        end
+    end)
 end
 
 -- The moved (or cast) tensor for t, made once per m:to call: moved maps each
 -- tensor met so far to its result, so that a tensor held in several places
 -- (tied weights: b.weight = a.weight; a module that is a child twice) is
 -- still one tensor afterwards.  A parameter keeps its requires_grad flag: a
--- frozen one stays frozen.  One already on the device and of the dtype is
--- kept as it is.
+-- frozen one stays frozen; and its .grad, moved (or cast) too.  One
+-- already on the device and of the dtype is kept as it is.
 local FLOAT_DTYPES = {float32 = true, float64 = true}
 local DTYPE_NAMES = {float32 = true, float64 = true, int32 = true, int64 = true, uint8 = true}
 local function DT_DEV(t) return fmt("%s on %s", t:dtype(), tostring(t:device())) end
@@ -392,6 +546,10 @@ local function moved_tensor(t, a, b, moved, is_param)
             r = t
         else
             if t:needs_grad() then r:requires_grad() end
+            -- its gradient goes along, as Torch's (m:double() between a
+            -- backward and a step, or for a gradient check)
+            local g = t.grad
+            if is_tensor(g) then r.grad = g:detach():to(a, b) end
             -- an optimiser built before m:to still holds t, which no
             -- longer gets gradients: its step says so (optim.lua) -- once
             -- the module holds r (Module:to marks it then)
@@ -441,7 +599,15 @@ function Module:to(a, b)
     if dt then moved.int_args = dev or true end
     local sets = {}
     move_tree(self, a, b, moved, {}, sets)
-    for _, s in ipairs(sets) do s[1][s[2]] = s[3] end
+    for _, s in ipairs(sets) do
+        local m, n, r = s[1], s[2], s[3]
+        local rec = rawget(m, "_param_tensors")
+        if rec and rec[n] ~= nil and rec[n] == m[n] then -- (a parameter moved is one still)
+            rec[n] = r
+            PARAMETERS[r] = true
+        end
+        m[n] = r
+    end
     for _, tr in ipairs(moved.replaced) do tr[1]._moved_by_to = DT_DEV(tr[2]) end
     return self
 end
@@ -470,21 +636,31 @@ function Module:float()
     return self:to("float32")
 end
 
--- Every parameter and buffer by its dotted name, in a stable order.
-function Module:state_dict()
+-- Every parameter and (persistent) buffer by its dotted name, in a
+-- stable order; m:state_dict(prefix) puts prefix before each name, as
+-- named_parameters' ("encoder" gives "encoder.1.weight"; the argument
+-- was ignored).
+function Module:state_dict(prefix)
     check_module_self("state_dict", self)
-    local list = self:named_parameters()
-    for _, e in ipairs(self:named_buffers()) do list[#list + 1] = e end
+    prefix = dotted_prefix("state_dict", prefix)
+    local list = self:named_parameters(prefix)
+    for _, e in ipairs(collect_buffers(self, prefix, {}, true, {})) do list[#list + 1] = e end
     return list
 end
 
-function Module:__tostring()
+local function describe_tree(self)
     local lines = {self:_describe()}
     for _, c in ipairs(self:children()) do
-        local sub = tostring(c[2]):gsub("\n", "\n  ")
+        local sub = IN_TOSTRING[c[2]] and c[2]:_describe() .. " (a module above this one)"
+            or tostring(c[2]):gsub("\n", "\n  ")
         lines[#lines + 1] = "  (" .. c[1] .. "): " .. sub
     end
     return concat(lines, "\n")
+end
+
+function Module:__tostring()
+    if IN_TOSTRING[self] then return self:_describe() end
+    return while_in(IN_TOSTRING, self, describe_tree, self)
 end
 
 function Module:_describe()
@@ -492,6 +668,91 @@ function Module:_describe()
 end
 
 -- ---------------------------------------------------------------- save / load
+
+-- The other names of the tensors state_dict lists, which it leaves out
+-- (each tensor once) and Torch's state_dict gives too: those of a module
+-- that is a child twice (nn.Sequential(l, l): "2.weight" is "1.weight")
+-- or of a tied weight (b.weight = a.weight).  {alias = {name, tensor}}.
+local function alias_names(self)
+    local primary, r = {}, {}
+    for _, e in ipairs(self:state_dict()) do primary[e.tensor] = primary[e.tensor] or e.name end
+    local function walk(m, prefix, path)
+        if path[m] then return end
+        path[m] = true
+        local np = rawget(m, "_nonpersistent")
+        for pass = 1, 2 do
+            for _, n in ipairs(pass == 1 and m._param_names or m._buffer_names) do
+                local t = m[n]
+                local p = is_tensor(t) and not (pass == 2 and np and np[n]) and primary[t]
+                if p and p ~= prefix .. n then r[prefix .. n] = {p, t} end
+            end
+        end
+        for _, n in ipairs(child_names(m)) do walk(m[n], prefix .. n .. ".", path) end
+        path[m] = nil
+    end
+    walk(self, "", {})
+    return r
+end
+
+-- The names of a state dict given to load or load_state_dict brought to
+-- those of state_dict.  Older names: a class whose state had other names
+-- (RNN, LSTM, GRU: "cell1.weight_ih", now "weight_ih_l0", Torch's) has a
+-- method _old_state_names giving {old = new}, relative to the module.
+-- Other names of one tensor (alias_names): the first given is read as
+-- the tensor's, the others only checked for its shape.  given (name =
+-- tensor) is changed in place; order (a list of its names, or nil)
+-- follows.  Returns a function of a name that adds to it the name it was
+-- read under, for errors, and the set of the names a state dict may lack
+-- (a class's _optional_state_names, relative to the module, {name =
+-- true}: BatchNorm's num_batches_tracked, which older ordo did not keep).
+local function canonical_names(self, fname, given, order)
+    local renamed, was, optional = {}, {}, {}
+    local function rename(o, n, why)
+        given[n], given[o] = given[o], nil
+        renamed[o], was[n] = n, fmt("%s (read as %s, %s)", n, o, why)
+    end
+    for _, e in ipairs(self:named_modules()) do
+        local olds, opt = e.module._old_state_names, e.module._optional_state_names
+        local pre = e.name == "" and "" or e.name .. "."
+        if opt then
+            for n in pairs(opt(e.module)) do optional[pre .. n] = true end
+        end
+        if olds then
+            for old, new in pairs(olds(e.module)) do
+                local o, n = pre .. old, pre .. new
+                if given[o] ~= nil and given[n] == nil then rename(o, n, "its older name") end
+            end
+        end
+    end
+    local aliases, names = alias_names(self), {}
+    for a in pairs(aliases) do if given[a] ~= nil then names[#names + 1] = a end end
+    table.sort(names)
+    for _, a in ipairs(names) do
+        local n, t = aliases[a][1], aliases[a][2]
+        if given[n] == nil then
+            rename(a, n, "another name of the same tensor")
+        else
+            if shape_str(given[a]) ~= shape_str(t) then
+                fail(fmt("%s: %s (another name of %s) is of shape %s in the state dict, the module's is of shape %s",
+                         fname, a, n, shape_str(given[a]), shape_str(t)))
+            end
+            given[a], renamed[a] = nil, false
+        end
+    end
+    if order then
+        local k = 0
+        for _, name in ipairs(order) do
+            local to = renamed[name]
+            if to == nil then to = name end
+            if to then
+                k = k + 1
+                order[k] = to
+            end
+        end
+        for i = #order, k + 1, -1 do order[i] = nil end
+    end
+    return function(name) return was[name] or name end, optional
+end
 
 -- Writes the module's parameters and buffers to path (ordo.serialize: the
 -- file is replaced only once it is whole).
@@ -508,14 +769,15 @@ function Module:load(path)
     check_module_self("load", self)
     local entries = {}
     for _, e in ipairs(serialize.read("load", path)) do entries[e.name] = e.tensor end
+    local named, optional = canonical_names(self, "load", entries)
     local own = self:state_dict()
     for _, e in ipairs(own) do
         local t = entries[e.name]
-        if not t then fail(fmt("load: %s has no tensor named %s", path, e.name)) end
-        if t:dtype() ~= e.tensor:dtype() or shape_str(t) ~= shape_str(e.tensor) then
+        if not t and not optional[e.name] then fail(fmt("load: %s has no tensor named %s", path, e.name)) end
+        if t and (t:dtype() ~= e.tensor:dtype() or shape_str(t) ~= shape_str(e.tensor)) then
             local same_shape = shape_str(t) == shape_str(e.tensor)
-            fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s%s", e.name, path, t:dtype(),
-                     shape_str(t), e.tensor:dtype(), shape_str(e.tensor), same_shape and
+            fail(fmt("load: %s in %s is %s of shape %s, the module's is %s of shape %s%s", named(e.name), path,
+                     t:dtype(), shape_str(t), e.tensor:dtype(), shape_str(e.tensor), same_shape and
                      fmt(" (saved from a %s model: m:to(\"%s\") first, or m:load_state_dict(ordo.load(path)), which " ..
                          "casts to the module's dtypes)", t:dtype(), t:dtype()) or ""))
         end
@@ -525,7 +787,9 @@ function Module:load(path)
     local extra = next(entries)
     if extra then fail(fmt("load: %s has a tensor %s that the module does not have", path, extra)) end
     autograd.no_grad(function()
-        for _, e in ipairs(own) do e.tensor:copy_(e.loaded) end
+        for _, e in ipairs(own) do
+            if e.loaded then e.tensor:copy_(e.loaded) end
+        end
     end)
     return self
 end
@@ -571,20 +835,26 @@ function Module:load_state_dict(sd, opts)
         end
         add(e.name, e.tensor, fmt("entry %d", i))
     end
-    for k, v in pairs(sd) do
-        if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then
-            add(k, v, "entry " .. tostring(k))
-        end
+    local keys = {} -- (in sorted order: the unexpected names come out the same every run)
+    for k in pairs(sd) do
+        if not (type(k) == "number" and k >= 1 and k <= n and k == math.floor(k)) then keys[#keys + 1] = k end
     end
+    table.sort(keys, function(a, b)
+        if type(a) ~= type(b) then return type(a) < type(b) end
+        if type(a) == "string" or type(a) == "number" then return a < b end
+        return tostring(a) < tostring(b)
+    end)
+    for _, k in ipairs(keys) do add(k, sd[k], "entry " .. tostring(k)) end
+    local named, optional = canonical_names(self, fname, given, order)
     local own, missing, pairs_ = self:state_dict(), {}, {}
     local known = {}
     for _, e in ipairs(own) do
         known[e.name] = true
         local t = given[e.name]
         if t == nil then
-            missing[#missing + 1] = e.name
+            if not optional[e.name] then missing[#missing + 1] = e.name end
         elseif shape_str(t) ~= shape_str(e.tensor) then
-            fail(fmt("%s: %s is of shape %s in the state dict, the module's is of shape %s", fname, e.name,
+            fail(fmt("%s: %s is of shape %s in the state dict, the module's is of shape %s", fname, named(e.name),
                      shape_str(t), shape_str(e.tensor)))
         else
             pairs_[#pairs_ + 1] = {e.tensor, t}
@@ -592,13 +862,23 @@ function Module:load_state_dict(sd, opts)
     end
     local unexpected = {}
     for _, name in ipairs(order) do if not known[name] then unexpected[#unexpected + 1] = name end end
+    -- a name with a part "0" (Torch's "0.weight", "layers.0.bias") is most
+    -- likely one of a Torch container, numbered from 0
+    local from0 = false
+    for _, name in ipairs(unexpected) do
+        if ("." .. name .. "."):find(".0.", 1, true) then from0 = true end
+    end
+    local hint = from0 and "; Torch numbers the modules of a Sequential or ModuleList from 0, ordo from 1" or ""
     if strict and #missing > 0 then
-        fail(fmt("%s: the state dict has no tensor named %s%s (strict = false loads the rest)", fname, missing[1],
-                 #missing > 1 and fmt(" (and %d more missing)", #missing - 1) or ""))
+        fail(fmt("%s: the state dict has no tensor named %s%s%s (strict = false loads the rest)%s", fname,
+                 missing[1], #missing > 1 and fmt(" (and %d more missing)", #missing - 1) or "",
+                 #unexpected > 0 and fmt(", and has %s that the module does not have%s", unexpected[1],
+                                         #unexpected > 1 and fmt(" (and %d more)", #unexpected - 1) or "") or "",
+                 hint))
     end
     if strict and #unexpected > 0 then
-        fail(fmt("%s: the state dict has a tensor %s that the module does not have%s (strict = false skips it)",
-                 fname, unexpected[1], #unexpected > 1 and fmt(" (and %d more)", #unexpected - 1) or ""))
+        fail(fmt("%s: the state dict has a tensor %s that the module does not have%s (strict = false skips it)%s",
+                 fname, unexpected[1], #unexpected > 1 and fmt(" (and %d more)", #unexpected - 1) or "", hint))
     end
     autograd.no_grad(function()
         for _, p in ipairs(pairs_) do
@@ -1103,6 +1383,7 @@ function Sequential:init(...)
     end
 end
 function Sequential:add(m)
+    if not is_module(m) then fail(fmt("Sequential: module %d must be a module, got %s", self.n + 1, typename(m))) end
     self.n = self.n + 1
     self:add_module(tostring(self.n), m)
     return self
@@ -1138,6 +1419,7 @@ function ModuleList:init(list)
     for _, m in ipairs(list or {}) do self:append(m) end
 end
 function ModuleList:append(m)
+    if not is_module(m) then fail(fmt("ModuleList: module %d must be a module, got %s", self.n + 1, typename(m))) end
     self.n = self.n + 1
     self:add_module(tostring(self.n), m)
     return self

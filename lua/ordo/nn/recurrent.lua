@@ -1,9 +1,11 @@
 -- ordo.nn recurrent layers: RNNCell, LSTMCell, GRUCell (one time step) and
 -- RNN, LSTM, GRU (a whole sequence, one or more layers).
 --
--- The equations, gate order and initialisation are Torch's, so weights
--- carry over by name (weight_ih, weight_hh, bias_ih, bias_hh; the layers of
--- a multi-layer module are its cells, "cell1", "cell2"...):
+-- The equations, gate order, initialisation and parameter names are
+-- Torch's, so weights carry over by name: a cell's are weight_ih,
+-- weight_hh, bias_ih, bias_hh; a sequence module's, layer k from 0,
+-- weight_ih_l<k>, weight_hh_l<k>, bias_ih_l<k>, bias_hh_l<k> (and the same
+-- with _reverse for the reverse direction), in Torch's order:
 --   RNN   h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)    (or relu)
 --   LSTM  i, f, g, o = the four quarters of x W_ih^T + b_ih + h W_hh^T + b_hh
 --         c' = sigmoid(f) c + sigmoid(i) tanh(g);  h' = sigmoid(o) tanh(c')
@@ -13,7 +15,9 @@
 -- Each is made of tensor ops (linear, views, elementwise), so it runs on
 -- every device and autograd differentiates it through time.  A sequence
 -- is (T, N, features), or (N, T, features) with batch_first; the state is
--- (layers, N, hidden).
+-- (layers, N, hidden).  (Before, a sequence module held its layers as
+-- cells, children "cell1", "cell1_reverse", "cell2"...: checkpoints with
+-- those names still load, renamed, see _old_state_names.)
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 
@@ -34,16 +38,15 @@ function M.install(nn)
 
     local CELL_OPTS = {bias = true, dtype = true, device = true, nonlinearity = true}
 
-    -- The parameters of a cell whose products have `gates` blocks of hidden.
-    local function cell_init(self, fname, nin, hidden, gates, opts)
-        check_int(fname, "input_size", nin)
-        check_int(fname, "hidden_size", hidden)
-        opts = opts_of(fname, opts, CELL_OPTS)
-        self.input_size, self.hidden_size = nin, hidden
+    -- Registers on self the weights of one layer (one direction) whose
+    -- products have `gates` blocks of hidden, named weight_ih..., each
+    -- followed by suffix ("" for a cell, "_l0", "_l0_reverse"... for a
+    -- sequence module: Torch's names and order).
+    local function layer_params(self, suffix, nin, hidden, gates, opts)
         local topts = util.param_opts(opts)
         local b = 1 / sqrt(hidden)
         local function param(name, shape)
-            self:register_parameter(name, init.uniform_(tensor.empty(shape, topts), -b, b))
+            self:register_parameter(name .. suffix, init.uniform_(tensor.empty(shape, topts), -b, b))
         end
         param("weight_ih", {gates * hidden, nin})
         param("weight_hh", {gates * hidden, hidden})
@@ -51,7 +54,53 @@ function M.install(nn)
             param("bias_ih", {gates * hidden})
             param("bias_hh", {gates * hidden})
         end
+    end
+
+    local function check_bias(fname, opts)
+        if opts.bias ~= nil and type(opts.bias) ~= "boolean" then
+            fail(fmt("%s: option bias must be a boolean, got %s", fname, typename(opts.bias)))
+        end
+    end
+
+    local function check_nonlinearity(fname, nl)
+        if nl ~= "tanh" and nl ~= "relu" then
+            fail(fmt("%s: nonlinearity must be \"tanh\" or \"relu\", got %s", fname, tostring(nl)))
+        end
+        return nl
+    end
+
+    -- The parameters of a cell whose products have `gates` blocks of hidden.
+    local function cell_init(self, fname, nin, hidden, gates, opts)
+        check_int(fname, "input_size", nin)
+        check_int(fname, "hidden_size", hidden)
+        opts = opts_of(fname, opts, CELL_OPTS)
+        check_bias(fname, opts)
+        self.input_size, self.hidden_size = nin, hidden
+        layer_params(self, "", nin, hidden, gates, opts)
         return opts
+    end
+
+    -- One step of each kind, on x (N, input) and the state (N, hidden),
+    -- with the weights wi, wh and biases bi, bh (nil without bias).
+    local function rnn_step(x, h, wi, wh, bi, bh, relu)
+        local s = F.linear(x, wi, bi) + F.linear(h, wh, bh)
+        return relu and s:relu() or s:tanh()
+    end
+    local function lstm_step(x, h, c, wi, wh, bi, bh)
+        local H = h:size(2)
+        local g = F.linear(x, wi, bi) + F.linear(h, wh, bh)
+        local i, f = g:narrow(2, 1, H):sigmoid(), g:narrow(2, H + 1, H):sigmoid()
+        local cand, o = g:narrow(2, 2 * H + 1, H):tanh(), g:narrow(2, 3 * H + 1, H):sigmoid()
+        local c2 = f * c + i * cand
+        return o * c2:tanh(), c2
+    end
+    local function gru_step(x, h, wi, wh, bi, bh)
+        local H = h:size(2)
+        local gi, gh = F.linear(x, wi, bi), F.linear(h, wh, bh)
+        local r = (gi:narrow(2, 1, H) + gh:narrow(2, 1, H)):sigmoid()
+        local z = (gi:narrow(2, H + 1, H) + gh:narrow(2, H + 1, H)):sigmoid()
+        local n = (gi:narrow(2, 2 * H + 1, H) + r * gh:narrow(2, 2 * H + 1, H)):tanh()
+        return (1 - z) * n + z * h
     end
 
     -- x (N, input) or (input), and the state tensors (h, c: N × hidden, or
@@ -90,19 +139,15 @@ function M.install(nn)
     nn.RNNCell = RNNCell
     function RNNCell:init(nin, hidden, opts)
         opts = cell_init(self, "RNNCell", nin, hidden, 1, opts)
-        local nl = opts.nonlinearity or "tanh"
-        if nl ~= "tanh" and nl ~= "relu" then
-            fail(fmt("RNNCell: nonlinearity must be \"tanh\" or \"relu\", got %s", tostring(nl)))
-        end
-        self.nonlinearity = nl
+        self.nonlinearity = check_nonlinearity("RNNCell", opts.nonlinearity or "tanh")
     end
     -- forward(x [, h]) -> h'
     function RNNCell:forward(x, h)
         local unbatched
         x, unbatched = cell_input(self, "RNNCell", x, h)
         h = as_2d(h, unbatched) or zeros_state(self, x)
-        local s = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
-        return as_given(self.nonlinearity == "relu" and s:relu() or s:tanh(), unbatched)
+        return as_given(rnn_step(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh,
+                                 self.nonlinearity == "relu"), unbatched)
     end
     function RNNCell:extra_repr() return fmt("%d -> %d, %s", self.input_size, self.hidden_size, self.nonlinearity) end
 
@@ -119,12 +164,7 @@ function M.install(nn)
         x, unbatched = cell_input(self, "LSTMCell", x, h, c)
         h = as_2d(h, unbatched) or zeros_state(self, x)
         c = as_2d(c, unbatched) or zeros_state(self, x)
-        local H = self.hidden_size
-        local g = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
-        local i, f = g:narrow(2, 1, H):sigmoid(), g:narrow(2, H + 1, H):sigmoid()
-        local cand, o = g:narrow(2, 2 * H + 1, H):tanh(), g:narrow(2, 3 * H + 1, H):sigmoid()
-        local c2 = f * c + i * cand
-        local h2 = o * c2:tanh()
+        local h2, c2 = lstm_step(x, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return as_given(h2, unbatched), as_given(c2, unbatched)
     end
     function LSTMCell:extra_repr() return fmt("%d -> %d", self.input_size, self.hidden_size) end
@@ -141,13 +181,7 @@ function M.install(nn)
         local unbatched
         x, unbatched = cell_input(self, "GRUCell", x, h)
         h = as_2d(h, unbatched) or zeros_state(self, x)
-        local H = self.hidden_size
-        local gi = F.linear(x, self.weight_ih, self.bias_ih)
-        local gh = F.linear(h, self.weight_hh, self.bias_hh)
-        local r = (gi:narrow(2, 1, H) + gh:narrow(2, 1, H)):sigmoid()
-        local z = (gi:narrow(2, H + 1, H) + gh:narrow(2, H + 1, H)):sigmoid()
-        local n = (gi:narrow(2, 2 * H + 1, H) + r * gh:narrow(2, 2 * H + 1, H)):tanh()
-        return as_given((1 - z) * n + z * h, unbatched)
+        return as_given(gru_step(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh), unbatched)
     end
     function GRUCell:extra_repr() return fmt("%d -> %d", self.input_size, self.hidden_size) end
 
@@ -156,17 +190,24 @@ function M.install(nn)
     local SEQ_OPTS = {num_layers = true, batch_first = true, bias = true, dtype = true, device = true,
                       nonlinearity = true, bidirectional = true, dropout = true}
 
-    -- A sequence module of num_layers layers of cells of class Cell (two
-    -- a layer, forward and reverse, when bidirectional); lstm: the state
-    -- is (h, c).
-    local function sequence(name, Cell, lstm)
+    -- The suffix of the parameters of layer l (from 1), direction d (2:
+    -- reverse): Torch's "_l0", "_l0_reverse", "_l1"...
+    local function layer_suffix(l, d) return "_l" .. (l - 1) .. (d == 2 and "_reverse" or "") end
+    local PARAM_NAMES = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"}
+
+    -- A sequence module of num_layers layers (two a layer, forward and
+    -- reverse, when bidirectional), each with the weights of a cell of
+    -- `gates` blocks, under Torch's names; kind: "rnn", "lstm" (the state
+    -- is (h, c)) or "gru".
+    local function sequence(name, gates, kind)
+        local lstm = kind == "lstm"
         local cls = Module:extend(name)
         nn[name] = cls
         function cls:init(nin, hidden, opts)
             check_int(name, "input_size", nin)
             check_int(name, "hidden_size", hidden)
             opts = opts_of(name, opts, SEQ_OPTS)
-            if opts.nonlinearity ~= nil and Cell ~= RNNCell then
+            if opts.nonlinearity ~= nil and kind ~= "rnn" then
                 fail(fmt("%s: unknown option 'nonlinearity' (RNN only)", name))
             end
             local layers = opts.num_layers or 1
@@ -178,15 +219,30 @@ function M.install(nn)
             if opts.bidirectional ~= nil and type(opts.bidirectional) ~= "boolean" then
                 fail(fmt("%s: bidirectional must be a boolean, got %s", name, typename(opts.bidirectional)))
             end
+            check_bias(name, opts)
+            if kind == "rnn" then self.nonlinearity = check_nonlinearity(name, opts.nonlinearity or "tanh") end
             self.input_size, self.hidden_size, self.num_layers = nin, hidden, layers
             self.batch_first, self.dropout = opts.batch_first == true, p
             self.directions = opts.bidirectional and 2 or 1
-            local copts = {bias = opts.bias, dtype = opts.dtype, device = opts.device, nonlinearity = opts.nonlinearity}
+            self.bidirectional = self.directions == 2 -- (Torch's field: m.bidirectional and 2 or 1 was 1, nil)
             for l = 1, layers do
                 local width = l == 1 and nin or hidden * self.directions
-                self:add_module("cell" .. l, Cell(width, hidden, copts))
-                if self.directions == 2 then self:add_module("cell" .. l .. "_reverse", Cell(width, hidden, copts)) end
+                for d = 1, self.directions do layer_params(self, layer_suffix(l, d), width, hidden, gates, opts) end
             end
+        end
+        -- The names this module's parameters had before they were Torch's
+        -- ({old = new}, relative to the module): "cell1.weight_ih" was
+        -- "weight_ih_l0", "cell2_reverse.bias_hh" "bias_hh_l1_reverse".
+        -- load_state_dict and load take checkpoints written with them.
+        function cls:_old_state_names()
+            local r = {}
+            for l = 1, self.num_layers do
+                for d = 1, self.directions do
+                    local cell = "cell" .. l .. (d == 2 and "_reverse" or "") .. "."
+                    for _, n in ipairs(PARAM_NAMES) do r[cell .. n] = n .. layer_suffix(l, d) end
+                end
+            end
+            return r
         end
         -- The state given for layer l, direction d (row (l-1)·D + d of the
         -- (layers·D, N, hidden) tensor, Torch's order).
@@ -201,13 +257,24 @@ function M.install(nn)
             end
             return s:select(1, (l - 1) * self.directions + d)
         end
-        -- One direction of one layer over the steps of seq: the outputs (a
-        -- new list) and the last state.
-        local function run(cell, seq, h, c, reverse)
+        -- One direction of one layer (l, d) over the steps of seq: the
+        -- outputs (a new list) and the last state (h, c: nil for zeros).
+        local function run(self, l, d, seq, h, c)
+            local sfx = layer_suffix(l, d)
+            local wi, wh = self["weight_ih" .. sfx], self["weight_hh" .. sfx]
+            local bi, bh = self["bias_ih" .. sfx], self["bias_hh" .. sfx]
+            local relu = self.nonlinearity == "relu"
             local T, out = #seq, {}
+            if T > 0 then
+                h = h or zeros_state(self, seq[1])
+                if lstm then c = c or zeros_state(self, seq[1]) end
+            end
             for k = 1, T do
-                local t = reverse and T - k + 1 or k
-                if lstm then h, c = cell(seq[t], h, c) else h = cell(seq[t], h) end
+                local t = d == 2 and T - k + 1 or k
+                local x = seq[t]
+                if lstm then h, c = lstm_step(x, h, c, wi, wh, bi, bh)
+                elseif kind == "gru" then h = gru_step(x, h, wi, wh, bi, bh)
+                else h = rnn_step(x, h, wi, wh, bi, bh, relu) end
                 out[t] = h
             end
             return out, h, c
@@ -249,11 +316,10 @@ function M.install(nn)
             for l = 1, self.num_layers do
                 local outs = {}
                 for d = 1, self.directions do
-                    local cell = self["cell" .. l .. (d == 2 and "_reverse" or "")]
                     local h = layer_state(self, h0, l, d, "h0", N)
                     local c = lstm and layer_state(self, c0, l, d, "c0", N) or nil
                     local o
-                    o, h, c = run(cell, seq, h, c, d == 2)
+                    o, h, c = run(self, l, d, seq, h, c)
                     outs[d] = o
                     local k = (l - 1) * self.directions + d
                     hs[k], cs[k] = h or zeros_state(self, x, N), c or (lstm and zeros_state(self, x, N)) or nil
@@ -286,9 +352,9 @@ function M.install(nn)
         end
         return cls
     end
-    sequence("RNN", RNNCell, false)
-    sequence("LSTM", LSTMCell, true)
-    sequence("GRU", GRUCell, false)
+    sequence("RNN", 1, "rnn")
+    sequence("LSTM", 4, "lstm")
+    sequence("GRU", 3, "gru")
 end
 
 return M

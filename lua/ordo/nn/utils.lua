@@ -21,20 +21,23 @@ local M = {}
 -- a bad value as a message shows it: a number, or its type ("1" is not 1)
 local function shown(v) return type(v) == "number" and tostring(v) or typename(v) end
 
--- The gradients of params (a tensor or a list of them) that exist.
+-- The gradients of params (a tensor or a list of them) that exist, each
+-- once: a parameter listed twice (the lists of two modules that share
+-- it, joined) is counted once in the norm and clipped once.
 local function grads_of(fname, params)
     if is_tensor(params) then params = {params} end
     if type(params) ~= "table" or getmetatable(params) ~= nil then
         fail(fmt("%s: expected a list of parameters (model:parameters()), got %s", fname, typename(params)))
     end
-    local gs, dev = {}, nil
+    local gs, dev, seen = {}, nil, {}
     for i, p in ipairs(params) do
         if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
         local g = p.grad
         if g ~= nil and not is_tensor(g) then
             fail(fmt("%s: the gradient of parameter %d is %s, expected a tensor", fname, i, typename(g)))
         end
-        if g ~= nil then
+        if g ~= nil and not seen[g] then
+            seen[g] = true
             -- (clipping writes into it: checked for all first, so that none is clipped alone)
             local c = g._c
             for d = 0, c.ndim - 1 do
