@@ -385,6 +385,24 @@ describe("derived ops", function()
         H.raises(function() return ordo.randperm(-1) end, "randperm", "-1")
     end)
 
+    it("randint past 2^53: every value of a narrow range, never high (low added in int64)", function()
+        ordo.manual_seed(3)
+        -- 2^53 + 1 is not a double: the draw added to low in float64 gave only even values
+        local d = ordo.randint(2 ^ 53, 2 ^ 53 + 4, {4000}):sub(2 ^ 53)
+        assert.same({0, 1, 2, 3}, d:unique():totable())
+        -- doubles are 1024 apart at 2^62: the values were 0, 1024 and 2048 (high itself)
+        d = ordo.randint(2 ^ 62, 2 ^ 62 + 2048, {20000}):sub(2 ^ 62)
+        assert.equals(0, d:min():item())
+        assert.equals(2047, d:max():item())
+        assert.is_true(d:unique():numel() > 1900, "only " .. d:unique():numel() .. " distinct values of 2048")
+        d = ordo.randint(-2 ^ 62 - 2048, -2 ^ 62, {20000}):add(2 ^ 62)
+        assert.is_true(d:min():item() >= -2048 and d:max():item() <= -1)
+        assert.is_true(d:unique():numel() > 1900)
+        -- the other integer dtypes still get their range
+        assert.same({-5, -4, -3}, ordo.randint(-5, -2, {500}, "int32"):unique():totable())
+        assert.same({253, 254, 255}, ordo.randint(253, 256, {500}, "uint8"):unique():totable())
+    end)
+
     it("multinomial: Torch's draws, with and without replacement, frequencies as the weights, checked weights", function()
         ordo.manual_seed(1)
         local n = 20000

@@ -594,7 +594,11 @@ function M.randint(a, b, c, d)
     local range = high - low
     if range > 2 ^ 53 and INT_LIMITS[dtype] == INT_LIMITS.int64 then return wide_randint(shape, ropts, low, high) end
     local u = tensor.rand(shape, ropts) -- [0, 1) in float64: exact enough for any int32 range
-    return u:mul(range):floor():add(low):clamp(low, high - 1):to(dtype)
+    local off = u:mul(range):floor():clamp(0, range - 1) -- 0..range-1, exact (range <= 2^53)
+    -- low added in the integer dtype: past 2^53 a float64 sum rounds (randint(2^53, 2^53 + 4) gave
+    -- only even values, randint(2^62, 2^62 + 2048) only multiples of 1024 and high itself)
+    if INT_LIMITS[dtype] then return off:to(dtype):add(low) end
+    return off:add(low):to(dtype)
 end
 
 -- randperm(n [, opts]): 1..n in a random order (int64 unless opts says
