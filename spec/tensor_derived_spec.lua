@@ -403,6 +403,16 @@ describe("derived ops", function()
         assert.same({253, 254, 255}, ordo.randint(253, 256, {500}, "uint8"):unique():totable())
     end)
 
+    it("multinomial never draws a zero weight, not even where the uniform draw is 0", function()
+        -- seed 9: one of the first 2^22 float32 uniforms is 0, on a category of weight 1;
+        -- its Gumbel key was -inf, tied with the zero weight's, which was picked
+        ordo.manual_seed(9)
+        assert.equals(0, ordo.tensor({0, 1}):multinomial(2 ^ 21, true):eq(1):sum():item())
+        ordo.manual_seed(9)
+        local rows = ordo.tensor({0, 1}):view(1, 2):expand(2 ^ 21, 2)
+        assert.equals(0, rows:multinomial(1):eq(1):sum():item())
+    end)
+
     it("multinomial: Torch's draws, with and without replacement, frequencies as the weights, checked weights", function()
         ordo.manual_seed(1)
         local n = 20000

@@ -1656,6 +1656,11 @@ end
 -- fails the result at the wait that meets it ("multinomial (nonzero
 -- weights): check_range: value 1 at element 2 is outside [3, inf]": row 2
 -- has one).
+-- A uniform draw of 0 (one in 2^24 in float32) made its Gumbel key -inf,
+-- the key of a zero weight, and the tie could pick the zero-weight index:
+-- the draws are kept at or above U_MIN (2^-126, float32's smallest normal),
+-- so a nonzero weight's key is always finite.
+local U_MIN = 2 ^ -126
 function Tensor:multinomial(n, replacement)
     local fname = "multinomial"
     check_self(fname, self)
@@ -1691,11 +1696,11 @@ function Tensor:multinomial(n, replacement)
         for start = 1, n, block do
             local len = math.min(block, n - start + 1)
             local keys = logp:view(R, 1, C):expand(R, len, C)
-            local u = tensor.empty_like(keys):uniform_(0, 1)
+            local u = tensor.empty_like(keys):uniform_(0, 1):clamp_(U_MIN, 1)
             idx:narrow(2, start, len):copy_((keys - (-u:log()):log()):argmax(3))
         end
     else
-        local u = tensor.empty_like(logp):uniform_(0, 1)
+        local u = tensor.empty_like(logp):uniform_(0, 1):clamp_(U_MIN, 1)
         local _, top = (logp - (-u:log()):log()):topk(n, 2)
         idx:copy_(top)
     end
