@@ -255,7 +255,25 @@ describe("nn modules", function()
         close(y:max():item(), 1 / 0.75, 1e-6)
         d:eval()
         assert.equal(10000, d(ordo.ones({10000})):sum():item())
-        assert.has_error(function() nn.Dropout(1) end)
+        H.raises(function() nn.Dropout(1.5) end, "Dropout: p must be a number in [0, 1], got 1.5")
+    end)
+
+    it("dropout with p = 1 gives zeros (as Torch) with a zero gradient; training must be a boolean", function()
+        local x = ordo.tensor({{1, -2}, {3, 4}}, D):requires_grad_()
+        for _, y in ipairs({nn.Dropout(1)(x), F.dropout(x, 1), F.dropout(x, 1, true)}) do
+            assert.same({{0, 0}, {0, 0}}, y:totable())
+        end
+        F.dropout(x, 1):sum():backward()
+        assert.same({{0, 0}, {0, 0}}, x.grad:totable())
+        assert.same({{1, -2}, {3, 4}}, F.dropout(x, 1, false):totable())
+        local d = nn.Dropout(1)
+        d:eval()
+        assert.same({{1, -2}, {3, 4}}, d(x):totable())
+        assert.equals(0, nn.Dropout2d(1)(ordo.ones({2, 3, 4, 4})):abs():sum():item())
+        -- Torch's falsy 0 was taken as true here (a Lua 0 is truthy): a boolean is asked for
+        H.raises(function() return F.dropout(x, 0.5, 0) end, "dropout: training must be true or false, got number")
+        H.raises(function() return F.dropout2d(ordo.ones({1, 2, 2, 2}), 0.5, "no") end,
+                 "dropout2d: training must be true or false, got string")
     end)
 
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()
@@ -269,7 +287,7 @@ describe("nn modules", function()
         d:eval()
         assert.equals(50 * 40 * 6, d(ordo.ones({50, 40, 3, 2})):sum():item())
         H.raises(function() F.dropout2d(ordo.ones({4, 4}), 0.5) end, "dropout2d", "4-D", "4x4")
-        H.raises(function() nn.Dropout2d(1) end, "Dropout2d", "p must be")
+        H.raises(function() nn.Dropout2d(-0.5) end, "Dropout2d", "p must be")
     end)
 
     it("dropout of an integer tensor raises in training (its dtype came out as p made it); eval passes it", function()
@@ -627,7 +645,7 @@ describe("nn modules", function()
 
     it("NaN for a probability, a momentum or an eps is refused (the range checks let NaN through)", function()
         local nan = 0 / 0
-        H.raises(function() return nn.Dropout(nan) end, "Dropout: p must be a number in [0, 1), got nan")
+        H.raises(function() return nn.Dropout(nan) end, "Dropout: p must be a number in [0, 1], got nan")
         H.raises(function() return nn.Dropout2d(nan) end, "Dropout2d: p must be")
         H.raises(function() return F.dropout(ordo.ones({2}), nan) end, "dropout: p must be")
         H.raises(function() return nn.MultiheadAttention(4, 2, {dropout = nan}) end, "MultiheadAttention: dropout must be")

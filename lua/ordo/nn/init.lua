@@ -1062,8 +1062,8 @@ local function dropout_class(name, fn)
     M[name] = cls
     function cls:init(p)
         p = p or 0.5
-        if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
-            fail(fmt("%s: p must be a number in [0, 1), got %s", name, tostring(p)))
+        if type(p) ~= "number" or not (p >= 0 and p <= 1) then -- (NaN too; 1 drops all, as Torch)
+            fail(fmt("%s: p must be a number in [0, 1], got %s", name, tostring(p)))
         end
         self.p = p
     end
