@@ -1429,6 +1429,42 @@ describe("nn modules", function()
         H.raises(function() nn.init.xavier_normal_(t, "2") end, "init.xavier_normal_", "gain must be a number")
     end)
 
+    it("init: calculate_gain and kaiming's nonlinearity as Torch's; fans named by the caller; empty tensors", function()
+        local g = nn.init.calculate_gain
+        for _, name in ipairs({"linear", "conv1d", "conv2d", "conv3d", "conv_transpose2d", "sigmoid"}) do
+            assert.equals(1, g(name))
+        end
+        close(g("tanh"), 5 / 3, 1e-12)
+        close(g("relu"), math.sqrt(2), 1e-12)
+        close(g("selu"), 3 / 4, 1e-12)
+        close(g("leaky_relu"), math.sqrt(2 / (1 + 0.01 ^ 2)), 1e-12)
+        close(g("leaky_relu", 0.2), math.sqrt(2 / 1.04), 1e-12)
+        H.raises(function() return g("softmax") end, "init.calculate_gain", "unsupported nonlinearity \"softmax\"")
+        H.raises(function() return g("leaky_relu", "x") end, "init.calculate_gain", "slope", "string")
+        -- kaiming's 4th argument (Torch's nonlinearity) was ignored: tanh's gain is 5/3, not sqrt 2
+        ordo.manual_seed(4)
+        local t = ordo.empty({500, 400}, D)
+        close(nn.init.kaiming_normal_(t, 0, "fan_in", "tanh"):std():item(), 5 / 3 / math.sqrt(400), 0.02)
+        close(nn.init.kaiming_normal_(t, 0.5, "fan_out", "relu"):std():item(), math.sqrt(2 / 500), 0.02)
+        local b = math.sqrt(3) / math.sqrt(400) -- linear: gain 1
+        nn.init.kaiming_uniform_(t, 0, "fan_in", "linear")
+        assert.is_true(t:abs():max():item() <= b and t:abs():max():item() > 0.99 * b)
+        H.raises(function() nn.init.kaiming_uniform_(t, 0, "fan_in", "relux") end, "init.kaiming_uniform_",
+                 "unsupported nonlinearity")
+        H.raises(function() nn.init.kaiming_uniform_(t, 0 / 0) end, "init.kaiming_uniform_", "a must be a number")
+        -- a conv weight out x in/groups x kh x kw: fan_in in/groups·kh·kw, fan_out out·kh·kw
+        assert.same({4 * 9, 32 * 9}, {nn.init.fan_in_out(ordo.empty({32, 4, 3, 3}))})
+        -- fewer than 2 dims: the error names the function called
+        H.raises(function() nn.init.kaiming_uniform_(ordo.empty({5})) end, "init.kaiming_uniform_",
+                 "at least 2 dims", "shape 5")
+        H.raises(function() nn.init.xavier_normal_(ordo.empty({})) end, "init.xavier_normal_", "at least 2 dims")
+        -- a tensor of no elements is left as it is (a fan of 0 gave "uniform_: expected finite numbers")
+        for _, f in ipairs({"kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"}) do
+            assert.same({5, 0}, nn.init[f](ordo.empty({5, 0})):shape())
+            assert.same({0, 0}, nn.init[f](ordo.empty({0, 0})):shape())
+        end
+    end)
+
     it("save and load round-trip parameters; mismatches raise and change nothing", function()
         local m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
         local path = tmpname()

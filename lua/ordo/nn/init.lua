@@ -625,10 +625,17 @@ end
 local init = {}
 M.init = init
 
-local function fan_in_out(t)
-    check_tensor("init", "the tensor", t)
+-- fan_in, fan_out of a weight (out, in, k...) as Torch computes them:
+-- in · k... and out · k... (a conv weight out × in/groups × kh × kw gives
+-- in/groups · kh · kw); fname names the caller in the error of a tensor
+-- of fewer than 2 dims, whose fans Torch cannot compute either.
+local function fan_in_out(t, fname)
+    fname = fname or "init.fan_in_out"
+    check_tensor(fname, "the tensor", t)
     local s = shape_of(t)
-    if #s < 2 then fail(fmt("init: fan in/out need at least 2 dims, got shape %s", shape_str(t))) end
+    if #s < 2 then
+        fail(fmt("%s: fan in and fan out need a tensor of at least 2 dims, got shape %s", fname, shape_str(t)))
+    end
     local field = 1
     for i = 3, #s do field = field * s[i] end
     return s[2] * field, s[1] * field
@@ -652,32 +659,66 @@ end
 function init.zeros_(t) return init.constant_(t, 0) end
 function init.ones_(t) return init.constant_(t, 1) end
 
--- He et al.'s gain sqrt(2 / (1 + a^2)) (a: the negative slope of the
--- leaky ReLU after the layer, 0 for ReLU) over the fan of mode ("fan_in",
--- the default, or "fan_out"), Torch's kaiming_*_(t, a, mode).
-local function kaiming_std(fname, t, a, mode)
-    local fan_in, fan_out = fan_in_out(t)
-    if a ~= nil and type(a) ~= "number" then fail(fname .. ": a must be a number, got " .. typename(a)) end
+-- Torch's calculate_gain(nonlinearity [, param]): the gain that keeps the
+-- variance of activations through the nonlinearity -- 1 for "linear",
+-- the conv names and "sigmoid", 5/3 for "tanh", sqrt 2 for "relu",
+-- sqrt(2 / (1 + slope^2)) for "leaky_relu" (param the negative slope,
+-- 0.01 by default), 3/4 for "selu".
+local UNIT_GAIN = {linear = true, conv1d = true, conv2d = true, conv3d = true, conv_transpose1d = true,
+                   conv_transpose2d = true, conv_transpose3d = true, sigmoid = true}
+local function gain_of(fname, nonlinearity, param)
+    if UNIT_GAIN[nonlinearity] then return 1 end
+    if nonlinearity == "tanh" then return 5 / 3 end
+    if nonlinearity == "relu" then return math.sqrt(2) end
+    if nonlinearity == "selu" then return 3 / 4 end
+    if nonlinearity == "leaky_relu" then
+        if param == nil then param = 0.01 end
+        if type(param) ~= "number" or param ~= param then
+            fail(fmt("%s: the negative slope must be a number, got %s", fname,
+                     type(param) == "number" and "nan" or typename(param)))
+        end
+        return math.sqrt(2 / (1 + param ^ 2))
+    end
+    fail(fmt("%s: unsupported nonlinearity %s (expected linear, conv1d..3d, conv_transpose1d..3d, sigmoid, "
+             .. "tanh, relu, leaky_relu or selu)", fname,
+             type(nonlinearity) == "string" and fmt("%q", nonlinearity) or typename(nonlinearity)))
+end
+function init.calculate_gain(nonlinearity, param) return gain_of("init.calculate_gain", nonlinearity, param) end
+
+-- He et al.'s gain over the fan of mode ("fan_in", the default, or
+-- "fan_out"), Torch's kaiming_*_(t, a, mode, nonlinearity): the gain is
+-- calculate_gain(nonlinearity, a), nonlinearity "leaky_relu" by default,
+-- so sqrt(2 / (1 + a^2)) (a: the negative slope of the leaky ReLU after
+-- the layer, 0 for ReLU).  A tensor of no elements is left as it is.
+local function kaiming_std(fname, t, a, mode, nonlinearity)
+    local fan_in, fan_out = fan_in_out(t, fname)
+    if a ~= nil and (type(a) ~= "number" or a ~= a) then
+        fail(fname .. ": a must be a number, got " .. (type(a) == "number" and "nan" or typename(a)))
+    end
     if mode ~= nil and mode ~= "fan_in" and mode ~= "fan_out" then
         fail(fmt("%s: mode must be \"fan_in\" or \"fan_out\", got %s", fname, tostring(mode)))
     end
+    local gain = gain_of(fname, nonlinearity or "leaky_relu", a or 0)
     local fan = mode == "fan_out" and fan_out or fan_in
-    return math.sqrt(2 / (1 + (a or 0) ^ 2)) / math.sqrt(fan)
+    return gain / math.sqrt(fan)
 end
 
 -- He et al.: U(-b, b) with b = sqrt(3) * gain / sqrt(fan).
-function init.kaiming_uniform_(t, a, mode)
-    local bound = math.sqrt(3) * kaiming_std("init.kaiming_uniform_", t, a, mode)
+function init.kaiming_uniform_(t, a, mode, nonlinearity)
+    local bound = math.sqrt(3) * kaiming_std("init.kaiming_uniform_", t, a, mode, nonlinearity)
+    if t:numel() == 0 then return t end
     return init.uniform_(t, -bound, bound)
 end
 
 -- He et al.: N(0, std^2) with std = gain / sqrt(fan).
-function init.kaiming_normal_(t, a, mode)
-    return init.normal_(t, 0, kaiming_std("init.kaiming_normal_", t, a, mode))
+function init.kaiming_normal_(t, a, mode, nonlinearity)
+    local std = kaiming_std("init.kaiming_normal_", t, a, mode, nonlinearity)
+    if t:numel() == 0 then return t end
+    return init.normal_(t, 0, std)
 end
 
 local function xavier_std(fname, t, gain)
-    local fi, fo = fan_in_out(t)
+    local fi, fo = fan_in_out(t, fname)
     if gain ~= nil and type(gain) ~= "number" then fail(fname .. ": gain must be a number, got " .. typename(gain)) end
     return (gain or 1) * math.sqrt(2 / (fi + fo))
 end
@@ -685,12 +726,15 @@ end
 -- Glorot: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
 function init.xavier_uniform_(t, gain)
     local bound = math.sqrt(3) * xavier_std("init.xavier_uniform_", t, gain)
+    if t:numel() == 0 then return t end
     return init.uniform_(t, -bound, bound)
 end
 
 -- Glorot: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
 function init.xavier_normal_(t, gain)
-    return init.normal_(t, 0, xavier_std("init.xavier_normal_", t, gain))
+    local std = xavier_std("init.xavier_normal_", t, gain)
+    if t:numel() == 0 then return t end
+    return init.normal_(t, 0, std)
 end
 
 -- ---------------------------------------------------------------- layers
