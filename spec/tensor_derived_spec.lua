@@ -403,6 +403,24 @@ describe("derived ops", function()
         assert.same({253, 254, 255}, ordo.randint(253, 256, {500}, "uint8"):unique():totable())
     end)
 
+    it("randint and randperm: float dtypes within their exact integers, dtype aliases, options checked", function()
+        -- float32 holds the integers up to 2^24: past it draws rounded (high itself came out)
+        H.raises(function() return ordo.randint(0, 2 ^ 25, {4}, "float32") end, "randint",
+                 "values 0..33554431 do not fit in float32")
+        H.raises(function() return ordo.randperm(2 ^ 24 + 1, "float32") end, "randperm",
+                 "values 1..16777217 do not fit in float32")
+        H.raises(function() return ordo.randint(-2 ^ 53 - 2, 0, {4}, {dtype = "double"}) end, "randint", "float64")
+        assert.equals("float32", ordo.randint(-2 ^ 24, 2 ^ 24 + 1, {3}, "float32"):dtype())
+        -- the aliases are the dtypes they name: "i64" missed int64's exact path (only even values)
+        ordo.manual_seed(2)
+        assert.same({0, 1, 2, 3}, ordo.randint(2 ^ 53, 2 ^ 53 + 4, {2000}, "i64"):sub(2 ^ 53):unique():totable())
+        assert.equals("int64", ordo.randperm(3, {dtype = "long"}):dtype())
+        H.raises(function() return ordo.randint(0, 3, {4}, {dtype = "int32", requires_grad = true}) end, "randint",
+                 "unknown option 'requires_grad'")
+        H.raises(function() return ordo.randint(0, 3, {4}, "bogus") end, "randint", "unknown dtype 'bogus'")
+        H.raises(function() return ordo.randperm(3, {dtype = "bogus"}) end, "randperm", "unknown dtype 'bogus'")
+    end)
+
     it("multinomial never draws a zero weight, not even where the uniform draw is 0", function()
         -- seed 9: one of the first 2^22 float32 uniforms is 0, on a category of weight 1;
         -- its Gumbel key was -inf, tied with the zero weight's, which was picked

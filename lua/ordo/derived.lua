@@ -535,24 +535,40 @@ end
 
 -- The options of a random integer maker: its dtype (int64 unless opts
 -- names one) and the options for the float64 draw it starts from.
+local INT_OPTS = {dtype = true, device = true, engine = true}
 local function int_options(fname, opts)
-    if opts == nil then return "int64", {dtype = "float64"} end
-    if type(opts) == "string" then return opts, {dtype = "float64"} end
-    if type(opts) ~= "table" then
+    local dtype
+    if opts == nil or type(opts) == "string" then
+        dtype, opts = opts, {}
+    elseif type(opts) == "table" and getmetatable(opts) == nil then
+        for k in pairs(opts) do -- (a misspelt option, Torch's requires_grad, was ignored)
+            if not INT_OPTS[k] then
+                fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, tostring(k)))
+            end
+        end
+        dtype = opts.dtype
+    else
         fail(fmt("%s: options must be a table {dtype =, device =, engine =} or a dtype, got %s", fname,
                  typename(opts)))
     end
-    return opts.dtype or "int64", {dtype = "float64", device = opts.device, engine = opts.engine}
+    -- the canonical name ("long", "i64" were not int64 to the range checks below)
+    dtype = dtype == nil and "int64" or tensor.DT_NAME[tensor.parse_dtype(fname, dtype)]
+    return dtype, {dtype = "float64", device = opts.device, engine = opts.engine}
 end
 
 -- Values lo..hi must fit dtype: a draw that does not would be clamped or
--- wrapped by the cast (randint(0, 300, ..., "uint8") gave 255s).
+-- wrapped by the cast (randint(0, 300, ..., "uint8") gave 255s); a float
+-- dtype holds every integer up to 2^24 (float32) or 2^53 (float64), as
+-- Torch's bounds: past them a draw rounds (randint(0, 2^25, ..., "float32")
+-- gave high itself, randperm(2^25, "float32") repeated values).
 local INT_LIMITS = {uint8 = {0, 256}, int32 = {-2 ^ 31, 2 ^ 31}, int64 = {-2 ^ 63, 2 ^ 63}} -- [lo, hi)
-INT_LIMITS.byte, INT_LIMITS.int, INT_LIMITS.long = INT_LIMITS.uint8, INT_LIMITS.int32, INT_LIMITS.int64
+local FLOAT_LIMITS = {float32 = {-2 ^ 24, 2 ^ 24 + 1}, float64 = {-2 ^ 53, 2 ^ 53 + 1}}
 local function check_int_range(fname, dtype, lo, hi)
-    local r = INT_LIMITS[dtype]
+    local r = INT_LIMITS[dtype] or FLOAT_LIMITS[dtype]
     if r and (lo < r[1] or hi >= r[2]) then
-        fail(fmt("%s: values %s..%s do not fit in %s", fname, show(lo), show(hi), dtype))
+        fail(fmt("%s: values %s..%s do not fit in %s%s", fname, show(lo), show(hi), dtype,
+                 FLOAT_LIMITS[dtype] and fmt(" (its integers are exact from -2^%d to 2^%d)",
+                                             dtype == "float32" and 24 or 53, dtype == "float32" and 24 or 53) or ""))
     end
 end
 
