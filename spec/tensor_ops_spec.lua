@@ -947,6 +947,13 @@ describe("random numbers", function()
         H.raises(function() keep:bernoulli_(ordo.full({2, 4}, 0.5)) end, "bernoulli_", "2x4", "broadcast")
         H.raises(function() ordo.bernoulli(ordo.full({2}, 0.5), 0.5) end, "bernoulli", "no other argument")
         assert.same({7, 7, 7, 7}, keep:totable())
+        -- an expanded tensor is refused in bernoulli_'s name (it was copy_'s), before any draw
+        ordo.manual_seed(5)
+        local want = ordo.rand({3}):totable()
+        ordo.manual_seed(5)
+        H.raises(function() ordo.zeros({1}):expand(4):bernoulli_(ordo.full({4}, 0.5)) end,
+                 "bernoulli_: cannot write into an expanded view (shape 4 with a stride of 0)")
+        assert.same(want, ordo.rand({3}):totable())
     end)
 
     it("uniform_ stays in [low, high); normal_ has the asked mean and std; bernoulli_ the asked p", function()
@@ -969,6 +976,9 @@ describe("random numbers", function()
         end
         local r = ordo.randn({2, 3}, {dtype = "float64"})
         assert.equals("float64", r:dtype())
+        -- a bound that is not a number is named by its type (a string "0" was shown as 0)
+        H.raises(function() ordo.empty({2}):uniform_("0", 1) end, "uniform_", "got string and 1")
+        H.raises(function() ordo.empty({2}):normal_(0, "1") end, "normal_", "got 0 and string")
         -- into a non-contiguous view: only the view's elements change
         local base = ordo.zeros({4, 4})
         base:t():narrow(1, 2, 2):uniform_(1, 2)

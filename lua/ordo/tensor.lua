@@ -879,11 +879,15 @@ local function random_(fname, kid, allowed, t, s1, s2)
     return t
 end
 
+-- a number as show writes it, anything else by its type (a string "0"
+-- was shown as 0, a tensor printed whole)
+local function shown(x) return type(x) == "number" and show(x) or typename(x) end
+
 function Tensor:uniform_(low, high)
     low, high = low or 0, high or 1
     -- finite bounds with a finite width: the kernel draws low + u * (high - low)
     if type(low) ~= "number" or type(high) ~= "number" or not (low <= high) or not is_finite(high - low) then
-        fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", show(low), show(high)))
+        fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", shown(low), shown(high)))
     end
     return random_("uniform_", K.uniform, FLOAT, self, low, high)
 end
@@ -891,7 +895,7 @@ end
 function Tensor:normal_(mean, std)
     mean, std = mean or 0, std or 1
     if type(mean) ~= "number" or type(std) ~= "number" or not is_finite(mean) or not (std >= 0 and std < huge) then
-        fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", show(mean), show(std)))
+        fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", shown(mean), shown(std)))
     end
     return random_("normal_", K.normal, FLOAT, self, mean, std)
 end
@@ -926,6 +930,15 @@ local function bernoulli_probs_(fname, self, p)
     if not fits then
         fail(fmt("%s: probabilities of shape %s do not broadcast to the tensor's shape %s", fname,
                  shape_str_tbl(ps), shape_str_tbl(ts)))
+    end
+    -- self is written last (by copy_): an expanded self, which copy_ refused
+    -- in its own name, is refused here first, before a draw moves the generator
+    local st = self:stride()
+    for i = 1, #ts do
+        if st[i] == 0 and ts[i] > 1 then
+            fail(fmt("%s: cannot write into an expanded view (shape %s with a stride of 0): several elements "
+                     .. "share one memory location; use contiguous() first", fname, shape_str_tbl(ts)))
+        end
     end
     -- a probability outside [0, 1] (or NaN) fails the op at run time (the
     -- check needs no wait), and self is left as it was
