@@ -979,6 +979,19 @@ end
 M.rand = random_maker("rand", function(t) return Tensor.uniform_(t, 0, 1) end, true)
 M.randn = random_maker("randn", function(t) return Tensor.normal_(t, 0, 1) end, true)
 
+-- ordo.rand_like(t [, opts]), ordo.randn_like(t [, opts]) (Torch's): rand
+-- and randn of t's shape, dtype and device, opts overriding the last two.
+local function random_like(fname, method)
+    return make_like(fname, function(out)
+        if not ISFLOAT[out._c.dtype] then
+            fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, DT_NAME[out._c.dtype]))
+        end
+        return method(out)
+    end)
+end
+M.rand_like = random_like("rand_like", function(t) return Tensor.uniform_(t, 0, 1) end)
+M.randn_like = random_like("randn_like", function(t) return Tensor.normal_(t, 0, 1) end)
+
 -- ordo.bernoulli(shape, p [, opts]): ones with probability p.
 -- ordo.bernoulli(p): a tensor like p (Torch's bernoulli(input)), one with
 -- probability p[i] at each i.
