@@ -1465,6 +1465,49 @@ describe("nn modules", function()
         end
     end)
 
+    it("init.trunc_normal_: Torch's truncated normal, within [a, b], with its moments and quantiles", function()
+        ordo.manual_seed(6)
+        local n = 200000
+        for _, dt in ipairs({"float32", "float64"}) do
+            local t = nn.init.trunc_normal_(ordo.empty({n}, dt))
+            assert.equals(dt, t:dtype())
+            local d = t:double()
+            assert.is_true(d:min():item() >= -2 and d:max():item() <= 2)
+            -- N(0, 1) kept to [-2, 2]: mean 0, variance 1 - 4 phi(2) / (Phi(2) - Phi(-2))
+            local Z, phi2 = 0.9544997361036416, math.exp(-2) / math.sqrt(2 * math.pi)
+            local v = 1 - 4 * phi2 / Z
+            local m = d:mean():item()
+            assert.is_true(math.abs(m) < 6 * math.sqrt(v / n), dt .. " mean " .. m)
+            local var = ((d - m) ^ 2):mean():item()
+            assert.is_true(math.abs(var - v) < 6 * math.sqrt(2 / n), dt .. " variance " .. var .. ", want " .. v)
+            -- the fraction below 1: (Phi(1) - Phi(-2)) / Z
+            local w = (0.8413447460685429 - 0.022750131948179195) / Z
+            local f = d:lt(1):double():mean():item()
+            assert.is_true(math.abs(f - w) < 6 * math.sqrt(w * (1 - w) / n), dt .. " P(x < 1) " .. f .. ", want " .. w)
+        end
+        -- a one-sided window: N(1, 0.25) kept to [0, 1], mean 1 - 0.5 (phi(0) - phi(-2)) / (Phi(0) - Phi(-2))
+        local t = nn.init.trunc_normal_(ordo.empty({n}, "float64"), 1, 0.5, 0, 1)
+        local phi = function(z) return math.exp(-z * z / 2) / math.sqrt(2 * math.pi) end
+        local want = 1 - 0.5 * (phi(0) - phi(-2)) / (0.5 - 0.022750131948179195)
+        assert.is_true(t:min():item() >= 0 and t:max():item() <= 1)
+        assert.is_true(math.abs(t:mean():item() - want) < 6 * 0.3 / math.sqrt(n), "mean " .. t:mean():item())
+        -- far in a tail: still within [a, b] and finite
+        local tail = nn.init.trunc_normal_(ordo.empty({1000}), 0, 1, 5, 6)
+        assert.is_true(tail:min():item() >= 5 and tail:max():item() <= 6)
+        -- reproducible with the seed; a tensor of no elements is left as it is
+        ordo.manual_seed(2)
+        local a1 = nn.init.trunc_normal_(ordo.empty({50})):totable()
+        ordo.manual_seed(2)
+        assert.same(a1, nn.init.trunc_normal_(ordo.empty({50})):totable())
+        assert.same({0, 3}, nn.init.trunc_normal_(ordo.empty({0, 3})):shape())
+        H.raises(function() nn.init.trunc_normal_(ordo.empty({3}), 0, 0) end, "init.trunc_normal_", "std must be > 0")
+        H.raises(function() nn.init.trunc_normal_(ordo.empty({3}), 0, 1, 2, 2) end, "init.trunc_normal_", "a < b")
+        H.raises(function() nn.init.trunc_normal_(ordo.empty({3}), 0, 1, -1 / 0) end, "init.trunc_normal_",
+                 "a must be a finite number")
+        H.raises(function() nn.init.trunc_normal_(ordo.empty({3}, "int32")) end, "init.trunc_normal_", "int32")
+        H.raises(function() nn.init.trunc_normal_("w") end, "init.trunc_normal_", "tensor")
+    end)
+
     it("save and load round-trip parameters; mismatches raise and change nothing", function()
         local m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
         local path = tmpname()

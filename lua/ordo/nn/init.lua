@@ -737,6 +737,65 @@ function init.xavier_normal_(t, gain)
     return init.normal_(t, 0, std)
 end
 
+-- erfc(x) for a Lua number (Numerical Recipes' erfcc: relative error
+-- below 1.2e-7, in the tails too) and the standard normal's CDF from it.
+local function erfc(x)
+    local z = math.abs(x)
+    local t = 1 / (1 + 0.5 * z)
+    local r = t * math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+        t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 +
+        t * 0.17087277)))))))))
+    return x >= 0 and r or 2 - r
+end
+local function norm_cdf(z) return 0.5 * erfc(-z / math.sqrt(2)) end
+
+-- erfinv of a float64 tensor x in (-1, 1): Giles' approximation ("Approximating
+-- the erfinv function", 2010), then two Newton steps on erf.
+local GILES_LO = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941}
+local GILES_HI = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                  -0.0076224613, 0.00943887047, 1.00167406, 2.83297682}
+local function horner(w, c)
+    local p = tensor.full_like(w, c[1])
+    for i = 2, #c do p = p * w + c[i] end
+    return p
+end
+local function erfinv(x)
+    local w = ((1 - x) * (1 + x)):log():neg()
+    local y = tensor.where(w:lt(5), horner(w - 2.5, GILES_LO), horner(w:sqrt() - 3, GILES_HI)) * x
+    for _ = 1, 2 do y = y - (y:erf() - x) / ((y * y):neg():exp() * (2 / math.sqrt(math.pi))) end
+    return y
+end
+
+-- Torch's trunc_normal_(t [, mean = 0, std = 1, a = -2, b = 2]): N(mean,
+-- std^2) kept to [a, b] (a and b in t's units, not in stds), drawn as
+-- Torch draws it: a uniform draw between the normal CDF at a and at b,
+-- mapped back through the inverse CDF, then clamped to [a, b].
+function init.trunc_normal_(t, mean, std, a, b)
+    local fname = "init.trunc_normal_"
+    check_tensor(fname, "the tensor", t)
+    mean, std, a, b = mean or 0, std or 1, a or -2, b or 2
+    for _, v in ipairs({{"mean", mean}, {"std", std}, {"a", a}, {"b", b}}) do
+        if type(v[2]) ~= "number" or v[2] ~= v[2] or math.abs(v[2]) == math.huge then
+            fail(fmt("%s: %s must be a finite number, got %s", fname, v[1],
+                     type(v[2]) == "number" and tostring(v[2]) or typename(v[2])))
+        end
+    end
+    if not (std > 0) then fail(fmt("%s: std must be > 0, got %s", fname, tostring(std))) end
+    if not (a < b) then fail(fmt("%s: expected a < b, got a = %s and b = %s", fname, tostring(a), tostring(b))) end
+    if t:dtype() ~= "float32" and t:dtype() ~= "float64" then
+        fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, t:dtype()))
+    end
+    if t:numel() == 0 then return t end
+    local l, u = 2 * norm_cdf((a - mean) / std) - 1, 2 * norm_cdf((b - mean) / std) - 1
+    return autograd.no_grad(function()
+        -- in float64, kept inside (-1, 1): erfinv(+-1) is infinite
+        local x = tensor.empty_like(t, "float64"):uniform_(l, u):clamp_(-1 + 2 ^ -53, 1 - 2 ^ -53)
+        t:copy_(erfinv(x) * (std * math.sqrt(2)) + mean)
+        return t:clamp_(a, b)
+    end)
+end
+
 -- ---------------------------------------------------------------- layers
 
 local check_int, opts_of = util.check_positive_int, util.check_opts
