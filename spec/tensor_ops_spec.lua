@@ -997,6 +997,13 @@ describe("random numbers", function()
         -- a bound that is not a number is named by its type (a string "0" was shown as 0)
         H.raises(function() ordo.empty({2}):uniform_("0", 1) end, "uniform_", "got string and 1")
         H.raises(function() ordo.empty({2}):normal_(0, "1") end, "normal_", "got 0 and string")
+        -- float32 bounds past its range (Torch refuses them): draws past it came out as 3.4e38, or inf
+        H.raises(function() ordo.empty({2}):uniform_(-1e39, 1e39) end, "uniform_", "does not fit in float32")
+        H.raises(function() ordo.empty({2}):uniform_(-3e38, 3e38) end, "uniform_", "does not fit in float32")
+        H.raises(function() ordo.empty({2}):normal_(0, 1e39) end, "normal_", "do not fit in float32")
+        assert.is_true(ordo.empty({100}, "float64"):uniform_(-1e39, 1e39):abs():max():item() > 3.5e38)
+        local near = ordo.empty({100}):uniform_(-3.4e38, 0)
+        assert.is_true(near:min():item() >= -3.4e38 and near:max():item() < 0)
         -- into a non-contiguous view: only the view's elements change
         local base = ordo.zeros({4, 4})
         base:t():narrow(1, 2, 2):uniform_(1, 2)

@@ -879,6 +879,8 @@ local function random_(fname, kid, allowed, t, s1, s2)
     return t
 end
 
+local F32_MAX = 3.4028234663852886e38
+
 -- a number as show writes it, anything else by its type (a string "0"
 -- was shown as 0, a tensor printed whole)
 local function shown(x) return type(x) == "number" and show(x) or typename(x) end
@@ -889,6 +891,12 @@ function Tensor:uniform_(low, high)
     if type(low) ~= "number" or type(high) ~= "number" or not (low <= high) or not is_finite(high - low) then
         fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", shown(low), shown(high)))
     end
+    check_self("uniform_", self)
+    -- as Torch: float32 draws stay within its range (values past it came out as its largest)
+    if self._c.dtype == F32 and math.max(math.abs(low), math.abs(high), high - low) > F32_MAX then
+        fail(fmt("uniform_: the range [%s, %s) does not fit in float32 (its largest value is %s, the range's "
+                 .. "width too)", show(low), show(high), show(F32_MAX)))
+    end
     return random_("uniform_", K.uniform, FLOAT, self, low, high)
 end
 
@@ -896,6 +904,11 @@ function Tensor:normal_(mean, std)
     mean, std = mean or 0, std or 1
     if type(mean) ~= "number" or type(std) ~= "number" or not is_finite(mean) or not (std >= 0 and std < huge) then
         fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", shown(mean), shown(std)))
+    end
+    check_self("normal_", self)
+    if self._c.dtype == F32 and math.max(math.abs(mean), std) > F32_MAX then -- (every draw was inf)
+        fail(fmt("normal_: mean %s and std %s do not fit in float32 (its largest value is %s)", show(mean), show(std),
+                 show(F32_MAX)))
     end
     return random_("normal_", K.normal, FLOAT, self, mean, std)
 end
