@@ -1508,6 +1508,39 @@ describe("nn modules", function()
         H.raises(function() nn.init.trunc_normal_("w") end, "init.trunc_normal_", "tensor")
     end)
 
+    it("init.orthogonal_: orthonormal columns or rows times the gain, Haar-distributed, as Torch's", function()
+        ordo.manual_seed(3)
+        for _, sh in ipairs({{40, 25}, {25, 40}, {30, 30}, {8, 2, 3, 3}}) do
+            local t = nn.init.orthogonal_(ordo.empty(sh, "float64"), 3)
+            assert.same(sh, t:shape())
+            local m = t:reshape(sh[1], t:numel() / sh[1])
+            local g = m:size(1) >= m:size(2) and m:t():matmul(m) or m:matmul(m:t())
+            local err = (g - ordo.eye(g:size(1), {dtype = "float64"}) * 9):abs():max():item()
+            assert.is_true(err < 1e-10, table.concat(sh, "x") .. ": off by " .. err)
+        end
+        local f = nn.init.orthogonal_(ordo.empty({20, 10}))
+        assert.is_true((f:t():matmul(f) - ordo.eye(10)):abs():max():item() < 1e-5)
+        -- Haar: every entry of a random 3x3 rotation-or-reflection is uniform on [-1, 1]
+        local n, s1, s2, inside = 1500, 0, 0, 0
+        local t = ordo.empty({3, 3}, "float64")
+        for _ = 1, n do
+            local x = nn.init.orthogonal_(t):totable()
+            s1, s2 = s1 + x[3][3], s2 + x[3][3] ^ 2
+            if math.abs(x[2][3]) < 0.5 then inside = inside + 1 end
+        end
+        assert.is_true(math.abs(s1 / n) < 6 * math.sqrt(1 / 3 / n), "mean " .. s1 / n)
+        assert.is_true(math.abs(s2 / n - 1 / 3) < 6 * math.sqrt(4 / 45 / n), "E x^2 " .. s2 / n)
+        assert.is_true(math.abs(inside / n - 0.5) < 6 * math.sqrt(0.25 / n), "P(|x| < 0.5) " .. inside / n)
+        ordo.manual_seed(8)
+        local a = nn.init.orthogonal_(ordo.empty({4, 6})):totable()
+        ordo.manual_seed(8)
+        assert.same(a, nn.init.orthogonal_(ordo.empty({4, 6})):totable())
+        assert.same({0, 4}, nn.init.orthogonal_(ordo.empty({0, 4})):shape())
+        H.raises(function() nn.init.orthogonal_(ordo.empty({4})) end, "init.orthogonal_", "at least 2 dims")
+        H.raises(function() nn.init.orthogonal_(ordo.empty({4, 4}, "int64")) end, "init.orthogonal_", "int64")
+        H.raises(function() nn.init.orthogonal_(ordo.empty({4, 4}), "2") end, "init.orthogonal_", "gain", "string")
+    end)
+
     it("save and load round-trip parameters; mismatches raise and change nothing", function()
         local m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
         local path = tmpname()

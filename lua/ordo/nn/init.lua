@@ -796,6 +796,44 @@ function init.trunc_normal_(t, mean, std, a, b)
     end)
 end
 
+-- Torch's orthogonal_(t [, gain = 1]): t seen as rows x cols (its first
+-- dim by the rest) made (semi-)orthogonal, times gain -- orthonormal
+-- columns when rows >= cols, orthonormal rows otherwise -- drawn as Torch
+-- draws it: the Q of a normal matrix's QR with R's diagonal made positive
+-- (Haar-distributed), here computed by Gram-Schmidt, each column
+-- orthogonalised twice (the same Q, which that sign fixes), in float64.
+function init.orthogonal_(t, gain)
+    local fname = "init.orthogonal_"
+    check_tensor(fname, "the tensor", t)
+    if t:dim() < 2 then fail(fmt("%s: expected a tensor of at least 2 dims, got shape %s", fname, shape_str(t))) end
+    if t:dtype() ~= "float32" and t:dtype() ~= "float64" then
+        fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, t:dtype()))
+    end
+    if gain ~= nil and (type(gain) ~= "number" or gain ~= gain) then
+        fail(fmt("%s: gain must be a number, got %s", fname, type(gain) == "number" and "nan" or typename(gain)))
+    end
+    if t:numel() == 0 then return t end
+    local rows = t:size(1)
+    local cols = t:numel() / rows
+    return autograd.no_grad(function()
+        local a = tensor.empty_like(t, "float64"):normal_(0, 1):reshape(rows, cols)
+        if rows < cols then a = a:t() end
+        local n, k = a:size(1), a:size(2)
+        local q = tensor.zeros({n, k}, tensor.like(a))
+        for j = 1, k do
+            local v = a:narrow(2, j, 1)
+            if j > 1 then
+                local Q = q:narrow(2, 1, j - 1)
+                for _ = 1, 2 do v = v - Q:matmul(Q:t():matmul(v)) end
+            end
+            q:narrow(2, j, 1):copy_(v / v:norm())
+        end
+        if rows < cols then q = q:t() end
+        t:copy_((q * (gain or 1)):reshape(t:shape()))
+        return t
+    end)
+end
+
 -- ---------------------------------------------------------------- layers
 
 local check_int, opts_of = util.check_positive_int, util.check_opts
