@@ -1508,6 +1508,14 @@ describe("nn modules", function()
         H.raises(function() nn.init.trunc_normal_("w") end, "init.trunc_normal_", "tensor")
     end)
 
+    it("init.eye_: the identity of a 2-dim tensor, a parameter's too", function()
+        assert.same({{1, 0, 0}, {0, 1, 0}}, nn.init.eye_(ordo.full({2, 3}, 7, "float64")):totable())
+        local l = nn.Linear(3, 2)
+        nn.init.eye_(l.weight)
+        assert.same({{1, 0, 0}, {0, 1, 0}}, l.weight:totable())
+        H.raises(function() nn.init.eye_(ordo.ones({2, 2, 2})) end, "init.eye_", "2-dim", "2x2x2")
+    end)
+
     it("init.orthogonal_: orthonormal columns or rows times the gain, Haar-distributed, as Torch's", function()
         ordo.manual_seed(3)
         for _, sh in ipairs({{40, 25}, {25, 40}, {30, 30}, {8, 2, 3, 3}}) do

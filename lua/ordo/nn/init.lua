@@ -796,6 +796,15 @@ function init.trunc_normal_(t, mean, std, a, b)
     end)
 end
 
+-- Torch's eye_(t): a 2-dim t made the identity (ones on its diagonal,
+-- zeros elsewhere; a non-square t too).
+function init.eye_(t)
+    check_tensor("init.eye_", "the tensor", t)
+    if t:dim() ~= 2 then fail("init.eye_: expected a 2-dim tensor, got shape " .. shape_str(t)) end
+    local eye = require("ordo.derived").eye(t:size(1), t:size(2), tensor.like(t))
+    return autograd.no_grad(function() return t:copy_(eye) end)
+end
+
 -- Torch's orthogonal_(t [, gain = 1]): t seen as rows x cols (its first
 -- dim by the rest) made (semi-)orthogonal, times gain -- orthonormal
 -- columns when rows >= cols, orthonormal rows otherwise -- drawn as Torch
