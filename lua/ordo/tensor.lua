@@ -881,9 +881,8 @@ end
 
 local F32_MAX = 3.4028234663852886e38
 
--- a number as show writes it, anything else by its type (a string "0"
--- was shown as 0, a tensor printed whole)
-local function shown(x) return type(x) == "number" and show(x) or typename(x) end
+-- as show writes it, a string quoted and named (a string "0" was shown as 0)
+local function shown(x) return type(x) == "string" and fmt("string %q", x) or show(x) end
 
 function Tensor:uniform_(low, high)
     low, high = low or 0, high or 1
