@@ -274,6 +274,11 @@ describe("nn modules", function()
         H.raises(function() return F.dropout(x, 0.5, 0) end, "dropout: training must be true or false, got number")
         H.raises(function() return F.dropout2d(ordo.ones({1, 2, 2, 2}), 0.5, "no") end,
                  "dropout2d: training must be true or false, got string")
+        -- Torch's inplace = True was ignored, leaving x as it was: refused
+        H.raises(function() return nn.Dropout(0.5, true) end, "Dropout: takes only p, got boolean too")
+        H.raises(function() return nn.Dropout2d(0.5, true) end, "Dropout2d: takes only p")
+        H.raises(function() return F.dropout(x, 0.5, true, true) end, "dropout: in-place dropout is not supported")
+        assert.same({2, 2}, F.dropout(x, 0.5, true, false):shape())
     end)
 
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()

@@ -1210,7 +1210,11 @@ end
 local function dropout_class(name, fn)
     local cls = Module:extend(name)
     M[name] = cls
-    function cls:init(p)
+    function cls:init(p, ...)
+        if select("#", ...) > 0 then -- (Torch's inplace = True was dropped unseen: x kept its values)
+            fail(fmt("%s: takes only p, got %s too (in-place dropout is not supported: use the output)", name,
+                     typename((...))))
+        end
         p = p or 0.5
         if type(p) ~= "number" or not (p >= 0 and p <= 1) then -- (NaN too; 1 drops all, as Torch)
             fail(fmt("%s: p must be a number in [0, 1], got %s", name, tostring(p)))
