@@ -719,7 +719,10 @@ end
 
 local function xavier_std(fname, t, gain)
     local fi, fo = fan_in_out(t, fname)
-    if gain ~= nil and type(gain) ~= "number" then fail(fname .. ": gain must be a number, got " .. typename(gain)) end
+    if gain ~= nil and (type(gain) ~= "number" or gain ~= gain or math.abs(gain) == math.huge) then
+        fail(fname .. ": gain must be a finite number, got " .. (type(gain) == "number" and tostring(gain)
+             or typename(gain)))
+    end
     return (gain or 1) * math.sqrt(2 / (fi + fo))
 end
 
