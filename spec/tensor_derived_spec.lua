@@ -418,6 +418,7 @@ describe("derived ops", function()
         H.raises(function() return ordo.randint(0, 3, {4}, {dtype = "int32", requires_grad = true}) end, "randint",
                  "unknown option 'requires_grad'")
         H.raises(function() return ordo.randint(0, 3, {4}, "bogus") end, "randint", "unknown dtype 'bogus'")
+        H.raises(function() return ordo.randint("5", {4}) end, "randint", 'got 0 and string "5"')
         H.raises(function() return ordo.randperm(3, {dtype = "bogus"}) end, "randperm", "unknown dtype 'bogus'")
     end)
 

@@ -601,7 +601,8 @@ function M.randint(a, b, c, d)
     if type(b) == "number" then low, high, shape, opts = a, b, c, d
     else low, high, shape, opts = 0, a, b, c end
     if not is_int(low) or not is_int(high) or high <= low then
-        fail(fmt("randint: expected integers low < high, got %s and %s", show(low), show(high)))
+        local function shown(x) return type(x) == "string" and fmt("string %q", x) or show(x) end -- ("5" was 5)
+        fail(fmt("randint: expected integers low < high, got %s and %s", shown(low), shown(high)))
     end
     if type(shape) ~= "table" then fail("randint: expected the shape as a table, got " .. typename(shape)) end
     util.check_list("randint", "the shape", shape, true) -- (said here: rand would name itself)
