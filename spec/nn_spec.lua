@@ -1523,6 +1523,29 @@ describe("nn modules", function()
         H.raises(function() nn.init.eye_(ordo.ones({2, 2, 2})) end, "init.eye_", "2-dim", "2x2x2")
     end)
 
+    it("init.dirac_: a convolution that passes its input through, per group, as Torch's", function()
+        local c = nn.Conv2d(3, 3, 3, {padding = 1, bias = false, dtype = "float64"})
+        nn.init.dirac_(c.weight)
+        local x = ordo.randn({2, 3, 5, 5}, "float64")
+        assert.equals(0, (c(x) - x):abs():max():item())
+        -- groups: out 4 = 2 groups of 2, each taking input channels 1..2 at the centre (k // 2 from 0)
+        local w = nn.init.dirac_(ordo.full({4, 2, 3}, 5, "float64"), 2):totable()
+        local ones = 0
+        for o = 1, 4 do
+            for i = 1, 2 do
+                for k = 1, 3 do
+                    local want = (i == (o - 1) % 2 + 1 and k == 2) and 1 or 0
+                    assert.equals(want, w[o][i][k], ("element %d,%d,%d"):format(o, i, k))
+                    ones = ones + w[o][i][k]
+                end
+            end
+        end
+        assert.equals(4, ones)
+        assert.equals(1, nn.init.dirac_(ordo.empty({2, 2, 4, 4})):totable()[2][2][3][3]) -- even kernel: index 3
+        H.raises(function() nn.init.dirac_(ordo.empty({3, 3})) end, "init.dirac_", "3, 4 or 5-dim", "3x3")
+        H.raises(function() nn.init.dirac_(ordo.empty({3, 3, 3}), 2) end, "init.dirac_", "groups", "divides the 3")
+    end)
+
     it("init.orthogonal_: orthonormal columns or rows times the gain, Haar-distributed, as Torch's", function()
         ordo.manual_seed(3)
         for _, sh in ipairs({{40, 25}, {25, 40}, {30, 30}, {8, 2, 3, 3}}) do

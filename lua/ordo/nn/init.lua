@@ -808,6 +808,35 @@ function init.eye_(t)
     return autograd.no_grad(function() return t:copy_(eye) end)
 end
 
+-- Torch's dirac_(t [, groups = 1]): a convolution weight (3, 4 or 5 dims,
+-- out x in x k...) that passes its input through: in each of the groups,
+-- output channel d takes input channel d at the kernel's centre (k // 2,
+-- from 0), for d up to the smaller of out / groups and in; zeros elsewhere.
+function init.dirac_(t, groups)
+    local fname = "init.dirac_"
+    check_tensor(fname, "the tensor", t)
+    if t:dim() < 3 or t:dim() > 5 then
+        fail(fmt("%s: expected a 3, 4 or 5-dim convolution weight, got shape %s", fname, shape_str(t)))
+    end
+    groups = groups or 1
+    if not is_int(groups) or groups < 1 or t:size(1) % groups ~= 0 then
+        fail(fmt("%s: groups must be an integer >= 1 that divides the %d output channels, got %s", fname, t:size(1),
+                 type(groups) == "number" and tostring(groups) or typename(groups)))
+    end
+    local per = t:size(1) / groups
+    return autograd.no_grad(function()
+        t:zero_()
+        for g = 0, groups - 1 do
+            for d = 1, math.min(per, t:size(2)) do
+                local v = t:narrow(1, g * per + d, 1):narrow(2, d, 1)
+                for k = 3, t:dim() do v = v:narrow(k, math.floor(t:size(k) / 2) + 1, 1) end
+                v:fill_(1)
+            end
+        end
+        return t
+    end)
+end
+
 -- Torch's orthogonal_(t [, gain = 1]): t seen as rows x cols (its first
 -- dim by the rest) made (semi-)orthogonal, times gain -- orthonormal
 -- columns when rows >= cols, orthonormal rows otherwise -- drawn as Torch
