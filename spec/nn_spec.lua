@@ -342,7 +342,30 @@ describe("nn modules", function()
         close(y:max():item(), 1 / 0.75, 1e-6)
         d:eval()
         assert.equal(10000, d(ordo.ones({10000})):sum():item())
-        assert.has_error(function() nn.Dropout(1) end)
+        H.raises(function() nn.Dropout(1.5) end, "Dropout: p must be a number in [0, 1], got 1.5")
+    end)
+
+    it("dropout with p = 1 gives zeros (as Torch) with a zero gradient; training must be a boolean", function()
+        local x = ordo.tensor({{1, -2}, {3, 4}}, D):requires_grad_()
+        for _, y in ipairs({nn.Dropout(1)(x), F.dropout(x, 1), F.dropout(x, 1, true)}) do
+            assert.same({{0, 0}, {0, 0}}, y:totable())
+        end
+        F.dropout(x, 1):sum():backward()
+        assert.same({{0, 0}, {0, 0}}, x.grad:totable())
+        assert.same({{1, -2}, {3, 4}}, F.dropout(x, 1, false):totable())
+        local d = nn.Dropout(1)
+        d:eval()
+        assert.same({{1, -2}, {3, 4}}, d(x):totable())
+        assert.equals(0, nn.Dropout2d(1)(ordo.ones({2, 3, 4, 4})):abs():sum():item())
+        -- Torch's falsy 0 was taken as true here (a Lua 0 is truthy): a boolean is asked for
+        H.raises(function() return F.dropout(x, 0.5, 0) end, "dropout: training must be true or false, got number")
+        H.raises(function() return F.dropout2d(ordo.ones({1, 2, 2, 2}), 0.5, "no") end,
+                 "dropout2d: training must be true or false, got string")
+        -- Torch's inplace = True was ignored, leaving x as it was: refused
+        H.raises(function() return nn.Dropout(0.5, true) end, "Dropout: takes only p, got boolean too")
+        H.raises(function() return nn.Dropout2d(0.5, true) end, "Dropout2d: takes only p")
+        H.raises(function() return F.dropout(x, 0.5, true, true) end, "dropout: in-place dropout is not supported")
+        assert.same({2, 2}, F.dropout(x, 0.5, true, false):shape())
     end)
 
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()
@@ -356,7 +379,7 @@ describe("nn modules", function()
         d:eval()
         assert.equals(50 * 40 * 6, d(ordo.ones({50, 40, 3, 2})):sum():item())
         H.raises(function() F.dropout2d(ordo.ones({4, 4}), 0.5) end, "dropout2d", "4-D", "4x4")
-        H.raises(function() nn.Dropout2d(1) end, "Dropout2d", "p must be")
+        H.raises(function() nn.Dropout2d(-0.5) end, "Dropout2d", "p must be")
     end)
 
     it("dropout of an integer tensor raises in training (its dtype came out as p made it); eval passes it", function()
@@ -739,7 +762,7 @@ describe("nn modules", function()
 
     it("NaN for a probability, a momentum or an eps is refused (the range checks let NaN through)", function()
         local nan = 0 / 0
-        H.raises(function() return nn.Dropout(nan) end, "Dropout: p must be a number in [0, 1), got nan")
+        H.raises(function() return nn.Dropout(nan) end, "Dropout: p must be a number in [0, 1], got nan")
         H.raises(function() return nn.Dropout2d(nan) end, "Dropout2d: p must be")
         H.raises(function() return F.dropout(ordo.ones({2}), nan) end, "dropout: p must be")
         H.raises(function() return nn.MultiheadAttention(4, 2, {dropout = nan}) end, "MultiheadAttention: dropout must be")
@@ -1589,7 +1612,152 @@ describe("nn modules", function()
         close(nn.init.kaiming_uniform_(t, 0, "fan_out"):abs():max():item(), math.sqrt(6 / 400), 0.01)
         assert.is_true(t:abs():max():item() <= math.sqrt(6 / 400))
         H.raises(function() nn.init.kaiming_normal_(t, 0, "fan") end, "init.kaiming_normal_", "mode")
-        H.raises(function() nn.init.xavier_normal_(t, "2") end, "init.xavier_normal_", "gain must be a number")
+        H.raises(function() nn.init.xavier_normal_(t, "2") end, "init.xavier_normal_", "gain must be a finite number")
+        -- (a NaN gain was reported by uniform_ as bounds "nan and nan")
+        H.raises(function() nn.init.xavier_uniform_(t, 0 / 0) end, "init.xavier_uniform_", "gain", "nan")
+    end)
+
+    it("init: calculate_gain and kaiming's nonlinearity as Torch's; fans named by the caller; empty tensors", function()
+        local g = nn.init.calculate_gain
+        for _, name in ipairs({"linear", "conv1d", "conv2d", "conv3d", "conv_transpose2d", "sigmoid"}) do
+            assert.equals(1, g(name))
+        end
+        close(g("tanh"), 5 / 3, 1e-12)
+        close(g("relu"), math.sqrt(2), 1e-12)
+        close(g("selu"), 3 / 4, 1e-12)
+        close(g("leaky_relu"), math.sqrt(2 / (1 + 0.01 ^ 2)), 1e-12)
+        close(g("leaky_relu", 0.2), math.sqrt(2 / 1.04), 1e-12)
+        H.raises(function() return g("softmax") end, "init.calculate_gain", "unsupported nonlinearity \"softmax\"")
+        H.raises(function() return g("leaky_relu", "x") end, "init.calculate_gain", "slope", "string")
+        -- kaiming's 4th argument (Torch's nonlinearity) was ignored: tanh's gain is 5/3, not sqrt 2
+        ordo.manual_seed(4)
+        local t = ordo.empty({500, 400}, D)
+        close(nn.init.kaiming_normal_(t, 0, "fan_in", "tanh"):std():item(), 5 / 3 / math.sqrt(400), 0.02)
+        close(nn.init.kaiming_normal_(t, 0.5, "fan_out", "relu"):std():item(), math.sqrt(2 / 500), 0.02)
+        local b = math.sqrt(3) / math.sqrt(400) -- linear: gain 1
+        nn.init.kaiming_uniform_(t, 0, "fan_in", "linear")
+        assert.is_true(t:abs():max():item() <= b and t:abs():max():item() > 0.99 * b)
+        H.raises(function() nn.init.kaiming_uniform_(t, 0, "fan_in", "relux") end, "init.kaiming_uniform_",
+                 "unsupported nonlinearity")
+        H.raises(function() nn.init.kaiming_uniform_(t, 0 / 0) end, "init.kaiming_uniform_", "a must be a number")
+        -- a conv weight out x in/groups x kh x kw: fan_in in/groups·kh·kw, fan_out out·kh·kw
+        assert.same({4 * 9, 32 * 9}, {nn.init.fan_in_out(ordo.empty({32, 4, 3, 3}))})
+        -- fewer than 2 dims: the error names the function called
+        H.raises(function() nn.init.kaiming_uniform_(ordo.empty({5})) end, "init.kaiming_uniform_",
+                 "at least 2 dims", "shape 5")
+        H.raises(function() nn.init.xavier_normal_(ordo.empty({})) end, "init.xavier_normal_", "at least 2 dims")
+        -- a tensor of no elements is left as it is (a fan of 0 gave "uniform_: expected finite numbers")
+        for _, f in ipairs({"kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"}) do
+            assert.same({5, 0}, nn.init[f](ordo.empty({5, 0})):shape())
+            assert.same({0, 0}, nn.init[f](ordo.empty({0, 0})):shape())
+        end
+    end)
+
+    it("init.trunc_normal_: Torch's truncated normal, within [a, b], with its moments and quantiles", function()
+        ordo.manual_seed(6)
+        local n = 200000
+        for _, dt in ipairs({"float32", "float64"}) do
+            local t = nn.init.trunc_normal_(ordo.empty({n}, dt))
+            assert.equals(dt, t:dtype())
+            local d = t:double()
+            assert.is_true(d:min():item() >= -2 and d:max():item() <= 2)
+            -- N(0, 1) kept to [-2, 2]: mean 0, variance 1 - 4 phi(2) / (Phi(2) - Phi(-2))
+            local Z, phi2 = 0.9544997361036416, math.exp(-2) / math.sqrt(2 * math.pi)
+            local v = 1 - 4 * phi2 / Z
+            local m = d:mean():item()
+            assert.is_true(math.abs(m) < 6 * math.sqrt(v / n), dt .. " mean " .. m)
+            local var = ((d - m) ^ 2):mean():item()
+            assert.is_true(math.abs(var - v) < 6 * math.sqrt(2 / n), dt .. " variance " .. var .. ", want " .. v)
+            -- the fraction below 1: (Phi(1) - Phi(-2)) / Z
+            local w = (0.8413447460685429 - 0.022750131948179195) / Z
+            local f = d:lt(1):double():mean():item()
+            assert.is_true(math.abs(f - w) < 6 * math.sqrt(w * (1 - w) / n), dt .. " P(x < 1) " .. f .. ", want " .. w)
+        end
+        -- a one-sided window: N(1, 0.25) kept to [0, 1], mean 1 - 0.5 (phi(0) - phi(-2)) / (Phi(0) - Phi(-2))
+        local t = nn.init.trunc_normal_(ordo.empty({n}, "float64"), 1, 0.5, 0, 1)
+        local phi = function(z) return math.exp(-z * z / 2) / math.sqrt(2 * math.pi) end
+        local want = 1 - 0.5 * (phi(0) - phi(-2)) / (0.5 - 0.022750131948179195)
+        assert.is_true(t:min():item() >= 0 and t:max():item() <= 1)
+        assert.is_true(math.abs(t:mean():item() - want) < 6 * 0.3 / math.sqrt(n), "mean " .. t:mean():item())
+        -- far in a tail: still within [a, b] and finite
+        local tail = nn.init.trunc_normal_(ordo.empty({1000}), 0, 1, 5, 6)
+        assert.is_true(tail:min():item() >= 5 and tail:max():item() <= 6)
+        -- reproducible with the seed; a tensor of no elements is left as it is
+        ordo.manual_seed(2)
+        local a1 = nn.init.trunc_normal_(ordo.empty({50})):totable()
+        ordo.manual_seed(2)
+        assert.same(a1, nn.init.trunc_normal_(ordo.empty({50})):totable())
+        assert.same({0, 3}, nn.init.trunc_normal_(ordo.empty({0, 3})):shape())
+        H.raises(function() nn.init.trunc_normal_(ordo.empty({3}), 0, 0) end, "init.trunc_normal_", "std must be > 0")
+        H.raises(function() nn.init.trunc_normal_(ordo.empty({3}), 0, 1, 2, 2) end, "init.trunc_normal_", "a < b")
+        H.raises(function() nn.init.trunc_normal_(ordo.empty({3}), 0, 1, -1 / 0) end, "init.trunc_normal_",
+                 "a must be a finite number")
+        H.raises(function() nn.init.trunc_normal_(ordo.empty({3}, "int32")) end, "init.trunc_normal_", "int32")
+        H.raises(function() nn.init.trunc_normal_("w") end, "init.trunc_normal_", "tensor")
+    end)
+
+    it("init.eye_: the identity of a 2-dim tensor, a parameter's too", function()
+        assert.same({{1, 0, 0}, {0, 1, 0}}, nn.init.eye_(ordo.full({2, 3}, 7, "float64")):totable())
+        local l = nn.Linear(3, 2)
+        nn.init.eye_(l.weight)
+        assert.same({{1, 0, 0}, {0, 1, 0}}, l.weight:totable())
+        H.raises(function() nn.init.eye_(ordo.ones({2, 2, 2})) end, "init.eye_", "2-dim", "2x2x2")
+    end)
+
+    it("init.dirac_: a convolution that passes its input through, per group, as Torch's", function()
+        local c = nn.Conv2d(3, 3, 3, {padding = 1, bias = false, dtype = "float64"})
+        nn.init.dirac_(c.weight)
+        local x = ordo.randn({2, 3, 5, 5}, "float64")
+        assert.equals(0, (c(x) - x):abs():max():item())
+        -- groups: out 4 = 2 groups of 2, each taking input channels 1..2 at the centre (k // 2 from 0)
+        local w = nn.init.dirac_(ordo.full({4, 2, 3}, 5, "float64"), 2):totable()
+        local ones = 0
+        for o = 1, 4 do
+            for i = 1, 2 do
+                for k = 1, 3 do
+                    local want = (i == (o - 1) % 2 + 1 and k == 2) and 1 or 0
+                    assert.equals(want, w[o][i][k], ("element %d,%d,%d"):format(o, i, k))
+                    ones = ones + w[o][i][k]
+                end
+            end
+        end
+        assert.equals(4, ones)
+        assert.equals(1, nn.init.dirac_(ordo.empty({2, 2, 4, 4})):totable()[2][2][3][3]) -- even kernel: index 3
+        H.raises(function() nn.init.dirac_(ordo.empty({3, 3})) end, "init.dirac_", "3, 4 or 5-dim", "3x3")
+        H.raises(function() nn.init.dirac_(ordo.empty({3, 3, 3}), 2) end, "init.dirac_", "groups", "divides the 3")
+    end)
+
+    it("init.orthogonal_: orthonormal columns or rows times the gain, Haar-distributed, as Torch's", function()
+        ordo.manual_seed(3)
+        for _, sh in ipairs({{40, 25}, {25, 40}, {30, 30}, {8, 2, 3, 3}}) do
+            local t = nn.init.orthogonal_(ordo.empty(sh, "float64"), 3)
+            assert.same(sh, t:shape())
+            local m = t:reshape(sh[1], t:numel() / sh[1])
+            local g = m:size(1) >= m:size(2) and m:t():matmul(m) or m:matmul(m:t())
+            local err = (g - ordo.eye(g:size(1), {dtype = "float64"}) * 9):abs():max():item()
+            assert.is_true(err < 1e-10, table.concat(sh, "x") .. ": off by " .. err)
+        end
+        local f = nn.init.orthogonal_(ordo.empty({20, 10}))
+        assert.is_true((f:t():matmul(f) - ordo.eye(10)):abs():max():item() < 1e-5)
+        -- Haar: every entry of a random 3x3 rotation-or-reflection is uniform on [-1, 1]
+        local n, s1, s2, inside = 1500, 0, 0, 0
+        local t = ordo.empty({3, 3}, "float64")
+        for _ = 1, n do
+            local x = nn.init.orthogonal_(t):totable()
+            s1, s2 = s1 + x[3][3], s2 + x[3][3] ^ 2
+            if math.abs(x[2][3]) < 0.5 then inside = inside + 1 end
+        end
+        assert.is_true(math.abs(s1 / n) < 6 * math.sqrt(1 / 3 / n), "mean " .. s1 / n)
+        assert.is_true(math.abs(s2 / n - 1 / 3) < 6 * math.sqrt(4 / 45 / n), "E x^2 " .. s2 / n)
+        assert.is_true(math.abs(inside / n - 0.5) < 6 * math.sqrt(0.25 / n), "P(|x| < 0.5) " .. inside / n)
+        ordo.manual_seed(8)
+        local a = nn.init.orthogonal_(ordo.empty({4, 6})):totable()
+        ordo.manual_seed(8)
+        assert.same(a, nn.init.orthogonal_(ordo.empty({4, 6})):totable())
+        assert.same({0, 4}, nn.init.orthogonal_(ordo.empty({0, 4})):shape())
+        H.raises(function() nn.init.orthogonal_(ordo.empty({4})) end, "init.orthogonal_", "at least 2 dims")
+        H.raises(function() nn.init.orthogonal_(ordo.empty({4, 4}, "int64")) end, "init.orthogonal_", "int64")
+        H.raises(function() nn.init.orthogonal_(ordo.empty({4, 4}), "2") end, "init.orthogonal_", "gain", "string")
     end)
 
     it("save and load round-trip parameters; mismatches raise and change nothing", function()

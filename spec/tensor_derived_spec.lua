@@ -385,6 +385,53 @@ describe("derived ops", function()
         H.raises(function() return ordo.randperm(-1) end, "randperm", "-1")
     end)
 
+    it("randint past 2^53: every value of a narrow range, never high (low added in int64)", function()
+        ordo.manual_seed(3)
+        -- 2^53 + 1 is not a double: the draw added to low in float64 gave only even values
+        local d = ordo.randint(2 ^ 53, 2 ^ 53 + 4, {4000}):sub(2 ^ 53)
+        assert.same({0, 1, 2, 3}, d:unique():totable())
+        -- doubles are 1024 apart at 2^62: the values were 0, 1024 and 2048 (high itself)
+        d = ordo.randint(2 ^ 62, 2 ^ 62 + 2048, {20000}):sub(2 ^ 62)
+        assert.equals(0, d:min():item())
+        assert.equals(2047, d:max():item())
+        assert.is_true(d:unique():numel() > 1900, "only " .. d:unique():numel() .. " distinct values of 2048")
+        d = ordo.randint(-2 ^ 62 - 2048, -2 ^ 62, {20000}):add(2 ^ 62)
+        assert.is_true(d:min():item() >= -2048 and d:max():item() <= -1)
+        assert.is_true(d:unique():numel() > 1900)
+        -- the other integer dtypes still get their range
+        assert.same({-5, -4, -3}, ordo.randint(-5, -2, {500}, "int32"):unique():totable())
+        assert.same({253, 254, 255}, ordo.randint(253, 256, {500}, "uint8"):unique():totable())
+    end)
+
+    it("randint and randperm: float dtypes within their exact integers, dtype aliases, options checked", function()
+        -- float32 holds the integers up to 2^24: past it draws rounded (high itself came out)
+        H.raises(function() return ordo.randint(0, 2 ^ 25, {4}, "float32") end, "randint",
+                 "values 0..33554431 do not fit in float32")
+        H.raises(function() return ordo.randperm(2 ^ 24 + 1, "float32") end, "randperm",
+                 "values 1..16777217 do not fit in float32")
+        H.raises(function() return ordo.randint(-2 ^ 53 - 2, 0, {4}, {dtype = "double"}) end, "randint", "float64")
+        assert.equals("float32", ordo.randint(-2 ^ 24, 2 ^ 24 + 1, {3}, "float32"):dtype())
+        -- the aliases are the dtypes they name: "i64" missed int64's exact path (only even values)
+        ordo.manual_seed(2)
+        assert.same({0, 1, 2, 3}, ordo.randint(2 ^ 53, 2 ^ 53 + 4, {2000}, "i64"):sub(2 ^ 53):unique():totable())
+        assert.equals("int64", ordo.randperm(3, {dtype = "long"}):dtype())
+        H.raises(function() return ordo.randint(0, 3, {4}, {dtype = "int32", requires_grad = true}) end, "randint",
+                 "unknown option 'requires_grad'")
+        H.raises(function() return ordo.randint(0, 3, {4}, "bogus") end, "randint", "unknown dtype 'bogus'")
+        H.raises(function() return ordo.randint("5", {4}) end, "randint", 'got 0 and string "5"')
+        H.raises(function() return ordo.randperm(3, {dtype = "bogus"}) end, "randperm", "unknown dtype 'bogus'")
+    end)
+
+    it("multinomial never draws a zero weight, not even where the uniform draw is 0", function()
+        -- seed 9: one of the first 2^22 float32 uniforms is 0, on a category of weight 1;
+        -- its Gumbel key was -inf, tied with the zero weight's, which was picked
+        ordo.manual_seed(9)
+        assert.equals(0, ordo.tensor({0, 1}):multinomial(2 ^ 21, true):eq(1):sum():item())
+        ordo.manual_seed(9)
+        local rows = ordo.tensor({0, 1}):view(1, 2):expand(2 ^ 21, 2)
+        assert.equals(0, rows:multinomial(1):eq(1):sum():item())
+    end)
+
     it("multinomial: Torch's draws, with and without replacement, frequencies as the weights, checked weights", function()
         ordo.manual_seed(1)
         local n = 20000

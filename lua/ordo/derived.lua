@@ -537,24 +537,40 @@ end
 
 -- The options of a random integer maker: its dtype (int64 unless opts
 -- names one) and the options for the float64 draw it starts from.
+local INT_OPTS = {dtype = true, device = true, engine = true}
 local function int_options(fname, opts)
-    if opts == nil then return "int64", {dtype = "float64"} end
-    if type(opts) == "string" then return opts, {dtype = "float64"} end
-    if type(opts) ~= "table" then
+    local dtype
+    if opts == nil or type(opts) == "string" then
+        dtype, opts = opts, {}
+    elseif type(opts) == "table" and getmetatable(opts) == nil then
+        for k in pairs(opts) do -- (a misspelt option, Torch's requires_grad, was ignored)
+            if not INT_OPTS[k] then
+                fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, tostring(k)))
+            end
+        end
+        dtype = opts.dtype
+    else
         fail(fmt("%s: options must be a table {dtype =, device =, engine =} or a dtype, got %s", fname,
                  typename(opts)))
     end
-    return opts.dtype or "int64", {dtype = "float64", device = opts.device, engine = opts.engine}
+    -- the canonical name ("long", "i64" were not int64 to the range checks below)
+    dtype = dtype == nil and "int64" or tensor.DT_NAME[tensor.parse_dtype(fname, dtype)]
+    return dtype, {dtype = "float64", device = opts.device, engine = opts.engine}
 end
 
 -- Values lo..hi must fit dtype: a draw that does not would be clamped or
--- wrapped by the cast (randint(0, 300, ..., "uint8") gave 255s).
+-- wrapped by the cast (randint(0, 300, ..., "uint8") gave 255s); a float
+-- dtype holds every integer up to 2^24 (float32) or 2^53 (float64), as
+-- Torch's bounds: past them a draw rounds (randint(0, 2^25, ..., "float32")
+-- gave high itself, randperm(2^25, "float32") repeated values).
 local INT_LIMITS = {uint8 = {0, 256}, int32 = {-2 ^ 31, 2 ^ 31}, int64 = {-2 ^ 63, 2 ^ 63}} -- [lo, hi)
-INT_LIMITS.byte, INT_LIMITS.int, INT_LIMITS.long = INT_LIMITS.uint8, INT_LIMITS.int32, INT_LIMITS.int64
+local FLOAT_LIMITS = {float32 = {-2 ^ 24, 2 ^ 24 + 1}, float64 = {-2 ^ 53, 2 ^ 53 + 1}}
 local function check_int_range(fname, dtype, lo, hi)
-    local r = INT_LIMITS[dtype]
+    local r = INT_LIMITS[dtype] or FLOAT_LIMITS[dtype]
     if r and (lo < r[1] or hi >= r[2]) then
-        fail(fmt("%s: values %s..%s do not fit in %s", fname, show(lo), show(hi), dtype))
+        fail(fmt("%s: values %s..%s do not fit in %s%s", fname, show(lo), show(hi), dtype,
+                 FLOAT_LIMITS[dtype] and fmt(" (its integers are exact from -2^%d to 2^%d)",
+                                             dtype == "float32" and 24 or 53, dtype == "float32" and 24 or 53) or ""))
     end
 end
 
@@ -587,7 +603,8 @@ function M.randint(a, b, c, d)
     if type(b) == "number" then low, high, shape, opts = a, b, c, d
     else low, high, shape, opts = 0, a, b, c end
     if not is_int(low) or not is_int(high) or high <= low then
-        fail(fmt("randint: expected integers low < high, got %s and %s", show(low), show(high)))
+        local function shown(x) return type(x) == "string" and fmt("string %q", x) or show(x) end -- ("5" was 5)
+        fail(fmt("randint: expected integers low < high, got %s and %s", shown(low), shown(high)))
     end
     if type(shape) ~= "table" then fail("randint: expected the shape as a table, got " .. typename(shape)) end
     util.check_list("randint", "the shape", shape, true) -- (said here: rand would name itself)
@@ -596,7 +613,11 @@ function M.randint(a, b, c, d)
     local range = high - low
     if range > 2 ^ 53 and INT_LIMITS[dtype] == INT_LIMITS.int64 then return wide_randint(shape, ropts, low, high) end
     local u = tensor.rand(shape, ropts) -- [0, 1) in float64: exact enough for any int32 range
-    return u:mul(range):floor():add(low):clamp(low, high - 1):to(dtype)
+    local off = u:mul(range):floor():clamp(0, range - 1) -- 0..range-1, exact (range <= 2^53)
+    -- low added in the integer dtype: past 2^53 a float64 sum rounds (randint(2^53, 2^53 + 4) gave
+    -- only even values, randint(2^62, 2^62 + 2048) only multiples of 1024 and high itself)
+    if INT_LIMITS[dtype] then return off:to(dtype):add(low) end
+    return off:add(low):to(dtype)
 end
 
 -- randperm(n [, opts]): 1..n in a random order (int64 unless opts says
@@ -1654,6 +1675,11 @@ end
 -- fails the result at the wait that meets it ("multinomial (nonzero
 -- weights): check_range: value 1 at element 2 is outside [3, inf]": row 2
 -- has one).
+-- A uniform draw of 0 (one in 2^24 in float32) made its Gumbel key -inf,
+-- the key of a zero weight, and the tie could pick the zero-weight index:
+-- the draws are kept at or above U_MIN (2^-126, float32's smallest normal),
+-- so a nonzero weight's key is always finite.
+local U_MIN = 2 ^ -126
 function Tensor:multinomial(n, replacement)
     local fname = "multinomial"
     check_self(fname, self)
@@ -1689,11 +1715,11 @@ function Tensor:multinomial(n, replacement)
         for start = 1, n, block do
             local len = math.min(block, n - start + 1)
             local keys = logp:view(R, 1, C):expand(R, len, C)
-            local u = tensor.empty_like(keys):uniform_(0, 1)
+            local u = tensor.empty_like(keys):uniform_(0, 1):clamp_(U_MIN, 1)
             idx:narrow(2, start, len):copy_((keys - (-u:log()):log()):argmax(3))
         end
     else
-        local u = tensor.empty_like(logp):uniform_(0, 1)
+        local u = tensor.empty_like(logp):uniform_(0, 1):clamp_(U_MIN, 1)
         local _, top = (logp - (-u:log()):log()):topk(n, 2)
         idx:copy_(top)
     end

@@ -36,7 +36,7 @@ M.Tensor = tensor.Tensor
 
 for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand", "randn", "bernoulli",
                     "manual_seed", "get_rng_state", "set_rng_state", "matmul", "cat", "stack", "where", "empty_like", "zeros_like",
-                    "ones_like", "full_like", "is_tensor", "result_type"}) do
+                    "ones_like", "full_like", "rand_like", "randn_like", "is_tensor", "result_type"}) do
     M[k] = tensor[k]
 end
 

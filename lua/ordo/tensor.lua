@@ -879,11 +879,22 @@ local function random_(fname, kid, allowed, t, s1, s2)
     return t
 end
 
+local F32_MAX = 3.4028234663852886e38
+
+-- as show writes it, a string quoted and named (a string "0" was shown as 0)
+local function shown(x) return type(x) == "string" and fmt("string %q", x) or show(x) end
+
 function Tensor:uniform_(low, high)
     low, high = low or 0, high or 1
     -- finite bounds with a finite width: the kernel draws low + u * (high - low)
     if type(low) ~= "number" or type(high) ~= "number" or not (low <= high) or not is_finite(high - low) then
-        fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", show(low), show(high)))
+        fail(fmt("uniform_: expected finite numbers low <= high, got %s and %s", shown(low), shown(high)))
+    end
+    check_self("uniform_", self)
+    -- as Torch: float32 draws stay within its range (values past it came out as its largest)
+    if self._c.dtype == F32 and math.max(math.abs(low), math.abs(high), high - low) > F32_MAX then
+        fail(fmt("uniform_: the range [%s, %s) does not fit in float32 (its largest value is %s, the range's "
+                 .. "width too)", show(low), show(high), show(F32_MAX)))
     end
     return random_("uniform_", K.uniform, FLOAT, self, low, high)
 end
@@ -891,7 +902,12 @@ end
 function Tensor:normal_(mean, std)
     mean, std = mean or 0, std or 1
     if type(mean) ~= "number" or type(std) ~= "number" or not is_finite(mean) or not (std >= 0 and std < huge) then
-        fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", show(mean), show(std)))
+        fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", shown(mean), shown(std)))
+    end
+    check_self("normal_", self)
+    if self._c.dtype == F32 and math.max(math.abs(mean), std) > F32_MAX then -- (every draw was inf)
+        fail(fmt("normal_: mean %s and std %s do not fit in float32 (its largest value is %s)", show(mean), show(std),
+                 show(F32_MAX)))
     end
     return random_("normal_", K.normal, FLOAT, self, mean, std)
 end
@@ -926,6 +942,15 @@ local function bernoulli_probs_(fname, self, p)
     if not fits then
         fail(fmt("%s: probabilities of shape %s do not broadcast to the tensor's shape %s", fname,
                  shape_str_tbl(ps), shape_str_tbl(ts)))
+    end
+    -- self is written last (by copy_): an expanded self, which copy_ refused
+    -- in its own name, is refused here first, before a draw moves the generator
+    local st = self:stride()
+    for i = 1, #ts do
+        if st[i] == 0 and ts[i] > 1 then
+            fail(fmt("%s: cannot write into an expanded view (shape %s with a stride of 0): several elements "
+                     .. "share one memory location; use contiguous() first", fname, shape_str_tbl(ts)))
+        end
     end
     -- a probability outside [0, 1] (or NaN) fails the op at run time (the
     -- check needs no wait), and self is left as it was
@@ -965,6 +990,19 @@ local function random_maker(fname, method, float_only)
 end
 M.rand = random_maker("rand", function(t) return Tensor.uniform_(t, 0, 1) end, true)
 M.randn = random_maker("randn", function(t) return Tensor.normal_(t, 0, 1) end, true)
+
+-- ordo.rand_like(t [, opts]), ordo.randn_like(t [, opts]) (Torch's): rand
+-- and randn of t's shape, dtype and device, opts overriding the last two.
+local function random_like(fname, method)
+    return make_like(fname, function(out)
+        if not ISFLOAT[out._c.dtype] then
+            fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, DT_NAME[out._c.dtype]))
+        end
+        return method(out)
+    end)
+end
+M.rand_like = random_like("rand_like", function(t) return Tensor.uniform_(t, 0, 1) end)
+M.randn_like = random_like("randn_like", function(t) return Tensor.normal_(t, 0, 1) end)
 
 -- ordo.bernoulli(shape, p [, opts]): ones with probability p.
 -- ordo.bernoulli(p): a tensor like p (Torch's bernoulli(input)), one with

@@ -285,10 +285,19 @@ end
 
 -- Inverted dropout: in training, zeroes each element with probability p
 -- (mask from the engine RNG) and scales the rest by 1/(1-p).
-local function check_p(fname, p)
+-- p = 1 (as Torch) drops everything: x * 0, zeros with a zero gradient.
+-- training is true, false or nil (true): another value (Torch's 0 or 1,
+-- a string) was taken as true, whatever it meant.
+local function check_p(fname, p, training, inplace)
+    if inplace ~= nil and inplace ~= false then -- (Torch's inplace = True was ignored: x kept its values)
+        fail(fmt("%s: in-place dropout is not supported (got inplace %s): use the result", fname, tostring(inplace)))
+    end
     if p == nil then p = 0.5 end
-    if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
-        fail(fmt("%s: p must be a number in [0, 1), got %s", fname, tostring(p)))
+    if type(p) ~= "number" or not (p >= 0 and p <= 1) then -- (NaN too)
+        fail(fmt("%s: p must be a number in [0, 1], got %s", fname, tostring(p)))
+    end
+    if training ~= nil and type(training) ~= "boolean" then
+        fail(fmt("%s: training must be true or false, got %s", fname, typename(training)))
     end
     return p
 end
@@ -304,11 +313,12 @@ local function check_float_input(fname, x)
     end
 end
 
-function M.dropout(x, p, training)
-    p = check_p("dropout", p)
+function M.dropout(x, p, training, inplace)
+    p = check_p("dropout", p, training, inplace)
     check_tensor("dropout", "input", x)
     if training == false or p == 0 then return x end
     check_float_input("dropout", x)
+    if p == 1 then return x * 0 end
     local mask = tensor.empty_like(x):bernoulli_(1 - p)
     return x * mask * (1 / (1 - p))
 end
@@ -317,14 +327,15 @@ end
 -- N×C×…; dim 1 of an unbatched C×H×W) with probability p and scales the
 -- rest by 1/(1-p) -- for convolutional features, whose neighbours are
 -- too alike for element dropout to regularise.
-function M.dropout2d(x, p, training)
-    p = check_p("dropout2d", p)
+function M.dropout2d(x, p, training, inplace)
+    p = check_p("dropout2d", p, training, inplace)
     check_tensor("dropout2d", "input", x)
     if x:dim() ~= 3 and x:dim() ~= 4 then
         fail(fmt("dropout2d: expected a 4-D input (N, C, H, W) or a 3-D one (C, H, W), got shape %s", shape_str(x)))
     end
     if training == false or p == 0 then return x end
     check_float_input("dropout2d", x)
+    if p == 1 then return x * 0 end
     local s = shape_of(x)
     for i = x:dim() - 1, x:dim() do s[i] = 1 end
     local mask = tensor.empty(s, tensor.like(x)):bernoulli_(1 - p)

@@ -905,10 +905,17 @@ end
 local init = {}
 M.init = init
 
-local function fan_in_out(t)
-    check_tensor("init", "the tensor", t)
+-- fan_in, fan_out of a weight (out, in, k...) as Torch computes them:
+-- in · k... and out · k... (a conv weight out × in/groups × kh × kw gives
+-- in/groups · kh · kw); fname names the caller in the error of a tensor
+-- of fewer than 2 dims, whose fans Torch cannot compute either.
+local function fan_in_out(t, fname)
+    fname = fname or "init.fan_in_out"
+    check_tensor(fname, "the tensor", t)
     local s = shape_of(t)
-    if #s < 2 then fail(fmt("init: fan in/out need at least 2 dims, got shape %s", shape_str(t))) end
+    if #s < 2 then
+        fail(fmt("%s: fan in and fan out need a tensor of at least 2 dims, got shape %s", fname, shape_str(t)))
+    end
     local field = 1
     for i = 3, #s do field = field * s[i] end
     return s[2] * field, s[1] * field
@@ -932,45 +939,220 @@ end
 function init.zeros_(t) return init.constant_(t, 0) end
 function init.ones_(t) return init.constant_(t, 1) end
 
--- He et al.'s gain sqrt(2 / (1 + a^2)) (a: the negative slope of the
--- leaky ReLU after the layer, 0 for ReLU) over the fan of mode ("fan_in",
--- the default, or "fan_out"), Torch's kaiming_*_(t, a, mode).
-local function kaiming_std(fname, t, a, mode)
-    local fan_in, fan_out = fan_in_out(t)
-    if a ~= nil and type(a) ~= "number" then fail(fname .. ": a must be a number, got " .. typename(a)) end
+-- Torch's calculate_gain(nonlinearity [, param]): the gain that keeps the
+-- variance of activations through the nonlinearity -- 1 for "linear",
+-- the conv names and "sigmoid", 5/3 for "tanh", sqrt 2 for "relu",
+-- sqrt(2 / (1 + slope^2)) for "leaky_relu" (param the negative slope,
+-- 0.01 by default), 3/4 for "selu".
+local UNIT_GAIN = {linear = true, conv1d = true, conv2d = true, conv3d = true, conv_transpose1d = true,
+                   conv_transpose2d = true, conv_transpose3d = true, sigmoid = true}
+local function gain_of(fname, nonlinearity, param)
+    if UNIT_GAIN[nonlinearity] then return 1 end
+    if nonlinearity == "tanh" then return 5 / 3 end
+    if nonlinearity == "relu" then return math.sqrt(2) end
+    if nonlinearity == "selu" then return 3 / 4 end
+    if nonlinearity == "leaky_relu" then
+        if param == nil then param = 0.01 end
+        if type(param) ~= "number" or param ~= param then
+            fail(fmt("%s: the negative slope must be a number, got %s", fname,
+                     type(param) == "number" and "nan" or typename(param)))
+        end
+        return math.sqrt(2 / (1 + param ^ 2))
+    end
+    fail(fmt("%s: unsupported nonlinearity %s (expected linear, conv1d..3d, conv_transpose1d..3d, sigmoid, "
+             .. "tanh, relu, leaky_relu or selu)", fname,
+             type(nonlinearity) == "string" and fmt("%q", nonlinearity) or typename(nonlinearity)))
+end
+function init.calculate_gain(nonlinearity, param) return gain_of("init.calculate_gain", nonlinearity, param) end
+
+-- He et al.'s gain over the fan of mode ("fan_in", the default, or
+-- "fan_out"), Torch's kaiming_*_(t, a, mode, nonlinearity): the gain is
+-- calculate_gain(nonlinearity, a), nonlinearity "leaky_relu" by default,
+-- so sqrt(2 / (1 + a^2)) (a: the negative slope of the leaky ReLU after
+-- the layer, 0 for ReLU).  A tensor of no elements is left as it is.
+local function kaiming_std(fname, t, a, mode, nonlinearity)
+    local fan_in, fan_out = fan_in_out(t, fname)
+    if a ~= nil and (type(a) ~= "number" or a ~= a) then
+        fail(fname .. ": a must be a number, got " .. (type(a) == "number" and "nan" or typename(a)))
+    end
     if mode ~= nil and mode ~= "fan_in" and mode ~= "fan_out" then
         fail(fmt("%s: mode must be \"fan_in\" or \"fan_out\", got %s", fname, tostring(mode)))
     end
+    local gain = gain_of(fname, nonlinearity or "leaky_relu", a or 0)
     local fan = mode == "fan_out" and fan_out or fan_in
-    return math.sqrt(2 / (1 + (a or 0) ^ 2)) / math.sqrt(fan)
+    return gain / math.sqrt(fan)
 end
 
 -- He et al.: U(-b, b) with b = sqrt(3) * gain / sqrt(fan).
-function init.kaiming_uniform_(t, a, mode)
-    local bound = math.sqrt(3) * kaiming_std("init.kaiming_uniform_", t, a, mode)
+function init.kaiming_uniform_(t, a, mode, nonlinearity)
+    local bound = math.sqrt(3) * kaiming_std("init.kaiming_uniform_", t, a, mode, nonlinearity)
+    if t:numel() == 0 then return t end
     return init.uniform_(t, -bound, bound)
 end
 
 -- He et al.: N(0, std^2) with std = gain / sqrt(fan).
-function init.kaiming_normal_(t, a, mode)
-    return init.normal_(t, 0, kaiming_std("init.kaiming_normal_", t, a, mode))
+function init.kaiming_normal_(t, a, mode, nonlinearity)
+    local std = kaiming_std("init.kaiming_normal_", t, a, mode, nonlinearity)
+    if t:numel() == 0 then return t end
+    return init.normal_(t, 0, std)
 end
 
 local function xavier_std(fname, t, gain)
-    local fi, fo = fan_in_out(t)
-    if gain ~= nil and type(gain) ~= "number" then fail(fname .. ": gain must be a number, got " .. typename(gain)) end
+    local fi, fo = fan_in_out(t, fname)
+    if gain ~= nil and (type(gain) ~= "number" or gain ~= gain or math.abs(gain) == math.huge) then
+        fail(fname .. ": gain must be a finite number, got " .. (type(gain) == "number" and tostring(gain)
+             or typename(gain)))
+    end
     return (gain or 1) * math.sqrt(2 / (fi + fo))
 end
 
 -- Glorot: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
 function init.xavier_uniform_(t, gain)
     local bound = math.sqrt(3) * xavier_std("init.xavier_uniform_", t, gain)
+    if t:numel() == 0 then return t end
     return init.uniform_(t, -bound, bound)
 end
 
 -- Glorot: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
 function init.xavier_normal_(t, gain)
-    return init.normal_(t, 0, xavier_std("init.xavier_normal_", t, gain))
+    local std = xavier_std("init.xavier_normal_", t, gain)
+    if t:numel() == 0 then return t end
+    return init.normal_(t, 0, std)
+end
+
+-- erfc(x) for a Lua number (Numerical Recipes' erfcc: relative error
+-- below 1.2e-7, in the tails too) and the standard normal's CDF from it.
+local function erfc(x)
+    local z = math.abs(x)
+    local t = 1 / (1 + 0.5 * z)
+    local r = t * math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+        t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 +
+        t * 0.17087277)))))))))
+    return x >= 0 and r or 2 - r
+end
+local function norm_cdf(z) return 0.5 * erfc(-z / math.sqrt(2)) end
+
+-- erfinv of a float64 tensor x in (-1, 1): Giles' approximation ("Approximating
+-- the erfinv function", 2010), then two Newton steps on erf.
+local GILES_LO = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941}
+local GILES_HI = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                  -0.0076224613, 0.00943887047, 1.00167406, 2.83297682}
+local function horner(w, c)
+    local p = tensor.full_like(w, c[1])
+    for i = 2, #c do p = p * w + c[i] end
+    return p
+end
+local function erfinv(x)
+    local w = ((1 - x) * (1 + x)):log():neg()
+    local y = tensor.where(w:lt(5), horner(w - 2.5, GILES_LO), horner(w:sqrt() - 3, GILES_HI)) * x
+    for _ = 1, 2 do y = y - (y:erf() - x) / ((y * y):neg():exp() * (2 / math.sqrt(math.pi))) end
+    return y
+end
+
+-- Torch's trunc_normal_(t [, mean = 0, std = 1, a = -2, b = 2]): N(mean,
+-- std^2) kept to [a, b] (a and b in t's units, not in stds), drawn as
+-- Torch draws it: a uniform draw between the normal CDF at a and at b,
+-- mapped back through the inverse CDF, then clamped to [a, b].
+function init.trunc_normal_(t, mean, std, a, b)
+    local fname = "init.trunc_normal_"
+    check_tensor(fname, "the tensor", t)
+    mean, std, a, b = mean or 0, std or 1, a or -2, b or 2
+    for _, v in ipairs({{"mean", mean}, {"std", std}, {"a", a}, {"b", b}}) do
+        if type(v[2]) ~= "number" or v[2] ~= v[2] or math.abs(v[2]) == math.huge then
+            fail(fmt("%s: %s must be a finite number, got %s", fname, v[1],
+                     type(v[2]) == "number" and tostring(v[2]) or typename(v[2])))
+        end
+    end
+    if not (std > 0) then fail(fmt("%s: std must be > 0, got %s", fname, tostring(std))) end
+    if not (a < b) then fail(fmt("%s: expected a < b, got a = %s and b = %s", fname, tostring(a), tostring(b))) end
+    if t:dtype() ~= "float32" and t:dtype() ~= "float64" then
+        fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, t:dtype()))
+    end
+    if t:numel() == 0 then return t end
+    local l, u = 2 * norm_cdf((a - mean) / std) - 1, 2 * norm_cdf((b - mean) / std) - 1
+    return autograd.no_grad(function()
+        -- in float64, kept inside (-1, 1): erfinv(+-1) is infinite
+        local x = tensor.empty_like(t, "float64"):uniform_(l, u):clamp_(-1 + 2 ^ -53, 1 - 2 ^ -53)
+        t:copy_(erfinv(x) * (std * math.sqrt(2)) + mean)
+        return t:clamp_(a, b)
+    end)
+end
+
+-- Torch's eye_(t): a 2-dim t made the identity (ones on its diagonal,
+-- zeros elsewhere; a non-square t too).
+function init.eye_(t)
+    check_tensor("init.eye_", "the tensor", t)
+    if t:dim() ~= 2 then fail("init.eye_: expected a 2-dim tensor, got shape " .. shape_str(t)) end
+    local eye = require("ordo.derived").eye(t:size(1), t:size(2), tensor.like(t))
+    return autograd.no_grad(function() return t:copy_(eye) end)
+end
+
+-- Torch's dirac_(t [, groups = 1]): a convolution weight (3, 4 or 5 dims,
+-- out x in x k...) that passes its input through: in each of the groups,
+-- output channel d takes input channel d at the kernel's centre (k // 2,
+-- from 0), for d up to the smaller of out / groups and in; zeros elsewhere.
+function init.dirac_(t, groups)
+    local fname = "init.dirac_"
+    check_tensor(fname, "the tensor", t)
+    if t:dim() < 3 or t:dim() > 5 then
+        fail(fmt("%s: expected a 3, 4 or 5-dim convolution weight, got shape %s", fname, shape_str(t)))
+    end
+    groups = groups or 1
+    if not is_int(groups) or groups < 1 or t:size(1) % groups ~= 0 then
+        fail(fmt("%s: groups must be an integer >= 1 that divides the %d output channels, got %s", fname, t:size(1),
+                 type(groups) == "number" and tostring(groups) or typename(groups)))
+    end
+    local per = t:size(1) / groups
+    return autograd.no_grad(function()
+        t:zero_()
+        for g = 0, groups - 1 do
+            for d = 1, math.min(per, t:size(2)) do
+                local v = t:narrow(1, g * per + d, 1):narrow(2, d, 1)
+                for k = 3, t:dim() do v = v:narrow(k, math.floor(t:size(k) / 2) + 1, 1) end
+                v:fill_(1)
+            end
+        end
+        return t
+    end)
+end
+
+-- Torch's orthogonal_(t [, gain = 1]): t seen as rows x cols (its first
+-- dim by the rest) made (semi-)orthogonal, times gain -- orthonormal
+-- columns when rows >= cols, orthonormal rows otherwise -- drawn as Torch
+-- draws it: the Q of a normal matrix's QR with R's diagonal made positive
+-- (Haar-distributed), here computed by Gram-Schmidt, each column
+-- orthogonalised twice (the same Q, which that sign fixes), in float64.
+function init.orthogonal_(t, gain)
+    local fname = "init.orthogonal_"
+    check_tensor(fname, "the tensor", t)
+    if t:dim() < 2 then fail(fmt("%s: expected a tensor of at least 2 dims, got shape %s", fname, shape_str(t))) end
+    if t:dtype() ~= "float32" and t:dtype() ~= "float64" then
+        fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, t:dtype()))
+    end
+    if gain ~= nil and (type(gain) ~= "number" or gain ~= gain) then
+        fail(fmt("%s: gain must be a number, got %s", fname, type(gain) == "number" and "nan" or typename(gain)))
+    end
+    if t:numel() == 0 then return t end
+    local rows = t:size(1)
+    local cols = t:numel() / rows
+    return autograd.no_grad(function()
+        local a = tensor.empty_like(t, "float64"):normal_(0, 1):reshape(rows, cols)
+        if rows < cols then a = a:t() end
+        local n, k = a:size(1), a:size(2)
+        local q = tensor.zeros({n, k}, tensor.like(a))
+        for j = 1, k do
+            local v = a:narrow(2, j, 1)
+            if j > 1 then
+                local Q = q:narrow(2, 1, j - 1)
+                for _ = 1, 2 do v = v - Q:matmul(Q:t():matmul(v)) end
+            end
+            q:narrow(2, j, 1):copy_(v / v:norm())
+        end
+        if rows < cols then q = q:t() end
+        t:copy_((q * (gain or 1)):reshape(t:shape()))
+        return t
+    end)
 end
 
 -- ---------------------------------------------------------------- layers
@@ -1340,10 +1522,14 @@ end
 local function dropout_class(name, fn)
     local cls = Module:extend(name)
     M[name] = cls
-    function cls:init(p)
+    function cls:init(p, ...)
+        if select("#", ...) > 0 then -- (Torch's inplace = True was dropped unseen: x kept its values)
+            fail(fmt("%s: takes only p, got %s too (in-place dropout is not supported: use the output)", name,
+                     typename((...))))
+        end
         p = p or 0.5
-        if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
-            fail(fmt("%s: p must be a number in [0, 1), got %s", name, tostring(p)))
+        if type(p) ~= "number" or not (p >= 0 and p <= 1) then -- (NaN too; 1 drops all, as Torch)
+            fail(fmt("%s: p must be a number in [0, 1], got %s", name, tostring(p)))
         end
         self.p = p
     end
