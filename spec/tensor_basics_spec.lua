@@ -371,6 +371,33 @@ describe("views", function()
         H.raises(function() e:add_(1) end, "add_", "expanded", "2x3")
     end)
 
+    it("overlapping unfold windows cannot be written (an element in two windows would change twice)", function()
+        local x = ordo.arange(7):float()
+        local u = x:unfold(1, 3, 2) -- element 3 is in windows 1 and 2
+        H.raises(function() u:add_(1) end, "add_", "overlap in memory", "3x3", "(2, 1)", "contiguous()")
+        H.raises(function() u:fill_(1) end, "fill_", "overlap in memory")
+        H.raises(function() u:copy_(ordo.ones(3, 3)) end, "copy_", "overlap in memory")
+        H.raises(function() u:exp_() end, "exp_", "overlap in memory")
+        H.raises(function() u:uniform_() end, "uniform_", "overlap in memory")
+        H.raises(function() u:scatter_(2, ordo.tensor({{1}, {1}, {1}}, "int64"), 5) end, "scatter", "overlap")
+        H.raises(function() u:index_add_(1, ordo.tensor({1}, "int64"), ordo.ones(1, 3)) end, "index_add_", "overlap")
+        assert.same({0, 1, 2, 3, 4, 5, 6}, x:totable()) -- nothing written
+        -- windows that do not overlap, one window, and the transpose of one are writable
+        local y = ordo.arange(7):float()
+        y:unfold(1, 2, 3):add_(10)
+        assert.same({10, 11, 2, 13, 14, 5, 6}, y:totable())
+        u[2]:add_(100)
+        assert.same({0, 1, 102, 103, 104, 5, 6}, x:totable())
+        local m = ordo.zeros(4, 6)
+        m:t():unfold(1, 3, 3):fill_(1)
+        m:unfold(2, 2, 2):transpose(1, 3):add_(1)
+        assert.same({{2, 2, 2, 2, 2, 2}, {2, 2, 2, 2, 2, 2}, {2, 2, 2, 2, 2, 2}, {2, 2, 2, 2, 2, 2}}, m:totable())
+        -- small ops (run at the push) and large ones (the general path) alike
+        local big = ordo.zeros(100000):unfold(1, 1000, 500)
+        H.raises(function() big:add_(1) end, "add_", "overlap in memory")
+        H.raises(function() big:mul_(ordo.ones(199, 1000)) end, "mul_", "overlap in memory")
+    end)
+
     it("t[i] is row i (a view), or on a 1-dim tensor element i; negative from the end", function()
         local a = ordo.arange(1, 13):view(3, 4)
         local row = a[2]
