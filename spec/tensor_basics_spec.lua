@@ -429,6 +429,15 @@ describe("views", function()
         local u = ordo.zeros({3}, "uint8")
         u[2] = true
         assert.same({0, 1, 0}, u:totable())
+        -- a table's leading dims of size 1 go as a tensor's (Torch's setitem): {5} into an element
+        local v = ordo.zeros(3)
+        v[2] = {5}
+        v[{3}] = {{6}}
+        a[1] = {{9, 8, 7, 6}}
+        assert.same({0, 5, 6}, v:totable())
+        assert.same({9, 8, 7, 6}, a:totable()[1])
+        H.raises(function() v[1] = {{1, 2}} end, "t[i] = x: shape 2 cannot be broadcast to scalar")
+        H.raises(function() v[1] = {"x"} end, "t[i] = x", "string")
     end)
 
     it("t[i] with a bad index or value raises naming the index and the shape; other keys are fields", function()

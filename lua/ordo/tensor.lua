@@ -2044,9 +2044,13 @@ local function assign(view, v, op)
     elseif type(v) == "boolean" then
         view:fill_(v)
     elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
+        if not is_tensor(v) then -- (built as copy_ builds it, so that the rule below holds for tables too)
+            local c = view._c
+            v = from_data(op, v, c.dtype, c.ctx.dev_type == GPU and CPU0._ctx or c.ctx, c.storage.engine)
+        end
         -- leading dims of size 1 beyond the view's go, as Torch's setitem
-        -- (t[i] = ordo.tensor({5}) into an element: shape 1 into a 0-dim view)
-        if is_tensor(v) and v._c.ndim > view._c.ndim then
+        -- (t[i] = ordo.tensor({5}) or {5} into an element: shape 1 into a 0-dim view)
+        if v._c.ndim > view._c.ndim then
             local s, k = shape_of(v), 1
             while #s - k + 1 > view._c.ndim and s[k] == 1 do k = k + 1 end
             if k > 1 then v = v:reshape({unpack(s, k)}) end
