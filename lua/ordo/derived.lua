@@ -1384,7 +1384,10 @@ function Tensor:tile(...)
             inner[#inner + 1], outer[#outer + 1] = full[i], full[i]
             final[i] = count[i] * full[i]
         end
-        return self:reshape(inner):expand(outer):reshape(final)
+        -- a copy, as Torch's: the reshape gives a view when it can (all
+        -- counts 1, or a repeated dim of size 1), stride 0 where repeated
+        local r = self:reshape(inner):expand(outer):reshape(final)
+        return r._c.storage == self._c.storage and r:clone() or r
     end
     -- no room for those dims (a tensor has at most 8): an index_select of
     -- 1..s, count times over, along each repeated dim
@@ -1582,7 +1585,9 @@ function Tensor:repeat_interleave(repeats, dim)
             if i == d then expanded[#expanded + 1] = repeats end
             out[i] = i == d and s[i] * repeats or s[i]
         end
-        return x:unsqueeze(d + 1):expand(expanded):reshape(out)
+        -- a copy, as Torch's (a view when the reshape can: repeats 1, or one element along d)
+        local r = x:unsqueeze(d + 1):expand(expanded):reshape(out)
+        return r._c.storage == self._c.storage and r:clone() or r
     end
     local counts = repeats
     if type(repeats) == "table" and getmetatable(repeats) == nil then
