@@ -577,7 +577,17 @@ function M.install(ag)
         end
         Tensor[name] = function(x, ...)
             local y = f(x, ...)
-            if y ~= x and needs(x) then rec(x, y, ...) end
+            if y ~= x then
+                if needs(x) then
+                    rec(x, y, ...)
+                elseif (x._rg or x._nograd_view) and y._c.storage == x._c.storage then
+                    -- a view made under no_grad of a tensor that requires a
+                    -- gradient (or of such a view): no graph links it to
+                    -- that tensor, so an in-place op on it with grad mode
+                    -- on is refused below, as Torch refuses it
+                    y._nograd_view = true
+                end
+            end
             return y
         end
     end
@@ -702,6 +712,11 @@ function M.install(ag)
                     if type(self) == "table" and self._rg then
                         fail(fmt("%s: a tensor that requires a gradient cannot be changed in place " ..
                                  "(use %s, or wrap the update in ordo.no_grad)", name, alt))
+                    end
+                    if type(self) == "table" and self._nograd_view then
+                        fail(fmt("%s: this view was made under ordo.no_grad of a tensor that requires a " ..
+                                 "gradient, so it cannot be changed in place with grad mode on (the change " ..
+                                 "would reach that tensor unseen); make the change under ordo.no_grad too", name))
                     end
                     for i = 1, check_args and select("#", ...) or 0 do
                         local a = select(i, ...)
