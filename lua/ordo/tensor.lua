@@ -1220,6 +1220,14 @@ end
 
 local function view_args(fname, ...)
     local a = ...
+    if type(a) == "table" and select("#", ...) > 1 then -- (a shape and more: expand({3, 4}, 5) dropped the 5)
+        for i = 2, select("#", ...) do
+            if (select(i, ...)) ~= nil then
+                fail(fmt("%s: expected one shape (a table or a tensor) or the sizes as arguments, got %s and then " ..
+                         "%s", fname, is_tensor(a) and "a tensor" or "a table", show((select(i, ...)))))
+            end
+        end
+    end
     if is_tensor(a) then return shape_of(a) end
     local shape, n = {}, nil
     if type(a) == "table" and getmetatable(a) == nil then
