@@ -284,6 +284,13 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x) return x:unsqueeze(1):expand(3, 4) end, {b})
         check(function(x) return x:view(1, 4, 1):squeeze() end, {b})
         check(function(x) return x:expand_as(a) * a:detach() end, {b})
+        -- diagonal (its own backward), and views made of the others
+        check(function(x) return x:diagonal(1) * ordo.arange(1, 4, D) end, {a})
+        check(function(x) return x:diagonal(-1, 3, 1) * ordo.arange(1, 7, D):view(3, 2) end, {bt})
+        check(function(x) return x:movedim(1, 3):contiguous() * ordo.arange(24, D):view(3, 4, 2) end, {bt})
+        check(function(x) return x:unbind(2)[3] * ordo.arange(1, 4, D) end, {a})
+        check(function(x) return x:view_as(w43) * w43 end, {a})
+        check(function(x) return x:swapaxes(1, 2) * w43 end, {a})
     end)
 
     it("gather, index_select, scatter_add, index_add", function()

@@ -1427,6 +1427,77 @@ function Tensor:chunk(n, dim)
     return cut(self, sizes, dim)
 end
 
+-- unbind([dim]): Torch's: the slices along dim (default 1), as a Lua list
+-- of views with that dim gone.
+function Tensor:unbind(dim)
+    check_self("unbind", self)
+    if dim == nil then dim = 1 end
+    local n = size_along("unbind", self, dim)
+    local r = {}
+    for i = 1, n do r[i] = self:select(dim, i) end
+    return r
+end
+
+-- view_as(u), reshape_as(u): view and reshape to u's shape.
+function Tensor:view_as(u)
+    check_self("view_as", self)
+    if not is_tensor(u) then fail("view_as: expected a tensor, got " .. typename(u)) end
+    return self:view(u:shape())
+end
+
+function Tensor:reshape_as(u)
+    check_self("reshape_as", self)
+    if not is_tensor(u) then fail("reshape_as: expected a tensor, got " .. typename(u)) end
+    return self:reshape(u:shape())
+end
+
+-- swapaxes(d1, d2) and swapdims(d1, d2): transpose's other names, as Torch's.
+function Tensor:swapaxes(d1, d2)
+    check_self("swapaxes", self)
+    tensor.norm_dim("swapaxes", self, d1)
+    tensor.norm_dim("swapaxes", self, d2)
+    return self:transpose(d1, d2)
+end
+
+function Tensor:swapdims(d1, d2)
+    check_self("swapdims", self)
+    tensor.norm_dim("swapdims", self, d1)
+    tensor.norm_dim("swapdims", self, d2)
+    return self:transpose(d1, d2)
+end
+
+-- movedim(source, destination): Torch's: a view with dim source (a dim or
+-- a list of them) moved to destination (as many), the other dims keeping
+-- their order.
+function Tensor:movedim(source, destination)
+    check_self("movedim", self)
+    local nd = self:dim()
+    local src = type(source) == "table" and source or {source}
+    local dst = type(destination) == "table" and destination or {destination}
+    if type(source) == "table" then util.check_list("movedim", "the source dims", source, true) end
+    if type(destination) == "table" then util.check_list("movedim", "the destination dims", destination, true) end
+    if #src ~= #dst then
+        fail(fmt("movedim: %d source dims but %d destination dims", #src, #dst))
+    end
+    local perm, taken, placed = {}, {}, {}
+    for i = 1, #src do
+        local s = tensor.norm_dim("movedim", self, src[i]) + 1
+        local d = tensor.norm_dim("movedim", self, dst[i]) + 1
+        if taken[s] then fail(fmt("movedim: source dim %d appears twice", s)) end
+        if placed[d] then fail(fmt("movedim: destination dim %d appears twice", d)) end
+        perm[d], taken[s], placed[d] = s, true, true
+    end
+    local s = 1
+    for d = 1, nd do
+        if not placed[d] then
+            while taken[s] do s = s + 1 end
+            perm[d], taken[s] = s, true
+        end
+    end
+    return self:permute(perm)
+end
+Tensor.moveaxis = Tensor.movedim
+
 -- split(size [, dim]): views along dim (default 1) of length size, the
 -- last one shorter; or, with a table of lengths, views of those lengths
 -- (they must add up to the length of dim).

@@ -641,6 +641,12 @@ function M.install(ag)
         local idx = (tensor.arange(nw, i64) * step):view(nw, 1) + tensor.arange(1, size + 1, i64):view(1, size)
         return tensor.zeros_like(x):index_add_(d, idx:reshape(-1), gm)
     end)
+    -- diagonal: g goes back onto that diagonal of zeros (copied: a backward records nothing)
+    view_like("diagonal", raw.diagonal, function(g, x, args)
+        local z = tensor.zeros_like(x)
+        raw.diagonal(z, args[1], args[2], args[3]):copy_(g)
+        return z
+    end)
     view_like("contiguous", raw.contiguous, function(g) return g end)
     view_like("clone", raw.clone, function(g) return g end)
     -- to(dtype/device): the gradient goes back to x's dtype and device

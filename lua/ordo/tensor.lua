@@ -1372,6 +1372,40 @@ function Tensor:unfold(dim, size, step)
     return wrap(C.ordo_tensor_as_strided(c, nd + 1, SHAPE, STRIDES, c.offset))
 end
 
+-- diagonal([offset [, dim1 [, dim2]]]): Torch's: a view of the elements
+-- (i, i + offset) of dims dim1 and dim2 (default 1 and 2), which go, as a
+-- new last dim; offset > 0 above the main diagonal, < 0 below it.
+function Tensor:diagonal(offset, dim1, dim2)
+    check_self("diagonal", self)
+    if offset == nil then offset = 0 end
+    if not is_int(offset) then fail("diagonal: offset must be an integer, got " .. show(offset)) end
+    local c = self._c
+    local nd = c.ndim
+    if nd < 2 then fail(fmt("diagonal: expected a tensor of 2 dims or more, got shape %s", shape_str(self))) end
+    local d1 = norm_dim("diagonal", self, dim1 == nil and 1 or dim1)
+    local d2 = norm_dim("diagonal", self, dim2 == nil and 2 or dim2)
+    if d1 == d2 then fail(fmt("diagonal: dim1 and dim2 are both dim %d (shape %s)", d1 + 1, shape_str(self))) end
+    local n1, n2 = tonumber(c.shape[d1]), tonumber(c.shape[d2])
+    local len = offset >= 0 and math.min(n1, n2 - offset) or math.min(n1 + offset, n2)
+    local off = c.offset
+    if len <= 0 then
+        len = 0
+    elseif offset >= 0 then
+        off = off + offset * c.strides[d2]
+    else
+        off = off - offset * c.strides[d1]
+    end
+    local k = 0
+    for i = 0, nd - 1 do
+        if i ~= d1 and i ~= d2 then
+            SHAPE[k], STRIDES[k] = c.shape[i], c.strides[i]
+            k = k + 1
+        end
+    end
+    SHAPE[k], STRIDES[k] = len, c.strides[d1] + c.strides[d2]
+    return wrap(C.ordo_tensor_as_strided(c, nd - 1, SHAPE, STRIDES, off))
+end
+
 function Tensor:select(dim, index)
     check_self("select", self)
     local d = norm_dim("select", self, dim)
