@@ -1664,6 +1664,12 @@ describe("derived ops", function()
         H.raises(function() return ordo.arange(3):lerp_(ordo.ones({2, 3}), 0.5) end, "lerp_", "2x3", "3")
         local g = ordo.tensor({1.5}):requires_grad_()
         H.raises(function() return g:fmod_(1) end, "fmod_", "requires a gradient", "out-of-place fmod")
+        -- the write's errors name the op, not the copy_ it is made of
+        H.raises(function() return ordo.zeros(3, 1):expand(3, 2):lerp_(ordo.ones(3, 2), 0.5) end, "lerp_: cannot write")
+        H.raises(function() return ordo.arange(7):unfold(1, 3, 2):nan_to_num_() end, "nan_to_num_: cannot write")
+        local w = ordo.no_grad(function() return g:view(1, 1) end)
+        H.raises(function() return w:remainder_(1) end, "remainder_: this view was made under ordo.no_grad")
+        assert.same({1.5}, g:totable())
     end)
 
     it("nonzero of an empty tensor: no positions (it divided by the size 0)", function()

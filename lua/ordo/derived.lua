@@ -1691,7 +1691,7 @@ end
 -- The result is written into self, which must hold it: self's shape (an
 -- operand may broadcast to it, not beyond) and a dtype the result can be
 -- cast to (no float result into an integer tensor), as the other in-place
--- ops; the write is a copy_ (so autograd's in-place rules name copy_).
+-- ops; the write is a copy_, whose errors name the op.
 for _, name in ipairs({"nan_to_num", "lerp", "fmod", "remainder"}) do
     local f, iname = Tensor[name], name .. "_"
     Tensor[iname] = function(self, ...)
@@ -1710,7 +1710,10 @@ for _, name in ipairs({"nan_to_num", "lerp", "fmod", "remainder"}) do
             fail(fmt("%s: the result type %s can't be cast to the in-place tensor's dtype %s", iname, r:dtype(),
                      self:dtype()))
         end
-        return self:copy_(r)
+        -- copy_'s errors (an expanded view, overlapping windows, a view made under no_grad) are this op's
+        local ok, err = pcall(self.copy_, self, r)
+        if not ok then error((tostring(err):gsub("copy_: ", iname .. ": ", 1)), 0) end
+        return self
     end
 end
 
