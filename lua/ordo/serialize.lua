@@ -524,9 +524,12 @@ local function flat_entries(x)
         end
         return entries
     end
-    local keys = {}
+    local keys, tensors = {}, {}
     for k, v in pairs(x) do
         if not tensor.is_tensor(v) then return nil end
+        -- one tensor under two names: version 3, which loads it as one (version 2 made two copies)
+        if tensors[v] then return nil end
+        tensors[v] = true
         if type(k) == "number" then
             if not (is_int(k) and k >= 1 and k <= MAX_KEY) then return nil end
         elseif not v2_name(k) then
