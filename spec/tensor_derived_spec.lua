@@ -1667,6 +1667,8 @@ describe("derived ops", function()
         -- the write's errors name the op, not the copy_ it is made of
         H.raises(function() return ordo.zeros(3, 1):expand(3, 2):lerp_(ordo.ones(3, 2), 0.5) end, "lerp_: cannot write")
         H.raises(function() return ordo.arange(7):unfold(1, 3, 2):nan_to_num_() end, "nan_to_num_: cannot write")
+        H.raises(function() return ordo.zeros(3, 1):expand(3, 2):div_(2, "floor") end, "div_: cannot write")
+        H.raises(function() return ordo.arange(7):unfold(1, 3, 2):floor_divide_(2) end, "floor_divide_: cannot write")
         local w = ordo.no_grad(function() return g:view(1, 1) end)
         H.raises(function() return w:remainder_(1) end, "remainder_: this view was made under ordo.no_grad")
         assert.same({1.5}, g:totable())

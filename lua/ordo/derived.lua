@@ -1294,7 +1294,9 @@ local function rounded_div_(fname, self, b, mode)
     if is_float(r) and not is_float(self) then
         fail(fmt("%s: the result type %s can't be cast to the in-place tensor's dtype %s", fname, r:dtype(), self:dtype()))
     end
-    return self:copy_(r)
+    local ok, err = pcall(self.copy_, self, r) -- (copy_'s errors are this op's)
+    if not ok then error((tostring(err):gsub("copy_: ", fname .. ": ", 1)), 0) end
+    return self
 end
 
 function Tensor:div_(b, mode)
