@@ -642,6 +642,24 @@ describe("ordo.save and ordo.load of nested values", function()
             same_tensor(tied, first)
             assert.is_true(rawequal(first, second))
         end
+        -- such a file (version 3, for the tie) is still a set of named tensors to m:load
+        local lin = ordo.nn.Linear(2, 2)
+        local tw = ordo.ones(2, 2)
+        ordo.save({weight = tw, bias = ordo.zeros(2), extra = tw}, path)
+        local f = io.open(path, "rb")
+        assert.equals("ORDO-PARAMS 3", f:read("*l"))
+        f:close()
+        local ok, err = pcall(function() lin:load(path) end)
+        assert.is_false(ok) -- (strict: extra is no name of the module's, and says so, not "a nested value")
+        assert.matches("extra", tostring(err))
+        local two = ordo.nn.Sequential(ordo.nn.Linear(2, 2), ordo.nn.Linear(2, 2))
+        ordo.save({["1.weight"] = tw, ["2.weight"] = tw, ["1.bias"] = ordo.zeros(2), ["2.bias"] = ordo.ones(2)}, path)
+        two:load(path)
+        assert.same({{1, 1}, {1, 1}}, two:get(2).weight:totable())
+        assert.same({1, 1}, two:get(2).bias:totable())
+        -- a value with more than tensors in it is still refused as nested
+        ordo.save({["1.weight"] = tw, ["2.weight"] = tw, note = true}, path)
+        H.raises(function() two:load(path) end, "nested value")
         same_tensor(v.list[2], w.list[2])
         -- a lone value, and the device option
         for _, x in ipairs({42, "str", true, ffi.new("int64_t", 7)}) do
