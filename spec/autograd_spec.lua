@@ -3,6 +3,7 @@
 -- graphs, in-place guards, no_grad).
 local ordo = require "ordo"
 local ag = ordo.autograd
+local H = require "support.helpers"
 
 local D = {dtype = "float64"}
 
@@ -301,6 +302,13 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         check(function(x) return x:unsqueeze(1):expand(3, 4) end, {b})
         check(function(x) return x:view(1, 4, 1):squeeze() end, {b})
         check(function(x) return x:expand_as(a) * a:detach() end, {b})
+        -- diagonal (its own backward), and views made of the others
+        check(function(x) return x:diagonal(1) * ordo.arange(1, 4, D) end, {a})
+        check(function(x) return x:diagonal(-1, 3, 1) * ordo.arange(1, 7, D):view(3, 2) end, {bt})
+        check(function(x) return x:movedim(1, 3):contiguous() * ordo.arange(24, D):view(3, 4, 2) end, {bt})
+        check(function(x) return x:unbind(2)[3] * ordo.arange(1, 4, D) end, {a})
+        check(function(x) return x:view_as(w43) * w43 end, {a})
+        check(function(x) return x:swapaxes(1, 2) * w43 end, {a})
     end)
 
     it("gather, index_select, scatter_add, index_add", function()
@@ -739,6 +747,31 @@ describe("autograd rules", function()
         assert.matches("cannot take an input that requires a gradient", err)
         ordo.no_grad(function() w:mul_(3) end)
         assert.same({3, 3}, w:totable())
+    end)
+
+    it("a view made under no_grad of a tensor that requires a gradient cannot be changed in place with grad on", function()
+        local w = ordo.tensor({1, 2, 3, 4}, D):requires_grad()
+        local v = ordo.no_grad(function() return w:narrow(1, 1, 2) end)
+        local row = ordo.no_grad(function() return w:view(2, 2) end)[1] -- a view of such a view too
+        local h = (w * 2):exp() -- (a non-leaf alike)
+        local hv = ordo.no_grad(function() return h:view(2, 2):t() end)
+        H.raises(function() v:add_(1) end, "add_: this view was made under ordo.no_grad", "ordo.no_grad too")
+        H.raises(function() row:fill_(0) end, "fill_: this view was made under ordo.no_grad")
+        H.raises(function() v[1] = 5 end, "this view was made under ordo.no_grad")
+        H.raises(function() hv:copy_(ordo.zeros({2, 2}, D)) end, "copy_: this view was made under ordo.no_grad")
+        assert.same({1, 2, 3, 4}, w:totable()) -- unchanged
+        -- under no_grad it may change, as w itself may; copies and detached views are free
+        ordo.no_grad(function() v:mul_(10) end)
+        assert.same({10, 20, 3, 4}, w:totable())
+        local c = ordo.no_grad(function() return w:clone() end)
+        c:add_(1)
+        local d = ordo.no_grad(function() return w:detach():narrow(1, 3, 2) end)
+        d:zero_() -- (detach: Torch's way to change the values outside the graph)
+        assert.same({10, 20, 0, 0}, w:totable())
+        -- a view of a tensor that needs no gradient is free under no_grad and out of it
+        local u = ordo.zeros({4}, D)
+        ordo.no_grad(function() return u:narrow(1, 1, 2) end):fill_(1)
+        assert.same({1, 1, 0, 0}, u:totable())
     end)
 
     it("changing a saved tensor in place before backward is reported", function()

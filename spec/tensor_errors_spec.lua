@@ -467,6 +467,11 @@ describe("bad calls that used to pass", function()
         assert.same({2, 3}, (ordo.meshgrid(a, b, nil)):shape())
         assert.same({2, 3}, ordo.einsum("i,j->ij", a, b, nil):shape())
         assert.same({3, 2}, x:permute(2, 1):shape())
+        -- a shape given as a table (or a tensor's) and then more: the rest was dropped unseen
+        raises_here(function() local _ = x:expand({2, 3}, 4) end, "expand", "one shape", "a table and then 4")
+        raises_here(function() local _ = x:view({3, 2}, 1) end, "view", "one shape", "a table and then 1")
+        raises_here(function() local _ = x:reshape(x, 6) end, "reshape", "one shape", "a tensor and then 6")
+        assert.same({3, 2}, x:view({3, 2}, nil):shape())
     end)
 
     it("sizes and indices past int64 are named as written", function()

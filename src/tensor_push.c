@@ -438,6 +438,59 @@ static int self_overlapping(const ordo_tensor *t) {
     return 0;
 }
 
+/* An output whose elements may share memory: a stride of 0, or windows
+ * of unfold that overlap (x:unfold(1, 3, 2): element 3 of window 1 is
+ * element 1 of window 2).  Taken by stride from the smallest, each dim's
+ * stride must pass every offset the dims before it reach, else two index
+ * tuples may meet.  (A sufficient test: every view the API makes without
+ * overlap passes it.)  Row-major views pass in one walk, without the sort. */
+static int may_overlap(const ordo_tensor *t) {
+    int64_t reach = 0;
+    int d = t->ndim - 1;
+    for (; d >= 0; d--) {
+        const int64_t k = t->shape[d], st = t->strides[d] < 0 ? -t->strides[d] : t->strides[d];
+        if (k <= 1) continue;
+        if (st <= reach) break;
+        reach += (k - 1) * st;
+    }
+    if (d < 0) return 0;
+    int64_t sz[ORDO_MAX_DIMS], sd[ORDO_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        const int64_t k = t->shape[i], st = t->strides[i] < 0 ? -t->strides[i] : t->strides[i];
+        if (k <= 1) continue;
+        if (st == 0) return 1;
+        int j = n++;
+        for (; j > 0 && sd[j - 1] > st; j--) sz[j] = sz[j - 1], sd[j] = sd[j - 1];
+        sz[j] = k, sd[j] = st;
+    }
+    reach = 0;
+    for (int i = 0; i < n; i++) {
+        if (sd[i] <= reach) return 1;
+        reach += (sz[i] - 1) * sd[i];
+    }
+    return 0;
+}
+
+/* An output no op may write: its elements share memory.  Sets the error. */
+static int check_writable(const char *op, const ordo_tensor *t) {
+    if (ordo_tensor_numel(t) <= 1) return 0;
+    char b[128];
+    if (self_overlapping(t))
+        return tensor_set_error("%s: cannot write into an expanded view (shape %s with a stride of 0): several "
+                                "elements share one memory location; use contiguous() first",
+                                op, ordo_tensor_shape_str(t, b, sizeof b));
+    if (!may_overlap(t)) return 0;
+    char sb[160];
+    int at = 0;
+    for (int d = 0; d < t->ndim && at < (int)sizeof sb; d++)
+        at += snprintf(sb + at, sizeof sb - (size_t)at, "%s%lld", d ? ", " : "", (long long)t->strides[d]);
+    return tensor_set_error("%s: cannot write into a view whose elements overlap in memory (shape %s, strides (%s), "
+                            "as overlapping unfold windows): several elements share one memory location; use "
+                            "contiguous() first",
+                            op, ordo_tensor_shape_str(t, b, sizeof b), sb);
+}
+
 /* ---- the push ---------------------------------------------------------------------------- */
 
 /* Ops this small may be bulked (ordo_set_bulk_size): their kernel costs
@@ -656,7 +709,7 @@ static ORDO_ALWAYS_INLINE int push_small(int kid, const char *op, ordo_tensor *c
     }
     /* Empty tensors go the general way: every tensor here has a first element. */
     const int64_t work = numel * (nin + 1);
-    if (numel == 0 || work > BULK_MAX_ELEMENTS) goto not_small;
+    if (numel == 0 || work > BULK_MAX_ELEMENTS || may_overlap(out)) goto not_small;
     ov->data = sv->data = first_element(out);
     ov->dtype = sv->dtype = out->dtype;
     ov->ndim = sv->ndim = nd;
@@ -728,7 +781,8 @@ static int push_general(int kid, const char *op, int flags, ordo_tensor *const *
         !same_device(in[0]->ctx, out[0]->ctx) &&
         (in[0]->ctx.dev_type == ORDO_GPU || out[0]->ctx.dev_type == ORDO_GPU)) {
         if (kid_copy < 0) kid_copy = ordo_tensor_kernel_id("copy");
-        if (kid == kid_copy) return tensor_copy_across(kid, op, flags, out[0], in[0]);
+        if (kid == kid_copy)
+            return check_writable(op, out[0]) ? ORDO_ERR_INVALID : tensor_copy_across(kid, op, flags, out[0], in[0]);
     }
     for (int i = 0; i < nin + nout; i++) {
         const ordo_tensor *t = i < nin ? in[i] : out[i - nin];
@@ -741,12 +795,7 @@ static int push_general(int kid, const char *op, int flags, ordo_tensor *const *
                                     dev_str(t->ctx, b2));
     }
     for (int i = 0; i < nout; i++)
-        if (self_overlapping(out[i]) && ordo_tensor_numel(out[i]) > 1) {
-            char b[128];
-            return tensor_set_error("%s: cannot write into an expanded view (shape %s with a stride of 0): several "
-                                    "elements share one memory location; use contiguous() first",
-                                    op, ordo_tensor_shape_str(out[i], b, sizeof b));
-        }
+        if (check_writable(op, out[i])) return ORDO_ERR_INVALID;
     if ((flags & ORDO_TP_SAME_DTYPE) && nin > 1)
         for (int i = 1; i < nin; i++)
             if (in[i]->dtype != in[0]->dtype)

@@ -1317,7 +1317,9 @@ local function rounded_div_(fname, self, b, mode)
     if is_float(r) and not is_float(self) then
         fail(fmt("%s: the result type %s can't be cast to the in-place tensor's dtype %s", fname, r:dtype(), self:dtype()))
     end
-    return self:copy_(r)
+    local ok, err = pcall(self.copy_, self, r) -- (copy_'s errors are this op's)
+    if not ok then error((tostring(err):gsub("copy_: ", fname .. ": ", 1)), 0) end
+    return self
 end
 
 function Tensor:div_(b, mode)
@@ -1407,7 +1409,10 @@ function Tensor:tile(...)
             inner[#inner + 1], outer[#outer + 1] = full[i], full[i]
             final[i] = count[i] * full[i]
         end
-        return self:reshape(inner):expand(outer):reshape(final)
+        -- a copy, as Torch's: the reshape gives a view when it can (all
+        -- counts 1, or a repeated dim of size 1), stride 0 where repeated
+        local r = self:reshape(inner):expand(outer):reshape(final)
+        return r._c.storage == self._c.storage and r:clone() or r
     end
     -- no room for those dims (a tensor has at most 8): an index_select of
     -- 1..s, count times over, along each repeated dim
@@ -1446,6 +1451,77 @@ function Tensor:chunk(n, dim)
     for start = 1, len, each do sizes[#sizes + 1] = math.min(each, len - start + 1) end
     return cut(self, sizes, dim)
 end
+
+-- unbind([dim]): Torch's: the slices along dim (default 1), as a Lua list
+-- of views with that dim gone.
+function Tensor:unbind(dim)
+    check_self("unbind", self)
+    if dim == nil then dim = 1 end
+    local n = size_along("unbind", self, dim)
+    local r = {}
+    for i = 1, n do r[i] = self:select(dim, i) end
+    return r
+end
+
+-- view_as(u), reshape_as(u): view and reshape to u's shape.
+function Tensor:view_as(u)
+    check_self("view_as", self)
+    if not is_tensor(u) then fail("view_as: expected a tensor, got " .. typename(u)) end
+    return self:view(u:shape())
+end
+
+function Tensor:reshape_as(u)
+    check_self("reshape_as", self)
+    if not is_tensor(u) then fail("reshape_as: expected a tensor, got " .. typename(u)) end
+    return self:reshape(u:shape())
+end
+
+-- swapaxes(d1, d2) and swapdims(d1, d2): transpose's other names, as Torch's.
+function Tensor:swapaxes(d1, d2)
+    check_self("swapaxes", self)
+    tensor.norm_dim("swapaxes", self, d1)
+    tensor.norm_dim("swapaxes", self, d2)
+    return self:transpose(d1, d2)
+end
+
+function Tensor:swapdims(d1, d2)
+    check_self("swapdims", self)
+    tensor.norm_dim("swapdims", self, d1)
+    tensor.norm_dim("swapdims", self, d2)
+    return self:transpose(d1, d2)
+end
+
+-- movedim(source, destination): Torch's: a view with dim source (a dim or
+-- a list of them) moved to destination (as many), the other dims keeping
+-- their order.
+function Tensor:movedim(source, destination)
+    check_self("movedim", self)
+    local nd = self:dim()
+    local src = type(source) == "table" and source or {source}
+    local dst = type(destination) == "table" and destination or {destination}
+    if type(source) == "table" then util.check_list("movedim", "the source dims", source, true) end
+    if type(destination) == "table" then util.check_list("movedim", "the destination dims", destination, true) end
+    if #src ~= #dst then
+        fail(fmt("movedim: %d source dims but %d destination dims", #src, #dst))
+    end
+    local perm, taken, placed = {}, {}, {}
+    for i = 1, #src do
+        local s = tensor.norm_dim("movedim", self, src[i]) + 1
+        local d = tensor.norm_dim("movedim", self, dst[i]) + 1
+        if taken[s] then fail(fmt("movedim: source dim %d appears twice", s)) end
+        if placed[d] then fail(fmt("movedim: destination dim %d appears twice", d)) end
+        perm[d], taken[s], placed[d] = s, true, true
+    end
+    local s = 1
+    for d = 1, nd do
+        if not placed[d] then
+            while taken[s] do s = s + 1 end
+            perm[d], taken[s] = s, true
+        end
+    end
+    return self:permute(perm)
+end
+Tensor.moveaxis = Tensor.movedim
 
 -- split(size [, dim]): views along dim (default 1) of length size, the
 -- last one shorter; or, with a table of lengths, views of those lengths
@@ -1605,7 +1681,9 @@ function Tensor:repeat_interleave(repeats, dim)
             if i == d then expanded[#expanded + 1] = repeats end
             out[i] = i == d and s[i] * repeats or s[i]
         end
-        return x:unsqueeze(d + 1):expand(expanded):reshape(out)
+        -- a copy, as Torch's (a view when the reshape can: repeats 1, or one element along d)
+        local r = x:unsqueeze(d + 1):expand(expanded):reshape(out)
+        return r._c.storage == self._c.storage and r:clone() or r
     end
     local counts = repeats
     if type(repeats) == "table" and getmetatable(repeats) == nil then
@@ -1638,7 +1716,7 @@ end
 -- The result is written into self, which must hold it: self's shape (an
 -- operand may broadcast to it, not beyond) and a dtype the result can be
 -- cast to (no float result into an integer tensor), as the other in-place
--- ops; the write is a copy_ (so autograd's in-place rules name copy_).
+-- ops; the write is a copy_, whose errors name the op.
 for _, name in ipairs({"nan_to_num", "lerp", "fmod", "remainder"}) do
     local f, iname = Tensor[name], name .. "_"
     Tensor[iname] = function(self, ...)
@@ -1657,7 +1735,10 @@ for _, name in ipairs({"nan_to_num", "lerp", "fmod", "remainder"}) do
             fail(fmt("%s: the result type %s can't be cast to the in-place tensor's dtype %s", iname, r:dtype(),
                      self:dtype()))
         end
-        return self:copy_(r)
+        -- copy_'s errors (an expanded view, overlapping windows, a view made under no_grad) are this op's
+        local ok, err = pcall(self.copy_, self, r)
+        if not ok then error((tostring(err):gsub("copy_: ", iname .. ": ", 1)), 0) end
+        return self
     end
 end
 

@@ -583,7 +583,17 @@ function M.install(ag)
         end
         Tensor[name] = function(x, ...)
             local y = f(x, ...)
-            if y ~= x and needs(x) then rec(x, y, ...) end
+            if y ~= x then
+                if needs(x) then
+                    rec(x, y, ...)
+                elseif (x._rg or x._nograd_view) and y._c.storage == x._c.storage then
+                    -- a view made under no_grad of a tensor that requires a
+                    -- gradient (or of such a view): no graph links it to
+                    -- that tensor, so an in-place op on it with grad mode
+                    -- on is refused below, as Torch refuses it
+                    y._nograd_view = true
+                end
+            end
             return y
         end
     end
@@ -636,6 +646,12 @@ function M.install(ag)
         local i64 = tensor.like(x, "int64")
         local idx = (tensor.arange(nw, i64) * step):view(nw, 1) + tensor.arange(1, size + 1, i64):view(1, size)
         return tensor.zeros_like(x):index_add_(d, idx:reshape(-1), gm)
+    end)
+    -- diagonal: g goes back onto that diagonal of zeros (copied: a backward records nothing)
+    view_like("diagonal", raw.diagonal, function(g, x, args)
+        local z = tensor.zeros_like(x)
+        raw.diagonal(z, args[1], args[2], args[3]):copy_(g)
+        return z
     end)
     view_like("contiguous", raw.contiguous, function(g) return g end)
     view_like("clone", raw.clone, function(g) return g end)
@@ -708,6 +724,11 @@ function M.install(ag)
                     if type(self) == "table" and self._rg then
                         fail(fmt("%s: a tensor that requires a gradient cannot be changed in place " ..
                                  "(use %s, or wrap the update in ordo.no_grad)", name, alt))
+                    end
+                    if type(self) == "table" and self._nograd_view then
+                        fail(fmt("%s: this view was made under ordo.no_grad of a tensor that requires a " ..
+                                 "gradient, so it cannot be changed in place with grad mode on (the change " ..
+                                 "would reach that tensor unseen); make the change under ordo.no_grad too", name))
                     end
                     for i = 1, check_args and select("#", ...) or 0 do
                         local a = select(i, ...)

@@ -285,6 +285,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
   reading: t:item() t:totable() print(t) t:wait()      (these wait for t)
            ordo.set_printoptions{precision = 4, threshold = 1000, edgeitems = 3, profile = "full"}
   views:   view reshape flatten transpose t permute narrow select squeeze unsqueeze expand
+           view_as reshape_as swapaxes movedim unbind diagonal unfold
            t[i] (row i)  t[{i, {}, {a, b}}] (several dims: index, all, range)
   copies:  contiguous clone to(dtype|device) float double int long byte
   math:    + - * / ^  add sub mul div pow maximum minimum clamp  eq ne lt le gt ge

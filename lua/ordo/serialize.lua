@@ -477,17 +477,6 @@ local function read_file(fname, path)
     return res
 end
 
--- The tensors of a file, as a list of {name =, tensor =} in file order
--- (new cpu(0) tensors): m:load, opt:load, sched:load.
-function M.read(fname, path)
-    local r = read_file(fname, path)
-    if r.refs then
-        fail(fmt("%s: %s holds a nested value (a checkpoint written by ordo.save), not a set of named tensors: " ..
-                 "read it with ordo.load(path) and load its parts with load_state_dict", fname, path))
-    end
-    return r.entries
-end
-
 -- A name from a file as ordo.load's key: the digits ordo.save writes for an
 -- integer key become that number again; every other name stays a string.
 local function name_key(name)
@@ -524,9 +513,12 @@ local function flat_entries(x)
         end
         return entries
     end
-    local keys = {}
+    local keys, tensors = {}, {}
     for k, v in pairs(x) do
         if not tensor.is_tensor(v) then return nil end
+        -- one tensor under two names: version 3, which loads it as one (version 2 made two copies)
+        if tensors[v] then return nil end
+        tensors[v] = true
         if type(k) == "number" then
             if not (is_int(k) and k >= 1 and k <= MAX_KEY) then return nil end
         elseif not v2_name(k) then
@@ -540,6 +532,40 @@ local function flat_entries(x)
     end)
     for i, k in ipairs(keys) do entries[i] = {name = type(k) == "number" and fmt("%d", k) or k, tensor = x[k]} end
     return entries
+end
+
+-- A version 3 file whose value is a flat table of tensors (ordo.save of
+-- one tensor under two names, tied weights) as version 2's entries, each
+-- name with its tensor; nil for any other value.
+local function flat_tree(r)
+    local root = r.root
+    if type(root) ~= "table" then return nil end
+    local n = 0
+    for _, v in pairs(root) do -- (each tensor a placeholder true until placed)
+        if v ~= true then return nil end
+        n = n + 1
+    end
+    if n ~= #r.refs then return nil end -- (a boolean true beside the tensors)
+    local entries = {}
+    for i, ref in ipairs(r.refs) do
+        local k = ref[2]
+        if ref[1] ~= root or not (type(k) == "number" or v2_name(k)) then return nil end
+        entries[i] = {name = type(k) == "number" and fmt("%d", k) or k, tensor = r.entries[ref[3]].tensor}
+    end
+    return entries
+end
+
+-- The tensors of a file, as a list of {name =, tensor =} in file order
+-- (new cpu(0) tensors): m:load, opt:load, sched:load.
+function M.read(fname, path)
+    local r = read_file(fname, path)
+    if r.refs then
+        local flat = flat_tree(r)
+        if flat then return flat end
+        fail(fmt("%s: %s holds a nested value (a checkpoint written by ordo.save), not a set of named tensors: " ..
+                 "read it with ordo.load(path) and load its parts with load_state_dict", fname, path))
+    end
+    return r.entries
 end
 
 -- Where a value sits inside what ordo.save was given: value.model[1].name.

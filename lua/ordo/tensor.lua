@@ -1258,6 +1258,14 @@ end
 
 local function view_args(fname, ...)
     local a = ...
+    if type(a) == "table" and select("#", ...) > 1 then -- (a shape and more: expand({3, 4}, 5) dropped the 5)
+        for i = 2, select("#", ...) do
+            if (select(i, ...)) ~= nil then
+                fail(fmt("%s: expected one shape (a table or a tensor) or the sizes as arguments, got %s and then " ..
+                         "%s", fname, is_tensor(a) and "a tensor" or "a table", show((select(i, ...)))))
+            end
+        end
+    end
     if is_tensor(a) then return shape_of(a) end
     local shape, n = {}, nil
     if type(a) == "table" and getmetatable(a) == nil then
@@ -1400,6 +1408,40 @@ function Tensor:unfold(dim, size, step)
     SHAPE[d], STRIDES[d] = nw, nw > 1 and c.strides[d] * step or c.strides[d]
     SHAPE[nd], STRIDES[nd] = size, c.strides[d]
     return wrap(C.ordo_tensor_as_strided(c, nd + 1, SHAPE, STRIDES, c.offset))
+end
+
+-- diagonal([offset [, dim1 [, dim2]]]): Torch's: a view of the elements
+-- (i, i + offset) of dims dim1 and dim2 (default 1 and 2), which go, as a
+-- new last dim; offset > 0 above the main diagonal, < 0 below it.
+function Tensor:diagonal(offset, dim1, dim2)
+    check_self("diagonal", self)
+    if offset == nil then offset = 0 end
+    if not is_int(offset) then fail("diagonal: offset must be an integer, got " .. show(offset)) end
+    local c = self._c
+    local nd = c.ndim
+    if nd < 2 then fail(fmt("diagonal: expected a tensor of 2 dims or more, got shape %s", shape_str(self))) end
+    local d1 = norm_dim("diagonal", self, dim1 == nil and 1 or dim1)
+    local d2 = norm_dim("diagonal", self, dim2 == nil and 2 or dim2)
+    if d1 == d2 then fail(fmt("diagonal: dim1 and dim2 are both dim %d (shape %s)", d1 + 1, shape_str(self))) end
+    local n1, n2 = tonumber(c.shape[d1]), tonumber(c.shape[d2])
+    local len = offset >= 0 and math.min(n1, n2 - offset) or math.min(n1 + offset, n2)
+    local off = c.offset
+    if len <= 0 then
+        len = 0
+    elseif offset >= 0 then
+        off = off + offset * c.strides[d2]
+    else
+        off = off - offset * c.strides[d1]
+    end
+    local k = 0
+    for i = 0, nd - 1 do
+        if i ~= d1 and i ~= d2 then
+            SHAPE[k], STRIDES[k] = c.shape[i], c.strides[i]
+            k = k + 1
+        end
+    end
+    SHAPE[k], STRIDES[k] = len, c.strides[d1] + c.strides[d2]
+    return wrap(C.ordo_tensor_as_strided(c, nd - 1, SHAPE, STRIDES, off))
 end
 
 function Tensor:select(dim, index)
@@ -2082,9 +2124,13 @@ local function assign(view, v, op)
     elseif type(v) == "boolean" then
         view:fill_(v)
     elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
+        if not is_tensor(v) then -- (built as copy_ builds it, so that the rule below holds for tables too)
+            local c = view._c
+            v = from_data(op, v, c.dtype, c.ctx.dev_type == GPU and CPU0._ctx or c.ctx, c.storage.engine)
+        end
         -- leading dims of size 1 beyond the view's go, as Torch's setitem
-        -- (t[i] = ordo.tensor({5}) into an element: shape 1 into a 0-dim view)
-        if is_tensor(v) and v._c.ndim > view._c.ndim then
+        -- (t[i] = ordo.tensor({5}) or {5} into an element: shape 1 into a 0-dim view)
+        if v._c.ndim > view._c.ndim then
             local s, k = shape_of(v), 1
             while #s - k + 1 > view._c.ndim and s[k] == 1 do k = k + 1 end
             if k > 1 then v = v:reshape({unpack(s, k)}) end

@@ -1016,7 +1016,8 @@ function M.pad(x, amounts, opts)
             end
         end
     end
-    return y
+    -- a copy, as Torch's, also where no amount is positive (x itself, or a narrow of it)
+    return y._c.storage == x._c.storage and y:clone() or y
 end
 
 -- pixel_shuffle(x, r): N×(C·r²)×H×W -> N×C×(H·r)×(W·r), each r×r block of
@@ -1035,7 +1036,8 @@ function M.pixel_shuffle(x, r)
         fail(fmt("pixel_shuffle: expected N x C*%d x H x W, got %s", r * r, shape_str(x)))
     end
     local N, C, H, W = x:size(1), x:size(2) / (r * r), x:size(3), x:size(4)
-    return x:reshape(N, C, r, r, H, W):permute(1, 2, 5, 3, 6, 4):reshape(N, C, H * r, W * r)
+    local y = x:reshape(N, C, r, r, H, W):permute(1, 2, 5, 3, 6, 4):reshape(N, C, H * r, W * r)
+    return y._c.storage == x._c.storage and y:clone() or y -- (a copy, as Torch's, also for r = 1)
 end
 
 function M.pixel_unshuffle(x, r)
@@ -1044,7 +1046,8 @@ function M.pixel_unshuffle(x, r)
         fail(fmt("pixel_unshuffle: expected N x C x H x W with H and W multiples of %d, got %s", r, shape_str(x)))
     end
     local N, C, H, W = x:size(1), x:size(2), x:size(3) / r, x:size(4) / r
-    return x:reshape(N, C, H, r, W, r):permute(1, 2, 4, 6, 3, 5):reshape(N, C * r * r, H, W)
+    local y = x:reshape(N, C, H, r, W, r):permute(1, 2, 4, 6, 3, 5):reshape(N, C * r * r, H, W)
+    return y._c.storage == x._c.storage and y:clone() or y -- (a copy, as Torch's, also for r = 1)
 end
 
 -- Rows of weight (num × dim) at the indices (int64 or int32, from 1, any
