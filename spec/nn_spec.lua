@@ -1869,9 +1869,9 @@ describe("nn modules", function()
         local path = os.tmpname()
         s:save(path)
         s:load(path)
-        -- a file of older ordo with both names (and Torch's state dict) loads: 3.* are the same tensors
+        -- a file of older ordo with both names (two copies, as version 2 wrote them; and Torch's state dict) loads
         local both = ordo.load(path)
-        for _, k in ipairs({"running_mean", "running_var", "num_batches_tracked"}) do both["3." .. k] = both["1." .. k] end
+        for _, k in ipairs({"running_mean", "running_var", "num_batches_tracked"}) do both["3." .. k] = both["1." .. k]:clone() end
         ordo.save(both, path)
         s:load(path)
         s:load_state_dict(both)
