@@ -1669,6 +1669,21 @@ describe("gpu tensors: errors", function()
         assert.equals(6, x:sum():item())
     end)
 
+    it("a gpu failure raised at a wait names the device and the op, not the C function that waited", function()
+        need_gpu()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local a = ordo.tensor({4, 5, 6}, {dtype = "int32", device = G})
+        local b = ordo.tensor({1, 0, 2}, {dtype = "int32", device = G})
+        for _, read in ipairs({function(t) return t:totable() end, function(t) return t:sum():item() end,
+                               function(t) ordo.engine.wait_for_var(t) end,
+                               function(t) ordo.engine.wait_to_write(t) end}) do
+            local err = raises(function() return read(a:div(b, "trunc")) end, "div: integer division by zero",
+                               "gpu(0)")
+            -- (was "ordo_wait_for_var: gpu(0): div: ..." on the simulated device)
+            assert.is_nil(err:find("ordo_", 1, true), err)
+        end
+    end)
+
     -- Per-op checks are the CUDA kernels' (kernels/cuda/error_slots.cu): on
     -- a GPU and on the CUDA emulation.  The plain simulated device runs the
     -- CPU kernels on its streams, whose failures travel as the device's

@@ -110,16 +110,19 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, bool data, const
             rc = set_error(ORDO_ERR_FAILED, "%s (reported before: its value was never computed)", wt.fail->msg);
         failure_unref(wt.fail);
     }
-    /* The ops are done for the engine; their GPU work may not be yet. */
+    /* The ops are done for the engine; their GPU work may not be yet.  A
+     * failure found there is the device's ("gpu(0): gather: index 5 out of
+     * range..."): it names the device and the op, and is not this wait's
+     * own, so the message is not prefixed with the C function's name. */
     char err[256];
     for (int i = 0; i < wt.nevs; i++) {
-        if (dev_event_sync(wt.evs[i], err, sizeof err) && rc == ORDO_OK) rc = set_error(ORDO_ERR_FAILED, "%s: %s", fn, err);
+        if (dev_event_sync(wt.evs[i], err, sizeof err) && rc == ORDO_OK) rc = set_error(ORDO_ERR_FAILED, "%s", err);
         dev_event_unref(wt.evs[i]);
     }
     free(wt.evs);
     if (wt.evs_oom && rc == ORDO_OK) {
         /* Could not list the var's events: wait for every GPU instead. */
-        if (engine_device_sync(e, err, sizeof err)) rc = set_error(ORDO_ERR_FAILED, "%s: %s", fn, err);
+        if (engine_device_sync(e, err, sizeof err)) rc = set_error(ORDO_ERR_FAILED, "%s", err);
     }
     return rc;
 }
