@@ -1684,6 +1684,30 @@ describe("gpu tensors: errors", function()
         end
     end)
 
+    it("a gpu failure is not taken by freeing an unrelated host tensor: the failed tensor's read raises it", function()
+        need_gpu()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local x = ordo.tensor({1, 2, 3}, {device = G})
+        local idx = ordo.tensor({5}, {dtype = "int64", device = G})
+        ordo.engine.wait_for_all()
+        for _ = 1, 5 do
+            local bad = x:gather(1, idx)
+            -- host tensors copied to the gpu and dropped: freeing each one
+            -- waits (on the host) for the copy that read it; that wait took
+            -- the device's failure, so the read below gave the gather's
+            -- garbage without an error and the failure came up later, at
+            -- wait_for_all, as "delete_variable: gpu(0): gather: ..."
+            for _ = 1, 20 do
+                local junk = ordo.tensor({1, 2, 3}):to(G)
+                junk = nil
+                collectgarbage()
+            end
+            raises(function() return bad:totable() end, "gather", "index 5 out of range", "gpu(0)")
+            local ok, err = pcall(ordo.engine.wait_for_all)
+            assert.is_true(ok, tostring(err))
+        end
+    end)
+
     -- Per-op checks are the CUDA kernels' (kernels/cuda/error_slots.cu): on
     -- a GPU and on the CUDA emulation.  The plain simulated device runs the
     -- CPU kernels on its streams, whose failures travel as the device's
