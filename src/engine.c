@@ -336,17 +336,28 @@ void engine_record_failure(ordo_engine *e, failure *f) {
     /* Drop failures a wait_for_var already reported, so the list stays
      * short -- once it has doubled since the last time: a walk per failure
      * made a run of failures nobody waits for quadratic (40,000 took a
-     * second under this lock, 400,000 minutes). */
+     * second under this lock, 400,000 minutes).  Drop too, as a count, the
+     * unreported ones that only this list holds (their vars deleted, their
+     * ops done: only wait_for_all can report them), but the oldest: what
+     * wait_for_all says stays the same ("the oldest (and N more)"), and a
+     * loop whose op fails every time, never read, no longer holds every
+     * failure's message until a wait_for_all (~100 bytes each, without
+     * bound).  (refs is read under fail_mu: at 1 nobody else holds f, so
+     * nobody can take a new reference to it.) */
     if (++e->fail_n > e->fail_prune_at) {
         failure **pp = &e->fail_head;
+        bool kept_orphan = false;
         e->fail_tail = NULL;
         e->fail_n = 1; /* f */
         while (*pp) {
             failure *x = *pp;
-            if (failure_reported(x)) {
+            bool orphan = !failure_reported(x) && atomic_load_explicit(&x->refs, memory_order_acquire) == 1;
+            if (failure_reported(x) || (orphan && kept_orphan)) {
+                if (!failure_reported(x)) e->fail_dropped++;
                 *pp = x->next;
                 failure_unref(x);
             } else {
+                kept_orphan |= orphan;
                 e->fail_tail = x;
                 e->fail_n++;
                 pp = &x->next;
@@ -365,10 +376,11 @@ void engine_record_failure(ordo_engine *e, failure *f) {
 int engine_report_failures(ordo_engine *e) {
     pthread_mutex_lock(&e->fail_mu);
     failure *list = e->fail_head;
+    long more = e->fail_dropped;
     e->fail_head = e->fail_tail = NULL;
-    e->fail_n = e->fail_prune_at = 0;
+    e->fail_n = e->fail_prune_at = e->fail_dropped = 0;
     pthread_mutex_unlock(&e->fail_mu);
-    int rc = ORDO_OK, more = 0;
+    int rc = ORDO_OK;
     while (list) {
         failure *f = list;
         list = f->next;
@@ -378,9 +390,11 @@ int engine_report_failures(ordo_engine *e) {
         }
         failure_unref(f);
     }
-    if (more) {
+    if (more && rc == ORDO_OK) /* (not expected: the oldest dropped one's elder stays in the list) */
+        rc = set_error(ORDO_ERR_FAILED, "%ld failure%s nobody waited for", more, more > 1 ? "s" : "");
+    else if (more) {
         char buf[1024];
-        snprintf(buf, sizeof buf, "%s (and %d more failure%s)", ordo_last_error(), more, more > 1 ? "s" : "");
+        snprintf(buf, sizeof buf, "%s (and %ld more failure%s)", ordo_last_error(), more, more > 1 ? "s" : "");
         set_error(rc, "%s", buf);
     }
     return rc;
