@@ -1708,6 +1708,28 @@ describe("gpu tensors: errors", function()
         end
     end)
 
+    it("wait_for_all reports every failure nobody waited for: a cpu op's and each gpu's", function()
+        need_gpu()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local devs = {G}
+        if ordo.cuda.device_count() >= 2 then devs[2] = ordo.gpu(1) end
+        local ins = {}
+        for i, d in ipairs(devs) do ins[i] = ordo.tensor({1}, {dtype = "int32", device = d}) end
+        ordo.engine.wait_for_all()
+        local outs = {} -- (kept: none of them is read, nor freed)
+        for i, a in ipairs(ins) do outs[i] = a:div(a * 0, "trunc") end
+        outs.cpu = ordo.arange(3):gather(1, ordo.tensor({9}, {dtype = "int64"}))
+        -- the cpu op's failure (its op's own) and the gpus' ones, which a
+        -- gpu keeps as its own until a wait syncs with it (the simulated
+        -- device), or their ops' own (per-op checks), counted then: both
+        -- were taken from the devices and dropped after the first failure
+        local err = raises(ordo.engine.wait_for_all, "gather: index 9 out of range")
+        local _, ndiv = err:gsub("division by zero", "")
+        local more = tonumber(err:match("%(and (%d+) more failures?%)")) or 0
+        assert.equals(#devs, ndiv + more, err)
+        ordo.engine.wait_for_all() -- all of them reported: nothing left
+    end)
+
     -- Per-op checks are the CUDA kernels' (kernels/cuda/error_slots.cu): on
     -- a GPU and on the CUDA emulation.  The plain simulated device runs the
     -- CPU kernels on its streams, whose failures travel as the device's

@@ -225,16 +225,22 @@ int ordo_gpu_count(void) {
 }
 
 /* The host waits for the GPU work of every device this engine queued work
- * on; 0, or 1 with the first asynchronous failure in err. */
+ * on; 0, or the number of devices with an asynchronous failure, their
+ * messages in err joined by "; " (each sync takes its device's failure:
+ * one left out here would never be reported). */
 int engine_device_sync(ordo_engine *e, char *err, size_t errlen) {
     const device_backend *b = ordo_device_backend();
     uint64_t used = atomic_load(&e->gpu_used);
     int rc = 0;
+    size_t len = 0;
     for (int d = 0; b && d < ORDO_MAX_DEVICES; d++) {
         char msg[256];
-        if ((used >> d & 1u) && b->device_sync(d, msg, sizeof msg) && !rc) {
-            snprintf(err, errlen, "%s", msg);
-            rc = 1;
+        if ((used >> d & 1u) && b->device_sync(d, msg, sizeof msg)) {
+            if (len < errlen) {
+                int n = snprintf(err + len, errlen - len, "%s%s", rc ? "; " : "", msg);
+                len += n > 0 ? (size_t)n : 0;
+            }
+            rc++;
         }
     }
     return rc;
