@@ -1935,6 +1935,32 @@ describe("gpu tensors: memory", function()
         ordo.cuda.empty_cache(0)
     end)
 
+    it("a gpu failure is not taken by an allocation that empties the cache to retry: the failed tensor raises it", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        settle()
+        ordo.cuda.empty_cache()
+        do -- 40 MiB of freed 1 MiB blocks in the cache
+            local t = {}
+            for i = 1, 40 do t[i] = ordo.empty({MiB / 4}, {device = G}) end
+        end
+        settle()
+        local retries0 = ordo.cuda.memory_stats().oom_retries
+        local a = ordo.tensor({1}, {dtype = "int32", device = G})
+        local q = a:div(a * 0, "trunc")
+        os.execute("sleep 0.2") -- (its kernel has failed on the device by now)
+        -- misses the cache and does not fit beside it: the cache is given
+        -- back, waiting for each block's last use, and the allocation retried;
+        -- those waits took the device's failure, which was then lost
+        local big = ordo.empty({40 * MiB / 4}, {device = G})
+        assert.is_true(ordo.cuda.memory_stats().oom_retries > retries0)
+        raises(function() return q:totable() end, "div: integer division by zero", "gpu(0)")
+        big = nil
+    end)
+
     it("out of memory: garbage is collected and the allocation retried; a tensor too big raises naming sizes", function()
         need_gpu()
         if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
