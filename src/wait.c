@@ -143,7 +143,8 @@ int ordo_wait_for_var(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false
 
 int ordo_wait_to_write(ordo_engine *e, ordo_var *v) { return wait_var(e, v, true, false, "ordo_wait_to_write"); }
 
-int engine_wait_for_data(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false, true, "ordo_wait_for_var"); }
+/* (ordo_tensor_wait's: its refusals name it) */
+int engine_wait_for_data(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false, true, "ordo_tensor_wait"); }
 
 int ordo_wait_for_all(ordo_engine *e) {
     int rc = check_wait(e, NULL, "ordo_wait_for_all", false);
