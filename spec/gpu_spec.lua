@@ -1682,6 +1682,14 @@ describe("gpu tensors: errors", function()
             -- (was "ordo_wait_for_var: gpu(0): div: ..." on the simulated device)
             assert.is_nil(err:find("ordo_", 1, true), err)
         end
+        -- the naive engine waits for each op: the failure is the op's own,
+        -- named once (it was "div: gpu(0): div: ...")
+        local e = ordo.engine.new{kind = "naive"}
+        local an = ordo.tensor({4, 5, 6}, {dtype = "int32", device = G, engine = e})
+        local q = an:div(an * 0, "trunc")
+        local err = raises(function() return q:totable() end, "div: integer division by zero", "gpu(0)")
+        assert.is_nil(err:find("div:.*div:"), err)
+        e:wait_for_all()
     end)
 
     it("a gpu failure is not taken by freeing an unrelated host tensor: the failed tensor's read raises it", function()
