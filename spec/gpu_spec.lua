@@ -1716,6 +1716,28 @@ describe("gpu tensors: errors", function()
         end
     end)
 
+    it("a gpu failure is not taken by closing another engine that used the gpu: the failed tensor raises it", function()
+        need_gpu()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local x = ordo.tensor({1, 2, 3}, {device = G})
+        local idx = ordo.tensor({5}, {dtype = "int64", device = G})
+        ordo.engine.wait_for_all()
+        for _, kind in ipairs({"naive", "perdevice"}) do
+            local e = ordo.engine.new{kind = kind}
+            local y = ordo.ones({3}, {device = G, engine = e}) * 2
+            assert.same({2, 2, 2}, y:totable())
+            local bad = x:gather(1, idx)
+            os.execute("sleep 0.1") -- (its kernel has failed on the device by now)
+            -- the engine is destroyed once its tensors go: it waited for
+            -- the device's work, taking the device's failure, which was lost
+            y = nil
+            e:close()
+            collectgarbage()
+            collectgarbage()
+            raises(function() return bad:totable() end, "gather", "index 5 out of range", "gpu(0)")
+        end
+    end)
+
     it("wait_for_all reports every failure nobody waited for: a cpu op's and each gpu's", function()
         need_gpu()
         finally(function() pcall(ordo.engine.wait_for_all) end)

@@ -652,9 +652,16 @@ static void engine_destroy(ordo_engine *e, bool at_exit) {
     }
     engine_wait_pending(e, 0);
     while (atomic_load(&e->external) > 0) sched_yield();
-    /* Rule 11 covers the GPU work the ops queued, too. */
-    char err[256];
-    engine_device_sync(e, err, sizeof err);
+    /* Rule 11 covers the GPU work the ops queued, too.  Quietly: a
+     * device's pending failure may be another engine's work's (it took the
+     * default engine's, whose failed tensor then read its garbage without
+     * an error); this engine's own is nobody's to report any more. */
+    const device_backend *b = ordo_device_backend();
+    uint64_t used = atomic_load(&e->gpu_used);
+    for (int d = 0; b && d < ORDO_MAX_DEVICES; d++) {
+        char err[256];
+        if (used >> d & 1u) b->device_sync_quiet(d, err, sizeof err);
+    }
     gpu_checker_free(e); /* idle: no op is pending */
     pool *pools[4 * ORDO_MAX_DEVICES + 3];
     int npools = engine_pools(e, pools);
