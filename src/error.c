@@ -71,6 +71,14 @@ static bool starts_with_name(const char *msg, const char *name, size_t nlen) {
 
 failure *failure_named(failure *f, const char *name) {
     size_t nlen = strlen(name);
+    if (!f->msg[0]) {
+        /* ordo_fail(rc, "") or ordo_done_complete(done, ""): a failure all
+         * the same, which must still say something ("name: " did not). */
+        failure *said = failure_new("%s%sfailed (with an empty error message)", name, name[0] ? ": " : "");
+        if (!said) return f;
+        failure_unref(f);
+        return said;
+    }
     if (!name[0] || starts_with_name(f->msg, name, nlen)) return f;
     /* A GPU's failure found at the op (the naive engine waits for each
      * one) names the device, then the op: "gpu(0): gather: ..." (it was

@@ -601,11 +601,31 @@ static int fail_null_fmt(const ordo_run_ctx *rc, void *param) {
     return ordo_fail(rc, none);
 }
 
+/* An empty message: a failure all the same, which says so (it read
+ * "name: " and nothing more). */
+static int fail_empty(const ordo_run_ctx *rc, void *param) {
+    (void)param;
+    return ordo_fail(rc, "%s", "");
+}
+
+static void done_empty(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    (void)rc, (void)param;
+    ordo_done_complete(done, "");
+}
+
 static void null_message_body(ordo_engine *e, int kind) {
     ordo_var *v = ordo_new_variable(e);
     CHECK_EQ_LONG(push_simple(e, fail_null_fmt, NULL, NULL, 0, &v, 1, "nullfmt"), 0);
     int rc = ordo_wait_for_var(e, v);
     CHECK_MSG(rc == ORDO_ERR_FAILED && contains(ordo_last_error(), "nullfmt: failed (ordo_fail was given no message)"),
+              "%s: %d '%s'", kind_str(kind), rc, ordo_last_error());
+    CHECK_EQ_LONG(push_simple(e, fail_empty, NULL, NULL, 0, &v, 1, "emptymsg"), 0);
+    rc = ordo_wait_for_var(e, v);
+    CHECK_MSG(rc == ORDO_ERR_FAILED && !strcmp(ordo_last_error(), "emptymsg: failed (with an empty error message)"),
+              "%s: %d '%s'", kind_str(kind), rc, ordo_last_error());
+    CHECK_EQ_LONG(ordo_push_async(e, done_empty, NULL, NULL, cpu_ctx(0), NULL, 0, &v, 1, 0, 0, "emptydone"), 0);
+    rc = ordo_wait_for_var(e, v);
+    CHECK_MSG(rc == ORDO_ERR_FAILED && !strcmp(ordo_last_error(), "emptydone: failed (with an empty error message)"),
               "%s: %d '%s'", kind_str(kind), rc, ordo_last_error());
 }
 
