@@ -1765,6 +1765,97 @@ describe("gpu tensors: errors", function()
         assert.equals(6, x:sum():item())
     end)
 
+    it("a gpu failure raised at a wait names the device and the op, not the C function that waited", function()
+        need_gpu()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local a = ordo.tensor({4, 5, 6}, {dtype = "int32", device = G})
+        local b = ordo.tensor({1, 0, 2}, {dtype = "int32", device = G})
+        for _, read in ipairs({function(t) return t:totable() end, function(t) return t:sum():item() end,
+                               function(t) ordo.engine.wait_for_var(t) end,
+                               function(t) ordo.engine.wait_to_write(t) end}) do
+            local err = raises(function() return read(a:div(b, "trunc")) end, "div: integer division by zero",
+                               "gpu(0)")
+            -- (was "ordo_wait_for_var: gpu(0): div: ..." on the simulated device)
+            assert.is_nil(err:find("ordo_", 1, true), err)
+        end
+        -- the naive engine waits for each op: the failure is the op's own,
+        -- named once (it was "div: gpu(0): div: ...")
+        local e = ordo.engine.new{kind = "naive"}
+        local an = ordo.tensor({4, 5, 6}, {dtype = "int32", device = G, engine = e})
+        local q = an:div(an * 0, "trunc")
+        local err = raises(function() return q:totable() end, "div: integer division by zero", "gpu(0)")
+        assert.is_nil(err:find("div:.*div:"), err)
+        e:wait_for_all()
+    end)
+
+    it("a gpu failure is not taken by freeing an unrelated host tensor: the failed tensor's read raises it", function()
+        need_gpu()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local x = ordo.tensor({1, 2, 3}, {device = G})
+        local idx = ordo.tensor({5}, {dtype = "int64", device = G})
+        ordo.engine.wait_for_all()
+        for _ = 1, 5 do
+            local bad = x:gather(1, idx)
+            -- host tensors copied to the gpu and dropped: freeing each one
+            -- waits (on the host) for the copy that read it; that wait took
+            -- the device's failure, so the read below gave the gather's
+            -- garbage without an error and the failure came up later, at
+            -- wait_for_all, as "delete_variable: gpu(0): gather: ..."
+            for _ = 1, 20 do
+                local junk = ordo.tensor({1, 2, 3}):to(G)
+                junk = nil
+                collectgarbage()
+            end
+            raises(function() return bad:totable() end, "gather", "index 5 out of range", "gpu(0)")
+            local ok, err = pcall(ordo.engine.wait_for_all)
+            assert.is_true(ok, tostring(err))
+        end
+    end)
+
+    it("a gpu failure is not taken by closing another engine that used the gpu: the failed tensor raises it", function()
+        need_gpu()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local x = ordo.tensor({1, 2, 3}, {device = G})
+        local idx = ordo.tensor({5}, {dtype = "int64", device = G})
+        ordo.engine.wait_for_all()
+        for _, kind in ipairs({"naive", "perdevice"}) do
+            local e = ordo.engine.new{kind = kind}
+            local y = ordo.ones({3}, {device = G, engine = e}) * 2
+            assert.same({2, 2, 2}, y:totable())
+            local bad = x:gather(1, idx)
+            os.execute("sleep 0.1") -- (its kernel has failed on the device by now)
+            -- the engine is destroyed once its tensors go: it waited for
+            -- the device's work, taking the device's failure, which was lost
+            y = nil
+            e:close()
+            collectgarbage()
+            collectgarbage()
+            raises(function() return bad:totable() end, "gather", "index 5 out of range", "gpu(0)")
+        end
+    end)
+
+    it("wait_for_all reports every failure nobody waited for: a cpu op's and each gpu's", function()
+        need_gpu()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        local devs = {G}
+        if ordo.cuda.device_count() >= 2 then devs[2] = ordo.gpu(1) end
+        local ins = {}
+        for i, d in ipairs(devs) do ins[i] = ordo.tensor({1}, {dtype = "int32", device = d}) end
+        ordo.engine.wait_for_all()
+        local outs = {} -- (kept: none of them is read, nor freed)
+        for i, a in ipairs(ins) do outs[i] = a:div(a * 0, "trunc") end
+        outs.cpu = ordo.arange(3):gather(1, ordo.tensor({9}, {dtype = "int64"}))
+        -- the cpu op's failure (its op's own) and the gpus' ones, which a
+        -- gpu keeps as its own until a wait syncs with it (the simulated
+        -- device), or their ops' own (per-op checks), counted then: both
+        -- were taken from the devices and dropped after the first failure
+        local err = raises(ordo.engine.wait_for_all, "gather: index 9 out of range")
+        local _, ndiv = err:gsub("division by zero", "")
+        local more = tonumber(err:match("%(and (%d+) more failures?%)")) or 0
+        assert.equals(#devs, ndiv + more, err)
+        ordo.engine.wait_for_all() -- all of them reported: nothing left
+    end)
+
     -- Per-op checks are the CUDA kernels' (kernels/cuda/error_slots.cu): on
     -- a GPU and on the CUDA emulation.  The plain simulated device runs the
     -- CPU kernels on its streams, whose failures travel as the device's
@@ -1968,6 +2059,32 @@ describe("gpu tensors: memory", function()
         assert.equals(MiB / 8, keep:sum():item()) -- live tensors keep their memory
         ordo.cuda.empty_cache(G)
         ordo.cuda.empty_cache(0)
+    end)
+
+    it("a gpu failure is not taken by an allocation that empties the cache to retry: the failed tensor raises it", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        settle()
+        ordo.cuda.empty_cache()
+        do -- 40 MiB of freed 1 MiB blocks in the cache
+            local t = {}
+            for i = 1, 40 do t[i] = ordo.empty({MiB / 4}, {device = G}) end
+        end
+        settle()
+        local retries0 = ordo.cuda.memory_stats().oom_retries
+        local a = ordo.tensor({1}, {dtype = "int32", device = G})
+        local q = a:div(a * 0, "trunc")
+        os.execute("sleep 0.2") -- (its kernel has failed on the device by now)
+        -- misses the cache and does not fit beside it: the cache is given
+        -- back, waiting for each block's last use, and the allocation retried;
+        -- those waits took the device's failure, which was then lost
+        local big = ordo.empty({40 * MiB / 4}, {device = G})
+        assert.is_true(ordo.cuda.memory_stats().oom_retries > retries0)
+        raises(function() return q:totable() end, "div: integer division by zero", "gpu(0)")
+        big = nil
     end)
 
     it("out of memory: garbage is collected and the allocation retried; a tensor too big raises naming sizes", function()

@@ -397,6 +397,41 @@ describe("run-time failures raise at the wait that meets them", function()
         usable()
     end)
 
+    it("a chain of 1000 ops whose 10th fails: the other 990 are skipped, one report, then work goes on", function()
+        for _, kind in ipairs({"perdevice", "pooled", "naive"}) do
+            local e = ordo.engine.new({kind = kind})
+            local t = ordo.ones({3}, {engine = e})
+            for _ = 1, 9 do t = t + 1 end
+            ordo.profiler.start(e)
+            t = t + ordo.arange(3, {engine = e}):gather(1, ordo.tensor({1, 9, 2}, {dtype = "int64", engine = e}))
+            for _ = 11, 1000 do t = t * 1 end
+            local err = raises(function() return t:sum():item() end, "gather", "index 9 out of range")
+            assert.is_nil(err:find("gather.*gather"), err)
+            ordo.profiler.stop(e)
+            local s = ordo.profiler.summary(e)
+            -- the gather failed; the add of its result, the 990 after it and the sum were skipped
+            assert.truthy(s:find("(failed: 1, skipped for a failed input: 992;", 1, true), kind .. "\n" .. s)
+            e:wait_for_all() -- reported once
+            assert.same({1, 2, 3}, (ordo.ones({3}, {engine = e}) + ordo.arange(3, {engine = e})):totable())
+            e:close()
+        end
+    end)
+
+    it("failing ops in a loop, read or never read, leave one report each and the engine working", function()
+        local x = ordo.arange(5)
+        local bad = ordo.tensor({7}, {dtype = "int64"})
+        for _ = 1, 2000 do
+            local r = x:gather(1, bad) -- read: raised there
+            raises(function() return r:item() end, "gather", "index 7")
+        end
+        ordo.engine.wait_for_all()
+        for _ = 1, 20000 do local _ = x:gather(1, bad) end -- never read: counted, the oldest one whole
+        local err = raises(function() ordo.engine.wait_for_all() end, "gather", "index 7")
+        assert.truthy(err:find("(and 19999 more failures)", 1, true), err)
+        ordo.engine.wait_for_all()
+        assert.equals(10, x:sum():item())
+    end)
+
     it("the user's other data is untouched by a failure", function()
         local good = ordo.arange(5)
         local r = failing()

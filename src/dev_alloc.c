@@ -417,7 +417,10 @@ static block *cache_take_all(dev_state *d) {
  * (the memory may still be read by a kernel in flight).  A wait that
  * reports an asynchronous failure does not stop the free: the failed work
  * is over either way.  Returns the number of such failures, the first one
- * in err. */
+ * in err.  With err NULL (an allocation's retry, shutdown: nobody to tell)
+ * the waits leave the device's failure to the user's next wait: taken
+ * there, it was lost, and the failed tensor read its garbage without an
+ * error. */
 static int release_blocks(int dev_id, block *list, char *err, size_t errlen) {
     const device_backend *b = ordo_device_backend();
     int failures = 0;
@@ -426,7 +429,8 @@ static int release_blocks(int dev_id, block *list, char *err, size_t errlen) {
         block *x = list;
         list = x->next;
         if (x->ready) {
-            if (dev_event_sync(x->ready, buf, sizeof buf) && failures++ == 0 && err && errlen)
+            int bad = err ? dev_event_sync(x->ready, buf, sizeof buf) : dev_event_wait_quiet(x->ready, buf, sizeof buf);
+            if (bad && failures++ == 0 && err && errlen)
                 snprintf(err, errlen, "%s", buf);
             dev_event_unref(x->ready);
         }
@@ -497,7 +501,7 @@ static void hand_over(dev_event *ev, dev_event **ready) {
         *ready = ev;
     } else if (ev) {
         char buf[256];
-        dev_event_sync(ev, buf, sizeof buf); /* a failure belongs to the previous user's op */
+        dev_event_wait_quiet(ev, buf, sizeof buf); /* a failure belongs to the previous user's op: left for its wait */
         dev_event_unref(ev);
     }
 }

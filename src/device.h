@@ -60,6 +60,11 @@ typedef struct device_backend {
     int  (*event_wait_quiet)(int dev_id, void *ev, char *err, size_t errlen);
     /* The host waits for all work on the device (wait_for_all, shutdown). */
     int  (*device_sync)(int dev_id, char *err, size_t errlen);
+    /* The same, leaving the device's failures to the next event_sync or
+     * device_sync (an engine destroyed: they may be another engine's
+     * work's, to be reported by its waits).  Reports only a failure of the
+     * wait itself. */
+    int  (*device_sync_quiet)(int dev_id, char *err, size_t errlen);
 
     /* After an op's function queued its work on stream: launch errors
      * (bad configuration, no kernel image) are the op's failure. */

@@ -424,7 +424,7 @@ static int sim_event_elapsed_ns(int dev, void *start, void *end, double *ns, cha
     return !ok;
 }
 
-static int sim_device_sync(int dev, char *err, size_t errlen) {
+static int sim_device_sync_quiet(int dev, char *err, size_t errlen) {
     if (bad_dev(dev, err, errlen)) return 1;
     sim_current_dev = dev;
     pthread_mutex_lock(&sim.mu);
@@ -435,6 +435,11 @@ static int sim_device_sync(int dev, char *err, size_t errlen) {
         pthread_mutex_unlock(&s->mu);
     }
     pthread_mutex_unlock(&sim.mu);
+    return 0;
+}
+
+static int sim_device_sync(int dev, char *err, size_t errlen) {
+    if (sim_device_sync_quiet(dev, err, errlen)) return 1;
     return take_error(dev, err, errlen);
 }
 
@@ -557,6 +562,7 @@ static const device_backend sim_backend = {
     sim_event_sync,
     sim_event_wait_quiet,
     sim_device_sync,
+    sim_device_sync_quiet,
     sim_op_check,
     sim_host_fn,
     sim_mem_alloc,

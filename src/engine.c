@@ -225,16 +225,22 @@ int ordo_gpu_count(void) {
 }
 
 /* The host waits for the GPU work of every device this engine queued work
- * on; 0, or 1 with the first asynchronous failure in err. */
+ * on; 0, or the number of devices with an asynchronous failure, their
+ * messages in err joined by "; " (each sync takes its device's failure:
+ * one left out here would never be reported). */
 int engine_device_sync(ordo_engine *e, char *err, size_t errlen) {
     const device_backend *b = ordo_device_backend();
     uint64_t used = atomic_load(&e->gpu_used);
     int rc = 0;
+    size_t len = 0;
     for (int d = 0; b && d < ORDO_MAX_DEVICES; d++) {
         char msg[256];
-        if ((used >> d & 1u) && b->device_sync(d, msg, sizeof msg) && !rc) {
-            snprintf(err, errlen, "%s", msg);
-            rc = 1;
+        if ((used >> d & 1u) && b->device_sync(d, msg, sizeof msg)) {
+            if (len < errlen) {
+                int n = snprintf(err + len, errlen - len, "%s%s", rc ? "; " : "", msg);
+                len += n > 0 ? (size_t)n : 0;
+            }
+            rc++;
         }
     }
     return rc;
@@ -336,17 +342,28 @@ void engine_record_failure(ordo_engine *e, failure *f) {
     /* Drop failures a wait_for_var already reported, so the list stays
      * short -- once it has doubled since the last time: a walk per failure
      * made a run of failures nobody waits for quadratic (40,000 took a
-     * second under this lock, 400,000 minutes). */
+     * second under this lock, 400,000 minutes).  Drop too, as a count, the
+     * unreported ones that only this list holds (their vars deleted, their
+     * ops done: only wait_for_all can report them), but the oldest: what
+     * wait_for_all says stays the same ("the oldest (and N more)"), and a
+     * loop whose op fails every time, never read, no longer holds every
+     * failure's message until a wait_for_all (~100 bytes each, without
+     * bound).  (refs is read under fail_mu: at 1 nobody else holds f, so
+     * nobody can take a new reference to it.) */
     if (++e->fail_n > e->fail_prune_at) {
         failure **pp = &e->fail_head;
+        bool kept_orphan = false;
         e->fail_tail = NULL;
         e->fail_n = 1; /* f */
         while (*pp) {
             failure *x = *pp;
-            if (failure_reported(x)) {
+            bool orphan = !failure_reported(x) && atomic_load_explicit(&x->refs, memory_order_acquire) == 1;
+            if (failure_reported(x) || (orphan && kept_orphan)) {
+                if (!failure_reported(x)) e->fail_dropped++;
                 *pp = x->next;
                 failure_unref(x);
             } else {
+                kept_orphan |= orphan;
                 e->fail_tail = x;
                 e->fail_n++;
                 pp = &x->next;
@@ -365,10 +382,11 @@ void engine_record_failure(ordo_engine *e, failure *f) {
 int engine_report_failures(ordo_engine *e) {
     pthread_mutex_lock(&e->fail_mu);
     failure *list = e->fail_head;
+    long more = e->fail_dropped;
     e->fail_head = e->fail_tail = NULL;
-    e->fail_n = e->fail_prune_at = 0;
+    e->fail_n = e->fail_prune_at = e->fail_dropped = 0;
     pthread_mutex_unlock(&e->fail_mu);
-    int rc = ORDO_OK, more = 0;
+    int rc = ORDO_OK;
     while (list) {
         failure *f = list;
         list = f->next;
@@ -378,9 +396,11 @@ int engine_report_failures(ordo_engine *e) {
         }
         failure_unref(f);
     }
-    if (more) {
+    if (more && rc == ORDO_OK) /* (not expected: the oldest dropped one's elder stays in the list) */
+        rc = set_error(ORDO_ERR_FAILED, "%ld failure%s nobody waited for", more, more > 1 ? "s" : "");
+    else if (more) {
         char buf[1024];
-        snprintf(buf, sizeof buf, "%s (and %d more failure%s)", ordo_last_error(), more, more > 1 ? "s" : "");
+        snprintf(buf, sizeof buf, "%s (and %ld more failure%s)", ordo_last_error(), more, more > 1 ? "s" : "");
         set_error(rc, "%s", buf);
     }
     return rc;
@@ -632,9 +652,16 @@ static void engine_destroy(ordo_engine *e, bool at_exit) {
     }
     engine_wait_pending(e, 0);
     while (atomic_load(&e->external) > 0) sched_yield();
-    /* Rule 11 covers the GPU work the ops queued, too. */
-    char err[256];
-    engine_device_sync(e, err, sizeof err);
+    /* Rule 11 covers the GPU work the ops queued, too.  Quietly: a
+     * device's pending failure may be another engine's work's (it took the
+     * default engine's, whose failed tensor then read its garbage without
+     * an error); this engine's own is nobody's to report any more. */
+    const device_backend *b = ordo_device_backend();
+    uint64_t used = atomic_load(&e->gpu_used);
+    for (int d = 0; b && d < ORDO_MAX_DEVICES; d++) {
+        char err[256];
+        if (used >> d & 1u) b->device_sync_quiet(d, err, sizeof err);
+    }
     gpu_checker_free(e); /* idle: no op is pending */
     pool *pools[4 * ORDO_MAX_DEVICES + 3];
     int npools = engine_pools(e, pools);

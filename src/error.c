@@ -62,12 +62,29 @@ bool failure_claim(ordo_engine *e, failure *f) {
     return atomic_compare_exchange_strong(&f->reported, &none, at);
 }
 
+/* Whether msg starts with the op's name: "name: ...".  A name of
+ * ORDO_NAME_MAX - 1 bytes may be a longer one cut short: a message that
+ * starts with it names the op already. */
+static bool starts_with_name(const char *msg, const char *name, size_t nlen) {
+    return !strncmp(msg, name, nlen) && (msg[nlen] == ':' || nlen >= ORDO_NAME_MAX - 1);
+}
+
 failure *failure_named(failure *f, const char *name) {
     size_t nlen = strlen(name);
-    /* A name of ORDO_NAME_MAX - 1 bytes may be a longer one cut short: a
-     * message that starts with it names the op already. */
-    if (!name[0] || (!strncmp(f->msg, name, nlen) && (f->msg[nlen] == ':' || nlen >= ORDO_NAME_MAX - 1)))
-        return f;
+    if (!f->msg[0]) {
+        /* ordo_fail(rc, "") or ordo_done_complete(done, ""): a failure all
+         * the same, which must still say something ("name: " did not). */
+        failure *said = failure_new("%s%sfailed (with an empty error message)", name, name[0] ? ": " : "");
+        if (!said) return f;
+        failure_unref(f);
+        return said;
+    }
+    if (!name[0] || starts_with_name(f->msg, name, nlen)) return f;
+    /* A GPU's failure found at the op (the naive engine waits for each
+     * one) names the device, then the op: "gpu(0): gather: ..." (it was
+     * "gather: gpu(0): gather: ..."). */
+    const char *dev_end = !strncmp(f->msg, "gpu(", 4) ? strstr(f->msg, "): ") : NULL;
+    if (dev_end && dev_end - f->msg < 16 && starts_with_name(dev_end + 3, name, nlen)) return f;
     failure *named = failure_new("%s: %s", name, f->msg);
     if (!named) return f;
     failure_unref(f);

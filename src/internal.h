@@ -466,6 +466,10 @@ struct ordo_engine {
     pthread_mutex_t fail_mu; /* failures not yet reported, oldest first */
     failure *fail_head, *fail_tail;
     long fail_n, fail_prune_at; /* the list's length; when to drop the reported ones next */
+    /* Unreported failures dropped from the list: ones no var or op held any
+     * more (only wait_for_all could report them), past the oldest such one,
+     * which stays.  wait_for_all counts them among the others it reports. */
+    long fail_dropped;
 
     _Atomic(struct gpu_checker *) checker; /* checked GPU ops waiting for their work (gpu_check.c) */
     atomic_uint_least64_t gpu_used; /* bit d: a stream of gpu(d) was created for this engine */

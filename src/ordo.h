@@ -199,7 +199,15 @@ void ordo_delete_operator(ordo_engine *e, ordo_opr *op);
  * GPU work on v has finished. */
 int ordo_delete_variable(ordo_engine *e, ordo_sync_fn fn, void *param, ordo_ctx ctx, ordo_var *v);
 
-int ordo_wait_for_var(ordo_engine *e, ordo_var *v);  /* rule 4; 0 or an error code */
+/* The waits: 0, or an error code with the message in ordo_last_error().
+ * A failure is reported as its op named it ("gather: index 5 out of
+ * range..."); a GPU's asynchronous failure the wait met names the device
+ * first ("gpu(0): div: integer division by zero"), after the wait's own
+ * failure when it has one too ("...; gpu(1): ...").  ordo_wait_for_all
+ * reports the oldest unreported failure and how many more there were
+ * ("... (and 3 more failures)"); of those only it can report (nothing
+ * holds them any more), the engine keeps the oldest and a count. */
+int ordo_wait_for_var(ordo_engine *e, ordo_var *v);  /* rule 4 */
 int ordo_wait_to_write(ordo_engine *e, ordo_var *v); /* also waits for earlier readers */
 int ordo_wait_for_all(ordo_engine *e);               /* reports the first unreported failure */
 

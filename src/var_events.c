@@ -117,6 +117,13 @@ int var_events_before(op *o, void *stream, char *err, size_t errlen) {
     /* After a failure, keep ordering on the remaining events: a NO_SKIP op
      * still runs, and must not overtake the GPU work it depends on. */
     char more[256];
+    /* A delete op (a storage freed, src/storage.c) is nobody's read: it
+     * waits for the GPU work on its var without taking the device's
+     * asynchronous failure, which belongs to the user's next wait on that
+     * device -- taken here it failed the delete op, so the wait on the
+     * failed tensor itself read its garbage without an error, and the
+     * failure came up later, at wait_for_all, as "delete_variable: ...". */
+    const bool quiet = (o->flags & OP_DELETE) != 0;
     for (int i = 0; i < o->nvars; i++) {
         ordo_var *v = o->vars[i];
         var_events *ve = state_of(v);
@@ -131,7 +138,9 @@ int var_events_before(op *o, void *stream, char *err, size_t errlen) {
         for (int k = 0; k < n; k++) {
             char *msg = rc ? more : err;
             size_t len = rc ? sizeof more : errlen;
-            int r = stream ? dev_event_wait(evs[k], stream, msg, len) : dev_event_sync(evs[k], msg, len);
+            int r = stream  ? dev_event_wait(evs[k], stream, msg, len)
+                    : quiet ? dev_event_wait_quiet(evs[k], msg, len)
+                            : dev_event_sync(evs[k], msg, len);
             if (r && !rc) rc = r;
             dev_event_unref(evs[k]);
         }

@@ -68,6 +68,18 @@ static int check_wait(ordo_engine *e, ordo_var *v, const char *fn, bool need_var
     return ORDO_OK;
 }
 
+/* A device's asynchronous failure, taken by a wait (the sync took it from
+ * the device: it is reported here or never): the wait's message, or added
+ * to the one the wait reports already ("...; gpu(1): div: ..."). */
+static int report_device_failure(int rc, const char *err) {
+    if (rc != ORDO_OK) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s; %s", ordo_last_error(), err);
+        return set_error(rc, "%s", buf);
+    }
+    return set_error(ORDO_ERR_FAILED, "%s", err);
+}
+
 /* data: the caller reads v's data (a tensor's read): a void var fails the
  * wait even when its failure was reported before (var_void). */
 static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, bool data, const char *fn) {
@@ -110,16 +122,19 @@ static int wait_var(ordo_engine *e, ordo_var *v, bool as_write, bool data, const
             rc = set_error(ORDO_ERR_FAILED, "%s (reported before: its value was never computed)", wt.fail->msg);
         failure_unref(wt.fail);
     }
-    /* The ops are done for the engine; their GPU work may not be yet. */
-    char err[256];
+    /* The ops are done for the engine; their GPU work may not be yet.  A
+     * failure found there is the device's ("gpu(0): gather: index 5 out of
+     * range..."): it names the device and the op, and is not this wait's
+     * own, so the message is not prefixed with the C function's name. */
+    char err[512];
     for (int i = 0; i < wt.nevs; i++) {
-        if (dev_event_sync(wt.evs[i], err, sizeof err) && rc == ORDO_OK) rc = set_error(ORDO_ERR_FAILED, "%s: %s", fn, err);
+        if (dev_event_sync(wt.evs[i], err, sizeof err)) rc = report_device_failure(rc, err);
         dev_event_unref(wt.evs[i]);
     }
     free(wt.evs);
-    if (wt.evs_oom && rc == ORDO_OK) {
+    if (wt.evs_oom) {
         /* Could not list the var's events: wait for every GPU instead. */
-        if (engine_device_sync(e, err, sizeof err)) rc = set_error(ORDO_ERR_FAILED, "%s: %s", fn, err);
+        if (engine_device_sync(e, err, sizeof err)) rc = report_device_failure(rc, err);
     }
     return rc;
 }
@@ -128,7 +143,8 @@ int ordo_wait_for_var(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false
 
 int ordo_wait_to_write(ordo_engine *e, ordo_var *v) { return wait_var(e, v, true, false, "ordo_wait_to_write"); }
 
-int engine_wait_for_data(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false, true, "ordo_wait_for_var"); }
+/* (ordo_tensor_wait's: its refusals name it) */
+int engine_wait_for_data(ordo_engine *e, ordo_var *v) { return wait_var(e, v, false, true, "ordo_tensor_wait"); }
 
 int ordo_wait_for_all(ordo_engine *e) {
     int rc = check_wait(e, NULL, "ordo_wait_for_all", false);
@@ -136,8 +152,8 @@ int ordo_wait_for_all(ordo_engine *e) {
     engine_wait_pending(e, 0);
     rc = engine_report_failures(e);
     /* Every op is done for the engine; their GPU work must be, too. */
-    char err[256];
-    if (engine_device_sync(e, err, sizeof err) && rc == ORDO_OK) rc = set_error(ORDO_ERR_FAILED, "%s", err);
+    char err[512];
+    if (engine_device_sync(e, err, sizeof err)) rc = report_device_failure(rc, err);
     return rc;
 }
 

@@ -19,6 +19,7 @@
 
 #include "harness.h"
 #include "test_util.h"
+#include "internal.h" /* the engine's list of unreported failures (fail_n) */
 
 static int fail_boom(const ordo_run_ctx *rc, void *param) {
     if (param) atomic_fetch_add((atomic_int *)param, 1);
@@ -600,11 +601,31 @@ static int fail_null_fmt(const ordo_run_ctx *rc, void *param) {
     return ordo_fail(rc, none);
 }
 
+/* An empty message: a failure all the same, which says so (it read
+ * "name: " and nothing more). */
+static int fail_empty(const ordo_run_ctx *rc, void *param) {
+    (void)param;
+    return ordo_fail(rc, "%s", "");
+}
+
+static void done_empty(const ordo_run_ctx *rc, void *param, ordo_done *done) {
+    (void)rc, (void)param;
+    ordo_done_complete(done, "");
+}
+
 static void null_message_body(ordo_engine *e, int kind) {
     ordo_var *v = ordo_new_variable(e);
     CHECK_EQ_LONG(push_simple(e, fail_null_fmt, NULL, NULL, 0, &v, 1, "nullfmt"), 0);
     int rc = ordo_wait_for_var(e, v);
     CHECK_MSG(rc == ORDO_ERR_FAILED && contains(ordo_last_error(), "nullfmt: failed (ordo_fail was given no message)"),
+              "%s: %d '%s'", kind_str(kind), rc, ordo_last_error());
+    CHECK_EQ_LONG(push_simple(e, fail_empty, NULL, NULL, 0, &v, 1, "emptymsg"), 0);
+    rc = ordo_wait_for_var(e, v);
+    CHECK_MSG(rc == ORDO_ERR_FAILED && !strcmp(ordo_last_error(), "emptymsg: failed (with an empty error message)"),
+              "%s: %d '%s'", kind_str(kind), rc, ordo_last_error());
+    CHECK_EQ_LONG(ordo_push_async(e, done_empty, NULL, NULL, cpu_ctx(0), NULL, 0, &v, 1, 0, 0, "emptydone"), 0);
+    rc = ordo_wait_for_var(e, v);
+    CHECK_MSG(rc == ORDO_ERR_FAILED && !strcmp(ordo_last_error(), "emptydone: failed (with an empty error message)"),
               "%s: %d '%s'", kind_str(kind), rc, ordo_last_error());
 }
 
@@ -819,6 +840,56 @@ static void test_rule5_many_unwaited_failures_linear(void) {
     }
 }
 
+/* A failure nobody waits for and nothing holds any more (its op wrote no
+ * var, or its vars were deleted) can only be reported by wait_for_all.
+ * The engine kept each one's message until then (~100 bytes apiece), so a
+ * loop whose op failed every time, unread, grew without bound; now it keeps
+ * the oldest such one and a count of the rest, and wait_for_all says the
+ * same as before: the oldest unreported failure "(and N more failures)".
+ * A failure a live var still carries stays, for its own wait. */
+static void unwaited_failures_bounded_body(ordo_engine *e, int kind) {
+    const char *kn = kind_str(kind);
+    const long n = scaled(100000, 20000);
+    ordo_var *v = ordo_new_variable(e);
+    failer kept = {"kept by v", 0}, first = {"first unheld", 0};
+    CHECK_EQ_LONG(push_simple(e, fail_msg, &kept, NULL, 0, &v, 1, "kept"), 0);
+    CHECK_EQ_LONG(push_simple(e, fail_msg, &first, NULL, 0, NULL, 0, "first"), 0);
+    engine_wait_pending(e, 0); /* the oldest: ops on two workers may fail in any order */
+    for (long i = 0; i < n; i++) {
+        if (i % 2) {
+            CHECK_EQ_LONG(ordo_push_sync(e, fail_quiet, NULL, NULL, cpu_ctx(0), NULL, 0, NULL, 0, 0, 0, "q"), 0);
+        } else { /* one that wrote a var, deleted since */
+            ordo_var *w = ordo_new_variable(e);
+            CHECK_EQ_LONG(ordo_push_sync(e, fail_quiet, NULL, NULL, cpu_ctx(0), NULL, 0, &w, 1, 0, 0, "w"), 0);
+            CHECK_EQ_LONG(ordo_delete_variable(e, NULL, NULL, cpu_ctx(0), w), 0);
+        }
+    }
+    engine_wait_pending(e, 0);
+    pthread_mutex_lock(&e->fail_mu);
+    long held = e->fail_n;
+    pthread_mutex_unlock(&e->fail_mu);
+    CHECK_MSG(held < 1000, "%s: %ld failures nobody can wait for any more are held whole (%ld pushed)", kn, held,
+              n);
+    /* v's failure stayed for v's wait */
+    CHECK_EQ_LONG(ordo_wait_for_var(e, v), ORDO_ERR_FAILED);
+    CHECK_MSG(contains(ordo_last_error(), "kept by v"), "%s: '%s'", kn, ordo_last_error());
+    /* the oldest of the others, and exactly how many more */
+    char more[64];
+    snprintf(more, sizeof more, "(and %ld more failures)", n);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), ORDO_ERR_FAILED);
+    CHECK_MSG(contains(ordo_last_error(), "first unheld") && contains(ordo_last_error(), more), "%s: '%s'", kn,
+              ordo_last_error());
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+    /* and the next round again */
+    CHECK_EQ_LONG(ordo_push_sync(e, fail_quiet, NULL, NULL, cpu_ctx(0), NULL, 0, NULL, 0, 0, 0, "q"), 0);
+    CHECK_EQ_LONG(ordo_wait_for_all(e), ORDO_ERR_FAILED);
+    CHECK_MSG(contains(ordo_last_error(), "quiet") && !contains(ordo_last_error(), "more"), "%s: '%s'", kn,
+              ordo_last_error());
+    CHECK_EQ_LONG(ordo_wait_for_all(e), 0);
+}
+
+static void test_rule5_unwaited_failures_bounded(void) { each_kind(unwaited_failures_bounded_body); }
+
 static void test_rule5_random_failures_vs_oracle(void) { random_failures_vs_oracle(false); }
 static void test_rule5_random_failures_vs_oracle_bulked(void) { random_failures_vs_oracle(true); }
 
@@ -838,6 +909,7 @@ int main(void) {
     TEST_T(test_rule5_op_pushed_before_the_report_is_skipped, 60);
     TEST_T(test_rule5_fail_without_a_message, 60);
     TEST_T(test_rule5_many_unwaited_failures_linear, 120);
+    TEST_T(test_rule5_unwaited_failures_bounded, 120);
     TEST(test_rule5_random_failures_vs_oracle);
     TEST(test_rule5_random_failures_vs_oracle_bulked);
     TEST(test_rule5_random_failures_and_waits);

@@ -279,14 +279,16 @@ static void test_push_memo(void) {
  * thread), a push onto other tensors goes through; on a worker the same
  * push queues behind the kernel's op. */
 static ordo_tensor *g_nest_self, *g_nest_other, *g_nest_one;
-static int g_nest_rc_self, g_nest_rc_other, g_nest_rc_wait;
-static char g_nest_err[256];
+static int g_nest_rc_self, g_nest_rc_other, g_nest_rc_wait, g_nest_rc_twait;
+static char g_nest_err[256], g_nest_twait_err[256];
 static int nest_fn(const ordo_run_ctx *rc, const ordo_kernel_args *a) {
     (void)a;
     g_nest_rc_self = ordo_tensor_op2(K_add, "add_", g_nest_self, g_nest_self, g_nest_one);
     snprintf(g_nest_err, sizeof g_nest_err, "%s", g_nest_rc_self ? ordo_tensor_error() : "");
     g_nest_rc_other = ordo_tensor_op2(K_add, "add_", g_nest_other, g_nest_other, g_nest_one);
     g_nest_rc_wait = ordo_wait_for_var(rc->engine, g_nest_other->storage->var);
+    g_nest_rc_twait = ordo_tensor_wait(g_nest_other);
+    snprintf(g_nest_twait_err, sizeof g_nest_twait_err, "%s", g_nest_rc_twait ? ordo_tensor_error() : "");
     return 0;
 }
 
@@ -304,6 +306,10 @@ static void test_run_now_nested_push(void) {
         CHECK(ordo_wait_for_all(e) == 0);
         CHECK(g_nest_rc_other == 0 && at(g_nest_other, 0) == 1);
         CHECK(g_nest_rc_wait == ORDO_ERR_DEADLOCK);
+        /* named as called (it said ordo_wait_for_var) */
+        CHECK(g_nest_rc_twait == ORDO_ERR_DEADLOCK);
+        CHECK_MSG(strstr(g_nest_twait_err, "ordo_tensor_wait called from inside an operation") != NULL, "'%s'",
+                  g_nest_twait_err);
         if (run_now) {
             CHECK(g_nest_rc_self == ORDO_ERR_DEADLOCK);
             CHECK(strstr(g_nest_err, "pushed from inside a kernel run at its push") != NULL);

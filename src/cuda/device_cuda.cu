@@ -216,6 +216,12 @@ static int cuda_device_sync(int dev, char *err, size_t errlen) {
     return take_kernel_error(dev, err, errlen);
 }
 
+static int cuda_device_sync_quiet(int dev, char *err, size_t errlen) {
+    CU_FAIL(cudaSetDevice(dev), dev, "cannot select the device");
+    CU_FAIL(cudaDeviceSynchronize(), dev, "GPU work failed");
+    return 0; /* the kernel error slot stays for the next sync */
+}
+
 static int cuda_op_check(int dev, void *stream, char *err, size_t errlen) {
     (void)stream;
     CU_FAIL(cudaGetLastError(), dev, "kernel launch failed");
@@ -288,6 +294,7 @@ extern "C" const device_backend ordo_cuda_backend = {
     cuda_event_sync,
     cuda_event_wait_quiet,
     cuda_device_sync,
+    cuda_device_sync_quiet,
     cuda_op_check,
     cuda_host_fn,
     cuda_mem_alloc,
