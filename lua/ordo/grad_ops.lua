@@ -335,10 +335,14 @@ function M.install(ag)
         if is_tensor(index) then return {index} end
         return nil
     end
+    -- The adjoint is pushed under "<op> backward" (Embedding's: "Embedding
+    -- backward"): an index out of range fails the gradient naming the op
+    -- the user called, not a kernel they never did.
     local function selection(name, adjoint)
         local function rec(x, dim, index, y, who)
+            local bw = (who or name) .. " backward"
             record(name, y, {x, n = 1}, function(g)
-                return ag.partial_into(Tensor[adjoint], g, dim, index, who)
+                return ag.partial_into(Tensor[adjoint], g, dim, index, bw)
             end, saved_index(index))
         end
         Tensor[name] = function(x, dim, index, who)

@@ -2722,7 +2722,7 @@ end
 
 -- index_add_(dim, index, src): self[.., index[j], ..] += src[.., j, ..]
 -- (index_select's adjoint), index 1-D from 1.
-local function index_add(fname, self, dim, index, src)
+local function index_add(fname, self, dim, index, src, who)
     local d = norm_dim(fname, self, dim)
     if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
     local idx = index_arg(fname, self, index)
@@ -2742,13 +2742,14 @@ local function index_add(fname, self, dim, index, src)
     end
     check_src_dtype(fname, self, src)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
-    push(K.index_add, fname, 0, {src, idx}, {self}, nil, {d, 1})
+    push(K.index_add, who or fname, who and NAMED or 0, {src, idx}, {self}, nil, {d, 1})
     return self
 end
 
-function Tensor:index_add_(dim, index, src)
+-- who (internal): the op the failure is named after, as scatter_add_'s
+function Tensor:index_add_(dim, index, src, who)
     check_self("index_add_", self)
-    return index_add("index_add_", self, dim, index, src)
+    return index_add("index_add_", self, dim, index, src, who)
 end
 
 function Tensor:index_add(dim, index, src)
