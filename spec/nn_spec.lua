@@ -460,7 +460,7 @@ describe("nn modules", function()
                 return x.grad:sum():item()
             end)
             assert.is_false(ok)
-            assert.matches(fn .. ": scatter_add: index 6 out of range", err, 1, true)
+            assert.matches(fn .. " backward: scatter_add: index 6 out of range", err, 1, true)
             pcall(ordo.engine.wait_for_all) -- the forward's failure, not yet reported
             ordo.engine.wait_for_all()
             close(F[fn](l, t):item(), F[fn](l, t):item())
