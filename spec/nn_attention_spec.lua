@@ -143,6 +143,29 @@ describe("scaled_dot_product_attention", function()
                                                   {attn_mask = ordo.zeros({3, 3, 5}, "uint8")})
         end, "attn_mask of shape 3x3x5 does not broadcast to the attention scores' shape 1x2x3x5")
     end)
+
+    it("refuses mixed dtypes (a float mask of another dtype, key or value of another) and a non-boolean is_causal",
+       function()
+        local q, k, v = ordo.randn({2, 3, 4}), ordo.randn({2, 5, 4}), ordo.randn({2, 5, 2}) -- float32
+        -- before: the float64 mask was added and the output came back float64
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v, {attn_mask = ordo.zeros({3, 5}, D)}) end,
+                 "scaled_dot_product_attention: attn_mask is float64 but the query float32")
+        H.raises(function() return F.scaled_dot_product_attention(q, k:double(), v) end,
+                 "query, key and value must have one dtype, got float32, float64 and float32")
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v, {is_causal = 1}) end,
+                 "is_causal must be a boolean, got number")
+        assert.equals("float32", F.scaled_dot_product_attention(q, k, v, {attn_mask = ordo.zeros({3, 5})}):dtype())
+        local m = nn.MultiheadAttention(4, 2)
+        local x = ordo.randn({3, 2, 4})
+        H.raises(function() m(x, x, x, {key_padding_mask = ordo.zeros({2, 3}, D)}) end,
+                 "MultiheadAttention: key_padding_mask is float64 but the query float32")
+        H.raises(function() m(x, x, x, {attn_mask = ordo.zeros({3, 3}, D)}) end,
+                 "MultiheadAttention: attn_mask is float64 but the query float32")
+        H.raises(function() m(x, x:double(), x) end, "MultiheadAttention: query, key and value must have one dtype")
+        H.raises(function() m(x, x, x, {need_weights = 0}) end, "need_weights must be a boolean, got number")
+        H.raises(function() m(x, x, x, {is_causal = "yes"}) end, "is_causal must be a boolean, got string")
+        assert.equals("float32", m(x, x, x, {key_padding_mask = ordo.zeros({2, 3})}):dtype())
+    end)
 end)
 
 describe("attention over fully masked rows", function()

@@ -12,7 +12,8 @@
 --     attend to a key; a float one is added to the scores;
 --   MultiheadAttention: a uint8 attn_mask and key_padding_mask are 1 where
 --     a query may NOT attend (padding); a float attn_mask is added.
--- A query that may attend to nothing gets NaN, as in Torch.
+-- A query that may attend to nothing gets zero weights and output (Torch's
+-- scaled_dot_product_attention; its MultiheadAttention can give NaN there).
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
@@ -31,6 +32,26 @@ local check_tensor = tensor.check_tensor
 local check_devices = tensor.check_devices
 
 local FLOAT = {float32 = true, float64 = true}
+
+-- A mask given as argument what of fname, checked against the query q: a
+-- tensor on q's device, a float one of q's dtype (Torch refuses a float
+-- mask of another dtype; added, it would silently turn the scores, and
+-- the output, into its dtype).
+local function check_mask(fname, what, mask, q)
+    if mask == nil then return end
+    check_tensor(fname, what, mask)
+    if mask:device() ~= q:device() then
+        fail(fmt("%s: %s is on %s but the query on %s", fname, what, tostring(mask:device()), tostring(q:device())))
+    end
+    if FLOAT[mask:dtype()] and mask:dtype() ~= q:dtype() then
+        fail(fmt("%s: %s is %s but the query %s: a float mask (added to the scores) must have the query's dtype, " ..
+                 "a uint8 one is boolean", fname, what, mask:dtype(), q:dtype()))
+    end
+end
+
+local function check_bool(fname, what, v)
+    if v ~= nil and type(v) ~= "boolean" then fail(fmt("%s: %s must be a boolean, got %s", fname, what, typename(v))) end
+end
 
 -- scores with a mask applied: allowed (uint8) says where attention may go
 -- when allow is true, where it may not when false; a float mask is added.
@@ -101,7 +122,13 @@ function M.scaled_dot_product_attention(q, k, v, opts)
     check_tensor(fname, "key", k)
     check_tensor(fname, "value", v)
     opts = util.check_opts(fname, opts, SDPA_OPTS)
-    check_devices(fname, q, k, v, opts.attn_mask)
+    check_devices(fname, q, k, v)
+    check_mask(fname, "attn_mask", opts.attn_mask, q)
+    check_bool(fname, "is_causal", opts.is_causal)
+    if k:dtype() ~= q:dtype() or v:dtype() ~= q:dtype() then
+        fail(fmt("%s: query, key and value must have one dtype, got %s, %s and %s", fname, q:dtype(), k:dtype(),
+                 v:dtype()))
+    end
     if q:dim() < 2 or k:dim() < 2 or v:dim() < 2 then
         fail(fmt("%s: query, key and value need at least 2 dims (..., length, features), got %s, %s and %s", fname,
                  shape_str(q), shape_str(k), shape_str(v)))
@@ -212,8 +239,14 @@ function M.install(nn)
             end
         end
         -- the inputs, the masks and the layer's parameters on one device
-        check_devices(name, query, key, value, opts.attn_mask)
-        check_devices(name, query, opts.key_padding_mask, self.in_proj_weight)
+        check_devices(name, query, key, value, self.out_proj.weight)
+        check_mask(name, "attn_mask", opts.attn_mask, query)
+        check_mask(name, "key_padding_mask", opts.key_padding_mask, query)
+        for _, o in ipairs({"need_weights", "average_attn_weights", "is_causal"}) do check_bool(name, o, opts[o]) end
+        if key:dtype() ~= query:dtype() or value:dtype() ~= query:dtype() then
+            fail(fmt("%s: query, key and value must have one dtype, got %s, %s and %s", name, query:dtype(),
+                     key:dtype(), value:dtype()))
+        end
         if self.batch_first then -- work in length x N x E
             query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
         end
