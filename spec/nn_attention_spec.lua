@@ -280,6 +280,100 @@ describe("nn.MultiheadAttention", function()
         assert.same({2, 2, 4, 4}, per_head:shape())
     end)
 
+    -- Torch's options: kdim/vdim (q/k/v_proj_weight), add_bias_kv, add_zero_attn, written out
+    local function ref_mha_opts(m, Xq, Xk, Xv, allowed)
+        local E, Hh = m.embed_dim, m.num_heads
+        local Dh = E / Hh
+        local b = m.in_proj_bias and m.in_proj_bias:totable()
+        local function proj(X, W, i)
+            local Y = {}
+            for t = 1, #X do
+                Y[t] = {}
+                for o = 1, E do
+                    local acc = b and b[i * E + o] or 0
+                    for e = 1, #X[t] do acc = acc + X[t][e] * W[o][e] end
+                    Y[t][o] = acc
+                end
+            end
+            return Y
+        end
+        local q = proj(Xq, m.q_proj_weight:totable(), 0)
+        local k, v = proj(Xk, m.k_proj_weight:totable(), 1), proj(Xv, m.v_proj_weight:totable(), 2)
+        if m.bias_k then
+            k[#k + 1], v[#v + 1] = m.bias_k:view(-1):totable(), m.bias_v:view(-1):totable()
+        end
+        if m.add_zero_attn then
+            local z = {}
+            for e = 1, E do z[e] = 0 end
+            k[#k + 1], v[#v + 1] = z, z
+        end
+        local S0 = #Xk
+        local cat = {}
+        for t = 1, #Xq do cat[t] = {} end
+        for h = 0, Hh - 1 do
+            local function part(R)
+                local P = {}
+                for t = 1, #R do
+                    P[t] = {}
+                    for d = 1, Dh do P[t][d] = R[t][h * Dh + d] end
+                end
+                return P
+            end
+            local o = ref_attention(part(q), part(k), part(v), 1 / math.sqrt(Dh),
+                                    function(i, j) return j > S0 or not allowed or allowed(i, j) end)
+            for t = 1, #Xq do for d = 1, Dh do cat[t][h * Dh + d] = o[t][d] end end
+        end
+        return matvec_rows(cat, m.out_proj.weight:totable(), m.out_proj.bias and m.out_proj.bias:totable(), 0, E)
+    end
+
+    it("takes Torch's kdim/vdim (q/k/v_proj_weight), add_bias_kv, add_zero_attn and unbatched input", function()
+        local m = nn.MultiheadAttention(4, 2, {dtype = "float64", kdim = 3, vdim = 5, add_bias_kv = true,
+                                               add_zero_attn = true})
+        assert.is_nil(m.in_proj_weight)
+        local names = {}
+        for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name .. " " .. table.concat(e.tensor:shape(), "x") end
+        table.sort(names)
+        assert.same({"bias_k 1x1x4", "bias_v 1x1x4", "in_proj_bias 12", "k_proj_weight 4x3", "out_proj.bias 4",
+                     "out_proj.weight 4x4", "q_proj_weight 4x4", "v_proj_weight 4x5"}, names)
+        ordo.no_grad(function() m.in_proj_bias:copy_(ordo.randn({12}, D)) end)
+        local xq, xk, xv = ordo.randn({3, 2, 4}, D), ordo.randn({5, 2, 3}, D), ordo.randn({5, 2, 5}, D)
+        local pad = ordo.tensor({{0, 0, 1, 1, 1}, {1, 1, 1, 1, 1}}, "uint8") -- sample 2: all padding
+        local y, w = m(xq, xk, xv, {key_padding_mask = pad})
+        assert.same({3, 2, 4}, y:shape())
+        assert.same({2, 3, 7}, w:shape()) -- S + the bias key + the zero key
+        for n = 1, 2 do
+            local P = pad:totable()[n]
+            close(y:select(2, n):totable(),
+                  ref_mha_opts(m, xq:select(2, n):totable(), xk:select(2, n):totable(), xv:select(2, n):totable(),
+                               function(_, j) return P[j] == 0 end), 1e-12, "sample " .. n)
+        end
+        -- a float attn_mask and is_causal: the extra keys take part
+        local am = ordo.randn({3, 5}, D)
+        local A = am:totable()
+        local X = xq:select(2, 1)
+        local mq = nn.MultiheadAttention(4, 2, {dtype = "float64", kdim = 4, vdim = 3, add_bias_kv = true})
+        local yc = mq(X, X, ordo.randn({3, 3}, D):fill_(1), {is_causal = true})
+        assert.same({3, 4}, yc:shape()) -- unbatched: L x E in, L x E out
+        local yam = m(X, xk:select(2, 1), xv:select(2, 1), {attn_mask = am:ge(0), need_weights = false})
+        close(yam:totable(), ref_mha_opts(m, X:totable(), xk:select(2, 1):totable(), xv:select(2, 1):totable(),
+                                          function(i, j) return A[i][j] < 0 end), 1e-12, "unbatched, masked")
+        local _, wu = m(X, xk:select(2, 1), xv:select(2, 1), {average_attn_weights = false})
+        assert.same({2, 3, 7}, wu:shape()) -- heads x L x S', no batch
+        -- unbatched with a 1-D key_padding_mask, as the batch of one
+        local y1 = m(X, xk:select(2, 1), xv:select(2, 1), {key_padding_mask = pad[1], need_weights = false})
+        close(y1:totable(), y:select(2, 1):totable(), 1e-12, "unbatched = a batch of one")
+        -- gradients (bias_k, bias_v and the three projections too)
+        local m2 = nn.MultiheadAttention(4, 2, {dtype = "float64", kdim = 3, vdim = 2, add_bias_kv = true,
+                                                add_zero_attn = true, batch_first = true})
+        local a, kk, vv = ordo.randn({2, 3, 4}, D):requires_grad(), ordo.randn({2, 2, 3}, D), ordo.randn({2, 2, 2}, D)
+        assert.is_true(ordo.autograd.gradcheck(function(t) return (m2(t, kk, vv)) end, {a}))
+        m2(a, kk, vv):sum():backward()
+        for _, e in ipairs(m2:named_parameters()) do assert.is_true(ordo.is_tensor(e.tensor.grad), e.name) end
+        H.raises(function() m2(a, a, a) end, "MultiheadAttention: key must be N x length x 3")
+        H.raises(function() nn.MultiheadAttention(4, 2, {kdim = 0}) end, "kdim")
+        H.raises(function() nn.MultiheadAttention(4, 2, {add_zero_attn = 1}) end, "add_zero_attn must be a boolean")
+    end)
+
     it("returns the weights it applied: after the dropout in training, as Torch", function()
         local m = nn.MultiheadAttention(8, 2, {dtype = "float64", batch_first = true, dropout = 0.5})
         local x = ordo.randn({3, 6, 8}, D)

@@ -193,17 +193,22 @@ function M.install(nn)
     local Module, init = nn.Module, nn.init
 
     -- MultiheadAttention(embed_dim, num_heads [, {dropout = 0, bias = true,
-    -- batch_first = false, dtype, device}]): Torch's layer and parameters
-    -- (in_proj_weight 3E x E drawn by xavier_uniform_, in_proj_bias zeros,
-    -- out_proj a Linear(E, E) with a zero bias).
+    -- batch_first = false, kdim = embed_dim, vdim = embed_dim, add_bias_kv =
+    -- false, add_zero_attn = false, dtype, device}]): Torch's layer and
+    -- parameters (in_proj_weight 3E x E drawn by xavier_uniform_ -- or, with
+    -- kdim or vdim not E, q_proj_weight E x E, k_proj_weight E x kdim and
+    -- v_proj_weight E x vdim --, in_proj_bias zeros, out_proj a Linear(E,
+    -- E) with a zero bias, add_bias_kv's bias_k and bias_v 1 x 1 x E).
     -- forward(query, key, value [, {key_padding_mask, attn_mask,
     -- need_weights = true, average_attn_weights = true, is_causal}]):
-    -- query L x N x E (N x L x E with batch_first), key and value S x N x E;
-    -- returns the output (query's shape) and, with need_weights, the
-    -- attention weights N x L x S (averaged over the heads) or N x H x L x S.
+    -- query L x N x E (N x L x E with batch_first, L x E unbatched), key and
+    -- value S x N x kdim / vdim; returns the output (query's shape) and, with
+    -- need_weights, the attention weights N x L x S (averaged over the
+    -- heads) or N x H x L x S (without N unbatched).
     local MHA = Module:extend("MultiheadAttention")
     nn.MultiheadAttention = MHA
-    local MHA_OPTS = {dropout = true, bias = true, batch_first = true, dtype = true, device = true}
+    local MHA_OPTS = {dropout = true, bias = true, batch_first = true, dtype = true, device = true, kdim = true,
+                      vdim = true, add_bias_kv = true, add_zero_attn = true}
     function MHA:init(E, H, opts)
         local name = "MultiheadAttention"
         util.check_positive_int(name, "embed_dim", E)
@@ -214,13 +219,38 @@ function M.install(nn)
         if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
             fail(fmt("%s: dropout must be a number in [0, 1), got %s", name, tostring(p)))
         end
+        for _, o in ipairs({"bias", "batch_first", "add_bias_kv", "add_zero_attn"}) do check_bool(name, o, opts[o]) end
+        local kd, vd = opts.kdim or E, opts.vdim or E
+        util.check_positive_int(name, "kdim", kd)
+        util.check_positive_int(name, "vdim", vd)
         self.embed_dim, self.num_heads, self.head_dim, self.dropout = E, H, E / H, p
+        self.kdim, self.vdim = kd, vd
         self.batch_first = opts.batch_first == true
+        self.add_zero_attn = opts.add_zero_attn == true
         local topts = util.param_opts(opts)
-        self:register_parameter("in_proj_weight", init.xavier_uniform_(tensor.empty({3 * E, E}, topts)))
+        if kd == E and vd == E then
+            self:register_parameter("in_proj_weight", init.xavier_uniform_(tensor.empty({3 * E, E}, topts)))
+        else -- (Torch's names, so that its state dict loads)
+            self:register_parameter("q_proj_weight", init.xavier_uniform_(tensor.empty({E, E}, topts)))
+            self:register_parameter("k_proj_weight", init.xavier_uniform_(tensor.empty({E, kd}, topts)))
+            self:register_parameter("v_proj_weight", init.xavier_uniform_(tensor.empty({E, vd}, topts)))
+        end
         if opts.bias ~= false then self:register_parameter("in_proj_bias", tensor.zeros({3 * E}, topts)) end
         self.out_proj = nn.Linear(E, E, {bias = opts.bias ~= false, dtype = topts.dtype, device = topts.device})
         if self.out_proj.bias then autograd.no_grad(function() self.out_proj.bias:zero_() end) end
+        if opts.add_bias_kv then
+            self:register_parameter("bias_k", init.xavier_normal_(tensor.empty({1, 1, E}, topts)))
+            self:register_parameter("bias_v", init.xavier_normal_(tensor.empty({1, 1, E}, topts)))
+        end
+    end
+
+    -- m with n columns of zeros appended to its last dim (a mask padded for
+    -- add_bias_kv's and add_zero_attn's extra keys: they take part).
+    local function pad_cols(m, n)
+        if n == 0 then return m end
+        local s = shape_of(m)
+        s[#s] = n
+        return tensor.cat({m, tensor.zeros(s, tensor.like(m))}, #s)
     end
 
     local FWD_OPTS = {key_padding_mask = true, attn_mask = true, need_weights = true, average_attn_weights = true,
@@ -230,12 +260,15 @@ function M.install(nn)
         local name = "MultiheadAttention"
         opts = util.check_opts(name, opts, FWD_OPTS)
         key, value = key or query, value or key or query
-        for _, it in ipairs({{"query", query}, {"key", key}, {"value", value}}) do
-            local what, t = it[1], it[2]
+        check_tensor(name, "query", query)
+        local unbatched = query:dim() == 2
+        local want = unbatched and "length" or self.batch_first and "N x length" or "length x N"
+        for _, it in ipairs({{"query", query, self.embed_dim}, {"key", key, self.kdim}, {"value", value, self.vdim}}) do
+            local what, t, e = it[1], it[2], it[3]
             check_tensor(name, what, t)
-            if t:dim() ~= 3 or t:size(3) ~= self.embed_dim then
-                fail(fmt("%s: %s must be %s x %d, got %s", name, what, self.batch_first and "N x length" or "length x N",
-                         self.embed_dim, shape_str(t)))
+            if t:dim() ~= query:dim() or (t:dim() ~= 3 and t:dim() ~= 2) or t:size(-1) ~= e then
+                fail(fmt("%s: %s must be %s x %d (query %s), got %s", name, what, want, e,
+                         unbatched and "unbatched, length x E" or "batched", shape_str(t)))
             end
         end
         -- the inputs, the masks and the layer's parameters on one device
@@ -247,49 +280,65 @@ function M.install(nn)
             fail(fmt("%s: query, key and value must have one dtype, got %s, %s and %s", name, query:dtype(),
                      key:dtype(), value:dtype()))
         end
-        if self.batch_first then -- work in length x N x E
+        local kpm = opts.key_padding_mask
+        if unbatched then -- Torch's unbatched input: a batch of one
+            query, key, value = query:unsqueeze(2), key:unsqueeze(2), value:unsqueeze(2)
+            if kpm ~= nil and kpm:dim() == 1 then kpm = kpm:view(1, kpm:size(1)) end
+        elseif self.batch_first then -- work in length x N x E
             query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
         end
         local L, N, E, H, D = query:size(1), query:size(2), self.embed_dim, self.num_heads, self.head_dim
-        local S = key:size(1)
-        if key:size(2) ~= N or value:size(2) ~= N or value:size(1) ~= S then
+        local S0 = key:size(1)
+        if key:size(2) ~= N or value:size(2) ~= N or value:size(1) ~= S0 then
             fail(fmt("%s: query, key and value disagree on the batch or key length (%s, %s, %s)", name,
                      shape_str(query), shape_str(key), shape_str(value)))
         end
-        local W, b = self.in_proj_weight, self.in_proj_bias
-        local function project(x, i) -- rows i*E+1 .. (i+1)*E of the in-projection, as (N·H) x len x D
-            local y = F.linear(x, W:narrow(1, i * E + 1, E), b and b:narrow(1, i * E + 1, E))
-            return y:reshape(x:size(1), N * H, D):transpose(1, 2)
+        local b = self.in_proj_bias
+        local function project(x, i, W) -- the in-projection i (0 q, 1 k, 2 v): len x N x E
+            if W == nil then W = self.in_proj_weight:narrow(1, i * E + 1, E) end
+            return F.linear(x, W, b and b:narrow(1, i * E + 1, E))
         end
-        local q, k, v = project(query, 0), project(key, 1), project(value, 2)
+        local function heads(y) return y:reshape(y:size(1), N * H, D):transpose(1, 2) end -- (N·H) x len x D
+        local q = project(query, 0, self.q_proj_weight)
+        local k, v = project(key, 1, self.k_proj_weight), project(value, 2, self.v_proj_weight)
+        if self.bias_k then -- add_bias_kv: one more key and value, learned
+            k = tensor.cat({k, self.bias_k:expand({1, N, E})}, 1)
+            v = tensor.cat({v, self.bias_v:expand({1, N, E})}, 1)
+        end
+        q, k, v = heads(q), heads(k), heads(v)
+        if self.add_zero_attn then -- one more key and value, zeros
+            local z = tensor.zeros({N * H, 1, D}, tensor.like(k))
+            k, v = tensor.cat({k, z}, 2), tensor.cat({v, z}, 2)
+        end
+        local S = k:size(2)
         local scores = (q:matmul(k:transpose(2, 3)) * (1 / sqrt(D))):view(N, H, L, S)
         -- With attn_mask too, Torch takes is_causal as a hint that attn_mask
         -- is the causal mask (nn.Transformer's generate_square_subsequent_mask
         -- with is_causal = true is its usual call): both are applied, which
         -- is Torch's result when the hint is true and never attends to a
         -- later position when it is not.
-        if opts.is_causal then scores = scores:masked_fill(causal_blocked(L, S, scores), -huge) end
+        if opts.is_causal then
+            scores = scores:masked_fill(pad_cols(causal_blocked(L, S0, scores), S - S0), -huge)
+        end
         local am = opts.attn_mask
         if am ~= nil then
-            check_tensor(name, "attn_mask", am)
-            if am:dim() == 2 and am:size(1) == L and am:size(2) == S then
-                am = am:view(1, 1, L, S)
-            elseif am:dim() == 3 and am:size(1) == N * H and am:size(2) == L and am:size(3) == S then
-                am = am:view(N, H, L, S)
+            if am:dim() == 2 and am:size(1) == L and am:size(2) == S0 then
+                am = am:view(1, 1, L, S0)
+            elseif am:dim() == 3 and am:size(1) == N * H and am:size(2) == L and am:size(3) == S0 then
+                am = am:view(N, H, L, S0)
             else
-                fail(fmt("%s: attn_mask must be %d x %d or %d x %d x %d, got %s", name, L, S, N * H, L, S,
-                         shape_str(am)))
+                fail(fmt("%s: attn_mask must be %d x %d or %d x %d x %d (L x S or N·num_heads x L x S), got %s", name,
+                         L, S0, N * H, L, S0, shape_str(am)))
             end
-            scores = apply_mask(name, scores, am, false)
+            scores = apply_mask(name, scores, pad_cols(am, S - S0), false)
         end
-        local kpm = opts.key_padding_mask
         if kpm ~= nil then
-            check_tensor(name, "key_padding_mask", kpm)
-            if kpm:dim() ~= 2 or kpm:size(1) ~= N or kpm:size(2) ~= S then
-                fail(fmt("%s: key_padding_mask must be %d x %d (batch x key length), got %s", name, N, S,
-                         shape_str(kpm)))
+            if kpm:dim() ~= 2 or kpm:size(1) ~= N or kpm:size(2) ~= S0 then
+                fail(fmt("%s: key_padding_mask must be %s%d (%skey length), got %s", name,
+                         unbatched and "" or N .. " x ", S0, unbatched and "" or "batch x ",
+                         shape_str(opts.key_padding_mask)))
             end
-            scores = apply_mask(name, scores, kpm:view(N, 1, 1, S), false)
+            scores = apply_mask(name, scores, pad_cols(kpm, S - S0):view(N, 1, 1, S), false)
         end
         local attn = (am ~= nil or kpm ~= nil) and safe_softmax(scores, 4) or scores:softmax(4)
         -- the weights returned are those applied, after the dropout (Torch's)
@@ -298,9 +347,14 @@ function M.install(nn)
         local out = attn:reshape(N * H, L, S):matmul(v)             -- (N·H) x L x D
             :transpose(1, 2):reshape(L, N, E)                         -- L x N x E
         out = self.out_proj(out)
-        if self.batch_first then out = out:transpose(1, 2) end
+        if unbatched then
+            out = out:squeeze(2)
+        elseif self.batch_first then
+            out = out:transpose(1, 2)
+        end
         if opts.need_weights == false then return out end
         if opts.average_attn_weights ~= false then weights = weights:mean(2) end
+        if unbatched then weights = weights:squeeze(1) end
         return out, weights
     end
 
