@@ -524,3 +524,113 @@ describe("nn.TransformerDecoderLayer", function()
         H.raises(function() l(t, mem, {is_causal = true}) end, "TransformerDecoderLayer", "unknown option 'is_causal'")
     end)
 end)
+
+describe("nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer (Torch's stacks)", function()
+    before_each(function() ordo.manual_seed(45) end)
+
+    local function names_of(m)
+        local t = {}
+        for _, e in ipairs(m:state_dict()) do t[#t + 1] = e.name end
+        return t
+    end
+
+    it("generate_square_subsequent_mask: 0 on and below the diagonal, -inf above, as Torch's", function()
+        local m = nn.Transformer.generate_square_subsequent_mask(3)
+        assert.equals("float32", m:dtype())
+        local h = -math.huge
+        assert.same({{0, h, h}, {0, 0, h}, {0, 0, 0}}, m:totable())
+        assert.equals("float64", nn.Transformer.generate_square_subsequent_mask(2, {dtype = "float64"}):dtype())
+        H.raises(function() nn.Transformer.generate_square_subsequent_mask(0) end, "sz must be a positive integer")
+        H.raises(function() nn.Transformer.generate_square_subsequent_mask(2, {dtype = "int32"}) end,
+                 "dtype must be float32 or float64")
+    end)
+
+    it("TransformerEncoder: num_layers independent copies of the layer, then the norm", function()
+        local layer = nn.TransformerEncoderLayer(6, 2, {dim_feedforward = 10, dtype = "float64",
+                                                        activation = function(h) return F.gelu(h) end})
+        local enc = nn.TransformerEncoder(layer, 3, nn.LayerNorm(6, {dtype = "float64"}))
+        local names = names_of(enc)
+        assert.equals("layers.1.self_attn.in_proj_weight", names[1])
+        assert.equals("norm.bias", names[#names])
+        assert.equals(3 * 12 + 2, #names)
+        -- copies: the layer's values, not its tensors
+        for i = 1, 3 do
+            local c = enc.layers:get(i)
+            assert.are_not.equal(layer.linear1.weight, c.linear1.weight)
+            close(c.linear1.weight:totable(), layer.linear1.weight:totable(), 0)
+        end
+        ordo.no_grad(function()
+            enc.layers:get(2).linear1.weight:add_(1)
+            enc.norm.weight:copy_(ordo.randn({6}, D))
+        end)
+        enc:eval()
+        local x = ordo.randn({4, 2, 6}, D)
+        local mask = nn.Transformer.generate_square_subsequent_mask(4, {dtype = "float64"})
+        local pad = ordo.tensor({{0, 0, 0, 1}, {0, 0, 0, 0}}, "uint8")
+        local y = enc(x, {mask = mask, src_key_padding_mask = pad, is_causal = true})
+        local want = x
+        for i = 1, 3 do want = enc.layers:get(i)(want, {src_mask = mask, src_key_padding_mask = pad}) end
+        want = enc.norm(want)
+        close(y:totable(), want:totable(), 1e-12)
+        -- the float -inf mask is the causal mask
+        close(enc(x, {mask = mask}):totable(), enc(x, {is_causal = true}):totable(), 1e-12)
+        -- gradients through the stack
+        local e2 = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 5, dropout = 0,
+                                                                          dtype = "float64"}), 2)
+        local a = ordo.randn({3, 2, 4}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(t) return e2(t, {is_causal = true}) end, {a}))
+        H.raises(function() nn.TransformerEncoder(nn.Linear(2, 2), 2) end,
+                 "TransformerEncoder: expected an nn.TransformerEncoderLayer to copy, got Linear")
+        H.raises(function() nn.TransformerEncoder(layer, 0) end, "num_layers must be a positive integer")
+        H.raises(function() nn.TransformerEncoder(layer, 2, "ln") end, "norm must be a module")
+    end)
+
+    it("TransformerDecoder and Transformer: Torch's layout, masks passed to every layer", function()
+        local tf = nn.Transformer({d_model = 8, nhead = 2, num_encoder_layers = 2, num_decoder_layers = 2,
+                                   dim_feedforward = 12, batch_first = true, dtype = "float64"})
+        local names = names_of(tf)
+        assert.equals(2 * 12 + 2 + 2 * 18 + 2, #names)
+        assert.equals("encoder.layers.1.self_attn.in_proj_weight", names[1])
+        assert.equals("decoder.norm.bias", names[#names])
+        tf:eval()
+        local src, tgt = ordo.randn({2, 5, 8}, D), ordo.randn({2, 3, 8}, D)
+        local tm = tf:generate_square_subsequent_mask(3, {dtype = "float64"})
+        local spad = ordo.tensor({{0, 0, 0, 1, 1}, {0, 0, 0, 0, 0}}, "uint8")
+        local y = tf(src, tgt, {tgt_mask = tm, tgt_is_causal = true, src_key_padding_mask = spad,
+                                memory_key_padding_mask = spad})
+        assert.same({2, 3, 8}, y:shape())
+        local mem = tf.encoder(src, {src_key_padding_mask = spad})
+        local want = tgt
+        for i = 1, 2 do
+            want = tf.decoder.layers:get(i)(want, mem, {tgt_mask = tm, memory_key_padding_mask = spad})
+        end
+        close(y:totable(), tf.decoder.norm(want):totable(), 1e-12)
+        -- memory_is_causal: the cross attention is causal
+        local dl = tf.decoder.layers:get(1)
+        local t5 = ordo.randn({2, 5, 8}, D)
+        close(dl(t5, src, {memory_is_causal = true}):totable(),
+              dl(t5, src, {memory_mask = ordo.ones({5, 5}, "uint8"):triu(1)}):totable(), 1e-12)
+        H.raises(function() tf(src, ordo.randn({3, 3, 8}, D)) end, "Transformer: the batch number of src and tgt")
+        H.raises(function() tf(src, ordo.randn({2, 3, 6}, D)) end, "must be equal to d_model 8")
+        H.raises(function() nn.Transformer({d_model = 8, nhead = 2, heads = 2}) end, "unknown option 'heads'")
+    end)
+
+    it("layers take Torch's bias = false and a function as the activation", function()
+        local l = nn.TransformerEncoderLayer(4, 2, {bias = false, dim_feedforward = 6})
+        assert.same({"self_attn.in_proj_weight", "self_attn.out_proj.weight", "linear1.weight", "linear2.weight",
+                     "norm1.weight", "norm2.weight"}, names_of(l))
+        ordo.manual_seed(7)
+        local a = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 6, activation = "gelu", dtype = "float64"})
+        ordo.manual_seed(7)
+        local used = 0
+        local b = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 6, dtype = "float64",
+                                                    activation = function(h) used = used + 1; return F.gelu(h) end})
+        a:eval(); b:eval()
+        local x = ordo.randn({3, 2, 4}, D)
+        close(b(x):totable(), a(x):totable(), 1e-12)
+        assert.equals(1, used)
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {activation = 3}) end,
+                 "activation must be 'relu', 'gelu' or a function")
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {norm_first = 1}) end, "norm_first must be a boolean")
+    end)
+end)

@@ -41,7 +41,8 @@ local function check_mask(fname, what, mask, q)
     if mask == nil then return end
     check_tensor(fname, what, mask)
     if mask:device() ~= q:device() then
-        fail(fmt("%s: %s is on %s but the query on %s", fname, what, tostring(mask:device()), tostring(q:device())))
+        fail(fmt("%s: expected all tensors on one device, got %s (the query) and %s (%s)", fname,
+                 tostring(q:device()), tostring(mask:device()), what))
     end
     if FLOAT[mask:dtype()] and mask:dtype() ~= q:dtype() then
         fail(fmt("%s: %s is %s but the query %s: a float mask (added to the scores) must have the query's dtype, " ..
@@ -359,31 +360,50 @@ function M.install(nn)
     end
 
     local LAYER_OPTS = {dim_feedforward = true, dropout = true, activation = true, layer_norm_eps = true,
-                        batch_first = true, norm_first = true, dtype = true, device = true}
+                        batch_first = true, norm_first = true, bias = true, dtype = true, device = true}
     -- "gelu" is Torch's layer's: the exact erf form (F.gelu's default)
     local ACTIVATIONS = {relu = F.relu, gelu = F.gelu}
+
+    local function is_callable(f)
+        if type(f) == "function" then return true end
+        local mt = getmetatable(f)
+        return type(f) == "table" and mt ~= nil and mt.__call ~= nil
+    end
 
     -- What both layers are made of: n_attn attentions, the feed-forward
     -- network, n_attn + 1 LayerNorms and the dropouts (one child a
     -- statement: children are registered in the order assigned).
     local function build_layer(self, name, d, heads, opts, n_attn)
+        local given = opts
         opts = util.check_opts(name, opts, LAYER_OPTS)
         local ff = opts.dim_feedforward or 2048
         util.check_positive_int(name, "dim_feedforward", ff)
         local act = opts.activation or "relu"
-        if not ACTIVATIONS[act] then fail(fmt("%s: activation must be 'relu' or 'gelu', got %s", name, tostring(act))) end
+        if not ACTIVATIONS[act] and not is_callable(act) then
+            fail(fmt("%s: activation must be 'relu', 'gelu' or a function (or module) of one tensor, got %s", name,
+                     type(act) == "string" and fmt("'%s'", act) or typename(act)))
+        end
+        for _, o in ipairs({"bias", "batch_first", "norm_first"}) do check_bool(name, o, opts[o]) end
         local p = opts.dropout == nil and 0.1 or opts.dropout
         local eps = opts.layer_norm_eps or 1e-5
-        local topts = {dtype = opts.dtype, device = opts.device}
-        local mha_opts = {dropout = p, batch_first = opts.batch_first, dtype = opts.dtype, device = opts.device}
+        local bias = opts.bias ~= false
+        local topts = {bias = bias, dtype = opts.dtype, device = opts.device}
+        local mha_opts = {dropout = p, bias = bias, batch_first = opts.batch_first, dtype = opts.dtype,
+                          device = opts.device}
         self.self_attn = MHA(d, heads, mha_opts)
         if n_attn == 2 then self.multihead_attn = MHA(d, heads, mha_opts) end
         self.linear1 = nn.Linear(d, ff, topts)
         self.dropout = nn.Dropout(p)
         self.linear2 = nn.Linear(ff, d, topts)
-        for i = 1, n_attn + 1 do self["norm" .. i] = nn.LayerNorm(d, {eps = eps, dtype = opts.dtype, device = opts.device}) end
+        for i = 1, n_attn + 1 do
+            self["norm" .. i] = nn.LayerNorm(d, {eps = eps, bias = bias, dtype = opts.dtype, device = opts.device})
+        end
         for i = 1, n_attn + 1 do self["dropout" .. i] = nn.Dropout(p) end
+        -- (a module given as the activation is a child, as in Torch)
         self.activation, self.norm_first = act, opts.norm_first == true
+        self.batch_first = opts.batch_first == true
+        -- what TransformerEncoder / TransformerDecoder make their copies from
+        rawset(self, "_build_args", {d, heads, given})
     end
 
     -- x + sublayer(x) with the layer's norm k: before (norm_first) or after.
@@ -395,18 +415,20 @@ function M.install(nn)
     local function self_block(self, x, o) return (self.self_attn(x, x, x, o)) end
     local function cross_block(self, x, memory, o) return (self.multihead_attn(x, memory, memory, o)) end
     local function ff_block(self, x)
-        return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))
+        local act = self.activation
+        if type(act) == "string" then act = ACTIVATIONS[act] end
+        return self.linear2(self.dropout(act(self.linear1(x))))
     end
 
     -- TransformerEncoderLayer(d_model, nhead [, {dim_feedforward = 2048,
-    -- dropout = 0.1, activation = "relu" | "gelu", layer_norm_eps = 1e-5,
-    -- batch_first = false, norm_first = false, dtype, device}]): Torch's
-    -- layer -- self-attention then a feed-forward network (Linear,
-    -- activation, Linear), each with dropout and a residual connection,
-    -- LayerNorm after each (before, with norm_first).
+    -- dropout = 0.1, activation = "relu" | "gelu" | a function, layer_norm_eps
+    -- = 1e-5, batch_first = false, norm_first = false, bias = true, dtype,
+    -- device}]): Torch's layer -- self-attention then a feed-forward network
+    -- (Linear, activation, Linear), each with dropout and a residual
+    -- connection, LayerNorm after each (before, with norm_first).
     -- forward(src [, {src_mask, src_key_padding_mask, is_causal}]): src
-    -- length x N x d_model (N x length x d_model with batch_first); the
-    -- masks as MultiheadAttention's.
+    -- length x N x d_model (N x length x d_model with batch_first, length x
+    -- d_model unbatched); the masks as MultiheadAttention's.
     local Encoder = Module:extend("TransformerEncoderLayer")
     nn.TransformerEncoderLayer = Encoder
     function Encoder:init(d, heads, opts) build_layer(self, "TransformerEncoderLayer", d, heads, opts, 1) end
@@ -424,22 +446,181 @@ function M.install(nn)
     -- attention from the target to memory (the encoder's output), then the
     -- feed-forward network, each with dropout, a residual connection and a
     -- LayerNorm.  forward(tgt, memory [, {tgt_mask, memory_mask,
-    -- tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal}]).
+    -- tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal,
+    -- memory_is_causal}]).
     local Decoder = Module:extend("TransformerDecoderLayer")
     nn.TransformerDecoderLayer = Decoder
     function Decoder:init(d, heads, opts) build_layer(self, "TransformerDecoderLayer", d, heads, opts, 2) end
 
     local DEC_FWD = {tgt_mask = true, memory_mask = true, tgt_key_padding_mask = true, memory_key_padding_mask = true,
-                     tgt_is_causal = true}
+                     tgt_is_causal = true, memory_is_causal = true}
     function Decoder:forward(tgt, memory, opts)
         opts = util.check_opts("TransformerDecoderLayer", opts, DEC_FWD)
         check_tensor("TransformerDecoderLayer", "memory", memory)
         local so = {attn_mask = opts.tgt_mask, key_padding_mask = opts.tgt_key_padding_mask,
                     is_causal = opts.tgt_is_causal, need_weights = false}
-        local co = {attn_mask = opts.memory_mask, key_padding_mask = opts.memory_key_padding_mask, need_weights = false}
+        local co = {attn_mask = opts.memory_mask, key_padding_mask = opts.memory_key_padding_mask,
+                    is_causal = opts.memory_is_causal, need_weights = false}
         local x = residual(self, 1, tgt, self_block, so)
         x = residual(self, 2, x, cross_block, memory, co)
         return residual(self, 3, x, ff_block)
+    end
+
+    -- whether module m is of class cls (or a subclass)
+    local function is_instance(m, cls)
+        local c = getmetatable(m)
+        while type(c) == "table" do
+            if c == cls then return true end
+            local mt = getmetatable(c)
+            c = mt and rawget(mt, "__index")
+        end
+        return false
+    end
+
+    -- num_layers copies of layer (Torch deep-copies it: the copies start
+    -- with its parameters, and train apart), as a ModuleList "layers".
+    local function copies(self, name, layer, cls, n)
+        if not nn.is_module(layer) or not is_instance(layer, cls) or rawget(layer, "_build_args") == nil then
+            fail(fmt("%s: expected an nn.%s to copy, got %s", name, cls._class_name, nn.is_module(layer) and
+                     (layer._class_name or "a module") or typename(layer)))
+        end
+        util.check_positive_int(name, "num_layers", n)
+        local a = layer._build_args
+        local w = layer.linear1.weight
+        local o = {}
+        for k, v in pairs(a[3] or {}) do o[k] = v end
+        o.dtype, o.device = w:dtype(), w:device()
+        local make = getmetatable(layer).new
+        local sd = layer:state_dict()
+        local list = {}
+        for i = 1, n do
+            local c = make(a[1], a[2], o)
+            c:load_state_dict(sd)
+            c:train(layer.training)
+            list[i] = c
+        end
+        self.layers = nn.ModuleList(list)
+        self.num_layers = n
+    end
+
+    -- the final norm: a module or nil (Torch's norm = None)
+    local function final_norm(self, name, norm)
+        if norm ~= nil and not nn.is_module(norm) then
+            fail(fmt("%s: norm must be a module (e.g. nn.LayerNorm(d_model)) or nil, got %s", name, typename(norm)))
+        end
+        if norm ~= nil then self.norm = norm end
+    end
+
+    -- TransformerEncoder(encoder_layer, num_layers [, norm]): Torch's stack
+    -- of num_layers copies of encoder_layer (layers[1] ..), then norm (a
+    -- module, e.g. a LayerNorm) if given.  forward(src [, {mask,
+    -- src_key_padding_mask, is_causal}]).
+    local Stack = Module:extend("TransformerEncoder")
+    nn.TransformerEncoder = Stack
+    function Stack:init(layer, n, norm)
+        copies(self, "TransformerEncoder", layer, Encoder, n)
+        final_norm(self, "TransformerEncoder", norm)
+    end
+    local STACK_FWD = {mask = true, src_key_padding_mask = true, is_causal = true}
+    function Stack:forward(src, opts)
+        opts = util.check_opts("TransformerEncoder", opts, STACK_FWD)
+        local o = {src_mask = opts.mask, src_key_padding_mask = opts.src_key_padding_mask, is_causal = opts.is_causal}
+        local x = src
+        for _, l in self.layers:ipairs() do x = l(x, o) end
+        if self.norm then x = self.norm(x) end
+        return x
+    end
+
+    -- TransformerDecoder(decoder_layer, num_layers [, norm]): the same for
+    -- the decoder; forward(tgt, memory [, the decoder layer's options]).
+    local DStack = Module:extend("TransformerDecoder")
+    nn.TransformerDecoder = DStack
+    function DStack:init(layer, n, norm)
+        copies(self, "TransformerDecoder", layer, Decoder, n)
+        final_norm(self, "TransformerDecoder", norm)
+    end
+    function DStack:forward(tgt, memory, opts)
+        opts = util.check_opts("TransformerDecoder", opts, DEC_FWD)
+        local x = tgt
+        for _, l in self.layers:ipairs() do x = l(x, memory, opts) end
+        if self.norm then x = self.norm(x) end
+        return x
+    end
+
+    -- generate_square_subsequent_mask(sz [, {dtype = "float32", device}]):
+    -- Torch's causal mask for attn_mask / src_mask / tgt_mask: sz x sz, 0 on
+    -- and below the diagonal, -inf above (a float mask, added: its dtype
+    -- must be the model's).
+    local function square_subsequent_mask(sz, opts, more)
+        local name = "generate_square_subsequent_mask"
+        if nn.is_module(sz) then sz, opts = opts, more end -- (called as model:generate_square_subsequent_mask(sz))
+        util.check_positive_int(name, "sz", sz)
+        opts = util.check_opts(name, opts, {dtype = true, device = true})
+        local dt = opts.dtype or "float32"
+        if not FLOAT[dt] then fail(fmt("%s: dtype must be float32 or float64, got %s", name, tostring(dt))) end
+        return tensor.full({sz, sz}, -huge, {dtype = dt, device = opts.device}):triu(1)
+    end
+
+    -- Transformer([{d_model = 512, nhead = 8, num_encoder_layers = 6,
+    -- num_decoder_layers = 6, dim_feedforward = 2048, dropout = 0.1,
+    -- activation, custom_encoder, custom_decoder, layer_norm_eps = 1e-5,
+    -- batch_first, norm_first, bias, dtype, device}]): Torch's encoder-decoder
+    -- (encoder: TransformerEncoder with a final LayerNorm, decoder the
+    -- same; every weight of 2 or more dims redrawn by xavier_uniform_, as
+    -- Torch's).  forward(src, tgt [, {src_mask, tgt_mask, memory_mask,
+    -- src_key_padding_mask, tgt_key_padding_mask, memory_key_padding_mask,
+    -- src_is_causal, tgt_is_causal, memory_is_causal}]).
+    local Transformer = Module:extend("Transformer")
+    nn.Transformer = Transformer
+    Transformer.generate_square_subsequent_mask = square_subsequent_mask
+    local TF_OPTS = {d_model = true, nhead = true, num_encoder_layers = true, num_decoder_layers = true,
+                     dim_feedforward = true, dropout = true, activation = true, custom_encoder = true,
+                     custom_decoder = true, layer_norm_eps = true, batch_first = true, norm_first = true, bias = true,
+                     dtype = true, device = true}
+    function Transformer:init(opts)
+        local name = "Transformer"
+        opts = util.check_opts(name, opts, TF_OPTS)
+        local d, h = opts.d_model or 512, opts.nhead or 8
+        util.check_positive_int(name, "d_model", d)
+        util.check_positive_int(name, "nhead", h)
+        local lo = {}
+        for k in pairs(LAYER_OPTS) do lo[k] = opts[k] end
+        local nopts = {eps = opts.layer_norm_eps or 1e-5, bias = opts.bias, dtype = opts.dtype, device = opts.device}
+        for _, o in ipairs({"custom_encoder", "custom_decoder"}) do
+            if opts[o] ~= nil and not nn.is_module(opts[o]) then
+                fail(fmt("%s: %s must be a module, got %s", name, o, typename(opts[o])))
+            end
+        end
+        self.encoder = opts.custom_encoder or Stack(Encoder(d, h, lo), opts.num_encoder_layers or 6, nn.LayerNorm(d, nopts))
+        self.decoder = opts.custom_decoder or DStack(Decoder(d, h, lo), opts.num_decoder_layers or 6, nn.LayerNorm(d, nopts))
+        self.d_model, self.nhead, self.batch_first = d, h, opts.batch_first == true
+        for _, p in ipairs(self:parameters()) do
+            if p:dim() > 1 then init.xavier_uniform_(p) end
+        end
+    end
+    local TF_FWD = {src_mask = true, tgt_mask = true, memory_mask = true, src_key_padding_mask = true,
+                    tgt_key_padding_mask = true, memory_key_padding_mask = true, src_is_causal = true,
+                    tgt_is_causal = true, memory_is_causal = true}
+    function Transformer:forward(src, tgt, opts)
+        local name = "Transformer"
+        opts = util.check_opts(name, opts, TF_FWD)
+        check_tensor(name, "src", src)
+        check_tensor(name, "tgt", tgt)
+        local bd = self.batch_first and 1 or 2
+        if src:dim() == 3 and tgt:dim() == 3 and src:size(bd) ~= tgt:size(bd) then
+            fail(fmt("%s: the batch number of src and tgt must be equal, got %s and %s", name, shape_str(src),
+                     shape_str(tgt)))
+        end
+        if src:size(-1) ~= self.d_model or tgt:size(-1) ~= self.d_model then
+            fail(fmt("%s: the feature number of src and tgt must be equal to d_model %d, got %s and %s", name,
+                     self.d_model, shape_str(src), shape_str(tgt)))
+        end
+        local memory = self.encoder(src, {mask = opts.src_mask, src_key_padding_mask = opts.src_key_padding_mask,
+                                          is_causal = opts.src_is_causal})
+        return self.decoder(tgt, memory, {tgt_mask = opts.tgt_mask, memory_mask = opts.memory_mask,
+                                          tgt_key_padding_mask = opts.tgt_key_padding_mask,
+                                          memory_key_padding_mask = opts.memory_key_padding_mask,
+                                          tgt_is_causal = opts.tgt_is_causal, memory_is_causal = opts.memory_is_causal})
     end
 
     function MHA:extra_repr()
