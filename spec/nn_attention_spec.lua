@@ -632,5 +632,15 @@ describe("nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer (Torch's 
         H.raises(function() nn.TransformerEncoderLayer(4, 2, {activation = 3}) end,
                  "activation must be 'relu', 'gelu' or a function")
         H.raises(function() nn.TransformerEncoderLayer(4, 2, {norm_first = 1}) end, "norm_first must be a boolean")
+        -- the layer's own name and option names, not MultiheadAttention's
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {dropout = 1}) end,
+                 "TransformerEncoderLayer: dropout must be a number in [0, 1), got 1")
+        H.raises(function() nn.TransformerDecoderLayer(4, 3) end,
+                 "TransformerDecoderLayer: d_model 4 must be divisible by nhead 3")
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {layer_norm_eps = -1}) end,
+                 "TransformerEncoderLayer: layer_norm_eps must be a non-negative number")
+        assert.equals("MultiheadAttention(4, 2 heads, kdim 3, vdim 4, add_bias_kv, add_zero_attn)",
+                      tostring(nn.MultiheadAttention(4, 2, {kdim = 3, add_bias_kv = true, add_zero_attn = true}))
+                          :match("^[^\n]*"))
     end)
 end)

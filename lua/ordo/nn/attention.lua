@@ -384,8 +384,17 @@ function M.install(nn)
                      type(act) == "string" and fmt("'%s'", act) or typename(act)))
         end
         for _, o in ipairs({"bias", "batch_first", "norm_first"}) do check_bool(name, o, opts[o]) end
+        util.check_positive_int(name, "d_model", d)
+        util.check_positive_int(name, "nhead", heads)
+        if d % heads ~= 0 then fail(fmt("%s: d_model %d must be divisible by nhead %d", name, d, heads)) end
         local p = opts.dropout == nil and 0.1 or opts.dropout
+        if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
+            fail(fmt("%s: dropout must be a number in [0, 1), got %s", name, tostring(p)))
+        end
         local eps = opts.layer_norm_eps or 1e-5
+        if type(eps) ~= "number" or not (eps >= 0) then
+            fail(fmt("%s: layer_norm_eps must be a non-negative number, got %s", name, tostring(eps)))
+        end
         local bias = opts.bias ~= false
         local topts = {bias = bias, dtype = opts.dtype, device = opts.device}
         local mha_opts = {dropout = p, bias = bias, batch_first = opts.batch_first, dtype = opts.dtype,
@@ -624,8 +633,11 @@ function M.install(nn)
     end
 
     function MHA:extra_repr()
-        return fmt("%d, %d heads%s%s", self.embed_dim, self.num_heads,
-                   self.dropout > 0 and fmt(", dropout %g", self.dropout) or "", self.batch_first and ", batch_first" or "")
+        return fmt("%d, %d heads%s%s%s%s%s", self.embed_dim, self.num_heads,
+                   (self.kdim ~= self.embed_dim or self.vdim ~= self.embed_dim)
+                       and fmt(", kdim %d, vdim %d", self.kdim, self.vdim) or "",
+                   self.dropout > 0 and fmt(", dropout %g", self.dropout) or "", self.bias_k and ", add_bias_kv" or "",
+                   self.add_zero_attn and ", add_zero_attn" or "", self.batch_first and ", batch_first" or "")
     end
     return nn
 end
