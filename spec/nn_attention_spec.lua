@@ -583,6 +583,11 @@ describe("nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer (Torch's 
                  "TransformerEncoder: expected an nn.TransformerEncoderLayer to copy, got Linear")
         H.raises(function() nn.TransformerEncoder(layer, 0) end, "num_layers must be a positive integer")
         H.raises(function() nn.TransformerEncoder(layer, 2, "ln") end, "norm must be a module")
+        -- Torch's keywords as options
+        local e3 = nn.TransformerEncoder(layer, 1, {norm = nn.LayerNorm(6, {dtype = "float64"}),
+                                                   enable_nested_tensor = false})
+        assert.is_true(nn.is_module(e3.norm))
+        H.raises(function() nn.TransformerEncoder(layer, 1, {nrom = 1}) end, "TransformerEncoder: unknown option 'nrom'")
     end)
 
     it("TransformerDecoder and Transformer: Torch's layout, masks passed to every layer", function()

@@ -512,15 +512,23 @@ function M.install(nn)
         self.num_layers = n
     end
 
-    -- the final norm: a module or nil (Torch's norm = None)
+    -- the final norm: a module or nil (Torch's norm = None), or Torch's
+    -- keywords as options {norm, enable_nested_tensor, mask_check} (the two
+    -- last are Torch's fast-path switches: accepted, nothing to do here)
+    local STACK_OPTS = {norm = true, enable_nested_tensor = true, mask_check = true}
     local function final_norm(self, name, norm)
+        if type(norm) == "table" and getmetatable(norm) == nil then
+            local o = util.check_opts(name, norm, STACK_OPTS)
+            for _, k in ipairs({"enable_nested_tensor", "mask_check"}) do check_bool(name, k, o[k]) end
+            norm = o.norm
+        end
         if norm ~= nil and not nn.is_module(norm) then
             fail(fmt("%s: norm must be a module (e.g. nn.LayerNorm(d_model)) or nil, got %s", name, typename(norm)))
         end
         if norm ~= nil then self.norm = norm end
     end
 
-    -- TransformerEncoder(encoder_layer, num_layers [, norm]): Torch's stack
+    -- TransformerEncoder(encoder_layer, num_layers [, norm | {norm}]): Torch's stack
     -- of num_layers copies of encoder_layer (layers[1] ..), then norm (a
     -- module, e.g. a LayerNorm) if given.  forward(src [, {mask,
     -- src_key_padding_mask, is_causal}]).
