@@ -144,6 +144,28 @@ describe("scaled_dot_product_attention", function()
         end, "attn_mask of shape 3x3x5 does not broadcast to the attention scores' shape 1x2x3x5")
     end)
 
+    it("enable_gqa: key and value heads shared by groups of query heads, as Torch's", function()
+        local q = ordo.randn({2, 4, 3, 5}, D):requires_grad()
+        local k, v = ordo.randn({2, 2, 6, 5}, D), ordo.randn({2, 2, 6, 3}, D)
+        local y = F.scaled_dot_product_attention(q, k, v, {enable_gqa = true, is_causal = true})
+        assert.same({2, 4, 3, 3}, y:shape())
+        -- query head h uses key/value head ceil(h / 2)
+        local Q, K, V = q:totable(), k:totable(), v:totable()
+        for b = 1, 2 do
+            for h = 1, 4 do
+                local g = math.floor((h - 1) / 2) + 1
+                close(y[b][h]:totable(), (ref_attention(Q[b][h], K[b][g], V[b][g], 1 / math.sqrt(5),
+                                                        function(i, j) return j <= i end)), 1e-12, "head " .. h)
+            end
+        end
+        assert.is_true(ordo.autograd.gradcheck(function(a)
+            return F.scaled_dot_product_attention(a, k, v, {enable_gqa = true}) end, {q}))
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v) end, "do not broadcast")
+        H.raises(function() return F.scaled_dot_product_attention(q, ordo.randn({2, 3, 6, 5}, D),
+                                                                  ordo.randn({2, 3, 6, 3}, D), {enable_gqa = true}) end,
+                 "enable_gqa: the query's 4 heads (dim -3) must be a multiple of key's and value's")
+    end)
+
     it("refuses mixed dtypes (a float mask of another dtype, key or value of another) and a non-boolean is_causal",
        function()
         local q, k, v = ordo.randn({2, 3, 4}), ordo.randn({2, 5, 4}), ordo.randn({2, 5, 2}) -- float32

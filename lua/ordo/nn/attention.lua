@@ -80,7 +80,8 @@ local function causal_blocked(L, S, like)
     return tensor.ones({L, S}, tensor.like(like, "uint8")):triu(1)
 end
 
-local SDPA_OPTS = {attn_mask = true, is_causal = true, dropout_p = true, scale = true, training = true}
+local SDPA_OPTS = {attn_mask = true, is_causal = true, dropout_p = true, scale = true, training = true,
+                   enable_gqa = true}
 
 -- The shape the leading dims (all but the last two) of shapes broadcast
 -- to (right-aligned, sizes equal or 1), or nil when they do not.
@@ -111,7 +112,7 @@ local function broadcasts_to(ms, full)
 end
 
 -- scaled_dot_product_attention(q, k, v [, {attn_mask, is_causal = false,
--- dropout_p = 0, scale = 1/sqrt(E), training = true}]): softmax(q kᵀ ·
+-- dropout_p = 0, scale = 1/sqrt(E), training = true, enable_gqa = false}]): softmax(q kᵀ ·
 -- scale + mask) v over q (..., L, E), k (..., S, E), v (..., S, Ev); the
 -- leading dims broadcast against each other (sizes equal or 1), and the
 -- mask against the scores (..., L, S).  dropout_p drops attention weights
@@ -151,6 +152,19 @@ function M.scaled_dot_product_attention(q, k, v, opts)
         fail(fmt("%s: training must be a boolean, got %s", fname, typename(opts.training)))
     end
     if opts.training == false then p = 0 end
+    check_bool(fname, "enable_gqa", opts.enable_gqa)
+    -- grouped-query attention (Torch's enable_gqa): key and value with
+    -- fewer heads (dim -3) than the query, each shared by a group of them
+    if opts.enable_gqa and q:dim() >= 3 and k:dim() >= 3 and v:dim() >= 3 then
+        local Hq, Hk, Hv = q:size(-3), k:size(-3), v:size(-3)
+        if Hk ~= Hq or Hv ~= Hq then
+            if Hk ~= Hv or Hq % Hk ~= 0 then
+                fail(fmt("%s: enable_gqa: the query's %d heads (dim -3) must be a multiple of key's and value's, " ..
+                         "which must agree, got %d and %d", fname, Hq, Hk, Hv))
+            end
+            k, v = k:repeat_interleave(Hq / Hk, k:dim() - 2), v:repeat_interleave(Hq / Hk, v:dim() - 2)
+        end
+    end
     local L, Ev = q:size(-2), v:size(-1)
     local lead = broadcast_lead({shape_of(q), shape_of(k), shape_of(v)})
     if lead == nil then
