@@ -1212,6 +1212,39 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         end
     end)
 
+    it("a Transformer (kdim/vdim, add_bias_kv, add_zero_attn attention inside) matches the cpu", function()
+        need_gpu()
+        local nn = ordo.nn
+        ordo.manual_seed(19)
+        local tf = nn.Transformer({d_model = 8, nhead = 2, num_encoder_layers = 1, num_decoder_layers = 1,
+                                   dim_feedforward = 6, dropout = 0, batch_first = true, dtype = "float64"})
+        local tg = nn.Transformer({d_model = 8, nhead = 2, num_encoder_layers = 1, num_decoder_layers = 1,
+                                   dim_feedforward = 6, dropout = 0, batch_first = true, dtype = "float64"})
+        tg:load_state_dict(tf:state_dict())
+        tg:to(G)
+        local src, tgt = rnd({2, 5, 8}, "float64", -1, 1), rnd({2, 3, 8}, "float64", -1, 1)
+        local pad = ordo.tensor({{0, 0, 0, 1, 1}, {0, 0, 0, 0, 0}}, "uint8")
+        local mask = nn.Transformer.generate_square_subsequent_mask(3, {dtype = "float64"})
+        local yc = tf(src, tgt, {tgt_mask = mask, src_key_padding_mask = pad, memory_key_padding_mask = pad})
+        local yg = tg(src:to(G), tgt:to(G), {tgt_mask = mask:to(G), src_key_padding_mask = pad:to(G),
+                                             memory_key_padding_mask = pad:to(G)})
+        check(yg, yc, "transformer", RED)
+        local mc = nn.MultiheadAttention(4, 2, {kdim = 3, vdim = 5, add_bias_kv = true, add_zero_attn = true,
+                                                dtype = "float64"})
+        local mg = nn.MultiheadAttention(4, 2, {kdim = 3, vdim = 5, add_bias_kv = true, add_zero_attn = true,
+                                                dtype = "float64"})
+        mg:load_state_dict(mc:state_dict())
+        mg:to(G)
+        local q, k, v = rnd({3, 4}, "float64", -1, 1), rnd({2, 3}, "float64", -1, 1), rnd({2, 5}, "float64", -1, 1)
+        local y1, w1 = mc(q, k, v)
+        local y2, w2 = mg(q:to(G), k:to(G), v:to(G))
+        check(y2, y1, "unbatched attention", RED)
+        check(w2, w1, "unbatched attention weights", RED)
+        -- a mask left on the cpu is named
+        H.raises(function() return mg(q:to(G), k:to(G), v:to(G), {key_padding_mask = ordo.zeros({2}, "uint8")}) end,
+                 "MultiheadAttention: expected all tensors on one device", "(key_padding_mask)")
+    end)
+
     it("recurrent layers (LSTM, GRU, RNN) forward and backward match the cpu", function()
         need_gpu()
         local nn = ordo.nn

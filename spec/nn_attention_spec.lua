@@ -143,6 +143,51 @@ describe("scaled_dot_product_attention", function()
                                                   {attn_mask = ordo.zeros({3, 3, 5}, "uint8")})
         end, "attn_mask of shape 3x3x5 does not broadcast to the attention scores' shape 1x2x3x5")
     end)
+
+    it("enable_gqa: key and value heads shared by groups of query heads, as Torch's", function()
+        local q = ordo.randn({2, 4, 3, 5}, D):requires_grad()
+        local k, v = ordo.randn({2, 2, 6, 5}, D), ordo.randn({2, 2, 6, 3}, D)
+        local y = F.scaled_dot_product_attention(q, k, v, {enable_gqa = true, is_causal = true})
+        assert.same({2, 4, 3, 3}, y:shape())
+        -- query head h uses key/value head ceil(h / 2)
+        local Q, K, V = q:totable(), k:totable(), v:totable()
+        for b = 1, 2 do
+            for h = 1, 4 do
+                local g = math.floor((h - 1) / 2) + 1
+                close(y[b][h]:totable(), (ref_attention(Q[b][h], K[b][g], V[b][g], 1 / math.sqrt(5),
+                                                        function(i, j) return j <= i end)), 1e-12, "head " .. h)
+            end
+        end
+        assert.is_true(ordo.autograd.gradcheck(function(a)
+            return F.scaled_dot_product_attention(a, k, v, {enable_gqa = true}) end, {q}))
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v) end, "do not broadcast")
+        H.raises(function() return F.scaled_dot_product_attention(q, ordo.randn({2, 3, 6, 5}, D),
+                                                                  ordo.randn({2, 3, 6, 3}, D), {enable_gqa = true}) end,
+                 "enable_gqa: the query's 4 heads (dim -3) must be a multiple of key's and value's")
+    end)
+
+    it("refuses mixed dtypes (a float mask of another dtype, key or value of another) and a non-boolean is_causal",
+       function()
+        local q, k, v = ordo.randn({2, 3, 4}), ordo.randn({2, 5, 4}), ordo.randn({2, 5, 2}) -- float32
+        -- before: the float64 mask was added and the output came back float64
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v, {attn_mask = ordo.zeros({3, 5}, D)}) end,
+                 "scaled_dot_product_attention: attn_mask is float64 but the query float32")
+        H.raises(function() return F.scaled_dot_product_attention(q, k:double(), v) end,
+                 "query, key and value must have one dtype, got float32, float64 and float32")
+        H.raises(function() return F.scaled_dot_product_attention(q, k, v, {is_causal = 1}) end,
+                 "is_causal must be a boolean, got number")
+        assert.equals("float32", F.scaled_dot_product_attention(q, k, v, {attn_mask = ordo.zeros({3, 5})}):dtype())
+        local m = nn.MultiheadAttention(4, 2)
+        local x = ordo.randn({3, 2, 4})
+        H.raises(function() m(x, x, x, {key_padding_mask = ordo.zeros({2, 3}, D)}) end,
+                 "MultiheadAttention: key_padding_mask is float64 but the query float32")
+        H.raises(function() m(x, x, x, {attn_mask = ordo.zeros({3, 3}, D)}) end,
+                 "MultiheadAttention: attn_mask is float64 but the query float32")
+        H.raises(function() m(x, x:double(), x) end, "MultiheadAttention: query, key and value must have one dtype")
+        H.raises(function() m(x, x, x, {need_weights = 0}) end, "need_weights must be a boolean, got number")
+        H.raises(function() m(x, x, x, {is_causal = "yes"}) end, "is_causal must be a boolean, got string")
+        assert.equals("float32", m(x, x, x, {key_padding_mask = ordo.zeros({2, 3})}):dtype())
+    end)
 end)
 
 describe("attention over fully masked rows", function()
@@ -255,6 +300,100 @@ describe("nn.MultiheadAttention", function()
         end
         local _, per_head = mb(x, x, x, {average_attn_weights = false})
         assert.same({2, 2, 4, 4}, per_head:shape())
+    end)
+
+    -- Torch's options: kdim/vdim (q/k/v_proj_weight), add_bias_kv, add_zero_attn, written out
+    local function ref_mha_opts(m, Xq, Xk, Xv, allowed)
+        local E, Hh = m.embed_dim, m.num_heads
+        local Dh = E / Hh
+        local b = m.in_proj_bias and m.in_proj_bias:totable()
+        local function proj(X, W, i)
+            local Y = {}
+            for t = 1, #X do
+                Y[t] = {}
+                for o = 1, E do
+                    local acc = b and b[i * E + o] or 0
+                    for e = 1, #X[t] do acc = acc + X[t][e] * W[o][e] end
+                    Y[t][o] = acc
+                end
+            end
+            return Y
+        end
+        local q = proj(Xq, m.q_proj_weight:totable(), 0)
+        local k, v = proj(Xk, m.k_proj_weight:totable(), 1), proj(Xv, m.v_proj_weight:totable(), 2)
+        if m.bias_k then
+            k[#k + 1], v[#v + 1] = m.bias_k:view(-1):totable(), m.bias_v:view(-1):totable()
+        end
+        if m.add_zero_attn then
+            local z = {}
+            for e = 1, E do z[e] = 0 end
+            k[#k + 1], v[#v + 1] = z, z
+        end
+        local S0 = #Xk
+        local cat = {}
+        for t = 1, #Xq do cat[t] = {} end
+        for h = 0, Hh - 1 do
+            local function part(R)
+                local P = {}
+                for t = 1, #R do
+                    P[t] = {}
+                    for d = 1, Dh do P[t][d] = R[t][h * Dh + d] end
+                end
+                return P
+            end
+            local o = ref_attention(part(q), part(k), part(v), 1 / math.sqrt(Dh),
+                                    function(i, j) return j > S0 or not allowed or allowed(i, j) end)
+            for t = 1, #Xq do for d = 1, Dh do cat[t][h * Dh + d] = o[t][d] end end
+        end
+        return matvec_rows(cat, m.out_proj.weight:totable(), m.out_proj.bias and m.out_proj.bias:totable(), 0, E)
+    end
+
+    it("takes Torch's kdim/vdim (q/k/v_proj_weight), add_bias_kv, add_zero_attn and unbatched input", function()
+        local m = nn.MultiheadAttention(4, 2, {dtype = "float64", kdim = 3, vdim = 5, add_bias_kv = true,
+                                               add_zero_attn = true})
+        assert.is_nil(m.in_proj_weight)
+        local names = {}
+        for _, e in ipairs(m:state_dict()) do names[#names + 1] = e.name .. " " .. table.concat(e.tensor:shape(), "x") end
+        table.sort(names)
+        assert.same({"bias_k 1x1x4", "bias_v 1x1x4", "in_proj_bias 12", "k_proj_weight 4x3", "out_proj.bias 4",
+                     "out_proj.weight 4x4", "q_proj_weight 4x4", "v_proj_weight 4x5"}, names)
+        ordo.no_grad(function() m.in_proj_bias:copy_(ordo.randn({12}, D)) end)
+        local xq, xk, xv = ordo.randn({3, 2, 4}, D), ordo.randn({5, 2, 3}, D), ordo.randn({5, 2, 5}, D)
+        local pad = ordo.tensor({{0, 0, 1, 1, 1}, {1, 1, 1, 1, 1}}, "uint8") -- sample 2: all padding
+        local y, w = m(xq, xk, xv, {key_padding_mask = pad})
+        assert.same({3, 2, 4}, y:shape())
+        assert.same({2, 3, 7}, w:shape()) -- S + the bias key + the zero key
+        for n = 1, 2 do
+            local P = pad:totable()[n]
+            close(y:select(2, n):totable(),
+                  ref_mha_opts(m, xq:select(2, n):totable(), xk:select(2, n):totable(), xv:select(2, n):totable(),
+                               function(_, j) return P[j] == 0 end), 1e-12, "sample " .. n)
+        end
+        -- a float attn_mask and is_causal: the extra keys take part
+        local am = ordo.randn({3, 5}, D)
+        local A = am:totable()
+        local X = xq:select(2, 1)
+        local mq = nn.MultiheadAttention(4, 2, {dtype = "float64", kdim = 4, vdim = 3, add_bias_kv = true})
+        local yc = mq(X, X, ordo.randn({3, 3}, D):fill_(1), {is_causal = true})
+        assert.same({3, 4}, yc:shape()) -- unbatched: L x E in, L x E out
+        local yam = m(X, xk:select(2, 1), xv:select(2, 1), {attn_mask = am:ge(0), need_weights = false})
+        close(yam:totable(), ref_mha_opts(m, X:totable(), xk:select(2, 1):totable(), xv:select(2, 1):totable(),
+                                          function(i, j) return A[i][j] < 0 end), 1e-12, "unbatched, masked")
+        local _, wu = m(X, xk:select(2, 1), xv:select(2, 1), {average_attn_weights = false})
+        assert.same({2, 3, 7}, wu:shape()) -- heads x L x S', no batch
+        -- unbatched with a 1-D key_padding_mask, as the batch of one
+        local y1 = m(X, xk:select(2, 1), xv:select(2, 1), {key_padding_mask = pad[1], need_weights = false})
+        close(y1:totable(), y:select(2, 1):totable(), 1e-12, "unbatched = a batch of one")
+        -- gradients (bias_k, bias_v and the three projections too)
+        local m2 = nn.MultiheadAttention(4, 2, {dtype = "float64", kdim = 3, vdim = 2, add_bias_kv = true,
+                                                add_zero_attn = true, batch_first = true})
+        local a, kk, vv = ordo.randn({2, 3, 4}, D):requires_grad(), ordo.randn({2, 2, 3}, D), ordo.randn({2, 2, 2}, D)
+        assert.is_true(ordo.autograd.gradcheck(function(t) return (m2(t, kk, vv)) end, {a}))
+        m2(a, kk, vv):sum():backward()
+        for _, e in ipairs(m2:named_parameters()) do assert.is_true(ordo.is_tensor(e.tensor.grad), e.name) end
+        H.raises(function() m2(a, a, a) end, "MultiheadAttention: key must be N x length x 3")
+        H.raises(function() nn.MultiheadAttention(4, 2, {kdim = 0}) end, "kdim")
+        H.raises(function() nn.MultiheadAttention(4, 2, {add_zero_attn = 1}) end, "add_zero_attn must be a boolean")
     end)
 
     it("returns the weights it applied: after the dropout in training, as Torch", function()
@@ -405,5 +544,130 @@ describe("nn.TransformerDecoderLayer", function()
         assert.is_true(ordo.autograd.gradcheck(function(a, b) return l(a, b, {tgt_is_causal = true}) end, {t, mem}))
         H.raises(function() l(t) end, "TransformerDecoderLayer", "memory")
         H.raises(function() l(t, mem, {is_causal = true}) end, "TransformerDecoderLayer", "unknown option 'is_causal'")
+    end)
+end)
+
+describe("nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer (Torch's stacks)", function()
+    before_each(function() ordo.manual_seed(45) end)
+
+    local function names_of(m)
+        local t = {}
+        for _, e in ipairs(m:state_dict()) do t[#t + 1] = e.name end
+        return t
+    end
+
+    it("generate_square_subsequent_mask: 0 on and below the diagonal, -inf above, as Torch's", function()
+        local m = nn.Transformer.generate_square_subsequent_mask(3)
+        assert.equals("float32", m:dtype())
+        local h = -math.huge
+        assert.same({{0, h, h}, {0, 0, h}, {0, 0, 0}}, m:totable())
+        assert.equals("float64", nn.Transformer.generate_square_subsequent_mask(2, {dtype = "float64"}):dtype())
+        H.raises(function() nn.Transformer.generate_square_subsequent_mask(0) end, "sz must be a positive integer")
+        H.raises(function() nn.Transformer.generate_square_subsequent_mask(2, {dtype = "int32"}) end,
+                 "dtype must be float32 or float64")
+    end)
+
+    it("TransformerEncoder: num_layers independent copies of the layer, then the norm", function()
+        local layer = nn.TransformerEncoderLayer(6, 2, {dim_feedforward = 10, dtype = "float64",
+                                                        activation = function(h) return F.gelu(h) end})
+        local enc = nn.TransformerEncoder(layer, 3, nn.LayerNorm(6, {dtype = "float64"}))
+        local names = names_of(enc)
+        assert.equals("layers.1.self_attn.in_proj_weight", names[1])
+        assert.equals("norm.bias", names[#names])
+        assert.equals(3 * 12 + 2, #names)
+        -- copies: the layer's values, not its tensors
+        for i = 1, 3 do
+            local c = enc.layers:get(i)
+            assert.are_not.equal(layer.linear1.weight, c.linear1.weight)
+            close(c.linear1.weight:totable(), layer.linear1.weight:totable(), 0)
+        end
+        ordo.no_grad(function()
+            enc.layers:get(2).linear1.weight:add_(1)
+            enc.norm.weight:copy_(ordo.randn({6}, D))
+        end)
+        enc:eval()
+        local x = ordo.randn({4, 2, 6}, D)
+        local mask = nn.Transformer.generate_square_subsequent_mask(4, {dtype = "float64"})
+        local pad = ordo.tensor({{0, 0, 0, 1}, {0, 0, 0, 0}}, "uint8")
+        local y = enc(x, {mask = mask, src_key_padding_mask = pad, is_causal = true})
+        local want = x
+        for i = 1, 3 do want = enc.layers:get(i)(want, {src_mask = mask, src_key_padding_mask = pad}) end
+        want = enc.norm(want)
+        close(y:totable(), want:totable(), 1e-12)
+        -- the float -inf mask is the causal mask
+        close(enc(x, {mask = mask}):totable(), enc(x, {is_causal = true}):totable(), 1e-12)
+        -- gradients through the stack
+        local e2 = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 5, dropout = 0,
+                                                                          dtype = "float64"}), 2)
+        local a = ordo.randn({3, 2, 4}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(t) return e2(t, {is_causal = true}) end, {a}))
+        H.raises(function() nn.TransformerEncoder(nn.Linear(2, 2), 2) end,
+                 "TransformerEncoder: expected an nn.TransformerEncoderLayer to copy, got Linear")
+        H.raises(function() nn.TransformerEncoder(layer, 0) end, "num_layers must be a positive integer")
+        H.raises(function() nn.TransformerEncoder(layer, 2, "ln") end, "norm must be a module")
+        -- Torch's keywords as options
+        local e3 = nn.TransformerEncoder(layer, 1, {norm = nn.LayerNorm(6, {dtype = "float64"}),
+                                                   enable_nested_tensor = false})
+        assert.is_true(nn.is_module(e3.norm))
+        H.raises(function() nn.TransformerEncoder(layer, 1, {nrom = 1}) end, "TransformerEncoder: unknown option 'nrom'")
+    end)
+
+    it("TransformerDecoder and Transformer: Torch's layout, masks passed to every layer", function()
+        local tf = nn.Transformer({d_model = 8, nhead = 2, num_encoder_layers = 2, num_decoder_layers = 2,
+                                   dim_feedforward = 12, batch_first = true, dtype = "float64"})
+        local names = names_of(tf)
+        assert.equals(2 * 12 + 2 + 2 * 18 + 2, #names)
+        assert.equals("encoder.layers.1.self_attn.in_proj_weight", names[1])
+        assert.equals("decoder.norm.bias", names[#names])
+        tf:eval()
+        local src, tgt = ordo.randn({2, 5, 8}, D), ordo.randn({2, 3, 8}, D)
+        local tm = tf:generate_square_subsequent_mask(3, {dtype = "float64"})
+        local spad = ordo.tensor({{0, 0, 0, 1, 1}, {0, 0, 0, 0, 0}}, "uint8")
+        local y = tf(src, tgt, {tgt_mask = tm, tgt_is_causal = true, src_key_padding_mask = spad,
+                                memory_key_padding_mask = spad})
+        assert.same({2, 3, 8}, y:shape())
+        local mem = tf.encoder(src, {src_key_padding_mask = spad})
+        local want = tgt
+        for i = 1, 2 do
+            want = tf.decoder.layers:get(i)(want, mem, {tgt_mask = tm, memory_key_padding_mask = spad})
+        end
+        close(y:totable(), tf.decoder.norm(want):totable(), 1e-12)
+        -- memory_is_causal: the cross attention is causal
+        local dl = tf.decoder.layers:get(1)
+        local t5 = ordo.randn({2, 5, 8}, D)
+        close(dl(t5, src, {memory_is_causal = true}):totable(),
+              dl(t5, src, {memory_mask = ordo.ones({5, 5}, "uint8"):triu(1)}):totable(), 1e-12)
+        H.raises(function() tf(src, ordo.randn({3, 3, 8}, D)) end, "Transformer: the batch number of src and tgt")
+        H.raises(function() tf(src, ordo.randn({2, 3, 6}, D)) end, "must be equal to d_model 8")
+        H.raises(function() nn.Transformer({d_model = 8, nhead = 2, heads = 2}) end, "unknown option 'heads'")
+    end)
+
+    it("layers take Torch's bias = false and a function as the activation", function()
+        local l = nn.TransformerEncoderLayer(4, 2, {bias = false, dim_feedforward = 6})
+        assert.same({"self_attn.in_proj_weight", "self_attn.out_proj.weight", "linear1.weight", "linear2.weight",
+                     "norm1.weight", "norm2.weight"}, names_of(l))
+        ordo.manual_seed(7)
+        local a = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 6, activation = "gelu", dtype = "float64"})
+        ordo.manual_seed(7)
+        local used = 0
+        local b = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 6, dtype = "float64",
+                                                    activation = function(h) used = used + 1; return F.gelu(h) end})
+        a:eval(); b:eval()
+        local x = ordo.randn({3, 2, 4}, D)
+        close(b(x):totable(), a(x):totable(), 1e-12)
+        assert.equals(1, used)
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {activation = 3}) end,
+                 "activation must be 'relu', 'gelu' or a function")
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {norm_first = 1}) end, "norm_first must be a boolean")
+        -- the layer's own name and option names, not MultiheadAttention's
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {dropout = 1}) end,
+                 "TransformerEncoderLayer: dropout must be a number in [0, 1), got 1")
+        H.raises(function() nn.TransformerDecoderLayer(4, 3) end,
+                 "TransformerDecoderLayer: d_model 4 must be divisible by nhead 3")
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {layer_norm_eps = -1}) end,
+                 "TransformerEncoderLayer: layer_norm_eps must be a non-negative number")
+        assert.equals("MultiheadAttention(4, 2 heads, kdim 3, vdim 4, add_bias_kv, add_zero_attn)",
+                      tostring(nn.MultiheadAttention(4, 2, {kdim = 3, add_bias_kv = true, add_zero_attn = true}))
+                          :match("^[^\n]*"))
     end)
 end)

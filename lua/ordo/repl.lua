@@ -305,7 +305,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
 Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvgPool2d Upsample
            BatchNorm1d/2d LayerNorm GroupNorm Embedding Dropout ReLU ... Sequential ModuleList ModuleDict,
            LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell),
-           MultiheadAttention TransformerEncoderLayer TransformerDecoderLayer,
+           MultiheadAttention TransformerEncoderLayer TransformerDecoderLayer TransformerEncoder Transformer,
            nn.functional.scaled_dot_product_attention(q, k, v, {is_causal = true}),
            nn.functional.pad normalize cosine_similarity cdist pixel_shuffle, ReflectionPad2d ...,
            losses (CrossEntropyLoss MSELoss ...), nn.utils.clip_grad_norm_(params, max)
