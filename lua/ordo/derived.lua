@@ -595,6 +595,9 @@ local function wide_randint(shape, ropts, low, high)
     return r:minimum(tensor.full({}, high, iopts):sub(1))
 end
 
+-- a bound in randint's message ("5" was shown as 5)
+local function shown_bound(x) return type(x) == "string" and fmt("string %q", x) or show(x) end
+
 -- randint([low,] high, shape [, opts]): integers drawn uniformly from
 -- low..high-1 (low 0 by default), int64 unless opts says otherwise; the
 -- generator is ordo.manual_seed's.
@@ -603,8 +606,7 @@ function M.randint(a, b, c, d)
     if type(b) == "number" then low, high, shape, opts = a, b, c, d
     else low, high, shape, opts = 0, a, b, c end
     if not is_int(low) or not is_int(high) or high <= low then
-        local function shown(x) return type(x) == "string" and fmt("string %q", x) or show(x) end -- ("5" was 5)
-        fail(fmt("randint: expected integers low < high, got %s and %s", shown(low), shown(high)))
+        fail(fmt("randint: expected integers low < high, got %s and %s", shown_bound(low), shown_bound(high)))
     end
     if type(shape) ~= "table" then fail("randint: expected the shape as a table, got " .. typename(shape)) end
     util.check_list("randint", "the shape", shape, true) -- (said here: rand would name itself)
