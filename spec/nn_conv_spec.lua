@@ -527,6 +527,78 @@ describe("nn.functional.avg_pool2d and adaptive_avg_pool2d", function()
         assert.same({2, 3, 1, 1}, nn.AdaptiveAvgPool2d(1)(x):shape())
     end)
 
+    it("ceil_mode and divisor_override: Torch's divisors (clipped last windows), modules and 1-D", function()
+        -- Torch's CPU kernel: a window's divisor is its extent inside the
+        -- padded input (count_include_pad) or the input, or the override
+        local function outsz(n, k, s, p, ceil)
+            if not ceil then return math.floor((n + 2 * p - k) / s) + 1 end
+            local o = math.ceil((n + 2 * p - k) / s) + 1
+            if (o - 1) * s >= n + p then o = o - 1 end
+            return o
+        end
+        local function ref(x, kh, kw, sh, sw, ph, pw, ceil, cip, div)
+            local X, Y = x:totable(), {}
+            local H, W = #X[1][1], #X[1][1][1]
+            local oh, ow = outsz(H, kh, sh, ph, ceil), outsz(W, kw, sw, pw, ceil)
+            for n = 1, #X do
+                Y[n] = {}
+                for c = 1, #X[1] do
+                    Y[n][c] = {}
+                    for i = 0, oh - 1 do
+                        Y[n][c][i + 1] = {}
+                        for j = 0, ow - 1 do
+                            local hs, ws = i * sh - ph, j * sw - pw
+                            local he, we = math.min(hs + kh, H + ph), math.min(ws + kw, W + pw)
+                            local ps = (he - hs) * (we - ws)
+                            hs, ws, he, we = math.max(hs, 0), math.max(ws, 0), math.min(he, H), math.min(we, W)
+                            local s = 0
+                            for a = hs, he - 1 do for b = ws, we - 1 do s = s + X[n][c][a + 1][b + 1] end end
+                            Y[n][c][i + 1][j + 1] = s / (div or (cip and ps or (he - hs) * (we - ws)))
+                        end
+                    end
+                end
+            end
+            return Y
+        end
+        for _, H in ipairs({5, 6}) do
+            local x = ordo.randn({2, 2, H, 7}, D)
+            for _, c in ipairs({{2, 3, 1, 2, 0, 1}, {3, 2, 2, 3, 1, 0}, {3, 2, 3, 2, 1, 1}, {2, 2, 2, 2, 1, 0}}) do
+                for _, ceil in ipairs({false, true}) do
+                    for _, cip in ipairs({true, false}) do
+                        for _, div in ipairs({false, 5}) do
+                            local o = {stride = {c[3], c[4]}, padding = {c[5], c[6]}, ceil_mode = ceil,
+                                       count_include_pad = cip, divisor_override = div or nil}
+                            close(F.avg_pool2d(x, {c[1], c[2]}, o):totable(),
+                                  ref(x, c[1], c[2], c[3], c[4], c[5], c[6], ceil, cip, div or nil), 1e-12)
+                        end
+                    end
+                end
+            end
+        end
+        local xg = ordo.randn({1, 2, 5, 6}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a)
+            return F.avg_pool2d(a, 3, {stride = 2, padding = 1, ceil_mode = true, count_include_pad = false})
+        end, {xg}))
+        assert.is_true(ag.gradcheck(function(a) return F.avg_pool2d(a, 2, {ceil_mode = true}) end, {xg}))
+        -- Torch: avg_pool1d([0, 1, 2, 3, 4], 2, ceil_mode = True) = [0.5, 2.5, 4]
+        local seq = ordo.arange(5, D):view(1, 1, 5)
+        close(F.avg_pool1d(seq, 2, {ceil_mode = true}):totable()[1][1], {0.5, 2.5, 4})
+        close(nn.AvgPool1d(2, {ceil_mode = true})(seq):totable()[1][1], {0.5, 2.5, 4})
+        local m = nn.AvgPool2d(2, {ceil_mode = true, divisor_override = 3})
+        close(m(ordo.ones({1, 1, 3, 3}, D)):totable()[1][1], {{4 / 3, 2 / 3}, {2 / 3, 1 / 3}})
+        assert.equal("AvgPool2d(kernel 2x2, stride 2x2, divisor_override 3, ceil_mode)", tostring(m))
+        assert.matches("AvgPool2d: divisor_override must be a positive integer, got 0",
+                       err_of(nn.AvgPool2d, 2, {divisor_override = 0}))
+        assert.matches("avg_pool2d: divisor_override must be a positive integer, got 1.5",
+                       err_of(F.avg_pool2d, seq:view(1, 1, 1, 5), 1, {divisor_override = 1.5}))
+        assert.matches("avg_pool2d: ceil_mode must be a boolean", err_of(F.avg_pool2d, seq:view(1, 1, 1, 5), 1,
+                                                                        {ceil_mode = 1}))
+        assert.matches("AvgPool2d: padding 2x2 must be at most half the kernel 3x3",
+                       err_of(nn.AvgPool2d, 3, {padding = 2}))
+        assert.matches("avg_pool1d: unknown option 'divisor_override'",
+                       err_of(F.avg_pool1d, seq, 2, {divisor_override = 2}))
+    end)
+
     it("have gradients that agree with central differences", function()
         local x = ordo.randn({1, 2, 5, 6}, D):requires_grad()
         assert.is_true(ag.gradcheck(function(a) return F.avg_pool2d(a, 3, {stride = 2, padding = 1}) end, {x}))

@@ -510,7 +510,8 @@ end
 
 -- ---------------------------------------------------------------- avg_pool2d
 
-local AVGPOOL_OPTS = {stride = true, padding = true, count_include_pad = true}
+local AVGPOOL_OPTS = {stride = true, padding = true, ceil_mode = true, count_include_pad = true,
+                     divisor_override = true}
 
 -- opts.count_include_pad: true (the default, Torch's) or false (each
 -- window's mean over the input elements it covers, the padding left out).
@@ -522,24 +523,55 @@ local function count_pad(fname, opts)
     return c ~= false
 end
 
--- avg_pool2d(x, kernel [, {stride=kernel, padding=0}]): the mean of each
--- window, the zeros of the padding counted (Torch's count_include_pad):
--- a convolution of each channel alone with a kernel of 1/(kh kw), so its
--- gradient is conv2d's.
+-- opts.divisor_override: nil, or a positive integer every window's sum is
+-- divided by (Torch's).
+local function divisor_of(fname, opts)
+    local d = opts.divisor_override
+    if d ~= nil and (not is_int(d) or d < 1) then
+        fail(fmt("%s: divisor_override must be a positive integer, got %s", fname,
+                 type(d) == "number" and tostring(d) or typename(d)))
+    end
+    return d
+end
+
+-- avg_pool2d(x, kernel [, {stride=kernel, padding=0, ceil_mode=false,
+-- count_include_pad=true, divisor_override}]): the mean of each window,
+-- the zeros of the padding counted (Torch's count_include_pad): a
+-- convolution of each channel alone with a kernel of 1/(kh kw), so its
+-- gradient is conv2d's.  As Torch's: with ceil_mode, a last window that
+-- runs past the padding counts only what it covers of the padded input
+-- (of the input, with count_include_pad = false); divisor_override
+-- divides every window's sum by that number instead.
 function M.avg_pool2d(x, k, opts)
     local fname = "avg_pool2d"
     local o, xb, unbatched, geo = pool_geometry(fname, x, k, opts, AVGPOOL_OPTS)
-    local kh, kw, sh, sw, ph, pw = unpack(geo)
+    local kh, kw, sh, sw, ph, pw, oh, ow = unpack(geo)
     local with_pad = count_pad(fname, o)
+    local divisor = divisor_of(fname, o)
     local dt = x:dtype()
     if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
     local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    -- ceil_mode's last windows may reach past the padding: zeros added at the end
+    local eh = math.max(0, (oh - 1) * sh + kh - (H + 2 * ph))
+    local ew = math.max(0, (ow - 1) * sw + kw - (W + 2 * pw))
+    local pad = require("ordo.nn.functional").pad
+    local function extend(t) -- t with the extra zeros at its end
+        if eh == 0 and ew == 0 then return t end
+        return pad(t, {0, ew, 0, eh})
+    end
     local w = tensor.full({1, 1, kh, kw}, 1 / (kh * kw), tensor.like(xb, dt))
-    local y = M.conv2d(xb:reshape(N * Cc, 1, H, W), w, nil, {stride = {sh, sw}, padding = {ph, pw}})
-    if not with_pad and (ph > 0 or pw > 0) then
+    local po = {stride = {sh, sw}, padding = {ph, pw}}
+    local y = M.conv2d(extend(xb:reshape(N * Cc, 1, H, W)), w, nil, po)
+    if divisor ~= nil then
+        y = y * (kh * kw / divisor)
+    elseif not with_pad and (ph > 0 or pw > 0 or eh > 0 or ew > 0) then
         -- the share of each window that is input, the same pooling of ones
-        local share = M.conv2d(tensor.ones({1, 1, H, W}, tensor.like(xb, dt)), w, nil,
-                               {stride = {sh, sw}, padding = {ph, pw}})
+        local share = M.conv2d(extend(tensor.ones({1, 1, H, W}, tensor.like(xb, dt))), w, nil, po)
+        y = y / share
+    elseif eh > 0 or ew > 0 then
+        -- the share of each window inside the padded input
+        local share = M.conv2d(extend(tensor.ones({1, 1, H + 2 * ph, W + 2 * pw}, tensor.like(xb, dt))), w, nil,
+                               {stride = {sh, sw}})
         y = y / share
     end
     y = y:reshape(N, Cc, y:size(3), y:size(4))
@@ -626,7 +658,8 @@ local function window_1d(fname, x, k, opts, allowed)
                  shape_str(x)))
     end
     local o2 = {stride = {1, s}, padding = {0, p}}
-    if allowed.dilation then o2.dilation, o2.ceil_mode = {1, d}, ceil_mode end
+    o2.ceil_mode = ceil_mode
+    if allowed.dilation then o2.dilation = {1, d} end
     return opts, x4, unbatched, {1, k}, o2
 end
 
@@ -642,10 +675,12 @@ function M.max_pool1d(x, k, opts)
     return back_to_1d(y, unbatched)
 end
 
--- avg_pool1d(x, kernel [, {stride=kernel, padding=0}]): the mean of each
--- window, the padding's zeros counted (as avg_pool2d).
+-- avg_pool1d(x, kernel [, {stride=kernel, padding=0, ceil_mode=false,
+-- count_include_pad=true}]): the mean of each window, the padding's zeros
+-- counted (as avg_pool2d; Torch's 1-D op has no divisor_override).
+local AVGPOOL1D_OPTS = {stride = true, padding = true, ceil_mode = true, count_include_pad = true}
 function M.avg_pool1d(x, k, opts)
-    local o, x4, unbatched, k2, o2 = window_1d("avg_pool1d", x, k, opts, AVGPOOL_OPTS)
+    local o, x4, unbatched, k2, o2 = window_1d("avg_pool1d", x, k, opts, AVGPOOL1D_OPTS)
     o2.count_include_pad = count_pad("avg_pool1d", o)
     if not FLOATS[x:dtype()] then fail("avg_pool1d: input must be float32 or float64, got " .. x:dtype()) end
     return back_to_1d(M.avg_pool2d(x4, k2, o2), unbatched)
@@ -970,9 +1005,9 @@ function M.install(nn)
                 fail(fmt("%s: padding %d must be at most half the kernel %d", name, self.padding, self.kernel_size))
             end
             if allowed.count_include_pad then self.count_include_pad = count_pad(name, opts) end
+            self.ceil_mode = ceil_mode_of(name, opts)
             if allowed.dilation then
                 self.dilation = opts.dilation == nil and 1 or single(name, "dilation", opts.dilation)
-                self.ceil_mode = ceil_mode_of(name, opts)
                 self.return_indices = opts.return_indices and true or nil
             end
         end
@@ -988,7 +1023,7 @@ function M.install(nn)
         end
     end
     pool1d_class("MaxPool1d", M.max_pool1d, POOL_OPTS)
-    pool1d_class("AvgPool1d", M.avg_pool1d, AVGPOOL_OPTS)
+    pool1d_class("AvgPool1d", M.avg_pool1d, AVGPOOL1D_OPTS)
 
     -- MaxPool2d(kernel_size [, {stride=kernel_size, padding=0, dilation=1,
     -- ceil_mode=false, return_indices=false}])
@@ -1013,7 +1048,8 @@ function M.install(nn)
                                                   return_indices = self.return_indices})
     end
 
-    -- AvgPool2d(kernel_size [, {stride=kernel_size, padding=0}])
+    -- AvgPool2d(kernel_size [, {stride=kernel_size, padding=0, ceil_mode=false,
+    -- count_include_pad=true, divisor_override}])
     local AvgPool2d = Module:extend("AvgPool2d")
     nn.AvgPool2d = AvgPool2d
     function AvgPool2d:init(k, opts)
@@ -1021,15 +1057,25 @@ function M.install(nn)
         self.kernel_size = {pair("AvgPool2d", "kernel_size", k)}
         self.stride = opts.stride and {pair("AvgPool2d", "stride", opts.stride)} or self.kernel_size
         self.padding = {pair("AvgPool2d", "padding", opts.padding or 0, true)}
+        if 2 * self.padding[1] > self.kernel_size[1] or 2 * self.padding[2] > self.kernel_size[2] then
+            fail(fmt("AvgPool2d: padding %dx%d must be at most half the kernel %dx%d", self.padding[1],
+                     self.padding[2], self.kernel_size[1], self.kernel_size[2]))
+        end
+        self.ceil_mode = ceil_mode_of("AvgPool2d", opts)
         self.count_include_pad = count_pad("AvgPool2d", opts)
+        self.divisor_override = divisor_of("AvgPool2d", opts)
     end
     function AvgPool2d:forward(x)
         return M.avg_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding,
-                                                  count_include_pad = self.count_include_pad})
+                                                  ceil_mode = self.ceil_mode,
+                                                  count_include_pad = self.count_include_pad,
+                                                  divisor_override = self.divisor_override})
     end
     function AvgPool2d:extra_repr()
-        return fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
-                   self.stride[2])
+        local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
+                      self.stride[2])
+        if self.divisor_override then s = s .. fmt(", divisor_override %d", self.divisor_override) end
+        return self.ceil_mode and s .. ", ceil_mode" or s
     end
 
     -- AdaptiveAvgPool2d(output_size): 1 is global average pooling.
