@@ -1043,6 +1043,27 @@ describe("nn conv modules", function()
         assert.is_true(last < first * 0.5, string.format("loss %.4f -> %.4f", first, last))
     end)
 
+    it("BatchNorm momentum = false (Torch's None): the running statistics are the batches' plain average", function()
+        local bn = nn.BatchNorm1d(2, {momentum = false, dtype = "float64"})
+        local xs = {}
+        for i = 1, 3 do
+            xs[i] = ordo.randn({4, 2}, D) * i + i
+            bn(xs[i])
+        end
+        local mean = (xs[1]:mean(1) + xs[2]:mean(1) + xs[3]:mean(1)) / 3
+        local var = (xs[1]:var(1) + xs[2]:var(1) + xs[3]:var(1)) / 3 -- unbiased, as Torch's buffer
+        close(bn.running_mean:totable(), mean:totable(), 1e-12)
+        close(bn.running_var:totable(), var:totable(), 1e-12)
+        assert.equal(3, bn.num_batches_tracked:item())
+        assert.equal("BatchNorm1d(2, eps = 1e-05, momentum = cumulative)", tostring(bn))
+        bn:eval() -- eval leaves them and the count alone
+        bn(xs[1])
+        close(bn.running_mean:totable(), mean:totable(), 1e-12)
+        assert.equal(3, bn.num_batches_tracked:item())
+        assert.matches("BatchNorm2d: momentum must be a number in %[0, 1%] or false", err_of(nn.BatchNorm2d, 3,
+                                                                                         {momentum = true}))
+    end)
+
     it("BatchNorm2d / BatchNorm1d: buffers, train vs eval, running statistics", function()
         local bn = nn.BatchNorm2d(3, {momentum = 0.5})
         assert.same({1, 1, 1}, bn.weight:totable())

@@ -1093,7 +1093,8 @@ function M.install(nn)
         return self.ceil_mode and s .. ", ceil_mode" or s
     end
 
-    -- BatchNorm1d(n) / BatchNorm2d(n) [, {eps=1e-5, momentum=0.1, affine=true,
+    -- BatchNorm1d(n) / BatchNorm2d(n) [, {eps=1e-5, momentum=0.1 (false:
+    -- Torch's None, a cumulative average), affine=true,
     -- track_running_stats=true, dtype=, device=}]: weight 1, bias 0,
     -- running_mean 0, running_var 1 and num_batches_tracked 0 (an int64
     -- count of the batches seen in training; buffers, saved with the
@@ -1112,8 +1113,11 @@ function M.install(nn)
             if type(self.eps) ~= "number" or not (self.eps >= 0) then
                 fail(fmt("%s: eps must be a non-negative number, got %s", name, tostring(self.eps)))
             end
-            if type(self.momentum) ~= "number" or not (self.momentum >= 0 and self.momentum <= 1) then
-                fail(fmt("%s: momentum must be a number in [0, 1], got %s", name, tostring(self.momentum)))
+            -- false: Torch's momentum = None, the cumulative average of the batches' statistics
+            if self.momentum ~= false and (type(self.momentum) ~= "number"
+                                           or not (self.momentum >= 0 and self.momentum <= 1)) then
+                fail(fmt("%s: momentum must be a number in [0, 1] or false (a cumulative average), got %s", name,
+                         tostring(self.momentum)))
             end
             local topts = util.param_opts(opts)
             if opts.affine ~= false then
@@ -1137,14 +1141,20 @@ function M.install(nn)
                 fail(fmt("%s: input of shape %s has %d channels, expected %d", name, shape_str(x), x:size(2),
                          self.num_features))
             end
-            local y = M.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
-                                   self.momentum, self.eps)
+            local momentum = self.momentum
             local nbt = self.num_batches_tracked
-            if self.training and self.running_mean ~= nil and is_tensor(nbt) then nbt:add_(1) end
+            local counting = self.training and self.running_mean ~= nil and is_tensor(nbt)
+            if momentum == false then -- the running statistics average every batch so far equally
+                momentum = counting and 1 / (nbt:item() + 1) or 0
+            end
+            local y = M.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
+                                   momentum, self.eps)
+            if counting then nbt:add_(1) end
             return y
         end
         function cls:extra_repr()
-            return fmt("%d, eps = %g, momentum = %g", self.num_features, self.eps, self.momentum)
+            return fmt("%d, eps = %g, momentum = %s", self.num_features, self.eps,
+                       self.momentum == false and "cumulative" or fmt("%g", self.momentum))
         end
         return cls
     end
