@@ -1135,6 +1135,35 @@ describe("nn conv modules", function()
                                     {xg, b2.weight, b2.bias}))
     end)
 
+    it("Conv1d/Conv2d padding_mode (Torch's): reflect, replicate and circular pad the input first", function()
+        local m = nn.Conv1d(1, 1, 3, {padding = 1, padding_mode = "circular", bias = false, dtype = "float64"})
+        ordo.no_grad(function() m.weight:fill_(1) end)
+        local x = ordo.tensor({{{1, 2, 3, 4}}}, D)
+        -- Torch's values for a kernel of ones over [1, 2, 3, 4]
+        assert.same({7, 6, 9, 8}, m(x):totable()[1][1])
+        assert.equal("Conv1d(1 -> 1, kernel 3, padding 1, padding_mode circular, no bias)", tostring(m))
+        m.padding_mode = "reflect"
+        assert.same({5, 6, 9, 10}, m(x):totable()[1][1])
+        m.padding_mode = "replicate"
+        assert.same({4, 6, 9, 11}, m(x):totable()[1][1])
+        assert.same({{4, 6, 9, 11}}, m(x[1]):totable()) -- unbatched (C, L)
+        -- 2-D, with "same" and dilation, against F.pad and conv2d; the gradient
+        local c = nn.Conv2d(2, 3, {3, 2}, {padding = "same", padding_mode = "reflect", dilation = {1, 2},
+                                           dtype = "float64"})
+        local x2 = ordo.randn({2, 2, 5, 6}, D)
+        local ref = F.conv2d(F.pad(x2, {1, 1, 1, 1}, {mode = "reflect"}), c.weight, c.bias, {dilation = {1, 2}})
+        close(c(x2):totable(), ref:totable(), 1e-12)
+        local c2 = nn.Conv2d(2, 2, 3, {padding = {1, 2}, padding_mode = "circular", dtype = "float64"})
+        local ref2 = F.conv2d(F.pad(x2, {2, 2, 1, 1}, {mode = "circular"}), c2.weight, c2.bias)
+        close(c2(x2):totable(), ref2:totable(), 1e-12)
+        assert.is_true(ag.gradcheck(function(a) return c2(a) end, {ordo.randn({1, 2, 4, 5}, D):requires_grad()}))
+        assert.matches('Conv2d: padding_mode must be "zeros", "reflect", "replicate" or "circular", got "mirror"',
+                       err_of(nn.Conv2d, 2, 3, 3, {padding_mode = "mirror"}))
+        local r = nn.Conv2d(1, 1, 3, {padding = 3, padding_mode = "reflect"})
+        assert.matches("Conv2d: padding_mode reflect needs padding 3 smaller than the input's size 3 in dim 3 " ..
+                       "%(input 1x1x3x5%)", err_of(r, ordo.randn({1, 1, 3, 5})))
+    end)
+
     it("modules report bad inputs", function()
         assert.matches("BatchNorm2d: expected a 4%-D %(N, C, H, W%) input, got shape 4x3",
                        err_of(function() nn.BatchNorm2d(3)(ordo.randn({4, 3})) end))

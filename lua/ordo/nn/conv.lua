@@ -873,7 +873,53 @@ function M.install(nn)
     local Conv2d = Module:extend("Conv2d")
     nn.Conv2d = Conv2d
     local CONV2D_OPTS = {stride = true, padding = true, dilation = true, groups = true, bias = true, dtype = true,
-                         device = true}
+                         device = true, padding_mode = true}
+
+    -- padding_mode (Torch's): "zeros" (the default, the convolution's own
+    -- padding) or reflect / replicate / circular, which F.pad applies
+    -- before a convolution without padding.
+    local PADDING_MODES_OF = {zeros = true, reflect = true, replicate = true, circular = true}
+    local function padding_mode_of(name, opts)
+        local m = opts.padding_mode
+        if m == nil then return "zeros" end
+        if not PADDING_MODES_OF[m] then
+            fail(fmt("%s: padding_mode must be \"zeros\", \"reflect\", \"replicate\" or \"circular\", got %s",
+                     name, type(m) == "string" and '"' .. m .. '"' or typename(m)))
+        end
+        return m
+    end
+    -- x padded as padding_mode says: pads[i] = {lo, hi} for spatial dim i
+    -- (k: the kernel sizes, dil: the dilations, for "same").
+    local function mode_padded(name, x, mode, padding, k, dil)
+        check_tensor(name, "input", x)
+        local nsp = #k
+        if x:dim() ~= nsp + 1 and x:dim() ~= nsp + 2 then return x end -- the conv names the wrong rank
+        local lo, hi = {}, {}
+        for i = 1, nsp do
+            if padding == "valid" then
+                lo[i], hi[i] = 0, 0
+            elseif padding == "same" then
+                local total = dil[i] * (k[i] - 1)
+                lo[i] = floor(total / 2)
+                hi[i] = total - lo[i]
+            else
+                lo[i], hi[i] = padding[i], padding[i]
+            end
+        end
+        local amounts = {} -- F.pad's order: the last dim first
+        local off = x:dim() - nsp
+        for i = nsp, 1, -1 do
+            local n = x:size(off + i)
+            if mode == "reflect" and (lo[i] >= n or hi[i] >= n) or mode == "circular" and (lo[i] > n or hi[i] > n) then
+                fail(fmt("%s: padding_mode %s needs padding %d %s the input's size %d in dim %d (input %s)", name,
+                         mode, math.max(lo[i], hi[i]), mode == "reflect" and "smaller than" or "at most", n, off + i,
+                         shape_str(x)))
+            end
+            amounts[#amounts + 1] = lo[i]
+            amounts[#amounts + 1] = hi[i]
+        end
+        return require("ordo.nn.functional").pad(x, amounts, {mode = mode})
+    end
 
     -- The groups option of a module, checked against its channels.
     local function module_groups(name, opts, cin, cout)
@@ -900,17 +946,24 @@ function M.install(nn)
         self.dilation = {pair("Conv2d", "dilation", opts.dilation or 1)}
         local g = module_groups("Conv2d", opts, cin, cout)
         self.groups = g
+        self.padding_mode = padding_mode_of("Conv2d", opts)
         conv_parameters(self, {cout, cin / g, kh, kw}, cout, cin / g * kh * kw, opts)
     end
     function Conv2d:forward(x)
+        local padding = self.padding
+        if self.padding_mode ~= "zeros" then
+            x = mode_padded("Conv2d", x, self.padding_mode, padding, self.kernel_size, self.dilation)
+            padding = 0
+        end
         return M.conv2d(x, self.weight, self.bias,
-                        {stride = self.stride, padding = self.padding, dilation = self.dilation, groups = self.groups})
+                        {stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups})
     end
     function Conv2d:extra_repr()
         return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
                    self.kernel_size[2]) .. pair_repr("stride", self.stride, 1)
             .. (type(self.padding) == "string" and ", padding " .. self.padding or pair_repr("padding", self.padding, 0))
             .. pair_repr("dilation", self.dilation, 1) .. (self.groups ~= 1 and fmt(", groups %d", self.groups) or "")
+            .. (self.padding_mode ~= "zeros" and ", padding_mode " .. self.padding_mode or "")
             .. (self.bias and "" or ", no bias")
     end
 
@@ -975,10 +1028,17 @@ function M.install(nn)
         self.dilation = single("Conv1d", "dilation", opts.dilation or 1)
         local g = module_groups("Conv1d", opts, cin, cout)
         self.groups = g
+        self.padding_mode = padding_mode_of("Conv1d", opts)
         conv_parameters(self, {cout, cin / g, k}, cout, cin / g * k, opts)
     end
     function Conv1d:forward(x)
-        return M.conv1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
+        local padding = self.padding
+        if self.padding_mode ~= "zeros" then
+            x = mode_padded("Conv1d", x, self.padding_mode, type(padding) == "string" and padding or {padding},
+                            {self.kernel_size}, {self.dilation})
+            padding = 0
+        end
+        return M.conv1d(x, self.weight, self.bias, {stride = self.stride, padding = padding,
                         dilation = self.dilation, groups = self.groups})
     end
     function Conv1d:extra_repr()
@@ -987,6 +1047,7 @@ function M.install(nn)
         if self.padding ~= 0 then s = s .. ", padding " .. tostring(self.padding) end
         if self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
         if self.groups ~= 1 then s = s .. fmt(", groups %d", self.groups) end
+        if self.padding_mode ~= "zeros" then s = s .. ", padding_mode " .. self.padding_mode end
         return s .. (self.bias and "" or ", no bias")
     end
 
