@@ -527,6 +527,55 @@ describe("nn.functional.avg_pool2d and adaptive_avg_pool2d", function()
         assert.same({2, 3, 1, 1}, nn.AdaptiveAvgPool2d(1)(x):shape())
     end)
 
+    it("adaptive max pooling, 1-D adaptive pooling and false (Torch's None) output sizes", function()
+        local x = ordo.randn({2, 3, 7, 5}, D)
+        local X = x:totable()
+        local function ref_max(oh, ow)
+            local Y = {}
+            for n = 1, 2 do
+                Y[n] = {}
+                for c = 1, 3 do
+                    Y[n][c] = {}
+                    for i = 0, oh - 1 do
+                        Y[n][c][i + 1] = {}
+                        for j = 0, ow - 1 do
+                            local m = -math.huge
+                            for a = math.floor(i * 7 / oh), math.ceil((i + 1) * 7 / oh) - 1 do
+                                for b = math.floor(j * 5 / ow), math.ceil((j + 1) * 5 / ow) - 1 do
+                                    m = math.max(m, X[n][c][a + 1][b + 1])
+                                end
+                            end
+                            Y[n][c][i + 1][j + 1] = m
+                        end
+                    end
+                end
+            end
+            return Y
+        end
+        for _, size in ipairs({{1, 1}, {3, 2}, {7, 5}, {4, 3}, {9, 7}, {2, 5}}) do
+            assert.same(ref_max(size[1], size[2]), F.adaptive_max_pool2d(x, size):totable())
+        end
+        assert.same(ref_max(3, 5), nn.AdaptiveMaxPool2d({3, false})(x):totable())
+        assert.same(ref_max(2, 2)[1], F.adaptive_max_pool2d(x[1], 2):totable()) -- (C, H, W)
+        close(F.adaptive_avg_pool2d(x, {false, 2}):totable(), F.adaptive_avg_pool2d(x, {7, 2}):totable(), 1e-15)
+        assert.equal("AdaptiveMaxPool2d(3xNone)", tostring(nn.AdaptiveMaxPool2d({3, false})))
+        -- Torch: adaptive_avg_pool1d(arange(6), 4) = [0.5, 1.5, 3.5, 4.5]; the max: [1, 2, 4, 5]
+        local seq = ordo.arange(6, D):view(1, 1, 6)
+        close(F.adaptive_avg_pool1d(seq, 4):totable()[1][1], {0.5, 1.5, 3.5, 4.5})
+        assert.same({1, 2, 4, 5}, nn.AdaptiveMaxPool1d(4)(seq[1]):totable()[1])
+        assert.same({{2.5}}, nn.AdaptiveAvgPool1d(1)(seq[1]):totable())
+        local xg = ordo.randn({1, 2, 5, 6}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a) return F.adaptive_max_pool2d(a, {3, 4}) end, {xg}))
+        assert.is_true(ag.gradcheck(function(a) return F.adaptive_max_pool1d(a, 4) end, {ordo.randn({2, 7}, D):requires_grad()}))
+        assert.is_true(ag.gradcheck(function(a) return F.adaptive_avg_pool1d(a, 4) end, {ordo.randn({1, 2, 7}, D):requires_grad()}))
+        assert.matches("adaptive_max_pool2d: output size must be an integer or a table of 2, got a table of 3",
+                       err_of(F.adaptive_max_pool2d, x, {1, 2, 3}))
+        assert.matches("AdaptiveMaxPool2d: output size must be positive integers, got 0",
+                       err_of(nn.AdaptiveMaxPool2d, {0, 1}))
+        assert.matches("adaptive_max_pool1d: expected a 3%-D input %(N, C, L%) or a 2%-D one %(C, L%), got shape 5",
+                       err_of(F.adaptive_max_pool1d, ordo.randn({5}), 2))
+    end)
+
     it("ceil_mode and divisor_override: Torch's divisors (clipped last windows), modules and 1-D", function()
         -- Torch's CPU kernel: a window's divisor is its extent inside the
         -- padded input (count_include_pad) or the input, or the override

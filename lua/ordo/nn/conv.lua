@@ -702,16 +702,50 @@ local function adaptive_matrix(n, out, like)
     return (inside / (hi - lo)):to(like:dtype())
 end
 
+-- The output size of an adaptive pooling op over spatial sizes ns (one
+-- per spatial dim): an integer (the same for every dim) or a table of
+-- one per dim, false keeping that dim's size (Torch's None).
+local function adaptive_size(fname, size, ns)
+    local out = {}
+    local function entry(i, v)
+        if v == false then return ns[i] end
+        if not is_int(v) or v < 1 then
+            fail(fmt("%s: output size must be positive integers, got %s (false keeps the input's size)", fname,
+                     type(v) == "number" and tostring(v) or typename(v)))
+        end
+        return v
+    end
+    if type(size) == "table" and getmetatable(size) == nil then
+        local n = 0
+        for k in pairs(size) do
+            if not is_int(k) or k < 1 or k > #ns then n = -1 break end
+            n = n + 1
+        end
+        if n ~= #ns then
+            fail(fmt("%s: output size must be an integer or a table of %d, got a table of %d", fname, #ns,
+                     n < 0 and #size or n))
+        end
+        for i = 1, #ns do out[i] = entry(i, size[i]) end
+    elseif type(size) == "number" then
+        for i = 1, #ns do out[i] = entry(i, size) end
+    else
+        fail(fmt("%s: output size must be an integer or a table of %d, got %s", fname, #ns, typename(size)))
+    end
+    return out
+end
+
 -- adaptive_avg_pool2d(x, size): the mean over size[1] x size[2] bins that
--- cover the input (an integer: a square; 1: global average pooling).
+-- cover the input (an integer: a square; 1: global average pooling; an
+-- entry false keeps that dim, Torch's None).
 function M.adaptive_avg_pool2d(x, size)
     local fname = "adaptive_avg_pool2d"
     check_tensor(fname, "input", x)
-    local oh, ow = pair(fname, "output size", size)
     local dt = x:dtype()
     if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
     local xb, unbatched = batched(fname, x)
     local H, W = xb:size(3), xb:size(4)
+    local oh, ow = unpack(adaptive_size(fname, size, {H, W}))
+    if H < 1 or W < 1 then fail(fmt("%s: input %s has an empty plane", fname, shape_str(x))) end
     local y
     if H % oh == 0 and W % ow == 0 then -- equal bins: one reshape and a mean
         local N, Cc = xb:size(1), xb:size(2)
@@ -724,6 +758,47 @@ function M.adaptive_avg_pool2d(x, size)
         y = t:view(N, Cc, ow, oh):transpose(3, 4)
     end
     return unbatched and y:squeeze(1) or y
+end
+
+-- adaptive_avg_pool1d(x, size): x N×C×L (or C×L), the mean over size bins.
+function M.adaptive_avg_pool1d(x, size)
+    local fname = "adaptive_avg_pool1d"
+    local x4, unbatched = as_2d(fname, x)
+    local out = adaptive_size(fname, size, {x4:size(4)})
+    return back_to_1d(M.adaptive_avg_pool2d(x4, {1, out[1]}), unbatched)
+end
+
+-- The max over Torch's bins along dim d of t (n long) to out: one max
+-- per bin (each gradient to its bin's first largest element).
+local function adaptive_max_dim(t, d, n, out)
+    if n == out then return t end
+    local parts = {}
+    for i = 0, out - 1 do
+        local lo, hi = floor(i * n / out), math.ceil((i + 1) * n / out)
+        parts[#parts + 1] = (t:narrow(d, lo + 1, hi - lo):max(d, true))
+    end
+    return out == 1 and parts[1] or tensor.cat(parts, d)
+end
+
+-- adaptive_max_pool2d(x, size): the max over Torch's size[1] x size[2]
+-- bins (as adaptive_avg_pool2d's); adaptive_max_pool1d(x, size) over N×C×L.
+function M.adaptive_max_pool2d(x, size)
+    local fname = "adaptive_max_pool2d"
+    check_tensor(fname, "input", x)
+    local xb, unbatched = batched(fname, x)
+    local H, W = xb:size(3), xb:size(4)
+    local oh, ow = unpack(adaptive_size(fname, size, {H, W}))
+    if H < 1 or W < 1 then fail(fmt("%s: input %s has an empty plane", fname, shape_str(x))) end
+    local y = adaptive_max_dim(adaptive_max_dim(xb, 3, H, oh), 4, W, ow)
+    return unbatched and y:squeeze(1) or y
+end
+function M.adaptive_max_pool1d(x, size)
+    local fname = "adaptive_max_pool1d"
+    local x4, unbatched = as_2d(fname, x)
+    local L = x4:size(4)
+    local out = adaptive_size(fname, size, {L})
+    if L < 1 then fail(fmt("%s: input %s is empty", fname, shape_str(x))) end
+    return back_to_1d(adaptive_max_dim(x4, 4, L, out[1]), unbatched)
 end
 
 -- ---------------------------------------------------------------- batch_norm
@@ -841,6 +916,8 @@ function M.install(nn)
     F.avg_pool2d, F.adaptive_avg_pool2d = M.avg_pool2d, M.adaptive_avg_pool2d
     F.conv1d, F.max_pool1d, F.avg_pool1d = M.conv1d, M.max_pool1d, M.avg_pool1d
     F.conv_transpose2d = M.conv_transpose2d
+    F.adaptive_avg_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool1d = M.adaptive_avg_pool1d,
+        M.adaptive_max_pool2d, M.adaptive_max_pool1d
     local Module, init = nn.Module, nn.init
 
     local check_count = util.check_positive_int
@@ -1139,12 +1216,37 @@ function M.install(nn)
         return self.ceil_mode and s .. ", ceil_mode" or s
     end
 
-    -- AdaptiveAvgPool2d(output_size): 1 is global average pooling.
-    local AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d")
-    nn.AdaptiveAvgPool2d = AdaptiveAvgPool2d
-    function AdaptiveAvgPool2d:init(size) self.output_size = {pair("AdaptiveAvgPool2d", "output size", size)} end
-    function AdaptiveAvgPool2d:forward(x) return M.adaptive_avg_pool2d(x, self.output_size) end
-    function AdaptiveAvgPool2d:extra_repr() return fmt("%dx%d", self.output_size[1], self.output_size[2]) end
+    -- AdaptiveAvgPool2d(output_size) (1: global average pooling),
+    -- AdaptiveMaxPool2d, AdaptiveAvgPool1d, AdaptiveMaxPool1d: an integer
+    -- or one entry per spatial dim, false keeping that dim (Torch's None).
+    local function adaptive_class(name, f, nsp)
+        local cls = Module:extend(name)
+        nn[name] = cls
+        function cls:init(size)
+            local probe = {}
+            for i = 1, nsp do probe[i] = 1 end
+            adaptive_size(name, size, probe) -- checked now, resolved against each input
+            if type(size) == "table" then
+                local s = {}
+                for i = 1, nsp do s[i] = size[i] end
+                size = s
+            end
+            self.output_size = size
+        end
+        function cls:forward(x) return f(x, self.output_size) end
+        function cls:extra_repr()
+            local s = self.output_size
+            if type(s) ~= "table" then return tostring(s) end
+            local t = {}
+            for i = 1, nsp do t[i] = s[i] == false and "None" or tostring(s[i]) end
+            return table.concat(t, "x")
+        end
+        return cls
+    end
+    adaptive_class("AdaptiveAvgPool2d", M.adaptive_avg_pool2d, 2)
+    adaptive_class("AdaptiveMaxPool2d", M.adaptive_max_pool2d, 2)
+    adaptive_class("AdaptiveAvgPool1d", M.adaptive_avg_pool1d, 1)
+    adaptive_class("AdaptiveMaxPool1d", M.adaptive_max_pool1d, 1)
     function MaxPool2d:extra_repr()
         local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
                       self.stride[2])
