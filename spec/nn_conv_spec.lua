@@ -1213,6 +1213,41 @@ describe("nn conv modules", function()
                        "%(input 1x1x3x5%)", err_of(r, ordo.randn({1, 1, 3, 5})))
     end)
 
+    it("InstanceNorm1d/2d: per sample and channel (Torch's defaults), running statistics when tracked", function()
+        local x = ordo.randn({3, 4, 2, 5}, D) * 2 + 1
+        local m = nn.InstanceNorm2d(4, {dtype = "float64"})
+        assert.is_nil(m.weight)
+        assert.is_nil(m.running_mean)
+        close(m(x):totable(), F.group_norm(x, 4, nil, nil, 1e-5):totable(), 1e-12)
+        m:eval() -- no running statistics: eval uses the input's too
+        close(m(x):totable(), F.group_norm(x, 4, nil, nil, 1e-5):totable(), 1e-12)
+        local mt = nn.InstanceNorm2d(4, {affine = true, track_running_stats = true, momentum = 0.5,
+                                         dtype = "float64"})
+        assert.equal("InstanceNorm2d(4, eps = 1e-05, momentum = 0.5, affine, track_running_stats)", tostring(mt))
+        close(mt(x):totable(), F.group_norm(x, 4, nil, nil, 1e-5):totable(), 1e-12)
+        local x3 = x:reshape(3, 4, 10) -- the samples' average statistics, the unbiased variance
+        close(mt.running_mean:totable(), (x3:mean(3):mean(1) * 0.5):totable(), 1e-12)
+        close(mt.running_var:totable(), (x3:var(3):mean(1) * 0.5 + 0.5):totable(), 1e-12)
+        mt:eval()
+        local ref = (x - mt.running_mean:view(1, 4, 1, 1)) / (mt.running_var:view(1, 4, 1, 1) + 1e-5):sqrt()
+        close(mt(x):totable(), ref:totable(), 1e-12)
+        local names = {}
+        for i, e in ipairs(mt:state_dict()) do names[i] = e.name end
+        assert.same({"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}, names)
+        assert.is_true(ag.gradcheck(function(a) return nn.InstanceNorm1d(2, {affine = true, dtype = "float64"})(a) end,
+                                    {ordo.randn({2, 2, 5}, D):requires_grad()}))
+        local one = ordo.randn({2, 6}, D) -- unbatched (C, L)
+        close(nn.InstanceNorm1d(2, {dtype = "float64"})(one):totable(),
+              F.group_norm(one:unsqueeze(1), 2):squeeze(1):totable(), 1e-12)
+        assert.matches("InstanceNorm1d: input of shape 2x3x6 has 3 channels, expected 2",
+                       err_of(nn.InstanceNorm1d(2), ordo.randn({2, 3, 6})))
+        assert.matches("InstanceNorm1d: expected more than 1 position per channel",
+                       err_of(nn.InstanceNorm1d(2), ordo.randn({2, 2, 1})))
+        assert.matches("InstanceNorm2d: expected a 4%-D input %(N, C, H, W%) or a 3%-D one %(C, H, W%), got shape 2x2",
+                       err_of(nn.InstanceNorm2d(2), ordo.randn({2, 2})))
+        assert.matches("InstanceNorm2d: affine must be a boolean", err_of(nn.InstanceNorm2d, 2, {affine = 1}))
+    end)
+
     it("modules report bad inputs", function()
         assert.matches("BatchNorm2d: expected a 4%-D %(N, C, H, W%) input, got shape 4x3",
                        err_of(function() nn.BatchNorm2d(3)(ordo.randn({4, 3})) end))

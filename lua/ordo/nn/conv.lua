@@ -1323,6 +1323,99 @@ function M.install(nn)
     end
     batch_norm_class("BatchNorm1d", {[2] = true, [3] = true}, "2-D (N, C) or 3-D (N, C, L)")
     batch_norm_class("BatchNorm2d", {[4] = true}, "4-D (N, C, H, W)")
+
+    -- InstanceNorm1d(n) / InstanceNorm2d(n) [, {eps=1e-5, momentum=0.1,
+    -- affine=false, track_running_stats=false, dtype=, device=}] (Torch's
+    -- defaults): each channel of each sample normalised over its positions
+    -- (the biased variance).  With track_running_stats, training also
+    -- updates running_mean / running_var with the samples' average
+    -- statistics (the unbiased variance, as Torch's), which eval then uses.
+    -- Input N×C×L (or C×L) / N×C×H×W (or C×H×W).
+    local IN_OPTS = {eps = true, momentum = true, affine = true, track_running_stats = true, dtype = true,
+                     device = true}
+    local function instance_norm_class(name, nsp)
+        local cls = Module:extend(name)
+        nn[name] = cls
+        function cls:init(n, opts)
+            check_count(name, "num_features", n)
+            opts = opts_of(name, opts, IN_OPTS)
+            for _, k in ipairs({"affine", "track_running_stats"}) do
+                if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+                    fail(fmt("%s: %s must be a boolean, got %s", name, k, typename(opts[k])))
+                end
+            end
+            self.num_features = n
+            self.eps = opts.eps == nil and 1e-5 or opts.eps
+            self.momentum = opts.momentum == nil and 0.1 or opts.momentum
+            if type(self.eps) ~= "number" or not (self.eps >= 0) then
+                fail(fmt("%s: eps must be a non-negative number, got %s", name, tostring(self.eps)))
+            end
+            if type(self.momentum) ~= "number" or not (self.momentum >= 0 and self.momentum <= 1) then
+                fail(fmt("%s: momentum must be a number in [0, 1], got %s", name, tostring(self.momentum)))
+            end
+            local topts = util.param_opts(opts)
+            if opts.affine == true then
+                self:register_parameter("weight", tensor.ones({n}, topts))
+                self:register_parameter("bias", tensor.zeros({n}, topts))
+            end
+            if opts.track_running_stats == true then
+                self:register_buffer("running_mean", tensor.zeros({n}, topts))
+                self:register_buffer("running_var", tensor.ones({n}, topts))
+                self:register_buffer("num_batches_tracked", tensor.zeros({}, {dtype = "int64", device = opts.device}))
+            end
+        end
+        function cls:forward(x)
+            check_tensor(name, "input", x)
+            local nd = x:dim()
+            if nd ~= nsp + 1 and nd ~= nsp + 2 then
+                fail(fmt("%s: expected a %d-D input %s or a %d-D one %s, got shape %s", name, nsp + 2,
+                         nsp == 1 and "(N, C, L)" or "(N, C, H, W)", nsp + 1, nsp == 1 and "(C, L)" or "(C, H, W)",
+                         shape_str(x)))
+            end
+            local xb = nd == nsp + 2 and x or x:unsqueeze(1)
+            local xs = shape_of(xb)
+            local N, Cc = xs[1], xs[2]
+            if Cc ~= self.num_features then
+                fail(fmt("%s: input of shape %s has %d channels, expected %d", name, shape_str(x), Cc,
+                         self.num_features))
+            end
+            local S = 1
+            for i = 3, #xs do S = S * xs[i] end
+            local use_running = self.running_mean ~= nil
+            local stats_of_input = self.training or not use_running
+            if stats_of_input and S <= 1 then
+                fail(fmt("%s: expected more than 1 position per channel to normalise over, got input of shape %s",
+                         name, shape_str(x)))
+            end
+            -- batch_norm over one sample of N·C channels
+            local rm, rv
+            if use_running then
+                no_grad(function()
+                    rm = self.running_mean:view(1, Cc):expand(N, Cc):contiguous():view(N * Cc)
+                    rv = self.running_var:view(1, Cc):expand(N, Cc):contiguous():view(N * Cc)
+                end)
+            end
+            local y = M.batch_norm(xb:reshape(1, N * Cc, S), rm, rv, nil, nil, stats_of_input, self.momentum, self.eps)
+            if use_running and self.training then
+                no_grad(function()
+                    self.running_mean:copy_(rm:view(N, Cc):mean(1))
+                    self.running_var:copy_(rv:view(N, Cc):mean(1))
+                end)
+            end
+            local bs = {1, Cc}
+            for i = 3, #xs do bs[i] = 1 end
+            y = y:view(xs)
+            if self.weight ~= nil then y = y * self.weight:view(bs) + self.bias:view(bs) end
+            return nd == nsp + 2 and y or y:squeeze(1)
+        end
+        function cls:extra_repr()
+            return fmt("%d, eps = %g, momentum = %g%s%s", self.num_features, self.eps, self.momentum,
+                       self.weight ~= nil and ", affine" or "", self.running_mean ~= nil and ", track_running_stats" or "")
+        end
+        return cls
+    end
+    instance_norm_class("InstanceNorm1d", 1)
+    instance_norm_class("InstanceNorm2d", 2)
     return nn
 end
 
