@@ -1217,6 +1217,13 @@ describe("nn modules", function()
         H.raises(function() nn.ConstantPad1d(1) end, "ConstantPad1d", "value")
         H.raises(function() F.pixel_shuffle(ordo.zeros({1, 3, 2, 2}), 2) end, "pixel_shuffle", "C*4", "1x3x2x2")
         H.raises(function() nn.PixelUnshuffle(2)(ordo.zeros({1, 1, 3, 2})) end, "pixel_unshuffle", "multiples of 2")
+        -- Torch's (*, C, H, W): no batch dim, or several
+        assert.same(y[1]:totable(), F.pixel_shuffle(x[1], 2):totable())
+        assert.same(x[2]:totable(), nn.PixelUnshuffle(2)(y[2]):totable())
+        local x5 = x:view(1, 2, 8, 3, 2)
+        assert.same(y:view(1, 2, 2, 6, 4):totable(), nn.PixelShuffle(2)(x5):totable())
+        assert.same(x5:totable(), F.pixel_unshuffle(y:view(1, 2, 2, 6, 4), 2):totable())
+        H.raises(function() F.pixel_shuffle(ordo.zeros({4, 2}), 2) end, "pixel_shuffle", "4x2")
     end)
 
     it("ModuleDict: children by name, in sorted order; names that would clobber the module refused", function()

@@ -1029,22 +1029,43 @@ local function check_factor(fname, what, x, r)
     end
 end
 
+-- x as B x C x H x W (B: its leading dims, none or several, as Torch's
+-- (*, C, H, W)), and a function giving a result of B x C' x H' x W' its
+-- leading dims back.
+local function leading_batch(x)
+    local s = shape_of(x)
+    local lead, B = {}, 1
+    for i = 1, #s - 3 do
+        lead[i] = s[i]
+        B = B * s[i]
+    end
+    return x:reshape(B, s[#s - 2], s[#s - 1], s[#s]), function(y)
+        local out = {}
+        for i = 1, #lead do out[i] = lead[i] end
+        for i = 2, 4 do out[#out + 1] = y:size(i) end
+        return y:reshape(out)
+    end
+end
+
 function M.pixel_shuffle(x, r)
     check_factor("pixel_shuffle", "upscale", x, r)
-    if x:dim() ~= 4 or x:size(2) % (r * r) ~= 0 then
-        fail(fmt("pixel_shuffle: expected N x C*%d x H x W, got %s", r * r, shape_str(x)))
+    if x:dim() < 3 or x:size(x:dim() - 2) % (r * r) ~= 0 then
+        fail(fmt("pixel_shuffle: expected (N x) C*%d x H x W, got %s", r * r, shape_str(x)))
     end
-    local N, C, H, W = x:size(1), x:size(2) / (r * r), x:size(3), x:size(4)
-    return x:reshape(N, C, r, r, H, W):permute(1, 2, 5, 3, 6, 4):reshape(N, C, H * r, W * r)
+    local xb, back = leading_batch(x)
+    local N, C, H, W = xb:size(1), xb:size(2) / (r * r), xb:size(3), xb:size(4)
+    return back(xb:reshape(N, C, r, r, H, W):permute(1, 2, 5, 3, 6, 4):reshape(N, C, H * r, W * r))
 end
 
 function M.pixel_unshuffle(x, r)
     check_factor("pixel_unshuffle", "downscale", x, r)
-    if x:dim() ~= 4 or x:size(3) % r ~= 0 or x:size(4) % r ~= 0 then
-        fail(fmt("pixel_unshuffle: expected N x C x H x W with H and W multiples of %d, got %s", r, shape_str(x)))
+    local nd = x:dim()
+    if nd < 3 or x:size(nd - 1) % r ~= 0 or x:size(nd) % r ~= 0 then
+        fail(fmt("pixel_unshuffle: expected (N x) C x H x W with H and W multiples of %d, got %s", r, shape_str(x)))
     end
-    local N, C, H, W = x:size(1), x:size(2), x:size(3) / r, x:size(4) / r
-    return x:reshape(N, C, H, r, W, r):permute(1, 2, 4, 6, 3, 5):reshape(N, C * r * r, H, W)
+    local xb, back = leading_batch(x)
+    local N, C, H, W = xb:size(1), xb:size(2), xb:size(3) / r, xb:size(4) / r
+    return back(xb:reshape(N, C, H, r, W, r):permute(1, 2, 4, 6, 3, 5):reshape(N, C * r * r, H, W))
 end
 
 -- Rows of weight (num × dim) at the indices (int64 or int32, from 1, any
