@@ -1248,6 +1248,22 @@ describe("nn conv modules", function()
         assert.matches("InstanceNorm2d: affine must be a boolean", err_of(nn.InstanceNorm2d, 2, {affine = 1}))
     end)
 
+    it("boolean options refuse other values (a string \"no\" would have meant true)", function()
+        assert.matches("Conv2d: bias must be a boolean, got string", err_of(nn.Conv2d, 1, 1, 3, {bias = "no"}))
+        assert.matches("Conv1d: bias must be a boolean, got number", err_of(nn.Conv1d, 1, 1, 3, {bias = 0}))
+        assert.matches("ConvTranspose2d: bias must be a boolean", err_of(nn.ConvTranspose2d, 1, 1, 3, {bias = "x"}))
+        assert.matches("BatchNorm2d: affine must be a boolean", err_of(nn.BatchNorm2d, 2, {affine = "no"}))
+        assert.matches("BatchNorm1d: track_running_stats must be a boolean",
+                       err_of(nn.BatchNorm1d, 2, {track_running_stats = 0}))
+        assert.matches("GroupNorm: option affine must be a boolean", err_of(nn.GroupNorm, 1, 2, {affine = "no"}))
+        assert.matches("MaxPool2d: return_indices must be a boolean", err_of(nn.MaxPool2d, 2, {return_indices = 1}))
+        assert.matches("MaxPool1d: return_indices must be a boolean", err_of(nn.MaxPool1d, 2, {return_indices = 1}))
+        assert.matches("max_pool2d: return_indices must be a boolean",
+                       err_of(F.max_pool2d, ordo.randn({1, 1, 4, 4}), 2, {return_indices = "yes"}))
+        assert.matches("max_pool1d: return_indices must be a boolean",
+                       err_of(F.max_pool1d, ordo.randn({1, 1, 4}), 2, {return_indices = "yes"}))
+    end)
+
     it("modules report bad inputs", function()
         assert.matches("BatchNorm2d: expected a 4%-D %(N, C, H, W%) input, got shape 4x3",
                        err_of(function() nn.BatchNorm2d(3)(ordo.randn({4, 3})) end))

@@ -448,6 +448,13 @@ local function ceil_mode_of(fname, opts)
     return c == true
 end
 
+-- opts[key], checked to be a boolean or nil (then false).
+local function flag(fname, opts, key)
+    local v = opts[key]
+    if v ~= nil and type(v) ~= "boolean" then fail(fmt("%s: %s must be a boolean, got %s", fname, key, typename(v))) end
+    return v == true
+end
+
 -- The window of a pooling op, checked: pool_geometry(fname, x, k, opts,
 -- allowed) -> opts, xb (x as a batch), unbatched, and {kh, kw, sh, sw, ph,
 -- pw, oh, ow, dh, dw, ceil_mode}.  The options table may come in k's place.
@@ -494,6 +501,7 @@ function M.max_pool2d(x, k, opts)
     local dt = xb._c.dtype
     local y = new_on(fname, xb, {N, Cc, oh, ow}, dt)
     local idx = new_on(fname, xb, {N, Cc, oh, ow}, cdef.I64)
+    local want_indices = flag(fname, opts, "return_indices")
     push(K_POOL, fname, 0, {xb}, {y, idx}, nil, {kh, kw, sh, sw, ph, pw, dh, dw, ceil_mode and 1 or 0})
     record("max_pool2d", y, {xb, n = 1}, function(g)
         local gx = new_on(fname, xb, {N, Cc, H, W}, g._c.dtype)
@@ -501,7 +509,7 @@ function M.max_pool2d(x, k, opts)
         return gx
     end)
     if unbatched then y = y:squeeze(1) end
-    if opts.return_indices then
+    if want_indices then
         local i1 = no_grad(function() return idx + 1 end)
         return y, unbatched and i1:squeeze(1) or i1
     end
@@ -669,7 +677,7 @@ end
 function M.max_pool1d(x, k, opts)
     local x4, unbatched, k2, o2
     opts, x4, unbatched, k2, o2 = window_1d("max_pool1d", x, k, opts, POOL_OPTS)
-    o2.return_indices = opts.return_indices
+    o2.return_indices = flag("max_pool1d", opts, "return_indices")
     local y, idx = M.max_pool2d(x4, k2, o2)
     if idx then return back_to_1d(y, unbatched), back_to_1d(idx, unbatched) end
     return back_to_1d(y, unbatched)
@@ -926,6 +934,7 @@ function M.install(nn)
     -- false), drawn as Torch draws them: kaiming_uniform with a = sqrt 5,
     -- U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias.
     local function conv_parameters(self, wshape, cout, fan_in, opts)
+        flag(self._class_name or "conv", opts, "bias")
         local topts = util.param_opts(opts)
         local w = tensor.empty(wshape, topts)
         init.kaiming_uniform_(w, sqrt(5))
@@ -1146,7 +1155,7 @@ function M.install(nn)
             self.ceil_mode = ceil_mode_of(name, opts)
             if allowed.dilation then
                 self.dilation = opts.dilation == nil and 1 or single(name, "dilation", opts.dilation)
-                self.return_indices = opts.return_indices and true or nil
+                self.return_indices = flag(name, opts, "return_indices") or nil
             end
         end
         function cls:forward(x)
@@ -1178,7 +1187,7 @@ function M.install(nn)
         end
         self.dilation = opts.dilation and {pair("MaxPool2d", "dilation", opts.dilation)} or {1, 1}
         self.ceil_mode = ceil_mode_of("MaxPool2d", opts)
-        self.return_indices = opts.return_indices and true or nil
+        self.return_indices = flag("MaxPool2d", opts, "return_indices") or nil
     end
     function MaxPool2d:forward(x)
         return M.max_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding,
@@ -1282,6 +1291,8 @@ function M.install(nn)
                 fail(fmt("%s: momentum must be a number in [0, 1] or false (a cumulative average), got %s", name,
                          tostring(self.momentum)))
             end
+            flag(name, opts, "affine")
+            flag(name, opts, "track_running_stats")
             local topts = util.param_opts(opts)
             if opts.affine ~= false then
                 self:register_parameter("weight", tensor.ones({n}, topts))
@@ -1339,11 +1350,8 @@ function M.install(nn)
         function cls:init(n, opts)
             check_count(name, "num_features", n)
             opts = opts_of(name, opts, IN_OPTS)
-            for _, k in ipairs({"affine", "track_running_stats"}) do
-                if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
-                    fail(fmt("%s: %s must be a boolean, got %s", name, k, typename(opts[k])))
-                end
-            end
+            flag(name, opts, "affine")
+            flag(name, opts, "track_running_stats")
             self.num_features = n
             self.eps = opts.eps == nil and 1e-5 or opts.eps
             self.momentum = opts.momentum == nil and 0.1 or opts.momentum

@@ -1355,6 +1355,9 @@ function GroupNorm:init(groups, channels, opts)
     if opts.eps ~= nil and (type(opts.eps) ~= "number" or not (opts.eps >= 0)) then
         fail("GroupNorm: option eps must be a non-negative number, got " .. util.show(opts.eps))
     end
+    if opts.affine ~= nil and type(opts.affine) ~= "boolean" then
+        fail("GroupNorm: option affine must be a boolean, got " .. typename(opts.affine))
+    end
     self.num_groups, self.num_channels, self.eps = groups, channels, opts.eps or 1e-5
     if opts.affine ~= false then
         local topts = util.param_opts(opts)
