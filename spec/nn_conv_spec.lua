@@ -755,6 +755,59 @@ describe("nn.functional.conv_transpose2d", function()
         assert.is_true(ag.gradcheck(function(a, ww) return F.conv_transpose2d(a, ww, {dilation = 2}) end, {x, w}))
     end)
 
+    it("conv_transpose1d / ConvTranspose1d: a naive scatter (groups too), gradients, errors", function()
+        local function ref(x, w, b, s, p, op, d, g)
+            local X, Wt = x:totable(), w:totable()
+            local N, Ci, L = #X, #X[1], #X[1][1]
+            local Cog, k = #Wt[1], #Wt[1][1]
+            local out = (L - 1) * s - 2 * p + d * (k - 1) + op + 1
+            local Y = {}
+            for n = 1, N do
+                Y[n] = {}
+                for co = 1, Cog * g do
+                    Y[n][co] = {}
+                    for i = 1, out do Y[n][co][i] = b[co] end
+                end
+                for ci = 1, Ci do
+                    local grp = math.floor((ci - 1) / (Ci / g))
+                    for l = 0, L - 1 do
+                        for c = 1, Cog do
+                            for a = 0, k - 1 do
+                                local i = l * s - p + a * d
+                                if i >= 0 and i < out then
+                                    local row = Y[n][grp * Cog + c]
+                                    row[i + 1] = row[i + 1] + X[n][ci][l + 1] * Wt[ci][c][a + 1]
+                                end
+                            end
+                        end
+                    end
+                end
+            end
+            return Y
+        end
+        for _, c in ipairs({{1, 0, 0, 1, 1}, {2, 1, 1, 1, 1}, {3, 1, 2, 2, 1}, {2, 0, 1, 1, 2}, {2, 2, 1, 2, 2}}) do
+            local s, p, op, d, g = unpack(c)
+            local x, w, b = ordo.randn({2, 4, 5}, D), ordo.randn({4, 3, 3}, D), ordo.randn({3 * g}, D)
+            close(F.conv_transpose1d(x, w, b, {stride = s, padding = p, output_padding = op, dilation = d,
+                                               groups = g}):totable(), ref(x, w, b:totable(), s, p, op, d, g), 1e-12)
+        end
+        local m = nn.ConvTranspose1d(4, 6, 3, {stride = 2, output_padding = 1, groups = 2, dtype = "float64"})
+        assert.equal("ConvTranspose1d(4 -> 6, kernel 3, stride 2, output_padding 1, groups 2)", tostring(m))
+        assert.same({4, 3, 3}, m.weight:shape())
+        assert.same({6, 12}, m(ordo.randn({4, 5}, D)):shape()) -- unbatched (C, L)
+        assert.is_true(ag.gradcheck(function(a, w) return F.conv_transpose1d(a, w, nil, {stride = 2, padding = 1}) end,
+                                    {ordo.randn({1, 2, 4}, D):requires_grad(), ordo.randn({2, 3, 3}, D):requires_grad()}))
+        assert.matches("conv_transpose1d: input of shape 1x2x4 has 2 channels but weight of shape 3x3x3 expects 3",
+                       err_of(F.conv_transpose1d, ordo.randn({1, 2, 4}), ordo.randn({3, 3, 3})))
+        assert.matches("conv_transpose1d: output_padding 1 must be smaller than the stride 1",
+                       err_of(F.conv_transpose1d, ordo.randn({1, 2, 4}), ordo.randn({2, 3, 3}), nil,
+                              {output_padding = 1}))
+        assert.matches("conv_transpose1d: the output would be %-1 long",
+                       err_of(F.conv_transpose1d, ordo.randn({1, 2, 1}), ordo.randn({2, 3, 1}), {padding = 1}))
+        assert.matches("ConvTranspose1d: in_channels 2 and out_channels 3 must both be divisible by groups 2",
+                       err_of(nn.ConvTranspose1d, 2, 3, 3, {groups = 2}))
+    end)
+
     it("ConvTranspose2d: shapes, Torch's init bounds; bad arguments named", function()
         local m = nn.ConvTranspose2d(4, 6, 3, {stride = 2, padding = 1, output_padding = 1})
         assert.same({4, 6, 3, 3}, m.weight:shape())

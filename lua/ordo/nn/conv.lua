@@ -641,6 +641,42 @@ function M.conv1d(x, weight, bias, opts)
     return back_to_1d(y, unbatched)
 end
 
+-- conv_transpose1d(x, weight [, bias] [, {stride=1, padding=0,
+-- output_padding=0, dilation=1, groups=1}]): x N×Cin×L (or Cin×L),
+-- weight Cin×(Cout/groups)×k (Torch's layout), bias Cout; the output is
+-- (L - 1) s - 2 p + d (k - 1) + output_padding + 1 long.  The 2-D op over
+-- a height of 1.
+function M.conv_transpose1d(x, weight, bias, opts)
+    local fname = "conv_transpose1d"
+    if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    check_devices(fname, x, weight, bias)
+    local x4, unbatched = as_2d(fname, x)
+    check_tensor(fname, "weight", weight)
+    opts = opts_of(fname, opts, TCONV_OPTS)
+    local s = single(fname, "stride", opts.stride or 1)
+    local p = single(fname, "padding", opts.padding or 0, true)
+    local op = single(fname, "output_padding", opts.output_padding or 0, true)
+    local d = single(fname, "dilation", opts.dilation or 1)
+    if op >= s then fail(fmt("%s: output_padding %d must be smaller than the stride %d", fname, op, s)) end
+    local dt = check_float_pair(fname, x, weight, 3, "(in_channels, out_channels, k)")
+    local C = x4:size(2)
+    local g = check_groups(fname, opts, x, weight, C, true)
+    if g == 1 and weight:size(1) ~= C then
+        fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), C,
+                 shape_str(weight), weight:size(1)))
+    end
+    check_bias(fname, bias, weight, weight:size(2) * g, dt)
+    local L, k = x4:size(4), weight:size(3)
+    local out = (L - 1) * s - 2 * p + d * (k - 1) + op + 1
+    if out < 1 then
+        fail(fmt("%s: the output would be %d long: padding %d is too large for input %s and kernel %d", fname, out, p,
+                 shape_str(x), k))
+    end
+    local y = M.conv_transpose2d(x4, weight:unsqueeze(3), bias, {stride = {1, s}, padding = {0, p},
+                                 output_padding = {0, op}, dilation = {1, d}, groups = opts.groups})
+    return back_to_1d(y, unbatched)
+end
+
 -- The window of a 1-D pooling op, checked: k, {stride, padding [,
 -- dilation, ceil_mode]} as the 2-D op takes them.
 local function window_1d(fname, x, k, opts, allowed)
@@ -923,7 +959,7 @@ function M.install(nn)
     F.conv2d, F.max_pool2d, F.batch_norm = M.conv2d, M.max_pool2d, M.batch_norm
     F.avg_pool2d, F.adaptive_avg_pool2d = M.avg_pool2d, M.adaptive_avg_pool2d
     F.conv1d, F.max_pool1d, F.avg_pool1d = M.conv1d, M.max_pool1d, M.avg_pool1d
-    F.conv_transpose2d = M.conv_transpose2d
+    F.conv_transpose2d, F.conv_transpose1d = M.conv_transpose2d, M.conv_transpose1d
     F.adaptive_avg_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool1d = M.adaptive_avg_pool1d,
         M.adaptive_max_pool2d, M.adaptive_max_pool1d
     local Module, init = nn.Module, nn.init
@@ -1091,6 +1127,46 @@ function M.install(nn)
                    self.kernel_size[2]) .. pair_repr("stride", self.stride, 1) .. pair_repr("padding", self.padding, 0)
             .. pair_repr("output_padding", self.output_padding, 0) .. pair_repr("dilation", self.dilation, 1)
             .. (self.groups ~= 1 and fmt(", groups %d", self.groups) or "") .. (self.bias and "" or ", no bias")
+    end
+
+    -- ConvTranspose1d(in_channels, out_channels, kernel_size [, {stride=1,
+    -- padding=0, output_padding=0, dilation=1, groups=1, bias=true, dtype,
+    -- device}]): weight in_channels × out_channels/groups × k, drawn as
+    -- ConvTranspose2d's.
+    local ConvTranspose1d = Module:extend("ConvTranspose1d")
+    nn.ConvTranspose1d = ConvTranspose1d
+    function ConvTranspose1d:init(cin, cout, k, opts)
+        local name = "ConvTranspose1d"
+        check_count(name, "in_channels", cin)
+        check_count(name, "out_channels", cout)
+        opts = opts_of(name, opts, TCONV2D_OPTS)
+        self.in_channels, self.out_channels = cin, cout
+        self.kernel_size = single(name, "kernel_size", k)
+        self.stride = single(name, "stride", opts.stride or 1)
+        self.padding = single(name, "padding", opts.padding or 0, true)
+        self.output_padding = single(name, "output_padding", opts.output_padding or 0, true)
+        self.dilation = single(name, "dilation", opts.dilation or 1)
+        if self.output_padding >= self.stride then
+            fail(fmt("%s: output_padding %d must be smaller than the stride %d", name, self.output_padding,
+                     self.stride))
+        end
+        local g = module_groups(name, opts, cin, cout)
+        self.groups = g
+        conv_parameters(self, {cin, cout / g, k}, cout, cout / g * k, opts)
+    end
+    function ConvTranspose1d:forward(x)
+        return M.conv_transpose1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
+                                  output_padding = self.output_padding, dilation = self.dilation,
+                                  groups = self.groups})
+    end
+    function ConvTranspose1d:extra_repr()
+        local s = fmt("%d -> %d, kernel %d", self.in_channels, self.out_channels, self.kernel_size)
+        if self.stride ~= 1 then s = s .. fmt(", stride %d", self.stride) end
+        if self.padding ~= 0 then s = s .. fmt(", padding %d", self.padding) end
+        if self.output_padding ~= 0 then s = s .. fmt(", output_padding %d", self.output_padding) end
+        if self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
+        if self.groups ~= 1 then s = s .. fmt(", groups %d", self.groups) end
+        return s .. (self.bias and "" or ", no bias")
     end
 
     -- Conv1d(in_channels, out_channels, kernel_size [, {stride=1, padding=0,
