@@ -109,6 +109,20 @@ describe("nn.functional.interpolate", function()
         assert.is_true(ordo.autograd.gradcheck(function(a) return F.interpolate(a, {size = 8, mode = "linear"}) end, {s}))
     end)
 
+    it("mode 'area' is Torch's: adaptive average pooling to the size", function()
+        local x = ordo.randn({2, 3, 7, 5}, D)
+        H.close(F.interpolate(x, {size = {3, 4}, mode = "area"}):totable(),
+                F.adaptive_avg_pool2d(x, {3, 4}):totable(), 0)
+        H.close(F.interpolate(x, {scale_factor = 0.5, mode = "area"}):totable(),
+                F.adaptive_avg_pool2d(x, {3, 2}):totable(), 0)
+        -- Torch: interpolate(arange(6).view(1, 1, 6), size=4, mode='area') = [0.5, 1.5, 3.5, 4.5]
+        H.close(nn.Upsample({size = 4, mode = "area"})(ordo.arange(6, D):view(1, 1, 6)):totable()[1][1],
+                {0.5, 1.5, 3.5, 4.5}, 1e-15)
+        local ok, e = pcall(F.interpolate, x, {size = 2, mode = "area", align_corners = true})
+        assert.is_false(ok)
+        assert.matches("align_corners applies to the linear modes only", tostring(e), 1, true)
+    end)
+
     it("Upsample, and bad arguments named", function()
         local up = nn.Upsample({scale_factor = 2, mode = "bilinear"})
         local x = ordo.randn({1, 2, 3, 3})
@@ -126,7 +140,7 @@ describe("nn.functional.interpolate", function()
                        1, true)
         assert.matches("mode 'linear' takes a 3-D (N, C, L) input, got shape 1x2x3x3",
                        err(F.interpolate, x, {size = 4, mode = "linear"}), 1, true)
-        assert.matches("mode must be 'nearest', 'linear' or 'bilinear', got bicubic",
+        assert.matches("mode must be 'nearest', 'linear', 'bilinear' or 'area', got bicubic",
                        err(F.interpolate, x, {size = 4, mode = "bicubic"}), 1, true)
         assert.matches("size must be positive integers, got 2.5", err(F.interpolate, x, {size = 2.5}), 1, true)
         assert.matches("scale_factor 0.2 makes dim 3 of input 1x2x3x3 empty",

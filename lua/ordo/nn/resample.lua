@@ -3,8 +3,8 @@
 --   local y = F.interpolate(x, {scale_factor = 2})                      -- nearest
 --   local z = F.interpolate(x, {size = {7, 9}, mode = "bilinear"})
 --
--- x is N×C×L (modes "nearest", "linear") or N×C×H×W ("nearest",
--- "bilinear").  Each spatial dim is resized on its own, output position i
+-- x is N×C×L (modes "nearest", "linear", "area") or N×C×H×W ("nearest",
+-- "bilinear", "area"; area: adaptive average pooling to the output size).  Each spatial dim is resized on its own, output position i
 -- sampling the input at (0-based, Torch's rules):
 --   nearest:                 floor(i · r), r = in/out, or 1/scale_factor
 --                            when the size came from a scale factor
@@ -25,7 +25,8 @@ local type, tostring, ipairs = type, tostring, ipairs
 
 local M = {}
 
-local MODES = {nearest = {[3] = true, [4] = true}, linear = {[3] = true}, bilinear = {[4] = true}}
+local MODES = {nearest = {[3] = true, [4] = true}, linear = {[3] = true}, bilinear = {[4] = true},
+               area = {[3] = true, [4] = true}}
 local OPTS = {size = true, scale_factor = true, mode = true, align_corners = true}
 
 local shape_str = tensor.shape_str_of
@@ -83,13 +84,15 @@ end
 local function check_static(fname, opts)
     local mode = opts.mode or "nearest"
     if not MODES[mode] then
-        fail(fmt("%s: mode must be 'nearest', 'linear' or 'bilinear', got %s", fname, tostring(mode)))
+        fail(fmt("%s: mode must be 'nearest', 'linear', 'bilinear' or 'area', got %s", fname, tostring(mode)))
     end
     local align = opts.align_corners
     if align ~= nil and type(align) ~= "boolean" then
         fail(fmt("%s: align_corners must be a boolean, got %s", fname, typename(align)))
     end
-    if align and mode == "nearest" then fail(fname .. ": align_corners applies to the linear modes only") end
+    if align and (mode == "nearest" or mode == "area") then
+        fail(fname .. ": align_corners applies to the linear modes only")
+    end
     if (opts.size == nil) == (opts.scale_factor == nil) then
         fail(fmt("%s: give exactly one of size and scale_factor", fname))
     end
@@ -108,7 +111,7 @@ local function interpolate(fname, x, opts)
     local nd = x:dim()
     if not MODES[mode][nd] then
         fail(fmt("%s: mode '%s' takes a %s input, got shape %s", fname, mode,
-                 mode == "nearest" and "3-D (N, C, L) or 4-D (N, C, H, W)" or
+                 (mode == "nearest" or mode == "area") and "3-D (N, C, L) or 4-D (N, C, H, W)" or
                  mode == "linear" and "3-D (N, C, L)" or "4-D (N, C, H, W)", shape_str(x)))
     end
     local dt = x:dtype()
@@ -129,6 +132,11 @@ local function interpolate(fname, x, opts)
                 fail(fmt("%s: scale_factor %g makes dim %d of input %s empty", fname, sf[k], k + 2, shape_str(x)))
             end
         end
+    end
+    if mode == "area" then -- Torch's: adaptive average pooling to the size
+        local conv = require "ordo.nn.conv"
+        if ns == 1 then return conv.adaptive_avg_pool1d(x, sizes[1]) end
+        return conv.adaptive_avg_pool2d(x, {sizes[1], sizes[2]})
     end
     local y = x
     for k = 1, ns do y = resize_dim(y, k + 2, sizes[k], ratios[k], mode, align) end
