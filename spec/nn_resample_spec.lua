@@ -109,6 +109,22 @@ describe("nn.functional.interpolate", function()
         assert.is_true(ordo.autograd.gradcheck(function(a) return F.interpolate(a, {size = 8, mode = "linear"}) end, {s}))
     end)
 
+    it("nearest picks Torch's indices, computed in single precision (its nearest_idx)", function()
+        -- floor(i · in/out) with the ratio and the product rounded to float;
+        -- a double would pick the neighbour in these places
+        local two = ordo.arange(2, D):view(1, 1, 2)
+        local a = F.interpolate(two, {size = 82}):totable()[1][1]
+        assert.same({0, 0, 1}, {a[41], a[42], a[43]}) -- 41 · (2/82): 0.99999994 as a float
+        local b = F.interpolate(two, {size = 98}):totable()[1][1]
+        assert.same({0, 1, 1}, {b[49], b[50], b[51]}) -- 49 · (2/98): 1 as a float, 0.999... as a double
+        local c = F.interpolate(ordo.arange(31, D):view(1, 1, 31), {scale_factor = 1.3}):totable()[1][1]
+        assert.equal(40, #c)
+        assert.equal(30, c[40]) -- 39 / 1.3 with 1/1.3 as a float
+        -- sizes equal, and twice the input, exact
+        assert.same({0, 0, 1, 1}, F.interpolate(two, {size = 4}):totable()[1][1])
+        assert.same({0, 1}, F.interpolate(two, {size = 2}):totable()[1][1])
+    end)
+
     it("mode 'area' is Torch's: adaptive average pooling to the size", function()
         local x = ordo.randn({2, 3, 7, 5}, D)
         H.close(F.interpolate(x, {size = {3, 4}, mode = "area"}):totable(),

@@ -7,7 +7,8 @@
 -- "bilinear", "area"; area: adaptive average pooling to the output size).  Each spatial dim is resized on its own, output position i
 -- sampling the input at (0-based, Torch's rules):
 --   nearest:                 floor(i · r), r = in/out, or 1/scale_factor
---                            when the size came from a scale factor
+--                            when the size came from a scale factor (in
+--                            single precision, as Torch's)
 --   linear, bilinear:        x = (i + 0.5) · r − 0.5, at least 0, between
 --                            floor(x) and the next element (the last one
 --                            repeats), weighted by how close x is to each;
@@ -15,6 +16,7 @@
 --                            match exactly).
 -- A dim is one index_select (two and a weighted sum for linear), so the
 -- gradient is index_select's (index_add) and it runs on every device.
+local ffi = require "ffi"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 
@@ -24,6 +26,9 @@ local fmt, floor, min = string.format, math.floor, math.min
 local type, tostring, ipairs = type, tostring, ipairs
 
 local M = {}
+
+-- v rounded to single precision (Torch computes nearest's indices in float)
+local function f32(v) return tonumber(ffi.cast("float", v)) end
 
 local MODES = {nearest = {[3] = true, [4] = true}, linear = {[3] = true}, bilinear = {[4] = true},
                area = {[3] = true, [4] = true}}
@@ -55,8 +60,23 @@ end
 local function resize_dim(x, d, out, r, mode, align)
     local n = x:size(d)
     if mode == "nearest" then
+        -- Torch's arithmetic, in single precision whatever the dtype (its
+        -- nearest_idx): out = n and out = 2n exactly, else floor(i · r)
+        -- with r and the product rounded to float, which a double would
+        -- round differently (10 -> 6: Torch's [0 1 3 4 6 8], not [0 1 3 5 6 8])
         local idx = {}
-        for i = 0, out - 1 do idx[i + 1] = min(floor(i * r), n - 1) + 1 end
+        local rf = f32(r)
+        for i = 0, out - 1 do
+            local src
+            if out == n then
+                src = i
+            elseif out == 2 * n then
+                src = floor(i / 2)
+            else
+                src = min(floor(f32(i * rf)), n - 1)
+            end
+            idx[i + 1] = src + 1
+        end
         return x:index_select(d, idx)
     end
     local lo, hi, w = {}, {}, {}
