@@ -729,6 +729,27 @@ describe("nn.functional.conv_transpose2d", function()
         end
         close(F.conv_transpose2d(x, w):totable(), ref_conv_transpose(x, w, nil), 1e-12)
         close(F.conv_transpose2d(x[1], w, b, {stride = 2}):totable(), ref_conv_transpose(x, w, b, 2)[1], 1e-12)
+        -- Torch allows output_padding up to the dilation too (not only the stride)
+        for _, o in ipairs({{dilation = 2, output_padding = 1}, {dilation = 2, padding = 1, output_padding = 1},
+                            {dilation = 3, padding = 2, output_padding = 2},
+                            {stride = {1, 2}, dilation = {3, 1}, padding = {1, 0}, output_padding = {2, 1}}}) do
+            local want = ref_conv_transpose(x, w, b, o.stride, o.padding, o.output_padding, o.dilation)
+            close(F.conv_transpose2d(x, w, b, o):totable(), want, 1e-12)
+            close(F.conv_transpose2d(x[2], w, b, o):totable(), want[2], 1e-12)
+        end
+        local m = nn.ConvTranspose2d(3, 2, {3, 2}, {dilation = 2, output_padding = 1, dtype = "float64"})
+        close(m(x):totable(), ref_conv_transpose(x, m.weight, m.bias, 1, 0, 1, 2), 1e-12)
+        assert.is_true(ag.gradcheck(function(a, ww, bb)
+            return F.conv_transpose2d(a, ww, bb, {dilation = 2, padding = 1, output_padding = 1})
+        end, {ordo.randn({1, 2, 3, 3}, D):requires_grad(), ordo.randn({2, 2, 2, 2}, D):requires_grad(),
+              ordo.randn({2}, D):requires_grad()}))
+        local s1 = ordo.randn({1, 3, 5}, D)
+        local w1 = ordo.randn({3, 2, 3}, D)
+        close(F.conv_transpose1d(s1, w1, nil, {dilation = 2, output_padding = 1}):totable(),
+              F.conv_transpose2d(s1:unsqueeze(3), w1:unsqueeze(3), nil, {dilation = {1, 2},
+                                 output_padding = {0, 1}}):squeeze(3):totable(), 1e-12)
+        assert.matches("conv_transpose2d: output_padding 2x2 must be smaller than the stride 1x1 or the dilation 2x2",
+                       err_of(F.conv_transpose2d, x, w, nil, {dilation = 2, output_padding = 2}))
         -- it undoes a strided conv2d's shape (9x9 and 10x10 both go to 5x5:
         -- output_padding says which to go back to), and it is conv2d's
         -- adjoint: <conv2d(z, k), u> = <z, conv_transpose2d(u, k)>

@@ -377,6 +377,18 @@ end
 
 local TCONV_OPTS = {stride = true, padding = true, output_padding = true, dilation = true, groups = true}
 
+-- output_padding (one per spatial dim), checked: each smaller than its
+-- stride or its dilation (Torch's rule).
+local function check_output_padding(fname, op, st, dil)
+    for i = 1, #op do
+        if op[i] >= st[i] and op[i] >= dil[i] then
+            local function show(t) return #t == 1 and tostring(t[1]) or fmt("%dx%d", t[1], t[2]) end
+            fail(fmt("%s: output_padding %s must be smaller than the stride %s or the dilation %s", fname, show(op),
+                     show(st), show(dil)))
+        end
+    end
+end
+
 -- conv_transpose2d(x, weight [, bias] [, {stride=1, padding=0,
 -- output_padding=0, dilation=1, groups=1}]): the adjoint of conv2d (its gradient
 -- with respect to its input), which upsamples: x N×Cin×H×W (or Cin×H×W),
@@ -391,10 +403,29 @@ function M.conv_transpose2d(x, weight, bias, opts)
     local sh, sw, ph, pw, dh, dw
     bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, TCONV_OPTS)
     local oph, opw = pair(fname, "output_padding", opts.output_padding or 0, true)
-    if oph >= sh or opw >= sw then
-        fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", fname, oph, opw, sh, sw))
-    end
+    check_output_padding(fname, {oph, opw}, {sh, sw}, {dh, dw})
     local dt = check_float_pair(fname, x, weight, 4, "(in_channels, out_channels, kh, kw)")
+    if oph >= sh or opw >= sw then
+        -- (Torch allows output_padding up to the dilation.)  The whole
+        -- output without padding, then cropped by the padding at the start
+        -- and to the size at the end (zeros where output_padding passes it)
+        local o = {}
+        for k, v in pairs(opts) do o[k] = v end
+        o.padding, o.output_padding = 0, 0
+        local y = M.conv_transpose2d(x, weight, nil, o)
+        local H, W = y:size(y:dim() - 1), y:size(y:dim())
+        local Ho, Wo = H - 2 * ph + oph, W - 2 * pw + opw
+        if Ho < 1 or Wo < 1 then
+            fail(fmt("%s: the output would be %dx%d: padding %dx%d is too large for input %s and kernel %dx%d", fname,
+                     Ho, Wo, ph, pw, shape_str(x), weight:size(3), weight:size(4)))
+        end
+        y = require("ordo.nn.functional").pad(y, {-pw, Wo - (W - pw), -ph, Ho - (H - ph)})
+        if bias ~= nil then
+            check_bias(fname, bias, weight, weight:size(2) * (opts.groups or 1), dt)
+            y = y + (y:dim() == 4 and bias:view(1, -1, 1, 1) or bias:view(-1, 1, 1))
+        end
+        return y
+    end
     if opts.groups ~= nil and opts.groups ~= 1 then
         local g = check_groups(fname, opts, x, weight, batched(fname, x):size(2), true)
         check_bias(fname, bias, weight, weight:size(2) * g, dt)
@@ -657,7 +688,7 @@ function M.conv_transpose1d(x, weight, bias, opts)
     local p = single(fname, "padding", opts.padding or 0, true)
     local op = single(fname, "output_padding", opts.output_padding or 0, true)
     local d = single(fname, "dilation", opts.dilation or 1)
-    if op >= s then fail(fmt("%s: output_padding %d must be smaller than the stride %d", fname, op, s)) end
+    check_output_padding(fname, {op}, {s}, {d})
     local dt = check_float_pair(fname, x, weight, 3, "(in_channels, out_channels, k)")
     local C = x4:size(2)
     local g = check_groups(fname, opts, x, weight, C, true)
@@ -1109,10 +1140,7 @@ function M.install(nn)
         self.padding = {pair(name, "padding", opts.padding or 0, true)}
         self.output_padding = {pair(name, "output_padding", opts.output_padding or 0, true)}
         self.dilation = {pair(name, "dilation", opts.dilation or 1)}
-        if self.output_padding[1] >= self.stride[1] or self.output_padding[2] >= self.stride[2] then
-            fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", name, self.output_padding[1],
-                     self.output_padding[2], self.stride[1], self.stride[2]))
-        end
+        check_output_padding(name, self.output_padding, self.stride, self.dilation)
         local g = module_groups(name, opts, cin, cout)
         self.groups = g
         conv_parameters(self, {cin, cout / g, kh, kw}, cout, cout / g * kh * kw, opts)
@@ -1146,10 +1174,7 @@ function M.install(nn)
         self.padding = single(name, "padding", opts.padding or 0, true)
         self.output_padding = single(name, "output_padding", opts.output_padding or 0, true)
         self.dilation = single(name, "dilation", opts.dilation or 1)
-        if self.output_padding >= self.stride then
-            fail(fmt("%s: output_padding %d must be smaller than the stride %d", name, self.output_padding,
-                     self.stride))
-        end
+        check_output_padding(name, {self.output_padding}, {self.stride}, {self.dilation})
         local g = module_groups(name, opts, cin, cout)
         self.groups = g
         conv_parameters(self, {cin, cout / g, k}, cout, cout / g * k, opts)
