@@ -462,6 +462,40 @@ describe("nn.functional.max_pool2d", function()
         assert.same({{{3, 6}}}, i1:totable())
     end)
 
+    it("max_unpool2d / max_unpool1d and their modules put each max back (Torch's example too)", function()
+        local x = ordo.randn({2, 3, 5, 6}, D)
+        local y, i = F.max_pool2d(x, 2, {return_indices = true})
+        assert.same({2, 3, 4, 6}, F.max_unpool2d(y, i, 2):shape())
+        local u = nn.MaxUnpool2d(2)(y, i, {5, 6})
+        assert.same({2, 3, 5, 6}, u:shape())
+        local X, U, n = x:totable(), u:totable(), 0
+        for a = 1, 2 do
+            for c = 1, 3 do
+                for h = 1, 5 do
+                    for w = 1, 6 do
+                        if U[a][c][h][w] ~= 0 then
+                            n = n + 1
+                            assert.equal(X[a][c][h][w], U[a][c][h][w])
+                        end
+                    end
+                end
+            end
+        end
+        assert.equal(36, n) -- every max of the 2x3 windows of each plane, back in place
+        assert.same(u[1]:totable(), F.max_unpool2d(y[1], i[1], 2, {output_size = {5, 6}}):totable())
+        -- Torch's MaxUnpool1d example
+        local s = ordo.tensor({{{1, 2, 3, 4, 5, 6, 7, 8}}}, D)
+        local p, pi = F.max_pool1d(s, 2, {return_indices = true})
+        assert.same({0, 2, 0, 4, 0, 6, 0, 8}, nn.MaxUnpool1d(2)(p, pi):totable()[1][1])
+        assert.same({0, 2, 0, 4, 0, 6, 0, 8, 0}, nn.MaxUnpool1d(2)(p, pi, {1, 1, 9}):totable()[1][1])
+        assert.is_true(ag.gradcheck(function(a) return F.max_unpool2d(a, i, 2) end, {y:clone():requires_grad()}))
+        assert.matches("max_unpool2d: indices must be int64, got float32", err_of(F.max_unpool2d, y, i:float(), 2))
+        assert.matches("max_unpool2d: output_size 7 must be within 3..5 in spatial dim 1 %(input 2x3x2x3%)",
+                       err_of(F.max_unpool2d, y, i, 2, {output_size = {7, 6}}))
+        assert.matches("max_unpool2d: indices of shape 3x2x3 do not match input 2x3x2x3",
+                       err_of(F.max_unpool2d, y, i[1], 2))
+    end)
+
     it("reports bad dilation and ceil_mode arguments, and windows of padding alone", function()
         local x = ordo.randn({1, 1, 4, 4})
         assert.matches("max_pool2d: dilation must be positive integers, got 0", err_of(F.max_pool2d, x, 2, {dilation = 0}))

@@ -547,6 +547,82 @@ function M.max_pool2d(x, k, opts)
     return y
 end
 
+-- ---------------------------------------------------------------- max_unpool2d
+
+local UNPOOL_OPTS = {stride = true, padding = true, output_size = true}
+
+-- max_unpool2d(x, indices, kernel [, {stride=kernel, padding=0,
+-- output_size}]): max_pool2d's partial inverse (Torch's): zeros of the
+-- pooled input's size, each value of x put back where its index (from
+-- max_pool2d's return_indices, from 1 in each H×W plane) says.  The size
+-- is (H - 1) s - 2 p + k per dim unless output_size ({h, w}, or a longer
+-- shape whose last two are taken) picks one of the sizes that pool to
+-- x's (less than a stride more).  nsp = 1: max_unpool1d over N×C×L.
+local function max_unpool(fname, nsp, x, indices, k, opts)
+    check_tensor(fname, "input", x)
+    check_tensor(fname, "indices", indices)
+    check_devices(fname, x, indices)
+    if type(k) == "table" and getmetatable(k) == nil and opts == nil and #k ~= nsp then k, opts = nil, k end
+    if k == nil then fail(fname .. ": expected a kernel size") end
+    opts = opts_of(fname, opts, UNPOOL_OPTS)
+    local function dims(what, v, zero_ok)
+        if nsp == 2 then return {pair(fname, what, v, zero_ok)} end
+        return {single(fname, what, v, zero_ok)}
+    end
+    local ks = dims("kernel size", k)
+    local ss = opts.stride == nil and ks or dims("stride", opts.stride)
+    local ps = dims("padding", opts.padding or 0, true)
+    local nd = x:dim()
+    if nd ~= nsp + 1 and nd ~= nsp + 2 then
+        fail(fmt("%s: expected a %d-D input %s or a %d-D one, got shape %s", fname, nsp + 2,
+                 nsp == 2 and "(N, C, H, W)" or "(N, C, L)", nsp + 1, shape_str(x)))
+    end
+    if indices:dtype() ~= "int64" then fail(fmt("%s: indices must be int64, got %s", fname, indices:dtype())) end
+    if shape_str(x) ~= shape_str(indices) then
+        fail(fmt("%s: indices of shape %s do not match input %s", fname, shape_str(indices), shape_str(x)))
+    end
+    local xs = shape_of(x)
+    local out = {}
+    for i = 1, nsp do
+        local n = xs[nd - nsp + i]
+        out[i] = (n - 1) * ss[i] - 2 * ps[i] + ks[i]
+    end
+    if opts.output_size ~= nil then
+        local os = opts.output_size
+        if type(os) ~= "table" or #os < nsp then
+            fail(fmt("%s: output_size must be a table of %d sizes (or the whole shape), got %s", fname, nsp,
+                     type(os) == "table" and "a table of " .. #os or typename(os)))
+        end
+        for i = 1, nsp do
+            local v, def = os[#os - nsp + i], out[i]
+            if not is_int(v) or v <= def - ss[i] or v >= def + ss[i] then
+                fail(fmt("%s: output_size %s must be within %d..%d in spatial dim %d (input %s)", fname, tostring(v),
+                         def - ss[i] + 1, def + ss[i] - 1, i, shape_str(x)))
+            end
+            out[i] = v
+        end
+    end
+    local plane = 1
+    for i = 1, nsp do
+        if out[i] < 1 then
+            fail(fmt("%s: the output would be empty: padding too large for input %s and the kernel", fname, shape_str(x)))
+        end
+        plane = plane * out[i]
+    end
+    local lead, m = {}, 1
+    for i = 1, nd - nsp do
+        lead[i] = xs[i]
+        m = m * xs[i]
+    end
+    local L = x:numel() / math.max(m, 1)
+    local flat = tensor.zeros({m, plane}, tensor.like(x))
+    local y = flat:scatter(2, indices:reshape(m, L), x:reshape(m, L))
+    for i = 1, nsp do lead[#lead + 1] = out[i] end
+    return y:view(lead)
+end
+function M.max_unpool2d(x, indices, k, opts) return max_unpool("max_unpool2d", 2, x, indices, k, opts) end
+function M.max_unpool1d(x, indices, k, opts) return max_unpool("max_unpool1d", 1, x, indices, k, opts) end
+
 -- ---------------------------------------------------------------- avg_pool2d
 
 local AVGPOOL_OPTS = {stride = true, padding = true, ceil_mode = true, count_include_pad = true,
@@ -991,6 +1067,7 @@ function M.install(nn)
     F.avg_pool2d, F.adaptive_avg_pool2d = M.avg_pool2d, M.adaptive_avg_pool2d
     F.conv1d, F.max_pool1d, F.avg_pool1d = M.conv1d, M.max_pool1d, M.avg_pool1d
     F.conv_transpose2d, F.conv_transpose1d = M.conv_transpose2d, M.conv_transpose1d
+    F.max_unpool2d, F.max_unpool1d = M.max_unpool2d, M.max_unpool1d
     F.adaptive_avg_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool1d = M.adaptive_avg_pool1d,
         M.adaptive_max_pool2d, M.adaptive_max_pool1d
     local Module, init = nn.Module, nn.init
@@ -1295,6 +1372,36 @@ function M.install(nn)
                                                   dilation = self.dilation, ceil_mode = self.ceil_mode,
                                                   return_indices = self.return_indices})
     end
+
+    -- MaxUnpool2d(kernel_size [, {stride=kernel_size, padding=0}]) /
+    -- MaxUnpool1d: forward(x, indices [, output_size]), max_unpool's.
+    local function unpool_class(name, f, nsp)
+        local cls = Module:extend(name)
+        nn[name] = cls
+        function cls:init(k, opts)
+            opts = opts_of(name, opts, {stride = true, padding = true})
+            if nsp == 2 then
+                self.kernel_size = {pair(name, "kernel_size", k)}
+                self.stride = opts.stride and {pair(name, "stride", opts.stride)} or self.kernel_size
+                self.padding = {pair(name, "padding", opts.padding or 0, true)}
+            else
+                self.kernel_size = single(name, "kernel_size", k)
+                self.stride = opts.stride and single(name, "stride", opts.stride) or self.kernel_size
+                self.padding = single(name, "padding", opts.padding or 0, true)
+            end
+        end
+        function cls:forward(x, indices, output_size)
+            return f(x, indices, self.kernel_size, {stride = self.stride, padding = self.padding,
+                                                    output_size = output_size})
+        end
+        function cls:extra_repr()
+            if nsp == 1 then return fmt("kernel %d, stride %d, padding %d", self.kernel_size, self.stride, self.padding) end
+            return fmt("kernel %dx%d, stride %dx%d, padding %dx%d", self.kernel_size[1], self.kernel_size[2],
+                       self.stride[1], self.stride[2], self.padding[1], self.padding[2])
+        end
+    end
+    unpool_class("MaxUnpool2d", M.max_unpool2d, 2)
+    unpool_class("MaxUnpool1d", M.max_unpool1d, 1)
 
     -- AvgPool2d(kernel_size [, {stride=kernel_size, padding=0, ceil_mode=false,
     -- count_include_pad=true, divisor_override}])
