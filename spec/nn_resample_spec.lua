@@ -125,6 +125,28 @@ describe("nn.functional.interpolate", function()
         assert.same({0, 1}, F.interpolate(two, {size = 2}):totable()[1][1])
     end)
 
+    it("mode 'nearest-exact' and recompute_scale_factor, as Torch's", function()
+        local s = ordo.arange(4, D):view(1, 1, 4)
+        -- floor((i + 0.5) · 4/3): [0, 2, 3] where nearest gives [0, 1, 2]
+        assert.same({0, 2, 3}, F.interpolate(s, {size = 3, mode = "nearest-exact"}):totable()[1][1])
+        assert.same({0, 1, 2}, F.interpolate(s, {size = 3}):totable()[1][1])
+        local img = ordo.arange(4, {dtype = "int64"}):view(1, 1, 2, 2) -- integers too
+        assert.same({{0, 0, 1, 1}, {0, 0, 1, 1}, {2, 2, 3, 3}, {2, 2, 3, 3}},
+                    nn.Upsample({scale_factor = 2, mode = "nearest-exact"})(img):totable()[1][1])
+        -- a scale factor samples at 1/scale_factor; recomputed, at in/out as a size would
+        local x = ordo.arange(5, D):view(1, 1, 5)
+        H.close(F.interpolate(x, {scale_factor = 1.5, mode = "linear"}):totable()[1][1],
+                {0, 0.5, 7 / 6, 11 / 6, 2.5, 19 / 6, 23 / 6}, 1e-12)
+        H.close(F.interpolate(x, {scale_factor = 1.5, mode = "linear", recompute_scale_factor = true}):totable(),
+                F.interpolate(x, {size = 7, mode = "linear"}):totable(), 0)
+        local ok, e = pcall(F.interpolate, x, {size = 7, recompute_scale_factor = true})
+        assert.is_false(ok)
+        assert.matches("recompute_scale_factor goes with scale_factor, not size", tostring(e), 1, true)
+        ok, e = pcall(nn.Upsample, {scale_factor = 2, recompute_scale_factor = 1})
+        assert.is_false(ok)
+        assert.matches("Upsample: recompute_scale_factor must be a boolean, got number", tostring(e), 1, true)
+    end)
+
     it("mode 'area' is Torch's: adaptive average pooling to the size", function()
         local x = ordo.randn({2, 3, 7, 5}, D)
         H.close(F.interpolate(x, {size = {3, 4}, mode = "area"}):totable(),
@@ -156,7 +178,7 @@ describe("nn.functional.interpolate", function()
                        1, true)
         assert.matches("mode 'linear' takes a 3-D (N, C, L) input, got shape 1x2x3x3",
                        err(F.interpolate, x, {size = 4, mode = "linear"}), 1, true)
-        assert.matches("mode must be 'nearest', 'linear', 'bilinear' or 'area', got bicubic",
+        assert.matches("mode must be 'nearest', 'nearest-exact', 'linear', 'bilinear' or 'area', got bicubic",
                        err(F.interpolate, x, {size = 4, mode = "bicubic"}), 1, true)
         assert.matches("size must be positive integers, got 2.5", err(F.interpolate, x, {size = 2.5}), 1, true)
         assert.matches("scale_factor 0.2 makes dim 3 of input 1x2x3x3 empty",

@@ -30,9 +30,9 @@ local M = {}
 -- v rounded to single precision (Torch computes nearest's indices in float)
 local function f32(v) return tonumber(ffi.cast("float", v)) end
 
-local MODES = {nearest = {[3] = true, [4] = true}, linear = {[3] = true}, bilinear = {[4] = true},
-               area = {[3] = true, [4] = true}}
-local OPTS = {size = true, scale_factor = true, mode = true, align_corners = true}
+local MODES = {nearest = {[3] = true, [4] = true}, ["nearest-exact"] = {[3] = true, [4] = true},
+               linear = {[3] = true}, bilinear = {[4] = true}, area = {[3] = true, [4] = true}}
+local OPTS = {size = true, scale_factor = true, mode = true, align_corners = true, recompute_scale_factor = true}
 
 local shape_str = tensor.shape_str_of
 
@@ -59,7 +59,7 @@ end
 -- per output element.
 local function resize_dim(x, d, out, r, mode, align)
     local n = x:size(d)
-    if mode == "nearest" then
+    if mode == "nearest" or mode == "nearest-exact" then
         -- Torch's arithmetic, in single precision whatever the dtype (its
         -- nearest_idx): out = n and out = 2n exactly, else floor(i · r)
         -- with r and the product rounded to float, which a double would
@@ -68,7 +68,9 @@ local function resize_dim(x, d, out, r, mode, align)
         local rf = f32(r)
         for i = 0, out - 1 do
             local src
-            if out == n then
+            if mode == "nearest-exact" then -- the nearest centre: floor((i + 0.5) · r)
+                src = min(floor(f32((i + 0.5) * rf)), n - 1)
+            elseif out == n then
                 src = i
             elseif out == 2 * n then
                 src = floor(i / 2)
@@ -104,18 +106,24 @@ end
 local function check_static(fname, opts)
     local mode = opts.mode or "nearest"
     if not MODES[mode] then
-        fail(fmt("%s: mode must be 'nearest', 'linear', 'bilinear' or 'area', got %s", fname, tostring(mode)))
+        fail(fmt("%s: mode must be 'nearest', 'nearest-exact', 'linear', 'bilinear' or 'area', got %s", fname,
+                 tostring(mode)))
     end
     local align = opts.align_corners
     if align ~= nil and type(align) ~= "boolean" then
         fail(fmt("%s: align_corners must be a boolean, got %s", fname, typename(align)))
     end
-    if align and (mode == "nearest" or mode == "area") then
+    if align and (mode == "nearest" or mode == "nearest-exact" or mode == "area") then
         fail(fname .. ": align_corners applies to the linear modes only")
     end
     if (opts.size == nil) == (opts.scale_factor == nil) then
         fail(fmt("%s: give exactly one of size and scale_factor", fname))
     end
+    local rc = opts.recompute_scale_factor
+    if rc ~= nil and type(rc) ~= "boolean" then
+        fail(fmt("%s: recompute_scale_factor must be a boolean, got %s", fname, typename(rc)))
+    end
+    if rc and opts.size ~= nil then fail(fname .. ": recompute_scale_factor goes with scale_factor, not size") end
     return mode, align
 end
 
@@ -131,11 +139,11 @@ local function interpolate(fname, x, opts)
     local nd = x:dim()
     if not MODES[mode][nd] then
         fail(fmt("%s: mode '%s' takes a %s input, got shape %s", fname, mode,
-                 (mode == "nearest" or mode == "area") and "3-D (N, C, L) or 4-D (N, C, H, W)" or
+                 MODES[mode][3] and MODES[mode][4] and "3-D (N, C, L) or 4-D (N, C, H, W)" or
                  mode == "linear" and "3-D (N, C, L)" or "4-D (N, C, H, W)", shape_str(x)))
     end
     local dt = x:dtype()
-    if mode ~= "nearest" and dt ~= "float32" and dt ~= "float64" then
+    if mode ~= "nearest" and mode ~= "nearest-exact" and dt ~= "float32" and dt ~= "float64" then
         fail(fmt("%s: mode '%s' needs a float input, got %s", fname, mode, dt))
     end
     local ns = nd - 2
@@ -147,7 +155,8 @@ local function interpolate(fname, x, opts)
         local sf = per_dim(fname, "scale_factor", opts.scale_factor, ns, true)
         for k = 1, ns do
             sizes[k] = floor(x:size(k + 2) * sf[k])
-            ratios[k] = 1 / sf[k]
+            -- recompute_scale_factor: sampled as if the size had been given
+            ratios[k] = opts.recompute_scale_factor and x:size(k + 2) / sizes[k] or 1 / sf[k]
             if sizes[k] < 1 then
                 fail(fmt("%s: scale_factor %g makes dim %d of input %s empty", fname, sf[k], k + 2, shape_str(x)))
             end
@@ -181,7 +190,8 @@ function M.install(nn)
             per_dim("Upsample", what, v, type(v) == "table" and #v or 1, positive_number)
         end
         if opts.size ~= nil then values("size", opts.size) else values("scale_factor", opts.scale_factor, true) end
-        self.options = {size = opts.size, scale_factor = opts.scale_factor, mode = mode, align_corners = align}
+        self.options = {size = opts.size, scale_factor = opts.scale_factor, mode = mode, align_corners = align,
+                        recompute_scale_factor = opts.recompute_scale_factor}
     end
     function Upsample:forward(x) return interpolate("Upsample", x, self.options) end
     function Upsample:extra_repr()
