@@ -1003,6 +1003,14 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
         fail(fname .. ": give both running_mean and running_var, or neither")
     end
     local use_batch = training or running_mean == nil
+    if Mn == 0 then -- an empty batch (Torch's): empty out, the statistics left alone
+        local bs = {1, Cc}
+        for i = 3, #xs do bs[i] = 1 end
+        local y = x:clone()
+        if weight ~= nil then y = y * weight:view(bs) end
+        if bias ~= nil then y = y + bias:view(bs) end
+        return y
+    end
     if use_batch and Mn <= 1 then
         fail(fmt("%s: expected more than 1 value per channel when training, got input of shape %s", fname,
                  shape_str(x)))
