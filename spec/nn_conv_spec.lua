@@ -1367,6 +1367,19 @@ describe("nn conv modules", function()
         assert.matches("InstanceNorm2d: expected a 4%-D input %(N, C, H, W%) or a 3%-D one %(C, H, W%), got shape 2x2",
                        err_of(nn.InstanceNorm2d(2), ordo.randn({2, 2})))
         assert.matches("InstanceNorm2d: affine must be a boolean", err_of(nn.InstanceNorm2d, 2, {affine = 1}))
+        -- F.instance_norm (Torch's signature)
+        local w, b = ordo.randn({4}, D), ordo.randn({4}, D)
+        close(F.instance_norm(x, nil, nil, w, b):totable(), F.group_norm(x, 4, w, b):totable(), 1e-12)
+        local rm, rv = ordo.zeros({4}, D), ordo.ones({4}, D)
+        F.instance_norm(x, rm, rv, nil, nil, true, 1)
+        close(rm:totable(), x3:mean(3):mean(1):totable(), 1e-12)
+        close(rv:totable(), x3:var(3):mean(1):totable(), 1e-12)
+        close(F.instance_norm(x, rm, rv, nil, nil, false):totable(),
+              ((x - rm:view(1, 4, 1, 1)) / (rv:view(1, 4, 1, 1) + 1e-5):sqrt()):totable(), 1e-12)
+        assert.matches("instance_norm: use_input_stats = false needs running_mean and running_var",
+                       err_of(F.instance_norm, x, nil, nil, nil, nil, false))
+        assert.matches("instance_norm: weight must have shape 4 %(one per channel of input 3x4x2x5%), got 3",
+                       err_of(F.instance_norm, x, nil, nil, ordo.ones({3}, D)))
     end)
 
     it("boolean options refuse other values (a string \"no\" would have meant true)", function()

@@ -1065,6 +1065,73 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
     return y
 end
 
+-- ---------------------------------------------------------------- instance_norm
+
+-- instance_norm(x [, running_mean, running_var, weight, bias,
+-- use_input_stats = true, momentum = 0.1, eps = 1e-5]) (Torch's F.instance_norm):
+-- x N×C×… with each channel of each sample normalised over its positions
+-- (the biased variance), then scaled and shifted per channel.  With
+-- use_input_stats and running buffers (C each), these are updated in place
+-- with the samples' average statistics (unbiased variance); without
+-- use_input_stats they normalise instead.  who: the name errors carry.
+function M.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps, who)
+    local fname = who or "instance_norm"
+    check_tensor(fname, "input", x)
+    check_devices(fname, x, running_mean, running_var)
+    check_devices(fname, x, weight, bias)
+    if use_input_stats == nil then use_input_stats = true end
+    if type(use_input_stats) ~= "boolean" then
+        fail(fmt("%s: use_input_stats must be a boolean, got %s", fname, typename(use_input_stats)))
+    end
+    local xs = shape_of(x)
+    if #xs < 3 then fail(fmt("%s: expected an input of shape N×C×L or N×C×H×W..., got %s", fname, shape_str(x))) end
+    local N, Cc = xs[1], xs[2]
+    for _, e in ipairs({{"running_mean", running_mean}, {"running_var", running_var}, {"weight", weight},
+                        {"bias", bias}}) do
+        local t = e[2]
+        if t ~= nil then
+            check_tensor(fname, e[1], t)
+            if t:dim() ~= 1 or t:size(1) ~= Cc then
+                fail(fmt("%s: %s must have shape %d (one per channel of input %s), got %s", fname, e[1], Cc,
+                         shape_str(x), shape_str(t)))
+            end
+        end
+    end
+    if (running_mean == nil) ~= (running_var == nil) then
+        fail(fname .. ": give both running_mean and running_var, or neither")
+    end
+    if not use_input_stats and running_mean == nil then
+        fail(fname .. ": use_input_stats = false needs running_mean and running_var")
+    end
+    local S = 1
+    for i = 3, #xs do S = S * xs[i] end
+    if use_input_stats and S <= 1 and N * Cc > 0 then
+        fail(fmt("%s: expected more than 1 position per channel to normalise over, got input of shape %s", fname,
+                 shape_str(x)))
+    end
+    -- batch_norm over one sample of N·C channels
+    local rm, rv
+    if running_mean ~= nil then
+        no_grad(function()
+            rm = running_mean:view(1, Cc):expand(N, Cc):contiguous():view(N * Cc)
+            rv = running_var:view(1, Cc):expand(N, Cc):contiguous():view(N * Cc)
+        end)
+    end
+    local y = M.batch_norm(x:reshape(1, N * Cc, S), rm, rv, nil, nil, use_input_stats, momentum, eps)
+    if running_mean ~= nil and use_input_stats and N > 0 then
+        no_grad(function()
+            running_mean:copy_(rm:view(N, Cc):mean(1))
+            running_var:copy_(rv:view(N, Cc):mean(1))
+        end)
+    end
+    local bs = {1, Cc}
+    for i = 3, #xs do bs[i] = 1 end
+    y = y:view(xs)
+    if weight ~= nil then y = y * weight:view(bs) end
+    if bias ~= nil then y = y + bias:view(bs) end
+    return y
+end
+
 -- ---------------------------------------------------------------- modules
 
 -- install(nn): nn.functional gets conv2d, max_pool2d, batch_norm; nn gets
@@ -1076,6 +1143,7 @@ function M.install(nn)
     F.conv1d, F.max_pool1d, F.avg_pool1d = M.conv1d, M.max_pool1d, M.avg_pool1d
     F.conv_transpose2d, F.conv_transpose1d = M.conv_transpose2d, M.conv_transpose1d
     F.max_unpool2d, F.max_unpool1d = M.max_unpool2d, M.max_unpool1d
+    F.instance_norm = M.instance_norm
     F.adaptive_avg_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool1d = M.adaptive_avg_pool1d,
         M.adaptive_max_pool2d, M.adaptive_max_pool1d
     local Module, init = nn.Module, nn.init
@@ -1597,39 +1665,13 @@ function M.install(nn)
                          shape_str(x)))
             end
             local xb = nd == nsp + 2 and x or x:unsqueeze(1)
-            local xs = shape_of(xb)
-            local N, Cc = xs[1], xs[2]
+            local Cc = xb:size(2)
             if Cc ~= self.num_features then
                 fail(fmt("%s: input of shape %s has %d channels, expected %d", name, shape_str(x), Cc,
                          self.num_features))
             end
-            local S = 1
-            for i = 3, #xs do S = S * xs[i] end
-            local use_running = self.running_mean ~= nil
-            local stats_of_input = self.training or not use_running
-            if stats_of_input and S <= 1 then
-                fail(fmt("%s: expected more than 1 position per channel to normalise over, got input of shape %s",
-                         name, shape_str(x)))
-            end
-            -- batch_norm over one sample of N·C channels
-            local rm, rv
-            if use_running then
-                no_grad(function()
-                    rm = self.running_mean:view(1, Cc):expand(N, Cc):contiguous():view(N * Cc)
-                    rv = self.running_var:view(1, Cc):expand(N, Cc):contiguous():view(N * Cc)
-                end)
-            end
-            local y = M.batch_norm(xb:reshape(1, N * Cc, S), rm, rv, nil, nil, stats_of_input, self.momentum, self.eps)
-            if use_running and self.training then
-                no_grad(function()
-                    self.running_mean:copy_(rm:view(N, Cc):mean(1))
-                    self.running_var:copy_(rv:view(N, Cc):mean(1))
-                end)
-            end
-            local bs = {1, Cc}
-            for i = 3, #xs do bs[i] = 1 end
-            y = y:view(xs)
-            if self.weight ~= nil then y = y * self.weight:view(bs) + self.bias:view(bs) end
+            local y = M.instance_norm(xb, self.running_mean, self.running_var, self.weight, self.bias,
+                                      self.training or self.running_mean == nil, self.momentum, self.eps, name)
             return nd == nsp + 2 and y or y:squeeze(1)
         end
         function cls:extra_repr()
