@@ -826,6 +826,48 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps)
     return y
 end
 
+-- rms_norm(x, normalized_shape [, weight, eps]) (Torch's F.rms_norm): x
+-- divided by the root mean square over its last dims (normalized_shape,
+-- a size or a list of sizes) plus eps, then scaled by weight (that
+-- shape).  eps nil: the dtype's machine epsilon, as Torch's.
+local MACHINE_EPS = {float32 = 1.1920928955078125e-07, float64 = 2.220446049250313e-16}
+function M.rms_norm(x, normalized_shape, weight, eps)
+    check_tensor("rms_norm", "input", x)
+    check_devices("rms_norm", x, weight)
+    if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
+    if type(normalized_shape) ~= "table" or getmetatable(normalized_shape) ~= nil then
+        fail("rms_norm: normalized_shape must be a size or a list of sizes, got " .. typename(normalized_shape))
+    end
+    local dt = x:dtype()
+    if not MACHINE_EPS[dt] then fail("rms_norm: input must be float32 or float64, got " .. dt) end
+    if eps == nil then eps = MACHINE_EPS[dt] end
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail("rms_norm: eps must be a non-negative number, got " .. util.show(eps))
+    end
+    local s, k = shape_of(x), #normalized_shape
+    local ok = k >= 1 and k <= #s
+    for i = 1, k do ok = ok and s[#s - k + i] == normalized_shape[i] end
+    if not ok then
+        fail(fmt("rms_norm: input of shape %s does not end in the normalized shape %s", shape_str(x),
+                 tensor.shape_str(normalized_shape)))
+    end
+    if weight ~= nil then
+        check_tensor("rms_norm", "weight", weight)
+        if tensor.shape_str(shape_of(weight)) ~= tensor.shape_str(normalized_shape) then
+            fail(fmt("rms_norm: weight of shape %s, expected the normalized shape %s", shape_str(weight),
+                     tensor.shape_str(normalized_shape)))
+        end
+    end
+    local lead, n = {}, 1
+    for i = 1, #s - k do lead[i] = s[i] end
+    for i = 1, k do n = n * normalized_shape[i] end
+    lead[#lead + 1] = n
+    local x2 = x:reshape(lead)
+    local y = (x2 / ((x2 * x2):mean(-1, true) + eps):sqrt()):reshape(s)
+    if weight ~= nil then y = y * weight end
+    return y
+end
+
 -- group_norm(x, num_groups [, weight, bias, eps = 1e-5]): x N×C×… with
 -- its C channels in num_groups groups of consecutive channels, each
 -- group of each sample normalised over its channels and positions (the
