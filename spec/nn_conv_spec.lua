@@ -946,6 +946,38 @@ local function ref_pool1d(x, k, s, p, max)
     end)
 end
 
+describe("nn.functional.unfold and fold (im2col, col2im)", function()
+    before_each(function() ordo.manual_seed(31) end)
+
+    it("unfold's columns times the flattened weight are conv2d; fold is its adjoint; modules; errors", function()
+        local x = ordo.randn({2, 3, 5, 6}, D)
+        local w = ordo.randn({4, 3, 3, 2}, D)
+        local o = {stride = {2, 1}, padding = {1, 0}, dilation = {1, 2}}
+        local cols = F.unfold(x, {3, 2}, o)
+        assert.same({2, 18, 12}, cols:shape())
+        local ref = F.conv2d(x, w, nil, o)
+        close(w:view(4, -1):matmul(cols):view(ref:shape()):totable(), ref:totable(), 1e-12)
+        local xp = x:permute(1, 3, 4, 2):contiguous():permute(1, 4, 2, 3) -- an NHWC view
+        close(F.unfold(xp, {3, 2}, o):totable(), cols:totable(), 0)
+        close(F.fold(F.unfold(x, 1), {5, 6}, 1):totable(), x:totable(), 0)
+        local u = ordo.randn(cols:shape(), D) -- <unfold(x), u> = <x, fold(u)>
+        close((cols * u):sum():item(), (x * F.fold(u, {5, 6}, {3, 2}, o)):sum():item(), 1e-12)
+        assert.is_true(ag.gradcheck(function(a) return F.unfold(a, {3, 2}, o) end, {x:clone():requires_grad()}))
+        assert.is_true(ag.gradcheck(function(a) return F.fold(a, {5, 6}, {3, 2}, o) end,
+                                    {cols:clone():requires_grad()}))
+        assert.same({12, 20}, F.unfold(x[1], 2):shape()) -- (C, H, W)
+        local m = nn.Unfold({2, 3}, {padding = 1})
+        assert.same({2, 18, 36}, m(x):shape())
+        assert.same({2, 3, 5, 6}, nn.Fold({5, 6}, {2, 3}, {padding = 1})(m(x)):shape())
+        assert.matches("fold: input of shape 2x18x12 has 12 blocks but output size 5x7 with kernel 3x2 gives 15",
+                       err_of(F.fold, cols, {5, 7}, {3, 2}, o))
+        assert.matches("fold: input of shape 2x17x12: dim 2 %(17%) must be divisible by the kernel's 3x2",
+                       err_of(F.fold, cols:narrow(2, 1, 17), {5, 6}, {3, 2}, o))
+        assert.matches("unfold: kernel 7x7 is larger than the padded input 5x6", err_of(F.unfold, x, 7))
+        assert.matches("Unfold: stride must be positive integers, got 0", err_of(nn.Unfold, 2, {stride = 0}))
+    end)
+end)
+
 describe("nn.functional.conv1d, max_pool1d and avg_pool1d", function()
     before_each(function() ordo.manual_seed(21) end)
 

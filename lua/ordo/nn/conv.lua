@@ -547,6 +547,87 @@ function M.max_pool2d(x, k, opts)
     return y
 end
 
+-- ---------------------------------------------------------------- unfold / fold
+
+local UNFOLD_OPTS = {stride = true, padding = true, dilation = true}
+
+-- unfold(x, kernel [, {dilation=1, padding=0, stride=1}]) (Torch's
+-- F.unfold, im2col): x N×C×H×W (or C×H×W) -> N × C·kh·kw × L, a column
+-- per window position (L of them, row-major), rows ordered channel, then
+-- kernel row, then kernel column.  Its gradient is fold's.
+function M.unfold(x, k, opts)
+    local fname = "unfold"
+    check_tensor(fname, "input", x)
+    opts = opts_of(fname, opts, UNFOLD_OPTS)
+    local kh, kw = pair(fname, "kernel size", k)
+    local sh, sw = pair(fname, "stride", opts.stride or 1)
+    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    local dh, dw = pair(fname, "dilation", opts.dilation or 1)
+    local dt = x:dtype()
+    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    local xb, unbatched = batched(fname, x)
+    local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
+    if not oh or not ow then
+        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
+                 (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or "", H + 2 * ph, W + 2 * pw,
+                 shape_str(x), ph, pw))
+    end
+    local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
+    local xc = xb:contiguous()
+    local cols = new_on(fname, xc, {N, Cc * kh * kw, oh * ow}, xc._c.dtype)
+    push(K_IM2COL, fname, 0, {xc}, {cols}, nil, ip)
+    record("unfold", cols, {xb, n = 1}, function(g)
+        local gx = new_on(fname, g, {N, Cc, H, W}, g._c.dtype)
+        push(K_COL2IM, fname, 0, {g:contiguous()}, {gx}, nil, ip)
+        return gx
+    end)
+    return unbatched and cols:squeeze(1) or cols
+end
+
+-- fold(x, output_size, kernel [, {dilation=1, padding=0, stride=1}])
+-- (Torch's F.fold, col2im): unfold's adjoint, x N × C·kh·kw × L (or
+-- C·kh·kw × L) summed back into N×C×H×W, {H, W} = output_size,
+-- overlapping windows adding up.
+function M.fold(x, output_size, k, opts)
+    local fname = "fold"
+    check_tensor(fname, "input", x)
+    opts = opts_of(fname, opts, UNFOLD_OPTS)
+    local H, W = pair(fname, "output size", output_size)
+    local kh, kw = pair(fname, "kernel size", k)
+    local sh, sw = pair(fname, "stride", opts.stride or 1)
+    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    local dh, dw = pair(fname, "dilation", opts.dilation or 1)
+    local dt = x:dtype()
+    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    local nd = x:dim()
+    if nd ~= 2 and nd ~= 3 then
+        fail(fmt("%s: expected a 3-D input (N, C*kh*kw, L) or a 2-D one, got shape %s", fname, shape_str(x)))
+    end
+    local xb = nd == 3 and x or x:unsqueeze(1)
+    local N, CK, L = xb:size(1), xb:size(2), xb:size(3)
+    if CK % (kh * kw) ~= 0 then
+        fail(fmt("%s: input of shape %s: dim %d (%d) must be divisible by the kernel's %dx%d", fname, shape_str(x),
+                 nd - 1, CK, kh, kw))
+    end
+    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
+    if not oh or not ow or oh * ow ~= L then
+        fail(fmt("%s: input of shape %s has %d blocks but output size %dx%d with kernel %dx%d gives %d", fname,
+                 shape_str(x), L, H, W, kh, kw, (oh or 0) * (ow or 0)))
+    end
+    local Cc = CK / (kh * kw)
+    local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
+    local xc = xb:contiguous()
+    local y = new_on(fname, xc, {N, Cc, H, W}, xc._c.dtype)
+    push(K_COL2IM, fname, 0, {xc}, {y}, nil, ip)
+    record("fold", y, {xb, n = 1}, function(g)
+        local gc = new_on(fname, g, {N, CK, L}, g._c.dtype)
+        push(K_IM2COL, fname, 0, {g:contiguous()}, {gc}, nil, ip)
+        return gc
+    end)
+    return nd == 3 and y or y:squeeze(1)
+end
+
 -- ---------------------------------------------------------------- max_unpool2d
 
 local UNPOOL_OPTS = {stride = true, padding = true, output_size = true}
@@ -1144,6 +1225,7 @@ function M.install(nn)
     F.conv_transpose2d, F.conv_transpose1d = M.conv_transpose2d, M.conv_transpose1d
     F.max_unpool2d, F.max_unpool1d = M.max_unpool2d, M.max_unpool1d
     F.instance_norm = M.instance_norm
+    F.unfold, F.fold = M.unfold, M.fold
     F.adaptive_avg_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool1d = M.adaptive_avg_pool1d,
         M.adaptive_max_pool2d, M.adaptive_max_pool1d
     local Module, init = nn.Module, nn.init
@@ -1447,6 +1529,36 @@ function M.install(nn)
         return M.max_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding,
                                                   dilation = self.dilation, ceil_mode = self.ceil_mode,
                                                   return_indices = self.return_indices})
+    end
+
+    -- Unfold(kernel_size [, {dilation, padding, stride}]) and
+    -- Fold(output_size, kernel_size [, {...}]): F.unfold / F.fold as modules.
+    local function unfold_options(name, opts)
+        opts = opts_of(name, opts, UNFOLD_OPTS)
+        pair(name, "stride", opts.stride or 1)
+        pair(name, "padding", opts.padding or 0, true)
+        pair(name, "dilation", opts.dilation or 1)
+        return opts
+    end
+    local Unfold = Module:extend("Unfold")
+    nn.Unfold = Unfold
+    function Unfold:init(k, opts)
+        self.kernel_size = {pair("Unfold", "kernel_size", k)}
+        self.options = unfold_options("Unfold", opts)
+    end
+    function Unfold:forward(x) return M.unfold(x, self.kernel_size, self.options) end
+    function Unfold:extra_repr() return fmt("kernel %dx%d", self.kernel_size[1], self.kernel_size[2]) end
+    local Fold = Module:extend("Fold")
+    nn.Fold = Fold
+    function Fold:init(size, k, opts)
+        self.output_size = {pair("Fold", "output_size", size)}
+        self.kernel_size = {pair("Fold", "kernel_size", k)}
+        self.options = unfold_options("Fold", opts)
+    end
+    function Fold:forward(x) return M.fold(x, self.output_size, self.kernel_size, self.options) end
+    function Fold:extra_repr()
+        return fmt("output %dx%d, kernel %dx%d", self.output_size[1], self.output_size[2], self.kernel_size[1],
+                   self.kernel_size[2])
     end
 
     -- MaxUnpool2d(kernel_size [, {stride=kernel_size, padding=0}]) /
