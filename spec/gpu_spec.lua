@@ -1057,13 +1057,15 @@ describe("gpu tensors: autograd, nn and optimisers", function()
                            i = inorm(xd), c = conv(xd), t = F.conv_transpose1d(xd[1]:reshape(4, 42), w1:to(dev), nil,
                                                                               {stride = 2, dilation = 3,
                                                                                output_padding = 2})}
+                r.f = F.fold(F.unfold(xd, {3, 2}, {padding = 1, stride = {2, 1}}), {7, 6}, {3, 2},
+                             {padding = 1, stride = {2, 1}})
                 local total = r.a:sum() + r.d:sum() + (r.m * r.m):sum() + (r.u * r.u):sum() + (r.i * r.i):sum()
-                    + (r.c * r.c):sum() + (r.t * r.t):sum()
+                    + (r.c * r.c):sum() + (r.t * r.t):sum() + (r.f * r.f):sum()
                 total:backward()
                 r.gx, r.rv = xd.grad, inorm.running_var
                 more[#more + 1] = r
             end
-            for _, k in ipairs({"a", "d", "m", "u", "i", "c", "t", "gx", "rv"}) do
+            for _, k in ipairs({"a", "d", "m", "u", "i", "c", "t", "f", "gx", "rv"}) do
                 check(more[1][k], more[2][k], dt .. " pooling/instance_norm/padding_mode " .. k, RED)
             end
         end
