@@ -810,6 +810,23 @@ describe("nn.functional.conv_transpose2d", function()
         assert.is_true(ag.gradcheck(function(a, ww) return F.conv_transpose2d(a, ww, {dilation = 2}) end, {x, w}))
     end)
 
+    it("ConvTranspose1d/2d forward(x, output_size) picks the output_padding, as Torch's", function()
+        local m = nn.ConvTranspose2d(3, 2, 3, {stride = 2, padding = 1, dtype = "float64"})
+        local x = ordo.randn({1, 3, 5, 5}, D)
+        assert.same({1, 2, 9, 9}, m(x):shape())
+        local y = m(x, {10, 9})
+        assert.same({1, 2, 10, 9}, y:shape())
+        close(y:totable(), F.conv_transpose2d(x, m.weight, m.bias, {stride = 2, padding = 1,
+                                                                    output_padding = {1, 0}}):totable(), 0)
+        assert.same({1, 2, 10, 10}, m(x, {1, 2, 10, 10}):shape()) -- a whole shape: its last two
+        assert.same({2, 10, 10}, m(x[1], {10, 10}):shape())
+        assert.matches("ConvTranspose2d: output_size 11 is not reachable from input 1x3x5x5: spatial dim 1 can be 9..10",
+                       err_of(m, x, {11, 9}))
+        local m1 = nn.ConvTranspose1d(3, 2, 3, {stride = 3})
+        assert.same({2, 14}, m1(ordo.randn({3, 4}), {14}):shape())
+        assert.matches("ConvTranspose1d: output_size 15 is not reachable", err_of(m1, ordo.randn({3, 4}), {15}))
+    end)
+
     it("conv_transpose1d / ConvTranspose1d: a naive scatter (groups too), gradients, errors", function()
         local function ref(x, w, b, s, p, op, d, g)
             local X, Wt = x:totable(), w:totable()

@@ -1380,10 +1380,38 @@ function M.install(nn)
         self.groups = g
         conv_parameters(self, {cin, cout / g, kh, kw}, cout, cout / g * kh * kw, opts)
     end
-    function ConvTranspose2d:forward(x)
+    -- The output_padding that makes a transposed convolution's output
+    -- output_size (Torch's forward(x, output_size): {h, w} or a whole
+    -- shape, its last nsp taken), checked.
+    local function output_padding_for(name, x, size, nsp, k, st, pad, dil)
+        if type(size) ~= "table" or #size < nsp then
+            fail(fmt("%s: output_size must be a table of %d sizes (or the whole shape), got %s", name, nsp,
+                     type(size) == "table" and "a table of " .. #size or typename(size)))
+        end
+        check_tensor(name, "input", x)
+        if x:dim() < nsp + 1 then return nil end -- the op names the wrong rank
+        local op = {}
+        for i = 1, nsp do
+            local n = x:size(x:dim() - nsp + i)
+            local base = (n - 1) * st[i] - 2 * pad[i] + dil[i] * (k[i] - 1) + 1
+            local want = size[#size - nsp + i]
+            local hi = base + math.max(st[i], dil[i]) - 1
+            if not is_int(want) or want < base or want > hi then
+                fail(fmt("%s: output_size %s is not reachable from input %s: spatial dim %d can be %d..%d", name,
+                         tostring(want), shape_str(x), i, base, hi))
+            end
+            op[i] = want - base
+        end
+        return op
+    end
+    function ConvTranspose2d:forward(x, output_size)
+        local op = self.output_padding
+        if output_size ~= nil then
+            op = output_padding_for("ConvTranspose2d", x, output_size, 2, self.kernel_size, self.stride, self.padding,
+                                    self.dilation) or op
+        end
         return M.conv_transpose2d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
-                                  output_padding = self.output_padding, dilation = self.dilation,
-                                  groups = self.groups})
+                                  output_padding = op, dilation = self.dilation, groups = self.groups})
     end
     function ConvTranspose2d:extra_repr()
         return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
@@ -1414,10 +1442,15 @@ function M.install(nn)
         self.groups = g
         conv_parameters(self, {cin, cout / g, k}, cout, cout / g * k, opts)
     end
-    function ConvTranspose1d:forward(x)
+    function ConvTranspose1d:forward(x, output_size)
+        local op = self.output_padding
+        if output_size ~= nil then
+            local o = output_padding_for("ConvTranspose1d", x, output_size, 1, {self.kernel_size}, {self.stride},
+                                         {self.padding}, {self.dilation})
+            if o then op = o[1] end
+        end
         return M.conv_transpose1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
-                                  output_padding = self.output_padding, dilation = self.dilation,
-                                  groups = self.groups})
+                                  output_padding = op, dilation = self.dilation, groups = self.groups})
     end
     function ConvTranspose1d:extra_repr()
         local s = fmt("%d -> %d, kernel %d", self.in_channels, self.out_channels, self.kernel_size)
