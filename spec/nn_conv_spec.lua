@@ -1454,8 +1454,29 @@ describe("nn conv modules", function()
                        err_of(function() nn.BatchNorm1d(3)(ordo.randn({4, 5})) end))
         assert.matches("Conv2d: in_channels must be a positive integer, got 0", err_of(nn.Conv2d, 0, 3, 3))
         assert.matches("Conv2d: kernel_size must be an integer or a pair", err_of(nn.Conv2d, 1, 3, "3"))
-        assert.matches("conv2d: input of shape 2x2x5x5 has 2 channels but weight of shape 4x3x3x3 expects 3",
+        -- a module's forward names the module
+        assert.matches("Conv2d: input of shape 2x2x5x5 has 2 channels but weight of shape 4x3x3x3 expects 3",
                        err_of(function() nn.Conv2d(3, 4, 3)(ordo.randn({2, 2, 5, 5})) end))
+        assert.matches("Conv2d: kernel 7x7 is larger than the padded input 5x5",
+                       err_of(function() nn.Conv2d(2, 4, 7)(ordo.randn({2, 2, 5, 5})) end))
+        assert.matches("Conv2d: expected a 4%-D input", err_of(function() nn.Conv2d(2, 4, 3)(ordo.randn({5, 5})) end))
+        assert.matches("Conv1d: input of shape 1x3x8 has 3 channels but weight of shape 4x2x3 expects 2",
+                       err_of(function() nn.Conv1d(2, 4, 3)(ordo.randn({1, 3, 8})) end))
+        assert.matches("Conv1d: kernel 9 is larger than the padded input 8",
+                       err_of(function() nn.Conv1d(3, 4, 9)(ordo.randn({1, 3, 8})) end))
+        assert.matches("ConvTranspose2d: input of shape 1x2x5x5 has 2 channels",
+                       err_of(function() nn.ConvTranspose2d(3, 4, 3)(ordo.randn({1, 2, 5, 5})) end))
+        assert.matches("ConvTranspose1d: input of shape 1x2x5 has 2 channels",
+                       err_of(function() nn.ConvTranspose1d(3, 4, 3)(ordo.randn({1, 2, 5})) end))
+        assert.matches("MaxPool2d: kernel 7x7 is larger than the padded input 5x5",
+                       err_of(function() nn.MaxPool2d(7)(ordo.randn({1, 2, 5, 5})) end))
+        assert.matches("AvgPool2d: kernel 7x7 is larger than the padded input 5x5",
+                       err_of(function() nn.AvgPool2d(7)(ordo.randn({1, 2, 5, 5})) end))
+        assert.matches("MaxPool1d: kernel 9 is larger than the padded input 8",
+                       err_of(function() nn.MaxPool1d(9)(ordo.randn({1, 2, 8})) end))
+        assert.matches("AvgPool1d: expected a 3%-D input", err_of(function() nn.AvgPool1d(2)(ordo.randn({8})) end))
+        assert.matches("Conv2d: input is float64 but weight is float32",
+                       err_of(function() nn.Conv2d(2, 4, 3)(ordo.randn({1, 2, 5, 5}, D)) end))
         assert.matches("MaxPool2d: padding 2x2 must be at most half the kernel 2x2",
                        err_of(nn.MaxPool2d, 2, {padding = 2}))
         assert.matches("BatchNorm2d: momentum must be a number in %[0, 1%]",

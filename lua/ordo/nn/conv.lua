@@ -296,8 +296,8 @@ end
 -- groups, the channels split into that many groups, each convolved with
 -- its O/groups filters (groups = C: depthwise), one conv2d per group.
 -- padding may also be "same" or "valid" (padding_mode).
-function M.conv2d(x, weight, bias, opts)
-    local fname = "conv2d"
+function M.conv2d(x, weight, bias, opts, who)
+    local fname = who or "conv2d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
     check_devices(fname, x, weight, bias)
     if type(opts) == "table" and type(opts.padding) == "string" then
@@ -398,8 +398,8 @@ end
 -- the size a strided conv2d came from.  The forward is conv2d's input
 -- gradient (matmul, col2im); its gradients are conv2d's forward (im2col,
 -- matmul) and its weight product.
-function M.conv_transpose2d(x, weight, bias, opts)
-    local fname = "conv_transpose2d"
+function M.conv_transpose2d(x, weight, bias, opts, who)
+    local fname = who or "conv_transpose2d"
     local sh, sw, ph, pw, dh, dw
     bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, TCONV_OPTS)
     local oph, opw = pair(fname, "output_padding", opts.output_padding or 0, true)
@@ -412,7 +412,7 @@ function M.conv_transpose2d(x, weight, bias, opts)
         local o = {}
         for k, v in pairs(opts) do o[k] = v end
         o.padding, o.output_padding = 0, 0
-        local y = M.conv_transpose2d(x, weight, nil, o)
+        local y = M.conv_transpose2d(x, weight, nil, o, fname)
         local H, W = y:size(y:dim() - 1), y:size(y:dim())
         local Ho, Wo = H - 2 * ph + oph, W - 2 * pw + opw
         if Ho < 1 or Wo < 1 then
@@ -523,8 +523,8 @@ end
 -- ceil_mode=false, return_indices=false}]): the max of each window (taps
 -- dilation apart); with return_indices also the int64 index (from 1) of
 -- each max in its H×W plane, flattened row-major.
-function M.max_pool2d(x, k, opts)
-    local fname = "max_pool2d"
+function M.max_pool2d(x, k, opts, who)
+    local fname = who or "max_pool2d"
     local xb, unbatched, geo
     opts, xb, unbatched, geo = pool_geometry(fname, x, k, opts, POOL_OPTS)
     local kh, kw, sh, sw, ph, pw, oh, ow, dh, dw, ceil_mode = unpack(geo)
@@ -738,8 +738,8 @@ end
 -- runs past the padding counts only what it covers of the padded input
 -- (of the input, with count_include_pad = false); divisor_override
 -- divides every window's sum by that number instead.
-function M.avg_pool2d(x, k, opts)
-    local fname = "avg_pool2d"
+function M.avg_pool2d(x, k, opts, who)
+    local fname = who or "avg_pool2d"
     local o, xb, unbatched, geo = pool_geometry(fname, x, k, opts, AVGPOOL_OPTS)
     local kh, kw, sh, sw, ph, pw, oh, ow = unpack(geo)
     local with_pad = count_pad(fname, o)
@@ -798,8 +798,8 @@ end
 
 -- conv1d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1}]):
 -- x N×C×L (or C×L), weight O×(C/groups)×k, bias O or nil.
-function M.conv1d(x, weight, bias, opts)
-    local fname = "conv1d"
+function M.conv1d(x, weight, bias, opts, who)
+    local fname = who or "conv1d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
     check_devices(fname, x, weight, bias)
     if type(opts) == "table" and type(opts.padding) == "string" then
@@ -825,7 +825,7 @@ function M.conv1d(x, weight, bias, opts)
                  d ~= 1 and fmt(" (dilation %d)", d) or "", L + 2 * p, shape_str(x), p))
     end
     local y = M.conv2d(x4, weight:unsqueeze(3), bias, {stride = {1, s}, padding = {0, p}, dilation = {1, d},
-                                                        groups = g})
+                                                        groups = g}, who)
     return back_to_1d(y, unbatched)
 end
 
@@ -834,8 +834,8 @@ end
 -- weight Cin×(Cout/groups)×k (Torch's layout), bias Cout; the output is
 -- (L - 1) s - 2 p + d (k - 1) + output_padding + 1 long.  The 2-D op over
 -- a height of 1.
-function M.conv_transpose1d(x, weight, bias, opts)
-    local fname = "conv_transpose1d"
+function M.conv_transpose1d(x, weight, bias, opts, who)
+    local fname = who or "conv_transpose1d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
     check_devices(fname, x, weight, bias)
     local x4, unbatched = as_2d(fname, x)
@@ -861,7 +861,7 @@ function M.conv_transpose1d(x, weight, bias, opts)
                  shape_str(x), k))
     end
     local y = M.conv_transpose2d(x4, weight:unsqueeze(3), bias, {stride = {1, s}, padding = {0, p},
-                                 output_padding = {0, op}, dilation = {1, d}, groups = opts.groups})
+                                 output_padding = {0, op}, dilation = {1, d}, groups = opts.groups}, who)
     return back_to_1d(y, unbatched)
 end
 
@@ -898,11 +898,12 @@ end
 -- max_pool1d(x, kernel [, {stride=kernel, padding=0, dilation=1,
 -- ceil_mode=false, return_indices=false}]): the max of each window; with
 -- return_indices also the int64 index (from 1) of each max along L.
-function M.max_pool1d(x, k, opts)
+function M.max_pool1d(x, k, opts, who)
+    local fname = who or "max_pool1d"
     local x4, unbatched, k2, o2
-    opts, x4, unbatched, k2, o2 = window_1d("max_pool1d", x, k, opts, POOL_OPTS)
-    o2.return_indices = flag("max_pool1d", opts, "return_indices")
-    local y, idx = M.max_pool2d(x4, k2, o2)
+    opts, x4, unbatched, k2, o2 = window_1d(fname, x, k, opts, POOL_OPTS)
+    o2.return_indices = flag(fname, opts, "return_indices")
+    local y, idx = M.max_pool2d(x4, k2, o2, who)
     if idx then return back_to_1d(y, unbatched), back_to_1d(idx, unbatched) end
     return back_to_1d(y, unbatched)
 end
@@ -911,11 +912,12 @@ end
 -- count_include_pad=true}]): the mean of each window, the padding's zeros
 -- counted (as avg_pool2d; Torch's 1-D op has no divisor_override).
 local AVGPOOL1D_OPTS = {stride = true, padding = true, ceil_mode = true, count_include_pad = true}
-function M.avg_pool1d(x, k, opts)
-    local o, x4, unbatched, k2, o2 = window_1d("avg_pool1d", x, k, opts, AVGPOOL1D_OPTS)
-    o2.count_include_pad = count_pad("avg_pool1d", o)
-    if not FLOATS[x:dtype()] then fail("avg_pool1d: input must be float32 or float64, got " .. x:dtype()) end
-    return back_to_1d(M.avg_pool2d(x4, k2, o2), unbatched)
+function M.avg_pool1d(x, k, opts, who)
+    local fname = who or "avg_pool1d"
+    local o, x4, unbatched, k2, o2 = window_1d(fname, x, k, opts, AVGPOOL1D_OPTS)
+    o2.count_include_pad = count_pad(fname, o)
+    if not FLOATS[x:dtype()] then fail(fname .. ": input must be float32 or float64, got " .. x:dtype()) end
+    return back_to_1d(M.avg_pool2d(x4, k2, o2, who), unbatched)
 end
 
 -- The rows [floor(i n / out) + 1, ceil((i + 1) n / out)] that output i of
@@ -1344,7 +1346,8 @@ function M.install(nn)
             padding = 0
         end
         return M.conv2d(x, self.weight, self.bias,
-                        {stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups})
+                        {stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups},
+                        "Conv2d")
     end
     function Conv2d:extra_repr()
         return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
@@ -1411,7 +1414,8 @@ function M.install(nn)
                                     self.dilation) or op
         end
         return M.conv_transpose2d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
-                                  output_padding = op, dilation = self.dilation, groups = self.groups})
+                                  output_padding = op, dilation = self.dilation, groups = self.groups},
+                                  "ConvTranspose2d")
     end
     function ConvTranspose2d:extra_repr()
         return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
@@ -1450,7 +1454,8 @@ function M.install(nn)
             if o then op = o[1] end
         end
         return M.conv_transpose1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
-                                  output_padding = op, dilation = self.dilation, groups = self.groups})
+                                  output_padding = op, dilation = self.dilation, groups = self.groups},
+                                  "ConvTranspose1d")
     end
     function ConvTranspose1d:extra_repr()
         local s = fmt("%d -> %d, kernel %d", self.in_channels, self.out_channels, self.kernel_size)
@@ -1494,7 +1499,7 @@ function M.install(nn)
             padding = 0
         end
         return M.conv1d(x, self.weight, self.bias, {stride = self.stride, padding = padding,
-                        dilation = self.dilation, groups = self.groups})
+                        dilation = self.dilation, groups = self.groups}, "Conv1d")
     end
     function Conv1d:extra_repr()
         local s = fmt("%d -> %d, kernel %d", self.in_channels, self.out_channels, self.kernel_size)
@@ -1530,7 +1535,7 @@ function M.install(nn)
         function cls:forward(x)
             return f(x, self.kernel_size, {stride = self.stride, padding = self.padding,
                                            count_include_pad = self.count_include_pad, dilation = self.dilation,
-                                           ceil_mode = self.ceil_mode, return_indices = self.return_indices})
+                                           ceil_mode = self.ceil_mode, return_indices = self.return_indices}, name)
         end
         function cls:extra_repr()
             local s = fmt("kernel %d, stride %d", self.kernel_size, self.stride)
@@ -1561,7 +1566,7 @@ function M.install(nn)
     function MaxPool2d:forward(x)
         return M.max_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding,
                                                   dilation = self.dilation, ceil_mode = self.ceil_mode,
-                                                  return_indices = self.return_indices})
+                                                  return_indices = self.return_indices}, "MaxPool2d")
     end
 
     -- Unfold(kernel_size [, {dilation, padding, stride}]) and
@@ -1645,7 +1650,7 @@ function M.install(nn)
         return M.avg_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding,
                                                   ceil_mode = self.ceil_mode,
                                                   count_include_pad = self.count_include_pad,
-                                                  divisor_override = self.divisor_override})
+                                                  divisor_override = self.divisor_override}, "AvgPool2d")
     end
     function AvgPool2d:extra_repr()
         local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
