@@ -335,6 +335,19 @@ describe("grouped convolutions (groups = ...)", function()
         local w, b = ordo.randn({6, 2, 3, 2}, D):requires_grad(), ordo.randn({6}, D):requires_grad()
         assert.is_true(ag.gradcheck(function(a, c, d) return F.conv2d(a, c, d, {padding = 1, stride = 2, groups = 2}) end,
                                     {x, w, b}))
+        -- depthwise with two filters per channel, dilated, both layouts; through a transposed
+        -- (not contiguous) view of the input too
+        local wd = ordo.randn({8, 1, 2, 3}, D):requires_grad()
+        local xt = ordo.randn({2, 4, 5, 6}, D):requires_grad()
+        each_layout(function()
+            assert.is_true(ag.gradcheck(function(a, c, d)
+                return F.conv2d(a:transpose(3, 4):transpose(3, 4), c, d, {padding = {1, 2}, dilation = {2, 1},
+                                                                         groups = 4})
+            end, {xt, wd, ordo.randn({8}, D):requires_grad()}))
+            assert.is_true(ag.gradcheck(function(a, c)
+                return F.conv2d(a:transpose(3, 4), c, nil, {padding = 1, groups = 4})
+            end, {xt, wd}))
+        end)
         local wt, bt = ordo.randn({4, 1, 2, 2}, D):requires_grad(), ordo.randn({4}, D):requires_grad()
         assert.is_true(ag.gradcheck(function(a, c, d) return F.conv_transpose2d(a, c, d, {stride = 2, groups = 4}) end,
                                     {x, wt, bt}))

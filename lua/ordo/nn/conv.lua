@@ -291,13 +291,60 @@ local function padding_mode(fname, x, weight, opts, nsp)
     return require("ordo.nn.functional").pad(x, amounts), o
 end
 
+-- A grouped conv2d (groups G > 1, checked) in one piece: im2col of x as
+-- N·G images of C/G channels, then one batched product of each group's
+-- filters (G × O/G × C/G·kh·kw, shared over the batch) with its columns,
+-- rather than a conv2d per group (depthwise layers have hundreds).
+-- geo: {sh, sw, ph, pw, dh, dw}.
+local function grouped_conv2d(fname, x, weight, bias, G, geo)
+    local sh, sw, ph, pw, dh, dw = unpack(geo)
+    local xb, unbatched = batched(fname, x)
+    local ws = shape_of(weight)
+    local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    local O, kh, kw = ws[1], ws[3], ws[4]
+    local cg, og = Cin / G, O / G
+    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
+    if not oh or not ow then
+        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
+                 (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or "", H + 2 * ph, W + 2 * pw,
+                 shape_str(x), ph, pw))
+    end
+    local L, CKK = oh * ow, cg * kh * kw
+    local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
+    local y, cols
+    no_grad(function()
+        local xg = xb:reshape(N * G, cg, H, W)
+        cols = new_on(fname, xb, {N * G, CKK, L}, xb._c.dtype)
+        push(K_IM2COL, fname, 0, {xg}, {cols}, nil, ip)
+        y = tensor.matmul(weight:reshape(1, G, og, CKK), cols:view(N, G, CKK, L)):view(N, O, oh, ow)
+        if bias ~= nil then y = y + bias:view(1, O, 1, 1) end
+    end)
+    record("conv2d", y, {xb, weight, bias, n = 3}, function(gout)
+        local gx, gw, gb
+        local gy = gout:reshape(N, G, og, L)
+        if xb._rg then
+            local gcols = tensor.matmul(weight:reshape(1, G, og, CKK):transpose(3, 4), gy) -- N × G × CKK × L
+            gx = new_on(fname, xb, {N * G, cg, H, W}, xb._c.dtype)
+            push(K_COL2IM, fname, 0, {gcols:reshape(N * G, CKK, L)}, {gx}, nil, ip)
+            gx = gx:view(N, Cin, H, W)
+        end
+        if weight._rg then
+            gw = tensor.matmul(gy, cols:view(N, G, CKK, L):transpose(3, 4)):sum(1):view(O, cg, kh, kw)
+        end
+        if bias ~= nil and bias._rg then gb = gout:reshape(N, O, L):sum(3):sum(1) end
+        return gx, gw, gb
+    end, {weight})
+    if unbatched then return y:squeeze(1) end
+    return y
+end
+
 -- conv2d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1}]):
 -- x N×C×H×W (or C×H×W), weight O×(C/groups)×kh×kw, bias O or nil.  With
 -- groups, the channels split into that many groups, each convolved with
 -- its O/groups filters (groups = C: depthwise), one conv2d per group.
 -- padding may also be "same" or "valid" (padding_mode).
 function M.conv2d(x, weight, bias, opts, who)
-    local fname = who or "conv2d"
+    local fname = type(who) == "string" and who or "conv2d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
     check_devices(fname, x, weight, bias)
     if type(opts) == "table" and type(opts.padding) == "string" then
@@ -309,7 +356,8 @@ function M.conv2d(x, weight, bias, opts, who)
     if opts.groups ~= nil and opts.groups ~= 1 then
         local g = check_groups(fname, opts, x, weight, batched(fname, x):size(2), false)
         check_bias(fname, bias, weight, weight:size(1), dt)
-        return grouped(M.conv2d, x, weight, bias, opts, g, x:dim() - 2)
+        if M.conv_layout ~= "batched" then return grouped(M.conv2d, x, weight, bias, opts, g, x:dim() - 2) end
+        return grouped_conv2d(fname, x, weight, bias, g, {sh, sw, ph, pw, dh, dw})
     end
     local xb, unbatched, ws = batched_against(fname, x, weight, 2)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
@@ -399,7 +447,7 @@ end
 -- gradient (matmul, col2im); its gradients are conv2d's forward (im2col,
 -- matmul) and its weight product.
 function M.conv_transpose2d(x, weight, bias, opts, who)
-    local fname = who or "conv_transpose2d"
+    local fname = type(who) == "string" and who or "conv_transpose2d"
     local sh, sw, ph, pw, dh, dw
     bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, TCONV_OPTS)
     local oph, opw = pair(fname, "output_padding", opts.output_padding or 0, true)
@@ -524,7 +572,7 @@ end
 -- dilation apart); with return_indices also the int64 index (from 1) of
 -- each max in its H×W plane, flattened row-major.
 function M.max_pool2d(x, k, opts, who)
-    local fname = who or "max_pool2d"
+    local fname = type(who) == "string" and who or "max_pool2d"
     local xb, unbatched, geo
     opts, xb, unbatched, geo = pool_geometry(fname, x, k, opts, POOL_OPTS)
     local kh, kw, sh, sw, ph, pw, oh, ow, dh, dw, ceil_mode = unpack(geo)
@@ -730,6 +778,12 @@ local function divisor_of(fname, opts)
     return d
 end
 
+-- t with eh rows and ew columns of zeros added at its end
+local function pad_end(t, eh, ew)
+    if eh == 0 and ew == 0 then return t end
+    return require("ordo.nn.functional").pad(t, {0, ew, 0, eh})
+end
+
 -- avg_pool2d(x, kernel [, {stride=kernel, padding=0, ceil_mode=false,
 -- count_include_pad=true, divisor_override}]): the mean of each window,
 -- the zeros of the padding counted (Torch's count_include_pad): a
@@ -739,7 +793,7 @@ end
 -- (of the input, with count_include_pad = false); divisor_override
 -- divides every window's sum by that number instead.
 function M.avg_pool2d(x, k, opts, who)
-    local fname = who or "avg_pool2d"
+    local fname = type(who) == "string" and who or "avg_pool2d"
     local o, xb, unbatched, geo = pool_geometry(fname, x, k, opts, AVGPOOL_OPTS)
     local kh, kw, sh, sw, ph, pw, oh, ow = unpack(geo)
     local with_pad = count_pad(fname, o)
@@ -750,24 +804,19 @@ function M.avg_pool2d(x, k, opts, who)
     -- ceil_mode's last windows may reach past the padding: zeros added at the end
     local eh = math.max(0, (oh - 1) * sh + kh - (H + 2 * ph))
     local ew = math.max(0, (ow - 1) * sw + kw - (W + 2 * pw))
-    local pad = require("ordo.nn.functional").pad
-    local function extend(t) -- t with the extra zeros at its end
-        if eh == 0 and ew == 0 then return t end
-        return pad(t, {0, ew, 0, eh})
-    end
     local w = tensor.full({1, 1, kh, kw}, 1 / (kh * kw), tensor.like(xb, dt))
     local po = {stride = {sh, sw}, padding = {ph, pw}}
-    local y = M.conv2d(extend(xb:reshape(N * Cc, 1, H, W)), w, nil, po)
+    local y = M.conv2d(pad_end(xb:reshape(N * Cc, 1, H, W), eh, ew), w, nil, po)
     if divisor ~= nil then
         y = y * (kh * kw / divisor)
     elseif not with_pad and (ph > 0 or pw > 0 or eh > 0 or ew > 0) then
         -- the share of each window that is input, the same pooling of ones
-        local share = M.conv2d(extend(tensor.ones({1, 1, H, W}, tensor.like(xb, dt))), w, nil, po)
+        local share = M.conv2d(pad_end(tensor.ones({1, 1, H, W}, tensor.like(xb, dt)), eh, ew), w, nil, po)
         y = y / share
     elseif eh > 0 or ew > 0 then
         -- the share of each window inside the padded input
-        local share = M.conv2d(extend(tensor.ones({1, 1, H + 2 * ph, W + 2 * pw}, tensor.like(xb, dt))), w, nil,
-                               {stride = {sh, sw}})
+        local share = M.conv2d(pad_end(tensor.ones({1, 1, H + 2 * ph, W + 2 * pw}, tensor.like(xb, dt)), eh, ew), w,
+                               nil, {stride = {sh, sw}})
         y = y / share
     end
     y = y:reshape(N, Cc, y:size(3), y:size(4))
@@ -799,7 +848,7 @@ end
 -- conv1d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1}]):
 -- x N×C×L (or C×L), weight O×(C/groups)×k, bias O or nil.
 function M.conv1d(x, weight, bias, opts, who)
-    local fname = who or "conv1d"
+    local fname = type(who) == "string" and who or "conv1d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
     check_devices(fname, x, weight, bias)
     if type(opts) == "table" and type(opts.padding) == "string" then
@@ -835,7 +884,7 @@ end
 -- (L - 1) s - 2 p + d (k - 1) + output_padding + 1 long.  The 2-D op over
 -- a height of 1.
 function M.conv_transpose1d(x, weight, bias, opts, who)
-    local fname = who or "conv_transpose1d"
+    local fname = type(who) == "string" and who or "conv_transpose1d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
     check_devices(fname, x, weight, bias)
     local x4, unbatched = as_2d(fname, x)
@@ -899,7 +948,7 @@ end
 -- ceil_mode=false, return_indices=false}]): the max of each window; with
 -- return_indices also the int64 index (from 1) of each max along L.
 function M.max_pool1d(x, k, opts, who)
-    local fname = who or "max_pool1d"
+    local fname = type(who) == "string" and who or "max_pool1d"
     local x4, unbatched, k2, o2
     opts, x4, unbatched, k2, o2 = window_1d(fname, x, k, opts, POOL_OPTS)
     o2.return_indices = flag(fname, opts, "return_indices")
@@ -913,7 +962,7 @@ end
 -- counted (as avg_pool2d; Torch's 1-D op has no divisor_override).
 local AVGPOOL1D_OPTS = {stride = true, padding = true, ceil_mode = true, count_include_pad = true}
 function M.avg_pool1d(x, k, opts, who)
-    local fname = who or "avg_pool1d"
+    local fname = type(who) == "string" and who or "avg_pool1d"
     local o, x4, unbatched, k2, o2 = window_1d(fname, x, k, opts, AVGPOOL1D_OPTS)
     o2.count_include_pad = count_pad(fname, o)
     if not FLOATS[x:dtype()] then fail(fname .. ": input must be float32 or float64, got " .. x:dtype()) end
@@ -1158,7 +1207,7 @@ end
 -- with the samples' average statistics (unbiased variance); without
 -- use_input_stats they normalise instead.  who: the name errors carry.
 function M.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps, who)
-    local fname = who or "instance_norm"
+    local fname = type(who) == "string" and who or "instance_norm"
     check_tensor(fname, "input", x)
     check_devices(fname, x, running_mean, running_var)
     check_devices(fname, x, weight, bias)
