@@ -1429,6 +1429,8 @@ describe("nn conv modules", function()
         assert.matches("InstanceNorm2d: expected a 4%-D input %(N, C, H, W%) or a 3%-D one %(C, H, W%), got shape 2x2",
                        err_of(nn.InstanceNorm2d(2), ordo.randn({2, 2})))
         assert.matches("InstanceNorm2d: affine must be a boolean", err_of(nn.InstanceNorm2d, 2, {affine = 1}))
+        assert.matches("InstanceNorm2d: input is float64 but running_mean is float32",
+                       err_of(nn.InstanceNorm2d(4, {track_running_stats = true}), x))
         -- F.instance_norm (Torch's signature)
         local w, b = ordo.randn({4}, D), ordo.randn({4}, D)
         close(F.instance_norm(x, nil, nil, w, b):totable(), F.group_norm(x, 4, w, b):totable(), 1e-12)

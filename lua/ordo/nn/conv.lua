@@ -1227,6 +1227,9 @@ function M.instance_norm(x, running_mean, running_var, weight, bias, use_input_s
                 fail(fmt("%s: %s must have shape %d (one per channel of input %s), got %s", fname, e[1], Cc,
                          shape_str(x), shape_str(t)))
             end
+            if t:dtype() ~= x:dtype() then
+                fail(fmt("%s: input is %s but %s is %s (convert one with :to())", fname, x:dtype(), e[1], t:dtype()))
+            end
         end
     end
     if (running_mean == nil) ~= (running_var == nil) then
