@@ -27,11 +27,14 @@ local type, tostring, ipairs = type, tostring, ipairs
 
 local M = {}
 
+local bicubic_dim -- (below)
+
 -- v rounded to single precision (Torch computes nearest's indices in float)
 local function f32(v) return tonumber(ffi.cast("float", v)) end
 
 local MODES = {nearest = {[3] = true, [4] = true}, ["nearest-exact"] = {[3] = true, [4] = true},
-               linear = {[3] = true}, bilinear = {[4] = true}, area = {[3] = true, [4] = true}}
+               linear = {[3] = true}, bilinear = {[4] = true}, bicubic = {[4] = true},
+               area = {[3] = true, [4] = true}}
 local OPTS = {size = true, scale_factor = true, mode = true, align_corners = true, recompute_scale_factor = true}
 
 local shape_str = tensor.shape_str_of
@@ -53,6 +56,38 @@ local function per_dim(fname, what, v, n, positive_number)
         end
     end
     return t
+end
+
+-- Torch's bicubic along dim d (n long) to out: the four taps around the
+-- source position (not clamped at 0, as the linear modes are), the edge
+-- repeated past either end, weighted by the cubic convolution kernel with
+-- A = -0.75.
+local A = -0.75
+local function cc1(t) return ((A + 2) * t - (A + 3)) * t * t + 1 end
+local function cc2(t) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A end
+bicubic_dim = function(x, d, n, out, r, align)
+    local idx, wts = {{}, {}, {}, {}}, {{}, {}, {}, {}}
+    for i = 0, out - 1 do
+        local src
+        if align then src = out > 1 and i * (n - 1) / (out - 1) or 0 else src = (i + 0.5) * r - 0.5 end
+        local i0 = floor(src)
+        local t = src - i0
+        local c = {cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t)}
+        for k = 1, 4 do
+            local j = i0 - 2 + k
+            if j < 0 then j = 0 elseif j > n - 1 then j = n - 1 end
+            idx[k][i + 1], wts[k][i + 1] = j + 1, c[k]
+        end
+    end
+    local wshape = {}
+    for k = 1, x:dim() do wshape[k] = 1 end
+    wshape[d] = out
+    local y
+    for k = 1, 4 do
+        local term = x:index_select(d, idx[k]) * tensor.tensor(wts[k], tensor.like(x)):view(wshape)
+        y = y and y + term or term
+    end
+    return y
 end
 
 -- x resized along dim d (1-based) to out elements; r: the input elements
@@ -81,6 +116,7 @@ local function resize_dim(x, d, out, r, mode, align)
         end
         return x:index_select(d, idx)
     end
+    if mode == "bicubic" then return bicubic_dim(x, d, n, out, r, align) end
     local lo, hi, w = {}, {}, {}
     for i = 0, out - 1 do
         local src
@@ -106,8 +142,8 @@ end
 local function check_static(fname, opts)
     local mode = opts.mode or "nearest"
     if not MODES[mode] then
-        fail(fmt("%s: mode must be 'nearest', 'nearest-exact', 'linear', 'bilinear' or 'area', got %s", fname,
-                 tostring(mode)))
+        fail(fmt("%s: mode must be 'nearest', 'nearest-exact', 'linear', 'bilinear', 'bicubic' or 'area', got %s",
+                 fname, tostring(mode)))
     end
     local align = opts.align_corners
     if align ~= nil and type(align) ~= "boolean" then
