@@ -1204,6 +1204,8 @@ describe("nn.functional.batch_norm", function()
                        err_of(F.batch_norm, x, nil, nil, ordo.ones({3}, D), nil, true))
         assert.matches("batch_norm: give both running_mean and running_var, or neither",
                        err_of(F.batch_norm, x, c3, nil, nil, nil, true))
+        assert.matches("batch_norm: training must be a boolean, got string",
+                       err_of(F.batch_norm, ordo.randn({4, 3}), nil, nil, nil, nil, "false"))
         assert.matches("batch_norm: momentum must be a number in %[0, 1%], got 2",
                        err_of(F.batch_norm, x, nil, nil, nil, nil, true, 2))
     end)

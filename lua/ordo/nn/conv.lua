@@ -1101,6 +1101,9 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
     check_tensor(fname, "input", x)
     check_devices(fname, x, running_mean, running_var)
     check_devices(fname, x, weight, bias)
+    if training ~= nil and type(training) ~= "boolean" then
+        fail(fmt("%s: training must be a boolean, got %s", fname, typename(training)))
+    end
     momentum = momentum == nil and 0.1 or momentum
     eps = eps == nil and 1e-5 or eps
     if type(momentum) ~= "number" or not (momentum >= 0 and momentum <= 1) then -- (NaN too)
