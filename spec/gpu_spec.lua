@@ -1038,6 +1038,36 @@ describe("gpu tensors: autograd, nn and optimisers", function()
                 rs[#rs + 1] = {y = y, n = F.interpolate(xd, {scale_factor = 2}), gx = xd.grad}
             end
             for _, k in ipairs({"y", "n", "gx"}) do check(rs[1][k], rs[2][k], dt .. " interpolate/group_norm " .. k, RED) end
+            -- avg_pool2d's ceil_mode and divisor_override, adaptive max pooling, max_unpool2d,
+            -- InstanceNorm2d with running statistics, a circular-padded Conv2d, conv_transpose1d
+            local xa = rnd({2, 4, 7, 6}, dt, -1, 1)
+            local w1 = rnd({4, 3, 3}, dt, -1, 1)
+            local conv = ordo.nn.Conv2d(4, 2, 3, {padding = 1, padding_mode = "circular", dtype = dt})
+            local more = {}
+            for _, dev in ipairs({G, CPU}) do
+                local xd = xa:to(dev):requires_grad()
+                local inorm = ordo.nn.InstanceNorm2d(4, {affine = true, track_running_stats = true, dtype = dt,
+                                                         device = dev})
+                conv:to(dev)
+                local p, idx = F.max_pool2d(xd, 2, {return_indices = true})
+                local r = {a = F.avg_pool2d(xd, 3, {stride = 2, padding = 1, ceil_mode = true,
+                                                    count_include_pad = false}),
+                           d = F.avg_pool2d(xd, 3, {stride = 2, ceil_mode = true, divisor_override = 4}),
+                           m = F.adaptive_max_pool2d(xd, {3, 4}), u = F.max_unpool2d(p, idx, 2, {output_size = {7, 6}}),
+                           i = inorm(xd), c = conv(xd), t = F.conv_transpose1d(xd[1]:reshape(4, 42), w1:to(dev), nil,
+                                                                              {stride = 2, dilation = 3,
+                                                                               output_padding = 2})}
+                r.f = F.fold(F.unfold(xd, {3, 2}, {padding = 1, stride = {2, 1}}), {7, 6}, {3, 2},
+                             {padding = 1, stride = {2, 1}})
+                local total = r.a:sum() + r.d:sum() + (r.m * r.m):sum() + (r.u * r.u):sum() + (r.i * r.i):sum()
+                    + (r.c * r.c):sum() + (r.t * r.t):sum() + (r.f * r.f):sum()
+                total:backward()
+                r.gx, r.rv = xd.grad, inorm.running_var
+                more[#more + 1] = r
+            end
+            for _, k in ipairs({"a", "d", "m", "u", "i", "c", "t", "f", "gx", "rv"}) do
+                check(more[1][k], more[2][k], dt .. " pooling/instance_norm/padding_mode " .. k, RED)
+            end
         end
     end)
 
@@ -1701,9 +1731,10 @@ describe("gpu tensors: errors", function()
             {"triplet_margin_loss", function() return nn.TripletMarginLoss()(g, c, g) end},
             {"gaussian_nll_loss", function() return nn.GaussianNLLLoss()(g, c, g) end},
             {"linear", function() return nn.Linear(3, 2):to(G)(c) end},
-            {"conv2d", function() return nn.Conv2d(1, 1, 2):to(G)(ordo.rand({1, 1, 3, 3})) end},
-            {"conv1d", function() return nn.Conv1d(1, 1, 2):to(G)(ordo.rand({1, 1, 3})) end},
-            {"conv_transpose2d", function() return nn.ConvTranspose2d(1, 1, 2):to(G)(ordo.rand({1, 1, 3, 3})) end},
+            {"Conv2d", function() return nn.Conv2d(1, 1, 2):to(G)(ordo.rand({1, 1, 3, 3})) end},
+            {"conv2d", function() return F.conv2d(ordo.rand({1, 1, 3, 3}), g:view(1, 1, 3, 3)) end},
+            {"Conv1d", function() return nn.Conv1d(1, 1, 2):to(G)(ordo.rand({1, 1, 3})) end},
+            {"ConvTranspose2d", function() return nn.ConvTranspose2d(1, 1, 2):to(G)(ordo.rand({1, 1, 3, 3})) end},
             {"batch_norm", function() return nn.BatchNorm1d(3):to(G)(c) end},
             {"layer_norm", function() return nn.LayerNorm(3):to(G)(c) end},
             {"group_norm", function() return nn.GroupNorm(1, 3):to(G)(c:view(1, 3, 3)) end},

@@ -335,6 +335,19 @@ describe("grouped convolutions (groups = ...)", function()
         local w, b = ordo.randn({6, 2, 3, 2}, D):requires_grad(), ordo.randn({6}, D):requires_grad()
         assert.is_true(ag.gradcheck(function(a, c, d) return F.conv2d(a, c, d, {padding = 1, stride = 2, groups = 2}) end,
                                     {x, w, b}))
+        -- depthwise with two filters per channel, dilated, both layouts; through a transposed
+        -- (not contiguous) view of the input too
+        local wd = ordo.randn({8, 1, 2, 3}, D):requires_grad()
+        local xt = ordo.randn({2, 4, 5, 6}, D):requires_grad()
+        each_layout(function()
+            assert.is_true(ag.gradcheck(function(a, c, d)
+                return F.conv2d(a:transpose(3, 4):transpose(3, 4), c, d, {padding = {1, 2}, dilation = {2, 1},
+                                                                         groups = 4})
+            end, {xt, wd, ordo.randn({8}, D):requires_grad()}))
+            assert.is_true(ag.gradcheck(function(a, c)
+                return F.conv2d(a:transpose(3, 4), c, nil, {padding = 1, groups = 4})
+            end, {xt, wd}))
+        end)
         local wt, bt = ordo.randn({4, 1, 2, 2}, D):requires_grad(), ordo.randn({4}, D):requires_grad()
         assert.is_true(ag.gradcheck(function(a, c, d) return F.conv_transpose2d(a, c, d, {stride = 2, groups = 4}) end,
                                     {x, wt, bt}))
@@ -462,6 +475,40 @@ describe("nn.functional.max_pool2d", function()
         assert.same({{{3, 6}}}, i1:totable())
     end)
 
+    it("max_unpool2d / max_unpool1d and their modules put each max back (Torch's example too)", function()
+        local x = ordo.randn({2, 3, 5, 6}, D)
+        local y, i = F.max_pool2d(x, 2, {return_indices = true})
+        assert.same({2, 3, 4, 6}, F.max_unpool2d(y, i, 2):shape())
+        local u = nn.MaxUnpool2d(2)(y, i, {5, 6})
+        assert.same({2, 3, 5, 6}, u:shape())
+        local X, U, n = x:totable(), u:totable(), 0
+        for a = 1, 2 do
+            for c = 1, 3 do
+                for h = 1, 5 do
+                    for w = 1, 6 do
+                        if U[a][c][h][w] ~= 0 then
+                            n = n + 1
+                            assert.equal(X[a][c][h][w], U[a][c][h][w])
+                        end
+                    end
+                end
+            end
+        end
+        assert.equal(36, n) -- every max of the 2x3 windows of each plane, back in place
+        assert.same(u[1]:totable(), F.max_unpool2d(y[1], i[1], 2, {output_size = {5, 6}}):totable())
+        -- Torch's MaxUnpool1d example
+        local s = ordo.tensor({{{1, 2, 3, 4, 5, 6, 7, 8}}}, D)
+        local p, pi = F.max_pool1d(s, 2, {return_indices = true})
+        assert.same({0, 2, 0, 4, 0, 6, 0, 8}, nn.MaxUnpool1d(2)(p, pi):totable()[1][1])
+        assert.same({0, 2, 0, 4, 0, 6, 0, 8, 0}, nn.MaxUnpool1d(2)(p, pi, {1, 1, 9}):totable()[1][1])
+        assert.is_true(ag.gradcheck(function(a) return F.max_unpool2d(a, i, 2) end, {y:clone():requires_grad()}))
+        assert.matches("max_unpool2d: indices must be int64, got float32", err_of(F.max_unpool2d, y, i:float(), 2))
+        assert.matches("max_unpool2d: output_size 7 must be within 3..5 in spatial dim 1 %(input 2x3x2x3%)",
+                       err_of(F.max_unpool2d, y, i, 2, {output_size = {7, 6}}))
+        assert.matches("max_unpool2d: indices of shape 3x2x3 do not match input 2x3x2x3",
+                       err_of(F.max_unpool2d, y, i[1], 2))
+    end)
+
     it("reports bad dilation and ceil_mode arguments, and windows of padding alone", function()
         local x = ordo.randn({1, 1, 4, 4})
         assert.matches("max_pool2d: dilation must be positive integers, got 0", err_of(F.max_pool2d, x, 2, {dilation = 0}))
@@ -525,6 +572,127 @@ describe("nn.functional.avg_pool2d and adaptive_avg_pool2d", function()
         assert.same({3, 1, 1}, F.adaptive_avg_pool2d(x[1], 1):shape()) -- a 3-D input
         assert.same({2, 3, 3, 4}, nn.AvgPool2d(2)(x):shape())
         assert.same({2, 3, 1, 1}, nn.AdaptiveAvgPool2d(1)(x):shape())
+    end)
+
+    it("adaptive max pooling, 1-D adaptive pooling and false (Torch's None) output sizes", function()
+        local x = ordo.randn({2, 3, 7, 5}, D)
+        local X = x:totable()
+        local function ref_max(oh, ow)
+            local Y = {}
+            for n = 1, 2 do
+                Y[n] = {}
+                for c = 1, 3 do
+                    Y[n][c] = {}
+                    for i = 0, oh - 1 do
+                        Y[n][c][i + 1] = {}
+                        for j = 0, ow - 1 do
+                            local m = -math.huge
+                            for a = math.floor(i * 7 / oh), math.ceil((i + 1) * 7 / oh) - 1 do
+                                for b = math.floor(j * 5 / ow), math.ceil((j + 1) * 5 / ow) - 1 do
+                                    m = math.max(m, X[n][c][a + 1][b + 1])
+                                end
+                            end
+                            Y[n][c][i + 1][j + 1] = m
+                        end
+                    end
+                end
+            end
+            return Y
+        end
+        for _, size in ipairs({{1, 1}, {3, 2}, {7, 5}, {4, 3}, {9, 7}, {2, 5}}) do
+            assert.same(ref_max(size[1], size[2]), F.adaptive_max_pool2d(x, size):totable())
+        end
+        assert.same(ref_max(3, 5), nn.AdaptiveMaxPool2d({3, false})(x):totable())
+        assert.same(ref_max(2, 2)[1], F.adaptive_max_pool2d(x[1], 2):totable()) -- (C, H, W)
+        close(F.adaptive_avg_pool2d(x, {false, 2}):totable(), F.adaptive_avg_pool2d(x, {7, 2}):totable(), 1e-15)
+        assert.equal("AdaptiveMaxPool2d(3xNone)", tostring(nn.AdaptiveMaxPool2d({3, false})))
+        -- Torch: adaptive_avg_pool1d(arange(6), 4) = [0.5, 1.5, 3.5, 4.5]; the max: [1, 2, 4, 5]
+        local seq = ordo.arange(6, D):view(1, 1, 6)
+        close(F.adaptive_avg_pool1d(seq, 4):totable()[1][1], {0.5, 1.5, 3.5, 4.5})
+        assert.same({1, 2, 4, 5}, nn.AdaptiveMaxPool1d(4)(seq[1]):totable()[1])
+        assert.same({{2.5}}, nn.AdaptiveAvgPool1d(1)(seq[1]):totable())
+        local xg = ordo.randn({1, 2, 5, 6}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a) return F.adaptive_max_pool2d(a, {3, 4}) end, {xg}))
+        assert.is_true(ag.gradcheck(function(a) return F.adaptive_max_pool1d(a, 4) end, {ordo.randn({2, 7}, D):requires_grad()}))
+        assert.is_true(ag.gradcheck(function(a) return F.adaptive_avg_pool1d(a, 4) end, {ordo.randn({1, 2, 7}, D):requires_grad()}))
+        assert.matches("adaptive_max_pool2d: output size must be an integer or a table of 2, got a table of 3",
+                       err_of(F.adaptive_max_pool2d, x, {1, 2, 3}))
+        assert.matches("AdaptiveMaxPool2d: output size must be positive integers, got 0",
+                       err_of(nn.AdaptiveMaxPool2d, {0, 1}))
+        assert.matches("adaptive_max_pool1d: expected a 3%-D input %(N, C, L%) or a 2%-D one %(C, L%), got shape 5",
+                       err_of(F.adaptive_max_pool1d, ordo.randn({5}), 2))
+    end)
+
+    it("ceil_mode and divisor_override: Torch's divisors (clipped last windows), modules and 1-D", function()
+        -- Torch's CPU kernel: a window's divisor is its extent inside the
+        -- padded input (count_include_pad) or the input, or the override
+        local function outsz(n, k, s, p, ceil)
+            if not ceil then return math.floor((n + 2 * p - k) / s) + 1 end
+            local o = math.ceil((n + 2 * p - k) / s) + 1
+            if (o - 1) * s >= n + p then o = o - 1 end
+            return o
+        end
+        local function ref(x, kh, kw, sh, sw, ph, pw, ceil, cip, div)
+            local X, Y = x:totable(), {}
+            local H, W = #X[1][1], #X[1][1][1]
+            local oh, ow = outsz(H, kh, sh, ph, ceil), outsz(W, kw, sw, pw, ceil)
+            for n = 1, #X do
+                Y[n] = {}
+                for c = 1, #X[1] do
+                    Y[n][c] = {}
+                    for i = 0, oh - 1 do
+                        Y[n][c][i + 1] = {}
+                        for j = 0, ow - 1 do
+                            local hs, ws = i * sh - ph, j * sw - pw
+                            local he, we = math.min(hs + kh, H + ph), math.min(ws + kw, W + pw)
+                            local ps = (he - hs) * (we - ws)
+                            hs, ws, he, we = math.max(hs, 0), math.max(ws, 0), math.min(he, H), math.min(we, W)
+                            local s = 0
+                            for a = hs, he - 1 do for b = ws, we - 1 do s = s + X[n][c][a + 1][b + 1] end end
+                            Y[n][c][i + 1][j + 1] = s / (div or (cip and ps or (he - hs) * (we - ws)))
+                        end
+                    end
+                end
+            end
+            return Y
+        end
+        for _, H in ipairs({5, 6}) do
+            local x = ordo.randn({2, 2, H, 7}, D)
+            for _, c in ipairs({{2, 3, 1, 2, 0, 1}, {3, 2, 2, 3, 1, 0}, {3, 2, 3, 2, 1, 1}, {2, 2, 2, 2, 1, 0}}) do
+                for _, ceil in ipairs({false, true}) do
+                    for _, cip in ipairs({true, false}) do
+                        for _, div in ipairs({false, 5}) do
+                            local o = {stride = {c[3], c[4]}, padding = {c[5], c[6]}, ceil_mode = ceil,
+                                       count_include_pad = cip, divisor_override = div or nil}
+                            close(F.avg_pool2d(x, {c[1], c[2]}, o):totable(),
+                                  ref(x, c[1], c[2], c[3], c[4], c[5], c[6], ceil, cip, div or nil), 1e-12)
+                        end
+                    end
+                end
+            end
+        end
+        local xg = ordo.randn({1, 2, 5, 6}, D):requires_grad()
+        assert.is_true(ag.gradcheck(function(a)
+            return F.avg_pool2d(a, 3, {stride = 2, padding = 1, ceil_mode = true, count_include_pad = false})
+        end, {xg}))
+        assert.is_true(ag.gradcheck(function(a) return F.avg_pool2d(a, 2, {ceil_mode = true}) end, {xg}))
+        -- Torch: avg_pool1d([0, 1, 2, 3, 4], 2, ceil_mode = True) = [0.5, 2.5, 4]
+        local seq = ordo.arange(5, D):view(1, 1, 5)
+        close(F.avg_pool1d(seq, 2, {ceil_mode = true}):totable()[1][1], {0.5, 2.5, 4})
+        close(nn.AvgPool1d(2, {ceil_mode = true})(seq):totable()[1][1], {0.5, 2.5, 4})
+        local m = nn.AvgPool2d(2, {ceil_mode = true, divisor_override = 3})
+        close(m(ordo.ones({1, 1, 3, 3}, D)):totable()[1][1], {{4 / 3, 2 / 3}, {2 / 3, 1 / 3}})
+        assert.equal("AvgPool2d(kernel 2x2, stride 2x2, divisor_override 3, ceil_mode)", tostring(m))
+        assert.matches("AvgPool2d: divisor_override must be a positive integer, got 0",
+                       err_of(nn.AvgPool2d, 2, {divisor_override = 0}))
+        assert.matches("avg_pool2d: divisor_override must be a positive integer, got 1.5",
+                       err_of(F.avg_pool2d, seq:view(1, 1, 1, 5), 1, {divisor_override = 1.5}))
+        assert.matches("avg_pool2d: ceil_mode must be a boolean", err_of(F.avg_pool2d, seq:view(1, 1, 1, 5), 1,
+                                                                        {ceil_mode = 1}))
+        assert.matches("AvgPool2d: padding 2x2 must be at most half the kernel 3x3",
+                       err_of(nn.AvgPool2d, 3, {padding = 2}))
+        assert.matches("avg_pool1d: unknown option 'divisor_override'",
+                       err_of(F.avg_pool1d, seq, 2, {divisor_override = 2}))
     end)
 
     it("have gradients that agree with central differences", function()
@@ -608,6 +776,27 @@ describe("nn.functional.conv_transpose2d", function()
         end
         close(F.conv_transpose2d(x, w):totable(), ref_conv_transpose(x, w, nil), 1e-12)
         close(F.conv_transpose2d(x[1], w, b, {stride = 2}):totable(), ref_conv_transpose(x, w, b, 2)[1], 1e-12)
+        -- Torch allows output_padding up to the dilation too (not only the stride)
+        for _, o in ipairs({{dilation = 2, output_padding = 1}, {dilation = 2, padding = 1, output_padding = 1},
+                            {dilation = 3, padding = 2, output_padding = 2},
+                            {stride = {1, 2}, dilation = {3, 1}, padding = {1, 0}, output_padding = {2, 1}}}) do
+            local want = ref_conv_transpose(x, w, b, o.stride, o.padding, o.output_padding, o.dilation)
+            close(F.conv_transpose2d(x, w, b, o):totable(), want, 1e-12)
+            close(F.conv_transpose2d(x[2], w, b, o):totable(), want[2], 1e-12)
+        end
+        local m = nn.ConvTranspose2d(3, 2, {3, 2}, {dilation = 2, output_padding = 1, dtype = "float64"})
+        close(m(x):totable(), ref_conv_transpose(x, m.weight, m.bias, 1, 0, 1, 2), 1e-12)
+        assert.is_true(ag.gradcheck(function(a, ww, bb)
+            return F.conv_transpose2d(a, ww, bb, {dilation = 2, padding = 1, output_padding = 1})
+        end, {ordo.randn({1, 2, 3, 3}, D):requires_grad(), ordo.randn({2, 2, 2, 2}, D):requires_grad(),
+              ordo.randn({2}, D):requires_grad()}))
+        local s1 = ordo.randn({1, 3, 5}, D)
+        local w1 = ordo.randn({3, 2, 3}, D)
+        close(F.conv_transpose1d(s1, w1, nil, {dilation = 2, output_padding = 1}):totable(),
+              F.conv_transpose2d(s1:unsqueeze(3), w1:unsqueeze(3), nil, {dilation = {1, 2},
+                                 output_padding = {0, 1}}):squeeze(3):totable(), 1e-12)
+        assert.matches("conv_transpose2d: output_padding 2x2 must be smaller than the stride 1x1 or the dilation 2x2",
+                       err_of(F.conv_transpose2d, x, w, nil, {dilation = 2, output_padding = 2}))
         -- it undoes a strided conv2d's shape (9x9 and 10x10 both go to 5x5:
         -- output_padding says which to go back to), and it is conv2d's
         -- adjoint: <conv2d(z, k), u> = <z, conv_transpose2d(u, k)>
@@ -632,6 +821,76 @@ describe("nn.functional.conv_transpose2d", function()
             return F.conv_transpose2d(a, ww, bb, {stride = 2, padding = 1, output_padding = 1})
         end, {x, w, b}))
         assert.is_true(ag.gradcheck(function(a, ww) return F.conv_transpose2d(a, ww, {dilation = 2}) end, {x, w}))
+    end)
+
+    it("ConvTranspose1d/2d forward(x, output_size) picks the output_padding, as Torch's", function()
+        local m = nn.ConvTranspose2d(3, 2, 3, {stride = 2, padding = 1, dtype = "float64"})
+        local x = ordo.randn({1, 3, 5, 5}, D)
+        assert.same({1, 2, 9, 9}, m(x):shape())
+        local y = m(x, {10, 9})
+        assert.same({1, 2, 10, 9}, y:shape())
+        close(y:totable(), F.conv_transpose2d(x, m.weight, m.bias, {stride = 2, padding = 1,
+                                                                    output_padding = {1, 0}}):totable(), 0)
+        assert.same({1, 2, 10, 10}, m(x, {1, 2, 10, 10}):shape()) -- a whole shape: its last two
+        assert.same({2, 10, 10}, m(x[1], {10, 10}):shape())
+        assert.matches("ConvTranspose2d: output_size 11 is not reachable from input 1x3x5x5: spatial dim 1 can be 9..10",
+                       err_of(m, x, {11, 9}))
+        local m1 = nn.ConvTranspose1d(3, 2, 3, {stride = 3})
+        assert.same({2, 14}, m1(ordo.randn({3, 4}), {14}):shape())
+        assert.matches("ConvTranspose1d: output_size 15 is not reachable", err_of(m1, ordo.randn({3, 4}), {15}))
+    end)
+
+    it("conv_transpose1d / ConvTranspose1d: a naive scatter (groups too), gradients, errors", function()
+        local function ref(x, w, b, s, p, op, d, g)
+            local X, Wt = x:totable(), w:totable()
+            local N, Ci, L = #X, #X[1], #X[1][1]
+            local Cog, k = #Wt[1], #Wt[1][1]
+            local out = (L - 1) * s - 2 * p + d * (k - 1) + op + 1
+            local Y = {}
+            for n = 1, N do
+                Y[n] = {}
+                for co = 1, Cog * g do
+                    Y[n][co] = {}
+                    for i = 1, out do Y[n][co][i] = b[co] end
+                end
+                for ci = 1, Ci do
+                    local grp = math.floor((ci - 1) / (Ci / g))
+                    for l = 0, L - 1 do
+                        for c = 1, Cog do
+                            for a = 0, k - 1 do
+                                local i = l * s - p + a * d
+                                if i >= 0 and i < out then
+                                    local row = Y[n][grp * Cog + c]
+                                    row[i + 1] = row[i + 1] + X[n][ci][l + 1] * Wt[ci][c][a + 1]
+                                end
+                            end
+                        end
+                    end
+                end
+            end
+            return Y
+        end
+        for _, c in ipairs({{1, 0, 0, 1, 1}, {2, 1, 1, 1, 1}, {3, 1, 2, 2, 1}, {2, 0, 1, 1, 2}, {2, 2, 1, 2, 2}}) do
+            local s, p, op, d, g = unpack(c)
+            local x, w, b = ordo.randn({2, 4, 5}, D), ordo.randn({4, 3, 3}, D), ordo.randn({3 * g}, D)
+            close(F.conv_transpose1d(x, w, b, {stride = s, padding = p, output_padding = op, dilation = d,
+                                               groups = g}):totable(), ref(x, w, b:totable(), s, p, op, d, g), 1e-12)
+        end
+        local m = nn.ConvTranspose1d(4, 6, 3, {stride = 2, output_padding = 1, groups = 2, dtype = "float64"})
+        assert.equal("ConvTranspose1d(4 -> 6, kernel 3, stride 2, output_padding 1, groups 2)", tostring(m))
+        assert.same({4, 3, 3}, m.weight:shape())
+        assert.same({6, 12}, m(ordo.randn({4, 5}, D)):shape()) -- unbatched (C, L)
+        assert.is_true(ag.gradcheck(function(a, w) return F.conv_transpose1d(a, w, nil, {stride = 2, padding = 1}) end,
+                                    {ordo.randn({1, 2, 4}, D):requires_grad(), ordo.randn({2, 3, 3}, D):requires_grad()}))
+        assert.matches("conv_transpose1d: input of shape 1x2x4 has 2 channels but weight of shape 3x3x3 expects 3",
+                       err_of(F.conv_transpose1d, ordo.randn({1, 2, 4}), ordo.randn({3, 3, 3})))
+        assert.matches("conv_transpose1d: output_padding 1 must be smaller than the stride 1",
+                       err_of(F.conv_transpose1d, ordo.randn({1, 2, 4}), ordo.randn({2, 3, 3}), nil,
+                              {output_padding = 1}))
+        assert.matches("conv_transpose1d: the output would be %-1 long",
+                       err_of(F.conv_transpose1d, ordo.randn({1, 2, 1}), ordo.randn({2, 3, 1}), {padding = 1}))
+        assert.matches("ConvTranspose1d: in_channels 2 and out_channels 3 must both be divisible by groups 2",
+                       err_of(nn.ConvTranspose1d, 2, 3, 3, {groups = 2}))
     end)
 
     it("ConvTranspose2d: shapes, Torch's init bounds; bad arguments named", function()
@@ -716,6 +975,38 @@ local function ref_pool1d(x, k, s, p, max)
         return r / k -- the padding's zeros count
     end)
 end
+
+describe("nn.functional.unfold and fold (im2col, col2im)", function()
+    before_each(function() ordo.manual_seed(31) end)
+
+    it("unfold's columns times the flattened weight are conv2d; fold is its adjoint; modules; errors", function()
+        local x = ordo.randn({2, 3, 5, 6}, D)
+        local w = ordo.randn({4, 3, 3, 2}, D)
+        local o = {stride = {2, 1}, padding = {1, 0}, dilation = {1, 2}}
+        local cols = F.unfold(x, {3, 2}, o)
+        assert.same({2, 18, 12}, cols:shape())
+        local ref = F.conv2d(x, w, nil, o)
+        close(w:view(4, -1):matmul(cols):view(ref:shape()):totable(), ref:totable(), 1e-12)
+        local xp = x:permute(1, 3, 4, 2):contiguous():permute(1, 4, 2, 3) -- an NHWC view
+        close(F.unfold(xp, {3, 2}, o):totable(), cols:totable(), 0)
+        close(F.fold(F.unfold(x, 1), {5, 6}, 1):totable(), x:totable(), 0)
+        local u = ordo.randn(cols:shape(), D) -- <unfold(x), u> = <x, fold(u)>
+        close((cols * u):sum():item(), (x * F.fold(u, {5, 6}, {3, 2}, o)):sum():item(), 1e-12)
+        assert.is_true(ag.gradcheck(function(a) return F.unfold(a, {3, 2}, o) end, {x:clone():requires_grad()}))
+        assert.is_true(ag.gradcheck(function(a) return F.fold(a, {5, 6}, {3, 2}, o) end,
+                                    {cols:clone():requires_grad()}))
+        assert.same({12, 20}, F.unfold(x[1], 2):shape()) -- (C, H, W)
+        local m = nn.Unfold({2, 3}, {padding = 1})
+        assert.same({2, 18, 36}, m(x):shape())
+        assert.same({2, 3, 5, 6}, nn.Fold({5, 6}, {2, 3}, {padding = 1})(m(x)):shape())
+        assert.matches("fold: input of shape 2x18x12 has 12 blocks but output size 5x7 with kernel 3x2 gives 15",
+                       err_of(F.fold, cols, {5, 7}, {3, 2}, o))
+        assert.matches("fold: input of shape 2x17x12: dim 2 %(17%) must be divisible by the kernel's 3x2",
+                       err_of(F.fold, cols:narrow(2, 1, 17), {5, 6}, {3, 2}, o))
+        assert.matches("unfold: kernel 7x7 is larger than the padded input 5x6", err_of(F.unfold, x, 7))
+        assert.matches("Unfold: stride must be positive integers, got 0", err_of(nn.Unfold, 2, {stride = 0}))
+    end)
+end)
 
 describe("nn.functional.conv1d, max_pool1d and avg_pool1d", function()
     before_each(function() ordo.manual_seed(21) end)
@@ -913,6 +1204,8 @@ describe("nn.functional.batch_norm", function()
                        err_of(F.batch_norm, x, nil, nil, ordo.ones({3}, D), nil, true))
         assert.matches("batch_norm: give both running_mean and running_var, or neither",
                        err_of(F.batch_norm, x, c3, nil, nil, nil, true))
+        assert.matches("batch_norm: training must be a boolean, got string",
+                       err_of(F.batch_norm, ordo.randn({4, 3}), nil, nil, nil, nil, "false"))
         assert.matches("batch_norm: momentum must be a number in %[0, 1%], got 2",
                        err_of(F.batch_norm, x, nil, nil, nil, nil, true, 2))
     end)
@@ -969,6 +1262,40 @@ describe("nn conv modules", function()
             last = loss:item()
         end
         assert.is_true(last < first * 0.5, string.format("loss %.4f -> %.4f", first, last))
+    end)
+
+    it("BatchNorm on an empty batch gives an empty output and leaves the statistics alone (Torch's)", function()
+        local m = nn.BatchNorm2d(2, {dtype = "float64"})
+        local x = ordo.randn({0, 2, 4, 4}, D):requires_grad()
+        local y = m(x)
+        assert.same({0, 2, 4, 4}, y:shape())
+        assert.same({0, 0}, m.running_mean:totable())
+        assert.same({1, 1}, m.running_var:totable())
+        y:sum():backward()
+        assert.same({0, 0}, m.weight.grad:totable())
+        assert.same({0, 2, 4, 4}, x.grad:shape())
+        assert.same({0, 3}, F.batch_norm(ordo.zeros({0, 3}), nil, nil, nil, nil, true):shape())
+    end)
+
+    it("BatchNorm momentum = false (Torch's None): the running statistics are the batches' plain average", function()
+        local bn = nn.BatchNorm1d(2, {momentum = false, dtype = "float64"})
+        local xs = {}
+        for i = 1, 3 do
+            xs[i] = ordo.randn({4, 2}, D) * i + i
+            bn(xs[i])
+        end
+        local mean = (xs[1]:mean(1) + xs[2]:mean(1) + xs[3]:mean(1)) / 3
+        local var = (xs[1]:var(1) + xs[2]:var(1) + xs[3]:var(1)) / 3 -- unbiased, as Torch's buffer
+        close(bn.running_mean:totable(), mean:totable(), 1e-12)
+        close(bn.running_var:totable(), var:totable(), 1e-12)
+        assert.equal(3, bn.num_batches_tracked:item())
+        assert.equal("BatchNorm1d(2, eps = 1e-05, momentum = cumulative)", tostring(bn))
+        bn:eval() -- eval leaves them and the count alone
+        bn(xs[1])
+        close(bn.running_mean:totable(), mean:totable(), 1e-12)
+        assert.equal(3, bn.num_batches_tracked:item())
+        assert.matches("BatchNorm2d: momentum must be a number in %[0, 1%] or false", err_of(nn.BatchNorm2d, 3,
+                                                                                         {momentum = true}))
     end)
 
     it("BatchNorm2d / BatchNorm1d: buffers, train vs eval, running statistics", function()
@@ -1042,6 +1369,101 @@ describe("nn conv modules", function()
                                     {xg, b2.weight, b2.bias}))
     end)
 
+    it("Conv1d/Conv2d padding_mode (Torch's): reflect, replicate and circular pad the input first", function()
+        local m = nn.Conv1d(1, 1, 3, {padding = 1, padding_mode = "circular", bias = false, dtype = "float64"})
+        ordo.no_grad(function() m.weight:fill_(1) end)
+        local x = ordo.tensor({{{1, 2, 3, 4}}}, D)
+        -- Torch's values for a kernel of ones over [1, 2, 3, 4]
+        assert.same({7, 6, 9, 8}, m(x):totable()[1][1])
+        assert.equal("Conv1d(1 -> 1, kernel 3, padding 1, padding_mode circular, no bias)", tostring(m))
+        m.padding_mode = "reflect"
+        assert.same({5, 6, 9, 10}, m(x):totable()[1][1])
+        m.padding_mode = "replicate"
+        assert.same({4, 6, 9, 11}, m(x):totable()[1][1])
+        assert.same({{4, 6, 9, 11}}, m(x[1]):totable()) -- unbatched (C, L)
+        -- 2-D, with "same" and dilation, against F.pad and conv2d; the gradient
+        local c = nn.Conv2d(2, 3, {3, 2}, {padding = "same", padding_mode = "reflect", dilation = {1, 2},
+                                           dtype = "float64"})
+        local x2 = ordo.randn({2, 2, 5, 6}, D)
+        local ref = F.conv2d(F.pad(x2, {1, 1, 1, 1}, {mode = "reflect"}), c.weight, c.bias, {dilation = {1, 2}})
+        close(c(x2):totable(), ref:totable(), 1e-12)
+        local c2 = nn.Conv2d(2, 2, 3, {padding = {1, 2}, padding_mode = "circular", dtype = "float64"})
+        local ref2 = F.conv2d(F.pad(x2, {2, 2, 1, 1}, {mode = "circular"}), c2.weight, c2.bias)
+        close(c2(x2):totable(), ref2:totable(), 1e-12)
+        assert.is_true(ag.gradcheck(function(a) return c2(a) end, {ordo.randn({1, 2, 4, 5}, D):requires_grad()}))
+        assert.matches('Conv2d: padding_mode must be "zeros", "reflect", "replicate" or "circular", got "mirror"',
+                       err_of(nn.Conv2d, 2, 3, 3, {padding_mode = "mirror"}))
+        local r = nn.Conv2d(1, 1, 3, {padding = 3, padding_mode = "reflect"})
+        assert.matches("Conv2d: padding_mode reflect needs padding 3 smaller than the input's size 3 in dim 3 " ..
+                       "%(input 1x1x3x5%)", err_of(r, ordo.randn({1, 1, 3, 5})))
+    end)
+
+    it("InstanceNorm1d/2d: per sample and channel (Torch's defaults), running statistics when tracked", function()
+        local x = ordo.randn({3, 4, 2, 5}, D) * 2 + 1
+        local m = nn.InstanceNorm2d(4, {dtype = "float64"})
+        assert.is_nil(m.weight)
+        assert.is_nil(m.running_mean)
+        close(m(x):totable(), F.group_norm(x, 4, nil, nil, 1e-5):totable(), 1e-12)
+        m:eval() -- no running statistics: eval uses the input's too
+        close(m(x):totable(), F.group_norm(x, 4, nil, nil, 1e-5):totable(), 1e-12)
+        local mt = nn.InstanceNorm2d(4, {affine = true, track_running_stats = true, momentum = 0.5,
+                                         dtype = "float64"})
+        assert.equal("InstanceNorm2d(4, eps = 1e-05, momentum = 0.5, affine, track_running_stats)", tostring(mt))
+        close(mt(x):totable(), F.group_norm(x, 4, nil, nil, 1e-5):totable(), 1e-12)
+        local x3 = x:reshape(3, 4, 10) -- the samples' average statistics, the unbiased variance
+        close(mt.running_mean:totable(), (x3:mean(3):mean(1) * 0.5):totable(), 1e-12)
+        close(mt.running_var:totable(), (x3:var(3):mean(1) * 0.5 + 0.5):totable(), 1e-12)
+        mt:eval()
+        local ref = (x - mt.running_mean:view(1, 4, 1, 1)) / (mt.running_var:view(1, 4, 1, 1) + 1e-5):sqrt()
+        close(mt(x):totable(), ref:totable(), 1e-12)
+        local names = {}
+        for i, e in ipairs(mt:state_dict()) do names[i] = e.name end
+        assert.same({"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}, names)
+        assert.is_true(ag.gradcheck(function(a) return nn.InstanceNorm1d(2, {affine = true, dtype = "float64"})(a) end,
+                                    {ordo.randn({2, 2, 5}, D):requires_grad()}))
+        local one = ordo.randn({2, 6}, D) -- unbatched (C, L)
+        close(nn.InstanceNorm1d(2, {dtype = "float64"})(one):totable(),
+              F.group_norm(one:unsqueeze(1), 2):squeeze(1):totable(), 1e-12)
+        assert.matches("InstanceNorm1d: input of shape 2x3x6 has 3 channels, expected 2",
+                       err_of(nn.InstanceNorm1d(2), ordo.randn({2, 3, 6})))
+        assert.matches("InstanceNorm1d: expected more than 1 position per channel",
+                       err_of(nn.InstanceNorm1d(2), ordo.randn({2, 2, 1})))
+        assert.matches("InstanceNorm2d: expected a 4%-D input %(N, C, H, W%) or a 3%-D one %(C, H, W%), got shape 2x2",
+                       err_of(nn.InstanceNorm2d(2), ordo.randn({2, 2})))
+        assert.matches("InstanceNorm2d: affine must be a boolean", err_of(nn.InstanceNorm2d, 2, {affine = 1}))
+        assert.matches("InstanceNorm2d: input is float64 but running_mean is float32",
+                       err_of(nn.InstanceNorm2d(4, {track_running_stats = true}), x))
+        -- F.instance_norm (Torch's signature)
+        local w, b = ordo.randn({4}, D), ordo.randn({4}, D)
+        close(F.instance_norm(x, nil, nil, w, b):totable(), F.group_norm(x, 4, w, b):totable(), 1e-12)
+        local rm, rv = ordo.zeros({4}, D), ordo.ones({4}, D)
+        F.instance_norm(x, rm, rv, nil, nil, true, 1)
+        close(rm:totable(), x3:mean(3):mean(1):totable(), 1e-12)
+        close(rv:totable(), x3:var(3):mean(1):totable(), 1e-12)
+        close(F.instance_norm(x, rm, rv, nil, nil, false):totable(),
+              ((x - rm:view(1, 4, 1, 1)) / (rv:view(1, 4, 1, 1) + 1e-5):sqrt()):totable(), 1e-12)
+        assert.matches("instance_norm: use_input_stats = false needs running_mean and running_var",
+                       err_of(F.instance_norm, x, nil, nil, nil, nil, false))
+        assert.matches("instance_norm: weight must have shape 4 %(one per channel of input 3x4x2x5%), got 3",
+                       err_of(F.instance_norm, x, nil, nil, ordo.ones({3}, D)))
+    end)
+
+    it("boolean options refuse other values (a string \"no\" would have meant true)", function()
+        assert.matches("Conv2d: bias must be a boolean, got string", err_of(nn.Conv2d, 1, 1, 3, {bias = "no"}))
+        assert.matches("Conv1d: bias must be a boolean, got number", err_of(nn.Conv1d, 1, 1, 3, {bias = 0}))
+        assert.matches("ConvTranspose2d: bias must be a boolean", err_of(nn.ConvTranspose2d, 1, 1, 3, {bias = "x"}))
+        assert.matches("BatchNorm2d: affine must be a boolean", err_of(nn.BatchNorm2d, 2, {affine = "no"}))
+        assert.matches("BatchNorm1d: track_running_stats must be a boolean",
+                       err_of(nn.BatchNorm1d, 2, {track_running_stats = 0}))
+        assert.matches("GroupNorm: option affine must be a boolean", err_of(nn.GroupNorm, 1, 2, {affine = "no"}))
+        assert.matches("MaxPool2d: return_indices must be a boolean", err_of(nn.MaxPool2d, 2, {return_indices = 1}))
+        assert.matches("MaxPool1d: return_indices must be a boolean", err_of(nn.MaxPool1d, 2, {return_indices = 1}))
+        assert.matches("max_pool2d: return_indices must be a boolean",
+                       err_of(F.max_pool2d, ordo.randn({1, 1, 4, 4}), 2, {return_indices = "yes"}))
+        assert.matches("max_pool1d: return_indices must be a boolean",
+                       err_of(F.max_pool1d, ordo.randn({1, 1, 4}), 2, {return_indices = "yes"}))
+    end)
+
     it("modules report bad inputs", function()
         assert.matches("BatchNorm2d: expected a 4%-D %(N, C, H, W%) input, got shape 4x3",
                        err_of(function() nn.BatchNorm2d(3)(ordo.randn({4, 3})) end))
@@ -1049,8 +1471,29 @@ describe("nn conv modules", function()
                        err_of(function() nn.BatchNorm1d(3)(ordo.randn({4, 5})) end))
         assert.matches("Conv2d: in_channels must be a positive integer, got 0", err_of(nn.Conv2d, 0, 3, 3))
         assert.matches("Conv2d: kernel_size must be an integer or a pair", err_of(nn.Conv2d, 1, 3, "3"))
-        assert.matches("conv2d: input of shape 2x2x5x5 has 2 channels but weight of shape 4x3x3x3 expects 3",
+        -- a module's forward names the module
+        assert.matches("Conv2d: input of shape 2x2x5x5 has 2 channels but weight of shape 4x3x3x3 expects 3",
                        err_of(function() nn.Conv2d(3, 4, 3)(ordo.randn({2, 2, 5, 5})) end))
+        assert.matches("Conv2d: kernel 7x7 is larger than the padded input 5x5",
+                       err_of(function() nn.Conv2d(2, 4, 7)(ordo.randn({2, 2, 5, 5})) end))
+        assert.matches("Conv2d: expected a 4%-D input", err_of(function() nn.Conv2d(2, 4, 3)(ordo.randn({5, 5})) end))
+        assert.matches("Conv1d: input of shape 1x3x8 has 3 channels but weight of shape 4x2x3 expects 2",
+                       err_of(function() nn.Conv1d(2, 4, 3)(ordo.randn({1, 3, 8})) end))
+        assert.matches("Conv1d: kernel 9 is larger than the padded input 8",
+                       err_of(function() nn.Conv1d(3, 4, 9)(ordo.randn({1, 3, 8})) end))
+        assert.matches("ConvTranspose2d: input of shape 1x2x5x5 has 2 channels",
+                       err_of(function() nn.ConvTranspose2d(3, 4, 3)(ordo.randn({1, 2, 5, 5})) end))
+        assert.matches("ConvTranspose1d: input of shape 1x2x5 has 2 channels",
+                       err_of(function() nn.ConvTranspose1d(3, 4, 3)(ordo.randn({1, 2, 5})) end))
+        assert.matches("MaxPool2d: kernel 7x7 is larger than the padded input 5x5",
+                       err_of(function() nn.MaxPool2d(7)(ordo.randn({1, 2, 5, 5})) end))
+        assert.matches("AvgPool2d: kernel 7x7 is larger than the padded input 5x5",
+                       err_of(function() nn.AvgPool2d(7)(ordo.randn({1, 2, 5, 5})) end))
+        assert.matches("MaxPool1d: kernel 9 is larger than the padded input 8",
+                       err_of(function() nn.MaxPool1d(9)(ordo.randn({1, 2, 8})) end))
+        assert.matches("AvgPool1d: expected a 3%-D input", err_of(function() nn.AvgPool1d(2)(ordo.randn({8})) end))
+        assert.matches("Conv2d: input is float64 but weight is float32",
+                       err_of(function() nn.Conv2d(2, 4, 3)(ordo.randn({1, 2, 5, 5}, D)) end))
         assert.matches("MaxPool2d: padding 2x2 must be at most half the kernel 2x2",
                        err_of(nn.MaxPool2d, 2, {padding = 2}))
         assert.matches("BatchNorm2d: momentum must be a number in %[0, 1%]",

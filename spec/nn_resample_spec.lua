@@ -109,6 +109,110 @@ describe("nn.functional.interpolate", function()
         assert.is_true(ordo.autograd.gradcheck(function(a) return F.interpolate(a, {size = 8, mode = "linear"}) end, {s}))
     end)
 
+    it("nearest picks Torch's indices, computed in single precision (its nearest_idx)", function()
+        -- floor(i · in/out) with the ratio and the product rounded to float;
+        -- a double would pick the neighbour in these places
+        local two = ordo.arange(2, D):view(1, 1, 2)
+        local a = F.interpolate(two, {size = 82}):totable()[1][1]
+        assert.same({0, 0, 1}, {a[41], a[42], a[43]}) -- 41 · (2/82): 0.99999994 as a float
+        local b = F.interpolate(two, {size = 98}):totable()[1][1]
+        assert.same({0, 1, 1}, {b[49], b[50], b[51]}) -- 49 · (2/98): 1 as a float, 0.999... as a double
+        local c = F.interpolate(ordo.arange(31, D):view(1, 1, 31), {scale_factor = 1.3}):totable()[1][1]
+        assert.equal(40, #c)
+        assert.equal(30, c[40]) -- 39 / 1.3 with 1/1.3 as a float
+        -- sizes equal, and twice the input, exact
+        assert.same({0, 0, 1, 1}, F.interpolate(two, {size = 4}):totable()[1][1])
+        assert.same({0, 1}, F.interpolate(two, {size = 2}):totable()[1][1])
+    end)
+
+    it("mode 'bicubic' is Torch's (A = -0.75, four taps, the edge repeated), both alignments; gradients", function()
+        -- Torch's kernel: for each output, 4x4 taps around floor(src), src not clamped at 0
+        local A = -0.75
+        local function c1(t) return ((A + 2) * t - (A + 3)) * t * t + 1 end
+        local function c2(t) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A end
+        local function coeffs(t) return {c2(t + 1), c1(t), c1(1 - t), c2(2 - t)} end
+        local function ref(x, oh, ow, align)
+            local X = x:totable()[1][1]
+            local H, W = #X, #X[1]
+            local function src(i, n, o)
+                if align then return o > 1 and i * (n - 1) / (o - 1) or 0 end
+                return (i + 0.5) * n / o - 0.5
+            end
+            local Y = {}
+            for i = 0, oh - 1 do
+                Y[i + 1] = {}
+                local sy = src(i, H, oh)
+                local y0 = math.floor(sy)
+                local cy = coeffs(sy - y0)
+                for j = 0, ow - 1 do
+                    local sx = src(j, W, ow)
+                    local x0 = math.floor(sx)
+                    local cx = coeffs(sx - x0)
+                    local v = 0
+                    for a = 1, 4 do
+                        for b = 1, 4 do
+                            local r = math.max(0, math.min(H - 1, y0 - 2 + a))
+                            local c = math.max(0, math.min(W - 1, x0 - 2 + b))
+                            v = v + cy[a] * cx[b] * X[r + 1][c + 1]
+                        end
+                    end
+                    Y[i + 1][j + 1] = v
+                end
+            end
+            return Y
+        end
+        local x = ordo.randn({1, 1, 4, 5}, D)
+        for _, c in ipairs({{7, 9, false}, {3, 2, false}, {8, 10, true}, {4, 5, false}, {1, 3, true}}) do
+            H.close(F.interpolate(x, {size = {c[1], c[2]}, mode = "bicubic", align_corners = c[3]}):totable()[1][1],
+                    ref(x, c[1], c[2], c[3]), 1e-12)
+        end
+        -- [[0, 1], [2, 3]] doubled: the corner is 3 · cubic(1.25) = 3 · -0.10546875 (the source at -0.25)
+        local y = F.interpolate(ordo.arange(4, D):view(1, 1, 2, 2), {scale_factor = 2, mode = "bicubic"})
+        H.close(y:totable()[1][1][1][1], -0.31640625, 1e-15)
+        local xg = ordo.randn({1, 2, 3, 4}, D):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a) return F.interpolate(a, {size = {5, 7}, mode = "bicubic"}) end,
+                                               {xg}))
+        local ok, e = pcall(F.interpolate, ordo.randn({1, 2, 5}), {size = 4, mode = "bicubic"})
+        assert.is_false(ok)
+        assert.matches("mode 'bicubic' takes a 4-D (N, C, H, W) input", tostring(e), 1, true)
+    end)
+
+    it("mode 'nearest-exact' and recompute_scale_factor, as Torch's", function()
+        local s = ordo.arange(4, D):view(1, 1, 4)
+        -- floor((i + 0.5) · 4/3): [0, 2, 3] where nearest gives [0, 1, 2]
+        assert.same({0, 2, 3}, F.interpolate(s, {size = 3, mode = "nearest-exact"}):totable()[1][1])
+        assert.same({0, 1, 2}, F.interpolate(s, {size = 3}):totable()[1][1])
+        local img = ordo.arange(4, {dtype = "int64"}):view(1, 1, 2, 2) -- integers too
+        assert.same({{0, 0, 1, 1}, {0, 0, 1, 1}, {2, 2, 3, 3}, {2, 2, 3, 3}},
+                    nn.Upsample({scale_factor = 2, mode = "nearest-exact"})(img):totable()[1][1])
+        -- a scale factor samples at 1/scale_factor; recomputed, at in/out as a size would
+        local x = ordo.arange(5, D):view(1, 1, 5)
+        H.close(F.interpolate(x, {scale_factor = 1.5, mode = "linear"}):totable()[1][1],
+                {0, 0.5, 7 / 6, 11 / 6, 2.5, 19 / 6, 23 / 6}, 1e-12)
+        H.close(F.interpolate(x, {scale_factor = 1.5, mode = "linear", recompute_scale_factor = true}):totable(),
+                F.interpolate(x, {size = 7, mode = "linear"}):totable(), 0)
+        local ok, e = pcall(F.interpolate, x, {size = 7, recompute_scale_factor = true})
+        assert.is_false(ok)
+        assert.matches("recompute_scale_factor goes with scale_factor, not size", tostring(e), 1, true)
+        ok, e = pcall(nn.Upsample, {scale_factor = 2, recompute_scale_factor = 1})
+        assert.is_false(ok)
+        assert.matches("Upsample: recompute_scale_factor must be a boolean, got number", tostring(e), 1, true)
+    end)
+
+    it("mode 'area' is Torch's: adaptive average pooling to the size", function()
+        local x = ordo.randn({2, 3, 7, 5}, D)
+        H.close(F.interpolate(x, {size = {3, 4}, mode = "area"}):totable(),
+                F.adaptive_avg_pool2d(x, {3, 4}):totable(), 0)
+        H.close(F.interpolate(x, {scale_factor = 0.5, mode = "area"}):totable(),
+                F.adaptive_avg_pool2d(x, {3, 2}):totable(), 0)
+        -- Torch: interpolate(arange(6).view(1, 1, 6), size=4, mode='area') = [0.5, 1.5, 3.5, 4.5]
+        H.close(nn.Upsample({size = 4, mode = "area"})(ordo.arange(6, D):view(1, 1, 6)):totable()[1][1],
+                {0.5, 1.5, 3.5, 4.5}, 1e-15)
+        local ok, e = pcall(F.interpolate, x, {size = 2, mode = "area", align_corners = true})
+        assert.is_false(ok)
+        assert.matches("align_corners applies to the linear modes only", tostring(e), 1, true)
+    end)
+
     it("Upsample, and bad arguments named", function()
         local up = nn.Upsample({scale_factor = 2, mode = "bilinear"})
         local x = ordo.randn({1, 2, 3, 3})
@@ -126,8 +230,8 @@ describe("nn.functional.interpolate", function()
                        1, true)
         assert.matches("mode 'linear' takes a 3-D (N, C, L) input, got shape 1x2x3x3",
                        err(F.interpolate, x, {size = 4, mode = "linear"}), 1, true)
-        assert.matches("mode must be 'nearest', 'linear' or 'bilinear', got bicubic",
-                       err(F.interpolate, x, {size = 4, mode = "bicubic"}), 1, true)
+        assert.matches("mode must be 'nearest', 'nearest-exact', 'linear', 'bilinear', 'bicubic' or 'area', got cubic",
+                       err(F.interpolate, x, {size = 4, mode = "cubic"}), 1, true)
         assert.matches("size must be positive integers, got 2.5", err(F.interpolate, x, {size = 2.5}), 1, true)
         assert.matches("scale_factor 0.2 makes dim 3 of input 1x2x3x3 empty",
                        err(F.interpolate, x, {scale_factor = 0.2}), 1, true)

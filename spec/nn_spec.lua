@@ -1228,6 +1228,13 @@ describe("nn modules", function()
         F.pixel_shuffle(p, 1):fill_(0)
         F.pixel_unshuffle(p, 1):fill_(0)
         assert.equals(8, p:sum():item())
+        -- Torch's (*, C, H, W): no batch dim, or several
+        assert.same(y[1]:totable(), F.pixel_shuffle(x[1], 2):totable())
+        assert.same(x[2]:totable(), nn.PixelUnshuffle(2)(y[2]):totable())
+        local x5 = x:view(1, 2, 8, 3, 2)
+        assert.same(y:view(1, 2, 2, 6, 4):totable(), nn.PixelShuffle(2)(x5):totable())
+        assert.same(x5:totable(), F.pixel_unshuffle(y:view(1, 2, 2, 6, 4), 2):totable())
+        H.raises(function() F.pixel_shuffle(ordo.zeros({4, 2}), 2) end, "pixel_shuffle", "4x2")
     end)
 
     it("ModuleDict: children by name, in sorted order; names that would clobber the module refused", function()
@@ -1399,6 +1406,29 @@ describe("nn modules", function()
                  "bias of shape 1")
         assert.equals(2, #nn.LayerNorm(3):parameters())
         assert.equals(0, #nn.LayerNorm(3, {affine = false}):parameters())
+    end)
+
+    it("RMSNorm / F.rms_norm (Torch's): x over the root mean square of its last dims, eps the dtype's epsilon", function()
+        local x = ordo.randn({2, 3, 4}, D)
+        local m = nn.RMSNorm({3, 4}, {dtype = "float64"})
+        assert.equals("RMSNorm(3x4, eps = None)", tostring(m))
+        assert.same({3, 4}, m.weight:shape())
+        local y, xt = m(x):totable(), x:totable()
+        for b = 1, 2 do
+            local ss = 0
+            for i = 1, 3 do for j = 1, 4 do ss = ss + xt[b][i][j] ^ 2 end end
+            local r = math.sqrt(ss / 12 + 2.220446049250313e-16) -- float64's machine epsilon
+            for i = 1, 3 do for j = 1, 4 do close(y[b][i][j], xt[b][i][j] / r, 1e-12) end end
+        end
+        local w = ordo.randn({4}, D)
+        close(F.rms_norm(x, 4, w, 0.5):reshape(-1):totable(),
+              (x / ((x * x):mean(-1, true) + 0.5):sqrt() * w):reshape(-1):totable(), 1e-12)
+        assert.is_true(ag.gradcheck(function(a, ww) return F.rms_norm(a, 4, ww, 1e-3) end,
+                                    {x:clone():requires_grad(), w:clone():requires_grad()}))
+        assert.equals(0, #nn.RMSNorm(4, {elementwise_affine = false}):parameters())
+        H.raises(function() F.rms_norm(x, {4, 3}) end, "rms_norm", "does not end in the normalized shape 4x3")
+        H.raises(function() F.rms_norm(x, 4, ordo.ones({3}, D)) end, "rms_norm", "weight of shape 3")
+        H.raises(function() nn.RMSNorm(4, {eps = -1}) end, "RMSNorm: option eps must be a non-negative number")
     end)
 
     it("Embedding gives the rows at the indices (from 1), in the indices' shape; gradients reach the rows", function()

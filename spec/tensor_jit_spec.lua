@@ -12,7 +12,8 @@ local NOT_HOT = {totable = true, __tostring = true, save = true, load = true,
                  set_printoptions = true} -- (a setting, called once)
 -- nn.functional's convolution-network layers: one call costs far more in
 -- its kernels than the interpreter adds, so they keep their closures.
-local NN_HEAVY = {conv2d = true, conv_transpose2d = true, max_pool2d = true, batch_norm = true}
+local NN_HEAVY = {conv2d = true, conv_transpose2d = true, max_pool2d = true, batch_norm = true, unfold = true,
+                  fold = true, instance_norm = true}
 
 describe("tensor ops compile under LuaJIT", function()
     it("no op wrapper holds a closure", function()

@@ -302,8 +302,9 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            ordo.linalg.solve(A, B) inv det slogdet (square float matrices, batches)
   rearranging: flip roll tile
   indexing: gather index_select scatter masked_select nonzero unique   nn.functional.one_hot(indices, n)
-Models:    ordo.nn: Linear Conv1d/2d ConvTranspose2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvgPool2d Upsample
-           BatchNorm1d/2d LayerNorm GroupNorm Embedding Dropout ReLU ... Sequential ModuleList ModuleDict,
+Models:    ordo.nn: Linear Conv1d/2d ConvTranspose1d/2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvg/MaxPool1d/2d Upsample
+           BatchNorm1d/2d InstanceNorm1d/2d LayerNorm RMSNorm GroupNorm Embedding Dropout ReLU ...
+           Sequential ModuleList ModuleDict,
            LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell),
            MultiheadAttention TransformerEncoderLayer TransformerDecoderLayer TransformerEncoder Transformer,
            nn.functional.scaled_dot_product_attention(q, k, v, {is_causal = true}),

@@ -291,13 +291,60 @@ local function padding_mode(fname, x, weight, opts, nsp)
     return require("ordo.nn.functional").pad(x, amounts), o
 end
 
+-- A grouped conv2d (groups G > 1, checked) in one piece: im2col of x as
+-- N·G images of C/G channels, then one batched product of each group's
+-- filters (G × O/G × C/G·kh·kw, shared over the batch) with its columns,
+-- rather than a conv2d per group (depthwise layers have hundreds).
+-- geo: {sh, sw, ph, pw, dh, dw}.
+local function grouped_conv2d(fname, x, weight, bias, G, geo)
+    local sh, sw, ph, pw, dh, dw = unpack(geo)
+    local xb, unbatched = batched(fname, x)
+    local ws = shape_of(weight)
+    local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    local O, kh, kw = ws[1], ws[3], ws[4]
+    local cg, og = Cin / G, O / G
+    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
+    if not oh or not ow then
+        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
+                 (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or "", H + 2 * ph, W + 2 * pw,
+                 shape_str(x), ph, pw))
+    end
+    local L, CKK = oh * ow, cg * kh * kw
+    local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
+    local y, cols
+    no_grad(function()
+        local xg = xb:reshape(N * G, cg, H, W)
+        cols = new_on(fname, xb, {N * G, CKK, L}, xb._c.dtype)
+        push(K_IM2COL, fname, 0, {xg}, {cols}, nil, ip)
+        y = tensor.matmul(weight:reshape(1, G, og, CKK), cols:view(N, G, CKK, L)):view(N, O, oh, ow)
+        if bias ~= nil then y = y + bias:view(1, O, 1, 1) end
+    end)
+    record("conv2d", y, {xb, weight, bias, n = 3}, function(gout)
+        local gx, gw, gb
+        local gy = gout:reshape(N, G, og, L)
+        if xb._rg then
+            local gcols = tensor.matmul(weight:reshape(1, G, og, CKK):transpose(3, 4), gy) -- N × G × CKK × L
+            gx = new_on(fname, xb, {N * G, cg, H, W}, xb._c.dtype)
+            push(K_COL2IM, fname, 0, {gcols:reshape(N * G, CKK, L)}, {gx}, nil, ip)
+            gx = gx:view(N, Cin, H, W)
+        end
+        if weight._rg then
+            gw = tensor.matmul(gy, cols:view(N, G, CKK, L):transpose(3, 4)):sum(1):view(O, cg, kh, kw)
+        end
+        if bias ~= nil and bias._rg then gb = gout:reshape(N, O, L):sum(3):sum(1) end
+        return gx, gw, gb
+    end, {weight})
+    if unbatched then return y:squeeze(1) end
+    return y
+end
+
 -- conv2d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1}]):
 -- x N×C×H×W (or C×H×W), weight O×(C/groups)×kh×kw, bias O or nil.  With
 -- groups, the channels split into that many groups, each convolved with
 -- its O/groups filters (groups = C: depthwise), one conv2d per group.
 -- padding may also be "same" or "valid" (padding_mode).
-function M.conv2d(x, weight, bias, opts)
-    local fname = "conv2d"
+function M.conv2d(x, weight, bias, opts, who)
+    local fname = type(who) == "string" and who or "conv2d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
     check_devices(fname, x, weight, bias)
     if type(opts) == "table" and type(opts.padding) == "string" then
@@ -309,7 +356,8 @@ function M.conv2d(x, weight, bias, opts)
     if opts.groups ~= nil and opts.groups ~= 1 then
         local g = check_groups(fname, opts, x, weight, batched(fname, x):size(2), false)
         check_bias(fname, bias, weight, weight:size(1), dt)
-        return grouped(M.conv2d, x, weight, bias, opts, g, x:dim() - 2)
+        if M.conv_layout ~= "batched" then return grouped(M.conv2d, x, weight, bias, opts, g, x:dim() - 2) end
+        return grouped_conv2d(fname, x, weight, bias, g, {sh, sw, ph, pw, dh, dw})
     end
     local xb, unbatched, ws = batched_against(fname, x, weight, 2)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
@@ -377,6 +425,18 @@ end
 
 local TCONV_OPTS = {stride = true, padding = true, output_padding = true, dilation = true, groups = true}
 
+-- output_padding (one per spatial dim), checked: each smaller than its
+-- stride or its dilation (Torch's rule).
+local function check_output_padding(fname, op, st, dil)
+    for i = 1, #op do
+        if op[i] >= st[i] and op[i] >= dil[i] then
+            local function show(t) return #t == 1 and tostring(t[1]) or fmt("%dx%d", t[1], t[2]) end
+            fail(fmt("%s: output_padding %s must be smaller than the stride %s or the dilation %s", fname, show(op),
+                     show(st), show(dil)))
+        end
+    end
+end
+
 -- conv_transpose2d(x, weight [, bias] [, {stride=1, padding=0,
 -- output_padding=0, dilation=1, groups=1}]): the adjoint of conv2d (its gradient
 -- with respect to its input), which upsamples: x N×Cin×H×W (or Cin×H×W),
@@ -386,15 +446,34 @@ local TCONV_OPTS = {stride = true, padding = true, output_padding = true, dilati
 -- the size a strided conv2d came from.  The forward is conv2d's input
 -- gradient (matmul, col2im); its gradients are conv2d's forward (im2col,
 -- matmul) and its weight product.
-function M.conv_transpose2d(x, weight, bias, opts)
-    local fname = "conv_transpose2d"
+function M.conv_transpose2d(x, weight, bias, opts, who)
+    local fname = type(who) == "string" and who or "conv_transpose2d"
     local sh, sw, ph, pw, dh, dw
     bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, TCONV_OPTS)
     local oph, opw = pair(fname, "output_padding", opts.output_padding or 0, true)
-    if oph >= sh or opw >= sw then
-        fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", fname, oph, opw, sh, sw))
-    end
+    check_output_padding(fname, {oph, opw}, {sh, sw}, {dh, dw})
     local dt = check_float_pair(fname, x, weight, 4, "(in_channels, out_channels, kh, kw)")
+    if oph >= sh or opw >= sw then
+        -- (Torch allows output_padding up to the dilation.)  The whole
+        -- output without padding, then cropped by the padding at the start
+        -- and to the size at the end (zeros where output_padding passes it)
+        local o = {}
+        for k, v in pairs(opts) do o[k] = v end
+        o.padding, o.output_padding = 0, 0
+        local y = M.conv_transpose2d(x, weight, nil, o, fname)
+        local H, W = y:size(y:dim() - 1), y:size(y:dim())
+        local Ho, Wo = H - 2 * ph + oph, W - 2 * pw + opw
+        if Ho < 1 or Wo < 1 then
+            fail(fmt("%s: the output would be %dx%d: padding %dx%d is too large for input %s and kernel %dx%d", fname,
+                     Ho, Wo, ph, pw, shape_str(x), weight:size(3), weight:size(4)))
+        end
+        y = require("ordo.nn.functional").pad(y, {-pw, Wo - (W - pw), -ph, Ho - (H - ph)})
+        if bias ~= nil then
+            check_bias(fname, bias, weight, weight:size(2) * (opts.groups or 1), dt)
+            y = y + (y:dim() == 4 and bias:view(1, -1, 1, 1) or bias:view(-1, 1, 1))
+        end
+        return y
+    end
     if opts.groups ~= nil and opts.groups ~= 1 then
         local g = check_groups(fname, opts, x, weight, batched(fname, x):size(2), true)
         check_bias(fname, bias, weight, weight:size(2) * g, dt)
@@ -448,6 +527,13 @@ local function ceil_mode_of(fname, opts)
     return c == true
 end
 
+-- opts[key], checked to be a boolean or nil (then false).
+local function flag(fname, opts, key)
+    local v = opts[key]
+    if v ~= nil and type(v) ~= "boolean" then fail(fmt("%s: %s must be a boolean, got %s", fname, key, typename(v))) end
+    return v == true
+end
+
 -- The window of a pooling op, checked: pool_geometry(fname, x, k, opts,
 -- allowed) -> opts, xb (x as a batch), unbatched, and {kh, kw, sh, sw, ph,
 -- pw, oh, ow, dh, dw, ceil_mode}.  The options table may come in k's place.
@@ -485,8 +571,8 @@ end
 -- ceil_mode=false, return_indices=false}]): the max of each window (taps
 -- dilation apart); with return_indices also the int64 index (from 1) of
 -- each max in its H×W plane, flattened row-major.
-function M.max_pool2d(x, k, opts)
-    local fname = "max_pool2d"
+function M.max_pool2d(x, k, opts, who)
+    local fname = type(who) == "string" and who or "max_pool2d"
     local xb, unbatched, geo
     opts, xb, unbatched, geo = pool_geometry(fname, x, k, opts, POOL_OPTS)
     local kh, kw, sh, sw, ph, pw, oh, ow, dh, dw, ceil_mode = unpack(geo)
@@ -494,6 +580,7 @@ function M.max_pool2d(x, k, opts)
     local dt = xb._c.dtype
     local y = new_on(fname, xb, {N, Cc, oh, ow}, dt)
     local idx = new_on(fname, xb, {N, Cc, oh, ow}, cdef.I64)
+    local want_indices = flag(fname, opts, "return_indices")
     push(K_POOL, fname, 0, {xb}, {y, idx}, nil, {kh, kw, sh, sw, ph, pw, dh, dw, ceil_mode and 1 or 0})
     record("max_pool2d", y, {xb, n = 1}, function(g)
         local gx = new_on(fname, xb, {N, Cc, H, W}, g._c.dtype)
@@ -501,16 +588,174 @@ function M.max_pool2d(x, k, opts)
         return gx
     end)
     if unbatched then y = y:squeeze(1) end
-    if opts.return_indices then
+    if want_indices then
         local i1 = no_grad(function() return idx + 1 end)
         return y, unbatched and i1:squeeze(1) or i1
     end
     return y
 end
 
+-- ---------------------------------------------------------------- unfold / fold
+
+local UNFOLD_OPTS = {stride = true, padding = true, dilation = true}
+
+-- unfold(x, kernel [, {dilation=1, padding=0, stride=1}]) (Torch's
+-- F.unfold, im2col): x N×C×H×W (or C×H×W) -> N × C·kh·kw × L, a column
+-- per window position (L of them, row-major), rows ordered channel, then
+-- kernel row, then kernel column.  Its gradient is fold's.
+function M.unfold(x, k, opts)
+    local fname = "unfold"
+    check_tensor(fname, "input", x)
+    opts = opts_of(fname, opts, UNFOLD_OPTS)
+    local kh, kw = pair(fname, "kernel size", k)
+    local sh, sw = pair(fname, "stride", opts.stride or 1)
+    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    local dh, dw = pair(fname, "dilation", opts.dilation or 1)
+    local dt = x:dtype()
+    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    local xb, unbatched = batched(fname, x)
+    local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
+    if not oh or not ow then
+        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
+                 (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or "", H + 2 * ph, W + 2 * pw,
+                 shape_str(x), ph, pw))
+    end
+    local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
+    local xc = xb:contiguous()
+    local cols = new_on(fname, xc, {N, Cc * kh * kw, oh * ow}, xc._c.dtype)
+    push(K_IM2COL, fname, 0, {xc}, {cols}, nil, ip)
+    record("unfold", cols, {xb, n = 1}, function(g)
+        local gx = new_on(fname, g, {N, Cc, H, W}, g._c.dtype)
+        push(K_COL2IM, fname, 0, {g:contiguous()}, {gx}, nil, ip)
+        return gx
+    end)
+    return unbatched and cols:squeeze(1) or cols
+end
+
+-- fold(x, output_size, kernel [, {dilation=1, padding=0, stride=1}])
+-- (Torch's F.fold, col2im): unfold's adjoint, x N × C·kh·kw × L (or
+-- C·kh·kw × L) summed back into N×C×H×W, {H, W} = output_size,
+-- overlapping windows adding up.
+function M.fold(x, output_size, k, opts)
+    local fname = "fold"
+    check_tensor(fname, "input", x)
+    opts = opts_of(fname, opts, UNFOLD_OPTS)
+    local H, W = pair(fname, "output size", output_size)
+    local kh, kw = pair(fname, "kernel size", k)
+    local sh, sw = pair(fname, "stride", opts.stride or 1)
+    local ph, pw = pair(fname, "padding", opts.padding or 0, true)
+    local dh, dw = pair(fname, "dilation", opts.dilation or 1)
+    local dt = x:dtype()
+    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    local nd = x:dim()
+    if nd ~= 2 and nd ~= 3 then
+        fail(fmt("%s: expected a 3-D input (N, C*kh*kw, L) or a 2-D one, got shape %s", fname, shape_str(x)))
+    end
+    local xb = nd == 3 and x or x:unsqueeze(1)
+    local N, CK, L = xb:size(1), xb:size(2), xb:size(3)
+    if CK % (kh * kw) ~= 0 then
+        fail(fmt("%s: input of shape %s: dim %d (%d) must be divisible by the kernel's %dx%d", fname, shape_str(x),
+                 nd - 1, CK, kh, kw))
+    end
+    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
+    if not oh or not ow or oh * ow ~= L then
+        fail(fmt("%s: input of shape %s has %d blocks but output size %dx%d with kernel %dx%d gives %d", fname,
+                 shape_str(x), L, H, W, kh, kw, (oh or 0) * (ow or 0)))
+    end
+    local Cc = CK / (kh * kw)
+    local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
+    local xc = xb:contiguous()
+    local y = new_on(fname, xc, {N, Cc, H, W}, xc._c.dtype)
+    push(K_COL2IM, fname, 0, {xc}, {y}, nil, ip)
+    record("fold", y, {xb, n = 1}, function(g)
+        local gc = new_on(fname, g, {N, CK, L}, g._c.dtype)
+        push(K_IM2COL, fname, 0, {g:contiguous()}, {gc}, nil, ip)
+        return gc
+    end)
+    return nd == 3 and y or y:squeeze(1)
+end
+
+-- ---------------------------------------------------------------- max_unpool2d
+
+local UNPOOL_OPTS = {stride = true, padding = true, output_size = true}
+
+-- max_unpool2d(x, indices, kernel [, {stride=kernel, padding=0,
+-- output_size}]): max_pool2d's partial inverse (Torch's): zeros of the
+-- pooled input's size, each value of x put back where its index (from
+-- max_pool2d's return_indices, from 1 in each H×W plane) says.  The size
+-- is (H - 1) s - 2 p + k per dim unless output_size ({h, w}, or a longer
+-- shape whose last two are taken) picks one of the sizes that pool to
+-- x's (less than a stride more).  nsp = 1: max_unpool1d over N×C×L.
+local function max_unpool(fname, nsp, x, indices, k, opts)
+    check_tensor(fname, "input", x)
+    check_tensor(fname, "indices", indices)
+    check_devices(fname, x, indices)
+    if type(k) == "table" and getmetatable(k) == nil and opts == nil and #k ~= nsp then k, opts = nil, k end
+    if k == nil then fail(fname .. ": expected a kernel size") end
+    opts = opts_of(fname, opts, UNPOOL_OPTS)
+    local function dims(what, v, zero_ok)
+        if nsp == 2 then return {pair(fname, what, v, zero_ok)} end
+        return {single(fname, what, v, zero_ok)}
+    end
+    local ks = dims("kernel size", k)
+    local ss = opts.stride == nil and ks or dims("stride", opts.stride)
+    local ps = dims("padding", opts.padding or 0, true)
+    local nd = x:dim()
+    if nd ~= nsp + 1 and nd ~= nsp + 2 then
+        fail(fmt("%s: expected a %d-D input %s or a %d-D one, got shape %s", fname, nsp + 2,
+                 nsp == 2 and "(N, C, H, W)" or "(N, C, L)", nsp + 1, shape_str(x)))
+    end
+    if indices:dtype() ~= "int64" then fail(fmt("%s: indices must be int64, got %s", fname, indices:dtype())) end
+    if shape_str(x) ~= shape_str(indices) then
+        fail(fmt("%s: indices of shape %s do not match input %s", fname, shape_str(indices), shape_str(x)))
+    end
+    local xs = shape_of(x)
+    local out = {}
+    for i = 1, nsp do
+        local n = xs[nd - nsp + i]
+        out[i] = (n - 1) * ss[i] - 2 * ps[i] + ks[i]
+    end
+    if opts.output_size ~= nil then
+        local os = opts.output_size
+        if type(os) ~= "table" or #os < nsp then
+            fail(fmt("%s: output_size must be a table of %d sizes (or the whole shape), got %s", fname, nsp,
+                     type(os) == "table" and "a table of " .. #os or typename(os)))
+        end
+        for i = 1, nsp do
+            local v, def = os[#os - nsp + i], out[i]
+            if not is_int(v) or v <= def - ss[i] or v >= def + ss[i] then
+                fail(fmt("%s: output_size %s must be within %d..%d in spatial dim %d (input %s)", fname, tostring(v),
+                         def - ss[i] + 1, def + ss[i] - 1, i, shape_str(x)))
+            end
+            out[i] = v
+        end
+    end
+    local plane = 1
+    for i = 1, nsp do
+        if out[i] < 1 then
+            fail(fmt("%s: the output would be empty: padding too large for input %s and the kernel", fname, shape_str(x)))
+        end
+        plane = plane * out[i]
+    end
+    local lead, m = {}, 1
+    for i = 1, nd - nsp do
+        lead[i] = xs[i]
+        m = m * xs[i]
+    end
+    local L = x:numel() / math.max(m, 1)
+    local flat = tensor.zeros({m, plane}, tensor.like(x))
+    local y = flat:scatter(2, indices:reshape(m, L), x:reshape(m, L))
+    for i = 1, nsp do lead[#lead + 1] = out[i] end
+    return y:view(lead)
+end
+function M.max_unpool2d(x, indices, k, opts) return max_unpool("max_unpool2d", 2, x, indices, k, opts) end
+function M.max_unpool1d(x, indices, k, opts) return max_unpool("max_unpool1d", 1, x, indices, k, opts) end
+
 -- ---------------------------------------------------------------- avg_pool2d
 
-local AVGPOOL_OPTS = {stride = true, padding = true, count_include_pad = true}
+local AVGPOOL_OPTS = {stride = true, padding = true, ceil_mode = true, count_include_pad = true,
+                     divisor_override = true}
 
 -- opts.count_include_pad: true (the default, Torch's) or false (each
 -- window's mean over the input elements it covers, the padding left out).
@@ -522,24 +767,56 @@ local function count_pad(fname, opts)
     return c ~= false
 end
 
--- avg_pool2d(x, kernel [, {stride=kernel, padding=0}]): the mean of each
--- window, the zeros of the padding counted (Torch's count_include_pad):
--- a convolution of each channel alone with a kernel of 1/(kh kw), so its
--- gradient is conv2d's.
-function M.avg_pool2d(x, k, opts)
-    local fname = "avg_pool2d"
+-- opts.divisor_override: nil, or a positive integer every window's sum is
+-- divided by (Torch's).
+local function divisor_of(fname, opts)
+    local d = opts.divisor_override
+    if d ~= nil and (not is_int(d) or d < 1) then
+        fail(fmt("%s: divisor_override must be a positive integer, got %s", fname,
+                 type(d) == "number" and tostring(d) or typename(d)))
+    end
+    return d
+end
+
+-- t with eh rows and ew columns of zeros added at its end
+local function pad_end(t, eh, ew)
+    if eh == 0 and ew == 0 then return t end
+    return require("ordo.nn.functional").pad(t, {0, ew, 0, eh})
+end
+
+-- avg_pool2d(x, kernel [, {stride=kernel, padding=0, ceil_mode=false,
+-- count_include_pad=true, divisor_override}]): the mean of each window,
+-- the zeros of the padding counted (Torch's count_include_pad): a
+-- convolution of each channel alone with a kernel of 1/(kh kw), so its
+-- gradient is conv2d's.  As Torch's: with ceil_mode, a last window that
+-- runs past the padding counts only what it covers of the padded input
+-- (of the input, with count_include_pad = false); divisor_override
+-- divides every window's sum by that number instead.
+function M.avg_pool2d(x, k, opts, who)
+    local fname = type(who) == "string" and who or "avg_pool2d"
     local o, xb, unbatched, geo = pool_geometry(fname, x, k, opts, AVGPOOL_OPTS)
-    local kh, kw, sh, sw, ph, pw = unpack(geo)
+    local kh, kw, sh, sw, ph, pw, oh, ow = unpack(geo)
     local with_pad = count_pad(fname, o)
+    local divisor = divisor_of(fname, o)
     local dt = x:dtype()
     if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
     local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
+    -- ceil_mode's last windows may reach past the padding: zeros added at the end
+    local eh = math.max(0, (oh - 1) * sh + kh - (H + 2 * ph))
+    local ew = math.max(0, (ow - 1) * sw + kw - (W + 2 * pw))
     local w = tensor.full({1, 1, kh, kw}, 1 / (kh * kw), tensor.like(xb, dt))
-    local y = M.conv2d(xb:reshape(N * Cc, 1, H, W), w, nil, {stride = {sh, sw}, padding = {ph, pw}})
-    if not with_pad and (ph > 0 or pw > 0) then
+    local po = {stride = {sh, sw}, padding = {ph, pw}}
+    local y = M.conv2d(pad_end(xb:reshape(N * Cc, 1, H, W), eh, ew), w, nil, po)
+    if divisor ~= nil then
+        y = y * (kh * kw / divisor)
+    elseif not with_pad and (ph > 0 or pw > 0 or eh > 0 or ew > 0) then
         -- the share of each window that is input, the same pooling of ones
-        local share = M.conv2d(tensor.ones({1, 1, H, W}, tensor.like(xb, dt)), w, nil,
-                               {stride = {sh, sw}, padding = {ph, pw}})
+        local share = M.conv2d(pad_end(tensor.ones({1, 1, H, W}, tensor.like(xb, dt)), eh, ew), w, nil, po)
+        y = y / share
+    elseif eh > 0 or ew > 0 then
+        -- the share of each window inside the padded input
+        local share = M.conv2d(pad_end(tensor.ones({1, 1, H + 2 * ph, W + 2 * pw}, tensor.like(xb, dt)), eh, ew), w,
+                               nil, {stride = {sh, sw}})
         y = y / share
     end
     y = y:reshape(N, Cc, y:size(3), y:size(4))
@@ -570,8 +847,8 @@ end
 
 -- conv1d(x, weight [, bias] [, {stride=1, padding=0, dilation=1, groups=1}]):
 -- x N×C×L (or C×L), weight O×(C/groups)×k, bias O or nil.
-function M.conv1d(x, weight, bias, opts)
-    local fname = "conv1d"
+function M.conv1d(x, weight, bias, opts, who)
+    local fname = type(who) == "string" and who or "conv1d"
     if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
     check_devices(fname, x, weight, bias)
     if type(opts) == "table" and type(opts.padding) == "string" then
@@ -597,7 +874,43 @@ function M.conv1d(x, weight, bias, opts)
                  d ~= 1 and fmt(" (dilation %d)", d) or "", L + 2 * p, shape_str(x), p))
     end
     local y = M.conv2d(x4, weight:unsqueeze(3), bias, {stride = {1, s}, padding = {0, p}, dilation = {1, d},
-                                                        groups = g})
+                                                        groups = g}, who)
+    return back_to_1d(y, unbatched)
+end
+
+-- conv_transpose1d(x, weight [, bias] [, {stride=1, padding=0,
+-- output_padding=0, dilation=1, groups=1}]): x N×Cin×L (or Cin×L),
+-- weight Cin×(Cout/groups)×k (Torch's layout), bias Cout; the output is
+-- (L - 1) s - 2 p + d (k - 1) + output_padding + 1 long.  The 2-D op over
+-- a height of 1.
+function M.conv_transpose1d(x, weight, bias, opts, who)
+    local fname = type(who) == "string" and who or "conv_transpose1d"
+    if opts == nil and type(bias) == "table" and not is_tensor(bias) then bias, opts = nil, bias end
+    check_devices(fname, x, weight, bias)
+    local x4, unbatched = as_2d(fname, x)
+    check_tensor(fname, "weight", weight)
+    opts = opts_of(fname, opts, TCONV_OPTS)
+    local s = single(fname, "stride", opts.stride or 1)
+    local p = single(fname, "padding", opts.padding or 0, true)
+    local op = single(fname, "output_padding", opts.output_padding or 0, true)
+    local d = single(fname, "dilation", opts.dilation or 1)
+    check_output_padding(fname, {op}, {s}, {d})
+    local dt = check_float_pair(fname, x, weight, 3, "(in_channels, out_channels, k)")
+    local C = x4:size(2)
+    local g = check_groups(fname, opts, x, weight, C, true)
+    if g == 1 and weight:size(1) ~= C then
+        fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), C,
+                 shape_str(weight), weight:size(1)))
+    end
+    check_bias(fname, bias, weight, weight:size(2) * g, dt)
+    local L, k = x4:size(4), weight:size(3)
+    local out = (L - 1) * s - 2 * p + d * (k - 1) + op + 1
+    if out < 1 then
+        fail(fmt("%s: the output would be %d long: padding %d is too large for input %s and kernel %d", fname, out, p,
+                 shape_str(x), k))
+    end
+    local y = M.conv_transpose2d(x4, weight:unsqueeze(3), bias, {stride = {1, s}, padding = {0, p},
+                                 output_padding = {0, op}, dilation = {1, d}, groups = opts.groups}, who)
     return back_to_1d(y, unbatched)
 end
 
@@ -626,29 +939,34 @@ local function window_1d(fname, x, k, opts, allowed)
                  shape_str(x)))
     end
     local o2 = {stride = {1, s}, padding = {0, p}}
-    if allowed.dilation then o2.dilation, o2.ceil_mode = {1, d}, ceil_mode end
+    o2.ceil_mode = ceil_mode
+    if allowed.dilation then o2.dilation = {1, d} end
     return opts, x4, unbatched, {1, k}, o2
 end
 
 -- max_pool1d(x, kernel [, {stride=kernel, padding=0, dilation=1,
 -- ceil_mode=false, return_indices=false}]): the max of each window; with
 -- return_indices also the int64 index (from 1) of each max along L.
-function M.max_pool1d(x, k, opts)
+function M.max_pool1d(x, k, opts, who)
+    local fname = type(who) == "string" and who or "max_pool1d"
     local x4, unbatched, k2, o2
-    opts, x4, unbatched, k2, o2 = window_1d("max_pool1d", x, k, opts, POOL_OPTS)
-    o2.return_indices = opts.return_indices
-    local y, idx = M.max_pool2d(x4, k2, o2)
+    opts, x4, unbatched, k2, o2 = window_1d(fname, x, k, opts, POOL_OPTS)
+    o2.return_indices = flag(fname, opts, "return_indices")
+    local y, idx = M.max_pool2d(x4, k2, o2, who)
     if idx then return back_to_1d(y, unbatched), back_to_1d(idx, unbatched) end
     return back_to_1d(y, unbatched)
 end
 
--- avg_pool1d(x, kernel [, {stride=kernel, padding=0}]): the mean of each
--- window, the padding's zeros counted (as avg_pool2d).
-function M.avg_pool1d(x, k, opts)
-    local o, x4, unbatched, k2, o2 = window_1d("avg_pool1d", x, k, opts, AVGPOOL_OPTS)
-    o2.count_include_pad = count_pad("avg_pool1d", o)
-    if not FLOATS[x:dtype()] then fail("avg_pool1d: input must be float32 or float64, got " .. x:dtype()) end
-    return back_to_1d(M.avg_pool2d(x4, k2, o2), unbatched)
+-- avg_pool1d(x, kernel [, {stride=kernel, padding=0, ceil_mode=false,
+-- count_include_pad=true}]): the mean of each window, the padding's zeros
+-- counted (as avg_pool2d; Torch's 1-D op has no divisor_override).
+local AVGPOOL1D_OPTS = {stride = true, padding = true, ceil_mode = true, count_include_pad = true}
+function M.avg_pool1d(x, k, opts, who)
+    local fname = type(who) == "string" and who or "avg_pool1d"
+    local o, x4, unbatched, k2, o2 = window_1d(fname, x, k, opts, AVGPOOL1D_OPTS)
+    o2.count_include_pad = count_pad(fname, o)
+    if not FLOATS[x:dtype()] then fail(fname .. ": input must be float32 or float64, got " .. x:dtype()) end
+    return back_to_1d(M.avg_pool2d(x4, k2, o2, who), unbatched)
 end
 
 -- The rows [floor(i n / out) + 1, ceil((i + 1) n / out)] that output i of
@@ -667,16 +985,50 @@ local function adaptive_matrix(n, out, like)
     return (inside / (hi - lo)):to(like:dtype())
 end
 
+-- The output size of an adaptive pooling op over spatial sizes ns (one
+-- per spatial dim): an integer (the same for every dim) or a table of
+-- one per dim, false keeping that dim's size (Torch's None).
+local function adaptive_size(fname, size, ns)
+    local out = {}
+    local function entry(i, v)
+        if v == false then return ns[i] end
+        if not is_int(v) or v < 1 then
+            fail(fmt("%s: output size must be positive integers, got %s (false keeps the input's size)", fname,
+                     type(v) == "number" and tostring(v) or typename(v)))
+        end
+        return v
+    end
+    if type(size) == "table" and getmetatable(size) == nil then
+        local n = 0
+        for k in pairs(size) do
+            if not is_int(k) or k < 1 or k > #ns then n = -1 break end
+            n = n + 1
+        end
+        if n ~= #ns then
+            fail(fmt("%s: output size must be an integer or a table of %d, got a table of %d", fname, #ns,
+                     n < 0 and #size or n))
+        end
+        for i = 1, #ns do out[i] = entry(i, size[i]) end
+    elseif type(size) == "number" then
+        for i = 1, #ns do out[i] = entry(i, size) end
+    else
+        fail(fmt("%s: output size must be an integer or a table of %d, got %s", fname, #ns, typename(size)))
+    end
+    return out
+end
+
 -- adaptive_avg_pool2d(x, size): the mean over size[1] x size[2] bins that
--- cover the input (an integer: a square; 1: global average pooling).
+-- cover the input (an integer: a square; 1: global average pooling; an
+-- entry false keeps that dim, Torch's None).
 function M.adaptive_avg_pool2d(x, size)
     local fname = "adaptive_avg_pool2d"
     check_tensor(fname, "input", x)
-    local oh, ow = pair(fname, "output size", size)
     local dt = x:dtype()
     if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
     local xb, unbatched = batched(fname, x)
     local H, W = xb:size(3), xb:size(4)
+    local oh, ow = unpack(adaptive_size(fname, size, {H, W}))
+    if H < 1 or W < 1 then fail(fmt("%s: input %s has an empty plane", fname, shape_str(x))) end
     local y
     if H % oh == 0 and W % ow == 0 then -- equal bins: one reshape and a mean
         local N, Cc = xb:size(1), xb:size(2)
@@ -689,6 +1041,47 @@ function M.adaptive_avg_pool2d(x, size)
         y = t:view(N, Cc, ow, oh):transpose(3, 4)
     end
     return unbatched and y:squeeze(1) or y
+end
+
+-- adaptive_avg_pool1d(x, size): x N×C×L (or C×L), the mean over size bins.
+function M.adaptive_avg_pool1d(x, size)
+    local fname = "adaptive_avg_pool1d"
+    local x4, unbatched = as_2d(fname, x)
+    local out = adaptive_size(fname, size, {x4:size(4)})
+    return back_to_1d(M.adaptive_avg_pool2d(x4, {1, out[1]}), unbatched)
+end
+
+-- The max over Torch's bins along dim d of t (n long) to out: one max
+-- per bin (each gradient to its bin's first largest element).
+local function adaptive_max_dim(t, d, n, out)
+    if n == out then return t end
+    local parts = {}
+    for i = 0, out - 1 do
+        local lo, hi = floor(i * n / out), math.ceil((i + 1) * n / out)
+        parts[#parts + 1] = (t:narrow(d, lo + 1, hi - lo):max(d, true))
+    end
+    return out == 1 and parts[1] or tensor.cat(parts, d)
+end
+
+-- adaptive_max_pool2d(x, size): the max over Torch's size[1] x size[2]
+-- bins (as adaptive_avg_pool2d's); adaptive_max_pool1d(x, size) over N×C×L.
+function M.adaptive_max_pool2d(x, size)
+    local fname = "adaptive_max_pool2d"
+    check_tensor(fname, "input", x)
+    local xb, unbatched = batched(fname, x)
+    local H, W = xb:size(3), xb:size(4)
+    local oh, ow = unpack(adaptive_size(fname, size, {H, W}))
+    if H < 1 or W < 1 then fail(fmt("%s: input %s has an empty plane", fname, shape_str(x))) end
+    local y = adaptive_max_dim(adaptive_max_dim(xb, 3, H, oh), 4, W, ow)
+    return unbatched and y:squeeze(1) or y
+end
+function M.adaptive_max_pool1d(x, size)
+    local fname = "adaptive_max_pool1d"
+    local x4, unbatched = as_2d(fname, x)
+    local L = x4:size(4)
+    local out = adaptive_size(fname, size, {L})
+    if L < 1 then fail(fmt("%s: input %s is empty", fname, shape_str(x))) end
+    return back_to_1d(adaptive_max_dim(x4, 4, L, out[1]), unbatched)
 end
 
 -- ---------------------------------------------------------------- batch_norm
@@ -708,6 +1101,9 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
     check_tensor(fname, "input", x)
     check_devices(fname, x, running_mean, running_var)
     check_devices(fname, x, weight, bias)
+    if training ~= nil and type(training) ~= "boolean" then
+        fail(fmt("%s: training must be a boolean, got %s", fname, typename(training)))
+    end
     momentum = momentum == nil and 0.1 or momentum
     eps = eps == nil and 1e-5 or eps
     if type(momentum) ~= "number" or not (momentum >= 0 and momentum <= 1) then -- (NaN too)
@@ -742,6 +1138,14 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
         fail(fname .. ": give both running_mean and running_var, or neither")
     end
     local use_batch = training or running_mean == nil
+    if Mn == 0 then -- an empty batch (Torch's): empty out, the statistics left alone
+        local bs = {1, Cc}
+        for i = 3, #xs do bs[i] = 1 end
+        local y = x:clone()
+        if weight ~= nil then y = y * weight:view(bs) end
+        if bias ~= nil then y = y + bias:view(bs) end
+        return y
+    end
     if use_batch and Mn <= 1 then
         fail(fmt("%s: expected more than 1 value per channel when training, got input of shape %s", fname,
                  shape_str(x)))
@@ -796,6 +1200,76 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
     return y
 end
 
+-- ---------------------------------------------------------------- instance_norm
+
+-- instance_norm(x [, running_mean, running_var, weight, bias,
+-- use_input_stats = true, momentum = 0.1, eps = 1e-5]) (Torch's F.instance_norm):
+-- x N×C×… with each channel of each sample normalised over its positions
+-- (the biased variance), then scaled and shifted per channel.  With
+-- use_input_stats and running buffers (C each), these are updated in place
+-- with the samples' average statistics (unbiased variance); without
+-- use_input_stats they normalise instead.  who: the name errors carry.
+function M.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps, who)
+    local fname = type(who) == "string" and who or "instance_norm"
+    check_tensor(fname, "input", x)
+    check_devices(fname, x, running_mean, running_var)
+    check_devices(fname, x, weight, bias)
+    if use_input_stats == nil then use_input_stats = true end
+    if type(use_input_stats) ~= "boolean" then
+        fail(fmt("%s: use_input_stats must be a boolean, got %s", fname, typename(use_input_stats)))
+    end
+    local xs = shape_of(x)
+    if #xs < 3 then fail(fmt("%s: expected an input of shape N×C×L or N×C×H×W..., got %s", fname, shape_str(x))) end
+    local N, Cc = xs[1], xs[2]
+    for _, e in ipairs({{"running_mean", running_mean}, {"running_var", running_var}, {"weight", weight},
+                        {"bias", bias}}) do
+        local t = e[2]
+        if t ~= nil then
+            check_tensor(fname, e[1], t)
+            if t:dim() ~= 1 or t:size(1) ~= Cc then
+                fail(fmt("%s: %s must have shape %d (one per channel of input %s), got %s", fname, e[1], Cc,
+                         shape_str(x), shape_str(t)))
+            end
+            if t:dtype() ~= x:dtype() then
+                fail(fmt("%s: input is %s but %s is %s (convert one with :to())", fname, x:dtype(), e[1], t:dtype()))
+            end
+        end
+    end
+    if (running_mean == nil) ~= (running_var == nil) then
+        fail(fname .. ": give both running_mean and running_var, or neither")
+    end
+    if not use_input_stats and running_mean == nil then
+        fail(fname .. ": use_input_stats = false needs running_mean and running_var")
+    end
+    local S = 1
+    for i = 3, #xs do S = S * xs[i] end
+    if use_input_stats and S <= 1 and N * Cc > 0 then
+        fail(fmt("%s: expected more than 1 position per channel to normalise over, got input of shape %s", fname,
+                 shape_str(x)))
+    end
+    -- batch_norm over one sample of N·C channels
+    local rm, rv
+    if running_mean ~= nil then
+        no_grad(function()
+            rm = running_mean:view(1, Cc):expand(N, Cc):contiguous():view(N * Cc)
+            rv = running_var:view(1, Cc):expand(N, Cc):contiguous():view(N * Cc)
+        end)
+    end
+    local y = M.batch_norm(x:reshape(1, N * Cc, S), rm, rv, nil, nil, use_input_stats, momentum, eps)
+    if running_mean ~= nil and use_input_stats and N > 0 then
+        no_grad(function()
+            running_mean:copy_(rm:view(N, Cc):mean(1))
+            running_var:copy_(rv:view(N, Cc):mean(1))
+        end)
+    end
+    local bs = {1, Cc}
+    for i = 3, #xs do bs[i] = 1 end
+    y = y:view(xs)
+    if weight ~= nil then y = y * weight:view(bs) end
+    if bias ~= nil then y = y + bias:view(bs) end
+    return y
+end
+
 -- ---------------------------------------------------------------- modules
 
 -- install(nn): nn.functional gets conv2d, max_pool2d, batch_norm; nn gets
@@ -805,7 +1279,12 @@ function M.install(nn)
     F.conv2d, F.max_pool2d, F.batch_norm = M.conv2d, M.max_pool2d, M.batch_norm
     F.avg_pool2d, F.adaptive_avg_pool2d = M.avg_pool2d, M.adaptive_avg_pool2d
     F.conv1d, F.max_pool1d, F.avg_pool1d = M.conv1d, M.max_pool1d, M.avg_pool1d
-    F.conv_transpose2d = M.conv_transpose2d
+    F.conv_transpose2d, F.conv_transpose1d = M.conv_transpose2d, M.conv_transpose1d
+    F.max_unpool2d, F.max_unpool1d = M.max_unpool2d, M.max_unpool1d
+    F.instance_norm = M.instance_norm
+    F.unfold, F.fold = M.unfold, M.fold
+    F.adaptive_avg_pool1d, F.adaptive_max_pool2d, F.adaptive_max_pool1d = M.adaptive_avg_pool1d,
+        M.adaptive_max_pool2d, M.adaptive_max_pool1d
     local Module, init = nn.Module, nn.init
 
     local check_count = util.check_positive_int
@@ -814,6 +1293,7 @@ function M.install(nn)
     -- false), drawn as Torch draws them: kaiming_uniform with a = sqrt 5,
     -- U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias.
     local function conv_parameters(self, wshape, cout, fan_in, opts)
+        flag(self._class_name or "conv", opts, "bias")
         local topts = util.param_opts(opts)
         local w = tensor.empty(wshape, topts)
         init.kaiming_uniform_(w, sqrt(5))
@@ -838,7 +1318,53 @@ function M.install(nn)
     local Conv2d = Module:extend("Conv2d")
     nn.Conv2d = Conv2d
     local CONV2D_OPTS = {stride = true, padding = true, dilation = true, groups = true, bias = true, dtype = true,
-                         device = true}
+                         device = true, padding_mode = true}
+
+    -- padding_mode (Torch's): "zeros" (the default, the convolution's own
+    -- padding) or reflect / replicate / circular, which F.pad applies
+    -- before a convolution without padding.
+    local PADDING_MODES_OF = {zeros = true, reflect = true, replicate = true, circular = true}
+    local function padding_mode_of(name, opts)
+        local m = opts.padding_mode
+        if m == nil then return "zeros" end
+        if not PADDING_MODES_OF[m] then
+            fail(fmt("%s: padding_mode must be \"zeros\", \"reflect\", \"replicate\" or \"circular\", got %s",
+                     name, type(m) == "string" and '"' .. m .. '"' or typename(m)))
+        end
+        return m
+    end
+    -- x padded as padding_mode says: pads[i] = {lo, hi} for spatial dim i
+    -- (k: the kernel sizes, dil: the dilations, for "same").
+    local function mode_padded(name, x, mode, padding, k, dil)
+        check_tensor(name, "input", x)
+        local nsp = #k
+        if x:dim() ~= nsp + 1 and x:dim() ~= nsp + 2 then return x end -- the conv names the wrong rank
+        local lo, hi = {}, {}
+        for i = 1, nsp do
+            if padding == "valid" then
+                lo[i], hi[i] = 0, 0
+            elseif padding == "same" then
+                local total = dil[i] * (k[i] - 1)
+                lo[i] = floor(total / 2)
+                hi[i] = total - lo[i]
+            else
+                lo[i], hi[i] = padding[i], padding[i]
+            end
+        end
+        local amounts = {} -- F.pad's order: the last dim first
+        local off = x:dim() - nsp
+        for i = nsp, 1, -1 do
+            local n = x:size(off + i)
+            if mode == "reflect" and (lo[i] >= n or hi[i] >= n) or mode == "circular" and (lo[i] > n or hi[i] > n) then
+                fail(fmt("%s: padding_mode %s needs padding %d %s the input's size %d in dim %d (input %s)", name,
+                         mode, math.max(lo[i], hi[i]), mode == "reflect" and "smaller than" or "at most", n, off + i,
+                         shape_str(x)))
+            end
+            amounts[#amounts + 1] = lo[i]
+            amounts[#amounts + 1] = hi[i]
+        end
+        return require("ordo.nn.functional").pad(x, amounts, {mode = mode})
+    end
 
     -- The groups option of a module, checked against its channels.
     local function module_groups(name, opts, cin, cout)
@@ -865,17 +1391,25 @@ function M.install(nn)
         self.dilation = {pair("Conv2d", "dilation", opts.dilation or 1)}
         local g = module_groups("Conv2d", opts, cin, cout)
         self.groups = g
+        self.padding_mode = padding_mode_of("Conv2d", opts)
         conv_parameters(self, {cout, cin / g, kh, kw}, cout, cin / g * kh * kw, opts)
     end
     function Conv2d:forward(x)
+        local padding = self.padding
+        if self.padding_mode ~= "zeros" then
+            x = mode_padded("Conv2d", x, self.padding_mode, padding, self.kernel_size, self.dilation)
+            padding = 0
+        end
         return M.conv2d(x, self.weight, self.bias,
-                        {stride = self.stride, padding = self.padding, dilation = self.dilation, groups = self.groups})
+                        {stride = self.stride, padding = padding, dilation = self.dilation, groups = self.groups},
+                        "Conv2d")
     end
     function Conv2d:extra_repr()
         return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
                    self.kernel_size[2]) .. pair_repr("stride", self.stride, 1)
             .. (type(self.padding) == "string" and ", padding " .. self.padding or pair_repr("padding", self.padding, 0))
             .. pair_repr("dilation", self.dilation, 1) .. (self.groups ~= 1 and fmt(", groups %d", self.groups) or "")
+            .. (self.padding_mode ~= "zeros" and ", padding_mode " .. self.padding_mode or "")
             .. (self.bias and "" or ", no bias")
     end
 
@@ -899,24 +1433,93 @@ function M.install(nn)
         self.padding = {pair(name, "padding", opts.padding or 0, true)}
         self.output_padding = {pair(name, "output_padding", opts.output_padding or 0, true)}
         self.dilation = {pair(name, "dilation", opts.dilation or 1)}
-        if self.output_padding[1] >= self.stride[1] or self.output_padding[2] >= self.stride[2] then
-            fail(fmt("%s: output_padding %dx%d must be smaller than the stride %dx%d", name, self.output_padding[1],
-                     self.output_padding[2], self.stride[1], self.stride[2]))
-        end
+        check_output_padding(name, self.output_padding, self.stride, self.dilation)
         local g = module_groups(name, opts, cin, cout)
         self.groups = g
         conv_parameters(self, {cin, cout / g, kh, kw}, cout, cout / g * kh * kw, opts)
     end
-    function ConvTranspose2d:forward(x)
+    -- The output_padding that makes a transposed convolution's output
+    -- output_size (Torch's forward(x, output_size): {h, w} or a whole
+    -- shape, its last nsp taken), checked.
+    local function output_padding_for(name, x, size, nsp, k, st, pad, dil)
+        if type(size) ~= "table" or #size < nsp then
+            fail(fmt("%s: output_size must be a table of %d sizes (or the whole shape), got %s", name, nsp,
+                     type(size) == "table" and "a table of " .. #size or typename(size)))
+        end
+        check_tensor(name, "input", x)
+        if x:dim() < nsp + 1 then return nil end -- the op names the wrong rank
+        local op = {}
+        for i = 1, nsp do
+            local n = x:size(x:dim() - nsp + i)
+            local base = (n - 1) * st[i] - 2 * pad[i] + dil[i] * (k[i] - 1) + 1
+            local want = size[#size - nsp + i]
+            local hi = base + math.max(st[i], dil[i]) - 1
+            if not is_int(want) or want < base or want > hi then
+                fail(fmt("%s: output_size %s is not reachable from input %s: spatial dim %d can be %d..%d", name,
+                         tostring(want), shape_str(x), i, base, hi))
+            end
+            op[i] = want - base
+        end
+        return op
+    end
+    function ConvTranspose2d:forward(x, output_size)
+        local op = self.output_padding
+        if output_size ~= nil then
+            op = output_padding_for("ConvTranspose2d", x, output_size, 2, self.kernel_size, self.stride, self.padding,
+                                    self.dilation) or op
+        end
         return M.conv_transpose2d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
-                                  output_padding = self.output_padding, dilation = self.dilation,
-                                  groups = self.groups})
+                                  output_padding = op, dilation = self.dilation, groups = self.groups},
+                                  "ConvTranspose2d")
     end
     function ConvTranspose2d:extra_repr()
         return fmt("%d -> %d, kernel %dx%d", self.in_channels, self.out_channels, self.kernel_size[1],
                    self.kernel_size[2]) .. pair_repr("stride", self.stride, 1) .. pair_repr("padding", self.padding, 0)
             .. pair_repr("output_padding", self.output_padding, 0) .. pair_repr("dilation", self.dilation, 1)
             .. (self.groups ~= 1 and fmt(", groups %d", self.groups) or "") .. (self.bias and "" or ", no bias")
+    end
+
+    -- ConvTranspose1d(in_channels, out_channels, kernel_size [, {stride=1,
+    -- padding=0, output_padding=0, dilation=1, groups=1, bias=true, dtype,
+    -- device}]): weight in_channels × out_channels/groups × k, drawn as
+    -- ConvTranspose2d's.
+    local ConvTranspose1d = Module:extend("ConvTranspose1d")
+    nn.ConvTranspose1d = ConvTranspose1d
+    function ConvTranspose1d:init(cin, cout, k, opts)
+        local name = "ConvTranspose1d"
+        check_count(name, "in_channels", cin)
+        check_count(name, "out_channels", cout)
+        opts = opts_of(name, opts, TCONV2D_OPTS)
+        self.in_channels, self.out_channels = cin, cout
+        self.kernel_size = single(name, "kernel_size", k)
+        self.stride = single(name, "stride", opts.stride or 1)
+        self.padding = single(name, "padding", opts.padding or 0, true)
+        self.output_padding = single(name, "output_padding", opts.output_padding or 0, true)
+        self.dilation = single(name, "dilation", opts.dilation or 1)
+        check_output_padding(name, {self.output_padding}, {self.stride}, {self.dilation})
+        local g = module_groups(name, opts, cin, cout)
+        self.groups = g
+        conv_parameters(self, {cin, cout / g, k}, cout, cout / g * k, opts)
+    end
+    function ConvTranspose1d:forward(x, output_size)
+        local op = self.output_padding
+        if output_size ~= nil then
+            local o = output_padding_for("ConvTranspose1d", x, output_size, 1, {self.kernel_size}, {self.stride},
+                                         {self.padding}, {self.dilation})
+            if o then op = o[1] end
+        end
+        return M.conv_transpose1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
+                                  output_padding = op, dilation = self.dilation, groups = self.groups},
+                                  "ConvTranspose1d")
+    end
+    function ConvTranspose1d:extra_repr()
+        local s = fmt("%d -> %d, kernel %d", self.in_channels, self.out_channels, self.kernel_size)
+        if self.stride ~= 1 then s = s .. fmt(", stride %d", self.stride) end
+        if self.padding ~= 0 then s = s .. fmt(", padding %d", self.padding) end
+        if self.output_padding ~= 0 then s = s .. fmt(", output_padding %d", self.output_padding) end
+        if self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
+        if self.groups ~= 1 then s = s .. fmt(", groups %d", self.groups) end
+        return s .. (self.bias and "" or ", no bias")
     end
 
     -- Conv1d(in_channels, out_channels, kernel_size [, {stride=1, padding=0,
@@ -940,11 +1543,18 @@ function M.install(nn)
         self.dilation = single("Conv1d", "dilation", opts.dilation or 1)
         local g = module_groups("Conv1d", opts, cin, cout)
         self.groups = g
+        self.padding_mode = padding_mode_of("Conv1d", opts)
         conv_parameters(self, {cout, cin / g, k}, cout, cin / g * k, opts)
     end
     function Conv1d:forward(x)
-        return M.conv1d(x, self.weight, self.bias, {stride = self.stride, padding = self.padding,
-                        dilation = self.dilation, groups = self.groups})
+        local padding = self.padding
+        if self.padding_mode ~= "zeros" then
+            x = mode_padded("Conv1d", x, self.padding_mode, type(padding) == "string" and padding or {padding},
+                            {self.kernel_size}, {self.dilation})
+            padding = 0
+        end
+        return M.conv1d(x, self.weight, self.bias, {stride = self.stride, padding = padding,
+                        dilation = self.dilation, groups = self.groups}, "Conv1d")
     end
     function Conv1d:extra_repr()
         local s = fmt("%d -> %d, kernel %d", self.in_channels, self.out_channels, self.kernel_size)
@@ -952,6 +1562,7 @@ function M.install(nn)
         if self.padding ~= 0 then s = s .. ", padding " .. tostring(self.padding) end
         if self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
         if self.groups ~= 1 then s = s .. fmt(", groups %d", self.groups) end
+        if self.padding_mode ~= "zeros" then s = s .. ", padding_mode " .. self.padding_mode end
         return s .. (self.bias and "" or ", no bias")
     end
 
@@ -970,16 +1581,16 @@ function M.install(nn)
                 fail(fmt("%s: padding %d must be at most half the kernel %d", name, self.padding, self.kernel_size))
             end
             if allowed.count_include_pad then self.count_include_pad = count_pad(name, opts) end
+            self.ceil_mode = ceil_mode_of(name, opts)
             if allowed.dilation then
                 self.dilation = opts.dilation == nil and 1 or single(name, "dilation", opts.dilation)
-                self.ceil_mode = ceil_mode_of(name, opts)
-                self.return_indices = opts.return_indices and true or nil
+                self.return_indices = flag(name, opts, "return_indices") or nil
             end
         end
         function cls:forward(x)
             return f(x, self.kernel_size, {stride = self.stride, padding = self.padding,
                                            count_include_pad = self.count_include_pad, dilation = self.dilation,
-                                           ceil_mode = self.ceil_mode, return_indices = self.return_indices})
+                                           ceil_mode = self.ceil_mode, return_indices = self.return_indices}, name)
         end
         function cls:extra_repr()
             local s = fmt("kernel %d, stride %d", self.kernel_size, self.stride)
@@ -988,7 +1599,7 @@ function M.install(nn)
         end
     end
     pool1d_class("MaxPool1d", M.max_pool1d, POOL_OPTS)
-    pool1d_class("AvgPool1d", M.avg_pool1d, AVGPOOL_OPTS)
+    pool1d_class("AvgPool1d", M.avg_pool1d, AVGPOOL1D_OPTS)
 
     -- MaxPool2d(kernel_size [, {stride=kernel_size, padding=0, dilation=1,
     -- ceil_mode=false, return_indices=false}])
@@ -1005,15 +1616,76 @@ function M.install(nn)
         end
         self.dilation = opts.dilation and {pair("MaxPool2d", "dilation", opts.dilation)} or {1, 1}
         self.ceil_mode = ceil_mode_of("MaxPool2d", opts)
-        self.return_indices = opts.return_indices and true or nil
+        self.return_indices = flag("MaxPool2d", opts, "return_indices") or nil
     end
     function MaxPool2d:forward(x)
         return M.max_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding,
                                                   dilation = self.dilation, ceil_mode = self.ceil_mode,
-                                                  return_indices = self.return_indices})
+                                                  return_indices = self.return_indices}, "MaxPool2d")
     end
 
-    -- AvgPool2d(kernel_size [, {stride=kernel_size, padding=0}])
+    -- Unfold(kernel_size [, {dilation, padding, stride}]) and
+    -- Fold(output_size, kernel_size [, {...}]): F.unfold / F.fold as modules.
+    local function unfold_options(name, opts)
+        opts = opts_of(name, opts, UNFOLD_OPTS)
+        pair(name, "stride", opts.stride or 1)
+        pair(name, "padding", opts.padding or 0, true)
+        pair(name, "dilation", opts.dilation or 1)
+        return opts
+    end
+    local Unfold = Module:extend("Unfold")
+    nn.Unfold = Unfold
+    function Unfold:init(k, opts)
+        self.kernel_size = {pair("Unfold", "kernel_size", k)}
+        self.options = unfold_options("Unfold", opts)
+    end
+    function Unfold:forward(x) return M.unfold(x, self.kernel_size, self.options) end
+    function Unfold:extra_repr() return fmt("kernel %dx%d", self.kernel_size[1], self.kernel_size[2]) end
+    local Fold = Module:extend("Fold")
+    nn.Fold = Fold
+    function Fold:init(size, k, opts)
+        self.output_size = {pair("Fold", "output_size", size)}
+        self.kernel_size = {pair("Fold", "kernel_size", k)}
+        self.options = unfold_options("Fold", opts)
+    end
+    function Fold:forward(x) return M.fold(x, self.output_size, self.kernel_size, self.options) end
+    function Fold:extra_repr()
+        return fmt("output %dx%d, kernel %dx%d", self.output_size[1], self.output_size[2], self.kernel_size[1],
+                   self.kernel_size[2])
+    end
+
+    -- MaxUnpool2d(kernel_size [, {stride=kernel_size, padding=0}]) /
+    -- MaxUnpool1d: forward(x, indices [, output_size]), max_unpool's.
+    local function unpool_class(name, f, nsp)
+        local cls = Module:extend(name)
+        nn[name] = cls
+        function cls:init(k, opts)
+            opts = opts_of(name, opts, {stride = true, padding = true})
+            if nsp == 2 then
+                self.kernel_size = {pair(name, "kernel_size", k)}
+                self.stride = opts.stride and {pair(name, "stride", opts.stride)} or self.kernel_size
+                self.padding = {pair(name, "padding", opts.padding or 0, true)}
+            else
+                self.kernel_size = single(name, "kernel_size", k)
+                self.stride = opts.stride and single(name, "stride", opts.stride) or self.kernel_size
+                self.padding = single(name, "padding", opts.padding or 0, true)
+            end
+        end
+        function cls:forward(x, indices, output_size)
+            return f(x, indices, self.kernel_size, {stride = self.stride, padding = self.padding,
+                                                    output_size = output_size})
+        end
+        function cls:extra_repr()
+            if nsp == 1 then return fmt("kernel %d, stride %d, padding %d", self.kernel_size, self.stride, self.padding) end
+            return fmt("kernel %dx%d, stride %dx%d, padding %dx%d", self.kernel_size[1], self.kernel_size[2],
+                       self.stride[1], self.stride[2], self.padding[1], self.padding[2])
+        end
+    end
+    unpool_class("MaxUnpool2d", M.max_unpool2d, 2)
+    unpool_class("MaxUnpool1d", M.max_unpool1d, 1)
+
+    -- AvgPool2d(kernel_size [, {stride=kernel_size, padding=0, ceil_mode=false,
+    -- count_include_pad=true, divisor_override}])
     local AvgPool2d = Module:extend("AvgPool2d")
     nn.AvgPool2d = AvgPool2d
     function AvgPool2d:init(k, opts)
@@ -1021,23 +1693,58 @@ function M.install(nn)
         self.kernel_size = {pair("AvgPool2d", "kernel_size", k)}
         self.stride = opts.stride and {pair("AvgPool2d", "stride", opts.stride)} or self.kernel_size
         self.padding = {pair("AvgPool2d", "padding", opts.padding or 0, true)}
+        if 2 * self.padding[1] > self.kernel_size[1] or 2 * self.padding[2] > self.kernel_size[2] then
+            fail(fmt("AvgPool2d: padding %dx%d must be at most half the kernel %dx%d", self.padding[1],
+                     self.padding[2], self.kernel_size[1], self.kernel_size[2]))
+        end
+        self.ceil_mode = ceil_mode_of("AvgPool2d", opts)
         self.count_include_pad = count_pad("AvgPool2d", opts)
+        self.divisor_override = divisor_of("AvgPool2d", opts)
     end
     function AvgPool2d:forward(x)
         return M.avg_pool2d(x, self.kernel_size, {stride = self.stride, padding = self.padding,
-                                                  count_include_pad = self.count_include_pad})
+                                                  ceil_mode = self.ceil_mode,
+                                                  count_include_pad = self.count_include_pad,
+                                                  divisor_override = self.divisor_override}, "AvgPool2d")
     end
     function AvgPool2d:extra_repr()
-        return fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
-                   self.stride[2])
+        local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
+                      self.stride[2])
+        if self.divisor_override then s = s .. fmt(", divisor_override %d", self.divisor_override) end
+        return self.ceil_mode and s .. ", ceil_mode" or s
     end
 
-    -- AdaptiveAvgPool2d(output_size): 1 is global average pooling.
-    local AdaptiveAvgPool2d = Module:extend("AdaptiveAvgPool2d")
-    nn.AdaptiveAvgPool2d = AdaptiveAvgPool2d
-    function AdaptiveAvgPool2d:init(size) self.output_size = {pair("AdaptiveAvgPool2d", "output size", size)} end
-    function AdaptiveAvgPool2d:forward(x) return M.adaptive_avg_pool2d(x, self.output_size) end
-    function AdaptiveAvgPool2d:extra_repr() return fmt("%dx%d", self.output_size[1], self.output_size[2]) end
+    -- AdaptiveAvgPool2d(output_size) (1: global average pooling),
+    -- AdaptiveMaxPool2d, AdaptiveAvgPool1d, AdaptiveMaxPool1d: an integer
+    -- or one entry per spatial dim, false keeping that dim (Torch's None).
+    local function adaptive_class(name, f, nsp)
+        local cls = Module:extend(name)
+        nn[name] = cls
+        function cls:init(size)
+            local probe = {}
+            for i = 1, nsp do probe[i] = 1 end
+            adaptive_size(name, size, probe) -- checked now, resolved against each input
+            if type(size) == "table" then
+                local s = {}
+                for i = 1, nsp do s[i] = size[i] end
+                size = s
+            end
+            self.output_size = size
+        end
+        function cls:forward(x) return f(x, self.output_size) end
+        function cls:extra_repr()
+            local s = self.output_size
+            if type(s) ~= "table" then return tostring(s) end
+            local t = {}
+            for i = 1, nsp do t[i] = s[i] == false and "None" or tostring(s[i]) end
+            return table.concat(t, "x")
+        end
+        return cls
+    end
+    adaptive_class("AdaptiveAvgPool2d", M.adaptive_avg_pool2d, 2)
+    adaptive_class("AdaptiveMaxPool2d", M.adaptive_max_pool2d, 2)
+    adaptive_class("AdaptiveAvgPool1d", M.adaptive_avg_pool1d, 1)
+    adaptive_class("AdaptiveMaxPool1d", M.adaptive_max_pool1d, 1)
     function MaxPool2d:extra_repr()
         local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
                       self.stride[2])
@@ -1047,7 +1754,8 @@ function M.install(nn)
         return self.ceil_mode and s .. ", ceil_mode" or s
     end
 
-    -- BatchNorm1d(n) / BatchNorm2d(n) [, {eps=1e-5, momentum=0.1, affine=true,
+    -- BatchNorm1d(n) / BatchNorm2d(n) [, {eps=1e-5, momentum=0.1 (false:
+    -- Torch's None, a cumulative average), affine=true,
     -- track_running_stats=true, dtype=, device=}]: weight 1, bias 0,
     -- running_mean 0, running_var 1 and num_batches_tracked 0 (an int64
     -- count of the batches seen in training; buffers, saved with the
@@ -1066,9 +1774,14 @@ function M.install(nn)
             if type(self.eps) ~= "number" or not (self.eps >= 0) then
                 fail(fmt("%s: eps must be a non-negative number, got %s", name, tostring(self.eps)))
             end
-            if type(self.momentum) ~= "number" or not (self.momentum >= 0 and self.momentum <= 1) then
-                fail(fmt("%s: momentum must be a number in [0, 1], got %s", name, tostring(self.momentum)))
+            -- false: Torch's momentum = None, the cumulative average of the batches' statistics
+            if self.momentum ~= false and (type(self.momentum) ~= "number"
+                                           or not (self.momentum >= 0 and self.momentum <= 1)) then
+                fail(fmt("%s: momentum must be a number in [0, 1] or false (a cumulative average), got %s", name,
+                         tostring(self.momentum)))
             end
+            flag(name, opts, "affine")
+            flag(name, opts, "track_running_stats")
             local topts = util.param_opts(opts)
             if opts.affine ~= false then
                 self:register_parameter("weight", tensor.ones({n}, topts))
@@ -1091,19 +1804,89 @@ function M.install(nn)
                 fail(fmt("%s: input of shape %s has %d channels, expected %d", name, shape_str(x), x:size(2),
                          self.num_features))
             end
-            local y = M.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
-                                   self.momentum, self.eps)
+            local momentum = self.momentum
             local nbt = self.num_batches_tracked
-            if self.training and self.running_mean ~= nil and is_tensor(nbt) then nbt:add_(1) end
+            local counting = self.training and self.running_mean ~= nil and is_tensor(nbt)
+            if momentum == false then -- the running statistics average every batch so far equally
+                momentum = counting and 1 / (nbt:item() + 1) or 0
+            end
+            local y = M.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
+                                   momentum, self.eps)
+            if counting then nbt:add_(1) end
             return y
         end
         function cls:extra_repr()
-            return fmt("%d, eps = %g, momentum = %g", self.num_features, self.eps, self.momentum)
+            return fmt("%d, eps = %g, momentum = %s", self.num_features, self.eps,
+                       self.momentum == false and "cumulative" or fmt("%g", self.momentum))
         end
         return cls
     end
     batch_norm_class("BatchNorm1d", {[2] = true, [3] = true}, "2-D (N, C) or 3-D (N, C, L)")
     batch_norm_class("BatchNorm2d", {[4] = true}, "4-D (N, C, H, W)")
+
+    -- InstanceNorm1d(n) / InstanceNorm2d(n) [, {eps=1e-5, momentum=0.1,
+    -- affine=false, track_running_stats=false, dtype=, device=}] (Torch's
+    -- defaults): each channel of each sample normalised over its positions
+    -- (the biased variance).  With track_running_stats, training also
+    -- updates running_mean / running_var with the samples' average
+    -- statistics (the unbiased variance, as Torch's), which eval then uses.
+    -- Input N×C×L (or C×L) / N×C×H×W (or C×H×W).
+    local IN_OPTS = {eps = true, momentum = true, affine = true, track_running_stats = true, dtype = true,
+                     device = true}
+    local function instance_norm_class(name, nsp)
+        local cls = Module:extend(name)
+        nn[name] = cls
+        function cls:init(n, opts)
+            check_count(name, "num_features", n)
+            opts = opts_of(name, opts, IN_OPTS)
+            flag(name, opts, "affine")
+            flag(name, opts, "track_running_stats")
+            self.num_features = n
+            self.eps = opts.eps == nil and 1e-5 or opts.eps
+            self.momentum = opts.momentum == nil and 0.1 or opts.momentum
+            if type(self.eps) ~= "number" or not (self.eps >= 0) then
+                fail(fmt("%s: eps must be a non-negative number, got %s", name, tostring(self.eps)))
+            end
+            if type(self.momentum) ~= "number" or not (self.momentum >= 0 and self.momentum <= 1) then
+                fail(fmt("%s: momentum must be a number in [0, 1], got %s", name, tostring(self.momentum)))
+            end
+            local topts = util.param_opts(opts)
+            if opts.affine == true then
+                self:register_parameter("weight", tensor.ones({n}, topts))
+                self:register_parameter("bias", tensor.zeros({n}, topts))
+            end
+            if opts.track_running_stats == true then
+                self:register_buffer("running_mean", tensor.zeros({n}, topts))
+                self:register_buffer("running_var", tensor.ones({n}, topts))
+                self:register_buffer("num_batches_tracked", tensor.zeros({}, {dtype = "int64", device = opts.device}))
+            end
+        end
+        function cls:forward(x)
+            check_tensor(name, "input", x)
+            local nd = x:dim()
+            if nd ~= nsp + 1 and nd ~= nsp + 2 then
+                fail(fmt("%s: expected a %d-D input %s or a %d-D one %s, got shape %s", name, nsp + 2,
+                         nsp == 1 and "(N, C, L)" or "(N, C, H, W)", nsp + 1, nsp == 1 and "(C, L)" or "(C, H, W)",
+                         shape_str(x)))
+            end
+            local xb = nd == nsp + 2 and x or x:unsqueeze(1)
+            local Cc = xb:size(2)
+            if Cc ~= self.num_features then
+                fail(fmt("%s: input of shape %s has %d channels, expected %d", name, shape_str(x), Cc,
+                         self.num_features))
+            end
+            local y = M.instance_norm(xb, self.running_mean, self.running_var, self.weight, self.bias,
+                                      self.training or self.running_mean == nil, self.momentum, self.eps, name)
+            return nd == nsp + 2 and y or y:squeeze(1)
+        end
+        function cls:extra_repr()
+            return fmt("%d, eps = %g, momentum = %g%s%s", self.num_features, self.eps, self.momentum,
+                       self.weight ~= nil and ", affine" or "", self.running_mean ~= nil and ", track_running_stats" or "")
+        end
+        return cls
+    end
+    instance_norm_class("InstanceNorm1d", 1)
+    instance_norm_class("InstanceNorm2d", 2)
     return nn
 end
 

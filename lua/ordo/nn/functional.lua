@@ -826,6 +826,48 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps)
     return y
 end
 
+-- rms_norm(x, normalized_shape [, weight, eps]) (Torch's F.rms_norm): x
+-- divided by the root mean square over its last dims (normalized_shape,
+-- a size or a list of sizes) plus eps, then scaled by weight (that
+-- shape).  eps nil: the dtype's machine epsilon, as Torch's.
+local MACHINE_EPS = {float32 = 1.1920928955078125e-07, float64 = 2.220446049250313e-16}
+function M.rms_norm(x, normalized_shape, weight, eps)
+    check_tensor("rms_norm", "input", x)
+    check_devices("rms_norm", x, weight)
+    if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
+    if type(normalized_shape) ~= "table" or getmetatable(normalized_shape) ~= nil then
+        fail("rms_norm: normalized_shape must be a size or a list of sizes, got " .. typename(normalized_shape))
+    end
+    local dt = x:dtype()
+    if not MACHINE_EPS[dt] then fail("rms_norm: input must be float32 or float64, got " .. dt) end
+    if eps == nil then eps = MACHINE_EPS[dt] end
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail("rms_norm: eps must be a non-negative number, got " .. util.show(eps))
+    end
+    local s, k = shape_of(x), #normalized_shape
+    local ok = k >= 1 and k <= #s
+    for i = 1, k do ok = ok and s[#s - k + i] == normalized_shape[i] end
+    if not ok then
+        fail(fmt("rms_norm: input of shape %s does not end in the normalized shape %s", shape_str(x),
+                 tensor.shape_str(normalized_shape)))
+    end
+    if weight ~= nil then
+        check_tensor("rms_norm", "weight", weight)
+        if tensor.shape_str(shape_of(weight)) ~= tensor.shape_str(normalized_shape) then
+            fail(fmt("rms_norm: weight of shape %s, expected the normalized shape %s", shape_str(weight),
+                     tensor.shape_str(normalized_shape)))
+        end
+    end
+    local lead, n = {}, 1
+    for i = 1, #s - k do lead[i] = s[i] end
+    for i = 1, k do n = n * normalized_shape[i] end
+    lead[#lead + 1] = n
+    local x2 = x:reshape(lead)
+    local y = (x2 / ((x2 * x2):mean(-1, true) + eps):sqrt()):reshape(s)
+    if weight ~= nil then y = y * weight end
+    return y
+end
+
 -- group_norm(x, num_groups [, weight, bias, eps = 1e-5]): x N×C×… with
 -- its C channels in num_groups groups of consecutive channels, each
 -- group of each sample normalised over its channels and positions (the
@@ -1030,23 +1072,44 @@ local function check_factor(fname, what, x, r)
     end
 end
 
+-- x as B x C x H x W (B: its leading dims, none or several, as Torch's
+-- (*, C, H, W)), and a function giving a result of B x C' x H' x W' its
+-- leading dims back.
+local function leading_batch(x)
+    local s = shape_of(x)
+    local lead, B = {}, 1
+    for i = 1, #s - 3 do
+        lead[i] = s[i]
+        B = B * s[i]
+    end
+    return x:reshape(B, s[#s - 2], s[#s - 1], s[#s]), function(y)
+        local out = {}
+        for i = 1, #lead do out[i] = lead[i] end
+        for i = 2, 4 do out[#out + 1] = y:size(i) end
+        return y:reshape(out)
+    end
+end
+
 function M.pixel_shuffle(x, r)
     check_factor("pixel_shuffle", "upscale", x, r)
-    if x:dim() ~= 4 or x:size(2) % (r * r) ~= 0 then
-        fail(fmt("pixel_shuffle: expected N x C*%d x H x W, got %s", r * r, shape_str(x)))
+    if x:dim() < 3 or x:size(x:dim() - 2) % (r * r) ~= 0 then
+        fail(fmt("pixel_shuffle: expected (N x) C*%d x H x W, got %s", r * r, shape_str(x)))
     end
-    local N, C, H, W = x:size(1), x:size(2) / (r * r), x:size(3), x:size(4)
-    local y = x:reshape(N, C, r, r, H, W):permute(1, 2, 5, 3, 6, 4):reshape(N, C, H * r, W * r)
+    local xb, back = leading_batch(x)
+    local N, C, H, W = xb:size(1), xb:size(2) / (r * r), xb:size(3), xb:size(4)
+    local y = back(xb:reshape(N, C, r, r, H, W):permute(1, 2, 5, 3, 6, 4):reshape(N, C, H * r, W * r))
     return y._c.storage == x._c.storage and y:clone() or y -- (a copy, as Torch's, also for r = 1)
 end
 
 function M.pixel_unshuffle(x, r)
     check_factor("pixel_unshuffle", "downscale", x, r)
-    if x:dim() ~= 4 or x:size(3) % r ~= 0 or x:size(4) % r ~= 0 then
-        fail(fmt("pixel_unshuffle: expected N x C x H x W with H and W multiples of %d, got %s", r, shape_str(x)))
+    local nd = x:dim()
+    if nd < 3 or x:size(nd - 1) % r ~= 0 or x:size(nd) % r ~= 0 then
+        fail(fmt("pixel_unshuffle: expected (N x) C x H x W with H and W multiples of %d, got %s", r, shape_str(x)))
     end
-    local N, C, H, W = x:size(1), x:size(2), x:size(3) / r, x:size(4) / r
-    local y = x:reshape(N, C, H, r, W, r):permute(1, 2, 4, 6, 3, 5):reshape(N, C * r * r, H, W)
+    local xb, back = leading_batch(x)
+    local N, C, H, W = xb:size(1), xb:size(2), xb:size(3) / r, xb:size(4) / r
+    local y = back(xb:reshape(N, C, H, r, W, r):permute(1, 2, 4, 6, 3, 5):reshape(N, C * r * r, H, W))
     return y._c.storage == x._c.storage and y:clone() or y -- (a copy, as Torch's, also for r = 1)
 end
 

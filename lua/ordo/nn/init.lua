@@ -1340,6 +1340,34 @@ end
 function LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
 function LayerNorm:extra_repr() return fmt("%s, eps = %g", tensor.shape_str(self.normalized_shape), self.eps) end
 
+-- RMSNorm(shape [, {eps, elementwise_affine = true, dtype =, device =}])
+-- (Torch's): rms_norm over the last dims, scaled by a learned weight
+-- (ones); eps nil: the input dtype's machine epsilon.
+local RMSNorm = Module:extend("RMSNorm")
+M.RMSNorm = RMSNorm
+function RMSNorm:init(shape, opts)
+    if type(shape) == "number" then shape = {shape} end
+    if type(shape) ~= "table" or #shape == 0 then
+        fail("RMSNorm: expected the normalized shape (a size or a table of sizes), got " .. typename(shape))
+    end
+    for i, n in ipairs(shape) do check_int("RMSNorm", "size " .. i, n) end
+    opts = opts_of("RMSNorm", opts, {eps = true, elementwise_affine = true, dtype = true, device = true})
+    if opts.elementwise_affine ~= nil and type(opts.elementwise_affine) ~= "boolean" then
+        fail("RMSNorm: option elementwise_affine must be a boolean, got " .. typename(opts.elementwise_affine))
+    end
+    if opts.eps ~= nil and (type(opts.eps) ~= "number" or not (opts.eps >= 0)) then
+        fail("RMSNorm: option eps must be a non-negative number, got " .. util.show(opts.eps))
+    end
+    self.normalized_shape, self.eps = shape, opts.eps
+    if opts.elementwise_affine ~= false then
+        self:register_parameter("weight", tensor.ones(shape, util.param_opts(opts)))
+    end
+end
+function RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps) end
+function RMSNorm:extra_repr()
+    return fmt("%s, eps = %s", tensor.shape_str(self.normalized_shape), self.eps and fmt("%g", self.eps) or "None")
+end
+
 -- GroupNorm(num_groups, num_channels [, {eps = 1e-5, affine = true,
 -- dtype =, device =}]): group_norm with a learned weight (ones) and bias
 -- (zeros) per channel.
@@ -1354,6 +1382,9 @@ function GroupNorm:init(groups, channels, opts)
     opts = opts_of("GroupNorm", opts, {eps = true, affine = true, dtype = true, device = true})
     if opts.eps ~= nil and (type(opts.eps) ~= "number" or not (opts.eps >= 0)) then
         fail("GroupNorm: option eps must be a non-negative number, got " .. util.show(opts.eps))
+    end
+    if opts.affine ~= nil and type(opts.affine) ~= "boolean" then
+        fail("GroupNorm: option affine must be a boolean, got " .. typename(opts.affine))
     end
     self.num_groups, self.num_channels, self.eps = groups, channels, opts.eps or 1e-5
     if opts.affine ~= false then

@@ -3,11 +3,12 @@
 --   local y = F.interpolate(x, {scale_factor = 2})                      -- nearest
 --   local z = F.interpolate(x, {size = {7, 9}, mode = "bilinear"})
 --
--- x is N×C×L (modes "nearest", "linear") or N×C×H×W ("nearest",
--- "bilinear").  Each spatial dim is resized on its own, output position i
+-- x is N×C×L (modes "nearest", "linear", "area") or N×C×H×W ("nearest",
+-- "bilinear", "area"; area: adaptive average pooling to the output size).  Each spatial dim is resized on its own, output position i
 -- sampling the input at (0-based, Torch's rules):
 --   nearest:                 floor(i · r), r = in/out, or 1/scale_factor
---                            when the size came from a scale factor
+--                            when the size came from a scale factor (in
+--                            single precision, as Torch's)
 --   linear, bilinear:        x = (i + 0.5) · r − 0.5, at least 0, between
 --                            floor(x) and the next element (the last one
 --                            repeats), weighted by how close x is to each;
@@ -15,6 +16,7 @@
 --                            match exactly).
 -- A dim is one index_select (two and a weighted sum for linear), so the
 -- gradient is index_select's (index_add) and it runs on every device.
+local ffi = require "ffi"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 
@@ -25,8 +27,15 @@ local type, tostring, ipairs = type, tostring, ipairs
 
 local M = {}
 
-local MODES = {nearest = {[3] = true, [4] = true}, linear = {[3] = true}, bilinear = {[4] = true}}
-local OPTS = {size = true, scale_factor = true, mode = true, align_corners = true}
+local bicubic_dim -- (below)
+
+-- v rounded to single precision (Torch computes nearest's indices in float)
+local function f32(v) return tonumber(ffi.cast("float", v)) end
+
+local MODES = {nearest = {[3] = true, [4] = true}, ["nearest-exact"] = {[3] = true, [4] = true},
+               linear = {[3] = true}, bilinear = {[4] = true}, bicubic = {[4] = true},
+               area = {[3] = true, [4] = true}}
+local OPTS = {size = true, scale_factor = true, mode = true, align_corners = true, recompute_scale_factor = true}
 
 local shape_str = tensor.shape_str_of
 
@@ -49,15 +58,65 @@ local function per_dim(fname, what, v, n, positive_number)
     return t
 end
 
+-- Torch's bicubic along dim d (n long) to out: the four taps around the
+-- source position (not clamped at 0, as the linear modes are), the edge
+-- repeated past either end, weighted by the cubic convolution kernel with
+-- A = -0.75.
+local A = -0.75
+local function cc1(t) return ((A + 2) * t - (A + 3)) * t * t + 1 end
+local function cc2(t) return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A end
+bicubic_dim = function(x, d, n, out, r, align)
+    local idx, wts = {{}, {}, {}, {}}, {{}, {}, {}, {}}
+    for i = 0, out - 1 do
+        local src
+        if align then src = out > 1 and i * (n - 1) / (out - 1) or 0 else src = (i + 0.5) * r - 0.5 end
+        local i0 = floor(src)
+        local t = src - i0
+        local c = {cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t)}
+        for k = 1, 4 do
+            local j = i0 - 2 + k
+            if j < 0 then j = 0 elseif j > n - 1 then j = n - 1 end
+            idx[k][i + 1], wts[k][i + 1] = j + 1, c[k]
+        end
+    end
+    local wshape = {}
+    for k = 1, x:dim() do wshape[k] = 1 end
+    wshape[d] = out
+    local y
+    for k = 1, 4 do
+        local term = x:index_select(d, idx[k]) * tensor.tensor(wts[k], tensor.like(x)):view(wshape)
+        y = y and y + term or term
+    end
+    return y
+end
+
 -- x resized along dim d (1-based) to out elements; r: the input elements
 -- per output element.
 local function resize_dim(x, d, out, r, mode, align)
     local n = x:size(d)
-    if mode == "nearest" then
+    if mode == "nearest" or mode == "nearest-exact" then
+        -- Torch's arithmetic, in single precision whatever the dtype (its
+        -- nearest_idx): out = n and out = 2n exactly, else floor(i · r)
+        -- with r and the product rounded to float, which a double would
+        -- round differently (10 -> 6: Torch's [0 1 3 4 6 8], not [0 1 3 5 6 8])
         local idx = {}
-        for i = 0, out - 1 do idx[i + 1] = min(floor(i * r), n - 1) + 1 end
+        local rf = f32(r)
+        for i = 0, out - 1 do
+            local src
+            if mode == "nearest-exact" then -- the nearest centre: floor((i + 0.5) · r)
+                src = min(floor(f32((i + 0.5) * rf)), n - 1)
+            elseif out == n then
+                src = i
+            elseif out == 2 * n then
+                src = floor(i / 2)
+            else
+                src = min(floor(f32(i * rf)), n - 1)
+            end
+            idx[i + 1] = src + 1
+        end
         return x:index_select(d, idx)
     end
+    if mode == "bicubic" then return bicubic_dim(x, d, n, out, r, align) end
     local lo, hi, w = {}, {}, {}
     for i = 0, out - 1 do
         local src
@@ -83,16 +142,24 @@ end
 local function check_static(fname, opts)
     local mode = opts.mode or "nearest"
     if not MODES[mode] then
-        fail(fmt("%s: mode must be 'nearest', 'linear' or 'bilinear', got %s", fname, tostring(mode)))
+        fail(fmt("%s: mode must be 'nearest', 'nearest-exact', 'linear', 'bilinear', 'bicubic' or 'area', got %s",
+                 fname, tostring(mode)))
     end
     local align = opts.align_corners
     if align ~= nil and type(align) ~= "boolean" then
         fail(fmt("%s: align_corners must be a boolean, got %s", fname, typename(align)))
     end
-    if align and mode == "nearest" then fail(fname .. ": align_corners applies to the linear modes only") end
+    if align and (mode == "nearest" or mode == "nearest-exact" or mode == "area") then
+        fail(fname .. ": align_corners applies to the linear modes only")
+    end
     if (opts.size == nil) == (opts.scale_factor == nil) then
         fail(fmt("%s: give exactly one of size and scale_factor", fname))
     end
+    local rc = opts.recompute_scale_factor
+    if rc ~= nil and type(rc) ~= "boolean" then
+        fail(fmt("%s: recompute_scale_factor must be a boolean, got %s", fname, typename(rc)))
+    end
+    if rc and opts.size ~= nil then fail(fname .. ": recompute_scale_factor goes with scale_factor, not size") end
     return mode, align
 end
 
@@ -108,11 +175,11 @@ local function interpolate(fname, x, opts)
     local nd = x:dim()
     if not MODES[mode][nd] then
         fail(fmt("%s: mode '%s' takes a %s input, got shape %s", fname, mode,
-                 mode == "nearest" and "3-D (N, C, L) or 4-D (N, C, H, W)" or
+                 MODES[mode][3] and MODES[mode][4] and "3-D (N, C, L) or 4-D (N, C, H, W)" or
                  mode == "linear" and "3-D (N, C, L)" or "4-D (N, C, H, W)", shape_str(x)))
     end
     local dt = x:dtype()
-    if mode ~= "nearest" and dt ~= "float32" and dt ~= "float64" then
+    if mode ~= "nearest" and mode ~= "nearest-exact" and dt ~= "float32" and dt ~= "float64" then
         fail(fmt("%s: mode '%s' needs a float input, got %s", fname, mode, dt))
     end
     local ns = nd - 2
@@ -124,11 +191,17 @@ local function interpolate(fname, x, opts)
         local sf = per_dim(fname, "scale_factor", opts.scale_factor, ns, true)
         for k = 1, ns do
             sizes[k] = floor(x:size(k + 2) * sf[k])
-            ratios[k] = 1 / sf[k]
+            -- recompute_scale_factor: sampled as if the size had been given
+            ratios[k] = opts.recompute_scale_factor and x:size(k + 2) / sizes[k] or 1 / sf[k]
             if sizes[k] < 1 then
                 fail(fmt("%s: scale_factor %g makes dim %d of input %s empty", fname, sf[k], k + 2, shape_str(x)))
             end
         end
+    end
+    if mode == "area" then -- Torch's: adaptive average pooling to the size
+        local conv = require "ordo.nn.conv"
+        if ns == 1 then return conv.adaptive_avg_pool1d(x, sizes[1]) end
+        return conv.adaptive_avg_pool2d(x, {sizes[1], sizes[2]})
     end
     local y = x
     for k = 1, ns do y = resize_dim(y, k + 2, sizes[k], ratios[k], mode, align) end
@@ -153,7 +226,8 @@ function M.install(nn)
             per_dim("Upsample", what, v, type(v) == "table" and #v or 1, positive_number)
         end
         if opts.size ~= nil then values("size", opts.size) else values("scale_factor", opts.scale_factor, true) end
-        self.options = {size = opts.size, scale_factor = opts.scale_factor, mode = mode, align_corners = align}
+        self.options = {size = opts.size, scale_factor = opts.scale_factor, mode = mode, align_corners = align,
+                        recompute_scale_factor = opts.recompute_scale_factor}
     end
     function Upsample:forward(x) return interpolate("Upsample", x, self.options) end
     function Upsample:extra_repr()
