@@ -1089,6 +1089,28 @@ end
 -- The per-channel sum of t viewed as N × C × S, kept as 1 × C × 1.
 local function chan_sum(t3) return t3:sum(3, true):sum(1, true) end
 
+-- batch_norm's and instance_norm's per-channel tensors: each given one is
+-- a 1-D tensor of Cc elements of x's dtype; the running stats come in pairs.
+local function check_channel_stats(fname, x, Cc, running_mean, running_var, weight, bias)
+    for _, e in ipairs({{"running_mean", running_mean}, {"running_var", running_var}, {"weight", weight},
+                        {"bias", bias}}) do
+        local t = e[2]
+        if t ~= nil then
+            check_tensor(fname, e[1], t)
+            if t:dim() ~= 1 or t:size(1) ~= Cc then
+                fail(fmt("%s: %s must have shape %d (one per channel of input %s), got %s", fname, e[1], Cc,
+                         shape_str(x), shape_str(t)))
+            end
+            if t:dtype() ~= x:dtype() then
+                fail(fmt("%s: input is %s but %s is %s (convert one with :to())", fname, x:dtype(), e[1], t:dtype()))
+            end
+        end
+    end
+    if (running_mean == nil) ~= (running_var == nil) then
+        fail(fname .. ": give both running_mean and running_var, or neither")
+    end
+end
+
 -- batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
 -- x: N×C, N×C×L or N×C×H×W; statistics per channel (dim 2) over every other
 -- dim.  training: normalise with the batch's mean and biased variance and,
@@ -1122,21 +1144,7 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
     local S = 1
     for i = 3, #xs do S = S * xs[i] end
     local Mn = N * S
-    for _, e in ipairs({{"running_mean", running_mean}, {"running_var", running_var}, {"weight", weight},
-                        {"bias", bias}}) do
-        local t = e[2]
-        if t ~= nil then
-            check_tensor(fname, e[1], t)
-            if t:dim() ~= 1 or t:size(1) ~= Cc then
-                fail(fmt("%s: %s must have shape %d (one per channel of input %s), got %s", fname, e[1], Cc,
-                         shape_str(x), shape_str(t)))
-            end
-            if t:dtype() ~= dt then fail(fmt("%s: input is %s but %s is %s", fname, dt, e[1], t:dtype())) end
-        end
-    end
-    if (running_mean == nil) ~= (running_var == nil) then
-        fail(fname .. ": give both running_mean and running_var, or neither")
-    end
+    check_channel_stats(fname, x, Cc, running_mean, running_var, weight, bias)
     local use_batch = training or running_mean == nil
     if Mn == 0 then -- an empty batch (Torch's): empty out, the statistics left alone
         local bs = {1, Cc}
@@ -1221,23 +1229,7 @@ function M.instance_norm(x, running_mean, running_var, weight, bias, use_input_s
     local xs = shape_of(x)
     if #xs < 3 then fail(fmt("%s: expected an input of shape N×C×L or N×C×H×W..., got %s", fname, shape_str(x))) end
     local N, Cc = xs[1], xs[2]
-    for _, e in ipairs({{"running_mean", running_mean}, {"running_var", running_var}, {"weight", weight},
-                        {"bias", bias}}) do
-        local t = e[2]
-        if t ~= nil then
-            check_tensor(fname, e[1], t)
-            if t:dim() ~= 1 or t:size(1) ~= Cc then
-                fail(fmt("%s: %s must have shape %d (one per channel of input %s), got %s", fname, e[1], Cc,
-                         shape_str(x), shape_str(t)))
-            end
-            if t:dtype() ~= x:dtype() then
-                fail(fmt("%s: input is %s but %s is %s (convert one with :to())", fname, x:dtype(), e[1], t:dtype()))
-            end
-        end
-    end
-    if (running_mean == nil) ~= (running_var == nil) then
-        fail(fname .. ": give both running_mean and running_var, or neither")
-    end
+    check_channel_stats(fname, x, Cc, running_mean, running_var, weight, bias)
     if not use_input_stats and running_mean == nil then
         fail(fname .. ": use_input_stats = false needs running_mean and running_var")
     end
