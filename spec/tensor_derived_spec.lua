@@ -1728,3 +1728,251 @@ describe("derived ops", function()
         H.raises(function() return z:amax({2, 3}) end, "amax: cannot reduce")
     end)
 end)
+
+describe("more of Torch's tensor functions against plain Lua", function()
+    local gradcheck = function(f, xs) return ordo.autograd.gradcheck(f, xs) end
+    -- plain-Lua matrices
+    local function mat(r, c, f)
+        local m = {}
+        for i = 1, r do
+            m[i] = {}
+            for j = 1, c do m[i][j] = f(i, j) end
+        end
+        return m
+    end
+    local function diag_ref(m, k)
+        local out = {}
+        for i = 1, #m do
+            local j = i + k
+            if j >= 1 and j <= #m[1] then out[#out + 1] = m[i][j] end
+        end
+        return out
+    end
+
+    it("diag(k) takes the diagonal k of a matrix and puts a vector on the diagonal k, as Torch's", function()
+        local m = mat(3, 4, function(i, j) return 10 * i + j end)
+        local t = ordo.tensor(m)
+        for k = -4, 5 do
+            assert.same(diag_ref(m, k), t:diag(k):totable())
+            -- a non-contiguous view: the transpose's diagonal k is the matrix's -k
+            assert.same(diag_ref(m, -k), t:t():diag(k):totable())
+        end
+        for _, k in ipairs({-2, -1, 0, 1, 3}) do
+            local n = 2 + math.abs(k)
+            local want = mat(n, n, function() return 0 end)
+            for i = 1, 2 do
+                if k >= 0 then want[i][i + k] = i else want[i - k][i] = i end
+            end
+            assert.same(want, ordo.tensor({1, 2}):diag(k):totable())
+        end
+        H.raises(function() return t:diag(0.5) end, "diag", "integer")
+        local v = ordo.randn(3, 4):double():requires_grad()
+        assert.is_true(gradcheck(function(p) return p:diag(1) end, {v}))
+        assert.is_true(gradcheck(function(p) return p:diag(-2) end, {v}))
+        local w = ordo.tensor({1, 2}, "float64"):requires_grad()
+        assert.is_true(gradcheck(function(p) return p:diag(-1) end, {w}))
+    end)
+
+    it("diagonal(offset, dim1, dim2) and diag_embed as Torch's, on batches; gradients", function()
+        local x = ordo.arange(24, "float64"):view(2, 3, 4)
+        local function at(a, b, c) return a * 12 + b * 4 + c end -- (from 0)
+        -- dims 2 and 3 (a batch of 2), offset 1: shape 2 x 3
+        local want = {}
+        for a = 0, 1 do
+            want[a + 1] = {}
+            for i = 0, 2 do want[a + 1][i + 1] = at(a, i, i + 1) end
+        end
+        assert.same(want, x:diagonal(1, 2, 3):totable())
+        -- dim1 the last, dim2 the first, offset -1: x[i, :, i + 1], shape 3 x 2
+        want = {}
+        for b = 0, 2 do
+            want[b + 1] = {}
+            for i = 0, 1 do want[b + 1][i + 1] = at(i, b, i + 1) end
+        end
+        assert.same(want, x:diagonal(-1, -1, 1):totable())
+        assert.same({3, 0}, ordo.zeros(0, 3, 3):diagonal():shape())
+        assert.same({2, 0}, x:diagonal(5, 2, 3):shape())
+        H.raises(function() return x:diagonal(0, 2, -2) end, "diagonal", "same dim")
+        H.raises(function() return ordo.zeros(3):diagonal() end, "diagonal", "2 dims")
+        local e = ordo.tensor({{1, 2}, {3, 4}}):diag_embed()
+        assert.same({{{1, 0}, {0, 2}}, {{3, 0}, {0, 4}}}, e:totable())
+        assert.same({{0, 1, 0}, {0, 0, 2}, {0, 0, 0}}, ordo.tensor({1, 2}):diag_embed(1):totable())
+        assert.same({{0, 0, 0}, {1, 0, 0}, {0, 2, 0}}, ordo.tensor({1, 2}):diag_embed(-1):totable())
+        -- the new dims first and last: out[k, b, k] = x[b, k]
+        assert.same({{{1, 0}, {3, 0}}, {{0, 2}, {0, 4}}}, ordo.tensor({{1, 2}, {3, 4}}):diag_embed(0, 1, 3):totable())
+        -- diagonal undoes diag_embed
+        local r = ordo.randn(2, 3)
+        assert.is_true(ordo.equal(r, r:diag_embed(2):diagonal(2, -2, -1)))
+        local p = ordo.randn(2, 3, 4):double():requires_grad()
+        assert.is_true(gradcheck(function(q) return q:diagonal(1, 3, 2) end, {p}))
+        assert.is_true(gradcheck(function(q) return q:diag_embed(-1) end, {p}))
+    end)
+
+    it("isclose and allclose take equal_nan, as Torch's", function()
+        local a, b = ordo.tensor({1, 0 / 0, 1 / 0, 2}), ordo.tensor({1.000001, 0 / 0, 1 / 0, 3})
+        assert.same({1, 0, 1, 0}, ordo.isclose(a, b):totable())
+        assert.same({1, 1, 1, 0}, ordo.isclose(a, b, nil, nil, true):totable())
+        assert.same({1, 1, 1, 1}, a:isclose(b, 0, 1, true):totable())
+        assert.equals("uint8", a:isclose(b):dtype())
+        assert.same({{1, 0}, {0, 1}}, ordo.tensor({{1, 2}, {3, 4}}):isclose(ordo.tensor({1, 4})):totable())
+        local n = ordo.tensor({1, 0 / 0})
+        assert.is_false(ordo.allclose(n, n))
+        assert.is_true(ordo.allclose(n, n, 1e-5, 1e-8, true))
+        assert.is_true(n:allclose(n:clone(), nil, nil, true))
+        H.raises(function() return ordo.allclose(n, n, 1e-5, 1e-8, "yes") end, "allclose", "equal_nan", "boolean")
+        H.raises(function() return ordo.isclose(n, ordo.zeros(3)) end, "isclose", "broadcast")
+    end)
+
+    it("norm('fro') is the 2-norm, over all elements or dims", function()
+        local x = ordo.tensor({{1, 2, 3}, {4, 5, 6}}, "float64")
+        close(math.sqrt(91), x:norm("fro"):item(), 1e-12)
+        close(math.sqrt(91), x:norm("fro", {1, 2}):item(), 1e-12)
+        close({math.sqrt(14), math.sqrt(77)}, x:norm("fro", 2):totable(), 1e-12)
+        H.raises(function() return x:norm("nuc") end, "norm", "fro")
+    end)
+
+    it("diff with n, dim, prepend and append", function()
+        local x = ordo.tensor({{1, 2, 4}, {7, 11, 16}})
+        assert.same({{1, 2}, {4, 5}}, x:diff():totable())
+        assert.same({{6, 9, 12}}, x:diff(1, 1):totable())
+        assert.same({{1}, {1}}, x:diff(2):totable())
+        assert.same({2, 0}, x:diff(3):shape())
+        assert.same({1, 3, 6, 10}, ordo.tensor({1, 4}):diff(1, 1, ordo.tensor({0}), ordo.tensor({10, 20})):totable())
+        assert.same({{1, 2, 4}, {7, 11, 16}}, x:diff(0):totable())
+        assert.same({255}, ordo.tensor({1, 0}, "uint8"):diff():totable()) -- wraps, as Torch's uint8
+        H.raises(function() return x:diff(-1) end, "diff", "n")
+        H.raises(function() return ordo.tensor(3):diff() end, "diff", "0-dim")
+        H.raises(function() return x:diff(1, 1, ordo.tensor({1})) end, "diff", "prepend")
+        local p = ordo.randn(3, 4):double():requires_grad()
+        assert.is_true(gradcheck(function(q) return q:diff(2, 2) end, {p}))
+    end)
+
+    it("addcmul, addcdiv and their in-place forms", function()
+        local s, a, b = ordo.tensor({1, 1}), ordo.tensor({2, 3}), ordo.tensor({4, 5})
+        assert.same({5, 8.5}, s:addcmul(a, b, 0.5):totable())
+        assert.same({9, 16}, s:addcmul(a, b):totable())
+        close({2, 2.2}, s:addcdiv(a, b, {value = 2}):totable())
+        local t = ordo.tensor({1, 1})
+        assert.equals(t, t:addcmul_(a, b, 2))
+        assert.same({17, 31}, t:totable())
+        t:addcdiv_(a, b, -1)
+        close({16.5, 30.4}, t:totable())
+        H.raises(function() return s:addcmul(a, 2) end, "addcmul", "two tensors")
+        H.raises(function() return s:addcmul(a, b, "x") end, "addcmul", "value")
+        H.raises(function() return s:addcdiv(a, ordo.zeros(3)) end, "addcdiv", "broadcast")
+        local p, q, r = ordo.randn(2, 3):double():requires_grad(), ordo.randn(3):double():requires_grad(),
+            ordo.rand(2, 1):double():add(1):requires_grad()
+        assert.is_true(gradcheck(function(x, y, z) return x:addcdiv(y, z, 0.5) end, {p, q, r}))
+    end)
+
+    it("kron, cross and cdist against plain Lua; gradients", function()
+        local a, b = {{1, 2}, {3, 4}}, {{0, 1, 2}, {1, 0, 5}}
+        local want = {}
+        for i = 1, 4 do
+            want[i] = {}
+            for j = 1, 6 do
+                want[i][j] = a[math.floor((i - 1) / 2) + 1][math.floor((j - 1) / 3) + 1] * b[(i - 1) % 2 + 1][(j - 1) % 3 + 1]
+            end
+        end
+        assert.same(want, ordo.kron(ordo.tensor(a), ordo.tensor(b)):totable())
+        assert.same({{1, 2}, {10, 20}}, ordo.kron(ordo.tensor({1, 2}), ordo.tensor({{1}, {10}})):totable())
+        H.raises(function() return ordo.kron(ordo.zeros(1, 1, 1, 1, 1), ordo.zeros(1)) end, "kron", "4 dims")
+        local function cross(u, v) return {u[2] * v[3] - u[3] * v[2], u[3] * v[1] - u[1] * v[3], u[1] * v[2] - u[2] * v[1]} end
+        local u, v = {{1, 2, 3}, {4, 5, 6}}, {7, 8, 9}
+        assert.same({cross(u[1], v), cross(u[2], v)}, ordo.tensor(u):cross(ordo.tensor(v)):totable())
+        -- along dim 1 of the transposes (non-contiguous)
+        assert.same({{-6, -3}, {12, 6}, {-6, -3}},
+                    ordo.cross(ordo.tensor(u):t(), ordo.tensor({v, v}):t(), 1):totable())
+        H.raises(function() return ordo.cross(ordo.zeros(2, 4), ordo.zeros(2, 4)) end, "cross", "size 3")
+        local x1, x2 = {{0, 0}, {1, 1}, {-1, 2}}, {{3, 4}, {1, 0}}
+        local function dist(p, q, pw)
+            if pw == "inf" then return math.max(math.abs(p[1] - q[1]), math.abs(p[2] - q[2])) end
+            return (math.abs(p[1] - q[1]) ^ pw + math.abs(p[2] - q[2]) ^ pw) ^ (1 / pw)
+        end
+        for _, pw in ipairs({1, 2, 3}) do
+            local got = ordo.cdist(ordo.tensor(x1, "float64"), ordo.tensor(x2, "float64"), pw):totable()
+            for i = 1, 3 do for j = 1, 2 do close(dist(x1[i], x2[j], pw), got[i][j], 1e-12) end end
+        end
+        assert.same({2, 3, 2}, ordo.cdist(ordo.randn(2, 3, 5), ordo.randn(2, 5)):shape())
+        H.raises(function() return ordo.cdist(ordo.zeros(3, 2), ordo.zeros(3, 3)) end, "cdist", "3x2", "3x3")
+        local p, q = ordo.randn(3, 2):double():requires_grad(), ordo.randn(4, 2):double():requires_grad()
+        assert.is_true(gradcheck(function(m, n) return ordo.cdist(m, n) end, {p, q}))
+        assert.is_true(gradcheck(function(m, n) return ordo.kron(m, n) end, {p, q}))
+        local c1, c2 = ordo.randn(2, 3):double():requires_grad(), ordo.randn(2, 3):double():requires_grad()
+        assert.is_true(gradcheck(function(m, n) return m:cross(n) end, {c1, c2}))
+    end)
+
+    it("take, cummax and cummin (ties to the latest, NaN kept), bincount and histc", function()
+        local x = ordo.tensor({{1, 2, 3}, {4, 5, 6}})
+        assert.same({{1, 3}, {2, 4}}, x:t():take(ordo.tensor({{1, 5}, {3, 2}}, "int64")):totable()) -- of {1, 4, 2, 5, 3, 6}
+        H.raises(function() return x:take(ordo.tensor({1})) end, "take", "float32")
+        local function cum(xs, better)
+            local v, idx = {}, {}
+            for i, e in ipairs(xs) do
+                local prev = v[i - 1]
+                if i == 1 or e ~= e or (prev == prev and better(e, prev)) then v[i], idx[i] = e, i
+                else v[i], idx[i] = prev, idx[i - 1] end
+            end
+            return v, idx
+        end
+        local ge = function(a, b) return a >= b end
+        local le = function(a, b) return a <= b end
+        for _, xs in ipairs({{1, 3, 2, 3, 5}, {3, 1, 2, 1, 0, 0, 7, -1, 2}, {1, 0 / 0, 2, 0 / 0, 5}, {4}}) do
+            for _, f in ipairs({{"cummax", ge}, {"cummin", le}}) do
+                local wv, wi = cum(xs, f[2])
+                local gv, gi = ordo.tensor(xs)[f[1]](ordo.tensor(xs), 1)
+                local got = gv:totable()
+                for i = 1, #xs do
+                    assert.is_true(wv[i] == got[i] or (wv[i] ~= wv[i] and got[i] ~= got[i]), f[1])
+                end
+                assert.same(wi, gi:totable())
+                assert.equals("int64", gi:dtype())
+            end
+        end
+        local v2, i2 = ordo.tensor({{1, 3, 2}, {5, 4, 6}}, "int32"):cummax(1)
+        assert.same({{1, 3, 2}, {5, 4, 6}}, v2:totable())
+        assert.same({{1, 1, 1}, {2, 2, 2}}, i2:totable())
+        assert.equals("int32", v2:dtype())
+        local _, i3 = ordo.tensor({{1, 3, 2}, {5, 4, 6}}):t():cummin(-2)
+        assert.same({{1, 1}, {1, 2}, {1, 2}}, i3:totable())
+        H.raises(function() return x:cummax() end, "cummax", "dim")
+        local p = ordo.tensor({0.5, 2, 1, 3, -1}, "float64"):requires_grad()
+        local cv = p:cummax(1)
+        cv:sum():backward()
+        assert.same({1, 2, 0, 2, 0}, p.grad:totable()) -- each output's gradient to the element its index names
+        local c = ordo.tensor({0, 1, 1, 3}, "int64")
+        assert.same({1, 2, 0, 1}, c:bincount():totable())
+        assert.equals("int64", c:bincount():dtype())
+        assert.same({0.5, 2, 0, 2, 0, 0}, c:bincount(ordo.tensor({0.5, 1, 1, 2}), 6):totable())
+        assert.same({0, 0}, ordo.tensor({}, "int64"):bincount(nil, 2):totable())
+        H.raises(function() return ordo.tensor({-1, 2}, "int32"):bincount() end, "bincount", ">= 0")
+        H.raises(function() return ordo.tensor({1.5}):bincount() end, "bincount", "integers")
+        -- histc: bins over [min, max], the last one closed, outside and NaN not counted
+        local h = ordo.tensor({1, 2, 1, 3, 3.5, -1, 0 / 0}):histc(4, 0, 3)
+        assert.same({0, 2, 1, 1}, h:totable())
+        assert.same({2, 1, 1}, ordo.tensor({1, 2, 1, 4}):histc(3):totable()) -- the data's range
+        assert.same({0, 0, 2, 0}, ordo.tensor({2, 2}):histc(4):totable()) -- one value: [v - 1, v + 1]
+        H.raises(function() return ordo.tensor({1}, "int32"):histc() end, "histc", "float")
+        H.raises(function() return ordo.tensor({1}):histc(4, 3, 1) end, "histc", "min")
+    end)
+
+    it("where(cond) is nonzero(cond, as_tuple); t[mask] reads and t[mask] = v fills", function()
+        local w = ordo.where(ordo.tensor({{0, 1}, {1, 0}}))
+        assert.same({1, 2}, w[1]:totable())
+        assert.same({2, 1}, w[2]:totable())
+        local x = ordo.tensor({{1, 2, 3}, {4, 5, 6}})
+        assert.same({4, 5, 6}, x[x:gt(3)]:totable())
+        x[x:gt(3)] = 0
+        assert.same({{1, 2, 3}, {0, 0, 0}}, x:totable())
+        x[x:eq(2)] = ordo.tensor(9)
+        assert.same({{1, 9, 3}, {0, 0, 0}}, x:totable())
+        x[ordo.tensor({1, 0, 1}, "uint8")] = -1 -- broadcast over the rows
+        assert.same({{-1, 9, -1}, {-1, 0, -1}}, x:totable())
+        H.raises(function() x[x:eq(9)] = ordo.tensor({1, 2}) end, "t[mask] = x", "one-element")
+        H.raises(function() x[ordo.tensor({1}, "int64")] = 1 end, "t[i] = x", "uint8 mask", "int64")
+        H.raises(function() return x[ordo.tensor({1}, "int64")] end, "t[i]", "index_select")
+        local i = ordo.tensor({1, 2, 3}, "int32")
+        H.raises(function() i[i:gt(1)] = 2.5 end, "t[mask] = x", "int32")
+        assert.same({1, 2, 3}, i:totable())
+    end)
+end)

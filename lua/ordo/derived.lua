@@ -5,11 +5,12 @@
 -- (var, std, prod, median, kthvalue, norm, logsumexp), answers as a Lua
 -- boolean (allclose, equal, all, any), making tensors (eye, linspace,
 -- logspace, meshgrid, randint, randperm), vectors and matrices (dot,
--- outer, mm, bmm, addmm, baddbmm, einsum, mv, trace, tril, triu, diag, flip,
--- unique,
--- masked_select), elementwise (log2, log10, isnan, isinf, isfinite,
--- nan_to_num, lerp, fmod, remainder), rearranging (roll, tile) and cutting
--- one into views (chunk, split).
+-- outer, mm, bmm, addmm, baddbmm, einsum, mv, trace, tril, triu, diag,
+-- diagonal, diag_embed, flip, unique, masked_select, kron, cross, cdist,
+-- take), elementwise (log2, log10, isnan, isinf, isfinite, isclose,
+-- nan_to_num, lerp, fmod, remainder, addcmul, addcdiv), along a dim (diff,
+-- cummax, cummin), counting (bincount, histc), rearranging (roll, tile)
+-- and cutting one into views (chunk, split).
 local tensor = require "ordo.tensor"
 local util = require "ordo.util"
 
@@ -213,9 +214,9 @@ end
 function Tensor:norm(p, dim, keepdim)
     check_self("norm", self)
     if p == nil then p = 2 end
-    if p == "inf" then p = huge elseif p == "-inf" then p = -huge end
+    if p == "inf" then p = huge elseif p == "-inf" then p = -huge elseif p == "fro" then p = 2 end
     if type(p) ~= "number" or (p < 0 and p ~= -huge) or p ~= p then
-        fail("norm: p must be a number >= 0, \"inf\" or \"-inf\", got " .. show(p))
+        fail("norm: p must be a number >= 0, \"inf\", \"-inf\" or \"fro\", got " .. show(p))
     end
     check_dim("norm", self, dim)
     local x = is_float(self) and self or self:float()
@@ -297,18 +298,21 @@ function Tensor:logsumexp(dim, keepdim)
     return r
 end
 
--- allclose(a, b, rtol, atol): every a == b or |a - b| <= atol + rtol * |b|
--- (b broadcast to a; NaNs are never close, equal infinities are); a Lua
--- boolean (waits).
-function M.allclose(a, b, rtol, atol)
-    check_self("allclose", a)
-    check_devices("allclose", a, b)
+-- The mask (uint8) of the elements of a close to b: a == b or |a - b| <=
+-- atol + rtol * |b| (b broadcast to a; NaNs are close only with
+-- equal_nan, equal infinities are).
+local function close_mask(fname, a, b, rtol, atol, equal_nan)
+    check_self(fname, a)
+    check_devices(fname, a, b)
     rtol, atol = rtol or 1e-5, atol or 1e-8
     if type(rtol) ~= "number" or type(atol) ~= "number" then
-        fail(fmt("allclose: rtol and atol must be numbers, got %s and %s", typename(rtol), typename(atol)))
+        fail(fmt("%s: rtol and atol must be numbers, got %s and %s", fname, typename(rtol), typename(atol)))
+    end
+    if equal_nan ~= nil and type(equal_nan) ~= "boolean" then
+        fail(fmt("%s: equal_nan must be a boolean, got %s", fname, typename(equal_nan)))
     end
     if not is_tensor(b) and type(b) ~= "number" then
-        fail("allclose: expected a tensor or a number to compare with, got " .. typename(b))
+        fail(fmt("%s: expected a tensor or a number to compare with, got %s", fname, typename(b)))
     end
     if is_tensor(b) then -- b broadcasts to a (the difference's error would name sub)
         local sa, sb = a:shape(), b:shape()
@@ -318,7 +322,7 @@ function M.allclose(a, b, rtol, atol)
             if ok and y ~= 1 and y ~= x then ok = false end
         end
         if not ok then
-            fail(fmt("allclose: b of shape %s does not broadcast to a's shape %s", shape_of_str(b), shape_of_str(a)))
+            fail(fmt("%s: b of shape %s does not broadcast to a's shape %s", fname, shape_of_str(b), shape_of_str(a)))
         end
     end
     -- integers compare in float64: their difference (and |b|) in their own
@@ -334,6 +338,25 @@ function M.allclose(a, b, rtol, atol)
     -- infinite b is infinite too), equal values always (inf - inf is NaN)
     local d = (x - y):abs()
     local close = d:le(tol):mul(d:ne(huge)):maximum(a:eq(b))
+    if equal_nan then
+        local bn = is_tensor(y) and y:isnan() or (y ~= y and 1 or 0)
+        close = close:maximum(x:isnan():mul(bn))
+    end
+    return close
+end
+
+-- isclose(a, b [, rtol [, atol [, equal_nan]]]): Torch's, a uint8 mask of
+-- the shape of a (b broadcasts to it).
+function M.isclose(a, b, rtol, atol, equal_nan)
+    local close = close_mask("isclose", a, b, rtol, atol, equal_nan)
+    return close:expand(a:shape()):contiguous()
+end
+Tensor.isclose = M.isclose
+
+-- allclose(a, b [, rtol [, atol [, equal_nan]]]): isclose everywhere; a Lua
+-- boolean (waits).
+function M.allclose(a, b, rtol, atol, equal_nan)
+    local close = close_mask("allclose", a, b, rtol, atol, equal_nan)
     if close:numel() == 0 then return true end
     return close:min():item() == 1
 end
@@ -697,22 +720,96 @@ function Tensor:flip(dims)
     return rawequal(r, self) and self:clone() or r
 end
 
--- diag(): a 1-dim tensor's values on the diagonal of a square matrix, or a
--- matrix's main diagonal as a 1-dim tensor (a copy).
-function Tensor:diag()
+-- diagonal([offset [, dim1 [, dim2]]]): the diagonal offset (0 the main
+-- one, > 0 above it, < 0 below) of the matrices in dims dim1 and dim2
+-- (default 1 and 2), as Torch's: those dims go and the diagonal comes
+-- last (a copy, not a view; gradients flow back to the diagonal).
+function Tensor:diagonal(offset, dim1, dim2)
+    local fname = "diagonal"
+    check_self(fname, self)
+    offset = offset or 0
+    if not is_int(offset) then fail(fmt("%s: the offset must be an integer, got %s", fname, show(offset))) end
+    if self:dim() < 2 then fail(fmt("%s: expected at least 2 dims, got shape %s", fname, shape_of_str(self))) end
+    local d1 = tensor.norm_dim(fname, self, dim1 or 1) + 1
+    local d2 = tensor.norm_dim(fname, self, dim2 or 2) + 1
+    if d1 == d2 then
+        fail(fmt("%s: dim1 %s and dim2 %s are the same dim", fname, show(dim1 or 1), show(dim2 or 2)))
+    end
+    local perm = {}
+    for d = 1, self:dim() do if d ~= d1 and d ~= d2 then perm[#perm + 1] = d end end
+    perm[#perm + 1], perm[#perm + 2] = d1, d2
+    local x = self:permute(perm)
+    local nd = x:dim()
+    local r, c = x:size(nd - 1), x:size(nd)
+    local len = offset >= 0 and math.min(r, c - offset) or math.min(r + offset, c)
+    local flat_shape = x:shape()
+    flat_shape[nd - 1], flat_shape[nd] = r * c, nil
+    if len <= 0 then return x:reshape(flat_shape):narrow(nd - 1, 1, 0) end
+    if offset >= 0 then x = x:narrow(nd, offset + 1, c - offset) else x = x:narrow(nd - 1, 1 - offset, r + offset) end
+    flat_shape[nd - 1] = x:size(nd - 1) * x:size(nd)
+    local at = tensor.arange(0, len, tensor.like(self, "int64")):mul(x:size(nd) + 1):add(1)
+    return x:reshape(flat_shape):index_select(nd - 1, at)
+end
+
+-- diag([k]): a 1-dim tensor's values on the diagonal k of a square matrix
+-- (of size n + |k|), or a matrix's diagonal k as a 1-dim tensor (a copy),
+-- as Torch's.
+function Tensor:diag(k)
     check_self("diag", self)
+    k = k or 0
+    if not is_int(k) then fail(fmt("diag: the diagonal must be an integer, got %s", show(k))) end
     local d = self:dim()
     if d == 1 then
         -- scattered into zeros, not eye(n) * self: 0 * inf would put NaN
         -- off the diagonal of a vector holding inf
         local n = self:size(1)
-        local at = tensor.arange(0, n, tensor.like(self, "int64")):mul(n + 1):add(1)
-        return tensor.zeros({n * n}, tensor.like(self)):scatter_add(1, at, self):view(n, n)
+        local m = n + math.abs(k)
+        local first = k >= 0 and k or -k * m -- (from 0) the place of the diagonal's first element
+        local at = tensor.arange(0, n, tensor.like(self, "int64")):mul(m + 1):add(first + 1)
+        return tensor.zeros({m * m}, tensor.like(self)):scatter_add(1, at, self):view(m, m)
     end
     if d ~= 2 then fail(fmt("diag: expected a 1-dim or 2-dim tensor, got shape %s", shape_of_str(self))) end
-    local n = math.min(self:size(1), self:size(2))
-    local idx = tensor.arange(1, n + 1, tensor.like(self, "int64"))
-    return self:gather(2, idx:view(n, 1)):view(n)
+    return self:diagonal(k)
+end
+
+-- diag_embed([offset [, dim1 [, dim2]]]): the last dim of t (n values) on
+-- the diagonal offset of (n + |offset|)-square matrices in dims dim1 and
+-- dim2 of the result (default the last two), zeros elsewhere, as Torch's.
+function Tensor:diag_embed(offset, dim1, dim2)
+    local fname = "diag_embed"
+    check_self(fname, self)
+    offset = offset or 0
+    if not is_int(offset) then fail(fmt("%s: the offset must be an integer, got %s", fname, show(offset))) end
+    local x = self:dim() == 0 and self:reshape(1) or self
+    local nd = x:dim() + 1
+    local function rdim(v, default)
+        if v == nil then return nd + default + 1 end
+        if not is_int(v) or v < -nd or v > nd or v == 0 then
+            fail(fmt("%s: dim %s out of range for a result of %d dims", fname, show(v), nd))
+        end
+        return v < 0 and nd + v + 1 or v
+    end
+    local d1, d2 = rdim(dim1, -2), rdim(dim2, -1)
+    if d1 == d2 then fail(fmt("%s: dim1 %s and dim2 %s are the same dim", fname, show(dim1), show(dim2))) end
+    if nd > 8 then fail(fmt("%s: the result would have %d dims (8 at most)", fname, nd)) end
+    local n = x:size(-1)
+    local m = n + math.abs(offset)
+    local shape = x:shape()
+    shape[#shape] = m * m
+    local first = offset >= 0 and offset or -offset * m
+    local at = tensor.arange(0, n, tensor.like(x, "int64")):mul(m + 1):add(first + 1)
+    local r = tensor.zeros(shape, tensor.like(x)):index_add(#shape, at, x)
+    shape[#shape] = m
+    shape[#shape + 1] = m
+    r = r:view(shape)
+    -- the two new dims are last: move them to d1 and d2
+    local perm, rest = {}, 1
+    for d = 1, nd do
+        if d == d1 then perm[d] = nd - 1
+        elseif d == d2 then perm[d] = nd
+        else perm[d], rest = rest, rest + 1 end
+    end
+    return r:permute(perm)
 end
 
 -- The positions (int64, from 1, in order) of the k nonzero elements of m,
@@ -1748,5 +1845,284 @@ function Tensor:norm(p, dim, keepdim)
     if dim == nil and keepdim then return keep_every_dim(self, r) end
     return r
 end
+
+-- ---------------------------------------------------------------- more of Torch's tensor functions
+
+-- diff([n [, dim [, prepend [, append]]]]): the n-th forward difference
+-- along dim (default the last): x[i + 1] - x[i], n times, after prepend and
+-- append (tensors) are joined to x along dim, as Torch's.
+function Tensor:diff(n, dim, prepend, append)
+    local fname = "diff"
+    check_self(fname, self)
+    n = n or 1
+    if not is_int(n) or n < 0 then fail(fmt("%s: n must be an integer >= 0, got %s", fname, show(n))) end
+    if self:dim() == 0 then fail(fname .. ": expected at least 1 dim, got a 0-dim tensor") end
+    local d = tensor.norm_dim(fname, self, dim or -1) + 1
+    local parts = {}
+    for _, e in ipairs({{"prepend", prepend}, {"self"}, {"append", append}}) do
+        local v = e[1] == "self" and self or e[2]
+        if v ~= nil then
+            if not is_tensor(v) then fail(fmt("%s: %s must be a tensor, got %s", fname, e[1], typename(v))) end
+            if v:dim() ~= self:dim() then
+                fail(fmt("%s: %s of shape %s must have the dims of the input (shape %s)", fname, e[1],
+                         shape_of_str(v), shape_of_str(self)))
+            end
+            parts[#parts + 1] = v
+        end
+    end
+    check_devices_list(fname, parts)
+    local x = #parts == 1 and self or tensor.cat(parts, d)
+    for _ = 1, n do
+        local len = x:size(d)
+        if len <= 1 then return x:narrow(d, 1, 0) end
+        x = x:narrow(d, 2, len - 1) - x:narrow(d, 1, len - 1)
+    end
+    return x
+end
+
+-- The value of addcmul/addcdiv: a number, or {value = v}.
+local function scale_value(fname, value)
+    if type(value) == "table" and not is_tensor(value) then
+        value = util.check_opts(fname, value, {value = true}).value
+    end
+    if value == nil then return 1 end
+    if type(value) ~= "number" then fail(fmt("%s: the value must be a number, got %s", fname, typename(value))) end
+    return value
+end
+
+local function check_operands(fname, a, b)
+    if not is_tensor(a) or not is_tensor(b) then
+        fail(fmt("%s: expected two tensors, got %s and %s", fname, typename(a), typename(b)))
+    end
+end
+
+-- addcmul(t1, t2 [, value]): self + value * t1 * t2; addcdiv: self + value
+-- * t1 / t2 (value 1 by default, a number or {value = v}), as Torch's; the
+-- in-place forms keep self's dtype.
+function Tensor:addcmul(t1, t2, value)
+    check_self("addcmul", self)
+    check_operands("addcmul", t1, t2)
+    value = scale_value("addcmul", value)
+    check_devices("addcmul", self, t1, t2)
+    tensor.broadcast_shape("addcmul", {self:shape(), t1:shape(), t2:shape()})
+    return self + t1 * t2 * value
+end
+function Tensor:addcdiv(t1, t2, value)
+    check_self("addcdiv", self)
+    check_operands("addcdiv", t1, t2)
+    value = scale_value("addcdiv", value)
+    check_devices("addcdiv", self, t1, t2)
+    tensor.broadcast_shape("addcdiv", {self:shape(), t1:shape(), t2:shape()})
+    return self + t1 / t2 * value
+end
+function Tensor:addcmul_(t1, t2, value)
+    check_self("addcmul_", self)
+    check_operands("addcmul_", t1, t2)
+    value = scale_value("addcmul_", value)
+    check_devices("addcmul_", self, t1, t2)
+    tensor.broadcast_shape("addcmul_", {self:shape(), t1:shape(), t2:shape()})
+    return self:add_(t1 * t2, value)
+end
+function Tensor:addcdiv_(t1, t2, value)
+    check_self("addcdiv_", self)
+    check_operands("addcdiv_", t1, t2)
+    value = scale_value("addcdiv_", value)
+    check_devices("addcdiv_", self, t1, t2)
+    tensor.broadcast_shape("addcdiv_", {self:shape(), t1:shape(), t2:shape()})
+    return self:add_(t1 / t2, value)
+end
+
+-- kron(a, b): the Kronecker product (the fewer dims of the two get leading
+-- 1s): block (i, j, ...) is a[i, j, ...] * b; at most 4 dims.
+function M.kron(a, b)
+    local fname = "kron"
+    check_self(fname, a)
+    if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
+    check_devices(fname, a, b)
+    local nd = math.max(a:dim(), b:dim())
+    if nd > 4 then fail(fmt("%s: at most 4 dims, got shapes %s and %s", fname, shape_of_str(a), shape_of_str(b))) end
+    local sa, sb = a:shape(), b:shape()
+    local va, vb, out = {}, {}, {}
+    for i = 1, nd do
+        local x = sa[#sa - nd + i] or 1
+        local y = sb[#sb - nd + i] or 1
+        va[2 * i - 1], va[2 * i] = x, 1
+        vb[2 * i - 1], vb[2 * i] = 1, y
+        out[i] = x * y
+    end
+    if nd == 0 then return a * b end
+    return (a:reshape(va) * b:reshape(vb)):reshape(out)
+end
+Tensor.kron = M.kron
+
+-- The shape a and b broadcast to, each expanded to it.
+local function broadcast_pair(fname, a, b)
+    local shape = tensor.broadcast_shape(fname, {a:shape(), b:shape()})
+    return a:expand(shape), b:expand(shape)
+end
+
+-- cross(a, b [, dim]): the cross product of 3-vectors along dim (default
+-- the last, as torch.linalg.cross), a and b broadcast together.
+function M.cross(a, b, dim)
+    local fname = "cross"
+    check_self(fname, a)
+    if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
+    check_devices(fname, a, b)
+    local x, y = broadcast_pair(fname, a, b)
+    if x:dim() == 0 then fail(fname .. ": expected 3-vectors, got 0-dim tensors") end
+    local d = tensor.norm_dim(fname, x, dim or -1) + 1
+    if x:size(d) ~= 3 then
+        fail(fmt("%s: dim %s must have size 3, got shapes %s and %s", fname, show(dim or -1), shape_of_str(a),
+                 shape_of_str(b)))
+    end
+    local like = tensor.like(x, "int64")
+    local i1, i2 = tensor.tensor({2, 3, 1}, like), tensor.tensor({3, 1, 2}, like)
+    return x:index_select(d, i1) * y:index_select(d, i2) - x:index_select(d, i2) * y:index_select(d, i1)
+end
+Tensor.cross = M.cross
+
+-- cdist(x1, x2 [, p]): the p-norm distances (p as norm's, default 2)
+-- between the rows of x1 (..., P, M) and those of x2 (..., R, M): (..., P,
+-- R), the batch dims broadcast.
+function M.cdist(x1, x2, p)
+    local fname = "cdist"
+    check_self(fname, x1)
+    if not is_tensor(x2) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(x2))) end
+    check_devices(fname, x1, x2)
+    if x1:dim() < 2 or x2:dim() < 2 or x1:size(-1) ~= x2:size(-1) then
+        fail(fmt("%s: expected (..., P, M) and (..., R, M), got shapes %s and %s", fname, shape_of_str(x1),
+                 shape_of_str(x2)))
+    end
+    if x1:dim() >= 8 or x2:dim() >= 8 then
+        fail(fmt("%s: at most 7 dims, got shapes %s and %s", fname, shape_of_str(x1), shape_of_str(x2)))
+    end
+    if p ~= nil and type(p) ~= "number" then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
+    if p ~= nil and (p < 0 or p ~= p) then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
+    return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p or 2, -1)
+end
+Tensor.cdist = M.cdist
+
+-- take(index): the elements of the flattened tensor at index (from 1,
+-- int64 or int32), in index's shape.
+function Tensor:take(index)
+    local fname = "take"
+    check_self(fname, self)
+    if not is_tensor(index) or is_float(index) or index:dtype() == "uint8" then
+        fail(fmt("%s: expected an int64 or int32 tensor of indices, got %s", fname,
+                 is_tensor(index) and index:dtype() or typename(index)))
+    end
+    check_devices(fname, self, index)
+    return self:reshape(-1):index_select(1, index:reshape(-1)):view(index:shape())
+end
+
+-- cummax(dim) / cummin(dim): the running largest / smallest along dim and
+-- its index (int64, from 1; of a tie the latest, and NaN once met, as
+-- Torch's); the gradient goes to the element the index names.
+local function running_extremum(fname, self, dim, largest)
+    check_self(fname, self)
+    if dim == nil then fail(fname .. ": expected a dim") end
+    local x = self
+    if self:dim() == 0 then
+        tensor.norm_dim(fname, self:reshape(1), dim)
+        x = self:reshape(1)
+        dim = 1
+    end
+    local d = tensor.norm_dim(fname, x, dim) + 1
+    local n = x:size(d)
+    local v = x:detach()
+    local s = 1
+    while s < n do -- v[i] = the extremum of v[i - s] and v[i] (doubling: log n steps)
+        local a, b = v:narrow(d, s + 1, n - s), v:narrow(d, 1, n - s)
+        local m = largest and a:maximum(b) or a:minimum(b) -- (NaN wins both)
+        v = tensor.cat({v:narrow(d, 1, s), m}, d)
+        s = s * 2
+    end
+    -- where x reaches the running extremum (or is NaN) the index moves to it:
+    -- the running largest of those places
+    local shape = {}
+    for i = 1, x:dim() do shape[i] = 1 end
+    shape[d] = n
+    local pos = tensor.arange(1, n + 1, tensor.like(x, "int64")):view(shape)
+    local mark = x:detach():eq(v)
+    if is_float(x) then mark = mark:logical_or(x:detach():isnan()) end
+    local at = pos * mark
+    s = 1
+    while s < n do
+        at = tensor.cat({at:narrow(d, 1, s), at:narrow(d, s + 1, n - s):maximum(at:narrow(d, 1, n - s))}, d)
+        s = s * 2
+    end
+    local values = x:gather(d, at)
+    if self:dim() == 0 then return values:reshape(), at:reshape() end
+    return values, at
+end
+function Tensor:cummax(dim) return running_extremum("cummax", self, dim, true) end
+function Tensor:cummin(dim) return running_extremum("cummin", self, dim, false) end
+
+-- bincount([weights [, minlength]]): Torch's: for a 1-dim tensor of
+-- integers >= 0, the count (or the sum of weights) of each value v at
+-- place v + 1 (places count from 1), max(input) + 1 places at least
+-- minlength; int64, or the weights' dtype (integer weights: int64). Waits
+-- (its length depends on the values).
+function Tensor:bincount(weights, minlength)
+    local fname = "bincount"
+    check_self(fname, self)
+    if is_float(self) or self:dim() ~= 1 then
+        fail(fmt("%s: expected a 1-dim tensor of integers, got %s of shape %s", fname, self:dtype(),
+                 shape_of_str(self)))
+    end
+    if weights ~= nil then
+        if not is_tensor(weights) then fail(fmt("%s: weights must be a tensor, got %s", fname, typename(weights))) end
+        check_devices(fname, self, weights)
+        if weights:dim() ~= 1 or weights:size(1) ~= self:size(1) then
+            fail(fmt("%s: weights of shape %s must have the input's shape %s", fname, shape_of_str(weights),
+                     shape_of_str(self)))
+        end
+    end
+    minlength = minlength or 0
+    if not is_int(minlength) or minlength < 0 then
+        fail(fmt("%s: minlength must be an integer >= 0, got %s", fname, show(minlength)))
+    end
+    local len = minlength
+    if self:numel() > 0 then
+        local lo = self:min():item()
+        if lo < 0 then fail(fmt("%s: the values must be >= 0, got %s", fname, show(lo))) end
+        len = math.max(len, self:max():item() + 1)
+    end
+    local dt = weights ~= nil and is_float(weights) and weights:dtype() or "int64"
+    local src = weights ~= nil and weights:to(dt) or tensor.ones({self:size(1)}, tensor.like(self, "int64"))
+    local at = self:to("int64") + 1
+    return tensor.zeros({len}, tensor.like(self, dt)):index_add(1, at, src)
+end
+
+-- histc([bins [, min [, max]]]): Torch's histogram: bins (default 100)
+-- equal bins over [min, max] (both 0, the default: the data's smallest and
+-- largest, a wait), the last bin closed; elements outside, and NaN, are
+-- not counted.  A float tensor; no gradient.
+function Tensor:histc(bins, lo, hi)
+    local fname = "histc"
+    check_self(fname, self)
+    if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
+    bins, lo, hi = bins or 100, lo or 0, hi or 0
+    if not is_int(bins) or bins < 1 then fail(fmt("%s: bins must be an integer >= 1, got %s", fname, show(bins))) end
+    if type(lo) ~= "number" or type(hi) ~= "number" or lo ~= lo or hi ~= hi then
+        fail(fmt("%s: min and max must be numbers, got %s and %s", fname, show(lo), show(hi)))
+    end
+    if lo > hi then fail(fmt("%s: max %s must be >= min %s", fname, show(hi), show(lo))) end
+    local x = self:detach():reshape(-1)
+    if lo == hi and x:numel() > 0 then
+        local finite = x:masked_select(x:isfinite())
+        if finite:numel() > 0 then lo, hi = finite:min():item(), finite:max():item() end
+    end
+    if lo == hi then lo, hi = lo - 1, hi + 1 end
+    if lo == -huge or hi == huge then
+        fail(fmt("%s: the range [%s, %s] must be finite", fname, show(lo), show(hi)))
+    end
+    local xd = x:double()
+    local inside = xd:ge(lo):logical_and(xd:le(hi))
+    local at = ((xd - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):to("int64") + 1
+    at = at:masked_fill(inside:eq(0), 1) -- (counted as 0 below)
+    return tensor.zeros({bins}, tensor.like(self)):index_add(1, at, inside:to(self:dtype()))
+end
+
 
 return M
