@@ -375,6 +375,14 @@ function M.equal(a, b)
 end
 Tensor.equal = M.equal
 
+-- An empty tensor of the dtype, device and engine opts asks for, a bad
+-- option named under fname (tensor.empty's error would name empty).
+local function proto_of(fname, opts)
+    local ok, r = pcall(tensor.empty, {0}, opts)
+    if not ok then error((tostring(r):gsub("empty: ", fname .. ": ", 1)), 0) end
+    return r
+end
+
 -- eye(n [, m] [, opts]): ones on the diagonal of an n x m matrix (m = n).
 function M.eye(n, m, opts)
     if type(m) ~= "number" and m ~= nil then m, opts = nil, m end
@@ -383,7 +391,7 @@ function M.eye(n, m, opts)
         fail(fmt("eye: sizes must be integers >= 0, got %s and %s", show(n), show(m)))
     end
     -- the result first: a size too large fails here, before the index rows
-    local proto = tensor.empty({0}, opts) -- the dtype, device and engine asked for
+    local proto = proto_of("eye", opts) -- the dtype, device and engine asked for
     local out = tensor.new_on("eye", proto, {n, m}, proto._c.dtype)
     local rows = tensor.arange(n, tensor.like(out, "int64")):view(n, 1)
     local cols = tensor.arange(m, tensor.like(out, "int64")):view(1, m)
@@ -399,7 +407,7 @@ function M.linspace(start, stop, n, opts)
     if not is_int(n) or n < 0 or n >= 2 ^ 53 then
         fail("linspace: the count must be an integer >= 0 (below 2^53), got " .. show(n))
     end
-    local proto = tensor.empty({0}, opts)
+    local proto = proto_of("linspace", opts)
     -- an integer dtype: the ends must fit it (the cast would clamp 300 to 255 in uint8), said at the call
     if n >= 1 then tensor.check_fits("linspace", proto._c.dtype, start) end
     if n >= 2 then tensor.check_fits("linspace", proto._c.dtype, stop) end
@@ -414,7 +422,8 @@ end
 -- x in linspace(start, stop, n).
 function M.logspace(start, stop, n, opts)
     local base = 10
-    if opts ~= nil then
+    -- a dtype or a device alone, as every maker takes (tensor.empty checks it)
+    if type(opts) == "table" and getmetatable(opts) == nil then
         opts = util.check_opts("logspace", opts, {base = true, dtype = true, device = true, engine = true})
         if opts.base ~= nil then
             if type(opts.base) ~= "number" or not (opts.base > 0) then
@@ -424,7 +433,7 @@ function M.logspace(start, stop, n, opts)
         end
         opts = {dtype = opts.dtype, device = opts.device, engine = opts.engine}
     end
-    local proto = tensor.empty({0}, opts)
+    local proto = proto_of("logspace", opts)
     local f64 = tensor.like(proto, "float64")
     if not is_int(n) or n < 0 or n >= 2 ^ 53 then -- (full would name itself)
         fail("logspace: the count must be an integer >= 0 (below 2^53), got " .. show(n))
@@ -1569,6 +1578,7 @@ function Tensor:split(size, dim)
             fail("split: size must be an integer >= 1 or a table of lengths, got " .. show(size))
         end
         for start = 1, len, size do sizes[#sizes + 1] = math.min(size, len - start + 1) end
+        if len == 0 then sizes[1] = 0 end -- one empty view, as Torch's (and chunk's)
     end
     return cut(self, sizes, dim)
 end
