@@ -1051,15 +1051,61 @@ describe("derived ops", function()
         -- gradients through it
         local p, q = ordo.randn({2, 3}, D):requires_grad(), ordo.randn({3, 2, 2}, D):requires_grad()
         assert.is_true(ordo.autograd.gradcheck(function(s, t) return ordo.einsum("ij,jkl->lik", s, t) end, {p, q}))
-        H.raises(function() return ordo.einsum("ii->i", ordo.randn({3, 3})) end, "einsum", "index i appears twice")
+        H.raises(function() return ordo.einsum("ii->i", ordo.randn({3, 2})) end, "einsum", "index i repeated", "3 and 2")
         H.raises(function() return ordo.einsum("ij,jk->ik", a, a) end, "einsum", "index j is 3", "operand 2")
         H.raises(function() return ordo.einsum("ij->k", a) end, "einsum", "output index k")
         H.raises(function() return ordo.einsum("ij->ii", a) end, "einsum", "twice in the output")
-        H.raises(function() return ordo.einsum("...ij", a) end, "einsum", "'...' is not supported")
+        H.raises(function() return ordo.einsum("......", a) end, "einsum", "one '...' at most")
+        H.raises(function() return ordo.einsum("...i,...i", ordo.zeros(2, 3), ordo.zeros(4, 3)) end, "einsum",
+                 "a dim of '...' is 2", "4 in operand 2")
+        H.raises(function() return ordo.einsum("...ijk", a) end, "einsum", "names 3 besides '...'")
         H.raises(function() return ordo.einsum("ij", a, b) end, "einsum", "1 operand, got 2 tensors")
         H.raises(function() return ordo.einsum("ijk", a) end, "einsum", "operand 1 has 2 dims")
         H.raises(function() return ordo.einsum("i1", a) end, "einsum", "only letters")
         H.raises(function() return ordo.einsum(3, a) end, "einsum", "equation")
+    end)
+
+    it("einsum: a repeated index takes the diagonal, '...' stands for the dims not named, size 1 broadcasts", function()
+        local D = "float64"
+        local x = ordo.randn({3, 3}, D)
+        local t = x:totable()
+        close(t[1][1] + t[2][2] + t[3][3], ordo.einsum("ii", x):item(), 1e-12)
+        close({t[1][1], t[2][2], t[3][3]}, ordo.einsum("ii->i", x):totable(), 1e-12)
+        local y = ordo.randn({2, 3, 3}, D)
+        local ty = y:totable()
+        local want = {}
+        for b = 1, 2 do want[b] = ty[b][1][1] + ty[b][2][2] + ty[b][3][3] end
+        close(want, ordo.einsum("bii->b", y):totable(), 1e-12)
+        close(want, ordo.einsum("...ii->...", y):totable(), 1e-12)
+        -- "iij->ji": x[i, i, j] transposed
+        local z = ordo.randn({3, 3, 2}, D)
+        local tz = z:totable()
+        want = {}
+        for j = 1, 2 do
+            want[j] = {}
+            for i = 1, 3 do want[j][i] = tz[i][i][j] end
+        end
+        close(want, ordo.einsum("iij->ji", z):totable(), 1e-12)
+        local total = 0
+        for i = 1, 3 do total = total + tz[i][i][1] + tz[i][i][2] end
+        close(total, ordo.einsum("iij->", z):item(), 1e-12)
+        -- "...": batched products, the batch dims of each operand right-aligned and broadcast
+        local a, b = ordo.randn({4, 2, 3, 5}, D), ordo.randn({2, 5, 6}, D)
+        assert.is_true(ordo.allclose(ordo.einsum("...ij,...jk->...ik", a, b), a:matmul(b), 1e-12, 1e-12))
+        assert.is_true(ordo.allclose(ordo.einsum("...ij->...ji", a), a:transpose(-1, -2), 0, 0))
+        assert.is_true(ordo.allclose(ordo.einsum("i...->i", a), a:sum({2, 3, 4}), 1e-12, 1e-12))
+        -- implicit output with "...": its dims first, then the letters seen once
+        local v = ordo.randn({5}, D)
+        assert.is_true(ordo.allclose(ordo.einsum("...j,j", a, v), a:matmul(v), 1e-12, 1e-12))
+        assert.same({4, 2, 3, 5}, ordo.einsum("a...", a:permute({4, 1, 2, 3})):shape())
+        -- size 1 broadcasts against the other operands
+        local r = ordo.randn({1, 3}, D)
+        assert.is_true(ordo.allclose(ordo.einsum("ij,ij->ij", x, r), x * r, 0, 0))
+        assert.is_true(ordo.autograd.gradcheck(function(p) return ordo.einsum("ii->i", p) end,
+                                               {ordo.randn({3, 3}, D):requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.einsum("...ij,...jk->...ik", p, q) end,
+                                               {ordo.randn({2, 3, 4}, D):requires_grad(),
+                                                ordo.randn({1, 4, 2}, D):requires_grad()}))
     end)
 
     it("nonzero: the positions of the nonzero elements in row-major order, as rows or per dim", function()
@@ -1988,5 +2034,24 @@ describe("more of Torch's tensor functions against plain Lua", function()
         H.raises(function() return ordo.linspace(0, 1, 3, "int9") end, "linspace: unknown dtype")
         H.raises(function() return ordo.logspace(0, 1, 3, "int9") end, "logspace: unknown dtype")
         H.raises(function() return ordo.eye(3, {dtype = "x"}) end, "eye: unknown dtype")
+    end)
+
+    it("tensor_split into n views (the first len % n one longer) or at cuts, as Torch's", function()
+        local function vals(list)
+            local out = {}
+            for i, t in ipairs(list) do out[i] = t:reshape(-1):totable() end
+            return out
+        end
+        local x = ordo.arange(7)
+        assert.same({{0, 1, 2}, {3, 4}, {5, 6}}, vals(x:tensor_split(3)))
+        assert.same({{0}, {1}, {2}, {3}, {4}, {5}, {6}, {}, {}}, vals(x:tensor_split(9)))
+        assert.same({{0}, {1, 2, 3}, {4, 5, 6}}, vals(x:tensor_split({1, 4})))
+        assert.same({{0, 1, 2, 3}, {}, {2, 3, 4, 5, 6}, {}}, vals(x:tensor_split({4, 2, 9}))) -- Python's slices
+        assert.same({{0, 1, 2, 3, 4, 5, 6}}, vals(x:tensor_split({})))
+        local m = ordo.arange(6):view(2, 3):t() -- along dim 2 of a non-contiguous view
+        assert.same({{0, 1, 2}, {3, 4, 5}}, vals(m:tensor_split(2, -1)))
+        H.raises(function() return x:tensor_split(0) end, "tensor_split", "count")
+        H.raises(function() return x:tensor_split({1.5}) end, "tensor_split", "cut 1")
+        H.raises(function() return x:tensor_split(2, 2) end, "tensor_split", "dim")
     end)
 end)

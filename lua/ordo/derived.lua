@@ -10,7 +10,7 @@
 -- take), elementwise (log2, log10, isnan, isinf, isfinite, isclose,
 -- nan_to_num, lerp, fmod, remainder, addcmul, addcdiv), along a dim (diff,
 -- cummax, cummin), counting (bincount, histc), rearranging (roll, tile)
--- and cutting one into views (chunk, split).
+-- and cutting one into views (chunk, split, tensor_split).
 local tensor = require "ordo.tensor"
 local util = require "ordo.util"
 
@@ -1045,11 +1045,61 @@ local function contract(A, la, B, lb, keep)
     return #out_sizes > 0 and R:reshape(out_sizes) or R:reshape(), out_letters
 end
 
+-- einsum's "...": each operand's gets letters the equation does not use
+-- for the dims it stands for (right-aligned across operands, so they
+-- broadcast); the output's "..." (or, without "->", the output's start,
+-- as Torch's) gets them all.  Returns the equation in letters; dots[c] is
+-- set for those letters.
+local function ellipsis_letters(eq, spec, ts, dots)
+    local lhs, rhs = spec:match("^([^%-]*)%->(.*)$")
+    if not lhs then lhs = spec end
+    local used, free = {}, {}
+    for c in spec:gmatch("%a") do used[c] = true end
+    for c in ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"):gmatch(".") do
+        if not used[c] then free[#free + 1] = c end
+    end
+    local parts, ndots, most = {}, {}, 0
+    for part in (lhs .. ","):gmatch("([^,]*),") do parts[#parts + 1] = part end
+    for k, part in ipairs(parts) do
+        local rest, n = part:gsub("%.%.%.", "")
+        if n > 1 or rest:find("%.") then fail(fmt("einsum: operand %d (%q) may hold one '...' at most", k, part)) end
+        if n == 1 then
+            local t = ts[k]
+            if not is_tensor(t) then fail(fmt("einsum: operand %d must be a tensor, got %s", k, typename(t))) end
+            ndots[k] = t:dim() - #rest
+            if ndots[k] < 0 then
+                fail(fmt("einsum: operand %d has %d dims (shape %s) but %q names %d besides '...'", k, t:dim(),
+                         shape_of_str(t), part, #rest))
+            end
+            most = math.max(most, ndots[k])
+        end
+    end
+    if most > #free then fail(fmt("einsum: no letters left for the dims of '...' in %q", eq)) end
+    for i = 1, most do dots[free[i]] = true end
+    for k, part in ipairs(parts) do
+        if ndots[k] then parts[k] = (part:gsub("%.%.%.", table.concat(free, "", most - ndots[k] + 1, most))) end
+    end
+    if rhs then
+        local rest, n = rhs:gsub("%.%.%.", "")
+        if n > 1 or rest:find("%.") then fail(fmt("einsum: the output (%q) may hold one '...' at most", rhs)) end
+        rhs = (rhs:gsub("%.%.%.", table.concat(free, "", 1, most)))
+    else -- implicit: the dims of "..." first, then the letters seen once, in order
+        local count, once = {}, {}
+        for c in lhs:gmatch("%a") do count[c] = (count[c] or 0) + 1 end
+        for c, n in pairs(count) do if n == 1 then once[#once + 1] = c end end
+        table.sort(once)
+        rhs = table.concat(free, "", 1, most) .. table.concat(once)
+    end
+    return table.concat(parts, ",") .. "->" .. rhs
+end
+
 -- einsum(equation, t1, t2, ...) (or einsum(equation, {t1, t2, ...})):
 -- Einstein summation, "ij,jk->ik" (a matrix product), "bij,bjk->bik",
 -- "i,i->", "ij->ji"...; without "->", the output is the letters that
 -- appear once, in alphabetical order.  Letters a-z and A-Z; a letter
--- repeated within one operand (a diagonal) and "..." are not supported.
+-- repeated within one operand takes its diagonal ("ii->i", "ii" the
+-- trace), "..." stands for the dims not named, and dims of size 1
+-- broadcast, as Torch's.
 -- Two operands at a time become one batched matrix product; sums and
 -- permutations do the rest, so autograd differentiates it.
 function M.einsum(eq, ...)
@@ -1061,8 +1111,10 @@ function M.einsum(eq, ...)
     end
     if type(eq) ~= "string" then fail("einsum: expected an equation string first, got " .. typename(eq)) end
     check_devices_list("einsum", ts)
+    ts = {unpack(ts)} -- (operands are replaced by their diagonals and expansions below: not in the caller's list)
     local spec = eq:gsub("%s", "")
-    if spec:find("%.%.%.") then fail("einsum: '...' is not supported (name every dim): " .. eq) end
+    local dots = {} -- the letters standing for the dims of "..."
+    if spec:find("%.%.%.") then spec = ellipsis_letters(eq, spec, ts, dots) end
     local lhs, rhs = spec:match("^([^%-]*)%->(.*)$")
     if not lhs then lhs = spec end
     if spec:find("[^%a,%->]") or (rhs and rhs:find("[^%a]")) then
@@ -1082,24 +1134,56 @@ function M.einsum(eq, ...)
             fail(fmt("einsum: operand %d has %d dims (shape %s) but %q names %d", k, t:dim(), shape_of_str(t), part,
                      #part))
         end
-        local l, seen = letters(part), {}
-        for i, c in ipairs(l) do
-            if seen[c] then
-                fail(fmt("einsum: index %s appears twice in operand %d (%q): diagonals are not supported", c, k, part))
+        local l = letters(part)
+        -- a letter twice in one operand: its diagonal, as the last dim ("ii->i", "ii" the trace)
+        local again = true
+        while again do
+            again = false
+            local first = {}
+            for i, c in ipairs(l) do
+                if first[c] then
+                    if t:size(first[c]) ~= t:size(i) then
+                        fail(fmt("einsum: index %s repeated in operand %d (%q) names dims of sizes %d and %d " ..
+                                 "(shape %s): a diagonal needs equal ones", c, k, part, t:size(first[c]), t:size(i),
+                                 shape_of_str(t)))
+                    end
+                    t = t:diagonal(0, first[c], i)
+                    local rest = {}
+                    for j, x in ipairs(l) do if j ~= first[c] and j ~= i then rest[#rest + 1] = x end end
+                    rest[#rest + 1] = c
+                    l, again = rest, true
+                    break
+                end
+                first[c] = i
             end
-            seen[c] = true
-            count[c] = (count[c] or 0) + 1
-            if size_of[c] and size_of[c] ~= t:size(i) then
-                fail(fmt("einsum: index %s is %d in one operand and %d in operand %d (shape %s)", c, size_of[c],
-                         t:size(i), k, shape_of_str(t)))
-            end
-            size_of[c] = t:size(i)
         end
-        lists[k] = l
+        for i, c in ipairs(l) do
+            count[c] = (count[c] or 0) + 1
+            local n, m = size_of[c], t:size(i)
+            if n and n ~= m then
+                if n ~= 1 and m ~= 1 then -- (a size of 1 broadcasts, as Torch's)
+                    fail(fmt("einsum: %s is %d in one operand and %d in operand %d (shape %s)",
+                             dots[c] and "a dim of '...'" or "index " .. c, n, m, k, shape_of_str(ts[k])))
+                end
+                if n == 1 then size_of[c] = m end
+            else
+                size_of[c] = m
+            end
+        end
+        ts[k], lists[k] = t, l
     end
-    if not rhs then -- implicit: the letters seen once, in order
-        local once = {}
-        for c, n in pairs(count) do if n == 1 then once[#once + 1] = c end end
+    for k, t in ipairs(ts) do -- dims of size 1 stretched to the others'
+        local shape, stretch = {}, false
+        for i, c in ipairs(lists[k]) do
+            shape[i] = size_of[c]
+            stretch = stretch or size_of[c] ~= t:size(i)
+        end
+        if stretch then ts[k] = t:expand(shape) end
+    end
+    if not rhs then -- implicit: the letters seen once in the equation ("ii" is the trace), in order
+        local seen_in_eq, once = {}, {}
+        for c in lhs:gmatch("%a") do seen_in_eq[c] = (seen_in_eq[c] or 0) + 1 end
+        for c, n in pairs(seen_in_eq) do if n == 1 then once[#once + 1] = c end end
         table.sort(once)
         rhs = table.concat(once)
     end
@@ -1551,6 +1635,42 @@ function Tensor:chunk(n, dim)
     if each == 0 then return {self:narrow(dim, 1, 0)} end
     for start = 1, len, each do sizes[#sizes + 1] = math.min(each, len - start + 1) end
     return cut(self, sizes, dim)
+end
+
+-- tensor_split(n | {cuts} [, dim]): Torch's: n views along dim (default
+-- 1), the first len % n of them one longer; or, with a list, views cut
+-- after cuts[1] elements, after cuts[2], ... (Torch's indices: x[:c1],
+-- x[c1:c2], ..., x[ck:], each slice as Python's: a cut past the end is the
+-- end, a slice whose end is before its start is empty).
+function Tensor:tensor_split(sections, dim)
+    local fname = "tensor_split"
+    check_self(fname, self)
+    dim = dim or 1
+    local len = size_along(fname, self, dim)
+    local parts = {}
+    if type(sections) == "table" and not is_tensor(sections) then
+        util.check_list(fname, "the cuts", sections, true)
+        local prev = 0
+        for i, c in ipairs(sections) do
+            if not is_int(c) or c < 0 then fail(fmt("%s: cut %d must be an integer >= 0, got %s", fname, i, show(c))) end
+            local a, b = math.min(prev, len), math.min(c, len)
+            parts[#parts + 1] = self:narrow(dim, a + 1, math.max(0, b - a))
+            prev = c
+        end
+        local a = math.min(prev, len)
+        parts[#parts + 1] = self:narrow(dim, a + 1, len - a)
+        return parts
+    end
+    if not is_int(sections) or sections < 1 then
+        fail(fname .. ": expected a count >= 1 or a list of cuts, got " .. show(sections))
+    end
+    local each, extra, start = math.floor(len / sections), len % sections, 1
+    for i = 1, sections do
+        local n = each + (i <= extra and 1 or 0)
+        parts[i] = self:narrow(dim, start, n)
+        start = start + n
+    end
+    return parts
 end
 
 -- split(size [, dim]): views along dim (default 1) of length size, the
