@@ -2000,6 +2000,8 @@ describe("more of Torch's tensor functions against plain Lua", function()
         assert.same({0, 0, 2, 0}, ordo.tensor({2, 2}):histc(4):totable()) -- one value: [v - 1, v + 1]
         H.raises(function() return ordo.tensor({1}, "int32"):histc() end, "histc", "float")
         H.raises(function() return ordo.tensor({1}):histc(4, 3, 1) end, "histc", "min")
+        H.raises(function() return ordo.tensor({1}):histc(2 ^ 50) end, "histc", "out of memory")
+        H.raises(function() return ordo.tensor({2 ^ 50}, "int64"):bincount() end, "bincount", "out of memory")
     end)
 
     it("where(cond) is nonzero(cond, as_tuple); t[mask] reads and t[mask] = v fills", function()
@@ -2051,6 +2053,7 @@ describe("more of Torch's tensor functions against plain Lua", function()
         local m = ordo.arange(6):view(2, 3):t() -- along dim 2 of a non-contiguous view
         assert.same({{0, 1, 2}, {3, 4, 5}}, vals(m:tensor_split(2, -1)))
         H.raises(function() return x:tensor_split(0) end, "tensor_split", "count")
+        H.raises(function() return x:tensor_split(2 ^ 40) end, "tensor_split", "at most the length")
         H.raises(function() return x:tensor_split({1.5}) end, "tensor_split", "cut 1")
         H.raises(function() return x:tensor_split(2, 2) end, "tensor_split", "dim")
     end)

@@ -383,6 +383,13 @@ local function proto_of(fname, opts)
     return r
 end
 
+-- tensor.zeros(shape, opts), an error (out of memory) named under fname.
+local function zeros_named(fname, shape, opts)
+    local ok, r = pcall(tensor.zeros, shape, opts)
+    if not ok then error((tostring(r):gsub("zeros: ", fname .. ": ", 1)), 0) end
+    return r
+end
+
 -- eye(n [, m] [, opts]): ones on the diagonal of an n x m matrix (m = n).
 function M.eye(n, m, opts)
     if type(m) ~= "number" and m ~= nil then m, opts = nil, m end
@@ -1664,6 +1671,9 @@ function Tensor:tensor_split(sections, dim)
     if not is_int(sections) or sections < 1 then
         fail(fname .. ": expected a count >= 1 or a list of cuts, got " .. show(sections))
     end
+    if sections > len and sections > 2 ^ 20 then -- (each a Lua object: 2^40 of them would fill the memory)
+        fail(fmt("%s: %s views of a dim of length %d: at most the length, or 2^20", fname, show(sections), len))
+    end
     local each, extra, start = math.floor(len / sections), len % sections, 1
     for i = 1, sections do
         local n = each + (i <= extra and 1 or 0)
@@ -2221,7 +2231,7 @@ function Tensor:bincount(weights, minlength)
     local dt = weights ~= nil and is_float(weights) and weights:dtype() or "int64"
     local src = weights ~= nil and weights:to(dt) or tensor.ones({self:size(1)}, tensor.like(self, "int64"))
     local at = self:to("int64") + 1
-    return tensor.zeros({len}, tensor.like(self, dt)):index_add(1, at, src)
+    return zeros_named(fname, {len}, tensor.like(self, dt)):index_add(1, at, src)
 end
 
 -- histc([bins [, min [, max]]]): Torch's histogram: bins (default 100)
@@ -2251,7 +2261,7 @@ function Tensor:histc(bins, lo, hi)
     local inside = xd:ge(lo):logical_and(xd:le(hi))
     local at = ((xd - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):to("int64") + 1
     at = at:masked_fill(inside:eq(0), 1) -- (counted as 0 below)
-    return tensor.zeros({bins}, tensor.like(self)):index_add(1, at, inside:to(self:dtype()))
+    return zeros_named(fname, {bins}, tensor.like(self)):index_add(1, at, inside:to(self:dtype()))
 end
 
 
