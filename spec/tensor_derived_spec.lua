@@ -2057,4 +2057,20 @@ describe("more of Torch's tensor functions against plain Lua", function()
         H.raises(function() return x:tensor_split({1.5}) end, "tensor_split", "cut 1")
         H.raises(function() return x:tensor_split(2, 2) end, "tensor_split", "dim")
     end)
+
+    it("keepdim must be a boolean: x:sum(1, 0) or x:sum(1, \"float64\") kept the dim silently", function()
+        local x = ordo.ones(2, 3)
+        for _, name in ipairs({"sum", "mean", "max", "min", "argmax", "argmin", "amax", "amin", "var", "std",
+                               "logsumexp", "prod", "all", "any", "median"}) do
+            H.raises(function() return x[name](x, 1, 0) end, name .. ": keepdim must be true or false, got 0")
+            H.raises(function() return ordo[name](x, 1, "float64") end, name .. ": keepdim", "float64")
+            assert.same({3}, (x[name](x, 1, false)):shape(), name)
+            assert.same({1, 3}, (x[name](x, 1, true)):shape(), name)
+        end
+        H.raises(function() return x:norm(2, 1, 1) end, "norm: keepdim")
+        H.raises(function() return x:kthvalue(1, 1, "yes") end, "kthvalue: keepdim")
+        assert.same({1, 1}, x:norm(2, {1, 2}, true):shape())
+        assert.same({3}, x:var(1, false, 0):shape()) -- (the correction after a false keepdim)
+        assert.same({0, 0, 0}, x:var(1, false, 0):totable())
+    end)
 end)

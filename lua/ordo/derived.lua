@@ -2265,4 +2265,21 @@ function Tensor:histc(bins, lo, hi)
 end
 
 
+-- keepdim must be true, false or nil: Lua takes every other value as true,
+-- so x:sum(1, 0) (keepdim = 0 meant as false) or x:sum(1, "float64") (a
+-- dtype in its place, as Torch's sum(dim, dtype)) kept the dim silently.
+local KEEPDIM_AT = {sum = 2, mean = 2, max = 2, min = 2, argmax = 2, argmin = 2, amax = 2, amin = 2, var = 2,
+                    std = 2, logsumexp = 2, prod = 2, all = 2, any = 2, median = 2, norm = 3, kthvalue = 3}
+for name, at in pairs(KEEPDIM_AT) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, a, b, c, d)
+        local k = c
+        if at == 2 then k = b end
+        if k ~= nil and type(k) ~= "boolean" then
+            fail(fmt("%s: keepdim must be true or false, got %s", name, show(k)))
+        end
+        return f(self, a, b, c, d)
+    end
+end
+
 return M
