@@ -2073,4 +2073,20 @@ describe("more of Torch's tensor functions against plain Lua", function()
         assert.same({3}, x:var(1, false, 0):shape()) -- (the correction after a false keepdim)
         assert.same({0, 0, 0}, x:var(1, false, 0):totable())
     end)
+
+    it("cumsum and cumprod take Torch's dtype (it was ignored): the input cast to it, the result of it", function()
+        local i = ordo.tensor({1, 2, 3}, "int32")
+        assert.equals("float64", i:cumsum(1, "float64"):dtype())
+        assert.same({1, 3, 6}, i:cumsum(1, "float64"):totable())
+        assert.equals("int32", i:cumsum(1, {dtype = "int32"}):dtype())
+        assert.equals("int64", i:cumsum(1):dtype()) -- as before without one
+        assert.same({1, 3}, ordo.cumsum(ordo.tensor({1.5, 2}), 1, "int64"):totable()) -- cast first, as Torch's
+        assert.same({200, 44}, ordo.tensor({200, 100}, "uint8"):cumsum(1, "uint8"):totable()) -- wraps in uint8
+        assert.same({2, 6, 24}, ordo.tensor({2, 3, 4}):cumprod(1, "float64"):totable())
+        H.raises(function() return i:cumsum(1, "int9") end, "cumsum", "unknown dtype")
+        H.raises(function() return i:cumprod(1, {dtyp = "int32"}) end, "cumprod", "unknown option")
+        local g = ordo.tensor({1, 2}, "float64"):requires_grad()
+        g:cumsum(1, "float32"):sum():backward()
+        assert.same({2, 1}, g.grad:totable())
+    end)
 end)

@@ -2282,4 +2282,23 @@ for name, at in pairs(KEEPDIM_AT) do
     end
 end
 
+-- cumsum(dim [, dtype]) and cumprod: Torch's dtype (a name, or {dtype =
+-- name}): the input is cast to it first, and the result is of it (an
+-- integer one wraps in it).  Without one, as before: integers run in int64.
+for _, name in ipairs({"cumsum", "cumprod"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, dim, dtype)
+        if dtype == nil then return f(self, dim) end
+        check_self(name, self)
+        if type(dtype) == "table" and getmetatable(dtype) == nil then
+            dtype = util.check_opts(name, dtype, {dtype = true}).dtype
+            if dtype == nil then return f(self, dim) end
+        end
+        local dt = tensor.DT_NAME[tensor.parse_dtype(name, dtype)]
+        local r = f(self:to(dt), dim)
+        if r:dtype() ~= dt then r = r:to(dt) end
+        return r
+    end
+end
+
 return M
