@@ -1719,7 +1719,7 @@ end
 -- last and merged into one, and the shape the reduction has with keepdim
 -- (1 at each reduced dim).
 local function merged_dims(fname, x, dims)
-    util.check_list(fname, "the list of dims", dims)
+    util.check_list(fname, "the list of dims", dims, true) -- (strict: {correction = 0} is no empty list)
     local n = #dims
     if n == 0 then fail(fname .. ": the list of dims is empty") end
     local reduced = {}
