@@ -10,7 +10,8 @@
 -- take), elementwise (log2, log10, isnan, isinf, isfinite, isclose,
 -- nan_to_num, lerp, fmod, remainder, addcmul, addcdiv), along a dim (diff,
 -- cummax, cummin), counting (bincount, histc), rearranging (roll, tile)
--- and cutting one into views (chunk, split, tensor_split).
+-- and cutting one into views (chunk, split, tensor_split); at the end,
+-- small conveniences (atan2, hypot, movedim, new_zeros...).
 local tensor = require "ordo.tensor"
 local util = require "ordo.util"
 
@@ -2299,6 +2300,352 @@ for _, name in ipairs({"cumsum", "cumprod"}) do
         if r:dtype() ~= dt then r = r:to(dt) end
         return r
     end
+end
+
+-- ---------------------------------------------------------------- small conveniences a Torch user reaches for
+
+-- Calls f(...), its error said under fname instead of under inner (the op
+-- it is made of, which the user did not call).
+local function as_op(fname, inner, f, ...)
+    local r = {pcall(f, ...)}
+    if not r[1] then error((tostring(r[2]):gsub(inner .. ": ", fname .. ": ", 1)), 0) end
+    return unpack(r, 2, table.maxn(r))
+end
+
+-- clip(lo, hi), clip_: clamp's other name.
+function Tensor:clip(lo, hi) return as_op("clip", "clamp", Tensor.clamp, self, lo, hi) end
+function Tensor:clip_(lo, hi) return as_op("clip_", "clamp_", Tensor.clamp_, self, lo, hi) end
+
+-- swapaxes(d1, d2): transpose's other name; movedim(src, dst): dim src
+-- (or a list of dims) moved to place dst (or the list's places), the
+-- others kept in order, as Torch's (a view).
+function Tensor:swapaxes(d1, d2) return as_op("swapaxes", "transpose", Tensor.transpose, self, d1, d2) end
+function Tensor:movedim(src, dst)
+    local fname = "movedim"
+    check_self(fname, self)
+    if type(src) == "number" then src = {src} end
+    if type(dst) == "number" then dst = {dst} end
+    if type(src) ~= "table" or is_tensor(src) or type(dst) ~= "table" or is_tensor(dst) then
+        fail(fmt("%s: expected dims (numbers or lists of them), got %s and %s", fname, typename(src), typename(dst)))
+    end
+    util.check_list(fname, "the source dims", src, true)
+    util.check_list(fname, "the destination dims", dst, true)
+    if #src ~= #dst then
+        fail(fmt("%s: %d source dims but %d destinations", fname, #src, #dst))
+    end
+    local n = self:dim()
+    local perm, from_taken = {}, {}
+    for i = 1, #src do
+        local a = tensor.norm_dim(fname, self, src[i]) + 1
+        local b = tensor.norm_dim(fname, self, dst[i]) + 1
+        if from_taken[a] then fail(fmt("%s: source dim %s appears twice", fname, show(src[i]))) end
+        if perm[b] then fail(fmt("%s: destination dim %s appears twice", fname, show(dst[i]))) end
+        perm[b], from_taken[a] = a, true
+    end
+    local rest = 1
+    for place = 1, n do
+        if not perm[place] then
+            while from_taken[rest] do rest = rest + 1 end
+            perm[place], rest = rest, rest + 1
+        end
+    end
+    if n == 0 then return self end
+    return self:permute(perm)
+end
+Tensor.moveaxis = Tensor.movedim
+
+-- fliplr / flipud: flip(2) / flip(1); rot90([k [, dims]]): k quarter turns
+-- from dims[1] towards dims[2] (default {1, 2}), as Torch's.
+function Tensor:fliplr()
+    check_self("fliplr", self)
+    if self:dim() < 2 then fail("fliplr: expected at least 2 dims, got shape " .. shape_of_str(self)) end
+    return self:flip(2)
+end
+function Tensor:flipud()
+    check_self("flipud", self)
+    if self:dim() < 1 then fail("flipud: expected at least 1 dim, got a 0-dim tensor") end
+    return self:flip(1)
+end
+function Tensor:rot90(k, dims)
+    local fname = "rot90"
+    check_self(fname, self)
+    k = k or 1
+    if not is_int(k) then fail(fmt("%s: k must be an integer, got %s", fname, show(k))) end
+    dims = dims or {1, 2}
+    if type(dims) ~= "table" or is_tensor(dims) then fail(fmt("%s: dims must be a list of two dims, got %s", fname, typename(dims))) end
+    util.check_list(fname, "the dims", dims, true)
+    if #dims ~= 2 then fail(fmt("%s: dims must hold two dims, got %d", fname, #dims)) end
+    local a, b = tensor.norm_dim(fname, self, dims[1]) + 1, tensor.norm_dim(fname, self, dims[2]) + 1
+    if a == b then fail(fmt("%s: dims %s and %s are the same dim", fname, show(dims[1]), show(dims[2]))) end
+    k = k % 4
+    if k == 1 then return self:flip(b):transpose(a, b) end
+    if k == 2 then return self:flip({a, b}) end
+    if k == 3 then return self:flip(a):transpose(a, b) end
+    return self:clone()
+end
+
+-- new_zeros / new_ones / new_empty(shape [, opts]), new_full(shape, v [,
+-- opts]), new_tensor(data [, opts]): made like self (its dtype, device and
+-- engine) unless opts says otherwise, as Torch's.
+local function like_self(fname, self, opts)
+    check_self(fname, self)
+    local base = tensor.like(self)
+    if opts == nil then return base end
+    if type(opts) == "string" then -- a dtype, or a device
+        if pcall(tensor.parse_dtype, fname, opts) then base.dtype = opts else base.device = opts end
+        return base
+    end
+    if type(opts) == "table" and getmetatable(opts) == nil then
+        opts = util.check_opts(fname, opts, {dtype = true, device = true, engine = true})
+        for k, v in pairs(opts) do base[k] = v end
+        return base
+    end
+    base.device = opts -- a device object (tensor.zeros checks it)
+    return base
+end
+for _, name in ipairs({"zeros", "ones", "empty"}) do
+    Tensor["new_" .. name] = function(self, shape, opts)
+        local fname = "new_" .. name
+        local o = like_self(fname, self, opts)
+        if type(shape) ~= "table" or is_tensor(shape) then
+            fail(fmt("%s: expected the shape as a table, got %s", fname, typename(shape)))
+        end
+        return as_op(fname, name, tensor[name], shape, o)
+    end
+end
+function Tensor:new_full(shape, value, opts)
+    local o = like_self("new_full", self, opts)
+    if type(shape) ~= "table" or is_tensor(shape) then
+        fail("new_full: expected the shape as a table, got " .. typename(shape))
+    end
+    return as_op("new_full", "full", tensor.full, shape, value, o)
+end
+function Tensor:new_tensor(data, opts)
+    local o = like_self("new_tensor", self, opts)
+    return as_op("new_tensor", "tensor", tensor.tensor, data, o)
+end
+
+-- view_as(u), reshape_as(u): u's shape; broadcast_to(shape): expand's other
+-- name; ordo.broadcast_tensors(t1, t2, ...): each expanded to the shape
+-- they broadcast to (views, as separate values).
+function Tensor:view_as(u)
+    check_self("view_as", self)
+    if not is_tensor(u) then fail("view_as: expected a tensor, got " .. typename(u)) end
+    return as_op("view_as", "view", Tensor.view, self, u:shape())
+end
+function Tensor:reshape_as(u)
+    check_self("reshape_as", self)
+    if not is_tensor(u) then fail("reshape_as: expected a tensor, got " .. typename(u)) end
+    return as_op("reshape_as", "reshape", Tensor.reshape, self, u:shape())
+end
+function Tensor:broadcast_to(shape)
+    check_self("broadcast_to", self)
+    if type(shape) ~= "table" or is_tensor(shape) then
+        fail("broadcast_to: expected the shape as a table, got " .. typename(shape))
+    end
+    return as_op("broadcast_to", "expand", Tensor.expand, self, shape)
+end
+function M.broadcast_tensors(...)
+    local ts = {...}
+    check_no_hole("broadcast_tensors", "tensor", ts, select("#", ...))
+    local shapes = {}
+    for i, t in ipairs(ts) do
+        if not is_tensor(t) then fail(fmt("broadcast_tensors: argument %d must be a tensor, got %s", i, typename(t))) end
+        shapes[i] = t:shape()
+    end
+    local shape = tensor.broadcast_shape("broadcast_tensors", shapes)
+    local out = {}
+    for i, t in ipairs(ts) do out[i] = t:expand(shape) end
+    return unpack(out, 1, #ts)
+end
+
+-- unbind([dim]): the slices along dim (default 1) as a Lua list of views.
+function Tensor:unbind(dim)
+    check_self("unbind", self)
+    local d = tensor.norm_dim("unbind", self, dim or 1) + 1
+    local out = {}
+    for i = 1, self:size(d) do out[i] = self:select(d, i) end
+    return out
+end
+
+-- frac(): x - trunc(x), the sign of x; deg2rad / rad2deg.
+function Tensor:frac()
+    check_self("frac", self)
+    if not is_float(self) then fail("frac: expected a float tensor, got " .. self:dtype()) end
+    return self - self:trunc()
+end
+function Tensor:deg2rad()
+    check_self("deg2rad", self)
+    return (is_float(self) and self or self:float()) * (math.pi / 180)
+end
+function Tensor:rad2deg()
+    check_self("rad2deg", self)
+    return (is_float(self) and self or self:float()) * (180 / math.pi)
+end
+
+-- count_nonzero([dim]): int64; nansum / nanmean([dim [, keepdim]]): NaN
+-- left out (nanmean of no numbers is NaN); aminmax([dim [, keepdim]]):
+-- amin, amax.
+function Tensor:count_nonzero(dim)
+    check_self("count_nonzero", self)
+    local m = self:ne(0)
+    if dim == nil then return m:sum() end
+    return as_op("count_nonzero", "sum", Tensor.sum, m, dim)
+end
+function Tensor:nansum(dim, keepdim)
+    check_self("nansum", self)
+    local x = is_float(self) and self:masked_fill(self:isnan(), 0) or self
+    if dim == nil then
+        if keepdim ~= nil then return as_op("nansum", "sum", Tensor.sum, x, nil, keepdim) end
+        return x:sum()
+    end
+    return as_op("nansum", "sum", Tensor.sum, x, dim, keepdim)
+end
+function Tensor:nanmean(dim, keepdim)
+    check_self("nanmean", self)
+    if not is_float(self) then fail("nanmean: expected a float tensor, got " .. self:dtype()) end
+    local ok = self:isnan():logical_not():to(self:dtype())
+    local s = self:nansum(dim, keepdim)
+    local n = dim == nil and ok:sum() or ok:sum(dim, keepdim)
+    return s / n
+end
+function Tensor:aminmax(dim, keepdim)
+    check_self("aminmax", self)
+    return as_op("aminmax", "amin", Tensor.amin, self, dim, keepdim), self:amax(dim, keepdim)
+end
+
+-- var_mean / std_mean(dim, keepdim, correction): both, as Torch's.
+function Tensor:var_mean(dim, keepdim, correction)
+    local v = as_op("var_mean", "var", Tensor.var, self, dim, keepdim, correction)
+    return v, dim == nil and (keepdim and self:mean(nil, true) or self:mean()) or self:mean(dim, keepdim)
+end
+function Tensor:std_mean(dim, keepdim, correction)
+    local v = as_op("std_mean", "std", Tensor.std, self, dim, keepdim, correction)
+    return v, dim == nil and (keepdim and self:mean(nil, true) or self:mean()) or self:mean(dim, keepdim)
+end
+
+-- Two operands (tensors or numbers, at least one tensor), as binary ops take them.
+local function two(fname, a, b)
+    if not is_tensor(a) and not is_tensor(b) then
+        fail(fmt("%s: expected a tensor and a tensor or a number, got %s and %s", fname, typename(a), typename(b)))
+    end
+    if not is_tensor(a) and type(a) ~= "number" then fail(fmt("%s: expected a tensor or a number, got %s", fname, typename(a))) end
+    if not is_tensor(b) and type(b) ~= "number" then fail(fmt("%s: expected a tensor or a number, got %s", fname, typename(b))) end
+    check_devices(fname, is_tensor(a) and a or b, is_tensor(a) and b or a)
+    if is_tensor(a) and is_tensor(b) then tensor.broadcast_shape(fname, {a:shape(), b:shape()}) end
+    -- integers compute in float32, as the math functions
+    if is_tensor(a) and not is_float(a) and not (is_tensor(b) and is_float(b)) then a = a:float() end
+    if is_tensor(b) and not is_float(b) and not (is_tensor(a) and is_float(a)) then b = b:float() end
+    return a, b
+end
+
+-- atan2(y, x) (self is y): the angle of (x, y), in (-pi, pi], as C's; its
+-- gradient (x, -y) / (x^2 + y^2), 0 at the origin as Torch's.
+function M.atan2(y, x)
+    local fname = "atan2"
+    y, x = two(fname, y, x)
+    local yt = is_tensor(y) and y or tensor.full_like(x, y)
+    local xt = is_tensor(x) and x or tensor.full_like(y, x)
+    local dt = tensor.result_type(yt, xt)
+    yt, xt = yt:to(dt), xt:to(dt)
+    local yd, xd = yt:detach(), xt:detach()
+    -- atan(y / x) corrected by pi for x < 0; x = 0: +-pi/2 by y's sign (0 at y = 0)
+    local base = (yd / xd):atan()
+    local pi = math.pi
+    local signy = tensor.where(yd:lt(0), -1, 1):to(dt) -- (pi times it in dt, not float32)
+    -- y of -0.0 counts as negative, as C's atan2 (1 / -0 is -inf)
+    signy = tensor.where(yd:eq(0):logical_and((1 / yd):lt(0)), -1, signy)
+    local r = tensor.where(xd:lt(0), base + signy * pi, base)
+    r = tensor.where(xd:eq(0), tensor.where(yd:eq(0), tensor.where((1 / xd):lt(0), signy * pi, yd * 0), signy * (pi / 2)), r)
+    -- both infinite: +-pi/4 or +-3pi/4, as C's (inf / inf is NaN)
+    local both = xd:abs():eq(huge):logical_and(yd:abs():eq(huge))
+    r = tensor.where(both, tensor.where(xd:gt(0), signy * (pi / 4), signy * (3 * pi / 4)), r)
+    r = tensor.where(xd:ne(xd):logical_or(yd:ne(yd)), 0 / 0, r):to(dt)
+    local autograd = package.loaded["ordo.autograd"]
+    if not (autograd and autograd.needs(yt, xt)) then return r end
+    return autograd.record(fname, r, {yt, xt, n = 2}, function(g)
+        local d = xd * xd + yd * yd
+        d = tensor.where(d:eq(0), 1, d) -- the origin: 0 / 1
+        return g * xd / d, -(g * yd / d)
+    end, {yt, xt})
+end
+Tensor.atan2 = M.atan2
+Tensor.arctan2 = M.atan2
+
+-- hypot(a, b): sqrt(a^2 + b^2) without overflow or underflow on the way.
+function M.hypot(a, b)
+    a, b = two("hypot", a, b)
+    if not is_tensor(a) then a = tensor.full_like(b, a) end
+    if not is_tensor(b) then b = tensor.full_like(a, b) end
+    local x, y = a:abs(), b:abs()
+    local m = x:maximum(y):detach()
+    local safe = tensor.where(m:eq(0):logical_or(m:eq(huge)):logical_or(m:ne(m)), 1, m)
+    local r = ((x / safe):square() + (y / safe):square()):sqrt() * safe
+    return tensor.where(x:eq(huge):logical_or(y:eq(huge)), huge, r) -- inf beside NaN is inf, as C's
+end
+Tensor.hypot = M.hypot
+
+-- logaddexp(a, b): log(exp(a) + exp(b)) without overflow (equal infinities
+-- give themselves).
+function M.logaddexp(a, b)
+    a, b = two("logaddexp", a, b)
+    local m = is_tensor(a) and (is_tensor(b) and a:maximum(b) or a:clamp(b)) or b:clamp(a)
+    local md = m:detach()
+    local shift = tensor.where(md:abs():eq(huge), 0, md)
+    local r = ((a - shift):exp() + (b - shift):exp()):log() + shift
+    return r
+end
+Tensor.logaddexp = M.logaddexp
+
+-- xlogy(x, y): x * log(y), 0 where x is 0 (unless y is NaN), as Torch's.
+function M.xlogy(x, y)
+    x, y = two("xlogy", x, y)
+    local xt = is_tensor(x) and x or tensor.full_like(y, x)
+    local yt = is_tensor(y) and y or tensor.full_like(xt, y)
+    local zero = xt:detach():eq(0):logical_and(yt:detach():eq(yt:detach()))
+    local safe_y = yt:masked_fill(zero, 1)
+    return (xt * safe_y:log()):masked_fill(zero, 0)
+end
+Tensor.xlogy = M.xlogy
+
+-- logit([eps]): log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given.
+function Tensor:logit(eps)
+    check_self("logit", self)
+    if eps ~= nil and (type(eps) ~= "number" or not (eps >= 0 and eps <= 0.5)) then
+        fail("logit: eps must be a number in [0, 0.5], got " .. show(eps))
+    end
+    local p = is_float(self) and self or self:float()
+    if eps then p = p:clamp(eps, 1 - eps) end
+    return (p / (1 - p)):log()
+end
+
+-- dist(u [, p]): the p-norm of self - u; inner(u): the sum over the last
+-- dims of products (vectors: dot; else self (.., n) and u (.., n) give
+-- self's leading dims then u's).
+function Tensor:dist(u, p)
+    check_self("dist", self)
+    if not is_tensor(u) then fail("dist: expected a tensor, got " .. typename(u)) end
+    check_devices("dist", self, u)
+    tensor.broadcast_shape("dist", {self:shape(), u:shape()})
+    return as_op("dist", "norm", Tensor.norm, self - u, p or 2)
+end
+function Tensor:inner(u)
+    check_self("inner", self)
+    if not is_tensor(u) then fail("inner: expected a tensor, got " .. typename(u)) end
+    check_devices("inner", self, u)
+    if self:dim() == 0 or u:dim() == 0 then return self * u end
+    if self:size(-1) ~= u:size(-1) then
+        fail(fmt("inner: the last dims differ: shapes %s and %s", shape_of_str(self), shape_of_str(u)))
+    end
+    if self:dim() + u:dim() - 2 > 8 then
+        fail(fmt("inner: the result would have more than 8 dims (shapes %s and %s)", shape_of_str(self), shape_of_str(u)))
+    end
+    local n = self:size(-1)
+    local a, b = self:reshape(-1, n), u:reshape(-1, n)
+    local shape = {}
+    for i = 1, self:dim() - 1 do shape[#shape + 1] = self:size(i) end
+    for i = 1, u:dim() - 1 do shape[#shape + 1] = u:size(i) end
+    return a:matmul(b:t()):reshape(shape)
 end
 
 return M
