@@ -2229,4 +2229,59 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({2, 3}, ordo.randn(2, 4):inner(ordo.randn(3, 4)):shape())
         H.raises(function() return ordo.zeros(2, 3):inner(ordo.zeros(4)) end, "inner", "last dims")
     end)
+
+    it("quantile (linear, as Torch's; NaN lines give NaN) and tril_indices / triu_indices against plain Lua", function()
+        local function q_ref(xs, q)
+            local s = {}
+            for i, v in ipairs(xs) do s[i] = v end
+            table.sort(s)
+            local pos = q * (#s - 1)
+            local lo = math.floor(pos)
+            local hi = math.min(lo + 1, #s - 1)
+            return s[lo + 1] + (s[hi + 1] - s[lo + 1]) * (pos - lo)
+        end
+        local rows = {{3, 1, 4, 1, 5}, {9, 2, 6, 5, 3}}
+        local t = ordo.tensor(rows, "float64")
+        for _, q in ipairs({0, 0.1, 0.25, 0.5, 0.9, 1}) do
+            close({q_ref(rows[1], q), q_ref(rows[2], q)}, t:quantile(q, 2):totable(), 1e-12)
+            close(q_ref({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, q), t:quantile(q):item(), 1e-12)
+        end
+        local many = t:quantile({0.25, 0.75}, -1, true)
+        assert.same({2, 2, 1}, many:shape())
+        close({{q_ref(rows[1], 0.25)}, {q_ref(rows[2], 0.25)}}, many:totable()[1], 1e-12)
+        assert.same({1, 1}, t:quantile(0.5, nil, true):shape())
+        assert.same({3, 5}, t:quantile(ordo.tensor({0.1, 0.2, 0.3}), 1):shape())
+        assert.same({3}, t:quantile(ordo.tensor({0.1, 0.2, 0.3})):shape())
+        local n = ordo.tensor({{1, 2, 3}, {4, 0 / 0, 5}}):quantile(0.5, 2):totable()
+        assert.equals(2, n[1])
+        assert.is_true(n[2] ~= n[2])
+        H.raises(function() return t:quantile(1.5) end, "quantile", "[0, 1]")
+        H.raises(function() return ordo.tensor({1, 2}, "int32"):quantile(0.5) end, "quantile", "float")
+        H.raises(function() return ordo.zeros(0):quantile(0.5) end, "quantile", "no elements")
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:quantile(0.3, 2) end,
+                                               {ordo.randn(3, 4):double():requires_grad()}))
+        -- tril / triu indices: row-major positions from 1
+        local function band_ref(r, c, k, lower)
+            local rr, cc = {}, {}
+            for i = 1, r do
+                for j = 1, c do
+                    if (lower and j - i <= k) or (not lower and j - i >= k) then rr[#rr + 1], cc[#cc + 1] = i, j end
+                end
+            end
+            return {rr, cc}
+        end
+        for _, case in ipairs({{3, 3, 0}, {3, 4, 1}, {4, 2, -1}, {2, 2, -5}, {2, 3, 7}}) do
+            local r, c, k = case[1], case[2], case[3]
+            local lo, up = ordo.tril_indices(r, c, k), ordo.triu_indices(r, c, k)
+            local wl, wu = band_ref(r, c, k, true), band_ref(r, c, k, false)
+            assert.same({2, #wl[1]}, lo:shape())
+            assert.same({2, #wu[1]}, up:shape())
+            if #wl[1] > 0 then assert.same(wl, lo:totable()) end
+            if #wu[1] > 0 then assert.same(wu, up:totable()) end
+        end
+        assert.equals("int64", ordo.tril_indices(2, 2):dtype())
+        assert.equals("int32", ordo.triu_indices(2, 2, 0, "int32"):dtype())
+        H.raises(function() return ordo.tril_indices(2, 2, 0, "float32") end, "tril_indices", "int64 or int32")
+        H.raises(function() return ordo.triu_indices(-1, 2) end, "triu_indices", "rows and cols")
+    end)
 end)

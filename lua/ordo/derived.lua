@@ -2648,4 +2648,87 @@ function Tensor:inner(u)
     return a:matmul(b:t()):reshape(shape)
 end
 
+-- quantile(q [, dim [, keepdim]]): Torch's linear interpolation between the
+-- sorted values at q (n - 1) (q in [0, 1]: a number, or a list or 1-dim
+-- tensor of them, whose results stack along a new first dim); over all
+-- elements without a dim; a line holding NaN gives NaN.  Float tensors.
+function Tensor:quantile(q, dim, keepdim)
+    local fname = "quantile"
+    check_self(fname, self)
+    if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
+    if keepdim ~= nil and type(keepdim) ~= "boolean" then
+        fail(fmt("%s: keepdim must be true or false, got %s", fname, show(keepdim)))
+    end
+    local qs, scalar
+    if type(q) == "number" then
+        qs, scalar = {q}, true
+    elseif is_tensor(q) then
+        if q:dim() > 1 then fail(fmt("%s: q must be a number or a 1-dim list of them, got shape %s", fname, shape_of_str(q))) end
+        qs = q:reshape(-1):totable()
+    elseif type(q) == "table" then
+        util.check_list(fname, "q", q, true)
+        qs = q
+    else
+        fail(fmt("%s: q must be a number or a 1-dim list of them, got %s", fname, typename(q)))
+    end
+    for i, v in ipairs(qs) do
+        if type(v) ~= "number" or not (v >= 0 and v <= 1) then
+            fail(fmt("%s: q must be in [0, 1], got %s", fname, show(v)))
+        end
+    end
+    local x, d = self, nil
+    if dim == nil then x, d = self:reshape(-1), 1 else d = tensor.norm_dim(fname, self, dim) + 1 end
+    local n = x:size(d)
+    if n == 0 then fail(fmt("%s: cannot take a quantile of no elements (shape %s)", fname, shape_of_str(self))) end
+    local sorted = x:sort(d)
+    local has_nan = x:isnan():any(d, true)
+    local outs = {}
+    for i, v in ipairs(qs) do
+        local pos = v * (n - 1)
+        local lo = math.floor(pos)
+        local hi = math.min(lo + 1, n - 1)
+        local w = pos - lo
+        local a = sorted:narrow(d, lo + 1, 1)
+        local r = w == 0 and a or a:lerp(sorted:narrow(d, hi + 1, 1), w)
+        r = r:masked_fill(has_nan, 0 / 0)
+        if dim == nil then
+            local ones = {}
+            if keepdim then for j = 1, self:dim() do ones[j] = 1 end end
+            r = r:reshape(ones)
+        elseif not keepdim then
+            r = r:squeeze(d)
+        end
+        outs[i] = r
+    end
+    if scalar then return outs[1] end
+    if #outs == 0 then fail(fname .. ": q is an empty list") end
+    return tensor.stack(outs, 1)
+end
+
+-- tril_indices(rows, cols [, offset [, opts]]) / triu_indices: the (row,
+-- column) positions, from 1, of the elements on or below (above) the
+-- diagonal offset, as a 2 x N int64 tensor in row-major order, as Torch's.
+local function band_indices(fname, rows, cols, offset, opts, lower)
+    if not is_int(rows) or not is_int(cols) or rows < 0 or cols < 0 then
+        fail(fmt("%s: rows and cols must be integers >= 0, got %s and %s", fname, show(rows), show(cols)))
+    end
+    if type(offset) ~= "number" and offset ~= nil then offset, opts = nil, offset end
+    offset = offset or 0
+    if not is_int(offset) then fail(fmt("%s: the offset must be an integer, got %s", fname, show(offset))) end
+    if rows * cols > 2 ^ 31 then fail(fmt("%s: %d x %d is too large", fname, rows, cols)) end
+    local o = proto_of(fname, opts)
+    local asked = (type(opts) == "string" and pcall(tensor.parse_dtype, fname, opts)) or
+        (type(opts) == "table" and getmetatable(opts) == nil and opts.dtype ~= nil)
+    local dt = asked and o:dtype() or "int64" -- (a device alone keeps int64)
+    if dt ~= "int64" and dt ~= "int32" then fail(fmt("%s: the dtype must be int64 or int32, got %s", fname, dt)) end
+    local like = tensor.like(o, dt)
+    local r = tensor.arange(1, rows + 1, like):view(rows, 1)
+    local c = tensor.arange(1, cols + 1, like):view(1, cols)
+    local keep = lower and (c - r):le(offset) or (c - r):ge(offset)
+    local rr, cc = r:expand(rows, cols):masked_select(keep), c:expand(rows, cols):masked_select(keep)
+    return tensor.stack({rr, cc}, 1)
+end
+function M.tril_indices(rows, cols, offset, opts) return band_indices("tril_indices", rows, cols, offset, opts, true) end
+function M.triu_indices(rows, cols, offset, opts) return band_indices("triu_indices", rows, cols, offset, opts, false) end
+
 return M
