@@ -2284,4 +2284,39 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         H.raises(function() return ordo.tril_indices(2, 2, 0, "float32") end, "tril_indices", "int64 or int32")
         H.raises(function() return ordo.triu_indices(-1, 2) end, "triu_indices", "rows and cols")
     end)
+
+    it("unique with dim: the distinct slices in lexicographic order, the inverse and counts, as Torch's", function()
+        math.randomseed(7)
+        local rows = {}
+        for i = 1, 12 do rows[i] = {math.random(0, 2), math.random(0, 1), math.random(0, 2)} end
+        local function key(r) return table.concat(r, ",") end
+        local function less(a, b)
+            for j = 1, #a do if a[j] ~= b[j] then return a[j] < b[j] end end
+            return false
+        end
+        local seen, want = {}, {}
+        for _, r in ipairs(rows) do
+            if not seen[key(r)] then seen[key(r)] = true; want[#want + 1] = r end
+        end
+        table.sort(want, less)
+        local place = {}
+        for i, r in ipairs(want) do place[key(r)] = i end
+        local want_inv, want_counts = {}, {}
+        for i, r in ipairs(rows) do
+            want_inv[i] = place[key(r)]
+            want_counts[want_inv[i]] = (want_counts[want_inv[i]] or 0) + 1
+        end
+        local t = ordo.tensor(rows, "int32")
+        local u, inv, counts = t:unique({dim = 1, return_inverse = true, return_counts = true})
+        assert.same(want, u:totable())
+        assert.equals("int32", u:dtype())
+        assert.same(want_inv, inv:totable())
+        assert.same(want_counts, counts:totable())
+        -- along dim 2 of the transpose (non-contiguous): the same slices as columns
+        local ut = t:t():unique({dim = -1})
+        assert.same(want, ut:t():totable())
+        assert.same({1, 0}, ordo.zeros(2, 0):unique({dim = 1}):shape())
+        assert.same({0, 3}, ordo.zeros(0, 3):unique({dim = 1}):shape())
+        H.raises(function() return t:unique({dim = 3}) end, "unique", "3")
+    end)
 end)

@@ -515,10 +515,54 @@ end
 -- tensor; waits, its size depends on the values), and optionally where
 -- each element went (int64, from 1, the input's shape) and how many of
 -- each there are (int64).  Each NaN counts as distinct, as in Torch.
+-- With dim, Torch's unique slices: the distinct slices along dim, in
+-- lexicographic order (a stable sort by each element of the slice, the
+-- last first), the inverse one index per slice.
+local function unique_dim(self, opts, dim)
+    local fname = "unique"
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    local x = self:movedim(d, 1)
+    local n = x:size(1)
+    local rows = x:reshape(n, n == 0 and 0 or -1)
+    local m = rows:size(2)
+    local like = tensor.like(self, "int64")
+    local order = tensor.arange(1, n + 1, like)
+    for j = m, 1, -1 do -- stable sorts, the last column first: lexicographic
+        local _, o = rows:select(2, j):index_select(1, order):sort(1)
+        order = order:index_select(1, o)
+    end
+    local sorted = rows:index_select(1, order)
+    local new
+    if n == 0 then
+        new = tensor.zeros({0}, like)
+    else
+        local first = tensor.ones({1}, like)
+        local differs = n == 1 and nil or (m == 0 and tensor.zeros({n - 1}, like) or
+            sorted:narrow(1, 2, n - 1):ne(sorted:narrow(1, 1, n - 1)):any(2):long())
+        new = differs and tensor.cat({first, differs}, 1) or first
+    end
+    local picked = tensor.arange(1, n + 1, like):masked_select(new:ne(0)) -- (a wait: k depends on the values)
+    local k = picked:numel()
+    local shape = x:shape()
+    shape[1] = k
+    local out = sorted:index_select(1, picked):reshape(shape):movedim(1, d)
+    if not opts.return_inverse and not opts.return_counts then return out end
+    local group = n > 0 and new:cumsum(1) or new
+    local inverse, counts
+    if opts.return_inverse then inverse = tensor.zeros({n}, like):scatter_add_(1, order, group) end
+    if opts.return_counts then
+        counts = tensor.zeros({k}, like)
+        if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, like)) end
+    end
+    if inverse and counts then return out, inverse, counts end
+    return out, inverse or counts
+end
+
 function Tensor:unique(opts)
     check_self("unique", self)
-    opts = util.check_opts("unique", opts, {sorted = true, return_inverse = true, return_counts = true})
+    opts = util.check_opts("unique", opts, {sorted = true, return_inverse = true, return_counts = true, dim = true})
     if opts.sorted == false then fail("unique: only sorted = true is supported (the values come out sorted)") end
+    if opts.dim ~= nil then return unique_dim(self, opts, opts.dim) end
     local flat = self:reshape(-1)
     local n = flat:numel()
     local values, order = flat:sort(1)
