@@ -2319,4 +2319,54 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({0, 3}, ordo.zeros(0, 3):unique({dim = 1}):shape())
         H.raises(function() return t:unique({dim = 3}) end, "unique", "3")
     end)
+
+    it("index_fill, index_copy, index_put (with accumulate) and isin against plain Lua; gradients", function()
+        local x = ordo.arange(12):view(3, 4)
+        local want = x:totable()
+        for i = 1, 3 do want[i][1], want[i][3] = 7, 7 end
+        assert.same(want, x:index_fill(2, ordo.tensor({1, 3}, "int64"), 7):totable())
+        local y = x:clone()
+        assert.equals(y, y:index_fill_(1, {2}, -1))
+        assert.same({-1, -1, -1, -1}, y:totable()[2])
+        assert.same({{3, 4}, {0, 0}, {1, 2}},
+                    ordo.zeros(3, 2):index_copy(1, ordo.tensor({3, 1}, "int64"), ordo.tensor({{1, 2}, {3, 4}})):totable())
+        H.raises(function() return ordo.zeros(3, 2):index_copy(1, {1}, ordo.zeros(2, 2)) end, "index_copy", "2x2")
+        H.raises(function() return x:index_fill(1, ordo.tensor({1.0}), 0) end, "index_fill", "float32")
+        -- index_put: element (i1[k], i2[k]) of each k; accumulate adds repeated places
+        local a = ordo.zeros(3, 3)
+        a:index_put_({ordo.tensor({1, 2, 1}, "int64"), ordo.tensor({3, 1, 3}, "int64")}, ordo.tensor({5, 6, 7}), true)
+        assert.same({{0, 0, 12}, {6, 0, 0}, {0, 0, 0}}, a:totable())
+        -- a row of a non-contiguous tensor, written in place
+        local z = ordo.zeros(3, 2):t()
+        z:index_put_({ordo.tensor({2}, "int64")}, ordo.tensor({1, 2, 3}))
+        assert.same({{0, 0, 0}, {1, 2, 3}}, z:totable())
+        local b = ordo.zeros(2, 2)
+        assert.same({{0, 9}, {9, 0}}, b:index_put({ordo.tensor({1, 2}, "int64"), ordo.tensor({2, 1}, "int64")}, 9):totable())
+        assert.same({{0, 0}, {0, 0}}, b:totable()) -- index_put makes a copy
+        H.raises(function() return b:index_put_({}, 1) end, "index_put_", "1 to 2 index tensors")
+        H.raises(function() return b:index_put_({ordo.tensor({1}, "int64")}, 1, 1) end, "index_put_", "accumulate")
+        H.raises(function() return ordo.zeros({2}, "uint8"):index_put_({ordo.tensor({1}, "int64")}, 300) end,
+                 "index_put_", "300")
+        local p = ordo.randn(3, 3):double():requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(q) return q:index_fill(1, {2}, 0) end, {p}))
+        local s = ordo.randn(2, 3):double():requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(q, r) return q:index_copy(1, {3, 1}, r) end, {p, s}))
+        local v = ordo.randn(2):double():requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(q, r)
+            return q:index_put({ordo.tensor({1, 3}, "int64"), ordo.tensor({2, 2}, "int64")}, r, true)
+        end, {p, v}))
+        -- isin: against a plain-Lua set (NaN in neither)
+        math.randomseed(5)
+        local es, ts = {}, {}
+        for i = 1, 40 do es[i] = math.random(-5, 5) end
+        for i = 1, 7 do ts[i] = math.random(-5, 5) end
+        local set = {}
+        for _, t in ipairs(ts) do set[t] = true end
+        local w = {}
+        for i, e in ipairs(es) do w[i] = set[e] and 1 or 0 end
+        assert.same(w, ordo.isin(ordo.tensor(es, "int32"), ordo.tensor(ts, "int64")):totable())
+        assert.same({0, 1, 0, 0, 1}, ordo.isin(ordo.tensor({1, 2, 3, 0 / 0, 2}), ordo.tensor({2, 0 / 0, 5})):totable())
+        assert.same({{0, 1}, {1, 0}}, ordo.tensor({{1, 4}, {4, 1}}):isin(4):totable())
+        assert.same({0}, ordo.tensor({1}):isin(ordo.zeros(0)):totable())
+    end)
 end)

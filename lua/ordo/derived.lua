@@ -2197,7 +2197,7 @@ function Tensor:take(index)
                  is_tensor(index) and index:dtype() or typename(index)))
     end
     check_devices(fname, self, index)
-    return self:reshape(-1):index_select(1, index:reshape(-1)):view(index:shape())
+    return self:reshape(-1):index_select(1, index:reshape(-1), fname):view(index:shape())
 end
 
 -- cummax(dim) / cummin(dim): the running largest / smallest along dim and
@@ -2774,5 +2774,178 @@ local function band_indices(fname, rows, cols, offset, opts, lower)
 end
 function M.tril_indices(rows, cols, offset, opts) return band_indices("tril_indices", rows, cols, offset, opts, true) end
 function M.triu_indices(rows, cols, offset, opts) return band_indices("triu_indices", rows, cols, offset, opts, false) end
+
+-- An index argument: an int64 or int32 tensor of at most 1 dim, or a Lua
+-- list of integers (made an int64 tensor like t); 1-dim.
+local function index_arg(fname, t, index, what)
+    if type(index) == "table" and not is_tensor(index) then
+        util.check_list(fname, what, index, true)
+        for i, v in ipairs(index) do
+            if not is_int(v) then fail(fmt("%s: entry %d of %s must be an integer, got %s", fname, i, what, show(v))) end
+        end
+        return tensor.tensor(#index == 0 and {} or index, tensor.like(t, "int64")):reshape(-1)
+    end
+    if not is_tensor(index) or is_float(index) or index:dtype() == "uint8" then
+        fail(fmt("%s: %s must be an int64 or int32 tensor (or a list of integers), got %s", fname, what,
+                 is_tensor(index) and index:dtype() or typename(index)))
+    end
+    if index:dim() > 1 then fail(fmt("%s: %s must have at most 1 dim, got shape %s", fname, what, shape_of_str(index))) end
+    check_devices(fname, t, index)
+    return index:reshape(-1)
+end
+
+-- index_fill(dim, index, value) / index_fill_: the slices at index (from
+-- 1) along dim set to value (a number or one-element tensor), as Torch's.
+local function index_fill(fname, self, dim, index, value, inplace)
+    check_self(fname, self)
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    local idx = index_arg(fname, self, index, "the index")
+    local n = self:size(d)
+    local hits = tensor.zeros({n}, tensor.like(self, "int64"))
+    if idx:numel() > 0 then
+        hits = as_op(fname, "index_add", Tensor.index_add, hits, 1, idx, tensor.ones({idx:numel()}, tensor.like(self, "int64")))
+    end
+    local shape = {}
+    for i = 1, self:dim() do shape[i] = 1 end
+    shape[d] = n
+    local mask = hits:ne(0):view(shape)
+    if inplace then return as_op(fname, "masked_fill_", Tensor.masked_fill_, self, mask, value) end
+    return as_op(fname, "masked_fill", Tensor.masked_fill, self, mask, value)
+end
+function Tensor:index_fill(dim, index, value) return index_fill("index_fill", self, dim, index, value, false) end
+function Tensor:index_fill_(dim, index, value) return index_fill("index_fill_", self, dim, index, value, true) end
+
+-- index_copy(dim, index, src) / index_copy_: src's slice i copied to the
+-- slice index[i] along dim (src has self's shape but index's length along
+-- dim), as Torch's.
+local function index_copy(fname, self, dim, index, src, inplace)
+    check_self(fname, self)
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    local idx = index_arg(fname, self, index, "the index")
+    if not is_tensor(src) then fail(fmt("%s: src must be a tensor, got %s", fname, typename(src))) end
+    check_devices(fname, self, src)
+    local ss, st = src:shape(), self:shape()
+    local ok = #ss == #st and ss[d] == idx:numel()
+    for i = 1, #st do if i ~= d and ss[i] ~= st[i] then ok = false end end
+    if not ok then
+        fail(fmt("%s: src of shape %s must be the shape %s with %d along dim %s", fname, shape_of_str(src),
+                 shape_of_str(self), idx:numel(), show(dim)))
+    end
+    local vshape = {}
+    for i = 1, #ss do vshape[i] = 1 end
+    vshape[d] = idx:numel()
+    local full = idx:view(vshape):expand(ss)
+    if inplace then return as_op(fname, "scatter_", Tensor.scatter_, self, d, full, src) end
+    return as_op(fname, "scatter", Tensor.scatter, self, d, full, src)
+end
+function Tensor:index_copy(dim, index, src) return index_copy("index_copy", self, dim, index, src, false) end
+function Tensor:index_copy_(dim, index, src) return index_copy("index_copy_", self, dim, index, src, true) end
+
+-- index_put_({i1, i2, ...}, values [, accumulate]): Torch's: the elements
+-- (or slices) at (i1[k], i2[k], ...) of the leading dims (indices from 1,
+-- broadcast together) set to values (broadcast to them), or added to with
+-- accumulate; index_put the same on a copy.
+local function index_put(fname, self, indices, values, accumulate, inplace)
+    check_self(fname, self)
+    if type(indices) ~= "table" or is_tensor(indices) then
+        fail(fmt("%s: expected a list of index tensors, got %s", fname, typename(indices)))
+    end
+    util.check_list(fname, "the indices", indices, true)
+    local k = #indices
+    if k == 0 or k > self:dim() then
+        fail(fmt("%s: expected 1 to %d index tensors (one per leading dim), got %d", fname, self:dim(), k))
+    end
+    if accumulate ~= nil and type(accumulate) ~= "boolean" then
+        fail(fmt("%s: accumulate must be true or false, got %s", fname, show(accumulate)))
+    end
+    local shapes = {}
+    for i, ix in ipairs(indices) do
+        if not is_tensor(ix) or is_float(ix) or ix:dtype() == "uint8" then
+            fail(fmt("%s: index %d must be an int64 or int32 tensor, got %s", fname, i,
+                     is_tensor(ix) and ix:dtype() or typename(ix)))
+        end
+        check_devices(fname, self, ix)
+        shapes[i] = ix:shape()
+    end
+    local bshape = tensor.broadcast_shape(fname, shapes)
+    local st = self:shape()
+    -- the linear place (from 1) of each indexed slice in self viewed as (prod of the leading k dims, rest)
+    local lin = nil
+    local stride = 1
+    for i = k, 1, -1 do
+        local ix = indices[i]:to("int64"):expand(bshape)
+        local term = (ix - 1) * stride
+        lin = lin and lin + term or term
+        stride = stride * st[i]
+    end
+    lin = lin:reshape(-1) + 1
+    local rest = {}
+    for i = k + 1, #st do rest[#rest + 1] = st[i] end
+    local vshape = {lin:numel()}
+    for _, v in ipairs(rest) do vshape[#vshape + 1] = v end
+    local slice_shape = {}
+    for _, v in ipairs(bshape) do slice_shape[#slice_shape + 1] = v end
+    for _, v in ipairs(rest) do slice_shape[#slice_shape + 1] = v end
+    if not is_tensor(values) and type(values) ~= "number" then
+        fail(fmt("%s: values must be a tensor or a number, got %s", fname, typename(values)))
+    end
+    local v = is_tensor(values) and values or as_op(fname, "full", tensor.full, {}, values, tensor.like(self))
+    check_devices(fname, self, v)
+    v = as_op(fname, "expand", Tensor.expand, v:to(self:dtype()), slice_shape):reshape(vshape)
+    local flat_shape = {stride}
+    for _, r in ipairs(rest) do flat_shape[#flat_shape + 1] = r end
+    -- the index of each slice, along the first dim, expanded to the slice
+    local ishape = {lin:numel()}
+    for i = 1, #rest do ishape[i + 1] = 1 end
+    local full = lin:view(ishape):expand(vshape)
+    if not inplace then
+        local flat = self:reshape(flat_shape)
+        local name = accumulate and "scatter_add" or "scatter"
+        return as_op(fname, name, Tensor[name], flat, 1, full, v):view(st)
+    end
+    local base = self:contiguous() -- (self when it is: written in place)
+    local flat = base:view(flat_shape)
+    local name = accumulate and "scatter_add_" or "scatter_"
+    as_op(fname, name, Tensor[name], flat, 1, full, v)
+    if not rawequal(base, self) then self:copy_(base) end
+    return self
+end
+function Tensor:index_put_(indices, values, accumulate) return index_put("index_put_", self, indices, values, accumulate, true) end
+function Tensor:index_put(indices, values, accumulate) return index_put("index_put", self, indices, values, accumulate, false) end
+
+-- isin(elements, test): a uint8 mask, in elements' shape, of the elements
+-- equal to some element of test (NaN to none), as Torch's: one sort of
+-- both, n log n, no n x m table.
+function M.isin(elements, test)
+    local fname = "isin"
+    if not is_tensor(elements) and not is_tensor(test) then
+        fail(fmt("%s: expected tensors, got %s and %s", fname, typename(elements), typename(test)))
+    end
+    if type(test) == "number" then test = tensor.full({1}, test, tensor.like(elements)) end
+    if type(elements) == "number" then elements = tensor.full({}, elements, tensor.like(test)) end
+    if not is_tensor(elements) or not is_tensor(test) then
+        fail(fmt("%s: expected tensors or numbers, got %s and %s", fname, typename(elements), typename(test)))
+    end
+    check_devices(fname, elements, test)
+    local dt = tensor.result_type(elements, test)
+    local e, t = elements:detach():reshape(-1):to(dt), test:detach():reshape(-1):to(dt)
+    local n, m = e:numel(), t:numel()
+    local like = tensor.like(e, "int64")
+    if n == 0 or m == 0 then return tensor.zeros(elements:shape(), tensor.like(elements, "uint8")) end
+    -- test first: a stable sort puts its values before equal elements
+    local all = tensor.cat({t, e}, 1)
+    local from_test = tensor.cat({tensor.ones({m}, like), tensor.zeros({n}, like)}, 1)
+    local sorted, order = all:sort(1)
+    local total = n + m
+    local starts = tensor.cat({tensor.ones({1}, like), sorted:narrow(1, 2, total - 1):ne(sorted:narrow(1, 1, total - 1)):long()}, 1)
+    -- each place's run start (the latest start at or before it), and whether a test value opened that run
+    local pos = tensor.arange(1, total + 1, like)
+    local run, _ = (pos * starts):cummax(1)
+    local hit = from_test:index_select(1, order):index_select(1, run)
+    -- back to the input order; the elements are the places after the m test values
+    local back = tensor.zeros({total}, like):scatter_(1, order, hit)
+    return back:narrow(1, m + 1, n):to("uint8"):view(elements:shape())
+end
+Tensor.isin = M.isin
 
 return M
