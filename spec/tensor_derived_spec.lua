@@ -2369,4 +2369,33 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({{0, 1}, {1, 0}}, ordo.tensor({{1, 4}, {4, 1}}):isin(4):totable())
         assert.same({0}, ordo.tensor({1}):isin(ordo.zeros(0)):totable())
     end)
+
+    it("searchsorted and bucketize: Torch's insertion places, from 1, against plain Lua", function()
+        math.randomseed(9)
+        local bs = {}
+        for i = 1, 9 do bs[i] = math.random(0, 12) end
+        table.sort(bs)
+        local vs = {}
+        for i = 1, 30 do vs[i] = math.random(-2, 14) end
+        local function place(v, right)
+            local c = 0
+            for _, x in ipairs(bs) do if x < v or (right and x == v) then c = c + 1 end end
+            return c + 1
+        end
+        local wl, wr = {}, {}
+        for i, v in ipairs(vs) do wl[i], wr[i] = place(v, false), place(v, true) end
+        local b, v = ordo.tensor(bs), ordo.tensor(vs, "int32")
+        assert.same(wl, ordo.searchsorted(b, v):totable())
+        assert.same(wr, b:searchsorted(v, {right = true}):totable())
+        assert.same(wl, ordo.bucketize(v, b):totable())
+        assert.same(wr, v:bucketize(b, {right = true}):totable())
+        assert.equals("int64", ordo.bucketize(v, b):dtype())
+        assert.equals("int32", ordo.bucketize(v, b, {out_int32 = true}):dtype())
+        assert.same({2, 15}, ordo.searchsorted(b, v:view(2, 15)):shape())
+        assert.same({}, ordo.bucketize(3, b):shape())
+        assert.same({5}, ordo.bucketize(ordo.tensor({0 / 0}), ordo.tensor({1, 2, 4, 8})):totable()) -- NaN last
+        assert.same({1, 1}, ordo.searchsorted(ordo.tensor({}), ordo.tensor({1, 2})):totable())
+        H.raises(function() return ordo.searchsorted(ordo.zeros(2, 2), v) end, "searchsorted", "1-dim")
+        H.raises(function() return ordo.bucketize(v, b, {right = 1}) end, "bucketize", "right")
+    end)
 end)

@@ -2948,4 +2948,54 @@ function M.isin(elements, test)
 end
 Tensor.isin = M.isin
 
+-- searchsorted(sorted, values [, {right = false}]) / bucketize(values,
+-- boundaries [, {right = false}]): Torch's insertion places, counted from
+-- 1 as ordo's indices (1 + Torch's): the place (1..m + 1) values would take
+-- in the sorted 1-dim sequence, before equal ones (after them with right);
+-- int64 in values' shape (or a number's: 0-dim).  One sort of both.
+local function insertion(fname, seq, values, opts)
+    opts = util.check_opts(fname, opts, {right = true, out_int32 = true})
+    if opts.right ~= nil and type(opts.right) ~= "boolean" then
+        fail(fmt("%s: right must be true or false, got %s", fname, show(opts.right)))
+    end
+    if not is_tensor(seq) or seq:dim() ~= 1 then
+        fail(fmt("%s: the sorted sequence must be a 1-dim tensor, got %s", fname,
+                 is_tensor(seq) and "shape " .. shape_of_str(seq) or typename(seq)))
+    end
+    if type(values) == "number" then values = tensor.full({}, values, tensor.like(seq)) end
+    if not is_tensor(values) then fail(fmt("%s: values must be a tensor or a number, got %s", fname, typename(values))) end
+    check_devices(fname, seq, values)
+    local dt = tensor.result_type(seq, values)
+    local b, v = seq:detach():to(dt), values:detach():reshape(-1):to(dt)
+    local m, n = b:numel(), v:numel()
+    local like = tensor.like(v, opts.out_int32 and "int32" or "int64")
+    local l64 = tensor.like(v, "int64")
+    if n == 0 then return tensor.zeros(values:shape(), like) end
+    if m == 0 then return tensor.ones(values:shape(), like) end
+    -- a stable sort of both: the boundaries before equal values (right) or after them (left)
+    local all, from_b
+    if opts.right then
+        all, from_b = tensor.cat({b, v}, 1), tensor.cat({tensor.ones({m}, l64), tensor.zeros({n}, l64)}, 1)
+    else
+        all, from_b = tensor.cat({v, b}, 1), tensor.cat({tensor.zeros({n}, l64), tensor.ones({m}, l64)}, 1)
+    end
+    local _, order = all:sort(1)
+    local before = from_b:index_select(1, order):cumsum(1) -- boundaries at or before each sorted place
+    local back = tensor.zeros({n + m}, l64):scatter_(1, order, before)
+    local r = (opts.right and back:narrow(1, m + 1, n) or back:narrow(1, 1, n)) + 1
+    return r:view(values:shape()):to(like.dtype)
+end
+function M.searchsorted(seq, values, opts)
+    check_self("searchsorted", seq)
+    return insertion("searchsorted", seq, values, opts)
+end
+Tensor.searchsorted = M.searchsorted
+function M.bucketize(values, boundaries, opts)
+    if not is_tensor(values) and type(values) ~= "number" then
+        fail("bucketize: expected a tensor or a number, got " .. typename(values))
+    end
+    return insertion("bucketize", boundaries, values, opts)
+end
+Tensor.bucketize = M.bucketize
+
 return M
