@@ -2071,8 +2071,15 @@ Tensor.__index = function(t, k)
     if is_tensor(k) then
         -- t[mask]: Torch's boolean indexing, the selected elements (a copy)
         if k._c.dtype == U8 then return t:masked_select(k) end
-        fail("t[i]: only a uint8 mask tensor indexes (t[mask], as t:masked_select(mask)); " ..
-             "use t:index_select(dim, index) for indices")
+        -- t[index]: Torch's integer-tensor indexing of the first dim (indices from 1)
+        if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
+            if t._c.ndim == 0 then fail("t[index]: a 0-dim tensor has no dim to index") end
+            local ok, r = pcall(t.index_select, t, 1, k)
+            if not ok then error((tostring(r):gsub("index_select: ", "t[index]: ", 1)), 0) end
+            return r
+        end
+        fail("t[i]: a tensor index must be a uint8 mask (t[mask], as t:masked_select(mask)) or a 1-dim " ..
+             "int64 or int32 tensor of indices, got " .. DT_NAME[k._c.dtype] .. " of shape " .. shape_str(k))
     end
     fail("t[i]: the index must be an integer or a table of indices and ranges, got " .. typename(k))
 end
@@ -2117,10 +2124,21 @@ Tensor.__newindex = function(t, k, v)
         return rawset(t, k, v)
     end
     if is_tensor(k) then
+        -- t[index] = v: the rows at index (Torch's integer-tensor indexing), v broadcast to them
+        if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
+            if t._c.ndim == 0 then fail("t[index] = x: a 0-dim tensor has no dim to index") end
+            if type(v) == "boolean" then v = v and 1 or 0 end
+            if type(v) ~= "number" and not is_tensor(v) then
+                fail("t[index] = x: x must be a number or a tensor, got " .. typename(v))
+            end
+            local ok, err = pcall(t.index_put_, t, {k:reshape(-1)}, v)
+            if not ok then error((tostring(err):gsub("index_put_: ", "t[index] = x: ", 1)), 0) end
+            return
+        end
         -- t[mask] = v: Torch's boolean index assignment of one value
         if k._c.dtype ~= U8 then
-            fail("t[i] = x: only a uint8 mask tensor indexes (t[mask] = v), got a tensor of dtype " ..
-                 DT_NAME[k._c.dtype] .. " (use t:scatter_ or t:index_add_ for indices)")
+            fail("t[i] = x: a tensor index must be a uint8 mask (t[mask] = v) or a 1-dim int64 or int32 " ..
+                 "tensor of indices, got " .. DT_NAME[k._c.dtype] .. " of shape " .. shape_str(k))
         end
         if type(v) == "boolean" then v = v and 1 or 0 end
         if type(v) ~= "number" and not (is_tensor(v) and v:numel() == 1) then
