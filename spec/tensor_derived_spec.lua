@@ -2410,4 +2410,25 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         H.raises(function() return ordo.searchsorted(ordo.zeros(2, 2), v) end, "searchsorted", "1-dim")
         H.raises(function() return ordo.bucketize(v, b, {right = 1}) end, "bucketize", "right")
     end)
+
+    it("sum, mean and prod take Torch's dtype third (it was ignored); max, amax... refuse a third argument", function()
+        local i = ordo.tensor({{1, 2}, {3, 4}}, "int32")
+        assert.equals("int32", i:sum(1, false, "int32"):dtype())
+        assert.same({4, 6}, i:sum(1, false, "int32"):totable())
+        assert.equals("float64", i:sum(nil, false, "float64"):dtype())
+        assert.equals(10, ordo.sum(i, nil, nil, {dtype = "float32"}):item())
+        assert.same({{1.5}, {3.5}}, i:mean(2, true, "float64"):totable())
+        assert.equals("float64", i:mean(2, true, "float64"):dtype())
+        assert.equals(24, i:prod(nil, nil, "float32"):item())
+        assert.equals(44, ordo.tensor({200, 100}, "uint8"):sum(nil, nil, "uint8"):item()) -- wraps in uint8, as Torch's
+        assert.equals("int64", i:sum(1):dtype()) -- as before without one
+        H.raises(function() return i:mean(1, false, "int64") end, "mean", "float32 or float64")
+        H.raises(function() return i:sum(1, false, "int9") end, "sum", "unknown dtype")
+        for _, name in ipairs({"max", "min", "argmax", "argmin", "amax", "amin", "logsumexp", "all", "any", "median"}) do
+            H.raises(function() return i[name](i:float(), 1, false, "float64") end, name, "third argument")
+        end
+        local g = ordo.tensor({1, 2}, "float64"):requires_grad()
+        g:sum(nil, nil, "float32"):backward()
+        assert.same({1, 1}, g.grad:totable())
+    end)
 end)

@@ -2315,6 +2315,12 @@ end
 -- dtype in its place, as Torch's sum(dim, dtype)) kept the dim silently.
 local KEEPDIM_AT = {sum = 2, mean = 2, max = 2, min = 2, argmax = 2, argmin = 2, amax = 2, amin = 2, var = 2,
                     std = 2, logsumexp = 2, prod = 2, all = 2, any = 2, median = 2, norm = 3, kthvalue = 3}
+-- sum, mean and prod take Torch's dtype third (a name or {dtype =}): the
+-- input cast to it first, the result of it; the other reductions of (dim,
+-- keepdim) refuse a third argument, which they ignored.
+local WITH_DTYPE = {sum = true, mean = true, prod = true}
+local TWO_ARGS = {max = true, min = true, argmax = true, argmin = true, amax = true, amin = true, logsumexp = true,
+                  all = true, any = true, median = true}
 for name, at in pairs(KEEPDIM_AT) do
     local f = Tensor[name]
     Tensor[name] = function(self, a, b, c, d)
@@ -2322,6 +2328,25 @@ for name, at in pairs(KEEPDIM_AT) do
         if at == 2 then k = b end
         if k ~= nil and type(k) ~= "boolean" then
             fail(fmt("%s: keepdim must be true or false, got %s", name, show(k)))
+        end
+        if c ~= nil and TWO_ARGS[name] then
+            fail(fmt("%s: expected (dim, keepdim), got a third argument %s", name, show(c)))
+        end
+        if c ~= nil and WITH_DTYPE[name] then
+            check_self(name, self)
+            local dt = c
+            if type(dt) == "table" and getmetatable(dt) == nil then
+                dt = util.check_opts(name, dt, {dtype = true}).dtype
+            end
+            if dt ~= nil then
+                dt = tensor.DT_NAME[tensor.parse_dtype(name, dt)]
+                if name == "mean" and not dt:match("^float") then
+                    fail(fmt("mean: dtype must be float32 or float64, got %s", dt))
+                end
+                local r = f(self:to(dt), a, b)
+                if r:dtype() ~= dt then r = r:to(dt) end
+                return r
+            end
         end
         return f(self, a, b, c, d)
     end
