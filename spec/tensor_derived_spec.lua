@@ -1067,15 +1067,61 @@ describe("derived ops", function()
         -- gradients through it
         local p, q = ordo.randn({2, 3}, D):requires_grad(), ordo.randn({3, 2, 2}, D):requires_grad()
         assert.is_true(ordo.autograd.gradcheck(function(s, t) return ordo.einsum("ij,jkl->lik", s, t) end, {p, q}))
-        H.raises(function() return ordo.einsum("ii->i", ordo.randn({3, 3})) end, "einsum", "index i appears twice")
+        H.raises(function() return ordo.einsum("ii->i", ordo.randn({3, 2})) end, "einsum", "index i repeated", "3 and 2")
         H.raises(function() return ordo.einsum("ij,jk->ik", a, a) end, "einsum", "index j is 3", "operand 2")
         H.raises(function() return ordo.einsum("ij->k", a) end, "einsum", "output index k")
         H.raises(function() return ordo.einsum("ij->ii", a) end, "einsum", "twice in the output")
-        H.raises(function() return ordo.einsum("...ij", a) end, "einsum", "'...' is not supported")
+        H.raises(function() return ordo.einsum("......", a) end, "einsum", "one '...' at most")
+        H.raises(function() return ordo.einsum("...i,...i", ordo.zeros(2, 3), ordo.zeros(4, 3)) end, "einsum",
+                 "a dim of '...' is 2", "4 in operand 2")
+        H.raises(function() return ordo.einsum("...ijk", a) end, "einsum", "names 3 besides '...'")
         H.raises(function() return ordo.einsum("ij", a, b) end, "einsum", "1 operand, got 2 tensors")
         H.raises(function() return ordo.einsum("ijk", a) end, "einsum", "operand 1 has 2 dims")
         H.raises(function() return ordo.einsum("i1", a) end, "einsum", "only letters")
         H.raises(function() return ordo.einsum(3, a) end, "einsum", "equation")
+    end)
+
+    it("einsum: a repeated index takes the diagonal, '...' stands for the dims not named, size 1 broadcasts", function()
+        local D = "float64"
+        local x = ordo.randn({3, 3}, D)
+        local t = x:totable()
+        close(t[1][1] + t[2][2] + t[3][3], ordo.einsum("ii", x):item(), 1e-12)
+        close({t[1][1], t[2][2], t[3][3]}, ordo.einsum("ii->i", x):totable(), 1e-12)
+        local y = ordo.randn({2, 3, 3}, D)
+        local ty = y:totable()
+        local want = {}
+        for b = 1, 2 do want[b] = ty[b][1][1] + ty[b][2][2] + ty[b][3][3] end
+        close(want, ordo.einsum("bii->b", y):totable(), 1e-12)
+        close(want, ordo.einsum("...ii->...", y):totable(), 1e-12)
+        -- "iij->ji": x[i, i, j] transposed
+        local z = ordo.randn({3, 3, 2}, D)
+        local tz = z:totable()
+        want = {}
+        for j = 1, 2 do
+            want[j] = {}
+            for i = 1, 3 do want[j][i] = tz[i][i][j] end
+        end
+        close(want, ordo.einsum("iij->ji", z):totable(), 1e-12)
+        local total = 0
+        for i = 1, 3 do total = total + tz[i][i][1] + tz[i][i][2] end
+        close(total, ordo.einsum("iij->", z):item(), 1e-12)
+        -- "...": batched products, the batch dims of each operand right-aligned and broadcast
+        local a, b = ordo.randn({4, 2, 3, 5}, D), ordo.randn({2, 5, 6}, D)
+        assert.is_true(ordo.allclose(ordo.einsum("...ij,...jk->...ik", a, b), a:matmul(b), 1e-12, 1e-12))
+        assert.is_true(ordo.allclose(ordo.einsum("...ij->...ji", a), a:transpose(-1, -2), 0, 0))
+        assert.is_true(ordo.allclose(ordo.einsum("i...->i", a), a:sum({2, 3, 4}), 1e-12, 1e-12))
+        -- implicit output with "...": its dims first, then the letters seen once
+        local v = ordo.randn({5}, D)
+        assert.is_true(ordo.allclose(ordo.einsum("...j,j", a, v), a:matmul(v), 1e-12, 1e-12))
+        assert.same({4, 2, 3, 5}, ordo.einsum("a...", a:permute({4, 1, 2, 3})):shape())
+        -- size 1 broadcasts against the other operands
+        local r = ordo.randn({1, 3}, D)
+        assert.is_true(ordo.allclose(ordo.einsum("ij,ij->ij", x, r), x * r, 0, 0))
+        assert.is_true(ordo.autograd.gradcheck(function(p) return ordo.einsum("ii->i", p) end,
+                                               {ordo.randn({3, 3}, D):requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.einsum("...ij,...jk->...ik", p, q) end,
+                                               {ordo.randn({2, 3, 4}, D):requires_grad(),
+                                                ordo.randn({1, 4, 2}, D):requires_grad()}))
     end)
 
     it("nonzero: the positions of the nonzero elements in row-major order, as rows or per dim", function()
@@ -1750,5 +1796,663 @@ describe("derived ops", function()
         H.raises(function() return z:amax(2) end, "amax: cannot reduce dim 2 of size 0")
         H.raises(function() return z:amin() end, "amin: cannot reduce an empty tensor")
         H.raises(function() return z:amax({2, 3}) end, "amax: cannot reduce")
+    end)
+end)
+
+describe("more of Torch's tensor functions against plain Lua", function()
+    local gradcheck = function(f, xs) return ordo.autograd.gradcheck(f, xs) end
+    -- plain-Lua matrices
+    local function mat(r, c, f)
+        local m = {}
+        for i = 1, r do
+            m[i] = {}
+            for j = 1, c do m[i][j] = f(i, j) end
+        end
+        return m
+    end
+    local function diag_ref(m, k)
+        local out = {}
+        for i = 1, #m do
+            local j = i + k
+            if j >= 1 and j <= #m[1] then out[#out + 1] = m[i][j] end
+        end
+        return out
+    end
+
+    it("diag(k) takes the diagonal k of a matrix and puts a vector on the diagonal k, as Torch's", function()
+        local m = mat(3, 4, function(i, j) return 10 * i + j end)
+        local t = ordo.tensor(m)
+        for k = -4, 5 do
+            assert.same(diag_ref(m, k), t:diag(k):totable())
+            -- a non-contiguous view: the transpose's diagonal k is the matrix's -k
+            assert.same(diag_ref(m, -k), t:t():diag(k):totable())
+        end
+        for _, k in ipairs({-2, -1, 0, 1, 3}) do
+            local n = 2 + math.abs(k)
+            local want = mat(n, n, function() return 0 end)
+            for i = 1, 2 do
+                if k >= 0 then want[i][i + k] = i else want[i - k][i] = i end
+            end
+            assert.same(want, ordo.tensor({1, 2}):diag(k):totable())
+        end
+        H.raises(function() return t:diag(0.5) end, "diag", "integer")
+        local v = ordo.randn(3, 4):double():requires_grad()
+        assert.is_true(gradcheck(function(p) return p:diag(1) end, {v}))
+        assert.is_true(gradcheck(function(p) return p:diag(-2) end, {v}))
+        local w = ordo.tensor({1, 2}, "float64"):requires_grad()
+        assert.is_true(gradcheck(function(p) return p:diag(-1) end, {w}))
+    end)
+
+    it("diagonal(offset, dim1, dim2) and diag_embed as Torch's, on batches; gradients", function()
+        local x = ordo.arange(24, "float64"):view(2, 3, 4)
+        local function at(a, b, c) return a * 12 + b * 4 + c end -- (from 0)
+        -- dims 2 and 3 (a batch of 2), offset 1: shape 2 x 3
+        local want = {}
+        for a = 0, 1 do
+            want[a + 1] = {}
+            for i = 0, 2 do want[a + 1][i + 1] = at(a, i, i + 1) end
+        end
+        assert.same(want, x:diagonal(1, 2, 3):totable())
+        -- dim1 the last, dim2 the first, offset -1: x[i, :, i + 1], shape 3 x 2
+        want = {}
+        for b = 0, 2 do
+            want[b + 1] = {}
+            for i = 0, 1 do want[b + 1][i + 1] = at(i, b, i + 1) end
+        end
+        assert.same(want, x:diagonal(-1, -1, 1):totable())
+        assert.same({3, 0}, ordo.zeros(0, 3, 3):diagonal():shape())
+        assert.same({2, 0}, x:diagonal(5, 2, 3):shape())
+        H.raises(function() return x:diagonal(0, 2, -2) end, "diagonal", "both dim 2")
+        H.raises(function() return ordo.zeros(3):diagonal() end, "diagonal", "2 dims")
+        local e = ordo.tensor({{1, 2}, {3, 4}}):diag_embed()
+        assert.same({{{1, 0}, {0, 2}}, {{3, 0}, {0, 4}}}, e:totable())
+        assert.same({{0, 1, 0}, {0, 0, 2}, {0, 0, 0}}, ordo.tensor({1, 2}):diag_embed(1):totable())
+        assert.same({{0, 0, 0}, {1, 0, 0}, {0, 2, 0}}, ordo.tensor({1, 2}):diag_embed(-1):totable())
+        -- the new dims first and last: out[k, b, k] = x[b, k]
+        assert.same({{{1, 0}, {3, 0}}, {{0, 2}, {0, 4}}}, ordo.tensor({{1, 2}, {3, 4}}):diag_embed(0, 1, 3):totable())
+        -- diagonal undoes diag_embed
+        local r = ordo.randn(2, 3)
+        assert.is_true(ordo.equal(r, r:diag_embed(2):diagonal(2, -2, -1)))
+        local p = ordo.randn(2, 3, 4):double():requires_grad()
+        assert.is_true(gradcheck(function(q) return q:diagonal(1, 3, 2) end, {p}))
+        assert.is_true(gradcheck(function(q) return q:diag_embed(-1) end, {p}))
+    end)
+
+    it("isclose and allclose take equal_nan, as Torch's", function()
+        local a, b = ordo.tensor({1, 0 / 0, 1 / 0, 2}), ordo.tensor({1.000001, 0 / 0, 1 / 0, 3})
+        assert.same({1, 0, 1, 0}, ordo.isclose(a, b):totable())
+        assert.same({1, 1, 1, 0}, ordo.isclose(a, b, nil, nil, true):totable())
+        assert.same({1, 1, 1, 1}, a:isclose(b, 0, 1, true):totable())
+        assert.equals("uint8", a:isclose(b):dtype())
+        assert.same({{1, 0}, {0, 1}}, ordo.tensor({{1, 2}, {3, 4}}):isclose(ordo.tensor({1, 4})):totable())
+        local n = ordo.tensor({1, 0 / 0})
+        assert.is_false(ordo.allclose(n, n))
+        assert.is_true(ordo.allclose(n, n, 1e-5, 1e-8, true))
+        assert.is_true(n:allclose(n:clone(), nil, nil, true))
+        H.raises(function() return ordo.allclose(n, n, 1e-5, 1e-8, "yes") end, "allclose", "equal_nan", "boolean")
+        H.raises(function() return ordo.isclose(n, ordo.zeros(3)) end, "isclose", "broadcast")
+    end)
+
+    it("norm('fro') is the 2-norm, over all elements or dims", function()
+        local x = ordo.tensor({{1, 2, 3}, {4, 5, 6}}, "float64")
+        close(math.sqrt(91), x:norm("fro"):item(), 1e-12)
+        close(math.sqrt(91), x:norm("fro", {1, 2}):item(), 1e-12)
+        close({math.sqrt(14), math.sqrt(77)}, x:norm("fro", 2):totable(), 1e-12)
+        H.raises(function() return x:norm("nuc") end, "norm", "fro")
+    end)
+
+    it("diff with n, dim, prepend and append", function()
+        local x = ordo.tensor({{1, 2, 4}, {7, 11, 16}})
+        assert.same({{1, 2}, {4, 5}}, x:diff():totable())
+        assert.same({{6, 9, 12}}, x:diff(1, 1):totable())
+        assert.same({{1}, {1}}, x:diff(2):totable())
+        assert.same({2, 0}, x:diff(3):shape())
+        assert.same({1, 3, 6, 10}, ordo.tensor({1, 4}):diff(1, 1, ordo.tensor({0}), ordo.tensor({10, 20})):totable())
+        assert.same({{1, 2, 4}, {7, 11, 16}}, x:diff(0):totable())
+        assert.same({255}, ordo.tensor({1, 0}, "uint8"):diff():totable()) -- wraps, as Torch's uint8
+        H.raises(function() return x:diff(-1) end, "diff", "n")
+        H.raises(function() return ordo.tensor(3):diff() end, "diff", "0-dim")
+        H.raises(function() return x:diff(1, 1, ordo.tensor({1})) end, "diff", "prepend")
+        local p = ordo.randn(3, 4):double():requires_grad()
+        assert.is_true(gradcheck(function(q) return q:diff(2, 2) end, {p}))
+    end)
+
+    it("addcmul, addcdiv and their in-place forms", function()
+        local s, a, b = ordo.tensor({1, 1}), ordo.tensor({2, 3}), ordo.tensor({4, 5})
+        assert.same({5, 8.5}, s:addcmul(a, b, 0.5):totable())
+        assert.same({9, 16}, s:addcmul(a, b):totable())
+        close({2, 2.2}, s:addcdiv(a, b, {value = 2}):totable())
+        local t = ordo.tensor({1, 1})
+        assert.equals(t, t:addcmul_(a, b, 2))
+        assert.same({17, 31}, t:totable())
+        t:addcdiv_(a, b, -1)
+        close({16.5, 30.4}, t:totable())
+        H.raises(function() return s:addcmul(a, 2) end, "addcmul", "two tensors")
+        H.raises(function() return s:addcmul(a, b, "x") end, "addcmul", "value")
+        H.raises(function() return s:addcdiv(a, ordo.zeros(3)) end, "addcdiv", "broadcast")
+        local p, q, r = ordo.randn(2, 3):double():requires_grad(), ordo.randn(3):double():requires_grad(),
+            ordo.rand(2, 1):double():add(1):requires_grad()
+        assert.is_true(gradcheck(function(x, y, z) return x:addcdiv(y, z, 0.5) end, {p, q, r}))
+    end)
+
+    it("kron, cross and cdist against plain Lua; gradients", function()
+        local a, b = {{1, 2}, {3, 4}}, {{0, 1, 2}, {1, 0, 5}}
+        local want = {}
+        for i = 1, 4 do
+            want[i] = {}
+            for j = 1, 6 do
+                want[i][j] = a[math.floor((i - 1) / 2) + 1][math.floor((j - 1) / 3) + 1] * b[(i - 1) % 2 + 1][(j - 1) % 3 + 1]
+            end
+        end
+        assert.same(want, ordo.kron(ordo.tensor(a), ordo.tensor(b)):totable())
+        assert.same({{1, 2}, {10, 20}}, ordo.kron(ordo.tensor({1, 2}), ordo.tensor({{1}, {10}})):totable())
+        H.raises(function() return ordo.kron(ordo.zeros(1, 1, 1, 1, 1), ordo.zeros(1)) end, "kron", "4 dims")
+        local function cross(u, v) return {u[2] * v[3] - u[3] * v[2], u[3] * v[1] - u[1] * v[3], u[1] * v[2] - u[2] * v[1]} end
+        local u, v = {{1, 2, 3}, {4, 5, 6}}, {7, 8, 9}
+        assert.same({cross(u[1], v), cross(u[2], v)}, ordo.tensor(u):cross(ordo.tensor(v)):totable())
+        -- along dim 1 of the transposes (non-contiguous)
+        assert.same({{-6, -3}, {12, 6}, {-6, -3}},
+                    ordo.cross(ordo.tensor(u):t(), ordo.tensor({v, v}):t(), 1):totable())
+        H.raises(function() return ordo.cross(ordo.zeros(2, 4), ordo.zeros(2, 4)) end, "cross", "size 3")
+        local x1, x2 = {{0, 0}, {1, 1}, {-1, 2}}, {{3, 4}, {1, 0}}
+        local function dist(p, q, pw)
+            if pw == "inf" then return math.max(math.abs(p[1] - q[1]), math.abs(p[2] - q[2])) end
+            return (math.abs(p[1] - q[1]) ^ pw + math.abs(p[2] - q[2]) ^ pw) ^ (1 / pw)
+        end
+        for _, pw in ipairs({1, 2, 3}) do
+            local got = ordo.cdist(ordo.tensor(x1, "float64"), ordo.tensor(x2, "float64"), pw):totable()
+            for i = 1, 3 do for j = 1, 2 do close(dist(x1[i], x2[j], pw), got[i][j], 1e-12) end end
+        end
+        assert.same({2, 3, 2}, ordo.cdist(ordo.randn(2, 3, 5), ordo.randn(2, 5)):shape())
+        H.raises(function() return ordo.cdist(ordo.zeros(3, 2), ordo.zeros(3, 3)) end, "cdist", "3x2", "3x3")
+        local p, q = ordo.randn(3, 2):double():requires_grad(), ordo.randn(4, 2):double():requires_grad()
+        assert.is_true(gradcheck(function(m, n) return ordo.cdist(m, n) end, {p, q}))
+        assert.is_true(gradcheck(function(m, n) return ordo.kron(m, n) end, {p, q}))
+        local c1, c2 = ordo.randn(2, 3):double():requires_grad(), ordo.randn(2, 3):double():requires_grad()
+        assert.is_true(gradcheck(function(m, n) return m:cross(n) end, {c1, c2}))
+    end)
+
+    it("take, cummax and cummin (ties to the latest, NaN kept), bincount and histc", function()
+        local x = ordo.tensor({{1, 2, 3}, {4, 5, 6}})
+        assert.same({{1, 3}, {2, 4}}, x:t():take(ordo.tensor({{1, 5}, {3, 2}}, "int64")):totable()) -- of {1, 4, 2, 5, 3, 6}
+        H.raises(function() return x:take(ordo.tensor({1})) end, "take", "float32")
+        local function cum(xs, better)
+            local v, idx = {}, {}
+            for i, e in ipairs(xs) do
+                local prev = v[i - 1]
+                if i == 1 or e ~= e or (prev == prev and better(e, prev)) then v[i], idx[i] = e, i
+                else v[i], idx[i] = prev, idx[i - 1] end
+            end
+            return v, idx
+        end
+        local ge = function(a, b) return a >= b end
+        local le = function(a, b) return a <= b end
+        for _, xs in ipairs({{1, 3, 2, 3, 5}, {3, 1, 2, 1, 0, 0, 7, -1, 2}, {1, 0 / 0, 2, 0 / 0, 5}, {4}}) do
+            for _, f in ipairs({{"cummax", ge}, {"cummin", le}}) do
+                local wv, wi = cum(xs, f[2])
+                local gv, gi = ordo.tensor(xs)[f[1]](ordo.tensor(xs), 1)
+                local got = gv:totable()
+                for i = 1, #xs do
+                    assert.is_true(wv[i] == got[i] or (wv[i] ~= wv[i] and got[i] ~= got[i]), f[1])
+                end
+                assert.same(wi, gi:totable())
+                assert.equals("int64", gi:dtype())
+            end
+        end
+        local v2, i2 = ordo.tensor({{1, 3, 2}, {5, 4, 6}}, "int32"):cummax(1)
+        assert.same({{1, 3, 2}, {5, 4, 6}}, v2:totable())
+        assert.same({{1, 1, 1}, {2, 2, 2}}, i2:totable())
+        assert.equals("int32", v2:dtype())
+        local _, i3 = ordo.tensor({{1, 3, 2}, {5, 4, 6}}):t():cummin(-2)
+        assert.same({{1, 1}, {1, 2}, {1, 2}}, i3:totable())
+        H.raises(function() return x:cummax() end, "cummax", "dim")
+        local p = ordo.tensor({0.5, 2, 1, 3, -1}, "float64"):requires_grad()
+        local cv = p:cummax(1)
+        cv:sum():backward()
+        assert.same({1, 2, 0, 2, 0}, p.grad:totable()) -- each output's gradient to the element its index names
+        local c = ordo.tensor({0, 1, 1, 3}, "int64")
+        assert.same({1, 2, 0, 1}, c:bincount():totable())
+        assert.equals("int64", c:bincount():dtype())
+        assert.same({0.5, 2, 0, 2, 0, 0}, c:bincount(ordo.tensor({0.5, 1, 1, 2}), 6):totable())
+        assert.same({0, 0}, ordo.tensor({}, "int64"):bincount(nil, 2):totable())
+        H.raises(function() return ordo.tensor({-1, 2}, "int32"):bincount() end, "bincount", ">= 0")
+        H.raises(function() return ordo.tensor({1.5}):bincount() end, "bincount", "integers")
+        -- histc: bins over [min, max], the last one closed, outside and NaN not counted
+        local h = ordo.tensor({1, 2, 1, 3, 3.5, -1, 0 / 0}):histc(4, 0, 3)
+        assert.same({0, 2, 1, 1}, h:totable())
+        assert.same({2, 1, 1}, ordo.tensor({1, 2, 1, 4}):histc(3):totable()) -- the data's range
+        assert.same({0, 0, 2, 0}, ordo.tensor({2, 2}):histc(4):totable()) -- one value: [v - 1, v + 1]
+        H.raises(function() return ordo.tensor({1}, "int32"):histc() end, "histc", "float")
+        H.raises(function() return ordo.tensor({1}):histc(4, 3, 1) end, "histc", "min")
+        H.raises(function() return ordo.tensor({1}):histc(2 ^ 50) end, "histc", "out of memory")
+        H.raises(function() return ordo.tensor({2 ^ 50}, "int64"):bincount() end, "bincount", "out of memory")
+    end)
+
+    it("where(cond) is nonzero(cond, as_tuple); t[mask] reads and t[mask] = v fills; t[index] rows", function()
+        local w = ordo.where(ordo.tensor({{0, 1}, {1, 0}}))
+        assert.same({1, 2}, w[1]:totable())
+        assert.same({2, 1}, w[2]:totable())
+        local x = ordo.tensor({{1, 2, 3}, {4, 5, 6}})
+        assert.same({4, 5, 6}, x[x:gt(3)]:totable())
+        x[x:gt(3)] = 0
+        assert.same({{1, 2, 3}, {0, 0, 0}}, x:totable())
+        x[x:eq(2)] = ordo.tensor(9)
+        assert.same({{1, 9, 3}, {0, 0, 0}}, x:totable())
+        x[ordo.tensor({1, 0, 1}, "uint8")] = -1 -- broadcast over the rows
+        assert.same({{-1, 9, -1}, {-1, 0, -1}}, x:totable())
+        H.raises(function() x[x:eq(9)] = ordo.tensor({1, 2}) end, "t[mask] = x", "one-element")
+        H.raises(function() x[ordo.tensor({1.5})] = 1 end, "t[i] = x", "uint8 mask", "float32")
+        H.raises(function() return x[ordo.tensor({{1}}, "int64")] end, "t[i]", "1-dim", "1x1")
+        -- an int64 or int32 index tensor: rows of the first dim, read and written
+        local y = ordo.arange(12):view(3, 4)
+        assert.same({{8, 9, 10, 11}, {0, 1, 2, 3}}, y[ordo.tensor({3, 1}, "int64")]:totable())
+        y[ordo.tensor({1, 3}, "int32")] = 0
+        assert.same({{0, 0, 0, 0}, {4, 5, 6, 7}, {0, 0, 0, 0}}, y:totable())
+        y[ordo.tensor({2}, "int64")] = ordo.tensor({9, 8, 7, 6})
+        assert.same({9, 8, 7, 6}, y:totable()[2])
+        local v = ordo.tensor({5, 6, 7})
+        v[ordo.tensor({1, 3}, "int64")] = -1
+        assert.same({-1, 6, -1}, v:totable())
+        H.raises(function() y[ordo.tensor({1}, "int64")] = ordo.tensor({1, 2}) end, "t[index] = x", "expand")
+        H.raises(function() local s = ordo.tensor(1); s[ordo.tensor({1}, "int64")] = 2 end, "t[index] = x", "0-dim")
+        local i = ordo.tensor({1, 2, 3}, "int32")
+        H.raises(function() i[i:gt(1)] = 2.5 end, "t[mask] = x", "int32")
+        assert.same({1, 2, 3}, i:totable())
+    end)
+
+    it("split of an empty dim gives one empty view (as chunk and Torch); logspace takes a dtype alone; makers name themselves", function()
+        local s = ordo.zeros(0, 2):split(2)
+        assert.equals(1, #s)
+        assert.same({0, 2}, s[1]:shape())
+        assert.same({2, 0}, ordo.zeros(2, 0):split(3, 2)[1]:shape())
+        local l = ordo.logspace(0, 3, 4, "int64")
+        assert.equals("int64", l:dtype())
+        assert.same({1, 10, 100, 1000}, l:totable())
+        assert.equals("float64", ordo.logspace(0, 1, 2, {dtype = "float64", base = 2}):dtype())
+        H.raises(function() return ordo.linspace(0, 1, 3, "int9") end, "linspace: unknown dtype")
+        H.raises(function() return ordo.logspace(0, 1, 3, "int9") end, "logspace: unknown dtype")
+        H.raises(function() return ordo.eye(3, {dtype = "x"}) end, "eye: unknown dtype")
+    end)
+
+    it("tensor_split into n views (the first len % n one longer) or at cuts, as Torch's", function()
+        local function vals(list)
+            local out = {}
+            for i, t in ipairs(list) do out[i] = t:reshape(-1):totable() end
+            return out
+        end
+        local x = ordo.arange(7)
+        assert.same({{0, 1, 2}, {3, 4}, {5, 6}}, vals(x:tensor_split(3)))
+        assert.same({{0}, {1}, {2}, {3}, {4}, {5}, {6}, {}, {}}, vals(x:tensor_split(9)))
+        assert.same({{0}, {1, 2, 3}, {4, 5, 6}}, vals(x:tensor_split({1, 4})))
+        assert.same({{0, 1, 2, 3}, {}, {2, 3, 4, 5, 6}, {}}, vals(x:tensor_split({4, 2, 9}))) -- Python's slices
+        assert.same({{0, 1, 2, 3, 4, 5, 6}}, vals(x:tensor_split({})))
+        local m = ordo.arange(6):view(2, 3):t() -- along dim 2 of a non-contiguous view
+        assert.same({{0, 1, 2}, {3, 4, 5}}, vals(m:tensor_split(2, -1)))
+        H.raises(function() return x:tensor_split(0) end, "tensor_split", "count")
+        H.raises(function() return x:tensor_split(2 ^ 40) end, "tensor_split", "at most the length")
+        H.raises(function() return x:tensor_split({1.5}) end, "tensor_split", "cut 1")
+        H.raises(function() return x:tensor_split(2, 2) end, "tensor_split", "dim")
+    end)
+
+    it("keepdim must be a boolean: x:sum(1, 0) or x:sum(1, \"float64\") kept the dim silently", function()
+        local x = ordo.ones(2, 3)
+        for _, name in ipairs({"sum", "mean", "max", "min", "argmax", "argmin", "amax", "amin", "var", "std",
+                               "logsumexp", "prod", "all", "any", "median"}) do
+            H.raises(function() return x[name](x, 1, 0) end, name .. ": keepdim must be true or false, got 0")
+            H.raises(function() return ordo[name](x, 1, "float64") end, name .. ": keepdim", "float64")
+            assert.same({3}, (x[name](x, 1, false)):shape(), name)
+            assert.same({1, 3}, (x[name](x, 1, true)):shape(), name)
+        end
+        H.raises(function() return x:norm(2, 1, 1) end, "norm: keepdim")
+        H.raises(function() return x:kthvalue(1, 1, "yes") end, "kthvalue: keepdim")
+        assert.same({1, 1}, x:norm(2, {1, 2}, true):shape())
+        assert.same({3}, x:var(1, false, 0):shape()) -- (the correction after a false keepdim)
+        assert.same({0, 0, 0}, x:var(1, false, 0):totable())
+    end)
+
+    it("cumsum and cumprod take Torch's dtype (it was ignored): the input cast to it, the result of it", function()
+        local i = ordo.tensor({1, 2, 3}, "int32")
+        assert.equals("float64", i:cumsum(1, "float64"):dtype())
+        assert.same({1, 3, 6}, i:cumsum(1, "float64"):totable())
+        assert.equals("int32", i:cumsum(1, {dtype = "int32"}):dtype())
+        assert.equals("int64", i:cumsum(1):dtype()) -- as before without one
+        assert.same({1, 3}, ordo.cumsum(ordo.tensor({1.5, 2}), 1, "int64"):totable()) -- cast first, as Torch's
+        assert.same({200, 44}, ordo.tensor({200, 100}, "uint8"):cumsum(1, "uint8"):totable()) -- wraps in uint8
+        assert.same({2, 6, 24}, ordo.tensor({2, 3, 4}):cumprod(1, "float64"):totable())
+        H.raises(function() return i:cumsum(1, "int9") end, "cumsum", "unknown dtype")
+        H.raises(function() return i:cumprod(1, {dtyp = "int32"}) end, "cumprod", "unknown option")
+        local g = ordo.tensor({1, 2}, "float64"):requires_grad()
+        g:cumsum(1, "float32"):sum():backward()
+        assert.same({2, 1}, g.grad:totable())
+    end)
+
+    it("a list of dims with named keys is refused: x:var({correction = 0}) said the list was empty, x:mean({1, dim = 2}) took dim 1", function()
+        local x = ordo.ones(2, 3)
+        H.raises(function() return x:var({correction = 0}) end, "var", "key correction")
+        H.raises(function() return x:mean({1, dim = 2}) end, "mean", "key dim")
+        H.raises(function() return x:amax({1, keepdim = true}) end, "amax", "key keepdim")
+        assert.same({}, x:sum({1, 2}):shape())
+    end)
+end)
+
+describe("small conveniences a Torch user reaches for, against plain Lua", function()
+    local inf, nan = 1 / 0, 0 / 0
+    local function same_num(w, g) return w == g or (w ~= w and g ~= g) end
+
+    it("atan2 as C's on every quadrant, signed zeros and infinities; hypot, logaddexp, xlogy, logit; gradients", function()
+        local ys = {0, -0.0, 1, -1, 0, -0.0, 2, -2, inf, -inf, inf, -inf, 1, 1, inf, nan, 0, 3, 0.5}
+        local xs = {1, 1, 0, 0, -1, -1, -3, -3, inf, inf, -inf, -inf, inf, -inf, 1, 1, -0.0, 4, nan}
+        local got = ordo.atan2(ordo.tensor(ys, "float64"), ordo.tensor(xs, "float64")):totable()
+        for i = 1, #ys do
+            local w = math.atan2(ys[i], xs[i])
+            assert.is_true(same_num(w, got[i]) and (w ~= 0 or 1 / w == 1 / got[i]),
+                           ("atan2(%s, %s): want %s, got %s"):format(ys[i], xs[i], w, got[i]))
+        end
+        assert.equals("float32", ordo.atan2(ordo.tensor({1}, "int32"), 2):dtype())
+        close({math.atan2(1, 2)}, ordo.tensor({1}):atan2(2):totable())
+        close({math.atan2(2, -1)}, ordo.atan2(2, ordo.tensor({-1})):totable())
+        local h = ordo.tensor({3, 1e30, 0, inf, nan, -5}):hypot(ordo.tensor({4, 1e30, 0, nan, inf, 12})):totable()
+        close({5, math.sqrt(2) * 1e30, 0}, {h[1], h[2], h[3]})
+        assert.same({inf, inf, 13}, {h[4], h[5], h[6]})
+        local l = ordo.logaddexp(ordo.tensor({1000, -inf, inf, 0, 1}, "float64"),
+                                 ordo.tensor({1000, -inf, inf, 0, 2}, "float64")):totable()
+        assert.same({-inf, inf}, {l[2], l[3]})
+        close({1000 + math.log(2), math.log(2), math.log(math.exp(1) + math.exp(2))}, {l[1], l[4], l[5]}, 1e-12)
+        local xl = ordo.xlogy(ordo.tensor({0, 0, 2, 3}), ordo.tensor({0, nan, 3, 0})):totable()
+        assert.equals(0, xl[1])
+        assert.is_true(xl[2] ~= xl[2])
+        close(2 * math.log(3), xl[3])
+        assert.equals(-inf, xl[4])
+        close({math.log(1 / 3), math.log(1e-6 / (1 - 1e-6))}, ordo.tensor({0.25, 0}, "float64"):logit(1e-6):totable(), 1e-9)
+        H.raises(function() return ordo.atan2(1, 2) end, "atan2", "a tensor")
+        H.raises(function() return ordo.hypot(ordo.zeros(2), ordo.zeros(3)) end, "hypot", "broadcast")
+        H.raises(function() return ordo.ones(2):logit(0.7) end, "logit", "eps")
+        local y, x = ordo.randn(5):double():requires_grad(), ordo.randn(5):double():requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.atan2(p, q) end, {y, x}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.hypot(p, q) end, {y, x}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.logaddexp(p, q) end, {y, x}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.xlogy(p, q:abs() + 0.5) end, {y, x}))
+        -- the origin: atan2's gradient is 0 there, as Torch's
+        local z = ordo.zeros({1}, "float64"):requires_grad()
+        local w = ordo.zeros({1}, "float64"):requires_grad()
+        ordo.atan2(z, w):sum():backward()
+        assert.same({0}, z.grad:totable())
+        assert.same({0}, w.grad:totable())
+    end)
+
+    it("movedim, swapaxes, rot90, fliplr, flipud, unbind, view_as, reshape_as, broadcast_to, broadcast_tensors", function()
+        local a = ordo.arange(24):view(2, 3, 4)
+        assert.same({3, 4, 2}, a:movedim(1, -1):shape())
+        assert.same({3, 4, 2}, a:movedim({1, 2}, {3, 1}):shape())
+        assert.is_true(ordo.equal(a:movedim(1, 3), a:permute({2, 3, 1})))
+        assert.is_true(ordo.equal(a:moveaxis(3, 1), a:permute({3, 1, 2})))
+        assert.is_true(ordo.equal(a:swapaxes(1, 3), a:transpose(1, 3)))
+        H.raises(function() return a:movedim({1, 1}, {2, 3}) end, "movedim", "twice")
+        H.raises(function() return a:movedim({1}, {2, 3}) end, "movedim", "1 source dims but 2")
+        H.raises(function() return a:swapaxes(1, 4) end, "swapaxes", "4")
+        local m = ordo.tensor({{1, 2, 3}, {4, 5, 6}})
+        assert.same({{3, 6}, {2, 5}, {1, 4}}, m:rot90():totable())
+        assert.same({{4, 1}, {5, 2}, {6, 3}}, m:rot90(-1):totable())
+        assert.same({{6, 5, 4}, {3, 2, 1}}, m:rot90(2):totable())
+        assert.same({{4, 1}, {5, 2}, {6, 3}}, m:rot90(1, {2, 1}):totable())
+        assert.same(m:totable(), m:rot90(4):totable())
+        assert.same({{3, 2, 1}, {6, 5, 4}}, m:fliplr():totable())
+        assert.same({{4, 5, 6}, {1, 2, 3}}, m:flipud():totable())
+        H.raises(function() return ordo.ones(3):fliplr() end, "fliplr", "2 dims")
+        local cols = m:unbind(2)
+        assert.equals(3, #cols)
+        assert.same({2, 5}, cols[2]:totable())
+        assert.same({4, 5, 6}, m:unbind()[2]:totable())
+        assert.same({3, 2}, m:view_as(ordo.zeros(3, 2)):shape())
+        assert.same({6}, m:t():reshape_as(ordo.zeros(6)):shape())
+        H.raises(function() return m:view_as(ordo.zeros(4)) end, "view_as")
+        assert.same({{1, 2}, {1, 2}}, ordo.tensor({1, 2}):broadcast_to({2, 2}):totable())
+        H.raises(function() return ordo.tensor({1, 2}):broadcast_to({3}) end, "broadcast_to")
+        local p, q = ordo.broadcast_tensors(ordo.tensor({1, 2}), ordo.tensor({{1}, {2}}))
+        assert.same({{1, 2}, {1, 2}}, p:totable())
+        assert.same({{1, 1}, {2, 2}}, q:totable())
+        H.raises(function() return ordo.broadcast_tensors(ordo.zeros(2), ordo.zeros(3)) end, "broadcast_tensors")
+        local g = ordo.randn(2, 3):double():requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(t) return t:rot90(1) end, {g}))
+    end)
+
+    it("new_zeros/ones/full/empty/tensor take self's dtype and device; clip is clamp", function()
+        local i = ordo.tensor({1}, "int32")
+        assert.equals("int32", i:new_zeros({2, 3}):dtype())
+        assert.same({{0, 0, 0}, {0, 0, 0}}, i:new_zeros({2, 3}):totable())
+        assert.same({1, 1}, i:new_ones({2}):totable())
+        assert.same({2}, i:new_empty({2}):shape())
+        assert.equals("float64", i:new_full({2}, 3, "float64"):dtype())
+        assert.same({3, 3}, i:new_full({2}, 3):totable())
+        assert.equals("int32", i:new_tensor({4, 5}):dtype())
+        assert.equals("float32", i:new_tensor({4, 5}, {dtype = "float32"}):dtype())
+        H.raises(function() return i:new_zeros(3) end, "new_zeros", "shape")
+        assert.same({1, 1}, i:new_full({2}, 1.5):totable()) -- truncated, as full and Torch
+        H.raises(function() return ordo.tensor({1}, "uint8"):new_full({2}, 300) end, "new_full", "300", "uint8")
+        H.raises(function() return i:new_ones({2}, {dtyp = "x"}) end, "new_ones", "unknown option")
+        assert.same({1, 2, 2}, ordo.tensor({0, 2, 5}):clip(1, 2):totable())
+        local c = ordo.tensor({0, 5})
+        assert.equals(c, c:clip_(1, 2))
+        assert.same({1, 2}, c:totable())
+    end)
+
+    it("frac, deg2rad, rad2deg, count_nonzero, nansum, nanmean, aminmax, var_mean, std_mean, dist, inner", function()
+        close({-0.5, 0.25, 0}, ordo.tensor({-1.5, 2.25, 3}):frac():totable())
+        H.raises(function() return ordo.tensor({1}, "int32"):frac() end, "frac", "float")
+        close({math.pi, -math.pi / 2}, ordo.tensor({180, -90}, "int32"):deg2rad():totable())
+        close({180}, ordo.tensor({math.pi}, "float64"):rad2deg():totable(), 1e-12)
+        assert.equals(2, ordo.tensor({1, 0, nan}):count_nonzero():item())
+        assert.same({2, 0}, ordo.tensor({{1, 0}, {2, 0}}):count_nonzero(1):totable())
+        local x = ordo.tensor({{1, nan, 3}, {nan, nan, nan}})
+        assert.same({4, 0}, x:nansum(2):totable())
+        assert.equals(4, x:nansum():item())
+        local nm = x:nanmean(2):totable()
+        assert.equals(2, nm[1])
+        assert.is_true(nm[2] ~= nm[2])
+        assert.equals(2, x:nanmean():item())
+        local lo, hi = ordo.tensor({{3, 1}, {2, 5}}):aminmax(1)
+        assert.same({2, 1}, lo:totable())
+        assert.same({3, 5}, hi:totable())
+        local v, mu = ordo.tensor({1, 2, 3, 4}):var_mean()
+        close(5 / 3, v:item())
+        assert.equals(2.5, mu:item())
+        local sd, mu2 = ordo.tensor({{1, 3}}):std_mean(2, true, 0)
+        assert.same({{1}}, sd:totable())
+        assert.same({{2}}, mu2:totable())
+        close(2, ordo.tensor({1, 2, 3}):dist(ordo.tensor({1, 2, 5})):item())
+        close(3, ordo.tensor({1, 2, 3}):dist(ordo.tensor({2, 3, 4}), 1):item())
+        assert.same({3, 7}, ordo.tensor({{1, 2}, {3, 4}}):inner(ordo.tensor({1, 1})):totable())
+        assert.same({2, 3}, ordo.randn(2, 4):inner(ordo.randn(3, 4)):shape())
+        H.raises(function() return ordo.zeros(2, 3):inner(ordo.zeros(4)) end, "inner", "last dims")
+    end)
+
+    it("quantile (linear, as Torch's; NaN lines give NaN) and tril_indices / triu_indices against plain Lua", function()
+        local function q_ref(xs, q)
+            local s = {}
+            for i, v in ipairs(xs) do s[i] = v end
+            table.sort(s)
+            local pos = q * (#s - 1)
+            local lo = math.floor(pos)
+            local hi = math.min(lo + 1, #s - 1)
+            return s[lo + 1] + (s[hi + 1] - s[lo + 1]) * (pos - lo)
+        end
+        local rows = {{3, 1, 4, 1, 5}, {9, 2, 6, 5, 3}}
+        local t = ordo.tensor(rows, "float64")
+        for _, q in ipairs({0, 0.1, 0.25, 0.5, 0.9, 1}) do
+            close({q_ref(rows[1], q), q_ref(rows[2], q)}, t:quantile(q, 2):totable(), 1e-12)
+            close(q_ref({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, q), t:quantile(q):item(), 1e-12)
+        end
+        local many = t:quantile({0.25, 0.75}, -1, true)
+        assert.same({2, 2, 1}, many:shape())
+        close({{q_ref(rows[1], 0.25)}, {q_ref(rows[2], 0.25)}}, many:totable()[1], 1e-12)
+        assert.same({1, 1}, t:quantile(0.5, nil, true):shape())
+        assert.same({3, 5}, t:quantile(ordo.tensor({0.1, 0.2, 0.3}), 1):shape())
+        assert.same({3}, t:quantile(ordo.tensor({0.1, 0.2, 0.3})):shape())
+        local n = ordo.tensor({{1, 2, 3}, {4, 0 / 0, 5}}):quantile(0.5, 2):totable()
+        assert.equals(2, n[1])
+        assert.is_true(n[2] ~= n[2])
+        H.raises(function() return t:quantile(1.5) end, "quantile", "[0, 1]")
+        H.raises(function() return ordo.tensor({1, 2}, "int32"):quantile(0.5) end, "quantile", "float")
+        H.raises(function() return ordo.zeros(0):quantile(0.5) end, "quantile", "no elements")
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:quantile(0.3, 2) end,
+                                               {ordo.randn(3, 4):double():requires_grad()}))
+        -- tril / triu indices: row-major positions from 1
+        local function band_ref(r, c, k, lower)
+            local rr, cc = {}, {}
+            for i = 1, r do
+                for j = 1, c do
+                    if (lower and j - i <= k) or (not lower and j - i >= k) then rr[#rr + 1], cc[#cc + 1] = i, j end
+                end
+            end
+            return {rr, cc}
+        end
+        for _, case in ipairs({{3, 3, 0}, {3, 4, 1}, {4, 2, -1}, {2, 2, -5}, {2, 3, 7}}) do
+            local r, c, k = case[1], case[2], case[3]
+            local lo, up = ordo.tril_indices(r, c, k), ordo.triu_indices(r, c, k)
+            local wl, wu = band_ref(r, c, k, true), band_ref(r, c, k, false)
+            assert.same({2, #wl[1]}, lo:shape())
+            assert.same({2, #wu[1]}, up:shape())
+            if #wl[1] > 0 then assert.same(wl, lo:totable()) end
+            if #wu[1] > 0 then assert.same(wu, up:totable()) end
+        end
+        assert.equals("int64", ordo.tril_indices(2, 2):dtype())
+        assert.equals("int32", ordo.triu_indices(2, 2, 0, "int32"):dtype())
+        H.raises(function() return ordo.tril_indices(2, 2, 0, "float32") end, "tril_indices", "int64 or int32")
+        H.raises(function() return ordo.triu_indices(-1, 2) end, "triu_indices", "rows and cols")
+    end)
+
+    it("unique with dim: the distinct slices in lexicographic order, the inverse and counts, as Torch's", function()
+        math.randomseed(7)
+        local rows = {}
+        for i = 1, 12 do rows[i] = {math.random(0, 2), math.random(0, 1), math.random(0, 2)} end
+        local function key(r) return table.concat(r, ",") end
+        local function less(a, b)
+            for j = 1, #a do if a[j] ~= b[j] then return a[j] < b[j] end end
+            return false
+        end
+        local seen, want = {}, {}
+        for _, r in ipairs(rows) do
+            if not seen[key(r)] then seen[key(r)] = true; want[#want + 1] = r end
+        end
+        table.sort(want, less)
+        local place = {}
+        for i, r in ipairs(want) do place[key(r)] = i end
+        local want_inv, want_counts = {}, {}
+        for i, r in ipairs(rows) do
+            want_inv[i] = place[key(r)]
+            want_counts[want_inv[i]] = (want_counts[want_inv[i]] or 0) + 1
+        end
+        local t = ordo.tensor(rows, "int32")
+        local u, inv, counts = t:unique({dim = 1, return_inverse = true, return_counts = true})
+        assert.same(want, u:totable())
+        assert.equals("int32", u:dtype())
+        assert.same(want_inv, inv:totable())
+        assert.same(want_counts, counts:totable())
+        -- along dim 2 of the transpose (non-contiguous): the same slices as columns
+        local ut = t:t():unique({dim = -1})
+        assert.same(want, ut:t():totable())
+        assert.same({1, 0}, ordo.zeros(2, 0):unique({dim = 1}):shape())
+        assert.same({0, 3}, ordo.zeros(0, 3):unique({dim = 1}):shape())
+        H.raises(function() return t:unique({dim = 3}) end, "unique", "3")
+    end)
+
+    it("index_fill, index_copy, index_put (with accumulate) and isin against plain Lua; gradients", function()
+        local x = ordo.arange(12):view(3, 4)
+        local want = x:totable()
+        for i = 1, 3 do want[i][1], want[i][3] = 7, 7 end
+        assert.same(want, x:index_fill(2, ordo.tensor({1, 3}, "int64"), 7):totable())
+        local y = x:clone()
+        assert.equals(y, y:index_fill_(1, {2}, -1))
+        assert.same({-1, -1, -1, -1}, y:totable()[2])
+        assert.same({{3, 4}, {0, 0}, {1, 2}},
+                    ordo.zeros(3, 2):index_copy(1, ordo.tensor({3, 1}, "int64"), ordo.tensor({{1, 2}, {3, 4}})):totable())
+        H.raises(function() return ordo.zeros(3, 2):index_copy(1, {1}, ordo.zeros(2, 2)) end, "index_copy", "2x2")
+        H.raises(function() return x:index_fill(1, ordo.tensor({1.0}), 0) end, "index_fill", "float32")
+        -- index_put: element (i1[k], i2[k]) of each k; accumulate adds repeated places
+        local a = ordo.zeros(3, 3)
+        a:index_put_({ordo.tensor({1, 2, 1}, "int64"), ordo.tensor({3, 1, 3}, "int64")}, ordo.tensor({5, 6, 7}), true)
+        assert.same({{0, 0, 12}, {6, 0, 0}, {0, 0, 0}}, a:totable())
+        -- a row of a non-contiguous tensor, written in place
+        local z = ordo.zeros(3, 2):t()
+        z:index_put_({ordo.tensor({2}, "int64")}, ordo.tensor({1, 2, 3}))
+        assert.same({{0, 0, 0}, {1, 2, 3}}, z:totable())
+        local b = ordo.zeros(2, 2)
+        assert.same({{0, 9}, {9, 0}}, b:index_put({ordo.tensor({1, 2}, "int64"), ordo.tensor({2, 1}, "int64")}, 9):totable())
+        assert.same({{0, 0}, {0, 0}}, b:totable()) -- index_put makes a copy
+        H.raises(function() return b:index_put_({}, 1) end, "index_put_", "1 to 2 index tensors")
+        H.raises(function() return b:index_put_({ordo.tensor({1}, "int64")}, 1, 1) end, "index_put_", "accumulate")
+        H.raises(function() return ordo.zeros({2}, "uint8"):index_put_({ordo.tensor({1}, "int64")}, 300) end,
+                 "index_put_", "300")
+        local p = ordo.randn(3, 3):double():requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(q) return q:index_fill(1, {2}, 0) end, {p}))
+        local s = ordo.randn(2, 3):double():requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(q, r) return q:index_copy(1, {3, 1}, r) end, {p, s}))
+        local v = ordo.randn(2):double():requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(q, r)
+            return q:index_put({ordo.tensor({1, 3}, "int64"), ordo.tensor({2, 2}, "int64")}, r, true)
+        end, {p, v}))
+        -- isin: against a plain-Lua set (NaN in neither)
+        math.randomseed(5)
+        local es, ts = {}, {}
+        for i = 1, 40 do es[i] = math.random(-5, 5) end
+        for i = 1, 7 do ts[i] = math.random(-5, 5) end
+        local set = {}
+        for _, t in ipairs(ts) do set[t] = true end
+        local w = {}
+        for i, e in ipairs(es) do w[i] = set[e] and 1 or 0 end
+        assert.same(w, ordo.isin(ordo.tensor(es, "int32"), ordo.tensor(ts, "int64")):totable())
+        assert.same({0, 1, 0, 0, 1}, ordo.isin(ordo.tensor({1, 2, 3, 0 / 0, 2}), ordo.tensor({2, 0 / 0, 5})):totable())
+        assert.same({{0, 1}, {1, 0}}, ordo.tensor({{1, 4}, {4, 1}}):isin(4):totable())
+        assert.same({0}, ordo.tensor({1}):isin(ordo.zeros(0)):totable())
+    end)
+
+    it("searchsorted and bucketize: Torch's insertion places, from 1, against plain Lua", function()
+        math.randomseed(9)
+        local bs = {}
+        for i = 1, 9 do bs[i] = math.random(0, 12) end
+        table.sort(bs)
+        local vs = {}
+        for i = 1, 30 do vs[i] = math.random(-2, 14) end
+        local function place(v, right)
+            local c = 0
+            for _, x in ipairs(bs) do if x < v or (right and x == v) then c = c + 1 end end
+            return c + 1
+        end
+        local wl, wr = {}, {}
+        for i, v in ipairs(vs) do wl[i], wr[i] = place(v, false), place(v, true) end
+        local b, v = ordo.tensor(bs), ordo.tensor(vs, "int32")
+        assert.same(wl, ordo.searchsorted(b, v):totable())
+        assert.same(wr, b:searchsorted(v, {right = true}):totable())
+        assert.same(wl, ordo.bucketize(v, b):totable())
+        assert.same(wr, v:bucketize(b, {right = true}):totable())
+        assert.equals("int64", ordo.bucketize(v, b):dtype())
+        assert.equals("int32", ordo.bucketize(v, b, {out_int32 = true}):dtype())
+        assert.same({2, 15}, ordo.searchsorted(b, v:view(2, 15)):shape())
+        assert.same({}, ordo.bucketize(3, b):shape())
+        assert.same({5}, ordo.bucketize(ordo.tensor({0 / 0}), ordo.tensor({1, 2, 4, 8})):totable()) -- NaN last
+        assert.same({1, 1}, ordo.searchsorted(ordo.tensor({}), ordo.tensor({1, 2})):totable())
+        H.raises(function() return ordo.searchsorted(ordo.zeros(2, 2), v) end, "searchsorted", "1-dim")
+        H.raises(function() return ordo.bucketize(v, b, {right = 1}) end, "bucketize", "right")
+    end)
+
+    it("sum, mean and prod take Torch's dtype third (it was ignored); max, amax... refuse a third argument", function()
+        local i = ordo.tensor({{1, 2}, {3, 4}}, "int32")
+        assert.equals("int32", i:sum(1, false, "int32"):dtype())
+        assert.same({4, 6}, i:sum(1, false, "int32"):totable())
+        assert.equals("float64", i:sum(nil, false, "float64"):dtype())
+        assert.equals(10, ordo.sum(i, nil, nil, {dtype = "float32"}):item())
+        assert.same({{1.5}, {3.5}}, i:mean(2, true, "float64"):totable())
+        assert.equals("float64", i:mean(2, true, "float64"):dtype())
+        assert.equals(24, i:prod(nil, nil, "float32"):item())
+        assert.equals(44, ordo.tensor({200, 100}, "uint8"):sum(nil, nil, "uint8"):item()) -- wraps in uint8, as Torch's
+        assert.equals("int64", i:sum(1):dtype()) -- as before without one
+        H.raises(function() return i:mean(1, false, "int64") end, "mean", "float32 or float64")
+        H.raises(function() return i:sum(1, false, "int9") end, "sum", "unknown dtype")
+        for _, name in ipairs({"max", "min", "argmax", "argmin", "amax", "amin", "logsumexp", "all", "any", "median"}) do
+            H.raises(function() return i[name](i:float(), 1, false, "float64") end, name, "third argument")
+        end
+        local g = ordo.tensor({1, 2}, "float64"):requires_grad()
+        g:sum(nil, nil, "float32"):backward()
+        assert.same({1, 1}, g.grad:totable())
     end)
 end)

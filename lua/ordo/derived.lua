@@ -5,11 +5,13 @@
 -- (var, std, prod, median, kthvalue, norm, logsumexp), answers as a Lua
 -- boolean (allclose, equal, all, any), making tensors (eye, linspace,
 -- logspace, meshgrid, randint, randperm), vectors and matrices (dot,
--- outer, mm, bmm, addmm, baddbmm, einsum, mv, trace, tril, triu, diag, flip,
--- unique,
--- masked_select), elementwise (log2, log10, isnan, isinf, isfinite,
--- nan_to_num, lerp, fmod, remainder), rearranging (roll, tile) and cutting
--- one into views (chunk, split).
+-- outer, mm, bmm, addmm, baddbmm, einsum, mv, trace, tril, triu, diag,
+-- diagonal, diag_embed, flip, unique, masked_select, kron, cross, cdist,
+-- take), elementwise (log2, log10, isnan, isinf, isfinite, isclose,
+-- nan_to_num, lerp, fmod, remainder, addcmul, addcdiv), along a dim (diff,
+-- cummax, cummin), counting (bincount, histc), rearranging (roll, tile)
+-- and cutting one into views (chunk, split, tensor_split); at the end,
+-- small conveniences (atan2, hypot, movedim, new_zeros...).
 local tensor = require "ordo.tensor"
 local util = require "ordo.util"
 
@@ -213,9 +215,9 @@ end
 function Tensor:norm(p, dim, keepdim)
     check_self("norm", self)
     if p == nil then p = 2 end
-    if p == "inf" then p = huge elseif p == "-inf" then p = -huge end
+    if p == "inf" then p = huge elseif p == "-inf" then p = -huge elseif p == "fro" then p = 2 end
     if type(p) ~= "number" or (p < 0 and p ~= -huge) or p ~= p then
-        fail("norm: p must be a number >= 0, \"inf\" or \"-inf\", got " .. show(p))
+        fail("norm: p must be a number >= 0, \"inf\", \"-inf\" or \"fro\", got " .. show(p))
     end
     check_dim("norm", self, dim)
     local x = is_float(self) and self or self:float()
@@ -297,18 +299,21 @@ function Tensor:logsumexp(dim, keepdim)
     return r
 end
 
--- allclose(a, b, rtol, atol): every a == b or |a - b| <= atol + rtol * |b|
--- (b broadcast to a; NaNs are never close, equal infinities are); a Lua
--- boolean (waits).
-function M.allclose(a, b, rtol, atol)
-    check_self("allclose", a)
-    check_devices("allclose", a, b)
+-- The mask (uint8) of the elements of a close to b: a == b or |a - b| <=
+-- atol + rtol * |b| (b broadcast to a; NaNs are close only with
+-- equal_nan, equal infinities are).
+local function close_mask(fname, a, b, rtol, atol, equal_nan)
+    check_self(fname, a)
+    check_devices(fname, a, b)
     rtol, atol = rtol or 1e-5, atol or 1e-8
     if type(rtol) ~= "number" or type(atol) ~= "number" then
-        fail(fmt("allclose: rtol and atol must be numbers, got %s and %s", typename(rtol), typename(atol)))
+        fail(fmt("%s: rtol and atol must be numbers, got %s and %s", fname, typename(rtol), typename(atol)))
+    end
+    if equal_nan ~= nil and type(equal_nan) ~= "boolean" then
+        fail(fmt("%s: equal_nan must be a boolean, got %s", fname, typename(equal_nan)))
     end
     if not is_tensor(b) and type(b) ~= "number" then
-        fail("allclose: expected a tensor or a number to compare with, got " .. typename(b))
+        fail(fmt("%s: expected a tensor or a number to compare with, got %s", fname, typename(b)))
     end
     if is_tensor(b) then -- b broadcasts to a (the difference's error would name sub)
         local sa, sb = a:shape(), b:shape()
@@ -318,7 +323,7 @@ function M.allclose(a, b, rtol, atol)
             if ok and y ~= 1 and y ~= x then ok = false end
         end
         if not ok then
-            fail(fmt("allclose: b of shape %s does not broadcast to a's shape %s", shape_of_str(b), shape_of_str(a)))
+            fail(fmt("%s: b of shape %s does not broadcast to a's shape %s", fname, shape_of_str(b), shape_of_str(a)))
         end
     end
     -- integers compare in float64: their difference (and |b|) in their own
@@ -334,6 +339,25 @@ function M.allclose(a, b, rtol, atol)
     -- infinite b is infinite too), equal values always (inf - inf is NaN)
     local d = (x - y):abs()
     local close = d:le(tol):mul(d:ne(huge)):maximum(a:eq(b))
+    if equal_nan then
+        local bn = is_tensor(y) and y:isnan() or (y ~= y and 1 or 0)
+        close = close:maximum(x:isnan():mul(bn))
+    end
+    return close
+end
+
+-- isclose(a, b [, rtol [, atol [, equal_nan]]]): Torch's, a uint8 mask of
+-- the shape of a (b broadcasts to it).
+function M.isclose(a, b, rtol, atol, equal_nan)
+    local close = close_mask("isclose", a, b, rtol, atol, equal_nan)
+    return close:expand(a:shape()):contiguous()
+end
+Tensor.isclose = M.isclose
+
+-- allclose(a, b [, rtol [, atol [, equal_nan]]]): isclose everywhere; a Lua
+-- boolean (waits).
+function M.allclose(a, b, rtol, atol, equal_nan)
+    local close = close_mask("allclose", a, b, rtol, atol, equal_nan)
     if close:numel() == 0 then return true end
     return close:min():item() == 1
 end
@@ -352,6 +376,21 @@ function M.equal(a, b)
 end
 Tensor.equal = M.equal
 
+-- An empty tensor of the dtype, device and engine opts asks for, a bad
+-- option named under fname (tensor.empty's error would name empty).
+local function proto_of(fname, opts)
+    local ok, r = pcall(tensor.empty, {0}, opts)
+    if not ok then error((tostring(r):gsub("empty: ", fname .. ": ", 1)), 0) end
+    return r
+end
+
+-- tensor.zeros(shape, opts), an error (out of memory) named under fname.
+local function zeros_named(fname, shape, opts)
+    local ok, r = pcall(tensor.zeros, shape, opts)
+    if not ok then error((tostring(r):gsub("zeros: ", fname .. ": ", 1)), 0) end
+    return r
+end
+
 -- eye(n [, m] [, opts]): ones on the diagonal of an n x m matrix (m = n).
 function M.eye(n, m, opts)
     if type(m) ~= "number" and m ~= nil then m, opts = nil, m end
@@ -360,7 +399,7 @@ function M.eye(n, m, opts)
         fail(fmt("eye: sizes must be integers >= 0, got %s and %s", show(n), show(m)))
     end
     -- the result first: a size too large fails here, before the index rows
-    local proto = tensor.empty({0}, opts) -- the dtype, device and engine asked for
+    local proto = proto_of("eye", opts) -- the dtype, device and engine asked for
     local out = tensor.new_on("eye", proto, {n, m}, proto._c.dtype)
     local rows = tensor.arange(n, tensor.like(out, "int64")):view(n, 1)
     local cols = tensor.arange(m, tensor.like(out, "int64")):view(1, m)
@@ -376,7 +415,7 @@ function M.linspace(start, stop, n, opts)
     if not is_int(n) or n < 0 or n >= 2 ^ 53 then
         fail("linspace: the count must be an integer >= 0 (below 2^53), got " .. show(n))
     end
-    local proto = tensor.empty({0}, opts)
+    local proto = proto_of("linspace", opts)
     -- an integer dtype: the ends must fit it (the cast would clamp 300 to 255 in uint8), said at the call
     if n >= 1 then tensor.check_fits("linspace", proto._c.dtype, start) end
     if n >= 2 then tensor.check_fits("linspace", proto._c.dtype, stop) end
@@ -391,7 +430,8 @@ end
 -- x in linspace(start, stop, n).
 function M.logspace(start, stop, n, opts)
     local base = 10
-    if opts ~= nil then
+    -- a dtype or a device alone, as every maker takes (tensor.empty checks it)
+    if type(opts) == "table" and getmetatable(opts) == nil then
         opts = util.check_opts("logspace", opts, {base = true, dtype = true, device = true, engine = true})
         if opts.base ~= nil then
             if type(opts.base) ~= "number" or not (opts.base > 0) then
@@ -401,7 +441,7 @@ function M.logspace(start, stop, n, opts)
         end
         opts = {dtype = opts.dtype, device = opts.device, engine = opts.engine}
     end
-    local proto = tensor.empty({0}, opts)
+    local proto = proto_of("logspace", opts)
     local f64 = tensor.like(proto, "float64")
     if not is_int(n) or n < 0 or n >= 2 ^ 53 then -- (full would name itself)
         fail("logspace: the count must be an integer >= 0 (below 2^53), got " .. show(n))
@@ -475,10 +515,54 @@ end
 -- tensor; waits, its size depends on the values), and optionally where
 -- each element went (int64, from 1, the input's shape) and how many of
 -- each there are (int64).  Each NaN counts as distinct, as in Torch.
+-- With dim, Torch's unique slices: the distinct slices along dim, in
+-- lexicographic order (a stable sort by each element of the slice, the
+-- last first), the inverse one index per slice.
+local function unique_dim(self, opts, dim)
+    local fname = "unique"
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    local x = self:movedim(d, 1)
+    local n = x:size(1)
+    local rows = x:reshape(n, n == 0 and 0 or -1)
+    local m = rows:size(2)
+    local like = tensor.like(self, "int64")
+    local order = tensor.arange(1, n + 1, like)
+    for j = m, 1, -1 do -- stable sorts, the last column first: lexicographic
+        local _, o = rows:select(2, j):index_select(1, order):sort(1)
+        order = order:index_select(1, o)
+    end
+    local sorted = rows:index_select(1, order)
+    local new
+    if n == 0 then
+        new = tensor.zeros({0}, like)
+    else
+        local first = tensor.ones({1}, like)
+        local differs = n == 1 and nil or (m == 0 and tensor.zeros({n - 1}, like) or
+            sorted:narrow(1, 2, n - 1):ne(sorted:narrow(1, 1, n - 1)):any(2):long())
+        new = differs and tensor.cat({first, differs}, 1) or first
+    end
+    local picked = tensor.arange(1, n + 1, like):masked_select(new:ne(0)) -- (a wait: k depends on the values)
+    local k = picked:numel()
+    local shape = x:shape()
+    shape[1] = k
+    local out = sorted:index_select(1, picked):reshape(shape):movedim(1, d)
+    if not opts.return_inverse and not opts.return_counts then return out end
+    local group = n > 0 and new:cumsum(1) or new
+    local inverse, counts
+    if opts.return_inverse then inverse = tensor.zeros({n}, like):scatter_add_(1, order, group) end
+    if opts.return_counts then
+        counts = tensor.zeros({k}, like)
+        if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, like)) end
+    end
+    if inverse and counts then return out, inverse, counts end
+    return out, inverse or counts
+end
+
 function Tensor:unique(opts)
     check_self("unique", self)
-    opts = util.check_opts("unique", opts, {sorted = true, return_inverse = true, return_counts = true})
+    opts = util.check_opts("unique", opts, {sorted = true, return_inverse = true, return_counts = true, dim = true})
     if opts.sorted == false then fail("unique: only sorted = true is supported (the values come out sorted)") end
+    if opts.dim ~= nil then return unique_dim(self, opts, opts.dim) end
     local flat = self:reshape(-1)
     local n = flat:numel()
     local values, order = flat:sort(1)
@@ -699,22 +783,68 @@ function Tensor:flip(dims)
     return rawequal(r, self) and self:clone() or r
 end
 
--- diag(): a 1-dim tensor's values on the diagonal of a square matrix, or a
--- matrix's main diagonal as a 1-dim tensor (a copy).
-function Tensor:diag()
+-- diag([k]): a 1-dim tensor's values on the diagonal k of a square matrix
+-- (of size n + |k|), or a matrix's diagonal k as a 1-dim tensor (a copy),
+-- as Torch's.
+function Tensor:diag(k)
     check_self("diag", self)
+    k = k or 0
+    if not is_int(k) then fail(fmt("diag: the diagonal must be an integer, got %s", show(k))) end
     local d = self:dim()
     if d == 1 then
         -- scattered into zeros, not eye(n) * self: 0 * inf would put NaN
         -- off the diagonal of a vector holding inf
         local n = self:size(1)
-        local at = tensor.arange(0, n, tensor.like(self, "int64")):mul(n + 1):add(1)
-        return tensor.zeros({n * n}, tensor.like(self)):scatter_add(1, at, self):view(n, n)
+        local m = n + math.abs(k)
+        local first = k >= 0 and k or -k * m -- (from 0) the place of the diagonal's first element
+        local at = tensor.arange(0, n, tensor.like(self, "int64")):mul(m + 1):add(first + 1)
+        return tensor.zeros({m * m}, tensor.like(self)):scatter_add(1, at, self):view(m, m)
     end
     if d ~= 2 then fail(fmt("diag: expected a 1-dim or 2-dim tensor, got shape %s", shape_of_str(self))) end
-    local n = math.min(self:size(1), self:size(2))
-    local idx = tensor.arange(1, n + 1, tensor.like(self, "int64"))
-    return self:gather(2, idx:view(n, 1)):view(n)
+    return self:diagonal(k)
+end
+
+-- A dim v (from 1, or negative from the end; nil: default, negative) of a
+-- result of nd dims, as a positive one.
+local function result_dim(fname, nd, v, default)
+    if v == nil then return nd + default + 1 end
+    if not is_int(v) or v < -nd or v > nd or v == 0 then
+        fail(fmt("%s: dim %s out of range for a result of %d dims", fname, show(v), nd))
+    end
+    return v < 0 and nd + v + 1 or v
+end
+
+-- diag_embed([offset [, dim1 [, dim2]]]): the last dim of t (n values) on
+-- the diagonal offset of (n + |offset|)-square matrices in dims dim1 and
+-- dim2 of the result (default the last two), zeros elsewhere, as Torch's.
+function Tensor:diag_embed(offset, dim1, dim2)
+    local fname = "diag_embed"
+    check_self(fname, self)
+    offset = offset or 0
+    if not is_int(offset) then fail(fmt("%s: the offset must be an integer, got %s", fname, show(offset))) end
+    local x = self:dim() == 0 and self:reshape(1) or self
+    local nd = x:dim() + 1
+    local d1, d2 = result_dim(fname, nd, dim1, -2), result_dim(fname, nd, dim2, -1)
+    if d1 == d2 then fail(fmt("%s: dim1 %s and dim2 %s are the same dim", fname, show(dim1), show(dim2))) end
+    if nd > 8 then fail(fmt("%s: the result would have %d dims (8 at most)", fname, nd)) end
+    local n = x:size(-1)
+    local m = n + math.abs(offset)
+    local shape = x:shape()
+    shape[#shape] = m * m
+    local first = offset >= 0 and offset or -offset * m
+    local at = tensor.arange(0, n, tensor.like(x, "int64")):mul(m + 1):add(first + 1)
+    local r = tensor.zeros(shape, tensor.like(x)):index_add(#shape, at, x)
+    shape[#shape] = m
+    shape[#shape + 1] = m
+    r = r:view(shape)
+    -- the two new dims are last: move them to d1 and d2
+    local perm, rest = {}, 1
+    for d = 1, nd do
+        if d == d1 then perm[d] = nd - 1
+        elseif d == d2 then perm[d] = nd
+        else perm[d], rest = rest, rest + 1 end
+    end
+    return r:permute(perm)
 end
 
 -- The positions (int64, from 1, in order) of the k nonzero elements of m,
@@ -941,11 +1071,61 @@ local function contract(A, la, B, lb, keep)
     return #out_sizes > 0 and R:reshape(out_sizes) or R:reshape(), out_letters
 end
 
+-- einsum's "...": each operand's gets letters the equation does not use
+-- for the dims it stands for (right-aligned across operands, so they
+-- broadcast); the output's "..." (or, without "->", the output's start,
+-- as Torch's) gets them all.  Returns the equation in letters; dots[c] is
+-- set for those letters.
+local function ellipsis_letters(eq, spec, ts, dots)
+    local lhs, rhs = spec:match("^([^%-]*)%->(.*)$")
+    if not lhs then lhs = spec end
+    local used, free = {}, {}
+    for c in spec:gmatch("%a") do used[c] = true end
+    for c in ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"):gmatch(".") do
+        if not used[c] then free[#free + 1] = c end
+    end
+    local parts, ndots, most = {}, {}, 0
+    for part in (lhs .. ","):gmatch("([^,]*),") do parts[#parts + 1] = part end
+    for k, part in ipairs(parts) do
+        local rest, n = part:gsub("%.%.%.", "")
+        if n > 1 or rest:find("%.") then fail(fmt("einsum: operand %d (%q) may hold one '...' at most", k, part)) end
+        if n == 1 then
+            local t = ts[k]
+            if not is_tensor(t) then fail(fmt("einsum: operand %d must be a tensor, got %s", k, typename(t))) end
+            ndots[k] = t:dim() - #rest
+            if ndots[k] < 0 then
+                fail(fmt("einsum: operand %d has %d dims (shape %s) but %q names %d besides '...'", k, t:dim(),
+                         shape_of_str(t), part, #rest))
+            end
+            most = math.max(most, ndots[k])
+        end
+    end
+    if most > #free then fail(fmt("einsum: no letters left for the dims of '...' in %q", eq)) end
+    for i = 1, most do dots[free[i]] = true end
+    for k, part in ipairs(parts) do
+        if ndots[k] then parts[k] = (part:gsub("%.%.%.", table.concat(free, "", most - ndots[k] + 1, most))) end
+    end
+    if rhs then
+        local rest, n = rhs:gsub("%.%.%.", "")
+        if n > 1 or rest:find("%.") then fail(fmt("einsum: the output (%q) may hold one '...' at most", rhs)) end
+        rhs = (rhs:gsub("%.%.%.", table.concat(free, "", 1, most)))
+    else -- implicit: the dims of "..." first, then the letters seen once, in order
+        local count, once = {}, {}
+        for c in lhs:gmatch("%a") do count[c] = (count[c] or 0) + 1 end
+        for c, n in pairs(count) do if n == 1 then once[#once + 1] = c end end
+        table.sort(once)
+        rhs = table.concat(free, "", 1, most) .. table.concat(once)
+    end
+    return table.concat(parts, ",") .. "->" .. rhs
+end
+
 -- einsum(equation, t1, t2, ...) (or einsum(equation, {t1, t2, ...})):
 -- Einstein summation, "ij,jk->ik" (a matrix product), "bij,bjk->bik",
 -- "i,i->", "ij->ji"...; without "->", the output is the letters that
 -- appear once, in alphabetical order.  Letters a-z and A-Z; a letter
--- repeated within one operand (a diagonal) and "..." are not supported.
+-- repeated within one operand takes its diagonal ("ii->i", "ii" the
+-- trace), "..." stands for the dims not named, and dims of size 1
+-- broadcast, as Torch's.
 -- Two operands at a time become one batched matrix product; sums and
 -- permutations do the rest, so autograd differentiates it.
 function M.einsum(eq, ...)
@@ -957,8 +1137,10 @@ function M.einsum(eq, ...)
     end
     if type(eq) ~= "string" then fail("einsum: expected an equation string first, got " .. typename(eq)) end
     check_devices_list("einsum", ts)
+    ts = {unpack(ts)} -- (operands are replaced by their diagonals and expansions below: not in the caller's list)
     local spec = eq:gsub("%s", "")
-    if spec:find("%.%.%.") then fail("einsum: '...' is not supported (name every dim): " .. eq) end
+    local dots = {} -- the letters standing for the dims of "..."
+    if spec:find("%.%.%.") then spec = ellipsis_letters(eq, spec, ts, dots) end
     local lhs, rhs = spec:match("^([^%-]*)%->(.*)$")
     if not lhs then lhs = spec end
     if spec:find("[^%a,%->]") or (rhs and rhs:find("[^%a]")) then
@@ -978,24 +1160,56 @@ function M.einsum(eq, ...)
             fail(fmt("einsum: operand %d has %d dims (shape %s) but %q names %d", k, t:dim(), shape_of_str(t), part,
                      #part))
         end
-        local l, seen = letters(part), {}
-        for i, c in ipairs(l) do
-            if seen[c] then
-                fail(fmt("einsum: index %s appears twice in operand %d (%q): diagonals are not supported", c, k, part))
+        local l = letters(part)
+        -- a letter twice in one operand: its diagonal, as the last dim ("ii->i", "ii" the trace)
+        local again = true
+        while again do
+            again = false
+            local first = {}
+            for i, c in ipairs(l) do
+                if first[c] then
+                    if t:size(first[c]) ~= t:size(i) then
+                        fail(fmt("einsum: index %s repeated in operand %d (%q) names dims of sizes %d and %d " ..
+                                 "(shape %s): a diagonal needs equal ones", c, k, part, t:size(first[c]), t:size(i),
+                                 shape_of_str(t)))
+                    end
+                    t = t:diagonal(0, first[c], i)
+                    local rest = {}
+                    for j, x in ipairs(l) do if j ~= first[c] and j ~= i then rest[#rest + 1] = x end end
+                    rest[#rest + 1] = c
+                    l, again = rest, true
+                    break
+                end
+                first[c] = i
             end
-            seen[c] = true
-            count[c] = (count[c] or 0) + 1
-            if size_of[c] and size_of[c] ~= t:size(i) then
-                fail(fmt("einsum: index %s is %d in one operand and %d in operand %d (shape %s)", c, size_of[c],
-                         t:size(i), k, shape_of_str(t)))
-            end
-            size_of[c] = t:size(i)
         end
-        lists[k] = l
+        for i, c in ipairs(l) do
+            count[c] = (count[c] or 0) + 1
+            local n, m = size_of[c], t:size(i)
+            if n and n ~= m then
+                if n ~= 1 and m ~= 1 then -- (a size of 1 broadcasts, as Torch's)
+                    fail(fmt("einsum: %s is %d in one operand and %d in operand %d (shape %s)",
+                             dots[c] and "a dim of '...'" or "index " .. c, n, m, k, shape_of_str(ts[k])))
+                end
+                if n == 1 then size_of[c] = m end
+            else
+                size_of[c] = m
+            end
+        end
+        ts[k], lists[k] = t, l
     end
-    if not rhs then -- implicit: the letters seen once, in order
-        local once = {}
-        for c, n in pairs(count) do if n == 1 then once[#once + 1] = c end end
+    for k, t in ipairs(ts) do -- dims of size 1 stretched to the others'
+        local shape, stretch = {}, false
+        for i, c in ipairs(lists[k]) do
+            shape[i] = size_of[c]
+            stretch = stretch or size_of[c] ~= t:size(i)
+        end
+        if stretch then ts[k] = t:expand(shape) end
+    end
+    if not rhs then -- implicit: the letters seen once in the equation ("ii" is the trace), in order
+        local seen_in_eq, once = {}, {}
+        for c in lhs:gmatch("%a") do seen_in_eq[c] = (seen_in_eq[c] or 0) + 1 end
+        for c, n in pairs(seen_in_eq) do if n == 1 then once[#once + 1] = c end end
         table.sort(once)
         rhs = table.concat(once)
     end
@@ -1454,76 +1668,45 @@ function Tensor:chunk(n, dim)
     return cut(self, sizes, dim)
 end
 
--- unbind([dim]): Torch's: the slices along dim (default 1), as a Lua list
--- of views with that dim gone.
-function Tensor:unbind(dim)
-    check_self("unbind", self)
-    if dim == nil then dim = 1 end
-    local n = size_along("unbind", self, dim)
-    local r = {}
-    for i = 1, n do r[i] = self:select(dim, i) end
-    return r
-end
 
--- view_as(u), reshape_as(u): view and reshape to u's shape.
-function Tensor:view_as(u)
-    check_self("view_as", self)
-    if not is_tensor(u) then fail("view_as: expected a tensor, got " .. typename(u)) end
-    return self:view(u:shape())
-end
-
-function Tensor:reshape_as(u)
-    check_self("reshape_as", self)
-    if not is_tensor(u) then fail("reshape_as: expected a tensor, got " .. typename(u)) end
-    return self:reshape(u:shape())
-end
-
--- swapaxes(d1, d2) and swapdims(d1, d2): transpose's other names, as Torch's.
-function Tensor:swapaxes(d1, d2)
-    check_self("swapaxes", self)
-    tensor.norm_dim("swapaxes", self, d1)
-    tensor.norm_dim("swapaxes", self, d2)
-    return self:transpose(d1, d2)
-end
-
-function Tensor:swapdims(d1, d2)
-    check_self("swapdims", self)
-    tensor.norm_dim("swapdims", self, d1)
-    tensor.norm_dim("swapdims", self, d2)
-    return self:transpose(d1, d2)
-end
-
--- movedim(source, destination): Torch's: a view with dim source (a dim or
--- a list of them) moved to destination (as many), the other dims keeping
--- their order.
-function Tensor:movedim(source, destination)
-    check_self("movedim", self)
-    local nd = self:dim()
-    local src = type(source) == "table" and source or {source}
-    local dst = type(destination) == "table" and destination or {destination}
-    if type(source) == "table" then util.check_list("movedim", "the source dims", source, true) end
-    if type(destination) == "table" then util.check_list("movedim", "the destination dims", destination, true) end
-    if #src ~= #dst then
-        fail(fmt("movedim: %d source dims but %d destination dims", #src, #dst))
-    end
-    local perm, taken, placed = {}, {}, {}
-    for i = 1, #src do
-        local s = tensor.norm_dim("movedim", self, src[i]) + 1
-        local d = tensor.norm_dim("movedim", self, dst[i]) + 1
-        if taken[s] then fail(fmt("movedim: source dim %d appears twice", s)) end
-        if placed[d] then fail(fmt("movedim: destination dim %d appears twice", d)) end
-        perm[d], taken[s], placed[d] = s, true, true
-    end
-    local s = 1
-    for d = 1, nd do
-        if not placed[d] then
-            while taken[s] do s = s + 1 end
-            perm[d], taken[s] = s, true
+-- tensor_split(n | {cuts} [, dim]): Torch's: n views along dim (default
+-- 1), the first len % n of them one longer; or, with a list, views cut
+-- after cuts[1] elements, after cuts[2], ... (Torch's indices: x[:c1],
+-- x[c1:c2], ..., x[ck:], each slice as Python's: a cut past the end is the
+-- end, a slice whose end is before its start is empty).
+function Tensor:tensor_split(sections, dim)
+    local fname = "tensor_split"
+    check_self(fname, self)
+    dim = dim or 1
+    local len = size_along(fname, self, dim)
+    local parts = {}
+    if type(sections) == "table" and not is_tensor(sections) then
+        util.check_list(fname, "the cuts", sections, true)
+        local prev = 0
+        for i, c in ipairs(sections) do
+            if not is_int(c) or c < 0 then fail(fmt("%s: cut %d must be an integer >= 0, got %s", fname, i, show(c))) end
+            local a, b = math.min(prev, len), math.min(c, len)
+            parts[#parts + 1] = self:narrow(dim, a + 1, math.max(0, b - a))
+            prev = c
         end
+        local a = math.min(prev, len)
+        parts[#parts + 1] = self:narrow(dim, a + 1, len - a)
+        return parts
     end
-    return self:permute(perm)
+    if not is_int(sections) or sections < 1 then
+        fail(fname .. ": expected a count >= 1 or a list of cuts, got " .. show(sections))
+    end
+    if sections > len and sections > 2 ^ 20 then -- (each a Lua object: 2^40 of them would fill the memory)
+        fail(fmt("%s: %s views of a dim of length %d: at most the length, or 2^20", fname, show(sections), len))
+    end
+    local each, extra, start = math.floor(len / sections), len % sections, 1
+    for i = 1, sections do
+        local n = each + (i <= extra and 1 or 0)
+        parts[i] = self:narrow(dim, start, n)
+        start = start + n
+    end
+    return parts
 end
-Tensor.moveaxis = Tensor.movedim
 
 -- split(size [, dim]): views along dim (default 1) of length size, the
 -- last one shorter; or, with a table of lengths, views of those lengths
@@ -1550,6 +1733,7 @@ function Tensor:split(size, dim)
             fail("split: size must be an integer >= 1 or a table of lengths, got " .. show(size))
         end
         for start = 1, len, size do sizes[#sizes + 1] = math.min(size, len - start + 1) end
+        if len == 0 then sizes[1] = 0 end -- one empty view, as Torch's (and chunk's)
     end
     return cut(self, sizes, dim)
 end
@@ -1560,7 +1744,7 @@ end
 -- last and merged into one, and the shape the reduction has with keepdim
 -- (1 at each reduced dim).
 local function merged_dims(fname, x, dims)
-    util.check_list(fname, "the list of dims", dims)
+    util.check_list(fname, "the list of dims", dims, true) -- (strict: {correction = 0} is no empty list)
     local n = #dims
     if n == 0 then fail(fname .. ": the list of dims is empty") end
     local reduced = {}
@@ -1831,5 +2015,1004 @@ function Tensor:norm(p, dim, keepdim)
     if dim == nil and keepdim then return keep_every_dim(self, r) end
     return r
 end
+
+-- ---------------------------------------------------------------- more of Torch's tensor functions
+
+-- diff([n [, dim [, prepend [, append]]]]): the n-th forward difference
+-- along dim (default the last): x[i + 1] - x[i], n times, after prepend and
+-- append (tensors) are joined to x along dim, as Torch's.
+function Tensor:diff(n, dim, prepend, append)
+    local fname = "diff"
+    check_self(fname, self)
+    n = n or 1
+    if not is_int(n) or n < 0 then fail(fmt("%s: n must be an integer >= 0, got %s", fname, show(n))) end
+    if self:dim() == 0 then fail(fname .. ": expected at least 1 dim, got a 0-dim tensor") end
+    local d = tensor.norm_dim(fname, self, dim or -1) + 1
+    local parts = {}
+    for _, e in ipairs({{"prepend", prepend}, {"self"}, {"append", append}}) do
+        local v = e[1] == "self" and self or e[2]
+        if v ~= nil then
+            if not is_tensor(v) then fail(fmt("%s: %s must be a tensor, got %s", fname, e[1], typename(v))) end
+            if v:dim() ~= self:dim() then
+                fail(fmt("%s: %s of shape %s must have the dims of the input (shape %s)", fname, e[1],
+                         shape_of_str(v), shape_of_str(self)))
+            end
+            parts[#parts + 1] = v
+        end
+    end
+    check_devices_list(fname, parts)
+    local x = #parts == 1 and self or tensor.cat(parts, d)
+    for _ = 1, n do
+        local len = x:size(d)
+        if len <= 1 then return x:narrow(d, 1, 0) end
+        x = x:narrow(d, 2, len - 1) - x:narrow(d, 1, len - 1)
+    end
+    return x
+end
+
+-- The value of addcmul/addcdiv: a number, or {value = v}.
+local function scale_value(fname, value)
+    if type(value) == "table" and not is_tensor(value) then
+        value = util.check_opts(fname, value, {value = true}).value
+    end
+    if value == nil then return 1 end
+    if type(value) ~= "number" then fail(fmt("%s: the value must be a number, got %s", fname, typename(value))) end
+    return value
+end
+
+local function check_operands(fname, a, b)
+    if not is_tensor(a) or not is_tensor(b) then
+        fail(fmt("%s: expected two tensors, got %s and %s", fname, typename(a), typename(b)))
+    end
+end
+
+-- addcmul(t1, t2 [, value]): self + value * t1 * t2; addcdiv: self + value
+-- * t1 / t2 (value 1 by default, a number or {value = v}), as Torch's; the
+-- in-place forms keep self's dtype.
+function Tensor:addcmul(t1, t2, value)
+    check_self("addcmul", self)
+    check_operands("addcmul", t1, t2)
+    value = scale_value("addcmul", value)
+    check_devices("addcmul", self, t1, t2)
+    tensor.broadcast_shape("addcmul", {self:shape(), t1:shape(), t2:shape()})
+    return self + t1 * t2 * value
+end
+function Tensor:addcdiv(t1, t2, value)
+    check_self("addcdiv", self)
+    check_operands("addcdiv", t1, t2)
+    value = scale_value("addcdiv", value)
+    check_devices("addcdiv", self, t1, t2)
+    tensor.broadcast_shape("addcdiv", {self:shape(), t1:shape(), t2:shape()})
+    return self + t1 / t2 * value
+end
+function Tensor:addcmul_(t1, t2, value)
+    check_self("addcmul_", self)
+    check_operands("addcmul_", t1, t2)
+    value = scale_value("addcmul_", value)
+    check_devices("addcmul_", self, t1, t2)
+    tensor.broadcast_shape("addcmul_", {self:shape(), t1:shape(), t2:shape()})
+    return self:add_(t1 * t2, value)
+end
+function Tensor:addcdiv_(t1, t2, value)
+    check_self("addcdiv_", self)
+    check_operands("addcdiv_", t1, t2)
+    value = scale_value("addcdiv_", value)
+    check_devices("addcdiv_", self, t1, t2)
+    tensor.broadcast_shape("addcdiv_", {self:shape(), t1:shape(), t2:shape()})
+    return self:add_(t1 / t2, value)
+end
+
+-- kron(a, b): the Kronecker product (the fewer dims of the two get leading
+-- 1s): block (i, j, ...) is a[i, j, ...] * b; at most 4 dims.
+function M.kron(a, b)
+    local fname = "kron"
+    check_self(fname, a)
+    if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
+    check_devices(fname, a, b)
+    local nd = math.max(a:dim(), b:dim())
+    if nd > 4 then fail(fmt("%s: at most 4 dims, got shapes %s and %s", fname, shape_of_str(a), shape_of_str(b))) end
+    local sa, sb = a:shape(), b:shape()
+    local va, vb, out = {}, {}, {}
+    for i = 1, nd do
+        local x = sa[#sa - nd + i] or 1
+        local y = sb[#sb - nd + i] or 1
+        va[2 * i - 1], va[2 * i] = x, 1
+        vb[2 * i - 1], vb[2 * i] = 1, y
+        out[i] = x * y
+    end
+    if nd == 0 then return a * b end
+    return (a:reshape(va) * b:reshape(vb)):reshape(out)
+end
+Tensor.kron = M.kron
+
+-- The shape a and b broadcast to, each expanded to it.
+local function broadcast_pair(fname, a, b)
+    local shape = tensor.broadcast_shape(fname, {a:shape(), b:shape()})
+    return a:expand(shape), b:expand(shape)
+end
+
+-- cross(a, b [, dim]): the cross product of 3-vectors along dim (default
+-- the last, as torch.linalg.cross), a and b broadcast together.
+function M.cross(a, b, dim)
+    local fname = "cross"
+    check_self(fname, a)
+    if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
+    check_devices(fname, a, b)
+    local x, y = broadcast_pair(fname, a, b)
+    if x:dim() == 0 then fail(fname .. ": expected 3-vectors, got 0-dim tensors") end
+    local d = tensor.norm_dim(fname, x, dim or -1) + 1
+    if x:size(d) ~= 3 then
+        fail(fmt("%s: dim %s must have size 3, got shapes %s and %s", fname, show(dim or -1), shape_of_str(a),
+                 shape_of_str(b)))
+    end
+    local like = tensor.like(x, "int64")
+    local i1, i2 = tensor.tensor({2, 3, 1}, like), tensor.tensor({3, 1, 2}, like)
+    return x:index_select(d, i1) * y:index_select(d, i2) - x:index_select(d, i2) * y:index_select(d, i1)
+end
+Tensor.cross = M.cross
+
+-- cdist(x1, x2 [, p]): the p-norm distances (p as norm's, default 2)
+-- between the rows of x1 (..., P, M) and those of x2 (..., R, M): (..., P,
+-- R), the batch dims broadcast.
+function M.cdist(x1, x2, p)
+    local fname = "cdist"
+    check_self(fname, x1)
+    if not is_tensor(x2) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(x2))) end
+    check_devices(fname, x1, x2)
+    if x1:dim() < 2 or x2:dim() < 2 or x1:size(-1) ~= x2:size(-1) then
+        fail(fmt("%s: expected (..., P, M) and (..., R, M), got shapes %s and %s", fname, shape_of_str(x1),
+                 shape_of_str(x2)))
+    end
+    if x1:dim() >= 8 or x2:dim() >= 8 then
+        fail(fmt("%s: at most 7 dims, got shapes %s and %s", fname, shape_of_str(x1), shape_of_str(x2)))
+    end
+    if p ~= nil and type(p) ~= "number" then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
+    if p ~= nil and (p < 0 or p ~= p) then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
+    return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p or 2, -1)
+end
+Tensor.cdist = M.cdist
+
+-- take(index): the elements of the flattened tensor at index (from 1,
+-- int64 or int32), in index's shape.
+function Tensor:take(index)
+    local fname = "take"
+    check_self(fname, self)
+    if not is_tensor(index) or is_float(index) or index:dtype() == "uint8" then
+        fail(fmt("%s: expected an int64 or int32 tensor of indices, got %s", fname,
+                 is_tensor(index) and index:dtype() or typename(index)))
+    end
+    check_devices(fname, self, index)
+    return self:reshape(-1):index_select(1, index:reshape(-1), fname):view(index:shape())
+end
+
+-- cummax(dim) / cummin(dim): the running largest / smallest along dim and
+-- its index (int64, from 1; of a tie the latest, and NaN once met, as
+-- Torch's); the gradient goes to the element the index names.
+local function running_extremum(fname, self, dim, largest)
+    check_self(fname, self)
+    if dim == nil then fail(fname .. ": expected a dim") end
+    local x = self
+    if self:dim() == 0 then
+        tensor.norm_dim(fname, self:reshape(1), dim)
+        x = self:reshape(1)
+        dim = 1
+    end
+    local d = tensor.norm_dim(fname, x, dim) + 1
+    local n = x:size(d)
+    local v = x:detach()
+    local s = 1
+    while s < n do -- v[i] = the extremum of v[i - s] and v[i] (doubling: log n steps)
+        local a, b = v:narrow(d, s + 1, n - s), v:narrow(d, 1, n - s)
+        local m = largest and a:maximum(b) or a:minimum(b) -- (NaN wins both)
+        v = tensor.cat({v:narrow(d, 1, s), m}, d)
+        s = s * 2
+    end
+    -- where x reaches the running extremum (or is NaN) the index moves to it:
+    -- the running largest of those places
+    local shape = {}
+    for i = 1, x:dim() do shape[i] = 1 end
+    shape[d] = n
+    local pos = tensor.arange(1, n + 1, tensor.like(x, "int64")):view(shape)
+    local mark = x:detach():eq(v)
+    if is_float(x) then mark = mark:logical_or(x:detach():isnan()) end
+    local at = pos * mark
+    s = 1
+    while s < n do
+        at = tensor.cat({at:narrow(d, 1, s), at:narrow(d, s + 1, n - s):maximum(at:narrow(d, 1, n - s))}, d)
+        s = s * 2
+    end
+    local values = x:gather(d, at)
+    if self:dim() == 0 then return values:reshape(), at:reshape() end
+    return values, at
+end
+function Tensor:cummax(dim) return running_extremum("cummax", self, dim, true) end
+function Tensor:cummin(dim) return running_extremum("cummin", self, dim, false) end
+
+-- bincount([weights [, minlength]]): Torch's: for a 1-dim tensor of
+-- integers >= 0, the count (or the sum of weights) of each value v at
+-- place v + 1 (places count from 1), max(input) + 1 places at least
+-- minlength; int64, or the weights' dtype (integer weights: int64). Waits
+-- (its length depends on the values).
+function Tensor:bincount(weights, minlength)
+    local fname = "bincount"
+    check_self(fname, self)
+    if is_float(self) or self:dim() ~= 1 then
+        fail(fmt("%s: expected a 1-dim tensor of integers, got %s of shape %s", fname, self:dtype(),
+                 shape_of_str(self)))
+    end
+    if weights ~= nil then
+        if not is_tensor(weights) then fail(fmt("%s: weights must be a tensor, got %s", fname, typename(weights))) end
+        check_devices(fname, self, weights)
+        if weights:dim() ~= 1 or weights:size(1) ~= self:size(1) then
+            fail(fmt("%s: weights of shape %s must have the input's shape %s", fname, shape_of_str(weights),
+                     shape_of_str(self)))
+        end
+    end
+    minlength = minlength or 0
+    if not is_int(minlength) or minlength < 0 then
+        fail(fmt("%s: minlength must be an integer >= 0, got %s", fname, show(minlength)))
+    end
+    local len = minlength
+    if self:numel() > 0 then
+        local lo = self:min():item()
+        if lo < 0 then fail(fmt("%s: the values must be >= 0, got %s", fname, show(lo))) end
+        len = math.max(len, self:max():item() + 1)
+    end
+    local dt = weights ~= nil and is_float(weights) and weights:dtype() or "int64"
+    local src = weights ~= nil and weights:to(dt) or tensor.ones({self:size(1)}, tensor.like(self, "int64"))
+    local at = self:to("int64") + 1
+    return zeros_named(fname, {len}, tensor.like(self, dt)):index_add(1, at, src)
+end
+
+-- histc([bins [, min [, max]]]): Torch's histogram: bins (default 100)
+-- equal bins over [min, max] (both 0, the default: the data's smallest and
+-- largest, a wait), the last bin closed; elements outside, and NaN, are
+-- not counted.  A float tensor; no gradient.
+function Tensor:histc(bins, lo, hi)
+    local fname = "histc"
+    check_self(fname, self)
+    if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
+    bins, lo, hi = bins or 100, lo or 0, hi or 0
+    if not is_int(bins) or bins < 1 then fail(fmt("%s: bins must be an integer >= 1, got %s", fname, show(bins))) end
+    if type(lo) ~= "number" or type(hi) ~= "number" or lo ~= lo or hi ~= hi then
+        fail(fmt("%s: min and max must be numbers, got %s and %s", fname, show(lo), show(hi)))
+    end
+    if lo > hi then fail(fmt("%s: max %s must be >= min %s", fname, show(hi), show(lo))) end
+    local x = self:detach():reshape(-1)
+    if lo == hi and x:numel() > 0 then
+        local finite = x:masked_select(x:isfinite())
+        if finite:numel() > 0 then lo, hi = finite:min():item(), finite:max():item() end
+    end
+    if lo == hi then lo, hi = lo - 1, hi + 1 end
+    if lo == -huge or hi == huge then
+        fail(fmt("%s: the range [%s, %s] must be finite", fname, show(lo), show(hi)))
+    end
+    local xd = x:double()
+    local inside = xd:ge(lo):logical_and(xd:le(hi))
+    local at = ((xd - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):to("int64") + 1
+    at = at:masked_fill(inside:eq(0), 1) -- (counted as 0 below)
+    return zeros_named(fname, {bins}, tensor.like(self)):index_add(1, at, inside:to(self:dtype()))
+end
+
+
+-- keepdim must be true, false or nil: Lua takes every other value as true,
+-- so x:sum(1, 0) (keepdim = 0 meant as false) or x:sum(1, "float64") (a
+-- dtype in its place, as Torch's sum(dim, dtype)) kept the dim silently.
+local KEEPDIM_AT = {sum = 2, mean = 2, max = 2, min = 2, argmax = 2, argmin = 2, amax = 2, amin = 2, var = 2,
+                    std = 2, logsumexp = 2, prod = 2, all = 2, any = 2, median = 2, norm = 3, kthvalue = 3}
+-- sum, mean and prod take Torch's dtype third (a name or {dtype =}): the
+-- input cast to it first, the result of it; the other reductions of (dim,
+-- keepdim) refuse a third argument, which they ignored.
+local WITH_DTYPE = {sum = true, mean = true, prod = true}
+local TWO_ARGS = {max = true, min = true, argmax = true, argmin = true, amax = true, amin = true, logsumexp = true,
+                  all = true, any = true, median = true}
+for name, at in pairs(KEEPDIM_AT) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, a, b, c, d)
+        local k = c
+        if at == 2 then k = b end
+        if k ~= nil and type(k) ~= "boolean" then
+            fail(fmt("%s: keepdim must be true or false, got %s", name, show(k)))
+        end
+        if c ~= nil and TWO_ARGS[name] then
+            fail(fmt("%s: expected (dim, keepdim), got a third argument %s", name, show(c)))
+        end
+        if c ~= nil and WITH_DTYPE[name] then
+            check_self(name, self)
+            local dt = c
+            if type(dt) == "table" and getmetatable(dt) == nil then
+                dt = util.check_opts(name, dt, {dtype = true}).dtype
+            end
+            if dt ~= nil then
+                dt = tensor.DT_NAME[tensor.parse_dtype(name, dt)]
+                if name == "mean" and not dt:match("^float") then
+                    fail(fmt("mean: dtype must be float32 or float64, got %s", dt))
+                end
+                local r = f(self:to(dt), a, b)
+                if r:dtype() ~= dt then r = r:to(dt) end
+                return r
+            end
+        end
+        return f(self, a, b, c, d)
+    end
+end
+
+-- cumsum(dim [, dtype]) and cumprod: Torch's dtype (a name, or {dtype =
+-- name}): the input is cast to it first, and the result is of it (an
+-- integer one wraps in it).  Without one, as before: integers run in int64.
+for _, name in ipairs({"cumsum", "cumprod"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, dim, dtype)
+        if dtype == nil then return f(self, dim) end
+        check_self(name, self)
+        if type(dtype) == "table" and getmetatable(dtype) == nil then
+            dtype = util.check_opts(name, dtype, {dtype = true}).dtype
+            if dtype == nil then return f(self, dim) end
+        end
+        local dt = tensor.DT_NAME[tensor.parse_dtype(name, dtype)]
+        local r = f(self:to(dt), dim)
+        if r:dtype() ~= dt then r = r:to(dt) end
+        return r
+    end
+end
+
+-- ---------------------------------------------------------------- small conveniences a Torch user reaches for
+
+-- Calls f(...), its error said under fname instead of under inner (the op
+-- it is made of, which the user did not call).
+local function as_op(fname, inner, f, ...)
+    local r = {pcall(f, ...)}
+    if not r[1] then error((tostring(r[2]):gsub(inner .. ": ", fname .. ": ", 1)), 0) end
+    return unpack(r, 2, table.maxn(r))
+end
+
+-- clip(lo, hi), clip_: clamp's other name.
+function Tensor:clip(lo, hi) return as_op("clip", "clamp", Tensor.clamp, self, lo, hi) end
+function Tensor:clip_(lo, hi) return as_op("clip_", "clamp_", Tensor.clamp_, self, lo, hi) end
+
+-- swapaxes(d1, d2), swapdims(d1, d2): transpose's other names; movedim(src, dst): dim src
+-- (or a list of dims) moved to place dst (or the list's places), the
+-- others kept in order, as Torch's (a view).
+function Tensor:swapaxes(d1, d2) return as_op("swapaxes", "transpose", Tensor.transpose, self, d1, d2) end
+function Tensor:swapdims(d1, d2) return as_op("swapdims", "transpose", Tensor.transpose, self, d1, d2) end
+function Tensor:movedim(src, dst)
+    local fname = "movedim"
+    check_self(fname, self)
+    if type(src) == "number" then src = {src} end
+    if type(dst) == "number" then dst = {dst} end
+    if type(src) ~= "table" or is_tensor(src) or type(dst) ~= "table" or is_tensor(dst) then
+        fail(fmt("%s: expected dims (numbers or lists of them), got %s and %s", fname, typename(src), typename(dst)))
+    end
+    util.check_list(fname, "the source dims", src, true)
+    util.check_list(fname, "the destination dims", dst, true)
+    if #src ~= #dst then
+        fail(fmt("%s: %d source dims but %d destinations", fname, #src, #dst))
+    end
+    local n = self:dim()
+    local perm, from_taken = {}, {}
+    for i = 1, #src do
+        local a = tensor.norm_dim(fname, self, src[i]) + 1
+        local b = tensor.norm_dim(fname, self, dst[i]) + 1
+        if from_taken[a] then fail(fmt("%s: source dim %s appears twice", fname, show(src[i]))) end
+        if perm[b] then fail(fmt("%s: destination dim %s appears twice", fname, show(dst[i]))) end
+        perm[b], from_taken[a] = a, true
+    end
+    local rest = 1
+    for place = 1, n do
+        if not perm[place] then
+            while from_taken[rest] do rest = rest + 1 end
+            perm[place], rest = rest, rest + 1
+        end
+    end
+    if n == 0 then return self end
+    return self:permute(perm)
+end
+Tensor.moveaxis = Tensor.movedim
+
+-- fliplr / flipud: flip(2) / flip(1); rot90([k [, dims]]): k quarter turns
+-- from dims[1] towards dims[2] (default {1, 2}), as Torch's.
+function Tensor:fliplr()
+    check_self("fliplr", self)
+    if self:dim() < 2 then fail("fliplr: expected at least 2 dims, got shape " .. shape_of_str(self)) end
+    return self:flip(2)
+end
+function Tensor:flipud()
+    check_self("flipud", self)
+    if self:dim() < 1 then fail("flipud: expected at least 1 dim, got a 0-dim tensor") end
+    return self:flip(1)
+end
+function Tensor:rot90(k, dims)
+    local fname = "rot90"
+    check_self(fname, self)
+    k = k or 1
+    if not is_int(k) then fail(fmt("%s: k must be an integer, got %s", fname, show(k))) end
+    dims = dims or {1, 2}
+    if type(dims) ~= "table" or is_tensor(dims) then fail(fmt("%s: dims must be a list of two dims, got %s", fname, typename(dims))) end
+    util.check_list(fname, "the dims", dims, true)
+    if #dims ~= 2 then fail(fmt("%s: dims must hold two dims, got %d", fname, #dims)) end
+    local a, b = tensor.norm_dim(fname, self, dims[1]) + 1, tensor.norm_dim(fname, self, dims[2]) + 1
+    if a == b then fail(fmt("%s: dims %s and %s are the same dim", fname, show(dims[1]), show(dims[2]))) end
+    k = k % 4
+    if k == 1 then return self:flip(b):transpose(a, b) end
+    if k == 2 then return self:flip({a, b}) end
+    if k == 3 then return self:flip(a):transpose(a, b) end
+    return self:clone()
+end
+
+-- new_zeros / new_ones / new_empty(shape [, opts]), new_full(shape, v [,
+-- opts]), new_tensor(data [, opts]): made like self (its dtype, device and
+-- engine) unless opts says otherwise, as Torch's.
+local function like_self(fname, self, opts)
+    check_self(fname, self)
+    local base = tensor.like(self)
+    if opts == nil then return base end
+    if type(opts) == "string" then -- a dtype, or a device
+        if pcall(tensor.parse_dtype, fname, opts) then base.dtype = opts else base.device = opts end
+        return base
+    end
+    if type(opts) == "table" and getmetatable(opts) == nil then
+        opts = util.check_opts(fname, opts, {dtype = true, device = true, engine = true})
+        for k, v in pairs(opts) do base[k] = v end
+        return base
+    end
+    base.device = opts -- a device object (tensor.zeros checks it)
+    return base
+end
+for _, name in ipairs({"zeros", "ones", "empty"}) do
+    Tensor["new_" .. name] = function(self, shape, opts)
+        local fname = "new_" .. name
+        local o = like_self(fname, self, opts)
+        if type(shape) ~= "table" or is_tensor(shape) then
+            fail(fmt("%s: expected the shape as a table, got %s", fname, typename(shape)))
+        end
+        return as_op(fname, name, tensor[name], shape, o)
+    end
+end
+function Tensor:new_full(shape, value, opts)
+    local o = like_self("new_full", self, opts)
+    if type(shape) ~= "table" or is_tensor(shape) then
+        fail("new_full: expected the shape as a table, got " .. typename(shape))
+    end
+    return as_op("new_full", "full", tensor.full, shape, value, o)
+end
+function Tensor:new_tensor(data, opts)
+    local o = like_self("new_tensor", self, opts)
+    return as_op("new_tensor", "tensor", tensor.tensor, data, o)
+end
+
+-- view_as(u), reshape_as(u): u's shape; broadcast_to(shape): expand's other
+-- name; ordo.broadcast_tensors(t1, t2, ...): each expanded to the shape
+-- they broadcast to (views, as separate values).
+function Tensor:view_as(u)
+    check_self("view_as", self)
+    if not is_tensor(u) then fail("view_as: expected a tensor, got " .. typename(u)) end
+    return as_op("view_as", "view", Tensor.view, self, u:shape())
+end
+function Tensor:reshape_as(u)
+    check_self("reshape_as", self)
+    if not is_tensor(u) then fail("reshape_as: expected a tensor, got " .. typename(u)) end
+    return as_op("reshape_as", "reshape", Tensor.reshape, self, u:shape())
+end
+function Tensor:broadcast_to(shape)
+    check_self("broadcast_to", self)
+    if type(shape) ~= "table" or is_tensor(shape) then
+        fail("broadcast_to: expected the shape as a table, got " .. typename(shape))
+    end
+    return as_op("broadcast_to", "expand", Tensor.expand, self, shape)
+end
+function M.broadcast_tensors(...)
+    local ts = {...}
+    check_no_hole("broadcast_tensors", "tensor", ts, select("#", ...))
+    local shapes = {}
+    for i, t in ipairs(ts) do
+        if not is_tensor(t) then fail(fmt("broadcast_tensors: argument %d must be a tensor, got %s", i, typename(t))) end
+        shapes[i] = t:shape()
+    end
+    local shape = tensor.broadcast_shape("broadcast_tensors", shapes)
+    local out = {}
+    for i, t in ipairs(ts) do out[i] = t:expand(shape) end
+    return unpack(out, 1, #ts)
+end
+
+-- unbind([dim]): the slices along dim (default 1) as a Lua list of views.
+function Tensor:unbind(dim)
+    check_self("unbind", self)
+    local d = tensor.norm_dim("unbind", self, dim or 1) + 1
+    local out = {}
+    for i = 1, self:size(d) do out[i] = self:select(d, i) end
+    return out
+end
+
+-- frac(): x - trunc(x), the sign of x; deg2rad / rad2deg.
+function Tensor:frac()
+    check_self("frac", self)
+    if not is_float(self) then fail("frac: expected a float tensor, got " .. self:dtype()) end
+    return self - self:trunc()
+end
+function Tensor:deg2rad()
+    check_self("deg2rad", self)
+    return (is_float(self) and self or self:float()) * (math.pi / 180)
+end
+function Tensor:rad2deg()
+    check_self("rad2deg", self)
+    return (is_float(self) and self or self:float()) * (180 / math.pi)
+end
+
+-- count_nonzero([dim]): int64; nansum / nanmean([dim [, keepdim]]): NaN
+-- left out (nanmean of no numbers is NaN); aminmax([dim [, keepdim]]):
+-- amin, amax.
+function Tensor:count_nonzero(dim)
+    check_self("count_nonzero", self)
+    local m = self:ne(0)
+    if dim == nil then return m:sum() end
+    return as_op("count_nonzero", "sum", Tensor.sum, m, dim)
+end
+function Tensor:nansum(dim, keepdim)
+    check_self("nansum", self)
+    local x = is_float(self) and self:masked_fill(self:isnan(), 0) or self
+    if dim == nil then
+        if keepdim ~= nil then return as_op("nansum", "sum", Tensor.sum, x, nil, keepdim) end
+        return x:sum()
+    end
+    return as_op("nansum", "sum", Tensor.sum, x, dim, keepdim)
+end
+function Tensor:nanmean(dim, keepdim)
+    check_self("nanmean", self)
+    if not is_float(self) then fail("nanmean: expected a float tensor, got " .. self:dtype()) end
+    local ok = self:isnan():logical_not():to(self:dtype())
+    local s = self:nansum(dim, keepdim)
+    local n = dim == nil and ok:sum() or ok:sum(dim, keepdim)
+    return s / n
+end
+function Tensor:aminmax(dim, keepdim)
+    check_self("aminmax", self)
+    return as_op("aminmax", "amin", Tensor.amin, self, dim, keepdim), self:amax(dim, keepdim)
+end
+
+-- var_mean / std_mean(dim, keepdim, correction): both, as Torch's.
+function Tensor:var_mean(dim, keepdim, correction)
+    local v = as_op("var_mean", "var", Tensor.var, self, dim, keepdim, correction)
+    return v, dim == nil and (keepdim and self:mean(nil, true) or self:mean()) or self:mean(dim, keepdim)
+end
+function Tensor:std_mean(dim, keepdim, correction)
+    local v = as_op("std_mean", "std", Tensor.std, self, dim, keepdim, correction)
+    return v, dim == nil and (keepdim and self:mean(nil, true) or self:mean()) or self:mean(dim, keepdim)
+end
+
+-- Two operands (tensors or numbers, at least one tensor), as binary ops take them.
+local function two(fname, a, b)
+    if not is_tensor(a) and not is_tensor(b) then
+        fail(fmt("%s: expected a tensor and a tensor or a number, got %s and %s", fname, typename(a), typename(b)))
+    end
+    if not is_tensor(a) and type(a) ~= "number" then fail(fmt("%s: expected a tensor or a number, got %s", fname, typename(a))) end
+    if not is_tensor(b) and type(b) ~= "number" then fail(fmt("%s: expected a tensor or a number, got %s", fname, typename(b))) end
+    check_devices(fname, is_tensor(a) and a or b, is_tensor(a) and b or a)
+    if is_tensor(a) and is_tensor(b) then tensor.broadcast_shape(fname, {a:shape(), b:shape()}) end
+    -- integers compute in float32, as the math functions
+    if is_tensor(a) and not is_float(a) and not (is_tensor(b) and is_float(b)) then a = a:float() end
+    if is_tensor(b) and not is_float(b) and not (is_tensor(a) and is_float(a)) then b = b:float() end
+    return a, b
+end
+
+-- atan2's gradient, recorded here: a closure in atan2 itself would keep
+-- LuaJIT from compiling a loop that calls it
+local function rec_atan2(autograd, fname, r, yt, xt, yd, xd)
+    return autograd.record(fname, r, {yt, xt, n = 2}, function(g)
+        local d = xd * xd + yd * yd
+        d = tensor.where(d:eq(0), 1, d) -- the origin: 0 / 1
+        return g * xd / d, -(g * yd / d)
+    end, {yt, xt})
+end
+
+-- atan2(y, x) (self is y): the angle of (x, y), in (-pi, pi], as C's; its
+-- gradient (x, -y) / (x^2 + y^2), 0 at the origin as Torch's.
+function M.atan2(y, x)
+    local fname = "atan2"
+    y, x = two(fname, y, x)
+    local yt = is_tensor(y) and y or tensor.full_like(x, y)
+    local xt = is_tensor(x) and x or tensor.full_like(y, x)
+    local dt = tensor.result_type(yt, xt)
+    yt, xt = yt:to(dt), xt:to(dt)
+    local yd, xd = yt:detach(), xt:detach()
+    -- atan(y / x) corrected by pi for x < 0; x = 0: +-pi/2 by y's sign (0 at y = 0)
+    local base = (yd / xd):atan()
+    local pi = math.pi
+    local signy = tensor.where(yd:lt(0), -1, 1):to(dt) -- (pi times it in dt, not float32)
+    -- y of -0.0 counts as negative, as C's atan2 (1 / -0 is -inf)
+    signy = tensor.where(yd:eq(0):logical_and((1 / yd):lt(0)), -1, signy)
+    local r = tensor.where(xd:lt(0), base + signy * pi, base)
+    r = tensor.where(xd:eq(0), tensor.where(yd:eq(0), tensor.where((1 / xd):lt(0), signy * pi, yd * 0), signy * (pi / 2)), r)
+    -- both infinite: +-pi/4 or +-3pi/4, as C's (inf / inf is NaN)
+    local both = xd:abs():eq(huge):logical_and(yd:abs():eq(huge))
+    r = tensor.where(both, tensor.where(xd:gt(0), signy * (pi / 4), signy * (3 * pi / 4)), r)
+    r = tensor.where(xd:ne(xd):logical_or(yd:ne(yd)), 0 / 0, r):to(dt)
+    local autograd = package.loaded["ordo.autograd"]
+    if not (autograd and autograd.needs(yt, xt)) then return r end
+    return rec_atan2(autograd, fname, r, yt, xt, yd, xd)
+end
+Tensor.atan2 = M.atan2
+Tensor.arctan2 = M.atan2
+
+-- hypot(a, b): sqrt(a^2 + b^2) without overflow or underflow on the way.
+function M.hypot(a, b)
+    a, b = two("hypot", a, b)
+    if not is_tensor(a) then a = tensor.full_like(b, a) end
+    if not is_tensor(b) then b = tensor.full_like(a, b) end
+    local x, y = a:abs(), b:abs()
+    local m = x:maximum(y):detach()
+    local safe = tensor.where(m:eq(0):logical_or(m:eq(huge)):logical_or(m:ne(m)), 1, m)
+    local r = ((x / safe):square() + (y / safe):square()):sqrt() * safe
+    return tensor.where(x:eq(huge):logical_or(y:eq(huge)), huge, r) -- inf beside NaN is inf, as C's
+end
+Tensor.hypot = M.hypot
+
+-- logaddexp(a, b): log(exp(a) + exp(b)) without overflow (equal infinities
+-- give themselves).
+function M.logaddexp(a, b)
+    a, b = two("logaddexp", a, b)
+    local m = is_tensor(a) and (is_tensor(b) and a:maximum(b) or a:clamp(b)) or b:clamp(a)
+    local md = m:detach()
+    local shift = tensor.where(md:abs():eq(huge), 0, md)
+    local r = ((a - shift):exp() + (b - shift):exp()):log() + shift
+    return r
+end
+Tensor.logaddexp = M.logaddexp
+
+-- xlogy(x, y): x * log(y), 0 where x is 0 (unless y is NaN), as Torch's.
+function M.xlogy(x, y)
+    x, y = two("xlogy", x, y)
+    local xt = is_tensor(x) and x or tensor.full_like(y, x)
+    local yt = is_tensor(y) and y or tensor.full_like(xt, y)
+    local zero = xt:detach():eq(0):logical_and(yt:detach():eq(yt:detach()))
+    local safe_y = yt:masked_fill(zero, 1)
+    return (xt * safe_y:log()):masked_fill(zero, 0)
+end
+Tensor.xlogy = M.xlogy
+
+-- logit([eps]): log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given.
+function Tensor:logit(eps)
+    check_self("logit", self)
+    if eps ~= nil and (type(eps) ~= "number" or not (eps >= 0 and eps <= 0.5)) then
+        fail("logit: eps must be a number in [0, 0.5], got " .. show(eps))
+    end
+    local p = is_float(self) and self or self:float()
+    if eps then p = p:clamp(eps, 1 - eps) end
+    return (p / (1 - p)):log()
+end
+
+-- dist(u [, p]): the p-norm of self - u; inner(u): the sum over the last
+-- dims of products (vectors: dot; else self (.., n) and u (.., n) give
+-- self's leading dims then u's).
+function Tensor:dist(u, p)
+    check_self("dist", self)
+    if not is_tensor(u) then fail("dist: expected a tensor, got " .. typename(u)) end
+    check_devices("dist", self, u)
+    tensor.broadcast_shape("dist", {self:shape(), u:shape()})
+    return as_op("dist", "norm", Tensor.norm, self - u, p or 2)
+end
+function Tensor:inner(u)
+    check_self("inner", self)
+    if not is_tensor(u) then fail("inner: expected a tensor, got " .. typename(u)) end
+    check_devices("inner", self, u)
+    if self:dim() == 0 or u:dim() == 0 then return self * u end
+    if self:size(-1) ~= u:size(-1) then
+        fail(fmt("inner: the last dims differ: shapes %s and %s", shape_of_str(self), shape_of_str(u)))
+    end
+    if self:dim() + u:dim() - 2 > 8 then
+        fail(fmt("inner: the result would have more than 8 dims (shapes %s and %s)", shape_of_str(self), shape_of_str(u)))
+    end
+    local n = self:size(-1)
+    local a, b = self:reshape(-1, n), u:reshape(-1, n)
+    local shape = {}
+    for i = 1, self:dim() - 1 do shape[#shape + 1] = self:size(i) end
+    for i = 1, u:dim() - 1 do shape[#shape + 1] = u:size(i) end
+    return a:matmul(b:t()):reshape(shape)
+end
+
+-- quantile(q [, dim [, keepdim]]): Torch's linear interpolation between the
+-- sorted values at q (n - 1) (q in [0, 1]: a number, or a list or 1-dim
+-- tensor of them, whose results stack along a new first dim); over all
+-- elements without a dim; a line holding NaN gives NaN.  Float tensors.
+function Tensor:quantile(q, dim, keepdim)
+    local fname = "quantile"
+    check_self(fname, self)
+    if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
+    if keepdim ~= nil and type(keepdim) ~= "boolean" then
+        fail(fmt("%s: keepdim must be true or false, got %s", fname, show(keepdim)))
+    end
+    local qs, scalar
+    if type(q) == "number" then
+        qs, scalar = {q}, true
+    elseif is_tensor(q) then
+        if q:dim() > 1 then fail(fmt("%s: q must be a number or a 1-dim list of them, got shape %s", fname, shape_of_str(q))) end
+        qs = q:reshape(-1):totable()
+    elseif type(q) == "table" then
+        util.check_list(fname, "q", q, true)
+        qs = q
+    else
+        fail(fmt("%s: q must be a number or a 1-dim list of them, got %s", fname, typename(q)))
+    end
+    for i, v in ipairs(qs) do
+        if type(v) ~= "number" or not (v >= 0 and v <= 1) then
+            fail(fmt("%s: q must be in [0, 1], got %s", fname, show(v)))
+        end
+    end
+    local x, d = self, nil
+    if dim == nil then x, d = self:reshape(-1), 1 else d = tensor.norm_dim(fname, self, dim) + 1 end
+    local n = x:size(d)
+    if n == 0 then fail(fmt("%s: cannot take a quantile of no elements (shape %s)", fname, shape_of_str(self))) end
+    local sorted = x:sort(d)
+    local has_nan = x:isnan():any(d, true)
+    local outs = {}
+    for i, v in ipairs(qs) do
+        local pos = v * (n - 1)
+        local lo = math.floor(pos)
+        local hi = math.min(lo + 1, n - 1)
+        local w = pos - lo
+        local a = sorted:narrow(d, lo + 1, 1)
+        local r = w == 0 and a or a:lerp(sorted:narrow(d, hi + 1, 1), w)
+        r = r:masked_fill(has_nan, 0 / 0)
+        if dim == nil then
+            local ones = {}
+            if keepdim then for j = 1, self:dim() do ones[j] = 1 end end
+            r = r:reshape(ones)
+        elseif not keepdim then
+            r = r:squeeze(d)
+        end
+        outs[i] = r
+    end
+    if scalar then return outs[1] end
+    if #outs == 0 then fail(fname .. ": q is an empty list") end
+    return tensor.stack(outs, 1)
+end
+
+-- tril_indices(rows, cols [, offset [, opts]]) / triu_indices: the (row,
+-- column) positions, from 1, of the elements on or below (above) the
+-- diagonal offset, as a 2 x N int64 tensor in row-major order, as Torch's.
+local function band_indices(fname, rows, cols, offset, opts, lower)
+    if not is_int(rows) or not is_int(cols) or rows < 0 or cols < 0 then
+        fail(fmt("%s: rows and cols must be integers >= 0, got %s and %s", fname, show(rows), show(cols)))
+    end
+    if type(offset) ~= "number" and offset ~= nil then offset, opts = nil, offset end
+    offset = offset or 0
+    if not is_int(offset) then fail(fmt("%s: the offset must be an integer, got %s", fname, show(offset))) end
+    if rows * cols > 2 ^ 31 then fail(fmt("%s: %d x %d is too large", fname, rows, cols)) end
+    local o = proto_of(fname, opts)
+    local asked = (type(opts) == "string" and pcall(tensor.parse_dtype, fname, opts)) or
+        (type(opts) == "table" and getmetatable(opts) == nil and opts.dtype ~= nil)
+    local dt = asked and o:dtype() or "int64" -- (a device alone keeps int64)
+    if dt ~= "int64" and dt ~= "int32" then fail(fmt("%s: the dtype must be int64 or int32, got %s", fname, dt)) end
+    local like = tensor.like(o, dt)
+    local r = tensor.arange(1, rows + 1, like):view(rows, 1)
+    local c = tensor.arange(1, cols + 1, like):view(1, cols)
+    local keep = lower and (c - r):le(offset) or (c - r):ge(offset)
+    local rr, cc = r:expand(rows, cols):masked_select(keep), c:expand(rows, cols):masked_select(keep)
+    return tensor.stack({rr, cc}, 1)
+end
+function M.tril_indices(rows, cols, offset, opts) return band_indices("tril_indices", rows, cols, offset, opts, true) end
+function M.triu_indices(rows, cols, offset, opts) return band_indices("triu_indices", rows, cols, offset, opts, false) end
+
+-- An index argument: an int64 or int32 tensor of at most 1 dim, or a Lua
+-- list of integers (made an int64 tensor like t); 1-dim.
+local function index_arg(fname, t, index, what)
+    if type(index) == "table" and not is_tensor(index) then
+        util.check_list(fname, what, index, true)
+        for i, v in ipairs(index) do
+            if not is_int(v) then fail(fmt("%s: entry %d of %s must be an integer, got %s", fname, i, what, show(v))) end
+        end
+        return tensor.tensor(#index == 0 and {} or index, tensor.like(t, "int64")):reshape(-1)
+    end
+    if not is_tensor(index) or is_float(index) or index:dtype() == "uint8" then
+        fail(fmt("%s: %s must be an int64 or int32 tensor (or a list of integers), got %s", fname, what,
+                 is_tensor(index) and index:dtype() or typename(index)))
+    end
+    if index:dim() > 1 then fail(fmt("%s: %s must have at most 1 dim, got shape %s", fname, what, shape_of_str(index))) end
+    check_devices(fname, t, index)
+    return index:reshape(-1)
+end
+
+-- index_fill(dim, index, value) / index_fill_: the slices at index (from
+-- 1) along dim set to value (a number or one-element tensor), as Torch's.
+local function index_fill(fname, self, dim, index, value, inplace)
+    check_self(fname, self)
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    local idx = index_arg(fname, self, index, "the index")
+    local n = self:size(d)
+    local hits = tensor.zeros({n}, tensor.like(self, "int64"))
+    if idx:numel() > 0 then
+        hits = as_op(fname, "index_add", Tensor.index_add, hits, 1, idx, tensor.ones({idx:numel()}, tensor.like(self, "int64")))
+    end
+    local shape = {}
+    for i = 1, self:dim() do shape[i] = 1 end
+    shape[d] = n
+    local mask = hits:ne(0):view(shape)
+    if inplace then return as_op(fname, "masked_fill_", Tensor.masked_fill_, self, mask, value) end
+    return as_op(fname, "masked_fill", Tensor.masked_fill, self, mask, value)
+end
+function Tensor:index_fill(dim, index, value) return index_fill("index_fill", self, dim, index, value, false) end
+function Tensor:index_fill_(dim, index, value) return index_fill("index_fill_", self, dim, index, value, true) end
+
+-- index_copy(dim, index, src) / index_copy_: src's slice i copied to the
+-- slice index[i] along dim (src has self's shape but index's length along
+-- dim), as Torch's.
+local function index_copy(fname, self, dim, index, src, inplace)
+    check_self(fname, self)
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    local idx = index_arg(fname, self, index, "the index")
+    if not is_tensor(src) then fail(fmt("%s: src must be a tensor, got %s", fname, typename(src))) end
+    check_devices(fname, self, src)
+    local ss, st = src:shape(), self:shape()
+    local ok = #ss == #st and ss[d] == idx:numel()
+    for i = 1, #st do if i ~= d and ss[i] ~= st[i] then ok = false end end
+    if not ok then
+        fail(fmt("%s: src of shape %s must be the shape %s with %d along dim %s", fname, shape_of_str(src),
+                 shape_of_str(self), idx:numel(), show(dim)))
+    end
+    local vshape = {}
+    for i = 1, #ss do vshape[i] = 1 end
+    vshape[d] = idx:numel()
+    local full = idx:view(vshape):expand(ss)
+    if inplace then return as_op(fname, "scatter_", Tensor.scatter_, self, d, full, src) end
+    return as_op(fname, "scatter", Tensor.scatter, self, d, full, src)
+end
+function Tensor:index_copy(dim, index, src) return index_copy("index_copy", self, dim, index, src, false) end
+function Tensor:index_copy_(dim, index, src) return index_copy("index_copy_", self, dim, index, src, true) end
+
+-- index_put_({i1, i2, ...}, values [, accumulate]): Torch's: the elements
+-- (or slices) at (i1[k], i2[k], ...) of the leading dims (indices from 1,
+-- broadcast together) set to values (broadcast to them), or added to with
+-- accumulate; index_put the same on a copy.
+local function index_put(fname, self, indices, values, accumulate, inplace)
+    check_self(fname, self)
+    if type(indices) ~= "table" or is_tensor(indices) then
+        fail(fmt("%s: expected a list of index tensors, got %s", fname, typename(indices)))
+    end
+    util.check_list(fname, "the indices", indices, true)
+    local k = #indices
+    if k == 0 or k > self:dim() then
+        fail(fmt("%s: expected 1 to %d index tensors (one per leading dim), got %d", fname, self:dim(), k))
+    end
+    if accumulate ~= nil and type(accumulate) ~= "boolean" then
+        fail(fmt("%s: accumulate must be true or false, got %s", fname, show(accumulate)))
+    end
+    local shapes = {}
+    for i, ix in ipairs(indices) do
+        if not is_tensor(ix) or is_float(ix) or ix:dtype() == "uint8" then
+            fail(fmt("%s: index %d must be an int64 or int32 tensor, got %s", fname, i,
+                     is_tensor(ix) and ix:dtype() or typename(ix)))
+        end
+        check_devices(fname, self, ix)
+        shapes[i] = ix:shape()
+    end
+    local bshape = tensor.broadcast_shape(fname, shapes)
+    local st = self:shape()
+    -- the linear place (from 1) of each indexed slice in self viewed as (prod of the leading k dims, rest)
+    local lin = nil
+    local stride = 1
+    for i = k, 1, -1 do
+        local ix = indices[i]:to("int64"):expand(bshape)
+        local term = (ix - 1) * stride
+        lin = lin and lin + term or term
+        stride = stride * st[i]
+    end
+    lin = lin:reshape(-1) + 1
+    local rest = {}
+    for i = k + 1, #st do rest[#rest + 1] = st[i] end
+    local vshape = {lin:numel()}
+    for _, v in ipairs(rest) do vshape[#vshape + 1] = v end
+    local slice_shape = {}
+    for _, v in ipairs(bshape) do slice_shape[#slice_shape + 1] = v end
+    for _, v in ipairs(rest) do slice_shape[#slice_shape + 1] = v end
+    if not is_tensor(values) and type(values) ~= "number" then
+        fail(fmt("%s: values must be a tensor or a number, got %s", fname, typename(values)))
+    end
+    local v = is_tensor(values) and values or as_op(fname, "full", tensor.full, {}, values, tensor.like(self))
+    check_devices(fname, self, v)
+    v = as_op(fname, "expand", Tensor.expand, v:to(self:dtype()), slice_shape):reshape(vshape)
+    local flat_shape = {stride}
+    for _, r in ipairs(rest) do flat_shape[#flat_shape + 1] = r end
+    -- the index of each slice, along the first dim, expanded to the slice
+    local ishape = {lin:numel()}
+    for i = 1, #rest do ishape[i + 1] = 1 end
+    local full = lin:view(ishape):expand(vshape)
+    if not inplace then
+        local flat = self:reshape(flat_shape)
+        local name = accumulate and "scatter_add" or "scatter"
+        return as_op(fname, name, Tensor[name], flat, 1, full, v):view(st)
+    end
+    local base = self:contiguous() -- (self when it is: written in place)
+    local flat = base:view(flat_shape)
+    local name = accumulate and "scatter_add_" or "scatter_"
+    as_op(fname, name, Tensor[name], flat, 1, full, v)
+    if not rawequal(base, self) then self:copy_(base) end
+    return self
+end
+function Tensor:index_put_(indices, values, accumulate) return index_put("index_put_", self, indices, values, accumulate, true) end
+function Tensor:index_put(indices, values, accumulate) return index_put("index_put", self, indices, values, accumulate, false) end
+
+-- isin(elements, test): a uint8 mask, in elements' shape, of the elements
+-- equal to some element of test (NaN to none), as Torch's: one sort of
+-- both, n log n, no n x m table.
+function M.isin(elements, test)
+    local fname = "isin"
+    if not is_tensor(elements) and not is_tensor(test) then
+        fail(fmt("%s: expected tensors, got %s and %s", fname, typename(elements), typename(test)))
+    end
+    if type(test) == "number" then test = tensor.full({1}, test, tensor.like(elements)) end
+    if type(elements) == "number" then elements = tensor.full({}, elements, tensor.like(test)) end
+    if not is_tensor(elements) or not is_tensor(test) then
+        fail(fmt("%s: expected tensors or numbers, got %s and %s", fname, typename(elements), typename(test)))
+    end
+    check_devices(fname, elements, test)
+    local dt = tensor.result_type(elements, test)
+    local e, t = elements:detach():reshape(-1):to(dt), test:detach():reshape(-1):to(dt)
+    local n, m = e:numel(), t:numel()
+    local like = tensor.like(e, "int64")
+    if n == 0 or m == 0 then return tensor.zeros(elements:shape(), tensor.like(elements, "uint8")) end
+    -- test first: a stable sort puts its values before equal elements
+    local all = tensor.cat({t, e}, 1)
+    local from_test = tensor.cat({tensor.ones({m}, like), tensor.zeros({n}, like)}, 1)
+    local sorted, order = all:sort(1)
+    local total = n + m
+    local starts = tensor.cat({tensor.ones({1}, like), sorted:narrow(1, 2, total - 1):ne(sorted:narrow(1, 1, total - 1)):long()}, 1)
+    -- each place's run start (the latest start at or before it), and whether a test value opened that run
+    local pos = tensor.arange(1, total + 1, like)
+    local run, _ = (pos * starts):cummax(1)
+    local hit = from_test:index_select(1, order):index_select(1, run)
+    -- back to the input order; the elements are the places after the m test values
+    local back = tensor.zeros({total}, like):scatter_(1, order, hit)
+    return back:narrow(1, m + 1, n):to("uint8"):view(elements:shape())
+end
+Tensor.isin = M.isin
+
+-- searchsorted(sorted, values [, {right = false}]) / bucketize(values,
+-- boundaries [, {right = false}]): Torch's insertion places, counted from
+-- 1 as ordo's indices (1 + Torch's): the place (1..m + 1) values would take
+-- in the sorted 1-dim sequence, before equal ones (after them with right);
+-- int64 in values' shape (or a number's: 0-dim).  One sort of both.
+local function insertion(fname, seq, values, opts)
+    opts = util.check_opts(fname, opts, {right = true, out_int32 = true})
+    if opts.right ~= nil and type(opts.right) ~= "boolean" then
+        fail(fmt("%s: right must be true or false, got %s", fname, show(opts.right)))
+    end
+    if not is_tensor(seq) or seq:dim() ~= 1 then
+        fail(fmt("%s: the sorted sequence must be a 1-dim tensor, got %s", fname,
+                 is_tensor(seq) and "shape " .. shape_of_str(seq) or typename(seq)))
+    end
+    if type(values) == "number" then values = tensor.full({}, values, tensor.like(seq)) end
+    if not is_tensor(values) then fail(fmt("%s: values must be a tensor or a number, got %s", fname, typename(values))) end
+    check_devices(fname, seq, values)
+    local dt = tensor.result_type(seq, values)
+    local b, v = seq:detach():to(dt), values:detach():reshape(-1):to(dt)
+    local m, n = b:numel(), v:numel()
+    local like = tensor.like(v, opts.out_int32 and "int32" or "int64")
+    local l64 = tensor.like(v, "int64")
+    if n == 0 then return tensor.zeros(values:shape(), like) end
+    if m == 0 then return tensor.ones(values:shape(), like) end
+    -- a stable sort of both: the boundaries before equal values (right) or after them (left)
+    local all, from_b
+    if opts.right then
+        all, from_b = tensor.cat({b, v}, 1), tensor.cat({tensor.ones({m}, l64), tensor.zeros({n}, l64)}, 1)
+    else
+        all, from_b = tensor.cat({v, b}, 1), tensor.cat({tensor.zeros({n}, l64), tensor.ones({m}, l64)}, 1)
+    end
+    local _, order = all:sort(1)
+    local before = from_b:index_select(1, order):cumsum(1) -- boundaries at or before each sorted place
+    local back = tensor.zeros({n + m}, l64):scatter_(1, order, before)
+    local r = (opts.right and back:narrow(1, m + 1, n) or back:narrow(1, 1, n)) + 1
+    return r:view(values:shape()):to(like.dtype)
+end
+function M.searchsorted(seq, values, opts)
+    check_self("searchsorted", seq)
+    return insertion("searchsorted", seq, values, opts)
+end
+Tensor.searchsorted = M.searchsorted
+function M.bucketize(values, boundaries, opts)
+    if not is_tensor(values) and type(values) ~= "number" then
+        fail("bucketize: expected a tensor or a number, got " .. typename(values))
+    end
+    return insertion("bucketize", boundaries, values, opts)
+end
+Tensor.bucketize = M.bucketize
 
 return M

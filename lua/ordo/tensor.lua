@@ -2111,7 +2111,17 @@ Tensor.__index = function(t, k)
     end
     if tk == "string" then return nil end -- a field not set (t.grad before a backward)
     if is_tensor(k) then
-        fail("t[i]: a tensor is not an index here; use t:masked_select(mask) or t:index_select(dim, index)")
+        -- t[mask]: Torch's boolean indexing, the selected elements (a copy)
+        if k._c.dtype == U8 then return t:masked_select(k) end
+        -- t[index]: Torch's integer-tensor indexing of the first dim (indices from 1)
+        if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
+            if t._c.ndim == 0 then fail("t[index]: a 0-dim tensor has no dim to index") end
+            local ok, r = pcall(t.index_select, t, 1, k)
+            if not ok then error((tostring(r):gsub("index_select: ", "t[index]: ", 1)), 0) end
+            return r
+        end
+        fail("t[i]: a tensor index must be a uint8 mask (t[mask], as t:masked_select(mask)) or a 1-dim " ..
+             "int64 or int32 tensor of indices, got " .. DT_NAME[k._c.dtype] .. " of shape " .. shape_str(k))
     end
     fail("t[i]: the index must be an integer or a table of indices and ranges, got " .. typename(k))
 end
@@ -2158,6 +2168,32 @@ Tensor.__newindex = function(t, k, v)
             fail(fmt("t.%s = x: %s is a tensor method, not a field to set", k, k))
         end
         return rawset(t, k, v)
+    end
+    if is_tensor(k) then
+        -- t[index] = v: the rows at index (Torch's integer-tensor indexing), v broadcast to them
+        if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
+            if t._c.ndim == 0 then fail("t[index] = x: a 0-dim tensor has no dim to index") end
+            if type(v) == "boolean" then v = v and 1 or 0 end
+            if type(v) ~= "number" and not is_tensor(v) then
+                fail("t[index] = x: x must be a number or a tensor, got " .. typename(v))
+            end
+            local ok, err = pcall(t.index_put_, t, {k:reshape(-1)}, v)
+            if not ok then error((tostring(err):gsub("index_put_: ", "t[index] = x: ", 1)), 0) end
+            return
+        end
+        -- t[mask] = v: Torch's boolean index assignment of one value
+        if k._c.dtype ~= U8 then
+            fail("t[i] = x: a tensor index must be a uint8 mask (t[mask] = v) or a 1-dim int64 or int32 " ..
+                 "tensor of indices, got " .. DT_NAME[k._c.dtype] .. " of shape " .. shape_str(k))
+        end
+        if type(v) == "boolean" then v = v and 1 or 0 end
+        if type(v) ~= "number" and not (is_tensor(v) and v:numel() == 1) then
+            fail("t[mask] = x: x must be a number or a one-element tensor, got " ..
+                 (is_tensor(v) and "a tensor of shape " .. shape_str(v) or typename(v)))
+        end
+        local ok, err = pcall(t.masked_fill_, t, k, v)
+        if not ok then error((tostring(err):gsub("masked_fill_: ", "t[mask] = x: ", 1)), 0) end
+        return
     end
     if type(k) ~= "number" then
         fail("t[i] = x: the index must be an integer or a table of indices and ranges, got " .. typename(k))
@@ -2213,6 +2249,9 @@ end
 -- ordo.where(cond, x, y): cond ? x : y elementwise, broadcasting all three;
 -- x and y may be numbers.
 function M.where(cond, x, y)
+    -- where(cond): Torch's nonzero(cond, as_tuple = true), a list of the
+    -- positions along each dim
+    if x == nil and y == nil and is_tensor(cond) then return cond:nonzero({as_tuple = true}) end
     check_mask("where", cond, "the condition")
     if not is_tensor(x) and type(x) ~= "number" then fail("where: x must be a tensor or a number, got " .. typename(x)) end
     if not is_tensor(y) and type(y) ~= "number" then fail("where: y must be a tensor or a number, got " .. typename(y)) end
