@@ -732,6 +732,15 @@ describe("gpu tensors: reductions, softmax, matmul", function()
             local P = ordo.tensor({{0, 1, 2}, {3, 0, 1}, {1, 1, 0}}, o)
             assert.are.equal(7, ordo.linalg.det(gpu(P)):item())
             assert.are.equal(-7, ordo.linalg.det(-gpu(P)):item())
+            -- a NaN below the diagonal is never the pivot, as in the cpu's
+            -- scan: the 5 further down is (a NaN taken first by one of the
+            -- pivot reduction's threads hid it: a zero pivot, "singular")
+            local nan = 0 / 0
+            local N = ordo.tensor({{0, 1, 0, 0}, {nan, 0, 1, 0}, {0, 0, 0, 1}, {5, 0, 0, 0}}, o)
+            local d = ordo.linalg.det(gpu(N)):item()
+            assert(d ~= d, dt .. " det with a NaN under the diagonal: " .. tostring(d) .. ", the cpu's is nan")
+            local x = ordo.linalg.solve(gpu(N), gpu(ordo.eye(4, o))):totable()
+            assert(x[1][1] ~= x[1][1], dt .. " solve with a NaN under the diagonal: not nan")
             -- strided views: transposed, expanded over the batch; vectors B
             local A = ordo.randn({5, 5}, o) + ordo.eye(5, o) * 2
             check(ordo.linalg.inv(gpu(A):t()), ordo.linalg.inv(A:t()), dt .. " inv of a transposed view", RED)
