@@ -2096,6 +2096,51 @@ describe("gpu tensors: memory", function()
         big = nil
     end)
 
+    -- The same for a kernel's scratch memory (cu_scratch_alloc) on a device
+    -- full of cached blocks: its retry gave the cache back with waits that
+    -- took the device's pending failure (here a generator never seeded, a
+    -- failure the device reports at its next wait, as on a GPU).  Shown by
+    -- the CUDA emulation, where the split sum takes scratch memory.
+    it("a gpu failure is not taken by a kernel's scratch retry on a full device: the next wait raises it", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        finally(function() pcall(ordo.engine.wait_for_all); ordo.cuda.empty_cache() end)
+        settle()
+        ordo.cuda.empty_cache()
+        local x = ordo.rand({2, 2 ^ 19}, {device = G}) -- two long rows: the sum splits them
+        local want = x:cpu():sum(2)
+        local u = ordo.empty({MiB / 4}, {device = G})
+        local g = ordo.zeros({32}, {dtype = "uint8", device = G}) -- no generator state: never seeded
+        do -- fills the device with blocks of every size, then frees them: all cached
+            local held = {}
+            for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
+                while true do
+                    local ok, t = pcall(ordo.empty, {n}, {device = G})
+                    if not ok then break end
+                    held[#held + 1] = t
+                end
+            end
+        end
+        settle()
+        assert.is_true(ordo.cuda.memory_stats().reserved_bytes > (SIM_MEM_MB - 1) * MiB, "the device is full")
+        local T = require "ordo.tensor"
+        T.push(T.kernel_ids.uniform, "uniform_", 0, {}, {u, g}, {0, 1})
+        os.execute("sleep 0.2") -- (its kernel has failed on the device by now)
+        -- the sum's scratch misses: the cache is given back (waiting for each
+        -- block's last use) and the allocation retried; those waits took the
+        -- device's failure, which no wait then reported.  It is the next
+        -- host wait's on the device (CUDA's rule), here the sum's read.
+        local s = x:sum(2)
+        raises(function() return s:totable() end, "uniform: generator state was never seeded", "gpu(0)")
+        if os.getenv("ORDO_EMU_THREAD_ORDER") then -- (the plain simulated device's sum takes no scratch)
+            assert.is_true(ordo.cuda.memory_stats().reserved_bytes < (SIM_MEM_MB - 8) * MiB, "the cache was given back")
+        end
+        check(s, want, "sum of long rows on a full device", RED)
+        u, g = nil, nil
+    end)
+
     it("out of memory: garbage is collected and the allocation retried; a tensor too big raises naming sizes", function()
         need_gpu()
         if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
