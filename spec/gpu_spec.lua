@@ -732,6 +732,15 @@ describe("gpu tensors: reductions, softmax, matmul", function()
             local P = ordo.tensor({{0, 1, 2}, {3, 0, 1}, {1, 1, 0}}, o)
             assert.are.equal(7, ordo.linalg.det(gpu(P)):item())
             assert.are.equal(-7, ordo.linalg.det(-gpu(P)):item())
+            -- a NaN below the diagonal is never the pivot, as in the cpu's
+            -- scan: the 5 further down is (a NaN taken first by one of the
+            -- pivot reduction's threads hid it: a zero pivot, "singular")
+            local nan = 0 / 0
+            local N = ordo.tensor({{0, 1, 0, 0}, {nan, 0, 1, 0}, {0, 0, 0, 1}, {5, 0, 0, 0}}, o)
+            local d = ordo.linalg.det(gpu(N)):item()
+            assert(d ~= d, dt .. " det with a NaN under the diagonal: " .. tostring(d) .. ", the cpu's is nan")
+            local x = ordo.linalg.solve(gpu(N), gpu(ordo.eye(4, o))):totable()
+            assert(x[1][1] ~= x[1][1], dt .. " solve with a NaN under the diagonal: not nan")
             -- strided views: transposed, expanded over the batch; vectors B
             local A = ordo.randn({5, 5}, o) + ordo.eye(5, o) * 2
             check(ordo.linalg.inv(gpu(A):t()), ordo.linalg.inv(A:t()), dt .. " inv of a transposed view", RED)
@@ -2152,6 +2161,51 @@ describe("gpu tensors: memory", function()
         assert.is_true(ordo.cuda.memory_stats().oom_retries > retries0)
         raises(function() return q:totable() end, "div: integer division by zero", "gpu(0)")
         big = nil
+    end)
+
+    -- The same for a kernel's scratch memory (cu_scratch_alloc) on a device
+    -- full of cached blocks: its retry gave the cache back with waits that
+    -- took the device's pending failure (here a generator never seeded, a
+    -- failure the device reports at its next wait, as on a GPU).  Shown by
+    -- the CUDA emulation, where the split sum takes scratch memory.
+    it("a gpu failure is not taken by a kernel's scratch retry on a full device: the next wait raises it", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        finally(function() pcall(ordo.engine.wait_for_all); ordo.cuda.empty_cache() end)
+        settle()
+        ordo.cuda.empty_cache()
+        local x = ordo.rand({2, 2 ^ 19}, {device = G}) -- two long rows: the sum splits them
+        local want = x:cpu():sum(2)
+        local u = ordo.empty({MiB / 4}, {device = G})
+        local g = ordo.zeros({32}, {dtype = "uint8", device = G}) -- no generator state: never seeded
+        do -- fills the device with blocks of every size, then frees them: all cached
+            local held = {}
+            for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
+                while true do
+                    local ok, t = pcall(ordo.empty, {n}, {device = G})
+                    if not ok then break end
+                    held[#held + 1] = t
+                end
+            end
+        end
+        settle()
+        assert.is_true(ordo.cuda.memory_stats().reserved_bytes > (SIM_MEM_MB - 1) * MiB, "the device is full")
+        local T = require "ordo.tensor"
+        T.push(T.kernel_ids.uniform, "uniform_", 0, {}, {u, g}, {0, 1})
+        os.execute("sleep 0.2") -- (its kernel has failed on the device by now)
+        -- the sum's scratch misses: the cache is given back (waiting for each
+        -- block's last use) and the allocation retried; those waits took the
+        -- device's failure, which no wait then reported.  It is the next
+        -- host wait's on the device (CUDA's rule), here the sum's read.
+        local s = x:sum(2)
+        raises(function() return s:totable() end, "uniform: generator state was never seeded", "gpu(0)")
+        if os.getenv("ORDO_EMU_THREAD_ORDER") then -- (the plain simulated device's sum takes no scratch)
+            assert.is_true(ordo.cuda.memory_stats().reserved_bytes < (SIM_MEM_MB - 8) * MiB, "the cache was given back")
+        end
+        check(s, want, "sum of long rows on a full device", RED)
+        u, g = nil, nil
     end)
 
     it("out of memory: garbage is collected and the allocation retried; a tensor too big raises naming sizes", function()

@@ -615,6 +615,14 @@ int dev_empty_cache(int dev_id, char *err, size_t errlen) {
     return empty_and_wait(dev_id, d, err, errlen) ? ORDO_ERR_FAILED : 0;
 }
 
+int dev_empty_cache_quiet(int dev_id) {
+    dev_state *d;
+    char err[256];
+    if (get_state(dev_id, &d, err, sizeof err)) return 1;
+    empty_and_wait(dev_id, d, NULL, 0);
+    return 0;
+}
+
 int dev_alloc_stats(int dev_id, ordo_gpu_memory_stats *out, char *err, size_t errlen) {
     dev_state *d;
     int rc = get_state(dev_id, &d, err, errlen);

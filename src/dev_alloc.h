@@ -40,6 +40,12 @@ void dev_free(int dev_id, void *ptr, dev_event *last_use);
  * event.  0, or an error code with a message in err (the blocks are freed
  * even when a wait reports an earlier asynchronous failure). */
 int dev_empty_cache(int dev_id, char *err, size_t errlen);
+/* The same for a retry inside an op (a kernel's scratch memory, a cuBLAS
+ * handle or workspace refused): the waits leave the device's pending
+ * failure to the engine's next wait, as dev_alloc's own retry does (taken
+ * here it was lost, and the failed op's tensor read its garbage without an
+ * error).  0, or 1 when dev_id has no allocator state. */
+int dev_empty_cache_quiet(int dev_id);
 
 /* The block size nbytes is rounded to (0 when that overflows), its size
  * class: under 1 MiB a multiple of 512 bytes; from 1 MiB to 16 MiB the

@@ -62,8 +62,9 @@ static void run_check(op *o) {
         o->gpu_check_ev = NULL;
     } else {
         /* (the slot must not be read, nor released, before the work that
-         * may write it is done) */
-        bad = ordo_device_backend()->device_sync(o->ctx.dev_id, err, sizeof err);
+         * may write it is done; quietly, as the event's wait above: the
+         * device's pending failure is another op's, for the next wait) */
+        bad = ordo_device_backend()->device_sync_quiet(o->ctx.dev_id, err, sizeof err);
     }
     if (bad && !o->fail) o->fail = failure_new("%s", err);
     err[0] = '\0';

@@ -412,8 +412,10 @@ static int storage_free_op(const ordo_run_ctx *rc, void *param) {
     if (s->ctx.dev_type == ORDO_GPU && rc->stream) {
         char err[256];
         if (!(last_use = dev_event_record(s->ctx.dev_id, rc->stream, err, sizeof err))) {
-            /* No event: make sure nothing is pending the slow way. */
-            ordo_device_backend()->device_sync(s->ctx.dev_id, err, sizeof err);
+            /* No event: make sure nothing is pending the slow way, quietly
+             * (freeing a tensor never takes the device's pending failure:
+             * it is another op's, for the next wait to report). */
+            ordo_device_backend()->device_sync_quiet(s->ctx.dev_id, err, sizeof err);
         }
     }
     storage_free_now(s, last_use);

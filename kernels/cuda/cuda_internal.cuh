@@ -47,15 +47,17 @@ static inline int cu_check_launch(const ordo_run_ctx *rc, const char *kernel) {
  * stream; give it back with cudaFreeAsync on the same stream).  It comes
  * from the device memory that the caching allocator (src/dev_alloc.c) may
  * hold in cached blocks: on a full device those go back to CUDA
- * (ordo_gpu_empty_cache) and the allocation is tried once more, as a
- * tensor's allocation is.  0, or nonzero with the thread's last error
- * cleared (an out-of-memory is no launch failure of the op's). */
-extern "C" int ordo_gpu_empty_cache(int dev_id);
+ * (dev_empty_cache_quiet: not ordo_gpu_empty_cache, whose waits report the
+ * device's pending failure, another op's, which would then be lost) and
+ * the allocation is tried once more, as a tensor's allocation is.  0, or
+ * nonzero with the thread's last error cleared (an out-of-memory is no
+ * launch failure of the op's). */
+extern "C" int dev_empty_cache_quiet(int dev_id);
 static inline int cu_scratch_alloc(const ordo_run_ctx *rc, void **p, size_t bytes) {
     cudaError_t e = cudaMallocAsync(p, bytes, cu_stream(rc));
     if (e == cudaErrorMemoryAllocation) {
         cudaGetLastError();
-        ordo_gpu_empty_cache(rc->ctx.dev_id);
+        dev_empty_cache_quiet(rc->ctx.dev_id);
         e = cudaMallocAsync(p, bytes, cu_stream(rc));
     }
     if (e != cudaSuccess) {

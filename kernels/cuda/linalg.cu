@@ -55,9 +55,12 @@ __device__ int64_t batch_offset(const cu_view &v, int nb, int64_t b) {
 }
 
 /* Keeps in (*v, *i) the larger value, the smaller row on a tie; a row of
- * -1 (no candidate) loses to any. */
+ * -1 (no candidate) loses to any.  A NaN is never a candidate (w == w
+ * fails): taken as a thread's first, it would win every later comparison
+ * (none holds against a NaN) and hide the column's largest |a(i, j)| from
+ * the reduction, where the CPU's scan passes over it. */
 __device__ __forceinline__ void pivot_max(double *v, int64_t *i, double w, int64_t j) {
-    if (j >= 0 && (*i < 0 || w > *v || (w == *v && j < *i))) *v = w, *i = j;
+    if (j >= 0 && w == w && (*i < 0 || w > *v || (w == *v && j < *i))) *v = w, *i = j;
 }
 
 /* scratch: per block, n*n doubles for A, then n*k for B */

@@ -129,7 +129,7 @@ int handle_for(const ordo_run_ctx *rc, cublasHandle_t *h) {
          * a device full of cached blocks, give them back and try once more
          * (as cu_scratch_alloc does). */
         cudaGetLastError();
-        ordo_gpu_empty_cache(dev);
+        dev_empty_cache_quiet(dev);
         s = cublasCreate(h);
     }
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -250,7 +250,7 @@ int gemm_float(const ordo_run_ctx *rc, mat A, int64_t sba, mat Bm, int64_t sbb, 
                  * is given back the call is whole to redo. */
                 if (s != CUBLAS_STATUS_ALLOC_FAILED || attempt) break;
                 cudaGetLastError();
-                ordo_gpu_empty_cache(rc->ctx.dev_id);
+                dev_empty_cache_quiet(rc->ctx.dev_id);
             }
         }
         if (s != CUBLAS_STATUS_SUCCESS) {

@@ -165,8 +165,13 @@ __global__ void rng_kernel(T *y, const uint8_t *g, rng_params p, int64_t nblocks
     }
 }
 
+/* 0, or the op failed: no device error slot (its mapped page-locked
+ * memory refused), where an unseeded state's report would write through a
+ * null pointer - an illegal address, which loses the CUDA context. */
 template <typename T, int KIND>
-void rng_launch(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, rng_params &p) {
+int rng_launch(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args *args, rng_params &p) {
+    cu_error_slot *slot = cu_error_slot_device(rc->ctx.dev_id);
+    if (!slot) return ordo_fail(rc, "%s: cannot allocate gpu(%d)'s error slot (mapped page-locked memory)", name, rc->ctx.dev_id);
     const ordo_view *y = &args->out[0];
     uint8_t *g = (uint8_t *)args->out[1].data;
     const int64_t *ys[1] = {y->strides};
@@ -177,8 +182,9 @@ void rng_launch(const ordo_run_ctx *rc, const char *name, const ordo_kernel_args
     cudaStream_t st = cu_stream(rc);
     /* launched even for n = 0: it reports an unseeded state */
     rng_kernel<T, KIND><<<cu_blocks(nblocks), CU_THREADS, 0, st>>>(
-        (T *)y->data, g, p, nblocks, cu_error_slot_device(rc->ctx.dev_id), cu_error_kernel_id(name));
+        (T *)y->data, g, p, nblocks, slot, cu_error_kernel_id(name));
     if (nblocks > 0) advance_kernel<<<1, 1, 0, st>>>(g, (unsigned long long)nblocks);
+    return 0;
 }
 
 /* ---- host side: random.c's checks, then the launches -------------------------------- */
@@ -199,9 +205,9 @@ int k_uniform(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     p.a = lo;
     p.b = hi - lo;
     p.high = hi;
-    if (args->out[0].dtype == ORDO_F32) rng_launch<float, K_UNIFORM>(rc, "uniform", args, p);
-    else rng_launch<double, K_UNIFORM>(rc, "uniform", args, p);
-    return cu_check_launch(rc, "uniform");
+    r = args->out[0].dtype == ORDO_F32 ? rng_launch<float, K_UNIFORM>(rc, "uniform", args, p)
+                                       : rng_launch<double, K_UNIFORM>(rc, "uniform", args, p);
+    return r ? r : cu_check_launch(rc, "uniform");
 }
 
 int k_normal(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
@@ -211,9 +217,9 @@ int k_normal(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     rng_params p = rng_params();
     p.a = mean;
     p.b = sd;
-    if (args->out[0].dtype == ORDO_F32) rng_launch<float, K_NORMAL>(rc, "normal", args, p);
-    else rng_launch<double, K_NORMAL>(rc, "normal", args, p);
-    return cu_check_launch(rc, "normal");
+    r = args->out[0].dtype == ORDO_F32 ? rng_launch<float, K_NORMAL>(rc, "normal", args, p)
+                                       : rng_launch<double, K_NORMAL>(rc, "normal", args, p);
+    return r ? r : cu_check_launch(rc, "normal");
 }
 
 int k_bernoulli(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
@@ -222,8 +228,8 @@ int k_bernoulli(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     if (r || (r = cpu_check_bernoulli(rc, args, &pr))) return r;
     rng_params p = rng_params();
     p.a = pr;
-    CU_DISPATCH(rc, "bernoulli", args->out[0].dtype, T, rng_launch<T, K_BERNOULLI>(rc, "bernoulli", args, p));
-    return cu_check_launch(rc, "bernoulli");
+    CU_DISPATCH(rc, "bernoulli", args->out[0].dtype, T, r = rng_launch<T, K_BERNOULLI>(rc, "bernoulli", args, p));
+    return r ? r : cu_check_launch(rc, "bernoulli");
 }
 
 } // namespace

@@ -25,10 +25,17 @@
 #include "../ordo.h"
 #include "../../kernels/cuda/cuda_internal.cuh"
 
+/* A failed runtime call also sets the calling thread's last error (CUDA:
+ * cudaGetLastError returns "the last error that has been produced by any of
+ * the runtime calls in the same host thread"): it is cleared once reported
+ * here, or the next op_check on this thread (a worker's next op, whose
+ * launches were fine) would fail that op with it.  A sticky error (the
+ * context lost) stays whatever is cleared: every later call reports it. */
 #define CU_FAIL(call, dev, what)                                                                 \
     do {                                                                                         \
         cudaError_t rc_ = (call);                                                                \
         if (rc_ != cudaSuccess) {                                                                \
+            cudaGetLastError();                                                                  \
             snprintf(err, errlen, "gpu(%d): %s: %s", (dev), (what), cudaGetErrorString(rc_));     \
             return 1;                                                                            \
         }                                                                                        \
@@ -85,6 +92,9 @@ extern "C" cu_error_slot *cu_error_slot_device(int dev) {
             memset(h, 0, sizeof(cu_error_slot));
             slot_host[dev] = (cu_error_slot *)h;
             slot_dev[dev] = (cu_error_slot *)d;
+        } else {
+            if (h) cudaFreeHost(h);
+            cudaGetLastError(); /* (see CU_FAIL) */
         }
     }
     cu_error_slot *d = slot_dev[dev];
@@ -139,7 +149,7 @@ static int cuda_stream_create(int dev, void **stream, char *err, size_t errlen) 
 
 static void cuda_stream_destroy(int dev, void *stream) {
     cudaSetDevice(dev);
-    cudaStreamDestroy((cudaStream_t)stream);
+    if (cudaStreamDestroy((cudaStream_t)stream) != cudaSuccess) cudaGetLastError(); /* (see CU_FAIL) */
 }
 
 static int cuda_event_create(int dev, void **ev, char *err, size_t errlen) {
@@ -152,7 +162,7 @@ static int cuda_event_create(int dev, void **ev, char *err, size_t errlen) {
 
 static void cuda_event_destroy(int dev, void *ev) {
     cudaSetDevice(dev);
-    cudaEventDestroy((cudaEvent_t)ev);
+    if (cudaEventDestroy((cudaEvent_t)ev) != cudaSuccess) cudaGetLastError(); /* (see CU_FAIL) */
 }
 
 /* A failed record is cleared from the thread's last error once reported:
@@ -247,9 +257,11 @@ static int cuda_mem_alloc(int dev, size_t nbytes, void **ptr, char *err, size_t 
     return 0;
 }
 
+/* cudaFree may return an earlier asynchronous launch's error: nobody's to
+ * report here, and no launch failure of this thread's next op (CU_FAIL). */
 static void cuda_mem_free(int dev, void *ptr) {
     cudaSetDevice(dev);
-    cudaFree(ptr);
+    if (cudaFree(ptr) != cudaSuccess) cudaGetLastError();
 }
 
 static void cuda_mem_info(int dev, size_t *free_bytes, size_t *total_bytes) {
@@ -270,7 +282,9 @@ static int cuda_host_alloc_pinned(size_t nbytes, void **ptr, char *err, size_t e
     return 0;
 }
 
-static void cuda_host_free_pinned(void *ptr) { cudaFreeHost(ptr); }
+static void cuda_host_free_pinned(void *ptr) {
+    if (cudaFreeHost(ptr) != cudaSuccess) cudaGetLastError(); /* (see CU_FAIL) */
+}
 
 static int cuda_memcpy_async(int dev, void *dst, const void *src, size_t nbytes, int kind, void *stream,
                              char *err, size_t errlen) {
