@@ -245,6 +245,13 @@ int ordo_gpu_get_memory_stats(int dev_id, ordo_gpu_memory_stats *out);
  * an error code with ordo_tensor_error() set. */
 int ordo_gpu_empty_cache(int dev_id);
 
+/* Freed host (cpu) blocks kept for reuse (at most ORDO_HOST_CACHE_MB,
+ * default 256, plus up to 16 MB of blocks under 64 KiB), and giving them
+ * back to the system.  An allocation the system refuses empties the cache
+ * and retries by itself. */
+int64_t ordo_host_cached_bytes(void);
+void    ordo_host_empty_cache(void);
+
 /* Pinned (page-locked) host memory, the storage of cpu_pinned tensors:
  * copies from and to it run asynchronously on the GPU's copy streams.
  * Bytes held by live cpu_pinned storages, and bytes of freed blocks kept

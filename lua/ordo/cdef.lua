@@ -128,6 +128,8 @@ typedef struct ordo_gpu_memory_stats {
 } ordo_gpu_memory_stats;
 int ordo_gpu_get_memory_stats(int dev_id, ordo_gpu_memory_stats *out);
 int ordo_gpu_empty_cache(int dev_id);
+int64_t ordo_host_cached_bytes(void);
+void    ordo_host_empty_cache(void);
 int64_t ordo_pinned_live_bytes(void);
 int64_t ordo_pinned_cached_bytes(void);
 void    ordo_pinned_empty_cache(void);
