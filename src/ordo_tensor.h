@@ -271,6 +271,10 @@ void    ordo_pinned_empty_cache(void);
  * ordo_tensor_error(). */
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
 void         ordo_tensor_engine_close(ordo_engine *e);
+/* Engines made by ordo_tensor_engine_create not destroyed yet (open, or
+ * closed with storages left on them): a front end with a garbage
+ * collector collects when they pile up (their threads are not seen by it). */
+int          ordo_tensor_engines_live(void);
 /* sizeof of a public struct by name ("ordo_engine_config", "ordo_tensor",
  * "ordo_storage", "ordo_view", "ordo_kernel_args", "ordo_ctx",
  * "ordo_run_ctx", "ordo_gpu_memory_stats"), 0 if

@@ -215,6 +215,8 @@ ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg) {
     return e;
 }
 
+int ordo_tensor_engines_live(void) { return atomic_load(&eng_custom); }
+
 void ordo_tensor_engine_close(ordo_engine *e) {
     if (!e) return;
     /* Only the handle's reference, once: a second close dropped a

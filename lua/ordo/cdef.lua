@@ -136,6 +136,7 @@ void    ordo_pinned_empty_cache(void);
 
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
 void         ordo_tensor_engine_close(ordo_engine *e);
+int          ordo_tensor_engines_live(void);
 size_t ordo_tensor_sizeof(const char *type_name);
 char *ordo_tensor_profiler_summary(ordo_engine *e);
 void  ordo_tensor_free_str(char *s);

@@ -87,13 +87,15 @@ local function live(fname, e)
     return e._e
 end
 
--- Engines dropped without close() are closed by the GC, which sees only
--- their small handles, not their threads (workers and their stacks): a loop
--- that made engines and dropped them piled up hundreds of threads (and GBs
--- of stack address space) before a collection came.  So a new engine runs
--- a collection first once the open handles have doubled since the last one
+-- An engine lives until its handle is closed (by close(), or by the GC
+-- once dropped) and its last tensor is collected; the GC sees only small
+-- handles and tensors, not the engine's threads (workers and their stacks):
+-- a loop that made engines and dropped them, or closed them with a small
+-- tensor left for the GC, piled up hundreds of threads (and GBs of stack
+-- address space) before a collection came.  So a new engine runs a
+-- collection first once the live engines have doubled since the last one
 -- (16 at least).
-local open_handles, collect_at = 0, 16
+local collect_at = 16
 
 -- engine.new{kind = "pooled", cpu_workers = 2, ...}: a zero/absent field
 -- takes the environment's value (ORDO_*), then the built-in default.
@@ -124,13 +126,12 @@ function M.new(cfg)
         end
         c[k] = v
     end
-    if open_handles >= collect_at then
+    if C.ordo_tensor_engines_live() >= collect_at then
         collectgarbage("collect")
-        collect_at = math.max(16, 2 * open_handles)
+        collect_at = math.max(16, 2 * C.ordo_tensor_engines_live())
     end
     local e = C.ordo_tensor_engine_create(c)
     if e == nil then fail(ffi.string(C.ordo_tensor_error())) end
-    open_handles = open_handles + 1
     -- Shared with the finalizers of the engine's bare vars: when Lua shuts
     -- down (lua_close) every finalizer runs, in no set order, so a var's may
     -- come after the engine's; the engine may then be gone, and it deleted
@@ -138,7 +139,6 @@ function M.new(cfg)
     -- finalizer that referenced its own cdata's owner would keep it alive.)
     local state = {closed = false}
     return setmetatable({_e = ffi.gc(e, function(p)
-        open_handles = open_handles - 1
         state.closed = true
         M.run_close_hooks(p)
         C.ordo_tensor_engine_close(p)
@@ -165,7 +165,6 @@ function Engine:close()
         self._state.closed = true
         local e = self._e
         ffi.gc(e, nil)
-        open_handles = open_handles - 1
         M.run_close_hooks(e)
         C.ordo_tensor_engine_close(e)
     end
