@@ -196,6 +196,7 @@ local function settle()
 end
 for _ = 1, 20 do (ordo.randn({1000}) + 1):sum():item() end -- the workers are up
 settle()
+io.write("started\n")
 ordo.memory.empty_cache()
 local out = {}
 -- 1. three freed 64 MiB blocks in the cache
@@ -232,13 +233,19 @@ out[#out + 1] = "still usable " .. (ordo.ones({3}) + 1):sum():item()
 io.write(table.concat(out, "\n"), "\n")
 ]=])
         f:close()
-        local cmd = ("ulimit -v 4194304 && timeout 120 luajit -e %q %s 2>&1"):format(
+        -- (no CUDA device in the child: a CUDA context reserves more
+        -- address space than the limit leaves)
+        local cmd = ("ulimit -v 4194304 && CUDA_VISIBLE_DEVICES= timeout 120 luajit -e %q %s 2>&1"):format(
             "package.path = [[" .. package.path .. "]]", script)
         local p = assert(io.popen("sh -c '" .. cmd:gsub("'", "'\\''") .. "'"))
         local text = p:read("*a")
         p:close()
         os.remove(script)
         os.remove(dir)
+        if not text:find("started\n", 1, true) then
+            pending("the library does not start under ulimit -v 4 GiB here: " .. text:sub(1, 300))
+            return
+        end
         if os.getenv("ORDO_HOST_CACHE_MB") ~= "0" then
             assert.truthy(text:find("cached 192\n", 1, true), text)
         end
