@@ -58,8 +58,8 @@ static void test_small_host_blocks_cached(void) {
  * asks once more (under a memory limit they are what is left), and fails
  * with NULL only then. */
 static void test_refused_host_block_empties_cache(void) {
-#if defined(__SANITIZE_ADDRESS__)
-    printf("    (skipped: ASan aborts on a request of 2^62 bytes)\n");
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    printf("    (skipped: the sanitizers' allocators abort on a request of 2^62 bytes)\n");
 #else
     const char *env = getenv("ORDO_HOST_CACHE_MB");
     const int cache_on = !(env && *env && atol(env) == 0);
