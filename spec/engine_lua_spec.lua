@@ -210,6 +210,44 @@ describe("ordo.engine", function()
             assert.same({32, 32, 32, 32}, b:totable()) -- tensors keep their engine alive
         end
     end)
+
+    -- The GC sees an engine's small handle and tensors, not its threads:
+    -- engines made and dropped without close(), or closed with a small
+    -- tensor left for the GC, once piled up (200 of them: 600 threads)
+    -- before a collection came.  A count of threads, not a timing.
+    it("engines dropped without close(), or closed with tensors left, do not pile up threads: engine.new collects", function()
+        local function threads()
+            for l in io.lines("/proc/self/status") do
+                local n = l:match("^Threads:%s+(%d+)")
+                if n then return tonumber(n) end
+            end
+        end
+        collectgarbage()
+        collectgarbage()
+        local base, most = threads(), 0
+        for _ = 1, 200 do
+            local e = ordo.engine.new({kind = "pooled", cpu_workers = 2})
+            assert.equals(3, ordo.ones({3}, {engine = e}):sum():item())
+            most = math.max(most, threads() - base)
+        end
+        assert.is_true(most < 200, ("%d threads more at most"):format(most))
+        collectgarbage()
+        collectgarbage()
+        base, most = threads(), 0
+        for _ = 1, 200 do
+            local e = ordo.engine.new({kind = "pooled", cpu_workers = 2})
+            local t = ordo.ones({3}, {engine = e})
+            assert.equals(3, t:sum():item())
+            e:close() -- t keeps the engine until the GC takes it
+            most = math.max(most, threads() - base)
+        end
+        assert.is_true(most < 200, ("closed engines with tensors: %d threads more at most"):format(most))
+        -- engines kept open stay open
+        local kept = {}
+        for i = 1, 40 do kept[i] = ordo.engine.new({kind = "naive"}) end
+        for i = 1, 40 do assert.equals(4, ordo.full({2}, 2, {engine = kept[i]}):sum():item()) end
+        for i = 1, 40 do kept[i]:close() end
+    end)
 end)
 
 describe("ordo.profiler", function()

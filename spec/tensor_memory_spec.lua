@@ -128,3 +128,132 @@ describe("storage memory", function()
         end
     end)
 end)
+
+-- Host memory under a limit (ulimit -v, a container's, strict overcommit):
+-- an allocation the system refuses first frees what it can - the freed
+-- blocks the host cache keeps, tensors Lua no longer references - and asks
+-- once more, so the cache and the GC's pacing never make a program fail
+-- that would run without them.
+describe("host memory: out of memory", function()
+    local function sanitized()
+        local preload = os.getenv("LD_PRELOAD") or ""
+        return preload:find("asan") or preload:find("tsan") or preload:find("valgrind")
+    end
+
+    it("cached_bytes counts the freed blocks kept for reuse; empty_cache gives them back", function()
+        ordo.engine.wait_for_all()
+        collectgarbage()
+        collectgarbage()
+        ordo.engine.wait_for_all()
+        ordo.memory.empty_cache()
+        assert.equal(0, ordo.memory.cached_bytes())
+        do local t = ordo.empty({1024, 1024}) end -- 4 MiB
+        collectgarbage()
+        collectgarbage()
+        ordo.engine.wait_for_all()
+        if os.getenv("ORDO_HOST_CACHE_MB") == "0" then
+            assert.equal(0, ordo.memory.cached_bytes()) -- the cache is off
+        else
+            assert.is_true(ordo.memory.cached_bytes() >= 4 * 2 ^ 20)
+        end
+        ordo.memory.empty_cache()
+        assert.equal(0, ordo.memory.cached_bytes())
+    end)
+
+    -- In a child under `ulimit -v`: every byte of address space counts, so
+    -- the tensors need not be touched (no real memory is used).  The
+    -- requests leave 96 MiB of the limit unused; what they need beyond it
+    -- (192 MiB) is held by the cache, then by garbage: counts of bytes,
+    -- not timings.
+    it("a refused host allocation empties the cache and collects garbage, then retries", function()
+        if sanitized() then
+            pending("a sanitizer's shadow memory does not fit under ulimit -v")
+            return
+        end
+        local dir = os.tmpname()
+        os.remove(dir)
+        assert(os.execute("mkdir -p " .. dir))
+        local script = dir .. "/child.lua"
+        local f = assert(io.open(script, "w"))
+        f:write([=[
+local ordo = require "ordo"
+local MiB = 2 ^ 20
+local function vm_bytes()
+    for l in io.lines("/proc/self/status") do
+        local kb = l:match("^VmSize:%s+(%d+)")
+        if kb then return tonumber(kb) * 1024 end
+    end
+end
+local function limit_bytes()
+    for l in io.lines("/proc/self/limits") do
+        local b = l:match("^Max address space%s+(%d+)")
+        if b then return tonumber(b) end
+    end
+end
+local function settle()
+    collectgarbage() collectgarbage()
+    ordo.engine.wait_for_all()
+end
+for _ = 1, 20 do (ordo.randn({1000}) + 1):sum():item() end -- the workers are up
+settle()
+io.write("started\n")
+ordo.memory.empty_cache()
+local out = {}
+-- 1. three freed 64 MiB blocks in the cache
+do
+    local ts = {}
+    for i = 1, 3 do ts[i] = ordo.empty({16 * MiB}) end
+end
+settle()
+out[#out + 1] = "cached " .. math.floor(ordo.memory.cached_bytes() / MiB)
+local free = limit_bytes() - vm_bytes()
+local ok, t = pcall(ordo.empty, {math.floor((free - 96 * MiB) / 4)})
+out[#out + 1] = "after the cache " .. tostring(ok) .. (ok and "" or " " .. tostring(t))
+t = nil
+settle()
+ordo.memory.empty_cache()
+-- 2. three 64 MiB tensors dropped, not yet collected
+ordo.memory.set_gc_threshold(2 ^ 50)
+do
+    local ts = {}
+    for i = 1, 3 do ts[i] = ordo.empty({16 * MiB}) end
+end
+free = limit_bytes() - vm_bytes() + 192 * MiB
+ok, t = pcall(ordo.empty, {math.floor((free - 96 * MiB) / 4)})
+out[#out + 1] = "after garbage " .. tostring(ok) .. (ok and "" or " " .. tostring(t))
+t = nil
+settle()
+-- 3. a request that cannot fit: the error names the op, the size and what was tried
+local n = math.floor((limit_bytes() - vm_bytes() + 512 * MiB) / 4)
+ok, t = pcall(function() return ordo.zeros({n}) + 1 end)
+out[#out + 1] = "too big " .. tostring(ok) .. " " .. tostring(t)
+ok, t = pcall(function() return ordo.ones({n}) end)
+out[#out + 1] = "too big " .. tostring(ok) .. " " .. tostring(t)
+out[#out + 1] = "still usable " .. (ordo.ones({3}) + 1):sum():item()
+io.write(table.concat(out, "\n"), "\n")
+]=])
+        f:close()
+        -- (no CUDA device in the child: a CUDA context reserves more
+        -- address space than the limit leaves)
+        local cmd = ("ulimit -v 4194304 && CUDA_VISIBLE_DEVICES= timeout 120 luajit -e %q %s 2>&1"):format(
+            "package.path = [[" .. package.path .. "]]", script)
+        local p = assert(io.popen("sh -c '" .. cmd:gsub("'", "'\\''") .. "'"))
+        local text = p:read("*a")
+        p:close()
+        os.remove(script)
+        os.remove(dir)
+        if not text:find("started\n", 1, true) then
+            pending("the library does not start under ulimit -v 4 GiB here: " .. text:sub(1, 300))
+            return
+        end
+        if os.getenv("ORDO_HOST_CACHE_MB") ~= "0" then
+            assert.truthy(text:find("cached 192\n", 1, true), text)
+        end
+        assert.truthy(text:find("after the cache true\n", 1, true), text)
+        assert.truthy(text:find("after garbage true\n", 1, true), text)
+        local ones = "ones: out of memory allocating %d+ bytes %(after freeing unreferenced tensors and emptying the allocator's cache%)"
+        assert.truthy(text:find("too big false [^\n]*zeros: out of memory allocating %d+ bytes %(after freeing"), text)
+        assert.truthy(text:find("too big false [^\n]*" .. ones), text)
+        assert.truthy(text:find("still usable 6\n", 1, true), text)
+    end)
+end)

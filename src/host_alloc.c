@@ -19,7 +19,8 @@
  * Classes are 2^k, 1.25*2^k, 1.5*2^k and 1.75*2^k bytes (at most 25% of a
  * block unused).  Each cache holds at most ORDO_HOST_CACHE_MB (pageable) or
  * ORDO_PINNED_CACHE_MB (pinned) megabytes, 256 by default; beyond that,
- * freed blocks go back to the system.
+ * freed blocks go back to the system, and an allocation the system refuses
+ * empties the caches and asks once more.
  */
 #include "host_alloc.h"
 
@@ -135,7 +136,13 @@ void *host_alloc(size_t nbytes) {
     size_t bytes;
     int c = size_class(pc, rounded, &bytes);
     void *b = cache_take(pc, c, bytes);
-    return b ? b : aligned_alloc(64, bytes);
+    if (b) return b;
+    if ((b = aligned_alloc(64, bytes))) return b;
+    /* Refused (a memory limit: ulimit -v, strict overcommit): the cached
+     * blocks of other sizes are free memory the system may lend again. */
+    if (host_cached_bytes() == 0) return NULL;
+    host_cache_empty();
+    return aligned_alloc(64, bytes);
 }
 
 void host_free(void *p, size_t nbytes) {

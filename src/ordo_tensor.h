@@ -245,6 +245,13 @@ int ordo_gpu_get_memory_stats(int dev_id, ordo_gpu_memory_stats *out);
  * an error code with ordo_tensor_error() set. */
 int ordo_gpu_empty_cache(int dev_id);
 
+/* Freed host (cpu) blocks kept for reuse (at most ORDO_HOST_CACHE_MB,
+ * default 256, plus up to 16 MB of blocks under 64 KiB), and giving them
+ * back to the system.  An allocation the system refuses empties the cache
+ * and retries by itself. */
+int64_t ordo_host_cached_bytes(void);
+void    ordo_host_empty_cache(void);
+
 /* Pinned (page-locked) host memory, the storage of cpu_pinned tensors:
  * copies from and to it run asynchronously on the GPU's copy streams.
  * Bytes held by live cpu_pinned storages, and bytes of freed blocks kept
@@ -264,6 +271,10 @@ void    ordo_pinned_empty_cache(void);
  * ordo_tensor_error(). */
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
 void         ordo_tensor_engine_close(ordo_engine *e);
+/* Engines made by ordo_tensor_engine_create not destroyed yet (open, or
+ * closed with storages left on them): a front end with a garbage
+ * collector collects when they pile up (their threads are not seen by it). */
+int          ordo_tensor_engines_live(void);
 /* sizeof of a public struct by name ("ordo_engine_config", "ordo_tensor",
  * "ordo_storage", "ordo_view", "ordo_kernel_args", "ordo_ctx",
  * "ordo_run_ctx", "ordo_gpu_memory_stats"), 0 if

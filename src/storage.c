@@ -80,6 +80,8 @@ int64_t ordo_storage_live_count(void) { return atomic_load(&live_count); }
 int64_t ordo_storage_total_bytes(void) { return atomic_load(&total_bytes); }
 int64_t ordo_pinned_live_bytes(void) { return atomic_load(&pinned_live_bytes); }
 int64_t ordo_pinned_cached_bytes(void) { return (int64_t)host_pinned_cached_bytes(); }
+int64_t ordo_host_cached_bytes(void) { return (int64_t)host_cached_bytes(); }
+void ordo_host_empty_cache(void) { host_cache_empty(); }
 void ordo_pinned_empty_cache(void) {
     if (ordo_device_backend()) host_pinned_cache_empty();
 }
@@ -212,6 +214,8 @@ ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg) {
     pthread_mutex_unlock(&eng_mu);
     return e;
 }
+
+int ordo_tensor_engines_live(void) { return atomic_load(&eng_custom); }
 
 void ordo_tensor_engine_close(ordo_engine *e) {
     if (!e) return;

@@ -128,12 +128,15 @@ typedef struct ordo_gpu_memory_stats {
 } ordo_gpu_memory_stats;
 int ordo_gpu_get_memory_stats(int dev_id, ordo_gpu_memory_stats *out);
 int ordo_gpu_empty_cache(int dev_id);
+int64_t ordo_host_cached_bytes(void);
+void    ordo_host_empty_cache(void);
 int64_t ordo_pinned_live_bytes(void);
 int64_t ordo_pinned_cached_bytes(void);
 void    ordo_pinned_empty_cache(void);
 
 ordo_engine *ordo_tensor_engine_create(const ordo_engine_config *cfg);
 void         ordo_tensor_engine_close(ordo_engine *e);
+int          ordo_tensor_engines_live(void);
 size_t ordo_tensor_sizeof(const char *type_name);
 char *ordo_tensor_profiler_summary(ordo_engine *e);
 void  ordo_tensor_free_str(char *s);

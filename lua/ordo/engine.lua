@@ -87,6 +87,16 @@ local function live(fname, e)
     return e._e
 end
 
+-- An engine lives until its handle is closed (by close(), or by the GC
+-- once dropped) and its last tensor is collected; the GC sees only small
+-- handles and tensors, not the engine's threads (workers and their stacks):
+-- a loop that made engines and dropped them, or closed them with a small
+-- tensor left for the GC, piled up hundreds of threads (and GBs of stack
+-- address space) before a collection came.  So a new engine runs a
+-- collection first once the live engines have doubled since the last one
+-- (16 at least).
+local collect_at = 16
+
 -- engine.new{kind = "pooled", cpu_workers = 2, ...}: a zero/absent field
 -- takes the environment's value (ORDO_*), then the built-in default.
 function M.new(cfg)
@@ -115,6 +125,10 @@ function M.new(cfg)
             fail(("engine.new: %s must be an integer >= 0, got %s"):format(k, tostring(v)))
         end
         c[k] = v
+    end
+    if C.ordo_tensor_engines_live() >= collect_at then
+        collectgarbage("collect")
+        collect_at = math.max(16, 2 * C.ordo_tensor_engines_live())
     end
     local e = C.ordo_tensor_engine_create(c)
     if e == nil then fail(ffi.string(C.ordo_tensor_error())) end

@@ -87,6 +87,9 @@ M.memory = {
     live_bytes = function() return tonumber(C.ordo_storage_live_bytes()) end,
     live_count = function() return tonumber(C.ordo_storage_live_count()) end,
     total_bytes = function() return tonumber(C.ordo_storage_total_bytes()) end,
+    -- freed host blocks kept for reuse (ORDO_HOST_CACHE_MB), and giving them back
+    cached_bytes = function() return tonumber(C.ordo_host_cached_bytes()) end,
+    empty_cache = function() C.ordo_host_empty_cache() end,
     -- bytes allocated between two forced collections (at least); default 64 MiB
     -- (ORDO_GC_THRESHOLD_MB).  0 or a fraction used to be taken as 1 byte or
     -- cut: a collection at every allocation, without a word.

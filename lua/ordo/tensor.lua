@@ -164,24 +164,43 @@ local function gpu_relief(dev_id, e)
 end
 M.gpu_relief = gpu_relief
 
+-- A host allocation failed (a memory limit: ulimit -v, a container's,
+-- strict overcommit): the same relief for host memory - the collections
+-- release what Lua no longer references, the engine runs the frees, and
+-- the host caches (pageable and pinned) go back to the system.
+local function host_relief(e)
+    collectgarbage("collect")
+    collectgarbage("collect")
+    C.ordo_storage_gc_done()
+    drain(e ~= nil and e or C.ordo_engine_default())
+    C.ordo_host_empty_cache()
+    C.ordo_pinned_empty_cache()
+end
+M.host_relief = host_relief
+
 -- After a failed C call: whether it failed for lack of memory, so that
 -- gpu_relief and a retry may help.  (A shape whose byte size overflows is
 -- ERR_INVALID: it fails at once, with no retry.)
 local function relief_may_help() return C.ordo_tensor_error_code() == ERR_NOMEM end
 
 -- After a failed C call on tensors (ordo_tensor * cdata, nil allowed): true
--- when it failed for lack of GPU memory on the device of one of them, once
--- gpu_relief has run for that device - the caller then retries, once.
+-- when it failed for lack of memory, once gpu_relief has run for the GPU of
+-- one of them (host_relief when none is on a GPU) - the caller then
+-- retries, once.
 local function nomem_relieved(...)
     if not relief_may_help() then return false end
+    local host
     for i = 1, select("#", ...) do
         local c = select(i, ...)
         if c ~= nil and c.ctx.dev_type == GPU then
             gpu_relief(c.ctx.dev_id, c.storage.engine)
             return true
         end
+        if c ~= nil and host == nil then host = c end
     end
-    return false
+    if host == nil then return false end
+    host_relief(host.storage.engine)
+    return true
 end
 
 local OOM_NOTE = " (after freeing unreferenced tensors and emptying the allocator's cache)"
@@ -227,8 +246,8 @@ local function new_raw(fname, shape, dt, ctx, e)
     local c = C.ordo_tensor_empty_on(e, dt, n, SHAPE, ctx.dev_type, ctx.dev_id)
     if c == nil then
         local retried = false
-        if ctx.dev_type == GPU and relief_may_help() then
-            gpu_relief(ctx.dev_id, e)
+        if relief_may_help() then
+            if ctx.dev_type == GPU then gpu_relief(ctx.dev_id, e) else host_relief(e) end
             n = fill_shape(fname, shape)
             c = C.ordo_tensor_empty_on(e, dt, n, SHAPE, ctx.dev_type, ctx.dev_id)
             retried = true

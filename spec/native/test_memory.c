@@ -54,6 +54,28 @@ static void test_small_host_blocks_cached(void) {
     CHECK_EQ_LONG((long)host_cached_bytes(), 0);
 }
 
+/* An allocation the system refuses gives the cached blocks back to it and
+ * asks once more (under a memory limit they are what is left), and fails
+ * with NULL only then. */
+static void test_refused_host_block_empties_cache(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    printf("    (skipped: the sanitizers' allocators abort on a request of 2^62 bytes)\n");
+#else
+    const char *env = getenv("ORDO_HOST_CACHE_MB");
+    const int cache_on = !(env && *env && atol(env) == 0);
+    host_cache_empty();
+    host_free(host_alloc(1 << 20), 1 << 20);
+    host_free(host_alloc(100), 100);
+    if (cache_on) CHECK(host_cached_bytes() >= (1 << 20));
+    CHECK(host_alloc((size_t)1 << 62) == NULL);
+    CHECK_EQ_LONG((long)host_cached_bytes(), 0);
+    char *p = host_alloc(1 << 20); /* and it works on */
+    CHECK(p != NULL);
+    host_free(p, 1 << 20);
+    host_cache_empty();
+#endif
+}
+
 static atomic_long mem_freed;
 
 static void mem_free(void *p) {
@@ -246,6 +268,7 @@ int main(void) {
     printf("# seed %#llx, scale %g, RSS checks %s\n", (unsigned long long)test_seed(), test_scale(),
            rss_meaningful() ? "on" : "off (sanitizer or valgrind)");
     TEST(test_small_host_blocks_cached);
+    TEST(test_refused_host_block_empties_cache);
     TEST(test_million_ops_bounded_memory_naive);
     TEST(test_million_ops_bounded_memory_pooled);
     TEST(test_million_ops_bounded_memory_perdevice);
