@@ -621,6 +621,13 @@ describe("nn.functional.avg_pool2d and adaptive_avg_pool2d", function()
                        err_of(nn.AdaptiveMaxPool2d, {0, 1}))
         assert.matches("adaptive_max_pool1d: expected a 3%-D input %(N, C, L%) or a 2%-D one %(C, L%), got shape 5",
                        err_of(F.adaptive_max_pool1d, ordo.randn({5}), 2))
+        -- a huge output size is refused at once (2^62 looped in Lua without end)
+        assert.matches("adaptive_max_pool1d: output size 4.6116860184273879e%+18 is too large",
+                       err_of(F.adaptive_max_pool1d, ordo.randn({2, 3}), 2 ^ 62))
+        assert.matches("adaptive_avg_pool2d: output size 2147483648 is too large",
+                       err_of(F.adaptive_avg_pool2d, ordo.randn({1, 2, 3}), {1, 2 ^ 31}))
+        -- more bins than elements: they repeat elements, as Torch's
+        assert.same({{0, 1, 1, 2, 2}}, F.adaptive_max_pool1d(ordo.arange(3, D):view(1, 3), 5):totable())
     end)
 
     it("ceil_mode and divisor_override: Torch's divisors (clipped last windows), modules and 1-D", function()

@@ -985,6 +985,10 @@ local function adaptive_matrix(n, out, like)
     return (inside / (hi - lo)):to(like:dtype())
 end
 
+-- An adaptive pooling's output size per dim: beyond it the bins' positions
+-- alone would not fit in memory (and 4.6e18 made a loop that never ended).
+local MAX_ADAPTIVE_SIZE = 2 ^ 31 - 1
+
 -- The output size of an adaptive pooling op over spatial sizes ns (one
 -- per spatial dim): an integer (the same for every dim) or a table of
 -- one per dim, false keeping that dim's size (Torch's None).
@@ -995,6 +999,9 @@ local function adaptive_size(fname, size, ns)
         if not is_int(v) or v < 1 then
             fail(fmt("%s: output size must be positive integers, got %s (false keeps the input's size)", fname,
                      type(v) == "number" and tostring(v) or typename(v)))
+        end
+        if v > MAX_ADAPTIVE_SIZE then
+            fail(fmt("%s: output size %.17g is too large (at most 2^31 - 1)", fname, v))
         end
         return v
     end
@@ -1051,16 +1058,26 @@ function M.adaptive_avg_pool1d(x, size)
     return back_to_1d(M.adaptive_avg_pool2d(x4, {1, out[1]}), unbatched)
 end
 
--- The max over Torch's bins along dim d of t (n long) to out: one max
--- per bin (each gradient to its bin's first largest element).
+-- The max over Torch's bins along dim d of t (n long) to out (each
+-- gradient to its bin's first largest element).  Bin i holds positions
+-- floor(i n / out) .. ceil((i + 1) n / out) - 1, at most ceil(n / out) + 1
+-- of them: each bin is read as that many positions, the ones past its end
+-- repeating its last (they change neither the max nor which comes first).
+-- The positions are built by the engine, so an output size too large fails
+-- as an allocation naming its size, not as a loop in Lua.
 local function adaptive_max_dim(t, d, n, out)
     if n == out then return t end
-    local parts = {}
-    for i = 0, out - 1 do
-        local lo, hi = floor(i * n / out), math.ceil((i + 1) * n / out)
-        parts[#parts + 1] = (t:narrow(d, lo + 1, hi - lo):max(d, true))
-    end
-    return out == 1 and parts[1] or tensor.cat(parts, d)
+    local L = math.min(n, math.ceil(n / out) + 1)
+    local f64 = tensor.like(t, "float64")
+    local i = tensor.arange(out, f64):view(out, 1)
+    local lo = (i * n / out):floor()
+    local last = ((i + 1) * n / out):ceil() - 1
+    local pos = (lo + tensor.arange(L, f64):view(1, L)):minimum(last) + 1 -- (from 1)
+    local x = t:movedim(d, -1)
+    local shape = x:shape()
+    local picked = x:index_select(-1, pos:reshape(out * L):to("int64"))
+    shape[#shape], shape[#shape + 1] = out, L
+    return picked:view(shape):max(-1):movedim(-1, d)
 end
 
 -- adaptive_max_pool2d(x, size): the max over Torch's size[1] x size[2]
