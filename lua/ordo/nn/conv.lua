@@ -291,6 +291,18 @@ local function padding_mode(fname, x, weight, opts, nsp)
     return require("ordo.nn.functional").pad(x, amounts), o
 end
 
+-- conv2d's output height and width, or an error naming the layer when the
+-- (dilated) kernel does not fit the padded input.
+local function conv_out_hw(fname, x, H, W, kh, kw, sh, sw, ph, pw, dh, dw)
+    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
+    if not oh or not ow then
+        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
+                 (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or "", H + 2 * ph, W + 2 * pw,
+                 shape_str(x), ph, pw))
+    end
+    return oh, ow
+end
+
 -- A grouped conv2d (groups G > 1, checked) in one piece: im2col of x as
 -- N·G images of C/G channels, then one batched product of each group's
 -- filters (G × O/G × C/G·kh·kw, shared over the batch) with its columns,
@@ -303,12 +315,7 @@ local function grouped_conv2d(fname, x, weight, bias, G, geo)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local O, kh, kw = ws[1], ws[3], ws[4]
     local cg, og = Cin / G, O / G
-    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
-    if not oh or not ow then
-        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
-                 (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or "", H + 2 * ph, W + 2 * pw,
-                 shape_str(x), ph, pw))
-    end
+    local oh, ow = conv_out_hw(fname, x, H, W, kh, kw, sh, sw, ph, pw, dh, dw)
     local L, CKK = oh * ow, cg * kh * kw
     local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
     local y, cols
@@ -363,12 +370,7 @@ function M.conv2d(x, weight, bias, opts, who)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local O, kh, kw = ws[1], ws[3], ws[4]
     check_bias(fname, bias, weight, O, dt)
-    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
-    if not oh or not ow then
-        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
-                 (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or "", H + 2 * ph, W + 2 * pw,
-                 shape_str(x), ph, pw))
-    end
+    local oh, ow = conv_out_hw(fname, x, H, W, kh, kw, sh, sw, ph, pw, dh, dw)
     local L, CKK = oh * ow, Cin * kh * kw
     local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
     local layout = M.conv_layout
@@ -615,12 +617,7 @@ function M.unfold(x, k, opts)
     if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
     local xb, unbatched = batched(fname, x)
     local N, Cc, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
-    local oh, ow = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
-    if not oh or not ow then
-        fail(fmt("%s: kernel %dx%d%s is larger than the padded input %dx%d (input %s, padding %dx%d)", fname, kh, kw,
-                 (dh ~= 1 or dw ~= 1) and fmt(" (dilation %dx%d)", dh, dw) or "", H + 2 * ph, W + 2 * pw,
-                 shape_str(x), ph, pw))
-    end
+    local oh, ow = conv_out_hw(fname, x, H, W, kh, kw, sh, sw, ph, pw, dh, dw)
     local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
     local xc = xb:contiguous()
     local cols = new_on(fname, xc, {N, Cc * kh * kw, oh * ow}, xc._c.dtype)
