@@ -39,6 +39,25 @@ describe("nn modules", function()
         assert.is_nil(nn.Linear(3, 2, {bias = false}).bias)
     end)
 
+    it("a layer given a dtype its parameters cannot have names itself and the option", function()
+        -- (it named the init function that met it: "uniform_: dtype int32 not supported",
+        -- "register_parameter: weight must be a float tensor", "empty: unknown dtype")
+        local cases = {{"Linear", 2, 3}, {"Conv2d", 1, 1, 3}, {"ConvTranspose1d", 1, 1, 3}, {"LSTM", 2, 3},
+                       {"GRUCell", 2, 3}, {"Embedding", 3, 2}, {"LayerNorm", 4}, {"BatchNorm1d", 4},
+                       {"GroupNorm", 2, 4}, {"RMSNorm", 4}, {"PReLU", 1}, {"MultiheadAttention", 4, 2}}
+        for _, c in ipairs(cases) do
+            for _, dt in ipairs({"int32", "uint8", "bogus"}) do
+                local args = {unpack(c, 2)}
+                args[#args + 1] = {dtype = dt}
+                H.raises(function() nn[c[1]](unpack(args)) end, c[1] .. ": option dtype must be",
+                         "got \"" .. dt .. "\"")
+            end
+        end
+        -- Torch7's names of the float dtypes still work
+        assert.equals("float64", nn.Linear(1, 1, {dtype = "double"}).weight:dtype())
+        assert.equals("float32", nn.Conv2d(1, 1, 1, {dtype = "float"}).weight:dtype())
+    end)
+
     it("Linear rejects bad sizes and mismatched inputs with clear messages", function()
         local ok, err = pcall(nn.Linear, 0, 3)
         assert.is_false(ok)

@@ -1174,7 +1174,7 @@ function Linear:init(nin, nout, opts)
         fail("Linear: option bias must be a boolean, got " .. typename(opts.bias))
     end
     self.in_features, self.out_features = nin, nout
-    local topts = util.param_opts(opts)
+    local topts = util.param_opts(opts, self)
     local w = tensor.empty({nout, nin}, topts)
     init.kaiming_uniform_(w, math.sqrt(5))
     self:register_parameter("weight", w)
@@ -1294,7 +1294,7 @@ function PReLU:init(n, opts)
     local init_v = opts.init or 0.25
     if type(init_v) ~= "number" then fail("PReLU: init must be a number, got " .. typename(init_v)) end
     self.num_parameters = n
-    self:register_parameter("weight", tensor.full({n}, init_v, util.param_opts(opts)))
+    self:register_parameter("weight", tensor.full({n}, init_v, util.param_opts(opts, self)))
 end
 function PReLU:forward(x) return F.prelu(x, self.weight) end
 function PReLU:extra_repr() return fmt("%d", self.num_parameters) end
@@ -1332,7 +1332,7 @@ function LayerNorm:init(shape, opts)
     end
     self.normalized_shape, self.eps = shape, opts.eps or 1e-5
     if affine ~= false then
-        local topts = util.param_opts(opts)
+        local topts = util.param_opts(opts, self)
         self:register_parameter("weight", tensor.ones(shape, topts))
         if opts.bias ~= false then self:register_parameter("bias", tensor.zeros(shape, topts)) end
     end
@@ -1360,7 +1360,7 @@ function RMSNorm:init(shape, opts)
     end
     self.normalized_shape, self.eps = shape, opts.eps
     if opts.elementwise_affine ~= false then
-        self:register_parameter("weight", tensor.ones(shape, util.param_opts(opts)))
+        self:register_parameter("weight", tensor.ones(shape, util.param_opts(opts, self)))
     end
 end
 function RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps) end
@@ -1388,7 +1388,7 @@ function GroupNorm:init(groups, channels, opts)
     end
     self.num_groups, self.num_channels, self.eps = groups, channels, opts.eps or 1e-5
     if opts.affine ~= false then
-        local topts = util.param_opts(opts)
+        local topts = util.param_opts(opts, self)
         self:register_parameter("weight", tensor.ones({channels}, topts))
         self:register_parameter("bias", tensor.zeros({channels}, topts))
     end
@@ -1510,7 +1510,7 @@ function Embedding:init(num, dim, opts)
         fail(fmt("Embedding: padding_idx must be an index in 1..%d, got %s", num, tostring(pad)))
     end
     self.num_embeddings, self.embedding_dim, self.padding_idx = num, dim, pad
-    local w = tensor.randn({num, dim}, util.param_opts(opts))
+    local w = tensor.randn({num, dim}, util.param_opts(opts, self))
     if pad then w[pad] = 0 end -- its row starts at zeros and, getting no gradient, stays there
     self:register_parameter("weight", w)
 end
