@@ -1341,6 +1341,12 @@ describe("nn modules", function()
         H.raises(function() nn.ModuleList({nn.ReLU(), "x"}) end, "ModuleList: module 2 must be a module, got string")
         H.raises(function() seq:add({}) end, "Sequential: module 3 must be a module, got table")
         assert.equals(2, seq:size())
+        -- seq:append(m), PyTorch's name for Torch7's seq:add(m), and a list of modules at construction
+        local grown = nn.Sequential({nn.Linear(3, 4)})
+        assert.equals(grown, grown:append(nn.ReLU()))
+        assert.equals(2, grown:size())
+        assert.equals("ReLU", grown:get(2)._class_name)
+        H.raises(function() grown:append(5) end, "Sequential: module 3 must be a module, got number")
     end)
 
     it("nn.Module() is a plain holder of children, as Torch's (it was 'attempt to call a table value')", function()

@@ -1605,6 +1605,7 @@ function Sequential:add(m)
     self:add_module(tostring(self.n), m)
     return self
 end
+Sequential.append = Sequential.add -- PyTorch's name (seq:add is Torch7's)
 -- The i-th child of a container of n (negative i counts from the end, as
 -- Torch's m[-1]); anything else raises (a nil would fail later, unnamed).
 local function container_index(name, i, n)
