@@ -161,6 +161,16 @@ describe("nn modules", function()
                  "register_parameter: parameters is the name of a method")
         H.raises(function() make(function(self) self:register_buffer("training", ordo.ones({1})) end) end,
                  "register_buffer: training is the name")
+        -- so did a child's: m.forward = nn.ReLU() made m(x) call the ReLU with m, and
+        -- m:add_module("parameters", ...) broke m:parameters()
+        H.raises(function() make(function(self) self.forward = nn.ReLU() end) end,
+                 "forward is the name of a method", "would hide it")
+        H.raises(function() local l = nn.Linear(1, 1); l:add_module("parameters", nn.ReLU()) end,
+                 "add_module: parameters is the name of a method")
+        H.raises(function() nn.Module():add_module("training", nn.ReLU()) end, "add_module: training is the name")
+        local holder = nn.Module()
+        holder.head = nn.Linear(1, 1)
+        assert.equals(2, #holder:parameters())
         H.raises(function() make(function(self) self:register_parameter("a.b", ordo.ones({1})) end) end,
                  "without white space or dots", '"a.b"')
         -- registering again under its own kind replaces; a removed buffer's name may become a parameter's

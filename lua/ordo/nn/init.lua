@@ -130,8 +130,18 @@ local function child_names(m)
     return r
 end
 
+-- A child may not take the name of a method (m.parameters = nn.ReLU() made
+-- m:parameters() call the ReLU) nor training.
+local function check_child_name(fname, self, name)
+    if name == "training" or type(getmetatable(self)[name]) == "function" then
+        fail(fmt("%s: %s is the name of a method or field of the module; a child there would hide it, " ..
+                 "choose another name", fname, tostring(name)))
+    end
+end
+
 local function module_newindex(self, name, v)
     if is_module(v) then
+        check_child_name(self._class_name or "Module", self, name)
         -- a child found first keeps its place before this one (add_module, which containers call
         -- in loops, does not look: the scan would make building a long list quadratic)
         child_names(self)
@@ -277,6 +287,7 @@ function Module:add_module(name, m)
     if not is_module(m) then
         fail(fmt("add_module: %s must be a module, got %s", tostring(name), typename(m)))
     end
+    check_child_name("add_module", self, name)
     if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
     self[name] = m
     return m
