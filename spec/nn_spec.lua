@@ -39,6 +39,25 @@ describe("nn modules", function()
         assert.is_nil(nn.Linear(3, 2, {bias = false}).bias)
     end)
 
+    it("a layer given a dtype its parameters cannot have names itself and the option", function()
+        -- (it named the init function that met it: "uniform_: dtype int32 not supported",
+        -- "register_parameter: weight must be a float tensor", "empty: unknown dtype")
+        local cases = {{"Linear", 2, 3}, {"Conv2d", 1, 1, 3}, {"ConvTranspose1d", 1, 1, 3}, {"LSTM", 2, 3},
+                       {"GRUCell", 2, 3}, {"Embedding", 3, 2}, {"LayerNorm", 4}, {"BatchNorm1d", 4},
+                       {"GroupNorm", 2, 4}, {"RMSNorm", 4}, {"PReLU", 1}, {"MultiheadAttention", 4, 2}}
+        for _, c in ipairs(cases) do
+            for _, dt in ipairs({"int32", "uint8", "bogus"}) do
+                local args = {unpack(c, 2)}
+                args[#args + 1] = {dtype = dt}
+                H.raises(function() nn[c[1]](unpack(args)) end, c[1] .. ": option dtype must be",
+                         "got \"" .. dt .. "\"")
+            end
+        end
+        -- Torch7's names of the float dtypes still work
+        assert.equals("float64", nn.Linear(1, 1, {dtype = "double"}).weight:dtype())
+        assert.equals("float32", nn.Conv2d(1, 1, 1, {dtype = "float"}).weight:dtype())
+    end)
+
     it("Linear rejects bad sizes and mismatched inputs with clear messages", function()
         local ok, err = pcall(nn.Linear, 0, 3)
         assert.is_false(ok)
@@ -142,6 +161,16 @@ describe("nn modules", function()
                  "register_parameter: parameters is the name of a method")
         H.raises(function() make(function(self) self:register_buffer("training", ordo.ones({1})) end) end,
                  "register_buffer: training is the name")
+        -- so did a child's: m.forward = nn.ReLU() made m(x) call the ReLU with m, and
+        -- m:add_module("parameters", ...) broke m:parameters()
+        H.raises(function() make(function(self) self.forward = nn.ReLU() end) end,
+                 "forward is the name of a method", "would hide it")
+        H.raises(function() local l = nn.Linear(1, 1); l:add_module("parameters", nn.ReLU()) end,
+                 "add_module: parameters is the name of a method")
+        H.raises(function() nn.Module():add_module("training", nn.ReLU()) end, "add_module: training is the name")
+        local holder = nn.Module()
+        holder.head = nn.Linear(1, 1)
+        assert.equals(2, #holder:parameters())
         H.raises(function() make(function(self) self:register_parameter("a.b", ordo.ones({1})) end) end,
                  "without white space or dots", '"a.b"')
         -- registering again under its own kind replaces; a removed buffer's name may become a parameter's
@@ -1129,6 +1158,11 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u, v) return F.cdist(u, v) end, {p, q}))
         assert.is_true(ag.gradcheck(function(u) return F.cosine_similarity(u, u * 2 + 1) end, {p}))
         H.raises(function() F.cdist(a, ordo.randn({2, 3})) end, "cdist", "one width")
+        -- F.cdist and ordo.cdist take p both ways (Torch's positional p, or {p = })
+        close(F.cdist(a, b, 1):totable(), cd, 1e-12)
+        close(ordo.cdist(a, b, {p = 1}):totable(), cd, 1e-12)
+        H.raises(function() F.cdist(a, b, {p = -1}) end, "cdist: p must be a number >= 0, got -1")
+        H.raises(function() ordo.cdist(a, b, {q = 1}) end, "cdist", "unknown option 'q'")
         H.raises(function() F.normalize(a, {q = 2}) end, "normalize", "unknown option 'q'")
         -- operands broadcast first: b of size 1 along dim stands for copies in its norm too (|cos| was > 1)
         local ca, cb = ordo.randn({3, 4}, D), ordo.randn({3, 1}, D)
@@ -1317,6 +1351,12 @@ describe("nn modules", function()
         H.raises(function() nn.ModuleList({nn.ReLU(), "x"}) end, "ModuleList: module 2 must be a module, got string")
         H.raises(function() seq:add({}) end, "Sequential: module 3 must be a module, got table")
         assert.equals(2, seq:size())
+        -- seq:append(m), PyTorch's name for Torch7's seq:add(m), and a list of modules at construction
+        local grown = nn.Sequential({nn.Linear(3, 4)})
+        assert.equals(grown, grown:append(nn.ReLU()))
+        assert.equals(2, grown:size())
+        assert.equals("ReLU", grown:get(2)._class_name)
+        H.raises(function() grown:append(5) end, "Sequential: module 3 must be a module, got number")
     end)
 
     it("nn.Module() is a plain holder of children, as Torch's (it was 'attempt to call a table value')", function()

@@ -2151,7 +2151,7 @@ function M.cross(a, b, dim)
 end
 Tensor.cross = M.cross
 
--- cdist(x1, x2 [, p]): the p-norm distances (p as norm's, default 2)
+-- cdist(x1, x2 [, p | {p = p}]): the p-norm distances (p as norm's, default 2)
 -- between the rows of x1 (..., P, M) and those of x2 (..., R, M): (..., P,
 -- R), the batch dims broadcast.
 function M.cdist(x1, x2, p)
@@ -2166,6 +2166,7 @@ function M.cdist(x1, x2, p)
     if x1:dim() >= 8 or x2:dim() >= 8 then
         fail(fmt("%s: at most 7 dims, got shapes %s and %s", fname, shape_of_str(x1), shape_of_str(x2)))
     end
+    if type(p) == "table" and not is_tensor(p) then p = util.check_opts(fname, p, {p = true}).p end -- F.cdist's form
     if p ~= nil and type(p) ~= "number" then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
     if p ~= nil and (p < 0 or p ~= p) then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
     return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p or 2, -1)

@@ -133,8 +133,19 @@ function M.check_positive_int(fname, what, v)
 end
 
 -- The tensor options a module's parameters are made with, from the
--- module's own options (float32 unless it says otherwise).
-function M.param_opts(opts) return {dtype = opts.dtype or "float32", device = opts.device} end
+-- module's own options (float32 unless it says otherwise). A dtype that is
+-- not a float one is refused naming the module (owner: the module being
+-- made), not the init function that would meet it ("uniform_: dtype ...").
+local FLOAT_DTYPES = {float32 = true, float64 = true, float = true, double = true, f32 = true, f64 = true}
+function M.param_opts(opts, owner)
+    local dt = opts.dtype
+    if dt ~= nil and not FLOAT_DTYPES[dt] then
+        local who = type(owner) == "table" and owner._class_name or "module"
+        M.fail(("%s: option dtype must be \"float32\" or \"float64\" (parameters need gradients), got %s"):format(
+            who, type(dt) == "string" and ("%q"):format(dt) or M.typename(dt)))
+    end
+    return {dtype = dt or "float32", device = opts.device}
+end
 
 function M.typename(x)
     local t = type(x)

@@ -242,7 +242,7 @@ function M.install(nn)
         self.kdim, self.vdim = kd, vd
         self.batch_first = opts.batch_first == true
         self.add_zero_attn = opts.add_zero_attn == true
-        local topts = util.param_opts(opts)
+        local topts = util.param_opts(opts, self)
         if kd == E and vd == E then
             self:register_parameter("in_proj_weight", init.xavier_uniform_(tensor.empty({3 * E, E}, topts)))
         else -- (Torch's names, so that its state dict loads)

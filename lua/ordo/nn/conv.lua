@@ -1300,7 +1300,7 @@ function M.install(nn)
     -- U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias.
     local function conv_parameters(self, wshape, cout, fan_in, opts)
         flag(self._class_name or "conv", opts, "bias")
-        local topts = util.param_opts(opts)
+        local topts = util.param_opts(opts, self)
         local w = tensor.empty(wshape, topts)
         init.kaiming_uniform_(w, sqrt(5))
         self:register_parameter("weight", w)
@@ -1788,7 +1788,7 @@ function M.install(nn)
             end
             flag(name, opts, "affine")
             flag(name, opts, "track_running_stats")
-            local topts = util.param_opts(opts)
+            local topts = util.param_opts(opts, self)
             if opts.affine ~= false then
                 self:register_parameter("weight", tensor.ones({n}, topts))
                 self:register_parameter("bias", tensor.zeros({n}, topts))
@@ -1856,7 +1856,7 @@ function M.install(nn)
             if type(self.momentum) ~= "number" or not (self.momentum >= 0 and self.momentum <= 1) then
                 fail(fmt("%s: momentum must be a number in [0, 1], got %s", name, tostring(self.momentum)))
             end
-            local topts = util.param_opts(opts)
+            local topts = util.param_opts(opts, self)
             if opts.affine == true then
                 self:register_parameter("weight", tensor.ones({n}, topts))
                 self:register_parameter("bias", tensor.zeros({n}, topts))

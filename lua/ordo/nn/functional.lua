@@ -962,19 +962,24 @@ function M.pairwise_distance(a, b, opts)
     return (a - b + (opts.eps or 1e-6)):norm(opts.p or 2, -1, opts.keepdim)
 end
 
--- cdist(a, b [, {p = 2}]): every distance between the rows of a (… × P ×
+-- cdist(a, b [, {p = 2} | p]): every distance between the rows of a (… × P ×
 -- M) and of b (… × R × M), a … × P × R tensor.
 function M.cdist(a, b, opts)
     check_tensor("cdist", "a", a)
     check_tensor("cdist", "b", b)
     check_devices("cdist", a, b)
+    if type(opts) == "number" then opts = {p = opts} end -- torch.cdist(x1, x2, p)'s form
     opts = util.check_opts("cdist", opts, {p = true})
+    local p = opts.p
+    if p ~= nil and (type(p) ~= "number" or p < 0 or p ~= p) then
+        fail(fmt("cdist: p must be a number >= 0, got %s", type(p) == "number" and tostring(p) or typename(p)))
+    end
     if a:dim() < 2 or b:dim() < 2 or a:size(-1) ~= b:size(-1) then
         fail(fmt("cdist: expected rows of one width, ... x P x M and ... x R x M, got %s and %s", shape_str(a),
                  shape_str(b)))
     end
     a, b = as_float(a, b)
-    return (a:unsqueeze(-2) - b:unsqueeze(-3)):norm(opts.p or 2, -1)
+    return (a:unsqueeze(-2) - b:unsqueeze(-3)):norm(p or 2, -1)
 end
 
 local PAD_MODES = {constant = true, reflect = true, replicate = true, circular = true}

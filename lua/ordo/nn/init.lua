@@ -130,8 +130,18 @@ local function child_names(m)
     return r
 end
 
+-- A child may not take the name of a method (m.parameters = nn.ReLU() made
+-- m:parameters() call the ReLU) nor training.
+local function check_child_name(fname, self, name)
+    if name == "training" or type(getmetatable(self)[name]) == "function" then
+        fail(fmt("%s: %s is the name of a method or field of the module; a child there would hide it, " ..
+                 "choose another name", fname, tostring(name)))
+    end
+end
+
 local function module_newindex(self, name, v)
     if is_module(v) then
+        check_child_name(self._class_name or "Module", self, name)
         -- a child found first keeps its place before this one (add_module, which containers call
         -- in loops, does not look: the scan would make building a long list quadratic)
         child_names(self)
@@ -277,6 +287,7 @@ function Module:add_module(name, m)
     if not is_module(m) then
         fail(fmt("add_module: %s must be a module, got %s", tostring(name), typename(m)))
     end
+    check_child_name("add_module", self, name)
     if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
     self[name] = m
     return m
@@ -1174,7 +1185,7 @@ function Linear:init(nin, nout, opts)
         fail("Linear: option bias must be a boolean, got " .. typename(opts.bias))
     end
     self.in_features, self.out_features = nin, nout
-    local topts = util.param_opts(opts)
+    local topts = util.param_opts(opts, self)
     local w = tensor.empty({nout, nin}, topts)
     init.kaiming_uniform_(w, math.sqrt(5))
     self:register_parameter("weight", w)
@@ -1294,7 +1305,7 @@ function PReLU:init(n, opts)
     local init_v = opts.init or 0.25
     if type(init_v) ~= "number" then fail("PReLU: init must be a number, got " .. typename(init_v)) end
     self.num_parameters = n
-    self:register_parameter("weight", tensor.full({n}, init_v, util.param_opts(opts)))
+    self:register_parameter("weight", tensor.full({n}, init_v, util.param_opts(opts, self)))
 end
 function PReLU:forward(x) return F.prelu(x, self.weight) end
 function PReLU:extra_repr() return fmt("%d", self.num_parameters) end
@@ -1332,7 +1343,7 @@ function LayerNorm:init(shape, opts)
     end
     self.normalized_shape, self.eps = shape, opts.eps or 1e-5
     if affine ~= false then
-        local topts = util.param_opts(opts)
+        local topts = util.param_opts(opts, self)
         self:register_parameter("weight", tensor.ones(shape, topts))
         if opts.bias ~= false then self:register_parameter("bias", tensor.zeros(shape, topts)) end
     end
@@ -1360,7 +1371,7 @@ function RMSNorm:init(shape, opts)
     end
     self.normalized_shape, self.eps = shape, opts.eps
     if opts.elementwise_affine ~= false then
-        self:register_parameter("weight", tensor.ones(shape, util.param_opts(opts)))
+        self:register_parameter("weight", tensor.ones(shape, util.param_opts(opts, self)))
     end
 end
 function RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps) end
@@ -1388,7 +1399,7 @@ function GroupNorm:init(groups, channels, opts)
     end
     self.num_groups, self.num_channels, self.eps = groups, channels, opts.eps or 1e-5
     if opts.affine ~= false then
-        local topts = util.param_opts(opts)
+        local topts = util.param_opts(opts, self)
         self:register_parameter("weight", tensor.ones({channels}, topts))
         self:register_parameter("bias", tensor.zeros({channels}, topts))
     end
@@ -1510,7 +1521,7 @@ function Embedding:init(num, dim, opts)
         fail(fmt("Embedding: padding_idx must be an index in 1..%d, got %s", num, tostring(pad)))
     end
     self.num_embeddings, self.embedding_dim, self.padding_idx = num, dim, pad
-    local w = tensor.randn({num, dim}, util.param_opts(opts))
+    local w = tensor.randn({num, dim}, util.param_opts(opts, self))
     if pad then w[pad] = 0 end -- its row starts at zeros and, getting no gradient, stays there
     self:register_parameter("weight", w)
 end
@@ -1605,6 +1616,7 @@ function Sequential:add(m)
     self:add_module(tostring(self.n), m)
     return self
 end
+Sequential.append = Sequential.add -- PyTorch's name (seq:add is Torch7's)
 -- The i-th child of a container of n (negative i counts from the end, as
 -- Torch's m[-1]); anything else raises (a nil would fail later, unnamed).
 local function container_index(name, i, n)

@@ -43,7 +43,7 @@ function M.install(nn)
     -- followed by suffix ("" for a cell, "_l0", "_l0_reverse"... for a
     -- sequence module: Torch's names and order).
     local function layer_params(self, suffix, nin, hidden, gates, opts)
-        local topts = util.param_opts(opts)
+        local topts = util.param_opts(opts, self)
         local b = 1 / sqrt(hidden)
         local function param(name, shape)
             self:register_parameter(name .. suffix, init.uniform_(tensor.empty(shape, topts), -b, b))
