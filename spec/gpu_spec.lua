@@ -2277,7 +2277,9 @@ describe("gpu tensors: memory", function()
         settle()
         local held = ordo.cuda.memory_stats().allocated_bytes -- the model, its grads, x, y
         assert.is_true(held < 4 * MiB)
-        assert.is_true(peak < math.max(8 * held, SIM_MEM_MB * MiB / 4),
+        -- (the bound leaves room for a loaded machine, whose frees lag: the
+        -- loop held the whole device before the device counted its memory)
+        assert.is_true(peak < math.max(12 * held, SIM_MEM_MB * MiB / 2),
             ("the loop held %.1f MiB of a %d MiB device for a model of %.1f MiB"):format(peak / MiB, SIM_MEM_MB, held / MiB))
         ordo.cuda.empty_cache()
     end)
@@ -2322,6 +2324,18 @@ describe("gpu tensors: memory", function()
         ordo.cuda.empty_cache()
     end)
 
+    local function make_params(n, numel)
+        local ps = {}
+        for i = 1, n do
+            ps[i] = ordo.zeros({numel}, {device = G}):requires_grad()
+            ps[i].grad = ordo.ones({numel}, {device = G})
+        end
+        return ps
+    end
+    local function drop_grads(ps, from, to)
+        for i = from, to do ps[i].grad = nil end
+    end
+
     it("out of memory for an optimiser's new state changes no parameter, count or state; the next step runs", function()
         need_gpu()
         if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 64) then
@@ -2335,11 +2349,10 @@ describe("gpu tensors: memory", function()
             -- momentum buffer: 10 parameters and gradients of 3 MiB, then 3 MiB each
             local n = kind == "SGD" and 10 or 4
             local numel = (kind == "SGD" and 3 or 6) * MiB / 4
-            local ps = {}
-            for i = 1, n do
-                ps[i] = ordo.zeros({numel}, {device = G}):requires_grad()
-                ps[i].grad = ordo.ones({numel}, {device = G})
-            end
+            -- made (and later dropped) in functions of their own: a register
+            -- of this function's frame left holding a tensor would keep it
+            -- alive through the collections, and its memory with it
+            local ps = make_params(n, numel)
             local opts = {lr = 0.5, momentum = kind ~= "Adam" and 0.9 or nil}
             local opt = ordo.optim[kind](ps, opts)
             raises(function() opt:step() end, "out of memory")
@@ -2350,7 +2363,7 @@ describe("gpu tensors: memory", function()
             if opt.state then assert.is_nil(next(opt.state), kind) end
             if opt.buf then assert.is_nil(next(opt.buf), kind) end
             -- with fewer gradients the step fits and runs
-            for i = 2, n do ps[i].grad = nil end
+            drop_grads(ps, 2, n)
             settle()
             local ok, err = pcall(opt.step, opt)
             assert(ok, kind .. ": " .. tostring(err))
