@@ -507,6 +507,11 @@ describe("nn.functional.max_pool2d", function()
                        err_of(F.max_unpool2d, y, i, 2, {output_size = {7, 6}}))
         assert.matches("max_unpool2d: indices of shape 3x2x3 do not match input 2x3x2x3",
                        err_of(F.max_unpool2d, y, i[1], 2))
+        -- an index out of the output plane, found when the scatter runs:
+        -- the failure names max_unpool2d, not the scatter it is made of
+        local bad = F.max_unpool2d(ordo.ones({1, 1, 1, 1}), ordo.tensor({{{{30}}}}, {dtype = "int64"}), 2)
+        assert.matches("max_unpool2d: scatter: index 30 out of range", err_of(bad.totable, bad), 1, true)
+        pcall(ordo.engine.wait_for_all)
     end)
 
     it("reports bad dilation and ceil_mode arguments, and windows of padding alone", function()

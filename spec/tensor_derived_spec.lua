@@ -2455,4 +2455,73 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         g:sum(nil, nil, "float32"):backward()
         assert.same({1, 1}, g.grad:totable())
     end)
+
+    -- ops made of scatter / index_add: an index out of range, found when
+    -- the kernel runs, fails the result naming the op the user called
+    it("index_put_, index_fill, index_copy: a bad index named after the op called, not the scatter inside", function()
+        local i3 = ordo.tensor({3}, "int64")
+        local cases = {
+            {"index_put_: scatter: index 3 out of range", function() return ordo.zeros({2, 2}):index_put_({i3}, 1) end},
+            {"index_put: scatter: index 3 out of range", function() return ordo.zeros({2, 2}):index_put({i3}, 1) end},
+            {"index_put: scatter_add: index 3 out of range",
+             function() return ordo.zeros({2, 2}):index_put({i3}, 1, true) end},
+            {"index_fill: index_add: index 3 out of range for dim 1", function() return ordo.zeros({2, 2}):index_fill(1, i3, 1) end},
+            {"index_fill_: index_add: index 3 out of range for dim 2 of size 2",
+             function() return ordo.zeros({2, 2}):index_fill_(2, i3, 1) end},
+            {"index_copy: scatter: index 3 out of range",
+             function() return ordo.zeros({2, 2}):index_copy(1, i3, ordo.ones({1, 2})) end},
+            {"index_copy_: scatter: index 3 out of range for dim 2",
+             function() return ordo.zeros({2, 2}):index_copy_(2, i3, ordo.ones({2, 1})) end},
+        }
+        for _, c in ipairs(cases) do
+            H.raises(function() return c[2]():totable() end, c[1])
+            pcall(ordo.engine.wait_for_all)
+        end
+        -- t[index] = x goes through index_put_ and is named so at the read too
+        local t = ordo.zeros({2, 2})
+        t[i3] = 1
+        H.raises(function() return t:totable() end, "t[index] = x: scatter: index 3 out of range")
+        pcall(ordo.engine.wait_for_all)
+        -- the in-range ones still right
+        assert.same({{0, 7}, {0, 7}}, ordo.zeros({2, 2}):index_fill(2, ordo.tensor({2}, "int64"), 7):totable())
+        assert.same({{0, 0}, {5, 5}}, ordo.zeros({2, 2}):index_copy(1, ordo.tensor({2}, "int64"), ordo.full({1, 2}, 5)):totable())
+    end)
+
+    -- with several indices the scatter sees only the linear place: each
+    -- index is checked against its own dim (else {1}, {5} of a 2x3 tensor
+    -- wrote element (2, 2) without a word)
+    it("index_put_ with several indices refuses one out of its own dim's range", function()
+        local t = ordo.zeros({2, 3})
+        t:index_put_({ordo.tensor({1}, "int64"), ordo.tensor({5}, "int64")}, 1)
+        H.raises(function() return t:totable() end, "index_put_ (index 2): check_range: value 5 at element 1",
+                 "outside [1, 3]")
+        pcall(ordo.engine.wait_for_all)
+        local u = ordo.zeros({2, 3})
+        H.raises(function()
+            return u:index_put({ordo.tensor({3, 1}, "int64"), ordo.tensor({1, 1}, "int64")}, 1, true):totable()
+        end, "index_put (index 1): check_range: value 3 at element 1", "outside [1, 2]")
+        pcall(ordo.engine.wait_for_all)
+        -- in range: as before
+        local v = ordo.zeros({2, 3}):index_put_({ordo.tensor({2, 1}, "int64"), ordo.tensor({3, 2}, "int64")},
+                                               ordo.tensor({5, 6}))
+        assert.same({{0, 6, 0}, {0, 0, 5}}, v:totable())
+        local w = ordo.zeros({2, 3, 2}):index_put({ordo.tensor({2}, "int64"), ordo.tensor({3}, "int64")}, 4)
+        assert.same({{{0, 0}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {4, 4}}}, w:totable())
+    end)
+
+    it("repeat_interleave: a failure of an op it is made of (out of memory) is named after it", function()
+        H.raises(function() return ordo.tensor({{1}}):repeat_interleave(2 ^ 40) end,
+                 "repeat_interleave: clone: out of memory")
+        H.raises(function() return ordo.tensor({{1, 2}}):repeat_interleave(2 ^ 40, 2) end, "repeat_interleave: ",
+                 "out of memory")
+        H.raises(function() return ordo.tensor({1, 2}):repeat_interleave({2 ^ 40, 1}) end, "repeat_interleave: ",
+                 "out of memory")
+        H.raises(function() return ordo.tensor({{1, 2, 3, 4}}):repeat_interleave(2 ^ 62) end,
+                 "repeat_interleave: expand: ", "too many elements")
+        -- its own errors once, with the caller's position
+        local ok, err = pcall(function() return ordo.tensor({1, 2}):repeat_interleave({-1, 1}) end)
+        assert.is_false(ok)
+        assert.matches("^.-tensor_derived_spec.lua:%d+: repeat_interleave: repeats must be >= 0$", err)
+        assert.same({1, 1, 2, 2}, ordo.tensor({1, 2}):repeat_interleave(2):totable())
+    end)
 end)

@@ -1845,7 +1845,7 @@ end
 -- per element).  Counts given as a list or tensor are read (a wait); the
 -- index is then built by the engine: a 1 marked at each element's first
 -- output place, summed up (cumsum), so a zero count skips its element.
-function Tensor:repeat_interleave(repeats, dim)
+local function repeat_interleave(self, repeats, dim)
     local fname = "repeat_interleave"
     check_self(fname, self)
     check_devices(fname, self, repeats)
@@ -1896,6 +1896,17 @@ function Tensor:repeat_interleave(repeats, dim)
     local marks = tensor.zeros({total}, tensor.like(x, "int64"))
     marks:scatter_add_(1, first, tensor.ones_like(first))
     return x:index_select(d, marks:cumsum(1))
+end
+-- (a failure of an op it is built of, out of memory above all, is named
+-- after it: "repeat_interleave: clone: out of memory ...", not "clone: ...")
+function Tensor:repeat_interleave(repeats, dim)
+    local ok, r = pcall(repeat_interleave, self, repeats, dim)
+    if ok then return r end
+    local msg = tostring(r)
+    local at, rest = msg:match("^(.-:%d+: )(.*)$")
+    if not at then at, rest = "", msg end
+    if rest:sub(1, 19) ~= "repeat_interleave: " then msg = at .. "repeat_interleave: " .. rest end
+    error(msg, 0)
 end
 
 -- nan_to_num_, lerp_, fmod_, remainder_: the in-place forms, as Torch's.
@@ -2818,14 +2829,17 @@ local function index_fill(fname, self, dim, index, value, inplace)
     local d = tensor.norm_dim(fname, self, dim) + 1
     local idx = index_arg(fname, self, index, "the index")
     local n = self:size(d)
-    local hits = tensor.zeros({n}, tensor.like(self, "int64"))
+    local shape, oshape = {}, {}
+    for i = 1, self:dim() do shape[i], oshape[i] = 1, 1 end
+    shape[d], oshape[d] = n, idx:numel()
+    -- the hits along dim d itself, so that an index out of range, found
+    -- when the index_add runs, is named with the caller's op and dim
+    local hits = tensor.zeros(shape, tensor.like(self, "int64"))
     if idx:numel() > 0 then
-        hits = as_op(fname, "index_add", Tensor.index_add, hits, 1, idx, tensor.ones({idx:numel()}, tensor.like(self, "int64")))
+        hits = as_op(fname, "index_add", Tensor.index_add, hits, d, idx, tensor.ones(oshape, tensor.like(self, "int64")),
+                     fname)
     end
-    local shape = {}
-    for i = 1, self:dim() do shape[i] = 1 end
-    shape[d] = n
-    local mask = hits:ne(0):view(shape)
+    local mask = hits:ne(0)
     if inplace then return as_op(fname, "masked_fill_", Tensor.masked_fill_, self, mask, value) end
     return as_op(fname, "masked_fill", Tensor.masked_fill, self, mask, value)
 end
@@ -2852,8 +2866,8 @@ local function index_copy(fname, self, dim, index, src, inplace)
     for i = 1, #ss do vshape[i] = 1 end
     vshape[d] = idx:numel()
     local full = idx:view(vshape):expand(ss)
-    if inplace then return as_op(fname, "scatter_", Tensor.scatter_, self, d, full, src) end
-    return as_op(fname, "scatter", Tensor.scatter, self, d, full, src)
+    if inplace then return as_op(fname, "scatter_", Tensor.scatter_, self, d, full, src, fname) end
+    return as_op(fname, "scatter", Tensor.scatter, self, d, full, src, fname)
 end
 function Tensor:index_copy(dim, index, src) return index_copy("index_copy", self, dim, index, src, false) end
 function Tensor:index_copy_(dim, index, src) return index_copy("index_copy_", self, dim, index, src, true) end
@@ -2890,7 +2904,15 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     local lin = nil
     local stride = 1
     for i = k, 1, -1 do
-        local ix = indices[i]:to("int64"):expand(bshape)
+        local ix = indices[i]
+        -- with more than one index the scatter sees only the linear place:
+        -- each index is checked against its own dim (on the engine, no
+        -- wait), else {1}, {5} of a 2x3 tensor wrote element (2, 2)
+        if k > 1 then
+            ix = tensor.checked_in_range(fmt("%s (index %d)", fname, i),
+                                         ix:to("float64"), 1, st[i])
+        end
+        ix = ix:to("int64"):expand(bshape)
         local term = (ix - 1) * stride
         lin = lin and lin + term or term
         stride = stride * st[i]
@@ -2918,16 +2940,19 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     if not inplace then
         local flat = self:reshape(flat_shape)
         local name = accumulate and "scatter_add" or "scatter"
-        return as_op(fname, name, Tensor[name], flat, 1, full, v):view(st)
+        return as_op(fname, name, Tensor[name], flat, 1, full, v, fname):view(st)
     end
     local base = self:contiguous() -- (self when it is: written in place)
     local flat = base:view(flat_shape)
     local name = accumulate and "scatter_add_" or "scatter_"
-    as_op(fname, name, Tensor[name], flat, 1, full, v)
+    as_op(fname, name, Tensor[name], flat, 1, full, v, fname)
     if not rawequal(base, self) then self:copy_(base) end
     return self
 end
-function Tensor:index_put_(indices, values, accumulate) return index_put("index_put_", self, indices, values, accumulate, true) end
+-- who (internal): the name errors take (t[index] = x's)
+function Tensor:index_put_(indices, values, accumulate, who)
+    return index_put(who or "index_put_", self, indices, values, accumulate, true)
+end
 function Tensor:index_put(indices, values, accumulate) return index_put("index_put", self, indices, values, accumulate, false) end
 
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements

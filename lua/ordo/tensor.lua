@@ -2196,8 +2196,8 @@ Tensor.__newindex = function(t, k, v)
             if type(v) ~= "number" and not is_tensor(v) then
                 fail("t[index] = x: x must be a number or a tensor, got " .. typename(v))
             end
-            local ok, err = pcall(t.index_put_, t, {k:reshape(-1)}, v)
-            if not ok then error((tostring(err):gsub("index_put_: ", "t[index] = x: ", 1)), 0) end
+            -- (named so, also when a bad index fails the write at the next read)
+            t:index_put_({k:reshape(-1)}, v, nil, "t[index] = x")
             return
         end
         -- t[mask] = v: Torch's boolean index assignment of one value
@@ -2743,8 +2743,11 @@ end
 -- (indices from 1, as gather's); src may be a number.  One kernel writing
 -- into self (no temporaries of self's size).  Of an index given twice the
 -- last in row-major order wins on the CPU; on a GPU which one is
--- unspecified (as Torch's).  Errors name "scatter" for both forms.
-local function scatter(self, dim, index, src)
+-- unspecified (as Torch's).  Errors name "scatter" for both forms.  who
+-- (internal): as gather's, the op a scatter serves (index_copy, index_put_,
+-- max_unpool2d), which then names an index found out of range when the
+-- kernel runs ("index_copy: scatter: index 3 out of range ...").
+local function scatter(self, dim, index, src, who)
     local fname = "scatter"
     if not is_tensor(index) then fail("scatter: index must be an int64 or int32 tensor, got " .. typename(index)) end
     local idt = index._c.dtype
@@ -2763,19 +2766,19 @@ local function scatter(self, dim, index, src)
     check_scatter_shapes(fname, self, d, idx, src)
     check_src_dtype(fname, self, src)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
-    push(K.scatter, fname, 0, {src, idx}, {self}, nil, {d, 1})
+    push(K.scatter, who or fname, who and NAMED or 0, {src, idx}, {self}, nil, {d, 1})
     return self
 end
 
-function Tensor:scatter_(dim, index, src)
+function Tensor:scatter_(dim, index, src, who)
     check_self("scatter_", self)
-    return scatter(self, dim, index, src)
+    return scatter(self, dim, index, src, who)
 end
 
 -- scatter(dim, index, src): a copy of self with scatter_'s writes
-function Tensor:scatter(dim, index, src)
+function Tensor:scatter(dim, index, src, who)
     check_self("scatter", self)
-    return scatter(self:clone(), dim, index, src)
+    return scatter(self:clone(), dim, index, src, who)
 end
 
 -- index_add_(dim, index, src): self[.., index[j], ..] += src[.., j, ..]
@@ -2810,9 +2813,9 @@ function Tensor:index_add_(dim, index, src, who)
     return index_add("index_add_", self, dim, index, src, who)
 end
 
-function Tensor:index_add(dim, index, src)
+function Tensor:index_add(dim, index, src, who)
     check_self("index_add", self)
-    return index_add("index_add", self:clone(), dim, index, src)
+    return index_add("index_add", self:clone(), dim, index, src, who)
 end
 
 -- ---------------------------------------------------------------- cat, stack

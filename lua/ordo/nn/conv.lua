@@ -745,7 +745,10 @@ local function max_unpool(fname, nsp, x, indices, k, opts)
     end
     local L = x:numel() / math.max(m, 1)
     local flat = tensor.zeros({m, plane}, tensor.like(x))
-    local y = flat:scatter(2, indices:reshape(m, L), x:reshape(m, L))
+    -- (an index out of range, found when the scatter runs, fails the
+    -- result as "max_unpool2d: scatter: index 30 out of range for dim 2 of
+    -- size 4": dim 2 is each plane's places)
+    local y = flat:scatter(2, indices:reshape(m, L), x:reshape(m, L), fname)
     for i = 1, nsp do lead[#lead + 1] = out[i] end
     return y:view(lead)
 end

@@ -410,8 +410,13 @@ local function class_nll(fname, logp, target, opts, smoothing)
         keep = target:ne(ii)
         t = tensor.where(keep, target, tensor.ones_like(target))
     end
-    local loss = -logp:gather(2, t:view(-1, 1), fname):view(-1)
-    local wt = w and w:index_select(1, t)
+    -- a class index out of range fails the loss when the gather runs (no
+    -- host wait per loss to check it here), named as the target's:
+    -- "cross_entropy (target): gather: index 4 out of range for dim
+    -- 2 of size 3"
+    local who = fname .. " (target)"
+    local loss = -logp:gather(2, t:view(-1, 1), who):view(-1)
+    local wt = w and w:index_select(1, t, who)
     if wt then loss = loss * wt end
     if smoothing > 0 then
         local smooth = w and -(logp * w:view(1, C)):sum(2) or -logp:sum(2)
