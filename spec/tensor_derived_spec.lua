@@ -2163,6 +2163,16 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.is_true(xl[2] ~= xl[2])
         close(2 * math.log(3), xl[3])
         assert.equals(-inf, xl[4])
+        -- y broadcast up to x's shape (and x to y's): y:masked_fill with the
+        -- broadcast mask refused it ("masked_fill: shape 2x3 cannot be
+        -- broadcast to 1")
+        local xb = ordo.xlogy(ordo.tensor({{0, 1, 2}, {3, 0, 1}}, "float64"), ordo.tensor({2}, "float64")):totable()
+        close({{0, math.log(2), 2 * math.log(2)}, {3 * math.log(2), 0, math.log(2)}}, xb, 1e-12)
+        close({{0, 2 * math.log(2)}, {0, 2 * math.log(3)}},
+              ordo.xlogy(ordo.tensor({0, 2}, "float64"), ordo.tensor({{2}, {3}}, "float64")):totable(), 1e-12)
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.xlogy(p, q) end,
+                                               {ordo.tensor({{0.5, 1, 2}, {3, 0.7, 1}}, "float64"):requires_grad(),
+                                                ordo.tensor({2}, "float64"):requires_grad()}))
         close({math.log(1 / 3), math.log(1e-6 / (1 - 1e-6))}, ordo.tensor({0.25, 0}, "float64"):logit(1e-6):totable(), 1e-9)
         H.raises(function() return ordo.atan2(1, 2) end, "atan2", "a tensor")
         H.raises(function() return ordo.hypot(ordo.zeros(2), ordo.zeros(3)) end, "hypot", "broadcast")

@@ -2675,7 +2675,9 @@ function M.xlogy(x, y)
     local xt = is_tensor(x) and x or tensor.full_like(y, x)
     local yt = is_tensor(y) and y or tensor.full_like(xt, y)
     local zero = xt:detach():eq(0):logical_and(yt:detach():eq(yt:detach()))
-    local safe_y = yt:masked_fill(zero, 1)
+    -- (where, not y:masked_fill: the mask has the broadcast shape, which y
+    -- smaller than x could not take)
+    local safe_y = tensor.where(zero, 1, yt)
     return (xt * safe_y:log()):masked_fill(zero, 0)
 end
 Tensor.xlogy = M.xlogy
