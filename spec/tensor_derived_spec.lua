@@ -2534,4 +2534,17 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.matches("^.-tensor_derived_spec.lua:%d+: repeat_interleave: repeats must be >= 0$", err)
         assert.same({1, 1, 2, 2}, ordo.tensor({1, 2}):repeat_interleave(2):totable())
     end)
+
+    it("diag, diag_embed, tile and nanmean name themselves when an op they are made of refuses", function()
+        H.raises(function() return ordo.randn({3}):diag(2 ^ 40) end, "diag: zeros: ", "too large")
+        H.raises(function() return ordo.randn({3}):diag_embed(2 ^ 40) end, "diag_embed: zeros: ", "too large")
+        H.raises(function() return ordo.randn({2, 3}):tile(2 ^ 40) end, "tile: ", "out of memory")
+        H.raises(function() return ordo.randn({3}):nanmean("x") end, "nanmean: dim must be an integer, got x")
+        -- their own errors named once, at the caller's line
+        local ok, err = pcall(function() return ordo.randn({2, 3}):tile(-1) end)
+        assert.is_false(ok)
+        assert.matches("^.-tensor_derived_spec.lua:%d+: tile: count 1 must be an integer >= 0, got %-1$", err)
+        assert.same({{0, 1, 0}, {0, 0, 2}, {0, 0, 0}}, ordo.tensor({1, 2}):diag(1):totable())
+        assert.same({4, 3}, ordo.randn({2, 3}):tile(2, 1):shape())
+    end)
 end)

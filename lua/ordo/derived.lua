@@ -18,6 +18,20 @@ local util = require "ordo.util"
 local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
 local check_devices, check_devices_list = tensor.check_devices, tensor.check_devices_list
 local fail, typename = util.fail, util.typename
+
+-- The results of f(...), or its error under fname: an op made of others
+-- names itself when one of them fails at the call (out of memory above
+-- all): "repeat_interleave: clone: out of memory ...", not "clone: ...".
+-- The message keeps the caller's position; one already naming fname is
+-- left alone.
+local function own_errors(fname, ok, ...)
+    if ok then return ... end
+    local msg = tostring((...))
+    local at, rest = msg:match("^(.-:%d+: )(.*)$")
+    if not at then at, rest = "", msg end
+    if rest:sub(1, #fname + 2) ~= fname .. ": " then msg = at .. fname .. ": " .. rest end
+    error(msg, 0)
+end
 local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local fmt, ceil, huge = string.format, math.ceil, math.huge
 local type, tostring, ipairs, pairs, rawequal, getmetatable, unpack =
@@ -786,7 +800,7 @@ end
 -- diag([k]): a 1-dim tensor's values on the diagonal k of a square matrix
 -- (of size n + |k|), or a matrix's diagonal k as a 1-dim tensor (a copy),
 -- as Torch's.
-function Tensor:diag(k)
+local function diag(self, k)
     check_self("diag", self)
     k = k or 0
     if not is_int(k) then fail(fmt("diag: the diagonal must be an integer, got %s", show(k))) end
@@ -803,6 +817,7 @@ function Tensor:diag(k)
     if d ~= 2 then fail(fmt("diag: expected a 1-dim or 2-dim tensor, got shape %s", shape_of_str(self))) end
     return self:diagonal(k)
 end
+function Tensor:diag(k) return own_errors("diag", pcall(diag, self, k)) end
 
 -- A dim v (from 1, or negative from the end; nil: default, negative) of a
 -- result of nd dims, as a positive one.
@@ -817,7 +832,7 @@ end
 -- diag_embed([offset [, dim1 [, dim2]]]): the last dim of t (n values) on
 -- the diagonal offset of (n + |offset|)-square matrices in dims dim1 and
 -- dim2 of the result (default the last two), zeros elsewhere, as Torch's.
-function Tensor:diag_embed(offset, dim1, dim2)
+local function diag_embed(self, offset, dim1, dim2)
     local fname = "diag_embed"
     check_self(fname, self)
     offset = offset or 0
@@ -845,6 +860,9 @@ function Tensor:diag_embed(offset, dim1, dim2)
         else perm[d], rest = rest, rest + 1 end
     end
     return r:permute(perm)
+end
+function Tensor:diag_embed(offset, dim1, dim2)
+    return own_errors("diag_embed", pcall(diag_embed, self, offset, dim1, dim2))
 end
 
 -- The positions (int64, from 1, in order) of the k nonzero elements of m,
@@ -1591,7 +1609,7 @@ end
 -- tile(reps): copies of the tensor side by side, reps[i] times along dim i
 -- (a table or the counts as arguments); fewer reps than dims repeat the
 -- last dims, more add leading dims.
-function Tensor:tile(...)
+local function tile(self, ...)
     check_self("tile", self)
     local nargs = select("#", ...)
     local reps, nreps
@@ -1643,6 +1661,7 @@ function Tensor:tile(...)
     end
     return x
 end
+function Tensor:tile(...) return own_errors("tile", pcall(tile, self, ...)) end
 
 -- The lengths along dim that chunk and split cut.
 local function cut(t, sizes, dim)
@@ -1897,16 +1916,8 @@ local function repeat_interleave(self, repeats, dim)
     marks:scatter_add_(1, first, tensor.ones_like(first))
     return x:index_select(d, marks:cumsum(1))
 end
--- (a failure of an op it is built of, out of memory above all, is named
--- after it: "repeat_interleave: clone: out of memory ...", not "clone: ...")
 function Tensor:repeat_interleave(repeats, dim)
-    local ok, r = pcall(repeat_interleave, self, repeats, dim)
-    if ok then return r end
-    local msg = tostring(r)
-    local at, rest = msg:match("^(.-:%d+: )(.*)$")
-    if not at then at, rest = "", msg end
-    if rest:sub(1, 19) ~= "repeat_interleave: " then msg = at .. "repeat_interleave: " .. rest end
-    error(msg, 0)
+    return own_errors("repeat_interleave", pcall(repeat_interleave, self, repeats, dim))
 end
 
 -- nan_to_num_, lerp_, fmod_, remainder_: the in-place forms, as Torch's.
@@ -2571,7 +2582,7 @@ function Tensor:nanmean(dim, keepdim)
     check_self("nanmean", self)
     if not is_float(self) then fail("nanmean: expected a float tensor, got " .. self:dtype()) end
     local ok = self:isnan():logical_not():to(self:dtype())
-    local s = self:nansum(dim, keepdim)
+    local s = as_op("nanmean", "nansum", Tensor.nansum, self, dim, keepdim)
     local n = dim == nil and ok:sum() or ok:sum(dim, keepdim)
     return s / n
 end
