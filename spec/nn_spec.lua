@@ -650,6 +650,8 @@ describe("nn modules", function()
         H.raises(function() nn.CrossEntropyLoss()(ordo.tensor({1, 2}, "int64"), ordo.randn({2, 3})) end,
                  "cross_entropy: target of shape 2x3 for an input of shape 2", "the scores come first")
         H.raises(function() F.cross_entropy(x, ordo.tensor(4, "int64")):item() end, "cross_entropy", "index 4 out of range")
+        -- one_hot named when an op it is made of fails (8 TiB of classes)
+        H.raises(function() return F.one_hot(ordo.tensor({1, 2}, "int64"), 2 ^ 40) end, "one_hot: arange: out of memory")
         -- with class weights (looked up at the target too) the same name
         H.raises(function() F.nll_loss(ordo.randn({2, 3}, D), ordo.tensor({0, 1}, "int64"),
                                       {weight = ordo.ones({3}, D)}):item() end,

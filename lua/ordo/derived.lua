@@ -19,19 +19,7 @@ local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, t
 local check_devices, check_devices_list = tensor.check_devices, tensor.check_devices_list
 local fail, typename = util.fail, util.typename
 
--- The results of f(...), or its error under fname: an op made of others
--- names itself when one of them fails at the call (out of memory above
--- all): "repeat_interleave: clone: out of memory ...", not "clone: ...".
--- The message keeps the caller's position; one already naming fname is
--- left alone.
-local function own_errors(fname, ok, ...)
-    if ok then return ... end
-    local msg = tostring((...))
-    local at, rest = msg:match("^(.-:%d+: )(.*)$")
-    if not at then at, rest = "", msg end
-    if rest:sub(1, #fname + 2) ~= fname .. ": " then msg = at .. fname .. ": " .. rest end
-    error(msg, 0)
-end
+local own_errors = util.own_errors
 local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local fmt, ceil, huge = string.format, math.ceil, math.huge
 local type, tostring, ipairs, pairs, rawequal, getmetatable, unpack =

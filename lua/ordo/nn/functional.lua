@@ -76,7 +76,7 @@ end
 -- of num_classes (default: the largest index), 1 at each index (counting
 -- from 1, as every index in ordo) and 0 elsewhere.  Waits, to check that
 -- every index is in 1..num_classes.
-function M.one_hot(indices, n)
+local function one_hot(indices, n)
     check_tensor("one_hot", "indices", indices)
     local dt = indices:dtype()
     if dt == "float32" or dt == "float64" then
@@ -102,6 +102,9 @@ function M.one_hot(indices, n)
     local classes = tensor.arange(1, n + 1, tensor.like(indices, dt))
     return indices:unsqueeze(-1):eq(classes):to("int64")
 end
+-- (a failure of the ops it is made of named after it: "one_hot: arange:
+-- out of memory ...")
+function M.one_hot(indices, n) return util.own_errors("one_hot", pcall(one_hot, indices, n)) end
 
 -- relu, tanh, sigmoid: the tensor methods, as functions
 for _, name in ipairs({"relu", "tanh", "sigmoid"}) do
