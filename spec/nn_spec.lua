@@ -312,6 +312,9 @@ describe("nn modules", function()
         H.raises(function() F.layer_norm(x) end, "layer_norm", "normalized_shape", "nil")
         close(F.layer_norm(x, 4):totable(), F.layer_norm(x, {4}):totable()) -- a size alone, as Torch
         H.raises(function() F.pad(ordo.zeros({1, 1, 4}), {1e15, 1}, {mode = "replicate"}) end, "out of memory")
+        -- named after pad, not the op inside that failed
+        H.raises(function() F.pad(ordo.zeros({1, 1, 4}), {1e15, 1}, {mode = "replicate"}) end, "pad: arange: out of memory")
+        H.raises(function() F.pad(ordo.zeros({1, 1, 4}), {1e15, 1}) end, "pad: full: out of memory")
         H.raises(function() nn.save(3, "x") end, "nn.save", "module", "number")
         H.raises(function() nn.load({}, "x") end, "nn.load", "module", "table")
         H.raises(function() nn.init.normal_(3) end, "init.normal_", "tensor")

@@ -1000,7 +1000,7 @@ end
 -- edge), replicate (the edge repeated), circular (wrapped around).
 -- Negative amounts crop, first: the padding repeats what is left.  Made of
 -- cat and index_select, so gradients flow.
-function M.pad(x, amounts, opts)
+local function pad(x, amounts, opts)
     check_tensor("pad", "input", x)
     opts = util.check_opts("pad", opts, {mode = true, value = true})
     local mode = opts.mode or "constant"
@@ -1069,6 +1069,9 @@ function M.pad(x, amounts, opts)
     -- a copy, as Torch's, also where no amount is positive (x itself, or a narrow of it)
     return y._c.storage == x._c.storage and y:clone() or y
 end
+-- (an op it is made of failing, out of memory above all, named after it:
+-- "pad: full: out of memory ...")
+function M.pad(x, amounts, opts) return util.own_errors("pad", pcall(pad, x, amounts, opts)) end
 
 -- pixel_shuffle(x, r): N×(C·r²)×H×W -> N×C×(H·r)×(W·r), each r×r block of
 -- output pixels from r² channels (sub-pixel convolution's upsampling);
