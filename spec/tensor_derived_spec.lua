@@ -2547,4 +2547,24 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({{0, 1, 0}, {0, 0, 2}, {0, 0, 0}}, ordo.tensor({1, 2}):diag(1):totable())
         assert.same({4, 3}, ordo.randn({2, 3}):tile(2, 1):shape())
     end)
+
+    it("kron, cdist, outer, randperm, linspace and t[index] name themselves when an op inside fails", function()
+        H.raises(function() return ordo.kron(ordo.ones({2 ^ 20}), ordo.ones({2 ^ 20})) end, "kron: mul: out of memory")
+        H.raises(function() return ordo.cdist(ordo.ones({2 ^ 20, 2}), ordo.ones({2 ^ 20, 2})) end,
+                 "cdist: sub: out of memory")
+        H.raises(function() return ordo.ones({2 ^ 25}):outer(ordo.ones({2 ^ 25})) end, "outer: mul: out of memory")
+        H.raises(function() return ordo.randperm(2 ^ 50) end, "randperm: rand: out of memory")
+        H.raises(function() return ordo.linspace(0, 1, 2 ^ 50) end, "linspace: arange: out of memory")
+        H.raises(function() return ordo.logspace(0, 1, 2 ^ 50) end, "logspace: ", "out of memory")
+        -- t[index]'s bad index, found when the index_select runs
+        local x = ordo.randn({3, 4})
+        H.raises(function() return x[ordo.tensor({9}, "int64")]:totable() end,
+                 "t[index]: index_select: index 9 out of range for dim 1 of size 3")
+        pcall(ordo.engine.wait_for_all)
+        -- results as before
+        assert.same({{3, 4}, {6, 8}}, ordo.tensor({1, 2}):outer(ordo.tensor({3, 4})):totable())
+        assert.same({0, 0.5, 1}, ordo.linspace(0, 1, 3):totable())
+        assert.same({1, 2, 3}, ordo.randperm(3):sort():totable())
+        assert.same({3, 4}, ordo.kron(ordo.ones({1, 2}), ordo.ones({3, 2})):shape())
+    end)
 end)

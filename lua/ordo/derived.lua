@@ -410,7 +410,7 @@ end
 
 -- linspace(start, stop, n [, opts]): n values evenly from start to stop,
 -- both included (float32 unless opts says otherwise).
-function M.linspace(start, stop, n, opts)
+local function linspace(start, stop, n, opts)
     if type(start) ~= "number" or type(stop) ~= "number" then
         fail(fmt("linspace: start and stop must be numbers, got %s and %s", typename(start), typename(stop)))
     end
@@ -427,10 +427,11 @@ function M.linspace(start, stop, n, opts)
     if n > 1 then r[n] = stop end -- exactly stop, whatever the rounding of the steps
     return r:to(proto:dtype())
 end
+function M.linspace(start, stop, n, opts) return own_errors("linspace", pcall(linspace, start, stop, n, opts)) end
 
 -- logspace(start, stop, n [, {base = 10, dtype =, device =}]): base^x for
 -- x in linspace(start, stop, n).
-function M.logspace(start, stop, n, opts)
+local function logspace(start, stop, n, opts)
     local base = 10
     -- a dtype or a device alone, as every maker takes (tensor.empty checks it)
     if type(opts) == "table" and getmetatable(opts) == nil then
@@ -454,6 +455,7 @@ function M.logspace(start, stop, n, opts)
     end
     return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
 end
+function M.logspace(start, stop, n, opts) return own_errors("logspace", pcall(logspace, start, stop, n, opts)) end
 
 -- Raises if one of the n arguments packed in ts is nil with one after it
 -- (# of ts may stop at the hole, dropping the rest); trailing nils are fine.
@@ -710,12 +712,13 @@ end
 
 -- randperm(n [, opts]): 1..n in a random order (int64 unless opts says
 -- otherwise): indices count from 1 in ordo.
-function M.randperm(n, opts)
+local function randperm(n, opts)
     if not is_int(n) or n < 0 then fail("randperm: n must be an integer >= 0, got " .. show(n)) end
     local dtype, ropts = int_options("randperm", opts)
     if n > 0 then check_int_range("randperm", dtype, 1, n) end
     return tensor.rand({n}, ropts):argsort():to(dtype)
 end
+function M.randperm(n, opts) return own_errors("randperm", pcall(randperm, n, opts)) end
 
 -- dot(a, b): the sum of a * b over two 1-dim tensors of one length and
 -- one dtype, as a 0-dim tensor of that dtype (Torch's rules: no promotion;
@@ -736,7 +739,7 @@ function Tensor:dot(b)
 end
 
 -- outer(a, b): the n x m matrix a[i] * b[j] of two 1-dim tensors.
-function Tensor:outer(b)
+local function outer(self, b)
     check_self("outer", self)
     check_devices("outer", self, b)
     if not is_tensor(b) or self:dim() ~= 1 or b:dim() ~= 1 then
@@ -745,6 +748,7 @@ function Tensor:outer(b)
     end
     return self:view(-1, 1) * b:view(1, -1)
 end
+function Tensor:outer(b) return own_errors("outer", pcall(outer, self, b)) end
 
 -- The mask of a matrix's elements on or below (tril) / above (triu) the
 -- diagonal k (0 the main one, > 0 above it, < 0 below).
@@ -2114,7 +2118,7 @@ end
 
 -- kron(a, b): the Kronecker product (the fewer dims of the two get leading
 -- 1s): block (i, j, ...) is a[i, j, ...] * b; at most 4 dims.
-function M.kron(a, b)
+local function kron(a, b)
     local fname = "kron"
     check_self(fname, a)
     if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
@@ -2133,6 +2137,7 @@ function M.kron(a, b)
     if nd == 0 then return a * b end
     return (a:reshape(va) * b:reshape(vb)):reshape(out)
 end
+function M.kron(a, b) return own_errors("kron", pcall(kron, a, b)) end
 Tensor.kron = M.kron
 
 -- The shape a and b broadcast to, each expanded to it.
@@ -2164,7 +2169,7 @@ Tensor.cross = M.cross
 -- cdist(x1, x2 [, p]): the p-norm distances (p as norm's, default 2)
 -- between the rows of x1 (..., P, M) and those of x2 (..., R, M): (..., P,
 -- R), the batch dims broadcast.
-function M.cdist(x1, x2, p)
+local function cdist(x1, x2, p)
     local fname = "cdist"
     check_self(fname, x1)
     if not is_tensor(x2) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(x2))) end
@@ -2180,6 +2185,7 @@ function M.cdist(x1, x2, p)
     if p ~= nil and (p < 0 or p ~= p) then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
     return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p or 2, -1)
 end
+function M.cdist(x1, x2, p) return own_errors("cdist", pcall(cdist, x1, x2, p)) end
 Tensor.cdist = M.cdist
 
 -- take(index): the elements of the flattened tensor at index (from 1,

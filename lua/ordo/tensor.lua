@@ -2135,7 +2135,8 @@ Tensor.__index = function(t, k)
         -- t[index]: Torch's integer-tensor indexing of the first dim (indices from 1)
         if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
             if t._c.ndim == 0 then fail("t[index]: a 0-dim tensor has no dim to index") end
-            local ok, r = pcall(t.index_select, t, 1, k)
+            -- (named so, also when a bad index fails the result at the read)
+            local ok, r = pcall(t.index_select, t, 1, k, "t[index]")
             if not ok then error((tostring(r):gsub("index_select: ", "t[index]: ", 1)), 0) end
             return r
         end
