@@ -1926,7 +1926,9 @@ for _, name in ipairs({"nan_to_num", "lerp", "fmod", "remainder"}) do
             fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (use the out-of-place %s, " ..
                      "or wrap the update in ordo.no_grad)", iname, name))
         end
-        local r = f(self, ...)
+        -- (the out-of-place op's errors under this op's name)
+        local ok, r = pcall(f, self, ...)
+        if not ok then error((tostring(r):gsub(name .. ": ", iname .. ": ", 1)), 0) end
         if shape_of_str(r) ~= shape_of_str(self) then
             fail(fmt("%s: the result's shape %s is not the in-place tensor's %s (an operand broadcast beyond it)",
                      iname, shape_of_str(r), shape_of_str(self)))
@@ -2423,7 +2425,7 @@ function Tensor:movedim(src, dst)
     if n == 0 then return self end
     return self:permute(perm)
 end
-Tensor.moveaxis = Tensor.movedim
+function Tensor:moveaxis(src, dst) return as_op("moveaxis", "movedim", Tensor.movedim, self, src, dst) end
 
 -- fliplr / flipud: flip(2) / flip(1); rot90([k [, dims]]): k quarter turns
 -- from dims[1] towards dims[2] (default {1, 2}), as Torch's.
@@ -2647,7 +2649,7 @@ function M.atan2(y, x)
     return rec_atan2(autograd, fname, r, yt, xt, yd, xd)
 end
 Tensor.atan2 = M.atan2
-Tensor.arctan2 = M.atan2
+function Tensor:arctan2(other) return as_op("arctan2", "atan2", M.atan2, self, other) end
 
 -- hypot(a, b): sqrt(a^2 + b^2) without overflow or underflow on the way.
 function M.hypot(a, b)

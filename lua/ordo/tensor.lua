@@ -1592,7 +1592,9 @@ function Tensor:pin_memory()
     if c.ctx.dev_type == GPU then
         fail(fmt("pin_memory: the tensor is on %s; only host tensors can be pinned", show(self:device())))
     end
-    return self:to(util.cpu_pinned(c.ctx.dev_id))
+    -- (without a CUDA device: "pin_memory: cpu_pinned(0): pinned memory
+    -- needs a CUDA device ...", not cpu_pinned's message alone)
+    return self:to(util.own_errors("pin_memory", pcall(util.cpu_pinned, c.ctx.dev_id)))
 end
 
 -- t:is_pinned(): whether t lives in pinned host memory (cpu_pinned(n)).
