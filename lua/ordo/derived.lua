@@ -565,6 +565,12 @@ end
 function Tensor:unique(opts)
     check_self("unique", self)
     opts = util.check_opts("unique", opts, {sorted = true, return_inverse = true, return_counts = true, dim = true})
+    -- (a number or a string was taken as true without a word)
+    for _, k in ipairs({"sorted", "return_inverse", "return_counts"}) do
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("unique: %s must be true or false, got %s", k, show(opts[k])))
+        end
+    end
     if opts.sorted == false then fail("unique: only sorted = true is supported (the values come out sorted)") end
     if opts.dim ~= nil then return unique_dim(self, opts, opts.dim) end
     local flat = self:reshape(-1)
