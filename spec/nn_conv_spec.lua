@@ -507,6 +507,45 @@ describe("nn.functional.max_pool2d", function()
                        err_of(F.max_unpool2d, y, i, 2, {output_size = {7, 6}}))
         assert.matches("max_unpool2d: indices of shape 3x2x3 do not match input 2x3x2x3",
                        err_of(F.max_unpool2d, y, i[1], 2))
+        -- an index out of the output plane, found when the scatter runs:
+        -- the failure names max_unpool2d, not the scatter it is made of
+        local bad = F.max_unpool2d(ordo.ones({1, 1, 1, 1}), ordo.tensor({{{{30}}}}, {dtype = "int64"}), 2)
+        assert.matches("max_unpool2d: scatter: index 30 out of range", err_of(bad.totable, bad), 1, true)
+        pcall(ordo.engine.wait_for_all)
+    end)
+
+    -- the kernels take kernel sizes, strides, paddings and dilations up to
+    -- 2^24: a larger one was refused by the kernel under its own name, as
+    -- not positive ("im2col: stride 1x1073741824 must be positive")
+    it("a kernel size, stride, padding or dilation past 2^24 is refused by the op called, as too large", function()
+        local x = ordo.randn({1, 1, 4, 4})
+        assert.matches("avg_pool2d: stride 1073741824 is too large (at most 2^24)",
+                       err_of(F.avg_pool2d, x, 2, {stride = 2 ^ 30}), 1, true)
+        assert.matches("avg_pool1d: stride 1099511627776 is too large (at most 2^24)",
+                       err_of(F.avg_pool1d, ordo.randn({1, 1, 4}), 2, {stride = 2 ^ 40}), 1, true)
+        assert.matches("max_pool1d: stride 1099511627776 is too large",
+                       err_of(F.max_pool1d, ordo.randn({1, 1, 4}), 2, {stride = 2 ^ 40}), 1, true)
+        assert.matches("unfold: stride 1099511627776 is too large", err_of(F.unfold, x, 2, {stride = 2 ^ 40}), 1, true)
+        assert.matches("conv2d: padding 33554432 is too large",
+                       err_of(F.conv2d, x, ordo.randn({1, 1, 2, 2}), nil, {padding = 2 ^ 25}), 1, true)
+        assert.matches("Conv2d: kernel_size 33554432 is too large", err_of(nn.Conv2d, 1, 1, 2 ^ 25), 1, true)
+        -- 2^24 itself is taken (and the window is then larger than the input)
+        assert.matches("avg_pool2d: kernel", err_of(F.avg_pool2d, x, 2 ^ 24))
+        assert.same({1, 1, 1, 1}, F.avg_pool2d(x, 2, {stride = 2 ^ 24}):shape())
+    end)
+
+    -- (adaptive pooling of an output size whose bins cannot be allocated
+    -- names itself too, "adaptive_max_pool2d: arange: out of memory ...",
+    -- through util.own_errors as one_hot's, nn_spec; not run here: 2^31 - 1
+    -- bins may well be allocated, 16 GiB of them; its own errors still come
+    -- once, at the caller's line)
+    it("adaptive pooling through its error-naming wrapper: results and own errors as before", function()
+        assert.same({1, 3, 2}, F.adaptive_avg_pool1d(ordo.randn({1, 3, 5}), 2):shape())
+        assert.same({1, 3, 2}, F.adaptive_max_pool1d(ordo.randn({1, 3, 5}), 2):shape())
+        assert.same({1, 3, 2, 2}, F.adaptive_avg_pool2d(ordo.randn({1, 3, 5, 5}), 2):shape())
+        assert.same({1, 3, 2, 3}, F.adaptive_max_pool2d(ordo.randn({1, 3, 5, 5}), {2, 3}):shape())
+        assert.matches("^.-nn_conv_spec.lua:%d+: adaptive_max_pool2d: output size must be positive integers, got 0",
+                       err_of(function() return F.adaptive_max_pool2d(ordo.randn({1, 1, 5, 5}), 0) end))
     end)
 
     it("reports bad dilation and ceil_mode arguments, and windows of padding alone", function()

@@ -264,4 +264,22 @@ describe("nn.functional.interpolate", function()
         assert.same({1, 2, 6, 4}, up(x):shape())
         H.close(F.interpolate(x, {scale_factor = {2, 1.5}, mode = "bilinear"}):totable(), up(x):totable(), 0)
     end)
+
+    -- each output position's source is listed in Lua: a size past 2^24 per
+    -- dim is refused by name (2^40 was "resample.lua:115: table overflow",
+    -- 2^30 ran LuaJIT out of memory); a failing op inside is named after it
+    it("an output size too large is refused by name; a failing op inside named after interpolate / Upsample", function()
+        local x = ordo.randn({1, 1, 4, 4})
+        H.raises(function() return F.interpolate(x, {size = {2 ^ 40, 2}}) end,
+                 "interpolate: output size 1099511627776 in spatial dim 1 is too large for mode 'nearest' (at most 2^24)")
+        H.raises(function() return F.interpolate(x, {scale_factor = 2 ^ 30, mode = "bilinear"}) end,
+                 "interpolate: output size 4294967296 in spatial dim 1 is too large for mode 'bilinear'")
+        H.raises(function() return nn.Upsample({scale_factor = 2 ^ 40})(x) end, "Upsample: output size", "too large")
+        H.raises(function() return F.interpolate(ordo.randn({1, 1, 4}), {size = 2 ^ 25, mode = "linear"}) end,
+                 "interpolate: output size 33554432 in spatial dim 1 is too large for mode 'linear'")
+        -- 2^24 x 2^24 outputs: each dim's list is fine, the result cannot be allocated
+        H.raises(function() return F.interpolate(x, {size = {2 ^ 24, 2 ^ 24}}) end,
+                 "interpolate: index_select: out of memory")
+        assert.same({1, 1, 8, 2}, F.interpolate(x, {size = {8, 2}}):shape())
+    end)
 end)

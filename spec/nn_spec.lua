@@ -341,6 +341,9 @@ describe("nn modules", function()
         H.raises(function() F.layer_norm(x) end, "layer_norm", "normalized_shape", "nil")
         close(F.layer_norm(x, 4):totable(), F.layer_norm(x, {4}):totable()) -- a size alone, as Torch
         H.raises(function() F.pad(ordo.zeros({1, 1, 4}), {1e15, 1}, {mode = "replicate"}) end, "out of memory")
+        -- named after pad, not the op inside that failed
+        H.raises(function() F.pad(ordo.zeros({1, 1, 4}), {1e15, 1}, {mode = "replicate"}) end, "pad: arange: out of memory")
+        H.raises(function() F.pad(ordo.zeros({1, 1, 4}), {1e15, 1}) end, "pad: full: out of memory")
         H.raises(function() nn.save(3, "x") end, "nn.save", "module", "number")
         H.raises(function() nn.load({}, "x") end, "nn.load", "module", "table")
         H.raises(function() nn.init.normal_(3) end, "init.normal_", "tensor")
@@ -476,20 +479,21 @@ describe("nn modules", function()
         ok, err = pcall(F.cross_entropy, l, ordo.tensor({1, 2, 3, 4}))
         assert.is_false(ok)
         assert.matches("class indices", err)
-        -- a class out of range shows when the kernel runs: the loss names it,
+        -- a class out of range shows when the kernel runs: the loss names it
+        -- as its target ("cross_entropy (target): gather: ..."),
         -- in the forward and in the backward, and the engine goes on
         for _, fn in ipairs({"cross_entropy", "nll_loss"}) do
             local bad = ordo.tensor({1, 6, 2, 0}, {dtype = "int64"})
             ok, err = pcall(function() return F[fn](l, bad):item() end)
             assert.is_false(ok)
-            assert.matches(fn .. ": gather: index 6 out of range for dim 2 of size 5", err, 1, true)
+            assert.matches(fn .. " (target): gather: index 6 out of range for dim 2 of size 5", err, 1, true)
             local x = ordo.randn({4, 5}, D):requires_grad()
             ok, err = pcall(function()
                 F[fn](x, bad):backward()
                 return x.grad:sum():item()
             end)
             assert.is_false(ok)
-            assert.matches(fn .. " backward: scatter_add: index 6 out of range", err, 1, true)
+            assert.matches(fn .. " (target) backward: scatter_add: index 6 out of range", err, 1, true)
             pcall(ordo.engine.wait_for_all) -- the forward's failure, not yet reported
             ordo.engine.wait_for_all()
             close(F[fn](l, t):item(), F[fn](l, t):item())
@@ -678,6 +682,13 @@ describe("nn modules", function()
         H.raises(function() nn.CrossEntropyLoss()(ordo.tensor({1, 2}, "int64"), ordo.randn({2, 3})) end,
                  "cross_entropy: target of shape 2x3 for an input of shape 2", "the scores come first")
         H.raises(function() F.cross_entropy(x, ordo.tensor(4, "int64")):item() end, "cross_entropy", "index 4 out of range")
+        -- one_hot named when an op it is made of fails (8 TiB of classes)
+        H.raises(function() return F.one_hot(ordo.tensor({1, 2}, "int64"), 2 ^ 40) end, "one_hot: arange: out of memory")
+        -- with class weights (looked up at the target too) the same name
+        H.raises(function() F.nll_loss(ordo.randn({2, 3}, D), ordo.tensor({0, 1}, "int64"),
+                                      {weight = ordo.ones({3}, D)}):item() end,
+                 "nll_loss (target): ", "index 0 out of range")
+        pcall(ordo.engine.wait_for_all)
     end)
 
     it("MarginRanking, CosineEmbedding and TripletMargin: at the hinge (0) the gradient passes, as Torch's clamp_min", function()

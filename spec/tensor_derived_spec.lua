@@ -2163,6 +2163,16 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.is_true(xl[2] ~= xl[2])
         close(2 * math.log(3), xl[3])
         assert.equals(-inf, xl[4])
+        -- y broadcast up to x's shape (and x to y's): y:masked_fill with the
+        -- broadcast mask refused it ("masked_fill: shape 2x3 cannot be
+        -- broadcast to 1")
+        local xb = ordo.xlogy(ordo.tensor({{0, 1, 2}, {3, 0, 1}}, "float64"), ordo.tensor({2}, "float64")):totable()
+        close({{0, math.log(2), 2 * math.log(2)}, {3 * math.log(2), 0, math.log(2)}}, xb, 1e-12)
+        close({{0, 2 * math.log(2)}, {0, 2 * math.log(3)}},
+              ordo.xlogy(ordo.tensor({0, 2}, "float64"), ordo.tensor({{2}, {3}}, "float64")):totable(), 1e-12)
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.xlogy(p, q) end,
+                                               {ordo.tensor({{0.5, 1, 2}, {3, 0.7, 1}}, "float64"):requires_grad(),
+                                                ordo.tensor({2}, "float64"):requires_grad()}))
         close({math.log(1 / 3), math.log(1e-6 / (1 - 1e-6))}, ordo.tensor({0.25, 0}, "float64"):logit(1e-6):totable(), 1e-9)
         H.raises(function() return ordo.atan2(1, 2) end, "atan2", "a tensor")
         H.raises(function() return ordo.hypot(ordo.zeros(2), ordo.zeros(3)) end, "hypot", "broadcast")
@@ -2454,5 +2464,138 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         local g = ordo.tensor({1, 2}, "float64"):requires_grad()
         g:sum(nil, nil, "float32"):backward()
         assert.same({1, 1}, g.grad:totable())
+    end)
+
+    -- ops made of scatter / index_add: an index out of range, found when
+    -- the kernel runs, fails the result naming the op the user called
+    it("index_put_, index_fill, index_copy: a bad index named after the op called, not the scatter inside", function()
+        local i3 = ordo.tensor({3}, "int64")
+        local cases = {
+            {"index_put_: scatter: index 3 out of range", function() return ordo.zeros({2, 2}):index_put_({i3}, 1) end},
+            {"index_put: scatter: index 3 out of range", function() return ordo.zeros({2, 2}):index_put({i3}, 1) end},
+            {"index_put: scatter_add: index 3 out of range",
+             function() return ordo.zeros({2, 2}):index_put({i3}, 1, true) end},
+            {"index_fill: index_add: index 3 out of range for dim 1", function() return ordo.zeros({2, 2}):index_fill(1, i3, 1) end},
+            {"index_fill_: index_add: index 3 out of range for dim 2 of size 2",
+             function() return ordo.zeros({2, 2}):index_fill_(2, i3, 1) end},
+            {"index_copy: scatter: index 3 out of range",
+             function() return ordo.zeros({2, 2}):index_copy(1, i3, ordo.ones({1, 2})) end},
+            {"index_copy_: scatter: index 3 out of range for dim 2",
+             function() return ordo.zeros({2, 2}):index_copy_(2, i3, ordo.ones({2, 1})) end},
+        }
+        for _, c in ipairs(cases) do
+            H.raises(function() return c[2]():totable() end, c[1])
+            pcall(ordo.engine.wait_for_all)
+        end
+        -- t[index] = x goes through index_put_ and is named so at the read too
+        local t = ordo.zeros({2, 2})
+        t[i3] = 1
+        H.raises(function() return t:totable() end, "t[index] = x: scatter: index 3 out of range")
+        pcall(ordo.engine.wait_for_all)
+        -- the in-range ones still right
+        assert.same({{0, 7}, {0, 7}}, ordo.zeros({2, 2}):index_fill(2, ordo.tensor({2}, "int64"), 7):totable())
+        assert.same({{0, 0}, {5, 5}}, ordo.zeros({2, 2}):index_copy(1, ordo.tensor({2}, "int64"), ordo.full({1, 2}, 5)):totable())
+    end)
+
+    -- with several indices the scatter sees only the linear place: each
+    -- index is checked against its own dim (else {1}, {5} of a 2x3 tensor
+    -- wrote element (2, 2) without a word)
+    it("index_put_ with several indices refuses one out of its own dim's range", function()
+        local t = ordo.zeros({2, 3})
+        t:index_put_({ordo.tensor({1}, "int64"), ordo.tensor({5}, "int64")}, 1)
+        H.raises(function() return t:totable() end, "index_put_ (index 2): check_range: value 5 at element 1",
+                 "outside [1, 3]")
+        pcall(ordo.engine.wait_for_all)
+        local u = ordo.zeros({2, 3})
+        H.raises(function()
+            return u:index_put({ordo.tensor({3, 1}, "int64"), ordo.tensor({1, 1}, "int64")}, 1, true):totable()
+        end, "index_put (index 1): check_range: value 3 at element 1", "outside [1, 2]")
+        pcall(ordo.engine.wait_for_all)
+        -- in range: as before
+        local v = ordo.zeros({2, 3}):index_put_({ordo.tensor({2, 1}, "int64"), ordo.tensor({3, 2}, "int64")},
+                                               ordo.tensor({5, 6}))
+        assert.same({{0, 6, 0}, {0, 0, 5}}, v:totable())
+        local w = ordo.zeros({2, 3, 2}):index_put({ordo.tensor({2}, "int64"), ordo.tensor({3}, "int64")}, 4)
+        assert.same({{{0, 0}, {0, 0}, {0, 0}}, {{0, 0}, {0, 0}, {4, 4}}}, w:totable())
+    end)
+
+    it("repeat_interleave: a failure of an op it is made of (out of memory) is named after it", function()
+        H.raises(function() return ordo.tensor({{1}}):repeat_interleave(2 ^ 40) end,
+                 "repeat_interleave: clone: out of memory")
+        H.raises(function() return ordo.tensor({{1, 2}}):repeat_interleave(2 ^ 40, 2) end, "repeat_interleave: ",
+                 "out of memory")
+        H.raises(function() return ordo.tensor({1, 2}):repeat_interleave({2 ^ 40, 1}) end, "repeat_interleave: ",
+                 "out of memory")
+        H.raises(function() return ordo.tensor({{1, 2, 3, 4}}):repeat_interleave(2 ^ 62) end,
+                 "repeat_interleave: expand: ", "too many elements")
+        -- its own errors once, with the caller's position
+        local ok, err = pcall(function() return ordo.tensor({1, 2}):repeat_interleave({-1, 1}) end)
+        assert.is_false(ok)
+        assert.matches("^.-tensor_derived_spec.lua:%d+: repeat_interleave: repeats must be >= 0$", err)
+        assert.same({1, 1, 2, 2}, ordo.tensor({1, 2}):repeat_interleave(2):totable())
+    end)
+
+    it("diag, diag_embed, tile and nanmean name themselves when an op they are made of refuses", function()
+        H.raises(function() return ordo.randn({3}):diag(2 ^ 40) end, "diag: zeros: ", "too large")
+        H.raises(function() return ordo.randn({3}):diag_embed(2 ^ 40) end, "diag_embed: zeros: ", "too large")
+        H.raises(function() return ordo.randn({2, 3}):tile(2 ^ 40) end, "tile: ", "out of memory")
+        H.raises(function() return ordo.randn({3}):nanmean("x") end, "nanmean: dim must be an integer, got x")
+        -- their own errors named once, at the caller's line
+        local ok, err = pcall(function() return ordo.randn({2, 3}):tile(-1) end)
+        assert.is_false(ok)
+        assert.matches("^.-tensor_derived_spec.lua:%d+: tile: count 1 must be an integer >= 0, got %-1$", err)
+        assert.same({{0, 1, 0}, {0, 0, 2}, {0, 0, 0}}, ordo.tensor({1, 2}):diag(1):totable())
+        assert.same({4, 3}, ordo.randn({2, 3}):tile(2, 1):shape())
+    end)
+
+    it("kron, cdist, outer, randperm, linspace and t[index] name themselves when an op inside fails", function()
+        H.raises(function() return ordo.kron(ordo.ones({2 ^ 20}), ordo.ones({2 ^ 20})) end, "kron: mul: out of memory")
+        H.raises(function() return ordo.cdist(ordo.ones({2 ^ 20, 2}), ordo.ones({2 ^ 20, 2})) end,
+                 "cdist: sub: out of memory")
+        H.raises(function() return ordo.ones({2 ^ 25}):outer(ordo.ones({2 ^ 25})) end, "outer: mul: out of memory")
+        H.raises(function() return ordo.randperm(2 ^ 50) end, "randperm: rand: out of memory")
+        H.raises(function() return ordo.linspace(0, 1, 2 ^ 50) end, "linspace: arange: out of memory")
+        H.raises(function() return ordo.logspace(0, 1, 2 ^ 50) end, "logspace: ", "out of memory")
+        -- t[index]'s bad index, found when the index_select runs
+        local x = ordo.randn({3, 4})
+        H.raises(function() return x[ordo.tensor({9}, "int64")]:totable() end,
+                 "t[index]: index_select: index 9 out of range for dim 1 of size 3")
+        pcall(ordo.engine.wait_for_all)
+        -- results as before
+        assert.same({{3, 4}, {6, 8}}, ordo.tensor({1, 2}):outer(ordo.tensor({3, 4})):totable())
+        assert.same({0, 0.5, 1}, ordo.linspace(0, 1, 3):totable())
+        assert.same({1, 2, 3}, ordo.randperm(3):sort():totable())
+        assert.same({3, 4}, ordo.kron(ordo.ones({1, 2}), ordo.ones({3, 2})):shape())
+    end)
+
+    it("other names and in-place forms name themselves: arctan2, moveaxis, fmod_, remainder_, lerp_, nan_to_num_, " ..
+       "requires_grad_", function()
+        local x = ordo.randn({2, 3})
+        H.raises(function() return x:arctan2("x") end, "arctan2: expected a tensor or a number, got string")
+        H.raises(function() return x:moveaxis("x") end, "moveaxis: expected dims")
+        H.raises(function() return x:clone():fmod_("x") end, "fmod_: the divisor must be a tensor or a number")
+        H.raises(function() return x:clone():remainder_("x") end, "remainder_: the divisor must be")
+        H.raises(function() return x:clone():lerp_("x", 0.5) end, "lerp_: the end must be a tensor or a number")
+        H.raises(function() return x:clone():nan_to_num_("x") end, "nan_to_num_: nan must be a number")
+        H.raises(function() return x:clone():requires_grad_("x") end, "requires_grad_: expected a boolean")
+        H.raises(function() return ordo.tensor({1}, "int64"):requires_grad_() end, "requires_grad_: only float tensors")
+        H.raises(function() return x:clone():requires_grad("x") end, "requires_grad: expected a boolean")
+        -- as before otherwise
+        assert.same({3, 2}, x:moveaxis(1, 2):shape())
+        assert.same({2, 3}, x:arctan2(x):shape())
+        assert.is_false(x:clone():requires_grad_():requires_grad_(false):needs_grad())
+        local y = ordo.tensor({5, 7})
+        assert.same({1, 1}, y:fmod_(2):totable())
+    end)
+
+    it("unique refuses a flag that is not a boolean (return_inverse = 2 was taken as true)", function()
+        local x = ordo.tensor({3, 1, 3})
+        H.raises(function() return x:unique({return_inverse = 2}) end, "unique: return_inverse must be true or false, got 2")
+        H.raises(function() return x:unique({return_counts = "yes"}) end, "unique: return_counts must be true or false")
+        H.raises(function() return x:unique({sorted = 1}) end, "unique: sorted must be true or false")
+        local v, inv = x:unique({return_inverse = true})
+        assert.same({1, 3}, v:totable())
+        assert.same({2, 1, 2}, inv:totable())
+        assert.same({1, 3}, x:unique({return_inverse = false, sorted = true}):totable())
     end)
 end)

@@ -62,13 +62,17 @@ static int read_params(const ordo_run_ctx *rc, const char *name, const ordo_kern
     /* The bounds keep every product below fit in int64 with room to spare. */
     const int64_t LIM = (int64_t)1 << 24;
     if (g->kh < 1 || g->kw < 1 || g->kh > LIM || g->kw > LIM)
-        return ordo_fail(rc, "%s: kernel size %lldx%lld must be positive", name, (long long)g->kh, (long long)g->kw);
+        return ordo_fail(rc, "%s: kernel size %lldx%lld must be positive and at most %lld", name, (long long)g->kh,
+                         (long long)g->kw, (long long)LIM);
     if (g->sh < 1 || g->sw < 1 || g->sh > LIM || g->sw > LIM)
-        return ordo_fail(rc, "%s: stride %lldx%lld must be positive", name, (long long)g->sh, (long long)g->sw);
+        return ordo_fail(rc, "%s: stride %lldx%lld must be positive and at most %lld", name, (long long)g->sh,
+                         (long long)g->sw, (long long)LIM);
     if (g->ph < 0 || g->pw < 0 || g->ph > LIM || g->pw > LIM)
-        return ordo_fail(rc, "%s: padding %lldx%lld must be >= 0", name, (long long)g->ph, (long long)g->pw);
+        return ordo_fail(rc, "%s: padding %lldx%lld must be >= 0 and at most %lld", name, (long long)g->ph,
+                         (long long)g->pw, (long long)LIM);
     if (g->dh < 1 || g->dw < 1 || g->dh > LIM || g->dw > LIM)
-        return ordo_fail(rc, "%s: dilation %lldx%lld must be positive", name, (long long)g->dh, (long long)g->dw);
+        return ordo_fail(rc, "%s: dilation %lldx%lld must be positive and at most %lld", name, (long long)g->dh,
+                         (long long)g->dw, (long long)LIM);
     return 0;
 }
 

@@ -193,21 +193,23 @@ end
 
 -- t:requires_grad([flag]): marks a leaf tensor as one whose gradient
 -- backward() computes (flag defaults to true); returns t.
-function Tensor:requires_grad(flag)
-    check_self("requires_grad", self)
+-- (requires_grad_, Torch's name, the same, its errors under that name)
+local function set_requires_grad(fname, self, flag)
+    check_self(fname, self)
     if flag == nil then flag = true end
-    if type(flag) ~= "boolean" then fail("requires_grad: expected a boolean, got " .. typename(flag)) end
+    if type(flag) ~= "boolean" then fail(fname .. ": expected a boolean, got " .. typename(flag)) end
     if flag and not FLOAT[self._c.dtype] then
-        fail(fmt("requires_grad: only float tensors (float32, float64) can require a gradient, got %s",
-                 self:dtype()))
+        fail(fmt("%s: only float tensors (float32, float64) can require a gradient, got %s", fname, self:dtype()))
     end
     if not flag and self._node then
-        fail("requires_grad: a tensor computed from tensors that require a gradient cannot stop requiring it; use t:detach()")
+        fail(fname .. ": a tensor computed from tensors that require a gradient cannot stop requiring it; use " ..
+             "t:detach()")
     end
     self._rg = flag or nil
     return self
 end
-Tensor.requires_grad_ = Tensor.requires_grad
+function Tensor:requires_grad(flag) return set_requires_grad("requires_grad", self, flag) end
+function Tensor:requires_grad_(flag) return set_requires_grad("requires_grad_", self, flag) end
 
 -- true when backward() will compute (leaf) or pass through (non-leaf) a gradient for t.
 function Tensor:needs_grad()

@@ -18,6 +18,8 @@ local util = require "ordo.util"
 local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
 local check_devices, check_devices_list = tensor.check_devices, tensor.check_devices_list
 local fail, typename = util.fail, util.typename
+
+local own_errors = util.own_errors
 local show = util.show -- values in error messages (a tensor by its shape, not its values)
 local fmt, ceil, huge = string.format, math.ceil, math.huge
 local type, tostring, ipairs, pairs, rawequal, getmetatable, unpack =
@@ -408,7 +410,7 @@ end
 
 -- linspace(start, stop, n [, opts]): n values evenly from start to stop,
 -- both included (float32 unless opts says otherwise).
-function M.linspace(start, stop, n, opts)
+local function linspace(start, stop, n, opts)
     if type(start) ~= "number" or type(stop) ~= "number" then
         fail(fmt("linspace: start and stop must be numbers, got %s and %s", typename(start), typename(stop)))
     end
@@ -425,10 +427,11 @@ function M.linspace(start, stop, n, opts)
     if n > 1 then r[n] = stop end -- exactly stop, whatever the rounding of the steps
     return r:to(proto:dtype())
 end
+function M.linspace(start, stop, n, opts) return own_errors("linspace", pcall(linspace, start, stop, n, opts)) end
 
 -- logspace(start, stop, n [, {base = 10, dtype =, device =}]): base^x for
 -- x in linspace(start, stop, n).
-function M.logspace(start, stop, n, opts)
+local function logspace(start, stop, n, opts)
     local base = 10
     -- a dtype or a device alone, as every maker takes (tensor.empty checks it)
     if type(opts) == "table" and getmetatable(opts) == nil then
@@ -452,6 +455,7 @@ function M.logspace(start, stop, n, opts)
     end
     return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
 end
+function M.logspace(start, stop, n, opts) return own_errors("logspace", pcall(logspace, start, stop, n, opts)) end
 
 -- Raises if one of the n arguments packed in ts is nil with one after it
 -- (# of ts may stop at the hole, dropping the rest); trailing nils are fine.
@@ -561,6 +565,12 @@ end
 function Tensor:unique(opts)
     check_self("unique", self)
     opts = util.check_opts("unique", opts, {sorted = true, return_inverse = true, return_counts = true, dim = true})
+    -- (a number or a string was taken as true without a word)
+    for _, k in ipairs({"sorted", "return_inverse", "return_counts"}) do
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("unique: %s must be true or false, got %s", k, show(opts[k])))
+        end
+    end
     if opts.sorted == false then fail("unique: only sorted = true is supported (the values come out sorted)") end
     if opts.dim ~= nil then return unique_dim(self, opts, opts.dim) end
     local flat = self:reshape(-1)
@@ -708,12 +718,13 @@ end
 
 -- randperm(n [, opts]): 1..n in a random order (int64 unless opts says
 -- otherwise): indices count from 1 in ordo.
-function M.randperm(n, opts)
+local function randperm(n, opts)
     if not is_int(n) or n < 0 then fail("randperm: n must be an integer >= 0, got " .. show(n)) end
     local dtype, ropts = int_options("randperm", opts)
     if n > 0 then check_int_range("randperm", dtype, 1, n) end
     return tensor.rand({n}, ropts):argsort():to(dtype)
 end
+function M.randperm(n, opts) return own_errors("randperm", pcall(randperm, n, opts)) end
 
 -- dot(a, b): the sum of a * b over two 1-dim tensors of one length and
 -- one dtype, as a 0-dim tensor of that dtype (Torch's rules: no promotion;
@@ -734,7 +745,7 @@ function Tensor:dot(b)
 end
 
 -- outer(a, b): the n x m matrix a[i] * b[j] of two 1-dim tensors.
-function Tensor:outer(b)
+local function outer(self, b)
     check_self("outer", self)
     check_devices("outer", self, b)
     if not is_tensor(b) or self:dim() ~= 1 or b:dim() ~= 1 then
@@ -743,6 +754,7 @@ function Tensor:outer(b)
     end
     return self:view(-1, 1) * b:view(1, -1)
 end
+function Tensor:outer(b) return own_errors("outer", pcall(outer, self, b)) end
 
 -- The mask of a matrix's elements on or below (tril) / above (triu) the
 -- diagonal k (0 the main one, > 0 above it, < 0 below).
@@ -786,7 +798,7 @@ end
 -- diag([k]): a 1-dim tensor's values on the diagonal k of a square matrix
 -- (of size n + |k|), or a matrix's diagonal k as a 1-dim tensor (a copy),
 -- as Torch's.
-function Tensor:diag(k)
+local function diag(self, k)
     check_self("diag", self)
     k = k or 0
     if not is_int(k) then fail(fmt("diag: the diagonal must be an integer, got %s", show(k))) end
@@ -803,6 +815,7 @@ function Tensor:diag(k)
     if d ~= 2 then fail(fmt("diag: expected a 1-dim or 2-dim tensor, got shape %s", shape_of_str(self))) end
     return self:diagonal(k)
 end
+function Tensor:diag(k) return own_errors("diag", pcall(diag, self, k)) end
 
 -- A dim v (from 1, or negative from the end; nil: default, negative) of a
 -- result of nd dims, as a positive one.
@@ -817,7 +830,7 @@ end
 -- diag_embed([offset [, dim1 [, dim2]]]): the last dim of t (n values) on
 -- the diagonal offset of (n + |offset|)-square matrices in dims dim1 and
 -- dim2 of the result (default the last two), zeros elsewhere, as Torch's.
-function Tensor:diag_embed(offset, dim1, dim2)
+local function diag_embed(self, offset, dim1, dim2)
     local fname = "diag_embed"
     check_self(fname, self)
     offset = offset or 0
@@ -845,6 +858,9 @@ function Tensor:diag_embed(offset, dim1, dim2)
         else perm[d], rest = rest, rest + 1 end
     end
     return r:permute(perm)
+end
+function Tensor:diag_embed(offset, dim1, dim2)
+    return own_errors("diag_embed", pcall(diag_embed, self, offset, dim1, dim2))
 end
 
 -- The positions (int64, from 1, in order) of the k nonzero elements of m,
@@ -1591,7 +1607,7 @@ end
 -- tile(reps): copies of the tensor side by side, reps[i] times along dim i
 -- (a table or the counts as arguments); fewer reps than dims repeat the
 -- last dims, more add leading dims.
-function Tensor:tile(...)
+local function tile(self, ...)
     check_self("tile", self)
     local nargs = select("#", ...)
     local reps, nreps
@@ -1643,6 +1659,7 @@ function Tensor:tile(...)
     end
     return x
 end
+function Tensor:tile(...) return own_errors("tile", pcall(tile, self, ...)) end
 
 -- The lengths along dim that chunk and split cut.
 local function cut(t, sizes, dim)
@@ -1845,7 +1862,7 @@ end
 -- per element).  Counts given as a list or tensor are read (a wait); the
 -- index is then built by the engine: a 1 marked at each element's first
 -- output place, summed up (cumsum), so a zero count skips its element.
-function Tensor:repeat_interleave(repeats, dim)
+local function repeat_interleave(self, repeats, dim)
     local fname = "repeat_interleave"
     check_self(fname, self)
     check_devices(fname, self, repeats)
@@ -1897,6 +1914,9 @@ function Tensor:repeat_interleave(repeats, dim)
     marks:scatter_add_(1, first, tensor.ones_like(first))
     return x:index_select(d, marks:cumsum(1))
 end
+function Tensor:repeat_interleave(repeats, dim)
+    return own_errors("repeat_interleave", pcall(repeat_interleave, self, repeats, dim))
+end
 
 -- nan_to_num_, lerp_, fmod_, remainder_: the in-place forms, as Torch's.
 -- The result is written into self, which must hold it: self's shape (an
@@ -1912,7 +1932,9 @@ for _, name in ipairs({"nan_to_num", "lerp", "fmod", "remainder"}) do
             fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (use the out-of-place %s, " ..
                      "or wrap the update in ordo.no_grad)", iname, name))
         end
-        local r = f(self, ...)
+        -- (the out-of-place op's errors under this op's name)
+        local ok, r = pcall(f, self, ...)
+        if not ok then error((tostring(r):gsub(name .. ": ", iname .. ": ", 1)), 0) end
         if shape_of_str(r) ~= shape_of_str(self) then
             fail(fmt("%s: the result's shape %s is not the in-place tensor's %s (an operand broadcast beyond it)",
                      iname, shape_of_str(r), shape_of_str(self)))
@@ -2104,7 +2126,7 @@ end
 
 -- kron(a, b): the Kronecker product (the fewer dims of the two get leading
 -- 1s): block (i, j, ...) is a[i, j, ...] * b; at most 4 dims.
-function M.kron(a, b)
+local function kron(a, b)
     local fname = "kron"
     check_self(fname, a)
     if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
@@ -2123,6 +2145,7 @@ function M.kron(a, b)
     if nd == 0 then return a * b end
     return (a:reshape(va) * b:reshape(vb)):reshape(out)
 end
+function M.kron(a, b) return own_errors("kron", pcall(kron, a, b)) end
 Tensor.kron = M.kron
 
 -- The shape a and b broadcast to, each expanded to it.
@@ -2154,7 +2177,7 @@ Tensor.cross = M.cross
 -- cdist(x1, x2 [, p | {p = p}]): the p-norm distances (p as norm's, default 2)
 -- between the rows of x1 (..., P, M) and those of x2 (..., R, M): (..., P,
 -- R), the batch dims broadcast.
-function M.cdist(x1, x2, p)
+local function cdist(x1, x2, p)
     local fname = "cdist"
     check_self(fname, x1)
     if not is_tensor(x2) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(x2))) end
@@ -2171,6 +2194,7 @@ function M.cdist(x1, x2, p)
     if p ~= nil and (p < 0 or p ~= p) then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
     return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p or 2, -1)
 end
+function M.cdist(x1, x2, p) return own_errors("cdist", pcall(cdist, x1, x2, p)) end
 Tensor.cdist = M.cdist
 
 -- take(index): the elements of the flattened tensor at index (from 1,
@@ -2408,7 +2432,7 @@ function Tensor:movedim(src, dst)
     if n == 0 then return self end
     return self:permute(perm)
 end
-Tensor.moveaxis = Tensor.movedim
+function Tensor:moveaxis(src, dst) return as_op("moveaxis", "movedim", Tensor.movedim, self, src, dst) end
 
 -- fliplr / flipud: flip(2) / flip(1); rot90([k [, dims]]): k quarter turns
 -- from dims[1] towards dims[2] (default {1, 2}), as Torch's.
@@ -2561,7 +2585,7 @@ function Tensor:nanmean(dim, keepdim)
     check_self("nanmean", self)
     if not is_float(self) then fail("nanmean: expected a float tensor, got " .. self:dtype()) end
     local ok = self:isnan():logical_not():to(self:dtype())
-    local s = self:nansum(dim, keepdim)
+    local s = as_op("nanmean", "nansum", Tensor.nansum, self, dim, keepdim)
     local n = dim == nil and ok:sum() or ok:sum(dim, keepdim)
     return s / n
 end
@@ -2632,7 +2656,7 @@ function M.atan2(y, x)
     return rec_atan2(autograd, fname, r, yt, xt, yd, xd)
 end
 Tensor.atan2 = M.atan2
-Tensor.arctan2 = M.atan2
+function Tensor:arctan2(other) return as_op("arctan2", "atan2", M.atan2, self, other) end
 
 -- hypot(a, b): sqrt(a^2 + b^2) without overflow or underflow on the way.
 function M.hypot(a, b)
@@ -2665,7 +2689,9 @@ function M.xlogy(x, y)
     local xt = is_tensor(x) and x or tensor.full_like(y, x)
     local yt = is_tensor(y) and y or tensor.full_like(xt, y)
     local zero = xt:detach():eq(0):logical_and(yt:detach():eq(yt:detach()))
-    local safe_y = yt:masked_fill(zero, 1)
+    -- (where, not y:masked_fill: the mask has the broadcast shape, which y
+    -- smaller than x could not take)
+    local safe_y = tensor.where(zero, 1, yt)
     return (xt * safe_y:log()):masked_fill(zero, 0)
 end
 Tensor.xlogy = M.xlogy
@@ -2819,14 +2845,17 @@ local function index_fill(fname, self, dim, index, value, inplace)
     local d = tensor.norm_dim(fname, self, dim) + 1
     local idx = index_arg(fname, self, index, "the index")
     local n = self:size(d)
-    local hits = tensor.zeros({n}, tensor.like(self, "int64"))
+    local shape, oshape = {}, {}
+    for i = 1, self:dim() do shape[i], oshape[i] = 1, 1 end
+    shape[d], oshape[d] = n, idx:numel()
+    -- the hits along dim d itself, so that an index out of range, found
+    -- when the index_add runs, is named with the caller's op and dim
+    local hits = tensor.zeros(shape, tensor.like(self, "int64"))
     if idx:numel() > 0 then
-        hits = as_op(fname, "index_add", Tensor.index_add, hits, 1, idx, tensor.ones({idx:numel()}, tensor.like(self, "int64")))
+        hits = as_op(fname, "index_add", Tensor.index_add, hits, d, idx, tensor.ones(oshape, tensor.like(self, "int64")),
+                     fname)
     end
-    local shape = {}
-    for i = 1, self:dim() do shape[i] = 1 end
-    shape[d] = n
-    local mask = hits:ne(0):view(shape)
+    local mask = hits:ne(0)
     if inplace then return as_op(fname, "masked_fill_", Tensor.masked_fill_, self, mask, value) end
     return as_op(fname, "masked_fill", Tensor.masked_fill, self, mask, value)
 end
@@ -2853,8 +2882,8 @@ local function index_copy(fname, self, dim, index, src, inplace)
     for i = 1, #ss do vshape[i] = 1 end
     vshape[d] = idx:numel()
     local full = idx:view(vshape):expand(ss)
-    if inplace then return as_op(fname, "scatter_", Tensor.scatter_, self, d, full, src) end
-    return as_op(fname, "scatter", Tensor.scatter, self, d, full, src)
+    if inplace then return as_op(fname, "scatter_", Tensor.scatter_, self, d, full, src, fname) end
+    return as_op(fname, "scatter", Tensor.scatter, self, d, full, src, fname)
 end
 function Tensor:index_copy(dim, index, src) return index_copy("index_copy", self, dim, index, src, false) end
 function Tensor:index_copy_(dim, index, src) return index_copy("index_copy_", self, dim, index, src, true) end
@@ -2891,7 +2920,15 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     local lin = nil
     local stride = 1
     for i = k, 1, -1 do
-        local ix = indices[i]:to("int64"):expand(bshape)
+        local ix = indices[i]
+        -- with more than one index the scatter sees only the linear place:
+        -- each index is checked against its own dim (on the engine, no
+        -- wait), else {1}, {5} of a 2x3 tensor wrote element (2, 2)
+        if k > 1 then
+            ix = tensor.checked_in_range(fmt("%s (index %d)", fname, i),
+                                         ix:to("float64"), 1, st[i])
+        end
+        ix = ix:to("int64"):expand(bshape)
         local term = (ix - 1) * stride
         lin = lin and lin + term or term
         stride = stride * st[i]
@@ -2919,16 +2956,19 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     if not inplace then
         local flat = self:reshape(flat_shape)
         local name = accumulate and "scatter_add" or "scatter"
-        return as_op(fname, name, Tensor[name], flat, 1, full, v):view(st)
+        return as_op(fname, name, Tensor[name], flat, 1, full, v, fname):view(st)
     end
     local base = self:contiguous() -- (self when it is: written in place)
     local flat = base:view(flat_shape)
     local name = accumulate and "scatter_add_" or "scatter_"
-    as_op(fname, name, Tensor[name], flat, 1, full, v)
+    as_op(fname, name, Tensor[name], flat, 1, full, v, fname)
     if not rawequal(base, self) then self:copy_(base) end
     return self
 end
-function Tensor:index_put_(indices, values, accumulate) return index_put("index_put_", self, indices, values, accumulate, true) end
+-- who (internal): the name errors take (t[index] = x's)
+function Tensor:index_put_(indices, values, accumulate, who)
+    return index_put(who or "index_put_", self, indices, values, accumulate, true)
+end
 function Tensor:index_put(indices, values, accumulate) return index_put("index_put", self, indices, values, accumulate, false) end
 
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements

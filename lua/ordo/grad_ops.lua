@@ -439,8 +439,8 @@ function M.install(ag)
             return x._rg and g:scatter(dim, index, 0) or nil, gsrc
         end, saved_index(index))
     end
-    Tensor.scatter = function(x, dim, index, src)
-        local y = raw.scatter(x, dim, index, src)
+    Tensor.scatter = function(x, dim, index, src, who)
+        local y = raw.scatter(x, dim, index, src, who)
         if needs(x, src) then rec_scatter(x, dim, index, src, y) end
         return y
     end

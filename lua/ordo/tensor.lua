@@ -1592,7 +1592,9 @@ function Tensor:pin_memory()
     if c.ctx.dev_type == GPU then
         fail(fmt("pin_memory: the tensor is on %s; only host tensors can be pinned", show(self:device())))
     end
-    return self:to(util.cpu_pinned(c.ctx.dev_id))
+    -- (without a CUDA device: "pin_memory: cpu_pinned(0): pinned memory
+    -- needs a CUDA device ...", not cpu_pinned's message alone)
+    return self:to(util.own_errors("pin_memory", pcall(util.cpu_pinned, c.ctx.dev_id)))
 end
 
 -- t:is_pinned(): whether t lives in pinned host memory (cpu_pinned(n)).
@@ -2135,7 +2137,8 @@ Tensor.__index = function(t, k)
         -- t[index]: Torch's integer-tensor indexing of the first dim (indices from 1)
         if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
             if t._c.ndim == 0 then fail("t[index]: a 0-dim tensor has no dim to index") end
-            local ok, r = pcall(t.index_select, t, 1, k)
+            -- (named so, also when a bad index fails the result at the read)
+            local ok, r = pcall(t.index_select, t, 1, k, "t[index]")
             if not ok then error((tostring(r):gsub("index_select: ", "t[index]: ", 1)), 0) end
             return r
         end
@@ -2196,8 +2199,8 @@ Tensor.__newindex = function(t, k, v)
             if type(v) ~= "number" and not is_tensor(v) then
                 fail("t[index] = x: x must be a number or a tensor, got " .. typename(v))
             end
-            local ok, err = pcall(t.index_put_, t, {k:reshape(-1)}, v)
-            if not ok then error((tostring(err):gsub("index_put_: ", "t[index] = x: ", 1)), 0) end
+            -- (named so, also when a bad index fails the write at the next read)
+            t:index_put_({k:reshape(-1)}, v, nil, "t[index] = x")
             return
         end
         -- t[mask] = v: Torch's boolean index assignment of one value
@@ -2743,8 +2746,11 @@ end
 -- (indices from 1, as gather's); src may be a number.  One kernel writing
 -- into self (no temporaries of self's size).  Of an index given twice the
 -- last in row-major order wins on the CPU; on a GPU which one is
--- unspecified (as Torch's).  Errors name "scatter" for both forms.
-local function scatter(self, dim, index, src)
+-- unspecified (as Torch's).  Errors name "scatter" for both forms.  who
+-- (internal): as gather's, the op a scatter serves (index_copy, index_put_,
+-- max_unpool2d), which then names an index found out of range when the
+-- kernel runs ("index_copy: scatter: index 3 out of range ...").
+local function scatter(self, dim, index, src, who)
     local fname = "scatter"
     if not is_tensor(index) then fail("scatter: index must be an int64 or int32 tensor, got " .. typename(index)) end
     local idt = index._c.dtype
@@ -2763,19 +2769,19 @@ local function scatter(self, dim, index, src)
     check_scatter_shapes(fname, self, d, idx, src)
     check_src_dtype(fname, self, src)
     if src._c.dtype ~= self._c.dtype then src = cast(fname, src, self._c.dtype) end
-    push(K.scatter, fname, 0, {src, idx}, {self}, nil, {d, 1})
+    push(K.scatter, who or fname, who and NAMED or 0, {src, idx}, {self}, nil, {d, 1})
     return self
 end
 
-function Tensor:scatter_(dim, index, src)
+function Tensor:scatter_(dim, index, src, who)
     check_self("scatter_", self)
-    return scatter(self, dim, index, src)
+    return scatter(self, dim, index, src, who)
 end
 
 -- scatter(dim, index, src): a copy of self with scatter_'s writes
-function Tensor:scatter(dim, index, src)
+function Tensor:scatter(dim, index, src, who)
     check_self("scatter", self)
-    return scatter(self:clone(), dim, index, src)
+    return scatter(self:clone(), dim, index, src, who)
 end
 
 -- index_add_(dim, index, src): self[.., index[j], ..] += src[.., j, ..]
@@ -2810,9 +2816,9 @@ function Tensor:index_add_(dim, index, src, who)
     return index_add("index_add_", self, dim, index, src, who)
 end
 
-function Tensor:index_add(dim, index, src)
+function Tensor:index_add(dim, index, src, who)
     check_self("index_add", self)
-    return index_add("index_add", self:clone(), dim, index, src)
+    return index_add("index_add", self:clone(), dim, index, src, who)
 end
 
 -- ---------------------------------------------------------------- cat, stack

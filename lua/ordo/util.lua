@@ -35,6 +35,21 @@ function M.op_message(msg)
     return (msg:gsub("^([%w_]+): %1: ", "%1: "))
 end
 
+-- The results of pcall(f, ...) passed on, or its error under fname: an op
+-- made of others names itself when one of them fails at the call (out of
+-- memory above all): "repeat_interleave: clone: out of memory ...", not
+-- "clone: ...".  The message keeps the caller's position; one already
+-- naming fname is left alone.  (Call it as own_errors(fname, pcall(f,
+-- ...)): no closure.)
+function M.own_errors(fname, ok, ...)
+    if ok then return ... end
+    local msg = tostring((...))
+    local at, rest = msg:match("^(.-:%d+: )(.*)$")
+    if not at then at, rest = "", msg end
+    if rest:sub(1, #fname + 2) ~= fname .. ": " then msg = at .. fname .. ": " .. rest end
+    error(msg, 0)
+end
+
 -- Raises the message of the last failed C tensor call.
 function M.fail_c()
     fail(ffi.string(C.ordo_tensor_error()))

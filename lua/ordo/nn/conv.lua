@@ -26,7 +26,7 @@ local autograd = require "ordo.autograd"
 
 local C = cdef.C
 local fail, typename = util.fail, util.typename
-local is_int = util.is_int
+local is_int, own_errors = util.is_int, util.own_errors
 local is_tensor, shape_of, push, new_on = tensor.is_tensor, tensor.shape_of, tensor.push, tensor.new_on
 local no_grad, record = autograd.no_grad, autograd.record
 local fmt, floor, sqrt = string.format, math.floor, math.sqrt
@@ -46,6 +46,15 @@ local K_IM2COL, K_COL2IM = kid("im2col"), kid("col2im")
 local K_POOL, K_POOL_BW = kid("max_pool2d"), kid("max_pool2d_backward")
 
 local FLOATS = {float32 = true, float64 = true}
+-- The largest kernel size, stride, padding and dilation the kernels take
+-- (kernels/cpu/conv.c read_params); an output size at most 2^31 - 1.
+local GEOM_MAX, INT32_MAX = 2 ^ 24, 2 ^ 31 - 1
+local function too_large(fname, what, x)
+    local max = what == "output size" and INT32_MAX or GEOM_MAX
+    if x > max then
+        fail(fmt("%s: %s %.17g is too large (at most %s)", fname, what, x, max == GEOM_MAX and "2^24" or "2^31 - 1"))
+    end
+end
 
 -- ---------------------------------------------------------------- arguments
 
@@ -66,6 +75,9 @@ local function pair(fname, what, v, zero_ok)
             fail(fmt("%s: %s must be %s integers, got %s", fname, what, zero_ok and "non-negative" or "positive",
                      tostring(x)))
         end
+        -- else the kernel refused it under its own name, as not positive
+        -- ("im2col: stride 1x1073741824 must be positive")
+        too_large(fname, what, x)
     end
     return a, b
 end
@@ -75,6 +87,7 @@ local function single(fname, what, v, zero_ok)
         fail(fmt("%s: %s must be a %s integer, got %s", fname, what, zero_ok and "non-negative" or "positive",
                  type(v) == "number" and tostring(v) or typename(v)))
     end
+    too_large(fname, what, v)
     return v
 end
 
@@ -742,7 +755,10 @@ local function max_unpool(fname, nsp, x, indices, k, opts)
     end
     local L = x:numel() / math.max(m, 1)
     local flat = tensor.zeros({m, plane}, tensor.like(x))
-    local y = flat:scatter(2, indices:reshape(m, L), x:reshape(m, L))
+    -- (an index out of range, found when the scatter runs, fails the
+    -- result as "max_unpool2d: scatter: index 30 out of range for dim 2 of
+    -- size 4": dim 2 is each plane's places)
+    local y = flat:scatter(2, indices:reshape(m, L), x:reshape(m, L), fname)
     for i = 1, nsp do lead[#lead + 1] = out[i] end
     return y:view(lead)
 end
@@ -1024,8 +1040,7 @@ end
 -- adaptive_avg_pool2d(x, size): the mean over size[1] x size[2] bins that
 -- cover the input (an integer: a square; 1: global average pooling; an
 -- entry false keeps that dim, Torch's None).
-function M.adaptive_avg_pool2d(x, size)
-    local fname = "adaptive_avg_pool2d"
+local function adaptive_avg_pool2d(fname, x, size)
     check_tensor(fname, "input", x)
     local dt = x:dtype()
     if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
@@ -1048,11 +1063,10 @@ function M.adaptive_avg_pool2d(x, size)
 end
 
 -- adaptive_avg_pool1d(x, size): x N×C×L (or C×L), the mean over size bins.
-function M.adaptive_avg_pool1d(x, size)
-    local fname = "adaptive_avg_pool1d"
+local function adaptive_avg_pool1d(fname, x, size)
     local x4, unbatched = as_2d(fname, x)
     local out = adaptive_size(fname, size, {x4:size(4)})
-    return back_to_1d(M.adaptive_avg_pool2d(x4, {1, out[1]}), unbatched)
+    return back_to_1d(adaptive_avg_pool2d(fname, x4, {1, out[1]}), unbatched)
 end
 
 -- The max over Torch's bins along dim d of t (n long) to out (each
@@ -1079,8 +1093,7 @@ end
 
 -- adaptive_max_pool2d(x, size): the max over Torch's size[1] x size[2]
 -- bins (as adaptive_avg_pool2d's); adaptive_max_pool1d(x, size) over N×C×L.
-function M.adaptive_max_pool2d(x, size)
-    local fname = "adaptive_max_pool2d"
+local function adaptive_max_pool2d(fname, x, size)
     check_tensor(fname, "input", x)
     local xb, unbatched = batched(fname, x)
     local H, W = xb:size(3), xb:size(4)
@@ -1089,13 +1102,26 @@ function M.adaptive_max_pool2d(x, size)
     local y = adaptive_max_dim(adaptive_max_dim(xb, 3, H, oh), 4, W, ow)
     return unbatched and y:squeeze(1) or y
 end
-function M.adaptive_max_pool1d(x, size)
-    local fname = "adaptive_max_pool1d"
+local function adaptive_max_pool1d(fname, x, size)
     local x4, unbatched = as_2d(fname, x)
     local L = x4:size(4)
     local out = adaptive_size(fname, size, {L})
     if L < 1 then fail(fmt("%s: input %s is empty", fname, shape_str(x))) end
     return back_to_1d(adaptive_max_dim(x4, 4, L, out[1]), unbatched)
+end
+-- (an output size too large fails as the allocation of its bins, named
+-- after the op: "adaptive_max_pool1d: arange: out of memory ...")
+function M.adaptive_avg_pool2d(x, size)
+    return own_errors("adaptive_avg_pool2d", pcall(adaptive_avg_pool2d, "adaptive_avg_pool2d", x, size))
+end
+function M.adaptive_avg_pool1d(x, size)
+    return own_errors("adaptive_avg_pool1d", pcall(adaptive_avg_pool1d, "adaptive_avg_pool1d", x, size))
+end
+function M.adaptive_max_pool2d(x, size)
+    return own_errors("adaptive_max_pool2d", pcall(adaptive_max_pool2d, "adaptive_max_pool2d", x, size))
+end
+function M.adaptive_max_pool1d(x, size)
+    return own_errors("adaptive_max_pool1d", pcall(adaptive_max_pool1d, "adaptive_max_pool1d", x, size))
 end
 
 -- ---------------------------------------------------------------- batch_norm

@@ -76,7 +76,7 @@ end
 -- of num_classes (default: the largest index), 1 at each index (counting
 -- from 1, as every index in ordo) and 0 elsewhere.  Waits, to check that
 -- every index is in 1..num_classes.
-function M.one_hot(indices, n)
+local function one_hot(indices, n)
     check_tensor("one_hot", "indices", indices)
     local dt = indices:dtype()
     if dt == "float32" or dt == "float64" then
@@ -102,6 +102,9 @@ function M.one_hot(indices, n)
     local classes = tensor.arange(1, n + 1, tensor.like(indices, dt))
     return indices:unsqueeze(-1):eq(classes):to("int64")
 end
+-- (a failure of the ops it is made of named after it: "one_hot: arange:
+-- out of memory ...")
+function M.one_hot(indices, n) return util.own_errors("one_hot", pcall(one_hot, indices, n)) end
 
 -- relu, tanh, sigmoid: the tensor methods, as functions
 for _, name in ipairs({"relu", "tanh", "sigmoid"}) do
@@ -410,8 +413,13 @@ local function class_nll(fname, logp, target, opts, smoothing)
         keep = target:ne(ii)
         t = tensor.where(keep, target, tensor.ones_like(target))
     end
-    local loss = -logp:gather(2, t:view(-1, 1), fname):view(-1)
-    local wt = w and w:index_select(1, t)
+    -- a class index out of range fails the loss when the gather runs (no
+    -- host wait per loss to check it here), named as the target's:
+    -- "cross_entropy (target): gather: index 4 out of range for dim
+    -- 2 of size 3"
+    local who = fname .. " (target)"
+    local loss = -logp:gather(2, t:view(-1, 1), who):view(-1)
+    local wt = w and w:index_select(1, t, who)
     if wt then loss = loss * wt end
     if smoothing > 0 then
         local smooth = w and -(logp * w:view(1, C)):sum(2) or -logp:sum(2)
@@ -997,7 +1005,7 @@ end
 -- edge), replicate (the edge repeated), circular (wrapped around).
 -- Negative amounts crop, first: the padding repeats what is left.  Made of
 -- cat and index_select, so gradients flow.
-function M.pad(x, amounts, opts)
+local function pad(x, amounts, opts)
     check_tensor("pad", "input", x)
     opts = util.check_opts("pad", opts, {mode = true, value = true})
     local mode = opts.mode or "constant"
@@ -1066,6 +1074,9 @@ function M.pad(x, amounts, opts)
     -- a copy, as Torch's, also where no amount is positive (x itself, or a narrow of it)
     return y._c.storage == x._c.storage and y:clone() or y
 end
+-- (an op it is made of failing, out of memory above all, named after it:
+-- "pad: full: out of memory ...")
+function M.pad(x, amounts, opts) return util.own_errors("pad", pcall(pad, x, amounts, opts)) end
 
 -- pixel_shuffle(x, r): N×(C·r²)×H×W -> N×C×(H·r)×(W·r), each r×r block of
 -- output pixels from r² channels (sub-pixel convolution's upsampling);

@@ -20,7 +20,7 @@ local ffi = require "ffi"
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 
-local fail, typename = util.fail, util.typename
+local fail, typename, own_errors = util.fail, util.typename, util.own_errors
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt, floor, min = string.format, math.floor, math.min
 local type, tostring, ipairs = type, tostring, ipairs
@@ -38,6 +38,7 @@ local MODES = {nearest = {[3] = true, [4] = true}, ["nearest-exact"] = {[3] = tr
 local OPTS = {size = true, scale_factor = true, mode = true, align_corners = true, recompute_scale_factor = true}
 
 local shape_str = tensor.shape_str_of
+local MAX_OUT = 2 ^ 24 -- (interpolate's output size per dim but in mode 'area')
 
 -- v, or v[k] of a table of one per spatial dim (n of them), checked.
 local function per_dim(fname, what, v, n, positive_number)
@@ -198,6 +199,15 @@ local function interpolate(fname, x, opts)
             end
         end
     end
+    -- the other modes list each output position's source in Lua: a size
+    -- past 2^24 per dim is refused by name (2^40 overflowed the Lua table,
+    -- "resample.lua:115: table overflow", or ran LuaJIT out of memory)
+    for k = 1, ns do
+        if mode ~= "area" and sizes[k] > MAX_OUT then
+            fail(fmt("%s: output size %.17g in spatial dim %d is too large for mode '%s' (at most 2^24)", fname,
+                     sizes[k], k, mode))
+        end
+    end
     if mode == "area" then -- Torch's: adaptive average pooling to the size
         local conv = require "ordo.nn.conv"
         if ns == 1 then return conv.adaptive_avg_pool1d(x, sizes[1]) end
@@ -208,7 +218,9 @@ local function interpolate(fname, x, opts)
     return y
 end
 
-function M.interpolate(x, opts) return interpolate("interpolate", x, opts) end
+-- (an op it is made of failing, out of memory above all, named after it:
+-- "interpolate: index_select: out of memory ...")
+function M.interpolate(x, opts) return own_errors("interpolate", pcall(interpolate, "interpolate", x, opts)) end
 
 function M.install(nn)
     local F = nn.functional
@@ -229,7 +241,7 @@ function M.install(nn)
         self.options = {size = opts.size, scale_factor = opts.scale_factor, mode = mode, align_corners = align,
                         recompute_scale_factor = opts.recompute_scale_factor}
     end
-    function Upsample:forward(x) return interpolate("Upsample", x, self.options) end
+    function Upsample:forward(x) return own_errors("Upsample", pcall(interpolate, "Upsample", x, self.options)) end
     function Upsample:extra_repr()
         local o = self.options
         local what = o.size and "size " .. (type(o.size) == "table" and table.concat(o.size, "x") or tostring(o.size))
