@@ -2277,9 +2277,10 @@ describe("gpu tensors: memory", function()
         settle()
         local held = ordo.cuda.memory_stats().allocated_bytes -- the model, its grads, x, y
         assert.is_true(held < 4 * MiB)
-        -- (the bound leaves room for a loaded machine, whose frees lag: the
-        -- loop held the whole device before the device counted its memory)
-        assert.is_true(peak < math.max(12 * held, SIM_MEM_MB * MiB / 2),
+        -- (the bound leaves room for a loaded machine or a ThreadSanitizer
+        -- build, whose frees lag: 40 MiB was seen under TSan; the loop held
+        -- the whole device before the device counted its memory)
+        assert.is_true(peak < math.max(12 * held, SIM_MEM_MB * MiB * 3 / 4),
             ("the loop held %.1f MiB of a %d MiB device for a model of %.1f MiB"):format(peak / MiB, SIM_MEM_MB, held / MiB))
         ordo.cuda.empty_cache()
     end)
