@@ -774,6 +774,19 @@ describe("gpu tensors: reductions, softmax, matmul", function()
         ordo.linalg.inv(xg):sum():backward()
         ordo.linalg.inv(xc):sum():backward()
         check(xg.grad, xc.grad, "inv's gradient, accumulated", RED)
+        -- det's gradient is the cofactor matrix at singular matrices too
+        -- (rank 2 of 3, a shift matrix, rank 1), slogdet's inf and NaN there
+        local Z = ordo.tensor({{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}}, {{0, 1, 0}, {0, 0, 1}, {0, 0, 0}},
+                               {{1, 2, 3}, {2, 4, 6}, {1, 2, 3}}, {{2, 0, 1}, {0, 1, 0}, {1, 0, 3}}}, o)
+        local zg, zc = gpu(Z):requires_grad_(), Z:clone():requires_grad_()
+        ordo.linalg.det(zg):sum():backward()
+        ordo.linalg.det(zc):sum():backward()
+        check(zg.grad, zc.grad, "det's gradient at singular matrices", RED)
+        assert.are.same({{0, 0, 0}, {0, 0, 0}, {1, 0, 0}}, zg.grad[2]:totable())
+        local sg, sc = gpu(Z):requires_grad_(), Z:clone():requires_grad_()
+        select(2, ordo.linalg.slogdet(sg)):sum():backward()
+        select(2, ordo.linalg.slogdet(sc)):sum():backward()
+        check(sg.grad, sc.grad, "slogdet's gradient at singular matrices", RED)
     end)
 end)
 

@@ -6,8 +6,11 @@
 -- solution of A X = B (inv solves against I), the determinant, or its sign
 -- and log|det|.  The batch dims of A and B broadcast as Torch's.
 -- Gradients (Torch's formulas): solve, X = A^-1 B: gB = A^-T G,
--- gA = -gB X^T (inv: -A^-T G A^-T); det: G det A^-T; slogdet:
--- G_logabs A^-T (sign carries none).
+-- gA = -gB X^T (inv: -A^-T G A^-T); det: G adj(A)^T (the cofactor matrix,
+-- det A^-T for an invertible A, and defined at a singular one too);
+-- slogdet: G_logabs A^-T (sign carries none; at a singular A, where
+-- log|det| is -inf, adj(A)^T / 0: +-inf and NaN, never a failure).  The
+-- kernel's modes 3 and 4 give adj(A)^T and A^-T from one factorisation.
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
@@ -75,11 +78,12 @@ solve_core = function(fname, A, B)
     return X
 end
 
--- The inverse's transpose (for the gradients of det and slogdet).
-local function inv_t(fname, A)
-    local n = A:size(-1)
-    local I = eye(n, tensor.like(A)):expand(shape_of(A))
-    return mT(solve_core(fname, A, I))
+-- adj(A)^T (mode 3, det's gradient) or A^-T (mode 4, slogdet's): never
+-- fails, a singular A included (kernels/cpu/linalg.c).
+local function cofactor_t(fname, A, mode)
+    local C = new_on(fname, A, shape_of(A), A._c.dtype)
+    push(K.linalg_lu, fname, NAMED, {A}, {C}, nil, {mode, NAME[fname]})
+    return C
 end
 
 -- solve(A, B): X with A X = B.  B is ... x n x k, or a batch of vectors
@@ -132,7 +136,7 @@ end
 
 local function rec_slogdet(fname, A, logabs)
     record(fname, logabs, {A, n = 1}, function(g)
-        return g:reshape(with(shape_of(g), 1, 1)) * inv_t(fname, A)
+        return g:reshape(with(shape_of(g), 1, 1)) * cofactor_t(fname, A, 4)
     end, {A})
 end
 
@@ -150,8 +154,8 @@ end
 
 local function rec_det(fname, A, det)
     record(fname, det, {A, n = 1}, function(g)
-        return (g * det):reshape(with(shape_of(g), 1, 1)) * inv_t(fname, A)
-    end, {A, det})
+        return g:reshape(with(shape_of(g), 1, 1)) * cofactor_t(fname, A, 3)
+    end, {A})
 end
 
 -- det(A): the determinant of each matrix (0 for a singular one).
