@@ -257,6 +257,42 @@ describe("ordo.linalg", function()
                function() ordo.linalg.solve(ordo.eye(3, f), ordo.ones({4, 2}, f)) end)
         raises("linalg.solve: the batch dims of A (shape 2x3x3) and B (shape 3x3x1) do not broadcast (2 against 3)",
                function() ordo.linalg.solve(ordo.eye(3, f):expand(2, 3, 3), ordo.ones({3, 3, 1}, f)) end)
+        -- a Torch keyword (out = ..., left = ...) is not dropped without a word
+        local A2, B2 = ordo.eye(2, f), ordo.ones({2, 2}, f)
+        raises("linalg.det: takes A alone, got 2 arguments", function() ordo.linalg.det(A2, {out = B2}) end)
+        raises("linalg.inv: takes A alone, got 2 arguments", function() ordo.linalg.inv(A2, {out = B2}) end)
+        raises("linalg.slogdet: takes A alone, got 2 arguments", function() ordo.linalg.slogdet(A2, 1) end)
+        raises("linalg.solve: takes A, B and an options table, got 4 arguments",
+               function() ordo.linalg.solve(A2, B2, nil, {out = B2}) end)
+        raises("linalg.solve: unknown option 'out' (expected left)", function() ordo.linalg.solve(A2, B2, {out = B2}) end)
+        raises("linalg.solve: left must be a boolean, got number", function() ordo.linalg.solve(A2, B2, {left = 0}) end)
+        raises("linalg.solve: left = false needs B of ... x k x n, not a vector or a batch of vectors (B of shape 2, A 2x2)",
+               function() ordo.linalg.solve(A2, ordo.ones({2}, f), {left = false}) end)
+        raises("linalg.solve: A of shape 2x2 and B of shape 2x3 do not fit (B must have 2 columns with left = false, " ..
+               "as A is 2 x 2)", function() ordo.linalg.solve(A2, ordo.ones({2, 3}, f), {left = false}) end)
+        assert.are.same({{1, 1}, {1, 1}}, B2:totable())
+    end)
+
+    it("solve with left = false gives X with X A = B, as Torch's (batches, gradients)", function()
+        for _, dt in ipairs({"float64", "float32"}) do
+            local f = {dtype = dt}
+            local A = ordo.tensor({{2, 1}, {0, 4}}, f)
+            local B = ordo.tensor({{2, 5}, {4, 2}, {-2, 3}}, f)
+            -- X A = B row by row: x1 = b1 / 2, x2 = (b2 - x1) / 4
+            assert.are.same({{1, 1}, {2, 0}, {-1, 1}}, ordo.linalg.solve(A, B, {left = false}):totable())
+            -- left = true is the default
+            assert.are.same(ordo.linalg.solve(A, B:t()):totable(), ordo.linalg.solve(A, B:t(), {left = true}):totable())
+            -- a batch of A against one B: X of the broadcast batch shape
+            local Ab = ordo.stack({A, A * 2})
+            local X = ordo.linalg.solve(Ab, B, {left = false})
+            assert.are.same({2, 3, 2}, X:shape())
+            close2(X[2]:totable(), {{0.5, 0.5}, {1, 0}, {-0.5, 0.5}}, DT[dt], dt .. " batch")
+        end
+        local f = {dtype = "float64"}
+        local A = ordo.tensor({rand_matrix(3, 9), rand_matrix(3, 10)}, f):requires_grad()
+        local B = ordo.tensor(rand_rows(4, 3, 11), f):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a, b) return ordo.linalg.solve(a, b, {left = false}) end,
+                                               {A, B}))
     end)
 
     it("gradients match central differences (gradcheck, float64)", function()
