@@ -1,5 +1,7 @@
 -- ordo.linalg: solve, inv, det and slogdet of square float32/float64
--- matrices and batches of them (... x n x n), as torch.linalg.
+-- matrices and batches of them (... x n x n), as torch.linalg; logdet (as
+-- torch.logdet) and the methods A:det(), A:inverse(), A:logdet(),
+-- A:slogdet().
 --
 -- One kernel, linalg_lu (kernels/cpu/linalg.c, kernels/cuda/linalg.cu),
 -- factorises each matrix by LU with partial pivoting and gives the
@@ -187,5 +189,18 @@ function M.det(A, ...)
     if needs(A) then rec_det(fname, A, det) end
     return det
 end
+
+-- logdet(A): log det A, as torch.logdet: -inf for a singular matrix, NaN
+-- for a negative determinant (whose gradient is then 0, as Torch's).
+function M.logdet(A, ...)
+    check_nargs("logdet", select("#", ...) + 1, 1, "A alone")
+    local sign, logabs = M.slogdet(A)
+    return tensor.where(sign:eq(-1), 0 / 0, logabs)
+end
+
+-- Torch's other names: A:det(), A:inverse(), A:logdet(), A:slogdet() (and
+-- ordo.det, ordo.inverse... as every method)
+local Tensor = tensor.Tensor
+Tensor.det, Tensor.inverse, Tensor.logdet, Tensor.slogdet = M.det, M.inv, M.logdet, M.slogdet
 
 return M
