@@ -741,6 +741,11 @@ describe("gpu tensors: reductions, softmax, matmul", function()
             assert(d ~= d, dt .. " det with a NaN under the diagonal: " .. tostring(d) .. ", the cpu's is nan")
             local x = ordo.linalg.solve(gpu(N), gpu(ordo.eye(4, o))):totable()
             assert(x[1][1] ~= x[1][1], dt .. " solve with a NaN under the diagonal: not nan")
+            -- a NaN alone under a zero: it is the pivot (was "singular", det 0)
+            local Z = gpu(ordo.tensor({{0, 1}, {nan, 0}}, o))
+            d = ordo.linalg.det(Z):item()
+            assert(d ~= d, dt .. " det with a NaN alone under a zero: " .. tostring(d))
+            assert(ordo.linalg.inv(Z):sum():item() ~= ordo.linalg.inv(Z):sum():item(), dt .. " inv: not nan")
             -- strided views: transposed, expanded over the batch; vectors B
             local A = ordo.randn({5, 5}, o) + ordo.eye(5, o) * 2
             check(ordo.linalg.inv(gpu(A):t()), ordo.linalg.inv(A:t()), dt .. " inv of a transposed view", RED)

@@ -160,6 +160,30 @@ describe("ordo.linalg", function()
         assert.are.same({log(6), -huge, 0}, l3:totable())
     end)
 
+    it("a NaN in A gives NaN, never 'singular', wherever it sits (a column of zeros and a NaN)", function()
+        local nan = 0 / 0
+        local function isnan(v) return v ~= v end
+        for _, dt in ipairs({"float64", "float32"}) do
+            local f = {dtype = dt}
+            -- the NaN is the only nonzero of its column below the diagonal:
+            -- the zero pivot search passed over it (det 0, inv "singular")
+            for _, m in ipairs({{{0, 1}, {nan, 0}}, {{0, 0}, {nan, 1}}, {{1, 2, 3}, {2, 4, 6}, {nan, 1, 0}}, {{nan, 1}, {0, 0}}}) do
+                local A = ordo.tensor(m, f)
+                assert(isnan(ordo.linalg.det(A):item()), dt .. ": det is not NaN")
+                local s, l = ordo.linalg.slogdet(A)
+                assert(isnan(s:item()) and isnan(l:item()), dt .. ": slogdet is not NaN")
+                assert(isnan(ordo.linalg.inv(A):sum():item()), dt .. ": inv is not NaN")
+                assert(isnan(ordo.linalg.solve(A, ordo.ones({#m}, f)):sum():item()), dt .. ": solve is not NaN")
+                -- and the gradient of det is NaN too
+                local x = A:clone():requires_grad()
+                ordo.linalg.det(x):backward()
+                for _, row in ipairs(x.grad:totable()) do
+                    for _, v in ipairs(row) do assert(isnan(v), dt .. ": det's gradient is not NaN") end
+                end
+            end
+        end
+    end)
+
     it("batches broadcast as Torch's and every matrix agrees with the reference", function()
         -- A 2x1x3x3, B 4x3x2 -> X 2x4x3x2
         local as, bs = {}, {}

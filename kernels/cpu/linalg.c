@@ -6,6 +6,9 @@
  *   iparam 0 = 0 (solve): in A, B (... x n x k, A's batch dims); out X,
  *       B's shape: A X = B for each matrix (inv solves against I).  A zero
  *       pivot (an exactly singular matrix) fails the op naming the matrix.
+ *       A column with no nonzero candidate but a NaN takes the NaN as its
+ *       pivot: a NaN in A gives NaN results in every mode, never a zero
+ *       pivot.
  *   iparam 0 = 1 (slogdet): in A; out sign, logabs (A's batch dims):
  *       det A = sign * exp(logabs); a singular matrix gives 0 and -inf.
  *   iparam 0 = 2 (det): in A; out det (A's batch dims): the product of
@@ -70,7 +73,13 @@ static int64_t lu(double *a, double *b, int64_t n, int64_t k, int *sign) {
             const double v = fabs(a[i * n + j]);
             if (v > best) best = v, p = i;
         }
-        if (a[p * n + j] == 0) return j;
+        if (a[p * n + j] == 0) {
+            /* no nonzero pivot but a NaN: the NaN (a NaN in A gives NaN
+             * results, never "singular", as when it sits on the diagonal) */
+            for (int64_t i = j + 1; i < n && a[p * n + j] == 0; i++)
+                if (isnan(a[i * n + j])) p = i;
+            if (a[p * n + j] == 0) return j;
+        }
         if (p != j) {
             for (int64_t c = 0; c < n; c++) {
                 const double t = a[j * n + c];

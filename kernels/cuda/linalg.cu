@@ -107,7 +107,10 @@ __global__ void lu_kernel(cu_view A, cu_view B, cu_view O0, cu_view O1, lu_geom 
             if (tid == 0) {
                 /* a NaN on the diagonal stays the pivot, as on the CPU */
                 const double d = a[j * n + j];
-                const int64_t p = best_row[0] < 0 || d != d ? j : best_row[0];
+                int64_t p = best_row[0] < 0 || d != d ? j : best_row[0];
+                /* no nonzero pivot but a NaN: the NaN, as on the CPU */
+                for (int64_t i = j + 1; i < n && a[p * n + j] == 0; i++)
+                    if (a[i * n + j] != a[i * n + j]) p = i;
                 if (a[p * n + j] == 0) zero_col = j;
                 else if (p != j) sign = -sign;
                 pivot_row = p;
