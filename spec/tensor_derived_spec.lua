@@ -55,6 +55,31 @@ describe("derived ops", function()
         H.raises(function() return a:var(1, false, "x") end, "var", "correction")
     end)
 
+    it("var and std of float32 values far from 0: the rounding of the mean is corrected for (Torch's 0.25, not 0.5)", function()
+        -- 1e7 and 1e7 + 1 alternating: both float32s, their mean 1e7 + 0.5 is not
+        local n = 1000
+        local x = ordo.arange(n):remainder(2):add(1e7)
+        local want = 0.25 * n / (n - 1)
+        close(want, x:var():item())
+        close(math.sqrt(want), x:std():item())
+        close(0.25, x:var(nil, false, 0):item())
+        local half = 0.25 * (n / 2) / (n / 2 - 1)
+        close({half, half}, x:view(2, n / 2):var(2):totable())
+        close({want}, x:view(n, 1):var(1):totable())
+        close(want, x:view(10, 100):var({1, 2}):item())
+        local v = x:var_mean()
+        close(want, v:item())
+        -- a constant input still has variance 0 exactly, and std a gradient of 0
+        for _, c in ipairs({0.1, 1 / 3, 1e7 + 0.3, -7.77}) do
+            local k = ordo.full({7}, c):requires_grad()
+            assert.equals(0, k:var():item())
+            local s = k:std()
+            assert.equals(0, s:item())
+            s:backward()
+            assert.same({0, 0, 0, 0, 0, 0, 0}, k.grad:totable())
+        end
+    end)
+
     it("sum, mean, var, std, logsumexp, norm, all and any over a list of dims, as Torch's; gradients", function()
         -- a 2x3x4 tensor of known values, reduced over dims 1 and 3: one answer per middle index
         local vals, n = {}, 0

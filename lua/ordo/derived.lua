@@ -47,7 +47,12 @@ end
 
 -- var(dim, keepdim, correction): the variance over all elements (dim nil)
 -- or over dim, divided by n - correction (default 1, Bessel's: the
--- unbiased estimate, as Torch); integers compute in float32.
+-- unbiased estimate, as Torch); integers compute in float32.  Two passes,
+-- the second corrected for the error of the first one's mean (sum d^2 -
+-- (sum d)^2 / n, d = x - mean): a float32 mean rounds (1e7 and 1e7 + 1
+-- alternating: the mean 1e7 + 0.5 is not a float32), and d^2 about the
+-- rounded mean alone made the variance 0.5, not 0.25; Torch accumulates
+-- in double.
 function Tensor:var(dim, keepdim, correction)
     check_self("var", self)
     if correction == nil then correction = 1 end
@@ -58,6 +63,11 @@ function Tensor:var(dim, keepdim, correction)
     local mean = dim == nil and self:mean() or self:mean(dim, true)
     local d = self - mean
     local ss = dim == nil and (d * d):sum() or (d * d):sum(dim, keepdim)
+    if n > 0 then
+        local sd = dim == nil and d:sum() or d:sum(dim, keepdim)
+        -- (never below 0, which rounding could give for a constant input: std would be NaN)
+        ss = (ss - sd * sd / n):clamp(0)
+    end
     local denom = n - correction
     return ss / (denom > 0 and denom or 0) -- 0 / 0: NaN, as Torch, when there are too few elements
 end
