@@ -2164,6 +2164,37 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
     local inf, nan = 1 / 0, 0 / 0
     local function same_num(w, g) return w == g or (w ~= w and g ~= g) end
 
+    it("round(decimals) as Torch's: halves to even at the decimal place, in the tensor's dtype (the decimals were ignored)", function()
+        local ffi = require "ffi"
+        local f32 = ffi.new("float[1]")
+        local function r32(v) f32[0] = v return tonumber(f32[0]) end -- v as a float32
+        -- float32: x * 10^d rounded in float32, then divided, as Torch's kernel
+        local xs = {1.2345, 2.675, -1.005, 0.125, 0.135, 0.25, -0.05}
+        local got = ordo.tensor(xs):round(2):totable()
+        local want = {1.23, 2.68, -1, 0.12, 0.14, 0.25, -0.05}
+        for i = 1, #xs do assert.equals(r32(want[i]), got[i]) end
+        assert.same({20, 20, 40, -20, 1230}, ordo.tensor({15, 25, 35, -15, 1234.5}):round(-1):totable())
+        assert.same({1200, 1400}, ordo.tensor({1250, 1350}, "float64"):round({decimals = -2}):totable())
+        local s = ordo.tensor({0 / 0, 1 / 0}):round(3):totable()
+        assert.is_true(s[1] ~= s[1])
+        assert.equals(1 / 0, s[2])
+        assert.same({2}, ordo.tensor({2.5}):round(0):totable())
+        local x = ordo.tensor({1.26, 3.14159})
+        assert.is_true(rawequal(x, x:round_(1)))
+        assert.same({r32(1.3), r32(3.1)}, x:totable())
+        -- integers have no decimals: kept for d > 0, refused for d < 0 (Torch has no kernel)
+        local i = ordo.tensor({7}, "int32")
+        assert.same({7}, i:round(2):totable())
+        H.raises(function() return i:round(-1) end, "round", "float tensor", "int32")
+        H.raises(function() return ordo.tensor({1}):round(1.5) end, "round", "decimals must be an integer", "1.5")
+        H.raises(function() return ordo.tensor({1}):round("2") end, "round", "decimals must be an integer", "string")
+        H.raises(function() return ordo.tensor({1}):round({digits = 2}) end, "round", "digits")
+        -- the gradient is zero, as round's
+        local g = ordo.tensor({1.26}):requires_grad()
+        g:round(1):sum():backward()
+        assert.same({0}, g.grad:totable())
+    end)
+
     it("atan2 as C's on every quadrant, signed zeros and infinities; hypot, logaddexp, xlogy, logit; gradients", function()
         local ys = {0, -0.0, 1, -1, 0, -0.0, 2, -2, inf, -inf, inf, -inf, 1, 1, inf, nan, 0, 3, 0.5}
         local xs = {1, 1, 0, 0, -1, -1, -3, -3, inf, inf, -inf, -inf, inf, -inf, 1, 1, -0.0, 4, nan}

@@ -2401,6 +2401,40 @@ local function as_op(fname, inner, f, ...)
     return unpack(r, 2, table.maxn(r))
 end
 
+-- round([decimals]) and round_: Torch's decimals (a number or {decimals =
+-- n}; it was ignored, x:round(2) rounding to integers): halves to even at
+-- that decimal place, computed as Torch's in the tensor's dtype: x * 10^d
+-- rounded, then divided by 10^d (d < 0: x / 10^-d rounded, then
+-- multiplied).  An integer tensor has no decimals to round (d > 0 leaves
+-- it as it is); d < 0 on one is refused, as Torch has no kernel for it.
+for _, name in ipairs({"round", "round_"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, decimals)
+        if decimals == nil then return f(self) end
+        check_self(name, self)
+        if type(decimals) == "table" and getmetatable(decimals) == nil then
+            decimals = util.check_opts(name, decimals, {decimals = true}).decimals
+            if decimals == nil then return f(self) end
+        end
+        if not is_int(decimals) then
+            fail(fmt("%s: decimals must be an integer, got %s", name,
+                     type(decimals) == "number" and show(decimals) or typename(decimals)))
+        end
+        if decimals == 0 then return f(self) end
+        if not is_float(self) then
+            if decimals > 0 then return f(self) end
+            fail(fmt("%s: decimals < 0 needs a float tensor, got %s (decimals %d)", name, self:dtype(), decimals))
+        end
+        local p = 10 ^ math.abs(decimals)
+        if name == "round" then
+            if decimals > 0 then return (self * p):round() / p end
+            return (self / p):round() * p
+        end
+        if decimals > 0 then return self:mul_(p):round_():div_(p) end
+        return self:div_(p):round_():mul_(p)
+    end
+end
+
 -- clip(lo, hi), clip_: clamp's other name.
 function Tensor:clip(lo, hi) return as_op("clip", "clamp", Tensor.clamp, self, lo, hi) end
 function Tensor:clip_(lo, hi) return as_op("clip_", "clamp_", Tensor.clamp_, self, lo, hi) end
