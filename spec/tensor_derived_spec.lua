@@ -2195,6 +2195,46 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({0}, g.grad:totable())
     end)
 
+    it("softmax and log_softmax take Torch's dtype (it was ignored: float32 out); F.softmin, nn.Softmin", function()
+        local rows = {{1, 2, 4}, {3, 5, 9}}
+        local x = ordo.tensor(rows)
+        local want, want_log = {}, {}
+        for i, r in ipairs(rows) do
+            local z = 0
+            for _, v in ipairs(r) do z = z + math.exp(v) end
+            want[i], want_log[i] = {}, {}
+            for j, v in ipairs(r) do want[i][j], want_log[i][j] = math.exp(v) / z, v - math.log(z) end
+        end
+        for _, dt in ipairs({"float64", {dtype = "float64"}}) do
+            local s, l = x:softmax(2, dt), x:log_softmax(-1, dt)
+            assert.equals("float64", s:dtype())
+            assert.equals("float64", l:dtype())
+            for i = 1, 2 do close(want[i], s:totable()[i], 1e-7) close(want_log[i], l:totable()[i], 1e-7) end
+        end
+        local F = ordo.nn.functional
+        assert.equals("float64", F.softmax(x, 2, "float64"):dtype())
+        assert.equals("float64", F.log_softmax(x, 2, "float64"):dtype())
+        assert.equals("float64", ordo.tensor({1, 2}, "int32"):softmax(1, "float64"):dtype())
+        assert.equals("float32", x:softmax(2, {}):dtype())
+        H.raises(function() return x:softmax(2, "int32") end, "softmax", "float32 or float64", "int32")
+        H.raises(function() return x:log_softmax(2, {dtyp = "float64"}) end, "log_softmax", "dtyp")
+        -- the gradient goes through the cast
+        local y = x:clone():requires_grad()
+        y:softmax(2, "float64"):select(2, 1):sum():backward()
+        local y2 = x:clone():requires_grad()
+        y2:softmax(2):select(2, 1):sum():backward()
+        for i = 1, 2 do close(y2.grad:totable()[i], y.grad:totable()[i], 1e-6) end
+        -- softmin: softmax of -x
+        local m = F.softmin(x, 2):totable()
+        local neg = (-x):softmax(2):totable()
+        for i = 1, 2 do close(neg[i], m[i], 1e-7) end
+        assert.equals("float64", F.softmin(x, 2, "float64"):dtype())
+        local mm = ordo.nn.Softmin(1):forward(x):totable()
+        local negc = (-x):softmax(1):totable()
+        for i = 1, 2 do close(negc[i], mm[i], 1e-7) end
+        H.raises(function() return F.softmin(x, 3) end, "softmin", "dim 3")
+    end)
+
     it("atan2 as C's on every quadrant, signed zeros and infinities; hypot, logaddexp, xlogy, logit; gradients", function()
         local ys = {0, -0.0, 1, -1, 0, -0.0, 2, -2, inf, -inf, inf, -inf, 1, 1, inf, nan, 0, 3, 0.5}
         local xs = {1, 1, 0, 0, -1, -1, -3, -3, inf, inf, -inf, -inf, inf, -inf, 1, 1, -0.0, 4, nan}

@@ -2391,6 +2391,26 @@ for _, name in ipairs({"cumsum", "cumprod"}) do
     end
 end
 
+-- softmax(dim [, dtype]) and log_softmax: Torch's dtype (a float dtype's
+-- name, or {dtype = name}): the input cast to it first, the result of it
+-- (float32 scores softmaxed in float64).  It was ignored silently.
+for _, name in ipairs({"softmax", "log_softmax"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, dim, dtype)
+        if dtype == nil then return f(self, dim) end
+        check_self(name, self)
+        if type(dtype) == "table" and getmetatable(dtype) == nil then
+            dtype = util.check_opts(name, dtype, {dtype = true}).dtype
+            if dtype == nil then return f(self, dim) end
+        end
+        local dt = tensor.DT_NAME[tensor.parse_dtype(name, dtype)]
+        if not dt:match("^float") then
+            fail(fmt("%s: dtype must be float32 or float64, got %s", name, dt))
+        end
+        return f(self:to(dt), dim)
+    end
+end
+
 -- ---------------------------------------------------------------- small conveniences a Torch user reaches for
 
 -- Calls f(...), its error said under fname instead of under inner (the op

@@ -277,13 +277,21 @@ function M.prelu(x, weight)
     end
     return tensor.where(x:gt(0), x, x * w) -- as leaky_relu: the gradient at 0 is the slope, Torch's
 end
-function M.softmax(x, dim)
+-- softmax(x, dim [, dtype]), log_softmax, softmin (softmax of -x): dtype
+-- as Torch's, the input cast to it first (it was ignored)
+function M.softmax(x, dim, dtype)
     check_tensor("softmax", "input", x)
-    return x:softmax(dim)
+    return x:softmax(dim, dtype)
 end
-function M.log_softmax(x, dim)
+function M.log_softmax(x, dim, dtype)
     check_tensor("log_softmax", "input", x)
-    return x:log_softmax(dim)
+    return x:log_softmax(dim, dtype)
+end
+function M.softmin(x, dim, dtype)
+    check_tensor("softmin", "input", x)
+    local ok, r = pcall(function() return (-x):softmax(dim, dtype) end)
+    if not ok then error((tostring(r):gsub("softmax: ", "softmin: ", 1)), 0) end
+    return r
 end
 
 -- Inverted dropout: in training, zeroes each element with probability p
