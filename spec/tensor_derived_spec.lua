@@ -2235,6 +2235,27 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         H.raises(function() return F.softmin(x, 3) end, "softmin", "dim 3")
     end)
 
+    it("clamp_min, clamp_max and their in-place forms, as Torch's (clamp with one bound)", function()
+        local nan = 0 / 0
+        local a = ordo.tensor({1, nan, 5}):clamp_min(2):totable()
+        assert.is_true(a[1] == 2 and a[2] ~= a[2] and a[3] == 5)
+        local b = ordo.tensor({1, nan, 5}):clamp_max(2):totable()
+        assert.is_true(b[1] == 1 and b[2] ~= b[2] and b[3] == 2)
+        assert.same({2, 3}, ordo.tensor({1, 3}):clamp_min(ordo.tensor({2, 2})):totable())
+        local x = ordo.tensor({1, 3})
+        assert.is_true(rawequal(x, x:clamp_min_(2)))
+        assert.same({2, 3}, x:totable())
+        x:clamp_max_(2.5)
+        assert.same({2, 2.5}, x:totable())
+        assert.same({3}, ordo.clamp_min(ordo.tensor({1}), 3):totable())
+        H.raises(function() return ordo.tensor({1}):clamp_min() end, "clamp_min", "lower bound", "nil")
+        H.raises(function() return ordo.tensor({1}):clamp_max("a") end, "clamp_max", "string")
+        H.raises(function() return ordo.tensor({1}, "int32"):clamp_min_(0.5) end, "clamp_min_", "int32")
+        local g = ordo.tensor({1, 2, 3}):requires_grad()
+        g:clamp_min(2):sum():backward() -- (the gradient passes at the bound, as Torch's)
+        assert.same({0, 1, 1}, g.grad:totable())
+    end)
+
     it("atan2 as C's on every quadrant, signed zeros and infinities; hypot, logaddexp, xlogy, logit; gradients", function()
         local ys = {0, -0.0, 1, -1, 0, -0.0, 2, -2, inf, -inf, inf, -inf, 1, 1, inf, nan, 0, 3, 0.5}
         local xs = {1, 1, 0, 0, -1, -1, -3, -3, inf, inf, -inf, -inf, inf, -inf, 1, 1, -0.0, 4, nan}

@@ -2458,6 +2458,20 @@ end
 -- clip(lo, hi), clip_: clamp's other name.
 function Tensor:clip(lo, hi) return as_op("clip", "clamp", Tensor.clamp, self, lo, hi) end
 function Tensor:clip_(lo, hi) return as_op("clip_", "clamp_", Tensor.clamp_, self, lo, hi) end
+-- clamp_min(lo), clamp_max(hi) and their in-place forms: clamp with one bound, as Torch's.
+for _, name in ipairs({"clamp_min", "clamp_max", "clamp_min_", "clamp_max_"}) do
+    local inplace = name:sub(-1) == "_"
+    local inner = inplace and "clamp_" or "clamp"
+    local low = name:sub(7, 9) == "min"
+    Tensor[name] = function(self, bound)
+        check_self(name, self)
+        if bound == nil then
+            fail(fmt("%s: expected a number or a tensor as the %s bound, got nil", name, low and "lower" or "upper"))
+        end
+        if low then return as_op(name, inner, Tensor[inner], self, bound, nil) end
+        return as_op(name, inner, Tensor[inner], self, nil, bound)
+    end
+end
 
 -- swapaxes(d1, d2), swapdims(d1, d2): transpose's other names; movedim(src, dst): dim src
 -- (or a list of dims) moved to place dst (or the list's places), the
