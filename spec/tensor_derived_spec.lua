@@ -2256,6 +2256,27 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({0, 1, 1}, g.grad:totable())
     end)
 
+    it("logit's gradient is Torch's 1 / (p (1 - p)): infinite at 0 and 1 (was NaN), 0 outside [eps, 1 - eps], NaN outside [0, 1]", function()
+        local x = ordo.tensor({0, 0.25, 0.5, 1, 2, -1}):requires_grad()
+        local y = x:logit()
+        y:sum():backward()
+        local v, gr = y:totable(), x.grad:totable()
+        assert.same({-inf, inf}, {v[1], v[4]})
+        close({math.log(1 / 3), 0}, {v[2], v[3]})
+        assert.equals(inf, gr[1])
+        assert.equals(inf, gr[4])
+        close({16 / 3, 4}, {gr[2], gr[3]})
+        assert.is_true(gr[5] ~= gr[5] and gr[6] ~= gr[6])
+        local e = ordo.tensor({0, 0.1, 0.25, 0.95, 1}):requires_grad()
+        e:logit(0.1):sum():backward()
+        local ge = e.grad:totable()
+        close({0, 1 / 0.09, 16 / 3, 0, 0}, ge, 1e-6)
+        local d = ordo.tensor({0.2, 0.7}, "float64"):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(t) return t:logit() end, {d}))
+        assert.is_true(ordo.autograd.gradcheck(function(t) return t:logit(0.25) end,
+                                               {ordo.tensor({0.2, 0.5, 0.9}, "float64"):requires_grad()}))
+    end)
+
     it("atan2 as C's on every quadrant, signed zeros and infinities; hypot, logaddexp, xlogy, logit; gradients", function()
         local ys = {0, -0.0, 1, -1, 0, -0.0, 2, -2, inf, -inf, inf, -inf, 1, 1, inf, nan, 0, 3, 0.5}
         local xs = {1, 1, 0, 0, -1, -1, -3, -3, inf, inf, -inf, -inf, inf, -inf, 1, 1, -0.0, 4, nan}

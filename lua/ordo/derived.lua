@@ -2775,14 +2775,29 @@ end
 Tensor.xlogy = M.xlogy
 
 -- logit([eps]): log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given.
+-- Its gradient is Torch's, g / (p (1 - p)): infinite at 0 and 1 (the chain
+-- through the division gave NaN there), 0 outside [eps, 1 - eps] with an
+-- eps, NaN outside [0, 1] without.  Recorded here: a closure in logit
+-- would keep LuaJIT from compiling a loop that calls it.
+local function rec_logit(autograd, r, x, pd, eps)
+    return autograd.record("logit", r, {x, n = 1}, function(g)
+        local d = g / (pd * (1 - pd))
+        if eps then return tensor.where(pd:lt(eps):logical_or(pd:gt(1 - eps)), 0, d) end
+        return tensor.where(pd:lt(0):logical_or(pd:gt(1)), 0 / 0, d)
+    end, {x})
+end
 function Tensor:logit(eps)
     check_self("logit", self)
     if eps ~= nil and (type(eps) ~= "number" or not (eps >= 0 and eps <= 0.5)) then
         fail("logit: eps must be a number in [0, 0.5], got " .. show(eps))
     end
-    local p = is_float(self) and self or self:float()
-    if eps then p = p:clamp(eps, 1 - eps) end
-    return (p / (1 - p)):log()
+    local x = is_float(self) and self or self:float()
+    local pd = x:detach()
+    local p = eps and pd:clamp(eps, 1 - eps) or pd
+    local r = (p / (1 - p)):log()
+    local autograd = package.loaded["ordo.autograd"]
+    if not (autograd and autograd.needs(x)) then return r end
+    return rec_logit(autograd, r, x, pd, eps)
 end
 
 -- dist(u [, p]): the p-norm of self - u; inner(u): the sum over the last
