@@ -2444,6 +2444,28 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         H.raises(function() return ordo.zeros(0):quantile(0.5) end, "quantile", "no elements")
         assert.is_true(ordo.autograd.gradcheck(function(p) return p:quantile(0.3, 2) end,
                                                {ordo.randn(3, 4):double():requires_grad()}))
+        -- Torch's interpolation modes (they were ignored: every one gave linear's): ranks q (n - 1)
+        -- 0, 0.4, 0.5, 1, 1.5, 2, 2.5, 3.6, 4 of 1..5 (shuffled)
+        local u = ordo.tensor({4, 1, 5, 3, 2}, "float64")
+        local qs = {0, 0.1, 0.125, 0.25, 0.375, 0.5, 0.625, 0.9, 1}
+        local modes = {
+            linear = {1, 1.4, 1.5, 2, 2.5, 3, 3.5, 4.6, 5},
+            lower = {1, 1, 1, 2, 2, 3, 3, 4, 5},
+            higher = {1, 2, 2, 2, 3, 3, 4, 5, 5},
+            nearest = {1, 1, 1, 2, 3, 3, 3, 5, 5}, -- (halves to even: rank 0.5 -> 0, 1.5 -> 2, 2.5 -> 2)
+            midpoint = {1, 1.5, 1.5, 2, 2.5, 3, 3.5, 4.5, 5},
+        }
+        for m, want in pairs(modes) do
+            close(want, u:quantile(qs, nil, false, m):totable(), 1e-12)
+            close(want, u:quantile(qs, nil, false, {interpolation = m}):totable(), 1e-12)
+        end
+        assert.same({{3}, {8}}, ordo.tensor({{1, 5, 3}, {9, 7, 8}}):quantile(0.25, 2, true, "higher"):totable())
+        local gn = ordo.tensor({4, 1, 3, 2}):requires_grad()
+        gn:quantile(0.5, nil, false, "nearest"):backward() -- rank 1.5 -> 2: the value 3
+        assert.same({0, 0, 1, 0}, gn.grad:totable())
+        H.raises(function() return t:quantile(0.5, nil, false, "cubic") end, "quantile", "interpolation", "'cubic'")
+        H.raises(function() return t:quantile(0.5, nil, false, 3) end, "quantile", "interpolation", "number")
+        H.raises(function() return t:quantile(0.5, nil, false, {interp = "lower"}) end, "quantile", "interp")
         -- tril / triu indices: row-major positions from 1
         local function band_ref(r, c, k, lower)
             local rr, cc = {}, {}

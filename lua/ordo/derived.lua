@@ -2833,12 +2833,26 @@ end
 -- sorted values at q (n - 1) (q in [0, 1]: a number, or a list or 1-dim
 -- tensor of them, whose results stack along a new first dim); over all
 -- elements without a dim; a line holding NaN gives NaN.  Float tensors.
-function Tensor:quantile(q, dim, keepdim)
+-- interpolation (Torch's: a name, or {interpolation = name}; it was ignored,
+-- every mode gave "linear"): between the elements at floor and ceil of the
+-- rank q (n - 1), "linear" (default) the value at the rank, "lower" and
+-- "higher" one of the two, "nearest" the one at the rank rounded (halves
+-- to even), "midpoint" their mean.
+local QUANTILE_MODES = {linear = true, lower = true, higher = true, nearest = true, midpoint = true}
+function Tensor:quantile(q, dim, keepdim, interpolation)
     local fname = "quantile"
     check_self(fname, self)
     if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
     if keepdim ~= nil and type(keepdim) ~= "boolean" then
         fail(fmt("%s: keepdim must be true or false, got %s", fname, show(keepdim)))
+    end
+    if type(interpolation) == "table" and getmetatable(interpolation) == nil then
+        interpolation = util.check_opts(fname, interpolation, {interpolation = true}).interpolation
+    end
+    local mode = interpolation or "linear"
+    if not QUANTILE_MODES[mode] then
+        fail(fmt("%s: interpolation must be 'linear', 'lower', 'higher', 'nearest' or 'midpoint', got %s", fname,
+                 type(mode) == "string" and ("'" .. mode .. "'") or typename(mode)))
     end
     local qs, scalar
     if type(q) == "number" then
@@ -2869,6 +2883,15 @@ function Tensor:quantile(q, dim, keepdim)
         local lo = math.floor(pos)
         local hi = math.min(lo + 1, n - 1)
         local w = pos - lo
+        if mode == "lower" then w = 0
+        elseif mode == "higher" then
+            lo, w = math.ceil(pos), 0
+        elseif mode == "nearest" then
+            local r = math.floor(pos + 0.5)
+            if r - pos == 0.5 and r % 2 == 1 then r = r - 1 end -- (halves to even, as Torch's round)
+            lo, w = r, 0
+        elseif mode == "midpoint" and w > 0 then w = 0.5
+        end
         local a = sorted:narrow(d, lo + 1, 1)
         local r = w == 0 and a or a:lerp(sorted:narrow(d, hi + 1, 1), w)
         r = r:masked_fill(has_nan, 0 / 0)
