@@ -2391,6 +2391,20 @@ for _, name in ipairs({"cumsum", "cumprod"}) do
     end
 end
 
+-- A dtype argument (a name, or {dtype = name}) as a dtype's name, nil for
+-- none; float: it must be a float dtype.
+local function opt_dtype(name, dtype, float)
+    if type(dtype) == "table" and getmetatable(dtype) == nil then
+        dtype = util.check_opts(name, dtype, {dtype = true}).dtype
+        if dtype == nil then return nil end
+    end
+    local dt = tensor.DT_NAME[tensor.parse_dtype(name, dtype)]
+    if float and not dt:match("^float") then
+        fail(fmt("%s: dtype must be float32 or float64, got %s", name, dt))
+    end
+    return dt
+end
+
 -- softmax(dim [, dtype]) and log_softmax: Torch's dtype (a float dtype's
 -- name, or {dtype = name}): the input cast to it first, the result of it
 -- (float32 scores softmaxed in float64).  It was ignored silently.
@@ -2399,15 +2413,22 @@ for _, name in ipairs({"softmax", "log_softmax"}) do
     Tensor[name] = function(self, dim, dtype)
         if dtype == nil then return f(self, dim) end
         check_self(name, self)
-        if type(dtype) == "table" and getmetatable(dtype) == nil then
-            dtype = util.check_opts(name, dtype, {dtype = true}).dtype
-            if dtype == nil then return f(self, dim) end
-        end
-        local dt = tensor.DT_NAME[tensor.parse_dtype(name, dtype)]
-        if not dt:match("^float") then
-            fail(fmt("%s: dtype must be float32 or float64, got %s", name, dt))
-        end
+        local dt = opt_dtype(name, dtype, true)
+        if dt == nil then return f(self, dim) end
         return f(self:to(dt), dim)
+    end
+end
+
+-- norm(p, dim, keepdim [, dtype]): Torch's dtype, a float one, the input
+-- cast to it first; it was ignored silently.
+do
+    local norm = Tensor.norm
+    Tensor.norm = function(self, p, dim, keepdim, dtype)
+        if dtype == nil then return norm(self, p, dim, keepdim) end
+        check_self("norm", self)
+        local dt = opt_dtype("norm", dtype, true)
+        if dt == nil then return norm(self, p, dim, keepdim) end
+        return norm(self:to(dt), p, dim, keepdim)
     end
 end
 
@@ -2670,6 +2691,21 @@ end
 function Tensor:aminmax(dim, keepdim)
     check_self("aminmax", self)
     return as_op("aminmax", "amin", Tensor.amin, self, dim, keepdim), self:amax(dim, keepdim)
+end
+
+-- nansum(dim, keepdim [, dtype]) and nanmean: Torch's dtype (nanmean's a
+-- float one), the input cast to it first; it was ignored silently.
+for _, name in ipairs({"nansum", "nanmean"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, dim, keepdim, dtype)
+        if dtype == nil then return f(self, dim, keepdim) end
+        check_self(name, self)
+        local dt = opt_dtype(name, dtype, name == "nanmean")
+        if dt == nil then return f(self, dim, keepdim) end
+        local r = f(self:to(dt), dim, keepdim)
+        if r:dtype() ~= dt then r = r:to(dt) end
+        return r
+    end
 end
 
 -- var_mean / std_mean(dim, keepdim, correction): both, as Torch's.
