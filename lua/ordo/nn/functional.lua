@@ -106,16 +106,26 @@ end
 -- out of memory ...")
 function M.one_hot(indices, n) return util.own_errors("one_hot", pcall(one_hot, indices, n)) end
 
+-- Torch's inplace flag (relu(x, inplace), elu(x, alpha, inplace)...):
+-- true is refused, as dropout's; it was ignored, x keeping its values
+-- while the caller believed it changed.
+local function no_inplace(fname, inplace)
+    if inplace ~= nil and inplace ~= false then
+        fail(fmt("%s: in-place is not supported (got inplace %s): use the result", fname, util.show(inplace)))
+    end
+end
 -- relu, tanh, sigmoid: the tensor methods, as functions
 for _, name in ipairs({"relu", "tanh", "sigmoid"}) do
-    M[name] = function(x)
+    M[name] = function(x, inplace)
         check_tensor(name, "input", x)
+        if name == "relu" then no_inplace(name, inplace) end
         return x[name](x)
     end
 end
 -- x * sigmoid(x) (also called swish)
-function M.silu(x)
+function M.silu(x, inplace)
     check_tensor("silu", "input", x)
+    no_inplace("silu", inplace)
     return x * x:sigmoid()
 end
 -- GELU.  approximate = "none" (the default, as Torch's: the exact form):
@@ -136,8 +146,9 @@ end
 -- x where x > 0, slope * x elsewhere (slope 0.01 by default).  A where,
 -- not relu(x) - slope relu(-x): at x = 0 the gradient is then slope, as
 -- Torch's (relu's gradient is 0 there on both sides, which gave 0).
-function M.leaky_relu(x, slope)
+function M.leaky_relu(x, slope, inplace)
     check_tensor("leaky_relu", "input", x)
+    no_inplace("leaky_relu", inplace)
     slope = slope or 0.01
     if type(slope) ~= "number" then fail("leaky_relu: slope must be a number, got " .. typename(slope)) end
     return tensor.where(x:gt(0), x, x * slope)
@@ -191,8 +202,9 @@ end
 -- The negative part is expm1 of min(x, 0) (so a large x cannot overflow
 -- it), taken by clamp, whose gradient passes at x = 0: the gradient there
 -- is alpha, Torch's (x <= 0 is its negative branch).
-function M.elu(x, alpha)
+function M.elu(x, alpha, inplace)
     check_tensor("elu", "input", x)
+    no_inplace("elu", inplace)
     alpha = alpha or 1
     if type(alpha) ~= "number" then fail("elu: alpha must be a number, got " .. typename(alpha)) end
     return x:relu() + x:clamp(nil, 0):expm1() * alpha
@@ -200,8 +212,9 @@ end
 -- SELU: ELU scaled so that activations keep mean 0 and variance 1
 -- (Klambauer et al.'s constants, as Torch).
 local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-function M.selu(x)
+function M.selu(x, inplace)
     check_tensor("selu", "input", x)
+    no_inplace("selu", inplace)
     return M.elu(x, SELU_ALPHA) * SELU_SCALE
 end
 -- x clamped to [lo, hi] with Torch's hardtanh gradient: g strictly inside
@@ -224,33 +237,38 @@ end
 
 -- Hardtanh: x clamped to [min_val, max_val] (-1 and 1 by default);
 -- ReLU6 is Hardtanh(0, 6).  The gradient is 0 at the bounds, as Torch's.
-function M.hardtanh(x, min_val, max_val)
+function M.hardtanh(x, min_val, max_val, inplace)
     check_tensor("hardtanh", "input", x)
+    no_inplace("hardtanh", inplace)
     min_val, max_val = min_val or -1, max_val or 1
     if type(min_val) ~= "number" or type(max_val) ~= "number" or min_val > max_val then
         fail(fmt("hardtanh: expected numbers min_val <= max_val, got %s and %s", tostring(min_val), tostring(max_val)))
     end
     return hardtanh("hardtanh", x, min_val, max_val)
 end
-function M.relu6(x)
+function M.relu6(x, inplace)
     check_tensor("relu6", "input", x)
+    no_inplace("relu6", inplace)
     return hardtanh("relu6", x, 0, 6)
 end
 -- relu6(x + 3) / 6 and x times it (MobileNetV3's cheap sigmoid and swish).
 -- Torch's gradients at the kinks x = -3 and 3: hardsigmoid's is 0 there
 -- (hardtanh's), hardswish's is x/3 + 1/2 (-0.5 and 1.5), which the product
 -- rule gives with clamp's gradient, passing at the bounds.
-function M.hardsigmoid(x)
+function M.hardsigmoid(x, inplace)
     check_tensor("hardsigmoid", "input", x)
+    no_inplace("hardsigmoid", inplace)
     return hardtanh("hardsigmoid", x + 3, 0, 6) / 6
 end
-function M.hardswish(x)
+function M.hardswish(x, inplace)
     check_tensor("hardswish", "input", x)
+    no_inplace("hardswish", inplace)
     return x * ((x + 3):clamp(0, 6) / 6)
 end
 -- Mish: x tanh(softplus(x)).
-function M.mish(x)
+function M.mish(x, inplace)
     check_tensor("mish", "input", x)
+    no_inplace("mish", inplace)
     return x * M.softplus(x, 1, math.huge):tanh()
 end
 -- x / (1 + |x|)
@@ -277,13 +295,21 @@ function M.prelu(x, weight)
     end
     return tensor.where(x:gt(0), x, x * w) -- as leaky_relu: the gradient at 0 is the slope, Torch's
 end
-function M.softmax(x, dim)
+-- softmax(x, dim [, dtype]), log_softmax, softmin (softmax of -x): dtype
+-- as Torch's, the input cast to it first (it was ignored)
+function M.softmax(x, dim, dtype)
     check_tensor("softmax", "input", x)
-    return x:softmax(dim)
+    return x:softmax(dim, dtype)
 end
-function M.log_softmax(x, dim)
+function M.log_softmax(x, dim, dtype)
     check_tensor("log_softmax", "input", x)
-    return x:log_softmax(dim)
+    return x:log_softmax(dim, dtype)
+end
+function M.softmin(x, dim, dtype)
+    check_tensor("softmin", "input", x)
+    local ok, r = pcall(function() return (-x):softmax(dim, dtype) end)
+    if not ok then error((tostring(r):gsub("softmax: ", "softmin: ", 1)), 0) end
+    return r
 end
 
 -- Inverted dropout: in training, zeroes each element with probability p

@@ -1551,6 +1551,15 @@ function Softmax:forward(x)
     return x:softmax(self.dim)
 end
 
+-- Softmin(dim): softmax of -x, as Torch's
+local Softmin = Module:extend("Softmin")
+M.Softmin = Softmin
+function Softmin:init(dim) self.dim = dim or -1 end
+function Softmin:forward(x)
+    check_tensor("Softmin", "input", x)
+    return F.softmin(x, self.dim)
+end
+
 local LogSoftmax = Module:extend("LogSoftmax")
 M.LogSoftmax = LogSoftmax
 function LogSoftmax:init(dim) self.dim = dim or -1 end
