@@ -2391,36 +2391,11 @@ for _, name in ipairs({"cumsum", "cumprod"}) do
     end
 end
 
--- A dtype argument (a name, or {dtype = name}) as a dtype's name, nil for
--- none; float: it must be a float dtype.
-local function opt_dtype(name, dtype, float)
-    if type(dtype) == "table" and getmetatable(dtype) == nil then
-        dtype = util.check_opts(name, dtype, {dtype = true}).dtype
-        if dtype == nil then return nil end
-    end
-    local dt = tensor.DT_NAME[tensor.parse_dtype(name, dtype)]
-    if float and not dt:match("^float") then
-        fail(fmt("%s: dtype must be float32 or float64, got %s", name, dt))
-    end
-    return dt
-end
-
--- softmax(dim [, dtype]) and log_softmax: Torch's dtype (a float dtype's
--- name, or {dtype = name}): the input cast to it first, the result of it
--- (float32 scores softmaxed in float64).  It was ignored silently.
-for _, name in ipairs({"softmax", "log_softmax"}) do
-    local f = Tensor[name]
-    Tensor[name] = function(self, dim, dtype)
-        if dtype == nil then return f(self, dim) end
-        check_self(name, self)
-        local dt = opt_dtype(name, dtype, true)
-        if dt == nil then return f(self, dim) end
-        return f(self:to(dt), dim)
-    end
-end
+local opt_dtype = tensor.opt_dtype
 
 -- norm(p, dim, keepdim [, dtype]): Torch's dtype, a float one, the input
--- cast to it first; it was ignored silently.
+-- cast to it first; it was ignored silently.  (softmax's dtype is in
+-- grad_ops.lua: a wrapper here kept a user's loop of softmax from compiling.)
 do
     local norm = Tensor.norm
     Tensor.norm = function(self, p, dim, keepdim, dtype)

@@ -487,7 +487,18 @@ function M.install(ag)
             return y * (g - (gy:dim() == 0 and gy or gy:sum(d, true))) -- (a 0-dim x is one line)
         end, {y})
     end
-    Tensor.softmax = function(x, dim)
+    -- softmax(dim [, dtype]) and log_softmax: Torch's dtype (a float
+    -- dtype's name, or {dtype = name}): the input cast to it first, the
+    -- result of it (float32 scores softmaxed in float64).  It was ignored
+    -- silently.  (Here, not in a wrapper around the op: a user's loop of
+    -- softmax then compiled no more.)
+    local function softmax_input(name, x, dtype)
+        if not is_tensor(x) then return x end -- (the op itself names what x is)
+        local dt = tensor.opt_dtype(name, dtype, true)
+        return dt and x:to(dt) or x
+    end
+    Tensor.softmax = function(x, dim, dtype)
+        if dtype ~= nil then x = softmax_input("softmax", x, dtype) end
         local y = raw.softmax(x, dim)
         if needs(x) then rec_softmax(x, dim, y) end
         return y
@@ -499,7 +510,8 @@ function M.install(ag)
             return g - y:exp() * (g:dim() == 0 and g or g:sum(d, true)) -- (a 0-dim x is one line)
         end, {y})
     end
-    Tensor.log_softmax = function(x, dim)
+    Tensor.log_softmax = function(x, dim, dtype)
+        if dtype ~= nil then x = softmax_input("log_softmax", x, dtype) end
         local y = raw.log_softmax(x, dim)
         if needs(x) then rec_log_softmax(x, dim, y) end
         return y

@@ -2967,6 +2967,20 @@ M.gpu_id = gpu_id -- (fname, dev): the id of a GPU given as ordo.gpu(n) or n (de
 M.Tensor = Tensor
 M.DT_NAME = DT_NAME
 M.parse_dtype = parse_dtype
+
+-- An op's optional dtype argument (a name, or {dtype = name}) as a dtype's
+-- name, nil for none; float: it must be a float dtype.
+function M.opt_dtype(name, dtype, float)
+    if type(dtype) == "table" and getmetatable(dtype) == nil then
+        dtype = util.check_opts(name, dtype, {dtype = true}).dtype
+        if dtype == nil then return nil end
+    end
+    local dt = DT_NAME[parse_dtype(name, dtype)]
+    if float and not dt:match("^float") then
+        fail(fmt("%s: dtype must be float32 or float64, got %s", name, dt))
+    end
+    return dt
+end
 M.shape_of = shape_of
 M.broadcast_shape = broadcast_tbl -- (fname, {shape, ...}): the shape they broadcast to, or raises naming fname
 M.norm_dim = norm_dim

@@ -305,9 +305,10 @@ function M.log_softmax(x, dim, dtype)
     check_tensor("log_softmax", "input", x)
     return x:log_softmax(dim, dtype)
 end
+local function softmax_of_neg(x, dim, dtype) return (-x):softmax(dim, dtype) end
 function M.softmin(x, dim, dtype)
     check_tensor("softmin", "input", x)
-    local ok, r = pcall(function() return (-x):softmax(dim, dtype) end)
+    local ok, r = pcall(softmax_of_neg, x, dim, dtype)
     if not ok then error((tostring(r):gsub("softmax: ", "softmin: ", 1)), 0) end
     return r
 end
