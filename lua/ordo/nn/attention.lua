@@ -34,15 +34,20 @@ local check_devices = tensor.check_devices
 local FLOAT = {float32 = true, float64 = true}
 
 -- A mask given as argument what of fname, checked against the query q: a
--- tensor on q's device, a float one of q's dtype (Torch refuses a float
--- mask of another dtype; added, it would silently turn the scores, and
--- the output, into its dtype).
+-- tensor on q's device, uint8 (boolean) or a float one of q's dtype (Torch
+-- refuses a float mask of another dtype; added, it would silently turn the
+-- scores, and the output, into its dtype; and it takes only bool and float
+-- masks: an int32 or int64 one was taken as boolean without a word).
 local function check_mask(fname, what, mask, q)
     if mask == nil then return end
     check_tensor(fname, what, mask)
     if mask:device() ~= q:device() then
         fail(fmt("%s: expected all tensors on one device, got %s (the query) and %s (%s)", fname,
                  tostring(q:device()), tostring(mask:device()), what))
+    end
+    if mask:dtype() ~= "uint8" and not FLOAT[mask:dtype()] then
+        fail(fmt("%s: %s must be uint8 (a boolean mask) or the query's float dtype %s, got %s", fname, what,
+                 q:dtype(), mask:dtype()))
     end
     if FLOAT[mask:dtype()] and mask:dtype() ~= q:dtype() then
         fail(fmt("%s: %s is %s but the query %s: a float mask (added to the scores) must have the query's dtype, " ..
