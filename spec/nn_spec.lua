@@ -189,6 +189,50 @@ describe("nn modules", function()
                  "register_parameter: i must be a float tensor", "int64")
     end)
 
+    it("m.training takes a boolean only: a module or anything else assigned to it raises", function()
+        -- before: m.training = nn.ReLU() (or 0, or "no") was taken silently, and a truthy non-boolean trained
+        local x = ordo.randn({4, 3})
+        local made = {Linear = nn.Linear(3, 3), Sequential = nn.Sequential(nn.Linear(3, 3)),
+                      ModuleList = nn.ModuleList({nn.ReLU()}), BatchNorm1d = nn.BatchNorm1d(3),
+                      Dropout = nn.Dropout(0.5)}
+        for _, cls in ipairs({"Linear", "Sequential", "ModuleList", "BatchNorm1d", "Dropout"}) do
+            local m = made[cls]
+            for _, c in ipairs({{nn.ReLU(), "nn.ReLU"}, {0, "number"}, {"no", "string"},
+                                {ordo.zeros({1}), "ordo.Tensor"}}) do
+                H.raises(function() m.training = c[1] end,
+                         cls .. ": training must be a boolean (or use m:train(mode), m:eval())", "got " .. c[2])
+                assert.is_true(m.training)
+            end
+            H.raises(function() m.training = nil end, cls .. ": training must be a boolean", "got nil")
+            assert.is_true(m.training)
+            m.training = false
+            assert.is_false(m.training)
+            m.training = true
+            assert.is_true(m.training)
+            m:eval()
+            assert.is_false(m.training)
+            m:train()
+            assert.is_true(m.training)
+        end
+        -- a Dropout set to eval by assignment is the identity, as by eval()
+        local d = nn.Dropout(0.5)
+        d.training = false
+        assert.same(x:totable(), d(x):totable())
+        -- children by assignment still register, and a user's module may set training in its own methods
+        local Net = nn.Module:extend("TrainNet")
+        function Net:init() self.lin = nn.Linear(3, 2); self.training = false end
+        function Net:forward(t) return self.lin(t) end
+        local n = Net()
+        assert.is_false(n.training)
+        assert.equals(2, #n:parameters())
+        n:train()
+        assert.is_true(n.training and n.lin.training)
+        H.raises(function() n.training = nn.Linear(1, 1) end, "TrainNet: training must be a boolean", "got nn.Linear")
+        assert.equals(2, #n:parameters())
+        -- nor a buffer, a parameter or a ModuleDict entry named training
+        H.raises(function() nn.ModuleDict({training = nn.ReLU()}) end, "cannot use training")
+    end)
+
     it("a plain tensor assigned over a parameter raises when the parameters are listed (it never trained)", function()
         local l = nn.Linear(2, 2)
         l.weight = ordo.randn(2, 2) -- (as Torch's TypeError: the weight was listed, and silently frozen)

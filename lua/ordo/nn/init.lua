@@ -139,7 +139,41 @@ local function check_child_name(fname, self, name)
     end
 end
 
+-- m.training: a boolean, held in the instance's _training; it is no field
+-- of the instance's own, so that every assignment to it meets
+-- module_newindex, which refuses anything else (m.training = nn.ReLU() or
+-- = 0 was taken without a word, and a truthy one trained).
+local function check_training(self, v)
+    if type(v) ~= "boolean" then
+        fail(fmt("%s: training must be a boolean (or use m:train(mode), m:eval()), got %s",
+                 self._class_name or "Module", typename(v)))
+    end
+end
+
+-- A class's __index: m.training from _training, a number from idx when
+-- given (seq[i] of Sequential and ModuleList, and of their subclasses),
+-- anything else from the class.
+local function index_of(cls, idx)
+    if idx then
+        cls._number_index = idx
+        return function(o, k)
+            if k == "training" then return rawget(o, "_training") end
+            if type(k) == "number" then return idx(o, k) end
+            return cls[k]
+        end
+    end
+    return function(o, k)
+        if k == "training" then return rawget(o, "_training") end
+        return cls[k]
+    end
+end
+
 local function module_newindex(self, name, v)
+    if name == "training" then
+        check_training(self, v)
+        rawset(self, "_training", v)
+        return
+    end
     if is_module(v) then
         check_child_name(self._class_name or "Module", self, name)
         -- a child found first keeps its place before this one (add_module, which containers call
@@ -155,24 +189,21 @@ end
 function Module:extend(name)
     if type(name) ~= "string" then fail("extend: expected a class name, got " .. typename(name)) end
     local cls = {__name = "nn." .. name, _class_name = name}
-    cls.__index = cls
+    cls.__index = index_of(cls)
+    cls.__methods = cls -- (where the REPL's completion and help() find the methods: __index is a function)
     cls.__call = instance_call
     cls.__newindex = module_newindex
     cls.__tostring = Module.__tostring
     setmetatable(cls, {__index = self, __call = function(c, ...) return c.new(...) end})
-    local idx, nidx = rawget(self, "__index"), rawget(self, "__newindex")
-    if type(idx) == "function" then
+    local idx = self._number_index
+    if idx then
         -- a subclass of Sequential or ModuleList: seq[i] and seq[i] = m
         -- stay theirs (the methods found in the subclass first)
-        cls.__index = function(o, k)
-            if type(k) == "number" then return idx(o, k) end
-            return cls[k]
-        end
-        cls.__newindex = nidx
-        cls.__methods = cls
+        cls.__index = index_of(cls, idx)
+        cls.__newindex = rawget(self, "__newindex")
     end
     cls.new = function(...)
-        local o = setmetatable({_param_names = {}, _buffer_names = {}, _module_names = {}, training = true}, cls)
+        local o = setmetatable({_param_names = {}, _buffer_names = {}, _module_names = {}, _training = true}, cls)
         o:init(...)
         return o
     end
@@ -1672,11 +1703,7 @@ end
 -- index a nil value"), and seq[1] = m added a child named 1 after the others.
 for _, cls in ipairs({Sequential, ModuleList}) do
     local name = cls._class_name
-    cls.__methods = cls -- (where the REPL's completion and help() find the methods: __index is a function)
-    cls.__index = function(self, k)
-        if type(k) == "number" then return cls.get(self, k) end
-        return cls[k]
-    end
+    cls.__index = index_of(cls, function(self, k) return cls.get(self, k) end)
     cls.__newindex = function(self, k, v)
         if type(k) ~= "number" then return module_newindex(self, k, v) end
         k = container_index(name, k, rawget(self, "n"))
@@ -1707,7 +1734,7 @@ function ModuleDict:init(modules)
 end
 function ModuleDict:set(name, m)
     -- not a method's name, nor a field of the module's own (training...)
-    if type(name) ~= "string" or name:find("[%s%.]") or name == "" or ModuleDict[name] ~= nil or
+    if type(name) ~= "string" or name:find("[%s%.]") or name == "" or name == "training" or ModuleDict[name] ~= nil or
         (rawget(self, name) ~= nil and not self:_has(self._module_names, name)) then
         fail(fmt("ModuleDict: cannot use %s as a name", tostring(name)))
     end
