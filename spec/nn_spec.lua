@@ -64,7 +64,8 @@ describe("nn modules", function()
         assert.matches("in_features must be a positive integer", err)
         ok, err = pcall(function() nn.Linear(5, 3)(ordo.randn({2, 4})) end)
         assert.is_false(ok)
-        assert.matches("linear: input of shape 2x4 does not match weight 3x5", err)
+        -- (named after the class, as its other errors; F.linear's are linear's)
+        assert.matches("Linear: input of shape 2x4 does not match weight 3x5", err)
         -- F.linear's bias has one value per output: another shape broadcast in the forward and raised only at
         -- backward, its gradient being of shape out
         local x, w = ordo.randn({3, 4}), ordo.randn({2, 4})
@@ -106,7 +107,51 @@ describe("nn modules", function()
         -- too few: the input is checked (Softmax and LogSoftmax raised a bare Lua error on nil)
         H.raises(function() nn.Softmax(2)() end, "Softmax: input must be a tensor, got nil")
         H.raises(function() nn.LogSoftmax(2)(3) end, "LogSoftmax: input must be a tensor, got number")
-        H.raises(function() l() end, "linear: input must be a tensor, got nil")
+        H.raises(function() l() end, "Linear: input must be a tensor, got nil")
+    end)
+
+    it("a module's errors name its class (Linear: ...), not the functional form it calls (linear: ...)", function()
+        -- before: nn.Linear said "linear: ...", nn.MSELoss "mse_loss: ...", nn.ReLU "relu: ..."
+        local singles = {
+            Linear = nn.Linear(3, 2), ReLU = nn.ReLU(), Tanh = nn.Tanh(), Sigmoid = nn.Sigmoid(), SiLU = nn.SiLU(),
+            SELU = nn.SELU(), ReLU6 = nn.ReLU6(), Hardsigmoid = nn.Hardsigmoid(), Hardswish = nn.Hardswish(),
+            Mish = nn.Mish(), Softsign = nn.Softsign(), LogSigmoid = nn.LogSigmoid(), GELU = nn.GELU(),
+            Softplus = nn.Softplus(), Hardtanh = nn.Hardtanh(), LeakyReLU = nn.LeakyReLU(), ELU = nn.ELU(),
+            PReLU = nn.PReLU(), LayerNorm = nn.LayerNorm(3), RMSNorm = nn.RMSNorm(3), GroupNorm = nn.GroupNorm(1, 3),
+            ZeroPad2d = nn.ZeroPad2d(1), ReflectionPad1d = nn.ReflectionPad1d(1), PixelShuffle = nn.PixelShuffle(2),
+            PixelUnshuffle = nn.PixelUnshuffle(2), Dropout = nn.Dropout(0.5), Dropout2d = nn.Dropout2d(0.5),
+            Embedding = nn.Embedding(3, 2), Unfold = nn.Unfold(2), Fold = nn.Fold({4, 4}, 2),
+            AdaptiveAvgPool2d = nn.AdaptiveAvgPool2d(2), AdaptiveMaxPool1d = nn.AdaptiveMaxPool1d(2),
+        }
+        for name, m in pairs(singles) do
+            H.raises(function() m("x") end, name .. ": ", "must be a tensor, got string")
+        end
+        for _, name in ipairs({"MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
+                               "KLDivLoss", "CrossEntropyLoss", "NLLLoss"}) do
+            H.raises(function() nn[name]()("x", "y") end, name .. ": ", "must be a tensor, got string")
+        end
+        for _, name in ipairs({"MarginRankingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "GaussianNLLLoss"}) do
+            H.raises(function() nn[name]()("x", "y", "z") end, name .. ": ", "must be a tensor, got string")
+        end
+        -- the other messages too, otherwise the same
+        H.raises(function() nn.Linear(3, 2)(ordo.zeros(4, 5)) end,
+                 "Linear: input of shape 4x5 does not match weight 2x3 (expected a last dim of 3)")
+        H.raises(function() nn.LayerNorm(3)(ordo.zeros(4, 5)) end,
+                 "LayerNorm: input of shape 4x5 does not end in the normalized shape 3")
+        H.raises(function() nn.Embedding(3, 2)(ordo.zeros(4)) end,
+                 "Embedding: indices must be int64 or int32 (from 1), got float32")
+        H.raises(function() nn.MSELoss()(ordo.zeros(4, 5), ordo.zeros(3)) end, "MSELoss: ")
+        H.raises(function() nn.Dropout(0.5)(ordo.zeros({2}, "int32")) end,
+                 "Dropout: input must be float32 or float64, got int32")
+        H.raises(function() nn.ReflectionPad1d(3)(ordo.zeros(1, 2)) end, "ReflectionPad1d: reflect padding of 3 and 3")
+        H.raises(function() nn.CrossEntropyLoss()(ordo.zeros(3), ordo.tensor(4, "int64")):item() end,
+                 "CrossEntropyLoss")
+        -- the functional forms keep their own names
+        H.raises(function() F.linear(ordo.zeros(4, 5), ordo.zeros(2, 3)) end, "linear: input of shape 4x5")
+        H.raises(function() F.mse_loss("x", ordo.zeros(2)) end, "mse_loss: input must be a tensor")
+        H.raises(function() F.relu("x") end, "relu: input must be a tensor")
+        H.raises(function() F.pad(ordo.zeros(1, 2), {3, 3}, {mode = "reflect"}) end, "pad: reflect padding of 3")
+        H.raises(function() F.embedding(ordo.zeros(4), ordo.zeros(3, 2)) end, "embedding: indices must be int64")
     end)
 
     it("Sequential chains modules; parameters are ordered and named", function()
@@ -724,7 +769,8 @@ describe("nn modules", function()
         H.raises(function() F.nll_loss(x, ordo.tensor({1, 2, 3}, "int64")) end, "nll_loss", "0-dim target")
         -- the input and the target swapped: said so
         H.raises(function() nn.CrossEntropyLoss()(ordo.tensor({1, 2}, "int64"), ordo.randn({2, 3})) end,
-                 "cross_entropy: target of shape 2x3 for an input of shape 2", "the scores come first")
+                 "CrossEntropyLoss: target of shape 2x3 for an input of shape 2", "the scores come first",
+                 "CrossEntropyLoss(input, target)")
         H.raises(function() F.cross_entropy(x, ordo.tensor(4, "int64")):item() end, "cross_entropy", "index 4 out of range")
         -- one_hot named when an op it is made of fails (8 TiB of classes)
         H.raises(function() return F.one_hot(ordo.tensor({1, 2}, "int64"), 2 ^ 40) end, "one_hot: arange: out of memory")
@@ -805,14 +851,14 @@ describe("nn modules", function()
         H.raises(function() F.triplet_margin_loss(a3, a3, a3, {eps = "x"}) end, "triplet_margin_loss: option eps")
         H.raises(function() F.triplet_margin_loss(a3, a3, a3, {swap = 1}) end, "triplet_margin_loss: option swap",
                  "boolean")
-        H.raises(function() nn.TripletMarginLoss()(a3, a3) end, "triplet_margin_loss: negative must be a tensor")
+        H.raises(function() nn.TripletMarginLoss()(a3, a3) end, "TripletMarginLoss: negative must be a tensor")
         H.raises(function() F.triplet_margin_loss(a3, b3, a3) end, "triplet_margin_loss: shapes 2x3, 2x4 and 2x3")
         H.raises(function() F.cosine_embedding_loss(a3, b3, ordo.ones({2})) end, "cosine_embedding_loss: shapes 2x3 and 2x4")
         H.raises(function() F.cosine_embedding_loss(a3, nil, ordo.ones({2})) end, "cosine_embedding_loss: input2")
         local v2 = ordo.ones({2})
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = "x"}) end, "gaussian_nll_loss: option eps")
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = -1}) end, "gaussian_nll_loss: eps must be > 0")
-        H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "gaussian_nll_loss: option full", "boolean")
+        H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "GaussianNLLLoss: option full", "boolean")
     end)
 
     it("MSELoss; gradcheck", function()
@@ -903,7 +949,7 @@ describe("nn modules", function()
                   F[f](x, ordo.tensor({{1, 2}, {1, 2}}, D), {reduction = "sum"}):item())
             close(F[f](x, 1, {reduction = "sum"}):item(), F[f](x, ordo.ones({2, 2}, D), {reduction = "sum"}):item())
         end
-        H.raises(function() nn.MSELoss()(ordo.randn({4, 1}), ordo.randn({4})) end, "mse_loss", "4x4")
+        H.raises(function() nn.MSELoss()(ordo.randn({4, 1}), ordo.randn({4})) end, "MSELoss: target", "4x4")
         -- the same for the other losses of elementwise operands (Torch refuses margin_ranking's too)
         local ones = ordo.ones({3})
         H.raises(function() F.margin_ranking_loss(ordo.randn({3, 1}), ordo.randn({3}), ones) end,
@@ -938,7 +984,7 @@ describe("nn modules", function()
             local l = F.binary_cross_entropy(ordo.tensor({0.2, bad, 0.3}), y)
             H.raises(function() return l:item() end, "binary_cross_entropy", "at element 2 is outside [0, 1]")
             local m = nn.BCELoss()(ordo.tensor({0.2, bad, 0.3}), y)
-            H.raises(function() return m:item() end, "binary_cross_entropy", "outside [0, 1]")
+            H.raises(function() return m:item() end, "BCELoss", "outside [0, 1]")
         end
         -- integer probabilities compute in float and are checked the same way (an int64 2 gave NaN)
         local li = F.binary_cross_entropy(ordo.tensor({0, 2, 1}, "int64"), y)
@@ -1078,7 +1124,7 @@ describe("nn modules", function()
         assert.equals(3, #pr:parameters() == 1 and pr.weight:numel() or 0)
         H.raises(function() nn.Hardtanh(2, 1) end, "Hardtanh", "min_val <= max_val")
         H.raises(function() nn.ELU("a") end, "ELU", "alpha", "string")
-        H.raises(function() pr(ordo.zeros(2, 4)) end, "prelu", "shape 1 or the 4 channels", "got 3")
+        H.raises(function() pr(ordo.zeros(2, 4)) end, "PReLU: weight", "shape 1 or the 4 channels", "got 3")
         H.raises(function() nn.PReLU(1, {ini = 1}) end, "PReLU", "unknown option 'ini'")
     end)
 
@@ -1311,7 +1357,8 @@ describe("nn modules", function()
         H.raises(function() nn.ZeroPad2d({1, 2}) end, "ZeroPad2d", "4 of them", "got 2 of them")
         H.raises(function() nn.ConstantPad1d(1) end, "ConstantPad1d", "value")
         H.raises(function() F.pixel_shuffle(ordo.zeros({1, 3, 2, 2}), 2) end, "pixel_shuffle", "C*4", "1x3x2x2")
-        H.raises(function() nn.PixelUnshuffle(2)(ordo.zeros({1, 1, 3, 2})) end, "pixel_unshuffle", "multiples of 2")
+        H.raises(function() nn.PixelUnshuffle(2)(ordo.zeros({1, 1, 3, 2})) end, "PixelUnshuffle: expected",
+                 "multiples of 2")
         -- a copy for a factor of 1 too, as Torch's (it gave a view of the input)
         local p = ordo.ones({1, 2, 2, 2})
         F.pixel_shuffle(p, 1):fill_(0)
@@ -1722,9 +1769,9 @@ describe("nn modules", function()
         close(tg.grad:totable(), {0, math.log(0.5) + 3, math.log(0.25) + 4}, 1e-12)
         assert.is_true(ag.gradcheck(function(u, v) return F.kl_div(u, v, {reduction = "batchmean"}) end,
                                     {ordo.randn({2, 3}, D):requires_grad(), ordo.rand({2, 3}, D):add(0.1):requires_grad()}))
-        H.raises(function() return nn.HuberLoss({delta = 0}) (a, b) end, "huber_loss", "delta")
+        H.raises(function() return nn.HuberLoss({delta = 0}) (a, b) end, "HuberLoss: delta")
         H.raises(function() return nn.SmoothL1Loss({betta = 1}) end, "SmoothL1Loss", "unknown option 'betta'")
-        H.raises(function() return nn.BCELoss()(p, ordo.zeros(4)) end, "binary_cross_entropy", "4", "5")
+        H.raises(function() return nn.BCELoss()(p, ordo.zeros(4)) end, "BCELoss", "4", "5")
         H.raises(function() return nn.KLDivLoss({reduction = "avg"}) end, "KLDivLoss", "batchmean", "avg")
         H.raises(function() return F.kl_div(logq, tgt, {reduction = "avg"}) end, "kl_div", "batchmean", "avg")
         H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = 1}) end, "label_smoothing")

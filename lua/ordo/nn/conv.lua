@@ -618,8 +618,8 @@ local UNFOLD_OPTS = {stride = true, padding = true, dilation = true}
 -- F.unfold, im2col): x N×C×H×W (or C×H×W) -> N × C·kh·kw × L, a column
 -- per window position (L of them, row-major), rows ordered channel, then
 -- kernel row, then kernel column.  Its gradient is fold's.
-function M.unfold(x, k, opts)
-    local fname = "unfold"
+function M.unfold(x, k, opts, who)
+    local fname = type(who) == "string" and who or "unfold"
     check_tensor(fname, "input", x)
     opts = opts_of(fname, opts, UNFOLD_OPTS)
     local kh, kw = pair(fname, "kernel size", k)
@@ -647,8 +647,8 @@ end
 -- (Torch's F.fold, col2im): unfold's adjoint, x N × C·kh·kw × L (or
 -- C·kh·kw × L) summed back into N×C×H×W, {H, W} = output_size,
 -- overlapping windows adding up.
-function M.fold(x, output_size, k, opts)
-    local fname = "fold"
+function M.fold(x, output_size, k, opts, who)
+    local fname = type(who) == "string" and who or "fold"
     check_tensor(fname, "input", x)
     opts = opts_of(fname, opts, UNFOLD_OPTS)
     local H, W = pair(fname, "output size", output_size)
@@ -1111,17 +1111,21 @@ local function adaptive_max_pool1d(fname, x, size)
 end
 -- (an output size too large fails as the allocation of its bins, named
 -- after the op: "adaptive_max_pool1d: arange: out of memory ...")
-function M.adaptive_avg_pool2d(x, size)
-    return own_errors("adaptive_avg_pool2d", pcall(adaptive_avg_pool2d, "adaptive_avg_pool2d", x, size))
+function M.adaptive_avg_pool2d(x, size, who)
+    local fname = type(who) == "string" and who or "adaptive_avg_pool2d"
+    return own_errors(fname, pcall(adaptive_avg_pool2d, fname, x, size))
 end
-function M.adaptive_avg_pool1d(x, size)
-    return own_errors("adaptive_avg_pool1d", pcall(adaptive_avg_pool1d, "adaptive_avg_pool1d", x, size))
+function M.adaptive_avg_pool1d(x, size, who)
+    local fname = type(who) == "string" and who or "adaptive_avg_pool1d"
+    return own_errors(fname, pcall(adaptive_avg_pool1d, fname, x, size))
 end
-function M.adaptive_max_pool2d(x, size)
-    return own_errors("adaptive_max_pool2d", pcall(adaptive_max_pool2d, "adaptive_max_pool2d", x, size))
+function M.adaptive_max_pool2d(x, size, who)
+    local fname = type(who) == "string" and who or "adaptive_max_pool2d"
+    return own_errors(fname, pcall(adaptive_max_pool2d, fname, x, size))
 end
-function M.adaptive_max_pool1d(x, size)
-    return own_errors("adaptive_max_pool1d", pcall(adaptive_max_pool1d, "adaptive_max_pool1d", x, size))
+function M.adaptive_max_pool1d(x, size, who)
+    local fname = type(who) == "string" and who or "adaptive_max_pool1d"
+    return own_errors(fname, pcall(adaptive_max_pool1d, fname, x, size))
 end
 
 -- ---------------------------------------------------------------- batch_norm
@@ -1671,7 +1675,7 @@ function M.install(nn)
         self.kernel_size = {pair("Unfold", "kernel_size", k)}
         self.options = unfold_options("Unfold", opts)
     end
-    function Unfold:forward(x) return M.unfold(x, self.kernel_size, self.options) end
+    function Unfold:forward(x) return M.unfold(x, self.kernel_size, self.options, "Unfold") end
     function Unfold:extra_repr() return fmt("kernel %dx%d", self.kernel_size[1], self.kernel_size[2]) end
     local Fold = Module:extend("Fold")
     nn.Fold = Fold
@@ -1680,7 +1684,7 @@ function M.install(nn)
         self.kernel_size = {pair("Fold", "kernel_size", k)}
         self.options = unfold_options("Fold", opts)
     end
-    function Fold:forward(x) return M.fold(x, self.output_size, self.kernel_size, self.options) end
+    function Fold:forward(x) return M.fold(x, self.output_size, self.kernel_size, self.options, "Fold") end
     function Fold:extra_repr()
         return fmt("output %dx%d, kernel %dx%d", self.output_size[1], self.output_size[2], self.kernel_size[1],
                    self.kernel_size[2])
@@ -1763,7 +1767,7 @@ function M.install(nn)
             end
             self.output_size = size
         end
-        function cls:forward(x) return f(x, self.output_size) end
+        function cls:forward(x) return f(x, self.output_size, name) end
         function cls:extra_repr()
             local s = self.output_size
             if type(s) ~= "table" then return tostring(s) end

@@ -1226,7 +1226,7 @@ function Linear:init(nin, nout, opts)
     end
 end
 
-function Linear:forward(x) return F.linear(x, self.weight, self.bias) end
+function Linear:forward(x) return F.linear(x, self.weight, self.bias, "Linear") end
 function Linear:extra_repr()
     return fmt("%d -> %d%s", self.in_features, self.out_features, self.bias and "" or ", no bias")
 end
@@ -1240,7 +1240,7 @@ local function activation(name, fn)
             fail(fmt("%s: takes no options, got %s", name, typename((...))))
         end
     end
-    cls.forward = function(_, x) return fn(x) end
+    cls.forward = function(_, x) return fn(x, name) end
     M[name] = cls
     return cls
 end
@@ -1262,7 +1262,7 @@ function GELU:init(a)
     end
     self.approximate = a or "none"
 end
-function GELU:forward(x) return F.gelu(x, self.approximate) end
+function GELU:forward(x) return F.gelu(x, self.approximate, "GELU") end
 function GELU:extra_repr() return "approximate = " .. self.approximate end
 -- Softplus(beta = 1, threshold = 20), or Softplus({beta =, threshold =}):
 -- log(1 + exp(beta x)) / beta, x itself where beta x > threshold (Torch's).
@@ -1283,7 +1283,7 @@ function Softplus:init(beta, threshold)
     end
     self.beta, self.threshold = beta, threshold
 end
-function Softplus:forward(x) return F.softplus(x, self.beta, self.threshold) end
+function Softplus:forward(x) return F.softplus(x, self.beta, self.threshold, "Softplus") end
 function Softplus:extra_repr() return fmt("beta = %g, threshold = %g", self.beta, self.threshold) end
 activation("SELU", F.selu)
 activation("ReLU6", F.relu6)
@@ -1302,7 +1302,7 @@ local function activation_with(name, field, default, fn)
         if type(v) ~= "number" then fail(fmt("%s: %s must be a number, got %s", name, field, typename(v))) end
         self[field] = v
     end
-    cls.forward = function(self, x) return fn(x, self[field]) end
+    cls.forward = function(self, x) return fn(x, self[field], name) end
     cls.extra_repr = function(self) return fmt("%s = %g", field, self[field]) end
     M[name] = cls
     return cls
@@ -1322,7 +1322,7 @@ function Hardtanh:init(min_val, max_val)
     end
     self.min_val, self.max_val = min_val, max_val
 end
-function Hardtanh:forward(x) return F.hardtanh(x, self.min_val, self.max_val) end
+function Hardtanh:forward(x) return F.hardtanh(x, self.min_val, self.max_val, "Hardtanh") end
 function Hardtanh:extra_repr() return fmt("%g, %g", self.min_val, self.max_val) end
 
 -- PReLU(num_parameters = 1 [, {init = 0.25, dtype =, device =}]): a learned
@@ -1338,7 +1338,7 @@ function PReLU:init(n, opts)
     self.num_parameters = n
     self:register_parameter("weight", tensor.full({n}, init_v, util.param_opts(opts, self)))
 end
-function PReLU:forward(x) return F.prelu(x, self.weight) end
+function PReLU:forward(x) return F.prelu(x, self.weight, "PReLU") end
 function PReLU:extra_repr() return fmt("%d", self.num_parameters) end
 
 -- LayerNorm(shape [, {eps = 1e-5, affine = true, bias = true, dtype =,
@@ -1379,7 +1379,9 @@ function LayerNorm:init(shape, opts)
         if opts.bias ~= false then self:register_parameter("bias", tensor.zeros(shape, topts)) end
     end
 end
-function LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
+function LayerNorm:forward(x)
+    return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps, "LayerNorm")
+end
 function LayerNorm:extra_repr() return fmt("%s, eps = %g", tensor.shape_str(self.normalized_shape), self.eps) end
 
 -- RMSNorm(shape [, {eps, elementwise_affine = true, dtype =, device =}])
@@ -1405,7 +1407,7 @@ function RMSNorm:init(shape, opts)
         self:register_parameter("weight", tensor.ones(shape, util.param_opts(opts, self)))
     end
 end
-function RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps) end
+function RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps, "RMSNorm") end
 function RMSNorm:extra_repr()
     return fmt("%s, eps = %s", tensor.shape_str(self.normalized_shape), self.eps and fmt("%g", self.eps) or "None")
 end
@@ -1439,7 +1441,7 @@ function GroupNorm:forward(x)
     if is_tensor(x) and (x:dim() < 2 or x:size(2) ~= self.num_channels) then
         fail(fmt("GroupNorm: expected an input of shape N x %d x ..., got %s", self.num_channels, shape_str(x)))
     end
-    return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+    return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps, "GroupNorm")
 end
 function GroupNorm:extra_repr() return fmt("%d groups, %d channels, eps = %g", self.num_groups, self.num_channels, self.eps) end
 
@@ -1469,7 +1471,7 @@ local function pad_class(name, mode, sides, with_value)
         end
         self.padding, self.value = p, with_value and value or 0
     end
-    function cls:forward(x) return F.pad(x, self.padding, {mode = mode, value = self.value}) end
+    function cls:forward(x) return F.pad(x, self.padding, {mode = mode, value = self.value}, name) end
     function cls:extra_repr() return table.concat(self.padding, ", ") end
 end
 pad_class("ZeroPad1d", "constant", 2)
@@ -1489,7 +1491,7 @@ local function factor_class(name, fn)
         check_int(name, "factor", r)
         self.factor = r
     end
-    function cls:forward(x) return fn(x, self.factor) end
+    function cls:forward(x) return fn(x, self.factor, name) end
     function cls:extra_repr() return tostring(self.factor) end
 end
 factor_class("PixelShuffle", F.pixel_shuffle)
@@ -1606,7 +1608,7 @@ local function dropout_class(name, fn)
         end
         self.p = p
     end
-    function cls:forward(x) return fn(x, self.p, self.training) end
+    function cls:forward(x) return fn(x, self.p, self.training, nil, name) end
     function cls:extra_repr() return fmt("p = %g", self.p) end
 end
 dropout_class("Dropout", F.dropout)
@@ -1808,7 +1810,7 @@ local function loss(name, fn, extra)
         for _, k in ipairs(LOSS_TENSOR_OPTS) do
             if allowed[k] then o[k] = self[k] end
         end
-        return fn(input, target, o)
+        return fn(input, target, o, name)
     end
     M[name] = cls
     return cls
@@ -1834,7 +1836,7 @@ local function loss3(name, fn, allowed)
         self.options = {}
         for k, v in pairs(opts) do self.options[k] = v end
     end
-    cls.forward = function(self, a, b, c) return fn(a, b, c, self.options) end
+    cls.forward = function(self, a, b, c) return fn(a, b, c, self.options, name) end
     return cls
 end
 loss3("MarginRankingLoss", F.margin_ranking_loss, {margin = true, reduction = true})
