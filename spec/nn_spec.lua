@@ -154,6 +154,40 @@ describe("nn modules", function()
         H.raises(function() F.embedding(ordo.zeros(4), ordo.zeros(3, 2)) end, "embedding: indices must be int64")
     end)
 
+    it("a module prints the options that change what it computes (tostring)", function()
+        -- before: each of these printed as if made with the defaults (MaxPool2d's padding, Embedding's
+        -- padding_idx, Softmax's dim, a padding value, an RNN's relu, no bias, no affine were left out)
+        local cases = {
+            {nn.MaxPool2d(3, {stride = 1, padding = 1}), "MaxPool2d(kernel 3x3, stride 1x1, padding 1x1)"},
+            {nn.MaxPool1d(3, {stride = 1, padding = 1}), "MaxPool1d(kernel 3, stride 1, padding 1)"},
+            {nn.Embedding(10, 3, {padding_idx = 2}), "Embedding(10, 3, padding_idx = 2)"},
+            {nn.Embedding(10, 3), "Embedding(10, 3)"},
+            {nn.Softmax(2), "Softmax(dim = 2)"}, {nn.LogSoftmax(-1), "LogSoftmax(dim = -1)"},
+            {nn.Unflatten(2, {2, 3}), "Unflatten(2, 2x3)"},
+            {nn.ConstantPad1d(2, 3.5), "ConstantPad1d(2, 2, value = 3.5)"}, {nn.ZeroPad2d(1), "ZeroPad2d(1, 1, 1, 1)"},
+            {nn.BatchNorm1d(3, {affine = false, track_running_stats = false}),
+             "BatchNorm1d(3, eps = 1e-05, momentum = 0.1, no affine, no running stats)"},
+            {nn.LayerNorm(4, {elementwise_affine = false}), "LayerNorm(4, eps = 1e-05, no affine)"},
+            {nn.LayerNorm(4, {bias = false}), "LayerNorm(4, eps = 1e-05, no bias)"},
+            {nn.RNN(2, 3, {nonlinearity = "relu"}), "RNN(2 -> 3, 1 layer, relu)"},
+            {nn.GRU(2, 3, {bias = false}), "GRU(2 -> 3, 1 layer, no bias)"},
+            {nn.GRUCell(2, 3, {bias = false}), "GRUCell(2 -> 3, no bias)"},
+            {nn.LSTMCell(2, 3, {bias = false}), "LSTMCell(2 -> 3, no bias)"},
+            {nn.RNNCell(2, 3, {bias = false}), "RNNCell(2 -> 3, tanh, no bias)"},
+        }
+        cases[#cases + 1] = {nn.AvgPool2d(2, {padding = 1, count_include_pad = false}),
+                             "AvgPool2d(kernel 2x2, stride 2x2, padding 1x1, count_include_pad = false)"}
+        for _, c in ipairs(cases) do assert.equals(c[2], tostring(c[1])) end
+        -- Softmax's dim is checked when the module is made (it raised at the first forward)
+        H.raises(function() nn.Softmax("x") end, 'Softmax: dim must be an integer, got "x"')
+        H.raises(function() nn.LogSoftmax(1.5) end, "LogSoftmax: dim must be an integer, got 1.5")
+        -- Unflatten keeps its own copy of the sizes
+        local sizes = {2, 3}
+        local u = nn.Unflatten(2, sizes)
+        sizes[2] = 5
+        assert.same({4, 2, 3}, u(ordo.zeros(4, 6)):shape())
+    end)
+
     it("Sequential chains modules; parameters are ordered and named", function()
         local m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
         local names = {}

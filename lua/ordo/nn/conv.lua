@@ -1630,7 +1630,9 @@ function M.install(nn)
         end
         function cls:extra_repr()
             local s = fmt("kernel %d, stride %d", self.kernel_size, self.stride)
+            if self.padding ~= 0 then s = s .. fmt(", padding %d", self.padding) end
             if self.dilation and self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
+            if self.count_include_pad == false then s = s .. ", count_include_pad = false" end
             return self.ceil_mode and s .. ", ceil_mode" or s
         end
     end
@@ -1746,6 +1748,10 @@ function M.install(nn)
     function AvgPool2d:extra_repr()
         local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
                       self.stride[2])
+        if self.padding[1] ~= 0 or self.padding[2] ~= 0 then
+            s = s .. fmt(", padding %dx%d", self.padding[1], self.padding[2])
+        end
+        if self.count_include_pad == false then s = s .. ", count_include_pad = false" end
         if self.divisor_override then s = s .. fmt(", divisor_override %d", self.divisor_override) end
         return self.ceil_mode and s .. ", ceil_mode" or s
     end
@@ -1784,6 +1790,9 @@ function M.install(nn)
     function MaxPool2d:extra_repr()
         local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
                       self.stride[2])
+        if self.padding[1] ~= 0 or self.padding[2] ~= 0 then
+            s = s .. fmt(", padding %dx%d", self.padding[1], self.padding[2])
+        end
         if self.dilation[1] ~= 1 or self.dilation[2] ~= 1 then
             s = s .. fmt(", dilation %dx%d", self.dilation[1], self.dilation[2])
         end
@@ -1852,8 +1861,9 @@ function M.install(nn)
             return y
         end
         function cls:extra_repr()
-            return fmt("%d, eps = %g, momentum = %s", self.num_features, self.eps,
-                       self.momentum == false and "cumulative" or fmt("%g", self.momentum))
+            return fmt("%d, eps = %g, momentum = %s%s%s", self.num_features, self.eps,
+                       self.momentum == false and "cumulative" or fmt("%g", self.momentum),
+                       self.weight == nil and ", no affine" or "", self.running_mean == nil and ", no running stats" or "")
         end
         return cls
     end

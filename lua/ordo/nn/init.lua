@@ -1382,7 +1382,10 @@ end
 function LayerNorm:forward(x)
     return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps, "LayerNorm")
 end
-function LayerNorm:extra_repr() return fmt("%s, eps = %g", tensor.shape_str(self.normalized_shape), self.eps) end
+function LayerNorm:extra_repr()
+    return fmt("%s, eps = %g%s", tensor.shape_str(self.normalized_shape), self.eps,
+               self.weight == nil and ", no affine" or self.bias == nil and ", no bias" or "")
+end
 
 -- RMSNorm(shape [, {eps, elementwise_affine = true, dtype =, device =}])
 -- (Torch's): rms_norm over the last dims, scaled by a learned weight
@@ -1472,7 +1475,10 @@ local function pad_class(name, mode, sides, with_value)
         self.padding, self.value = p, with_value and value or 0
     end
     function cls:forward(x) return F.pad(x, self.padding, {mode = mode, value = self.value}, name) end
-    function cls:extra_repr() return table.concat(self.padding, ", ") end
+    function cls:extra_repr()
+        local s = table.concat(self.padding, ", ")
+        return with_value and fmt("%s, value = %g", s, self.value) or s
+    end
 end
 pad_class("ZeroPad1d", "constant", 2)
 pad_class("ZeroPad2d", "constant", 4)
@@ -1511,8 +1517,9 @@ function Unflatten:init(dim, sizes)
         if n == -1 then inferred = inferred + 1 end
     end
     if inferred > 1 then fail("Unflatten: at most one size may be -1 (inferred), got " .. inferred) end
-    self.dim, self.sizes = dim, sizes
+    self.dim, self.sizes = dim, {unpack(sizes)}
 end
+function Unflatten:extra_repr() return self.dim .. ", " .. table.concat(self.sizes, "x") end
 function Unflatten:forward(x)
     check_tensor("Unflatten", "input", x)
     local s = shape_of(x)
@@ -1574,11 +1581,19 @@ function Embedding.from_pretrained(weight, opts)
     if opts.freeze ~= false then e.weight:requires_grad_(false) end
     return e
 end
-function Embedding:extra_repr() return fmt("%d, %d", self.num_embeddings, self.embedding_dim) end
+function Embedding:extra_repr()
+    local s = fmt("%d, %d", self.num_embeddings, self.embedding_dim)
+    return self.padding_idx ~= nil and fmt("%s, padding_idx = %d", s, self.padding_idx) or s
+end
 
 local Softmax = Module:extend("Softmax")
 M.Softmax = Softmax
-function Softmax:init(dim) self.dim = dim or -1 end
+local function softmax_dim(name, dim)
+    if dim ~= nil and not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", name, util.show(dim))) end
+    return dim or -1
+end
+function Softmax:init(dim) self.dim = softmax_dim("Softmax", dim) end
+function Softmax:extra_repr() return "dim = " .. self.dim end
 function Softmax:forward(x)
     check_tensor("Softmax", "input", x) -- (x:softmax on nil or a number: a bare Lua error)
     return x:softmax(self.dim)
@@ -1586,7 +1601,8 @@ end
 
 local LogSoftmax = Module:extend("LogSoftmax")
 M.LogSoftmax = LogSoftmax
-function LogSoftmax:init(dim) self.dim = dim or -1 end
+function LogSoftmax:init(dim) self.dim = softmax_dim("LogSoftmax", dim) end
+function LogSoftmax:extra_repr() return "dim = " .. self.dim end
 function LogSoftmax:forward(x)
     check_tensor("LogSoftmax", "input", x) -- (x:log_softmax on nil or a number: a bare Lua error)
     return x:log_softmax(self.dim)
