@@ -188,6 +188,36 @@ describe("nn modules", function()
         assert.same({4, 2, 3}, u(ordo.zeros(4, 6)):shape())
     end)
 
+    it("a class called with more arguments than its init takes raises (Torch's TypeError), as a forward does",
+       function()
+        -- before: nn.ELU(1, true) (Torch's inplace) and nn.Linear(2, 3, {}, x) dropped the extra one unseen
+        H.raises(function() nn.ELU(1, true) end, "ELU: takes 1 argument, got 2")
+        H.raises(function() nn.LeakyReLU(0.1, true) end, "LeakyReLU: takes 1 argument, got 2")
+        H.raises(function() nn.Hardtanh(-1, 1, true) end, "Hardtanh: takes 2 arguments, got 3")
+        H.raises(function() nn.Softmax(1, 2) end, "Softmax: takes 1 argument, got 2")
+        H.raises(function() nn.Linear(2, 3, {}, 5) end, "Linear: takes 3 arguments, got 4")
+        H.raises(function() nn.Conv2d(1, 2, 3, {}, 1) end, "Conv2d: takes 4 arguments, got 5")
+        H.raises(function() nn.MSELoss({}, 1) end, "MSELoss: takes 1 argument, got 2")
+        H.raises(function() nn.LSTM(1, 2, {}, 3) end, "LSTM: takes 3 arguments, got 4")
+        H.raises(function() nn.ZeroPad2d(1, 2) end, "ZeroPad2d: takes 1 argument, got 2")
+        -- trailing nils are no arguments; vararg inits (Sequential, a user's init(self, ...)) take any number
+        assert.equals(2, #nn.Linear(2, 3, nil, nil):parameters())
+        assert.equals(2, #nn.Sequential(nn.ReLU(), nn.Tanh()):children())
+        H.raises(function() nn.ReLU(true) end, "ReLU: takes no options, got boolean")
+        local Pair = nn.Module:extend("ArgPair")
+        function Pair:init(a, b) self.a, self.b = a, b end
+        H.raises(function() Pair(1, 2, 3) end, "ArgPair: takes 2 arguments, got 3")
+        assert.equals(2, Pair(1, 2).b)
+        local Any = nn.Module:extend("ArgAny")
+        function Any:init(...) self.n = select("#", ...) end
+        assert.equals(4, Any(1, 2, 3, 4).n)
+        -- flags that were taken by truthiness: batch_first = 1 read the batch as the time steps, freeze = 0 froze
+        H.raises(function() nn.LSTM(3, 4, {batch_first = 1}) end, "LSTM: batch_first must be a boolean, got number")
+        H.raises(function() nn.GRU(3, 4, {batch_first = "yes"}) end, "GRU: batch_first must be a boolean")
+        H.raises(function() nn.Embedding.from_pretrained(ordo.zeros(3, 2), {freeze = 0}) end,
+                 "Embedding.from_pretrained: freeze must be a boolean, got number")
+    end)
+
     it("Sequential chains modules; parameters are ordered and named", function()
         local m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
         local names = {}

@@ -60,6 +60,16 @@ local function too_many(self, a, n, ...)
     end
 end
 
+-- The same for the arguments a class takes (its init's parameters less
+-- self): nn.ELU(1, true) (Torch's inplace) or nn.Linear(2, 3, {}, x)
+-- dropped the extra one unseen, where Torch raises a TypeError.
+local function too_many_args(cls, a, n, ...)
+    while n > a and select(n, ...) == nil do n = n - 1 end
+    if n > a then
+        fail(fmt("%s: takes %d argument%s, got %d", cls._class_name or "Module", a, a == 1 and "" or "s", n))
+    end
+end
+
 local function instance_call(self, ...)
     local n = select("#", ...)
     if n > 0 then
@@ -203,6 +213,12 @@ function Module:extend(name)
         cls.__newindex = rawget(self, "__newindex")
     end
     cls.new = function(...)
+        local n = select("#", ...)
+        if n > 0 then
+            local f = cls.init
+            local a = ARITY[f] or arity_of(f)
+            if n > a then too_many_args(cls, a, n, ...) end
+        end
         local o = setmetatable({_param_names = {}, _buffer_names = {}, _module_names = {}, _training = true}, cls)
         o:init(...)
         return o
@@ -1472,6 +1488,7 @@ local function pad_class(name, mode, sides, with_value)
         if with_value and type(value) ~= "number" then
             fail(fmt("%s: expected the value to pad with, got %s", name, typename(value)))
         end
+        if not with_value and value ~= nil then fail(fmt("%s: takes 1 argument, got 2", name)) end
         self.padding, self.value = p, with_value and value or 0
     end
     function cls:forward(x) return F.pad(x, self.padding, {mode = mode, value = self.value}, name) end
@@ -1575,6 +1592,9 @@ function Embedding.from_pretrained(weight, opts)
              (is_tensor(weight) and shape_str(weight) or typename(weight)))
     end
     opts = opts_of("Embedding.from_pretrained", opts, {freeze = true, padding_idx = true})
+    if opts.freeze ~= nil and type(opts.freeze) ~= "boolean" then -- (freeze = 0 froze it)
+        fail("Embedding.from_pretrained: freeze must be a boolean, got " .. typename(opts.freeze))
+    end
     local e = Embedding(weight:size(1), weight:size(2), {padding_idx = opts.padding_idx, dtype = weight:dtype(),
                                                          device = weight:device()})
     autograd.no_grad(function() e.weight:copy_(weight) end)

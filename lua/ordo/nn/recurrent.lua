@@ -219,8 +219,11 @@ function M.install(nn)
             if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
                 fail(fmt("%s: dropout must be a number in [0, 1), got %s", name, tostring(p)))
             end
-            if opts.bidirectional ~= nil and type(opts.bidirectional) ~= "boolean" then
-                fail(fmt("%s: bidirectional must be a boolean, got %s", name, typename(opts.bidirectional)))
+            -- (batch_first = 1 was taken as false: the batch read as the time steps)
+            for _, k in ipairs({"bidirectional", "batch_first"}) do
+                if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+                    fail(fmt("%s: %s must be a boolean, got %s", name, k, typename(opts[k])))
+                end
             end
             check_bias(name, opts)
             if kind == "rnn" then self.nonlinearity = check_nonlinearity(name, opts.nonlinearity or "tanh") end
