@@ -216,6 +216,14 @@ describe("nn modules", function()
         H.raises(function() nn.GRU(3, 4, {batch_first = "yes"}) end, "GRU: batch_first must be a boolean")
         H.raises(function() nn.Embedding.from_pretrained(ordo.zeros(3, 2), {freeze = 0}) end,
                  "Embedding.from_pretrained: freeze must be a boolean, got number")
+        -- methods that take nothing: m:eval(false) evaluated, Torch's m:parameters(false) (recurse) listed all
+        local m = nn.Sequential(nn.Linear(2, 2))
+        H.raises(function() m:eval(false) end, "eval: takes no arguments, got boolean")
+        assert.is_true(m.training)
+        H.raises(function() m:parameters(false) end, "parameters: takes no arguments, got boolean")
+        H.raises(function() m:num_parameters(1) end, "num_parameters: takes no arguments, got number")
+        assert.equals(6, m:num_parameters())
+        assert.is_false(m:eval().training)
     end)
 
     it("Sequential chains modules; parameters are ordered and named", function()
@@ -970,7 +978,7 @@ describe("nn modules", function()
         H.raises(function() return nn.BatchNorm1d(3, {momentum = nan}) end, "BatchNorm1d: momentum must be")
         local bn = nn.BatchNorm1d(3)
         bn.momentum = nan -- changed after: its forward says so
-        H.raises(function() return bn(x) end, "batch_norm: momentum must be")
+        H.raises(function() return bn(x) end, "BatchNorm1d: momentum must be")
         H.raises(function() return nn.LayerNorm(3, {eps = nan}) end, "LayerNorm: option eps must be a non-negative number")
         H.raises(function() return F.layer_norm(x, {3}, nil, nil, nan) end, "layer_norm: eps must be a non-negative number")
         H.raises(function() return nn.GroupNorm(1, 3, {eps = -1}) end, "GroupNorm: option eps must be a non-negative number")

@@ -1162,8 +1162,8 @@ end
 --   running = (1 - momentum) · running + momentum · batch stat
 -- (the unbiased variance there, as Torch).  Otherwise normalise with the
 -- running statistics.  weight/bias (C) may be nil.
-function M.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
-    local fname = "batch_norm"
+function M.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps, who)
+    local fname = type(who) == "string" and who or "batch_norm"
     check_tensor(fname, "input", x)
     check_devices(fname, x, running_mean, running_var)
     check_devices(fname, x, weight, bias)
@@ -1856,7 +1856,7 @@ function M.install(nn)
                 momentum = counting and 1 / (nbt:item() + 1) or 0
             end
             local y = M.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
-                                   momentum, self.eps)
+                                   momentum, self.eps, name)
             if counting then nbt:add_(1) end
             return y
         end

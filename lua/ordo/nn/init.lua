@@ -473,8 +473,15 @@ function Module:named_parameters(prefix)
     return collect_params(self, dotted_prefix("named_parameters", prefix), {}, {})
 end
 
-function Module:parameters()
+-- (an argument to a method that takes none: Torch's m.parameters(False),
+-- its recurse = False, or m:eval(false) for training, was dropped unseen)
+local function no_args(fname, n, first)
+    if n > 0 then fail(fmt("%s: takes no arguments, got %s", fname, typename(first))) end
+end
+
+function Module:parameters(...)
     check_module_self("parameters", self)
+    no_args("parameters", select("#", ...), ...)
     local r = {}
     for i, e in ipairs(self:named_parameters()) do r[i] = e.tensor end
     return r
@@ -505,8 +512,9 @@ function Module:named_buffers(prefix)
 end
 
 -- Number of scalar parameters.
-function Module:num_parameters()
+function Module:num_parameters(...)
     check_module_self("num_parameters", self)
+    no_args("num_parameters", select("#", ...), ...)
     local n = 0
     for _, p in ipairs(self:parameters()) do n = n + p:numel() end
     return n
@@ -544,8 +552,9 @@ function Module:train(mode)
     return self
 end
 
-function Module:eval()
+function Module:eval(...)
     check_module_self("eval", self)
+    no_args("eval", select("#", ...), ...)
     return self:train(false)
 end
 
