@@ -348,6 +348,13 @@ describe("nn modules", function()
         assert.equals(2, #n:parameters())
         -- nor a buffer, a parameter or a ModuleDict entry named training
         H.raises(function() nn.ModuleDict({training = nn.ReLU()}) end, "cannot use training")
+        -- the REPL still completes m.training (and a module's methods)
+        local repl = require "ordo.repl"
+        rawset(_G, "spec_module", nn.Linear(2, 2))
+        assert.same({"spec_module.train", "spec_module.trainable_parameters", "spec_module.training"},
+                    repl.complete("spec_module.tr"))
+        assert.same({"spec_module:eval"}, repl.complete("spec_module:ev"))
+        rawset(_G, "spec_module", nil)
     end)
 
     it("a plain tensor assigned over a parameter raises when the parameters are listed (it never trained)", function()

@@ -34,6 +34,9 @@ local check_tensor = tensor.check_tensor
 local Module = {__name = "nn.Module"}
 Module.__index = Module
 M.Module = Module
+-- (an instance's training is its _training, read through __index; this
+-- one, the default, is where the REPL's completion finds the name)
+Module.training = true
 
 -- m(x, extra) on a module whose forward takes one input raises, as
 -- Torch's TypeError, instead of dropping extra unseen.  The inputs a
