@@ -1177,6 +1177,10 @@ function M.embedding(indices, weight, padding_idx, who)
     if weight:dim() ~= 2 then
         fail(fmt("%s: weight must be 2-D (num x dim), got shape %s", fname, shape_str(weight)))
     end
+    -- (one out of range, or not a number, was taken without a word: no row padded, as the module refuses)
+    if padding_idx ~= nil and (not is_int(padding_idx) or padding_idx < 1 or padding_idx > weight:size(1)) then
+        fail(fmt("%s: padding_idx must be an index in 1..%d, got %s", fname, weight:size(1), util.show(padding_idx)))
+    end
     local s = shape_of(indices)
     s[#s + 1] = weight:size(2)
     local flat = indices:reshape(-1)
