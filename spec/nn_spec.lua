@@ -146,6 +146,14 @@ describe("nn modules", function()
         H.raises(function() nn.ReflectionPad1d(3)(ordo.zeros(1, 2)) end, "ReflectionPad1d: reflect padding of 3 and 3")
         H.raises(function() nn.CrossEntropyLoss()(ordo.zeros(3), ordo.tensor(4, "int64")):item() end,
                  "CrossEntropyLoss")
+        -- a dim out of range, checked by the tensor method a module calls, also names the module
+        local x2 = ordo.randn(2, 3)
+        H.raises(function() nn.Softmax(3)(x2) end, "Softmax: dim 3 out of range for a 2-d tensor of shape 2x3")
+        H.raises(function() nn.LogSoftmax(-3)(x2) end, "LogSoftmax: dim -3 out of range")
+        H.raises(function() nn.Flatten(3)(x2) end, "Flatten: dim 3 out of range")
+        H.raises(function() nn.Flatten(2, 1)(x2) end, "Flatten: start_dim 2 comes after end_dim 1 in a tensor of shape 2x3")
+        assert.same({2, 3}, nn.Flatten()(x2):shape())
+        assert.same({6}, nn.Flatten(1)(x2):shape())
         -- the functional forms keep their own names
         H.raises(function() F.linear(ordo.zeros(4, 5), ordo.zeros(2, 3)) end, "linear: input of shape 4x5")
         H.raises(function() F.mse_loss("x", ordo.zeros(2)) end, "mse_loss: input must be a tensor")
@@ -484,7 +492,7 @@ describe("nn modules", function()
         assert.same({1}, ordo.tensor(7):flatten():shape())
         assert.equals("Flatten(2, -1)", tostring(nn.Flatten()))
         H.raises(function() nn.Flatten(1.5) end, "Flatten", "integers")
-        H.raises(function() nn.Flatten()(ordo.zeros({3})) end, "flatten", "dim 2", "1-d")
+        H.raises(function() nn.Flatten()(ordo.zeros({3})) end, "Flatten: dim 2", "1-d")
         H.raises(function() nn.Flatten()(3) end, "Flatten", "input must be a tensor")
     end)
 

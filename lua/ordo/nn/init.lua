@@ -1628,6 +1628,7 @@ function Softmax:init(dim) self.dim = softmax_dim("Softmax", dim) end
 function Softmax:extra_repr() return "dim = " .. self.dim end
 function Softmax:forward(x)
     check_tensor("Softmax", "input", x) -- (x:softmax on nil or a number: a bare Lua error)
+    tensor.norm_dim("Softmax", x, self.dim) -- (a dim out of range named the class, not softmax)
     return x:softmax(self.dim)
 end
 
@@ -1637,6 +1638,7 @@ function LogSoftmax:init(dim) self.dim = softmax_dim("LogSoftmax", dim) end
 function LogSoftmax:extra_repr() return "dim = " .. self.dim end
 function LogSoftmax:forward(x)
     check_tensor("LogSoftmax", "input", x) -- (x:log_softmax on nil or a number: a bare Lua error)
+    tensor.norm_dim("LogSoftmax", x, self.dim)
     return x:log_softmax(self.dim)
 end
 
@@ -1675,6 +1677,13 @@ function Flatten:init(start_dim, end_dim)
 end
 function Flatten:forward(x)
     check_tensor("Flatten", "input", x)
+    -- its dims checked under its own name (they were flatten's: "flatten: dim 3 out of range")
+    if x:dim() == 0 then
+        tensor.norm_dim("Flatten", x, self.start_dim, 1)
+    elseif tensor.norm_dim("Flatten", x, self.start_dim) > tensor.norm_dim("Flatten", x, self.end_dim) then
+        fail(fmt("Flatten: start_dim %d comes after end_dim %d in a tensor of shape %s", self.start_dim, self.end_dim,
+                 shape_str(x)))
+    end
     return x:flatten(self.start_dim, self.end_dim)
 end
 function Flatten:extra_repr() return self.start_dim .. ", " .. self.end_dim end
