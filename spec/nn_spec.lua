@@ -948,6 +948,33 @@ describe("nn modules", function()
         H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "GaussianNLLLoss: option full", "boolean")
     end)
 
+    it("a loss's reduction set after it is made is the one used, and checked (as Torch's loss.reduction = ...)",
+       function()
+        -- before: l.reduction = "sum" was silently ignored (the options made at init were used)
+        local a, b = ordo.tensor({1, 2, 3}, D), ordo.tensor({0, 0, 0}, D)
+        local l = nn.MSELoss()
+        close(l(a, b):item(), 14 / 3, 1e-12)
+        l.reduction = "sum"
+        close(l(a, b):item(), 14, 1e-12)
+        l.reduction = "none"
+        assert.same({1, 4, 9}, l(a, b):totable())
+        l.reduction = "avg"
+        H.raises(function() l(a, b) end, "MSELoss: reduction must be 'mean', 'sum' or 'none', got avg")
+        local kl = nn.KLDivLoss()
+        kl.reduction = "batchmean"
+        local lp = ordo.tensor({{-1, -2}, {-3, -4}}, D)
+        local t = ordo.tensor({{0.5, 0.5}, {0.25, 0.75}}, D)
+        close(kl(lp, t):item(), F.kl_div(lp, t, {reduction = "batchmean"}):item(), 1e-12)
+        -- the losses of three operands have the field too
+        local m = nn.MarginRankingLoss({margin = 0.5})
+        assert.equals("mean", m.reduction)
+        m.reduction = "sum"
+        local x1, x2, y = ordo.tensor({1, 2}, D), ordo.tensor({2, 1}, D), ordo.tensor({1, 1}, D)
+        close(m(x1, x2, y):item(), F.margin_ranking_loss(x1, x2, y, {margin = 0.5, reduction = "sum"}):item(), 1e-12)
+        m.reduction = 1
+        H.raises(function() m(x1, x2, y) end, "MarginRankingLoss: reduction must be", "got number")
+    end)
+
     it("MSELoss; gradcheck", function()
         local a = ordo.tensor({1, 2, 3}, D)
         local b = ordo.tensor({1, 0, 0}, D)

@@ -1839,6 +1839,19 @@ end
 -- the CPU and every call failed "expected all tensors on one device"), and
 -- saved in its state_dict.
 local LOSS_TENSOR_OPTS = {"weight", "pos_weight"}
+
+-- The options a loss calls with, its reduction the module's field (as
+-- Torch's: loss.reduction = "sum" after it is made; it was left in the
+-- options made at init, and the assignment silently changed nothing).
+local function loss_options(self, name)
+    local o, r = self.options, self.reduction
+    if r ~= o.reduction then
+        check_reduction(name, r)
+        o.reduction = r
+    end
+    return o
+end
+
 local function loss(name, fn, extra)
     local cls = Module:extend(name)
     local allowed = {reduction = true}
@@ -1863,7 +1876,7 @@ local function loss(name, fn, extra)
         self.options.reduction = self.reduction
     end
     cls.forward = function(self, input, target)
-        local o = self.options
+        local o = loss_options(self, name)
         for _, k in ipairs(LOSS_TENSOR_OPTS) do
             if allowed[k] then o[k] = self[k] end
         end
@@ -1892,8 +1905,10 @@ local function loss3(name, fn, allowed)
         check_reduction(name, opts.reduction)
         self.options = {}
         for k, v in pairs(opts) do self.options[k] = v end
+        self.reduction = opts.reduction or "mean"
+        self.options.reduction = self.reduction
     end
-    cls.forward = function(self, a, b, c) return fn(a, b, c, self.options, name) end
+    cls.forward = function(self, a, b, c) return fn(a, b, c, loss_options(self, name), name) end
     return cls
 end
 loss3("MarginRankingLoss", F.margin_ranking_loss, {margin = true, reduction = true})
