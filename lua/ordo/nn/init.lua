@@ -994,20 +994,24 @@ init.fan_in_out = fan_in_out
 
 local function in_no_grad(fn) return autograd.no_grad(fn) end
 
+-- (the tensor method's errors named after the initialiser called, as the
+-- others: "init.constant_: fill_: expected a number", not "fill_: ...")
+local own_errors = util.own_errors
 function init.uniform_(t, a, b)
     check_tensor("init.uniform_", "the tensor", t)
-    return in_no_grad(function() return t:uniform_(a or 0, b or 1) end)
+    return own_errors("init.uniform_", pcall(in_no_grad, function() return t:uniform_(a or 0, b or 1) end))
 end
 function init.normal_(t, mean, std)
     check_tensor("init.normal_", "the tensor", t)
-    return in_no_grad(function() return t:normal_(mean or 0, std or 1) end)
+    return own_errors("init.normal_", pcall(in_no_grad, function() return t:normal_(mean or 0, std or 1) end))
 end
-function init.constant_(t, v)
-    check_tensor("init.constant_", "the tensor", t)
-    return in_no_grad(function() return t:fill_(v) end)
+local function constant(fname, t, v)
+    check_tensor(fname, "the tensor", t)
+    return own_errors(fname, pcall(in_no_grad, function() return t:fill_(v) end))
 end
-function init.zeros_(t) return init.constant_(t, 0) end
-function init.ones_(t) return init.constant_(t, 1) end
+function init.constant_(t, v) return constant("init.constant_", t, v) end
+function init.zeros_(t) return constant("init.zeros_", t, 0) end
+function init.ones_(t) return constant("init.ones_", t, 1) end
 
 -- Torch's calculate_gain(nonlinearity [, param]): the gain that keeps the
 -- variance of activations through the nonlinearity -- 1 for "linear",
