@@ -146,6 +146,8 @@ describe("nn modules", function()
         H.raises(function() nn.ReflectionPad1d(3)(ordo.zeros(1, 2)) end, "ReflectionPad1d: reflect padding of 3 and 3")
         H.raises(function() nn.CrossEntropyLoss()(ordo.zeros(3), ordo.tensor(4, "int64")):item() end,
                  "CrossEntropyLoss")
+        H.raises(function() nn.CrossEntropyLoss()(ordo.randn(2, 3), ordo.randn(2)) end,
+                 "CrossEntropyLoss: target of float32 of shape 2: class indices must be int64")
         -- a dim out of range, checked by the tensor method a module calls, also names the module
         local x2 = ordo.randn(2, 3)
         H.raises(function() nn.Softmax(3)(x2) end, "Softmax: dim 3 out of range for a 2-d tensor of shape 2x3")

@@ -555,8 +555,7 @@ end
 -- distillation), Torch's: target of the input's shape, float; loss =
 -- -sum over classes of weight · target · log_softmax (the target smoothed
 -- to target (1 - e) + e / C first); "mean" over the rows (and positions).
-local function soft_cross_entropy(logits, target, opts, e)
-    local fname = "cross_entropy"
+local function soft_cross_entropy(fname, logits, target, opts, e)
     if tensor.shape_str(shape_of(target)) ~= tensor.shape_str(shape_of(logits)) then
         fail(fmt("%s: target of %s of shape %s: class indices must be int64 (from 1), a target of probabilities " ..
                  "(float) has the input's shape %s", fname, target:dtype(), shape_str(target), shape_str(logits)))
@@ -592,7 +591,7 @@ function M.cross_entropy(logits, target, opts, who)
         if not (e >= 0 and e < 1) then
             fail(fmt(fname .. ": label_smoothing must be in [0, 1), got %s", tostring(e)))
         end
-        return soft_cross_entropy(logits, target, opts, e)
+        return soft_cross_entropy(fname, logits, target, opts, e)
     end
     -- an integer target of the input's own shape: probabilities given as
     -- integers (one-hot rows), not indices ("target of shape 2x3 does not
