@@ -188,6 +188,14 @@ describe("nn modules", function()
         cases[#cases + 1] = {nn.AvgPool2d(2, {padding = 1, count_include_pad = false}),
                              "AvgPool2d(kernel 2x2, stride 2x2, padding 1x1, count_include_pad = false)"}
         for _, c in ipairs(cases) do assert.equals(c[2], tostring(c[1])) end
+        -- a user's extra_repr that gives nothing shows nothing; one that gives a table says so (a bare Lua error)
+        local A = nn.Module:extend("ReprNil")
+        function A:extra_repr() return nil end
+        assert.equals("ReprNil", tostring(A()))
+        local B = nn.Module:extend("ReprTable")
+        function B:extra_repr() return {} end
+        H.raises(function() return tostring(B()) end, "ReprTable: extra_repr must return a string, got table")
+        assert.matches("(1): ReprNil", tostring(nn.Sequential(A())), 1, true)
         -- Softmax's dim is checked when the module is made (it raised at the first forward)
         H.raises(function() nn.Softmax("x") end, 'Softmax: dim must be an integer, got "x"')
         H.raises(function() nn.LogSoftmax(1.5) end, "LogSoftmax: dim must be an integer, got 1.5")

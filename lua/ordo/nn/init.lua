@@ -733,8 +733,18 @@ function Module:__tostring()
     return while_in(IN_TOSTRING, self, describe_tree, self)
 end
 
+-- The class name, with extra_repr's text in parentheses: a user's
+-- extra_repr that gives nil or "" shows none, one that gives neither a
+-- string nor a number says so (it was a bare "attempt to concatenate").
 function Module:_describe()
-    return (self._class_name or "Module") .. (self.extra_repr and ("(" .. self:extra_repr() .. ")") or "")
+    local name = self._class_name or "Module"
+    if not self.extra_repr then return name end
+    local s = self:extra_repr()
+    if s == nil or s == "" then return name end
+    if type(s) ~= "string" and type(s) ~= "number" then
+        fail(fmt("%s: extra_repr must return a string, got %s", name, typename(s)))
+    end
+    return name .. "(" .. s .. ")"
 end
 
 -- ---------------------------------------------------------------- save / load
