@@ -242,6 +242,12 @@ describe("nn modules", function()
         H.raises(function() m:num_parameters(1) end, "num_parameters: takes no arguments, got number")
         assert.equals(6, m:num_parameters())
         assert.is_false(m:eval().training)
+        -- buffers(), as Torch's (only named_buffers was there)
+        local bn = nn.Sequential(nn.BatchNorm1d(2))
+        local bufs, named = bn:buffers(), bn:named_buffers()
+        assert.equals(3, #bufs)
+        for i, e in ipairs(named) do assert.equals(e.tensor, bufs[i]) end
+        H.raises(function() bn:buffers(false) end, "buffers: takes no arguments, got boolean")
     end)
 
     it("Sequential chains modules; parameters are ordered and named", function()

@@ -514,6 +514,16 @@ function Module:named_buffers(prefix)
     return collect_buffers(self, dotted_prefix("named_buffers", prefix), {}, false, {})
 end
 
+-- The buffers' tensors, as parameters() the parameters' (Torch's
+-- m.buffers(); only named_buffers was there).
+function Module:buffers(...)
+    check_module_self("buffers", self)
+    no_args("buffers", select("#", ...), ...)
+    local r = {}
+    for i, e in ipairs(self:named_buffers()) do r[i] = e.tensor end
+    return r
+end
+
 -- Number of scalar parameters.
 function Module:num_parameters(...)
     check_module_self("num_parameters", self)
