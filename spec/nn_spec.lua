@@ -600,6 +600,25 @@ describe("nn modules", function()
         assert.same({2, 2}, F.dropout(x, 0.5, true, false):shape())
     end)
 
+    it("the activations refuse Torch's inplace = true (it was ignored: x kept its values) and take false", function()
+        local x = ordo.tensor({-1, 2})
+        local cases = {
+            {"relu", function(v) return F.relu(x, v) end}, {"relu6", function(v) return F.relu6(x, v) end},
+            {"selu", function(v) return F.selu(x, v) end}, {"silu", function(v) return F.silu(x, v) end},
+            {"mish", function(v) return F.mish(x, v) end}, {"hardswish", function(v) return F.hardswish(x, v) end},
+            {"hardsigmoid", function(v) return F.hardsigmoid(x, v) end},
+            {"elu", function(v) return F.elu(x, 1, v) end}, {"leaky_relu", function(v) return F.leaky_relu(x, 0.1, v) end},
+            {"hardtanh", function(v) return F.hardtanh(x, -1, 1, v) end},
+        }
+        for _, c in ipairs(cases) do
+            H.raises(function() return c[2](true) end, c[1] .. ": in-place is not supported (got inplace true)")
+            H.raises(function() return c[2](1) end, c[1] .. ": in-place is not supported")
+            assert.same({2}, c[2](false):shape())
+        end
+        assert.same({-1, 2}, x:totable())
+        assert.same({0, 2}, F.relu(x, false):totable())
+    end)
+
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()
         local d = nn.Dropout2d(0.5)
         local y = d(ordo.ones({50, 40, 3, 2}))

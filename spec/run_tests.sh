@@ -45,7 +45,8 @@
 # directory is a tsan/asan build, 0.05 under valgrind); ORDO_TEST_TIMEOUT is
 # each test's watchdog limit in seconds; ORDO_TEST_BINARY_TIMEOUT bounds a
 # whole binary (default 900 s, 3600 s under valgrind); ORDO_TEST_GPU_SIM_TIMEOUT
-# bounds the simulated-GPU run of the GPU specs (default 600 s).
+# bounds the simulated-GPU run of the GPU specs (default 600 s; 900 s under
+# --lua-tsan, which ran for 4 to 10 minutes).
 #
 # Exits 0 only if nothing failed.  The last line of output is always exactly
 # "N passed, N failed, N skipped".
@@ -181,7 +182,9 @@ run_gpu_specs() {
     local sim_specs=(spec/gpu_spec.lua spec/pinned_spec.lua)
     echo "=== busted: ${sim_specs[*]}, $label (${sim_env[*]})"
     local cmd=()
-    [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "${ORDO_TEST_GPU_SIM_TIMEOUT:-600}")
+    local limit=600
+    [ "$lua_tsan" = 1 ] && limit=900
+    [ "$have_timeout" = 1 ] && cmd+=(timeout -k 10 "${ORDO_TEST_GPU_SIM_TIMEOUT:-$limit}")
     (cd "$root" && env "${lua_env[@]}" "${sim_env[@]}" "${cmd[@]}" luajit /usr/bin/busted -o TAP "${gpu_spec_extra[@]}" "${sim_specs[@]}") 2>&1 | tee "$log"
     add_tap_counts "$label" "${PIPESTATUS[0]}"
 }

@@ -55,6 +55,31 @@ describe("derived ops", function()
         H.raises(function() return a:var(1, false, "x") end, "var", "correction")
     end)
 
+    it("var and std of float32 values far from 0: the rounding of the mean is corrected for (Torch's 0.25, not 0.5)", function()
+        -- 1e7 and 1e7 + 1 alternating: both float32s, their mean 1e7 + 0.5 is not
+        local n = 1000
+        local x = ordo.arange(n):remainder(2):add(1e7)
+        local want = 0.25 * n / (n - 1)
+        close(want, x:var():item())
+        close(math.sqrt(want), x:std():item())
+        close(0.25, x:var(nil, false, 0):item())
+        local half = 0.25 * (n / 2) / (n / 2 - 1)
+        close({half, half}, x:view(2, n / 2):var(2):totable())
+        close({want}, x:view(n, 1):var(1):totable())
+        close(want, x:view(10, 100):var({1, 2}):item())
+        local v = x:var_mean()
+        close(want, v:item())
+        -- a constant input still has variance 0 exactly, and std a gradient of 0
+        for _, c in ipairs({0.1, 1 / 3, 1e7 + 0.3, -7.77}) do
+            local k = ordo.full({7}, c):requires_grad()
+            assert.equals(0, k:var():item())
+            local s = k:std()
+            assert.equals(0, s:item())
+            s:backward()
+            assert.same({0, 0, 0, 0, 0, 0, 0}, k.grad:totable())
+        end
+    end)
+
     it("sum, mean, var, std, logsumexp, norm, all and any over a list of dims, as Torch's; gradients", function()
         -- a 2x3x4 tensor of known values, reduced over dims 1 and 3: one answer per middle index
         local vals, n = {}, 0
@@ -2139,6 +2164,144 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
     local inf, nan = 1 / 0, 0 / 0
     local function same_num(w, g) return w == g or (w ~= w and g ~= g) end
 
+    it("round(decimals) as Torch's: halves to even at the decimal place, in the tensor's dtype (the decimals were ignored)", function()
+        local ffi = require "ffi"
+        local f32 = ffi.new("float[1]")
+        local function r32(v) f32[0] = v return tonumber(f32[0]) end -- v as a float32
+        -- float32: x * 10^d rounded in float32, then divided, as Torch's kernel
+        local xs = {1.2345, 2.675, -1.005, 0.125, 0.135, 0.25, -0.05}
+        local got = ordo.tensor(xs):round(2):totable()
+        local want = {1.23, 2.68, -1, 0.12, 0.14, 0.25, -0.05}
+        for i = 1, #xs do assert.equals(r32(want[i]), got[i]) end
+        assert.same({20, 20, 40, -20, 1230}, ordo.tensor({15, 25, 35, -15, 1234.5}):round(-1):totable())
+        assert.same({1200, 1400}, ordo.tensor({1250, 1350}, "float64"):round({decimals = -2}):totable())
+        local s = ordo.tensor({0 / 0, 1 / 0}):round(3):totable()
+        assert.is_true(s[1] ~= s[1])
+        assert.equals(1 / 0, s[2])
+        assert.same({2}, ordo.tensor({2.5}):round(0):totable())
+        local x = ordo.tensor({1.26, 3.14159})
+        assert.is_true(rawequal(x, x:round_(1)))
+        assert.same({r32(1.3), r32(3.1)}, x:totable())
+        -- integers have no decimals: kept for d > 0, refused for d < 0 (Torch has no kernel)
+        local i = ordo.tensor({7}, "int32")
+        assert.same({7}, i:round(2):totable())
+        H.raises(function() return i:round(-1) end, "round", "float tensor", "int32")
+        H.raises(function() return ordo.tensor({1}):round(1.5) end, "round", "decimals must be an integer", "1.5")
+        H.raises(function() return ordo.tensor({1}):round("2") end, "round", "decimals must be an integer", "string")
+        H.raises(function() return ordo.tensor({1}):round({digits = 2}) end, "round", "digits")
+        -- the gradient is zero, as round's
+        local g = ordo.tensor({1.26}):requires_grad()
+        g:round(1):sum():backward()
+        assert.same({0}, g.grad:totable())
+    end)
+
+    it("softmax and log_softmax take Torch's dtype (it was ignored: float32 out); F.softmin, nn.Softmin", function()
+        local rows = {{1, 2, 4}, {3, 5, 9}}
+        local x = ordo.tensor(rows)
+        local want, want_log = {}, {}
+        for i, r in ipairs(rows) do
+            local z = 0
+            for _, v in ipairs(r) do z = z + math.exp(v) end
+            want[i], want_log[i] = {}, {}
+            for j, v in ipairs(r) do want[i][j], want_log[i][j] = math.exp(v) / z, v - math.log(z) end
+        end
+        for _, dt in ipairs({"float64", {dtype = "float64"}}) do
+            local s, l = x:softmax(2, dt), x:log_softmax(-1, dt)
+            assert.equals("float64", s:dtype())
+            assert.equals("float64", l:dtype())
+            for i = 1, 2 do close(want[i], s:totable()[i], 1e-7) close(want_log[i], l:totable()[i], 1e-7) end
+        end
+        local F = ordo.nn.functional
+        assert.equals("float64", F.softmax(x, 2, "float64"):dtype())
+        assert.equals("float64", F.log_softmax(x, 2, "float64"):dtype())
+        assert.equals("float64", ordo.tensor({1, 2}, "int32"):softmax(1, "float64"):dtype())
+        assert.equals("float32", x:softmax(2, {}):dtype())
+        H.raises(function() return x:softmax(2, "int32") end, "softmax", "float32 or float64", "int32")
+        H.raises(function() return x:log_softmax(2, {dtyp = "float64"}) end, "log_softmax", "dtyp")
+        -- the gradient goes through the cast
+        local y = x:clone():requires_grad()
+        y:softmax(2, "float64"):select(2, 1):sum():backward()
+        local y2 = x:clone():requires_grad()
+        y2:softmax(2):select(2, 1):sum():backward()
+        for i = 1, 2 do close(y2.grad:totable()[i], y.grad:totable()[i], 1e-6) end
+        -- softmin: softmax of -x
+        local m = F.softmin(x, 2):totable()
+        local neg = (-x):softmax(2):totable()
+        for i = 1, 2 do close(neg[i], m[i], 1e-7) end
+        assert.equals("float64", F.softmin(x, 2, "float64"):dtype())
+        local mm = ordo.nn.Softmin(1):forward(x):totable()
+        local negc = (-x):softmax(1):totable()
+        for i = 1, 2 do close(negc[i], mm[i], 1e-7) end
+        H.raises(function() return F.softmin(x, 3) end, "softmin", "dim 3")
+    end)
+
+    it("clamp_min, clamp_max and their in-place forms, as Torch's (clamp with one bound)", function()
+        local nan = 0 / 0
+        local a = ordo.tensor({1, nan, 5}):clamp_min(2):totable()
+        assert.is_true(a[1] == 2 and a[2] ~= a[2] and a[3] == 5)
+        local b = ordo.tensor({1, nan, 5}):clamp_max(2):totable()
+        assert.is_true(b[1] == 1 and b[2] ~= b[2] and b[3] == 2)
+        assert.same({2, 3}, ordo.tensor({1, 3}):clamp_min(ordo.tensor({2, 2})):totable())
+        local x = ordo.tensor({1, 3})
+        assert.is_true(rawequal(x, x:clamp_min_(2)))
+        assert.same({2, 3}, x:totable())
+        x:clamp_max_(2.5)
+        assert.same({2, 2.5}, x:totable())
+        assert.same({3}, ordo.clamp_min(ordo.tensor({1}), 3):totable())
+        H.raises(function() return ordo.tensor({1}):clamp_min() end, "clamp_min", "lower bound", "nil")
+        H.raises(function() return ordo.tensor({1}):clamp_max("a") end, "clamp_max", "string")
+        H.raises(function() return ordo.tensor({1}, "int32"):clamp_min_(0.5) end, "clamp_min_", "int32")
+        local g = ordo.tensor({1, 2, 3}):requires_grad()
+        g:clamp_min(2):sum():backward() -- (the gradient passes at the bound, as Torch's)
+        assert.same({0, 1, 1}, g.grad:totable())
+    end)
+
+    it("logit's gradient is Torch's 1 / (p (1 - p)): infinite at 0 and 1 (was NaN), 0 outside [eps, 1 - eps], NaN outside [0, 1]", function()
+        local x = ordo.tensor({0, 0.25, 0.5, 1, 2, -1}):requires_grad()
+        local y = x:logit()
+        y:sum():backward()
+        local v, gr = y:totable(), x.grad:totable()
+        assert.same({-inf, inf}, {v[1], v[4]})
+        close({math.log(1 / 3), 0}, {v[2], v[3]})
+        assert.equals(inf, gr[1])
+        assert.equals(inf, gr[4])
+        close({16 / 3, 4}, {gr[2], gr[3]})
+        assert.is_true(gr[5] ~= gr[5] and gr[6] ~= gr[6])
+        local e = ordo.tensor({0, 0.1, 0.25, 0.95, 1}):requires_grad()
+        e:logit(0.1):sum():backward()
+        local ge = e.grad:totable()
+        close({0, 1 / 0.09, 16 / 3, 0, 0}, ge, 1e-6)
+        local d = ordo.tensor({0.2, 0.7}, "float64"):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(t) return t:logit() end, {d}))
+        assert.is_true(ordo.autograd.gradcheck(function(t) return t:logit(0.25) end,
+                                               {ordo.tensor({0.2, 0.5, 0.9}, "float64"):requires_grad()}))
+    end)
+
+    it("norm, nansum and nanmean take Torch's dtype, the input cast to it first (it was ignored: float32 out)", function()
+        local x = ordo.tensor({{1, -2, 4}, {3, nan, -9}})
+        local n = x:norm(1, 2, true, "float64")
+        assert.equals("float64", n:dtype())
+        assert.same({2, 1}, n:shape())
+        assert.equals(7, n:totable()[1][1])
+        local a = ordo.tensor({3, 4}, "int32"):norm(2, nil, false, {dtype = "float64"})
+        assert.equals("float64", a:dtype())
+        assert.equals(5, a:item())
+        local s = x:nansum(2, false, "float64")
+        assert.equals("float64", s:dtype())
+        assert.same({3, -6}, s:totable())
+        assert.equals("int32", ordo.tensor({3, 4}, "int32"):nansum(nil, false, "int32"):dtype())
+        local m = x:nanmean(2, false, "float64")
+        assert.equals("float64", m:dtype())
+        close({1, -3}, m:totable(), 1e-12)
+        assert.equals("float32", x:nanmean(2, false, {}):dtype())
+        H.raises(function() return x:norm(2, nil, false, "int32") end, "norm", "float32 or float64", "int32")
+        H.raises(function() return x:nanmean(2, false, "int64") end, "nanmean", "float32 or float64", "int64")
+        H.raises(function() return x:nansum(2, false, "float16") end, "nansum", "float16")
+        local g = ordo.tensor({3, 4}):requires_grad()
+        g:norm(2, nil, false, "float64"):backward()
+        close({0.6, 0.8}, g.grad:totable(), 1e-6)
+    end)
+
     it("atan2 as C's on every quadrant, signed zeros and infinities; hypot, logaddexp, xlogy, logit; gradients", function()
         local ys = {0, -0.0, 1, -1, 0, -0.0, 2, -2, inf, -inf, inf, -inf, 1, 1, inf, nan, 0, 3, 0.5}
         local xs = {1, 1, 0, 0, -1, -1, -3, -3, inf, inf, -inf, -inf, inf, -inf, 1, 1, -0.0, 4, nan}
@@ -2306,6 +2469,28 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         H.raises(function() return ordo.zeros(0):quantile(0.5) end, "quantile", "no elements")
         assert.is_true(ordo.autograd.gradcheck(function(p) return p:quantile(0.3, 2) end,
                                                {ordo.randn(3, 4):double():requires_grad()}))
+        -- Torch's interpolation modes (they were ignored: every one gave linear's): ranks q (n - 1)
+        -- 0, 0.4, 0.5, 1, 1.5, 2, 2.5, 3.6, 4 of 1..5 (shuffled)
+        local u = ordo.tensor({4, 1, 5, 3, 2}, "float64")
+        local qs = {0, 0.1, 0.125, 0.25, 0.375, 0.5, 0.625, 0.9, 1}
+        local modes = {
+            linear = {1, 1.4, 1.5, 2, 2.5, 3, 3.5, 4.6, 5},
+            lower = {1, 1, 1, 2, 2, 3, 3, 4, 5},
+            higher = {1, 2, 2, 2, 3, 3, 4, 5, 5},
+            nearest = {1, 1, 1, 2, 3, 3, 3, 5, 5}, -- (halves to even: rank 0.5 -> 0, 1.5 -> 2, 2.5 -> 2)
+            midpoint = {1, 1.5, 1.5, 2, 2.5, 3, 3.5, 4.5, 5},
+        }
+        for m, want in pairs(modes) do
+            close(want, u:quantile(qs, nil, false, m):totable(), 1e-12)
+            close(want, u:quantile(qs, nil, false, {interpolation = m}):totable(), 1e-12)
+        end
+        assert.same({{3}, {8}}, ordo.tensor({{1, 5, 3}, {9, 7, 8}}):quantile(0.25, 2, true, "higher"):totable())
+        local gn = ordo.tensor({4, 1, 3, 2}):requires_grad()
+        gn:quantile(0.5, nil, false, "nearest"):backward() -- rank 1.5 -> 2: the value 3
+        assert.same({0, 0, 1, 0}, gn.grad:totable())
+        H.raises(function() return t:quantile(0.5, nil, false, "cubic") end, "quantile", "interpolation", "'cubic'")
+        H.raises(function() return t:quantile(0.5, nil, false, 3) end, "quantile", "interpolation", "number")
+        H.raises(function() return t:quantile(0.5, nil, false, {interp = "lower"}) end, "quantile", "interp")
         -- tril / triu indices: row-major positions from 1
         local function band_ref(r, c, k, lower)
             local rr, cc = {}, {}

@@ -160,6 +160,30 @@ describe("ordo.linalg", function()
         assert.are.same({log(6), -huge, 0}, l3:totable())
     end)
 
+    it("a NaN in A gives NaN, never 'singular', wherever it sits (a column of zeros and a NaN)", function()
+        local nan = 0 / 0
+        local function isnan(v) return v ~= v end
+        for _, dt in ipairs({"float64", "float32"}) do
+            local f = {dtype = dt}
+            -- the NaN is the only nonzero of its column below the diagonal:
+            -- the zero pivot search passed over it (det 0, inv "singular")
+            for _, m in ipairs({{{0, 1}, {nan, 0}}, {{0, 0}, {nan, 1}}, {{1, 2, 3}, {2, 4, 6}, {nan, 1, 0}}, {{nan, 1}, {0, 0}}}) do
+                local A = ordo.tensor(m, f)
+                assert(isnan(ordo.linalg.det(A):item()), dt .. ": det is not NaN")
+                local s, l = ordo.linalg.slogdet(A)
+                assert(isnan(s:item()) and isnan(l:item()), dt .. ": slogdet is not NaN")
+                assert(isnan(ordo.linalg.inv(A):sum():item()), dt .. ": inv is not NaN")
+                assert(isnan(ordo.linalg.solve(A, ordo.ones({#m}, f)):sum():item()), dt .. ": solve is not NaN")
+                -- and the gradient of det is NaN too
+                local x = A:clone():requires_grad()
+                ordo.linalg.det(x):backward()
+                for _, row in ipairs(x.grad:totable()) do
+                    for _, v in ipairs(row) do assert(isnan(v), dt .. ": det's gradient is not NaN") end
+                end
+            end
+        end
+    end)
+
     it("batches broadcast as Torch's and every matrix agrees with the reference", function()
         -- A 2x1x3x3, B 4x3x2 -> X 2x4x3x2
         local as, bs = {}, {}
@@ -257,6 +281,42 @@ describe("ordo.linalg", function()
                function() ordo.linalg.solve(ordo.eye(3, f), ordo.ones({4, 2}, f)) end)
         raises("linalg.solve: the batch dims of A (shape 2x3x3) and B (shape 3x3x1) do not broadcast (2 against 3)",
                function() ordo.linalg.solve(ordo.eye(3, f):expand(2, 3, 3), ordo.ones({3, 3, 1}, f)) end)
+        -- a Torch keyword (out = ..., left = ...) is not dropped without a word
+        local A2, B2 = ordo.eye(2, f), ordo.ones({2, 2}, f)
+        raises("linalg.det: takes A alone, got 2 arguments", function() ordo.linalg.det(A2, {out = B2}) end)
+        raises("linalg.inv: takes A alone, got 2 arguments", function() ordo.linalg.inv(A2, {out = B2}) end)
+        raises("linalg.slogdet: takes A alone, got 2 arguments", function() ordo.linalg.slogdet(A2, 1) end)
+        raises("linalg.solve: takes A, B and an options table, got 4 arguments",
+               function() ordo.linalg.solve(A2, B2, nil, {out = B2}) end)
+        raises("linalg.solve: unknown option 'out' (expected left)", function() ordo.linalg.solve(A2, B2, {out = B2}) end)
+        raises("linalg.solve: left must be a boolean, got number", function() ordo.linalg.solve(A2, B2, {left = 0}) end)
+        raises("linalg.solve: left = false needs B of ... x k x n, not a vector or a batch of vectors (B of shape 2, A 2x2)",
+               function() ordo.linalg.solve(A2, ordo.ones({2}, f), {left = false}) end)
+        raises("linalg.solve: A of shape 2x2 and B of shape 2x3 do not fit (B must have 2 columns with left = false, " ..
+               "as A is 2 x 2)", function() ordo.linalg.solve(A2, ordo.ones({2, 3}, f), {left = false}) end)
+        assert.are.same({{1, 1}, {1, 1}}, B2:totable())
+    end)
+
+    it("solve with left = false gives X with X A = B, as Torch's (batches, gradients)", function()
+        for _, dt in ipairs({"float64", "float32"}) do
+            local f = {dtype = dt}
+            local A = ordo.tensor({{2, 1}, {0, 4}}, f)
+            local B = ordo.tensor({{2, 5}, {4, 2}, {-2, 3}}, f)
+            -- X A = B row by row: x1 = b1 / 2, x2 = (b2 - x1) / 4
+            assert.are.same({{1, 1}, {2, 0}, {-1, 1}}, ordo.linalg.solve(A, B, {left = false}):totable())
+            -- left = true is the default
+            assert.are.same(ordo.linalg.solve(A, B:t()):totable(), ordo.linalg.solve(A, B:t(), {left = true}):totable())
+            -- a batch of A against one B: X of the broadcast batch shape
+            local Ab = ordo.stack({A, A * 2})
+            local X = ordo.linalg.solve(Ab, B, {left = false})
+            assert.are.same({2, 3, 2}, X:shape())
+            close2(X[2]:totable(), {{0.5, 0.5}, {1, 0}, {-0.5, 0.5}}, DT[dt], dt .. " batch")
+        end
+        local f = {dtype = "float64"}
+        local A = ordo.tensor({rand_matrix(3, 9), rand_matrix(3, 10)}, f):requires_grad()
+        local B = ordo.tensor(rand_rows(4, 3, 11), f):requires_grad()
+        assert.is_true(ordo.autograd.gradcheck(function(a, b) return ordo.linalg.solve(a, b, {left = false}) end,
+                                               {A, B}))
     end)
 
     it("gradients match central differences (gradcheck, float64)", function()
@@ -279,13 +339,151 @@ describe("ordo.linalg", function()
         assert.is_true(ordo.autograd.gradcheck(ordo.linalg.solve, {A, leaf({rand_rows(3, 2, 7), rand_rows(3, 2, 8)})}))
         assert.is_true(ordo.autograd.gradcheck(ordo.linalg.inv, {Ab}))
         assert.is_true(ordo.autograd.gradcheck(ordo.linalg.det, {Ab}))
-        -- at a singular matrix the gradient (which needs A^-1) fails when read, naming the op
-        local S = leaf({{1, 2}, {2, 4}})
-        ordo.linalg.det(S):backward()
-        raises("linalg.det: the matrix is singular", function() return S.grad:totable() end)
+        -- at a singular matrix det is a polynomial all the same: its
+        -- gradient (the cofactor matrix) matches central differences
+        assert.is_true(ordo.autograd.gradcheck(ordo.linalg.det, {leaf({{1, 2}, {2, 4}})}))
+        assert.is_true(ordo.autograd.gradcheck(ordo.linalg.det, {leaf({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}})}))
+        assert.is_true(ordo.autograd.gradcheck(ordo.linalg.det, {leaf({{0, 1, 0}, {0, 0, 1}, {0, 0, 0}})}))
+        assert.is_true(ordo.autograd.gradcheck(ordo.linalg.det, {leaf({{{1, 1}, {1, 1}}, {{0, 0}, {0, 0}}})}))
         -- only B needs a gradient
         local Ac = ordo.tensor(rand_matrix(3, 4), f)
         assert.is_true(ordo.autograd.gradcheck(ordo.linalg.solve, {Ac, B}))
+    end)
+
+    -- d det(A) / dA is the cofactor matrix adj(A)^T: det(A) A^-T for an
+    -- invertible A, and defined (nonzero at rank n-1, zero below) for a
+    -- singular one, as Torch's
+    it("det's gradient is the cofactor matrix, at singular matrices too (closed forms)", function()
+        for _, dt in ipairs({"float64", "float32"}) do
+            local f = {dtype = dt}
+            local function grad_of(rows)
+                local A = ordo.tensor(rows, f):requires_grad()
+                ordo.linalg.det(A):sum():backward()
+                return A.grad:totable()
+            end
+            -- 2 x 2: the gradient of ad - bc is {{d, -c}, {-b, a}}, singular or not
+            for _, m in ipairs({{1, 2, 3, 4}, {1, 2, 2, 4}, {3, -1, 6, -2}, {0, 0, 0, 5}, {0, 0, 0, 0}}) do
+                local a, b, c, d = unpack(m)
+                close2(grad_of({{a, b}, {c, d}}), {{d, -c}, {-b, a}}, 0, dt .. " 2 x 2 " .. table.concat(m, ","))
+            end
+            -- a batch of them, singular and not, each its own
+            local Bt = ordo.tensor({{{1, 2}, {2, 4}}, {{2, 0}, {0, 3}}, {{0, 0}, {0, 0}}}, f):requires_grad()
+            ordo.linalg.det(Bt):sum():backward()
+            assert.are.same({{{4, -2}, {-2, 1}}, {{3, 0}, {0, 2}}, {{0, 0}, {0, 0}}}, Bt.grad:totable())
+            -- rank 2 of 3: every cofactor of {{1,2,3},{4,5,6},{7,8,9}}
+            close2(grad_of({{1, 2, 3}, {4, 5, 6}, {7, 8, 9}}), {{-3, 6, -3}, {6, -12, 6}, {-3, 6, -3}}, DT[dt],
+                   dt .. " rank 2 of 3")
+            -- a shift matrix: partial pivoting meets a zero pivot in two
+            -- columns though the rank is 2; the one nonzero cofactor is C31
+            close2(grad_of({{0, 1, 0}, {0, 0, 1}, {0, 0, 0}}), {{0, 0, 0}, {0, 0, 0}, {1, 0, 0}}, 0, dt .. " shift")
+            -- rank 1 of 3: every cofactor is 0
+            close2(grad_of({{1, 2, 3}, {2, 4, 6}, {-1, -2, -3}}), {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, 0, dt .. " rank 1")
+            -- upstream gradients scale each matrix's; a transposed view's is transposed
+            local A = ordo.tensor({{1, 2}, {2, 4}}, f):requires_grad()
+            local d3 = ordo.linalg.det(A) * 3
+            d3:backward()
+            assert.are.same({{12, -6}, {-6, 3}}, A.grad:totable())
+            local T = ordo.tensor({{1, 3}, {2, 4}}, f):requires_grad()
+            ordo.linalg.det(T:t()):backward()
+            assert.are.same({{4, -2}, {-3, 1}}, T.grad:totable())
+        end
+    end)
+
+    it("det's gradient at random singular matrices matches the cofactors of a plain-Lua reference", function()
+        -- A = U V with U n x (n-1): rank n-1, each cofactor the determinant
+        -- of a minor (by the reference's elimination)
+        local function minor(m, r, c)
+            local o = {}
+            for i = 1, #m do
+                if i ~= r then
+                    local row = {}
+                    for j = 1, #m do if j ~= c then row[#row + 1] = m[i][j] end end
+                    o[#o + 1] = row
+                end
+            end
+            return o
+        end
+        for _, n in ipairs({2, 3, 5, 8}) do
+            local U, V = rand_rows(n, n - 1, 3 * n), rand_rows(n - 1, n, 5 * n)
+            local A = ordo.matmul(ordo.tensor(U, {dtype = "float64"}), ordo.tensor(V, {dtype = "float64"}))
+            local rows = A:totable()
+            local want, scale = {}, 0
+            for i = 1, n do
+                want[i] = {}
+                for j = 1, n do
+                    want[i][j] = ((i + j) % 2 == 0 and 1 or -1) * ref_det(minor(rows, i, j))
+                    scale = math.max(scale, abs(want[i][j]))
+                end
+            end
+            for _, dt in ipairs({"float64", "float32"}) do
+                local x = A:to(dt):detach():requires_grad_()
+                ordo.linalg.det(x):backward()
+                local got = x.grad:totable()
+                -- float32: A itself is rounded, so the cofactors move by
+                -- about its rounding times their size
+                local tol = dt == "float64" and 1e-9 or 1e-4
+                for i = 1, n do
+                    for j = 1, n do
+                        local g, w = got[i][j], want[i][j]
+                        if not (abs(g - w) <= tol * scale) then
+                            error(fmt("%s n = %d: [%d][%d] is %.17g, expected %.17g", dt, n, i, j, g, w))
+                        end
+                    end
+                end
+            end
+        end
+    end)
+
+    it("slogdet's gradient at a singular matrix is inf and NaN (adj(A)^T / 0), never a failure", function()
+        for _, dt in ipairs({"float64", "float32"}) do
+            local f = {dtype = dt}
+            local function grad_of(rows)
+                local A = ordo.tensor(rows, f):requires_grad()
+                local sign, logabs = ordo.linalg.slogdet(A)
+                assert.are.equal(0, sign:sum():item())
+                assert.are.equal(-huge, logabs:sum():item())
+                logabs:sum():backward()
+                return A.grad:totable()
+            end
+            assert.are.same({{huge, -huge}, {-huge, huge}}, grad_of({{1, 2}, {2, 4}}))
+            -- rank 1 of 3: every cofactor is 0, so every entry is NaN
+            for _, row in ipairs(grad_of({{1, 2, 3}, {2, 4, 6}, {-1, -2, -3}})) do
+                for _, v in ipairs(row) do assert(v ~= v, dt .. ": expected NaN, got " .. tostring(v)) end
+            end
+            -- an invertible matrix of the same batch is not touched: A^-T
+            local B = ordo.tensor({{{1, 2}, {2, 4}}, {{2, 0}, {0, 4}}}, f):requires_grad()
+            local _, l = ordo.linalg.slogdet(B)
+            l:sum():backward()
+            local g = B.grad:totable()
+            assert.are.same({{0.5, 0}, {0, 0.25}}, g[2])
+            assert.are.same({{huge, -huge}, {-huge, huge}}, g[1])
+        end
+    end)
+
+    it("Torch's other names: A:det(), A:inverse(), A:slogdet(), ordo.det..., and logdet", function()
+        local f = {dtype = "float64"}
+        local A = ordo.tensor({{{2, 1}, {1, 3}}, {{0, 1}, {1, 0}}, {{1, 2}, {2, 4}}}, f)
+        assert.are.same({5, -1, 0}, A:det():totable())
+        assert.are.same({5, -1, 0}, ordo.det(A):totable())
+        close2(A[1]:inverse():totable(), {{0.6, -0.2}, {-0.2, 0.4}}, 1e-15, "inverse")
+        assert.are.same(ordo.linalg.inv(A[1]):totable(), ordo.inverse(A[1]):totable())
+        local s, l = A:slogdet()
+        assert.are.same({1, -1, 0}, s:totable())
+        assert.are.equal(-huge, l:totable()[3])
+        -- logdet: -inf for a singular matrix, NaN for a negative determinant
+        local ld = ordo.logdet(A):totable()
+        assert(abs(ld[1] - log(5)) < 1e-14, "logdet: " .. ld[1])
+        assert(ld[2] ~= ld[2], "logdet of a negative determinant: " .. tostring(ld[2]))
+        assert.are.equal(-huge, ld[3])
+        -- its gradient is A^-T, and 0 where the value is NaN (Torch's)
+        local Ag = A:narrow(1, 1, 2):clone():requires_grad()
+        Ag:logdet():sum():backward()
+        close2(Ag.grad[1]:totable(), {{0.6, -0.2}, {-0.2, 0.4}}, 1e-15, "logdet's gradient")
+        assert.are.same({{0, 0}, {0, 0}}, Ag.grad[2]:totable())
+        assert.is_true(ordo.autograd.gradcheck(ordo.logdet, {ordo.tensor(rand_matrix(3, 12), f):requires_grad()}))
+        raises("logdet: takes A alone, got 2 arguments", function() ordo.logdet(A, 1) end)
+        raises("linalg.slogdet: A must be float32 or float64, got int32",
+               function() ordo.ones({2, 2}, {dtype = "int32"}):logdet() end)
     end)
     -- (on a GPU: spec/gpu_spec.lua, "linalg solve, inv, det and slogdet match the cpu")
 end)

@@ -388,8 +388,9 @@ int cpu_check_adam_step(const ordo_run_ctx *rc, const ordo_kernel_args *a);
 int cpu_check_sgd_step(const ordo_run_ctx *rc, const ordo_kernel_args *a);
 
 /* linalg.c: linalg_lu's checks, shared by its CUDA kernel.  The mode
- * (0 solve, 1 slogdet, 2 det), the op's name for messages, the batch dims
- * (nb, batch matrices of n x n) and k, B's columns (0 unless solving). */
+ * (0 solve, 1 slogdet, 2 det, 3 det's gradient, 4 slogdet's), the op's
+ * name for messages, the batch dims (nb, batch matrices of n x n) and k,
+ * B's columns (0 for 1 and 2; n for 3 and 4, which factorise against I). */
 typedef struct {
     int mode, nb;
     const char *name;

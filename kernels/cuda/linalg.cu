@@ -12,7 +12,8 @@
  * element of the trailing rows.  Back substitution runs one thread per
  * column of B, each in the CPU's order.  det and slogdet take the CPU's
  * product of the pivots on one thread.  The results match the CPU's up to
- * the rounding of fused multiply-adds.
+ * the rounding of fused multiply-adds.  The gradients' modes (3 and 4)
+ * have their own kernel, cofactor_kernel, with complete pivoting.
  *
  * A singular matrix (a zero pivot) fails solve and inv as on the CPU,
  * naming the first such matrix of the batch: blocks record the smallest
@@ -37,7 +38,7 @@ const int64_t LU_MAX_BLOCKS = 1024;
 const unsigned long long NONE = ~0ULL;
 
 struct lu_geom {
-    int mode, nb;      /* 0 solve, 1 slogdet, 2 det; batch dims */
+    int mode, nb;      /* 0 solve, 1 slogdet, 2 det, 3 and 4 their gradients; batch dims */
     int64_t n, k;      /* n x n matrices; B's columns (solve) */
     int64_t batch;     /* matrices */
 };
@@ -106,7 +107,10 @@ __global__ void lu_kernel(cu_view A, cu_view B, cu_view O0, cu_view O1, lu_geom 
             if (tid == 0) {
                 /* a NaN on the diagonal stays the pivot, as on the CPU */
                 const double d = a[j * n + j];
-                const int64_t p = best_row[0] < 0 || d != d ? j : best_row[0];
+                int64_t p = best_row[0] < 0 || d != d ? j : best_row[0];
+                /* no nonzero pivot but a NaN: the NaN, as on the CPU */
+                for (int64_t i = j + 1; i < n && a[p * n + j] == 0; i++)
+                    if (a[i * n + j] != a[i * n + j]) p = i;
                 if (a[p * n + j] == 0) zero_col = j;
                 else if (p != j) sign = -sign;
                 pivot_row = p;
@@ -194,6 +198,157 @@ __global__ void lu_kernel(cu_view A, cu_view B, cu_view O0, cu_view O1, lu_geom 
     }
 }
 
+/* Modes 3 (det's gradient, adj(A)^T) and 4 (slogdet's, A^-T; adj(A)^T / 0
+ * at a singular A): the CPU's cofactor() (kernels/cpu/linalg.c has the
+ * formulas), an LU with complete pivoting P A Q = L U against b = I, which
+ * becomes L^-1 P.  The pivot is the first largest |a(i, c)|, i, c >= j, in
+ * row-major order, as the CPU's scan; a zero pivot ends the factorisation
+ * (the trailing submatrix is all zero: the rank is j).  scratch: per
+ * block, n*n doubles for A, n*n for b, n for the column permutation q, n
+ * for the null vector x. */
+template <typename T>
+__global__ void cofactor_kernel(cu_view A, cu_view C, lu_geom g, double *scratch) {
+    __shared__ double best[LU_THREADS];
+    __shared__ int64_t best_idx[LU_THREADS];
+    __shared__ int64_t prow, pcol, rank;
+    __shared__ int sign, has_nan;
+    __shared__ double scale;
+    const int tid = threadIdx.x, nt = blockDim.x;
+    const int64_t n = g.n;
+    double *a = scratch + (int64_t)blockIdx.x * (2 * n * n + 2 * n);
+    double *b = a + n * n, *q = b + n * n, *x = q + n;
+    const int64_t ar = A.strides[g.nb], ac = A.strides[g.nb + 1];
+    const int64_t cr = C.strides[g.nb], cc = C.strides[g.nb + 1];
+    for (int64_t e = blockIdx.x; e < g.batch; e += gridDim.x) {
+        const T *pa = (const T *)A.data + batch_offset(A, g.nb, e);
+        T *pc = (T *)C.data + batch_offset(C, g.nb, e);
+        for (int64_t t = tid; t < n * n; t += nt) {
+            a[t] = (double)pa[(t / n) * ar + (t % n) * ac];
+            b[t] = t / n == t % n ? 1 : 0;
+        }
+        for (int64_t t = tid; t < n; t += nt) q[t] = (double)t;
+        __syncthreads();
+        if (tid == 0) {
+            sign = 1, rank = n, has_nan = 0;
+            for (int64_t t = 0; t < n * n; t++)
+                if (a[t] != a[t]) has_nan = 1;
+        }
+        __syncthreads();
+        if (has_nan) {
+            for (int64_t t = tid; t < n * n; t += nt) pc[(t / n) * cr + (t % n) * cc] = (T)NAN;
+            __syncthreads();
+            continue;
+        }
+        for (int64_t j = 0; j < n; j++) {
+            const int64_t m = n - j;
+            double bv = -1;
+            int64_t bi = -1;
+            for (int64_t t = tid; t < m * m; t += nt) pivot_max(&bv, &bi, fabs(a[(j + t / m) * n + j + t % m]), t);
+            best[tid] = bv, best_idx[tid] = bi;
+            __syncthreads();
+            for (int s = nt / 2; s > 0; s >>= 1) {
+                if (tid < s) {
+                    double v = best[tid];
+                    int64_t i = best_idx[tid];
+                    pivot_max(&v, &i, best[tid + s], best_idx[tid + s]);
+                    best[tid] = v, best_idx[tid] = i;
+                }
+                __syncthreads();
+            }
+            if (tid == 0) {
+                if (best[0] == 0) {
+                    rank = j;
+                } else {
+                    prow = j + best_idx[0] / m, pcol = j + best_idx[0] % m;
+                    if (prow != j) sign = -sign;
+                    if (pcol != j) {
+                        sign = -sign;
+                        const double t = q[j];
+                        q[j] = q[pcol], q[pcol] = t;
+                    }
+                }
+            }
+            __syncthreads();
+            if (rank < n) break; /* (the same for the whole block) */
+            const int64_t p = prow, pq = pcol;
+            if (p != j)
+                for (int64_t c = tid; c < n; c += nt) {
+                    double t = a[j * n + c];
+                    a[j * n + c] = a[p * n + c], a[p * n + c] = t;
+                    t = b[j * n + c];
+                    b[j * n + c] = b[p * n + c], b[p * n + c] = t;
+                }
+            __syncthreads();
+            if (pq != j)
+                for (int64_t i = tid; i < n; i += nt) {
+                    const double t = a[i * n + j];
+                    a[i * n + j] = a[i * n + pq], a[i * n + pq] = t;
+                }
+            __syncthreads();
+            const double piv = a[j * n + j];
+            for (int64_t i = j + 1 + tid; i < n; i += nt) a[i * n + j] /= piv;
+            __syncthreads();
+            /* the trailing rows of A (columns after j) and of b, a zero
+             * multiplier skipped as on the CPU */
+            const int64_t w = n - j - 1 + n, rows = n - j - 1;
+            for (int64_t t = tid; t < rows * w; t += nt) {
+                const int64_t i = j + 1 + t / w, c = t % w;
+                const double f = a[i * n + j];
+                if (f == 0) continue;
+                if (c < n - j - 1) a[i * n + j + 1 + c] -= f * a[j * n + j + 1 + c];
+                else b[i * n + (c - (n - j - 1))] -= f * b[j * n + (c - (n - j - 1))];
+            }
+            __syncthreads();
+        }
+        const int64_t r = rank;
+        if (r == n) {
+            if (tid == 0) {
+                double s = 1;
+                if (g.mode == 3) {
+                    s = sign;
+                    for (int64_t i = 0; i < n; i++) s *= a[i * n + i];
+                }
+                scale = s;
+            }
+            __syncthreads();
+            /* U X = b, one thread per column of b, in the CPU's order: row
+             * i of X is row q[i] of A^-1, column q[i] of C = scale A^-T */
+            const double s = scale;
+            for (int64_t col = tid; col < n; col += nt) {
+                for (int64_t i = n - 1; i >= 0; i--) {
+                    double t = b[i * n + col];
+                    for (int64_t j = i + 1; j < n; j++) t -= a[i * n + j] * b[j * n + col];
+                    b[i * n + col] = t / a[i * n + i];
+                }
+                for (int64_t i = 0; i < n; i++) pc[col * cr + (int64_t)q[i] * cc] = (T)(s * b[i * n + col]);
+            }
+        } else if (r == n - 1) {
+            /* adj(A) = sign alpha (Q x) (e_n^T b), C its transpose */
+            const int64_t k = n - 1;
+            if (tid == 0) {
+                double alpha = sign;
+                for (int64_t i = 0; i < k; i++) alpha *= a[i * n + i];
+                x[k] = 1;
+                for (int64_t i = k - 1; i >= 0; i--) {
+                    double t = a[i * n + k];
+                    for (int64_t m = i + 1; m < k; m++) t += a[i * n + m] * x[m];
+                    x[i] = -t / a[i * n + i];
+                }
+                scale = alpha;
+            }
+            __syncthreads();
+            for (int64_t t = tid; t < n * n; t += nt) {
+                const int64_t rr = t / n, i = t % n;
+                const double v = scale * x[rr] * b[k * n + i];
+                pc[i * cr + (int64_t)q[rr] * cc] = (T)(g.mode == 3 ? v : v == 0 ? NAN : copysign(INFINITY, v));
+            }
+        } else {
+            for (int64_t t = tid; t < n * n; t += nt) pc[(t / n) * cr + (t % n) * cc] = (T)(g.mode == 3 ? 0 : NAN);
+        }
+        __syncthreads(); /* the scratch is the next matrix's */
+    }
+}
+
 /* The first singular matrix, if any, as the op's failure (CU_ERR_SINGULAR:
  * for a single matrix a is the column, else the matrix; b the batch). */
 __global__ void lu_report_kernel(const unsigned long long *first_singular, int64_t n, int64_t batch, int kid,
@@ -204,6 +359,28 @@ __global__ void lu_report_kernel(const unsigned long long *first_singular, int64
     cu_report(slot, CU_ERR_SINGULAR, kid, batch == 1 ? z : e, batch);
 }
 
+/* Modes 3 and 4 (cofactor_kernel): never a failure of the matrices */
+int cofactor_launch(const ordo_run_ctx *rc, const ordo_kernel_args *args, const cpu_linalg_plan *p, lu_geom g) {
+    const int64_t per = p->n > 0 ? (2 * p->n * p->n + 2 * p->n) * (int64_t)sizeof(double) : 8;
+    int64_t blocks = LU_SCRATCH_BYTES / per;
+    if (blocks < 1) blocks = 1;
+    if (blocks > LU_MAX_BLOCKS) blocks = LU_MAX_BLOCKS;
+    if (blocks > p->batch) blocks = p->batch;
+    void *mem = NULL;
+    if (cu_scratch_alloc(rc, &mem, (size_t)(blocks * per)))
+        return ordo_fail(rc, "%s: out of GPU memory for the scratch of %lld matrices of %lld x %lld", p->name,
+                         (long long)blocks, (long long)p->n, (long long)p->n);
+    cudaStream_t st = cu_stream(rc);
+    const cu_view a = cu_view_of(&args->in[0]), c = cu_view_of(&args->out[0]);
+    if (args->in[0].dtype == ORDO_F64)
+        cofactor_kernel<double><<<(unsigned)blocks, LU_THREADS, 0, st>>>(a, c, g, (double *)mem);
+    else
+        cofactor_kernel<float><<<(unsigned)blocks, LU_THREADS, 0, st>>>(a, c, g, (double *)mem);
+    const int r = cu_check_launch(rc, p->name);
+    cudaFreeAsync(mem, st);
+    return r;
+}
+
 int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     cpu_linalg_plan p;
     int r = cpu_check_linalg_lu(rc, args, &p);
@@ -212,6 +389,7 @@ int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     const ordo_view *A = &args->in[0];
     lu_geom g;
     g.mode = p.mode, g.nb = p.nb, g.n = p.n, g.k = p.k, g.batch = p.batch;
+    if (p.mode >= 3) return cofactor_launch(rc, args, &p, g);
     cu_error_slot *slot = NULL;
     if (p.mode == 0 && !(slot = cu_error_slot_op(rc))) return 1; /* (the op failed, saying why) */
     /* (0 x 0 matrices need no scratch: det 1, slogdet (1, 0), an empty X) */

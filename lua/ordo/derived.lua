@@ -47,7 +47,12 @@ end
 
 -- var(dim, keepdim, correction): the variance over all elements (dim nil)
 -- or over dim, divided by n - correction (default 1, Bessel's: the
--- unbiased estimate, as Torch); integers compute in float32.
+-- unbiased estimate, as Torch); integers compute in float32.  Two passes,
+-- the second corrected for the error of the first one's mean (sum d^2 -
+-- (sum d)^2 / n, d = x - mean): a float32 mean rounds (1e7 and 1e7 + 1
+-- alternating: the mean 1e7 + 0.5 is not a float32), and d^2 about the
+-- rounded mean alone made the variance 0.5, not 0.25; Torch accumulates
+-- in double.
 function Tensor:var(dim, keepdim, correction)
     check_self("var", self)
     if correction == nil then correction = 1 end
@@ -58,6 +63,11 @@ function Tensor:var(dim, keepdim, correction)
     local mean = dim == nil and self:mean() or self:mean(dim, true)
     local d = self - mean
     local ss = dim == nil and (d * d):sum() or (d * d):sum(dim, keepdim)
+    if n > 0 then
+        local sd = dim == nil and d:sum() or d:sum(dim, keepdim)
+        -- (never below 0, which rounding could give for a constant input: std would be NaN)
+        ss = (ss - sd * sd / n):clamp(0)
+    end
     local denom = n - correction
     return ss / (denom > 0 and denom or 0) -- 0 / 0: NaN, as Torch, when there are too few elements
 end
@@ -2381,6 +2391,47 @@ for _, name in ipairs({"cumsum", "cumprod"}) do
     end
 end
 
+-- A dtype argument (a name, or {dtype = name}) as a dtype's name, nil for
+-- none; float: it must be a float dtype.
+local function opt_dtype(name, dtype, float)
+    if type(dtype) == "table" and getmetatable(dtype) == nil then
+        dtype = util.check_opts(name, dtype, {dtype = true}).dtype
+        if dtype == nil then return nil end
+    end
+    local dt = tensor.DT_NAME[tensor.parse_dtype(name, dtype)]
+    if float and not dt:match("^float") then
+        fail(fmt("%s: dtype must be float32 or float64, got %s", name, dt))
+    end
+    return dt
+end
+
+-- softmax(dim [, dtype]) and log_softmax: Torch's dtype (a float dtype's
+-- name, or {dtype = name}): the input cast to it first, the result of it
+-- (float32 scores softmaxed in float64).  It was ignored silently.
+for _, name in ipairs({"softmax", "log_softmax"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, dim, dtype)
+        if dtype == nil then return f(self, dim) end
+        check_self(name, self)
+        local dt = opt_dtype(name, dtype, true)
+        if dt == nil then return f(self, dim) end
+        return f(self:to(dt), dim)
+    end
+end
+
+-- norm(p, dim, keepdim [, dtype]): Torch's dtype, a float one, the input
+-- cast to it first; it was ignored silently.
+do
+    local norm = Tensor.norm
+    Tensor.norm = function(self, p, dim, keepdim, dtype)
+        if dtype == nil then return norm(self, p, dim, keepdim) end
+        check_self("norm", self)
+        local dt = opt_dtype("norm", dtype, true)
+        if dt == nil then return norm(self, p, dim, keepdim) end
+        return norm(self:to(dt), p, dim, keepdim)
+    end
+end
+
 -- ---------------------------------------------------------------- small conveniences a Torch user reaches for
 
 -- Calls f(...), its error said under fname instead of under inner (the op
@@ -2391,9 +2442,57 @@ local function as_op(fname, inner, f, ...)
     return unpack(r, 2, table.maxn(r))
 end
 
+-- round([decimals]) and round_: Torch's decimals (a number or {decimals =
+-- n}; it was ignored, x:round(2) rounding to integers): halves to even at
+-- that decimal place, computed as Torch's in the tensor's dtype: x * 10^d
+-- rounded, then divided by 10^d (d < 0: x / 10^-d rounded, then
+-- multiplied).  An integer tensor has no decimals to round (d > 0 leaves
+-- it as it is); d < 0 on one is refused, as Torch has no kernel for it.
+for _, name in ipairs({"round", "round_"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, decimals)
+        if decimals == nil then return f(self) end
+        check_self(name, self)
+        if type(decimals) == "table" and getmetatable(decimals) == nil then
+            decimals = util.check_opts(name, decimals, {decimals = true}).decimals
+            if decimals == nil then return f(self) end
+        end
+        if not is_int(decimals) then
+            fail(fmt("%s: decimals must be an integer, got %s", name,
+                     type(decimals) == "number" and show(decimals) or typename(decimals)))
+        end
+        if decimals == 0 then return f(self) end
+        if not is_float(self) then
+            if decimals > 0 then return f(self) end
+            fail(fmt("%s: decimals < 0 needs a float tensor, got %s (decimals %d)", name, self:dtype(), decimals))
+        end
+        local p = 10 ^ math.abs(decimals)
+        if name == "round" then
+            if decimals > 0 then return (self * p):round() / p end
+            return (self / p):round() * p
+        end
+        if decimals > 0 then return self:mul_(p):round_():div_(p) end
+        return self:div_(p):round_():mul_(p)
+    end
+end
+
 -- clip(lo, hi), clip_: clamp's other name.
 function Tensor:clip(lo, hi) return as_op("clip", "clamp", Tensor.clamp, self, lo, hi) end
 function Tensor:clip_(lo, hi) return as_op("clip_", "clamp_", Tensor.clamp_, self, lo, hi) end
+-- clamp_min(lo), clamp_max(hi) and their in-place forms: clamp with one bound, as Torch's.
+for _, name in ipairs({"clamp_min", "clamp_max", "clamp_min_", "clamp_max_"}) do
+    local inplace = name:sub(-1) == "_"
+    local inner = inplace and "clamp_" or "clamp"
+    local low = name:sub(7, 9) == "min"
+    Tensor[name] = function(self, bound)
+        check_self(name, self)
+        if bound == nil then
+            fail(fmt("%s: expected a number or a tensor as the %s bound, got nil", name, low and "lower" or "upper"))
+        end
+        if low then return as_op(name, inner, Tensor[inner], self, bound, nil) end
+        return as_op(name, inner, Tensor[inner], self, nil, bound)
+    end
+end
 
 -- swapaxes(d1, d2), swapdims(d1, d2): transpose's other names; movedim(src, dst): dim src
 -- (or a list of dims) moved to place dst (or the list's places), the
@@ -2594,6 +2693,21 @@ function Tensor:aminmax(dim, keepdim)
     return as_op("aminmax", "amin", Tensor.amin, self, dim, keepdim), self:amax(dim, keepdim)
 end
 
+-- nansum(dim, keepdim [, dtype]) and nanmean: Torch's dtype (nanmean's a
+-- float one), the input cast to it first; it was ignored silently.
+for _, name in ipairs({"nansum", "nanmean"}) do
+    local f = Tensor[name]
+    Tensor[name] = function(self, dim, keepdim, dtype)
+        if dtype == nil then return f(self, dim, keepdim) end
+        check_self(name, self)
+        local dt = opt_dtype(name, dtype, name == "nanmean")
+        if dt == nil then return f(self, dim, keepdim) end
+        local r = f(self:to(dt), dim, keepdim)
+        if r:dtype() ~= dt then r = r:to(dt) end
+        return r
+    end
+end
+
 -- var_mean / std_mean(dim, keepdim, correction): both, as Torch's.
 function Tensor:var_mean(dim, keepdim, correction)
     local v = as_op("var_mean", "var", Tensor.var, self, dim, keepdim, correction)
@@ -2697,14 +2811,29 @@ end
 Tensor.xlogy = M.xlogy
 
 -- logit([eps]): log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given.
+-- Its gradient is Torch's, g / (p (1 - p)): infinite at 0 and 1 (the chain
+-- through the division gave NaN there), 0 outside [eps, 1 - eps] with an
+-- eps, NaN outside [0, 1] without.  Recorded here: a closure in logit
+-- would keep LuaJIT from compiling a loop that calls it.
+local function rec_logit(autograd, r, x, pd, eps)
+    return autograd.record("logit", r, {x, n = 1}, function(g)
+        local d = g / (pd * (1 - pd))
+        if eps then return tensor.where(pd:lt(eps):logical_or(pd:gt(1 - eps)), 0, d) end
+        return tensor.where(pd:lt(0):logical_or(pd:gt(1)), 0 / 0, d)
+    end, {x})
+end
 function Tensor:logit(eps)
     check_self("logit", self)
     if eps ~= nil and (type(eps) ~= "number" or not (eps >= 0 and eps <= 0.5)) then
         fail("logit: eps must be a number in [0, 0.5], got " .. show(eps))
     end
-    local p = is_float(self) and self or self:float()
-    if eps then p = p:clamp(eps, 1 - eps) end
-    return (p / (1 - p)):log()
+    local x = is_float(self) and self or self:float()
+    local pd = x:detach()
+    local p = eps and pd:clamp(eps, 1 - eps) or pd
+    local r = (p / (1 - p)):log()
+    local autograd = package.loaded["ordo.autograd"]
+    if not (autograd and autograd.needs(x)) then return r end
+    return rec_logit(autograd, r, x, pd, eps)
 end
 
 -- dist(u [, p]): the p-norm of self - u; inner(u): the sum over the last
@@ -2740,12 +2869,26 @@ end
 -- sorted values at q (n - 1) (q in [0, 1]: a number, or a list or 1-dim
 -- tensor of them, whose results stack along a new first dim); over all
 -- elements without a dim; a line holding NaN gives NaN.  Float tensors.
-function Tensor:quantile(q, dim, keepdim)
+-- interpolation (Torch's: a name, or {interpolation = name}; it was ignored,
+-- every mode gave "linear"): between the elements at floor and ceil of the
+-- rank q (n - 1), "linear" (default) the value at the rank, "lower" and
+-- "higher" one of the two, "nearest" the one at the rank rounded (halves
+-- to even), "midpoint" their mean.
+local QUANTILE_MODES = {linear = true, lower = true, higher = true, nearest = true, midpoint = true}
+function Tensor:quantile(q, dim, keepdim, interpolation)
     local fname = "quantile"
     check_self(fname, self)
     if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
     if keepdim ~= nil and type(keepdim) ~= "boolean" then
         fail(fmt("%s: keepdim must be true or false, got %s", fname, show(keepdim)))
+    end
+    if type(interpolation) == "table" and getmetatable(interpolation) == nil then
+        interpolation = util.check_opts(fname, interpolation, {interpolation = true}).interpolation
+    end
+    local mode = interpolation or "linear"
+    if not QUANTILE_MODES[mode] then
+        fail(fmt("%s: interpolation must be 'linear', 'lower', 'higher', 'nearest' or 'midpoint', got %s", fname,
+                 type(mode) == "string" and ("'" .. mode .. "'") or typename(mode)))
     end
     local qs, scalar
     if type(q) == "number" then
@@ -2776,6 +2919,15 @@ function Tensor:quantile(q, dim, keepdim)
         local lo = math.floor(pos)
         local hi = math.min(lo + 1, n - 1)
         local w = pos - lo
+        if mode == "lower" then w = 0
+        elseif mode == "higher" then
+            lo, w = math.ceil(pos), 0
+        elseif mode == "nearest" then
+            local r = math.floor(pos + 0.5)
+            if r - pos == 0.5 and r % 2 == 1 then r = r - 1 end -- (halves to even, as Torch's round)
+            lo, w = r, 0
+        elseif mode == "midpoint" and w > 0 then w = 0.5
+        end
         local a = sorted:narrow(d, lo + 1, 1)
         local r = w == 0 and a or a:lerp(sorted:narrow(d, hi + 1, 1), w)
         r = r:masked_fill(has_nan, 0 / 0)

@@ -1,13 +1,18 @@
 -- ordo.linalg: solve, inv, det and slogdet of square float32/float64
--- matrices and batches of them (... x n x n), as torch.linalg.
+-- matrices and batches of them (... x n x n), as torch.linalg; logdet (as
+-- torch.logdet) and the methods A:det(), A:inverse(), A:logdet(),
+-- A:slogdet().
 --
 -- One kernel, linalg_lu (kernels/cpu/linalg.c, kernels/cuda/linalg.cu),
 -- factorises each matrix by LU with partial pivoting and gives the
 -- solution of A X = B (inv solves against I), the determinant, or its sign
 -- and log|det|.  The batch dims of A and B broadcast as Torch's.
 -- Gradients (Torch's formulas): solve, X = A^-1 B: gB = A^-T G,
--- gA = -gB X^T (inv: -A^-T G A^-T); det: G det A^-T; slogdet:
--- G_logabs A^-T (sign carries none).
+-- gA = -gB X^T (inv: -A^-T G A^-T); det: G adj(A)^T (the cofactor matrix,
+-- det A^-T for an invertible A, and defined at a singular one too);
+-- slogdet: G_logabs A^-T (sign carries none; at a singular A, where
+-- log|det| is -inf, adj(A)^T / 0: +-inf and NaN, never a failure).  The
+-- kernel's modes 3 and 4 give adj(A)^T and A^-T from one factorisation.
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
@@ -75,17 +80,30 @@ solve_core = function(fname, A, B)
     return X
 end
 
--- The inverse's transpose (for the gradients of det and slogdet).
-local function inv_t(fname, A)
-    local n = A:size(-1)
-    local I = eye(n, tensor.like(A)):expand(shape_of(A))
-    return mT(solve_core(fname, A, I))
+-- adj(A)^T (mode 3, det's gradient) or A^-T (mode 4, slogdet's): never
+-- fails, a singular A included (kernels/cpu/linalg.c).
+local function cofactor_t(fname, A, mode)
+    local C = new_on(fname, A, shape_of(A), A._c.dtype)
+    push(K.linalg_lu, fname, NAMED, {A}, {C}, nil, {mode, NAME[fname]})
+    return C
 end
 
--- solve(A, B): X with A X = B.  B is ... x n x k, or a batch of vectors
--- (B of 1 dim, or A's shape without its last dim), X then of B's shape.
-function M.solve(A, B)
+-- Raises unless the call had no arguments past its first nmax (a Torch
+-- keyword such as out = ... would otherwise be dropped without a word).
+local function check_nargs(fname, nargs, nmax, what)
+    if nargs > nmax then fail(fmt("%s: takes %s, got %d arguments", fname, what, nargs)) end
+end
+
+-- solve(A, B [, {left = true}]): X with A X = B.  B is ... x n x k, or a
+-- batch of vectors (B of 1 dim, or A's shape without its last dim), X then
+-- of B's shape.  left = false: X with X A = B (B ... x k x n), as Torch's.
+function M.solve(A, B, opts, ...)
     local fname = "linalg.solve"
+    check_nargs(fname, select("#", ...) + 3, 3, "A, B and an options table")
+    opts = util.check_opts(fname, opts, {left = true})
+    local left = opts.left
+    if left == nil then left = true end
+    if type(left) ~= "boolean" then fail(fmt("%s: left must be a boolean, got %s", fname, typename(left))) end
     local n = check_square(fname, A)
     if not is_tensor(B) then fail(fmt("%s: B must be a tensor, got %s", fname, typename(B))) end
     if B:dtype() ~= A:dtype() then
@@ -99,11 +117,16 @@ function M.solve(A, B)
         vector = true
         for i = 1, #sb do if sb[i] ~= sa[i] then vector = false end end
     end
-    local Bm = vector and B:unsqueeze(#sb + 1) or B
+    if vector and not left then -- (Torch refuses it too)
+        fail(fmt("%s: left = false needs B of ... x k x n, not a vector or a batch of vectors (B of shape %s, A %s)",
+                 fname, shape_str(sb), shape_str(sa)))
+    end
+    -- X A = B is A^T X^T = B^T
+    local Bm = vector and B:unsqueeze(#sb + 1) or left and B or mT(B)
     local sm = shape_of(Bm)
     if sm[#sm - 1] ~= n then
-        fail(fmt("%s: A of shape %s and B of shape %s do not fit (B must have %d rows, as A is %d x %d)", fname,
-                 shape_str(sa), shape_str(sb), n, n, n))
+        fail(fmt("%s: A of shape %s and B of shape %s do not fit (B must have %d %s, as A is %d x %d)", fname,
+                 shape_str(sa), shape_str(sb), n, left and "rows" or "columns with left = false", n, n))
     end
     local ba, bb = batch_of(sa, 2), batch_of(sm, 2)
     local nbatch = math.max(#ba, #bb)
@@ -117,14 +140,15 @@ function M.solve(A, B)
         batch[i] = x == 1 and y or x
     end
     local k = sm[#sm]
-    local X = solve_core(fname, A:expand(with(batch, n, n)), Bm:expand(with(batch, n, k)))
+    local X = solve_core(fname, (left and A or mT(A)):expand(with(batch, n, n)), Bm:expand(with(batch, n, k)))
     if vector then X = X:squeeze(X:dim()) end
-    return X
+    return left and X or mT(X)
 end
 
 -- inv(A): the inverse of each matrix.
-function M.inv(A)
+function M.inv(A, ...)
     local fname = "linalg.inv"
+    check_nargs(fname, select("#", ...) + 1, 1, "A alone")
     local n = check_square(fname, A)
     local I = eye(n, tensor.like(A)):expand(shape_of(A))
     return solve_core(fname, A, I)
@@ -132,14 +156,15 @@ end
 
 local function rec_slogdet(fname, A, logabs)
     record(fname, logabs, {A, n = 1}, function(g)
-        return g:reshape(with(shape_of(g), 1, 1)) * inv_t(fname, A)
+        return g:reshape(with(shape_of(g), 1, 1)) * cofactor_t(fname, A, 4)
     end, {A})
 end
 
 -- slogdet(A): sign, logabsdet, det = sign * exp(logabsdet); a singular
 -- matrix gives 0 and -inf.
-function M.slogdet(A)
+function M.slogdet(A, ...)
     local fname = "linalg.slogdet"
+    check_nargs(fname, select("#", ...) + 1, 1, "A alone")
     check_square(fname, A)
     local b = batch_of(shape_of(A), 2)
     local sign, logabs = new_on(fname, A, b, A._c.dtype), new_on(fname, A, b, A._c.dtype)
@@ -150,18 +175,32 @@ end
 
 local function rec_det(fname, A, det)
     record(fname, det, {A, n = 1}, function(g)
-        return (g * det):reshape(with(shape_of(g), 1, 1)) * inv_t(fname, A)
-    end, {A, det})
+        return g:reshape(with(shape_of(g), 1, 1)) * cofactor_t(fname, A, 3)
+    end, {A})
 end
 
 -- det(A): the determinant of each matrix (0 for a singular one).
-function M.det(A)
+function M.det(A, ...)
     local fname = "linalg.det"
+    check_nargs(fname, select("#", ...) + 1, 1, "A alone")
     check_square(fname, A)
     local det = new_on(fname, A, batch_of(shape_of(A), 2), A._c.dtype)
     push(K.linalg_lu, fname, NAMED, {A}, {det}, nil, {2, NAME[fname]})
     if needs(A) then rec_det(fname, A, det) end
     return det
 end
+
+-- logdet(A): log det A, as torch.logdet: -inf for a singular matrix, NaN
+-- for a negative determinant (whose gradient is then 0, as Torch's).
+function M.logdet(A, ...)
+    check_nargs("logdet", select("#", ...) + 1, 1, "A alone")
+    local sign, logabs = M.slogdet(A)
+    return tensor.where(sign:eq(-1), 0 / 0, logabs)
+end
+
+-- Torch's other names: A:det(), A:inverse(), A:logdet(), A:slogdet() (and
+-- ordo.det, ordo.inverse... as every method)
+local Tensor = tensor.Tensor
+Tensor.det, Tensor.inverse, Tensor.logdet, Tensor.slogdet = M.det, M.inv, M.logdet, M.slogdet
 
 return M

@@ -300,7 +300,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            ordo.eye(n) linspace(a, b, n) logspace meshgrid(x, y) randint([lo,] hi, shape) randperm(n)
   files:   ordo.save(value, path) (a tensor, nested tables)  ordo.load(path [, {device = d}])
   linalg:  matmul mm bmm mv addmm baddbmm einsum dot outer trace tril triu diag
-           ordo.linalg.solve(A, B) inv det slogdet (square float matrices, batches)
+           ordo.linalg.solve(A, B) inv det slogdet (square float matrices, batches); A:det() A:inverse() A:logdet()
   rearranging: flip roll tile
   indexing: gather index_select scatter masked_select nonzero unique   nn.functional.one_hot(indices, n)
 Models:    ordo.nn: Linear Conv1d/2d ConvTranspose1d/2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvg/MaxPool1d/2d Upsample

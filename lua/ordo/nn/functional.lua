@@ -107,17 +107,28 @@ end
 -- out of memory ...")
 function M.one_hot(indices, n) return util.own_errors("one_hot", pcall(one_hot, indices, n)) end
 
+-- Torch's inplace flag (relu(x, inplace), elu(x, alpha, inplace)...):
+-- true is refused, as dropout's; it was ignored, x keeping its values
+-- while the caller believed it changed.
+local function no_inplace(fname, inplace)
+    if inplace ~= nil and inplace ~= false then
+        fail(fmt("%s: in-place is not supported (got inplace %s): use the result", fname, util.show(inplace)))
+    end
+end
 -- relu, tanh, sigmoid: the tensor methods, as functions
 for _, name in ipairs({"relu", "tanh", "sigmoid"}) do
-    M[name] = function(x, who)
-        check_tensor(type(who) == "string" and who or name, "input", x)
+    M[name] = function(x, inplace, who)
+        local fname = type(who) == "string" and who or name
+        check_tensor(fname, "input", x)
+        if name == "relu" then no_inplace(fname, inplace) end
         return x[name](x)
     end
 end
 -- x * sigmoid(x) (also called swish)
-function M.silu(x, who)
+function M.silu(x, inplace, who)
     local fname = type(who) == "string" and who or "silu"
     check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return x * x:sigmoid()
 end
 -- GELU.  approximate = "none" (the default, as Torch's: the exact form):
@@ -139,9 +150,10 @@ end
 -- x where x > 0, slope * x elsewhere (slope 0.01 by default).  A where,
 -- not relu(x) - slope relu(-x): at x = 0 the gradient is then slope, as
 -- Torch's (relu's gradient is 0 there on both sides, which gave 0).
-function M.leaky_relu(x, slope, who)
+function M.leaky_relu(x, slope, inplace, who)
     local fname = type(who) == "string" and who or "leaky_relu"
     check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     slope = slope or 0.01
     if type(slope) ~= "number" then fail(fname .. ": slope must be a number, got " .. typename(slope)) end
     return tensor.where(x:gt(0), x, x * slope)
@@ -197,9 +209,10 @@ end
 -- The negative part is expm1 of min(x, 0) (so a large x cannot overflow
 -- it), taken by clamp, whose gradient passes at x = 0: the gradient there
 -- is alpha, Torch's (x <= 0 is its negative branch).
-function M.elu(x, alpha, who)
+function M.elu(x, alpha, inplace, who)
     local fname = type(who) == "string" and who or "elu"
     check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     alpha = alpha or 1
     if type(alpha) ~= "number" then fail(fname .. ": alpha must be a number, got " .. typename(alpha)) end
     return x:relu() + x:clamp(nil, 0):expm1() * alpha
@@ -207,9 +220,10 @@ end
 -- SELU: ELU scaled so that activations keep mean 0 and variance 1
 -- (Klambauer et al.'s constants, as Torch).
 local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-function M.selu(x, who)
+function M.selu(x, inplace, who)
     local fname = type(who) == "string" and who or "selu"
     check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return M.elu(x, SELU_ALPHA) * SELU_SCALE
 end
 -- x clamped to [lo, hi] with Torch's hardtanh gradient: g strictly inside
@@ -232,38 +246,43 @@ end
 
 -- Hardtanh: x clamped to [min_val, max_val] (-1 and 1 by default);
 -- ReLU6 is Hardtanh(0, 6).  The gradient is 0 at the bounds, as Torch's.
-function M.hardtanh(x, min_val, max_val, who)
+function M.hardtanh(x, min_val, max_val, inplace, who)
     local fname = type(who) == "string" and who or "hardtanh"
     check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     min_val, max_val = min_val or -1, max_val or 1
     if type(min_val) ~= "number" or type(max_val) ~= "number" or min_val > max_val then
         fail(fmt(fname .. ": expected numbers min_val <= max_val, got %s and %s", tostring(min_val), tostring(max_val)))
     end
     return hardtanh("hardtanh", x, min_val, max_val)
 end
-function M.relu6(x, who)
+function M.relu6(x, inplace, who)
     local fname = type(who) == "string" and who or "relu6"
     check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return hardtanh("relu6", x, 0, 6)
 end
 -- relu6(x + 3) / 6 and x times it (MobileNetV3's cheap sigmoid and swish).
 -- Torch's gradients at the kinks x = -3 and 3: hardsigmoid's is 0 there
 -- (hardtanh's), hardswish's is x/3 + 1/2 (-0.5 and 1.5), which the product
 -- rule gives with clamp's gradient, passing at the bounds.
-function M.hardsigmoid(x, who)
+function M.hardsigmoid(x, inplace, who)
     local fname = type(who) == "string" and who or "hardsigmoid"
     check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return hardtanh("hardsigmoid", x + 3, 0, 6) / 6
 end
-function M.hardswish(x, who)
+function M.hardswish(x, inplace, who)
     local fname = type(who) == "string" and who or "hardswish"
     check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return x * ((x + 3):clamp(0, 6) / 6)
 end
 -- Mish: x tanh(softplus(x)).
-function M.mish(x, who)
+function M.mish(x, inplace, who)
     local fname = type(who) == "string" and who or "mish"
     check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return x * M.softplus(x, 1, math.huge):tanh()
 end
 -- x / (1 + |x|)
@@ -292,13 +311,21 @@ function M.prelu(x, weight, who)
     end
     return tensor.where(x:gt(0), x, x * w) -- as leaky_relu: the gradient at 0 is the slope, Torch's
 end
-function M.softmax(x, dim)
+-- softmax(x, dim [, dtype]), log_softmax, softmin (softmax of -x): dtype
+-- as Torch's, the input cast to it first (it was ignored)
+function M.softmax(x, dim, dtype)
     check_tensor("softmax", "input", x)
-    return x:softmax(dim)
+    return x:softmax(dim, dtype)
 end
-function M.log_softmax(x, dim)
+function M.log_softmax(x, dim, dtype)
     check_tensor("log_softmax", "input", x)
-    return x:log_softmax(dim)
+    return x:log_softmax(dim, dtype)
+end
+function M.softmin(x, dim, dtype)
+    check_tensor("softmin", "input", x)
+    local ok, r = pcall(function() return (-x):softmax(dim, dtype) end)
+    if not ok then error((tostring(r):gsub("softmax: ", "softmin: ", 1)), 0) end
+    return r
 end
 
 -- Inverted dropout: in training, zeroes each element with probability p

@@ -1285,14 +1285,20 @@ end
 
 -- An activation without options: an argument (Torch's inplace = True,
 -- a Softplus beta) would otherwise be dropped unseen.
-local function activation(name, fn)
+-- (fn(x, inplace, who), or fn(x, who) when plain: Softsign, LogSigmoid,
+-- whose functional forms take no inplace, as Torch's)
+local function activation(name, fn, plain)
     local cls = Module:extend(name)
     cls.init = function(_, ...)
         if select("#", ...) > 0 then
             fail(fmt("%s: takes no options, got %s", name, typename((...))))
         end
     end
-    cls.forward = function(_, x) return fn(x, name) end
+    if plain then
+        cls.forward = function(_, x) return fn(x, name) end
+    else
+        cls.forward = function(_, x) return fn(x, nil, name) end
+    end
     M[name] = cls
     return cls
 end
@@ -1342,8 +1348,8 @@ activation("ReLU6", F.relu6)
 activation("Hardsigmoid", F.hardsigmoid)
 activation("Hardswish", F.hardswish)
 activation("Mish", F.mish)
-activation("Softsign", F.softsign)
-activation("LogSigmoid", F.logsigmoid)
+activation("Softsign", F.softsign, true)
+activation("LogSigmoid", F.logsigmoid, true)
 
 -- A module of fn(x, v) with one number option v (field, default),
 -- checked when the module is made.
@@ -1354,7 +1360,7 @@ local function activation_with(name, field, default, fn)
         if type(v) ~= "number" then fail(fmt("%s: %s must be a number, got %s", name, field, typename(v))) end
         self[field] = v
     end
-    cls.forward = function(self, x) return fn(x, self[field], name) end
+    cls.forward = function(self, x) return fn(x, self[field], nil, name) end
     cls.extra_repr = function(self) return fmt("%s = %g", field, self[field]) end
     M[name] = cls
     return cls
@@ -1374,7 +1380,7 @@ function Hardtanh:init(min_val, max_val)
     end
     self.min_val, self.max_val = min_val, max_val
 end
-function Hardtanh:forward(x) return F.hardtanh(x, self.min_val, self.max_val, "Hardtanh") end
+function Hardtanh:forward(x) return F.hardtanh(x, self.min_val, self.max_val, nil, "Hardtanh") end
 function Hardtanh:extra_repr() return fmt("%g, %g", self.min_val, self.max_val) end
 
 -- PReLU(num_parameters = 1 [, {init = 0.25, dtype =, device =}]): a learned
@@ -1654,6 +1660,17 @@ function Softmax:forward(x)
     check_tensor("Softmax", "input", x) -- (x:softmax on nil or a number: a bare Lua error)
     tensor.norm_dim("Softmax", x, self.dim) -- (a dim out of range named the class, not softmax)
     return x:softmax(self.dim)
+end
+
+-- Softmin(dim): softmax of -x, as Torch's
+local Softmin = Module:extend("Softmin")
+M.Softmin = Softmin
+function Softmin:init(dim) self.dim = softmax_dim("Softmin", dim) end
+function Softmin:extra_repr() return "dim = " .. self.dim end
+function Softmin:forward(x)
+    check_tensor("Softmin", "input", x)
+    tensor.norm_dim("Softmin", x, self.dim)
+    return F.softmin(x, self.dim)
 end
 
 local LogSoftmax = Module:extend("LogSoftmax")
