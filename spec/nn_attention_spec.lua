@@ -188,6 +188,67 @@ describe("scaled_dot_product_attention", function()
         H.raises(function() m(x, x, x, {is_causal = "yes"}) end, "is_causal must be a boolean, got string")
         assert.equals("float32", m(x, x, x, {key_padding_mask = ordo.zeros({2, 3})}):dtype())
     end)
+
+    it("refuses an integer mask that is not uint8 (int32, int64) on every path, as Torch (bool or float only)",
+       function()
+        -- before: an int64 mask was silently taken as a boolean one
+        local q, k, v = ordo.randn({2, 3, 4}), ordo.randn({2, 5, 4}), ordo.randn({2, 5, 2})
+        for _, dt in ipairs({"int32", "int64"}) do
+            local want = "attn_mask must be uint8 (a boolean mask) or the query's float dtype float32, got " .. dt
+            H.raises(function()
+                return F.scaled_dot_product_attention(q, k, v, {attn_mask = ordo.ones({3, 5}, dt)})
+            end, "scaled_dot_product_attention: " .. want)
+            local m = nn.MultiheadAttention(4, 2)
+            local x = ordo.randn({3, 2, 4})
+            H.raises(function() m(x, x, x, {attn_mask = ordo.zeros({3, 3}, dt)}) end, "MultiheadAttention: " .. want)
+            H.raises(function() m(x, x, x, {attn_mask = ordo.zeros({3, 3}, dt), is_causal = true}) end,
+                     "MultiheadAttention: " .. want)
+            H.raises(function() m(x, x, x, {key_padding_mask = ordo.zeros({2, 3}, dt)}) end,
+                     "MultiheadAttention: key_padding_mask must be uint8 (a boolean mask) or the query's float " ..
+                     "dtype float32, got " .. dt)
+            -- unbatched, and through the transformer modules that pass their masks on, named as given
+            H.raises(function() m(x:select(2, 1), nil, nil, {key_padding_mask = ordo.zeros({3}, dt)}) end,
+                     "key_padding_mask must be uint8")
+            local enc = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 8, dropout = 0})
+            H.raises(function() enc(x, {src_mask = ordo.zeros({3, 3}, dt)}) end,
+                     "TransformerEncoderLayer: src_mask must be uint8 (a boolean mask) or the query's float dtype " ..
+                     "float32, got " .. dt)
+            H.raises(function() enc(x, {src_key_padding_mask = ordo.zeros({2, 3}, dt), is_causal = true}) end,
+                     "TransformerEncoderLayer: src_key_padding_mask must be uint8")
+            local dec = nn.TransformerDecoderLayer(4, 2, {dim_feedforward = 8, dropout = 0})
+            H.raises(function() dec(x, x, {memory_mask = ordo.zeros({3, 3}, dt)}) end,
+                     "TransformerDecoderLayer: memory_mask must be uint8")
+            H.raises(function() dec(x, x, {tgt_key_padding_mask = ordo.zeros({2, 3}, dt), tgt_is_causal = true}) end,
+                     "TransformerDecoderLayer: tgt_key_padding_mask must be uint8")
+            H.raises(function() dec(x, x, {memory_key_padding_mask = ordo.zeros({2, 3}, dt)}) end,
+                     "TransformerDecoderLayer: memory_key_padding_mask must be uint8")
+            local stack = nn.TransformerEncoder(enc, 2)
+            H.raises(function() stack(x, {mask = ordo.zeros({3, 3}, dt)}) end, "TransformerEncoder: mask must be uint8")
+            local dstack = nn.TransformerDecoder(dec, 2)
+            H.raises(function() dstack(x, x, {tgt_mask = ordo.zeros({3, 3}, dt)}) end,
+                     "TransformerDecoder: tgt_mask must be uint8")
+            local tf = nn.Transformer({d_model = 4, nhead = 2, num_encoder_layers = 1, num_decoder_layers = 1,
+                                       dim_feedforward = 8, dropout = 0})
+            H.raises(function() tf(x, x, {src_key_padding_mask = ordo.zeros({2, 3}, dt)}) end,
+                     "Transformer: src_key_padding_mask must be uint8")
+            H.raises(function() tf(x, x, {memory_mask = ordo.zeros({3, 3}, dt)}) end,
+                     "Transformer: memory_mask must be uint8")
+        end
+        -- the flags too, by the names given (they were MultiheadAttention's is_causal)
+        local x = ordo.randn({3, 2, 4})
+        local dec = nn.TransformerDecoderLayer(4, 2, {dim_feedforward = 8, dropout = 0})
+        H.raises(function() dec(x, x, {tgt_is_causal = 1}) end,
+                 "TransformerDecoderLayer: tgt_is_causal must be a boolean, got number")
+        H.raises(function() dec(x, x, {memory_is_causal = "yes"}) end,
+                 "TransformerDecoderLayer: memory_is_causal must be a boolean, got string")
+        H.raises(function() nn.TransformerEncoderLayer(4, 2)(x, {is_causal = 0}) end,
+                 "TransformerEncoderLayer: is_causal must be a boolean, got number")
+        H.raises(function() nn.TransformerEncoderLayer(4, 2)("x") end,
+                 "TransformerEncoderLayer: src must be a tensor, got string")
+        -- uint8 and float masks still work
+        F.scaled_dot_product_attention(q, k, v, {attn_mask = ordo.ones({3, 5}, "uint8")})
+        F.scaled_dot_product_attention(q, k, v, {attn_mask = ordo.zeros({3, 5})})
+    end)
 end)
 
 describe("attention over fully masked rows", function()

@@ -64,7 +64,8 @@ describe("nn modules", function()
         assert.matches("in_features must be a positive integer", err)
         ok, err = pcall(function() nn.Linear(5, 3)(ordo.randn({2, 4})) end)
         assert.is_false(ok)
-        assert.matches("linear: input of shape 2x4 does not match weight 3x5", err)
+        -- (named after the class, as its other errors; F.linear's are linear's)
+        assert.matches("Linear: input of shape 2x4 does not match weight 3x5", err)
         -- F.linear's bias has one value per output: another shape broadcast in the forward and raised only at
         -- backward, its gradient being of shape out
         local x, w = ordo.randn({3, 4}), ordo.randn({2, 4})
@@ -106,7 +107,147 @@ describe("nn modules", function()
         -- too few: the input is checked (Softmax and LogSoftmax raised a bare Lua error on nil)
         H.raises(function() nn.Softmax(2)() end, "Softmax: input must be a tensor, got nil")
         H.raises(function() nn.LogSoftmax(2)(3) end, "LogSoftmax: input must be a tensor, got number")
-        H.raises(function() l() end, "linear: input must be a tensor, got nil")
+        H.raises(function() l() end, "Linear: input must be a tensor, got nil")
+    end)
+
+    it("a module's errors name its class (Linear: ...), not the functional form it calls (linear: ...)", function()
+        -- before: nn.Linear said "linear: ...", nn.MSELoss "mse_loss: ...", nn.ReLU "relu: ..."
+        local singles = {
+            Linear = nn.Linear(3, 2), ReLU = nn.ReLU(), Tanh = nn.Tanh(), Sigmoid = nn.Sigmoid(), SiLU = nn.SiLU(),
+            SELU = nn.SELU(), ReLU6 = nn.ReLU6(), Hardsigmoid = nn.Hardsigmoid(), Hardswish = nn.Hardswish(),
+            Mish = nn.Mish(), Softsign = nn.Softsign(), LogSigmoid = nn.LogSigmoid(), GELU = nn.GELU(),
+            Softplus = nn.Softplus(), Hardtanh = nn.Hardtanh(), LeakyReLU = nn.LeakyReLU(), ELU = nn.ELU(),
+            PReLU = nn.PReLU(), LayerNorm = nn.LayerNorm(3), RMSNorm = nn.RMSNorm(3), GroupNorm = nn.GroupNorm(1, 3),
+            ZeroPad2d = nn.ZeroPad2d(1), ReflectionPad1d = nn.ReflectionPad1d(1), PixelShuffle = nn.PixelShuffle(2),
+            PixelUnshuffle = nn.PixelUnshuffle(2), Dropout = nn.Dropout(0.5), Dropout2d = nn.Dropout2d(0.5),
+            Embedding = nn.Embedding(3, 2), Unfold = nn.Unfold(2), Fold = nn.Fold({4, 4}, 2),
+            AdaptiveAvgPool2d = nn.AdaptiveAvgPool2d(2), AdaptiveMaxPool1d = nn.AdaptiveMaxPool1d(2),
+        }
+        for name, m in pairs(singles) do
+            H.raises(function() m("x") end, name .. ": ", "must be a tensor, got string")
+        end
+        for _, name in ipairs({"MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
+                               "KLDivLoss", "CrossEntropyLoss", "NLLLoss"}) do
+            H.raises(function() nn[name]()("x", "y") end, name .. ": ", "must be a tensor, got string")
+        end
+        for _, name in ipairs({"MarginRankingLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "GaussianNLLLoss"}) do
+            H.raises(function() nn[name]()("x", "y", "z") end, name .. ": ", "must be a tensor, got string")
+        end
+        -- the other messages too, otherwise the same
+        H.raises(function() nn.Linear(3, 2)(ordo.zeros(4, 5)) end,
+                 "Linear: input of shape 4x5 does not match weight 2x3 (expected a last dim of 3)")
+        H.raises(function() nn.LayerNorm(3)(ordo.zeros(4, 5)) end,
+                 "LayerNorm: input of shape 4x5 does not end in the normalized shape 3")
+        H.raises(function() nn.Embedding(3, 2)(ordo.zeros(4)) end,
+                 "Embedding: indices must be int64 or int32 (from 1), got float32")
+        H.raises(function() nn.MSELoss()(ordo.zeros(4, 5), ordo.zeros(3)) end, "MSELoss: ")
+        H.raises(function() nn.Dropout(0.5)(ordo.zeros({2}, "int32")) end,
+                 "Dropout: input must be float32 or float64, got int32")
+        H.raises(function() nn.ReflectionPad1d(3)(ordo.zeros(1, 2)) end, "ReflectionPad1d: reflect padding of 3 and 3")
+        H.raises(function() nn.CrossEntropyLoss()(ordo.zeros(3), ordo.tensor(4, "int64")):item() end,
+                 "CrossEntropyLoss")
+        H.raises(function() nn.CrossEntropyLoss()(ordo.randn(2, 3), ordo.randn(2)) end,
+                 "CrossEntropyLoss: target of float32 of shape 2: class indices must be int64")
+        -- a dim out of range, checked by the tensor method a module calls, also names the module
+        local x2 = ordo.randn(2, 3)
+        H.raises(function() nn.Softmax(3)(x2) end, "Softmax: dim 3 out of range for a 2-d tensor of shape 2x3")
+        H.raises(function() nn.LogSoftmax(-3)(x2) end, "LogSoftmax: dim -3 out of range")
+        H.raises(function() nn.Flatten(3)(x2) end, "Flatten: dim 3 out of range")
+        H.raises(function() nn.Flatten(2, 1)(x2) end, "Flatten: start_dim 2 comes after end_dim 1 in a tensor of shape 2x3")
+        assert.same({2, 3}, nn.Flatten()(x2):shape())
+        assert.same({6}, nn.Flatten(1)(x2):shape())
+        -- the functional forms keep their own names
+        H.raises(function() F.linear(ordo.zeros(4, 5), ordo.zeros(2, 3)) end, "linear: input of shape 4x5")
+        H.raises(function() F.mse_loss("x", ordo.zeros(2)) end, "mse_loss: input must be a tensor")
+        H.raises(function() F.relu("x") end, "relu: input must be a tensor")
+        H.raises(function() F.pad(ordo.zeros(1, 2), {3, 3}, {mode = "reflect"}) end, "pad: reflect padding of 3")
+        H.raises(function() F.embedding(ordo.zeros(4), ordo.zeros(3, 2)) end, "embedding: indices must be int64")
+    end)
+
+    it("a module prints the options that change what it computes (tostring)", function()
+        -- before: each of these printed as if made with the defaults (MaxPool2d's padding, Embedding's
+        -- padding_idx, Softmax's dim, a padding value, an RNN's relu, no bias, no affine were left out)
+        local cases = {
+            {nn.MaxPool2d(3, {stride = 1, padding = 1}), "MaxPool2d(kernel 3x3, stride 1x1, padding 1x1)"},
+            {nn.MaxPool1d(3, {stride = 1, padding = 1}), "MaxPool1d(kernel 3, stride 1, padding 1)"},
+            {nn.Embedding(10, 3, {padding_idx = 2}), "Embedding(10, 3, padding_idx = 2)"},
+            {nn.Embedding(10, 3), "Embedding(10, 3)"},
+            {nn.Softmax(2), "Softmax(dim = 2)"}, {nn.LogSoftmax(-1), "LogSoftmax(dim = -1)"},
+            {nn.Unflatten(2, {2, 3}), "Unflatten(2, 2x3)"},
+            {nn.ConstantPad1d(2, 3.5), "ConstantPad1d(2, 2, value = 3.5)"}, {nn.ZeroPad2d(1), "ZeroPad2d(1, 1, 1, 1)"},
+            {nn.BatchNorm1d(3, {affine = false, track_running_stats = false}),
+             "BatchNorm1d(3, eps = 1e-05, momentum = 0.1, no affine, no running stats)"},
+            {nn.LayerNorm(4, {elementwise_affine = false}), "LayerNorm(4, eps = 1e-05, no affine)"},
+            {nn.LayerNorm(4, {bias = false}), "LayerNorm(4, eps = 1e-05, no bias)"},
+            {nn.RNN(2, 3, {nonlinearity = "relu"}), "RNN(2 -> 3, 1 layer, relu)"},
+            {nn.GRU(2, 3, {bias = false}), "GRU(2 -> 3, 1 layer, no bias)"},
+            {nn.GRUCell(2, 3, {bias = false}), "GRUCell(2 -> 3, no bias)"},
+            {nn.LSTMCell(2, 3, {bias = false}), "LSTMCell(2 -> 3, no bias)"},
+            {nn.RNNCell(2, 3, {bias = false}), "RNNCell(2 -> 3, tanh, no bias)"},
+        }
+        cases[#cases + 1] = {nn.AvgPool2d(2, {padding = 1, count_include_pad = false}),
+                             "AvgPool2d(kernel 2x2, stride 2x2, padding 1x1, count_include_pad = false)"}
+        for _, c in ipairs(cases) do assert.equals(c[2], tostring(c[1])) end
+        -- a user's extra_repr that gives nothing shows nothing; one that gives a table says so (a bare Lua error)
+        local A = nn.Module:extend("ReprNil")
+        function A:extra_repr() return nil end
+        assert.equals("ReprNil", tostring(A()))
+        local B = nn.Module:extend("ReprTable")
+        function B:extra_repr() return {} end
+        H.raises(function() return tostring(B()) end, "ReprTable: extra_repr must return a string, got table")
+        assert.matches("(1): ReprNil", tostring(nn.Sequential(A())), 1, true)
+        -- Softmax's dim is checked when the module is made (it raised at the first forward)
+        H.raises(function() nn.Softmax("x") end, 'Softmax: dim must be an integer, got "x"')
+        H.raises(function() nn.LogSoftmax(1.5) end, "LogSoftmax: dim must be an integer, got 1.5")
+        -- Unflatten keeps its own copy of the sizes
+        local sizes = {2, 3}
+        local u = nn.Unflatten(2, sizes)
+        sizes[2] = 5
+        assert.same({4, 2, 3}, u(ordo.zeros(4, 6)):shape())
+    end)
+
+    it("a class called with more arguments than its init takes raises (Torch's TypeError), as a forward does",
+       function()
+        -- before: nn.ELU(1, true) (Torch's inplace) and nn.Linear(2, 3, {}, x) dropped the extra one unseen
+        H.raises(function() nn.ELU(1, true) end, "ELU: takes 1 argument, got 2")
+        H.raises(function() nn.LeakyReLU(0.1, true) end, "LeakyReLU: takes 1 argument, got 2")
+        H.raises(function() nn.Hardtanh(-1, 1, true) end, "Hardtanh: takes 2 arguments, got 3")
+        H.raises(function() nn.Softmax(1, 2) end, "Softmax: takes 1 argument, got 2")
+        H.raises(function() nn.Linear(2, 3, {}, 5) end, "Linear: takes 3 arguments, got 4")
+        H.raises(function() nn.Conv2d(1, 2, 3, {}, 1) end, "Conv2d: takes 4 arguments, got 5")
+        H.raises(function() nn.MSELoss({}, 1) end, "MSELoss: takes 1 argument, got 2")
+        H.raises(function() nn.LSTM(1, 2, {}, 3) end, "LSTM: takes 3 arguments, got 4")
+        H.raises(function() nn.ZeroPad2d(1, 2) end, "ZeroPad2d: takes 1 argument, got 2")
+        -- trailing nils are no arguments; vararg inits (Sequential, a user's init(self, ...)) take any number
+        assert.equals(2, #nn.Linear(2, 3, nil, nil):parameters())
+        assert.equals(2, #nn.Sequential(nn.ReLU(), nn.Tanh()):children())
+        H.raises(function() nn.ReLU(true) end, "ReLU: takes no options, got boolean")
+        local Pair = nn.Module:extend("ArgPair")
+        function Pair:init(a, b) self.a, self.b = a, b end
+        H.raises(function() Pair(1, 2, 3) end, "ArgPair: takes 2 arguments, got 3")
+        assert.equals(2, Pair(1, 2).b)
+        local Any = nn.Module:extend("ArgAny")
+        function Any:init(...) self.n = select("#", ...) end
+        assert.equals(4, Any(1, 2, 3, 4).n)
+        -- flags that were taken by truthiness: batch_first = 1 read the batch as the time steps, freeze = 0 froze
+        H.raises(function() nn.LSTM(3, 4, {batch_first = 1}) end, "LSTM: batch_first must be a boolean, got number")
+        H.raises(function() nn.GRU(3, 4, {batch_first = "yes"}) end, "GRU: batch_first must be a boolean")
+        H.raises(function() nn.Embedding.from_pretrained(ordo.zeros(3, 2), {freeze = 0}) end,
+                 "Embedding.from_pretrained: freeze must be a boolean, got number")
+        -- methods that take nothing: m:eval(false) evaluated, Torch's m:parameters(false) (recurse) listed all
+        local m = nn.Sequential(nn.Linear(2, 2))
+        H.raises(function() m:eval(false) end, "eval: takes no arguments, got boolean")
+        assert.is_true(m.training)
+        H.raises(function() m:parameters(false) end, "parameters: takes no arguments, got boolean")
+        H.raises(function() m:num_parameters(1) end, "num_parameters: takes no arguments, got number")
+        assert.equals(6, m:num_parameters())
+        assert.is_false(m:eval().training)
+        -- buffers(), as Torch's (only named_buffers was there)
+        local bn = nn.Sequential(nn.BatchNorm1d(2))
+        local bufs, named = bn:buffers(), bn:named_buffers()
+        assert.equals(3, #bufs)
+        for i, e in ipairs(named) do assert.equals(e.tensor, bufs[i]) end
+        H.raises(function() bn:buffers(false) end, "buffers: takes no arguments, got boolean")
     end)
 
     it("Sequential chains modules; parameters are ordered and named", function()
@@ -187,6 +328,57 @@ describe("nn modules", function()
         assert.same({3}, m.w:shape())
         H.raises(function() make(function(self) self:register_parameter("i", ordo.zeros({2}, {dtype = "int64"})) end) end,
                  "register_parameter: i must be a float tensor", "int64")
+    end)
+
+    it("m.training takes a boolean only: a module or anything else assigned to it raises", function()
+        -- before: m.training = nn.ReLU() (or 0, or "no") was taken silently, and a truthy non-boolean trained
+        local x = ordo.randn({4, 3})
+        local made = {Linear = nn.Linear(3, 3), Sequential = nn.Sequential(nn.Linear(3, 3)),
+                      ModuleList = nn.ModuleList({nn.ReLU()}), BatchNorm1d = nn.BatchNorm1d(3),
+                      Dropout = nn.Dropout(0.5)}
+        for _, cls in ipairs({"Linear", "Sequential", "ModuleList", "BatchNorm1d", "Dropout"}) do
+            local m = made[cls]
+            for _, c in ipairs({{nn.ReLU(), "nn.ReLU"}, {0, "number"}, {"no", "string"},
+                                {ordo.zeros({1}), "ordo.Tensor"}}) do
+                H.raises(function() m.training = c[1] end,
+                         cls .. ": training must be a boolean (or use m:train(mode), m:eval())", "got " .. c[2])
+                assert.is_true(m.training)
+            end
+            H.raises(function() m.training = nil end, cls .. ": training must be a boolean", "got nil")
+            assert.is_true(m.training)
+            m.training = false
+            assert.is_false(m.training)
+            m.training = true
+            assert.is_true(m.training)
+            m:eval()
+            assert.is_false(m.training)
+            m:train()
+            assert.is_true(m.training)
+        end
+        -- a Dropout set to eval by assignment is the identity, as by eval()
+        local d = nn.Dropout(0.5)
+        d.training = false
+        assert.same(x:totable(), d(x):totable())
+        -- children by assignment still register, and a user's module may set training in its own methods
+        local Net = nn.Module:extend("TrainNet")
+        function Net:init() self.lin = nn.Linear(3, 2); self.training = false end
+        function Net:forward(t) return self.lin(t) end
+        local n = Net()
+        assert.is_false(n.training)
+        assert.equals(2, #n:parameters())
+        n:train()
+        assert.is_true(n.training and n.lin.training)
+        H.raises(function() n.training = nn.Linear(1, 1) end, "TrainNet: training must be a boolean", "got nn.Linear")
+        assert.equals(2, #n:parameters())
+        -- nor a buffer, a parameter or a ModuleDict entry named training
+        H.raises(function() nn.ModuleDict({training = nn.ReLU()}) end, "cannot use training")
+        -- the REPL still completes m.training (and a module's methods)
+        local repl = require "ordo.repl"
+        rawset(_G, "spec_module", nn.Linear(2, 2))
+        assert.same({"spec_module.train", "spec_module.trainable_parameters", "spec_module.training"},
+                    repl.complete("spec_module.tr"))
+        assert.same({"spec_module:eval"}, repl.complete("spec_module:ev"))
+        rawset(_G, "spec_module", nil)
     end)
 
     it("a plain tensor assigned over a parameter raises when the parameters are listed (it never trained)", function()
@@ -316,7 +508,7 @@ describe("nn modules", function()
         assert.same({1}, ordo.tensor(7):flatten():shape())
         assert.equals("Flatten(2, -1)", tostring(nn.Flatten()))
         H.raises(function() nn.Flatten(1.5) end, "Flatten", "integers")
-        H.raises(function() nn.Flatten()(ordo.zeros({3})) end, "flatten", "dim 2", "1-d")
+        H.raises(function() nn.Flatten()(ordo.zeros({3})) end, "Flatten: dim 2", "1-d")
         H.raises(function() nn.Flatten()(3) end, "Flatten", "input must be a tensor")
     end)
 
@@ -347,7 +539,15 @@ describe("nn modules", function()
         H.raises(function() nn.save(3, "x") end, "nn.save", "module", "number")
         H.raises(function() nn.load({}, "x") end, "nn.load", "module", "table")
         H.raises(function() nn.init.normal_(3) end, "init.normal_", "tensor")
-        H.raises(function() nn.init.zeros_(nil) end, "init.constant_", "tensor")
+        H.raises(function() nn.init.zeros_(nil) end, "init.zeros_", "tensor")
+        -- the tensor method's errors are named after the initialiser (they were "fill_: ...", "uniform_: ...")
+        local w = ordo.zeros(4, 3)
+        H.raises(function() nn.init.constant_(w, "x") end, "init.constant_: fill_: expected a number, got string")
+        H.raises(function() nn.init.uniform_(w, 1, 0) end, "init.uniform_: uniform_: expected finite numbers low <= high")
+        H.raises(function() nn.init.normal_(w, 0, -1) end, "init.normal_: normal_: expected a finite mean")
+        H.raises(function() nn.init.constant_(ordo.zeros({2}, "uint8"), 300) end, "init.constant_: fill_:", "300")
+        assert.is_true(ordo.is_grad_enabled()) -- (grad mode restored after the error)
+        assert.same({{1, 1, 1}}, nn.init.ones_(ordo.zeros(1, 3)):totable())
         H.raises(function() nn.init.xavier_uniform_("w") end, "init", "tensor")
         H.raises(function() nn.init.kaiming_uniform_(ordo.empty({2, 2}), "a") end, "kaiming_uniform_", "number")
         -- m.parameters() for m:parameters(): the error says how to call it
@@ -699,7 +899,8 @@ describe("nn modules", function()
         H.raises(function() F.nll_loss(x, ordo.tensor({1, 2, 3}, "int64")) end, "nll_loss", "0-dim target")
         -- the input and the target swapped: said so
         H.raises(function() nn.CrossEntropyLoss()(ordo.tensor({1, 2}, "int64"), ordo.randn({2, 3})) end,
-                 "cross_entropy: target of shape 2x3 for an input of shape 2", "the scores come first")
+                 "CrossEntropyLoss: target of shape 2x3 for an input of shape 2", "the scores come first",
+                 "CrossEntropyLoss(input, target)")
         H.raises(function() F.cross_entropy(x, ordo.tensor(4, "int64")):item() end, "cross_entropy", "index 4 out of range")
         -- one_hot named when an op it is made of fails (8 TiB of classes)
         H.raises(function() return F.one_hot(ordo.tensor({1, 2}, "int64"), 2 ^ 40) end, "one_hot: arange: out of memory")
@@ -780,14 +981,41 @@ describe("nn modules", function()
         H.raises(function() F.triplet_margin_loss(a3, a3, a3, {eps = "x"}) end, "triplet_margin_loss: option eps")
         H.raises(function() F.triplet_margin_loss(a3, a3, a3, {swap = 1}) end, "triplet_margin_loss: option swap",
                  "boolean")
-        H.raises(function() nn.TripletMarginLoss()(a3, a3) end, "triplet_margin_loss: negative must be a tensor")
+        H.raises(function() nn.TripletMarginLoss()(a3, a3) end, "TripletMarginLoss: negative must be a tensor")
         H.raises(function() F.triplet_margin_loss(a3, b3, a3) end, "triplet_margin_loss: shapes 2x3, 2x4 and 2x3")
         H.raises(function() F.cosine_embedding_loss(a3, b3, ordo.ones({2})) end, "cosine_embedding_loss: shapes 2x3 and 2x4")
         H.raises(function() F.cosine_embedding_loss(a3, nil, ordo.ones({2})) end, "cosine_embedding_loss: input2")
         local v2 = ordo.ones({2})
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = "x"}) end, "gaussian_nll_loss: option eps")
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = -1}) end, "gaussian_nll_loss: eps must be > 0")
-        H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "gaussian_nll_loss: option full", "boolean")
+        H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "GaussianNLLLoss: option full", "boolean")
+    end)
+
+    it("a loss's reduction set after it is made is the one used, and checked (as Torch's loss.reduction = ...)",
+       function()
+        -- before: l.reduction = "sum" was silently ignored (the options made at init were used)
+        local a, b = ordo.tensor({1, 2, 3}, D), ordo.tensor({0, 0, 0}, D)
+        local l = nn.MSELoss()
+        close(l(a, b):item(), 14 / 3, 1e-12)
+        l.reduction = "sum"
+        close(l(a, b):item(), 14, 1e-12)
+        l.reduction = "none"
+        assert.same({1, 4, 9}, l(a, b):totable())
+        l.reduction = "avg"
+        H.raises(function() l(a, b) end, "MSELoss: reduction must be 'mean', 'sum' or 'none', got avg")
+        local kl = nn.KLDivLoss()
+        kl.reduction = "batchmean"
+        local lp = ordo.tensor({{-1, -2}, {-3, -4}}, D)
+        local t = ordo.tensor({{0.5, 0.5}, {0.25, 0.75}}, D)
+        close(kl(lp, t):item(), F.kl_div(lp, t, {reduction = "batchmean"}):item(), 1e-12)
+        -- the losses of three operands have the field too
+        local m = nn.MarginRankingLoss({margin = 0.5})
+        assert.equals("mean", m.reduction)
+        m.reduction = "sum"
+        local x1, x2, y = ordo.tensor({1, 2}, D), ordo.tensor({2, 1}, D), ordo.tensor({1, 1}, D)
+        close(m(x1, x2, y):item(), F.margin_ranking_loss(x1, x2, y, {margin = 0.5, reduction = "sum"}):item(), 1e-12)
+        m.reduction = 1
+        H.raises(function() m(x1, x2, y) end, "MarginRankingLoss: reduction must be", "got number")
     end)
 
     it("MSELoss; gradcheck", function()
@@ -835,7 +1063,7 @@ describe("nn modules", function()
         H.raises(function() return nn.BatchNorm1d(3, {momentum = nan}) end, "BatchNorm1d: momentum must be")
         local bn = nn.BatchNorm1d(3)
         bn.momentum = nan -- changed after: its forward says so
-        H.raises(function() return bn(x) end, "batch_norm: momentum must be")
+        H.raises(function() return bn(x) end, "BatchNorm1d: momentum must be")
         H.raises(function() return nn.LayerNorm(3, {eps = nan}) end, "LayerNorm: option eps must be a non-negative number")
         H.raises(function() return F.layer_norm(x, {3}, nil, nil, nan) end, "layer_norm: eps must be a non-negative number")
         H.raises(function() return nn.GroupNorm(1, 3, {eps = -1}) end, "GroupNorm: option eps must be a non-negative number")
@@ -878,7 +1106,7 @@ describe("nn modules", function()
                   F[f](x, ordo.tensor({{1, 2}, {1, 2}}, D), {reduction = "sum"}):item())
             close(F[f](x, 1, {reduction = "sum"}):item(), F[f](x, ordo.ones({2, 2}, D), {reduction = "sum"}):item())
         end
-        H.raises(function() nn.MSELoss()(ordo.randn({4, 1}), ordo.randn({4})) end, "mse_loss", "4x4")
+        H.raises(function() nn.MSELoss()(ordo.randn({4, 1}), ordo.randn({4})) end, "MSELoss: target", "4x4")
         -- the same for the other losses of elementwise operands (Torch refuses margin_ranking's too)
         local ones = ordo.ones({3})
         H.raises(function() F.margin_ranking_loss(ordo.randn({3, 1}), ordo.randn({3}), ones) end,
@@ -913,7 +1141,7 @@ describe("nn modules", function()
             local l = F.binary_cross_entropy(ordo.tensor({0.2, bad, 0.3}), y)
             H.raises(function() return l:item() end, "binary_cross_entropy", "at element 2 is outside [0, 1]")
             local m = nn.BCELoss()(ordo.tensor({0.2, bad, 0.3}), y)
-            H.raises(function() return m:item() end, "binary_cross_entropy", "outside [0, 1]")
+            H.raises(function() return m:item() end, "BCELoss", "outside [0, 1]")
         end
         -- integer probabilities compute in float and are checked the same way (an int64 2 gave NaN)
         local li = F.binary_cross_entropy(ordo.tensor({0, 2, 1}, "int64"), y)
@@ -1053,7 +1281,7 @@ describe("nn modules", function()
         assert.equals(3, #pr:parameters() == 1 and pr.weight:numel() or 0)
         H.raises(function() nn.Hardtanh(2, 1) end, "Hardtanh", "min_val <= max_val")
         H.raises(function() nn.ELU("a") end, "ELU", "alpha", "string")
-        H.raises(function() pr(ordo.zeros(2, 4)) end, "prelu", "shape 1 or the 4 channels", "got 3")
+        H.raises(function() pr(ordo.zeros(2, 4)) end, "PReLU: weight", "shape 1 or the 4 channels", "got 3")
         H.raises(function() nn.PReLU(1, {ini = 1}) end, "PReLU", "unknown option 'ini'")
     end)
 
@@ -1286,7 +1514,8 @@ describe("nn modules", function()
         H.raises(function() nn.ZeroPad2d({1, 2}) end, "ZeroPad2d", "4 of them", "got 2 of them")
         H.raises(function() nn.ConstantPad1d(1) end, "ConstantPad1d", "value")
         H.raises(function() F.pixel_shuffle(ordo.zeros({1, 3, 2, 2}), 2) end, "pixel_shuffle", "C*4", "1x3x2x2")
-        H.raises(function() nn.PixelUnshuffle(2)(ordo.zeros({1, 1, 3, 2})) end, "pixel_unshuffle", "multiples of 2")
+        H.raises(function() nn.PixelUnshuffle(2)(ordo.zeros({1, 1, 3, 2})) end, "PixelUnshuffle: expected",
+                 "multiples of 2")
         -- a copy for a factor of 1 too, as Torch's (it gave a view of the input)
         local p = ordo.ones({1, 2, 2, 2})
         F.pixel_shuffle(p, 1):fill_(0)
@@ -1697,9 +1926,9 @@ describe("nn modules", function()
         close(tg.grad:totable(), {0, math.log(0.5) + 3, math.log(0.25) + 4}, 1e-12)
         assert.is_true(ag.gradcheck(function(u, v) return F.kl_div(u, v, {reduction = "batchmean"}) end,
                                     {ordo.randn({2, 3}, D):requires_grad(), ordo.rand({2, 3}, D):add(0.1):requires_grad()}))
-        H.raises(function() return nn.HuberLoss({delta = 0}) (a, b) end, "huber_loss", "delta")
+        H.raises(function() return nn.HuberLoss({delta = 0}) (a, b) end, "HuberLoss: delta")
         H.raises(function() return nn.SmoothL1Loss({betta = 1}) end, "SmoothL1Loss", "unknown option 'betta'")
-        H.raises(function() return nn.BCELoss()(p, ordo.zeros(4)) end, "binary_cross_entropy", "4", "5")
+        H.raises(function() return nn.BCELoss()(p, ordo.zeros(4)) end, "BCELoss", "4", "5")
         H.raises(function() return nn.KLDivLoss({reduction = "avg"}) end, "KLDivLoss", "batchmean", "avg")
         H.raises(function() return F.kl_div(logq, tgt, {reduction = "avg"}) end, "kl_div", "batchmean", "avg")
         H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = 1}) end, "label_smoothing")
@@ -2368,6 +2597,15 @@ describe("nn modules", function()
                  "index 12 out of range")
         local ok = pcall(function() return e(ordo.tensor({1}, "int64")):sum():item() end)
         assert.is_true(ok) -- the engine goes on
+        -- F.embedding's padding_idx is checked as the module's (9 of 3 rows, 1.5, "x" were taken: nothing padded)
+        local w = ordo.randn({3, 2}):requires_grad()
+        local i1 = ordo.tensor({1}, "int64")
+        H.raises(function() F.embedding(i1, w, 9) end, "embedding: padding_idx must be an index in 1..3, got 9")
+        H.raises(function() F.embedding(i1, w, 0) end, "embedding: padding_idx must be an index in 1..3, got 0")
+        H.raises(function() F.embedding(i1, w, 1.5) end, "padding_idx must be an index in 1..3, got 1.5")
+        H.raises(function() F.embedding(i1, w, "x") end, 'padding_idx must be an index in 1..3, got "x"')
+        F.embedding(ordo.tensor({1, 3}, "int64"), w, 3):sum():backward()
+        assert.same({{1, 1}, {0, 0}, {0, 0}}, w.grad:totable())
         local u = nn.Unflatten(2, {2, 3})
         H.raises(function() u(ordo.randn({4, 5})) end, "Unflatten", "2x3", "size 5")
         assert.same({4, 2, 3}, u(ordo.randn({4, 6})):shape())

@@ -457,8 +457,8 @@ describe("bad calls that used to pass", function()
 
     it("a table with holes or named keys is not taken as a shorter list", function()
         raises_here(function() local _ = ordo.tensor({1, nil, 3}) end, "tensor", "not a list")
-        raises_here(function() local _ = ordo.tensor({a = 1}) end, "tensor", "key a")
-        raises_here(function() local _ = ordo.tensor({{1, 2}, {3, 4, x = 1}}) end, "tensor", "element [2]", "key x")
+        raises_here(function() local _ = ordo.tensor({a = 1}) end, "tensor", 'key "a"')
+        raises_here(function() local _ = ordo.tensor({{1, 2}, {3, 4, x = 1}}) end, "tensor", "element [2]", 'key "x"')
         raises_here(function() local _ = ordo.arange(12):view(3, 4):index_select(1, {1.5}) end, "index_select",
                     "1.5", "not an integer")
         -- cat and stack dropped the tensors past a hole, or under a name
@@ -595,6 +595,25 @@ describe("bad calls that used to pass", function()
                             {"split", function() local _ = x:split(t) end}}) do
             raises_here(c[2], c[1], "plain table", "got ordo.Tensor")
         end
+    end)
+
+    it("a string passed where a number belongs is quoted, so \"1\" and 1 do not look the same", function()
+        -- before: "select: index must be an integer, got 1" for the string "1"
+        local x = ordo.zeros({3, 3})
+        raises_here(function() local _ = x:select(1, "1") end, 'select: index must be an integer, got "1"')
+        raises_here(function() local _ = x:narrow(1, "1", 1) end, 'got "1" and 1')
+        raises_here(function() local _ = x:sum("2") end, 'sum: dim must be an integer, got "2"')
+        raises_here(function() local _ = ordo.zeros({"2", 3}) end, 'zeros: size "2" at position 1 is invalid')
+        raises_here(function() local _ = ordo.eye("2") end, 'eye: sizes must be integers >= 0, got "2" and "2"')
+        raises_here(function() local _ = x:norm("1") end, 'got "1"')
+        raises_here(function() local _ = x:div(2, "round") end, 'div: unknown rounding mode "round"')
+        raises_here(function() local _ = ordo.zeros(2, {device = "tpu"}) end, 'zeros: unknown device "tpu"')
+        raises_here(function() local _ = ordo.nn.LayerNorm(3, {eps = "1"}) end,
+                    'LayerNorm: option eps must be a non-negative number, got "1"')
+        -- a string with a newline stays on one line, as the REPL shows it inside a table
+        raises_here(function() local _ = x:select(1, "a\nb") end, 'got "a\\nb"')
+        -- numbers as before
+        raises_here(function() local _ = x:select(1, 1.5) end, "index must be an integer, got 1.5")
     end)
 
     it("a float -0.0 prints with its sign", function()

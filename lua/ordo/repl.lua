@@ -56,6 +56,7 @@ local function is_ident(k)
     return type(k) == "string" and k:match("^[%a_][%w_]*$") ~= nil and not IS_KEYWORD[k]
 end
 
+-- (util.quote is the same, for the values error messages show)
 local function quote(s)
     return (fmt("%q", s):gsub("\\\n", "\\n"))
 end

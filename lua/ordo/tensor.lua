@@ -399,7 +399,7 @@ local function options(fname, opts, default_dt)
         opts = options_table(fname, opts)
         for k in pairs(opts) do
             if not OPT_KEYS[k] then
-                fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, show(k)))
+                fail(fmt("%s: unknown option '%s' (expected dtype, device or engine)", fname, tostring(k)))
             end
         end
         if opts.dtype ~= nil then dt = parse_dtype(fname, opts.dtype) end

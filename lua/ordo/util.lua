@@ -71,10 +71,17 @@ function M.host_ptr(t)
     return C.ordo_tensor_data(c)
 end
 
+-- A string quoted as the REPL shows it inside a table (repl.lua's quote,
+-- which cannot load this module): %q, a newline written \n.
+local function quote(s) return (string.format("%q", s):gsub("\\\n", "\\n")) end
+M.quote = quote
+
 -- A value as an error message shows it: a tensor by its type and shape
 -- (tostring would wait for its values and print every one of them into
--- the message), anything else as tostring gives it.
+-- the message), a string quoted (the string "1" is not the number 1),
+-- anything else as tostring gives it.
 function M.show(v)
+    if type(v) == "string" then return quote(v) end
     local mt = type(v) == "table" and getmetatable(v)
     if mt and mt.__name == "ordo.Tensor" then
         local s = v:shape()

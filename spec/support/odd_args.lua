@@ -68,10 +68,10 @@ local function pool()
     return p, n
 end
 local FIRST_TENSOR, LAST_TENSOR = 36, 47
-local MODULE_METHODS = {"parameters", "named_parameters", "named_modules", "named_buffers", "modules", "children",
-                        "zero_grad", "train", "eval", "to", "state_dict", "register_parameter", "register_buffer",
-                        "add_module", "apply", "requires_grad_", "trainable_parameters", "num_parameters", "save",
-                        "load", "extra_repr"}
+local MODULE_METHODS = {"parameters", "named_parameters", "named_modules", "named_buffers", "buffers", "modules",
+                        "children", "zero_grad", "train", "eval", "to", "state_dict", "register_parameter",
+                        "register_buffer", "add_module", "apply", "requires_grad_", "trainable_parameters",
+                        "num_parameters", "save", "load", "extra_repr"}
 
 local function describe_value(v)
     if ordo.is_tensor(v) then return v:dtype() .. "[" .. table.concat(v:shape(), "x") .. "]" end

@@ -34,15 +34,20 @@ local check_devices = tensor.check_devices
 local FLOAT = {float32 = true, float64 = true}
 
 -- A mask given as argument what of fname, checked against the query q: a
--- tensor on q's device, a float one of q's dtype (Torch refuses a float
--- mask of another dtype; added, it would silently turn the scores, and
--- the output, into its dtype).
+-- tensor on q's device, uint8 (boolean) or a float one of q's dtype (Torch
+-- refuses a float mask of another dtype; added, it would silently turn the
+-- scores, and the output, into its dtype; and it takes only bool and float
+-- masks: an int32 or int64 one was taken as boolean without a word).
 local function check_mask(fname, what, mask, q)
     if mask == nil then return end
     check_tensor(fname, what, mask)
     if mask:device() ~= q:device() then
         fail(fmt("%s: expected all tensors on one device, got %s (the query) and %s (%s)", fname,
                  tostring(q:device()), tostring(mask:device()), what))
+    end
+    if mask:dtype() ~= "uint8" and not FLOAT[mask:dtype()] then
+        fail(fmt("%s: %s must be uint8 (a boolean mask) or the query's float dtype %s, got %s", fname, what,
+                 q:dtype(), mask:dtype()))
     end
     if FLOAT[mask:dtype()] and mask:dtype() ~= q:dtype() then
         fail(fmt("%s: %s is %s but the query %s: a float mask (added to the scores) must have the query's dtype, " ..
@@ -52,6 +57,16 @@ end
 
 local function check_bool(fname, what, v)
     if v ~= nil and type(v) ~= "boolean" then fail(fmt("%s: %s must be a boolean, got %s", fname, what, typename(v))) end
+end
+
+-- The masks and flags of a transformer module's forward, checked under the
+-- names its caller gave them (src_mask, tgt_is_causal...) against the
+-- input x they apply to (they were reported as MultiheadAttention's
+-- attn_mask or is_causal).
+local function check_layer_opts(fname, opts, x, what, masks, flags)
+    check_tensor(fname, what, x)
+    for _, m in ipairs(masks) do check_mask(fname, m, opts[m], x) end
+    for _, f in ipairs(flags or {}) do check_bool(fname, f, opts[f]) end
 end
 
 -- scores with a mask applied: allowed (uint8) says where attention may go
@@ -459,6 +474,8 @@ function M.install(nn)
     local ENC_FWD = {src_mask = true, src_key_padding_mask = true, is_causal = true}
     function Encoder:forward(src, opts)
         opts = util.check_opts("TransformerEncoderLayer", opts, ENC_FWD)
+        check_layer_opts("TransformerEncoderLayer", opts, src, "src", {"src_mask", "src_key_padding_mask"},
+                         {"is_causal"})
         local o = {attn_mask = opts.src_mask, key_padding_mask = opts.src_key_padding_mask, is_causal = opts.is_causal,
                    need_weights = false}
         return residual(self, 2, residual(self, 1, src, self_block, o), ff_block)
@@ -477,9 +494,12 @@ function M.install(nn)
 
     local DEC_FWD = {tgt_mask = true, memory_mask = true, tgt_key_padding_mask = true, memory_key_padding_mask = true,
                      tgt_is_causal = true, memory_is_causal = true}
+    local DEC_MASKS = {"tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask"}
+    local DEC_FLAGS = {"tgt_is_causal", "memory_is_causal"}
     function Decoder:forward(tgt, memory, opts)
         opts = util.check_opts("TransformerDecoderLayer", opts, DEC_FWD)
         check_tensor("TransformerDecoderLayer", "memory", memory)
+        check_layer_opts("TransformerDecoderLayer", opts, tgt, "tgt", DEC_MASKS, DEC_FLAGS)
         local so = {attn_mask = opts.tgt_mask, key_padding_mask = opts.tgt_key_padding_mask,
                     is_causal = opts.tgt_is_causal, need_weights = false}
         local co = {attn_mask = opts.memory_mask, key_padding_mask = opts.memory_key_padding_mask,
@@ -555,6 +575,7 @@ function M.install(nn)
     local STACK_FWD = {mask = true, src_key_padding_mask = true, is_causal = true}
     function Stack:forward(src, opts)
         opts = util.check_opts("TransformerEncoder", opts, STACK_FWD)
+        check_layer_opts("TransformerEncoder", opts, src, "src", {"mask", "src_key_padding_mask"}, {"is_causal"})
         local o = {src_mask = opts.mask, src_key_padding_mask = opts.src_key_padding_mask, is_causal = opts.is_causal}
         local x = src
         for _, l in self.layers:ipairs() do x = l(x, o) end
@@ -572,6 +593,7 @@ function M.install(nn)
     end
     function DStack:forward(tgt, memory, opts)
         opts = util.check_opts("TransformerDecoder", opts, DEC_FWD)
+        check_layer_opts("TransformerDecoder", opts, tgt, "tgt", DEC_MASKS, DEC_FLAGS)
         local x = tgt
         for _, l in self.layers:ipairs() do x = l(x, memory, opts) end
         if self.norm then x = self.norm(x) end
@@ -635,8 +657,9 @@ function M.install(nn)
     function Transformer:forward(src, tgt, opts)
         local name = "Transformer"
         opts = util.check_opts(name, opts, TF_FWD)
-        check_tensor(name, "src", src)
-        check_tensor(name, "tgt", tgt)
+        check_layer_opts(name, opts, src, "src", {"src_mask", "src_key_padding_mask"}, {"src_is_causal"})
+        check_layer_opts(name, opts, tgt, "tgt", {"tgt_mask", "memory_mask", "tgt_key_padding_mask",
+                                                  "memory_key_padding_mask"}, {"tgt_is_causal", "memory_is_causal"})
         local bd = self.batch_first and 1 or 2
         if src:dim() == 3 and tgt:dim() == 3 and src:size(bd) ~= tgt:size(bd) then
             fail(fmt("%s: the batch number of src and tgt must be equal, got %s and %s", name, shape_str(src),

@@ -618,8 +618,8 @@ local UNFOLD_OPTS = {stride = true, padding = true, dilation = true}
 -- F.unfold, im2col): x N×C×H×W (or C×H×W) -> N × C·kh·kw × L, a column
 -- per window position (L of them, row-major), rows ordered channel, then
 -- kernel row, then kernel column.  Its gradient is fold's.
-function M.unfold(x, k, opts)
-    local fname = "unfold"
+function M.unfold(x, k, opts, who)
+    local fname = type(who) == "string" and who or "unfold"
     check_tensor(fname, "input", x)
     opts = opts_of(fname, opts, UNFOLD_OPTS)
     local kh, kw = pair(fname, "kernel size", k)
@@ -647,8 +647,8 @@ end
 -- (Torch's F.fold, col2im): unfold's adjoint, x N × C·kh·kw × L (or
 -- C·kh·kw × L) summed back into N×C×H×W, {H, W} = output_size,
 -- overlapping windows adding up.
-function M.fold(x, output_size, k, opts)
-    local fname = "fold"
+function M.fold(x, output_size, k, opts, who)
+    local fname = type(who) == "string" and who or "fold"
     check_tensor(fname, "input", x)
     opts = opts_of(fname, opts, UNFOLD_OPTS)
     local H, W = pair(fname, "output size", output_size)
@@ -1111,17 +1111,21 @@ local function adaptive_max_pool1d(fname, x, size)
 end
 -- (an output size too large fails as the allocation of its bins, named
 -- after the op: "adaptive_max_pool1d: arange: out of memory ...")
-function M.adaptive_avg_pool2d(x, size)
-    return own_errors("adaptive_avg_pool2d", pcall(adaptive_avg_pool2d, "adaptive_avg_pool2d", x, size))
+function M.adaptive_avg_pool2d(x, size, who)
+    local fname = type(who) == "string" and who or "adaptive_avg_pool2d"
+    return own_errors(fname, pcall(adaptive_avg_pool2d, fname, x, size))
 end
-function M.adaptive_avg_pool1d(x, size)
-    return own_errors("adaptive_avg_pool1d", pcall(adaptive_avg_pool1d, "adaptive_avg_pool1d", x, size))
+function M.adaptive_avg_pool1d(x, size, who)
+    local fname = type(who) == "string" and who or "adaptive_avg_pool1d"
+    return own_errors(fname, pcall(adaptive_avg_pool1d, fname, x, size))
 end
-function M.adaptive_max_pool2d(x, size)
-    return own_errors("adaptive_max_pool2d", pcall(adaptive_max_pool2d, "adaptive_max_pool2d", x, size))
+function M.adaptive_max_pool2d(x, size, who)
+    local fname = type(who) == "string" and who or "adaptive_max_pool2d"
+    return own_errors(fname, pcall(adaptive_max_pool2d, fname, x, size))
 end
-function M.adaptive_max_pool1d(x, size)
-    return own_errors("adaptive_max_pool1d", pcall(adaptive_max_pool1d, "adaptive_max_pool1d", x, size))
+function M.adaptive_max_pool1d(x, size, who)
+    local fname = type(who) == "string" and who or "adaptive_max_pool1d"
+    return own_errors(fname, pcall(adaptive_max_pool1d, fname, x, size))
 end
 
 -- ---------------------------------------------------------------- batch_norm
@@ -1158,8 +1162,8 @@ end
 --   running = (1 - momentum) · running + momentum · batch stat
 -- (the unbiased variance there, as Torch).  Otherwise normalise with the
 -- running statistics.  weight/bias (C) may be nil.
-function M.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
-    local fname = "batch_norm"
+function M.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps, who)
+    local fname = type(who) == "string" and who or "batch_norm"
     check_tensor(fname, "input", x)
     check_devices(fname, x, running_mean, running_var)
     check_devices(fname, x, weight, bias)
@@ -1626,7 +1630,9 @@ function M.install(nn)
         end
         function cls:extra_repr()
             local s = fmt("kernel %d, stride %d", self.kernel_size, self.stride)
+            if self.padding ~= 0 then s = s .. fmt(", padding %d", self.padding) end
             if self.dilation and self.dilation ~= 1 then s = s .. fmt(", dilation %d", self.dilation) end
+            if self.count_include_pad == false then s = s .. ", count_include_pad = false" end
             return self.ceil_mode and s .. ", ceil_mode" or s
         end
     end
@@ -1671,7 +1677,7 @@ function M.install(nn)
         self.kernel_size = {pair("Unfold", "kernel_size", k)}
         self.options = unfold_options("Unfold", opts)
     end
-    function Unfold:forward(x) return M.unfold(x, self.kernel_size, self.options) end
+    function Unfold:forward(x) return M.unfold(x, self.kernel_size, self.options, "Unfold") end
     function Unfold:extra_repr() return fmt("kernel %dx%d", self.kernel_size[1], self.kernel_size[2]) end
     local Fold = Module:extend("Fold")
     nn.Fold = Fold
@@ -1680,7 +1686,7 @@ function M.install(nn)
         self.kernel_size = {pair("Fold", "kernel_size", k)}
         self.options = unfold_options("Fold", opts)
     end
-    function Fold:forward(x) return M.fold(x, self.output_size, self.kernel_size, self.options) end
+    function Fold:forward(x) return M.fold(x, self.output_size, self.kernel_size, self.options, "Fold") end
     function Fold:extra_repr()
         return fmt("output %dx%d, kernel %dx%d", self.output_size[1], self.output_size[2], self.kernel_size[1],
                    self.kernel_size[2])
@@ -1742,6 +1748,10 @@ function M.install(nn)
     function AvgPool2d:extra_repr()
         local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
                       self.stride[2])
+        if self.padding[1] ~= 0 or self.padding[2] ~= 0 then
+            s = s .. fmt(", padding %dx%d", self.padding[1], self.padding[2])
+        end
+        if self.count_include_pad == false then s = s .. ", count_include_pad = false" end
         if self.divisor_override then s = s .. fmt(", divisor_override %d", self.divisor_override) end
         return self.ceil_mode and s .. ", ceil_mode" or s
     end
@@ -1763,7 +1773,7 @@ function M.install(nn)
             end
             self.output_size = size
         end
-        function cls:forward(x) return f(x, self.output_size) end
+        function cls:forward(x) return f(x, self.output_size, name) end
         function cls:extra_repr()
             local s = self.output_size
             if type(s) ~= "table" then return tostring(s) end
@@ -1780,6 +1790,9 @@ function M.install(nn)
     function MaxPool2d:extra_repr()
         local s = fmt("kernel %dx%d, stride %dx%d", self.kernel_size[1], self.kernel_size[2], self.stride[1],
                       self.stride[2])
+        if self.padding[1] ~= 0 or self.padding[2] ~= 0 then
+            s = s .. fmt(", padding %dx%d", self.padding[1], self.padding[2])
+        end
         if self.dilation[1] ~= 1 or self.dilation[2] ~= 1 then
             s = s .. fmt(", dilation %dx%d", self.dilation[1], self.dilation[2])
         end
@@ -1843,13 +1856,14 @@ function M.install(nn)
                 momentum = counting and 1 / (nbt:item() + 1) or 0
             end
             local y = M.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, self.training,
-                                   momentum, self.eps)
+                                   momentum, self.eps, name)
             if counting then nbt:add_(1) end
             return y
         end
         function cls:extra_repr()
-            return fmt("%d, eps = %g, momentum = %s", self.num_features, self.eps,
-                       self.momentum == false and "cumulative" or fmt("%g", self.momentum))
+            return fmt("%d, eps = %g, momentum = %s%s%s", self.num_features, self.eps,
+                       self.momentum == false and "cumulative" or fmt("%g", self.momentum),
+                       self.weight == nil and ", no affine" or "", self.running_mean == nil and ", no running stats" or "")
         end
         return cls
     end

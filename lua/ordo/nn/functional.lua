@@ -37,24 +37,25 @@ end
 -- Its own backward: the weight's gradient is computed as g^T x, straight in
 -- the weight's layout (through matmul's backward it would be the transpose
 -- of x^T g, and then need a transposing copy).
-function M.linear(x, weight, bias)
-    check_tensor("linear", "input", x)
-    check_tensor("linear", "weight", weight)
-    check_devices("linear", x, weight, bias)
+function M.linear(x, weight, bias, who)
+    local fname = type(who) == "string" and who or "linear"
+    check_tensor(fname, "input", x)
+    check_tensor(fname, "weight", weight)
+    check_devices(fname, x, weight, bias)
     if weight:dim() ~= 2 then
-        fail(fmt("linear: weight must be 2-D (out_features x in_features), got shape %s", shape_str(weight)))
+        fail(fmt(fname .. ": weight must be 2-D (out_features x in_features), got shape %s", shape_str(weight)))
     end
     if bias ~= nil then
         -- (one of another shape would broadcast in the forward, and its gradient come back of shape out)
-        check_tensor("linear", "bias", bias)
+        check_tensor(fname, "bias", bias)
         if bias:dim() ~= 1 or bias:size(1) ~= weight:size(1) then
-            fail(fmt("linear: bias must have shape %d (one per output of weight %s), got %s", weight:size(1),
+            fail(fmt(fname .. ": bias must have shape %d (one per output of weight %s), got %s", weight:size(1),
                      shape_str(weight), shape_str(bias)))
         end
     end
     local nin = weight:size(2)
     if x:dim() == 0 or x:size(-1) ~= nin then
-        fail(fmt("linear: input of shape %s does not match weight %s (expected a last dim of %d)",
+        fail(fmt(fname .. ": input of shape %s does not match weight %s (expected a last dim of %d)",
                  shape_str(x), shape_str(weight), nin))
     end
     local s = shape_of(x)
@@ -116,29 +117,32 @@ local function no_inplace(fname, inplace)
 end
 -- relu, tanh, sigmoid: the tensor methods, as functions
 for _, name in ipairs({"relu", "tanh", "sigmoid"}) do
-    M[name] = function(x, inplace)
-        check_tensor(name, "input", x)
-        if name == "relu" then no_inplace(name, inplace) end
+    M[name] = function(x, inplace, who)
+        local fname = type(who) == "string" and who or name
+        check_tensor(fname, "input", x)
+        if name == "relu" then no_inplace(fname, inplace) end
         return x[name](x)
     end
 end
 -- x * sigmoid(x) (also called swish)
-function M.silu(x, inplace)
-    check_tensor("silu", "input", x)
-    no_inplace("silu", inplace)
+function M.silu(x, inplace, who)
+    local fname = type(who) == "string" and who or "silu"
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return x * x:sigmoid()
 end
 -- GELU.  approximate = "none" (the default, as Torch's: the exact form):
 -- 0.5 x (1 + erf(x / sqrt 2)); "tanh" (Torch's approximate = "tanh"):
 -- 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 local SQRT_HALF = math.sqrt(0.5)
-function M.gelu(x, approximate)
-    check_tensor("gelu", "input", x)
+function M.gelu(x, approximate, who)
+    local fname = type(who) == "string" and who or "gelu"
+    check_tensor(fname, "input", x)
     if approximate == "tanh" then
         return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)):tanh():add(1)
     end
     if approximate ~= nil and approximate ~= "none" then
-        fail(fmt("gelu: approximate must be \"tanh\" or \"none\", got %s", type(approximate) == "string" and
+        fail(fmt(fname .. ": approximate must be \"tanh\" or \"none\", got %s", type(approximate) == "string" and
                  fmt("%q", approximate) or typename(approximate)))
     end
     return x * 0.5 * (x * SQRT_HALF):erf():add(1)
@@ -146,11 +150,12 @@ end
 -- x where x > 0, slope * x elsewhere (slope 0.01 by default).  A where,
 -- not relu(x) - slope relu(-x): at x = 0 the gradient is then slope, as
 -- Torch's (relu's gradient is 0 there on both sides, which gave 0).
-function M.leaky_relu(x, slope, inplace)
-    check_tensor("leaky_relu", "input", x)
-    no_inplace("leaky_relu", inplace)
+function M.leaky_relu(x, slope, inplace, who)
+    local fname = type(who) == "string" and who or "leaky_relu"
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     slope = slope or 0.01
-    if type(slope) ~= "number" then fail("leaky_relu: slope must be a number, got " .. typename(slope)) end
+    if type(slope) ~= "number" then fail(fname .. ": slope must be a number, got " .. typename(slope)) end
     return tensor.where(x:gt(0), x, x * slope)
 end
 -- log(1 + exp(x)), without overflow: relu(x) + log1p(exp(-|x|)), with a
@@ -172,15 +177,16 @@ local function record_softplus(x, y, beta, threshold)
         return g * s
     end, {x})
 end
-function M.softplus(x, beta, threshold)
-    check_tensor("softplus", "input", x)
+function M.softplus(x, beta, threshold, who)
+    local fname = type(who) == "string" and who or "softplus"
+    check_tensor(fname, "input", x)
     if beta == nil then beta = 1 end
     if threshold == nil then threshold = 20 end
     if type(beta) ~= "number" or beta ~= beta or beta == 0 or beta == math.huge or beta == -math.huge then
-        fail("softplus: beta must be a finite nonzero number, got " .. util.show(beta))
+        fail(fname .. ": beta must be a finite nonzero number, got " .. util.show(beta))
     end
     if type(threshold) ~= "number" or threshold ~= threshold then
-        fail("softplus: threshold must be a number, got " .. util.show(threshold))
+        fail(fname .. ": threshold must be a number, got " .. util.show(threshold))
     end
     -- integers in float32, as exp and log take them (-|x| of uint8 raised "neg: dtype uint8 not supported")
     if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end
@@ -193,8 +199,9 @@ function M.softplus(x, beta, threshold)
     return y
 end
 -- the same as -softplus(-x): log(sigmoid(x)) without underflow to -inf
-function M.logsigmoid(x)
-    check_tensor("logsigmoid", "input", x)
+function M.logsigmoid(x, who)
+    local fname = type(who) == "string" and who or "logsigmoid"
+    check_tensor(fname, "input", x)
     if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end -- (uint8: no -x)
     return -M.softplus(-x, 1, math.huge)
 end
@@ -202,19 +209,21 @@ end
 -- The negative part is expm1 of min(x, 0) (so a large x cannot overflow
 -- it), taken by clamp, whose gradient passes at x = 0: the gradient there
 -- is alpha, Torch's (x <= 0 is its negative branch).
-function M.elu(x, alpha, inplace)
-    check_tensor("elu", "input", x)
-    no_inplace("elu", inplace)
+function M.elu(x, alpha, inplace, who)
+    local fname = type(who) == "string" and who or "elu"
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     alpha = alpha or 1
-    if type(alpha) ~= "number" then fail("elu: alpha must be a number, got " .. typename(alpha)) end
+    if type(alpha) ~= "number" then fail(fname .. ": alpha must be a number, got " .. typename(alpha)) end
     return x:relu() + x:clamp(nil, 0):expm1() * alpha
 end
 -- SELU: ELU scaled so that activations keep mean 0 and variance 1
 -- (Klambauer et al.'s constants, as Torch).
 local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-function M.selu(x, inplace)
-    check_tensor("selu", "input", x)
-    no_inplace("selu", inplace)
+function M.selu(x, inplace, who)
+    local fname = type(who) == "string" and who or "selu"
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return M.elu(x, SELU_ALPHA) * SELU_SCALE
 end
 -- x clamped to [lo, hi] with Torch's hardtanh gradient: g strictly inside
@@ -237,54 +246,61 @@ end
 
 -- Hardtanh: x clamped to [min_val, max_val] (-1 and 1 by default);
 -- ReLU6 is Hardtanh(0, 6).  The gradient is 0 at the bounds, as Torch's.
-function M.hardtanh(x, min_val, max_val, inplace)
-    check_tensor("hardtanh", "input", x)
-    no_inplace("hardtanh", inplace)
+function M.hardtanh(x, min_val, max_val, inplace, who)
+    local fname = type(who) == "string" and who or "hardtanh"
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     min_val, max_val = min_val or -1, max_val or 1
     if type(min_val) ~= "number" or type(max_val) ~= "number" or min_val > max_val then
-        fail(fmt("hardtanh: expected numbers min_val <= max_val, got %s and %s", tostring(min_val), tostring(max_val)))
+        fail(fmt(fname .. ": expected numbers min_val <= max_val, got %s and %s", tostring(min_val), tostring(max_val)))
     end
     return hardtanh("hardtanh", x, min_val, max_val)
 end
-function M.relu6(x, inplace)
-    check_tensor("relu6", "input", x)
-    no_inplace("relu6", inplace)
+function M.relu6(x, inplace, who)
+    local fname = type(who) == "string" and who or "relu6"
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return hardtanh("relu6", x, 0, 6)
 end
 -- relu6(x + 3) / 6 and x times it (MobileNetV3's cheap sigmoid and swish).
 -- Torch's gradients at the kinks x = -3 and 3: hardsigmoid's is 0 there
 -- (hardtanh's), hardswish's is x/3 + 1/2 (-0.5 and 1.5), which the product
 -- rule gives with clamp's gradient, passing at the bounds.
-function M.hardsigmoid(x, inplace)
-    check_tensor("hardsigmoid", "input", x)
-    no_inplace("hardsigmoid", inplace)
+function M.hardsigmoid(x, inplace, who)
+    local fname = type(who) == "string" and who or "hardsigmoid"
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return hardtanh("hardsigmoid", x + 3, 0, 6) / 6
 end
-function M.hardswish(x, inplace)
-    check_tensor("hardswish", "input", x)
-    no_inplace("hardswish", inplace)
+function M.hardswish(x, inplace, who)
+    local fname = type(who) == "string" and who or "hardswish"
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return x * ((x + 3):clamp(0, 6) / 6)
 end
 -- Mish: x tanh(softplus(x)).
-function M.mish(x, inplace)
-    check_tensor("mish", "input", x)
-    no_inplace("mish", inplace)
+function M.mish(x, inplace, who)
+    local fname = type(who) == "string" and who or "mish"
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
     return x * M.softplus(x, 1, math.huge):tanh()
 end
 -- x / (1 + |x|)
-function M.softsign(x)
-    check_tensor("softsign", "input", x)
+function M.softsign(x, who)
+    local fname = type(who) == "string" and who or "softsign"
+    check_tensor(fname, "input", x)
     return x / (x:abs() + 1)
 end
 -- PReLU: x where x > 0, weight * x elsewhere; weight has one element, or
 -- one per channel (dim 2 of x).
-function M.prelu(x, weight)
-    check_tensor("prelu", "input", x)
-    check_tensor("prelu", "weight", weight)
-    check_devices("prelu", x, weight)
+function M.prelu(x, weight, who)
+    local fname = type(who) == "string" and who or "prelu"
+    check_tensor(fname, "input", x)
+    check_tensor(fname, "weight", weight)
+    check_devices(fname, x, weight)
     local n = weight:numel()
     if weight:dim() ~= 1 or (n ~= 1 and (x:dim() < 2 or x:size(2) ~= n)) then
-        fail(fmt("prelu: weight must have shape 1 or the %s channels of input %s, got %s",
+        fail(fmt(fname .. ": weight must have shape 1 or the %s channels of input %s, got %s",
                  x:dim() >= 2 and tostring(x:size(2)) or "(no)", shape_str(x), shape_str(weight)))
     end
     local w = weight
@@ -343,11 +359,12 @@ local function check_float_input(fname, x)
     end
 end
 
-function M.dropout(x, p, training, inplace)
-    p = check_p("dropout", p, training, inplace)
-    check_tensor("dropout", "input", x)
+function M.dropout(x, p, training, inplace, who)
+    local fname = type(who) == "string" and who or "dropout"
+    p = check_p(fname, p, training, inplace)
+    check_tensor(fname, "input", x)
     if training == false or p == 0 then return x end
-    check_float_input("dropout", x)
+    check_float_input(fname, x)
     if p == 1 then return x * 0 end
     local mask = tensor.empty_like(x):bernoulli_(1 - p)
     return x * mask * (1 / (1 - p))
@@ -357,14 +374,15 @@ end
 -- N×C×…; dim 1 of an unbatched C×H×W) with probability p and scales the
 -- rest by 1/(1-p) -- for convolutional features, whose neighbours are
 -- too alike for element dropout to regularise.
-function M.dropout2d(x, p, training, inplace)
-    p = check_p("dropout2d", p, training, inplace)
-    check_tensor("dropout2d", "input", x)
+function M.dropout2d(x, p, training, inplace, who)
+    local fname = type(who) == "string" and who or "dropout2d"
+    p = check_p(fname, p, training, inplace)
+    check_tensor(fname, "input", x)
     if x:dim() ~= 3 and x:dim() ~= 4 then
-        fail(fmt("dropout2d: expected a 4-D input (N, C, H, W) or a 3-D one (C, H, W), got shape %s", shape_str(x)))
+        fail(fmt(fname .. ": expected a 4-D input (N, C, H, W) or a 3-D one (C, H, W), got shape %s", shape_str(x)))
     end
     if training == false or p == 0 then return x end
-    check_float_input("dropout2d", x)
+    check_float_input(fname, x)
     if p == 1 then return x * 0 end
     local s = shape_of(x)
     for i = x:dim() - 1, x:dim() do s[i] = 1 end
@@ -514,13 +532,13 @@ local FLOAT_DT = {float32 = true, float64 = true}
 -- An unbatched input, the C scores of one sample, as Torch's: against one
 -- class index (a 0-dim target) or, for cross_entropy, C probabilities;
 -- computed as a batch of one, "none" giving a 0-dim loss.
-local function unbatched(fname, fn, input, target, opts)
+local function unbatched(fname, fn, input, target, opts, probabilities)
     check_tensor(fname, "target", target)
     if target:dim() > 1 then -- (a target of more dims than the input: the two swapped, most likely)
         fail(fmt("%s: target of shape %s for an input of shape %s (one sample's class scores): the scores come " ..
                  "first, the target second, %s(input, target)", fname, shape_str(target), shape_str(input), fname))
     end
-    local soft = FLOAT_DT[target:dtype()] and fname == "cross_entropy"
+    local soft = FLOAT_DT[target:dtype()] and probabilities
     local C = input:size(1)
     if soft then
         if target:dim() ~= 1 or target:size(1) ~= C then
@@ -532,26 +550,27 @@ local function unbatched(fname, fn, input, target, opts)
         if target:dim() ~= 0 then
             fail(fmt("%s: an input of shape %s (one sample's class scores) takes one class index, a 0-dim target " ..
                      "(ordo.tensor(k, \"int64\")), got shape %s%s", fname, shape_str(input), shape_str(target),
-                     fname == "cross_entropy" and " (or class probabilities of the input's shape, float)" or ""))
+                     probabilities and " (or class probabilities of the input's shape, float)" or ""))
         end
         target = target:view(1)
     end
-    local loss = fn(input:view(1, C), target, opts)
+    local loss = fn(input:view(1, C), target, opts, fname)
     if loss:dim() > 0 then loss = loss:view({}) end
     return loss
 end
 
-function M.nll_loss(logp, target, opts)
-    check_tensor("nll_loss", "input", logp)
-    if logp:dim() == 1 then return unbatched("nll_loss", M.nll_loss, logp, target, opts) end
-    opts = loss_opts("nll_loss", opts, {ignore_index = true}, {weight = true})
+function M.nll_loss(logp, target, opts, who)
+    local fname = type(who) == "string" and who or "nll_loss"
+    check_tensor(fname, "input", logp)
+    if logp:dim() == 1 then return unbatched(fname, M.nll_loss, logp, target, opts, false) end
+    opts = loss_opts(fname, opts, {ignore_index = true}, {weight = true})
     if logp:dtype() ~= "float32" and logp:dtype() ~= "float64" then
-        fail(fmt("nll_loss: input must be float32 or float64 log-probabilities, got %s", logp:dtype()))
+        fail(fmt(fname .. ": input must be float32 or float64 log-probabilities, got %s", logp:dtype()))
     end
     local tshape
-    logp, target, tshape = positions_as_rows("nll_loss", logp, target)
-    check_target("nll_loss", logp, target)
-    return rows_back(class_nll("nll_loss", logp, target, opts, 0), tshape)
+    logp, target, tshape = positions_as_rows(fname, logp, target)
+    check_target(fname, logp, target)
+    return rows_back(class_nll(fname, logp, target, opts, 0), tshape)
 end
 
 -- Cross-entropy of logits (N×C) against class indices (N, from 1);
@@ -564,8 +583,7 @@ end
 -- distillation), Torch's: target of the input's shape, float; loss =
 -- -sum over classes of weight · target · log_softmax (the target smoothed
 -- to target (1 - e) + e / C first); "mean" over the rows (and positions).
-local function soft_cross_entropy(logits, target, opts, e)
-    local fname = "cross_entropy"
+local function soft_cross_entropy(fname, logits, target, opts, e)
     if tensor.shape_str(shape_of(target)) ~= tensor.shape_str(shape_of(logits)) then
         fail(fmt("%s: target of %s of shape %s: class indices must be int64 (from 1), a target of probabilities " ..
                  "(float) has the input's shape %s", fname, target:dtype(), shape_str(target), shape_str(logits)))
@@ -591,16 +609,17 @@ local function soft_cross_entropy(logits, target, opts, e)
     return reduce(fname, -prod:sum(2), opts.reduction)
 end
 
-function M.cross_entropy(logits, target, opts)
-    check_tensor("cross_entropy", "input", logits)
-    if logits:dim() == 1 then return unbatched("cross_entropy", M.cross_entropy, logits, target, opts) end
-    opts = loss_opts("cross_entropy", opts, {label_smoothing = true, ignore_index = true}, {weight = true})
+function M.cross_entropy(logits, target, opts, who)
+    local fname = type(who) == "string" and who or "cross_entropy"
+    check_tensor(fname, "input", logits)
+    if logits:dim() == 1 then return unbatched(fname, M.cross_entropy, logits, target, opts, true) end
+    opts = loss_opts(fname, opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     if is_tensor(target) and FLOAT_DT[target:dtype()] then
         local e = opts.label_smoothing or 0
         if not (e >= 0 and e < 1) then
-            fail(fmt("cross_entropy: label_smoothing must be in [0, 1), got %s", tostring(e)))
+            fail(fmt(fname .. ": label_smoothing must be in [0, 1), got %s", tostring(e)))
         end
-        return soft_cross_entropy(logits, target, opts, e)
+        return soft_cross_entropy(fname, logits, target, opts, e)
     end
     -- an integer target of the input's own shape: probabilities given as
     -- integers (one-hot rows), not indices ("target of shape 2x3 does not
@@ -608,16 +627,16 @@ function M.cross_entropy(logits, target, opts)
     if is_tensor(target) and logits:dim() >= 2 and tensor.shape_str(shape_of(target)) == tensor.shape_str(shape_of(logits)) then
         local idx_shape = shape_of(logits)
         table.remove(idx_shape, 2)
-        fail(fmt("cross_entropy: a target of the input's shape %s holds class probabilities and must be float32 or " ..
+        fail(fmt(fname .. ": a target of the input's shape %s holds class probabilities and must be float32 or " ..
                  "float64, got %s (class indices: int64 of shape %s; :float() converts one-hot rows)", shape_str(logits),
                  target:dtype(), tensor.shape_str(idx_shape)))
     end
     local tshape
-    logits, target, tshape = positions_as_rows("cross_entropy", logits, target)
-    check_target("cross_entropy", logits, target)
+    logits, target, tshape = positions_as_rows(fname, logits, target)
+    check_target(fname, logits, target)
     local e = opts.label_smoothing or 0
-    if not (e >= 0 and e < 1) then fail(fmt("cross_entropy: label_smoothing must be in [0, 1), got %s", tostring(e))) end
-    return rows_back(class_nll("cross_entropy", logits:log_softmax(2), target, opts, e), tshape)
+    if not (e >= 0 and e < 1) then fail(fmt(fname .. ": label_smoothing must be in [0, 1), got %s", tostring(e))) end
+    return rows_back(class_nll(fname, logits:log_softmax(2), target, opts, e), tshape)
 end
 
 -- The elementwise regression losses' target: a tensor that broadcasts to
@@ -685,42 +704,44 @@ end
 
 -- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0,
 -- -y (x1 - x2) + margin), y = 1 where x1 should rank higher, -1 lower.
-function M.margin_ranking_loss(x1, x2, y, opts)
-    opts = loss_opts("margin_ranking_loss", opts, {margin = true})
-    check_tensor("margin_ranking_loss", "input1", x1)
-    check_tensor("margin_ranking_loss", "target", y)
-    check_devices("margin_ranking_loss", x1, x2, y)
-    check_target_broadcast("margin_ranking_loss", x1, x2, "input2")
-    check_target_broadcast("margin_ranking_loss", x1, y)
+function M.margin_ranking_loss(x1, x2, y, opts, who)
+    local fname = type(who) == "string" and who or "margin_ranking_loss"
+    opts = loss_opts(fname, opts, {margin = true})
+    check_tensor(fname, "input1", x1)
+    check_tensor(fname, "target", y)
+    check_devices(fname, x1, x2, y)
+    check_target_broadcast(fname, x1, x2, "input2")
+    check_target_broadcast(fname, x1, y)
     x1, x2 = as_float(x1, x2)
     -- clamp, not relu: at 0 the gradient passes, as Torch's clamp_min (relu's is 0 there, so equal
     -- scores with margin 0, e.g. from a zero-initialised model, got no gradient at all)
     -- -((x1 - x2) y), not (x1 - x2) * -y: a uint8 y has no -y
-    return reduce("margin_ranking_loss", (-((x1 - x2) * y) + (opts.margin or 0)):clamp(0), opts.reduction)
+    return reduce(fname, (-((x1 - x2) * y) + (opts.margin or 0)):clamp(0), opts.reduction)
 end
 
 -- cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction}]): rows of x1
 -- and x2 (N×D); 1 - cos where y = 1, max(0, cos - margin) where y = -1.
-function M.cosine_embedding_loss(x1, x2, y, opts)
-    opts = loss_opts("cosine_embedding_loss", opts, {margin = true})
-    check_tensor("cosine_embedding_loss", "input1", x1)
-    check_tensor("cosine_embedding_loss", "input2", x2)
-    check_tensor("cosine_embedding_loss", "target", y)
-    check_devices("cosine_embedding_loss", x1, x2, y)
-    check_broadcast("cosine_embedding_loss", x1, x2)
+function M.cosine_embedding_loss(x1, x2, y, opts, who)
+    local fname = type(who) == "string" and who or "cosine_embedding_loss"
+    opts = loss_opts(fname, opts, {margin = true})
+    check_tensor(fname, "input1", x1)
+    check_tensor(fname, "input2", x2)
+    check_tensor(fname, "target", y)
+    check_devices(fname, x1, x2, y)
+    check_broadcast(fname, x1, x2)
     local cos = M.cosine_similarity(x1, x2, {dim = -1})
-    check_target_broadcast("cosine_embedding_loss", cos, y) -- one target per row
+    check_target_broadcast(fname, cos, y) -- one target per row
     local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
     local loss = (1 - cos) * pos + (cos - (opts.margin or 0)):clamp(0) * neg -- (clamp: Torch's gradient at 0)
-    return reduce("cosine_embedding_loss", loss, opts.reduction)
+    return reduce(fname, loss, opts.reduction)
 end
 
 -- triplet_margin_loss(anchor, positive, negative [, {margin = 1, p = 2,
 -- eps = 1e-6, swap = false, reduction}]): max(d(a, p) - d(a, n) + margin,
 -- 0) with d the p-norm distance of rows; swap takes the smaller of d(a,
 -- n) and d(p, n).
-function M.triplet_margin_loss(a, pos, neg, opts)
-    local fname = "triplet_margin_loss"
+function M.triplet_margin_loss(a, pos, neg, opts, who)
+    local fname = type(who) == "string" and who or "triplet_margin_loss"
     opts = util.check_opts(fname, opts, {margin = true, p = true, eps = true, swap = true, reduction = true})
     check_loss_values(fname, opts, {"margin", "p", "eps"}, {"swap"})
     if opts.p ~= nil and not (opts.p >= 0) then fail(fmt("%s: p must be >= 0, got %s", fname, tostring(opts.p))) end
@@ -739,8 +760,8 @@ end
 -- reduction}]): 0.5 (log var + (input - target)^2 / var), var at least
 -- eps (+ 0.5 log 2 pi when full): the negative log-likelihood of target
 -- under a Gaussian of mean input and variance var.
-function M.gaussian_nll_loss(input, target, var, opts)
-    local fname = "gaussian_nll_loss"
+function M.gaussian_nll_loss(input, target, var, opts, who)
+    local fname = type(who) == "string" and who or "gaussian_nll_loss"
     opts = util.check_opts(fname, opts, {full = true, eps = true, reduction = true})
     check_loss_values(fname, opts, {"eps"}, {"full"})
     if opts.eps ~= nil and not (opts.eps > 0) then fail(fmt("%s: eps must be > 0, got %s", fname, tostring(opts.eps))) end
@@ -779,12 +800,13 @@ function M.gaussian_nll_loss(input, target, var, opts)
 end
 
 -- Mean absolute error; the target broadcasts to the input's shape.
-function M.l1_loss(input, target, opts)
-    opts = loss_opts("l1_loss", opts)
-    check_tensor("l1_loss", "input", input)
-    check_target_broadcast("l1_loss", input, target)
+function M.l1_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "l1_loss"
+    opts = loss_opts(fname, opts)
+    check_tensor(fname, "input", input)
+    check_target_broadcast(fname, input, target)
     input, target = as_float(input, target)
-    return reduce("l1_loss", (input - target):abs(), opts.reduction)
+    return reduce(fname, (input - target):abs(), opts.reduction)
 end
 
 -- Binary cross-entropy of logits against targets in [0, 1] (the same
@@ -793,8 +815,8 @@ end
 -- opts.pos_weight (broadcasting to the input, e.g. one per class of N x C)
 -- weighs the positive term, Torch's: -(pw y log sigmoid(x) + (1 - y) log(1
 -- - sigmoid(x))) = (1 - y) x + (1 + (pw - 1) y) softplus(-x).
-function M.binary_cross_entropy_with_logits(logits, target, opts)
-    local fname = "binary_cross_entropy_with_logits"
+function M.binary_cross_entropy_with_logits(logits, target, opts, who)
+    local fname = type(who) == "string" and who or "binary_cross_entropy_with_logits"
     opts = loss_opts(fname, opts, nil, {weight = true, pos_weight = true})
     check_tensor(fname, "input", logits)
     check_tensor(fname, "target", target)
@@ -818,32 +840,33 @@ end
 
 -- Normalises x over its last dims (the shape normalized_shape gives):
 -- (x - mean) / sqrt(var + eps), var the biased one, then * weight + bias.
-function M.layer_norm(x, normalized_shape, weight, bias, eps)
-    check_tensor("layer_norm", "input", x)
-    check_devices("layer_norm", x, weight, bias)
+function M.layer_norm(x, normalized_shape, weight, bias, eps, who)
+    local fname = type(who) == "string" and who or "layer_norm"
+    check_tensor(fname, "input", x)
+    check_devices(fname, x, weight, bias)
     eps = eps or 1e-5
     if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
     if type(normalized_shape) ~= "table" or getmetatable(normalized_shape) ~= nil then
-        fail("layer_norm: normalized_shape must be a size or a list of sizes, got " .. typename(normalized_shape))
+        fail(fname .. ": normalized_shape must be a size or a list of sizes, got " .. typename(normalized_shape))
     end
     -- as batch_norm's: a NaN (or negative) eps made every output NaN
     if type(eps) ~= "number" or not (eps >= 0) then
-        fail("layer_norm: eps must be a non-negative number, got " .. util.show(eps))
+        fail(fname .. ": eps must be a non-negative number, got " .. util.show(eps))
     end
     local s, k = shape_of(x), #normalized_shape
     local ok = k >= 1 and k <= #s
     for i = 1, k do ok = ok and s[#s - k + i] == normalized_shape[i] end
     if not ok then
-        fail(fmt("layer_norm: input of shape %s does not end in the normalized shape %s", shape_str(x),
+        fail(fmt(fname .. ": input of shape %s does not end in the normalized shape %s", shape_str(x),
                  tensor.shape_str(normalized_shape)))
     end
     -- weight and bias have the normalized shape (another would broadcast: a 3 x 1 weight over N x 4 rows)
     for _, e in ipairs({{"weight", weight}, {"bias", bias}}) do
         local t = e[2]
         if t ~= nil then
-            check_tensor("layer_norm", e[1], t)
+            check_tensor(fname, e[1], t)
             if tensor.shape_str(shape_of(t)) ~= tensor.shape_str(normalized_shape) then
-                fail(fmt("layer_norm: %s of shape %s, expected the normalized shape %s", e[1], shape_str(t),
+                fail(fmt(fname .. ": %s of shape %s, expected the normalized shape %s", e[1], shape_str(t),
                          tensor.shape_str(normalized_shape)))
             end
         end
@@ -866,30 +889,31 @@ end
 -- a size or a list of sizes) plus eps, then scaled by weight (that
 -- shape).  eps nil: the dtype's machine epsilon, as Torch's.
 local MACHINE_EPS = {float32 = 1.1920928955078125e-07, float64 = 2.220446049250313e-16}
-function M.rms_norm(x, normalized_shape, weight, eps)
-    check_tensor("rms_norm", "input", x)
-    check_devices("rms_norm", x, weight)
+function M.rms_norm(x, normalized_shape, weight, eps, who)
+    local fname = type(who) == "string" and who or "rms_norm"
+    check_tensor(fname, "input", x)
+    check_devices(fname, x, weight)
     if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
     if type(normalized_shape) ~= "table" or getmetatable(normalized_shape) ~= nil then
-        fail("rms_norm: normalized_shape must be a size or a list of sizes, got " .. typename(normalized_shape))
+        fail(fname .. ": normalized_shape must be a size or a list of sizes, got " .. typename(normalized_shape))
     end
     local dt = x:dtype()
-    if not MACHINE_EPS[dt] then fail("rms_norm: input must be float32 or float64, got " .. dt) end
+    if not MACHINE_EPS[dt] then fail(fname .. ": input must be float32 or float64, got " .. dt) end
     if eps == nil then eps = MACHINE_EPS[dt] end
     if type(eps) ~= "number" or not (eps >= 0) then
-        fail("rms_norm: eps must be a non-negative number, got " .. util.show(eps))
+        fail(fname .. ": eps must be a non-negative number, got " .. util.show(eps))
     end
     local s, k = shape_of(x), #normalized_shape
     local ok = k >= 1 and k <= #s
     for i = 1, k do ok = ok and s[#s - k + i] == normalized_shape[i] end
     if not ok then
-        fail(fmt("rms_norm: input of shape %s does not end in the normalized shape %s", shape_str(x),
+        fail(fmt(fname .. ": input of shape %s does not end in the normalized shape %s", shape_str(x),
                  tensor.shape_str(normalized_shape)))
     end
     if weight ~= nil then
-        check_tensor("rms_norm", "weight", weight)
+        check_tensor(fname, "weight", weight)
         if tensor.shape_str(shape_of(weight)) ~= tensor.shape_str(normalized_shape) then
-            fail(fmt("rms_norm: weight of shape %s, expected the normalized shape %s", shape_str(weight),
+            fail(fmt(fname .. ": weight of shape %s, expected the normalized shape %s", shape_str(weight),
                      tensor.shape_str(normalized_shape)))
         end
     end
@@ -909,24 +933,25 @@ end
 -- biased variance, as Torch), then scaled and shifted per channel by
 -- weight and bias (C each).  One group is LayerNorm over C×…; C groups
 -- are InstanceNorm.
-function M.group_norm(x, num_groups, weight, bias, eps)
-    check_tensor("group_norm", "input", x)
-    check_devices("group_norm", x, weight, bias)
+function M.group_norm(x, num_groups, weight, bias, eps, who)
+    local fname = type(who) == "string" and who or "group_norm"
+    check_tensor(fname, "input", x)
+    check_devices(fname, x, weight, bias)
     eps = eps or 1e-5
     if type(eps) ~= "number" or not (eps >= 0) then
-        fail("group_norm: eps must be a non-negative number, got " .. util.show(eps))
+        fail(fname .. ": eps must be a non-negative number, got " .. util.show(eps))
     end
-    if x:dim() < 2 then fail(fmt("group_norm: expected an input of shape N x C x ..., got %s", shape_str(x))) end
+    if x:dim() < 2 then fail(fmt(fname .. ": expected an input of shape N x C x ..., got %s", shape_str(x))) end
     local s = shape_of(x)
     local C = s[2]
     if type(num_groups) ~= "number" or num_groups < 1 or not is_int(num_groups) or C % num_groups ~= 0 then
-        fail(fmt("group_norm: num_groups must be a positive integer that divides the %d channels of input %s, got %s",
+        fail(fmt(fname .. ": num_groups must be a positive integer that divides the %d channels of input %s, got %s",
                  C, shape_str(x), tostring(num_groups)))
     end
     for what, t in pairs({weight = weight, bias = bias}) do -- (nil ones are not there)
-        check_tensor("group_norm", what, t)
+        check_tensor(fname, what, t)
         if t:dim() ~= 1 or t:size(1) ~= C then
-            fail(fmt("group_norm: %s must have shape %d (one per channel), got %s", what, C, shape_str(t)))
+            fail(fmt(fname .. ": %s must have shape %d (one per channel), got %s", what, C, shape_str(t)))
         end
     end
     local per = C / num_groups -- a group's elements (not -1: with an empty batch, 0 x g x -1 is ambiguous)
@@ -1032,32 +1057,32 @@ end
 -- edge), replicate (the edge repeated), circular (wrapped around).
 -- Negative amounts crop, first: the padding repeats what is left.  Made of
 -- cat and index_select, so gradients flow.
-local function pad(x, amounts, opts)
-    check_tensor("pad", "input", x)
-    opts = util.check_opts("pad", opts, {mode = true, value = true})
+local function pad(fname, x, amounts, opts)
+    check_tensor(fname, "input", x)
+    opts = util.check_opts(fname, opts, {mode = true, value = true})
     local mode = opts.mode or "constant"
     if not PAD_MODES[mode] then
-        fail(fmt("pad: mode must be constant, reflect, replicate or circular, got %s", tostring(mode)))
+        fail(fmt(fname .. ": mode must be constant, reflect, replicate or circular, got %s", tostring(mode)))
     end
     if type(amounts) ~= "table" or #amounts % 2 ~= 0 or #amounts == 0 or #amounts / 2 > x:dim() then
-        fail(fmt("pad: expected an even list of amounts for at most %d dims, got %s", x:dim(),
+        fail(fmt(fname .. ": expected an even list of amounts for at most %d dims, got %s", x:dim(),
                  type(amounts) == "table" and #amounts .. " of them" or typename(amounts)))
     end
     local value = opts.value or 0
-    if type(value) ~= "number" then fail("pad: value must be a number, got " .. typename(value)) end
+    if type(value) ~= "number" then fail(fname .. ": value must be a number, got " .. typename(value)) end
     if mode == "constant" then -- (full would name itself)
-        tensor.check_fits("pad", tensor.parse_dtype("pad", x:dtype()), value, " (the padding value)")
+        tensor.check_fits(fname, tensor.parse_dtype(fname, x:dtype()), value, " (the padding value)")
     end
     local y = x
     for k = 1, #amounts / 2 do
         local d = x:dim() - k + 1
         local lo, hi = amounts[2 * k - 1], amounts[2 * k]
         for _, v in ipairs({lo, hi}) do
-            if not is_int(v) then fail("pad: amounts must be integers, got " .. tostring(v)) end
+            if not is_int(v) then fail(fname .. ": amounts must be integers, got " .. tostring(v)) end
         end
         local n = y:size(d)
         if n + lo + hi < 0 then
-            fail(fmt("pad: dim %d of size %d cannot lose %d elements", d, n, -(lo + hi)))
+            fail(fmt(fname .. ": dim %d of size %d cannot lose %d elements", d, n, -(lo + hi)))
         end
         if lo < 0 then y, n, lo = y:narrow(d, 1 - lo, n + lo), n + lo, 0 end
         if hi < 0 then y, n, hi = y:narrow(d, 1, n + hi), n + hi, 0 end
@@ -1070,13 +1095,14 @@ local function pad(x, amounts, opts)
                 y = tensor.cat(parts, d)
             else
                 if mode == "reflect" and (lo >= n or hi >= n) then
-                    fail(fmt("pad: reflect padding of %d and %d needs a dim %d larger than both, got %d", lo, hi, d, n))
-                end
-                if mode == "circular" and (lo > n or hi > n) then
-                    fail(fmt("pad: circular padding of %d and %d needs a dim %d at least as large, got %d", lo, hi,
+                    fail(fmt("%s: reflect padding of %d and %d needs a dim %d larger than both, got %d", fname, lo, hi,
                              d, n))
                 end
-                if n == 0 then fail(fmt("pad: cannot %s-pad dim %d of size 0", mode, d)) end
+                if mode == "circular" and (lo > n or hi > n) then
+                    fail(fmt("%s: circular padding of %d and %d needs a dim %d at least as large, got %d", fname,
+                             lo, hi, d, n))
+                end
+                if n == 0 then fail(fmt(fname .. ": cannot %s-pad dim %d of size 0", mode, d)) end
                 local idx
                 if mode == "replicate" then
                     -- amounts are unbounded here: the index is built by the engine, so a size too
@@ -1103,7 +1129,10 @@ local function pad(x, amounts, opts)
 end
 -- (an op it is made of failing, out of memory above all, named after it:
 -- "pad: full: out of memory ...")
-function M.pad(x, amounts, opts) return util.own_errors("pad", pcall(pad, x, amounts, opts)) end
+function M.pad(x, amounts, opts, who)
+    local fname = type(who) == "string" and who or "pad"
+    return util.own_errors(fname, pcall(pad, fname, x, amounts, opts))
+end
 
 -- pixel_shuffle(x, r): N×(C·r²)×H×W -> N×C×(H·r)×(W·r), each r×r block of
 -- output pixels from r² channels (sub-pixel convolution's upsampling);
@@ -1133,10 +1162,11 @@ local function leading_batch(x)
     end
 end
 
-function M.pixel_shuffle(x, r)
-    check_factor("pixel_shuffle", "upscale", x, r)
+function M.pixel_shuffle(x, r, who)
+    local fname = type(who) == "string" and who or "pixel_shuffle"
+    check_factor(fname, "upscale", x, r)
     if x:dim() < 3 or x:size(x:dim() - 2) % (r * r) ~= 0 then
-        fail(fmt("pixel_shuffle: expected (N x) C*%d x H x W, got %s", r * r, shape_str(x)))
+        fail(fmt(fname .. ": expected (N x) C*%d x H x W, got %s", r * r, shape_str(x)))
     end
     local xb, back = leading_batch(x)
     local N, C, H, W = xb:size(1), xb:size(2) / (r * r), xb:size(3), xb:size(4)
@@ -1144,11 +1174,12 @@ function M.pixel_shuffle(x, r)
     return y._c.storage == x._c.storage and y:clone() or y -- (a copy, as Torch's, also for r = 1)
 end
 
-function M.pixel_unshuffle(x, r)
-    check_factor("pixel_unshuffle", "downscale", x, r)
+function M.pixel_unshuffle(x, r, who)
+    local fname = type(who) == "string" and who or "pixel_unshuffle"
+    check_factor(fname, "downscale", x, r)
     local nd = x:dim()
     if nd < 3 or x:size(nd - 1) % r ~= 0 or x:size(nd) % r ~= 0 then
-        fail(fmt("pixel_unshuffle: expected (N x) C x H x W with H and W multiples of %d, got %s", r, shape_str(x)))
+        fail(fmt(fname .. ": expected (N x) C x H x W with H and W multiples of %d, got %s", r, shape_str(x)))
     end
     local xb, back = leading_batch(x)
     local N, C, H, W = xb:size(1), xb:size(2), xb:size(3) / r, xb:size(4) / r
@@ -1163,18 +1194,25 @@ end
 -- who (internal): the name an index out of range is reported under when
 -- the kernel meets it ("Embedding" from the module; "embedding" here).
 function M.embedding(indices, weight, padding_idx, who)
-    check_tensor("embedding", "indices", indices)
-    check_tensor("embedding", "weight", weight)
+    local fname = type(who) == "string" and who or "embedding"
+    check_tensor(fname, "indices", indices)
+    check_tensor(fname, "weight", weight)
     local dt = indices:dtype()
     if dt ~= "int64" and dt ~= "int32" then
-        fail(fmt("embedding: indices must be int64 or int32 (from 1), got %s", dt))
+        fail(fmt(fname .. ": indices must be int64 or int32 (from 1), got %s", dt))
     end
-    if weight:dim() ~= 2 then fail(fmt("embedding: weight must be 2-D (num x dim), got shape %s", shape_str(weight))) end
+    if weight:dim() ~= 2 then
+        fail(fmt("%s: weight must be 2-D (num x dim), got shape %s", fname, shape_str(weight)))
+    end
+    -- (one out of range, or not a number, was taken without a word: no row padded, as the module refuses)
+    if padding_idx ~= nil and (not is_int(padding_idx) or padding_idx < 1 or padding_idx > weight:size(1)) then
+        fail(fmt("%s: padding_idx must be an index in 1..%d, got %s", fname, weight:size(1), util.show(padding_idx)))
+    end
     local s = shape_of(indices)
     s[#s + 1] = weight:size(2)
     local flat = indices:reshape(-1)
     -- a bad index, found when the kernel runs, is reported as embedding's
-    local rows = weight:index_select(1, flat, who or "embedding")
+    local rows = weight:index_select(1, flat, fname)
     if padding_idx ~= nil and autograd.needs(rows) then
         -- the padding row comes out as it is (zeros in a new Embedding, the
         -- pretrained row in from_pretrained, as Torch) but gets no gradient:
@@ -1204,8 +1242,8 @@ end
 -- (the same shape): -(y log p + (1 - y) log(1 - p)), each log clamped at
 -- -100 as Torch does, so p = 0 or 1 gives a large finite loss, not inf,
 -- and a finite gradient (record_bce).
-function M.binary_cross_entropy(p, y, opts)
-    local fname = "binary_cross_entropy"
+function M.binary_cross_entropy(p, y, opts, who)
+    local fname = type(who) == "string" and who or "binary_cross_entropy"
     opts = loss_opts(fname, opts, nil, {weight = true})
     check_same_shape(fname, p, y)
     local w = opts.weight -- each element's loss times its weight (broadcasting to p), Torch's
@@ -1226,8 +1264,8 @@ end
 
 -- Smooth L1: 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere
 -- (opts.beta, default 1; 0 is the L1 loss).
-function M.smooth_l1_loss(input, target, opts)
-    local fname = "smooth_l1_loss"
+function M.smooth_l1_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "smooth_l1_loss"
     opts = loss_opts(fname, opts, {beta = true})
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)
@@ -1242,8 +1280,8 @@ end
 
 -- Huber: 0.5 d^2 where |d| <= delta, delta (|d| - 0.5 delta) elsewhere
 -- (opts.delta, default 1).
-function M.huber_loss(input, target, opts)
-    local fname = "huber_loss"
+function M.huber_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "huber_loss"
     opts = loss_opts(fname, opts, {delta = true})
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)
@@ -1261,8 +1299,8 @@ end
 -- size: the true KL of each row, averaged; Torch's advice).
 -- opts.log_target = true takes the target as log-probabilities too, as
 -- Torch's: exp(target) (target - input).
-function M.kl_div(input, target, opts)
-    local fname = "kl_div"
+function M.kl_div(input, target, opts, who)
+    local fname = type(who) == "string" and who or "kl_div"
     opts = util.check_opts(fname, opts, {reduction = true, log_target = true})
     check_same_shape(fname, input, target)
     local r = opts.reduction
@@ -1291,13 +1329,14 @@ function M.kl_div(input, target, opts)
 end
 
 -- Mean squared error; the target broadcasts to the input's shape.
-function M.mse_loss(input, target, opts)
-    opts = loss_opts("mse_loss", opts)
-    check_tensor("mse_loss", "input", input)
-    check_target_broadcast("mse_loss", input, target)
+function M.mse_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "mse_loss"
+    opts = loss_opts(fname, opts)
+    check_tensor(fname, "input", input)
+    check_target_broadcast(fname, input, target)
     input, target = as_float(input, target)
     local d = input - target
-    return reduce("mse_loss", d * d, opts.reduction)
+    return reduce(fname, d * d, opts.reduction)
 end
 
 return M

@@ -34,6 +34,9 @@ local check_tensor = tensor.check_tensor
 local Module = {__name = "nn.Module"}
 Module.__index = Module
 M.Module = Module
+-- (an instance's training is its _training, read through __index; this
+-- one, the default, is where the REPL's completion finds the name)
+Module.training = true
 
 -- m(x, extra) on a module whose forward takes one input raises, as
 -- Torch's TypeError, instead of dropping extra unseen.  The inputs a
@@ -57,6 +60,16 @@ local function too_many(self, a, n, ...)
     while n > a and select(n, ...) == nil do n = n - 1 end
     if n > a then
         fail(fmt("%s: forward takes %d input%s, got %d", self._class_name or "Module", a, a == 1 and "" or "s", n))
+    end
+end
+
+-- The same for the arguments a class takes (its init's parameters less
+-- self): nn.ELU(1, true) (Torch's inplace) or nn.Linear(2, 3, {}, x)
+-- dropped the extra one unseen, where Torch raises a TypeError.
+local function too_many_args(cls, a, n, ...)
+    while n > a and select(n, ...) == nil do n = n - 1 end
+    if n > a then
+        fail(fmt("%s: takes %d argument%s, got %d", cls._class_name or "Module", a, a == 1 and "" or "s", n))
     end
 end
 
@@ -139,7 +152,41 @@ local function check_child_name(fname, self, name)
     end
 end
 
+-- m.training: a boolean, held in the instance's _training; it is no field
+-- of the instance's own, so that every assignment to it meets
+-- module_newindex, which refuses anything else (m.training = nn.ReLU() or
+-- = 0 was taken without a word, and a truthy one trained).
+local function check_training(self, v)
+    if type(v) ~= "boolean" then
+        fail(fmt("%s: training must be a boolean (or use m:train(mode), m:eval()), got %s",
+                 self._class_name or "Module", typename(v)))
+    end
+end
+
+-- A class's __index: m.training from _training, a number from idx when
+-- given (seq[i] of Sequential and ModuleList, and of their subclasses),
+-- anything else from the class.
+local function index_of(cls, idx)
+    if idx then
+        cls._number_index = idx
+        return function(o, k)
+            if k == "training" then return rawget(o, "_training") end
+            if type(k) == "number" then return idx(o, k) end
+            return cls[k]
+        end
+    end
+    return function(o, k)
+        if k == "training" then return rawget(o, "_training") end
+        return cls[k]
+    end
+end
+
 local function module_newindex(self, name, v)
+    if name == "training" then
+        check_training(self, v)
+        rawset(self, "_training", v)
+        return
+    end
     if is_module(v) then
         check_child_name(self._class_name or "Module", self, name)
         -- a child found first keeps its place before this one (add_module, which containers call
@@ -155,24 +202,27 @@ end
 function Module:extend(name)
     if type(name) ~= "string" then fail("extend: expected a class name, got " .. typename(name)) end
     local cls = {__name = "nn." .. name, _class_name = name}
-    cls.__index = cls
+    cls.__index = index_of(cls)
+    cls.__methods = cls -- (where the REPL's completion and help() find the methods: __index is a function)
     cls.__call = instance_call
     cls.__newindex = module_newindex
     cls.__tostring = Module.__tostring
     setmetatable(cls, {__index = self, __call = function(c, ...) return c.new(...) end})
-    local idx, nidx = rawget(self, "__index"), rawget(self, "__newindex")
-    if type(idx) == "function" then
+    local idx = self._number_index
+    if idx then
         -- a subclass of Sequential or ModuleList: seq[i] and seq[i] = m
         -- stay theirs (the methods found in the subclass first)
-        cls.__index = function(o, k)
-            if type(k) == "number" then return idx(o, k) end
-            return cls[k]
-        end
-        cls.__newindex = nidx
-        cls.__methods = cls
+        cls.__index = index_of(cls, idx)
+        cls.__newindex = rawget(self, "__newindex")
     end
     cls.new = function(...)
-        local o = setmetatable({_param_names = {}, _buffer_names = {}, _module_names = {}, training = true}, cls)
+        local n = select("#", ...)
+        if n > 0 then
+            local f = cls.init
+            local a = ARITY[f] or arity_of(f)
+            if n > a then too_many_args(cls, a, n, ...) end
+        end
+        local o = setmetatable({_param_names = {}, _buffer_names = {}, _module_names = {}, _training = true}, cls)
         o:init(...)
         return o
     end
@@ -426,8 +476,15 @@ function Module:named_parameters(prefix)
     return collect_params(self, dotted_prefix("named_parameters", prefix), {}, {})
 end
 
-function Module:parameters()
+-- (an argument to a method that takes none: Torch's m.parameters(False),
+-- its recurse = False, or m:eval(false) for training, was dropped unseen)
+local function no_args(fname, n, first)
+    if n > 0 then fail(fmt("%s: takes no arguments, got %s", fname, typename(first))) end
+end
+
+function Module:parameters(...)
     check_module_self("parameters", self)
+    no_args("parameters", select("#", ...), ...)
     local r = {}
     for i, e in ipairs(self:named_parameters()) do r[i] = e.tensor end
     return r
@@ -457,9 +514,20 @@ function Module:named_buffers(prefix)
     return collect_buffers(self, dotted_prefix("named_buffers", prefix), {}, false, {})
 end
 
+-- The buffers' tensors, as parameters() the parameters' (Torch's
+-- m.buffers(); only named_buffers was there).
+function Module:buffers(...)
+    check_module_self("buffers", self)
+    no_args("buffers", select("#", ...), ...)
+    local r = {}
+    for i, e in ipairs(self:named_buffers()) do r[i] = e.tensor end
+    return r
+end
+
 -- Number of scalar parameters.
-function Module:num_parameters()
+function Module:num_parameters(...)
     check_module_self("num_parameters", self)
+    no_args("num_parameters", select("#", ...), ...)
     local n = 0
     for _, p in ipairs(self:parameters()) do n = n + p:numel() end
     return n
@@ -497,8 +565,9 @@ function Module:train(mode)
     return self
 end
 
-function Module:eval()
+function Module:eval(...)
     check_module_self("eval", self)
+    no_args("eval", select("#", ...), ...)
     return self:train(false)
 end
 
@@ -674,8 +743,18 @@ function Module:__tostring()
     return while_in(IN_TOSTRING, self, describe_tree, self)
 end
 
+-- The class name, with extra_repr's text in parentheses: a user's
+-- extra_repr that gives nil or "" shows none, one that gives neither a
+-- string nor a number says so (it was a bare "attempt to concatenate").
 function Module:_describe()
-    return (self._class_name or "Module") .. (self.extra_repr and ("(" .. self:extra_repr() .. ")") or "")
+    local name = self._class_name or "Module"
+    if not self.extra_repr then return name end
+    local s = self:extra_repr()
+    if s == nil or s == "" then return name end
+    if type(s) ~= "string" and type(s) ~= "number" then
+        fail(fmt("%s: extra_repr must return a string, got %s", name, typename(s)))
+    end
+    return name .. "(" .. s .. ")"
 end
 
 -- ---------------------------------------------------------------- save / load
@@ -935,20 +1014,24 @@ init.fan_in_out = fan_in_out
 
 local function in_no_grad(fn) return autograd.no_grad(fn) end
 
+-- (the tensor method's errors named after the initialiser called, as the
+-- others: "init.constant_: fill_: expected a number", not "fill_: ...")
+local own_errors = util.own_errors
 function init.uniform_(t, a, b)
     check_tensor("init.uniform_", "the tensor", t)
-    return in_no_grad(function() return t:uniform_(a or 0, b or 1) end)
+    return own_errors("init.uniform_", pcall(in_no_grad, function() return t:uniform_(a or 0, b or 1) end))
 end
 function init.normal_(t, mean, std)
     check_tensor("init.normal_", "the tensor", t)
-    return in_no_grad(function() return t:normal_(mean or 0, std or 1) end)
+    return own_errors("init.normal_", pcall(in_no_grad, function() return t:normal_(mean or 0, std or 1) end))
 end
-function init.constant_(t, v)
-    check_tensor("init.constant_", "the tensor", t)
-    return in_no_grad(function() return t:fill_(v) end)
+local function constant(fname, t, v)
+    check_tensor(fname, "the tensor", t)
+    return own_errors(fname, pcall(in_no_grad, function() return t:fill_(v) end))
 end
-function init.zeros_(t) return init.constant_(t, 0) end
-function init.ones_(t) return init.constant_(t, 1) end
+function init.constant_(t, v) return constant("init.constant_", t, v) end
+function init.zeros_(t) return constant("init.zeros_", t, 0) end
+function init.ones_(t) return constant("init.ones_", t, 1) end
 
 -- Torch's calculate_gain(nonlinearity [, param]): the gain that keeps the
 -- variance of activations through the nonlinearity -- 1 for "linear",
@@ -1195,21 +1278,27 @@ function Linear:init(nin, nout, opts)
     end
 end
 
-function Linear:forward(x) return F.linear(x, self.weight, self.bias) end
+function Linear:forward(x) return F.linear(x, self.weight, self.bias, "Linear") end
 function Linear:extra_repr()
     return fmt("%d -> %d%s", self.in_features, self.out_features, self.bias and "" or ", no bias")
 end
 
 -- An activation without options: an argument (Torch's inplace = True,
 -- a Softplus beta) would otherwise be dropped unseen.
-local function activation(name, fn)
+-- (fn(x, inplace, who), or fn(x, who) when plain: Softsign, LogSigmoid,
+-- whose functional forms take no inplace, as Torch's)
+local function activation(name, fn, plain)
     local cls = Module:extend(name)
     cls.init = function(_, ...)
         if select("#", ...) > 0 then
             fail(fmt("%s: takes no options, got %s", name, typename((...))))
         end
     end
-    cls.forward = function(_, x) return fn(x) end
+    if plain then
+        cls.forward = function(_, x) return fn(x, name) end
+    else
+        cls.forward = function(_, x) return fn(x, nil, name) end
+    end
     M[name] = cls
     return cls
 end
@@ -1231,7 +1320,7 @@ function GELU:init(a)
     end
     self.approximate = a or "none"
 end
-function GELU:forward(x) return F.gelu(x, self.approximate) end
+function GELU:forward(x) return F.gelu(x, self.approximate, "GELU") end
 function GELU:extra_repr() return "approximate = " .. self.approximate end
 -- Softplus(beta = 1, threshold = 20), or Softplus({beta =, threshold =}):
 -- log(1 + exp(beta x)) / beta, x itself where beta x > threshold (Torch's).
@@ -1252,15 +1341,15 @@ function Softplus:init(beta, threshold)
     end
     self.beta, self.threshold = beta, threshold
 end
-function Softplus:forward(x) return F.softplus(x, self.beta, self.threshold) end
+function Softplus:forward(x) return F.softplus(x, self.beta, self.threshold, "Softplus") end
 function Softplus:extra_repr() return fmt("beta = %g, threshold = %g", self.beta, self.threshold) end
 activation("SELU", F.selu)
 activation("ReLU6", F.relu6)
 activation("Hardsigmoid", F.hardsigmoid)
 activation("Hardswish", F.hardswish)
 activation("Mish", F.mish)
-activation("Softsign", F.softsign)
-activation("LogSigmoid", F.logsigmoid)
+activation("Softsign", F.softsign, true)
+activation("LogSigmoid", F.logsigmoid, true)
 
 -- A module of fn(x, v) with one number option v (field, default),
 -- checked when the module is made.
@@ -1271,7 +1360,7 @@ local function activation_with(name, field, default, fn)
         if type(v) ~= "number" then fail(fmt("%s: %s must be a number, got %s", name, field, typename(v))) end
         self[field] = v
     end
-    cls.forward = function(self, x) return fn(x, self[field]) end
+    cls.forward = function(self, x) return fn(x, self[field], nil, name) end
     cls.extra_repr = function(self) return fmt("%s = %g", field, self[field]) end
     M[name] = cls
     return cls
@@ -1291,7 +1380,7 @@ function Hardtanh:init(min_val, max_val)
     end
     self.min_val, self.max_val = min_val, max_val
 end
-function Hardtanh:forward(x) return F.hardtanh(x, self.min_val, self.max_val) end
+function Hardtanh:forward(x) return F.hardtanh(x, self.min_val, self.max_val, nil, "Hardtanh") end
 function Hardtanh:extra_repr() return fmt("%g, %g", self.min_val, self.max_val) end
 
 -- PReLU(num_parameters = 1 [, {init = 0.25, dtype =, device =}]): a learned
@@ -1307,7 +1396,7 @@ function PReLU:init(n, opts)
     self.num_parameters = n
     self:register_parameter("weight", tensor.full({n}, init_v, util.param_opts(opts, self)))
 end
-function PReLU:forward(x) return F.prelu(x, self.weight) end
+function PReLU:forward(x) return F.prelu(x, self.weight, "PReLU") end
 function PReLU:extra_repr() return fmt("%d", self.num_parameters) end
 
 -- LayerNorm(shape [, {eps = 1e-5, affine = true, bias = true, dtype =,
@@ -1348,8 +1437,13 @@ function LayerNorm:init(shape, opts)
         if opts.bias ~= false then self:register_parameter("bias", tensor.zeros(shape, topts)) end
     end
 end
-function LayerNorm:forward(x) return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps) end
-function LayerNorm:extra_repr() return fmt("%s, eps = %g", tensor.shape_str(self.normalized_shape), self.eps) end
+function LayerNorm:forward(x)
+    return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps, "LayerNorm")
+end
+function LayerNorm:extra_repr()
+    return fmt("%s, eps = %g%s", tensor.shape_str(self.normalized_shape), self.eps,
+               self.weight == nil and ", no affine" or self.bias == nil and ", no bias" or "")
+end
 
 -- RMSNorm(shape [, {eps, elementwise_affine = true, dtype =, device =}])
 -- (Torch's): rms_norm over the last dims, scaled by a learned weight
@@ -1374,7 +1468,7 @@ function RMSNorm:init(shape, opts)
         self:register_parameter("weight", tensor.ones(shape, util.param_opts(opts, self)))
     end
 end
-function RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps) end
+function RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps, "RMSNorm") end
 function RMSNorm:extra_repr()
     return fmt("%s, eps = %s", tensor.shape_str(self.normalized_shape), self.eps and fmt("%g", self.eps) or "None")
 end
@@ -1408,7 +1502,7 @@ function GroupNorm:forward(x)
     if is_tensor(x) and (x:dim() < 2 or x:size(2) ~= self.num_channels) then
         fail(fmt("GroupNorm: expected an input of shape N x %d x ..., got %s", self.num_channels, shape_str(x)))
     end
-    return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+    return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps, "GroupNorm")
 end
 function GroupNorm:extra_repr() return fmt("%d groups, %d channels, eps = %g", self.num_groups, self.num_channels, self.eps) end
 
@@ -1436,10 +1530,14 @@ local function pad_class(name, mode, sides, with_value)
         if with_value and type(value) ~= "number" then
             fail(fmt("%s: expected the value to pad with, got %s", name, typename(value)))
         end
+        if not with_value and value ~= nil then fail(fmt("%s: takes 1 argument, got 2", name)) end
         self.padding, self.value = p, with_value and value or 0
     end
-    function cls:forward(x) return F.pad(x, self.padding, {mode = mode, value = self.value}) end
-    function cls:extra_repr() return table.concat(self.padding, ", ") end
+    function cls:forward(x) return F.pad(x, self.padding, {mode = mode, value = self.value}, name) end
+    function cls:extra_repr()
+        local s = table.concat(self.padding, ", ")
+        return with_value and fmt("%s, value = %g", s, self.value) or s
+    end
 end
 pad_class("ZeroPad1d", "constant", 2)
 pad_class("ZeroPad2d", "constant", 4)
@@ -1458,7 +1556,7 @@ local function factor_class(name, fn)
         check_int(name, "factor", r)
         self.factor = r
     end
-    function cls:forward(x) return fn(x, self.factor) end
+    function cls:forward(x) return fn(x, self.factor, name) end
     function cls:extra_repr() return tostring(self.factor) end
 end
 factor_class("PixelShuffle", F.pixel_shuffle)
@@ -1478,8 +1576,9 @@ function Unflatten:init(dim, sizes)
         if n == -1 then inferred = inferred + 1 end
     end
     if inferred > 1 then fail("Unflatten: at most one size may be -1 (inferred), got " .. inferred) end
-    self.dim, self.sizes = dim, sizes
+    self.dim, self.sizes = dim, {unpack(sizes)}
 end
+function Unflatten:extra_repr() return self.dim .. ", " .. table.concat(self.sizes, "x") end
 function Unflatten:forward(x)
     check_tensor("Unflatten", "input", x)
     local s = shape_of(x)
@@ -1535,36 +1634,52 @@ function Embedding.from_pretrained(weight, opts)
              (is_tensor(weight) and shape_str(weight) or typename(weight)))
     end
     opts = opts_of("Embedding.from_pretrained", opts, {freeze = true, padding_idx = true})
+    if opts.freeze ~= nil and type(opts.freeze) ~= "boolean" then -- (freeze = 0 froze it)
+        fail("Embedding.from_pretrained: freeze must be a boolean, got " .. typename(opts.freeze))
+    end
     local e = Embedding(weight:size(1), weight:size(2), {padding_idx = opts.padding_idx, dtype = weight:dtype(),
                                                          device = weight:device()})
     autograd.no_grad(function() e.weight:copy_(weight) end)
     if opts.freeze ~= false then e.weight:requires_grad_(false) end
     return e
 end
-function Embedding:extra_repr() return fmt("%d, %d", self.num_embeddings, self.embedding_dim) end
+function Embedding:extra_repr()
+    local s = fmt("%d, %d", self.num_embeddings, self.embedding_dim)
+    return self.padding_idx ~= nil and fmt("%s, padding_idx = %d", s, self.padding_idx) or s
+end
 
 local Softmax = Module:extend("Softmax")
 M.Softmax = Softmax
-function Softmax:init(dim) self.dim = dim or -1 end
+local function softmax_dim(name, dim)
+    if dim ~= nil and not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", name, util.show(dim))) end
+    return dim or -1
+end
+function Softmax:init(dim) self.dim = softmax_dim("Softmax", dim) end
+function Softmax:extra_repr() return "dim = " .. self.dim end
 function Softmax:forward(x)
     check_tensor("Softmax", "input", x) -- (x:softmax on nil or a number: a bare Lua error)
+    tensor.norm_dim("Softmax", x, self.dim) -- (a dim out of range named the class, not softmax)
     return x:softmax(self.dim)
 end
 
 -- Softmin(dim): softmax of -x, as Torch's
 local Softmin = Module:extend("Softmin")
 M.Softmin = Softmin
-function Softmin:init(dim) self.dim = dim or -1 end
+function Softmin:init(dim) self.dim = softmax_dim("Softmin", dim) end
+function Softmin:extra_repr() return "dim = " .. self.dim end
 function Softmin:forward(x)
     check_tensor("Softmin", "input", x)
+    tensor.norm_dim("Softmin", x, self.dim)
     return F.softmin(x, self.dim)
 end
 
 local LogSoftmax = Module:extend("LogSoftmax")
 M.LogSoftmax = LogSoftmax
-function LogSoftmax:init(dim) self.dim = dim or -1 end
+function LogSoftmax:init(dim) self.dim = softmax_dim("LogSoftmax", dim) end
+function LogSoftmax:extra_repr() return "dim = " .. self.dim end
 function LogSoftmax:forward(x)
     check_tensor("LogSoftmax", "input", x) -- (x:log_softmax on nil or a number: a bare Lua error)
+    tensor.norm_dim("LogSoftmax", x, self.dim)
     return x:log_softmax(self.dim)
 end
 
@@ -1584,7 +1699,7 @@ local function dropout_class(name, fn)
         end
         self.p = p
     end
-    function cls:forward(x) return fn(x, self.p, self.training) end
+    function cls:forward(x) return fn(x, self.p, self.training, nil, name) end
     function cls:extra_repr() return fmt("p = %g", self.p) end
 end
 dropout_class("Dropout", F.dropout)
@@ -1603,6 +1718,13 @@ function Flatten:init(start_dim, end_dim)
 end
 function Flatten:forward(x)
     check_tensor("Flatten", "input", x)
+    -- its dims checked under its own name (they were flatten's: "flatten: dim 3 out of range")
+    if x:dim() == 0 then
+        tensor.norm_dim("Flatten", x, self.start_dim, 1)
+    elseif tensor.norm_dim("Flatten", x, self.start_dim) > tensor.norm_dim("Flatten", x, self.end_dim) then
+        fail(fmt("Flatten: start_dim %d comes after end_dim %d in a tensor of shape %s", self.start_dim, self.end_dim,
+                 shape_str(x)))
+    end
     return x:flatten(self.start_dim, self.end_dim)
 end
 function Flatten:extra_repr() return self.start_dim .. ", " .. self.end_dim end
@@ -1681,11 +1803,7 @@ end
 -- index a nil value"), and seq[1] = m added a child named 1 after the others.
 for _, cls in ipairs({Sequential, ModuleList}) do
     local name = cls._class_name
-    cls.__methods = cls -- (where the REPL's completion and help() find the methods: __index is a function)
-    cls.__index = function(self, k)
-        if type(k) == "number" then return cls.get(self, k) end
-        return cls[k]
-    end
+    cls.__index = index_of(cls, function(self, k) return cls.get(self, k) end)
     cls.__newindex = function(self, k, v)
         if type(k) ~= "number" then return module_newindex(self, k, v) end
         k = container_index(name, k, rawget(self, "n"))
@@ -1716,7 +1834,7 @@ function ModuleDict:init(modules)
 end
 function ModuleDict:set(name, m)
     -- not a method's name, nor a field of the module's own (training...)
-    if type(name) ~= "string" or name:find("[%s%.]") or name == "" or ModuleDict[name] ~= nil or
+    if type(name) ~= "string" or name:find("[%s%.]") or name == "" or name == "training" or ModuleDict[name] ~= nil or
         (rawget(self, name) ~= nil and not self:_has(self._module_names, name)) then
         fail(fmt("ModuleDict: cannot use %s as a name", tostring(name)))
     end
@@ -1762,6 +1880,19 @@ end
 -- the CPU and every call failed "expected all tensors on one device"), and
 -- saved in its state_dict.
 local LOSS_TENSOR_OPTS = {"weight", "pos_weight"}
+
+-- The options a loss calls with, its reduction the module's field (as
+-- Torch's: loss.reduction = "sum" after it is made; it was left in the
+-- options made at init, and the assignment silently changed nothing).
+local function loss_options(self, name)
+    local o, r = self.options, self.reduction
+    if r ~= o.reduction then
+        check_reduction(name, r)
+        o.reduction = r
+    end
+    return o
+end
+
 local function loss(name, fn, extra)
     local cls = Module:extend(name)
     local allowed = {reduction = true}
@@ -1786,11 +1917,11 @@ local function loss(name, fn, extra)
         self.options.reduction = self.reduction
     end
     cls.forward = function(self, input, target)
-        local o = self.options
+        local o = loss_options(self, name)
         for _, k in ipairs(LOSS_TENSOR_OPTS) do
             if allowed[k] then o[k] = self[k] end
         end
-        return fn(input, target, o)
+        return fn(input, target, o, name)
     end
     M[name] = cls
     return cls
@@ -1815,8 +1946,10 @@ local function loss3(name, fn, allowed)
         check_reduction(name, opts.reduction)
         self.options = {}
         for k, v in pairs(opts) do self.options[k] = v end
+        self.reduction = opts.reduction or "mean"
+        self.options.reduction = self.reduction
     end
-    cls.forward = function(self, a, b, c) return fn(a, b, c, self.options) end
+    cls.forward = function(self, a, b, c) return fn(a, b, c, loss_options(self, name), name) end
     return cls
 end
 loss3("MarginRankingLoss", F.margin_ranking_loss, {margin = true, reduction = true})

@@ -149,7 +149,10 @@ function M.install(nn)
         return as_given(rnn_step(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh,
                                  self.nonlinearity == "relu"), unbatched)
     end
-    function RNNCell:extra_repr() return fmt("%d -> %d, %s", self.input_size, self.hidden_size, self.nonlinearity) end
+    local function no_bias(self) return self.bias_ih == nil and ", no bias" or "" end
+    function RNNCell:extra_repr()
+        return fmt("%d -> %d, %s%s", self.input_size, self.hidden_size, self.nonlinearity, no_bias(self))
+    end
 
     -- LSTMCell(input_size, hidden_size [, {bias, dtype, device}])
     local LSTMCell = Module:extend("LSTMCell")
@@ -167,7 +170,7 @@ function M.install(nn)
         local h2, c2 = lstm_step(x, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return as_given(h2, unbatched), as_given(c2, unbatched)
     end
-    function LSTMCell:extra_repr() return fmt("%d -> %d", self.input_size, self.hidden_size) end
+    function LSTMCell:extra_repr() return fmt("%d -> %d%s", self.input_size, self.hidden_size, no_bias(self)) end
 
     -- GRUCell(input_size, hidden_size [, {bias, dtype, device}])
     local GRUCell = Module:extend("GRUCell")
@@ -183,7 +186,7 @@ function M.install(nn)
         h = as_2d(h, unbatched) or zeros_state(self, x)
         return as_given(gru_step(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh), unbatched)
     end
-    function GRUCell:extra_repr() return fmt("%d -> %d", self.input_size, self.hidden_size) end
+    function GRUCell:extra_repr() return fmt("%d -> %d%s", self.input_size, self.hidden_size, no_bias(self)) end
 
     -- ------------------------------------------------------------ sequences
 
@@ -216,8 +219,11 @@ function M.install(nn)
             if type(p) ~= "number" or not (p >= 0 and p < 1) then -- (NaN too)
                 fail(fmt("%s: dropout must be a number in [0, 1), got %s", name, tostring(p)))
             end
-            if opts.bidirectional ~= nil and type(opts.bidirectional) ~= "boolean" then
-                fail(fmt("%s: bidirectional must be a boolean, got %s", name, typename(opts.bidirectional)))
+            -- (batch_first = 1 was taken as false: the batch read as the time steps)
+            for _, k in ipairs({"bidirectional", "batch_first"}) do
+                if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+                    fail(fmt("%s: %s must be a boolean, got %s", name, k, typename(opts[k])))
+                end
             end
             check_bias(name, opts)
             if kind == "rnn" then self.nonlinearity = check_nonlinearity(name, opts.nonlinearity or "tanh") end
@@ -345,8 +351,9 @@ function M.install(nn)
             function cls:forward(x, h0) return forward(self, x, h0) end
         end
         function cls:extra_repr()
-            return fmt("%d -> %d, %d layer%s%s%s%s", self.input_size, self.hidden_size, self.num_layers,
-                       self.num_layers == 1 and "" or "s", self.directions == 2 and ", bidirectional" or "",
+            return fmt("%d -> %d, %d layer%s%s%s%s%s%s", self.input_size, self.hidden_size, self.num_layers,
+                       self.num_layers == 1 and "" or "s", self.nonlinearity == "relu" and ", relu" or "",
+                       self.bias_ih_l0 == nil and ", no bias" or "", self.directions == 2 and ", bidirectional" or "",
                        self.dropout > 0 and fmt(", dropout %g", self.dropout) or "",
                        self.batch_first and ", batch_first" or "")
         end
