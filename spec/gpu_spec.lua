@@ -1901,6 +1901,20 @@ describe("gpu tensors: errors", function()
             local ok, err = pcall(ordo.engine.wait_for_all)
             assert.is_true(ok, tostring(err))
         end
+        -- the same for a failure the device keeps, not an op's own (a generator
+        -- never seeded, pushed through the raw kernel API): the next wait raises it
+        local T = require "ordo.tensor"
+        local u = ordo.empty({4}, {device = G})
+        local g = ordo.zeros({32}, {dtype = "uint8", device = G})
+        ordo.engine.wait_for_all()
+        T.push(T.kernel_ids.uniform, "uniform_", 0, {}, {u, g}, {0, 1})
+        for _ = 1, 20 do
+            local junk = ordo.tensor({1, 2, 3}):to(G)
+            junk = nil
+            collectgarbage()
+        end
+        raises(function() return u:totable() end, "uniform: generator state was never seeded", "gpu(0)")
+        ordo.engine.wait_for_all()
     end)
 
     it("a gpu failure is not taken by closing another engine that used the gpu: the failed tensor raises it", function()
@@ -1936,11 +1950,9 @@ describe("gpu tensors: errors", function()
         local outs = {} -- (kept: none of them is read, nor freed)
         for i, a in ipairs(ins) do outs[i] = a:div(a * 0, "trunc") end
         outs.cpu = ordo.arange(3):gather(1, ordo.tensor({9}, {dtype = "int64"}))
-        -- the cpu op's failure (its op's own) and the gpus' ones, which a
-        -- gpu keeps as its own until a wait syncs with it (the simulated
-        -- device: added to the message), or their ops' own (per-op checks:
-        -- the oldest in full, the others counted); both were taken from the
-        -- devices and dropped after the first failure
+        -- the cpu op's failure (its op's own) and the gpus' ones, their ops'
+        -- own (per-op checks: the oldest in full, the others counted); these
+        -- were once taken from the devices and dropped after the first failure
         local err = raises(ordo.engine.wait_for_all)
         local _, ngather = err:gsub("gather: index 9 out of range", "")
         local _, ndiv = err:gsub("division by zero", "")
@@ -1951,18 +1963,31 @@ describe("gpu tensors: errors", function()
     end)
 
     -- Per-op checks are the CUDA kernels' (kernels/cuda/error_slots.cu): on
-    -- a GPU and on the CUDA emulation.  The plain simulated device runs the
-    -- CPU kernels on its streams, whose failures travel as the device's
-    -- asynchronous error, as a faulting kernel's would.
-    local function need_op_checks()
-        if SIM_ENV and not os.getenv("ORDO_EMU_THREAD_ORDER") then
-            pending("the simulated device runs the CPU kernels: per-op checks run on a GPU and on the CUDA emulation")
+    -- a GPU and on the CUDA emulation; the plain simulated device checks the
+    -- ops of the same kernels (run_kernel_sim_checked in src/tensor_push.c).
+
+    it("a failed op's result raises its own error at every read, not a later op's, and its gradient its own", function()
+        need_gpu()
+        finally(function() pcall(ordo.engine.wait_for_all) end)
+        -- (the simulated device kept one failure per device: the first read
+        -- raised the backward's scatter_add error, which had run first on
+        -- another stream, the second read gave values and x.grad read 0)
+        for _ = 1, 3 do
+            local x = ordo.tensor({1, 2, 3}, {device = G}):requires_grad()
+            local y = x:gather(1, ordo.tensor({-100}, {dtype = "int64", device = G}))
+            y:sum():backward()
+            local err = raises(function() return y:totable() end, "gather: index -100 out of range", "gpu(0)")
+            assert.is_nil(err:find("scatter_add", 1, true), err)
+            raises(function() return y:totable() end, "gather: index -100 out of range", "reported before")
+            err = raises(function() return x.grad:totable() end, "scatter_add: index -100 out of range", "gpu(0)")
+            assert.truthy(err:find("gather backward", 1, true), err)
+            ordo.engine.wait_for_all() -- each failure was reported by its own tensor: nothing left
+            assert.same({2, 3, 4}, (x:detach() + 1):totable())
         end
-    end
+    end)
 
     it("a kernel's data-dependent failure is its op's own: what was built on it raises, other work does not", function()
         need_gpu()
-        need_op_checks()
         finally(function() pcall(ordo.engine.wait_for_all) end)
         local x = ordo.tensor({1, 2, 3}, {device = G})
         local bad = x:gather(1, ordo.tensor({5}, {dtype = "int64", device = G}))
@@ -2018,7 +2043,6 @@ describe("gpu tensors: errors", function()
 
     it("checked ops keep the order of their vars and many in flight come back right", function()
         need_gpu()
-        need_op_checks()
         finally(function() pcall(ordo.engine.wait_for_all) end)
         -- a chain of gathers, each reading the last one's result: each is
         -- held until its check, and the next must see its write (rule 1)

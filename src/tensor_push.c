@@ -319,22 +319,65 @@ typedef struct sim_launch {
     ordo_kernel_fn fn;
     ordo_kernel_args a;
     ordo_run_ctx rc;
+    int dev;
+    bool checked; /* the op's own failure: the body leaves it here for check_sim_launch */
+    bool failed;  /* (checked) the kernel failed */
+    char *msg;    /* (checked) with this message (NULL: no memory for it) */
 } sim_launch;
+
+/* The kernels whose CUDA versions find data-dependent errors on the device
+ * and write them to their op's error slot (kernels/cuda: cu_error_slot_op):
+ * an index out of range, an integer division by zero, a singular matrix, a
+ * value outside check_range's bounds.  On the simulated device their ops
+ * are checked too (ordo_gpu_check_after), so their failure is the op's own
+ * as on a GPU and on the CPU; the other kernels' failures stay the
+ * device's, as a faulting kernel's would (checking every op would make each
+ * one's dependants wait for its work, hiding the races the device is here
+ * to find). */
+static bool sim_kernel_checked(int kid, const ordo_kernel_args *a) {
+    static const char *const always[] = {"gather", "index_select", "scatter_add", "scatter", "index_add",
+                                         "max_pool2d_backward", "linalg_lu", "check_range"};
+    static const char *const int_div[] = {"div", "div_scalar", "rdiv_scalar"};
+    const char *name = knames[kid];
+    for (size_t i = 0; i < sizeof always / sizeof *always; i++)
+        if (!strcmp(name, always[i])) return true;
+    if (a->nin < 1 || a->in[0].dtype == ORDO_F32 || a->in[0].dtype == ORDO_F64) return false;
+    for (size_t i = 0; i < sizeof int_div / sizeof *int_div; i++)
+        if (!strcmp(name, int_div[i])) return true;
+    return false;
+}
 
 /* On the stream's thread, when the stream gets to it: like a CUDA kernel,
  * the op completed long ago, so a failure travels as the stream's
- * asynchronous error (reported by the next host wait), not the op's. */
+ * asynchronous error (reported by the next host wait), not the op's --
+ * unless the op is checked: then it waits for its check. */
 static void sim_kernel_body(void *arg) {
     sim_launch *l = arg;
-    if (l->fn(&l->rc, &l->a) != 0) {
-        const char *msg = fail_detached_take();
-        ordo_device_sim_inject_error(l->rc.stream, msg ? msg : "a kernel failed");
+    int bad = l->fn(&l->rc, &l->a) != 0;
+    const char *msg = bad ? fail_detached_take() : NULL;
+    if (l->checked) {
+        /* read by the check once the stream has passed this item */
+        l->failed = bad;
+        if (bad) l->msg = strdup(msg ? msg : "a kernel failed");
+        return;
     }
+    if (bad) ordo_device_sim_inject_error(l->rc.stream, msg ? msg : "a kernel failed");
     free(l);
 }
 
+/* A checked op's check, once its stream has run the kernel (gpu_check.c):
+ * the kernel's failure is the op's own, named as a GPU's slot names it. */
+static int check_sim_launch(void *arg, char *err, size_t errlen) {
+    sim_launch *l = arg;
+    const bool bad = l->failed;
+    if (bad) snprintf(err, errlen, "%s on gpu(%d)", l->msg ? l->msg : "a kernel failed", l->dev);
+    free(l->msg);
+    free(l);
+    return bad;
+}
+
 /* The op's function: queue the CPU kernel on the stream, as a launch would. */
-static int run_kernel_sim(const ordo_run_ctx *rc, void *param) {
+static int run_kernel_sim_common(const ordo_run_ctx *rc, void *param, bool checked) {
     kparam *p = param;
     sim_launch *l = malloc(sizeof *l);
     if (!l) return ordo_fail(rc, "out of memory queuing a kernel");
@@ -342,12 +385,26 @@ static int run_kernel_sim(const ordo_run_ctx *rc, void *param) {
     kp_unpack(p, &l->a);
     l->rc = *rc;
     l->rc.op_ = NULL; /* ordo_fail then keeps the message for fail_detached_take */
+    l->dev = rc->ctx.dev_id;
+    l->checked = checked;
+    l->failed = false;
+    l->msg = NULL;
+    /* the check owns l from here: it runs once whatever happens next */
+    if (checked && ordo_gpu_check_after(rc, check_sim_launch, l) != 0) {
+        free(l);
+        return ordo_fail(rc, "%s", ordo_last_error());
+    }
     char err[256];
     if (ordo_device_backend()->host_fn(rc->ctx.dev_id, rc->stream, sim_kernel_body, l, err, sizeof err)) {
-        free(l);
+        if (!checked) free(l);
         return ordo_fail(rc, "%s", err);
     }
     return 0;
+}
+
+static int run_kernel_sim(const ordo_run_ctx *rc, void *param) { return run_kernel_sim_common(rc, param, false); }
+static int run_kernel_sim_checked(const ordo_run_ctx *rc, void *param) {
+    return run_kernel_sim_common(rc, param, true);
 }
 
 /* ---- checks ----------------------------------------------------------------------------- */
@@ -873,7 +930,9 @@ static int push_general(int kid, const char *op, int flags, ordo_tensor *const *
         goto fail;
     }
     kp_pack(p, fn, a);
-    rc = ordo_push_sync(ref->storage->engine, simulated ? run_kernel_sim : run_kernel, p, kp_put, ctx, reads, nr,
+    rc = ordo_push_sync(ref->storage->engine,
+                        !simulated ? run_kernel : sim_kernel_checked(kid, a) ? run_kernel_sim_checked : run_kernel_sim,
+                        p, kp_put, ctx, reads, nr,
                         writes, nout, ORDO_PROP_NORMAL | (small_op(a, dev_type) ? ORDO_PROP_BULK : 0), 0,
                         (flags & ORDO_TP_NAMED) ? op : knames[kid]);
     if (rc != ORDO_OK) {
