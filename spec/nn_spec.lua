@@ -116,6 +116,25 @@ describe("nn modules", function()
         assert.equals("float64", F.group_norm(x64, 1):dtype())
     end)
 
+    it("LayerNorm and GroupNorm of float32 features far from 0 match float64 (the mean's rounding)", function()
+        -- 1e7 and 1e7 + 1 alternating: the float32 mean 1e7 + 0.5 rounds; x - mean alone gave 0 and 1.414
+        local vals = {}
+        for i = 1, 24 do vals[i] = 1e7 + (i % 2) + (i % 5 == 0 and 3 or 0) end
+        local x64 = ordo.tensor(vals, D):view(2, 3, 4)
+        local x32 = x64:float()
+        local g = ordo.randn({2, 3, 4}, D)
+        for _, f in ipairs({function(x) return F.layer_norm(x, {4}) end, function(x) return F.layer_norm(x, {3, 4}) end,
+                            function(x) return F.group_norm(x, 1) end, function(x) return F.group_norm(x, 3) end}) do
+            local a, b = x32:clone():requires_grad(), x64:clone():requires_grad()
+            local ya, yb = f(a), f(b)
+            close(ya:double():view(-1):totable(), yb:view(-1):totable(), 1e-4)
+            ya:backward(g:float())
+            yb:backward(g)
+            close(a.grad:double():view(-1):totable(), b.grad:view(-1):totable(), 1e-3)
+        end
+        close(F.layer_norm(ordo.tensor({{1e7, 1e7 + 1}}), {2}):view(-1):totable(), {-1, 1}, 1e-4)
+    end)
+
     it("a module called with more inputs than its forward takes raises (Torch's TypeError); trailing nils and " ..
        "a vararg forward are fine", function()
         local x = ordo.randn({2, 3})

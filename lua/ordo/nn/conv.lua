@@ -1198,29 +1198,40 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
                  shape_str(x)))
     end
 
-    local y, xhat, scale -- scale: weight · invstd as 1 × C × 1
+    -- d: x less the mean (the batch's, or the running one), N × C × S; per
+    -- channel (1 × C × 1): invstd, scale = weight · invstd, and dm, the
+    -- error of the batch mean (below; nil with the running stats): the
+    -- normalised x is xhat = (d - dm) · invstd, never made (the output is
+    -- d · scale + a shift, the backward's sums are over g · d)
+    local y, d, invstd, scale, dm
     no_grad(function()
         local x3 = x:reshape(N, Cc, S)
-        local mean, invstd
         if use_batch then
-            mean = chan_sum(x3) / Mn
-            local d = x3 - mean
-            local var = chan_sum(d * d) / Mn
+            local mean = chan_sum(x3) / Mn
+            d = x3 - mean
+            -- The rounding of the mean corrected (as Tensor:var): a float32 mean can be off by
+            -- half a unit (1e7 and 1e7 + 1 alternating: the mean 1e7 + 0.5 is no float32), and
+            -- d about it alone gave the variance 0.5, not 0.25, and the output 0 and 2, not -1
+            -- and 1.  d's own mean dm is that error: sum (d - dm)^2 = sum d^2 - dm sum d.
+            local sd = chan_sum(d)
+            dm = sd / Mn
+            local var = ((chan_sum(d * d) - sd * dm) / Mn):clamp(0) -- (rounding could give < 0)
             invstd = (var + eps):pow(-0.5)
-            xhat = d * invstd
             if training and running_mean ~= nil then
                 local m = momentum
-                running_mean:mul_(1 - m):add_(mean:view(Cc) * m)
+                running_mean:mul_(1 - m):add_((mean + dm):view(Cc) * m)
                 running_var:mul_(1 - m):add_(var:view(Cc) * (m * Mn / (Mn - 1)))
             end
         else
-            mean = running_mean:view(1, Cc, 1)
+            d = x3 - running_mean:view(1, Cc, 1)
             invstd = (running_var:view(1, Cc, 1) + eps):pow(-0.5)
-            xhat = (x3 - mean) * invstd
         end
         scale = weight ~= nil and weight:view(1, Cc, 1) * invstd or invstd
-        y = weight ~= nil and xhat * weight:view(1, Cc, 1) or xhat
-        if bias ~= nil then y = y + bias:view(1, Cc, 1) end
+        -- y = (d - dm) · scale + bias, the shift per channel
+        local shift = dm ~= nil and -(dm * scale) or nil
+        if bias ~= nil then shift = shift ~= nil and shift + bias:view(1, Cc, 1) or bias:view(1, Cc, 1) end
+        y = d * scale
+        if shift ~= nil then y:add_(shift) end
         y = y:view(xs)
     end)
 
@@ -1230,11 +1241,20 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
         local need_gb = (bias ~= nil and bias._rg) or (x._rg and use_batch)
         local need_gw = (weight ~= nil and weight._rg) or (x._rg and use_batch)
         local sg = need_gb and chan_sum(g3) or nil
-        local sgx = need_gw and chan_sum(g3 * xhat) or nil
+        local sgx -- the sum of g · xhat
+        if need_gw then
+            sgx = chan_sum(g3 * d)
+            if dm ~= nil then sgx = sgx - dm * sg end
+            sgx = sgx * invstd
+        end
         if x._rg then
             if use_batch then
-                -- d/dx of (x - mean) · invstd through the batch statistics
-                gx = (g3 - sg / Mn - xhat * (sgx / Mn)) * scale
+                -- d/dx of (x - mean) · invstd through the batch statistics:
+                -- (g - sg / Mn - xhat · sgx / Mn) · scale, xhat = (d - dm) · invstd
+                local k = sgx * invstd * scale / Mn
+                gx = g3 * scale
+                gx:sub_(d * k)
+                gx:add_((dm * k - sg * scale / Mn))
             else
                 gx = g3 * scale
             end

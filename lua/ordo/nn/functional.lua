@@ -844,6 +844,18 @@ function M.binary_cross_entropy_with_logits(logits, target, opts, who)
     return reduce(fname, loss, opts.reduction)
 end
 
+-- x - its mean along dim (kept), the rounding of the mean corrected (as
+-- Tensor:var and batch_norm): a float32 mean can be off by half a unit
+-- (1e7 and 1e7 + 1 alternating: the mean 1e7 + 0.5 is no float32), and
+-- x - mean alone made the variance 0.5, not 0.25, and the normalised
+-- values 0 and 2, not -1 and 1.  The correction, the mean of x - mean
+-- (0 but for that rounding), is a constant to autograd: its exact
+-- derivative is 0, and its backward would cost a pass.
+local function centred(x, dim)
+    local d = x - x:mean(dim, true)
+    return d - d:detach():mean(dim, true)
+end
+
 -- Normalises x over its last dims (the shape normalized_shape gives):
 -- (x - mean) / sqrt(var + eps), var the biased one, then * weight + bias.
 function M.layer_norm(x, normalized_shape, weight, bias, eps, who)
@@ -884,8 +896,7 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps, who)
     for i = 1, k do n = n * normalized_shape[i] end
     lead[#lead + 1] = n -- (not -1: with an empty batch, 0 x -1 would be ambiguous)
     local x2 = x:reshape(lead) -- the normalised dims as one
-    local mean = x2:mean(-1, true)
-    local d = x2 - mean
+    local d = centred(x2, -1)
     local y = (d / ((d * d):mean(-1, true) + eps):sqrt()):reshape(s)
     if weight ~= nil then y = y * weight end
     if bias ~= nil then y = y + bias end
@@ -968,7 +979,7 @@ function M.group_norm(x, num_groups, weight, bias, eps, who)
     local per = C / num_groups -- a group's elements (not -1: with an empty batch, 0 x g x -1 is ambiguous)
     for i = 3, #s do per = per * s[i] end
     local g = x:reshape(s[1], num_groups, per)
-    local d = g - g:mean(3, true)
+    local d = centred(g, 3)
     local y = (d / ((d * d):mean(3, true) + eps):sqrt()):reshape(s)
     if weight == nil and bias == nil then return y end
     local per_channel = {1, C}
