@@ -1347,6 +1347,12 @@ describe("nn conv modules", function()
         for _, k in ipairs({"y", "gx", "gw", "gb", "rm", "rv", "eval"}) do
             close(r32[k]:double():view(-1):totable(), r64[k]:view(-1):totable(), 1e-4, k)
         end
+        -- the weight's gradient alone (an input and a bias that need none: it took the bias's sum, not made)
+        local m = nn.BatchNorm2d(2)
+        ordo.no_grad(function() m.weight:copy_(w) end)
+        m.bias:requires_grad_(false)
+        m(x32):backward(g64:float())
+        close(m.weight.grad:double():totable(), r64.gw:totable(), 1e-4, "the weight's gradient alone")
         -- the alternating case itself: variance 0.25, the output -1 and 1
         local alt = ordo.tensor({1e7, 1e7 + 1, 1e7, 1e7 + 1}):view(4, 1)
         local bn = nn.BatchNorm1d(1, {momentum = 1, affine = false})

@@ -1238,8 +1238,9 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
     record("batch_norm", y, {x, weight, bias, n = 3}, function(g)
         local g3 = g:reshape(N, Cc, S)
         local gx, gw, gb
-        local need_gb = (bias ~= nil and bias._rg) or (x._rg and use_batch)
         local need_gw = (weight ~= nil and weight._rg) or (x._rg and use_batch)
+        -- (sg: also for the weight's with the batch statistics, through dm)
+        local need_gb = (bias ~= nil and bias._rg) or (x._rg and use_batch) or (need_gw and dm ~= nil)
         local sg = need_gb and chan_sum(g3) or nil
         local sgx -- the sum of g · xhat
         if need_gw then
