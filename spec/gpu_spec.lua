@@ -1367,6 +1367,21 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         assert.equals(G, mg:parameters()[1]:device())
     end)
 
+    it("batch_norm, layer_norm and group_norm statistics of float32 features far from 0 (the mean's rounding)",
+       function()
+        need_gpu()
+        local nn, F = ordo.nn, ordo.nn.functional
+        -- 1e7 and 1e7 + 1 alternating: the mean 1e7 + 0.5 is no float32; about the rounded one alone, the
+        -- variance came out 0.5 and the outputs 0 and 2 (the float64 reference: 0.25, -1 and 1)
+        local x = gpu(ordo.tensor({1e7, 1e7 + 1, 1e7, 1e7 + 1}))
+        local bn = nn.BatchNorm1d(1, {momentum = 1, affine = false}):to(G)
+        local want = ordo.tensor({-1, 1, -1, 1})
+        check(bn(x:view(4, 1)):view(4), want, "batch_norm", {float32 = {1e-4, 1e-4}})
+        check(bn.running_var, ordo.tensor({0.25 * 4 / 3}), "running_var", RED)
+        check(F.layer_norm(x:view(1, 4), {4}):view(4), want, "layer_norm", {float32 = {1e-4, 1e-4}})
+        check(F.group_norm(x:view(1, 1, 4), 1):view(4), want, "group_norm", {float32 = {1e-4, 1e-4}})
+    end)
+
     it("a loss module moved to the gpu takes its weight and pos_weight along (they stayed on the cpu)", function()
         need_gpu()
         local nn = ordo.nn

@@ -731,4 +731,24 @@ describe("nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer (Torch's 
                       tostring(nn.MultiheadAttention(4, 2, {kdim = 3, add_bias_kv = true, add_zero_attn = true}))
                           :match("^[^\n]*"))
     end)
+
+    it("MultiheadAttention and the transformer layers refuse a query of another dtype than their weights", function()
+        -- (the projections promoted it: a float64 output of float32 weights)
+        local q = ordo.randn({5, 2, 4}, D)
+        local mix = " (convert one with :to())"
+        H.raises(function() nn.MultiheadAttention(4, 2)(q, q, q) end,
+                 "MultiheadAttention: query is float64 but in_proj_weight is float32" .. mix)
+        H.raises(function() nn.MultiheadAttention(4, 2, {kdim = 3})(q, ordo.randn({5, 2, 3}, D), q) end,
+                 "MultiheadAttention: query is float64 but q_proj_weight is float32" .. mix)
+        H.raises(function() nn.TransformerEncoderLayer(4, 2)(q) end, "MultiheadAttention: query is float64")
+        H.raises(function() nn.TransformerEncoderLayer(4, 2, {norm_first = true})(q) end,
+                 "LayerNorm: input is float64 but weight is float32" .. mix)
+        local m = nn.MultiheadAttention(4, 2):double()
+        local x = q:clone():requires_grad()
+        local out = m(x, x, x)
+        assert.equals("float64", out:dtype())
+        out:sum():backward()
+        assert.equals("float64", m.in_proj_weight.grad:dtype())
+        assert.equals("float64", nn.TransformerEncoderLayer(4, 2):double()(q):dtype())
+    end)
 end)

@@ -1323,6 +1323,47 @@ describe("nn conv modules", function()
         assert.same({0, 3}, F.batch_norm(ordo.zeros({0, 3}), nil, nil, nil, nil, true):shape())
     end)
 
+    it("BatchNorm and InstanceNorm statistics of float32 features far from 0 match float64 (the mean's rounding)",
+       function()
+        -- 1e7 + small integers (exact in float32): the float32 mean (1e7 + 0.5...) rounds, and d about it
+        -- alone gave running_var 0.5 for 1e7, 1e7 + 1 alternating (not 0.25) and outputs 0 and 2 (not -1, 1)
+        ordo.manual_seed(5)
+        local vals = {}
+        for i = 1, 6 * 2 * 3 * 2 do vals[i] = 1e7 + (i % 2) + (i % 7 == 0 and 2 or 0) end
+        local x64 = ordo.tensor(vals, D):view(6, 2, 3, 2)
+        local x32 = x64:float()
+        local g64 = ordo.randn({6, 2, 3, 2}, D)
+        local w, b = ordo.randn({2}, D) + 1, ordo.randn({2}, D)
+        local function run(x, g, dt)
+            local m = nn.BatchNorm2d(2, {dtype = dt, momentum = 0.5})
+            ordo.no_grad(function() m.weight:copy_(w) m.bias:copy_(b) end)
+            x = x:clone():requires_grad()
+            local y = m(x)
+            y:backward(g)
+            return {y = y, gx = x.grad, gw = m.weight.grad, gb = m.bias.grad, rm = m.running_mean,
+                    rv = m.running_var, eval = m:eval()(x:detach())}
+        end
+        local r32, r64 = run(x32, g64:float(), "float32"), run(x64, g64, "float64")
+        for _, k in ipairs({"y", "gx", "gw", "gb", "rm", "rv", "eval"}) do
+            close(r32[k]:double():view(-1):totable(), r64[k]:view(-1):totable(), 1e-4, k)
+        end
+        -- the weight's gradient alone (an input and a bias that need none: it took the bias's sum, not made)
+        local m = nn.BatchNorm2d(2)
+        ordo.no_grad(function() m.weight:copy_(w) end)
+        m.bias:requires_grad_(false)
+        m(x32):backward(g64:float())
+        close(m.weight.grad:double():totable(), r64.gw:totable(), 1e-4, "the weight's gradient alone")
+        -- the alternating case itself: variance 0.25, the output -1 and 1
+        local alt = ordo.tensor({1e7, 1e7 + 1, 1e7, 1e7 + 1}):view(4, 1)
+        local bn = nn.BatchNorm1d(1, {momentum = 1, affine = false})
+        close(bn(alt):view(-1):totable(), {-1, 1, -1, 1}, 1e-4, "alternating")
+        close(bn.running_var:item(), 0.25 * 4 / 3, 1e-6, "running_var (unbiased)")
+        -- InstanceNorm (batch_norm per sample and channel)
+        local i32 = F.instance_norm(x32:view(6, 2, 6))
+        local i64 = F.instance_norm(x64:view(6, 2, 6))
+        close(i32:double():view(-1):totable(), i64:view(-1):totable(), 1e-4, "instance_norm")
+    end)
+
     it("BatchNorm momentum = false (Torch's None): the running statistics are the batches' plain average", function()
         local bn = nn.BatchNorm1d(2, {momentum = false, dtype = "float64"})
         local xs = {}

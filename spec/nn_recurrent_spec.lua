@@ -408,4 +408,32 @@ describe("nn recurrent sequences", function()
         assert.same({5, 4}, nn.RNN(3, 4)(ordo.ones(5, 3), ordo.zeros(1, 4)):shape())
         assert.same({5, 2, 4}, nn.LSTM(3, 4)(ordo.ones(5, 2, 3), h0, h0):shape())
     end)
+
+    it("an input or state of another dtype than the weights raises naming the module (Conv's message)", function()
+        -- (the products promoted: a float64 output of float32 weights, the weights' gradients float32)
+        local x64, x32 = ordo.randn({5, 2, 3}, D), ordo.randn({5, 2, 3})
+        local mix = " (convert one with :to())"
+        for _, name in ipairs({"RNN", "LSTM", "GRU"}) do
+            H.raises(function() nn[name](3, 4)(x64) end, name .. ": input is float64 but weight_ih_l0 is float32" .. mix)
+            H.raises(function() nn[name](3, 4)(x64:select(2, 1)) end, name .. ": input is float64 but weight_ih_l0")
+            H.raises(function() nn[name](3, 4)(x32, ordo.zeros({1, 2, 4}, D)) end,
+                     name .. ": input is float32 but h0 is float64" .. mix)
+            local cell = name .. "Cell"
+            H.raises(function() nn[cell](3, 4)(x64:select(1, 1)) end, cell .. ": input is float64 but weight_ih is float32")
+            H.raises(function() nn[cell](3, 4)(x32:select(1, 1), ordo.zeros({2, 4}, D)) end,
+                     cell .. ": input is float32 but state 1 is float64" .. mix)
+            -- converted, they take float64, and so do their gradients
+            local m = nn[name](3, 4):double()
+            local x = x64:clone():requires_grad()
+            local out = m(x)
+            assert.equals("float64", out:dtype())
+            out:sum():backward()
+            assert.equals("float64", m.weight_ih_l0.grad:dtype())
+            assert.equals("float64", nn[cell](3, 4):to("float64")(x64:select(1, 1)):dtype())
+        end
+        H.raises(function() nn.LSTM(3, 4)(x32, ordo.zeros({1, 2, 4}), ordo.zeros({1, 2, 4}, D)) end,
+                 "LSTM: input is float32 but c0 is float64")
+        H.raises(function() nn.LSTM(3, 4)(ordo.ones({5, 2, 3}, {dtype = "int64"})) end,
+                 'LSTM: input is int64 but weight_ih_l0 is float32 (convert the input with :to("float32"))')
+    end)
 end)

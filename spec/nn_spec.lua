@@ -74,6 +74,67 @@ describe("nn modules", function()
         H.raises(function() F.linear(x, ordo.randn({4})) end, "linear: weight must be 2-D", "got shape 4")
     end)
 
+    it("layers refuse an input of another dtype than their weights, as Conv and BatchNorm (and Torch) do; " ..
+       ":double() takes float64", function()
+        -- (the input promoted the products: a float64 output of a float32 layer, its gradients float32)
+        local x64, x32 = ordo.randn({4, 3}, D), ordo.randn({4, 3})
+        local mix = " (convert one with :to())"
+        H.raises(function() nn.Linear(3, 2)(x64) end, "Linear: input is float64 but weight is float32" .. mix)
+        H.raises(function() nn.Linear(3, 2, D)(x32) end, "Linear: input is float32 but weight is float64" .. mix)
+        H.raises(function() F.linear(x32, ordo.randn({2, 3}), ordo.randn({2}, D)) end,
+                 "linear: input is float32 but bias is float64" .. mix)
+        -- an integer input (it came out float32): only the input can be converted
+        H.raises(function() nn.Linear(3, 2)(ordo.ones({4, 3}, {dtype = "int64"})) end,
+                 'Linear: input is int64 but weight is float32 (convert the input with :to("float32"))')
+        H.raises(function() nn.LayerNorm(3)(x64) end, "LayerNorm: input is float64 but weight is float32" .. mix)
+        H.raises(function() F.layer_norm(x32, {3}, nil, ordo.zeros({3}, D)) end,
+                 "layer_norm: input is float32 but bias is float64" .. mix)
+        H.raises(function() F.layer_norm(ordo.ones({4, 3}, {dtype = "int32"}), {3}) end,
+                 "layer_norm: input must be float32 or float64, got int32")
+        H.raises(function() nn.GroupNorm(1, 3)(x64) end, "GroupNorm: input is float64 but", "is float32" .. mix)
+        H.raises(function() F.group_norm(ordo.ones({4, 3}, {dtype = "uint8"}), 1) end,
+                 "group_norm: input must be float32 or float64, got uint8")
+        H.raises(function() nn.RMSNorm(3)(x64) end, "RMSNorm: input is float64 but weight is float32" .. mix)
+        H.raises(function() nn.PReLU()(x64) end, "PReLU: input is float64 but weight is float32" .. mix)
+        -- the message Conv and BatchNorm give, from the same place
+        H.raises(function() nn.Conv1d(3, 2, 1)(ordo.randn({1, 3, 4}, D)) end,
+                 "Conv1d: input is float64 but weight is float32" .. mix)
+        H.raises(function() F.conv2d(ordo.randn({1, 1, 2, 2}), ordo.randn({1, 1, 1, 1}), ordo.randn({1}, D)) end,
+                 "conv2d: input is float32 but bias is float64" .. mix)
+        -- converted, the layers take float64 (and their gradients are float64)
+        for _, m in ipairs({nn.Linear(3, 2):double(), nn.LayerNorm(3):to("float64"), nn.GroupNorm(1, 3):double(),
+                            nn.RMSNorm(3):double(), nn.PReLU():double()}) do
+            local x = ordo.randn({4, 3}, D):requires_grad()
+            local y = m(x)
+            assert.equals("float64", y:dtype())
+            y:sum():backward()
+            assert.equals("float64", x.grad:dtype())
+            assert.equals("float64", m:parameters()[1].grad:dtype())
+        end
+        -- layers without weights take any float dtype
+        assert.equals("float64", nn.LayerNorm(3, {elementwise_affine = false})(x64):dtype())
+        assert.equals("float64", F.group_norm(x64, 1):dtype())
+    end)
+
+    it("LayerNorm and GroupNorm of float32 features far from 0 match float64 (the mean's rounding)", function()
+        -- 1e7 and 1e7 + 1 alternating: the float32 mean 1e7 + 0.5 rounds; x - mean alone gave 0 and 1.414
+        local vals = {}
+        for i = 1, 24 do vals[i] = 1e7 + (i % 2) + (i % 5 == 0 and 3 or 0) end
+        local x64 = ordo.tensor(vals, D):view(2, 3, 4)
+        local x32 = x64:float()
+        local g = ordo.randn({2, 3, 4}, D)
+        for _, f in ipairs({function(x) return F.layer_norm(x, {4}) end, function(x) return F.layer_norm(x, {3, 4}) end,
+                            function(x) return F.group_norm(x, 1) end, function(x) return F.group_norm(x, 3) end}) do
+            local a, b = x32:clone():requires_grad(), x64:clone():requires_grad()
+            local ya, yb = f(a), f(b)
+            close(ya:double():view(-1):totable(), yb:view(-1):totable(), 1e-4)
+            ya:backward(g:float())
+            yb:backward(g)
+            close(a.grad:double():view(-1):totable(), b.grad:view(-1):totable(), 1e-3)
+        end
+        close(F.layer_norm(ordo.tensor({{1e7, 1e7 + 1}}), {2}):view(-1):totable(), {-1, 1}, 1e-4)
+    end)
+
     it("a module called with more inputs than its forward takes raises (Torch's TypeError); trailing nils and " ..
        "a vararg forward are fine", function()
         local x = ordo.randn({2, 3})
@@ -1281,7 +1342,7 @@ describe("nn modules", function()
         assert.equals(3, #pr:parameters() == 1 and pr.weight:numel() or 0)
         H.raises(function() nn.Hardtanh(2, 1) end, "Hardtanh", "min_val <= max_val")
         H.raises(function() nn.ELU("a") end, "ELU", "alpha", "string")
-        H.raises(function() pr(ordo.zeros(2, 4)) end, "PReLU: weight", "shape 1 or the 4 channels", "got 3")
+        H.raises(function() pr(ordo.zeros({2, 4}, D)) end, "PReLU: weight", "shape 1 or the 4 channels", "got 3")
         H.raises(function() nn.PReLU(1, {ini = 1}) end, "PReLU", "unknown option 'ini'")
     end)
 

@@ -2991,6 +2991,30 @@ function M.check_tensor(fname, what, x)
     if not is_tensor(x) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(x))) end
 end
 
+-- Raises "fname: input must be float32 or float64, got int64" unless x
+-- (a layer's input; what: how it is named) has a float dtype.
+function M.check_float(fname, what, x)
+    local dt = DT_NAME[x._c.dtype]
+    if not FLOAT[x._c.dtype] then fail(fmt("%s: %s must be float32 or float64, got %s", fname, what, dt)) end
+end
+
+-- Raises "fname: input is float64 but weight is float32 (convert one with
+-- :to())" unless t (nil: none given) has x's dtype: a layer's input and
+-- its parameters or buffers, which Torch's layers refuse to mix (mixed,
+-- the ops would promote: the output in the input's dtype, the parameters'
+-- gradients in theirs; an integer input came out float32).  xwhat: how x
+-- is named (default "input").
+function M.check_same_dtype(fname, x, what, t, xwhat)
+    if t ~= nil and t._c.dtype ~= x._c.dtype then
+        local xdt, tdt = DT_NAME[x._c.dtype], DT_NAME[t._c.dtype]
+        -- (an integer input to float parameters: only the input can be converted)
+        local hint = (FLOAT[t._c.dtype] and not FLOAT[x._c.dtype]) and fmt("convert the %s with :to(\"%s\")",
+                                                                            xwhat or "input", tdt)
+            or "convert one with :to()"
+        fail(fmt("%s: %s is %s but %s is %s (%s)", fname, xwhat or "input", xdt, what, tdt, hint))
+    end
+end
+
 -- Options for a new tensor beside t: t's device and engine, dtype dt (a
 -- name) or t's.  (Options naming only t's device would make it on the
 -- default engine, which ops then refuse to mix with t's.)

@@ -310,6 +310,12 @@ function M.install(nn)
             fail(fmt("%s: query, key and value must have one dtype, got %s, %s and %s", name, query:dtype(),
                      key:dtype(), value:dtype()))
         end
+        -- and the layer's (Torch's; mixed, the projections promoted: a float64 output of float32 weights)
+        if self.in_proj_weight ~= nil then
+            tensor.check_same_dtype(name, query, "in_proj_weight", self.in_proj_weight, "query")
+        else
+            tensor.check_same_dtype(name, query, "q_proj_weight", self.q_proj_weight, "query")
+        end
         local kpm = opts.key_padding_mask
         if unbatched then -- Torch's unbatched input: a batch of one
             query, key, value = query:unsqueeze(2), key:unsqueeze(2), value:unsqueeze(2)

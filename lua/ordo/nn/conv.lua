@@ -28,6 +28,7 @@ local C = cdef.C
 local fail, typename = util.fail, util.typename
 local is_int, own_errors = util.is_int, util.own_errors
 local is_tensor, shape_of, push, new_on = tensor.is_tensor, tensor.shape_of, tensor.push, tensor.new_on
+local check_float, check_same_dtype = tensor.check_float, tensor.check_same_dtype
 local no_grad, record = autograd.no_grad, autograd.record
 local fmt, floor, sqrt = string.format, math.floor, math.sqrt
 local unpack = unpack
@@ -133,13 +134,9 @@ end
 
 -- Input and weight of a convolution: float, one dtype; nd the weight's dims.
 local function check_float_pair(fname, x, weight, nd, dims)
-    local dt = x:dtype()
-    if not FLOATS[dt] then fail(fmt("%s: input must be float32 or float64, got %s", fname, dt)) end
+    check_float(fname, "input", x)
     if weight:dim() ~= nd then fail(fmt("%s: weight must be %d-D %s, got shape %s", fname, nd, dims, shape_str(weight))) end
-    if weight:dtype() ~= dt then
-        fail(fmt("%s: input is %s but weight is %s (convert one with :to())", fname, dt, weight:dtype()))
-    end
-    return dt
+    check_same_dtype(fname, x, "weight", weight)
 end
 
 -- x as a batch (batched), its channels checked against dim cdim of the
@@ -156,14 +153,14 @@ local function batched_against(fname, x, weight, cdim)
 end
 
 -- A bias of one element per output channel (O of them), or nil.
-local function check_bias(fname, bias, weight, O, dt)
+local function check_bias(fname, bias, weight, O)
     if bias == nil then return end
     check_tensor(fname, "bias", bias)
     if bias:dim() ~= 1 or bias:size(1) ~= O then
         fail(fmt("%s: bias must have shape %d (one per output channel of weight %s), got %s", fname, O,
                  shape_str(weight), shape_str(bias)))
     end
-    if bias:dtype() ~= dt then fail(fmt("%s: input is %s but bias is %s", fname, dt, bias:dtype())) end
+    check_same_dtype(fname, weight, "bias", bias, "input") -- (the weight has the input's dtype)
 end
 
 -- Two ways to lay the products out (M.conv_layout; both are tested):
@@ -372,17 +369,17 @@ function M.conv2d(x, weight, bias, opts, who)
     end
     local sh, sw, ph, pw, dh, dw
     bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, CONV_OPTS)
-    local dt = check_float_pair(fname, x, weight, 4, "(out_channels, in_channels, kh, kw)")
+    check_float_pair(fname, x, weight, 4, "(out_channels, in_channels, kh, kw)")
     if opts.groups ~= nil and opts.groups ~= 1 then
         local g = check_groups(fname, opts, x, weight, batched(fname, x):size(2), false)
-        check_bias(fname, bias, weight, weight:size(1), dt)
+        check_bias(fname, bias, weight, weight:size(1))
         if M.conv_layout ~= "batched" then return grouped(M.conv2d, x, weight, bias, opts, g, x:dim() - 2) end
         return grouped_conv2d(fname, x, weight, bias, g, {sh, sw, ph, pw, dh, dw})
     end
     local xb, unbatched, ws = batched_against(fname, x, weight, 2)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local O, kh, kw = ws[1], ws[3], ws[4]
-    check_bias(fname, bias, weight, O, dt)
+    check_bias(fname, bias, weight, O)
     local oh, ow = conv_out_hw(fname, x, H, W, kh, kw, sh, sw, ph, pw, dh, dw)
     local L, CKK = oh * ow, Cin * kh * kw
     local ip = {kh, kw, sh, sw, ph, pw, dh, dw}
@@ -467,7 +464,7 @@ function M.conv_transpose2d(x, weight, bias, opts, who)
     bias, opts, sh, sw, ph, pw, dh, dw = conv_args(fname, x, weight, bias, opts, TCONV_OPTS)
     local oph, opw = pair(fname, "output_padding", opts.output_padding or 0, true)
     check_output_padding(fname, {oph, opw}, {sh, sw}, {dh, dw})
-    local dt = check_float_pair(fname, x, weight, 4, "(in_channels, out_channels, kh, kw)")
+    check_float_pair(fname, x, weight, 4, "(in_channels, out_channels, kh, kw)")
     if oph >= sh or opw >= sw then
         -- (Torch allows output_padding up to the dilation.)  The whole
         -- output without padding, then cropped by the padding at the start
@@ -484,20 +481,20 @@ function M.conv_transpose2d(x, weight, bias, opts, who)
         end
         y = require("ordo.nn.functional").pad(y, {-pw, Wo - (W - pw), -ph, Ho - (H - ph)})
         if bias ~= nil then
-            check_bias(fname, bias, weight, weight:size(2) * (opts.groups or 1), dt)
+            check_bias(fname, bias, weight, weight:size(2) * (opts.groups or 1))
             y = y + (y:dim() == 4 and bias:view(1, -1, 1, 1) or bias:view(-1, 1, 1))
         end
         return y
     end
     if opts.groups ~= nil and opts.groups ~= 1 then
         local g = check_groups(fname, opts, x, weight, batched(fname, x):size(2), true)
-        check_bias(fname, bias, weight, weight:size(2) * g, dt)
+        check_bias(fname, bias, weight, weight:size(2) * g)
         return grouped(M.conv_transpose2d, x, weight, bias, opts, g, x:dim() - 2)
     end
     local xb, unbatched, ws = batched_against(fname, x, weight, 1)
     local N, Cin, H, W = xb:size(1), xb:size(2), xb:size(3), xb:size(4)
     local Cout, kh, kw = ws[2], ws[3], ws[4]
-    check_bias(fname, bias, weight, Cout, dt)
+    check_bias(fname, bias, weight, Cout)
     local Ho = (H - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
     local Wo = (W - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
     if Ho < 1 or Wo < 1 then
@@ -873,14 +870,14 @@ function M.conv1d(x, weight, bias, opts, who)
     local s = single(fname, "stride", opts.stride or 1)
     local p = single(fname, "padding", opts.padding or 0, true)
     local d = single(fname, "dilation", opts.dilation or 1)
-    local dt = check_float_pair(fname, x, weight, 3, "(out_channels, in_channels, k)")
+    check_float_pair(fname, x, weight, 3, "(out_channels, in_channels, k)")
     local C, k = x4:size(2), weight:size(3)
     local g = check_groups(fname, opts, x, weight, C, false)
     if g == 1 and weight:size(2) ~= C then
         fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), C,
                  shape_str(weight), weight:size(2)))
     end
-    check_bias(fname, bias, weight, weight:size(1), dt)
+    check_bias(fname, bias, weight, weight:size(1))
     local L = x4:size(4)
     if not out_size(L, k, s, p, d) then
         fail(fmt("%s: kernel %d%s is larger than the padded input %d (input %s, padding %d)", fname, k,
@@ -908,14 +905,14 @@ function M.conv_transpose1d(x, weight, bias, opts, who)
     local op = single(fname, "output_padding", opts.output_padding or 0, true)
     local d = single(fname, "dilation", opts.dilation or 1)
     check_output_padding(fname, {op}, {s}, {d})
-    local dt = check_float_pair(fname, x, weight, 3, "(in_channels, out_channels, k)")
+    check_float_pair(fname, x, weight, 3, "(in_channels, out_channels, k)")
     local C = x4:size(2)
     local g = check_groups(fname, opts, x, weight, C, true)
     if g == 1 and weight:size(1) ~= C then
         fail(fmt("%s: input of shape %s has %d channels but weight of shape %s expects %d", fname, shape_str(x), C,
                  shape_str(weight), weight:size(1)))
     end
-    check_bias(fname, bias, weight, weight:size(2) * g, dt)
+    check_bias(fname, bias, weight, weight:size(2) * g)
     local L, k = x4:size(4), weight:size(3)
     local out = (L - 1) * s - 2 * p + d * (k - 1) + op + 1
     if out < 1 then
@@ -1145,9 +1142,7 @@ local function check_channel_stats(fname, x, Cc, running_mean, running_var, weig
                 fail(fmt("%s: %s must have shape %d (one per channel of input %s), got %s", fname, e[1], Cc,
                          shape_str(x), shape_str(t)))
             end
-            if t:dtype() ~= x:dtype() then
-                fail(fmt("%s: input is %s but %s is %s (convert one with :to())", fname, x:dtype(), e[1], t:dtype()))
-            end
+            check_same_dtype(fname, x, e[1], t)
         end
     end
     if (running_mean == nil) ~= (running_var == nil) then
@@ -1203,43 +1198,64 @@ function M.batch_norm(x, running_mean, running_var, weight, bias, training, mome
                  shape_str(x)))
     end
 
-    local y, xhat, scale -- scale: weight · invstd as 1 × C × 1
+    -- d: x less the mean (the batch's, or the running one), N × C × S; per
+    -- channel (1 × C × 1): invstd, scale = weight · invstd, and dm, the
+    -- error of the batch mean (below; nil with the running stats): the
+    -- normalised x is xhat = (d - dm) · invstd, never made (the output is
+    -- d · scale + a shift, the backward's sums are over g · d)
+    local y, d, invstd, scale, dm
     no_grad(function()
         local x3 = x:reshape(N, Cc, S)
-        local mean, invstd
         if use_batch then
-            mean = chan_sum(x3) / Mn
-            local d = x3 - mean
-            local var = chan_sum(d * d) / Mn
+            local mean = chan_sum(x3) / Mn
+            d = x3 - mean
+            -- The rounding of the mean corrected (as Tensor:var): a float32 mean can be off by
+            -- half a unit (1e7 and 1e7 + 1 alternating: the mean 1e7 + 0.5 is no float32), and
+            -- d about it alone gave the variance 0.5, not 0.25, and the output 0 and 2, not -1
+            -- and 1.  d's own mean dm is that error: sum (d - dm)^2 = sum d^2 - dm sum d.
+            local sd = chan_sum(d)
+            dm = sd / Mn
+            local var = ((chan_sum(d * d) - sd * dm) / Mn):clamp(0) -- (rounding could give < 0)
             invstd = (var + eps):pow(-0.5)
-            xhat = d * invstd
             if training and running_mean ~= nil then
                 local m = momentum
-                running_mean:mul_(1 - m):add_(mean:view(Cc) * m)
+                running_mean:mul_(1 - m):add_((mean + dm):view(Cc) * m)
                 running_var:mul_(1 - m):add_(var:view(Cc) * (m * Mn / (Mn - 1)))
             end
         else
-            mean = running_mean:view(1, Cc, 1)
+            d = x3 - running_mean:view(1, Cc, 1)
             invstd = (running_var:view(1, Cc, 1) + eps):pow(-0.5)
-            xhat = (x3 - mean) * invstd
         end
         scale = weight ~= nil and weight:view(1, Cc, 1) * invstd or invstd
-        y = weight ~= nil and xhat * weight:view(1, Cc, 1) or xhat
-        if bias ~= nil then y = y + bias:view(1, Cc, 1) end
+        -- y = (d - dm) · scale + bias, the shift per channel
+        local shift = dm ~= nil and -(dm * scale) or nil
+        if bias ~= nil then shift = shift ~= nil and shift + bias:view(1, Cc, 1) or bias:view(1, Cc, 1) end
+        y = d * scale
+        if shift ~= nil then y:add_(shift) end
         y = y:view(xs)
     end)
 
     record("batch_norm", y, {x, weight, bias, n = 3}, function(g)
         local g3 = g:reshape(N, Cc, S)
         local gx, gw, gb
-        local need_gb = (bias ~= nil and bias._rg) or (x._rg and use_batch)
         local need_gw = (weight ~= nil and weight._rg) or (x._rg and use_batch)
+        -- (sg: also for the weight's with the batch statistics, through dm)
+        local need_gb = (bias ~= nil and bias._rg) or (x._rg and use_batch) or (need_gw and dm ~= nil)
         local sg = need_gb and chan_sum(g3) or nil
-        local sgx = need_gw and chan_sum(g3 * xhat) or nil
+        local sgx -- the sum of g · xhat
+        if need_gw then
+            sgx = chan_sum(g3 * d)
+            if dm ~= nil then sgx = sgx - dm * sg end
+            sgx = sgx * invstd
+        end
         if x._rg then
             if use_batch then
-                -- d/dx of (x - mean) · invstd through the batch statistics
-                gx = (g3 - sg / Mn - xhat * (sgx / Mn)) * scale
+                -- d/dx of (x - mean) · invstd through the batch statistics:
+                -- (g - sg / Mn - xhat · sgx / Mn) · scale, xhat = (d - dm) · invstd
+                local k = sgx * invstd * scale / Mn
+                gx = g3 * scale
+                gx:sub_(d * k)
+                gx:add_((dm * k - sg * scale / Mn))
             else
                 gx = g3 * scale
             end

@@ -20,6 +20,7 @@ local shape_str = tensor.shape_str_of
 
 local check_tensor = tensor.check_tensor
 local check_devices = tensor.check_devices
+local check_float, check_same_dtype = tensor.check_float, tensor.check_same_dtype
 
 -- linear's node (a function of its own so that linear holds no closure,
 -- which LuaJIT would not compile).
@@ -53,6 +54,10 @@ function M.linear(x, weight, bias, who)
                      shape_str(weight), shape_str(bias)))
         end
     end
+    -- one dtype (Torch's; mixed, the product promoted: float64 out of a float32 layer, the weight's
+    -- gradient float32; an integer input came out float32)
+    check_same_dtype(fname, x, "weight", weight)
+    check_same_dtype(fname, x, "bias", bias)
     local nin = weight:size(2)
     if x:dim() == 0 or x:size(-1) ~= nin then
         fail(fmt(fname .. ": input of shape %s does not match weight %s (expected a last dim of %d)",
@@ -298,6 +303,7 @@ function M.prelu(x, weight, who)
     check_tensor(fname, "input", x)
     check_tensor(fname, "weight", weight)
     check_devices(fname, x, weight)
+    check_same_dtype(fname, x, "weight", weight)
     local n = weight:numel()
     if weight:dim() ~= 1 or (n ~= 1 and (x:dim() < 2 or x:size(2) ~= n)) then
         fail(fmt(fname .. ": weight must have shape 1 or the %s channels of input %s, got %s",
@@ -838,12 +844,25 @@ function M.binary_cross_entropy_with_logits(logits, target, opts, who)
     return reduce(fname, loss, opts.reduction)
 end
 
+-- x - its mean along dim (kept), the rounding of the mean corrected (as
+-- Tensor:var and batch_norm): a float32 mean can be off by half a unit
+-- (1e7 and 1e7 + 1 alternating: the mean 1e7 + 0.5 is no float32), and
+-- x - mean alone made the variance 0.5, not 0.25, and the normalised
+-- values 0 and 2, not -1 and 1.  The correction, the mean of x - mean
+-- (0 but for that rounding), is a constant to autograd: its exact
+-- derivative is 0, and its backward would cost a pass.
+local function centred(x, dim)
+    local d = x - x:mean(dim, true)
+    return d - d:detach():mean(dim, true)
+end
+
 -- Normalises x over its last dims (the shape normalized_shape gives):
 -- (x - mean) / sqrt(var + eps), var the biased one, then * weight + bias.
 function M.layer_norm(x, normalized_shape, weight, bias, eps, who)
     local fname = type(who) == "string" and who or "layer_norm"
     check_tensor(fname, "input", x)
     check_devices(fname, x, weight, bias)
+    check_float(fname, "input", x)
     eps = eps or 1e-5
     if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
     if type(normalized_shape) ~= "table" or getmetatable(normalized_shape) ~= nil then
@@ -869,6 +888,7 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps, who)
                 fail(fmt(fname .. ": %s of shape %s, expected the normalized shape %s", e[1], shape_str(t),
                          tensor.shape_str(normalized_shape)))
             end
+            check_same_dtype(fname, x, e[1], t)
         end
     end
     local lead, n = {}, 1
@@ -876,8 +896,7 @@ function M.layer_norm(x, normalized_shape, weight, bias, eps, who)
     for i = 1, k do n = n * normalized_shape[i] end
     lead[#lead + 1] = n -- (not -1: with an empty batch, 0 x -1 would be ambiguous)
     local x2 = x:reshape(lead) -- the normalised dims as one
-    local mean = x2:mean(-1, true)
-    local d = x2 - mean
+    local d = centred(x2, -1)
     local y = (d / ((d * d):mean(-1, true) + eps):sqrt()):reshape(s)
     if weight ~= nil then y = y * weight end
     if bias ~= nil then y = y + bias end
@@ -916,6 +935,7 @@ function M.rms_norm(x, normalized_shape, weight, eps, who)
             fail(fmt(fname .. ": weight of shape %s, expected the normalized shape %s", shape_str(weight),
                      tensor.shape_str(normalized_shape)))
         end
+        check_same_dtype(fname, x, "weight", weight)
     end
     local lead, n = {}, 1
     for i = 1, #s - k do lead[i] = s[i] end
@@ -937,6 +957,7 @@ function M.group_norm(x, num_groups, weight, bias, eps, who)
     local fname = type(who) == "string" and who or "group_norm"
     check_tensor(fname, "input", x)
     check_devices(fname, x, weight, bias)
+    check_float(fname, "input", x)
     eps = eps or 1e-5
     if type(eps) ~= "number" or not (eps >= 0) then
         fail(fname .. ": eps must be a non-negative number, got " .. util.show(eps))
@@ -953,11 +974,12 @@ function M.group_norm(x, num_groups, weight, bias, eps, who)
         if t:dim() ~= 1 or t:size(1) ~= C then
             fail(fmt(fname .. ": %s must have shape %d (one per channel), got %s", what, C, shape_str(t)))
         end
+        check_same_dtype(fname, x, what, t)
     end
     local per = C / num_groups -- a group's elements (not -1: with an empty batch, 0 x g x -1 is ambiguous)
     for i = 3, #s do per = per * s[i] end
     local g = x:reshape(s[1], num_groups, per)
-    local d = g - g:mean(3, true)
+    local d = centred(g, 3)
     local y = (d / ((d * d):mean(3, true) + eps):sqrt()):reshape(s)
     if weight == nil and bias == nil then return y end
     local per_channel = {1, C}

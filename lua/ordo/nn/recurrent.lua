@@ -22,7 +22,7 @@ local util = require "ordo.util"
 local tensor = require "ordo.tensor"
 
 local fail, typename = util.fail, util.typename
-local is_tensor = tensor.is_tensor
+local is_tensor, check_same_dtype = tensor.is_tensor, tensor.check_same_dtype
 local fmt, sqrt = string.format, math.sqrt
 local type, tostring, select = type, tostring, select
 
@@ -113,6 +113,8 @@ function M.install(nn)
             fail(fmt("%s: input of shape %s, expected (N, %d) or (%d)", fname, shape_str(x), self.input_size,
                      self.input_size))
         end
+        -- the weights' dtype (Torch's; mixed, the products promoted: a float64 state out of float32 weights)
+        check_same_dtype(fname, x, "weight_ih", self.weight_ih)
         for i = 1, select("#", ...) do
             local s = select(i, ...)
             if s ~= nil then
@@ -121,6 +123,7 @@ function M.install(nn)
                 if tensor.shape_str(s:shape()) ~= tensor.shape_str(want) then
                     fail(fmt("%s: state %d of shape %s, expected %s", fname, i, shape_str(s), tensor.shape_str(want)))
                 end
+                check_same_dtype(fname, x, "state " .. i, s)
             end
         end
         return x, unbatched
@@ -314,6 +317,10 @@ function M.install(nn)
                          self.batch_first and "N x T" or "T x N", self.input_size, self.input_size,
                          is_tensor(x) and shape_str(x) or typename(x)))
             end
+            -- one dtype for the input, the weights and the states given
+            check_same_dtype(name, x, "weight_ih_l0", self.weight_ih_l0)
+            if is_tensor(h0) then check_same_dtype(name, x, "h0", h0) end
+            if is_tensor(c0) then check_same_dtype(name, x, "c0", c0) end
             if self.batch_first then x = x:transpose(1, 2) end
             local T, N = x:size(1), x:size(2)
             local hs, cs = {}, {}
