@@ -222,6 +222,10 @@ describe("printing", function()
         assert.equals(" 3\n", tostring(ordo.tensor({3}, "int32")):sub(1, 3)) -- integers stay integers
         ordo.set_printoptions({sci_mode = false, precision = 1})
         assert.equals("  0.0\n 25.0", (tostring(ordo.tensor({1e-7, 25})):gsub("\n%[.*", "")))
+        -- precision 0 keeps the point: 1.5 and 2.5 showed as 2 and 3, as if whole
+        ordo.set_printoptions({sci_mode = "auto", precision = 0})
+        assert.equals("  2.\n -3.\n  0.", (tostring(ordo.tensor({1.5, -2.5, 0.25})):gsub("\n%[.*", "")))
+        assert.equals(" 2\n 3", (tostring(ordo.tensor({2, 3})):gsub("\n%[.*", ""))) -- whole values stay integers
         ordo.set_printoptions({profile = "full"}) -- nothing elided
         assert.falsy(tostring(ordo.zeros(3000)):find("...", 1, true))
         assert.equals(4, ordo.set_printoptions({threshold = 10, edgeitems = 1}).precision) -- (full's)

@@ -179,7 +179,9 @@ function M.format(info)
         -- magnitude is extreme or they span more than 1000x, where 4
         -- decimals would drop the small ones' digits (0.00012 beside 0.5
         -- showed as 0.0001)
-        local sci, fixed = "%." .. M.precision .. "e", "%." .. M.precision .. "f"
+        -- (precision 0 keeps the point, "2.", as PyTorch: 1.5 and 2.5 showed
+        -- as 2 and 3, as if the tensor held those integers)
+        local sci, fixed = "%." .. M.precision .. "e", (M.precision == 0 and "%#." or "%.") .. M.precision .. "f"
         if M.sci_mode == true then
             mode = sci
         elseif integral then
