@@ -1230,11 +1230,17 @@ local function host_copy_shown(fname, t, elided)
 end
 
 -- What print shows under the values ("ordo.FloatTensor of size 2x3 on
--- cpu(0)"), without reading them: no wait, no copy.
+-- cpu(0)"), without reading them: no wait, no copy.  As PyTorch's
+-- requires_grad=True and grad_fn=<MulBackward0>, a leaf that requires a
+-- gradient adds ", requires_grad" and a result recorded by autograd
+-- ", grad_fn = mul" (t:grad_fn()'s name): nothing told a parameter from a
+-- plain tensor, nor a result in the graph from a detached one.
 local function header(t)
     local shape = shape_of(t)
-    return fmt("ordo.%s of size %s on %s", TYPE_NAME[t._c.dtype], #shape == 0 and "()" or shape_str_tbl(shape),
-               tostring(util.device_of_ctx(t._c.ctx)))
+    local node = rawget(t, "_node")
+    local grad = node and ", grad_fn = " .. tostring(node.name) or rawget(t, "_rg") and ", requires_grad" or ""
+    return fmt("ordo.%s of size %s on %s%s", TYPE_NAME[t._c.dtype], #shape == 0 and "()" or shape_str_tbl(shape),
+               tostring(util.device_of_ctx(t._c.ctx)), grad)
 end
 
 -- "[ordo.FloatTensor of size 2x3 on cpu(0)]", print's last line, for a
