@@ -232,12 +232,17 @@ describe("printing", function()
         assert.equals("  1\n...\n 20\n[ordo.FloatTensor of size 20 on cpu(0)]", tostring(ordo.arange(1, 21)))
         ordo.set_printoptions({threshold = 1000, linewidth = 20})
         assert.truthy(tostring(ordo.arange(1, 11):view(1, 10)):find("^Columns 1 to 5\n  1   2   3   4   5\n\nColumns 6"))
+        -- any integer >= 1 is an edgeitems or a linewidth (2^32 was refused as "must be an integer >= 1")
+        ordo.set_printoptions({threshold = 0, edgeitems = 2 ^ 32, linewidth = 2 ^ 40})
+        assert.equals(" 1\n 2\n 3\n[ordo.FloatTensor of size 3 on cpu(0)]", tostring(ordo.arange(1, 4)))
         ordo.set_printoptions({profile = "default"})
         assert.equals(" 0.1235\n 2.5000\n[ordo.FloatTensor of size 2 on cpu(0)]", tostring(x))
         for _, c in ipairs({{{precision = -1}, "precision must be an integer from 0 to 16, got -1"},
                             {{threshold = "3"}, 'threshold must be an integer >= 0 (or math.huge: never elide), got "3"'},
                             {{edgeitems = 0}, "edgeitems must be an integer >= 1, got 0"},
                             {{linewidth = 1.5}, "linewidth must be an integer >= 1, got 1.5"},
+                            {{linewidth = math.huge}, "linewidth must be an integer >= 1, got inf"},
+                            {{edgeitems = 0 / 0}, "edgeitems must be an integer >= 1, got nan"},
                             {{sci_mode = 1}, 'sci_mode must be true, false or "auto", got 1'},
                             {{profile = "long"}, 'profile must be "default", "short" or "full", got "long"'},
                             {{precison = 3}, "unknown option 'precison'"}}) do

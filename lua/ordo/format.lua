@@ -74,8 +74,10 @@ function M.set_printoptions(opts)
     end
     int_in("precision", 0, 16, "an integer from 0 to 16")
     int_in("threshold", 0, huge, "an integer >= 0 (or math.huge: never elide)")
-    int_in("edgeitems", 1, 2 ^ 31, "an integer >= 1")
-    int_in("linewidth", 1, 2 ^ 31, "an integer >= 1")
+    -- (no upper bound: edgeitems = 2^32 was refused as "must be an integer
+    -- >= 1", and a large one only means nothing is elided)
+    int_in("edgeitems", 1, huge, "an integer >= 1")
+    int_in("linewidth", 1, huge, "an integer >= 1")
     if opts.sci_mode ~= nil then
         local v = opts.sci_mode
         if v ~= true and v ~= false and v ~= "auto" then
