@@ -762,6 +762,14 @@ describe("ordo.repl (the REPL's Lua half)", function()
         -- (the whole table raised the gather's failure)
         assert.are.equal("{[ordo.FloatTensor of size 1 on cpu(0)], n = 1}", repl.format({bad, n = 1}))
         assert.are.equal("{[ordo.LongTensor of size () on cpu(0)]}", repl.format({ordo.tensor(2, "int64")}))
+        -- a key too: a tensor key printed its values over several lines, and
+        -- sorting the keys read them (the gather's failure instead of the table)
+        assert.are.equal("{[[ordo.FloatTensor of size 1 on cpu(0)]] = 1}", repl.format({[bad] = 1}))
+        assert.are.equal("{x = 1, [Sequential {...}] = 2, [[ordo.FloatTensor of size 3 on cpu(0)]] = 3}",
+                         repl.format({x = 1, [ordo.nn.Sequential(ordo.nn.ReLU())] = 2, [a] = 3}))
+        local cyc = {}
+        cyc[cyc] = 1
+        assert.are.equal("{[{<cycle>}] = 1}", repl.format(cyc))
         -- alone, it is printed, so read: its failure shows
         local ok, e = pcall(repl.format, bad)
         assert.is_false(ok)

@@ -66,13 +66,6 @@ local function has_tostring(v)
     return type(mt) == "table" and rawget(mt, "__tostring") ~= nil
 end
 
-local function key_before(a, b)
-    local ta, tb = type(a), type(b)
-    if ta ~= tb then return ta < tb end
-    if ta == "number" or ta == "string" then return a < b end
-    return tostring(a) < tostring(b)
-end
-
 local render
 
 local function render_table(t, depth, path, indent)
@@ -91,16 +84,29 @@ local function render_table(t, depth, path, indent)
             more = more + 1
         end
     end
-    local keys = {}
+    -- a key that is a tensor or a module shows as inside a table (a
+    -- tensor key printed its values over several lines, and sorting the
+    -- keys read them: a wait, and a failed op's error instead of the table)
+    local keys, text = {}, {}
     for k in next, t do
-        if not (type(k) == "number" and k >= 1 and k <= n and k == floor(k)) then keys[#keys + 1] = k end
+        if not (type(k) == "number" and k >= 1 and k <= n and k == floor(k)) then
+            keys[#keys + 1] = k
+            local tk = type(k)
+            text[k] = is_ident(k) and k or tk == "string" and "[" .. quote(k) .. "]"
+                or (tk == "table" or tk == "userdata") and "[" .. render(k, depth + 1, path, inner) .. "]"
+                or "[" .. tostring(k) .. "]"
+        end
     end
-    sort(keys, key_before)
+    sort(keys, function(a, b)
+        local ta, tb = type(a), type(b)
+        if ta ~= tb then return ta < tb end
+        if ta == "number" or ta == "string" then return a < b end
+        return text[a] < text[b]
+    end)
     for _, k in ipairs(keys) do
         if shown < MAX_ITEMS then
             shown = shown + 1
-            local ks = is_ident(k) and k or ("[" .. (type(k) == "string" and quote(k) or tostring(k)) .. "]")
-            items[shown] = ks .. " = " .. render(rawget(t, k), depth + 1, path, inner)
+            items[shown] = text[k] .. " = " .. render(rawget(t, k), depth + 1, path, inner)
         else
             more = more + 1
         end
