@@ -240,6 +240,11 @@ describe("nn modules", function()
              "BatchNorm1d(3, eps = 1e-05, momentum = 0.1, no affine, no running stats)"},
             {nn.LayerNorm(4, {elementwise_affine = false}), "LayerNorm(4, eps = 1e-05, no affine)"},
             {nn.LayerNorm(4, {bias = false}), "LayerNorm(4, eps = 1e-05, no bias)"},
+            -- (GroupNorm's and RMSNorm's missing affine printed as the defaults')
+            {nn.GroupNorm(2, 4, {affine = false}), "GroupNorm(2 groups, 4 channels, eps = 1e-05, no affine)"},
+            {nn.GroupNorm(2, 4), "GroupNorm(2 groups, 4 channels, eps = 1e-05)"},
+            {nn.RMSNorm(4, {elementwise_affine = false}), "RMSNorm(4, eps = None, no affine)"},
+            {nn.RMSNorm(4, {eps = 1e-6}), "RMSNorm(4, eps = 1e-06)"},
             {nn.RNN(2, 3, {nonlinearity = "relu"}), "RNN(2 -> 3, 1 layer, relu)"},
             {nn.GRU(2, 3, {bias = false}), "GRU(2 -> 3, 1 layer, no bias)"},
             {nn.GRUCell(2, 3, {bias = false}), "GRUCell(2 -> 3, no bias)"},

@@ -1470,7 +1470,8 @@ function RMSNorm:init(shape, opts)
 end
 function RMSNorm:forward(x) return F.rms_norm(x, self.normalized_shape, self.weight, self.eps, "RMSNorm") end
 function RMSNorm:extra_repr()
-    return fmt("%s, eps = %s", tensor.shape_str(self.normalized_shape), self.eps and fmt("%g", self.eps) or "None")
+    return fmt("%s, eps = %s%s", tensor.shape_str(self.normalized_shape), self.eps and fmt("%g", self.eps) or "None",
+               self.weight == nil and ", no affine" or "")
 end
 
 -- GroupNorm(num_groups, num_channels [, {eps = 1e-5, affine = true,
@@ -1504,7 +1505,10 @@ function GroupNorm:forward(x)
     end
     return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps, "GroupNorm")
 end
-function GroupNorm:extra_repr() return fmt("%d groups, %d channels, eps = %g", self.num_groups, self.num_channels, self.eps) end
+function GroupNorm:extra_repr()
+    return fmt("%d groups, %d channels, eps = %g%s", self.num_groups, self.num_channels, self.eps,
+               self.weight == nil and ", no affine" or "")
+end
 
 -- Padding layers (F.pad as modules): ZeroPad2d(p), ConstantPad2d(p, value),
 -- ReflectionPad2d(p), ReplicationPad2d(p) and the 1d ones, p a size for
