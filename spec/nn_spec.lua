@@ -245,6 +245,10 @@ describe("nn modules", function()
             {nn.GroupNorm(2, 4), "GroupNorm(2 groups, 4 channels, eps = 1e-05)"},
             {nn.RMSNorm(4, {elementwise_affine = false}), "RMSNorm(4, eps = None, no affine)"},
             {nn.RMSNorm(4, {eps = 1e-6}), "RMSNorm(4, eps = 1e-06)"},
+            -- (Fold's and Unfold's stride, padding and dilation were left out)
+            {nn.Fold({4, 5}, 2, {stride = 2, padding = 1}), "Fold(output 4x5, kernel 2x2, stride 2x2, padding 1x1)"},
+            {nn.Unfold(2, {stride = {1, 2}, dilation = 2}), "Unfold(kernel 2x2, stride 1x2, dilation 2x2)"},
+            {nn.Unfold(3), "Unfold(kernel 3x3)"},
             {nn.RNN(2, 3, {nonlinearity = "relu"}), "RNN(2 -> 3, 1 layer, relu)"},
             {nn.GRU(2, 3, {bias = false}), "GRU(2 -> 3, 1 layer, no bias)"},
             {nn.GRUCell(2, 3, {bias = false}), "GRUCell(2 -> 3, no bias)"},

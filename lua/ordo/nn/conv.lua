@@ -1687,6 +1687,16 @@ function M.install(nn)
         pair(name, "dilation", opts.dilation or 1)
         return opts
     end
+    -- ", stride 2x2, padding 1x1, dilation 2x2": those not the defaults (they
+    -- were not printed: Fold(..., {stride = 2}) printed as the stride-1 one)
+    local function unfold_repr(name, opts)
+        local s = ""
+        for _, c in ipairs({{"stride", 1}, {"padding", 0}, {"dilation", 1}}) do
+            local a, b = pair(name, c[1], opts[c[1]] or c[2], c[1] == "padding")
+            if a ~= c[2] or b ~= c[2] then s = s .. fmt(", %s %dx%d", c[1], a, b) end
+        end
+        return s
+    end
     local Unfold = Module:extend("Unfold")
     nn.Unfold = Unfold
     function Unfold:init(k, opts)
@@ -1694,7 +1704,9 @@ function M.install(nn)
         self.options = unfold_options("Unfold", opts)
     end
     function Unfold:forward(x) return M.unfold(x, self.kernel_size, self.options, "Unfold") end
-    function Unfold:extra_repr() return fmt("kernel %dx%d", self.kernel_size[1], self.kernel_size[2]) end
+    function Unfold:extra_repr()
+        return fmt("kernel %dx%d", self.kernel_size[1], self.kernel_size[2]) .. unfold_repr("Unfold", self.options)
+    end
     local Fold = Module:extend("Fold")
     nn.Fold = Fold
     function Fold:init(size, k, opts)
@@ -1705,7 +1717,7 @@ function M.install(nn)
     function Fold:forward(x) return M.fold(x, self.output_size, self.kernel_size, self.options, "Fold") end
     function Fold:extra_repr()
         return fmt("output %dx%d, kernel %dx%d", self.output_size[1], self.output_size[2], self.kernel_size[1],
-                   self.kernel_size[2])
+                   self.kernel_size[2]) .. unfold_repr("Fold", self.options)
     end
 
     -- MaxUnpool2d(kernel_size [, {stride=kernel_size, padding=0}]) /
