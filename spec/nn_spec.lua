@@ -2696,6 +2696,26 @@ describe("optim", function()
         close(p:totable(), {0.75, 1.5})
     end)
 
+    it("print(opt) shows the optimiser, its parameter count and options (each group's own too), as Torch's", function()
+        -- (it printed "table: 0x...", and the REPL showed the internals: _defaults' lr, not the one in use)
+        local p, q = ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3}, D):requires_grad()
+        local opt = optim.SGD({p, q}, {lr = 0.1, momentum = 0.9})
+        assert.equals("optim.SGD(2 parameters, lr = 0.1, dampening = 0, maximize = false, momentum = 0.9, " ..
+                      "nesterov = false, weight_decay = 0)", tostring(opt))
+        opt.lr = 0.05 -- as a scheduler sets it
+        assert.truthy(tostring(opt):find("(2 parameters, lr = 0.05, ", 1, true), tostring(opt))
+        local adam = optim.Adam({{params = {p}, lr = 0.01}, {params = {q}, weight_decay = 0.5}}, {lr = 0.1})
+        assert.equals("optim.Adam(2 parameters, lr = 0.1, amsgrad = false, beta1 = 0.9, beta2 = 0.999, eps = 1e-08, " ..
+                      "maximize = false, weight_decay = 0)\n  group 1: 1 parameter, lr = 0.01\n" ..
+                      "  group 2: 1 parameter, weight_decay = 0.5", tostring(adam))
+        adam.lr = 0.05 -- a group's lr follows opt.lr in proportion: 0.01 * 0.05 / 0.1
+        assert.truthy(tostring(adam):find("group 1: 1 parameter, lr = 0.005\n", 1, true), tostring(adam))
+        -- in a REPL table: its first line
+        local shown = require("ordo.repl").format({adam})
+        assert.truthy(shown:find("\n  optim.Adam(2 parameters, lr = 0.05, amsgrad = false, beta1 = 0.9, beta2 = 0.999, " ..
+                                 "eps = 1e-08, maximize = false, weight_decay = 0) {...}\n", 1, true), shown)
+    end)
+
     it("SGD dampening scales each new gradient in the momentum buffer (not the first), as Torch", function()
         local G = {{0.5, -1.2}, {0.1, 0.4}, {-2, 0.2}, {0.3, 0.3}}
         for _, strided in ipairs({false, true}) do -- the fused kernel has no dampening: the elementwise form runs

@@ -608,9 +608,57 @@ function Optimizer:load_state_dict(sd)
     return load_entries(self, fname, "the state dict", sd, true)
 end
 
+-- print(opt) (Torch's shows each group's options): "optim.SGD(2
+-- parameters, lr = 0.1, dampening = 0, ...)", the options as the next
+-- step uses them (lr first), then a line per group with the options it
+-- sets itself ("  group 1: 1 parameter, lr = 0.01").  It printed as
+-- "table: 0x...", and the REPL showed the internals (_defaults' lr, not
+-- the one in use).
+local function option_text(keys, get)
+    local parts = {}
+    for _, k in ipairs(keys) do
+        local v = get(k)
+        parts[#parts + 1] = k .. " = " .. (type(v) == "number" and fmt("%g", v) or tostring(v))
+    end
+    return table.concat(parts, ", ")
+end
+local function sorted_keys(t, skip)
+    local keys = {}
+    for k in pairs(t) do if type(k) == "string" and k ~= skip and k ~= "lr" then keys[#keys + 1] = k end end
+    table.sort(keys)
+    if t.lr ~= nil and skip ~= "lr" then table.insert(keys, 1, "lr") end
+    return keys
+end
+local function plural(n) return fmt("%d parameter%s", n, n == 1 and "" or "s") end
+local function optimizer_tostring(self)
+    local params, defaults = rawget(self, "params"), rawget(self, "_defaults")
+    local head = (self.__name or "optim") .. "(" .. plural(type(params) == "table" and #params or 0)
+    if type(defaults) == "table" then
+        head = head .. ", " .. option_text(sorted_keys(defaults), function(k) return self[k] end)
+    end
+    local lines = {head .. ")"}
+    local groups = rawget(self, "param_groups")
+    if type(groups) == "table" and not SINGLE[groups] then
+        -- a group's lr as the step uses it: following opt.lr in proportion
+        local base, lr = rawget(self, "_base_lr"), self.lr
+        local ratio = type(base) == "number" and base ~= 0 and type(lr) == "number" and lr / base or 1
+        for k, g in ipairs(groups) do
+            local own = option_text(sorted_keys(g, "params"), function(key)
+                local v = g[key]
+                if key == "lr" and type(v) == "number" then return v * ratio end
+                return v
+            end)
+            lines[#lines + 1] = fmt("  group %d: %s%s", k, plural(type(g.params) == "table" and #g.params or 0),
+                                    own ~= "" and ", " .. own or "")
+        end
+    end
+    return table.concat(lines, "\n")
+end
+
 local function class(name)
     local cls = setmetatable({__name = "optim." .. name}, {__index = Optimizer})
     cls.__index = cls
+    cls.__tostring = optimizer_tostring
     return cls
 end
 
