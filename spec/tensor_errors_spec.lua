@@ -62,6 +62,12 @@ describe("bad calls raise at the call", function()
         raises_here(function() a:add_(nil) end, "add_", "nil")
         raises_here(function() a:fill_("x") end, "fill_", "number")
         raises_here(function() local _ = ordo.Tensor.add(3, a) end, "add", "self")
+        -- a value that prints over several lines is named by its type: a module's whole
+        -- tree went into the message ("view: size Sequential\n  (1): Linear(2 -> 2)...")
+        local seq = ordo.nn.Sequential(ordo.nn.Linear(2, 2), ordo.nn.ReLU())
+        local e = raises_here(function() a:view(seq) end, "view: size nn.Sequential at position 1 is invalid")
+        assert.falsy(tostring(e):find("Linear", 1, true), e)
+        raises_here(function() a:view(ordo.cpu(0)) end, "view: size cpu(0) at position 1") -- one line: as it prints
     end)
 
     it("dtypes an op does not accept", function()

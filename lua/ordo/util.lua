@@ -87,7 +87,11 @@ function M.show(v)
         local s = v:shape()
         return "a tensor of shape " .. (#s == 0 and "scalar" or table.concat(s, "x"))
     end
-    return tostring(v)
+    local s = tostring(v)
+    -- a value that prints over several lines (a module: its whole tree went
+    -- into the message, "view: size Sequential\n  (1): Linear...") by its type
+    if mt and s:find("\n", 1, true) then return M.typename(v) end
+    return s
 end
 
 -- Raises unless the table t (what: "the shape", "the dims"...) is a list
