@@ -2710,6 +2710,11 @@ describe("optim", function()
                       "  group 2: 1 parameter, weight_decay = 0.5", tostring(adam))
         adam.lr = 0.05 -- a group's lr follows opt.lr in proportion: 0.01 * 0.05 / 0.1
         assert.truthy(tostring(adam):find("group 1: 1 parameter, lr = 0.005\n", 1, true), tostring(adam))
+        -- opt:step() without a closure gives no value (the REPL printed "nil" after each); with one, its loss
+        ;(p * p):sum():backward()
+        assert.equals(0, select("#", opt:step()))
+        assert.equals(0, select("#", adam:step()))
+        assert.equals(7, opt:step(function() return 7 end))
         -- in a REPL table: its first line
         local shown = require("ordo.repl").format({adam})
         assert.truthy(shown:find("\n  optim.Adam(2 parameters, lr = 0.05, amsgrad = false, beta1 = 0.9, beta2 = 0.999, " ..

@@ -378,7 +378,8 @@ function Optimizer:step(closure)
             end
         end
     end)
-    return loss
+    -- without a closure, no value: the REPL printed "nil" after every opt:step()
+    if closure ~= nil then return loss end
 end
 
 -- ---------------------------------------------------------------- checkpoints
