@@ -744,6 +744,10 @@ describe("ordo.repl (the REPL's Lua half)", function()
         assert.is_truthy(s:find("... (5 more)", 1, true), s)
         assert.are.equal('{[true] = 2, ["a b"] = 1}', repl.format({["a b"] = 1, [true] = 2}))
         assert.are.equal("{}", repl.format({}))
+        -- whole numbers with all their digits: an int64 sum showed as 1.2345678901235e+14
+        assert.are.equal("123456789012345", repl.format(ordo.tensor({123456789012345}, "int64"):sum():item()))
+        assert.are.equal("{4611686018427387904, -1000000000000000, 5, 0.5}", repl.format({2 ^ 62, -1e15, 5, 0.5}))
+        assert.are.equal("1e+20", repl.format(1e20)) -- (past 2^63: no int64)
     end)
 
     it("shows a value whose tostring spans lines on one line inside a table, named by what it is", function()

@@ -136,6 +136,12 @@ end
 function render(v, depth, path, indent)
     local tv = type(v)
     if tv == "string" then return depth == 0 and v or quote(v) end
+    -- a whole number from 1e14 on with all its digits (tostring's 14 showed
+    -- an int64 sum 123456789012345 as 1.2345678901235e+14, and two counts
+    -- that differ as the same); up to 2^63, past which it is no int64
+    if tv == "number" and v == floor(v) and (v >= 1e14 or v <= -1e14) and v < 2 ^ 63 and v >= -2 ^ 63 then
+        return fmt("%.0f", v)
+    end
     if depth > 0 and tv == "table" then
         -- a tensor inside a table: its summary line, its values not read
         -- (a tensor whose op failed made the whole table fail to show)
