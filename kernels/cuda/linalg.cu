@@ -256,7 +256,17 @@ __global__ void cofactor_kernel(cu_view A, cu_view C, lu_geom g, double *scratch
                 __syncthreads();
             }
             if (tid == 0) {
-                if (best[0] == 0) {
+                /* a NaN on the diagonal stays the pivot, as the CPU's scan
+                 * starts from it (A holds no NaN, but inf - inf makes one
+                 * on the way).  Else the diagonal is a candidate, so
+                 * best_idx[0] >= 0: without this test, a trailing block all
+                 * NaN left the reduction's "no candidate" (-1), decoded as
+                 * a pivot at (j, j - 1) or (j - 1, j), and the swap mixed
+                 * L into U (finite gradients where the CPU gives NaN). */
+                const double d = a[j * n + j];
+                if (d != d) {
+                    prow = j, pcol = j;
+                } else if (best[0] == 0) {
                     rank = j;
                 } else {
                     prow = j + best_idx[0] / m, pcol = j + best_idx[0] % m;
