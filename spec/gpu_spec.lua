@@ -2400,6 +2400,40 @@ describe("gpu tensors: memory", function()
         ordo.cuda.empty_cache()
     end)
 
+    -- linalg's kernels factorise up to 1024 matrices at once, each block in
+    -- scratch of its own (up to 64 MiB): with less free, fewer blocks do
+    -- (kernels/cuda/linalg.cu); the op failed 'out of GPU memory for the
+    -- scratch of 8 matrices' though one matrix's fitted
+    it("linalg on a device with little memory free: its scratch for fewer matrices at once, the op runs", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        settle()
+        ordo.cuda.empty_cache()
+        local o = {dtype = "float64"}
+        local A = ordo.randn({8, 64, 64}, o) + ordo.eye(64, o) * 3 -- 8 x 32 KiB of scratch wanted
+        local Ag = gpu(A)
+        local want_det, want_s = ordo.linalg.det(A), select(2, ordo.linalg.slogdet(A))
+        local spare = ordo.empty({40 * 1024}, {device = G}) -- 160 KiB, given back below
+        local held = {}
+        for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
+            while true do
+                local ok, t = pcall(ordo.empty, {n}, {device = G})
+                if not ok then break end
+                held[#held + 1] = t
+            end
+        end
+        spare = nil
+        settle()
+        ordo.cuda.empty_cache()
+        check(ordo.linalg.det(Ag), want_det, "det with 160 KiB free", RED)
+        check(select(2, ordo.linalg.slogdet(Ag)), want_s, "slogdet with 160 KiB free", RED)
+        held = nil
+        settle()
+        ordo.cuda.empty_cache()
+    end)
+
     local function make_params(n, numel)
         local ps = {}
         for i = 1, n do

@@ -369,17 +369,36 @@ __global__ void lu_report_kernel(const unsigned long long *first_singular, int64
     cu_report(slot, CU_ERR_SINGULAR, kid, batch == 1 ? z : e, batch);
 }
 
-/* Modes 3 and 4 (cofactor_kernel): never a failure of the matrices */
-int cofactor_launch(const ordo_run_ctx *rc, const ordo_kernel_args *args, const cpu_linalg_plan *p, lu_geom g) {
-    const int64_t per = p->n > 0 ? (2 * p->n * p->n + 2 * p->n) * (int64_t)sizeof(double) : 8;
+/* Blocks for a batch whose matrices take per bytes of scratch each. */
+int64_t lu_blocks(int64_t per, int64_t batch) {
     int64_t blocks = LU_SCRATCH_BYTES / per;
     if (blocks < 1) blocks = 1;
     if (blocks > LU_MAX_BLOCKS) blocks = LU_MAX_BLOCKS;
-    if (blocks > p->batch) blocks = p->batch;
+    if (blocks > batch) blocks = batch;
+    return blocks;
+}
+
+/* The scratch of *blocks matrices (per bytes each) and extra bytes; on a
+ * device without that much free, fewer blocks (halved down to one: the
+ * blocks stride over the batch, so any count works): a batch's up to 64
+ * MiB must not fail an op whose one matrix fits.  0, or 1 when even one
+ * block's does not fit. */
+int lu_scratch_alloc(const ordo_run_ctx *rc, void **mem, int64_t *blocks, int64_t per, int64_t extra) {
+    for (;;) {
+        if (!cu_scratch_alloc(rc, mem, (size_t)(extra + *blocks * per))) return 0;
+        if (*blocks == 1) return 1;
+        *blocks = (*blocks + 1) / 2;
+    }
+}
+
+/* Modes 3 and 4 (cofactor_kernel): never a failure of the matrices */
+int cofactor_launch(const ordo_run_ctx *rc, const ordo_kernel_args *args, const cpu_linalg_plan *p, lu_geom g) {
+    const int64_t per = p->n > 0 ? (2 * p->n * p->n + 2 * p->n) * (int64_t)sizeof(double) : 8;
+    int64_t blocks = lu_blocks(per, p->batch);
     void *mem = NULL;
-    if (cu_scratch_alloc(rc, &mem, (size_t)(blocks * per)))
-        return ordo_fail(rc, "%s: out of GPU memory for the scratch of %lld matrices of %lld x %lld", p->name,
-                         (long long)blocks, (long long)p->n, (long long)p->n);
+    if (lu_scratch_alloc(rc, &mem, &blocks, per, 0))
+        return ordo_fail(rc, "%s: out of GPU memory for the scratch of one %lld x %lld matrix (%lld bytes)", p->name,
+                         (long long)p->n, (long long)p->n, (long long)per);
     cudaStream_t st = cu_stream(rc);
     const cu_view a = cu_view_of(&args->in[0]), c = cu_view_of(&args->out[0]);
     if (args->in[0].dtype == ORDO_F64)
@@ -404,15 +423,12 @@ int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     if (p.mode == 0 && !(slot = cu_error_slot_op(rc))) return 1; /* (the op failed, saying why) */
     /* (0 x 0 matrices need no scratch: det 1, slogdet (1, 0), an empty X) */
     const int64_t per = p.n > 0 ? (p.n * p.n + p.n * p.k) * (int64_t)sizeof(double) : 8;
-    int64_t blocks = LU_SCRATCH_BYTES / per;
-    if (blocks < 1) blocks = 1;
-    if (blocks > LU_MAX_BLOCKS) blocks = LU_MAX_BLOCKS;
-    if (blocks > p.batch) blocks = p.batch;
+    int64_t blocks = lu_blocks(per, p.batch);
     /* the key first, then the doubles (8-byte aligned either way) */
     void *mem = NULL;
-    if (cu_scratch_alloc(rc, &mem, (size_t)(8 + blocks * per)))
-        return ordo_fail(rc, "%s: out of GPU memory for the scratch of %lld matrices of %lld x %lld", p.name,
-                         (long long)blocks, (long long)p.n, (long long)p.n);
+    if (lu_scratch_alloc(rc, &mem, &blocks, per, 8))
+        return ordo_fail(rc, "%s: out of GPU memory for the scratch of one %lld x %lld matrix (%lld bytes)", p.name,
+                         (long long)p.n, (long long)p.n, (long long)per);
     unsigned long long *first_singular = (unsigned long long *)mem;
     double *scratch = (double *)((char *)mem + 8);
     cudaStream_t st = cu_stream(rc);
