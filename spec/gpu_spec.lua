@@ -706,8 +706,10 @@ describe("gpu tensors: reductions, softmax, matmul", function()
     end)
 
     -- kernels/cuda/linalg.cu (the CPU kernel on the simulated device): both
-    -- dtypes are computed in double, so a real GPU differs by fused
-    -- multiply-adds alone
+    -- dtypes are computed in double, each step rounded as on the cpu (no
+    -- fused multiply-adds), so that a singular matrix is singular on both:
+    -- {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}} below has rank 2 on the cpu, and had
+    -- full rank on a GPU with fused eliminations (slogdet's gradient finite)
     it("linalg solve, inv, det and slogdet match the cpu: batches, views, singular matrices named", function()
         need_gpu()
         ordo.manual_seed(11)
