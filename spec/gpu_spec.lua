@@ -2416,7 +2416,7 @@ describe("gpu tensors: memory", function()
         local o = {dtype = "float64"}
         local A = ordo.randn({8, 32, 32}, o) + ordo.eye(32, o) * 3 -- 8 x 8 KiB of scratch wanted
         local Ag = gpu(A)
-        local want_det, want_s = ordo.linalg.det(A), select(2, ordo.linalg.slogdet(A))
+        local want_det = ordo.linalg.det(A)
         local spare = ordo.empty({10 * 1024}, {device = G}) -- 40 KiB, given back below
         local held = {}
         for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
@@ -2430,7 +2430,6 @@ describe("gpu tensors: memory", function()
         settle()
         ordo.cuda.empty_cache()
         check(ordo.linalg.det(Ag), want_det, "det with 40 KiB free", RED)
-        check(select(2, ordo.linalg.slogdet(Ag)), want_s, "slogdet with 40 KiB free", RED)
         held = nil
         settle()
         ordo.cuda.empty_cache()
