@@ -706,8 +706,10 @@ describe("gpu tensors: reductions, softmax, matmul", function()
     end)
 
     -- kernels/cuda/linalg.cu (the CPU kernel on the simulated device): both
-    -- dtypes are computed in double, so a real GPU differs by fused
-    -- multiply-adds alone
+    -- dtypes are computed in double, each step rounded as on the cpu (no
+    -- fused multiply-adds), so that a singular matrix is singular on both:
+    -- {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}} below has rank 2 on the cpu, and had
+    -- full rank on a GPU with fused eliminations (slogdet's gradient finite)
     it("linalg solve, inv, det and slogdet match the cpu: batches, views, singular matrices named", function()
         need_gpu()
         ordo.manual_seed(11)
@@ -792,6 +794,20 @@ describe("gpu tensors: reductions, softmax, matmul", function()
         select(2, ordo.linalg.slogdet(sg)):sum():backward()
         select(2, ordo.linalg.slogdet(sc)):sum():backward()
         check(sg.grad, sc.grad, "slogdet's gradient at singular matrices", RED)
+        -- infinities make NaNs on the way (inf - inf): a NaN on the diagonal
+        -- stays the pivot, as the cpu's scan; a trailing block all NaN was
+        -- taken as a pivot at the reduction's "no candidate" index (-1), and
+        -- its row swap gave finite gradients where the cpu's are NaN
+        local inf = huge
+        for _, m in ipairs({{{2, -inf}, {1, inf}}, {{2, inf, 1}, {inf, inf, -1}, {1, 1, 2}}}) do
+            local M = ordo.tensor(m, o)
+            for _, f in ipairs({ordo.linalg.det, function(x) return select(2, ordo.linalg.slogdet(x)) end}) do
+                local mg, mc = gpu(M):requires_grad_(), M:clone():requires_grad_()
+                f(mg):backward()
+                f(mc):backward()
+                check(mg.grad, mc.grad, "a gradient of a matrix with infinities", RED)
+            end
+        end
     end)
 end)
 
@@ -2383,6 +2399,39 @@ describe("gpu tensors: memory", function()
         check(a:matmul(b), want_mm, "matmul of an expanded operand", RED)
         fill()
         check(a:matmul(b), want_mm, "matmul of an expanded operand on a full device", RED)
+        ordo.cuda.empty_cache()
+    end)
+
+    -- linalg's kernels factorise up to 1024 matrices at once, each block in
+    -- scratch of its own (up to 64 MiB): with less free, fewer blocks do
+    -- (kernels/cuda/linalg.cu); the op failed 'out of GPU memory for the
+    -- scratch of 8 matrices' though one matrix's fitted
+    it("linalg on a device with little memory free: its scratch for fewer matrices at once, the op runs", function()
+        need_gpu()
+        if not (SIM_ENV and SIM_MEM_MB and SIM_MEM_MB <= 128) then
+            pending("needs the simulated device with a memory limit (ORDO_SIMULATED_GPUS=1 ORDO_SIMULATED_GPU_MEM_MB=64)")
+        end
+        settle()
+        ordo.cuda.empty_cache()
+        local o = {dtype = "float64"}
+        local A = ordo.randn({8, 32, 32}, o) + ordo.eye(32, o) * 3 -- 8 x 8 KiB of scratch wanted
+        local Ag = gpu(A)
+        local want_det = ordo.linalg.det(A)
+        local spare = ordo.empty({10 * 1024}, {device = G}) -- 40 KiB, given back below
+        local held = {}
+        for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
+            while true do
+                local ok, t = pcall(ordo.empty, {n}, {device = G})
+                if not ok then break end
+                held[#held + 1] = t
+            end
+        end
+        spare = nil
+        settle()
+        ordo.cuda.empty_cache()
+        check(ordo.linalg.det(Ag), want_det, "det with 40 KiB free", RED)
+        held = nil
+        settle()
         ordo.cuda.empty_cache()
     end)
 

@@ -11,8 +11,10 @@
  * CPU's scan does), the row swap, and the elimination, one thread per
  * element of the trailing rows.  Back substitution runs one thread per
  * column of B, each in the CPU's order.  det and slogdet take the CPU's
- * product of the pivots on one thread.  The results match the CPU's up to
- * the rounding of fused multiply-adds.  The gradients' modes (3 and 4)
+ * product of the pivots on one thread.  Every step rounds as the CPU's
+ * (msub, madd: no fused multiply-adds), so the results are the CPU's bit
+ * for bit (slogdet's log aside) and a matrix singular on one device is
+ * singular on the other.  The gradients' modes (3 and 4)
  * have their own kernel, cofactor_kernel, with complete pivoting.
  *
  * A singular matrix (a zero pivot) fails solve and inv as on the CPU,
@@ -63,6 +65,17 @@ __device__ int64_t batch_offset(const cu_view &v, int nb, int64_t b) {
 __device__ __forceinline__ void pivot_max(double *v, int64_t *i, double w, int64_t j) {
     if (j >= 0 && w == w && (*i < 0 || w > *v || (w == *v && j < *i))) *v = w, *i = j;
 }
+
+/* x - f y and x + f y, each step rounded as on the CPU (kernels/cpu/
+ * linalg.c): nvcc contracts x - f * y into a fused multiply-add by default,
+ * whose one rounding left 1.1e-16 where the CPU's elimination leaves an
+ * exact 0 - {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}} was of full rank for
+ * cofactor_kernel (slogdet's gradient finite, near 1e16, where the CPU's is
+ * inf/NaN), and a singular matrix could pass solve or fail it on one device
+ * only.  (The emulation is built with -ffp-contract=off, so it cannot show
+ * this.) */
+__device__ __forceinline__ double msub(double x, double f, double y) { return __dsub_rn(x, __dmul_rn(f, y)); }
+__device__ __forceinline__ double madd(double x, double f, double y) { return __dadd_rn(x, __dmul_rn(f, y)); }
 
 /* scratch: per block, n*n doubles for A, then n*k for B */
 template <typename T>
@@ -140,8 +153,8 @@ __global__ void lu_kernel(cu_view A, cu_view B, cu_view O0, cu_view O1, lu_geom 
                 const int64_t i = j + 1 + t / w, c = t % w;
                 const double f = a[i * n + j];
                 if (f == 0) continue;
-                if (c < n - j - 1) a[i * n + j + 1 + c] -= f * a[j * n + j + 1 + c];
-                else b[i * k + (c - (n - j - 1))] -= f * b[j * k + (c - (n - j - 1))];
+                if (c < n - j - 1) a[i * n + j + 1 + c] = msub(a[i * n + j + 1 + c], f, a[j * n + j + 1 + c]);
+                else b[i * k + (c - (n - j - 1))] = msub(b[i * k + (c - (n - j - 1))], f, b[j * k + (c - (n - j - 1))]);
             }
             __syncthreads();
         }
@@ -188,7 +201,7 @@ __global__ void lu_kernel(cu_view A, cu_view B, cu_view O0, cu_view O1, lu_geom 
                 for (int64_t i = n - 1; i >= 0; i--) {
                     const double piv = a[i * n + i];
                     double s = b[i * k + c];
-                    for (int64_t j = i + 1; j < n; j++) s -= a[i * n + j] * b[j * k + c];
+                    for (int64_t j = i + 1; j < n; j++) s = msub(s, a[i * n + j], b[j * k + c]);
                     b[i * k + c] = s / piv;
                 }
                 for (int64_t i = 0; i < n; i++) px[i * xr + c * xc] = (T)b[i * k + c];
@@ -256,7 +269,17 @@ __global__ void cofactor_kernel(cu_view A, cu_view C, lu_geom g, double *scratch
                 __syncthreads();
             }
             if (tid == 0) {
-                if (best[0] == 0) {
+                /* a NaN on the diagonal stays the pivot, as the CPU's scan
+                 * starts from it (A holds no NaN, but inf - inf makes one
+                 * on the way).  Else the diagonal is a candidate, so
+                 * best_idx[0] >= 0: without this test, a trailing block all
+                 * NaN left the reduction's "no candidate" (-1), decoded as
+                 * a pivot at (j, j - 1) or (j - 1, j), and the swap mixed
+                 * L into U (finite gradients where the CPU gives NaN). */
+                const double d = a[j * n + j];
+                if (d != d) {
+                    prow = j, pcol = j;
+                } else if (best[0] == 0) {
                     rank = j;
                 } else {
                     prow = j + best_idx[0] / m, pcol = j + best_idx[0] % m;
@@ -295,8 +318,8 @@ __global__ void cofactor_kernel(cu_view A, cu_view C, lu_geom g, double *scratch
                 const int64_t i = j + 1 + t / w, c = t % w;
                 const double f = a[i * n + j];
                 if (f == 0) continue;
-                if (c < n - j - 1) a[i * n + j + 1 + c] -= f * a[j * n + j + 1 + c];
-                else b[i * n + (c - (n - j - 1))] -= f * b[j * n + (c - (n - j - 1))];
+                if (c < n - j - 1) a[i * n + j + 1 + c] = msub(a[i * n + j + 1 + c], f, a[j * n + j + 1 + c]);
+                else b[i * n + (c - (n - j - 1))] = msub(b[i * n + (c - (n - j - 1))], f, b[j * n + (c - (n - j - 1))]);
             }
             __syncthreads();
         }
@@ -317,7 +340,7 @@ __global__ void cofactor_kernel(cu_view A, cu_view C, lu_geom g, double *scratch
             for (int64_t col = tid; col < n; col += nt) {
                 for (int64_t i = n - 1; i >= 0; i--) {
                     double t = b[i * n + col];
-                    for (int64_t j = i + 1; j < n; j++) t -= a[i * n + j] * b[j * n + col];
+                    for (int64_t j = i + 1; j < n; j++) t = msub(t, a[i * n + j], b[j * n + col]);
                     b[i * n + col] = t / a[i * n + i];
                 }
                 for (int64_t i = 0; i < n; i++) pc[col * cr + (int64_t)q[i] * cc] = (T)(s * b[i * n + col]);
@@ -331,7 +354,7 @@ __global__ void cofactor_kernel(cu_view A, cu_view C, lu_geom g, double *scratch
                 x[k] = 1;
                 for (int64_t i = k - 1; i >= 0; i--) {
                     double t = a[i * n + k];
-                    for (int64_t m = i + 1; m < k; m++) t += a[i * n + m] * x[m];
+                    for (int64_t m = i + 1; m < k; m++) t = madd(t, a[i * n + m], x[m]);
                     x[i] = -t / a[i * n + i];
                 }
                 scale = alpha;
@@ -359,17 +382,36 @@ __global__ void lu_report_kernel(const unsigned long long *first_singular, int64
     cu_report(slot, CU_ERR_SINGULAR, kid, batch == 1 ? z : e, batch);
 }
 
-/* Modes 3 and 4 (cofactor_kernel): never a failure of the matrices */
-int cofactor_launch(const ordo_run_ctx *rc, const ordo_kernel_args *args, const cpu_linalg_plan *p, lu_geom g) {
-    const int64_t per = p->n > 0 ? (2 * p->n * p->n + 2 * p->n) * (int64_t)sizeof(double) : 8;
+/* Blocks for a batch whose matrices take per bytes of scratch each. */
+int64_t lu_blocks(int64_t per, int64_t batch) {
     int64_t blocks = LU_SCRATCH_BYTES / per;
     if (blocks < 1) blocks = 1;
     if (blocks > LU_MAX_BLOCKS) blocks = LU_MAX_BLOCKS;
-    if (blocks > p->batch) blocks = p->batch;
+    if (blocks > batch) blocks = batch;
+    return blocks;
+}
+
+/* The scratch of *blocks matrices (per bytes each) and extra bytes; on a
+ * device without that much free, fewer blocks (halved down to one: the
+ * blocks stride over the batch, so any count works): a batch's up to 64
+ * MiB must not fail an op whose one matrix fits.  0, or 1 when even one
+ * block's does not fit. */
+int lu_scratch_alloc(const ordo_run_ctx *rc, void **mem, int64_t *blocks, int64_t per, int64_t extra) {
+    for (;;) {
+        if (!cu_scratch_alloc(rc, mem, (size_t)(extra + *blocks * per))) return 0;
+        if (*blocks == 1) return 1;
+        *blocks = (*blocks + 1) / 2;
+    }
+}
+
+/* Modes 3 and 4 (cofactor_kernel): never a failure of the matrices */
+int cofactor_launch(const ordo_run_ctx *rc, const ordo_kernel_args *args, const cpu_linalg_plan *p, lu_geom g) {
+    const int64_t per = p->n > 0 ? (2 * p->n * p->n + 2 * p->n) * (int64_t)sizeof(double) : 8;
+    int64_t blocks = lu_blocks(per, p->batch);
     void *mem = NULL;
-    if (cu_scratch_alloc(rc, &mem, (size_t)(blocks * per)))
-        return ordo_fail(rc, "%s: out of GPU memory for the scratch of %lld matrices of %lld x %lld", p->name,
-                         (long long)blocks, (long long)p->n, (long long)p->n);
+    if (lu_scratch_alloc(rc, &mem, &blocks, per, 0))
+        return ordo_fail(rc, "%s: out of GPU memory for the scratch of one %lld x %lld matrix (%lld bytes)", p->name,
+                         (long long)p->n, (long long)p->n, (long long)per);
     cudaStream_t st = cu_stream(rc);
     const cu_view a = cu_view_of(&args->in[0]), c = cu_view_of(&args->out[0]);
     if (args->in[0].dtype == ORDO_F64)
@@ -394,15 +436,12 @@ int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
     if (p.mode == 0 && !(slot = cu_error_slot_op(rc))) return 1; /* (the op failed, saying why) */
     /* (0 x 0 matrices need no scratch: det 1, slogdet (1, 0), an empty X) */
     const int64_t per = p.n > 0 ? (p.n * p.n + p.n * p.k) * (int64_t)sizeof(double) : 8;
-    int64_t blocks = LU_SCRATCH_BYTES / per;
-    if (blocks < 1) blocks = 1;
-    if (blocks > LU_MAX_BLOCKS) blocks = LU_MAX_BLOCKS;
-    if (blocks > p.batch) blocks = p.batch;
+    int64_t blocks = lu_blocks(per, p.batch);
     /* the key first, then the doubles (8-byte aligned either way) */
     void *mem = NULL;
-    if (cu_scratch_alloc(rc, &mem, (size_t)(8 + blocks * per)))
-        return ordo_fail(rc, "%s: out of GPU memory for the scratch of %lld matrices of %lld x %lld", p.name,
-                         (long long)blocks, (long long)p.n, (long long)p.n);
+    if (lu_scratch_alloc(rc, &mem, &blocks, per, 8))
+        return ordo_fail(rc, "%s: out of GPU memory for the scratch of one %lld x %lld matrix (%lld bytes)", p.name,
+                         (long long)p.n, (long long)p.n, (long long)per);
     unsigned long long *first_singular = (unsigned long long *)mem;
     double *scratch = (double *)((char *)mem + 8);
     cudaStream_t st = cu_stream(rc);
