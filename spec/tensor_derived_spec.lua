@@ -2063,7 +2063,7 @@ describe("more of Torch's tensor functions against plain Lua", function()
         assert.same({{1, 2, 3}, {0, 0, 0}}, x:totable())
         x[x:eq(2)] = ordo.tensor(9)
         assert.same({{1, 9, 3}, {0, 0, 0}}, x:totable())
-        x[ordo.tensor({1, 0, 1}, "uint8")] = -1 -- broadcast over the rows
+        x[ordo.tensor({{1, 0, 1}, {1, 0, 1}}, "uint8")] = -1
         assert.same({{-1, 9, -1}, {-1, 0, -1}}, x:totable())
         H.raises(function() x[x:eq(9)] = ordo.tensor({1, 2}) end, "t[mask] = x", "one-element")
         H.raises(function() x[ordo.tensor({1.5})] = 1 end, "t[i] = x", "uint8 mask", "float32")
@@ -2083,6 +2083,49 @@ describe("more of Torch's tensor functions against plain Lua", function()
         local i = ordo.tensor({1, 2, 3}, "int32")
         H.raises(function() i[i:gt(1)] = 2.5 end, "t[mask] = x", "int32")
         assert.same({1, 2, 3}, i:totable())
+    end)
+
+    it("t[mask] with a mask of the leading dims selects and fills slices, as Torch's; other shapes are refused", function()
+        -- a square matrix: the mask of its rows picked columns (broadcast as masked_select's)
+        local x = ordo.arange(1, 10):view(3, 3)
+        local rows = ordo.tensor({1, 0, 1}, "uint8")
+        assert.same({{1, 2, 3}, {7, 8, 9}}, x[rows]:totable())
+        assert.same({{1, 4, 7}, {3, 6, 9}}, x:t()[rows]:totable())
+        assert.same({0, 3}, x[ordo.zeros({3}, "uint8")]:shape())
+        local z = ordo.arange(24):view(2, 3, 4)
+        assert.same({{0, 1, 2, 3}, {20, 21, 22, 23}}, z[ordo.tensor({{1, 0, 0}, {0, 0, 1}}, "uint8")]:totable())
+        local y = x:clone()
+        y[rows] = 0
+        assert.same({{0, 0, 0}, {4, 5, 6}, {0, 0, 0}}, y:totable())
+        local b = ordo.zeros(3, 3)
+        b:t()[ordo.tensor({0, 1, 0}, "uint8")] = 7 -- through a view: column 2 of b
+        assert.same({{0, 7, 0}, {0, 7, 0}, {0, 7, 0}}, b:totable())
+        -- the gradient reaches the selected rows
+        local w = ordo.ones(3, 2):requires_grad()
+        w[rows]:sum():backward()
+        assert.same({{1, 1}, {0, 0}, {1, 1}}, w.grad:totable())
+        -- a mask of another shape is refused, the tensor untouched (Torch raises too)
+        local y0 = y:totable()
+        H.raises(function() return x[ordo.tensor({1, 0, 1, 0}, "uint8")] end, "t[mask]", "shape 4", "3x3")
+        H.raises(function() return x[ordo.ones({1, 3}, "uint8")] end, "t[mask]", "1x3", "leading dims")
+        H.raises(function() return x[ordo.ones({2, 3, 3}, "uint8")] end, "t[mask]", "2x3x3")
+        H.raises(function() return x[ordo.tensor(1, "uint8")] end, "t[mask]", "scalar")
+        H.raises(function() y[ordo.ones({1, 3}, "uint8")] = 5 end, "t[mask] = x", "1x3", "leading dims")
+        assert.same(y0, y:totable())
+        -- a full-shape mask of a 0-dim tensor, as Torch's
+        assert.same({5}, ordo.tensor(5)[ordo.tensor(1, "uint8")]:totable())
+    end)
+
+    it("t[index] with a 0-dim index tensor drops the dim, as Torch's (as t[i] does)", function()
+        local x = ordo.arange(1, 13):view(3, 4)
+        local r = x[ordo.tensor(2, "int64")]
+        assert.same({4}, r:shape())
+        assert.same({5, 6, 7, 8}, r:totable())
+        local e = ordo.tensor({4, 5})[ordo.tensor(2, "int32")]
+        assert.same({}, e:shape())
+        assert.equals(5, e:item())
+        x[ordo.tensor(2, "int64")] = ordo.tensor({0, 0, 0, 1})
+        assert.same({0, 0, 0, 1}, x:totable()[2])
     end)
 
     it("split of an empty dim gives one empty view (as chunk and Torch); logspace takes a dtype alone; makers name themselves", function()

@@ -2115,6 +2115,24 @@ local function index_dims(t, key, op)
     return v, all_ints
 end
 
+-- t[mask]'s mask, as Torch's: of t's shape (the elements) or of the shape
+-- of t's leading dims (the slices along them); any other shape is refused,
+-- not broadcast (a mask of a square matrix's 3 rows picked its columns).
+-- Returns the number of leading dims the mask covers.
+local function mask_dims(t, k, op)
+    local kn, tn = k._c.ndim, t._c.ndim
+    local ok = kn <= tn and (kn >= 1 or tn == 0)
+    for i = 0, kn - 1 do
+        if ok and tonumber(k._c.shape[i]) ~= tonumber(t._c.shape[i]) then ok = false end
+    end
+    if not ok then
+        fail(fmt("%s: a mask of shape %s does not match the tensor's shape %s (it must be that shape or the " ..
+                 "shape of its leading dims; t:masked_select(mask) and t:masked_fill_(mask, v) broadcast it)",
+                 op, shape_str(k), shape_str(t)))
+    end
+    return kn
+end
+
 Tensor.__methods = Tensor
 Tensor.__index = function(t, k)
     local m = Tensor[k]
@@ -2133,13 +2151,23 @@ Tensor.__index = function(t, k)
     if tk == "string" then return nil end -- a field not set (t.grad before a backward)
     if is_tensor(k) then
         -- t[mask]: Torch's boolean indexing, the selected elements (a copy)
-        if k._c.dtype == U8 then return t:masked_select(k) end
+        if k._c.dtype == U8 then
+            local kn = mask_dims(t, k, "t[mask]")
+            if kn == t._c.ndim then return t:masked_select(k) end
+            -- a mask of the leading dims: the slices it selects, stacked (count, rest...)
+            local s, lead = shape_of(t), 1
+            for i = 1, kn do lead = lead * s[i] end
+            local pos = M.arange(1, lead + 1, M.like(k, "int64")):masked_select(k:reshape(-1))
+            return t:reshape({lead, unpack(s, kn + 1)}):index_select(1, pos)
+        end
         -- t[index]: Torch's integer-tensor indexing of the first dim (indices from 1)
         if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
             if t._c.ndim == 0 then fail("t[index]: a 0-dim tensor has no dim to index") end
             -- (named so, also when a bad index fails the result at the read)
             local ok, r = pcall(t.index_select, t, 1, k, "t[index]")
             if not ok then error((tostring(r):gsub("index_select: ", "t[index]: ", 1)), 0) end
+            -- a 0-dim index selects one row, the dim gone, as Torch's (an int would: t[2])
+            if k._c.ndim == 0 then return r:select(1, 1) end
             return r
         end
         fail("t[i]: a tensor index must be a uint8 mask (t[mask], as t:masked_select(mask)) or a 1-dim " ..
@@ -2212,6 +2240,12 @@ Tensor.__newindex = function(t, k, v)
         if type(v) ~= "number" and not (is_tensor(v) and v:numel() == 1) then
             fail("t[mask] = x: x must be a number or a one-element tensor, got " ..
                  (is_tensor(v) and "a tensor of shape " .. shape_str(v) or typename(v)))
+        end
+        local kn = mask_dims(t, k, "t[mask] = x")
+        if kn < t._c.ndim then -- a mask of the leading dims fills the slices it selects
+            local s = shape_of(k)
+            for i = kn + 1, t._c.ndim do s[i] = 1 end
+            k = k:view(s)
         end
         local ok, err = pcall(t.masked_fill_, t, k, v)
         if not ok then error((tostring(err):gsub("masked_fill_: ", "t[mask] = x: ", 1)), 0) end
