@@ -2728,6 +2728,24 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
     -- with several indices the scatter sees only the linear place: each
     -- index is checked against its own dim (else {1}, {5} of a 2x3 tensor
     -- wrote element (2, 2) without a word)
+    it("index_put_ refuses float values for an integer tensor, a 0-dim tensor and an expanded view in its own name", function()
+        local i = ordo.tensor({1, 2, 3}, "int32")
+        local idx = ordo.tensor({1}, "int64")
+        -- (2.5 was truncated to 2 silently, where scatter, which writes it, refuses)
+        H.raises(function() return i:index_put_({idx}, ordo.tensor({2.5})) end, "index_put_", "values are float32",
+                 "int32")
+        H.raises(function() return i:index_put({idx}, ordo.tensor({2.5}), true) end, "index_put", "float32")
+        assert.same({1, 2, 3}, i:totable())
+        i:index_put_({idx}, ordo.tensor({7}, "int64")) -- integers of another dtype are cast
+        assert.same({7, 2, 3}, i:totable())
+        i[idx] = ordo.tensor({4.5}) -- t[index] = x casts, as copy_ and Torch's setitem
+        assert.same({4, 2, 3}, i:totable())
+        H.raises(function() return ordo.tensor(1):index_put_({idx}, 2) end, "index_put_", "0-dim")
+        local e = ordo.zeros({1, 3}):expand(3, 3)
+        H.raises(function() return e:index_put_({idx}, 2) end, "index_put_: cannot write into an expanded view")
+        assert.same({{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, e:totable())
+    end)
+
     it("index_put_ with several indices refuses one out of its own dim's range", function()
         local t = ordo.zeros({2, 3})
         t:index_put_({ordo.tensor({1}, "int64"), ordo.tensor({5}, "int64")}, 1)

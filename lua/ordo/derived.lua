@@ -3026,6 +3026,7 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     end
     util.check_list(fname, "the indices", indices, true)
     local k = #indices
+    if self:dim() == 0 then fail(fmt("%s: a 0-dim tensor has no dim to index", fname)) end
     if k == 0 or k > self:dim() then
         fail(fmt("%s: expected 1 to %d index tensors (one per leading dim), got %d", fname, self:dim(), k))
     end
@@ -3073,6 +3074,12 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     end
     local v = is_tensor(values) and values or as_op(fname, "full", tensor.full, {}, values, tensor.like(self))
     check_devices(fname, self, v)
+    -- a float tensor into an integer one is refused, as scatter's (which
+    -- writes it) and Torch's; t[index] = x casts, as copy_ and Torch's setitem
+    if is_tensor(values) and is_float(values) and not is_float(self) and fname ~= "t[index] = x" then
+        fail(fmt("%s: values are %s but the tensor is %s (their fractions would be dropped; convert one of " ..
+                 "them with :to() first)", fname, values:dtype(), self:dtype()))
+    end
     v = as_op(fname, "expand", Tensor.expand, v:to(self:dtype()), slice_shape):reshape(vshape)
     local flat_shape = {stride}
     for _, r in ipairs(rest) do flat_shape[#flat_shape + 1] = r end
@@ -3089,7 +3096,7 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     local flat = base:view(flat_shape)
     local name = accumulate and "scatter_add_" or "scatter_"
     as_op(fname, name, Tensor[name], flat, 1, full, v, fname)
-    if not rawequal(base, self) then self:copy_(base) end
+    if not rawequal(base, self) then as_op(fname, "copy_", Tensor.copy_, self, base) end
     return self
 end
 -- who (internal): the name errors take (t[index] = x's)
