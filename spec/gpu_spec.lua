@@ -1748,6 +1748,8 @@ describe("gpu tensors: errors", function()
             {"equal", function() return ordo.equal(g, c) end},
             {"dot", function() return vg:dot(v) end},
             {"outer", function() return vg:outer(v) end},
+            {"t[mask]", function() return g[ordo.tensor({1, 0, 1}, "uint8")] end}, -- (a mask of the rows)
+            {"t[mask]", function() return g[c:gt(0.5)] end},
             {"mv", function() return g:mv(v) end},
             {"mm", function() return g:mm(c) end},
             {"bmm", function() return g:view(1, 3, 3):bmm(c:view(1, 3, 3)) end},

@@ -2120,6 +2120,7 @@ end
 -- not broadcast (a mask of a square matrix's 3 rows picked its columns).
 -- Returns the number of leading dims the mask covers.
 local function mask_dims(t, k, op)
+    device_mix(op, t, k)
     local kn, tn = k._c.ndim, t._c.ndim
     local ok = kn <= tn and (kn >= 1 or tn == 0)
     for i = 0, kn - 1 do
