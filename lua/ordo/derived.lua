@@ -3095,7 +3095,11 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     local base = self:contiguous() -- (self when it is: written in place)
     local flat = base:view(flat_shape)
     local name = accumulate and "scatter_add_" or "scatter_"
-    as_op(fname, name, Tensor[name], flat, 1, full, v, fname)
+    local ok, err = pcall(Tensor[name], flat, 1, full, v, fname)
+    if not ok then -- (the out-of-place op to use instead is index_put, not the scatter inside)
+        err = tostring(err):gsub(name .. ": ", fname .. ": ", 1)
+        error((err:gsub("the out%-of%-place scatter[_%a]*", "the out-of-place index_put", 1)), 0)
+    end
     if not rawequal(base, self) then as_op(fname, "copy_", Tensor.copy_, self, base) end
     return self
 end

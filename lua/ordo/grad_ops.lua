@@ -710,7 +710,8 @@ function M.install(ag)
 
     -- What to use instead of an in-place op: "the out-of-place add" where
     -- that op exists; the ops below have none of that name (t[i] = x and
-    -- t[{...}] = x fill_ or copy_ a view, so their errors name these too).
+    -- t[{...}] = x fill_ or copy_ a view, so their errors, renamed as the
+    -- assignment, suggest these too).
     local INSTEAD = {
         fill_ = "ordo.full_like(t, x) for all of it, t:masked_fill(mask, x) or ordo.where(mask, x, t) for part " ..
             "of it (t[i] = x fills in place)",

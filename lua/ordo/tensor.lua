@@ -2179,11 +2179,11 @@ end
 
 -- Fills (a number) or copies into (a tensor or a table of values) a view.
 local function assign(view, v, op)
-    if type(v) == "number" then
-        check_fits(op, view._c.dtype, v) -- (fill_ would name itself)
-        view:fill_(v)
-    elseif type(v) == "boolean" then
-        view:fill_(v)
+    if type(v) == "number" or type(v) == "boolean" then
+        if type(v) == "number" then check_fits(op, view._c.dtype, v) end -- (fill_ would name itself)
+        -- fill_'s errors (a view of a tensor that requires a gradient) are the assignment's
+        local ok, err = pcall(view.fill_, view, v)
+        if not ok then error((tostring(err):gsub("fill_: ", op .. ": ", 1)), 0) end
     elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
         if not is_tensor(v) then -- (built as copy_ builds it, so that the rule below holds for tables too)
             local c = view._c
