@@ -566,6 +566,59 @@ describe("views", function()
         assert.same({{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, a:totable()) -- untouched by the failures
     end)
 
+    it("t[{...}] with index tensors is Torch's advanced indexing, read and written", function()
+        local L = function(v) return ordo.tensor(v, "int64") end
+        local x = ordo.arange(24):view(2, 3, 4)
+        -- Torch's x[[0, 1], [2, 0]]: (x[1, 3, :], x[2, 1, :]), the index dims in front
+        assert.same({{8, 9, 10, 11}, {12, 13, 14, 15}}, x[{L{1, 2}, L{3, 1}}]:totable())
+        -- adjacent index tensors after a kept dim stay in place: x[:, [0, 2], [1, 3]]
+        assert.same({{1, 11}, {13, 23}}, x[{{}, L{1, 3}, L{2, 4}}]:totable())
+        -- separated by a kept dim, the broadcast index dims go first: x[[0, 1], :, [0, 3]]
+        assert.same({{0, 4, 8}, {15, 19, 23}}, x[{L{1, 2}, {}, L{1, 4}}]:totable())
+        -- one tensor in the middle: x[:, [2, 0]] is 2x2x4
+        local m = x[{{}, L{3, 1}}]
+        assert.same({2, 2, 4}, m:shape())
+        assert.same({{8, 9, 10, 11}, {0, 1, 2, 3}}, m:totable()[1])
+        -- the indices broadcast together; an integer selects first (as Torch's, x[1, [0, 2]])
+        assert.same({{0, 4, 8}, {12, 16, 20}}, x[{L{{1}, {2}}, L{1, 2, 3}, 1}]:totable())
+        assert.same({{12, 13, 14, 15}, {20, 21, 22, 23}}, x[{2, L{1, 3}}]:totable())
+        assert.same({4}, x[{ordo.tensor(2, "int64"), ordo.tensor(3, "int32")}]:shape())
+        assert.same({2, 0, 4}, x[{{}, L{}}]:shape())
+        -- gradients: a repeated place gets each one
+        local w = ordo.ones(3, 3):requires_grad()
+        w[{L{1, 1, 3}, L{2, 2, 1}}]:sum():backward()
+        assert.same({{0, 2, 0}, {0, 0, 0}, {1, 0, 0}}, w.grad:totable())
+        -- writes: values broadcast to the read's shape, through views to the base
+        local y = ordo.zeros(2, 3, 4)
+        y[{{}, L{1, 3}, L{2, 4}}] = ordo.tensor({{1, 2}, {3, 4}})
+        assert.same({{1, 2}, {3, 4}}, y[{{}, L{1, 3}, L{2, 4}}]:totable())
+        assert.equals(10, y:sum():item())
+        y[{L{1, 2}, {}, L{1, 4}}] = ordo.tensor({{1, 2, 3}, {4, 5, 6}})
+        assert.same({{1, 2, 3}, {4, 5, 6}}, y[{L{1, 2}, {}, L{1, 4}}]:totable())
+        local z = ordo.zeros(2, 3)
+        z[{{2}, L{1, 3}}] = 9
+        z[{{}, L{2}}] = ordo.tensor({{7}, {8}})
+        assert.same({{0, 7, 0}, {9, 8, 9}}, z:totable())
+        local b = ordo.zeros(3, 3)
+        b:t()[{L{1, 2}, L{3, 3}}] = 1
+        assert.same({{0, 0, 0}, {0, 0, 0}, {1, 1, 0}}, b:totable())
+        -- bad indices raise naming the entry; the data stays as it was
+        H.raises(function() return x[{L{1, 2}, L{1, 4}}]:totable() end, "t[{...}] (entry 2)", "value 4",
+                 "outside [1, 3]")
+        pcall(ordo.engine.wait_for_all)
+        H.raises(function() return x[{{}, L{4}}]:totable() end, "t[{...}]", "index 4 out of range")
+        pcall(ordo.engine.wait_for_all)
+        H.raises(function() z[{L{1}, L{4}}] = 5; return z:totable() end, "t[{...}] = x", "value 4", "outside [1, 3]")
+        pcall(ordo.engine.wait_for_all)
+        assert.same({{0, 7, 0}, {9, 8, 9}}, z:totable())
+        H.raises(function() y[{{}, L{1, 3}, L{2, 4}}] = ordo.tensor({1, 2, 3}) end, "t[{...}] = x", "expand")
+        H.raises(function() y[{{}, L{1}}] = {1, 2} end, "t[{...}] = x", "number or a tensor", "table")
+        H.raises(function() return x[{ordo.tensor({1, 0}, "uint8")}] end, "t[{...}]", "entry 1", "uint8")
+        H.raises(function() return x[{ordo.tensor({1.5})}] end, "t[{...}]", "entry 1", "float32")
+        local v = ordo.zeros(3, 3):requires_grad()
+        H.raises(function() v[{L{1}, L{1}}] = 1 end, "t[{...}] = x", "requires a gradient", "index_put")
+    end)
+
     it("the base stays alive while a view does", function()
         local v
         do

@@ -3076,7 +3076,7 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     check_devices(fname, self, v)
     -- a float tensor into an integer one is refused, as scatter's (which
     -- writes it) and Torch's; t[index] = x casts, as copy_ and Torch's setitem
-    if is_tensor(values) and is_float(values) and not is_float(self) and fname ~= "t[index] = x" then
+    if is_tensor(values) and is_float(values) and not is_float(self) and (fname == "index_put_" or fname == "index_put") then
         fail(fmt("%s: values are %s but the tensor is %s (their fractions would be dropped; convert one of " ..
                  "them with :to() first)", fname, values:dtype(), self:dtype()))
     end

@@ -2085,11 +2085,18 @@ local function index_dims(t, key, op)
     if n > nd then
         fail(fmt("%s: %d indices for a tensor of %d dims (shape %s)", op, n, nd, shape_str(t)))
     end
-    local v, d, all_ints = t, 1, n == nd
+    local v, d, all_ints, adv = t, 1, n == nd, nil
     for i = 1, n do
         local k = key[i]
         local size = tonumber(v._c.shape[d - 1])
-        if type(k) == "number" then
+        if is_tensor(k) and (k._c.dtype == I64 or k._c.dtype == I32) then
+            -- Torch's advanced indexing: the dim stays here, indexed after the basic entries
+            device_mix(op, t, k)
+            all_ints = false
+            adv = adv or {}
+            adv[#adv + 1] = {dim = d, idx = k, entry = i}
+            d = d + 1
+        elseif type(k) == "number" then
             v = Tensor.select(v, d, dim_index(op, t, i, size, k, "the index"))
         elseif type(k) == "table" and getmetatable(k) == nil then
             all_ints = false
@@ -2108,11 +2115,92 @@ local function index_dims(t, key, op)
             end
             d = d + 1
         else
-            fail(fmt("%s: entry %d must be an integer or a range table ({}, {a}, {a, b}), got %s", op, i,
-                     typename(k)))
+            fail(fmt("%s: entry %d must be an integer, a range table ({}, {a}, {a, b}) or an int64 or int32 " ..
+                     "tensor of indices, got %s", op, i,
+                     is_tensor(k) and DT_NAME[k._c.dtype] .. " tensor" or typename(k)))
         end
     end
-    return v, all_ints
+    return v, all_ints, adv
+end
+
+-- Torch's advanced indexing of the view v (the basic entries applied) by
+-- the index tensors in adv (each {dim, idx, entry}), broadcast together
+-- to B: the layout of the result, as Torch's: B first, then v's other
+-- dims, unless the indexed dims are adjacent, when B takes their place.
+-- Returns the permutation of v putting the indexed dims first, B, the
+-- other dims' sizes, the linear index (from 1) into those dims flattened,
+-- and the permutation from (B, rest) to Torch's layout (nil: none).
+local function adv_layout(v, adv, op, want_lin)
+    local s, k = shape_of(v), #adv
+    local shapes, isadv, perm, rest = {}, {}, {}, {}
+    for i, a in ipairs(adv) do
+        shapes[i] = shape_of(a.idx)
+        isadv[a.dim] = true
+        perm[i] = a.dim
+    end
+    for d = 1, #s do
+        if not isadv[d] then perm[#perm + 1] = d; rest[#rest + 1] = s[d] end
+    end
+    local B = M.broadcast_shape(op, shapes)
+    local lin, stride = nil, 1
+    for i = k, 1, -1 do
+        local ix, size = adv[i].idx, s[adv[i].dim]
+        if not want_lin then break end
+        -- each index checked against its own dim (when it runs, no wait);
+        -- alone, the index_select or scatter checks it
+        if k > 1 then
+            ix = M.checked_in_range(fmt("%s (entry %d)", op, adv[i].entry), ix:to("float64"), 1, size)
+        end
+        local term = (ix:to("int64") - 1):mul_(stride):expand(B)
+        lin = lin and lin + term or term
+        stride = stride * size
+    end
+    if lin then lin = lin:reshape(-1) + 1 end
+    local order = nil
+    local adjacent = true
+    for i = 2, k do if adv[i].dim ~= adv[i - 1].dim + 1 then adjacent = false end end
+    local before = adv[1].dim - 1 -- the other dims ahead of the indexed ones
+    if adjacent and before > 0 then
+        local nb = #B
+        order = {}
+        for i = 1, before do order[#order + 1] = nb + i end
+        for i = 1, nb do order[#order + 1] = i end
+        for i = before + 1, #rest do order[#order + 1] = nb + i end
+    end
+    return perm, B, rest, lin, stride, order
+end
+
+local function index_adv(v, adv, op)
+    local perm, B, rest, lin, count, order = adv_layout(v, adv, op, true)
+    local flat = v:permute(perm):reshape({count, unpack(rest)})
+    local ok, r = pcall(flat.index_select, flat, 1, lin, op)
+    if not ok then error((tostring(r):gsub("index_select: ", op .. ": ", 1)), 0) end
+    local rshape = {unpack(B)}
+    for _, x in ipairs(rest) do rshape[#rshape + 1] = x end
+    r = r:view(rshape)
+    if order then r = r:permute(order) end
+    return r
+end
+
+local function index_adv_put(v, adv, x, op)
+    if type(x) == "boolean" then x = x and 1 or 0 end
+    if type(x) ~= "number" and not is_tensor(x) then
+        fail(fmt("%s: with index tensors x must be a number or a tensor, got %s", op, typename(x)))
+    end
+    local perm, B, rest, _, _, order = adv_layout(v, adv, op)
+    if is_tensor(x) and order then
+        -- x broadcasts to the read's (Torch's) layout; index_put_ takes it as (B, rest)
+        local rshape = {unpack(B)}
+        for _, r in ipairs(rest) do rshape[#rshape + 1] = r end
+        local tshape, inv = {}, {}
+        for i, o in ipairs(order) do tshape[i] = rshape[o]; inv[o] = i end
+        local ok, e = pcall(x.expand, x, tshape)
+        if not ok then error((tostring(e):gsub("expand: ", op .. ": ", 1)), 0) end
+        x = e:permute(inv)
+    end
+    local idx = {}
+    for i, a in ipairs(adv) do idx[i] = a.idx end
+    v:permute(perm):index_put_(idx, x, nil, op)
 end
 
 -- t[mask]'s mask, as Torch's: of t's shape (the elements) or of the shape
@@ -2145,7 +2233,8 @@ Tensor.__index = function(t, k)
         return row
     end
     if tk == "table" and getmetatable(k) == nil then
-        local v, element = index_dims(t, k, "t[{...}]")
+        local v, element, adv = index_dims(t, k, "t[{...}]")
+        if adv then return index_adv(v, adv, "t[{...}]") end
         if element then return v:item() end
         return v
     end
@@ -2206,7 +2295,9 @@ end
 
 Tensor.__newindex = function(t, k, v)
     if type(k) == "table" and getmetatable(k) == nil then
-        return assign((index_dims(t, k, "t[{...}] = x")), v, "t[{...}] = x")
+        local view, _, adv = index_dims(t, k, "t[{...}] = x")
+        if adv then return index_adv_put(view, adv, v, "t[{...}] = x") end
+        return assign(view, v, "t[{...}] = x")
     end
     if type(k) == "string" then
         -- a method's name: Torch's p.requires_grad = false set a field
