@@ -2065,7 +2065,8 @@ describe("more of Torch's tensor functions against plain Lua", function()
         assert.same({{1, 9, 3}, {0, 0, 0}}, x:totable())
         x[ordo.tensor({{1, 0, 1}, {1, 0, 1}}, "uint8")] = -1
         assert.same({{-1, 9, -1}, {-1, 0, -1}}, x:totable())
-        H.raises(function() x[x:eq(9)] = ordo.tensor({1, 2}) end, "t[mask] = x", "one-element")
+        H.raises(function() x[x:eq(9)] = ordo.tensor({1, 2}) end, "t[mask] = x", "cannot expand shape 2 to 1")
+        H.raises(function() x[x:eq(9)] = "a" end, "t[mask] = x", "number or a tensor", "string")
         H.raises(function() x[ordo.tensor({1.5})] = 1 end, "t[i] = x", "uint8 mask", "float32")
         H.raises(function() return x[ordo.tensor({{1}}, "int64")] end, "t[i]", "1-dim", "1x1")
         -- an int64 or int32 index tensor: rows of the first dim, read and written
@@ -2114,6 +2115,34 @@ describe("more of Torch's tensor functions against plain Lua", function()
         assert.same(y0, y:totable())
         -- a full-shape mask of a 0-dim tensor, as Torch's
         assert.same({5}, ordo.tensor(5)[ordo.tensor(1, "uint8")]:totable())
+    end)
+
+    it("t[mask] = values writes the selected elements or slices in order, as Torch's (x[m] = y[m])", function()
+        local x = ordo.arange(6):view(2, 3)
+        x[x:gt(2)] = ordo.tensor({10, 20, 30})
+        assert.same({{0, 1, 2}, {10, 20, 30}}, x:totable())
+        local y, z = ordo.arange(6):view(2, 3), ordo.zeros(2, 3)
+        local m = y:lt(3):logical_and(y:ne(1))
+        z[m] = y[m]
+        assert.same({{0, 0, 2}, {0, 0, 0}}, z:totable())
+        local r = ordo.zeros(3, 2)
+        r[ordo.tensor({1, 0, 1}, "uint8")] = ordo.tensor({{1, 2}, {3, 4}}) -- slices of a mask of the rows
+        assert.same({{1, 2}, {0, 0}, {3, 4}}, r:totable())
+        r[ordo.tensor({0, 1, 0}, "uint8")] = ordo.tensor({5, 6}) -- broadcast to them
+        assert.same({{1, 2}, {5, 6}, {3, 4}}, r:totable())
+        local b = ordo.zeros(3, 3)
+        b:t()[ordo.eye(3):byte()] = ordo.tensor({1, 2, 3}) -- through a view
+        assert.same({{1, 0, 0}, {0, 2, 0}, {0, 0, 3}}, b:totable())
+        -- a count that does not fit, a float into integers, a tensor that requires a gradient: refused, untouched
+        H.raises(function() r[r:eq(0)] = ordo.tensor({1, 2}) end, "t[mask] = x", "2")
+        local i = ordo.zeros({2}, "int32")
+        H.raises(function() i[i:eq(0)] = ordo.tensor({1.5, 2.5}) end, "t[mask] = x", "float32", "int32")
+        i[i:eq(0)] = ordo.tensor({7, 8}, "int64")
+        assert.same({7, 8}, i:totable())
+        local w = ordo.zeros(2):requires_grad()
+        H.raises(function() w[ordo.ones({2}, "uint8")] = ordo.tensor({1, 2}) end, "t[mask] = x", "requires a gradient")
+        assert.same({{1, 2}, {5, 6}, {3, 4}}, r:totable())
+        assert.same({0, 0}, w:detach():totable())
     end)
 
     it("t[index] with a 0-dim index tensor drops the dim, as Torch's (as t[i] does)", function()

@@ -3075,8 +3075,10 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     local v = is_tensor(values) and values or as_op(fname, "full", tensor.full, {}, values, tensor.like(self))
     check_devices(fname, self, v)
     -- a float tensor into an integer one is refused, as scatter's (which
-    -- writes it) and Torch's; t[index] = x casts, as copy_ and Torch's setitem
-    if is_tensor(values) and is_float(values) and not is_float(self) and (fname == "index_put_" or fname == "index_put") then
+    -- writes it) and Torch's, and by t[mask] = x, as masked_fill_ refuses a
+    -- fraction; t[index] = x and t[{...}] = x cast, as copy_ and Torch's setitem
+    if is_tensor(values) and is_float(values) and not is_float(self) and
+       (fname == "index_put_" or fname == "index_put" or fname == "t[mask] = x") then
         fail(fmt("%s: values are %s but the tensor is %s (their fractions would be dropped; convert one of " ..
                  "them with :to() first)", fname, values:dtype(), self:dtype()))
     end

@@ -2329,11 +2329,16 @@ Tensor.__newindex = function(t, k, v)
                  "tensor of indices, got " .. DT_NAME[k._c.dtype] .. " of shape " .. shape_str(k))
         end
         if type(v) == "boolean" then v = v and 1 or 0 end
-        if type(v) ~= "number" and not (is_tensor(v) and v:numel() == 1) then
-            fail("t[mask] = x: x must be a number or a one-element tensor, got " ..
-                 (is_tensor(v) and "a tensor of shape " .. shape_str(v) or typename(v)))
+        if type(v) ~= "number" and not is_tensor(v) then
+            fail("t[mask] = x: x must be a number or a tensor, got " .. typename(v))
         end
         local kn = mask_dims(t, k, "t[mask] = x")
+        if is_tensor(v) and v:numel() ~= 1 and kn > 0 then
+            -- Torch's x[mask] = values: the selected elements (or slices) in
+            -- order, values broadcast to (count, rest...) (waits: the count)
+            t:index_put_(k:nonzero({as_tuple = true}), v, nil, "t[mask] = x")
+            return
+        end
         if kn < t._c.ndim then -- a mask of the leading dims fills the slices it selects
             local s = shape_of(k)
             for i = kn + 1, t._c.ndim do s[i] = 1 end
