@@ -2142,17 +2142,19 @@ local function adv_layout(v, adv, op, want_lin)
         if not isadv[d] then perm[#perm + 1] = d; rest[#rest + 1] = s[d] end
     end
     local B = M.broadcast_shape(op, shapes)
-    local lin, stride = nil, 1
+    -- each index checked against its own dim, named by its entry (when it
+    -- runs, no wait; the index_select's dim 1 was not the user's), as int64
+    local lin, stride, checked = nil, 1, {}
     for i = k, 1, -1 do
-        local ix, size = adv[i].idx, s[adv[i].dim]
-        if not want_lin then break end
-        -- each index checked against its own dim (when it runs, no wait);
-        -- alone, the index_select or scatter checks it
-        if k > 1 then
-            ix = M.checked_in_range(fmt("%s (entry %d)", op, adv[i].entry), ix:to("float64"), 1, size)
+        local a = adv[i]
+        local size = s[a.dim]
+        local ix = M.checked_in_range(fmt("%s (entry %d)", op, a.entry), -- (a name of 31 bytes at most)
+                                      a.idx:to("float64"), 1, size):to("int64")
+        checked[i] = ix
+        if want_lin then
+            local term = (ix - 1):mul_(stride):expand(B)
+            lin = lin and lin + term or term
         end
-        local term = (ix:to("int64") - 1):mul_(stride):expand(B)
-        lin = lin and lin + term or term
         stride = stride * size
     end
     if lin then lin = lin:reshape(-1) + 1 end
@@ -2167,7 +2169,7 @@ local function adv_layout(v, adv, op, want_lin)
         for i = 1, nb do order[#order + 1] = i end
         for i = before + 1, #rest do order[#order + 1] = nb + i end
     end
-    return perm, B, rest, lin, stride, order
+    return perm, B, rest, lin, stride, order, checked
 end
 
 local function index_adv(v, adv, op)
@@ -2187,7 +2189,7 @@ local function index_adv_put(v, adv, x, op)
     if type(x) ~= "number" and not is_tensor(x) then
         fail(fmt("%s: with index tensors x must be a number or a tensor, got %s", op, typename(x)))
     end
-    local perm, B, rest, _, _, order = adv_layout(v, adv, op)
+    local perm, B, rest, _, _, order, checked = adv_layout(v, adv, op)
     if is_tensor(x) and order then
         -- x broadcasts to the read's (Torch's) layout; index_put_ takes it as (B, rest)
         local rshape = {unpack(B)}
@@ -2198,9 +2200,7 @@ local function index_adv_put(v, adv, x, op)
         if not ok then error((tostring(e):gsub("expand: ", op .. ": ", 1)), 0) end
         x = e:permute(inv)
     end
-    local idx = {}
-    for i, a in ipairs(adv) do idx[i] = a.idx end
-    v:permute(perm):index_put_(idx, x, nil, op)
+    v:permute(perm):index_put_(checked, x, nil, op)
 end
 
 -- t[mask]'s mask, as Torch's: of t's shape (the elements) or of the shape
