@@ -1477,6 +1477,24 @@ describe("derived ops", function()
         assert.same({9, 9, 9, 4}, {c[1], c[2], c[3], c[4]})
     end)
 
+    it("index_add(_) take Torch's alpha (a number or {alpha = n}), with the gradient scaled by it", function()
+        local i = ordo.tensor({1, 1, 3}, "int64")
+        local src = ordo.tensor({1, 2, 4})
+        -- (it failed inside the FFI: "cannot convert 'number' to 'const char *'")
+        assert.same({6, 0, 8}, ordo.zeros(3):index_add(1, i, src, 2):totable())
+        assert.same({-3, 0, -4}, ordo.zeros(3):index_add_(1, i, src, {alpha = -1}):totable())
+        assert.same({3, 0, 4}, ordo.zeros(3):index_add(1, i, src, 1):totable())
+        assert.same({3, 0, 0}, ordo.zeros({3}, "int64"):index_add(1, ordo.tensor({1}, "int64"),
+                                                                    ordo.tensor({1}, "int64"), 3):totable())
+        local s = ordo.tensor({1, 2, 4}):requires_grad()
+        ordo.zeros(3):index_add(1, i, s, 3):mul(ordo.tensor({1, 2, 3})):sum():backward()
+        assert.same({3, 3, 9}, s.grad:totable())
+        H.raises(function() return ordo.zeros(3):index_add(1, i, src, {alpha = "x"}) end, "index_add", "alpha",
+                 "number")
+        H.raises(function() return ordo.zeros({3}, "int64"):index_add(1, i, i, 0.5) end, "index_add", "alpha 0.5",
+                 "integer")
+    end)
+
     it("scatter, scatter_add and index_add refuse a float src into an integer tensor (it was truncated)", function()
         local i32 = ordo.tensor({1, 2, 3}, "int32")
         local idx = ordo.tensor({1}, "int64")

@@ -420,6 +420,10 @@ function M.install(ag)
             end, saved_index(index))
         end
         Tensor[name] = function(x, dim, index, src, who)
+            -- index_add's alpha scales src here, so that its gradient has it too
+            if who ~= nil and type(who) ~= "string" and name == "index_add" then
+                src, who = tensor.index_add_alpha(name, src, who), nil
+            end
             local y = raw[name](x, dim, index, src, who)
             if needs(x, src) then rec(x, dim, index, src, y, who) end
             return y

@@ -2915,9 +2915,25 @@ function Tensor:scatter(dim, index, src, who)
     return scatter(self:clone(), dim, index, src, who)
 end
 
--- index_add_(dim, index, src): self[.., index[j], ..] += src[.., j, ..]
--- (index_select's adjoint), index 1-D from 1.
+-- Torch's alpha of index_add (a number or {alpha = n}, after src): src
+-- scaled by it (src itself for 1). The 4th argument of index_add was taken
+-- as the internal op name, and alpha failed inside the FFI.
+function M.index_add_alpha(fname, src, alpha)
+    if type(alpha) == "table" and getmetatable(alpha) == nil then alpha = alpha.alpha end
+    if type(alpha) ~= "number" then
+        fail(fmt("%s: alpha must be a number (or {alpha = n}), got %s", fname, typename(alpha)))
+    end
+    if not is_tensor(src) or alpha == 1 then return src end
+    if not FLOAT[src._c.dtype] and not is_int(alpha) then
+        fail(fmt("%s: alpha %s for an integer src must be an integer, as Torch's", fname, show(alpha)))
+    end
+    return src * alpha
+end
+
+-- index_add_(dim, index, src [, alpha]): self[.., index[j], ..] += alpha *
+-- src[.., j, ..] (index_select's adjoint), index 1-D from 1.
 local function index_add(fname, self, dim, index, src, who)
+    if who ~= nil and type(who) ~= "string" then src, who = M.index_add_alpha(fname, src, who), nil end
     local d = norm_dim(fname, self, dim)
     if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
     local idx = index_arg(fname, self, index)
