@@ -3107,6 +3107,7 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
 end
 -- who (internal): the name errors take (t[index] = x's)
 function Tensor:index_put_(indices, values, accumulate, who)
+    tensor.check_who("index_put_", who)
     return index_put(who or "index_put_", self, indices, values, accumulate, true)
 end
 function Tensor:index_put(indices, values, accumulate) return index_put("index_put", self, indices, values, accumulate, false) end

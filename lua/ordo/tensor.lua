@@ -2777,11 +2777,30 @@ local function index_arg(fname, like, index)
     return cast(fname, index, I64)
 end
 
+-- The internal name (who) that gather, index_select, the scatters and
+-- index_put_ take after their own arguments: a user's extra argument there
+-- was taken as one, Torch's scatter_(dim, index, src, "add") silently
+-- ignoring its reduce (the last source won, not the sum), a number or a
+-- table failing inside the FFI.
+local REDUCE = {add = true, multiply = true, sum = true, prod = true, mean = true, amax = true, amin = true}
+local function check_who(fname, who)
+    if who == nil then return end
+    if REDUCE[who] or (type(who) == "table" and getmetatable(who) == nil and who.reduce ~= nil) then
+        fail(fmt("%s: Torch's reduce argument is not supported (%s; for \"add\" use scatter_add)", fname,
+                 type(who) == "string" and fmt("got %q", who) or "got {reduce = ...}"))
+    end
+    if type(who) ~= "string" then
+        fail(fmt("%s: unexpected extra argument %s", fname, type(who) == "table" and typename(who) or show(who)))
+    end
+end
+M.check_who = check_who
+
 -- gather(dim, index): out[i][j] = self[index[i][j]][j] (dim 1), indices from 1.
 -- who (internal): the op a gather serves (cross_entropy), which then names
 -- an index found out of range when the kernel runs.
 function Tensor:gather(dim, index, who)
     check_self("gather", self)
+    check_who("gather", who)
     local d = norm_dim("gather", self, dim)
     if not is_tensor(index) then fail("gather: index must be an int64 or int32 tensor, got " .. typename(index)) end
     if index._c.ndim ~= self._c.ndim then
@@ -2806,6 +2825,7 @@ end
 -- meets.
 function Tensor:index_select(dim, index, who)
     check_self("index_select", self)
+    check_who("index_select", who)
     local d = norm_dim("index_select", self, dim)
     local idx = index_arg("index_select", self, index)
     if idx._c.ndim > 1 then
@@ -2865,11 +2885,13 @@ end
 
 function Tensor:scatter_add_(dim, index, src, who)
     check_self("scatter_add_", self)
+    check_who("scatter_add_", who)
     return scatter_add("scatter_add_", self, dim, index, src, who)
 end
 
 function Tensor:scatter_add(dim, index, src, who)
     check_self("scatter_add", self)
+    check_who("scatter_add", who)
     return scatter_add("scatter_add", self:clone(), dim, index, src, who)
 end
 
@@ -2906,12 +2928,14 @@ end
 
 function Tensor:scatter_(dim, index, src, who)
     check_self("scatter_", self)
+    check_who("scatter_", who)
     return scatter(self, dim, index, src, who)
 end
 
 -- scatter(dim, index, src): a copy of self with scatter_'s writes
 function Tensor:scatter(dim, index, src, who)
     check_self("scatter", self)
+    check_who("scatter", who)
     return scatter(self:clone(), dim, index, src, who)
 end
 
