@@ -2103,7 +2103,14 @@ describe("more of Torch's tensor functions against plain Lua", function()
         H.raises(function() x[x:eq(9)] = ordo.tensor({1, 2}) end, "t[mask] = x", "cannot expand shape 2 to 1")
         H.raises(function() x[x:eq(9)] = "a" end, "t[mask] = x", "number or a tensor", "string")
         H.raises(function() x[ordo.tensor({1.5})] = 1 end, "t[i] = x", "uint8 mask", "float32")
-        H.raises(function() return x[ordo.tensor({{1}}, "int64")] end, "t[i]", "1-dim", "1x1")
+        -- an index of several dims gives the rows in its shape, as Torch's (it was refused)
+        local rows = ordo.arange(1, 10):view(3, 3)[ordo.tensor({{3, 1}, {2, 2}}, "int64")]
+        assert.same({{{7, 8, 9}, {1, 2, 3}}, {{4, 5, 6}, {4, 5, 6}}}, rows:totable())
+        local r2 = ordo.zeros(3, 2)
+        r2[ordo.tensor({{1}, {3}}, "int64")] = ordo.tensor({{5, 6}})
+        assert.same({{5, 6}, {0, 0}, {5, 6}}, r2:totable())
+        H.raises(function() r2[ordo.tensor({{1, 2}}, "int64")] = ordo.tensor({{1, 2, 3}}) end, "t[index] = x",
+                 "1x3")
         -- an int64 or int32 index tensor: rows of the first dim, read and written
         local y = ordo.arange(12):view(3, 4)
         assert.same({{8, 9, 10, 11}, {0, 1, 2, 3}}, y[ordo.tensor({3, 1}, "int64")]:totable())

@@ -2251,16 +2251,22 @@ Tensor.__index = function(t, k)
             return t:reshape({lead, unpack(s, kn + 1)}):index_select(1, pos)
         end
         -- t[index]: Torch's integer-tensor indexing of the first dim (indices from 1)
-        if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
+        if k._c.dtype == I64 or k._c.dtype == I32 then
             if t._c.ndim == 0 then fail("t[index]: a 0-dim tensor has no dim to index") end
             -- (named so, also when a bad index fails the result at the read)
-            local ok, r = pcall(t.index_select, t, 1, k, "t[index]")
+            local ok, r = pcall(t.index_select, t, 1, k._c.ndim > 1 and k:reshape(-1) or k, "t[index]")
             if not ok then error((tostring(r):gsub("index_select: ", "t[index]: ", 1)), 0) end
             -- a 0-dim index selects one row, the dim gone, as Torch's (an int would: t[2])
             if k._c.ndim == 0 then return r:select(1, 1) end
+            -- an index of several dims: the rows in its shape, as Torch's (index's shape, then t's other dims)
+            if k._c.ndim > 1 then
+                local s = shape_of(k)
+                for i = 2, t._c.ndim do s[#s + 1] = tonumber(t._c.shape[i - 1]) end
+                return r:view(s)
+            end
             return r
         end
-        fail("t[i]: a tensor index must be a uint8 mask (t[mask], as t:masked_select(mask)) or a 1-dim " ..
+        fail("t[i]: a tensor index must be a uint8 mask (t[mask], as t:masked_select(mask)) or an " ..
              "int64 or int32 tensor of indices, got " .. DT_NAME[k._c.dtype] .. " of shape " .. shape_str(k))
     end
     fail("t[i]: the index must be an integer or a table of indices and ranges, got " .. typename(k))
@@ -2313,19 +2319,20 @@ Tensor.__newindex = function(t, k, v)
     end
     if is_tensor(k) then
         -- t[index] = v: the rows at index (Torch's integer-tensor indexing), v broadcast to them
-        if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
+        if k._c.dtype == I64 or k._c.dtype == I32 then
             if t._c.ndim == 0 then fail("t[index] = x: a 0-dim tensor has no dim to index") end
             if type(v) == "boolean" then v = v and 1 or 0 end
             if type(v) ~= "number" and not is_tensor(v) then
                 fail("t[index] = x: x must be a number or a tensor, got " .. typename(v))
             end
             -- (named so, also when a bad index fails the write at the next read)
-            t:index_put_({k:reshape(-1)}, v, nil, "t[index] = x")
+            -- (v broadcast to index's shape then t's other dims, as Torch's)
+            t:index_put_({k}, v, nil, "t[index] = x")
             return
         end
         -- t[mask] = v: Torch's boolean index assignment of one value
         if k._c.dtype ~= U8 then
-            fail("t[i] = x: a tensor index must be a uint8 mask (t[mask] = v) or a 1-dim int64 or int32 " ..
+            fail("t[i] = x: a tensor index must be a uint8 mask (t[mask] = v) or an int64 or int32 " ..
                  "tensor of indices, got " .. DT_NAME[k._c.dtype] .. " of shape " .. shape_str(k))
         end
         if type(v) == "boolean" then v = v and 1 or 0 end
