@@ -2187,6 +2187,28 @@ describe("more of Torch's tensor functions against plain Lua", function()
         assert.same({0, 0}, w:detach():totable())
     end)
 
+    it("masked_scatter(_): Torch's, source's elements in order where the (broadcast) mask is set; gradients", function()
+        local m = ordo.tensor({{1, 0, 1}, {0, 1, 0}}, "uint8")
+        local src = ordo.arange(1, 7)
+        assert.same({{1, 0, 2}, {0, 3, 0}}, ordo.zeros(2, 3):masked_scatter(m, src):totable())
+        assert.same({{1, 0, 2}, {3, 0, 4}}, ordo.zeros(2, 3):masked_scatter(ordo.tensor({1, 0, 1}, "uint8"), src):totable())
+        local y = ordo.zeros(2, 3)
+        assert.equals(y, y:t():masked_scatter_(ordo.tensor({1, 0}, "uint8"), src:view(2, 3)) and y or nil)
+        assert.same({{1, 2, 3}, {0, 0, 0}}, y:totable())
+        assert.equals(9, ordo.tensor(3):masked_scatter(ordo.tensor(1, "uint8"), ordo.tensor({9})):item())
+        local s = ordo.arange(1, 7):requires_grad()
+        local b = ordo.zeros(2, 3):requires_grad()
+        b:masked_scatter(ordo.tensor({1, 0, 1}, "uint8"), s):mul(ordo.arange(1, 7):view(2, 3)):sum():backward()
+        assert.same({1, 3, 4, 6, 0, 0}, s.grad:totable())
+        assert.same({{0, 2, 0}, {0, 5, 0}}, b.grad:totable())
+        H.raises(function() return y:masked_scatter(ordo.ones({2, 3}, "uint8"), ordo.tensor({1, 2})) end,
+                 "masked_scatter", "selects 6 elements", "has 2")
+        H.raises(function() return y:masked_scatter(ordo.ones(2, 3), src) end, "masked_scatter", "uint8", "float32")
+        H.raises(function() return ordo.zeros({2}, "int32"):masked_scatter_(ordo.ones({2}, "uint8"), src) end,
+                 "masked_scatter_", "float32", "int32")
+        assert.same({{1, 2, 3}, {0, 0, 0}}, y:totable())
+    end)
+
     it("t[index] with a 0-dim index tensor drops the dim, as Torch's (as t[i] does)", function()
         local x = ordo.arange(1, 13):view(3, 4)
         local r = x[ordo.tensor(2, "int64")]

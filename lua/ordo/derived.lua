@@ -3112,6 +3112,41 @@ function Tensor:index_put_(indices, values, accumulate, who)
 end
 function Tensor:index_put(indices, values, accumulate) return index_put("index_put", self, indices, values, accumulate, false) end
 
+-- masked_scatter(mask, source) / masked_scatter_: Torch's: the places where
+-- mask (uint8, broadcast to t's shape) is set take source's elements in
+-- row-major order (source has at least as many; cast to t's dtype, a float
+-- one for an integer t refused); waits for the count.
+local function masked_scatter(fname, self, mask, source, inplace)
+    check_self(fname, self)
+    if not is_tensor(mask) or mask:dtype() ~= "uint8" then
+        fail(fmt("%s: mask must be a uint8 tensor (as comparisons return), got %s", fname,
+                 is_tensor(mask) and mask:dtype() or typename(mask)))
+    end
+    if not is_tensor(source) then fail(fmt("%s: source must be a tensor, got %s", fname, typename(source))) end
+    check_devices(fname, self, mask)
+    check_devices(fname, self, source)
+    if is_float(source) and not is_float(self) then
+        fail(fmt("%s: source is %s but the tensor is %s (its fractions would be dropped; convert one of them " ..
+                 "with :to() first)", fname, source:dtype(), self:dtype()))
+    end
+    local t = self:dim() == 0 and self:view({1}) or self
+    local m = as_op(fname, "expand", Tensor.expand, mask:dim() == 0 and mask:view({1}) or mask, t:shape())
+    local pos = m:nonzero({as_tuple = true})
+    local count = pos[1]:numel()
+    if source:numel() < count then
+        fail(fmt("%s: the mask selects %d elements but source (shape %s) has %d", fname, count,
+                 shape_of_str(source), source:numel()))
+    end
+    local vals = source:reshape(-1):narrow(1, 1, count)
+    if inplace then
+        t:index_put_(pos, vals, nil, fname)
+        return self
+    end
+    return t:index_put(pos, vals):view(self:shape())
+end
+function Tensor:masked_scatter_(mask, source) return masked_scatter("masked_scatter_", self, mask, source, true) end
+function Tensor:masked_scatter(mask, source) return masked_scatter("masked_scatter", self, mask, source, false) end
+
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements
 -- equal to some element of test (NaN to none), as Torch's: one sort of
 -- both, n log n, no n x m table.
