@@ -2101,9 +2101,9 @@ local function index_dims(t, key, op)
         elseif type(k) == "table" and getmetatable(k) == nil then
             all_ints = false
             if k[1] ~= nil or next(k) ~= nil then
-                if #k > 2 or k[1] == nil then
-                    fail(fmt("%s: a range for dim %d is {} or {first} or {first, last}, got a table of %d entries",
-                             op, i, #k))
+                if #k > 3 or k[1] == nil or (k[3] ~= nil and k[2] == nil) then
+                    fail(fmt("%s: a range for dim %d is {} or {first} or {first, last} or {first, last, step}, " ..
+                             "got a table of %d entries", op, i, #k))
                 end
                 local a = dim_index(op, t, i, size, k[1], "the first index")
                 local b = k[2] == nil and a or dim_index(op, t, i, size, k[2], "the last index")
@@ -2111,7 +2111,14 @@ local function index_dims(t, key, op)
                     fail(fmt("%s: range {%d, %d} for dim %d of size %d ends before it starts", op, k[1], k[2], i,
                              size))
                 end
+                local step = k[3]
+                if step ~= nil and not (is_int(step) and step >= 1) then
+                    fail(fmt("%s: the step of the range for dim %d must be an integer >= 1, got %s", op, i,
+                             type(step) == "number" and show(step) or typename(step)))
+                end
                 v = Tensor.narrow(v, d, a, b - a + 1)
+                -- every step-th of them (Torch's a:b:step), a view: windows of one element, step apart
+                if step and step > 1 and b > a then v = Tensor.select(Tensor.unfold(v, d, 1, step), v._c.ndim + 1, 1) end
             end
             d = d + 1
         else
