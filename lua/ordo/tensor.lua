@@ -2096,6 +2096,25 @@ local function index_dims(t, key, op)
             adv = adv or {}
             adv[#adv + 1] = {dim = d, idx = k, entry = i}
             d = d + 1
+        elseif is_tensor(k) and k._c.dtype == U8 then
+            if k._c.ndim == 0 then fail(fmt("%s: entry %d is a 0-dim mask, which indexes no dim", op, i)) end
+            -- a mask of the next dims (their shape): its nonzero positions, one index tensor per dim (waits)
+            device_mix(op, t, k)
+            local kn = k._c.ndim
+            local ok = d - 1 + kn <= v._c.ndim
+            for j = 0, kn - 1 do
+                if ok and tonumber(k._c.shape[j]) ~= tonumber(v._c.shape[d - 1 + j]) then ok = false end
+            end
+            if not ok then
+                fail(fmt("%s: the mask at entry %d, of shape %s, does not match the dims it indexes (from dim %d " ..
+                         "of the shape %s)", op, i, shape_str(k), d, shape_str(v)))
+            end
+            all_ints = false
+            adv = adv or {}
+            for _, ix in ipairs(k:nonzero({as_tuple = true})) do
+                adv[#adv + 1] = {dim = d, idx = ix, entry = i}
+                d = d + 1
+            end
         elseif type(k) == "number" then
             v = Tensor.select(v, d, dim_index(op, t, i, size, k, "the index"))
         elseif type(k) == "table" and getmetatable(k) == nil then
@@ -2122,8 +2141,8 @@ local function index_dims(t, key, op)
             end
             d = d + 1
         else
-            fail(fmt("%s: entry %d must be an integer, a range table ({}, {a}, {a, b}) or an int64 or int32 " ..
-                     "tensor of indices, got %s", op, i,
+            fail(fmt("%s: entry %d must be an integer, a range table ({}, {a}, {a, b}), an int64 or int32 " ..
+                     "tensor of indices or a uint8 mask, got %s", op, i,
                      is_tensor(k) and DT_NAME[k._c.dtype] .. " tensor" or typename(k)))
         end
     end
