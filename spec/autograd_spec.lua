@@ -1152,9 +1152,22 @@ describe("autograd rules", function()
         local w = ordo.ones({2}, D):requires_grad()
         local ok, err = pcall(function() w[1] = 5 end)
         assert.is_false(ok)
-        assert.matches("fill_: a tensor that requires a gradient cannot be changed in place", err)
+        -- named as the assignment, as a copy into it is (it said fill_)
+        assert.matches("t[i] = x: a tensor that requires a gradient cannot be changed in place", err, 1, true)
         assert.matches("ordo.full_like", err, 1, true)
         assert.is_nil(err:find("out-of-place fill", 1, true))
+        ok, err = pcall(function() w[{{1}}] = true end)
+        assert.matches("t[{...}] = x: a tensor that requires", err, 1, true)
+        -- index_put_ and t[index] = x suggest index_put, not the scatter inside them
+        local i1 = ordo.tensor({1}, "int64")
+        for _, f in ipairs({function() w:index_put_({i1}, 2) end, function() w:index_put_({i1}, 2, true) end,
+                            function() w[i1] = 2 end,
+                            function() local z = ordo.zeros({2}, D); z:index_put_({i1}, w:narrow(1, 1, 1)) end}) do
+            ok, err = pcall(f)
+            assert.is_false(ok)
+            assert.matches("use the out-of-place index_put", err, 1, true)
+        end
+        assert.same({1, 1}, w:totable())
         ok, err = pcall(function() ordo.zeros({2}, D):copy_(w) end)
         assert.is_false(ok)
         assert.is_nil(err:find("out-of-place copy", 1, true))

@@ -876,6 +876,23 @@ describe("gpu tensors: many blocks", function()
 end)
 
 describe("gpu tensors: indexing", function()
+    it("t[{...}] with index tensors, t[mask] of the leading dims and t[mask] = values match the cpu", function()
+        need_gpu()
+        local x = ordo.arange(24):view(2, 3, 4)
+        local gx = gpu(x)
+        local i, j = ordo.tensor({1, 3}, "int64"), ordo.tensor({2, 4}, "int64")
+        check(gx[{{}, gpu(i), gpu(j)}], x[{{}, i, j}], "adjacent index tensors")
+        check(gx[{gpu(i:narrow(1, 1, 1)), {}, gpu(j)}], x[{i:narrow(1, 1, 1), {}, j}], "separated index tensors")
+        local m = ordo.tensor({{1, 0, 1}, {0, 1, 0}}, "uint8")
+        check(gx[gpu(m)], x[m], "a mask of the leading dims")
+        local gy, y = gpu(x), x:clone()
+        gy[{{}, gpu(i), gpu(j)}] = gpu(ordo.tensor({{-1, -2}, {-3, -4}}))
+        y[{{}, i, j}] = ordo.tensor({{-1, -2}, {-3, -4}})
+        gy[gpu(m)] = gpu(ordo.tensor({7, 8, 9}):view(3, 1))
+        y[m] = ordo.tensor({7, 8, 9}):view(3, 1)
+        check(gy, y, "writes")
+    end)
+
     it("gather, index_select, scatter_add and index_add match the cpu", function()
         need_gpu()
         math.randomseed(11)
@@ -1764,6 +1781,8 @@ describe("gpu tensors: errors", function()
             {"equal", function() return ordo.equal(g, c) end},
             {"dot", function() return vg:dot(v) end},
             {"outer", function() return vg:outer(v) end},
+            {"t[mask]", function() return g[ordo.tensor({1, 0, 1}, "uint8")] end}, -- (a mask of the rows)
+            {"t[mask]", function() return g[c:gt(0.5)] end},
             {"mv", function() return g:mv(v) end},
             {"mm", function() return g:mm(c) end},
             {"bmm", function() return g:view(1, 3, 3):bmm(c:view(1, 3, 3)) end},

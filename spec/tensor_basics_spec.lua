@@ -576,7 +576,9 @@ describe("views", function()
         H.raises(function() return a[{1, -5}] end, "t[{...}]", "index -5", "dim 2", "3x4")
         H.raises(function() return a[{1, 2, 3}] end, "t[{...}]", "3 indices", "2 dims", "3x4")
         H.raises(function() return a[{{3, 1}}] end, "t[{...}]", "{3, 1}", "ends before it starts")
-        H.raises(function() return a[{{1, 2, 3}}] end, "t[{...}]", "{} or {first} or {first, last}")
+        H.raises(function() return a[{{1, 2, 1, 1}}] end, "t[{...}]", "{} or {first} or {first, last}", "4 entries")
+        H.raises(function() return a[{{1, 3, 0}}] end, "t[{...}]", "step", "integer >= 1", "got 0")
+        H.raises(function() return a[{{}, {1, 3, 1.5}}] end, "t[{...}]", "step", "dim 2", "1.5")
         H.raises(function() return a[{"x"}] end, "t[{...}]", "entry 1", "string")
         H.raises(function() return a[{1.5}] end, "t[{...}]", "integer", "1.5")
         H.raises(function() return a[{{1, 0.5}}] end, "t[{...}]", "last index", "0.5")
@@ -585,6 +587,90 @@ describe("views", function()
         H.raises(function() a[{1, 1}] = "x" end, "t[{...}] = x", "string")
         H.raises(function() a[{{}, 1}] = ordo.zeros(5) end, "t[{...}] = x: shape 5 cannot be broadcast to 3")
         assert.same({{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, a:totable()) -- untouched by the failures
+    end)
+
+    it("t[{...}] takes a step, {first, last, step}: a view of every step-th, as Torch's a:b:step", function()
+        local x = ordo.arange(10)
+        assert.same({0, 2, 4, 6, 8}, x[{{1, -1, 2}}]:totable())
+        assert.same({1, 4, 7}, x[{{2, 9, 3}}]:totable())
+        assert.same({2}, x[{{3, 3, 5}}]:totable())
+        local m = ordo.arange(12):view(3, 4)
+        assert.same({{0, 2}, {4, 6}, {8, 10}}, m[{{}, {1, 4, 2}}]:totable())
+        m[{{1, 3, 2}, {2, 4, 2}}] = 0 -- written through the view
+        assert.same({{0, 0, 2, 0}, {4, 5, 6, 7}, {8, 0, 10, 0}}, m:totable())
+        local w = ordo.ones(6):requires_grad()
+        w[{{1, 6, 2}}]:sum():backward()
+        assert.same({1, 0, 1, 0, 1, 0}, w.grad:totable())
+    end)
+
+    it("t[{...}] with index tensors is Torch's advanced indexing, read and written", function()
+        local L = function(v) return ordo.tensor(v, "int64") end
+        local x = ordo.arange(24):view(2, 3, 4)
+        -- Torch's x[[0, 1], [2, 0]]: (x[1, 3, :], x[2, 1, :]), the index dims in front
+        assert.same({{8, 9, 10, 11}, {12, 13, 14, 15}}, x[{L{1, 2}, L{3, 1}}]:totable())
+        -- adjacent index tensors after a kept dim stay in place: x[:, [0, 2], [1, 3]]
+        assert.same({{1, 11}, {13, 23}}, x[{{}, L{1, 3}, L{2, 4}}]:totable())
+        -- separated by a kept dim, the broadcast index dims go first: x[[0, 1], :, [0, 3]]
+        assert.same({{0, 4, 8}, {15, 19, 23}}, x[{L{1, 2}, {}, L{1, 4}}]:totable())
+        -- one tensor in the middle: x[:, [2, 0]] is 2x2x4
+        local m = x[{{}, L{3, 1}}]
+        assert.same({2, 2, 4}, m:shape())
+        assert.same({{8, 9, 10, 11}, {0, 1, 2, 3}}, m:totable()[1])
+        -- the indices broadcast together; an integer selects first (as Torch's, x[1, [0, 2]])
+        assert.same({{0, 4, 8}, {12, 16, 20}}, x[{L{{1}, {2}}, L{1, 2, 3}, 1}]:totable())
+        assert.same({{12, 13, 14, 15}, {20, 21, 22, 23}}, x[{2, L{1, 3}}]:totable())
+        assert.same({4}, x[{ordo.tensor(2, "int64"), ordo.tensor(3, "int32")}]:shape())
+        assert.same({2, 0, 4}, x[{{}, L{}}]:shape())
+        -- gradients: a repeated place gets each one
+        local w = ordo.ones(3, 3):requires_grad()
+        w[{L{1, 1, 3}, L{2, 2, 1}}]:sum():backward()
+        assert.same({{0, 2, 0}, {0, 0, 0}, {1, 0, 0}}, w.grad:totable())
+        -- writes: values broadcast to the read's shape, through views to the base
+        local y = ordo.zeros(2, 3, 4)
+        y[{{}, L{1, 3}, L{2, 4}}] = ordo.tensor({{1, 2}, {3, 4}})
+        assert.same({{1, 2}, {3, 4}}, y[{{}, L{1, 3}, L{2, 4}}]:totable())
+        assert.equals(10, y:sum():item())
+        y[{L{1, 2}, {}, L{1, 4}}] = ordo.tensor({{1, 2, 3}, {4, 5, 6}})
+        assert.same({{1, 2, 3}, {4, 5, 6}}, y[{L{1, 2}, {}, L{1, 4}}]:totable())
+        local z = ordo.zeros(2, 3)
+        z[{{2}, L{1, 3}}] = 9
+        z[{{}, L{2}}] = ordo.tensor({{7}, {8}})
+        assert.same({{0, 7, 0}, {9, 8, 9}}, z:totable())
+        local b = ordo.zeros(3, 3)
+        b:t()[{L{1, 2}, L{3, 3}}] = 1
+        assert.same({{0, 0, 0}, {0, 0, 0}, {1, 1, 0}}, b:totable())
+        -- bad indices raise naming the entry; the data stays as it was
+        H.raises(function() return x[{L{1, 2}, L{1, 4}}]:totable() end, "t[{...}] (entry 2)", "value 4",
+                 "outside [1, 3]")
+        pcall(ordo.engine.wait_for_all)
+        -- (alone, it said index_select's "dim 1 of size 3", not the user's dim 2)
+        H.raises(function() return x[{{}, L{4}}]:totable() end, "t[{...}] (entry 2)", "value 4", "outside [1, 3]")
+        pcall(ordo.engine.wait_for_all)
+        H.raises(function() z[{L{1}, L{4}}] = 5; return z:totable() end, "t[{...}] = x (entry 2)",
+                 "value 4", "outside [1, 3]")
+        pcall(ordo.engine.wait_for_all)
+        H.raises(function() y[{{}, L{1}, L{5}}] = 5; return y:totable() end, "t[{...}] = x (entry 3)", "value 5",
+                 "outside [1, 4]")
+        pcall(ordo.engine.wait_for_all)
+        assert.same({{0, 7, 0}, {9, 8, 9}}, z:totable())
+        H.raises(function() y[{{}, L{1, 3}, L{2, 4}}] = ordo.tensor({1, 2, 3}) end, "t[{...}] = x", "expand")
+        H.raises(function() y[{{}, L{1}}] = {1, 2} end, "t[{...}] = x", "number or a tensor", "table")
+        -- a uint8 mask entry indexes the dims of its shape (its nonzero positions), as Torch's x[m, 1:3]
+        local m2 = ordo.tensor({{1, 0, 1}, {0, 1, 0}}, "uint8")
+        assert.same({{1, 2}, {9, 10}, {17, 18}}, x[{m2, {2, 3}}]:totable())
+        assert.same({{0, 8}, {12, 20}}, x[{{}, ordo.tensor({1, 0, 1}, "uint8"), 1}]:totable())
+        local y2 = x:clone()
+        y2[{m2, {2, 3}}] = 0
+        assert.same({{0, 0, 0, 3}, {4, 5, 6, 7}, {8, 0, 0, 11}}, y2:totable()[1])
+        assert.same({{12, 13, 14, 15}, {16, 0, 0, 19}, {20, 21, 22, 23}}, y2:totable()[2])
+        assert.same({1, 3, 4}, x[{ordo.tensor({0, 1}, "uint8")}]:shape())
+        H.raises(function() return x[{ordo.tensor({1, 0, 1}, "uint8")}] end, "t[{...}]", "mask at entry 1", "shape 3",
+                 "2x3x4")
+        H.raises(function() return x[{{}, ordo.ones({3, 5}, "uint8")}] end, "t[{...}]", "mask at entry 2", "3x5")
+        H.raises(function() return x[{ordo.tensor(1, "uint8")}] end, "t[{...}]", "entry 1", "0-dim mask")
+        H.raises(function() return x[{ordo.tensor({1.5})}] end, "t[{...}]", "entry 1", "float32")
+        local v = ordo.zeros(3, 3):requires_grad()
+        H.raises(function() v[{L{1}, L{1}}] = 1 end, "t[{...}] = x", "requires a gradient", "index_put")
     end)
 
     it("the base stays alive while a view does", function()

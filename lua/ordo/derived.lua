@@ -3026,6 +3026,7 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     end
     util.check_list(fname, "the indices", indices, true)
     local k = #indices
+    if self:dim() == 0 then fail(fmt("%s: a 0-dim tensor has no dim to index", fname)) end
     if k == 0 or k > self:dim() then
         fail(fmt("%s: expected 1 to %d index tensors (one per leading dim), got %d", fname, self:dim(), k))
     end
@@ -3073,6 +3074,14 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     end
     local v = is_tensor(values) and values or as_op(fname, "full", tensor.full, {}, values, tensor.like(self))
     check_devices(fname, self, v)
+    -- a float tensor into an integer one is refused, as scatter's (which
+    -- writes it) and Torch's, and by t[mask] = x, as masked_fill_ refuses a
+    -- fraction; t[index] = x and t[{...}] = x cast, as copy_ and Torch's setitem
+    if is_tensor(values) and is_float(values) and not is_float(self) and
+       (fname == "index_put_" or fname == "index_put" or fname == "t[mask] = x") then
+        fail(fmt("%s: values are %s but the tensor is %s (their fractions would be dropped; convert one of " ..
+                 "them with :to() first)", fname, values:dtype(), self:dtype()))
+    end
     v = as_op(fname, "expand", Tensor.expand, v:to(self:dtype()), slice_shape):reshape(vshape)
     local flat_shape = {stride}
     for _, r in ipairs(rest) do flat_shape[#flat_shape + 1] = r end
@@ -3088,15 +3097,55 @@ local function index_put(fname, self, indices, values, accumulate, inplace)
     local base = self:contiguous() -- (self when it is: written in place)
     local flat = base:view(flat_shape)
     local name = accumulate and "scatter_add_" or "scatter_"
-    as_op(fname, name, Tensor[name], flat, 1, full, v, fname)
-    if not rawequal(base, self) then self:copy_(base) end
+    local ok, err = pcall(Tensor[name], flat, 1, full, v, fname)
+    if not ok then -- (the out-of-place op to use instead is index_put, not the scatter inside)
+        err = tostring(err):gsub(name .. ": ", fname .. ": ", 1)
+        error((err:gsub("the out%-of%-place scatter[_%a]*", "the out-of-place index_put", 1)), 0)
+    end
+    if not rawequal(base, self) then as_op(fname, "copy_", Tensor.copy_, self, base) end
     return self
 end
 -- who (internal): the name errors take (t[index] = x's)
 function Tensor:index_put_(indices, values, accumulate, who)
+    tensor.check_who("index_put_", who)
     return index_put(who or "index_put_", self, indices, values, accumulate, true)
 end
 function Tensor:index_put(indices, values, accumulate) return index_put("index_put", self, indices, values, accumulate, false) end
+
+-- masked_scatter(mask, source) / masked_scatter_: Torch's: the places where
+-- mask (uint8, broadcast to t's shape) is set take source's elements in
+-- row-major order (source has at least as many; cast to t's dtype, a float
+-- one for an integer t refused); waits for the count.
+local function masked_scatter(fname, self, mask, source, inplace)
+    check_self(fname, self)
+    if not is_tensor(mask) or mask:dtype() ~= "uint8" then
+        fail(fmt("%s: mask must be a uint8 tensor (as comparisons return), got %s", fname,
+                 is_tensor(mask) and mask:dtype() or typename(mask)))
+    end
+    if not is_tensor(source) then fail(fmt("%s: source must be a tensor, got %s", fname, typename(source))) end
+    check_devices(fname, self, mask)
+    check_devices(fname, self, source)
+    if is_float(source) and not is_float(self) then
+        fail(fmt("%s: source is %s but the tensor is %s (its fractions would be dropped; convert one of them " ..
+                 "with :to() first)", fname, source:dtype(), self:dtype()))
+    end
+    local t = self:dim() == 0 and self:view({1}) or self
+    local m = as_op(fname, "expand", Tensor.expand, mask:dim() == 0 and mask:view({1}) or mask, t:shape())
+    local pos = m:nonzero({as_tuple = true})
+    local count = pos[1]:numel()
+    if source:numel() < count then
+        fail(fmt("%s: the mask selects %d elements but source (shape %s) has %d", fname, count,
+                 shape_of_str(source), source:numel()))
+    end
+    local vals = source:reshape(-1):narrow(1, 1, count)
+    if inplace then
+        t:index_put_(pos, vals, nil, fname)
+        return self
+    end
+    return t:index_put(pos, vals):view(self:shape())
+end
+function Tensor:masked_scatter_(mask, source) return masked_scatter("masked_scatter_", self, mask, source, true) end
+function Tensor:masked_scatter(mask, source) return masked_scatter("masked_scatter", self, mask, source, false) end
 
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements
 -- equal to some element of test (NaN to none), as Torch's: one sort of

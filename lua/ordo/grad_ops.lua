@@ -420,6 +420,10 @@ function M.install(ag)
             end, saved_index(index))
         end
         Tensor[name] = function(x, dim, index, src, who)
+            -- index_add's alpha scales src here, so that its gradient has it too
+            if who ~= nil and type(who) ~= "string" and name == "index_add" then
+                src, who = tensor.index_add_alpha(name, src, who), nil
+            end
             local y = raw[name](x, dim, index, src, who)
             if needs(x, src) then rec(x, dim, index, src, y, who) end
             return y
@@ -710,7 +714,8 @@ function M.install(ag)
 
     -- What to use instead of an in-place op: "the out-of-place add" where
     -- that op exists; the ops below have none of that name (t[i] = x and
-    -- t[{...}] = x fill_ or copy_ a view, so their errors name these too).
+    -- t[{...}] = x fill_ or copy_ a view, so their errors, renamed as the
+    -- assignment, suggest these too).
     local INSTEAD = {
         fill_ = "ordo.full_like(t, x) for all of it, t:masked_fill(mask, x) or ordo.where(mask, x, t) for part " ..
             "of it (t[i] = x fills in place)",

@@ -314,7 +314,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
   linalg:  matmul mm bmm mv addmm baddbmm einsum dot outer trace tril triu diag
            ordo.linalg.solve(A, B) inv det slogdet (square float matrices, batches); A:det() A:inverse() A:logdet()
   rearranging: flip roll tile
-  indexing: gather index_select scatter masked_select nonzero unique   nn.functional.one_hot(indices, n)
+  indexing: gather index_select scatter masked_select masked_scatter nonzero unique   nn.functional.one_hot(indices, n)
 Models:    ordo.nn: Linear Conv1d/2d ConvTranspose1d/2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvg/MaxPool1d/2d Upsample
            BatchNorm1d/2d InstanceNorm1d/2d LayerNorm RMSNorm GroupNorm Embedding Dropout ReLU ...
            Sequential ModuleList ModuleDict,

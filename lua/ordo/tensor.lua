@@ -2091,18 +2091,44 @@ local function index_dims(t, key, op)
     if n > nd then
         fail(fmt("%s: %d indices for a tensor of %d dims (shape %s)", op, n, nd, shape_str(t)))
     end
-    local v, d, all_ints = t, 1, n == nd
+    local v, d, all_ints, adv = t, 1, n == nd, nil
     for i = 1, n do
         local k = key[i]
         local size = tonumber(v._c.shape[d - 1])
-        if type(k) == "number" then
+        if is_tensor(k) and (k._c.dtype == I64 or k._c.dtype == I32) then
+            -- Torch's advanced indexing: the dim stays here, indexed after the basic entries
+            device_mix(op, t, k)
+            all_ints = false
+            adv = adv or {}
+            adv[#adv + 1] = {dim = d, idx = k, entry = i}
+            d = d + 1
+        elseif is_tensor(k) and k._c.dtype == U8 then
+            if k._c.ndim == 0 then fail(fmt("%s: entry %d is a 0-dim mask, which indexes no dim", op, i)) end
+            -- a mask of the next dims (their shape): its nonzero positions, one index tensor per dim (waits)
+            device_mix(op, t, k)
+            local kn = k._c.ndim
+            local ok = d - 1 + kn <= v._c.ndim
+            for j = 0, kn - 1 do
+                if ok and tonumber(k._c.shape[j]) ~= tonumber(v._c.shape[d - 1 + j]) then ok = false end
+            end
+            if not ok then
+                fail(fmt("%s: the mask at entry %d, of shape %s, does not match the dims it indexes (from dim %d " ..
+                         "of the shape %s)", op, i, shape_str(k), d, shape_str(v)))
+            end
+            all_ints = false
+            adv = adv or {}
+            for _, ix in ipairs(k:nonzero({as_tuple = true})) do
+                adv[#adv + 1] = {dim = d, idx = ix, entry = i}
+                d = d + 1
+            end
+        elseif type(k) == "number" then
             v = Tensor.select(v, d, dim_index(op, t, i, size, k, "the index"))
         elseif type(k) == "table" and getmetatable(k) == nil then
             all_ints = false
             if k[1] ~= nil or next(k) ~= nil then
-                if #k > 2 or k[1] == nil then
-                    fail(fmt("%s: a range for dim %d is {} or {first} or {first, last}, got a table of %d entries",
-                             op, i, #k))
+                if #k > 3 or k[1] == nil or (k[3] ~= nil and k[2] == nil) then
+                    fail(fmt("%s: a range for dim %d is {} or {first} or {first, last} or {first, last, step}, " ..
+                             "got a table of %d entries", op, i, #k))
                 end
                 local a = dim_index(op, t, i, size, k[1], "the first index")
                 local b = k[2] == nil and a or dim_index(op, t, i, size, k[2], "the last index")
@@ -2110,15 +2136,122 @@ local function index_dims(t, key, op)
                     fail(fmt("%s: range {%d, %d} for dim %d of size %d ends before it starts", op, k[1], k[2], i,
                              size))
                 end
+                local step = k[3]
+                if step ~= nil and not (is_int(step) and step >= 1) then
+                    fail(fmt("%s: the step of the range for dim %d must be an integer >= 1, got %s", op, i,
+                             type(step) == "number" and show(step) or typename(step)))
+                end
                 v = Tensor.narrow(v, d, a, b - a + 1)
+                -- every step-th of them (Torch's a:b:step), a view: windows of one element, step apart
+                if step and step > 1 and b > a then v = Tensor.select(Tensor.unfold(v, d, 1, step), v._c.ndim + 1, 1) end
             end
             d = d + 1
         else
-            fail(fmt("%s: entry %d must be an integer or a range table ({}, {a}, {a, b}), got %s", op, i,
-                     typename(k)))
+            fail(fmt("%s: entry %d must be an integer, a range table ({}, {a}, {a, b}), an int64 or int32 " ..
+                     "tensor of indices or a uint8 mask, got %s", op, i,
+                     is_tensor(k) and DT_NAME[k._c.dtype] .. " tensor" or typename(k)))
         end
     end
-    return v, all_ints
+    return v, all_ints, adv
+end
+
+-- Torch's advanced indexing of the view v (the basic entries applied) by
+-- the index tensors in adv (each {dim, idx, entry}), broadcast together
+-- to B: the layout of the result, as Torch's: B first, then v's other
+-- dims, unless the indexed dims are adjacent, when B takes their place.
+-- Returns the permutation of v putting the indexed dims first, B, the
+-- other dims' sizes, the linear index (from 1) into those dims flattened,
+-- and the permutation from (B, rest) to Torch's layout (nil: none).
+local function adv_layout(v, adv, op, want_lin)
+    local s, k = shape_of(v), #adv
+    local shapes, isadv, perm, rest = {}, {}, {}, {}
+    for i, a in ipairs(adv) do
+        shapes[i] = shape_of(a.idx)
+        isadv[a.dim] = true
+        perm[i] = a.dim
+    end
+    for d = 1, #s do
+        if not isadv[d] then perm[#perm + 1] = d; rest[#rest + 1] = s[d] end
+    end
+    local B = M.broadcast_shape(op, shapes)
+    -- each index checked against its own dim, named by its entry (when it
+    -- runs, no wait; the index_select's dim 1 was not the user's), as int64
+    local lin, stride, checked = nil, 1, {}
+    for i = k, 1, -1 do
+        local a = adv[i]
+        local size = s[a.dim]
+        local ix = M.checked_in_range(fmt("%s (entry %d)", op, a.entry), -- (a name of 31 bytes at most)
+                                      a.idx:to("float64"), 1, size):to("int64")
+        checked[i] = ix
+        if want_lin then
+            local term = (ix - 1):mul_(stride):expand(B)
+            lin = lin and lin + term or term
+        end
+        stride = stride * size
+    end
+    if lin then lin = lin:reshape(-1) + 1 end
+    local order = nil
+    local adjacent = true
+    for i = 2, k do if adv[i].dim ~= adv[i - 1].dim + 1 then adjacent = false end end
+    local before = adv[1].dim - 1 -- the other dims ahead of the indexed ones
+    if adjacent and before > 0 then
+        local nb = #B
+        order = {}
+        for i = 1, before do order[#order + 1] = nb + i end
+        for i = 1, nb do order[#order + 1] = i end
+        for i = before + 1, #rest do order[#order + 1] = nb + i end
+    end
+    return perm, B, rest, lin, stride, order, checked
+end
+
+local function index_adv(v, adv, op)
+    local perm, B, rest, lin, count, order = adv_layout(v, adv, op, true)
+    local flat = v:permute(perm):reshape({count, unpack(rest)})
+    local ok, r = pcall(flat.index_select, flat, 1, lin, op)
+    if not ok then error((tostring(r):gsub("index_select: ", op .. ": ", 1)), 0) end
+    local rshape = {unpack(B)}
+    for _, x in ipairs(rest) do rshape[#rshape + 1] = x end
+    r = r:view(rshape)
+    if order then r = r:permute(order) end
+    return r
+end
+
+local function index_adv_put(v, adv, x, op)
+    if type(x) == "boolean" then x = x and 1 or 0 end
+    if type(x) ~= "number" and not is_tensor(x) then
+        fail(fmt("%s: with index tensors x must be a number or a tensor, got %s", op, typename(x)))
+    end
+    local perm, B, rest, _, _, order, checked = adv_layout(v, adv, op)
+    if is_tensor(x) and order then
+        -- x broadcasts to the read's (Torch's) layout; index_put_ takes it as (B, rest)
+        local rshape = {unpack(B)}
+        for _, r in ipairs(rest) do rshape[#rshape + 1] = r end
+        local tshape, inv = {}, {}
+        for i, o in ipairs(order) do tshape[i] = rshape[o]; inv[o] = i end
+        local ok, e = pcall(x.expand, x, tshape)
+        if not ok then error((tostring(e):gsub("expand: ", op .. ": ", 1)), 0) end
+        x = e:permute(inv)
+    end
+    v:permute(perm):index_put_(checked, x, nil, op)
+end
+
+-- t[mask]'s mask, as Torch's: of t's shape (the elements) or of the shape
+-- of t's leading dims (the slices along them); any other shape is refused,
+-- not broadcast (a mask of a square matrix's 3 rows picked its columns).
+-- Returns the number of leading dims the mask covers.
+local function mask_dims(t, k, op)
+    device_mix(op, t, k)
+    local kn, tn = k._c.ndim, t._c.ndim
+    local ok = kn <= tn and (kn >= 1 or tn == 0)
+    for i = 0, kn - 1 do
+        if ok and tonumber(k._c.shape[i]) ~= tonumber(t._c.shape[i]) then ok = false end
+    end
+    if not ok then
+        fail(fmt("%s: a mask of shape %s does not match the tensor's shape %s (it must be that shape or the " ..
+                 "shape of its leading dims; t:masked_select(mask) and t:masked_fill_(mask, v) broadcast it)",
+                 op, shape_str(k), shape_str(t)))
+    end
+    return kn
 end
 
 Tensor.__methods = Tensor
@@ -2132,23 +2265,40 @@ Tensor.__index = function(t, k)
         return row
     end
     if tk == "table" and getmetatable(k) == nil then
-        local v, element = index_dims(t, k, "t[{...}]")
+        local v, element, adv = index_dims(t, k, "t[{...}]")
+        if adv then return index_adv(v, adv, "t[{...}]") end
         if element then return v:item() end
         return v
     end
     if tk == "string" then return nil end -- a field not set (t.grad before a backward)
     if is_tensor(k) then
         -- t[mask]: Torch's boolean indexing, the selected elements (a copy)
-        if k._c.dtype == U8 then return t:masked_select(k) end
+        if k._c.dtype == U8 then
+            local kn = mask_dims(t, k, "t[mask]")
+            if kn == t._c.ndim then return t:masked_select(k) end
+            -- a mask of the leading dims: the slices it selects, stacked (count, rest...)
+            local s, lead = shape_of(t), 1
+            for i = 1, kn do lead = lead * s[i] end
+            local pos = M.arange(1, lead + 1, M.like(k, "int64")):masked_select(k:reshape(-1))
+            return t:reshape({lead, unpack(s, kn + 1)}):index_select(1, pos)
+        end
         -- t[index]: Torch's integer-tensor indexing of the first dim (indices from 1)
-        if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
+        if k._c.dtype == I64 or k._c.dtype == I32 then
             if t._c.ndim == 0 then fail("t[index]: a 0-dim tensor has no dim to index") end
             -- (named so, also when a bad index fails the result at the read)
-            local ok, r = pcall(t.index_select, t, 1, k, "t[index]")
+            local ok, r = pcall(t.index_select, t, 1, k._c.ndim > 1 and k:reshape(-1) or k, "t[index]")
             if not ok then error((tostring(r):gsub("index_select: ", "t[index]: ", 1)), 0) end
+            -- a 0-dim index selects one row, the dim gone, as Torch's (an int would: t[2])
+            if k._c.ndim == 0 then return r:select(1, 1) end
+            -- an index of several dims: the rows in its shape, as Torch's (index's shape, then t's other dims)
+            if k._c.ndim > 1 then
+                local s = shape_of(k)
+                for i = 2, t._c.ndim do s[#s + 1] = tonumber(t._c.shape[i - 1]) end
+                return r:view(s)
+            end
             return r
         end
-        fail("t[i]: a tensor index must be a uint8 mask (t[mask], as t:masked_select(mask)) or a 1-dim " ..
+        fail("t[i]: a tensor index must be a uint8 mask (t[mask], as t:masked_select(mask)) or an " ..
              "int64 or int32 tensor of indices, got " .. DT_NAME[k._c.dtype] .. " of shape " .. shape_str(k))
     end
     fail("t[i]: the index must be an integer or a table of indices and ranges, got " .. typename(k))
@@ -2156,11 +2306,11 @@ end
 
 -- Fills (a number) or copies into (a tensor or a table of values) a view.
 local function assign(view, v, op)
-    if type(v) == "number" then
-        check_fits(op, view._c.dtype, v) -- (fill_ would name itself)
-        view:fill_(v)
-    elseif type(v) == "boolean" then
-        view:fill_(v)
+    if type(v) == "number" or type(v) == "boolean" then
+        if type(v) == "number" then check_fits(op, view._c.dtype, v) end -- (fill_ would name itself)
+        -- fill_'s errors (a view of a tensor that requires a gradient) are the assignment's
+        local ok, err = pcall(view.fill_, view, v)
+        if not ok then error((tostring(err):gsub("fill_: ", op .. ": ", 1)), 0) end
     elseif is_tensor(v) or (type(v) == "table" and getmetatable(v) == nil) then
         if not is_tensor(v) then -- (built as copy_ builds it, so that the rule below holds for tables too)
             local c = view._c
@@ -2183,7 +2333,9 @@ end
 
 Tensor.__newindex = function(t, k, v)
     if type(k) == "table" and getmetatable(k) == nil then
-        return assign((index_dims(t, k, "t[{...}] = x")), v, "t[{...}] = x")
+        local view, _, adv = index_dims(t, k, "t[{...}] = x")
+        if adv then return index_adv_put(view, adv, v, "t[{...}] = x") end
+        return assign(view, v, "t[{...}] = x")
     end
     if type(k) == "string" then
         -- a method's name: Torch's p.requires_grad = false set a field
@@ -2199,25 +2351,37 @@ Tensor.__newindex = function(t, k, v)
     end
     if is_tensor(k) then
         -- t[index] = v: the rows at index (Torch's integer-tensor indexing), v broadcast to them
-        if (k._c.dtype == I64 or k._c.dtype == I32) and k._c.ndim <= 1 then
+        if k._c.dtype == I64 or k._c.dtype == I32 then
             if t._c.ndim == 0 then fail("t[index] = x: a 0-dim tensor has no dim to index") end
             if type(v) == "boolean" then v = v and 1 or 0 end
             if type(v) ~= "number" and not is_tensor(v) then
                 fail("t[index] = x: x must be a number or a tensor, got " .. typename(v))
             end
             -- (named so, also when a bad index fails the write at the next read)
-            t:index_put_({k:reshape(-1)}, v, nil, "t[index] = x")
+            -- (v broadcast to index's shape then t's other dims, as Torch's)
+            t:index_put_({k}, v, nil, "t[index] = x")
             return
         end
         -- t[mask] = v: Torch's boolean index assignment of one value
         if k._c.dtype ~= U8 then
-            fail("t[i] = x: a tensor index must be a uint8 mask (t[mask] = v) or a 1-dim int64 or int32 " ..
+            fail("t[i] = x: a tensor index must be a uint8 mask (t[mask] = v) or an int64 or int32 " ..
                  "tensor of indices, got " .. DT_NAME[k._c.dtype] .. " of shape " .. shape_str(k))
         end
         if type(v) == "boolean" then v = v and 1 or 0 end
-        if type(v) ~= "number" and not (is_tensor(v) and v:numel() == 1) then
-            fail("t[mask] = x: x must be a number or a one-element tensor, got " ..
-                 (is_tensor(v) and "a tensor of shape " .. shape_str(v) or typename(v)))
+        if type(v) ~= "number" and not is_tensor(v) then
+            fail("t[mask] = x: x must be a number or a tensor, got " .. typename(v))
+        end
+        local kn = mask_dims(t, k, "t[mask] = x")
+        if is_tensor(v) and v:numel() ~= 1 and kn > 0 then
+            -- Torch's x[mask] = values: the selected elements (or slices) in
+            -- order, values broadcast to (count, rest...) (waits: the count)
+            t:index_put_(k:nonzero({as_tuple = true}), v, nil, "t[mask] = x")
+            return
+        end
+        if kn < t._c.ndim then -- a mask of the leading dims fills the slices it selects
+            local s = shape_of(k)
+            for i = kn + 1, t._c.ndim do s[i] = 1 end
+            k = k:view(s)
         end
         local ok, err = pcall(t.masked_fill_, t, k, v)
         if not ok then error((tostring(err):gsub("masked_fill_: ", "t[mask] = x: ", 1)), 0) end
@@ -2652,11 +2816,30 @@ local function index_arg(fname, like, index)
     return cast(fname, index, I64)
 end
 
+-- The internal name (who) that gather, index_select, the scatters and
+-- index_put_ take after their own arguments: a user's extra argument there
+-- was taken as one, Torch's scatter_(dim, index, src, "add") silently
+-- ignoring its reduce (the last source won, not the sum), a number or a
+-- table failing inside the FFI.
+local REDUCE = {add = true, multiply = true, sum = true, prod = true, mean = true, amax = true, amin = true}
+local function check_who(fname, who)
+    if who == nil then return end
+    if REDUCE[who] or (type(who) == "table" and getmetatable(who) == nil and who.reduce ~= nil) then
+        fail(fmt("%s: Torch's reduce argument is not supported (%s; for \"add\" use scatter_add)", fname,
+                 type(who) == "string" and fmt("got %q", who) or "got {reduce = ...}"))
+    end
+    if type(who) ~= "string" then
+        fail(fmt("%s: unexpected extra argument %s", fname, type(who) == "table" and typename(who) or show(who)))
+    end
+end
+M.check_who = check_who
+
 -- gather(dim, index): out[i][j] = self[index[i][j]][j] (dim 1), indices from 1.
 -- who (internal): the op a gather serves (cross_entropy), which then names
 -- an index found out of range when the kernel runs.
 function Tensor:gather(dim, index, who)
     check_self("gather", self)
+    check_who("gather", who)
     local d = norm_dim("gather", self, dim)
     if not is_tensor(index) then fail("gather: index must be an int64 or int32 tensor, got " .. typename(index)) end
     if index._c.ndim ~= self._c.ndim then
@@ -2681,6 +2864,7 @@ end
 -- meets.
 function Tensor:index_select(dim, index, who)
     check_self("index_select", self)
+    check_who("index_select", who)
     local d = norm_dim("index_select", self, dim)
     local idx = index_arg("index_select", self, index)
     if idx._c.ndim > 1 then
@@ -2740,11 +2924,13 @@ end
 
 function Tensor:scatter_add_(dim, index, src, who)
     check_self("scatter_add_", self)
+    check_who("scatter_add_", who)
     return scatter_add("scatter_add_", self, dim, index, src, who)
 end
 
 function Tensor:scatter_add(dim, index, src, who)
     check_self("scatter_add", self)
+    check_who("scatter_add", who)
     return scatter_add("scatter_add", self:clone(), dim, index, src, who)
 end
 
@@ -2781,18 +2967,36 @@ end
 
 function Tensor:scatter_(dim, index, src, who)
     check_self("scatter_", self)
+    check_who("scatter_", who)
     return scatter(self, dim, index, src, who)
 end
 
 -- scatter(dim, index, src): a copy of self with scatter_'s writes
 function Tensor:scatter(dim, index, src, who)
     check_self("scatter", self)
+    check_who("scatter", who)
     return scatter(self:clone(), dim, index, src, who)
 end
 
--- index_add_(dim, index, src): self[.., index[j], ..] += src[.., j, ..]
--- (index_select's adjoint), index 1-D from 1.
+-- Torch's alpha of index_add (a number or {alpha = n}, after src): src
+-- scaled by it (src itself for 1). The 4th argument of index_add was taken
+-- as the internal op name, and alpha failed inside the FFI.
+function M.index_add_alpha(fname, src, alpha)
+    if type(alpha) == "table" and getmetatable(alpha) == nil then alpha = alpha.alpha end
+    if type(alpha) ~= "number" then
+        fail(fmt("%s: alpha must be a number (or {alpha = n}), got %s", fname, typename(alpha)))
+    end
+    if not is_tensor(src) or alpha == 1 then return src end
+    if not FLOAT[src._c.dtype] and not is_int(alpha) then
+        fail(fmt("%s: alpha %s for an integer src must be an integer, as Torch's", fname, show(alpha)))
+    end
+    return src * alpha
+end
+
+-- index_add_(dim, index, src [, alpha]): self[.., index[j], ..] += alpha *
+-- src[.., j, ..] (index_select's adjoint), index 1-D from 1.
 local function index_add(fname, self, dim, index, src, who)
+    if who ~= nil and type(who) ~= "string" then src, who = M.index_add_alpha(fname, src, who), nil end
     local d = norm_dim(fname, self, dim)
     if not is_tensor(src) then fail(fname .. ": src must be a tensor, got " .. typename(src)) end
     local idx = index_arg(fname, self, index)
