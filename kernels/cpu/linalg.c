@@ -60,6 +60,20 @@ static int64_t batch_offset(const ordo_view *v, int nb, int64_t b) {
     return off;
 }
 
+/* One elimination step of both LU modes, pivot j in place: the multipliers
+ * into column j below the pivot, the trailing rows of a (n x n) and of b
+ * (k columns) reduced by them; a zero multiplier is skipped (a NaN is not). */
+static void eliminate_below(double *a, double *b, int64_t n, int64_t k, int64_t j) {
+    const double piv = a[j * n + j];
+    for (int64_t i = j + 1; i < n; i++) {
+        const double f = a[i * n + j] / piv;
+        if (f == 0) continue;
+        a[i * n + j] = f;
+        for (int64_t c = j + 1; c < n; c++) a[i * n + c] -= f * a[j * n + c];
+        for (int64_t c = 0; c < k; c++) b[i * k + c] -= f * b[j * k + c];
+    }
+}
+
 /* LU of a (n x n, row-major) with partial pivoting, the same row swaps and
  * eliminations applied to b (n x k, row-major; k may be 0).  Returns the
  * column of the first zero pivot (a singular matrix), else -1; *sign is the
@@ -93,14 +107,7 @@ static int64_t lu(double *a, double *b, int64_t n, int64_t k, int *sign) {
             }
             *sign = -*sign;
         }
-        const double piv = a[j * n + j];
-        for (int64_t i = j + 1; i < n; i++) {
-            const double f = a[i * n + j] / piv;
-            if (f == 0) continue;
-            a[i * n + j] = f;
-            for (int64_t c = j + 1; c < n; c++) a[i * n + c] -= f * a[j * n + c];
-            for (int64_t c = 0; c < k; c++) b[i * k + c] -= f * b[j * k + c];
-        }
+        eliminate_below(a, b, n, k, j);
     }
     return -1;
 }
@@ -141,14 +148,7 @@ static int64_t lu_full(double *a, double *b, double *q, int64_t n, int *sign) {
             q[j] = q[pc], q[pc] = t;
             *sign = -*sign;
         }
-        const double piv = a[j * n + j];
-        for (int64_t i = j + 1; i < n; i++) {
-            const double f = a[i * n + j] / piv;
-            if (f == 0) continue;
-            a[i * n + j] = f;
-            for (int64_t c = j + 1; c < n; c++) a[i * n + c] -= f * a[j * n + c];
-            for (int64_t c = 0; c < n; c++) b[i * n + c] -= f * b[j * n + c];
-        }
+        eliminate_below(a, b, n, n, j);
     }
     return n;
 }

@@ -77,6 +77,25 @@ __device__ __forceinline__ void pivot_max(double *v, int64_t *i, double w, int64
 __device__ __forceinline__ double msub(double x, double f, double y) { return __dsub_rn(x, __dmul_rn(f, y)); }
 __device__ __forceinline__ double madd(double x, double f, double y) { return __dadd_rn(x, __dmul_rn(f, y)); }
 
+/* One elimination step of both LU modes, by the whole block, pivot j in
+ * place: the multipliers into column j below the pivot, then the trailing
+ * rows of a (columns after j, n x n) and of b (k columns), one thread per
+ * element, a zero multiplier skipped as on the CPU. */
+__device__ void eliminate_below(double *a, double *b, int64_t n, int64_t k, int64_t j, int tid, int nt) {
+    const double piv = a[j * n + j];
+    for (int64_t i = j + 1 + tid; i < n; i += nt) a[i * n + j] /= piv;
+    __syncthreads();
+    const int64_t w = n - j - 1 + k, rows = n - j - 1;
+    for (int64_t t = tid; t < rows * w; t += nt) {
+        const int64_t i = j + 1 + t / w, c = t % w;
+        const double f = a[i * n + j];
+        if (f == 0) continue;
+        if (c < n - j - 1) a[i * n + j + 1 + c] = msub(a[i * n + j + 1 + c], f, a[j * n + j + 1 + c]);
+        else b[i * k + (c - (n - j - 1))] = msub(b[i * k + (c - (n - j - 1))], f, b[j * k + (c - (n - j - 1))]);
+    }
+    __syncthreads();
+}
+
 /* scratch: per block, n*n doubles for A, then n*k for B */
 template <typename T>
 __global__ void lu_kernel(cu_view A, cu_view B, cu_view O0, cu_view O1, lu_geom g, double *scratch,
@@ -142,21 +161,7 @@ __global__ void lu_kernel(cu_view A, cu_view B, cu_view O0, cu_view O1, lu_geom 
                 }
             }
             __syncthreads();
-            /* the multipliers, in column j below the pivot */
-            const double piv = a[j * n + j];
-            for (int64_t i = j + 1 + tid; i < n; i += nt) a[i * n + j] /= piv;
-            __syncthreads();
-            /* the trailing rows of A (columns after j) and of B: one
-             * thread per element, a zero multiplier skipped as on the CPU */
-            const int64_t w = n - j - 1 + k, rows = n - j - 1;
-            for (int64_t t = tid; t < rows * w; t += nt) {
-                const int64_t i = j + 1 + t / w, c = t % w;
-                const double f = a[i * n + j];
-                if (f == 0) continue;
-                if (c < n - j - 1) a[i * n + j + 1 + c] = msub(a[i * n + j + 1 + c], f, a[j * n + j + 1 + c]);
-                else b[i * k + (c - (n - j - 1))] = msub(b[i * k + (c - (n - j - 1))], f, b[j * k + (c - (n - j - 1))]);
-            }
-            __syncthreads();
+            eliminate_below(a, b, n, k, j, tid, nt);
         }
         if (g.mode == 2) {
             if (tid == 0) {
@@ -308,20 +313,7 @@ __global__ void cofactor_kernel(cu_view A, cu_view C, lu_geom g, double *scratch
                     a[i * n + j] = a[i * n + pq], a[i * n + pq] = t;
                 }
             __syncthreads();
-            const double piv = a[j * n + j];
-            for (int64_t i = j + 1 + tid; i < n; i += nt) a[i * n + j] /= piv;
-            __syncthreads();
-            /* the trailing rows of A (columns after j) and of b, a zero
-             * multiplier skipped as on the CPU */
-            const int64_t w = n - j - 1 + n, rows = n - j - 1;
-            for (int64_t t = tid; t < rows * w; t += nt) {
-                const int64_t i = j + 1 + t / w, c = t % w;
-                const double f = a[i * n + j];
-                if (f == 0) continue;
-                if (c < n - j - 1) a[i * n + j + 1 + c] = msub(a[i * n + j + 1 + c], f, a[j * n + j + 1 + c]);
-                else b[i * n + (c - (n - j - 1))] = msub(b[i * n + (c - (n - j - 1))], f, b[j * n + (c - (n - j - 1))]);
-            }
-            __syncthreads();
+            eliminate_below(a, b, n, n, j, tid, nt);
         }
         const int64_t r = rank;
         if (r == n) {
