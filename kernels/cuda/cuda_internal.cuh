@@ -68,6 +68,14 @@ static inline int cu_scratch_alloc(const ordo_run_ctx *rc, void **p, size_t byte
     return 0;
 }
 
+/* Gives scratch from cu_scratch_alloc back (stream-ordered).  A failure is
+ * cleared from the thread: left there, it would fail the worker's next op,
+ * another op's (a broken context is sticky and still reported by that
+ * op's own calls). */
+static inline void cu_scratch_free(const ordo_run_ctx *rc, void *p) {
+    if (p && cudaFreeAsync(p, cu_stream(rc)) != cudaSuccess) cudaGetLastError();
+}
+
 /* ---- views on the device -------------------------------------------------- */
 
 /* An ordo_view passed to a kernel by value (a few hundred bytes of kernel

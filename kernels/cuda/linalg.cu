@@ -411,7 +411,7 @@ int cofactor_launch(const ordo_run_ctx *rc, const ordo_kernel_args *args, const 
     else
         cofactor_kernel<float><<<(unsigned)blocks, LU_THREADS, 0, st>>>(a, c, g, (double *)mem);
     const int r = cu_check_launch(rc, p->name);
-    cudaFreeAsync(mem, st);
+    cu_scratch_free(rc, mem);
     return r;
 }
 
@@ -446,7 +446,7 @@ int k_linalg_lu(const ordo_run_ctx *rc, const ordo_kernel_args *args) {
         lu_kernel<float><<<(unsigned)blocks, LU_THREADS, 0, st>>>(a, b, o0, o1, g, scratch, first_singular);
     if (slot) lu_report_kernel<<<1, 1, 0, st>>>(first_singular, p.n, p.batch, cu_error_kernel_id(p.name), slot);
     r = cu_check_launch(rc, p.name);
-    cudaFreeAsync(mem, st);
+    cu_scratch_free(rc, mem);
     return r;
 }
 

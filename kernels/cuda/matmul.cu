@@ -176,7 +176,7 @@ struct scratch {
         return p[n++] = q;
     }
     ~scratch() {
-        for (int i = 0; i < n; i++) cudaFreeAsync(p[i], st);
+        for (int i = 0; i < n; i++) cu_scratch_free(rc, p[i]);
     }
 };
 

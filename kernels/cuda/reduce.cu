@@ -298,11 +298,10 @@ int launch(const ordo_run_ctx *rc, const char *name, const void *xp, void *yp, r
     } else {
         red_cols<T, OP><<<grid, CU_THREADS, 0, st>>>(x, y, g, part);
     }
-    if (part) {
-        red_final<T, OP><<<cu_blocks(g.nout), CU_THREADS, 0, st>>>(y, g, part, nsplit);
-        cudaFreeAsync(part, st);
-    }
-    return cu_check_launch(rc, name);
+    if (part) red_final<T, OP><<<cu_blocks(g.nout), CU_THREADS, 0, st>>>(y, g, part, nsplit);
+    const int r = cu_check_launch(rc, name);
+    cu_scratch_free(rc, part);
+    return r;
 }
 
 template <typename T>
