@@ -1017,6 +1017,20 @@ describe("data.loader", function()
         for _ in loader:iter() do error("no batch expected") end
     end)
 
+    it("refuses arguments past the options and a third tensor instead of dropping or misnaming them", function()
+        local x, y = ordo.zeros(4), ordo.zeros(4)
+        -- a second options table was dropped: the loader was not shuffled
+        assert.matches("DataLoader: expected at most 3 arguments %(x, y, opts%), got table after the options",
+                       err_of(data.loader, x, y, {batch_size = 2}, {shuffle = true}))
+        -- was "the targets must be a tensor, got a Lua list"
+        assert.matches("DataLoader: got an options table second and table third",
+                       err_of(data.loader, x, {batch_size = 2}, {shuffle = true}))
+        -- was "expected an options table, got ordo.Tensor"
+        assert.matches("DataLoader: takes at most two tensors, x and y, then the options; got a third tensor",
+                       err_of(data.loader, x, y, y))
+        assert.are.equal(2, #data.loader(x, y, {batch_size = 2}, nil)) -- a trailing nil is no argument
+    end)
+
     it("ordo.data.DataLoader(x, y, opts) is the same as data.loader", function()
         local loader = data.DataLoader(ordo.arange(1, 6), ordo.arange(1, 6), {batch_size = 2})
         assert.are.equal(3, loader:num_batches())

@@ -973,9 +973,28 @@ end
 --                    copies to a GPU run asynchronously (needs a CUDA device)
 -- The loader: loader:iter() (one epoch), loader:num_batches() or #loader,
 -- loader.n, loader.batch_size, loader.epoch (epochs started).
-function M.loader(x, y, opts)
+function M.loader(x, y, opts, ...)
     local fname = "DataLoader"
     if not is_tensor(x) then fail(fmt("%s: expected a tensor of examples first, got %s", fname, typename(x))) end
+    if is_tensor(y) and is_tensor(opts) then
+        -- (was "expected an options table, got ordo.Tensor")
+        fail(fmt("%s: takes at most two tensors, x and y, then the options; got a third tensor", fname))
+    end
+    -- (an argument past the options was dropped: a second options table,
+    -- {shuffle = true}, left the loader unshuffled without a word)
+    for i = 1, select("#", ...) do
+        local extra = select(i, ...)
+        if extra ~= nil then
+            fail(fmt("%s: expected at most 3 arguments (x, y, opts), got %s after the options (one options " ..
+                     "table holds them all)", fname, typename(extra)))
+        end
+    end
+    if y ~= nil and not is_tensor(y) and type(y) == "table" and getmetatable(y) == nil and y[1] == nil and
+        opts ~= nil then
+        -- loader(x, opts, more): was "the targets must be a tensor, got a Lua list"
+        fail(fmt("%s: got an options table second and %s third (data.loader(x, opts) or " ..
+                 "data.loader(x, y, opts): one options table, last)", fname, typename(opts)))
+    end
     if y ~= nil and not is_tensor(y) then
         if opts == nil and type(y) == "table" and getmetatable(y) == nil and y[1] == nil then
             y, opts = nil, y -- loader(x, opts)
