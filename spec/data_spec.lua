@@ -1031,6 +1031,23 @@ describe("data.loader", function()
         assert.are.equal(2, #data.loader(x, y, {batch_size = 2}, nil)) -- a trailing nil is no argument
     end)
 
+    it("batches tensors on an engine of their own, shuffled or not", function()
+        -- the order was made on the default engine: index_select raised
+        -- "the tensors belong to different engines" at the first batch
+        local eng = ordo.engine.new{kind = "naive"}
+        local x = ordo.arange(1, 6, {engine = eng})
+        local y = ordo.arange(1, 6, {engine = eng}):long()
+        for _, shuffle in ipairs({false, true}) do
+            local xs, ys, sizes = epoch(data.loader(x, y, {batch_size = 2, shuffle = shuffle}))
+            assert.are.same({2, 2, 1}, sizes)
+            assert.are.same(xs, ys)
+            assert.is_true(is_permutation(xs, 5))
+        end
+        assert.matches("DataLoader: x and y belong to different engines",
+                       err_of(data.loader, x, ordo.arange(1, 6)))
+        eng:close()
+    end)
+
     it("ordo.data.DataLoader(x, y, opts) is the same as data.loader", function()
         local loader = data.DataLoader(ordo.arange(1, 6), ordo.arange(1, 6), {batch_size = 2})
         assert.are.equal(3, loader:num_batches())

@@ -848,7 +848,11 @@ local F64P = ffi.typeof("double *")
 -- it depends only on ordo.manual_seed and the order of random calls).
 local function epoch_order(st)
     local n = st.n
-    local perm = tensor.empty({n}, {dtype = "int64"})
+    -- on cpu(0) of the data's engine (the default one's was refused by
+    -- index_select: "the tensors belong to different engines")
+    local where = tensor.like(st.tensors[1], "int64")
+    where.device = util.cpu(0)
+    local perm = tensor.empty({n}, where)
     if n == 0 then return perm end
     local keys
     if st.shuffle then keys = tensor.rand({n}, {dtype = "float64"}):wait() end
@@ -1014,6 +1018,9 @@ function M.loader(x, y, opts, ...)
             fail(fmt("%s: x has %d examples (shape %s) but y has %d (shape %s): the first dims must match", fname, n,
                      tensor.shape_str(x:shape()), y:size(1), tensor.shape_str(y:shape())))
         end
+    end
+    if y and x._c.storage.engine ~= y._c.storage.engine then
+        fail(fname .. ": x and y belong to different engines (make them on one, {engine = e})")
     end
     local bs = opts.batch_size == nil and 1 or opts.batch_size
     if not is_posint(bs) then fail(fname .. ": batch_size must be a positive integer, got " .. shown(bs)) end
