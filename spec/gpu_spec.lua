@@ -1566,6 +1566,33 @@ describe("gpu tensors: autograd, nn and optimisers", function()
             check(gb[i][2], cb[i][2], "y batch " .. i)
         end
     end)
+
+    it("a DataLoader over gpu tensors of an engine of their own gives the same batches", function()
+        need_gpu()
+        -- its order was made on the default engine: "the tensors belong to different engines"
+        local eng = ordo.engine.new{}
+        local x = ordo.arange(30, {dtype = "float32"}):view(10, 3)
+        local y = ordo.arange(10, {dtype = "int64"})
+        local xd = ordo.arange(30, {dtype = "float32", engine = eng, device = ordo.gpu(0)}):view(10, 3)
+        local yd = ordo.arange(10, {dtype = "int64", engine = eng, device = ordo.gpu(0)})
+        for _, shuffle in ipairs({false, true}) do
+            ordo.manual_seed(8)
+            local cb = {}
+            for _, xb, yb in ordo.data.loader(x, y, {batch_size = 4, shuffle = shuffle}):iter() do
+                cb[#cb + 1] = {xb, yb}
+            end
+            ordo.manual_seed(8)
+            local n = 0
+            for i, xb, yb in ordo.data.loader(xd, yd, {batch_size = 4, shuffle = shuffle}):iter() do
+                n = i
+                assert.equals(ordo.gpu(0), xb:device())
+                check(xb, cb[i][1], "x batch " .. i)
+                check(yb, cb[i][2], "y batch " .. i)
+            end
+            assert.equals(#cb, n)
+        end
+        eng:close()
+    end)
 end)
 
 -- ---------------------------------------------------------------- asynchrony
