@@ -752,6 +752,10 @@ describe("data.fashion_mnist", function()
                        err_of(data.fashion_mnist, {limit_train = 1.5}))
         assert.matches("fashion_mnist: dir must be a directory path", err_of(data.fashion_mnist, {dir = 3}))
         assert.matches("fashion_mnist: unknown device tpu", err_of(data.fashion_mnist, {device = "tpu"}))
+        -- any value was taken as true: normalize = 0 normalized, flatten = "false" flattened
+        assert.matches("fashion_mnist: normalize must be true or false, got 0", err_of(data.fashion_mnist, {normalize = 0}))
+        assert.matches('fashion_mnist: flatten must be true or false, got the string "false"',
+                       err_of(data.fashion_mnist, {flatten = "false"}), 1, true)
     end)
 
     it("has the ten class names, in label order", function()

@@ -817,6 +817,12 @@ function M.fashion_mnist(opts)
             fail(fmt("fashion_mnist: %s must be an integer >= 0, got %s", k, shown(opts[k])))
         end
     end
+    for _, k in ipairs({"flatten", "normalize"}) do
+        -- (any value counted as true: normalize = 0, flatten = "false" went through)
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("fashion_mnist: %s must be true or false, got %s", k, shown(opts[k])))
+        end
+    end
     if opts.device ~= nil and not util.parse_device("fashion_mnist", opts.device) then
         fail("fashion_mnist: unknown device " .. tostring(opts.device) ..
              " (expected ordo.cpu(n), ordo.gpu(n) or \"gpu:0\")")
