@@ -2908,6 +2908,24 @@ describe("optim", function()
         H.raises(function() S.StepLR(opt, {step_size = 0}) end, "StepLR", "step_size", "integer >= 1")
         H.raises(function() S.StepLR(opt, {step_size = 1, gama = 2}) end, "StepLR", "unknown option 'gama'")
         H.raises(function() S.MultiStepLR(opt, {milestones = {3, 2}}) end, "MultiStepLR", "milestone 2")
+        -- a milestone listed twice cuts twice (Torch's Counter: gamma^2 there)
+        close(run(function(o) return S.MultiStepLR(o, {milestones = {1, 3, 3}, gamma = 0.5}) end, 4),
+              {0.1, 0.05, 0.05, 0.0125, 0.0125}, 1e-15)
+        -- milestones (and SequentialLR's lists) must be lists: keys ipairs never sees were dropped unseen
+        H.raises(function() S.MultiStepLR(opt, {milestones = {a = 3}}) end, "MultiStepLR", "milestones", "list")
+        H.raises(function() S.MultiStepLR(opt, {milestones = {2, nil, 5}}) end, "MultiStepLR", "milestones", "list")
+        do
+            local w = S.LinearLR(opt, {total_iters = 2})
+            local d = S.ExponentialLR(opt, {gamma = 0.5})
+            H.raises(function() S.SequentialLR(opt, {schedulers = {w, d}, milestones = {2, x = 4}}) end,
+                     "SequentialLR", "milestones", "list")
+            H.raises(function() S.SequentialLR(opt, {schedulers = {w, d, [4] = w}, milestones = {2}}) end,
+                     "SequentialLR", "schedulers", "list")
+            opt.lr = 0.1
+        end
+        -- patience and cooldown may be 0: a negative one is refused saying so
+        H.raises(function() S.ReduceLROnPlateau(opt, {patience = -1}) end, "patience", "integer >= 0")
+        H.raises(function() S.ReduceLROnPlateau(opt, {cooldown = 1.5}) end, "cooldown", "integer >= 0")
         H.raises(function() S.CosineAnnealingLR({}, {T_max = 3}) end, "CosineAnnealingLR", "optimiser")
         H.raises(function() S.ExponentialLR(opt, {gamma = "x"}) end, "ExponentialLR", "gamma", "string")
         local bad = S.LambdaLR(opt, {lr_lambda = function(e) return e == 0 and 1 or "x" end})

@@ -119,6 +119,20 @@ local function positive_int(fname, k, v)
     if v < 1 or not is_int(v) then fail(fmt("%s: %s must be an integer >= 1, got %s", fname, k, tostring(v))) end
 end
 
+-- a list option (milestones, schedulers): keys 1..n only, so that none is
+-- skipped unseen by ipairs (a hole, a named key)
+local function check_list(fname, k, t)
+    local n = 0
+    for _ in pairs(t) do n = n + 1 end
+    if n ~= #t or (n > 0 and t[n] == nil) then
+        fail(fmt("%s: %s must be a list (keys 1..n, no holes), got a table with %d keys and length %d", fname, k, n,
+                 #t))
+    end
+    for i = 1, n do
+        if t[i] == nil then fail(fmt("%s: %s must be a list (keys 1..n, no holes)", fname, k)) end
+    end
+end
+
 local function non_negative(fname, k, v)
     if not (v >= 0) then fail(fmt("%s: %s must be >= 0, got %s", fname, k, tostring(v))) end
 end
@@ -132,12 +146,15 @@ end)
 function StepLR:lr_at(e) return self.base_lr * self.gamma ^ floor(e / self.step_size) end
 
 -- MultiStepLR(opt, {milestones = {...}, gamma = 0.1}): base times gamma
--- for each milestone (an increasing list of epochs) reached.
+-- for each milestone (a non-decreasing list of epochs) reached; one listed
+-- k times cuts by gamma^k there (Torch's Counter).
 local MultiStepLR = class("MultiStepLR", {milestones = "table", gamma = "number"}, {"milestones"}, function(s, o)
-    local prev = 0
+    check_list("MultiStepLR", "milestones", o.milestones)
+    local prev = 1
     for i, m in ipairs(o.milestones) do
-        if type(m) ~= "number" or m <= prev or not is_int(m) then
-            fail(fmt("MultiStepLR: milestone %d must be an integer above the one before it, got %s", i, tostring(m)))
+        if type(m) ~= "number" or m < prev or not is_int(m) then
+            fail(fmt("MultiStepLR: milestone %d must be an integer >= 1, not below the one before it, got %s", i,
+                     tostring(m)))
         end
         prev = m
     end
@@ -279,6 +296,8 @@ local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "
     function(s, o)
         local f = "SequentialLR"
         local list, ms = o.schedulers, o.milestones
+        check_list(f, "schedulers", list)
+        check_list(f, "milestones", ms)
         if #list < 1 or #ms ~= #list - 1 then
             fail(fmt("%s: expected n schedulers and n - 1 milestones, got %d and %d", f, #list, #ms))
         end
@@ -335,8 +354,11 @@ M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt,
     if not (s.factor >= 0 and s.factor < 1) then
         fail(fmt("%s: factor must be in [0, 1), got %s", f, tostring(s.factor)))
     end
-    if s.patience ~= 0 then positive_int(f, "patience", s.patience) end
-    if s.cooldown ~= 0 then positive_int(f, "cooldown", s.cooldown) end
+    for _, k in ipairs({"patience", "cooldown"}) do
+        if not (s[k] >= 0 and is_int(s[k])) then
+            fail(fmt("%s: %s must be an integer >= 0, got %s", f, k, tostring(s[k])))
+        end
+    end
     non_negative(f, "threshold", s.threshold)
     non_negative(f, "min_lr", s.min_lr)
     non_negative(f, "eps", s.eps)
