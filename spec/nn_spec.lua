@@ -2899,6 +2899,30 @@ describe("optim", function()
             H.raises(function() S.CosineAnnealingWarmRestarts(o, {T_0 = 2, T_mult = 1.5}) end, "T_mult", "integer")
             H.raises(function() S.CosineAnnealingWarmRestarts(o, {}) end, "T_0", "required")
         end
+        -- ConstantLR and PolynomialLR, Torch's closed forms
+        close(run(function(o) return S.ConstantLR(o, {factor = 0.5, total_iters = 2}) end, 3),
+              {0.05, 0.05, 0.1, 0.1}, 1e-15)
+        close(run(function(o) return S.ConstantLR(o, {}) end, 6), {0.1 / 3, 0.1 / 3, 0.1 / 3, 0.1 / 3, 0.1 / 3, 0.1, 0.1},
+              1e-15)
+        local poly = {}
+        for e = 0, 6 do poly[e + 1] = 0.1 * (1 - math.min(e, 4) / 4) ^ 2 end
+        close(run(function(o) return S.PolynomialLR(o, {total_iters = 4, power = 2}) end, 6), poly, 1e-15)
+        close(run(function(o) return S.PolynomialLR(o, {}) end, 6), {0.1, 0.08, 0.06, 0.04, 0.02, 0, 0}, 1e-15)
+        do
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 0.1})
+            H.raises(function() S.ConstantLR(o, {factor = 1.5}) end, "ConstantLR", "factor", "[0, 1]")
+            H.raises(function() S.ConstantLR(o, {total_iters = 0}) end, "ConstantLR", "total_iters", "integer >= 1")
+            H.raises(function() S.PolynomialLR(o, {power = -1}) end, "PolynomialLR", "power", ">= 0")
+            local pl = S.PolynomialLR(o, {total_iters = 4, power = 2})
+            pl:step(); pl:step()
+            local again = S.PolynomialLR(optim.SGD({q}, {lr = 0.1}), {total_iters = 4, power = 2})
+            again:load_state_dict(pl:state_dict())
+            assert.equal(2, again.epoch)
+            assert.equal(pl:step(), again:step())
+            H.raises(function() S.PolynomialLR(optim.SGD({q}, {lr = 0.1}), {power = 3}):load_state_dict(pl:state_dict()) end,
+                     "total_iters")
+        end
         -- a warm-up: the epoch-0 rate is set when the scheduler is made
         close(run(function(o) return S.LambdaLR(o, {lr_lambda = function(e) return math.min(1, (e + 1) / 4) end}) end, 4),
               {0.025, 0.05, 0.075, 0.1, 0.1}, 1e-15)

@@ -241,6 +241,30 @@ function LinearLR:lr_at(e)
     return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * t / self.total_iters)
 end
 
+-- ConstantLR(opt, {factor = 1/3, total_iters = 5}): base * factor for the
+-- first total_iters epochs, then the base (Torch's closed form).
+local ConstantLR = class("ConstantLR", {factor = "number", total_iters = "number"}, {}, function(s, o)
+    s.factor, s.total_iters = o.factor or 1 / 3, o.total_iters or 5
+    if not (s.factor >= 0 and s.factor <= 1) then
+        fail(fmt("ConstantLR: factor must be in [0, 1], got %s", tostring(s.factor)))
+    end
+    positive_int("ConstantLR", "total_iters", s.total_iters)
+end)
+function ConstantLR:lr_at(e) return e < self.total_iters and self.base_lr * self.factor or self.base_lr end
+
+-- PolynomialLR(opt, {total_iters = 5, power = 1}): base * (1 -
+-- min(epoch, total_iters) / total_iters)^power, down to 0 at total_iters
+-- and staying there (Torch's closed form).
+local PolynomialLR = class("PolynomialLR", {total_iters = "number", power = "number"}, {}, function(s, o)
+    s.total_iters, s.power = o.total_iters or 5, o.power or 1
+    positive_int("PolynomialLR", "total_iters", s.total_iters)
+    non_negative("PolynomialLR", "power", s.power)
+end)
+function PolynomialLR:lr_at(e)
+    local t = e < self.total_iters and e or self.total_iters
+    return self.base_lr * (1 - t / self.total_iters) ^ self.power
+end
+
 -- OneCycleLR(opt, {max_lr, total_steps, pct_start = 0.3, div_factor = 25,
 -- final_div_factor = 1e4, anneal_strategy = "cos"}): stepped once per
 -- batch, the lr climbs from max_lr / div_factor to max_lr over the first
@@ -438,6 +462,8 @@ local NUMBERS = {
     CosineAnnealingWarmRestarts = {"T_0", "T_mult", "eta_min"},
     LambdaLR = {},
     LinearLR = {"start_factor", "end_factor", "total_iters"},
+    ConstantLR = {"factor", "total_iters"},
+    PolynomialLR = {"total_iters", "power"},
     OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal"},
     SequentialLR = {"milestones"},
     ReduceLROnPlateau = {"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"},
