@@ -2978,6 +2978,45 @@ describe("optim", function()
         local ten = run(function(o) return S.OneCycleLR(o, {max_lr = 0.1, total_steps = 10}) end, 10)
         close(ten[11], 0.004 / 1e4 + (0.1 - 0.004 / 1e4) * (1 + math.cos(math.pi * 8 / 7)) / 2, 1e-12)
         H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1}) end, "OneCycleLR", "total_steps", "required")
+        -- epochs * steps_per_epoch in place of total_steps (Torch's other form)
+        close(run(function(o) return S.OneCycleLR(o, {max_lr = 0.1, epochs = 2, steps_per_epoch = 5}) end, 10), ten,
+              1e-15)
+        H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1, epochs = 2}) end, "OneCycleLR", "steps_per_epoch",
+                 "required")
+        H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1, epochs = 2, steps_per_epoch = 5, total_steps = 10}) end,
+                 "OneCycleLR", "not both")
+        H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1, epochs = 0, steps_per_epoch = 5}) end, "OneCycleLR",
+                 "epochs", "integer >= 1")
+        -- three_phase: up to max_lr at step 2, back to the start at step 4, down to the end at step 9
+        do
+            local a, z, mx = 0.04, 0.04 / 1e4, 1
+            local function c(from, to, pct) return to + (from - to) * (1 + math.cos(math.pi * pct)) / 2 end
+            local want = {a, c(a, mx, 0.5), mx, c(mx, a, 0.5), a}
+            for e = 5, 10 do want[e + 1] = c(a, z, (e - 4) / 5) end
+            close(run(function(o) return S.OneCycleLR(o, {max_lr = 1, total_steps = 10, three_phase = true}) end, 10),
+                  want, 1e-12)
+            local lin = run(function(o) return S.OneCycleLR(o, {max_lr = 1, total_steps = 10, three_phase = true,
+                                                                anneal_strategy = "linear"}) end, 9)
+            close({a, (a + mx) / 2, mx, (a + mx) / 2, a, a + (z - a) * 0.2}, {lin[1], lin[2], lin[3], lin[4], lin[5], lin[6]},
+                  1e-12)
+            close(z, lin[10], 1e-12)
+            -- saved and loaded: three_phase must match
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o3 = optim.SGD({q}, {lr = 0.1})
+            local s3 = S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = true})
+            s3:step(); s3:step(); s3:step()
+            local st = s3:state_dict()
+            local again = S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10, three_phase = true})
+            again:load_state_dict(st)
+            assert.equal(s3:step(), again:step())
+            H.raises(function() S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10}):load_state_dict(st) end,
+                     "three_phase")
+            -- a state saved before three_phase existed loads as two phases
+            st.three_phase = nil
+            S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10}):load_state_dict(st)
+            H.raises(function() S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = 1}) end,
+                     "three_phase", "boolean")
+        end
         H.raises(function() S.LinearLR(opt, {start_factor = 0}) end, "LinearLR", "start_factor")
 
         -- SequentialLR: a 3-epoch linear warm-up from 0.1 of the base, then a cosine over 4 epochs

@@ -273,14 +273,34 @@ end
 -- one-cycle policy for the lr (the optimiser's own lr is not used; its
 -- momentum is left alone).  Stepping more than total_steps times is an
 -- error (Torch's rule: the total_steps-th step() is allowed, and goes on
--- along the last phase's curve, just past its end).
+-- along the last phase's curve, just past its end).  total_steps may be
+-- given as epochs and steps_per_epoch instead (their product); three_phase
+-- = true climbs, comes back down to the start symmetrically, then falls to
+-- the end (Torch's three phases).
 local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number", pct_start = "number",
                                         div_factor = "number", final_div_factor = "number",
-                                        anneal_strategy = "string"}, {"max_lr", "total_steps"}, function(s, o)
+                                        anneal_strategy = "string", epochs = "number", steps_per_epoch = "number",
+                                        three_phase = "boolean"}, {"max_lr"}, function(s, o)
     local f = "OneCycleLR"
-    positive_int(f, "total_steps", o.total_steps)
+    local total = o.total_steps
+    if total ~= nil then
+        if o.epochs ~= nil or o.steps_per_epoch ~= nil then
+            fail(fmt("%s: give total_steps or epochs and steps_per_epoch, not both", f))
+        end
+        positive_int(f, "total_steps", total)
+    elseif o.epochs ~= nil or o.steps_per_epoch ~= nil then
+        if o.epochs == nil or o.steps_per_epoch == nil then
+            fail(fmt("%s: option %s is required with %s (or give total_steps)", f,
+                     o.epochs == nil and "epochs" or "steps_per_epoch", o.epochs == nil and "steps_per_epoch" or "epochs"))
+        end
+        positive_int(f, "epochs", o.epochs)
+        positive_int(f, "steps_per_epoch", o.steps_per_epoch)
+        total = o.epochs * o.steps_per_epoch
+    else
+        fail(fmt("%s: option total_steps is required (or epochs and steps_per_epoch)", f))
+    end
     if not (o.max_lr > 0) then fail(fmt("%s: max_lr must be positive, got %s", f, tostring(o.max_lr))) end
-    s.max_lr, s.total_steps = o.max_lr, o.total_steps
+    s.max_lr, s.total_steps = o.max_lr, total
     s.pct_start = o.pct_start or 0.3
     if not (s.pct_start > 0 and s.pct_start < 1) then
         fail(fmt("%s: pct_start must be in (0, 1), got %s", f, tostring(s.pct_start)))
@@ -294,18 +314,30 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     if s.anneal ~= "cos" and s.anneal ~= "linear" then
         fail(fmt("%s: anneal_strategy must be 'cos' or 'linear', got %s", f, s.anneal))
     end
-    s.peak_step = s.pct_start * s.total_steps - 1 -- Torch's phase ends (a float, as Torch keeps it)
-    s.last_step = s.total_steps - 1
+    s.three_phase = o.three_phase and 1 or 0 -- (a number, for the state file)
+    -- Torch's phases: each ends at a step (a float, as Torch keeps it) and
+    -- goes from one rate to the next, starting where the one before ended
+    local peak = s.pct_start * s.total_steps - 1
+    if o.three_phase then
+        s.phases = {{peak, s.initial_lr, s.max_lr}, {2 * s.pct_start * s.total_steps - 2, s.max_lr, s.initial_lr},
+                    {s.total_steps - 1, s.initial_lr, s.min_lr}}
+    else
+        s.phases = {{peak, s.initial_lr, s.max_lr}, {s.total_steps - 1, s.max_lr, s.min_lr}}
+    end
 end)
 function OneCycleLR:lr_at(e)
     if e > self.total_steps then
         fail(fmt("OneCycleLR: stepped %d times, past total_steps = %d", e, self.total_steps))
     end
     local from, to, pct
-    if e <= self.peak_step then
-        from, to, pct = self.initial_lr, self.max_lr, self.peak_step > 0 and e / self.peak_step or 1
-    else
-        from, to, pct = self.max_lr, self.min_lr, (e - self.peak_step) / (self.last_step - self.peak_step)
+    local start, ph = 0, self.phases
+    for i, p in ipairs(ph) do
+        if e <= p[1] or i == #ph then
+            from, to = p[2], p[3]
+            pct = p[1] > start and (e - start) / (p[1] - start) or 1
+            break
+        end
+        start = p[1]
     end
     if self.anneal == "linear" then return from + (to - from) * pct end
     return to + (from - to) * (1 + cos(pi * pct)) / 2
@@ -464,10 +496,12 @@ local NUMBERS = {
     LinearLR = {"start_factor", "end_factor", "total_iters"},
     ConstantLR = {"factor", "total_iters"},
     PolynomialLR = {"total_iters", "power"},
-    OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal"},
+    OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal", "three_phase"},
     SequentialLR = {"milestones"},
     ReduceLROnPlateau = {"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"},
 }
+-- options added later: a state saved before them had their default
+local SAVED_DEFAULTS = {OneCycleLR = {three_phase = 0}}
 local COUNTERS = {ReduceLROnPlateau = {"best", "num_bad", "cooldown_left"}}
 
 local function kind_of(self) return ((self.__name or "?"):gsub("^lr_scheduler%.", "")) end
@@ -525,9 +559,11 @@ local function load_state_dict(self, st, fname, where)
         fail(fmt("%s: %s has base_lr %s, expected a number", fname, where, tostring(st.base_lr)))
     end
     for _, k in ipairs(NUMBERS[kind] or {}) do
-        if not same(st[k], self[k]) then
+        local v = st[k]
+        if v == nil and SAVED_DEFAULTS[kind] then v = SAVED_DEFAULTS[kind][k] end
+        if not same(v, self[k]) then
             fail(fmt("%s: %s was saved with %s = %s, this %s has %s = %s (make it with the same options)", fname,
-                     where, k, show(st[k]), kind, k, show(self[k])))
+                     where, k, show(v), kind, k, show(self[k])))
         end
     end
     for _, k in ipairs(COUNTERS[kind] or {}) do
