@@ -2923,6 +2923,25 @@ describe("optim", function()
             H.raises(function() S.PolynomialLR(optim.SGD({q}, {lr = 0.1}), {power = 3}):load_state_dict(pl:state_dict()) end,
                      "total_iters")
         end
+        do
+            -- a rate that overflows to inf is refused where it is made, changing nothing
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 0.1})
+            local ex = S.ExponentialLR(o, {gamma = 10})
+            for _ = 1, 300 do ex:step() end
+            local lr = o.lr
+            H.raises(function() for _ = 1, 20 do ex:step() end end, "ExponentialLR", "inf", "finite")
+            assert.is_true(o.lr < math.huge and o.lr == ex:get_last_lr() and ex.epoch < 320)
+            H.raises(function() S.LambdaLR(optim.SGD({q}, {lr = 1e300}), {lr_lambda = function() return 1e10 end}) end,
+                     "LambdaLR", "epoch 0", "inf")
+            assert.is_true(lr > 0)
+            -- get_last_lr is the rate the scheduler set, not an lr set by hand since
+            local st = S.StepLR(o, {step_size = 1, gamma = 0.5})
+            st:step()
+            local set = o.lr
+            o.lr = 123
+            assert.equal(set, st:get_last_lr())
+        end
         -- a warm-up: the epoch-0 rate is set when the scheduler is made
         close(run(function(o) return S.LambdaLR(o, {lr_lambda = function(e) return math.min(1, (e + 1) / 4) end}) end, 4),
               {0.025, 0.05, 0.075, 0.1, 0.1}, 1e-15)

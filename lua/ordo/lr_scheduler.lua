@@ -55,13 +55,25 @@ local function check_unchanged(self)
     end
 end
 
+-- The rate of epoch e, refused when it is not a finite number >= 0 (an
+-- ExponentialLR with gamma > 1 overflows to inf, base * lr_lambda too):
+-- opt:step would refuse it later, far from its cause.
+local function rate(self, e)
+    local lr = self:lr_at(e)
+    if not (lr >= 0 and lr < math.huge) then
+        fail(fmt("%s: the rate at epoch %d is %s, not a finite number >= 0 (base lr %s)",
+                 (self.__name or "step"):gsub("^lr_scheduler%.", ""), e, tostring(lr), tostring(self.base_lr)))
+    end
+    return lr
+end
+
 function Scheduler:step(...)
     check_sched_self("step", self)
     check_no_arg(self, select("#", ...), ...)
     check_unchanged(self)
     -- the rate first: one that raises (OneCycleLR past its end, a LambdaLR
     -- whose function fails) leaves the epoch count and opt.lr as they were
-    local lr = self:lr_at(self.epoch + 1)
+    local lr = rate(self, self.epoch + 1)
     self.epoch = self.epoch + 1
     self.optimizer.lr, self._set_lr = lr, lr
     return lr
@@ -69,7 +81,7 @@ end
 
 function Scheduler:get_last_lr()
     check_sched_self("get_last_lr", self)
-    return self.optimizer.lr
+    return self._set_lr
 end
 
 -- The options of a scheduler: known keys only, numbers unless said, and
@@ -108,7 +120,7 @@ local function class(name, known, required, make)
         check_optimizer(fname, opt)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
-        opt.lr = s:lr_at(0) -- the epoch-0 rate: the base, or base * lr_lambda(0)
+        opt.lr = rate(s, 0) -- the epoch-0 rate: the base, or base * lr_lambda(0)
         s._set_lr = opt.lr
         return s
     end})
@@ -579,7 +591,7 @@ local function load_state_dict(self, st, fname, where)
         local old_base = self.base_lr
         self.base_lr = st.base_lr
         if self.schedulers then for _, sch in ipairs(self.schedulers) do sch.base_lr = st.base_lr end end
-        local ok, lr = pcall(self.lr_at, self, e)
+        local ok, lr = pcall(rate, self, e)
         if not ok then
             self.base_lr = old_base
             if self.schedulers then for _, sch in ipairs(self.schedulers) do sch.base_lr = old_base end end
