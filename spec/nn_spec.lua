@@ -2942,6 +2942,44 @@ describe("optim", function()
             o.lr = 123
             assert.equal(set, st:get_last_lr())
         end
+        do
+            -- CyclicLR: up from 0.1 to 1 in 2 steps, down in 3, again and again (the optimiser's lr unused)
+            local tri = {0, 0.5, 1, 2 / 3, 1 / 3}
+            local function want(mode)
+                local w = {}
+                for e = 0, 12 do
+                    local cyc = math.floor(e / 5) + 1
+                    local scale = mode == "triangular2" and 0.5 ^ (cyc - 1) or mode == "exp_range" and 0.9 ^ e or 1
+                    w[e + 1] = 0.1 + 0.9 * tri[e % 5 + 1] * scale
+                end
+                return w
+            end
+            for _, mode in ipairs({"triangular", "triangular2", "exp_range"}) do
+                close(run(function(o) return S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, step_size_up = 2,
+                                                            step_size_down = 3, mode = mode, gamma = 0.9}) end, 12),
+                      want(mode), 1e-12, mode)
+            end
+            -- scale_fn of the cycle (as triangular2), and step_size_down defaulting to step_size_up
+            close(run(function(o) return S.CyclicLR(o, {base_lr = 0, max_lr = 1, step_size_up = 2,
+                                                        scale_fn = function(c) return 1 / c end}) end, 8),
+                  {0, 0.5, 1, 0.5, 0, 0.25, 0.5, 0.25, 0}, 1e-15)
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 0.1})
+            H.raises(function() S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, mode = "triangle"}) end, "CyclicLR", "mode",
+                     "triangle")
+            H.raises(function() S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, step_size_up = 0}) end, "step_size_up",
+                     "positive")
+            H.raises(function() S.CyclicLR(o, {base_lr = 0.1}) end, "CyclicLR", "max_lr", "required")
+            H.raises(function() S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, scale_mode = "cycle"}) end, "scale_fn")
+            local c = S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, step_size_up = 2, mode = "exp_range", gamma = 0.5})
+            c:step(); c:step(); c:step()
+            local again = S.CyclicLR(optim.SGD({q}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1, step_size_up = 2,
+                                                                  mode = "exp_range", gamma = 0.5})
+            again:load_state_dict(c:state_dict())
+            assert.equal(c:step(), again:step())
+            H.raises(function() S.CyclicLR(optim.SGD({q}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1, step_size_up = 2})
+                                 :load_state_dict(c:state_dict()) end, "mode")
+        end
         -- a warm-up: the epoch-0 rate is set when the scheduler is made
         close(run(function(o) return S.LambdaLR(o, {lr_lambda = function(e) return math.min(1, (e + 1) / 4) end}) end, 4),
               {0.025, 0.05, 0.075, 0.1, 0.1}, 1e-15)

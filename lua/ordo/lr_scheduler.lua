@@ -355,6 +355,64 @@ function OneCycleLR:lr_at(e)
     return to + (from - to) * (1 + cos(pi * pct)) / 2
 end
 
+-- CyclicLR(opt, {base_lr, max_lr, step_size_up = 2000, step_size_down =
+-- step_size_up, mode = "triangular", gamma = 1, scale_fn, scale_mode}):
+-- stepped once per batch, the lr goes from base_lr up to max_lr over
+-- step_size_up steps and back down over step_size_down, again and again;
+-- "triangular2" halves the height each cycle, "exp_range" scales it by
+-- gamma^step; scale_fn(x) (of the cycle, or of the step with scale_mode =
+-- "iterations") replaces the mode's.  Torch's closed form, the lr only
+-- (the optimiser's own lr and its momentum are not used).
+local CyclicLR = class("CyclicLR", {base_lr = "number", max_lr = "number", step_size_up = "number",
+                                    step_size_down = "number", mode = "string", gamma = "number",
+                                    scale_fn = "function", scale_mode = "string"}, {"base_lr", "max_lr"},
+    function(s, o)
+        local f = "CyclicLR"
+        non_negative(f, "base_lr", o.base_lr)
+        non_negative(f, "max_lr", o.max_lr)
+        s.cyc_base, s.max_lr = o.base_lr, o.max_lr
+        s.step_size_up = o.step_size_up or 2000
+        s.step_size_down = o.step_size_down or s.step_size_up
+        for _, k in ipairs({"step_size_up", "step_size_down"}) do
+            if not (s[k] > 0) then fail(fmt("%s: %s must be positive, got %s", f, k, tostring(s[k]))) end
+        end
+        s.mode, s.gamma = o.mode or "triangular", o.gamma or 1
+        if s.mode ~= "triangular" and s.mode ~= "triangular2" and s.mode ~= "exp_range" then
+            fail(fmt("%s: mode must be 'triangular', 'triangular2' or 'exp_range', got %s", f, s.mode))
+        end
+        if not (s.gamma > 0) then fail(fmt("%s: gamma must be positive, got %s", f, tostring(s.gamma))) end
+        s.scale_fn = o.scale_fn
+        s.scale_mode = o.scale_mode or (s.scale_fn == nil and s.mode == "exp_range" and "iterations" or "cycle")
+        if s.scale_mode ~= "cycle" and s.scale_mode ~= "iterations" then
+            fail(fmt("%s: scale_mode must be 'cycle' or 'iterations', got %s", f, s.scale_mode))
+        end
+        if o.scale_mode ~= nil and s.scale_fn == nil then
+            fail(fmt("%s: scale_mode is used only with scale_fn (mode sets its own)", f))
+        end
+    end)
+function CyclicLR:lr_at(e)
+    local total = self.step_size_up + self.step_size_down
+    local ratio = self.step_size_up / total
+    local cycle = floor(1 + e / total)
+    local x = 1 + e / total - cycle
+    local sf = x <= ratio and x / ratio or (x - 1) / (ratio - 1)
+    local at = self.scale_mode == "cycle" and cycle or e
+    local scale
+    if self.scale_fn then
+        scale = self.scale_fn(at)
+        if type(scale) ~= "number" then
+            fail(fmt("CyclicLR: scale_fn(%s) returned %s, expected a number", tostring(at), typename(scale)))
+        end
+    elseif self.mode == "triangular" then
+        scale = 1
+    elseif self.mode == "triangular2" then
+        scale = 1 / 2 ^ (cycle - 1)
+    else
+        scale = self.gamma ^ e
+    end
+    return self.cyc_base + (self.max_lr - self.cyc_base) * sf * scale
+end
+
 -- SequentialLR(opt, {schedulers = {s1, s2, ...}, milestones = {m1, ...}}):
 -- s1's rates until epoch m1, then s2's counted from m1, and so on (a
 -- warm-up, then a decay).  The schedulers must be made on opt first, s1
@@ -508,6 +566,7 @@ local NUMBERS = {
     LinearLR = {"start_factor", "end_factor", "total_iters"},
     ConstantLR = {"factor", "total_iters"},
     PolynomialLR = {"total_iters", "power"},
+    CyclicLR = {"cyc_base", "max_lr", "step_size_up", "step_size_down", "mode", "gamma", "scale_mode"},
     OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal", "three_phase"},
     SequentialLR = {"milestones"},
     ReduceLROnPlateau = {"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"},
