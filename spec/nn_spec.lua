@@ -2980,6 +2980,28 @@ describe("optim", function()
             H.raises(function() S.CyclicLR(optim.SGD({q}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1, step_size_up = 2})
                                  :load_state_dict(c:state_dict()) end, "mode")
         end
+        do
+            -- MultiplicativeLR: the lr times lr_lambda(epoch) at each step, the function called once a step
+            local calls = 0
+            local function f(e) calls = calls + 1; return e % 2 == 1 and 0.5 or 0.9 end
+            close(run(function(o) return S.MultiplicativeLR(o, {lr_lambda = f}) end, 4),
+                  {0.1, 0.05, 0.045, 0.0225, 0.02025}, 1e-15)
+            assert.equal(4, calls)
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 0.1})
+            local m = S.MultiplicativeLR(o, {lr_lambda = f})
+            m:step(); m:step(); m:step()
+            local again = S.MultiplicativeLR(optim.SGD({q}, {lr = 0.1}), {lr_lambda = f})
+            again:load_state_dict(m:state_dict())
+            close(again:get_last_lr(), 0.0225, 1e-15)
+            assert.equal(m:step(), again:step())
+            local bad = S.MultiplicativeLR(o, {lr_lambda = function(e) return e == 2 and -1 or 1 end})
+            bad:step()
+            local lr = o.lr
+            H.raises(function() bad:step() end, "MultiplicativeLR", "lr_lambda(2)", "-1")
+            assert.equal(lr, o.lr)
+            assert.equal(1, bad.epoch)
+        end
         -- a warm-up: the epoch-0 rate is set when the scheduler is made
         close(run(function(o) return S.LambdaLR(o, {lr_lambda = function(e) return math.min(1, (e + 1) / 4) end}) end, 4),
               {0.025, 0.05, 0.075, 0.1, 0.1}, 1e-15)

@@ -234,6 +234,29 @@ function LambdaLR:lr_at(e)
     return self.base_lr * f
 end
 
+-- MultiplicativeLR(opt, {lr_lambda = fn}): the lr times fn(epoch) at each
+-- step, base * fn(1) * ... * fn(epoch) (Torch's; fn is called once per
+-- epoch stepped, and for every epoch again on load_state_dict).
+local MultiplicativeLR = class("MultiplicativeLR", {lr_lambda = "function"}, {"lr_lambda"}, function(s, o)
+    s.lr_lambda = o.lr_lambda
+    s._ce, s._cp = 0, 1 -- the product up to epoch _ce
+end)
+function MultiplicativeLR:lr_at(e)
+    local i, prod = 0, 1
+    if self._ce <= e then i, prod = self._ce, self._cp end
+    while i < e do
+        i = i + 1
+        local f = self.lr_lambda(i)
+        if type(f) ~= "number" or not (f >= 0 and f < math.huge) then
+            fail(fmt("MultiplicativeLR: lr_lambda(%d) returned %s, expected a finite number >= 0", i,
+                     type(f) == "number" and tostring(f) or typename(f)))
+        end
+        prod = prod * f
+    end
+    self._ce, self._cp = e, prod
+    return self.base_lr * prod
+end
+
 -- LinearLR(opt, {start_factor = 1/3, end_factor = 1, total_iters = 5}):
 -- base times a factor going linearly from start_factor to end_factor over
 -- total_iters epochs, then staying there (a warm-up, Torch's closed form).
@@ -563,6 +586,7 @@ local NUMBERS = {
     CosineAnnealingLR = {"T_max", "eta_min"},
     CosineAnnealingWarmRestarts = {"T_0", "T_mult", "eta_min"},
     LambdaLR = {},
+    MultiplicativeLR = {},
     LinearLR = {"start_factor", "end_factor", "total_iters"},
     ConstantLR = {"factor", "total_iters"},
     PolynomialLR = {"total_iters", "power"},
