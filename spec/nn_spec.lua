@@ -3115,6 +3115,42 @@ describe("optim", function()
                  "scheduler 2")
         H.raises(function() S.SequentialLR(o2, {schedulers = {s1, s1}, milestones = {0}}) end, "SequentialLR",
                  "milestone 1")
+        do
+            -- a SequentialLR's state holds its schedulers' kinds and options: loaded into one made with
+            -- other schedulers, it raises naming the field (it went on with their rates, unseen)
+            local function make(gamma, second)
+                local q = ordo.tensor({1}, D):requires_grad()
+                local o = optim.SGD({q}, {lr = 0.1})
+                local w = S.LinearLR(o, {total_iters = 2})
+                local d = second == "step" and S.StepLR(o, {step_size = 1, gamma = gamma})
+                          or S.MultiStepLR(o, {milestones = {1, 2}, gamma = gamma})
+                return S.SequentialLR(o, {schedulers = {w, d}, milestones = {2}}), o
+            end
+            local a = make(0.5)
+            for _ = 1, 4 do a:step() end
+            local st = a:state_dict()
+            local b, ob = make(0.5)
+            b:load_state_dict(st)
+            assert.equal(a:step(), b:step())
+            assert.equal(a:get_last_lr(), ob.lr)
+            local c, oc = make(0.9)
+            local before = oc.lr
+            H.raises(function() c:load_state_dict(st) end, "SequentialLR", "s2.gamma", "0.5", "0.9")
+            assert.equal(before, oc.lr)
+            assert.equal(0, c.epoch)
+            H.raises(function() make(0.5, "step"):load_state_dict(st) end, "s2.kind", "MultiStepLR", "StepLR")
+            -- through a file too
+            local path = os.tmpname()
+            a:save(path)
+            local d = make(0.5)
+            d:load(path)
+            assert.equal(a.epoch, d.epoch)
+            H.raises(function() make(0.9):load(path) end, "s2.gamma")
+            os.remove(path)
+            -- a state saved without them (before they were saved) still loads
+            for k in pairs(st) do if k:find("^s%d") then st[k] = nil end end
+            make(0.9):load_state_dict(st)
+        end
     end)
 
     it("schedulers refuse options and rates that would set opt.lr to inf, NaN or below 0; a failed step changes nothing",

@@ -619,12 +619,30 @@ local function show(v)
     return type(v) == "string" and fmt("%q", v) or tostring(v)
 end
 
+-- The fields of a state beyond kind, epoch and base_lr: the options, and
+-- for SequentialLR each of its schedulers' kind and options ("s2.gamma")
+-- -- a resumed run made with other schedulers would go on with their
+-- rates, unseen.
+local function option_fields(self)
+    local kind = kind_of(self)
+    local list = {}
+    for _, k in ipairs(NUMBERS[kind] or {}) do list[#list + 1] = {k, self[k]} end
+    if kind == "SequentialLR" then
+        for i, sch in ipairs(self.schedulers) do
+            local sk = kind_of(sch)
+            list[#list + 1] = {fmt("s%d.kind", i), sk}
+            for _, k in ipairs(NUMBERS[sk] or {}) do list[#list + 1] = {fmt("s%d.%s", i, k), sch[k]} end
+        end
+    end
+    return list
+end
+
 local function state_dict(self)
     check_sched_self("state_dict", self)
     local kind = kind_of(self)
     local st = {kind = kind, epoch = self.epoch, base_lr = self.base_lr}
-    for _, k in ipairs(NUMBERS[kind] or {}) do
-        local v = self[k]
+    for _, kv in ipairs(option_fields(self)) do
+        local k, v = kv[1], kv[2]
         if type(v) == "table" then
             local c = {}
             for i = 1, #v do c[i] = v[i] end
@@ -653,12 +671,15 @@ local function load_state_dict(self, st, fname, where)
     if kind ~= "ReduceLROnPlateau" and (type(st.base_lr) ~= "number" or st.base_lr ~= st.base_lr) then
         fail(fmt("%s: %s has base_lr %s, expected a number", fname, where, tostring(st.base_lr)))
     end
-    for _, k in ipairs(NUMBERS[kind] or {}) do
+    for _, kv in ipairs(option_fields(self)) do
+        local k, mine = kv[1], kv[2]
         local v = st[k]
         if v == nil and SAVED_DEFAULTS[kind] then v = SAVED_DEFAULTS[kind][k] end
-        if not same(v, self[k]) then
+        -- (a SequentialLR state saved before its schedulers' options were)
+        if v == nil and k:find("^s%d+%.") and st["s1.kind"] == nil then v = mine end
+        if not same(v, mine) then
             fail(fmt("%s: %s was saved with %s = %s, this %s has %s = %s (make it with the same options)", fname,
-                     where, k, show(v), kind, k, show(self[k])))
+                     where, k, show(v), kind, k, show(mine)))
         end
     end
     for _, k in ipairs(COUNTERS[kind] or {}) do
@@ -700,7 +721,7 @@ local function save(self, path)
     local st = state_dict(self)
     local entries = {}
     local names = {"kind", "epoch", "base_lr"}
-    for _, k in ipairs(NUMBERS[st.kind] or {}) do names[#names + 1] = k end
+    for _, kv in ipairs(option_fields(self)) do names[#names + 1] = kv[1] end
     for _, k in ipairs(COUNTERS[st.kind] or {}) do names[#names + 1] = k end
     for _, k in ipairs(names) do
         local v = st[k]
