@@ -2897,6 +2897,35 @@ describe("optim", function()
             assert.equal(5, again.epoch)
             close(again:get_last_lr(), o.lr, 1e-15)
             H.raises(function() S.CosineAnnealingWarmRestarts(o, {T_0 = 2, T_mult = 1.5}) end, "T_mult", "integer")
+            -- step(epoch) with a fractional epoch, stepped per batch (Torch's form for this scheduler),
+            -- checked against Torch's formula: n = floor(log_T_mult(e / T_0 * (T_mult - 1) + 1))
+            local function torch_wr(e, T_0, T_mult, base)
+                local T_cur, T_i = e, T_0
+                if e >= T_0 then
+                    local n = math.floor(math.log(e / T_0 * (T_mult - 1) + 1) / math.log(T_mult) + 1e-12)
+                    T_cur, T_i = e - T_0 * (T_mult ^ n - 1) / (T_mult - 1), T_0 * T_mult ^ n
+                end
+                return base * (1 + math.cos(math.pi * T_cur / T_i)) / 2
+            end
+            local o4 = optim.SGD({q}, {lr = 0.1})
+            local fr = S.CosineAnnealingWarmRestarts(o4, {T_0 = 2, T_mult = 2})
+            for _, e in ipairs({0.25, 1.5, 2.5, 5.75, 7, 13.5}) do
+                close(fr:step(e), torch_wr(e, 2, 2, 0.1), 1e-12, "epoch " .. e)
+                close(o4.lr, torch_wr(e, 2, 2, 0.1), 1e-12)
+            end
+            close(fr:step(), torch_wr(14.5, 2, 2, 0.1), 1e-12) -- step() goes on by 1
+            assert.equal(14.5, fr.epoch)
+            local back = S.CosineAnnealingWarmRestarts(optim.SGD({q}, {lr = 0.1}), {T_0 = 2, T_mult = 2})
+            local path = os.tmpname()
+            fr:save(path)
+            back:load(path)
+            os.remove(path)
+            assert.equal(14.5, back.epoch)
+            assert.equal(fr:step(3.25), back:step(3.25))
+            H.raises(function() fr:step(-1) end, "CosineAnnealingWarmRestarts", "epoch", "-1")
+            H.raises(function() fr:step("x") end, "CosineAnnealingWarmRestarts", "epoch", "string")
+            H.raises(function() fr:step(0 / 0) end, "CosineAnnealingWarmRestarts", "nan")
+            H.raises(function() S.StepLR(o4, {step_size = 1}):step(2) end, "StepLR", "takes no argument")
             H.raises(function() S.CosineAnnealingWarmRestarts(o, {}) end, "T_0", "required")
         end
         -- ConstantLR and PolynomialLR, Torch's closed forms

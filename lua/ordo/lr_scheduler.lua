@@ -61,8 +61,9 @@ end
 local function rate(self, e)
     local lr = self:lr_at(e)
     if not (lr >= 0 and lr < math.huge) then
-        fail(fmt("%s: the rate at epoch %d is %s, not a finite number >= 0 (base lr %s)",
-                 (self.__name or "step"):gsub("^lr_scheduler%.", ""), e, tostring(lr), tostring(self.base_lr)))
+        fail(fmt("%s: the rate at epoch %s is %s, not a finite number >= 0 (base lr %s)",
+                 (self.__name or "step"):gsub("^lr_scheduler%.", ""), tostring(e), tostring(lr),
+                 tostring(self.base_lr)))
     end
     return lr
 end
@@ -211,6 +212,23 @@ local WarmRestarts = class("CosineAnnealingWarmRestarts", {T_0 = "number", T_mul
         positive_int(f, "T_mult", s.T_mult)
         non_negative(f, "eta_min", s.eta_min)
     end)
+-- sched:step(epoch) (Torch's form for this one, stepped per batch with a
+-- fractional epoch: sched:step(epoch + i / iters)) sets the epoch, a number
+-- >= 0; step() then goes on from it by 1.
+function WarmRestarts:step(...)
+    local n, e = select("#", ...), ...
+    if n == 0 then return Scheduler.step(self) end
+    check_sched_self("step", self)
+    if n > 1 or type(e) ~= "number" or not (e >= 0 and e < math.huge) then
+        fail(fmt("CosineAnnealingWarmRestarts: step takes no argument or the epoch, a finite number >= 0, got %s",
+                 n > 1 and fmt("%d arguments", n) or type(e) == "number" and tostring(e) or typename(e)))
+    end
+    check_unchanged(self)
+    local lr = rate(self, e)
+    self.epoch = e
+    self.optimizer.lr, self._set_lr = lr, lr
+    return lr
+end
 function WarmRestarts:lr_at(e)
     local t, len = e, self.T_0 -- the epoch within the current cycle, and that cycle's length
     while t >= len do
@@ -665,7 +683,9 @@ local function load_state_dict(self, st, fname, where)
         fail(fmt("%s: %s is of a %s, not a %s", fname, where, tostring(st.kind), kind))
     end
     local e = st.epoch
-    if type(e) ~= "number" or not is_int(e) or e < 0 then
+    -- (CosineAnnealingWarmRestarts's may be fractional: step(epoch))
+    if type(e) ~= "number" or not (e >= 0 and e < math.huge)
+        or (not is_int(e) and kind ~= "CosineAnnealingWarmRestarts") then
         fail(fmt("%s: %s has epoch %s, expected an integer >= 0", fname, where, tostring(e)))
     end
     if kind ~= "ReduceLROnPlateau" and (type(st.base_lr) ~= "number" or st.base_lr ~= st.base_lr) then
