@@ -3180,6 +3180,18 @@ describe("optim", function()
             for k in pairs(st) do if k:find("^s%d") then st[k] = nil end end
             make(0.9):load_state_dict(st)
         end
+        do
+            -- a SequentialLR inside another, second: all of them count from the first one's base
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 1})
+            local w = S.ConstantLR(o, {factor = 0.5, total_iters = 2})
+            local inner = S.SequentialLR(o, {schedulers = {S.ExponentialLR(o, {gamma = 0.5}),
+                                                           S.StepLR(o, {step_size = 1, gamma = 0.1})}, milestones = {2}})
+            local outer = S.SequentialLR(o, {schedulers = {w, inner}, milestones = {2}})
+            local got = {o.lr}
+            for e = 1, 6 do got[e + 1] = outer:step() end
+            close(got, {0.5, 0.5, 1, 0.5, 1, 0.1, 0.01}, 1e-15)
+        end
     end)
 
     it("schedulers refuse options and rates that would set opt.lr to inf, NaN or below 0; a failed step changes nothing",

@@ -454,6 +454,13 @@ function CyclicLR:lr_at(e)
     return self.cyc_base + (self.max_lr - self.cyc_base) * sf * scale
 end
 
+-- A scheduler's base lr, and that of the schedulers inside a SequentialLR
+-- (one nested in another too: its own took the rate opt had when made).
+local function set_base(s, b, list)
+    s.base_lr = b
+    for _, sch in ipairs(list or s.schedulers or {}) do set_base(sch, b) end
+end
+
 -- SequentialLR(opt, {schedulers = {s1, s2, ...}, milestones = {m1, ...}}):
 -- s1's rates until epoch m1, then s2's counted from m1, and so on (a
 -- warm-up, then a decay).  The schedulers must be made on opt first, s1
@@ -481,8 +488,7 @@ local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "
             end
             prev = m
         end
-        s.base_lr = list[1].base_lr
-        for _, sch in ipairs(list) do sch.base_lr = s.base_lr end
+        set_base(s, list[1].base_lr, list)
         s.schedulers, s.milestones = list, ms
     end)
 function SequentialLR:lr_at(e)
@@ -713,12 +719,10 @@ local function load_state_dict(self, st, fname, where)
     if self.lr_at then
         -- the rate first: a LambdaLR whose function fails changes nothing
         local old_base = self.base_lr
-        self.base_lr = st.base_lr
-        if self.schedulers then for _, sch in ipairs(self.schedulers) do sch.base_lr = st.base_lr end end
+        set_base(self, st.base_lr)
         local ok, lr = pcall(rate, self, e)
         if not ok then
-            self.base_lr = old_base
-            if self.schedulers then for _, sch in ipairs(self.schedulers) do sch.base_lr = old_base end end
+            set_base(self, old_base)
             error(lr, 0)
         end
         self.epoch = e
