@@ -231,6 +231,8 @@ function WarmRestarts:step(...)
 end
 function WarmRestarts:lr_at(e)
     local t, len = e, self.T_0 -- the epoch within the current cycle, and that cycle's length
+    -- (cycles of one length: a remainder, not a loop as long as the epoch)
+    if self.T_mult == 1 then t = e % len end
     while t >= len do
         t = t - len
         len = len * self.T_mult
