@@ -2897,7 +2897,142 @@ describe("optim", function()
             assert.equal(5, again.epoch)
             close(again:get_last_lr(), o.lr, 1e-15)
             H.raises(function() S.CosineAnnealingWarmRestarts(o, {T_0 = 2, T_mult = 1.5}) end, "T_mult", "integer")
+            -- step(epoch) with a fractional epoch, stepped per batch (Torch's form for this scheduler),
+            -- checked against Torch's formula: n = floor(log_T_mult(e / T_0 * (T_mult - 1) + 1))
+            local function torch_wr(e, T_0, T_mult, base)
+                local T_cur, T_i = e, T_0
+                if e >= T_0 then
+                    local n = math.floor(math.log(e / T_0 * (T_mult - 1) + 1) / math.log(T_mult) + 1e-12)
+                    T_cur, T_i = e - T_0 * (T_mult ^ n - 1) / (T_mult - 1), T_0 * T_mult ^ n
+                end
+                return base * (1 + math.cos(math.pi * T_cur / T_i)) / 2
+            end
+            local o4 = optim.SGD({q}, {lr = 0.1})
+            local fr = S.CosineAnnealingWarmRestarts(o4, {T_0 = 2, T_mult = 2})
+            for _, e in ipairs({0.25, 1.5, 2.5, 5.75, 7, 13.5}) do
+                close(fr:step(e), torch_wr(e, 2, 2, 0.1), 1e-12, "epoch " .. e)
+                close(o4.lr, torch_wr(e, 2, 2, 0.1), 1e-12)
+            end
+            close(fr:step(), torch_wr(14.5, 2, 2, 0.1), 1e-12) -- step() goes on by 1
+            assert.equal(14.5, fr.epoch)
+            local back = S.CosineAnnealingWarmRestarts(optim.SGD({q}, {lr = 0.1}), {T_0 = 2, T_mult = 2})
+            local path = os.tmpname()
+            fr:save(path)
+            back:load(path)
+            os.remove(path)
+            assert.equal(14.5, back.epoch)
+            assert.equal(fr:step(3.25), back:step(3.25))
+            H.raises(function() fr:step(-1) end, "CosineAnnealingWarmRestarts", "epoch", "-1")
+            -- a far epoch with T_mult = 1 is a remainder, not a loop of 1e15 turns
+            local far = S.CosineAnnealingWarmRestarts(optim.SGD({q}, {lr = 0.1}), {T_0 = 3})
+            close(far:step(1e15), 0.075, 1e-12) -- 1e15 = 1 (mod 3)
+            H.raises(function() fr:step("x") end, "CosineAnnealingWarmRestarts", "epoch", "string")
+            H.raises(function() fr:step(0 / 0) end, "CosineAnnealingWarmRestarts", "nan")
+            H.raises(function() S.StepLR(o4, {step_size = 1}):step(2) end, "StepLR", "takes no argument")
             H.raises(function() S.CosineAnnealingWarmRestarts(o, {}) end, "T_0", "required")
+        end
+        -- ConstantLR and PolynomialLR, Torch's closed forms
+        close(run(function(o) return S.ConstantLR(o, {factor = 0.5, total_iters = 2}) end, 3),
+              {0.05, 0.05, 0.1, 0.1}, 1e-15)
+        close(run(function(o) return S.ConstantLR(o, {}) end, 6), {0.1 / 3, 0.1 / 3, 0.1 / 3, 0.1 / 3, 0.1 / 3, 0.1, 0.1},
+              1e-15)
+        local poly = {}
+        for e = 0, 6 do poly[e + 1] = 0.1 * (1 - math.min(e, 4) / 4) ^ 2 end
+        close(run(function(o) return S.PolynomialLR(o, {total_iters = 4, power = 2}) end, 6), poly, 1e-15)
+        close(run(function(o) return S.PolynomialLR(o, {}) end, 6), {0.1, 0.08, 0.06, 0.04, 0.02, 0, 0}, 1e-15)
+        do
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 0.1})
+            H.raises(function() S.ConstantLR(o, {factor = 1.5}) end, "ConstantLR", "factor", "[0, 1]")
+            H.raises(function() S.ConstantLR(o, {total_iters = 0}) end, "ConstantLR", "total_iters", "integer >= 1")
+            H.raises(function() S.PolynomialLR(o, {power = -1}) end, "PolynomialLR", "power", ">= 0")
+            local pl = S.PolynomialLR(o, {total_iters = 4, power = 2})
+            pl:step(); pl:step()
+            local again = S.PolynomialLR(optim.SGD({q}, {lr = 0.1}), {total_iters = 4, power = 2})
+            again:load_state_dict(pl:state_dict())
+            assert.equal(2, again.epoch)
+            assert.equal(pl:step(), again:step())
+            H.raises(function() S.PolynomialLR(optim.SGD({q}, {lr = 0.1}), {power = 3}):load_state_dict(pl:state_dict()) end,
+                     "total_iters")
+        end
+        do
+            -- a rate that overflows to inf is refused where it is made, changing nothing
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 0.1})
+            local ex = S.ExponentialLR(o, {gamma = 10})
+            for _ = 1, 300 do ex:step() end
+            local lr = o.lr
+            H.raises(function() for _ = 1, 20 do ex:step() end end, "ExponentialLR", "inf", "finite")
+            assert.is_true(o.lr < math.huge and o.lr == ex:get_last_lr() and ex.epoch < 320)
+            H.raises(function() S.LambdaLR(optim.SGD({q}, {lr = 1e300}), {lr_lambda = function() return 1e10 end}) end,
+                     "LambdaLR", "epoch 0", "inf")
+            assert.is_true(lr > 0)
+            -- get_last_lr is the rate the scheduler set, not an lr set by hand since
+            local st = S.StepLR(o, {step_size = 1, gamma = 0.5})
+            st:step()
+            local set = o.lr
+            o.lr = 123
+            assert.equal(set, st:get_last_lr())
+        end
+        do
+            -- CyclicLR: up from 0.1 to 1 in 2 steps, down in 3, again and again (the optimiser's lr unused)
+            local tri = {0, 0.5, 1, 2 / 3, 1 / 3}
+            local function want(mode)
+                local w = {}
+                for e = 0, 12 do
+                    local cyc = math.floor(e / 5) + 1
+                    local scale = mode == "triangular2" and 0.5 ^ (cyc - 1) or mode == "exp_range" and 0.9 ^ e or 1
+                    w[e + 1] = 0.1 + 0.9 * tri[e % 5 + 1] * scale
+                end
+                return w
+            end
+            for _, mode in ipairs({"triangular", "triangular2", "exp_range"}) do
+                close(run(function(o) return S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, step_size_up = 2,
+                                                            step_size_down = 3, mode = mode, gamma = 0.9}) end, 12),
+                      want(mode), 1e-12, mode)
+            end
+            -- scale_fn of the cycle (as triangular2), and step_size_down defaulting to step_size_up
+            close(run(function(o) return S.CyclicLR(o, {base_lr = 0, max_lr = 1, step_size_up = 2,
+                                                        scale_fn = function(c) return 1 / c end}) end, 8),
+                  {0, 0.5, 1, 0.5, 0, 0.25, 0.5, 0.25, 0}, 1e-15)
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 0.1})
+            H.raises(function() S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, mode = "triangle"}) end, "CyclicLR", "mode",
+                     "triangle")
+            H.raises(function() S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, step_size_up = 0}) end, "step_size_up",
+                     "positive")
+            H.raises(function() S.CyclicLR(o, {base_lr = 0.1}) end, "CyclicLR", "max_lr", "required")
+            H.raises(function() S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, scale_mode = "cycle"}) end, "scale_fn")
+            local c = S.CyclicLR(o, {base_lr = 0.1, max_lr = 1, step_size_up = 2, mode = "exp_range", gamma = 0.5})
+            c:step(); c:step(); c:step()
+            local again = S.CyclicLR(optim.SGD({q}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1, step_size_up = 2,
+                                                                  mode = "exp_range", gamma = 0.5})
+            again:load_state_dict(c:state_dict())
+            assert.equal(c:step(), again:step())
+            H.raises(function() S.CyclicLR(optim.SGD({q}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1, step_size_up = 2})
+                                 :load_state_dict(c:state_dict()) end, "mode")
+        end
+        do
+            -- MultiplicativeLR: the lr times lr_lambda(epoch) at each step, the function called once a step
+            local calls = 0
+            local function f(e) calls = calls + 1; return e % 2 == 1 and 0.5 or 0.9 end
+            close(run(function(o) return S.MultiplicativeLR(o, {lr_lambda = f}) end, 4),
+                  {0.1, 0.05, 0.045, 0.0225, 0.02025}, 1e-15)
+            assert.equal(4, calls)
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 0.1})
+            local m = S.MultiplicativeLR(o, {lr_lambda = f})
+            m:step(); m:step(); m:step()
+            local again = S.MultiplicativeLR(optim.SGD({q}, {lr = 0.1}), {lr_lambda = f})
+            again:load_state_dict(m:state_dict())
+            close(again:get_last_lr(), 0.0225, 1e-15)
+            assert.equal(m:step(), again:step())
+            local bad = S.MultiplicativeLR(o, {lr_lambda = function(e) return e == 2 and -1 or 1 end})
+            bad:step()
+            local lr = o.lr
+            H.raises(function() bad:step() end, "MultiplicativeLR", "lr_lambda(2)", "-1")
+            assert.equal(lr, o.lr)
+            assert.equal(1, bad.epoch)
         end
         -- a warm-up: the epoch-0 rate is set when the scheduler is made
         close(run(function(o) return S.LambdaLR(o, {lr_lambda = function(e) return math.min(1, (e + 1) / 4) end}) end, 4),
@@ -2908,6 +3043,24 @@ describe("optim", function()
         H.raises(function() S.StepLR(opt, {step_size = 0}) end, "StepLR", "step_size", "integer >= 1")
         H.raises(function() S.StepLR(opt, {step_size = 1, gama = 2}) end, "StepLR", "unknown option 'gama'")
         H.raises(function() S.MultiStepLR(opt, {milestones = {3, 2}}) end, "MultiStepLR", "milestone 2")
+        -- a milestone listed twice cuts twice (Torch's Counter: gamma^2 there)
+        close(run(function(o) return S.MultiStepLR(o, {milestones = {1, 3, 3}, gamma = 0.5}) end, 4),
+              {0.1, 0.05, 0.05, 0.0125, 0.0125}, 1e-15)
+        -- milestones (and SequentialLR's lists) must be lists: keys ipairs never sees were dropped unseen
+        H.raises(function() S.MultiStepLR(opt, {milestones = {a = 3}}) end, "MultiStepLR", "milestones", "list")
+        H.raises(function() S.MultiStepLR(opt, {milestones = {2, nil, 5}}) end, "MultiStepLR", "milestones", "list")
+        do
+            local w = S.LinearLR(opt, {total_iters = 2})
+            local d = S.ExponentialLR(opt, {gamma = 0.5})
+            H.raises(function() S.SequentialLR(opt, {schedulers = {w, d}, milestones = {2, x = 4}}) end,
+                     "SequentialLR", "milestones", "list")
+            H.raises(function() S.SequentialLR(opt, {schedulers = {w, d, [4] = w}, milestones = {2}}) end,
+                     "SequentialLR", "schedulers", "list")
+            opt.lr = 0.1
+        end
+        -- patience and cooldown may be 0: a negative one is refused saying so
+        H.raises(function() S.ReduceLROnPlateau(opt, {patience = -1}) end, "patience", "integer >= 0")
+        H.raises(function() S.ReduceLROnPlateau(opt, {cooldown = 1.5}) end, "cooldown", "integer >= 0")
         H.raises(function() S.CosineAnnealingLR({}, {T_max = 3}) end, "CosineAnnealingLR", "optimiser")
         H.raises(function() S.ExponentialLR(opt, {gamma = "x"}) end, "ExponentialLR", "gamma", "string")
         local bad = S.LambdaLR(opt, {lr_lambda = function(e) return e == 0 and 1 or "x" end})
@@ -2936,6 +3089,45 @@ describe("optim", function()
         local ten = run(function(o) return S.OneCycleLR(o, {max_lr = 0.1, total_steps = 10}) end, 10)
         close(ten[11], 0.004 / 1e4 + (0.1 - 0.004 / 1e4) * (1 + math.cos(math.pi * 8 / 7)) / 2, 1e-12)
         H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1}) end, "OneCycleLR", "total_steps", "required")
+        -- epochs * steps_per_epoch in place of total_steps (Torch's other form)
+        close(run(function(o) return S.OneCycleLR(o, {max_lr = 0.1, epochs = 2, steps_per_epoch = 5}) end, 10), ten,
+              1e-15)
+        H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1, epochs = 2}) end, "OneCycleLR", "steps_per_epoch",
+                 "required")
+        H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1, epochs = 2, steps_per_epoch = 5, total_steps = 10}) end,
+                 "OneCycleLR", "not both")
+        H.raises(function() S.OneCycleLR(opt, {max_lr = 0.1, epochs = 0, steps_per_epoch = 5}) end, "OneCycleLR",
+                 "epochs", "integer >= 1")
+        -- three_phase: up to max_lr at step 2, back to the start at step 4, down to the end at step 9
+        do
+            local a, z, mx = 0.04, 0.04 / 1e4, 1
+            local function c(from, to, pct) return to + (from - to) * (1 + math.cos(math.pi * pct)) / 2 end
+            local want = {a, c(a, mx, 0.5), mx, c(mx, a, 0.5), a}
+            for e = 5, 10 do want[e + 1] = c(a, z, (e - 4) / 5) end
+            close(run(function(o) return S.OneCycleLR(o, {max_lr = 1, total_steps = 10, three_phase = true}) end, 10),
+                  want, 1e-12)
+            local lin = run(function(o) return S.OneCycleLR(o, {max_lr = 1, total_steps = 10, three_phase = true,
+                                                                anneal_strategy = "linear"}) end, 9)
+            close({a, (a + mx) / 2, mx, (a + mx) / 2, a, a + (z - a) * 0.2}, {lin[1], lin[2], lin[3], lin[4], lin[5], lin[6]},
+                  1e-12)
+            close(z, lin[10], 1e-12)
+            -- saved and loaded: three_phase must match
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o3 = optim.SGD({q}, {lr = 0.1})
+            local s3 = S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = true})
+            s3:step(); s3:step(); s3:step()
+            local st = s3:state_dict()
+            local again = S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10, three_phase = true})
+            again:load_state_dict(st)
+            assert.equal(s3:step(), again:step())
+            H.raises(function() S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10}):load_state_dict(st) end,
+                     "three_phase")
+            -- a state saved before three_phase existed loads as two phases
+            st.three_phase = nil
+            S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10}):load_state_dict(st)
+            H.raises(function() S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = 1}) end,
+                     "three_phase", "boolean")
+        end
         H.raises(function() S.LinearLR(opt, {start_factor = 0}) end, "LinearLR", "start_factor")
 
         -- SequentialLR: a 3-epoch linear warm-up from 0.1 of the base, then a cosine over 4 epochs
@@ -2955,6 +3147,54 @@ describe("optim", function()
                  "scheduler 2")
         H.raises(function() S.SequentialLR(o2, {schedulers = {s1, s1}, milestones = {0}}) end, "SequentialLR",
                  "milestone 1")
+        do
+            -- a SequentialLR's state holds its schedulers' kinds and options: loaded into one made with
+            -- other schedulers, it raises naming the field (it went on with their rates, unseen)
+            local function make(gamma, second)
+                local q = ordo.tensor({1}, D):requires_grad()
+                local o = optim.SGD({q}, {lr = 0.1})
+                local w = S.LinearLR(o, {total_iters = 2})
+                local d = second == "step" and S.StepLR(o, {step_size = 1, gamma = gamma})
+                          or S.MultiStepLR(o, {milestones = {1, 2}, gamma = gamma})
+                return S.SequentialLR(o, {schedulers = {w, d}, milestones = {2}}), o
+            end
+            local a = make(0.5)
+            for _ = 1, 4 do a:step() end
+            local st = a:state_dict()
+            local b, ob = make(0.5)
+            b:load_state_dict(st)
+            assert.equal(a:step(), b:step())
+            assert.equal(a:get_last_lr(), ob.lr)
+            local c, oc = make(0.9)
+            local before = oc.lr
+            H.raises(function() c:load_state_dict(st) end, "SequentialLR", "s2.gamma", "0.5", "0.9")
+            assert.equal(before, oc.lr)
+            assert.equal(0, c.epoch)
+            H.raises(function() make(0.5, "step"):load_state_dict(st) end, "s2.kind", "MultiStepLR", "StepLR")
+            -- through a file too
+            local path = os.tmpname()
+            a:save(path)
+            local d = make(0.5)
+            d:load(path)
+            assert.equal(a.epoch, d.epoch)
+            H.raises(function() make(0.9):load(path) end, "s2.gamma")
+            os.remove(path)
+            -- a state saved without them (before they were saved) still loads
+            for k in pairs(st) do if k:find("^s%d") then st[k] = nil end end
+            make(0.9):load_state_dict(st)
+        end
+        do
+            -- a SequentialLR inside another, second: all of them count from the first one's base
+            local q = ordo.tensor({1}, D):requires_grad()
+            local o = optim.SGD({q}, {lr = 1})
+            local w = S.ConstantLR(o, {factor = 0.5, total_iters = 2})
+            local inner = S.SequentialLR(o, {schedulers = {S.ExponentialLR(o, {gamma = 0.5}),
+                                                           S.StepLR(o, {step_size = 1, gamma = 0.1})}, milestones = {2}})
+            local outer = S.SequentialLR(o, {schedulers = {w, inner}, milestones = {2}})
+            local got = {o.lr}
+            for e = 1, 6 do got[e + 1] = outer:step() end
+            close(got, {0.5, 0.5, 1, 0.5, 1, 0.1, 0.01}, 1e-15)
+        end
     end)
 
     it("schedulers refuse options and rates that would set opt.lr to inf, NaN or below 0; a failed step changes nothing",

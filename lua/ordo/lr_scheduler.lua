@@ -55,13 +55,26 @@ local function check_unchanged(self)
     end
 end
 
+-- The rate of epoch e, refused when it is not a finite number >= 0 (an
+-- ExponentialLR with gamma > 1 overflows to inf, base * lr_lambda too):
+-- opt:step would refuse it later, far from its cause.
+local function rate(self, e)
+    local lr = self:lr_at(e)
+    if not (lr >= 0 and lr < math.huge) then
+        fail(fmt("%s: the rate at epoch %s is %s, not a finite number >= 0 (base lr %s)",
+                 (self.__name or "step"):gsub("^lr_scheduler%.", ""), tostring(e), tostring(lr),
+                 tostring(self.base_lr)))
+    end
+    return lr
+end
+
 function Scheduler:step(...)
     check_sched_self("step", self)
     check_no_arg(self, select("#", ...), ...)
     check_unchanged(self)
     -- the rate first: one that raises (OneCycleLR past its end, a LambdaLR
     -- whose function fails) leaves the epoch count and opt.lr as they were
-    local lr = self:lr_at(self.epoch + 1)
+    local lr = rate(self, self.epoch + 1)
     self.epoch = self.epoch + 1
     self.optimizer.lr, self._set_lr = lr, lr
     return lr
@@ -69,7 +82,7 @@ end
 
 function Scheduler:get_last_lr()
     check_sched_self("get_last_lr", self)
-    return self.optimizer.lr
+    return self._set_lr
 end
 
 -- The options of a scheduler: known keys only, numbers unless said, and
@@ -108,7 +121,7 @@ local function class(name, known, required, make)
         check_optimizer(fname, opt)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
-        opt.lr = s:lr_at(0) -- the epoch-0 rate: the base, or base * lr_lambda(0)
+        opt.lr = rate(s, 0) -- the epoch-0 rate: the base, or base * lr_lambda(0)
         s._set_lr = opt.lr
         return s
     end})
@@ -117,6 +130,20 @@ end
 
 local function positive_int(fname, k, v)
     if v < 1 or not is_int(v) then fail(fmt("%s: %s must be an integer >= 1, got %s", fname, k, tostring(v))) end
+end
+
+-- a list option (milestones, schedulers): keys 1..n only, so that none is
+-- skipped unseen by ipairs (a hole, a named key)
+local function check_list(fname, k, t)
+    local n = 0
+    for _ in pairs(t) do n = n + 1 end
+    if n ~= #t or (n > 0 and t[n] == nil) then
+        fail(fmt("%s: %s must be a list (keys 1..n, no holes), got a table with %d keys and length %d", fname, k, n,
+                 #t))
+    end
+    for i = 1, n do
+        if t[i] == nil then fail(fmt("%s: %s must be a list (keys 1..n, no holes)", fname, k)) end
+    end
 end
 
 local function non_negative(fname, k, v)
@@ -132,12 +159,15 @@ end)
 function StepLR:lr_at(e) return self.base_lr * self.gamma ^ floor(e / self.step_size) end
 
 -- MultiStepLR(opt, {milestones = {...}, gamma = 0.1}): base times gamma
--- for each milestone (an increasing list of epochs) reached.
+-- for each milestone (a non-decreasing list of epochs) reached; one listed
+-- k times cuts by gamma^k there (Torch's Counter).
 local MultiStepLR = class("MultiStepLR", {milestones = "table", gamma = "number"}, {"milestones"}, function(s, o)
-    local prev = 0
+    check_list("MultiStepLR", "milestones", o.milestones)
+    local prev = 1
     for i, m in ipairs(o.milestones) do
-        if type(m) ~= "number" or m <= prev or not is_int(m) then
-            fail(fmt("MultiStepLR: milestone %d must be an integer above the one before it, got %s", i, tostring(m)))
+        if type(m) ~= "number" or m < prev or not is_int(m) then
+            fail(fmt("MultiStepLR: milestone %d must be an integer >= 1, not below the one before it, got %s", i,
+                     tostring(m)))
         end
         prev = m
     end
@@ -182,8 +212,27 @@ local WarmRestarts = class("CosineAnnealingWarmRestarts", {T_0 = "number", T_mul
         positive_int(f, "T_mult", s.T_mult)
         non_negative(f, "eta_min", s.eta_min)
     end)
+-- sched:step(epoch) (Torch's form for this one, stepped per batch with a
+-- fractional epoch: sched:step(epoch + i / iters)) sets the epoch, a number
+-- >= 0; step() then goes on from it by 1.
+function WarmRestarts:step(...)
+    local n, e = select("#", ...), ...
+    if n == 0 then return Scheduler.step(self) end
+    check_sched_self("step", self)
+    if n > 1 or type(e) ~= "number" or not (e >= 0 and e < math.huge) then
+        fail(fmt("CosineAnnealingWarmRestarts: step takes no argument or the epoch, a finite number >= 0, got %s",
+                 n > 1 and fmt("%d arguments", n) or type(e) == "number" and tostring(e) or typename(e)))
+    end
+    check_unchanged(self)
+    local lr = rate(self, e)
+    self.epoch = e
+    self.optimizer.lr, self._set_lr = lr, lr
+    return lr
+end
 function WarmRestarts:lr_at(e)
     local t, len = e, self.T_0 -- the epoch within the current cycle, and that cycle's length
+    -- (cycles of one length: a remainder, not a loop as long as the epoch)
+    if self.T_mult == 1 then t = e % len end
     while t >= len do
         t = t - len
         len = len * self.T_mult
@@ -205,6 +254,29 @@ function LambdaLR:lr_at(e)
     return self.base_lr * f
 end
 
+-- MultiplicativeLR(opt, {lr_lambda = fn}): the lr times fn(epoch) at each
+-- step, base * fn(1) * ... * fn(epoch) (Torch's; fn is called once per
+-- epoch stepped, and for every epoch again on load_state_dict).
+local MultiplicativeLR = class("MultiplicativeLR", {lr_lambda = "function"}, {"lr_lambda"}, function(s, o)
+    s.lr_lambda = o.lr_lambda
+    s._ce, s._cp = 0, 1 -- the product up to epoch _ce
+end)
+function MultiplicativeLR:lr_at(e)
+    local i, prod = 0, 1
+    if self._ce <= e then i, prod = self._ce, self._cp end
+    while i < e do
+        i = i + 1
+        local f = self.lr_lambda(i)
+        if type(f) ~= "number" or not (f >= 0 and f < math.huge) then
+            fail(fmt("MultiplicativeLR: lr_lambda(%d) returned %s, expected a finite number >= 0", i,
+                     type(f) == "number" and tostring(f) or typename(f)))
+        end
+        prod = prod * f
+    end
+    self._ce, self._cp = e, prod
+    return self.base_lr * prod
+end
+
 -- LinearLR(opt, {start_factor = 1/3, end_factor = 1, total_iters = 5}):
 -- base times a factor going linearly from start_factor to end_factor over
 -- total_iters epochs, then staying there (a warm-up, Torch's closed form).
@@ -224,6 +296,30 @@ function LinearLR:lr_at(e)
     return self.base_lr * (self.start_factor + (self.end_factor - self.start_factor) * t / self.total_iters)
 end
 
+-- ConstantLR(opt, {factor = 1/3, total_iters = 5}): base * factor for the
+-- first total_iters epochs, then the base (Torch's closed form).
+local ConstantLR = class("ConstantLR", {factor = "number", total_iters = "number"}, {}, function(s, o)
+    s.factor, s.total_iters = o.factor or 1 / 3, o.total_iters or 5
+    if not (s.factor >= 0 and s.factor <= 1) then
+        fail(fmt("ConstantLR: factor must be in [0, 1], got %s", tostring(s.factor)))
+    end
+    positive_int("ConstantLR", "total_iters", s.total_iters)
+end)
+function ConstantLR:lr_at(e) return e < self.total_iters and self.base_lr * self.factor or self.base_lr end
+
+-- PolynomialLR(opt, {total_iters = 5, power = 1}): base * (1 -
+-- min(epoch, total_iters) / total_iters)^power, down to 0 at total_iters
+-- and staying there (Torch's closed form).
+local PolynomialLR = class("PolynomialLR", {total_iters = "number", power = "number"}, {}, function(s, o)
+    s.total_iters, s.power = o.total_iters or 5, o.power or 1
+    positive_int("PolynomialLR", "total_iters", s.total_iters)
+    non_negative("PolynomialLR", "power", s.power)
+end)
+function PolynomialLR:lr_at(e)
+    local t = e < self.total_iters and e or self.total_iters
+    return self.base_lr * (1 - t / self.total_iters) ^ self.power
+end
+
 -- OneCycleLR(opt, {max_lr, total_steps, pct_start = 0.3, div_factor = 25,
 -- final_div_factor = 1e4, anneal_strategy = "cos"}): stepped once per
 -- batch, the lr climbs from max_lr / div_factor to max_lr over the first
@@ -232,14 +328,34 @@ end
 -- one-cycle policy for the lr (the optimiser's own lr is not used; its
 -- momentum is left alone).  Stepping more than total_steps times is an
 -- error (Torch's rule: the total_steps-th step() is allowed, and goes on
--- along the last phase's curve, just past its end).
+-- along the last phase's curve, just past its end).  total_steps may be
+-- given as epochs and steps_per_epoch instead (their product); three_phase
+-- = true climbs, comes back down to the start symmetrically, then falls to
+-- the end (Torch's three phases).
 local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number", pct_start = "number",
                                         div_factor = "number", final_div_factor = "number",
-                                        anneal_strategy = "string"}, {"max_lr", "total_steps"}, function(s, o)
+                                        anneal_strategy = "string", epochs = "number", steps_per_epoch = "number",
+                                        three_phase = "boolean"}, {"max_lr"}, function(s, o)
     local f = "OneCycleLR"
-    positive_int(f, "total_steps", o.total_steps)
+    local total = o.total_steps
+    if total ~= nil then
+        if o.epochs ~= nil or o.steps_per_epoch ~= nil then
+            fail(fmt("%s: give total_steps or epochs and steps_per_epoch, not both", f))
+        end
+        positive_int(f, "total_steps", total)
+    elseif o.epochs ~= nil or o.steps_per_epoch ~= nil then
+        if o.epochs == nil or o.steps_per_epoch == nil then
+            fail(fmt("%s: option %s is required with %s (or give total_steps)", f,
+                     o.epochs == nil and "epochs" or "steps_per_epoch", o.epochs == nil and "steps_per_epoch" or "epochs"))
+        end
+        positive_int(f, "epochs", o.epochs)
+        positive_int(f, "steps_per_epoch", o.steps_per_epoch)
+        total = o.epochs * o.steps_per_epoch
+    else
+        fail(fmt("%s: option total_steps is required (or epochs and steps_per_epoch)", f))
+    end
     if not (o.max_lr > 0) then fail(fmt("%s: max_lr must be positive, got %s", f, tostring(o.max_lr))) end
-    s.max_lr, s.total_steps = o.max_lr, o.total_steps
+    s.max_lr, s.total_steps = o.max_lr, total
     s.pct_start = o.pct_start or 0.3
     if not (s.pct_start > 0 and s.pct_start < 1) then
         fail(fmt("%s: pct_start must be in (0, 1), got %s", f, tostring(s.pct_start)))
@@ -253,21 +369,98 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     if s.anneal ~= "cos" and s.anneal ~= "linear" then
         fail(fmt("%s: anneal_strategy must be 'cos' or 'linear', got %s", f, s.anneal))
     end
-    s.peak_step = s.pct_start * s.total_steps - 1 -- Torch's phase ends (a float, as Torch keeps it)
-    s.last_step = s.total_steps - 1
+    s.three_phase = o.three_phase and 1 or 0 -- (a number, for the state file)
+    -- Torch's phases: each ends at a step (a float, as Torch keeps it) and
+    -- goes from one rate to the next, starting where the one before ended
+    local peak = s.pct_start * s.total_steps - 1
+    if o.three_phase then
+        s.phases = {{peak, s.initial_lr, s.max_lr}, {2 * s.pct_start * s.total_steps - 2, s.max_lr, s.initial_lr},
+                    {s.total_steps - 1, s.initial_lr, s.min_lr}}
+    else
+        s.phases = {{peak, s.initial_lr, s.max_lr}, {s.total_steps - 1, s.max_lr, s.min_lr}}
+    end
 end)
 function OneCycleLR:lr_at(e)
     if e > self.total_steps then
         fail(fmt("OneCycleLR: stepped %d times, past total_steps = %d", e, self.total_steps))
     end
     local from, to, pct
-    if e <= self.peak_step then
-        from, to, pct = self.initial_lr, self.max_lr, self.peak_step > 0 and e / self.peak_step or 1
-    else
-        from, to, pct = self.max_lr, self.min_lr, (e - self.peak_step) / (self.last_step - self.peak_step)
+    local start, ph = 0, self.phases
+    for i, p in ipairs(ph) do
+        if e <= p[1] or i == #ph then
+            from, to = p[2], p[3]
+            pct = p[1] > start and (e - start) / (p[1] - start) or 1
+            break
+        end
+        start = p[1]
     end
     if self.anneal == "linear" then return from + (to - from) * pct end
     return to + (from - to) * (1 + cos(pi * pct)) / 2
+end
+
+-- CyclicLR(opt, {base_lr, max_lr, step_size_up = 2000, step_size_down =
+-- step_size_up, mode = "triangular", gamma = 1, scale_fn, scale_mode}):
+-- stepped once per batch, the lr goes from base_lr up to max_lr over
+-- step_size_up steps and back down over step_size_down, again and again;
+-- "triangular2" halves the height each cycle, "exp_range" scales it by
+-- gamma^step; scale_fn(x) (of the cycle, or of the step with scale_mode =
+-- "iterations") replaces the mode's.  Torch's closed form, the lr only
+-- (the optimiser's own lr and its momentum are not used).
+local CyclicLR = class("CyclicLR", {base_lr = "number", max_lr = "number", step_size_up = "number",
+                                    step_size_down = "number", mode = "string", gamma = "number",
+                                    scale_fn = "function", scale_mode = "string"}, {"base_lr", "max_lr"},
+    function(s, o)
+        local f = "CyclicLR"
+        non_negative(f, "base_lr", o.base_lr)
+        non_negative(f, "max_lr", o.max_lr)
+        s.cyc_base, s.max_lr = o.base_lr, o.max_lr
+        s.step_size_up = o.step_size_up or 2000
+        s.step_size_down = o.step_size_down or s.step_size_up
+        for _, k in ipairs({"step_size_up", "step_size_down"}) do
+            if not (s[k] > 0) then fail(fmt("%s: %s must be positive, got %s", f, k, tostring(s[k]))) end
+        end
+        s.mode, s.gamma = o.mode or "triangular", o.gamma or 1
+        if s.mode ~= "triangular" and s.mode ~= "triangular2" and s.mode ~= "exp_range" then
+            fail(fmt("%s: mode must be 'triangular', 'triangular2' or 'exp_range', got %s", f, s.mode))
+        end
+        if not (s.gamma > 0) then fail(fmt("%s: gamma must be positive, got %s", f, tostring(s.gamma))) end
+        s.scale_fn = o.scale_fn
+        s.scale_mode = o.scale_mode or (s.scale_fn == nil and s.mode == "exp_range" and "iterations" or "cycle")
+        if s.scale_mode ~= "cycle" and s.scale_mode ~= "iterations" then
+            fail(fmt("%s: scale_mode must be 'cycle' or 'iterations', got %s", f, s.scale_mode))
+        end
+        if o.scale_mode ~= nil and s.scale_fn == nil then
+            fail(fmt("%s: scale_mode is used only with scale_fn (mode sets its own)", f))
+        end
+    end)
+function CyclicLR:lr_at(e)
+    local total = self.step_size_up + self.step_size_down
+    local ratio = self.step_size_up / total
+    local cycle = floor(1 + e / total)
+    local x = 1 + e / total - cycle
+    local sf = x <= ratio and x / ratio or (x - 1) / (ratio - 1)
+    local at = self.scale_mode == "cycle" and cycle or e
+    local scale
+    if self.scale_fn then
+        scale = self.scale_fn(at)
+        if type(scale) ~= "number" then
+            fail(fmt("CyclicLR: scale_fn(%s) returned %s, expected a number", tostring(at), typename(scale)))
+        end
+    elseif self.mode == "triangular" then
+        scale = 1
+    elseif self.mode == "triangular2" then
+        scale = 1 / 2 ^ (cycle - 1)
+    else
+        scale = self.gamma ^ e
+    end
+    return self.cyc_base + (self.max_lr - self.cyc_base) * sf * scale
+end
+
+-- A scheduler's base lr, and that of the schedulers inside a SequentialLR
+-- (one nested in another too: its own took the rate opt had when made).
+local function set_base(s, b, list)
+    s.base_lr = b
+    for _, sch in ipairs(list or s.schedulers or {}) do set_base(sch, b) end
 end
 
 -- SequentialLR(opt, {schedulers = {s1, s2, ...}, milestones = {m1, ...}}):
@@ -279,6 +472,8 @@ local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "
     function(s, o)
         local f = "SequentialLR"
         local list, ms = o.schedulers, o.milestones
+        check_list(f, "schedulers", list)
+        check_list(f, "milestones", ms)
         if #list < 1 or #ms ~= #list - 1 then
             fail(fmt("%s: expected n schedulers and n - 1 milestones, got %d and %d", f, #list, #ms))
         end
@@ -295,8 +490,7 @@ local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "
             end
             prev = m
         end
-        s.base_lr = list[1].base_lr
-        for _, sch in ipairs(list) do sch.base_lr = s.base_lr end
+        set_base(s, list[1].base_lr, list)
         s.schedulers, s.milestones = list, ms
     end)
 function SequentialLR:lr_at(e)
@@ -335,8 +529,11 @@ M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt,
     if not (s.factor >= 0 and s.factor < 1) then
         fail(fmt("%s: factor must be in [0, 1), got %s", f, tostring(s.factor)))
     end
-    if s.patience ~= 0 then positive_int(f, "patience", s.patience) end
-    if s.cooldown ~= 0 then positive_int(f, "cooldown", s.cooldown) end
+    for _, k in ipairs({"patience", "cooldown"}) do
+        if not (s[k] >= 0 and is_int(s[k])) then
+            fail(fmt("%s: %s must be an integer >= 0, got %s", f, k, tostring(s[k])))
+        end
+    end
     non_negative(f, "threshold", s.threshold)
     non_negative(f, "min_lr", s.min_lr)
     non_negative(f, "eps", s.eps)
@@ -415,11 +612,17 @@ local NUMBERS = {
     CosineAnnealingLR = {"T_max", "eta_min"},
     CosineAnnealingWarmRestarts = {"T_0", "T_mult", "eta_min"},
     LambdaLR = {},
+    MultiplicativeLR = {},
     LinearLR = {"start_factor", "end_factor", "total_iters"},
-    OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal"},
+    ConstantLR = {"factor", "total_iters"},
+    PolynomialLR = {"total_iters", "power"},
+    CyclicLR = {"cyc_base", "max_lr", "step_size_up", "step_size_down", "mode", "gamma", "scale_mode"},
+    OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal", "three_phase"},
     SequentialLR = {"milestones"},
     ReduceLROnPlateau = {"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"},
 }
+-- options added later: a state saved before them had their default
+local SAVED_DEFAULTS = {OneCycleLR = {three_phase = 0}}
 local COUNTERS = {ReduceLROnPlateau = {"best", "num_bad", "cooldown_left"}}
 
 local function kind_of(self) return ((self.__name or "?"):gsub("^lr_scheduler%.", "")) end
@@ -442,12 +645,30 @@ local function show(v)
     return type(v) == "string" and fmt("%q", v) or tostring(v)
 end
 
+-- The fields of a state beyond kind, epoch and base_lr: the options, and
+-- for SequentialLR each of its schedulers' kind and options ("s2.gamma")
+-- -- a resumed run made with other schedulers would go on with their
+-- rates, unseen.
+local function option_fields(self)
+    local kind = kind_of(self)
+    local list = {}
+    for _, k in ipairs(NUMBERS[kind] or {}) do list[#list + 1] = {k, self[k]} end
+    if kind == "SequentialLR" then
+        for i, sch in ipairs(self.schedulers) do
+            local sk = kind_of(sch)
+            list[#list + 1] = {fmt("s%d.kind", i), sk}
+            for _, k in ipairs(NUMBERS[sk] or {}) do list[#list + 1] = {fmt("s%d.%s", i, k), sch[k]} end
+        end
+    end
+    return list
+end
+
 local function state_dict(self)
     check_sched_self("state_dict", self)
     local kind = kind_of(self)
     local st = {kind = kind, epoch = self.epoch, base_lr = self.base_lr}
-    for _, k in ipairs(NUMBERS[kind] or {}) do
-        local v = self[k]
+    for _, kv in ipairs(option_fields(self)) do
+        local k, v = kv[1], kv[2]
         if type(v) == "table" then
             local c = {}
             for i = 1, #v do c[i] = v[i] end
@@ -470,16 +691,23 @@ local function load_state_dict(self, st, fname, where)
         fail(fmt("%s: %s is of a %s, not a %s", fname, where, tostring(st.kind), kind))
     end
     local e = st.epoch
-    if type(e) ~= "number" or not is_int(e) or e < 0 then
+    -- (CosineAnnealingWarmRestarts's may be fractional: step(epoch))
+    if type(e) ~= "number" or not (e >= 0 and e < math.huge)
+        or (not is_int(e) and kind ~= "CosineAnnealingWarmRestarts") then
         fail(fmt("%s: %s has epoch %s, expected an integer >= 0", fname, where, tostring(e)))
     end
     if kind ~= "ReduceLROnPlateau" and (type(st.base_lr) ~= "number" or st.base_lr ~= st.base_lr) then
         fail(fmt("%s: %s has base_lr %s, expected a number", fname, where, tostring(st.base_lr)))
     end
-    for _, k in ipairs(NUMBERS[kind] or {}) do
-        if not same(st[k], self[k]) then
+    for _, kv in ipairs(option_fields(self)) do
+        local k, mine = kv[1], kv[2]
+        local v = st[k]
+        if v == nil and SAVED_DEFAULTS[kind] then v = SAVED_DEFAULTS[kind][k] end
+        -- (a SequentialLR state saved before its schedulers' options were)
+        if v == nil and k:find("^s%d+%.") and st["s1.kind"] == nil then v = mine end
+        if not same(v, mine) then
             fail(fmt("%s: %s was saved with %s = %s, this %s has %s = %s (make it with the same options)", fname,
-                     where, k, show(st[k]), kind, k, show(self[k])))
+                     where, k, show(v), kind, k, show(mine)))
         end
     end
     for _, k in ipairs(COUNTERS[kind] or {}) do
@@ -493,12 +721,10 @@ local function load_state_dict(self, st, fname, where)
     if self.lr_at then
         -- the rate first: a LambdaLR whose function fails changes nothing
         local old_base = self.base_lr
-        self.base_lr = st.base_lr
-        if self.schedulers then for _, sch in ipairs(self.schedulers) do sch.base_lr = st.base_lr end end
-        local ok, lr = pcall(self.lr_at, self, e)
+        set_base(self, st.base_lr)
+        local ok, lr = pcall(rate, self, e)
         if not ok then
-            self.base_lr = old_base
-            if self.schedulers then for _, sch in ipairs(self.schedulers) do sch.base_lr = old_base end end
+            set_base(self, old_base)
             error(lr, 0)
         end
         self.epoch = e
@@ -521,7 +747,7 @@ local function save(self, path)
     local st = state_dict(self)
     local entries = {}
     local names = {"kind", "epoch", "base_lr"}
-    for _, k in ipairs(NUMBERS[st.kind] or {}) do names[#names + 1] = k end
+    for _, kv in ipairs(option_fields(self)) do names[#names + 1] = kv[1] end
     for _, k in ipairs(COUNTERS[st.kind] or {}) do names[#names + 1] = k end
     for _, k in ipairs(names) do
         local v = st[k]

@@ -952,8 +952,8 @@ function RMSprop:update(i, p, g, fresh)
     p:sub_(step * self.lr)
 end
 
--- ordo.optim.lr_scheduler: StepLR, MultiStepLR, ExponentialLR,
--- CosineAnnealingLR, LambdaLR (lua/ordo/lr_scheduler.lua).
+-- ordo.optim.lr_scheduler: StepLR, MultiStepLR, ExponentialLR, ConstantLR, PolynomialLR,
+-- CosineAnnealingLR, LambdaLR, OneCycleLR... (lua/ordo/lr_scheduler.lua).
 M.lr_scheduler = require "ordo.lr_scheduler"
 
 return M
