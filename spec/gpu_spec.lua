@@ -147,6 +147,23 @@ local function settle()
     ordo.engine.wait_for_all()
 end
 
+local MiB = 2 ^ 20
+
+-- Fills gpu(0) with blocks of every size until none more fits, and returns
+-- them: dropped, they are all cached (a function of its own, so that no
+-- stale slot of the caller's frame keeps the last block alive).
+local function hold_device_memory()
+    local held = {}
+    for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
+        while true do
+            local ok, t = pcall(ordo.empty, {n}, {device = G})
+            if not ok then break end
+            held[#held + 1] = t
+        end
+    end
+    return held
+end
+
 local function raises(fn, ...)
     local ok, err = pcall(fn)
     assert(not ok, "expected an error, got none")
@@ -2186,7 +2203,6 @@ end)
 -- ---------------------------------------------------------------- memory
 
 describe("gpu tensors: memory", function()
-    local MiB = 2 ^ 20
 
     it("memory_stats: allocated rises while tensors live and falls once they are collected", function()
         need_gpu()
@@ -2300,14 +2316,7 @@ describe("gpu tensors: memory", function()
         local u = ordo.empty({MiB / 4}, {device = G})
         local g = ordo.zeros({32}, {dtype = "uint8", device = G}) -- no generator state: never seeded
         do -- fills the device with blocks of every size, then frees them: all cached
-            local held = {}
-            for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
-                while true do
-                    local ok, t = pcall(ordo.empty, {n}, {device = G})
-                    if not ok then break end
-                    held[#held + 1] = t
-                end
-            end
+            local held = hold_device_memory() -- luacheck: ignore
         end
         settle()
         assert.is_true(ordo.cuda.memory_stats().reserved_bytes > (SIM_MEM_MB - 1) * MiB, "the device is full")
@@ -2419,14 +2428,7 @@ describe("gpu tensors: memory", function()
         -- fills the device with blocks of every size, then frees them: all cached
         local function fill()
             settle()
-            local held = {}
-            for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
-                while true do
-                    local ok, t = pcall(ordo.empty, {n}, {device = G})
-                    if not ok then break end
-                    held[#held + 1] = t
-                end
-            end
+            local held = hold_device_memory()
             held = nil
             settle()
             assert.is_true(ordo.cuda.memory_stats().reserved_bytes > (SIM_MEM_MB - 1) * MiB, "the device is full")
@@ -2464,14 +2466,7 @@ describe("gpu tensors: memory", function()
         local Ag = gpu(A)
         local want_det = ordo.linalg.det(A)
         local spare = ordo.empty({10 * 1024}, {device = G}) -- 40 KiB, given back below
-        local held = {}
-        for _, n in ipairs({MiB / 4, 16384, 1024, 128}) do
-            while true do
-                local ok, t = pcall(ordo.empty, {n}, {device = G})
-                if not ok then break end
-                held[#held + 1] = t
-            end
-        end
+        local held = hold_device_memory()
         spare = nil
         settle()
         ordo.cuda.empty_cache()
