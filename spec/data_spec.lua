@@ -1075,7 +1075,9 @@ describe("data.loader", function()
                        1, true)
         assert.matches('read_idx: limit must be an integer >= 0, got the string "5"',
                        err_of(data.read_idx, "x.idx", {limit = "5"}), 1, true)
-        assert.matches("DataLoader: expected a tensor of examples first, got table", err_of(data.loader, {1, 2}))
+        e = err_of(data.loader, {1, 2})
+        assert.matches("DataLoader: expected a tensor of examples or a dataset", e, 1, true)
+        assert.matches("got table$", e)
         assert.matches("DataLoader: x has no dims", err_of(data.loader, ordo.tensor(1)))
         assert.matches("DataLoader: unknown option 'batchsize'", err_of(data.loader, x, {batchsize = 2}))
         assert.matches("DataLoader: shuffle must be true or false", err_of(data.loader, x, {shuffle = 1}))
@@ -1086,5 +1088,315 @@ describe("data.loader", function()
         local ok, msg = pcall(function() return data.loader(x, y) end)
         assert.is_false(ok)
         assert.matches("data_spec.lua:%d+: DataLoader:", msg)
+    end)
+end)
+
+-- ---------------------------------------------------------------- datasets
+
+-- the values of a tensor as a flat Lua list
+local function flat(t) return flatten(t:totable()) end
+
+-- rows i of x (n x 2, row i = {i, 10 i}) and y (n, y[i] = i) as a dataset
+local function numbered(n)
+    local x = ordo.stack({ordo.arange(1, n + 1), ordo.arange(1, n + 1):mul(10)}, 2)
+    return data.TensorDataset(x, ordo.arange(1, n + 1):long()), x
+end
+
+-- the y of each example of ds, in order
+local function labels(ds)
+    local out = {}
+    for i = 1, #ds do
+        local _, y = ds:get(i)
+        out[i] = y:item()
+    end
+    return out
+end
+
+-- a user's dataset: a table with __len and __index, example i = {x_i, i}
+local function user_dataset(n)
+    return setmetatable({}, {
+        __len = function() return n end,
+        __index = function(_, i)
+            if type(i) ~= "number" then return nil end
+            return {ordo.full({2}, i), i}
+        end,
+    })
+end
+
+describe("data.TensorDataset", function()
+    it("gives rows i of its tensors: ds:get(i) as values, ds[i] as a list, negative from the end", function()
+        local ds, x = numbered(5)
+        assert.are.equal(5, #ds)
+        local xi, yi = ds:get(2)
+        assert.are.same({2, 20}, xi:totable())
+        assert.are.equal(0, yi:dim())
+        assert.are.equal(2, yi:item())
+        local item = ds[2]
+        assert.are.same({2, 20}, item[1]:totable())
+        assert.are.equal(2, item[2]:item())
+        assert.are.same({5, 50}, ds[-1][1]:totable())
+        assert.are.same({1, 10}, ds:get(-5):totable())
+        assert.are.equal(x, ds.tensors[1])
+        -- one tensor: ds[i] is its row itself
+        local one = data.TensorDataset(x)
+        assert.is_true(ordo.is_tensor(one[3]))
+        assert.are.same({3, 30}, one[3]:totable())
+        assert.matches("TensorDataset%(5 examples: 5x2 float32, 5 int64%)", tostring(ds))
+    end)
+
+    it("refuses tensors whose first dims differ, non-tensors, 0-dim tensors and bad indices", function()
+        local e = err_of(data.TensorDataset, ordo.zeros(10, 2), ordo.zeros(9))
+        assert.matches("TensorDataset: tensor 1 has 10 examples (shape 10x2) but tensor 2 has 9 (shape 9)", e, 1, true)
+        assert.matches("TensorDataset: expected at least one tensor", err_of(data.TensorDataset))
+        assert.matches("TensorDataset: argument 2 must be a tensor, got number",
+                       err_of(data.TensorDataset, ordo.zeros(3), 3))
+        assert.matches("TensorDataset: argument 2 must be a tensor, got nil",
+                       err_of(data.TensorDataset, ordo.zeros(3), nil))
+        assert.matches("TensorDataset: tensor 1 has no dims", err_of(data.TensorDataset, ordo.tensor(3)))
+        local ds = numbered(10)
+        for _, bad in ipairs({0, 11, -11}) do
+            assert.matches(("TensorDataset: index %d out of range for 10 examples"):format(bad),
+                           err_of(function() return ds[bad] end), 1, true)
+            assert.matches(("index %d out of range"):format(bad), err_of(ds.get, ds, bad), 1, true)
+        end
+        assert.matches("TensorDataset: an index must be an integer, got 1.5", err_of(function() return ds[1.5] end))
+        assert.matches('an index must be an integer, got the string "1"', err_of(ds.get, ds, "1"), 1, true)
+        assert.matches("get: expected a dataset as self", err_of(ds.get, 3))
+        assert.matches("read%-only", err_of(function() ds.tensors = {} end))
+        local ok, msg = pcall(function() return ds[0] end)
+        assert.is_false(ok)
+        assert.matches("data_spec.lua:%d+: TensorDataset:", msg)
+    end)
+end)
+
+describe("data.Subset, random_split and ConcatDataset", function()
+    it("Subset picks examples by a list or an integer tensor of indices; nested subsets compose", function()
+        local ds = numbered(10)
+        local sub = data.Subset(ds, {10, 1, 5})
+        assert.are.equal(3, #sub)
+        assert.are.same({10, 1, 5}, labels(sub))
+        assert.are.same({5, 50}, sub[3][1]:totable())
+        assert.are.same({5, 10}, labels(data.Subset(sub, {3, 1})))
+        assert.are.same({4, 2}, labels(data.Subset(ds, ordo.tensor({4, 2}, "int64"))))
+        assert.are.equal(0, #data.Subset(ds, {}))
+        assert.are.equal(ds, sub.dataset)
+        assert.are.same({10, 1, 5}, sub.indices)
+    end)
+
+    it("Subset refuses indices out of range, a table that is not a list, and a non-dataset", function()
+        local ds = numbered(10)
+        assert.matches("Subset: index 11 at position 2 is out of range for a dataset of 10 examples",
+                       err_of(data.Subset, ds, {1, 11}))
+        assert.matches("Subset: index 0 at position 1 is out of range", err_of(data.Subset, ds, {0}))
+        assert.matches("Subset: index 1.5 at position 1", err_of(data.Subset, ds, {1.5}))
+        assert.matches("indices must be a list, got a table with a hole at 2", err_of(data.Subset, ds, {1, nil, 3}))
+        assert.matches('indices must be a list, got a table with key the string "a"',
+                       err_of(data.Subset, ds, {a = 1}), 1, true)
+        assert.matches("indices must be a Lua list or a 1%-dim integer tensor, got float32",
+                       err_of(data.Subset, ds, ordo.tensor({1, 2})))
+        assert.matches("indices must be a Lua list or a 1%-dim integer tensor, got number", err_of(data.Subset, ds, 3))
+        local e = err_of(data.Subset, {1, 2, 3}, {1})
+        assert.matches("Subset: expected a dataset", e)
+        assert.matches("got table$", e)
+        assert.matches("got ordo.Tensor", err_of(data.Subset, ordo.zeros(3), {1}))
+    end)
+
+    it("random_split: counts or fractions (Torch's remainder rule), every example once", function()
+        local ds = numbered(10)
+        local parts = data.random_split(ds, {3, 7})
+        assert.are.equal(3, #parts[1])
+        assert.are.equal(7, #parts[2])
+        local all = {}
+        for _, p in ipairs(parts) do
+            for _, v in ipairs(labels(p)) do all[#all + 1] = v end
+        end
+        assert.is_true(is_permutation(all, 10))
+        local function sizes(n, lengths)
+            local out = {}
+            for k, p in ipairs(data.random_split(numbered(n), lengths)) do out[k] = #p end
+            return out
+        end
+        assert.are.same({4, 2, 1}, sizes(7, {0.5, 0.25, 0.25})) -- 3, 1, 1 and the 2 left to the first two
+        assert.are.same({4, 3, 3}, sizes(10, {0.33, 0.33, 0.34}))
+        assert.are.same({7, 2, 1}, sizes(10, {0.7, 0.2, 0.1})) -- (they sum to 0.9999999999999999)
+        assert.are.same({1}, sizes(1, {1}))
+        assert.are.same({0, 0}, sizes(0, {0, 0}))
+        assert.are.same({0, 0}, sizes(0, {0.5, 0.5}))
+    end)
+
+    it("random_split: the same seed, the same split; seed and generator leave the engine's generator alone",
+       function()
+        local ds = numbered(20)
+        ordo.manual_seed(3)
+        local a = labels(data.random_split(ds, {10, 10})[1])
+        ordo.manual_seed(3)
+        assert.are.same(a, labels(data.random_split(ds, {10, 10})[1]))
+        local s1 = labels(data.random_split(ds, {0.5, 0.5}, {seed = 42})[1])
+        assert.are.same(s1, labels(data.random_split(ds, {0.5, 0.5}, {seed = 42})[1]))
+        assert.are_not.same(s1, labels(data.random_split(ds, {0.5, 0.5}, {seed = 43})[1]))
+        -- a seed's draw does not move the engine generator
+        ordo.manual_seed(5)
+        local r1 = ordo.rand({4}):totable()
+        ordo.manual_seed(5)
+        data.random_split(ds, {10, 10}, {seed = 1})
+        assert.are.same(r1, ordo.rand({4}):totable())
+        -- a generator state is advanced in place, as Torch's generator
+        local g = ordo.get_rng_state()
+        local g0 = g:clone()
+        local first = labels(data.random_split(ds, {10, 10}, {generator = g})[1])
+        local second = labels(data.random_split(ds, {10, 10}, {generator = g})[1])
+        assert.are_not.same(first, second)
+        assert.are.same(first, labels(data.random_split(ds, {10, 10}, {generator = g0})[1]))
+    end)
+
+    it("random_split refuses lengths that do not fit the dataset, bad options and non-datasets", function()
+        local ds = numbered(10)
+        assert.matches("random_split: the lengths sum to 6, but the dataset has 10 examples",
+                       err_of(data.random_split, ds, {3, 3}))
+        assert.matches("random_split: length 1 is 0.5: counts must be integers %(fractions must sum to 1, these sum " ..
+                       "to 1.1%)", err_of(data.random_split, ds, {0.5, 0.6}))
+        assert.matches("length 1 must be a count or a fraction >= 0, got %-1", err_of(data.random_split, ds, {-1, 11}))
+        assert.matches("length 2 must be a count or a fraction >= 0, got nan",
+                       err_of(data.random_split, ds, {1, 0 / 0}))
+        assert.matches("lengths must be a non%-empty list", err_of(data.random_split, ds, {}))
+        assert.matches("lengths must be a non%-empty list", err_of(data.random_split, ds, 5))
+        assert.matches("random_split: expected an integer seed, got 1.5",
+                       err_of(data.random_split, ds, {5, 5}, {seed = 1.5}))
+        assert.matches("random_split: unknown option 'sed'", err_of(data.random_split, ds, {5, 5}, {sed = 1}))
+        assert.matches("generator must be a generator state", err_of(data.random_split, ds, {5, 5}, {generator = 3}))
+        assert.matches("give seed or generator, not both",
+                       err_of(data.random_split, ds, {5, 5}, {seed = 1, generator = ordo.get_rng_state()}))
+        assert.matches("random_split: expected a dataset", err_of(data.random_split, ordo.zeros(10), {5, 5}))
+    end)
+
+    it("ConcatDataset: the examples of each dataset in turn, any kind of dataset", function()
+        local a, b = numbered(3), numbered(4)
+        local cat = data.ConcatDataset({a, data.Subset(b, {4, 2}), user_dataset(2)})
+        assert.are.equal(7, #cat)
+        local ys = {}
+        for i = 1, 5 do ys[i] = cat[i][2]:item() end
+        assert.are.same({1, 2, 3, 4, 2}, ys)
+        assert.are.equal(1, cat[6][2])
+        assert.are.same({2, 2}, cat[-1][1]:totable())
+        assert.are.same({3, 5, 7}, cat.cumulative_sizes)
+        assert.matches("ConcatDataset: index 8 out of range for 7 examples", err_of(function() return cat[8] end))
+        assert.matches("ConcatDataset: the list of datasets is empty", err_of(data.ConcatDataset, {}))
+        assert.matches("expected a dataset .* as dataset 2, got number", err_of(data.ConcatDataset, {a, 3}))
+        assert.matches("expected one list of datasets, {ds1, ds2, ...}, got ordo.data.TensorDataset",
+                       err_of(data.ConcatDataset, a), 1, true)
+    end)
+end)
+
+describe("data.loader over a dataset", function()
+    it("a TensorDataset batches as its tensors do, the same batches under the same seed", function()
+        local ds, x = numbered(23)
+        local y = ds.tensors[2]
+        for _, shuffle in ipairs({false, true}) do
+            ordo.manual_seed(11)
+            local a = data.loader(x, y, {batch_size = 5, shuffle = shuffle})
+            local xa, ya = epoch(a)
+            ordo.manual_seed(11)
+            local b = data.loader(ds, {batch_size = 5, shuffle = shuffle})
+            assert.are.equal(5, #b)
+            local xb, yb, sizes = epoch(b)
+            assert.are.same(xa, xb)
+            assert.are.same(ya, yb)
+            assert.are.same({5, 5, 5, 5, 3}, sizes)
+        end
+        -- three tensors give three batches each step
+        local three = data.TensorDataset(x, y, y:mul(2))
+        for i, xb, yb, zb in data.loader(three, {batch_size = 4}) do
+            assert.are.same({4 * i - 3, 40 * i - 30}, xb[1]:totable())
+            assert.are.same(flat(yb:mul(2)), flat(zb))
+            if i == 1 then break end
+        end
+    end)
+
+    it("a Subset of a TensorDataset gathers its rows; drop_last and shuffle as with tensors", function()
+        local ds = numbered(10)
+        local sub = data.Subset(data.Subset(ds, {10, 9, 8, 7, 6, 5, 4}), {1, 3, 5, 7, 2})
+        local _, ys, sizes = epoch(data.loader(sub, {batch_size = 2}))
+        assert.are.same({10, 8, 6, 4, 9}, ys)
+        assert.are.same({2, 2, 1}, sizes)
+        _, ys, sizes = epoch(data.loader(sub, {batch_size = 2, drop_last = true}))
+        assert.are.same({10, 8, 6, 4}, ys)
+        assert.are.same({2, 2}, sizes)
+        ordo.manual_seed(2)
+        local shuffled = data.loader(sub, {batch_size = 3, shuffle = true})
+        local xs
+        xs, ys = epoch(shuffled)
+        table.sort(ys)
+        assert.are.same({4, 6, 8, 9, 10}, ys)
+        for i = 1, 5 do assert.are.equal(xs[2 * i - 1] * 10, xs[2 * i]) end -- rows stay whole
+        -- random_split's parts are loaded as they are
+        local train = data.random_split(ds, {8, 2}, {seed = 1})[1]
+        _, ys = epoch(data.loader(train, {batch_size = 3}))
+        assert.are.same(labels(train), ys)
+    end)
+
+    it("collates any dataset's examples: tensors stacked, numbers as a float32 tensor", function()
+        local loader = data.loader(user_dataset(5), {batch_size = 2})
+        local got = {}
+        for i, xb, yb in loader do
+            got[i] = {xb:shape(), yb:dtype(), flat(yb)}
+        end
+        assert.are.same({{{2, 2}, "float32", {1, 2}}, {{2, 2}, "float32", {3, 4}}, {{1, 2}, "float32", {5}}}, got)
+        local cat = data.ConcatDataset({(numbered(2)), (numbered(3))})
+        local xs, ys, sizes = epoch(data.loader(cat, {batch_size = 4}))
+        assert.are.same({1, 2, 1, 2, 3}, ys)
+        assert.are.same({1, 10, 2, 20, 1, 10, 2, 20, 3, 30}, xs)
+        assert.are.same({4, 1}, sizes)
+        -- a get method, several values
+        local getter = setmetatable({get = function(_, i) return ordo.full({3}, i), ordo.tensor(i, "int64") end},
+                                    {__len = function() return 3 end})
+        for _, xb, yb in data.loader(getter, {batch_size = 3}) do
+            assert.are.same({3, 3}, xb:shape())
+            assert.are.equal("int64", yb:dtype())
+            assert.are.same({1, 2, 3}, flat(yb))
+        end
+        -- the same order as a TensorDataset's under the same seed
+        ordo.manual_seed(4)
+        local _, a = epoch(data.loader(user_dataset(9), {batch_size = 4, shuffle = true}))
+        ordo.manual_seed(4)
+        local _, b = epoch(data.loader(numbered(9), {batch_size = 4, shuffle = true}))
+        assert.are.same(b, a)
+    end)
+
+    it("empty datasets give no batches", function()
+        local empty = data.TensorDataset(ordo.zeros(0, 3))
+        assert.are.equal(0, #empty)
+        assert.are.equal(0, #data.loader(empty, {batch_size = 2}))
+        for _ in data.loader(empty) do error("a batch of an empty dataset") end
+        for _ in data.loader(data.Subset(numbered(3), {})) do error("a batch of an empty subset") end
+        for _ in data.loader(user_dataset(0)) do error("a batch of an empty user dataset") end
+    end)
+
+    it("refuses a non-dataset, targets beside a dataset, bad examples and examples that do not stack", function()
+        local ds = numbered(4)
+        local e = err_of(data.loader, setmetatable({}, {__index = function() return 1 end}))
+        assert.matches("DataLoader: expected a tensor of examples or a dataset", e, 1, true)
+        assert.matches("a dataset holds its targets", err_of(data.loader, ds, ordo.zeros(4)))
+        assert.matches("data.loader%(ds, opts%) takes one options table",
+                       err_of(data.loader, ds, {batch_size = 2}, {shuffle = true}))
+        assert.matches("DataLoader: batch_size must be a positive integer, got 0", err_of(data.loader, ds, {batch_size = 0}))
+        assert.matches("DataLoader: unknown option 'batchsize'", err_of(data.loader, ds, {batchsize = 2}))
+        assert.matches("the dataset's __len gave %-1",
+                       err_of(data.loader, setmetatable({}, {__len = function() return -1 end, __index = {}})))
+        local function bad(item)
+            return setmetatable({}, {__len = function() return 2 end,
+                                     __index = function(_, i) if type(i) == "number" then return item(i) end end})
+        end
+        local function first_batch(d) return data.loader(d, {batch_size = 2}):iter()() end
+        assert.matches("DataLoader: the dataset's example 1 is nil", err_of(first_batch, bad(function() return nil end)))
+        assert.matches('value 1 of the dataset\'s example 1 is string',
+                       err_of(first_batch, bad(function() return "a" end)), 1, true)
+        assert.matches("the dataset's example 2 has 1 value, example 1 had 2",
+                       err_of(first_batch, bad(function(i) return i == 1 and {1, 2} or {1} end)), 1, true)
+        assert.matches("value 1 of the examples of batch 1 cannot be stacked",
+                       err_of(first_batch, bad(function(i) return ordo.zeros(i) end)), 1, true)
+        assert.matches("value 1 of the dataset's example 2 is ordo.Tensor, of example 1 number",
+                       err_of(first_batch, bad(function(i) return i == 1 and 1 or ordo.zeros(1) end)), 1, true)
+        -- a TensorDataset's rows are unchanged by it all
+        assert.are.same({1, 2, 3, 4}, labels(ds))
     end)
 end)

@@ -6,6 +6,8 @@
 --   for epoch = 1, 3 do
 --       for i, xb, yb in loader:iter() do ... end             -- a new permutation each epoch
 --   end
+--   local train, val = unpack(data.random_split(data.TensorDataset(x, y), {0.8, 0.2}, {seed = 1}))
+--   for i, xb, yb in data.loader(train, {batch_size = 64, shuffle = true}) do ... end
 --   local t = data.read_idx("train-labels-idx1-ubyte.gz")    -- any IDX file, gzip or plain
 --   local x, names = data.read_csv("measurements.csv")       -- a numeric CSV file, header optional
 --   data.write_csv("out.csv", x, {header = names})            -- and back, exactly
@@ -836,6 +838,313 @@ function M.fashion_mnist(opts)
     }
 end
 
+-- ---------------------------------------------------------------- Datasets
+
+-- Torch's map-style datasets: data.TensorDataset(x, y, ...), Subset,
+-- random_split, ConcatDataset.  Each is a userdata (newproxy), as the
+-- loader, so that #ds works under LuaJIT; ds[i] and ds:get(i) give example
+-- i (1-based, negative from the end, as t[i]).  A TensorDataset's example
+-- is its tensors' rows i, views as t:select(1, i): ds:get(i) returns them
+-- as separate values, ds[i] one value (a list when there are several).
+local DS_STATE = setmetatable({}, {__mode = "k"}) -- proxy -> its state
+local Dataset = {}
+
+local unpack = unpack or table.unpack
+
+local function ds_state(fname, self)
+    local st = DS_STATE[self]
+    if not st then
+        fail(fmt("%s: expected a dataset as self, got %s (call it as ds:%s(...))", fname, typename(self), fname))
+    end
+    return st
+end
+
+local function check_index(st, i)
+    if type(i) ~= "number" or i ~= floor(i) then
+        fail(fmt("%s: an index must be an integer, got %s", st.kind, shown(i)))
+    end
+    local n = st.n
+    local j = i < 0 and i + n + 1 or i
+    if j < 1 or j > n then
+        fail(fmt("%s: index %s out of range for %d example%s (indices count from 1, negative from the end)", st.kind,
+                 shown(i), n, n == 1 and "" or "s"))
+    end
+    return j
+end
+
+-- ds:get(i): example i, as the values the dataset gives.
+function Dataset.get(self, i)
+    local st = ds_state("get", self)
+    return st.get(check_index(st, i))
+end
+
+local function ds_index(self, k)
+    local st = DS_STATE[self]
+    if type(k) == "number" then
+        local r = {st.get(check_index(st, k))}
+        if #r > 1 then return r end
+        return r[1]
+    end
+    if Dataset[k] then return Dataset[k] end
+    return st.fields[k]
+end
+
+local function ds_tostring(self)
+    local st = DS_STATE[self]
+    return fmt("ordo.data.%s(%d example%s%s)", st.kind, st.n, st.n == 1 and "" or "s", st.desc or "")
+end
+
+local function new_dataset(st)
+    local proxy = newproxy(true)
+    local mt = getmetatable(proxy)
+    mt.__name = "ordo.data." .. st.kind
+    mt.__index = ds_index
+    mt.__newindex = function(_, k)
+        fail(fmt("%s: a dataset's fields are read-only (cannot set %s)", st.kind, tostring(k)))
+    end
+    mt.__len = function() return st.n end
+    mt.__tostring = ds_tostring
+    DS_STATE[proxy] = st
+    return proxy
+end
+
+-- The size and a getter of any dataset: one made here, or a user's table or
+-- userdata whose metatable has __len (called directly: LuaJIT's # skips it
+-- on tables) and a get method or __index.  nil when x is none.
+local function dataset_access(fname, x, what)
+    local st = DS_STATE[x]
+    if st then return st.n, st.get end
+    local mt = (type(x) == "table" or type(x) == "userdata") and not is_tensor(x) and getmetatable(x)
+    if type(mt) ~= "table" or mt.__len == nil then return nil end
+    local n = mt.__len(x)
+    if not is_natural(n) then
+        fail(fmt("%s: %s's __len gave %s, expected an integer >= 0", fname, what, shown(n)))
+    end
+    local okg, g = pcall(function() return x.get end)
+    if okg and type(g) == "function" then return n, function(i) return g(x, i) end end
+    if mt.__index == nil then return nil end
+    return n, function(i) return x[i] end
+end
+
+local NOT_DATASET = "a dataset (data.TensorDataset, Subset, ConcatDataset, or a table whose metatable has " ..
+                    "__len and __index, or a get method)"
+
+local function dataset_arg(fname, x, what)
+    local n, get = dataset_access(fname, x, what)
+    if not n then fail(fmt("%s: expected %s as %s, got %s", fname, NOT_DATASET, what, typename(x))) end
+    return n, get
+end
+
+-- data.TensorDataset(t1, t2, ...): example i is the rows i of every tensor
+-- (first dims must agree; all on one engine).
+function M.TensorDataset(...)
+    local fname = "TensorDataset"
+    local nargs = select("#", ...)
+    if nargs == 0 then fail(fname .. ": expected at least one tensor") end
+    local ts = {...}
+    local n, shapes = nil, {}
+    for k = 1, nargs do
+        local t = ts[k]
+        if not is_tensor(t) then fail(fmt("%s: argument %d must be a tensor, got %s", fname, k, typename(t))) end
+        if t:dim() < 1 then fail(fmt("%s: tensor %d has no dims: the first dim counts the examples", fname, k)) end
+        if t._c.storage.engine ~= ts[1]._c.storage.engine then
+            fail(fmt("%s: tensors 1 and %d belong to different engines (make them on one, {engine = e})", fname, k))
+        end
+        n = n or t:size(1)
+        if t:size(1) ~= n then
+            fail(fmt("%s: tensor 1 has %d examples (shape %s) but tensor %d has %d (shape %s): the first dims " ..
+                     "must match", fname, n, tensor.shape_str(ts[1]:shape()), k, t:size(1),
+                     tensor.shape_str(t:shape())))
+        end
+        shapes[k] = tensor.shape_str(t:shape()) .. " " .. t:dtype()
+    end
+    return new_dataset({
+        kind = fname,
+        n = n,
+        tensors = ts,
+        fields = {tensors = ts},
+        desc = ": " .. concat(shapes, ", "),
+        get = function(i)
+            local r = {}
+            for k = 1, nargs do r[k] = ts[k]:select(1, i) end
+            return unpack(r, 1, nargs)
+        end,
+    })
+end
+
+-- A list of indices (a Lua list or a 1-dim integer tensor), each in 1..n,
+-- as a new Lua list.
+local function index_list(fname, indices, n)
+    local list
+    if is_tensor(indices) then
+        local dt = indices:dtype()
+        if indices:dim() ~= 1 or not (dt == "int64" or dt == "int32" or dt == "uint8") then
+            fail(fmt("%s: indices must be a Lua list or a 1-dim integer tensor, got %s of shape %s", fname, dt,
+                     tensor.shape_str(indices:shape())))
+        end
+        list = indices:totable()
+    elseif type(indices) == "table" and getmetatable(indices) == nil then
+        list = {}
+        local count = 0
+        for k in pairs(indices) do
+            if not is_posint(k) then
+                fail(fmt("%s: indices must be a list, got a table with key %s", fname, shown(k)))
+            end
+            count = count + 1
+        end
+        for k = 1, count do
+            if indices[k] == nil then fail(fmt("%s: indices must be a list, got a table with a hole at %d", fname, k)) end
+            list[k] = indices[k]
+        end
+    else
+        fail(fmt("%s: indices must be a Lua list or a 1-dim integer tensor, got %s", fname, typename(indices)))
+    end
+    for k, i in ipairs(list) do
+        if not is_posint(i) or i > n then
+            fail(fmt("%s: index %s at position %d is out of range for a dataset of %d example%s (indices count " ..
+                     "from 1)", fname, shown(i), k, n, n == 1 and "" or "s"))
+        end
+    end
+    return list
+end
+
+local function subset(fname, ds, list)
+    local _, get = dataset_arg(fname, ds, "the dataset")
+    return new_dataset({
+        kind = "Subset",
+        n = #list,
+        dataset = ds,
+        indices = list,
+        fields = {dataset = ds, indices = list},
+        get = function(i) return get(list[i]) end,
+    })
+end
+
+-- data.Subset(ds, indices): example i is ds's example indices[i].
+function M.Subset(ds, indices, ...)
+    local fname = "Subset"
+    if select("#", ...) > 0 then fail(fname .. ": expected 2 arguments (ds, indices)") end
+    local n = dataset_arg(fname, ds, "the dataset")
+    return subset(fname, ds, index_list(fname, indices, n))
+end
+
+-- data.ConcatDataset({ds1, ds2, ...}): the examples of ds1, then ds2's...
+function M.ConcatDataset(list, ...)
+    local fname = "ConcatDataset"
+    if select("#", ...) > 0 or type(list) ~= "table" or getmetatable(list) ~= nil then
+        fail(fmt("%s: expected one list of datasets, {ds1, ds2, ...}, got %s%s", fname, typename(list),
+                 select("#", ...) > 0 and " and more arguments" or ""))
+    end
+    if list[1] == nil then fail(fname .. ": the list of datasets is empty") end
+    local gets, ends, total, dss = {}, {}, 0, {}
+    for k, ds in ipairs(list) do
+        local n, get = dataset_arg(fname, ds, fmt("dataset %d", k))
+        total = total + n
+        gets[k], ends[k], dss[k] = get, total, ds
+    end
+    for k in pairs(list) do
+        if not (is_posint(k) and k <= #dss) then
+            fail(fmt("%s: expected a list of datasets, got a table with key %s", fname, shown(k)))
+        end
+    end
+    return new_dataset({
+        kind = fname,
+        n = total,
+        fields = {datasets = dss, cumulative_sizes = ends},
+        get = function(i)
+            local lo, hi = 1, #ends -- the first part whose end is >= i
+            while lo < hi do
+                local mid = floor((lo + hi) / 2)
+                if ends[mid] >= i then hi = mid else lo = mid + 1 end
+            end
+            return gets[lo](i - (ends[lo - 1] or 0))
+        end,
+    })
+end
+
+-- data.random_split(ds, lengths [, {seed = n} | {generator = state}]):
+-- Subsets of ds that together hold each example once, in a random order.
+-- lengths: counts summing to #ds, or fractions summing to 1 (Torch >= 1.13:
+-- each gets floor(fraction * #ds), the rest one each from the first).  The
+-- order comes from the engine generator (ordo.manual_seed), or from seed
+-- alone, or from generator (a state from ordo.get_rng_state, advanced in
+-- place as Torch's generator is), leaving the engine's as it was.
+function M.random_split(ds, lengths, opts, ...)
+    local fname = "random_split"
+    if select("#", ...) > 0 then fail(fname .. ": expected at most 3 arguments (ds, lengths, opts)") end
+    local n = dataset_arg(fname, ds, "the dataset")
+    opts = check_opts(fname, opts, {seed = true, generator = true})
+    if type(lengths) ~= "table" or getmetatable(lengths) ~= nil or lengths[1] == nil then
+        fail(fmt("%s: lengths must be a non-empty list of counts or fractions, got %s", fname, typename(lengths)))
+    end
+    local counts, sum = {}, 0
+    for k, v in pairs(lengths) do
+        if not is_posint(k) or k > #lengths then
+            fail(fmt("%s: lengths must be a list, got a table with key %s", fname, shown(k)))
+        end
+        if type(v) ~= "number" or v ~= v or v < 0 or v == math.huge then
+            fail(fmt("%s: length %d must be a count or a fraction >= 0, got %s", fname, k, shown(v)))
+        end
+        sum = sum + v
+    end
+    if math.abs(sum - 1) <= 1e-9 then -- fractions (0.7 + 0.2 + 0.1 is 0.9999999999999999)
+        local got = 0
+        for k = 1, #lengths do
+            counts[k] = floor(n * lengths[k])
+            got = got + counts[k]
+        end
+        if got > n then fail(fmt("%s: the fractions ask for more than the %d examples", fname, n)) end
+        for r = 0, n - got - 1 do
+            local k = r % #counts + 1
+            counts[k] = counts[k] + 1
+        end
+    else
+        for k = 1, #lengths do
+            if lengths[k] ~= floor(lengths[k]) then
+                fail(fmt("%s: length %d is %s: counts must be integers (fractions must sum to 1, these sum to " ..
+                         "%.10g)", fname, k, shown(lengths[k]), sum))
+            end
+            counts[k] = lengths[k]
+        end
+        if sum ~= n then
+            fail(fmt("%s: the lengths sum to %.10g, but the dataset has %d example%s (give counts summing to %d, " ..
+                     "or fractions summing to 1)", fname, sum, n, n == 1 and "" or "s", n))
+        end
+    end
+    if opts.seed ~= nil and opts.generator ~= nil then fail(fname .. ": give seed or generator, not both") end
+    local g = opts.generator
+    if g ~= nil and not (is_tensor(g) and g:dtype() == "uint8" and g:dim() == 1 and g:numel() == 32 and
+                         g:device().dev_type ~= cdef.GPU) then
+        fail(fmt("%s: generator must be a generator state (a uint8 tensor of 32 elements from ordo.get_rng_state), " ..
+                 "got %s", fname, is_tensor(g) and fmt("%s of shape %s", g:dtype(), tensor.shape_str(g:shape())) or
+                 typename(g)))
+    end
+    local perm = {}
+    if n > 0 then
+        local derived = require "ordo.derived"
+        if opts.seed == nil and g == nil then
+            perm = derived.randperm(n):totable()
+        else
+            local state = g or tensor.seeded_state(fname, opts.seed)
+            local saved = tensor.get_rng_state()
+            tensor.set_rng_state(state)
+            local ok, res = pcall(function() return derived.randperm(n):totable() end)
+            if ok and g then g:copy_(tensor.get_rng_state()) end
+            tensor.set_rng_state(saved)
+            if not ok then error(res, 0) end
+            perm = res
+        end
+    end
+    local out, at = {}, 0
+    for k, c in ipairs(counts) do
+        local list = {}
+        for j = 1, c do list[j] = perm[at + j] end
+        at = at + c
+        out[k] = subset(fname, ds, list)
+    end
+    return out
+end
+
 -- ---------------------------------------------------------------- DataLoader
 
 -- A loader is a userdata (newproxy) so that #loader works under LuaJIT,
@@ -856,7 +1165,7 @@ local function epoch_order(st)
     local n = st.n
     -- on cpu(0) of the data's engine (the default one's was refused by
     -- index_select: "the tensors belong to different engines")
-    local where = tensor.like(st.tensors[1], "int64")
+    local where = st.tensors[1] and tensor.like(st.tensors[1], "int64") or {dtype = "int64"}
     where.device = util.cpu(0)
     local perm = tensor.empty({n}, where)
     if n == 0 then return perm end
@@ -873,14 +1182,81 @@ local function epoch_order(st)
         end
         C.ordo_tensor_numel(keys._c) -- keeps keys (and its bytes) alive until here
     end
+    local index = st.index -- a Subset's rows of its TensorDataset
+    if index then
+        for i = 0, n - 1 do p[i] = index[tonumber(p[i])] end
+    end
     return perm
 end
 
--- One batch (b from 1): index_select of every tensor at the order's slice.
+-- The examples of a dataset's batch stacked into tensors: a field of
+-- tensors by ordo.stack (a new first dim), one of numbers as a float32
+-- tensor.  An example is the values its get gives, or one list of them.
+local function collate(st, order, start, len)
+    local p = ffi.cast(I64P, util.host_ptr(order[1]))
+    local fields, nf
+    for j = 1, len do
+        local i = tonumber(p[start + j - 2])
+        local item = {st.get(i)}
+        if #item == 1 and type(item[1]) == "table" and not is_tensor(item[1]) and getmetatable(item[1]) == nil then
+            item = item[1]
+        end
+        if item[1] == nil then
+            fail(fmt("DataLoader: the dataset's example %d is nil (expected tensors or numbers, or a list of them)", i))
+        end
+        if not fields then
+            nf = #item
+            fields = {}
+            for k = 1, nf do fields[k] = {} end
+        elseif #item ~= nf then
+            fail(fmt("DataLoader: the dataset's example %d has %d value%s, example %d had %d", i, #item,
+                     #item == 1 and "" or "s", tonumber(p[start - 1]), nf))
+        end
+        for k = 1, nf do
+            local v = item[k]
+            if not is_tensor(v) and type(v) ~= "number" then
+                fail(fmt("DataLoader: value %d of the dataset's example %d is %s (expected a tensor or a number)", k,
+                         i, typename(v)))
+            end
+            if type(v) ~= type(fields[k][1] or v) then
+                fail(fmt("DataLoader: value %d of the dataset's example %d is %s, of example %d %s: they cannot be " ..
+                         "batched together", k, i, typename(v), tonumber(p[start - 1]), typename(fields[k][1])))
+            end
+            fields[k][j] = v
+        end
+    end
+    local out = {n = nf}
+    for k = 1, nf do
+        local vals = fields[k]
+        if is_tensor(vals[1]) then
+            local ok, res = pcall(tensor.stack, vals, 1)
+            if not ok then
+                fail(fmt("DataLoader: value %d of the examples of batch %d cannot be stacked: %s", k,
+                         floor((start - 1) / st.batch_size) + 1, (tostring(res):gsub("^.-stack: ", ""))))
+            end
+            out[k] = res
+        else
+            out[k] = tensor.tensor(vals)
+        end
+    end
+    return out
+end
+
+-- One batch (b from 1): index_select of every tensor at the order's slice
+-- (a dataset that is not of tensors: its examples, collated).
 local function make_batch(st, order, b)
     local start = (b - 1) * st.batch_size + 1
     local len = min(st.batch_size, st.n - start + 1)
-    local out = {}
+    if st.get then
+        local out = collate(st, order, start, len)
+        if st.pin_memory then
+            for k = 1, out.n do
+                if out[k]:device().dev_type ~= cdef.GPU then out[k] = out[k]:pin_memory() end
+            end
+        end
+        return out
+    end
+    local out = {n = #st.tensors}
     for k, t in ipairs(st.tensors) do
         out[k] = t:index_select(1, order[k]:narrow(1, start, len))
         -- the gather writes pageable memory; one copy makes the batch pinned
@@ -919,6 +1295,7 @@ function Loader.iter(self)
         -- takes its index from the data's device; for pinned data, from the
         -- cpu(n) beside it: the index needs no pinning)
         local on = {[perm:device()] = perm}
+        if st.get then order[1] = perm end
         for k, t in ipairs(st.tensors) do
             local dev = t:device()
             if dev.dev_type == cdef.CPU_PINNED then dev = util.cpu(dev.id) end
@@ -936,7 +1313,7 @@ function Loader.iter(self)
         b = b + 1
         local cur = nxt
         nxt = b < nb and make_batch(st, order, b + 1) or nil
-        return b, cur[1], cur[2]
+        return b, unpack(cur, 1, cur.n)
     end
 end
 
@@ -961,10 +1338,13 @@ local function loader_call(self, ...)
         fail("DataLoader: another `for ... in loader do` over this loader began since this one (one such loop at " ..
              "a time: loops side by side each take their own loader:iter())")
     end
-    local b, xb, yb = st.for_iter()
-    st.for_b = b
-    if b == nil then st.for_iter = nil end
-    return b, xb, yb
+    local r = {st.for_iter()}
+    st.for_b = r[1]
+    if r[1] == nil then
+        st.for_iter = nil
+        return nil
+    end
+    return unpack(r, 1, table.maxn(r))
 end
 
 local function loader_tostring(self)
@@ -974,6 +1354,8 @@ local function loader_tostring(self)
                st.shuffle and ", shuffle" or "", st.drop_last and ", drop_last" or "",
                st.pin_memory and ", pin_memory" or "")
 end
+
+local new_loader, dataset_loader
 
 -- loader(x [, y] [, opts]): batches of x (and y) along dim 1.
 --   opts.batch_size  examples per batch (default 1)
@@ -985,7 +1367,16 @@ end
 -- loader.n, loader.batch_size, loader.epoch (epochs started).
 function M.loader(x, y, opts, ...)
     local fname = "DataLoader"
-    if not is_tensor(x) then fail(fmt("%s: expected a tensor of examples first, got %s", fname, typename(x))) end
+    if not is_tensor(x) then
+        if dataset_access(fname, x, "the dataset") then
+            if opts ~= nil and not is_tensor(y) then
+                fail(fmt("%s: got %s second and %s third: data.loader(ds, opts) takes one options table", fname,
+                         typename(y), typename(opts)))
+            end
+            return dataset_loader(fname, x, y, opts, ...)
+        end
+        fail(fmt("%s: expected a tensor of examples or %s first, got %s", fname, NOT_DATASET, typename(x)))
+    end
     if is_tensor(y) and is_tensor(opts) then
         -- (was "expected an options table, got ordo.Tensor")
         fail(fmt("%s: takes at most two tensors, x and y, then the options; got a third tensor", fname))
@@ -1028,6 +1419,50 @@ function M.loader(x, y, opts, ...)
     if y and x._c.storage.engine ~= y._c.storage.engine then
         fail(fname .. ": x and y belong to different engines (make them on one, {engine = e})")
     end
+    return new_loader(fname, opts, {tensors = {x, y}, n = n})
+end
+
+-- The rows of a TensorDataset, or of Subsets (of Subsets) of one, as its
+-- tensors and the rows in order (nil: all of them), so that a batch is one
+-- index_select per tensor; nil for any other dataset.
+local function tensor_rows(ds)
+    local st, index = DS_STATE[ds], nil
+    while st and st.kind == "Subset" do
+        local list = st.indices
+        if index then
+            for i = 1, #index do index[i] = list[index[i]] end
+        else
+            index = {}
+            for i = 1, #list do index[i] = list[i] end
+        end
+        st = DS_STATE[st.dataset]
+    end
+    if st and st.kind == "TensorDataset" then return st.tensors, index end
+    return nil
+end
+
+-- loader(ds [, opts]): batches of a dataset's examples.
+function dataset_loader(fname, ds, opts, ...)
+    local n, get = dataset_access(fname, ds, "the dataset")
+    if is_tensor(opts) then
+        fail(fmt("%s: a dataset holds its targets: data.loader(ds, opts) (or data.loader(x, y, opts) for tensors), " ..
+                 "got a tensor second", fname))
+    end
+    for i = 1, select("#", ...) do
+        if select(i, ...) ~= nil then
+            fail(fmt("%s: expected at most 2 arguments with a dataset (ds, opts), got %s after the options", fname,
+                     typename(select(i, ...))))
+        end
+    end
+    opts = check_opts(fname, opts, LOADER_OPTS)
+    local tensors, index = tensor_rows(ds)
+    if tensors then return new_loader(fname, opts, {tensors = tensors, index = index, n = n}) end
+    return new_loader(fname, opts, {tensors = {}, get = get, n = n})
+end
+
+-- The loader over st (tensors, n, and index or get), with opts checked.
+function new_loader(fname, opts, st)
+    local n = st.n
     local bs = opts.batch_size == nil and 1 or opts.batch_size
     if not is_posint(bs) then fail(fname .. ": batch_size must be a positive integer, got " .. shown(bs)) end
     for _, k in ipairs({"shuffle", "drop_last", "pin_memory"}) do
@@ -1044,16 +1479,13 @@ function M.loader(x, y, opts, ...)
         end
     end
     local drop = opts.drop_last == true
-    local st = setmetatable({
-        tensors = {x, y},
-        n = n,
-        batch_size = bs,
-        shuffle = opts.shuffle == true,
-        drop_last = drop,
-        pin_memory = opts.pin_memory == true,
-        nb = drop and floor(n / bs) or floor((n + bs - 1) / bs),
-        epoch = 0,
-    }, {__index = Loader})
+    st.batch_size = bs
+    st.shuffle = opts.shuffle == true
+    st.drop_last = drop
+    st.pin_memory = opts.pin_memory == true
+    st.nb = drop and floor(n / bs) or floor((n + bs - 1) / bs)
+    st.epoch = 0
+    setmetatable(st, {__index = Loader})
     st._loader_state = st
     local proxy = newproxy(true)
     local mt = getmetatable(proxy)

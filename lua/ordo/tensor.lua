@@ -827,16 +827,21 @@ end
 -- A seed is a 64-bit integer: -2^63 .. 2^64 - 1 (as Torch: 2^63 and up are
 -- taken as unsigned and kept bit for bit).  Past that range the conversion
 -- to int64 is undefined: 2^64, 1e300 and -2^63 all seeded alike.
-function M.manual_seed(n)
+local function check_seed(fname, n)
     if not is_int(n) then
-        fail("manual_seed: expected an integer seed, got " ..
+        fail(fname .. ": expected an integer seed, got " ..
              (type(n) == "number" and show(n) or typename(n) .. (type(n) == "string" and fmt(" %q", n) or "")))
     end
     if n < -2 ^ 63 or n >= 2 ^ 64 then
-        fail(fmt("manual_seed: seed %s out of range (expected an integer from -2^63 to 2^64 - 1)",
+        fail(fmt("%s: seed %s out of range (expected an integer from -2^63 to 2^64 - 1)", fname,
                  math.abs(n) < 1e20 and fmt("%.0f", n) or show(n)))
     end
     if n >= 2 ^ 63 then n = n - 2 ^ 64 end -- the same 64 bits, as int64 (exact: both are multiples of 2^11)
+    return n
+end
+
+function M.manual_seed(n)
+    n = check_seed("manual_seed", n)
     default_seed = n
     for _, per in pairs(generators) do
         for _, g in pairs(per) do push(K.seed, "manual_seed", 0, {}, {g}, nil, {n}) end
@@ -886,6 +891,17 @@ function M.set_rng_state(state, opts)
     end
     -- from its bytes: the state may come from another engine or device
     g:copy_(M.tensor(bytes, M.like(g)))
+end
+
+-- seeded_state(fname, n): a generator state (as get_rng_state's) seeded
+-- with n, for a draw of its own (data.random_split's seed) that leaves
+-- every engine generator as it was.
+function M.seeded_state(fname, n)
+    n = check_seed(fname, n)
+    local _, dev, e = options(fname, nil)
+    local g = new_raw(fname, {32}, U8, result_ctx(dev._ctx), e)
+    push(K.seed, "manual_seed", 0, {}, {g}, nil, {n})
+    return g
 end
 
 local function random_(fname, kid, allowed, t, s1, s2)

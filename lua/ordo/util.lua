@@ -175,9 +175,9 @@ end
 
 function M.typename(x)
     local t = type(x)
-    if t == "table" then
+    if t == "table" or t == "userdata" then -- (a loader or dataset is a userdata: it said "userdata")
         local mt = getmetatable(x)
-        if mt and mt.__name then return mt.__name end
+        if type(mt) == "table" and type(mt.__name) == "string" then return mt.__name end
     end
     return t
 end
