@@ -1334,13 +1334,15 @@ describe("data.loader over a dataset", function()
         assert.are.same(labels(train), ys)
     end)
 
-    it("collates any dataset's examples: tensors stacked, numbers as a float32 tensor", function()
+    it("collates any dataset's examples: tensors stacked, numbers as a float64 tensor (exact past 2^24)", function()
         local loader = data.loader(user_dataset(5), {batch_size = 2})
         local got = {}
         for i, xb, yb in loader do
             got[i] = {xb:shape(), yb:dtype(), flat(yb)}
         end
-        assert.are.same({{{2, 2}, "float32", {1, 2}}, {{2, 2}, "float32", {3, 4}}, {{1, 2}, "float32", {5}}}, got)
+        assert.are.same({{{2, 2}, "float64", {1, 2}}, {{2, 2}, "float64", {3, 4}}, {{1, 2}, "float64", {5}}}, got)
+        local big = setmetatable({}, {__len = function() return 1 end, __index = function() return 2 ^ 24 + 1 end})
+        for _, yb in data.loader(big) do assert.are.equal(2 ^ 24 + 1, yb[1]) end
         local cat = data.ConcatDataset({(numbered(2)), (numbered(3))})
         local xs, ys, sizes = epoch(data.loader(cat, {batch_size = 4}))
         assert.are.same({1, 2, 1, 2, 3}, ys)
@@ -1376,6 +1378,11 @@ describe("data.loader over a dataset", function()
         local e = err_of(data.loader, setmetatable({}, {__index = function() return 1 end}))
         assert.matches("DataLoader: expected a tensor of examples or a dataset", e, 1, true)
         assert.matches("a dataset holds its targets", err_of(data.loader, ds, ordo.zeros(4)))
+        -- a loader has __len and __index, but is no dataset
+        local loader = data.loader(ds, {batch_size = 2})
+        assert.matches("DataLoader: the dataset is a DataLoader, not a dataset", err_of(data.loader, loader), 1, true)
+        assert.matches("Subset: the dataset is a DataLoader", err_of(data.Subset, loader, {1}), 1, true)
+        assert.is_nil(data.loader(user_dataset(2)).get)
         assert.matches("data.loader%(ds, opts%) takes one options table",
                        err_of(data.loader, ds, {batch_size = 2}, {shuffle = true}))
         assert.matches("DataLoader: batch_size must be a positive integer, got 0", err_of(data.loader, ds, {batch_size = 0}))

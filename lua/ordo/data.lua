@@ -914,6 +914,10 @@ end
 local function dataset_access(fname, x, what)
     local st = DS_STATE[x]
     if st then return st.n, st.get end
+    if type(x) == "userdata" and typename(x) == "ordo.data.DataLoader" then
+        -- (its __len and __index made it pass for a dataset of nil examples)
+        fail(fmt("%s: %s is a DataLoader, not a dataset (make the loader from the dataset itself)", fname, what))
+    end
     local mt = (type(x) == "table" or type(x) == "userdata") and not is_tensor(x) and getmetatable(x)
     if type(mt) ~= "table" or mt.__len == nil then return nil end
     local n = mt.__len(x)
@@ -1182,7 +1186,7 @@ local function epoch_order(st)
         end
         C.ordo_tensor_numel(keys._c) -- keeps keys (and its bytes) alive until here
     end
-    local index = st.index -- a Subset's rows of its TensorDataset
+    local index = st._index -- a Subset's rows of its TensorDataset
     if index then
         for i = 0, n - 1 do p[i] = index[tonumber(p[i])] end
     end
@@ -1190,14 +1194,15 @@ local function epoch_order(st)
 end
 
 -- The examples of a dataset's batch stacked into tensors: a field of
--- tensors by ordo.stack (a new first dim), one of numbers as a float32
--- tensor.  An example is the values its get gives, or one list of them.
+-- tensors by ordo.stack (a new first dim), one of numbers as a float64
+-- tensor (a Lua number is a double: float32 would round 16777217, a label
+-- or an index past 2^24, without a word).  An example is the values its get gives, or one list of them.
 local function collate(st, order, start, len)
     local p = ffi.cast(I64P, util.host_ptr(order[1]))
     local fields, nf
     for j = 1, len do
         local i = tonumber(p[start + j - 2])
-        local item = {st.get(i)}
+        local item = {st._get(i)}
         if #item == 1 and type(item[1]) == "table" and not is_tensor(item[1]) and getmetatable(item[1]) == nil then
             item = item[1]
         end
@@ -1236,7 +1241,7 @@ local function collate(st, order, start, len)
             end
             out[k] = res
         else
-            out[k] = tensor.tensor(vals)
+            out[k] = tensor.tensor(vals, "float64")
         end
     end
     return out
@@ -1247,7 +1252,7 @@ end
 local function make_batch(st, order, b)
     local start = (b - 1) * st.batch_size + 1
     local len = min(st.batch_size, st.n - start + 1)
-    if st.get then
+    if st._get then
         local out = collate(st, order, start, len)
         if st.pin_memory then
             for k = 1, out.n do
@@ -1295,7 +1300,7 @@ function Loader.iter(self)
         -- takes its index from the data's device; for pinned data, from the
         -- cpu(n) beside it: the index needs no pinning)
         local on = {[perm:device()] = perm}
-        if st.get then order[1] = perm end
+        if st._get then order[1] = perm end
         for k, t in ipairs(st.tensors) do
             local dev = t:device()
             if dev.dev_type == cdef.CPU_PINNED then dev = util.cpu(dev.id) end
@@ -1456,11 +1461,11 @@ function dataset_loader(fname, ds, opts, ...)
     end
     opts = check_opts(fname, opts, LOADER_OPTS)
     local tensors, index = tensor_rows(ds)
-    if tensors then return new_loader(fname, opts, {tensors = tensors, index = index, n = n}) end
-    return new_loader(fname, opts, {tensors = {}, get = get, n = n})
+    if tensors then return new_loader(fname, opts, {tensors = tensors, _index = index, n = n}) end
+    return new_loader(fname, opts, {tensors = {}, _get = get, n = n})
 end
 
--- The loader over st (tensors, n, and index or get), with opts checked.
+-- The loader over st (tensors, n, and _index or _get), with opts checked.
 function new_loader(fname, opts, st)
     local n = st.n
     local bs = opts.batch_size == nil and 1 or opts.batch_size
