@@ -1369,7 +1369,8 @@ local new_loader, dataset_loader
 --   opts.pin_memory  batches of host tensors in pinned memory, so that their
 --                    copies to a GPU run asynchronously (needs a CUDA device)
 -- The loader: loader:iter() (one epoch), loader:num_batches() or #loader,
--- loader.n, loader.batch_size, loader.epoch (epochs started).
+-- loader.n, loader.batch_size, loader.epoch (epochs started), loader.dataset
+-- (the dataset it was made from; nil for tensors).
 function M.loader(x, y, opts, ...)
     local fname = "DataLoader"
     if not is_tensor(x) then
@@ -1461,8 +1462,8 @@ function dataset_loader(fname, ds, opts, ...)
     end
     opts = check_opts(fname, opts, LOADER_OPTS)
     local tensors, index = tensor_rows(ds)
-    if tensors then return new_loader(fname, opts, {tensors = tensors, _index = index, n = n}) end
-    return new_loader(fname, opts, {tensors = {}, _get = get, n = n})
+    if tensors then return new_loader(fname, opts, {tensors = tensors, _index = index, n = n, dataset = ds}) end
+    return new_loader(fname, opts, {tensors = {}, _get = get, n = n, dataset = ds})
 end
 
 -- The loader over st (tensors, n, and _index or _get), with opts checked.
