@@ -1584,6 +1584,32 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         end
     end)
 
+    it("a DataLoader over a dataset of gpu tensors (a Subset, a ConcatDataset) gives the cpu loader's batches",
+       function()
+        need_gpu()
+        local data = ordo.data
+        local x = ordo.arange(30, {dtype = "float32"}):view(10, 3)
+        local y = ordo.arange(10, {dtype = "int64"})
+        local function batches(ds)
+            ordo.manual_seed(8)
+            local out = {}
+            for _, xb, yb in data.loader(ds, {batch_size = 4, shuffle = true}):iter() do out[#out + 1] = {xb, yb} end
+            return out
+        end
+        local pick = {9, 2, 4, 7, 1, 10, 3}
+        local cpu_sub = data.Subset(data.TensorDataset(x, y), pick)
+        local gpu_sub = data.Subset(data.TensorDataset(gpu(x), gpu(y)), pick)
+        for _, make in ipairs({function(d) return d end, function(d) return data.ConcatDataset({d}) end}) do
+            local cb, gb = batches(make(cpu_sub)), batches(make(gpu_sub))
+            assert.equals(#cb, #gb)
+            for i = 1, #cb do
+                assert.equals(G, gb[i][1]:device())
+                check(gb[i][1], cb[i][1], "x batch " .. i)
+                check(gb[i][2], cb[i][2], "y batch " .. i)
+            end
+        end
+    end)
+
     it("a DataLoader over gpu tensors of an engine of their own gives the same batches", function()
         need_gpu()
         -- its order was made on the default engine: "the tensors belong to different engines"
