@@ -1181,6 +1181,12 @@ describe("data.Subset, random_split and ConcatDataset", function()
         assert.are.equal(0, #data.Subset(ds, {}))
         assert.are.equal(ds, sub.dataset)
         assert.are.same({10, 1, 5}, sub.indices)
+        -- its lists are copies: a change to one does not reach the subset (or skip its checks)
+        sub.indices[1] = 99
+        assert.are.same({10, 1, 5}, sub.indices)
+        assert.are.same({10, 1, 5}, labels(sub))
+        ds.tensors[2] = ordo.zeros(3)
+        assert.are.equal(10, ds.tensors[2]:size(1))
     end)
 
     it("Subset refuses indices out of range, a table that is not a list, and a non-dataset", function()

@@ -886,7 +886,15 @@ local function ds_index(self, k)
         return r[1]
     end
     if Dataset[k] then return Dataset[k] end
-    return st.fields[k]
+    local v = st.fields[k]
+    if type(v) == "table" then
+        -- a copy: the dataset's own list changed from outside would skip
+        -- its checks (an index past the end, a tensor of another length)
+        local c = {}
+        for j = 1, #v do c[j] = v[j] end
+        return c
+    end
+    return v
 end
 
 local function ds_tostring(self)
