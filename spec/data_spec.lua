@@ -1372,6 +1372,41 @@ describe("data.loader over a dataset", function()
         assert.are.same(b, a)
     end)
 
+    it("collates tables of values key by key, records and lists, nested, as Torch's default_collate", function()
+        local records = setmetatable({}, {
+            __len = function() return 3 end,
+            __index = function(_, i)
+                if type(i) ~= "number" then return nil end
+                return {image = ordo.full({2, 2}, i), label = ordo.tensor(i, "int64"), meta = {id = i, pair = {i, -i}}}
+            end,
+        })
+        local seen = 0
+        for i, batch in data.loader(records, {batch_size = 2}) do
+            seen = seen + 1
+            if i == 1 then
+                assert.are.same({2, 2, 2}, batch.image:shape())
+                assert.are.same({1, 2}, flat(batch.label))
+                assert.are.equal("int64", batch.label:dtype())
+                assert.are.same({1, 2}, flat(batch.meta.id))
+                assert.are.same({1, 2}, flat(batch.meta.pair[1]))
+                assert.are.same({-1, -2}, flat(batch.meta.pair[2]))
+            end
+        end
+        assert.are.equal(2, seen)
+        local function bad(item)
+            return setmetatable({}, {__len = function() return 2 end,
+                                     __index = function(_, i) if type(i) == "number" then return item(i) end end})
+        end
+        local function first_batch(d) return data.loader(d, {batch_size = 2}):iter()() end
+        assert.matches("value 1.y of the dataset's example 2 has key z, that of example 1 has not",
+                       err_of(first_batch, bad(function(i) return {x = 1, y = i == 1 and {a = 1} or {z = 1}} end)),
+                       1, true)
+        assert.matches("value 1 of the dataset's example 2 has 1 key, that of example 1 has 2",
+                       err_of(first_batch, bad(function(i) return i == 1 and {x = 1, y = 2} or {x = 1} end)), 1, true)
+        assert.matches("value 1.x of the dataset's example 1 is string",
+                       err_of(first_batch, bad(function() return {x = "a"} end)), 1, true)
+    end)
+
     it("empty datasets give no batches", function()
         local empty = data.TensorDataset(ordo.zeros(0, 3))
         assert.are.equal(0, #empty)

@@ -1201,19 +1201,74 @@ local function epoch_order(st)
     return perm
 end
 
--- The examples of a dataset's batch stacked into tensors: a field of
--- tensors by ordo.stack (a new first dim), one of numbers as a float64
+local function plain(v) return type(v) == "table" and not is_tensor(v) and getmetatable(v) == nil end
+
+-- One value of every example of a batch (vals[j] of example ids[j]) as a
+-- batch: tensors by ordo.stack (a new first dim), numbers as a float64
 -- tensor (a Lua number is a double: float32 would round 16777217, a label
--- or an index past 2^24, without a word).  An example is the values its get gives, or one list of them.
+-- or an index past 2^24, without a word), tables (lists or records) key by
+-- key into a table of batches, as Torch's default_collate.
+local function collate_value(vals, ids, what, b)
+    local v1 = vals[1]
+    local kind = is_tensor(v1) and "tensor" or type(v1) == "number" and "number" or plain(v1) and "table" or nil
+    for j, v in ipairs(vals) do
+        if not kind then
+            fail(fmt("DataLoader: %s of the dataset's example %d is %s (expected a tensor, a number, or a table of " ..
+                     "them)", what, ids[j], typename(v)))
+        end
+        local vk = is_tensor(v) and "tensor" or type(v) == "number" and "number" or plain(v) and "table" or typename(v)
+        if vk ~= kind then
+            fail(fmt("DataLoader: %s of the dataset's example %d is %s, of example %d %s: they cannot be batched " ..
+                     "together", what, ids[j], is_tensor(v) and "ordo.Tensor" or typename(v), ids[1],
+                     is_tensor(v1) and "ordo.Tensor" or typename(v1)))
+        end
+    end
+    if kind == "tensor" then
+        local ok, res = pcall(tensor.stack, vals, 1)
+        if not ok then
+            fail(fmt("DataLoader: %s of the examples of batch %d cannot be stacked: %s", what, b,
+                     (tostring(res):gsub("^.-stack: ", ""))))
+        end
+        return res
+    elseif kind == "number" then
+        return tensor.tensor(vals, "float64")
+    end
+    local keys = {}
+    for k in pairs(v1) do keys[#keys + 1] = k end
+    for j = 2, #vals do
+        local count = 0
+        for k in pairs(vals[j]) do
+            count = count + 1
+            if v1[k] == nil then
+                fail(fmt("DataLoader: %s of the dataset's example %d has key %s, that of example %d has not", what,
+                         ids[j], tostring(k), ids[1]))
+            end
+        end
+        if count ~= #keys then
+            fail(fmt("DataLoader: %s of the dataset's example %d has %d key%s, that of example %d has %d", what, ids[j],
+                     count, count == 1 and "" or "s", ids[1], #keys))
+        end
+    end
+    local out = {}
+    for _, k in ipairs(keys) do
+        local sub = {}
+        for j, v in ipairs(vals) do sub[j] = v[k] end
+        out[k] = collate_value(sub, ids, what .. (type(k) == "string" and "." .. k or "[" .. tostring(k) .. "]"), b)
+    end
+    return out
+end
+
+-- The examples of a dataset's batch, collated value by value.  An example
+-- is the values its get gives, or one list of them (a record, a table of
+-- named values, is one value: the loop gets a table of batches).
 local function collate(st, order, start, len)
     local p = ffi.cast(I64P, util.host_ptr(order[1]))
-    local fields, nf
+    local fields, nf, ids = nil, nil, {}
     for j = 1, len do
         local i = tonumber(p[start + j - 2])
+        ids[j] = i
         local item = {st._get(i)}
-        if #item == 1 and type(item[1]) == "table" and not is_tensor(item[1]) and getmetatable(item[1]) == nil then
-            item = item[1]
-        end
+        if #item == 1 and plain(item[1]) and item[1][1] ~= nil then item = item[1] end
         if item[1] == nil then
             fail(fmt("DataLoader: the dataset's example %d is nil (expected tensors or numbers, or a list of them)", i))
         end
@@ -1223,35 +1278,13 @@ local function collate(st, order, start, len)
             for k = 1, nf do fields[k] = {} end
         elseif #item ~= nf then
             fail(fmt("DataLoader: the dataset's example %d has %d value%s, example %d had %d", i, #item,
-                     #item == 1 and "" or "s", tonumber(p[start - 1]), nf))
+                     #item == 1 and "" or "s", ids[1], nf))
         end
-        for k = 1, nf do
-            local v = item[k]
-            if not is_tensor(v) and type(v) ~= "number" then
-                fail(fmt("DataLoader: value %d of the dataset's example %d is %s (expected a tensor or a number)", k,
-                         i, typename(v)))
-            end
-            if type(v) ~= type(fields[k][1] or v) then
-                fail(fmt("DataLoader: value %d of the dataset's example %d is %s, of example %d %s: they cannot be " ..
-                         "batched together", k, i, typename(v), tonumber(p[start - 1]), typename(fields[k][1])))
-            end
-            fields[k][j] = v
-        end
+        for k = 1, nf do fields[k][j] = item[k] end
     end
     local out = {n = nf}
-    for k = 1, nf do
-        local vals = fields[k]
-        if is_tensor(vals[1]) then
-            local ok, res = pcall(tensor.stack, vals, 1)
-            if not ok then
-                fail(fmt("DataLoader: value %d of the examples of batch %d cannot be stacked: %s", k,
-                         floor((start - 1) / st.batch_size) + 1, (tostring(res):gsub("^.-stack: ", ""))))
-            end
-            out[k] = res
-        else
-            out[k] = tensor.tensor(vals, "float64")
-        end
-    end
+    local b = floor((start - 1) / st.batch_size) + 1
+    for k = 1, nf do out[k] = collate_value(fields[k], ids, "value " .. k, b) end
     return out
 end
 
@@ -1263,9 +1296,14 @@ local function make_batch(st, order, b)
     if st._get then
         local out = collate(st, order, start, len)
         if st.pin_memory then
-            for k = 1, out.n do
-                if out[k]:device().dev_type ~= cdef.GPU then out[k] = out[k]:pin_memory() end
+            local function pin(v)
+                if is_tensor(v) then
+                    return v:device().dev_type ~= cdef.GPU and v:pin_memory() or v
+                end
+                for k, w in pairs(v) do v[k] = pin(w) end
+                return v
             end
+            for k = 1, out.n do out[k] = pin(out[k]) end
         end
         return out
     end
