@@ -1407,6 +1407,42 @@ describe("data.loader over a dataset", function()
                        err_of(first_batch, bad(function() return {x = "a"} end)), 1, true)
     end)
 
+    it("collate_fn makes each batch from the list of its examples (padding sequences of several lengths)", function()
+        local seqs = setmetatable({}, {
+            __len = function() return 5 end,
+            __index = function(_, i) if type(i) == "number" then return ordo.arange(1, i + 1) end end,
+        })
+        local function pad(examples)
+            local longest = 0
+            for _, e in ipairs(examples) do longest = math.max(longest, e:size(1)) end
+            local out = ordo.zeros(#examples, longest)
+            local lens = {}
+            for j, e in ipairs(examples) do
+                out[j]:narrow(1, 1, e:size(1)):copy_(e)
+                lens[j] = e:size(1)
+            end
+            return out, ordo.tensor(lens, "int64")
+        end
+        local got = {}
+        for i, xb, lens in data.loader(seqs, {batch_size = 2, collate_fn = pad}) do got[i] = {xb:totable(), flat(lens)} end
+        assert.are.same({{{{1, 0}, {1, 2}}, {1, 2}}, {{{1, 2, 3, 0}, {1, 2, 3, 4}}, {3, 4}}, {{{1, 2, 3, 4, 5}}, {5}}},
+                        got)
+        -- a TensorDataset's examples come as lists of its rows
+        local ds = numbered(4)
+        local sizes = {}
+        for i, n in data.loader(ds, {batch_size = 3, collate_fn = function(ex)
+            assert.are.equal(2, #ex[1])
+            assert.is_true(ordo.is_tensor(ex[1][2]))
+            return #ex
+        end}) do sizes[i] = n end
+        assert.are.same({3, 1}, sizes)
+        assert.matches("DataLoader: collate_fn must be a function", err_of(data.loader, ds, {collate_fn = 3}))
+        assert.matches("DataLoader: collate_fn takes a dataset's examples",
+                       err_of(data.loader, ordo.zeros(3), {collate_fn = pad}))
+        assert.matches("DataLoader: collate_fn takes a dataset's examples",
+                       err_of(data.loader, ordo.zeros(3), ordo.zeros(3), {collate_fn = pad}))
+    end)
+
     it("empty datasets give no batches", function()
         local empty = data.TensorDataset(ordo.zeros(0, 3))
         assert.are.equal(0, #empty)

@@ -1166,6 +1166,8 @@ local Loader = {}
 M.DataLoader = Loader
 
 local LOADER_OPTS = {batch_size = true, shuffle = true, drop_last = true, pin_memory = true}
+local DATASET_LOADER_OPTS = {batch_size = true, shuffle = true, drop_last = true, pin_memory = true,
+                             collate_fn = true}
 
 local I64P = ffi.typeof("int64_t *")
 local F64P = ffi.typeof("double *")
@@ -1263,6 +1265,20 @@ end
 -- named values, is one value: the loop gets a table of batches).
 local function collate(st, order, start, len)
     local p = ffi.cast(I64P, util.host_ptr(order[1]))
+    if st._collate_fn then
+        -- the user's: the list of examples (each a value, or a list of the
+        -- values its get gives) to the batch's values
+        local examples = {}
+        for j = 1, len do
+            local i = tonumber(p[start + j - 2])
+            local item = {st._get(i)}
+            if item[1] == nil then fail(fmt("DataLoader: the dataset's example %d is nil", i)) end
+            examples[j] = table.maxn(item) > 1 and item or item[1]
+        end
+        local out = {st._collate_fn(examples)}
+        out.n = table.maxn(out)
+        return out
+    end
     local fields, nf, ids = nil, nil, {}
     for j = 1, len do
         local i = tonumber(p[start + j - 2])
@@ -1300,7 +1316,9 @@ local function make_batch(st, order, b)
                 if is_tensor(v) then
                     return v:device().dev_type ~= cdef.GPU and v:pin_memory() or v
                 end
-                for k, w in pairs(v) do v[k] = pin(w) end
+                if plain(v) then
+                    for k, w in pairs(v) do v[k] = pin(w) end
+                end
                 return v
             end
             for k = 1, out.n do out[k] = pin(out[k]) end
@@ -1414,6 +1432,8 @@ local new_loader, dataset_loader
 --   opts.drop_last   leave out a last batch smaller than batch_size (default false)
 --   opts.pin_memory  batches of host tensors in pinned memory, so that their
 --                    copies to a GPU run asynchronously (needs a CUDA device)
+-- loader(ds [, opts]): batches of a dataset's examples (the same options,
+-- and opts.collate_fn: the batch's values from the list of its examples).
 -- The loader: loader:iter() (one epoch), loader:num_batches() or #loader,
 -- loader.n, loader.batch_size, loader.epoch (epochs started), loader.dataset
 -- (the dataset it was made from; nil for tensors).
@@ -1457,6 +1477,10 @@ function M.loader(x, y, opts, ...)
         else
             fail(fmt("%s: expected a tensor of targets (or options) second, got %s", fname, typename(y)))
         end
+    end
+    if type(opts) == "table" and getmetatable(opts) == nil and opts.collate_fn ~= nil then
+        fail(fmt("%s: collate_fn takes a dataset's examples: data.loader(data.TensorDataset(x, y), " ..
+                 "{collate_fn = f}) (batches of tensors are gathered whole)", fname))
     end
     opts = check_opts(fname, opts, LOADER_OPTS)
     if x:dim() < 1 then fail(fname .. ": x has no dims: the first dim counts the examples") end
@@ -1506,7 +1530,16 @@ function dataset_loader(fname, ds, opts, ...)
                      typename(select(i, ...))))
         end
     end
-    opts = check_opts(fname, opts, LOADER_OPTS)
+    opts = check_opts(fname, opts, DATASET_LOADER_OPTS)
+    local cf = opts.collate_fn
+    if cf ~= nil then
+        local mt = getmetatable(cf)
+        if type(cf) ~= "function" and not (type(mt) == "table" and mt.__call) then
+            fail(fmt("%s: collate_fn must be a function (of the list of a batch's examples), got %s", fname,
+                     typename(cf)))
+        end
+        return new_loader(fname, opts, {tensors = {}, _get = get, _collate_fn = cf, n = n, dataset = ds})
+    end
     local tensors, index = tensor_rows(ds)
     if tensors then return new_loader(fname, opts, {tensors = tensors, _index = index, n = n, dataset = ds}) end
     return new_loader(fname, opts, {tensors = {}, _get = get, n = n, dataset = ds})
