@@ -412,6 +412,13 @@ describe("data.read_csv", function()
         assert.matches('line 1, column 1: "x" is not a number', err(named, {header = false}), 1, true)
         os.remove(named)
         os.remove(p)
+        -- LuaJIT's tonumber reads binary literals: 0b101 was read as 5 (hex stays a number)
+        p = file("1,2\n0b101,-0B1\n0x10,3\n")
+        assert.matches('line 2, column 1: "0b101" is not a number', err(p), 1, true)
+        os.remove(p)
+        p = file("0x10,3\n")
+        assert.same({{16, 3}}, data.read_csv(p):totable())
+        os.remove(p)
         -- numbers split by another delimiter: the error says which to give
         p = file("1;2\n3;4\n")
         assert.matches('line 2, column 1 (1;2): "3;4" is not a number (the file\'s delimiter may be ";": ' ..

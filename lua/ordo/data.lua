@@ -364,7 +364,11 @@ end
 
 local function csv_number(s)
     local v = tonumber(s)
-    if v then return v end
+    -- (LuaJIT's tonumber reads 0b101 as 5: a binary literal is no CSV number)
+    if v then
+        if s:find("^%s*[+-]?0[bB]") then return nil end
+        return v
+    end
     local l = s:lower()
     if l == "nan" then return 0 / 0 end
     if l == "inf" or l == "+inf" or l == "infinity" then return math.huge end
