@@ -195,4 +195,28 @@ describe("pinned tensors", function()
         end
         assert.are.equal(10, rows)
     end)
+
+    it("a loader over a dataset with pin_memory pins its batches, collated ones and records too", function()
+        need_gpu()
+        local data = ordo.data
+        local ds = data.TensorDataset(ordo.arange(1, 21):reshape({10, 2}), ordo.arange(1, 11))
+        local records = setmetatable({}, {
+            __len = function() return 3 end,
+            __index = function(_, i) if type(i) == "number" then return {x = ordo.full({2}, i), n = i} end end,
+        })
+        for _, loader in ipairs({data.loader(data.Subset(ds, {3, 1, 2}), {batch_size = 2, pin_memory = true}),
+                                 data.loader(data.ConcatDataset({ds}), {batch_size = 4, pin_memory = true})}) do
+            for _, xb, yb in loader do
+                assert.is_true(xb:is_pinned())
+                assert.is_true(yb:is_pinned())
+            end
+        end
+        local firsts = {}
+        for i, b in data.loader(records, {batch_size = 2, pin_memory = true}) do
+            assert.is_true(b.x:is_pinned())
+            assert.is_true(b.n:is_pinned())
+            firsts[i] = b.n:totable()[1]
+        end
+        assert.are.same({1, 3}, firsts)
+    end)
 end)
