@@ -1149,6 +1149,8 @@ describe("data.TensorDataset", function()
         assert.is_true(ordo.is_tensor(one[3]))
         assert.are.same({3, 30}, one[3]:totable())
         assert.matches("TensorDataset%(5 examples: 5x2 float32, 5 int64%)", tostring(ds))
+        -- the REPL's help(ds) and completion find its method (it said "userdata: no fields or methods")
+        assert.are.same({"get"}, require("ordo.repl").names_of(ds))
     end)
 
     it("refuses tensors whose first dims differ, non-tensors, 0-dim tensors and bad indices", function()

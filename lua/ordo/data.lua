@@ -882,8 +882,7 @@ function Dataset.get(self, i)
     return st.get(check_index(st, i))
 end
 
-local function ds_index(self, k)
-    local st = DS_STATE[self]
+local function ds_lookup(st, k)
     if type(k) == "number" then
         local r = {st.get(check_index(st, k))}
         if #r > 1 then return r end
@@ -910,7 +909,9 @@ local function new_dataset(st)
     local proxy = newproxy(true)
     local mt = getmetatable(proxy)
     mt.__name = "ordo.data." .. st.kind
-    mt.__index = ds_index
+    -- a table of its methods (help(ds) and completion read it; they never
+    -- call an __index function), then its examples and fields
+    mt.__index = setmetatable({get = Dataset.get}, {__index = function(_, k) return ds_lookup(st, k) end})
     mt.__newindex = function(_, k)
         fail(fmt("%s: a dataset's fields are read-only (cannot set %s)", st.kind, tostring(k)))
     end

@@ -327,6 +327,7 @@ Models:    ordo.nn: Linear Conv1d/2d ConvTranspose1d/2d MaxPool1d/2d AvgPool1d/2
            optim.lr_scheduler.StepLR ... OneCycleLR SequentialLR ReduceLROnPlateau
            t:requires_grad() loss:backward() t.grad ordo.no_grad(fn)
 Data:      ordo.data.read_csv(path) read_idx(path) fashion_mnist{...} loader(x, y, {batch_size = n})
+           TensorDataset(x, y) Subset(ds, idx) ConcatDataset{...} random_split(ds, {0.9, 0.1}) loader(ds, opts)
 Engine:    ordo.engine.wait_for_all() pending() kind() config() new{kind = ...}
 Profiler:  ordo.profiler.start() stop() summary() dump("trace.json") clear()
 Memory:    ordo.memory.live_bytes() live_count()    Devices: ordo.cpu(n) ordo.gpu(n)
