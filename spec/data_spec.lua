@@ -1319,6 +1319,9 @@ describe("data.loader over a dataset", function()
             assert.are.same(xa, xb)
             assert.are.same(ya, yb)
             assert.are.same({5, 5, 5, 5, 3}, sizes)
+            b.tensors[1] = ordo.zeros(2) -- the loader's list, not the dataset's
+            assert.are.equal(23, ds.tensors[1]:size(1))
+            assert.are.same({23, 23}, {ds[-1][1][1], ds[-1][2]:item()})
         end
         -- three tensors give three batches each step
         local three = data.TensorDataset(x, y, y:mul(2))

@@ -1518,7 +1518,7 @@ local function tensor_rows(ds)
         end
         st = DS_STATE[st.dataset]
     end
-    if st and st.kind == "TensorDataset" then return st.tensors, index end
+    if st and st.kind == "TensorDataset" then return {unpack(st.tensors)}, index end -- (a copy: loader.tensors)
     return nil
 end
 
