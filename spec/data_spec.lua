@@ -1279,6 +1279,8 @@ describe("data.Subset, random_split and ConcatDataset", function()
                        err_of(data.random_split, ds, {5, 5}, {seed = 1.5}))
         assert.matches("random_split: unknown option 'sed'", err_of(data.random_split, ds, {5, 5}, {sed = 1}))
         assert.matches("generator must be a generator state", err_of(data.random_split, ds, {5, 5}, {generator = 3}))
+        assert.matches("random_split: generator: not a generator state",
+                       err_of(data.random_split, ds, {5, 5}, {generator = ordo.zeros(32, {dtype = "uint8"})}), 1, true)
         assert.matches("give seed or generator, not both",
                        err_of(data.random_split, ds, {5, 5}, {seed = 1, generator = ordo.get_rng_state()}))
         assert.matches("random_split: expected a dataset", err_of(data.random_split, ordo.zeros(10), {5, 5}))

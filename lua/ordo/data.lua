@@ -1144,7 +1144,10 @@ function M.random_split(ds, lengths, opts, ...)
         else
             local state = g or tensor.seeded_state(fname, opts.seed)
             local saved = tensor.get_rng_state()
-            tensor.set_rng_state(state)
+            local set, why = pcall(tensor.set_rng_state, state)
+            if not set then
+                fail(fmt("%s: generator: %s", fname, (tostring(why):gsub("^.-set_rng_state: ", ""))))
+            end
             local ok, res = pcall(function() return derived.randperm(n):totable() end)
             if ok and g then g:copy_(tensor.get_rng_state()) end
             tensor.set_rng_state(saved)
