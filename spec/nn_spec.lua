@@ -3453,6 +3453,129 @@ describe("optim", function()
                  "a one-element tensor, got a tensor of 2 elements")
     end)
 
+    it("OneCycleLR and CyclicLR cycle the momentum (SGD, RMSprop) or beta1 (Adam) inversely to the lr, as Torch's",
+       function()
+        local S = optim.lr_scheduler
+        local function c(from, to, pct) return to + (from - to) * (1 + math.cos(math.pi * pct)) / 2 end
+        local p, q = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        -- OneCycleLR (10 steps, peak at step 2): momentum 0.95 down to 0.85 at the peak, back up to 0.95
+        local opt = optim.SGD({p}, {lr = 0.1})
+        local s = S.OneCycleLR(opt, {max_lr = 1, total_steps = 10})
+        local got, want = {}, {0.95, 0.9, 0.85}
+        for e = 0, 9 do
+            got[e + 1] = opt.momentum
+            if e >= 3 then want[e + 1] = c(0.85, 0.95, (e - 2) / 7) end
+            if e < 9 then s:step() end
+        end
+        close(got, want, 1e-12)
+        -- the momentum is used by the step (a buffer started at step 1 goes on with 0.9)
+        p.grad = ordo.ones({1}, D)
+        opt:step()
+        assert.is_not_nil(opt.buf[1])
+        -- three phases: down, up, then staying at max_momentum; linear
+        local o3 = optim.SGD({p}, {lr = 0.1})
+        local s3 = S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = true, anneal_strategy = "linear",
+                                     base_momentum = 0.5, max_momentum = 0.7})
+        got = {}
+        for e = 0, 9 do
+            got[e + 1] = o3.momentum
+            if e < 9 then s3:step() end
+        end
+        close(got, {0.7, 0.6, 0.5, 0.6, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7}, 1e-12)
+        -- CyclicLR on Adam: beta1 0.9 at base_lr, 0.8 at max_lr (Torch's betas[0]); beta2 untouched
+        local a = optim.Adam({p}, {lr = 0.1, beta2 = 0.99})
+        local cy = S.CyclicLR(a, {base_lr = 0.1, max_lr = 1, step_size_up = 2})
+        got = {}
+        for e = 0, 4 do
+            got[e + 1] = a.beta1
+            cy:step()
+        end
+        close(got, {0.9, 0.85, 0.8, 0.85, 0.9}, 1e-12)
+        assert.equal(0.99, a.beta2)
+        -- RMSprop's momentum; triangular2 halves the swing of the momentum too
+        local r = optim.RMSprop({p}, {lr = 0.1})
+        local cr = S.CyclicLR(r, {base_lr = 0.1, max_lr = 1, step_size_up = 1, mode = "triangular2"})
+        got = {}
+        for e = 0, 4 do
+            got[e + 1] = r.momentum
+            cr:step()
+        end
+        close(got, {0.9, 0.8, 0.9, 0.85, 0.9}, 1e-12)
+        -- cycle_momentum = false leaves it alone; an optimiser with neither momentum nor beta1 raises (Torch's rule)
+        local o4 = optim.SGD({p}, {lr = 0.1, momentum = 0.5})
+        S.OneCycleLR(o4, {max_lr = 1, total_steps = 10, cycle_momentum = false}):step()
+        assert.equal(0.5, o4.momentum)
+        H.raises(function() S.OneCycleLR(optim.Adagrad({p}), {max_lr = 1, total_steps = 10}) end, "OneCycleLR",
+                 "neither momentum nor beta1", "cycle_momentum = false")
+        H.raises(function() S.CyclicLR(optim.Adagrad({p}), {base_lr = 0.1, max_lr = 1}) end, "CyclicLR",
+                 "neither momentum nor beta1")
+        S.CyclicLR(optim.Adagrad({p}), {base_lr = 0.1, max_lr = 1, cycle_momentum = false}):step()
+        H.raises(function() S.OneCycleLR(o4, {max_lr = 1, total_steps = 10, cycle_momentum = false, max_momentum = 0.9}) end,
+                 "max_momentum is used only with cycle_momentum")
+        H.raises(function() S.OneCycleLR(optim.Adam({p}), {max_lr = 1, total_steps = 10, max_momentum = 1}) end,
+                 "max_momentum must be in [0, 1)", "beta1")
+        H.raises(function() S.CyclicLR(o4, {base_lr = 0.1, max_lr = 1, base_momentum = -0.1}) end,
+                 "base_momentum must be a finite number >= 0, got -0.1")
+        H.raises(function() S.CyclicLR(o4, {base_lr = 0.1, max_lr = 1, base_momentum = "x"}) end,
+                 "base_momentum must be a number or a list")
+        -- a scale_fn taking Adam's beta1 to 1 or beyond raises at the step, changing nothing
+        local a2 = optim.Adam({p}, {lr = 0.1})
+        local wild = S.CyclicLR(a2, {base_lr = 0.1, max_lr = 1, step_size_up = 1, scale_fn = function() return 20 end})
+        H.raises(function() wild:step() end, "CyclicLR", "beta1 of param group 1 at epoch 1")
+        assert.equal(0.9, a2.beta1)
+        assert.equal(0.1, a2.lr)
+        assert.equal(0, wild.epoch)
+        -- per-group lists, one per param group (a wrong length raises); each group's momentum cycles
+        local g = optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1, momentum = 0.9})
+        H.raises(function() S.OneCycleLR(g, {max_lr = 1, total_steps = 10, base_momentum = {0.8}}) end,
+                 "expected 2 values for base_momentum", "got 1")
+        local sg = S.OneCycleLR(g, {max_lr = 1, total_steps = 10, base_momentum = {0.8, 0.5}, max_momentum = {0.9, 0.6}})
+        close({g.param_groups[1].momentum, g.param_groups[2].momentum}, {0.9, 0.6}, 1e-12)
+        sg:step()
+        sg:step()
+        close({g.param_groups[1].momentum, g.param_groups[2].momentum}, {0.8, 0.5}, 1e-12)
+        -- the state holds the momentum options; loading sets the momentum of the restored epoch
+        sg:step()
+        local st = sg:state_dict()
+        local g2 = optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1, momentum = 0.9})
+        local sg2 = S.OneCycleLR(g2, {max_lr = 1, total_steps = 10, base_momentum = {0.8, 0.5},
+                                      max_momentum = {0.9, 0.6}})
+        sg2:load_state_dict(st)
+        close({g2.param_groups[1].momentum, g2.param_groups[2].momentum},
+              {g.param_groups[1].momentum, g.param_groups[2].momentum}, 1e-15)
+        assert.equal(sg:step(), sg2:step())
+        assert.equal(g.param_groups[2].momentum, g2.param_groups[2].momentum)
+        local path = tmpname()
+        sg:save(path)
+        local g3 = optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1, momentum = 0.9})
+        local sg3 = S.OneCycleLR(g3, {max_lr = 1, total_steps = 10, base_momentum = {0.8, 0.5},
+                                      max_momentum = {0.9, 0.6}})
+        sg3:load(path)
+        assert.equal(g.param_groups[2].momentum, g3.param_groups[2].momentum)
+        local g4 = optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1, momentum = 0.9})
+        H.raises(function() S.OneCycleLR(g4, {max_lr = 1, total_steps = 10}):load(path) end,
+                 "saved with base_momentum = {0.8, 0.5}", "{0.85, 0.85}")
+        os.remove(path)
+        -- a state saved before cycle_momentum existed left the momentum alone: it loads into one made so
+        local old = S.CyclicLR(optim.SGD({p}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1}):state_dict()
+        old.cycle_momentum, old.base_momentum, old.max_momentum = nil, nil, nil
+        H.raises(function() S.CyclicLR(optim.SGD({p}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1}):load_state_dict(old) end,
+                 "cycle_momentum")
+        S.CyclicLR(optim.SGD({p}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1, cycle_momentum = false}):load_state_dict(old)
+        -- in a SequentialLR, a OneCycleLR in charge cycles the momentum
+        local o5 = optim.SGD({p}, {lr = 0.1, momentum = 0.3})
+        local warm = S.ConstantLR(o5, {factor = 0.5, total_iters = 2})
+        local one = S.OneCycleLR(o5, {max_lr = 1, total_steps = 10})
+        o5.momentum = 0.3
+        local seq = S.SequentialLR(o5, {schedulers = {warm, one}, milestones = {2}})
+        assert.equal(0.3, o5.momentum)
+        seq:step()
+        seq:step()
+        close(o5.momentum, 0.95, 1e-12)
+        seq:step()
+        close(o5.momentum, 0.9, 1e-12)
+    end)
+
     it("clip_grad_norm_ scales all gradients to the norm, on the device, without a wait; clip_grad_value_ clamps", function()
         local a = ordo.tensor({3, 0}, D):requires_grad()
         local b = ordo.tensor({{0, 4}}, D):requires_grad()

@@ -68,6 +68,42 @@ local function rate(self, e)
     return lr
 end
 
+-- The optimiser's param groups (one made with a plain list has one, its
+-- own options).
+local function groups_of(opt)
+    local g = opt.param_groups
+    if type(g) == "table" and #g > 0 then return g end
+    return {opt}
+end
+
+-- The momentum of each param group at epoch e (OneCycleLR and CyclicLR
+-- cycle it, inside a SequentialLR too), and the option it goes to
+-- ("momentum", or Adam's "beta1"); nil: the scheduler leaves it alone.
+-- Refused when not a finite number >= 0 (beta1: below 1), as the rate.
+local function momenta(self, e)
+    local moms, key = self:momentum_at(e)
+    if moms == nil then return nil end
+    for k, m in ipairs(moms) do
+        if not (m >= 0 and m < (key == "beta1" and 1 or math.huge)) then
+            fail(fmt("%s: the %s of param group %d at epoch %s is %s, not a finite number >= 0%s",
+                     (self.__name or "step"):gsub("^lr_scheduler%.", ""), key, k, tostring(e), tostring(m),
+                     key == "beta1" and " and below 1" or ""))
+        end
+    end
+    return moms, key
+end
+
+-- Sets what epoch e's values are (computed first by the caller: one that
+-- raises changes nothing).
+local function apply(self, lr, moms, key)
+    self.optimizer.lr, self._set_lr = lr, lr
+    if moms then
+        for k, g in ipairs(groups_of(self.optimizer)) do g[key] = moms[k] end
+    end
+end
+
+function Scheduler:momentum_at() return nil end
+
 function Scheduler:step(...)
     check_sched_self("step", self)
     check_no_arg(self, select("#", ...), ...)
@@ -75,8 +111,9 @@ function Scheduler:step(...)
     -- the rate first: one that raises (OneCycleLR past its end, a LambdaLR
     -- whose function fails) leaves the epoch count and opt.lr as they were
     local lr = rate(self, self.epoch + 1)
+    local moms, key = momenta(self, self.epoch + 1)
     self.epoch = self.epoch + 1
-    self.optimizer.lr, self._set_lr = lr, lr
+    apply(self, lr, moms, key)
     return lr
 end
 
@@ -94,9 +131,17 @@ local function options(fname, opts, known, required)
     for k, v in pairs(opts) do
         local want = known[k]
         if not want then fail(fmt("%s: unknown option '%s'", fname, tostring(k))) end
-        if type(v) ~= want then fail(fmt("%s: option %s must be a %s, got %s", fname, k, want, typename(v))) end
+        -- ("number|list": a number, or one per param group)
+        if want == "number|list" then
+            if type(v) ~= "number" and (type(v) ~= "table" or getmetatable(v) ~= nil) then
+                fail(fmt("%s: option %s must be a number or a list of numbers (one per param group), got %s", fname,
+                         k, typename(v)))
+            end
+        elseif type(v) ~= want then
+            fail(fmt("%s: option %s must be a %s, got %s", fname, k, want, typename(v)))
+        end
         -- an infinite gamma, eta_min or max_lr would set opt.lr to inf or NaN
-        if want == "number" and not (v > -math.huge and v < math.huge) then
+        if type(v) == "number" and not (v > -math.huge and v < math.huge) then
             fail(fmt("%s: option %s must be a finite number, got %s", fname, k, tostring(v)))
         end
     end
@@ -121,8 +166,9 @@ local function class(name, known, required, make)
         check_optimizer(fname, opt)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
-        opt.lr = rate(s, 0) -- the epoch-0 rate: the base, or base * lr_lambda(0)
-        s._set_lr = opt.lr
+        -- the epoch-0 rate: the base, or base * lr_lambda(0) (and momentum)
+        local lr = rate(s, 0)
+        apply(s, lr, momenta(s, 0))
         return s
     end})
     return cls
@@ -148,6 +194,62 @@ end
 
 local function non_negative(fname, k, v)
     if not (v >= 0) then fail(fmt("%s: %s must be >= 0, got %s", fname, k, tostring(v))) end
+end
+
+-- cycle_momentum (OneCycleLR, CyclicLR; true unless false, Torch's
+-- default): the momentum of each param group cycles between base_momentum
+-- and max_momentum (a number, or a list of one per group), inversely to
+-- the lr -- SGD's and RMSprop's momentum, Adam's and AdamW's beta1 (Torch's
+-- betas[0]).  An optimiser with neither (Adagrad) raises, as Torch's.
+local MOMENTUM_OPTS = {cycle_momentum = "boolean", base_momentum = "number|list", max_momentum = "number|list"}
+
+local function with_momentum(known)
+    local r = {}
+    for k, v in pairs(known) do r[k] = v end
+    for k, v in pairs(MOMENTUM_OPTS) do r[k] = v end
+    return r
+end
+
+local function momentum_setup(fname, s, o, def_base, def_max)
+    local cyc = o.cycle_momentum ~= false
+    s.cycle_momentum = cyc and 1 or 0 -- (a number, for the state file)
+    if not cyc then
+        for _, k in ipairs({"base_momentum", "max_momentum"}) do
+            if o[k] ~= nil then fail(fmt("%s: %s is used only with cycle_momentum = true", fname, k)) end
+        end
+        return
+    end
+    local opt = s.optimizer
+    local key = type(opt.momentum) == "number" and "momentum" or type(opt.beta1) == "number" and "beta1" or nil
+    if not key then
+        fail(fmt("%s: the optimiser (%s) has neither momentum nor beta1 to cycle: give cycle_momentum = false",
+                 fname, opt.__name or typename(opt)))
+    end
+    s.momentum_key = key
+    local n = #groups_of(opt)
+    local top = key == "beta1" and 1 or math.huge
+    for _, kd in ipairs({{"base_momentum", def_base}, {"max_momentum", def_max}}) do
+        local k, v = kd[1], o[kd[1]]
+        if v == nil then v = kd[2] end
+        local list = {}
+        if type(v) == "table" then
+            check_list(fname, k, v)
+            if #v ~= n then
+                fail(fmt("%s: expected %d values for %s (one per param group), got %d", fname, n, k, #v))
+            end
+            for i = 1, n do list[i] = v[i] end
+        else
+            for i = 1, n do list[i] = v end
+        end
+        for i, m in ipairs(list) do
+            if type(m) ~= "number" or not (m >= 0 and m < top) then
+                fail(fmt("%s: %s%s must be %s, got %s", fname, k, type(v) == "table" and fmt("[%d]", i) or "",
+                         key == "beta1" and "in [0, 1) (it sets Adam's beta1)" or "a finite number >= 0",
+                         type(m) == "number" and tostring(m) or typename(m)))
+            end
+        end
+        s[k] = list
+    end
 end
 
 -- StepLR(opt, {step_size, gamma = 0.1}): base * gamma^floor(epoch / step_size).
@@ -225,8 +327,9 @@ function WarmRestarts:step(...)
     end
     check_unchanged(self)
     local lr = rate(self, e)
+    local moms, key = momenta(self, e)
     self.epoch = e
-    self.optimizer.lr, self._set_lr = lr, lr
+    apply(self, lr, moms, key)
     return lr
 end
 function WarmRestarts:lr_at(e)
@@ -325,8 +428,8 @@ end
 -- batch, the lr climbs from max_lr / div_factor to max_lr over the first
 -- pct_start of the steps, then falls to that start / final_div_factor at
 -- the last step, along half cosines ("linear": straight lines) -- Torch's
--- one-cycle policy for the lr (the optimiser's own lr is not used; its
--- momentum is left alone).  Stepping more than total_steps times is an
+-- one-cycle policy for the lr (the optimiser's own lr is not used; the
+-- momentum cycles the other way unless cycle_momentum = false).  Stepping more than total_steps times is an
 -- error (Torch's rule: the total_steps-th step() is allowed, and goes on
 -- along the last phase's curve, just past its end).  total_steps may be
 -- given as epochs and steps_per_epoch instead (their product); three_phase
@@ -335,7 +438,9 @@ end
 local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number", pct_start = "number",
                                         div_factor = "number", final_div_factor = "number",
                                         anneal_strategy = "string", epochs = "number", steps_per_epoch = "number",
-                                        three_phase = "boolean"}, {"max_lr"}, function(s, o)
+                                        three_phase = "boolean", cycle_momentum = "boolean",
+                                        base_momentum = "number|list", max_momentum = "number|list"}, {"max_lr"},
+    function(s, o)
     local f = "OneCycleLR"
     local total = o.total_steps
     if total ~= nil then
@@ -379,23 +484,44 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     else
         s.phases = {{peak, s.initial_lr, s.max_lr}, {s.total_steps - 1, s.max_lr, s.min_lr}}
     end
+    -- the momentum goes the other way: down from max_momentum to
+    -- base_momentum as the lr climbs, back up as it falls (three phases:
+    -- then staying at max_momentum)
+    momentum_setup(f, s, o, 0.85, 0.95)
+    if s.cycle_momentum == 1 then
+        s.mom_phases = o.three_phase and {{"max_momentum", "base_momentum"}, {"base_momentum", "max_momentum"},
+                                          {"max_momentum", "max_momentum"}}
+            or {{"max_momentum", "base_momentum"}, {"base_momentum", "max_momentum"}}
+    end
 end)
-function OneCycleLR:lr_at(e)
+-- epoch e's phase and how far along it (0 to 1)
+function OneCycleLR:phase_at(e)
     if e > self.total_steps then
         fail(fmt("OneCycleLR: stepped %d times, past total_steps = %d", e, self.total_steps))
     end
-    local from, to, pct
     local start, ph = 0, self.phases
     for i, p in ipairs(ph) do
         if e <= p[1] or i == #ph then
-            from, to = p[2], p[3]
-            pct = p[1] > start and (e - start) / (p[1] - start) or 1
-            break
+            return i, p[1] > start and (e - start) / (p[1] - start) or 1
         end
         start = p[1]
     end
+end
+function OneCycleLR:anneal_of(from, to, pct)
     if self.anneal == "linear" then return from + (to - from) * pct end
     return to + (from - to) * (1 + cos(pi * pct)) / 2
+end
+function OneCycleLR:lr_at(e)
+    local i, pct = self:phase_at(e)
+    return self:anneal_of(self.phases[i][2], self.phases[i][3], pct)
+end
+function OneCycleLR:momentum_at(e)
+    if self.cycle_momentum ~= 1 then return nil end
+    local i, pct = self:phase_at(e)
+    local from, to = self[self.mom_phases[i][1]], self[self.mom_phases[i][2]]
+    local r = {}
+    for k = 1, #from do r[k] = self:anneal_of(from[k], to[k], pct) end
+    return r, self.momentum_key
 end
 
 -- CyclicLR(opt, {base_lr, max_lr, step_size_up = 2000, step_size_down =
@@ -404,11 +530,14 @@ end
 -- step_size_up steps and back down over step_size_down, again and again;
 -- "triangular2" halves the height each cycle, "exp_range" scales it by
 -- gamma^step; scale_fn(x) (of the cycle, or of the step with scale_mode =
--- "iterations") replaces the mode's.  Torch's closed form, the lr only
--- (the optimiser's own lr and its momentum are not used).
+-- "iterations") replaces the mode's.  Torch's closed form (the
+-- optimiser's own lr is not used; the momentum cycles the other way unless
+-- cycle_momentum = false).
 local CyclicLR = class("CyclicLR", {base_lr = "number", max_lr = "number", step_size_up = "number",
                                     step_size_down = "number", mode = "string", gamma = "number",
-                                    scale_fn = "function", scale_mode = "string"}, {"base_lr", "max_lr"},
+                                    scale_fn = "function", scale_mode = "string", cycle_momentum = "boolean",
+                                    base_momentum = "number|list", max_momentum = "number|list"},
+    {"base_lr", "max_lr"},
     function(s, o)
         local f = "CyclicLR"
         non_negative(f, "base_lr", o.base_lr)
@@ -432,8 +561,10 @@ local CyclicLR = class("CyclicLR", {base_lr = "number", max_lr = "number", step_
         if o.scale_mode ~= nil and s.scale_fn == nil then
             fail(fmt("%s: scale_mode is used only with scale_fn (mode sets its own)", f))
         end
+        momentum_setup(f, s, o, 0.8, 0.9)
     end)
-function CyclicLR:lr_at(e)
+-- how far up the cycle epoch e is, scaled (0: base_lr, 1: max_lr)
+function CyclicLR:height_at(e)
     local total = self.step_size_up + self.step_size_down
     local ratio = self.step_size_up / total
     local cycle = floor(1 + e / total)
@@ -453,7 +584,15 @@ function CyclicLR:lr_at(e)
     else
         scale = self.gamma ^ e
     end
-    return self.cyc_base + (self.max_lr - self.cyc_base) * sf * scale
+    return sf * scale
+end
+function CyclicLR:lr_at(e) return self.cyc_base + (self.max_lr - self.cyc_base) * self:height_at(e) end
+-- the momentum: max_momentum at base_lr, base_momentum at max_lr (Torch's)
+function CyclicLR:momentum_at(e)
+    if self.cycle_momentum ~= 1 then return nil end
+    local h, r = self:height_at(e), {}
+    for k, top in ipairs(self.max_momentum) do r[k] = top - (top - self.base_momentum[k]) * h end
+    return r, self.momentum_key
 end
 
 -- A scheduler's base lr, and that of the schedulers inside a SequentialLR
@@ -493,12 +632,22 @@ local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "
         set_base(s, list[1].base_lr, list)
         s.schedulers, s.milestones = list, ms
     end)
-function SequentialLR:lr_at(e)
+-- the scheduler in charge at epoch e, and its own epoch
+function SequentialLR:child_at(e)
     local k, start = 1, 0
     for i, m in ipairs(self.milestones) do
         if e >= m then k, start = i + 1, m end
     end
-    return self.schedulers[k]:lr_at(e - start)
+    return self.schedulers[k], e - start
+end
+function SequentialLR:lr_at(e)
+    local sch, ce = self:child_at(e)
+    return sch:lr_at(ce)
+end
+-- (a OneCycleLR or CyclicLR in charge cycles the momentum; another leaves it)
+function SequentialLR:momentum_at(e)
+    local sch, ce = self:child_at(e)
+    return sch:momentum_at(ce)
 end
 
 -- ReduceLROnPlateau(opt, {mode = "min", factor = 0.1, patience = 10,
@@ -616,13 +765,16 @@ local NUMBERS = {
     LinearLR = {"start_factor", "end_factor", "total_iters"},
     ConstantLR = {"factor", "total_iters"},
     PolynomialLR = {"total_iters", "power"},
-    CyclicLR = {"cyc_base", "max_lr", "step_size_up", "step_size_down", "mode", "gamma", "scale_mode"},
-    OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal", "three_phase"},
+    CyclicLR = {"cyc_base", "max_lr", "step_size_up", "step_size_down", "mode", "gamma", "scale_mode",
+                "cycle_momentum", "base_momentum", "max_momentum"},
+    OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal", "three_phase",
+                  "cycle_momentum", "base_momentum", "max_momentum"},
     SequentialLR = {"milestones"},
     ReduceLROnPlateau = {"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"},
 }
 -- options added later: a state saved before them had their default
-local SAVED_DEFAULTS = {OneCycleLR = {three_phase = 0}}
+-- (cycle_momentum: before it, the momentum was left alone)
+local SAVED_DEFAULTS = {OneCycleLR = {three_phase = 0, cycle_momentum = 0}, CyclicLR = {cycle_momentum = 0}}
 local COUNTERS = {ReduceLROnPlateau = {"best", "num_bad", "cooldown_left"}}
 
 local function kind_of(self) return ((self.__name or "?"):gsub("^lr_scheduler%.", "")) end
@@ -723,12 +875,14 @@ local function load_state_dict(self, st, fname, where)
         local old_base = self.base_lr
         set_base(self, st.base_lr)
         local ok, lr = pcall(rate, self, e)
-        if not ok then
+        local ok2, moms, key = true, nil, nil
+        if ok then ok2, moms, key = pcall(momenta, self, e) end
+        if not (ok and ok2) then
             set_base(self, old_base)
-            error(lr, 0)
+            error(ok and moms or lr, 0)
         end
         self.epoch = e
-        self.optimizer.lr, self._set_lr = lr, lr
+        apply(self, lr, moms, key)
     else
         self.epoch = e
         for _, k in ipairs(COUNTERS[kind]) do self[k] = st[k] end
