@@ -3451,6 +3451,42 @@ describe("optim", function()
         H.raises(function() S.ReduceLROnPlateau(opt):step() end, "ReduceLROnPlateau", "metric")
         H.raises(function() S.ReduceLROnPlateau(opt):step(ordo.ones({2})) end, "ReduceLROnPlateau",
                  "a one-element tensor, got a tensor of 2 elements")
+        -- param groups: each group's lr is cut on its own, not below its min_lr (a number, or one per group);
+        -- a group already below it stays (it was cut to 1e-5, under min_lr, following opt.lr)
+        local a, b, c = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad(),
+            ordo.tensor({1}, D):requires_grad()
+        local g = optim.SGD({{params = {a}, lr = 1e-4}, {params = {b}}}, {lr = 1e-2})
+        local pl = S.ReduceLROnPlateau(g, {patience = 0, min_lr = 1e-3})
+        close(pl:step(1), {1e-4, 1e-2}, 1e-15)
+        close(pl:step(1), {1e-4, 1e-3}, 1e-15)
+        close(pl:get_last_lr(), {1e-4, 1e-3}, 1e-15)
+        assert.equal(1e-2, g.lr)
+        a.grad, b.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+        g:step()
+        close({a:item(), b:item()}, {1 - 1e-4, 1 - 1e-3}, 1e-15)
+        local g3 = optim.SGD({{params = {a}, lr = 0.1}, {params = {b}, lr = 0.2}, {params = {c}}}, {lr = 1})
+        local pl3 = S.ReduceLROnPlateau(g3, {patience = 0, factor = 0.5, min_lr = {0.08, 0, 0.4}})
+        pl3:step(1)
+        for _ = 1, 3 do pl3:step(1) end
+        close(pl3:get_last_lr(), {0.08, 0.025, 0.4}, 1e-15)
+        -- the state holds the list; a list of the wrong length or a bad value raises
+        local st = pl3:state_dict()
+        close(st.min_lr, {0.08, 0, 0.4}, 0)
+        H.raises(function() S.ReduceLROnPlateau(g3, {min_lr = {0.1}}) end, "ReduceLROnPlateau",
+                 "expected 3 values for min_lr", "got 1")
+        H.raises(function() S.ReduceLROnPlateau(g3, {min_lr = {0.1, -1, 0}}) end, "min_lr[2] must be a finite number >= 0")
+        H.raises(function() S.ReduceLROnPlateau(g3, {min_lr = "x"}) end, "min_lr must be a number or a list")
+        H.raises(function() S.ReduceLROnPlateau(g3, {patience = 0, factor = 0.5, min_lr = {0, 0, 0}}):load_state_dict(st) end,
+                 "saved with min_lr = {0.08, 0, 0.4}")
+        local path = tmpname()
+        pl3:save(path)
+        local g4 = optim.SGD({{params = {a}, lr = 0.1}, {params = {b}, lr = 0.2}, {params = {c}}}, {lr = 1})
+        local pl4 = S.ReduceLROnPlateau(g4, {patience = 0, factor = 0.5, min_lr = {0.08, 0, 0.4}})
+        pl4:load(path)
+        assert.equal(pl3.num_bad, pl4.num_bad)
+        os.remove(path)
+        -- one group (a plain list): a list of one
+        close(run({patience = 0, min_lr = {0.02}}, {1, 1, 1}), {0.1, 0.02, 0.02}, 1e-15)
     end)
 
     it("OneCycleLR and CyclicLR cycle the momentum (SGD, RMSprop) or beta1 (Adam) inversely to the lr, as Torch's",

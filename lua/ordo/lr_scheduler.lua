@@ -657,9 +657,14 @@ end
 -- it has not improved (by threshold) for more than patience epochs, the lr
 -- is multiplied by factor (not below min_lr; a change smaller than eps is
 -- skipped), then cooldown epochs pass before counting again.  Torch's
--- rules.
+-- rules.  With param groups, each group's lr is cut on its own (Torch's):
+-- min_lr may be a list, one per group, and a group's lr stays at or above
+-- its own min_lr (a group whose lr is already at or below it is left
+-- alone); the cut lr is set as the group's own (opt.param_groups[k].lr,
+-- saved by opt:save), opt.lr left as it is, and step and get_last_lr give
+-- the list of the groups' lrs.
 local PLATEAU_OPTS = {mode = "string", factor = "number", patience = "number", threshold = "number",
-                      threshold_mode = "string", cooldown = "number", min_lr = "number", eps = "number"}
+                      threshold_mode = "string", cooldown = "number", min_lr = "number|list", eps = "number"}
 local ReduceLROnPlateau = {__name = "lr_scheduler.ReduceLROnPlateau"}
 ReduceLROnPlateau.__index = ReduceLROnPlateau
 M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt, opts)
@@ -684,7 +689,24 @@ M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt,
         end
     end
     non_negative(f, "threshold", s.threshold)
-    non_negative(f, "min_lr", s.min_lr)
+    if type(s.min_lr) == "table" then
+        local list, n = s.min_lr, #groups_of(opt)
+        check_list(f, "min_lr", list)
+        if #list ~= n then
+            fail(fmt("%s: expected %d values for min_lr (one per param group), got %d", f, n, #list))
+        end
+        local copy = {}
+        for i, v in ipairs(list) do
+            if type(v) ~= "number" or not (v >= 0 and v < math.huge) then
+                fail(fmt("%s: min_lr[%d] must be a finite number >= 0, got %s", f, i,
+                         type(v) == "number" and tostring(v) or typename(v)))
+            end
+            copy[i] = v
+        end
+        s.min_lr = copy
+    else
+        non_negative(f, "min_lr", s.min_lr)
+    end
     non_negative(f, "eps", s.eps)
     s.best = s.mode == "min" and math.huge or -math.huge
     return s
@@ -722,17 +744,52 @@ function ReduceLROnPlateau:step(metric)
         self.num_bad = 0
     end
     if self.num_bad > self.patience then
-        local old = self.optimizer.lr
-        local new = math.max(old * self.factor, self.min_lr)
-        if old - new > self.eps then self.optimizer.lr = new end
+        self:reduce()
         self.cooldown_left, self.num_bad = self.cooldown, 0
     end
-    return self.optimizer.lr
+    return self:get_last_lr()
+end
+
+-- An optimiser made with a plain list: its one group is its own options.
+local function single_group(opt)
+    local g = opt.param_groups
+    return type(g) ~= "table" or #g <= 1 and (g[1] == nil or rawget(g[1], "_opt") == opt)
+end
+
+-- The lr of each param group as the step uses it: a group's own lr follows
+-- opt.lr in proportion (ordo.optim), one without takes opt.lr; and that
+-- proportion.
+local function group_lrs(opt)
+    local base = rawget(opt, "_base_lr")
+    local ratio = type(base) == "number" and base ~= 0 and opt.lr / base or 1
+    local r = {}
+    for k, g in ipairs(opt.param_groups) do r[k] = g.lr ~= nil and g.lr * ratio or opt.lr end
+    return r, ratio
+end
+
+function ReduceLROnPlateau:reduce()
+    local opt, mins = self.optimizer, self.min_lr
+    local function min_of(k) return type(mins) == "table" and mins[k] or mins end
+    if single_group(opt) then
+        local old = opt.lr
+        local new = math.max(old * self.factor, min_of(1))
+        if old - new > self.eps then opt.lr = new end
+        return
+    end
+    local lrs, ratio = group_lrs(opt)
+    for k, g in ipairs(opt.param_groups) do
+        local old = lrs[k]
+        local new = math.max(old * self.factor, min_of(k))
+        -- (old > new >= 0: the proportion is not 0)
+        if old - new > self.eps then g.lr = new / ratio end
+    end
 end
 
 function ReduceLROnPlateau:get_last_lr()
     check_sched_self("get_last_lr", self)
-    return self.optimizer.lr
+    local opt = self.optimizer
+    if single_group(opt) then return opt.lr end
+    return (group_lrs(opt))
 end
 
 -- ---------------------------------------------------------------- checkpoints
