@@ -3778,7 +3778,8 @@ describe("optim", function()
         local o6 = optim.SGD({{params = {p1}}, {params = {p2}, momentum = 0.9}}, {lr = 0.1})
         o6:load(path)
         assert.equal(1, o6.buf[2]:item())
-        H.raises(function() optim.SGD({p1, p2}, {lr = 0.1}):load(path) end, "buf.2 that this optimiser does not have")
+        H.raises(function() optim.SGD({{params = {p1}}, {params = {p2}}}, {lr = 0.1}):load(path) end,
+                 "buf.2 that this optimiser does not have")
         os.remove(path)
         -- bad groups raise naming the group
         H.raises(function() optim.SGD({p1, {params = {p2}}}) end, "SGD: parameter 2 is table", "not both")
@@ -3787,6 +3788,35 @@ describe("optim", function()
         H.raises(function() optim.SGD({{params = {p1}, nesterov = true}}) end, "group 1: nesterov needs a momentum")
         H.raises(function() optim.SGD({{params = {p1}}, {params = {p1}}}) end, "parameter 2 is the same tensor")
         H.raises(function() optim.Adam({{params = {p1}, lr = 0 / 0}}) end, "Adam: group 1: option lr must be a finite number")
+        -- checkpoints hold each group's own lr (changed by hand or by ReduceLROnPlateau): it was lost on load
+        local function two() return optim.SGD({{params = {p1}, lr = 1e-4}, {params = {p2}}}, {lr = 1e-2}) end
+        local og = two()
+        og.param_groups[1].lr = 5e-5
+        og.param_groups[2].lr = 3e-3
+        local sd = og:state_dict()
+        local back = two()
+        back:load_state_dict(sd)
+        assert.equal(5e-5, back.param_groups[1].lr)
+        assert.equal(3e-3, back.param_groups[2].lr)
+        local gpath = tmpname()
+        og.param_groups[2].lr = nil
+        og:save(gpath)
+        back:load(gpath)
+        assert.equal(5e-5, back.param_groups[1].lr)
+        assert.is_nil(back.param_groups[2].lr)
+        -- another number of groups, or a group's own lr into a plain list's optimiser, raises changing nothing
+        H.raises(function() optim.SGD({{params = {p1, p2}}}, {lr = 1e-2}):load(gpath) end,
+                 "saved from an optimiser with 2 param groups, this one has 1")
+        local plain = optim.SGD({p1, p2}, {lr = 1e-2})
+        H.raises(function() plain:load(gpath) end, "with 2 param groups, this one has 1")
+        local one = optim.SGD({{params = {p1, p2}, lr = 0.5}}, {lr = 1e-2})
+        one:save(gpath)
+        H.raises(function() plain:load(gpath) end, "param group 1 has an lr of its own", "plain list")
+        assert.equal(1e-2, plain.lr)
+        plain:save(gpath)
+        one:load(gpath)
+        assert.is_nil(one.param_groups[1].lr)
+        os.remove(gpath)
     end)
 
     it("step checks opt.lr and each gradient first; NaN options and a parameter given twice raise", function()

@@ -428,6 +428,20 @@ local function checkpoint_entries(self)
         {name = "lr", tensor = scalar(self.lr, "float64")},
         {name = "steps", tensor = tensor.tensor(steps, {dtype = "int64"})},
     }
+    -- the param groups and the lr of each that has one of its own (it may
+    -- change between steps, as opt.lr: a Torch loop's g.lr = g.lr * 0.1,
+    -- ReduceLROnPlateau), restored by load; none for a plain list's group
+    local groups = self.param_groups
+    if type(groups) == "table" then
+        entries[#entries + 1] = {name = "groups", tensor = scalar(#groups, "int64")}
+        if not SINGLE[groups] then
+            for k, g in ipairs(groups) do
+                if type(g.lr) == "number" then
+                    entries[#entries + 1] = {name = "group_lr." .. k, tensor = scalar(g.lr, "float64")}
+                end
+            end
+        end
+    end
     -- the parameters' shapes: state of numel elements fits any shape of as many
     for i, p in ipairs(self.params) do
         local s = p:shape()
@@ -526,6 +540,29 @@ local function load_entries(self, fname, path, list, copy)
             fail(fmt("%s: %s has no shape for parameter %d", fname, path, i))
         end
     end
+    -- the groups' own lrs (files from before them have none: the groups keep theirs)
+    local groups, group_lrs = self.param_groups, nil
+    if got.groups ~= nil then
+        local ng = int_of("groups")
+        local mine = type(groups) == "table" and #groups or 1
+        if ng ~= mine then
+            fail(fmt("%s: %s was saved from an optimiser with %d param group%s, this one has %d", fname, path, ng,
+                     ng == 1 and "" or "s", mine))
+        end
+        group_lrs = {}
+        for k = 1, ng do
+            local name = "group_lr." .. k
+            if got[name] ~= nil then
+                if SINGLE[groups] then
+                    fail(fmt("%s: %s was saved from an optimiser whose param group 1 has an lr of its own, this " ..
+                             "one was made with a plain list of parameters", fname, path))
+                end
+                group_lrs[k] = scalar_of(name, "float64")
+                got[name] = nil
+            end
+        end
+        got.groups = nil
+    end
     got.kind, got.params, got.step, got.lr, got.steps = nil, nil, nil, nil, nil
     local field, new = self.state_field, {}
     local views = option_views(self) -- a group's options decide the state its parameters keep
@@ -573,6 +610,9 @@ local function load_entries(self, fname, path, list, copy)
         end
     end
     self[field], self.t, self.lr, self.steps = new, step, lr, steps
+    if group_lrs and not SINGLE[groups] then
+        for k, g in ipairs(groups) do g.lr = group_lrs[k] end
+    end
     return self
 end
 
