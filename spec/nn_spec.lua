@@ -3819,6 +3819,63 @@ describe("optim", function()
         os.remove(gpath)
     end)
 
+    it("add_param_group adds a group (Torch's): its options, its lr following opt.lr; bad ones change nothing",
+       function()
+        local S = optim.lr_scheduler
+        local p, q, r = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad(),
+            ordo.tensor({1}, D):requires_grad()
+        -- a plain list's optimiser becomes two groups; the first keeps its momentum buffer
+        local opt = optim.SGD({p}, {lr = 0.1, momentum = 0.9})
+        p.grad = ordo.ones({1}, D)
+        opt:step()
+        assert.equal(opt, opt:add_param_group({params = {q}, lr = 0.01, momentum = 0}))
+        assert.equal(2, #opt.param_groups)
+        assert.equal(2, #opt.params)
+        assert.are.equal(q, opt.params[2])
+        assert.is_nil(opt.param_groups[1].lr)
+        p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+        opt:step()
+        close({p:item(), q:item()}, {0.9 - 0.1 * 1.9, 0.99}, 1e-12)
+        assert.is_nil(opt.buf[2])
+        -- a lone tensor for params (Torch's); a scheduler moves the new group's lr too
+        opt:add_param_group({params = r})
+        S.StepLR(opt, {step_size = 1, gamma = 0.5}):step()
+        p.grad, q.grad, r.grad = nil, ordo.ones({1}, D), ordo.ones({1}, D)
+        opt:step()
+        close({q:item(), r:item()}, {0.99 - 0.005, 1 - 0.05}, 1e-12)
+        -- bad groups raise, changing nothing
+        local s = ordo.tensor({1}, D):requires_grad()
+        H.raises(function() opt:add_param_group({params = {s, p}}) end, "add_param_group",
+                 "parameter 2 of the group is already in the optimiser (opt.params[1])")
+        H.raises(function() opt:add_param_group({params = {s, s}}) end, "add_param_group", "same tensor")
+        H.raises(function() opt:add_param_group({params = {s}, lrr = 1}) end, "group 4: unknown option 'lrr'")
+        H.raises(function() opt:add_param_group({params = {s}, momentum = -1}) end, "momentum must be >= 0")
+        H.raises(function() opt:add_param_group({params = {s}, momentum = 0, nesterov = true}) end, "nesterov")
+        H.raises(function() opt:add_param_group({params = {}}) end, "needs params", "an empty list")
+        H.raises(function() opt:add_param_group(s) end, "expected a group", "Tensor")
+        H.raises(function() opt:add_param_group({params = {ordo.tensor({1}, D):requires_grad() * 2}}) end, "not a leaf")
+        H.raises(function() opt.add_param_group({params = {s}}) end, "as self")
+        assert.equal(3, #opt.params)
+        assert.equal(3, #opt.param_groups)
+        -- a checkpoint loads into an optimiser given the same groups
+        local sd = opt:state_dict()
+        local o2 = optim.SGD({p}, {lr = 0.1, momentum = 0.9})
+        H.raises(function() o2:load_state_dict(sd) end, "for 3 parameters")
+        o2:add_param_group({params = {q}, lr = 0.01, momentum = 0})
+        o2:add_param_group({params = {r}})
+        o2:load_state_dict(sd)
+        assert.equal(opt.lr, o2.lr)
+        -- schedulers with a value per group, made before the group was added, raise naming the cause
+        local o3 = optim.SGD({p}, {lr = 0.1})
+        local one = S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, base_momentum = {0.8}})
+        local pl = S.ReduceLROnPlateau(o3, {min_lr = {0.01}})
+        o3:add_param_group({params = {q}})
+        H.raises(function() one:step() end, "OneCycleLR", "2 param groups", "made for 1", "add_param_group")
+        assert.equal(0, one.epoch)
+        H.raises(function() pl:step(1) end, "ReduceLROnPlateau", "2 param groups", "min_lr has 1")
+        assert.equal(0, pl.epoch)
+    end)
+
     it("step checks opt.lr and each gradient first; NaN options and a parameter given twice raise", function()
         for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
             local p = ordo.zeros({2, 3}, D):requires_grad()

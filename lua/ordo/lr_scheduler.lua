@@ -83,6 +83,12 @@ end
 local function momenta(self, e)
     local moms, key = self:momentum_at(e)
     if moms == nil then return nil end
+    local n = #groups_of(self.optimizer)
+    if #moms ~= n then
+        fail(fmt("%s: the optimiser has %d param groups, this scheduler was made for %d (opt:add_param_group " ..
+                 "after it: make the scheduler after adding the groups)",
+                 (self.__name or "step"):gsub("^lr_scheduler%.", ""), n, #moms))
+    end
     for k, m in ipairs(moms) do
         if not (m >= 0 and m < (key == "beta1" and 1 or math.huge)) then
             fail(fmt("%s: the %s of param group %d at epoch %s is %s, not a finite number >= 0%s",
@@ -732,6 +738,11 @@ function ReduceLROnPlateau:step(metric)
     if type(metric) ~= "number" or metric ~= metric then
         fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s",
                  type(metric) == "number" and tostring(metric) or typename(metric)))
+    end
+    local mins, n = self.min_lr, #groups_of(self.optimizer)
+    if type(mins) == "table" and #mins ~= n then
+        fail(fmt("ReduceLROnPlateau: the optimiser has %d param groups, min_lr has %d values (opt:add_param_group " ..
+                 "after the scheduler was made: make it after adding the groups)", n, #mins))
     end
     self.epoch = self.epoch + 1
     if self:better(metric) then

@@ -248,6 +248,53 @@ local function check_opt_self(fname, o)
     end
 end
 
+-- add_param_group({params = {...}, <option> = ...}) (Torch's): adds a
+-- group, its options overriding the optimiser's as a group's made with it
+-- (its lr following opt.lr in proportion); its parameters come after the
+-- others in opt.params (their state starts at their first update).  An
+-- optimiser made with a plain list becomes one of two groups, the first
+-- its parameters with no options of their own.  A bad group, or a
+-- parameter the optimiser already has, raises and changes nothing.
+function Optimizer:add_param_group(group)
+    check_opt_self("add_param_group", self)
+    local fname = "add_param_group"
+    if type(group) ~= "table" or getmetatable(group) ~= nil then
+        fail(fmt("%s: expected a group {params = {...}, lr = ...}, got %s", fname, typename(group)))
+    end
+    local ps = group.params
+    if is_tensor(ps) then ps = {ps} end -- (Torch's: one tensor for a list of one)
+    if type(ps) ~= "table" or getmetatable(ps) ~= nil or #ps == 0 then
+        fail(fmt("%s: the group needs params, a non-empty list of tensors, got %s", fname,
+                 type(ps) == "table" and getmetatable(ps) == nil and "an empty list" or typename(group.params)))
+    end
+    local have = {}
+    for i, p in ipairs(self.params) do have[p] = i end
+    for i, p in ipairs(ps) do
+        if have[p] then
+            fail(fmt("%s: parameter %d of the group is already in the optimiser (opt.params[%d]): a parameter " ..
+                     "may be in one group only", fname, i, have[p]))
+        end
+    end
+    local defaults, validate = self._defaults, self._validate
+    local own, merged = {}, {}
+    for key, v in pairs(group) do if key ~= "params" then own[key] = v end end
+    for key in pairs(defaults) do merged[key] = self[key] end
+    for key, v in pairs(own) do merged[key] = v end
+    local gname = fmt("%s: group %d", fname, #self.param_groups + 1)
+    validate(gname, options(gname, merged, defaults))
+    local flat = {}
+    for i, p in ipairs(self.params) do flat[i] = p end
+    for _, p in ipairs(ps) do flat[#flat + 1] = p end
+    check_params(fname, flat)
+    local groups = self.param_groups
+    if SINGLE[groups] then groups = {{params = self.params}} end
+    local g = {params = ps}
+    for key, v in pairs(own) do g[key] = v end
+    groups[#groups + 1] = g
+    self.params, self.param_groups = flat, groups
+    return self
+end
+
 -- zero_grad([set_to_none = true]): drops each gradient (p.grad = nil), or
 -- with false fills it with zeros in place (Torch's set_to_none).
 function Optimizer:zero_grad(set_to_none)
