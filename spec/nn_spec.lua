@@ -3125,6 +3125,18 @@ describe("optim", function()
             -- a state saved before three_phase existed loads as two phases
             st.three_phase = nil
             S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10}):load_state_dict(st)
+            -- so does a SequentialLR's OneCycleLR (it raised "saved with s2.three_phase = nil"); one saved
+            -- before momentum was cycled loads into one made with cycle_momentum = false
+            local function seq(cm)
+                local o = optim.SGD({q}, {lr = 0.1})
+                local w = S.LinearLR(o, {total_iters = 2})
+                local one = S.OneCycleLR(o, {max_lr = 1, total_steps = 10, cycle_momentum = cm})
+                return S.SequentialLR(o, {schedulers = {w, one}, milestones = {2}})
+            end
+            local sst = seq(false):state_dict()
+            sst["s2.three_phase"], sst["s2.cycle_momentum"] = nil, nil
+            seq(false):load_state_dict(sst)
+            H.raises(function() seq(true):load_state_dict(sst) end, "s2.cycle_momentum")
             H.raises(function() S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = 1}) end,
                      "three_phase", "boolean")
         end

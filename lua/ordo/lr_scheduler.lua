@@ -923,6 +923,9 @@ local function load_state_dict(self, st, fname, where)
         local k, mine = kv[1], kv[2]
         local v = st[k]
         if v == nil and SAVED_DEFAULTS[kind] then v = SAVED_DEFAULTS[kind][k] end
+        -- (and those of a SequentialLR's scheduler: "s2.three_phase")
+        local si, sk = k:match("^(s%d+)%.(.+)$")
+        if v == nil and si and SAVED_DEFAULTS[st[si .. ".kind"]] then v = SAVED_DEFAULTS[st[si .. ".kind"]][sk] end
         -- (a SequentialLR state saved before its schedulers' options were)
         if v == nil and k:find("^s%d+%.") and st["s1.kind"] == nil then v = mine end
         if not same(v, mine) then
