@@ -3855,6 +3855,13 @@ describe("optim", function()
         p.grad, q.grad, r.grad = nil, ordo.ones({1}, D), ordo.ones({1}, D)
         opt:step()
         close({q:item(), r:item()}, {0.99 - 0.005, 1 - 0.05}, 1e-12)
+        -- a lone tensor for a group's params when the optimiser is made too (it raised "needs params")
+        local og = optim.SGD({{params = p}, {params = q, lr = 0.5}}, {lr = 0.1})
+        assert.equal(2, #og.params)
+        p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+        local p0, q0 = p:item(), q:item()
+        og:step()
+        close({p:item(), q:item()}, {p0 - 0.1, q0 - 0.5}, 1e-12)
         -- bad groups raise, changing nothing
         local s = ordo.tensor({1}, D):requires_grad()
         H.raises(function() opt:add_param_group({params = {s, p}}) end, "add_param_group",

@@ -145,6 +145,7 @@ local function make(fname, params, opts, defaults, validate)
                      typename(grp)))
         end
         local ps, own = grp.params, {}
+        if is_tensor(ps) then ps = {ps} end -- (Torch's: one tensor for a list of one)
         if type(ps) ~= "table" or getmetatable(ps) ~= nil or #ps == 0 then
             fail(fmt("%s needs params, a non-empty list of tensors, got %s", gname, typename(ps)))
         end
