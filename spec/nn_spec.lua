@@ -3499,6 +3499,19 @@ describe("optim", function()
         os.remove(path)
         -- one group (a plain list): a list of one
         close(run({patience = 0, min_lr = {0.02}}, {1, 1, 1}), {0.1, 0.02, 0.02}, 1e-15)
+        -- an lr set by hand to a string or NaN raises naming it, counting nothing (a Lua error in the cut)
+        local o5 = optim.SGD({a}, {lr = 0.1})
+        local pl5 = S.ReduceLROnPlateau(o5, {patience = 0})
+        pl5:step(1)
+        o5.lr = "x"
+        H.raises(function() pl5:step(1) end, "ReduceLROnPlateau", "opt.lr must be a finite number >= 0, got string")
+        o5.lr = 0 / 0
+        H.raises(function() pl5:step(1) end, "opt.lr must be a finite number >= 0, got")
+        assert.equal(1, pl5.epoch)
+        assert.equal(0, pl5.num_bad)
+        g3.param_groups[2].lr = "x"
+        H.raises(function() pl3:step(1) end, "opt.param_groups[2].lr must be a finite number >= 0, got string")
+        H.raises(function() pl3:get_last_lr() end, "opt.param_groups[2].lr")
     end)
 
     it("OneCycleLR and CyclicLR cycle the momentum (SGD, RMSprop) or beta1 (Adam) inversely to the lr, as Torch's",

@@ -726,6 +726,41 @@ function ReduceLROnPlateau:better(a)
     return self.threshold_mode == "rel" and a > b * (1 + t) or self.threshold_mode == "abs" and a > b + t
 end
 
+-- An optimiser made with a plain list: its one group is its own options.
+local function single_group(opt)
+    local g = opt.param_groups
+    return type(g) ~= "table" or #g <= 1 and (g[1] == nil or rawget(g[1], "_opt") == opt)
+end
+
+-- The lr of each param group as the step uses it: a group's own lr follows
+-- opt.lr in proportion (ordo.optim), one without takes opt.lr; and that
+-- proportion.
+-- (an lr set by hand to something else than a finite number >= 0 raises
+-- naming it: it failed in here with a Lua error, or cut NaN)
+local function lr_ok(v) return type(v) == "number" and v >= 0 and v < math.huge end
+local function check_lrs(opt)
+    if not lr_ok(opt.lr) then
+        fail(fmt("ReduceLROnPlateau: opt.lr must be a finite number >= 0, got %s",
+                 type(opt.lr) == "number" and tostring(opt.lr) or typename(opt.lr)))
+    end
+    if single_group(opt) then return end
+    for k, g in ipairs(opt.param_groups) do
+        if g.lr ~= nil and not lr_ok(g.lr) then
+            fail(fmt("ReduceLROnPlateau: opt.param_groups[%d].lr must be a finite number >= 0, got %s", k,
+                     type(g.lr) == "number" and tostring(g.lr) or typename(g.lr)))
+        end
+    end
+end
+
+local function group_lrs(opt)
+    check_lrs(opt)
+    local base = rawget(opt, "_base_lr")
+    local ratio = type(base) == "number" and base ~= 0 and opt.lr / base or 1
+    local r = {}
+    for k, g in ipairs(opt.param_groups) do r[k] = g.lr ~= nil and g.lr * ratio or opt.lr end
+    return r, ratio
+end
+
 function ReduceLROnPlateau:step(metric)
     check_sched_self("step", self)
     if type(metric) == "table" and type(metric.item) == "function" then
@@ -739,6 +774,7 @@ function ReduceLROnPlateau:step(metric)
         fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s",
                  type(metric) == "number" and tostring(metric) or typename(metric)))
     end
+    check_lrs(self.optimizer)
     local mins, n = self.min_lr, #groups_of(self.optimizer)
     if type(mins) == "table" and #mins ~= n then
         fail(fmt("ReduceLROnPlateau: the optimiser has %d param groups, min_lr has %d values (opt:add_param_group " ..
@@ -759,23 +795,6 @@ function ReduceLROnPlateau:step(metric)
         self.cooldown_left, self.num_bad = self.cooldown, 0
     end
     return self:get_last_lr()
-end
-
--- An optimiser made with a plain list: its one group is its own options.
-local function single_group(opt)
-    local g = opt.param_groups
-    return type(g) ~= "table" or #g <= 1 and (g[1] == nil or rawget(g[1], "_opt") == opt)
-end
-
--- The lr of each param group as the step uses it: a group's own lr follows
--- opt.lr in proportion (ordo.optim), one without takes opt.lr; and that
--- proportion.
-local function group_lrs(opt)
-    local base = rawget(opt, "_base_lr")
-    local ratio = type(base) == "number" and base ~= 0 and opt.lr / base or 1
-    local r = {}
-    for k, g in ipairs(opt.param_groups) do r[k] = g.lr ~= nil and g.lr * ratio or opt.lr end
-    return r, ratio
 end
 
 function ReduceLROnPlateau:reduce()
