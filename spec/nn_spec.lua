@@ -3813,6 +3813,19 @@ describe("optim", function()
         H.raises(function() optim.SGD({{params = {p1}, nesterov = true}}) end, "group 1: nesterov needs a momentum")
         H.raises(function() optim.SGD({{params = {p1}}, {params = {p1}}}) end, "parameter 2 is the same tensor")
         H.raises(function() optim.Adam({{params = {p1}, lr = 0 / 0}}) end, "Adam: group 1: option lr must be a finite number")
+        -- a group reads the options it does not set through to the optimiser's (Torch's groups hold them all):
+        -- Torch's loop `for g in param_groups: g.lr *= 0.1` raised a Lua error on a group without an lr of its own
+        local e, f = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        local og0 = optim.SGD({{params = {e}}, {params = {f}, lr = 0.5}}, {lr = 0.2, momentum = 0.9})
+        assert.equal(0.9, og0.param_groups[1].momentum)
+        assert.equal(0.2, og0.param_groups[1].lr)
+        assert.is_nil(og0.param_groups[1].bogus)
+        optim.lr_scheduler.StepLR(og0, {step_size = 1, gamma = 0.5}):step() -- opt.lr 0.1: groups at 0.1 and 0.25
+        for _, grp in ipairs(og0.param_groups) do grp.lr = grp.lr * 0.1 end -- each group's rate / 10
+        assert.equal(0.9, og0.momentum)
+        e.grad, f.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+        og0:step()
+        close({e:item(), f:item()}, {1 - 0.01, 1 - 0.025}, 1e-12)
         -- checkpoints hold each group's own lr (changed by hand or by ReduceLROnPlateau): it was lost on load
         local function two() return optim.SGD({{params = {p1}, lr = 1e-4}, {params = {p2}}}, {lr = 1e-2}) end
         local og = two()
@@ -3828,7 +3841,7 @@ describe("optim", function()
         og:save(gpath)
         back:load(gpath)
         assert.equal(5e-5, back.param_groups[1].lr)
-        assert.is_nil(back.param_groups[2].lr)
+        assert.is_nil(rawget(back.param_groups[2], "lr"))
         -- another number of groups, or a group's own lr into a plain list's optimiser, raises changing nothing
         H.raises(function() optim.SGD({{params = {p1, p2}}}, {lr = 1e-2}):load(gpath) end,
                  "saved from an optimiser with 2 param groups, this one has 1")
@@ -3840,7 +3853,7 @@ describe("optim", function()
         assert.equal(1e-2, plain.lr)
         plain:save(gpath)
         one:load(gpath)
-        assert.is_nil(one.param_groups[1].lr)
+        assert.is_nil(rawget(one.param_groups[1], "lr"))
         os.remove(gpath)
     end)
 
@@ -3857,7 +3870,7 @@ describe("optim", function()
         assert.equal(2, #opt.param_groups)
         assert.equal(2, #opt.params)
         assert.are.equal(q, opt.params[2])
-        assert.is_nil(opt.param_groups[1].lr)
+        assert.is_nil(rawget(opt.param_groups[1], "lr"))
         p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
         opt:step()
         close({p:item(), q:item()}, {0.9 - 0.1 * 1.9, 0.99}, 1e-12)

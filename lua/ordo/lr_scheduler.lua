@@ -745,7 +745,7 @@ local function check_lrs(opt)
     end
     if single_group(opt) then return end
     for k, g in ipairs(opt.param_groups) do
-        if g.lr ~= nil and not lr_ok(g.lr) then
+        if rawget(g, "lr") ~= nil and not lr_ok(g.lr) then
             fail(fmt("ReduceLROnPlateau: opt.param_groups[%d].lr must be a finite number >= 0, got %s", k,
                      type(g.lr) == "number" and tostring(g.lr) or typename(g.lr)))
         end
@@ -757,7 +757,7 @@ local function group_lrs(opt)
     local base = rawget(opt, "_base_lr")
     local ratio = type(base) == "number" and base ~= 0 and opt.lr / base or 1
     local r = {}
-    for k, g in ipairs(opt.param_groups) do r[k] = g.lr ~= nil and g.lr * ratio or opt.lr end
+    for k, g in ipairs(opt.param_groups) do r[k] = rawget(g, "lr") ~= nil and g.lr * ratio or opt.lr end
     return r, ratio
 end
 

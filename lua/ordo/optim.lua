@@ -119,6 +119,25 @@ local SINGLE_GROUP = {
     end,
 }
 
+-- A group of an optimiser made with groups reads an option it does not set
+-- itself through to the optimiser's (Torch's groups hold every option, and
+-- its loop `for g in param_groups: g.lr = g.lr * 0.1` raised a Lua error on
+-- nil here).  Its lr, unset, reads as the lr the optimiser was made with:
+-- a group's lr is the one the schedule's proportion (opt.lr / that lr)
+-- applies to, so g.lr = g.lr * 0.1 cuts the group's rate by 10 either way
+-- (made with lr = 0: opt.lr, which the group then takes as it is).
+-- Setting an option gives the group its own.
+local function group_reader(o, defaults)
+    return {__index = function(_, k)
+        if k == "lr" then
+            local base = rawget(o, "_base_lr")
+            if type(base) == "number" and base ~= 0 then return base end
+            return o.lr
+        end
+        if defaults[k] ~= nil then return o[k] end
+    end}
+end
+
 local function make(fname, params, opts, defaults, validate)
     local o = options(fname, opts, defaults)
     validate(fname, o)
@@ -161,6 +180,8 @@ local function make(fname, params, opts, defaults, validate)
     end
     check_params(fname, flat)
     o.params, o.param_groups, o._base_lr = flat, groups, o.lr
+    o._group_mt = group_reader(o, defaults)
+    for _, g in ipairs(groups) do setmetatable(g, o._group_mt) end
     return o
 end
 
@@ -220,7 +241,7 @@ local function option_views(self)
     for _, g in ipairs(groups) do
         local v = setmetatable({}, {__index = self})
         for key, val in pairs(g) do if key ~= "params" then v[key] = val end end
-        if g.lr ~= nil then v.lr = g.lr * ratio end
+        if rawget(g, "lr") ~= nil then v.lr = g.lr * ratio end
         for _ = 1, #g.params do
             i = i + 1
             views[i] = v
@@ -288,10 +309,12 @@ function Optimizer:add_param_group(group)
     for _, p in ipairs(ps) do flat[#flat + 1] = p end
     check_params(fname, flat)
     local groups = self.param_groups
-    if SINGLE[groups] then groups = {{params = self.params}} end
-    local g = {params = ps}
+    local mt = rawget(self, "_group_mt") or group_reader(self, defaults)
+    if SINGLE[groups] then groups = {setmetatable({params = self.params}, mt)} end
+    local g = setmetatable({params = ps}, mt)
     for key, v in pairs(own) do g[key] = v end
     groups[#groups + 1] = g
+    self._group_mt = mt
     self.params, self.param_groups = flat, groups
     return self
 end
@@ -484,7 +507,7 @@ local function checkpoint_entries(self)
         entries[#entries + 1] = {name = "groups", tensor = scalar(#groups, "int64")}
         if not SINGLE[groups] then
             for k, g in ipairs(groups) do
-                if type(g.lr) == "number" then
+                if type(rawget(g, "lr")) == "number" then
                     entries[#entries + 1] = {name = "group_lr." .. k, tensor = scalar(g.lr, "float64")}
                 end
             end
@@ -715,7 +738,7 @@ local function sorted_keys(t, skip)
     local keys = {}
     for k in pairs(t) do if type(k) == "string" and k ~= skip and k ~= "lr" then keys[#keys + 1] = k end end
     table.sort(keys)
-    if t.lr ~= nil and skip ~= "lr" then table.insert(keys, 1, "lr") end
+    if rawget(t, "lr") ~= nil and skip ~= "lr" then table.insert(keys, 1, "lr") end
     return keys
 end
 local function plural(n) return fmt("%d parameter%s", n, n == 1 and "" or "s") end
