@@ -3062,6 +3062,15 @@ describe("optim", function()
         H.raises(function() S.ReduceLROnPlateau(opt, {patience = -1}) end, "patience", "integer >= 0")
         H.raises(function() S.ReduceLROnPlateau(opt, {cooldown = 1.5}) end, "cooldown", "integer >= 0")
         H.raises(function() S.CosineAnnealingLR({}, {T_max = 3}) end, "CosineAnnealingLR", "optimiser")
+        -- an optimiser whose lr was set to a string was said not to be one ("got optim.SGD"); NaN was taken
+        do
+            local bad_lr = optim.SGD({ordo.tensor({1}, D):requires_grad()})
+            bad_lr.lr = "0.1"
+            H.raises(function() S.StepLR(bad_lr, {step_size = 1}) end, "StepLR", "opt.lr must be a finite number >= 0",
+                     "string")
+            bad_lr.lr = 0 / 0
+            H.raises(function() S.ReduceLROnPlateau(bad_lr) end, "ReduceLROnPlateau", "opt.lr must be a finite number")
+        end
         H.raises(function() S.ExponentialLR(opt, {gamma = "x"}) end, "ExponentialLR", "gamma", "string")
         local bad = S.LambdaLR(opt, {lr_lambda = function(e) return e == 0 and 1 or "x" end})
         H.raises(function() bad:step() end, "LambdaLR", "lr_lambda(1)", "string")

@@ -158,8 +158,14 @@ local function options(fname, opts, known, required)
 end
 
 local function check_optimizer(fname, opt)
-    if type(opt) ~= "table" or type(opt.lr) ~= "number" or type(opt.step) ~= "function" then
+    if type(opt) ~= "table" or type(opt.step) ~= "function" then
         fail(fmt("%s: expected an optimiser (ordo.optim.SGD, Adam...), got %s", fname, typename(opt)))
+    end
+    -- (an optimiser whose lr was set to a string or NaN was said not to be one: "got optim.SGD")
+    local lr = opt.lr
+    if type(lr) ~= "number" or not (lr >= 0 and lr < math.huge) then
+        fail(fmt("%s: opt.lr must be a finite number >= 0, got %s", fname,
+                 type(lr) == "number" and tostring(lr) or typename(lr)))
     end
 end
 
