@@ -213,15 +213,6 @@ end
 -- and max_momentum (a number, or a list of one per group), inversely to
 -- the lr -- SGD's and RMSprop's momentum, Adam's and AdamW's beta1 (Torch's
 -- betas[0]).  An optimiser with neither (Adagrad) raises, as Torch's.
-local MOMENTUM_OPTS = {cycle_momentum = "boolean", base_momentum = "number|list", max_momentum = "number|list"}
-
-local function with_momentum(known)
-    local r = {}
-    for k, v in pairs(known) do r[k] = v end
-    for k, v in pairs(MOMENTUM_OPTS) do r[k] = v end
-    return r
-end
-
 local function momentum_setup(fname, s, o, def_base, def_max)
     local cyc = o.cycle_momentum ~= false
     s.cycle_momentum = cyc and 1 or 0 -- (a number, for the state file)
@@ -441,8 +432,9 @@ end
 -- pct_start of the steps, then falls to that start / final_div_factor at
 -- the last step, along half cosines ("linear": straight lines) -- Torch's
 -- one-cycle policy for the lr (the optimiser's own lr is not used; the
--- momentum cycles the other way unless cycle_momentum = false).  Stepping more than total_steps times is an
--- error (Torch's rule: the total_steps-th step() is allowed, and goes on
+-- momentum cycles the other way unless cycle_momentum = false).  Stepping
+-- more than total_steps times is an error (Torch's rule: the
+-- total_steps-th step() is allowed, and goes on
 -- along the last phase's curve, just past its end).  total_steps may be
 -- given as epochs and steps_per_epoch instead (their product); three_phase
 -- = true climbs, comes back down to the start symmetrically, then falls to
@@ -738,11 +730,9 @@ local function single_group(opt)
     return type(g) ~= "table" or #g <= 1 and (g[1] == nil or rawget(g[1], "_opt") == opt)
 end
 
--- The lr of each param group as the step uses it: a group's own lr follows
--- opt.lr in proportion (ordo.optim), one without takes opt.lr; and that
--- proportion.
--- (an lr set by hand to something else than a finite number >= 0 raises
--- naming it: it failed in here with a Lua error, or cut NaN)
+-- opt.lr and the groups' own lrs, checked before a step: one set by hand
+-- to something else than a finite number >= 0 raises naming it (it failed
+-- in the cut with a Lua error, or cut NaN).
 local function lr_ok(v) return type(v) == "number" and v >= 0 and v < math.huge end
 local function check_lrs(opt)
     if not lr_ok(opt.lr) then
@@ -758,6 +748,9 @@ local function check_lrs(opt)
     end
 end
 
+-- The lr of each param group as the step uses it: a group's own lr follows
+-- opt.lr in proportion (ordo.optim), one without takes opt.lr; and that
+-- proportion.
 local function group_lrs(opt)
     check_lrs(opt)
     local base = rawget(opt, "_base_lr")
