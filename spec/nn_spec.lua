@@ -3148,6 +3148,11 @@ describe("optim", function()
             H.raises(function() seq(true):load_state_dict(sst) end, "s2.cycle_momentum")
             H.raises(function() S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = 1}) end,
                      "three_phase", "boolean")
+            -- past half the steps for the climb and the way back, the final fall never came (it ended at 0.04)
+            H.raises(function() S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = true, pct_start = 0.6}) end,
+                     "OneCycleLR", "three_phase with pct_start = 0.6 leaves no step for the final fall",
+                     "pct_start <= 0.5")
+            S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10, three_phase = true, pct_start = 0.5})
         end
         H.raises(function() S.LinearLR(opt, {start_factor = 0}) end, "LinearLR", "start_factor")
 

@@ -482,6 +482,13 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     -- Torch's phases: each ends at a step (a float, as Torch keeps it) and
     -- goes from one rate to the next, starting where the one before ended
     local peak = s.pct_start * s.total_steps - 1
+    -- (the climb and the way back take 2 * pct_start of the steps: past
+    -- half, the final fall never came and the lr ended at the start)
+    if o.three_phase and 2 * s.pct_start * s.total_steps - 2 > s.total_steps - 1 then
+        fail(fmt("%s: three_phase with pct_start = %s leaves no step for the final fall (the climb and the way " ..
+                 "back take 2 * pct_start of the %d steps): give pct_start <= 0.5", f, tostring(s.pct_start),
+                 s.total_steps))
+    end
     if o.three_phase then
         s.phases = {{peak, s.initial_lr, s.max_lr}, {2 * s.pct_start * s.total_steps - 2, s.max_lr, s.initial_lr},
                     {s.total_steps - 1, s.initial_lr, s.min_lr}}
