@@ -3062,6 +3062,15 @@ describe("optim", function()
         H.raises(function() S.ReduceLROnPlateau(opt, {patience = -1}) end, "patience", "integer >= 0")
         H.raises(function() S.ReduceLROnPlateau(opt, {cooldown = 1.5}) end, "cooldown", "integer >= 0")
         H.raises(function() S.CosineAnnealingLR({}, {T_max = 3}) end, "CosineAnnealingLR", "optimiser")
+        -- an optimiser whose lr was set to a string was said not to be one ("got optim.SGD"); NaN was taken
+        do
+            local bad_lr = optim.SGD({ordo.tensor({1}, D):requires_grad()})
+            bad_lr.lr = "0.1"
+            H.raises(function() S.StepLR(bad_lr, {step_size = 1}) end, "StepLR", "opt.lr must be a finite number >= 0",
+                     "string")
+            bad_lr.lr = 0 / 0
+            H.raises(function() S.ReduceLROnPlateau(bad_lr) end, "ReduceLROnPlateau", "opt.lr must be a finite number")
+        end
         H.raises(function() S.ExponentialLR(opt, {gamma = "x"}) end, "ExponentialLR", "gamma", "string")
         local bad = S.LambdaLR(opt, {lr_lambda = function(e) return e == 0 and 1 or "x" end})
         H.raises(function() bad:step() end, "LambdaLR", "lr_lambda(1)", "string")
@@ -3125,8 +3134,25 @@ describe("optim", function()
             -- a state saved before three_phase existed loads as two phases
             st.three_phase = nil
             S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10}):load_state_dict(st)
+            -- so does a SequentialLR's OneCycleLR (it raised "saved with s2.three_phase = nil"); one saved
+            -- before momentum was cycled loads into one made with cycle_momentum = false
+            local function seq(cm)
+                local o = optim.SGD({q}, {lr = 0.1})
+                local w = S.LinearLR(o, {total_iters = 2})
+                local one = S.OneCycleLR(o, {max_lr = 1, total_steps = 10, cycle_momentum = cm})
+                return S.SequentialLR(o, {schedulers = {w, one}, milestones = {2}})
+            end
+            local sst = seq(false):state_dict()
+            sst["s2.three_phase"], sst["s2.cycle_momentum"] = nil, nil
+            seq(false):load_state_dict(sst)
+            H.raises(function() seq(true):load_state_dict(sst) end, "s2.cycle_momentum")
             H.raises(function() S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = 1}) end,
                      "three_phase", "boolean")
+            -- past half the steps for the climb and the way back, the final fall never came (it ended at 0.04)
+            H.raises(function() S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = true, pct_start = 0.6}) end,
+                     "OneCycleLR", "three_phase with pct_start = 0.6 leaves no step for the final fall",
+                     "pct_start <= 0.5")
+            S.OneCycleLR(optim.SGD({q}, {lr = 0.1}), {max_lr = 1, total_steps = 10, three_phase = true, pct_start = 0.5})
         end
         H.raises(function() S.LinearLR(opt, {start_factor = 0}) end, "LinearLR", "start_factor")
 
@@ -3451,6 +3477,178 @@ describe("optim", function()
         H.raises(function() S.ReduceLROnPlateau(opt):step() end, "ReduceLROnPlateau", "metric")
         H.raises(function() S.ReduceLROnPlateau(opt):step(ordo.ones({2})) end, "ReduceLROnPlateau",
                  "a one-element tensor, got a tensor of 2 elements")
+        -- param groups: each group's lr is cut on its own, not below its min_lr (a number, or one per group);
+        -- a group already below it stays (it was cut to 1e-5, under min_lr, following opt.lr)
+        local a, b, c = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad(),
+            ordo.tensor({1}, D):requires_grad()
+        local g = optim.SGD({{params = {a}, lr = 1e-4}, {params = {b}}}, {lr = 1e-2})
+        local pl = S.ReduceLROnPlateau(g, {patience = 0, min_lr = 1e-3})
+        close(pl:step(1), {1e-4, 1e-2}, 1e-15)
+        close(pl:step(1), {1e-4, 1e-3}, 1e-15)
+        close(pl:get_last_lr(), {1e-4, 1e-3}, 1e-15)
+        assert.equal(1e-2, g.lr)
+        a.grad, b.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+        g:step()
+        close({a:item(), b:item()}, {1 - 1e-4, 1 - 1e-3}, 1e-15)
+        local g3 = optim.SGD({{params = {a}, lr = 0.1}, {params = {b}, lr = 0.2}, {params = {c}}}, {lr = 1})
+        local pl3 = S.ReduceLROnPlateau(g3, {patience = 0, factor = 0.5, min_lr = {0.08, 0, 0.4}})
+        pl3:step(1)
+        for _ = 1, 3 do pl3:step(1) end
+        close(pl3:get_last_lr(), {0.08, 0.025, 0.4}, 1e-15)
+        -- the state holds the list; a list of the wrong length or a bad value raises
+        local st = pl3:state_dict()
+        close(st.min_lr, {0.08, 0, 0.4}, 0)
+        H.raises(function() S.ReduceLROnPlateau(g3, {min_lr = {0.1}}) end, "ReduceLROnPlateau",
+                 "expected 3 values for min_lr", "got 1")
+        H.raises(function() S.ReduceLROnPlateau(g3, {min_lr = {0.1, -1, 0}}) end, "min_lr[2] must be a finite number >= 0")
+        H.raises(function() S.ReduceLROnPlateau(g3, {min_lr = "x"}) end, "min_lr must be a number or a list")
+        H.raises(function() S.ReduceLROnPlateau(g3, {patience = 0, factor = 0.5, min_lr = {0, 0, 0}}):load_state_dict(st) end,
+                 "saved with min_lr = {0.08, 0, 0.4}")
+        local path = tmpname()
+        pl3:save(path)
+        local g4 = optim.SGD({{params = {a}, lr = 0.1}, {params = {b}, lr = 0.2}, {params = {c}}}, {lr = 1})
+        local pl4 = S.ReduceLROnPlateau(g4, {patience = 0, factor = 0.5, min_lr = {0.08, 0, 0.4}})
+        pl4:load(path)
+        assert.equal(pl3.num_bad, pl4.num_bad)
+        os.remove(path)
+        -- one group (a plain list): a list of one
+        close(run({patience = 0, min_lr = {0.02}}, {1, 1, 1}), {0.1, 0.02, 0.02}, 1e-15)
+        -- an lr set by hand to a string or NaN raises naming it, counting nothing (a Lua error in the cut)
+        local o5 = optim.SGD({a}, {lr = 0.1})
+        local pl5 = S.ReduceLROnPlateau(o5, {patience = 0})
+        pl5:step(1)
+        o5.lr = "x"
+        H.raises(function() pl5:step(1) end, "ReduceLROnPlateau", "opt.lr must be a finite number >= 0, got string")
+        o5.lr = 0 / 0
+        H.raises(function() pl5:step(1) end, "opt.lr must be a finite number >= 0, got")
+        assert.equal(1, pl5.epoch)
+        assert.equal(0, pl5.num_bad)
+        g3.param_groups[2].lr = "x"
+        H.raises(function() pl3:step(1) end, "opt.param_groups[2].lr must be a finite number >= 0, got string")
+        H.raises(function() pl3:get_last_lr() end, "opt.param_groups[2].lr")
+    end)
+
+    it("OneCycleLR and CyclicLR cycle the momentum (SGD, RMSprop) or beta1 (Adam) inversely to the lr, as Torch's",
+       function()
+        local S = optim.lr_scheduler
+        local function c(from, to, pct) return to + (from - to) * (1 + math.cos(math.pi * pct)) / 2 end
+        local p, q = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        -- OneCycleLR (10 steps, peak at step 2): momentum 0.95 down to 0.85 at the peak, back up to 0.95
+        local opt = optim.SGD({p}, {lr = 0.1})
+        local s = S.OneCycleLR(opt, {max_lr = 1, total_steps = 10})
+        local got, want = {}, {0.95, 0.9, 0.85}
+        for e = 0, 9 do
+            got[e + 1] = opt.momentum
+            if e >= 3 then want[e + 1] = c(0.85, 0.95, (e - 2) / 7) end
+            if e < 9 then s:step() end
+        end
+        close(got, want, 1e-12)
+        -- the momentum is used by the step (a buffer started at step 1 goes on with 0.9)
+        p.grad = ordo.ones({1}, D)
+        opt:step()
+        assert.is_not_nil(opt.buf[1])
+        -- three phases: down, up, then staying at max_momentum; linear
+        local o3 = optim.SGD({p}, {lr = 0.1})
+        local s3 = S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, three_phase = true, anneal_strategy = "linear",
+                                     base_momentum = 0.5, max_momentum = 0.7})
+        got = {}
+        for e = 0, 9 do
+            got[e + 1] = o3.momentum
+            if e < 9 then s3:step() end
+        end
+        close(got, {0.7, 0.6, 0.5, 0.6, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7}, 1e-12)
+        -- CyclicLR on Adam: beta1 0.9 at base_lr, 0.8 at max_lr (Torch's betas[0]); beta2 untouched
+        local a = optim.Adam({p}, {lr = 0.1, beta2 = 0.99})
+        local cy = S.CyclicLR(a, {base_lr = 0.1, max_lr = 1, step_size_up = 2})
+        got = {}
+        for e = 0, 4 do
+            got[e + 1] = a.beta1
+            cy:step()
+        end
+        close(got, {0.9, 0.85, 0.8, 0.85, 0.9}, 1e-12)
+        assert.equal(0.99, a.beta2)
+        -- RMSprop's momentum; triangular2 halves the swing of the momentum too
+        local r = optim.RMSprop({p}, {lr = 0.1})
+        local cr = S.CyclicLR(r, {base_lr = 0.1, max_lr = 1, step_size_up = 1, mode = "triangular2"})
+        got = {}
+        for e = 0, 4 do
+            got[e + 1] = r.momentum
+            cr:step()
+        end
+        close(got, {0.9, 0.8, 0.9, 0.85, 0.9}, 1e-12)
+        -- cycle_momentum = false leaves it alone; an optimiser with neither momentum nor beta1 raises (Torch's rule)
+        local o4 = optim.SGD({p}, {lr = 0.1, momentum = 0.5})
+        S.OneCycleLR(o4, {max_lr = 1, total_steps = 10, cycle_momentum = false}):step()
+        assert.equal(0.5, o4.momentum)
+        H.raises(function() S.OneCycleLR(optim.Adagrad({p}), {max_lr = 1, total_steps = 10}) end, "OneCycleLR",
+                 "neither momentum nor beta1", "cycle_momentum = false")
+        H.raises(function() S.CyclicLR(optim.Adagrad({p}), {base_lr = 0.1, max_lr = 1}) end, "CyclicLR",
+                 "neither momentum nor beta1")
+        S.CyclicLR(optim.Adagrad({p}), {base_lr = 0.1, max_lr = 1, cycle_momentum = false}):step()
+        H.raises(function() S.OneCycleLR(o4, {max_lr = 1, total_steps = 10, cycle_momentum = false, max_momentum = 0.9}) end,
+                 "max_momentum is used only with cycle_momentum")
+        H.raises(function() S.OneCycleLR(optim.Adam({p}), {max_lr = 1, total_steps = 10, max_momentum = 1}) end,
+                 "max_momentum must be in [0, 1)", "beta1")
+        H.raises(function() S.CyclicLR(o4, {base_lr = 0.1, max_lr = 1, base_momentum = -0.1}) end,
+                 "base_momentum must be a finite number >= 0, got -0.1")
+        H.raises(function() S.CyclicLR(o4, {base_lr = 0.1, max_lr = 1, base_momentum = "x"}) end,
+                 "base_momentum must be a number or a list")
+        -- a scale_fn taking Adam's beta1 to 1 or beyond raises at the step, changing nothing
+        local a2 = optim.Adam({p}, {lr = 0.1})
+        local wild = S.CyclicLR(a2, {base_lr = 0.1, max_lr = 1, step_size_up = 1, scale_fn = function() return 20 end})
+        H.raises(function() wild:step() end, "CyclicLR", "beta1 of param group 1 at epoch 1")
+        assert.equal(0.9, a2.beta1)
+        assert.equal(0.1, a2.lr)
+        assert.equal(0, wild.epoch)
+        -- per-group lists, one per param group (a wrong length raises); each group's momentum cycles
+        local g = optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1, momentum = 0.9})
+        H.raises(function() S.OneCycleLR(g, {max_lr = 1, total_steps = 10, base_momentum = {0.8}}) end,
+                 "expected 2 values for base_momentum", "got 1")
+        local sg = S.OneCycleLR(g, {max_lr = 1, total_steps = 10, base_momentum = {0.8, 0.5}, max_momentum = {0.9, 0.6}})
+        close({g.param_groups[1].momentum, g.param_groups[2].momentum}, {0.9, 0.6}, 1e-12)
+        sg:step()
+        sg:step()
+        close({g.param_groups[1].momentum, g.param_groups[2].momentum}, {0.8, 0.5}, 1e-12)
+        -- the state holds the momentum options; loading sets the momentum of the restored epoch
+        sg:step()
+        local st = sg:state_dict()
+        local g2 = optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1, momentum = 0.9})
+        local sg2 = S.OneCycleLR(g2, {max_lr = 1, total_steps = 10, base_momentum = {0.8, 0.5},
+                                      max_momentum = {0.9, 0.6}})
+        sg2:load_state_dict(st)
+        close({g2.param_groups[1].momentum, g2.param_groups[2].momentum},
+              {g.param_groups[1].momentum, g.param_groups[2].momentum}, 1e-15)
+        assert.equal(sg:step(), sg2:step())
+        assert.equal(g.param_groups[2].momentum, g2.param_groups[2].momentum)
+        local path = tmpname()
+        sg:save(path)
+        local g3 = optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1, momentum = 0.9})
+        local sg3 = S.OneCycleLR(g3, {max_lr = 1, total_steps = 10, base_momentum = {0.8, 0.5},
+                                      max_momentum = {0.9, 0.6}})
+        sg3:load(path)
+        assert.equal(g.param_groups[2].momentum, g3.param_groups[2].momentum)
+        local g4 = optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1, momentum = 0.9})
+        H.raises(function() S.OneCycleLR(g4, {max_lr = 1, total_steps = 10}):load(path) end,
+                 "saved with base_momentum = {0.8, 0.5}", "{0.85, 0.85}")
+        os.remove(path)
+        -- a state saved before cycle_momentum existed left the momentum alone: it loads into one made so
+        local old = S.CyclicLR(optim.SGD({p}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1}):state_dict()
+        old.cycle_momentum, old.base_momentum, old.max_momentum = nil, nil, nil
+        H.raises(function() S.CyclicLR(optim.SGD({p}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1}):load_state_dict(old) end,
+                 "cycle_momentum")
+        S.CyclicLR(optim.SGD({p}, {lr = 0.1}), {base_lr = 0.1, max_lr = 1, cycle_momentum = false}):load_state_dict(old)
+        -- in a SequentialLR, a OneCycleLR in charge cycles the momentum
+        local o5 = optim.SGD({p}, {lr = 0.1, momentum = 0.3})
+        local warm = S.ConstantLR(o5, {factor = 0.5, total_iters = 2})
+        local one = S.OneCycleLR(o5, {max_lr = 1, total_steps = 10})
+        o5.momentum = 0.3
+        local seq = S.SequentialLR(o5, {schedulers = {warm, one}, milestones = {2}})
+        assert.equal(0.3, o5.momentum)
+        seq:step()
+        seq:step()
+        close(o5.momentum, 0.95, 1e-12)
+        seq:step()
+        close(o5.momentum, 0.9, 1e-12)
     end)
 
     it("clip_grad_norm_ scales all gradients to the norm, on the device, without a wait; clip_grad_value_ clamps", function()
@@ -3619,7 +3817,8 @@ describe("optim", function()
         local o6 = optim.SGD({{params = {p1}}, {params = {p2}, momentum = 0.9}}, {lr = 0.1})
         o6:load(path)
         assert.equal(1, o6.buf[2]:item())
-        H.raises(function() optim.SGD({p1, p2}, {lr = 0.1}):load(path) end, "buf.2 that this optimiser does not have")
+        H.raises(function() optim.SGD({{params = {p1}}, {params = {p2}}}, {lr = 0.1}):load(path) end,
+                 "buf.2 that this optimiser does not have")
         os.remove(path)
         -- bad groups raise naming the group
         H.raises(function() optim.SGD({p1, {params = {p2}}}) end, "SGD: parameter 2 is table", "not both")
@@ -3628,6 +3827,112 @@ describe("optim", function()
         H.raises(function() optim.SGD({{params = {p1}, nesterov = true}}) end, "group 1: nesterov needs a momentum")
         H.raises(function() optim.SGD({{params = {p1}}, {params = {p1}}}) end, "parameter 2 is the same tensor")
         H.raises(function() optim.Adam({{params = {p1}, lr = 0 / 0}}) end, "Adam: group 1: option lr must be a finite number")
+        -- a group reads the options it does not set through to the optimiser's (Torch's groups hold them all):
+        -- Torch's loop `for g in param_groups: g.lr *= 0.1` raised a Lua error on a group without an lr of its own
+        local e, f = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad()
+        local og0 = optim.SGD({{params = {e}}, {params = {f}, lr = 0.5}}, {lr = 0.2, momentum = 0.9})
+        assert.equal(0.9, og0.param_groups[1].momentum)
+        assert.equal(0.2, og0.param_groups[1].lr)
+        assert.is_nil(og0.param_groups[1].bogus)
+        optim.lr_scheduler.StepLR(og0, {step_size = 1, gamma = 0.5}):step() -- opt.lr 0.1: groups at 0.1 and 0.25
+        for _, grp in ipairs(og0.param_groups) do grp.lr = grp.lr * 0.1 end -- each group's rate / 10
+        assert.equal(0.9, og0.momentum)
+        e.grad, f.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+        og0:step()
+        close({e:item(), f:item()}, {1 - 0.01, 1 - 0.025}, 1e-12)
+        -- checkpoints hold each group's own lr (changed by hand or by ReduceLROnPlateau): it was lost on load
+        local function two() return optim.SGD({{params = {p1}, lr = 1e-4}, {params = {p2}}}, {lr = 1e-2}) end
+        local og = two()
+        og.param_groups[1].lr = 5e-5
+        og.param_groups[2].lr = 3e-3
+        local sd = og:state_dict()
+        local back = two()
+        back:load_state_dict(sd)
+        assert.equal(5e-5, back.param_groups[1].lr)
+        assert.equal(3e-3, back.param_groups[2].lr)
+        local gpath = tmpname()
+        og.param_groups[2].lr = nil
+        og:save(gpath)
+        back:load(gpath)
+        assert.equal(5e-5, back.param_groups[1].lr)
+        assert.is_nil(rawget(back.param_groups[2], "lr"))
+        -- another number of groups, or a group's own lr into a plain list's optimiser, raises changing nothing
+        H.raises(function() optim.SGD({{params = {p1, p2}}}, {lr = 1e-2}):load(gpath) end,
+                 "saved from an optimiser with 2 param groups, this one has 1")
+        local plain = optim.SGD({p1, p2}, {lr = 1e-2})
+        H.raises(function() plain:load(gpath) end, "with 2 param groups, this one has 1")
+        local one = optim.SGD({{params = {p1, p2}, lr = 0.5}}, {lr = 1e-2})
+        one:save(gpath)
+        H.raises(function() plain:load(gpath) end, "param group 1 has an lr of its own", "plain list")
+        assert.equal(1e-2, plain.lr)
+        plain:save(gpath)
+        one:load(gpath)
+        assert.is_nil(rawget(one.param_groups[1], "lr"))
+        os.remove(gpath)
+    end)
+
+    it("add_param_group adds a group (Torch's): its options, its lr following opt.lr; bad ones change nothing",
+       function()
+        local S = optim.lr_scheduler
+        local p, q, r = ordo.tensor({1}, D):requires_grad(), ordo.tensor({1}, D):requires_grad(),
+            ordo.tensor({1}, D):requires_grad()
+        -- a plain list's optimiser becomes two groups; the first keeps its momentum buffer
+        local opt = optim.SGD({p}, {lr = 0.1, momentum = 0.9})
+        p.grad = ordo.ones({1}, D)
+        opt:step()
+        assert.equal(opt, opt:add_param_group({params = {q}, lr = 0.01, momentum = 0}))
+        assert.equal(2, #opt.param_groups)
+        assert.equal(2, #opt.params)
+        assert.are.equal(q, opt.params[2])
+        assert.is_nil(rawget(opt.param_groups[1], "lr"))
+        p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+        opt:step()
+        close({p:item(), q:item()}, {0.9 - 0.1 * 1.9, 0.99}, 1e-12)
+        assert.is_nil(opt.buf[2])
+        -- a lone tensor for params (Torch's); a scheduler moves the new group's lr too
+        opt:add_param_group({params = r})
+        S.StepLR(opt, {step_size = 1, gamma = 0.5}):step()
+        p.grad, q.grad, r.grad = nil, ordo.ones({1}, D), ordo.ones({1}, D)
+        opt:step()
+        close({q:item(), r:item()}, {0.99 - 0.005, 1 - 0.05}, 1e-12)
+        -- a lone tensor for a group's params when the optimiser is made too (it raised "needs params")
+        local og = optim.SGD({{params = p}, {params = q, lr = 0.5}}, {lr = 0.1})
+        assert.equal(2, #og.params)
+        p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+        local p0, q0 = p:item(), q:item()
+        og:step()
+        close({p:item(), q:item()}, {p0 - 0.1, q0 - 0.5}, 1e-12)
+        -- bad groups raise, changing nothing
+        local s = ordo.tensor({1}, D):requires_grad()
+        H.raises(function() opt:add_param_group({params = {s, p}}) end, "add_param_group",
+                 "parameter 2 of the group is already in the optimiser (opt.params[1])")
+        H.raises(function() opt:add_param_group({params = {s, s}}) end, "add_param_group", "same tensor")
+        H.raises(function() opt:add_param_group({params = {s}, lrr = 1}) end, "group 4: unknown option 'lrr'")
+        H.raises(function() opt:add_param_group({params = {s}, momentum = -1}) end, "momentum must be >= 0")
+        H.raises(function() opt:add_param_group({params = {s}, momentum = 0, nesterov = true}) end, "nesterov")
+        H.raises(function() opt:add_param_group({params = {}}) end, "needs params", "an empty list")
+        H.raises(function() opt:add_param_group(s) end, "expected a group", "Tensor")
+        H.raises(function() opt:add_param_group({params = {ordo.tensor({1}, D):requires_grad() * 2}}) end, "not a leaf")
+        H.raises(function() opt.add_param_group({params = {s}}) end, "as self")
+        assert.equal(3, #opt.params)
+        assert.equal(3, #opt.param_groups)
+        -- a checkpoint loads into an optimiser given the same groups
+        local sd = opt:state_dict()
+        local o2 = optim.SGD({p}, {lr = 0.1, momentum = 0.9})
+        H.raises(function() o2:load_state_dict(sd) end, "for 3 parameters")
+        o2:add_param_group({params = {q}, lr = 0.01, momentum = 0})
+        o2:add_param_group({params = {r}})
+        o2:load_state_dict(sd)
+        assert.equal(opt.lr, o2.lr)
+        -- schedulers with a value per group, made before the group was added, raise naming the cause
+        local o3 = optim.SGD({p}, {lr = 0.1})
+        local one = S.OneCycleLR(o3, {max_lr = 1, total_steps = 10, base_momentum = {0.8}})
+        local pl = S.ReduceLROnPlateau(o3, {min_lr = {0.01}})
+        o3:add_param_group({params = {q}})
+        H.raises(function() one:step() end, "OneCycleLR", "2 param groups", "made for 1", "add_param_group")
+        assert.equal(0, one.epoch)
+        H.raises(function() pl:step(1) end, "ReduceLROnPlateau", "2 param groups", "min_lr has 1")
+        assert.equal(0, pl.epoch)
     end)
 
     it("step checks opt.lr and each gradient first; NaN options and a parameter given twice raise", function()

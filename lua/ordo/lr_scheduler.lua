@@ -68,6 +68,48 @@ local function rate(self, e)
     return lr
 end
 
+-- The optimiser's param groups (one made with a plain list has one, its
+-- own options).
+local function groups_of(opt)
+    local g = opt.param_groups
+    if type(g) == "table" and #g > 0 then return g end
+    return {opt}
+end
+
+-- The momentum of each param group at epoch e (OneCycleLR and CyclicLR
+-- cycle it, inside a SequentialLR too), and the option it goes to
+-- ("momentum", or Adam's "beta1"); nil: the scheduler leaves it alone.
+-- Refused when not a finite number >= 0 (beta1: below 1), as the rate.
+local function momenta(self, e)
+    local moms, key = self:momentum_at(e)
+    if moms == nil then return nil end
+    local n = #groups_of(self.optimizer)
+    if #moms ~= n then
+        fail(fmt("%s: the optimiser has %d param groups, this scheduler was made for %d (opt:add_param_group " ..
+                 "after it: make the scheduler after adding the groups)",
+                 (self.__name or "step"):gsub("^lr_scheduler%.", ""), n, #moms))
+    end
+    for k, m in ipairs(moms) do
+        if not (m >= 0 and m < (key == "beta1" and 1 or math.huge)) then
+            fail(fmt("%s: the %s of param group %d at epoch %s is %s, not a finite number >= 0%s",
+                     (self.__name or "step"):gsub("^lr_scheduler%.", ""), key, k, tostring(e), tostring(m),
+                     key == "beta1" and " and below 1" or ""))
+        end
+    end
+    return moms, key
+end
+
+-- Sets what epoch e's values are (computed first by the caller: one that
+-- raises changes nothing).
+local function apply(self, lr, moms, key)
+    self.optimizer.lr, self._set_lr = lr, lr
+    if moms then
+        for k, g in ipairs(groups_of(self.optimizer)) do g[key] = moms[k] end
+    end
+end
+
+function Scheduler:momentum_at() return nil end
+
 function Scheduler:step(...)
     check_sched_self("step", self)
     check_no_arg(self, select("#", ...), ...)
@@ -75,8 +117,9 @@ function Scheduler:step(...)
     -- the rate first: one that raises (OneCycleLR past its end, a LambdaLR
     -- whose function fails) leaves the epoch count and opt.lr as they were
     local lr = rate(self, self.epoch + 1)
+    local moms, key = momenta(self, self.epoch + 1)
     self.epoch = self.epoch + 1
-    self.optimizer.lr, self._set_lr = lr, lr
+    apply(self, lr, moms, key)
     return lr
 end
 
@@ -94,9 +137,17 @@ local function options(fname, opts, known, required)
     for k, v in pairs(opts) do
         local want = known[k]
         if not want then fail(fmt("%s: unknown option '%s'", fname, tostring(k))) end
-        if type(v) ~= want then fail(fmt("%s: option %s must be a %s, got %s", fname, k, want, typename(v))) end
+        -- ("number|list": a number, or one per param group)
+        if want == "number|list" then
+            if type(v) ~= "number" and (type(v) ~= "table" or getmetatable(v) ~= nil) then
+                fail(fmt("%s: option %s must be a number or a list of numbers (one per param group), got %s", fname,
+                         k, typename(v)))
+            end
+        elseif type(v) ~= want then
+            fail(fmt("%s: option %s must be a %s, got %s", fname, k, want, typename(v)))
+        end
         -- an infinite gamma, eta_min or max_lr would set opt.lr to inf or NaN
-        if want == "number" and not (v > -math.huge and v < math.huge) then
+        if type(v) == "number" and not (v > -math.huge and v < math.huge) then
             fail(fmt("%s: option %s must be a finite number, got %s", fname, k, tostring(v)))
         end
     end
@@ -107,8 +158,14 @@ local function options(fname, opts, known, required)
 end
 
 local function check_optimizer(fname, opt)
-    if type(opt) ~= "table" or type(opt.lr) ~= "number" or type(opt.step) ~= "function" then
+    if type(opt) ~= "table" or type(opt.step) ~= "function" then
         fail(fmt("%s: expected an optimiser (ordo.optim.SGD, Adam...), got %s", fname, typename(opt)))
+    end
+    -- (an optimiser whose lr was set to a string or NaN was said not to be one: "got optim.SGD")
+    local lr = opt.lr
+    if type(lr) ~= "number" or not (lr >= 0 and lr < math.huge) then
+        fail(fmt("%s: opt.lr must be a finite number >= 0, got %s", fname,
+                 type(lr) == "number" and tostring(lr) or typename(lr)))
     end
 end
 
@@ -121,8 +178,9 @@ local function class(name, known, required, make)
         check_optimizer(fname, opt)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
-        opt.lr = rate(s, 0) -- the epoch-0 rate: the base, or base * lr_lambda(0)
-        s._set_lr = opt.lr
+        -- the epoch-0 rate: the base, or base * lr_lambda(0) (and momentum)
+        local lr = rate(s, 0)
+        apply(s, lr, momenta(s, 0))
         return s
     end})
     return cls
@@ -148,6 +206,53 @@ end
 
 local function non_negative(fname, k, v)
     if not (v >= 0) then fail(fmt("%s: %s must be >= 0, got %s", fname, k, tostring(v))) end
+end
+
+-- cycle_momentum (OneCycleLR, CyclicLR; true unless false, Torch's
+-- default): the momentum of each param group cycles between base_momentum
+-- and max_momentum (a number, or a list of one per group), inversely to
+-- the lr -- SGD's and RMSprop's momentum, Adam's and AdamW's beta1 (Torch's
+-- betas[0]).  An optimiser with neither (Adagrad) raises, as Torch's.
+local function momentum_setup(fname, s, o, def_base, def_max)
+    local cyc = o.cycle_momentum ~= false
+    s.cycle_momentum = cyc and 1 or 0 -- (a number, for the state file)
+    if not cyc then
+        for _, k in ipairs({"base_momentum", "max_momentum"}) do
+            if o[k] ~= nil then fail(fmt("%s: %s is used only with cycle_momentum = true", fname, k)) end
+        end
+        return
+    end
+    local opt = s.optimizer
+    local key = type(opt.momentum) == "number" and "momentum" or type(opt.beta1) == "number" and "beta1" or nil
+    if not key then
+        fail(fmt("%s: the optimiser (%s) has neither momentum nor beta1 to cycle: give cycle_momentum = false",
+                 fname, opt.__name or typename(opt)))
+    end
+    s.momentum_key = key
+    local n = #groups_of(opt)
+    local top = key == "beta1" and 1 or math.huge
+    for _, kd in ipairs({{"base_momentum", def_base}, {"max_momentum", def_max}}) do
+        local k, v = kd[1], o[kd[1]]
+        if v == nil then v = kd[2] end
+        local list = {}
+        if type(v) == "table" then
+            check_list(fname, k, v)
+            if #v ~= n then
+                fail(fmt("%s: expected %d values for %s (one per param group), got %d", fname, n, k, #v))
+            end
+            for i = 1, n do list[i] = v[i] end
+        else
+            for i = 1, n do list[i] = v end
+        end
+        for i, m in ipairs(list) do
+            if type(m) ~= "number" or not (m >= 0 and m < top) then
+                fail(fmt("%s: %s%s must be %s, got %s", fname, k, type(v) == "table" and fmt("[%d]", i) or "",
+                         key == "beta1" and "in [0, 1) (it sets Adam's beta1)" or "a finite number >= 0",
+                         type(m) == "number" and tostring(m) or typename(m)))
+            end
+        end
+        s[k] = list
+    end
 end
 
 -- StepLR(opt, {step_size, gamma = 0.1}): base * gamma^floor(epoch / step_size).
@@ -225,8 +330,9 @@ function WarmRestarts:step(...)
     end
     check_unchanged(self)
     local lr = rate(self, e)
+    local moms, key = momenta(self, e)
     self.epoch = e
-    self.optimizer.lr, self._set_lr = lr, lr
+    apply(self, lr, moms, key)
     return lr
 end
 function WarmRestarts:lr_at(e)
@@ -325,9 +431,10 @@ end
 -- batch, the lr climbs from max_lr / div_factor to max_lr over the first
 -- pct_start of the steps, then falls to that start / final_div_factor at
 -- the last step, along half cosines ("linear": straight lines) -- Torch's
--- one-cycle policy for the lr (the optimiser's own lr is not used; its
--- momentum is left alone).  Stepping more than total_steps times is an
--- error (Torch's rule: the total_steps-th step() is allowed, and goes on
+-- one-cycle policy for the lr (the optimiser's own lr is not used; the
+-- momentum cycles the other way unless cycle_momentum = false).  Stepping
+-- more than total_steps times is an error (Torch's rule: the
+-- total_steps-th step() is allowed, and goes on
 -- along the last phase's curve, just past its end).  total_steps may be
 -- given as epochs and steps_per_epoch instead (their product); three_phase
 -- = true climbs, comes back down to the start symmetrically, then falls to
@@ -335,7 +442,9 @@ end
 local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number", pct_start = "number",
                                         div_factor = "number", final_div_factor = "number",
                                         anneal_strategy = "string", epochs = "number", steps_per_epoch = "number",
-                                        three_phase = "boolean"}, {"max_lr"}, function(s, o)
+                                        three_phase = "boolean", cycle_momentum = "boolean",
+                                        base_momentum = "number|list", max_momentum = "number|list"}, {"max_lr"},
+    function(s, o)
     local f = "OneCycleLR"
     local total = o.total_steps
     if total ~= nil then
@@ -373,29 +482,57 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     -- Torch's phases: each ends at a step (a float, as Torch keeps it) and
     -- goes from one rate to the next, starting where the one before ended
     local peak = s.pct_start * s.total_steps - 1
+    -- (the climb and the way back take 2 * pct_start of the steps: past
+    -- half, the final fall never came and the lr ended at the start)
+    if o.three_phase and 2 * s.pct_start * s.total_steps - 2 > s.total_steps - 1 then
+        fail(fmt("%s: three_phase with pct_start = %s leaves no step for the final fall (the climb and the way " ..
+                 "back take 2 * pct_start of the %d steps): give pct_start <= 0.5", f, tostring(s.pct_start),
+                 s.total_steps))
+    end
     if o.three_phase then
         s.phases = {{peak, s.initial_lr, s.max_lr}, {2 * s.pct_start * s.total_steps - 2, s.max_lr, s.initial_lr},
                     {s.total_steps - 1, s.initial_lr, s.min_lr}}
     else
         s.phases = {{peak, s.initial_lr, s.max_lr}, {s.total_steps - 1, s.max_lr, s.min_lr}}
     end
+    -- the momentum goes the other way: down from max_momentum to
+    -- base_momentum as the lr climbs, back up as it falls (three phases:
+    -- then staying at max_momentum)
+    momentum_setup(f, s, o, 0.85, 0.95)
+    if s.cycle_momentum == 1 then
+        s.mom_phases = o.three_phase and {{"max_momentum", "base_momentum"}, {"base_momentum", "max_momentum"},
+                                          {"max_momentum", "max_momentum"}}
+            or {{"max_momentum", "base_momentum"}, {"base_momentum", "max_momentum"}}
+    end
 end)
-function OneCycleLR:lr_at(e)
+-- epoch e's phase and how far along it (0 to 1)
+function OneCycleLR:phase_at(e)
     if e > self.total_steps then
         fail(fmt("OneCycleLR: stepped %d times, past total_steps = %d", e, self.total_steps))
     end
-    local from, to, pct
     local start, ph = 0, self.phases
     for i, p in ipairs(ph) do
         if e <= p[1] or i == #ph then
-            from, to = p[2], p[3]
-            pct = p[1] > start and (e - start) / (p[1] - start) or 1
-            break
+            return i, p[1] > start and (e - start) / (p[1] - start) or 1
         end
         start = p[1]
     end
+end
+function OneCycleLR:anneal_of(from, to, pct)
     if self.anneal == "linear" then return from + (to - from) * pct end
     return to + (from - to) * (1 + cos(pi * pct)) / 2
+end
+function OneCycleLR:lr_at(e)
+    local i, pct = self:phase_at(e)
+    return self:anneal_of(self.phases[i][2], self.phases[i][3], pct)
+end
+function OneCycleLR:momentum_at(e)
+    if self.cycle_momentum ~= 1 then return nil end
+    local i, pct = self:phase_at(e)
+    local from, to = self[self.mom_phases[i][1]], self[self.mom_phases[i][2]]
+    local r = {}
+    for k = 1, #from do r[k] = self:anneal_of(from[k], to[k], pct) end
+    return r, self.momentum_key
 end
 
 -- CyclicLR(opt, {base_lr, max_lr, step_size_up = 2000, step_size_down =
@@ -404,11 +541,14 @@ end
 -- step_size_up steps and back down over step_size_down, again and again;
 -- "triangular2" halves the height each cycle, "exp_range" scales it by
 -- gamma^step; scale_fn(x) (of the cycle, or of the step with scale_mode =
--- "iterations") replaces the mode's.  Torch's closed form, the lr only
--- (the optimiser's own lr and its momentum are not used).
+-- "iterations") replaces the mode's.  Torch's closed form (the
+-- optimiser's own lr is not used; the momentum cycles the other way unless
+-- cycle_momentum = false).
 local CyclicLR = class("CyclicLR", {base_lr = "number", max_lr = "number", step_size_up = "number",
                                     step_size_down = "number", mode = "string", gamma = "number",
-                                    scale_fn = "function", scale_mode = "string"}, {"base_lr", "max_lr"},
+                                    scale_fn = "function", scale_mode = "string", cycle_momentum = "boolean",
+                                    base_momentum = "number|list", max_momentum = "number|list"},
+    {"base_lr", "max_lr"},
     function(s, o)
         local f = "CyclicLR"
         non_negative(f, "base_lr", o.base_lr)
@@ -432,8 +572,10 @@ local CyclicLR = class("CyclicLR", {base_lr = "number", max_lr = "number", step_
         if o.scale_mode ~= nil and s.scale_fn == nil then
             fail(fmt("%s: scale_mode is used only with scale_fn (mode sets its own)", f))
         end
+        momentum_setup(f, s, o, 0.8, 0.9)
     end)
-function CyclicLR:lr_at(e)
+-- how far up the cycle epoch e is, scaled (0: base_lr, 1: max_lr)
+function CyclicLR:height_at(e)
     local total = self.step_size_up + self.step_size_down
     local ratio = self.step_size_up / total
     local cycle = floor(1 + e / total)
@@ -453,7 +595,15 @@ function CyclicLR:lr_at(e)
     else
         scale = self.gamma ^ e
     end
-    return self.cyc_base + (self.max_lr - self.cyc_base) * sf * scale
+    return sf * scale
+end
+function CyclicLR:lr_at(e) return self.cyc_base + (self.max_lr - self.cyc_base) * self:height_at(e) end
+-- the momentum: max_momentum at base_lr, base_momentum at max_lr (Torch's)
+function CyclicLR:momentum_at(e)
+    if self.cycle_momentum ~= 1 then return nil end
+    local h, r = self:height_at(e), {}
+    for k, top in ipairs(self.max_momentum) do r[k] = top - (top - self.base_momentum[k]) * h end
+    return r, self.momentum_key
 end
 
 -- A scheduler's base lr, and that of the schedulers inside a SequentialLR
@@ -493,12 +643,22 @@ local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "
         set_base(s, list[1].base_lr, list)
         s.schedulers, s.milestones = list, ms
     end)
-function SequentialLR:lr_at(e)
+-- the scheduler in charge at epoch e, and its own epoch
+function SequentialLR:child_at(e)
     local k, start = 1, 0
     for i, m in ipairs(self.milestones) do
         if e >= m then k, start = i + 1, m end
     end
-    return self.schedulers[k]:lr_at(e - start)
+    return self.schedulers[k], e - start
+end
+function SequentialLR:lr_at(e)
+    local sch, ce = self:child_at(e)
+    return sch:lr_at(ce)
+end
+-- (a OneCycleLR or CyclicLR in charge cycles the momentum; another leaves it)
+function SequentialLR:momentum_at(e)
+    local sch, ce = self:child_at(e)
+    return sch:momentum_at(ce)
 end
 
 -- ReduceLROnPlateau(opt, {mode = "min", factor = 0.1, patience = 10,
@@ -508,9 +668,14 @@ end
 -- it has not improved (by threshold) for more than patience epochs, the lr
 -- is multiplied by factor (not below min_lr; a change smaller than eps is
 -- skipped), then cooldown epochs pass before counting again.  Torch's
--- rules.
+-- rules.  With param groups, each group's lr is cut on its own (Torch's):
+-- min_lr may be a list, one per group, and a group's lr stays at or above
+-- its own min_lr (a group whose lr is already at or below it is left
+-- alone); the cut lr is set as the group's own (opt.param_groups[k].lr,
+-- saved by opt:save), opt.lr left as it is, and step and get_last_lr give
+-- the list of the groups' lrs.
 local PLATEAU_OPTS = {mode = "string", factor = "number", patience = "number", threshold = "number",
-                      threshold_mode = "string", cooldown = "number", min_lr = "number", eps = "number"}
+                      threshold_mode = "string", cooldown = "number", min_lr = "number|list", eps = "number"}
 local ReduceLROnPlateau = {__name = "lr_scheduler.ReduceLROnPlateau"}
 ReduceLROnPlateau.__index = ReduceLROnPlateau
 M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt, opts)
@@ -535,7 +700,24 @@ M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt,
         end
     end
     non_negative(f, "threshold", s.threshold)
-    non_negative(f, "min_lr", s.min_lr)
+    if type(s.min_lr) == "table" then
+        local list, n = s.min_lr, #groups_of(opt)
+        check_list(f, "min_lr", list)
+        if #list ~= n then
+            fail(fmt("%s: expected %d values for min_lr (one per param group), got %d", f, n, #list))
+        end
+        local copy = {}
+        for i, v in ipairs(list) do
+            if type(v) ~= "number" or not (v >= 0 and v < math.huge) then
+                fail(fmt("%s: min_lr[%d] must be a finite number >= 0, got %s", f, i,
+                         type(v) == "number" and tostring(v) or typename(v)))
+            end
+            copy[i] = v
+        end
+        s.min_lr = copy
+    else
+        non_negative(f, "min_lr", s.min_lr)
+    end
     non_negative(f, "eps", s.eps)
     s.best = s.mode == "min" and math.huge or -math.huge
     return s
@@ -547,6 +729,42 @@ function ReduceLROnPlateau:better(a)
         return self.threshold_mode == "rel" and a < b * (1 - t) or self.threshold_mode == "abs" and a < b - t
     end
     return self.threshold_mode == "rel" and a > b * (1 + t) or self.threshold_mode == "abs" and a > b + t
+end
+
+-- An optimiser made with a plain list: its one group is its own options.
+local function single_group(opt)
+    local g = opt.param_groups
+    return type(g) ~= "table" or #g <= 1 and (g[1] == nil or rawget(g[1], "_opt") == opt)
+end
+
+-- opt.lr and the groups' own lrs, checked before a step: one set by hand
+-- to something else than a finite number >= 0 raises naming it (it failed
+-- in the cut with a Lua error, or cut NaN).
+local function lr_ok(v) return type(v) == "number" and v >= 0 and v < math.huge end
+local function check_lrs(opt)
+    if not lr_ok(opt.lr) then
+        fail(fmt("ReduceLROnPlateau: opt.lr must be a finite number >= 0, got %s",
+                 type(opt.lr) == "number" and tostring(opt.lr) or typename(opt.lr)))
+    end
+    if single_group(opt) then return end
+    for k, g in ipairs(opt.param_groups) do
+        if rawget(g, "lr") ~= nil and not lr_ok(g.lr) then
+            fail(fmt("ReduceLROnPlateau: opt.param_groups[%d].lr must be a finite number >= 0, got %s", k,
+                     type(g.lr) == "number" and tostring(g.lr) or typename(g.lr)))
+        end
+    end
+end
+
+-- The lr of each param group as the step uses it: a group's own lr follows
+-- opt.lr in proportion (ordo.optim), one without takes opt.lr; and that
+-- proportion.
+local function group_lrs(opt)
+    check_lrs(opt)
+    local base = rawget(opt, "_base_lr")
+    local ratio = type(base) == "number" and base ~= 0 and opt.lr / base or 1
+    local r = {}
+    for k, g in ipairs(opt.param_groups) do r[k] = rawget(g, "lr") ~= nil and g.lr * ratio or opt.lr end
+    return r, ratio
 end
 
 function ReduceLROnPlateau:step(metric)
@@ -562,6 +780,12 @@ function ReduceLROnPlateau:step(metric)
         fail(fmt("ReduceLROnPlateau: step expects the metric (a number), got %s",
                  type(metric) == "number" and tostring(metric) or typename(metric)))
     end
+    check_lrs(self.optimizer)
+    local mins, n = self.min_lr, #groups_of(self.optimizer)
+    if type(mins) == "table" and #mins ~= n then
+        fail(fmt("ReduceLROnPlateau: the optimiser has %d param groups, min_lr has %d values (opt:add_param_group " ..
+                 "after the scheduler was made: make it after adding the groups)", n, #mins))
+    end
     self.epoch = self.epoch + 1
     if self:better(metric) then
         self.best, self.num_bad = metric, 0
@@ -573,17 +797,35 @@ function ReduceLROnPlateau:step(metric)
         self.num_bad = 0
     end
     if self.num_bad > self.patience then
-        local old = self.optimizer.lr
-        local new = math.max(old * self.factor, self.min_lr)
-        if old - new > self.eps then self.optimizer.lr = new end
+        self:reduce()
         self.cooldown_left, self.num_bad = self.cooldown, 0
     end
-    return self.optimizer.lr
+    return self:get_last_lr()
+end
+
+function ReduceLROnPlateau:reduce()
+    local opt, mins = self.optimizer, self.min_lr
+    local function min_of(k) return type(mins) == "table" and mins[k] or mins end
+    if single_group(opt) then
+        local old = opt.lr
+        local new = math.max(old * self.factor, min_of(1))
+        if old - new > self.eps then opt.lr = new end
+        return
+    end
+    local lrs, ratio = group_lrs(opt)
+    for k, g in ipairs(opt.param_groups) do
+        local old = lrs[k]
+        local new = math.max(old * self.factor, min_of(k))
+        -- (old > new >= 0: the proportion is not 0)
+        if old - new > self.eps then g.lr = new / ratio end
+    end
 end
 
 function ReduceLROnPlateau:get_last_lr()
     check_sched_self("get_last_lr", self)
-    return self.optimizer.lr
+    local opt = self.optimizer
+    if single_group(opt) then return opt.lr end
+    return (group_lrs(opt))
 end
 
 -- ---------------------------------------------------------------- checkpoints
@@ -616,13 +858,16 @@ local NUMBERS = {
     LinearLR = {"start_factor", "end_factor", "total_iters"},
     ConstantLR = {"factor", "total_iters"},
     PolynomialLR = {"total_iters", "power"},
-    CyclicLR = {"cyc_base", "max_lr", "step_size_up", "step_size_down", "mode", "gamma", "scale_mode"},
-    OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal", "three_phase"},
+    CyclicLR = {"cyc_base", "max_lr", "step_size_up", "step_size_down", "mode", "gamma", "scale_mode",
+                "cycle_momentum", "base_momentum", "max_momentum"},
+    OneCycleLR = {"max_lr", "total_steps", "pct_start", "initial_lr", "min_lr", "anneal", "three_phase",
+                  "cycle_momentum", "base_momentum", "max_momentum"},
     SequentialLR = {"milestones"},
     ReduceLROnPlateau = {"mode", "factor", "patience", "threshold", "threshold_mode", "cooldown", "min_lr", "eps"},
 }
 -- options added later: a state saved before them had their default
-local SAVED_DEFAULTS = {OneCycleLR = {three_phase = 0}}
+-- (cycle_momentum: before it, the momentum was left alone)
+local SAVED_DEFAULTS = {OneCycleLR = {three_phase = 0, cycle_momentum = 0}, CyclicLR = {cycle_momentum = 0}}
 local COUNTERS = {ReduceLROnPlateau = {"best", "num_bad", "cooldown_left"}}
 
 local function kind_of(self) return ((self.__name or "?"):gsub("^lr_scheduler%.", "")) end
@@ -703,6 +948,9 @@ local function load_state_dict(self, st, fname, where)
         local k, mine = kv[1], kv[2]
         local v = st[k]
         if v == nil and SAVED_DEFAULTS[kind] then v = SAVED_DEFAULTS[kind][k] end
+        -- (and those of a SequentialLR's scheduler: "s2.three_phase")
+        local si, sk = k:match("^(s%d+)%.(.+)$")
+        if v == nil and si and SAVED_DEFAULTS[st[si .. ".kind"]] then v = SAVED_DEFAULTS[st[si .. ".kind"]][sk] end
         -- (a SequentialLR state saved before its schedulers' options were)
         if v == nil and k:find("^s%d+%.") and st["s1.kind"] == nil then v = mine end
         if not same(v, mine) then
@@ -723,12 +971,14 @@ local function load_state_dict(self, st, fname, where)
         local old_base = self.base_lr
         set_base(self, st.base_lr)
         local ok, lr = pcall(rate, self, e)
-        if not ok then
+        local ok2, moms, key = true, nil, nil
+        if ok then ok2, moms, key = pcall(momenta, self, e) end
+        if not (ok and ok2) then
             set_base(self, old_base)
-            error(lr, 0)
+            error(ok and moms or lr, 0)
         end
         self.epoch = e
-        self.optimizer.lr, self._set_lr = lr, lr
+        apply(self, lr, moms, key)
     else
         self.epoch = e
         for _, k in ipairs(COUNTERS[kind]) do self[k] = st[k] end

@@ -119,6 +119,25 @@ local SINGLE_GROUP = {
     end,
 }
 
+-- A group of an optimiser made with groups reads an option it does not set
+-- itself through to the optimiser's (Torch's groups hold every option, and
+-- its loop `for g in param_groups: g.lr = g.lr * 0.1` raised a Lua error on
+-- nil here).  Its lr, unset, reads as the lr the optimiser was made with:
+-- a group's lr is the one the schedule's proportion (opt.lr / that lr)
+-- applies to, so g.lr = g.lr * 0.1 cuts the group's rate by 10 either way
+-- (made with lr = 0: opt.lr, which the group then takes as it is).
+-- Setting an option gives the group its own.
+local function group_reader(o, defaults)
+    return {__index = function(_, k)
+        if k == "lr" then
+            local base = rawget(o, "_base_lr")
+            if type(base) == "number" and base ~= 0 then return base end
+            return o.lr
+        end
+        if defaults[k] ~= nil then return o[k] end
+    end}
+end
+
 local function make(fname, params, opts, defaults, validate)
     local o = options(fname, opts, defaults)
     validate(fname, o)
@@ -145,6 +164,7 @@ local function make(fname, params, opts, defaults, validate)
                      typename(grp)))
         end
         local ps, own = grp.params, {}
+        if is_tensor(ps) then ps = {ps} end -- (Torch's: one tensor for a list of one)
         if type(ps) ~= "table" or getmetatable(ps) ~= nil or #ps == 0 then
             fail(fmt("%s needs params, a non-empty list of tensors, got %s", gname, typename(ps)))
         end
@@ -160,6 +180,8 @@ local function make(fname, params, opts, defaults, validate)
     end
     check_params(fname, flat)
     o.params, o.param_groups, o._base_lr = flat, groups, o.lr
+    o._group_mt = group_reader(o, defaults)
+    for _, g in ipairs(groups) do setmetatable(g, o._group_mt) end
     return o
 end
 
@@ -219,7 +241,7 @@ local function option_views(self)
     for _, g in ipairs(groups) do
         local v = setmetatable({}, {__index = self})
         for key, val in pairs(g) do if key ~= "params" then v[key] = val end end
-        if g.lr ~= nil then v.lr = g.lr * ratio end
+        if rawget(g, "lr") ~= nil then v.lr = g.lr * ratio end
         for _ = 1, #g.params do
             i = i + 1
             views[i] = v
@@ -246,6 +268,55 @@ local function check_opt_self(fname, o)
     if type(o) ~= "table" or type(o.params) ~= "table" or type(o.update) ~= "function" then
         fail(fmt("%s: expected an optimiser as self, got %s (call it as opt:%s(...))", fname, typename(o), fname))
     end
+end
+
+-- add_param_group({params = {...}, <option> = ...}) (Torch's): adds a
+-- group, its options overriding the optimiser's as a group's made with it
+-- (its lr following opt.lr in proportion); its parameters come after the
+-- others in opt.params (their state starts at their first update).  An
+-- optimiser made with a plain list becomes one of two groups, the first
+-- its parameters with no options of their own.  A bad group, or a
+-- parameter the optimiser already has, raises and changes nothing.
+function Optimizer:add_param_group(group)
+    check_opt_self("add_param_group", self)
+    local fname = "add_param_group"
+    if type(group) ~= "table" or getmetatable(group) ~= nil then
+        fail(fmt("%s: expected a group {params = {...}, lr = ...}, got %s", fname, typename(group)))
+    end
+    local ps = group.params
+    if is_tensor(ps) then ps = {ps} end -- (Torch's: one tensor for a list of one)
+    if type(ps) ~= "table" or getmetatable(ps) ~= nil or #ps == 0 then
+        fail(fmt("%s: the group needs params, a non-empty list of tensors, got %s", fname,
+                 type(ps) == "table" and getmetatable(ps) == nil and "an empty list" or typename(group.params)))
+    end
+    local have = {}
+    for i, p in ipairs(self.params) do have[p] = i end
+    for i, p in ipairs(ps) do
+        if have[p] then
+            fail(fmt("%s: parameter %d of the group is already in the optimiser (opt.params[%d]): a parameter " ..
+                     "may be in one group only", fname, i, have[p]))
+        end
+    end
+    local defaults, validate = self._defaults, self._validate
+    local own, merged = {}, {}
+    for key, v in pairs(group) do if key ~= "params" then own[key] = v end end
+    for key in pairs(defaults) do merged[key] = self[key] end
+    for key, v in pairs(own) do merged[key] = v end
+    local gname = fmt("%s: group %d", fname, #self.param_groups + 1)
+    validate(gname, options(gname, merged, defaults))
+    local flat = {}
+    for i, p in ipairs(self.params) do flat[i] = p end
+    for _, p in ipairs(ps) do flat[#flat + 1] = p end
+    check_params(fname, flat)
+    local groups = self.param_groups
+    local mt = rawget(self, "_group_mt") or group_reader(self, defaults)
+    if SINGLE[groups] then groups = {setmetatable({params = self.params}, mt)} end
+    local g = setmetatable({params = ps}, mt)
+    for key, v in pairs(own) do g[key] = v end
+    groups[#groups + 1] = g
+    self._group_mt = mt
+    self.params, self.param_groups = flat, groups
+    return self
 end
 
 -- zero_grad([set_to_none = true]): drops each gradient (p.grad = nil), or
@@ -428,6 +499,20 @@ local function checkpoint_entries(self)
         {name = "lr", tensor = scalar(self.lr, "float64")},
         {name = "steps", tensor = tensor.tensor(steps, {dtype = "int64"})},
     }
+    -- the param groups and the lr of each that has one of its own (it may
+    -- change between steps, as opt.lr: a Torch loop's g.lr = g.lr * 0.1,
+    -- ReduceLROnPlateau), restored by load; none for a plain list's group
+    local groups = self.param_groups
+    if type(groups) == "table" then
+        entries[#entries + 1] = {name = "groups", tensor = scalar(#groups, "int64")}
+        if not SINGLE[groups] then
+            for k, g in ipairs(groups) do
+                if type(rawget(g, "lr")) == "number" then
+                    entries[#entries + 1] = {name = "group_lr." .. k, tensor = scalar(g.lr, "float64")}
+                end
+            end
+        end
+    end
     -- the parameters' shapes: state of numel elements fits any shape of as many
     for i, p in ipairs(self.params) do
         local s = p:shape()
@@ -526,6 +611,29 @@ local function load_entries(self, fname, path, list, copy)
             fail(fmt("%s: %s has no shape for parameter %d", fname, path, i))
         end
     end
+    -- the groups' own lrs (files from before them have none: the groups keep theirs)
+    local groups, group_lrs = self.param_groups, nil
+    if got.groups ~= nil then
+        local ng = int_of("groups")
+        local mine = type(groups) == "table" and #groups or 1
+        if ng ~= mine then
+            fail(fmt("%s: %s was saved from an optimiser with %d param group%s, this one has %d", fname, path, ng,
+                     ng == 1 and "" or "s", mine))
+        end
+        group_lrs = {}
+        for k = 1, ng do
+            local name = "group_lr." .. k
+            if got[name] ~= nil then
+                if SINGLE[groups] then
+                    fail(fmt("%s: %s was saved from an optimiser whose param group 1 has an lr of its own, this " ..
+                             "one was made with a plain list of parameters", fname, path))
+                end
+                group_lrs[k] = scalar_of(name, "float64")
+                got[name] = nil
+            end
+        end
+        got.groups = nil
+    end
     got.kind, got.params, got.step, got.lr, got.steps = nil, nil, nil, nil, nil
     local field, new = self.state_field, {}
     local views = option_views(self) -- a group's options decide the state its parameters keep
@@ -573,6 +681,9 @@ local function load_entries(self, fname, path, list, copy)
         end
     end
     self[field], self.t, self.lr, self.steps = new, step, lr, steps
+    if group_lrs and not SINGLE[groups] then
+        for k, g in ipairs(groups) do g.lr = group_lrs[k] end
+    end
     return self
 end
 
@@ -627,7 +738,7 @@ local function sorted_keys(t, skip)
     local keys = {}
     for k in pairs(t) do if type(k) == "string" and k ~= skip and k ~= "lr" then keys[#keys + 1] = k end end
     table.sort(keys)
-    if t.lr ~= nil and skip ~= "lr" then table.insert(keys, 1, "lr") end
+    if rawget(t, "lr") ~= nil and skip ~= "lr" then table.insert(keys, 1, "lr") end
     return keys
 end
 local function plural(n) return fmt("%d parameter%s", n, n == 1 and "" or "s") end
