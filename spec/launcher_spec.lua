@@ -721,12 +721,13 @@ describe("ordo.repl (the REPL's Lua half)", function()
     end)
 
     it("tells an unfinished chunk from a syntax error", function()
-        for _, src in ipairs({"function f()", "x = {", "print(1,", "s = [[abc", "if x then"}) do
+        for _, src in ipairs({"function f()", "x = {", "print(1,", "s = [[abc", "if x then",
+                              "{", "{1,", "{shape = 1,", "(1 +", "ordo.tensor({1,"}) do
             local fn, how = repl.compile(src)
             assert.is_nil(fn, src)
             assert.are.equal("more", how, src)
         end
-        for _, src in ipairs({"x x", "s = 'abc\n", "1 +* 2"}) do
+        for _, src in ipairs({"x x", "s = 'abc\n", "1 +* 2", "{1,, 2", "{1}}", "(1))"}) do
             local fn, how = repl.compile(src)
             assert.is_nil(fn, src)
             assert.are_not.equal("more", how, src)

@@ -257,6 +257,10 @@ local function compile(src)
     fn, err = loadstring(src, "=stdin")
     if fn then return function() return pack(fn()) end, silent end
     if incomplete(err) then return nil, "more" end
+    -- an expression left open ("{1,", "(x +") is no statement at all, so
+    -- the statement's error does not end at <eof>: ask the expression
+    local _, eerr = loadstring("return " .. body, "=stdin")
+    if eerr and incomplete(eerr) then return nil, "more" end
     return nil, err
 end
 M.compile = compile
