@@ -555,6 +555,30 @@ print("waiting") io.stdout:flush()
         assert.is_true(tonumber(status:match("ms=(%d+)")) < 10000, status)
     end)
 
+    -- The REPL loads the package first (a few tenths of a second): a Ctrl-C
+    -- then was taken for a broken package ("the ordo package did not load;
+    -- plain LuaJIT from here: interrupted") and the session went on without
+    -- it, exit status 0.  A slow package (a preload that spins, interpreted)
+    -- holds the load open for the Ctrl-C.
+    it("a Ctrl-C while the REPL loads the package quits (exit 130), not a session without it", function()
+        local script = os.tmpname()
+        write(script, [[
+jit.off()
+package.loaded.ordo = nil
+package.preload.ordo = function()
+    print("waiting") io.stdout:flush()
+    local t0 = os.clock()
+    while os.clock() - t0 < 20 do end
+    return {}
+end
+]])
+        local rc, ms, text = interrupt_job("-i " .. script, 'print("the session went on")\n')
+        os.remove(script)
+        assert.are.equal(130, rc, text)
+        assert.are.equal("waiting\nordo: interrupted\n", text)
+        assert.is_true(ms < 10000, "took " .. tostring(ms) .. " ms")
+    end)
+
     it("and when a script takes Ctrl-C in a pcall", function()
         local script = os.tmpname()
         write(script, [[

@@ -492,11 +492,16 @@ local function command(name, rest)
     return "ok"
 end
 
+-- Loads the package; true when a Ctrl-C stopped that (the launcher then
+-- quits, as from an interrupted script: the package is not broken, and a
+-- plain LuaJIT session was not what the Ctrl-C asked for).
 function M.start(interactive)
     S.interactive = interactive and true or false
     local ok, ordo = pcall(require, "ordo")
     if ok then
         rawset(_G, "ordo", ordo)
+    elseif tostring(ordo):match("interrupted$") then
+        return true
     else
         io.stderr:write("ordo: the ordo package did not load; plain LuaJIT from here:\n  ", tostring(ordo), "\n")
     end
