@@ -345,6 +345,12 @@ describe("ordo REPL on a pipe", function()
                                         "s = [[a\nb]]\ns\nprint(1,\n2)\n")
         assert.are.equal(0, code, err)
         assert.are.equal("42\n2\na\nb\n1\t2\n", out)
+        -- an expression left open on its first line goes on too (it was
+        -- "unexpected symbol near '{'"), and at the end of input says why
+        out, err, code = ordo("", "{1,\n2}\n(1 +\n2)\n{shape = {1,\n2}}\n{1,\n")
+        assert.are.equal(1, code, err)
+        assert.are.equal("{1, 2}\n3\n{shape = {1, 2}}\n", out)
+        assert.are.equal("stdin:1: unexpected symbol near '<eof>'\n", err)
     end)
 
     it("a trailing ; keeps a value quiet; _ holds the last value", function()

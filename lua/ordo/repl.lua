@@ -540,6 +540,10 @@ end
 function M.finish()
     if S.buf then -- input ended inside a chunk
         local _, err = loadstring(S.buf, "=stdin")
+        if err and not incomplete(err) then -- an open expression ("{1,"): its own error
+            local _, eerr = loadstring("return " .. S.buf, "=stdin")
+            if eerr and incomplete(eerr) then err = eerr end
+        end
         S.buf = nil
         S.errors = S.errors + 1
         print_error({msg = err or "unfinished chunk at the end of input"})
