@@ -853,8 +853,9 @@ local function check_seed(fname, n)
         return ffi.cast(I64_CT, n)
     end
     if not is_int(n) then
-        fail(fname .. ": expected an integer seed (a number, or a 64-bit integer literal: 12LL, 12ULL), got " ..
-             (type(n) == "number" and show(n) or typename(n) .. (type(n) == "string" and fmt(" %q", n) or "")))
+        fail(fname .. ": expected an integer seed, got " ..
+             (type(n) == "number" and show(n) or typename(n) .. (type(n) == "string" and fmt(" %q", n) or "")) ..
+             " (a number, or a 64-bit integer literal: 12LL, 12ULL)")
     end
     if n < -2 ^ 63 or n >= 2 ^ 64 then
         fail(fmt("%s: seed %s out of range (expected an integer from -2^63 to 2^64 - 1)", fname,
