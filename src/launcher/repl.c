@@ -349,7 +349,10 @@ int launcher_repl(lua_State *L, int tty) {
     g_RL = L;
     lua_getglobal(L, "require");
     lua_pushstring(L, "ordo.repl");
-    if (launcher_call(L, 1, 1) != 0) return launcher_report(L, 1);
+    if (launcher_call(L, 1, 1) != 0) { /* (a Ctrl-C in it: as in the package's load below) */
+        launcher_report(L, 1);
+        return launcher_was_interrupted() ? 130 : 1;
+    }
     g_repl = luaL_ref(L, LUA_REGISTRYINDEX);
 
     push_fn(L, "start");
