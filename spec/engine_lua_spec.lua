@@ -108,6 +108,10 @@ describe("ordo.engine", function()
         e:close()
         -- push went on through the closed handle (tensors keep the engine)
         H.raises(function() e:push("fill", {}, {t}, {2}) end, "push: the engine was closed")
+        -- each names itself (kind() said "engine:config: ...")
+        for _, m in ipairs({"config", "kind", "cpu_workers", "gpu_workers", "pending"}) do
+            H.raises(function() return e[m](e) end, "engine:" .. m .. ": the engine was closed")
+        end
         assert.same({0, 0}, t:totable())
         -- the engine without tensors is destroyed at close, its vars with
         -- it: version() read freed memory (0, or garbage)

@@ -345,6 +345,12 @@ describe("ordo REPL on a pipe", function()
                                         "s = [[a\nb]]\ns\nprint(1,\n2)\n")
         assert.are.equal(0, code, err)
         assert.are.equal("42\n2\na\nb\n1\t2\n", out)
+        -- an expression left open on its first line goes on too (it was
+        -- "unexpected symbol near '{'"), and at the end of input says why
+        out, err, code = ordo("", "{1,\n2}\n(1 +\n2)\n{shape = {1,\n2}}\n{1,\n")
+        assert.are.equal(1, code, err)
+        assert.are.equal("{1, 2}\n3\n{shape = {1, 2}}\n", out)
+        assert.are.equal("stdin:1: unexpected symbol near '<eof>'\n", err)
     end)
 
     it("a trailing ; keeps a value quiet; _ holds the last value", function()
@@ -555,6 +561,37 @@ print("waiting") io.stdout:flush()
         assert.is_true(tonumber(status:match("ms=(%d+)")) < 10000, status)
     end)
 
+    -- The REPL loads the package first (a few tenths of a second): a Ctrl-C
+    -- then was taken for a broken package ("the ordo package did not load;
+    -- plain LuaJIT from here: interrupted") and the session went on without
+    -- it, exit status 0.  A slow package (a preload that spins, interpreted)
+    -- holds the load open for the Ctrl-C.
+    it("a Ctrl-C while the REPL loads the package quits (exit 130), not a session without it", function()
+        local script = os.tmpname()
+        write(script, [[
+jit.off()
+package.loaded.ordo = nil
+package.preload.ordo = function()
+    print("waiting") io.stdout:flush()
+    local t0 = os.clock()
+    while os.clock() - t0 < 20 do end
+    return {}
+end
+]])
+        local rc, ms, text = interrupt_job("-i " .. script, 'print("the session went on")\n')
+        assert.are.equal(130, rc, text)
+        assert.are.equal("waiting\nordo: interrupted\n", text)
+        assert.is_true(ms < 10000, "took " .. tostring(ms) .. " ms")
+        -- the same while it loads its own half, ordo.repl (exit status 1 before)
+        local src = slurp(script)
+        write(script, (src:gsub("preload%.ordo", 'preload["ordo.repl"]')))
+        rc, ms, text = interrupt_job("-i " .. script, 'print("the session went on")\n')
+        os.remove(script)
+        assert.are.equal(130, rc, text)
+        assert.is_truthy(text:match("^waiting\nordo: [^\n]*interrupted\n"), text)
+        assert.is_falsy(text:find("the session went on", 1, true), text)
+    end)
+
     it("and when a script takes Ctrl-C in a pcall", function()
         local script = os.tmpname()
         write(script, [[
@@ -721,12 +758,13 @@ describe("ordo.repl (the REPL's Lua half)", function()
     end)
 
     it("tells an unfinished chunk from a syntax error", function()
-        for _, src in ipairs({"function f()", "x = {", "print(1,", "s = [[abc", "if x then"}) do
+        for _, src in ipairs({"function f()", "x = {", "print(1,", "s = [[abc", "if x then",
+                              "{", "{1,", "{shape = 1,", "(1 +", "ordo.tensor({1,"}) do
             local fn, how = repl.compile(src)
             assert.is_nil(fn, src)
             assert.are.equal("more", how, src)
         end
-        for _, src in ipairs({"x x", "s = 'abc\n", "1 +* 2"}) do
+        for _, src in ipairs({"x x", "s = 'abc\n", "1 +* 2", "{1,, 2", "{1}}", "(1))"}) do
             local fn, how = repl.compile(src)
             assert.is_nil(fn, src)
             assert.are_not.equal("more", how, src)

@@ -864,6 +864,13 @@ describe("random numbers", function()
             H.raises(function() ordo.manual_seed(bad) end, "manual_seed", "out of range")
         end
         H.raises(function() ordo.manual_seed("3") end, "manual_seed", "string \"3\"")
+        -- every 64-bit seed as int64_t/uint64_t cdata, also those a double cannot hold (2^53 + 1, 2^64 - 1)
+        assert.same(first(-1), first(0xFFFFFFFFFFFFFFFFULL))
+        assert.same(first(-1), first(-1LL))
+        assert.same(first(-2 ^ 63), first(0x8000000000000000ULL))
+        assert.same(first(2 ^ 53), first(9007199254740992LL))
+        assert.are_not.same(first(9007199254740992LL), first(9007199254740993LL))
+        H.raises(function() ordo.manual_seed(require("ffi").new("int[1]")) end, "manual_seed", "12LL")
     end)
 
     it("get_rng_state / set_rng_state: a copy of the generator, set again, replays the same draws", function()

@@ -170,18 +170,21 @@ function Engine:close()
     end
 end
 
-function Engine:config()
+-- (fname: the method the user called, for its errors: e:kind() of a
+-- closed engine said "engine:config: the engine was closed")
+local function config_of(fname, self)
     local c = ffi.new("ordo_engine_config")
-    C.ordo_engine_get_config(live("engine:config", self), c)
+    C.ordo_engine_get_config(live(fname, self), c)
     local t = {}
     for _, k in ipairs(CFG_FIELDS) do t[k] = c[k] end
     t.kind = ffi.string(C.ordo_engine_kind_name(c.kind))
     return t
 end
 
-function Engine:kind() check_self("kind", self) return self:config().kind end
-function Engine:cpu_workers() check_self("cpu_workers", self) return self:config().cpu_workers end
-function Engine:gpu_workers() check_self("gpu_workers", self) return self:config().gpu_workers end
+function Engine:config() return config_of("engine:config", self) end
+function Engine:kind() return config_of("engine:kind", self).kind end
+function Engine:cpu_workers() return config_of("engine:cpu_workers", self).cpu_workers end
+function Engine:gpu_workers() return config_of("engine:gpu_workers", self).gpu_workers end
 function Engine:pending() return tonumber(C.ordo_engine_pending(live("engine:pending", self))) end
 
 -- set under the ordo launcher: Ctrl-C can stop a wait (lua/ordo/util.lua)

@@ -257,6 +257,10 @@ local function compile(src)
     fn, err = loadstring(src, "=stdin")
     if fn then return function() return pack(fn()) end, silent end
     if incomplete(err) then return nil, "more" end
+    -- an expression left open ("{1,", "(x +") is no statement at all, so
+    -- the statement's error does not end at <eof>: ask the expression
+    local _, eerr = loadstring("return " .. body, "=stdin")
+    if eerr and incomplete(eerr) then return nil, "more" end
     return nil, err
 end
 M.compile = compile
@@ -488,11 +492,16 @@ local function command(name, rest)
     return "ok"
 end
 
+-- Loads the package; true when a Ctrl-C stopped that (the launcher then
+-- quits, as from an interrupted script: the package is not broken, and a
+-- plain LuaJIT session was not what the Ctrl-C asked for).
 function M.start(interactive)
     S.interactive = interactive and true or false
     local ok, ordo = pcall(require, "ordo")
     if ok then
         rawset(_G, "ordo", ordo)
+    elseif tostring(ordo):match("interrupted$") then
+        return true
     else
         io.stderr:write("ordo: the ordo package did not load; plain LuaJIT from here:\n  ", tostring(ordo), "\n")
     end
@@ -531,6 +540,10 @@ end
 function M.finish()
     if S.buf then -- input ended inside a chunk
         local _, err = loadstring(S.buf, "=stdin")
+        if err and not incomplete(err) then -- an open expression ("{1,"): its own error
+            local _, eerr = loadstring("return " .. S.buf, "=stdin")
+            if eerr and incomplete(eerr) then err = eerr end
+        end
         S.buf = nil
         S.errors = S.errors + 1
         print_error({msg = err or "unfinished chunk at the end of input"})

@@ -590,8 +590,23 @@ local function exact_value(v)
     return ffi.cast("int64_t *", host_ptr(c))[0]
 end
 
+-- A 64-bit integer written as a cdata literal (12LL, 12ULL; Lua numbers are
+-- doubles, exact only to 2^53) as an int64_t cdata, or as a number when a
+-- uint64_t is past int64's range (which check_fits then names); nil for any
+-- other value.
+local I64_CT, U64_CT = ffi.typeof("int64_t"), ffi.typeof("uint64_t")
+local function int64_literal(v)
+    if type(v) ~= "cdata" then return nil end
+    if ffi.istype(I64_CT, v) then return v end
+    if ffi.istype(U64_CT, v) then
+        if v <= 0x7fffffffffffffffULL then return ffi.cast(I64_CT, v) end
+        return tonumber(v)
+    end
+    return nil
+end
+
 -- Flattens a nested table of numbers into flat, checking it is rectangular.
--- (An element may be an int64_t cdata: exact_value.)
+-- (An element may be an int64_t cdata: exact_value, int64_literal.)
 local function infer(fname, data)
     local shape = {}
     local x = data
@@ -608,6 +623,8 @@ local function infer(fname, data)
             local tv = type(v)
             -- a one-element tensor counts as its value (a list of losses, as Torch takes it; it waits)
             if is_tensor(v) and C.ordo_tensor_numel(v._c) == 1 then v, tv = exact_value(v), "number" end
+            local lit = int64_literal(v)
+            if lit ~= nil then v, tv = lit, "number" end
             if tv == "boolean" then v = v and 1 or 0
             elseif tv ~= "number" then
                 if is_tensor(v) then
@@ -651,10 +668,13 @@ local function from_data(fname, data, dt, ctx, e)
     local shape, flat
     if type(data) == "number" or type(data) == "boolean" then
         shape, flat = {}, {type(data) == "boolean" and (data and 1 or 0) or data}
+    elseif int64_literal(data) ~= nil then
+        shape, flat = {}, {int64_literal(data)}
     elseif type(data) == "table" and getmetatable(data) == nil then
         shape, flat = infer(fname, data)
     else
-        fail(fname .. ": expected a number, a nested table of numbers or a tensor, got " .. typename(data))
+        fail(fname .. ": expected a number, a nested table of numbers or a tensor, got " .. typename(data) ..
+             (type(data) == "cdata" and " (of 64-bit integers, int64_t and uint64_t are taken: 12LL)" or ""))
     end
     -- the host cannot write GPU memory: fill a CPU tensor, then copy it over
     local on_gpu = ctx.dev_type == GPU
@@ -828,9 +848,14 @@ end
 -- taken as unsigned and kept bit for bit).  Past that range the conversion
 -- to int64 is undefined: 2^64, 1e300 and -2^63 all seeded alike.
 local function check_seed(fname, n)
+    if type(n) == "cdata" and (ffi.istype(I64_CT, n) or ffi.istype(U64_CT, n)) then
+        -- every 64-bit seed, past 2^53 too (0xFFFFFFFFFFFFFFFFULL, -9007199254740993LL): the same 64 bits
+        return ffi.cast(I64_CT, n)
+    end
     if not is_int(n) then
         fail(fname .. ": expected an integer seed, got " ..
-             (type(n) == "number" and show(n) or typename(n) .. (type(n) == "string" and fmt(" %q", n) or "")))
+             (type(n) == "number" and show(n) or typename(n) .. (type(n) == "string" and fmt(" %q", n) or "")) ..
+             " (a number, or a 64-bit integer literal: 12LL, 12ULL)")
     end
     if n < -2 ^ 63 or n >= 2 ^ 64 then
         fail(fmt("%s: seed %s out of range (expected an integer from -2^63 to 2^64 - 1)", fname,

@@ -349,16 +349,26 @@ int launcher_repl(lua_State *L, int tty) {
     g_RL = L;
     lua_getglobal(L, "require");
     lua_pushstring(L, "ordo.repl");
-    if (launcher_call(L, 1, 1) != 0) return launcher_report(L, 1);
+    if (launcher_call(L, 1, 1) != 0) { /* (a Ctrl-C in it: as in the package's load below) */
+        launcher_report(L, 1);
+        return launcher_was_interrupted() ? 130 : 1;
+    }
     g_repl = luaL_ref(L, LUA_REGISTRYINDEX);
 
     push_fn(L, "start");
     lua_pushboolean(L, tty);
-    if (launcher_call(L, 1, 0) != 0) return launcher_report(L, 1);
+    if (launcher_call(L, 1, 1) != 0) { /* a Ctrl-C just after the load */
+        launcher_report(L, 1);
+        return launcher_was_interrupted() ? 130 : 1;
+    }
+    int stopped = lua_toboolean(L, -1); /* a Ctrl-C while the package loaded */
+    lua_pop(L, 1);
 
-    if (tty) {
-        readline_loop(L);
-    } else if (plain_loop(L)) {
+    if (!stopped) {
+        if (tty) readline_loop(L);
+        else stopped = plain_loop(L);
+    }
+    if (stopped) {
         fflush(stdout);
         fputs("ordo: interrupted\n", stderr);
         luaL_unref(L, LUA_REGISTRYINDEX, g_repl);
