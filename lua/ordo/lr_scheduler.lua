@@ -40,6 +40,36 @@ local function check_no_arg(self, n, x)
     end
 end
 
+-- The optimiser's param groups (one made with a plain list has one, its
+-- own options).
+local function groups_of(opt)
+    local g = opt.param_groups
+    if type(g) == "table" and #g > 0 then return g end
+    return {opt}
+end
+
+-- An optimiser made with a plain list: its one group is its own options.
+local function single_group(opt)
+    local g = opt.param_groups
+    return type(g) ~= "table" or #g <= 1 and (g[1] == nil or rawget(g[1], "_opt") == opt)
+end
+
+-- The lr of each param group as the step uses it (ordo.optim: a group's
+-- own lr follows opt.lr in proportion, one without takes opt.lr), and that
+-- proportion; nothing checked.
+local function effective_lrs(opt)
+    if single_group(opt) then return {opt.lr}, 1 end
+    local base = rawget(opt, "_base_lr")
+    local lr = opt.lr
+    local ratio = type(base) == "number" and base ~= 0 and type(lr) == "number" and lr / base or 1
+    local r = {}
+    for k, g in ipairs(opt.param_groups) do
+        local own = rawget(g, "lr")
+        if own ~= nil then r[k] = type(own) == "number" and own * ratio or own else r[k] = lr end
+    end
+    return r, ratio
+end
+
 -- Each scheduler sets opt.lr from its own closed form: two stepped on one
 -- optimiser do not chain as Torch's do (the last one stepped would win,
 -- the other's rates lost without a word), nor does a schedule go on from
@@ -47,6 +77,20 @@ end
 -- scheduler set last.
 local function check_unchanged(self)
     local lr, mine = self.optimizer.lr, self._set_lr
+    if type(mine) == "table" then
+        -- (a rate per param group: each group's lr as the step uses it)
+        local lrs = effective_lrs(self.optimizer)
+        for k = 1, math.min(#lrs, #mine) do
+            if lrs[k] ~= mine[k] then
+                fail(fmt("%s: param group %d's lr is %s, not the %s this scheduler set: another scheduler, " ..
+                         "opt:load or the code changed it (opt.lr or opt.param_groups[%d].lr; schedulers do not " ..
+                         "chain: combine them with SequentialLR; resume with sched:load; to go on from a new lr, " ..
+                         "make a new scheduler)", (self.__name or "step"):gsub("^lr_scheduler%.", ""), k,
+                         tostring(lrs[k]), tostring(mine[k]), k))
+            end
+        end
+        return
+    end
     if mine ~= nil and lr ~= mine then
         fail(fmt("%s: opt.lr is %s, not the %s this scheduler set: another scheduler, opt:load or the " ..
                  "code changed it (schedulers do not chain: combine them with SequentialLR or one LambdaLR; " ..
@@ -60,20 +104,28 @@ end
 -- opt:step would refuse it later, far from its cause.
 local function rate(self, e)
     local lr = self:lr_at(e)
+    if type(lr) == "table" then
+        -- (one per param group: OneCycleLR's and CyclicLR's lists)
+        local n = #groups_of(self.optimizer)
+        if #lr ~= n then
+            fail(fmt("%s: the optimiser has %d param groups, this scheduler was made for %d (opt:add_param_group " ..
+                     "after it: make the scheduler after adding the groups)",
+                     (self.__name or "step"):gsub("^lr_scheduler%.", ""), n, #lr))
+        end
+        for k, v in ipairs(lr) do
+            if not (v >= 0 and v < math.huge) then
+                fail(fmt("%s: the rate of param group %d at epoch %s is %s, not a finite number >= 0",
+                         (self.__name or "step"):gsub("^lr_scheduler%.", ""), k, tostring(e), tostring(v)))
+            end
+        end
+        return lr
+    end
     if not (lr >= 0 and lr < math.huge) then
         fail(fmt("%s: the rate at epoch %s is %s, not a finite number >= 0 (base lr %s)",
                  (self.__name or "step"):gsub("^lr_scheduler%.", ""), tostring(e), tostring(lr),
                  tostring(self.base_lr)))
     end
     return lr
-end
-
--- The optimiser's param groups (one made with a plain list has one, its
--- own options).
-local function groups_of(opt)
-    local g = opt.param_groups
-    if type(g) == "table" and #g > 0 then return g end
-    return {opt}
 end
 
 -- The momentum of each param group at epoch e (OneCycleLR and CyclicLR
@@ -101,11 +153,44 @@ end
 
 -- Sets what epoch e's values are (computed first by the caller: one that
 -- raises changes nothing).
+-- A list of rates (one per param group) sets each group's own lr, and
+-- opt.lr to the lr the optimiser was made with, so that the proportion the
+-- groups follow is 1 (a plain list's one group: opt.lr).  A number after
+-- a list (a SequentialLR going from a OneCycleLR with lists to a
+-- scheduler of opt.lr) gives the groups back the lrs they had before.
 local function apply(self, lr, moms, key)
-    self.optimizer.lr, self._set_lr = lr, lr
+    local opt = self.optimizer
+    if type(lr) == "table" then
+        local mine = {}
+        for k, v in ipairs(lr) do mine[k] = v end
+        if single_group(opt) then
+            opt.lr = mine[1]
+        else
+            local base = rawget(opt, "_base_lr")
+            opt.lr = type(base) == "number" and base or opt.lr
+            for k, g in ipairs(opt.param_groups) do g.lr = mine[k] end
+        end
+        self._set_lr = mine
+    else
+        local own = self._group_own
+        if own and type(self._set_lr) ~= "number" and not single_group(opt) then
+            for k, g in ipairs(opt.param_groups) do
+                if own[k] == false then rawset(g, "lr", nil) else rawset(g, "lr", own[k]) end
+            end
+        end
+        opt.lr, self._set_lr = lr, lr
+    end
     if moms then
         for k, g in ipairs(groups_of(self.optimizer)) do g[key] = moms[k] end
     end
+end
+
+-- (OneCycleLR and CyclicLR made with lists: the list of the groups' rates)
+local function copy_lrs(lr)
+    if type(lr) ~= "table" then return lr end
+    local c = {}
+    for k, v in ipairs(lr) do c[k] = v end
+    return c
 end
 
 function Scheduler:momentum_at() return nil end
@@ -120,12 +205,12 @@ function Scheduler:step(...)
     local moms, key = momenta(self, self.epoch + 1)
     self.epoch = self.epoch + 1
     apply(self, lr, moms, key)
-    return lr
+    return copy_lrs(lr)
 end
 
 function Scheduler:get_last_lr()
     check_sched_self("get_last_lr", self)
-    return self._set_lr
+    return copy_lrs(self._set_lr)
 end
 
 -- The options of a scheduler: known keys only, numbers unless said, and
@@ -178,6 +263,16 @@ local function class(name, known, required, make)
         check_optimizer(fname, opt)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
+        -- (made with lists, it sets the groups' own lrs: the ones they had
+        -- before, false for none, for a SequentialLR going on after it)
+        if s.per_group and not single_group(opt) then
+            s._group_own = {}
+            for k, g in ipairs(opt.param_groups) do
+                local v = rawget(g, "lr")
+                if v == nil then v = false end
+                s._group_own[k] = v
+            end
+        end
         -- the epoch-0 rate: the base, or base * lr_lambda(0) (and momentum)
         local lr = rate(s, 0)
         apply(s, lr, momenta(s, 0))
@@ -253,6 +348,35 @@ local function momentum_setup(fname, s, o, def_base, def_max)
         end
         s[k] = list
     end
+end
+
+-- A list option of one value per param group (Torch's: OneCycleLR's
+-- max_lr, CyclicLR's base_lr and max_lr), checked -- its length the
+-- number of groups, each value a number for which ok(v) holds (what it
+-- must be) -- and copied.
+local function group_list(fname, opt, k, v, ok, what)
+    check_list(fname, k, v)
+    local n = #groups_of(opt)
+    if #v ~= n then
+        fail(fmt("%s: expected %d values for %s (one per param group), got %d", fname, n, k, #v))
+    end
+    local c = {}
+    for i, x in ipairs(v) do
+        if type(x) ~= "number" or not (ok(x) and x < math.huge) then
+            fail(fmt("%s: %s[%d] must be %s, got %s", fname, k, i, what,
+                     type(x) == "number" and tostring(x) or typename(x)))
+        end
+        c[i] = x
+    end
+    return c
+end
+
+-- x / d, or each value of a list divided by d
+local function scaled(x, d)
+    if type(x) ~= "table" then return x / d end
+    local r = {}
+    for i, v in ipairs(x) do r[i] = v / d end
+    return r
 end
 
 -- StepLR(opt, {step_size, gamma = 0.1}): base * gamma^floor(epoch / step_size).
@@ -438,8 +562,9 @@ end
 -- along the last phase's curve, just past its end).  total_steps may be
 -- given as epochs and steps_per_epoch instead (their product); three_phase
 -- = true climbs, comes back down to the start symmetrically, then falls to
--- the end (Torch's three phases).
-local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number", pct_start = "number",
+-- the end (Torch's three phases).  max_lr may be a list, one per param
+-- group (Torch's): each group's own rates, set as its own lr.
+local OneCycleLR = class("OneCycleLR", {max_lr = "number|list", total_steps = "number", pct_start = "number",
                                         div_factor = "number", final_div_factor = "number",
                                         anneal_strategy = "string", epochs = "number", steps_per_epoch = "number",
                                         three_phase = "boolean", cycle_momentum = "boolean",
@@ -463,8 +588,16 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     else
         fail(fmt("%s: option total_steps is required (or epochs and steps_per_epoch)", f))
     end
-    if not (o.max_lr > 0) then fail(fmt("%s: max_lr must be positive, got %s", f, tostring(o.max_lr))) end
-    s.max_lr, s.total_steps = o.max_lr, total
+    if type(o.max_lr) == "table" then
+        -- (one per param group, Torch's: each group peaks at its own)
+        s.max_lr, s.per_group = group_list(f, s.optimizer, "max_lr", o.max_lr, function(x) return x > 0 end,
+                                           "a finite number > 0"), true
+    elseif not (o.max_lr > 0) then
+        fail(fmt("%s: max_lr must be positive, got %s", f, tostring(o.max_lr)))
+    else
+        s.max_lr = o.max_lr
+    end
+    s.total_steps = total
     s.pct_start = o.pct_start or 0.3
     if not (s.pct_start > 0 and s.pct_start < 1) then
         fail(fmt("%s: pct_start must be in (0, 1), got %s", f, tostring(s.pct_start)))
@@ -472,8 +605,8 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     for _, k in ipairs({"div_factor", "final_div_factor"}) do
         if o[k] ~= nil and not (o[k] > 0) then fail(fmt("%s: %s must be positive, got %s", f, k, tostring(o[k]))) end
     end
-    s.initial_lr = s.max_lr / (o.div_factor or 25)
-    s.min_lr = s.initial_lr / (o.final_div_factor or 1e4)
+    s.initial_lr = scaled(s.max_lr, o.div_factor or 25)
+    s.min_lr = scaled(s.initial_lr, o.final_div_factor or 1e4)
     s.anneal = o.anneal_strategy or "cos"
     if s.anneal ~= "cos" and s.anneal ~= "linear" then
         fail(fmt("%s: anneal_strategy must be 'cos' or 'linear', got %s", f, s.anneal))
@@ -524,7 +657,11 @@ function OneCycleLR:anneal_of(from, to, pct)
 end
 function OneCycleLR:lr_at(e)
     local i, pct = self:phase_at(e)
-    return self:anneal_of(self.phases[i][2], self.phases[i][3], pct)
+    local from, to = self.phases[i][2], self.phases[i][3]
+    if type(from) ~= "table" then return self:anneal_of(from, to, pct) end
+    local r = {}
+    for k = 1, #from do r[k] = self:anneal_of(from[k], to[k], pct) end
+    return r
 end
 function OneCycleLR:momentum_at(e)
     if self.cycle_momentum ~= 1 then return nil end
@@ -543,17 +680,34 @@ end
 -- gamma^step; scale_fn(x) (of the cycle, or of the step with scale_mode =
 -- "iterations") replaces the mode's.  Torch's closed form (the
 -- optimiser's own lr is not used; the momentum cycles the other way unless
--- cycle_momentum = false).
-local CyclicLR = class("CyclicLR", {base_lr = "number", max_lr = "number", step_size_up = "number",
+-- cycle_momentum = false).  base_lr and max_lr may be lists, one per param
+-- group (Torch's; a number beside one stands for each group's).
+local CyclicLR = class("CyclicLR", {base_lr = "number|list", max_lr = "number|list", step_size_up = "number",
                                     step_size_down = "number", mode = "string", gamma = "number",
                                     scale_fn = "function", scale_mode = "string", cycle_momentum = "boolean",
                                     base_momentum = "number|list", max_momentum = "number|list"},
     {"base_lr", "max_lr"},
     function(s, o)
         local f = "CyclicLR"
-        non_negative(f, "base_lr", o.base_lr)
-        non_negative(f, "max_lr", o.max_lr)
-        s.cyc_base, s.max_lr = o.base_lr, o.max_lr
+        if type(o.base_lr) == "table" or type(o.max_lr) == "table" then
+            -- (one per param group, Torch's; a number stands for each group's)
+            local n, lists = #groups_of(s.optimizer), {}
+            for _, k in ipairs({"base_lr", "max_lr"}) do
+                local v = o[k]
+                if type(v) == "table" then
+                    lists[k] = group_list(f, s.optimizer, k, v, function(x) return x >= 0 end, "a finite number >= 0")
+                else
+                    non_negative(f, k, v)
+                    lists[k] = {}
+                    for i = 1, n do lists[k][i] = v end
+                end
+            end
+            s.cyc_base, s.max_lr, s.per_group = lists.base_lr, lists.max_lr, true
+        else
+            non_negative(f, "base_lr", o.base_lr)
+            non_negative(f, "max_lr", o.max_lr)
+            s.cyc_base, s.max_lr = o.base_lr, o.max_lr
+        end
         s.step_size_up = o.step_size_up or 2000
         s.step_size_down = o.step_size_down or s.step_size_up
         for _, k in ipairs({"step_size_up", "step_size_down"}) do
@@ -597,7 +751,13 @@ function CyclicLR:height_at(e)
     end
     return sf * scale
 end
-function CyclicLR:lr_at(e) return self.cyc_base + (self.max_lr - self.cyc_base) * self:height_at(e) end
+function CyclicLR:lr_at(e)
+    local h, lo, hi = self:height_at(e), self.cyc_base, self.max_lr
+    if type(lo) ~= "table" then return lo + (hi - lo) * h end
+    local r = {}
+    for k = 1, #lo do r[k] = lo[k] + (hi[k] - lo[k]) * h end
+    return r
+end
 -- the momentum: max_momentum at base_lr, base_momentum at max_lr (Torch's)
 function CyclicLR:momentum_at(e)
     if self.cycle_momentum ~= 1 then return nil end
@@ -642,6 +802,11 @@ local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "
         end
         set_base(s, list[1].base_lr, list)
         s.schedulers, s.milestones = list, ms
+        -- the groups' own lrs before the first scheduler made with lists
+        -- set them: given back when one of opt.lr is in charge
+        for _, sch in ipairs(list) do
+            if sch._group_own then s._group_own = sch._group_own break end
+        end
     end)
 -- the scheduler in charge at epoch e, and its own epoch
 function SequentialLR:child_at(e)
@@ -729,12 +894,6 @@ function ReduceLROnPlateau:better(a)
         return self.threshold_mode == "rel" and a < b * (1 - t) or self.threshold_mode == "abs" and a < b - t
     end
     return self.threshold_mode == "rel" and a > b * (1 + t) or self.threshold_mode == "abs" and a > b + t
-end
-
--- An optimiser made with a plain list: its one group is its own options.
-local function single_group(opt)
-    local g = opt.param_groups
-    return type(g) ~= "table" or #g <= 1 and (g[1] == nil or rawget(g[1], "_opt") == opt)
 end
 
 -- opt.lr and the groups' own lrs, checked before a step: one set by hand
