@@ -3813,6 +3813,54 @@ describe("optim", function()
         close(lrs(o6), {0.05, 0.25}, 1e-15)
     end)
 
+    it("LambdaLR takes a list of functions, one per param group (Torch's): each group's lr times its own", function()
+        local S = optim.lr_scheduler
+        local p, q = ordo.tensor({0}, D):requires_grad(), ordo.tensor({0}, D):requires_grad()
+        local function groups() return optim.SGD({{params = {p}}, {params = {q}, lr = 0.001}}, {lr = 0.01}) end
+        local fns = {function(e) return 0.5 ^ e end, function(e) return e + 1 end}
+        local opt = groups()
+        local s = S.LambdaLR(opt, {lr_lambda = fns})
+        close(s:get_last_lr(), {0.01, 0.001}, 1e-15)
+        for e = 1, 3 do
+            local want = {0.01 * 0.5 ^ e, 0.001 * (e + 1)}
+            close(s:step(), want, 1e-15)
+            local p0, q0 = p:item(), q:item()
+            p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+            opt:step()
+            close({p0 - p:item(), q0 - q:item()}, want, 1e-12)
+        end
+        -- a wrong length, a non-function, a bad factor raise naming it
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = {fns[1]}}) end, "LambdaLR",
+                 "expected 2 functions for lr_lambda (one per param group), got 1")
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = {fns[1], 3}}) end, "lr_lambda[2] must be a function")
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = 3}) end, "lr_lambda must be a function or a list")
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = {fns[1], function() return -1 end}}) end,
+                 "lr_lambda[2](0) returned -1")
+        -- save and load: the groups' bases travel with the state (a scheduler made after opt:load resumes)
+        local op, sp = tmpname(), tmpname()
+        opt:save(op)
+        s:save(sp)
+        local o2 = groups()
+        o2:load(op)
+        local s2 = S.LambdaLR(o2, {lr_lambda = fns})
+        s2:load(sp)
+        os.remove(op)
+        os.remove(sp)
+        close(s2:get_last_lr(), s:get_last_lr(), 0)
+        close(s2:step(), s:step(), 0)
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = fns[1]}):load_state_dict(s:state_dict()) end,
+                 "saved by a LambdaLR with a function per param group")
+        -- in a SequentialLR after a warm-up of opt.lr, the bases are the groups' lrs before the warm-up
+        local o4 = groups()
+        local warm = S.LinearLR(o4, {start_factor = 0.5, total_iters = 2})
+        local lam = S.LambdaLR(o4, {lr_lambda = fns})
+        local seq = S.SequentialLR(o4, {schedulers = {warm, lam}, milestones = {2}})
+        close(seq:get_last_lr(), 0.005, 1e-15)
+        seq:step()
+        close(seq:step(), {0.01, 0.001}, 1e-15)
+        close(seq:step(), {0.005, 0.002}, 1e-15)
+    end)
+
     it("clip_grad_norm_ scales all gradients to the norm, on the device, without a wait; clip_grad_value_ clamps", function()
         local a = ordo.tensor({3, 0}, D):requires_grad()
         local b = ordo.tensor({{0, 4}}, D):requires_grad()

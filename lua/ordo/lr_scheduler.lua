@@ -228,6 +228,11 @@ local function options(fname, opts, known, required)
                 fail(fmt("%s: option %s must be a number or a list of numbers (one per param group), got %s", fname,
                          k, typename(v)))
             end
+        elseif want == "function|list" then
+            if type(v) ~= "function" and (type(v) ~= "table" or getmetatable(v) ~= nil) then
+                fail(fmt("%s: option %s must be a function or a list of functions (one per param group), got %s",
+                         fname, k, typename(v)))
+            end
         elseif type(v) ~= want then
             fail(fmt("%s: option %s must be a %s, got %s", fname, k, want, typename(v)))
         end
@@ -471,17 +476,58 @@ function WarmRestarts:lr_at(e)
 end
 
 -- LambdaLR(opt, {lr_lambda = fn}): base * fn(epoch) (a warm-up, any rule).
-local LambdaLR = class("LambdaLR", {lr_lambda = "function"}, {"lr_lambda"}, function(s, o)
-    s.lr_lambda = o.lr_lambda
+-- lr_lambda may be a list of functions, one per param group (Torch's):
+-- each group's lr when the scheduler was made times its own function,
+-- set as the group's own lr.
+local LambdaLR = class("LambdaLR", {lr_lambda = "function|list"}, {"lr_lambda"}, function(s, o)
+    local fns = o.lr_lambda
+    if type(fns) == "table" then
+        check_list("LambdaLR", "lr_lambda", fns)
+        local n = #groups_of(s.optimizer)
+        if #fns ~= n then
+            fail(fmt("LambdaLR: expected %d functions for lr_lambda (one per param group), got %d", n, #fns))
+        end
+        local c = {}
+        for i, fn in ipairs(fns) do
+            if type(fn) ~= "function" then
+                fail(fmt("LambdaLR: lr_lambda[%d] must be a function, got %s", i, typename(fn)))
+            end
+            c[i] = fn
+        end
+        s.lr_lambdas, s.per_group = c, true
+    else
+        s.lr_lambda = fns
+    end
 end)
-function LambdaLR:lr_at(e)
-    local f = self.lr_lambda(e)
+local function lambda_factor(fn, e, k)
+    local f = fn(e)
     -- (NaN, inf or a negative factor: an lr opt:step refuses, set here unseen)
     if type(f) ~= "number" or not (f >= 0 and f < math.huge) then
-        fail(fmt("LambdaLR: lr_lambda(%d) returned %s, expected a finite number >= 0", e,
-                 type(f) == "number" and tostring(f) or typename(f)))
+        fail(fmt("LambdaLR: lr_lambda%s(%d) returned %s, expected a finite number >= 0", k and fmt("[%d]", k) or "",
+                 e, type(f) == "number" and tostring(f) or typename(f)))
     end
-    return self.base_lr * f
+    return f
+end
+-- the lr of each param group when the scheduler was made (its base, as
+-- base_lr is opt.lr's): a group's own lr in proportion to base_lr, one
+-- without base_lr (_group_own is saved with the state)
+function LambdaLR:group_bases()
+    local own, base = self._group_own, self.base_lr
+    if not own then return {base} end
+    local made = rawget(self.optimizer, "_base_lr")
+    local ratio = type(made) == "number" and made ~= 0 and base / made or 1
+    local r = {}
+    for k, v in ipairs(own) do r[k] = v ~= false and v * ratio or base end
+    return r
+end
+function LambdaLR:lr_at(e)
+    if not self.lr_lambdas then return self.base_lr * lambda_factor(self.lr_lambda, e) end
+    local r = self:group_bases()
+    for k, fn in ipairs(self.lr_lambdas) do
+        -- (a group added since: rate() raises naming the count)
+        r[k] = (r[k] or self.base_lr) * lambda_factor(fn, e, k)
+    end
+    return r
 end
 
 -- MultiplicativeLR(opt, {lr_lambda = fn}): the lr times fn(epoch) at each
@@ -1081,6 +1127,14 @@ local function state_dict(self)
         st[k] = v
     end
     for _, k in ipairs(COUNTERS[kind] or {}) do st[k] = self[k] end
+    -- a LambdaLR with a function per group: the groups' own lrs when it
+    -- was made (-1: none), its bases (one made after opt:load would take
+    -- the rates that load set)
+    if self.lr_lambdas and self._group_own then
+        local own = {}
+        for k, v in ipairs(self._group_own) do own[k] = v == false and -1 or v end
+        st.group_own = own
+    end
     return st
 end
 
@@ -1125,15 +1179,37 @@ local function load_state_dict(self, st, fname, where)
     if kind == "OneCycleLR" and e > self.total_steps then
         fail(fmt("%s: %s has epoch %d, past total_steps = %d", fname, where, e, self.total_steps))
     end
+    local old_own, new_own = self._group_own, self._group_own
+    if st.group_own ~= nil then
+        local g = st.group_own
+        if not (self.lr_lambdas and old_own) then
+            fail(fmt("%s: %s was saved by a LambdaLR with a function per param group, this %s has %s", fname, where,
+                     kind, kind == "LambdaLR" and "one lr_lambda" or "none"))
+        end
+        if type(g) ~= "table" or #g ~= #old_own then
+            fail(fmt("%s: %s has group_own %s, expected a list of %d numbers (one per param group)", fname, where,
+                     show(g), #old_own))
+        end
+        new_own = {}
+        for k, v in ipairs(g) do
+            if type(v) ~= "number" or not (v == -1 or v >= 0 and v < math.huge) then
+                fail(fmt("%s: %s has group_own[%d] = %s, expected a finite number >= 0 or -1", fname, where, k,
+                         tostring(v)))
+            end
+            new_own[k] = v ~= -1 and v
+        end
+    end
     if self.lr_at then
         -- the rate first: a LambdaLR whose function fails changes nothing
         local old_base = self.base_lr
         set_base(self, st.base_lr)
+        self._group_own = new_own
         local ok, lr = pcall(rate, self, e)
         local ok2, moms, key = true, nil, nil
         if ok then ok2, moms, key = pcall(momenta, self, e) end
         if not (ok and ok2) then
             set_base(self, old_base)
+            self._group_own = old_own
             error(ok and moms or lr, 0)
         end
         self.epoch = e
@@ -1158,6 +1234,7 @@ local function save(self, path)
     local names = {"kind", "epoch", "base_lr"}
     for _, kv in ipairs(option_fields(self)) do names[#names + 1] = kv[1] end
     for _, k in ipairs(COUNTERS[st.kind] or {}) do names[#names + 1] = k end
+    if st.group_own then names[#names + 1] = "group_own" end
     for _, k in ipairs(names) do
         local v = st[k]
         local t
