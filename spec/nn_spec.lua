@@ -3813,7 +3813,7 @@ describe("optim", function()
         close(lrs(o6), {0.05, 0.25}, 1e-15)
     end)
 
-    it("LambdaLR takes a list of functions, one per param group (Torch's): each group's lr times its own", function()
+    it("LambdaLR and MultiplicativeLR take a list of functions, one per param group (Torch's)", function()
         local S = optim.lr_scheduler
         local p, q = ordo.tensor({0}, D):requires_grad(), ordo.tensor({0}, D):requires_grad()
         local function groups() return optim.SGD({{params = {p}}, {params = {q}, lr = 0.001}}, {lr = 0.01}) end
@@ -3859,6 +3859,21 @@ describe("optim", function()
         seq:step()
         close(seq:step(), {0.01, 0.001}, 1e-15)
         close(seq:step(), {0.005, 0.002}, 1e-15)
+        -- MultiplicativeLR too: each group's lr times its own function's factors
+        local o5 = groups()
+        local mul = S.MultiplicativeLR(o5, {lr_lambda = {function() return 0.5 end, function(e) return e end}})
+        close(mul:get_last_lr(), {0.01, 0.001}, 1e-15)
+        close(mul:step(), {0.005, 0.001}, 1e-15)
+        close(mul:step(), {0.0025, 0.002}, 1e-15)
+        close(mul:step(), {0.00125, 0.006}, 1e-15)
+        close({o5.param_groups[1].lr * o5.lr / 0.01, o5.param_groups[2].lr * o5.lr / 0.01}, {0.00125, 0.006}, 1e-15)
+        local mul2 = S.MultiplicativeLR(groups(), {lr_lambda = {function() return 0.5 end, function(e) return e end}})
+        mul2:load_state_dict(mul:state_dict())
+        close(mul2:get_last_lr(), {0.00125, 0.006}, 1e-15)
+        H.raises(function() S.MultiplicativeLR(groups(), {lr_lambda = {fns[1]}}) end, "MultiplicativeLR",
+                 "expected 2 functions for lr_lambda")
+        H.raises(function() S.MultiplicativeLR(groups(), {lr_lambda = {fns[1], function() return 0 / 0 end}}):step() end,
+                 "MultiplicativeLR", "lr_lambda[2](1) returned nan")
     end)
 
     it("clip_grad_norm_ scales all gradients to the norm, on the device, without a wait; clip_grad_value_ clamps", function()

@@ -475,43 +475,44 @@ function WarmRestarts:lr_at(e)
     return self.eta_min + (self.base_lr - self.eta_min) * (1 + cos(pi * t / len)) / 2
 end
 
--- LambdaLR(opt, {lr_lambda = fn}): base * fn(epoch) (a warm-up, any rule).
--- lr_lambda may be a list of functions, one per param group (Torch's):
--- each group's lr when the scheduler was made times its own function,
--- set as the group's own lr.
-local LambdaLR = class("LambdaLR", {lr_lambda = "function|list"}, {"lr_lambda"}, function(s, o)
-    local fns = o.lr_lambda
-    if type(fns) == "table" then
-        check_list("LambdaLR", "lr_lambda", fns)
-        local n = #groups_of(s.optimizer)
-        if #fns ~= n then
-            fail(fmt("LambdaLR: expected %d functions for lr_lambda (one per param group), got %d", n, #fns))
-        end
-        local c = {}
-        for i, fn in ipairs(fns) do
-            if type(fn) ~= "function" then
-                fail(fmt("LambdaLR: lr_lambda[%d] must be a function, got %s", i, typename(fn)))
-            end
-            c[i] = fn
-        end
-        s.lr_lambdas, s.per_group = c, true
-    else
+-- lr_lambda (LambdaLR, MultiplicativeLR): a function, or a list of one
+-- per param group (Torch's), checked and copied into s.lr_lambdas
+local function lambdas(fname, s, fns)
+    if type(fns) ~= "table" then
         s.lr_lambda = fns
+        return
     end
-end)
-local function lambda_factor(fn, e, k)
+    check_list(fname, "lr_lambda", fns)
+    local n = #groups_of(s.optimizer)
+    if #fns ~= n then
+        fail(fmt("%s: expected %d functions for lr_lambda (one per param group), got %d", fname, n, #fns))
+    end
+    local c = {}
+    for i, fn in ipairs(fns) do
+        if type(fn) ~= "function" then
+            fail(fmt("%s: lr_lambda[%d] must be a function, got %s", fname, i, typename(fn)))
+        end
+        c[i] = fn
+    end
+    s.lr_lambdas, s.per_group = c, true
+end
+
+-- fn(e), refused when not a finite number >= 0 (NaN, inf or a negative
+-- factor: an lr opt:step refuses, set here unseen); k: the group's
+local function lambda_factor(fname, fn, e, k)
     local f = fn(e)
-    -- (NaN, inf or a negative factor: an lr opt:step refuses, set here unseen)
     if type(f) ~= "number" or not (f >= 0 and f < math.huge) then
-        fail(fmt("LambdaLR: lr_lambda%s(%d) returned %s, expected a finite number >= 0", k and fmt("[%d]", k) or "",
-                 e, type(f) == "number" and tostring(f) or typename(f)))
+        fail(fmt("%s: lr_lambda%s(%d) returned %s, expected a finite number >= 0", fname,
+                 k and fmt("[%d]", k) or "", e, type(f) == "number" and tostring(f) or typename(f)))
     end
     return f
 end
--- the lr of each param group when the scheduler was made (its base, as
--- base_lr is opt.lr's): a group's own lr in proportion to base_lr, one
--- without base_lr (_group_own is saved with the state)
-function LambdaLR:group_bases()
+
+-- the lr of each param group when a scheduler of lr_lambdas was made (its
+-- bases, as base_lr is opt.lr's): a group's own lr in proportion to
+-- base_lr, one without base_lr (_group_own is saved with the state); one
+-- for an optimiser made with a plain list
+local function group_bases(self)
     local own, base = self._group_own, self.base_lr
     if not own then return {base} end
     local made = rawget(self.optimizer, "_base_lr")
@@ -520,37 +521,48 @@ function LambdaLR:group_bases()
     for k, v in ipairs(own) do r[k] = v ~= false and v * ratio or base end
     return r
 end
+
+-- LambdaLR(opt, {lr_lambda = fn}): base * fn(epoch) (a warm-up, any rule).
+-- lr_lambda may be a list of functions, one per param group (Torch's):
+-- each group's lr when the scheduler was made times its own function,
+-- set as the group's own lr.
+local LambdaLR = class("LambdaLR", {lr_lambda = "function|list"}, {"lr_lambda"}, function(s, o)
+    lambdas("LambdaLR", s, o.lr_lambda)
+end)
 function LambdaLR:lr_at(e)
-    if not self.lr_lambdas then return self.base_lr * lambda_factor(self.lr_lambda, e) end
-    local r = self:group_bases()
+    if not self.lr_lambdas then return self.base_lr * lambda_factor("LambdaLR", self.lr_lambda, e) end
+    local r = group_bases(self)
     for k, fn in ipairs(self.lr_lambdas) do
         -- (a group added since: rate() raises naming the count)
-        r[k] = (r[k] or self.base_lr) * lambda_factor(fn, e, k)
+        r[k] = (r[k] or self.base_lr) * lambda_factor("LambdaLR", fn, e, k)
     end
     return r
 end
 
 -- MultiplicativeLR(opt, {lr_lambda = fn}): the lr times fn(epoch) at each
 -- step, base * fn(1) * ... * fn(epoch) (Torch's; fn is called once per
--- epoch stepped, and for every epoch again on load_state_dict).
-local MultiplicativeLR = class("MultiplicativeLR", {lr_lambda = "function"}, {"lr_lambda"}, function(s, o)
-    s.lr_lambda = o.lr_lambda
-    s._ce, s._cp = 0, 1 -- the product up to epoch _ce
+-- epoch stepped, and for every epoch again on load_state_dict).  A list of
+-- functions, one per param group, as LambdaLR's.
+local MultiplicativeLR = class("MultiplicativeLR", {lr_lambda = "function|list"}, {"lr_lambda"}, function(s, o)
+    lambdas("MultiplicativeLR", s, o.lr_lambda)
+    s._ce, s._cp = 0, {} -- the products up to epoch _ce, of each function
 end)
 function MultiplicativeLR:lr_at(e)
-    local i, prod = 0, 1
-    if self._ce <= e then i, prod = self._ce, self._cp end
+    local fns = self.lr_lambdas or {self.lr_lambda}
+    local i, prods = 0, {}
+    if self._ce <= e then i = self._ce end
+    for k = 1, #fns do prods[k] = i > 0 and self._cp[k] or 1 end
     while i < e do
         i = i + 1
-        local f = self.lr_lambda(i)
-        if type(f) ~= "number" or not (f >= 0 and f < math.huge) then
-            fail(fmt("MultiplicativeLR: lr_lambda(%d) returned %s, expected a finite number >= 0", i,
-                     type(f) == "number" and tostring(f) or typename(f)))
+        for k, fn in ipairs(fns) do
+            prods[k] = prods[k] * lambda_factor("MultiplicativeLR", fn, i, self.lr_lambdas and k)
         end
-        prod = prod * f
     end
-    self._ce, self._cp = e, prod
-    return self.base_lr * prod
+    self._ce, self._cp = e, prods
+    if not self.lr_lambdas then return self.base_lr * prods[1] end
+    local r = group_bases(self)
+    for k = 1, #fns do r[k] = (r[k] or self.base_lr) * prods[k] end
+    return r
 end
 
 -- LinearLR(opt, {start_factor = 1/3, end_factor = 1, total_iters = 5}):
@@ -1183,8 +1195,8 @@ local function load_state_dict(self, st, fname, where)
     if st.group_own ~= nil then
         local g = st.group_own
         if not (self.lr_lambdas and old_own) then
-            fail(fmt("%s: %s was saved by a LambdaLR with a function per param group, this %s has %s", fname, where,
-                     kind, kind == "LambdaLR" and "one lr_lambda" or "none"))
+            fail(fmt("%s: %s was saved by a %s with a function per param group, this one has %s", fname, where,
+                     kind, (kind == "LambdaLR" or kind == "MultiplicativeLR") and "one lr_lambda" or "none"))
         end
         if type(g) ~= "table" or #g ~= #old_own then
             fail(fmt("%s: %s has group_own %s, expected a list of %d numbers (one per param group)", fname, where,
