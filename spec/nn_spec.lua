@@ -3849,7 +3849,7 @@ describe("optim", function()
         close(s2:get_last_lr(), s:get_last_lr(), 0)
         close(s2:step(), s:step(), 0)
         H.raises(function() S.LambdaLR(groups(), {lr_lambda = fns[1]}):load_state_dict(s:state_dict()) end,
-                 "saved by a LambdaLR with a function per param group")
+                 "saved by a LambdaLR of a rate per param group")
         -- in a SequentialLR after a warm-up of opt.lr, the bases are the groups' lrs before the warm-up
         local o4 = groups()
         local warm = S.LinearLR(o4, {start_factor = 0.5, total_iters = 2})
@@ -3874,6 +3874,47 @@ describe("optim", function()
                  "expected 2 functions for lr_lambda")
         H.raises(function() S.MultiplicativeLR(groups(), {lr_lambda = {fns[1], function() return 0 / 0 end}}):step() end,
                  "MultiplicativeLR", "lr_lambda[2](1) returned nan")
+    end)
+
+    it("CosineAnnealingLR and CosineAnnealingWarmRestarts anneal each param group from its own lr to eta_min (Torch's)",
+       function()
+        local S = optim.lr_scheduler
+        local p, q = ordo.tensor({0}, D):requires_grad(), ordo.tensor({0}, D):requires_grad()
+        local function groups() return optim.SGD({{params = {p}}, {params = {q}, lr = 0.001}}, {lr = 0.01}) end
+        local function torch_cos(base, eta, t, len) return eta + (base - eta) * (1 + math.cos(math.pi * t / len)) / 2 end
+        local opt = groups()
+        local s = S.CosineAnnealingLR(opt, {T_max = 4, eta_min = 0.002})
+        close(s:get_last_lr(), {0.01, 0.001}, 1e-15)
+        for e = 1, 6 do
+            local want = {torch_cos(0.01, 0.002, e, 4), torch_cos(0.001, 0.002, e, 4)}
+            close(s:step(), want, 1e-15)
+            local p0, q0 = p:item(), q:item()
+            p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+            opt:step()
+            close({p0 - p:item(), q0 - q:item()}, want, 1e-12)
+        end
+        -- (at T_max both groups are at eta_min: in proportion to opt.lr the second was at 0.0002)
+        local w = S.CosineAnnealingWarmRestarts(groups(), {T_0 = 2, eta_min = 0.002})
+        close(w:step(), {torch_cos(0.01, 0.002, 1, 2), torch_cos(0.001, 0.002, 1, 2)}, 1e-15)
+        close(w:step(), {0.01, 0.001}, 1e-15)
+        close(w:step(0.5), {torch_cos(0.01, 0.002, 0.5, 2), torch_cos(0.001, 0.002, 0.5, 2)}, 1e-15)
+        -- without eta_min, or without groups of their own lrs, opt.lr's rate as before
+        assert.equal("number", type(S.CosineAnnealingLR(groups(), {T_max = 4}):get_last_lr()))
+        assert.equal("number", type(S.CosineAnnealingLR(optim.SGD({{params = {p}}, {params = {q}}}, {lr = 0.01}),
+                                                        {T_max = 4, eta_min = 0.002}):get_last_lr()))
+        -- resumed with the scheduler made after opt:load: the groups' lrs come from the state
+        local op, sp = tmpname(), tmpname()
+        opt:save(op)
+        s:save(sp)
+        local o2 = groups()
+        o2:load(op)
+        local s2 = S.CosineAnnealingLR(o2, {T_max = 4, eta_min = 0.002})
+        s2:load(sp)
+        os.remove(op)
+        os.remove(sp)
+        close(s2:step(), s:step(), 0)
+        H.raises(function() S.CosineAnnealingLR(groups(), {T_max = 4}):load_state_dict(s:state_dict()) end,
+                 "saved with eta_min = 0.002")
     end)
 
     it("clip_grad_norm_ scales all gradients to the norm, on the device, without a wait; clip_grad_value_ clamps", function()

@@ -384,6 +384,35 @@ local function scaled(x, d)
     return r
 end
 
+-- the lr of each param group when a scheduler of a rate per group
+-- (lr_lambdas, eta_min with groups) was made (its bases, as base_lr is
+-- opt.lr's): a group's own lr in proportion to
+-- base_lr, one without base_lr (_group_own is saved with the state); one
+-- for an optimiser made with a plain list
+local function group_bases(self)
+    local own, base = self._group_own, self.base_lr
+    if not own then return {base} end
+    local made = rawget(self.optimizer, "_base_lr")
+    local ratio = type(made) == "number" and made ~= 0 and base / made or 1
+    local r = {}
+    for k, v in ipairs(own) do r[k] = v ~= false and v * ratio or base end
+    return r
+end
+
+-- eta_min (CosineAnnealingLR, CosineAnnealingWarmRestarts) with param
+-- groups of their own lrs: each group anneals from its own lr to eta_min,
+-- as Torch's (in proportion to opt.lr, a group's floor was eta_min times
+-- its proportion); its rates set as the groups' own lrs.
+local function eta_groups(s)
+    if s.eta_min == 0 or single_group(s.optimizer) then return end
+    for _, g in ipairs(s.optimizer.param_groups) do
+        if rawget(g, "lr") ~= nil then
+            s.per_group, s.uses_bases = true, true
+            return
+        end
+    end
+end
+
 -- StepLR(opt, {step_size, gamma = 0.1}): base * gamma^floor(epoch / step_size).
 local StepLR = class("StepLR", {step_size = "number", gamma = "number"}, {"step_size"}, function(s, o)
     positive_int("StepLR", "step_size", o.step_size)
@@ -429,9 +458,14 @@ local CosineAnnealingLR = class("CosineAnnealingLR", {T_max = "number", eta_min 
         positive_int("CosineAnnealingLR", "T_max", o.T_max)
         s.T_max, s.eta_min = o.T_max, o.eta_min or 0
         non_negative("CosineAnnealingLR", "eta_min", s.eta_min)
+        eta_groups(s)
     end)
 function CosineAnnealingLR:lr_at(e)
-    return self.eta_min + (self.base_lr - self.eta_min) * (1 + cos(pi * e / self.T_max)) / 2
+    local f, lo = (1 + cos(pi * e / self.T_max)) / 2, self.eta_min
+    if not self.per_group then return lo + (self.base_lr - lo) * f end
+    local r = group_bases(self)
+    for k, b in ipairs(r) do r[k] = lo + (b - lo) * f end
+    return r
 end
 
 -- CosineAnnealingWarmRestarts(opt, {T_0, T_mult = 1, eta_min = 0}): the
@@ -445,6 +479,7 @@ local WarmRestarts = class("CosineAnnealingWarmRestarts", {T_0 = "number", T_mul
         s.T_0, s.T_mult, s.eta_min = o.T_0, o.T_mult or 1, o.eta_min or 0
         positive_int(f, "T_mult", s.T_mult)
         non_negative(f, "eta_min", s.eta_min)
+        eta_groups(s)
     end)
 -- sched:step(epoch) (Torch's form for this one, stepped per batch with a
 -- fractional epoch: sched:step(epoch + i / iters)) sets the epoch, a number
@@ -472,7 +507,11 @@ function WarmRestarts:lr_at(e)
         t = t - len
         len = len * self.T_mult
     end
-    return self.eta_min + (self.base_lr - self.eta_min) * (1 + cos(pi * t / len)) / 2
+    local f, lo = (1 + cos(pi * t / len)) / 2, self.eta_min
+    if not self.per_group then return lo + (self.base_lr - lo) * f end
+    local r = group_bases(self)
+    for k, b in ipairs(r) do r[k] = lo + (b - lo) * f end
+    return r
 end
 
 -- lr_lambda (LambdaLR, MultiplicativeLR): a function, or a list of one
@@ -494,7 +533,7 @@ local function lambdas(fname, s, fns)
         end
         c[i] = fn
     end
-    s.lr_lambdas, s.per_group = c, true
+    s.lr_lambdas, s.per_group, s.uses_bases = c, true, true
 end
 
 -- fn(e), refused when not a finite number >= 0 (NaN, inf or a negative
@@ -506,20 +545,6 @@ local function lambda_factor(fname, fn, e, k)
                  k and fmt("[%d]", k) or "", e, type(f) == "number" and tostring(f) or typename(f)))
     end
     return f
-end
-
--- the lr of each param group when a scheduler of lr_lambdas was made (its
--- bases, as base_lr is opt.lr's): a group's own lr in proportion to
--- base_lr, one without base_lr (_group_own is saved with the state); one
--- for an optimiser made with a plain list
-local function group_bases(self)
-    local own, base = self._group_own, self.base_lr
-    if not own then return {base} end
-    local made = rawget(self.optimizer, "_base_lr")
-    local ratio = type(made) == "number" and made ~= 0 and base / made or 1
-    local r = {}
-    for k, v in ipairs(own) do r[k] = v ~= false and v * ratio or base end
-    return r
 end
 
 -- LambdaLR(opt, {lr_lambda = fn}): base * fn(epoch) (a warm-up, any rule).
@@ -1139,10 +1164,10 @@ local function state_dict(self)
         st[k] = v
     end
     for _, k in ipairs(COUNTERS[kind] or {}) do st[k] = self[k] end
-    -- a LambdaLR with a function per group: the groups' own lrs when it
-    -- was made (-1: none), its bases (one made after opt:load would take
-    -- the rates that load set)
-    if self.lr_lambdas and self._group_own then
+    -- a LambdaLR with a function per group (a CosineAnnealingLR with
+    -- eta_min on groups): the groups' own lrs when it was made (-1: none),
+    -- its bases (one made after opt:load would take the rates that load set)
+    if self.uses_bases and self._group_own then
         local own = {}
         for k, v in ipairs(self._group_own) do own[k] = v == false and -1 or v end
         st.group_own = own
@@ -1194,9 +1219,11 @@ local function load_state_dict(self, st, fname, where)
     local old_own, new_own = self._group_own, self._group_own
     if st.group_own ~= nil then
         local g = st.group_own
-        if not (self.lr_lambdas and old_own) then
-            fail(fmt("%s: %s was saved by a %s with a function per param group, this one has %s", fname, where,
-                     kind, (kind == "LambdaLR" or kind == "MultiplicativeLR") and "one lr_lambda" or "none"))
+        if not (self.uses_bases and old_own) then
+            fail(fmt("%s: %s was saved by a %s of a rate per param group (group_own), this one sets opt.lr: make " ..
+                     "it with the same options%s", fname, where, kind,
+                     (kind == "LambdaLR" or kind == "MultiplicativeLR") and " (a list of lr_lambda)" or
+                     " on an optimiser with the same groups"))
         end
         if type(g) ~= "table" or #g ~= #old_own then
             fail(fmt("%s: %s has group_own %s, expected a list of %d numbers (one per param group)", fname, where,
