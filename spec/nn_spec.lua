@@ -3811,6 +3811,33 @@ describe("optim", function()
         st.epoch = 4
         seq6:load_state_dict(st)
         close(lrs(o6), {0.05, 0.25}, 1e-15)
+        -- a LambdaLR of lists after a OneCycleLR of lists: its bases are the groups' lrs before either set them
+        -- (Torch's initial_lr), also when resumed with the schedulers made after opt:load
+        local fns = {function(e) return 0.5 ^ e end, function(e) return e + 1 end}
+        local function build(o7)
+            local w = S.LinearLR(o7, {start_factor = 0.5, total_iters = 2})
+            local oc = S.OneCycleLR(o7, {max_lr = {0.2, 0.02}, total_steps = 3, cycle_momentum = false})
+            return S.SequentialLR(o7, {schedulers = {w, oc, S.LambdaLR(o7, {lr_lambda = fns})}, milestones = {2, 5}})
+        end
+        local o7 = groups()
+        local seq7 = build(o7)
+        for _ = 1, 3 do seq7:step() end
+        local op, sp = tmpname(), tmpname()
+        o7:save(op)
+        seq7:save(sp)
+        local o8 = groups()
+        o8:load(op)
+        local seq8 = build(o8)
+        seq8:load(sp)
+        os.remove(op)
+        os.remove(sp)
+        close(lrs(o8), lrs(o7), 0)
+        seq7:step()
+        seq8:step()
+        close(seq7:step(), {0.1, 0.5}, 1e-15)
+        close(seq8:step(), {0.1, 0.5}, 1e-15)
+        close(seq8:step(), {0.05, 1}, 1e-15)
+        close(lrs(o8), {0.05, 1}, 1e-15)
     end)
 
     it("LambdaLR and MultiplicativeLR take a list of functions, one per param group (Torch's)", function()
@@ -3849,7 +3876,7 @@ describe("optim", function()
         close(s2:get_last_lr(), s:get_last_lr(), 0)
         close(s2:step(), s:step(), 0)
         H.raises(function() S.LambdaLR(groups(), {lr_lambda = fns[1]}):load_state_dict(s:state_dict()) end,
-                 "saved by a LambdaLR of a rate per param group")
+                 "saved by a LambdaLR of a rate per param group (group_own)")
         -- in a SequentialLR after a warm-up of opt.lr, the bases are the groups' lrs before the warm-up
         local o4 = groups()
         local warm = S.LinearLR(o4, {start_factor = 0.5, total_iters = 2})

@@ -269,14 +269,21 @@ local function class(name, known, required, make)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
         -- (made with lists, it sets the groups' own lrs: the ones they had
-        -- before, false for none, for a SequentialLR going on after it)
+        -- before the first such scheduler on opt, false for none -- a
+        -- LambdaLR's bases, as Torch's initial_lr, and what a SequentialLR
+        -- gives back after it -- kept on opt for the next one)
         if s.per_group and not single_group(opt) then
-            s._group_own = {}
-            for k, g in ipairs(opt.param_groups) do
-                local v = rawget(g, "lr")
-                if v == nil then v = false end
-                s._group_own[k] = v
+            local first = rawget(opt, "_group_lrs0")
+            if type(first) ~= "table" or #first ~= #opt.param_groups then
+                first = {}
+                for k, g in ipairs(opt.param_groups) do
+                    local v = rawget(g, "lr")
+                    if v == nil then v = false end
+                    first[k] = v
+                end
+                rawset(opt, "_group_lrs0", first)
             end
+            s._group_own = first
         end
         -- the epoch-0 rate: the base, or base * lr_lambda(0) (and momentum)
         local lr = rate(s, 0)
@@ -1112,6 +1119,7 @@ local NUMBERS = {
 local SAVED_DEFAULTS = {OneCycleLR = {three_phase = 0, cycle_momentum = 0}, CyclicLR = {cycle_momentum = 0}}
 local COUNTERS = {ReduceLROnPlateau = {"best", "num_bad", "cooldown_left"}}
 
+local own_fields
 local function kind_of(self) return ((self.__name or "?"):gsub("^lr_scheduler%.", "")) end
 
 local function same(a, b)
@@ -1150,6 +1158,22 @@ local function option_fields(self)
     return list
 end
 
+-- A scheduler of a rate per param group (lists, eta_min on groups) keeps
+-- the groups' own lrs of when it was made: a LambdaLR's bases, the lrs a
+-- SequentialLR gives back to the groups.  They go with the state (-1:
+-- none), "group_own" and a SequentialLR's scheduler's "s2.group_own": one
+-- made anew after opt:load would take the rates that load set.
+function own_fields(self)
+    local list = {}
+    if self._group_own then list[1] = {"group_own", self._group_own} end
+    if kind_of(self) == "SequentialLR" then
+        for i, sch in ipairs(self.schedulers) do
+            if sch._group_own then list[#list + 1] = {fmt("s%d.group_own", i), sch._group_own} end
+        end
+    end
+    return list
+end
+
 local function state_dict(self)
     check_sched_self("state_dict", self)
     local kind = kind_of(self)
@@ -1164,13 +1188,10 @@ local function state_dict(self)
         st[k] = v
     end
     for _, k in ipairs(COUNTERS[kind] or {}) do st[k] = self[k] end
-    -- a LambdaLR with a function per group (a CosineAnnealingLR with
-    -- eta_min on groups): the groups' own lrs when it was made (-1: none),
-    -- its bases (one made after opt:load would take the rates that load set)
-    if self.uses_bases and self._group_own then
+    for _, f in ipairs(own_fields(self)) do
         local own = {}
-        for k, v in ipairs(self._group_own) do own[k] = v == false and -1 or v end
-        st.group_own = own
+        for k, v in ipairs(f[2]) do own[k] = v == false and -1 or v end
+        st[f[1]] = own
     end
     return st
 end
@@ -1216,39 +1237,51 @@ local function load_state_dict(self, st, fname, where)
     if kind == "OneCycleLR" and e > self.total_steps then
         fail(fmt("%s: %s has epoch %d, past total_steps = %d", fname, where, e, self.total_steps))
     end
-    local old_own, new_own = self._group_own, self._group_own
-    if st.group_own ~= nil then
-        local g = st.group_own
-        if not (self.uses_bases and old_own) then
-            fail(fmt("%s: %s was saved by a %s of a rate per param group (group_own), this one sets opt.lr: make " ..
-                     "it with the same options%s", fname, where, kind,
-                     (kind == "LambdaLR" or kind == "MultiplicativeLR") and " (a list of lr_lambda)" or
-                     " on an optimiser with the same groups"))
-        end
-        if type(g) ~= "table" or #g ~= #old_own then
-            fail(fmt("%s: %s has group_own %s, expected a list of %d numbers (one per param group)", fname, where,
-                     show(g), #old_own))
-        end
-        new_own = {}
-        for k, v in ipairs(g) do
-            if type(v) ~= "number" or not (v == -1 or v >= 0 and v < math.huge) then
-                fail(fmt("%s: %s has group_own[%d] = %s, expected a finite number >= 0 or -1", fname, where, k,
-                         tostring(v)))
+    -- the groups' own lrs (a state saved before them had none: kept as made)
+    local owns, known = {}, {}
+    for _, f in ipairs(own_fields(self)) do
+        local name, mine = f[1], f[2]
+        known[name] = true
+        local g = st[name]
+        if g ~= nil then
+            if type(g) ~= "table" or #g ~= #mine then
+                fail(fmt("%s: %s has %s %s, expected a list of %d numbers (one per param group)", fname, where, name,
+                         show(g), #mine))
             end
-            new_own[k] = v ~= -1 and v
+            local new, old = {}, {}
+            for k, v in ipairs(g) do
+                if type(v) ~= "number" or not (v == -1 or v >= 0 and v < math.huge) then
+                    fail(fmt("%s: %s has %s[%d] = %s, expected a finite number >= 0 or -1", fname, where, name, k,
+                             tostring(v)))
+                end
+                new[k], old[k] = v ~= -1 and v, mine[k]
+            end
+            owns[#owns + 1] = {mine, new, old}
+        end
+    end
+    for k in pairs(st) do
+        if type(k) == "string" and k:find("group_own$") and not known[k] then
+            fail(fmt("%s: %s was saved by a %s of a rate per param group (%s), this one sets opt.lr: make it with " ..
+                     "the same options, on an optimiser with the same groups", fname, where, kind, k))
+        end
+    end
+    -- (in place: a SequentialLR shares its scheduler's)
+    local function put_own(which)
+        for _, o in ipairs(owns) do
+            for k, v in ipairs(o[which]) do o[1][k] = v end
         end
     end
     if self.lr_at then
         -- the rate first: a LambdaLR whose function fails changes nothing
         local old_base = self.base_lr
         set_base(self, st.base_lr)
-        self._group_own = new_own
+        put_own(2)
         local ok, lr = pcall(rate, self, e)
         local ok2, moms, key = true, nil, nil
         if ok then ok2, moms, key = pcall(momenta, self, e) end
         if not (ok and ok2) then
             set_base(self, old_base)
-            self._group_own = old_own
+            put_own(3)
             error(ok and moms or lr, 0)
         end
         self.epoch = e
@@ -1273,7 +1306,7 @@ local function save(self, path)
     local names = {"kind", "epoch", "base_lr"}
     for _, kv in ipairs(option_fields(self)) do names[#names + 1] = kv[1] end
     for _, k in ipairs(COUNTERS[st.kind] or {}) do names[#names + 1] = k end
-    if st.group_own then names[#names + 1] = "group_own" end
+    for _, f in ipairs(own_fields(self)) do names[#names + 1] = f[1] end
     for _, k in ipairs(names) do
         local v = st[k]
         local t
