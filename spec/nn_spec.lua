@@ -3886,6 +3886,12 @@ describe("optim", function()
         seq:step()
         close(seq:step(), {0.01, 0.001}, 1e-15)
         close(seq:step(), {0.005, 0.002}, 1e-15)
+        -- after a OneCycleLR of lists, lrs set by hand are the new bases (to go on from them)
+        local o9 = groups()
+        local one9 = S.OneCycleLR(o9, {max_lr = {0.1, 0.01}, total_steps = 3, cycle_momentum = false})
+        one9:step()
+        o9.param_groups[1].lr, o9.param_groups[2].lr = 0.02, 0.002
+        close(S.LambdaLR(o9, {lr_lambda = fns}):step(), {0.01, 0.004}, 1e-15)
         -- MultiplicativeLR too: each group's lr times its own function's factors
         local o5 = groups()
         local mul = S.MultiplicativeLR(o5, {lr_lambda = {function() return 0.5 end, function(e) return e end}})

@@ -169,6 +169,7 @@ local function apply(self, lr, moms, key)
             local base = rawget(opt, "_base_lr")
             opt.lr = type(base) == "number" and base or opt.lr
             for k, g in ipairs(opt.param_groups) do g.lr = mine[k] end
+            rawset(opt, "_group_lrs_set", mine)
         end
         self._set_lr = mine
     else
@@ -271,10 +272,16 @@ local function class(name, known, required, make)
         -- (made with lists, it sets the groups' own lrs: the ones they had
         -- before the first such scheduler on opt, false for none -- a
         -- LambdaLR's bases, as Torch's initial_lr, and what a SequentialLR
-        -- gives back after it -- kept on opt for the next one)
+        -- gives back after it -- kept on opt for the next one while the
+        -- groups hold the rates the last one set: lrs set since by hand
+        -- are the new ones)
         if s.per_group and not single_group(opt) then
-            local first = rawget(opt, "_group_lrs0")
-            if type(first) ~= "table" or #first ~= #opt.param_groups then
+            local first, last, n = rawget(opt, "_group_lrs0"), rawget(opt, "_group_lrs_set"), #opt.param_groups
+            local reuse = type(first) == "table" and #first == n and type(last) == "table" and #last == n
+            for k, g in ipairs(opt.param_groups) do
+                if reuse and rawget(g, "lr") ~= last[k] then reuse = false end
+            end
+            if not reuse then
                 first = {}
                 for k, g in ipairs(opt.param_groups) do
                     local v = rawget(g, "lr")
