@@ -398,11 +398,10 @@ local function scaled(x, d)
     return r
 end
 
--- the lr of each param group when a scheduler of a rate per group
--- (lr_lambdas, eta_min with groups) was made (its bases, as base_lr is
--- opt.lr's): a group's own lr in proportion to
--- base_lr, one without base_lr (_group_own is saved with the state); one
--- for an optimiser made with a plain list
+-- the base lr of each param group of a scheduler of a rate per group
+-- (lr_lambdas, eta_min with groups), as base_lr is opt.lr's: a group's
+-- own lr of before (_group_own, saved with the state) in proportion to
+-- base_lr, one without base_lr; one for an optimiser made with a plain list
 local function group_bases(self)
     local own, base = self._group_own, self.base_lr
     if not own then return {base} end
@@ -563,7 +562,8 @@ end
 
 -- LambdaLR(opt, {lr_lambda = fn}): base * fn(epoch) (a warm-up, any rule).
 -- lr_lambda may be a list of functions, one per param group (Torch's):
--- each group's lr when the scheduler was made times its own function,
+-- each group's base (group_bases: its lr before the first scheduler that
+-- set the groups' own lrs, Torch's initial_lr) times its own function,
 -- set as the group's own lr.
 local LambdaLR = class("LambdaLR", {lr_lambda = "function|list"}, {"lr_lambda"}, function(s, o)
     lambdas("LambdaLR", s, o.lr_lambda)
