@@ -3651,6 +3651,305 @@ describe("optim", function()
         close(o5.momentum, 0.9, 1e-12)
     end)
 
+    it("OneCycleLR's max_lr and CyclicLR's base_lr and max_lr may be lists, one per param group (Torch's)", function()
+        local S = optim.lr_scheduler
+        local p, q = ordo.tensor({0}, D):requires_grad(), ordo.tensor({0}, D):requires_grad()
+        local function groups() return optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1}) end
+        -- Torch's closed forms, for one group
+        local function cos_anneal(from, to, pct) return to + (from - to) / 2 * (math.cos(math.pi * pct) + 1) end
+        local function torch_one(max_lr, total, e)
+            local init = max_lr / 25
+            local low, peak = init / 1e4, 0.3 * total - 1
+            if e <= peak then return cos_anneal(init, max_lr, e / peak) end
+            return cos_anneal(max_lr, low, (e - peak) / (total - 1 - peak))
+        end
+        local function torch_cyc(base, max_lr, up, down, e)
+            local total = up + down
+            local cycle = math.floor(1 + e / total)
+            local x = 1 + e / total - cycle
+            local ratio = up / total
+            local sf = x <= ratio and x / ratio or (x - 1) / (ratio - 1)
+            return base + (max_lr - base) * sf
+        end
+        -- each group climbs to its own max_lr and falls, step by step; the update uses it
+        local opt = groups()
+        local s = S.OneCycleLR(opt, {max_lr = {0.1, 0.01}, total_steps = 10, cycle_momentum = false})
+        close(s:get_last_lr(), {0.004, 0.0004}, 1e-15)
+        for e = 1, 9 do
+            local lrs = s:step()
+            local want = {torch_one(0.1, 10, e), torch_one(0.01, 10, e)}
+            close(lrs, want, 1e-12)
+            close(s:get_last_lr(), want, 1e-12)
+            close({opt.param_groups[1].lr, opt.param_groups[2].lr}, want, 1e-12)
+            local p0, q0 = p:item(), q:item()
+            p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+            opt:step()
+            close({p0 - p:item(), q0 - q:item()}, want, 1e-12)
+        end
+        -- get_last_lr is a copy
+        s:get_last_lr()[1] = 7
+        close(s:get_last_lr()[1], torch_one(0.1, 10, 9), 1e-12)
+        -- an optimiser made with a plain list: a list of one
+        local single = optim.SGD({p}, {lr = 0.1})
+        local s1 = S.OneCycleLR(single, {max_lr = {0.2}, total_steps = 10, cycle_momentum = false})
+        s1:step()
+        close(single.lr, torch_one(0.2, 10, 1), 1e-12)
+        close(s1:get_last_lr(), {torch_one(0.2, 10, 1)}, 1e-12)
+        -- CyclicLR: a list for either or both (a number stands for each group's)
+        local opt2 = groups()
+        local c = S.CyclicLR(opt2, {base_lr = {0.01, 0.001}, max_lr = {0.1, 0.02}, step_size_up = 2,
+                                    step_size_down = 3, cycle_momentum = false})
+        for e = 1, 11 do
+            local want = {torch_cyc(0.01, 0.1, 2, 3, e), torch_cyc(0.001, 0.02, 2, 3, e)}
+            close(c:step(), want, 1e-12)
+            close({opt2.param_groups[1].lr, opt2.param_groups[2].lr}, want, 1e-12)
+        end
+        local c2 = S.CyclicLR(groups(), {base_lr = 0.01, max_lr = {0.1, 0.02}, step_size_up = 2})
+        c2:step()
+        close(c2:get_last_lr(), {torch_cyc(0.01, 0.1, 2, 2, 1), torch_cyc(0.01, 0.02, 2, 2, 1)}, 1e-12)
+        -- a wrong length or a bad value raises, naming it
+        H.raises(function() S.OneCycleLR(groups(), {max_lr = {0.1}, total_steps = 10}) end, "OneCycleLR",
+                 "expected 2 values for max_lr (one per param group), got 1")
+        H.raises(function() S.OneCycleLR(groups(), {max_lr = {0.1, 0.2, 0.3}, total_steps = 10}) end,
+                 "expected 2 values for max_lr", "got 3")
+        H.raises(function() S.OneCycleLR(groups(), {max_lr = {0.1, 0}, total_steps = 10}) end,
+                 "max_lr[2] must be a finite number > 0, got 0")
+        H.raises(function() S.OneCycleLR(groups(), {max_lr = {0.1, math.huge}, total_steps = 10}) end,
+                 "max_lr[2] must be a finite number > 0, got inf")
+        H.raises(function() S.OneCycleLR(groups(), {max_lr = {0.1, "x"}, total_steps = 10}) end,
+                 "max_lr[2]", "got string")
+        H.raises(function() S.CyclicLR(groups(), {base_lr = {0.1, 0.2, 0.3}, max_lr = 1}) end, "CyclicLR",
+                 "expected 2 values for base_lr (one per param group), got 3")
+        H.raises(function() S.CyclicLR(groups(), {base_lr = 0.1, max_lr = {1}}) end, "expected 2 values for max_lr")
+        H.raises(function() S.CyclicLR(groups(), {base_lr = {0.1, -1}, max_lr = 1}) end,
+                 "base_lr[2] must be a finite number >= 0, got -1")
+        H.raises(function() S.CyclicLR(groups(), {base_lr = -1, max_lr = {1, 1}}) end, "base_lr must be >= 0")
+        -- a group added after the scheduler was made: its step raises, changing nothing
+        local r = ordo.tensor({0}, D):requires_grad()
+        local o3 = groups()
+        local s3 = S.OneCycleLR(o3, {max_lr = {0.1, 0.01}, total_steps = 10, cycle_momentum = false})
+        o3:add_param_group({params = {r}})
+        H.raises(function() s3:step() end, "the optimiser has 3 param groups, this scheduler was made for 2")
+        assert.equal(0, s3.epoch)
+        -- a group's lr changed by hand (or opt.lr) is caught at the next step
+        local o4 = groups()
+        local s4 = S.OneCycleLR(o4, {max_lr = {0.1, 0.01}, total_steps = 10, cycle_momentum = false})
+        s4:step()
+        o4.param_groups[2].lr = 1
+        H.raises(function() s4:step() end, "OneCycleLR", "param group 2's lr is 1")
+        o4.param_groups[2].lr = s4:get_last_lr()[2]
+        o4.lr = 1
+        H.raises(function() s4:step() end, "param group 1's lr")
+    end)
+
+    it("OneCycleLR and CyclicLR with per-group lists: save and load, and inside a SequentialLR", function()
+        local S = optim.lr_scheduler
+        local p, q = ordo.tensor({0}, D):requires_grad(), ordo.tensor({0}, D):requires_grad()
+        local function groups() return optim.SGD({{params = {p}}, {params = {q}, lr = 0.5}}, {lr = 0.1, momentum = 0.9}) end
+        local function lrs(o) return {o.param_groups[1].lr * o.lr / 0.1, o.param_groups[2].lr * o.lr / 0.1} end
+        for _, make in ipairs({
+            function(o) return S.OneCycleLR(o, {max_lr = {0.1, 0.01}, total_steps = 10, base_momentum = {0.8, 0.7}}) end,
+            function(o) return S.CyclicLR(o, {base_lr = {0.01, 0.001}, max_lr = {0.1, 0.01}, step_size_up = 2}) end,
+        }) do
+            local o = groups()
+            local s = make(o)
+            for _ = 1, 3 do s:step() end
+            local st, path = s:state_dict(), tmpname()
+            s:save(path)
+            local o2 = groups()
+            local s2 = make(o2)
+            s2:load_state_dict(st)
+            assert.equal(3, s2.epoch)
+            close(lrs(o2), lrs(o), 0)
+            close({o2.param_groups[1].momentum, o2.param_groups[2].momentum},
+                  {o.param_groups[1].momentum, o.param_groups[2].momentum}, 0)
+            local o3 = groups()
+            local s3 = make(o3)
+            s3:load(path)
+            os.remove(path)
+            close(lrs(o3), lrs(o), 0)
+            close(s:step(), s3:step(), 0)
+            close(lrs(o3), lrs(o), 0)
+            -- made with other values, or with numbers: the load raises, naming max_lr
+            local kind = s.__name:gsub("^lr_scheduler%.", "")
+            local other = kind == "OneCycleLR" and S.OneCycleLR(groups(), {max_lr = 0.1, total_steps = 10})
+                or S.CyclicLR(groups(), {base_lr = {0.01, 0.001}, max_lr = {0.1, 0.02}, step_size_up = 2})
+            H.raises(function() other:load_state_dict(st) end, "saved with max_lr = {0.1, 0.01}")
+        end
+        -- SequentialLR: a LinearLR of opt.lr (the groups follow in proportion), then a OneCycleLR of lists
+        local o = groups()
+        local warm = S.LinearLR(o, {start_factor = 0.5, total_iters = 2})
+        local one = S.OneCycleLR(o, {max_lr = {0.2, 0.02}, total_steps = 5, cycle_momentum = false})
+        local seq = S.SequentialLR(o, {schedulers = {warm, one}, milestones = {2}})
+        close(lrs(o), {0.05, 0.25}, 1e-15)
+        seq:step()
+        close(lrs(o), {0.075, 0.375}, 1e-15)
+        close(seq:step(), {0.008, 0.0008}, 1e-15)
+        close(lrs(o), {0.008, 0.0008}, 1e-15)
+        -- and the other way: a OneCycleLR of lists, then a StepLR of opt.lr from the groups' own lrs again
+        local o5 = groups()
+        local one5 = S.OneCycleLR(o5, {max_lr = {0.2, 0.02}, total_steps = 3, cycle_momentum = false})
+        local step5 = S.StepLR(o5, {step_size = 1, gamma = 0.5})
+        local seq5 = S.SequentialLR(o5, {schedulers = {one5, step5}, milestones = {3}})
+        assert.equal("table", type(seq5:get_last_lr()))
+        seq5:step()
+        seq5:step()
+        close(seq5:step(), 0.1, 1e-15)
+        close(lrs(o5), {0.1, 0.5}, 1e-15)
+        assert.is_nil(rawget(o5.param_groups[1], "lr"))
+        seq5:step()
+        close(lrs(o5), {0.05, 0.25}, 1e-15)
+        -- its state loads back either side of the milestone
+        local st = seq5:state_dict()
+        local o6 = groups()
+        local seq6 = S.SequentialLR(o6, {schedulers = {S.OneCycleLR(o6, {max_lr = {0.2, 0.02}, total_steps = 3,
+                                                                         cycle_momentum = false}),
+                                                      S.StepLR(o6, {step_size = 1, gamma = 0.5})}, milestones = {3}})
+        st.epoch = 1
+        seq6:load_state_dict(st)
+        close(lrs(o6), seq6:get_last_lr(), 1e-15)
+        st.epoch = 4
+        seq6:load_state_dict(st)
+        close(lrs(o6), {0.05, 0.25}, 1e-15)
+        -- a LambdaLR of lists after a OneCycleLR of lists: its bases are the groups' lrs before either set them
+        -- (Torch's initial_lr), also when resumed with the schedulers made after opt:load
+        local fns = {function(e) return 0.5 ^ e end, function(e) return e + 1 end}
+        local function build(o7)
+            local w = S.LinearLR(o7, {start_factor = 0.5, total_iters = 2})
+            local oc = S.OneCycleLR(o7, {max_lr = {0.2, 0.02}, total_steps = 3, cycle_momentum = false})
+            return S.SequentialLR(o7, {schedulers = {w, oc, S.LambdaLR(o7, {lr_lambda = fns})}, milestones = {2, 5}})
+        end
+        local o7 = groups()
+        local seq7 = build(o7)
+        for _ = 1, 3 do seq7:step() end
+        local op, sp = tmpname(), tmpname()
+        o7:save(op)
+        seq7:save(sp)
+        local o8 = groups()
+        o8:load(op)
+        local seq8 = build(o8)
+        seq8:load(sp)
+        os.remove(op)
+        os.remove(sp)
+        close(lrs(o8), lrs(o7), 0)
+        seq7:step()
+        seq8:step()
+        close(seq7:step(), {0.1, 0.5}, 1e-15)
+        close(seq8:step(), {0.1, 0.5}, 1e-15)
+        close(seq8:step(), {0.05, 1}, 1e-15)
+        close(lrs(o8), {0.05, 1}, 1e-15)
+    end)
+
+    it("LambdaLR and MultiplicativeLR take a list of functions, one per param group (Torch's)", function()
+        local S = optim.lr_scheduler
+        local p, q = ordo.tensor({0}, D):requires_grad(), ordo.tensor({0}, D):requires_grad()
+        local function groups() return optim.SGD({{params = {p}}, {params = {q}, lr = 0.001}}, {lr = 0.01}) end
+        local fns = {function(e) return 0.5 ^ e end, function(e) return e + 1 end}
+        local opt = groups()
+        local s = S.LambdaLR(opt, {lr_lambda = fns})
+        close(s:get_last_lr(), {0.01, 0.001}, 1e-15)
+        for e = 1, 3 do
+            local want = {0.01 * 0.5 ^ e, 0.001 * (e + 1)}
+            close(s:step(), want, 1e-15)
+            local p0, q0 = p:item(), q:item()
+            p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+            opt:step()
+            close({p0 - p:item(), q0 - q:item()}, want, 1e-12)
+        end
+        -- a wrong length, a non-function, a bad factor raise naming it
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = {fns[1]}}) end, "LambdaLR",
+                 "expected 2 functions for lr_lambda (one per param group), got 1")
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = {fns[1], 3}}) end, "lr_lambda[2] must be a function")
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = 3}) end, "lr_lambda must be a function or a list")
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = {fns[1], function() return -1 end}}) end,
+                 "lr_lambda[2](0) returned -1")
+        -- save and load: the groups' bases travel with the state (a scheduler made after opt:load resumes)
+        local op, sp = tmpname(), tmpname()
+        opt:save(op)
+        s:save(sp)
+        local o2 = groups()
+        o2:load(op)
+        local s2 = S.LambdaLR(o2, {lr_lambda = fns})
+        s2:load(sp)
+        os.remove(op)
+        os.remove(sp)
+        close(s2:get_last_lr(), s:get_last_lr(), 0)
+        close(s2:step(), s:step(), 0)
+        H.raises(function() S.LambdaLR(groups(), {lr_lambda = fns[1]}):load_state_dict(s:state_dict()) end,
+                 "saved by a LambdaLR of a rate per param group (group_own)")
+        -- in a SequentialLR after a warm-up of opt.lr, the bases are the groups' lrs before the warm-up
+        local o4 = groups()
+        local warm = S.LinearLR(o4, {start_factor = 0.5, total_iters = 2})
+        local lam = S.LambdaLR(o4, {lr_lambda = fns})
+        local seq = S.SequentialLR(o4, {schedulers = {warm, lam}, milestones = {2}})
+        close(seq:get_last_lr(), 0.005, 1e-15)
+        seq:step()
+        close(seq:step(), {0.01, 0.001}, 1e-15)
+        close(seq:step(), {0.005, 0.002}, 1e-15)
+        -- after a OneCycleLR of lists, lrs set by hand are the new bases (to go on from them)
+        local o9 = groups()
+        local one9 = S.OneCycleLR(o9, {max_lr = {0.1, 0.01}, total_steps = 3, cycle_momentum = false})
+        one9:step()
+        o9.param_groups[1].lr, o9.param_groups[2].lr = 0.02, 0.002
+        close(S.LambdaLR(o9, {lr_lambda = fns}):step(), {0.01, 0.004}, 1e-15)
+        -- MultiplicativeLR too: each group's lr times its own function's factors
+        local o5 = groups()
+        local mul = S.MultiplicativeLR(o5, {lr_lambda = {function() return 0.5 end, function(e) return e end}})
+        close(mul:get_last_lr(), {0.01, 0.001}, 1e-15)
+        close(mul:step(), {0.005, 0.001}, 1e-15)
+        close(mul:step(), {0.0025, 0.002}, 1e-15)
+        close(mul:step(), {0.00125, 0.006}, 1e-15)
+        close({o5.param_groups[1].lr * o5.lr / 0.01, o5.param_groups[2].lr * o5.lr / 0.01}, {0.00125, 0.006}, 1e-15)
+        local mul2 = S.MultiplicativeLR(groups(), {lr_lambda = {function() return 0.5 end, function(e) return e end}})
+        mul2:load_state_dict(mul:state_dict())
+        close(mul2:get_last_lr(), {0.00125, 0.006}, 1e-15)
+        H.raises(function() S.MultiplicativeLR(groups(), {lr_lambda = {fns[1]}}) end, "MultiplicativeLR",
+                 "expected 2 functions for lr_lambda")
+        H.raises(function() S.MultiplicativeLR(groups(), {lr_lambda = {fns[1], function() return 0 / 0 end}}):step() end,
+                 "MultiplicativeLR", "lr_lambda[2](1) returned nan")
+    end)
+
+    it("CosineAnnealingLR and CosineAnnealingWarmRestarts anneal each param group from its own lr to eta_min (Torch's)",
+       function()
+        local S = optim.lr_scheduler
+        local p, q = ordo.tensor({0}, D):requires_grad(), ordo.tensor({0}, D):requires_grad()
+        local function groups() return optim.SGD({{params = {p}}, {params = {q}, lr = 0.001}}, {lr = 0.01}) end
+        local function torch_cos(base, eta, t, len) return eta + (base - eta) * (1 + math.cos(math.pi * t / len)) / 2 end
+        local opt = groups()
+        local s = S.CosineAnnealingLR(opt, {T_max = 4, eta_min = 0.002})
+        close(s:get_last_lr(), {0.01, 0.001}, 1e-15)
+        for e = 1, 6 do
+            local want = {torch_cos(0.01, 0.002, e, 4), torch_cos(0.001, 0.002, e, 4)}
+            close(s:step(), want, 1e-15)
+            local p0, q0 = p:item(), q:item()
+            p.grad, q.grad = ordo.ones({1}, D), ordo.ones({1}, D)
+            opt:step()
+            close({p0 - p:item(), q0 - q:item()}, want, 1e-12)
+        end
+        -- (at T_max both groups are at eta_min: in proportion to opt.lr the second was at 0.0002)
+        local w = S.CosineAnnealingWarmRestarts(groups(), {T_0 = 2, eta_min = 0.002})
+        close(w:step(), {torch_cos(0.01, 0.002, 1, 2), torch_cos(0.001, 0.002, 1, 2)}, 1e-15)
+        close(w:step(), {0.01, 0.001}, 1e-15)
+        close(w:step(0.5), {torch_cos(0.01, 0.002, 0.5, 2), torch_cos(0.001, 0.002, 0.5, 2)}, 1e-15)
+        -- without eta_min, or without groups of their own lrs, opt.lr's rate as before
+        assert.equal("number", type(S.CosineAnnealingLR(groups(), {T_max = 4}):get_last_lr()))
+        assert.equal("number", type(S.CosineAnnealingLR(optim.SGD({{params = {p}}, {params = {q}}}, {lr = 0.01}),
+                                                        {T_max = 4, eta_min = 0.002}):get_last_lr()))
+        -- resumed with the scheduler made after opt:load: the groups' lrs come from the state
+        local op, sp = tmpname(), tmpname()
+        opt:save(op)
+        s:save(sp)
+        local o2 = groups()
+        o2:load(op)
+        local s2 = S.CosineAnnealingLR(o2, {T_max = 4, eta_min = 0.002})
+        s2:load(sp)
+        os.remove(op)
+        os.remove(sp)
+        close(s2:step(), s:step(), 0)
+        H.raises(function() S.CosineAnnealingLR(groups(), {T_max = 4}):load_state_dict(s:state_dict()) end,
+                 "saved with eta_min = 0.002")
+    end)
+
     it("clip_grad_norm_ scales all gradients to the norm, on the device, without a wait; clip_grad_value_ clamps", function()
         local a = ordo.tensor({3, 0}, D):requires_grad()
         local b = ordo.tensor({{0, 4}}, D):requires_grad()

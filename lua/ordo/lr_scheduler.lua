@@ -40,6 +40,36 @@ local function check_no_arg(self, n, x)
     end
 end
 
+-- The optimiser's param groups (one made with a plain list has one, its
+-- own options).
+local function groups_of(opt)
+    local g = opt.param_groups
+    if type(g) == "table" and #g > 0 then return g end
+    return {opt}
+end
+
+-- An optimiser made with a plain list: its one group is its own options.
+local function single_group(opt)
+    local g = opt.param_groups
+    return type(g) ~= "table" or #g <= 1 and (g[1] == nil or rawget(g[1], "_opt") == opt)
+end
+
+-- The lr of each param group as the step uses it (ordo.optim: a group's
+-- own lr follows opt.lr in proportion, one without takes opt.lr), and that
+-- proportion; nothing checked.
+local function effective_lrs(opt)
+    if single_group(opt) then return {opt.lr}, 1 end
+    local base = rawget(opt, "_base_lr")
+    local lr = opt.lr
+    local ratio = type(base) == "number" and base ~= 0 and type(lr) == "number" and lr / base or 1
+    local r = {}
+    for k, g in ipairs(opt.param_groups) do
+        local own = rawget(g, "lr")
+        if own ~= nil then r[k] = type(own) == "number" and own * ratio or own else r[k] = lr end
+    end
+    return r, ratio
+end
+
 -- Each scheduler sets opt.lr from its own closed form: two stepped on one
 -- optimiser do not chain as Torch's do (the last one stepped would win,
 -- the other's rates lost without a word), nor does a schedule go on from
@@ -47,6 +77,20 @@ end
 -- scheduler set last.
 local function check_unchanged(self)
     local lr, mine = self.optimizer.lr, self._set_lr
+    if type(mine) == "table" then
+        -- (a rate per param group: each group's lr as the step uses it)
+        local lrs = effective_lrs(self.optimizer)
+        for k = 1, math.min(#lrs, #mine) do
+            if lrs[k] ~= mine[k] then
+                fail(fmt("%s: param group %d's lr is %s, not the %s this scheduler set: another scheduler, " ..
+                         "opt:load or the code changed it (opt.lr or opt.param_groups[%d].lr; schedulers do not " ..
+                         "chain: combine them with SequentialLR; resume with sched:load; to go on from a new lr, " ..
+                         "make a new scheduler)", (self.__name or "step"):gsub("^lr_scheduler%.", ""), k,
+                         tostring(lrs[k]), tostring(mine[k]), k))
+            end
+        end
+        return
+    end
     if mine ~= nil and lr ~= mine then
         fail(fmt("%s: opt.lr is %s, not the %s this scheduler set: another scheduler, opt:load or the " ..
                  "code changed it (schedulers do not chain: combine them with SequentialLR or one LambdaLR; " ..
@@ -60,20 +104,28 @@ end
 -- opt:step would refuse it later, far from its cause.
 local function rate(self, e)
     local lr = self:lr_at(e)
+    if type(lr) == "table" then
+        -- (one per param group: OneCycleLR's and CyclicLR's lists)
+        local n = #groups_of(self.optimizer)
+        if #lr ~= n then
+            fail(fmt("%s: the optimiser has %d param groups, this scheduler was made for %d (opt:add_param_group " ..
+                     "after it: make the scheduler after adding the groups)",
+                     (self.__name or "step"):gsub("^lr_scheduler%.", ""), n, #lr))
+        end
+        for k, v in ipairs(lr) do
+            if not (v >= 0 and v < math.huge) then
+                fail(fmt("%s: the rate of param group %d at epoch %s is %s, not a finite number >= 0",
+                         (self.__name or "step"):gsub("^lr_scheduler%.", ""), k, tostring(e), tostring(v)))
+            end
+        end
+        return lr
+    end
     if not (lr >= 0 and lr < math.huge) then
         fail(fmt("%s: the rate at epoch %s is %s, not a finite number >= 0 (base lr %s)",
                  (self.__name or "step"):gsub("^lr_scheduler%.", ""), tostring(e), tostring(lr),
                  tostring(self.base_lr)))
     end
     return lr
-end
-
--- The optimiser's param groups (one made with a plain list has one, its
--- own options).
-local function groups_of(opt)
-    local g = opt.param_groups
-    if type(g) == "table" and #g > 0 then return g end
-    return {opt}
 end
 
 -- The momentum of each param group at epoch e (OneCycleLR and CyclicLR
@@ -101,11 +153,45 @@ end
 
 -- Sets what epoch e's values are (computed first by the caller: one that
 -- raises changes nothing).
+-- A list of rates (one per param group) sets each group's own lr, and
+-- opt.lr to the lr the optimiser was made with, so that the proportion the
+-- groups follow is 1 (a plain list's one group: opt.lr).  A number after
+-- a list (a SequentialLR going from a OneCycleLR with lists to a
+-- scheduler of opt.lr) gives the groups back the lrs they had before.
 local function apply(self, lr, moms, key)
-    self.optimizer.lr, self._set_lr = lr, lr
+    local opt = self.optimizer
+    if type(lr) == "table" then
+        local mine = {}
+        for k, v in ipairs(lr) do mine[k] = v end
+        if single_group(opt) then
+            opt.lr = mine[1]
+        else
+            local base = rawget(opt, "_base_lr")
+            opt.lr = type(base) == "number" and base or opt.lr
+            for k, g in ipairs(opt.param_groups) do g.lr = mine[k] end
+            rawset(opt, "_group_lrs_set", mine)
+        end
+        self._set_lr = mine
+    else
+        local own = self._group_own
+        if own and type(self._set_lr) ~= "number" and not single_group(opt) then
+            for k, g in ipairs(opt.param_groups) do
+                if own[k] == false then rawset(g, "lr", nil) else rawset(g, "lr", own[k]) end
+            end
+        end
+        opt.lr, self._set_lr = lr, lr
+    end
     if moms then
         for k, g in ipairs(groups_of(self.optimizer)) do g[key] = moms[k] end
     end
+end
+
+-- (OneCycleLR and CyclicLR made with lists: the list of the groups' rates)
+local function copy_lrs(lr)
+    if type(lr) ~= "table" then return lr end
+    local c = {}
+    for k, v in ipairs(lr) do c[k] = v end
+    return c
 end
 
 function Scheduler:momentum_at() return nil end
@@ -120,12 +206,12 @@ function Scheduler:step(...)
     local moms, key = momenta(self, self.epoch + 1)
     self.epoch = self.epoch + 1
     apply(self, lr, moms, key)
-    return lr
+    return copy_lrs(lr)
 end
 
 function Scheduler:get_last_lr()
     check_sched_self("get_last_lr", self)
-    return self._set_lr
+    return copy_lrs(self._set_lr)
 end
 
 -- The options of a scheduler: known keys only, numbers unless said, and
@@ -142,6 +228,11 @@ local function options(fname, opts, known, required)
             if type(v) ~= "number" and (type(v) ~= "table" or getmetatable(v) ~= nil) then
                 fail(fmt("%s: option %s must be a number or a list of numbers (one per param group), got %s", fname,
                          k, typename(v)))
+            end
+        elseif want == "function|list" then
+            if type(v) ~= "function" and (type(v) ~= "table" or getmetatable(v) ~= nil) then
+                fail(fmt("%s: option %s must be a function or a list of functions (one per param group), got %s",
+                         fname, k, typename(v)))
             end
         elseif type(v) ~= want then
             fail(fmt("%s: option %s must be a %s, got %s", fname, k, want, typename(v)))
@@ -178,6 +269,29 @@ local function class(name, known, required, make)
         check_optimizer(fname, opt)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
+        -- (made with lists, it sets the groups' own lrs: the ones they had
+        -- before the first such scheduler on opt, false for none -- a
+        -- LambdaLR's bases, as Torch's initial_lr, and what a SequentialLR
+        -- gives back after it -- kept on opt for the next one while the
+        -- groups hold the rates the last one set: lrs set since by hand
+        -- are the new ones)
+        if s.per_group and not single_group(opt) then
+            local first, last, n = rawget(opt, "_group_lrs0"), rawget(opt, "_group_lrs_set"), #opt.param_groups
+            local reuse = type(first) == "table" and #first == n and type(last) == "table" and #last == n
+            for k, g in ipairs(opt.param_groups) do
+                if reuse and rawget(g, "lr") ~= last[k] then reuse = false end
+            end
+            if not reuse then
+                first = {}
+                for k, g in ipairs(opt.param_groups) do
+                    local v = rawget(g, "lr")
+                    if v == nil then v = false end
+                    first[k] = v
+                end
+                rawset(opt, "_group_lrs0", first)
+            end
+            s._group_own = first
+        end
         -- the epoch-0 rate: the base, or base * lr_lambda(0) (and momentum)
         local lr = rate(s, 0)
         apply(s, lr, momenta(s, 0))
@@ -255,6 +369,63 @@ local function momentum_setup(fname, s, o, def_base, def_max)
     end
 end
 
+-- A list option of one value per param group (Torch's: OneCycleLR's
+-- max_lr, CyclicLR's base_lr and max_lr), checked -- its length the
+-- number of groups, each value a number for which ok(v) holds (what it
+-- must be) -- and copied.
+local function group_list(fname, opt, k, v, ok, what)
+    check_list(fname, k, v)
+    local n = #groups_of(opt)
+    if #v ~= n then
+        fail(fmt("%s: expected %d values for %s (one per param group), got %d", fname, n, k, #v))
+    end
+    local c = {}
+    for i, x in ipairs(v) do
+        if type(x) ~= "number" or not (ok(x) and x < math.huge) then
+            fail(fmt("%s: %s[%d] must be %s, got %s", fname, k, i, what,
+                     type(x) == "number" and tostring(x) or typename(x)))
+        end
+        c[i] = x
+    end
+    return c
+end
+
+-- x / d, or each value of a list divided by d
+local function scaled(x, d)
+    if type(x) ~= "table" then return x / d end
+    local r = {}
+    for i, v in ipairs(x) do r[i] = v / d end
+    return r
+end
+
+-- the base lr of each param group of a scheduler of a rate per group
+-- (lr_lambdas, eta_min with groups), as base_lr is opt.lr's: a group's
+-- own lr of before (_group_own, saved with the state) in proportion to
+-- base_lr, one without base_lr; one for an optimiser made with a plain list
+local function group_bases(self)
+    local own, base = self._group_own, self.base_lr
+    if not own then return {base} end
+    local made = rawget(self.optimizer, "_base_lr")
+    local ratio = type(made) == "number" and made ~= 0 and base / made or 1
+    local r = {}
+    for k, v in ipairs(own) do r[k] = v ~= false and v * ratio or base end
+    return r
+end
+
+-- eta_min (CosineAnnealingLR, CosineAnnealingWarmRestarts) with param
+-- groups of their own lrs: each group anneals from its own lr to eta_min,
+-- as Torch's (in proportion to opt.lr, a group's floor was eta_min times
+-- its proportion); its rates set as the groups' own lrs.
+local function eta_groups(s)
+    if s.eta_min == 0 or single_group(s.optimizer) then return end
+    for _, g in ipairs(s.optimizer.param_groups) do
+        if rawget(g, "lr") ~= nil then
+            s.per_group, s.uses_bases = true, true
+            return
+        end
+    end
+end
+
 -- StepLR(opt, {step_size, gamma = 0.1}): base * gamma^floor(epoch / step_size).
 local StepLR = class("StepLR", {step_size = "number", gamma = "number"}, {"step_size"}, function(s, o)
     positive_int("StepLR", "step_size", o.step_size)
@@ -300,9 +471,14 @@ local CosineAnnealingLR = class("CosineAnnealingLR", {T_max = "number", eta_min 
         positive_int("CosineAnnealingLR", "T_max", o.T_max)
         s.T_max, s.eta_min = o.T_max, o.eta_min or 0
         non_negative("CosineAnnealingLR", "eta_min", s.eta_min)
+        eta_groups(s)
     end)
 function CosineAnnealingLR:lr_at(e)
-    return self.eta_min + (self.base_lr - self.eta_min) * (1 + cos(pi * e / self.T_max)) / 2
+    local f, lo = (1 + cos(pi * e / self.T_max)) / 2, self.eta_min
+    if not self.per_group then return lo + (self.base_lr - lo) * f end
+    local r = group_bases(self)
+    for k, b in ipairs(r) do r[k] = lo + (b - lo) * f end
+    return r
 end
 
 -- CosineAnnealingWarmRestarts(opt, {T_0, T_mult = 1, eta_min = 0}): the
@@ -316,6 +492,7 @@ local WarmRestarts = class("CosineAnnealingWarmRestarts", {T_0 = "number", T_mul
         s.T_0, s.T_mult, s.eta_min = o.T_0, o.T_mult or 1, o.eta_min or 0
         positive_int(f, "T_mult", s.T_mult)
         non_negative(f, "eta_min", s.eta_min)
+        eta_groups(s)
     end)
 -- sched:step(epoch) (Torch's form for this one, stepped per batch with a
 -- fractional epoch: sched:step(epoch + i / iters)) sets the epoch, a number
@@ -343,44 +520,88 @@ function WarmRestarts:lr_at(e)
         t = t - len
         len = len * self.T_mult
     end
-    return self.eta_min + (self.base_lr - self.eta_min) * (1 + cos(pi * t / len)) / 2
+    local f, lo = (1 + cos(pi * t / len)) / 2, self.eta_min
+    if not self.per_group then return lo + (self.base_lr - lo) * f end
+    local r = group_bases(self)
+    for k, b in ipairs(r) do r[k] = lo + (b - lo) * f end
+    return r
+end
+
+-- lr_lambda (LambdaLR, MultiplicativeLR): a function, or a list of one
+-- per param group (Torch's), checked and copied into s.lr_lambdas
+local function lambdas(fname, s, fns)
+    if type(fns) ~= "table" then
+        s.lr_lambda = fns
+        return
+    end
+    check_list(fname, "lr_lambda", fns)
+    local n = #groups_of(s.optimizer)
+    if #fns ~= n then
+        fail(fmt("%s: expected %d functions for lr_lambda (one per param group), got %d", fname, n, #fns))
+    end
+    local c = {}
+    for i, fn in ipairs(fns) do
+        if type(fn) ~= "function" then
+            fail(fmt("%s: lr_lambda[%d] must be a function, got %s", fname, i, typename(fn)))
+        end
+        c[i] = fn
+    end
+    s.lr_lambdas, s.per_group, s.uses_bases = c, true, true
+end
+
+-- fn(e), refused when not a finite number >= 0 (NaN, inf or a negative
+-- factor: an lr opt:step refuses, set here unseen); k: the group's
+local function lambda_factor(fname, fn, e, k)
+    local f = fn(e)
+    if type(f) ~= "number" or not (f >= 0 and f < math.huge) then
+        fail(fmt("%s: lr_lambda%s(%d) returned %s, expected a finite number >= 0", fname,
+                 k and fmt("[%d]", k) or "", e, type(f) == "number" and tostring(f) or typename(f)))
+    end
+    return f
 end
 
 -- LambdaLR(opt, {lr_lambda = fn}): base * fn(epoch) (a warm-up, any rule).
-local LambdaLR = class("LambdaLR", {lr_lambda = "function"}, {"lr_lambda"}, function(s, o)
-    s.lr_lambda = o.lr_lambda
+-- lr_lambda may be a list of functions, one per param group (Torch's):
+-- each group's base (group_bases: its lr before the first scheduler that
+-- set the groups' own lrs, Torch's initial_lr) times its own function,
+-- set as the group's own lr.
+local LambdaLR = class("LambdaLR", {lr_lambda = "function|list"}, {"lr_lambda"}, function(s, o)
+    lambdas("LambdaLR", s, o.lr_lambda)
 end)
 function LambdaLR:lr_at(e)
-    local f = self.lr_lambda(e)
-    -- (NaN, inf or a negative factor: an lr opt:step refuses, set here unseen)
-    if type(f) ~= "number" or not (f >= 0 and f < math.huge) then
-        fail(fmt("LambdaLR: lr_lambda(%d) returned %s, expected a finite number >= 0", e,
-                 type(f) == "number" and tostring(f) or typename(f)))
+    if not self.lr_lambdas then return self.base_lr * lambda_factor("LambdaLR", self.lr_lambda, e) end
+    local r = group_bases(self)
+    for k, fn in ipairs(self.lr_lambdas) do
+        -- (a group added since: rate() raises naming the count)
+        r[k] = (r[k] or self.base_lr) * lambda_factor("LambdaLR", fn, e, k)
     end
-    return self.base_lr * f
+    return r
 end
 
 -- MultiplicativeLR(opt, {lr_lambda = fn}): the lr times fn(epoch) at each
 -- step, base * fn(1) * ... * fn(epoch) (Torch's; fn is called once per
--- epoch stepped, and for every epoch again on load_state_dict).
-local MultiplicativeLR = class("MultiplicativeLR", {lr_lambda = "function"}, {"lr_lambda"}, function(s, o)
-    s.lr_lambda = o.lr_lambda
-    s._ce, s._cp = 0, 1 -- the product up to epoch _ce
+-- epoch stepped, and for every epoch again on load_state_dict).  A list of
+-- functions, one per param group, as LambdaLR's.
+local MultiplicativeLR = class("MultiplicativeLR", {lr_lambda = "function|list"}, {"lr_lambda"}, function(s, o)
+    lambdas("MultiplicativeLR", s, o.lr_lambda)
+    s._ce, s._cp = 0, {} -- the products up to epoch _ce, of each function
 end)
 function MultiplicativeLR:lr_at(e)
-    local i, prod = 0, 1
-    if self._ce <= e then i, prod = self._ce, self._cp end
+    local fns = self.lr_lambdas or {self.lr_lambda}
+    local i, prods = 0, {}
+    if self._ce <= e then i = self._ce end
+    for k = 1, #fns do prods[k] = i > 0 and self._cp[k] or 1 end
     while i < e do
         i = i + 1
-        local f = self.lr_lambda(i)
-        if type(f) ~= "number" or not (f >= 0 and f < math.huge) then
-            fail(fmt("MultiplicativeLR: lr_lambda(%d) returned %s, expected a finite number >= 0", i,
-                     type(f) == "number" and tostring(f) or typename(f)))
+        for k, fn in ipairs(fns) do
+            prods[k] = prods[k] * lambda_factor("MultiplicativeLR", fn, i, self.lr_lambdas and k)
         end
-        prod = prod * f
     end
-    self._ce, self._cp = e, prod
-    return self.base_lr * prod
+    self._ce, self._cp = e, prods
+    if not self.lr_lambdas then return self.base_lr * prods[1] end
+    local r = group_bases(self)
+    for k = 1, #fns do r[k] = (r[k] or self.base_lr) * prods[k] end
+    return r
 end
 
 -- LinearLR(opt, {start_factor = 1/3, end_factor = 1, total_iters = 5}):
@@ -438,8 +659,9 @@ end
 -- along the last phase's curve, just past its end).  total_steps may be
 -- given as epochs and steps_per_epoch instead (their product); three_phase
 -- = true climbs, comes back down to the start symmetrically, then falls to
--- the end (Torch's three phases).
-local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number", pct_start = "number",
+-- the end (Torch's three phases).  max_lr may be a list, one per param
+-- group (Torch's): each group's own rates, set as its own lr.
+local OneCycleLR = class("OneCycleLR", {max_lr = "number|list", total_steps = "number", pct_start = "number",
                                         div_factor = "number", final_div_factor = "number",
                                         anneal_strategy = "string", epochs = "number", steps_per_epoch = "number",
                                         three_phase = "boolean", cycle_momentum = "boolean",
@@ -463,8 +685,16 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     else
         fail(fmt("%s: option total_steps is required (or epochs and steps_per_epoch)", f))
     end
-    if not (o.max_lr > 0) then fail(fmt("%s: max_lr must be positive, got %s", f, tostring(o.max_lr))) end
-    s.max_lr, s.total_steps = o.max_lr, total
+    if type(o.max_lr) == "table" then
+        -- (one per param group, Torch's: each group peaks at its own)
+        s.max_lr, s.per_group = group_list(f, s.optimizer, "max_lr", o.max_lr, function(x) return x > 0 end,
+                                           "a finite number > 0"), true
+    elseif not (o.max_lr > 0) then
+        fail(fmt("%s: max_lr must be positive, got %s", f, tostring(o.max_lr)))
+    else
+        s.max_lr = o.max_lr
+    end
+    s.total_steps = total
     s.pct_start = o.pct_start or 0.3
     if not (s.pct_start > 0 and s.pct_start < 1) then
         fail(fmt("%s: pct_start must be in (0, 1), got %s", f, tostring(s.pct_start)))
@@ -472,8 +702,8 @@ local OneCycleLR = class("OneCycleLR", {max_lr = "number", total_steps = "number
     for _, k in ipairs({"div_factor", "final_div_factor"}) do
         if o[k] ~= nil and not (o[k] > 0) then fail(fmt("%s: %s must be positive, got %s", f, k, tostring(o[k]))) end
     end
-    s.initial_lr = s.max_lr / (o.div_factor or 25)
-    s.min_lr = s.initial_lr / (o.final_div_factor or 1e4)
+    s.initial_lr = scaled(s.max_lr, o.div_factor or 25)
+    s.min_lr = scaled(s.initial_lr, o.final_div_factor or 1e4)
     s.anneal = o.anneal_strategy or "cos"
     if s.anneal ~= "cos" and s.anneal ~= "linear" then
         fail(fmt("%s: anneal_strategy must be 'cos' or 'linear', got %s", f, s.anneal))
@@ -524,7 +754,11 @@ function OneCycleLR:anneal_of(from, to, pct)
 end
 function OneCycleLR:lr_at(e)
     local i, pct = self:phase_at(e)
-    return self:anneal_of(self.phases[i][2], self.phases[i][3], pct)
+    local from, to = self.phases[i][2], self.phases[i][3]
+    if type(from) ~= "table" then return self:anneal_of(from, to, pct) end
+    local r = {}
+    for k = 1, #from do r[k] = self:anneal_of(from[k], to[k], pct) end
+    return r
 end
 function OneCycleLR:momentum_at(e)
     if self.cycle_momentum ~= 1 then return nil end
@@ -543,17 +777,34 @@ end
 -- gamma^step; scale_fn(x) (of the cycle, or of the step with scale_mode =
 -- "iterations") replaces the mode's.  Torch's closed form (the
 -- optimiser's own lr is not used; the momentum cycles the other way unless
--- cycle_momentum = false).
-local CyclicLR = class("CyclicLR", {base_lr = "number", max_lr = "number", step_size_up = "number",
+-- cycle_momentum = false).  base_lr and max_lr may be lists, one per param
+-- group (Torch's; a number beside one stands for each group's).
+local CyclicLR = class("CyclicLR", {base_lr = "number|list", max_lr = "number|list", step_size_up = "number",
                                     step_size_down = "number", mode = "string", gamma = "number",
                                     scale_fn = "function", scale_mode = "string", cycle_momentum = "boolean",
                                     base_momentum = "number|list", max_momentum = "number|list"},
     {"base_lr", "max_lr"},
     function(s, o)
         local f = "CyclicLR"
-        non_negative(f, "base_lr", o.base_lr)
-        non_negative(f, "max_lr", o.max_lr)
-        s.cyc_base, s.max_lr = o.base_lr, o.max_lr
+        if type(o.base_lr) == "table" or type(o.max_lr) == "table" then
+            -- (one per param group, Torch's; a number stands for each group's)
+            local n, lists = #groups_of(s.optimizer), {}
+            for _, k in ipairs({"base_lr", "max_lr"}) do
+                local v = o[k]
+                if type(v) == "table" then
+                    lists[k] = group_list(f, s.optimizer, k, v, function(x) return x >= 0 end, "a finite number >= 0")
+                else
+                    non_negative(f, k, v)
+                    lists[k] = {}
+                    for i = 1, n do lists[k][i] = v end
+                end
+            end
+            s.cyc_base, s.max_lr, s.per_group = lists.base_lr, lists.max_lr, true
+        else
+            non_negative(f, "base_lr", o.base_lr)
+            non_negative(f, "max_lr", o.max_lr)
+            s.cyc_base, s.max_lr = o.base_lr, o.max_lr
+        end
         s.step_size_up = o.step_size_up or 2000
         s.step_size_down = o.step_size_down or s.step_size_up
         for _, k in ipairs({"step_size_up", "step_size_down"}) do
@@ -597,7 +848,13 @@ function CyclicLR:height_at(e)
     end
     return sf * scale
 end
-function CyclicLR:lr_at(e) return self.cyc_base + (self.max_lr - self.cyc_base) * self:height_at(e) end
+function CyclicLR:lr_at(e)
+    local h, lo, hi = self:height_at(e), self.cyc_base, self.max_lr
+    if type(lo) ~= "table" then return lo + (hi - lo) * h end
+    local r = {}
+    for k = 1, #lo do r[k] = lo[k] + (hi[k] - lo[k]) * h end
+    return r
+end
 -- the momentum: max_momentum at base_lr, base_momentum at max_lr (Torch's)
 function CyclicLR:momentum_at(e)
     if self.cycle_momentum ~= 1 then return nil end
@@ -642,6 +899,11 @@ local SequentialLR = class("SequentialLR", {schedulers = "table", milestones = "
         end
         set_base(s, list[1].base_lr, list)
         s.schedulers, s.milestones = list, ms
+        -- the groups' own lrs before the first scheduler made with lists
+        -- set them: given back when one of opt.lr is in charge
+        for _, sch in ipairs(list) do
+            if sch._group_own then s._group_own = sch._group_own break end
+        end
     end)
 -- the scheduler in charge at epoch e, and its own epoch
 function SequentialLR:child_at(e)
@@ -729,12 +991,6 @@ function ReduceLROnPlateau:better(a)
         return self.threshold_mode == "rel" and a < b * (1 - t) or self.threshold_mode == "abs" and a < b - t
     end
     return self.threshold_mode == "rel" and a > b * (1 + t) or self.threshold_mode == "abs" and a > b + t
-end
-
--- An optimiser made with a plain list: its one group is its own options.
-local function single_group(opt)
-    local g = opt.param_groups
-    return type(g) ~= "table" or #g <= 1 and (g[1] == nil or rawget(g[1], "_opt") == opt)
 end
 
 -- opt.lr and the groups' own lrs, checked before a step: one set by hand
@@ -870,6 +1126,7 @@ local NUMBERS = {
 local SAVED_DEFAULTS = {OneCycleLR = {three_phase = 0, cycle_momentum = 0}, CyclicLR = {cycle_momentum = 0}}
 local COUNTERS = {ReduceLROnPlateau = {"best", "num_bad", "cooldown_left"}}
 
+local own_fields
 local function kind_of(self) return ((self.__name or "?"):gsub("^lr_scheduler%.", "")) end
 
 local function same(a, b)
@@ -908,6 +1165,22 @@ local function option_fields(self)
     return list
 end
 
+-- A scheduler of a rate per param group (lists, eta_min on groups) keeps
+-- the groups' own lrs of when it was made: a LambdaLR's bases, the lrs a
+-- SequentialLR gives back to the groups.  They go with the state (-1:
+-- none), "group_own" and a SequentialLR's scheduler's "s2.group_own": one
+-- made anew after opt:load would take the rates that load set.
+function own_fields(self)
+    local list = {}
+    if self._group_own then list[1] = {"group_own", self._group_own} end
+    if kind_of(self) == "SequentialLR" then
+        for i, sch in ipairs(self.schedulers) do
+            if sch._group_own then list[#list + 1] = {fmt("s%d.group_own", i), sch._group_own} end
+        end
+    end
+    return list
+end
+
 local function state_dict(self)
     check_sched_self("state_dict", self)
     local kind = kind_of(self)
@@ -922,6 +1195,11 @@ local function state_dict(self)
         st[k] = v
     end
     for _, k in ipairs(COUNTERS[kind] or {}) do st[k] = self[k] end
+    for _, f in ipairs(own_fields(self)) do
+        local own = {}
+        for k, v in ipairs(f[2]) do own[k] = v == false and -1 or v end
+        st[f[1]] = own
+    end
     return st
 end
 
@@ -966,15 +1244,51 @@ local function load_state_dict(self, st, fname, where)
     if kind == "OneCycleLR" and e > self.total_steps then
         fail(fmt("%s: %s has epoch %d, past total_steps = %d", fname, where, e, self.total_steps))
     end
+    -- the groups' own lrs (a state saved before them had none: kept as made)
+    local owns, known = {}, {}
+    for _, f in ipairs(own_fields(self)) do
+        local name, mine = f[1], f[2]
+        known[name] = true
+        local g = st[name]
+        if g ~= nil then
+            if type(g) ~= "table" or #g ~= #mine then
+                fail(fmt("%s: %s has %s %s, expected a list of %d numbers (one per param group)", fname, where, name,
+                         show(g), #mine))
+            end
+            local new, old = {}, {}
+            for k, v in ipairs(g) do
+                if type(v) ~= "number" or not (v == -1 or v >= 0 and v < math.huge) then
+                    fail(fmt("%s: %s has %s[%d] = %s, expected a finite number >= 0 or -1", fname, where, name, k,
+                             tostring(v)))
+                end
+                new[k], old[k] = v ~= -1 and v, mine[k]
+            end
+            owns[#owns + 1] = {mine, new, old}
+        end
+    end
+    for k in pairs(st) do
+        if type(k) == "string" and k:find("group_own$") and not known[k] then
+            fail(fmt("%s: %s was saved by a %s of a rate per param group (%s), this one sets opt.lr: make it with " ..
+                     "the same options, on an optimiser with the same groups", fname, where, kind, k))
+        end
+    end
+    -- (in place: a SequentialLR shares its scheduler's)
+    local function put_own(which)
+        for _, o in ipairs(owns) do
+            for k, v in ipairs(o[which]) do o[1][k] = v end
+        end
+    end
     if self.lr_at then
         -- the rate first: a LambdaLR whose function fails changes nothing
         local old_base = self.base_lr
         set_base(self, st.base_lr)
+        put_own(2)
         local ok, lr = pcall(rate, self, e)
         local ok2, moms, key = true, nil, nil
         if ok then ok2, moms, key = pcall(momenta, self, e) end
         if not (ok and ok2) then
             set_base(self, old_base)
+            put_own(3)
             error(ok and moms or lr, 0)
         end
         self.epoch = e
@@ -999,6 +1313,7 @@ local function save(self, path)
     local names = {"kind", "epoch", "base_lr"}
     for _, kv in ipairs(option_fields(self)) do names[#names + 1] = kv[1] end
     for _, k in ipairs(COUNTERS[st.kind] or {}) do names[#names + 1] = k end
+    for _, f in ipairs(own_fields(self)) do names[#names + 1] = f[1] end
     for _, k in ipairs(names) do
         local v = st[k]
         local t
