@@ -3487,6 +3487,37 @@ describe("optim", function()
         close({0.6, 0.8}, w.grad:totable(), 1e-6)
     end)
 
+    it("clip_grad_norm_ takes Torch's error_if_nonfinite and foreach, and refuses other trailing arguments", function()
+        local a = ordo.tensor({3, 0}, D):requires_grad()
+        ;((a * a):sum() / 2):backward()
+        -- finite: clipped as without the check, positional or as options
+        close(3, nn.utils.clip_grad_norm_({a}, 1.5, 2, true):item(), 1e-12)
+        close({1.5, 0}, a.grad:totable(), 1e-6)
+        close(1.5, nn.utils.clip_grad_norm_({a}, 1, 2, {error_if_nonfinite = true, foreach = true}):item(), 1e-6)
+        close({1, 0}, a.grad:totable(), 1e-6)
+        -- a NaN or inf norm raises, the gradients left as they were (the default scales them by it, as Torch)
+        a.grad = ordo.tensor({0 / 0, 1}, D)
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 2, true) end, "clip_grad_norm_", "non-finite", "nan")
+        assert.equals(1, a.grad:totable()[2])
+        a.grad = ordo.tensor({math.huge, 1}, D)
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, "inf", {error_if_nonfinite = true}) end,
+                 "clip_grad_norm_", "order inf", "inf")
+        assert.equals(1, a.grad:totable()[2])
+        a.grad = ordo.tensor({2, 0}, D)
+        -- not dropped unseen: a misspelt option, a non-boolean, one argument too many
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 2, {error_if_non_finite = true}) end,
+                 "clip_grad_norm_", "unknown option 'error_if_non_finite'")
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 2, 1) end, "clip_grad_norm_", "error_if_nonfinite", "1")
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 2, false, nil, 3) end, "clip_grad_norm_",
+                 "too many arguments")
+        H.raises(function() nn.utils.clip_grad_value_({a}, 1, {error_if_nonfinite = true}) end, "clip_grad_value_",
+                 "unknown option")
+        H.raises(function() nn.utils.clip_grad_value_({a}, 1, true, 2) end, "clip_grad_value_", "too many")
+        assert.same({2, 0}, a.grad:totable())
+        nn.utils.clip_grad_value_({a}, 1, false)
+        assert.same({1, 0}, a.grad:totable())
+    end)
+
     it("updates parameters that live on an engine of their own", function()
         local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
         for _, make in ipairs({
