@@ -363,6 +363,20 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         y:backward()
         assert.equals(3, a.grad:item())
         assert.equals(2, b.grad:item())
+        -- a gradient past the inputs raises (was dropped unseen: a backward of (x, w) written for (x, w, b)
+        -- gives each input the wrong one), in either form; trailing nils and holes are fine
+        for _, bw in ipairs({function(g) return g * b, g * a, g end, function(g) return {g * b, g * a, g} end,
+                             function(g) return g * b, g * a, nil, g end}) do
+            local y2 = ordo.no_grad(function() return a * b end)
+            ag.record("mul3", y2, {a, b}, bw)
+            H.raises(function() y2:backward() end, "backward of mul3 returned", "gradients for its 2 inputs")
+        end
+        a.grad, b.grad = nil, nil
+        local y3 = ordo.no_grad(function() return a * b end)
+        ag.record("mul_nil", y3, {a, b}, function(g) return nil, g * a, nil, nil end)
+        y3:backward()
+        assert.is_nil(a.grad)
+        assert.equals(2, b.grad:item())
     end)
 
     it("a composite: a two-layer network with a cross-entropy loss", function()

@@ -449,6 +449,29 @@ local function check_grad(node, i, x, gi)
     return gi
 end
 
+-- Raises when node's backward returned a gradient past its inputs (Torch's
+-- "returned an incorrect number of gradients"): one too many, dropped
+-- unseen, meant the backward's gradients were off by one for an input it
+-- skipped (an ordo.autograd.record of (x, w) whose backward returned the
+-- gradients of (x, w, b)).  count: how many values it returned (trailing
+-- nils are no gradients), or nil for the one-table form, whose border is used.
+local function check_grad_count(node, gi, count)
+    local n = node.n
+    local last = n
+    if count then
+        for i = n + 1, count do if gi[i] ~= nil then last = i end end
+    elseif gi[n + 1] ~= nil or #gi > n then
+        last = math.max(n + 1, #gi)
+    end
+    if last > n then
+        fail(fmt("backward: the backward of %s returned %d gradients for its %d input%s (one per input, nil for " ..
+                 "one without; none past them)", node.name, last, n, n == 1 and "" or "s"))
+    end
+end
+
+-- The values returned, as a list, and their count.
+local function packed(...) return {...}, select("#", ...) end
+
 -- Raises when node's graph was freed or a tensor it saved was changed in
 -- place since the op (the storage's count of pushed writes moved).
 local function check_node(node)
@@ -572,12 +595,13 @@ local function run_backward(root, grad, retain, capture)
             end
             if node then
                 check_node(node)
-                local gi = {node.backward(g, node)}
+                local gi, count = packed(node.backward(g, node))
                 -- the gradients as one list (a gradient itself is a tensor)
                 local g1 = gi[1]
                 if type(g1) == "table" and not is_tensor(g1) and getmetatable(g1) ~= PARTIAL and gi[2] == nil then
-                    gi = g1
+                    gi, count = g1, nil
                 end
+                check_grad_count(node, gi, count)
                 for i = 1, node.n do
                     local x = node.inputs[i]
                     local v = gi[i]
