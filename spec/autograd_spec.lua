@@ -409,6 +409,17 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         ok, err = pcall(ag.gradcheck, function(x) return x:exp():sum() end, {ordo.ones({3}):requires_grad()})
         assert.is_false(ok)
         assert.matches("(input 1 is float32: central differences need float64)", err, 1, true)
+        -- every output is checked, as Torch's: a wrong gradient of the second one fails (only the first was)
+        H.raises(function() ag.gradcheck(function(x) return x * 2, bad_square(x) end, {a}) end,
+                 "gradcheck: input 1", "backward gives")
+        H.raises(function() ag.gradcheck(function(x) return bad_square(x), x:exp() end, {a}) end, "backward gives")
+        assert.is_true(ag.gradcheck(function(x) return x * 2, x:exp(), x:argmax() end, {a})) -- (an int64 one: left out)
+        H.raises(function() ag.gradcheck(function(x) return x * 2, 3 end, {a}) end, "number as output 2")
+        -- Torch's raise_exception = false answers false; one tensor is a list of one
+        assert.is_false(ag.gradcheck(bad_square, {a}, {raise_exception = false}))
+        assert.is_true(ag.gradcheck(function(x) return x:exp() end, a, {raise_exception = false}))
+        H.raises(function() ag.gradcheck(bad_square, {a}, {raise_exception = 0}) end, "raise_exception", "true or false")
+        H.raises(function() ag.gradcheck(bad_square, "a") end, "inputs must be a tensor or a list", "string")
     end)
 
     it("gradcheck touches no .grad: neither its inputs' nor a parameter's that fn closes over", function()

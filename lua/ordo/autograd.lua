@@ -738,9 +738,9 @@ end
 
 -- Deterministic weights in [0.5, 1.5): the checked scalar is sum(out * w),
 -- so every output element counts and errors cannot cancel out.
-local function check_weights(out)
+local function check_weights(out, k)
     local n = out:numel()
-    local w, seed = {}, 12345
+    local w, seed = {}, 12345 + 7919 * ((k or 1) - 1) -- (each output its own weights: no cancelling across them)
     for i = 1, n do
         seed = (seed * 1103515245 + 12345) % 2147483648
         w[i] = 0.5 + seed / 2147483648
@@ -755,10 +755,17 @@ end
 -- ordo.autograd.gradcheck(fn, inputs [, opts]): compares the gradients
 -- backward() computes for fn(unpack(inputs)) with central differences,
 -- for every element of every input tensor that needs a gradient (make them
--- float64).  opts: eps (1e-6), atol (1e-5), rtol (1e-3), name.  Returns
--- true, or raises naming the input, the element, and both values.
+-- float64), through every float output fn returns.  inputs: a list, or one
+-- tensor.  opts: eps (1e-6), atol (1e-5), rtol (1e-3), name,
+-- raise_exception (true).  Returns true, or raises naming the input, the
+-- element, and both values (returns false with raise_exception = false).
 function M.gradcheck(fn, inputs, opts)
-    opts = util.check_opts("gradcheck", opts, {eps = true, atol = true, rtol = true, name = true})
+    opts = util.check_opts("gradcheck", opts, {eps = true, atol = true, rtol = true, name = true,
+                                               raise_exception = true})
+    local raise = opts.raise_exception
+    if raise ~= nil and type(raise) ~= "boolean" then
+        fail("gradcheck: raise_exception must be true or false, got " .. typename(raise))
+    end
     local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
     if type(eps) ~= "number" or not (eps > 0 and eps < math.huge) then
         fail("gradcheck: eps must be a positive finite number, got " .. tostring(eps))
@@ -774,11 +781,35 @@ function M.gradcheck(fn, inputs, opts)
     end
     local label = opts.name and (opts.name .. ": ") or ""
     if type(fn) ~= "function" then fail("gradcheck: expected a function, got " .. typename(fn)) end
-    if type(inputs) ~= "table" or is_tensor(inputs) then fail("gradcheck: inputs must be a list") end
+    if is_tensor(inputs) then inputs = {inputs} end -- (one tensor for a list of one, as Torch's)
+    if type(inputs) ~= "table" then fail("gradcheck: inputs must be a tensor or a list, got " .. typename(inputs)) end
     local n = inputs.n or #inputs
-    local out = M.enable_grad(fn, unpack(inputs, 1, n))
-    if not is_tensor(out) then fail("gradcheck: fn must return a tensor, got " .. typename(out)) end
-    local w = check_weights(out)
+    -- every output is checked, as Torch's: sum_k sum(out_k * w_k) (only
+    -- the first was, so a wrong gradient of a second output passed)
+    local outs, nout = packed(M.enable_grad(fn, unpack(inputs, 1, n)))
+    while nout > 1 and outs[nout] == nil do nout = nout - 1 end -- (trailing nils are no outputs)
+    local ws, float_outs = {}, false
+    for k = 1, nout do
+        local o = outs[k]
+        if not is_tensor(o) then
+            fail(fmt("gradcheck: fn must return a tensor (or several), got %s%s", typename(o),
+                     nout > 1 and fmt(" as output %d", k) or ""))
+        end
+        -- (an integer output carries no gradient: left out, as Torch's)
+        if FLOAT[o._c.dtype] then ws[k], float_outs = check_weights(o, k), true end
+    end
+    local function weighted(list)
+        local total
+        for k = 1, nout do
+            if ws[k] then
+                local part = (list[k] * ws[k]):sum()
+                total = total and total + part:to(total:dtype()) or part
+            end
+        end
+        return total
+    end
+    local any_rg = false
+    for k = 1, nout do if ws[k] and outs[k]._rg then any_rg = true end end
     local checked = {}
     for i = 1, n do
         local x = inputs[i]
@@ -789,18 +820,26 @@ function M.gradcheck(fn, inputs, opts)
         end
     end
     if #checked == 0 then fail("gradcheck: no input requires a gradient") end
+    if not float_outs then fail("gradcheck: fn returned no float tensor: nothing to check") end
     -- through autograd.grad: no .grad changes, neither the inputs' (a
     -- backward wiped them) nor those of the leaves fn closes over (a
     -- model's parameters got the check's gradient added to theirs)
     local analytic_of = {}
-    if out._rg then
+    if any_rg then
         local xs = {}
         for k, i in ipairs(checked) do xs[k] = inputs[i] end
-        local gs = M.enable_grad(function() return M.grad((out * w):sum(), xs) end)
+        local gs = M.enable_grad(function() return M.grad(weighted(outs), xs) end)
         for k, i in ipairs(checked) do analytic_of[i] = gs[k] end
     end
     local function value()
-        return M.no_grad(function() return (fn(unpack(inputs, 1, n)) * w):sum():item() end)
+        return M.no_grad(function()
+            local again, count = packed(fn(unpack(inputs, 1, n)))
+            while count > 1 and again[count] == nil do count = count - 1 end
+            if count ~= nout then
+                fail(fmt("gradcheck: fn returned %d outputs, then %d for the same inputs", nout, count))
+            end
+            return weighted(again):item()
+        end)
     end
     local v1, v2 = value(), value()
     if v1 ~= v1 or v2 ~= v2 then -- (NaN ~= NaN: it would read as a non-deterministic fn below)
@@ -826,6 +865,7 @@ function M.gradcheck(fn, inputs, opts)
             local num = (lp - lm) / (2 * eps)
             local ana = analytic[j] or 0
             if not (math.abs(ana - num) <= atol + rtol * math.abs(num)) then
+                if raise == false then return false end -- (Torch's raise_exception = False: the answer)
                 -- float32 cannot resolve a step of eps: say so, or the
                 -- mismatch reads as a wrong backward
                 local note = x:dtype() ~= "float64"
