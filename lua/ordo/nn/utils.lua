@@ -18,6 +18,9 @@ local type, ipairs, tostring, getmetatable, select = type, ipairs, tostring, get
 
 local M = {}
 
+-- nn.utils.rnn: pad_sequence, pack_padded_sequence, pad_packed_sequence, pack_sequence
+M.rnn = require "ordo.nn.rnn_utils"
+
 -- a bad value as a message shows it: a number, or its type ("1" is not 1)
 local function shown(v) return type(v) == "number" and tostring(v) or typename(v) end
 
