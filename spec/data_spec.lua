@@ -1021,7 +1021,7 @@ describe("data.loader", function()
         for _ in loader:iter() do error("no batch expected") end
     end)
 
-    it("refuses arguments past the options and a third tensor instead of dropping or misnaming them", function()
+    it("refuses arguments past the options instead of dropping or misnaming them", function()
         local x, y = ordo.zeros(4), ordo.zeros(4)
         -- a second options table was dropped: the loader was not shuffled
         assert.matches("DataLoader: expected at most 3 arguments %(x, y, opts%), got table after the options",
@@ -1029,10 +1029,45 @@ describe("data.loader", function()
         -- was "the targets must be a tensor, got a Lua list"
         assert.matches("DataLoader: got an options table second and table third",
                        err_of(data.loader, x, {batch_size = 2}, {shuffle = true}))
-        -- was "expected an options table, got ordo.Tensor"
-        assert.matches("DataLoader: takes at most two tensors, x and y, then the options; got a third tensor",
-                       err_of(data.loader, x, y, y))
         assert.are.equal(2, #data.loader(x, y, {batch_size = 2}, nil)) -- a trailing nil is no argument
+        assert.matches("DataLoader: expected at most 4 arguments %(x, y, t3, opts%), got table after the options",
+                       err_of(data.loader, x, y, y, {batch_size = 2}, {shuffle = true}))
+        assert.matches("DataLoader: expected another tensor or the options table after the 3 tensors, got number",
+                       err_of(data.loader, x, y, y, 2))
+    end)
+
+    it("batches any number of tensors together, as Torch's TensorDataset (x, y, the sequences' lengths...)", function()
+        -- a third tensor was refused: the lengths of padded sequences had to be packed into y by hand
+        local x = ordo.arange(1, 8):view(7, 1)
+        local y = ordo.arange(11, 18):long()
+        local lens = ordo.arange(21, 28, {dtype = "int32"})
+        ordo.manual_seed(3)
+        local seen = {}
+        local loader = data.loader(x, y, lens, {batch_size = 3, shuffle = true})
+        for i, xb, yb, lb, none in loader:iter() do
+            assert.is_nil(none)
+            assert.equals("int32", lb:dtype())
+            for k, v in ipairs(xb:view(-1):totable()) do
+                assert.equals(v + 10, yb:totable()[k])
+                assert.equals(v + 20, lb:totable()[k])
+                seen[#seen + 1] = v
+            end
+            assert.equals(i == 3 and 1 or 3, xb:size(1))
+        end
+        assert.is_true(is_permutation(seen, 7))
+        -- the generic for over the loader gives them all too
+        local n = 0
+        for _, xb, yb, lb in data.loader(x, y, lens, {batch_size = 4}) do
+            n = n + 1
+            assert.same({xb:size(1), xb:size(1)}, {yb:size(1), lb:size(1)})
+        end
+        assert.equals(2, n)
+        assert.matches("DataLoader: x has 7 examples %(shape 7x1%) but tensor 3 has 6",
+                       err_of(data.loader, x, y, ordo.zeros(6)))
+        local eng = ordo.engine.new{kind = "naive"}
+        assert.matches("DataLoader: x and tensor 3 belong to different engines",
+                       err_of(data.loader, x, y, ordo.zeros(7, {engine = eng})))
+        eng:close()
     end)
 
     it("batches tensors on an engine of their own, shuffled or not", function()

@@ -26,6 +26,7 @@ local fmt, concat = string.format, table.concat
 local floor, min = math.floor, math.min
 local byte = string.byte
 local bswap = require("bit").bswap
+local unpack = unpack
 local type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error, select =
     type, tostring, pairs, ipairs, setmetatable, getmetatable, pcall, error, select
 
@@ -936,7 +937,7 @@ function Loader.iter(self)
         b = b + 1
         local cur = nxt
         nxt = b < nb and make_batch(st, order, b + 1) or nil
-        return b, cur[1], cur[2]
+        return b, unpack(cur, 1, #st.tensors)
     end
 end
 
@@ -946,6 +947,12 @@ end
 -- at the start, which begins an epoch, then (nil, i), which gives batch
 -- i + 1 of that epoch.  (Before, that call began a new epoch every time and
 -- returned its iterator function as i: an endless loop.)
+local function for_step(st, b, ...)
+    st.for_b = b
+    if b == nil then st.for_iter = nil end
+    return b, ...
+end
+
 local function loader_call(self, ...)
     local nargs = select("#", ...)
     if nargs == 0 then return Loader.iter(self) end
@@ -961,10 +968,7 @@ local function loader_call(self, ...)
         fail("DataLoader: another `for ... in loader do` over this loader began since this one (one such loop at " ..
              "a time: loops side by side each take their own loader:iter())")
     end
-    local b, xb, yb = st.for_iter()
-    st.for_b = b
-    if b == nil then st.for_iter = nil end
-    return b, xb, yb
+    return for_step(st, st.for_iter())
 end
 
 local function loader_tostring(self)
@@ -983,50 +987,60 @@ end
 --                    copies to a GPU run asynchronously (needs a CUDA device)
 -- The loader: loader:iter() (one epoch), loader:num_batches() or #loader,
 -- loader.n, loader.batch_size, loader.epoch (epochs started).
-function M.loader(x, y, opts, ...)
+function M.loader(x, ...)
     local fname = "DataLoader"
     if not is_tensor(x) then fail(fmt("%s: expected a tensor of examples first, got %s", fname, typename(x))) end
-    if is_tensor(y) and is_tensor(opts) then
-        -- (was "expected an options table, got ordo.Tensor")
-        fail(fmt("%s: takes at most two tensors, x and y, then the options; got a third tensor", fname))
+    -- x, then any more tensors batched alongside (y, the lengths of
+    -- sequences...: Torch's TensorDataset), then one options table
+    local tensors, nargs = {x}, select("#", ...)
+    local k = 1
+    while k <= nargs and is_tensor((select(k, ...))) do
+        tensors[#tensors + 1] = select(k, ...)
+        k = k + 1
     end
+    local opts = k <= nargs and select(k, ...) or nil
     -- (an argument past the options was dropped: a second options table,
     -- {shuffle = true}, left the loader unshuffled without a word)
-    for i = 1, select("#", ...) do
+    for i = k + 1, nargs do
         local extra = select(i, ...)
         if extra ~= nil then
-            fail(fmt("%s: expected at most 3 arguments (x, y, opts), got %s after the options (one options " ..
-                     "table holds them all)", fname, typename(extra)))
+            if #tensors == 1 and opts ~= nil and type(opts) == "table" and getmetatable(opts) == nil and opts[1] == nil then
+                -- loader(x, opts, more): was "the targets must be a tensor, got a Lua list"
+                fail(fmt("%s: got an options table second and %s third (data.loader(x, opts) or " ..
+                         "data.loader(x, y, opts): one options table, last)", fname, typename(extra)))
+            end
+            local names = {"x", "y"}
+            for j = 3, #tensors do names[j] = "t" .. j end
+            fail(fmt("%s: expected at most %d arguments (%s, opts), got %s after the options (one options " ..
+                     "table holds them all)", fname, #tensors + 1, table.concat(names, ", ", 1, #tensors),
+                     typename(extra)))
         end
     end
-    if y ~= nil and not is_tensor(y) and type(y) == "table" and getmetatable(y) == nil and y[1] == nil and
-        opts ~= nil then
-        -- loader(x, opts, more): was "the targets must be a tensor, got a Lua list"
-        fail(fmt("%s: got an options table second and %s third (data.loader(x, opts) or " ..
-                 "data.loader(x, y, opts): one options table, last)", fname, typename(opts)))
-    end
-    if y ~= nil and not is_tensor(y) then
-        if opts == nil and type(y) == "table" and getmetatable(y) == nil and y[1] == nil then
-            y, opts = nil, y -- loader(x, opts)
-        elseif type(y) == "table" and getmetatable(y) == nil then
-            -- (was read as options: "unknown option '1'")
-            fail(fmt("%s: the targets must be a tensor, got a Lua list (make it one: ordo.tensor(y, \"int64\"))", fname))
-        else
-            fail(fmt("%s: expected a tensor of targets (or options) second, got %s", fname, typename(y)))
+    if opts ~= nil and (type(opts) ~= "table" or getmetatable(opts) ~= nil) then
+        if #tensors == 1 then
+            fail(fmt("%s: expected a tensor of targets (or options) second, got %s", fname, typename(opts)))
         end
+        fail(fmt("%s: expected another tensor or the options table after the %d tensors, got %s", fname, #tensors,
+                 typename(opts)))
+    end
+    if #tensors == 1 and opts ~= nil and opts[1] ~= nil then
+        -- (was read as options: "unknown option '1'")
+        fail(fmt("%s: the targets must be a tensor, got a Lua list (make it one: ordo.tensor(y, \"int64\"))", fname))
     end
     opts = check_opts(fname, opts, LOADER_OPTS)
     if x:dim() < 1 then fail(fname .. ": x has no dims: the first dim counts the examples") end
     local n = x:size(1)
-    if y then
-        if y:dim() < 1 then fail(fname .. ": y has no dims: the first dim counts the examples") end
-        if y:size(1) ~= n then
-            fail(fmt("%s: x has %d examples (shape %s) but y has %d (shape %s): the first dims must match", fname, n,
-                     tensor.shape_str(x:shape()), y:size(1), tensor.shape_str(y:shape())))
+    for j = 2, #tensors do
+        local t = tensors[j]
+        local tn = j == 2 and "y" or fmt("tensor %d", j)
+        if t:dim() < 1 then fail(fmt("%s: %s has no dims: the first dim counts the examples", fname, tn)) end
+        if t:size(1) ~= n then
+            fail(fmt("%s: x has %d examples (shape %s) but %s has %d (shape %s): the first dims must match", fname, n,
+                     tensor.shape_str(x:shape()), tn, t:size(1), tensor.shape_str(t:shape())))
         end
-    end
-    if y and x._c.storage.engine ~= y._c.storage.engine then
-        fail(fname .. ": x and y belong to different engines (make them on one, {engine = e})")
+        if x._c.storage.engine ~= t._c.storage.engine then
+            fail(fmt("%s: x and %s belong to different engines (make them on one, {engine = e})", fname, tn))
+        end
     end
     local bs = opts.batch_size == nil and 1 or opts.batch_size
     if not is_posint(bs) then fail(fname .. ": batch_size must be a positive integer, got " .. shown(bs)) end
@@ -1045,7 +1059,7 @@ function M.loader(x, y, opts, ...)
     end
     local drop = opts.drop_last == true
     local st = setmetatable({
-        tensors = {x, y},
+        tensors = tensors,
         n = n,
         batch_size = bs,
         shuffle = opts.shuffle == true,
