@@ -329,6 +329,16 @@ describe("nn modules", function()
         assert.same({6, 2}, m(ordo.randn({6, 4})):shape())
         assert.equal(3, m:size())
         assert.matches("Linear%(4 %-> 8%)", tostring(m))
+        -- a table of named modules (Torch's OrderedDict) was an empty Sequential, the identity; a hole
+        -- dropped every module after it: both raise, and so does ModuleList's
+        H.raises(function() nn.Sequential({fc = nn.Linear(4, 2)}) end, "Sequential", "key 'fc'", "as a list")
+        H.raises(function() nn.Sequential({nn.Linear(4, 2), nil, nn.ReLU()}) end, "Sequential",
+                 "module 2 must be a module, got nil")
+        H.raises(function() nn.Sequential({nn.ReLU(), act = nn.ReLU()}) end, "Sequential", "key 'act'")
+        H.raises(function() nn.ModuleList({nn.ReLU(), [3] = nn.ReLU()}) end, "ModuleList", "module 2", "nil")
+        H.raises(function() nn.ModuleList({head = nn.ReLU()}) end, "ModuleList", "key 'head'", "ModuleDict")
+        assert.equal(2, nn.Sequential({nn.ReLU(), nn.Tanh()}):size())
+        assert.equal(0, nn.ModuleList({}):size())
     end)
 
     it("a user module from Module:extend", function()

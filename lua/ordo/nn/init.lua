@@ -1736,11 +1736,35 @@ function Flatten:extra_repr() return self.start_dim .. ", " .. self.end_dim end
 -- Sequential(m1, m2, ...): calls each module on the previous one's output.
 local Sequential = Module:extend("Sequential")
 M.Sequential = Sequential
+-- The modules of a container's list, in order: every key an integer
+-- 1..n.  ipairs stopped at the first hole and skipped names, so
+-- Sequential({conv = ..., act = ...}) (Torch's OrderedDict) was an empty
+-- model, the identity, and {m1, nil, m3} dropped m3, without a word.
+local function module_list(name, list)
+    local n, top = 0, 0
+    for k in pairs(list) do
+        if type(k) ~= "number" or not is_int(k) or k < 1 then
+            fail(fmt("%s: the table holds the key %s: give the modules as a list {m1, m2, ...}, in order (a Lua " ..
+                     "table of names has no order%s)", name, type(k) == "string" and ("'" .. k .. "'") or tostring(k),
+                     name == "Sequential" and "; for modules by name, nn.ModuleDict" or "; by name, nn.ModuleDict"))
+        end
+        n = n + 1
+        if k > top then top = k end
+    end
+    if top ~= n then
+        for i = 1, top do
+            if list[i] == nil then fail(fmt("%s: module %d must be a module, got nil (a hole in the list)", name, i)) end
+        end
+    end
+    return list, n
+end
+
 function Sequential:init(...)
     self.n = 0
     local list = ...
     if select("#", ...) == 1 and type(list) == "table" and getmetatable(list) == nil then
-        for _, m in ipairs(list) do self:add(m) end
+        local l, n = module_list("Sequential", list)
+        for i = 1, n do self:add(l[i]) end
     else
         for i = 1, select("#", ...) do self:add((select(i, ...))) end
     end
@@ -1780,7 +1804,8 @@ function ModuleList:init(list)
     if list ~= nil and (type(list) ~= "table" or getmetatable(list) ~= nil) then
         fail("ModuleList: expected a table of modules, got " .. typename(list))
     end
-    for _, m in ipairs(list or {}) do self:append(m) end
+    local l, n = module_list("ModuleList", list or {})
+    for i = 1, n do self:append(l[i]) end
 end
 function ModuleList:append(m)
     if not is_module(m) then fail(fmt("ModuleList: module %d must be a module, got %s", self.n + 1, typename(m))) end
