@@ -3584,6 +3584,16 @@ describe("optim", function()
         ok, err = pcall(optim.Adam, {})
         assert.is_false(ok)
         assert.matches("non%-empty list of parameters", err)
+        -- a hole in a list ({w, lin.bias, w2} with bias = false) left the entries after it out: they never trained
+        H.raises(function() optim.SGD({p, nil, q}, {lr = 1}) end, "SGD: entry 2 is nil", "hole")
+        H.raises(function() optim.Adam({nil, p}) end, "Adam: entry 1 is nil")
+        H.raises(function() optim.SGD({{params = {p, nil, q}}}, {lr = 1}) end, "SGD: group 1: parameter 2 is nil")
+        H.raises(function() optim.SGD({{params = {p}}, nil, {params = {q}}}, {lr = 1}) end, "SGD: entry 2 is nil")
+        -- and clip_grad_norm_ / clip_grad_value_ left them unclipped
+        p.grad, q.grad = ordo.tensor({3}, D), ordo.tensor({4}, D)
+        H.raises(function() nn.utils.clip_grad_norm_({p, nil, q}, 1) end, "clip_grad_norm_", "parameter 2 is nil")
+        H.raises(function() nn.utils.clip_grad_value_({p, nil, q}, 1) end, "clip_grad_value_", "parameter 2 is nil")
+        assert.same({4}, q.grad:totable())
     end)
 
     it("parameter groups: each group's options override the optimiser's; a scheduler moves group lrs too", function()

@@ -24,7 +24,30 @@ local M = {}
 
 local FLOAT = {float32 = true, float64 = true}
 
+-- Raises at the first hole of a list: ipairs (and #) stop at a nil, so
+-- {w1, nil, w2} (a list made by hand holding the .bias of a layer made
+-- with bias = false) was taken without w2, which then never trained.
+local function check_no_hole(fname, what, list, expected)
+    if type(list) ~= "table" or getmetatable(list) ~= nil then return end
+    local top, n = 0, 0
+    for k in pairs(list) do
+        if type(k) == "number" and k >= 1 and k % 1 == 0 then
+            n = n + 1
+            if k > top then top = k end
+        end
+    end
+    if top == n then return end
+    for i = 1, top do
+        if list[i] == nil then
+            fail(fmt("%s: %s %d is nil, expected %s (a hole in the list: the entries after it would be " ..
+                     "left out)", fname, what, i, expected or "a tensor"))
+        end
+    end
+end
+M._check_no_hole = check_no_hole
+
 local function check_params(fname, params)
+    check_no_hole(fname, "parameter", params)
     if type(params) ~= "table" or getmetatable(params) ~= nil or #params == 0 then
         fail(fmt("%s: expected a non-empty list of parameters (model:parameters()), got %s", fname,
                  typename(params)))
@@ -122,6 +145,7 @@ local SINGLE_GROUP = {
 local function make(fname, params, opts, defaults, validate)
     local o = options(fname, opts, defaults)
     validate(fname, o)
+    check_no_hole(fname, "entry", params, "a parameter or a group {params = {...}}")
     local is_groups = type(params) == "table" and getmetatable(params) == nil and #params > 0
     if is_groups then
         for _, e in ipairs(params) do
@@ -145,6 +169,7 @@ local function make(fname, params, opts, defaults, validate)
                      typename(grp)))
         end
         local ps, own = grp.params, {}
+        check_no_hole(gname, "parameter", ps)
         if type(ps) ~= "table" or getmetatable(ps) ~= nil or #ps == 0 then
             fail(fmt("%s needs params, a non-empty list of tensors, got %s", gname, typename(ps)))
         end

@@ -14,7 +14,7 @@ local autograd = require "ordo.autograd"
 local fail, typename = util.fail, util.typename
 local is_tensor = tensor.is_tensor
 local fmt, huge = string.format, math.huge
-local type, ipairs, tostring, getmetatable, select = type, ipairs, tostring, getmetatable, select
+local type, ipairs, pairs, tostring, getmetatable, select = type, ipairs, pairs, tostring, getmetatable, select
 
 local M = {}
 
@@ -32,8 +32,12 @@ local function grads_of(fname, params)
     if type(params) ~= "table" or getmetatable(params) ~= nil then
         fail(fmt("%s: expected a list of parameters (model:parameters()), got %s", fname, typename(params)))
     end
+    -- (ipairs stopped at a hole: {a, nil, b} left b unclipped)
+    local n = 0
+    for k in pairs(params) do if type(k) == "number" and k >= 1 and k % 1 == 0 and k > n then n = k end end
     local gs, dev, seen = {}, nil, {}
-    for i, p in ipairs(params) do
+    for i = 1, n do
+        local p = params[i]
         if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
         local g = p.grad
         if g ~= nil and not is_tensor(g) then
