@@ -20,8 +20,8 @@ local tensor = require "ordo.tensor"
 local fail, typename = util.fail, util.typename
 local is_tensor = tensor.is_tensor
 local fmt = string.format
-local type, ipairs, select, getmetatable, setmetatable, rawget, rawset, tostring =
-    type, ipairs, select, getmetatable, setmetatable, rawget, rawset, tostring
+local type, ipairs, pairs, select, getmetatable, setmetatable, rawget, rawset, tostring =
+    type, ipairs, pairs, select, getmetatable, setmetatable, rawget, rawset, tostring
 
 local M = {}
 
@@ -70,14 +70,19 @@ local function lengths_of(fname, lengths, N, T)
         list = lengths:totable()
     elseif type(lengths) == "table" and getmetatable(lengths) == nil then
         list = {}
-        for i = 1, #lengths do list[i] = lengths[i] end
+        local count = 0
+        for k in pairs(lengths) do if type(k) == "number" and k > count then count = k end end
+        for i = 1, count do list[i] = lengths[i] end
     else
         fail(fmt("%s: lengths must be a list of integers or a 1-dim int64 tensor, got %s", fname, typename(lengths)))
     end
-    if #list ~= N then
-        fail(fmt("%s: %d lengths for a batch of %d sequences", fname, #list, N))
+    local count = 0
+    for k in pairs(list) do if k > count then count = k end end
+    if count ~= N then
+        fail(fmt("%s: %d lengths for a batch of %d sequences", fname, count, N))
     end
-    for i, v in ipairs(list) do
+    for i = 1, count do
+        local v = list[i]
         if not util.is_int(v) or v < 1 or v > T then
             fail(fmt("%s: length %d is %s, expected an integer in 1..%d (every sequence has at least one " ..
                      "element, and at most the padded length)", fname, i, tostring(v), T))
@@ -231,9 +236,12 @@ function M.pad_sequence(sequences, ...)
                  (type(sequences) == "table" and not is_tensor(sequences) and getmetatable(sequences) == nil)
                      and "an empty list" or typename(sequences)))
     end
+    local count = 0 -- (ipairs would stop at a hole, leaving the sequences after it out)
+    for k in pairs(sequences) do if type(k) == "number" and k > count then count = k end end
     local first = sequences[1]
     local T = 0
-    for i, s in ipairs(sequences) do
+    for i = 1, count do
+        local s = sequences[i]
         if not is_tensor(s) or s:dim() < 1 then
             fail(fmt("%s: sequence %d must be a tensor of at least 1 dim (length x ...), got %s", fname, i,
                      is_tensor(s) and "a 0-dim tensor" or typename(s)))
@@ -249,7 +257,8 @@ function M.pad_sequence(sequences, ...)
         if s:size(1) > T then T = s:size(1) end
     end
     local rows = {}
-    for i, s in ipairs(sequences) do
+    for i = 1, count do
+        local s = sequences[i]
         local L = s:size(1)
         if L < T then
             local sh = s:shape()
@@ -269,7 +278,7 @@ function M.pack_sequence(sequences, ...)
     local o = opts_of(fname, {enforce_sorted = true}, {"enforce_sorted"}, ...)
     local padded = M.pad_sequence(sequences)
     local lens = {}
-    for i, s in ipairs(sequences) do lens[i] = s:size(1) end
+    for i = 1, padded:size(2) do lens[i] = sequences[i]:size(1) end
     return M.pack_padded_sequence(padded, lens, {enforce_sorted = o.enforce_sorted})
 end
 
