@@ -73,6 +73,49 @@ local function too_many_args(cls, a, n, ...)
     end
 end
 
+-- Forward hooks (Torch's register_forward_pre_hook / register_forward_hook):
+-- lists of {fn} in the module's raw fields _fwd_pre_hooks / _fwd_hooks,
+-- run in the order registered, the lists copied first (a hook that removes
+-- itself skips none).  pre: fn(m, inputs) (inputs a list {n =, ...});
+-- nothing keeps the inputs, a tensor replaces them by that one input, a
+-- list by its entries.  post: fn(m, inputs, out1, out2...) (forward's
+-- results); values it returns replace them.
+local function hooked_call(self, ...)
+    local args = {n = select("#", ...), ...}
+    local name = self._class_name or "Module"
+    local pre = rawget(self, "_fwd_pre_hooks")
+    if pre and #pre > 0 then
+        local list = {unpack(pre)}
+        for i = 1, #list do
+            local r = list[i][1](self, args)
+            if r ~= nil then
+                if is_tensor(r) then
+                    args = {n = 1, r}
+                elseif type(r) == "table" and getmetatable(r) == nil then
+                    local k = r.n or #r
+                    args = {n = k, unpack(r, 1, k)}
+                else
+                    fail(fmt("%s: a forward pre-hook returned %s (expected nothing, a tensor, or a list of the inputs)",
+                             name, typename(r)))
+                end
+            end
+        end
+    end
+    local outs = {n = 0}
+    local function keep(...) outs = {n = select("#", ...), ...} end
+    keep(self:forward(unpack(args, 1, args.n)))
+    local post = rawget(self, "_fwd_hooks")
+    if post and #post > 0 then
+        local list = {unpack(post)}
+        for i = 1, #list do
+            local before = outs
+            keep(list[i][1](self, args, unpack(before, 1, before.n)))
+            if outs.n == 0 or (outs.n == 1 and outs[1] == nil) then outs = before end
+        end
+    end
+    return unpack(outs, 1, outs.n)
+end
+
 local function instance_call(self, ...)
     local n = select("#", ...)
     if n > 0 then
@@ -80,7 +123,8 @@ local function instance_call(self, ...)
         local a = ARITY[f] or arity_of(f)
         if n > a then too_many(self, a, n, ...) end
     end
-    return self:forward(...)
+    if rawget(self, "_fwd_hooks") == nil and rawget(self, "_fwd_pre_hooks") == nil then return self:forward(...) end
+    return hooked_call(self, ...)
 end
 
 -- Whether v is a module: an instance of a class from Module:extend.
@@ -346,6 +390,45 @@ end
 function Module:_has(list, name)
     for _, n in ipairs(list) do if n == name then return true end end
     return false
+end
+
+-- m:register_forward_pre_hook(fn) / m:register_forward_hook(fn): see
+-- hooked_call.  Each returns a handle, handle:remove() takes the hook off.
+local HookHandle = {}
+HookHandle.__index = HookHandle
+function HookHandle:remove()
+    local hooks = self._hooks
+    for i = #hooks, 1, -1 do
+        if hooks[i] == self._entry then
+            table.remove(hooks, i)
+            break
+        end
+    end
+end
+local function add_forward_hook(fname, self, field, fn, ...)
+    check_module_self(fname, self)
+    local mt = type(fn) == "table" and getmetatable(fn)
+    if type(fn) ~= "function" and not (mt and mt.__call) then
+        fail(fmt("%s: expected a function, got %s", fname, typename(fn)))
+    end
+    if select("#", ...) > 0 and (...) ~= nil then
+        -- (Torch's keywords prepend, with_kwargs, always_call: not dropped unseen)
+        fail(fmt("%s: takes the hook alone, got a further %s", fname, typename((...))))
+    end
+    local hooks = rawget(self, field)
+    if hooks == nil then
+        hooks = {}
+        rawset(self, field, hooks)
+    end
+    local entry = {fn}
+    hooks[#hooks + 1] = entry
+    return setmetatable({_hooks = hooks, _entry = entry}, HookHandle)
+end
+function Module:register_forward_pre_hook(fn, ...)
+    return add_forward_hook("register_forward_pre_hook", self, "_fwd_pre_hooks", fn, ...)
+end
+function Module:register_forward_hook(fn, ...)
+    return add_forward_hook("register_forward_hook", self, "_fwd_hooks", fn, ...)
 end
 
 -- The direct children as a list of {name, module}.
