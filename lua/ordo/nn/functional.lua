@@ -1227,8 +1227,11 @@ function M.embedding(indices, weight, padding_idx, who)
         fail(fmt("%s: weight must be 2-D (num x dim), got shape %s", fname, shape_str(weight)))
     end
     -- (one out of range, or not a number, was taken without a word: no row padded, as the module refuses)
-    if padding_idx ~= nil and (not is_int(padding_idx) or padding_idx < 1 or padding_idx > weight:size(1)) then
-        fail(fmt("%s: padding_idx must be an index in 1..%d, got %s", fname, weight:size(1), util.show(padding_idx)))
+    local num = weight:size(1)
+    if is_int(padding_idx) and padding_idx < 0 and padding_idx >= -num then padding_idx = num + 1 + padding_idx end
+    if padding_idx ~= nil and (not is_int(padding_idx) or padding_idx < 1 or padding_idx > num) then
+        fail(fmt("%s: padding_idx must be an index in 1..%d (or -%d..-1 from the end), got %s", fname, num, num,
+                 util.show(padding_idx)))
     end
     local s = shape_of(indices)
     s[#s + 1] = weight:size(2)

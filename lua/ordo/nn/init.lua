@@ -1703,8 +1703,11 @@ function Embedding:init(num, dim, opts)
     check_int("Embedding", "embedding_dim", dim)
     opts = opts_of("Embedding", opts, {padding_idx = true, dtype = true, device = true})
     local pad = opts.padding_idx
+    -- (negative from the end, as Torch's padding_idx = -1 and ordo's t[-1]: kept as the row it names)
+    if is_int(pad) and pad < 0 and pad >= -num then pad = num + 1 + pad end
     if pad ~= nil and (not is_int(pad) or pad < 1 or pad > num) then
-        fail(fmt("Embedding: padding_idx must be an index in 1..%d, got %s", num, tostring(pad)))
+        fail(fmt("Embedding: padding_idx must be an index in 1..%d (or -%d..-1 from the end), got %s", num, num,
+                 tostring(opts.padding_idx)))
     end
     self.num_embeddings, self.embedding_dim, self.padding_idx = num, dim, pad
     local w = tensor.randn({num, dim}, util.param_opts(opts, self))
