@@ -781,6 +781,13 @@ describe("nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer (Torch's 
         local n = 0
         for _, e in ipairs(tf:named_parameters()) do if e.name:find("activation", 1, true) then n = n + 1 end end
         assert.equals(5, n)
+        -- a frozen parameter of the layer is frozen in every copy (they trained)
+        local fl = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 6})
+        fl.self_attn:requires_grad_(false)
+        local fenc = nn.TransformerEncoder(fl, 2)
+        assert.equals(#fl:trainable_parameters(), #fenc.layers:get(2):trainable_parameters())
+        assert.is_false(fenc.layers:get(1).self_attn.in_proj_weight._rg == true)
+        assert.is_true(fenc.layers:get(1).linear1.weight._rg)
         -- a function activation is shared, as before (nothing to copy)
         local f = function(t) return t:relu() end
         local e2 = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, {activation = f}), 2)

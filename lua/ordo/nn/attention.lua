@@ -568,13 +568,20 @@ function M.install(nn)
         o.dtype, o.device = w:dtype(), w:device()
         local make = getmetatable(layer).new
         local sd = layer:state_dict()
-        local list = {}
+        local list, frozen = {}, {}
+        for _, f in ipairs(layer:named_parameters()) do
+            if not f.tensor._rg then frozen[f.name] = true end
+        end
         for i = 1, n do
             local oi = {}
             for k, v in pairs(o) do oi[k] = v end
             if nn.is_module(oi.activation) then oi.activation = deep_copy(oi.activation, {}) end
             local c = make(a[1], a[2], oi)
             c:load_state_dict(sd)
+            -- a frozen parameter of the layer stays frozen in its copies (as Torch's deepcopy; they trained)
+            for _, e in ipairs(c:named_parameters()) do
+                if frozen[e.name] then e.tensor:requires_grad_(false) end
+            end
             c:train(layer.training)
             list[i] = c
         end
