@@ -1215,8 +1215,13 @@ end
 -- send no gradient to the weight (a padding token), as Torch's.
 -- who (internal): the name an index out of range is reported under when
 -- the kernel meets it ("Embedding" from the module; "embedding" here).
-function M.embedding(indices, weight, padding_idx, who)
+function M.embedding(indices, weight, padding_idx, who, ...)
     local fname = type(who) == "string" and who or "embedding"
+    if (who ~= nil and type(who) ~= "string") or select("#", ...) > 0 and (...) ~= nil then
+        -- (Torch's max_norm, norm_type, scale_grad_by_freq, sparse were dropped unseen: max_norm renormalises rows)
+        fail(fmt("embedding: takes (indices, weight [, padding_idx]), got a further %s (Torch's max_norm, " ..
+                 "scale_grad_by_freq and sparse are not supported)", typename(who ~= nil and who or (...))))
+    end
     check_tensor(fname, "indices", indices)
     check_tensor(fname, "weight", weight)
     local dt = indices:dtype()
