@@ -748,6 +748,21 @@ describe("nn modules", function()
         end
         assert.same({-1, 2}, x:totable())
         assert.same({0, 2}, F.relu(x, false):totable())
+        -- a further argument (one past the function's own, where the calling module's name goes) was
+        -- dropped unseen: it raises
+        local w = ordo.randn({3, 2})
+        for _, c in ipairs({
+            {"relu", function() return F.relu(x, false, 3) end},
+            {"linear", function() return F.linear(x, w, nil, 5) end},
+            {"gelu", function() return F.gelu(x, "none", true) end},
+            {"layer_norm", function() return F.layer_norm(x, {2}, nil, nil, 1e-5, 7) end},
+            {"mse_loss", function() return F.mse_loss(x, x, nil, {}) end},
+            {"dropout", function() return F.dropout(x, 0.5, true, false, 0) end},
+        }) do
+            H.raises(c[2], c[1] .. ": got a further argument")
+        end
+        assert.same({2}, nn.ReLU()(x):shape()) -- (the modules pass their names there)
+        assert.same({3}, nn.Linear(2, 3)(x):shape())
     end)
 
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()
