@@ -612,6 +612,12 @@ describe("nn modules", function()
         for _, np in ipairs(net:named_parameters()) do names[#names + 1] = np.name end
         assert.same({"encoder.weight", "encoder.bias", "decoder.2.weight", "decoder.2.bias"}, names)
         assert.same({"encoder", "decoder"}, {net:children()[1][1], net:children()[2][1]})
+        -- Torch's named_children: {name =, module =}, as named_modules
+        local nc = net:named_children()
+        assert.same({"encoder", "decoder"}, {nc[1].name, nc[2].name})
+        assert.is_true(nc[1].module == net:children()[1][2])
+        assert.equals("net.decoder", net:named_children("net")[2].name)
+        H.raises(function() net:named_children(3) end, "named_children", "prefix must be a string")
         net:eval()
         assert.is_false(net.decoder.training)
         local path = os.tmpname()

@@ -439,6 +439,20 @@ function Module:children()
     return r
 end
 
+-- Torch's named_children: the direct children as {name =, module =}, as
+-- named_modules lists them (a prefix joined with a dot).
+function Module:named_children(prefix)
+    check_module_self("named_children", self)
+    if prefix ~= nil and type(prefix) ~= "string" then
+        fail(fmt("named_children: the name prefix must be a string, got %s", typename(prefix)))
+    end
+    local r = {}
+    for _, n in ipairs(child_names(self)) do
+        r[#r + 1] = {name = (prefix and prefix ~= "") and (prefix .. "." .. n) or n, module = self[n]}
+    end
+    return r
+end
+
 local function check_prefix(fname, prefix)
     if prefix ~= nil and type(prefix) ~= "string" then
         fail(fmt("%s: the name prefix must be a string, got %s", fname, typename(prefix)))
