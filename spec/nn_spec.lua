@@ -3683,6 +3683,57 @@ describe("optim", function()
         assert.same({4}, q.grad:totable())
     end)
 
+    it("a checkpoint keeps each group's own lr (changed by hand between steps) and checks the groups", function()
+        local function params()
+            return ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3, -1}, D):requires_grad(),
+                ordo.tensor({0.5, 2}, D):requires_grad()
+        end
+        local function make(a, b, c) return optim.SGD({{params = {a}}, {params = {b, c}, lr = 0.05}}, {lr = 0.1}) end
+        local function step(opt, a, b, c)
+            opt:zero_grad()
+            ;((a * a):sum() + (b * b * b):sum() + (c * c):sum()):backward()
+            opt:step()
+        end
+        local a, b, c = params()
+        local opt = make(a, b, c)
+        step(opt, a, b, c)
+        opt.param_groups[2].lr = opt.param_groups[2].lr * 0.1 -- a decay by hand
+        step(opt, a, b, c)
+        local sd = opt:state_dict()
+        local path = os.tmpname()
+        opt:save(path)
+        -- resumed: made as before, then loaded (the lr of group 2 was the one it was made with)
+        for _, load in ipairs({function(o) o:load_state_dict(sd) end, function(o) o:load(path) end}) do
+            local a2, b2, c2 = params()
+            ordo.no_grad(function() a2:copy_(a); b2:copy_(b); c2:copy_(c) end)
+            local opt2 = make(a2, b2, c2)
+            load(opt2)
+            close(0.005, opt2.param_groups[2].lr, 1e-15)
+            assert.is_nil(opt2.param_groups[1].lr)
+            local a3, b3, c3 = params()
+            ordo.no_grad(function() a3:copy_(a); b3:copy_(b); c3:copy_(c) end)
+            local opt3 = make(a3, b3, c3) -- (the same, then compared with the original going on)
+            opt3:load_state_dict(sd)
+            step(opt2, a2, b2, c2)
+            step(opt3, a3, b3, c3)
+            assert.same(b3:totable(), b2:totable())
+        end
+        os.remove(path)
+        step(opt, a, b, c)
+        -- other groups of the same shapes, or a plain list, raise naming them and change nothing
+        local x, y, z = params()
+        local y2 = ordo.tensor({1, 1}, D):requires_grad()
+        local same_shapes = optim.SGD({{params = {x}}, {params = {y2, z}, lr = 0.05}}, {lr = 0.1})
+        same_shapes:load_state_dict(sd)
+        H.raises(function() optim.SGD({x, y, z}, {lr = 0.1}):load_state_dict(sd) end, "load_state_dict",
+                 "saved for 2 parameter groups of 1, 2 parameters", "a plain list of 3")
+        local z3 = ordo.tensor({1, 1}, D):requires_grad()
+        local swapped = optim.SGD({{params = {x, z3}}, {params = {y}, lr = 0.05}}, {lr = 0.1})
+        H.raises(function() swapped:load_state_dict(sd) end, "load_state_dict", "groups of 1, 2", "2 groups of 2, 1")
+        assert.equals(0.05, swapped.param_groups[2].lr)
+        assert.equals(0, swapped.t)
+    end)
+
     it("parameter groups: each group's options override the optimiser's; a scheduler moves group lrs too", function()
         -- group 1: the optimiser's lr 0.1, no momentum; group 2: lr 0.01 with momentum 0.9
         local a, b = ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3}, D):requires_grad()
@@ -3757,7 +3808,11 @@ describe("optim", function()
         local o6 = optim.SGD({{params = {p1}}, {params = {p2}, momentum = 0.9}}, {lr = 0.1})
         o6:load(path)
         assert.equal(1, o6.buf[2]:item())
-        H.raises(function() optim.SGD({p1, p2}, {lr = 0.1}):load(path) end, "buf.2 that this optimiser does not have")
+        -- (made with other groups: the groups are named, where the momentum buffer was)
+        H.raises(function() optim.SGD({p1, p2}, {lr = 0.1}):load(path) end, "saved for 2 parameter groups",
+                 "a plain list of 2")
+        H.raises(function() optim.SGD({{params = {p1}}, {params = {p2}}}, {lr = 0.1}):load(path) end,
+                 "buf.2 that this optimiser does not have")
         os.remove(path)
         -- bad groups raise naming the group
         H.raises(function() optim.SGD({p1, {params = {p2}}}) end, "SGD: parameter 2 is table", "not both")

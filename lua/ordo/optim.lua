@@ -460,6 +460,20 @@ local function checkpoint_entries(self)
                                  tensor = #s > 0 and tensor.tensor(s, {dtype = "int64"})
                                      or tensor.zeros({0}, {dtype = "int64"})}
     end
+    -- the groups: their sizes, and each one's own lr (NaN: it follows
+    -- opt.lr), which may have been changed by hand between steps
+    -- (g.lr = g.lr * 0.1) and was lost: a resumed run took the lr the
+    -- group was made with
+    local groups = self.param_groups
+    if groups and not SINGLE[groups] then
+        local sizes, lrs = {}, {}
+        for k, g in ipairs(groups) do
+            sizes[k] = #g.params
+            lrs[k] = g.lr == nil and 0 / 0 or g.lr
+        end
+        entries[#entries + 1] = {name = "group_sizes", tensor = tensor.tensor(sizes, {dtype = "int64"})}
+        entries[#entries + 1] = {name = "group_lrs", tensor = tensor.tensor(lrs, {dtype = "float64"})}
+    end
     for _, e in ipairs(state_entries(self)) do entries[#entries + 1] = e end
     return entries
 end
@@ -551,7 +565,38 @@ local function load_entries(self, fname, path, list, copy)
             fail(fmt("%s: %s has no shape for parameter %d", fname, path, i))
         end
     end
+    -- the groups (files from before them have none): the same sizes, and each group's own lr
+    local group_lrs
+    local gs_t, gl_t = got.group_sizes, got.group_lrs
+    if gs_t ~= nil or gl_t ~= nil then
+        local groups = self.param_groups
+        local grouped = groups and not SINGLE[groups]
+        local mine = {}
+        if grouped then
+            for k, g in ipairs(groups) do mine[k] = #g.params end
+        else
+            mine[1] = #self.params
+        end
+        if gs_t == nil or gl_t == nil or gs_t:dtype() ~= "int64" or gs_t:dim() ~= 1 or gl_t:dtype() ~= "float64"
+            or gl_t:dim() ~= 1 or gl_t:numel() ~= gs_t:numel() then
+            fail(fmt("%s: %s has damaged group entries (group_sizes and group_lrs)", fname, path))
+        end
+        local saved = gs_t:totable()
+        if shape_str(saved) ~= shape_str(mine) then
+            fail(fmt("%s: %s was saved for %d parameter group%s of %s parameters, this optimiser has %s of %s " ..
+                     "(make it with the same groups)", fname, path, #saved, #saved == 1 and "" or "s",
+                     table.concat(saved, ", "), grouped and fmt("%d group%s", #mine, #mine == 1 and "" or "s")
+                     or "a plain list", table.concat(mine, ", ")))
+        end
+        group_lrs = gl_t:totable()
+        for k, v in ipairs(group_lrs) do
+            if v == v and not (v >= 0 and v < math.huge) then
+                fail(fmt("%s: %s has a damaged lr for group %d (%s)", fname, path, k, tostring(v)))
+            end
+        end
+    end
     got.kind, got.params, got.step, got.lr, got.steps = nil, nil, nil, nil, nil
+    got.group_sizes, got.group_lrs = nil, nil
     local field, new = self.state_field, {}
     local views = option_views(self) -- a group's options decide the state its parameters keep
     local names = {}
@@ -598,6 +643,12 @@ local function load_entries(self, fname, path, list, copy)
         end
     end
     self[field], self.t, self.lr, self.steps = new, step, lr, steps
+    if group_lrs and not SINGLE[self.param_groups] then
+        for k, g in ipairs(self.param_groups) do
+            local v = group_lrs[k]
+            g.lr = v == v and v or nil
+        end
+    end
     return self
 end
 
