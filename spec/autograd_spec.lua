@@ -372,6 +372,18 @@ describe("autograd gradients match numerical differentiation (float64)", functio
             H.raises(function() y2:backward() end, "backward of mul3 returned", "gradients for its 2 inputs")
         end
         a.grad, b.grad = nil, nil
+        -- an op that returns its input as it is, recorded on that very tensor, made the input a non-leaf
+        -- (its node looping to itself) that never got a .grad: refused, before anything changes
+        H.raises(function() ag.record("ident", a, {a}, function(g) return g end) end,
+                 "record: out of ident is its input 1 itself", "view_as")
+        H.raises(function() ag.record("other", b, {a}, function(g) return g end) end,
+                 "record: out of other is a leaf that requires a gradient")
+        assert.is_true(a:is_leaf() and b:is_leaf())
+        local via = ag.record("ident", ordo.no_grad(function() return a:view_as(a) end), {a}, function(g) return g end)
+        a.grad = nil
+        ;(via * 3):sum():backward()
+        assert.equals(3, a.grad:item())
+        a.grad, b.grad = nil, nil
         local y3 = ordo.no_grad(function() return a * b end)
         ag.record("mul_nil", y3, {a, b}, function(g) return nil, g * a, nil, nil end)
         y3:backward()

@@ -139,6 +139,16 @@ function M.record(name, out, inputs, backward, saved)
     end
     if not any then return out end
     if not FLOAT[out._c.dtype] then return out end -- integer results carry no gradient
+    -- out an input itself (an op that returns its input as it is) or another leaf that requires a
+    -- gradient: the node made it a non-leaf (into a loop, for an input), which never got its .grad
+    -- again.  (A result of the graph may take a new node: ops made of others name themselves so.)
+    local which
+    for i = 1, n do if rawequal(inputs[i], out) then which = i break end end
+    if which or (out._rg and out._node == nil) then
+        fail(fmt("record: out of %s %s; give a new tensor (computed under ordo.no_grad; the input as it is: " ..
+                 "t:view_as(t))", name, which and fmt("is its input %d itself", which)
+                 or "is a leaf that requires a gradient"))
+    end
     serial = serial + 1
     local node = {name = name, inputs = inputs, n = n, backward = backward, serial = serial}
     if saved then
