@@ -363,6 +363,32 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         y:backward()
         assert.equals(3, a.grad:item())
         assert.equals(2, b.grad:item())
+        -- a gradient past the inputs raises (was dropped unseen: a backward of (x, w) written for (x, w, b)
+        -- gives each input the wrong one), in either form; trailing nils and holes are fine
+        for _, bw in ipairs({function(g) return g * b, g * a, g end, function(g) return {g * b, g * a, g} end,
+                             function(g) return g * b, g * a, nil, g end}) do
+            local y2 = ordo.no_grad(function() return a * b end)
+            ag.record("mul3", y2, {a, b}, bw)
+            H.raises(function() y2:backward() end, "backward of mul3 returned", "gradients for its 2 inputs")
+        end
+        a.grad, b.grad = nil, nil
+        -- an op that returns its input as it is, recorded on that very tensor, made the input a non-leaf
+        -- (its node looping to itself) that never got a .grad: refused, before anything changes
+        H.raises(function() ag.record("ident", a, {a}, function(g) return g end) end,
+                 "record: out of ident is its input 1 itself", "view_as")
+        H.raises(function() ag.record("other", b, {a}, function(g) return g end) end,
+                 "record: out of other is a leaf that requires a gradient")
+        assert.is_true(a:is_leaf() and b:is_leaf())
+        local via = ag.record("ident", ordo.no_grad(function() return a:view_as(a) end), {a}, function(g) return g end)
+        a.grad = nil
+        ;(via * 3):sum():backward()
+        assert.equals(3, a.grad:item())
+        a.grad, b.grad = nil, nil
+        local y3 = ordo.no_grad(function() return a * b end)
+        ag.record("mul_nil", y3, {a, b}, function(g) return nil, g * a, nil, nil end)
+        y3:backward()
+        assert.is_nil(a.grad)
+        assert.equals(2, b.grad:item())
     end)
 
     it("a composite: a two-layer network with a cross-entropy loss", function()
@@ -395,6 +421,17 @@ describe("autograd gradients match numerical differentiation (float64)", functio
         ok, err = pcall(ag.gradcheck, function(x) return x:exp():sum() end, {ordo.ones({3}):requires_grad()})
         assert.is_false(ok)
         assert.matches("(input 1 is float32: central differences need float64)", err, 1, true)
+        -- every output is checked, as Torch's: a wrong gradient of the second one fails (only the first was)
+        H.raises(function() ag.gradcheck(function(x) return x * 2, bad_square(x) end, {a}) end,
+                 "gradcheck: input 1", "backward gives")
+        H.raises(function() ag.gradcheck(function(x) return bad_square(x), x:exp() end, {a}) end, "backward gives")
+        assert.is_true(ag.gradcheck(function(x) return x * 2, x:exp(), x:argmax() end, {a})) -- (an int64 one: left out)
+        H.raises(function() ag.gradcheck(function(x) return x * 2, 3 end, {a}) end, "number as output 2")
+        -- Torch's raise_exception = false answers false; one tensor is a list of one
+        assert.is_false(ag.gradcheck(bad_square, {a}, {raise_exception = false}))
+        assert.is_true(ag.gradcheck(function(x) return x:exp() end, a, {raise_exception = false}))
+        H.raises(function() ag.gradcheck(bad_square, {a}, {raise_exception = 0}) end, "raise_exception", "true or false")
+        H.raises(function() ag.gradcheck(bad_square, "a") end, "inputs must be a tensor or a list", "string")
     end)
 
     it("gradcheck touches no .grad: neither its inputs' nor a parameter's that fn closes over", function()

@@ -1042,6 +1042,35 @@ describe("data.loader", function()
         assert.are.equal(2, #data.loader(x, y, {batch_size = 2}, nil)) -- a trailing nil is no argument
     end)
 
+    it("batches a TensorDataset of three tensors (x, y, the sequences' lengths)", function()
+        local x = ordo.arange(1, 8):view(7, 1)
+        local y = ordo.arange(11, 18):long()
+        local lens = ordo.arange(21, 28, {dtype = "int32"})
+        ordo.manual_seed(3)
+        local seen = {}
+        local loader = data.loader(data.TensorDataset(x, y, lens), {batch_size = 3, shuffle = true})
+        for i, xb, yb, lb, none in loader:iter() do
+            assert.is_nil(none)
+            assert.equals("int32", lb:dtype())
+            for k, v in ipairs(xb:view(-1):totable()) do
+                assert.equals(v + 10, yb:totable()[k])
+                assert.equals(v + 20, lb:totable()[k])
+                seen[#seen + 1] = v
+            end
+            assert.equals(i == 3 and 1 or 3, xb:size(1))
+        end
+        assert.is_true(is_permutation(seen, 7))
+        local n = 0
+        for _, xb, yb, lb in data.loader(data.TensorDataset(x, y, lens), {batch_size = 4}) do
+            n = n + 1
+            assert.same({xb:size(1), xb:size(1)}, {yb:size(1), lb:size(1)})
+        end
+        assert.equals(2, n)
+        -- a third tensor given to the loader itself names the way
+        assert.matches("got a third tensor %(more tensors: data.loader%(data.TensorDataset%(x, y, z, ...%), opts%)%)",
+                       err_of(data.loader, x, y, lens))
+    end)
+
     it("batches tensors on an engine of their own, shuffled or not", function()
         -- the order was made on the default engine: index_select raised
         -- "the tensors belong to different engines" at the first batch

@@ -751,4 +751,46 @@ describe("nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer (Torch's 
         assert.equals("float64", m.in_proj_weight.grad:dtype())
         assert.equals("float64", nn.TransformerEncoderLayer(4, 2):double()(q):dtype())
     end)
+
+    it("TransformerEncoder / Decoder give each copy its own activation module, as Torch's deepcopy", function()
+        -- a module activation (a PReLU, with a parameter) was one module shared by every copy and the layer given
+        ordo.manual_seed(6)
+        local layer = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 6, dropout = 0, batch_first = true,
+                                                        activation = nn.PReLU(1, {dtype = "float64"}), dtype = "float64"})
+        local enc = nn.TransformerEncoder(layer, 2)
+        local a1, a2 = enc.layers:get(1).activation, enc.layers:get(2).activation
+        assert.is_true(a1 ~= a2 and a1 ~= layer.activation and a2 ~= layer.activation)
+        assert.is_true(a1.weight ~= a2.weight and a1.weight ~= layer.activation.weight)
+        assert.equals(layer.activation.weight:item(), a2.weight:item())
+        local names = {}
+        for _, e in ipairs(enc:named_parameters()) do
+            if e.name:find("activation", 1, true) then names[#names + 1] = e.name end
+        end
+        assert.same({"layers.1.activation.weight", "layers.2.activation.weight"}, names)
+        -- each trains apart: changing one changes neither the other nor the layer given
+        ordo.no_grad(function() a1.weight:fill_(0.5) end)
+        assert.equals(0.25, a2.weight:item())
+        assert.equals(0.25, layer.activation.weight:item())
+        local x = ordo.randn({2, 3, 4}, {dtype = "float64"})
+        ;(enc(x) * ordo.randn({2, 3, 4}, {dtype = "float64"})):sum():backward()
+        assert.is_true(a1.weight.grad ~= nil and a2.weight.grad ~= nil)
+        assert.is_nil(layer.activation.weight.grad)
+        -- the Transformer's layers, encoder and decoder, each their own
+        local tf = nn.Transformer({d_model = 4, nhead = 2, num_encoder_layers = 2, num_decoder_layers = 3,
+                                   dim_feedforward = 6, activation = nn.PReLU()})
+        local n = 0
+        for _, e in ipairs(tf:named_parameters()) do if e.name:find("activation", 1, true) then n = n + 1 end end
+        assert.equals(5, n)
+        -- a frozen parameter of the layer is frozen in every copy (they trained)
+        local fl = nn.TransformerEncoderLayer(4, 2, {dim_feedforward = 6})
+        fl.self_attn:requires_grad_(false)
+        local fenc = nn.TransformerEncoder(fl, 2)
+        assert.equals(#fl:trainable_parameters(), #fenc.layers:get(2):trainable_parameters())
+        assert.is_false(fenc.layers:get(1).self_attn.in_proj_weight._rg == true)
+        assert.is_true(fenc.layers:get(1).linear1.weight._rg)
+        -- a function activation is shared, as before (nothing to copy)
+        local f = function(t) return t:relu() end
+        local e2 = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, {activation = f}), 2)
+        assert.equals(f, e2.layers:get(2).activation)
+    end)
 end)

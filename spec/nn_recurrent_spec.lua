@@ -436,4 +436,77 @@ describe("nn recurrent sequences", function()
         H.raises(function() nn.LSTM(3, 4)(ordo.ones({5, 2, 3}, {dtype = "int64"})) end,
                  'LSTM: input is int64 but weight_ih_l0 is float32 (convert the input with :to("float32"))')
     end)
+
+    it("nn.utils.rnn: pad_sequence, and packed batches whose sequences each stop at their own length", function()
+        local rnn = nn.utils.rnn
+        ordo.manual_seed(4)
+        local seqs = {ordo.randn({5, 3}, D), ordo.randn({2, 3}, D), ordo.randn({4, 3}, D)}
+        -- pad_sequence: T x N x ... (N x T with batch_first), the value after each end (before, padding_side left)
+        local tf = rnn.pad_sequence(seqs)
+        assert.same({5, 3, 3}, tf:shape())
+        local padded = rnn.pad_sequence(seqs, {batch_first = true})
+        assert.same({3, 5, 3}, padded:shape())
+        assert.same(seqs[2]:totable(), padded[2]:narrow(1, 1, 2):totable())
+        assert.same({{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, padded[2]:narrow(1, 3, 3):totable())
+        local left = rnn.pad_sequence(seqs, true, -1, "left")
+        assert.same({{-1, -1, -1}, {-1, -1, -1}, {-1, -1, -1}}, left[2]:narrow(1, 1, 3):totable())
+        assert.same(seqs[2]:totable(), left[2]:narrow(1, 4, 2):totable())
+        for _, kind in ipairs({"RNN", "LSTM", "GRU"}) do
+            for _, bidir in ipairs({false, true}) do
+                local m = nn[kind](3, 4, {batch_first = true, num_layers = 2, bidirectional = bidir, dtype = "float64"})
+                local p = rnn.pack_padded_sequence(padded, {5, 2, 4}, {batch_first = true, enforce_sorted = false})
+                local out, hn, cn = m(p)
+                assert.is_true(rnn.PackedSequence == getmetatable(out))
+                local y, lens = rnn.pad_packed_sequence(out, {batch_first = true})
+                assert.same({5, 2, 4}, lens:totable())
+                assert.same({3, 5, bidir and 8 or 4}, y:shape())
+                -- each sequence as if alone: its outputs, zeros after its end, and its state at its last element
+                -- (the reverse direction starting at its own end)
+                for i, sq in ipairs(seqs) do
+                    local L = sq:size(1)
+                    local o1, h1, c1 = m(sq:unsqueeze(1))
+                    close(o1[1]:totable(), y[i]:narrow(1, 1, L):totable(), 1e-12)
+                    close(h1:select(2, 1):totable(), hn:select(2, i):totable(), 1e-12)
+                    if kind == "LSTM" then close(c1:select(2, 1):totable(), cn:select(2, i):totable(), 1e-12) end
+                    if L < 5 then assert.equals(0, y[i]:narrow(1, L + 1, 5 - L):abs():max():item()) end
+                end
+            end
+        end
+        -- Torch's data and batch_sizes (longest first), positional options, total_length and padding_value
+        local p = rnn.pack_sequence(seqs, false)
+        assert.same({3, 3, 2, 2, 1}, p.batch_sizes:totable())
+        assert.same({1, 3, 2}, p.sorted_indices:totable())
+        assert.same({11, 3}, p.data:shape())
+        assert.same(seqs[3][1]:totable(), p.data[2]:totable())
+        local y = rnn.pad_packed_sequence(rnn.pack_padded_sequence(tf, {5, 2, 4}, false, false), true, -1, 7)
+        assert.same({3, 7, 3}, y:shape())
+        assert.equals(-1, y[2][3][1])
+        assert.equals(-1, y[1][6][1])
+        -- gradients go through the packing to the padded input (and none to the padding)
+        local g = nn.GRU(3, 4, {dtype = "float64", batch_first = true})
+        assert.is_true(ordo.autograd.gradcheck(function(x)
+            local o, h = g(rnn.pack_padded_sequence(x, {5, 2, 4}, true, false))
+            return rnn.pad_packed_sequence(o, true), h
+        end, {padded:clone():requires_grad()}))
+        local x = padded:clone():requires_grad()
+        local o = g(rnn.pack_padded_sequence(x, {5, 2, 4}, true, false))
+        rnn.pad_packed_sequence(o, true):sum():backward()
+        assert.equals(0, x.grad[2]:narrow(1, 3, 3):abs():max():item())
+        -- bad input raises, naming it
+        H.raises(function() rnn.pack_padded_sequence(padded, {5, 2, 4}, true) end, "pack_padded_sequence",
+                 "must not increase", "enforce_sorted = false")
+        H.raises(function() rnn.pack_padded_sequence(padded, {5, 0, 4}, true, false) end, "length 2 is 0")
+        H.raises(function() rnn.pack_padded_sequence(padded, {6, 2, 4}, true, false) end, "length 1 is 6", "1..5")
+        H.raises(function() rnn.pack_padded_sequence(padded, {5, 2}, true) end, "2 lengths for a batch of 3")
+        H.raises(function() rnn.pack_padded_sequence(padded, {5, 2, 2}, {batch_frist = true}) end,
+                 "unknown option 'batch_frist'")
+        H.raises(function() rnn.pack_padded_sequence(padded, {5, 2, 2}, true, true, 1) end, "too many arguments")
+        H.raises(function() rnn.pad_sequence({seqs[1], ordo.randn({2, 4}, D)}) end, "pad_sequence", "sequence 2")
+        H.raises(function() rnn.pad_sequence({}) end, "pad_sequence", "empty list")
+        H.raises(function() rnn.pad_sequence({seqs[1], nil, seqs[3]}) end, "pad_sequence", "sequence 2", "nil")
+        H.raises(function() rnn.pack_padded_sequence(padded, {5, nil, 4}, true, false) end, "length 2 is nil")
+        H.raises(function() rnn.pad_packed_sequence(padded) end, "pad_packed_sequence", "PackedSequence")
+        H.raises(function() rnn.pad_packed_sequence(p, {total_length = 4}) end, "total_length", ">= the longest length 5")
+        H.raises(function() nn.GRU(4, 2)(p) end, "GRU", "4 features")
+    end)
 end)

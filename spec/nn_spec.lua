@@ -329,6 +329,67 @@ describe("nn modules", function()
         assert.same({6, 2}, m(ordo.randn({6, 4})):shape())
         assert.equal(3, m:size())
         assert.matches("Linear%(4 %-> 8%)", tostring(m))
+        -- a table of named modules (Torch's OrderedDict) was an empty Sequential, the identity; a hole
+        -- dropped every module after it: both raise, and so does ModuleList's
+        H.raises(function() nn.Sequential({fc = nn.Linear(4, 2)}) end, "Sequential", "key 'fc'", "as a list")
+        H.raises(function() nn.Sequential({nn.Linear(4, 2), nil, nn.ReLU()}) end, "Sequential",
+                 "module 2 must be a module, got nil")
+        H.raises(function() nn.Sequential({nn.ReLU(), act = nn.ReLU()}) end, "Sequential", "key 'act'")
+        H.raises(function() nn.ModuleList({nn.ReLU(), [3] = nn.ReLU()}) end, "ModuleList", "module 2", "nil")
+        H.raises(function() nn.ModuleList({head = nn.ReLU()}) end, "ModuleList", "key 'head'", "ModuleDict")
+        assert.equal(2, nn.Sequential({nn.ReLU(), nn.Tanh()}):size())
+        assert.equal(0, nn.ModuleList({}):size())
+    end)
+
+    it("forward hooks and pre-hooks (Torch's register_forward_hook / register_forward_pre_hook)", function()
+        ordo.manual_seed(1)
+        local enc = nn.Sequential(nn.Linear(4, 2, D), nn.Tanh())
+        local model = nn.Sequential(enc, nn.Linear(2, 4, D))
+        -- a hook sees the inputs and the output: an autoencoder's codes, kept for a look
+        local codes, seen = {}, {}
+        local h = enc:register_forward_hook(function(m, inputs, out)
+            seen[#seen + 1] = {m, inputs.n, inputs[1]}
+            codes[#codes + 1] = out:detach()
+        end)
+        local x = ordo.randn({5, 4}, D)
+        local y = model(x)
+        assert.equals(1, #codes)
+        assert.is_true(seen[1][1] == enc and seen[1][2] == 1 and seen[1][3] == x)
+        assert.same(enc(x):totable(), codes[1]:totable()) -- (the hook ran again here: 2 codes)
+        assert.equals(2, #codes)
+        h:remove()
+        model(x)
+        assert.equals(2, #codes)
+        -- a value returned replaces the output, and gradients flow through it
+        local lin = nn.Linear(2, 1, D)
+        local hr = lin:register_forward_hook(function(_, _, out) return out * 2 end)
+        lin(ordo.ones({1, 2}, D)):sum():backward()
+        assert.same({{2, 2}}, lin.weight.grad:totable())
+        hr:remove()
+        -- a pre-hook may replace the inputs (a tensor: the one input; a list: all of them)
+        local hp = lin:register_forward_pre_hook(function(_, inputs) return inputs[1] * 0 end)
+        assert.same(lin.bias:totable(), lin(ordo.randn({1, 2}, D)):view(-1):totable())
+        hp:remove()
+        hp = lin:register_forward_pre_hook(function(_, inputs) return {inputs[1]:zero_()} end)
+        assert.same(lin.bias:totable(), lin(ordo.randn({1, 2}, D)):view(-1):totable())
+        hp:remove()
+        -- several outputs (an LSTM's out, h, c) are passed on, and kept when the hook returns nothing
+        local lstm = nn.LSTM(3, 4, D)
+        local n
+        lstm:register_forward_hook(function(_, _, ...) n = select("#", ...) end)
+        local o, hn, cn = lstm(ordo.randn({5, 2, 3}, D))
+        assert.equals(3, n)
+        assert.same({1, 2, 4}, cn:shape())
+        assert.same({5, 2, 4}, o:shape())
+        assert.same({1, 2, 4}, hn:shape())
+        -- bad hooks raise, naming them
+        H.raises(function() lin:register_forward_hook(3) end, "register_forward_hook", "expected a function")
+        H.raises(function() lin:register_forward_hook(print, {prepend = true}) end, "register_forward_hook",
+                 "further table")
+        H.raises(function() lin.register_forward_pre_hook(print) end, "expected a module as self")
+        lin:register_forward_pre_hook(function() return 3 end)
+        H.raises(function() lin(ordo.ones({1, 2}, D)) end, "Linear: a forward pre-hook returned number")
+        assert.same({5, 4}, y:shape())
     end)
 
     it("a user module from Module:extend", function()
@@ -551,6 +612,12 @@ describe("nn modules", function()
         for _, np in ipairs(net:named_parameters()) do names[#names + 1] = np.name end
         assert.same({"encoder.weight", "encoder.bias", "decoder.2.weight", "decoder.2.bias"}, names)
         assert.same({"encoder", "decoder"}, {net:children()[1][1], net:children()[2][1]})
+        -- Torch's named_children: {name =, module =}, as named_modules
+        local nc = net:named_children()
+        assert.same({"encoder", "decoder"}, {nc[1].name, nc[2].name})
+        assert.is_true(nc[1].module == net:children()[1][2])
+        assert.equals("net.decoder", net:named_children("net")[2].name)
+        H.raises(function() net:named_children(3) end, "named_children", "prefix must be a string")
         net:eval()
         assert.is_false(net.decoder.training)
         local path = os.tmpname()
@@ -687,6 +754,21 @@ describe("nn modules", function()
         end
         assert.same({-1, 2}, x:totable())
         assert.same({0, 2}, F.relu(x, false):totable())
+        -- a further argument (one past the function's own, where the calling module's name goes) was
+        -- dropped unseen: it raises
+        local w = ordo.randn({3, 2})
+        for _, c in ipairs({
+            {"relu", function() return F.relu(x, false, 3) end},
+            {"linear", function() return F.linear(x, w, nil, 5) end},
+            {"gelu", function() return F.gelu(x, "none", true) end},
+            {"layer_norm", function() return F.layer_norm(x, {2}, nil, nil, 1e-5, 7) end},
+            {"mse_loss", function() return F.mse_loss(x, x, nil, {}) end},
+            {"dropout", function() return F.dropout(x, 0.5, true, false, 0) end},
+        }) do
+            H.raises(c[2], c[1] .. ": got a further argument")
+        end
+        assert.same({2}, nn.ReLU()(x):shape()) -- (the modules pass their names there)
+        assert.same({3}, nn.Linear(2, 3)(x):shape())
     end)
 
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()
@@ -1822,6 +1904,14 @@ describe("nn modules", function()
         ;(out * 5):sum():backward()
         assert.same({{5, 5}, {0, 0}, {0, 0}, {0, 0}}, p.weight.grad:totable())
         H.raises(function() nn.Embedding(4, 2, {padding_idx = 0}) end, "Embedding", "padding_idx", "1..4")
+        -- Torch's negative padding_idx counts from the end (-1: the last row), kept as the row it names
+        local neg = nn.Embedding(4, 2, {padding_idx = -1, dtype = "float64"})
+        assert.equals(4, neg.padding_idx)
+        assert.same({0, 0}, neg.weight:totable()[4])
+        neg(ordo.tensor({4, 1}, "int64")):sum():backward()
+        assert.same({{1, 1}, {0, 0}, {0, 0}, {0, 0}}, neg.weight.grad:totable())
+        assert.equals(1, nn.Embedding(4, 2, {padding_idx = -4}).padding_idx)
+        H.raises(function() nn.Embedding(4, 2, {padding_idx = -5}) end, "Embedding", "-4..-1", "got -5")
         -- from_pretrained with padding_idx: the pretrained row comes out as it is (Torch's), without a gradient
         local pe = nn.Embedding.from_pretrained(ordo.tensor({{1, 2}, {3, 4}, {5, 6}}, D), {padding_idx = 2, freeze = false})
         local po = pe(ordo.tensor({2, 1, 2, 3}, "int64"))
@@ -2670,12 +2760,19 @@ describe("nn modules", function()
         -- F.embedding's padding_idx is checked as the module's (9 of 3 rows, 1.5, "x" were taken: nothing padded)
         local w = ordo.randn({3, 2}):requires_grad()
         local i1 = ordo.tensor({1}, "int64")
-        H.raises(function() F.embedding(i1, w, 9) end, "embedding: padding_idx must be an index in 1..3, got 9")
-        H.raises(function() F.embedding(i1, w, 0) end, "embedding: padding_idx must be an index in 1..3, got 0")
-        H.raises(function() F.embedding(i1, w, 1.5) end, "padding_idx must be an index in 1..3, got 1.5")
-        H.raises(function() F.embedding(i1, w, "x") end, 'padding_idx must be an index in 1..3, got "x"')
+        H.raises(function() F.embedding(i1, w, 9) end, "embedding: padding_idx must be an index in 1..3", "got 9")
+        H.raises(function() F.embedding(i1, w, 0) end, "embedding: padding_idx must be an index in 1..3", "got 0")
+        H.raises(function() F.embedding(i1, w, 1.5) end, "padding_idx must be an index in 1..3", "got 1.5")
+        H.raises(function() F.embedding(i1, w, "x") end, "padding_idx must be an index in 1..3", 'got "x"')
         F.embedding(ordo.tensor({1, 3}, "int64"), w, 3):sum():backward()
         assert.same({{1, 1}, {0, 0}, {0, 0}}, w.grad:totable())
+        w.grad = nil
+        F.embedding(ordo.tensor({1, 3}, "int64"), w, -1):sum():backward() -- (Torch's -1: the last row)
+        assert.same({{1, 1}, {0, 0}, {0, 0}}, w.grad:totable())
+        H.raises(function() F.embedding(i1, w, -4) end, "padding_idx must be an index in 1..3 (or -3..-1 from the end)")
+        -- Torch's max_norm (4th) and the rest were dropped unseen: the rows were not renormalised
+        H.raises(function() F.embedding(i1, w, nil, 1.0) end, "embedding", "further number", "max_norm")
+        H.raises(function() F.embedding(i1, w, 1, nil, 2.0) end, "embedding", "further number")
         local u = nn.Unflatten(2, {2, 3})
         H.raises(function() u(ordo.randn({4, 5})) end, "Unflatten", "2x3", "size 5")
         assert.same({4, 2, 3}, u(ordo.randn({4, 6})):shape())
@@ -3984,6 +4081,37 @@ describe("optim", function()
         close({0.6, 0.8}, w.grad:totable(), 1e-6)
     end)
 
+    it("clip_grad_norm_ takes Torch's error_if_nonfinite and foreach, and refuses other trailing arguments", function()
+        local a = ordo.tensor({3, 0}, D):requires_grad()
+        ;((a * a):sum() / 2):backward()
+        -- finite: clipped as without the check, positional or as options
+        close(3, nn.utils.clip_grad_norm_({a}, 1.5, 2, true):item(), 1e-12)
+        close({1.5, 0}, a.grad:totable(), 1e-6)
+        close(1.5, nn.utils.clip_grad_norm_({a}, 1, 2, {error_if_nonfinite = true, foreach = true}):item(), 1e-6)
+        close({1, 0}, a.grad:totable(), 1e-6)
+        -- a NaN or inf norm raises, the gradients left as they were (the default scales them by it, as Torch)
+        a.grad = ordo.tensor({0 / 0, 1}, D)
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 2, true) end, "clip_grad_norm_", "non-finite", "nan")
+        assert.equals(1, a.grad:totable()[2])
+        a.grad = ordo.tensor({math.huge, 1}, D)
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, "inf", {error_if_nonfinite = true}) end,
+                 "clip_grad_norm_", "order inf", "inf")
+        assert.equals(1, a.grad:totable()[2])
+        a.grad = ordo.tensor({2, 0}, D)
+        -- not dropped unseen: a misspelt option, a non-boolean, one argument too many
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 2, {error_if_non_finite = true}) end,
+                 "clip_grad_norm_", "unknown option 'error_if_non_finite'")
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 2, 1) end, "clip_grad_norm_", "error_if_nonfinite", "1")
+        H.raises(function() nn.utils.clip_grad_norm_({a}, 1, 2, false, nil, 3) end, "clip_grad_norm_",
+                 "too many arguments")
+        H.raises(function() nn.utils.clip_grad_value_({a}, 1, {error_if_nonfinite = true}) end, "clip_grad_value_",
+                 "unknown option")
+        H.raises(function() nn.utils.clip_grad_value_({a}, 1, true, 2) end, "clip_grad_value_", "too many")
+        assert.same({2, 0}, a.grad:totable())
+        nn.utils.clip_grad_value_({a}, 1, false)
+        assert.same({1, 0}, a.grad:totable())
+    end)
+
     it("updates parameters that live on an engine of their own", function()
         local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
         for _, make in ipairs({
@@ -4040,6 +4168,67 @@ describe("optim", function()
         ok, err = pcall(optim.Adam, {})
         assert.is_false(ok)
         assert.matches("non%-empty list of parameters", err)
+        -- a hole in a list ({w, lin.bias, w2} with bias = false) left the entries after it out: they never trained
+        H.raises(function() optim.SGD({p, nil, q}, {lr = 1}) end, "SGD: entry 2 is nil", "hole")
+        H.raises(function() optim.Adam({nil, p}) end, "Adam: entry 1 is nil")
+        H.raises(function() optim.SGD({{params = {p, nil, q}}}, {lr = 1}) end, "SGD: group 1: parameter 2 is nil")
+        H.raises(function() optim.SGD({{params = {p}}, nil, {params = {q}}}, {lr = 1}) end, "SGD: entry 2 is nil")
+        -- and clip_grad_norm_ / clip_grad_value_ left them unclipped
+        p.grad, q.grad = ordo.tensor({3}, D), ordo.tensor({4}, D)
+        H.raises(function() nn.utils.clip_grad_norm_({p, nil, q}, 1) end, "clip_grad_norm_", "parameter 2 is nil")
+        H.raises(function() nn.utils.clip_grad_value_({p, nil, q}, 1) end, "clip_grad_value_", "parameter 2 is nil")
+        assert.same({4}, q.grad:totable())
+    end)
+
+    it("a checkpoint keeps each group's own lr (changed by hand between steps) and checks the groups", function()
+        local function params()
+            return ordo.tensor({1, 2}, D):requires_grad(), ordo.tensor({3, -1}, D):requires_grad(),
+                ordo.tensor({0.5, 2}, D):requires_grad()
+        end
+        local function make(a, b, c) return optim.SGD({{params = {a}}, {params = {b, c}, lr = 0.05}}, {lr = 0.1}) end
+        local function step(opt, a, b, c)
+            opt:zero_grad()
+            ;((a * a):sum() + (b * b * b):sum() + (c * c):sum()):backward()
+            opt:step()
+        end
+        local a, b, c = params()
+        local opt = make(a, b, c)
+        step(opt, a, b, c)
+        opt.param_groups[2].lr = opt.param_groups[2].lr * 0.1 -- a decay by hand
+        step(opt, a, b, c)
+        local sd = opt:state_dict()
+        local path = os.tmpname()
+        opt:save(path)
+        -- resumed: made as before, then loaded (the lr of group 2 was the one it was made with)
+        for _, load in ipairs({function(o) o:load_state_dict(sd) end, function(o) o:load(path) end}) do
+            local a2, b2, c2 = params()
+            ordo.no_grad(function() a2:copy_(a); b2:copy_(b); c2:copy_(c) end)
+            local opt2 = make(a2, b2, c2)
+            load(opt2)
+            close(0.005, opt2.param_groups[2].lr, 1e-15)
+            assert.is_nil(rawget(opt2.param_groups[1], "lr")) -- (it reads through to the optimiser's)
+            local a3, b3, c3 = params()
+            ordo.no_grad(function() a3:copy_(a); b3:copy_(b); c3:copy_(c) end)
+            local opt3 = make(a3, b3, c3) -- (the same, then compared with the original going on)
+            opt3:load_state_dict(sd)
+            step(opt2, a2, b2, c2)
+            step(opt3, a3, b3, c3)
+            assert.same(b3:totable(), b2:totable())
+        end
+        os.remove(path)
+        step(opt, a, b, c)
+        -- other groups of the same shapes, or a plain list, raise naming them and change nothing
+        local x, y, z = params()
+        local y2 = ordo.tensor({1, 1}, D):requires_grad()
+        local same_shapes = optim.SGD({{params = {x}}, {params = {y2, z}, lr = 0.05}}, {lr = 0.1})
+        same_shapes:load_state_dict(sd)
+        H.raises(function() optim.SGD({x, y, z}, {lr = 0.1}):load_state_dict(sd) end, "load_state_dict",
+                 "saved for 2 parameter groups of 1, 2 parameters", "a plain list of 3")
+        local z3 = ordo.tensor({1, 1}, D):requires_grad()
+        local swapped = optim.SGD({{params = {x, z3}}, {params = {y}, lr = 0.05}}, {lr = 0.1})
+        H.raises(function() swapped:load_state_dict(sd) end, "load_state_dict", "groups of 1, 2", "2 groups of 2, 1")
+        assert.equals(0.05, swapped.param_groups[2].lr)
+        assert.equals(0, swapped.t)
     end)
 
     it("parameter groups: each group's options override the optimiser's; a scheduler moves group lrs too", function()
@@ -4116,6 +4305,9 @@ describe("optim", function()
         local o6 = optim.SGD({{params = {p1}}, {params = {p2}, momentum = 0.9}}, {lr = 0.1})
         o6:load(path)
         assert.equal(1, o6.buf[2]:item())
+        -- (made with other groups: the groups are named, where the momentum buffer was)
+        H.raises(function() optim.SGD({p1, p2}, {lr = 0.1}):load(path) end, "saved for 2 parameter groups",
+                 "a plain list of 2")
         H.raises(function() optim.SGD({{params = {p1}}, {params = {p2}}}, {lr = 0.1}):load(path) end,
                  "buf.2 that this optimiser does not have")
         os.remove(path)
@@ -4157,9 +4349,9 @@ describe("optim", function()
         assert.is_nil(rawget(back.param_groups[2], "lr"))
         -- another number of groups, or a group's own lr into a plain list's optimiser, raises changing nothing
         H.raises(function() optim.SGD({{params = {p1, p2}}}, {lr = 1e-2}):load(gpath) end,
-                 "saved from an optimiser with 2 param groups, this one has 1")
+                 "saved for 2 parameter groups of 1, 1 parameters, this optimiser has 1 group of 2")
         local plain = optim.SGD({p1, p2}, {lr = 1e-2})
-        H.raises(function() plain:load(gpath) end, "with 2 param groups, this one has 1")
+        H.raises(function() plain:load(gpath) end, "2 parameter groups of 1, 1 parameters", "a plain list of 2")
         local one = optim.SGD({{params = {p1, p2}, lr = 0.5}}, {lr = 1e-2})
         one:save(gpath)
         H.raises(function() plain:load(gpath) end, "param group 1 has an lr of its own", "plain list")

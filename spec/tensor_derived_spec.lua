@@ -528,6 +528,12 @@ describe("derived ops", function()
         H.raises(function() return ordo.ones({2}):multinomial(0) end, "multinomial", ">= 1, got 0")
         H.raises(function() return ordo.ones({2}):multinomial(1.5) end, "multinomial", "1.5")
         H.raises(function() return ordo.ones({2}):multinomial(1, 1) end, "multinomial", "true or false")
+        -- Torch's keyword table (generator, out) is refused, not dropped; trailing nils are no arguments
+        H.raises(function() return ordo.ones({2}):multinomial(1, true, {generator = 1}) end, "multinomial",
+                 "further argument", "engine's generator")
+        H.raises(function() return ordo.multinomial(ordo.ones({2}), 1, false, nil, {}) end, "multinomial",
+                 "further argument")
+        assert.equals(2, ordo.ones({2}):multinomial(2, false, nil):numel())
     end)
 
     it("randint over an int64 range past 2^53 draws every bit (a float64 draw left the low bits 0)", function()

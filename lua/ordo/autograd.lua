@@ -139,6 +139,16 @@ function M.record(name, out, inputs, backward, saved)
     end
     if not any then return out end
     if not FLOAT[out._c.dtype] then return out end -- integer results carry no gradient
+    -- out an input itself (an op that returns its input as it is) or another leaf that requires a
+    -- gradient: the node made it a non-leaf (into a loop, for an input), which never got its .grad
+    -- again.  (A result of the graph may take a new node: ops made of others name themselves so.)
+    local which
+    for i = 1, n do if rawequal(inputs[i], out) then which = i break end end
+    if which or (out._rg and out._node == nil) then
+        fail(fmt("record: out of %s %s; give a new tensor (computed under ordo.no_grad; the input as it is: " ..
+                 "t:view_as(t))", name, which and fmt("is its input %d itself", which)
+                 or "is a leaf that requires a gradient"))
+    end
     serial = serial + 1
     local node = {name = name, inputs = inputs, n = n, backward = backward, serial = serial}
     if saved then
@@ -449,6 +459,29 @@ local function check_grad(node, i, x, gi)
     return gi
 end
 
+-- Raises when node's backward returned a gradient past its inputs (Torch's
+-- "returned an incorrect number of gradients"): one too many, dropped
+-- unseen, meant the backward's gradients were off by one for an input it
+-- skipped (an ordo.autograd.record of (x, w) whose backward returned the
+-- gradients of (x, w, b)).  count: how many values it returned (trailing
+-- nils are no gradients), or nil for the one-table form, whose border is used.
+local function check_grad_count(node, gi, count)
+    local n = node.n
+    local last = n
+    if count then
+        for i = n + 1, count do if gi[i] ~= nil then last = i end end
+    elseif gi[n + 1] ~= nil or #gi > n then
+        last = math.max(n + 1, #gi)
+    end
+    if last > n then
+        fail(fmt("backward: the backward of %s returned %d gradients for its %d input%s (one per input, nil for " ..
+                 "one without; none past them)", node.name, last, n, n == 1 and "" or "s"))
+    end
+end
+
+-- The values returned, as a list, and their count.
+local function packed(...) return {...}, select("#", ...) end
+
 -- Raises when node's graph was freed or a tensor it saved was changed in
 -- place since the op (the storage's count of pushed writes moved).
 local function check_node(node)
@@ -572,12 +605,13 @@ local function run_backward(root, grad, retain, capture)
             end
             if node then
                 check_node(node)
-                local gi = {node.backward(g, node)}
+                local gi, count = packed(node.backward(g, node))
                 -- the gradients as one list (a gradient itself is a tensor)
                 local g1 = gi[1]
                 if type(g1) == "table" and not is_tensor(g1) and getmetatable(g1) ~= PARTIAL and gi[2] == nil then
-                    gi = g1
+                    gi, count = g1, nil
                 end
+                check_grad_count(node, gi, count)
                 for i = 1, node.n do
                     local x = node.inputs[i]
                     local v = gi[i]
@@ -714,9 +748,9 @@ end
 
 -- Deterministic weights in [0.5, 1.5): the checked scalar is sum(out * w),
 -- so every output element counts and errors cannot cancel out.
-local function check_weights(out)
+local function check_weights(out, k)
     local n = out:numel()
-    local w, seed = {}, 12345
+    local w, seed = {}, 12345 + 7919 * ((k or 1) - 1) -- (each output its own weights: no cancelling across them)
     for i = 1, n do
         seed = (seed * 1103515245 + 12345) % 2147483648
         w[i] = 0.5 + seed / 2147483648
@@ -731,10 +765,17 @@ end
 -- ordo.autograd.gradcheck(fn, inputs [, opts]): compares the gradients
 -- backward() computes for fn(unpack(inputs)) with central differences,
 -- for every element of every input tensor that needs a gradient (make them
--- float64).  opts: eps (1e-6), atol (1e-5), rtol (1e-3), name.  Returns
--- true, or raises naming the input, the element, and both values.
+-- float64), through every float output fn returns.  inputs: a list, or one
+-- tensor.  opts: eps (1e-6), atol (1e-5), rtol (1e-3), name,
+-- raise_exception (true).  Returns true, or raises naming the input, the
+-- element, and both values (returns false with raise_exception = false).
 function M.gradcheck(fn, inputs, opts)
-    opts = util.check_opts("gradcheck", opts, {eps = true, atol = true, rtol = true, name = true})
+    opts = util.check_opts("gradcheck", opts, {eps = true, atol = true, rtol = true, name = true,
+                                               raise_exception = true})
+    local raise = opts.raise_exception
+    if raise ~= nil and type(raise) ~= "boolean" then
+        fail("gradcheck: raise_exception must be true or false, got " .. typename(raise))
+    end
     local eps, atol, rtol = opts.eps or 1e-6, opts.atol or 1e-5, opts.rtol or 1e-3
     if type(eps) ~= "number" or not (eps > 0 and eps < math.huge) then
         fail("gradcheck: eps must be a positive finite number, got " .. tostring(eps))
@@ -750,11 +791,35 @@ function M.gradcheck(fn, inputs, opts)
     end
     local label = opts.name and (opts.name .. ": ") or ""
     if type(fn) ~= "function" then fail("gradcheck: expected a function, got " .. typename(fn)) end
-    if type(inputs) ~= "table" or is_tensor(inputs) then fail("gradcheck: inputs must be a list") end
+    if is_tensor(inputs) then inputs = {inputs} end -- (one tensor for a list of one, as Torch's)
+    if type(inputs) ~= "table" then fail("gradcheck: inputs must be a tensor or a list, got " .. typename(inputs)) end
     local n = inputs.n or #inputs
-    local out = M.enable_grad(fn, unpack(inputs, 1, n))
-    if not is_tensor(out) then fail("gradcheck: fn must return a tensor, got " .. typename(out)) end
-    local w = check_weights(out)
+    -- every output is checked, as Torch's: sum_k sum(out_k * w_k) (only
+    -- the first was, so a wrong gradient of a second output passed)
+    local outs, nout = packed(M.enable_grad(fn, unpack(inputs, 1, n)))
+    while nout > 1 and outs[nout] == nil do nout = nout - 1 end -- (trailing nils are no outputs)
+    local ws, float_outs = {}, false
+    for k = 1, nout do
+        local o = outs[k]
+        if not is_tensor(o) then
+            fail(fmt("gradcheck: fn must return a tensor (or several), got %s%s", typename(o),
+                     nout > 1 and fmt(" as output %d", k) or ""))
+        end
+        -- (an integer output carries no gradient: left out, as Torch's)
+        if FLOAT[o._c.dtype] then ws[k], float_outs = check_weights(o, k), true end
+    end
+    local function weighted(list)
+        local total
+        for k = 1, nout do
+            if ws[k] then
+                local part = (list[k] * ws[k]):sum()
+                total = total and total + part:to(total:dtype()) or part
+            end
+        end
+        return total
+    end
+    local any_rg = false
+    for k = 1, nout do if ws[k] and outs[k]._rg then any_rg = true end end
     local checked = {}
     for i = 1, n do
         local x = inputs[i]
@@ -765,18 +830,26 @@ function M.gradcheck(fn, inputs, opts)
         end
     end
     if #checked == 0 then fail("gradcheck: no input requires a gradient") end
+    if not float_outs then fail("gradcheck: fn returned no float tensor: nothing to check") end
     -- through autograd.grad: no .grad changes, neither the inputs' (a
     -- backward wiped them) nor those of the leaves fn closes over (a
     -- model's parameters got the check's gradient added to theirs)
     local analytic_of = {}
-    if out._rg then
+    if any_rg then
         local xs = {}
         for k, i in ipairs(checked) do xs[k] = inputs[i] end
-        local gs = M.enable_grad(function() return M.grad((out * w):sum(), xs) end)
+        local gs = M.enable_grad(function() return M.grad(weighted(outs), xs) end)
         for k, i in ipairs(checked) do analytic_of[i] = gs[k] end
     end
     local function value()
-        return M.no_grad(function() return (fn(unpack(inputs, 1, n)) * w):sum():item() end)
+        return M.no_grad(function()
+            local again, count = packed(fn(unpack(inputs, 1, n)))
+            while count > 1 and again[count] == nil do count = count - 1 end
+            if count ~= nout then
+                fail(fmt("gradcheck: fn returned %d outputs, then %d for the same inputs", nout, count))
+            end
+            return weighted(again):item()
+        end)
     end
     local v1, v2 = value(), value()
     if v1 ~= v1 or v2 ~= v2 then -- (NaN ~= NaN: it would read as a non-deterministic fn below)
@@ -802,6 +875,7 @@ function M.gradcheck(fn, inputs, opts)
             local num = (lp - lm) / (2 * eps)
             local ana = analytic[j] or 0
             if not (math.abs(ana - num) <= atol + rtol * math.abs(num)) then
+                if raise == false then return false end -- (Torch's raise_exception = False: the answer)
                 -- float32 cannot resolve a step of eps: say so, or the
                 -- mismatch reads as a wrong backward
                 local note = x:dtype() ~= "float64"

@@ -1459,7 +1459,8 @@ function M.loader(x, y, opts, ...)
     end
     if is_tensor(y) and is_tensor(opts) then
         -- (was "expected an options table, got ordo.Tensor")
-        fail(fmt("%s: takes at most two tensors, x and y, then the options; got a third tensor", fname))
+        fail(fmt("%s: takes at most two tensors, x and y, then the options; got a third tensor (more tensors: " ..
+                 "data.loader(data.TensorDataset(x, y, z, ...), opts))", fname))
     end
     -- (an argument past the options was dropped: a second options table,
     -- {shuffle = true}, left the loader unshuffled without a word)

@@ -1979,9 +1979,22 @@ end
 -- the draws are kept at or above U_MIN (2^-126, float32's smallest normal),
 -- so a nonzero weight's key is always finite.
 local U_MIN = 2 ^ -126
-function Tensor:multinomial(n, replacement)
+-- Whether any of the arguments is not nil (trailing nils are no arguments).
+local function has_more(...)
+    for i = 1, select("#", ...) do
+        if select(i, ...) ~= nil then return true end
+    end
+    return false
+end
+function Tensor:multinomial(n, replacement, ...)
     local fname = "multinomial"
     check_self(fname, self)
+    -- (Torch's keyword table {generator =, out =} was dropped unseen: one generator an engine here)
+    if has_more(...) then
+        fail(fmt("%s: takes (n [, replacement]), got a further argument (%s): the draws use the engine's " ..
+                 "generator (ordo.manual_seed), and the result is returned, not written to an out tensor", fname,
+                 typename((...))))
+    end
     if not is_float(self) or self:dim() < 1 or self:dim() > 2 then
         fail(fmt("%s: expected weights of dtype float32 or float64 with 1 or 2 dims, got %s of shape %s", fname,
                  self:dtype(), shape_of_str(self)))

@@ -24,7 +24,30 @@ local M = {}
 
 local FLOAT = {float32 = true, float64 = true}
 
+-- Raises at the first hole of a list: ipairs (and #) stop at a nil, so
+-- {w1, nil, w2} (a list made by hand holding the .bias of a layer made
+-- with bias = false) was taken without w2, which then never trained.
+local function check_no_hole(fname, what, list, expected)
+    if type(list) ~= "table" or getmetatable(list) ~= nil then return end
+    local top, n = 0, 0
+    for k in pairs(list) do
+        if type(k) == "number" and k >= 1 and k % 1 == 0 then
+            n = n + 1
+            if k > top then top = k end
+        end
+    end
+    if top == n then return end
+    for i = 1, top do
+        if list[i] == nil then
+            fail(fmt("%s: %s %d is nil, expected %s (a hole in the list: the entries after it would be " ..
+                     "left out)", fname, what, i, expected or "a tensor"))
+        end
+    end
+end
+M._check_no_hole = check_no_hole
+
 local function check_params(fname, params)
+    check_no_hole(fname, "parameter", params)
     if type(params) ~= "table" or getmetatable(params) ~= nil or #params == 0 then
         fail(fmt("%s: expected a non-empty list of parameters (model:parameters()), got %s", fname,
                  typename(params)))
@@ -141,6 +164,7 @@ end
 local function make(fname, params, opts, defaults, validate)
     local o = options(fname, opts, defaults)
     validate(fname, o)
+    check_no_hole(fname, "entry", params, "a parameter or a group {params = {...}}")
     local is_groups = type(params) == "table" and getmetatable(params) == nil and #params > 0
     if is_groups then
         for _, e in ipairs(params) do
@@ -165,6 +189,7 @@ local function make(fname, params, opts, defaults, validate)
         end
         local ps, own = grp.params, {}
         if is_tensor(ps) then ps = {ps} end -- (Torch's: one tensor for a list of one)
+        check_no_hole(gname, "parameter", ps)
         if type(ps) ~= "table" or getmetatable(ps) ~= nil or #ps == 0 then
             fail(fmt("%s needs params, a non-empty list of tensors, got %s", gname, typename(ps)))
         end
@@ -506,6 +531,9 @@ local function checkpoint_entries(self)
     if type(groups) == "table" then
         entries[#entries + 1] = {name = "groups", tensor = scalar(#groups, "int64")}
         if not SINGLE[groups] then
+            local sizes = {}
+            for k, g in ipairs(groups) do sizes[k] = #g.params end
+            entries[#entries + 1] = {name = "group_sizes", tensor = tensor.tensor(sizes, {dtype = "int64"})}
             for k, g in ipairs(groups) do
                 if type(rawget(g, "lr")) == "number" then
                     entries[#entries + 1] = {name = "group_lr." .. k, tensor = scalar(g.lr, "float64")}
@@ -613,6 +641,30 @@ local function load_entries(self, fname, path, list, copy)
     end
     -- the groups' own lrs (files from before them have none: the groups keep theirs)
     local groups, group_lrs = self.param_groups, nil
+    -- the groups' sizes (saved for an optimiser made with groups): groups of
+    -- other sizes over parameters of the same shapes would load each
+    -- group's lr and state into the wrong parameters
+    local sizes_t = got.group_sizes
+    if sizes_t ~= nil then
+        local grouped = type(groups) == "table" and not SINGLE[groups]
+        local mine = {}
+        if grouped then
+            for k, g in ipairs(groups) do mine[k] = #g.params end
+        else
+            mine[1] = #self.params
+        end
+        if sizes_t:dtype() ~= "int64" or sizes_t:dim() ~= 1 or sizes_t:numel() == 0 then
+            fail(fmt("%s: %s has a damaged group_sizes entry", fname, path))
+        end
+        local saved = sizes_t:totable()
+        if shape_str(saved) ~= shape_str(mine) then
+            fail(fmt("%s: %s was saved for %d parameter group%s of %s parameters, this optimiser has %s of %s " ..
+                     "(make it with the same groups)", fname, path, #saved, #saved == 1 and "" or "s",
+                     table.concat(saved, ", "), grouped and fmt("%d group%s", #mine, #mine == 1 and "" or "s")
+                     or "a plain list", table.concat(mine, ", ")))
+        end
+        got.group_sizes = nil
+    end
     if got.groups ~= nil then
         local ng = int_of("groups")
         local mine = type(groups) == "table" and #groups or 1

@@ -161,6 +161,7 @@ end
 functions_of("nn.", classes, targets)
 functions_of("init.", nn.init, targets)
 functions_of("utils.", nn.utils, targets)
+functions_of("utils.rnn.", nn.utils.rnn, targets)
 functions_of("optim.", ordo.optim, targets)
 functions_of("lr_scheduler.", ordo.optim.lr_scheduler, targets)
 functions_of("autograd.", ordo.autograd, targets)

@@ -22,7 +22,8 @@ local functional = require "ordo.nn.functional"
 local fail, typename = util.fail, util.typename
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt, sqrt, huge = string.format, math.sqrt, math.huge
-local type, tostring, ipairs, unpack = type, tostring, ipairs, unpack
+local type, tostring, ipairs, unpack, next, rawset, getmetatable, setmetatable =
+    type, tostring, ipairs, unpack, next, rawset, getmetatable, setmetatable
 
 local M = {}
 
@@ -526,8 +527,34 @@ function M.install(nn)
         return false
     end
 
+    -- A copy of module m of its own (Torch's copy.deepcopy): its tensors
+    -- cloned (a parameter a leaf again, frozen if m's was), its children,
+    -- plain tables and its own fields copied; a tensor or table held twice
+    -- inside m is held twice in the copy too (memo).  Functions, classes
+    -- and other objects with a metatable are shared.
+    local function deep_copy(v, memo)
+        local done = memo[v]
+        if done ~= nil then return done end
+        if is_tensor(v) then
+            local c = autograd.no_grad(function() return v:detach():clone() end)
+            if v._rg and not v._node then c:requires_grad() end
+            memo[v] = c
+            return c
+        end
+        if type(v) ~= "table" then return v end
+        local mt = getmetatable(v)
+        if mt ~= nil and not nn.is_module(v) then return v end
+        local c = {}
+        memo[v] = c
+        for k, x in next, v do rawset(c, deep_copy(k, memo), deep_copy(x, memo)) end
+        return mt and setmetatable(c, mt) or c
+    end
+
     -- num_layers copies of layer (Torch deep-copies it: the copies start
     -- with its parameters, and train apart), as a ModuleList "layers".
+    -- A module given as the activation (nn.PReLU(), with a parameter) is
+    -- copied for each too: one module was shared by every copy and the
+    -- layer given, its parameter trained as one.
     local function copies(self, name, layer, cls, n)
         if not nn.is_module(layer) or not is_instance(layer, cls) or rawget(layer, "_build_args") == nil then
             fail(fmt("%s: expected an nn.%s to copy, got %s", name, cls._class_name, nn.is_module(layer) and
@@ -541,10 +568,20 @@ function M.install(nn)
         o.dtype, o.device = w:dtype(), w:device()
         local make = getmetatable(layer).new
         local sd = layer:state_dict()
-        local list = {}
+        local list, frozen = {}, {}
+        for _, f in ipairs(layer:named_parameters()) do
+            if not f.tensor._rg then frozen[f.name] = true end
+        end
         for i = 1, n do
-            local c = make(a[1], a[2], o)
+            local oi = {}
+            for k, v in pairs(o) do oi[k] = v end
+            if nn.is_module(oi.activation) then oi.activation = deep_copy(oi.activation, {}) end
+            local c = make(a[1], a[2], oi)
             c:load_state_dict(sd)
+            -- a frozen parameter of the layer stays frozen in its copies (as Torch's deepcopy; they trained)
+            for _, e in ipairs(c:named_parameters()) do
+                if frozen[e.name] then e.tensor:requires_grad_(false) end
+            end
             c:train(layer.training)
             list[i] = c
         end

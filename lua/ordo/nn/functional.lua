@@ -16,6 +16,18 @@ local type, pairs, ipairs, tostring, getmetatable, unpack = type, pairs, ipairs,
 
 local M = {}
 
+-- The name an F function reports under: its own, or the module's that
+-- calls it (who, internal).  A user's further argument lands in who: a
+-- non-string there was dropped unseen (F.relu(x, false, 3), F.linear(x, w,
+-- b, 5), Torch's positional extras), so it raises.
+local function name_of(who, own)
+    if who == nil then return own end
+    if type(who) ~= "string" then
+        util.fail(string.format("%s: got a further argument (%s) it does not take", own, util.typename(who)))
+    end
+    return who
+end
+
 local shape_str = tensor.shape_str_of
 
 local check_tensor = tensor.check_tensor
@@ -39,7 +51,7 @@ end
 -- the weight's layout (through matmul's backward it would be the transpose
 -- of x^T g, and then need a transposing copy).
 function M.linear(x, weight, bias, who)
-    local fname = type(who) == "string" and who or "linear"
+    local fname = name_of(who, "linear")
     check_tensor(fname, "input", x)
     check_tensor(fname, "weight", weight)
     check_devices(fname, x, weight, bias)
@@ -123,7 +135,7 @@ end
 -- relu, tanh, sigmoid: the tensor methods, as functions
 for _, name in ipairs({"relu", "tanh", "sigmoid"}) do
     M[name] = function(x, inplace, who)
-        local fname = type(who) == "string" and who or name
+        local fname = name_of(who, name)
         check_tensor(fname, "input", x)
         if name == "relu" then no_inplace(fname, inplace) end
         return x[name](x)
@@ -131,7 +143,7 @@ for _, name in ipairs({"relu", "tanh", "sigmoid"}) do
 end
 -- x * sigmoid(x) (also called swish)
 function M.silu(x, inplace, who)
-    local fname = type(who) == "string" and who or "silu"
+    local fname = name_of(who, "silu")
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return x * x:sigmoid()
@@ -141,7 +153,7 @@ end
 -- 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 local SQRT_HALF = math.sqrt(0.5)
 function M.gelu(x, approximate, who)
-    local fname = type(who) == "string" and who or "gelu"
+    local fname = name_of(who, "gelu")
     check_tensor(fname, "input", x)
     if approximate == "tanh" then
         return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)):tanh():add(1)
@@ -156,7 +168,7 @@ end
 -- not relu(x) - slope relu(-x): at x = 0 the gradient is then slope, as
 -- Torch's (relu's gradient is 0 there on both sides, which gave 0).
 function M.leaky_relu(x, slope, inplace, who)
-    local fname = type(who) == "string" and who or "leaky_relu"
+    local fname = name_of(who, "leaky_relu")
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     slope = slope or 0.01
@@ -183,7 +195,7 @@ local function record_softplus(x, y, beta, threshold)
     end, {x})
 end
 function M.softplus(x, beta, threshold, who)
-    local fname = type(who) == "string" and who or "softplus"
+    local fname = name_of(who, "softplus")
     check_tensor(fname, "input", x)
     if beta == nil then beta = 1 end
     if threshold == nil then threshold = 20 end
@@ -205,7 +217,7 @@ function M.softplus(x, beta, threshold, who)
 end
 -- the same as -softplus(-x): log(sigmoid(x)) without underflow to -inf
 function M.logsigmoid(x, who)
-    local fname = type(who) == "string" and who or "logsigmoid"
+    local fname = name_of(who, "logsigmoid")
     check_tensor(fname, "input", x)
     if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end -- (uint8: no -x)
     return -M.softplus(-x, 1, math.huge)
@@ -215,7 +227,7 @@ end
 -- it), taken by clamp, whose gradient passes at x = 0: the gradient there
 -- is alpha, Torch's (x <= 0 is its negative branch).
 function M.elu(x, alpha, inplace, who)
-    local fname = type(who) == "string" and who or "elu"
+    local fname = name_of(who, "elu")
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     alpha = alpha or 1
@@ -226,7 +238,7 @@ end
 -- (Klambauer et al.'s constants, as Torch).
 local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 function M.selu(x, inplace, who)
-    local fname = type(who) == "string" and who or "selu"
+    local fname = name_of(who, "selu")
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return M.elu(x, SELU_ALPHA) * SELU_SCALE
@@ -252,7 +264,7 @@ end
 -- Hardtanh: x clamped to [min_val, max_val] (-1 and 1 by default);
 -- ReLU6 is Hardtanh(0, 6).  The gradient is 0 at the bounds, as Torch's.
 function M.hardtanh(x, min_val, max_val, inplace, who)
-    local fname = type(who) == "string" and who or "hardtanh"
+    local fname = name_of(who, "hardtanh")
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     min_val, max_val = min_val or -1, max_val or 1
@@ -262,7 +274,7 @@ function M.hardtanh(x, min_val, max_val, inplace, who)
     return hardtanh("hardtanh", x, min_val, max_val)
 end
 function M.relu6(x, inplace, who)
-    local fname = type(who) == "string" and who or "relu6"
+    local fname = name_of(who, "relu6")
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return hardtanh("relu6", x, 0, 6)
@@ -272,34 +284,34 @@ end
 -- (hardtanh's), hardswish's is x/3 + 1/2 (-0.5 and 1.5), which the product
 -- rule gives with clamp's gradient, passing at the bounds.
 function M.hardsigmoid(x, inplace, who)
-    local fname = type(who) == "string" and who or "hardsigmoid"
+    local fname = name_of(who, "hardsigmoid")
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return hardtanh("hardsigmoid", x + 3, 0, 6) / 6
 end
 function M.hardswish(x, inplace, who)
-    local fname = type(who) == "string" and who or "hardswish"
+    local fname = name_of(who, "hardswish")
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return x * ((x + 3):clamp(0, 6) / 6)
 end
 -- Mish: x tanh(softplus(x)).
 function M.mish(x, inplace, who)
-    local fname = type(who) == "string" and who or "mish"
+    local fname = name_of(who, "mish")
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return x * M.softplus(x, 1, math.huge):tanh()
 end
 -- x / (1 + |x|)
 function M.softsign(x, who)
-    local fname = type(who) == "string" and who or "softsign"
+    local fname = name_of(who, "softsign")
     check_tensor(fname, "input", x)
     return x / (x:abs() + 1)
 end
 -- PReLU: x where x > 0, weight * x elsewhere; weight has one element, or
 -- one per channel (dim 2 of x).
 function M.prelu(x, weight, who)
-    local fname = type(who) == "string" and who or "prelu"
+    local fname = name_of(who, "prelu")
     check_tensor(fname, "input", x)
     check_tensor(fname, "weight", weight)
     check_devices(fname, x, weight)
@@ -366,7 +378,7 @@ local function check_float_input(fname, x)
 end
 
 function M.dropout(x, p, training, inplace, who)
-    local fname = type(who) == "string" and who or "dropout"
+    local fname = name_of(who, "dropout")
     p = check_p(fname, p, training, inplace)
     check_tensor(fname, "input", x)
     if training == false or p == 0 then return x end
@@ -381,7 +393,7 @@ end
 -- rest by 1/(1-p) -- for convolutional features, whose neighbours are
 -- too alike for element dropout to regularise.
 function M.dropout2d(x, p, training, inplace, who)
-    local fname = type(who) == "string" and who or "dropout2d"
+    local fname = name_of(who, "dropout2d")
     p = check_p(fname, p, training, inplace)
     check_tensor(fname, "input", x)
     if x:dim() ~= 3 and x:dim() ~= 4 then
@@ -566,7 +578,7 @@ local function unbatched(fname, fn, input, target, opts, probabilities)
 end
 
 function M.nll_loss(logp, target, opts, who)
-    local fname = type(who) == "string" and who or "nll_loss"
+    local fname = name_of(who, "nll_loss")
     check_tensor(fname, "input", logp)
     if logp:dim() == 1 then return unbatched(fname, M.nll_loss, logp, target, opts, false) end
     opts = loss_opts(fname, opts, {ignore_index = true}, {weight = true})
@@ -616,7 +628,7 @@ local function soft_cross_entropy(fname, logits, target, opts, e)
 end
 
 function M.cross_entropy(logits, target, opts, who)
-    local fname = type(who) == "string" and who or "cross_entropy"
+    local fname = name_of(who, "cross_entropy")
     check_tensor(fname, "input", logits)
     if logits:dim() == 1 then return unbatched(fname, M.cross_entropy, logits, target, opts, true) end
     opts = loss_opts(fname, opts, {label_smoothing = true, ignore_index = true}, {weight = true})
@@ -711,7 +723,7 @@ end
 -- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0,
 -- -y (x1 - x2) + margin), y = 1 where x1 should rank higher, -1 lower.
 function M.margin_ranking_loss(x1, x2, y, opts, who)
-    local fname = type(who) == "string" and who or "margin_ranking_loss"
+    local fname = name_of(who, "margin_ranking_loss")
     opts = loss_opts(fname, opts, {margin = true})
     check_tensor(fname, "input1", x1)
     check_tensor(fname, "target", y)
@@ -728,7 +740,7 @@ end
 -- cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction}]): rows of x1
 -- and x2 (N×D); 1 - cos where y = 1, max(0, cos - margin) where y = -1.
 function M.cosine_embedding_loss(x1, x2, y, opts, who)
-    local fname = type(who) == "string" and who or "cosine_embedding_loss"
+    local fname = name_of(who, "cosine_embedding_loss")
     opts = loss_opts(fname, opts, {margin = true})
     check_tensor(fname, "input1", x1)
     check_tensor(fname, "input2", x2)
@@ -747,7 +759,7 @@ end
 -- 0) with d the p-norm distance of rows; swap takes the smaller of d(a,
 -- n) and d(p, n).
 function M.triplet_margin_loss(a, pos, neg, opts, who)
-    local fname = type(who) == "string" and who or "triplet_margin_loss"
+    local fname = name_of(who, "triplet_margin_loss")
     opts = util.check_opts(fname, opts, {margin = true, p = true, eps = true, swap = true, reduction = true})
     check_loss_values(fname, opts, {"margin", "p", "eps"}, {"swap"})
     if opts.p ~= nil and not (opts.p >= 0) then fail(fmt("%s: p must be >= 0, got %s", fname, tostring(opts.p))) end
@@ -767,7 +779,7 @@ end
 -- eps (+ 0.5 log 2 pi when full): the negative log-likelihood of target
 -- under a Gaussian of mean input and variance var.
 function M.gaussian_nll_loss(input, target, var, opts, who)
-    local fname = type(who) == "string" and who or "gaussian_nll_loss"
+    local fname = name_of(who, "gaussian_nll_loss")
     opts = util.check_opts(fname, opts, {full = true, eps = true, reduction = true})
     check_loss_values(fname, opts, {"eps"}, {"full"})
     if opts.eps ~= nil and not (opts.eps > 0) then fail(fmt("%s: eps must be > 0, got %s", fname, tostring(opts.eps))) end
@@ -807,7 +819,7 @@ end
 
 -- Mean absolute error; the target broadcasts to the input's shape.
 function M.l1_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "l1_loss"
+    local fname = name_of(who, "l1_loss")
     opts = loss_opts(fname, opts)
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)
@@ -822,7 +834,7 @@ end
 -- weighs the positive term, Torch's: -(pw y log sigmoid(x) + (1 - y) log(1
 -- - sigmoid(x))) = (1 - y) x + (1 + (pw - 1) y) softplus(-x).
 function M.binary_cross_entropy_with_logits(logits, target, opts, who)
-    local fname = type(who) == "string" and who or "binary_cross_entropy_with_logits"
+    local fname = name_of(who, "binary_cross_entropy_with_logits")
     opts = loss_opts(fname, opts, nil, {weight = true, pos_weight = true})
     check_tensor(fname, "input", logits)
     check_tensor(fname, "target", target)
@@ -859,7 +871,7 @@ end
 -- Normalises x over its last dims (the shape normalized_shape gives):
 -- (x - mean) / sqrt(var + eps), var the biased one, then * weight + bias.
 function M.layer_norm(x, normalized_shape, weight, bias, eps, who)
-    local fname = type(who) == "string" and who or "layer_norm"
+    local fname = name_of(who, "layer_norm")
     check_tensor(fname, "input", x)
     check_devices(fname, x, weight, bias)
     check_float(fname, "input", x)
@@ -909,7 +921,7 @@ end
 -- shape).  eps nil: the dtype's machine epsilon, as Torch's.
 local MACHINE_EPS = {float32 = 1.1920928955078125e-07, float64 = 2.220446049250313e-16}
 function M.rms_norm(x, normalized_shape, weight, eps, who)
-    local fname = type(who) == "string" and who or "rms_norm"
+    local fname = name_of(who, "rms_norm")
     check_tensor(fname, "input", x)
     check_devices(fname, x, weight)
     if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
@@ -954,7 +966,7 @@ end
 -- weight and bias (C each).  One group is LayerNorm over C×…; C groups
 -- are InstanceNorm.
 function M.group_norm(x, num_groups, weight, bias, eps, who)
-    local fname = type(who) == "string" and who or "group_norm"
+    local fname = name_of(who, "group_norm")
     check_tensor(fname, "input", x)
     check_devices(fname, x, weight, bias)
     check_float(fname, "input", x)
@@ -1152,7 +1164,7 @@ end
 -- (an op it is made of failing, out of memory above all, named after it:
 -- "pad: full: out of memory ...")
 function M.pad(x, amounts, opts, who)
-    local fname = type(who) == "string" and who or "pad"
+    local fname = name_of(who, "pad")
     return util.own_errors(fname, pcall(pad, fname, x, amounts, opts))
 end
 
@@ -1185,7 +1197,7 @@ local function leading_batch(x)
 end
 
 function M.pixel_shuffle(x, r, who)
-    local fname = type(who) == "string" and who or "pixel_shuffle"
+    local fname = name_of(who, "pixel_shuffle")
     check_factor(fname, "upscale", x, r)
     if x:dim() < 3 or x:size(x:dim() - 2) % (r * r) ~= 0 then
         fail(fmt(fname .. ": expected (N x) C*%d x H x W, got %s", r * r, shape_str(x)))
@@ -1197,7 +1209,7 @@ function M.pixel_shuffle(x, r, who)
 end
 
 function M.pixel_unshuffle(x, r, who)
-    local fname = type(who) == "string" and who or "pixel_unshuffle"
+    local fname = name_of(who, "pixel_unshuffle")
     check_factor(fname, "downscale", x, r)
     local nd = x:dim()
     if nd < 3 or x:size(nd - 1) % r ~= 0 or x:size(nd) % r ~= 0 then
@@ -1215,8 +1227,13 @@ end
 -- send no gradient to the weight (a padding token), as Torch's.
 -- who (internal): the name an index out of range is reported under when
 -- the kernel meets it ("Embedding" from the module; "embedding" here).
-function M.embedding(indices, weight, padding_idx, who)
+function M.embedding(indices, weight, padding_idx, who, ...)
     local fname = type(who) == "string" and who or "embedding"
+    if (who ~= nil and type(who) ~= "string") or select("#", ...) > 0 and (...) ~= nil then
+        -- (Torch's max_norm, norm_type, scale_grad_by_freq, sparse were dropped unseen: max_norm renormalises rows)
+        fail(fmt("embedding: takes (indices, weight [, padding_idx]), got a further %s (Torch's max_norm, " ..
+                 "scale_grad_by_freq and sparse are not supported)", typename(who ~= nil and who or (...))))
+    end
     check_tensor(fname, "indices", indices)
     check_tensor(fname, "weight", weight)
     local dt = indices:dtype()
@@ -1227,8 +1244,11 @@ function M.embedding(indices, weight, padding_idx, who)
         fail(fmt("%s: weight must be 2-D (num x dim), got shape %s", fname, shape_str(weight)))
     end
     -- (one out of range, or not a number, was taken without a word: no row padded, as the module refuses)
-    if padding_idx ~= nil and (not is_int(padding_idx) or padding_idx < 1 or padding_idx > weight:size(1)) then
-        fail(fmt("%s: padding_idx must be an index in 1..%d, got %s", fname, weight:size(1), util.show(padding_idx)))
+    local num = weight:size(1)
+    if is_int(padding_idx) and padding_idx < 0 and padding_idx >= -num then padding_idx = num + 1 + padding_idx end
+    if padding_idx ~= nil and (not is_int(padding_idx) or padding_idx < 1 or padding_idx > num) then
+        fail(fmt("%s: padding_idx must be an index in 1..%d (or -%d..-1 from the end), got %s", fname, num, num,
+                 util.show(padding_idx)))
     end
     local s = shape_of(indices)
     s[#s + 1] = weight:size(2)
@@ -1265,7 +1285,7 @@ end
 -- -100 as Torch does, so p = 0 or 1 gives a large finite loss, not inf,
 -- and a finite gradient (record_bce).
 function M.binary_cross_entropy(p, y, opts, who)
-    local fname = type(who) == "string" and who or "binary_cross_entropy"
+    local fname = name_of(who, "binary_cross_entropy")
     opts = loss_opts(fname, opts, nil, {weight = true})
     check_same_shape(fname, p, y)
     local w = opts.weight -- each element's loss times its weight (broadcasting to p), Torch's
@@ -1287,7 +1307,7 @@ end
 -- Smooth L1: 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere
 -- (opts.beta, default 1; 0 is the L1 loss).
 function M.smooth_l1_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "smooth_l1_loss"
+    local fname = name_of(who, "smooth_l1_loss")
     opts = loss_opts(fname, opts, {beta = true})
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)
@@ -1303,7 +1323,7 @@ end
 -- Huber: 0.5 d^2 where |d| <= delta, delta (|d| - 0.5 delta) elsewhere
 -- (opts.delta, default 1).
 function M.huber_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "huber_loss"
+    local fname = name_of(who, "huber_loss")
     opts = loss_opts(fname, opts, {delta = true})
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)
@@ -1322,7 +1342,7 @@ end
 -- opts.log_target = true takes the target as log-probabilities too, as
 -- Torch's: exp(target) (target - input).
 function M.kl_div(input, target, opts, who)
-    local fname = type(who) == "string" and who or "kl_div"
+    local fname = name_of(who, "kl_div")
     opts = util.check_opts(fname, opts, {reduction = true, log_target = true})
     check_same_shape(fname, input, target)
     local r = opts.reduction
@@ -1352,7 +1372,7 @@ end
 
 -- Mean squared error; the target broadcasts to the input's shape.
 function M.mse_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "mse_loss"
+    local fname = name_of(who, "mse_loss")
     opts = loss_opts(fname, opts)
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)

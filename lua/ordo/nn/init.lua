@@ -73,6 +73,49 @@ local function too_many_args(cls, a, n, ...)
     end
 end
 
+-- Forward hooks (Torch's register_forward_pre_hook / register_forward_hook):
+-- lists of {fn} in the module's raw fields _fwd_pre_hooks / _fwd_hooks,
+-- run in the order registered, the lists copied first (a hook that removes
+-- itself skips none).  pre: fn(m, inputs) (inputs a list {n =, ...});
+-- nothing keeps the inputs, a tensor replaces them by that one input, a
+-- list by its entries.  post: fn(m, inputs, out1, out2...) (forward's
+-- results); values it returns replace them.
+local function hooked_call(self, ...)
+    local args = {n = select("#", ...), ...}
+    local name = self._class_name or "Module"
+    local pre = rawget(self, "_fwd_pre_hooks")
+    if pre and #pre > 0 then
+        local list = {unpack(pre)}
+        for i = 1, #list do
+            local r = list[i][1](self, args)
+            if r ~= nil then
+                if is_tensor(r) then
+                    args = {n = 1, r}
+                elseif type(r) == "table" and getmetatable(r) == nil then
+                    local k = r.n or #r
+                    args = {n = k, unpack(r, 1, k)}
+                else
+                    fail(fmt("%s: a forward pre-hook returned %s (expected nothing, a tensor, or a list of the inputs)",
+                             name, typename(r)))
+                end
+            end
+        end
+    end
+    local outs = {n = 0}
+    local function keep(...) outs = {n = select("#", ...), ...} end
+    keep(self:forward(unpack(args, 1, args.n)))
+    local post = rawget(self, "_fwd_hooks")
+    if post and #post > 0 then
+        local list = {unpack(post)}
+        for i = 1, #list do
+            local before = outs
+            keep(list[i][1](self, args, unpack(before, 1, before.n)))
+            if outs.n == 0 or (outs.n == 1 and outs[1] == nil) then outs = before end
+        end
+    end
+    return unpack(outs, 1, outs.n)
+end
+
 local function instance_call(self, ...)
     local n = select("#", ...)
     if n > 0 then
@@ -80,7 +123,8 @@ local function instance_call(self, ...)
         local a = ARITY[f] or arity_of(f)
         if n > a then too_many(self, a, n, ...) end
     end
-    return self:forward(...)
+    if rawget(self, "_fwd_hooks") == nil and rawget(self, "_fwd_pre_hooks") == nil then return self:forward(...) end
+    return hooked_call(self, ...)
 end
 
 -- Whether v is a module: an instance of a class from Module:extend.
@@ -348,11 +392,64 @@ function Module:_has(list, name)
     return false
 end
 
+-- m:register_forward_pre_hook(fn) / m:register_forward_hook(fn): see
+-- hooked_call.  Each returns a handle, handle:remove() takes the hook off.
+local HookHandle = {}
+HookHandle.__index = HookHandle
+function HookHandle:remove()
+    local hooks = self._hooks
+    for i = #hooks, 1, -1 do
+        if hooks[i] == self._entry then
+            table.remove(hooks, i)
+            break
+        end
+    end
+end
+local function add_forward_hook(fname, self, field, fn, ...)
+    check_module_self(fname, self)
+    local mt = type(fn) == "table" and getmetatable(fn)
+    if type(fn) ~= "function" and not (mt and mt.__call) then
+        fail(fmt("%s: expected a function, got %s", fname, typename(fn)))
+    end
+    if select("#", ...) > 0 and (...) ~= nil then
+        -- (Torch's keywords prepend, with_kwargs, always_call: not dropped unseen)
+        fail(fmt("%s: takes the hook alone, got a further %s", fname, typename((...))))
+    end
+    local hooks = rawget(self, field)
+    if hooks == nil then
+        hooks = {}
+        rawset(self, field, hooks)
+    end
+    local entry = {fn}
+    hooks[#hooks + 1] = entry
+    return setmetatable({_hooks = hooks, _entry = entry}, HookHandle)
+end
+function Module:register_forward_pre_hook(fn, ...)
+    return add_forward_hook("register_forward_pre_hook", self, "_fwd_pre_hooks", fn, ...)
+end
+function Module:register_forward_hook(fn, ...)
+    return add_forward_hook("register_forward_hook", self, "_fwd_hooks", fn, ...)
+end
+
 -- The direct children as a list of {name, module}.
 function Module:children()
     check_module_self("children", self)
     local r = {}
     for _, n in ipairs(child_names(self)) do r[#r + 1] = {n, self[n]} end
+    return r
+end
+
+-- Torch's named_children: the direct children as {name =, module =}, as
+-- named_modules lists them (a prefix joined with a dot).
+function Module:named_children(prefix)
+    check_module_self("named_children", self)
+    if prefix ~= nil and type(prefix) ~= "string" then
+        fail(fmt("named_children: the name prefix must be a string, got %s", typename(prefix)))
+    end
+    local r = {}
+    for _, n in ipairs(child_names(self)) do
+        r[#r + 1] = {name = (prefix and prefix ~= "") and (prefix .. "." .. n) or n, module = self[n]}
+    end
     return r
 end
 
@@ -1620,8 +1717,11 @@ function Embedding:init(num, dim, opts)
     check_int("Embedding", "embedding_dim", dim)
     opts = opts_of("Embedding", opts, {padding_idx = true, dtype = true, device = true})
     local pad = opts.padding_idx
+    -- (negative from the end, as Torch's padding_idx = -1 and ordo's t[-1]: kept as the row it names)
+    if is_int(pad) and pad < 0 and pad >= -num then pad = num + 1 + pad end
     if pad ~= nil and (not is_int(pad) or pad < 1 or pad > num) then
-        fail(fmt("Embedding: padding_idx must be an index in 1..%d, got %s", num, tostring(pad)))
+        fail(fmt("Embedding: padding_idx must be an index in 1..%d (or -%d..-1 from the end), got %s", num, num,
+                 tostring(opts.padding_idx)))
     end
     self.num_embeddings, self.embedding_dim, self.padding_idx = num, dim, pad
     local w = tensor.randn({num, dim}, util.param_opts(opts, self))
@@ -1736,11 +1836,35 @@ function Flatten:extra_repr() return self.start_dim .. ", " .. self.end_dim end
 -- Sequential(m1, m2, ...): calls each module on the previous one's output.
 local Sequential = Module:extend("Sequential")
 M.Sequential = Sequential
+-- The modules of a container's list, in order: every key an integer
+-- 1..n.  ipairs stopped at the first hole and skipped names, so
+-- Sequential({conv = ..., act = ...}) (Torch's OrderedDict) was an empty
+-- model, the identity, and {m1, nil, m3} dropped m3, without a word.
+local function module_list(name, list)
+    local n, top = 0, 0
+    for k in pairs(list) do
+        if type(k) ~= "number" or not is_int(k) or k < 1 then
+            fail(fmt("%s: the table holds the key %s: give the modules as a list {m1, m2, ...}, in order (a Lua " ..
+                     "table of names has no order%s)", name, type(k) == "string" and ("'" .. k .. "'") or tostring(k),
+                     name == "Sequential" and "; for modules by name, nn.ModuleDict" or "; by name, nn.ModuleDict"))
+        end
+        n = n + 1
+        if k > top then top = k end
+    end
+    if top ~= n then
+        for i = 1, top do
+            if list[i] == nil then fail(fmt("%s: module %d must be a module, got nil (a hole in the list)", name, i)) end
+        end
+    end
+    return list, n
+end
+
 function Sequential:init(...)
     self.n = 0
     local list = ...
     if select("#", ...) == 1 and type(list) == "table" and getmetatable(list) == nil then
-        for _, m in ipairs(list) do self:add(m) end
+        local l, n = module_list("Sequential", list)
+        for i = 1, n do self:add(l[i]) end
     else
         for i = 1, select("#", ...) do self:add((select(i, ...))) end
     end
@@ -1780,7 +1904,8 @@ function ModuleList:init(list)
     if list ~= nil and (type(list) ~= "table" or getmetatable(list) ~= nil) then
         fail("ModuleList: expected a table of modules, got " .. typename(list))
     end
-    for _, m in ipairs(list or {}) do self:append(m) end
+    local l, n = module_list("ModuleList", list or {})
+    for i = 1, n do self:append(l[i]) end
 end
 function ModuleList:append(m)
     if not is_module(m) then fail(fmt("ModuleList: module %d must be a module, got %s", self.n + 1, typename(m))) end

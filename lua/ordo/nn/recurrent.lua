@@ -20,11 +20,12 @@
 -- those names still load, renamed, see _old_state_names.)
 local util = require "ordo.util"
 local tensor = require "ordo.tensor"
+local rnn_utils = require "ordo.nn.rnn_utils"
 
 local fail, typename = util.fail, util.typename
 local is_tensor, check_same_dtype = tensor.is_tensor, tensor.check_same_dtype
 local fmt, sqrt = string.format, math.sqrt
-local type, tostring, select = type, tostring, select
+local type, tostring, select, ipairs = type, tostring, select, ipairs
 
 local M = {}
 
@@ -268,7 +269,10 @@ function M.install(nn)
         end
         -- One direction of one layer (l, d) over the steps of seq: the
         -- outputs (a new list) and the last state (h, c: nil for zeros).
-        local function run(self, l, d, seq, h, c)
+        -- keep: for a packed input, per step the uint8 (N, 1) mask of the
+        -- sequences not yet ended (nil: all of them): an ended one keeps its
+        -- state and outputs zeros, as Torch's packed layout computes.
+        local function run(self, l, d, seq, h, c, keep)
             local sfx = layer_suffix(l, d)
             local wi, wh = self["weight_ih" .. sfx], self["weight_hh" .. sfx]
             local bi, bh = self["bias_ih" .. sfx], self["bias_hh" .. sfx]
@@ -281,10 +285,17 @@ function M.install(nn)
             for k = 1, T do
                 local t = d == 2 and T - k + 1 or k
                 local x = seq[t]
-                if lstm then h, c = lstm_step(x, h, c, wi, wh, bi, bh)
-                elseif kind == "gru" then h = gru_step(x, h, wi, wh, bi, bh)
-                else h = rnn_step(x, h, wi, wh, bi, bh, relu) end
-                out[t] = h
+                local m = keep and keep.running[t]
+                local h1, c1
+                if lstm then h1, c1 = lstm_step(x, h, c, wi, wh, bi, bh)
+                elseif kind == "gru" then h1 = gru_step(x, h, wi, wh, bi, bh)
+                else h1 = rnn_step(x, h, wi, wh, bi, bh, relu) end
+                if m then
+                    h, out[t] = tensor.where(m, h1, h), h1:masked_fill(keep.ended[t], 0)
+                    if lstm then c = tensor.where(m, c1, c) end
+                else
+                    h, c, out[t] = h1, c1, h1
+                end
             end
             return out, h, c
         end
@@ -304,7 +315,29 @@ function M.install(nn)
         -- An unbatched sequence (T, features), Torch's, is a batch of one:
         -- its states (layers·D, hidden) and results come without the batch dim.
         local function forward(self, x, h0, c0)
-            if is_tensor(x) and x:dim() == 2 and x:size(2) == self.input_size then
+            -- a PackedSequence (nn.utils.rnn): its padded batch, time first
+            -- (batch_first does not apply, as in Torch), and per step the
+            -- sequences still running
+            local packed, keep = rnn_utils.is_packed(x) and x, nil
+            if packed then
+                x = packed.padded
+                if x:dim() ~= 3 or x:size(3) ~= self.input_size then
+                    fail(fmt("%s: the PackedSequence's elements must have %d features, got a padded batch of shape %s",
+                             name, self.input_size, shape_str(x)))
+                end
+                local T = x:size(1)
+                local short = false
+                for _, len in ipairs(packed.lengths) do if len < T then short = true end end
+                if short then
+                    local ended = rnn_utils._pad_mask(x, packed.lengths)
+                    local running = ended:logical_not()
+                    keep = {running = {}, ended = {}}
+                    for t = 1, T do
+                        keep.running[t] = running:select(1, t):unsqueeze(2)
+                        keep.ended[t] = ended:select(1, t):unsqueeze(2)
+                    end
+                end
+            elseif is_tensor(x) and x:dim() == 2 and x:size(2) == self.input_size then
                 local h1, c1 = batch_of_one(self, h0, "h0"), batch_of_one(self, c0, "c0")
                 local bf = self.batch_first
                 local out, hn, cn = forward(self, bf and x:unsqueeze(1) or x:unsqueeze(2), h1, c1)
@@ -321,7 +354,7 @@ function M.install(nn)
             check_same_dtype(name, x, "weight_ih_l0", self.weight_ih_l0)
             if is_tensor(h0) then check_same_dtype(name, x, "h0", h0) end
             if is_tensor(c0) then check_same_dtype(name, x, "c0", c0) end
-            if self.batch_first then x = x:transpose(1, 2) end
+            if self.batch_first and not packed then x = x:transpose(1, 2) end
             local T, N = x:size(1), x:size(2)
             local hs, cs = {}, {}
             local seq = {}
@@ -332,7 +365,7 @@ function M.install(nn)
                     local h = layer_state(self, h0, l, d, "h0", N)
                     local c = lstm and layer_state(self, c0, l, d, "c0", N) or nil
                     local o
-                    o, h, c = run(self, l, d, seq, h, c)
+                    o, h, c = run(self, l, d, seq, h, c, keep)
                     outs[d] = o
                     local k = (l - 1) * self.directions + d
                     hs[k], cs[k] = h or zeros_state(self, x, N), c or (lstm and zeros_state(self, x, N)) or nil
@@ -346,7 +379,8 @@ function M.install(nn)
             end
             local out = T > 0 and tensor.stack(seq, 1)
                 or tensor.zeros({0, N, self.hidden_size * self.directions}, tensor.like(x))
-            if self.batch_first then out = out:transpose(1, 2) end
+            if packed then out = rnn_utils._repack(packed, out)
+            elseif self.batch_first then out = out:transpose(1, 2) end
             local hn = tensor.stack(hs, 1)
             if lstm then return out, hn, tensor.stack(cs, 1) end
             return out, hn

@@ -14,9 +14,12 @@ local autograd = require "ordo.autograd"
 local fail, typename = util.fail, util.typename
 local is_tensor = tensor.is_tensor
 local fmt, huge = string.format, math.huge
-local type, ipairs, tostring, getmetatable = type, ipairs, tostring, getmetatable
+local type, ipairs, pairs, tostring, getmetatable, select = type, ipairs, pairs, tostring, getmetatable, select
 
 local M = {}
+
+-- nn.utils.rnn: pad_sequence, pack_padded_sequence, pad_packed_sequence, pack_sequence
+M.rnn = require "ordo.nn.rnn_utils"
 
 -- a bad value as a message shows it: a number, or its type ("1" is not 1)
 local function shown(v) return type(v) == "number" and tostring(v) or typename(v) end
@@ -29,8 +32,12 @@ local function grads_of(fname, params)
     if type(params) ~= "table" or getmetatable(params) ~= nil then
         fail(fmt("%s: expected a list of parameters (model:parameters()), got %s", fname, typename(params)))
     end
+    -- (ipairs stopped at a hole: {a, nil, b} left b unclipped)
+    local n = 0
+    for k in pairs(params) do if type(k) == "number" and k >= 1 and k % 1 == 0 and k > n then n = k end end
     local gs, dev, seen = {}, nil, {}
-    for i, p in ipairs(params) do
+    for i = 1, n do
+        local p = params[i]
         if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
         local g = p.grad
         if g ~= nil and not is_tensor(g) then
@@ -58,7 +65,7 @@ local function grads_of(fname, params)
 end
 
 -- The body of clip_grad_norm_, run in no-grad mode.
-local function clip_norm(gs, max_norm, norm_type)
+local function clip_norm(gs, max_norm, norm_type, error_if_nonfinite)
     local total
     for _, g in ipairs(gs) do
         local a = g:abs()
@@ -73,19 +80,64 @@ local function clip_norm(gs, max_norm, norm_type)
         end
     end
     if norm_type ~= huge then total = total:pow(1 / norm_type) end
+    if error_if_nonfinite then
+        -- (Torch's check: a wait for the norm, before any gradient is scaled)
+        local v = total:item()
+        if not (v > -huge and v < huge) then
+            fail(fmt("clip_grad_norm_: the total norm of order %s of the gradients is %s (non-finite), so they " ..
+                     "cannot be clipped; the gradients are left as they were (error_if_nonfinite = false " ..
+                     "scales them by it anyway)", norm_type == huge and "inf" or tostring(norm_type), tostring(v)))
+        end
+    end
     -- scale = min(1, max_norm / (total + 1e-6)): a 0-dim tensor, no wait
     local scale = (max_norm / (total + 1e-6)):clamp(nil, 1)
     for _, g in ipairs(gs) do g:mul_(scale:to(g:dtype())) end
     return total
 end
 
--- clip_grad_norm_(params, max_norm [, norm_type = 2]): scales the
--- gradients of params together so that their norm (all of them as one
--- vector; norm_type a p > 0, or math.huge / "inf" for the largest
--- magnitude) is at most max_norm.  Returns that norm before clipping, a
--- 0-dim float64 tensor (0 when no parameter has a gradient).
-function M.clip_grad_norm_(params, max_norm, norm_type)
+-- Torch's trailing arguments of the clippers: error_if_nonfinite (a
+-- boolean, clip_grad_norm_ only) and foreach (a boolean or nil: a speed
+-- hint, nothing to do here), positional or as an options table
+-- {error_if_nonfinite =, foreach =}.  Anything else raises: a dropped
+-- error_if_nonfinite = true would let a NaN norm through unseen.
+local CLIP_OPTS = {error_if_nonfinite = true, foreach = true}
+local function clip_options(fname, with_nonfinite, ...)
+    local n = select("#", ...)
+    while n > 0 and select(n, ...) == nil do n = n - 1 end -- (trailing nils are no arguments)
+    local a, b = ...
+    local nonfinite, foreach
+    if n == 1 and type(a) == "table" and getmetatable(a) == nil then
+        local o = util.check_opts(fname, a, with_nonfinite and CLIP_OPTS or {foreach = true})
+        nonfinite, foreach = o.error_if_nonfinite, o.foreach
+    elseif with_nonfinite and n <= 2 then
+        nonfinite, foreach = a, b
+    elseif not with_nonfinite and n <= 1 then
+        foreach = a
+    else
+        fail(fmt("%s: too many arguments (after %s: an options table {%s} or Torch's positional %s)", fname,
+                 with_nonfinite and "norm_type" or "clip_value",
+                 with_nonfinite and "error_if_nonfinite, foreach" or "foreach",
+                 with_nonfinite and "error_if_nonfinite, foreach" or "foreach"))
+    end
+    if nonfinite ~= nil and type(nonfinite) ~= "boolean" then
+        fail(fmt("%s: error_if_nonfinite must be true or false, got %s", fname, shown(nonfinite)))
+    end
+    if foreach ~= nil and type(foreach) ~= "boolean" then
+        fail(fmt("%s: foreach must be true, false or nil, got %s", fname, shown(foreach)))
+    end
+    return nonfinite == true
+end
+
+-- clip_grad_norm_(params, max_norm [, norm_type = 2 [, error_if_nonfinite
+-- = false [, foreach]]]): scales the gradients of params together so that
+-- their norm (all of them as one vector; norm_type a p > 0, or math.huge /
+-- "inf" for the largest magnitude) is at most max_norm.  Returns that norm
+-- before clipping, a 0-dim float64 tensor (0 when no parameter has a
+-- gradient).  error_if_nonfinite (or {error_if_nonfinite = true}) waits
+-- for the norm and raises, the gradients unchanged, when it is NaN or inf.
+function M.clip_grad_norm_(params, max_norm, norm_type, ...)
     local fname = "clip_grad_norm_"
+    local error_if_nonfinite = clip_options(fname, true, ...)
     if type(max_norm) ~= "number" or not (max_norm >= 0) then
         fail(fmt("%s: max_norm must be a number >= 0, got %s", fname, shown(max_norm)))
     end
@@ -96,13 +148,14 @@ function M.clip_grad_norm_(params, max_norm, norm_type)
     end
     local gs = grads_of(fname, params)
     if #gs == 0 then return tensor.zeros({}, {dtype = "float64"}) end
-    return autograd.no_grad(clip_norm, gs, max_norm, norm_type)
+    return autograd.no_grad(clip_norm, gs, max_norm, norm_type, error_if_nonfinite)
 end
 
--- clip_grad_value_(params, clip_value): clamps every gradient element to
--- [-clip_value, clip_value], in place.
-function M.clip_grad_value_(params, clip_value)
+-- clip_grad_value_(params, clip_value [, foreach]): clamps every gradient
+-- element to [-clip_value, clip_value], in place.
+function M.clip_grad_value_(params, clip_value, ...)
     local fname = "clip_grad_value_"
+    clip_options(fname, false, ...)
     if type(clip_value) ~= "number" or not (clip_value >= 0) then
         fail(fmt("%s: clip_value must be a number >= 0, got %s", fname, shown(clip_value)))
     end
