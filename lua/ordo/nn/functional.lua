@@ -805,6 +805,198 @@ function M.gaussian_nll_loss(input, target, var, opts, who)
     return reduce(fname, loss, opts.reduction)
 end
 
+-- ---------------------------------------------------------------- more of Torch's losses (compositions of ops)
+
+-- poisson_nll_loss(input, target [, {log_input = true, full = false, eps =
+-- 1e-8, reduction}]): the negative log-likelihood of target under a Poisson
+-- distribution of rate exp(input) (log_input) or input: exp(input) - target
+-- input, or input - target log(input + eps); full adds Stirling's
+-- approximation of log(target!), target log target - target + 0.5 log(2 pi
+-- target), where target > 1 (0 elsewhere), as Torch's.
+function M.poisson_nll_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "poisson_nll_loss"
+    opts = util.check_opts(fname, opts, {log_input = true, full = true, eps = true, reduction = true})
+    check_loss_values(fname, opts, {"eps"}, {"log_input", "full"})
+    if opts.eps ~= nil and not (opts.eps >= 0) then fail(fmt("%s: eps must be >= 0, got %s", fname, tostring(opts.eps))) end
+    check_tensor(fname, "input", input)
+    check_tensor(fname, "target", target)
+    check_target_broadcast(fname, input, target)
+    input, target = as_float(input, target)
+    local loss
+    if opts.log_input == false then
+        loss = input - target * (input + (opts.eps or 1e-8)):log()
+    else
+        loss = input:exp() - target * input
+    end
+    if opts.full then
+        local big = target:gt(1)
+        -- the term of a target of 1 (where it is left out) computed: log of a target of 0 would be -inf, and
+        -- its gradient NaN through the masked places
+        local t = tensor.where(big, target, 1)
+        local stirling = t * t:log() - t + (t * (2 * math.pi)):log() * 0.5
+        loss = loss + tensor.where(big, stirling, 0)
+    end
+    return reduce(fname, loss, opts.reduction)
+end
+
+-- hinge_embedding_loss(input, target [, {margin = 1, reduction}]): input
+-- where target is 1, max(0, margin - input) where it is -1 (Torch's: a
+-- target of any other value gets both terms).
+function M.hinge_embedding_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "hinge_embedding_loss"
+    opts = loss_opts(fname, opts, {margin = true})
+    check_loss_values(fname, opts, {"margin"})
+    check_tensor(fname, "input", input)
+    check_tensor(fname, "target", target)
+    check_target_broadcast(fname, input, target)
+    input = as_float(input, target)
+    local m = (-input + (opts.margin or 1)):clamp(0) -- (clamp: Torch's gradient at 0)
+    local loss = tensor.where(target:ne(1), m, 0) + tensor.where(target:ne(-1), input, 0)
+    return reduce(fname, loss, opts.reduction)
+end
+
+-- soft_margin_loss(input, target [, {reduction}]): log(1 + exp(-target
+-- input)), targets 1 or -1, computed as softplus (finite for large inputs).
+function M.soft_margin_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "soft_margin_loss"
+    opts = loss_opts(fname, opts)
+    check_tensor(fname, "input", input)
+    check_tensor(fname, "target", target)
+    check_target_broadcast(fname, input, target)
+    input, target = as_float(input, target)
+    return reduce(fname, M.softplus(-(input * target), 1, math.huge), opts.reduction)
+end
+
+-- A weight of one per class: a 1-D tensor of C elements of the input's dtype.
+local function check_class_weight(fname, x, w, C)
+    if w ~= nil and (w:dim() ~= 1 or w:size(1) ~= C or w:dtype() ~= x:dtype()) then
+        fail(fmt("%s: weight must be a %s tensor of %d class weights, got %s %s", fname, x:dtype(), C, w:dtype(),
+                 shape_str(w)))
+    end
+end
+
+-- multilabel_soft_margin_loss(input, target [, {weight, reduction}]):
+-- input N x C (or C) logits, target of its shape, 1 where a class is
+-- present and 0 where not; each sample's loss the mean over the classes of
+-- the binary cross-entropies -(y log sigmoid(x) + (1 - y) log sigmoid(-x)),
+-- times weight (C, one per class); "none" gives N losses.
+function M.multilabel_soft_margin_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "multilabel_soft_margin_loss"
+    opts = loss_opts(fname, opts, nil, {weight = true})
+    check_same_shape(fname, input, target)
+    if input:dim() < 1 then fail(fmt("%s: expected input of shape C or NxC, got %s", fname, shape_str(input))) end
+    local w = opts.weight
+    check_devices(fname, input, target, w)
+    if not FLOAT_DT[input:dtype()] then input = input:float() end
+    local C = input:size(-1)
+    check_class_weight(fname, input, w, C)
+    local loss = -(target * M.logsigmoid(input) + (1 - target) * M.logsigmoid(-input))
+    if w ~= nil then loss = loss * w end
+    return reduce(fname, loss:sum(-1) / C, opts.reduction)
+end
+
+-- multi_margin_loss(input, target [, {p = 1, margin = 1, weight,
+-- reduction}]): input N x C class scores, target N class indices (from 1);
+-- each sample's loss sum over the classes i other than its target y of
+-- weight[y] max(0, margin - x[y] + x[i])^p, divided by C, as Torch's (p 1
+-- or 2).  One sample's C scores take a 0-dim index.
+function M.multi_margin_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "multi_margin_loss"
+    check_tensor(fname, "input", input)
+    if input:dim() == 1 then return unbatched(fname, M.multi_margin_loss, input, target, opts, false) end
+    opts = loss_opts(fname, opts, {p = true, margin = true}, {weight = true})
+    check_loss_values(fname, opts, {"p", "margin"})
+    local p = opts.p or 1
+    if p ~= 1 and p ~= 2 then fail(fmt("%s: p must be 1 or 2, got %s", fname, tostring(p))) end
+    if input:dim() ~= 2 then fail(fmt("%s: expected input of shape C or NxC, got %s", fname, shape_str(input))) end
+    check_target(fname, input, target)
+    local w = opts.weight
+    check_devices(fname, input, target, w)
+    if not FLOAT_DT[input:dtype()] then input = input:float() end
+    local C = input:size(2)
+    check_class_weight(fname, input, w, C)
+    local who_t = fname .. " (target)" -- (an index out of range fails the gather at run time, as cross_entropy's)
+    local t = target:view(-1, 1)
+    local xy = input:gather(2, t, who_t)
+    local z = (input - xy + (opts.margin or 1)):clamp(0) -- (clamp: Torch's gradient at 0)
+    if p == 2 then z = z * z end
+    -- the target's own class left out (its term would be max(0, margin)^p)
+    local own = tensor.arange(1, C + 1, tensor.like(target)):view(1, C):eq(t)
+    z = tensor.where(own, 0, z)
+    if w ~= nil then z = z * w:index_select(1, target, who_t):view(-1, 1) end
+    return reduce(fname, z:sum(2) / C, opts.reduction)
+end
+
+-- multilabel_margin_loss(input, target [, {reduction}]): input N x C (or
+-- C) scores, target of its shape holding each sample's class indices
+-- (from 1), ended by the first index < 1 (0, Torch's -1 plus one) and
+-- padded after it; each sample's loss sum over its classes j and the
+-- classes i not among them of max(0, 1 - (x[j] - x[i])), divided by C.
+function M.multilabel_margin_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "multilabel_margin_loss"
+    opts = loss_opts(fname, opts)
+    check_same_shape(fname, input, target)
+    local dt = target:dtype()
+    if dt ~= "int64" and dt ~= "int32" then
+        fail(fmt("%s: target must hold class indices (int64, from 1, ended by 0), got %s", fname, dt))
+    end
+    local nd = input:dim()
+    if nd ~= 1 and nd ~= 2 then fail(fmt("%s: expected input of shape C or NxC, got %s", fname, shape_str(input))) end
+    if not FLOAT_DT[input:dtype()] then input = input:float() end
+    local x, t = input, target
+    if nd == 1 then x, t = x:view(1, -1), t:view(1, -1) end
+    local C = x:size(2)
+    -- the indices before the first < 1 count (K of them, K = C slots)
+    local valid = t:lt(1):to("int64"):cumsum(2):eq(0)                        -- N x K
+    local ti = tensor.where(valid, t, 1)
+    local xt = x:gather(2, ti, fname .. " (target)")                           -- N x K: x at each target
+    local classes = tensor.arange(1, C + 1, tensor.like(t)):view(1, 1, C)
+    local hit = ti:unsqueeze(3):eq(classes):logical_and(valid:unsqueeze(3))    -- N x K x C
+    local is_target = hit:any(2)                                               -- N x C
+    local keep = valid:unsqueeze(3):logical_and(is_target:logical_not():unsqueeze(2))
+    local z = (-(xt:unsqueeze(3) - x:unsqueeze(2)) + 1):clamp(0)               -- N x K x C
+    local loss = tensor.where(keep, z, 0):sum({2, 3}) / C
+    if nd == 1 then loss = loss:view({}) end
+    return reduce(fname, loss, opts.reduction)
+end
+
+-- triplet_margin_with_distance_loss(anchor, positive, negative [,
+-- {distance_function = pairwise_distance, margin = 1, swap = false,
+-- reduction}]): max(d(a, p) - d(a, n) + margin, 0), d any function of two
+-- tensors giving a tensor of distances (pairwise_distance by default);
+-- swap takes the smaller of d(a, n) and d(p, n).
+function M.triplet_margin_with_distance_loss(a, pos, neg, opts, who)
+    local fname = type(who) == "string" and who or "triplet_margin_with_distance_loss"
+    opts = util.check_opts(fname, opts, {distance_function = true, margin = true, swap = true, reduction = true})
+    check_loss_values(fname, opts, {"margin"}, {"swap"})
+    if opts.margin ~= nil and not (opts.margin > 0) then
+        fail(fmt("%s: margin must be > 0, got %s", fname, tostring(opts.margin)))
+    end
+    local d = opts.distance_function
+    if d ~= nil and type(d) ~= "function" and not (type(d) == "table" and getmetatable(d) and getmetatable(d).__call) then
+        fail(fmt("%s: option distance_function must be a function, got %s", fname, typename(d)))
+    end
+    d = d or function(u, v) return M.pairwise_distance(u, v) end
+    check_tensor(fname, "anchor", a)
+    check_tensor(fname, "positive", pos)
+    check_tensor(fname, "negative", neg)
+    check_devices(fname, a, pos, neg)
+    if a:dim() ~= pos:dim() or a:dim() ~= neg:dim() then
+        fail(fmt("%s: anchor, positive and negative must have the same number of dims, got shapes %s, %s and %s",
+                 fname, shape_str(a), shape_str(pos), shape_str(neg)))
+    end
+    local function dist(u, v, what)
+        local r = d(u, v)
+        if not is_tensor(r) then
+            fail(fmt("%s: distance_function returned %s for %s, expected a tensor of distances", fname, typename(r), what))
+        end
+        return r
+    end
+    local dap, dan = dist(a, pos, "(anchor, positive)"), dist(a, neg, "(anchor, negative)")
+    if opts.swap then dan = dan:minimum(dist(pos, neg, "(positive, negative)")) end
+    return reduce(fname, (dap - dan + (opts.margin or 1)):clamp(0), opts.reduction)
+end
+
 -- Mean absolute error; the target broadcasts to the input's shape.
 function M.l1_loss(input, target, opts, who)
     local fname = type(who) == "string" and who or "l1_loss"

@@ -1939,6 +1939,12 @@ loss("HuberLoss", F.huber_loss, {"delta"})
 loss("BCELoss", F.binary_cross_entropy, {"weight"})     -- probabilities, targets in [0, 1]
 loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits, {"weight", "pos_weight"}) -- logits, targets in [0, 1]
 loss("KLDivLoss", F.kl_div, {"log_target"}) -- log-probabilities, target probabilities (or log-probabilities)
+loss("PoissonNLLLoss", F.poisson_nll_loss, {"log_input", "full", "eps"}) -- log-rates (or rates), counts
+loss("HingeEmbeddingLoss", F.hinge_embedding_loss, {"margin"}) -- distances, targets 1 or -1
+loss("SoftMarginLoss", F.soft_margin_loss) -- scores, targets 1 or -1
+loss("MultiLabelSoftMarginLoss", F.multilabel_soft_margin_loss, {"weight"}) -- logits, 0/1 targets of their shape
+loss("MultiMarginLoss", F.multi_margin_loss, {"p", "margin", "weight"}) -- scores, class indices from 1
+loss("MultiLabelMarginLoss", F.multilabel_margin_loss) -- scores, class indices from 1 ended by 0
 
 -- The losses of three operands: input1, input2 (or anchor, positive,
 -- negative; input, target, var) and their options.
@@ -1960,6 +1966,8 @@ loss3("MarginRankingLoss", F.margin_ranking_loss, {margin = true, reduction = tr
 loss3("CosineEmbeddingLoss", F.cosine_embedding_loss, {margin = true, reduction = true})
 loss3("TripletMarginLoss", F.triplet_margin_loss, {margin = true, p = true, eps = true, swap = true, reduction = true})
 loss3("GaussianNLLLoss", F.gaussian_nll_loss, {full = true, eps = true, reduction = true})
+loss3("TripletMarginWithDistanceLoss", F.triplet_margin_with_distance_loss,
+      {distance_function = true, margin = true, swap = true, reduction = true})
 
 -- Conv2d, MaxPool2d, BatchNorm1d/2d and their functional forms
 -- ---------------------------------------------------------------- evaluation
