@@ -1059,6 +1059,11 @@ describe("nn modules", function()
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = "x"}) end, "gaussian_nll_loss: option eps")
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = -1}) end, "gaussian_nll_loss: eps must be > 0")
         H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "GaussianNLLLoss: option full", "boolean")
+        -- a NaN margin is refused, as triplet_margin_loss's (it gave a NaN loss)
+        H.raises(function() F.margin_ranking_loss(v2, v2, v2, {margin = 0 / 0}) end,
+                 "margin_ranking_loss: option margin must be a number, got nan")
+        H.raises(function() nn.CosineEmbeddingLoss({margin = 0 / 0})(a3, a3, v2) end,
+                 "CosineEmbeddingLoss: option margin must be a number, got nan")
     end)
 
     it("PoissonNLL, HingeEmbedding, SoftMargin, MultiLabelSoftMargin, MultiMargin, MultiLabelMargin and " ..

@@ -713,6 +713,7 @@ end
 function M.margin_ranking_loss(x1, x2, y, opts, who)
     local fname = type(who) == "string" and who or "margin_ranking_loss"
     opts = loss_opts(fname, opts, {margin = true})
+    check_loss_values(fname, opts, {"margin"}) -- (a NaN margin made the loss NaN)
     check_tensor(fname, "input1", x1)
     check_tensor(fname, "target", y)
     check_devices(fname, x1, x2, y)
@@ -730,6 +731,7 @@ end
 function M.cosine_embedding_loss(x1, x2, y, opts, who)
     local fname = type(who) == "string" and who or "cosine_embedding_loss"
     opts = loss_opts(fname, opts, {margin = true})
+    check_loss_values(fname, opts, {"margin"}) -- (a NaN margin made the loss NaN)
     check_tensor(fname, "input1", x1)
     check_tensor(fname, "input2", x2)
     check_tensor(fname, "target", y)
