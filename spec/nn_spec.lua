@@ -895,7 +895,15 @@ describe("nn modules", function()
               F.cross_entropy(x3:permute(1, 3, 2):reshape(-1, 3), t3:permute(1, 3, 2):reshape(-1, 3)):item(), 1e-12)
         H.raises(function() F.cross_entropy(x, ordo.tensor({{0.5, 0.5}}, D)) end, "cross_entropy",
                  "class indices must be int64", "probabilities (float) has the input's shape 2x3")
-        H.raises(function() F.cross_entropy(x, t, {ignore_index = 1}) end, "ignore_index needs class-index targets")
+        H.raises(function() F.cross_entropy(x, t, {ignore_index = 1}) end, "ignore_index 1 needs class-index targets")
+        H.raises(function() F.cross_entropy(x, t, {ignore_index = 0.5}) end, "ignore_index 0.5 needs class-index targets")
+        -- one that no class has (Torch's -100, a negative one as Torch allows) ignores nothing: one criterion for
+        -- batches of indices and of probabilities (it raised)
+        local crit = nn.CrossEntropyLoss({ignore_index = -100})
+        close(crit(x, t):item(), F.cross_entropy(x, t):item(), 1e-12)
+        close(crit(x, onehot):item(), crit(x, idx):item(), 1e-12)
+        close(F.cross_entropy(x, t, {ignore_index = 0, reduction = "sum"}):item(),
+              F.cross_entropy(x, t, {reduction = "sum"}):item(), 1e-12)
         -- one-hot rows given as integers: said so (it was "target of shape 2x3 does not match input 2x3")
         H.raises(function() F.cross_entropy(x, ordo.tensor({{0, 0, 1}, {1, 0, 0}}, "int64")) end,
                  "cross_entropy: a target of the input's shape 2x3 holds class probabilities and must be float32 or " ..

@@ -594,8 +594,14 @@ local function soft_cross_entropy(fname, logits, target, opts, e)
         fail(fmt("%s: target of %s of shape %s: class indices must be int64 (from 1), a target of probabilities " ..
                  "(float) has the input's shape %s", fname, target:dtype(), shape_str(target), shape_str(logits)))
     end
-    if opts.ignore_index ~= nil then
-        fail(fname .. ": ignore_index needs class-index targets (int64), not probabilities")
+    -- an ignore_index that no class can have (below 1: Torch's -100, or its
+    -- 0-based -1 plus one) ignores nothing here, as Torch's a negative one:
+    -- one criterion serves batches of class indices and of probabilities
+    -- (mixup on some of them); one that names a class has no meaning here
+    local ii = opts.ignore_index
+    if ii ~= nil and not (is_int(ii) and ii < 1) then
+        fail(fmt("%s: ignore_index %s needs class-index targets (int64), not probabilities (an ignore_index below " ..
+                 "1, which no class has, is allowed)", fname, tostring(ii)))
     end
     if logits:dim() < 2 then fail(fmt("%s: expected input of shape C, NxC or NxCxd1..., got %s", fname, shape_str(logits))) end
     local C = logits:size(2)
