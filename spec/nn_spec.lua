@@ -1067,6 +1067,16 @@ describe("nn modules", function()
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = "x"}) end, "gaussian_nll_loss: option eps")
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = -1}) end, "gaussian_nll_loss: eps must be > 0")
         H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "GaussianNLLLoss: option full", "boolean")
+        -- var a number: one variance for every expectation, as Torch's float var (it raised "var must be a tensor")
+        close(F.gaussian_nll_loss(x1, x2, 0.5):item(), F.gaussian_nll_loss(x1, x2, ordo.full({6}, 0.5, D)):item(), 1e-12)
+        close(nn.GaussianNLLLoss({full = true, reduction = "sum"})(x1, x2, 1e-9):item(),
+              F.gaussian_nll_loss(x1, x2, ordo.full({6}, 1e-9, D), {full = true, reduction = "sum"}):item(), 1e-12)
+        assert.equals("float64", F.gaussian_nll_loss(x1, x2, 2, {reduction = "none"}):dtype())
+        assert.is_true(ag.gradcheck(function(u) return F.gaussian_nll_loss(u, x2, 0.7) end, {x1:clone():requires_grad()}))
+        H.raises(function() F.gaussian_nll_loss(x1, x2, -1) end,
+                 "gaussian_nll_loss: var must be a tensor or a finite number >= 0, got -1")
+        H.raises(function() F.gaussian_nll_loss(x1, x2, 0 / 0) end, "gaussian_nll_loss: var must be", "got nan")
+        H.raises(function() F.gaussian_nll_loss(x1, x2, "1") end, "gaussian_nll_loss: var must be a tensor")
         -- a NaN margin is refused, as triplet_margin_loss's (it gave a NaN loss)
         H.raises(function() F.margin_ranking_loss(v2, v2, v2, {margin = 0 / 0}) end,
                  "margin_ranking_loss: option margin must be a number, got nan")

@@ -780,6 +780,13 @@ function M.gaussian_nll_loss(input, target, var, opts, who)
     check_loss_values(fname, opts, {"eps"}, {"full"})
     if opts.eps ~= nil and not (opts.eps > 0) then fail(fmt("%s: eps must be > 0, got %s", fname, tostring(opts.eps))) end
     check_tensor(fname, "input", input)
+    -- var a number: one variance for every expectation, as Torch's (a float var)
+    if type(var) == "number" then
+        if not (var >= 0 and var < math.huge) then
+            fail(fmt("%s: var must be a tensor or a finite number >= 0, got %s", fname, tostring(var)))
+        end
+        var = tensor.full_like(input, var, {dtype = FLOAT_DT[input:dtype()] and input:dtype() or "float32"})
+    end
     check_tensor(fname, "var", var)
     check_devices(fname, input, target, var)
     check_target_broadcast(fname, input, target)
