@@ -2211,7 +2211,14 @@ describe("nn modules", function()
         H.raises(function() return nn.BCELoss()(p, ordo.zeros(4)) end, "BCELoss", "4", "5")
         H.raises(function() return nn.KLDivLoss({reduction = "avg"}) end, "KLDivLoss", "batchmean", "avg")
         H.raises(function() return F.kl_div(logq, tgt, {reduction = "avg"}) end, "kl_div", "batchmean", "avg")
-        H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = 1}) end, "label_smoothing")
+        -- 1 is in Torch's range [0, 1] (it raised): the loss of a uniform target, the mean of -log p over classes
+        close(F.cross_entropy(logits, cls, {label_smoothing = 1}):item(),
+              -(lp[1][1] + lp[1][2] + lp[1][3] + lp[2][1] + lp[2][2] + lp[2][3]) / 6, 1e-12)
+        close(F.cross_entropy(logits, ordo.tensor({{0, 1, 0}, {0, 0, 1}}, D), {label_smoothing = 1}):item(),
+              -(lp[1][1] + lp[1][2] + lp[1][3] + lp[2][1] + lp[2][2] + lp[2][3]) / 6, 1e-12)
+        H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = 1.5}) end,
+                 "cross_entropy: label_smoothing must be in [0, 1], got 1.5")
+        H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = -0.1}) end, "label_smoothing")
         H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = "x"}) end, "label_smoothing",
                  "number")
     end)

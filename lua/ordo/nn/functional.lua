@@ -582,7 +582,7 @@ end
 -- Cross-entropy of logits (N×C) against class indices (N, from 1);
 -- opts.reduction = "mean" (default), "sum" or "none"; opts.weight (C
 -- class weights) and opts.ignore_index (a target to leave out, e.g. a
--- padding token) as nll_loss; opts.label_smoothing = e in [0, 1) puts e
+-- padding token) as nll_loss; opts.label_smoothing = e in [0, 1] (Torch's range) puts e
 -- of the target's weight evenly on every class, as Torch: (1 - e) (-log
 -- p[target]) + e mean over classes of -log p.
 -- Cross-entropy against class probabilities (soft labels: mixup,
@@ -628,8 +628,8 @@ function M.cross_entropy(logits, target, opts, who)
     opts = loss_opts(fname, opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     if is_tensor(target) and FLOAT_DT[target:dtype()] then
         local e = opts.label_smoothing or 0
-        if not (e >= 0 and e < 1) then
-            fail(fmt(fname .. ": label_smoothing must be in [0, 1), got %s", tostring(e)))
+        if not (e >= 0 and e <= 1) then
+            fail(fmt(fname .. ": label_smoothing must be in [0, 1], got %s", tostring(e)))
         end
         return soft_cross_entropy(fname, logits, target, opts, e)
     end
@@ -647,7 +647,7 @@ function M.cross_entropy(logits, target, opts, who)
     logits, target, tshape = positions_as_rows(fname, logits, target)
     check_target(fname, logits, target)
     local e = opts.label_smoothing or 0
-    if not (e >= 0 and e < 1) then fail(fmt(fname .. ": label_smoothing must be in [0, 1), got %s", tostring(e))) end
+    if not (e >= 0 and e <= 1) then fail(fmt(fname .. ": label_smoothing must be in [0, 1], got %s", tostring(e))) end
     return rows_back(class_nll(fname, logits:log_softmax(2), target, opts, e), tshape)
 end
 
