@@ -1212,6 +1212,17 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(function(u) return F.multilabel_margin_loss(u * 0.1, tl) end, {g}))
         assert.is_true(ag.gradcheck(function(u, v) return F.triplet_margin_with_distance_loss(u, v, nz,
             {distance_function = cosd, margin = 2}) end, {g, pz:requires_grad()}))
+        -- at a term of exactly 0 no gradient, as Torch's kernels (z > 0); at the hinge of the others it passes, as
+        -- Torch's clamp_min
+        local k = ordo.tensor({{1, 0}}, D):requires_grad()
+        F.multi_margin_loss(k, ordo.tensor({1}, "int64")):backward()
+        assert.same({{0, 0}}, k.grad:totable())
+        k.grad = nil
+        F.multilabel_margin_loss(k, ordo.tensor({{1, 0}}, "int64")):backward()
+        assert.same({{0, 0}}, k.grad:totable())
+        k.grad = nil
+        F.hinge_embedding_loss(k, ordo.tensor({{-1, 1}}, D), {reduction = "sum"}):backward()
+        assert.same({{-1, 1}}, k.grad:totable())
     end)
 
     it("the new losses refuse bad shapes, dtypes and options, naming the loss and what was wrong", function()

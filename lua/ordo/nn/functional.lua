@@ -933,7 +933,8 @@ function M.multi_margin_loss(input, target, opts, who)
     local who_t = fname .. " (target)" -- (an index out of range fails the gather at run time, as cross_entropy's)
     local t = target:view(-1, 1)
     local xy = input:gather(2, t, who_t)
-    local z = (input - xy + (opts.margin or 1)):clamp(0) -- (clamp: Torch's gradient at 0)
+    -- relu: no gradient where a term is exactly 0, as Torch's kernel (its z > 0)
+    local z = (input - xy + (opts.margin or 1)):relu()
     if p == 2 then z = z * z end
     -- the target's own class left out (its term would be max(0, margin)^p)
     local own = tensor.arange(1, C + 1, tensor.like(target)):view(1, C):eq(t)
@@ -969,7 +970,7 @@ function M.multilabel_margin_loss(input, target, opts, who)
     local hit = ti:unsqueeze(3):eq(classes):logical_and(valid:unsqueeze(3))    -- N x K x C
     local is_target = hit:any(2)                                               -- N x C
     local keep = valid:unsqueeze(3):logical_and(is_target:logical_not():unsqueeze(2))
-    local z = (-(xt:unsqueeze(3) - x:unsqueeze(2)) + 1):clamp(0)               -- N x K x C
+    local z = (-(xt:unsqueeze(3) - x:unsqueeze(2)) + 1):relu()                 -- N x K x C (Torch's z > 0: relu)
     local loss = tensor.where(keep, z, 0):sum({2, 3}) / C
     if nd == 1 then loss = loss:view({}) end
     return reduce(fname, loss, opts.reduction)
