@@ -1282,6 +1282,60 @@ describe("nn modules", function()
         H.raises(function() nn.TripletMarginWithDistanceLoss()(x, x) end, "TripletMarginWithDistanceLoss: negative")
     end)
 
+    it("PairwiseDistance and CosineSimilarity modules; the distances' options checked, named as the function", function()
+        local a, b = ordo.randn({3, 4}, D), ordo.randn({3, 4}, D)
+        close(nn.PairwiseDistance()(a, b):totable(), F.pairwise_distance(a, b):totable(), 1e-12)
+        local pd = nn.PairwiseDistance({p = 1, eps = 0, keepdim = true})
+        assert.same({3, 1}, pd(a, b):shape())
+        local A, B = a:totable(), b:totable()
+        local want = {}
+        for i = 1, 3 do
+            want[i] = 0
+            for j = 1, 4 do want[i] = want[i] + math.abs(A[i][j] - B[i][j]) end
+        end
+        close(pd(a, b):view(-1):totable(), want, 1e-12)
+        assert.equals("PairwiseDistance(p = 1, eps = 0, keepdim = true)", tostring(pd))
+        local cs = nn.CosineSimilarity({dim = 1})
+        close(cs(a, b):totable(), F.cosine_similarity(a, b, {dim = 1}):totable(), 1e-12)
+        assert.same({4}, cs(a, b):shape())
+        close(nn.CosineSimilarity()(a, b):totable(), F.cosine_similarity(a, b):totable(), 1e-12)
+        -- as TripletMarginWithDistanceLoss's distance (Torch's example)
+        local cosd = nn.CosineSimilarity()
+        local n = ordo.randn({3, 4}, D)
+        close(nn.TripletMarginWithDistanceLoss({distance_function = function(u, v) return 1 - cosd(u, v) end})(a, b, n)
+                  :item(),
+              F.triplet_margin_with_distance_loss(a, b, n, {distance_function = function(u, v)
+                  return 1 - F.cosine_similarity(u, v) end}):item(), 1e-12)
+        close(nn.TripletMarginWithDistanceLoss({distance_function = nn.PairwiseDistance()})(a, b, n):item(),
+              nn.TripletMarginLoss()(a, b, n):item(), 1e-12)
+        -- bad options: named as the function or module (they were named as norm, clamp or add, the ops inside; a
+        -- negative or NaN eps of cosine_similarity gave NaN)
+        H.raises(function() F.cosine_similarity(a, b, {dim = 3}) end,
+                 "cosine_similarity: dim must be an integer in 1..2 or -2..-1 (the inputs' shape is 3x4), got 3")
+        H.raises(function() F.cosine_similarity(a, b, {dim = "x"}) end, "cosine_similarity: dim must be an integer")
+        H.raises(function() F.cosine_similarity(a, b, {eps = -1}) end, "cosine_similarity: eps must be a number >= 0, got -1")
+        H.raises(function() F.cosine_similarity(a, b, {eps = 0 / 0}) end, "cosine_similarity: eps must be", "nan")
+        H.raises(function() F.cosine_similarity(a, b, {eps = "x"}) end, "cosine_similarity: eps must be")
+        H.raises(function() F.cosine_similarity(ordo.tensor(1), ordo.tensor(2)) end, "cosine_similarity: expected vectors")
+        H.raises(function() F.pairwise_distance(a, b, {p = -1}) end, "pairwise_distance: p must be a number >= 0, got -1")
+        H.raises(function() F.pairwise_distance(a, b, {p = 0 / 0}) end, "pairwise_distance: p must be", "nan")
+        H.raises(function() F.pairwise_distance(a, b, {eps = "x"}) end, "pairwise_distance: eps must be a number")
+        H.raises(function() F.pairwise_distance(a, b, {keepdim = 1}) end, "pairwise_distance: keepdim must be true or false")
+        H.raises(function() F.pairwise_distance(ordo.tensor(1), ordo.tensor(2)) end, "pairwise_distance: expected vectors")
+        H.raises(function() nn.PairwiseDistance({p = -2}) end, "PairwiseDistance: p must be a number >= 0, got -2")
+        H.raises(function() nn.PairwiseDistance({keepdim = "yes"}) end, "PairwiseDistance: keepdim must be true or false")
+        H.raises(function() nn.PairwiseDistance({q = 1}) end, "PairwiseDistance: unknown option 'q'")
+        H.raises(function() nn.PairwiseDistance()(a, ordo.randn({3, 5}, D)) end, "PairwiseDistance: shapes 3x4 and 3x5")
+        H.raises(function() nn.CosineSimilarity({dim = 1.5}) end, "CosineSimilarity: dim must be an integer, got 1.5")
+        H.raises(function() nn.CosineSimilarity({eps = -1}) end, "CosineSimilarity: eps must be a number >= 0")
+        H.raises(function() nn.CosineSimilarity({dim = 3})(a, b) end, "CosineSimilarity: dim must be an integer in 1..2")
+        H.raises(function() nn.CosineSimilarity()(a, nil) end, "CosineSimilarity: b must be a tensor")
+        -- the losses built on them name themselves
+        local s1 = ordo.tensor(1, D)
+        H.raises(function() F.cosine_embedding_loss(s1, s1, s1) end, "cosine_embedding_loss: expected vectors")
+        H.raises(function() nn.TripletMarginLoss()(s1, s1, s1) end, "TripletMarginLoss: expected vectors")
+    end)
+
     it("a loss's reduction set after it is made is the one used, and checked (as Torch's loss.reduction = ...)",
        function()
         -- before: l.reduction = "sum" was silently ignored (the options made at init were used)

@@ -743,7 +743,7 @@ function M.cosine_embedding_loss(x1, x2, y, opts, who)
     check_tensor(fname, "target", y)
     check_devices(fname, x1, x2, y)
     check_broadcast(fname, x1, x2)
-    local cos = M.cosine_similarity(x1, x2, {dim = -1})
+    local cos = M.cosine_similarity(x1, x2, {dim = -1}, fname)
     check_target_broadcast(fname, cos, y) -- one target per row
     local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
     local loss = (1 - cos) * pos + (cos - (opts.margin or 0)):clamp(0) * neg -- (clamp: Torch's gradient at 0)
@@ -765,8 +765,8 @@ function M.triplet_margin_loss(a, pos, neg, opts, who)
     check_devices(fname, a, pos, neg)
     check_broadcast(fname, a, pos, neg)
     local d = {p = opts.p or 2, eps = opts.eps or 1e-6}
-    local dap, dan = M.pairwise_distance(a, pos, d), M.pairwise_distance(a, neg, d)
-    if opts.swap then dan = dan:minimum(M.pairwise_distance(pos, neg, d)) end
+    local dap, dan = M.pairwise_distance(a, pos, d, fname), M.pairwise_distance(a, neg, d, fname)
+    if opts.swap then dan = dan:minimum(M.pairwise_distance(pos, neg, d, fname)) end
     return reduce(fname, (dap - dan + (opts.margin or 1)):clamp(0), opts.reduction) -- (clamp: Torch's gradient at 0)
 end
 
@@ -1219,16 +1219,27 @@ end
 
 -- cosine_similarity(a, b [, {dim = -1, eps = 1e-8}]): a·b / (|a| |b|)
 -- along dim (shapes broadcast), each norm at least eps.
-function M.cosine_similarity(a, b, opts)
-    check_tensor("cosine_similarity", "a", a)
-    check_tensor("cosine_similarity", "b", b)
-    check_devices("cosine_similarity", a, b)
-    opts = util.check_opts("cosine_similarity", opts, {dim = true, eps = true})
+function M.cosine_similarity(a, b, opts, who)
+    local fname = type(who) == "string" and who or "cosine_similarity"
+    check_tensor(fname, "a", a)
+    check_tensor(fname, "b", b)
+    check_devices(fname, a, b)
+    opts = util.check_opts(fname, opts, {dim = true, eps = true})
     local dim, eps = opts.dim or -1, opts.eps or 1e-8
+    -- the options checked here, named as the function (a bad dim was named
+    -- as norm's, a string eps as clamp's, and a negative or NaN eps gave NaN)
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail(fmt("%s: eps must be a number >= 0, got %s", fname, util.show(eps)))
+    end
+    local sa, sb = shape_of(a), shape_of(b)
+    local s = tensor.broadcast_shape(fname, {sa, sb})
+    if #s == 0 then fail(fname .. ": expected vectors (the similarity is along a dim), got two scalars") end
+    if not is_int(dim) or dim < -#s or dim > #s or dim == 0 then
+        fail(fmt("%s: dim must be an integer in 1..%d or -%d..-1 (the inputs' shape is %s), got %s", fname, #s, #s,
+                 tensor.shape_str(s), util.show(dim)))
+    end
     -- both broadcast first, as Torch: a b of size 1 along dim stands for
     -- that many copies in the norm too (its own norm would make |cos| > 1)
-    local sa, sb = shape_of(a), shape_of(b)
-    local s = tensor.broadcast_shape("cosine_similarity", {sa, sb})
     local full = tensor.shape_str(s)
     if tensor.shape_str(sa) ~= full then a = a:expand(s) end
     if tensor.shape_str(sb) ~= full then b = b:expand(s) end
@@ -1242,12 +1253,26 @@ end
 
 -- pairwise_distance(a, b [, {p = 2, eps = 1e-6, keepdim = false}]): the
 -- p-norm of a - b + eps along the last dim (shapes broadcast), as Torch.
-function M.pairwise_distance(a, b, opts)
-    check_tensor("pairwise_distance", "a", a)
-    check_tensor("pairwise_distance", "b", b)
-    check_devices("pairwise_distance", a, b)
-    opts = util.check_opts("pairwise_distance", opts, {p = true, eps = true, keepdim = true})
-    tensor.broadcast_shape("pairwise_distance", {shape_of(a), shape_of(b)}) -- (sub would name itself)
+function M.pairwise_distance(a, b, opts, who)
+    local fname = type(who) == "string" and who or "pairwise_distance"
+    check_tensor(fname, "a", a)
+    check_tensor(fname, "b", b)
+    check_devices(fname, a, b)
+    opts = util.check_opts(fname, opts, {p = true, eps = true, keepdim = true})
+    -- the options checked here, named as the function (they were named as
+    -- norm's or add's, the ops inside that met them)
+    local p, eps = opts.p, opts.eps
+    if p ~= nil and (type(p) ~= "number" or not (p >= 0)) then
+        fail(fmt("%s: p must be a number >= 0, got %s", fname, util.show(p)))
+    end
+    if eps ~= nil and (type(eps) ~= "number" or eps ~= eps) then
+        fail(fmt("%s: eps must be a number, got %s", fname, util.show(eps)))
+    end
+    if opts.keepdim ~= nil and type(opts.keepdim) ~= "boolean" then
+        fail(fmt("%s: keepdim must be true or false, got %s", fname, util.show(opts.keepdim)))
+    end
+    local s = tensor.broadcast_shape(fname, {shape_of(a), shape_of(b)}) -- (sub would name itself)
+    if #s == 0 then fail(fname .. ": expected vectors (the distance is along the last dim), got two scalars") end
     a, b = as_float(a, b)
     return (a - b + (opts.eps or 1e-6)):norm(opts.p or 2, -1, opts.keepdim)
 end
