@@ -1201,10 +1201,23 @@ end
 
 -- normalize(x [, {p = 2, dim = -1, eps = 1e-12}]): x divided by its
 -- p-norm along dim (at least eps).
-function M.normalize(x, opts)
-    check_tensor("normalize", "input", x)
-    opts = util.check_opts("normalize", opts, {p = true, dim = true, eps = true})
+function M.normalize(x, opts, who)
+    local fname = type(who) == "string" and who or "normalize"
+    check_tensor(fname, "input", x)
+    opts = util.check_opts(fname, opts, {p = true, dim = true, eps = true})
     local p, dim, eps = opts.p or 2, opts.dim or -1, opts.eps or 1e-12
+    -- the options checked here, named as normalize (they were named as norm,
+    -- or clamp, and a negative or NaN eps gave NaN rows)
+    if type(p) ~= "number" or not (p >= 0) then fail(fmt("%s: p must be a number >= 0, got %s", fname, util.show(p))) end
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail(fmt("%s: eps must be a number >= 0, got %s", fname, util.show(eps)))
+    end
+    local nd = x:dim()
+    if nd == 0 then fail(fname .. ": expected a tensor of at least one dim, got a scalar") end
+    if not is_int(dim) or dim < -nd or dim > nd or dim == 0 then
+        fail(fmt("%s: dim must be an integer in 1..%d or -%d..-1 (the input's shape is %s), got %s", fname, nd, nd,
+                 shape_str(x), util.show(dim)))
+    end
     return x / x:norm(p, dim, true):clamp(eps, math.huge)
 end
 
