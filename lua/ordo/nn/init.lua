@@ -1991,9 +1991,10 @@ function PairwiseDistance:init(opts)
         fail(fmt("PairwiseDistance: keepdim must be true or false, got %s", util.show(self.keepdim)))
     end
 end
-function PairwiseDistance:options() return {p = self.p, eps = self.eps, keepdim = self.keepdim} end
 function PairwiseDistance:extra_repr() return fmt("p = %s, eps = %s, keepdim = %s", self.p, self.eps, self.keepdim) end
-function PairwiseDistance:forward(a, b) return F.pairwise_distance(a, b, self:options(), "PairwiseDistance") end
+function PairwiseDistance:forward(a, b)
+    return F.pairwise_distance(a, b, {p = self.p, eps = self.eps, keepdim = self.keepdim}, "PairwiseDistance")
+end
 
 local CosineSimilarity = Module:extend("CosineSimilarity")
 M.CosineSimilarity = CosineSimilarity
