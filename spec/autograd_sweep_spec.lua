@@ -482,6 +482,27 @@ describe("autograd sweep: every op against central differences (float64)", funct
                 {randn(3, 4), randn(3, 4), pos(3, 4)})
             add("gaussian_nll_loss one var per row " .. red, function(a, t, v)
                 return F.gaussian_nll_loss(a, t, v, {reduction = red}) end, {randn(3, 4), randn(3, 4), pos(3)})
+            add("poisson_nll_loss full " .. red, function(x, t)
+                return F.poisson_nll_loss(x, t * 3, {reduction = red, full = true}) end, {randn(3, 4), pos(3, 4)})
+            add("poisson_nll_loss rates " .. red, function(x)
+                return F.poisson_nll_loss(x, yb, {reduction = red, log_input = false}) end, {pos(3, 4)})
+            add("hinge_embedding_loss " .. red, function(x)
+                return F.hinge_embedding_loss(x, ordo.tensor({1, -1, -1, 1}, D), {reduction = red, margin = 5}) end,
+                {randn(3, 4)})
+            add("soft_margin_loss " .. red, function(x)
+                return F.soft_margin_loss(x, ordo.tensor({1, -1, -1, 1}, D), o) end, {randn(3, 4)})
+            add("multilabel_soft_margin_loss weight " .. red, function(x, t)
+                return F.multilabel_soft_margin_loss(x, t, {reduction = red, weight = wcls}) end, {randn(4, 3), prob(4, 3)})
+            add("multi_margin_loss weight " .. red, function(x)
+                return F.multi_margin_loss(x, tgt, {reduction = red, weight = wcls, margin = 5}) end, {logits})
+            add("multi_margin_loss p 2 " .. red, function(x)
+                return F.multi_margin_loss(x, tgt, {reduction = red, p = 2, margin = 5}) end, {logits})
+            add("multilabel_margin_loss " .. red, function(x)
+                return F.multilabel_margin_loss(x * 0.1, I({{2, 0, 0}, {3, 1, 0}, {1, 2, 3}, {0, 1, 2}}), o) end,
+                {randn(4, 3)})
+            add("triplet_margin_with_distance_loss " .. red, function(a, b, c)
+                return F.triplet_margin_with_distance_loss(a, b, c, {reduction = red, margin = 3}) end,
+                {randn(3, 4), randn(3, 4), randn(3, 4)})
         end
         add("kl_div batchmean", function(x, t) return F.kl_div(x, t, {reduction = "batchmean"}) end,
             {randn(3, 4), prob(3, 4)})

@@ -977,7 +977,15 @@ describe("nn modules", function()
               F.cross_entropy(x3:permute(1, 3, 2):reshape(-1, 3), t3:permute(1, 3, 2):reshape(-1, 3)):item(), 1e-12)
         H.raises(function() F.cross_entropy(x, ordo.tensor({{0.5, 0.5}}, D)) end, "cross_entropy",
                  "class indices must be int64", "probabilities (float) has the input's shape 2x3")
-        H.raises(function() F.cross_entropy(x, t, {ignore_index = 1}) end, "ignore_index needs class-index targets")
+        H.raises(function() F.cross_entropy(x, t, {ignore_index = 1}) end, "ignore_index 1 needs class-index targets")
+        H.raises(function() F.cross_entropy(x, t, {ignore_index = 0.5}) end, "ignore_index 0.5 needs class-index targets")
+        -- one that no class has (Torch's -100, a negative one as Torch allows) ignores nothing: one criterion for
+        -- batches of indices and of probabilities (it raised)
+        local crit = nn.CrossEntropyLoss({ignore_index = -100})
+        close(crit(x, t):item(), F.cross_entropy(x, t):item(), 1e-12)
+        close(crit(x, onehot):item(), crit(x, idx):item(), 1e-12)
+        close(F.cross_entropy(x, t, {ignore_index = 0, reduction = "sum"}):item(),
+              F.cross_entropy(x, t, {reduction = "sum"}):item(), 1e-12)
         -- one-hot rows given as integers: said so (it was "target of shape 2x3 does not match input 2x3")
         H.raises(function() F.cross_entropy(x, ordo.tensor({{0, 0, 1}, {1, 0, 0}}, "int64")) end,
                  "cross_entropy: a target of the input's shape 2x3 holds class probabilities and must be float32 or " ..
@@ -1141,6 +1149,283 @@ describe("nn modules", function()
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = "x"}) end, "gaussian_nll_loss: option eps")
         H.raises(function() F.gaussian_nll_loss(v2, v2, v2, {eps = -1}) end, "gaussian_nll_loss: eps must be > 0")
         H.raises(function() nn.GaussianNLLLoss({full = 1})(v2, v2, v2) end, "GaussianNLLLoss: option full", "boolean")
+        -- var a number: one variance for every expectation, as Torch's float var (it raised "var must be a tensor")
+        close(F.gaussian_nll_loss(x1, x2, 0.5):item(), F.gaussian_nll_loss(x1, x2, ordo.full({6}, 0.5, D)):item(), 1e-12)
+        close(nn.GaussianNLLLoss({full = true, reduction = "sum"})(x1, x2, 1e-9):item(),
+              F.gaussian_nll_loss(x1, x2, ordo.full({6}, 1e-9, D), {full = true, reduction = "sum"}):item(), 1e-12)
+        assert.equals("float64", F.gaussian_nll_loss(x1, x2, 2, {reduction = "none"}):dtype())
+        assert.is_true(ag.gradcheck(function(u) return F.gaussian_nll_loss(u, x2, 0.7) end, {x1:clone():requires_grad()}))
+        H.raises(function() F.gaussian_nll_loss(x1, x2, -1) end,
+                 "gaussian_nll_loss: var must be a tensor or a finite number >= 0, got -1")
+        H.raises(function() F.gaussian_nll_loss(x1, x2, 0 / 0) end, "gaussian_nll_loss: var must be", "got nan")
+        H.raises(function() F.gaussian_nll_loss(x1, x2, "1") end, "gaussian_nll_loss: var must be a tensor")
+        -- a NaN margin is refused, as triplet_margin_loss's (it gave a NaN loss)
+        H.raises(function() F.margin_ranking_loss(v2, v2, v2, {margin = 0 / 0}) end,
+                 "margin_ranking_loss: option margin must be a number, got nan")
+        H.raises(function() nn.CosineEmbeddingLoss({margin = 0 / 0})(a3, a3, v2) end,
+                 "CosineEmbeddingLoss: option margin must be a number, got nan")
+    end)
+
+    it("PoissonNLL, HingeEmbedding, SoftMargin, MultiLabelSoftMargin, MultiMargin, MultiLabelMargin and " ..
+       "TripletMarginWithDistance losses: Torch's formulas against plain Lua, reductions; gradcheck", function()
+        local x = ordo.randn({3, 4}, D)
+        local X = x:totable()
+        local function each(f) -- sum over the elements of X of f(i, j), and the N x C table of them
+            local s, t = 0, {}
+            for i = 1, 3 do
+                t[i] = {}
+                for j = 1, 4 do t[i][j] = f(i, j); s = s + t[i][j] end
+            end
+            return s, t
+        end
+        -- PoissonNLLLoss: exp(x) - t x; x - t log(x + eps); Stirling's term only where t > 1
+        local cnt = ordo.tensor({{0, 1, 2, 3}, {5, 0, 1, 1.5}, {7, 2, 0, 4}}, D)
+        local T = cnt:totable()
+        local function stirling(t) return t > 1 and t * math.log(t) - t + 0.5 * math.log(2 * math.pi * t) or 0 end
+        for _, full in ipairs({false, true}) do
+            local s, t = each(function(i, j)
+                return math.exp(X[i][j]) - T[i][j] * X[i][j] + (full and stirling(T[i][j]) or 0)
+            end)
+            close(nn.PoissonNLLLoss({full = full})(x, cnt):item(), s / 12, 1e-12)
+            close(F.poisson_nll_loss(x, cnt, {full = full, reduction = "sum"}):item(), s, 1e-12)
+            assert.same({3, 4}, F.poisson_nll_loss(x, cnt, {full = full, reduction = "none"}):shape())
+            close(F.poisson_nll_loss(x, cnt, {full = full, reduction = "none"}):totable()[2], t[2], 1e-12)
+        end
+        local rate = x:abs() + 0.1
+        local RT = rate:totable()
+        local s = each(function(i, j) return RT[i][j] - T[i][j] * math.log(RT[i][j] + 1e-3) end)
+        close(nn.PoissonNLLLoss({log_input = false, eps = 1e-3})(rate, cnt):item(), s / 12, 1e-12)
+        -- HingeEmbeddingLoss: x where y = 1, max(0, margin - x) where y = -1
+        local pm = ordo.tensor({{1, -1, 1, -1}, {-1, -1, 1, 1}, {1, 1, -1, -1}}, D)
+        local PM = pm:totable()
+        s = each(function(i, j) return PM[i][j] == 1 and X[i][j] or math.max(0, 0.5 - X[i][j]) end)
+        close(nn.HingeEmbeddingLoss({margin = 0.5})(x, pm):item(), s / 12, 1e-12)
+        s = each(function(i, j) return PM[i][j] == 1 and X[i][j] or math.max(0, 1 - X[i][j]) end)
+        close(F.hinge_embedding_loss(x, pm, {reduction = "sum"}):item(), s, 1e-12)
+        -- SoftMarginLoss: log(1 + exp(-y x)), finite for large scores
+        s = each(function(i, j) return math.log(1 + math.exp(-PM[i][j] * X[i][j])) end)
+        close(nn.SoftMarginLoss()(x, pm):item(), s / 12, 1e-12)
+        close(F.soft_margin_loss(ordo.tensor({-1000, 1000}, D), ordo.tensor({1, 1}, D), {reduction = "sum"}):item(),
+              1000, 1e-12)
+        -- MultiLabelSoftMarginLoss: per sample the mean over classes of weighted binary cross-entropies
+        local lab = ordo.tensor({{1, 0, 0, 1}, {0, 0, 0, 0}, {1, 1, 1, 0}}, D)
+        local L = lab:totable()
+        local wc = ordo.tensor({0.5, 1, 2, 3}, D)
+        local WC = wc:totable()
+        local function sig(v) return 1 / (1 + math.exp(-v)) end
+        local rows = {}
+        for i = 1, 3 do
+            rows[i] = 0
+            for j = 1, 4 do
+                rows[i] = rows[i] - WC[j] * (L[i][j] * math.log(sig(X[i][j])) + (1 - L[i][j]) * math.log(1 - sig(X[i][j]))) / 4
+            end
+        end
+        close(nn.MultiLabelSoftMarginLoss({weight = wc, reduction = "none"})(x, lab):totable(), rows, 1e-12)
+        close(nn.MultiLabelSoftMarginLoss({weight = wc})(x, lab):item(), (rows[1] + rows[2] + rows[3]) / 3, 1e-12)
+        assert.same({}, F.multilabel_soft_margin_loss(x[1], lab[1], {reduction = "none"}):shape())
+        -- MultiMarginLoss: sum over i ~= y of w[y] max(0, margin - x[y] + x[i])^p, / C
+        local y = ordo.tensor({2, 4, 1}, "int64")
+        local Y = y:totable()
+        for _, p in ipairs({1, 2}) do
+            for _, w in ipairs({false, true}) do
+                local r = {}
+                for i = 1, 3 do
+                    r[i] = 0
+                    for j = 1, 4 do
+                        if j ~= Y[i] then
+                            r[i] = r[i] + (w and WC[Y[i]] or 1) * math.max(0, 0.7 - X[i][Y[i]] + X[i][j]) ^ p / 4
+                        end
+                    end
+                end
+                local o = {p = p, margin = 0.7, weight = w and wc or nil}
+                close(F.multi_margin_loss(x, y, {p = p, margin = 0.7, weight = w and wc or nil, reduction = "none"})
+                          :totable(), r, 1e-12)
+                close(nn.MultiMarginLoss(o)(x, y):item(), (r[1] + r[2] + r[3]) / 3, 1e-12)
+                -- one sample's C scores against a 0-dim index
+                local one = F.multi_margin_loss(x[3], ordo.tensor(1, "int64"), {p = p, margin = 0.7,
+                                                weight = w and wc or nil, reduction = "none"})
+                assert.same({}, one:shape())
+                close(one:item(), r[3], 1e-12)
+            end
+        end
+        -- MultiLabelMarginLoss: Torch's example, its -1-ended 0-based {3, 0, -1, 1} as {4, 1, 0, 2}: 0.85
+        local ex = ordo.tensor({{0.1, 0.2, 0.4, 0.8}}, D)
+        close(nn.MultiLabelMarginLoss()(ex, ordo.tensor({{4, 1, 0, 2}}, "int64")):item(), 0.85, 1e-12)
+        close(F.multilabel_margin_loss(ex[1], ordo.tensor({4, 1, -1, 2}, "int64")):item(), 0.85, 1e-12)
+        local tl = ordo.tensor({{3, 1, 0, 0}, {0, 2, 3, 4}, {4, 3, 2, 1}}, "int64")
+        local want = {}
+        local sets = {{3, 1}, {}, {4, 3, 2, 1}}
+        for i = 1, 3 do
+            local in_set = {}
+            for _, j in ipairs(sets[i]) do in_set[j] = true end
+            want[i] = 0
+            for _, j in ipairs(sets[i]) do
+                for k = 1, 4 do
+                    if not in_set[k] then want[i] = want[i] + math.max(0, 1 - (X[i][j] - X[i][k])) / 4 end
+                end
+            end
+        end
+        close(F.multilabel_margin_loss(x, tl, {reduction = "none"}):totable(), want, 1e-12)
+        close(F.multilabel_margin_loss(x, tl, {reduction = "sum"}):item(), want[1] + want[2] + want[3], 1e-12)
+        -- TripletMarginWithDistanceLoss: pairwise_distance by default (as TripletMarginLoss), or any distance
+        local pz, nz = ordo.randn({3, 4}, D), ordo.randn({3, 4}, D)
+        for _, swap in ipairs({false, true}) do
+            close(nn.TripletMarginWithDistanceLoss({swap = swap})(x, pz, nz):item(),
+                  nn.TripletMarginLoss({swap = swap})(x, pz, nz):item(), 1e-12)
+        end
+        local function cosd(u, v) return 1 - F.cosine_similarity(u, v) end
+        local dap, dan, dpn = cosd(x, pz):totable(), cosd(x, nz):totable(), cosd(pz, nz):totable()
+        local tw = {}
+        for i = 1, 3 do tw[i] = math.max(0, dap[i] - math.min(dan[i], dpn[i]) + 0.3) end
+        close(F.triplet_margin_with_distance_loss(x, pz, nz, {distance_function = cosd, margin = 0.3, swap = true,
+                                                               reduction = "none"}):totable(), tw, 1e-12)
+        -- gradients against central differences
+        local g = x:requires_grad()
+        assert.is_true(ag.gradcheck(function(u) return F.poisson_nll_loss(u, cnt, {full = true}) end, {g}))
+        assert.is_true(ag.gradcheck(function(u) return F.poisson_nll_loss(u:abs() + 0.1, cnt, {log_input = false}) end, {g}))
+        -- (the target's gradient finite where a count is 0 or 1, under full)
+        assert.is_true(ag.gradcheck(function(c) return F.poisson_nll_loss(x, c, {full = true}) end,
+                                    {(cnt + 0.01):requires_grad()}))
+        assert.is_true(ag.gradcheck(function(u) return F.hinge_embedding_loss(u, pm, {margin = 3}) end, {g}))
+        assert.is_true(ag.gradcheck(function(u) return F.soft_margin_loss(u, pm) end, {g}))
+        assert.is_true(ag.gradcheck(function(u) return F.multilabel_soft_margin_loss(u, lab, {weight = wc}) end, {g}))
+        assert.is_true(ag.gradcheck(function(u) return F.multi_margin_loss(u, y, {margin = 3, weight = wc}) end, {g}))
+        assert.is_true(ag.gradcheck(function(u) return F.multi_margin_loss(u, y, {p = 2, margin = 3}) end, {g}))
+        assert.is_true(ag.gradcheck(function(u) return F.multilabel_margin_loss(u * 0.1, tl) end, {g}))
+        assert.is_true(ag.gradcheck(function(u, v) return F.triplet_margin_with_distance_loss(u, v, nz,
+            {distance_function = cosd, margin = 2}) end, {g, pz:requires_grad()}))
+        -- at a term of exactly 0 no gradient, as Torch's kernels (z > 0); at the hinge of the others it passes, as
+        -- Torch's clamp_min
+        local k = ordo.tensor({{1, 0}}, D):requires_grad()
+        F.multi_margin_loss(k, ordo.tensor({1}, "int64")):backward()
+        assert.same({{0, 0}}, k.grad:totable())
+        k.grad = nil
+        F.multilabel_margin_loss(k, ordo.tensor({{1, 0}}, "int64")):backward()
+        assert.same({{0, 0}}, k.grad:totable())
+        k.grad = nil
+        F.hinge_embedding_loss(k, ordo.tensor({{-1, 1}}, D), {reduction = "sum"}):backward()
+        assert.same({{-1, 1}}, k.grad:totable())
+    end)
+
+    it("the new losses refuse bad shapes, dtypes and options, naming the loss and what was wrong", function()
+        local x, y = ordo.randn({3, 4}), ordo.tensor({1, 2, 3}, "int64")
+        H.raises(function() F.poisson_nll_loss(x, ordo.zeros({2, 3, 4})) end, "poisson_nll_loss",
+                 "target of shape 2x3x4 would broadcast")
+        H.raises(function() F.poisson_nll_loss(x, ordo.zeros({4, 1})) end, "poisson_nll_loss: shapes 3x4 and 4x1")
+        H.raises(function() F.poisson_nll_loss(x, 2) end, "poisson_nll_loss: target must be a tensor")
+        H.raises(function() nn.PoissonNLLLoss({full = 1})(x, x) end, "PoissonNLLLoss: option full must be a boolean")
+        H.raises(function() nn.PoissonNLLLoss({log_input = "yes"})(x, x) end, "PoissonNLLLoss: option log_input",
+                 "boolean")
+        H.raises(function() F.poisson_nll_loss(x, x, {eps = -1}) end, "poisson_nll_loss: eps must be >= 0")
+        H.raises(function() F.poisson_nll_loss(x, x, {reduction = "avg"}) end, "poisson_nll_loss: reduction must be")
+        H.raises(function() nn.PoissonNLLLoss({reduction = "avg"}) end, "PoissonNLLLoss: reduction must be")
+        H.raises(function() nn.PoissonNLLLoss({delta = 1}) end, "PoissonNLLLoss: unknown option 'delta'")
+        H.raises(function() F.hinge_embedding_loss(x, x, {margin = "1"}) end, "hinge_embedding_loss: option margin",
+                 "number")
+        H.raises(function() F.hinge_embedding_loss(x, x, {margin = 0 / 0}) end, "hinge_embedding_loss: option margin",
+                 "nan")
+        H.raises(function() F.hinge_embedding_loss(x, ordo.ones({3, 1, 4})) end, "hinge_embedding_loss", "would broadcast")
+        H.raises(function() F.soft_margin_loss(x, nil) end, "soft_margin_loss: target must be a tensor")
+        H.raises(function() F.multilabel_soft_margin_loss(x, ordo.ones({3, 5})) end,
+                 "multilabel_soft_margin_loss: target of shape 3x5 does not match input 3x4")
+        H.raises(function() F.multilabel_soft_margin_loss(x, x, {weight = ordo.ones({3})}) end,
+                 "multilabel_soft_margin_loss: weight must be a float32 tensor of 4 class weights, got float32 3")
+        H.raises(function() F.multilabel_soft_margin_loss(x, x, {weight = {1, 2, 3, 4}}) end,
+                 "multilabel_soft_margin_loss: option weight must be a tensor")
+        H.raises(function() F.multi_margin_loss(x, y, {p = 3}) end, "multi_margin_loss: p must be 1 or 2, got 3")
+        H.raises(function() F.multi_margin_loss(x, y:float()) end, "multi_margin_loss: target must hold class indices",
+                 "got float32")
+        H.raises(function() F.multi_margin_loss(x, ordo.tensor({1, 2}, "int64")) end,
+                 "multi_margin_loss: target of shape 2 does not match input 3x4")
+        H.raises(function() F.multi_margin_loss(x, y, {weight = ordo.ones({4}, {dtype = "float64"})}) end,
+                 "multi_margin_loss: weight must be a float32 tensor of 4 class weights, got float64 4")
+        H.raises(function() F.multi_margin_loss(x, ordo.tensor({1, 5, 2}, "int64")):item() end,
+                 "multi_margin_loss (target)", "index 5 out of range")
+        H.raises(function() F.multi_margin_loss(x[1], y) end, "multi_margin_loss", "0-dim target")
+        H.raises(function() F.multi_margin_loss(ordo.randn({2, 3, 4}), y) end,
+                 "multi_margin_loss: expected input of shape C or NxC, got 2x3x4")
+        H.raises(function() nn.MultiMarginLoss({margin = "x"})(x, y) end, "MultiMarginLoss: option margin must be a number")
+        H.raises(function() F.multilabel_margin_loss(x, y) end,
+                 "multilabel_margin_loss: target of shape 3 does not match input 3x4")
+        H.raises(function() F.multilabel_margin_loss(x, x) end, "multilabel_margin_loss: target must hold class indices",
+                 "got float32")
+        H.raises(function() F.multilabel_margin_loss(x, ordo.full({3, 4}, 5, {dtype = "int64"})):item() end,
+                 "multilabel_margin_loss (target)", "index 5 out of range")
+        H.raises(function() F.triplet_margin_with_distance_loss(x, x, x, {margin = 0}) end,
+                 "triplet_margin_with_distance_loss: margin must be > 0, got 0")
+        H.raises(function() F.triplet_margin_with_distance_loss(x, x, x, {distance_function = 2}) end,
+                 "triplet_margin_with_distance_loss: option distance_function must be a function, got number")
+        H.raises(function() F.triplet_margin_with_distance_loss(x, x, x, {distance_function = function() return 1 end}) end,
+                 "triplet_margin_with_distance_loss: distance_function returned number for (anchor, positive)")
+        H.raises(function() F.triplet_margin_with_distance_loss(x, x[1], x) end,
+                 "triplet_margin_with_distance_loss: anchor, positive and negative must have the same number of dims")
+        H.raises(function() nn.TripletMarginWithDistanceLoss({swap = 1})(x, x, x) end,
+                 "TripletMarginWithDistanceLoss: option swap must be a boolean")
+        H.raises(function() nn.TripletMarginWithDistanceLoss()(x, x) end, "TripletMarginWithDistanceLoss: negative")
+    end)
+
+    it("PairwiseDistance and CosineSimilarity modules; the distances' options checked, named as the function", function()
+        local a, b = ordo.randn({3, 4}, D), ordo.randn({3, 4}, D)
+        close(nn.PairwiseDistance()(a, b):totable(), F.pairwise_distance(a, b):totable(), 1e-12)
+        local pd = nn.PairwiseDistance({p = 1, eps = 0, keepdim = true})
+        assert.same({3, 1}, pd(a, b):shape())
+        local A, B = a:totable(), b:totable()
+        local want = {}
+        for i = 1, 3 do
+            want[i] = 0
+            for j = 1, 4 do want[i] = want[i] + math.abs(A[i][j] - B[i][j]) end
+        end
+        close(pd(a, b):view(-1):totable(), want, 1e-12)
+        assert.equals("PairwiseDistance(p = 1, eps = 0, keepdim = true)", tostring(pd))
+        local cs = nn.CosineSimilarity({dim = 1})
+        close(cs(a, b):totable(), F.cosine_similarity(a, b, {dim = 1}):totable(), 1e-12)
+        assert.same({4}, cs(a, b):shape())
+        close(nn.CosineSimilarity()(a, b):totable(), F.cosine_similarity(a, b):totable(), 1e-12)
+        -- as TripletMarginWithDistanceLoss's distance (Torch's example)
+        local cosd = nn.CosineSimilarity()
+        local n = ordo.randn({3, 4}, D)
+        close(nn.TripletMarginWithDistanceLoss({distance_function = function(u, v) return 1 - cosd(u, v) end})(a, b, n)
+                  :item(),
+              F.triplet_margin_with_distance_loss(a, b, n, {distance_function = function(u, v)
+                  return 1 - F.cosine_similarity(u, v) end}):item(), 1e-12)
+        close(nn.TripletMarginWithDistanceLoss({distance_function = nn.PairwiseDistance()})(a, b, n):item(),
+              nn.TripletMarginLoss()(a, b, n):item(), 1e-12)
+        -- bad options: named as the function or module (they were named as norm, clamp or add, the ops inside; a
+        -- negative or NaN eps of cosine_similarity gave NaN)
+        H.raises(function() F.cosine_similarity(a, b, {dim = 3}) end,
+                 "cosine_similarity: dim must be an integer in 1..2 or -2..-1 (the inputs' shape is 3x4), got 3")
+        H.raises(function() F.cosine_similarity(a, b, {dim = "x"}) end, "cosine_similarity: dim must be an integer")
+        H.raises(function() F.cosine_similarity(a, b, {eps = -1}) end, "cosine_similarity: eps must be a number >= 0, got -1")
+        H.raises(function() F.cosine_similarity(a, b, {eps = 0 / 0}) end, "cosine_similarity: eps must be", "nan")
+        H.raises(function() F.cosine_similarity(a, b, {eps = "x"}) end, "cosine_similarity: eps must be")
+        H.raises(function() F.cosine_similarity(ordo.tensor(1), ordo.tensor(2)) end, "cosine_similarity: expected vectors")
+        H.raises(function() F.pairwise_distance(a, b, {p = -1}) end, "pairwise_distance: p must be a number >= 0, got -1")
+        H.raises(function() F.pairwise_distance(a, b, {p = 0 / 0}) end, "pairwise_distance: p must be", "nan")
+        H.raises(function() F.pairwise_distance(a, b, {eps = "x"}) end, "pairwise_distance: eps must be a number")
+        H.raises(function() F.pairwise_distance(a, b, {keepdim = 1}) end, "pairwise_distance: keepdim must be true or false")
+        H.raises(function() F.pairwise_distance(ordo.tensor(1), ordo.tensor(2)) end, "pairwise_distance: expected vectors")
+        H.raises(function() nn.PairwiseDistance({p = -2}) end, "PairwiseDistance: p must be a number >= 0, got -2")
+        H.raises(function() nn.PairwiseDistance({keepdim = "yes"}) end, "PairwiseDistance: keepdim must be true or false")
+        H.raises(function() nn.PairwiseDistance({q = 1}) end, "PairwiseDistance: unknown option 'q'")
+        H.raises(function() nn.PairwiseDistance()(a, ordo.randn({3, 5}, D)) end, "PairwiseDistance: shapes 3x4 and 3x5")
+        H.raises(function() nn.CosineSimilarity({dim = 1.5}) end, "CosineSimilarity: dim must be an integer, got 1.5")
+        H.raises(function() nn.CosineSimilarity({eps = -1}) end, "CosineSimilarity: eps must be a number >= 0")
+        H.raises(function() nn.CosineSimilarity({dim = 3})(a, b) end, "CosineSimilarity: dim must be an integer in 1..2")
+        H.raises(function() nn.CosineSimilarity()(a, nil) end, "CosineSimilarity: b must be a tensor")
+        -- normalize's too (named as norm or clamp; a negative or NaN eps gave NaN rows)
+        H.raises(function() F.normalize(a, {p = -1}) end, "normalize: p must be a number >= 0, got -1")
+        H.raises(function() F.normalize(a, {p = "fro"}) end, "normalize: p must be a number >= 0")
+        H.raises(function() F.normalize(a, {dim = 3}) end,
+                 "normalize: dim must be an integer in 1..2 or -2..-1 (the input's shape is 3x4), got 3")
+        H.raises(function() F.normalize(a * 0, {eps = 0 / 0}) end, "normalize: eps must be a number >= 0, got nan")
+        H.raises(function() F.normalize(a * 0, {eps = -1}) end, "normalize: eps must be a number >= 0, got -1")
+        H.raises(function() F.normalize(a, {eps = "x"}) end, "normalize: eps must be")
+        H.raises(function() F.normalize(ordo.tensor(1, D)) end, "normalize: expected a tensor of at least one dim")
+        close(F.normalize(a, {p = math.huge, dim = 1}):totable(), (a / a:abs():max(1, true)):totable(), 1e-12)
+        -- the losses built on them name themselves
+        local s1 = ordo.tensor(1, D)
+        H.raises(function() F.cosine_embedding_loss(s1, s1, s1) end, "cosine_embedding_loss: expected vectors")
+        H.raises(function() nn.TripletMarginLoss()(s1, s1, s1) end, "TripletMarginLoss: expected vectors")
     end)
 
     it("a loss's reduction set after it is made is the one used, and checked (as Torch's loss.reduction = ...)",
@@ -2091,7 +2376,14 @@ describe("nn modules", function()
         H.raises(function() return nn.BCELoss()(p, ordo.zeros(4)) end, "BCELoss", "4", "5")
         H.raises(function() return nn.KLDivLoss({reduction = "avg"}) end, "KLDivLoss", "batchmean", "avg")
         H.raises(function() return F.kl_div(logq, tgt, {reduction = "avg"}) end, "kl_div", "batchmean", "avg")
-        H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = 1}) end, "label_smoothing")
+        -- 1 is in Torch's range [0, 1] (it raised): the loss of a uniform target, the mean of -log p over classes
+        close(F.cross_entropy(logits, cls, {label_smoothing = 1}):item(),
+              -(lp[1][1] + lp[1][2] + lp[1][3] + lp[2][1] + lp[2][2] + lp[2][3]) / 6, 1e-12)
+        close(F.cross_entropy(logits, ordo.tensor({{0, 1, 0}, {0, 0, 1}}, D), {label_smoothing = 1}):item(),
+              -(lp[1][1] + lp[1][2] + lp[1][3] + lp[2][1] + lp[2][2] + lp[2][3]) / 6, 1e-12)
+        H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = 1.5}) end,
+                 "cross_entropy: label_smoothing must be in [0, 1], got 1.5")
+        H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = -0.1}) end, "label_smoothing")
         H.raises(function() return F.cross_entropy(logits, cls, {label_smoothing = "x"}) end, "label_smoothing",
                  "number")
     end)

@@ -594,7 +594,7 @@ end
 -- Cross-entropy of logits (N×C) against class indices (N, from 1);
 -- opts.reduction = "mean" (default), "sum" or "none"; opts.weight (C
 -- class weights) and opts.ignore_index (a target to leave out, e.g. a
--- padding token) as nll_loss; opts.label_smoothing = e in [0, 1) puts e
+-- padding token) as nll_loss; opts.label_smoothing = e in [0, 1] (Torch's range) puts e
 -- of the target's weight evenly on every class, as Torch: (1 - e) (-log
 -- p[target]) + e mean over classes of -log p.
 -- Cross-entropy against class probabilities (soft labels: mixup,
@@ -606,8 +606,14 @@ local function soft_cross_entropy(fname, logits, target, opts, e)
         fail(fmt("%s: target of %s of shape %s: class indices must be int64 (from 1), a target of probabilities " ..
                  "(float) has the input's shape %s", fname, target:dtype(), shape_str(target), shape_str(logits)))
     end
-    if opts.ignore_index ~= nil then
-        fail(fname .. ": ignore_index needs class-index targets (int64), not probabilities")
+    -- an ignore_index that no class can have (below 1: Torch's -100, or its
+    -- 0-based -1 plus one) ignores nothing here, as Torch's a negative one:
+    -- one criterion serves batches of class indices and of probabilities
+    -- (mixup on some of them); one that names a class has no meaning here
+    local ii = opts.ignore_index
+    if ii ~= nil and not (is_int(ii) and ii < 1) then
+        fail(fmt("%s: ignore_index %s needs class-index targets (int64), not probabilities (an ignore_index below " ..
+                 "1, which no class has, is allowed)", fname, tostring(ii)))
     end
     if logits:dim() < 2 then fail(fmt("%s: expected input of shape C, NxC or NxCxd1..., got %s", fname, shape_str(logits))) end
     local C = logits:size(2)
@@ -634,8 +640,8 @@ function M.cross_entropy(logits, target, opts, who)
     opts = loss_opts(fname, opts, {label_smoothing = true, ignore_index = true}, {weight = true})
     if is_tensor(target) and FLOAT_DT[target:dtype()] then
         local e = opts.label_smoothing or 0
-        if not (e >= 0 and e < 1) then
-            fail(fmt(fname .. ": label_smoothing must be in [0, 1), got %s", tostring(e)))
+        if not (e >= 0 and e <= 1) then
+            fail(fmt(fname .. ": label_smoothing must be in [0, 1], got %s", tostring(e)))
         end
         return soft_cross_entropy(fname, logits, target, opts, e)
     end
@@ -653,7 +659,7 @@ function M.cross_entropy(logits, target, opts, who)
     logits, target, tshape = positions_as_rows(fname, logits, target)
     check_target(fname, logits, target)
     local e = opts.label_smoothing or 0
-    if not (e >= 0 and e < 1) then fail(fmt(fname .. ": label_smoothing must be in [0, 1), got %s", tostring(e))) end
+    if not (e >= 0 and e <= 1) then fail(fmt(fname .. ": label_smoothing must be in [0, 1], got %s", tostring(e))) end
     return rows_back(class_nll(fname, logits:log_softmax(2), target, opts, e), tshape)
 end
 
@@ -725,6 +731,7 @@ end
 function M.margin_ranking_loss(x1, x2, y, opts, who)
     local fname = name_of(who, "margin_ranking_loss")
     opts = loss_opts(fname, opts, {margin = true})
+    check_loss_values(fname, opts, {"margin"}) -- (a NaN margin made the loss NaN)
     check_tensor(fname, "input1", x1)
     check_tensor(fname, "target", y)
     check_devices(fname, x1, x2, y)
@@ -742,12 +749,13 @@ end
 function M.cosine_embedding_loss(x1, x2, y, opts, who)
     local fname = name_of(who, "cosine_embedding_loss")
     opts = loss_opts(fname, opts, {margin = true})
+    check_loss_values(fname, opts, {"margin"}) -- (a NaN margin made the loss NaN)
     check_tensor(fname, "input1", x1)
     check_tensor(fname, "input2", x2)
     check_tensor(fname, "target", y)
     check_devices(fname, x1, x2, y)
     check_broadcast(fname, x1, x2)
-    local cos = M.cosine_similarity(x1, x2, {dim = -1})
+    local cos = M.cosine_similarity(x1, x2, {dim = -1}, fname)
     check_target_broadcast(fname, cos, y) -- one target per row
     local pos, neg = y:eq(1):to(cos:dtype()), y:eq(-1):to(cos:dtype())
     local loss = (1 - cos) * pos + (cos - (opts.margin or 0)):clamp(0) * neg -- (clamp: Torch's gradient at 0)
@@ -769,8 +777,8 @@ function M.triplet_margin_loss(a, pos, neg, opts, who)
     check_devices(fname, a, pos, neg)
     check_broadcast(fname, a, pos, neg)
     local d = {p = opts.p or 2, eps = opts.eps or 1e-6}
-    local dap, dan = M.pairwise_distance(a, pos, d), M.pairwise_distance(a, neg, d)
-    if opts.swap then dan = dan:minimum(M.pairwise_distance(pos, neg, d)) end
+    local dap, dan = M.pairwise_distance(a, pos, d, fname), M.pairwise_distance(a, neg, d, fname)
+    if opts.swap then dan = dan:minimum(M.pairwise_distance(pos, neg, d, fname)) end
     return reduce(fname, (dap - dan + (opts.margin or 1)):clamp(0), opts.reduction) -- (clamp: Torch's gradient at 0)
 end
 
@@ -784,6 +792,13 @@ function M.gaussian_nll_loss(input, target, var, opts, who)
     check_loss_values(fname, opts, {"eps"}, {"full"})
     if opts.eps ~= nil and not (opts.eps > 0) then fail(fmt("%s: eps must be > 0, got %s", fname, tostring(opts.eps))) end
     check_tensor(fname, "input", input)
+    -- var a number: one variance for every expectation, as Torch's (a float var)
+    if type(var) == "number" then
+        if not (var >= 0 and var < math.huge) then
+            fail(fmt("%s: var must be a tensor or a finite number >= 0, got %s", fname, tostring(var)))
+        end
+        var = tensor.full_like(input, var, {dtype = FLOAT_DT[input:dtype()] and input:dtype() or "float32"})
+    end
     check_tensor(fname, "var", var)
     check_devices(fname, input, target, var)
     check_target_broadcast(fname, input, target)
@@ -815,6 +830,199 @@ function M.gaussian_nll_loss(input, target, var, opts, who)
     local loss = (v:log() + d * d / v) * 0.5
     if opts.full then loss = loss + 0.5 * math.log(2 * math.pi) end
     return reduce(fname, loss, opts.reduction)
+end
+
+-- ---------------------------------------------------------------- more of Torch's losses (compositions of ops)
+
+-- poisson_nll_loss(input, target [, {log_input = true, full = false, eps =
+-- 1e-8, reduction}]): the negative log-likelihood of target under a Poisson
+-- distribution of rate exp(input) (log_input) or input: exp(input) - target
+-- input, or input - target log(input + eps); full adds Stirling's
+-- approximation of log(target!), target log target - target + 0.5 log(2 pi
+-- target), where target > 1 (0 elsewhere), as Torch's.
+function M.poisson_nll_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "poisson_nll_loss"
+    opts = util.check_opts(fname, opts, {log_input = true, full = true, eps = true, reduction = true})
+    check_loss_values(fname, opts, {"eps"}, {"log_input", "full"})
+    if opts.eps ~= nil and not (opts.eps >= 0) then fail(fmt("%s: eps must be >= 0, got %s", fname, tostring(opts.eps))) end
+    check_tensor(fname, "input", input)
+    check_tensor(fname, "target", target)
+    check_target_broadcast(fname, input, target)
+    input, target = as_float(input, target)
+    local loss
+    if opts.log_input == false then
+        loss = input - target * (input + (opts.eps or 1e-8)):log()
+    else
+        loss = input:exp() - target * input
+    end
+    if opts.full then
+        local big = target:gt(1)
+        -- the term of a target of 1 (where it is left out) computed: log of a target of 0 would be -inf, and
+        -- its gradient NaN through the masked places
+        local t = tensor.where(big, target, 1)
+        local stirling = t * t:log() - t + (t * (2 * math.pi)):log() * 0.5
+        loss = loss + tensor.where(big, stirling, 0)
+    end
+    return reduce(fname, loss, opts.reduction)
+end
+
+-- hinge_embedding_loss(input, target [, {margin = 1, reduction}]): input
+-- where target is 1, max(0, margin - input) where it is -1 (Torch's: a
+-- target of any other value gets both terms).
+function M.hinge_embedding_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "hinge_embedding_loss"
+    opts = loss_opts(fname, opts, {margin = true})
+    check_loss_values(fname, opts, {"margin"})
+    check_tensor(fname, "input", input)
+    check_tensor(fname, "target", target)
+    check_target_broadcast(fname, input, target)
+    input = as_float(input, target)
+    local m = (-input + (opts.margin or 1)):clamp(0) -- (clamp: Torch's gradient at 0)
+    local loss = tensor.where(target:ne(1), m, 0) + tensor.where(target:ne(-1), input, 0)
+    return reduce(fname, loss, opts.reduction)
+end
+
+-- soft_margin_loss(input, target [, {reduction}]): log(1 + exp(-target
+-- input)), targets 1 or -1, computed as softplus (finite for large inputs).
+function M.soft_margin_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "soft_margin_loss"
+    opts = loss_opts(fname, opts)
+    check_tensor(fname, "input", input)
+    check_tensor(fname, "target", target)
+    check_target_broadcast(fname, input, target)
+    input, target = as_float(input, target)
+    return reduce(fname, M.softplus(-(input * target), 1, math.huge), opts.reduction)
+end
+
+-- A weight of one per class: a 1-D tensor of C elements of the input's dtype.
+local function check_class_weight(fname, x, w, C)
+    if w ~= nil and (w:dim() ~= 1 or w:size(1) ~= C or w:dtype() ~= x:dtype()) then
+        fail(fmt("%s: weight must be a %s tensor of %d class weights, got %s %s", fname, x:dtype(), C, w:dtype(),
+                 shape_str(w)))
+    end
+end
+
+-- multilabel_soft_margin_loss(input, target [, {weight, reduction}]):
+-- input N x C (or C) logits, target of its shape, 1 where a class is
+-- present and 0 where not; each sample's loss the mean over the classes of
+-- the binary cross-entropies -(y log sigmoid(x) + (1 - y) log sigmoid(-x)),
+-- times weight (C, one per class); "none" gives N losses.
+function M.multilabel_soft_margin_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "multilabel_soft_margin_loss"
+    opts = loss_opts(fname, opts, nil, {weight = true})
+    check_same_shape(fname, input, target)
+    if input:dim() < 1 then fail(fmt("%s: expected input of shape C or NxC, got %s", fname, shape_str(input))) end
+    local w = opts.weight
+    check_devices(fname, input, target, w)
+    if not FLOAT_DT[input:dtype()] then input = input:float() end
+    local C = input:size(-1)
+    check_class_weight(fname, input, w, C)
+    local loss = -(target * M.logsigmoid(input) + (1 - target) * M.logsigmoid(-input))
+    if w ~= nil then loss = loss * w end
+    return reduce(fname, loss:sum(-1) / C, opts.reduction)
+end
+
+-- multi_margin_loss(input, target [, {p = 1, margin = 1, weight,
+-- reduction}]): input N x C class scores, target N class indices (from 1);
+-- each sample's loss sum over the classes i other than its target y of
+-- weight[y] max(0, margin - x[y] + x[i])^p, divided by C, as Torch's (p 1
+-- or 2).  One sample's C scores take a 0-dim index.
+function M.multi_margin_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "multi_margin_loss"
+    check_tensor(fname, "input", input)
+    if input:dim() == 1 then return unbatched(fname, M.multi_margin_loss, input, target, opts, false) end
+    opts = loss_opts(fname, opts, {p = true, margin = true}, {weight = true})
+    check_loss_values(fname, opts, {"p", "margin"})
+    local p = opts.p or 1
+    if p ~= 1 and p ~= 2 then fail(fmt("%s: p must be 1 or 2, got %s", fname, tostring(p))) end
+    if input:dim() ~= 2 then fail(fmt("%s: expected input of shape C or NxC, got %s", fname, shape_str(input))) end
+    check_target(fname, input, target)
+    local w = opts.weight
+    check_devices(fname, input, target, w)
+    if not FLOAT_DT[input:dtype()] then input = input:float() end
+    local C = input:size(2)
+    check_class_weight(fname, input, w, C)
+    local who_t = fname .. " (target)" -- (an index out of range fails the gather at run time, as cross_entropy's)
+    local t = target:view(-1, 1)
+    local xy = input:gather(2, t, who_t)
+    -- relu: no gradient where a term is exactly 0, as Torch's kernel (its z > 0)
+    local z = (input - xy + (opts.margin or 1)):relu()
+    if p == 2 then z = z * z end
+    -- the target's own class left out (its term would be max(0, margin)^p)
+    local own = tensor.arange(1, C + 1, tensor.like(target)):view(1, C):eq(t)
+    z = tensor.where(own, 0, z)
+    if w ~= nil then z = z * w:index_select(1, target, who_t):view(-1, 1) end
+    return reduce(fname, z:sum(2) / C, opts.reduction)
+end
+
+-- multilabel_margin_loss(input, target [, {reduction}]): input N x C (or
+-- C) scores, target of its shape holding each sample's class indices
+-- (from 1), ended by the first index < 1 (0, Torch's -1 plus one) and
+-- padded after it; each sample's loss sum over its classes j and the
+-- classes i not among them of max(0, 1 - (x[j] - x[i])), divided by C.
+function M.multilabel_margin_loss(input, target, opts, who)
+    local fname = type(who) == "string" and who or "multilabel_margin_loss"
+    opts = loss_opts(fname, opts)
+    check_same_shape(fname, input, target)
+    local dt = target:dtype()
+    if dt ~= "int64" and dt ~= "int32" then
+        fail(fmt("%s: target must hold class indices (int64, from 1, ended by 0), got %s", fname, dt))
+    end
+    local nd = input:dim()
+    if nd ~= 1 and nd ~= 2 then fail(fmt("%s: expected input of shape C or NxC, got %s", fname, shape_str(input))) end
+    if not FLOAT_DT[input:dtype()] then input = input:float() end
+    local x, t = input, target
+    if nd == 1 then x, t = x:view(1, -1), t:view(1, -1) end
+    local C = x:size(2)
+    -- the indices before the first < 1 count (K of them, K = C slots)
+    local valid = t:lt(1):to("int64"):cumsum(2):eq(0)                        -- N x K
+    local ti = tensor.where(valid, t, 1)
+    local xt = x:gather(2, ti, fname .. " (target)")                           -- N x K: x at each target
+    local classes = tensor.arange(1, C + 1, tensor.like(t)):view(1, 1, C)
+    local hit = ti:unsqueeze(3):eq(classes):logical_and(valid:unsqueeze(3))    -- N x K x C
+    local is_target = hit:any(2)                                               -- N x C
+    local keep = valid:unsqueeze(3):logical_and(is_target:logical_not():unsqueeze(2))
+    local z = (-(xt:unsqueeze(3) - x:unsqueeze(2)) + 1):relu()                 -- N x K x C (Torch's z > 0: relu)
+    local loss = tensor.where(keep, z, 0):sum({2, 3}) / C
+    if nd == 1 then loss = loss:view({}) end
+    return reduce(fname, loss, opts.reduction)
+end
+
+-- triplet_margin_with_distance_loss(anchor, positive, negative [,
+-- {distance_function = pairwise_distance, margin = 1, swap = false,
+-- reduction}]): max(d(a, p) - d(a, n) + margin, 0), d any function of two
+-- tensors giving a tensor of distances (pairwise_distance by default);
+-- swap takes the smaller of d(a, n) and d(p, n).
+function M.triplet_margin_with_distance_loss(a, pos, neg, opts, who)
+    local fname = type(who) == "string" and who or "triplet_margin_with_distance_loss"
+    opts = util.check_opts(fname, opts, {distance_function = true, margin = true, swap = true, reduction = true})
+    check_loss_values(fname, opts, {"margin"}, {"swap"})
+    if opts.margin ~= nil and not (opts.margin > 0) then
+        fail(fmt("%s: margin must be > 0, got %s", fname, tostring(opts.margin)))
+    end
+    local d = opts.distance_function
+    if d ~= nil and type(d) ~= "function" and not (type(d) == "table" and getmetatable(d) and getmetatable(d).__call) then
+        fail(fmt("%s: option distance_function must be a function, got %s", fname, typename(d)))
+    end
+    d = d or function(u, v) return M.pairwise_distance(u, v) end
+    check_tensor(fname, "anchor", a)
+    check_tensor(fname, "positive", pos)
+    check_tensor(fname, "negative", neg)
+    check_devices(fname, a, pos, neg)
+    if a:dim() ~= pos:dim() or a:dim() ~= neg:dim() then
+        fail(fmt("%s: anchor, positive and negative must have the same number of dims, got shapes %s, %s and %s",
+                 fname, shape_str(a), shape_str(pos), shape_str(neg)))
+    end
+    local function dist(u, v, what)
+        local r = d(u, v)
+        if not is_tensor(r) then
+            fail(fmt("%s: distance_function returned %s for %s, expected a tensor of distances", fname, typename(r), what))
+        end
+        return r
+    end
+    local dap, dan = dist(a, pos, "(anchor, positive)"), dist(a, neg, "(anchor, negative)")
+    if opts.swap then dan = dan:minimum(dist(pos, neg, "(positive, negative)")) end
+    return reduce(fname, (dap - dan + (opts.margin or 1)):clamp(0), opts.reduction)
 end
 
 -- Mean absolute error; the target broadcasts to the input's shape.
@@ -1005,10 +1213,23 @@ end
 
 -- normalize(x [, {p = 2, dim = -1, eps = 1e-12}]): x divided by its
 -- p-norm along dim (at least eps).
-function M.normalize(x, opts)
-    check_tensor("normalize", "input", x)
-    opts = util.check_opts("normalize", opts, {p = true, dim = true, eps = true})
+function M.normalize(x, opts, who)
+    local fname = type(who) == "string" and who or "normalize"
+    check_tensor(fname, "input", x)
+    opts = util.check_opts(fname, opts, {p = true, dim = true, eps = true})
     local p, dim, eps = opts.p or 2, opts.dim or -1, opts.eps or 1e-12
+    -- the options checked here, named as normalize (they were named as norm,
+    -- or clamp, and a negative or NaN eps gave NaN rows)
+    if type(p) ~= "number" or not (p >= 0) then fail(fmt("%s: p must be a number >= 0, got %s", fname, util.show(p))) end
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail(fmt("%s: eps must be a number >= 0, got %s", fname, util.show(eps)))
+    end
+    local nd = x:dim()
+    if nd == 0 then fail(fname .. ": expected a tensor of at least one dim, got a scalar") end
+    if not is_int(dim) or dim < -nd or dim > nd or dim == 0 then
+        fail(fmt("%s: dim must be an integer in 1..%d or -%d..-1 (the input's shape is %s), got %s", fname, nd, nd,
+                 shape_str(x), util.show(dim)))
+    end
     return x / x:norm(p, dim, true):clamp(eps, math.huge)
 end
 
@@ -1023,16 +1244,27 @@ end
 
 -- cosine_similarity(a, b [, {dim = -1, eps = 1e-8}]): a·b / (|a| |b|)
 -- along dim (shapes broadcast), each norm at least eps.
-function M.cosine_similarity(a, b, opts)
-    check_tensor("cosine_similarity", "a", a)
-    check_tensor("cosine_similarity", "b", b)
-    check_devices("cosine_similarity", a, b)
-    opts = util.check_opts("cosine_similarity", opts, {dim = true, eps = true})
+function M.cosine_similarity(a, b, opts, who)
+    local fname = type(who) == "string" and who or "cosine_similarity"
+    check_tensor(fname, "a", a)
+    check_tensor(fname, "b", b)
+    check_devices(fname, a, b)
+    opts = util.check_opts(fname, opts, {dim = true, eps = true})
     local dim, eps = opts.dim or -1, opts.eps or 1e-8
+    -- the options checked here, named as the function (a bad dim was named
+    -- as norm's, a string eps as clamp's, and a negative or NaN eps gave NaN)
+    if type(eps) ~= "number" or not (eps >= 0) then
+        fail(fmt("%s: eps must be a number >= 0, got %s", fname, util.show(eps)))
+    end
+    local sa, sb = shape_of(a), shape_of(b)
+    local s = tensor.broadcast_shape(fname, {sa, sb})
+    if #s == 0 then fail(fname .. ": expected vectors (the similarity is along a dim), got two scalars") end
+    if not is_int(dim) or dim < -#s or dim > #s or dim == 0 then
+        fail(fmt("%s: dim must be an integer in 1..%d or -%d..-1 (the inputs' shape is %s), got %s", fname, #s, #s,
+                 tensor.shape_str(s), util.show(dim)))
+    end
     -- both broadcast first, as Torch: a b of size 1 along dim stands for
     -- that many copies in the norm too (its own norm would make |cos| > 1)
-    local sa, sb = shape_of(a), shape_of(b)
-    local s = tensor.broadcast_shape("cosine_similarity", {sa, sb})
     local full = tensor.shape_str(s)
     if tensor.shape_str(sa) ~= full then a = a:expand(s) end
     if tensor.shape_str(sb) ~= full then b = b:expand(s) end
@@ -1046,12 +1278,26 @@ end
 
 -- pairwise_distance(a, b [, {p = 2, eps = 1e-6, keepdim = false}]): the
 -- p-norm of a - b + eps along the last dim (shapes broadcast), as Torch.
-function M.pairwise_distance(a, b, opts)
-    check_tensor("pairwise_distance", "a", a)
-    check_tensor("pairwise_distance", "b", b)
-    check_devices("pairwise_distance", a, b)
-    opts = util.check_opts("pairwise_distance", opts, {p = true, eps = true, keepdim = true})
-    tensor.broadcast_shape("pairwise_distance", {shape_of(a), shape_of(b)}) -- (sub would name itself)
+function M.pairwise_distance(a, b, opts, who)
+    local fname = type(who) == "string" and who or "pairwise_distance"
+    check_tensor(fname, "a", a)
+    check_tensor(fname, "b", b)
+    check_devices(fname, a, b)
+    opts = util.check_opts(fname, opts, {p = true, eps = true, keepdim = true})
+    -- the options checked here, named as the function (they were named as
+    -- norm's or add's, the ops inside that met them)
+    local p, eps = opts.p, opts.eps
+    if p ~= nil and (type(p) ~= "number" or not (p >= 0)) then
+        fail(fmt("%s: p must be a number >= 0, got %s", fname, util.show(p)))
+    end
+    if eps ~= nil and (type(eps) ~= "number" or eps ~= eps) then
+        fail(fmt("%s: eps must be a number, got %s", fname, util.show(eps)))
+    end
+    if opts.keepdim ~= nil and type(opts.keepdim) ~= "boolean" then
+        fail(fmt("%s: keepdim must be true or false, got %s", fname, util.show(opts.keepdim)))
+    end
+    local s = tensor.broadcast_shape(fname, {shape_of(a), shape_of(b)}) -- (sub would name itself)
+    if #s == 0 then fail(fname .. ": expected vectors (the distance is along the last dim), got two scalars") end
     a, b = as_float(a, b)
     return (a - b + (opts.eps or 1e-6)):norm(opts.p or 2, -1, opts.keepdim)
 end

@@ -2064,6 +2064,12 @@ loss("HuberLoss", F.huber_loss, {"delta"})
 loss("BCELoss", F.binary_cross_entropy, {"weight"})     -- probabilities, targets in [0, 1]
 loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits, {"weight", "pos_weight"}) -- logits, targets in [0, 1]
 loss("KLDivLoss", F.kl_div, {"log_target"}) -- log-probabilities, target probabilities (or log-probabilities)
+loss("PoissonNLLLoss", F.poisson_nll_loss, {"log_input", "full", "eps"}) -- log-rates (or rates), counts
+loss("HingeEmbeddingLoss", F.hinge_embedding_loss, {"margin"}) -- distances, targets 1 or -1
+loss("SoftMarginLoss", F.soft_margin_loss) -- scores, targets 1 or -1
+loss("MultiLabelSoftMarginLoss", F.multilabel_soft_margin_loss, {"weight"}) -- logits, 0/1 targets of their shape
+loss("MultiMarginLoss", F.multi_margin_loss, {"p", "margin", "weight"}) -- scores, class indices from 1
+loss("MultiLabelMarginLoss", F.multilabel_margin_loss) -- scores, class indices from 1 ended by 0
 
 -- The losses of three operands: input1, input2 (or anchor, positive,
 -- negative; input, target, var) and their options.
@@ -2085,6 +2091,50 @@ loss3("MarginRankingLoss", F.margin_ranking_loss, {margin = true, reduction = tr
 loss3("CosineEmbeddingLoss", F.cosine_embedding_loss, {margin = true, reduction = true})
 loss3("TripletMarginLoss", F.triplet_margin_loss, {margin = true, p = true, eps = true, swap = true, reduction = true})
 loss3("GaussianNLLLoss", F.gaussian_nll_loss, {full = true, eps = true, reduction = true})
+loss3("TripletMarginWithDistanceLoss", F.triplet_margin_with_distance_loss,
+      {distance_function = true, margin = true, swap = true, reduction = true})
+
+-- ---------------------------------------------------------------- distances
+
+-- PairwiseDistance([{p = 2, eps = 1e-6, keepdim = false}]) and
+-- CosineSimilarity([{dim = -1, eps = 1e-8}]): F.pairwise_distance and
+-- F.cosine_similarity as modules, as Torch's (e.g. a distance_function for
+-- TripletMarginWithDistanceLoss).  The options are checked when the
+-- module is made.
+local PairwiseDistance = Module:extend("PairwiseDistance")
+M.PairwiseDistance = PairwiseDistance
+function PairwiseDistance:init(opts)
+    opts = opts_of("PairwiseDistance", opts, {p = true, eps = true, keepdim = true})
+    self.p, self.eps, self.keepdim = opts.p or 2, opts.eps or 1e-6, opts.keepdim or false
+    if type(self.p) ~= "number" or not (self.p >= 0) then
+        fail(fmt("PairwiseDistance: p must be a number >= 0, got %s", util.show(self.p)))
+    end
+    if type(self.eps) ~= "number" or self.eps ~= self.eps then
+        fail(fmt("PairwiseDistance: eps must be a number, got %s", util.show(self.eps)))
+    end
+    if type(self.keepdim) ~= "boolean" then
+        fail(fmt("PairwiseDistance: keepdim must be true or false, got %s", util.show(self.keepdim)))
+    end
+end
+function PairwiseDistance:extra_repr() return fmt("p = %s, eps = %s, keepdim = %s", self.p, self.eps, self.keepdim) end
+function PairwiseDistance:forward(a, b)
+    return F.pairwise_distance(a, b, {p = self.p, eps = self.eps, keepdim = self.keepdim}, "PairwiseDistance")
+end
+
+local CosineSimilarity = Module:extend("CosineSimilarity")
+M.CosineSimilarity = CosineSimilarity
+function CosineSimilarity:init(opts)
+    opts = opts_of("CosineSimilarity", opts, {dim = true, eps = true})
+    self.dim, self.eps = opts.dim or -1, opts.eps or 1e-8
+    if not is_int(self.dim) then fail(fmt("CosineSimilarity: dim must be an integer, got %s", util.show(self.dim))) end
+    if type(self.eps) ~= "number" or not (self.eps >= 0) then
+        fail(fmt("CosineSimilarity: eps must be a number >= 0, got %s", util.show(self.eps)))
+    end
+end
+function CosineSimilarity:extra_repr() return fmt("dim = %s, eps = %s", self.dim, self.eps) end
+function CosineSimilarity:forward(a, b)
+    return F.cosine_similarity(a, b, {dim = self.dim, eps = self.eps}, "CosineSimilarity")
+end
 
 -- Conv2d, MaxPool2d, BatchNorm1d/2d and their functional forms
 -- ---------------------------------------------------------------- evaluation
