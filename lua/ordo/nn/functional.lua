@@ -988,6 +988,18 @@ function M.multilabel_margin_loss(input, target, opts, who)
     return reduce(fname, loss, opts.reduction)
 end
 
+-- (module level, not closures: a function holding one is not compiled
+-- into the loops that call it; see spec/tensor_jit_spec.lua)
+local function default_distance(u, v) return M.pairwise_distance(u, v) end
+
+local function triplet_distance(fname, d, u, v, what)
+    local r = d(u, v)
+    if not is_tensor(r) then
+        fail(fmt("%s: distance_function returned %s for %s, expected a tensor of distances", fname, typename(r), what))
+    end
+    return r
+end
+
 -- triplet_margin_with_distance_loss(anchor, positive, negative [,
 -- {distance_function = pairwise_distance, margin = 1, swap = false,
 -- reduction}]): max(d(a, p) - d(a, n) + margin, 0), d any function of two
@@ -1004,7 +1016,7 @@ function M.triplet_margin_with_distance_loss(a, pos, neg, opts, who)
     if d ~= nil and type(d) ~= "function" and not (type(d) == "table" and getmetatable(d) and getmetatable(d).__call) then
         fail(fmt("%s: option distance_function must be a function, got %s", fname, typename(d)))
     end
-    d = d or function(u, v) return M.pairwise_distance(u, v) end
+    d = d or default_distance
     check_tensor(fname, "anchor", a)
     check_tensor(fname, "positive", pos)
     check_tensor(fname, "negative", neg)
@@ -1013,15 +1025,9 @@ function M.triplet_margin_with_distance_loss(a, pos, neg, opts, who)
         fail(fmt("%s: anchor, positive and negative must have the same number of dims, got shapes %s, %s and %s",
                  fname, shape_str(a), shape_str(pos), shape_str(neg)))
     end
-    local function dist(u, v, what)
-        local r = d(u, v)
-        if not is_tensor(r) then
-            fail(fmt("%s: distance_function returned %s for %s, expected a tensor of distances", fname, typename(r), what))
-        end
-        return r
-    end
-    local dap, dan = dist(a, pos, "(anchor, positive)"), dist(a, neg, "(anchor, negative)")
-    if opts.swap then dan = dan:minimum(dist(pos, neg, "(positive, negative)")) end
+    local dap = triplet_distance(fname, d, a, pos, "(anchor, positive)")
+    local dan = triplet_distance(fname, d, a, neg, "(anchor, negative)")
+    if opts.swap then dan = dan:minimum(triplet_distance(fname, d, pos, neg, "(positive, negative)")) end
     return reduce(fname, (dap - dan + (opts.margin or 1)):clamp(0), opts.reduction)
 end
 
