@@ -1155,6 +1155,85 @@ describe("derived ops", function()
                                                 ordo.randn({1, 4, 2}, D):requires_grad()}))
     end)
 
+    it("tensordot: sums of products over an integer's dims or listed dims, against plain Lua; bad dims", function()
+        local D = "float64"
+        local a, b = ordo.randn({2, 3, 4}, D), ordo.randn({4, 3, 5}, D)
+        local ta, tb = a:totable(), b:totable()
+        -- a's dims 2 and 3 with b's 2 and 1: r[i][l] = sum over j, k of a[i][j][k] * b[k][j][l]
+        local want = {}
+        for i = 1, 2 do
+            want[i] = {}
+            for l = 1, 5 do
+                local s = 0
+                for j = 1, 3 do for k = 1, 4 do s = s + ta[i][j][k] * tb[k][j][l] end end
+                want[i][l] = s
+            end
+        end
+        local r = ordo.tensordot(a, b, {{2, 3}, {2, 1}})
+        assert.same({2, 5}, r:shape())
+        for i = 1, 2 do close(want[i], r:totable()[i], 1e-12) end
+        r = a:tensordot(b, {{-1, -2}, {1, 2}}) -- negative dims; the method form
+        for i = 1, 2 do close(want[i], r:totable()[i], 1e-12) end
+        -- an integer n: a's last n dims with b's first n (2 by default)
+        local c = ordo.randn({3, 4}, D)
+        assert.is_true(ordo.allclose(ordo.tensordot(a, c), ordo.einsum("ijk,jk->i", a, c), 1e-12, 1e-12))
+        assert.is_true(ordo.allclose(ordo.tensordot(a, b, 1), ordo.einsum("ijk,klm->ijlm", a, b), 1e-12, 1e-12))
+        assert.is_true(ordo.allclose(ordo.tensordot(c, c:t(), 0), ordo.einsum("ij,kl->ijkl", c, c:t()), 0, 0))
+        close(6, ordo.tensordot(ordo.tensor(2, D), ordo.tensor(3, D), 0):item(), 0)
+        assert.same({}, ordo.tensordot(c, c, 2):shape())
+        assert.same({{11}}, ordo.tensordot(ordo.tensor({{1, 2}}, "int64"), ordo.tensor({{3}, {4}}, "int64"), 1):totable())
+        assert.same({2, 3}, ordo.tensordot(ordo.zeros(2, 0), ordo.zeros(0, 3), 1):shape())
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.tensordot(p, q, {{2, 3}, {2, 1}}) end,
+                                               {a:clone():requires_grad(), b:clone():requires_grad()}))
+        H.raises(function() return ordo.tensordot(a, c, {{1}, {1}}) end, "tensordot", "size 2", "size 3")
+        H.raises(function() return ordo.tensordot(c, c, 3) end, "tensordot", "dims 3")
+        H.raises(function() return ordo.tensordot(c, c, -1) end, "tensordot", "integer >= 0")
+        H.raises(function() return ordo.tensordot(c, c, {{1, 1}, {1, 2}}) end, "tensordot", "given twice")
+        H.raises(function() return ordo.tensordot(c, c, {{1}, {1, 2}}) end, "tensordot", "one length")
+        H.raises(function() return ordo.tensordot(c, c, {{1}, {1}, {2}}) end, "tensordot", "pair of lists")
+        H.raises(function() return ordo.tensordot(c, c, {{5}, {1}}) end, "tensordot", "dim 5 out of range")
+        H.raises(function() return ordo.tensordot(c, 3) end, "tensordot", "two tensors")
+    end)
+
+    it("logcumsumexp: running log-sums without overflow or underflow, against plain Lua; gradients", function()
+        local D = "float64"
+        -- plain Lua, one line: m + log(sum exp(x - m)) of the prefix
+        local function ref(xs)
+            local out = {}
+            for i = 1, #xs do
+                local m = -math.huge
+                for j = 1, i do m = math.max(m, xs[j]) end
+                local s = 0
+                for j = 1, i do s = s + math.exp(xs[j] - m) end
+                out[i] = m + math.log(s)
+            end
+            return out
+        end
+        local x = ordo.randn({3, 7}, D)
+        local tx = x:totable()
+        local r = x:logcumsumexp(2):totable()
+        for i = 1, 3 do close(ref(tx[i]), r[i], 1e-12) end
+        local rt = x:t():logcumsumexp(1):t():totable() -- a transposed view, along dim 1
+        for i = 1, 3 do close(ref(tx[i]), rt[i], 1e-12) end
+        close(x:logcumsumexp(-1):totable()[2], r[2], 0)
+        -- a wide spread: exp(x) overflows or underflows, the result does not
+        local wide = {1000, -1000, 1000, 0, -2000}
+        close(ref(wide), ordo.tensor(wide, D):logcumsumexp(1):totable(), 1e-12)
+        close({-1000, 0, 0}, ordo.tensor({-1000, 0, -1000}, D):logcumsumexp():totable(), 1e-12)
+        local inf = ordo.tensor({-math.huge, -math.huge, 1, math.huge, 2}, D):logcumsumexp(1):totable()
+        assert.same({-math.huge, -math.huge, 1, math.huge, math.huge}, inf)
+        close(2, ordo.tensor(2, D):logcumsumexp(1):item(), 0)
+        assert.same({0, 3}, ordo.zeros(0, 3):logcumsumexp(1):shape())
+        assert.equals("float32", ordo.tensor({1, 2}, "int64"):logcumsumexp(1):dtype())
+        close(ref({0, 0}), ordo.logcumsumexp(ordo.tensor({0, 0}, D), 1):totable(), 1e-12)
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:logcumsumexp(2) end,
+                                               {ordo.randn({3, 9}, D):requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:logcumsumexp(1) end,
+                                               {(ordo.randn({6}, D) * 300):requires_grad()}))
+        H.raises(function() return x:logcumsumexp() end, "logcumsumexp", "expected a dim")
+        H.raises(function() return x:logcumsumexp(3) end, "logcumsumexp", "dim 3 out of range")
+    end)
+
     it("nonzero: the positions of the nonzero elements in row-major order, as rows or per dim", function()
         math.randomseed(91)
         for _, dt in ipairs({"float32", "int32", "uint8", "int64"}) do

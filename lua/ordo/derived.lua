@@ -1264,6 +1264,96 @@ function M.einsum(eq, ...)
     return identity and R or R:permute(p)
 end
 
+-- tensordot(a, b [, dims]): Torch's: the sum of products over dims of a
+-- and b, the dims left over of a then of b in the result.  dims an integer
+-- n >= 0 (a's last n dims with b's first n, 2 by default) or a pair of
+-- lists {{a's dims}, {b's dims}} (from 1, negative from the end; a single
+-- dim may be a number: {2, 1}), paired in order and of equal sizes.
+local function dims_list(fname, which, t, list)
+    if type(list) == "number" then list = {list} end
+    if type(list) ~= "table" or is_tensor(list) then
+        fail(fmt("%s: dims for %s must be a list of dims, got %s", fname, which, typename(list)))
+    end
+    util.check_list(fname, "dims for " .. which, list, true)
+    local out, seen = {}, {}
+    for i, d in ipairs(list) do
+        if not is_int(d) then fail(fmt("%s: dims for %s must be integers, got %s", fname, which, show(d))) end
+        if t:dim() == 0 then
+            fail(fmt("%s: dim %s of %s is out of range: it is a 0-dim tensor", fname, show(d), which))
+        end
+        local k = tensor.norm_dim(fname, t, d) + 1
+        if seen[k] then fail(fmt("%s: dim %s of %s is given twice", fname, show(d), which)) end
+        seen[k], out[i] = true, k
+    end
+    return out
+end
+
+local function tensordot(a, b, dims)
+    local fname = "tensordot"
+    check_self(fname, a)
+    if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
+    check_devices(fname, a, b)
+    if dims == nil then dims = 2 end
+    local da, db
+    if type(dims) == "number" then
+        if not is_int(dims) or dims < 0 then
+            fail(fmt("%s: dims must be an integer >= 0 or a pair of lists of dims, got %s", fname, show(dims)))
+        end
+        if dims > a:dim() or dims > b:dim() then
+            fail(fmt("%s: dims %d is more than the dims of shapes %s and %s", fname, dims, shape_of_str(a),
+                     shape_of_str(b)))
+        end
+        da, db = {}, {}
+        for i = 1, dims do da[i], db[i] = a:dim() - dims + i, i end
+    elseif type(dims) == "table" and not is_tensor(dims) then
+        util.check_list(fname, "dims", dims, true)
+        if #dims ~= 2 then
+            fail(fmt("%s: dims must be an integer or a pair of lists {{a's dims}, {b's dims}}, got a list of %d",
+                     fname, #dims))
+        end
+        da, db = dims_list(fname, "a", a, dims[1]), dims_list(fname, "b", b, dims[2])
+        if #da ~= #db then
+            fail(fmt("%s: the lists of dims must be of one length, got %d for a and %d for b", fname, #da, #db))
+        end
+    else
+        fail(fmt("%s: dims must be an integer or a pair of lists {{a's dims}, {b's dims}}, got %s", fname,
+                 typename(dims)))
+    end
+    local nk = 1
+    local in_a, in_b = {}, {}
+    for i = 1, #da do
+        local sa, sb = a:size(da[i]), b:size(db[i])
+        if sa ~= sb then
+            fail(fmt("%s: a's dim %d (size %d) and b's dim %d (size %d) differ (shapes %s and %s)", fname, da[i], sa,
+                     db[i], sb, shape_of_str(a), shape_of_str(b)))
+        end
+        nk = nk * sa
+        in_a[da[i]], in_b[db[i]] = true, true
+    end
+    local pa, pb, out = {}, {}, {}
+    local nfa, nfb = 1, 1
+    for d = 1, a:dim() do
+        if not in_a[d] then
+            pa[#pa + 1], out[#out + 1] = d, a:size(d)
+            nfa = nfa * a:size(d)
+        end
+    end
+    for i = 1, #da do pa[#pa + 1] = da[i] end
+    for i = 1, #db do pb[#pb + 1] = db[i] end
+    for d = 1, b:dim() do
+        if not in_b[d] then
+            pb[#pb + 1], out[#out + 1] = d, b:size(d)
+            nfb = nfb * b:size(d)
+        end
+    end
+    local A = (a:dim() > 0 and a:permute(pa) or a):reshape(nfa, nk)
+    local B = (b:dim() > 0 and b:permute(pb) or b):reshape(nk, nfb)
+    local r = A:matmul(B)
+    return #out > 0 and r:reshape(out) or r:reshape()
+end
+function M.tensordot(a, b, dims) return own_errors("tensordot", pcall(tensordot, a, b, dims)) end
+Tensor.tensordot = M.tensordot
+
 -- mv(v): a matrix times a vector (a 1-dim tensor).
 function Tensor:mv(v)
     check_product("mv", self, v, 2, 1, "a matrix (2-dim) and a vector (1-dim)")
@@ -2272,6 +2362,38 @@ local function running_extremum(fname, self, dim, largest)
     local values = x:gather(d, at)
     if self:dim() == 0 then return values:reshape(), at:reshape() end
     return values, at
+end
+-- logcumsumexp([dim]): log(cumsum(exp(t), dim)) without overflow or
+-- underflow, as Torch's: a doubling scan of logaddexp (log n steps), so
+-- each running result is exact for any spread of the values and autograd
+-- differentiates it (integers in float32; 0- and 1-dim tensors need no dim).
+function Tensor:logcumsumexp(dim)
+    local fname = "logcumsumexp"
+    check_self(fname, self)
+    if dim == nil then
+        if self:dim() > 1 then fail(fmt("%s: expected a dim for a tensor of shape %s", fname, shape_of_str(self))) end
+        dim = 1
+    end
+    local x = is_float(self) and self or self:float()
+    local zero_dim = x:dim() == 0
+    if zero_dim then
+        tensor.norm_dim(fname, x:reshape(1), dim)
+        x, dim = x:reshape(1), 1
+    end
+    local d = tensor.norm_dim(fname, x, dim) + 1
+    local n = x:size(d)
+    local v = x
+    local s = 1
+    while s < n do -- v[i] = logaddexp(v[i - s], v[i]): after the steps, the log-sum of every x[j], j <= i
+        local a, b = v:narrow(d, s + 1, n - s), v:narrow(d, 1, n - s)
+        local m = a:detach():maximum(b:detach())
+        local shift = tensor.where(m:abs():eq(huge), 0, m) -- (inf - inf would be NaN)
+        local sum = ((a - shift):exp() + (b - shift):exp()):log() + shift
+        v = tensor.cat({v:narrow(d, 1, s), sum}, d)
+        s = s * 2
+    end
+    if zero_dim then return v:reshape() end
+    return v
 end
 function Tensor:cummax(dim) return running_extremum("cummax", self, dim, true) end
 function Tensor:cummin(dim) return running_extremum("cummin", self, dim, false) end
