@@ -2167,6 +2167,10 @@ describe("more of Torch's tensor functions against plain Lua", function()
         assert.same({0, 2, 1, 1}, h:totable())
         assert.same({2, 1, 1}, ordo.tensor({1, 2, 1, 4}):histc(3):totable()) -- the data's range
         assert.same({0, 0, 2, 0}, ordo.tensor({2, 2}):histc(4):totable()) -- one value: [v - 1, v + 1]
+        -- min and max in a float32 input's dtype, as Torch's: 0.3 (as a float32, above the double 0.3)
+        -- falls in the last bin of [0.1, 0.3]
+        assert.same({1, 1, 1}, ordo.tensor({0.1, 0.2, 0.3}, "float32"):histc(3, 0.1, 0.3):totable())
+        assert.same({1, 1, 1}, ordo.tensor({0.1, 0.2, 0.3}, "float64"):histc(3, 0.1, 0.3):totable())
         H.raises(function() return ordo.tensor({1}, "int32"):histc() end, "histc", "float")
         H.raises(function() return ordo.tensor({1}):histc(4, 3, 1) end, "histc", "min")
         H.raises(function() return ordo.tensor({1}):histc(2 ^ 50) end, "histc", "out of memory")

@@ -2457,6 +2457,12 @@ function Tensor:histc(bins, lo, hi)
     if lo == -huge or hi == huge then
         fail(fmt("%s: the range [%s, %s] must be finite", fname, show(lo), show(hi)))
     end
+    if self:dtype() == "float32" then
+        -- the edges in the input's dtype, as Torch's: 0.3 as a float32 is
+        -- above the double 0.3, and was left out of histc(3, 0.1, 0.3)'s last bin
+        local e = tensor.tensor({lo, hi}, "float32"):totable()
+        lo, hi = e[1], e[2]
+    end
     local xd = x:double()
     local inside = xd:ge(lo):logical_and(xd:le(hi))
     local at = ((xd - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):to("int64") + 1
