@@ -2172,6 +2172,12 @@ function Tensor:diff(n, dim, prepend, append)
                 fail(fmt("%s: %s of shape %s must have the dims of the input (shape %s)", fname, e[1],
                          shape_of_str(v), shape_of_str(self)))
             end
+            for i = 1, v:dim() do -- (cat said it, under its own name)
+                if i ~= d and v:size(i) ~= self:size(i) then
+                    fail(fmt("%s: %s of shape %s must match the input's shape %s except along dim %d", fname, e[1],
+                             shape_of_str(v), shape_of_str(self), d))
+                end
+            end
             parts[#parts + 1] = v
         end
     end
