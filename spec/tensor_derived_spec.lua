@@ -2855,8 +2855,53 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({}, ordo.bucketize(3, b):shape())
         assert.same({5}, ordo.bucketize(ordo.tensor({0 / 0}), ordo.tensor({1, 2, 4, 8})):totable()) -- NaN last
         assert.same({1, 1}, ordo.searchsorted(ordo.tensor({}), ordo.tensor({1, 2})):totable())
-        H.raises(function() return ordo.searchsorted(ordo.zeros(2, 2), v) end, "searchsorted", "1-dim")
+        H.raises(function() return ordo.searchsorted(ordo.zeros(2, 2), v) end, "searchsorted",
+                 "leading dims of the sequence's shape 2x2")
+        H.raises(function() return ordo.bucketize(v, ordo.zeros(2, 2)) end, "bucketize", "1-dim")
         H.raises(function() return ordo.bucketize(v, b, {right = 1}) end, "bucketize", "right")
+    end)
+
+    it("searchsorted: an N-dim sequence searched row by row, side and sorter, as Torch's", function()
+        -- one sorted row per leading index; values of the same leading dims, each row's against its own
+        math.randomseed(17)
+        local rows, want, vals = {}, {}, {}
+        for r = 1, 6 do
+            rows[r] = {}
+            for i = 1, 5 do rows[r][i] = math.random(0, 9) end
+            table.sort(rows[r])
+            vals[r], want[r] = {}, {}
+            for i = 1, 4 do
+                local x = math.random(-1, 10)
+                local c = 0
+                for _, y in ipairs(rows[r]) do if y < x then c = c + 1 end end
+                vals[r][i], want[r][i] = x, c + 1
+            end
+        end
+        local seq, v = ordo.tensor(rows, "float64"), ordo.tensor(vals, "float64")
+        assert.same(want, ordo.searchsorted(seq, v):totable())
+        -- 3 dims: 2 x 3 rows
+        local got = ordo.searchsorted(seq:view(2, 3, 5), v:view(2, 3, 4)):totable()
+        for r = 1, 6 do assert.same(want[r], got[math.floor((r - 1) / 3) + 1][(r - 1) % 3 + 1]) end
+        -- a transposed (non-contiguous) sequence
+        assert.same({{3}, {2}}, ordo.searchsorted(ordo.tensor({{1, 2}, {3, 4}, {5, 6}}):t(), ordo.tensor({{4}, {4}})):totable())
+        assert.same({{1, 1}, {1, 1}}, ordo.searchsorted(ordo.zeros(2, 0), ordo.zeros(2, 2)):totable())
+        -- side, Torch's other spelling of right
+        local b = ordo.tensor({1, 3, 5, 7, 9})
+        assert.same({3, 4, 6}, ordo.searchsorted(b, ordo.tensor({3, 6, 9}), {side = "right"}):totable())
+        assert.same({2, 4, 5}, ordo.searchsorted(b, ordo.tensor({3, 6, 9}), {side = "left"}):totable())
+        -- sorter: positions (from 1) that sort the sequence
+        assert.same({2, 3}, ordo.searchsorted(ordo.tensor({3, 1, 2}), ordo.tensor({2, 2.5}),
+                                              {sorter = ordo.tensor({2, 3, 1}, "int64")}):totable())
+        H.raises(function() return ordo.searchsorted(seq, ordo.zeros(4)) end, "searchsorted", "leading dims")
+        H.raises(function() return ordo.searchsorted(seq, ordo.zeros(5, 4)) end, "searchsorted", "leading dims")
+        H.raises(function() return ordo.searchsorted(seq, 3) end, "searchsorted", "must be a tensor")
+        H.raises(function() return ordo.searchsorted(b, b, {side = "up"}) end, "searchsorted", "side")
+        H.raises(function() return ordo.searchsorted(b, b, {side = "left", right = true}) end, "searchsorted",
+                 "disagree")
+        H.raises(function() return ordo.searchsorted(b, b, {sorter = b}) end, "searchsorted", "sorter")
+        H.raises(function() return ordo.searchsorted(b, b, {sorter = ordo.tensor({1, 2}, "int64")}) end,
+                 "searchsorted", "sorter of shape 2")
+        H.raises(function() return ordo.searchsorted(b, b, {out_int32 = 1}) end, "searchsorted", "out_int32")
     end)
 
     it("sum, mean and prod take Torch's dtype third (it was ignored); max, amax... refuse a third argument", function()

@@ -3329,42 +3329,100 @@ function M.isin(elements, test)
 end
 Tensor.isin = M.isin
 
--- searchsorted(sorted, values [, {right = false}]) / bucketize(values,
--- boundaries [, {right = false}]): Torch's insertion places, counted from
--- 1 as ordo's indices (1 + Torch's): the place (1..m + 1) values would take
--- in the sorted 1-dim sequence, before equal ones (after them with right);
--- int64 in values' shape (or a number's: 0-dim).  One sort of both.
+-- searchsorted(sorted, values [, {right = false, side, sorter, out_int32}])
+-- / bucketize(values, boundaries [, {right = false, out_int32}]): Torch's
+-- insertion places, counted from 1 as ordo's indices (1 + Torch's): the
+-- place (1..m + 1) values would take in the sorted sequence, before equal
+-- ones (after them with right, or side = "right"); int64 (int32 with
+-- out_int32) in values' shape (or a number's: 0-dim).  searchsorted's
+-- sequence may be N-dim: one sorted sequence per row of its last dim, and
+-- values' leading dims those of the sequence, as Torch's; sorter (int64
+-- positions from 1, the sequence's shape) sorts an unsorted sequence.
+-- One stable sort of both along the last dim.
 local function insertion(fname, seq, values, opts)
-    opts = util.check_opts(fname, opts, {right = true, out_int32 = true})
+    local batched_ok = fname == "searchsorted"
+    opts = util.check_opts(fname, opts, batched_ok and {right = true, side = true, sorter = true, out_int32 = true}
+                                        or {right = true, out_int32 = true})
     if opts.right ~= nil and type(opts.right) ~= "boolean" then
         fail(fmt("%s: right must be true or false, got %s", fname, show(opts.right)))
     end
-    if not is_tensor(seq) or seq:dim() ~= 1 then
-        fail(fmt("%s: the sorted sequence must be a 1-dim tensor, got %s", fname,
-                 is_tensor(seq) and "shape " .. shape_of_str(seq) or typename(seq)))
+    if opts.out_int32 ~= nil and type(opts.out_int32) ~= "boolean" then
+        fail(fmt("%s: out_int32 must be true or false, got %s", fname, show(opts.out_int32)))
     end
-    if type(values) == "number" then values = tensor.full({}, values, tensor.like(seq)) end
+    local right = opts.right
+    if opts.side ~= nil then
+        if opts.side ~= "left" and opts.side ~= "right" then
+            fail(fmt("%s: side must be \"left\" or \"right\", got %s", fname, show(opts.side)))
+        end
+        if right ~= nil and right ~= (opts.side == "right") then
+            fail(fmt("%s: side = %q and right = %s disagree", fname, opts.side, tostring(right)))
+        end
+        right = opts.side == "right"
+    end
+    if not is_tensor(seq) or seq:dim() == 0 or (not batched_ok and seq:dim() ~= 1) then
+        fail(fmt("%s: the sorted sequence must be a %s tensor, got %s", fname,
+                 batched_ok and "1-dim or N-dim" or "1-dim", is_tensor(seq) and "shape " .. shape_of_str(seq) or typename(seq)))
+    end
+    if type(values) == "number" then
+        if seq:dim() > 1 then
+            fail(fmt("%s: values must be a tensor for an N-dim sequence (shape %s), got a number", fname,
+                     shape_of_str(seq)))
+        end
+        values = tensor.full({}, values, tensor.like(seq))
+    end
     if not is_tensor(values) then fail(fmt("%s: values must be a tensor or a number, got %s", fname, typename(values))) end
     check_devices(fname, seq, values)
+    local nd = seq:dim()
+    if nd > 1 then
+        local ok = values:dim() == nd
+        for i = 1, nd - 1 do ok = ok and values:size(i) == seq:size(i) end
+        if not ok then
+            fail(fmt("%s: values of shape %s must have the leading dims of the sequence's shape %s (all but its last)",
+                     fname, shape_of_str(values), shape_of_str(seq)))
+        end
+    end
+    if opts.sorter ~= nil then
+        local so = opts.sorter
+        if not is_tensor(so) or (so:dtype() ~= "int64" and so:dtype() ~= "int32") then
+            fail(fmt("%s: sorter must be an int64 or int32 tensor, got %s", fname,
+                     is_tensor(so) and so:dtype() or typename(so)))
+        end
+        check_devices(fname, seq, so)
+        local same = so:dim() == nd
+        for i = 1, nd do same = same and so:size(i) == seq:size(i) end
+        if not same then
+            fail(fmt("%s: sorter of shape %s must have the sequence's shape %s", fname, shape_of_str(so),
+                     shape_of_str(seq)))
+        end
+        seq = seq:detach():gather(nd, so:to("int64"))
+    end
     local dt = tensor.result_type(seq, values)
-    local b, v = seq:detach():to(dt), values:detach():reshape(-1):to(dt)
-    local m, n = b:numel(), v:numel()
+    local b, v
+    if nd == 1 then
+        b, v = seq:detach():to(dt):view(1, -1), values:detach():reshape(1, -1):to(dt)
+    else -- the leading dims as one batch of rows
+        local lead = 1
+        for i = 1, nd - 1 do lead = lead * seq:size(i) end
+        b = seq:detach():to(dt):reshape(lead, seq:size(nd))
+        v = values:detach():to(dt):reshape(lead, values:size(nd))
+    end
+    local rows, m, n = b:size(1), b:size(2), v:size(2)
     local like = tensor.like(v, opts.out_int32 and "int32" or "int64")
     local l64 = tensor.like(v, "int64")
-    if n == 0 then return tensor.zeros(values:shape(), like) end
+    if n == 0 or rows == 0 then return tensor.zeros(values:shape(), like) end
     if m == 0 then return tensor.ones(values:shape(), like) end
-    -- a stable sort of both: the boundaries before equal values (right) or after them (left)
+    -- a stable sort of both along each row: the boundaries before equal values (right) or after them (left)
     local all, from_b
-    if opts.right then
-        all, from_b = tensor.cat({b, v}, 1), tensor.cat({tensor.ones({m}, l64), tensor.zeros({n}, l64)}, 1)
+    if right then
+        all, from_b = tensor.cat({b, v}, 2), tensor.cat({tensor.ones({rows, m}, l64), tensor.zeros({rows, n}, l64)}, 2)
     else
-        all, from_b = tensor.cat({v, b}, 1), tensor.cat({tensor.zeros({n}, l64), tensor.ones({m}, l64)}, 1)
+        all, from_b = tensor.cat({v, b}, 2), tensor.cat({tensor.zeros({rows, n}, l64), tensor.ones({rows, m}, l64)}, 2)
     end
-    local _, order = all:sort(1)
-    local before = from_b:index_select(1, order):cumsum(1) -- boundaries at or before each sorted place
-    local back = tensor.zeros({n + m}, l64):scatter_(1, order, before)
-    local r = (opts.right and back:narrow(1, m + 1, n) or back:narrow(1, 1, n)) + 1
-    return r:view(values:shape()):to(like.dtype)
+    local _, order = all:sort(2)
+    local before = from_b:gather(2, order):cumsum(2) -- boundaries at or before each sorted place
+    local back = tensor.zeros({rows, n + m}, l64):scatter_(2, order, before)
+    local r = (right and back:narrow(2, m + 1, n) or back:narrow(2, 1, n)) + 1
+    return r:reshape(values:shape()):to(like.dtype)
 end
 function M.searchsorted(seq, values, opts)
     check_self("searchsorted", seq)
