@@ -3028,7 +3028,10 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
     it("kron, cdist, outer, randperm, linspace and t[index] name themselves when an op inside fails", function()
         H.raises(function() return ordo.kron(ordo.ones({2 ^ 20}), ordo.ones({2 ^ 20})) end, "kron: mul: out of memory")
         H.raises(function() return ordo.cdist(ordo.ones({2 ^ 20, 2}), ordo.ones({2 ^ 20, 2})) end,
-                 "cdist: sub: out of memory")
+                 "cdist: ", "out of memory")
+        H.raises(function()
+            return ordo.cdist(ordo.ones({2 ^ 20, 2}), ordo.ones({2 ^ 20, 2}), {compute_mode = "donot_use_mm_for_euclid_dist"})
+        end, "cdist: sub: out of memory")
         H.raises(function() return ordo.ones({2 ^ 25}):outer(ordo.ones({2 ^ 25})) end, "outer: mul: out of memory")
         H.raises(function() return ordo.randperm(2 ^ 50) end, "randperm: rand: out of memory")
         H.raises(function() return ordo.linspace(0, 1, 2 ^ 50) end, "linspace: arange: out of memory")
