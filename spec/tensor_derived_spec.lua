@@ -1010,6 +1010,41 @@ describe("derived ops", function()
                  "scatter: value -1 does not fit in uint8")
     end)
 
+    it("addmv, addr and addbmm: beta * self + alpha * (mv, outer, the batch's summed bmm); gradients", function()
+        local D = "float64"
+        local m, v, c = ordo.randn({3, 4}, D), ordo.randn({4}, D), ordo.randn({3}, D)
+        local tm, tv, tc = m:totable(), v:totable(), c:totable()
+        local want = {}
+        for i = 1, 3 do
+            local s = 0
+            for j = 1, 4 do s = s + tm[i][j] * tv[j] end
+            want[i] = 0.5 * tc[i] + 2 * s
+        end
+        close(want, c:addmv(m, v, {beta = 0.5, alpha = 2}):totable(), 1e-12)
+        close((c + m:mv(v)):totable(), ordo.addmv(c, m, v):totable(), 1e-12)
+        local u, w = ordo.randn({3}, D), ordo.randn({4}, D)
+        local tu, tw = u:totable(), w:totable()
+        local got = m:addr(u, w, {beta = -1, alpha = 3}):totable()
+        for i = 1, 3 do
+            for j = 1, 4 do close(-tm[i][j] + 3 * tu[i] * tw[j], got[i][j], 1e-12) end
+        end
+        local ba, bb = ordo.randn({5, 3, 2}, D), ordo.randn({5, 2, 4}, D)
+        local sum = ordo.zeros({3, 4}, D)
+        for k = 1, 5 do sum = sum + ba[k]:mm(bb[k]) end
+        assert.is_true(ordo.allclose(m:addbmm(ba, bb, {beta = 2, alpha = 0.5}), m * 2 + sum * 0.5, 1e-12, 1e-12))
+        assert.is_true(ordo.allclose(m:addbmm(ordo.zeros({0, 3, 2}, D), ordo.zeros({0, 2, 4}, D)), m, 0, 0))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q, r) return p:addbmm(q, r, {beta = 0.3, alpha = 1.7}) end,
+                                               {m:clone():requires_grad(), ba:requires_grad(), bb:requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q, r) return p:addmv(q, r) end,
+                                               {c:clone():requires_grad(), m:clone():requires_grad(), v:requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q, r) return p:addr(q, r) end,
+                                               {m:clone():requires_grad(), u:requires_grad(), w:requires_grad()}))
+        H.raises(function() return c:addmv(m, u) end, "addmv: ", "cannot be multiplied")
+        H.raises(function() return m:addr(m, w) end, "addr: ", "1-dim")
+        H.raises(function() return m:addbmm(m, m) end, "addbmm: ", "batches")
+        H.raises(function() return m:addbmm(ba, bb, {gamma = 1}) end, "addbmm", "unknown option 'gamma'")
+    end)
+
     it("einsum against a plain-Lua loop over every index; implicit outputs; gradients; bad equations", function()
         -- the reference: every assignment of the letters, the operands'
         -- product added at the output's place

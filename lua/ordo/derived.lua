@@ -984,6 +984,25 @@ function Tensor:baddbmm(a, b, opts)
     return add_scaled("baddbmm", self, Tensor.bmm, "bmm", a, b, opts)
 end
 
+-- self:addmv(m, v [, ...]): beta * self + alpha * (m mv v); self:addr(u, v
+-- [, ...]): beta * self + alpha * (u outer v); self:addbmm(a, b [, ...]):
+-- beta * self + alpha * the sum over the batch of (a bmm b), as Torch's.
+function Tensor:addmv(m, v, opts)
+    check_self("addmv", self)
+    check_devices("addmv", self, m, v)
+    return add_scaled("addmv", self, Tensor.mv, "mv", m, v, opts)
+end
+function Tensor:addr(u, v, opts)
+    check_self("addr", self)
+    check_devices("addr", self, u, v)
+    return add_scaled("addr", self, Tensor.outer, "outer", u, v, opts)
+end
+function Tensor:addbmm(a, b, opts)
+    check_self("addbmm", self)
+    check_devices("addbmm", self, a, b)
+    return add_scaled("addbmm", self, function(x, y) return Tensor.bmm(x, y):sum(1) end, "bmm", a, b, opts)
+end
+
 -- nonzero([{as_tuple = false}]): the positions (int64, from 1) of the
 -- nonzero elements, in row-major order: a k x ndim tensor, or with
 -- as_tuple a Lua list of ndim 1-dim tensors, one per dim (waits: k depends
