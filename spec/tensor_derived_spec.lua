@@ -963,7 +963,36 @@ describe("derived ops", function()
         assert.same({2}, counts:totable())
         local n = ordo.tensor({0 / 0, 1, 0 / 0}):unique():totable()
         assert.equals(3, #n) -- each NaN is distinct
-        H.raises(function() return ordo.zeros(2):unique({sorted = false}) end, "unique", "sorted")
+        -- sorted = false leaves the order free, as Torch's (it was refused): these come out sorted too
+        assert.same({1, 3}, ordo.tensor({3, 1, 3}):unique({sorted = false}):totable())
+        H.raises(function() return ordo.zeros(2):unique({sorted = 0}) end, "unique", "sorted")
+        H.raises(function() return ordo.zeros(2):unique({dim = "1"}) end, "unique: dim must be an integer")
+    end)
+
+    it("unique_consecutive: each run of equal neighbours once, in place, its inverse and counts, as Torch's", function()
+        local x = ordo.tensor({1, 1, 2, 2, 3, 1, 1, 2})
+        local u, inv, cnt = x:unique_consecutive({return_inverse = true, return_counts = true})
+        assert.same({1, 2, 3, 1, 2}, u:totable())
+        assert.same({1, 1, 2, 2, 3, 4, 4, 5}, inv:totable())
+        assert.same({2, 2, 1, 2, 1}, cnt:totable())
+        assert.same(x:totable(), u:index_select(1, inv):totable())
+        -- several dims: over the flattened tensor, the inverse in x's shape
+        local _, inv2 = ordo.tensor({{1, 1}, {2, 2}}):unique_consecutive({return_inverse = true})
+        assert.same({{1, 1}, {2, 2}}, inv2:totable())
+        -- with dim: runs of equal slices
+        local s = ordo.tensor({{1, 2}, {1, 2}, {3, 4}, {1, 2}})
+        local us, is, cs = s:unique_consecutive({dim = 1, return_inverse = true, return_counts = true})
+        assert.same({{1, 2}, {3, 4}, {1, 2}}, us:totable())
+        assert.same({1, 1, 2, 3}, is:totable())
+        assert.same({2, 1, 1}, cs:totable())
+        assert.same({{1, 2}, {3, 4}}, ordo.tensor({{1, 1, 2}, {3, 3, 4}}):unique_consecutive({dim = -1}):totable())
+        local e, ie, ce = ordo.zeros(0):unique_consecutive({return_inverse = true, return_counts = true})
+        assert.same({{0}, {0}, {0}}, {e:shape(), ie:shape(), ce:shape()})
+        assert.equals(3, #ordo.tensor({0 / 0, 0 / 0, 1}):unique_consecutive():totable()) -- NaN equals nothing
+        assert.same({1, 2}, ordo.unique_consecutive(ordo.tensor({1, 1, 2}, "int32")):totable())
+        H.raises(function() return x:unique_consecutive({sorted = true}) end, "unique_consecutive", "unknown option")
+        H.raises(function() return x:unique_consecutive({dim = 2}) end, "unique_consecutive", "dim 2 out of range")
+        H.raises(function() return x:unique_consecutive({return_counts = 1}) end, "unique_consecutive", "return_counts")
     end)
 
     it("addmm and baddbmm: beta * self + alpha * product; gradients", function()

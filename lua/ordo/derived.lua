@@ -532,8 +532,9 @@ end
 -- With dim, Torch's unique slices: the distinct slices along dim, in
 -- lexicographic order (a stable sort by each element of the slice, the
 -- last first), the inverse one index per slice.
-local function unique_dim(self, opts, dim)
-    local fname = "unique"
+local function unique_dim(self, opts, dim, consecutive)
+    local fname = consecutive and "unique_consecutive" or "unique"
+    if not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", fname, show(dim))) end
     local d = tensor.norm_dim(fname, self, dim) + 1
     local x = self:movedim(d, 1)
     local n = x:size(1)
@@ -542,6 +543,7 @@ local function unique_dim(self, opts, dim)
     local like = tensor.like(self, "int64")
     local order = tensor.arange(1, n + 1, like)
     for j = m, 1, -1 do -- stable sorts, the last column first: lexicographic
+        if consecutive then break end -- (runs of equal neighbours: in place, no sort)
         local _, o = rows:select(2, j):index_select(1, order):sort(1)
         order = order:index_select(1, o)
     end
@@ -581,7 +583,7 @@ function Tensor:unique(opts)
             fail(fmt("unique: %s must be true or false, got %s", k, show(opts[k])))
         end
     end
-    if opts.sorted == false then fail("unique: only sorted = true is supported (the values come out sorted)") end
+    -- sorted = false leaves the order to the implementation, as Torch's: here sorted too
     if opts.dim ~= nil then return unique_dim(self, opts, opts.dim) end
     local flat = self:reshape(-1)
     local n = flat:numel()
@@ -604,6 +606,42 @@ function Tensor:unique(opts)
     if opts.return_counts then
         counts = tensor.zeros({out:numel()}, tensor.like(self, "int64"))
         if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, tensor.like(self, "int64"))) end
+    end
+    if inverse and counts then return out, inverse, counts end
+    return out, inverse or counts
+end
+
+-- unique_consecutive([{return_inverse, return_counts, dim}]): Torch's: each
+-- run of equal neighbours kept once, in place (no sort), with where each
+-- element went and each run's length; with dim, runs of equal slices.
+function Tensor:unique_consecutive(opts)
+    local fname = "unique_consecutive"
+    check_self(fname, self)
+    opts = util.check_opts(fname, opts, {return_inverse = true, return_counts = true, dim = true})
+    for _, k in ipairs({"return_inverse", "return_counts"}) do
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("%s: %s must be true or false, got %s", fname, k, show(opts[k])))
+        end
+    end
+    if opts.dim ~= nil then return unique_dim(self, opts, opts.dim, true) end
+    local flat = self:reshape(-1)
+    local n = flat:numel()
+    local like = tensor.like(self, "int64")
+    local new -- 1 where an element differs from the one before it
+    if n == 0 then
+        new = tensor.zeros({0}, like)
+    else
+        local first = tensor.ones({1}, like)
+        new = n == 1 and first or tensor.cat({first, flat:narrow(1, 2, n - 1):ne(flat:narrow(1, 1, n - 1)):long()}, 1)
+    end
+    local out = flat:masked_select(new:ne(0))
+    if not opts.return_inverse and not opts.return_counts then return out end
+    local group = n > 0 and new:cumsum(1) or new
+    local inverse, counts
+    if opts.return_inverse then inverse = group:reshape(self:shape()) end
+    if opts.return_counts then
+        counts = tensor.zeros({out:numel()}, like)
+        if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, like)) end
     end
     if inverse and counts then return out, inverse, counts end
     return out, inverse or counts
