@@ -1072,6 +1072,17 @@ describe("derived ops", function()
         H.raises(function() return m:addr(m, w) end, "addr: ", "1-dim")
         H.raises(function() return m:addbmm(m, m) end, "addbmm: ", "batches")
         H.raises(function() return m:addbmm(ba, bb, {gamma = 1}) end, "addbmm", "unknown option 'gamma'")
+        -- self broadcasts to the product's shape, never past it (addmm of a 3x2x2 self gave 3x2x2)
+        local sq = ordo.ones({2, 2}, D)
+        H.raises(function() return ordo.ones({3, 2, 2}, D):addmm(sq, sq) end,
+                 "addmm: self of shape 3x2x2 cannot be broadcast to the product's shape 2x2")
+        H.raises(function() return ordo.ones({3, 2, 2}, D):baddbmm(sq:view(1, 2, 2), sq:view(1, 2, 2)) end,
+                 "baddbmm: self of shape 3x2x2")
+        H.raises(function() return ordo.ones({3}, D):addmm(sq, sq) end, "addmm: self of shape 3") -- (said add)
+        H.raises(function() return sq:addmv(sq, ordo.ones({2}, D)) end, "addmv: self of shape 2x2")
+        H.raises(function() return ordo.ones({2, 2, 2}, D):addr(u, w) end, "addr: self of shape 2x2x2")
+        assert.same({{3, 3}, {3, 3}}, ordo.ones({2, 1}, D):addmm(sq, sq):totable())
+        assert.same({{3, 3}, {3, 3}}, ordo.tensor(1, D):addmm(sq, sq):totable())
     end)
 
     it("einsum against a plain-Lua loop over every index; implicit outputs; gradients; bad equations", function()

@@ -997,6 +997,18 @@ local function add_scaled(fname, self, multiply, mname, a, b, opts)
     -- the product's errors (shapes that cannot be multiplied) are fname's
     local ok, product = pcall(multiply, a, b)
     if not ok then error((tostring(product):gsub(mname .. ": ", fname .. ": ", 1)), 0) end
+    -- self broadcasts to the product's shape, not past it, as Torch's (a
+    -- 3x2x2 self made addmm's result 3x2x2; a 2x2 one, addmv's 2x2)
+    local ps, ss = product:shape(), self:shape()
+    local fits = #ss <= #ps
+    for i = 1, #ss do
+        local x, y = ss[#ss - i + 1], ps[#ps - i + 1]
+        fits = fits and (x == y or x == 1)
+    end
+    if not fits then
+        fail(fmt("%s: self of shape %s cannot be broadcast to the product's shape %s", fname, shape_of_str(self),
+                 tensor.shape_str(ps)))
+    end
     -- an integer scale must fit an integer operand's dtype: said under
     -- fname (mul named itself: "mul: value -1 does not fit in uint8")
     if alpha ~= 1 then
