@@ -5,11 +5,12 @@
 -- (var, std, prod, median, kthvalue, norm, logsumexp), answers as a Lua
 -- boolean (allclose, equal, all, any), making tensors (eye, linspace,
 -- logspace, meshgrid, randint, randperm), vectors and matrices (dot,
--- outer, mm, bmm, addmm, baddbmm, einsum, mv, trace, tril, triu, diag,
--- diagonal, diag_embed, flip, unique, masked_select, kron, cross, cdist,
--- take), elementwise (log2, log10, isnan, isinf, isfinite, isclose,
--- nan_to_num, lerp, fmod, remainder, addcmul, addcdiv), along a dim (diff,
--- cummax, cummin), counting (bincount, histc), rearranging (roll, tile)
+-- outer, mm, bmm, addmm, baddbmm, addmv, addr, addbmm, einsum, tensordot,
+-- mv, trace, tril, triu, diag, diagonal, diag_embed, flip, unique,
+-- unique_consecutive, masked_select, kron, cross, cdist, take), elementwise
+-- (log2, log10, isnan, isinf, isfinite, isclose, nan_to_num, lerp, fmod,
+-- remainder, addcmul, addcdiv), along a dim (diff, cummax, cummin,
+-- logcumsumexp), counting (bincount, histc), rearranging (roll, tile)
 -- and cutting one into views (chunk, split, tensor_split); at the end,
 -- small conveniences (atan2, hypot, movedim, new_zeros...).
 local tensor = require "ordo.tensor"
