@@ -2934,6 +2934,19 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
                  "leading dims of the sequence's shape 2x2")
         H.raises(function() return ordo.bucketize(v, ordo.zeros(2, 2)) end, "bucketize", "1-dim")
         H.raises(function() return ordo.bucketize(v, b, {right = 1}) end, "bucketize", "right")
+        -- a number the sequence's dtype cannot hold is compared as itself (2.5 was cut to 2 against
+        -- int64 boundaries, -1 refused against uint8 ones)
+        local ib = ordo.tensor({1, 2, 3}, "int64")
+        assert.equals(3, ordo.searchsorted(ib, 2.5):item())
+        assert.equals(3, ordo.bucketize(2.5, ib):item())
+        assert.equals(1, ordo.searchsorted(ordo.tensor({1, 2, 3}, "uint8"), -1):item())
+        assert.equals(4, ordo.searchsorted(ordo.tensor({1, 2, 3}, "uint8"), 300):item())
+        assert.equals(2, ordo.searchsorted(ib, 2):item())
+        -- isin likewise: 2.5 is in no int64 tensor (it matched 2), 300 in no uint8 one
+        assert.same({0, 0, 0}, ordo.isin(ib, 2.5):totable())
+        assert.same({0, 1, 0}, ordo.isin(ib, 2):totable())
+        assert.equals(0, ordo.isin(2.5, ib):item())
+        assert.equals(0, ordo.isin(300, ordo.tensor({44}, "uint8")):item())
     end)
 
     it("searchsorted: an N-dim sequence searched row by row, side and sorter, as Torch's", function()

@@ -3397,6 +3397,18 @@ end
 function Tensor:masked_scatter_(mask, source) return masked_scatter("masked_scatter_", self, mask, source, true) end
 function Tensor:masked_scatter(mask, source) return masked_scatter("masked_scatter", self, mask, source, false) end
 
+-- A number as a tensor beside ref (its device and engine): in ref's dtype
+-- when it holds the number exactly, else in float64, so that isin,
+-- searchsorted and bucketize compare the number itself (2.5 was cut to 2
+-- against an int64 tensor, -1 refused against a uint8 one).
+local INT_RANGE = {uint8 = {0, 256}, int32 = {-2 ^ 31, 2 ^ 31}, int64 = {-2 ^ 63, 2 ^ 63}} -- [lo, hi)
+local function number_beside(shape, v, ref)
+    local dt = ref:dtype()
+    local r = INT_RANGE[dt]
+    if r and not (is_int(v) and v >= r[1] and v < r[2]) then dt = "float64" end
+    return tensor.full(shape, v, tensor.like(ref, dt))
+end
+
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements
 -- equal to some element of test (NaN to none), as Torch's: one sort of
 -- both, n log n, no n x m table.
@@ -3405,8 +3417,8 @@ function M.isin(elements, test)
     if not is_tensor(elements) and not is_tensor(test) then
         fail(fmt("%s: expected tensors, got %s and %s", fname, typename(elements), typename(test)))
     end
-    if type(test) == "number" then test = tensor.full({1}, test, tensor.like(elements)) end
-    if type(elements) == "number" then elements = tensor.full({}, elements, tensor.like(test)) end
+    if type(test) == "number" and is_tensor(elements) then test = number_beside({1}, test, elements) end
+    if type(elements) == "number" and is_tensor(test) then elements = number_beside({}, elements, test) end
     if not is_tensor(elements) or not is_tensor(test) then
         fail(fmt("%s: expected tensors or numbers, got %s and %s", fname, typename(elements), typename(test)))
     end
@@ -3471,7 +3483,7 @@ local function insertion(fname, seq, values, opts)
             fail(fmt("%s: values must be a tensor for an N-dim sequence (shape %s), got a number", fname,
                      shape_of_str(seq)))
         end
-        values = tensor.full({}, values, tensor.like(seq))
+        values = number_beside({}, values, seq)
     end
     if not is_tensor(values) then fail(fmt("%s: values must be a tensor or a number, got %s", fname, typename(values))) end
     check_devices(fname, seq, values)
