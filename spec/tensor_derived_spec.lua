@@ -2250,6 +2250,10 @@ describe("more of Torch's tensor functions against plain Lua", function()
         -- falls in the last bin of [0.1, 0.3]
         assert.same({1, 1, 1}, ordo.tensor({0.1, 0.2, 0.3}, "float32"):histc(3, 0.1, 0.3):totable())
         assert.same({1, 1, 1}, ordo.tensor({0.1, 0.2, 0.3}, "float64"):histc(3, 0.1, 0.3):totable())
+        -- a tiny range: no inf bin width (the first element went nowhere sensible), and one that
+        -- float32 cannot tell apart is refused
+        assert.same({2, 1}, ordo.tensor({0, 1e-320, 3e-320}, "float64"):histc(2, 0, 4e-320):totable())
+        H.raises(function() return ordo.tensor({0, 1}):histc(2, 0, 1e-46) end, "histc", "one value in float32")
         H.raises(function() return ordo.tensor({1}, "int32"):histc() end, "histc", "float")
         H.raises(function() return ordo.tensor({1}):histc(4, 3, 1) end, "histc", "min")
         H.raises(function() return ordo.tensor({1}):histc(2 ^ 50) end, "histc", "out of memory")

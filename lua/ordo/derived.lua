@@ -2570,11 +2570,15 @@ function Tensor:histc(bins, lo, hi)
         -- the edges in the input's dtype, as Torch's: 0.3 as a float32 is
         -- above the double 0.3, and was left out of histc(3, 0.1, 0.3)'s last bin
         local e = tensor.tensor({lo, hi}, "float32"):totable()
+        if e[1] == e[2] then
+            fail(fmt("%s: min %s and max %s are one value in float32: no range to divide", fname, show(lo), show(hi)))
+        end
         lo, hi = e[1], e[2]
     end
     local xd = x:double()
     local inside = xd:ge(lo):logical_and(xd:le(hi))
-    local at = ((xd - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):to("int64") + 1
+    -- (x - lo) * bins / (hi - lo), in Torch's order: bins / (hi - lo) alone is inf for a tiny range
+    local at = ((xd - lo) * bins / (hi - lo)):floor():clamp(0, bins - 1):to("int64") + 1
     at = at:masked_fill(inside:eq(0), 1) -- (counted as 0 below)
     return zeros_named(fname, {bins}, tensor.like(self)):index_add(1, at, inside:to(self:dtype()))
 end
