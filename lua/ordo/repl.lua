@@ -310,8 +310,8 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            floor ceil round trunc  log2 log10 isnan isinf isfinite nan_to_num lerp fmod remainder
            masked_fill  logical_not logical_and logical_or logical_xor  (in place: add_ ... fill_ zero_ copy_)
   reduce:  sum mean prod max min argmax argmin var std norm logsumexp (dim, keepdim)  softmax log_softmax
-           cumsum(dim) cumprod(dim) cummax cummin logcumsumexp  sort(dim, descending) argsort topk(k, dim, largest) kthvalue(k, dim)
-           median(dim) (values, indices)
+           cumsum(dim) cumprod(dim)  sort(dim, descending) argsort topk(k, dim, largest) kthvalue(k, dim)
+           median(dim) (values, indices)  cummax(dim) cummin(dim) logcumsumexp(dim)
            ordo.allclose(a, b) ordo.equal(a, b) t:all() t:any() (Lua booleans)  t:chunk(n) t:split(size)
            ordo.eye(n) linspace(a, b, n) logspace meshgrid(x, y) randint([lo,] hi, shape) randperm(n)
   files:   ordo.save(value, path) (a tensor, nested tables)  ordo.load(path [, {device = d}])
