@@ -1307,6 +1307,7 @@ describe("derived ops", function()
                                                {(ordo.randn({6}, D) * 300):requires_grad()}))
         H.raises(function() return x:logcumsumexp() end, "logcumsumexp", "expected a dim")
         H.raises(function() return x:logcumsumexp(3) end, "logcumsumexp", "dim 3 out of range")
+        H.raises(function() return x:logcumsumexp(1, "float64") end, "logcumsumexp", "a dim only")
     end)
 
     it("nonzero: the positions of the nonzero elements in row-major order, as rows or per dim", function()

@@ -2476,9 +2476,10 @@ end
 -- underflow, as Torch's: a doubling scan of logaddexp (log n steps), so
 -- each running result is exact for any spread of the values and autograd
 -- differentiates it (integers in float32; 0- and 1-dim tensors need no dim).
-function Tensor:logcumsumexp(dim)
+function Tensor:logcumsumexp(dim, extra)
     local fname = "logcumsumexp"
     check_self(fname, self)
+    if extra ~= nil then fail(fmt("%s: takes a dim only, got a second argument (%s)", fname, show(extra))) end
     if dim == nil then
         if self:dim() > 1 then fail(fmt("%s: expected a dim for a tensor of shape %s", fname, shape_of_str(self))) end
         dim = 1
