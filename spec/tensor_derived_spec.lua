@@ -2171,7 +2171,25 @@ describe("more of Torch's tensor functions against plain Lua", function()
         end
         assert.same(want, ordo.kron(ordo.tensor(a), ordo.tensor(b)):totable())
         assert.same({{1, 2}, {10, 20}}, ordo.kron(ordo.tensor({1, 2}), ordo.tensor({{1}, {10}})):totable())
-        H.raises(function() return ordo.kron(ordo.zeros(1, 1, 1, 1, 1), ordo.zeros(1)) end, "kron", "4 dims")
+        -- past 4 dims too (it was refused), against the definition element by element, and its gradient
+        local a5, b5 = ordo.randn({2, 1, 3, 2, 2}, "float64"), ordo.randn({1, 2, 2, 1, 3}, "float64")
+        local k5 = ordo.kron(a5, b5)
+        assert.same({2, 2, 6, 2, 6}, k5:shape())
+        local A5, B5, K5 = a5:totable(), b5:totable(), k5:totable()
+        for _, ia in ipairs({{1, 1, 1, 1, 1}, {2, 1, 3, 2, 2}, {1, 1, 2, 2, 1}}) do
+            for _, ib in ipairs({{1, 1, 1, 1, 1}, {1, 2, 2, 1, 3}, {1, 1, 2, 1, 2}}) do
+                local o = {}
+                for d = 1, 5 do o[d] = (ia[d] - 1) * b5:size(d) + ib[d] end
+                close(A5[ia[1]][ia[2]][ia[3]][ia[4]][ia[5]] * B5[ib[1]][ib[2]][ib[3]][ib[4]][ib[5]],
+                      K5[o[1]][o[2]][o[3]][o[4]][o[5]], 1e-12)
+            end
+        end
+        local a4, b4 = ordo.randn({2, 3, 2, 2}, "float64"), ordo.randn({3, 2, 1, 3}, "float64")
+        assert.is_true(ordo.allclose(ordo.kron(a4:unsqueeze(1), b4:unsqueeze(1)):squeeze(1), ordo.kron(a4, b4), 0, 0))
+        assert.same({2, 1, 1, 1, 1, 1, 1, 4}, ordo.kron(ordo.ones(2, 1, 1, 1, 1, 1, 1, 2), ordo.ones(2)):shape())
+        assert.is_true(ordo.autograd.gradcheck(function(x, y) return ordo.kron(x, y) end,
+                                               {ordo.randn({2, 1, 1, 1, 2}, "float64"):requires_grad(),
+                                                ordo.randn({1, 2, 1, 1, 2}, "float64"):requires_grad()}))
         local function cross(u, v) return {u[2] * v[3] - u[3] * v[2], u[3] * v[1] - u[1] * v[3], u[1] * v[2] - u[2] * v[1]} end
         local u, v = {{1, 2, 3}, {4, 5, 6}}, {7, 8, 9}
         assert.same({cross(u[1], v), cross(u[2], v)}, ordo.tensor(u):cross(ordo.tensor(v)):totable())

@@ -2314,15 +2314,28 @@ function Tensor:addcdiv_(t1, t2, value)
 end
 
 -- kron(a, b): the Kronecker product (the fewer dims of the two get leading
--- 1s): block (i, j, ...) is a[i, j, ...] * b; at most 4 dims.
+-- 1s): block (i, j, ...) is a[i, j, ...] * b.
 local function kron(a, b)
     local fname = "kron"
     check_self(fname, a)
     if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
     check_devices(fname, a, b)
     local nd = math.max(a:dim(), b:dim())
-    if nd > 4 then fail(fmt("%s: at most 4 dims, got shapes %s and %s", fname, shape_of_str(a), shape_of_str(b))) end
     local sa, sb = a:shape(), b:shape()
+    if nd > 4 then
+        -- (the interleaved view below takes 2 x nd dims, past the 8 a tensor has): each element of a
+        -- repeated b's size along every dim, times b tiled a's size along it
+        local ea, eb, reps = {}, {}, {}
+        for i = 1, nd do
+            ea[i], eb[i] = sa[#sa - nd + i] or 1, sb[#sb - nd + i] or 1
+            reps[i] = ea[i]
+        end
+        local x = a:reshape(ea)
+        for i = 1, nd do
+            if eb[i] ~= 1 then x = x:repeat_interleave(eb[i], i) end
+        end
+        return x * b:reshape(eb):tile(reps)
+    end
     local va, vb, out = {}, {}, {}
     for i = 1, nd do
         local x = sa[#sa - nd + i] or 1
