@@ -3570,4 +3570,33 @@ function M.bucketize(values, boundaries, opts)
 end
 Tensor.bucketize = M.bucketize
 
+-- Products, scans and searches refuse an argument past their last one
+-- (x:cummax(1, true), kron(a, b, 3), histc(bins, min, max, 1) ignored it
+-- without a word): name -> how many they take (a method's self the first).
+local TAKES = {
+    cummax = {2, "t:cummax(dim)"}, cummin = {2, "t:cummin(dim)"}, cumsum = {3, "t:cumsum(dim [, dtype])"},
+    cumprod = {3, "t:cumprod(dim [, dtype])"}, diff = {5, "t:diff([n [, dim [, prepend [, append]]]])"},
+    histc = {4, "t:histc([bins [, min [, max]]])"}, outer = {2, "a:outer(b)"},
+    unique = {2, "t:unique([opts])"}, unique_consecutive = {2, "t:unique_consecutive([opts])"},
+    addmm = {4, "c:addmm(a, b [, opts])"}, baddbmm = {4, "c:baddbmm(a, b [, opts])"},
+    addmv = {4, "c:addmv(m, v [, opts])"}, addr = {4, "c:addr(u, v [, opts])"},
+    addbmm = {4, "c:addbmm(a, b [, opts])"},
+    kron = {2, "kron(a, b)"}, cross = {3, "cross(a, b [, dim])"}, cdist = {3, "cdist(x1, x2 [, p | opts])"},
+    tensordot = {3, "tensordot(a, b [, dims])"}, searchsorted = {3, "searchsorted(sorted, values [, opts])"},
+    bucketize = {3, "bucketize(values, boundaries [, opts])"},
+}
+for name, t in pairs(TAKES) do
+    local n, usage = t[1], t[2]
+    local f = Tensor[name]
+    local function checked(...)
+        for i = n + 1, select("#", ...) do
+            local v = select(i, ...)
+            if v ~= nil then fail(fmt("%s: unexpected extra argument %s; expected %s", name, show(v), usage)) end
+        end
+        return f(...)
+    end
+    Tensor[name] = checked
+    if M[name] == f then M[name] = checked end
+end
+
 return M
