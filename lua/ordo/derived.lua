@@ -3570,6 +3570,19 @@ function M.bucketize(values, boundaries, opts)
 end
 Tensor.bucketize = M.bucketize
 
+-- cumsum_(dim) / cumprod_(dim): in place, as Torch's: self keeps its dtype
+-- (an integer one wraps in it).
+for _, name in ipairs({"cumsum", "cumprod"}) do
+    local fname = name .. "_"
+    Tensor[fname] = function(self, dim, extra)
+        check_self(fname, self)
+        if extra ~= nil then
+            fail(fmt("%s: unexpected extra argument %s; expected t:%s(dim)", fname, show(extra), fname))
+        end
+        return own_errors(fname, pcall(function() return self:copy_(self[name](self, dim)) end))
+    end
+end
+
 -- Products, scans and searches refuse an argument past their last one
 -- (x:cummax(1, true), kron(a, b, 3), histc(bins, min, max, 1) ignored it
 -- without a word): name -> how many they take (a method's self the first).
