@@ -3044,6 +3044,9 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         H.raises(function() return ordo.searchsorted(b, b, {sorter = ordo.tensor({1, 2}, "int64")}) end,
                  "searchsorted", "sorter of shape 2")
         H.raises(function() return ordo.searchsorted(b, b, {out_int32 = 1}) end, "searchsorted", "out_int32")
+        -- a sorter index out of range is named as searchsorted's when the gather runs (it said gather alone)
+        local bad = ordo.searchsorted(ordo.tensor({3, 1, 2}), ordo.tensor({2}), {sorter = ordo.tensor({4, 3, 1}, "int64")})
+        H.raises(function() return bad:totable() end, "searchsorted (sorter): gather: index 4 out of range")
     end)
 
     it("sum, mean and prod take Torch's dtype third (it was ignored); max, amax... refuse a third argument", function()

@@ -3527,7 +3527,7 @@ local function insertion(fname, seq, values, opts)
             fail(fmt("%s: sorter of shape %s must have the sequence's shape %s", fname, shape_of_str(so),
                      shape_of_str(seq)))
         end
-        seq = seq:detach():gather(nd, so:to("int64"))
+        seq = seq:detach():gather(nd, so:to("int64"), "searchsorted (sorter)")
     end
     local dt = tensor.result_type(seq, values)
     local b, v
