@@ -490,6 +490,28 @@ describe("gpu tensors: elementwise ops", function()
             end
             check(F.cdist(ga, gpu(a:flip(1))), F.cdist(a, a:flip(1)), dt .. " cdist", RED)
             check(F.cosine_similarity(ga, gpu(a * 2 + 1)), F.cosine_similarity(a, a * 2 + 1), dt .. " cosine", RED)
+            -- tensordot, logcumsumexp, cdist through a matrix product (more than 25 rows), an N-dim
+            -- searchsorted, kron past 4 dims, unique_consecutive, addbmm
+            check(ordo.tensordot(ga, gb, 1), ordo.tensordot(a, b, 1), dt .. " tensordot", RED)
+            check(ordo.tensordot(ga, ga, {{1, 2}, {1, 2}}), ordo.tensordot(a, a, {{1, 2}, {1, 2}}), dt .. " tensordot 2",
+                  RED)
+            check(ga:logcumsumexp(2), a:logcumsumexp(2), dt .. " logcumsumexp", RED)
+            local p, q = rnd({30, 4}, dt, -2, 2), rnd({27, 4}, dt, -2, 2)
+            check(F.cdist(gpu(p), gpu(q)), F.cdist(p, q), dt .. " cdist (matrix product)", RED)
+            local seq = r:view(3, 4):sort(2)
+            local vals = rnd({3, 5}, dt, -1, 4)
+            check(ordo.searchsorted(gpu(seq), gpu(vals)), ordo.searchsorted(seq, vals), dt .. " searchsorted N-dim")
+            check(ordo.searchsorted(gpu(seq), gpu(vals), {side = "right"}), ordo.searchsorted(seq, vals, {right = true}),
+                  dt .. " searchsorted right")
+            local k1, k2 = rnd({2, 1, 2, 1, 2}, dt, -2, 2), rnd({1, 2, 1, 2, 2}, dt, -2, 2)
+            check(ordo.kron(gpu(k1), gpu(k2)), ordo.kron(k1, k2), dt .. " kron 5 dims")
+            local gc, gci, gcc = gpu(r):unique_consecutive({return_inverse = true, return_counts = true})
+            local cc, cci, ccc = r:unique_consecutive({return_inverse = true, return_counts = true})
+            check(gc, cc, dt .. " unique_consecutive")
+            check(gci, cci, dt .. " unique_consecutive inverse")
+            check(gcc, ccc, dt .. " unique_consecutive counts")
+            local ba, bb = rnd({3, 3, 4}, dt, -1, 1), rnd({3, 4, 5}, dt, -1, 1)
+            check(ga:addbmm(gpu(ba), gpu(bb):narrow(3, 1, 4)), a:addbmm(ba, bb:narrow(3, 1, 4)), dt .. " addbmm", RED)
         end
     end)
 

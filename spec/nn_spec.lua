@@ -1858,6 +1858,34 @@ describe("nn modules", function()
         close(ordo.cdist(a, b, {p = 1}):totable(), cd, 1e-12)
         H.raises(function() F.cdist(a, b, {p = -1}) end, "cdist: p must be a number >= 0, got -1")
         H.raises(function() ordo.cdist(a, b, {q = 1}) end, "cdist", "unknown option 'q'")
+        -- p = 2 with many rows: one matrix product (Torch's compute_mode), no P x R x M difference tensor
+        local ma, mb = ordo.randn({40, 5}, D), ordo.randn({30, 5}, D)
+        local direct = F.cdist(ma, mb, {compute_mode = "donot_use_mm_for_euclid_dist"})
+        local MA, MB = ma:totable(), mb:totable()
+        for _, i in ipairs({1, 17, 40}) do
+            for _, k in ipairs({1, 30}) do
+                local d = {}
+                for j = 1, 5 do d[j] = MA[i][j] - MB[k][j] end
+                close(direct:totable()[i][k], norm(d, 2), 1e-12)
+            end
+        end
+        close(F.cdist(ma, mb):totable()[7], direct:totable()[7], 1e-10)
+        assert.is_true(ordo.allclose(ordo.cdist(ma, mb), direct, 1e-10, 1e-10))
+        assert.is_true(ordo.allclose(ordo.cdist(ma:narrow(1, 1, 3), mb:narrow(1, 1, 3), {compute_mode = "use_mm_for_euclid_dist"}),
+                                     direct:narrow(1, 1, 3):narrow(2, 1, 3), 1e-10, 1e-10))
+        -- batch dims broadcast on that path too
+        local ba = ordo.randn({2, 30, 4}, D)
+        local bb = ordo.randn({1, 5, 4}, D)
+        assert.is_true(ordo.allclose(ordo.cdist(ba, bb), ordo.cdist(ba, bb, {compute_mode = "donot_use_mm_for_euclid_dist"}),
+                                     1e-10, 1e-10))
+        -- its gradient: as the direct one's, and 0 (not NaN) where a distance is 0
+        assert.is_true(ag.gradcheck(function(u, v) return F.cdist(u, v) end,
+                                    {ordo.randn({27, 3}, D):requires_grad(), ordo.randn({4, 3}, D):requires_grad()}))
+        local x = ordo.randn({30, 3}, D):requires_grad()
+        F.cdist(x, x:detach()):sum():backward()
+        assert.is_true(x.grad:isfinite():all())
+        H.raises(function() F.cdist(a, b, {compute_mode = "fast"}) end, "cdist", "compute_mode")
+        H.raises(function() ordo.cdist(ordo.ones(2, 3, 4), ordo.ones(3, 3, 4)) end, "cdist", "cannot be broadcast")
         H.raises(function() F.normalize(a, {q = 2}) end, "normalize", "unknown option 'q'")
         -- operands broadcast first: b of size 1 along dim stands for copies in its norm too (|cos| was > 1)
         local ca, cb = ordo.randn({3, 4}, D), ordo.randn({3, 1}, D)

@@ -5,11 +5,12 @@
 -- (var, std, prod, median, kthvalue, norm, logsumexp), answers as a Lua
 -- boolean (allclose, equal, all, any), making tensors (eye, linspace,
 -- logspace, meshgrid, randint, randperm), vectors and matrices (dot,
--- outer, mm, bmm, addmm, baddbmm, einsum, mv, trace, tril, triu, diag,
--- diagonal, diag_embed, flip, unique, masked_select, kron, cross, cdist,
--- take), elementwise (log2, log10, isnan, isinf, isfinite, isclose,
--- nan_to_num, lerp, fmod, remainder, addcmul, addcdiv), along a dim (diff,
--- cummax, cummin), counting (bincount, histc), rearranging (roll, tile)
+-- outer, mm, bmm, addmm, baddbmm, addmv, addr, addbmm, einsum, tensordot,
+-- mv, trace, tril, triu, diag, diagonal, diag_embed, flip, unique,
+-- unique_consecutive, masked_select, kron, cross, cdist, take), elementwise
+-- (log2, log10, isnan, isinf, isfinite, isclose, nan_to_num, lerp, fmod,
+-- remainder, addcmul, addcdiv), along a dim (diff, cummax, cummin,
+-- logcumsumexp), counting (bincount, histc), rearranging (roll, tile)
 -- and cutting one into views (chunk, split, tensor_split); at the end,
 -- small conveniences (atan2, hypot, movedim, new_zeros...).
 local tensor = require "ordo.tensor"
@@ -532,8 +533,9 @@ end
 -- With dim, Torch's unique slices: the distinct slices along dim, in
 -- lexicographic order (a stable sort by each element of the slice, the
 -- last first), the inverse one index per slice.
-local function unique_dim(self, opts, dim)
-    local fname = "unique"
+local function unique_dim(self, opts, dim, consecutive)
+    local fname = consecutive and "unique_consecutive" or "unique"
+    if not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", fname, show(dim))) end
     local d = tensor.norm_dim(fname, self, dim) + 1
     local x = self:movedim(d, 1)
     local n = x:size(1)
@@ -542,6 +544,7 @@ local function unique_dim(self, opts, dim)
     local like = tensor.like(self, "int64")
     local order = tensor.arange(1, n + 1, like)
     for j = m, 1, -1 do -- stable sorts, the last column first: lexicographic
+        if consecutive then break end -- (runs of equal neighbours: in place, no sort)
         local _, o = rows:select(2, j):index_select(1, order):sort(1)
         order = order:index_select(1, o)
     end
@@ -581,7 +584,7 @@ function Tensor:unique(opts)
             fail(fmt("unique: %s must be true or false, got %s", k, show(opts[k])))
         end
     end
-    if opts.sorted == false then fail("unique: only sorted = true is supported (the values come out sorted)") end
+    -- sorted = false leaves the order to the implementation, as Torch's: here sorted too
     if opts.dim ~= nil then return unique_dim(self, opts, opts.dim) end
     local flat = self:reshape(-1)
     local n = flat:numel()
@@ -604,6 +607,42 @@ function Tensor:unique(opts)
     if opts.return_counts then
         counts = tensor.zeros({out:numel()}, tensor.like(self, "int64"))
         if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, tensor.like(self, "int64"))) end
+    end
+    if inverse and counts then return out, inverse, counts end
+    return out, inverse or counts
+end
+
+-- unique_consecutive([{return_inverse, return_counts, dim}]): Torch's: each
+-- run of equal neighbours kept once, in place (no sort), with where each
+-- element went and each run's length; with dim, runs of equal slices.
+function Tensor:unique_consecutive(opts)
+    local fname = "unique_consecutive"
+    check_self(fname, self)
+    opts = util.check_opts(fname, opts, {return_inverse = true, return_counts = true, dim = true})
+    for _, k in ipairs({"return_inverse", "return_counts"}) do
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("%s: %s must be true or false, got %s", fname, k, show(opts[k])))
+        end
+    end
+    if opts.dim ~= nil then return unique_dim(self, opts, opts.dim, true) end
+    local flat = self:reshape(-1)
+    local n = flat:numel()
+    local like = tensor.like(self, "int64")
+    local new -- 1 where an element differs from the one before it
+    if n == 0 then
+        new = tensor.zeros({0}, like)
+    else
+        local first = tensor.ones({1}, like)
+        new = n == 1 and first or tensor.cat({first, flat:narrow(1, 2, n - 1):ne(flat:narrow(1, 1, n - 1)):long()}, 1)
+    end
+    local out = flat:masked_select(new:ne(0))
+    if not opts.return_inverse and not opts.return_counts then return out end
+    local group = n > 0 and new:cumsum(1) or new
+    local inverse, counts
+    if opts.return_inverse then inverse = group:reshape(self:shape()) end
+    if opts.return_counts then
+        counts = tensor.zeros({out:numel()}, like)
+        if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, like)) end
     end
     if inverse and counts then return out, inverse, counts end
     return out, inverse or counts
@@ -959,6 +998,18 @@ local function add_scaled(fname, self, multiply, mname, a, b, opts)
     -- the product's errors (shapes that cannot be multiplied) are fname's
     local ok, product = pcall(multiply, a, b)
     if not ok then error((tostring(product):gsub(mname .. ": ", fname .. ": ", 1)), 0) end
+    -- self broadcasts to the product's shape, not past it, as Torch's (a
+    -- 3x2x2 self made addmm's result 3x2x2; a 2x2 one, addmv's 2x2)
+    local ps, ss = product:shape(), self:shape()
+    local fits = #ss <= #ps
+    for i = 1, #ss do
+        local x, y = ss[#ss - i + 1], ps[#ps - i + 1]
+        fits = fits and (x == y or x == 1)
+    end
+    if not fits then
+        fail(fmt("%s: self of shape %s cannot be broadcast to the product's shape %s", fname, shape_of_str(self),
+                 tensor.shape_str(ps)))
+    end
     -- an integer scale must fit an integer operand's dtype: said under
     -- fname (mul named itself: "mul: value -1 does not fit in uint8")
     if alpha ~= 1 then
@@ -982,6 +1033,25 @@ function Tensor:baddbmm(a, b, opts)
     check_self("baddbmm", self)
     check_devices("baddbmm", self, a, b)
     return add_scaled("baddbmm", self, Tensor.bmm, "bmm", a, b, opts)
+end
+
+-- self:addmv(m, v [, ...]): beta * self + alpha * (m mv v); self:addr(u, v
+-- [, ...]): beta * self + alpha * (u outer v); self:addbmm(a, b [, ...]):
+-- beta * self + alpha * the sum over the batch of (a bmm b), as Torch's.
+function Tensor:addmv(m, v, opts)
+    check_self("addmv", self)
+    check_devices("addmv", self, m, v)
+    return add_scaled("addmv", self, Tensor.mv, "mv", m, v, opts)
+end
+function Tensor:addr(u, v, opts)
+    check_self("addr", self)
+    check_devices("addr", self, u, v)
+    return add_scaled("addr", self, Tensor.outer, "outer", u, v, opts)
+end
+function Tensor:addbmm(a, b, opts)
+    check_self("addbmm", self)
+    check_devices("addbmm", self, a, b)
+    return add_scaled("addbmm", self, function(x, y) return Tensor.bmm(x, y):sum(1) end, "bmm", a, b, opts)
 end
 
 -- nonzero([{as_tuple = false}]): the positions (int64, from 1) of the
@@ -1263,6 +1333,96 @@ function M.einsum(eq, ...)
     end
     return identity and R or R:permute(p)
 end
+
+-- tensordot(a, b [, dims]): Torch's: the sum of products over dims of a
+-- and b, the dims left over of a then of b in the result.  dims an integer
+-- n >= 0 (a's last n dims with b's first n, 2 by default) or a pair of
+-- lists {{a's dims}, {b's dims}} (from 1, negative from the end; a single
+-- dim may be a number: {2, 1}), paired in order and of equal sizes.
+local function dims_list(fname, which, t, list)
+    if type(list) == "number" then list = {list} end
+    if type(list) ~= "table" or is_tensor(list) then
+        fail(fmt("%s: dims for %s must be a list of dims, got %s", fname, which, typename(list)))
+    end
+    util.check_list(fname, "dims for " .. which, list, true)
+    local out, seen = {}, {}
+    for i, d in ipairs(list) do
+        if not is_int(d) then fail(fmt("%s: dims for %s must be integers, got %s", fname, which, show(d))) end
+        if t:dim() == 0 then
+            fail(fmt("%s: dim %s of %s is out of range: it is a 0-dim tensor", fname, show(d), which))
+        end
+        local k = tensor.norm_dim(fname, t, d) + 1
+        if seen[k] then fail(fmt("%s: dim %s of %s is given twice", fname, show(d), which)) end
+        seen[k], out[i] = true, k
+    end
+    return out
+end
+
+local function tensordot(a, b, dims)
+    local fname = "tensordot"
+    check_self(fname, a)
+    if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
+    check_devices(fname, a, b)
+    if dims == nil then dims = 2 end
+    local da, db
+    if type(dims) == "number" then
+        if not is_int(dims) or dims < 0 then
+            fail(fmt("%s: dims must be an integer >= 0 or a pair of lists of dims, got %s", fname, show(dims)))
+        end
+        if dims > a:dim() or dims > b:dim() then
+            fail(fmt("%s: dims %d is more than the dims of shapes %s and %s", fname, dims, shape_of_str(a),
+                     shape_of_str(b)))
+        end
+        da, db = {}, {}
+        for i = 1, dims do da[i], db[i] = a:dim() - dims + i, i end
+    elseif type(dims) == "table" and not is_tensor(dims) then
+        util.check_list(fname, "dims", dims, true)
+        if #dims ~= 2 then
+            fail(fmt("%s: dims must be an integer or a pair of lists {{a's dims}, {b's dims}}, got a list of %d",
+                     fname, #dims))
+        end
+        da, db = dims_list(fname, "a", a, dims[1]), dims_list(fname, "b", b, dims[2])
+        if #da ~= #db then
+            fail(fmt("%s: the lists of dims must be of one length, got %d for a and %d for b", fname, #da, #db))
+        end
+    else
+        fail(fmt("%s: dims must be an integer or a pair of lists {{a's dims}, {b's dims}}, got %s", fname,
+                 typename(dims)))
+    end
+    local nk = 1
+    local in_a, in_b = {}, {}
+    for i = 1, #da do
+        local sa, sb = a:size(da[i]), b:size(db[i])
+        if sa ~= sb then
+            fail(fmt("%s: a's dim %d (size %d) and b's dim %d (size %d) differ (shapes %s and %s)", fname, da[i], sa,
+                     db[i], sb, shape_of_str(a), shape_of_str(b)))
+        end
+        nk = nk * sa
+        in_a[da[i]], in_b[db[i]] = true, true
+    end
+    local pa, pb, out = {}, {}, {}
+    local nfa, nfb = 1, 1
+    for d = 1, a:dim() do
+        if not in_a[d] then
+            pa[#pa + 1], out[#out + 1] = d, a:size(d)
+            nfa = nfa * a:size(d)
+        end
+    end
+    for i = 1, #da do pa[#pa + 1] = da[i] end
+    for i = 1, #db do pb[#pb + 1] = db[i] end
+    for d = 1, b:dim() do
+        if not in_b[d] then
+            pb[#pb + 1], out[#out + 1] = d, b:size(d)
+            nfb = nfb * b:size(d)
+        end
+    end
+    local A = (a:dim() > 0 and a:permute(pa) or a):reshape(nfa, nk)
+    local B = (b:dim() > 0 and b:permute(pb) or b):reshape(nk, nfb)
+    local r = A:matmul(B)
+    return #out > 0 and r:reshape(out) or r:reshape()
+end
+function M.tensordot(a, b, dims) return own_errors("tensordot", pcall(tensordot, a, b, dims)) end
+Tensor.tensordot = M.tensordot
 
 -- mv(v): a matrix times a vector (a 1-dim tensor).
 function Tensor:mv(v)
@@ -2082,6 +2242,12 @@ function Tensor:diff(n, dim, prepend, append)
                 fail(fmt("%s: %s of shape %s must have the dims of the input (shape %s)", fname, e[1],
                          shape_of_str(v), shape_of_str(self)))
             end
+            for i = 1, v:dim() do -- (cat said it, under its own name)
+                if i ~= d and v:size(i) ~= self:size(i) then
+                    fail(fmt("%s: %s of shape %s must match the input's shape %s except along dim %d", fname, e[1],
+                             shape_of_str(v), shape_of_str(self), d))
+                end
+            end
             parts[#parts + 1] = v
         end
     end
@@ -2148,15 +2314,28 @@ function Tensor:addcdiv_(t1, t2, value)
 end
 
 -- kron(a, b): the Kronecker product (the fewer dims of the two get leading
--- 1s): block (i, j, ...) is a[i, j, ...] * b; at most 4 dims.
+-- 1s): block (i, j, ...) is a[i, j, ...] * b.
 local function kron(a, b)
     local fname = "kron"
     check_self(fname, a)
     if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
     check_devices(fname, a, b)
     local nd = math.max(a:dim(), b:dim())
-    if nd > 4 then fail(fmt("%s: at most 4 dims, got shapes %s and %s", fname, shape_of_str(a), shape_of_str(b))) end
     local sa, sb = a:shape(), b:shape()
+    if nd > 4 then
+        -- (the interleaved view below takes 2 x nd dims, past the 8 a tensor has): each element of a
+        -- repeated b's size along every dim, times b tiled a's size along it
+        local ea, eb, reps = {}, {}, {}
+        for i = 1, nd do
+            ea[i], eb[i] = sa[#sa - nd + i] or 1, sb[#sb - nd + i] or 1
+            reps[i] = ea[i]
+        end
+        local x = a:reshape(ea)
+        for i = 1, nd do
+            if eb[i] ~= 1 then x = x:repeat_interleave(eb[i], i) end
+        end
+        return x * b:reshape(eb):tile(reps)
+    end
     local va, vb, out = {}, {}, {}
     for i = 1, nd do
         local x = sa[#sa - nd + i] or 1
@@ -2197,9 +2376,17 @@ function M.cross(a, b, dim)
 end
 Tensor.cross = M.cross
 
--- cdist(x1, x2 [, p | {p = p}]): the p-norm distances (p as norm's, default 2)
--- between the rows of x1 (..., P, M) and those of x2 (..., R, M): (..., P,
--- R), the batch dims broadcast.
+-- cdist(x1, x2 [, p | {p = p, compute_mode}]): the p-norm distances (p as
+-- norm's, default 2) between the rows of x1 (..., P, M) and those of x2
+-- (..., R, M): (..., P, R), the batch dims broadcast.  For p = 2 with more
+-- than 25 rows on either side (Torch's "use_mm_for_euclid_dist_if_necessary",
+-- the default compute_mode; "use_mm_for_euclid_dist" always,
+-- "donot_use_mm_for_euclid_dist" never) the squared distances come from
+-- one matrix product, |a|^2 + |b|^2 - 2 a.b, as Torch's: no P x R x M
+-- difference tensor (1000 x 1000 rows of 64 took 1.2 GB that way); the
+-- gradient is 0 where a distance is 0, as Torch's.
+local COMPUTE_MODES = {use_mm_for_euclid_dist_if_necessary = true, use_mm_for_euclid_dist = true,
+                       donot_use_mm_for_euclid_dist = true}
 local function cdist(x1, x2, p)
     local fname = "cdist"
     check_self(fname, x1)
@@ -2212,10 +2399,35 @@ local function cdist(x1, x2, p)
     if x1:dim() >= 8 or x2:dim() >= 8 then
         fail(fmt("%s: at most 7 dims, got shapes %s and %s", fname, shape_of_str(x1), shape_of_str(x2)))
     end
-    if type(p) == "table" and not is_tensor(p) then p = util.check_opts(fname, p, {p = true}).p end -- F.cdist's form
+    local mode = "use_mm_for_euclid_dist_if_necessary"
+    if type(p) == "table" and not is_tensor(p) then -- F.cdist's form
+        local opts = util.check_opts(fname, p, {p = true, compute_mode = true})
+        p = opts.p
+        if opts.compute_mode ~= nil then
+            if not COMPUTE_MODES[opts.compute_mode] then
+                fail(fmt("%s: compute_mode must be \"use_mm_for_euclid_dist_if_necessary\", " ..
+                         "\"use_mm_for_euclid_dist\" or \"donot_use_mm_for_euclid_dist\", got %s", fname,
+                         show(opts.compute_mode)))
+            end
+            mode = opts.compute_mode
+        end
+    end
     if p ~= nil and type(p) ~= "number" then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
     if p ~= nil and (p < 0 or p ~= p) then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
-    return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p or 2, -1)
+    p = p or 2
+    tensor.broadcast_shape(fname, {{unpack(x1:shape(), 1, x1:dim() - 2)}, {unpack(x2:shape(), 1, x2:dim() - 2)}})
+    local P, R = x1:size(-2), x2:size(-2)
+    if p == 2 and (mode == "use_mm_for_euclid_dist" or (mode == "use_mm_for_euclid_dist_if_necessary" and
+                                                          (P > 25 or R > 25))) then
+        if not tensor.result_type(x1, x2):match("^float") then x1, x2 = x1:float(), x2:float() end
+        local sq1 = (x1 * x1):sum(-1, true)                     -- (..., P, 1)
+        local sq2 = (x2 * x2):sum(-1, true):transpose(-1, -2)   -- (..., 1, R)
+        local d2 = sq1 + sq2 - x1:matmul(x2:transpose(-1, -2)) * 2
+        -- rounding may leave a small negative: a distance of 0, and its gradient 0
+        local pos = d2:detach():gt(0)
+        return tensor.where(pos, tensor.where(pos, d2, 1):sqrt(), 0)
+    end
+    return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p, -1)
 end
 function M.cdist(x1, x2, p) return own_errors("cdist", pcall(cdist, x1, x2, p)) end
 Tensor.cdist = M.cdist
@@ -2272,6 +2484,39 @@ local function running_extremum(fname, self, dim, largest)
     local values = x:gather(d, at)
     if self:dim() == 0 then return values:reshape(), at:reshape() end
     return values, at
+end
+-- logcumsumexp([dim]): log(cumsum(exp(t), dim)) without overflow or
+-- underflow, as Torch's: a doubling scan of logaddexp (log n steps), so
+-- each running result is exact for any spread of the values and autograd
+-- differentiates it (integers in float32; 0- and 1-dim tensors need no dim).
+function Tensor:logcumsumexp(dim, extra)
+    local fname = "logcumsumexp"
+    check_self(fname, self)
+    if extra ~= nil then fail(fmt("%s: takes a dim only, got a second argument (%s)", fname, show(extra))) end
+    if dim == nil then
+        if self:dim() > 1 then fail(fmt("%s: expected a dim for a tensor of shape %s", fname, shape_of_str(self))) end
+        dim = 1
+    end
+    local x = is_float(self) and self or self:float()
+    local zero_dim = x:dim() == 0
+    if zero_dim then
+        tensor.norm_dim(fname, x:reshape(1), dim)
+        x, dim = x:reshape(1), 1
+    end
+    local d = tensor.norm_dim(fname, x, dim) + 1
+    local n = x:size(d)
+    local v = x
+    local s = 1
+    while s < n do -- v[i] = logaddexp(v[i - s], v[i]): after the steps, the log-sum of every x[j], j <= i
+        local a, b = v:narrow(d, s + 1, n - s), v:narrow(d, 1, n - s)
+        local m = a:detach():maximum(b:detach())
+        local shift = tensor.where(m:abs():eq(huge), 0, m) -- (inf - inf would be NaN)
+        local sum = ((a - shift):exp() + (b - shift):exp()):log() + shift
+        v = tensor.cat({v:narrow(d, 1, s), sum}, d)
+        s = s * 2
+    end
+    if zero_dim then return v:reshape() end
+    return v
 end
 function Tensor:cummax(dim) return running_extremum("cummax", self, dim, true) end
 function Tensor:cummin(dim) return running_extremum("cummin", self, dim, false) end
@@ -2335,9 +2580,19 @@ function Tensor:histc(bins, lo, hi)
     if lo == -huge or hi == huge then
         fail(fmt("%s: the range [%s, %s] must be finite", fname, show(lo), show(hi)))
     end
+    if self:dtype() == "float32" then
+        -- the edges in the input's dtype, as Torch's: 0.3 as a float32 is
+        -- above the double 0.3, and was left out of histc(3, 0.1, 0.3)'s last bin
+        local e = tensor.tensor({lo, hi}, "float32"):totable()
+        if e[1] == e[2] then
+            fail(fmt("%s: min %s and max %s are one value in float32: no range to divide", fname, show(lo), show(hi)))
+        end
+        lo, hi = e[1], e[2]
+    end
     local xd = x:double()
     local inside = xd:ge(lo):logical_and(xd:le(hi))
-    local at = ((xd - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):to("int64") + 1
+    -- (x - lo) * bins / (hi - lo), in Torch's order: bins / (hi - lo) alone is inf for a tiny range
+    local at = ((xd - lo) * bins / (hi - lo)):floor():clamp(0, bins - 1):to("int64") + 1
     at = at:masked_fill(inside:eq(0), 1) -- (counted as 0 below)
     return zeros_named(fname, {bins}, tensor.like(self)):index_add(1, at, inside:to(self:dtype()))
 end
@@ -3160,6 +3415,18 @@ end
 function Tensor:masked_scatter_(mask, source) return masked_scatter("masked_scatter_", self, mask, source, true) end
 function Tensor:masked_scatter(mask, source) return masked_scatter("masked_scatter", self, mask, source, false) end
 
+-- A number as a tensor beside ref (its device and engine): in ref's dtype
+-- when it holds the number exactly, else in float64, so that isin,
+-- searchsorted and bucketize compare the number itself (2.5 was cut to 2
+-- against an int64 tensor, -1 refused against a uint8 one).
+local INT_RANGE = {uint8 = {0, 256}, int32 = {-2 ^ 31, 2 ^ 31}, int64 = {-2 ^ 63, 2 ^ 63}} -- [lo, hi)
+local function number_beside(shape, v, ref)
+    local dt = ref:dtype()
+    local r = INT_RANGE[dt]
+    if r and not (is_int(v) and v >= r[1] and v < r[2]) then dt = "float64" end
+    return tensor.full(shape, v, tensor.like(ref, dt))
+end
+
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements
 -- equal to some element of test (NaN to none), as Torch's: one sort of
 -- both, n log n, no n x m table.
@@ -3168,8 +3435,8 @@ function M.isin(elements, test)
     if not is_tensor(elements) and not is_tensor(test) then
         fail(fmt("%s: expected tensors, got %s and %s", fname, typename(elements), typename(test)))
     end
-    if type(test) == "number" then test = tensor.full({1}, test, tensor.like(elements)) end
-    if type(elements) == "number" then elements = tensor.full({}, elements, tensor.like(test)) end
+    if type(test) == "number" and is_tensor(elements) then test = number_beside({1}, test, elements) end
+    if type(elements) == "number" and is_tensor(test) then elements = number_beside({}, elements, test) end
     if not is_tensor(elements) or not is_tensor(test) then
         fail(fmt("%s: expected tensors or numbers, got %s and %s", fname, typename(elements), typename(test)))
     end
@@ -3195,42 +3462,100 @@ function M.isin(elements, test)
 end
 Tensor.isin = M.isin
 
--- searchsorted(sorted, values [, {right = false}]) / bucketize(values,
--- boundaries [, {right = false}]): Torch's insertion places, counted from
--- 1 as ordo's indices (1 + Torch's): the place (1..m + 1) values would take
--- in the sorted 1-dim sequence, before equal ones (after them with right);
--- int64 in values' shape (or a number's: 0-dim).  One sort of both.
+-- searchsorted(sorted, values [, {right = false, side, sorter, out_int32}])
+-- / bucketize(values, boundaries [, {right = false, out_int32}]): Torch's
+-- insertion places, counted from 1 as ordo's indices (1 + Torch's): the
+-- place (1..m + 1) values would take in the sorted sequence, before equal
+-- ones (after them with right, or side = "right"); int64 (int32 with
+-- out_int32) in values' shape (or a number's: 0-dim).  searchsorted's
+-- sequence may be N-dim: one sorted sequence per row of its last dim, and
+-- values' leading dims those of the sequence, as Torch's; sorter (int64
+-- positions from 1, the sequence's shape) sorts an unsorted sequence.
+-- One stable sort of both along the last dim.
 local function insertion(fname, seq, values, opts)
-    opts = util.check_opts(fname, opts, {right = true, out_int32 = true})
+    local batched_ok = fname == "searchsorted"
+    opts = util.check_opts(fname, opts, batched_ok and {right = true, side = true, sorter = true, out_int32 = true}
+                                        or {right = true, out_int32 = true})
     if opts.right ~= nil and type(opts.right) ~= "boolean" then
         fail(fmt("%s: right must be true or false, got %s", fname, show(opts.right)))
     end
-    if not is_tensor(seq) or seq:dim() ~= 1 then
-        fail(fmt("%s: the sorted sequence must be a 1-dim tensor, got %s", fname,
-                 is_tensor(seq) and "shape " .. shape_of_str(seq) or typename(seq)))
+    if opts.out_int32 ~= nil and type(opts.out_int32) ~= "boolean" then
+        fail(fmt("%s: out_int32 must be true or false, got %s", fname, show(opts.out_int32)))
     end
-    if type(values) == "number" then values = tensor.full({}, values, tensor.like(seq)) end
+    local right = opts.right
+    if opts.side ~= nil then
+        if opts.side ~= "left" and opts.side ~= "right" then
+            fail(fmt("%s: side must be \"left\" or \"right\", got %s", fname, show(opts.side)))
+        end
+        if right ~= nil and right ~= (opts.side == "right") then
+            fail(fmt("%s: side = %q and right = %s disagree", fname, opts.side, tostring(right)))
+        end
+        right = opts.side == "right"
+    end
+    if not is_tensor(seq) or seq:dim() == 0 or (not batched_ok and seq:dim() ~= 1) then
+        fail(fmt("%s: the sorted sequence must be a %s tensor, got %s", fname,
+                 batched_ok and "1-dim or N-dim" or "1-dim", is_tensor(seq) and "shape " .. shape_of_str(seq) or typename(seq)))
+    end
+    if type(values) == "number" then
+        if seq:dim() > 1 then
+            fail(fmt("%s: values must be a tensor for an N-dim sequence (shape %s), got a number", fname,
+                     shape_of_str(seq)))
+        end
+        values = number_beside({}, values, seq)
+    end
     if not is_tensor(values) then fail(fmt("%s: values must be a tensor or a number, got %s", fname, typename(values))) end
     check_devices(fname, seq, values)
+    local nd = seq:dim()
+    if nd > 1 then
+        local ok = values:dim() == nd
+        for i = 1, nd - 1 do ok = ok and values:size(i) == seq:size(i) end
+        if not ok then
+            fail(fmt("%s: values of shape %s must have the leading dims of the sequence's shape %s (all but its last)",
+                     fname, shape_of_str(values), shape_of_str(seq)))
+        end
+    end
+    if opts.sorter ~= nil then
+        local so = opts.sorter
+        if not is_tensor(so) or (so:dtype() ~= "int64" and so:dtype() ~= "int32") then
+            fail(fmt("%s: sorter must be an int64 or int32 tensor, got %s", fname,
+                     is_tensor(so) and so:dtype() or typename(so)))
+        end
+        check_devices(fname, seq, so)
+        local same = so:dim() == nd
+        for i = 1, nd do same = same and so:size(i) == seq:size(i) end
+        if not same then
+            fail(fmt("%s: sorter of shape %s must have the sequence's shape %s", fname, shape_of_str(so),
+                     shape_of_str(seq)))
+        end
+        seq = seq:detach():gather(nd, so:to("int64"), "searchsorted (sorter)")
+    end
     local dt = tensor.result_type(seq, values)
-    local b, v = seq:detach():to(dt), values:detach():reshape(-1):to(dt)
-    local m, n = b:numel(), v:numel()
+    local b, v
+    if nd == 1 then
+        b, v = seq:detach():to(dt):view(1, -1), values:detach():reshape(1, -1):to(dt)
+    else -- the leading dims as one batch of rows
+        local lead = 1
+        for i = 1, nd - 1 do lead = lead * seq:size(i) end
+        b = seq:detach():to(dt):reshape(lead, seq:size(nd))
+        v = values:detach():to(dt):reshape(lead, values:size(nd))
+    end
+    local rows, m, n = b:size(1), b:size(2), v:size(2)
     local like = tensor.like(v, opts.out_int32 and "int32" or "int64")
     local l64 = tensor.like(v, "int64")
-    if n == 0 then return tensor.zeros(values:shape(), like) end
+    if n == 0 or rows == 0 then return tensor.zeros(values:shape(), like) end
     if m == 0 then return tensor.ones(values:shape(), like) end
-    -- a stable sort of both: the boundaries before equal values (right) or after them (left)
+    -- a stable sort of both along each row: the boundaries before equal values (right) or after them (left)
     local all, from_b
-    if opts.right then
-        all, from_b = tensor.cat({b, v}, 1), tensor.cat({tensor.ones({m}, l64), tensor.zeros({n}, l64)}, 1)
+    if right then
+        all, from_b = tensor.cat({b, v}, 2), tensor.cat({tensor.ones({rows, m}, l64), tensor.zeros({rows, n}, l64)}, 2)
     else
-        all, from_b = tensor.cat({v, b}, 1), tensor.cat({tensor.zeros({n}, l64), tensor.ones({m}, l64)}, 1)
+        all, from_b = tensor.cat({v, b}, 2), tensor.cat({tensor.zeros({rows, n}, l64), tensor.ones({rows, m}, l64)}, 2)
     end
-    local _, order = all:sort(1)
-    local before = from_b:index_select(1, order):cumsum(1) -- boundaries at or before each sorted place
-    local back = tensor.zeros({n + m}, l64):scatter_(1, order, before)
-    local r = (opts.right and back:narrow(1, m + 1, n) or back:narrow(1, 1, n)) + 1
-    return r:view(values:shape()):to(like.dtype)
+    local _, order = all:sort(2)
+    local before = from_b:gather(2, order):cumsum(2) -- boundaries at or before each sorted place
+    local back = tensor.zeros({rows, n + m}, l64):scatter_(2, order, before)
+    local r = (right and back:narrow(2, m + 1, n) or back:narrow(2, 1, n)) + 1
+    return r:reshape(values:shape()):to(like.dtype)
 end
 function M.searchsorted(seq, values, opts)
     check_self("searchsorted", seq)
@@ -3244,5 +3569,47 @@ function M.bucketize(values, boundaries, opts)
     return insertion("bucketize", boundaries, values, opts)
 end
 Tensor.bucketize = M.bucketize
+
+-- cumsum_(dim) / cumprod_(dim): in place, as Torch's: self keeps its dtype
+-- (an integer one wraps in it).
+for _, name in ipairs({"cumsum", "cumprod"}) do
+    local fname = name .. "_"
+    Tensor[fname] = function(self, dim, extra)
+        check_self(fname, self)
+        if extra ~= nil then
+            fail(fmt("%s: unexpected extra argument %s; expected t:%s(dim)", fname, show(extra), fname))
+        end
+        return own_errors(fname, pcall(function() return self:copy_(self[name](self, dim)) end))
+    end
+end
+
+-- Products, scans and searches refuse an argument past their last one
+-- (x:cummax(1, true), kron(a, b, 3), histc(bins, min, max, 1) ignored it
+-- without a word): name -> how many they take (a method's self the first).
+local TAKES = {
+    cummax = {2, "t:cummax(dim)"}, cummin = {2, "t:cummin(dim)"}, cumsum = {3, "t:cumsum(dim [, dtype])"},
+    cumprod = {3, "t:cumprod(dim [, dtype])"}, diff = {5, "t:diff([n [, dim [, prepend [, append]]]])"},
+    histc = {4, "t:histc([bins [, min [, max]]])"}, outer = {2, "a:outer(b)"},
+    unique = {2, "t:unique([opts])"}, unique_consecutive = {2, "t:unique_consecutive([opts])"},
+    addmm = {4, "c:addmm(a, b [, opts])"}, baddbmm = {4, "c:baddbmm(a, b [, opts])"},
+    addmv = {4, "c:addmv(m, v [, opts])"}, addr = {4, "c:addr(u, v [, opts])"},
+    addbmm = {4, "c:addbmm(a, b [, opts])"},
+    kron = {2, "kron(a, b)"}, cross = {3, "cross(a, b [, dim])"}, cdist = {3, "cdist(x1, x2 [, p | opts])"},
+    tensordot = {3, "tensordot(a, b [, dims])"}, searchsorted = {3, "searchsorted(sorted, values [, opts])"},
+    bucketize = {3, "bucketize(values, boundaries [, opts])"},
+}
+for name, t in pairs(TAKES) do
+    local n, usage = t[1], t[2]
+    local f = Tensor[name]
+    local function checked(...)
+        for i = n + 1, select("#", ...) do
+            local v = select(i, ...)
+            if v ~= nil then fail(fmt("%s: unexpected extra argument %s; expected %s", name, show(v), usage)) end
+        end
+        return f(...)
+    end
+    Tensor[name] = checked
+    if M[name] == f then M[name] = checked end
+end
 
 return M

@@ -40,7 +40,7 @@ for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand"
     M[k] = tensor[k]
 end
 
-for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "allclose", "isclose", "kron", "cross", "cdist", "broadcast_tensors", "atan2", "hypot", "logaddexp", "xlogy", "tril_indices", "triu_indices", "isin", "searchsorted", "bucketize", "equal", "randint", "randperm"}) do
+for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "tensordot", "allclose", "isclose", "kron", "cross", "cdist", "broadcast_tensors", "atan2", "hypot", "logaddexp", "xlogy", "tril_indices", "triu_indices", "isin", "searchsorted", "bucketize", "equal", "randint", "randperm"}) do
     M[k] = derived[k]
 end
 -- how tensors print: ordo.set_printoptions{precision =, threshold =, edgeitems =, linewidth =, sci_mode =, profile =}

@@ -1315,7 +1315,7 @@ function M.cdist(a, b, opts)
     check_tensor("cdist", "b", b)
     check_devices("cdist", a, b)
     if type(opts) == "number" then opts = {p = opts} end -- torch.cdist(x1, x2, p)'s form
-    opts = util.check_opts("cdist", opts, {p = true})
+    opts = util.check_opts("cdist", opts, {p = true, compute_mode = true})
     local p = opts.p
     if p ~= nil and (type(p) ~= "number" or p < 0 or p ~= p) then
         fail(fmt("cdist: p must be a number >= 0, got %s", type(p) == "number" and tostring(p) or typename(p)))
@@ -1325,7 +1325,7 @@ function M.cdist(a, b, opts)
                  shape_str(b)))
     end
     a, b = as_float(a, b)
-    return (a:unsqueeze(-2) - b:unsqueeze(-3)):norm(p or 2, -1)
+    return a:cdist(b, {p = p, compute_mode = opts.compute_mode}) -- (ordo.cdist: a matrix product for many rows, p = 2)
 end
 
 local PAD_MODES = {constant = true, reflect = true, replicate = true, circular = true}
