@@ -3572,16 +3572,19 @@ Tensor.bucketize = M.bucketize
 
 -- cumsum_(dim) / cumprod_(dim): in place, as Torch's: self keeps its dtype
 -- (an integer one wraps in it).
-for _, name in ipairs({"cumsum", "cumprod"}) do
+-- (no closures: a method that makes one is not compiled into its caller's
+-- loop; spec/tensor_jit_spec.lua)
+local function cum_copy(self, name, dim) return self:copy_(self[name](self, dim)) end
+local function cum_inplace(name, self, dim, extra)
     local fname = name .. "_"
-    Tensor[fname] = function(self, dim, extra)
-        check_self(fname, self)
-        if extra ~= nil then
-            fail(fmt("%s: unexpected extra argument %s; expected t:%s(dim)", fname, show(extra), fname))
-        end
-        return own_errors(fname, pcall(function() return self:copy_(self[name](self, dim)) end))
+    check_self(fname, self)
+    if extra ~= nil then
+        fail(fmt("%s: unexpected extra argument %s; expected t:%s(dim)", fname, show(extra), fname))
     end
+    return own_errors(fname, pcall(cum_copy, self, name, dim))
 end
+function Tensor:cumsum_(dim, extra) return cum_inplace("cumsum", self, dim, extra) end
+function Tensor:cumprod_(dim, extra) return cum_inplace("cumprod", self, dim, extra) end
 
 -- Products, scans and searches refuse an argument past their last one
 -- (x:cummax(1, true), kron(a, b, 3), histc(bins, min, max, 1) ignored it
