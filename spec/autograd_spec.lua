@@ -192,6 +192,7 @@ describe("autograd gradients match numerical differentiation (float64)", functio
             tan = within(-1.2, 1.2), asin = within(-0.9, 0.9), acos = within(-0.9, 0.9),
             atan = within(-2, 2), sinh = within(-2, 2), cosh = within(-2, 2), asinh = within(-2, 2),
             acosh = within(1.1, 3), atanh = within(-0.9, 0.9), erf = within(-2, 2), erfc = within(-2, 2),
+            erfinv = within(-0.9, 0.9),
         }
         for name, x in pairs(cases) do
             local y = x[name](x)

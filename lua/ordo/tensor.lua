@@ -15,7 +15,7 @@
 -- float64 stays float32) but a float number makes an integer tensor
 -- float32.  `/`, pow, exp, log, sqrt, tanh, sigmoid, sin, cos, log1p,
 -- expm1, rsqrt, reciprocal, the inverse, hyperbolic and error functions
--- (tan, asin ... atanh, erf, erfc), softmax and mean make integer inputs float32
+-- (tan, asin ... atanh, erf, erfc, erfinv), softmax and mean make integer inputs float32
 -- (floor, ceil, round and trunc leave integers as they are).  sum of
 -- integers gives int64.  In-place ops keep their tensor's dtype and refuse
 -- a float result on an integer tensor.
@@ -89,7 +89,7 @@ for _, name in ipairs({
     "neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid",
     "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt", "reciprocal",
     "floor", "ceil", "round", "trunc",
-    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "kthvalue", "matmul", "linalg_lu", "seed", "uniform", "normal", "bernoulli",
     "gather", "index_select", "scatter_add", "scatter", "index_add", "check_range"}) do
@@ -2043,7 +2043,7 @@ local UN = {
     tan = {FLOAT, float = true}, asin = {FLOAT, float = true}, acos = {FLOAT, float = true},
     atan = {FLOAT, float = true}, sinh = {FLOAT, float = true}, cosh = {FLOAT, float = true},
     asinh = {FLOAT, float = true}, acosh = {FLOAT, float = true}, atanh = {FLOAT, float = true},
-    erf = {FLOAT, float = true}, erfc = {FLOAT, float = true},
+    erf = {FLOAT, float = true}, erfc = {FLOAT, float = true}, erfinv = {FLOAT, float = true},
 }
 
 for name, spec in pairs(UN) do
