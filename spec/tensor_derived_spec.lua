@@ -450,7 +450,9 @@ describe("derived ops", function()
         assert.same({0, 1, 2, 3}, ordo.randint(2 ^ 53, 2 ^ 53 + 4, {2000}, "i64"):sub(2 ^ 53):unique():totable())
         assert.equals("int64", ordo.randperm(3, {dtype = "long"}):dtype())
         H.raises(function() return ordo.randint(0, 3, {4}, {dtype = "int32", requires_grad = true}) end, "randint",
-                 "unknown option 'requires_grad'")
+                 "only float tensors (float32, float64) can require a gradient, got int32")
+        H.raises(function() return ordo.randint(0, 3, {4}, {dtype = "int32", bogus = true}) end, "randint",
+                 "unknown option 'bogus'")
         H.raises(function() return ordo.randint(0, 3, {4}, "bogus") end, "randint", "unknown dtype 'bogus'")
         H.raises(function() return ordo.randint("5", {4}) end, "randint", 'got 0 and string "5"')
         H.raises(function() return ordo.randperm(3, {dtype = "bogus"}) end, "randperm", "unknown dtype 'bogus'")
