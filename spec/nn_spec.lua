@@ -927,6 +927,41 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(logits, y, {ignore_index = 1.5}) end, "cross_entropy", "ignore_index")
     end)
 
+    it("NLLLoss and CrossEntropyLoss ignore targets of -100 by default (Torch's ignore_index); another replaces it", function()
+        local x = ordo.tensor({{0.2, -1.0, 0.5}, {1.5, 0.3, -0.7}, {0.1, 0.4, -0.2}, {-1, 2, 0}}, D)
+        local padded = ordo.tensor({1, -100, 3, -100}, "int64")
+        local kept_x = x:index_select(1, ordo.tensor({1, 3}, "int64"))
+        local kept_t = ordo.tensor({1, 3}, "int64")
+        for _, red in ipairs({"mean", "sum"}) do
+            local want = F.cross_entropy(kept_x, kept_t, {reduction = red}):item()
+            close(F.cross_entropy(x, padded, {reduction = red}):item(), want)
+            close(nn.CrossEntropyLoss({reduction = red})(x, padded):item(), want)
+            local wantn = F.nll_loss(kept_x:log_softmax(2), kept_t, {reduction = red}):item()
+            close(F.nll_loss(x:log_softmax(2), padded, {reduction = red}):item(), wantn)
+            close(nn.NLLLoss({reduction = red})(x:log_softmax(2), padded):item(), wantn)
+        end
+        local none = F.cross_entropy(x, padded, {reduction = "none"}):totable()
+        assert.equals(0, none[2])
+        assert.equals(0, none[4])
+        -- with weights and label smoothing, the N x C x d form and a gradient that skips the padding
+        local w = ordo.tensor({1, 2, 0.5}, D)
+        close(F.cross_entropy(x, padded, {weight = w, label_smoothing = 0.1}):item(),
+              F.cross_entropy(kept_x, kept_t, {weight = w, label_smoothing = 0.1}):item())
+        local seq = x:view(1, 4, 3):permute(1, 3, 2) -- 1 x C x 4
+        close(F.cross_entropy(seq, padded:view(1, 4)):item(), F.cross_entropy(kept_x, kept_t):item())
+        local xg = x:clone():requires_grad()
+        F.cross_entropy(xg, padded):backward()
+        assert.same({0, 0, 0}, xg.grad:select(1, 2):totable())
+        -- an explicit ignore_index replaces the default: -100 is then out of range, as in Torch
+        H.raises(function() F.cross_entropy(x, padded, {ignore_index = 2}):item() end, "cross_entropy", "-100",
+                 "out of range")
+        close(F.cross_entropy(x, ordo.tensor({1, 2, 3, 2}, "int64"), {ignore_index = 2}):item(),
+              F.cross_entropy(kept_x, kept_t):item())
+        -- 0 (a 0-based label) is still out of range, not ignored
+        H.raises(function() F.nll_loss(x, ordo.tensor({0, 1, 2, 3}, "int64")):item() end, "nll_loss", "index 0",
+                 "out of range")
+    end)
+
     it("NLLLoss and CrossEntropyLoss: an ignored row whose scores hold -inf counts for nothing (it made NaN)", function()
         local logp = ordo.tensor({{-1 / 0, -0.1}, {-0.5, -1}}, D)
         local target = ordo.tensor({0, 2}, "int64") -- row 1 ignored

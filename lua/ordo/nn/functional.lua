@@ -459,23 +459,23 @@ end
 
 -- The class-index losses' common part, Torch's rules: logp N×C, target N.
 -- opts.weight (C) weighs each sample by its target's class; a target equal
--- to opts.ignore_index counts for nothing; smoothing = e puts e of the
+-- to opts.ignore_index (default -100, Torch's: padding written for Torch
+-- works here, and no class, counted from 1, can be -100) counts for
+-- nothing; smoothing = e puts e of the
 -- target's weight evenly on every class.  "mean" divides by the summed
 -- weights of the targets kept (their count without weights).
 local function class_nll(fname, logp, target, opts, smoothing)
     local N, C = logp:size(1), logp:size(2)
     local w, ii = opts.weight, opts.ignore_index
+    if ii == nil then ii = -100 end
     check_devices(fname, logp, target, w)
     if w ~= nil and (w:dim() ~= 1 or w:size(1) ~= C or w:dtype() ~= logp:dtype()) then
         fail(fmt("%s: weight must be a %s tensor of %d class weights, got %s %s", fname, logp:dtype(), C, w:dtype(),
                  shape_str(w)))
     end
-    local t, keep = target, nil
-    if ii ~= nil then
-        if not is_int(ii) then fail(fmt("%s: ignore_index must be an integer, got %s", fname, tostring(ii))) end
-        keep = target:ne(ii)
-        t = tensor.where(keep, target, tensor.ones_like(target))
-    end
+    if not is_int(ii) then fail(fmt("%s: ignore_index must be an integer, got %s", fname, tostring(ii))) end
+    local keep = target:ne(ii)
+    local t = tensor.where(keep, target, tensor.ones_like(target))
     -- a class index out of range fails the loss when the gather runs (no
     -- host wait per loss to check it here), named as the target's:
     -- "cross_entropy (target): gather: index 4 out of range for dim
@@ -488,19 +488,18 @@ local function class_nll(fname, logp, target, opts, smoothing)
         local smooth = w and -(logp * w:view(1, C)):sum(2) or -logp:sum(2)
         loss = loss * (1 - smoothing) + smooth * (smoothing / C)
     end
-    local kf = keep and keep:to(logp:dtype())
+    local kf = keep:to(logp:dtype())
     -- the ignored rows selected away, not multiplied by 0: their logp at the
     -- stand-in class may be -inf (a masked class), and -inf * 0 made the loss NaN
-    if keep then loss = tensor.where(keep, loss, 0) end
+    loss = tensor.where(keep, loss, 0)
     local reduction = opts.reduction or "mean"
     if not REDUCTIONS[reduction] then
         fail(fmt("%s: reduction must be 'mean', 'sum' or 'none', got %s", fname, tostring(reduction)))
     end
     if reduction == "none" then return loss end
     if reduction == "sum" then return loss:sum() end
-    if wt then return loss:sum() / (kf and (wt * kf) or wt):sum() end
-    if kf then return loss:sum() / kf:sum() end
-    return loss:mean()
+    if wt then return loss:sum() / (wt * kf):sum() end
+    return loss:sum() / kf:sum()
 end
 
 -- Negative log-likelihood of log-probabilities logp (N×C) at target (N);
