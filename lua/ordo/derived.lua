@@ -3245,4 +3245,103 @@ function M.bucketize(values, boundaries, opts)
 end
 Tensor.bucketize = M.bucketize
 
+
+-- Small Torch names a user reaches for first.
+-- t:is_floating_point(), t:is_signed() (every dtype but uint8),
+-- t:tolist() (totable's Torch name), t:ndimension() (dim), t:nbytes()
+-- (numel * element_size), t:itemsize() (element_size), t:positive() (t).
+function Tensor:is_floating_point()
+    check_self("is_floating_point", self)
+    return is_float(self)
+end
+function Tensor:is_signed()
+    check_self("is_signed", self)
+    return self:dtype() ~= "uint8"
+end
+function Tensor:tolist() return as_op("tolist", "totable", Tensor.totable, self) end
+function Tensor:ndimension() return as_op("ndimension", "dim", Tensor.dim, self) end
+function Tensor:nbytes()
+    check_self("nbytes", self)
+    return self:numel() * self:element_size()
+end
+function Tensor:itemsize() return as_op("itemsize", "element_size", Tensor.element_size, self) end
+function Tensor:positive()
+    check_self("positive", self)
+    if self:dtype() == "uint8" then fail("positive: dtype uint8 not supported (as Torch's: it has no sign)") end
+    return self
+end
+
+-- NumPy's and Torch's other names of the elementwise ops, each also in
+-- place where the op is: absolute, negative, arcsin..., subtract,
+-- multiply, divide, true_divide, greater..., sgn (sign, for real
+-- tensors), fix (trunc); errors name the name called.
+local ALIASES = {
+    absolute = "abs", negative = "neg", arcsin = "asin", arccos = "acos", arctan = "atan", arcsinh = "asinh",
+    arccosh = "acosh", arctanh = "atanh", arctan2 = "atan2", subtract = "sub", multiply = "mul", divide = "div",
+    true_divide = "div", greater = "gt", greater_equal = "ge", less = "lt", less_equal = "le", not_equal = "ne",
+    sgn = "sign", fix = "trunc",
+}
+for alias, target in pairs(ALIASES) do
+    for _, sfx in ipairs({"", "_"}) do
+        local name, inner = alias .. sfx, target .. sfx
+        if Tensor[inner] ~= nil and Tensor[name] == nil then
+            Tensor[name] = function(self, ...)
+                check_self(name, self)
+                return as_op(name, inner, Tensor[inner], self, ...)
+            end
+        end
+    end
+end
+
+-- isposinf(), isneginf(): uint8 masks of +inf, -inf (integers: none);
+-- signbit(): uint8, 1 where the sign bit is set (-0.0 and -inf too, as
+-- Torch's); exp2(): 2^t (integers compute in float32).
+function Tensor:isposinf()
+    check_self("isposinf", self)
+    if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
+    return self:eq(huge)
+end
+function Tensor:isneginf()
+    check_self("isneginf", self)
+    if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
+    return self:eq(-huge)
+end
+function Tensor:signbit()
+    check_self("signbit", self)
+    if self:dtype() == "uint8" then return tensor.zeros_like(self) end
+    if not is_float(self) then return self:lt(0) end
+    -- -0.0: 1 / -0.0 is -inf; NaN compares false either way (Torch reads the bit; a NaN's is rarely set)
+    return tensor.where(self:eq(0), self:reciprocal():lt(0), self:lt(0))
+end
+function Tensor:exp2()
+    check_self("exp2", self)
+    if not is_float(self) then return 2 ^ self:float() end
+    return 2 ^ self
+end
+
+-- fmax(u), fmin(u): maximum / minimum that skip NaN (the other side when
+-- one is NaN, NaN only where both are), as Torch's and NumPy's.
+for _, p in ipairs({{"fmax", "maximum"}, {"fmin", "minimum"}}) do
+    local name, inner = p[1], p[2]
+    Tensor[name] = function(self, other)
+        check_self(name, self)
+        local m = as_op(name, inner, Tensor[inner], self, other)
+        if not is_float(m) then return m end
+        local a = is_tensor(self) and self or m
+        local b = is_tensor(other) and other or tensor.full_like(m, other)
+        return tensor.where(b:isnan(), a:expand_as(m):to(m:dtype()),
+                            tensor.where(a:isnan(), b:expand_as(m):to(m:dtype()), m))
+    end
+end
+
+-- tril_(k), triu_(k): tril and triu in place.
+function Tensor:tril_(k)
+    check_self("tril_", self)
+    return self:copy_(as_op("tril_", "tril", Tensor.tril, self, k))
+end
+function Tensor:triu_(k)
+    check_self("triu_", self)
+    return self:copy_(as_op("triu_", "triu", Tensor.triu, self, k))
+end
+
 return M

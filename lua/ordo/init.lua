@@ -86,6 +86,7 @@ for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand"
                     "ones_like", "full_like", "rand_like", "randn_like", "is_tensor", "result_type"}) do
     M[k] = tensor[k]
 end
+M.concat, M.concatenate = tensor.cat, tensor.cat -- (Torch's other names)
 
 for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "allclose", "isclose", "kron", "cross", "cdist", "broadcast_tensors", "atan2", "hypot", "logaddexp", "xlogy", "tril_indices", "triu_indices", "isin", "searchsorted", "bucketize", "equal", "randint", "randperm"}) do
     M[k] = derived[k]
