@@ -2295,6 +2295,29 @@ local function mask_dims(t, k, op)
     return kn
 end
 
+-- Torch's transposing attributes (fields, not methods: t.T): T reverses
+-- the dims (a matrix transposed; t itself below 2 dims), mT swaps the last
+-- two (a batch of matrices: at least 2 dims); H and mH the same (real
+-- tensors, no conjugate).  Views, with gradients.
+local function reversed_dims(t)
+    local nd = t._c.ndim
+    if nd < 2 then return t end
+    if nd == 2 then return t:t() end
+    local perm = {}
+    for i = 1, nd do perm[i] = nd + 1 - i end
+    return t:permute(perm)
+end
+local function matrix_transpose(name)
+    return function(t)
+        if t._c.ndim < 2 then
+            fail(fmt("t.%s: expected a tensor of at least 2 dims (a matrix or a batch of them), got shape %s", name,
+                     shape_str(t)))
+        end
+        return t:transpose(-2, -1)
+    end
+end
+local PROPERTIES = {T = reversed_dims, H = reversed_dims, mT = matrix_transpose("mT"), mH = matrix_transpose("mH")}
+
 Tensor.__methods = Tensor
 Tensor.__index = function(t, k)
     local m = Tensor[k]
@@ -2311,7 +2334,11 @@ Tensor.__index = function(t, k)
         if element then return v:item() end
         return v
     end
-    if tk == "string" then return nil end -- a field not set (t.grad before a backward)
+    if tk == "string" then
+        local p = PROPERTIES[k]
+        if p then return p(t) end
+        return nil -- a field not set (t.grad before a backward)
+    end
     if is_tensor(k) then
         -- t[mask]: Torch's boolean indexing, the selected elements (a copy)
         if k._c.dtype == U8 then
