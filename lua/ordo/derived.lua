@@ -2570,9 +2570,25 @@ local function like_self(fname, self, opts)
     base.device = opts -- a device object (tensor.zeros checks it)
     return base
 end
+-- new_zeros(2, 3 [, opts]): the sizes as arguments too, as Torch's (and ordo.zeros)
+local function sizes_as_args(shape, ...)
+    if type(shape) ~= "number" then return shape, ... end
+    local sizes, n = {shape}, select("#", ...)
+    for i = 1, n do
+        local v = select(i, ...)
+        if type(v) ~= "number" then
+            if i < n then fail(fmt("expected sizes, then the options last, got %s after them", typename(select(i + 1, ...)))) end
+            return sizes, v
+        end
+        sizes[#sizes + 1] = v
+    end
+    return sizes, nil
+end
 for _, name in ipairs({"zeros", "ones", "empty"}) do
-    Tensor["new_" .. name] = function(self, shape, opts)
+    Tensor["new_" .. name] = function(self, ...)
         local fname = "new_" .. name
+        local ok, shape, opts = pcall(sizes_as_args, ...)
+        if not ok then fail(fname .. ": " .. tostring(shape):gsub("^.-: expected", "expected")) end
         local o = like_self(fname, self, opts)
         if type(shape) ~= "table" or is_tensor(shape) then
             fail(fmt("%s: expected the shape as a table, got %s", fname, typename(shape)))
@@ -3342,6 +3358,139 @@ end
 function Tensor:triu_(k)
     check_self("triu_", self)
     return self:copy_(as_op("triu_", "triu", Tensor.triu, self, k))
+end
+
+
+-- unflatten(dim, sizes): dim split into sizes (one of them may be -1),
+-- as Torch's (a view where the strides allow, else a copy, as reshape).
+function Tensor:unflatten(dim, sizes)
+    local fname = "unflatten"
+    check_self(fname, self)
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    if type(sizes) ~= "table" or is_tensor(sizes) or #sizes == 0 then
+        fail(fmt("%s: expected the sizes as a non-empty table, got %s", fname, show(sizes)))
+    end
+    local shown = {}
+    for i = 1, #sizes do shown[i] = show(sizes[i]) end
+    shown = "{" .. table.concat(shown, ", ") .. "}"
+    local n, prod, infer = self:size(d), 1, nil
+    for i, v in ipairs(sizes) do
+        if v == -1 and not infer then infer = i
+        elseif not is_int(v) or v < 0 then
+            fail(fmt("%s: sizes must be integers >= 0 (one may be -1), got %s", fname, shown))
+        else prod = prod * v end
+    end
+    local new = {}
+    for i, v in ipairs(sizes) do new[i] = v end
+    if infer then
+        if prod == 0 or n % prod ~= 0 then
+            fail(fmt("%s: sizes %s cannot fill dim %d of size %d", fname, shown, dim, n))
+        end
+        new[infer] = n / prod
+    elseif prod ~= n then
+        fail(fmt("%s: sizes %s (%d elements) do not fit dim %d of size %d", fname, shown, prod, dim, n))
+    end
+    local s, shape = self:shape(), {}
+    for i = 1, d - 1 do shape[#shape + 1] = s[i] end
+    for _, v in ipairs(new) do shape[#shape + 1] = v end
+    for i = d + 1, #s do shape[#shape + 1] = s[i] end
+    return self:reshape(shape)
+end
+
+-- take_along_dim(indices [, dim]): gather along dim with self and indices
+-- broadcast to each other in the other dims, as Torch's; without a dim,
+-- over the flattened tensor.  Indices count from 1.
+function Tensor:take_along_dim(indices, dim)
+    local fname = "take_along_dim"
+    check_self(fname, self)
+    if not is_tensor(indices) then fail(fmt("%s: expected a tensor of indices, got %s", fname, typename(indices))) end
+    if dim == nil then return as_op(fname, "gather", Tensor.gather, self:reshape(-1), 1, indices:reshape(-1), fname) end
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    if indices:dim() ~= self:dim() then
+        fail(fmt("%s: indices must have as many dims as the input (%d), got shape %s", fname, self:dim(),
+                 shape_of_str(indices)))
+    end
+    local sa, si = self:shape(), indices:shape()
+    local ea, ei = {}, {}
+    for i = 1, #sa do
+        if i == d then
+            ea[i], ei[i] = sa[i], si[i]
+        else
+            if sa[i] ~= si[i] and sa[i] ~= 1 and si[i] ~= 1 then
+                fail(fmt("%s: shapes %s and %s do not broadcast outside dim %d", fname, shape_of_str(self),
+                         shape_of_str(indices), dim))
+            end
+            local b = math.max(sa[i], si[i])
+            if sa[i] == 0 or si[i] == 0 then b = 0 end
+            ea[i], ei[i] = b, b
+        end
+    end
+    return as_op(fname, "gather", Tensor.gather, self:expand(ea), d, indices:expand(ei), fname)
+end
+
+-- fill_diagonal_(v [, wrap]): v on the main diagonal, in place, as Torch's
+-- (a matrix, or all dims of one size); wrap: a tall matrix's diagonal
+-- starts again every columns + 1 rows (NumPy's).
+function Tensor:fill_diagonal_(v, wrap)
+    local fname = "fill_diagonal_"
+    check_self(fname, self)
+    if type(v) ~= "number" then fail(fmt("%s: expected a number as the fill value, got %s", fname, typename(v))) end
+    if wrap ~= nil and type(wrap) ~= "boolean" then
+        fail(fmt("%s: wrap must be a boolean, got %s", fname, typename(wrap)))
+    end
+    local s, nd = self:shape(), self:dim()
+    if nd < 2 then fail(fmt("%s: expected at least 2 dims, got shape %s", fname, shape_of_str(self))) end
+    if nd > 2 then
+        for i = 2, nd do
+            if s[i] ~= s[1] then
+                fail(fmt("%s: all dims must have the same size beyond 2 dims, got shape %s", fname, shape_of_str(self)))
+            end
+        end
+    end
+    local numel = self:numel()
+    if numel == 0 then return self end
+    -- the flat (row-major) positions of the diagonal: every step-th, from 0
+    local step, c = 1, 1
+    for i = nd, 2, -1 do
+        c = c * s[i]
+        step = step + c
+    end
+    local n = s[1]
+    for i = 2, nd do n = math.min(n, s[i]) end
+    local pos = tensor.arange(numel, tensor.like(self, "int64"))
+    local mask = (pos % step):eq(0)
+    if not (wrap and nd == 2) then mask = tensor.where(pos:le((n - 1) * step), mask, 0) end
+    return self:masked_fill_(mask:view(s), v)
+end
+
+-- is_cuda(), is_same_size(u), is_nonzero() (a one-element tensor's value
+-- as a boolean; waits), storage_offset() (in elements), float_power(e)
+-- (in float64, as Torch's).
+function Tensor:is_cuda()
+    check_self("is_cuda", self)
+    return self:device().type == "gpu"
+end
+function Tensor:is_same_size(u)
+    check_self("is_same_size", self)
+    if not is_tensor(u) then fail("is_same_size: expected a tensor, got " .. typename(u)) end
+    return shape_of_str(self) == shape_of_str(u)
+end
+function Tensor:is_nonzero()
+    check_self("is_nonzero", self)
+    if self:numel() ~= 1 then
+        fail(fmt("is_nonzero: a tensor of %d elements has no single truth value (expected one element, got shape %s)",
+                 self:numel(), shape_of_str(self)))
+    end
+    return self:item() ~= 0
+end
+function Tensor:storage_offset()
+    check_self("storage_offset", self)
+    return tonumber(self._c.offset)
+end
+function Tensor:float_power(e)
+    check_self("float_power", self)
+    if is_tensor(e) then e = e:double() end
+    return as_op("float_power", "pow", Tensor.pow, self:double(), e)
 end
 
 return M
