@@ -1223,24 +1223,6 @@ local function erfc(x)
 end
 local function norm_cdf(z) return 0.5 * erfc(-z / math.sqrt(2)) end
 
--- erfinv of a float64 tensor x in (-1, 1): Giles' approximation ("Approximating
--- the erfinv function", 2010), then two Newton steps on erf.
-local GILES_LO = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941}
-local GILES_HI = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                  -0.0076224613, 0.00943887047, 1.00167406, 2.83297682}
-local function horner(w, c)
-    local p = tensor.full_like(w, c[1])
-    for i = 2, #c do p = p * w + c[i] end
-    return p
-end
-local function erfinv(x)
-    local w = ((1 - x) * (1 + x)):log():neg()
-    local y = tensor.where(w:lt(5), horner(w - 2.5, GILES_LO), horner(w:sqrt() - 3, GILES_HI)) * x
-    for _ = 1, 2 do y = y - (y:erf() - x) / ((y * y):neg():exp() * (2 / math.sqrt(math.pi))) end
-    return y
-end
-
 -- Torch's trunc_normal_(t [, mean = 0, std = 1, a = -2, b = 2]): N(mean,
 -- std^2) kept to [a, b] (a and b in t's units, not in stds), drawn as
 -- Torch draws it: a uniform draw between the normal CDF at a and at b,
@@ -1265,7 +1247,7 @@ function init.trunc_normal_(t, mean, std, a, b)
     return autograd.no_grad(function()
         -- in float64, kept inside (-1, 1): erfinv(+-1) is infinite
         local x = tensor.empty_like(t, "float64"):uniform_(l, u):clamp_(-1 + 2 ^ -53, 1 - 2 ^ -53)
-        t:copy_(erfinv(x) * (std * math.sqrt(2)) + mean)
+        t:copy_(x:erfinv() * (std * math.sqrt(2)) + mean) -- (the kernel: one push, not ~40)
         return t:clamp_(a, b)
     end)
 end
