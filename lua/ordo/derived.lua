@@ -3493,4 +3493,42 @@ function Tensor:float_power(e)
     return as_op("float_power", "pow", Tensor.pow, self:double(), e)
 end
 
+
+-- atleast_1d(t), atleast_2d(t): t viewed with at least 1 or 2 dims (a
+-- 0-dim t as {1} / {1, 1}, a vector as a row {1, n}), as Torch's; a list
+-- of tensors gives a list.  hstack(list): cat along dim 2 (along 1 for
+-- vectors); vstack(list): the rows stacked, vectors as rows (cat of their
+-- atleast_2d along dim 1).
+local function atleast(fname, n, t)
+    if type(t) == "table" and not is_tensor(t) then
+        local r = {}
+        for i, v in ipairs(t) do r[i] = atleast(fname, n, v) end
+        return r
+    end
+    if not is_tensor(t) then fail(fmt("%s: expected a tensor or a list of them, got %s", fname, typename(t))) end
+    local nd = t:dim()
+    if nd >= n then return t end
+    if nd == 0 then return n == 1 and t:view(1) or t:view(1, 1) end
+    return t:unsqueeze(1) -- n == 2, a vector: a row
+end
+function M.atleast_1d(t) return atleast("atleast_1d", 1, t) end
+function M.atleast_2d(t) return atleast("atleast_2d", 2, t) end
+local function check_list_of_tensors(fname, list)
+    if type(list) ~= "table" or is_tensor(list) or #list == 0 then
+        fail(fmt("%s: expected a non-empty list of tensors, got %s", fname, typename(list)))
+    end
+    for i, t in ipairs(list) do
+        if not is_tensor(t) then fail(fmt("%s: element %d is %s, expected a tensor", fname, i, typename(t))) end
+    end
+end
+function M.hstack(list)
+    check_list_of_tensors("hstack", list)
+    local l = atleast("hstack", 1, list)
+    return as_op("hstack", "cat", tensor.cat, l, l[1]:dim() == 1 and 1 or 2)
+end
+function M.vstack(list)
+    check_list_of_tensors("vstack", list)
+    return as_op("vstack", "cat", tensor.cat, atleast("vstack", 2, list), 1)
+end
+
 return M

@@ -88,7 +88,8 @@ for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand"
 end
 M.concat, M.concatenate = tensor.cat, tensor.cat -- (Torch's other names)
 
-for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "allclose", "isclose", "kron", "cross", "cdist", "broadcast_tensors", "atan2", "hypot", "logaddexp", "xlogy", "tril_indices", "triu_indices", "isin", "searchsorted", "bucketize", "equal", "randint", "randperm"}) do
+for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "allclose", "isclose", "kron", "cross", "cdist", "broadcast_tensors", "atan2", "hypot", "logaddexp", "xlogy", "tril_indices", "triu_indices", "isin", "searchsorted", "bucketize", "equal", "randint", "randperm",
+                    "atleast_1d", "atleast_2d", "hstack", "vstack"}) do
     M[k] = derived[k]
 end
 for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand", "randn", "empty_like", "zeros_like",
