@@ -3531,4 +3531,60 @@ function M.vstack(list)
     return as_op("vstack", "cat", tensor.cat, atleast("vstack", 2, list), 1)
 end
 
+
+-- Torch's other in-place random fills, from uniform_ and normal_ (so the
+-- generator and its seed are theirs): exponential_([lambd = 1]),
+-- log_normal_([mean = 1 [, std = 2]]) (exp of a normal, Torch's defaults),
+-- cauchy_([median = 0 [, sigma = 1]]), geometric_(p) (trials to the first
+-- success, 1, 2, ...; any dtype), random_([from,] to) (integers in
+-- [from, to), any dtype; from 0 without it).  Each returns t.
+local function check_float_self(fname, t)
+    check_self(fname, t)
+    if not is_float(t) then fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, t:dtype())) end
+end
+local function finite_number(fname, what, v, positive)
+    if type(v) ~= "number" or v ~= v or v == huge or v == -huge or (positive and not (v > 0)) then
+        fail(fmt("%s: %s must be a finite number%s, got %s", fname, what, positive and " > 0" or "", show(v)))
+    end
+end
+function Tensor:exponential_(lambd)
+    lambd = lambd == nil and 1 or lambd
+    finite_number("exponential_", "lambd", lambd, true)
+    check_float_self("exponential_", self)
+    -- U in [0, 1): -log(1 - U) / lambd, finite (U = 0 gives 0)
+    return self:uniform_(0, 1):neg_():log1p_():div_(-lambd)
+end
+function Tensor:log_normal_(mean, std)
+    mean, std = mean == nil and 1 or mean, std == nil and 2 or std
+    finite_number("log_normal_", "mean", mean)
+    finite_number("log_normal_", "std", std, true)
+    check_float_self("log_normal_", self)
+    return self:normal_(mean, std):exp_()
+end
+function Tensor:cauchy_(median, sigma)
+    median, sigma = median == nil and 0 or median, sigma == nil and 1 or sigma
+    finite_number("cauchy_", "median", median)
+    finite_number("cauchy_", "sigma", sigma, true)
+    check_float_self("cauchy_", self)
+    return self:uniform_(0, 1):sub_(0.5):mul_(math.pi):tan_():mul_(sigma):add_(median)
+end
+function Tensor:geometric_(p)
+    check_self("geometric_", self)
+    if type(p) ~= "number" or not (p > 0 and p <= 1) then
+        fail(fmt("geometric_: p must be a probability in (0, 1], got %s", show(p)))
+    end
+    -- floor(log(1 - U) / log(1 - p)) + 1 in float64, then into t's dtype
+    if p == 1 then return self:fill_(1) end -- (every first trial succeeds)
+    local u = tensor.empty_like(self, "float64"):uniform_(0, 1)
+    return self:copy_(u:neg_():log1p_():div_(math.log(1 - p)):floor_():add_(1))
+end
+function Tensor:random_(from, to)
+    local fname = "random_"
+    check_self(fname, self)
+    if to == nil then from, to = 0, from end
+    if to == nil then fail("random_: expected random_([from,] to): the bound to (excluded) is needed here") end
+    local r = as_op(fname, "randint", M.randint, from, to, self:shape(), {dtype = self:dtype(), device = self:device()})
+    return self:copy_(r)
+end
+
 return M
