@@ -2674,6 +2674,48 @@ describe("nn modules", function()
         H.raises(function() d:load_state_dict({}, {strcit = true}) end, "unknown option 'strcit'")
     end)
 
+    it("nn.Parameter(t): assigned to a module's field it is registered, as Torch's; frozen with false", function()
+        local Mine = nn.Module:extend("Mine")
+        function Mine:init()
+            self.w = nn.Parameter(ordo.randn({3, 2}, D))
+            self.b = nn.Parameter(ordo.zeros({2}, D))
+            self.frozen = nn.Parameter(ordo.ones({2}, D), false)
+            self.lin = nn.Linear(2, 2):double()
+        end
+        function Mine:forward(x) return self.lin(x:matmul(self.w) + self.b + self.frozen) end
+        local m = Mine()
+        local names = {}
+        for i, e in ipairs(m:named_parameters()) do names[i] = e.name end
+        assert.same({"w", "b", "frozen", "lin.weight", "lin.bias"}, names)
+        assert.is_true(m.w:needs_grad())
+        assert.is_false(m.frozen:needs_grad())
+        m(ordo.randn({4, 3}, D)):sum():backward()
+        assert.is_not_nil(m.w.grad)
+        assert.is_nil(m.frozen.grad)
+        local before = m.w:clone()
+        optim.SGD(m:parameters(), {lr = 0.1}):step()
+        assert.is_false(m.w:equal(before))
+        -- saved and loaded by name
+        local sd = m:state_dict()
+        local m2 = Mine()
+        m2:load_state_dict(sd)
+        assert.same(m.w:totable(), m2.w:totable())
+        -- a parameter already (a leaf that requires a gradient) stays itself; another one replaces a field
+        local leaf = ordo.zeros({2}, D):requires_grad()
+        assert.equals(leaf, nn.Parameter(leaf))
+        m.b = nn.Parameter(ordo.ones({2}, D))
+        assert.same({1, 1}, m:named_parameters()[2].tensor:totable())
+        -- a plain tensor is still a plain field; bad inputs are refused
+        m.note = ordo.zeros(2)
+        assert.equals(5, #m:parameters())
+        H.raises(function() nn.Parameter(ordo.tensor({1}, "int64")) end, "nn.Parameter", "float", "int64")
+        H.raises(function() nn.Parameter(5) end, "nn.Parameter", "expected a tensor", "number")
+        H.raises(function() nn.Parameter(ordo.zeros(2), 1) end, "nn.Parameter", "requires_grad must be a boolean")
+        local Bad = nn.Module:extend("Bad")
+        function Bad:init() self.parameters = nn.Parameter(ordo.zeros(2)) end
+        H.raises(function() Bad() end, "register_parameter")
+    end)
+
     it("a module shared twice lists its buffers once; a child holding its parent (a cycle) overflows nothing", function()
         -- buffers: each once, as parameters (Sequential(bn, bn) listed bn's under both names)
         local bn = nn.BatchNorm1d(2)

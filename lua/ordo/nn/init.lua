@@ -225,6 +225,28 @@ local function index_of(cls, idx)
     end
 end
 
+-- Torch's nn.Parameter(t [, requires_grad = true]): t as a leaf that
+-- requires a gradient (t itself when it is one already, else a new leaf on
+-- its storage), marked so that assigning it to a new field of a module
+-- (self.w = nn.Parameter(ordo.randn(3, 4)) in init) registers it, as
+-- register_parameter(name, t) would; requires_grad = false: a frozen one.
+local MARKED_PARAMETERS = setmetatable({}, {__mode = "k"})
+function M.Parameter(t, requires_grad)
+    if not is_tensor(t) then fail("nn.Parameter: expected a tensor, got " .. typename(t)) end
+    if requires_grad == nil then requires_grad = true end
+    if type(requires_grad) ~= "boolean" then
+        fail("nn.Parameter: requires_grad must be a boolean, got " .. typename(requires_grad))
+    end
+    local dt = t:dtype()
+    if dt ~= "float32" and dt ~= "float64" then
+        fail(fmt("nn.Parameter: only float tensors (float32, float64) can be parameters, got %s", dt))
+    end
+    local p = (t:is_leaf() and t:needs_grad()) and t or t:detach():requires_grad()
+    MARKED_PARAMETERS[p] = requires_grad and "trained" or "frozen"
+    if not requires_grad then p:requires_grad(false) end
+    return p
+end
+
 local function module_newindex(self, name, v)
     if name == "training" then
         check_training(self, v)
@@ -237,6 +259,14 @@ local function module_newindex(self, name, v)
         -- in loops, does not look: the scan would make building a long list quadratic)
         child_names(self)
         if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
+    end
+    local mark = MARKED_PARAMETERS[v]
+    if mark and (type(name) == "string") and not self:_has(self._param_names, name) then
+        self:register_parameter(name, v) -- (its own assignment comes back here, the name registered by then)
+        local p = rawget(self, name)
+        if mark == "frozen" then p:requires_grad(false) end
+        MARKED_PARAMETERS[p] = mark
+        return
     end
     rawset(self, name, v)
 end
