@@ -1717,6 +1717,42 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(F.logsigmoid, {p}))
     end)
 
+    it("CELU, Softshrink, Hardshrink, Tanhshrink, Threshold, GLU (Torch's) against plain Lua; gradcheck", function()
+        local xs = {-30, -4, -2.5, -0.5, 0.25, 1, 3.5, 7, 40}
+        local x = ordo.tensor(xs, D)
+        local function ref(f) local r = {} for i, v in ipairs(xs) do r[i] = f(v) end return r end
+        local function tanh(v) return 1 - 2 / (math.exp(2 * v) + 1) end
+        close(nn.CELU()(x):totable(), ref(function(v) return v > 0 and v or math.exp(v) - 1 end))
+        close(nn.CELU(2)(x):totable(), ref(function(v) return v > 0 and v or 2 * (math.exp(v / 2) - 1) end))
+        close(F.celu(x, 0.5):totable(), ref(function(v) return v > 0 and v or 0.5 * (math.exp(v / 0.5) - 1) end))
+        close(nn.Softshrink()(x):totable(), ref(function(v) return v > 0.5 and v - 0.5 or v < -0.5 and v + 0.5 or 0 end))
+        close(F.softshrink(x, 3):totable(), ref(function(v) return v > 3 and v - 3 or v < -3 and v + 3 or 0 end))
+        close(nn.Hardshrink(1)(x):totable(), ref(function(v) return math.abs(v) > 1 and v or 0 end))
+        close(F.hardshrink(x):totable(), ref(function(v) return math.abs(v) > 0.5 and v or 0 end))
+        close(nn.Tanhshrink()(x):totable(), ref(function(v) return v - tanh(v) end))
+        close(nn.Threshold(0.25, -1)(x):totable(), ref(function(v) return v > 0.25 and v or -1 end))
+        local g = ordo.tensor({{1, -2, 0.5, 3}, {0, 1, -1, 2}}, D)
+        local function sig(v) return 1 / (1 + math.exp(-v)) end
+        close(nn.GLU()(g):totable(), {{1 * sig(0.5), -2 * sig(3)}, {0 * sig(-1), 1 * sig(2)}})
+        close(F.glu(g, 1):totable(), {{1 * sig(0), -2 * sig(1), 0.5 * sig(-1), 3 * sig(2)}})
+        local xi = ordo.tensor({-1.3, -0.2, 0.7, 2.1}, D):requires_grad()
+        for name, f in pairs({celu = function(t) return F.celu(t, 1.5) end, softshrink = F.softshrink,
+                              hardshrink = F.hardshrink, tanhshrink = F.tanhshrink,
+                              threshold = function(t) return F.threshold(t, 0.1, 2) end,
+                              glu = function(t) return F.glu(t) end}) do
+            assert.is_true(ag.gradcheck(f, {xi}), name)
+        end
+        H.raises(function() nn.CELU(0) end, "CELU", "nonzero")
+        H.raises(function() nn.Softshrink(-1) end, "Softshrink", "lambd", ">= 0")
+        H.raises(function() F.hardshrink(x, "a") end, "hardshrink", "lambd")
+        H.raises(function() nn.Threshold(1) end, "Threshold", "threshold and value")
+        H.raises(function() F.glu(ordo.ones(3)) end, "glu", "even size")
+        H.raises(function() nn.GLU(1.5) end, "GLU", "integer")
+        H.raises(function() nn.Tanhshrink(1) end, "Tanhshrink", "takes no options")
+        H.raises(function() F.celu(x, 1, true) end, "celu", "in-place")
+        assert.equals("GLU(dim = -1)", tostring(nn.GLU()))
+    end)
+
     it("ELU, SELU, Hardtanh, ReLU6, Hardsigmoid, Hardswish, Mish, Softsign, PReLU against plain Lua; gradcheck",
        function()
         local xs = {-30, -4, -2.5, -0.5, 0.25, 1, 3.5, 7, 40}

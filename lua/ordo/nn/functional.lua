@@ -302,6 +302,68 @@ function M.mish(x, inplace, who)
     no_inplace(fname, inplace)
     return x * M.softplus(x, 1, math.huge):tanh()
 end
+-- CELU(alpha = 1): max(0, x) + min(0, alpha (exp(x / alpha) - 1)), Torch's.
+function M.celu(x, alpha, inplace, who)
+    local fname = name_of(who, "celu")
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
+    alpha = alpha or 1
+    if type(alpha) ~= "number" or alpha == 0 or alpha ~= alpha then
+        fail(fname .. ": alpha must be a nonzero number, got " .. util.show(alpha))
+    end
+    return x:relu() + (x:clamp(nil, 0) / alpha):expm1() * alpha
+end
+-- threshold(x, threshold, value): x where x > threshold, value elsewhere.
+function M.threshold(x, threshold, value, inplace, who)
+    local fname = name_of(who, "threshold")
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
+    if type(threshold) ~= "number" or type(value) ~= "number" then
+        fail(fmt("%s: expected numbers threshold and value, got %s and %s", fname, util.show(threshold),
+                 util.show(value)))
+    end
+    return tensor.where(x:gt(threshold), x, value)
+end
+-- x - tanh(x)
+function M.tanhshrink(x, who)
+    local fname = name_of(who, "tanhshrink")
+    check_tensor(fname, "input", x)
+    return x - x:tanh()
+end
+-- softshrink(x, lambd = 0.5): x - lambd above lambd, x + lambd below
+-- -lambd, 0 between; hardshrink(x, lambd = 0.5): x where |x| > lambd, else 0.
+local function shrink_lambd(fname, lambd)
+    lambd = lambd == nil and 0.5 or lambd
+    if type(lambd) ~= "number" or not (lambd >= 0) or lambd == math.huge then
+        fail(fname .. ": lambd must be a finite number >= 0, got " .. util.show(lambd))
+    end
+    return lambd
+end
+function M.softshrink(x, lambd, who)
+    local fname = name_of(who, "softshrink")
+    check_tensor(fname, "input", x)
+    lambd = shrink_lambd(fname, lambd)
+    return tensor.where(x:gt(lambd), x - lambd, tensor.where(x:lt(-lambd), x + lambd, 0))
+end
+function M.hardshrink(x, lambd, who)
+    local fname = name_of(who, "hardshrink")
+    check_tensor(fname, "input", x)
+    lambd = shrink_lambd(fname, lambd)
+    return tensor.where(x:abs():gt(lambd), x, 0)
+end
+-- glu(x, dim = -1): a * sigmoid(b), a and b the halves of x along dim.
+function M.glu(x, dim, who)
+    local fname = name_of(who, "glu")
+    check_tensor(fname, "input", x)
+    dim = dim == nil and -1 or dim
+    if x:dim() == 0 then fail(fname .. ": a 0-dim input has no dim to halve") end
+    local d = tensor.norm_dim(fname, x, dim) + 1
+    local n = x:size(d)
+    if n % 2 ~= 0 then
+        fail(fmt("%s: dim %d of input %s must have an even size to halve, got %d", fname, d, shape_str(x), n))
+    end
+    return x:narrow(d, 1, n / 2) * x:narrow(d, n / 2 + 1, n / 2):sigmoid()
+end
 -- x / (1 + |x|)
 function M.softsign(x, who)
     local fname = name_of(who, "softsign")

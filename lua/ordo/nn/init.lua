@@ -1478,6 +1478,52 @@ end
 activation_with("LeakyReLU", "slope", 0.01, F.leaky_relu)
 -- ELU(alpha = 1): x where x > 0, alpha (e^x - 1) elsewhere.
 activation_with("ELU", "alpha", 1, F.elu)
+-- CELU(alpha = 1), Softshrink(lambd = 0.5), Hardshrink(lambd = 0.5), Torch's
+-- (their options checked when the module is made, as F checks them)
+do
+    local cls = activation_with("CELU", "alpha", 1, F.celu)
+    local init = cls.init
+    cls.init = function(self, v)
+        init(self, v)
+        F.celu(tensor.zeros({1}), self.alpha, nil, "CELU") -- (alpha checked at construction: 0 is refused)
+    end
+end
+local function shrink_module(name, fn)
+    local cls = activation_with(name, "lambd", 0.5, function(x, v, _, who) return fn(x, v, who) end)
+    local init = cls.init
+    cls.init = function(self, v)
+        init(self, v)
+        fn(tensor.zeros({1}), self.lambd, name) -- (the function's own checks of lambd, at construction)
+    end
+    return cls
+end
+shrink_module("Softshrink", F.softshrink)
+shrink_module("Hardshrink", F.hardshrink)
+activation("Tanhshrink", F.tanhshrink, true)
+-- Threshold(threshold, value): x where x > threshold, value elsewhere.
+local Threshold = Module:extend("Threshold")
+M.Threshold = Threshold
+function Threshold:init(threshold, value)
+    if type(threshold) ~= "number" or type(value) ~= "number" then
+        fail(fmt("Threshold: expected numbers threshold and value, got %s and %s", util.show(threshold),
+                 util.show(value)))
+    end
+    self.threshold, self.value = threshold, value
+end
+function Threshold:forward(x) return F.threshold(x, self.threshold, self.value, nil, "Threshold") end
+function Threshold:extra_repr() return fmt("threshold = %g, value = %g", self.threshold, self.value) end
+-- GLU(dim = -1): the first half of dim gated by the sigmoid of the second.
+local GLU = Module:extend("GLU")
+M.GLU = GLU
+function GLU:init(dim)
+    dim = dim == nil and -1 or dim
+    if type(dim) ~= "number" or dim ~= math.floor(dim) then
+        fail("GLU: dim must be an integer, got " .. util.show(dim))
+    end
+    self.dim = dim
+end
+function GLU:forward(x) return F.glu(x, self.dim, "GLU") end
+function GLU:extra_repr() return "dim = " .. self.dim end
 
 -- Hardtanh(min_val = -1, max_val = 1)
 local Hardtanh = Module:extend("Hardtanh")
