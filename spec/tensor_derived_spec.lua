@@ -3046,6 +3046,9 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         H.raises(function() ordo.zeros(3):fill_diagonal_(1) end, "fill_diagonal_", "at least 2 dims")
         H.raises(function() ordo.zeros(2, 2, 3):fill_diagonal_(1) end, "fill_diagonal_", "same size")
         H.raises(function() ordo.zeros(2, 2):fill_diagonal_("x") end, "fill_diagonal_", "number")
+        local leaf = ordo.zeros(2, 2):requires_grad()
+        H.raises(function() leaf:fill_diagonal_(1) end, "fill_diagonal_", "requires a gradient")
+        H.raises(function() leaf:tril_() end, "tril_", "requires a gradient", "out-of-place tril")
     end)
 
     it("hstack, vstack, atleast_1d, atleast_2d (Torch's), with gradients", function()
@@ -3105,6 +3108,17 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         H.raises(function() ordo.empty(3):log_normal_(0 / 0) end, "log_normal_", "mean")
         H.raises(function() ordo.empty(3):geometric_(0) end, "geometric_", "(0, 1]")
         H.raises(function() ordo.empty(3):geometric_(1.5) end, "geometric_", "(0, 1]")
+        -- a tensor that requires a gradient: refused under the op's own name (uniform_ or copy_ named
+        -- themselves), the generator untouched; under no_grad it is filled
+        local w = ordo.ones(4):requires_grad()
+        local state = ordo.get_rng_state():totable()
+        for name, arg in pairs({exponential_ = 1, log_normal_ = 0, cauchy_ = 0, geometric_ = 0.5, random_ = 5}) do
+            H.raises(function() w[name](w, arg) end, name, "requires a gradient", "ordo.no_grad")
+        end
+        assert.same(state, ordo.get_rng_state():totable())
+        assert.same({1, 1, 1, 1}, w:totable())
+        ordo.no_grad(function() w:exponential_() end)
+        assert.is_false(w:eq(1):all())
     end)
 
     it("is_cuda, is_same_size, is_nonzero, storage_offset, float_power", function()

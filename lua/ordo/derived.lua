@@ -3350,13 +3350,26 @@ for _, p in ipairs({{"fmax", "maximum"}, {"fmin", "minimum"}}) do
     end
 end
 
+-- The in-place ops made of other in-place ops refuse a tensor that requires
+-- a gradient under their own name (the inner op, uniform_ or copy_, named
+-- itself), before anything is drawn or written.
+local function no_grad_inplace(fname, t, instead)
+    local autograd = package.loaded["ordo.autograd"]
+    if t._rg and autograd and autograd.is_enabled() then
+        fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (%s, or wrap the update in " ..
+                 "ordo.no_grad)", fname, instead))
+    end
+end
+
 -- tril_(k), triu_(k): tril and triu in place.
 function Tensor:tril_(k)
     check_self("tril_", self)
+    no_grad_inplace("tril_", self, "use the out-of-place tril")
     return self:copy_(as_op("tril_", "tril", Tensor.tril, self, k))
 end
 function Tensor:triu_(k)
     check_self("triu_", self)
+    no_grad_inplace("triu_", self, "use the out-of-place triu")
     return self:copy_(as_op("triu_", "triu", Tensor.triu, self, k))
 end
 
@@ -3447,6 +3460,7 @@ function Tensor:fill_diagonal_(v, wrap)
             end
         end
     end
+    no_grad_inplace(fname, self, "use masked_fill with the diagonal's mask")
     local numel = self:numel()
     if numel == 0 then return self end
     -- the flat (row-major) positions of the diagonal: every step-th, from 0
@@ -3551,6 +3565,7 @@ function Tensor:exponential_(lambd)
     lambd = lambd == nil and 1 or lambd
     finite_number("exponential_", "lambd", lambd, true)
     check_float_self("exponential_", self)
+    no_grad_inplace("exponential_", self, "draw into a new tensor: random values carry no gradient")
     -- U in [0, 1): -log(1 - U) / lambd, finite (U = 0 gives 0)
     return self:uniform_(0, 1):neg_():log1p_():div_(-lambd)
 end
@@ -3559,6 +3574,7 @@ function Tensor:log_normal_(mean, std)
     finite_number("log_normal_", "mean", mean)
     finite_number("log_normal_", "std", std, true)
     check_float_self("log_normal_", self)
+    no_grad_inplace("log_normal_", self, "draw into a new tensor: random values carry no gradient")
     return self:normal_(mean, std):exp_()
 end
 function Tensor:cauchy_(median, sigma)
@@ -3566,6 +3582,7 @@ function Tensor:cauchy_(median, sigma)
     finite_number("cauchy_", "median", median)
     finite_number("cauchy_", "sigma", sigma, true)
     check_float_self("cauchy_", self)
+    no_grad_inplace("cauchy_", self, "draw into a new tensor: random values carry no gradient")
     return self:uniform_(0, 1):sub_(0.5):mul_(math.pi):tan_():mul_(sigma):add_(median)
 end
 function Tensor:geometric_(p)
@@ -3573,6 +3590,7 @@ function Tensor:geometric_(p)
     if type(p) ~= "number" or not (p > 0 and p <= 1) then
         fail(fmt("geometric_: p must be a probability in (0, 1], got %s", show(p)))
     end
+    no_grad_inplace("geometric_", self, "draw into a new tensor: random values carry no gradient")
     -- floor(log(1 - U) / log(1 - p)) + 1 in float64, then into t's dtype
     if p == 1 then return self:fill_(1) end -- (every first trial succeeds)
     local u = tensor.empty_like(self, "float64"):uniform_(0, 1)
@@ -3583,6 +3601,7 @@ function Tensor:random_(from, to)
     check_self(fname, self)
     if to == nil then from, to = 0, from end
     if to == nil then fail("random_: expected random_([from,] to): the bound to (excluded) is needed here") end
+    no_grad_inplace(fname, self, "draw into a new tensor: random values carry no gradient")
     local r = as_op(fname, "randint", M.randint, from, to, self:shape(), {dtype = self:dtype(), device = self:device()})
     return self:copy_(r)
 end
