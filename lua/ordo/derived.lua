@@ -3281,6 +3281,12 @@ function Tensor:nbytes()
     return self:numel() * self:element_size()
 end
 function Tensor:itemsize() return as_op("itemsize", "element_size", Tensor.element_size, self) end
+-- bool(): Torch's boolean tensor as ordo's masks are, uint8 of 1 where t
+-- is nonzero (NaN too, as Torch's), 0 elsewhere; no gradient.
+function Tensor:bool()
+    check_self("bool", self)
+    return self:ne(0)
+end
 function Tensor:positive()
     check_self("positive", self)
     if self:dtype() == "uint8" then fail("positive: dtype uint8 not supported (as Torch's: it has no sign)") end
