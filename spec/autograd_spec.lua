@@ -1006,6 +1006,8 @@ describe("autograd rules", function()
             new_full = src:new_full({3}, 2, {requires_grad = true}),
             new_tensor = src:new_tensor({3}, {requires_grad = true}),
             randint = ordo.randint(0, 5, {3}, {dtype = "float32", requires_grad = true}),
+            randint_like = ordo.randint_like(src, 0, 5, {requires_grad = true}),
+            normal = ordo.normal(0, 1, {3}, {requires_grad = true}),
         }
         for name, t in pairs(made) do
             assert.is_true(t:needs_grad(), name)

@@ -3612,4 +3612,64 @@ function Tensor:random_(from, to)
     return self:copy_(r)
 end
 
+
+-- ordo.randint_like(t, [low,] high [, opts]): randint of t's shape, dtype
+-- and device (opts overriding them), as Torch's.
+function M.randint_like(t, a, b, c)
+    local fname = "randint_like"
+    if not is_tensor(t) then fail(fmt("%s: expected a tensor, got %s", fname, typename(t))) end
+    local low, high, opts
+    if type(b) == "number" then low, high, opts = a, b, c else low, high, opts = 0, a, b end
+    local o = {dtype = t:dtype(), device = t:device()}
+    if type(opts) == "string" then
+        o.dtype = opts
+    elseif opts ~= nil then
+        if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+            fail(fmt("%s: options must be a table {dtype =, device =} or a dtype, got %s", fname, typename(opts)))
+        end
+        for k, v in pairs(opts) do o[k] = v end
+    end
+    return as_op(fname, "randint", M.randint, low, high, t:shape(), o)
+end
+
+-- ordo.normal(mean, std [, shape [, opts]]): Torch's: numbers mean and std
+-- with a shape, or tensors (either or both; a number for the other) drawn
+-- elementwise, in their broadcast shape, float.  std must be >= 0.
+function M.normal(mean, std, shape, opts)
+    local fname = "normal"
+    local mt, st = is_tensor(mean), is_tensor(std)
+    if not mt and type(mean) ~= "number" then fail(fmt("%s: mean must be a number or a tensor, got %s", fname, typename(mean))) end
+    if not st and type(std) ~= "number" then fail(fmt("%s: std must be a number or a tensor, got %s", fname, typename(std))) end
+    if not mt and not st then
+        if not (std >= 0) or std == huge or mean ~= mean or math.abs(mean) == huge then
+            fail(fmt("%s: expected a finite mean and a finite std >= 0, got %s and %s", fname, show(mean), show(std)))
+        end
+        if shape == nil then fail(fname .. ": numbers mean and std need a shape, normal(mean, std, shape)") end
+        local r = as_op(fname, "randn", tensor.randn, shape, opts)
+        if not is_float(r) then fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, r:dtype())) end
+        return r:mul_(std):add_(mean)
+    end
+    if shape ~= nil or opts ~= nil then
+        fail(fname .. ": with a tensor mean or std the shape is theirs; no shape or options are taken")
+    end
+    if st and std:lt(0):any() then fail(fname .. ": std must be >= 0 everywhere") end -- (waits: std's values)
+    local ref = mt and mean or std
+    local dt = is_float(ref) and ref:dtype() or "float32"
+    if mt and st then dt = tensor.result_type(mean, std) end
+    if dt ~= "float32" and dt ~= "float64" then dt = "float32" end
+    local m = mt and mean:to(dt) or mean
+    local sd = st and std:to(dt) or std
+    local like = mt and st and (m + sd) or (mt and m or sd) -- (the broadcast shape)
+    return tensor.randn_like(like, {dtype = dt}):mul_(sd):add_(m)
+end
+
+-- sinc(): sin(pi x) / (pi x), 1 at 0 (Torch's); integers compute in float32.
+function Tensor:sinc()
+    check_self("sinc", self)
+    local x = is_float(self) and self or self:float()
+    local zero = x:eq(0)
+    local px = tensor.where(zero, 1, x) * math.pi -- (no 0 / 0, so no NaN in the gradient either)
+    return tensor.where(zero, 1, px:sin() / px)
+end
+
 return M

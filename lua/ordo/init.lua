@@ -89,12 +89,12 @@ end
 M.concat, M.concatenate = tensor.cat, tensor.cat -- (Torch's other names)
 
 for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "allclose", "isclose", "kron", "cross", "cdist", "broadcast_tensors", "atan2", "hypot", "logaddexp", "xlogy", "tril_indices", "triu_indices", "isin", "searchsorted", "bucketize", "equal", "randint", "randperm",
-                    "atleast_1d", "atleast_2d", "hstack", "vstack"}) do
+                    "atleast_1d", "atleast_2d", "hstack", "vstack", "randint_like", "normal"}) do
     M[k] = derived[k]
 end
 for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand", "randn", "empty_like", "zeros_like",
                     "ones_like", "full_like", "rand_like", "randn_like", "eye", "linspace", "logspace", "randint",
-                    "randperm"}) do
+                    "randperm", "randint_like", "normal"}) do
     M[k] = with_requires_grad(k, M[k])
 end
 -- how tensors print: ordo.set_printoptions{precision =, threshold =, edgeitems =, linewidth =, sci_mode =, profile =}
