@@ -507,6 +507,65 @@ function Module:named_modules(prefix)
     return collect_modules(self, check_prefix("named_modules", prefix), {}, {})
 end
 
+-- Torch's get_submodule("encoder.1"): the module at that dotted path of
+-- child names ("" is the module itself); get_parameter("encoder.1.weight"),
+-- get_buffer("bn.running_mean"): the tensor there.  A path that leads
+-- nowhere raises, naming the part not found and what is there.
+-- register_module(name, m): add_module's Torch alias.
+local function submodule(fname, self, target)
+    if type(target) ~= "string" then fail(fmt("%s: expected a dotted name (a string), got %s", fname, typename(target))) end
+    local m, path = self, ""
+    if target == "" then return m end
+    for part in (target .. "."):gmatch("([^.]*)%.") do
+        local found
+        for _, n in ipairs(child_names(m)) do
+            if tostring(n) == part then found = m[n] break end
+        end
+        if not found then
+            local have = {}
+            for _, n in ipairs(child_names(m)) do have[#have + 1] = tostring(n) end
+            fail(fmt("%s: %s has no submodule '%s' (its children: %s)", fname,
+                     path == "" and (m._class_name or "the module") or "'" .. path .. "'", part,
+                     #have > 0 and table.concat(have, ", ") or "none"))
+        end
+        m, path = found, path == "" and part or path .. "." .. part
+    end
+    return m
+end
+function Module:get_submodule(target)
+    check_module_self("get_submodule", self)
+    return submodule("get_submodule", self, target)
+end
+local function get_tensor(fname, self, target, list_fname, kind)
+    if type(target) ~= "string" or target == "" then
+        fail(fmt("%s: expected a dotted name (a non-empty string), got %s", fname, type(target) == "string" and "''"
+                 or typename(target)))
+    end
+    local mod_path, leaf = target:match("^(.*)%.([^.]*)$")
+    if not mod_path then mod_path, leaf = "", target end
+    local m = submodule(fname, self, mod_path)
+    for _, n in ipairs(m[list_fname]) do
+        local t = m[n]
+        if n == leaf and is_tensor(t) then return t end
+    end
+    fail(fmt("%s: %s has no %s '%s'", fname, mod_path == "" and (m._class_name or "the module") or "'" .. mod_path .. "'",
+             kind, leaf))
+end
+function Module:get_parameter(target)
+    check_module_self("get_parameter", self)
+    return get_tensor("get_parameter", self, target, "_param_names", "parameter")
+end
+function Module:get_buffer(target)
+    check_module_self("get_buffer", self)
+    return get_tensor("get_buffer", self, target, "_buffer_names", "buffer")
+end
+function Module:register_module(name, m)
+    check_module_self("register_module", self)
+    local ok, r = pcall(self.add_module, self, name, m)
+    if not ok then error((tostring(r):gsub("add_module: ", "register_module: ", 1)), 0) end
+    return r
+end
+
 function Module:modules()
     check_module_self("modules", self)
     local r = {}
