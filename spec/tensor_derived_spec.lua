@@ -3169,6 +3169,33 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         close((px * math.cos(px) - math.sin(px)) / (math.pi * 0.09), g[2], 1e-10)
     end)
 
+    it("apply_ and map_: Lua functions elementwise, in place (Torch's); bad results change nothing", function()
+        local t = ordo.tensor({{1, 2}, {3, 4}})
+        assert.equals(t, t:apply_(function(x) return x * 10 end))
+        assert.same({{10, 20}, {30, 40}}, t:totable())
+        t:map_(ordo.tensor({1, 2}), function(x, y) return x + y end) -- broadcast
+        assert.same({{11, 22}, {31, 42}}, t:totable())
+        t:apply_(function(x) if x > 30 then return 0 end end) -- nil keeps the element
+        assert.same({{11, 22}, {0, 0}}, t:totable())
+        assert.same({1, 0}, ordo.tensor({0, 5}):apply_(function(x) return x == 0 end):totable())
+        assert.equals(4, ordo.tensor(3):apply_(function(x) return x + 1 end):item())
+        local v = ordo.zeros(3, 3):t():narrow(1, 2, 2) -- a non-contiguous view: its base changes
+        v:apply_(function() return 1 end)
+        assert.same({{1, 1, 1}, {1, 1, 1}}, v:totable())
+        H.raises(function() t:apply_(function() return "a" end) end, "apply_", "returned string for element 1")
+        H.raises(function() t:apply_(5) end, "apply_", "expected a function")
+        local u = ordo.tensor({1, 2}, "uint8")
+        H.raises(function() u:apply_(function() return 300 end) end, "apply_", "300", "uint8")
+        assert.same({1, 2}, u:totable())
+        H.raises(function() t:map_(ordo.ones(3), function(x) return x end) end, "map_", "does not broadcast")
+        H.raises(function() t:map_(3, function(x) return x end) end, "map_", "tensor", "number")
+        local big = ordo.tensor({9007199254740993LL}, "int64")
+        H.raises(function() big:apply_(function(x) return x end) end, "apply_", "2^53")
+        assert.is_true(big:eq(ordo.tensor({9007199254740993LL}, "int64")):all()) -- unchanged
+        local w = ordo.ones(2):requires_grad()
+        H.raises(function() w:apply_(function(x) return x end) end, "apply_", "requires a gradient")
+    end)
+
     it("is_cuda, is_same_size, is_nonzero, storage_offset, float_power", function()
         local a = ordo.arange(6):view(2, 3)
         assert.is_false(a:is_cuda())

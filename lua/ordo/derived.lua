@@ -3672,4 +3672,57 @@ function Tensor:sinc()
     return tensor.where(zero, 1, px:sin() / px)
 end
 
+
+-- apply_(fn), map_(u, fn): Torch's (and Torch7's) elementwise Lua
+-- functions, in place: each element x becomes fn(x) (map_: fn(x, y), y
+-- the element of u broadcast to t); a nil result keeps x (Torch7's).  They
+-- wait and run on the host, element by element (for prototyping, not for
+-- speed); a result must be a number (a boolean as 1 or 0) that fits t's
+-- dtype, or nothing changes.  Returns t.
+local function elementwise_lua(fname, self, fn, u)
+    check_self(fname, self)
+    if type(fn) ~= "function" then fail(fmt("%s: expected a function, got %s", fname, typename(fn))) end
+    no_grad_inplace(fname, self, "compute a new tensor instead")
+    local xs = self:reshape(-1):totable()
+    if type(xs) == "number" then xs = {xs} end
+    local ys
+    if u ~= nil then
+        if not is_tensor(u) then fail(fmt("%s: expected a tensor as the second operand, got %s", fname, typename(u))) end
+        local ok, e = pcall(u.expand_as, u, self)
+        if not ok then
+            fail(fmt("%s: the tensor of shape %s does not broadcast to %s", fname, shape_of_str(u), shape_of_str(self)))
+        end
+        ys = e:reshape(-1):totable()
+        if type(ys) == "number" then ys = {ys} end
+    end
+    -- int64 values reach Lua as doubles: past 2^53 they would come back changed
+    for _, lt in ipairs({{xs, self}, {ys or {}, u}}) do
+        local list, owner = lt[1], lt[2]
+        if owner and owner:dtype() == "int64" then
+            for i = 1, #list do
+                if math.abs(list[i]) >= 2 ^ 53 then
+                    fail(fmt("%s: int64 element %d is beyond 2^53, which a Lua number cannot hold exactly", fname, i))
+                end
+            end
+        end
+    end
+    local out = {}
+    for i = 1, #xs do
+        local x = xs[i]
+        local r
+        if ys then r = fn(x, ys[i]) else r = fn(x) end
+        if r == nil then r = x end
+        if type(r) == "boolean" then r = r and 1 or 0 end
+        if type(r) ~= "number" then
+            fail(fmt("%s: the function returned %s for element %d (expected a number)", fname, typename(r), i))
+        end
+        out[i] = r
+    end
+    if #out == 0 then return self end
+    local t = as_op(fname, "tensor", tensor.tensor, out, {dtype = self:dtype(), device = self:device()})
+    return self:copy_(t:view(self:shape()))
+end
+function Tensor:apply_(fn) return elementwise_lua("apply_", self, fn) end
+function Tensor:map_(u, fn) return elementwise_lua("map_", self, fn, u) end
+
 return M
