@@ -2825,9 +2825,25 @@ local function like_self(fname, self, opts)
     base.device = opts -- a device object (tensor.zeros checks it)
     return base
 end
+-- new_zeros(2, 3 [, opts]): the sizes as arguments too, as Torch's (and ordo.zeros)
+local function sizes_as_args(shape, ...)
+    if type(shape) ~= "number" then return shape, ... end
+    local sizes, n = {shape}, select("#", ...)
+    for i = 1, n do
+        local v = select(i, ...)
+        if type(v) ~= "number" then
+            if i < n then fail(fmt("expected sizes, then the options last, got %s after them", typename(select(i + 1, ...)))) end
+            return sizes, v
+        end
+        sizes[#sizes + 1] = v
+    end
+    return sizes, nil
+end
 for _, name in ipairs({"zeros", "ones", "empty"}) do
-    Tensor["new_" .. name] = function(self, shape, opts)
+    Tensor["new_" .. name] = function(self, ...)
         local fname = "new_" .. name
+        local ok, shape, opts = pcall(sizes_as_args, ...)
+        if not ok then fail(fname .. ": " .. tostring(shape):gsub("^.-: expected", "expected")) end
         local o = like_self(fname, self, opts)
         if type(shape) ~= "table" or is_tensor(shape) then
             fail(fmt("%s: expected the shape as a table, got %s", fname, typename(shape)))
@@ -3614,5 +3630,469 @@ for name, t in pairs(TAKES) do
     Tensor[name] = checked
     if M[name] == f then M[name] = checked end
 end
+
+
+-- Small Torch names a user reaches for first.
+-- t:is_floating_point(), t:is_signed() (every dtype but uint8),
+-- t:tolist() (totable's Torch name), t:ndimension() (dim), t:nbytes()
+-- (numel * element_size), t:itemsize() (element_size), t:positive() (t).
+function Tensor:is_floating_point()
+    check_self("is_floating_point", self)
+    return is_float(self)
+end
+function Tensor:is_signed()
+    check_self("is_signed", self)
+    return self:dtype() ~= "uint8"
+end
+function Tensor:tolist() return as_op("tolist", "totable", Tensor.totable, self) end
+function Tensor:ndimension() return as_op("ndimension", "dim", Tensor.dim, self) end
+function Tensor:nbytes()
+    check_self("nbytes", self)
+    return self:numel() * self:element_size()
+end
+function Tensor:itemsize() return as_op("itemsize", "element_size", Tensor.element_size, self) end
+-- bool(): Torch's boolean tensor as ordo's masks are, uint8 of 1 where t
+-- is nonzero (NaN too, as Torch's), 0 elsewhere; no gradient.
+function Tensor:bool()
+    check_self("bool", self)
+    return self:ne(0)
+end
+function Tensor:positive()
+    check_self("positive", self)
+    if self:dtype() == "uint8" then fail("positive: dtype uint8 not supported (as Torch's: it has no sign)") end
+    return self
+end
+
+-- NumPy's and Torch's other names of the elementwise ops, each also in
+-- place where the op is: absolute, negative, arcsin..., subtract,
+-- multiply, divide, true_divide, greater..., sgn (sign, for real
+-- tensors), fix (trunc); errors name the name called.
+local ALIASES = {
+    absolute = "abs", negative = "neg", arcsin = "asin", arccos = "acos", arctan = "atan", arcsinh = "asinh",
+    arccosh = "acosh", arctanh = "atanh", arctan2 = "atan2", subtract = "sub", multiply = "mul", divide = "div",
+    true_divide = "div", greater = "gt", greater_equal = "ge", less = "lt", less_equal = "le", not_equal = "ne",
+    sgn = "sign", fix = "trunc",
+}
+for alias, target in pairs(ALIASES) do
+    for _, sfx in ipairs({"", "_"}) do
+        local name, inner = alias .. sfx, target .. sfx
+        if Tensor[inner] ~= nil and Tensor[name] == nil then
+            Tensor[name] = function(self, ...)
+                check_self(name, self)
+                return as_op(name, inner, Tensor[inner], self, ...)
+            end
+        end
+    end
+end
+
+-- isposinf(), isneginf(): uint8 masks of +inf, -inf (integers: none);
+-- signbit(): uint8, 1 where the sign bit is set (-0.0 and -inf too, as
+-- Torch's); exp2(): 2^t (integers compute in float32).
+function Tensor:isposinf()
+    check_self("isposinf", self)
+    if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
+    return self:eq(huge)
+end
+function Tensor:isneginf()
+    check_self("isneginf", self)
+    if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
+    return self:eq(-huge)
+end
+function Tensor:signbit()
+    check_self("signbit", self)
+    if self:dtype() == "uint8" then return tensor.zeros_like(self) end
+    if not is_float(self) then return self:lt(0) end
+    -- -0.0: 1 / -0.0 is -inf; NaN compares false either way (Torch reads the bit; a NaN's is rarely set)
+    return tensor.where(self:eq(0), self:reciprocal():lt(0), self:lt(0))
+end
+function Tensor:exp2()
+    check_self("exp2", self)
+    if not is_float(self) then return 2 ^ self:float() end
+    return 2 ^ self
+end
+
+-- fmax(u), fmin(u): maximum / minimum that skip NaN (the other side when
+-- one is NaN, NaN only where both are), as Torch's and NumPy's.
+for _, p in ipairs({{"fmax", "maximum"}, {"fmin", "minimum"}}) do
+    local name, inner = p[1], p[2]
+    Tensor[name] = function(self, other)
+        check_self(name, self)
+        local m = as_op(name, inner, Tensor[inner], self, other)
+        if not is_float(m) then return m end
+        local a = is_tensor(self) and self or m
+        local b = is_tensor(other) and other or tensor.full_like(m, other)
+        return tensor.where(b:isnan(), a:expand_as(m):to(m:dtype()),
+                            tensor.where(a:isnan(), b:expand_as(m):to(m:dtype()), m))
+    end
+end
+
+-- The in-place ops made of other in-place ops refuse a tensor that requires
+-- a gradient under their own name (the inner op, uniform_ or copy_, named
+-- itself), before anything is drawn or written.
+local function no_grad_inplace(fname, t, instead)
+    local autograd = package.loaded["ordo.autograd"]
+    if t._rg and autograd and autograd.is_enabled() then
+        fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (%s, or wrap the update in " ..
+                 "ordo.no_grad)", fname, instead))
+    end
+end
+
+-- tril_(k), triu_(k): tril and triu in place.
+function Tensor:tril_(k)
+    check_self("tril_", self)
+    no_grad_inplace("tril_", self, "use the out-of-place tril")
+    return self:copy_(as_op("tril_", "tril", Tensor.tril, self, k))
+end
+function Tensor:triu_(k)
+    check_self("triu_", self)
+    no_grad_inplace("triu_", self, "use the out-of-place triu")
+    return self:copy_(as_op("triu_", "triu", Tensor.triu, self, k))
+end
+
+
+-- unflatten(dim, sizes): dim split into sizes (one of them may be -1),
+-- as Torch's (a view where the strides allow, else a copy, as reshape).
+function Tensor:unflatten(dim, sizes)
+    local fname = "unflatten"
+    check_self(fname, self)
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    if type(sizes) ~= "table" or is_tensor(sizes) or #sizes == 0 then
+        fail(fmt("%s: expected the sizes as a non-empty table, got %s", fname, show(sizes)))
+    end
+    local shown = {}
+    for i = 1, #sizes do shown[i] = show(sizes[i]) end
+    shown = "{" .. table.concat(shown, ", ") .. "}"
+    local n, prod, infer = self:size(d), 1, nil
+    for i, v in ipairs(sizes) do
+        if v == -1 and not infer then infer = i
+        elseif not is_int(v) or v < 0 then
+            fail(fmt("%s: sizes must be integers >= 0 (one may be -1), got %s", fname, shown))
+        else prod = prod * v end
+    end
+    local new = {}
+    for i, v in ipairs(sizes) do new[i] = v end
+    if infer then
+        if prod == 0 or n % prod ~= 0 then
+            fail(fmt("%s: sizes %s cannot fill dim %d of size %d", fname, shown, dim, n))
+        end
+        new[infer] = n / prod
+    elseif prod ~= n then
+        fail(fmt("%s: sizes %s (%d elements) do not fit dim %d of size %d", fname, shown, prod, dim, n))
+    end
+    local s, shape = self:shape(), {}
+    for i = 1, d - 1 do shape[#shape + 1] = s[i] end
+    for _, v in ipairs(new) do shape[#shape + 1] = v end
+    for i = d + 1, #s do shape[#shape + 1] = s[i] end
+    return self:reshape(shape)
+end
+
+-- take_along_dim(indices [, dim]): gather along dim with self and indices
+-- broadcast to each other in the other dims, as Torch's; without a dim,
+-- over the flattened tensor.  Indices count from 1.
+function Tensor:take_along_dim(indices, dim)
+    local fname = "take_along_dim"
+    check_self(fname, self)
+    if not is_tensor(indices) then fail(fmt("%s: expected a tensor of indices, got %s", fname, typename(indices))) end
+    if dim == nil then return as_op(fname, "gather", Tensor.gather, self:reshape(-1), 1, indices:reshape(-1), fname) end
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    if indices:dim() ~= self:dim() then
+        fail(fmt("%s: indices must have as many dims as the input (%d), got shape %s", fname, self:dim(),
+                 shape_of_str(indices)))
+    end
+    local sa, si = self:shape(), indices:shape()
+    local ea, ei = {}, {}
+    for i = 1, #sa do
+        if i == d then
+            ea[i], ei[i] = sa[i], si[i]
+        else
+            if sa[i] ~= si[i] and sa[i] ~= 1 and si[i] ~= 1 then
+                fail(fmt("%s: shapes %s and %s do not broadcast outside dim %d", fname, shape_of_str(self),
+                         shape_of_str(indices), dim))
+            end
+            local b = math.max(sa[i], si[i])
+            if sa[i] == 0 or si[i] == 0 then b = 0 end
+            ea[i], ei[i] = b, b
+        end
+    end
+    return as_op(fname, "gather", Tensor.gather, self:expand(ea), d, indices:expand(ei), fname)
+end
+
+-- fill_diagonal_(v [, wrap]): v on the main diagonal, in place, as Torch's
+-- (a matrix, or all dims of one size); wrap: a tall matrix's diagonal
+-- starts again every columns + 1 rows (NumPy's).
+function Tensor:fill_diagonal_(v, wrap)
+    local fname = "fill_diagonal_"
+    check_self(fname, self)
+    if type(v) ~= "number" then fail(fmt("%s: expected a number as the fill value, got %s", fname, typename(v))) end
+    if wrap ~= nil and type(wrap) ~= "boolean" then
+        fail(fmt("%s: wrap must be a boolean, got %s", fname, typename(wrap)))
+    end
+    local s, nd = self:shape(), self:dim()
+    if nd < 2 then fail(fmt("%s: expected at least 2 dims, got shape %s", fname, shape_of_str(self))) end
+    if nd > 2 then
+        for i = 2, nd do
+            if s[i] ~= s[1] then
+                fail(fmt("%s: all dims must have the same size beyond 2 dims, got shape %s", fname, shape_of_str(self)))
+            end
+        end
+    end
+    no_grad_inplace(fname, self, "use masked_fill with the diagonal's mask")
+    local numel = self:numel()
+    if numel == 0 then return self end
+    -- the flat (row-major) positions of the diagonal: every step-th, from 0
+    local step, c = 1, 1
+    for i = nd, 2, -1 do
+        c = c * s[i]
+        step = step + c
+    end
+    local n = s[1]
+    for i = 2, nd do n = math.min(n, s[i]) end
+    local pos = tensor.arange(numel, tensor.like(self, "int64"))
+    local mask = (pos % step):eq(0)
+    if not (wrap and nd == 2) then mask = tensor.where(pos:le((n - 1) * step), mask, 0) end
+    return self:masked_fill_(mask:view(s), v)
+end
+
+-- is_cuda(), is_same_size(u), is_nonzero() (a one-element tensor's value
+-- as a boolean; waits), storage_offset() (in elements), float_power(e)
+-- (in float64, as Torch's).
+function Tensor:is_cuda()
+    check_self("is_cuda", self)
+    return self:device().type == "gpu"
+end
+function Tensor:is_same_size(u)
+    check_self("is_same_size", self)
+    if not is_tensor(u) then fail("is_same_size: expected a tensor, got " .. typename(u)) end
+    return shape_of_str(self) == shape_of_str(u)
+end
+function Tensor:is_nonzero()
+    check_self("is_nonzero", self)
+    if self:numel() ~= 1 then
+        fail(fmt("is_nonzero: a tensor of %d elements has no single truth value (expected one element, got shape %s)",
+                 self:numel(), shape_of_str(self)))
+    end
+    return self:item() ~= 0
+end
+function Tensor:storage_offset()
+    check_self("storage_offset", self)
+    return tonumber(self._c.offset)
+end
+function Tensor:float_power(e)
+    check_self("float_power", self)
+    if is_tensor(e) then e = e:double() end
+    return as_op("float_power", "pow", Tensor.pow, self:double(), e)
+end
+
+
+-- atleast_1d(t), atleast_2d(t): t viewed with at least 1 or 2 dims (a
+-- 0-dim t as {1} / {1, 1}, a vector as a row {1, n}), as Torch's; a list
+-- of tensors gives a list.  hstack(list): cat along dim 2 (along 1 for
+-- vectors); vstack(list): the rows stacked, vectors as rows (cat of their
+-- atleast_2d along dim 1).
+local function atleast(fname, n, t)
+    if type(t) == "table" and not is_tensor(t) then
+        local r = {}
+        for i, v in ipairs(t) do r[i] = atleast(fname, n, v) end
+        return r
+    end
+    if not is_tensor(t) then fail(fmt("%s: expected a tensor or a list of them, got %s", fname, typename(t))) end
+    local nd = t:dim()
+    if nd >= n then return t end
+    if nd == 0 then return n == 1 and t:view(1) or t:view(1, 1) end
+    return t:unsqueeze(1) -- n == 2, a vector: a row
+end
+function M.atleast_1d(t) return atleast("atleast_1d", 1, t) end
+function M.atleast_2d(t) return atleast("atleast_2d", 2, t) end
+local function check_list_of_tensors(fname, list)
+    if type(list) ~= "table" or is_tensor(list) or #list == 0 then
+        fail(fmt("%s: expected a non-empty list of tensors, got %s", fname, typename(list)))
+    end
+    for i, t in ipairs(list) do
+        if not is_tensor(t) then fail(fmt("%s: element %d is %s, expected a tensor", fname, i, typename(t))) end
+    end
+end
+function M.hstack(list)
+    check_list_of_tensors("hstack", list)
+    local l = atleast("hstack", 1, list)
+    return as_op("hstack", "cat", tensor.cat, l, l[1]:dim() == 1 and 1 or 2)
+end
+function M.vstack(list)
+    check_list_of_tensors("vstack", list)
+    return as_op("vstack", "cat", tensor.cat, atleast("vstack", 2, list), 1)
+end
+
+
+-- Torch's other in-place random fills, from uniform_ and normal_ (so the
+-- generator and its seed are theirs): exponential_([lambd = 1]),
+-- log_normal_([mean = 1 [, std = 2]]) (exp of a normal, Torch's defaults),
+-- cauchy_([median = 0 [, sigma = 1]]), geometric_(p) (trials to the first
+-- success, 1, 2, ...; any dtype), random_([from,] to) (integers in
+-- [from, to), any dtype; from 0 without it).  Each returns t.
+local function check_float_self(fname, t)
+    check_self(fname, t)
+    if not is_float(t) then fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, t:dtype())) end
+end
+local function finite_number(fname, what, v, positive)
+    if type(v) ~= "number" or v ~= v or v == huge or v == -huge or (positive and not (v > 0)) then
+        fail(fmt("%s: %s must be a finite number%s, got %s", fname, what, positive and " > 0" or "", show(v)))
+    end
+end
+function Tensor:exponential_(lambd)
+    lambd = lambd == nil and 1 or lambd
+    finite_number("exponential_", "lambd", lambd, true)
+    check_float_self("exponential_", self)
+    no_grad_inplace("exponential_", self, "draw into a new tensor: random values carry no gradient")
+    -- U in [0, 1): -log(1 - U) / lambd, finite (U = 0 gives 0)
+    return self:uniform_(0, 1):neg_():log1p_():div_(-lambd)
+end
+function Tensor:log_normal_(mean, std)
+    mean, std = mean == nil and 1 or mean, std == nil and 2 or std
+    finite_number("log_normal_", "mean", mean)
+    finite_number("log_normal_", "std", std, true)
+    check_float_self("log_normal_", self)
+    no_grad_inplace("log_normal_", self, "draw into a new tensor: random values carry no gradient")
+    return self:normal_(mean, std):exp_()
+end
+function Tensor:cauchy_(median, sigma)
+    median, sigma = median == nil and 0 or median, sigma == nil and 1 or sigma
+    finite_number("cauchy_", "median", median)
+    finite_number("cauchy_", "sigma", sigma, true)
+    check_float_self("cauchy_", self)
+    no_grad_inplace("cauchy_", self, "draw into a new tensor: random values carry no gradient")
+    return self:uniform_(0, 1):sub_(0.5):mul_(math.pi):tan_():mul_(sigma):add_(median)
+end
+function Tensor:geometric_(p)
+    check_self("geometric_", self)
+    if type(p) ~= "number" or not (p > 0 and p <= 1) then
+        fail(fmt("geometric_: p must be a probability in (0, 1], got %s", show(p)))
+    end
+    no_grad_inplace("geometric_", self, "draw into a new tensor: random values carry no gradient")
+    -- floor(log(1 - U) / log(1 - p)) + 1 in float64, then into t's dtype
+    if p == 1 then return self:fill_(1) end -- (every first trial succeeds)
+    local u = tensor.empty_like(self, "float64"):uniform_(0, 1)
+    return self:copy_(u:neg_():log1p_():div_(math.log(1 - p)):floor_():add_(1))
+end
+function Tensor:random_(from, to)
+    local fname = "random_"
+    check_self(fname, self)
+    if to == nil then from, to = 0, from end
+    if to == nil then fail("random_: expected random_([from,] to): the bound to (excluded) is needed here") end
+    no_grad_inplace(fname, self, "draw into a new tensor: random values carry no gradient")
+    local r = as_op(fname, "randint", M.randint, from, to, self:shape(), {dtype = self:dtype(), device = self:device()})
+    return self:copy_(r)
+end
+
+
+-- ordo.randint_like(t, [low,] high [, opts]): randint of t's shape, dtype
+-- and device (opts overriding them), as Torch's.
+function M.randint_like(t, a, b, c)
+    local fname = "randint_like"
+    if not is_tensor(t) then fail(fmt("%s: expected a tensor, got %s", fname, typename(t))) end
+    local low, high, opts
+    if type(b) == "number" then low, high, opts = a, b, c else low, high, opts = 0, a, b end
+    local o = {dtype = t:dtype(), device = t:device()}
+    if type(opts) == "string" then
+        o.dtype = opts
+    elseif opts ~= nil then
+        if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+            fail(fmt("%s: options must be a table {dtype =, device =} or a dtype, got %s", fname, typename(opts)))
+        end
+        for k, v in pairs(opts) do o[k] = v end
+    end
+    return as_op(fname, "randint", M.randint, low, high, t:shape(), o)
+end
+
+-- ordo.normal(mean, std [, shape [, opts]]): Torch's: numbers mean and std
+-- with a shape, or tensors (either or both; a number for the other) drawn
+-- elementwise, in their broadcast shape, float.  std must be >= 0.
+function M.normal(mean, std, shape, opts)
+    local fname = "normal"
+    local mt, st = is_tensor(mean), is_tensor(std)
+    if not mt and type(mean) ~= "number" then fail(fmt("%s: mean must be a number or a tensor, got %s", fname, typename(mean))) end
+    if not st and type(std) ~= "number" then fail(fmt("%s: std must be a number or a tensor, got %s", fname, typename(std))) end
+    if not mt and not st then
+        if not (std >= 0) or std == huge or mean ~= mean or math.abs(mean) == huge then
+            fail(fmt("%s: expected a finite mean and a finite std >= 0, got %s and %s", fname, show(mean), show(std)))
+        end
+        if shape == nil then fail(fname .. ": numbers mean and std need a shape, normal(mean, std, shape)") end
+        local r = as_op(fname, "randn", tensor.randn, shape, opts)
+        if not is_float(r) then fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, r:dtype())) end
+        return r:mul_(std):add_(mean)
+    end
+    if shape ~= nil or opts ~= nil then
+        fail(fname .. ": with a tensor mean or std the shape is theirs; no shape or options are taken")
+    end
+    if st and std:lt(0):any() then fail(fname .. ": std must be >= 0 everywhere") end -- (waits: std's values)
+    local ref = mt and mean or std
+    local dt = is_float(ref) and ref:dtype() or "float32"
+    if mt and st then dt = tensor.result_type(mean, std) end
+    if dt ~= "float32" and dt ~= "float64" then dt = "float32" end
+    local m = mt and mean:to(dt) or mean
+    local sd = st and std:to(dt) or std
+    local like = mt and st and (m + sd) or (mt and m or sd) -- (the broadcast shape)
+    return tensor.randn_like(like, {dtype = dt}):mul_(sd):add_(m)
+end
+
+-- sinc(): sin(pi x) / (pi x), 1 at 0 (Torch's); integers compute in float32.
+function Tensor:sinc()
+    check_self("sinc", self)
+    local x = is_float(self) and self or self:float()
+    local zero = x:eq(0)
+    local px = tensor.where(zero, 1, x) * math.pi -- (no 0 / 0, so no NaN in the gradient either)
+    return tensor.where(zero, 1, px:sin() / px)
+end
+
+
+-- apply_(fn), map_(u, fn): Torch's (and Torch7's) elementwise Lua
+-- functions, in place: each element x becomes fn(x) (map_: fn(x, y), y
+-- the element of u broadcast to t); a nil result keeps x (Torch7's).  They
+-- wait and run on the host, element by element (for prototyping, not for
+-- speed); a result must be a number (a boolean as 1 or 0) that fits t's
+-- dtype, or nothing changes.  Returns t.
+local function elementwise_lua(fname, self, fn, u)
+    check_self(fname, self)
+    if type(fn) ~= "function" then fail(fmt("%s: expected a function, got %s", fname, typename(fn))) end
+    no_grad_inplace(fname, self, "compute a new tensor instead")
+    local xs = self:reshape(-1):totable()
+    if type(xs) == "number" then xs = {xs} end
+    local ys
+    if u ~= nil then
+        if not is_tensor(u) then fail(fmt("%s: expected a tensor as the second operand, got %s", fname, typename(u))) end
+        local ok, e = pcall(u.expand_as, u, self)
+        if not ok then
+            fail(fmt("%s: the tensor of shape %s does not broadcast to %s", fname, shape_of_str(u), shape_of_str(self)))
+        end
+        ys = e:reshape(-1):totable()
+        if type(ys) == "number" then ys = {ys} end
+    end
+    -- int64 values reach Lua as doubles: past 2^53 they would come back changed
+    for _, lt in ipairs({{xs, self}, {ys or {}, u}}) do
+        local list, owner = lt[1], lt[2]
+        if owner and owner:dtype() == "int64" then
+            for i = 1, #list do
+                if math.abs(list[i]) >= 2 ^ 53 then
+                    fail(fmt("%s: int64 element %d is beyond 2^53, which a Lua number cannot hold exactly", fname, i))
+                end
+            end
+        end
+    end
+    local out = {}
+    for i = 1, #xs do
+        local x = xs[i]
+        local r
+        if ys then r = fn(x, ys[i]) else r = fn(x) end
+        if r == nil then r = x end
+        if type(r) == "boolean" then r = r and 1 or 0 end
+        if type(r) ~= "number" then
+            fail(fmt("%s: the function returned %s for element %d (expected a number)", fname, typename(r), i))
+        end
+        out[i] = r
+    end
+    if #out == 0 then return self end
+    local t = as_op(fname, "tensor", tensor.tensor, out, {dtype = self:dtype(), device = self:device()})
+    return self:copy_(t:view(self:shape()))
+end
+function Tensor:apply_(fn) return elementwise_lua("apply_", self, fn) end
+function Tensor:map_(u, fn) return elementwise_lua("map_", self, fn, u) end
 
 return M
