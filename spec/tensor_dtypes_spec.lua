@@ -494,3 +494,70 @@ describe("every op on every dtype", function()
         ordo.engine.wait_for_all()
     end)
 end)
+
+describe("set_default_dtype / get_default_dtype", function()
+    local nn = ordo.nn
+    after_each(function() ordo.set_default_dtype("float32") end)
+
+    it("is float32 to begin with and float64 once set, for every maker without a dtype", function()
+        assert.equal("float32", ordo.get_default_dtype())
+        assert.equal("float32", ordo.zeros(2):dtype())
+        ordo.set_default_dtype("float64")
+        assert.equal("float64", ordo.get_default_dtype())
+        for _, t in ipairs({ordo.tensor({1, 2}), ordo.tensor(0.1), ordo.zeros(2), ordo.ones(2), ordo.empty(2),
+                            ordo.full({2}, 3), ordo.rand(2), ordo.randn(2), ordo.arange(0.5, 3), ordo.arange(4),
+                            ordo.linspace(0, 1, 3), ordo.logspace(0, 1, 3), ordo.eye(2),
+                            ordo.normal(ordo.zeros(2, "int64"), 1)}) do
+            assert.equal("float64", t:dtype())
+        end
+        -- a Lua number kept at double precision: 0.1 is not rounded to float32
+        assert.equal(0.1, ordo.tensor({0.1}):totable()[1])
+        -- integer inputs made float: the default float dtype (Torch's)
+        local i = ordo.tensor({1, 2}, "int64")
+        assert.equal("float64", i:mean():dtype())
+        assert.equal("float64", (i + 0.5):dtype())
+        assert.equal("float64", i:exp():dtype())
+    end)
+
+    it("leaves integer makers and given dtypes alone", function()
+        ordo.set_default_dtype("float64")
+        assert.equal("int64", ordo.randint(0, 3, {2}):dtype())
+        assert.equal("int64", ordo.randperm(3):dtype())
+        assert.equal("int64", ordo.arange(4, "int64"):dtype())
+        assert.same({0, 1, 2, 3}, ordo.arange(4, "int64"):totable())
+        assert.equal("float32", ordo.zeros(2, "float32"):dtype())
+        assert.equal("int32", (ordo.tensor({1}, "int32") + 1):dtype())
+        local f = ordo.zeros(2, "float32")
+        assert.equal("float32", (f + 1.5):dtype()) -- a float32 tensor stays float32
+    end)
+
+    it("makes nn layers' parameters and float buffers in the default dtype", function()
+        ordo.set_default_dtype("float64")
+        assert.equal("float64", nn.Linear(2, 3).weight:dtype())
+        assert.equal("float64", nn.Linear(2, 3).bias:dtype())
+        assert.equal("float64", nn.Conv2d(1, 2, 3).weight:dtype())
+        assert.equal("float64", nn.LSTM(2, 3).weight_ih_l0:dtype())
+        assert.equal("float64", nn.Embedding(4, 2).weight:dtype())
+        assert.equal("float64", nn.BatchNorm1d(3).running_mean:dtype())
+        assert.equal("float64", nn.MultiheadAttention(4, 2).out_proj.weight:dtype())
+        assert.equal("float32", nn.Linear(2, 3, {dtype = "float32"}).weight:dtype())
+        local m = nn.Linear(2, 1)
+        assert.equal("float64", m(ordo.randn(3, 2)):dtype()) -- default-dtype input meets default-dtype layer
+        ordo.set_default_dtype("float32")
+        assert.equal("float32", nn.Linear(2, 3).weight:dtype())
+        assert.equal("float64", m.weight:dtype()) -- tensors made before keep their dtype
+    end)
+
+    it("accepts only float32 or float64", function()
+        for _, bad in ipairs({"int64", "uint8", "float16", 1, false}) do
+            local ok, err = pcall(ordo.set_default_dtype, bad)
+            assert.is_false(ok)
+            assert.matches("set_default_dtype: only float32 or float64", err)
+        end
+        local ok = pcall(ordo.set_default_dtype)
+        assert.is_false(ok)
+        assert.equal("float32", ordo.get_default_dtype())
+        ordo.set_default_dtype("double") -- (Torch's alias)
+        assert.equal("float64", ordo.get_default_dtype())
+    end)
+end)

@@ -4024,9 +4024,9 @@ function M.normal(mean, std, shape, opts)
     end
     if st and std:lt(0):any() then fail(fname .. ": std must be >= 0 everywhere") end -- (waits: std's values)
     local ref = mt and mean or std
-    local dt = is_float(ref) and ref:dtype() or "float32"
+    local dt = is_float(ref) and ref:dtype() or tensor.get_default_dtype()
     if mt and st then dt = tensor.result_type(mean, std) end
-    if dt ~= "float32" and dt ~= "float64" then dt = "float32" end
+    if dt ~= "float32" and dt ~= "float64" then dt = tensor.get_default_dtype() end
     local m = mt and mean:to(dt) or mean
     local sd = st and std:to(dt) or std
     local like = mt and st and (m + sd) or (mt and m or sd) -- (the broadcast shape)

@@ -83,7 +83,8 @@ end
 
 for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand", "randn", "bernoulli",
                     "manual_seed", "get_rng_state", "set_rng_state", "matmul", "cat", "stack", "where", "empty_like", "zeros_like",
-                    "ones_like", "full_like", "rand_like", "randn_like", "is_tensor", "result_type"}) do
+                    "ones_like", "full_like", "rand_like", "randn_like", "is_tensor", "result_type",
+                    "set_default_dtype", "get_default_dtype"}) do
     M[k] = tensor[k]
 end
 M.concat, M.concatenate = tensor.cat, tensor.cat -- (Torch's other names)

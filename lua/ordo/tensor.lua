@@ -393,8 +393,23 @@ local function options_table(fname, opts)
     return opts
 end
 
+-- The float dtype of new tensors when none is given (ordo.tensor of Lua
+-- numbers, zeros, ones, rand, arange, linspace..., nn layers' parameters)
+-- and of the float results of integer inputs (mean, exp, int + 0.5): Torch's
+-- torch.set_default_dtype, per process, for tensors made after the call.
+local DEFAULT_FLOAT = F32
+function M.set_default_dtype(d)
+    local code = type(d) == "string" and DT[d] or nil
+    if code ~= F32 and code ~= F64 then
+        fail(fmt("set_default_dtype: only float32 or float64 can be the default dtype, got %s",
+                 type(d) == "string" and fmt("%q", d) or typename(d)))
+    end
+    DEFAULT_FLOAT = code
+end
+function M.get_default_dtype() return DT_NAME[DEFAULT_FLOAT] end
+
 local function options(fname, opts, default_dt)
-    local dt, dev, e = default_dt or F32, nil, nil
+    local dt, dev, e = default_dt or DEFAULT_FLOAT, nil, nil
     if opts ~= nil then
         opts = options_table(fname, opts)
         for k in pairs(opts) do
@@ -561,7 +576,7 @@ local function result_type(a, b)
     local t, n = b, a -- (not `ta and b or a`: a nil b would pick a)
     if ta then t, n = a, b end
     local dt = t._c.dtype
-    if not ISFLOAT[dt] and number_is_float(n) then return F32 end
+    if not ISFLOAT[dt] and number_is_float(n) then return DEFAULT_FLOAT end
     return dt
 end
 M.result_type = function(a, b)
@@ -1733,7 +1748,7 @@ local function binary(spec, a, b)
     if type(b) == "boolean" then b = b and 1 or 0 end
     if ta and tb then
         local dt = result_type(a, b)
-        if spec.float and not ISFLOAT[dt] then dt = F32 end
+        if spec.float and not ISFLOAT[dt] then dt = DEFAULT_FLOAT end
         if a._c.dtype ~= dt then a = cast(name, a, dt) end
         if b._c.dtype ~= dt then b = cast(name, b, dt) end
         return binary_c(spec.k, name, a, b, spec.cmp and U8 or dt)
@@ -1747,7 +1762,7 @@ local function binary(spec, a, b)
         fail(fmt("%s: expected a tensor or a number, got %s", name, typename(s)))
     end
     local dt = result_type(t, s)
-    if spec.float and not ISFLOAT[dt] then dt = F32 end
+    if spec.float and not ISFLOAT[dt] then dt = DEFAULT_FLOAT end
     if t._c.dtype ~= dt then t = cast(name, t, dt) end
     local kid = ta and spec.ks or spec.kr
     if not kid then -- no scalar kernel: a 0-dim tensor
@@ -1773,7 +1788,7 @@ local function binary_(spec, self, b)
     else
         fail(fmt("%s: expected a tensor or a number, got %s", name, typename(b)))
     end
-    if spec.float and not ISFLOAT[rt] then rt = F32 end
+    if spec.float and not ISFLOAT[rt] then rt = DEFAULT_FLOAT end
     if not can_cast(rt, sdt) then
         fail(fmt("%s: the result type %s can't be cast to the in-place tensor's dtype %s", name, DT_NAME[rt],
                  DT_NAME[sdt]))
@@ -2055,7 +2070,7 @@ for name, spec in pairs(UN) do
             if (spec.id_u8 and dt == U8) or (spec.id_int and INT[dt]) then return self:clone() end
             if spec.u8 and dt == U8 then return spec.u8(self) end
             if spec.float then
-                return push1(kid, name, empty_like(self, F32, name), cast(name, self, F32))
+                return push1(kid, name, empty_like(self, DEFAULT_FLOAT, name), cast(name, self, DEFAULT_FLOAT))
             end
             fail(fmt("%s: dtype %s not supported (expected %s)", name, DT_NAME[dt], allowed_str(allowed)))
         end
@@ -2519,7 +2534,7 @@ function M.where(cond, x, y)
     if is_tensor(x) or is_tensor(y) then
         dt = result_type(x, y)
     else
-        dt = (number_is_float(x) or number_is_float(y)) and F32 or I64
+        dt = (number_is_float(x) or number_is_float(y)) and DEFAULT_FLOAT or I64
     end
     if not is_tensor(x) then x = scalar_tensor("where", cond, x, dt) end
     if not is_tensor(y) then y = scalar_tensor("where", cond, y, dt) end
@@ -2612,9 +2627,9 @@ function Tensor:mean(dim, keepdim)
         -- goes through float32 as before: its 64-bit sum could wrap.)
         local n = dim == nil and self:numel() or shape_of(self)[norm_dim("mean", self, dim) + 1]
         local s = reduce("mean", K.sum, self, dim, keepdim, F64)
-        return cast("mean", push1(K.div_scalar, "mean", s, s, n), F32)
+        return cast("mean", push1(K.div_scalar, "mean", s, s, n), DEFAULT_FLOAT)
     end
-    local x = ISFLOAT[dt] and self or cast("mean", self, F32)
+    local x = ISFLOAT[dt] and self or cast("mean", self, DEFAULT_FLOAT)
     return reduce("mean", K.mean, x, dim, keepdim)
 end
 
@@ -2666,7 +2681,7 @@ local function softmax(fname, kid, t, dim)
         return wrap(C.ordo_tensor_view(fname, r._c, 0, SHAPE))
     end
     local d = norm_dim(fname, t, dim or -1)
-    local x = ISFLOAT[t._c.dtype] and t or cast(fname, t, F32)
+    local x = ISFLOAT[t._c.dtype] and t or cast(fname, t, DEFAULT_FLOAT)
     local out = empty_like(x, nil, fname)
     push(kid, fname, 0, {x}, {out}, nil, {d})
     return out

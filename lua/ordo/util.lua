@@ -159,7 +159,7 @@ function M.check_positive_int(fname, what, v)
 end
 
 -- The tensor options a module's parameters are made with, from the
--- module's own options (float32 unless it says otherwise). A dtype that is
+-- module's own options (the default dtype unless it says otherwise). A dtype that is
 -- not a float one is refused naming the module (owner: the module being
 -- made), not the init function that would meet it ("uniform_: dtype ...").
 local FLOAT_DTYPES = {float32 = true, float64 = true, float = true, double = true, f32 = true, f64 = true}
@@ -170,7 +170,7 @@ function M.param_opts(opts, owner)
         M.fail(("%s: option dtype must be \"float32\" or \"float64\" (parameters need gradients), got %s"):format(
             who, type(dt) == "string" and ("%q"):format(dt) or M.typename(dt)))
     end
-    return {dtype = dt or "float32", device = opts.device}
+    return {dtype = dt, device = opts.device} -- (nil: the default dtype, ordo.get_default_dtype())
 end
 
 function M.typename(x)

@@ -652,7 +652,7 @@ function M.install(nn)
         if nn.is_module(sz) then sz, opts = opts, more end -- (called as model:generate_square_subsequent_mask(sz))
         util.check_positive_int(name, "sz", sz)
         opts = util.check_opts(name, opts, {dtype = true, device = true})
-        local dt = opts.dtype or "float32"
+        local dt = opts.dtype or tensor.get_default_dtype()
         if not FLOAT[dt] then fail(fmt("%s: dtype must be float32 or float64, got %s", name, tostring(dt))) end
         return tensor.full({sz, sz}, -huge, {dtype = dt, device = opts.device}):triu(1)
     end
