@@ -2090,6 +2090,85 @@ describe("nn modules", function()
         H.raises(function() net.heads(ordo.zeros({1})) end, "ModuleDict", "no forward of its own")
     end)
 
+    it("ParameterList and ParameterDict: the owner's parameters, trained, moved, saved and loaded", function()
+        local Net = nn.Module:extend("PListNet")
+        function Net:init()
+            self.pl = nn.ParameterList({ordo.randn(2, D), ordo.randn(3, D)})
+            self.pd = nn.ParameterDict({b = ordo.zeros(2, D), a = ordo.ones(1, D)})
+        end
+        function Net:forward(x) return (x * self.pl[1]):sum() + self.pl:get(-1):sum() + self.pd.a:sum() * 2 end
+        local net = Net()
+        local names = {}
+        for _, e in ipairs(net:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"pl.1", "pl.2", "pd.a", "pd.b"}, names)
+        assert.equals(4, #net:parameters())
+        assert.equals(2, net.pl:size())
+        assert.equals(2, net.pd:size())
+        assert.same({"a", "b"}, net.pd:keys())
+        assert.equals(net.pd.a, net.pd:get("a"))
+        assert.is_true(net.pl[2]:needs_grad() and net.pl[2]:is_leaf())
+        -- gradients reach them, and an optimiser given m:parameters() steps them
+        local before = net.pd.a:item()
+        net(ordo.ones(2, D)):backward()
+        assert.same({1, 1}, net.pl[1].grad:totable())
+        assert.same({2}, net.pd.a.grad:totable())
+        optim.SGD(net:parameters(), {lr = 0.5}):step()
+        assert.equals(before - 1, net.pd.a:item())
+        -- append, extend, [i] = t, set, update; iteration in order
+        net.pl:append(ordo.zeros(4, D)):extend({ordo.zeros(5, D), ordo.zeros(6, D)})
+        net.pl[1] = ordo.full({2}, 7, D)
+        assert.same({7, 7}, net.pl[1]:totable())
+        assert.is_true(net.pl[1]:needs_grad())
+        local sizes = {}
+        for i, p in net.pl:ipairs() do sizes[i] = p:size(1) end
+        assert.same({2, 3, 4, 5, 6}, sizes)
+        net.pd:set("c", ordo.zeros(3, D)):update({d = ordo.zeros(1, D)})
+        local keys = {}
+        for k in net.pd:pairs() do keys[#keys + 1] = k end
+        assert.same({"a", "b", "c", "d"}, keys)
+        assert.equals(9, #net:parameters())
+        -- a frozen nn.Parameter stays frozen
+        assert.is_false(nn.ParameterList({nn.Parameter(ordo.ones(2), false)})[1]:needs_grad())
+        -- moved and cast with the module
+        net:float()
+        assert.equals("float32", net.pl[5]:dtype())
+        assert.equals("float32", net.pd.d:dtype())
+        -- save / load and state_dict round trip
+        local a, b = Net(), Net()
+        local path = tmpname()
+        a:save(path)
+        b:load(path)
+        os.remove(path)
+        assert.is_true(ordo.equal(a.pl[2], b.pl[2]) and ordo.equal(a.pd.b, b.pd.b))
+        local c = Net()
+        c:load_state_dict(a:state_dict())
+        assert.is_true(ordo.equal(a.pl[1], c.pl[1]))
+    end)
+
+    it("ParameterList and ParameterDict refuse bad input and stay as they were", function()
+        local pl = nn.ParameterList({ordo.zeros(2)})
+        H.raises(function() return pl[3] end, "ParameterList", "index 3 out of range 1..1")
+        H.raises(function() pl:append(ordo.zeros(2, "int64")) end, "ParameterList", "parameter 2", "float tensor",
+                 "int64")
+        H.raises(function() pl:extend({ordo.zeros(2), "x"}) end, "ParameterList", "parameter 3", "tensor", "string")
+        assert.equals(1, pl:size()) -- (none of the extend was taken)
+        H.raises(function() pl:extend({[1] = ordo.zeros(1), [3] = ordo.zeros(1)}) end, "ParameterList", "hole at 2")
+        H.raises(function() pl[2] = ordo.zeros(1) end, "ParameterList", "index 2 out of range")
+        H.raises(function() pl[1] = 5 end, "ParameterList", "must be a tensor", "number")
+        H.raises(function() nn.ParameterList(3) end, "ParameterList", "expected a table of tensors", "number")
+        H.raises(function() pl(ordo.zeros(1)) end, "ParameterList", "no forward of its own")
+        local pd = nn.ParameterDict({w = ordo.zeros(1)})
+        H.raises(function() pd:set("a.b", ordo.zeros(1)) end, "ParameterDict", "cannot use \"a.b\"")
+        H.raises(function() pd:set("keys", ordo.zeros(1)) end, "ParameterDict", "cannot use \"keys\"")
+        H.raises(function() pd:set("training", ordo.zeros(1)) end, "ParameterDict", "cannot use")
+        H.raises(function() pd:set("x", {}) end, "ParameterDict", "x must be a tensor")
+        H.raises(function() pd:update({y = ordo.zeros(1), z = ordo.zeros(1, "uint8")}) end, "ParameterDict",
+                 "z must be a float tensor")
+        assert.same({"w"}, pd:keys())
+        H.raises(function() pd:get("q") end, "ParameterDict", "no parameter named q", "it has w")
+        H.raises(function() nn.ParameterDict({3}) end, "ParameterDict", "cannot use")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -2107,6 +2107,172 @@ function ModuleDict:forward(...) -- (vararg: as ModuleList's)
     fail("ModuleDict: it has no forward of its own; call its modules (dict:get(name)) from the owner's forward")
 end
 
+-- A tensor registered as a container's parameter: t itself when it is a
+-- parameter already (shared, one gradient), else a new leaf on its storage;
+-- one made with nn.Parameter(t, false) stays frozen.
+local function add_param(self, fname, name, t, what)
+    if not is_tensor(t) then fail(fmt("%s: %s must be a tensor, got %s", fname, what, typename(t))) end
+    local dt = t:dtype()
+    if dt ~= "float32" and dt ~= "float64" then
+        fail(fmt("%s: %s must be a float tensor (float32 or float64: it needs a gradient), got %s", fname, what, dt))
+    end
+    local frozen = MARKED_PARAMETERS[t] == "frozen"
+    local p = self:register_parameter(name, t)
+    if frozen then
+        p:requires_grad(false)
+        MARKED_PARAMETERS[p] = "frozen"
+    end
+    return p
+end
+
+-- Torch's ParameterList({t1, t2, ...}): tensors held as parameters of the
+-- owner (named 1, 2, ... as ModuleList's children: "plist.1"), for the
+-- owner's forward: plist:get(i) or plist[i] (negative i from the end),
+-- plist[i] = t, plist:size(), plist:append(t),
+-- plist:extend({...}), `for i, p in plist:ipairs()`.
+local ParameterList = Module:extend("ParameterList")
+M.ParameterList = ParameterList
+function ParameterList:init(list)
+    rawset(self, "n", 0)
+    if list ~= nil and (type(list) ~= "table" or getmetatable(list) ~= nil) then
+        fail("ParameterList: expected a table of tensors, got " .. typename(list))
+    end
+    self:extend(list or {})
+end
+function ParameterList:append(t)
+    if not is_module(self) then fail("ParameterList: append: call it with a colon, plist:append(t)") end
+    add_param(self, "ParameterList", tostring(self.n + 1), t, fmt("parameter %d", self.n + 1))
+    rawset(self, "n", self.n + 1)
+    return self
+end
+function ParameterList:extend(list)
+    if not is_module(self) then fail("ParameterList: extend: call it with a colon, plist:extend({...})") end
+    if type(list) ~= "table" or getmetatable(list) ~= nil then
+        if getmetatable(list) == ParameterList then
+            local l = {}
+            for i, p in list:ipairs() do l[i] = p end
+            list = l
+        else
+            fail("ParameterList: extend: expected a table of tensors, got " .. typename(list))
+        end
+    end
+    local n = 0
+    for k in pairs(list) do
+        if not (is_int(k) and k >= 1) then
+            fail(fmt("ParameterList: expected a list of tensors (keys 1..n), got the key %s", tostring(k)))
+        end
+        if k > n then n = k end
+    end
+    for i = 1, n do
+        if list[i] == nil then fail(fmt("ParameterList: the list has a hole at %d (of %d)", i, n)) end
+    end
+    -- every one checked before any is added: a bad one leaves the list as it was
+    for i = 1, n do
+        local t = list[i]
+        if not is_tensor(t) then
+            fail(fmt("ParameterList: parameter %d must be a tensor, got %s", self.n + i, typename(t)))
+        end
+        if t:dtype() ~= "float32" and t:dtype() ~= "float64" then
+            fail(fmt("ParameterList: parameter %d must be a float tensor (float32 or float64: it needs a gradient), " ..
+                     "got %s", self.n + i, t:dtype()))
+        end
+    end
+    for i = 1, n do self:append(list[i]) end
+    return self
+end
+function ParameterList:get(i) return rawget(self, tostring(container_index("ParameterList", i, self.n))) end
+function ParameterList:size() return self.n end
+function ParameterList:ipairs()
+    local i = 0
+    return function()
+        i = i + 1
+        if i <= self.n then return i, rawget(self, tostring(i)) end
+    end
+end
+function ParameterList:extra_repr() return fmt("%d parameters", self.n) end
+function ParameterList:forward(...)
+    fail("ParameterList: it has no forward of its own; use its tensors (plist:get(i)) in the owner's forward")
+end
+ParameterList.__index = index_of(ParameterList, function(self, k) return ParameterList.get(self, k) end)
+ParameterList.__newindex = function(self, k, v)
+    if type(k) ~= "number" then return module_newindex(self, k, v) end
+    k = container_index("ParameterList", k, rawget(self, "n"))
+    add_param(self, "ParameterList", tostring(k), v, fmt("[%d]", k))
+end
+
+-- Torch's ParameterDict({name = t, ...}): tensors by name held as
+-- parameters of the owner (in the names' sorted order, "pdict.name" in
+-- state_dict): pdict:get(name) or pdict.name, pdict:set(name, t),
+-- pdict:update({...}), pdict:keys(), `for name, p in pdict:pairs()`,
+-- pdict:size().
+local ParameterDict = Module:extend("ParameterDict")
+M.ParameterDict = ParameterDict
+local function pdict_check_name(self, name)
+    if type(name) ~= "string" or name:find("[%s%.]") or name == "" or name == "training" or
+        ParameterDict[name] ~= nil or
+        (rawget(self, name) ~= nil and not self:_has(self._param_names, name)) then
+        fail(fmt("ParameterDict: cannot use %s as a name (a non-empty string without white space or dots, " ..
+                 "not a method's name)", type(name) == "string" and fmt("%q", name) or typename(name)))
+    end
+end
+function ParameterDict:init(params)
+    if params ~= nil and (type(params) ~= "table" or getmetatable(params) ~= nil) then
+        fail("ParameterDict: expected a table of tensors by name, got " .. typename(params))
+    end
+    self:update(params or {})
+end
+function ParameterDict:update(params)
+    if not is_module(self) then fail("ParameterDict: update: call it with a colon, pdict:update({...})") end
+    if type(params) ~= "table" or getmetatable(params) ~= nil then
+        fail("ParameterDict: update: expected a table of tensors by name, got " .. typename(params))
+    end
+    local names = {}
+    for k, t in pairs(params) do
+        pdict_check_name(self, k)
+        if not is_tensor(t) then fail(fmt("ParameterDict: %s must be a tensor, got %s", k, typename(t))) end
+        if t:dtype() ~= "float32" and t:dtype() ~= "float64" then
+            fail(fmt("ParameterDict: %s must be a float tensor (float32 or float64: it needs a gradient), got %s",
+                     k, t:dtype()))
+        end
+        names[#names + 1] = k
+    end
+    table.sort(names)
+    for _, k in ipairs(names) do self:set(k, params[k]) end
+    return self
+end
+function ParameterDict:set(name, t)
+    if not is_module(self) then fail("ParameterDict: set: call it with a colon, pdict:set(name, t)") end
+    pdict_check_name(self, name)
+    add_param(self, "ParameterDict", name, t, name)
+    return self
+end
+function ParameterDict:get(name)
+    local names = self:keys()
+    if type(name) ~= "string" or not self:_has(names, name) then
+        fail(fmt("ParameterDict: no parameter named %s (it has %s)", tostring(name),
+                 #names > 0 and table.concat(names, ", ") or "none"))
+    end
+    return rawget(self, name)
+end
+function ParameterDict:keys()
+    local r = {}
+    for _, n in ipairs(self._param_names) do if is_tensor(rawget(self, n)) then r[#r + 1] = n end end
+    return r
+end
+function ParameterDict:size() return #self:keys() end
+function ParameterDict:pairs()
+    local names, i = self:keys(), 0
+    return function()
+        i = i + 1
+        local n = names[i]
+        if n then return n, rawget(self, n) end
+    end
+end
+function ParameterDict:extra_repr() return table.concat(self:keys(), ", ") end
+function ParameterDict:forward(...)
+    fail("ParameterDict: it has no forward of its own; use its tensors (pdict:get(name)) in the owner's forward")
+end
+
 -- ---------------------------------------------------------------- losses
 
 -- A loss module: its options (reduction: "mean", the default, "sum" or
