@@ -3525,3 +3525,101 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         H.raises(function() ordo.ones(3):tril_() end, "tril_")
     end)
 end)
+
+describe("cov and corrcoef, against plain Lua", function()
+    local rows = {{0, 1, 2, -1}, {2, 1, 0.5, 3}, {1, 4, 2, 2}}
+    -- numpy's / Torch's weighted covariance, in plain Lua
+    local function ref_cov(fw, aw, corr)
+        local n = #rows[1]
+        local w, ws = {}, 0
+        for i = 1, n do
+            w[i] = (fw and fw[i] or 1) * (aw and aw[i] or 1)
+            ws = ws + w[i]
+        end
+        local avg = {}
+        for a = 1, #rows do
+            local s = 0
+            for i = 1, n do s = s + rows[a][i] * w[i] end
+            avg[a] = s / ws
+        end
+        local nf
+        if corr == 0 then nf = ws
+        elseif not aw then nf = ws - corr
+        else
+            local s = 0
+            for i = 1, n do s = s + w[i] * aw[i] end
+            nf = ws - corr * s / ws
+        end
+        local c = {}
+        for a = 1, #rows do
+            c[a] = {}
+            for b = 1, #rows do
+                local s = 0
+                for i = 1, n do s = s + (rows[a][i] - avg[a]) * (rows[b][i] - avg[b]) * w[i] end
+                c[a][b] = s / nf
+            end
+        end
+        return c
+    end
+    local fw, aw = {1, 2, 3, 1}, {0.5, 1, 2, 0.25}
+
+    it("matches the reference with and without weights and corrections", function()
+        local x = ordo.tensor(rows, "float64")
+        close(ref_cov(nil, nil, 1), x:cov():totable(), 1e-12)
+        close(ref_cov(nil, nil, 0), ordo.cov(x, {correction = 0}):totable(), 1e-12)
+        close(ref_cov(nil, nil, 2), x:cov({correction = 2}):totable(), 1e-12)
+        local f, a = ordo.tensor(fw, "int64"), ordo.tensor(aw, "float64")
+        close(ref_cov(fw, nil, 1), x:cov({fweights = f}):totable(), 1e-12)
+        close(ref_cov(nil, aw, 1), x:cov({aweights = a}):totable(), 1e-12)
+        close(ref_cov(fw, aw, 1), x:cov({fweights = f, aweights = a}):totable(), 1e-12)
+        close(ref_cov(fw, aw, 0), x:cov({fweights = f, aweights = a, correction = 0}):totable(), 1e-12)
+        -- one variable: a 0-dim result; integer input: the default float dtype
+        local v = ordo.tensor({1, 2, 4})
+        assert.equals(0, v:cov():dim())
+        close(7 / 3, v:cov():item())
+        assert.equals("float32", ordo.tensor({1, 2, 4}, "int64"):cov():dtype())
+        close(7 / 3, ordo.tensor({1, 2, 4}, "int64"):cov():item())
+    end)
+
+    it("corrcoef is cov over the standard deviations, in [-1, 1]", function()
+        local x = ordo.tensor(rows, "float64")
+        local c = ref_cov(nil, nil, 1)
+        local r = ordo.corrcoef(x):totable()
+        for a = 1, 3 do
+            for b = 1, 3 do close(c[a][b] / math.sqrt(c[a][a] * c[b][b]), r[a][b], 1e-12) end
+        end
+        close(1, ordo.tensor({{1, 2, 3}, {2, 4, 6}}):corrcoef():totable()[1][2])
+        close(-1, ordo.tensor({{1, 2, 3}, {6, 4, 2}}):corrcoef():totable()[1][2])
+        assert.equals(1, ordo.tensor({3, 1, 2}):corrcoef():item())
+    end)
+
+    it("has gradients (input and aweights)", function()
+        local x = ordo.tensor(rows, "float64"):requires_grad()
+        local a = ordo.tensor(aw, "float64"):requires_grad()
+        local f = ordo.tensor(fw, "int64")
+        assert.is_true(ordo.autograd.gradcheck(function(v) return v:cov() end, {x}))
+        assert.is_true(ordo.autograd.gradcheck(function(v) return v:corrcoef() end, {x}))
+        assert.is_true(ordo.autograd.gradcheck(function(v, w) return v:cov({fweights = f, aweights = w}) end, {x, a}))
+    end)
+
+    it("refuses bad input naming it", function()
+        local x = ordo.tensor(rows, "float64")
+        H.raises(function() x:cov({correction = -1}) end, "cov: correction must be an integer >= 0")
+        H.raises(function() x:cov({correction = 0.5}) end, "cov: correction must be an integer >= 0")
+        H.raises(function() x:cov({fweights = ordo.tensor(aw)}) end, "cov: fweights must be an integer tensor")
+        H.raises(function() x:cov({aweights = ordo.tensor(fw, "int64")}) end, "cov: aweights must be a float tensor")
+        H.raises(function() x:cov({fweights = ordo.tensor({1, 2}, "int64")}) end,
+                 "cov: fweights must have one weight per observation (4")
+        H.raises(function() x:cov({aweights = ordo.ones(2, 2)}) end, "cov: aweights must have one dim or none")
+        H.raises(function() x:cov({fweights = ordo.tensor({1, -1, 1, 1}, "int64")}) end,
+                 "cov: fweights must not be negative")
+        H.raises(function() x:cov({aweights = ordo.tensor({1, -1, 1, 1})}) end, "cov: aweights must not be negative")
+        H.raises(function() x:cov({aweights = 3}) end, "cov: aweights must be a tensor")
+        H.raises(function() x:cov({weights = 1}) end, "cov: unknown option 'weights'")
+        H.raises(function() x:cov(1) end, "cov: options must be a table")
+        H.raises(function() ordo.zeros(2, 2, 2):cov() end, "cov: expected a tensor of 2 dims or fewer, got 3")
+        H.raises(function() ordo.zeros(2, 2, 2):corrcoef() end, "corrcoef: expected a tensor of 2 dims or fewer")
+        H.raises(function() x:corrcoef({correction = 0}) end, "corrcoef: takes no arguments")
+        H.raises(function() ordo.cov(5) end, "cov")
+    end)
+end)

@@ -2675,6 +2675,89 @@ do
     end
 end
 
+-- ---------------------------------------------------------------- cov, corrcoef
+
+-- A weight of cov: a tensor of one dim (or 0-dim) of n elements, of the
+-- kind asked (fweights integers, aweights floats), none below 0.
+local function cov_weight(name, w, n, want_int)
+    if not is_tensor(w) then fail(fmt("cov: %s must be a tensor, got %s", name, typename(w))) end
+    if w:dim() > 1 then fail(fmt("cov: %s must have one dim or none, got %d dims", name, w:dim())) end
+    if w:numel() ~= n then
+        fail(fmt("cov: %s must have one weight per observation (%d, the input's columns), got %d", name, n, w:numel()))
+    end
+    if want_int and is_float(w) then fail(fmt("cov: fweights must be an integer tensor, got %s", w:dtype())) end
+    if not want_int and not is_float(w) then
+        fail(fmt("cov: aweights must be a float tensor (float32 or float64), got %s", w:dtype()))
+    end
+    if n > 0 and w:detach():lt(0):any() then fail(fmt("cov: %s must not be negative", name)) end
+    return w:reshape(-1)
+end
+
+-- cov([{correction = 1, fweights =, aweights =}]): Torch's: the covariance
+-- matrix of the rows (variables) over the columns (observations) of a
+-- 2-dim tensor (one dim: a single variable, a 0-dim result); fweights:
+-- integer counts of each observation, aweights: float importances. Made of
+-- tensor ops, so gradients flow (to the input and aweights).
+function Tensor:cov(opts)
+    check_self("cov", self)
+    opts = util.check_opts("cov", opts, {correction = true, fweights = true, aweights = true})
+    local correction = opts.correction
+    if correction == nil then correction = 1 end
+    if type(correction) == "boolean" then correction = correction and 1 or 0 end
+    if not is_int(correction) or correction < 0 then
+        fail("cov: correction must be an integer >= 0, got " .. show(correction))
+    end
+    if self:dim() > 2 then fail(fmt("cov: expected a tensor of 2 dims or fewer, got %d dims", self:dim())) end
+    local x = self:dim() < 2 and self:reshape(1, -1) or self
+    if not is_float(x) then x = x:to(tensor.get_default_dtype()) end
+    local n = x:size(2)
+    local fw = opts.fweights ~= nil and cov_weight("fweights", opts.fweights, n, true) or nil
+    local aw = opts.aweights ~= nil and cov_weight("aweights", opts.aweights, n, false) or nil
+    if fw then check_devices("cov", x, fw) end
+    if aw then check_devices("cov", x, aw) end
+    local w
+    if fw then w = fw:to(x:dtype()) end
+    if aw then
+        aw = aw:to(x:dtype())
+        w = w and w * aw or aw
+    end
+    local avg, norm, w_sum
+    if w then
+        w_sum = w:sum()
+        avg = (x * w):sum(2, true) / w_sum
+        if correction == 0 then
+            norm = w_sum
+        elseif not aw then
+            norm = w_sum - correction
+        else
+            norm = w_sum - (w * aw):sum() * correction / w_sum
+        end
+        norm = norm:clamp(0) -- (0: inf or NaN, as Torch's, where there are too few observations)
+    else
+        avg = x:mean(2, true)
+        norm = math.max(n - correction, 0)
+    end
+    local xc = x - avg
+    local c = xc:matmul((w and xc * w or xc):t()) / norm
+    if c:size(1) == 1 then c = c:reshape({}) end
+    return c
+end
+
+-- corrcoef(): Torch's: the Pearson correlation coefficients of the rows
+-- (variables) of a 2-dim tensor, cov normalised by the standard
+-- deviations, clamped to [-1, 1]; a single variable gives 1 (NaN when it
+-- is constant).
+function Tensor:corrcoef(...)
+    check_self("corrcoef", self)
+    if select("#", ...) > 0 then fail("corrcoef: takes no arguments (cov takes weights)") end
+    if self:dim() > 2 then fail(fmt("corrcoef: expected a tensor of 2 dims or fewer, got %d dims", self:dim())) end
+    local c = self:cov()
+    if c:dim() == 0 then return c / c end
+    local sd = c:diagonal():sqrt()
+    c = c / sd:reshape(-1, 1) / sd:reshape(1, -1)
+    return c:clamp(-1, 1)
+end
+
 -- ---------------------------------------------------------------- small conveniences a Torch user reaches for
 
 -- Calls f(...), its error said under fname instead of under inner (the op
