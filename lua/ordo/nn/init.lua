@@ -1084,6 +1084,7 @@ local LOAD_SD_OPTS = {strict = true}
 function Module:load_state_dict(sd, opts)
     check_module_self("load_state_dict", self)
     local fname = "load_state_dict"
+    if type(opts) == "boolean" then opts = {strict = opts} end -- (Torch's load_state_dict(sd, strict))
     opts = util.check_opts(fname, opts, LOAD_SD_OPTS)
     local strict = opts.strict
     if strict == nil then strict = true end
@@ -2058,6 +2059,72 @@ for _, cls in ipairs({Sequential, ModuleList}) do
     end
 end
 
+-- seq:extend({m1, m2, ...}) and list:extend(...) (Torch's: each added at
+-- the end; all checked first; a Sequential or ModuleList given adds its
+-- modules), seq:insert(i, m) (m at i, those from i on moved up one; i may
+-- be n + 1, the end, or negative from the end) and seq:pop([i]) (the i-th,
+-- the last by default, taken out and returned, those after it moved down).
+-- Cls:extend("Name") on the class still makes a subclass.  (list:extend
+-- was Module:extend, the class maker: "expected a class name, got table".)
+for _, cls in ipairs({Sequential, ModuleList}) do
+    local name = cls._class_name
+    local function modules_of(self)
+        local r = {}
+        for i = 1, rawget(self, "n") do r[i] = rawget(self, tostring(i)) end
+        return r
+    end
+    local function renumber(self, mods, old_n)
+        for i = 1, #mods do self:add_module(tostring(i), mods[i]) end
+        for i = #mods + 1, old_n do rawset(self, tostring(i), nil) end
+        rawset(self, "n", #mods)
+    end
+    cls.extend = function(self, list)
+        if type(list) == "string" or not is_module(self) or rawget(self, "_module_names") == nil then
+            return Module.extend(self, list) -- (a subclass)
+        end
+        local l, n
+        if is_module(list) and type(rawget(list, "n")) == "number" and getmetatable(list)._number_index then
+            l, n = modules_of(list), rawget(list, "n")
+        elseif type(list) ~= "table" or getmetatable(list) ~= nil then
+            fail(fmt("%s: extend: expected a list of modules {m1, m2, ...}, got %s", name, typename(list)))
+        else
+            l, n = module_list(name, list)
+        end
+        for i = 1, n do
+            if not is_module(l[i]) then
+                fail(fmt("%s: extend: module %d must be a module, got %s", name, i, typename(l[i])))
+            end
+        end
+        for i = 1, n do self:append(l[i]) end
+        return self
+    end
+    cls.insert = function(self, i, m)
+        if not is_module(self) then fail(fmt("%s: insert: call it with a colon, x:insert(i, m)", name)) end
+        local n = rawget(self, "n")
+        local k = i
+        if type(k) == "number" and is_int(k) and k < 0 then k = n + 1 + k end
+        if type(k) ~= "number" or not is_int(k) or k < 1 or k > n + 1 then
+            fail(fmt("%s: insert: index %s out of range 1..%d (or -%d..-1 from the end)", name,
+                     type(i) == "number" and tostring(i) or typename(i), n + 1, n))
+        end
+        if not is_module(m) then fail(fmt("%s: insert: expected a module, got %s", name, typename(m))) end
+        local mods = modules_of(self)
+        table.insert(mods, k, m)
+        renumber(self, mods, n)
+        return self
+    end
+    cls.pop = function(self, i)
+        if not is_module(self) then fail(fmt("%s: pop: call it with a colon, x:pop([i])", name)) end
+        local n = rawget(self, "n")
+        if n == 0 then fail(fmt("%s: pop: it is empty", name)) end
+        local k = container_index(name, i == nil and n or i, n)
+        local mods = modules_of(self)
+        local m = table.remove(mods, k)
+        renumber(self, mods, n)
+        return m
+    end
+end
+
 -- ModuleDict({name = m, ...}): modules by name, held as children (in the
 -- names' sorted order, so parameters come out the same every run):
 -- dict:get(name), dict:set(name, m), dict:keys(), `for name, m in
@@ -2103,6 +2170,42 @@ function ModuleDict:pairs()
         if n then return n, self[n] end
     end
 end
+-- dict:update({name = m, ...}) (all checked, then set in sorted order),
+-- dict:pop(name) (taken out and returned), dict:values(), dict:items()
+-- ({name, module} pairs) and dict:size(): Torch's.
+function ModuleDict:update(modules)
+    if not is_module(self) then fail("ModuleDict: update: call it with a colon, dict:update({...})") end
+    if type(modules) ~= "table" or getmetatable(modules) ~= nil then
+        fail("ModuleDict: update: expected a table of modules by name, got " .. typename(modules))
+    end
+    local names = {}
+    for k, m in pairs(modules) do
+        if type(k) ~= "string" or k:find("[%s%.]") or k == "" or k == "training" or ModuleDict[k] ~= nil then
+            fail(fmt("ModuleDict: cannot use %s as a name", tostring(k)))
+        end
+        if not is_module(m) then fail(fmt("ModuleDict: update: %s must be a module, got %s", k, typename(m))) end
+        names[#names + 1] = k
+    end
+    table.sort(names)
+    for _, k in ipairs(names) do self:set(k, modules[k]) end
+    return self
+end
+function ModuleDict:pop(name)
+    local m = self:get(name)
+    rawset(self, name, nil)
+    return m
+end
+function ModuleDict:values()
+    local r = {}
+    for _, n in ipairs(child_names(self)) do r[#r + 1] = self[n] end
+    return r
+end
+function ModuleDict:items()
+    local r = {}
+    for _, n in ipairs(child_names(self)) do r[#r + 1] = {n, self[n]} end
+    return r
+end
+function ModuleDict:size() return #child_names(self) end
 function ModuleDict:forward(...) -- (vararg: as ModuleList's)
     fail("ModuleDict: it has no forward of its own; call its modules (dict:get(name)) from the owner's forward")
 end
