@@ -631,7 +631,7 @@ end
 -- (seen: the tensors and the modules met so far, each listed once: a
 -- module met again, shared or in a cycle -- a child holding its parent,
 -- child.owner = parent -- is not entered again)
-local function collect_params(m, prefix, out, seen)
+local function collect_params(m, prefix, out, seen, shallow)
     if seen[m] then return out end
     seen[m] = true
     for _, n in ipairs(m._param_names) do
@@ -642,6 +642,7 @@ local function collect_params(m, prefix, out, seen)
             out[#out + 1] = {name = prefix .. n, tensor = t}
         end
     end
+    if shallow then return out end
     for _, n in ipairs(child_names(m)) do collect_params(m[n], prefix .. n .. ".", out, seen) end
     return out
 end
@@ -657,9 +658,16 @@ end
 
 -- {name = "layer.1.weight", tensor = t} for every parameter, depth first,
 -- each tensor once (names start with prefix when given).
-function Module:named_parameters(prefix)
+-- recurse = false (Torch's): this module's own, not its children's.
+local function check_recurse(fname, recurse)
+    if recurse == nil then return true end
+    if type(recurse) ~= "boolean" then fail(fmt("%s: recurse must be a boolean, got %s", fname, typename(recurse))) end
+    return recurse
+end
+function Module:named_parameters(prefix, recurse)
     check_module_self("named_parameters", self)
-    return collect_params(self, dotted_prefix("named_parameters", prefix), {}, {})
+    recurse = check_recurse("named_parameters", recurse)
+    return collect_params(self, dotted_prefix("named_parameters", prefix), {}, {}, not recurse)
 end
 
 -- (an argument to a method that takes none: Torch's m.parameters(False),
@@ -668,18 +676,21 @@ local function no_args(fname, n, first)
     if n > 0 then fail(fmt("%s: takes no arguments, got %s", fname, typename(first))) end
 end
 
-function Module:parameters(...)
+function Module:parameters(recurse, ...)
     check_module_self("parameters", self)
-    no_args("parameters", select("#", ...), ...)
+    recurse = check_recurse("parameters", recurse)
+    if select("#", ...) > 0 then
+        fail(fmt("parameters: takes recurse alone, got a further %s", typename((...))))
+    end
     local r = {}
-    for i, e in ipairs(self:named_parameters()) do r[i] = e.tensor end
+    for i, e in ipairs(self:named_parameters(nil, recurse)) do r[i] = e.tensor end
     return r
 end
 
 -- (persistent_only: without those registered with persistent = false;
 -- seen as collect_params': each buffer once, as each parameter, under its
 -- first name -- Sequential(bn, bn) listed bn's under both)
-local function collect_buffers(m, prefix, out, persistent_only, seen)
+local function collect_buffers(m, prefix, out, persistent_only, seen, shallow)
     if seen[m] then return out end
     seen[m] = true
     local np = persistent_only and rawget(m, "_nonpersistent")
@@ -690,23 +701,28 @@ local function collect_buffers(m, prefix, out, persistent_only, seen)
             out[#out + 1] = {name = prefix .. n, tensor = t}
         end
     end
+    if shallow then return out end
     for _, n in ipairs(child_names(m)) do collect_buffers(m[n], prefix .. n .. ".", out, persistent_only, seen) end
     return out
 end
 
 -- {name = "bn.running_mean", tensor = t} for every buffer, depth first.
-function Module:named_buffers(prefix)
+function Module:named_buffers(prefix, recurse)
     check_module_self("named_buffers", self)
-    return collect_buffers(self, dotted_prefix("named_buffers", prefix), {}, false, {})
+    recurse = check_recurse("named_buffers", recurse)
+    return collect_buffers(self, dotted_prefix("named_buffers", prefix), {}, false, {}, not recurse)
 end
 
 -- The buffers' tensors, as parameters() the parameters' (Torch's
 -- m.buffers(); only named_buffers was there).
-function Module:buffers(...)
+function Module:buffers(recurse, ...)
     check_module_self("buffers", self)
-    no_args("buffers", select("#", ...), ...)
+    recurse = check_recurse("buffers", recurse)
+    if select("#", ...) > 0 then
+        fail(fmt("buffers: takes recurse alone, got a further %s", typename((...))))
+    end
     local r = {}
-    for i, e in ipairs(self:named_buffers()) do r[i] = e.tensor end
+    for i, e in ipairs(self:named_buffers(nil, recurse)) do r[i] = e.tensor end
     return r
 end
 
