@@ -1838,7 +1838,9 @@ end
 -- Identity(): returns its input (a placeholder in a Sequential).
 local Identity = Module:extend("Identity")
 M.Identity = Identity
-function Identity:init() end
+-- (Torch's Identity(*args, **kwargs): any arguments, unused, so that it
+-- can stand in for a layer made with them)
+function Identity:init(...) end
 function Identity:forward(x) return x end
 
 -- Embedding(num, dim [, {dtype =, device =}]): a learned table of num rows
