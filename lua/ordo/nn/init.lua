@@ -2238,7 +2238,10 @@ local function add_param(self, fname, name, t, what)
         fail(fmt("%s: %s must be a float tensor (float32 or float64: it needs a gradient), got %s", fname, what, dt))
     end
     local frozen = MARKED_PARAMETERS[t] == "frozen"
-    local p = self:register_parameter(name, t)
+    rawset(self, "_registering", true) -- (register_parameter's own self[name] = p: a plain field)
+    local ok, p = pcall(self.register_parameter, self, name, t)
+    rawset(self, "_registering", nil)
+    if not ok then error(p, 0) end
     if frozen then
         p:requires_grad(false)
         MARKED_PARAMETERS[p] = "frozen"
@@ -2388,6 +2391,28 @@ function ParameterDict:pairs()
         local n = names[i]
         if n then return n, rawget(self, n) end
     end
+end
+function ParameterDict:pop(name)
+    local p = self:get(name)
+    rawset(self, name, nil)
+    for i = #self._param_names, 1, -1 do
+        if self._param_names[i] == name then table.remove(self._param_names, i) end
+    end
+    local rec = rawget(self, "_param_tensors")
+    if rec then rec[name] = nil end
+    return p
+end
+-- pdict.name = t (Torch's pdict["name"] = t): set(name, t); it was a
+-- plain field, never registered nor trained.  pdict.name = nil: pop.
+ParameterDict.__newindex = function(self, k, v)
+    if is_tensor(v) and k ~= "training" and not rawget(self, "_registering") then
+        return ParameterDict.set(self, k, v)
+    end
+    if v == nil and type(k) == "string" and self:_has(self._param_names, k) and is_tensor(rawget(self, k)) then
+        ParameterDict.pop(self, k)
+        return
+    end
+    return module_newindex(self, k, v)
 end
 function ParameterDict:extra_repr() return table.concat(self:keys(), ", ") end
 function ParameterDict:forward(...)
