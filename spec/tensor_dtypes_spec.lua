@@ -541,6 +541,10 @@ describe("set_default_dtype / get_default_dtype", function()
         assert.equal("float64", nn.BatchNorm1d(3).running_mean:dtype())
         assert.equal("float64", nn.MultiheadAttention(4, 2).out_proj.weight:dtype())
         assert.equal("float32", nn.Linear(2, 3, {dtype = "float32"}).weight:dtype())
+        -- losses given integer tensors compute in the default dtype
+        local i = ordo.tensor({1, 0}, "int64")
+        assert.equal("float64", nn.functional.binary_cross_entropy(i, i):dtype())
+        assert.equal("float64", nn.functional.kl_div(i, i):dtype())
         local m = nn.Linear(2, 1)
         assert.equal("float64", m(ordo.randn(3, 2)):dtype()) -- default-dtype input meets default-dtype layer
         ordo.set_default_dtype("float32")

@@ -858,7 +858,7 @@ function M.gaussian_nll_loss(input, target, var, opts, who)
         if not (var >= 0 and var < math.huge) then
             fail(fmt("%s: var must be a tensor or a finite number >= 0, got %s", fname, tostring(var)))
         end
-        var = tensor.full_like(input, var, {dtype = FLOAT_DT[input:dtype()] and input:dtype() or "float32"})
+        var = tensor.full_like(input, var, {dtype = FLOAT_DT[input:dtype()] and input:dtype() or tensor.get_default_dtype()})
     end
     check_tensor(fname, "var", var)
     check_devices(fname, input, target, var)
@@ -1608,7 +1608,7 @@ function M.binary_cross_entropy(p, y, opts, who)
     -- Torch's refuses it (no host wait: the check runs as an op)
     -- integer probabilities compute in float32 (or the target's float
     -- dtype) and are range-checked as floats are (an int64 2 gave NaN)
-    if not FLOAT_DT[p:dtype()] then p = p:to(FLOAT_DT[y:dtype()] and y:dtype() or "float32") end
+    if not FLOAT_DT[p:dtype()] then p = p:to(FLOAT_DT[y:dtype()] and y:dtype() or tensor.get_default_dtype()) end
     local pd, yd = p._rg and p:detach() or p, y._rg and y:detach() or y
     pd = tensor.checked_in_range(fname, pd, 0, 1)
     local loss = -(yd * pd:log():clamp(-100) + (1 - yd) * (1 - pd):log():clamp(-100))
@@ -1667,7 +1667,7 @@ function M.kl_div(input, target, opts, who)
     end
     local loss
     if opts.log_target then
-        if not FLOAT_DT[target:dtype()] then target = target:to(FLOAT_DT[input:dtype()] and input:dtype() or "float32") end
+        if not FLOAT_DT[target:dtype()] then target = target:to(FLOAT_DT[input:dtype()] and input:dtype() or tensor.get_default_dtype()) end
         loss = target:exp() * (target - input)
     else
         -- 0 log 0 = 0, as Torch's: the log of 1 where the target is 0 (log 0
