@@ -2257,6 +2257,57 @@ describe("nn modules", function()
         H.raises(function() m:load_state_dict(sd, true) end, "load_state_dict: the state dict has no tensor named bias")
     end)
 
+    it("Softmax2d, Dropout1d, Dropout3d", function()
+        local x = ordo.randn(2, 3, 4, 4)
+        local y = nn.Softmax2d()(x)
+        H.close(x:softmax(2):totable(), y:totable(), 1e-6)
+        H.close(x[1]:softmax(1):totable(), nn.Softmax2d()(x[1]):totable(), 1e-6)
+        H.raises(function() nn.Softmax2d()(ordo.randn(3, 4)) end, "Softmax2d: expected a 4-D input", "3x4")
+        local d1 = nn.Dropout1d(0.5)
+        local z = d1(ordo.ones(4, 8, 5))
+        -- whole channels: each (n, c) row all 0 or all 2
+        for _, plane in ipairs(z:totable()) do
+            for _, row in ipairs(plane) do
+                for j = 2, 5 do assert.equals(row[1], row[j]) end
+                assert.is_true(row[1] == 0 or row[1] == 2)
+            end
+        end
+        assert.same({8, 5}, d1(ordo.ones(8, 5)):shape())
+        H.raises(function() d1(ordo.ones(2, 3, 4, 5)) end, "Dropout1d: expected a 3-D input (N, C, L) or a 2-D one")
+        local d3 = nn.Dropout3d(0.5)
+        local w = d3(ordo.ones(2, 3, 2, 2, 2))
+        local per = w:sum({3, 4, 5}):totable()
+        for _, r in ipairs(per) do for _, v in ipairs(r) do assert.is_true(v == 0 or v == 16) end end
+        H.raises(function() d3(ordo.ones(2, 3)) end, "Dropout3d: expected a 5-D input")
+        d3:eval()
+        assert.equals(8, d3(ordo.ones(1, 2, 2, 2)):sum():item())
+        assert.same({2, 3}, F.dropout1d(ordo.ones(2, 3), 0.3, false):shape())
+    end)
+
+    it("nn.utils.parameters_to_vector and vector_to_parameters, as Torch's", function()
+        local m = nn.Linear(3, 2)
+        local v = nn.utils.parameters_to_vector(m:parameters())
+        assert.same({8}, v:shape())
+        assert.same(m.weight:reshape(-1):totable(), v:narrow(1, 1, 6):totable())
+        v:sum():backward() -- (gradients flow back)
+        assert.same({{1, 1, 1}, {1, 1, 1}}, m.weight.grad:totable())
+        nn.utils.vector_to_parameters(ordo.arange(8), m:parameters())
+        assert.same({{0, 1, 2}, {3, 4, 5}}, m.weight:totable())
+        assert.same({6, 7}, m.bias:totable())
+        assert.is_true(m.weight:is_leaf() and m.weight:needs_grad())
+        H.raises(function() nn.utils.vector_to_parameters(ordo.arange(7), m:parameters()) end,
+                 "vector_to_parameters: vec has 7 values, the parameters 8")
+        assert.same({6, 7}, m.bias:totable()) -- (untouched)
+        H.raises(function() nn.utils.vector_to_parameters(ordo.zeros(2, 4), m:parameters()) end,
+                 "vector_to_parameters: vec must have 1 dim")
+        H.raises(function() nn.utils.vector_to_parameters(3, m:parameters()) end, "vec must be a tensor")
+        H.raises(function() nn.utils.parameters_to_vector({m.weight, 3}) end,
+                 "parameters_to_vector: parameter 2 is number, expected a tensor")
+        H.raises(function() nn.utils.parameters_to_vector({}) end, "parameters_to_vector: expected at least one")
+        H.raises(function() nn.utils.parameters_to_vector(5) end, "parameters_to_vector: expected a list of parameters")
+        assert.same({2}, nn.utils.parameters_to_vector(m.bias):shape())
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -454,20 +454,32 @@ end
 -- N×C×…; dim 1 of an unbatched C×H×W) with probability p and scales the
 -- rest by 1/(1-p) -- for convolutional features, whose neighbours are
 -- too alike for element dropout to regularise.
-function M.dropout2d(x, p, training, inplace, who)
-    local fname = name_of(who, "dropout2d")
+-- dropout1d: N×C×L or C×L, dropout3d: N×C×D×H×W or C×D×H×W, as Torch's.
+local CHANNEL_SHAPES = {[1] = {"(N, C, L)", "(C, L)"}, [2] = {"(N, C, H, W)", "(C, H, W)"},
+                        [3] = {"(N, C, D, H, W)", "(C, D, H, W)"}}
+local function channel_dropout(fname, nsp, x, p, training, inplace)
     p = check_p(fname, p, training, inplace)
     check_tensor(fname, "input", x)
-    if x:dim() ~= 3 and x:dim() ~= 4 then
-        fail(fmt(fname .. ": expected a 4-D input (N, C, H, W) or a 3-D one (C, H, W), got shape %s", shape_str(x)))
+    if x:dim() ~= nsp + 1 and x:dim() ~= nsp + 2 then
+        fail(fmt("%s: expected a %d-D input %s or a %d-D one %s, got shape %s", fname, nsp + 2, CHANNEL_SHAPES[nsp][1],
+                 nsp + 1, CHANNEL_SHAPES[nsp][2], shape_str(x)))
     end
     if training == false or p == 0 then return x end
     check_float_input(fname, x)
     if p == 1 then return x * 0 end
     local s = shape_of(x)
-    for i = x:dim() - 1, x:dim() do s[i] = 1 end
+    for i = x:dim() - nsp + 1, x:dim() do s[i] = 1 end
     local mask = tensor.empty(s, tensor.like(x)):bernoulli_(1 - p)
     return x * mask * (1 / (1 - p))
+end
+function M.dropout2d(x, p, training, inplace, who)
+    return channel_dropout(name_of(who, "dropout2d"), 2, x, p, training, inplace)
+end
+function M.dropout1d(x, p, training, inplace, who)
+    return channel_dropout(name_of(who, "dropout1d"), 1, x, p, training, inplace)
+end
+function M.dropout3d(x, p, training, inplace, who)
+    return channel_dropout(name_of(who, "dropout3d"), 3, x, p, training, inplace)
 end
 
 local REDUCTIONS = {mean = true, sum = true, none = true}

@@ -1913,6 +1913,17 @@ function Softmin:forward(x)
     return F.softmin(x, self.dim)
 end
 
+-- Softmax2d(): softmax over the channels (dim -3) of N×C×H×W or C×H×W, as Torch's.
+local Softmax2d = Module:extend("Softmax2d")
+M.Softmax2d = Softmax2d
+function Softmax2d:forward(x)
+    check_tensor("Softmax2d", "input", x)
+    if x:dim() ~= 3 and x:dim() ~= 4 then
+        fail(fmt("Softmax2d: expected a 4-D input (N, C, H, W) or a 3-D one (C, H, W), got shape %s", shape_str(x)))
+    end
+    return x:softmax(-3)
+end
+
 local LogSoftmax = Module:extend("LogSoftmax")
 M.LogSoftmax = LogSoftmax
 function LogSoftmax:init(dim) self.dim = softmax_dim("LogSoftmax", dim) end
@@ -1944,6 +1955,8 @@ local function dropout_class(name, fn)
 end
 dropout_class("Dropout", F.dropout)
 dropout_class("Dropout2d", F.dropout2d)
+dropout_class("Dropout1d", F.dropout1d)
+dropout_class("Dropout3d", F.dropout3d)
 
 -- Flatten([start_dim = 2 [, end_dim = -1]]): N×d2×d3… -> N×(d2·d3…),
 -- dims start_dim..end_dim merged into one (t:flatten's dims).

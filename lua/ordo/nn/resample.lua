@@ -23,7 +23,7 @@ local tensor = require "ordo.tensor"
 local fail, typename, own_errors = util.fail, util.typename, util.own_errors
 local is_tensor, shape_of = tensor.is_tensor, tensor.shape_of
 local fmt, floor, min = string.format, math.floor, math.min
-local type, tostring, ipairs = type, tostring, ipairs
+local type, tostring, ipairs, pairs = type, tostring, ipairs, pairs
 
 local M = {}
 
@@ -242,6 +242,31 @@ function M.install(nn)
                         recompute_scale_factor = opts.recompute_scale_factor}
     end
     function Upsample:forward(x) return own_errors("Upsample", pcall(interpolate, "Upsample", x, self.options)) end
+
+    -- UpsamplingNearest2d({size = | scale_factor =}) and
+    -- UpsamplingBilinear2d({...}): Torch's, Upsample with mode "nearest",
+    -- and "bilinear" with align_corners = true, for 4-D input.
+    for name, o in pairs({UpsamplingNearest2d = {mode = "nearest"},
+                          UpsamplingBilinear2d = {mode = "bilinear", align = true}}) do
+        local cls = Upsample:extend(name)
+        nn[name] = cls
+        function cls:init(opts)
+            opts = util.check_opts(name, opts, {size = true, scale_factor = true})
+            if (opts.size == nil) == (opts.scale_factor == nil) then
+                fail(fmt("%s: give one of size and scale_factor", name))
+            end
+            local ok, err = pcall(Upsample.init, self, {size = opts.size, scale_factor = opts.scale_factor,
+                                                         mode = o.mode, align_corners = o.align})
+            if not ok then error((tostring(err):gsub("Upsample: ", name .. ": ", 1)), 0) end
+        end
+        function cls:forward(x)
+            if not is_tensor(x) then fail(fmt("%s: expected a tensor input, got %s", name, typename(x))) end
+            if x:dim() ~= 4 then
+                fail(fmt("%s: expected a 4-D input (N, C, H, W), got %d dims", name, x:dim()))
+            end
+            return own_errors(name, pcall(interpolate, name, x, self.options))
+        end
+    end
     function Upsample:extra_repr()
         local o = self.options
         local what = o.size and "size " .. (type(o.size) == "table" and table.concat(o.size, "x") or tostring(o.size))

@@ -164,4 +164,69 @@ function M.clip_grad_value_(params, clip_value, ...)
     end
 end
 
+-- The tensors of params (a tensor or a list of them, no holes), checked.
+local function tensor_list(fname, params)
+    if is_tensor(params) then return {params} end
+    if type(params) ~= "table" or getmetatable(params) ~= nil then
+        fail(fmt("%s: expected a list of parameters (model:parameters()), got %s", fname, typename(params)))
+    end
+    local n = 0
+    for k in pairs(params) do
+        if not (type(k) == "number" and k >= 1 and k % 1 == 0) then
+            fail(fmt("%s: expected a list of parameters, got the key %s", fname, tostring(k)))
+        end
+        if k > n then n = k end
+    end
+    local r = {}
+    for i = 1, n do
+        local p = params[i]
+        if not is_tensor(p) then fail(fmt("%s: parameter %d is %s, expected a tensor", fname, i, typename(p))) end
+        if i > 1 and tostring(p:device()) ~= tostring(r[1]:device()) then
+            fail(fmt("%s: the parameters must be on one device, parameter 1 is on %s, parameter %d on %s", fname,
+                     tostring(r[1]:device()), i, tostring(p:device())))
+        end
+        r[i] = p
+    end
+    return r
+end
+
+-- parameters_to_vector(params): Torch's: the parameters flattened and
+-- joined into one 1-dim tensor (a copy; gradients flow back to them).
+function M.parameters_to_vector(params, ...)
+    local fname = "parameters_to_vector"
+    if select("#", ...) > 0 then fail(fmt("%s: takes the parameters alone, got a further %s", fname, typename((...)))) end
+    local ps = tensor_list(fname, params)
+    if #ps == 0 then fail(fname .. ": expected at least one parameter, got an empty list") end
+    local flat = {}
+    for i, p in ipairs(ps) do flat[i] = p:reshape(-1) end
+    return tensor.cat(flat)
+end
+
+-- vector_to_parameters(vec, params): Torch's: vec's values copied into the
+-- parameters in turn (each its numel, in its shape), outside autograd;
+-- vec must hold exactly as many values as the parameters.
+function M.vector_to_parameters(vec, params, ...)
+    local fname = "vector_to_parameters"
+    if select("#", ...) > 0 then fail(fmt("%s: takes vec and the parameters, got a further %s", fname, typename((...)))) end
+    if not is_tensor(vec) then fail(fmt("%s: vec must be a tensor, got %s", fname, typename(vec))) end
+    if vec:dim() ~= 1 then fail(fmt("%s: vec must have 1 dim, got %d", fname, vec:dim())) end
+    local ps = tensor_list(fname, params)
+    local total = 0
+    for _, p in ipairs(ps) do total = total + p:numel() end
+    if vec:numel() ~= total then
+        fail(fmt("%s: vec has %d values, the parameters %d", fname, vec:numel(), total))
+    end
+    if #ps > 0 and tostring(vec:device()) ~= tostring(ps[1]:device()) then
+        fail(fmt("%s: vec is on %s, the parameters on %s", fname, tostring(vec:device()), tostring(ps[1]:device())))
+    end
+    autograd.no_grad(function()
+        local at = 1
+        for _, p in ipairs(ps) do
+            local n = p:numel()
+            if n > 0 then p:copy_(vec:narrow(1, at, n):view(p:shape())) end
+            at = at + n
+        end
+    end)
+end
+
 return M
