@@ -298,6 +298,7 @@ Commands:  :help   :time on|off (wall time of each command)   :quit
 Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            bernoulli  zeros_like ones_like full_like  manual_seed(n)  cat stack where
            opts: {dtype = "float32"|"float64"|"int32"|"int64"|"uint8", device = ordo.cpu(0)}
+           ordo.set_default_dtype("float64") get_default_dtype() (the float dtype when none is given)
   about:   t:shape() size dim numel dtype device is_contiguous
   reading: t:item() t:totable() print(t) t:wait()      (these wait for t)
            ordo.set_printoptions{precision = 4, threshold = 1000, edgeitems = 3, profile = "full"}
@@ -310,6 +311,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            floor ceil round trunc  log2 log10 isnan isinf isfinite nan_to_num lerp fmod remainder
            masked_fill  logical_not logical_and logical_or logical_xor  (in place: add_ ... fill_ zero_ copy_)
   reduce:  sum mean prod max min argmax argmin var std norm logsumexp (dim, keepdim)  softmax log_softmax
+           cov([{correction, fweights, aweights}]) corrcoef() (rows: variables)
            cumsum(dim) cumprod(dim)  sort(dim, descending) argsort topk(k, dim, largest) kthvalue(k, dim)
            median(dim) (values, indices)  cummax(dim) cummin(dim) logcumsumexp(dim)
            ordo.allclose(a, b) ordo.equal(a, b) t:all() t:any() (Lua booleans)  t:chunk(n) t:split(size)
@@ -323,7 +325,7 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            searchsorted bucketize histc   nn.functional.one_hot(indices, n)
 Models:    ordo.nn: Linear Conv1d/2d ConvTranspose1d/2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvg/MaxPool1d/2d Upsample
            BatchNorm1d/2d InstanceNorm1d/2d LayerNorm RMSNorm GroupNorm Embedding Dropout ReLU ...
-           Sequential ModuleList ModuleDict,
+           Sequential ModuleList ModuleDict ParameterList ParameterDict,
            LSTM GRU RNN (and their cells: LSTMCell GRUCell RNNCell),
            MultiheadAttention TransformerEncoderLayer TransformerDecoderLayer TransformerEncoder Transformer,
            nn.functional.scaled_dot_product_attention(q, k, v, {is_causal = true}),
