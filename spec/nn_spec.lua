@@ -2308,6 +2308,28 @@ describe("nn modules", function()
         assert.same({2}, nn.utils.parameters_to_vector(m.bias):shape())
     end)
 
+    it("init.sparse_: N(0, std) with ceil(sparsity * rows) zeros in each column, as Torch's", function()
+        ordo.manual_seed(3)
+        local w = ordo.empty(10, 6)
+        assert.equals(w, nn.init.sparse_(w, 0.25))
+        assert.same({3, 3, 3, 3, 3, 3}, w:eq(0):sum(1):totable())
+        assert.is_true(w:abs():max():item() < 0.1) -- (std 0.01)
+        -- the zeros are at random rows: not the same rows in every column
+        local z = w:eq(0):totable()
+        local same = true
+        for c = 2, 6 do for r = 1, 10 do if z[r][c] ~= z[r][1] then same = false end end end
+        assert.is_false(same)
+        local b = ordo.empty(5, 3, "float64")
+        nn.init.sparse_(b, 0, 1)
+        assert.equals(0, b:eq(0):sum():item())
+        nn.init.sparse_(b, 1)
+        assert.equals(0, b:abs():sum():item())
+        H.raises(function() nn.init.sparse_(ordo.empty(3), 0.1) end, "init.sparse_: only 2-dim tensors", "shape 3")
+        H.raises(function() nn.init.sparse_(ordo.empty(3, 3), 2) end, "init.sparse_: sparsity must be a number in [0, 1]")
+        H.raises(function() nn.init.sparse_(ordo.empty(3, 3), 0.1, -1) end, "init.sparse_: std must be")
+        H.raises(function() nn.init.sparse_(ordo.empty(3, 3, "int64"), 0.1) end, "init.sparse_: dtype int64")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -1396,6 +1396,38 @@ function init.dirac_(t, groups)
     end)
 end
 
+-- Torch's sparse_(t, sparsity [, std = 0.01]): a 2-dim t drawn N(0, std²),
+-- then in each column ceil(sparsity · rows) elements, at random rows, set
+-- to 0 (the sparse initialisation of Martens, 2010).
+function init.sparse_(t, sparsity, std)
+    local fname = "init.sparse_"
+    check_tensor(fname, "the tensor", t)
+    if t:dim() ~= 2 then fail(fmt("%s: only 2-dim tensors are supported, got shape %s", fname, shape_str(t))) end
+    if t:dtype() ~= "float32" and t:dtype() ~= "float64" then
+        fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, t:dtype()))
+    end
+    if type(sparsity) ~= "number" or not (sparsity >= 0 and sparsity <= 1) then
+        fail(fmt("%s: sparsity must be a number in [0, 1], got %s", fname,
+                 type(sparsity) == "number" and tostring(sparsity) or typename(sparsity)))
+    end
+    if std == nil then std = 0.01 end
+    if type(std) ~= "number" or not (std >= 0) or std == math.huge then
+        fail(fmt("%s: std must be a finite number >= 0, got %s", fname,
+                 type(std) == "number" and tostring(std) or typename(std)))
+    end
+    local rows, cols = t:size(1), t:size(2)
+    local nzero = math.ceil(sparsity * rows)
+    return autograd.no_grad(function()
+        t:normal_(0, std)
+        if nzero > 0 and cols > 0 then
+            -- each column's rows in a random order: the first nzero of that order zeroed
+            local rank = tensor.rand({rows, cols}, {device = t:device()}):argsort(1):argsort(1) -- 1-based ranks
+            t:masked_fill_(rank:le(nzero), 0)
+        end
+        return t
+    end)
+end
+
 -- Torch's orthogonal_(t [, gain = 1]): t seen as rows x cols (its first
 -- dim by the rest) made (semi-)orthogonal, times gain -- orthonormal
 -- columns when rows >= cols, orthonormal rows otherwise -- drawn as Torch
