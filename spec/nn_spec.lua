@@ -2330,6 +2330,41 @@ describe("nn modules", function()
         H.raises(function() nn.init.sparse_(ordo.empty(3, 3, "int64"), 0.1) end, "init.sparse_: dtype int64")
     end)
 
+    it("Bilinear and ChannelShuffle, as Torch's", function()
+        ordo.manual_seed(5)
+        local m = nn.Bilinear(3, 2, 4, D)
+        assert.same({4, 3, 2}, m.weight:shape())
+        assert.same({4}, m.bias:shape())
+        assert.is_true(m.weight:abs():max():item() <= 1 / math.sqrt(3))
+        local x1, x2 = ordo.randn(5, 3, D), ordo.randn(5, 2, D)
+        local y = m(x1, x2)
+        assert.same({5, 4}, y:shape())
+        local W, b, a, c, got = m.weight:totable(), m.bias:totable(), x1:totable(), x2:totable(), y:totable()
+        for n = 1, 5 do
+            for o = 1, 4 do
+                local r = b[o]
+                for i = 1, 3 do for j = 1, 2 do r = r + a[n][i] * W[o][i][j] * c[n][j] end end
+                close(r, got[n][o], 1e-12)
+            end
+        end
+        assert.is_true(ag.gradcheck(function(p, q, w, bb) return F.bilinear(p, q, w, bb) end,
+                                    {x1:requires_grad(), x2:requires_grad(), m.weight, m.bias}))
+        assert.same({2, 5, 4}, m(ordo.randn(2, 5, 3, D), ordo.randn(2, 5, 2, D)):shape())
+        assert.is_nil(nn.Bilinear(3, 2, 4, {bias = false}).bias)
+        H.raises(function() m(x1, ordo.randn(4, 2, D)) end, "Bilinear: input1 5x3 and input2 4x2 must have the same")
+        H.raises(function() m(x1, ordo.randn(5, 3, D)) end, "Bilinear: input2 of shape 5x3 does not match weight")
+        H.raises(function() m(x1:float(), x2) end, "Bilinear", "float32", "float64")
+        H.raises(function() m(x1) end, "Bilinear", "input2")
+        H.raises(function() nn.Bilinear(3, 2) end, "Bilinear: out_features must be a positive integer")
+        H.raises(function() nn.Bilinear(3, 2, 1, {bais = false}) end, "Bilinear", "bais")
+        local cs = nn.ChannelShuffle(2)
+        assert.same({0, 2, 1, 3}, cs(ordo.arange(4):view(1, 4, 1, 1)):view(-1):totable())
+        assert.same({0, 2, 4, 1, 3, 5}, F.channel_shuffle(ordo.arange(6):view(1, 6, 1), 3):view(-1):totable())
+        H.raises(function() cs(ordo.zeros(1, 3, 2)) end, "ChannelShuffle: the 3 channels cannot be split into 2 groups")
+        H.raises(function() cs(ordo.zeros(3, 2)) end, "ChannelShuffle: expected an input of 3 dims or more")
+        H.raises(function() nn.ChannelShuffle(0) end, "ChannelShuffle: groups must be a positive integer")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

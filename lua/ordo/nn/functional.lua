@@ -46,6 +46,81 @@ local function record_linear(x2, weight, bias, y)
     end, {x2, weight})
 end
 
+-- Torch's bilinear(x1, x2, weight [, bias]): y[..., o] = x1[..., i]
+-- weight[o, i, j] x2[..., j] + bias[o]; x1 (..., in1), x2 (..., in2) of
+-- the same leading dims, weight (out, in1, in2), bias (out) or nil.
+function M.bilinear(x1, x2, weight, bias, who)
+    local fname = name_of(who, "bilinear")
+    check_tensor(fname, "input1", x1)
+    check_tensor(fname, "input2", x2)
+    check_tensor(fname, "weight", weight)
+    check_devices(fname, x1, x2, weight, bias)
+    if weight:dim() ~= 3 then
+        fail(fmt("%s: weight must be 3-D (out_features x in1_features x in2_features), got shape %s", fname,
+                 shape_str(weight)))
+    end
+    local nout, n1, n2 = weight:size(1), weight:size(2), weight:size(3)
+    if bias ~= nil then
+        check_tensor(fname, "bias", bias)
+        if bias:dim() ~= 1 or bias:size(1) ~= nout then
+            fail(fmt("%s: bias must have shape %d (one per output of weight %s), got %s", fname, nout,
+                     shape_str(weight), shape_str(bias)))
+        end
+    end
+    check_same_dtype(fname, x1, "input2", x2)
+    check_same_dtype(fname, x1, "weight", weight)
+    check_same_dtype(fname, x1, "bias", bias)
+    if x1:dim() == 0 or x1:size(-1) ~= n1 then
+        fail(fmt("%s: input1 of shape %s does not match weight %s (expected a last dim of %d)", fname,
+                 shape_str(x1), shape_str(weight), n1))
+    end
+    if x2:dim() == 0 or x2:size(-1) ~= n2 then
+        fail(fmt("%s: input2 of shape %s does not match weight %s (expected a last dim of %d)", fname,
+                 shape_str(x2), shape_str(weight), n2))
+    end
+    local s1, s2 = shape_of(x1), shape_of(x2)
+    if #s1 ~= #s2 then
+        fail(fmt("%s: input1 %s and input2 %s must have the same leading dims", fname, shape_str(x1), shape_str(x2)))
+    end
+    for i = 1, #s1 - 1 do
+        if s1[i] ~= s2[i] then
+            fail(fmt("%s: input1 %s and input2 %s must have the same leading dims", fname, shape_str(x1),
+                     shape_str(x2)))
+        end
+    end
+    local a = x1:reshape(-1, n1)
+    local b = x2:reshape(-1, n2)
+    local n = a:size(1)
+    -- (n, in1) @ (in1, out·in2) -> (n, out, in2), times x2 (n, 1, in2), summed over in2
+    local t = a:matmul(weight:permute(2, 1, 3):reshape(n1, nout * n2)):view(n, nout, n2)
+    local y = (t * b:view(n, 1, n2)):sum(3)
+    if bias ~= nil then y = y + bias end
+    s1[#s1] = nout
+    return y:reshape(s1)
+end
+
+-- Torch's channel_shuffle(x, groups): the C channels of x (N, C, *) as
+-- groups × C/groups, transposed (C/groups × groups): channels interleaved.
+function M.channel_shuffle(x, groups, who)
+    local fname = name_of(who, "channel_shuffle")
+    check_tensor(fname, "input", x)
+    if not is_int(groups) or groups < 1 then
+        fail(fmt("%s: groups must be an integer >= 1, got %s", fname,
+                 type(groups) == "number" and tostring(groups) or typename(groups)))
+    end
+    if x:dim() < 3 then
+        fail(fmt("%s: expected an input of 3 dims or more (N, C, *), got shape %s", fname, shape_str(x)))
+    end
+    local c = x:size(2)
+    if c % groups ~= 0 then
+        fail(fmt("%s: the %d channels cannot be split into %d groups", fname, c, groups))
+    end
+    local s = shape_of(x)
+    local v = {s[1], groups, c / groups}
+    for i = 3, #s do v[#v + 1] = s[i] end
+    return x:reshape(v):transpose(2, 3):reshape(s)
+end
+
 -- y = x W^T + b; x (..., in), weight (out, in), bias (out) or nil.
 -- Its own backward: the weight's gradient is computed as g^T x, straight in
 -- the weight's layout (through matmul's backward it would be the transpose

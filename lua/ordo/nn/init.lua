@@ -1496,6 +1496,33 @@ function Linear:init(nin, nout, opts)
 end
 
 function Linear:forward(x) return F.linear(x, self.weight, self.bias, "Linear") end
+
+-- Bilinear(in1, in2, out [, {bias = true, dtype, device}]): Torch's,
+-- y = x1^T A x2 + b, weight out × in1 × in2 and bias drawn
+-- U(-1/sqrt(in1), 1/sqrt(in1)); forward(x1, x2).
+local Bilinear = Module:extend("Bilinear")
+M.Bilinear = Bilinear
+function Bilinear:init(n1, n2, nout, opts)
+    check_int("Bilinear", "in1_features", n1)
+    check_int("Bilinear", "in2_features", n2)
+    check_int("Bilinear", "out_features", nout)
+    opts = opts_of("Bilinear", opts, LINEAR_OPTS)
+    if opts.bias ~= nil and type(opts.bias) ~= "boolean" then
+        fail("Bilinear: option bias must be a boolean, got " .. typename(opts.bias))
+    end
+    self.in1_features, self.in2_features, self.out_features = n1, n2, nout
+    local topts = util.param_opts(opts, self)
+    local bound = 1 / math.sqrt(n1)
+    self:register_parameter("weight", init.uniform_(tensor.empty({nout, n1, n2}, topts), -bound, bound))
+    if opts.bias ~= false then
+        self:register_parameter("bias", init.uniform_(tensor.empty({nout}, topts), -bound, bound))
+    end
+end
+function Bilinear:forward(x1, x2) return F.bilinear(x1, x2, self.weight, self.bias, "Bilinear") end
+function Bilinear:extra_repr()
+    return fmt("in1_features = %d, in2_features = %d, out_features = %d%s", self.in1_features, self.in2_features,
+               self.out_features, self.bias and "" or ", bias = false")
+end
 function Linear:extra_repr()
     return fmt("%d -> %d%s", self.in_features, self.out_features, self.bias and "" or ", no bias")
 end
@@ -1828,6 +1855,16 @@ local function factor_class(name, fn)
 end
 factor_class("PixelShuffle", F.pixel_shuffle)
 factor_class("PixelUnshuffle", F.pixel_unshuffle)
+
+-- ChannelShuffle(groups): F.channel_shuffle, as Torch's.
+local ChannelShuffle = Module:extend("ChannelShuffle")
+M.ChannelShuffle = ChannelShuffle
+function ChannelShuffle:init(groups)
+    check_int("ChannelShuffle", "groups", groups)
+    self.groups = groups
+end
+function ChannelShuffle:forward(x) return F.channel_shuffle(x, self.groups, "ChannelShuffle") end
+function ChannelShuffle:extra_repr() return "groups = " .. self.groups end
 
 -- Unflatten(dim, sizes): dim of the input split into sizes (Flatten's inverse).
 local Unflatten = Module:extend("Unflatten")
