@@ -2365,6 +2365,33 @@ describe("nn modules", function()
         H.raises(function() nn.ChannelShuffle(0) end, "ChannelShuffle: groups must be a positive integer")
     end)
 
+    it("AlphaDropout and FeatureAlphaDropout keep mean 0 and variance 1, as Torch's", function()
+        ordo.manual_seed(1)
+        local x = ordo.randn(200000, D)
+        local y = nn.AlphaDropout(0.2)(x)
+        assert.is_true(math.abs(y:mean():item()) < 0.01)
+        assert.is_true(math.abs(y:std():item() - 1) < 0.01)
+        -- two values only where x is constant: kept ones a·x + b, dropped ones the saturation
+        local a = 1 / math.sqrt((1.7580993408473766 ^ 2 * 0.5 + 1) * 0.5)
+        local vals = {}
+        for _, v in ipairs(nn.AlphaDropout(0.5)(ordo.ones(1000, D)):totable()) do vals[string.format("%.9f", v)] = true end
+        local want = {[string.format("%.9f", a + 1.7580993408473766 * a * 0.5)] = true,
+                      [string.format("%.9f", -1.7580993408473766 * a * 0.5)] = true}
+        assert.same(want, vals)
+        local m = nn.AlphaDropout(0.5)
+        m:eval()
+        assert.equals(x, m(x))
+        assert.equals(x, F.alpha_dropout(x, 0.5)) -- (Torch's F default: training = false)
+        local f = nn.FeatureAlphaDropout(0.5)(ordo.ones(2, 4, 3)):totable()
+        for _, plane in ipairs(f) do for _, row in ipairs(plane) do
+            assert.equals(row[1], row[2])
+            assert.equals(row[1], row[3])
+        end end
+        H.raises(function() nn.FeatureAlphaDropout(0.5)(ordo.ones(3)) end, "FeatureAlphaDropout: expected an input of 2 dims")
+        H.raises(function() nn.AlphaDropout(2) end, "AlphaDropout: p must be a number in [0, 1]")
+        assert.same({0, 0, 0}, nn.AlphaDropout(1)(ordo.ones(3)):totable())
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -529,6 +529,35 @@ end
 -- N×C×…; dim 1 of an unbatched C×H×W) with probability p and scales the
 -- rest by 1/(1-p) -- for convolutional features, whose neighbours are
 -- too alike for element dropout to regularise.
+-- Torch's alpha_dropout(x, p = 0.5, training = false) and
+-- feature_alpha_dropout (whole channels of N×C×…): dropout for SELU
+-- networks; a dropped value becomes SELU's negative saturation, and all is
+-- scaled and shifted (a, b) so that the mean and variance stay 0 and 1.
+-- As Torch's, training defaults to false here (the modules pass theirs).
+local SELU_ALPHA = 1.7580993408473766 -- (SELU's scale · alpha)
+local function alpha_dropout(fname, feature, x, p, training, inplace)
+    p = check_p(fname, p, training, inplace)
+    check_tensor(fname, "input", x)
+    if feature and x:dim() < 2 then
+        fail(fmt("%s: expected an input of 2 dims or more (N, C, ...), got shape %s", fname, shape_str(x)))
+    end
+    if not training or p == 0 then return x end
+    check_float_input(fname, x)
+    if p == 1 then return x * 0 end
+    local s = shape_of(x)
+    if feature then for i = 3, #s do s[i] = 1 end end
+    local keep = tensor.empty(s, tensor.like(x)):bernoulli_(1 - p)
+    local a = 1 / math.sqrt((SELU_ALPHA * SELU_ALPHA * p + 1) * (1 - p))
+    local b = (keep - 1) * (SELU_ALPHA * a) + SELU_ALPHA * a * p
+    return x * (keep * a) + b
+end
+function M.alpha_dropout(x, p, training, inplace, who)
+    return alpha_dropout(name_of(who, "alpha_dropout"), false, x, p, training, inplace)
+end
+function M.feature_alpha_dropout(x, p, training, inplace, who)
+    return alpha_dropout(name_of(who, "feature_alpha_dropout"), true, x, p, training, inplace)
+end
+
 -- dropout1d: N×C×L or C×L, dropout3d: N×C×D×H×W or C×D×H×W, as Torch's.
 local CHANNEL_SHAPES = {[1] = {"(N, C, L)", "(C, L)"}, [2] = {"(N, C, H, W)", "(C, H, W)"},
                         [3] = {"(N, C, D, H, W)", "(C, D, H, W)"}}

@@ -2026,6 +2026,8 @@ dropout_class("Dropout", F.dropout)
 dropout_class("Dropout2d", F.dropout2d)
 dropout_class("Dropout1d", F.dropout1d)
 dropout_class("Dropout3d", F.dropout3d)
+dropout_class("AlphaDropout", F.alpha_dropout)
+dropout_class("FeatureAlphaDropout", F.feature_alpha_dropout)
 
 -- Flatten([start_dim = 2 [, end_dim = -1]]): N×d2×d3… -> N×(d2·d3…),
 -- dims start_dim..end_dim merged into one (t:flatten's dims).
