@@ -2192,6 +2192,11 @@ describe("nn modules", function()
         assert.same({}, pd:keys())
         assert.same({}, pd:state_dict())
         H.raises(function() nn.ParameterDict({3}) end, "ParameterDict", "cannot use")
+        -- Torch's names for a ParameterList ("pl.0", "pl.1") get the hint of its numbering from 0
+        local Owner = nn.Module:extend("PLOwner")
+        function Owner:init() self.pl = nn.ParameterList({ordo.zeros(2), ordo.zeros(3)}) end
+        H.raises(function() Owner():load_state_dict({["pl.0"] = ordo.ones(2), ["pl.1"] = ordo.ones(3)}) end,
+                 "no tensor named pl.1", "ParameterList from 0, ordo from 1")
     end)
 
     it("Sequential/ModuleList extend, insert, pop; ModuleDict update, pop, values, items", function()
@@ -3031,7 +3036,7 @@ describe("nn modules", function()
             seq:load_state_dict({["0.weight"] = ordo.zeros(3, 2), ["0.bias"] = ordo.zeros(3),
                                  ["2.weight"] = ordo.zeros(1, 3), ["2.bias"] = ordo.zeros(1)})
         end, "no tensor named 1.weight (and 3 more missing), and has 0.bias that the module does not have (and 3 more)",
-           "Torch numbers the modules of a Sequential or ModuleList from 0, ordo from 1")
+           "Torch numbers the entries of a Sequential, ModuleList or ParameterList from 0, ordo from 1")
         missing, unexpected = seq:load_state_dict({z = ordo.zeros(1), a = ordo.zeros(1), m = ordo.zeros(1)},
                                                   {strict = false})
         assert.same({"a", "m", "z"}, unexpected) -- sorted: the same every run

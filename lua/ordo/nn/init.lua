@@ -1161,7 +1161,7 @@ function Module:load_state_dict(sd, opts)
     for _, name in ipairs(unexpected) do
         if ("." .. name .. "."):find(".0.", 1, true) then from0 = true end
     end
-    local hint = from0 and "; Torch numbers the modules of a Sequential or ModuleList from 0, ordo from 1" or ""
+    local hint = from0 and "; Torch numbers the entries of a Sequential, ModuleList or ParameterList from 0, ordo from 1" or ""
     if strict and #missing > 0 then
         fail(fmt("%s: the state dict has no tensor named %s%s%s (strict = false loads the rest)%s", fname,
                  missing[1], #missing > 1 and fmt(" (and %d more missing)", #missing - 1) or "",
