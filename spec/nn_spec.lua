@@ -2196,7 +2196,14 @@ describe("nn modules", function()
         local Owner = nn.Module:extend("PLOwner")
         function Owner:init() self.pl = nn.ParameterList({ordo.zeros(2), ordo.zeros(3)}) end
         H.raises(function() Owner():load_state_dict({["pl.0"] = ordo.ones(2), ["pl.1"] = ordo.ones(3)}) end,
-                 "no tensor named pl.1", "ParameterList from 0, ordo from 1")
+                 "pl.1 is of shape 3 in the state dict, the module's is of shape 2",
+                 "ParameterList from 0, ordo from 1")
+        -- the same for a Sequential whose Torch "1.weight" meets ordo's of another shape
+        H.raises(function()
+            nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1)):load_state_dict(
+                {["0.weight"] = ordo.zeros(3, 2), ["0.bias"] = ordo.zeros(3), ["1.weight"] = ordo.zeros(1, 3),
+                 ["1.bias"] = ordo.zeros(1)})
+        end, "1.weight is of shape 1x3 in the state dict", "Sequential, ModuleList or ParameterList from 0")
     end)
 
     it("Sequential/ModuleList extend, insert, pop; ModuleDict update, pop, values, items", function()

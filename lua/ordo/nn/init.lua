@@ -1141,27 +1141,28 @@ function Module:load_state_dict(sd, opts)
     local named, optional = canonical_names(self, fname, given, order)
     local own, missing, pairs_ = self:state_dict(), {}, {}
     local known = {}
+    for _, e in ipairs(own) do known[e.name] = true end
+    -- a name with a part "0" (Torch's "0.weight", "layers.0.bias") the
+    -- module lacks is most likely one of a Torch container, numbered from 0
+    -- (said with a shape mismatch too: Torch's "1.weight" is ordo's "2.weight")
+    local from0 = false
+    for _, name in ipairs(order) do
+        if not known[name] and ("." .. name .. "."):find(".0.", 1, true) then from0 = true end
+    end
+    local hint = from0 and "; Torch numbers the entries of a Sequential, ModuleList or ParameterList from 0, ordo from 1" or ""
     for _, e in ipairs(own) do
-        known[e.name] = true
         local t = given[e.name]
         if t == nil then
             if not optional[e.name] then missing[#missing + 1] = e.name end
         elseif shape_str(t) ~= shape_str(e.tensor) then
-            fail(fmt("%s: %s is of shape %s in the state dict, the module's is of shape %s", fname, named(e.name),
-                     shape_str(t), shape_str(e.tensor)))
+            fail(fmt("%s: %s is of shape %s in the state dict, the module's is of shape %s%s", fname, named(e.name),
+                     shape_str(t), shape_str(e.tensor), hint))
         else
             pairs_[#pairs_ + 1] = {e.tensor, t}
         end
     end
     local unexpected = {}
     for _, name in ipairs(order) do if not known[name] then unexpected[#unexpected + 1] = name end end
-    -- a name with a part "0" (Torch's "0.weight", "layers.0.bias") is most
-    -- likely one of a Torch container, numbered from 0
-    local from0 = false
-    for _, name in ipairs(unexpected) do
-        if ("." .. name .. "."):find(".0.", 1, true) then from0 = true end
-    end
-    local hint = from0 and "; Torch numbers the entries of a Sequential, ModuleList or ParameterList from 0, ordo from 1" or ""
     if strict and #missing > 0 then
         fail(fmt("%s: the state dict has no tensor named %s%s%s (strict = false loads the rest)%s", fname,
                  missing[1], #missing > 1 and fmt(" (and %d more missing)", #missing - 1) or "",
