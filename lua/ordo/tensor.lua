@@ -1639,6 +1639,14 @@ for name, dt in pairs({float = "float32", double = "float64", int = "int32", lon
         return self:to(dt)
     end
 end
+-- t:half(), t:bfloat16(): Torch's; ordo has no 16-bit floats, said so
+-- (they were "attempt to call method 'half' (a nil value)").
+for _, name in ipairs({"half", "bfloat16"}) do
+    Tensor[name] = function(self)
+        check_self(name, self)
+        fail(fmt("%s: ordo has no 16-bit float dtype (float32 and float64 only); use t:float() or t:double()", name))
+    end
+end
 function Tensor:cpu()
     check_self("cpu", self)
     return self:to(util.cpu(0))

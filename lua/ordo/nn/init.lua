@@ -918,6 +918,24 @@ function Module:float()
     return self:to("float32")
 end
 
+-- m:type(dtype): Torch's Module.type, m:to(dtype).  m:half() and
+-- m:bfloat16() (Torch's) say that ordo has no 16-bit floats (they were
+-- "attempt to call method 'half' (a nil value)").
+function Module:type(dtype, ...)
+    check_module_self("type", self)
+    if select("#", ...) > 0 then fail(fmt("type: takes the dtype alone, got a further %s", typename((...)))) end
+    if type(dtype) ~= "string" then
+        fail(fmt("type: expected a dtype (\"float32\" or \"float64\"), got %s", typename(dtype)))
+    end
+    return self:to(dtype)
+end
+for _, name in ipairs({"half", "bfloat16"}) do
+    Module[name] = function(self)
+        check_module_self(name, self)
+        fail(fmt("%s: ordo has no 16-bit float dtype (float32 and float64 only); use m:float() or m:double()", name))
+    end
+end
+
 -- Every parameter and (persistent) buffer by its dotted name, in a
 -- stable order; m:state_dict(prefix) puts prefix before each name, as
 -- named_parameters' ("encoder" gives "encoder.1.weight"; the argument
