@@ -2141,6 +2141,14 @@ describe("nn modules", function()
         assert.equals(9, #net:parameters())
         -- a frozen nn.Parameter stays frozen
         assert.is_false(nn.ParameterList({nn.Parameter(ordo.ones(2), false)})[1]:needs_grad())
+        -- ParameterList:extend("Name") on the class still makes a subclass
+        local Sub = nn.ParameterList:extend("SubPL")
+        function Sub:init() nn.ParameterList.init(self, {ordo.zeros(2)}) end
+        local sub = Sub()
+        sub:extend({ordo.zeros(3)})
+        assert.equals(2, sub:size())
+        assert.same({3}, sub[2]:shape())
+        assert.equals("SubPL", sub._class_name)
         -- moved and cast with the module
         net:float()
         assert.equals("float32", net.pl[5]:dtype())

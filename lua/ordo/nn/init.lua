@@ -2373,7 +2373,9 @@ function ParameterList:append(t)
     return self
 end
 function ParameterList:extend(list)
-    if not is_module(self) then fail("ParameterList: extend: call it with a colon, plist:extend({...})") end
+    if type(list) == "string" or not is_module(self) or rawget(self, "_param_names") == nil then
+        return Module.extend(self, list) -- (ParameterList:extend("Name"): a subclass)
+    end
     if type(list) ~= "table" or getmetatable(list) ~= nil then
         if getmetatable(list) == ParameterList then
             local l = {}
