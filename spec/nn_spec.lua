@@ -329,6 +329,11 @@ describe("nn modules", function()
         assert.same({}, bn:buffers(false))
         assert.equals(3, #bn:get(1):buffers(false))
         assert.same({}, bn:named_buffers(nil, false))
+        -- modules, children, named_modules: an argument they do not take is refused, not dropped
+        H.raises(function() m:modules(1) end, "modules: takes no arguments, got number")
+        H.raises(function() m:children(true) end, "children: takes no arguments, got boolean")
+        H.raises(function() m:named_modules("", false) end, "named_modules: takes the prefix alone, got a further boolean")
+        assert.equals(2, #m:modules())
         H.raises(function() bn:buffers(0) end, "buffers: recurse must be a boolean, got number")
     end)
 

@@ -462,8 +462,9 @@ function Module:register_forward_hook(fn, ...)
 end
 
 -- The direct children as a list of {name, module}.
-function Module:children()
+function Module:children(...)
     check_module_self("children", self)
+    if select("#", ...) > 0 then fail(fmt("children: takes no arguments, got %s", typename((...)))) end
     local r = {}
     for _, n in ipairs(child_names(self)) do r[#r + 1] = {n, self[n]} end
     return r
@@ -502,8 +503,11 @@ end
 
 -- {name = "encoder.1", module = m} for this module ("", or prefix) and
 -- every module below it, depth first, each once.
-function Module:named_modules(prefix)
+function Module:named_modules(prefix, ...)
     check_module_self("named_modules", self)
+    if select("#", ...) > 0 then -- (Torch's remove_duplicate = false was dropped unseen)
+        fail(fmt("named_modules: takes the prefix alone, got a further %s", typename((...))))
+    end
     return collect_modules(self, check_prefix("named_modules", prefix), {}, {})
 end
 
@@ -566,8 +570,9 @@ function Module:register_module(name, m)
     return r
 end
 
-function Module:modules()
+function Module:modules(...)
     check_module_self("modules", self)
+    if select("#", ...) > 0 then fail(fmt("modules: takes no arguments, got %s", typename((...)))) end
     local r = {}
     for i, e in ipairs(self:named_modules()) do r[i] = e.module end
     return r
