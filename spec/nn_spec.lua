@@ -2430,6 +2430,40 @@ describe("nn modules", function()
         assert.equals("float64", m.weight:dtype()) -- (left as it was)
     end)
 
+    it("LocalResponseNorm (F.local_response_norm) against plain Lua, as Torch's", function()
+        ordo.manual_seed(2)
+        local x = ordo.randn(2, 6, 3, D)
+        local a = x:totable()
+        local function ref(size, alpha, beta, k)
+            local r = {}
+            for n = 1, 2 do
+                r[n] = {}
+                for c = 1, 6 do
+                    r[n][c] = {}
+                    for l = 1, 3 do
+                        local s = 0
+                        for cc = c - math.floor(size / 2), c + math.floor((size - 1) / 2) do
+                            if cc >= 1 and cc <= 6 then s = s + a[n][cc][l] ^ 2 end
+                        end
+                        r[n][c][l] = a[n][c][l] / (k + alpha / size * s) ^ beta
+                    end
+                end
+            end
+            return r
+        end
+        H.close(ref(3, 0.5, 0.75, 2), nn.LocalResponseNorm(3, 0.5, 0.75, 2)(x):totable(), 1e-12)
+        H.close(ref(4, 1, 1, 1), F.local_response_norm(x, 4, 1, 1, 1):totable(), 1e-12)
+        H.close(ref(2, 1e-4, 0.5, 1), nn.LocalResponseNorm(2, {beta = 0.5})(x):totable(), 1e-12)
+        H.close(ref(5, 1e-4, 0.75, 1), nn.LocalResponseNorm(5)(x):totable(), 1e-12)
+        assert.is_true(ag.gradcheck(function(v) return F.local_response_norm(v, 3, 0.5) end, {x:requires_grad()}))
+        H.raises(function() nn.LocalResponseNorm(0) end, "LocalResponseNorm: size must be an integer >= 1")
+        H.raises(function() nn.LocalResponseNorm(2, {alpha = "x"}) end, "LocalResponseNorm: alpha must be a number")
+        H.raises(function() nn.LocalResponseNorm(2, {gamma = 1}) end, "LocalResponseNorm: unknown option 'gamma'")
+        H.raises(function() nn.LocalResponseNorm(2)(ordo.zeros(2, 3)) end, "LocalResponseNorm: expected an input of 3 dims")
+        H.raises(function() nn.LocalResponseNorm(2)(ordo.zeros(2, 3, 1, "int64")) end,
+                 "LocalResponseNorm: input must be float32 or float64")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -99,6 +99,49 @@ function M.bilinear(x1, x2, weight, bias, who)
     return y:reshape(s1)
 end
 
+-- Torch's local_response_norm(x, size [, alpha = 1e-4, beta = 0.75, k = 1]):
+-- x (N, C, *) divided by (k + alpha/size · the sum of squares over size
+-- neighbouring channels, zero padded)^beta (AlexNet's normalisation).
+function M.local_response_norm(x, size, alpha, beta, k, who)
+    local fname = name_of(who, "local_response_norm")
+    check_tensor(fname, "input", x)
+    if not is_int(size) or size < 1 then
+        fail(fmt("%s: size must be an integer >= 1, got %s", fname,
+                 type(size) == "number" and tostring(size) or typename(size)))
+    end
+    alpha, beta, k = alpha == nil and 1e-4 or alpha, beta == nil and 0.75 or beta, k == nil and 1 or k
+    for _, e in ipairs({{"alpha", alpha}, {"beta", beta}, {"k", k}}) do
+        if type(e[2]) ~= "number" or e[2] ~= e[2] then
+            fail(fmt("%s: %s must be a number, got %s", fname, e[1], type(e[2]) == "number" and "nan" or typename(e[2])))
+        end
+    end
+    if x:dim() < 3 then
+        fail(fmt("%s: expected an input of 3 dims or more (N, C, *), got shape %s", fname, shape_str(x)))
+    end
+    if x:dtype() ~= "float32" and x:dtype() ~= "float64" then
+        fail(fmt("%s: input must be float32 or float64, got %s (convert it with :float())", fname, x:dtype()))
+    end
+    local c = x:size(2)
+    local sq = x * x
+    local before, after = math.floor(size / 2), math.floor((size - 1) / 2)
+    local parts = {}
+    if before > 0 then
+        local s0 = shape_of(x)
+        s0[2] = before
+        parts[#parts + 1] = tensor.zeros(s0, tensor.like(x))
+    end
+    parts[#parts + 1] = sq
+    if after > 0 then
+        local s1 = shape_of(x)
+        s1[2] = after
+        parts[#parts + 1] = tensor.zeros(s1, tensor.like(x))
+    end
+    local padded = #parts > 1 and tensor.cat(parts, 2) or sq
+    local sum = padded:narrow(2, 1, c)
+    for i = 2, size do sum = sum + padded:narrow(2, i, c) end
+    return x / (sum * (alpha / size) + k):pow(beta)
+end
+
 -- Torch's channel_shuffle(x, groups): the C channels of x (N, C, *) as
 -- groups × C/groups, transposed (C/groups × groups): channels interleaved.
 function M.channel_shuffle(x, groups, who)

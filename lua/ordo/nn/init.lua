@@ -1880,6 +1880,30 @@ end
 factor_class("PixelShuffle", F.pixel_shuffle)
 factor_class("PixelUnshuffle", F.pixel_unshuffle)
 
+-- LocalResponseNorm(size [, alpha = 1e-4, beta = 0.75, k = 1]) (or
+-- (size, {alpha =, beta =, k =})): F.local_response_norm, as Torch's.
+local LocalResponseNorm = Module:extend("LocalResponseNorm")
+M.LocalResponseNorm = LocalResponseNorm
+function LocalResponseNorm:init(size, alpha, beta, k)
+    if type(alpha) == "table" and getmetatable(alpha) == nil then
+        if beta ~= nil or k ~= nil then
+            fail("LocalResponseNorm: give alpha, beta and k as numbers or in one options table, not both")
+        end
+        local o = opts_of("LocalResponseNorm", alpha, {alpha = true, beta = true, k = true})
+        alpha, beta, k = o.alpha, o.beta, o.k
+    end
+    self.size, self.alpha = size, alpha == nil and 1e-4 or alpha
+    self.beta, self.k = beta == nil and 0.75 or beta, k == nil and 1 or k
+    -- checked now, on a small input (the errors of a bad option at construction, not the first forward)
+    F.local_response_norm(tensor.zeros({1, 1, 1}), self.size, self.alpha, self.beta, self.k, "LocalResponseNorm")
+end
+function LocalResponseNorm:forward(x)
+    return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k, "LocalResponseNorm")
+end
+function LocalResponseNorm:extra_repr()
+    return fmt("%d, alpha = %g, beta = %g, k = %g", self.size, self.alpha, self.beta, self.k)
+end
+
 -- ChannelShuffle(groups): F.channel_shuffle, as Torch's.
 local ChannelShuffle = Module:extend("ChannelShuffle")
 M.ChannelShuffle = ChannelShuffle
