@@ -2464,6 +2464,28 @@ describe("nn modules", function()
                  "LocalResponseNorm: input must be float32 or float64")
     end)
 
+    it("3-d and circular pad layers; F.pad's positional mode and value, as Torch's", function()
+        local v = ordo.arange(3):view(1, 1, 3)
+        assert.same({2, 0, 1, 2, 0}, F.pad(v, {1, 1}, "circular"):view(-1):totable())
+        assert.same({9, 0, 1, 2, 9, 9}, F.pad(v, {1, 2}, "constant", 9):view(-1):totable())
+        assert.same({1, 0, 1, 2, 1}, F.pad(v, {1, 1}, "reflect"):view(-1):totable())
+        H.raises(function() F.pad(v, {1, 1}, "bogus") end, "pad: mode must be constant, reflect, replicate or circular")
+        H.raises(function() F.pad(v, {1, 1}, "constant", "x") end, "pad: after the mode, expected the value")
+        assert.same({2, 0, 1, 2, 0}, nn.CircularPad1d(1)(v):view(-1):totable())
+        local cube = ordo.arange(8):view(1, 1, 2, 2, 2)
+        for _, name in ipairs({"ZeroPad3d", "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d"}) do
+            local y = nn[name](1)(cube)
+            assert.same({1, 1, 4, 4, 4}, y:shape())
+            local mode = ({ZeroPad3d = "constant", ReflectionPad3d = "reflect", ReplicationPad3d = "replicate",
+                           CircularPad3d = "circular"})[name]
+            assert.same(F.pad(cube, {1, 1, 1, 1, 1, 1}, {mode = mode}):totable(), y:totable())
+        end
+        assert.equals(14, nn.ConstantPad3d({1, 0, 1, 0, 1, 0}, 2)(ordo.zeros(1, 1, 1, 1, 1)):sum():item())
+        assert.same(F.pad(ordo.arange(4):view(1, 1, 2, 2), {1, 1, 1, 1}, {mode = "circular"}):totable(),
+                    nn.CircularPad2d(1)(ordo.arange(4):view(1, 1, 2, 2)):totable())
+        H.raises(function() nn.ZeroPad3d({1, 1}) end, "ZeroPad3d: expected a padding size or 6 of them, got 2")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -1635,8 +1635,17 @@ local function pad(fname, x, amounts, opts)
 end
 -- (an op it is made of failing, out of memory above all, named after it:
 -- "pad: full: out of memory ...")
-function M.pad(x, amounts, opts, who)
-    local fname = name_of(who, "pad")
+function M.pad(x, amounts, opts, who, ...)
+    local fname = "pad"
+    -- Torch's positional pad(x, amounts, mode [, value]): F.pad(x, {1, 1}, "reflect")
+    if type(opts) == "string" then
+        if who ~= nil and type(who) ~= "number" then
+            fail(fmt("pad: after the mode, expected the value to pad with (a number), got %s", typename(who)))
+        end
+        if select("#", ...) > 0 then fail(fmt("pad: takes (x, amounts, mode [, value]), got a further %s", typename((...)))) end
+        opts, who = {mode = opts, value = who}, nil
+    end
+    fname = name_of(who, fname)
     return util.own_errors(fname, pcall(pad, fname, x, amounts, opts))
 end
 

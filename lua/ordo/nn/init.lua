@@ -1865,6 +1865,13 @@ pad_class("ReflectionPad1d", "reflect", 2)
 pad_class("ReflectionPad2d", "reflect", 4)
 pad_class("ReplicationPad1d", "replicate", 2)
 pad_class("ReplicationPad2d", "replicate", 4)
+pad_class("ZeroPad3d", "constant", 6)
+pad_class("ConstantPad3d", "constant", 6, true)
+pad_class("ReflectionPad3d", "reflect", 6)
+pad_class("ReplicationPad3d", "replicate", 6)
+pad_class("CircularPad1d", "circular", 2)
+pad_class("CircularPad2d", "circular", 4)
+pad_class("CircularPad3d", "circular", 6)
 
 -- PixelShuffle(r) / PixelUnshuffle(r): F.pixel_shuffle / pixel_unshuffle.
 local function factor_class(name, fn)
