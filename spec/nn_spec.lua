@@ -2486,6 +2486,31 @@ describe("nn modules", function()
         H.raises(function() nn.ZeroPad3d({1, 1}) end, "ZeroPad3d: expected a padding size or 6 of them, got 2")
     end)
 
+    it("nn.Buffer(t [, persistent]) assigned to a new field registers a buffer, as Torch's", function()
+        local Net = nn.Module:extend("BufNet")
+        function Net:init()
+            self.mask = nn.Buffer(ordo.ones(3))
+            self.tmp = nn.Buffer(ordo.zeros(2), false)
+            self.w = nn.Parameter(ordo.ones(3))
+        end
+        function Net:forward(x) return x * self.mask * self.w end
+        local net = Net()
+        local names = {}
+        for _, e in ipairs(net:named_buffers()) do names[#names + 1] = e.name end
+        assert.same({"mask", "tmp"}, names)
+        names = {}
+        for _, e in ipairs(net:state_dict()) do names[#names + 1] = e.name end
+        assert.same({"w", "mask"}, names) -- (tmp is not persistent)
+        assert.equals(1, #net:parameters())
+        net:double()
+        assert.equals("float64", net.mask:dtype())
+        assert.equals("float64", net.tmp:dtype())
+        H.raises(function() nn.Buffer(3) end, "nn.Buffer: expected a tensor, got number")
+        H.raises(function() nn.Buffer(ordo.zeros(1), 1) end, "nn.Buffer: persistent must be a boolean")
+        H.raises(function() Net().parameters = nn.Buffer(ordo.zeros(1)) end,
+                 "register_buffer: parameters is the name of a method")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -247,6 +247,21 @@ function M.Parameter(t, requires_grad)
     return p
 end
 
+-- Torch's nn.Buffer(t [, persistent = true]): t, marked so that assigning
+-- it to a new field of a module (self.mask = nn.Buffer(t) in init)
+-- registers it as a buffer, as register_buffer(name, t, persistent) would.
+local MARKED_BUFFERS = setmetatable({}, {__mode = "k"})
+function M.Buffer(t, persistent, ...)
+    if not is_tensor(t) then fail("nn.Buffer: expected a tensor, got " .. typename(t)) end
+    if persistent == nil then persistent = true end
+    if type(persistent) ~= "boolean" then
+        fail("nn.Buffer: persistent must be a boolean, got " .. typename(persistent))
+    end
+    if select("#", ...) > 0 then fail(fmt("nn.Buffer: takes (t [, persistent]), got a further %s", typename((...)))) end
+    MARKED_BUFFERS[t] = persistent and "persistent" or "nonpersistent"
+    return t
+end
+
 local function module_newindex(self, name, v)
     if name == "training" then
         check_training(self, v)
@@ -259,6 +274,11 @@ local function module_newindex(self, name, v)
         -- in loops, does not look: the scan would make building a long list quadratic)
         child_names(self)
         if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
+    end
+    local bmark = MARKED_BUFFERS[v]
+    if bmark and type(name) == "string" and not self:_has(self._buffer_names, name) then
+        self:register_buffer(name, v, bmark == "persistent") -- (its own assignment comes back here, registered)
+        return
     end
     local mark = MARKED_PARAMETERS[v]
     if mark and (type(name) == "string") and not self:_has(self._param_names, name) then
