@@ -2511,6 +2511,38 @@ describe("nn modules", function()
                  "register_buffer: parameters is the name of a method")
     end)
 
+    it("EmbeddingBag and F.embedding_bag (offsets from 1), as Torch's", function()
+        local w = ordo.arange(12, D):view(6, 2) -- row i: {2(i-1), 2(i-1)+1}
+        local inp = ordo.tensor({1, 3, 2, 6, 5}, "int64")
+        local off = ordo.tensor({1, 3, 3}, "int64") -- bags {1, 3}, {}, {2, 6, 5}
+        assert.same({{4, 6}, {0, 0}, {20, 23}}, F.embedding_bag(inp, w, off, {mode = "sum"}):totable())
+        H.close({{2, 3}, {0, 0}, {20 / 3, 23 / 3}}, F.embedding_bag(inp, w, off):totable(), 1e-12)
+        assert.same({{4, 5}, {0, 0}, {10, 11}}, F.embedding_bag(inp, w, off, {mode = "max"}):totable())
+        assert.same({{2, 4}, {10, 12}}, F.embedding_bag(ordo.tensor({{1, 2}, {3, 4}}, "int64"), w, {mode = "sum"}):totable())
+        assert.same({{4, 6}, {20, 23}}, F.embedding_bag(inp, w, ordo.tensor({1, 3, 6}, "int64"),
+                                                        {mode = "sum", include_last_offset = true}):totable())
+        assert.same({{8, 11}, {0, 0}, {18, 20}}, F.embedding_bag(inp, w, off,
+            {mode = "sum", per_sample_weights = ordo.tensor({1, 2, 0, 1, 1}, D)}):totable())
+        local m = nn.EmbeddingBag(6, 2, {mode = "sum"})
+        assert.same({3, 2}, m(inp, off):shape())
+        m(inp, off):sum():backward()
+        assert.same({{1, 1}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {1, 1}}, m.weight.grad:totable())
+        assert.same({2, 2}, nn.EmbeddingBag(6, 2)(ordo.tensor({{1, 2}, {3, 4}}, "int64")):shape())
+        H.raises(function() F.embedding_bag(inp, w) end, "embedding_bag: a 1-D input needs offsets")
+        H.raises(function() F.embedding_bag(inp, w, ordo.tensor({2}, "int64")) end, "the first offset must be 1")
+        H.raises(function() F.embedding_bag(inp, w, ordo.tensor({1, 4, 3}, "int64")) end,
+                 "offsets must be non-decreasing and within 1..6, got 3 at 3")
+        H.raises(function() F.embedding_bag(inp, w, off, {mode = "avg"}) end, "mode must be \"sum\", \"mean\" or \"max\"")
+        H.raises(function() F.embedding_bag(inp, w, off, {per_sample_weights = ordo.ones(5, D)}) end,
+                 "per_sample_weights are only supported with mode \"sum\"")
+        H.raises(function() F.embedding_bag(inp, w, off, {mode = "sum", per_sample_weights = ordo.ones(4, D)}) end,
+                 "per_sample_weights must have the input's shape 5")
+        H.raises(function() F.embedding_bag(ordo.tensor({{1}}, "int64"), w, off) end, "offsets are for a 1-D input")
+        H.raises(function() F.embedding_bag(inp:float(), w, off) end, "indices must be int64 or int32")
+        H.raises(function() nn.EmbeddingBag(3, 2, {mode = "avg"}) end, "EmbeddingBag: mode must be")
+        H.raises(function() nn.EmbeddingBag(3, 2, {padding_idx = 1}) end, "EmbeddingBag", "padding_idx")
+    end)
+
     it("Identity and ModuleList", function()
         local x = ordo.randn({2, 3})
         assert.equals(x, nn.Identity()(x))

@@ -1708,6 +1708,90 @@ end
 -- send no gradient to the weight (a padding token), as Torch's.
 -- who (internal): the name an index out of range is reported under when
 -- the kernel meets it ("Embedding" from the module; "embedding" here).
+-- Torch's embedding_bag(input, weight [, offsets] [, {mode = "mean",
+-- per_sample_weights, include_last_offset = false}]): the rows of weight
+-- at the indices (from 1) of each bag, reduced by mode ("sum", "mean" or
+-- "max"): a 2-D input holds one bag per row (no offsets); a 1-D one is cut
+-- into bags at offsets, a 1-D integer tensor of the bags' first positions
+-- (from 1, as ordo's indices: Torch's offsets + 1); an empty bag gives
+-- zeros. per_sample_weights (the input's shape) scale each row, mode "sum"
+-- only.  Gradients reach weight (and per_sample_weights).
+local BAG_MODES = {sum = true, mean = true, max = true}
+function M.embedding_bag(input, weight, offsets, opts, who)
+    local fname = type(who) == "string" and who or "embedding_bag"
+    if type(offsets) == "table" and not is_tensor(offsets) and opts == nil then offsets, opts = nil, offsets end
+    opts = util.check_opts(fname, opts, {mode = true, per_sample_weights = true, include_last_offset = true})
+    local mode = opts.mode == nil and "mean" or opts.mode
+    if not BAG_MODES[mode] then
+        fail(fmt("%s: mode must be \"sum\", \"mean\" or \"max\", got %s", fname, util.show(mode)))
+    end
+    local last = opts.include_last_offset
+    if last ~= nil and type(last) ~= "boolean" then
+        fail(fmt("%s: include_last_offset must be a boolean, got %s", fname, typename(last)))
+    end
+    check_tensor(fname, "input", input)
+    if input:dim() ~= 1 and input:dim() ~= 2 then
+        fail(fmt("%s: input must be 1-D (with offsets) or 2-D (a bag per row), got shape %s", fname, shape_str(input)))
+    end
+    local psw = opts.per_sample_weights
+    if psw ~= nil then
+        check_tensor(fname, "per_sample_weights", psw)
+        if mode ~= "sum" then
+            fail(fmt("%s: per_sample_weights are only supported with mode \"sum\", got mode %q", fname, mode))
+        end
+        if shape_str(psw) ~= shape_str(input) then
+            fail(fmt("%s: per_sample_weights must have the input's shape %s, got %s", fname, shape_str(input),
+                     shape_str(psw)))
+        end
+        check_same_dtype(fname, weight, "per_sample_weights", psw)
+    end
+    local rows = M.embedding(input, weight, nil, fname) -- (checks the indices and weight)
+    if psw ~= nil then rows = rows * psw:unsqueeze(-1) end
+    local function reduce_bag(r, dim)
+        if mode == "sum" then return r:sum(dim) end
+        if mode == "mean" then return r:mean(dim) end
+        return (r:max(dim))
+    end
+    if input:dim() == 2 then
+        if offsets ~= nil then fail(fmt("%s: offsets are for a 1-D input; a 2-D input has a bag per row", fname)) end
+        if last then fail(fmt("%s: include_last_offset is for a 1-D input with offsets", fname)) end
+        if input:size(2) == 0 then return tensor.zeros({input:size(1), weight:size(2)}, tensor.like(weight)) end
+        return reduce_bag(rows, 2)
+    end
+    if offsets == nil then fail(fmt("%s: a 1-D input needs offsets (the bags' first positions, from 1)", fname)) end
+    check_tensor(fname, "offsets", offsets)
+    if offsets:dim() ~= 1 or (offsets:dtype() ~= "int64" and offsets:dtype() ~= "int32") then
+        fail(fmt("%s: offsets must be a 1-D int64 or int32 tensor, got %s of shape %s", fname, offsets:dtype(),
+                 shape_str(offsets)))
+    end
+    local n, off = input:size(1), offsets:totable() -- (a wait: the bags' bounds are needed here)
+    if #off == 0 then
+        fail(fmt("%s: offsets must hold at least %s", fname, last and "two values" or "one value"))
+    end
+    if off[1] ~= 1 then fail(fmt("%s: the first offset must be 1 (bags start from 1, as indices), got %d", fname, off[1])) end
+    for i = 2, #off do
+        if off[i] < off[i - 1] or off[i] > n + 1 then
+            fail(fmt("%s: offsets must be non-decreasing and within 1..%d, got %d at %d", fname, n + 1, off[i], i))
+        end
+    end
+    local bounds = {}
+    local nb = last and #off - 1 or #off
+    if last and nb < 1 then fail(fmt("%s: with include_last_offset, offsets must hold at least two values", fname)) end
+    for b = 1, nb do
+        local stop = (b < #off) and off[b + 1] or n + 1
+        bounds[b] = {off[b], stop - off[b]}
+    end
+    local out = {}
+    for b, bd in ipairs(bounds) do
+        if bd[2] == 0 then
+            out[b] = tensor.zeros({weight:size(2)}, tensor.like(weight))
+        else
+            out[b] = reduce_bag(rows:narrow(1, bd[1], bd[2]), 1)
+        end
+    end
+    return tensor.stack(out, 1)
+end
+
 function M.embedding(indices, weight, padding_idx, who, ...)
     local fname = type(who) == "string" and who or "embedding"
     if (who ~= nil and type(who) ~= "string") or select("#", ...) > 0 and (...) ~= nil then

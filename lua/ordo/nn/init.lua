@@ -2032,6 +2032,35 @@ function Embedding:extra_repr()
     return self.padding_idx ~= nil and fmt("%s, padding_idx = %d", s, self.padding_idx) or s
 end
 
+-- EmbeddingBag(num, dim [, {mode = "mean", include_last_offset = false,
+-- dtype, device}]): Torch's: a learned table of num rows drawn N(0, 1);
+-- forward(input [, offsets [, per_sample_weights]]) is F.embedding_bag.
+local EmbeddingBag = Module:extend("EmbeddingBag")
+M.EmbeddingBag = EmbeddingBag
+function EmbeddingBag:init(num, dim, opts)
+    check_int("EmbeddingBag", "num_embeddings", num)
+    check_int("EmbeddingBag", "embedding_dim", dim)
+    opts = opts_of("EmbeddingBag", opts, {mode = true, include_last_offset = true, dtype = true, device = true})
+    self.num_embeddings, self.embedding_dim = num, dim
+    self.mode = opts.mode == nil and "mean" or opts.mode
+    self.include_last_offset = opts.include_last_offset == true
+    if opts.include_last_offset ~= nil and type(opts.include_last_offset) ~= "boolean" then
+        fail("EmbeddingBag: include_last_offset must be a boolean, got " .. typename(opts.include_last_offset))
+    end
+    if self.mode ~= "sum" and self.mode ~= "mean" and self.mode ~= "max" then
+        fail(fmt("EmbeddingBag: mode must be \"sum\", \"mean\" or \"max\", got %s", util.show(self.mode)))
+    end
+    self:register_parameter("weight", tensor.randn({num, dim}, util.param_opts(opts, self)))
+end
+function EmbeddingBag:forward(input, offsets, per_sample_weights)
+    return F.embedding_bag(input, self.weight, offsets, {mode = self.mode, per_sample_weights = per_sample_weights,
+                           include_last_offset = self.include_last_offset}, "EmbeddingBag")
+end
+function EmbeddingBag:extra_repr()
+    return fmt("%d, %d, mode = %s%s", self.num_embeddings, self.embedding_dim, self.mode,
+               self.include_last_offset and ", include_last_offset" or "")
+end
+
 local Softmax = Module:extend("Softmax")
 M.Softmax = Softmax
 local function softmax_dim(name, dim)
