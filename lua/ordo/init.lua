@@ -14,6 +14,7 @@
 local ffi = require "ffi"
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd" -- wraps the tensor ops: before they are copied below
 local derived = require "ordo.derived"   -- var, std, norm, logsumexp, chunk, split...: ops made of ops
@@ -109,7 +110,8 @@ M.memory = {
 -- symbolic link is followed.  For command lines that check a path before
 -- a long run (examples/cli.lua).
 local FILE_KINDS = {[0] = "none", "file", "directory", "other"}
-function M.file_kind(path)
+function M.file_kind(path, extra)
+    if extra ~= nil then extra_arg("file_kind", "(path)", extra) end
     if type(path) ~= "string" then
         util.fail("file_kind: expected a path (a string), got " .. util.typename(path))
     end
