@@ -663,7 +663,7 @@ describe("a further positional argument", function()
     local VARARGS = {
         view = function() return x:view(2, 3, 9) end,
         reshape = function() return x:reshape(2, 3, 9) end,
-        permute = function() return x:permute(2, 1, 3) end,
+        permute = function() return x:permute({2, 1}, 9) end, -- (permute(2, 1, 3): 3 dims for a 2-d tensor)
         expand = function() return x:expand(2, 3, 9) end,
         tile = function() return x:tile({1, 1}, 9) end,
         multinomial = function() return ordo.ones({3}):multinomial(1, false, 9) end,
@@ -671,6 +671,8 @@ describe("a further positional argument", function()
         inverse = function() return ordo.eye(2):inverse(9) end,
         slogdet = function() return ordo.eye(2):slogdet(9) end,
         logdet = function() return ordo.eye(2):logdet(9) end,
+        inv = function() return ordo.linalg.inv(ordo.eye(2), 9) end,
+        solve = function() return ordo.linalg.solve(ordo.eye(2), ordo.ones({2}), nil, 9) end,
         arange = function() return ordo.arange(1, 5, 1, "float32", 9) end,
         empty = function() return ordo.empty({2}, "float32", 9) end,
         zeros = function() return ordo.zeros(2, 3, "float32", 9) end,
@@ -717,6 +719,15 @@ describe("a further positional argument", function()
         usable()
     end)
 
+    it("every function of ordo.linalg, ordo.cuda and ordo.memory raises, naming it", function()
+        for _, sub in ipairs({"linalg", "cuda", "memory"}) do
+            for name, fn in pairs(ordo[sub]) do
+                if type(fn) == "function" then check("ordo." .. sub .. ".", name, fn, nil) end
+            end
+        end
+        usable()
+    end)
+
     it("the cases users met raise at the call, naming the op, its parameters and the value", function()
         local y = ordo.randn({2, 3})
         local before = x:totable()
@@ -731,6 +742,8 @@ describe("a further positional argument", function()
         assert.truthy(raises_here(function() local _ = ordo.cat({x, x}, 1, 5) end)
                       :find("cat: takes (tensors, dim), got a further argument 5", 1, true))
         assert.truthy(raises_here(function() local _ = x:add(y, 2, 5) end):find("add: takes (other, alpha)", 1, true))
+        assert.truthy(raises_here(function() local _ = x:permute({2, 1}, 5) end)
+                      :find("permute: takes (dims) or (dim, dim, ...), got a further argument 5", 1, true))
         assert.truthy(raises_here(function() local _ = x:sum(1, true, nil, 5) end)
                       :find("sum: takes (dim, keepdim, dtype), got a further argument 5", 1, true))
         assert.truthy(raises_here(function() local _ = x:sum(1, true, "float32", 5) end):find("sum: takes", 1, true))

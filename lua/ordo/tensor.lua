@@ -1468,6 +1468,11 @@ function Tensor:permute(...)
     else
         util.check_list("permute", "the dims", perm)
         n = #perm
+        -- after the table: permute({2, 1}, 5) dropped the 5 unseen
+        for j = 2, select("#", ...) do
+            local v = (select(j, ...))
+            if v ~= nil then extra_arg("permute", "(dims) or (dim, dim, ...)", v) end
+        end
     end
     if n ~= self._c.ndim then
         fail(fmt("permute: %d dims given for a %d-d tensor of shape %s", n, self._c.ndim, shape_str(self)))
@@ -3274,7 +3279,8 @@ end
 
 -- ordo.cuda.memory_stats([dev]): the caching allocator's counters for a
 -- GPU (src/ordo_tensor.h, ordo_gpu_memory_stats) as a table of numbers.
-function M.cuda_memory_stats(dev)
+function M.cuda_memory_stats(dev, extra)
+    if extra ~= nil then extra_arg("cuda.memory_stats", "(dev)", extra) end
     local id = gpu_id("memory_stats", dev)
     if C.ordo_gpu_get_memory_stats(id, stats_buf) ~= 0 then fail("memory_stats: " .. ffi.string(C.ordo_tensor_error())) end
     local r = {}
@@ -3284,7 +3290,8 @@ end
 
 -- ordo.cuda.empty_cache([dev]): the allocator's cached blocks go back to
 -- the device (after the work still pending on them); live tensors keep theirs.
-function M.cuda_empty_cache(dev)
+function M.cuda_empty_cache(dev, extra)
+    if extra ~= nil then extra_arg("cuda.empty_cache", "(dev)", extra) end
     local id = gpu_id("empty_cache", dev)
     if C.ordo_gpu_empty_cache(id) ~= 0 then fail("empty_cache: " .. ffi.string(C.ordo_tensor_error())) end
 end
