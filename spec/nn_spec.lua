@@ -5332,3 +5332,117 @@ describe("optim", function()
         assert.is_true(last < 0.15, "final loss " .. last)
     end)
 end)
+
+-- A further positional argument (m:train(true, 5), opt:step(nil, 5),
+-- optim.SGD(params, opts, 5), StepLR(opt, opts, 5), profiler.start(nil, 5))
+-- was dropped unseen, where Torch raises a TypeError.  Every public method
+-- of a module, an optimiser and a scheduler, and the functions of
+-- ordo.profiler, ordo.progress and ordo.data, raise naming it.
+describe("a further positional argument", function()
+    local jutil = require "jit.util"
+    local FURTHER = 4242.5
+    -- the hooks a class defines for the methods around them (not called by users)
+    local HOOKS = {init = true, _describe = true, _has = true, new_state = true, idle_state = true, keep_state = true,
+                   state_keys = true, state_shape = true, update = true, lr_at = true, momentum_at = true,
+                   phase_at = true, anneal_of = true, height_at = true, child_at = true, better = true, reduce = true,
+                   extend = true, extra_repr = true}
+    -- those taking any number of arguments: a further one must still raise
+    local m0 = nn.Linear(2, 2)
+    local x = ordo.ones({2})
+    local VARARGS = {
+        parameters = function() return m0:parameters(5) end,
+        buffers = function() return m0:buffers(5) end,
+        num_parameters = function() return m0:num_parameters(5) end,
+        eval = function() return m0:eval(5) end,
+        register_forward_hook = function() return m0:register_forward_hook(function() end, 5) end,
+        register_forward_pre_hook = function() return m0:register_forward_pre_hook(function() end, 5) end,
+        step = function()
+            return optim.lr_scheduler.StepLR(optim.SGD(nn.Linear(2, 2):parameters(), {lr = 0.1}), {step_size = 1}):step(5)
+        end,
+        loader = function() return ordo.data.loader(ordo.data.TensorDataset(x), {batch_size = 1}, 5) end,
+        Subset = function() return ordo.data.Subset(ordo.data.TensorDataset(x), {1}, 5) end,
+        random_split = function() return ordo.data.random_split(ordo.data.TensorDataset(x), {1, 1}, 5) end,
+        ConcatDataset = function() return ordo.data.ConcatDataset({ordo.data.TensorDataset(x)}, 5) end,
+        TensorDataset = function() return ordo.data.TensorDataset(x, 5) end, -- (any number of tensors)
+    }
+    -- forward: a module's own, called through m(x, ...), which checks the inputs against it (nn_spec above)
+    -- new: a class's constructor, passing its arguments to init (nn.Linear(2, 3, {}, x) raises: nn_spec above)
+    local PASS = {forward = true, new = true}
+
+    local function own_params(fn)
+        local n = jutil.funcinfo(fn).params
+        local last = n > 0 and debug.getlocal(fn, n)
+        if last == "extra" then n = n - 1 end
+        return n
+    end
+
+    local function check(where, name, fn, self)
+        if HOOKS[name] or PASS[name] or name:match("^_") then return end -- (_name: internal)
+        local fi = jutil.funcinfo(fn)
+        if not fi.source then return end -- (a C function)
+        if fi.isvararg then
+            assert(VARARGS[name], where .. name .. " takes any number of arguments: list it in VARARGS, with a call")
+            assert(not pcall(VARARGS[name]), where .. name .. ": accepted a further argument")
+            return
+        end
+        local n = own_params(fn)
+        local args = {self}
+        args[n + 1] = FURTHER
+        local ok, err = pcall(fn, unpack(args, 1, n + 1))
+        assert(not ok, ("%s%s: accepted a further argument after its %d parameters"):format(where, name, n))
+        assert(tostring(err):find("4242.5", 1, true),
+               ("%s%s: the error does not name the further argument: %s"):format(where, name, tostring(err)))
+    end
+
+    -- a class's methods and those it inherits (through __index tables)
+    local function walk(where, obj, fresh)
+        local seen, cls = {}, getmetatable(obj)
+        while cls do
+            for name, fn in pairs(cls) do
+                if type(fn) == "function" and not seen[name] then
+                    seen[name] = true
+                    check(where, name, fn, fresh())
+                end
+            end
+            local mt = getmetatable(cls)
+            cls = mt and type(mt.__index) == "table" and mt.__index or nil
+        end
+    end
+
+    local function sgd() return optim.SGD(nn.Linear(2, 2):parameters(), {lr = 0.1}) end
+
+    it("every method of a module, an optimiser and a scheduler raises, naming it", function()
+        walk("m:", nn.Linear(2, 2), function() return nn.Linear(2, 2) end)
+        walk("opt:", sgd(), sgd)
+        walk("seq:", nn.Sequential(nn.Linear(2, 2)), function() return nn.Sequential(nn.Linear(2, 2)) end)
+        walk("list:", nn.ModuleList({nn.Linear(2, 2)}), function() return nn.ModuleList({nn.Linear(2, 2)}) end)
+        walk("dict:", nn.ModuleDict({a = nn.Linear(2, 2)}), function() return nn.ModuleDict({a = nn.Linear(2, 2)}) end)
+        walk("handle:", nn.Linear(2, 2):register_forward_hook(function() end),
+             function() return nn.Linear(2, 2):register_forward_hook(function() end) end)
+        walk("opt:", optim.Adam(nn.Linear(2, 2):parameters()), function() return optim.Adam(nn.Linear(2, 2):parameters()) end)
+        walk("sched:", optim.lr_scheduler.StepLR(sgd(), {step_size = 1}),
+             function() return optim.lr_scheduler.StepLR(sgd(), {step_size = 1}) end)
+        walk("plateau:", optim.lr_scheduler.ReduceLROnPlateau(sgd()),
+             function() return optim.lr_scheduler.ReduceLROnPlateau(sgd()) end)
+    end)
+
+    it("the constructors of optimisers and schedulers, and ordo.profiler, ordo.progress and ordo.data, raise", function()
+        local p = nn.Linear(2, 2):parameters()
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "Adagrad", "RMSprop"}) do
+            H.raises(function() return optim[name](p, {lr = 0.1}, 5) end, name .. ": takes (params, opts), got a further argument 5")
+        end
+        for name, cls in pairs(optim.lr_scheduler) do
+            if type(cls) == "table" and getmetatable(cls) and getmetatable(cls).__call then
+                local ok, err = pcall(cls, sgd(), {}, 5)
+                assert(not ok and tostring(err):find("takes (optimizer, opts), got a further argument 5", 1, true),
+                       name .. ": " .. tostring(err))
+            end
+        end
+        for _, sub in ipairs({"profiler", "progress", "data"}) do
+            for name, fn in pairs(ordo[sub]) do
+                if type(fn) == "function" then check("ordo." .. sub .. ".", name, fn, nil) end
+            end
+        end
+        H.raises(function() return ordo.progress.bar({total = 3}, {}) end, "progress.bar: takes (opts), got a further argument (a table)")
+    end)
+end)

@@ -9,6 +9,7 @@
 -- fields (opt.lr = 0.01 changes the learning rate from the next step).
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
 
@@ -302,7 +303,8 @@ end
 -- optimiser made with a plain list becomes one of two groups, the first
 -- its parameters with no options of their own.  A bad group, or a
 -- parameter the optimiser already has, raises and changes nothing.
-function Optimizer:add_param_group(group)
+function Optimizer:add_param_group(group, extra)
+    if extra ~= nil then extra_arg("add_param_group", "(group)", extra) end
     check_opt_self("add_param_group", self)
     local fname = "add_param_group"
     if type(group) ~= "table" or getmetatable(group) ~= nil then
@@ -346,7 +348,8 @@ end
 
 -- zero_grad([set_to_none = true]): drops each gradient (p.grad = nil), or
 -- with false fills it with zeros in place (Torch's set_to_none).
-function Optimizer:zero_grad(set_to_none)
+function Optimizer:zero_grad(set_to_none, extra)
+    if extra ~= nil then extra_arg("zero_grad", "(set_to_none)", extra) end
     check_opt_self("zero_grad", self)
     if set_to_none == nil then set_to_none = true end
     if type(set_to_none) ~= "boolean" then
@@ -429,7 +432,8 @@ end
 -- step([closure]): Torch's form: closure() (run with grad mode on) clears
 -- the gradients, computes the loss, calls backward and returns the loss,
 -- which step returns after its update.
-function Optimizer:step(closure)
+function Optimizer:step(closure, extra)
+    if extra ~= nil then extra_arg("step", "(closure)", extra) end
     check_opt_self("step", self)
     local loss
     if closure ~= nil then
@@ -552,7 +556,8 @@ local function checkpoint_entries(self)
     return entries
 end
 
-function Optimizer:save(path)
+function Optimizer:save(path, extra)
+    if extra ~= nil then extra_arg("save", "(path)", extra) end
     check_opt_self("save", self)
     serialize = serialize or require "ordo.serialize"
     serialize.write("optimizer save", path, checkpoint_entries(self))
@@ -563,7 +568,8 @@ end
 -- tensor =}, the tensors copies (a snapshot: later steps do not change it).
 -- opt:load_state_dict(sd) puts one back, with opt:load's checks (and copies
 -- its tensors: the optimiser never shares state with sd).
-function Optimizer:state_dict()
+function Optimizer:state_dict(extra)
+    if extra ~= nil then extra_arg("state_dict", "()", extra) end
     check_opt_self("state_dict", self)
     local r = {}
     for i, e in ipairs(checkpoint_entries(self)) do r[i] = {name = e.name, tensor = e.tensor:clone()} end
@@ -739,14 +745,16 @@ local function load_entries(self, fname, path, list, copy)
     return self
 end
 
-function Optimizer:load(path)
+function Optimizer:load(path, extra)
+    if extra ~= nil then extra_arg("load", "(path)", extra) end
     check_opt_self("load", self)
     serialize = serialize or require "ordo.serialize"
     local fname = "optimizer load"
     return load_entries(self, fname, path, serialize.read(fname, path), false)
 end
 
-function Optimizer:load_state_dict(sd)
+function Optimizer:load_state_dict(sd, extra)
+    if extra ~= nil then extra_arg("load_state_dict", "(state_dict)", extra) end
     check_opt_self("load_state_dict", self)
     local fname = "load_state_dict"
     if type(sd) ~= "table" or is_tensor(sd) then
@@ -836,7 +844,8 @@ end
 local SGD = class("SGD")
 M.SGD = SGD
 
-function M.SGD.new(params, opts)
+function M.SGD.new(params, opts, extra)
+    if extra ~= nil then extra_arg("SGD", "(params, opts)", extra) end
     local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false,
                                      maximize = false},
                    function(f, g)
@@ -903,7 +912,8 @@ end
 local function adam_class(name, wd)
     local cls = class(name)
     M[name] = cls
-    function cls.new(params, opts)
+    function cls.new(params, opts, extra)
+        if extra ~= nil then extra_arg(name, "(params, opts)", extra) end
         local o = make(name, params, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd,
                                                   amsgrad = false, maximize = false},
                        check_betas)
@@ -1007,7 +1017,8 @@ end
 local Adagrad = class("Adagrad")
 M.Adagrad = Adagrad
 
-function M.Adagrad.new(params, opts)
+function M.Adagrad.new(params, opts, extra)
+    if extra ~= nil then extra_arg("Adagrad", "(params, opts)", extra) end
     local o = make("Adagrad", params, opts, {lr = 0.01, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
                                              eps = 1e-10, maximize = false}, function(f, g)
         if g.lr_decay < 0 or g.initial_accumulator_value < 0 then
@@ -1044,7 +1055,8 @@ end
 local RMSprop = class("RMSprop")
 M.RMSprop = RMSprop
 
-function M.RMSprop.new(params, opts)
+function M.RMSprop.new(params, opts, extra)
+    if extra ~= nil then extra_arg("RMSprop", "(params, opts)", extra) end
     local o = make("RMSprop", params, opts, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
                                              centered = false, maximize = false}, function(f, g)
         if g.alpha < 0 or g.alpha >= 1 then fail(fmt("%s: alpha must be in [0, 1), got %g", f, g.alpha)) end

@@ -19,6 +19,7 @@
 -- terminal, default 0.1), clock (a function returning seconds; tests).
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 
 local ffi = cdef.ffi
 local fail, typename = util.fail, util.typename
@@ -33,7 +34,8 @@ local M = {}
 local ts = ffi.new("ordo_timespec")
 local clock_gettime = ffi.cast("int (*)(int, ordo_timespec *)", ffi.C.clock_gettime)
 local CLOCK_MONOTONIC = 1
-function M.now()
+function M.now(extra)
+    if extra ~= nil then extra_arg("progress.now", "()", extra) end
     clock_gettime(CLOCK_MONOTONIC, ts)
     return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
@@ -107,7 +109,8 @@ M.Bar = Bar
 local BAR_OPTS = {total = true, label = true, tty = true, out = true, width = true, interval = true, clock = true}
 
 -- bar{total =, label =, ...}: see the head of this file.
-function M.bar(opts)
+function M.bar(opts, extra)
+    if extra ~= nil then extra_arg("progress.bar", "(opts)", extra) end
     opts = opts or {}
     if type(opts) ~= "table" or getmetatable(opts) ~= nil then
         fail("progress.bar: expected an options table {total =, label =, ...}, got " .. typename(opts))

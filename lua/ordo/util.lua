@@ -103,7 +103,8 @@ end
 -- function's own parameters: nothing on the hot path but that test.
 function M.extra_arg(fname, params, v)
     fail(string.format("%s: takes %s, got a further argument %s", fname,
-                       params == "()" and "no arguments" or params, M.show(v)))
+                       params == "()" and "no arguments" or params,
+                       type(v) == "table" and getmetatable(v) == nil and "(a table)" or M.show(v)))
 end
 local extra_arg = M.extra_arg
 

@@ -11,6 +11,7 @@
 -- m(x) calls m:forward(x).  Modules start in training mode; eval() switches
 -- Dropout and BatchNorm to inference behaviour.
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
 local F = require "ordo.nn.functional"
@@ -320,7 +321,8 @@ end
 -- (tying to a frozen embedding) is a parameter there too.
 local PARAMETERS = setmetatable({}, {__mode = "k"})
 
-function Module:register_parameter(name, t)
+function Module:register_parameter(name, t, extra)
+    if extra ~= nil then extra_arg("register_parameter", "(name, tensor)", extra) end
     check_module_self("register_parameter", self)
     check_slot("register_parameter", self, name, self._buffer_names, "buffer")
     if not is_tensor(t) then fail(fmt("register_parameter: %s must be a tensor, got %s", name, typename(t))) end
@@ -352,7 +354,8 @@ end
 -- module (m:to) and is listed by named_buffers; a persistent one is saved
 -- too (state_dict, save), one registered with persistent = false is not
 -- (a mask or a table computed from the options), as Torch's.
-function Module:register_buffer(name, t, persistent)
+function Module:register_buffer(name, t, persistent, extra)
+    if extra ~= nil then extra_arg("register_buffer", "(name, tensor, persistent)", extra) end
     check_module_self("register_buffer", self)
     check_slot("register_buffer", self, name, self._param_names, "parameter")
     if not is_tensor(t) then fail(fmt("register_buffer: %s must be a tensor, got %s", name, typename(t))) end
@@ -371,7 +374,8 @@ function Module:register_buffer(name, t, persistent)
     return t
 end
 
-function Module:add_module(name, m)
+function Module:add_module(name, m, extra)
+    if extra ~= nil then extra_arg("add_module", "(name, module)", extra) end
     check_module_self("add_module", self)
     if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
         -- (names join with dots into parameter names: "encoder.weight")
@@ -396,7 +400,8 @@ end
 -- hooked_call.  Each returns a handle, handle:remove() takes the hook off.
 local HookHandle = {}
 HookHandle.__index = HookHandle
-function HookHandle:remove()
+function HookHandle:remove(extra)
+    if extra ~= nil then extra_arg("remove", "()", extra) end
     local hooks = self._hooks
     for i = #hooks, 1, -1 do
         if hooks[i] == self._entry then
@@ -432,7 +437,8 @@ function Module:register_forward_hook(fn, ...)
 end
 
 -- The direct children as a list of {name, module}.
-function Module:children()
+function Module:children(extra)
+    if extra ~= nil then extra_arg("children", "()", extra) end
     check_module_self("children", self)
     local r = {}
     for _, n in ipairs(child_names(self)) do r[#r + 1] = {n, self[n]} end
@@ -441,7 +447,8 @@ end
 
 -- Torch's named_children: the direct children as {name =, module =}, as
 -- named_modules lists them (a prefix joined with a dot).
-function Module:named_children(prefix)
+function Module:named_children(prefix, extra)
+    if extra ~= nil then extra_arg("named_children", "(prefix)", extra) end
     check_module_self("named_children", self)
     if prefix ~= nil and type(prefix) ~= "string" then
         fail(fmt("named_children: the name prefix must be a string, got %s", typename(prefix)))
@@ -472,12 +479,14 @@ end
 
 -- {name = "encoder.1", module = m} for this module ("", or prefix) and
 -- every module below it, depth first, each once.
-function Module:named_modules(prefix)
+function Module:named_modules(prefix, extra)
+    if extra ~= nil then extra_arg("named_modules", "(prefix)", extra) end
     check_module_self("named_modules", self)
     return collect_modules(self, check_prefix("named_modules", prefix), {}, {})
 end
 
-function Module:modules()
+function Module:modules(extra)
+    if extra ~= nil then extra_arg("modules", "()", extra) end
     check_module_self("modules", self)
     local r = {}
     for i, e in ipairs(self:named_modules()) do r[i] = e.module end
@@ -495,7 +504,8 @@ local function apply_tree(m, fn, seen)
     fn(m)
 end
 
-function Module:apply(fn)
+function Module:apply(fn, extra)
+    if extra ~= nil then extra_arg("apply", "(fn)", extra) end
     check_module_self("apply", self)
     if type(fn) ~= "function" then fail("apply: expected a function, got " .. typename(fn)) end
     apply_tree(self, fn, {})
@@ -505,7 +515,8 @@ end
 -- Freezes (false) or unfreezes (true, the default) every parameter:
 -- frozen ones get no gradient (give an optimiser only the others:
 -- m:trainable_parameters()).
-function Module:requires_grad_(flag)
+function Module:requires_grad_(flag, extra)
+    if extra ~= nil then extra_arg("requires_grad_", "(flag)", extra) end
     check_module_self("requires_grad_", self)
     if flag == nil then flag = true end
     if type(flag) ~= "boolean" then fail("requires_grad_: expected a boolean, got " .. typename(flag)) end
@@ -515,7 +526,8 @@ end
 
 -- The parameters that require a gradient (what an optimiser takes when
 -- part of the model is frozen).
-function Module:trainable_parameters()
+function Module:trainable_parameters(extra)
+    if extra ~= nil then extra_arg("trainable_parameters", "()", extra) end
     check_module_self("trainable_parameters", self)
     local r = {}
     for _, p in ipairs(self:parameters()) do if p:needs_grad() then r[#r + 1] = p end end
@@ -568,7 +580,8 @@ end
 
 -- {name = "layer.1.weight", tensor = t} for every parameter, depth first,
 -- each tensor once (names start with prefix when given).
-function Module:named_parameters(prefix)
+function Module:named_parameters(prefix, extra)
+    if extra ~= nil then extra_arg("named_parameters", "(prefix)", extra) end
     check_module_self("named_parameters", self)
     return collect_params(self, dotted_prefix("named_parameters", prefix), {}, {})
 end
@@ -606,7 +619,8 @@ local function collect_buffers(m, prefix, out, persistent_only, seen)
 end
 
 -- {name = "bn.running_mean", tensor = t} for every buffer, depth first.
-function Module:named_buffers(prefix)
+function Module:named_buffers(prefix, extra)
+    if extra ~= nil then extra_arg("named_buffers", "(prefix)", extra) end
     check_module_self("named_buffers", self)
     return collect_buffers(self, dotted_prefix("named_buffers", prefix), {}, false, {})
 end
@@ -652,7 +666,8 @@ end
 
 -- m:train([mode = true]): mode a boolean, as Torch's (m:train(0), true
 -- in Lua, would otherwise train where eval was meant).
-function Module:train(mode)
+function Module:train(mode, extra)
+    if extra ~= nil then extra_arg("train", "(mode)", extra) end
     check_module_self("train", self)
     if mode == nil then mode = true end
     if type(mode) ~= "boolean" then fail("train: mode must be a boolean, got " .. typename(mode)) end
@@ -671,7 +686,8 @@ end
 -- m:zero_grad([set_to_none = true]): drops each parameter's gradient
 -- (p.grad = nil), or with false fills it with zeros in place, as an
 -- optimiser's zero_grad and Torch's.
-function Module:zero_grad(set_to_none)
+function Module:zero_grad(set_to_none, extra)
+    if extra ~= nil then extra_arg("zero_grad", "(set_to_none)", extra) end
     check_module_self("zero_grad", self)
     if set_to_none == nil then set_to_none = true end
     if type(set_to_none) ~= "boolean" then
@@ -761,7 +777,8 @@ end
 -- tensors, so build optimisers after.  Tensors shared between modules stay
 -- shared (see moved_tensor).  The dtype must be a float one (parameters
 -- need gradients); integer buffers keep theirs, as in Torch.
-function Module:to(a, b)
+function Module:to(a, b, extra)
+    if extra ~= nil then extra_arg("to", "(device or dtype, dtype)", extra) end
     check_module_self("to", self)
     local dt, dev
     for _, x in ipairs({a, b}) do
@@ -791,24 +808,28 @@ end
 
 -- m:cuda([dev]) and m:cpu(): m:to(ordo.gpu(n)) (dev = ordo.gpu(n) or n,
 -- default gpu(0)) and m:to(ordo.cpu(0)), as Torch's.
-function Module:cuda(dev)
+function Module:cuda(dev, extra)
+    if extra ~= nil then extra_arg("cuda", "(dev)", extra) end
     check_module_self("cuda", self)
     return self:to(util.gpu(tensor.gpu_id("cuda", dev)))
 end
 
-function Module:cpu()
+function Module:cpu(extra)
+    if extra ~= nil then extra_arg("cpu", "()", extra) end
     check_module_self("cpu", self)
     return self:to(util.cpu(0))
 end
 
 -- m:double() and m:float(): m:to("float64") and m:to("float32"), as
 -- Torch's (and as a tensor's t:double() and t:float()).
-function Module:double()
+function Module:double(extra)
+    if extra ~= nil then extra_arg("double", "()", extra) end
     check_module_self("double", self)
     return self:to("float64")
 end
 
-function Module:float()
+function Module:float(extra)
+    if extra ~= nil then extra_arg("float", "()", extra) end
     check_module_self("float", self)
     return self:to("float32")
 end
@@ -817,7 +838,8 @@ end
 -- stable order; m:state_dict(prefix) puts prefix before each name, as
 -- named_parameters' ("encoder" gives "encoder.1.weight"; the argument
 -- was ignored).
-function Module:state_dict(prefix)
+function Module:state_dict(prefix, extra)
+    if extra ~= nil then extra_arg("state_dict", "(prefix)", extra) end
     check_module_self("state_dict", self)
     prefix = dotted_prefix("state_dict", prefix)
     local list = self:named_parameters(prefix)
@@ -943,7 +965,8 @@ end
 
 -- Writes the module's parameters and buffers to path (ordo.serialize: the
 -- file is replaced only once it is whole).
-function Module:save(path)
+function Module:save(path, extra)
+    if extra ~= nil then extra_arg("save", "(path)", extra) end
     check_module_self("save", self)
     serialize.write("save", path, self:state_dict())
     return self
@@ -952,7 +975,8 @@ end
 -- Reads a file written by save into the module's tensors (same names,
 -- shapes and dtypes; the device may differ).  Raises on any mismatch and
 -- then leaves every tensor unchanged.
-function Module:load(path)
+function Module:load(path, extra)
+    if extra ~= nil then extra_arg("load", "(path)", extra) end
     check_module_self("load", self)
     local entries = {}
     for _, e in ipairs(serialize.read("load", path)) do entries[e.name] = e.tensor end
@@ -992,7 +1016,8 @@ end
 -- lacks, two lists (empty when strict).  Everything is checked before
 -- anything changes: on an error no tensor has been touched.
 local LOAD_SD_OPTS = {strict = true}
-function Module:load_state_dict(sd, opts)
+function Module:load_state_dict(sd, opts, extra)
+    if extra ~= nil then extra_arg("load_state_dict", "(state_dict, opts)", extra) end
     check_module_self("load_state_dict", self)
     local fname = "load_state_dict"
     opts = util.check_opts(fname, opts, LOAD_SD_OPTS)
@@ -1869,7 +1894,8 @@ function Sequential:init(...)
         for i = 1, select("#", ...) do self:add((select(i, ...))) end
     end
 end
-function Sequential:add(m)
+function Sequential:add(m, extra)
+    if extra ~= nil then extra_arg("add", "(module)", extra) end
     if not is_module(m) then fail(fmt("Sequential: module %d must be a module, got %s", self.n + 1, typename(m))) end
     self.n = self.n + 1
     self:add_module(tostring(self.n), m)
@@ -1887,8 +1913,14 @@ local function container_index(name, i, n)
     end
     return k
 end
-function Sequential:get(i) return self[tostring(container_index("Sequential", i, self.n))] end
-function Sequential:size() return self.n end
+function Sequential:get(i, extra)
+    if extra ~= nil then extra_arg("get", "(i)", extra) end
+    return self[tostring(container_index("Sequential", i, self.n))]
+end
+function Sequential:size(extra)
+    if extra ~= nil then extra_arg("size", "()", extra) end
+    return self.n
+end
 function Sequential:forward(x)
     for i = 1, self.n do x = self[tostring(i)](x) end
     return x
@@ -1907,15 +1939,23 @@ function ModuleList:init(list)
     local l, n = module_list("ModuleList", list or {})
     for i = 1, n do self:append(l[i]) end
 end
-function ModuleList:append(m)
+function ModuleList:append(m, extra)
+    if extra ~= nil then extra_arg("append", "(module)", extra) end
     if not is_module(m) then fail(fmt("ModuleList: module %d must be a module, got %s", self.n + 1, typename(m))) end
     self.n = self.n + 1
     self:add_module(tostring(self.n), m)
     return self
 end
-function ModuleList:get(i) return self[tostring(container_index("ModuleList", i, self.n))] end
-function ModuleList:size() return self.n end
-function ModuleList:ipairs()
+function ModuleList:get(i, extra)
+    if extra ~= nil then extra_arg("get", "(i)", extra) end
+    return self[tostring(container_index("ModuleList", i, self.n))]
+end
+function ModuleList:size(extra)
+    if extra ~= nil then extra_arg("size", "()", extra) end
+    return self.n
+end
+function ModuleList:ipairs(extra)
+    if extra ~= nil then extra_arg("ipairs", "()", extra) end
     local i = 0
     return function()
         i = i + 1
@@ -1961,7 +2001,8 @@ function ModuleDict:init(modules)
     table.sort(names)
     for _, k in ipairs(names) do self:set(k, modules[k]) end
 end
-function ModuleDict:set(name, m)
+function ModuleDict:set(name, m, extra)
+    if extra ~= nil then extra_arg("set", "(name, module)", extra) end
     -- not a method's name, nor a field of the module's own (training...)
     if type(name) ~= "string" or name:find("[%s%.]") or name == "" or name == "training" or ModuleDict[name] ~= nil or
         (rawget(self, name) ~= nil and not self:_has(self._module_names, name)) then
@@ -1970,15 +2011,20 @@ function ModuleDict:set(name, m)
     self:add_module(name, m)
     return self
 end
-function ModuleDict:get(name)
+function ModuleDict:get(name, extra)
+    if extra ~= nil then extra_arg("get", "(name)", extra) end
     local names = child_names(self)
     if not self:_has(names, name) then
         fail(fmt("ModuleDict: no module named %s (it has %s)", tostring(name), table.concat(names, ", ")))
     end
     return self[name]
 end
-function ModuleDict:keys() return child_names(self) end
-function ModuleDict:pairs()
+function ModuleDict:keys(extra)
+    if extra ~= nil then extra_arg("keys", "()", extra) end
+    return child_names(self)
+end
+function ModuleDict:pairs(extra)
+    if extra ~= nil then extra_arg("pairs", "()", extra) end
     local names, i = child_names(self), 0
     return function()
         i = i + 1
