@@ -5445,4 +5445,28 @@ describe("a further positional argument", function()
         end
         H.raises(function() return ordo.progress.bar({total = 3}, {}) end, "progress.bar: takes (opts), got a further argument (a table)")
     end)
+
+    it("nn.init, nn.save and nn.load, autograd.grad and gradcheck, and ordo.engine's functions raise", function()
+        -- the internal helpers modules and ops are made with, not for scripts
+        local INTERNAL = {needs = true, partial = true, partial_into = true, default = true, default_if_running = true,
+                          is_engine = true, key = true, of_pointer = true, on_close = true, run_close_hooks = true,
+                          shell_running = true, record = true, list_needs = true, sum_to = true, has_kernel = true,
+                          push = true, is_module = true, fan_in_out = true}
+        VARARGS.config = function() return ordo.engine.config(5) end
+        VARARGS.kind = function() return ordo.engine.kind(5) end
+        VARARGS.cpu_workers = function() return ordo.engine.cpu_workers(5) end
+        VARARGS.gpu_workers = function() return ordo.engine.gpu_workers(5) end
+        VARARGS.pending = function() return ordo.engine.pending(5) end
+        VARARGS.wait_for_all = function() return ordo.engine.wait_for_all(5) end
+        VARARGS.new_variable = function() return ordo.engine.new_variable(5) end
+        PASS.no_grad, PASS.enable_grad = true, true -- (fn, ...): the further arguments go to fn
+        for _, t in ipairs({{"nn.init.", nn.init}, {"nn.", {save = nn.save, load = nn.load, accuracy = nn.accuracy}},
+                            {"autograd.", ordo.autograd}, {"engine.", ordo.engine}}) do
+            for name, fn in pairs(t[2]) do
+                if type(fn) == "function" and not INTERNAL[name] then check(t[1], name, fn, nil) end
+            end
+        end
+        H.raises(function() return nn.init.kaiming_uniform_(ordo.empty({3, 4}), 0, "fan_in", "relu", 5) end,
+                 "init.kaiming_uniform_: takes (tensor, a, mode, nonlinearity), got a further argument 5")
+    end)
 end)

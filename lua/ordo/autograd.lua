@@ -722,7 +722,8 @@ end
 -- that output does not depend on.  No .grad is read or written, the
 -- leaves' included (Torch's autograd.grad); only the part of the graph
 -- between output and the inputs runs, and is freed unless retain_graph.
-function M.grad(output, inputs, grad, opts)
+function M.grad(output, inputs, grad, opts, extra)
+    if extra ~= nil then extra_arg("grad", "(outputs, inputs, grad_outputs, opts)", extra) end
     -- (check_self's advice, "call it as t:grad(...)", names no method)
     if not is_tensor(output) then
         fail(fmt("grad: the output must be a tensor, got %s%s", typename(output),
@@ -788,7 +789,8 @@ end
 -- tensor.  opts: eps (1e-6), atol (1e-5), rtol (1e-3), name,
 -- raise_exception (true).  Returns true, or raises naming the input, the
 -- element, and both values (returns false with raise_exception = false).
-function M.gradcheck(fn, inputs, opts)
+function M.gradcheck(fn, inputs, opts, extra)
+    if extra ~= nil then extra_arg("gradcheck", "(fn, inputs, opts)", extra) end
     opts = util.check_opts("gradcheck", opts, {eps = true, atol = true, rtol = true, name = true,
                                                raise_exception = true})
     local raise = opts.raise_exception

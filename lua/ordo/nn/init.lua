@@ -1103,11 +1103,13 @@ end
 local function check_module(fname, m)
     if not is_module(m) then fail(fmt("%s: expected a module, got %s", fname, typename(m))) end
 end
-function M.save(module, path)
+function M.save(module, path, extra)
+    if extra ~= nil then extra_arg("nn.save", "(module, path)", extra) end
     check_module("nn.save", module)
     return module:save(path)
 end
-function M.load(module, path)
+function M.load(module, path, extra)
+    if extra ~= nil then extra_arg("nn.load", "(module, path)", extra) end
     check_module("nn.load", module)
     return module:load(path)
 end
@@ -1139,11 +1141,13 @@ local function in_no_grad(fn) return autograd.no_grad(fn) end
 -- (the tensor method's errors named after the initialiser called, as the
 -- others: "init.constant_: fill_: expected a number", not "fill_: ...")
 local own_errors = util.own_errors
-function init.uniform_(t, a, b)
+function init.uniform_(t, a, b, extra)
+    if extra ~= nil then extra_arg("init.uniform_", "(tensor, a, b)", extra) end
     check_tensor("init.uniform_", "the tensor", t)
     return own_errors("init.uniform_", pcall(in_no_grad, function() return t:uniform_(a or 0, b or 1) end))
 end
-function init.normal_(t, mean, std)
+function init.normal_(t, mean, std, extra)
+    if extra ~= nil then extra_arg("init.normal_", "(tensor, mean, std)", extra) end
     check_tensor("init.normal_", "the tensor", t)
     return own_errors("init.normal_", pcall(in_no_grad, function() return t:normal_(mean or 0, std or 1) end))
 end
@@ -1151,9 +1155,18 @@ local function constant(fname, t, v)
     check_tensor(fname, "the tensor", t)
     return own_errors(fname, pcall(in_no_grad, function() return t:fill_(v) end))
 end
-function init.constant_(t, v) return constant("init.constant_", t, v) end
-function init.zeros_(t) return constant("init.zeros_", t, 0) end
-function init.ones_(t) return constant("init.ones_", t, 1) end
+function init.constant_(t, v, extra)
+    if extra ~= nil then extra_arg("init.constant_", "(tensor, val)", extra) end
+    return constant("init.constant_", t, v)
+end
+function init.zeros_(t, extra)
+    if extra ~= nil then extra_arg("init.zeros_", "(tensor)", extra) end
+    return constant("init.zeros_", t, 0)
+end
+function init.ones_(t, extra)
+    if extra ~= nil then extra_arg("init.ones_", "(tensor)", extra) end
+    return constant("init.ones_", t, 1)
+end
 
 -- Torch's calculate_gain(nonlinearity [, param]): the gain that keeps the
 -- variance of activations through the nonlinearity -- 1 for "linear",
@@ -1179,7 +1192,10 @@ local function gain_of(fname, nonlinearity, param)
              .. "tanh, relu, leaky_relu or selu)", fname,
              type(nonlinearity) == "string" and fmt("%q", nonlinearity) or typename(nonlinearity)))
 end
-function init.calculate_gain(nonlinearity, param) return gain_of("init.calculate_gain", nonlinearity, param) end
+function init.calculate_gain(nonlinearity, param, extra)
+    if extra ~= nil then extra_arg("init.calculate_gain", "(nonlinearity, param)", extra) end
+    return gain_of("init.calculate_gain", nonlinearity, param)
+end
 
 -- He et al.'s gain over the fan of mode ("fan_in", the default, or
 -- "fan_out"), Torch's kaiming_*_(t, a, mode, nonlinearity): the gain is
@@ -1200,14 +1216,16 @@ local function kaiming_std(fname, t, a, mode, nonlinearity)
 end
 
 -- He et al.: U(-b, b) with b = sqrt(3) * gain / sqrt(fan).
-function init.kaiming_uniform_(t, a, mode, nonlinearity)
+function init.kaiming_uniform_(t, a, mode, nonlinearity, extra)
+    if extra ~= nil then extra_arg("init.kaiming_uniform_", "(tensor, a, mode, nonlinearity)", extra) end
     local bound = math.sqrt(3) * kaiming_std("init.kaiming_uniform_", t, a, mode, nonlinearity)
     if t:numel() == 0 then return t end
     return init.uniform_(t, -bound, bound)
 end
 
 -- He et al.: N(0, std^2) with std = gain / sqrt(fan).
-function init.kaiming_normal_(t, a, mode, nonlinearity)
+function init.kaiming_normal_(t, a, mode, nonlinearity, extra)
+    if extra ~= nil then extra_arg("init.kaiming_normal_", "(tensor, a, mode, nonlinearity)", extra) end
     local std = kaiming_std("init.kaiming_normal_", t, a, mode, nonlinearity)
     if t:numel() == 0 then return t end
     return init.normal_(t, 0, std)
@@ -1223,14 +1241,16 @@ local function xavier_std(fname, t, gain)
 end
 
 -- Glorot: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
-function init.xavier_uniform_(t, gain)
+function init.xavier_uniform_(t, gain, extra)
+    if extra ~= nil then extra_arg("init.xavier_uniform_", "(tensor, gain)", extra) end
     local bound = math.sqrt(3) * xavier_std("init.xavier_uniform_", t, gain)
     if t:numel() == 0 then return t end
     return init.uniform_(t, -bound, bound)
 end
 
 -- Glorot: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
-function init.xavier_normal_(t, gain)
+function init.xavier_normal_(t, gain, extra)
+    if extra ~= nil then extra_arg("init.xavier_normal_", "(tensor, gain)", extra) end
     local std = xavier_std("init.xavier_normal_", t, gain)
     if t:numel() == 0 then return t end
     return init.normal_(t, 0, std)
@@ -1270,7 +1290,8 @@ end
 -- std^2) kept to [a, b] (a and b in t's units, not in stds), drawn as
 -- Torch draws it: a uniform draw between the normal CDF at a and at b,
 -- mapped back through the inverse CDF, then clamped to [a, b].
-function init.trunc_normal_(t, mean, std, a, b)
+function init.trunc_normal_(t, mean, std, a, b, extra)
+    if extra ~= nil then extra_arg("init.trunc_normal_", "(tensor, mean, std, a, b)", extra) end
     local fname = "init.trunc_normal_"
     check_tensor(fname, "the tensor", t)
     mean, std, a, b = mean or 0, std or 1, a or -2, b or 2
@@ -1297,7 +1318,8 @@ end
 
 -- Torch's eye_(t): a 2-dim t made the identity (ones on its diagonal,
 -- zeros elsewhere; a non-square t too).
-function init.eye_(t)
+function init.eye_(t, extra)
+    if extra ~= nil then extra_arg("init.eye_", "(tensor)", extra) end
     check_tensor("init.eye_", "the tensor", t)
     if t:dim() ~= 2 then fail("init.eye_: expected a 2-dim tensor, got shape " .. shape_str(t)) end
     local eye = require("ordo.derived").eye(t:size(1), t:size(2), tensor.like(t))
@@ -1308,7 +1330,8 @@ end
 -- out x in x k...) that passes its input through: in each of the groups,
 -- output channel d takes input channel d at the kernel's centre (k // 2,
 -- from 0), for d up to the smaller of out / groups and in; zeros elsewhere.
-function init.dirac_(t, groups)
+function init.dirac_(t, groups, extra)
+    if extra ~= nil then extra_arg("init.dirac_", "(tensor, groups)", extra) end
     local fname = "init.dirac_"
     check_tensor(fname, "the tensor", t)
     if t:dim() < 3 or t:dim() > 5 then
@@ -1339,7 +1362,8 @@ end
 -- draws it: the Q of a normal matrix's QR with R's diagonal made positive
 -- (Haar-distributed), here computed by Gram-Schmidt, each column
 -- orthogonalised twice (the same Q, which that sign fixes), in float64.
-function init.orthogonal_(t, gain)
+function init.orthogonal_(t, gain, extra)
+    if extra ~= nil then extra_arg("init.orthogonal_", "(tensor, gain)", extra) end
     local fname = "init.orthogonal_"
     check_tensor(fname, "the tensor", t)
     if t:dim() < 2 then fail(fmt("%s: expected a tensor of at least 2 dims, got shape %s", fname, shape_str(t))) end
@@ -2189,7 +2213,8 @@ end
 -- x whose largest output is at the class index y (from 1), computed in eval
 -- mode without gradients, batch by batch, with one wait at the end; the
 -- model's mode is restored.
-function M.accuracy(model, x, y, opts)
+function M.accuracy(model, x, y, opts, extra)
+    if extra ~= nil then extra_arg("accuracy", "(model, x, y, opts)", extra) end
     if not is_module(model) then fail(fmt("accuracy: expected a module first, got %s", typename(model))) end
     if not is_tensor(x) or not is_tensor(y) then
         fail(fmt("accuracy: expected tensors of inputs and labels, got %s and %s", typename(x), typename(y)))
