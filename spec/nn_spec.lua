@@ -5444,6 +5444,17 @@ describe("a further positional argument", function()
             end
         end
         H.raises(function() return ordo.progress.bar({total = 3}, {}) end, "progress.bar: takes (opts), got a further argument (a table)")
+        -- a dataset's and a progress bar's methods
+        local function ds() return ordo.data.TensorDataset(ordo.ones({4, 2}), ordo.ones({4})) end
+        for name, fn in pairs(getmetatable(ds()).__index) do
+            if type(fn) == "function" then check("ds:", name, fn, ds()) end
+        end
+        local path = os.tmpname()
+        local out = io.open(path, "w")
+        local function bar() return ordo.progress.bar({total = 3, out = out}) end
+        walk("bar:", bar(), bar)
+        out:close()
+        os.remove(path)
     end)
 
     it("nn.init, nn.save and nn.load, autograd.grad and gradcheck, and ordo.engine's functions raise", function()

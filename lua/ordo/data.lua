@@ -883,7 +883,8 @@ local function check_index(st, i)
 end
 
 -- ds:get(i): example i, as the values the dataset gives.
-function Dataset.get(self, i)
+function Dataset.get(self, i, extra)
+    if extra ~= nil then extra_arg("get", "(i)", extra) end
     local st = ds_state("get", self)
     return st.get(check_index(st, i))
 end

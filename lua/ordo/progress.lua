@@ -242,7 +242,8 @@ end
 
 -- bar:update(i [, fields]): i items done (absolute, not an increment);
 -- fields: a table printed as key=value after the bar, or a string.
-function Bar:update(i, fields)
+function Bar:update(i, fields, extra)
+    if extra ~= nil then extra_arg("update", "(i, fields)", extra) end
     check_bar("update", self)
     check_count("update", "a count of items done", i)
     check_fields("update", fields)
@@ -271,7 +272,8 @@ function Bar:update(i, fields)
 end
 
 -- bar:step([k [, fields]]): k more items done (default 1).
-function Bar:step(k, fields)
+function Bar:step(k, fields, extra)
+    if extra ~= nil then extra_arg("step", "(k, fields)", extra) end
     check_bar("step", self)
     if k == nil then k = 1 end
     check_count("step", "a number of items to add", k)
@@ -281,7 +283,8 @@ end
 
 -- bar:finish([fields]): the final line (elapsed time, overall rate); later
 -- calls do nothing.
-function Bar:finish(fields)
+function Bar:finish(fields, extra)
+    if extra ~= nil then extra_arg("finish", "(fields)", extra) end
     check_bar("finish", self)
     if self.finished then return self end
     check_fields("finish", fields)
@@ -292,7 +295,8 @@ function Bar:finish(fields)
     return self
 end
 
-function Bar:elapsed()
+function Bar:elapsed(extra)
+    if extra ~= nil then extra_arg("elapsed", "()", extra) end
     check_bar("elapsed", self)
     return self.clock() - self.t0
 end
