@@ -192,6 +192,7 @@ describe("autograd gradients match numerical differentiation (float64)", functio
             tan = within(-1.2, 1.2), asin = within(-0.9, 0.9), acos = within(-0.9, 0.9),
             atan = within(-2, 2), sinh = within(-2, 2), cosh = within(-2, 2), asinh = within(-2, 2),
             acosh = within(1.1, 3), atanh = within(-0.9, 0.9), erf = within(-2, 2), erfc = within(-2, 2),
+            erfinv = within(-0.9, 0.9),
         }
         for name, x in pairs(cases) do
             local y = x[name](x)
@@ -979,6 +980,65 @@ describe("autograd rules", function()
         assert.equal(2, x:sum():item())
         x.note = "mine" -- other fields as before
         assert.equal("mine", x.note)
+    end)
+
+    it("requires_grad = true as a creation option (Torch's), on every maker that takes options", function()
+        local src = ordo.randn({2})
+        local made = {
+            tensor = ordo.tensor({1, 2}, {requires_grad = true}),
+            randn = ordo.randn(3, 4, {requires_grad = true}),
+            randn64 = ordo.randn({3, 4}, {dtype = "float64", requires_grad = true}),
+            rand = ordo.rand({2}, {requires_grad = true}),
+            zeros = ordo.zeros({2}, {requires_grad = true}), ones = ordo.ones(2, {requires_grad = true}),
+            empty = ordo.empty({2}, {requires_grad = true}), full = ordo.full({2}, 3, {requires_grad = true}),
+            arange = ordo.arange(0, 1, 0.25, {requires_grad = true}),
+            linspace = ordo.linspace(0, 1, 5, {requires_grad = true}),
+            logspace = ordo.logspace(0, 1, 5, {requires_grad = true}),
+            eye = ordo.eye(3, {requires_grad = true}), eye2 = ordo.eye(3, 2, {requires_grad = true}),
+            zeros_like = ordo.zeros_like(src, {requires_grad = true}),
+            ones_like = ordo.ones_like(src, {requires_grad = true}),
+            empty_like = ordo.empty_like(src, {requires_grad = true}),
+            full_like = ordo.full_like(src, 7, {requires_grad = true}),
+            rand_like = ordo.rand_like(src, {requires_grad = true}),
+            randn_like = ordo.randn_like(src, {requires_grad = true}),
+            new_zeros = src:new_zeros({3}, {requires_grad = true}), new_ones = src:new_ones({3}, {requires_grad = true}),
+            new_empty = src:new_empty({3}, {requires_grad = true}),
+            new_full = src:new_full({3}, 2, {requires_grad = true}),
+            new_tensor = src:new_tensor({3}, {requires_grad = true}),
+            randint = ordo.randint(0, 5, {3}, {dtype = "float32", requires_grad = true}),
+            randint_like = ordo.randint_like(src, 0, 5, {requires_grad = true}),
+            normal = ordo.normal(0, 1, {3}, {requires_grad = true}),
+        }
+        for name, t in pairs(made) do
+            assert.is_true(t:needs_grad(), name)
+            assert.is_true(t:is_leaf(), name)
+        end
+        assert.equals("float64", made.randn64:dtype())
+        assert.same({0, 0.25, 0.5, 0.75}, made.arange:totable())
+        assert.same({7, 7}, made.full_like:totable())
+        -- a leaf: backward reaches it
+        local w = ordo.ones({3}, {dtype = "float64", requires_grad = true})
+        ;(w * w):sum():backward()
+        assert.same({2, 2, 2}, w.grad:totable())
+        -- false: as if not given; the other options still apply
+        local f = ordo.zeros({2}, {requires_grad = false, dtype = "float64"})
+        assert.is_false(f:needs_grad())
+        assert.equals("float64", f:dtype())
+        -- only float dtypes, as :requires_grad(); refused before anything is drawn where the options say
+        H.raises(function() return ordo.zeros({2}, {dtype = "int32", requires_grad = true}) end, "zeros",
+                 "only float tensors (float32, float64) can require a gradient, got int32")
+        H.raises(function() return ordo.tensor(ordo.tensor({1}, "int64"), {requires_grad = true}) end, "tensor",
+                 "got int64")
+        H.raises(function() return ordo.randperm(4, {requires_grad = true}) end, "randperm", "got int64")
+        local state = ordo.get_rng_state()
+        H.raises(function() return ordo.randint(0, 3, {4}, {requires_grad = true}) end, "randint", "got int64")
+        assert.same(state:totable(), ordo.get_rng_state():totable())
+        H.raises(function() return ordo.randn(2, {requires_grad = 1}) end, "randn",
+                 "requires_grad must be a boolean, got number")
+        H.raises(function() return src:new_zeros({2}, {requires_grad = "yes"}) end, "new_zeros",
+                 "requires_grad must be a boolean")
+        H.raises(function() return ordo.zeros({2}, {requires_grad = true, bogus = 1}) end, "zeros",
+                 "unknown option 'bogus'")
     end)
 
     it("set_grad_enabled and is_grad_enabled, as Torch's; set_grad_enabled takes booleans only", function()

@@ -430,6 +430,24 @@ describe("gpu tensors: elementwise ops", function()
         check(gpu(f):lt(gpu(i)), f:lt(i), "float32 < int64")
     end)
 
+    it("erf, erfc, erfinv match the cpu (erfinv: +-inf at +-1, NaN beyond), in and out of place", function()
+        need_gpu()
+        math.randomseed(6)
+        for _, dt in ipairs({"float32", "float64"}) do
+            local a = rnd({3, 7}, dt, -3, 3)
+            local u = rnd({4, 9}, dt, -0.999, 0.999)
+            local special = ordo.tensor({-1, 1, 1.5, -2, 0 / 0, 0, 1 - 2 ^ -20, -(1 - 2 ^ -20), 1e-30}, dt)
+            local ga, gu, gs = gpu(a), gpu(u), gpu(special)
+            check(ga:erf(), a:erf(), dt .. " erf")
+            check(ga:erfc(), a:erfc(), dt .. " erfc")
+            check(gu:erfinv(), u:erfinv(), dt .. " erfinv")
+            check(gs:erfinv(), special:erfinv(), dt .. " erfinv at its edges")
+            check(gu:clone():erfinv_(), u:clone():erfinv_(), dt .. " erfinv_")
+            check(gu:t():erfinv(), u:t():erfinv(), dt .. " erfinv of a transposed view")
+        end
+        check(gpu(ordo.tensor({0.5, -1}, "int32")):erfinv(), ordo.tensor({0.5, -1}, "int32"):erfinv(), "int32 erfinv")
+    end)
+
     it("unary ops match the cpu", function()
         need_gpu()
         math.randomseed(5)
@@ -490,6 +508,28 @@ describe("gpu tensors: elementwise ops", function()
             end
             check(F.cdist(ga, gpu(a:flip(1))), F.cdist(a, a:flip(1)), dt .. " cdist", RED)
             check(F.cosine_similarity(ga, gpu(a * 2 + 1)), F.cosine_similarity(a, a * 2 + 1), dt .. " cosine", RED)
+            -- tensordot, logcumsumexp, cdist through a matrix product (more than 25 rows), an N-dim
+            -- searchsorted, kron past 4 dims, unique_consecutive, addbmm
+            check(ordo.tensordot(ga, gb, 1), ordo.tensordot(a, b, 1), dt .. " tensordot", RED)
+            check(ordo.tensordot(ga, ga, {{1, 2}, {1, 2}}), ordo.tensordot(a, a, {{1, 2}, {1, 2}}), dt .. " tensordot 2",
+                  RED)
+            check(ga:logcumsumexp(2), a:logcumsumexp(2), dt .. " logcumsumexp", RED)
+            local p, q = rnd({30, 4}, dt, -2, 2), rnd({27, 4}, dt, -2, 2)
+            check(F.cdist(gpu(p), gpu(q)), F.cdist(p, q), dt .. " cdist (matrix product)", RED)
+            local seq = r:view(3, 4):sort(2)
+            local vals = rnd({3, 5}, dt, -1, 4)
+            check(ordo.searchsorted(gpu(seq), gpu(vals)), ordo.searchsorted(seq, vals), dt .. " searchsorted N-dim")
+            check(ordo.searchsorted(gpu(seq), gpu(vals), {side = "right"}), ordo.searchsorted(seq, vals, {right = true}),
+                  dt .. " searchsorted right")
+            local k1, k2 = rnd({2, 1, 2, 1, 2}, dt, -2, 2), rnd({1, 2, 1, 2, 2}, dt, -2, 2)
+            check(ordo.kron(gpu(k1), gpu(k2)), ordo.kron(k1, k2), dt .. " kron 5 dims")
+            local gc, gci, gcc = gpu(r):unique_consecutive({return_inverse = true, return_counts = true})
+            local cc, cci, ccc = r:unique_consecutive({return_inverse = true, return_counts = true})
+            check(gc, cc, dt .. " unique_consecutive")
+            check(gci, cci, dt .. " unique_consecutive inverse")
+            check(gcc, ccc, dt .. " unique_consecutive counts")
+            local ba, bb = rnd({3, 3, 4}, dt, -1, 1), rnd({3, 4, 5}, dt, -1, 1)
+            check(ga:addbmm(gpu(ba), gpu(bb):narrow(3, 1, 4)), a:addbmm(ba, bb:narrow(3, 1, 4)), dt .. " addbmm", RED)
         end
     end)
 

@@ -927,6 +927,41 @@ describe("nn modules", function()
         H.raises(function() F.cross_entropy(logits, y, {ignore_index = 1.5}) end, "cross_entropy", "ignore_index")
     end)
 
+    it("NLLLoss and CrossEntropyLoss ignore targets of -100 by default (Torch's ignore_index); another replaces it", function()
+        local x = ordo.tensor({{0.2, -1.0, 0.5}, {1.5, 0.3, -0.7}, {0.1, 0.4, -0.2}, {-1, 2, 0}}, D)
+        local padded = ordo.tensor({1, -100, 3, -100}, "int64")
+        local kept_x = x:index_select(1, ordo.tensor({1, 3}, "int64"))
+        local kept_t = ordo.tensor({1, 3}, "int64")
+        for _, red in ipairs({"mean", "sum"}) do
+            local want = F.cross_entropy(kept_x, kept_t, {reduction = red}):item()
+            close(F.cross_entropy(x, padded, {reduction = red}):item(), want)
+            close(nn.CrossEntropyLoss({reduction = red})(x, padded):item(), want)
+            local wantn = F.nll_loss(kept_x:log_softmax(2), kept_t, {reduction = red}):item()
+            close(F.nll_loss(x:log_softmax(2), padded, {reduction = red}):item(), wantn)
+            close(nn.NLLLoss({reduction = red})(x:log_softmax(2), padded):item(), wantn)
+        end
+        local none = F.cross_entropy(x, padded, {reduction = "none"}):totable()
+        assert.equals(0, none[2])
+        assert.equals(0, none[4])
+        -- with weights and label smoothing, the N x C x d form and a gradient that skips the padding
+        local w = ordo.tensor({1, 2, 0.5}, D)
+        close(F.cross_entropy(x, padded, {weight = w, label_smoothing = 0.1}):item(),
+              F.cross_entropy(kept_x, kept_t, {weight = w, label_smoothing = 0.1}):item())
+        local seq = x:view(1, 4, 3):permute(1, 3, 2) -- 1 x C x 4
+        close(F.cross_entropy(seq, padded:view(1, 4)):item(), F.cross_entropy(kept_x, kept_t):item())
+        local xg = x:clone():requires_grad()
+        F.cross_entropy(xg, padded):backward()
+        assert.same({0, 0, 0}, xg.grad:select(1, 2):totable())
+        -- an explicit ignore_index replaces the default: -100 is then out of range, as in Torch
+        H.raises(function() F.cross_entropy(x, padded, {ignore_index = 2}):item() end, "cross_entropy", "-100",
+                 "out of range")
+        close(F.cross_entropy(x, ordo.tensor({1, 2, 3, 2}, "int64"), {ignore_index = 2}):item(),
+              F.cross_entropy(kept_x, kept_t):item())
+        -- 0 (a 0-based label) is still out of range, not ignored
+        H.raises(function() F.nll_loss(x, ordo.tensor({0, 1, 2, 3}, "int64")):item() end, "nll_loss", "index 0",
+                 "out of range")
+    end)
+
     it("NLLLoss and CrossEntropyLoss: an ignored row whose scores hold -inf counts for nothing (it made NaN)", function()
         local logp = ordo.tensor({{-1 / 0, -0.1}, {-0.5, -1}}, D)
         local target = ordo.tensor({0, 2}, "int64") -- row 1 ignored
@@ -1682,6 +1717,42 @@ describe("nn modules", function()
         assert.is_true(ag.gradcheck(F.logsigmoid, {p}))
     end)
 
+    it("CELU, Softshrink, Hardshrink, Tanhshrink, Threshold, GLU (Torch's) against plain Lua; gradcheck", function()
+        local xs = {-30, -4, -2.5, -0.5, 0.25, 1, 3.5, 7, 40}
+        local x = ordo.tensor(xs, D)
+        local function ref(f) local r = {} for i, v in ipairs(xs) do r[i] = f(v) end return r end
+        local function tanh(v) return 1 - 2 / (math.exp(2 * v) + 1) end
+        close(nn.CELU()(x):totable(), ref(function(v) return v > 0 and v or math.exp(v) - 1 end))
+        close(nn.CELU(2)(x):totable(), ref(function(v) return v > 0 and v or 2 * (math.exp(v / 2) - 1) end))
+        close(F.celu(x, 0.5):totable(), ref(function(v) return v > 0 and v or 0.5 * (math.exp(v / 0.5) - 1) end))
+        close(nn.Softshrink()(x):totable(), ref(function(v) return v > 0.5 and v - 0.5 or v < -0.5 and v + 0.5 or 0 end))
+        close(F.softshrink(x, 3):totable(), ref(function(v) return v > 3 and v - 3 or v < -3 and v + 3 or 0 end))
+        close(nn.Hardshrink(1)(x):totable(), ref(function(v) return math.abs(v) > 1 and v or 0 end))
+        close(F.hardshrink(x):totable(), ref(function(v) return math.abs(v) > 0.5 and v or 0 end))
+        close(nn.Tanhshrink()(x):totable(), ref(function(v) return v - tanh(v) end))
+        close(nn.Threshold(0.25, -1)(x):totable(), ref(function(v) return v > 0.25 and v or -1 end))
+        local g = ordo.tensor({{1, -2, 0.5, 3}, {0, 1, -1, 2}}, D)
+        local function sig(v) return 1 / (1 + math.exp(-v)) end
+        close(nn.GLU()(g):totable(), {{1 * sig(0.5), -2 * sig(3)}, {0 * sig(-1), 1 * sig(2)}})
+        close(F.glu(g, 1):totable(), {{1 * sig(0), -2 * sig(1), 0.5 * sig(-1), 3 * sig(2)}})
+        local xi = ordo.tensor({-1.3, -0.2, 0.7, 2.1}, D):requires_grad()
+        for name, f in pairs({celu = function(t) return F.celu(t, 1.5) end, softshrink = F.softshrink,
+                              hardshrink = F.hardshrink, tanhshrink = F.tanhshrink,
+                              threshold = function(t) return F.threshold(t, 0.1, 2) end,
+                              glu = function(t) return F.glu(t) end}) do
+            assert.is_true(ag.gradcheck(f, {xi}), name)
+        end
+        H.raises(function() nn.CELU(0) end, "CELU", "nonzero")
+        H.raises(function() nn.Softshrink(-1) end, "Softshrink", "lambd", ">= 0")
+        H.raises(function() F.hardshrink(x, "a") end, "hardshrink", "lambd")
+        H.raises(function() nn.Threshold(1) end, "Threshold", "threshold and value")
+        H.raises(function() F.glu(ordo.ones(3)) end, "glu", "even size")
+        H.raises(function() nn.GLU(1.5) end, "GLU", "integer")
+        H.raises(function() nn.Tanhshrink(1) end, "Tanhshrink", "takes no options")
+        H.raises(function() F.celu(x, 1, true) end, "celu", "in-place")
+        assert.equals("GLU(dim = -1)", tostring(nn.GLU()))
+    end)
+
     it("ELU, SELU, Hardtanh, ReLU6, Hardsigmoid, Hardswish, Mish, Softsign, PReLU against plain Lua; gradcheck",
        function()
         local xs = {-30, -4, -2.5, -0.5, 0.25, 1, 3.5, 7, 40}
@@ -1858,6 +1929,34 @@ describe("nn modules", function()
         close(ordo.cdist(a, b, {p = 1}):totable(), cd, 1e-12)
         H.raises(function() F.cdist(a, b, {p = -1}) end, "cdist: p must be a number >= 0, got -1")
         H.raises(function() ordo.cdist(a, b, {q = 1}) end, "cdist", "unknown option 'q'")
+        -- p = 2 with many rows: one matrix product (Torch's compute_mode), no P x R x M difference tensor
+        local ma, mb = ordo.randn({40, 5}, D), ordo.randn({30, 5}, D)
+        local direct = F.cdist(ma, mb, {compute_mode = "donot_use_mm_for_euclid_dist"})
+        local MA, MB = ma:totable(), mb:totable()
+        for _, i in ipairs({1, 17, 40}) do
+            for _, k in ipairs({1, 30}) do
+                local d = {}
+                for j = 1, 5 do d[j] = MA[i][j] - MB[k][j] end
+                close(direct:totable()[i][k], norm(d, 2), 1e-12)
+            end
+        end
+        close(F.cdist(ma, mb):totable()[7], direct:totable()[7], 1e-10)
+        assert.is_true(ordo.allclose(ordo.cdist(ma, mb), direct, 1e-10, 1e-10))
+        assert.is_true(ordo.allclose(ordo.cdist(ma:narrow(1, 1, 3), mb:narrow(1, 1, 3), {compute_mode = "use_mm_for_euclid_dist"}),
+                                     direct:narrow(1, 1, 3):narrow(2, 1, 3), 1e-10, 1e-10))
+        -- batch dims broadcast on that path too
+        local ba = ordo.randn({2, 30, 4}, D)
+        local bb = ordo.randn({1, 5, 4}, D)
+        assert.is_true(ordo.allclose(ordo.cdist(ba, bb), ordo.cdist(ba, bb, {compute_mode = "donot_use_mm_for_euclid_dist"}),
+                                     1e-10, 1e-10))
+        -- its gradient: as the direct one's, and 0 (not NaN) where a distance is 0
+        assert.is_true(ag.gradcheck(function(u, v) return F.cdist(u, v) end,
+                                    {ordo.randn({27, 3}, D):requires_grad(), ordo.randn({4, 3}, D):requires_grad()}))
+        local x = ordo.randn({30, 3}, D):requires_grad()
+        F.cdist(x, x:detach()):sum():backward()
+        assert.is_true(x.grad:isfinite():all())
+        H.raises(function() F.cdist(a, b, {compute_mode = "fast"}) end, "cdist", "compute_mode")
+        H.raises(function() ordo.cdist(ordo.ones(2, 3, 4), ordo.ones(3, 3, 4)) end, "cdist", "cannot be broadcast")
         H.raises(function() F.normalize(a, {q = 2}) end, "normalize", "unknown option 'q'")
         -- operands broadcast first: b of size 1 along dim stands for copies in its norm too (|cos| was > 1)
         local ca, cb = ordo.randn({3, 4}, D), ordo.randn({3, 1}, D)
@@ -2637,6 +2736,66 @@ describe("nn modules", function()
         H.raises(function() d:load_state_dict(5) end, "load_state_dict", "expected a state dict")
         H.raises(function() d:load_state_dict({5}) end, "load_state_dict", "entry 1 is number")
         H.raises(function() d:load_state_dict({}, {strcit = true}) end, "unknown option 'strcit'")
+    end)
+
+    it("get_submodule, get_parameter, get_buffer by dotted name; register_module", function()
+        local net = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.Sequential(nn.ReLU(), nn.Linear(3, 1)))
+        assert.equals(net[3][2], net:get_submodule("3.2"))
+        assert.equals(net, net:get_submodule(""))
+        assert.equals(net[3][2].weight, net:get_parameter("3.2.weight"))
+        assert.equals(net[2].running_mean, net:get_buffer("2.running_mean"))
+        H.raises(function() net:get_submodule("3.5") end, "get_submodule", "'3' has no submodule '5'", "1, 2")
+        H.raises(function() net:get_submodule(3) end, "get_submodule", "string", "number")
+        H.raises(function() net:get_parameter("1.nope") end, "get_parameter", "'1' has no parameter 'nope'")
+        H.raises(function() net:get_buffer("1.weight") end, "get_buffer", "no buffer 'weight'")
+        H.raises(function() net:get_parameter("") end, "get_parameter", "non-empty")
+        local m = nn.Module()
+        local l = nn.Linear(1, 1)
+        assert.equals(l, m:register_module("enc", l))
+        assert.equals(l.bias, m:get_parameter("enc.bias"))
+        H.raises(function() m:register_module("a.b", nn.ReLU()) end, "register_module", "without dots")
+    end)
+
+    it("nn.Parameter(t): assigned to a module's field it is registered, as Torch's; frozen with false", function()
+        local Mine = nn.Module:extend("Mine")
+        function Mine:init()
+            self.w = nn.Parameter(ordo.randn({3, 2}, D))
+            self.b = nn.Parameter(ordo.zeros({2}, D))
+            self.frozen = nn.Parameter(ordo.ones({2}, D), false)
+            self.lin = nn.Linear(2, 2):double()
+        end
+        function Mine:forward(x) return self.lin(x:matmul(self.w) + self.b + self.frozen) end
+        local m = Mine()
+        local names = {}
+        for i, e in ipairs(m:named_parameters()) do names[i] = e.name end
+        assert.same({"w", "b", "frozen", "lin.weight", "lin.bias"}, names)
+        assert.is_true(m.w:needs_grad())
+        assert.is_false(m.frozen:needs_grad())
+        m(ordo.randn({4, 3}, D)):sum():backward()
+        assert.is_not_nil(m.w.grad)
+        assert.is_nil(m.frozen.grad)
+        local before = m.w:clone()
+        optim.SGD(m:parameters(), {lr = 0.1}):step()
+        assert.is_false(m.w:equal(before))
+        -- saved and loaded by name
+        local sd = m:state_dict()
+        local m2 = Mine()
+        m2:load_state_dict(sd)
+        assert.same(m.w:totable(), m2.w:totable())
+        -- a parameter already (a leaf that requires a gradient) stays itself; another one replaces a field
+        local leaf = ordo.zeros({2}, D):requires_grad()
+        assert.equals(leaf, nn.Parameter(leaf))
+        m.b = nn.Parameter(ordo.ones({2}, D))
+        assert.same({1, 1}, m:named_parameters()[2].tensor:totable())
+        -- a plain tensor is still a plain field; bad inputs are refused
+        m.note = ordo.zeros(2)
+        assert.equals(5, #m:parameters())
+        H.raises(function() nn.Parameter(ordo.tensor({1}, "int64")) end, "nn.Parameter", "float", "int64")
+        H.raises(function() nn.Parameter(5) end, "nn.Parameter", "expected a tensor", "number")
+        H.raises(function() nn.Parameter(ordo.zeros(2), 1) end, "nn.Parameter", "requires_grad must be a boolean")
+        local Bad = nn.Module:extend("Bad")
+        function Bad:init() self.parameters = nn.Parameter(ordo.zeros(2)) end
+        H.raises(function() Bad() end, "register_parameter")
     end)
 
     it("a module shared twice lists its buffers once; a child holding its parent (a cycle) overflows nothing", function()

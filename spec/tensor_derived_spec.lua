@@ -450,7 +450,9 @@ describe("derived ops", function()
         assert.same({0, 1, 2, 3}, ordo.randint(2 ^ 53, 2 ^ 53 + 4, {2000}, "i64"):sub(2 ^ 53):unique():totable())
         assert.equals("int64", ordo.randperm(3, {dtype = "long"}):dtype())
         H.raises(function() return ordo.randint(0, 3, {4}, {dtype = "int32", requires_grad = true}) end, "randint",
-                 "unknown option 'requires_grad'")
+                 "only float tensors (float32, float64) can require a gradient, got int32")
+        H.raises(function() return ordo.randint(0, 3, {4}, {dtype = "int32", bogus = true}) end, "randint",
+                 "unknown option 'bogus'")
         H.raises(function() return ordo.randint(0, 3, {4}, "bogus") end, "randint", "unknown dtype 'bogus'")
         H.raises(function() return ordo.randint("5", {4}) end, "randint", 'got 0 and string "5"')
         H.raises(function() return ordo.randperm(3, {dtype = "bogus"}) end, "randperm", "unknown dtype 'bogus'")
@@ -963,7 +965,36 @@ describe("derived ops", function()
         assert.same({2}, counts:totable())
         local n = ordo.tensor({0 / 0, 1, 0 / 0}):unique():totable()
         assert.equals(3, #n) -- each NaN is distinct
-        H.raises(function() return ordo.zeros(2):unique({sorted = false}) end, "unique", "sorted")
+        -- sorted = false leaves the order free, as Torch's (it was refused): these come out sorted too
+        assert.same({1, 3}, ordo.tensor({3, 1, 3}):unique({sorted = false}):totable())
+        H.raises(function() return ordo.zeros(2):unique({sorted = 0}) end, "unique", "sorted")
+        H.raises(function() return ordo.zeros(2):unique({dim = "1"}) end, "unique: dim must be an integer")
+    end)
+
+    it("unique_consecutive: each run of equal neighbours once, in place, its inverse and counts, as Torch's", function()
+        local x = ordo.tensor({1, 1, 2, 2, 3, 1, 1, 2})
+        local u, inv, cnt = x:unique_consecutive({return_inverse = true, return_counts = true})
+        assert.same({1, 2, 3, 1, 2}, u:totable())
+        assert.same({1, 1, 2, 2, 3, 4, 4, 5}, inv:totable())
+        assert.same({2, 2, 1, 2, 1}, cnt:totable())
+        assert.same(x:totable(), u:index_select(1, inv):totable())
+        -- several dims: over the flattened tensor, the inverse in x's shape
+        local _, inv2 = ordo.tensor({{1, 1}, {2, 2}}):unique_consecutive({return_inverse = true})
+        assert.same({{1, 1}, {2, 2}}, inv2:totable())
+        -- with dim: runs of equal slices
+        local s = ordo.tensor({{1, 2}, {1, 2}, {3, 4}, {1, 2}})
+        local us, is, cs = s:unique_consecutive({dim = 1, return_inverse = true, return_counts = true})
+        assert.same({{1, 2}, {3, 4}, {1, 2}}, us:totable())
+        assert.same({1, 1, 2, 3}, is:totable())
+        assert.same({2, 1, 1}, cs:totable())
+        assert.same({{1, 2}, {3, 4}}, ordo.tensor({{1, 1, 2}, {3, 3, 4}}):unique_consecutive({dim = -1}):totable())
+        local e, ie, ce = ordo.zeros(0):unique_consecutive({return_inverse = true, return_counts = true})
+        assert.same({{0}, {0}, {0}}, {e:shape(), ie:shape(), ce:shape()})
+        assert.equals(3, #ordo.tensor({0 / 0, 0 / 0, 1}):unique_consecutive():totable()) -- NaN equals nothing
+        assert.same({1, 2}, ordo.unique_consecutive(ordo.tensor({1, 1, 2}, "int32")):totable())
+        H.raises(function() return x:unique_consecutive({sorted = true}) end, "unique_consecutive", "unknown option")
+        H.raises(function() return x:unique_consecutive({dim = 2}) end, "unique_consecutive", "dim 2 out of range")
+        H.raises(function() return x:unique_consecutive({return_counts = 1}) end, "unique_consecutive", "return_counts")
     end)
 
     it("addmm and baddbmm: beta * self + alpha * product; gradients", function()
@@ -1008,6 +1039,52 @@ describe("derived ops", function()
                  "scatter: dim must be an integer")
         H.raises(function() return ordo.zeros({3}, "uint8"):scatter_(1, ordo.ones({3}, "int64"), -1) end,
                  "scatter: value -1 does not fit in uint8")
+    end)
+
+    it("addmv, addr and addbmm: beta * self + alpha * (mv, outer, the batch's summed bmm); gradients", function()
+        local D = "float64"
+        local m, v, c = ordo.randn({3, 4}, D), ordo.randn({4}, D), ordo.randn({3}, D)
+        local tm, tv, tc = m:totable(), v:totable(), c:totable()
+        local want = {}
+        for i = 1, 3 do
+            local s = 0
+            for j = 1, 4 do s = s + tm[i][j] * tv[j] end
+            want[i] = 0.5 * tc[i] + 2 * s
+        end
+        close(want, c:addmv(m, v, {beta = 0.5, alpha = 2}):totable(), 1e-12)
+        close((c + m:mv(v)):totable(), ordo.addmv(c, m, v):totable(), 1e-12)
+        local u, w = ordo.randn({3}, D), ordo.randn({4}, D)
+        local tu, tw = u:totable(), w:totable()
+        local got = m:addr(u, w, {beta = -1, alpha = 3}):totable()
+        for i = 1, 3 do
+            for j = 1, 4 do close(-tm[i][j] + 3 * tu[i] * tw[j], got[i][j], 1e-12) end
+        end
+        local ba, bb = ordo.randn({5, 3, 2}, D), ordo.randn({5, 2, 4}, D)
+        local sum = ordo.zeros({3, 4}, D)
+        for k = 1, 5 do sum = sum + ba[k]:mm(bb[k]) end
+        assert.is_true(ordo.allclose(m:addbmm(ba, bb, {beta = 2, alpha = 0.5}), m * 2 + sum * 0.5, 1e-12, 1e-12))
+        assert.is_true(ordo.allclose(m:addbmm(ordo.zeros({0, 3, 2}, D), ordo.zeros({0, 2, 4}, D)), m, 0, 0))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q, r) return p:addbmm(q, r, {beta = 0.3, alpha = 1.7}) end,
+                                               {m:clone():requires_grad(), ba:requires_grad(), bb:requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q, r) return p:addmv(q, r) end,
+                                               {c:clone():requires_grad(), m:clone():requires_grad(), v:requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p, q, r) return p:addr(q, r) end,
+                                               {m:clone():requires_grad(), u:requires_grad(), w:requires_grad()}))
+        H.raises(function() return c:addmv(m, u) end, "addmv: ", "cannot be multiplied")
+        H.raises(function() return m:addr(m, w) end, "addr: ", "1-dim")
+        H.raises(function() return m:addbmm(m, m) end, "addbmm: ", "batches")
+        H.raises(function() return m:addbmm(ba, bb, {gamma = 1}) end, "addbmm", "unknown option 'gamma'")
+        -- self broadcasts to the product's shape, never past it (addmm of a 3x2x2 self gave 3x2x2)
+        local sq = ordo.ones({2, 2}, D)
+        H.raises(function() return ordo.ones({3, 2, 2}, D):addmm(sq, sq) end,
+                 "addmm: self of shape 3x2x2 cannot be broadcast to the product's shape 2x2")
+        H.raises(function() return ordo.ones({3, 2, 2}, D):baddbmm(sq:view(1, 2, 2), sq:view(1, 2, 2)) end,
+                 "baddbmm: self of shape 3x2x2")
+        H.raises(function() return ordo.ones({3}, D):addmm(sq, sq) end, "addmm: self of shape 3") -- (said add)
+        H.raises(function() return sq:addmv(sq, ordo.ones({2}, D)) end, "addmv: self of shape 2x2")
+        H.raises(function() return ordo.ones({2, 2, 2}, D):addr(u, w) end, "addr: self of shape 2x2x2")
+        assert.same({{3, 3}, {3, 3}}, ordo.ones({2, 1}, D):addmm(sq, sq):totable())
+        assert.same({{3, 3}, {3, 3}}, ordo.tensor(1, D):addmm(sq, sq):totable())
     end)
 
     it("einsum against a plain-Lua loop over every index; implicit outputs; gradients; bad equations", function()
@@ -1153,6 +1230,98 @@ describe("derived ops", function()
         assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.einsum("...ij,...jk->...ik", p, q) end,
                                                {ordo.randn({2, 3, 4}, D):requires_grad(),
                                                 ordo.randn({1, 4, 2}, D):requires_grad()}))
+    end)
+
+    it("tensordot: sums of products over an integer's dims or listed dims, against plain Lua; bad dims", function()
+        local D = "float64"
+        local a, b = ordo.randn({2, 3, 4}, D), ordo.randn({4, 3, 5}, D)
+        local ta, tb = a:totable(), b:totable()
+        -- a's dims 2 and 3 with b's 2 and 1: r[i][l] = sum over j, k of a[i][j][k] * b[k][j][l]
+        local want = {}
+        for i = 1, 2 do
+            want[i] = {}
+            for l = 1, 5 do
+                local s = 0
+                for j = 1, 3 do for k = 1, 4 do s = s + ta[i][j][k] * tb[k][j][l] end end
+                want[i][l] = s
+            end
+        end
+        local r = ordo.tensordot(a, b, {{2, 3}, {2, 1}})
+        assert.same({2, 5}, r:shape())
+        for i = 1, 2 do close(want[i], r:totable()[i], 1e-12) end
+        r = a:tensordot(b, {{-1, -2}, {1, 2}}) -- negative dims; the method form
+        for i = 1, 2 do close(want[i], r:totable()[i], 1e-12) end
+        -- an integer n: a's last n dims with b's first n (2 by default)
+        local c = ordo.randn({3, 4}, D)
+        assert.is_true(ordo.allclose(ordo.tensordot(a, c), ordo.einsum("ijk,jk->i", a, c), 1e-12, 1e-12))
+        assert.is_true(ordo.allclose(ordo.tensordot(a, b, 1), ordo.einsum("ijk,klm->ijlm", a, b), 1e-12, 1e-12))
+        assert.is_true(ordo.allclose(ordo.tensordot(c, c:t(), 0), ordo.einsum("ij,kl->ijkl", c, c:t()), 0, 0))
+        close(6, ordo.tensordot(ordo.tensor(2, D), ordo.tensor(3, D), 0):item(), 0)
+        assert.same({}, ordo.tensordot(c, c, 2):shape())
+        assert.same({{11}}, ordo.tensordot(ordo.tensor({{1, 2}}, "int64"), ordo.tensor({{3}, {4}}, "int64"), 1):totable())
+        assert.same({2, 3}, ordo.tensordot(ordo.zeros(2, 0), ordo.zeros(0, 3), 1):shape())
+        assert.is_true(ordo.autograd.gradcheck(function(p, q) return ordo.tensordot(p, q, {{2, 3}, {2, 1}}) end,
+                                               {a:clone():requires_grad(), b:clone():requires_grad()}))
+        H.raises(function() return ordo.tensordot(a, c, {{1}, {1}}) end, "tensordot", "size 2", "size 3")
+        H.raises(function() return ordo.tensordot(c, c, 3) end, "tensordot", "dims 3")
+        H.raises(function() return ordo.tensordot(c, c, -1) end, "tensordot", "integer >= 0")
+        H.raises(function() return ordo.tensordot(c, c, {{1, 1}, {1, 2}}) end, "tensordot", "given twice")
+        H.raises(function() return ordo.tensordot(c, c, {{1}, {1, 2}}) end, "tensordot", "one length")
+        H.raises(function() return ordo.tensordot(c, c, {{1}, {1}, {2}}) end, "tensordot", "pair of lists")
+        H.raises(function() return ordo.tensordot(c, c, {{5}, {1}}) end, "tensordot", "dim 5 out of range")
+        H.raises(function() return ordo.tensordot(c, 3) end, "tensordot", "two tensors")
+    end)
+
+    it("logcumsumexp: running log-sums without overflow or underflow, against plain Lua; gradients", function()
+        local D = "float64"
+        -- plain Lua, one line: m + log(sum exp(x - m)) of the prefix
+        local function ref(xs)
+            local out = {}
+            for i = 1, #xs do
+                local m = -math.huge
+                for j = 1, i do m = math.max(m, xs[j]) end
+                local s = 0
+                for j = 1, i do s = s + math.exp(xs[j] - m) end
+                out[i] = m + math.log(s)
+            end
+            return out
+        end
+        local x = ordo.randn({3, 7}, D)
+        local tx = x:totable()
+        local r = x:logcumsumexp(2):totable()
+        for i = 1, 3 do close(ref(tx[i]), r[i], 1e-12) end
+        local rt = x:t():logcumsumexp(1):t():totable() -- a transposed view, along dim 1
+        for i = 1, 3 do close(ref(tx[i]), rt[i], 1e-12) end
+        close(x:logcumsumexp(-1):totable()[2], r[2], 0)
+        -- a wide spread: exp(x) overflows or underflows, the result does not
+        local wide = {1000, -1000, 1000, 0, -2000}
+        close(ref(wide), ordo.tensor(wide, D):logcumsumexp(1):totable(), 1e-12)
+        close({-1000, 0, 0}, ordo.tensor({-1000, 0, -1000}, D):logcumsumexp():totable(), 1e-12)
+        local inf = ordo.tensor({-math.huge, -math.huge, 1, math.huge, 2}, D):logcumsumexp(1):totable()
+        assert.same({-math.huge, -math.huge, 1, math.huge, math.huge}, inf)
+        close(2, ordo.tensor(2, D):logcumsumexp(1):item(), 0)
+        assert.same({0, 3}, ordo.zeros(0, 3):logcumsumexp(1):shape())
+        assert.equals("float32", ordo.tensor({1, 2}, "int64"):logcumsumexp(1):dtype())
+        close(ref({0, 0}), ordo.logcumsumexp(ordo.tensor({0, 0}, D), 1):totable(), 1e-12)
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:logcumsumexp(2) end,
+                                               {ordo.randn({3, 9}, D):requires_grad()}))
+        assert.is_true(ordo.autograd.gradcheck(function(p) return p:logcumsumexp(1) end,
+                                               {(ordo.randn({6}, D) * 300):requires_grad()}))
+        H.raises(function() return x:logcumsumexp() end, "logcumsumexp", "expected a dim")
+        H.raises(function() return x:logcumsumexp(3) end, "logcumsumexp", "dim 3 out of range")
+        H.raises(function() return x:logcumsumexp(1, "float64") end, "logcumsumexp", "a dim only")
+        -- the products, scans and searches refuse an argument past their last (each was ignored)
+        local v = ordo.tensor({1, 3, 2})
+        H.raises(function() return v:cummax(1, true) end, "cummax: unexpected extra argument true", "t:cummax(dim)")
+        H.raises(function() return v:cumsum(1, "float64", 3) end, "cumsum: unexpected extra argument 3")
+        H.raises(function() return v:diff(1, 1, nil, nil, 5) end, "diff: unexpected extra argument 5")
+        H.raises(function() return ordo.kron(v, v, 3) end, "kron: unexpected extra argument 3")
+        H.raises(function() return ordo.cross(v, v, 1, 2) end, "cross: unexpected extra argument 2")
+        H.raises(function() return v:histc(3, 0, 3, 1) end, "histc: unexpected extra argument 1")
+        H.raises(function() return ordo.outer(v, v, 1) end, "outer: unexpected extra argument 1")
+        H.raises(function() return ordo.tensordot(v, v, 1, 1) end, "tensordot: unexpected extra argument 1")
+        H.raises(function() return ordo.searchsorted(v, v, nil, 1) end, "searchsorted: unexpected extra argument 1")
+        assert.same({1, 4, 6}, v:cumsum(1, nil):totable()) -- (a trailing nil is no argument)
     end)
 
     it("nonzero: the positions of the nonzero elements in row-major order, as rows or per dim", function()
@@ -1979,6 +2148,10 @@ describe("more of Torch's tensor functions against plain Lua", function()
         H.raises(function() return x:diff(-1) end, "diff", "n")
         H.raises(function() return ordo.tensor(3):diff() end, "diff", "0-dim")
         H.raises(function() return x:diff(1, 1, ordo.tensor({1})) end, "diff", "prepend")
+        -- a shape that differs off dim: diff's error, not cat's
+        H.raises(function() return x:diff(1, 2, ordo.zeros(3, 1)) end, "diff: prepend of shape 3x1", "except along dim 2")
+        H.raises(function() return x:diff(1, 1, nil, ordo.zeros(1, 2)) end, "diff: append of shape 1x2")
+        assert.same({{1, 1, 2}, {7, 4, 5}}, x:diff(1, 2, ordo.zeros(2, 1)):totable())
         local p = ordo.randn(3, 4):double():requires_grad()
         assert.is_true(gradcheck(function(q) return q:diff(2, 2) end, {p}))
     end)
@@ -2012,7 +2185,25 @@ describe("more of Torch's tensor functions against plain Lua", function()
         end
         assert.same(want, ordo.kron(ordo.tensor(a), ordo.tensor(b)):totable())
         assert.same({{1, 2}, {10, 20}}, ordo.kron(ordo.tensor({1, 2}), ordo.tensor({{1}, {10}})):totable())
-        H.raises(function() return ordo.kron(ordo.zeros(1, 1, 1, 1, 1), ordo.zeros(1)) end, "kron", "4 dims")
+        -- past 4 dims too (it was refused), against the definition element by element, and its gradient
+        local a5, b5 = ordo.randn({2, 1, 3, 2, 2}, "float64"), ordo.randn({1, 2, 2, 1, 3}, "float64")
+        local k5 = ordo.kron(a5, b5)
+        assert.same({2, 2, 6, 2, 6}, k5:shape())
+        local A5, B5, K5 = a5:totable(), b5:totable(), k5:totable()
+        for _, ia in ipairs({{1, 1, 1, 1, 1}, {2, 1, 3, 2, 2}, {1, 1, 2, 2, 1}}) do
+            for _, ib in ipairs({{1, 1, 1, 1, 1}, {1, 2, 2, 1, 3}, {1, 1, 2, 1, 2}}) do
+                local o = {}
+                for d = 1, 5 do o[d] = (ia[d] - 1) * b5:size(d) + ib[d] end
+                close(A5[ia[1]][ia[2]][ia[3]][ia[4]][ia[5]] * B5[ib[1]][ib[2]][ib[3]][ib[4]][ib[5]],
+                      K5[o[1]][o[2]][o[3]][o[4]][o[5]], 1e-12)
+            end
+        end
+        local a4, b4 = ordo.randn({2, 3, 2, 2}, "float64"), ordo.randn({3, 2, 1, 3}, "float64")
+        assert.is_true(ordo.allclose(ordo.kron(a4:unsqueeze(1), b4:unsqueeze(1)):squeeze(1), ordo.kron(a4, b4), 0, 0))
+        assert.same({2, 1, 1, 1, 1, 1, 1, 4}, ordo.kron(ordo.ones(2, 1, 1, 1, 1, 1, 1, 2), ordo.ones(2)):shape())
+        assert.is_true(ordo.autograd.gradcheck(function(x, y) return ordo.kron(x, y) end,
+                                               {ordo.randn({2, 1, 1, 1, 2}, "float64"):requires_grad(),
+                                                ordo.randn({1, 2, 1, 1, 2}, "float64"):requires_grad()}))
         local function cross(u, v) return {u[2] * v[3] - u[3] * v[2], u[3] * v[1] - u[1] * v[3], u[1] * v[2] - u[2] * v[1]} end
         local u, v = {{1, 2, 3}, {4, 5, 6}}, {7, 8, 9}
         assert.same({cross(u[1], v), cross(u[2], v)}, ordo.tensor(u):cross(ordo.tensor(v)):totable())
@@ -2088,6 +2279,14 @@ describe("more of Torch's tensor functions against plain Lua", function()
         assert.same({0, 2, 1, 1}, h:totable())
         assert.same({2, 1, 1}, ordo.tensor({1, 2, 1, 4}):histc(3):totable()) -- the data's range
         assert.same({0, 0, 2, 0}, ordo.tensor({2, 2}):histc(4):totable()) -- one value: [v - 1, v + 1]
+        -- min and max in a float32 input's dtype, as Torch's: 0.3 (as a float32, above the double 0.3)
+        -- falls in the last bin of [0.1, 0.3]
+        assert.same({1, 1, 1}, ordo.tensor({0.1, 0.2, 0.3}, "float32"):histc(3, 0.1, 0.3):totable())
+        assert.same({1, 1, 1}, ordo.tensor({0.1, 0.2, 0.3}, "float64"):histc(3, 0.1, 0.3):totable())
+        -- a tiny range: no inf bin width (the first element went nowhere sensible), and one that
+        -- float32 cannot tell apart is refused
+        assert.same({2, 1}, ordo.tensor({0, 1e-320, 3e-320}, "float64"):histc(2, 0, 4e-320):totable())
+        H.raises(function() return ordo.tensor({0, 1}):histc(2, 0, 1e-46) end, "histc", "one value in float32")
         H.raises(function() return ordo.tensor({1}, "int32"):histc() end, "histc", "float")
         H.raises(function() return ordo.tensor({1}):histc(4, 3, 1) end, "histc", "min")
         H.raises(function() return ordo.tensor({1}):histc(2 ^ 50) end, "histc", "out of memory")
@@ -2291,6 +2490,25 @@ describe("more of Torch's tensor functions against plain Lua", function()
         local g = ordo.tensor({1, 2}, "float64"):requires_grad()
         g:cumsum(1, "float32"):sum():backward()
         assert.same({2, 1}, g.grad:totable())
+    end)
+
+    it("cumsum_ and cumprod_: in place, self's dtype kept, through views", function()
+        local i = ordo.tensor({1, 2, 3}, "int32")
+        assert.is_true(rawequal(i, i:cumsum_(1)))
+        assert.equals("int32", i:dtype())
+        assert.same({1, 3, 6}, i:totable())
+        local u = ordo.tensor({200, 100}, "uint8")
+        u:cumsum_(1)
+        assert.same({200, 44}, u:totable()) -- wraps in uint8, as Torch's
+        local y = ordo.tensor({{1, 2}, {3, 4}})
+        y:t():cumprod_(1) -- along y's rows, through the transposed view
+        assert.same({{1, 2}, {3, 12}}, y:totable())
+        local z = ordo.tensor({{1, 2}, {3, 4}})
+        z:cumsum_(1)
+        assert.same({{1, 2}, {4, 6}}, z:totable())
+        H.raises(function() return ordo.tensor({1, 2}):cumsum_(3) end, "cumsum_", "dim 3 out of range")
+        H.raises(function() return ordo.tensor({1, 2}):cumprod_(1, 2) end, "cumprod_: unexpected extra argument 2")
+        H.raises(function() return ordo.randn({3}):requires_grad():cumsum_(1) end, "cumsum_", "in place")
     end)
 
     it("a list of dims with named keys is refused: x:var({correction = 0}) said the list was empty, x:mean({1, dim = 2}) took dim 1", function()
@@ -2541,7 +2759,8 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({3, 3}, i:new_full({2}, 3):totable())
         assert.equals("int32", i:new_tensor({4, 5}):dtype())
         assert.equals("float32", i:new_tensor({4, 5}, {dtype = "float32"}):dtype())
-        H.raises(function() return i:new_zeros(3) end, "new_zeros", "shape")
+        assert.same({0, 0, 0}, i:new_zeros(3):totable()) -- sizes as arguments, as Torch's (it raised)
+        H.raises(function() return i:new_zeros("3") end, "new_zeros", "shape")
         assert.same({1, 1}, i:new_full({2}, 1.5):totable()) -- truncated, as full and Torch
         H.raises(function() return ordo.tensor({1}, "uint8"):new_full({2}, 300) end, "new_full", "300", "uint8")
         H.raises(function() return i:new_ones({2}, {dtyp = "x"}) end, "new_ones", "unknown option")
@@ -2768,8 +2987,69 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({}, ordo.bucketize(3, b):shape())
         assert.same({5}, ordo.bucketize(ordo.tensor({0 / 0}), ordo.tensor({1, 2, 4, 8})):totable()) -- NaN last
         assert.same({1, 1}, ordo.searchsorted(ordo.tensor({}), ordo.tensor({1, 2})):totable())
-        H.raises(function() return ordo.searchsorted(ordo.zeros(2, 2), v) end, "searchsorted", "1-dim")
+        H.raises(function() return ordo.searchsorted(ordo.zeros(2, 2), v) end, "searchsorted",
+                 "leading dims of the sequence's shape 2x2")
+        H.raises(function() return ordo.bucketize(v, ordo.zeros(2, 2)) end, "bucketize", "1-dim")
         H.raises(function() return ordo.bucketize(v, b, {right = 1}) end, "bucketize", "right")
+        -- a number the sequence's dtype cannot hold is compared as itself (2.5 was cut to 2 against
+        -- int64 boundaries, -1 refused against uint8 ones)
+        local ib = ordo.tensor({1, 2, 3}, "int64")
+        assert.equals(3, ordo.searchsorted(ib, 2.5):item())
+        assert.equals(3, ordo.bucketize(2.5, ib):item())
+        assert.equals(1, ordo.searchsorted(ordo.tensor({1, 2, 3}, "uint8"), -1):item())
+        assert.equals(4, ordo.searchsorted(ordo.tensor({1, 2, 3}, "uint8"), 300):item())
+        assert.equals(2, ordo.searchsorted(ib, 2):item())
+        -- isin likewise: 2.5 is in no int64 tensor (it matched 2), 300 in no uint8 one
+        assert.same({0, 0, 0}, ordo.isin(ib, 2.5):totable())
+        assert.same({0, 1, 0}, ordo.isin(ib, 2):totable())
+        assert.equals(0, ordo.isin(2.5, ib):item())
+        assert.equals(0, ordo.isin(300, ordo.tensor({44}, "uint8")):item())
+    end)
+
+    it("searchsorted: an N-dim sequence searched row by row, side and sorter, as Torch's", function()
+        -- one sorted row per leading index; values of the same leading dims, each row's against its own
+        math.randomseed(17)
+        local rows, want, vals = {}, {}, {}
+        for r = 1, 6 do
+            rows[r] = {}
+            for i = 1, 5 do rows[r][i] = math.random(0, 9) end
+            table.sort(rows[r])
+            vals[r], want[r] = {}, {}
+            for i = 1, 4 do
+                local x = math.random(-1, 10)
+                local c = 0
+                for _, y in ipairs(rows[r]) do if y < x then c = c + 1 end end
+                vals[r][i], want[r][i] = x, c + 1
+            end
+        end
+        local seq, v = ordo.tensor(rows, "float64"), ordo.tensor(vals, "float64")
+        assert.same(want, ordo.searchsorted(seq, v):totable())
+        -- 3 dims: 2 x 3 rows
+        local got = ordo.searchsorted(seq:view(2, 3, 5), v:view(2, 3, 4)):totable()
+        for r = 1, 6 do assert.same(want[r], got[math.floor((r - 1) / 3) + 1][(r - 1) % 3 + 1]) end
+        -- a transposed (non-contiguous) sequence
+        assert.same({{3}, {2}}, ordo.searchsorted(ordo.tensor({{1, 2}, {3, 4}, {5, 6}}):t(), ordo.tensor({{4}, {4}})):totable())
+        assert.same({{1, 1}, {1, 1}}, ordo.searchsorted(ordo.zeros(2, 0), ordo.zeros(2, 2)):totable())
+        -- side, Torch's other spelling of right
+        local b = ordo.tensor({1, 3, 5, 7, 9})
+        assert.same({3, 4, 6}, ordo.searchsorted(b, ordo.tensor({3, 6, 9}), {side = "right"}):totable())
+        assert.same({2, 4, 5}, ordo.searchsorted(b, ordo.tensor({3, 6, 9}), {side = "left"}):totable())
+        -- sorter: positions (from 1) that sort the sequence
+        assert.same({2, 3}, ordo.searchsorted(ordo.tensor({3, 1, 2}), ordo.tensor({2, 2.5}),
+                                              {sorter = ordo.tensor({2, 3, 1}, "int64")}):totable())
+        H.raises(function() return ordo.searchsorted(seq, ordo.zeros(4)) end, "searchsorted", "leading dims")
+        H.raises(function() return ordo.searchsorted(seq, ordo.zeros(5, 4)) end, "searchsorted", "leading dims")
+        H.raises(function() return ordo.searchsorted(seq, 3) end, "searchsorted", "must be a tensor")
+        H.raises(function() return ordo.searchsorted(b, b, {side = "up"}) end, "searchsorted", "side")
+        H.raises(function() return ordo.searchsorted(b, b, {side = "left", right = true}) end, "searchsorted",
+                 "disagree")
+        H.raises(function() return ordo.searchsorted(b, b, {sorter = b}) end, "searchsorted", "sorter")
+        H.raises(function() return ordo.searchsorted(b, b, {sorter = ordo.tensor({1, 2}, "int64")}) end,
+                 "searchsorted", "sorter of shape 2")
+        H.raises(function() return ordo.searchsorted(b, b, {out_int32 = 1}) end, "searchsorted", "out_int32")
+        -- a sorter index out of range is named as searchsorted's when the gather runs (it said gather alone)
+        local bad = ordo.searchsorted(ordo.tensor({3, 1, 2}), ordo.tensor({2}), {sorter = ordo.tensor({4, 3, 1}, "int64")})
+        H.raises(function() return bad:totable() end, "searchsorted (sorter): gather: index 4 out of range")
     end)
 
     it("sum, mean and prod take Torch's dtype third (it was ignored); max, amax... refuse a third argument", function()
@@ -2896,7 +3176,10 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
     it("kron, cdist, outer, randperm, linspace and t[index] name themselves when an op inside fails", function()
         H.raises(function() return ordo.kron(ordo.ones({2 ^ 20}), ordo.ones({2 ^ 20})) end, "kron: mul: out of memory")
         H.raises(function() return ordo.cdist(ordo.ones({2 ^ 20, 2}), ordo.ones({2 ^ 20, 2})) end,
-                 "cdist: sub: out of memory")
+                 "cdist: ", "out of memory")
+        H.raises(function()
+            return ordo.cdist(ordo.ones({2 ^ 20, 2}), ordo.ones({2 ^ 20, 2}), {compute_mode = "donot_use_mm_for_euclid_dist"})
+        end, "cdist: sub: out of memory")
         H.raises(function() return ordo.ones({2 ^ 25}):outer(ordo.ones({2 ^ 25})) end, "outer: mul: out of memory")
         H.raises(function() return ordo.randperm(2 ^ 50) end, "randperm: rand: out of memory")
         H.raises(function() return ordo.linspace(0, 1, 2 ^ 50) end, "linspace: arange: out of memory")
@@ -2942,5 +3225,303 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({1, 3}, v:totable())
         assert.same({2, 1, 2}, inv:totable())
         assert.same({1, 3}, x:unique({return_inverse = false, sorted = true}):totable())
+    end)
+
+    it("Torch's small names: is_floating_point, is_signed, tolist, ndimension, nbytes, itemsize, positive", function()
+        local f, d, i, u = ordo.randn(2, 3), ordo.zeros({2}, "float64"), ordo.tensor({1, -2}, "int64"),
+            ordo.tensor({1, 2}, "uint8")
+        assert.is_true(f:is_floating_point())
+        assert.is_true(d:is_floating_point())
+        assert.is_false(i:is_floating_point())
+        assert.is_false(u:is_floating_point())
+        assert.is_true(ordo.is_floating_point(f))
+        assert.is_true(i:is_signed())
+        assert.is_false(u:is_signed())
+        assert.same({{1, 2}, {3, 4}}, ordo.tensor({{1, 2}, {3, 4}}):tolist())
+        assert.equals(5, ordo.tensor(5):tolist())
+        assert.equals(2, f:ndimension())
+        assert.equals(0, ordo.tensor(1):ndimension())
+        assert.equals(24, f:nbytes())
+        assert.equals(16, d:nbytes())
+        assert.equals(8, d:itemsize())
+        assert.equals(1, u:itemsize())
+        assert.equals(i, i:positive())
+        H.raises(function() u:positive() end, "positive", "uint8")
+        local b = ordo.tensor({0, -2, 0.5, 0 / 0, -0.0}):bool()
+        assert.equals("uint8", b:dtype())
+        assert.same({0, 1, 1, 1, 0}, b:totable())
+        assert.same({0, 1}, ordo.tensor({0, 7}, "int64"):bool():totable())
+        H.raises(function() return ordo.tolist(5) end, "tolist", "number")
+        H.raises(function() return ordo.is_floating_point({}) end, "is_floating_point", "table")
+    end)
+
+    it("NumPy's and Torch's other names of the elementwise ops, with gradients; errors name the name called", function()
+        local x = ordo.tensor({0.25, -0.5, 0.75}, "float64")
+        local y = ordo.tensor({0.5, 0.5, -2}, "float64")
+        local pairs_ = {absolute = "abs", negative = "neg", arcsin = "asin", arccos = "acos", arctan = "atan",
+                        arcsinh = "asinh", arctanh = "atanh", sgn = "sign", fix = "trunc"}
+        for alias, op in pairs(pairs_) do
+            assert.same(x[op](x):totable(), x[alias](x):totable(), alias)
+            local c = x:clone()
+            assert.equals(c, c[alias .. "_"](c), alias .. "_")
+            assert.same(x[op](x):totable(), c:totable(), alias .. "_")
+            assert.same(x[op](x):totable(), ordo[alias](x):totable(), "ordo." .. alias)
+        end
+        assert.same(ordo.tensor({2}, "float64"):acosh():totable(), ordo.tensor({2}, "float64"):arccosh():totable())
+        assert.same(x:atan2(y):totable(), x:arctan2(y):totable())
+        for alias, op in pairs({subtract = "sub", multiply = "mul", divide = "div", true_divide = "div", greater = "gt",
+                                greater_equal = "ge", less = "lt", less_equal = "le", not_equal = "ne"}) do
+            assert.same(x[op](x, y):totable(), x[alias](x, y):totable(), alias)
+        end
+        assert.same({0.25 - 2 * 0.5, -0.5 - 2 * 0.5, 0.75 + 2 * 2}, x:subtract(y, 2):totable()) -- alpha passes through
+        local c = x:clone()
+        c:multiply_(y)
+        assert.same(x:mul(y):totable(), c:totable())
+        -- gradients through the alias
+        local w = ordo.tensor({0.3, -0.2}, {dtype = "float64", requires_grad = true})
+        w:arcsin():sum():backward()
+        close({1 / math.sqrt(1 - 0.09), 1 / math.sqrt(1 - 0.04)}, w.grad:totable(), 1e-12)
+        H.raises(function() x:subtract("a") end, "subtract", "string")
+        H.raises(function() ordo.tensor({1}, "int32"):arcsin_() end, "arcsin_", "int32")
+        -- ordo.concat / ordo.concatenate: cat's other names
+        assert.same({1, 1, 0}, ordo.concat({ordo.ones(2), ordo.zeros(1)}, 1):totable())
+        assert.same({1, 1, 0}, ordo.concatenate({ordo.ones(2), ordo.zeros(1)}):totable())
+    end)
+
+    it("new_zeros(2, 3): sizes as arguments; unflatten; take_along_dim; fill_diagonal_", function()
+        local a = ordo.arange(6, {dtype = "float64"}):view(2, 3)
+        assert.same({2, 3}, a:new_zeros(2, 3):shape())
+        assert.equals("float64", a:new_ones(4):dtype())
+        assert.equals("int32", a:new_empty(2, {dtype = "int32"}):dtype())
+        assert.same({{7, 7}}, a:new_full({1, 2}, 7):totable())
+        assert.is_true(a:new_zeros(2, 2, {requires_grad = true}):needs_grad())
+        H.raises(function() a:new_zeros(2, {}, 3) end, "new_zeros", "options last")
+        -- unflatten
+        assert.same({{0, 1, 2}, {3, 4, 5}}, a:flatten():unflatten(1, {2, 3}):totable())
+        assert.same({2, 3}, a:flatten():unflatten(1, {-1, 3}):shape())
+        assert.same({2, 1, 3}, a:unflatten(-1, {1, 3}):shape())
+        H.raises(function() a:unflatten(2, {2, 2}) end, "unflatten", "sizes {2, 2} (4 elements) do not fit dim 2 of size 3")
+        H.raises(function() a:unflatten(2, {-1, 2}) end, "unflatten", "cannot fill dim 2 of size 3")
+        H.raises(function() a:unflatten(2, {1.5, 2}) end, "unflatten", "integers")
+        H.raises(function() a:unflatten(3, {3}) end, "unflatten", "out of range")
+        -- take_along_dim: with argmax's keepdim indices, broadcast, or flattened
+        assert.same({{2}, {5}}, a:take_along_dim(a:argmax(2, true), 2):totable())
+        assert.same({{0, 2}, {3, 5}}, a:take_along_dim(ordo.tensor({{1, 3}}, "int64"), 2):totable())
+        assert.same({5, 0}, a:take_along_dim(ordo.tensor({6, 1}, "int64")):totable())
+        H.raises(function() a:take_along_dim(ordo.tensor({1}, "int64"), 2) end, "take_along_dim", "as many dims")
+        H.raises(function() a:take_along_dim(ordo.tensor({{1}, {1}, {1}}, "int64"), 2) end, "take_along_dim",
+                 "do not broadcast")
+        H.raises(function() a:take_along_dim(ordo.tensor({{4}, {1}}, "int64"), 2):totable() end, "take_along_dim",
+                 "out of range")
+        local w = ordo.tensor({{1, 2}, {3, 4}}, {dtype = "float64", requires_grad = true})
+        w:take_along_dim(ordo.tensor({{2}, {1}}, "int64"), 2):sum():backward()
+        assert.same({{0, 1}, {1, 0}}, w.grad:totable())
+        -- fill_diagonal_
+        local m = ordo.zeros(3, 4)
+        assert.equals(m, m:fill_diagonal_(2))
+        assert.same({{2, 0, 0, 0}, {0, 2, 0, 0}, {0, 0, 2, 0}}, m:totable())
+        assert.same({{1, 0}, {0, 1}, {0, 0}, {0, 0}, {0, 0}}, ordo.zeros(5, 2):fill_diagonal_(1):totable())
+        assert.same({{1, 0}, {0, 1}, {0, 0}, {1, 0}, {0, 1}}, ordo.zeros(5, 2):fill_diagonal_(1, true):totable())
+        local c = ordo.zeros(2, 2, 2):fill_diagonal_(1)
+        assert.same({{{1, 0}, {0, 0}}, {{0, 0}, {0, 1}}}, c:totable())
+        local t = ordo.zeros(3, 3):t() -- a non-contiguous view
+        t:fill_diagonal_(4)
+        assert.same({{4, 0, 0}, {0, 4, 0}, {0, 0, 4}}, t:totable())
+        H.raises(function() ordo.zeros(3):fill_diagonal_(1) end, "fill_diagonal_", "at least 2 dims")
+        H.raises(function() ordo.zeros(2, 2, 3):fill_diagonal_(1) end, "fill_diagonal_", "same size")
+        H.raises(function() ordo.zeros(2, 2):fill_diagonal_("x") end, "fill_diagonal_", "number")
+        local leaf = ordo.zeros(2, 2):requires_grad()
+        H.raises(function() leaf:fill_diagonal_(1) end, "fill_diagonal_", "requires a gradient")
+        H.raises(function() leaf:tril_() end, "tril_", "requires a gradient", "out-of-place tril")
+    end)
+
+    it("hstack, vstack, atleast_1d, atleast_2d (Torch's), with gradients", function()
+        assert.same({1, 1, 0, 0, 0}, ordo.hstack({ordo.ones(2), ordo.zeros(3)}):totable())
+        assert.same({{1, 0, 0}, {1, 0, 0}}, ordo.hstack({ordo.ones(2, 1), ordo.zeros(2, 2)}):totable())
+        assert.same({{1, 1, 1}, {0, 0, 0}, {0, 0, 0}}, ordo.vstack({ordo.ones(3), ordo.zeros(2, 3)}):totable())
+        assert.same({{1}, {2}}, ordo.vstack({ordo.tensor(1), ordo.tensor(2)}):totable())
+        assert.same({1}, ordo.atleast_1d(ordo.tensor(3)):shape())
+        assert.same({1, 1}, ordo.atleast_2d(ordo.tensor(3)):shape())
+        assert.same({1, 4}, ordo.atleast_2d(ordo.ones(4)):shape())
+        local m = ordo.ones(2, 2)
+        assert.equals(m, ordo.atleast_2d(m))
+        local l = ordo.atleast_1d({ordo.tensor(1), m})
+        assert.same({1}, l[1]:shape())
+        assert.equals(m, l[2])
+        local w = ordo.tensor({1, 2}, {dtype = "float64", requires_grad = true})
+        ordo.vstack({w, w * 2}):sum():backward()
+        assert.same({3, 3}, w.grad:totable())
+        H.raises(function() ordo.vstack({ordo.ones(3), ordo.zeros(2)}) end, "vstack", "differ in dim 2")
+        H.raises(function() ordo.hstack({}) end, "hstack", "non-empty list")
+        H.raises(function() ordo.hstack({ordo.ones(2), 3}) end, "hstack", "element 2", "number")
+        H.raises(function() ordo.atleast_2d(5) end, "atleast_2d", "number")
+    end)
+
+    it("exponential_, log_normal_, cauchy_, geometric_, random_: Torch's distributions, in place", function()
+        ordo.manual_seed(11)
+        local n = 100000
+        local e = ordo.empty(n, "float64")
+        assert.equals(e, e:exponential_(2))
+        close(0.5, e:mean():item(), 0.01)
+        assert.is_true(e:min():item() >= 0)
+        close(math.log(2) / 2, e:median():item(), 0.01) -- the median of Exp(2)
+        local l = ordo.empty(n, "float64"):log_normal_(0, 0.5)
+        close(1, l:median():item(), 0.02)
+        close(math.exp(0.125), l:mean():item(), 0.02)
+        assert.is_true(ordo.empty(1000):log_normal_():min():item() > 0) -- Torch's defaults mean 1, std 2
+        local c = ordo.empty(n, "float64"):cauchy_(3, 2)
+        close(3, c:median():item(), 0.05)
+        close(5, c:quantile(0.75):item(), 0.05) -- median + sigma
+        local g = ordo.empty(n, "int64"):geometric_(0.25)
+        assert.equals("int64", g:dtype())
+        close(4, g:double():mean():item(), 0.05) -- 1 / p
+        assert.equals(1, g:min():item())
+        close(0.25, g:eq(1):double():mean():item(), 0.01)
+        assert.same({1, 1, 1}, ordo.empty(3):geometric_(1):totable())
+        local r = ordo.empty(n, "int32"):random_(3, 7)
+        assert.same({3, 4, 5, 6}, r:unique():totable())
+        local f = ordo.empty(1000):random_(10)
+        assert.same({0, 9}, {f:min():item(), f:max():item()})
+        assert.equals(0, (f - f:floor()):abs():sum():item())
+        H.raises(function() ordo.empty(3):random_() end, "random_", "to")
+        H.raises(function() ordo.empty(3):random_(5, 2) end, "random_", "low < high")
+        H.raises(function() ordo.empty(3, "uint8"):random_(0, 300) end, "random_", "uint8")
+        H.raises(function() ordo.empty(3, "int32"):exponential_() end, "exponential_", "int32")
+        H.raises(function() ordo.empty(3):exponential_(-1) end, "exponential_", "lambd", "> 0")
+        H.raises(function() ordo.empty(3):cauchy_(0, 0) end, "cauchy_", "sigma")
+        H.raises(function() ordo.empty(3):log_normal_(0 / 0) end, "log_normal_", "mean")
+        H.raises(function() ordo.empty(3):geometric_(0) end, "geometric_", "(0, 1]")
+        H.raises(function() ordo.empty(3):geometric_(1.5) end, "geometric_", "(0, 1]")
+        -- a tensor that requires a gradient: refused under the op's own name (uniform_ or copy_ named
+        -- themselves), the generator untouched; under no_grad it is filled
+        local w = ordo.ones(4):requires_grad()
+        local state = ordo.get_rng_state():totable()
+        for name, arg in pairs({exponential_ = 1, log_normal_ = 0, cauchy_ = 0, geometric_ = 0.5, random_ = 5}) do
+            H.raises(function() w[name](w, arg) end, name, "requires a gradient", "ordo.no_grad")
+        end
+        assert.same(state, ordo.get_rng_state():totable())
+        assert.same({1, 1, 1, 1}, w:totable())
+        ordo.no_grad(function() w:exponential_() end)
+        assert.is_false(w:eq(1):all())
+    end)
+
+    it("ordo.normal (numbers with a shape, or tensors), ordo.randint_like, t:sinc()", function()
+        ordo.manual_seed(5)
+        local a = ordo.normal(2, 3, {100000}, "float64")
+        assert.equals("float64", a:dtype())
+        close(2, a:mean():item(), 0.02)
+        close(3, a:std():item(), 0.01)
+        assert.same({2, 5}, ordo.normal(0, 1, {2, 5}):shape())
+        local m = ordo.tensor({0, 10, 100})
+        local b = ordo.normal(m, 0.001):totable()
+        for i, v in ipairs({0, 10, 100}) do assert.is_true(math.abs(b[i] - v) < 0.01, tostring(b[i])) end
+        assert.same({0, 0}, ordo.normal(0, ordo.tensor({0, 0})):totable())
+        local c = ordo.normal(m:view(3, 1), ordo.tensor({1, 2}, "float64"))
+        assert.same({3, 2}, c:shape())
+        assert.equals("float64", c:dtype())
+        H.raises(function() ordo.normal(0, -1, {2}) end, "normal", "std >= 0")
+        H.raises(function() ordo.normal(0, 1) end, "normal", "need a shape")
+        H.raises(function() ordo.normal(m, ordo.tensor({-1, 1, 1})) end, "normal", "std must be >= 0")
+        H.raises(function() ordo.normal(m, 1, {3}) end, "normal", "no shape")
+        H.raises(function() ordo.normal("0", 1, {3}) end, "normal", "mean", "string")
+        H.raises(function() ordo.normal(0, 1, {3}, "int32") end, "normal", "int32")
+        -- randint_like: t's shape, dtype and device
+        local r = ordo.randint_like(ordo.zeros(200, 3), 5)
+        assert.same({200, 3}, r:shape())
+        assert.equals("float32", r:dtype())
+        assert.same({0, 1, 2, 3, 4}, r:unique():totable())
+        local ri = ordo.randint_like(ordo.zeros({300}, "int32"), 2, 4)
+        assert.equals("int32", ri:dtype())
+        assert.same({2, 3}, ri:unique():totable())
+        assert.equals("int64", ordo.randint_like(ordo.zeros(2), 10, "int64"):dtype())
+        H.raises(function() ordo.randint_like({2}, 3) end, "randint_like", "expected a tensor")
+        H.raises(function() ordo.randint_like(ordo.zeros(2), 3, 1) end, "randint_like", "low < high")
+        -- sinc
+        local sv = ordo.tensor({0, 0.5, -1.5, 2.25}, "float64"):sinc():totable()
+        local function sinc(v) return v == 0 and 1 or math.sin(math.pi * v) / (math.pi * v) end
+        close({1, sinc(0.5), sinc(-1.5), sinc(2.25)}, sv, 1e-12)
+        assert.equals("float32", ordo.tensor({0, 1}, "int32"):sinc():dtype())
+        local x = ordo.tensor({0, 0.3}, {dtype = "float64", requires_grad = true})
+        x:sinc():sum():backward()
+        local g = x.grad:totable()
+        assert.equals(0, g[1]) -- (no NaN at 0: Torch's 0)
+        local px = math.pi * 0.3
+        close((px * math.cos(px) - math.sin(px)) / (math.pi * 0.09), g[2], 1e-10)
+    end)
+
+    it("apply_ and map_: Lua functions elementwise, in place (Torch's); bad results change nothing", function()
+        local t = ordo.tensor({{1, 2}, {3, 4}})
+        assert.equals(t, t:apply_(function(x) return x * 10 end))
+        assert.same({{10, 20}, {30, 40}}, t:totable())
+        t:map_(ordo.tensor({1, 2}), function(x, y) return x + y end) -- broadcast
+        assert.same({{11, 22}, {31, 42}}, t:totable())
+        t:apply_(function(x) if x > 30 then return 0 end end) -- nil keeps the element
+        assert.same({{11, 22}, {0, 0}}, t:totable())
+        assert.same({1, 0}, ordo.tensor({0, 5}):apply_(function(x) return x == 0 end):totable())
+        assert.equals(4, ordo.tensor(3):apply_(function(x) return x + 1 end):item())
+        local v = ordo.zeros(3, 3):t():narrow(1, 2, 2) -- a non-contiguous view: its base changes
+        v:apply_(function() return 1 end)
+        assert.same({{1, 1, 1}, {1, 1, 1}}, v:totable())
+        H.raises(function() t:apply_(function() return "a" end) end, "apply_", "returned string for element 1")
+        H.raises(function() t:apply_(5) end, "apply_", "expected a function")
+        local u = ordo.tensor({1, 2}, "uint8")
+        H.raises(function() u:apply_(function() return 300 end) end, "apply_", "300", "uint8")
+        assert.same({1, 2}, u:totable())
+        H.raises(function() t:map_(ordo.ones(3), function(x) return x end) end, "map_", "does not broadcast")
+        H.raises(function() t:map_(3, function(x) return x end) end, "map_", "tensor", "number")
+        local big = ordo.tensor({9007199254740993LL}, "int64")
+        H.raises(function() big:apply_(function(x) return x end) end, "apply_", "2^53")
+        assert.is_true(big:eq(ordo.tensor({9007199254740993LL}, "int64")):all()) -- unchanged
+        local w = ordo.ones(2):requires_grad()
+        H.raises(function() w:apply_(function(x) return x end) end, "apply_", "requires a gradient")
+    end)
+
+    it("is_cuda, is_same_size, is_nonzero, storage_offset, float_power", function()
+        local a = ordo.arange(6):view(2, 3)
+        assert.is_false(a:is_cuda())
+        assert.is_true(a:is_same_size(ordo.zeros(2, 3, {dtype = "int32"})))
+        assert.is_false(a:is_same_size(ordo.zeros(3, 2)))
+        H.raises(function() a:is_same_size({2, 3}) end, "is_same_size", "table")
+        assert.is_true(ordo.tensor({2}):is_nonzero())
+        assert.is_false(ordo.tensor(0):is_nonzero())
+        H.raises(function() a:is_nonzero() end, "is_nonzero", "6 elements")
+        assert.equals(0, a:storage_offset())
+        assert.equals(4, a:select(1, 2):narrow(1, 2, 2):storage_offset())
+        local p = ordo.tensor({2, 3}, "int32"):float_power(2)
+        assert.equals("float64", p:dtype())
+        assert.same({4, 9}, p:totable())
+        assert.same({8, 3}, ordo.tensor({2, 3}):float_power(ordo.tensor({3, 1}, "int64")):totable())
+    end)
+
+    it("fmax / fmin skip NaN; isposinf, isneginf, signbit (-0.0 too), exp2; tril_ / triu_ in place", function()
+        local nan, inf = 0 / 0, math.huge
+        local a = ordo.tensor({1, nan, 3, nan, -inf}, "float64")
+        local b = ordo.tensor({2, 5, nan, nan, 1}, "float64")
+        local mx, mn = a:fmax(b):totable(), a:fmin(b):totable()
+        assert.same({2, 5, 3}, {mx[1], mx[2], mx[3]})
+        assert.is_true(mx[4] ~= mx[4])
+        assert.equals(1, mx[5])
+        assert.same({1, 5, 3}, {mn[1], mn[2], mn[3]})
+        assert.is_true(mn[4] ~= mn[4])
+        assert.equals(-inf, mn[5])
+        assert.same({2, 2, 3, 2, 2}, a:fmax(2):totable())
+        assert.same({1, 2}, ordo.tensor({1, 4}, "int32"):fmin(ordo.tensor({3, 2}, "int32")):totable())
+        assert.equals("int32", ordo.tensor({1, 4}, "int32"):fmin(ordo.tensor({3, 2}, "int32")):dtype())
+        local s = ordo.tensor({inf, -inf, nan, 0, -0.0, -2, 2})
+        assert.same({1, 0, 0, 0, 0, 0, 0}, s:isposinf():totable())
+        assert.same({0, 1, 0, 0, 0, 0, 0}, s:isneginf():totable())
+        assert.same({0, 1, 0, 0, 1, 1, 0}, s:signbit():totable())
+        assert.same({0, 0}, ordo.tensor({5, 7}, "int32"):isposinf():totable())
+        assert.same({1, 0}, ordo.tensor({-5, 7}, "int32"):signbit():totable())
+        assert.same({0, 0}, ordo.tensor({5, 7}, "uint8"):signbit():totable())
+        assert.same({0.5, 1, 8}, ordo.tensor({-1, 0, 3}):exp2():totable())
+        assert.equals("float32", ordo.tensor({3}, "int64"):exp2():dtype())
+        local m = ordo.ones(3, 3)
+        assert.equals(m, m:tril_())
+        assert.same({{1, 0, 0}, {1, 1, 0}, {1, 1, 1}}, m:totable())
+        local u = ordo.ones(2, 3)
+        u:triu_(1)
+        assert.same({{0, 1, 1}, {0, 0, 1}}, u:totable())
+        H.raises(function() ordo.ones(3):tril_() end, "tril_")
     end)
 end)

@@ -643,6 +643,13 @@ describe("a further positional argument", function()
     -- out-of-place one (fmod_), those of that one
     local function signature(name, fn)
         if not jutil.funcinfo(fn).isvararg then return fn end
+        -- a wrapper passing its arguments on to the function it holds (f, fn),
+        -- or to the method it is another name of (inner: subtract for sub)
+        for i = 1, jutil.funcinfo(fn).upvalues do
+            local uname, v = debug.getupvalue(fn, i)
+            if (uname == "f" or uname == "fn") and type(v) == "function" then return signature(name, v) end
+            if uname == "inner" and type(v) == "string" and ordo.Tensor[v] then return signature(v, ordo.Tensor[v]) end
+        end
         if raw[name] and not jutil.funcinfo(raw[name]).isvararg then return raw[name] end
         local base = ordo.Tensor[name:match("^(.-)_$") or ""]
         if base and not jutil.funcinfo(base).isvararg then return base end
@@ -662,6 +669,9 @@ describe("a further positional argument", function()
     local x = ordo.randn({2, 3})
     local VARARGS = {
         view = function() return x:view(2, 3, 9) end,
+        new_empty = function() return x:new_empty({2}, nil, 9) end,
+        new_zeros = function() return x:new_zeros({2}, nil, 9) end,
+        new_ones = function() return x:new_ones({2}, nil, 9) end,
         reshape = function() return x:reshape(2, 3, 9) end,
         permute = function() return x:permute({2, 1}, 9) end, -- (permute(2, 1, 3): 3 dims for a 2-d tensor)
         expand = function() return x:expand(2, 3, 9) end,

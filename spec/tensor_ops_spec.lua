@@ -288,6 +288,29 @@ local function erfc_ref(x)
     for k = 300, 1, -1 do f = x + (k / 2) / f end
     return math.exp(-x * x) / math.sqrt(math.pi) / f
 end
+-- erfinv by bisection: erf(y) = |x| near 0, erfc(y) = 1 - |x| (exact) in
+-- the tails, by erfc's continued fraction with terms enough for y >= 0.47.
+-- (x = 0.99: the 1 - erf of erfc_ref above was 10 ulps out.)
+local function erfc_cf(x)
+    local f = x
+    for k = 2000, 1, -1 do f = x + (k / 2) / f end
+    return math.exp(-x * x) / math.sqrt(math.pi) / f
+end
+local function erfinv_ref(x)
+    if x ~= x or math.abs(x) > 1 then return 0 / 0 end
+    if math.abs(x) == 1 then return x * math.huge end
+    if x == 0 then return x end
+    local a = math.abs(x)
+    local lo, hi = 0, a <= 0.5 and 0.5 or 6 -- (the series is exact only near 0: erfinv(0.5) = 0.477)
+    for _ = 1, 1100 do -- (down to 1e-300 and below)
+        local mid = (lo + hi) / 2
+        if mid == lo or mid == hi then break end
+        local low
+        if a <= 0.5 then low = erf_series(mid) < a else low = erfc_cf(mid) > 1 - a end
+        if low then lo = mid else hi = mid end
+    end
+    return x < 0 and -lo or lo
+end
 
 local UNARY = {
     neg = {f = function(x) return -x end, dtypes = {"float32", "float64", "int32", "int64"}},
@@ -339,10 +362,11 @@ local UNARY = {
     atanh = {f = function(x) return 0.5 * math.log((1 + x) / (1 - x)) end, float = true}, -- +-inf at +-1
     erf = {f = function(x) return 1 - erfc_ref(x) end, float = true},
     erfc = {f = function(x) return erfc_ref(x) end, float = true},
+    erfinv = {f = function(x) return erfinv_ref(x) end, float = true},
 }
 local UNARY_NAMES = {"neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid", "sign", "square", "sin", "cos",
                      "log1p", "expm1", "rsqrt", "reciprocal", "floor", "ceil", "round", "trunc",
-                     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc"}
+                     "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv"}
 
 describe("elementwise unary ops", function()
     for _, name in ipairs(UNARY_NAMES) do
@@ -404,6 +428,34 @@ describe("elementwise unary ops", function()
         assert.equals("float32", ordo.tensor({4}, "int32"):rsqrt():dtype())
         assert.same({0.5}, ordo.tensor({4}, "int32"):rsqrt():totable())
         H.raises(function() ordo.tensor({4}, "int32"):sin_() end, "sin_", "int32")
+    end)
+
+    it("erfinv: Torch's values at and beyond +-1, float64 to its last digits into the tails", function()
+        for _, dt in ipairs({"float32", "float64"}) do
+            local r = ordo.tensor({-1, 1, 1.5, -2, 0 / 0, -0.0, 0}, dt):erfinv():totable()
+            assert.equals(-1 / 0, r[1], dt)
+            assert.equals(1 / 0, r[2], dt)
+            for i = 3, 5 do assert.is_true(r[i] ~= r[i], dt .. " NaN " .. i) end
+            assert.equals(-1 / 0, 1 / r[6], dt .. " -0.0 keeps its sign")
+            assert.equals(1 / 0, 1 / r[7], dt)
+        end
+        -- dense in (-1, 1) and out to 1 - 2^-53, where erf(y) is 1 in float64; within a few
+        -- ulps (the reference sums series; against 50-digit mpmath the kernel is within 2 ulps)
+        local xs = {}
+        for i = -99, 99 do xs[#xs + 1] = i / 100 end
+        for k = 1, 53 do xs[#xs + 1] = 1 - 2 ^ -k; xs[#xs + 1] = -(1 - 2 ^ -k) end
+        for _, v in ipairs({1e-300, 1e-12, 0.4999999, 0.5, 0.5000001}) do xs[#xs + 1] = v end
+        local got = ordo.tensor(xs, "float64"):erfinv():totable()
+        for i, x in ipairs(xs) do
+            local want = erfinv_ref(x)
+            assert.is_true(math.abs(got[i] - want) <= 1e-15 * math.abs(want), ("erfinv(%.17g) = %.17g, want %.17g")
+                :format(x, got[i], want))
+        end
+        assert.near(5.8636, got[#xs - 6], 1e-4) -- erfinv(1 - 2^-53)
+        -- integers compute in float32; ordo.erfinv is the method
+        assert.equals("float32", ordo.tensor({0}, "int32"):erfinv():dtype())
+        assert.near(0.4769362762, ordo.erfinv(ordo.tensor({0.5}, "float64")):item(), 1e-10)
+        H.raises(function() ordo.tensor({0}, "int64"):erfinv_() end, "erfinv_", "int64")
     end)
 
     it("abs of -0.0 is +0.0 (C's fabs, Torch, NumPy), out of place and in place", function()

@@ -2,9 +2,10 @@
  * unary.c - y = f(a), same dtype and shape: neg abs relu sign square
  * (signed dtypes) and exp log sqrt tanh sigmoid sin cos log1p expm1 rsqrt
  * reciprocal floor ceil round trunc tan asin acos atan sinh cosh asinh
- * acosh atanh erf erfc (float dtypes).
+ * acosh atanh erf erfc erfinv (float dtypes).
  */
 #include "cpu_internal.h"
+#include "erfinv.h"
 
 /* Negating INT_MIN overflows; computed in the unsigned type it wraps to
  * INT_MIN as in NumPy and Torch, without undefined behaviour.  abs negates
@@ -82,6 +83,9 @@ static inline float erf_f32(float a) { return erff(a); }
 static inline double erf_f64(double a) { return erf(a); }
 static inline float erfc_f32(float a) { return erfcf(a); }
 static inline double erfc_f64(double a) { return erfc(a); }
+/* erfinv: erfinv.h (shared with the CUDA emulation's erfinv) */
+static inline double erfinv_f64(double a) { return ordo_erfinv(a); }
+static inline float erfinv_f32(float a) { return (float)erfinv_f64((double)a); }
 
 /* exp of -|a| only, so it never overflows (the naive 1 / (1 + exp(-a))
  * is fine for a >= 0 but inf / inf for large negative a written the other
@@ -154,6 +158,7 @@ DEF_FLOAT_LOOPS(acosh)
 DEF_FLOAT_LOOPS(atanh)
 DEF_FLOAT_LOOPS(erf)
 DEF_FLOAT_LOOPS(erfc)
+DEF_FLOAT_LOOPS(erfinv)
 
 typedef struct unop {
     const char *name;
@@ -237,6 +242,7 @@ DEF_UN_KERNEL(acosh, FLOAT)
 DEF_UN_KERNEL(atanh, FLOAT)
 DEF_UN_KERNEL(erf, FLOAT)
 DEF_UN_KERNEL(erfc, FLOAT)
+DEF_UN_KERNEL(erfinv, FLOAT)
 
 void cpu_register_unary(void) {
     static const cpu_kernel_entry t[] = {
@@ -247,7 +253,7 @@ void cpu_register_unary(void) {
         {"floor", k_floor}, {"ceil", k_ceil}, {"round", k_round}, {"trunc", k_trunc},
         {"tan", k_tan},   {"asin", k_asin}, {"acos", k_acos}, {"atan", k_atan},
         {"sinh", k_sinh}, {"cosh", k_cosh}, {"asinh", k_asinh}, {"acosh", k_acosh},
-        {"atanh", k_atanh}, {"erf", k_erf}, {"erfc", k_erfc},
+        {"atanh", k_atanh}, {"erf", k_erf}, {"erfc", k_erfc}, {"erfinv", k_erfinv},
     };
     CPU_REGISTER_TABLE(t);
 }

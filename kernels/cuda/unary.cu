@@ -2,7 +2,7 @@
  * unary.cu - the CUDA unary maps y = f(a), same dtype and shape: neg abs
  * relu sign square (signed dtypes: f32 f64 i32 i64) and exp log sqrt tanh
  * sigmoid sin cos log1p expm1 rsqrt reciprocal floor ceil round trunc tan
- * asin acos atan sinh cosh asinh acosh atanh erf erfc (float dtypes).  The GPU twins of kernels/cpu/unary.c, with the same
+ * asin acos atan sinh cosh asinh acosh atanh erf erfc erfinv (float dtypes).  The GPU twins of kernels/cpu/unary.c, with the same
  * checks, messages and semantics (KERNELS.md): neg / abs of INT_MIN wrap
  * to INT_MIN, relu lets NaN through, sigmoid never overflows.  float32 uses
  * CUDA's float functions (expf, logf...), which may differ from the CPU's
@@ -18,7 +18,7 @@ namespace {
 
 enum { U_NEG, U_ABS, U_RELU, U_SIGN, U_SQUARE, U_EXP, U_LOG, U_SQRT, U_TANH, U_SIGMOID,
        U_SIN, U_COS, U_LOG1P, U_EXPM1, U_RSQRT, U_RECIPROCAL, U_FLOOR, U_CEIL, U_ROUND, U_TRUNC,
-       U_TAN, U_ASIN, U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH, U_ATANH, U_ERF, U_ERFC };
+       U_TAN, U_ASIN, U_ACOS, U_ATAN, U_SINH, U_COSH, U_ASINH, U_ACOSH, U_ATANH, U_ERF, U_ERFC, U_ERFINV };
 
 /* The float functions by precision (float: the f-suffixed intrinsics). */
 __device__ __forceinline__ float cu_exp(float a) { return expf(a); }
@@ -70,6 +70,9 @@ __device__ __forceinline__ float cu_erf(float a) { return erff(a); }
 __device__ __forceinline__ double cu_erf(double a) { return erf(a); }
 __device__ __forceinline__ float cu_erfc(float a) { return erfcf(a); }
 __device__ __forceinline__ double cu_erfc(double a) { return erfc(a); }
+/* CUDA's: +-inf at +-1, NaN beyond, as the CPU's (kernels/cpu/erfinv.h) */
+__device__ __forceinline__ float cu_erfinv(float a) { return erfinvf(a); }
+__device__ __forceinline__ double cu_erfinv(double a) { return erfinv(a); }
 template <int OP, typename T>
 struct un_op {
     __device__ __forceinline__ T operator()(T a) const {
@@ -111,6 +114,7 @@ struct un_op {
         else if constexpr (OP == U_ATANH) return cu_atanh(a);
         else if constexpr (OP == U_ERF) return cu_erf(a);
         else if constexpr (OP == U_ERFC) return cu_erfc(a);
+        else if constexpr (OP == U_ERFINV) return cu_erfinv(a);
         else if constexpr (std::is_same<T, float>::value) {
             /* exp of -|a| only, so it never overflows (the naive
              * 1 / (1 + exp(-a)) is inf / inf for large negative a written
@@ -184,6 +188,7 @@ DEF_UN_KERNEL(acosh, U_ACOSH)
 DEF_UN_KERNEL(atanh, U_ATANH)
 DEF_UN_KERNEL(erf, U_ERF)
 DEF_UN_KERNEL(erfc, U_ERFC)
+DEF_UN_KERNEL(erfinv, U_ERFINV)
 
 } /* namespace */
 
@@ -196,7 +201,7 @@ extern "C" void cuda_register_unary(void) {
         {"floor", k_floor}, {"ceil", k_ceil}, {"round", k_round}, {"trunc", k_trunc},
         {"tan", k_tan},   {"asin", k_asin}, {"acos", k_acos}, {"atan", k_atan},
         {"sinh", k_sinh}, {"cosh", k_cosh}, {"asinh", k_asinh}, {"acosh", k_acosh},
-        {"atanh", k_atanh}, {"erf", k_erf}, {"erfc", k_erfc},
+        {"atanh", k_atanh}, {"erf", k_erf}, {"erfc", k_erfc}, {"erfinv", k_erfinv},
     };
     CU_REGISTER_TABLE(t);
 }

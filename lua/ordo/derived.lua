@@ -5,11 +5,12 @@
 -- (var, std, prod, median, kthvalue, norm, logsumexp), answers as a Lua
 -- boolean (allclose, equal, all, any), making tensors (eye, linspace,
 -- logspace, meshgrid, randint, randperm), vectors and matrices (dot,
--- outer, mm, bmm, addmm, baddbmm, einsum, mv, trace, tril, triu, diag,
--- diagonal, diag_embed, flip, unique, masked_select, kron, cross, cdist,
--- take), elementwise (log2, log10, isnan, isinf, isfinite, isclose,
--- nan_to_num, lerp, fmod, remainder, addcmul, addcdiv), along a dim (diff,
--- cummax, cummin), counting (bincount, histc), rearranging (roll, tile)
+-- outer, mm, bmm, addmm, baddbmm, addmv, addr, addbmm, einsum, tensordot,
+-- mv, trace, tril, triu, diag, diagonal, diag_embed, flip, unique,
+-- unique_consecutive, masked_select, kron, cross, cdist, take), elementwise
+-- (log2, log10, isnan, isinf, isfinite, isclose, nan_to_num, lerp, fmod,
+-- remainder, addcmul, addcdiv), along a dim (diff, cummax, cummin,
+-- logcumsumexp), counting (bincount, histc), rearranging (roll, tile)
 -- and cutting one into views (chunk, split, tensor_split); at the end,
 -- small conveniences (atan2, hypot, movedim, new_zeros...).
 local tensor = require "ordo.tensor"
@@ -543,8 +544,9 @@ end
 -- With dim, Torch's unique slices: the distinct slices along dim, in
 -- lexicographic order (a stable sort by each element of the slice, the
 -- last first), the inverse one index per slice.
-local function unique_dim(self, opts, dim)
-    local fname = "unique"
+local function unique_dim(self, opts, dim, consecutive)
+    local fname = consecutive and "unique_consecutive" or "unique"
+    if not is_int(dim) then fail(fmt("%s: dim must be an integer, got %s", fname, show(dim))) end
     local d = tensor.norm_dim(fname, self, dim) + 1
     local x = self:movedim(d, 1)
     local n = x:size(1)
@@ -553,6 +555,7 @@ local function unique_dim(self, opts, dim)
     local like = tensor.like(self, "int64")
     local order = tensor.arange(1, n + 1, like)
     for j = m, 1, -1 do -- stable sorts, the last column first: lexicographic
+        if consecutive then break end -- (runs of equal neighbours: in place, no sort)
         local _, o = rows:select(2, j):index_select(1, order):sort(1)
         order = order:index_select(1, o)
     end
@@ -593,7 +596,7 @@ function Tensor:unique(opts, extra)
             fail(fmt("unique: %s must be true or false, got %s", k, show(opts[k])))
         end
     end
-    if opts.sorted == false then fail("unique: only sorted = true is supported (the values come out sorted)") end
+    -- sorted = false leaves the order to the implementation, as Torch's: here sorted too
     if opts.dim ~= nil then return unique_dim(self, opts, opts.dim) end
     local flat = self:reshape(-1)
     local n = flat:numel()
@@ -616,6 +619,42 @@ function Tensor:unique(opts, extra)
     if opts.return_counts then
         counts = tensor.zeros({out:numel()}, tensor.like(self, "int64"))
         if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, tensor.like(self, "int64"))) end
+    end
+    if inverse and counts then return out, inverse, counts end
+    return out, inverse or counts
+end
+
+-- unique_consecutive([{return_inverse, return_counts, dim}]): Torch's: each
+-- run of equal neighbours kept once, in place (no sort), with where each
+-- element went and each run's length; with dim, runs of equal slices.
+function Tensor:unique_consecutive(opts)
+    local fname = "unique_consecutive"
+    check_self(fname, self)
+    opts = util.check_opts(fname, opts, {return_inverse = true, return_counts = true, dim = true})
+    for _, k in ipairs({"return_inverse", "return_counts"}) do
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("%s: %s must be true or false, got %s", fname, k, show(opts[k])))
+        end
+    end
+    if opts.dim ~= nil then return unique_dim(self, opts, opts.dim, true) end
+    local flat = self:reshape(-1)
+    local n = flat:numel()
+    local like = tensor.like(self, "int64")
+    local new -- 1 where an element differs from the one before it
+    if n == 0 then
+        new = tensor.zeros({0}, like)
+    else
+        local first = tensor.ones({1}, like)
+        new = n == 1 and first or tensor.cat({first, flat:narrow(1, 2, n - 1):ne(flat:narrow(1, 1, n - 1)):long()}, 1)
+    end
+    local out = flat:masked_select(new:ne(0))
+    if not opts.return_inverse and not opts.return_counts then return out end
+    local group = n > 0 and new:cumsum(1) or new
+    local inverse, counts
+    if opts.return_inverse then inverse = group:reshape(self:shape()) end
+    if opts.return_counts then
+        counts = tensor.zeros({out:numel()}, like)
+        if n > 0 then counts:scatter_add_(1, group, tensor.ones({n}, like)) end
     end
     if inverse and counts then return out, inverse, counts end
     return out, inverse or counts
@@ -996,6 +1035,18 @@ local function add_scaled(fname, self, multiply, mname, a, b, opts)
     -- the product's errors (shapes that cannot be multiplied) are fname's
     local ok, product = pcall(multiply, a, b)
     if not ok then error((tostring(product):gsub(mname .. ": ", fname .. ": ", 1)), 0) end
+    -- self broadcasts to the product's shape, not past it, as Torch's (a
+    -- 3x2x2 self made addmm's result 3x2x2; a 2x2 one, addmv's 2x2)
+    local ps, ss = product:shape(), self:shape()
+    local fits = #ss <= #ps
+    for i = 1, #ss do
+        local x, y = ss[#ss - i + 1], ps[#ps - i + 1]
+        fits = fits and (x == y or x == 1)
+    end
+    if not fits then
+        fail(fmt("%s: self of shape %s cannot be broadcast to the product's shape %s", fname, shape_of_str(self),
+                 tensor.shape_str(ps)))
+    end
     -- an integer scale must fit an integer operand's dtype: said under
     -- fname (mul named itself: "mul: value -1 does not fit in uint8")
     if alpha ~= 1 then
@@ -1021,6 +1072,25 @@ function Tensor:baddbmm(a, b, opts, extra)
     check_self("baddbmm", self)
     check_devices("baddbmm", self, a, b)
     return add_scaled("baddbmm", self, Tensor.bmm, "bmm", a, b, opts)
+end
+
+-- self:addmv(m, v [, ...]): beta * self + alpha * (m mv v); self:addr(u, v
+-- [, ...]): beta * self + alpha * (u outer v); self:addbmm(a, b [, ...]):
+-- beta * self + alpha * the sum over the batch of (a bmm b), as Torch's.
+function Tensor:addmv(m, v, opts)
+    check_self("addmv", self)
+    check_devices("addmv", self, m, v)
+    return add_scaled("addmv", self, Tensor.mv, "mv", m, v, opts)
+end
+function Tensor:addr(u, v, opts)
+    check_self("addr", self)
+    check_devices("addr", self, u, v)
+    return add_scaled("addr", self, Tensor.outer, "outer", u, v, opts)
+end
+function Tensor:addbmm(a, b, opts)
+    check_self("addbmm", self)
+    check_devices("addbmm", self, a, b)
+    return add_scaled("addbmm", self, function(x, y) return Tensor.bmm(x, y):sum(1) end, "bmm", a, b, opts)
 end
 
 -- nonzero([{as_tuple = false}]): the positions (int64, from 1) of the
@@ -1303,6 +1373,96 @@ function M.einsum(eq, ...)
     end
     return identity and R or R:permute(p)
 end
+
+-- tensordot(a, b [, dims]): Torch's: the sum of products over dims of a
+-- and b, the dims left over of a then of b in the result.  dims an integer
+-- n >= 0 (a's last n dims with b's first n, 2 by default) or a pair of
+-- lists {{a's dims}, {b's dims}} (from 1, negative from the end; a single
+-- dim may be a number: {2, 1}), paired in order and of equal sizes.
+local function dims_list(fname, which, t, list)
+    if type(list) == "number" then list = {list} end
+    if type(list) ~= "table" or is_tensor(list) then
+        fail(fmt("%s: dims for %s must be a list of dims, got %s", fname, which, typename(list)))
+    end
+    util.check_list(fname, "dims for " .. which, list, true)
+    local out, seen = {}, {}
+    for i, d in ipairs(list) do
+        if not is_int(d) then fail(fmt("%s: dims for %s must be integers, got %s", fname, which, show(d))) end
+        if t:dim() == 0 then
+            fail(fmt("%s: dim %s of %s is out of range: it is a 0-dim tensor", fname, show(d), which))
+        end
+        local k = tensor.norm_dim(fname, t, d) + 1
+        if seen[k] then fail(fmt("%s: dim %s of %s is given twice", fname, show(d), which)) end
+        seen[k], out[i] = true, k
+    end
+    return out
+end
+
+local function tensordot(a, b, dims)
+    local fname = "tensordot"
+    check_self(fname, a)
+    if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
+    check_devices(fname, a, b)
+    if dims == nil then dims = 2 end
+    local da, db
+    if type(dims) == "number" then
+        if not is_int(dims) or dims < 0 then
+            fail(fmt("%s: dims must be an integer >= 0 or a pair of lists of dims, got %s", fname, show(dims)))
+        end
+        if dims > a:dim() or dims > b:dim() then
+            fail(fmt("%s: dims %d is more than the dims of shapes %s and %s", fname, dims, shape_of_str(a),
+                     shape_of_str(b)))
+        end
+        da, db = {}, {}
+        for i = 1, dims do da[i], db[i] = a:dim() - dims + i, i end
+    elseif type(dims) == "table" and not is_tensor(dims) then
+        util.check_list(fname, "dims", dims, true)
+        if #dims ~= 2 then
+            fail(fmt("%s: dims must be an integer or a pair of lists {{a's dims}, {b's dims}}, got a list of %d",
+                     fname, #dims))
+        end
+        da, db = dims_list(fname, "a", a, dims[1]), dims_list(fname, "b", b, dims[2])
+        if #da ~= #db then
+            fail(fmt("%s: the lists of dims must be of one length, got %d for a and %d for b", fname, #da, #db))
+        end
+    else
+        fail(fmt("%s: dims must be an integer or a pair of lists {{a's dims}, {b's dims}}, got %s", fname,
+                 typename(dims)))
+    end
+    local nk = 1
+    local in_a, in_b = {}, {}
+    for i = 1, #da do
+        local sa, sb = a:size(da[i]), b:size(db[i])
+        if sa ~= sb then
+            fail(fmt("%s: a's dim %d (size %d) and b's dim %d (size %d) differ (shapes %s and %s)", fname, da[i], sa,
+                     db[i], sb, shape_of_str(a), shape_of_str(b)))
+        end
+        nk = nk * sa
+        in_a[da[i]], in_b[db[i]] = true, true
+    end
+    local pa, pb, out = {}, {}, {}
+    local nfa, nfb = 1, 1
+    for d = 1, a:dim() do
+        if not in_a[d] then
+            pa[#pa + 1], out[#out + 1] = d, a:size(d)
+            nfa = nfa * a:size(d)
+        end
+    end
+    for i = 1, #da do pa[#pa + 1] = da[i] end
+    for i = 1, #db do pb[#pb + 1] = db[i] end
+    for d = 1, b:dim() do
+        if not in_b[d] then
+            pb[#pb + 1], out[#out + 1] = d, b:size(d)
+            nfb = nfb * b:size(d)
+        end
+    end
+    local A = (a:dim() > 0 and a:permute(pa) or a):reshape(nfa, nk)
+    local B = (b:dim() > 0 and b:permute(pb) or b):reshape(nk, nfb)
+    local r = A:matmul(B)
+    return #out > 0 and r:reshape(out) or r:reshape()
+end
+function M.tensordot(a, b, dims) return own_errors("tensordot", pcall(tensordot, a, b, dims)) end
+Tensor.tensordot = M.tensordot
 
 -- mv(v): a matrix times a vector (a 1-dim tensor).
 function Tensor:mv(v, extra)
@@ -2151,6 +2311,12 @@ function Tensor:diff(n, dim, prepend, append, extra)
                 fail(fmt("%s: %s of shape %s must have the dims of the input (shape %s)", fname, e[1],
                          shape_of_str(v), shape_of_str(self)))
             end
+            for i = 1, v:dim() do -- (cat said it, under its own name)
+                if i ~= d and v:size(i) ~= self:size(i) then
+                    fail(fmt("%s: %s of shape %s must match the input's shape %s except along dim %d", fname, e[1],
+                             shape_of_str(v), shape_of_str(self), d))
+                end
+            end
             parts[#parts + 1] = v
         end
     end
@@ -2221,15 +2387,28 @@ function Tensor:addcdiv_(t1, t2, value, extra)
 end
 
 -- kron(a, b): the Kronecker product (the fewer dims of the two get leading
--- 1s): block (i, j, ...) is a[i, j, ...] * b; at most 4 dims.
+-- 1s): block (i, j, ...) is a[i, j, ...] * b.
 local function kron(a, b)
     local fname = "kron"
     check_self(fname, a)
     if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
     check_devices(fname, a, b)
     local nd = math.max(a:dim(), b:dim())
-    if nd > 4 then fail(fmt("%s: at most 4 dims, got shapes %s and %s", fname, shape_of_str(a), shape_of_str(b))) end
     local sa, sb = a:shape(), b:shape()
+    if nd > 4 then
+        -- (the interleaved view below takes 2 x nd dims, past the 8 a tensor has): each element of a
+        -- repeated b's size along every dim, times b tiled a's size along it
+        local ea, eb, reps = {}, {}, {}
+        for i = 1, nd do
+            ea[i], eb[i] = sa[#sa - nd + i] or 1, sb[#sb - nd + i] or 1
+            reps[i] = ea[i]
+        end
+        local x = a:reshape(ea)
+        for i = 1, nd do
+            if eb[i] ~= 1 then x = x:repeat_interleave(eb[i], i) end
+        end
+        return x * b:reshape(eb):tile(reps)
+    end
     local va, vb, out = {}, {}, {}
     for i = 1, nd do
         local x = sa[#sa - nd + i] or 1
@@ -2274,9 +2453,17 @@ function M.cross(a, b, dim, extra)
 end
 Tensor.cross = M.cross
 
--- cdist(x1, x2 [, p | {p = p}]): the p-norm distances (p as norm's, default 2)
--- between the rows of x1 (..., P, M) and those of x2 (..., R, M): (..., P,
--- R), the batch dims broadcast.
+-- cdist(x1, x2 [, p | {p = p, compute_mode}]): the p-norm distances (p as
+-- norm's, default 2) between the rows of x1 (..., P, M) and those of x2
+-- (..., R, M): (..., P, R), the batch dims broadcast.  For p = 2 with more
+-- than 25 rows on either side (Torch's "use_mm_for_euclid_dist_if_necessary",
+-- the default compute_mode; "use_mm_for_euclid_dist" always,
+-- "donot_use_mm_for_euclid_dist" never) the squared distances come from
+-- one matrix product, |a|^2 + |b|^2 - 2 a.b, as Torch's: no P x R x M
+-- difference tensor (1000 x 1000 rows of 64 took 1.2 GB that way); the
+-- gradient is 0 where a distance is 0, as Torch's.
+local COMPUTE_MODES = {use_mm_for_euclid_dist_if_necessary = true, use_mm_for_euclid_dist = true,
+                       donot_use_mm_for_euclid_dist = true}
 local function cdist(x1, x2, p)
     local fname = "cdist"
     check_self(fname, x1)
@@ -2289,10 +2476,35 @@ local function cdist(x1, x2, p)
     if x1:dim() >= 8 or x2:dim() >= 8 then
         fail(fmt("%s: at most 7 dims, got shapes %s and %s", fname, shape_of_str(x1), shape_of_str(x2)))
     end
-    if type(p) == "table" and not is_tensor(p) then p = util.check_opts(fname, p, {p = true}).p end -- F.cdist's form
+    local mode = "use_mm_for_euclid_dist_if_necessary"
+    if type(p) == "table" and not is_tensor(p) then -- F.cdist's form
+        local opts = util.check_opts(fname, p, {p = true, compute_mode = true})
+        p = opts.p
+        if opts.compute_mode ~= nil then
+            if not COMPUTE_MODES[opts.compute_mode] then
+                fail(fmt("%s: compute_mode must be \"use_mm_for_euclid_dist_if_necessary\", " ..
+                         "\"use_mm_for_euclid_dist\" or \"donot_use_mm_for_euclid_dist\", got %s", fname,
+                         show(opts.compute_mode)))
+            end
+            mode = opts.compute_mode
+        end
+    end
     if p ~= nil and type(p) ~= "number" then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
     if p ~= nil and (p < 0 or p ~= p) then fail(fmt("%s: p must be a number >= 0, got %s", fname, show(p))) end
-    return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p or 2, -1)
+    p = p or 2
+    tensor.broadcast_shape(fname, {{unpack(x1:shape(), 1, x1:dim() - 2)}, {unpack(x2:shape(), 1, x2:dim() - 2)}})
+    local P, R = x1:size(-2), x2:size(-2)
+    if p == 2 and (mode == "use_mm_for_euclid_dist" or (mode == "use_mm_for_euclid_dist_if_necessary" and
+                                                          (P > 25 or R > 25))) then
+        if not tensor.result_type(x1, x2):match("^float") then x1, x2 = x1:float(), x2:float() end
+        local sq1 = (x1 * x1):sum(-1, true)                     -- (..., P, 1)
+        local sq2 = (x2 * x2):sum(-1, true):transpose(-1, -2)   -- (..., 1, R)
+        local d2 = sq1 + sq2 - x1:matmul(x2:transpose(-1, -2)) * 2
+        -- rounding may leave a small negative: a distance of 0, and its gradient 0
+        local pos = d2:detach():gt(0)
+        return tensor.where(pos, tensor.where(pos, d2, 1):sqrt(), 0)
+    end
+    return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p, -1)
 end
 function M.cdist(x1, x2, p, extra)
     if extra ~= nil then extra_arg("cdist", "(x2, p)", extra) end
@@ -2353,6 +2565,39 @@ local function running_extremum(fname, self, dim, largest)
     local values = x:gather(d, at)
     if self:dim() == 0 then return values:reshape(), at:reshape() end
     return values, at
+end
+-- logcumsumexp([dim]): log(cumsum(exp(t), dim)) without overflow or
+-- underflow, as Torch's: a doubling scan of logaddexp (log n steps), so
+-- each running result is exact for any spread of the values and autograd
+-- differentiates it (integers in float32; 0- and 1-dim tensors need no dim).
+function Tensor:logcumsumexp(dim, extra)
+    local fname = "logcumsumexp"
+    check_self(fname, self)
+    if extra ~= nil then fail(fmt("%s: takes a dim only, got a second argument (%s)", fname, show(extra))) end
+    if dim == nil then
+        if self:dim() > 1 then fail(fmt("%s: expected a dim for a tensor of shape %s", fname, shape_of_str(self))) end
+        dim = 1
+    end
+    local x = is_float(self) and self or self:float()
+    local zero_dim = x:dim() == 0
+    if zero_dim then
+        tensor.norm_dim(fname, x:reshape(1), dim)
+        x, dim = x:reshape(1), 1
+    end
+    local d = tensor.norm_dim(fname, x, dim) + 1
+    local n = x:size(d)
+    local v = x
+    local s = 1
+    while s < n do -- v[i] = logaddexp(v[i - s], v[i]): after the steps, the log-sum of every x[j], j <= i
+        local a, b = v:narrow(d, s + 1, n - s), v:narrow(d, 1, n - s)
+        local m = a:detach():maximum(b:detach())
+        local shift = tensor.where(m:abs():eq(huge), 0, m) -- (inf - inf would be NaN)
+        local sum = ((a - shift):exp() + (b - shift):exp()):log() + shift
+        v = tensor.cat({v:narrow(d, 1, s), sum}, d)
+        s = s * 2
+    end
+    if zero_dim then return v:reshape() end
+    return v
 end
 function Tensor:cummax(dim, extra)
     if extra ~= nil then extra_arg("cummax", "(dim)", extra) end
@@ -2424,9 +2669,19 @@ function Tensor:histc(bins, lo, hi, extra)
     if lo == -huge or hi == huge then
         fail(fmt("%s: the range [%s, %s] must be finite", fname, show(lo), show(hi)))
     end
+    if self:dtype() == "float32" then
+        -- the edges in the input's dtype, as Torch's: 0.3 as a float32 is
+        -- above the double 0.3, and was left out of histc(3, 0.1, 0.3)'s last bin
+        local e = tensor.tensor({lo, hi}, "float32"):totable()
+        if e[1] == e[2] then
+            fail(fmt("%s: min %s and max %s are one value in float32: no range to divide", fname, show(lo), show(hi)))
+        end
+        lo, hi = e[1], e[2]
+    end
     local xd = x:double()
     local inside = xd:ge(lo):logical_and(xd:le(hi))
-    local at = ((xd - lo) * (bins / (hi - lo))):floor():clamp(0, bins - 1):to("int64") + 1
+    -- (x - lo) * bins / (hi - lo), in Torch's order: bins / (hi - lo) alone is inf for a tiny range
+    local at = ((xd - lo) * bins / (hi - lo)):floor():clamp(0, bins - 1):to("int64") + 1
     at = at:masked_fill(inside:eq(0), 1) -- (counted as 0 below)
     return zeros_named(fname, {bins}, tensor.like(self)):index_add(1, at, inside:to(self:dtype()))
 end
@@ -2690,10 +2945,32 @@ local function like_self(fname, self, opts)
     base.device = opts -- a device object (tensor.zeros checks it)
     return base
 end
+-- new_zeros(2, 3 [, opts]): the sizes as arguments too, as Torch's (and ordo.zeros)
+local function sizes_as_args(shape, ...)
+    if type(shape) ~= "number" then
+        -- after the options: new_zeros({2}, nil, 5) dropped the 5 unseen
+        for i = 2, select("#", ...) do
+            local v = select(i, ...)
+            if v ~= nil then fail(fmt("expected (shape [, opts]), got a further argument %s", show(v))) end
+        end
+        return shape, (...)
+    end
+    local sizes, n = {shape}, select("#", ...)
+    for i = 1, n do
+        local v = select(i, ...)
+        if type(v) ~= "number" then
+            if i < n then fail(fmt("expected sizes, then the options last, got %s after them", typename(select(i + 1, ...)))) end
+            return sizes, v
+        end
+        sizes[#sizes + 1] = v
+    end
+    return sizes, nil
+end
 for _, name in ipairs({"zeros", "ones", "empty"}) do
-    Tensor["new_" .. name] = function(self, shape, opts, extra)
-        if extra ~= nil then extra_arg("new_" .. name, "(shape, opts)", extra) end
+    Tensor["new_" .. name] = function(self, ...)
         local fname = "new_" .. name
+        local ok, shape, opts = pcall(sizes_as_args, ...)
+        if not ok then fail(fname .. ": " .. tostring(shape):gsub("^.-: expected", "expected")) end
         local o = like_self(fname, self, opts)
         if type(shape) ~= "table" or is_tensor(shape) then
             fail(fmt("%s: expected the shape as a table, got %s", fname, typename(shape)))
@@ -3333,6 +3610,18 @@ function Tensor:masked_scatter(mask, source, extra)
     return masked_scatter("masked_scatter", self, mask, source, false)
 end
 
+-- A number as a tensor beside ref (its device and engine): in ref's dtype
+-- when it holds the number exactly, else in float64, so that isin,
+-- searchsorted and bucketize compare the number itself (2.5 was cut to 2
+-- against an int64 tensor, -1 refused against a uint8 one).
+local INT_RANGE = {uint8 = {0, 256}, int32 = {-2 ^ 31, 2 ^ 31}, int64 = {-2 ^ 63, 2 ^ 63}} -- [lo, hi)
+local function number_beside(shape, v, ref)
+    local dt = ref:dtype()
+    local r = INT_RANGE[dt]
+    if r and not (is_int(v) and v >= r[1] and v < r[2]) then dt = "float64" end
+    return tensor.full(shape, v, tensor.like(ref, dt))
+end
+
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements
 -- equal to some element of test (NaN to none), as Torch's: one sort of
 -- both, n log n, no n x m table.
@@ -3342,8 +3631,8 @@ function M.isin(elements, test, extra)
     if not is_tensor(elements) and not is_tensor(test) then
         fail(fmt("%s: expected tensors, got %s and %s", fname, typename(elements), typename(test)))
     end
-    if type(test) == "number" then test = tensor.full({1}, test, tensor.like(elements)) end
-    if type(elements) == "number" then elements = tensor.full({}, elements, tensor.like(test)) end
+    if type(test) == "number" and is_tensor(elements) then test = number_beside({1}, test, elements) end
+    if type(elements) == "number" and is_tensor(test) then elements = number_beside({}, elements, test) end
     if not is_tensor(elements) or not is_tensor(test) then
         fail(fmt("%s: expected tensors or numbers, got %s and %s", fname, typename(elements), typename(test)))
     end
@@ -3369,42 +3658,100 @@ function M.isin(elements, test, extra)
 end
 Tensor.isin = M.isin
 
--- searchsorted(sorted, values [, {right = false}]) / bucketize(values,
--- boundaries [, {right = false}]): Torch's insertion places, counted from
--- 1 as ordo's indices (1 + Torch's): the place (1..m + 1) values would take
--- in the sorted 1-dim sequence, before equal ones (after them with right);
--- int64 in values' shape (or a number's: 0-dim).  One sort of both.
+-- searchsorted(sorted, values [, {right = false, side, sorter, out_int32}])
+-- / bucketize(values, boundaries [, {right = false, out_int32}]): Torch's
+-- insertion places, counted from 1 as ordo's indices (1 + Torch's): the
+-- place (1..m + 1) values would take in the sorted sequence, before equal
+-- ones (after them with right, or side = "right"); int64 (int32 with
+-- out_int32) in values' shape (or a number's: 0-dim).  searchsorted's
+-- sequence may be N-dim: one sorted sequence per row of its last dim, and
+-- values' leading dims those of the sequence, as Torch's; sorter (int64
+-- positions from 1, the sequence's shape) sorts an unsorted sequence.
+-- One stable sort of both along the last dim.
 local function insertion(fname, seq, values, opts)
-    opts = util.check_opts(fname, opts, {right = true, out_int32 = true})
+    local batched_ok = fname == "searchsorted"
+    opts = util.check_opts(fname, opts, batched_ok and {right = true, side = true, sorter = true, out_int32 = true}
+                                        or {right = true, out_int32 = true})
     if opts.right ~= nil and type(opts.right) ~= "boolean" then
         fail(fmt("%s: right must be true or false, got %s", fname, show(opts.right)))
     end
-    if not is_tensor(seq) or seq:dim() ~= 1 then
-        fail(fmt("%s: the sorted sequence must be a 1-dim tensor, got %s", fname,
-                 is_tensor(seq) and "shape " .. shape_of_str(seq) or typename(seq)))
+    if opts.out_int32 ~= nil and type(opts.out_int32) ~= "boolean" then
+        fail(fmt("%s: out_int32 must be true or false, got %s", fname, show(opts.out_int32)))
     end
-    if type(values) == "number" then values = tensor.full({}, values, tensor.like(seq)) end
+    local right = opts.right
+    if opts.side ~= nil then
+        if opts.side ~= "left" and opts.side ~= "right" then
+            fail(fmt("%s: side must be \"left\" or \"right\", got %s", fname, show(opts.side)))
+        end
+        if right ~= nil and right ~= (opts.side == "right") then
+            fail(fmt("%s: side = %q and right = %s disagree", fname, opts.side, tostring(right)))
+        end
+        right = opts.side == "right"
+    end
+    if not is_tensor(seq) or seq:dim() == 0 or (not batched_ok and seq:dim() ~= 1) then
+        fail(fmt("%s: the sorted sequence must be a %s tensor, got %s", fname,
+                 batched_ok and "1-dim or N-dim" or "1-dim", is_tensor(seq) and "shape " .. shape_of_str(seq) or typename(seq)))
+    end
+    if type(values) == "number" then
+        if seq:dim() > 1 then
+            fail(fmt("%s: values must be a tensor for an N-dim sequence (shape %s), got a number", fname,
+                     shape_of_str(seq)))
+        end
+        values = number_beside({}, values, seq)
+    end
     if not is_tensor(values) then fail(fmt("%s: values must be a tensor or a number, got %s", fname, typename(values))) end
     check_devices(fname, seq, values)
+    local nd = seq:dim()
+    if nd > 1 then
+        local ok = values:dim() == nd
+        for i = 1, nd - 1 do ok = ok and values:size(i) == seq:size(i) end
+        if not ok then
+            fail(fmt("%s: values of shape %s must have the leading dims of the sequence's shape %s (all but its last)",
+                     fname, shape_of_str(values), shape_of_str(seq)))
+        end
+    end
+    if opts.sorter ~= nil then
+        local so = opts.sorter
+        if not is_tensor(so) or (so:dtype() ~= "int64" and so:dtype() ~= "int32") then
+            fail(fmt("%s: sorter must be an int64 or int32 tensor, got %s", fname,
+                     is_tensor(so) and so:dtype() or typename(so)))
+        end
+        check_devices(fname, seq, so)
+        local same = so:dim() == nd
+        for i = 1, nd do same = same and so:size(i) == seq:size(i) end
+        if not same then
+            fail(fmt("%s: sorter of shape %s must have the sequence's shape %s", fname, shape_of_str(so),
+                     shape_of_str(seq)))
+        end
+        seq = seq:detach():gather(nd, so:to("int64"), "searchsorted (sorter)")
+    end
     local dt = tensor.result_type(seq, values)
-    local b, v = seq:detach():to(dt), values:detach():reshape(-1):to(dt)
-    local m, n = b:numel(), v:numel()
+    local b, v
+    if nd == 1 then
+        b, v = seq:detach():to(dt):view(1, -1), values:detach():reshape(1, -1):to(dt)
+    else -- the leading dims as one batch of rows
+        local lead = 1
+        for i = 1, nd - 1 do lead = lead * seq:size(i) end
+        b = seq:detach():to(dt):reshape(lead, seq:size(nd))
+        v = values:detach():to(dt):reshape(lead, values:size(nd))
+    end
+    local rows, m, n = b:size(1), b:size(2), v:size(2)
     local like = tensor.like(v, opts.out_int32 and "int32" or "int64")
     local l64 = tensor.like(v, "int64")
-    if n == 0 then return tensor.zeros(values:shape(), like) end
+    if n == 0 or rows == 0 then return tensor.zeros(values:shape(), like) end
     if m == 0 then return tensor.ones(values:shape(), like) end
-    -- a stable sort of both: the boundaries before equal values (right) or after them (left)
+    -- a stable sort of both along each row: the boundaries before equal values (right) or after them (left)
     local all, from_b
-    if opts.right then
-        all, from_b = tensor.cat({b, v}, 1), tensor.cat({tensor.ones({m}, l64), tensor.zeros({n}, l64)}, 1)
+    if right then
+        all, from_b = tensor.cat({b, v}, 2), tensor.cat({tensor.ones({rows, m}, l64), tensor.zeros({rows, n}, l64)}, 2)
     else
-        all, from_b = tensor.cat({v, b}, 1), tensor.cat({tensor.zeros({n}, l64), tensor.ones({m}, l64)}, 1)
+        all, from_b = tensor.cat({v, b}, 2), tensor.cat({tensor.zeros({rows, n}, l64), tensor.ones({rows, m}, l64)}, 2)
     end
-    local _, order = all:sort(1)
-    local before = from_b:index_select(1, order):cumsum(1) -- boundaries at or before each sorted place
-    local back = tensor.zeros({n + m}, l64):scatter_(1, order, before)
-    local r = (opts.right and back:narrow(1, m + 1, n) or back:narrow(1, 1, n)) + 1
-    return r:view(values:shape()):to(like.dtype)
+    local _, order = all:sort(2)
+    local before = from_b:gather(2, order):cumsum(2) -- boundaries at or before each sorted place
+    local back = tensor.zeros({rows, n + m}, l64):scatter_(2, order, before)
+    local r = (right and back:narrow(2, m + 1, n) or back:narrow(2, 1, n)) + 1
+    return r:reshape(values:shape()):to(like.dtype)
 end
 function M.searchsorted(seq, values, opts, extra)
     if extra ~= nil then extra_arg("searchsorted", "(values, opts)", extra) end
@@ -3420,5 +3767,570 @@ function M.bucketize(values, boundaries, opts, extra)
     return insertion("bucketize", boundaries, values, opts)
 end
 Tensor.bucketize = M.bucketize
+
+-- cumsum_(dim) / cumprod_(dim): in place, as Torch's: self keeps its dtype
+-- (an integer one wraps in it).
+-- (no closures: a method that makes one is not compiled into its caller's
+-- loop; spec/tensor_jit_spec.lua)
+local function cum_copy(self, name, dim) return self:copy_(self[name](self, dim)) end
+local function cum_inplace(name, self, dim, extra)
+    local fname = name .. "_"
+    check_self(fname, self)
+    if extra ~= nil then
+        fail(fmt("%s: unexpected extra argument %s; expected t:%s(dim)", fname, show(extra), fname))
+    end
+    return own_errors(fname, pcall(cum_copy, self, name, dim))
+end
+function Tensor:cumsum_(dim, extra) return cum_inplace("cumsum", self, dim, extra) end
+function Tensor:cumprod_(dim, extra) return cum_inplace("cumprod", self, dim, extra) end
+
+-- Products, scans and searches refuse an argument past their last one
+-- (x:cummax(1, true), kron(a, b, 3), histc(bins, min, max, 1) ignored it
+-- without a word): name -> how many they take (a method's self the first).
+local TAKES = {
+    cummax = {2, "t:cummax(dim)"}, cummin = {2, "t:cummin(dim)"}, cumsum = {3, "t:cumsum(dim [, dtype])"},
+    cumprod = {3, "t:cumprod(dim [, dtype])"}, diff = {5, "t:diff([n [, dim [, prepend [, append]]]])"},
+    histc = {4, "t:histc([bins [, min [, max]]])"}, outer = {2, "a:outer(b)"},
+    unique = {2, "t:unique([opts])"}, unique_consecutive = {2, "t:unique_consecutive([opts])"},
+    addmm = {4, "c:addmm(a, b [, opts])"}, baddbmm = {4, "c:baddbmm(a, b [, opts])"},
+    addmv = {4, "c:addmv(m, v [, opts])"}, addr = {4, "c:addr(u, v [, opts])"},
+    addbmm = {4, "c:addbmm(a, b [, opts])"},
+    kron = {2, "kron(a, b)"}, cross = {3, "cross(a, b [, dim])"}, cdist = {3, "cdist(x1, x2 [, p | opts])"},
+    tensordot = {3, "tensordot(a, b [, dims])"}, searchsorted = {3, "searchsorted(sorted, values [, opts])"},
+    bucketize = {3, "bucketize(values, boundaries [, opts])"},
+}
+for name, t in pairs(TAKES) do
+    local n, usage = t[1], t[2]
+    local f = Tensor[name]
+    local function checked(...)
+        for i = n + 1, select("#", ...) do
+            local v = select(i, ...)
+            if v ~= nil then fail(fmt("%s: unexpected extra argument %s; expected %s", name, show(v), usage)) end
+        end
+        return f(...)
+    end
+    Tensor[name] = checked
+    if M[name] == f then M[name] = checked end
+end
+
+
+-- Small Torch names a user reaches for first.
+-- t:is_floating_point(), t:is_signed() (every dtype but uint8),
+-- t:tolist() (totable's Torch name), t:ndimension() (dim), t:nbytes()
+-- (numel * element_size), t:itemsize() (element_size), t:positive() (t).
+function Tensor:is_floating_point(extra)
+    if extra ~= nil then extra_arg("is_floating_point", "()", extra) end
+    check_self("is_floating_point", self)
+    return is_float(self)
+end
+function Tensor:is_signed(extra)
+    if extra ~= nil then extra_arg("is_signed", "()", extra) end
+    check_self("is_signed", self)
+    return self:dtype() ~= "uint8"
+end
+function Tensor:tolist(extra)
+    if extra ~= nil then extra_arg("tolist", "()", extra) end
+    return as_op("tolist", "totable", Tensor.totable, self)
+end
+function Tensor:ndimension(extra)
+    if extra ~= nil then extra_arg("ndimension", "()", extra) end
+    return as_op("ndimension", "dim", Tensor.dim, self)
+end
+function Tensor:nbytes(extra)
+    if extra ~= nil then extra_arg("nbytes", "()", extra) end
+    check_self("nbytes", self)
+    return self:numel() * self:element_size()
+end
+function Tensor:itemsize(extra)
+    if extra ~= nil then extra_arg("itemsize", "()", extra) end
+    return as_op("itemsize", "element_size", Tensor.element_size, self)
+end
+-- bool(): Torch's boolean tensor as ordo's masks are, uint8 of 1 where t
+-- is nonzero (NaN too, as Torch's), 0 elsewhere; no gradient.
+function Tensor:bool(extra)
+    if extra ~= nil then extra_arg("bool", "()", extra) end
+    check_self("bool", self)
+    return self:ne(0)
+end
+function Tensor:positive(extra)
+    if extra ~= nil then extra_arg("positive", "()", extra) end
+    check_self("positive", self)
+    if self:dtype() == "uint8" then fail("positive: dtype uint8 not supported (as Torch's: it has no sign)") end
+    return self
+end
+
+-- NumPy's and Torch's other names of the elementwise ops, each also in
+-- place where the op is: absolute, negative, arcsin..., subtract,
+-- multiply, divide, true_divide, greater..., sgn (sign, for real
+-- tensors), fix (trunc); errors name the name called.
+local ALIASES = {
+    absolute = "abs", negative = "neg", arcsin = "asin", arccos = "acos", arctan = "atan", arcsinh = "asinh",
+    arccosh = "acosh", arctanh = "atanh", arctan2 = "atan2", subtract = "sub", multiply = "mul", divide = "div",
+    true_divide = "div", greater = "gt", greater_equal = "ge", less = "lt", less_equal = "le", not_equal = "ne",
+    sgn = "sign", fix = "trunc",
+}
+for alias, target in pairs(ALIASES) do
+    for _, sfx in ipairs({"", "_"}) do
+        local name, inner = alias .. sfx, target .. sfx
+        if Tensor[inner] ~= nil and Tensor[name] == nil then
+            Tensor[name] = function(self, ...)
+                check_self(name, self)
+                return as_op(name, inner, Tensor[inner], self, ...)
+            end
+        end
+    end
+end
+
+-- isposinf(), isneginf(): uint8 masks of +inf, -inf (integers: none);
+-- signbit(): uint8, 1 where the sign bit is set (-0.0 and -inf too, as
+-- Torch's); exp2(): 2^t (integers compute in float32).
+function Tensor:isposinf(extra)
+    if extra ~= nil then extra_arg("isposinf", "()", extra) end
+    check_self("isposinf", self)
+    if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
+    return self:eq(huge)
+end
+function Tensor:isneginf(extra)
+    if extra ~= nil then extra_arg("isneginf", "()", extra) end
+    check_self("isneginf", self)
+    if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
+    return self:eq(-huge)
+end
+function Tensor:signbit(extra)
+    if extra ~= nil then extra_arg("signbit", "()", extra) end
+    check_self("signbit", self)
+    if self:dtype() == "uint8" then return tensor.zeros_like(self) end
+    if not is_float(self) then return self:lt(0) end
+    -- -0.0: 1 / -0.0 is -inf; NaN compares false either way (Torch reads the bit; a NaN's is rarely set)
+    return tensor.where(self:eq(0), self:reciprocal():lt(0), self:lt(0))
+end
+function Tensor:exp2(extra)
+    if extra ~= nil then extra_arg("exp2", "()", extra) end
+    check_self("exp2", self)
+    if not is_float(self) then return 2 ^ self:float() end
+    return 2 ^ self
+end
+
+-- fmax(u), fmin(u): maximum / minimum that skip NaN (the other side when
+-- one is NaN, NaN only where both are), as Torch's and NumPy's.
+for _, p in ipairs({{"fmax", "maximum"}, {"fmin", "minimum"}}) do
+    local name, inner = p[1], p[2]
+    Tensor[name] = function(self, other, extra)
+        if extra ~= nil then extra_arg(name, "(other)", extra) end
+        check_self(name, self)
+        local m = as_op(name, inner, Tensor[inner], self, other)
+        if not is_float(m) then return m end
+        local a = is_tensor(self) and self or m
+        local b = is_tensor(other) and other or tensor.full_like(m, other)
+        return tensor.where(b:isnan(), a:expand_as(m):to(m:dtype()),
+                            tensor.where(a:isnan(), b:expand_as(m):to(m:dtype()), m))
+    end
+end
+
+-- The in-place ops made of other in-place ops refuse a tensor that requires
+-- a gradient under their own name (the inner op, uniform_ or copy_, named
+-- itself), before anything is drawn or written.
+local function no_grad_inplace(fname, t, instead)
+    local autograd = package.loaded["ordo.autograd"]
+    if t._rg and autograd and autograd.is_enabled() then
+        fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (%s, or wrap the update in " ..
+                 "ordo.no_grad)", fname, instead))
+    end
+end
+
+-- tril_(k), triu_(k): tril and triu in place.
+function Tensor:tril_(k, extra)
+    if extra ~= nil then extra_arg("tril_", "(k)", extra) end
+    check_self("tril_", self)
+    no_grad_inplace("tril_", self, "use the out-of-place tril")
+    return self:copy_(as_op("tril_", "tril", Tensor.tril, self, k))
+end
+function Tensor:triu_(k, extra)
+    if extra ~= nil then extra_arg("triu_", "(k)", extra) end
+    check_self("triu_", self)
+    no_grad_inplace("triu_", self, "use the out-of-place triu")
+    return self:copy_(as_op("triu_", "triu", Tensor.triu, self, k))
+end
+
+
+-- unflatten(dim, sizes): dim split into sizes (one of them may be -1),
+-- as Torch's (a view where the strides allow, else a copy, as reshape).
+function Tensor:unflatten(dim, sizes, extra)
+    if extra ~= nil then extra_arg("unflatten", "(dim, sizes)", extra) end
+    local fname = "unflatten"
+    check_self(fname, self)
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    if type(sizes) ~= "table" or is_tensor(sizes) or #sizes == 0 then
+        fail(fmt("%s: expected the sizes as a non-empty table, got %s", fname, show(sizes)))
+    end
+    local shown = {}
+    for i = 1, #sizes do shown[i] = show(sizes[i]) end
+    shown = "{" .. table.concat(shown, ", ") .. "}"
+    local n, prod, infer = self:size(d), 1, nil
+    for i, v in ipairs(sizes) do
+        if v == -1 and not infer then infer = i
+        elseif not is_int(v) or v < 0 then
+            fail(fmt("%s: sizes must be integers >= 0 (one may be -1), got %s", fname, shown))
+        else prod = prod * v end
+    end
+    local new = {}
+    for i, v in ipairs(sizes) do new[i] = v end
+    if infer then
+        if prod == 0 or n % prod ~= 0 then
+            fail(fmt("%s: sizes %s cannot fill dim %d of size %d", fname, shown, dim, n))
+        end
+        new[infer] = n / prod
+    elseif prod ~= n then
+        fail(fmt("%s: sizes %s (%d elements) do not fit dim %d of size %d", fname, shown, prod, dim, n))
+    end
+    local s, shape = self:shape(), {}
+    for i = 1, d - 1 do shape[#shape + 1] = s[i] end
+    for _, v in ipairs(new) do shape[#shape + 1] = v end
+    for i = d + 1, #s do shape[#shape + 1] = s[i] end
+    return self:reshape(shape)
+end
+
+-- take_along_dim(indices [, dim]): gather along dim with self and indices
+-- broadcast to each other in the other dims, as Torch's; without a dim,
+-- over the flattened tensor.  Indices count from 1.
+function Tensor:take_along_dim(indices, dim, extra)
+    if extra ~= nil then extra_arg("take_along_dim", "(indices, dim)", extra) end
+    local fname = "take_along_dim"
+    check_self(fname, self)
+    if not is_tensor(indices) then fail(fmt("%s: expected a tensor of indices, got %s", fname, typename(indices))) end
+    if dim == nil then return as_op(fname, "gather", Tensor.gather, self:reshape(-1), 1, indices:reshape(-1), fname) end
+    local d = tensor.norm_dim(fname, self, dim) + 1
+    if indices:dim() ~= self:dim() then
+        fail(fmt("%s: indices must have as many dims as the input (%d), got shape %s", fname, self:dim(),
+                 shape_of_str(indices)))
+    end
+    local sa, si = self:shape(), indices:shape()
+    local ea, ei = {}, {}
+    for i = 1, #sa do
+        if i == d then
+            ea[i], ei[i] = sa[i], si[i]
+        else
+            if sa[i] ~= si[i] and sa[i] ~= 1 and si[i] ~= 1 then
+                fail(fmt("%s: shapes %s and %s do not broadcast outside dim %d", fname, shape_of_str(self),
+                         shape_of_str(indices), dim))
+            end
+            local b = math.max(sa[i], si[i])
+            if sa[i] == 0 or si[i] == 0 then b = 0 end
+            ea[i], ei[i] = b, b
+        end
+    end
+    return as_op(fname, "gather", Tensor.gather, self:expand(ea), d, indices:expand(ei), fname)
+end
+
+-- fill_diagonal_(v [, wrap]): v on the main diagonal, in place, as Torch's
+-- (a matrix, or all dims of one size); wrap: a tall matrix's diagonal
+-- starts again every columns + 1 rows (NumPy's).
+function Tensor:fill_diagonal_(v, wrap, extra)
+    if extra ~= nil then extra_arg("fill_diagonal_", "(v, wrap)", extra) end
+    local fname = "fill_diagonal_"
+    check_self(fname, self)
+    if type(v) ~= "number" then fail(fmt("%s: expected a number as the fill value, got %s", fname, typename(v))) end
+    if wrap ~= nil and type(wrap) ~= "boolean" then
+        fail(fmt("%s: wrap must be a boolean, got %s", fname, typename(wrap)))
+    end
+    local s, nd = self:shape(), self:dim()
+    if nd < 2 then fail(fmt("%s: expected at least 2 dims, got shape %s", fname, shape_of_str(self))) end
+    if nd > 2 then
+        for i = 2, nd do
+            if s[i] ~= s[1] then
+                fail(fmt("%s: all dims must have the same size beyond 2 dims, got shape %s", fname, shape_of_str(self)))
+            end
+        end
+    end
+    no_grad_inplace(fname, self, "use masked_fill with the diagonal's mask")
+    local numel = self:numel()
+    if numel == 0 then return self end
+    -- the flat (row-major) positions of the diagonal: every step-th, from 0
+    local step, c = 1, 1
+    for i = nd, 2, -1 do
+        c = c * s[i]
+        step = step + c
+    end
+    local n = s[1]
+    for i = 2, nd do n = math.min(n, s[i]) end
+    local pos = tensor.arange(numel, tensor.like(self, "int64"))
+    local mask = (pos % step):eq(0)
+    if not (wrap and nd == 2) then mask = tensor.where(pos:le((n - 1) * step), mask, 0) end
+    return self:masked_fill_(mask:view(s), v)
+end
+
+-- is_cuda(), is_same_size(u), is_nonzero() (a one-element tensor's value
+-- as a boolean; waits), storage_offset() (in elements), float_power(e)
+-- (in float64, as Torch's).
+function Tensor:is_cuda(extra)
+    if extra ~= nil then extra_arg("is_cuda", "()", extra) end
+    check_self("is_cuda", self)
+    return self:device().type == "gpu"
+end
+function Tensor:is_same_size(u, extra)
+    if extra ~= nil then extra_arg("is_same_size", "(u)", extra) end
+    check_self("is_same_size", self)
+    if not is_tensor(u) then fail("is_same_size: expected a tensor, got " .. typename(u)) end
+    return shape_of_str(self) == shape_of_str(u)
+end
+function Tensor:is_nonzero(extra)
+    if extra ~= nil then extra_arg("is_nonzero", "()", extra) end
+    check_self("is_nonzero", self)
+    if self:numel() ~= 1 then
+        fail(fmt("is_nonzero: a tensor of %d elements has no single truth value (expected one element, got shape %s)",
+                 self:numel(), shape_of_str(self)))
+    end
+    return self:item() ~= 0
+end
+function Tensor:storage_offset(extra)
+    if extra ~= nil then extra_arg("storage_offset", "()", extra) end
+    check_self("storage_offset", self)
+    return tonumber(self._c.offset)
+end
+function Tensor:float_power(e, extra)
+    if extra ~= nil then extra_arg("float_power", "(e)", extra) end
+    check_self("float_power", self)
+    if is_tensor(e) then e = e:double() end
+    return as_op("float_power", "pow", Tensor.pow, self:double(), e)
+end
+
+
+-- atleast_1d(t), atleast_2d(t): t viewed with at least 1 or 2 dims (a
+-- 0-dim t as {1} / {1, 1}, a vector as a row {1, n}), as Torch's; a list
+-- of tensors gives a list.  hstack(list): cat along dim 2 (along 1 for
+-- vectors); vstack(list): the rows stacked, vectors as rows (cat of their
+-- atleast_2d along dim 1).
+local function atleast(fname, n, t)
+    if type(t) == "table" and not is_tensor(t) then
+        local r = {}
+        for i, v in ipairs(t) do r[i] = atleast(fname, n, v) end
+        return r
+    end
+    if not is_tensor(t) then fail(fmt("%s: expected a tensor or a list of them, got %s", fname, typename(t))) end
+    local nd = t:dim()
+    if nd >= n then return t end
+    if nd == 0 then return n == 1 and t:view(1) or t:view(1, 1) end
+    return t:unsqueeze(1) -- n == 2, a vector: a row
+end
+function M.atleast_1d(t, extra)
+    if extra ~= nil then extra_arg("atleast_1d", "(t)", extra) end
+    return atleast("atleast_1d", 1, t)
+end
+function M.atleast_2d(t, extra)
+    if extra ~= nil then extra_arg("atleast_2d", "(t)", extra) end
+    return atleast("atleast_2d", 2, t)
+end
+local function check_list_of_tensors(fname, list)
+    if type(list) ~= "table" or is_tensor(list) or #list == 0 then
+        fail(fmt("%s: expected a non-empty list of tensors, got %s", fname, typename(list)))
+    end
+    for i, t in ipairs(list) do
+        if not is_tensor(t) then fail(fmt("%s: element %d is %s, expected a tensor", fname, i, typename(t))) end
+    end
+end
+function M.hstack(list, extra)
+    if extra ~= nil then extra_arg("hstack", "(list)", extra) end
+    check_list_of_tensors("hstack", list)
+    local l = atleast("hstack", 1, list)
+    return as_op("hstack", "cat", tensor.cat, l, l[1]:dim() == 1 and 1 or 2)
+end
+function M.vstack(list, extra)
+    if extra ~= nil then extra_arg("vstack", "(list)", extra) end
+    check_list_of_tensors("vstack", list)
+    return as_op("vstack", "cat", tensor.cat, atleast("vstack", 2, list), 1)
+end
+
+
+-- Torch's other in-place random fills, from uniform_ and normal_ (so the
+-- generator and its seed are theirs): exponential_([lambd = 1]),
+-- log_normal_([mean = 1 [, std = 2]]) (exp of a normal, Torch's defaults),
+-- cauchy_([median = 0 [, sigma = 1]]), geometric_(p) (trials to the first
+-- success, 1, 2, ...; any dtype), random_([from,] to) (integers in
+-- [from, to), any dtype; from 0 without it).  Each returns t.
+local function check_float_self(fname, t)
+    check_self(fname, t)
+    if not is_float(t) then fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, t:dtype())) end
+end
+local function finite_number(fname, what, v, positive)
+    if type(v) ~= "number" or v ~= v or v == huge or v == -huge or (positive and not (v > 0)) then
+        fail(fmt("%s: %s must be a finite number%s, got %s", fname, what, positive and " > 0" or "", show(v)))
+    end
+end
+function Tensor:exponential_(lambd, extra)
+    if extra ~= nil then extra_arg("exponential_", "(lambd)", extra) end
+    lambd = lambd == nil and 1 or lambd
+    finite_number("exponential_", "lambd", lambd, true)
+    check_float_self("exponential_", self)
+    no_grad_inplace("exponential_", self, "draw into a new tensor: random values carry no gradient")
+    -- U in [0, 1): -log(1 - U) / lambd, finite (U = 0 gives 0)
+    return self:uniform_(0, 1):neg_():log1p_():div_(-lambd)
+end
+function Tensor:log_normal_(mean, std, extra)
+    if extra ~= nil then extra_arg("log_normal_", "(mean, std)", extra) end
+    mean, std = mean == nil and 1 or mean, std == nil and 2 or std
+    finite_number("log_normal_", "mean", mean)
+    finite_number("log_normal_", "std", std, true)
+    check_float_self("log_normal_", self)
+    no_grad_inplace("log_normal_", self, "draw into a new tensor: random values carry no gradient")
+    return self:normal_(mean, std):exp_()
+end
+function Tensor:cauchy_(median, sigma, extra)
+    if extra ~= nil then extra_arg("cauchy_", "(median, sigma)", extra) end
+    median, sigma = median == nil and 0 or median, sigma == nil and 1 or sigma
+    finite_number("cauchy_", "median", median)
+    finite_number("cauchy_", "sigma", sigma, true)
+    check_float_self("cauchy_", self)
+    no_grad_inplace("cauchy_", self, "draw into a new tensor: random values carry no gradient")
+    return self:uniform_(0, 1):sub_(0.5):mul_(math.pi):tan_():mul_(sigma):add_(median)
+end
+function Tensor:geometric_(p, extra)
+    if extra ~= nil then extra_arg("geometric_", "(p)", extra) end
+    check_self("geometric_", self)
+    if type(p) ~= "number" or not (p > 0 and p <= 1) then
+        fail(fmt("geometric_: p must be a probability in (0, 1], got %s", show(p)))
+    end
+    no_grad_inplace("geometric_", self, "draw into a new tensor: random values carry no gradient")
+    -- floor(log(1 - U) / log(1 - p)) + 1 in float64, then into t's dtype
+    if p == 1 then return self:fill_(1) end -- (every first trial succeeds)
+    local u = tensor.empty_like(self, "float64"):uniform_(0, 1)
+    return self:copy_(u:neg_():log1p_():div_(math.log(1 - p)):floor_():add_(1))
+end
+function Tensor:random_(from, to, extra)
+    if extra ~= nil then extra_arg("random_", "(from, to)", extra) end
+    local fname = "random_"
+    check_self(fname, self)
+    if to == nil then from, to = 0, from end
+    if to == nil then fail("random_: expected random_([from,] to): the bound to (excluded) is needed here") end
+    no_grad_inplace(fname, self, "draw into a new tensor: random values carry no gradient")
+    local r = as_op(fname, "randint", M.randint, from, to, self:shape(), {dtype = self:dtype(), device = self:device()})
+    return self:copy_(r)
+end
+
+
+-- ordo.randint_like(t, [low,] high [, opts]): randint of t's shape, dtype
+-- and device (opts overriding them), as Torch's.
+function M.randint_like(t, a, b, c, extra)
+    local fname = "randint_like"
+    if extra ~= nil then extra_arg(fname, "(t, [low,] high [, opts])", extra) end
+    if not is_tensor(t) then fail(fmt("%s: expected a tensor, got %s", fname, typename(t))) end
+    local low, high, opts
+    if type(b) == "number" then
+        low, high, opts = a, b, c
+    else
+        if c ~= nil then extra_arg(fname, "(t, [low,] high [, opts])", c) end
+        low, high, opts = 0, a, b
+    end
+    local o = {dtype = t:dtype(), device = t:device()}
+    if type(opts) == "string" then
+        o.dtype = opts
+    elseif opts ~= nil then
+        if type(opts) ~= "table" or getmetatable(opts) ~= nil then
+            fail(fmt("%s: options must be a table {dtype =, device =} or a dtype, got %s", fname, typename(opts)))
+        end
+        for k, v in pairs(opts) do o[k] = v end
+    end
+    return as_op(fname, "randint", M.randint, low, high, t:shape(), o)
+end
+
+-- ordo.normal(mean, std [, shape [, opts]]): Torch's: numbers mean and std
+-- with a shape, or tensors (either or both; a number for the other) drawn
+-- elementwise, in their broadcast shape, float.  std must be >= 0.
+function M.normal(mean, std, shape, opts, extra)
+    local fname = "normal"
+    if extra ~= nil then extra_arg(fname, "(mean, std, shape, opts)", extra) end
+    local mt, st = is_tensor(mean), is_tensor(std)
+    if not mt and type(mean) ~= "number" then fail(fmt("%s: mean must be a number or a tensor, got %s", fname, typename(mean))) end
+    if not st and type(std) ~= "number" then fail(fmt("%s: std must be a number or a tensor, got %s", fname, typename(std))) end
+    if not mt and not st then
+        if not (std >= 0) or std == huge or mean ~= mean or math.abs(mean) == huge then
+            fail(fmt("%s: expected a finite mean and a finite std >= 0, got %s and %s", fname, show(mean), show(std)))
+        end
+        if shape == nil then fail(fname .. ": numbers mean and std need a shape, normal(mean, std, shape)") end
+        local r = as_op(fname, "randn", tensor.randn, shape, opts)
+        if not is_float(r) then fail(fmt("%s: dtype %s not supported (expected float32 or float64)", fname, r:dtype())) end
+        return r:mul_(std):add_(mean)
+    end
+    if shape ~= nil or opts ~= nil then
+        fail(fname .. ": with a tensor mean or std the shape is theirs; no shape or options are taken")
+    end
+    if st and std:lt(0):any() then fail(fname .. ": std must be >= 0 everywhere") end -- (waits: std's values)
+    local ref = mt and mean or std
+    local dt = is_float(ref) and ref:dtype() or "float32"
+    if mt and st then dt = tensor.result_type(mean, std) end
+    if dt ~= "float32" and dt ~= "float64" then dt = "float32" end
+    local m = mt and mean:to(dt) or mean
+    local sd = st and std:to(dt) or std
+    local like = mt and st and (m + sd) or (mt and m or sd) -- (the broadcast shape)
+    return tensor.randn_like(like, {dtype = dt}):mul_(sd):add_(m)
+end
+
+-- sinc(): sin(pi x) / (pi x), 1 at 0 (Torch's); integers compute in float32.
+function Tensor:sinc(extra)
+    if extra ~= nil then extra_arg("sinc", "()", extra) end
+    check_self("sinc", self)
+    local x = is_float(self) and self or self:float()
+    local zero = x:eq(0)
+    local px = tensor.where(zero, 1, x) * math.pi -- (no 0 / 0, so no NaN in the gradient either)
+    return tensor.where(zero, 1, px:sin() / px)
+end
+
+
+-- apply_(fn), map_(u, fn): Torch's (and Torch7's) elementwise Lua
+-- functions, in place: each element x becomes fn(x) (map_: fn(x, y), y
+-- the element of u broadcast to t); a nil result keeps x (Torch7's).  They
+-- wait and run on the host, element by element (for prototyping, not for
+-- speed); a result must be a number (a boolean as 1 or 0) that fits t's
+-- dtype, or nothing changes.  Returns t.
+local function elementwise_lua(fname, self, fn, u)
+    check_self(fname, self)
+    if type(fn) ~= "function" then fail(fmt("%s: expected a function, got %s", fname, typename(fn))) end
+    no_grad_inplace(fname, self, "compute a new tensor instead")
+    local xs = self:reshape(-1):totable()
+    if type(xs) == "number" then xs = {xs} end
+    local ys
+    if u ~= nil then
+        if not is_tensor(u) then fail(fmt("%s: expected a tensor as the second operand, got %s", fname, typename(u))) end
+        local ok, e = pcall(u.expand_as, u, self)
+        if not ok then
+            fail(fmt("%s: the tensor of shape %s does not broadcast to %s", fname, shape_of_str(u), shape_of_str(self)))
+        end
+        ys = e:reshape(-1):totable()
+        if type(ys) == "number" then ys = {ys} end
+    end
+    -- int64 values reach Lua as doubles: past 2^53 they would come back changed
+    for _, lt in ipairs({{xs, self}, {ys or {}, u}}) do
+        local list, owner = lt[1], lt[2]
+        if owner and owner:dtype() == "int64" then
+            for i = 1, #list do
+                if math.abs(list[i]) >= 2 ^ 53 then
+                    fail(fmt("%s: int64 element %d is beyond 2^53, which a Lua number cannot hold exactly", fname, i))
+                end
+            end
+        end
+    end
+    local out = {}
+    for i = 1, #xs do
+        local x = xs[i]
+        local r
+        if ys then r = fn(x, ys[i]) else r = fn(x) end
+        if r == nil then r = x end
+        if type(r) == "boolean" then r = r and 1 or 0 end
+        if type(r) ~= "number" then
+            fail(fmt("%s: the function returned %s for element %d (expected a number)", fname, typename(r), i))
+        end
+        out[i] = r
+    end
+    if #out == 0 then return self end
+    local t = as_op(fname, "tensor", tensor.tensor, out, {dtype = self:dtype(), device = self:device()})
+    return self:copy_(t:view(self:shape()))
+end
+function Tensor:apply_(fn, extra)
+    if extra ~= nil then extra_arg("apply_", "(fn)", extra) end
+    return elementwise_lua("apply_", self, fn)
+end
+function Tensor:map_(u, fn, extra)
+    if extra ~= nil then extra_arg("map_", "(u, fn)", extra) end
+    return elementwise_lua("map_", self, fn, u)
+end
 
 return M

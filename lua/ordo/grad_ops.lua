@@ -259,6 +259,7 @@ function M.install(ag)
         atanh = function(g, x) return g / (1 - x * x) end,
         erf = function(g, x) return g * (x * x):neg():exp() * TWO_OVER_SQRT_PI end,
         erfc = function(g, x) return g * (x * x):neg():exp() * -TWO_OVER_SQRT_PI end,
+        erfinv = function(g, _, y) return g * (y * y):exp() * (1 / TWO_OVER_SQRT_PI) end,
     }
     -- piecewise constant: no gradient (zero almost everywhere, as in Torch)
     local function zero_grad(g) return tensor.zeros_like(g) end
@@ -266,7 +267,7 @@ function M.install(ag)
     local SAVES = {neg = "", abs = "x", relu = "y", exp = "y", log = "x", sqrt = "y", tanh = "y", sigmoid = "y",
                    square = "x", sin = "x", cos = "x", log1p = "x", expm1 = "y", rsqrt = "y", reciprocal = "y",
                    tan = "y", asin = "x", acos = "x", atan = "x", sinh = "x", cosh = "x", asinh = "x", acosh = "x",
-                   atanh = "x", erf = "x", erfc = "x",
+                   atanh = "x", erf = "x", erfc = "x", erfinv = "y",
                    sign = "", floor = "", ceil = "", round = "", trunc = ""}
     local function rec_unary(name, bw, what, x, y)
         local saved = what == "x" and {x} or what == "y" and {y} or nil

@@ -35,14 +35,68 @@ M.optim = require "ordo.optim"
 M.linalg = require "ordo.linalg" -- solve, inv, det, slogdet
 M.Tensor = tensor.Tensor
 
+-- Torch's requires_grad = true (or false) among a creation function's
+-- options: the tensor made without it, then t:requires_grad(); only float
+-- dtypes may require a gradient, refused before anything is made where the
+-- options name the dtype (randint and randperm make int64 unless told).
+local FLOAT_NAMES = {float32 = true, float64 = true}
+local INT_MAKERS = {randint = true, randperm = true}
+local function with_requires_grad(fname, fn)
+    local function refuse(dt)
+        util.fail(("%s: only float tensors (float32, float64) can require a gradient, got %s (requires_grad = true)")
+                  :format(fname, dt))
+    end
+    return function(...)
+        local n = select("#", ...)
+        local last = n > 0 and select(n, ...) or nil
+        if type(last) ~= "table" or getmetatable(last) ~= nil or rawget(last, "requires_grad") == nil then
+            return fn(...)
+        end
+        local rg = last.requires_grad
+        if type(rg) ~= "boolean" then
+            util.fail(("%s: requires_grad must be a boolean, got %s"):format(fname, util.typename(rg)))
+        end
+        local o = {}
+        for k, v in pairs(last) do
+            if k ~= "requires_grad" then o[k] = v end
+        end
+        if rg then
+            if o.dtype ~= nil then
+                local dt = tensor.DT_NAME[tensor.parse_dtype(fname, o.dtype)]
+                if not FLOAT_NAMES[dt] then refuse(dt) end
+            elseif INT_MAKERS[fname] then
+                refuse("int64")
+            end
+        end
+        local args = {...}
+        args[n] = o
+        local t = fn(unpack(args, 1, n)) -- (LuaJIT's unpack)
+        if rg then
+            if not FLOAT_NAMES[t:dtype()] then refuse(t:dtype()) end
+            t:requires_grad(true)
+        end
+        return t
+    end
+end
+for _, k in ipairs({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}) do
+    tensor.Tensor[k] = with_requires_grad(k, tensor.Tensor[k])
+end
+
 for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand", "randn", "bernoulli",
                     "manual_seed", "get_rng_state", "set_rng_state", "matmul", "cat", "stack", "where", "empty_like", "zeros_like",
                     "ones_like", "full_like", "rand_like", "randn_like", "is_tensor", "result_type"}) do
     M[k] = tensor[k]
 end
+M.concat, M.concatenate = tensor.cat, tensor.cat -- (Torch's other names)
 
-for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "allclose", "isclose", "kron", "cross", "cdist", "broadcast_tensors", "atan2", "hypot", "logaddexp", "xlogy", "tril_indices", "triu_indices", "isin", "searchsorted", "bucketize", "equal", "randint", "randperm"}) do
+for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "tensordot", "allclose", "isclose", "kron", "cross", "cdist", "broadcast_tensors", "atan2", "hypot", "logaddexp", "xlogy", "tril_indices", "triu_indices", "isin", "searchsorted", "bucketize", "equal", "randint", "randperm",
+                    "atleast_1d", "atleast_2d", "hstack", "vstack", "randint_like", "normal"}) do
     M[k] = derived[k]
+end
+for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand", "randn", "empty_like", "zeros_like",
+                    "ones_like", "full_like", "rand_like", "randn_like", "eye", "linspace", "logspace", "randint",
+                    "randperm", "randint_like", "normal"}) do
+    M[k] = with_requires_grad(k, M[k])
 end
 -- how tensors print: ordo.set_printoptions{precision =, threshold =, edgeitems =, linewidth =, sci_mode =, profile =}
 M.set_printoptions = require("ordo.format").set_printoptions

@@ -311,14 +311,16 @@ Tensors:   ordo.tensor(data [, opts])  zeros ones full empty arange rand randn
            masked_fill  logical_not logical_and logical_or logical_xor  (in place: add_ ... fill_ zero_ copy_)
   reduce:  sum mean prod max min argmax argmin var std norm logsumexp (dim, keepdim)  softmax log_softmax
            cumsum(dim) cumprod(dim)  sort(dim, descending) argsort topk(k, dim, largest) kthvalue(k, dim)
-           median(dim) (values, indices)
+           median(dim) (values, indices)  cummax(dim) cummin(dim) logcumsumexp(dim)
            ordo.allclose(a, b) ordo.equal(a, b) t:all() t:any() (Lua booleans)  t:chunk(n) t:split(size)
            ordo.eye(n) linspace(a, b, n) logspace meshgrid(x, y) randint([lo,] hi, shape) randperm(n)
   files:   ordo.save(value, path) (a tensor, nested tables)  ordo.load(path [, {device = d}])
-  linalg:  matmul mm bmm mv addmm baddbmm einsum dot outer trace tril triu diag
+  linalg:  matmul mm bmm mv addmm baddbmm addmv addr addbmm einsum tensordot dot outer kron cross cdist
+           trace tril triu diag
            ordo.linalg.solve(A, B) inv det slogdet (square float matrices, batches); A:det() A:inverse() A:logdet()
   rearranging: flip roll tile
-  indexing: gather index_select scatter masked_select masked_scatter nonzero unique   nn.functional.one_hot(indices, n)
+  indexing: gather index_select scatter masked_select masked_scatter nonzero unique unique_consecutive
+           searchsorted bucketize histc   nn.functional.one_hot(indices, n)
 Models:    ordo.nn: Linear Conv1d/2d ConvTranspose1d/2d MaxPool1d/2d AvgPool1d/2d AdaptiveAvg/MaxPool1d/2d Upsample
            BatchNorm1d/2d InstanceNorm1d/2d LayerNorm RMSNorm GroupNorm Embedding Dropout ReLU ...
            Sequential ModuleList ModuleDict,

@@ -15,7 +15,7 @@
 -- float64 stays float32) but a float number makes an integer tensor
 -- float32.  `/`, pow, exp, log, sqrt, tanh, sigmoid, sin, cos, log1p,
 -- expm1, rsqrt, reciprocal, the inverse, hyperbolic and error functions
--- (tan, asin ... atanh, erf, erfc), softmax and mean make integer inputs float32
+-- (tan, asin ... atanh, erf, erfc, erfinv), softmax and mean make integer inputs float32
 -- (floor, ceil, round and trunc leave integers as they are).  sum of
 -- integers gives int64.  In-place ops keep their tensor's dtype and refuse
 -- a float result on an integer tensor.
@@ -90,7 +90,7 @@ for _, name in ipairs({
     "neg", "abs", "relu", "exp", "log", "sqrt", "tanh", "sigmoid",
     "sign", "square", "sin", "cos", "log1p", "expm1", "rsqrt", "reciprocal",
     "floor", "ceil", "round", "trunc",
-    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv",
     "where", "masked_fill", "sum", "mean", "max", "min", "argmax", "argmin",
     "softmax", "log_softmax", "cumsum", "cumprod", "cumprod_backward", "sort", "topk", "kthvalue", "matmul", "linalg_lu", "seed", "uniform", "normal", "bernoulli",
     "gather", "index_select", "scatter_add", "scatter", "index_add", "check_range"}) do
@@ -2124,7 +2124,7 @@ local UN = {
     tan = {FLOAT, float = true}, asin = {FLOAT, float = true}, acos = {FLOAT, float = true},
     atan = {FLOAT, float = true}, sinh = {FLOAT, float = true}, cosh = {FLOAT, float = true},
     asinh = {FLOAT, float = true}, acosh = {FLOAT, float = true}, atanh = {FLOAT, float = true},
-    erf = {FLOAT, float = true}, erfc = {FLOAT, float = true},
+    erf = {FLOAT, float = true}, erfc = {FLOAT, float = true}, erfinv = {FLOAT, float = true},
 }
 
 for name, spec in pairs(UN) do
@@ -2377,6 +2377,29 @@ local function mask_dims(t, k, op)
     return kn
 end
 
+-- Torch's transposing attributes (fields, not methods: t.T): T reverses
+-- the dims (a matrix transposed; t itself below 2 dims), mT swaps the last
+-- two (a batch of matrices: at least 2 dims); H and mH the same (real
+-- tensors, no conjugate).  Views, with gradients.
+local function reversed_dims(t)
+    local nd = t._c.ndim
+    if nd < 2 then return t end
+    if nd == 2 then return t:t() end
+    local perm = {}
+    for i = 1, nd do perm[i] = nd + 1 - i end
+    return t:permute(perm)
+end
+local function matrix_transpose(name)
+    return function(t)
+        if t._c.ndim < 2 then
+            fail(fmt("t.%s: expected a tensor of at least 2 dims (a matrix or a batch of them), got shape %s", name,
+                     shape_str(t)))
+        end
+        return t:transpose(-2, -1)
+    end
+end
+local PROPERTIES = {T = reversed_dims, H = reversed_dims, mT = matrix_transpose("mT"), mH = matrix_transpose("mH")}
+
 Tensor.__methods = Tensor
 Tensor.__index = function(t, k)
     local m = Tensor[k]
@@ -2393,7 +2416,11 @@ Tensor.__index = function(t, k)
         if element then return v:item() end
         return v
     end
-    if tk == "string" then return nil end -- a field not set (t.grad before a backward)
+    if tk == "string" then
+        local p = PROPERTIES[k]
+        if p then return p(t) end
+        return nil -- a field not set (t.grad before a backward)
+    end
     if is_tensor(k) then
         -- t[mask]: Torch's boolean indexing, the selected elements (a copy)
         if k._c.dtype == U8 then

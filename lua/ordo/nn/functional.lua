@@ -302,6 +302,68 @@ function M.mish(x, inplace, who)
     no_inplace(fname, inplace)
     return x * M.softplus(x, 1, math.huge):tanh()
 end
+-- CELU(alpha = 1): max(0, x) + min(0, alpha (exp(x / alpha) - 1)), Torch's.
+function M.celu(x, alpha, inplace, who)
+    local fname = name_of(who, "celu")
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
+    alpha = alpha or 1
+    if type(alpha) ~= "number" or alpha == 0 or alpha ~= alpha then
+        fail(fname .. ": alpha must be a nonzero number, got " .. util.show(alpha))
+    end
+    return x:relu() + (x:clamp(nil, 0) / alpha):expm1() * alpha
+end
+-- threshold(x, threshold, value): x where x > threshold, value elsewhere.
+function M.threshold(x, threshold, value, inplace, who)
+    local fname = name_of(who, "threshold")
+    check_tensor(fname, "input", x)
+    no_inplace(fname, inplace)
+    if type(threshold) ~= "number" or type(value) ~= "number" then
+        fail(fmt("%s: expected numbers threshold and value, got %s and %s", fname, util.show(threshold),
+                 util.show(value)))
+    end
+    return tensor.where(x:gt(threshold), x, value)
+end
+-- x - tanh(x)
+function M.tanhshrink(x, who)
+    local fname = name_of(who, "tanhshrink")
+    check_tensor(fname, "input", x)
+    return x - x:tanh()
+end
+-- softshrink(x, lambd = 0.5): x - lambd above lambd, x + lambd below
+-- -lambd, 0 between; hardshrink(x, lambd = 0.5): x where |x| > lambd, else 0.
+local function shrink_lambd(fname, lambd)
+    lambd = lambd == nil and 0.5 or lambd
+    if type(lambd) ~= "number" or not (lambd >= 0) or lambd == math.huge then
+        fail(fname .. ": lambd must be a finite number >= 0, got " .. util.show(lambd))
+    end
+    return lambd
+end
+function M.softshrink(x, lambd, who)
+    local fname = name_of(who, "softshrink")
+    check_tensor(fname, "input", x)
+    lambd = shrink_lambd(fname, lambd)
+    return tensor.where(x:gt(lambd), x - lambd, tensor.where(x:lt(-lambd), x + lambd, 0))
+end
+function M.hardshrink(x, lambd, who)
+    local fname = name_of(who, "hardshrink")
+    check_tensor(fname, "input", x)
+    lambd = shrink_lambd(fname, lambd)
+    return tensor.where(x:abs():gt(lambd), x, 0)
+end
+-- glu(x, dim = -1): a * sigmoid(b), a and b the halves of x along dim.
+function M.glu(x, dim, who)
+    local fname = name_of(who, "glu")
+    check_tensor(fname, "input", x)
+    dim = dim == nil and -1 or dim
+    if x:dim() == 0 then fail(fname .. ": a 0-dim input has no dim to halve") end
+    local d = tensor.norm_dim(fname, x, dim) + 1
+    local n = x:size(d)
+    if n % 2 ~= 0 then
+        fail(fmt("%s: dim %d of input %s must have an even size to halve, got %d", fname, d, shape_str(x), n))
+    end
+    return x:narrow(d, 1, n / 2) * x:narrow(d, n / 2 + 1, n / 2):sigmoid()
+end
 -- x / (1 + |x|)
 function M.softsign(x, who)
     local fname = name_of(who, "softsign")
@@ -459,23 +521,23 @@ end
 
 -- The class-index losses' common part, Torch's rules: logp N×C, target N.
 -- opts.weight (C) weighs each sample by its target's class; a target equal
--- to opts.ignore_index counts for nothing; smoothing = e puts e of the
+-- to opts.ignore_index (default -100, Torch's: padding written for Torch
+-- works here, and no class, counted from 1, can be -100) counts for
+-- nothing; smoothing = e puts e of the
 -- target's weight evenly on every class.  "mean" divides by the summed
 -- weights of the targets kept (their count without weights).
 local function class_nll(fname, logp, target, opts, smoothing)
     local N, C = logp:size(1), logp:size(2)
     local w, ii = opts.weight, opts.ignore_index
+    if ii == nil then ii = -100 end
     check_devices(fname, logp, target, w)
     if w ~= nil and (w:dim() ~= 1 or w:size(1) ~= C or w:dtype() ~= logp:dtype()) then
         fail(fmt("%s: weight must be a %s tensor of %d class weights, got %s %s", fname, logp:dtype(), C, w:dtype(),
                  shape_str(w)))
     end
-    local t, keep = target, nil
-    if ii ~= nil then
-        if not is_int(ii) then fail(fmt("%s: ignore_index must be an integer, got %s", fname, tostring(ii))) end
-        keep = target:ne(ii)
-        t = tensor.where(keep, target, tensor.ones_like(target))
-    end
+    if not is_int(ii) then fail(fmt("%s: ignore_index must be an integer, got %s", fname, tostring(ii))) end
+    local keep = target:ne(ii)
+    local t = tensor.where(keep, target, tensor.ones_like(target))
     -- a class index out of range fails the loss when the gather runs (no
     -- host wait per loss to check it here), named as the target's:
     -- "cross_entropy (target): gather: index 4 out of range for dim
@@ -488,19 +550,18 @@ local function class_nll(fname, logp, target, opts, smoothing)
         local smooth = w and -(logp * w:view(1, C)):sum(2) or -logp:sum(2)
         loss = loss * (1 - smoothing) + smooth * (smoothing / C)
     end
-    local kf = keep and keep:to(logp:dtype())
+    local kf = keep:to(logp:dtype())
     -- the ignored rows selected away, not multiplied by 0: their logp at the
     -- stand-in class may be -inf (a masked class), and -inf * 0 made the loss NaN
-    if keep then loss = tensor.where(keep, loss, 0) end
+    loss = tensor.where(keep, loss, 0)
     local reduction = opts.reduction or "mean"
     if not REDUCTIONS[reduction] then
         fail(fmt("%s: reduction must be 'mean', 'sum' or 'none', got %s", fname, tostring(reduction)))
     end
     if reduction == "none" then return loss end
     if reduction == "sum" then return loss:sum() end
-    if wt then return loss:sum() / (kf and (wt * kf) or wt):sum() end
-    if kf then return loss:sum() / kf:sum() end
-    return loss:mean()
+    if wt then return loss:sum() / (wt * kf):sum() end
+    return loss:sum() / kf:sum()
 end
 
 -- Negative log-likelihood of log-probabilities logp (N×C) at target (N);
@@ -1315,7 +1376,7 @@ function M.cdist(a, b, opts)
     check_tensor("cdist", "b", b)
     check_devices("cdist", a, b)
     if type(opts) == "number" then opts = {p = opts} end -- torch.cdist(x1, x2, p)'s form
-    opts = util.check_opts("cdist", opts, {p = true})
+    opts = util.check_opts("cdist", opts, {p = true, compute_mode = true})
     local p = opts.p
     if p ~= nil and (type(p) ~= "number" or p < 0 or p ~= p) then
         fail(fmt("cdist: p must be a number >= 0, got %s", type(p) == "number" and tostring(p) or typename(p)))
@@ -1325,7 +1386,7 @@ function M.cdist(a, b, opts)
                  shape_str(b)))
     end
     a, b = as_float(a, b)
-    return (a:unsqueeze(-2) - b:unsqueeze(-3)):norm(p or 2, -1)
+    return a:cdist(b, {p = p, compute_mode = opts.compute_mode}) -- (ordo.cdist: a matrix product for many rows, p = 2)
 end
 
 local PAD_MODES = {constant = true, reflect = true, replicate = true, circular = true}

@@ -226,6 +226,28 @@ local function index_of(cls, idx)
     end
 end
 
+-- Torch's nn.Parameter(t [, requires_grad = true]): t as a leaf that
+-- requires a gradient (t itself when it is one already, else a new leaf on
+-- its storage), marked so that assigning it to a new field of a module
+-- (self.w = nn.Parameter(ordo.randn(3, 4)) in init) registers it, as
+-- register_parameter(name, t) would; requires_grad = false: a frozen one.
+local MARKED_PARAMETERS = setmetatable({}, {__mode = "k"})
+function M.Parameter(t, requires_grad)
+    if not is_tensor(t) then fail("nn.Parameter: expected a tensor, got " .. typename(t)) end
+    if requires_grad == nil then requires_grad = true end
+    if type(requires_grad) ~= "boolean" then
+        fail("nn.Parameter: requires_grad must be a boolean, got " .. typename(requires_grad))
+    end
+    local dt = t:dtype()
+    if dt ~= "float32" and dt ~= "float64" then
+        fail(fmt("nn.Parameter: only float tensors (float32, float64) can be parameters, got %s", dt))
+    end
+    local p = (t:is_leaf() and t:needs_grad()) and t or t:detach():requires_grad()
+    MARKED_PARAMETERS[p] = requires_grad and "trained" or "frozen"
+    if not requires_grad then p:requires_grad(false) end
+    return p
+end
+
 local function module_newindex(self, name, v)
     if name == "training" then
         check_training(self, v)
@@ -238,6 +260,14 @@ local function module_newindex(self, name, v)
         -- in loops, does not look: the scan would make building a long list quadratic)
         child_names(self)
         if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
+    end
+    local mark = MARKED_PARAMETERS[v]
+    if mark and (type(name) == "string") and not self:_has(self._param_names, name) then
+        self:register_parameter(name, v) -- (its own assignment comes back here, the name registered by then)
+        local p = rawget(self, name)
+        if mark == "frozen" then p:requires_grad(false) end
+        MARKED_PARAMETERS[p] = mark
+        return
     end
     rawset(self, name, v)
 end
@@ -483,6 +513,69 @@ function Module:named_modules(prefix, extra)
     if extra ~= nil then extra_arg("named_modules", "(prefix)", extra) end
     check_module_self("named_modules", self)
     return collect_modules(self, check_prefix("named_modules", prefix), {}, {})
+end
+
+-- Torch's get_submodule("encoder.1"): the module at that dotted path of
+-- child names ("" is the module itself); get_parameter("encoder.1.weight"),
+-- get_buffer("bn.running_mean"): the tensor there.  A path that leads
+-- nowhere raises, naming the part not found and what is there.
+-- register_module(name, m): add_module's Torch alias.
+local function submodule(fname, self, target)
+    if type(target) ~= "string" then fail(fmt("%s: expected a dotted name (a string), got %s", fname, typename(target))) end
+    local m, path = self, ""
+    if target == "" then return m end
+    for part in (target .. "."):gmatch("([^.]*)%.") do
+        local found
+        for _, n in ipairs(child_names(m)) do
+            if tostring(n) == part then found = m[n] break end
+        end
+        if not found then
+            local have = {}
+            for _, n in ipairs(child_names(m)) do have[#have + 1] = tostring(n) end
+            fail(fmt("%s: %s has no submodule '%s' (its children: %s)", fname,
+                     path == "" and (m._class_name or "the module") or "'" .. path .. "'", part,
+                     #have > 0 and table.concat(have, ", ") or "none"))
+        end
+        m, path = found, path == "" and part or path .. "." .. part
+    end
+    return m
+end
+function Module:get_submodule(target, extra)
+    if extra ~= nil then extra_arg("get_submodule", "(target)", extra) end
+    check_module_self("get_submodule", self)
+    return submodule("get_submodule", self, target)
+end
+local function get_tensor(fname, self, target, list_fname, kind)
+    if type(target) ~= "string" or target == "" then
+        fail(fmt("%s: expected a dotted name (a non-empty string), got %s", fname, type(target) == "string" and "''"
+                 or typename(target)))
+    end
+    local mod_path, leaf = target:match("^(.*)%.([^.]*)$")
+    if not mod_path then mod_path, leaf = "", target end
+    local m = submodule(fname, self, mod_path)
+    for _, n in ipairs(m[list_fname]) do
+        local t = m[n]
+        if n == leaf and is_tensor(t) then return t end
+    end
+    fail(fmt("%s: %s has no %s '%s'", fname, mod_path == "" and (m._class_name or "the module") or "'" .. mod_path .. "'",
+             kind, leaf))
+end
+function Module:get_parameter(target, extra)
+    if extra ~= nil then extra_arg("get_parameter", "(target)", extra) end
+    check_module_self("get_parameter", self)
+    return get_tensor("get_parameter", self, target, "_param_names", "parameter")
+end
+function Module:get_buffer(target, extra)
+    if extra ~= nil then extra_arg("get_buffer", "(target)", extra) end
+    check_module_self("get_buffer", self)
+    return get_tensor("get_buffer", self, target, "_buffer_names", "buffer")
+end
+function Module:register_module(name, m, extra)
+    if extra ~= nil then extra_arg("register_module", "(name, module)", extra) end
+    check_module_self("register_module", self)
+    local ok, r = pcall(self.add_module, self, name, m)
+    if not ok then error((tostring(r):gsub("add_module: ", "register_module: ", 1)), 0) end
+    return r
 end
 
 function Module:modules(extra)
@@ -1268,24 +1361,6 @@ local function erfc(x)
 end
 local function norm_cdf(z) return 0.5 * erfc(-z / math.sqrt(2)) end
 
--- erfinv of a float64 tensor x in (-1, 1): Giles' approximation ("Approximating
--- the erfinv function", 2010), then two Newton steps on erf.
-local GILES_LO = {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941}
-local GILES_HI = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                  -0.0076224613, 0.00943887047, 1.00167406, 2.83297682}
-local function horner(w, c)
-    local p = tensor.full_like(w, c[1])
-    for i = 2, #c do p = p * w + c[i] end
-    return p
-end
-local function erfinv(x)
-    local w = ((1 - x) * (1 + x)):log():neg()
-    local y = tensor.where(w:lt(5), horner(w - 2.5, GILES_LO), horner(w:sqrt() - 3, GILES_HI)) * x
-    for _ = 1, 2 do y = y - (y:erf() - x) / ((y * y):neg():exp() * (2 / math.sqrt(math.pi))) end
-    return y
-end
-
 -- Torch's trunc_normal_(t [, mean = 0, std = 1, a = -2, b = 2]): N(mean,
 -- std^2) kept to [a, b] (a and b in t's units, not in stds), drawn as
 -- Torch draws it: a uniform draw between the normal CDF at a and at b,
@@ -1311,7 +1386,7 @@ function init.trunc_normal_(t, mean, std, a, b, extra)
     return autograd.no_grad(function()
         -- in float64, kept inside (-1, 1): erfinv(+-1) is infinite
         local x = tensor.empty_like(t, "float64"):uniform_(l, u):clamp_(-1 + 2 ^ -53, 1 - 2 ^ -53)
-        t:copy_(erfinv(x) * (std * math.sqrt(2)) + mean)
+        t:copy_(x:erfinv() * (std * math.sqrt(2)) + mean) -- (the kernel: one push, not ~40)
         return t:clamp_(a, b)
     end)
 end
@@ -1515,6 +1590,52 @@ end
 activation_with("LeakyReLU", "slope", 0.01, F.leaky_relu)
 -- ELU(alpha = 1): x where x > 0, alpha (e^x - 1) elsewhere.
 activation_with("ELU", "alpha", 1, F.elu)
+-- CELU(alpha = 1), Softshrink(lambd = 0.5), Hardshrink(lambd = 0.5), Torch's
+-- (their options checked when the module is made, as F checks them)
+do
+    local cls = activation_with("CELU", "alpha", 1, F.celu)
+    local init = cls.init
+    cls.init = function(self, v)
+        init(self, v)
+        F.celu(tensor.zeros({1}), self.alpha, nil, "CELU") -- (alpha checked at construction: 0 is refused)
+    end
+end
+local function shrink_module(name, fn)
+    local cls = activation_with(name, "lambd", 0.5, function(x, v, _, who) return fn(x, v, who) end)
+    local init = cls.init
+    cls.init = function(self, v)
+        init(self, v)
+        fn(tensor.zeros({1}), self.lambd, name) -- (the function's own checks of lambd, at construction)
+    end
+    return cls
+end
+shrink_module("Softshrink", F.softshrink)
+shrink_module("Hardshrink", F.hardshrink)
+activation("Tanhshrink", F.tanhshrink, true)
+-- Threshold(threshold, value): x where x > threshold, value elsewhere.
+local Threshold = Module:extend("Threshold")
+M.Threshold = Threshold
+function Threshold:init(threshold, value)
+    if type(threshold) ~= "number" or type(value) ~= "number" then
+        fail(fmt("Threshold: expected numbers threshold and value, got %s and %s", util.show(threshold),
+                 util.show(value)))
+    end
+    self.threshold, self.value = threshold, value
+end
+function Threshold:forward(x) return F.threshold(x, self.threshold, self.value, nil, "Threshold") end
+function Threshold:extra_repr() return fmt("threshold = %g, value = %g", self.threshold, self.value) end
+-- GLU(dim = -1): the first half of dim gated by the sigmoid of the second.
+local GLU = Module:extend("GLU")
+M.GLU = GLU
+function GLU:init(dim)
+    dim = dim == nil and -1 or dim
+    if type(dim) ~= "number" or dim ~= math.floor(dim) then
+        fail("GLU: dim must be an integer, got " .. util.show(dim))
+    end
+    self.dim = dim
+end
+function GLU:forward(x) return F.glu(x, self.dim, "GLU") end
+function GLU:extra_repr() return "dim = " .. self.dim end
 
 -- Hardtanh(min_val = -1, max_val = 1)
 local Hardtanh = Module:extend("Hardtanh")

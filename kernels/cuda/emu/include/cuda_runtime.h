@@ -31,6 +31,11 @@
 #define __constant__
 #define __launch_bounds__(...)
 
+/* CUDA's erfinv / erfinvf, which the host's libm lacks: the CPU kernel's */
+#include "../../../cpu/erfinv.h"
+static inline double erfinv(double a) { return ordo_erfinv(a); }
+static inline float erfinvf(float a) { return (float)ordo_erfinv((double)a); }
+
 /* ---- types ------------------------------------------------------------------ */
 
 struct dim3 {
