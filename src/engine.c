@@ -282,11 +282,11 @@ static op_cache *cache_for(ordo_engine *e) {
 op *op_alloc(ordo_engine *e) {
     op_cache *c = cache_for(e);
     if (!c->head) {
-        pthread_mutex_lock(&e->mem_mu);
+        spin_lock_acquire(&e->mem_mu);
         if (!e->op_batches) {
             op *block = engine_slab_alloc(&e->op_slabs, OPS_PER_SLAB * sizeof(op));
             if (!block) {
-                pthread_mutex_unlock(&e->mem_mu);
+                spin_lock_release(&e->mem_mu);
                 return NULL;
             }
             for (int b = 0; b < OPS_PER_SLAB / OP_BATCH; b++) {
@@ -299,7 +299,7 @@ op *op_alloc(ordo_engine *e) {
         }
         c->head = e->op_batches;
         e->op_batches = c->head->next_batch;
-        pthread_mutex_unlock(&e->mem_mu);
+        spin_lock_release(&e->mem_mu);
         c->n = OP_BATCH;
     }
     op *o = c->head;
@@ -327,10 +327,10 @@ void op_free(ordo_engine *e, op *o) {
         c->head = last->next;
         c->n -= OP_BATCH;
         last->next = NULL;
-        pthread_mutex_lock(&e->mem_mu);
+        spin_lock_acquire(&e->mem_mu);
         first->next_batch = e->op_batches;
         e->op_batches = first;
-        pthread_mutex_unlock(&e->mem_mu);
+        spin_lock_release(&e->mem_mu);
     }
 }
 
@@ -546,7 +546,7 @@ ordo_engine *ordo_engine_create(const ordo_engine_config *cfg) {
     pthread_cond_init(&e->idle_cv, NULL);
     pthread_mutex_init(&e->fail_mu, NULL);
     pthread_mutex_init(&e->pool_mu, NULL);
-    pthread_mutex_init(&e->mem_mu, NULL);
+    atomic_init(&e->mem_mu.v, 0);
     pthread_mutex_init(&e->prof_mu, NULL);
     long max_events = PROF_MAX_EVENTS; /* checked by resolve_config */
     config_env_long("ORDO_PROFILER_MAX_EVENTS", 1, PROF_MAX_EVENTS, NULL, &max_events, NULL, 0);
@@ -701,7 +701,6 @@ static void engine_destroy(ordo_engine *e, bool at_exit) {
     pthread_cond_destroy(&e->idle_cv);
     pthread_mutex_destroy(&e->fail_mu);
     pthread_mutex_destroy(&e->pool_mu);
-    pthread_mutex_destroy(&e->mem_mu);
     pthread_mutex_destroy(&e->prof_mu);
     free(e);
 }

@@ -483,7 +483,11 @@ struct ordo_engine {
     pool *shared_pool, *shared_copy_pool;
     atomic_int next_worker_id;
 
-    pthread_mutex_t mem_mu; /* op and var blocks, and the list of operators */
+    /* op and var blocks, and the list of operators: a few pointer moves
+     * each time (a slab's allocation, rarely), so a spin lock; a pthread
+     * mutex cost ~50 instructions a lock and unlock, twice per new tensor
+     * from Lua (its storage's var made and freed) */
+    spin_lock mem_mu;
     ordo_opr *oprs;         /* live operators: destroy frees those never deleted (rule 11) */
     atomic_int open_bulks;  /* threads' bulks collecting ops for it (bulk.c): ordo_engine_destroy refuses while any is */
     atomic_long storages;   /* live ordo_storages on it (storage.c): ordo_engine_destroy refuses while any is */

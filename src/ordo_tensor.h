@@ -247,8 +247,9 @@ int ordo_gpu_empty_cache(int dev_id);
 
 /* Freed host (cpu) blocks kept for reuse (at most ORDO_HOST_CACHE_MB,
  * default 256, plus up to 16 MB of blocks under 64 KiB), and giving them
- * back to the system.  An allocation the system refuses empties the cache
- * and retries by itself. */
+ * back to the system (ordo_host_empty_cache also frees the descriptors
+ * the calling thread keeps for reuse).  An allocation the system refuses
+ * empties the cache and retries by itself. */
 int64_t ordo_host_cached_bytes(void);
 void    ordo_host_empty_cache(void);
 

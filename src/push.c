@@ -492,10 +492,10 @@ int ordo_push_async(ordo_engine *e, ordo_async_fn fn, void *param, void (*param_
 /* An operator's block: a freed one of e's (struct ordo_opr's magic) or a
  * new one, zeroed. */
 static ordo_opr *opr_block(ordo_engine *e) {
-    pthread_mutex_lock(&e->mem_mu);
+    spin_lock_acquire(&e->mem_mu);
     ordo_opr *r = e->opr_dead;
     if (r) e->opr_dead = r->next;
-    pthread_mutex_unlock(&e->mem_mu);
+    spin_lock_release(&e->mem_mu);
     if (!r) return calloc(1, sizeof *r);
     memset(r, 0, sizeof *r); /* OPR_DEAD -> 0: unused until ordo_new_operator marks it live */
     return r;
@@ -503,12 +503,12 @@ static ordo_opr *opr_block(ordo_engine *e) {
 
 /* Gives r's block back to e, marked dead: a stale handle to it is refused. */
 static void opr_block_put(ordo_engine *e, ordo_opr *r) {
-    pthread_mutex_lock(&e->mem_mu);
+    spin_lock_acquire(&e->mem_mu);
     atomic_store_explicit(&r->magic, OPR_DEAD, memory_order_relaxed);
     r->prev = NULL;
     r->next = e->opr_dead;
     e->opr_dead = r;
-    pthread_mutex_unlock(&e->mem_mu);
+    spin_lock_release(&e->mem_mu);
 }
 
 static const char *opr_name(const ordo_opr *r) { return r->name && r->name[0] ? r->name : "(unnamed)"; }
@@ -574,13 +574,13 @@ ordo_opr *ordo_new_operator(ordo_engine *e, ordo_async_fn fn, void *param, void 
     r->nvars = n;
     atomic_init(&r->refs, 1);
     r->name = engine_intern(e, name);
-    pthread_mutex_lock(&e->mem_mu);
+    spin_lock_acquire(&e->mem_mu);
     atomic_store_explicit(&r->magic, OPR_LIVE, memory_order_relaxed);
     r->prev = NULL;
     r->next = e->oprs;
     if (e->oprs) e->oprs->prev = r;
     e->oprs = r;
-    pthread_mutex_unlock(&e->mem_mu);
+    spin_lock_release(&e->mem_mu);
     return r;
 }
 
@@ -644,11 +644,11 @@ static void opr_release(ordo_opr *r) {
 void opr_unref(ordo_opr *r) {
     if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
     ordo_engine *e = r->engine;
-    pthread_mutex_lock(&e->mem_mu);
+    spin_lock_acquire(&e->mem_mu);
     if (r->prev) r->prev->next = r->next;
     else e->oprs = r->next;
     if (r->next) r->next->prev = r->prev;
-    pthread_mutex_unlock(&e->mem_mu);
+    spin_lock_release(&e->mem_mu);
     opr_release(r);
     opr_block_put(e, r);
 }

@@ -81,7 +81,10 @@ int64_t ordo_storage_total_bytes(void) { return atomic_load(&total_bytes); }
 int64_t ordo_pinned_live_bytes(void) { return atomic_load(&pinned_live_bytes); }
 int64_t ordo_pinned_cached_bytes(void) { return (int64_t)host_pinned_cached_bytes(); }
 int64_t ordo_host_cached_bytes(void) { return (int64_t)host_cached_bytes(); }
-void ordo_host_empty_cache(void) { host_cache_empty(); }
+void ordo_host_empty_cache(void) {
+    host_cache_empty();
+    tensor_desc_cache_empty();
+}
 void ordo_pinned_empty_cache(void) {
     if (ordo_device_backend()) host_pinned_cache_empty();
 }

@@ -30,6 +30,11 @@ static inline ordo_ctx tensor_result_ctx(ordo_ctx ctx) {
     return ctx;
 }
 
+/* Frees the calling thread's cache of freed descriptors (tensor.c);
+ * tensor_desc_cached: how many the threads keep together. */
+void tensor_desc_cache_empty(void);
+long tensor_desc_cached(void);
+
 /* A view of t for a kernel (offset applied). */
 void tensor_to_view(const ordo_tensor *t, ordo_view *v);
 

@@ -77,11 +77,11 @@ void var_complete(ordo_var *v, bool is_write, ready_list *rl) {
  * at readable memory whose magic says VAR_DEAD (rule 6's "never a hang"). */
 
 ordo_var *var_alloc(ordo_engine *e) {
-    pthread_mutex_lock(&e->mem_mu);
+    spin_lock_acquire(&e->mem_mu);
     if (!e->var_free) {
         ordo_var *block = engine_slab_alloc(&e->var_slabs, VARS_PER_SLAB * sizeof(ordo_var));
         if (!block) {
-            pthread_mutex_unlock(&e->mem_mu);
+            spin_lock_release(&e->mem_mu);
             return NULL;
         }
         for (int i = 0; i < VARS_PER_SLAB; i++) {
@@ -97,7 +97,7 @@ ordo_var *var_alloc(ordo_engine *e) {
     ordo_var *v = e->var_free;
     e->var_free = v->next_free;
     if (!e->var_free) e->var_free_tail = NULL;
-    pthread_mutex_unlock(&e->mem_mu);
+    spin_lock_release(&e->mem_mu);
 
     atomic_store_explicit(&v->lock.v, 0, memory_order_relaxed);
     atomic_store_explicit(&v->version, 0, memory_order_relaxed);
@@ -122,11 +122,11 @@ void var_free(ordo_engine *e, ordo_var *v) {
     /* First in, first out: a freed var is reused as late as possible, so a
      * stale handle keeps reading VAR_DEAD for long. */
     v->next_free = NULL;
-    pthread_mutex_lock(&e->mem_mu);
+    spin_lock_acquire(&e->mem_mu);
     if (e->var_free_tail) e->var_free_tail->next_free = v;
     else e->var_free = v;
     e->var_free_tail = v;
-    pthread_mutex_unlock(&e->mem_mu);
+    spin_lock_release(&e->mem_mu);
 }
 
 int ordo_var_failed(ordo_var *v) {

@@ -14,6 +14,7 @@
 #include "harness.h"
 #include "test_util.h"
 #include "host_alloc.h"
+#include "tensor_internal.h"
 
 #define RSS_LIMIT (64L << 20)
 
@@ -52,6 +53,56 @@ static void test_small_host_blocks_cached(void) {
     else CHECK_EQ_LONG((long)host_cached_bytes(), 0);
     host_cache_empty();
     CHECK_EQ_LONG((long)host_cached_bytes(), 0);
+}
+
+/* Freed tensor descriptors are kept for reuse by the thread that freed
+ * them (tensor.c: the collector frees thousands at once, past glibc's
+ * fast paths), each reused one with an id of its own (the memo of repeated
+ * ops tells descriptors apart by it); ordo_host_empty_cache gives them
+ * back, and with ORDO_HOST_CACHE_MB=0 none is kept. */
+static void *free_descriptors(void *arg) {
+    ordo_tensor **t = arg;
+    for (int i = 0; i < 100; i++) ordo_tensor_free(t[i]);
+    return NULL; /* its cache goes at its exit (the leak checkers' runs have it off: see above) */
+}
+
+static void test_descriptors_cached(void) {
+    const char *env = getenv("ORDO_HOST_CACHE_MB");
+    const int cache_on = !(env && *env && atol(env) == 0);
+    enum { N = 1000 };
+    static ordo_tensor *t[N];
+    static uint64_t ids[N];
+    const int64_t shape[1] = {4};
+    const ordo_ctx cpu0 = {ORDO_CPU, 0};
+    ordo_host_empty_cache();
+    const long before = tensor_desc_cached(); /* other threads' (none in this test) */
+    for (int i = 0; i < N; i++) {
+        t[i] = ordo_tensor_empty(NULL, ORDO_F32, 1, shape, cpu0);
+        CHECK(t[i] != NULL);
+        if (!t[i]) return;
+        ids[i] = t[i]->id;
+    }
+    for (int i = 0; i < N; i++) ordo_tensor_free(t[i]);
+    CHECK_EQ_LONG(tensor_desc_cached() - before, cache_on ? N : 0);
+    uint64_t max_id = 0;
+    for (int i = 0; i < N; i++) max_id = ids[i] > max_id ? ids[i] : max_id;
+    for (int i = 0; i < N; i++) {
+        t[i] = ordo_tensor_empty(NULL, ORDO_F32, 1, shape, cpu0);
+        CHECK(t[i] != NULL);
+        if (!t[i]) return;
+        CHECK(t[i]->id > max_id); /* reused or not, a new id */
+        CHECK_EQ_LONG(t[i]->shape[0], 4);
+    }
+    CHECK_EQ_LONG(tensor_desc_cached() - before, 0);
+    /* freed on another thread: kept there, and given back at its exit */
+    pthread_t th;
+    CHECK_EQ_LONG(pthread_create(&th, NULL, free_descriptors, t), 0);
+    pthread_join(th, NULL);
+    CHECK_EQ_LONG(tensor_desc_cached() - before, 0);
+    for (int i = 100; i < N; i++) ordo_tensor_free(t[i]);
+    CHECK_EQ_LONG(tensor_desc_cached() - before, cache_on ? N - 100 : 0);
+    ordo_host_empty_cache();
+    CHECK_EQ_LONG(tensor_desc_cached() - before, 0);
 }
 
 /* An allocation the system refuses gives the cached blocks back to it and
@@ -269,6 +320,7 @@ int main(void) {
            rss_meaningful() ? "on" : "off (sanitizer or valgrind)");
     TEST(test_small_host_blocks_cached);
     TEST(test_refused_host_block_empties_cache);
+    TEST(test_descriptors_cached);
     TEST(test_million_ops_bounded_memory_naive);
     TEST(test_million_ops_bounded_memory_pooled);
     TEST(test_million_ops_bounded_memory_perdevice);
