@@ -699,13 +699,14 @@ local function load_entries(self, fname, path, list, copy)
         local p = f == field and i and self.params[i]
         if not p then fail(fmt("%s: %s has a tensor %s that this optimiser does not have", fname, path, name)) end
         key = key ~= "" and key or nil
-        local want = (views and views[i] or self):state_shape(p, key)
+        -- (want_dt: a host scalar of that dtype, NAdam's mu_product, not a tensor like p)
+        local want, want_dt = (views and views[i] or self):state_shape(p, key)
         if not want then fail(fmt("%s: %s has a tensor %s that this optimiser does not have", fname, path, name)) end
-        if t:dtype() ~= p:dtype() or shape_str(t:shape()) ~= shape_str(want) then
+        if t:dtype() ~= (want_dt or p:dtype()) or shape_str(t:shape()) ~= shape_str(want) then
             fail(fmt("%s: %s in %s is %s of shape %s, this optimiser's is %s of shape %s", fname, name, path,
-                     t:dtype(), shape_str(t:shape()), p:dtype(), shape_str(want)))
+                     t:dtype(), shape_str(t:shape()), want_dt or p:dtype(), shape_str(want)))
         end
-        local moved = t:to(p:device())
+        local moved = want_dt and t or t:to(p:device())
         t = (copy and rawequal(moved, t)) and t:clone() or moved
         if key then
             new[i] = new[i] or {}
@@ -782,7 +783,17 @@ local function option_text(keys, get)
     local parts = {}
     for _, k in ipairs(keys) do
         local v = get(k)
-        parts[#parts + 1] = k .. " = " .. (type(v) == "number" and fmt("%g", v) or tostring(v))
+        local text
+        if type(v) == "number" then
+            text = fmt("%g", v)
+        elseif type(v) == "table" and getmetatable(v) == nil then -- (Rprop's etas = {0.5, 1.2})
+            local items = {}
+            for j, x in ipairs(v) do items[j] = type(x) == "number" and fmt("%g", x) or tostring(x) end
+            text = "{" .. table.concat(items, ", ") .. "}"
+        else
+            text = tostring(v)
+        end
+        parts[#parts + 1] = k .. " = " .. text
     end
     return table.concat(parts, ", ")
 end
@@ -1113,6 +1124,201 @@ function RMSprop:update(i, p, g, fresh)
         step = st.buf
     end
     p:sub_(step * self.lr)
+end
+
+-- Optimisers whose state is a table of tensors like the parameter, named
+-- by keys (all made at a parameter's first update, Torch's state): the
+-- class's init(self, p) returns that table.  Options per make().
+local function keyed_class(name, keys, defaults, validate, init)
+    local cls = class(name)
+    M[name] = cls
+    function cls.new(params, opts)
+        local d = {}
+        for k, v in pairs(defaults) do
+            if type(v) == "table" then v = {unpack(v)} end -- (each optimiser its own etas table)
+            d[k] = v
+        end
+        local o = make(name, params, opts, d, validate)
+        o.t, o.steps, o.state = 0, {}, {}
+        return setmetatable(o, cls)
+    end
+    setmetatable(cls, {__index = Optimizer, __call = function(_, ...) return cls.new(...) end})
+    cls.state_field = "state"
+    local has = {}
+    for _, k in ipairs(keys) do has[k] = true end
+    function cls:state_keys() return keys end
+    function cls:state_shape(p, key)
+        if has[key] then return p:shape() end
+    end
+    function cls:new_state(i, p)
+        if self.state[i] == nil then return init(self, p) end
+    end
+    -- the state of parameter i for this update (made at its first)
+    function cls:state_of(i, p, fresh)
+        local st = self.state[i]
+        if st == nil then
+            st = fresh or init(self, p)
+            self.state[i] = st
+        end
+        return st
+    end
+    return cls
+end
+
+local function zeros_init(keys)
+    return function(_, p)
+        local st = {}
+        for _, k in ipairs(keys) do st[k] = tensor.zeros_like(p) end
+        return st
+    end
+end
+
+-- Torch's weight decay: added to the gradient (L2), or with decoupled
+-- (NAdam's and RAdam's decoupled_weight_decay, AdamW's form) the
+-- parameter shrinks by lr wd before the step.
+local function decay(self, p, g)
+    local wd = self.weight_decay
+    if wd == 0 then return g end
+    if self.decoupled_weight_decay then
+        p:mul_(1 - self.lr * wd)
+        return g
+    end
+    return g + p * wd
+end
+
+-- Adamax(params, {lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+-- weight_decay = 0}): Adam with the infinity norm (Torch's form):
+-- m = b1 m + (1 - b1) g, u = max(b2 u, |g| + eps), p -= lr / (1 - b1^t) m / u.
+local Adamax = keyed_class("Adamax", {"exp_avg", "exp_inf"},
+                           {lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0, maximize = false},
+                           check_betas, zeros_init({"exp_avg", "exp_inf"}))
+
+function Adamax:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local b1, b2 = self.beta1, self.beta2
+    g = decay(self, p, g)
+    st.exp_avg:mul_(b1):add_(g * (1 - b1))
+    st.exp_inf:copy_((st.exp_inf * b2):maximum(g:abs():add_(self.eps)))
+    p:sub_(st.exp_avg / st.exp_inf * (self.lr / (1 - b1 ^ self.steps[i])))
+end
+
+-- NAdam(params, {lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+-- weight_decay = 0, momentum_decay = 4e-3, decoupled_weight_decay =
+-- false}): Adam with Nesterov momentum (Dozat), Torch's form step by step:
+-- mu_t = b1 (1 - 0.5 * 0.96^(t momentum_decay)), their running product
+-- kept per parameter (state mu_product, a float64 host scalar).
+local NADAM_KEYS = {"exp_avg", "exp_avg_sq", "mu_product"}
+local NAdam = keyed_class("NAdam", NADAM_KEYS,
+                          {lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0,
+                           momentum_decay = 4e-3, decoupled_weight_decay = false, maximize = false},
+                          check_betas, function(_, p)
+    return {exp_avg = tensor.zeros_like(p), exp_avg_sq = tensor.zeros_like(p),
+            mu_product = scalar(1, "float64")}
+end)
+
+function NAdam:state_shape(p, key)
+    if key == "mu_product" then return {}, "float64" end
+    if key == "exp_avg" or key == "exp_avg_sq" then return p:shape() end
+end
+
+function NAdam:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local b1, b2, t, md, lr = self.beta1, self.beta2, self.steps[i], self.momentum_decay, self.lr
+    g = decay(self, p, g)
+    local mu = b1 * (1 - 0.5 * 0.96 ^ (t * md))
+    local mu_next = b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * md))
+    local mu_product = st.mu_product:item() * mu
+    st.mu_product = scalar(mu_product, "float64")
+    st.exp_avg:mul_(b1):add_(g * (1 - b1))
+    st.exp_avg_sq:mul_(b2):add_(g * g * (1 - b2))
+    local denom = (st.exp_avg_sq * (1 / (1 - b2 ^ t))):sqrt():add_(self.eps)
+    p:sub_(g / denom * (lr * (1 - mu) / (1 - mu_product)))
+    p:sub_(st.exp_avg / denom * (lr * mu_next / (1 - mu_product * mu_next)))
+end
+
+-- RAdam(params, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+-- weight_decay = 0, decoupled_weight_decay = false}): Adam with the
+-- variance rectified (Liu et al.), Torch's form: while rho_t <= 5 the step
+-- is the bias-corrected first moment alone.
+local RAdam = keyed_class("RAdam", {"exp_avg", "exp_avg_sq"},
+                          {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0,
+                           decoupled_weight_decay = false, maximize = false},
+                          check_betas, zeros_init({"exp_avg", "exp_avg_sq"}))
+
+function RAdam:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local b1, b2, t, lr = self.beta1, self.beta2, self.steps[i], self.lr
+    g = decay(self, p, g)
+    st.exp_avg:mul_(b1):add_(g * (1 - b1))
+    st.exp_avg_sq:mul_(b2):add_(g * g * (1 - b2))
+    local c1, c2 = 1 - b1 ^ t, 1 - b2 ^ t
+    local rho_inf = 2 / (1 - b2) - 1
+    local rho_t = rho_inf - 2 * t * b2 ^ t / c2
+    if rho_t > 5 then
+        local rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+        p:sub_(st.exp_avg / st.exp_avg_sq:sqrt():add_(self.eps) * (lr / c1 * math.sqrt(c2) * rect))
+    else
+        p:sub_(st.exp_avg * (lr / c1))
+    end
+end
+
+-- Adadelta(params, {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0})
+-- (Zeiler), Torch's form: v = rho v + (1 - rho) g^2, delta = sqrt(u + eps)
+-- / sqrt(v + eps) g, u = rho u + (1 - rho) delta^2, p -= lr delta.
+local Adadelta = keyed_class("Adadelta", {"square_avg", "acc_delta"},
+                             {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false},
+                             function(f, g)
+    if not (g.rho >= 0 and g.rho <= 1) then fail(fmt("%s: rho must be in [0, 1], got %g", f, g.rho)) end
+end, zeros_init({"square_avg", "acc_delta"}))
+
+function Adadelta:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local rho, eps = self.rho, self.eps
+    g = decay(self, p, g)
+    st.square_avg:mul_(rho):add_(g * g * (1 - rho))
+    local delta = (st.acc_delta + eps):sqrt():div_((st.square_avg + eps):sqrt()):mul_(g)
+    st.acc_delta:mul_(rho):add_(delta * delta * (1 - rho))
+    p:sub_(delta * self.lr)
+end
+
+-- Rprop(params, {lr = 1e-2, etas = {0.5, 1.2}, step_sizes = {1e-6, 50}})
+-- (Riedmiller & Braun), Torch's form: each element's step size (lr at
+-- first) grows by etas[2] while its gradient keeps its sign and shrinks by
+-- etas[1] (that step then skipped) when it flips, within step_sizes; the
+-- parameter moves by the step size against the gradient's sign.
+local function check_pair(f, o, key, lo_name, hi_name)
+    local v = o[key]
+    if #v ~= 2 or type(v[1]) ~= "number" or type(v[2]) ~= "number" or next(v, 2) ~= nil
+        or not (v[1] > -math.huge and v[1] < math.huge and v[2] > -math.huge and v[2] < math.huge) then
+        fail(fmt("%s: %s must be a list of two finite numbers {%s, %s}", f, key, lo_name, hi_name))
+    end
+    return v[1], v[2]
+end
+local Rprop = keyed_class("Rprop", {"prev", "step_size"},
+                          {lr = 1e-2, etas = {0.5, 1.2}, step_sizes = {1e-6, 50}, maximize = false},
+                          function(f, o)
+    local minus, plus = check_pair(f, o, "etas", "etaminus", "etaplus")
+    if not (minus > 0 and minus < 1 and plus > 1) then
+        fail(fmt("%s: etas must be {etaminus, etaplus} with 0 < etaminus < 1 < etaplus, got {%g, %g}", f, minus, plus))
+    end
+    local lo, hi = check_pair(f, o, "step_sizes", "min", "max")
+    if not (lo >= 0 and lo <= hi) then
+        fail(fmt("%s: step_sizes must be {min, max} with 0 <= min <= max, got {%g, %g}", f, lo, hi))
+    end
+end, function(self, p)
+    return {prev = tensor.zeros_like(p), step_size = tensor.full_like(p, self.lr)}
+end)
+
+function Rprop:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local minus, plus = self.etas[1], self.etas[2]
+    local s = (g * st.prev):sign()
+    local up, down = s:gt(0), s:lt(0)
+    local factor = tensor.ones_like(p):masked_fill(up, plus):masked_fill(down, minus)
+    st.step_size:mul_(factor):clamp_(self.step_sizes[1], self.step_sizes[2])
+    g = g:masked_fill(down, 0)
+    p:sub_(g:sign() * st.step_size)
+    st.prev:copy_(g)
 end
 
 -- ordo.optim.lr_scheduler: StepLR, MultiStepLR, ExponentialLR, ConstantLR, PolynomialLR,
