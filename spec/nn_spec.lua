@@ -3522,6 +3522,105 @@ describe("optim", function()
         assert.same({0.5, 1.2}, optim.Rprop({q}).etas)
     end)
 
+    it("LBFGS: Torch's two-loop step (by hand), strong Wolfe converges, resume bit-identical, bad input raises",
+       function()
+        -- f(x) = 0.5 x'Ax - b'x over two parameters (x1 of one element, x2 of one), g = Ax - b
+        local A, b = {{3, 1}, {1, 2}}, {1, -1}
+        local function grad(x) return {A[1][1] * x[1] + A[1][2] * x[2] - b[1], A[2][1] * x[1] + A[2][2] * x[2] - b[2]} end
+        local function dotl(u, v) return u[1] * v[1] + u[2] * v[2] end
+        local function problem(opts, x0)
+            local x1, x2 = ordo.tensor({x0[1]}, D):requires_grad(), ordo.tensor({x0[2]}, D):requires_grad()
+            local opt = optim.LBFGS({x1, x2}, opts)
+            local evals = 0
+            local function closure()
+                evals = evals + 1
+                opt:zero_grad()
+                local x = ordo.cat({x1, x2}, 1)
+                local Ax = ordo.tensor(A, D):matmul(x)
+                local loss = (x * Ax):sum() * 0.5 - (x * ordo.tensor(b, D)):sum()
+                loss:backward()
+                return loss
+            end
+            return opt, closure, function() return {x1:item(), x2:item()} end, function() return evals end
+        end
+        -- one step of two iterations without a line search, by hand
+        local x0, lr = {1, 1}, 0.5
+        -- (max_eval given: max_iter 2's default, 2 * 5 / 4 floored, would stop after the first iteration)
+        local opt, closure, X, evals = problem({lr = lr, max_iter = 2, max_eval = 10}, x0)
+        local loss = opt:step(closure)
+        close(loss:item(), 0.5 * dotl(x0, {A[1][1] + A[1][2], A[2][1] + A[2][2]}) - dotl(b, x0), 1e-12)
+        local g0 = grad(x0)
+        local d0 = {-g0[1], -g0[2]}
+        local t1 = math.min(1, 1 / (math.abs(g0[1]) + math.abs(g0[2]))) * lr
+        local x1 = {x0[1] + t1 * d0[1], x0[2] + t1 * d0[2]}
+        local g1 = grad(x1)
+        local y, s = {g1[1] - g0[1], g1[2] - g0[2]}, {d0[1] * t1, d0[2] * t1}
+        local ys = dotl(y, s)
+        local ro, hdiag = 1 / ys, ys / dotl(y, y)
+        local q = {-g1[1], -g1[2]}
+        local al = dotl(s, q) * ro
+        q = {q[1] - al * y[1], q[2] - al * y[2]}
+        local r = {q[1] * hdiag, q[2] * hdiag}
+        local be = dotl(y, r) * ro
+        r = {r[1] + s[1] * (al - be), r[2] + s[2] * (al - be)}
+        close(X(), {x1[1] + lr * r[1], x1[2] + lr * r[2]}, 1e-12)
+        assert.equals(2, evals()) -- the last iteration's point is not evaluated (Torch's)
+        assert.same({1, 1, 1}, {opt.t, opt.steps[1], opt.steps[2]})
+        -- with the strong Wolfe line search it reaches the minimum A^-1 b
+        local det = A[1][1] * A[2][2] - A[1][2] * A[2][1]
+        local xs = {(A[2][2] * b[1] - A[1][2] * b[2]) / det, (A[1][1] * b[2] - A[2][1] * b[1]) / det}
+        opt, closure, X = problem({line_search_fn = "strong_wolfe"}, {3, -4})
+        opt:step(closure)
+        close(X(), xs, 1e-5) -- (to tolerance_change: the loss then changes by less than 1e-9)
+        -- a checkpoint after 1 step, resumed: the same next steps to the bit (history kept)
+        for _, ls in ipairs({"none", "strong_wolfe"}) do
+            local o1, c1, X1 = problem({lr = 0.3, max_iter = 3, history_size = 2, line_search_fn = ls}, {2, 2})
+            o1:step(c1)
+            local sd = o1:state_dict()
+            local path = os.tmpname()
+            o1:save(path)
+            o1:step(c1)
+            o1:step(c1)
+            for _, how in ipairs({"sd", "file"}) do
+                local o2, c2, X2 = problem({lr = 0.3, max_iter = 3, history_size = 2, line_search_fn = ls}, {2, 2})
+                local o0 = optim.LBFGS(o2.params, {lr = 0.3, max_iter = 3, history_size = 2, line_search_fn = ls})
+                o0:step(c2) -- (the parameters as at the checkpoint; c2 zeroes o2's grads, the same tensors)
+                if how == "sd" then o2:load_state_dict(sd) else o2:load(path) end
+                o2:step(c2)
+                o2:step(c2)
+                assert.same(X1(), X2(), ls .. " " .. how)
+            end
+            os.remove(path)
+        end
+        -- bad input
+        local p = ordo.tensor({1, 2}, D):requires_grad()
+        local lb = optim.LBFGS({p})
+        assert.same({1, 20, 25, 1e-7, 1e-9, 100, "none"}, {lb.lr, lb.max_iter, lb.max_eval, lb.tolerance_grad,
+                                                          lb.tolerance_change, lb.history_size, lb.line_search_fn})
+        assert.equals(12, optim.LBFGS({p}, {max_iter = 10}).max_eval) -- max_iter * 5 / 4, floored (Torch's)
+        H.raises(function() lb:step() end, "step", "LBFGS needs a closure")
+        H.raises(function() lb:step(function() (p * p):sum():backward() end) end, "step",
+                 "closure must return the loss", "nil")
+        H.raises(function() lb:step(function() p.grad = nil; return p * 2 end) end, "step",
+                 "closure returned a tensor of shape 2")
+        H.raises(function() optim.LBFGS({p}, {line_search_fn = "wolfe"}) end, "LBFGS", "line_search_fn", "strong_wolfe")
+        H.raises(function() optim.LBFGS({p}, {max_iter = 0}) end, "LBFGS", "max_iter must be a whole number >= 1")
+        H.raises(function() optim.LBFGS({p}, {history_size = 2.5}) end, "LBFGS", "history_size")
+        H.raises(function() optim.LBFGS({p}, {momentum = 0.9}) end, "LBFGS", "unknown option 'momentum'")
+        H.raises(function() optim.LBFGS({{params = {p}}}) end, "LBFGS", "does not take param groups")
+        H.raises(function() lb:add_param_group({params = {ordo.ones({1}, D):requires_grad()}}) end,
+                 "add_param_group", "LBFGS")
+        H.raises(function() optim.LBFGS({p, ordo.ones({1}):requires_grad()}) end, "LBFGS", "parameter 2 is float32",
+                 "one dtype")
+        assert.same({1, 2}, p:totable())
+        assert.equals(0, lb.t)
+        -- a checkpoint of other parameters is refused
+        local other = optim.LBFGS({ordo.tensor({1, 2, 3}, D):requires_grad()})
+        opt, closure = problem({}, {1, 1})
+        opt:step(closure)
+        H.raises(function() other:load_state_dict(opt:state_dict()) end, "load_state_dict", "is for 2 parameters")
+    end)
+
     it("Adamax, NAdam, RAdam, Adadelta and Rprop: param groups, state_dict resume bit-identical", function()
         for _, name in ipairs({"Adamax", "NAdam", "RAdam", "Adadelta", "Rprop"}) do
             local function make()
