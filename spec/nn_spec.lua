@@ -3592,6 +3592,27 @@ describe("optim", function()
             end
             os.remove(path)
         end
+        -- a closure raising at a trial point of the line search: the parameters are put back, the
+        -- history is left as it was (the next step goes on as if that one had not been)
+        do
+            local o1, c1, X1 = problem({line_search_fn = "strong_wolfe", max_iter = 2}, {2, 2})
+            o1:step(c1)
+            local before = X1()
+            local calls = 0
+            H.raises(function()
+                o1:step(function()
+                    calls = calls + 1
+                    if calls == 2 then error("data loader failed") end
+                    return c1()
+                end)
+            end, "data loader failed")
+            assert.same(before, X1())
+            local o2, c2, X2 = problem({line_search_fn = "strong_wolfe", max_iter = 2}, {2, 2})
+            o2:step(c2)
+            o1:step(c1)
+            o2:step(c2)
+            assert.same(X2(), X1())
+        end
         -- bad input
         local p = ordo.tensor({1, 2}, D):requires_grad()
         local lb = optim.LBFGS({p})

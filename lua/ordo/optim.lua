@@ -1615,14 +1615,16 @@ function LBFGS:step(closure)
         L.func_evals = L.func_evals + 1
         local flat_grad = gather()
         if absmax(flat_grad) <= tolerance_grad then return end
+        -- the state is written back at the end only (a closure raising
+        -- midway leaves the history as it was, consistent): copies of the lists
         local d, t = L.d, L.t
-        local old_dirs, old_stps, ro, H_diag = L.old_dirs, L.old_stps, L.ro, L.H_diag
+        local old_dirs, old_stps, ro, H_diag = {unpack(L.old_dirs)}, {unpack(L.old_stps)}, {unpack(L.ro)}, L.H_diag
         local prev_flat_grad, prev_loss = L.prev_flat_grad, L.prev_loss
-        local n_iter = 0
+        local n_iter, total_iter, func_evals = 0, L.n_iter, L.func_evals
         while n_iter < max_iter do
             n_iter = n_iter + 1
-            L.n_iter = L.n_iter + 1
-            if L.n_iter == 1 then
+            total_iter = total_iter + 1
+            if total_iter == 1 then
                 d = flat_grad:neg()
                 old_dirs, old_stps, ro, H_diag = {}, {}, {}, 1
             else
@@ -1651,9 +1653,9 @@ function LBFGS:step(closure)
                 end
                 d = r
             end
-            if prev_flat_grad == nil then prev_flat_grad = flat_grad:clone() else prev_flat_grad:copy_(flat_grad) end
+            prev_flat_grad = flat_grad:clone()
             prev_loss = loss
-            if L.n_iter == 1 then
+            if total_iter == 1 then
                 t = math.min(1, 1 / flat_grad:abs():sum():item()) * lr
             else
                 t = lr
@@ -1665,11 +1667,13 @@ function LBFGS:step(closure)
             if self.line_search_fn == "strong_wolfe" then
                 local x_init = {}
                 for i, p in ipairs(params) do x_init[i] = p:clone() end
+                -- (the parameters are put back after each trial point, a closure that raises included)
                 local function obj_func(x, step_t, dir)
                     add_grad(step_t, dir)
-                    local _, v = evaluate()
-                    local fg = gather()
+                    local ok, _, v = pcall(evaluate)
+                    local fg = ok and gather()
                     for i, p in ipairs(params) do p:copy_(x[i]) end
+                    if not ok then error(_, 0) end
                     return v, fg
                 end
                 loss, flat_grad, t, ls_func_evals = strong_wolfe(obj_func, x_init, t, d, loss, flat_grad, gtd)
@@ -1686,11 +1690,12 @@ function LBFGS:step(closure)
                 end
             end
             current_evals = current_evals + ls_func_evals
-            L.func_evals = L.func_evals + ls_func_evals
+            func_evals = func_evals + ls_func_evals
             if n_iter == max_iter or current_evals >= max_eval or opt_cond then break end
             if absmax(d * t) <= tolerance_change then break end
             if math.abs(loss - prev_loss) < tolerance_change then break end
         end
+        L.n_iter, L.func_evals = total_iter, func_evals
         L.d, L.t, L.old_dirs, L.old_stps, L.ro, L.H_diag = d, t, old_dirs, old_stps, ro, H_diag
         L.prev_flat_grad, L.prev_loss = prev_flat_grad, prev_loss
     end)
