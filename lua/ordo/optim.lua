@@ -1223,14 +1223,19 @@ function NAdam:state_shape(p, key)
     if key == "exp_avg" or key == "exp_avg_sq" then return p:shape() end
 end
 
+-- the value of each mu_product tensor this process made (no wait on the
+-- engine to read it back at each step; a loaded one is read once)
+local MU_VALUE = setmetatable({}, {__mode = "k"})
+
 function NAdam:update(i, p, g, fresh)
     local st = self:state_of(i, p, fresh)
     local b1, b2, t, md, lr = self.beta1, self.beta2, self.steps[i], self.momentum_decay, self.lr
     g = decay(self, p, g)
     local mu = b1 * (1 - 0.5 * 0.96 ^ (t * md))
     local mu_next = b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * md))
-    local mu_product = st.mu_product:item() * mu
+    local mu_product = (MU_VALUE[st.mu_product] or st.mu_product:item()) * mu
     st.mu_product = scalar(mu_product, "float64")
+    MU_VALUE[st.mu_product] = mu_product
     st.exp_avg:mul_(b1):add_(g * (1 - b1))
     st.exp_avg_sq:mul_(b2):add_(g * g * (1 - b2))
     local denom = (st.exp_avg_sq * (1 / (1 - b2 ^ t))):sqrt():add_(self.eps)
