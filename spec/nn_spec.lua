@@ -3403,6 +3403,288 @@ describe("optim", function()
         H.raises(function() optim.RMSprop({q}, {centered = 1}) end, "RMSprop", "centered", "boolean")
     end)
 
+    it("Adamax, NAdam, RAdam, Adadelta and Rprop match Torch's updates step by step (by hand, float64)", function()
+        -- Torch's update of one element, g = 3 w^2 - 1 (maximize: -g), st this element's state
+        local function ref(name, o, w, g, st, t)
+            local b1, b2, eps, wd = o.beta1 or 0.9, o.beta2 or 0.999, o.eps, o.weight_decay or 0
+            if o.maximize then g = -g end
+            if wd ~= 0 then
+                if o.decoupled_weight_decay then w = w * (1 - o.lr * wd) else g = g + wd * w end
+            end
+            if name == "Adamax" then
+                st.m = b1 * (st.m or 0) + (1 - b1) * g
+                st.u = math.max(b2 * (st.u or 0), math.abs(g) + eps)
+                return w - o.lr / (1 - b1 ^ t) * st.m / st.u
+            elseif name == "NAdam" then
+                local md = o.momentum_decay or 4e-3
+                local mu, mu_next = b1 * (1 - 0.5 * 0.96 ^ (t * md)), b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * md))
+                st.mp = (st.mp or 1) * mu
+                st.m = b1 * (st.m or 0) + (1 - b1) * g
+                st.v = b2 * (st.v or 0) + (1 - b2) * g * g
+                local den = math.sqrt(st.v / (1 - b2 ^ t)) + eps
+                return w - o.lr * (1 - mu) / (1 - st.mp) * g / den - o.lr * mu_next / (1 - st.mp * mu_next) * st.m / den
+            elseif name == "RAdam" then
+                st.m = b1 * (st.m or 0) + (1 - b1) * g
+                st.v = b2 * (st.v or 0) + (1 - b2) * g * g
+                local c1, c2 = 1 - b1 ^ t, 1 - b2 ^ t
+                local rho_inf = 2 / (1 - b2) - 1
+                local rho_t = rho_inf - 2 * t * b2 ^ t / c2
+                st.rectified = st.rectified or rho_t > 5
+                if rho_t <= 5 then return w - o.lr * st.m / c1 end
+                local r = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                return w - st.m / c1 * o.lr * math.sqrt(c2) / (math.sqrt(st.v) + eps) * r
+            elseif name == "Adadelta" then
+                local rho = o.rho or 0.9
+                st.v = rho * (st.v or 0) + (1 - rho) * g * g
+                local d = math.sqrt((st.u or 0) + eps) / math.sqrt(st.v + eps) * g
+                st.u = rho * (st.u or 0) + (1 - rho) * d * d
+                return w - o.lr * d
+            else -- Rprop, etas {0.5, 1.2}, step sizes {1e-6, 50}
+                local s = g * (st.prev or 0)
+                st.size = math.min(math.max((st.size or o.lr) * (s > 0 and 1.2 or s < 0 and 0.5 or 1), 1e-6), 50)
+                if s < 0 then g = 0 end
+                st.flipped = st.flipped or s < 0
+                st.prev = g
+                return w - (g > 0 and 1 or g < 0 and -1 or 0) * st.size
+            end
+        end
+        local cases = {
+            {"Adamax", {lr = 0.01}}, {"Adamax", {lr = 0.01, weight_decay = 0.1, maximize = true}},
+            {"NAdam", {lr = 0.01}}, {"NAdam", {lr = 0.01, weight_decay = 0.1, maximize = true}},
+            {"NAdam", {lr = 0.01, weight_decay = 0.1, decoupled_weight_decay = true, momentum_decay = 0.01}},
+            {"RAdam", {lr = 0.01}}, {"RAdam", {lr = 0.01, beta2 = 0.5, weight_decay = 0.1}},
+            {"RAdam", {lr = 0.01, beta2 = 0.5, weight_decay = 0.1, decoupled_weight_decay = true, maximize = true}},
+            {"Adadelta", {}}, {"Adadelta", {lr = 0.5, rho = 0.5, weight_decay = 0.1, maximize = true}},
+            {"Rprop", {lr = 0.1}}, {"Rprop", {lr = 0.3, maximize = true}},
+        }
+        local defaults = {Adamax = {lr = 2e-3, eps = 1e-8}, NAdam = {lr = 2e-3, eps = 1e-8},
+                          RAdam = {lr = 1e-3, eps = 1e-8}, Adadelta = {lr = 1, eps = 1e-6}, Rprop = {lr = 1e-2}}
+        local rectified, flipped = false, false
+        for _, c in ipairs(cases) do
+            local name, opts = c[1], c[2]
+            local full = {}
+            for k, v in pairs(defaults[name]) do full[k] = v end
+            for k, v in pairs(opts) do full[k] = v end
+            local P0 = {0.5, -1, 0.3}
+            local p = ordo.tensor(P0, D):requires_grad()
+            local opt = optim[name]({p}, opts)
+            local w, st = {P0[1], P0[2], P0[3]}, {{}, {}, {}}
+            for t = 1, 8 do
+                opt:zero_grad()
+                ;(p * p * p - p):sum():backward()
+                opt:step()
+                for i = 1, 3 do
+                    w[i] = ref(name, full, w[i], 3 * w[i] * w[i] - 1, st[i], t)
+                    rectified = rectified or st[i].rectified
+                    flipped = flipped or st[i].flipped
+                end
+                close(p:totable(), w, 1e-12)
+            end
+            assert.same({8, 8}, {opt.t, opt.steps[1]}, name)
+        end
+        assert.is_true(rectified) -- RAdam took both branches (beta2 = 0.5: rho_t > 5 from step 3)
+        assert.is_true(flipped)   -- Rprop met a sign change
+        -- Torch's defaults
+        local q = ordo.tensor({1}, D):requires_grad()
+        assert.same({2e-3, 0.9, 0.999, 1e-8, 0}, (function(o) return {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay} end)(
+            optim.Adamax({q})))
+        local na = optim.NAdam({q})
+        assert.same({2e-3, 4e-3, false}, {na.lr, na.momentum_decay, na.decoupled_weight_decay})
+        local ad = optim.Adadelta({q})
+        assert.same({1, 0.9, 1e-6, 0}, {ad.lr, ad.rho, ad.eps, ad.weight_decay})
+        local rp = optim.Rprop({q})
+        assert.same({1e-2, {0.5, 1.2}, {1e-6, 50}}, {rp.lr, rp.etas, rp.step_sizes})
+        assert.equals(1e-3, optim.RAdam({q}).lr)
+        assert.equals("optim.Rprop(1 parameter, lr = 0.01, etas = {0.5, 1.2}, maximize = false, " ..
+                      "step_sizes = {1e-06, 50})", tostring(rp))
+        -- options validation
+        H.raises(function() optim.Adamax({q}, {beta1 = 1}) end, "Adamax", "beta1 and beta2 must be < 1")
+        H.raises(function() optim.NAdam({q}, {betas = {0.9, 0.99}}) end, "NAdam", "unknown option 'betas'", "beta1")
+        H.raises(function() optim.NAdam({q}, {momentum_decay = "0.1"}) end, "NAdam", "momentum_decay", "number")
+        H.raises(function() optim.RAdam({q}, {decoupled_weight_decay = 1}) end, "RAdam", "decoupled_weight_decay",
+                 "boolean")
+        H.raises(function() optim.RAdam({q}, {eps = -1}) end, "RAdam", "eps must be >= 0")
+        H.raises(function() optim.Adadelta({q}, {rho = 1.5}) end, "Adadelta", "rho must be in [0, 1]")
+        H.raises(function() optim.Adadelta({q}, {momentum = 0.9}) end, "Adadelta", "unknown option 'momentum'")
+        H.raises(function() optim.Rprop({q}, {etas = {1.2, 0.5}}) end, "Rprop", "0 < etaminus < 1 < etaplus")
+        H.raises(function() optim.Rprop({q}, {etas = {0.5}}) end, "Rprop", "etas must be a list of two finite")
+        H.raises(function() optim.Rprop({q}, {step_sizes = {1, 0 / 0}}) end, "Rprop", "step_sizes", "two finite")
+        H.raises(function() optim.Rprop({q}, {step_sizes = {2, 1}}) end, "Rprop", "0 <= min <= max")
+        H.raises(function() optim.Rprop({q}, {weight_decay = 0.1}) end, "Rprop", "unknown option 'weight_decay'")
+        -- an option set wrong between steps raises at the step, changing nothing
+        q.grad = ordo.ones({1}, D)
+        rp.etas = {0.5, 0.9}
+        H.raises(function() rp:step() end, "step", "etas")
+        assert.same({{1}, 0}, {q:totable(), rp.t})
+        -- the default etas are the optimiser's own: changing one optimiser's leaves the next's
+        local r1 = optim.Rprop({q})
+        r1.etas[2] = 1.5
+        assert.same({0.5, 1.2}, optim.Rprop({q}).etas)
+    end)
+
+    it("LBFGS: Torch's two-loop step (by hand), strong Wolfe converges, resume bit-identical, bad input raises",
+       function()
+        -- f(x) = 0.5 x'Ax - b'x over two parameters (x1 of one element, x2 of one), g = Ax - b
+        local A, b = {{3, 1}, {1, 2}}, {1, -1}
+        local function grad(x) return {A[1][1] * x[1] + A[1][2] * x[2] - b[1], A[2][1] * x[1] + A[2][2] * x[2] - b[2]} end
+        local function dotl(u, v) return u[1] * v[1] + u[2] * v[2] end
+        local function problem(opts, x0)
+            local x1, x2 = ordo.tensor({x0[1]}, D):requires_grad(), ordo.tensor({x0[2]}, D):requires_grad()
+            local opt = optim.LBFGS({x1, x2}, opts)
+            local evals = 0
+            local function closure()
+                evals = evals + 1
+                opt:zero_grad()
+                local x = ordo.cat({x1, x2}, 1)
+                local Ax = ordo.tensor(A, D):matmul(x)
+                local loss = (x * Ax):sum() * 0.5 - (x * ordo.tensor(b, D)):sum()
+                loss:backward()
+                return loss
+            end
+            return opt, closure, function() return {x1:item(), x2:item()} end, function() return evals end
+        end
+        -- one step of two iterations without a line search, by hand
+        local x0, lr = {1, 1}, 0.5
+        -- (max_eval given: max_iter 2's default, 2 * 5 / 4 floored, would stop after the first iteration)
+        local opt, closure, X, evals = problem({lr = lr, max_iter = 2, max_eval = 10}, x0)
+        local loss = opt:step(closure)
+        close(loss:item(), 0.5 * dotl(x0, {A[1][1] + A[1][2], A[2][1] + A[2][2]}) - dotl(b, x0), 1e-12)
+        local g0 = grad(x0)
+        local d0 = {-g0[1], -g0[2]}
+        local t1 = math.min(1, 1 / (math.abs(g0[1]) + math.abs(g0[2]))) * lr
+        local x1 = {x0[1] + t1 * d0[1], x0[2] + t1 * d0[2]}
+        local g1 = grad(x1)
+        local y, s = {g1[1] - g0[1], g1[2] - g0[2]}, {d0[1] * t1, d0[2] * t1}
+        local ys = dotl(y, s)
+        local ro, hdiag = 1 / ys, ys / dotl(y, y)
+        local q = {-g1[1], -g1[2]}
+        local al = dotl(s, q) * ro
+        q = {q[1] - al * y[1], q[2] - al * y[2]}
+        local r = {q[1] * hdiag, q[2] * hdiag}
+        local be = dotl(y, r) * ro
+        r = {r[1] + s[1] * (al - be), r[2] + s[2] * (al - be)}
+        close(X(), {x1[1] + lr * r[1], x1[2] + lr * r[2]}, 1e-12)
+        assert.equals(2, evals()) -- the last iteration's point is not evaluated (Torch's)
+        assert.same({1, 1, 1}, {opt.t, opt.steps[1], opt.steps[2]})
+        -- with the strong Wolfe line search it reaches the minimum A^-1 b
+        local det = A[1][1] * A[2][2] - A[1][2] * A[2][1]
+        local xs = {(A[2][2] * b[1] - A[1][2] * b[2]) / det, (A[1][1] * b[2] - A[2][1] * b[1]) / det}
+        opt, closure, X = problem({line_search_fn = "strong_wolfe"}, {3, -4})
+        opt:step(closure)
+        close(X(), xs, 1e-5) -- (to tolerance_change: the loss then changes by less than 1e-9)
+        -- a checkpoint after 1 step, resumed: the same next steps to the bit (history kept)
+        for _, ls in ipairs({"none", "strong_wolfe"}) do
+            local o1, c1, X1 = problem({lr = 0.3, max_iter = 3, history_size = 2, line_search_fn = ls}, {2, 2})
+            o1:step(c1)
+            local sd = o1:state_dict()
+            local path = os.tmpname()
+            o1:save(path)
+            o1:step(c1)
+            o1:step(c1)
+            for _, how in ipairs({"sd", "file"}) do
+                local o2, c2, X2 = problem({lr = 0.3, max_iter = 3, history_size = 2, line_search_fn = ls}, {2, 2})
+                local o0 = optim.LBFGS(o2.params, {lr = 0.3, max_iter = 3, history_size = 2, line_search_fn = ls})
+                o0:step(c2) -- (the parameters as at the checkpoint; c2 zeroes o2's grads, the same tensors)
+                if how == "sd" then o2:load_state_dict(sd) else o2:load(path) end
+                o2:step(c2)
+                o2:step(c2)
+                assert.same(X1(), X2(), ls .. " " .. how)
+            end
+            os.remove(path)
+        end
+        -- a closure raising at a trial point of the line search: the parameters are put back, the
+        -- history is left as it was (the next step goes on as if that one had not been)
+        do
+            local o1, c1, X1 = problem({line_search_fn = "strong_wolfe", max_iter = 2}, {2, 2})
+            o1:step(c1)
+            local before = X1()
+            local calls = 0
+            H.raises(function()
+                o1:step(function()
+                    calls = calls + 1
+                    if calls == 2 then error("data loader failed") end
+                    return c1()
+                end)
+            end, "data loader failed")
+            assert.same(before, X1())
+            local o2, c2, X2 = problem({line_search_fn = "strong_wolfe", max_iter = 2}, {2, 2})
+            o2:step(c2)
+            o1:step(c1)
+            o2:step(c2)
+            assert.same(X2(), X1())
+        end
+        -- bad input
+        local p = ordo.tensor({1, 2}, D):requires_grad()
+        local lb = optim.LBFGS({p})
+        assert.same({1, 20, 25, 1e-7, 1e-9, 100, "none"}, {lb.lr, lb.max_iter, lb.max_eval, lb.tolerance_grad,
+                                                          lb.tolerance_change, lb.history_size, lb.line_search_fn})
+        assert.equals(12, optim.LBFGS({p}, {max_iter = 10}).max_eval) -- max_iter * 5 / 4, floored (Torch's)
+        H.raises(function() lb:step() end, "step", "LBFGS needs a closure")
+        H.raises(function() lb:step(function() (p * p):sum():backward() end) end, "step",
+                 "closure must return the loss", "nil")
+        H.raises(function() lb:step(function() p.grad = nil; return p * 2 end) end, "step",
+                 "closure returned a tensor of shape 2")
+        H.raises(function() optim.LBFGS({p}, {line_search_fn = "wolfe"}) end, "LBFGS", "line_search_fn", "strong_wolfe")
+        H.raises(function() optim.LBFGS({p}, {max_iter = 0}) end, "LBFGS", "max_iter must be a whole number >= 1")
+        H.raises(function() optim.LBFGS({p}, {history_size = 2.5}) end, "LBFGS", "history_size")
+        H.raises(function() optim.LBFGS({p}, {momentum = 0.9}) end, "LBFGS", "unknown option 'momentum'")
+        H.raises(function() optim.LBFGS({{params = {p}}}) end, "LBFGS", "does not take param groups")
+        H.raises(function() lb:add_param_group({params = {ordo.ones({1}, D):requires_grad()}}) end,
+                 "add_param_group", "LBFGS")
+        H.raises(function() optim.LBFGS({p, ordo.ones({1}):requires_grad()}) end, "LBFGS", "parameter 2 is float32",
+                 "one dtype")
+        assert.same({1, 2}, p:totable())
+        assert.equals(0, lb.t)
+        -- a checkpoint of other parameters is refused
+        local other = optim.LBFGS({ordo.tensor({1, 2, 3}, D):requires_grad()})
+        opt, closure = problem({}, {1, 1})
+        opt:step(closure)
+        H.raises(function() other:load_state_dict(opt:state_dict()) end, "load_state_dict", "is for 2 parameters")
+    end)
+
+    it("Adamax, NAdam, RAdam, Adadelta and Rprop: param groups, state_dict resume bit-identical", function()
+        for _, name in ipairs({"Adamax", "NAdam", "RAdam", "Adadelta", "Rprop"}) do
+            local function make()
+                local a, b = ordo.tensor({0.5, -1}, D):requires_grad(), ordo.tensor({2, 0.25, -0.5}, D):requires_grad()
+                return a, b, optim[name]({{params = {a}, lr = 0.05}, {params = {b}}}, {lr = 0.01})
+            end
+            local function run(a, b, o, k)
+                for s = 1, k do
+                    o:zero_grad()
+                    ;((a * a * a):sum() * s + (b * b):sum()):backward()
+                    o:step()
+                end
+            end
+            local a, b, o = make()
+            run(a, b, o, 3)
+            -- group 1 (lr 0.05) moved its parameter further than a lone optimiser at lr 0.01 would
+            local a1 = ordo.tensor({0.5, -1}, D):requires_grad()
+            local lone = optim[name]({a1}, {lr = 0.01})
+            run(a1, ordo.zeros({3}, D):requires_grad(), lone, 3)
+            assert.is_true(math.abs(a:totable()[1] - 0.5) > math.abs(a1:totable()[1] - 0.5), name)
+            local sd = o:state_dict()
+            local path = os.tmpname()
+            o:save(path)
+            run(a, b, o, 3)
+            for _, resume in ipairs({"sd", "file"}) do
+                -- the parameters as they were at the checkpoint (the first 3 steps again), a fresh optimiser
+                local a2, b2, o2 = make()
+                run(a2, b2, optim[name]({{params = {a2}, lr = 0.05}, {params = {b2}}}, {lr = 0.01}), 3)
+                if resume == "sd" then o2:load_state_dict(sd) else o2:load(path) end
+                assert.equals(3, o2.t, name)
+                run(a2, b2, o2, 3)
+                assert.same(a:totable(), a2:totable(), name .. " " .. resume)
+                assert.same(b:totable(), b2:totable(), name .. " " .. resume)
+            end
+            os.remove(path)
+            -- another kind's state is refused, the optimiser left as it was
+            local _, _, other = make()
+            local wrong = name == "Adamax" and optim.NAdam(other.params) or optim.Adamax(other.params)
+            H.raises(function() wrong:load_state_dict(sd) end, "load_state_dict", "holds the state of optim." .. name)
+            assert.equals(0, wrong.t)
+        end
+    end)
+
     it("lr schedulers set opt.lr from their closed forms, epoch by epoch", function()
         local S = optim.lr_scheduler
         local function run(make, n)
@@ -3849,7 +4131,8 @@ describe("optim", function()
     end)
 
     it("opt:state_dict / opt:load_state_dict: the checkpoint in memory, a snapshot, copied in; mismatches raise", function()
-        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta",
+                               "Rprop"}) do
             local function make()
                 local p = ordo.tensor({1, 2}, D):requires_grad()
                 local mom = (name == "SGD" or name == "RMSprop") and 0.9 or nil
@@ -3908,6 +4191,11 @@ describe("optim", function()
             AdamW = function(ps) return optim.AdamW(ps, {lr = 0.01}) end,
             RMSprop = function(ps) return optim.RMSprop(ps, {lr = 0.01, momentum = 0.5, centered = true}) end,
             Adagrad = function(ps) return optim.Adagrad(ps, {lr = 0.05, lr_decay = 0.1}) end,
+            Adamax = function(ps) return optim.Adamax(ps, {lr = 0.01, weight_decay = 0.1}) end,
+            NAdam = function(ps) return optim.NAdam(ps, {lr = 0.01, weight_decay = 0.1}) end,
+            RAdam = function(ps) return optim.RAdam(ps, {lr = 0.01, beta2 = 0.5}) end,
+            Adadelta = function(ps) return optim.Adadelta(ps, {rho = 0.8}) end,
+            Rprop = function(ps) return optim.Rprop(ps, {lr = 0.01}) end,
         }
         for name, make in pairs(makers) do
             local mpath, opath = os.tmpname(), os.tmpname()
@@ -4878,7 +5166,8 @@ describe("optim", function()
     end)
 
     it("step checks opt.lr and each gradient first; NaN options and a parameter given twice raise", function()
-        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta",
+                               "Rprop"}) do
             local p = ordo.zeros({2, 3}, D):requires_grad()
             local opt = optim[name]({p}, {lr = 0.1})
             -- as many elements in another shape: the fused kernels would take it silently
@@ -4908,7 +5197,8 @@ describe("optim", function()
 
     it("optimisers refuse a non-leaf or non-float parameter; bad values of a wrong type are named by their type",
        function()
-        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta",
+                               "Rprop"}) do
             -- computed from a leaf: it never gets a .grad, so it would never be trained
             local w = ordo.randn({3}, D):requires_grad() * 0.01
             H.raises(function() optim[name]({w}) end, name .. ": parameter 1 is not a leaf", "mul")
