@@ -5794,7 +5794,7 @@ describe("a further positional argument", function()
     local HOOKS = {init = true, _describe = true, _has = true, new_state = true, idle_state = true, keep_state = true,
                    state_keys = true, state_shape = true, update = true, lr_at = true, momentum_at = true,
                    phase_at = true, anneal_of = true, height_at = true, child_at = true, better = true, reduce = true,
-                   extend = true, extra_repr = true}
+                   extend = true, extra_repr = true, state_of = true, pack_state = true, check_loaded = true}
     -- those taking any number of arguments: a further one must still raise
     local m0 = nn.Linear(2, 2)
     local x = ordo.ones({2})
@@ -5868,7 +5868,10 @@ describe("a further positional argument", function()
         walk("dict:", nn.ModuleDict({a = nn.Linear(2, 2)}), function() return nn.ModuleDict({a = nn.Linear(2, 2)}) end)
         walk("handle:", nn.Linear(2, 2):register_forward_hook(function() end),
              function() return nn.Linear(2, 2):register_forward_hook(function() end) end)
-        walk("opt:", optim.Adam(nn.Linear(2, 2):parameters()), function() return optim.Adam(nn.Linear(2, 2):parameters()) end)
+        for _, name in ipairs({"Adam", "NAdam", "Rprop", "LBFGS"}) do
+            local function make() return optim[name](nn.Linear(2, 2):parameters()) end
+            walk("opt " .. name .. ":", make(), make)
+        end
         walk("sched:", optim.lr_scheduler.StepLR(sgd(), {step_size = 1}),
              function() return optim.lr_scheduler.StepLR(sgd(), {step_size = 1}) end)
         walk("plateau:", optim.lr_scheduler.ReduceLROnPlateau(sgd()),
@@ -5877,9 +5880,16 @@ describe("a further positional argument", function()
 
     it("the constructors of optimisers and schedulers, and ordo.profiler, ordo.progress and ordo.data, raise", function()
         local p = nn.Linear(2, 2):parameters()
-        for _, name in ipairs({"SGD", "Adam", "AdamW", "Adagrad", "RMSprop"}) do
-            H.raises(function() return optim[name](p, {lr = 0.1}, 5) end, name .. ": takes (params, opts), got a further argument 5")
+        -- every optimiser class, so that one added later is checked too
+        local n = 0
+        for name, cls in pairs(optim) do
+            if type(cls) == "table" and type(rawget(cls, "new")) == "function" then
+                n = n + 1
+                H.raises(function() return optim[name](p, {lr = 0.1}, 5) end,
+                         name .. ": takes (params, opts), got a further argument 5")
+            end
         end
+        assert.is_true(n >= 11, "optimiser classes found: " .. n)
         for name, cls in pairs(optim.lr_scheduler) do
             if type(cls) == "table" and getmetatable(cls) and getmetatable(cls).__call then
                 local ok, err = pcall(cls, sgd(), {}, 5)

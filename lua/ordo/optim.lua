@@ -1146,7 +1146,8 @@ end
 local function keyed_class(name, keys, defaults, validate, init)
     local cls = class(name)
     M[name] = cls
-    function cls.new(params, opts)
+    function cls.new(params, opts, extra)
+        if extra ~= nil then extra_arg(name, "(params, opts)", extra) end
         local d = {}
         for k, v in pairs(defaults) do
             if type(v) == "table" then v = {unpack(v)} end -- (each optimiser its own etas table)
@@ -1359,7 +1360,8 @@ local function whole(f, o, key, min)
     if v % 1 ~= 0 or v < min then fail(fmt("%s: %s must be a whole number >= %d, got %g", f, key, min, v)) end
 end
 
-function M.LBFGS.new(params, opts)
+function M.LBFGS.new(params, opts, extra)
+    if extra ~= nil then extra_arg("LBFGS", "(params, opts)", extra) end
     if type(opts) == "table" and getmetatable(opts) == nil and opts.max_eval == nil then
         local mi = opts.max_iter == nil and 20 or opts.max_iter
         local copy = {}
@@ -1402,7 +1404,8 @@ setmetatable(LBFGS, {__index = Optimizer, __call = function(_, ...) return LBFGS
 LBFGS.state_field = "state"
 -- (its steps are all in step(closure): no update of one parameter at a time)
 function LBFGS:update() fail("LBFGS: update is not a per-parameter step; call opt:step(closure)") end
-function LBFGS:add_param_group()
+function LBFGS:add_param_group(_, extra)
+    if extra ~= nil then extra_arg("add_param_group", "(group)", extra) end
     fail("add_param_group: LBFGS does not take param groups (Torch's rule)")
 end
 function LBFGS:state_keys(i) return i == 1 and LBFGS_KEYS or {} end
@@ -1575,8 +1578,9 @@ local function strong_wolfe(obj_func, x, t, d, f, g, gtd)
     return bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], ls_func_evals
 end
 
-function LBFGS:step(closure)
+function LBFGS:step(closure, extra)
     check_opt_self("step", self)
+    if extra ~= nil then extra_arg("step", "(closure)", extra) end
     if type(closure) ~= "function" then
         fail(fmt("step: LBFGS needs a closure (a function that clears the gradients, computes the loss, calls " ..
                  "backward and returns the loss), got %s", typename(closure)))
