@@ -769,6 +769,19 @@ describe("nn modules", function()
         end
         assert.same({2}, nn.ReLU()(x):shape()) -- (the modules pass their names there)
         assert.same({3}, nn.Linear(2, 3)(x):shape())
+        -- Torch's positional reduction, a string there, was taken for the module's name: the loss
+        -- came back a mean where a sum was asked for
+        local p, y = ordo.tensor({0.2, 0.7}), ordo.tensor({0, 1})
+        for _, c in ipairs({
+            {"binary_cross_entropy", function() return F.binary_cross_entropy(p, y, nil, "sum") end, "sum"},
+            {"mse_loss", function() return F.mse_loss(p, y, nil, "none") end, "none"},
+            {"kl_div", function() return F.kl_div(p:log(), y, nil, "batchmean") end, "batchmean"},
+            {"cross_entropy", function() return F.cross_entropy(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), nil, "mean") end, "mean"},
+        }) do
+            H.raises(c[2], c[1] .. ': got a further argument ("' .. c[3] .. '") it does not take (a reduction goes in the options')
+        end
+        assert.near(-(math.log(0.8) + math.log(0.7)), F.binary_cross_entropy(p, y, {reduction = "sum"}):item(), 1e-6)
+        assert.near(-(math.log(0.8) + math.log(0.7)), nn.BCELoss({reduction = "sum"})(p, y):item(), 1e-6)
     end)
 
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()

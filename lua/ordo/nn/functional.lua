@@ -20,10 +20,19 @@ local M = {}
 -- calls it (who, internal).  A user's further argument lands in who: a
 -- non-string there was dropped unseen (F.relu(x, false, 3), F.linear(x, w,
 -- b, 5), Torch's positional extras), so it raises.
+-- A layer passes its own name as the last argument; a user's further
+-- argument lands there too. Torch's positional reduction,
+-- F.binary_cross_entropy(p, y, nil, "sum"), would otherwise rename the
+-- errors and be dropped unseen (a mean loss where a sum was asked for).
+local REDUCTION_WORDS = {mean = true, sum = true, none = true, batchmean = true, elementwise_mean = true}
 local function name_of(who, own)
     if who == nil then return own end
     if type(who) ~= "string" then
         util.fail(string.format("%s: got a further argument (%s) it does not take", own, util.typename(who)))
+    end
+    if REDUCTION_WORDS[who] then
+        util.fail(string.format('%s: got a further argument ("%s") it does not take (a reduction goes in the options: '
+                                .. '{reduction = "%s"})', own, who, who))
     end
     return who
 end
