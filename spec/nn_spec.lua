@@ -2557,6 +2557,35 @@ describe("nn modules", function()
         end
     end)
 
+    it("init: Torch's keyword arguments as an options table; an argument past the function's own raises", function()
+        -- nn.init.kaiming_normal_(w, {mode = "fan_out", nonlinearity = "relu"}) (ResNet's init) raised
+        -- "a must be a number, got table"; normal_(w, 0, 0.02, 1) dropped the 1 unseen
+        local t = ordo.empty({400, 500}, D)
+        ordo.manual_seed(5)
+        close(nn.init.kaiming_normal_(t, {mode = "fan_out", nonlinearity = "relu"}):std():item(), math.sqrt(2 / 400), 0.02)
+        close(nn.init.kaiming_normal_(t, 0, {mode = "fan_out", nonlinearity = "tanh"}):std():item(),
+              5 / 3 / math.sqrt(400), 0.02)
+        ordo.manual_seed(6)
+        local a = nn.init.kaiming_uniform_(t, {a = math.sqrt(5)}):clone()
+        ordo.manual_seed(6)
+        assert.same(a:totable(), nn.init.kaiming_uniform_(t, math.sqrt(5)):totable())
+        close(nn.init.normal_(t, {std = 0.02}):std():item(), 0.02, 0.02)
+        close(nn.init.normal_(t, {mean = 3}):mean():item(), 3, 0.01)
+        close(nn.init.trunc_normal_(t, {std = 0.02}):std():item(), 0.02 * 0.8796, 0.02)
+        assert.is_true(nn.init.uniform_(t, {a = 2, b = 3}):min():item() >= 2)
+        assert.equals(2, nn.init.constant_(t, {val = 2}):mean():item())
+        close(nn.init.xavier_normal_(t, {gain = 2}):std():item(), 2 * math.sqrt(2 / 900), 0.02)
+        close(nn.init.orthogonal_(ordo.empty({4, 4}, D), {gain = 2}):pow(2):sum():item(), 16, 1e-6)
+        H.raises(function() nn.init.kaiming_normal_(t, {mod = "fan_out"}) end, "init.kaiming_normal_: unknown option 'mod'",
+                 "a, mode, nonlinearity")
+        H.raises(function() nn.init.normal_(t, 0, {mean = 1}) end, "init.normal_: mean given twice")
+        H.raises(function() nn.init.normal_(t, 0, 0.02, 1) end, "init.normal_: got 3 arguments after the tensor",
+                 "at most 2 (mean, std)")
+        H.raises(function() nn.init.zeros_(t, 5) end, "init.zeros_: got 1 argument after the tensor, it takes none")
+        H.raises(function() nn.init.xavier_uniform_(t, 1, 2) end, "init.xavier_uniform_: got 2 arguments")
+        assert.same({400, 500}, nn.init.normal_(t, nil, 0.5):shape()) -- (a nil in place stands for the default)
+    end)
+
     it("init.trunc_normal_: Torch's truncated normal, within [a, b], with its moments and quantiles", function()
         ordo.manual_seed(6)
         local n = 200000
