@@ -341,6 +341,33 @@ describe("nn modules", function()
         assert.equal(0, nn.ModuleList({}):size())
     end)
 
+    it("Sequential passes every output of a module on to the next and returns all of the last's (Torch's tuple)", function()
+        -- an encoder's mu, logvar into a reparameterisation: only mu went on, logvar was nil
+        local Split = nn.Module:extend("Split")
+        function Split:forward(h) return h:narrow(2, 1, 3), h:narrow(2, 4, 3) end
+        local Join = nn.Module:extend("Join")
+        function Join:forward(a, b) return a + b * 10 end
+        local x = ordo.arange(12):view(2, 6)
+        for _, n in ipairs({2, 3, 4}) do -- (short chains take another path)
+            local mods = {Split(), Join()}
+            for _ = 3, n do table.insert(mods, 1, nn.Identity()) end
+            local y = nn.Sequential(mods)(x)
+            assert.same({{30, 41, 52}, {96, 107, 118}}, y:totable())
+        end
+        local a, b = nn.Sequential(Split())(x)
+        assert.same({{3, 4, 5}, {9, 10, 11}}, b:totable())
+        a, b = nn.Sequential(nn.Identity(), nn.Identity(), Split())(x)
+        assert.same({{0, 1, 2}, {6, 7, 8}}, a:totable())
+        assert.same({{3, 4, 5}, {9, 10, 11}}, b:totable())
+        local out, h, c = nn.Sequential(nn.LSTM(3, 4))(ordo.randn({5, 2, 3}))
+        assert.same({5, 2, 4}, out:shape())
+        assert.same({1, 2, 4}, h:shape())
+        assert.same({1, 2, 4}, c:shape())
+        -- a module given the extra outputs that it does not take says so (Torch's TypeError)
+        H.raises(function() nn.Sequential(Split(), nn.Linear(3, 2))(x) end, "Linear: forward takes 1 input, got 2")
+        assert.same(x:totable(), nn.Sequential()(x):totable())
+    end)
+
     it("forward hooks and pre-hooks (Torch's register_forward_hook / register_forward_pre_hook)", function()
         ordo.manual_seed(1)
         local enc = nn.Sequential(nn.Linear(4, 2, D), nn.Tanh())

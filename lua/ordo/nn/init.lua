@@ -2049,9 +2049,19 @@ local function container_index(name, i, n)
 end
 function Sequential:get(i) return self[tostring(container_index("Sequential", i, self.n))] end
 function Sequential:size() return self.n end
+-- Every output of a module goes on to the next, and the last module's
+-- outputs are the Sequential's, as Torch's passes a tuple along (an
+-- encoder's mu, logvar into a reparameterisation): only the first went on,
+-- the others were dropped unseen.
+local function sequential_from(self, i, n, ...)
+    if i > n then return ... end
+    return sequential_from(self, i + 1, n, self[tostring(i)](...))
+end
 function Sequential:forward(x)
-    for i = 1, self.n do x = self[tostring(i)](x) end
-    return x
+    local n = self.n
+    if n == 1 then return self["1"](x) end
+    if n == 2 then return self["2"](self["1"](x)) end
+    return sequential_from(self, 1, n, x)
 end
 
 -- ModuleList({m1, m2, ...}): modules held as children (their parameters
