@@ -809,6 +809,13 @@ describe("nn modules", function()
         end
         assert.near(-(math.log(0.8) + math.log(0.7)), F.binary_cross_entropy(p, y, {reduction = "sum"}):item(), 1e-6)
         assert.near(-(math.log(0.8) + math.log(0.7)), nn.BCELoss({reduction = "sum"})(p, y):item(), 1e-6)
+        -- in the options' place, Torch's positional weight or reduction: the error says where it goes
+        H.raises(function() return F.binary_cross_entropy(p, y, ordo.ones({2})) end,
+                 "binary_cross_entropy: options must be a table, got ordo.Tensor (a weight goes in the options")
+        H.raises(function() return F.cross_entropy(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), ordo.ones({3})) end,
+                 "cross_entropy: options must be a table", "{weight = w}")
+        H.raises(function() return F.mse_loss(p, y, "sum") end,
+                 'mse_loss: options must be a table, got string (a reduction goes in the options: {reduction = "sum"})')
     end)
 
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()

@@ -494,6 +494,14 @@ end
 -- A loss's options: reduction, the named numeric ones and the named
 -- tensor ones, nothing else.
 local function loss_opts(fname, opts, numeric, tensors)
+    -- Torch's positional weight or reduction: say where it goes
+    if is_tensor(opts) and tensors and tensors.weight then
+        fail(fmt("%s: options must be a table, got %s (a weight goes in the options: {weight = w})", fname,
+                 typename(opts)))
+    elseif type(opts) == "string" then
+        fail(fmt('%s: options must be a table, got string (a reduction goes in the options: {reduction = "%s"})',
+                 fname, opts))
+    end
     opts = util.check_opts(fname, opts)
     for k, v in pairs(opts) do
         if tensors and tensors[k] then
