@@ -2057,11 +2057,20 @@ local function sequential_from(self, i, n, ...)
     if i > n then return ... end
     return sequential_from(self, i + 1, n, self[tostring(i)](...))
 end
+-- (false and the output, or true and a list of all of them when there are several)
+local function one_or_list(...)
+    if select("#", ...) <= 1 then return false, (...) end
+    return true, {n = select("#", ...), ...}
+end
 function Sequential:forward(x)
     local n = self.n
-    if n == 1 then return self["1"](x) end
-    if n == 2 then return self["2"](self["1"](x)) end
-    return sequential_from(self, 1, n, x)
+    for i = 1, n do
+        -- one output, the usual case, in a loop that LuaJIT compiles; several go on through the vararg walk
+        local several, y = one_or_list(self[tostring(i)](x))
+        if several then return sequential_from(self, i + 1, n, unpack(y, 1, y.n)) end
+        x = y
+    end
+    return x
 end
 
 -- ModuleList({m1, m2, ...}): modules held as children (their parameters
