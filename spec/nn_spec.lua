@@ -341,6 +341,33 @@ describe("nn modules", function()
         assert.equal(0, nn.ModuleList({}):size())
     end)
 
+    it("Sequential passes every output of a module on to the next and returns all of the last's (Torch's tuple)", function()
+        -- an encoder's mu, logvar into a reparameterisation: only mu went on, logvar was nil
+        local Split = nn.Module:extend("Split")
+        function Split:forward(h) return h:narrow(2, 1, 3), h:narrow(2, 4, 3) end
+        local Join = nn.Module:extend("Join")
+        function Join:forward(a, b) return a + b * 10 end
+        local x = ordo.arange(12):view(2, 6)
+        for _, n in ipairs({2, 3, 4}) do -- (short chains take another path)
+            local mods = {Split(), Join()}
+            for _ = 3, n do table.insert(mods, 1, nn.Identity()) end
+            local y = nn.Sequential(mods)(x)
+            assert.same({{30, 41, 52}, {96, 107, 118}}, y:totable())
+        end
+        local a, b = nn.Sequential(Split())(x)
+        assert.same({{3, 4, 5}, {9, 10, 11}}, b:totable())
+        a, b = nn.Sequential(nn.Identity(), nn.Identity(), Split())(x)
+        assert.same({{0, 1, 2}, {6, 7, 8}}, a:totable())
+        assert.same({{3, 4, 5}, {9, 10, 11}}, b:totable())
+        local out, h, c = nn.Sequential(nn.LSTM(3, 4))(ordo.randn({5, 2, 3}))
+        assert.same({5, 2, 4}, out:shape())
+        assert.same({1, 2, 4}, h:shape())
+        assert.same({1, 2, 4}, c:shape())
+        -- a module given the extra outputs that it does not take says so (Torch's TypeError)
+        H.raises(function() nn.Sequential(Split(), nn.Linear(3, 2))(x) end, "Linear: forward takes 1 input, got 2")
+        assert.same(x:totable(), nn.Sequential()(x):totable())
+    end)
+
     it("forward hooks and pre-hooks (Torch's register_forward_hook / register_forward_pre_hook)", function()
         ordo.manual_seed(1)
         local enc = nn.Sequential(nn.Linear(4, 2, D), nn.Tanh())
@@ -769,6 +796,26 @@ describe("nn modules", function()
         end
         assert.same({2}, nn.ReLU()(x):shape()) -- (the modules pass their names there)
         assert.same({3}, nn.Linear(2, 3)(x):shape())
+        -- Torch's positional reduction, a string there, was taken for the module's name: the loss
+        -- came back a mean where a sum was asked for
+        local p, y = ordo.tensor({0.2, 0.7}), ordo.tensor({0, 1})
+        for _, c in ipairs({
+            {"binary_cross_entropy", function() return F.binary_cross_entropy(p, y, nil, "sum") end, "sum"},
+            {"mse_loss", function() return F.mse_loss(p, y, nil, "none") end, "none"},
+            {"kl_div", function() return F.kl_div(p:log(), y, nil, "batchmean") end, "batchmean"},
+            {"cross_entropy", function() return F.cross_entropy(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), nil, "mean") end, "mean"},
+        }) do
+            H.raises(c[2], c[1] .. ': got a further argument ("' .. c[3] .. '") it does not take (a reduction goes in the options')
+        end
+        assert.near(-(math.log(0.8) + math.log(0.7)), F.binary_cross_entropy(p, y, {reduction = "sum"}):item(), 1e-6)
+        assert.near(-(math.log(0.8) + math.log(0.7)), nn.BCELoss({reduction = "sum"})(p, y):item(), 1e-6)
+        -- in the options' place, Torch's positional weight or reduction: the error says where it goes
+        H.raises(function() return F.binary_cross_entropy(p, y, ordo.ones({2})) end,
+                 "binary_cross_entropy: options must be a table, got ordo.Tensor (a weight goes in the options")
+        H.raises(function() return F.cross_entropy(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), ordo.ones({3})) end,
+                 "cross_entropy: options must be a table", "{weight = w}")
+        H.raises(function() return F.mse_loss(p, y, "sum") end,
+                 'mse_loss: options must be a table, got string (a reduction goes in the options: {reduction = "sum"})')
     end)
 
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()
@@ -2542,6 +2589,35 @@ describe("nn modules", function()
             assert.same({5, 0}, nn.init[f](ordo.empty({5, 0})):shape())
             assert.same({0, 0}, nn.init[f](ordo.empty({0, 0})):shape())
         end
+    end)
+
+    it("init: Torch's keyword arguments as an options table; an argument past the function's own raises", function()
+        -- nn.init.kaiming_normal_(w, {mode = "fan_out", nonlinearity = "relu"}) (ResNet's init) raised
+        -- "a must be a number, got table"; normal_(w, 0, 0.02, 1) dropped the 1 unseen
+        local t = ordo.empty({400, 500}, D)
+        ordo.manual_seed(5)
+        close(nn.init.kaiming_normal_(t, {mode = "fan_out", nonlinearity = "relu"}):std():item(), math.sqrt(2 / 400), 0.02)
+        close(nn.init.kaiming_normal_(t, 0, {mode = "fan_out", nonlinearity = "tanh"}):std():item(),
+              5 / 3 / math.sqrt(400), 0.02)
+        ordo.manual_seed(6)
+        local a = nn.init.kaiming_uniform_(t, {a = math.sqrt(5)}):clone()
+        ordo.manual_seed(6)
+        assert.same(a:totable(), nn.init.kaiming_uniform_(t, math.sqrt(5)):totable())
+        close(nn.init.normal_(t, {std = 0.02}):std():item(), 0.02, 0.02)
+        close(nn.init.normal_(t, {mean = 3}):mean():item(), 3, 0.01)
+        close(nn.init.trunc_normal_(t, {std = 0.02}):std():item(), 0.02 * 0.8796, 0.02)
+        assert.is_true(nn.init.uniform_(t, {a = 2, b = 3}):min():item() >= 2)
+        assert.equals(2, nn.init.constant_(t, {val = 2}):mean():item())
+        close(nn.init.xavier_normal_(t, {gain = 2}):std():item(), 2 * math.sqrt(2 / 900), 0.02)
+        close(nn.init.orthogonal_(ordo.empty({4, 4}, D), {gain = 2}):pow(2):sum():item(), 16, 1e-6)
+        H.raises(function() nn.init.kaiming_normal_(t, {mod = "fan_out"}) end, "init.kaiming_normal_: unknown option 'mod'",
+                 "a, mode, nonlinearity")
+        H.raises(function() nn.init.normal_(t, 0, {mean = 1}) end, "init.normal_: mean given twice")
+        H.raises(function() nn.init.normal_(t, 0, 0.02, 1) end,
+                 "init.normal_: takes (tensor, mean, std), got a further argument 1")
+        H.raises(function() nn.init.zeros_(t, 5) end, "init.zeros_: takes (tensor), got a further argument 5")
+        H.raises(function() nn.init.xavier_uniform_(t, 1, 2) end, "init.xavier_uniform_: takes (tensor, gain), got a further argument 2")
+        assert.same({400, 500}, nn.init.normal_(t, nil, 0.5):shape()) -- (a nil in place stands for the default)
     end)
 
     it("init.trunc_normal_: Torch's truncated normal, within [a, b], with its moments and quantiles", function()
@@ -5930,6 +6006,12 @@ describe("a further positional argument", function()
         VARARGS.wait_for_all = function() return ordo.engine.wait_for_all(5) end
         VARARGS.new_variable = function() return ordo.engine.new_variable(5) end
         PASS.no_grad, PASS.enable_grad = true, true -- (fn, ...): the further arguments go to fn
+        -- nn.init's take Torch's keywords as a last options table: (tensor, ...); nils stand for defaults
+        for name, fn in pairs(nn.init) do
+            if type(fn) == "function" and jutil.funcinfo(fn).isvararg then
+                VARARGS[name] = function() return fn(ordo.empty({3, 4}), nil, nil, nil, nil, 4242.5) end
+            end
+        end
         for _, t in ipairs({{"nn.init.", nn.init}, {"nn.", {save = nn.save, load = nn.load, accuracy = nn.accuracy}},
                             {"autograd.", ordo.autograd}, {"engine.", ordo.engine}}) do
             for name, fn in pairs(t[2]) do

@@ -20,10 +20,19 @@ local M = {}
 -- calls it (who, internal).  A user's further argument lands in who: a
 -- non-string there was dropped unseen (F.relu(x, false, 3), F.linear(x, w,
 -- b, 5), Torch's positional extras), so it raises.
+-- A layer passes its own name as the last argument; a user's further
+-- argument lands there too. Torch's positional reduction,
+-- F.binary_cross_entropy(p, y, nil, "sum"), would otherwise rename the
+-- errors and be dropped unseen (a mean loss where a sum was asked for).
+local REDUCTION_WORDS = {mean = true, sum = true, none = true, batchmean = true, elementwise_mean = true}
 local function name_of(who, own)
     if who == nil then return own end
     if type(who) ~= "string" then
         util.fail(string.format("%s: got a further argument (%s) it does not take", own, util.typename(who)))
+    end
+    if REDUCTION_WORDS[who] then
+        util.fail(string.format('%s: got a further argument ("%s") it does not take (a reduction goes in the options: '
+                                .. '{reduction = "%s"})', own, who, who))
     end
     return who
 end
@@ -485,6 +494,14 @@ end
 -- A loss's options: reduction, the named numeric ones and the named
 -- tensor ones, nothing else.
 local function loss_opts(fname, opts, numeric, tensors)
+    -- Torch's positional weight or reduction: say where it goes
+    if is_tensor(opts) and tensors and tensors.weight then
+        fail(fmt("%s: options must be a table, got %s (a weight goes in the options: {weight = w})", fname,
+                 typename(opts)))
+    elseif type(opts) == "string" then
+        fail(fmt('%s: options must be a table, got string (a reduction goes in the options: {reduction = "%s"})',
+                 fname, opts))
+    end
     opts = util.check_opts(fname, opts)
     for k, v in pairs(opts) do
         if tensors and tensors[k] then

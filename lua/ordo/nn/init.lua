@@ -1470,6 +1470,48 @@ function init.orthogonal_(t, gain, extra)
     end)
 end
 
+-- Torch's keyword arguments as an options table, the last argument:
+-- init.kaiming_normal_(w, {mode = "fan_out", nonlinearity = "relu"}) (a
+-- table there was refused as "a must be a number"), positional values
+-- before it filling the first names; an unknown name, a name given both
+-- ways or an argument past the function's own raises (one past them was
+-- dropped unseen: init.normal_(w, 0, 0.02, 1) drew N(0, 0.02^2)).
+local INIT_ARGS = {
+    uniform_ = {"a", "b"}, normal_ = {"mean", "std"}, constant_ = {"val"}, zeros_ = {}, ones_ = {},
+    kaiming_uniform_ = {"a", "mode", "nonlinearity"}, kaiming_normal_ = {"a", "mode", "nonlinearity"},
+    xavier_uniform_ = {"gain"}, xavier_normal_ = {"gain"}, trunc_normal_ = {"mean", "std", "a", "b"},
+    eye_ = {}, dirac_ = {"groups"}, orthogonal_ = {"gain"},
+}
+local function init_args(fname, names, ...)
+    local n = select("#", ...)
+    while n > 0 and select(n, ...) == nil do n = n - 1 end
+    local args = {...}
+    local last = args[n]
+    if n > 0 and type(last) == "table" and getmetatable(last) == nil then
+        args[n] = nil
+        n = n - 1
+        local pos = {}
+        for i, k in ipairs(names) do pos[k] = i end
+        for k, v in pairs(last) do
+            local i = pos[k]
+            if not i then
+                fail(fmt("%s: unknown option '%s' (expected %s)", fname, tostring(k),
+                         #names > 0 and table.concat(names, ", ") or "none"))
+            end
+            if i <= n and args[i] ~= nil then fail(fmt("%s: %s given twice (by position and by name)", fname, k)) end
+            args[i] = v
+        end
+    end
+    if n > #names then
+        extra_arg(fname, #names > 0 and "(tensor, " .. table.concat(names, ", ") .. ")" or "(tensor)", args[#names + 1])
+    end
+    return unpack(args, 1, #names)
+end
+for name, names in pairs(INIT_ARGS) do
+    local fn, fname = init[name], "init." .. name
+    init[name] = function(t, ...) return fn(t, init_args(fname, names, ...)) end
+end
+
 -- ---------------------------------------------------------------- layers
 
 local check_int, opts_of = util.check_positive_int, util.check_opts
@@ -2066,8 +2108,27 @@ function Sequential:size(extra)
     if extra ~= nil then extra_arg("size", "()", extra) end
     return self.n
 end
+-- Every output of a module goes on to the next, and the last module's
+-- outputs are the Sequential's, as Torch's passes a tuple along (an
+-- encoder's mu, logvar into a reparameterisation): only the first went on,
+-- the others were dropped unseen.
+local function sequential_from(self, i, n, ...)
+    if i > n then return ... end
+    return sequential_from(self, i + 1, n, self[tostring(i)](...))
+end
+-- (false and the output, or true and a list of all of them when there are several)
+local function one_or_list(...)
+    if select("#", ...) <= 1 then return false, (...) end
+    return true, {n = select("#", ...), ...}
+end
 function Sequential:forward(x)
-    for i = 1, self.n do x = self[tostring(i)](x) end
+    local n = self.n
+    for i = 1, n do
+        -- one output, the usual case, in a loop that LuaJIT compiles; several go on through the vararg walk
+        local several, y = one_or_list(self[tostring(i)](x))
+        if several then return sequential_from(self, i + 1, n, unpack(y, 1, y.n)) end
+        x = y
+    end
     return x
 end
 
