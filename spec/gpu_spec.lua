@@ -1195,7 +1195,7 @@ describe("gpu tensors: autograd, nn and optimisers", function()
         return m
     end
 
-    it("SGD and Adam steps of a small model on the gpu equal the cpu's", function()
+    it("SGD, Adam, Adamax, NAdam, RAdam, Adadelta and Rprop steps of a small model on the gpu equal the cpu's", function()
         need_gpu()
         math.randomseed(15)
         local x = rnd({16, 6}, "float32", -1, 1)
@@ -1205,6 +1205,8 @@ describe("gpu tensors: autograd, nn and optimisers", function()
             {"SGD", {lr = 0.05, momentum = 0.9, weight_decay = 1e-3, nesterov = true}},
             {"Adam", {lr = 0.01}},
             {"Adam", {lr = 0.02, weight_decay = 1e-2}},
+            {"Adamax", {lr = 0.01}}, {"NAdam", {lr = 0.01}}, {"RAdam", {lr = 0.01, beta2 = 0.9}},
+            {"Adadelta", {}}, {"Rprop", {lr = 0.01}},
         }
         for _, cfg in ipairs(configs) do
             local runs = {}

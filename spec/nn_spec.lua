@@ -316,7 +316,7 @@ describe("nn modules", function()
                                          m:get(1):named_parameters(nil, false)[2].name})
         assert.same({}, m:named_parameters("net", false))
         H.raises(function() m:parameters(1) end, "parameters: recurse must be a boolean, got number")
-        H.raises(function() m:parameters(true, 1) end, "parameters: takes recurse alone, got a further number")
+        H.raises(function() m:parameters(true, 1) end, "parameters: takes (recurse), got a further argument 1")
         H.raises(function() m:named_parameters("x", "no") end, "named_parameters: recurse must be a boolean")
         H.raises(function() m:num_parameters(1) end, "num_parameters: takes no arguments, got number")
         assert.equals(6, m:num_parameters())
@@ -330,9 +330,9 @@ describe("nn modules", function()
         assert.equals(3, #bn:get(1):buffers(false))
         assert.same({}, bn:named_buffers(nil, false))
         -- modules, children, named_modules: an argument they do not take is refused, not dropped
-        H.raises(function() m:modules(1) end, "modules: takes no arguments, got number")
-        H.raises(function() m:children(true) end, "children: takes no arguments, got boolean")
-        H.raises(function() m:named_modules("", false) end, "named_modules: takes the prefix alone, got a further boolean")
+        H.raises(function() m:modules(1) end, "modules: takes no arguments, got a further argument 1")
+        H.raises(function() m:children(true) end, "children: takes no arguments, got a further argument")
+        H.raises(function() m:named_modules("", false) end, "named_modules: takes (prefix), got a further argument")
         assert.equals(2, #m:modules())
         H.raises(function() bn:buffers(0) end, "buffers: recurse must be a boolean, got number")
     end)
@@ -356,6 +356,33 @@ describe("nn modules", function()
         H.raises(function() nn.ModuleList({head = nn.ReLU()}) end, "ModuleList", "key 'head'", "ModuleDict")
         assert.equal(2, nn.Sequential({nn.ReLU(), nn.Tanh()}):size())
         assert.equal(0, nn.ModuleList({}):size())
+    end)
+
+    it("Sequential passes every output of a module on to the next and returns all of the last's (Torch's tuple)", function()
+        -- an encoder's mu, logvar into a reparameterisation: only mu went on, logvar was nil
+        local Split = nn.Module:extend("Split")
+        function Split:forward(h) return h:narrow(2, 1, 3), h:narrow(2, 4, 3) end
+        local Join = nn.Module:extend("Join")
+        function Join:forward(a, b) return a + b * 10 end
+        local x = ordo.arange(12):view(2, 6)
+        for _, n in ipairs({2, 3, 4}) do -- (short chains take another path)
+            local mods = {Split(), Join()}
+            for _ = 3, n do table.insert(mods, 1, nn.Identity()) end
+            local y = nn.Sequential(mods)(x)
+            assert.same({{30, 41, 52}, {96, 107, 118}}, y:totable())
+        end
+        local a, b = nn.Sequential(Split())(x)
+        assert.same({{3, 4, 5}, {9, 10, 11}}, b:totable())
+        a, b = nn.Sequential(nn.Identity(), nn.Identity(), Split())(x)
+        assert.same({{0, 1, 2}, {6, 7, 8}}, a:totable())
+        assert.same({{3, 4, 5}, {9, 10, 11}}, b:totable())
+        local out, h, c = nn.Sequential(nn.LSTM(3, 4))(ordo.randn({5, 2, 3}))
+        assert.same({5, 2, 4}, out:shape())
+        assert.same({1, 2, 4}, h:shape())
+        assert.same({1, 2, 4}, c:shape())
+        -- a module given the extra outputs that it does not take says so (Torch's TypeError)
+        H.raises(function() nn.Sequential(Split(), nn.Linear(3, 2))(x) end, "Linear: forward takes 1 input, got 2")
+        assert.same(x:totable(), nn.Sequential()(x):totable())
     end)
 
     it("forward hooks and pre-hooks (Torch's register_forward_hook / register_forward_pre_hook)", function()
@@ -786,6 +813,26 @@ describe("nn modules", function()
         end
         assert.same({2}, nn.ReLU()(x):shape()) -- (the modules pass their names there)
         assert.same({3}, nn.Linear(2, 3)(x):shape())
+        -- Torch's positional reduction, a string there, was taken for the module's name: the loss
+        -- came back a mean where a sum was asked for
+        local p, y = ordo.tensor({0.2, 0.7}), ordo.tensor({0, 1})
+        for _, c in ipairs({
+            {"binary_cross_entropy", function() return F.binary_cross_entropy(p, y, nil, "sum") end, "sum"},
+            {"mse_loss", function() return F.mse_loss(p, y, nil, "none") end, "none"},
+            {"kl_div", function() return F.kl_div(p:log(), y, nil, "batchmean") end, "batchmean"},
+            {"cross_entropy", function() return F.cross_entropy(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), nil, "mean") end, "mean"},
+        }) do
+            H.raises(c[2], c[1] .. ': got a further argument ("' .. c[3] .. '") it does not take (a reduction goes in the options')
+        end
+        assert.near(-(math.log(0.8) + math.log(0.7)), F.binary_cross_entropy(p, y, {reduction = "sum"}):item(), 1e-6)
+        assert.near(-(math.log(0.8) + math.log(0.7)), nn.BCELoss({reduction = "sum"})(p, y):item(), 1e-6)
+        -- in the options' place, Torch's positional weight or reduction: the error says where it goes
+        H.raises(function() return F.binary_cross_entropy(p, y, ordo.ones({2})) end,
+                 "binary_cross_entropy: options must be a table, got ordo.Tensor (a weight goes in the options")
+        H.raises(function() return F.cross_entropy(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), ordo.ones({3})) end,
+                 "cross_entropy: options must be a table", "{weight = w}")
+        H.raises(function() return F.mse_loss(p, y, "sum") end,
+                 'mse_loss: options must be a table, got string (a reduction goes in the options: {reduction = "sum"})')
     end)
 
     it("Dropout2d zeroes whole channels with probability p in training, scales the rest; identity in eval", function()
@@ -2998,6 +3045,35 @@ describe("nn modules", function()
         end
     end)
 
+    it("init: Torch's keyword arguments as an options table; an argument past the function's own raises", function()
+        -- nn.init.kaiming_normal_(w, {mode = "fan_out", nonlinearity = "relu"}) (ResNet's init) raised
+        -- "a must be a number, got table"; normal_(w, 0, 0.02, 1) dropped the 1 unseen
+        local t = ordo.empty({400, 500}, D)
+        ordo.manual_seed(5)
+        close(nn.init.kaiming_normal_(t, {mode = "fan_out", nonlinearity = "relu"}):std():item(), math.sqrt(2 / 400), 0.02)
+        close(nn.init.kaiming_normal_(t, 0, {mode = "fan_out", nonlinearity = "tanh"}):std():item(),
+              5 / 3 / math.sqrt(400), 0.02)
+        ordo.manual_seed(6)
+        local a = nn.init.kaiming_uniform_(t, {a = math.sqrt(5)}):clone()
+        ordo.manual_seed(6)
+        assert.same(a:totable(), nn.init.kaiming_uniform_(t, math.sqrt(5)):totable())
+        close(nn.init.normal_(t, {std = 0.02}):std():item(), 0.02, 0.02)
+        close(nn.init.normal_(t, {mean = 3}):mean():item(), 3, 0.01)
+        close(nn.init.trunc_normal_(t, {std = 0.02}):std():item(), 0.02 * 0.8796, 0.02)
+        assert.is_true(nn.init.uniform_(t, {a = 2, b = 3}):min():item() >= 2)
+        assert.equals(2, nn.init.constant_(t, {val = 2}):mean():item())
+        close(nn.init.xavier_normal_(t, {gain = 2}):std():item(), 2 * math.sqrt(2 / 900), 0.02)
+        close(nn.init.orthogonal_(ordo.empty({4, 4}, D), {gain = 2}):pow(2):sum():item(), 16, 1e-6)
+        H.raises(function() nn.init.kaiming_normal_(t, {mod = "fan_out"}) end, "init.kaiming_normal_: unknown option 'mod'",
+                 "a, mode, nonlinearity")
+        H.raises(function() nn.init.normal_(t, 0, {mean = 1}) end, "init.normal_: mean given twice")
+        H.raises(function() nn.init.normal_(t, 0, 0.02, 1) end,
+                 "init.normal_: takes (tensor, mean, std), got a further argument 1")
+        H.raises(function() nn.init.zeros_(t, 5) end, "init.zeros_: takes (tensor), got a further argument 5")
+        H.raises(function() nn.init.xavier_uniform_(t, 1, 2) end, "init.xavier_uniform_: takes (tensor, gain), got a further argument 2")
+        assert.same({400, 500}, nn.init.normal_(t, nil, 0.5):shape()) -- (a nil in place stands for the default)
+    end)
+
     it("init.trunc_normal_: Torch's truncated normal, within [a, b], with its moments and quantiles", function()
         ordo.manual_seed(6)
         local n = 200000
@@ -3857,6 +3933,288 @@ describe("optim", function()
         H.raises(function() optim.RMSprop({q}, {centered = 1}) end, "RMSprop", "centered", "boolean")
     end)
 
+    it("Adamax, NAdam, RAdam, Adadelta and Rprop match Torch's updates step by step (by hand, float64)", function()
+        -- Torch's update of one element, g = 3 w^2 - 1 (maximize: -g), st this element's state
+        local function ref(name, o, w, g, st, t)
+            local b1, b2, eps, wd = o.beta1 or 0.9, o.beta2 or 0.999, o.eps, o.weight_decay or 0
+            if o.maximize then g = -g end
+            if wd ~= 0 then
+                if o.decoupled_weight_decay then w = w * (1 - o.lr * wd) else g = g + wd * w end
+            end
+            if name == "Adamax" then
+                st.m = b1 * (st.m or 0) + (1 - b1) * g
+                st.u = math.max(b2 * (st.u or 0), math.abs(g) + eps)
+                return w - o.lr / (1 - b1 ^ t) * st.m / st.u
+            elseif name == "NAdam" then
+                local md = o.momentum_decay or 4e-3
+                local mu, mu_next = b1 * (1 - 0.5 * 0.96 ^ (t * md)), b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * md))
+                st.mp = (st.mp or 1) * mu
+                st.m = b1 * (st.m or 0) + (1 - b1) * g
+                st.v = b2 * (st.v or 0) + (1 - b2) * g * g
+                local den = math.sqrt(st.v / (1 - b2 ^ t)) + eps
+                return w - o.lr * (1 - mu) / (1 - st.mp) * g / den - o.lr * mu_next / (1 - st.mp * mu_next) * st.m / den
+            elseif name == "RAdam" then
+                st.m = b1 * (st.m or 0) + (1 - b1) * g
+                st.v = b2 * (st.v or 0) + (1 - b2) * g * g
+                local c1, c2 = 1 - b1 ^ t, 1 - b2 ^ t
+                local rho_inf = 2 / (1 - b2) - 1
+                local rho_t = rho_inf - 2 * t * b2 ^ t / c2
+                st.rectified = st.rectified or rho_t > 5
+                if rho_t <= 5 then return w - o.lr * st.m / c1 end
+                local r = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                return w - st.m / c1 * o.lr * math.sqrt(c2) / (math.sqrt(st.v) + eps) * r
+            elseif name == "Adadelta" then
+                local rho = o.rho or 0.9
+                st.v = rho * (st.v or 0) + (1 - rho) * g * g
+                local d = math.sqrt((st.u or 0) + eps) / math.sqrt(st.v + eps) * g
+                st.u = rho * (st.u or 0) + (1 - rho) * d * d
+                return w - o.lr * d
+            else -- Rprop, etas {0.5, 1.2}, step sizes {1e-6, 50}
+                local s = g * (st.prev or 0)
+                st.size = math.min(math.max((st.size or o.lr) * (s > 0 and 1.2 or s < 0 and 0.5 or 1), 1e-6), 50)
+                if s < 0 then g = 0 end
+                st.flipped = st.flipped or s < 0
+                st.prev = g
+                return w - (g > 0 and 1 or g < 0 and -1 or 0) * st.size
+            end
+        end
+        local cases = {
+            {"Adamax", {lr = 0.01}}, {"Adamax", {lr = 0.01, weight_decay = 0.1, maximize = true}},
+            {"NAdam", {lr = 0.01}}, {"NAdam", {lr = 0.01, weight_decay = 0.1, maximize = true}},
+            {"NAdam", {lr = 0.01, weight_decay = 0.1, decoupled_weight_decay = true, momentum_decay = 0.01}},
+            {"RAdam", {lr = 0.01}}, {"RAdam", {lr = 0.01, beta2 = 0.5, weight_decay = 0.1}},
+            {"RAdam", {lr = 0.01, beta2 = 0.5, weight_decay = 0.1, decoupled_weight_decay = true, maximize = true}},
+            {"Adadelta", {}}, {"Adadelta", {lr = 0.5, rho = 0.5, weight_decay = 0.1, maximize = true}},
+            {"Rprop", {lr = 0.1}}, {"Rprop", {lr = 0.3, maximize = true}},
+        }
+        local defaults = {Adamax = {lr = 2e-3, eps = 1e-8}, NAdam = {lr = 2e-3, eps = 1e-8},
+                          RAdam = {lr = 1e-3, eps = 1e-8}, Adadelta = {lr = 1, eps = 1e-6}, Rprop = {lr = 1e-2}}
+        local rectified, flipped = false, false
+        for _, c in ipairs(cases) do
+            local name, opts = c[1], c[2]
+            local full = {}
+            for k, v in pairs(defaults[name]) do full[k] = v end
+            for k, v in pairs(opts) do full[k] = v end
+            local P0 = {0.5, -1, 0.3}
+            local p = ordo.tensor(P0, D):requires_grad()
+            local opt = optim[name]({p}, opts)
+            local w, st = {P0[1], P0[2], P0[3]}, {{}, {}, {}}
+            for t = 1, 8 do
+                opt:zero_grad()
+                ;(p * p * p - p):sum():backward()
+                opt:step()
+                for i = 1, 3 do
+                    w[i] = ref(name, full, w[i], 3 * w[i] * w[i] - 1, st[i], t)
+                    rectified = rectified or st[i].rectified
+                    flipped = flipped or st[i].flipped
+                end
+                close(p:totable(), w, 1e-12)
+            end
+            assert.same({8, 8}, {opt.t, opt.steps[1]}, name)
+        end
+        assert.is_true(rectified) -- RAdam took both branches (beta2 = 0.5: rho_t > 5 from step 3)
+        assert.is_true(flipped)   -- Rprop met a sign change
+        -- Torch's defaults
+        local q = ordo.tensor({1}, D):requires_grad()
+        assert.same({2e-3, 0.9, 0.999, 1e-8, 0}, (function(o) return {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay} end)(
+            optim.Adamax({q})))
+        local na = optim.NAdam({q})
+        assert.same({2e-3, 4e-3, false}, {na.lr, na.momentum_decay, na.decoupled_weight_decay})
+        local ad = optim.Adadelta({q})
+        assert.same({1, 0.9, 1e-6, 0}, {ad.lr, ad.rho, ad.eps, ad.weight_decay})
+        local rp = optim.Rprop({q})
+        assert.same({1e-2, {0.5, 1.2}, {1e-6, 50}}, {rp.lr, rp.etas, rp.step_sizes})
+        assert.equals(1e-3, optim.RAdam({q}).lr)
+        assert.equals("optim.Rprop(1 parameter, lr = 0.01, etas = {0.5, 1.2}, maximize = false, " ..
+                      "step_sizes = {1e-06, 50})", tostring(rp))
+        -- options validation
+        H.raises(function() optim.Adamax({q}, {beta1 = 1}) end, "Adamax", "beta1 and beta2 must be < 1")
+        H.raises(function() optim.NAdam({q}, {betas = {0.9, 0.99}}) end, "NAdam", "unknown option 'betas'", "beta1")
+        H.raises(function() optim.NAdam({q}, {momentum_decay = "0.1"}) end, "NAdam", "momentum_decay", "number")
+        H.raises(function() optim.RAdam({q}, {decoupled_weight_decay = 1}) end, "RAdam", "decoupled_weight_decay",
+                 "boolean")
+        H.raises(function() optim.RAdam({q}, {eps = -1}) end, "RAdam", "eps must be >= 0")
+        H.raises(function() optim.Adadelta({q}, {rho = 1.5}) end, "Adadelta", "rho must be in [0, 1]")
+        H.raises(function() optim.Adadelta({q}, {momentum = 0.9}) end, "Adadelta", "unknown option 'momentum'")
+        H.raises(function() optim.Rprop({q}, {etas = {1.2, 0.5}}) end, "Rprop", "0 < etaminus < 1 < etaplus")
+        H.raises(function() optim.Rprop({q}, {etas = {0.5}}) end, "Rprop", "etas must be a list of two finite")
+        H.raises(function() optim.Rprop({q}, {step_sizes = {1, 0 / 0}}) end, "Rprop", "step_sizes", "two finite")
+        H.raises(function() optim.Rprop({q}, {step_sizes = {2, 1}}) end, "Rprop", "0 <= min <= max")
+        H.raises(function() optim.Rprop({q}, {weight_decay = 0.1}) end, "Rprop", "unknown option 'weight_decay'")
+        -- an option set wrong between steps raises at the step, changing nothing
+        q.grad = ordo.ones({1}, D)
+        rp.etas = {0.5, 0.9}
+        H.raises(function() rp:step() end, "step", "etas")
+        assert.same({{1}, 0}, {q:totable(), rp.t})
+        -- the default etas are the optimiser's own: changing one optimiser's leaves the next's
+        local r1 = optim.Rprop({q})
+        r1.etas[2] = 1.5
+        assert.same({0.5, 1.2}, optim.Rprop({q}).etas)
+    end)
+
+    it("LBFGS: Torch's two-loop step (by hand), strong Wolfe converges, resume bit-identical, bad input raises",
+       function()
+        -- f(x) = 0.5 x'Ax - b'x over two parameters (x1 of one element, x2 of one), g = Ax - b
+        local A, b = {{3, 1}, {1, 2}}, {1, -1}
+        local function grad(x) return {A[1][1] * x[1] + A[1][2] * x[2] - b[1], A[2][1] * x[1] + A[2][2] * x[2] - b[2]} end
+        local function dotl(u, v) return u[1] * v[1] + u[2] * v[2] end
+        local function problem(opts, x0)
+            local x1, x2 = ordo.tensor({x0[1]}, D):requires_grad(), ordo.tensor({x0[2]}, D):requires_grad()
+            local opt = optim.LBFGS({x1, x2}, opts)
+            local evals = 0
+            local function closure()
+                evals = evals + 1
+                opt:zero_grad()
+                local x = ordo.cat({x1, x2}, 1)
+                local Ax = ordo.tensor(A, D):matmul(x)
+                local loss = (x * Ax):sum() * 0.5 - (x * ordo.tensor(b, D)):sum()
+                loss:backward()
+                return loss
+            end
+            return opt, closure, function() return {x1:item(), x2:item()} end, function() return evals end
+        end
+        -- one step of two iterations without a line search, by hand
+        local x0, lr = {1, 1}, 0.5
+        -- (max_eval given: max_iter 2's default, 2 * 5 / 4 floored, would stop after the first iteration)
+        local opt, closure, X, evals = problem({lr = lr, max_iter = 2, max_eval = 10}, x0)
+        local loss = opt:step(closure)
+        close(loss:item(), 0.5 * dotl(x0, {A[1][1] + A[1][2], A[2][1] + A[2][2]}) - dotl(b, x0), 1e-12)
+        local g0 = grad(x0)
+        local d0 = {-g0[1], -g0[2]}
+        local t1 = math.min(1, 1 / (math.abs(g0[1]) + math.abs(g0[2]))) * lr
+        local x1 = {x0[1] + t1 * d0[1], x0[2] + t1 * d0[2]}
+        local g1 = grad(x1)
+        local y, s = {g1[1] - g0[1], g1[2] - g0[2]}, {d0[1] * t1, d0[2] * t1}
+        local ys = dotl(y, s)
+        local ro, hdiag = 1 / ys, ys / dotl(y, y)
+        local q = {-g1[1], -g1[2]}
+        local al = dotl(s, q) * ro
+        q = {q[1] - al * y[1], q[2] - al * y[2]}
+        local r = {q[1] * hdiag, q[2] * hdiag}
+        local be = dotl(y, r) * ro
+        r = {r[1] + s[1] * (al - be), r[2] + s[2] * (al - be)}
+        close(X(), {x1[1] + lr * r[1], x1[2] + lr * r[2]}, 1e-12)
+        assert.equals(2, evals()) -- the last iteration's point is not evaluated (Torch's)
+        assert.same({1, 1, 1}, {opt.t, opt.steps[1], opt.steps[2]})
+        -- with the strong Wolfe line search it reaches the minimum A^-1 b
+        local det = A[1][1] * A[2][2] - A[1][2] * A[2][1]
+        local xs = {(A[2][2] * b[1] - A[1][2] * b[2]) / det, (A[1][1] * b[2] - A[2][1] * b[1]) / det}
+        opt, closure, X = problem({line_search_fn = "strong_wolfe"}, {3, -4})
+        opt:step(closure)
+        close(X(), xs, 1e-5) -- (to tolerance_change: the loss then changes by less than 1e-9)
+        -- a checkpoint after 1 step, resumed: the same next steps to the bit (history kept)
+        for _, ls in ipairs({"none", "strong_wolfe"}) do
+            local o1, c1, X1 = problem({lr = 0.3, max_iter = 3, history_size = 2, line_search_fn = ls}, {2, 2})
+            o1:step(c1)
+            local sd = o1:state_dict()
+            local path = os.tmpname()
+            o1:save(path)
+            o1:step(c1)
+            o1:step(c1)
+            for _, how in ipairs({"sd", "file"}) do
+                local o2, c2, X2 = problem({lr = 0.3, max_iter = 3, history_size = 2, line_search_fn = ls}, {2, 2})
+                local o0 = optim.LBFGS(o2.params, {lr = 0.3, max_iter = 3, history_size = 2, line_search_fn = ls})
+                o0:step(c2) -- (the parameters as at the checkpoint; c2 zeroes o2's grads, the same tensors)
+                if how == "sd" then o2:load_state_dict(sd) else o2:load(path) end
+                o2:step(c2)
+                o2:step(c2)
+                assert.same(X1(), X2(), ls .. " " .. how)
+            end
+            os.remove(path)
+        end
+        -- a closure raising at a trial point of the line search: the parameters are put back, the
+        -- history is left as it was (the next step goes on as if that one had not been)
+        do
+            local o1, c1, X1 = problem({line_search_fn = "strong_wolfe", max_iter = 2}, {2, 2})
+            o1:step(c1)
+            local before = X1()
+            local calls = 0
+            H.raises(function()
+                o1:step(function()
+                    calls = calls + 1
+                    if calls == 2 then error("data loader failed") end
+                    return c1()
+                end)
+            end, "data loader failed")
+            assert.same(before, X1())
+            local o2, c2, X2 = problem({line_search_fn = "strong_wolfe", max_iter = 2}, {2, 2})
+            o2:step(c2)
+            o1:step(c1)
+            o2:step(c2)
+            assert.same(X2(), X1())
+        end
+        -- bad input
+        local p = ordo.tensor({1, 2}, D):requires_grad()
+        local lb = optim.LBFGS({p})
+        assert.same({1, 20, 25, 1e-7, 1e-9, 100, "none"}, {lb.lr, lb.max_iter, lb.max_eval, lb.tolerance_grad,
+                                                          lb.tolerance_change, lb.history_size, lb.line_search_fn})
+        assert.equals(12, optim.LBFGS({p}, {max_iter = 10}).max_eval) -- max_iter * 5 / 4, floored (Torch's)
+        H.raises(function() lb:step() end, "step", "LBFGS needs a closure")
+        H.raises(function() lb:step(function() (p * p):sum():backward() end) end, "step",
+                 "closure must return the loss", "nil")
+        H.raises(function() lb:step(function() p.grad = nil; return p * 2 end) end, "step",
+                 "closure returned a tensor of shape 2")
+        H.raises(function() optim.LBFGS({p}, {line_search_fn = "wolfe"}) end, "LBFGS", "line_search_fn", "strong_wolfe")
+        H.raises(function() optim.LBFGS({p}, {max_iter = 0}) end, "LBFGS", "max_iter must be a whole number >= 1")
+        H.raises(function() optim.LBFGS({p}, {history_size = 2.5}) end, "LBFGS", "history_size")
+        H.raises(function() optim.LBFGS({p}, {momentum = 0.9}) end, "LBFGS", "unknown option 'momentum'")
+        H.raises(function() optim.LBFGS({{params = {p}}}) end, "LBFGS", "does not take param groups")
+        H.raises(function() lb:add_param_group({params = {ordo.ones({1}, D):requires_grad()}}) end,
+                 "add_param_group", "LBFGS")
+        H.raises(function() optim.LBFGS({p, ordo.ones({1}):requires_grad()}) end, "LBFGS", "parameter 2 is float32",
+                 "one dtype")
+        assert.same({1, 2}, p:totable())
+        assert.equals(0, lb.t)
+        -- a checkpoint of other parameters is refused
+        local other = optim.LBFGS({ordo.tensor({1, 2, 3}, D):requires_grad()})
+        opt, closure = problem({}, {1, 1})
+        opt:step(closure)
+        H.raises(function() other:load_state_dict(opt:state_dict()) end, "load_state_dict", "is for 2 parameters")
+    end)
+
+    it("Adamax, NAdam, RAdam, Adadelta and Rprop: param groups, state_dict resume bit-identical", function()
+        for _, name in ipairs({"Adamax", "NAdam", "RAdam", "Adadelta", "Rprop"}) do
+            local function make()
+                local a, b = ordo.tensor({0.5, -1}, D):requires_grad(), ordo.tensor({2, 0.25, -0.5}, D):requires_grad()
+                return a, b, optim[name]({{params = {a}, lr = 0.05}, {params = {b}}}, {lr = 0.01})
+            end
+            local function run(a, b, o, k)
+                for s = 1, k do
+                    o:zero_grad()
+                    ;((a * a * a):sum() * s + (b * b):sum()):backward()
+                    o:step()
+                end
+            end
+            local a, b, o = make()
+            run(a, b, o, 3)
+            -- group 1 (lr 0.05) moved its parameter further than a lone optimiser at lr 0.01 would
+            local a1 = ordo.tensor({0.5, -1}, D):requires_grad()
+            local lone = optim[name]({a1}, {lr = 0.01})
+            run(a1, ordo.zeros({3}, D):requires_grad(), lone, 3)
+            assert.is_true(math.abs(a:totable()[1] - 0.5) > math.abs(a1:totable()[1] - 0.5), name)
+            local sd = o:state_dict()
+            local path = os.tmpname()
+            o:save(path)
+            run(a, b, o, 3)
+            for _, resume in ipairs({"sd", "file"}) do
+                -- the parameters as they were at the checkpoint (the first 3 steps again), a fresh optimiser
+                local a2, b2, o2 = make()
+                run(a2, b2, optim[name]({{params = {a2}, lr = 0.05}, {params = {b2}}}, {lr = 0.01}), 3)
+                if resume == "sd" then o2:load_state_dict(sd) else o2:load(path) end
+                assert.equals(3, o2.t, name)
+                run(a2, b2, o2, 3)
+                assert.same(a:totable(), a2:totable(), name .. " " .. resume)
+                assert.same(b:totable(), b2:totable(), name .. " " .. resume)
+            end
+            os.remove(path)
+            -- another kind's state is refused, the optimiser left as it was
+            local _, _, other = make()
+            local wrong = name == "Adamax" and optim.NAdam(other.params) or optim.Adamax(other.params)
+            H.raises(function() wrong:load_state_dict(sd) end, "load_state_dict", "holds the state of optim." .. name)
+            assert.equals(0, wrong.t)
+        end
+    end)
+
     it("lr schedulers set opt.lr from their closed forms, epoch by epoch", function()
         local S = optim.lr_scheduler
         local function run(make, n)
@@ -4303,7 +4661,8 @@ describe("optim", function()
     end)
 
     it("opt:state_dict / opt:load_state_dict: the checkpoint in memory, a snapshot, copied in; mismatches raise", function()
-        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta",
+                               "Rprop"}) do
             local function make()
                 local p = ordo.tensor({1, 2}, D):requires_grad()
                 local mom = (name == "SGD" or name == "RMSprop") and 0.9 or nil
@@ -4362,6 +4721,11 @@ describe("optim", function()
             AdamW = function(ps) return optim.AdamW(ps, {lr = 0.01}) end,
             RMSprop = function(ps) return optim.RMSprop(ps, {lr = 0.01, momentum = 0.5, centered = true}) end,
             Adagrad = function(ps) return optim.Adagrad(ps, {lr = 0.05, lr_decay = 0.1}) end,
+            Adamax = function(ps) return optim.Adamax(ps, {lr = 0.01, weight_decay = 0.1}) end,
+            NAdam = function(ps) return optim.NAdam(ps, {lr = 0.01, weight_decay = 0.1}) end,
+            RAdam = function(ps) return optim.RAdam(ps, {lr = 0.01, beta2 = 0.5}) end,
+            Adadelta = function(ps) return optim.Adadelta(ps, {rho = 0.8}) end,
+            Rprop = function(ps) return optim.Rprop(ps, {lr = 0.01}) end,
         }
         for name, make in pairs(makers) do
             local mpath, opath = os.tmpname(), os.tmpname()
@@ -5332,7 +5696,8 @@ describe("optim", function()
     end)
 
     it("step checks opt.lr and each gradient first; NaN options and a parameter given twice raise", function()
-        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta",
+                               "Rprop"}) do
             local p = ordo.zeros({2, 3}, D):requires_grad()
             local opt = optim[name]({p}, {lr = 0.1})
             -- as many elements in another shape: the fused kernels would take it silently
@@ -5362,7 +5727,8 @@ describe("optim", function()
 
     it("optimisers refuse a non-leaf or non-float parameter; bad values of a wrong type are named by their type",
        function()
-        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad"}) do
+        for _, name in ipairs({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta",
+                               "Rprop"}) do
             -- computed from a leaf: it never gets a .grad, so it would never be trained
             local w = ordo.randn({3}, D):requires_grad() * 0.01
             H.raises(function() optim[name]({w}) end, name .. ": parameter 1 is not a leaf", "mul")
@@ -5943,5 +6309,170 @@ describe("optim", function()
         last = last:item()
         assert.is_true(first > 0.5, "first loss " .. first)
         assert.is_true(last < 0.15, "final loss " .. last)
+    end)
+end)
+
+-- A further positional argument (m:train(true, 5), opt:step(nil, 5),
+-- optim.SGD(params, opts, 5), StepLR(opt, opts, 5), profiler.start(nil, 5))
+-- was dropped unseen, where Torch raises a TypeError.  Every public method
+-- of a module, an optimiser and a scheduler, and the functions of
+-- ordo.profiler, ordo.progress and ordo.data, raise naming it.
+describe("a further positional argument", function()
+    local jutil = require "jit.util"
+    local FURTHER = 4242.5
+    -- the hooks a class defines for the methods around them (not called by users)
+    local HOOKS = {init = true, _describe = true, _has = true, new_state = true, idle_state = true, keep_state = true,
+                   state_keys = true, state_shape = true, update = true, lr_at = true, momentum_at = true,
+                   phase_at = true, anneal_of = true, height_at = true, child_at = true, better = true, reduce = true,
+                   extend = true, extra_repr = true, state_of = true, pack_state = true, check_loaded = true}
+    -- those taking any number of arguments: a further one must still raise
+    local m0 = nn.Linear(2, 2)
+    local x = ordo.ones({2})
+    local VARARGS = {
+        parameters = function() return m0:parameters(5) end,
+        buffers = function() return m0:buffers(5) end,
+        num_parameters = function() return m0:num_parameters(5) end,
+        eval = function() return m0:eval(5) end,
+        register_forward_hook = function() return m0:register_forward_hook(function() end, 5) end,
+        register_forward_pre_hook = function() return m0:register_forward_pre_hook(function() end, 5) end,
+        step = function()
+            return optim.lr_scheduler.StepLR(optim.SGD(nn.Linear(2, 2):parameters(), {lr = 0.1}), {step_size = 1}):step(5)
+        end,
+        loader = function() return ordo.data.loader(ordo.data.TensorDataset(x), {batch_size = 1}, 5) end,
+        Subset = function() return ordo.data.Subset(ordo.data.TensorDataset(x), {1}, 5) end,
+        random_split = function() return ordo.data.random_split(ordo.data.TensorDataset(x), {1, 1}, 5) end,
+        ConcatDataset = function() return ordo.data.ConcatDataset({ordo.data.TensorDataset(x)}, 5) end,
+        TensorDataset = function() return ordo.data.TensorDataset(x, 5) end, -- (any number of tensors)
+    }
+    -- forward: a module's own, called through m(x, ...), which checks the inputs against it (nn_spec above)
+    -- new: a class's constructor, passing its arguments to init (nn.Linear(2, 3, {}, x) raises: nn_spec above)
+    local PASS = {forward = true, new = true}
+
+    local function own_params(fn)
+        local n = jutil.funcinfo(fn).params
+        local last = n > 0 and debug.getlocal(fn, n)
+        if last == "extra" then n = n - 1 end
+        return n
+    end
+
+    local function check(where, name, fn, self)
+        if HOOKS[name] or PASS[name] or name:match("^_") then return end -- (_name: internal)
+        local fi = jutil.funcinfo(fn)
+        if not fi.source then return end -- (a C function)
+        if fi.isvararg then
+            assert(VARARGS[name], where .. name .. " takes any number of arguments: list it in VARARGS, with a call")
+            assert(not pcall(VARARGS[name]), where .. name .. ": accepted a further argument")
+            return
+        end
+        local n = own_params(fn)
+        local args = {self}
+        args[n + 1] = FURTHER
+        local ok, err = pcall(fn, unpack(args, 1, n + 1))
+        assert(not ok, ("%s%s: accepted a further argument after its %d parameters"):format(where, name, n))
+        assert(tostring(err):find("4242.5", 1, true),
+               ("%s%s: the error does not name the further argument: %s"):format(where, name, tostring(err)))
+    end
+
+    -- a class's methods and those it inherits (through __index tables)
+    local function walk(where, obj, fresh)
+        local seen, cls = {}, getmetatable(obj)
+        while cls do
+            for name, fn in pairs(cls) do
+                if type(fn) == "function" and not seen[name] then
+                    seen[name] = true
+                    check(where, name, fn, fresh())
+                end
+            end
+            local mt = getmetatable(cls)
+            cls = mt and type(mt.__index) == "table" and mt.__index or nil
+        end
+    end
+
+    local function sgd() return optim.SGD(nn.Linear(2, 2):parameters(), {lr = 0.1}) end
+
+    it("every method of a module, an optimiser and a scheduler raises, naming it", function()
+        walk("m:", nn.Linear(2, 2), function() return nn.Linear(2, 2) end)
+        walk("opt:", sgd(), sgd)
+        walk("seq:", nn.Sequential(nn.Linear(2, 2)), function() return nn.Sequential(nn.Linear(2, 2)) end)
+        walk("list:", nn.ModuleList({nn.Linear(2, 2)}), function() return nn.ModuleList({nn.Linear(2, 2)}) end)
+        walk("dict:", nn.ModuleDict({a = nn.Linear(2, 2)}), function() return nn.ModuleDict({a = nn.Linear(2, 2)}) end)
+        walk("handle:", nn.Linear(2, 2):register_forward_hook(function() end),
+             function() return nn.Linear(2, 2):register_forward_hook(function() end) end)
+        for _, name in ipairs({"Adam", "NAdam", "Rprop", "LBFGS"}) do
+            local function make() return optim[name](nn.Linear(2, 2):parameters()) end
+            walk("opt " .. name .. ":", make(), make)
+        end
+        walk("sched:", optim.lr_scheduler.StepLR(sgd(), {step_size = 1}),
+             function() return optim.lr_scheduler.StepLR(sgd(), {step_size = 1}) end)
+        walk("plateau:", optim.lr_scheduler.ReduceLROnPlateau(sgd()),
+             function() return optim.lr_scheduler.ReduceLROnPlateau(sgd()) end)
+    end)
+
+    it("the constructors of optimisers and schedulers, and ordo.profiler, ordo.progress and ordo.data, raise", function()
+        local p = nn.Linear(2, 2):parameters()
+        -- every optimiser class, so that one added later is checked too
+        local n = 0
+        for name, cls in pairs(optim) do
+            if type(cls) == "table" and type(rawget(cls, "new")) == "function" then
+                n = n + 1
+                H.raises(function() return optim[name](p, {lr = 0.1}, 5) end,
+                         name .. ": takes (params, opts), got a further argument 5")
+            end
+        end
+        assert.is_true(n >= 11, "optimiser classes found: " .. n)
+        for name, cls in pairs(optim.lr_scheduler) do
+            if type(cls) == "table" and getmetatable(cls) and getmetatable(cls).__call then
+                local ok, err = pcall(cls, sgd(), {}, 5)
+                assert(not ok and tostring(err):find("takes (optimizer, opts), got a further argument 5", 1, true),
+                       name .. ": " .. tostring(err))
+            end
+        end
+        for _, sub in ipairs({"profiler", "progress", "data"}) do
+            for name, fn in pairs(ordo[sub]) do
+                if type(fn) == "function" then check("ordo." .. sub .. ".", name, fn, nil) end
+            end
+        end
+        H.raises(function() return ordo.progress.bar({total = 3}, {}) end, "progress.bar: takes (opts), got a further argument (a table)")
+        -- a dataset's and a progress bar's methods
+        local function ds() return ordo.data.TensorDataset(ordo.ones({4, 2}), ordo.ones({4})) end
+        for name, fn in pairs(getmetatable(ds()).__index) do
+            if type(fn) == "function" then check("ds:", name, fn, ds()) end
+        end
+        local path = os.tmpname()
+        local out = io.open(path, "w")
+        local function bar() return ordo.progress.bar({total = 3, out = out}) end
+        walk("bar:", bar(), bar)
+        out:close()
+        os.remove(path)
+    end)
+
+    it("nn.init, nn.save and nn.load, autograd.grad and gradcheck, and ordo.engine's functions raise", function()
+        -- the internal helpers modules and ops are made with, not for scripts
+        local INTERNAL = {needs = true, partial = true, partial_into = true, default = true, default_if_running = true,
+                          is_engine = true, key = true, of_pointer = true, on_close = true, run_close_hooks = true,
+                          shell_running = true, record = true, list_needs = true, sum_to = true, has_kernel = true,
+                          push = true, is_module = true, fan_in_out = true}
+        VARARGS.config = function() return ordo.engine.config(5) end
+        VARARGS.kind = function() return ordo.engine.kind(5) end
+        VARARGS.cpu_workers = function() return ordo.engine.cpu_workers(5) end
+        VARARGS.gpu_workers = function() return ordo.engine.gpu_workers(5) end
+        VARARGS.pending = function() return ordo.engine.pending(5) end
+        VARARGS.wait_for_all = function() return ordo.engine.wait_for_all(5) end
+        VARARGS.new_variable = function() return ordo.engine.new_variable(5) end
+        PASS.no_grad, PASS.enable_grad = true, true -- (fn, ...): the further arguments go to fn
+        -- nn.init's take Torch's keywords as a last options table: (tensor, ...); nils stand for defaults
+        for name, fn in pairs(nn.init) do
+            if type(fn) == "function" and jutil.funcinfo(fn).isvararg then
+                VARARGS[name] = function() return fn(ordo.empty({3, 4}), nil, nil, nil, nil, 4242.5) end
+            end
+        end
+        for _, t in ipairs({{"nn.init.", nn.init}, {"nn.", {save = nn.save, load = nn.load, accuracy = nn.accuracy}},
+                            {"autograd.", ordo.autograd}, {"engine.", ordo.engine}}) do
+            for name, fn in pairs(t[2]) do
+                if type(fn) == "function" and not INTERNAL[name] then check(t[1], name, fn, nil) end
+            end
+        end
+        H.raises(function() return nn.init.kaiming_uniform_(ordo.empty({3, 4}), 0, "fan_in", "relu", 5) end,
+                 "init.kaiming_uniform_: takes (tensor, a, mode, nonlinearity), got a further argument 5")
     end)
 end)

@@ -627,3 +627,154 @@ describe("bad calls that used to pass", function()
         assert.is_nil(tostring(ordo.tensor({0, 1}, "int32")):find("-", 1, true))
     end)
 end)
+
+-- A further positional argument (x:exp(3), x:transpose(1, 2, 3), x:clamp(0,
+-- 1, 2), ordo.cat({x, x}, 1, 5)) was dropped unseen, where Torch raises a
+-- TypeError: a Torch habit in that place (an alpha, an out=) gave another
+-- result without a word.  Every public function raises, naming the value.
+describe("a further positional argument", function()
+    local jutil = require "jit.util"
+    local raw = require("ordo.grad_ops").raw
+    local FURTHER = 4242.5 -- a number: the functions that take an internal name (who) last refuse it too
+
+    -- the function whose parameters are the public one's: a vararg wrapper
+    -- (autograd's in-place and view wrappers pass their arguments on) has
+    -- those of the function it wraps; an in-place op made of the
+    -- out-of-place one (fmod_), those of that one
+    local function signature(name, fn)
+        if not jutil.funcinfo(fn).isvararg then return fn end
+        -- a wrapper passing its arguments on to the function it holds (f, fn),
+        -- or to the method it is another name of (inner: subtract for sub)
+        for i = 1, jutil.funcinfo(fn).upvalues do
+            local uname, v = debug.getupvalue(fn, i)
+            if (uname == "f" or uname == "fn") and type(v) == "function" then return signature(name, v) end
+            if uname == "inner" and type(v) == "string" and ordo.Tensor[v] then return signature(v, ordo.Tensor[v]) end
+        end
+        if raw[name] and not jutil.funcinfo(raw[name]).isvararg then return raw[name] end
+        local base = ordo.Tensor[name:match("^(.-)_$") or ""]
+        if base and not jutil.funcinfo(base).isvararg then return base end
+    end
+
+    -- a function's own parameters: its fixed ones, less the trailing extra
+    -- (the check) or who (an internal name, refused when not a string)
+    local function own_params(fn)
+        local n = jutil.funcinfo(fn).params
+        local last = n > 0 and debug.getlocal(fn, n)
+        if last == "extra" or last == "who" then n = n - 1 end
+        return n
+    end
+
+    -- those taking their sizes, dims or operands as arguments: a further
+    -- one is one of those and raises as such (checked here with valid calls)
+    local x = ordo.randn({2, 3})
+    local VARARGS = {
+        view = function() return x:view(2, 3, 9) end,
+        new_empty = function() return x:new_empty({2}, nil, 9) end,
+        new_zeros = function() return x:new_zeros({2}, nil, 9) end,
+        new_ones = function() return x:new_ones({2}, nil, 9) end,
+        reshape = function() return x:reshape(2, 3, 9) end,
+        permute = function() return x:permute({2, 1}, 9) end, -- (permute(2, 1, 3): 3 dims for a 2-d tensor)
+        expand = function() return x:expand(2, 3, 9) end,
+        tile = function() return x:tile({1, 1}, 9) end,
+        multinomial = function() return ordo.ones({3}):multinomial(1, false, 9) end,
+        det = function() return ordo.eye(2):det(9) end,
+        inverse = function() return ordo.eye(2):inverse(9) end,
+        slogdet = function() return ordo.eye(2):slogdet(9) end,
+        logdet = function() return ordo.eye(2):logdet(9) end,
+        inv = function() return ordo.linalg.inv(ordo.eye(2), 9) end,
+        solve = function() return ordo.linalg.solve(ordo.eye(2), ordo.ones({2}), nil, 9) end,
+        arange = function() return ordo.arange(1, 5, 1, "float32", 9) end,
+        empty = function() return ordo.empty({2}, "float32", 9) end,
+        zeros = function() return ordo.zeros(2, 3, "float32", 9) end,
+        ones = function() return ordo.ones({2}, nil, 9) end,
+        rand = function() return ordo.rand({2}, "float32", 9) end,
+        randn = function() return ordo.randn(2, {}, 9) end,
+        broadcast_tensors = function() return ordo.broadcast_tensors(x, x, 9) end,
+        meshgrid = function() return ordo.meshgrid(ordo.ones({2}), 9) end,
+        einsum = function() return ordo.einsum("ij->ji", x, 9) end,
+        save = function() return ordo.save(x, os.tmpname(), 9) end,
+        -- no_grad(fn, ...) and enable_grad(fn, ...) pass their further arguments to fn
+    }
+    local PASS_ON = {no_grad = true, enable_grad = true}
+
+    local function check(where, name, fn, self)
+        if PASS_ON[name] then return end
+        if VARARGS[name] then
+            local ok = pcall(VARARGS[name])
+            assert(not ok, where .. name .. ": accepted a further argument")
+            return
+        end
+        local sig = signature(name, fn)
+        assert(sig, where .. name .. " takes any number of arguments: list it in VARARGS, with a call")
+        local n = own_params(sig)
+        local args = {self}
+        args[n + 1] = FURTHER
+        local ok, err = pcall(fn, unpack(args, 1, n + 1))
+        assert(not ok, ("%s%s: accepted a further argument after its %d parameters"):format(where, name, n))
+        assert(tostring(err):find("4242.5", 1, true),
+               ("%s%s: the error does not name the further argument: %s"):format(where, name, tostring(err)))
+    end
+
+    it("every Tensor method raises, naming it", function()
+        for name, fn in pairs(ordo.Tensor) do
+            if type(fn) == "function" and not name:match("^__") then check("t:", name, fn, ordo.randn({3, 4})) end
+        end
+        usable()
+    end)
+
+    it("every ordo function raises, naming it", function()
+        for name, fn in pairs(ordo) do
+            if type(fn) == "function" and ordo.Tensor[name] ~= fn then check("ordo.", name, fn, nil) end
+        end
+        usable()
+    end)
+
+    it("every function of ordo.linalg, ordo.cuda and ordo.memory raises, naming it", function()
+        for _, sub in ipairs({"linalg", "cuda", "memory"}) do
+            for name, fn in pairs(ordo[sub]) do
+                if type(fn) == "function" then check("ordo." .. sub .. ".", name, fn, nil) end
+            end
+        end
+        usable()
+    end)
+
+    it("the cases users met raise at the call, naming the op, its parameters and the value", function()
+        local y = ordo.randn({2, 3})
+        local before = x:totable()
+        assert.truthy(raises_here(function() local _ = x:transpose(1, 2, 3) end)
+                      :find("transpose: takes (dim0, dim1), got a further argument 3", 1, true))
+        assert.truthy(raises_here(function() local _ = x:clamp(0, 1, 2) end)
+                      :find("clamp: takes (min, max), got a further argument 2", 1, true))
+        assert.truthy(raises_here(function() local _ = x:abs(3) end):find("abs: takes no arguments, got a further argument 3", 1, true))
+        assert.truthy(raises_here(function() local _ = x:exp(3) end):find("exp: takes no arguments", 1, true))
+        assert.truthy(raises_here(function() local _ = x:mul(y, 3) end):find("mul: takes (other), got a further argument 3", 1, true))
+        assert.truthy(raises_here(function() local _ = x:pow(2, 3) end):find("pow: takes (exponent), got a further argument 3", 1, true))
+        assert.truthy(raises_here(function() local _ = ordo.cat({x, x}, 1, 5) end)
+                      :find("cat: takes (tensors, dim), got a further argument 5", 1, true))
+        assert.truthy(raises_here(function() local _ = x:add(y, 2, 5) end):find("add: takes (other, alpha)", 1, true))
+        assert.truthy(raises_here(function() local _ = x:permute({2, 1}, 5) end)
+                      :find("permute: takes (dims) or (dim, dim, ...), got a further argument 5", 1, true))
+        assert.truthy(raises_here(function() local _ = x:sum(1, true, nil, 5) end)
+                      :find("sum: takes (dim, keepdim, dtype), got a further argument 5", 1, true))
+        assert.truthy(raises_here(function() local _ = x:sum(1, true, "float32", 5) end):find("sum: takes", 1, true))
+        assert.truthy(raises_here(function() local _ = x:std(1, true, 1, 5) end):find("std: takes (dim, keepdim, correction)", 1, true))
+        assert.truthy(raises_here(function() local _ = ordo.zeros_like(x, nil, 5) end):find("zeros_like: takes (t, opts)", 1, true))
+        -- in place: x unchanged
+        local c = x:clone()
+        for _, f in ipairs({function() c:add_(y, 1, 5) end, function() c:exp_(5) end, function() c:clamp_(0, 1, 5) end,
+                            function() c:fmod_(2, 5) end, function() c:fill_(1, 5) end, function() c:copy_(y, 5) end}) do
+            assert.truthy(raises_here(f):find("got a further argument 5", 1, true))
+        end
+        assert.same(x:totable(), c:totable())
+        assert.same(before, x:totable())
+        -- with a gradient: through autograd's wrappers
+        local w = ordo.randn({2, 3}):requires_grad()
+        assert.truthy(raises_here(function() local _ = w:exp(3) end):find("exp: takes no arguments", 1, true))
+        assert.truthy(raises_here(function() local _ = w:mul(y, 3) end):find("mul: takes (other)", 1, true))
+        assert.truthy(raises_here(function() local _ = w:transpose(1, 2, 3) end):find("transpose: takes", 1, true))
+        -- and the ops still work without one
+        assert.same({3, 2}, x:transpose(1, 2):shape())
+        assert.same({2, 3}, ordo.zeros(2, 3, "float64"):shape())
+        assert.equals("float64", ordo.zeros({2}, "float64"):dtype())
+    end)
+end)

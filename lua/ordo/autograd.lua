@@ -31,6 +31,7 @@
 -- gradient per input (nil where none), each of that input's shape.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 
 local ffi, C = cdef.ffi, cdef.C
@@ -48,11 +49,15 @@ local M = {}
 
 local enabled = true
 
-function M.is_enabled() return enabled end
+function M.is_enabled(extra)
+    if extra ~= nil then extra_arg("is_grad_enabled", "()", extra) end
+    return enabled
+end
 
 -- Sets grad mode (a boolean: nil or a typo must not turn it off for the
 -- rest of the program); returns the previous one.  ordo.set_grad_enabled.
-function M.set_enabled(on)
+function M.set_enabled(on, extra)
+    if extra ~= nil then extra_arg("set_grad_enabled", "(on)", extra) end
     if type(on) ~= "boolean" then fail("set_grad_enabled: expected a boolean, got " .. typename(on)) end
     local old = enabled
     enabled = on
@@ -218,29 +223,39 @@ local function set_requires_grad(fname, self, flag)
     self._rg = flag or nil
     return self
 end
-function Tensor:requires_grad(flag) return set_requires_grad("requires_grad", self, flag) end
-function Tensor:requires_grad_(flag) return set_requires_grad("requires_grad_", self, flag) end
+function Tensor:requires_grad(flag, extra)
+    if extra ~= nil then extra_arg("requires_grad", "(flag)", extra) end
+    return set_requires_grad("requires_grad", self, flag)
+end
+function Tensor:requires_grad_(flag, extra)
+    if extra ~= nil then extra_arg("requires_grad_", "(flag)", extra) end
+    return set_requires_grad("requires_grad_", self, flag)
+end
 
 -- true when backward() will compute (leaf) or pass through (non-leaf) a gradient for t.
-function Tensor:needs_grad()
+function Tensor:needs_grad(extra)
+    if extra ~= nil then extra_arg("needs_grad", "()", extra) end
     check_self("needs_grad", self)
     return self._rg == true
 end
 
 -- true for tensors not computed by a recorded op.
-function Tensor:is_leaf()
+function Tensor:is_leaf(extra)
+    if extra ~= nil then extra_arg("is_leaf", "()", extra) end
     check_self("is_leaf", self)
     return self._node == nil
 end
 
 -- the name of the op that computed t ("mul", "matmul"...) or nil for a leaf.
-function Tensor:grad_fn()
+function Tensor:grad_fn(extra)
+    if extra ~= nil then extra_arg("grad_fn", "()", extra) end
     check_self("grad_fn", self)
     return self._node and self._node.name or nil
 end
 
 -- A tensor sharing t's storage that is out of the graph (no gradient).
-function Tensor:detach()
+function Tensor:detach(extra)
+    if extra ~= nil then extra_arg("detach", "()", extra) end
     check_self("detach", self)
     local c = C.ordo_tensor_alias(self._c)
     if c == nil then util.fail_c() end
@@ -256,7 +271,8 @@ end
 -- through t's node (Torch's graph reaches it there): a backward that meets
 -- one raises, where it found no way on and gave the leaves behind t no
 -- gradient without a word.  (A leaf detached so gets none, as in Torch.)
-function Tensor:detach_()
+function Tensor:detach_(extra)
+    if extra ~= nil then extra_arg("detach_", "()", extra) end
     check_self("detach_", self)
     local node = self._node
     if node and node.inputs then self._detached_at = serial end
@@ -265,7 +281,8 @@ function Tensor:detach_()
 end
 
 -- Keeps the gradient of a non-leaf tensor in t.grad at backward.
-function Tensor:retain_grad()
+function Tensor:retain_grad(extra)
+    if extra ~= nil then extra_arg("retain_grad", "()", extra) end
     check_self("retain_grad", self)
     if not self._rg then fail("retain_grad: the tensor does not require a gradient") end
     self._retain = true
@@ -292,7 +309,8 @@ function Handle:remove()
     end
 end
 
-function Tensor:register_hook(fn)
+function Tensor:register_hook(fn, extra)
+    if extra ~= nil then extra_arg("register_hook", "(fn)", extra) end
     check_self("register_hook", self)
     if type(fn) ~= "function" then fail("register_hook: expected a function, got " .. typename(fn)) end
     if not self._rg then
@@ -689,7 +707,8 @@ end
 
 -- t:backward([grad] [, {retain_graph = bool}]): accumulates d t / d leaf
 -- into every leaf's .grad.  grad defaults to 1 for a one-element t.
-function Tensor:backward(grad, opts)
+function Tensor:backward(grad, opts, extra)
+    if extra ~= nil then extra_arg("backward", "(grad, opts)", extra) end
     check_self("backward", self)
     grad, opts = grad_or_opts("backward", grad, opts)
     local retain = check_backward_opts("backward", opts)
@@ -703,7 +722,8 @@ end
 -- that output does not depend on.  No .grad is read or written, the
 -- leaves' included (Torch's autograd.grad); only the part of the graph
 -- between output and the inputs runs, and is freed unless retain_graph.
-function M.grad(output, inputs, grad, opts)
+function M.grad(output, inputs, grad, opts, extra)
+    if extra ~= nil then extra_arg("grad", "(outputs, inputs, grad_outputs, opts)", extra) end
     -- (check_self's advice, "call it as t:grad(...)", names no method)
     if not is_tensor(output) then
         fail(fmt("grad: the output must be a tensor, got %s%s", typename(output),
@@ -769,7 +789,8 @@ end
 -- tensor.  opts: eps (1e-6), atol (1e-5), rtol (1e-3), name,
 -- raise_exception (true).  Returns true, or raises naming the input, the
 -- element, and both values (returns false with raise_exception = false).
-function M.gradcheck(fn, inputs, opts)
+function M.gradcheck(fn, inputs, opts, extra)
+    if extra ~= nil then extra_arg("gradcheck", "(fn, inputs, opts)", extra) end
     opts = util.check_opts("gradcheck", opts, {eps = true, atol = true, rtol = true, name = true,
                                                raise_exception = true})
     local raise = opts.raise_exception

@@ -20,6 +20,7 @@
 -- zlib's gzread, or through io for plain files in 1 MiB pieces.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 
 local ffi, C = cdef.ffi, cdef.C
@@ -294,7 +295,8 @@ end
 -- tensor of the file's shape: uint8 (type 0x08), int32 (0x09 int8, 0x0B
 -- int16, 0x0C int32), float32 (0x0D) or float64 (0x0E), on cpu(0).  limit
 -- reads only the first n entries of dim 1.
-function M.read_idx(path, opts)
+function M.read_idx(path, opts, extra)
+    if extra ~= nil then extra_arg("read_idx", "(path, opts)", extra) end
     opts = check_opts("read_idx", opts, {limit = true})
     if opts.limit ~= nil and not is_natural(opts.limit) then
         fail("read_idx: limit must be an integer >= 0, got " .. shown(opts.limit))
@@ -486,7 +488,8 @@ end
 -- with float32 a finite field past float32's range is an error, not inf,
 -- and so is one past float64's (1e400) with either float dtype.
 -- The file is read a line at a time into one buffer of the dtype.
-function M.read_csv(path, opts)
+function M.read_csv(path, opts, extra)
+    if extra ~= nil then extra_arg("read_csv", "(path, opts)", extra) end
     local fname = "read_csv"
     opts = check_opts(fname, opts, {delimiter = true, header = true, dtype = true, missing = true})
     local delim = opts.delimiter or ","
@@ -639,7 +642,8 @@ local function csv_name(fname, name, delim, i)
     return name
 end
 
-function M.write_csv(path, t, opts)
+function M.write_csv(path, t, opts, extra)
+    if extra ~= nil then extra_arg("write_csv", "(path, t, opts)", extra) end
     local fname = "write_csv"
     if not is_tensor(t) then fail(fmt("%s: expected a tensor second, got %s", fname, typename(t))) end
     opts = check_opts(fname, opts, {header = true, delimiter = true})
@@ -750,7 +754,8 @@ end
 -- fashion_mnist_available([dir]): true, dir when the four files are in dir
 -- (default: $ORDO_FASHION_MNIST, else /usr/share/datasets/fashion-mnist);
 -- else false and a message saying what is missing and how to get it.
-function M.fashion_mnist_available(dir)
+function M.fashion_mnist_available(dir, extra)
+    if extra ~= nil then extra_arg("fashion_mnist_available", "(dir)", extra) end
     if dir ~= nil and type(dir) ~= "string" then
         fail("fashion_mnist_available: expected a directory path, got " .. typename(dir))
     end
@@ -813,7 +818,8 @@ end
 -- opts: dir (default $ORDO_FASHION_MNIST, else /usr/share/datasets/fashion-mnist),
 -- limit_train / limit_test (the first n examples), device (where the
 -- tensors go, default cpu(0)).
-function M.fashion_mnist(opts)
+function M.fashion_mnist(opts, extra)
+    if extra ~= nil then extra_arg("fashion_mnist", "(opts)", extra) end
     opts = check_opts("fashion_mnist", opts, FMNIST_OPTS)
     if opts.dir ~= nil and type(opts.dir) ~= "string" then
         fail("fashion_mnist: dir must be a directory path, got " .. typename(opts.dir))
@@ -877,7 +883,8 @@ local function check_index(st, i)
 end
 
 -- ds:get(i): example i, as the values the dataset gives.
-function Dataset.get(self, i)
+function Dataset.get(self, i, extra)
+    if extra ~= nil then extra_arg("get", "(i)", extra) end
     local st = ds_state("get", self)
     return st.get(check_index(st, i))
 end

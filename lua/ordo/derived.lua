@@ -15,6 +15,7 @@
 -- small conveniences (atan2, hypot, movedim, new_zeros...).
 local tensor = require "ordo.tensor"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 
 local Tensor, is_tensor, is_int, check_self = tensor.Tensor, tensor.is_tensor, tensor.is_int, tensor.check_self
 local check_devices, check_devices_list = tensor.check_devices, tensor.check_devices_list
@@ -361,7 +362,8 @@ end
 
 -- isclose(a, b [, rtol [, atol [, equal_nan]]]): Torch's, a uint8 mask of
 -- the shape of a (b broadcasts to it).
-function M.isclose(a, b, rtol, atol, equal_nan)
+function M.isclose(a, b, rtol, atol, equal_nan, extra)
+    if extra ~= nil then extra_arg("isclose", "(other, rtol, atol, equal_nan)", extra) end
     local close = close_mask("isclose", a, b, rtol, atol, equal_nan)
     return close:expand(a:shape()):contiguous()
 end
@@ -369,7 +371,8 @@ Tensor.isclose = M.isclose
 
 -- allclose(a, b [, rtol [, atol [, equal_nan]]]): isclose everywhere; a Lua
 -- boolean (waits).
-function M.allclose(a, b, rtol, atol, equal_nan)
+function M.allclose(a, b, rtol, atol, equal_nan, extra)
+    if extra ~= nil then extra_arg("allclose", "(other, rtol, atol, equal_nan)", extra) end
     local close = close_mask("allclose", a, b, rtol, atol, equal_nan)
     if close:numel() == 0 then return true end
     return close:min():item() == 1
@@ -377,7 +380,8 @@ end
 Tensor.allclose = M.allclose
 
 -- equal(a, b): the same shape and the same values (a Lua boolean; waits).
-function M.equal(a, b)
+function M.equal(a, b, extra)
+    if extra ~= nil then extra_arg("equal", "(other)", extra) end
     check_self("equal", a)
     if not is_tensor(b) then fail("equal: expected a tensor to compare with, got " .. typename(b)) end
     check_devices("equal", a, b)
@@ -405,7 +409,8 @@ local function zeros_named(fname, shape, opts)
 end
 
 -- eye(n [, m] [, opts]): ones on the diagonal of an n x m matrix (m = n).
-function M.eye(n, m, opts)
+function M.eye(n, m, opts, extra)
+    if extra ~= nil then extra_arg("eye", "(n, m, opts)", extra) end
     if type(m) ~= "number" and m ~= nil then m, opts = nil, m end
     m = m or n
     if not is_int(n) or not is_int(m) or n < 0 or m < 0 then
@@ -438,7 +443,10 @@ local function linspace(start, stop, n, opts)
     if n > 1 then r[n] = stop end -- exactly stop, whatever the rounding of the steps
     return r:to(proto:dtype())
 end
-function M.linspace(start, stop, n, opts) return own_errors("linspace", pcall(linspace, start, stop, n, opts)) end
+function M.linspace(start, stop, n, opts, extra)
+    if extra ~= nil then extra_arg("linspace", "(start, stop, n, opts)", extra) end
+    return own_errors("linspace", pcall(linspace, start, stop, n, opts))
+end
 
 -- logspace(start, stop, n [, {base = 10, dtype =, device =}]): base^x for
 -- x in linspace(start, stop, n).
@@ -466,7 +474,10 @@ local function logspace(start, stop, n, opts)
     end
     return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
 end
-function M.logspace(start, stop, n, opts) return own_errors("logspace", pcall(logspace, start, stop, n, opts)) end
+function M.logspace(start, stop, n, opts, extra)
+    if extra ~= nil then extra_arg("logspace", "(start, stop, n, opts)", extra) end
+    return own_errors("logspace", pcall(logspace, start, stop, n, opts))
+end
 
 -- Raises if one of the n arguments packed in ts is nil with one after it
 -- (# of ts may stop at the hole, dropping the rest); trailing nils are fine.
@@ -575,7 +586,8 @@ local function unique_dim(self, opts, dim, consecutive)
     return out, inverse or counts
 end
 
-function Tensor:unique(opts)
+function Tensor:unique(opts, extra)
+    if extra ~= nil then extra_arg("unique", "(opts)", extra) end
     check_self("unique", self)
     opts = util.check_opts("unique", opts, {sorted = true, return_inverse = true, return_counts = true, dim = true})
     -- (a number or a string was taken as true without a word)
@@ -744,10 +756,14 @@ local function shown_bound(x) return type(x) == "string" and fmt("string %q", x)
 -- randint([low,] high, shape [, opts]): integers drawn uniformly from
 -- low..high-1 (low 0 by default), int64 unless opts says otherwise; the
 -- generator is ordo.manual_seed's.
-function M.randint(a, b, c, d)
+function M.randint(a, b, c, d, extra)
+    if extra ~= nil then extra_arg("randint", "([low,] high, shape [, opts])", extra) end
     local low, high, shape, opts
     if type(b) == "number" then low, high, shape, opts = a, b, c, d
-    else low, high, shape, opts = 0, a, b, c end
+    else
+        if d ~= nil then extra_arg("randint", "([low,] high, shape [, opts])", d) end
+        low, high, shape, opts = 0, a, b, c
+    end
     if not is_int(low) or not is_int(high) or high <= low then
         fail(fmt("randint: expected integers low < high, got %s and %s", shown_bound(low), shown_bound(high)))
     end
@@ -773,13 +789,17 @@ local function randperm(n, opts)
     if n > 0 then check_int_range("randperm", dtype, 1, n) end
     return tensor.rand({n}, ropts):argsort():to(dtype)
 end
-function M.randperm(n, opts) return own_errors("randperm", pcall(randperm, n, opts)) end
+function M.randperm(n, opts, extra)
+    if extra ~= nil then extra_arg("randperm", "(n, opts)", extra) end
+    return own_errors("randperm", pcall(randperm, n, opts))
+end
 
 -- dot(a, b): the sum of a * b over two 1-dim tensors of one length and
 -- one dtype, as a 0-dim tensor of that dtype (Torch's rules: no promotion;
 -- an integer dot wraps as the dtype does, it does not widen to int64 as
 -- sum does).
-function Tensor:dot(b)
+function Tensor:dot(b, extra)
+    if extra ~= nil then extra_arg("dot", "(other)", extra) end
     check_self("dot", self)
     check_devices("dot", self, b)
     if not is_tensor(b) or self:dim() ~= 1 or b:dim() ~= 1 or self:size(1) ~= b:size(1) then
@@ -803,7 +823,10 @@ local function outer(self, b)
     end
     return self:view(-1, 1) * b:view(1, -1)
 end
-function Tensor:outer(b) return own_errors("outer", pcall(outer, self, b)) end
+function Tensor:outer(b, extra)
+    if extra ~= nil then extra_arg("outer", "(other)", extra) end
+    return own_errors("outer", pcall(outer, self, b))
+end
 
 -- The mask of a matrix's elements on or below (tril) / above (triu) the
 -- diagonal k (0 the main one, > 0 above it, < 0 below).
@@ -818,11 +841,18 @@ local function band(fname, t, k, lower)
     local keep = lower and (cols - rows):le(k) or (cols - rows):ge(k)
     return t:masked_fill(keep:eq(0), 0)
 end
-function Tensor:tril(k) return band("tril", self, k, true) end
-function Tensor:triu(k) return band("triu", self, k, false) end
+function Tensor:tril(k, extra)
+    if extra ~= nil then extra_arg("tril", "(k)", extra) end
+    return band("tril", self, k, true)
+end
+function Tensor:triu(k, extra)
+    if extra ~= nil then extra_arg("triu", "(k)", extra) end
+    return band("triu", self, k, false)
+end
 
 -- flip(dims): a copy with the order reversed along dims (a dim or a table).
-function Tensor:flip(dims)
+function Tensor:flip(dims, extra)
+    if extra ~= nil then extra_arg("flip", "(dims)", extra) end
     check_self("flip", self)
     if type(dims) == "number" then dims = {dims} end
     if type(dims) ~= "table" then fail("flip: expected a dim or a table of dims, got " .. typename(dims)) end
@@ -864,7 +894,10 @@ local function diag(self, k)
     if d ~= 2 then fail(fmt("diag: expected a 1-dim or 2-dim tensor, got shape %s", shape_of_str(self))) end
     return self:diagonal(k)
 end
-function Tensor:diag(k) return own_errors("diag", pcall(diag, self, k)) end
+function Tensor:diag(k, extra)
+    if extra ~= nil then extra_arg("diag", "(k)", extra) end
+    return own_errors("diag", pcall(diag, self, k))
+end
 
 -- A dim v (from 1, or negative from the end; nil: default, negative) of a
 -- result of nd dims, as a positive one.
@@ -908,7 +941,8 @@ local function diag_embed(self, offset, dim1, dim2)
     end
     return r:permute(perm)
 end
-function Tensor:diag_embed(offset, dim1, dim2)
+function Tensor:diag_embed(offset, dim1, dim2, extra)
+    if extra ~= nil then extra_arg("diag_embed", "(offset, dim1, dim2)", extra) end
     return own_errors("diag_embed", pcall(diag_embed, self, offset, dim1, dim2))
 end
 
@@ -932,7 +966,8 @@ end
 -- masked_select(mask): the elements where mask (uint8, broadcast to t) is
 -- nonzero, in row-major order, as a 1-dim tensor (waits: its length
 -- depends on the values).
-function Tensor:masked_select(mask)
+function Tensor:masked_select(mask, extra)
+    if extra ~= nil then extra_arg("masked_select", "(mask)", extra) end
     check_self("masked_select", self)
     if not is_tensor(mask) then fail("masked_select: mask must be a tensor, got " .. typename(mask)) end
     check_devices("masked_select", self, mask)
@@ -963,14 +998,16 @@ local function check_product(fname, a, b, da, db, what)
 end
 
 -- mm(b): the product of two matrices (2-dim tensors), as matmul.
-function Tensor:mm(b)
+function Tensor:mm(b, extra)
+    if extra ~= nil then extra_arg("mm", "(other)", extra) end
     check_product("mm", self, b, 2, 2, "two matrices (2-dim tensors)")
     return tensor.matmul(self, b)
 end
 
 -- bmm(b): the products of two batches of matrices (3-dim tensors of one
 -- batch size), as matmul without broadcasting.
-function Tensor:bmm(b)
+function Tensor:bmm(b, extra)
+    if extra ~= nil then extra_arg("bmm", "(other)", extra) end
     check_product("bmm", self, b, 3, 3, "two batches of matrices (3-dim tensors)")
     if self:size(1) ~= b:size(1) then
         fail(fmt("bmm: batch sizes differ: shapes %s and %s", shape_of_str(self), shape_of_str(b)))
@@ -1022,14 +1059,16 @@ local function add_scaled(fname, self, multiply, mname, a, b, opts)
 end
 
 -- self:addmm(a, b [, {beta = 1, alpha = 1}]): beta * self + alpha * (a mm b).
-function Tensor:addmm(a, b, opts)
+function Tensor:addmm(a, b, opts, extra)
+    if extra ~= nil then extra_arg("addmm", "(mat1, mat2, opts)", extra) end
     check_self("addmm", self)
     check_devices("addmm", self, a, b)
     return add_scaled("addmm", self, Tensor.mm, "mm", a, b, opts)
 end
 
 -- self:baddbmm(a, b [, {beta = 1, alpha = 1}]): the same with bmm.
-function Tensor:baddbmm(a, b, opts)
+function Tensor:baddbmm(a, b, opts, extra)
+    if extra ~= nil then extra_arg("baddbmm", "(mat1, mat2, opts)", extra) end
     check_self("baddbmm", self)
     check_devices("baddbmm", self, a, b)
     return add_scaled("baddbmm", self, Tensor.bmm, "bmm", a, b, opts)
@@ -1058,7 +1097,8 @@ end
 -- nonzero elements, in row-major order: a k x ndim tensor, or with
 -- as_tuple a Lua list of ndim 1-dim tensors, one per dim (waits: k depends
 -- on the values).  NaN counts as nonzero.
-function Tensor:nonzero(opts)
+function Tensor:nonzero(opts, extra)
+    if extra ~= nil then extra_arg("nonzero", "(opts)", extra) end
     check_self("nonzero", self)
     opts = util.check_opts("nonzero", opts, {as_tuple = true})
     local nd = self:dim()
@@ -1425,13 +1465,15 @@ function M.tensordot(a, b, dims) return own_errors("tensordot", pcall(tensordot,
 Tensor.tensordot = M.tensordot
 
 -- mv(v): a matrix times a vector (a 1-dim tensor).
-function Tensor:mv(v)
+function Tensor:mv(v, extra)
+    if extra ~= nil then extra_arg("mv", "(v)", extra) end
     check_product("mv", self, v, 2, 1, "a matrix (2-dim) and a vector (1-dim)")
     return tensor.matmul(self, v)
 end
 
 -- trace(): the sum of a matrix's main diagonal (0-dim).
-function Tensor:trace()
+function Tensor:trace(extra)
+    if extra ~= nil then extra_arg("trace", "()", extra) end
     check_self("trace", self)
     if self:dim() ~= 2 then fail(fmt("trace: expected a matrix (2-dim tensor), got shape %s", shape_of_str(self))) end
     return self:diag():sum()
@@ -1442,26 +1484,31 @@ end
 local LN2, LN10 = math.log(2), math.log(10)
 
 -- log2() / log10(): logarithms in base 2 and 10 (integers give float32).
-function Tensor:log2()
+function Tensor:log2(extra)
+    if extra ~= nil then extra_arg("log2", "()", extra) end
     check_self("log2", self)
     return self:log() / LN2
 end
-function Tensor:log10()
+function Tensor:log10(extra)
+    if extra ~= nil then extra_arg("log10", "()", extra) end
     check_self("log10", self)
     return self:log() / LN10
 end
 
 -- isnan() / isinf() / isfinite(): uint8 masks; integers are always finite.
-function Tensor:isnan()
+function Tensor:isnan(extra)
+    if extra ~= nil then extra_arg("isnan", "()", extra) end
     check_self("isnan", self)
     return self:ne(self)
 end
-function Tensor:isinf()
+function Tensor:isinf(extra)
+    if extra ~= nil then extra_arg("isinf", "()", extra) end
     check_self("isinf", self)
     if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
     return self:abs():eq(huge)
 end
-function Tensor:isfinite()
+function Tensor:isfinite(extra)
+    if extra ~= nil then extra_arg("isfinite", "()", extra) end
     check_self("isfinite", self)
     if not is_float(self) then return tensor.ones_like(self, {dtype = "uint8"}) end
     return (self - self):eq(0) -- inf - inf and NaN - NaN are NaN
@@ -1482,19 +1529,23 @@ local function truth(fname, self, x)
     if type(x) ~= "number" then fail(fmt("%s: expected a tensor or a number, got %s", fname, typename(x))) end
     return x ~= 0 and 1 or 0 -- (a NaN is nonzero: true)
 end
-function Tensor:logical_not()
+function Tensor:logical_not(extra)
+    if extra ~= nil then extra_arg("logical_not", "()", extra) end
     check_self("logical_not", self)
     return self:eq(0)
 end
-function Tensor:logical_and(other)
+function Tensor:logical_and(other, extra)
+    if extra ~= nil then extra_arg("logical_and", "(other)", extra) end
     check_self("logical_and", self)
     return self:ne(0):mul(truth("logical_and", self, other))
 end
-function Tensor:logical_or(other)
+function Tensor:logical_or(other, extra)
+    if extra ~= nil then extra_arg("logical_or", "(other)", extra) end
     check_self("logical_or", self)
     return self:ne(0):maximum(truth("logical_or", self, other))
 end
-function Tensor:logical_xor(other)
+function Tensor:logical_xor(other, extra)
+    if extra ~= nil then extra_arg("logical_xor", "(other)", extra) end
     check_self("logical_xor", self)
     return self:ne(0):ne(truth("logical_xor", self, other))
 end
@@ -1505,7 +1556,8 @@ local I64_CODE = require("ordo.cdef").I64
 -- nan_to_num([nan [, posinf [, neginf]]]): a copy with NaN replaced by nan
 -- (0), inf by posinf and -inf by neginf (the dtype's largest and lowest
 -- finite values by default); integers come back as a copy.
-function Tensor:nan_to_num(nan, posinf, neginf)
+function Tensor:nan_to_num(nan, posinf, neginf, extra)
+    if extra ~= nil then extra_arg("nan_to_num", "(nan, posinf, neginf)", extra) end
     check_self("nan_to_num", self)
     for i, v in ipairs({nan or 0, posinf or 0, neginf or 0}) do
         if type(v) ~= "number" then
@@ -1521,7 +1573,8 @@ end
 
 -- lerp(stop, weight): self + weight * (stop - self); weight a number or a
 -- tensor (broadcast).
-function Tensor:lerp(stop, weight)
+function Tensor:lerp(stop, weight, extra)
+    if extra ~= nil then extra_arg("lerp", "(stop, weight)", extra) end
     check_self("lerp", self)
     check_devices("lerp", self, stop, weight)
     if not is_tensor(stop) and type(stop) ~= "number" then
@@ -1609,8 +1662,14 @@ local function modulo(fname, a, b, floor_mode)
     local off = r:ne(0):mul(r:lt(0):ne(bneg))
     return r + off:to(r:dtype()) * b
 end
-function Tensor:fmod(b) return modulo("fmod", self, b, false) end
-function Tensor:remainder(b) return modulo("remainder", self, b, true) end
+function Tensor:fmod(b, extra)
+    if extra ~= nil then extra_arg("fmod", "(other)", extra) end
+    return modulo("fmod", self, b, false)
+end
+function Tensor:remainder(b, extra)
+    if extra ~= nil then extra_arg("remainder", "(other)", extra) end
+    return modulo("remainder", self, b, true)
+end
 -- a % b: remainder, the sign of the divisor, as Lua's own % (and Python's)
 Tensor.__mod = function(a, b)
     if is_tensor(a) then return modulo("remainder", a, b, true) end
@@ -1695,7 +1754,8 @@ local function div_mode_message(fname, mode)
     return fmt("%s: unknown rounding mode %s (expected nil, \"trunc\" or \"floor\")", fname, show(mode))
 end
 
-function Tensor:div(b, mode)
+function Tensor:div(b, mode, extra)
+    if extra ~= nil then extra_arg("div", "(other, mode)", extra) end
     check_self("div", self)
     if mode == nil or (mode == "trunc" and kernel_trunc(self, b)) then
         return div_kernel(self, b, mode)
@@ -1724,7 +1784,8 @@ local function rounded_div_(fname, self, b, mode)
     return self
 end
 
-function Tensor:div_(b, mode)
+function Tensor:div_(b, mode, extra)
+    if extra ~= nil then extra_arg("div_", "(other, mode)", extra) end
     check_self("div_", self)
     if mode == nil or (mode == "trunc" and kernel_trunc(self, b)) then
         return div_kernel_(self, b, mode)
@@ -1734,11 +1795,13 @@ function Tensor:div_(b, mode)
 end
 
 -- floor_divide(u): div(u, "floor"), as Torch's (and Python's //)
-function Tensor:floor_divide(b)
+function Tensor:floor_divide(b, extra)
+    if extra ~= nil then extra_arg("floor_divide", "(other)", extra) end
     check_self("floor_divide", self)
     return rounded_div("floor_divide", self, b, "floor")
 end
-function Tensor:floor_divide_(b)
+function Tensor:floor_divide_(b, extra)
+    if extra ~= nil then extra_arg("floor_divide_", "(other)", extra) end
     check_self("floor_divide_", self)
     return rounded_div_("floor_divide_", self, b, "floor")
 end
@@ -1748,7 +1811,8 @@ end
 -- roll(shifts [, dims]): elements moved shifts places along dims (a number
 -- or a table of them), those pushed past the end coming back at the start;
 -- without dims, over the flattened tensor, keeping its shape.
-function Tensor:roll(shifts, dims)
+function Tensor:roll(shifts, dims, extra)
+    if extra ~= nil then extra_arg("roll", "(shifts, dims)", extra) end
     check_self("roll", self)
     if dims == nil then
         if type(shifts) ~= "number" then fail("roll: without dims, shifts must be one integer, got " .. typename(shifts)) end
@@ -1843,7 +1907,8 @@ end
 
 -- chunk(n [, dim]): at most n views along dim (default 1) of equal length,
 -- the last one shorter when the length does not divide.
-function Tensor:chunk(n, dim)
+function Tensor:chunk(n, dim, extra)
+    if extra ~= nil then extra_arg("chunk", "(n, dim)", extra) end
     check_self("chunk", self)
     dim = dim or 1
     if not is_int(n) or n < 1 then fail("chunk: the count must be an integer >= 1, got " .. show(n)) end
@@ -1861,7 +1926,8 @@ end
 -- after cuts[1] elements, after cuts[2], ... (Torch's indices: x[:c1],
 -- x[c1:c2], ..., x[ck:], each slice as Python's: a cut past the end is the
 -- end, a slice whose end is before its start is empty).
-function Tensor:tensor_split(sections, dim)
+function Tensor:tensor_split(sections, dim, extra)
+    if extra ~= nil then extra_arg("tensor_split", "(sections, dim)", extra) end
     local fname = "tensor_split"
     check_self(fname, self)
     dim = dim or 1
@@ -1898,7 +1964,8 @@ end
 -- split(size [, dim]): views along dim (default 1) of length size, the
 -- last one shorter; or, with a table of lengths, views of those lengths
 -- (they must add up to the length of dim).
-function Tensor:split(size, dim)
+function Tensor:split(size, dim, extra)
+    if extra ~= nil then extra_arg("split", "(size, dim)", extra) end
     check_self("split", self)
     dim = dim or 1
     local len = size_along("split", self, dim)
@@ -2084,7 +2151,8 @@ local function repeat_interleave(self, repeats, dim)
     marks:scatter_add_(1, first, tensor.ones_like(first))
     return x:index_select(d, marks:cumsum(1))
 end
-function Tensor:repeat_interleave(repeats, dim)
+function Tensor:repeat_interleave(repeats, dim, extra)
+    if extra ~= nil then extra_arg("repeat_interleave", "(repeats, dim)", extra) end
     return own_errors("repeat_interleave", pcall(repeat_interleave, self, repeats, dim))
 end
 
@@ -2226,7 +2294,8 @@ end
 -- diff([n [, dim [, prepend [, append]]]]): the n-th forward difference
 -- along dim (default the last): x[i + 1] - x[i], n times, after prepend and
 -- append (tensors) are joined to x along dim, as Torch's.
-function Tensor:diff(n, dim, prepend, append)
+function Tensor:diff(n, dim, prepend, append, extra)
+    if extra ~= nil then extra_arg("diff", "(n, dim, prepend, append)", extra) end
     local fname = "diff"
     check_self(fname, self)
     n = n or 1
@@ -2280,7 +2349,8 @@ end
 -- addcmul(t1, t2 [, value]): self + value * t1 * t2; addcdiv: self + value
 -- * t1 / t2 (value 1 by default, a number or {value = v}), as Torch's; the
 -- in-place forms keep self's dtype.
-function Tensor:addcmul(t1, t2, value)
+function Tensor:addcmul(t1, t2, value, extra)
+    if extra ~= nil then extra_arg("addcmul", "(t1, t2, value)", extra) end
     check_self("addcmul", self)
     check_operands("addcmul", t1, t2)
     value = scale_value("addcmul", value)
@@ -2288,7 +2358,8 @@ function Tensor:addcmul(t1, t2, value)
     tensor.broadcast_shape("addcmul", {self:shape(), t1:shape(), t2:shape()})
     return self + t1 * t2 * value
 end
-function Tensor:addcdiv(t1, t2, value)
+function Tensor:addcdiv(t1, t2, value, extra)
+    if extra ~= nil then extra_arg("addcdiv", "(t1, t2, value)", extra) end
     check_self("addcdiv", self)
     check_operands("addcdiv", t1, t2)
     value = scale_value("addcdiv", value)
@@ -2296,7 +2367,8 @@ function Tensor:addcdiv(t1, t2, value)
     tensor.broadcast_shape("addcdiv", {self:shape(), t1:shape(), t2:shape()})
     return self + t1 / t2 * value
 end
-function Tensor:addcmul_(t1, t2, value)
+function Tensor:addcmul_(t1, t2, value, extra)
+    if extra ~= nil then extra_arg("addcmul_", "(t1, t2, value)", extra) end
     check_self("addcmul_", self)
     check_operands("addcmul_", t1, t2)
     value = scale_value("addcmul_", value)
@@ -2304,7 +2376,8 @@ function Tensor:addcmul_(t1, t2, value)
     tensor.broadcast_shape("addcmul_", {self:shape(), t1:shape(), t2:shape()})
     return self:add_(t1 * t2, value)
 end
-function Tensor:addcdiv_(t1, t2, value)
+function Tensor:addcdiv_(t1, t2, value, extra)
+    if extra ~= nil then extra_arg("addcdiv_", "(t1, t2, value)", extra) end
     check_self("addcdiv_", self)
     check_operands("addcdiv_", t1, t2)
     value = scale_value("addcdiv_", value)
@@ -2347,7 +2420,10 @@ local function kron(a, b)
     if nd == 0 then return a * b end
     return (a:reshape(va) * b:reshape(vb)):reshape(out)
 end
-function M.kron(a, b) return own_errors("kron", pcall(kron, a, b)) end
+function M.kron(a, b, extra)
+    if extra ~= nil then extra_arg("kron", "(other)", extra) end
+    return own_errors("kron", pcall(kron, a, b))
+end
 Tensor.kron = M.kron
 
 -- The shape a and b broadcast to, each expanded to it.
@@ -2358,7 +2434,8 @@ end
 
 -- cross(a, b [, dim]): the cross product of 3-vectors along dim (default
 -- the last, as torch.linalg.cross), a and b broadcast together.
-function M.cross(a, b, dim)
+function M.cross(a, b, dim, extra)
+    if extra ~= nil then extra_arg("cross", "(other, dim)", extra) end
     local fname = "cross"
     check_self(fname, a)
     if not is_tensor(b) then fail(fmt("%s: expected two tensors, got a tensor and %s", fname, typename(b))) end
@@ -2429,12 +2506,16 @@ local function cdist(x1, x2, p)
     end
     return (x1:unsqueeze(-2) - x2:unsqueeze(-3)):norm(p, -1)
 end
-function M.cdist(x1, x2, p) return own_errors("cdist", pcall(cdist, x1, x2, p)) end
+function M.cdist(x1, x2, p, extra)
+    if extra ~= nil then extra_arg("cdist", "(x2, p)", extra) end
+    return own_errors("cdist", pcall(cdist, x1, x2, p))
+end
 Tensor.cdist = M.cdist
 
 -- take(index): the elements of the flattened tensor at index (from 1,
 -- int64 or int32), in index's shape.
-function Tensor:take(index)
+function Tensor:take(index, extra)
+    if extra ~= nil then extra_arg("take", "(index)", extra) end
     local fname = "take"
     check_self(fname, self)
     if not is_tensor(index) or is_float(index) or index:dtype() == "uint8" then
@@ -2518,15 +2599,22 @@ function Tensor:logcumsumexp(dim, extra)
     if zero_dim then return v:reshape() end
     return v
 end
-function Tensor:cummax(dim) return running_extremum("cummax", self, dim, true) end
-function Tensor:cummin(dim) return running_extremum("cummin", self, dim, false) end
+function Tensor:cummax(dim, extra)
+    if extra ~= nil then extra_arg("cummax", "(dim)", extra) end
+    return running_extremum("cummax", self, dim, true)
+end
+function Tensor:cummin(dim, extra)
+    if extra ~= nil then extra_arg("cummin", "(dim)", extra) end
+    return running_extremum("cummin", self, dim, false)
+end
 
 -- bincount([weights [, minlength]]): Torch's: for a 1-dim tensor of
 -- integers >= 0, the count (or the sum of weights) of each value v at
 -- place v + 1 (places count from 1), max(input) + 1 places at least
 -- minlength; int64, or the weights' dtype (integer weights: int64). Waits
 -- (its length depends on the values).
-function Tensor:bincount(weights, minlength)
+function Tensor:bincount(weights, minlength, extra)
+    if extra ~= nil then extra_arg("bincount", "(weights, minlength)", extra) end
     local fname = "bincount"
     check_self(fname, self)
     if is_float(self) or self:dim() ~= 1 then
@@ -2561,7 +2649,8 @@ end
 -- equal bins over [min, max] (both 0, the default: the data's smallest and
 -- largest, a wait), the last bin closed; elements outside, and NaN, are
 -- not counted.  A float tensor; no gradient.
-function Tensor:histc(bins, lo, hi)
+function Tensor:histc(bins, lo, hi, extra)
+    if extra ~= nil then extra_arg("histc", "(bins, lo, hi)", extra) end
     local fname = "histc"
     check_self(fname, self)
     if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
@@ -2609,9 +2698,17 @@ local KEEPDIM_AT = {sum = 2, mean = 2, max = 2, min = 2, argmax = 2, argmin = 2,
 local WITH_DTYPE = {sum = true, mean = true, prod = true}
 local TWO_ARGS = {max = true, min = true, argmax = true, argmin = true, amax = true, amin = true, logsumexp = true,
                   all = true, any = true, median = true}
+-- each one's parameters, as a further argument's error names them (the
+-- wrapper takes four: the longest, norm's, is four with its dtype above)
+local REDUCE_PARAMS = {sum = "(dim, keepdim, dtype)", mean = "(dim, keepdim, dtype)", prod = "(dim, keepdim, dtype)",
+                       var = "(dim, keepdim, correction)", std = "(dim, keepdim, correction)",
+                       norm = "(p, dim, keepdim)", kthvalue = "(k, dim, keepdim)"}
 for name, at in pairs(KEEPDIM_AT) do
     local f = Tensor[name]
-    Tensor[name] = function(self, a, b, c, d)
+    local params = REDUCE_PARAMS[name] or "(dim, keepdim)"
+    Tensor[name] = function(self, a, b, c, d, extra)
+        if d ~= nil then extra_arg(name, params, d) end
+        if extra ~= nil then extra_arg(name, params, extra) end
         local k = c
         if at == 2 then k = b end
         if k ~= nil and type(k) ~= "boolean" then
@@ -2645,7 +2742,8 @@ end
 -- integer one wraps in it).  Without one, as before: integers run in int64.
 for _, name in ipairs({"cumsum", "cumprod"}) do
     local f = Tensor[name]
-    Tensor[name] = function(self, dim, dtype)
+    Tensor[name] = function(self, dim, dtype, extra)
+        if extra ~= nil then extra_arg(name, "(dim, dtype)", extra) end
         if dtype == nil then return f(self, dim) end
         check_self(name, self)
         if type(dtype) == "table" and getmetatable(dtype) == nil then
@@ -2666,7 +2764,8 @@ local opt_dtype = tensor.opt_dtype
 -- grad_ops.lua: a wrapper here kept a user's loop of softmax from compiling.)
 do
     local norm = Tensor.norm
-    Tensor.norm = function(self, p, dim, keepdim, dtype)
+    Tensor.norm = function(self, p, dim, keepdim, dtype, extra)
+        if extra ~= nil then extra_arg("norm", "(p, dim, keepdim, dtype)", extra) end
         if dtype == nil then return norm(self, p, dim, keepdim) end
         check_self("norm", self)
         local dt = opt_dtype("norm", dtype, true)
@@ -2698,7 +2797,8 @@ end
 -- 2-dim tensor (one dim: a single variable, a 0-dim result); fweights:
 -- integer counts of each observation, aweights: float importances. Made of
 -- tensor ops, so gradients flow (to the input and aweights).
-function Tensor:cov(opts)
+function Tensor:cov(opts, extra)
+    if extra ~= nil then extra_arg("cov", "(opts)", extra) end
     check_self("cov", self)
     opts = util.check_opts("cov", opts, {correction = true, fweights = true, aweights = true})
     local correction = opts.correction
@@ -2747,9 +2847,9 @@ end
 -- (variables) of a 2-dim tensor, cov normalised by the standard
 -- deviations, clamped to [-1, 1]; a single variable gives 1 (NaN when it
 -- is constant).
-function Tensor:corrcoef(...)
+function Tensor:corrcoef(extra)
+    if extra ~= nil then extra_arg("corrcoef", "()", extra) end -- (cov takes the weights)
     check_self("corrcoef", self)
-    if select("#", ...) > 0 then fail("corrcoef: takes no arguments (cov takes weights)") end
     if self:dim() > 2 then fail(fmt("corrcoef: expected a tensor of 2 dims or fewer, got %d dims", self:dim())) end
     local c = self:cov()
     if c:dim() == 0 then return c / c end
@@ -2776,7 +2876,8 @@ end
 -- it as it is); d < 0 on one is refused, as Torch has no kernel for it.
 for _, name in ipairs({"round", "round_"}) do
     local f = Tensor[name]
-    Tensor[name] = function(self, decimals)
+    Tensor[name] = function(self, decimals, extra)
+        if extra ~= nil then extra_arg(name, "(decimals)", extra) end
         if decimals == nil then return f(self) end
         check_self(name, self)
         if type(decimals) == "table" and getmetatable(decimals) == nil then
@@ -2803,14 +2904,21 @@ for _, name in ipairs({"round", "round_"}) do
 end
 
 -- clip(lo, hi), clip_: clamp's other name.
-function Tensor:clip(lo, hi) return as_op("clip", "clamp", Tensor.clamp, self, lo, hi) end
-function Tensor:clip_(lo, hi) return as_op("clip_", "clamp_", Tensor.clamp_, self, lo, hi) end
+function Tensor:clip(lo, hi, extra)
+    if extra ~= nil then extra_arg("clip", "(min, max)", extra) end
+    return as_op("clip", "clamp", Tensor.clamp, self, lo, hi)
+end
+function Tensor:clip_(lo, hi, extra)
+    if extra ~= nil then extra_arg("clip_", "(min, max)", extra) end
+    return as_op("clip_", "clamp_", Tensor.clamp_, self, lo, hi)
+end
 -- clamp_min(lo), clamp_max(hi) and their in-place forms: clamp with one bound, as Torch's.
 for _, name in ipairs({"clamp_min", "clamp_max", "clamp_min_", "clamp_max_"}) do
     local inplace = name:sub(-1) == "_"
     local inner = inplace and "clamp_" or "clamp"
     local low = name:sub(7, 9) == "min"
-    Tensor[name] = function(self, bound)
+    Tensor[name] = function(self, bound, extra)
+        if extra ~= nil then extra_arg(name, "(bound)", extra) end
         check_self(name, self)
         if bound == nil then
             fail(fmt("%s: expected a number or a tensor as the %s bound, got nil", name, low and "lower" or "upper"))
@@ -2823,9 +2931,16 @@ end
 -- swapaxes(d1, d2), swapdims(d1, d2): transpose's other names; movedim(src, dst): dim src
 -- (or a list of dims) moved to place dst (or the list's places), the
 -- others kept in order, as Torch's (a view).
-function Tensor:swapaxes(d1, d2) return as_op("swapaxes", "transpose", Tensor.transpose, self, d1, d2) end
-function Tensor:swapdims(d1, d2) return as_op("swapdims", "transpose", Tensor.transpose, self, d1, d2) end
-function Tensor:movedim(src, dst)
+function Tensor:swapaxes(d1, d2, extra)
+    if extra ~= nil then extra_arg("swapaxes", "(dim0, dim1)", extra) end
+    return as_op("swapaxes", "transpose", Tensor.transpose, self, d1, d2)
+end
+function Tensor:swapdims(d1, d2, extra)
+    if extra ~= nil then extra_arg("swapdims", "(dim0, dim1)", extra) end
+    return as_op("swapdims", "transpose", Tensor.transpose, self, d1, d2)
+end
+function Tensor:movedim(src, dst, extra)
+    if extra ~= nil then extra_arg("movedim", "(src, dst)", extra) end
     local fname = "movedim"
     check_self(fname, self)
     if type(src) == "number" then src = {src} end
@@ -2857,21 +2972,27 @@ function Tensor:movedim(src, dst)
     if n == 0 then return self end
     return self:permute(perm)
 end
-function Tensor:moveaxis(src, dst) return as_op("moveaxis", "movedim", Tensor.movedim, self, src, dst) end
+function Tensor:moveaxis(src, dst, extra)
+    if extra ~= nil then extra_arg("moveaxis", "(src, dst)", extra) end
+    return as_op("moveaxis", "movedim", Tensor.movedim, self, src, dst)
+end
 
 -- fliplr / flipud: flip(2) / flip(1); rot90([k [, dims]]): k quarter turns
 -- from dims[1] towards dims[2] (default {1, 2}), as Torch's.
-function Tensor:fliplr()
+function Tensor:fliplr(extra)
+    if extra ~= nil then extra_arg("fliplr", "()", extra) end
     check_self("fliplr", self)
     if self:dim() < 2 then fail("fliplr: expected at least 2 dims, got shape " .. shape_of_str(self)) end
     return self:flip(2)
 end
-function Tensor:flipud()
+function Tensor:flipud(extra)
+    if extra ~= nil then extra_arg("flipud", "()", extra) end
     check_self("flipud", self)
     if self:dim() < 1 then fail("flipud: expected at least 1 dim, got a 0-dim tensor") end
     return self:flip(1)
 end
-function Tensor:rot90(k, dims)
+function Tensor:rot90(k, dims, extra)
+    if extra ~= nil then extra_arg("rot90", "(k, dims)", extra) end
     local fname = "rot90"
     check_self(fname, self)
     k = k or 1
@@ -2910,7 +3031,14 @@ local function like_self(fname, self, opts)
 end
 -- new_zeros(2, 3 [, opts]): the sizes as arguments too, as Torch's (and ordo.zeros)
 local function sizes_as_args(shape, ...)
-    if type(shape) ~= "number" then return shape, ... end
+    if type(shape) ~= "number" then
+        -- after the options: new_zeros({2}, nil, 5) dropped the 5 unseen
+        for i = 2, select("#", ...) do
+            local v = select(i, ...)
+            if v ~= nil then fail(fmt("expected (shape [, opts]), got a further argument %s", show(v))) end
+        end
+        return shape, (...)
+    end
     local sizes, n = {shape}, select("#", ...)
     for i = 1, n do
         local v = select(i, ...)
@@ -2934,14 +3062,16 @@ for _, name in ipairs({"zeros", "ones", "empty"}) do
         return as_op(fname, name, tensor[name], shape, o)
     end
 end
-function Tensor:new_full(shape, value, opts)
+function Tensor:new_full(shape, value, opts, extra)
+    if extra ~= nil then extra_arg("new_full", "(shape, value, opts)", extra) end
     local o = like_self("new_full", self, opts)
     if type(shape) ~= "table" or is_tensor(shape) then
         fail("new_full: expected the shape as a table, got " .. typename(shape))
     end
     return as_op("new_full", "full", tensor.full, shape, value, o)
 end
-function Tensor:new_tensor(data, opts)
+function Tensor:new_tensor(data, opts, extra)
+    if extra ~= nil then extra_arg("new_tensor", "(data, opts)", extra) end
     local o = like_self("new_tensor", self, opts)
     return as_op("new_tensor", "tensor", tensor.tensor, data, o)
 end
@@ -2949,17 +3079,20 @@ end
 -- view_as(u), reshape_as(u): u's shape; broadcast_to(shape): expand's other
 -- name; ordo.broadcast_tensors(t1, t2, ...): each expanded to the shape
 -- they broadcast to (views, as separate values).
-function Tensor:view_as(u)
+function Tensor:view_as(u, extra)
+    if extra ~= nil then extra_arg("view_as", "(other)", extra) end
     check_self("view_as", self)
     if not is_tensor(u) then fail("view_as: expected a tensor, got " .. typename(u)) end
     return as_op("view_as", "view", Tensor.view, self, u:shape())
 end
-function Tensor:reshape_as(u)
+function Tensor:reshape_as(u, extra)
+    if extra ~= nil then extra_arg("reshape_as", "(other)", extra) end
     check_self("reshape_as", self)
     if not is_tensor(u) then fail("reshape_as: expected a tensor, got " .. typename(u)) end
     return as_op("reshape_as", "reshape", Tensor.reshape, self, u:shape())
 end
-function Tensor:broadcast_to(shape)
+function Tensor:broadcast_to(shape, extra)
+    if extra ~= nil then extra_arg("broadcast_to", "(shape)", extra) end
     check_self("broadcast_to", self)
     if type(shape) ~= "table" or is_tensor(shape) then
         fail("broadcast_to: expected the shape as a table, got " .. typename(shape))
@@ -2981,7 +3114,8 @@ function M.broadcast_tensors(...)
 end
 
 -- unbind([dim]): the slices along dim (default 1) as a Lua list of views.
-function Tensor:unbind(dim)
+function Tensor:unbind(dim, extra)
+    if extra ~= nil then extra_arg("unbind", "(dim)", extra) end
     check_self("unbind", self)
     local d = tensor.norm_dim("unbind", self, dim or 1) + 1
     local out = {}
@@ -2990,16 +3124,19 @@ function Tensor:unbind(dim)
 end
 
 -- frac(): x - trunc(x), the sign of x; deg2rad / rad2deg.
-function Tensor:frac()
+function Tensor:frac(extra)
+    if extra ~= nil then extra_arg("frac", "()", extra) end
     check_self("frac", self)
     if not is_float(self) then fail("frac: expected a float tensor, got " .. self:dtype()) end
     return self - self:trunc()
 end
-function Tensor:deg2rad()
+function Tensor:deg2rad(extra)
+    if extra ~= nil then extra_arg("deg2rad", "()", extra) end
     check_self("deg2rad", self)
     return (is_float(self) and self or self:float()) * (math.pi / 180)
 end
-function Tensor:rad2deg()
+function Tensor:rad2deg(extra)
+    if extra ~= nil then extra_arg("rad2deg", "()", extra) end
     check_self("rad2deg", self)
     return (is_float(self) and self or self:float()) * (180 / math.pi)
 end
@@ -3007,7 +3144,8 @@ end
 -- count_nonzero([dim]): int64; nansum / nanmean([dim [, keepdim]]): NaN
 -- left out (nanmean of no numbers is NaN); aminmax([dim [, keepdim]]):
 -- amin, amax.
-function Tensor:count_nonzero(dim)
+function Tensor:count_nonzero(dim, extra)
+    if extra ~= nil then extra_arg("count_nonzero", "(dim)", extra) end
     check_self("count_nonzero", self)
     local m = self:ne(0)
     if dim == nil then return m:sum() end
@@ -3030,7 +3168,8 @@ function Tensor:nanmean(dim, keepdim)
     local n = dim == nil and ok:sum() or ok:sum(dim, keepdim)
     return s / n
 end
-function Tensor:aminmax(dim, keepdim)
+function Tensor:aminmax(dim, keepdim, extra)
+    if extra ~= nil then extra_arg("aminmax", "(dim, keepdim)", extra) end
     check_self("aminmax", self)
     return as_op("aminmax", "amin", Tensor.amin, self, dim, keepdim), self:amax(dim, keepdim)
 end
@@ -3039,7 +3178,8 @@ end
 -- float one), the input cast to it first; it was ignored silently.
 for _, name in ipairs({"nansum", "nanmean"}) do
     local f = Tensor[name]
-    Tensor[name] = function(self, dim, keepdim, dtype)
+    Tensor[name] = function(self, dim, keepdim, dtype, extra)
+        if extra ~= nil then extra_arg(name, "(dim, keepdim, dtype)", extra) end
         if dtype == nil then return f(self, dim, keepdim) end
         check_self(name, self)
         local dt = opt_dtype(name, dtype, name == "nanmean")
@@ -3051,11 +3191,13 @@ for _, name in ipairs({"nansum", "nanmean"}) do
 end
 
 -- var_mean / std_mean(dim, keepdim, correction): both, as Torch's.
-function Tensor:var_mean(dim, keepdim, correction)
+function Tensor:var_mean(dim, keepdim, correction, extra)
+    if extra ~= nil then extra_arg("var_mean", "(dim, keepdim, correction)", extra) end
     local v = as_op("var_mean", "var", Tensor.var, self, dim, keepdim, correction)
     return v, dim == nil and (keepdim and self:mean(nil, true) or self:mean()) or self:mean(dim, keepdim)
 end
-function Tensor:std_mean(dim, keepdim, correction)
+function Tensor:std_mean(dim, keepdim, correction, extra)
+    if extra ~= nil then extra_arg("std_mean", "(dim, keepdim, correction)", extra) end
     local v = as_op("std_mean", "std", Tensor.std, self, dim, keepdim, correction)
     return v, dim == nil and (keepdim and self:mean(nil, true) or self:mean()) or self:mean(dim, keepdim)
 end
@@ -3087,7 +3229,8 @@ end
 
 -- atan2(y, x) (self is y): the angle of (x, y), in (-pi, pi], as C's; its
 -- gradient (x, -y) / (x^2 + y^2), 0 at the origin as Torch's.
-function M.atan2(y, x)
+function M.atan2(y, x, extra)
+    if extra ~= nil then extra_arg("atan2", "(other)", extra) end
     local fname = "atan2"
     y, x = two(fname, y, x)
     local yt = is_tensor(y) and y or tensor.full_like(x, y)
@@ -3112,10 +3255,14 @@ function M.atan2(y, x)
     return rec_atan2(autograd, fname, r, yt, xt, yd, xd)
 end
 Tensor.atan2 = M.atan2
-function Tensor:arctan2(other) return as_op("arctan2", "atan2", M.atan2, self, other) end
+function Tensor:arctan2(other, extra)
+    if extra ~= nil then extra_arg("arctan2", "(other)", extra) end
+    return as_op("arctan2", "atan2", M.atan2, self, other)
+end
 
 -- hypot(a, b): sqrt(a^2 + b^2) without overflow or underflow on the way.
-function M.hypot(a, b)
+function M.hypot(a, b, extra)
+    if extra ~= nil then extra_arg("hypot", "(other)", extra) end
     a, b = two("hypot", a, b)
     if not is_tensor(a) then a = tensor.full_like(b, a) end
     if not is_tensor(b) then b = tensor.full_like(a, b) end
@@ -3129,7 +3276,8 @@ Tensor.hypot = M.hypot
 
 -- logaddexp(a, b): log(exp(a) + exp(b)) without overflow (equal infinities
 -- give themselves).
-function M.logaddexp(a, b)
+function M.logaddexp(a, b, extra)
+    if extra ~= nil then extra_arg("logaddexp", "(other)", extra) end
     a, b = two("logaddexp", a, b)
     local m = is_tensor(a) and (is_tensor(b) and a:maximum(b) or a:clamp(b)) or b:clamp(a)
     local md = m:detach()
@@ -3140,7 +3288,8 @@ end
 Tensor.logaddexp = M.logaddexp
 
 -- xlogy(x, y): x * log(y), 0 where x is 0 (unless y is NaN), as Torch's.
-function M.xlogy(x, y)
+function M.xlogy(x, y, extra)
+    if extra ~= nil then extra_arg("xlogy", "(y)", extra) end
     x, y = two("xlogy", x, y)
     local xt = is_tensor(x) and x or tensor.full_like(y, x)
     local yt = is_tensor(y) and y or tensor.full_like(xt, y)
@@ -3164,7 +3313,8 @@ local function rec_logit(autograd, r, x, pd, eps)
         return tensor.where(pd:lt(0):logical_or(pd:gt(1)), 0 / 0, d)
     end, {x})
 end
-function Tensor:logit(eps)
+function Tensor:logit(eps, extra)
+    if extra ~= nil then extra_arg("logit", "(eps)", extra) end
     check_self("logit", self)
     if eps ~= nil and (type(eps) ~= "number" or not (eps >= 0 and eps <= 0.5)) then
         fail("logit: eps must be a number in [0, 0.5], got " .. show(eps))
@@ -3181,14 +3331,16 @@ end
 -- dist(u [, p]): the p-norm of self - u; inner(u): the sum over the last
 -- dims of products (vectors: dot; else self (.., n) and u (.., n) give
 -- self's leading dims then u's).
-function Tensor:dist(u, p)
+function Tensor:dist(u, p, extra)
+    if extra ~= nil then extra_arg("dist", "(other, p)", extra) end
     check_self("dist", self)
     if not is_tensor(u) then fail("dist: expected a tensor, got " .. typename(u)) end
     check_devices("dist", self, u)
     tensor.broadcast_shape("dist", {self:shape(), u:shape()})
     return as_op("dist", "norm", Tensor.norm, self - u, p or 2)
 end
-function Tensor:inner(u)
+function Tensor:inner(u, extra)
+    if extra ~= nil then extra_arg("inner", "(other)", extra) end
     check_self("inner", self)
     if not is_tensor(u) then fail("inner: expected a tensor, got " .. typename(u)) end
     check_devices("inner", self, u)
@@ -3217,7 +3369,8 @@ end
 -- "higher" one of the two, "nearest" the one at the rank rounded (halves
 -- to even), "midpoint" their mean.
 local QUANTILE_MODES = {linear = true, lower = true, higher = true, nearest = true, midpoint = true}
-function Tensor:quantile(q, dim, keepdim, interpolation)
+function Tensor:quantile(q, dim, keepdim, interpolation, extra)
+    if extra ~= nil then extra_arg("quantile", "(q, dim, keepdim, interpolation)", extra) end
     local fname = "quantile"
     check_self(fname, self)
     if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
@@ -3310,8 +3463,14 @@ local function band_indices(fname, rows, cols, offset, opts, lower)
     local rr, cc = r:expand(rows, cols):masked_select(keep), c:expand(rows, cols):masked_select(keep)
     return tensor.stack({rr, cc}, 1)
 end
-function M.tril_indices(rows, cols, offset, opts) return band_indices("tril_indices", rows, cols, offset, opts, true) end
-function M.triu_indices(rows, cols, offset, opts) return band_indices("triu_indices", rows, cols, offset, opts, false) end
+function M.tril_indices(rows, cols, offset, opts, extra)
+    if extra ~= nil then extra_arg("tril_indices", "(rows, cols, offset, opts)", extra) end
+    return band_indices("tril_indices", rows, cols, offset, opts, true)
+end
+function M.triu_indices(rows, cols, offset, opts, extra)
+    if extra ~= nil then extra_arg("triu_indices", "(rows, cols, offset, opts)", extra) end
+    return band_indices("triu_indices", rows, cols, offset, opts, false)
+end
 
 -- An index argument: an int64 or int32 tensor of at most 1 dim, or a Lua
 -- list of integers (made an int64 tensor like t); 1-dim.
@@ -3353,8 +3512,14 @@ local function index_fill(fname, self, dim, index, value, inplace)
     if inplace then return as_op(fname, "masked_fill_", Tensor.masked_fill_, self, mask, value) end
     return as_op(fname, "masked_fill", Tensor.masked_fill, self, mask, value)
 end
-function Tensor:index_fill(dim, index, value) return index_fill("index_fill", self, dim, index, value, false) end
-function Tensor:index_fill_(dim, index, value) return index_fill("index_fill_", self, dim, index, value, true) end
+function Tensor:index_fill(dim, index, value, extra)
+    if extra ~= nil then extra_arg("index_fill", "(dim, index, value)", extra) end
+    return index_fill("index_fill", self, dim, index, value, false)
+end
+function Tensor:index_fill_(dim, index, value, extra)
+    if extra ~= nil then extra_arg("index_fill_", "(dim, index, value)", extra) end
+    return index_fill("index_fill_", self, dim, index, value, true)
+end
 
 -- index_copy(dim, index, src) / index_copy_: src's slice i copied to the
 -- slice index[i] along dim (src has self's shape but index's length along
@@ -3379,8 +3544,14 @@ local function index_copy(fname, self, dim, index, src, inplace)
     if inplace then return as_op(fname, "scatter_", Tensor.scatter_, self, d, full, src, fname) end
     return as_op(fname, "scatter", Tensor.scatter, self, d, full, src, fname)
 end
-function Tensor:index_copy(dim, index, src) return index_copy("index_copy", self, dim, index, src, false) end
-function Tensor:index_copy_(dim, index, src) return index_copy("index_copy_", self, dim, index, src, true) end
+function Tensor:index_copy(dim, index, src, extra)
+    if extra ~= nil then extra_arg("index_copy", "(dim, index, src)", extra) end
+    return index_copy("index_copy", self, dim, index, src, false)
+end
+function Tensor:index_copy_(dim, index, src, extra)
+    if extra ~= nil then extra_arg("index_copy_", "(dim, index, src)", extra) end
+    return index_copy("index_copy_", self, dim, index, src, true)
+end
 
 -- index_put_({i1, i2, ...}, values [, accumulate]): Torch's: the elements
 -- (or slices) at (i1[k], i2[k], ...) of the leading dims (indices from 1,
@@ -3477,7 +3648,10 @@ function Tensor:index_put_(indices, values, accumulate, who)
     tensor.check_who("index_put_", who)
     return index_put(who or "index_put_", self, indices, values, accumulate, true)
 end
-function Tensor:index_put(indices, values, accumulate) return index_put("index_put", self, indices, values, accumulate, false) end
+function Tensor:index_put(indices, values, accumulate, extra)
+    if extra ~= nil then extra_arg("index_put", "(indices, values, accumulate)", extra) end
+    return index_put("index_put", self, indices, values, accumulate, false)
+end
 
 -- masked_scatter(mask, source) / masked_scatter_: Torch's: the places where
 -- mask (uint8, broadcast to t's shape) is set take source's elements in
@@ -3511,8 +3685,14 @@ local function masked_scatter(fname, self, mask, source, inplace)
     end
     return t:index_put(pos, vals):view(self:shape())
 end
-function Tensor:masked_scatter_(mask, source) return masked_scatter("masked_scatter_", self, mask, source, true) end
-function Tensor:masked_scatter(mask, source) return masked_scatter("masked_scatter", self, mask, source, false) end
+function Tensor:masked_scatter_(mask, source, extra)
+    if extra ~= nil then extra_arg("masked_scatter_", "(mask, source)", extra) end
+    return masked_scatter("masked_scatter_", self, mask, source, true)
+end
+function Tensor:masked_scatter(mask, source, extra)
+    if extra ~= nil then extra_arg("masked_scatter", "(mask, source)", extra) end
+    return masked_scatter("masked_scatter", self, mask, source, false)
+end
 
 -- A number as a tensor beside ref (its device and engine): in ref's dtype
 -- when it holds the number exactly, else in float64, so that isin,
@@ -3529,7 +3709,8 @@ end
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements
 -- equal to some element of test (NaN to none), as Torch's: one sort of
 -- both, n log n, no n x m table.
-function M.isin(elements, test)
+function M.isin(elements, test, extra)
+    if extra ~= nil then extra_arg("isin", "(test)", extra) end
     local fname = "isin"
     if not is_tensor(elements) and not is_tensor(test) then
         fail(fmt("%s: expected tensors, got %s and %s", fname, typename(elements), typename(test)))
@@ -3656,12 +3837,14 @@ local function insertion(fname, seq, values, opts)
     local r = (right and back:narrow(2, m + 1, n) or back:narrow(2, 1, n)) + 1
     return r:reshape(values:shape()):to(like.dtype)
 end
-function M.searchsorted(seq, values, opts)
+function M.searchsorted(seq, values, opts, extra)
+    if extra ~= nil then extra_arg("searchsorted", "(values, opts)", extra) end
     check_self("searchsorted", seq)
     return insertion("searchsorted", seq, values, opts)
 end
 Tensor.searchsorted = M.searchsorted
-function M.bucketize(values, boundaries, opts)
+function M.bucketize(values, boundaries, opts, extra)
+    if extra ~= nil then extra_arg("bucketize", "(boundaries, opts)", extra) end
     if not is_tensor(values) and type(values) ~= "number" then
         fail("bucketize: expected a tensor or a number, got " .. typename(values))
     end
@@ -3719,28 +3902,42 @@ end
 -- t:is_floating_point(), t:is_signed() (every dtype but uint8),
 -- t:tolist() (totable's Torch name), t:ndimension() (dim), t:nbytes()
 -- (numel * element_size), t:itemsize() (element_size), t:positive() (t).
-function Tensor:is_floating_point()
+function Tensor:is_floating_point(extra)
+    if extra ~= nil then extra_arg("is_floating_point", "()", extra) end
     check_self("is_floating_point", self)
     return is_float(self)
 end
-function Tensor:is_signed()
+function Tensor:is_signed(extra)
+    if extra ~= nil then extra_arg("is_signed", "()", extra) end
     check_self("is_signed", self)
     return self:dtype() ~= "uint8"
 end
-function Tensor:tolist() return as_op("tolist", "totable", Tensor.totable, self) end
-function Tensor:ndimension() return as_op("ndimension", "dim", Tensor.dim, self) end
-function Tensor:nbytes()
+function Tensor:tolist(extra)
+    if extra ~= nil then extra_arg("tolist", "()", extra) end
+    return as_op("tolist", "totable", Tensor.totable, self)
+end
+function Tensor:ndimension(extra)
+    if extra ~= nil then extra_arg("ndimension", "()", extra) end
+    return as_op("ndimension", "dim", Tensor.dim, self)
+end
+function Tensor:nbytes(extra)
+    if extra ~= nil then extra_arg("nbytes", "()", extra) end
     check_self("nbytes", self)
     return self:numel() * self:element_size()
 end
-function Tensor:itemsize() return as_op("itemsize", "element_size", Tensor.element_size, self) end
+function Tensor:itemsize(extra)
+    if extra ~= nil then extra_arg("itemsize", "()", extra) end
+    return as_op("itemsize", "element_size", Tensor.element_size, self)
+end
 -- bool(): Torch's boolean tensor as ordo's masks are, uint8 of 1 where t
 -- is nonzero (NaN too, as Torch's), 0 elsewhere; no gradient.
-function Tensor:bool()
+function Tensor:bool(extra)
+    if extra ~= nil then extra_arg("bool", "()", extra) end
     check_self("bool", self)
     return self:ne(0)
 end
-function Tensor:positive()
+function Tensor:positive(extra)
+    if extra ~= nil then extra_arg("positive", "()", extra) end
     check_self("positive", self)
     if self:dtype() == "uint8" then fail("positive: dtype uint8 not supported (as Torch's: it has no sign)") end
     return self
@@ -3771,24 +3968,28 @@ end
 -- isposinf(), isneginf(): uint8 masks of +inf, -inf (integers: none);
 -- signbit(): uint8, 1 where the sign bit is set (-0.0 and -inf too, as
 -- Torch's); exp2(): 2^t (integers compute in float32).
-function Tensor:isposinf()
+function Tensor:isposinf(extra)
+    if extra ~= nil then extra_arg("isposinf", "()", extra) end
     check_self("isposinf", self)
     if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
     return self:eq(huge)
 end
-function Tensor:isneginf()
+function Tensor:isneginf(extra)
+    if extra ~= nil then extra_arg("isneginf", "()", extra) end
     check_self("isneginf", self)
     if not is_float(self) then return tensor.zeros_like(self, {dtype = "uint8"}) end
     return self:eq(-huge)
 end
-function Tensor:signbit()
+function Tensor:signbit(extra)
+    if extra ~= nil then extra_arg("signbit", "()", extra) end
     check_self("signbit", self)
     if self:dtype() == "uint8" then return tensor.zeros_like(self) end
     if not is_float(self) then return self:lt(0) end
     -- -0.0: 1 / -0.0 is -inf; NaN compares false either way (Torch reads the bit; a NaN's is rarely set)
     return tensor.where(self:eq(0), self:reciprocal():lt(0), self:lt(0))
 end
-function Tensor:exp2()
+function Tensor:exp2(extra)
+    if extra ~= nil then extra_arg("exp2", "()", extra) end
     check_self("exp2", self)
     if not is_float(self) then return 2 ^ self:float() end
     return 2 ^ self
@@ -3798,7 +3999,8 @@ end
 -- one is NaN, NaN only where both are), as Torch's and NumPy's.
 for _, p in ipairs({{"fmax", "maximum"}, {"fmin", "minimum"}}) do
     local name, inner = p[1], p[2]
-    Tensor[name] = function(self, other)
+    Tensor[name] = function(self, other, extra)
+        if extra ~= nil then extra_arg(name, "(other)", extra) end
         check_self(name, self)
         local m = as_op(name, inner, Tensor[inner], self, other)
         if not is_float(m) then return m end
@@ -3821,12 +4023,14 @@ local function no_grad_inplace(fname, t, instead)
 end
 
 -- tril_(k), triu_(k): tril and triu in place.
-function Tensor:tril_(k)
+function Tensor:tril_(k, extra)
+    if extra ~= nil then extra_arg("tril_", "(k)", extra) end
     check_self("tril_", self)
     no_grad_inplace("tril_", self, "use the out-of-place tril")
     return self:copy_(as_op("tril_", "tril", Tensor.tril, self, k))
 end
-function Tensor:triu_(k)
+function Tensor:triu_(k, extra)
+    if extra ~= nil then extra_arg("triu_", "(k)", extra) end
     check_self("triu_", self)
     no_grad_inplace("triu_", self, "use the out-of-place triu")
     return self:copy_(as_op("triu_", "triu", Tensor.triu, self, k))
@@ -3835,7 +4039,8 @@ end
 
 -- unflatten(dim, sizes): dim split into sizes (one of them may be -1),
 -- as Torch's (a view where the strides allow, else a copy, as reshape).
-function Tensor:unflatten(dim, sizes)
+function Tensor:unflatten(dim, sizes, extra)
+    if extra ~= nil then extra_arg("unflatten", "(dim, sizes)", extra) end
     local fname = "unflatten"
     check_self(fname, self)
     local d = tensor.norm_dim(fname, self, dim) + 1
@@ -3872,7 +4077,8 @@ end
 -- take_along_dim(indices [, dim]): gather along dim with self and indices
 -- broadcast to each other in the other dims, as Torch's; without a dim,
 -- over the flattened tensor.  Indices count from 1.
-function Tensor:take_along_dim(indices, dim)
+function Tensor:take_along_dim(indices, dim, extra)
+    if extra ~= nil then extra_arg("take_along_dim", "(indices, dim)", extra) end
     local fname = "take_along_dim"
     check_self(fname, self)
     if not is_tensor(indices) then fail(fmt("%s: expected a tensor of indices, got %s", fname, typename(indices))) end
@@ -3903,7 +4109,8 @@ end
 -- fill_diagonal_(v [, wrap]): v on the main diagonal, in place, as Torch's
 -- (a matrix, or all dims of one size); wrap: a tall matrix's diagonal
 -- starts again every columns + 1 rows (NumPy's).
-function Tensor:fill_diagonal_(v, wrap)
+function Tensor:fill_diagonal_(v, wrap, extra)
+    if extra ~= nil then extra_arg("fill_diagonal_", "(v, wrap)", extra) end
     local fname = "fill_diagonal_"
     check_self(fname, self)
     if type(v) ~= "number" then fail(fmt("%s: expected a number as the fill value, got %s", fname, typename(v))) end
@@ -3939,16 +4146,19 @@ end
 -- is_cuda(), is_same_size(u), is_nonzero() (a one-element tensor's value
 -- as a boolean; waits), storage_offset() (in elements), float_power(e)
 -- (in float64, as Torch's).
-function Tensor:is_cuda()
+function Tensor:is_cuda(extra)
+    if extra ~= nil then extra_arg("is_cuda", "()", extra) end
     check_self("is_cuda", self)
     return self:device().type == "gpu"
 end
-function Tensor:is_same_size(u)
+function Tensor:is_same_size(u, extra)
+    if extra ~= nil then extra_arg("is_same_size", "(u)", extra) end
     check_self("is_same_size", self)
     if not is_tensor(u) then fail("is_same_size: expected a tensor, got " .. typename(u)) end
     return shape_of_str(self) == shape_of_str(u)
 end
-function Tensor:is_nonzero()
+function Tensor:is_nonzero(extra)
+    if extra ~= nil then extra_arg("is_nonzero", "()", extra) end
     check_self("is_nonzero", self)
     if self:numel() ~= 1 then
         fail(fmt("is_nonzero: a tensor of %d elements has no single truth value (expected one element, got shape %s)",
@@ -3956,11 +4166,13 @@ function Tensor:is_nonzero()
     end
     return self:item() ~= 0
 end
-function Tensor:storage_offset()
+function Tensor:storage_offset(extra)
+    if extra ~= nil then extra_arg("storage_offset", "()", extra) end
     check_self("storage_offset", self)
     return tonumber(self._c.offset)
 end
-function Tensor:float_power(e)
+function Tensor:float_power(e, extra)
+    if extra ~= nil then extra_arg("float_power", "(e)", extra) end
     check_self("float_power", self)
     if is_tensor(e) then e = e:double() end
     return as_op("float_power", "pow", Tensor.pow, self:double(), e)
@@ -3984,8 +4196,14 @@ local function atleast(fname, n, t)
     if nd == 0 then return n == 1 and t:view(1) or t:view(1, 1) end
     return t:unsqueeze(1) -- n == 2, a vector: a row
 end
-function M.atleast_1d(t) return atleast("atleast_1d", 1, t) end
-function M.atleast_2d(t) return atleast("atleast_2d", 2, t) end
+function M.atleast_1d(t, extra)
+    if extra ~= nil then extra_arg("atleast_1d", "(t)", extra) end
+    return atleast("atleast_1d", 1, t)
+end
+function M.atleast_2d(t, extra)
+    if extra ~= nil then extra_arg("atleast_2d", "(t)", extra) end
+    return atleast("atleast_2d", 2, t)
+end
 local function check_list_of_tensors(fname, list)
     if type(list) ~= "table" or is_tensor(list) or #list == 0 then
         fail(fmt("%s: expected a non-empty list of tensors, got %s", fname, typename(list)))
@@ -3994,12 +4212,14 @@ local function check_list_of_tensors(fname, list)
         if not is_tensor(t) then fail(fmt("%s: element %d is %s, expected a tensor", fname, i, typename(t))) end
     end
 end
-function M.hstack(list)
+function M.hstack(list, extra)
+    if extra ~= nil then extra_arg("hstack", "(list)", extra) end
     check_list_of_tensors("hstack", list)
     local l = atleast("hstack", 1, list)
     return as_op("hstack", "cat", tensor.cat, l, l[1]:dim() == 1 and 1 or 2)
 end
-function M.vstack(list)
+function M.vstack(list, extra)
+    if extra ~= nil then extra_arg("vstack", "(list)", extra) end
     check_list_of_tensors("vstack", list)
     return as_op("vstack", "cat", tensor.cat, atleast("vstack", 2, list), 1)
 end
@@ -4020,7 +4240,8 @@ local function finite_number(fname, what, v, positive)
         fail(fmt("%s: %s must be a finite number%s, got %s", fname, what, positive and " > 0" or "", show(v)))
     end
 end
-function Tensor:exponential_(lambd)
+function Tensor:exponential_(lambd, extra)
+    if extra ~= nil then extra_arg("exponential_", "(lambd)", extra) end
     lambd = lambd == nil and 1 or lambd
     finite_number("exponential_", "lambd", lambd, true)
     check_float_self("exponential_", self)
@@ -4028,7 +4249,8 @@ function Tensor:exponential_(lambd)
     -- U in [0, 1): -log(1 - U) / lambd, finite (U = 0 gives 0)
     return self:uniform_(0, 1):neg_():log1p_():div_(-lambd)
 end
-function Tensor:log_normal_(mean, std)
+function Tensor:log_normal_(mean, std, extra)
+    if extra ~= nil then extra_arg("log_normal_", "(mean, std)", extra) end
     mean, std = mean == nil and 1 or mean, std == nil and 2 or std
     finite_number("log_normal_", "mean", mean)
     finite_number("log_normal_", "std", std, true)
@@ -4036,7 +4258,8 @@ function Tensor:log_normal_(mean, std)
     no_grad_inplace("log_normal_", self, "draw into a new tensor: random values carry no gradient")
     return self:normal_(mean, std):exp_()
 end
-function Tensor:cauchy_(median, sigma)
+function Tensor:cauchy_(median, sigma, extra)
+    if extra ~= nil then extra_arg("cauchy_", "(median, sigma)", extra) end
     median, sigma = median == nil and 0 or median, sigma == nil and 1 or sigma
     finite_number("cauchy_", "median", median)
     finite_number("cauchy_", "sigma", sigma, true)
@@ -4044,7 +4267,8 @@ function Tensor:cauchy_(median, sigma)
     no_grad_inplace("cauchy_", self, "draw into a new tensor: random values carry no gradient")
     return self:uniform_(0, 1):sub_(0.5):mul_(math.pi):tan_():mul_(sigma):add_(median)
 end
-function Tensor:geometric_(p)
+function Tensor:geometric_(p, extra)
+    if extra ~= nil then extra_arg("geometric_", "(p)", extra) end
     check_self("geometric_", self)
     if type(p) ~= "number" or not (p > 0 and p <= 1) then
         fail(fmt("geometric_: p must be a probability in (0, 1], got %s", show(p)))
@@ -4055,7 +4279,8 @@ function Tensor:geometric_(p)
     local u = tensor.empty_like(self, "float64"):uniform_(0, 1)
     return self:copy_(u:neg_():log1p_():div_(math.log(1 - p)):floor_():add_(1))
 end
-function Tensor:random_(from, to)
+function Tensor:random_(from, to, extra)
+    if extra ~= nil then extra_arg("random_", "(from, to)", extra) end
     local fname = "random_"
     check_self(fname, self)
     if to == nil then from, to = 0, from end
@@ -4068,11 +4293,17 @@ end
 
 -- ordo.randint_like(t, [low,] high [, opts]): randint of t's shape, dtype
 -- and device (opts overriding them), as Torch's.
-function M.randint_like(t, a, b, c)
+function M.randint_like(t, a, b, c, extra)
     local fname = "randint_like"
+    if extra ~= nil then extra_arg(fname, "(t, [low,] high [, opts])", extra) end
     if not is_tensor(t) then fail(fmt("%s: expected a tensor, got %s", fname, typename(t))) end
     local low, high, opts
-    if type(b) == "number" then low, high, opts = a, b, c else low, high, opts = 0, a, b end
+    if type(b) == "number" then
+        low, high, opts = a, b, c
+    else
+        if c ~= nil then extra_arg(fname, "(t, [low,] high [, opts])", c) end
+        low, high, opts = 0, a, b
+    end
     local o = {dtype = t:dtype(), device = t:device()}
     if type(opts) == "string" then
         o.dtype = opts
@@ -4088,8 +4319,9 @@ end
 -- ordo.normal(mean, std [, shape [, opts]]): Torch's: numbers mean and std
 -- with a shape, or tensors (either or both; a number for the other) drawn
 -- elementwise, in their broadcast shape, float.  std must be >= 0.
-function M.normal(mean, std, shape, opts)
+function M.normal(mean, std, shape, opts, extra)
     local fname = "normal"
+    if extra ~= nil then extra_arg(fname, "(mean, std, shape, opts)", extra) end
     local mt, st = is_tensor(mean), is_tensor(std)
     if not mt and type(mean) ~= "number" then fail(fmt("%s: mean must be a number or a tensor, got %s", fname, typename(mean))) end
     if not st and type(std) ~= "number" then fail(fmt("%s: std must be a number or a tensor, got %s", fname, typename(std))) end
@@ -4117,7 +4349,8 @@ function M.normal(mean, std, shape, opts)
 end
 
 -- sinc(): sin(pi x) / (pi x), 1 at 0 (Torch's); integers compute in float32.
-function Tensor:sinc()
+function Tensor:sinc(extra)
+    if extra ~= nil then extra_arg("sinc", "()", extra) end
     check_self("sinc", self)
     local x = is_float(self) and self or self:float()
     local zero = x:eq(0)
@@ -4175,7 +4408,13 @@ local function elementwise_lua(fname, self, fn, u)
     local t = as_op(fname, "tensor", tensor.tensor, out, {dtype = self:dtype(), device = self:device()})
     return self:copy_(t:view(self:shape()))
 end
-function Tensor:apply_(fn) return elementwise_lua("apply_", self, fn) end
-function Tensor:map_(u, fn) return elementwise_lua("map_", self, fn, u) end
+function Tensor:apply_(fn, extra)
+    if extra ~= nil then extra_arg("apply_", "(fn)", extra) end
+    return elementwise_lua("apply_", self, fn)
+end
+function Tensor:map_(u, fn, extra)
+    if extra ~= nil then extra_arg("map_", "(u, fn)", extra) end
+    return elementwise_lua("map_", self, fn, u)
+end
 
 return M

@@ -18,6 +18,7 @@
 -- wait blocks the calling Lua thread inside C.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local ffi, C = cdef.ffi, cdef.C
 local fail = util.fail
 local is_int = util.is_int
@@ -99,7 +100,8 @@ local collect_at = 16
 
 -- engine.new{kind = "pooled", cpu_workers = 2, ...}: a zero/absent field
 -- takes the environment's value (ORDO_*), then the built-in default.
-function M.new(cfg)
+function M.new(cfg, extra)
+    if extra ~= nil then extra_arg("engine.new", "(config)", extra) end
     cfg = cfg or {}
     if type(cfg) ~= "table" then fail("engine.new: expected a table of settings, got " .. util.typename(cfg)) end
     local c = ffi.new("ordo_engine_config")
@@ -181,16 +183,32 @@ local function config_of(fname, self)
     return t
 end
 
-function Engine:config() return config_of("engine:config", self) end
-function Engine:kind() return config_of("engine:kind", self).kind end
-function Engine:cpu_workers() return config_of("engine:cpu_workers", self).cpu_workers end
-function Engine:gpu_workers() return config_of("engine:gpu_workers", self).gpu_workers end
-function Engine:pending() return tonumber(C.ordo_engine_pending(live("engine:pending", self))) end
+function Engine:config(extra)
+    if extra ~= nil then extra_arg("engine:config", "()", extra) end
+    return config_of("engine:config", self)
+end
+function Engine:kind(extra)
+    if extra ~= nil then extra_arg("engine:kind", "()", extra) end
+    return config_of("engine:kind", self).kind
+end
+function Engine:cpu_workers(extra)
+    if extra ~= nil then extra_arg("engine:cpu_workers", "()", extra) end
+    return config_of("engine:cpu_workers", self).cpu_workers
+end
+function Engine:gpu_workers(extra)
+    if extra ~= nil then extra_arg("engine:gpu_workers", "()", extra) end
+    return config_of("engine:gpu_workers", self).gpu_workers
+end
+function Engine:pending(extra)
+    if extra ~= nil then extra_arg("engine:pending", "()", extra) end
+    return tonumber(C.ordo_engine_pending(live("engine:pending", self)))
+end
 
 -- set under the ordo launcher: Ctrl-C can stop a wait (lua/ordo/util.lua)
 local wait_ready = util.wait_ready
 
-function Engine:wait_for_all()
+function Engine:wait_for_all(extra)
+    if extra ~= nil then extra_arg("engine:wait_for_all", "()", extra) end
     local e = live("wait_for_all", self)
     if wait_ready then wait_ready(e, nil) end
     if C.ordo_wait_for_all(e) ~= 0 then fail(last_error()) end
@@ -204,7 +222,8 @@ end
 
 -- ---------------------------------------------------------------- variables
 
-function Engine:new_variable()
+function Engine:new_variable(extra)
+    if extra ~= nil then extra_arg("engine:new_variable", "()", extra) end
     local e = live("new_variable", self)
     local v = C.ordo_new_variable(e)
     if v == nil then fail("new_variable: " .. last_error()) end
@@ -438,16 +457,21 @@ function M.shell_running() return tonumber(C.ordo_shell_running()) end
 -- exactly what it would alone.  0 turns it off; the default is
 -- ORDO_BULK_SIZE, else 16.  Returns the previous size.
 local BULK_MAX = 64
-function M.set_bulk_size(n)
+function M.set_bulk_size(n, extra)
+    if extra ~= nil then extra_arg("engine.set_bulk_size", "(n)", extra) end
     if not is_int(n) or n < 0 or n > BULK_MAX then
         fail(("engine.set_bulk_size: expected an integer from 0 (off) to %d, got %s"):format(BULK_MAX, tostring(n)))
     end
     return tonumber(C.ordo_set_bulk_size(n))
 end
-function M.bulk_size() return tonumber(C.ordo_get_bulk_size()) end
+function M.bulk_size(extra)
+    if extra ~= nil then extra_arg("engine.bulk_size", "()", extra) end
+    return tonumber(C.ordo_get_bulk_size())
+end
 -- Hands this thread's collected ops to the engine now (other threads, say
 -- a C library sharing the tensors, see them from then on).
-function M.flush()
+function M.flush(extra)
+    if extra ~= nil then extra_arg("engine.flush", "()", extra) end
     if C.ordo_bulk_flush() ~= 0 then fail("engine.flush: " .. last_error()) end
 end
 
@@ -469,10 +493,17 @@ for _, k in ipairs({"config", "kind", "cpu_workers", "gpu_workers", "pending", "
     M[k] = function(...) return Engine[k](default_engine(), ...) end
 end
 -- waits follow the engine of what they wait for
-function M.wait_for_var(x) return Engine.wait_for_var(default_engine(), x) end
-function M.wait_to_write(x) return Engine.wait_to_write(default_engine(), x) end
+function M.wait_for_var(x, extra)
+    if extra ~= nil then extra_arg("engine.wait_for_var", "(x)", extra) end
+    return Engine.wait_for_var(default_engine(), x)
+end
+function M.wait_to_write(x, extra)
+    if extra ~= nil then extra_arg("engine.wait_to_write", "(x)", extra) end
+    return Engine.wait_to_write(default_engine(), x)
+end
 -- shell follows the engine of its first var (the default one without vars)
-function M.shell(cmd, opts)
+function M.shell(cmd, opts, extra)
+    if extra ~= nil then extra_arg("engine.shell", "(cmd, opts)", extra) end
     local e = default_engine()
     local first = type(opts) == "table" and ((type(opts.reads) == "table" and opts.reads[1]) or
                                              (type(opts.writes) == "table" and opts.writes[1]))

@@ -11,6 +11,7 @@
 -- Past `threshold` elements the middle of every dim longer than 2*edge is
 -- elided ("...").
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 
 local floor, abs, huge = math.floor, math.abs, math.huge
 local fmt, rep, concat = string.format, string.rep, table.concat
@@ -38,7 +39,8 @@ end
 -- profile "default", "short" or "full" sets them all first.  Options not
 -- given keep their values.  Returns the options as they were, a table
 -- that set_printoptions takes back.
-function M.set_printoptions(opts)
+function M.set_printoptions(opts, extra)
+    if extra ~= nil then extra_arg("set_printoptions", "(opts)", extra) end
     local fname = "set_printoptions"
     if type(opts) ~= "table" or getmetatable(opts) ~= nil then
         util.fail(fmt("%s: expected an options table, got %s", fname, util.typename(opts)))

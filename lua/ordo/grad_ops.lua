@@ -17,6 +17,7 @@
 -- the interpreter (r = a + b took twice as long).  The spec "no op wrapper
 -- holds a closure" keeps it so.
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 
 local fail = util.fail
@@ -221,7 +222,8 @@ function M.install(ag)
         if is_tensor(hi) then saved[#saved + 1] = hi end
         record("clamp", y, {x, lo, hi, n = 3}, function(g) return clamp_bw(g, x, lo, hi) end, saved)
     end
-    Tensor.clamp = function(x, lo, hi)
+    Tensor.clamp = function(x, lo, hi, extra)
+        if extra ~= nil then extra_arg("clamp", "(min, max)", extra) end
         local y = raw.clamp(x, lo, hi)
         if needs(x, lo, hi) then rec_clamp(x, lo, hi, y) end
         return y
@@ -274,7 +276,8 @@ function M.install(ag)
     for name, bw in pairs(U) do
         local f = raw[name]
         local what = SAVES[name]
-        Tensor[name] = function(x)
+        Tensor[name] = function(x, extra)
+            if extra ~= nil then extra_arg(name, "()", extra) end
             local y = f(x)
             if needs(x) then rec_unary(name, bw, what, x, y) end
             return y
@@ -296,12 +299,16 @@ function M.install(ag)
             return gx, gy
         end, {cond})
     end
-    tensor.where = function(cond, x, y)
+    tensor.where = function(cond, x, y, extra)
+        if extra ~= nil then extra_arg("where", "(condition, x, y)", extra) end
         local out = raw_where(cond, x, y)
         if needs(x, y) then rec_where(cond, x, y, out) end
         return out
     end
-    Tensor.where = function(x, cond, y) return tensor.where(cond, x, y) end
+    Tensor.where = function(x, cond, y, extra)
+        if extra ~= nil then extra_arg("where", "(condition, y)", extra) end
+        return tensor.where(cond, x, y)
+    end
 
     -- x's gradient is g where the mask is clear; a tensor value (one
     -- element, as the forward reads it) gets the sum of g where it is set.
@@ -321,7 +328,8 @@ function M.install(ag)
         local saved = {mask}
         record("masked_fill", y, {x, value, n = 2}, function(g) return masked_fill_bw(g, x, mask, value) end, saved)
     end
-    Tensor.masked_fill = function(x, mask, value)
+    Tensor.masked_fill = function(x, mask, value, extra)
+        if extra ~= nil then extra_arg("masked_fill", "(mask, value)", extra) end
         local y = raw.masked_fill(x, mask, value)
         if needs(x, value) then rec_masked_fill(x, mask, value, y) end
         return y
@@ -391,7 +399,8 @@ function M.install(ag)
             return z:scatter_add_(d, idx, g)
         end, {idx}) -- the indices the caller holds route the gradient: saved
     end
-    Tensor.sort = function(x, dim, descending)
+    Tensor.sort = function(x, dim, descending, extra)
+        if extra ~= nil then extra_arg("sort", "(dim, descending)", extra) end
         local values, idx = raw.sort(x, dim, descending)
         if needs(x) then rec_sort(x, dim, values, idx) end
         return values, idx
@@ -420,7 +429,9 @@ function M.install(ag)
                 return x._rg and g or nil, gsrc
             end, saved_index(index))
         end
-        Tensor[name] = function(x, dim, index, src, who)
+        local params = name == "index_add" and "(dim, index, src, alpha)" or "(dim, index, src)"
+        Tensor[name] = function(x, dim, index, src, who, extra)
+            if extra ~= nil then extra_arg(name, params, extra) end
             -- index_add's alpha scales src here, so that its gradient has it too
             if who ~= nil and type(who) ~= "string" and name == "index_add" then
                 src, who = tensor.index_add_alpha(name, src, who), nil
@@ -502,7 +513,8 @@ function M.install(ag)
         local dt = tensor.opt_dtype(name, dtype, true)
         return dt and x:to(dt) or x
     end
-    Tensor.softmax = function(x, dim, dtype)
+    Tensor.softmax = function(x, dim, dtype, extra)
+        if extra ~= nil then extra_arg("softmax", "(dim, dtype)", extra) end
         if dtype ~= nil then x = softmax_input("softmax", x, dtype) end
         local y = raw.softmax(x, dim)
         if needs(x) then rec_softmax(x, dim, y) end
@@ -515,7 +527,8 @@ function M.install(ag)
             return g - y:exp() * (g:dim() == 0 and g or g:sum(d, true)) -- (a 0-dim x is one line)
         end, {y})
     end
-    Tensor.log_softmax = function(x, dim, dtype)
+    Tensor.log_softmax = function(x, dim, dtype, extra)
+        if extra ~= nil then extra_arg("log_softmax", "(dim, dtype)", extra) end
         if dtype ~= nil then x = softmax_input("log_softmax", x, dtype) end
         local y = raw.log_softmax(x, dim)
         if needs(x) then rec_log_softmax(x, dim, y) end
@@ -586,13 +599,17 @@ function M.install(ag)
         if #sb == 1 then return y:squeeze(nbatch + 2) end
         return y
     end
-    tensor.matmul = function(a, b)
+    tensor.matmul = function(a, b, extra)
+        if extra ~= nil then extra_arg("matmul", "(a, b)", extra) end
         if is_tensor(a) and is_tensor(b) and (a._c.ndim > 3 or b._c.ndim > 3) then return matmul_nd(a, b) end
         local y = raw_matmul(a, b)
         if needs(a, b) then rec_matmul(a, b, y) end
         return y
     end
-    Tensor.matmul = function(a, b) return tensor.matmul(a, b) end
+    Tensor.matmul = function(a, b, extra)
+        if extra ~= nil then extra_arg("matmul", "(other)", extra) end
+        return tensor.matmul(a, b)
+    end
 
     -- ------------------------------------------------------------ shapes and copies
 
@@ -694,14 +711,16 @@ function M.install(ag)
             return r -- one list: unpack fails past a few thousand values (an LSTM over 10,000 steps)
         end)
     end
-    tensor.cat = function(list, dim)
+    tensor.cat = function(list, dim, extra)
+        if extra ~= nil then extra_arg("cat", "(tensors, dim)", extra) end
         local y = raw_cat(list, dim)
         if type(list) == "table" and list_needs(list) then rec_cat(list, dim, y) end
         return y
     end
     -- stack is cat of unsqueezed views: its graph comes through those ops
     local raw_stack = tensor.stack
-    tensor.stack = function(list, dim)
+    tensor.stack = function(list, dim, extra)
+        if extra ~= nil then extra_arg("stack", "(tensors, dim)", extra) end
         if type(list) == "table" and list_needs(list) then
             local d = tensor.stack_check(list, dim)
             local parts = {}

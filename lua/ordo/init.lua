@@ -14,6 +14,7 @@
 local ffi = require "ffi"
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd" -- wraps the tensor ops: before they are copied below
 local derived = require "ordo.derived"   -- var, std, norm, logsumexp, chunk, split...: ops made of ops
@@ -113,22 +114,33 @@ end
 M.cpu, M.gpu, M.cpu_pinned = util.cpu, util.gpu, util.cpu_pinned
 M.Device = util.Device
 M.cuda = {
-    is_available = function() return C.ordo_gpu_count() > 0 end,
-    device_count = function() return C.ordo_gpu_count() end,
+    is_available = function(extra)
+        if extra ~= nil then extra_arg("cuda.is_available", "()", extra) end
+        return C.ordo_gpu_count() > 0
+    end,
+    device_count = function(extra)
+        if extra ~= nil then extra_arg("cuda.device_count", "()", extra) end
+        return C.ordo_gpu_count()
+    end,
     -- the caching device allocator: counters ({allocated_bytes =, reserved_bytes =, ...})
     -- and giving cached blocks back; dev = ordo.gpu(n) or n, default gpu(0)
     memory_stats = tensor.cuda_memory_stats,
     empty_cache = tensor.cuda_empty_cache,
     -- pinned host memory (cpu_pinned tensors): bytes in live tensors, bytes
     -- cached for reuse, and giving the cache back to the system
-    pinned_memory = function()
+    pinned_memory = function(extra)
+        if extra ~= nil then extra_arg("cuda.pinned_memory", "()", extra) end
         return {live_bytes = tonumber(C.ordo_pinned_live_bytes()),
                 cached_bytes = tonumber(C.ordo_pinned_cached_bytes())}
     end,
-    empty_pinned_cache = function() C.ordo_pinned_empty_cache() end,
+    empty_pinned_cache = function(extra)
+        if extra ~= nil then extra_arg("cuda.empty_pinned_cache", "()", extra) end
+        C.ordo_pinned_empty_cache()
+    end,
     -- synchronize([dev]): waits until the default engine's pushed work is
     -- done (that on every device: engine.wait_for_all), raising its errors
-    synchronize = function(dev)
+    synchronize = function(dev, extra)
+        if extra ~= nil then extra_arg("cuda.synchronize", "(dev)", extra) end
         tensor.gpu_id("synchronize", dev)
         M.engine.wait_for_all()
     end,
@@ -139,16 +151,32 @@ M.float, M.double, M.int, M.long, M.byte = "float32", "float64", "int32", "int64
 
 -- Storage memory outside the Lua heap (all engines).
 M.memory = {
-    live_bytes = function() return tonumber(C.ordo_storage_live_bytes()) end,
-    live_count = function() return tonumber(C.ordo_storage_live_count()) end,
-    total_bytes = function() return tonumber(C.ordo_storage_total_bytes()) end,
+    live_bytes = function(extra)
+        if extra ~= nil then extra_arg("memory.live_bytes", "()", extra) end
+        return tonumber(C.ordo_storage_live_bytes())
+    end,
+    live_count = function(extra)
+        if extra ~= nil then extra_arg("memory.live_count", "()", extra) end
+        return tonumber(C.ordo_storage_live_count())
+    end,
+    total_bytes = function(extra)
+        if extra ~= nil then extra_arg("memory.total_bytes", "()", extra) end
+        return tonumber(C.ordo_storage_total_bytes())
+    end,
     -- freed host blocks kept for reuse (ORDO_HOST_CACHE_MB), and giving them back
-    cached_bytes = function() return tonumber(C.ordo_host_cached_bytes()) end,
-    empty_cache = function() C.ordo_host_empty_cache() end,
+    cached_bytes = function(extra)
+        if extra ~= nil then extra_arg("memory.cached_bytes", "()", extra) end
+        return tonumber(C.ordo_host_cached_bytes())
+    end,
+    empty_cache = function(extra)
+        if extra ~= nil then extra_arg("memory.empty_cache", "()", extra) end
+        C.ordo_host_empty_cache()
+    end,
     -- bytes allocated between two forced collections (at least); default 64 MiB
     -- (ORDO_GC_THRESHOLD_MB).  0 or a fraction used to be taken as 1 byte or
     -- cut: a collection at every allocation, without a word.
-    set_gc_threshold = function(bytes)
+    set_gc_threshold = function(bytes, extra)
+        if extra ~= nil then extra_arg("memory.set_gc_threshold", "(bytes)", extra) end
         if type(bytes) ~= "number" or bytes ~= bytes or bytes < 1 or bytes > 2^53 or bytes % 1 ~= 0 then
             util.fail(("memory.set_gc_threshold: expected a number of bytes, an integer from 1 to 2^53, got %s")
                       :format(type(bytes) == "number" and tostring(bytes) or util.typename(bytes)))
@@ -164,7 +192,8 @@ M.memory = {
 -- symbolic link is followed.  For command lines that check a path before
 -- a long run (examples/cli.lua).
 local FILE_KINDS = {[0] = "none", "file", "directory", "other"}
-function M.file_kind(path)
+function M.file_kind(path, extra)
+    if extra ~= nil then extra_arg("file_kind", "(path)", extra) end
     if type(path) ~= "string" then
         util.fail("file_kind: expected a path (a string), got " .. util.typename(path))
     end

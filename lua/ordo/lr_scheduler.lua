@@ -11,6 +11,7 @@
 -- ReduceLROnPlateau, which has no closed form, is stepped with the metric
 -- it watches instead (sched:step(val_loss)).
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 
 local fail, typename = util.fail, util.typename
 local is_int = util.is_int
@@ -209,7 +210,8 @@ function Scheduler:step(...)
     return copy_lrs(lr)
 end
 
-function Scheduler:get_last_lr()
+function Scheduler:get_last_lr(extra)
+    if extra ~= nil then extra_arg("get_last_lr", "()", extra) end
     check_sched_self("get_last_lr", self)
     return copy_lrs(self._set_lr)
 end
@@ -265,7 +267,8 @@ local function class(name, known, required, make)
     local cls = setmetatable({__name = "lr_scheduler." .. name}, {__index = Scheduler})
     cls.__index = cls
     local fname = name
-    M[name] = setmetatable(cls, {__index = Scheduler, __call = function(_, opt, opts)
+    M[name] = setmetatable(cls, {__index = Scheduler, __call = function(_, opt, opts, extra)
+        if extra ~= nil then extra_arg(fname, "(optimizer, opts)", extra) end
         check_optimizer(fname, opt)
         local s = setmetatable({optimizer = opt, base_lr = opt.lr, epoch = 0}, cls)
         make(s, options(fname, opts or {}, known, required))
@@ -940,7 +943,8 @@ local PLATEAU_OPTS = {mode = "string", factor = "number", patience = "number", t
                       threshold_mode = "string", cooldown = "number", min_lr = "number|list", eps = "number"}
 local ReduceLROnPlateau = {__name = "lr_scheduler.ReduceLROnPlateau"}
 ReduceLROnPlateau.__index = ReduceLROnPlateau
-M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt, opts)
+M.ReduceLROnPlateau = setmetatable(ReduceLROnPlateau, {__call = function(_, opt, opts, extra)
+    if extra ~= nil then extra_arg("ReduceLROnPlateau", "(optimizer, opts)", extra) end
     local f = "ReduceLROnPlateau"
     check_optimizer(f, opt)
     local o = options(f, opts or {}, PLATEAU_OPTS, {})
@@ -1023,7 +1027,8 @@ local function group_lrs(opt)
     return r, ratio
 end
 
-function ReduceLROnPlateau:step(metric)
+function ReduceLROnPlateau:step(metric, extra)
+    if extra ~= nil then extra_arg("ReduceLROnPlateau: step", "(metric)", extra) end
     check_sched_self("step", self)
     if type(metric) == "table" and type(metric.item) == "function" then
         if type(metric.numel) == "function" and metric:numel() ~= 1 then
@@ -1077,7 +1082,8 @@ function ReduceLROnPlateau:reduce()
     end
 end
 
-function ReduceLROnPlateau:get_last_lr()
+function ReduceLROnPlateau:get_last_lr(extra)
+    if extra ~= nil then extra_arg("get_last_lr", "()", extra) end
     check_sched_self("get_last_lr", self)
     local opt = self.optimizer
     if single_group(opt) then return opt.lr end
@@ -1181,7 +1187,8 @@ function own_fields(self)
     return list
 end
 
-local function state_dict(self)
+local function state_dict(self, extra)
+    if extra ~= nil then extra_arg("state_dict", "()", extra) end
     check_sched_self("state_dict", self)
     local kind = kind_of(self)
     local st = {kind = kind, epoch = self.epoch, base_lr = self.base_lr}
@@ -1304,7 +1311,8 @@ local serialize -- required on first use: ordo.serialize requires ordo.tensor
 local tensor
 local unpack = unpack
 
-local function save(self, path)
+local function save(self, path, extra)
+    if extra ~= nil then extra_arg("save", "(path)", extra) end
     check_sched_self("save", self)
     serialize = serialize or require "ordo.serialize"
     tensor = tensor or require "ordo.tensor"
@@ -1331,7 +1339,8 @@ local function save(self, path)
     return self
 end
 
-local function load(self, path)
+local function load(self, path, extra)
+    if extra ~= nil then extra_arg("load", "(path)", extra) end
     local fname = "scheduler load"
     check_sched_self("load", self)
     serialize = serialize or require "ordo.serialize"
@@ -1364,7 +1373,8 @@ local function load(self, path)
 end
 
 for _, cls in pairs({Scheduler, ReduceLROnPlateau}) do
-    cls.state_dict, cls.load_state_dict, cls.save, cls.load = state_dict, function(self, st)
+    cls.state_dict, cls.load_state_dict, cls.save, cls.load = state_dict, function(self, st, extra)
+        if extra ~= nil then extra_arg("load_state_dict", "(state)", extra) end
         return load_state_dict(self, st)
     end, save, load
 end

@@ -9,6 +9,7 @@
 -- fields (opt.lr = 0.01 changes the learning rate from the next step).
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
 
@@ -302,7 +303,8 @@ end
 -- optimiser made with a plain list becomes one of two groups, the first
 -- its parameters with no options of their own.  A bad group, or a
 -- parameter the optimiser already has, raises and changes nothing.
-function Optimizer:add_param_group(group)
+function Optimizer:add_param_group(group, extra)
+    if extra ~= nil then extra_arg("add_param_group", "(group)", extra) end
     check_opt_self("add_param_group", self)
     local fname = "add_param_group"
     if type(group) ~= "table" or getmetatable(group) ~= nil then
@@ -346,7 +348,8 @@ end
 
 -- zero_grad([set_to_none = true]): drops each gradient (p.grad = nil), or
 -- with false fills it with zeros in place (Torch's set_to_none).
-function Optimizer:zero_grad(set_to_none)
+function Optimizer:zero_grad(set_to_none, extra)
+    if extra ~= nil then extra_arg("zero_grad", "(set_to_none)", extra) end
     check_opt_self("zero_grad", self)
     if set_to_none == nil then set_to_none = true end
     if type(set_to_none) ~= "boolean" then
@@ -429,7 +432,8 @@ end
 -- step([closure]): Torch's form: closure() (run with grad mode on) clears
 -- the gradients, computes the loss, calls backward and returns the loss,
 -- which step returns after its update.
-function Optimizer:step(closure)
+function Optimizer:step(closure, extra)
+    if extra ~= nil then extra_arg("step", "(closure)", extra) end
     check_opt_self("step", self)
     local loss
     if closure ~= nil then
@@ -514,6 +518,7 @@ local function scalar(v, dt) return tensor.tensor(v, {dtype = dt}) end
 
 -- The entries of a checkpoint ({name =, tensor =}, the live state tensors).
 local function checkpoint_entries(self)
+    if self.pack_state then self:pack_state() end -- (LBFGS: its history as tensors)
     local kind = self.__name or "optimiser"
     local steps = {}
     for i = 1, #self.params do steps[i] = self.steps[i] or 0 end
@@ -552,7 +557,8 @@ local function checkpoint_entries(self)
     return entries
 end
 
-function Optimizer:save(path)
+function Optimizer:save(path, extra)
+    if extra ~= nil then extra_arg("save", "(path)", extra) end
     check_opt_self("save", self)
     serialize = serialize or require "ordo.serialize"
     serialize.write("optimizer save", path, checkpoint_entries(self))
@@ -563,7 +569,8 @@ end
 -- tensor =}, the tensors copies (a snapshot: later steps do not change it).
 -- opt:load_state_dict(sd) puts one back, with opt:load's checks (and copies
 -- its tensors: the optimiser never shares state with sd).
-function Optimizer:state_dict()
+function Optimizer:state_dict(extra)
+    if extra ~= nil then extra_arg("state_dict", "()", extra) end
     check_opt_self("state_dict", self)
     local r = {}
     for i, e in ipairs(checkpoint_entries(self)) do r[i] = {name = e.name, tensor = e.tensor:clone()} end
@@ -699,13 +706,14 @@ local function load_entries(self, fname, path, list, copy)
         local p = f == field and i and self.params[i]
         if not p then fail(fmt("%s: %s has a tensor %s that this optimiser does not have", fname, path, name)) end
         key = key ~= "" and key or nil
-        local want = (views and views[i] or self):state_shape(p, key)
+        -- (want_dt: a host scalar of that dtype, NAdam's mu_product, not a tensor like p)
+        local want, want_dt = (views and views[i] or self):state_shape(p, key, t)
         if not want then fail(fmt("%s: %s has a tensor %s that this optimiser does not have", fname, path, name)) end
-        if t:dtype() ~= p:dtype() or shape_str(t:shape()) ~= shape_str(want) then
+        if t:dtype() ~= (want_dt or p:dtype()) or shape_str(t:shape()) ~= shape_str(want) then
             fail(fmt("%s: %s in %s is %s of shape %s, this optimiser's is %s of shape %s", fname, name, path,
-                     t:dtype(), shape_str(t:shape()), p:dtype(), shape_str(want)))
+                     t:dtype(), shape_str(t:shape()), want_dt or p:dtype(), shape_str(want)))
         end
-        local moved = t:to(p:device())
+        local moved = want_dt and t or t:to(p:device())
         t = (copy and rawequal(moved, t)) and t:clone() or moved
         if key then
             new[i] = new[i] or {}
@@ -718,7 +726,7 @@ local function load_entries(self, fname, path, list, copy)
     -- saved with other options (RMSprop without momentum loaded into one
     -- with) would otherwise leave the missing part nil for good
     for i = 1, n do
-        local keys = (views and views[i] or self):state_keys()
+        local keys = (views and views[i] or self):state_keys(i)
         local st = new[i]
         if not counted then steps[i] = st ~= nil and step or 0 end
         if st ~= nil or steps[i] > 0 then
@@ -732,6 +740,7 @@ local function load_entries(self, fname, path, list, copy)
             end
         end
     end
+    if self.check_loaded then self:check_loaded(new, fname, path) end
     self[field], self.t, self.lr, self.steps = new, step, lr, steps
     if group_lrs and not SINGLE[groups] then
         for k, g in ipairs(groups) do g.lr = group_lrs[k] end
@@ -739,14 +748,16 @@ local function load_entries(self, fname, path, list, copy)
     return self
 end
 
-function Optimizer:load(path)
+function Optimizer:load(path, extra)
+    if extra ~= nil then extra_arg("load", "(path)", extra) end
     check_opt_self("load", self)
     serialize = serialize or require "ordo.serialize"
     local fname = "optimizer load"
     return load_entries(self, fname, path, serialize.read(fname, path), false)
 end
 
-function Optimizer:load_state_dict(sd)
+function Optimizer:load_state_dict(sd, extra)
+    if extra ~= nil then extra_arg("load_state_dict", "(state_dict)", extra) end
     check_opt_self("load_state_dict", self)
     local fname = "load_state_dict"
     if type(sd) ~= "table" or is_tensor(sd) then
@@ -782,7 +793,17 @@ local function option_text(keys, get)
     local parts = {}
     for _, k in ipairs(keys) do
         local v = get(k)
-        parts[#parts + 1] = k .. " = " .. (type(v) == "number" and fmt("%g", v) or tostring(v))
+        local text
+        if type(v) == "number" then
+            text = fmt("%g", v)
+        elseif type(v) == "table" and getmetatable(v) == nil then -- (Rprop's etas = {0.5, 1.2})
+            local items = {}
+            for j, x in ipairs(v) do items[j] = type(x) == "number" and fmt("%g", x) or tostring(x) end
+            text = "{" .. table.concat(items, ", ") .. "}"
+        else
+            text = tostring(v)
+        end
+        parts[#parts + 1] = k .. " = " .. text
     end
     return table.concat(parts, ", ")
 end
@@ -836,7 +857,8 @@ end
 local SGD = class("SGD")
 M.SGD = SGD
 
-function M.SGD.new(params, opts)
+function M.SGD.new(params, opts, extra)
+    if extra ~= nil then extra_arg("SGD", "(params, opts)", extra) end
     local o = make("SGD", params, opts, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false,
                                      maximize = false},
                    function(f, g)
@@ -903,7 +925,8 @@ end
 local function adam_class(name, wd)
     local cls = class(name)
     M[name] = cls
-    function cls.new(params, opts)
+    function cls.new(params, opts, extra)
+        if extra ~= nil then extra_arg(name, "(params, opts)", extra) end
         local o = make(name, params, opts, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = wd,
                                                   amsgrad = false, maximize = false},
                        check_betas)
@@ -1007,7 +1030,8 @@ end
 local Adagrad = class("Adagrad")
 M.Adagrad = Adagrad
 
-function M.Adagrad.new(params, opts)
+function M.Adagrad.new(params, opts, extra)
+    if extra ~= nil then extra_arg("Adagrad", "(params, opts)", extra) end
     local o = make("Adagrad", params, opts, {lr = 0.01, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0,
                                              eps = 1e-10, maximize = false}, function(f, g)
         if g.lr_decay < 0 or g.initial_accumulator_value < 0 then
@@ -1044,7 +1068,8 @@ end
 local RMSprop = class("RMSprop")
 M.RMSprop = RMSprop
 
-function M.RMSprop.new(params, opts)
+function M.RMSprop.new(params, opts, extra)
+    if extra ~= nil then extra_arg("RMSprop", "(params, opts)", extra) end
     local o = make("RMSprop", params, opts, {lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0,
                                              centered = false, maximize = false}, function(f, g)
         if g.alpha < 0 or g.alpha >= 1 then fail(fmt("%s: alpha must be in [0, 1), got %g", f, g.alpha)) end
@@ -1113,6 +1138,589 @@ function RMSprop:update(i, p, g, fresh)
         step = st.buf
     end
     p:sub_(step * self.lr)
+end
+
+-- Optimisers whose state is a table of tensors like the parameter, named
+-- by keys (all made at a parameter's first update, Torch's state): the
+-- class's init(self, p) returns that table.  Options per make().
+local function keyed_class(name, keys, defaults, validate, init)
+    local cls = class(name)
+    M[name] = cls
+    function cls.new(params, opts, extra)
+        if extra ~= nil then extra_arg(name, "(params, opts)", extra) end
+        local d = {}
+        for k, v in pairs(defaults) do
+            if type(v) == "table" then v = {unpack(v)} end -- (each optimiser its own etas table)
+            d[k] = v
+        end
+        local o = make(name, params, opts, d, validate)
+        o.t, o.steps, o.state = 0, {}, {}
+        return setmetatable(o, cls)
+    end
+    setmetatable(cls, {__index = Optimizer, __call = function(_, ...) return cls.new(...) end})
+    cls.state_field = "state"
+    local has = {}
+    for _, k in ipairs(keys) do has[k] = true end
+    function cls:state_keys() return keys end
+    function cls:state_shape(p, key)
+        if has[key] then return p:shape() end
+    end
+    function cls:new_state(i, p)
+        if self.state[i] == nil then return init(self, p) end
+    end
+    -- the state of parameter i for this update (made at its first)
+    function cls:state_of(i, p, fresh)
+        local st = self.state[i]
+        if st == nil then
+            st = fresh or init(self, p)
+            self.state[i] = st
+        end
+        return st
+    end
+    return cls
+end
+
+local function zeros_init(keys)
+    return function(_, p)
+        local st = {}
+        for _, k in ipairs(keys) do st[k] = tensor.zeros_like(p) end
+        return st
+    end
+end
+
+-- Torch's weight decay: added to the gradient (L2), or with decoupled
+-- (NAdam's and RAdam's decoupled_weight_decay, AdamW's form) the
+-- parameter shrinks by lr wd before the step.
+local function decay(self, p, g)
+    local wd = self.weight_decay
+    if wd == 0 then return g end
+    if self.decoupled_weight_decay then
+        p:mul_(1 - self.lr * wd)
+        return g
+    end
+    return g + p * wd
+end
+
+-- Adamax(params, {lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+-- weight_decay = 0}): Adam with the infinity norm (Torch's form):
+-- m = b1 m + (1 - b1) g, u = max(b2 u, |g| + eps), p -= lr / (1 - b1^t) m / u.
+local Adamax = keyed_class("Adamax", {"exp_avg", "exp_inf"},
+                           {lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0, maximize = false},
+                           check_betas, zeros_init({"exp_avg", "exp_inf"}))
+
+function Adamax:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local b1, b2 = self.beta1, self.beta2
+    g = decay(self, p, g)
+    st.exp_avg:mul_(b1):add_(g * (1 - b1))
+    st.exp_inf:copy_((st.exp_inf * b2):maximum(g:abs():add_(self.eps)))
+    p:sub_(st.exp_avg / st.exp_inf * (self.lr / (1 - b1 ^ self.steps[i])))
+end
+
+-- NAdam(params, {lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+-- weight_decay = 0, momentum_decay = 4e-3, decoupled_weight_decay =
+-- false}): Adam with Nesterov momentum (Dozat), Torch's form step by step:
+-- mu_t = b1 (1 - 0.5 * 0.96^(t momentum_decay)), their running product
+-- kept per parameter (state mu_product, a float64 host scalar).
+local NADAM_KEYS = {"exp_avg", "exp_avg_sq", "mu_product"}
+local NAdam = keyed_class("NAdam", NADAM_KEYS,
+                          {lr = 2e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0,
+                           momentum_decay = 4e-3, decoupled_weight_decay = false, maximize = false},
+                          check_betas, function(_, p)
+    return {exp_avg = tensor.zeros_like(p), exp_avg_sq = tensor.zeros_like(p),
+            mu_product = scalar(1, "float64")}
+end)
+
+function NAdam:state_shape(p, key)
+    if key == "mu_product" then return {}, "float64" end
+    if key == "exp_avg" or key == "exp_avg_sq" then return p:shape() end
+end
+
+-- the value of each mu_product tensor this process made (no wait on the
+-- engine to read it back at each step; a loaded one is read once)
+local MU_VALUE = setmetatable({}, {__mode = "k"})
+
+function NAdam:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local b1, b2, t, md, lr = self.beta1, self.beta2, self.steps[i], self.momentum_decay, self.lr
+    g = decay(self, p, g)
+    local mu = b1 * (1 - 0.5 * 0.96 ^ (t * md))
+    local mu_next = b1 * (1 - 0.5 * 0.96 ^ ((t + 1) * md))
+    local mu_product = (MU_VALUE[st.mu_product] or st.mu_product:item()) * mu
+    st.mu_product = scalar(mu_product, "float64")
+    MU_VALUE[st.mu_product] = mu_product
+    st.exp_avg:mul_(b1):add_(g * (1 - b1))
+    st.exp_avg_sq:mul_(b2):add_(g * g * (1 - b2))
+    local denom = (st.exp_avg_sq * (1 / (1 - b2 ^ t))):sqrt():add_(self.eps)
+    p:sub_(g / denom * (lr * (1 - mu) / (1 - mu_product)))
+    p:sub_(st.exp_avg / denom * (lr * mu_next / (1 - mu_product * mu_next)))
+end
+
+-- RAdam(params, {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+-- weight_decay = 0, decoupled_weight_decay = false}): Adam with the
+-- variance rectified (Liu et al.), Torch's form: while rho_t <= 5 the step
+-- is the bias-corrected first moment alone.
+local RAdam = keyed_class("RAdam", {"exp_avg", "exp_avg_sq"},
+                          {lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0,
+                           decoupled_weight_decay = false, maximize = false},
+                          check_betas, zeros_init({"exp_avg", "exp_avg_sq"}))
+
+function RAdam:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local b1, b2, t, lr = self.beta1, self.beta2, self.steps[i], self.lr
+    g = decay(self, p, g)
+    st.exp_avg:mul_(b1):add_(g * (1 - b1))
+    st.exp_avg_sq:mul_(b2):add_(g * g * (1 - b2))
+    local c1, c2 = 1 - b1 ^ t, 1 - b2 ^ t
+    local rho_inf = 2 / (1 - b2) - 1
+    local rho_t = rho_inf - 2 * t * b2 ^ t / c2
+    if rho_t > 5 then
+        local rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+        p:sub_(st.exp_avg / st.exp_avg_sq:sqrt():add_(self.eps) * (lr / c1 * math.sqrt(c2) * rect))
+    else
+        p:sub_(st.exp_avg * (lr / c1))
+    end
+end
+
+-- Adadelta(params, {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0})
+-- (Zeiler), Torch's form: v = rho v + (1 - rho) g^2, delta = sqrt(u + eps)
+-- / sqrt(v + eps) g, u = rho u + (1 - rho) delta^2, p -= lr delta.
+local Adadelta = keyed_class("Adadelta", {"square_avg", "acc_delta"},
+                             {lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0, maximize = false},
+                             function(f, g)
+    if not (g.rho >= 0 and g.rho <= 1) then fail(fmt("%s: rho must be in [0, 1], got %g", f, g.rho)) end
+end, zeros_init({"square_avg", "acc_delta"}))
+
+function Adadelta:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local rho, eps = self.rho, self.eps
+    g = decay(self, p, g)
+    st.square_avg:mul_(rho):add_(g * g * (1 - rho))
+    local delta = (st.acc_delta + eps):sqrt():div_((st.square_avg + eps):sqrt()):mul_(g)
+    st.acc_delta:mul_(rho):add_(delta * delta * (1 - rho))
+    p:sub_(delta * self.lr)
+end
+
+-- Rprop(params, {lr = 1e-2, etas = {0.5, 1.2}, step_sizes = {1e-6, 50}})
+-- (Riedmiller & Braun), Torch's form: each element's step size (lr at
+-- first) grows by etas[2] while its gradient keeps its sign and shrinks by
+-- etas[1] (that step then skipped) when it flips, within step_sizes; the
+-- parameter moves by the step size against the gradient's sign.
+local function check_pair(f, o, key, lo_name, hi_name)
+    local v = o[key]
+    if #v ~= 2 or type(v[1]) ~= "number" or type(v[2]) ~= "number" or next(v, 2) ~= nil
+        or not (v[1] > -math.huge and v[1] < math.huge and v[2] > -math.huge and v[2] < math.huge) then
+        fail(fmt("%s: %s must be a list of two finite numbers {%s, %s}", f, key, lo_name, hi_name))
+    end
+    return v[1], v[2]
+end
+local Rprop = keyed_class("Rprop", {"prev", "step_size"},
+                          {lr = 1e-2, etas = {0.5, 1.2}, step_sizes = {1e-6, 50}, maximize = false},
+                          function(f, o)
+    local minus, plus = check_pair(f, o, "etas", "etaminus", "etaplus")
+    if not (minus > 0 and minus < 1 and plus > 1) then
+        fail(fmt("%s: etas must be {etaminus, etaplus} with 0 < etaminus < 1 < etaplus, got {%g, %g}", f, minus, plus))
+    end
+    local lo, hi = check_pair(f, o, "step_sizes", "min", "max")
+    if not (lo >= 0 and lo <= hi) then
+        fail(fmt("%s: step_sizes must be {min, max} with 0 <= min <= max, got {%g, %g}", f, lo, hi))
+    end
+end, function(self, p)
+    return {prev = tensor.zeros_like(p), step_size = tensor.full_like(p, self.lr)}
+end)
+
+function Rprop:update(i, p, g, fresh)
+    local st = self:state_of(i, p, fresh)
+    local minus, plus = self.etas[1], self.etas[2]
+    local s = (g * st.prev):sign()
+    local up, down = s:gt(0), s:lt(0)
+    local factor = tensor.ones_like(p):masked_fill(up, plus):masked_fill(down, minus)
+    st.step_size:mul_(factor):clamp_(self.step_sizes[1], self.step_sizes[2])
+    g = g:masked_fill(down, 0)
+    p:sub_(g:sign() * st.step_size)
+    st.prev:copy_(g)
+end
+
+-- LBFGS(params, {lr = 1, max_iter = 20, max_eval = max_iter * 5 / 4 (floored),
+-- tolerance_grad = 1e-7, tolerance_change = 1e-9, history_size = 100,
+-- line_search_fn = "none" or "strong_wolfe"}): Torch's limited-memory BFGS,
+-- step by step (its two-loop recursion, its strong Wolfe line search).
+-- step(closure) is required: closure() clears the gradients, computes the
+-- loss, calls backward and returns the loss (a number or a one-element
+-- tensor), and runs up to max_eval times per step.  One group only (Torch's
+-- rule); every parameter of one dtype and device.  Its state (the search
+-- direction, the history of steps and gradient changes) is one flat
+-- vector of all the parameters' elements, kept as parameter 1's state.
+local LBFGS = class("LBFGS")
+M.LBFGS = LBFGS
+local LBFGS_KEYS = {"d", "prev_flat_grad", "old_dirs", "old_stps", "ro", "scalars"}
+
+local function whole(f, o, key, min)
+    local v = o[key]
+    if v % 1 ~= 0 or v < min then fail(fmt("%s: %s must be a whole number >= %d, got %g", f, key, min, v)) end
+end
+
+function M.LBFGS.new(params, opts, extra)
+    if extra ~= nil then extra_arg("LBFGS", "(params, opts)", extra) end
+    if type(opts) == "table" and getmetatable(opts) == nil and opts.max_eval == nil then
+        local mi = opts.max_iter == nil and 20 or opts.max_iter
+        local copy = {}
+        for k, v in pairs(opts) do copy[k] = v end
+        if type(mi) == "number" and mi > -math.huge and mi < math.huge then copy.max_eval = math.floor(mi * 5 / 4) end
+        opts = copy
+    end
+    local o = make("LBFGS", params, opts, {lr = 1, max_iter = 20, max_eval = 25, tolerance_grad = 1e-7,
+                                           tolerance_change = 1e-9, history_size = 100, line_search_fn = "none"},
+                   function(f, g)
+        whole(f, g, "max_iter", 1)
+        whole(f, g, "max_eval", 1)
+        whole(f, g, "history_size", 1)
+        if g.tolerance_grad < 0 or g.tolerance_change < 0 then
+            fail(fmt("%s: tolerance_grad and tolerance_change must be >= 0", f))
+        end
+        if g.line_search_fn ~= "none" and g.line_search_fn ~= "strong_wolfe" then
+            fail(fmt("%s: line_search_fn must be \"strong_wolfe\" or \"none\" (or left out), got '%s'", f,
+                     g.line_search_fn))
+        end
+    end)
+    if not SINGLE[o.param_groups] then
+        fail("LBFGS: does not take param groups (Torch's rule): give a plain list of parameters")
+    end
+    local p1, n = o.params[1], 0
+    for i, p in ipairs(o.params) do
+        if p:dtype() ~= p1:dtype() or not util.same_device_ctx(p._c.ctx, p1._c.ctx) then
+            fail(fmt("LBFGS: parameter %d is %s on %s, parameter 1 %s on %s: every parameter must have one dtype " ..
+                     "and device (the state is one flat vector)", i, p:dtype(), tostring(p:device()), p1:dtype(),
+                     tostring(p1:device())))
+        end
+        n = n + p:numel()
+    end
+    o.t, o.steps, o.state, o._numel = 0, {}, {}, n
+    o._state_tbl = o.state
+    return setmetatable(o, LBFGS)
+end
+setmetatable(LBFGS, {__index = Optimizer, __call = function(_, ...) return LBFGS.new(...) end})
+
+LBFGS.state_field = "state"
+-- (its steps are all in step(closure): no update of one parameter at a time)
+function LBFGS:update() fail("LBFGS: update is not a per-parameter step; call opt:step(closure)") end
+function LBFGS:add_param_group(_, extra)
+    if extra ~= nil then extra_arg("add_param_group", "(group)", extra) end
+    fail("add_param_group: LBFGS does not take param groups (Torch's rule)")
+end
+function LBFGS:state_keys(i) return i == 1 and LBFGS_KEYS or {} end
+function LBFGS:state_shape(_, key, t)
+    local n = self._numel
+    if key == "d" or key == "prev_flat_grad" then return {n} end
+    if key == "scalars" then return {5}, "float64" end
+    if (key == "old_dirs" or key == "old_stps") and t and t:dim() == 2 and t:size(1) <= self.history_size then
+        return {t:size(1), n}
+    end
+    if key == "ro" and t and t:dim() == 1 and t:size(1) <= self.history_size then return {t:size(1)}, "float64" end
+end
+function LBFGS:check_loaded(new, fname, path)
+    for i = 2, #self.params do
+        if new[i] ~= nil then fail(fmt("%s: %s has state for parameter %d, LBFGS keeps it for parameter 1", fname,
+                                       path, i)) end
+    end
+    local st = new[1]
+    if st == nil then return end
+    local k = st.ro:numel()
+    if st.old_dirs:size(1) ~= k or st.old_stps:size(1) ~= k then
+        fail(fmt("%s: %s has a damaged LBFGS history (%d directions, %d steps, %d ro)", fname, path,
+                 st.old_dirs:size(1), st.old_stps:size(1), k))
+    end
+end
+
+-- the history as tensors, for a checkpoint (made at save / state_dict)
+function LBFGS:pack_state()
+    local L = self._lb
+    if rawget(self, "state") ~= self._state_tbl or L == nil then return end
+    local n = self._numel
+    local function flat(t)
+        if t then return t:clone() end -- (prev_flat_grad changes in place at the next step)
+        local parts = {}
+        for i, p in ipairs(self.params) do parts[i] = tensor.zeros_like(p):reshape({p:numel()}) end
+        return #parts == 1 and parts[1] or tensor.cat(parts, 1)
+    end
+    local function hist(list)
+        if #list == 0 then return flat(nil):reshape({1, n}):narrow(1, 1, 0):contiguous() end
+        return tensor.stack(list, 1)
+    end
+    local st = {d = flat(L.d), prev_flat_grad = flat(L.prev_flat_grad), old_dirs = hist(L.old_dirs),
+                old_stps = hist(L.old_stps),
+                ro = #L.ro > 0 and tensor.tensor(L.ro, {dtype = "float64"}) or tensor.zeros({0}, {dtype = "float64"}),
+                scalars = tensor.tensor({L.t or 0, L.H_diag or 1, L.prev_loss or 0, L.n_iter, L.func_evals},
+                                        {dtype = "float64"})}
+    self.state = {st}
+    self._state_tbl = self.state
+end
+
+-- the history from the state (loaded, or none yet)
+local function lbfgs_unpack(self)
+    local st = self.state[1]
+    self._state_tbl = rawget(self, "state")
+    if st == nil then
+        self._lb = nil
+        return
+    end
+    local sc = st.scalars:totable()
+    local L = {n_iter = sc[4], func_evals = sc[5], old_dirs = {}, old_stps = {}, ro = st.ro:totable()}
+    if L.n_iter > 0 then
+        L.d, L.prev_flat_grad, L.t, L.H_diag, L.prev_loss = st.d:clone(), st.prev_flat_grad:clone(), sc[1], sc[2], sc[3]
+    end
+    for j = 1, #L.ro do
+        L.old_dirs[j] = st.old_dirs:select(1, j):clone()
+        L.old_stps[j] = st.old_stps:select(1, j):clone()
+    end
+    self._lb = L
+end
+
+local function dot(a, b) return (a * b):sum():item() end
+local function absmax(a) return a:abs():max():item() end
+
+local function cubic_interpolate(x1, f1, g1, x2, f2, g2, lo, hi)
+    local xmin_bound, xmax_bound = lo, hi
+    if lo == nil then
+        if x1 <= x2 then xmin_bound, xmax_bound = x1, x2 else xmin_bound, xmax_bound = x2, x1 end
+    end
+    local d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+    local d2_square = d1 * d1 - g1 * g2
+    if d2_square >= 0 then
+        local d2 = math.sqrt(d2_square)
+        local min_pos
+        if x1 <= x2 then
+            min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+        else
+            min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+        end
+        return math.min(math.max(min_pos, xmin_bound), xmax_bound)
+    end
+    return (xmin_bound + xmax_bound) / 2
+end
+
+-- Torch's _strong_wolfe (c1 = 1e-4, c2 = 0.9, tolerance_change 1e-9, 25 evaluations at most)
+local function strong_wolfe(obj_func, x, t, d, f, g, gtd)
+    local c1, c2, tolerance_change, max_ls = 1e-4, 0.9, 1e-9, 25
+    local d_norm = absmax(d)
+    g = g:clone()
+    local f_new, g_new = obj_func(x, t, d)
+    local ls_func_evals = 1
+    local gtd_new = dot(g_new, d)
+    local t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
+    local done, ls_iter = false, 0
+    local bracket, bracket_f, bracket_g, bracket_gtd
+    while ls_iter < max_ls do
+        if f_new > f + c1 * t * gtd or (ls_iter > 1 and f_new >= f_prev) then
+            bracket, bracket_f, bracket_g = {t_prev, t}, {f_prev, f_new}, {g_prev, g_new:clone()}
+            bracket_gtd = {gtd_prev, gtd_new}
+            break
+        end
+        if math.abs(gtd_new) <= -c2 * gtd then
+            bracket, bracket_f, bracket_g, done = {t}, {f_new}, {g_new}, true
+            break
+        end
+        if gtd_new >= 0 then
+            bracket, bracket_f, bracket_g = {t_prev, t}, {f_prev, f_new}, {g_prev, g_new:clone()}
+            bracket_gtd = {gtd_prev, gtd_new}
+            break
+        end
+        local min_step, max_step = t + 0.01 * (t - t_prev), t * 10
+        local tmp = t
+        t = cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, min_step, max_step)
+        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new:clone(), gtd_new
+        f_new, g_new = obj_func(x, t, d)
+        ls_func_evals = ls_func_evals + 1
+        gtd_new = dot(g_new, d)
+        ls_iter = ls_iter + 1
+    end
+    if ls_iter == max_ls then
+        bracket, bracket_f, bracket_g = {0, t}, {f, f_new}, {g, g_new}
+    end
+    -- zoom (bracket has 2 points unless done)
+    local insuf_progress = false
+    local low_pos, high_pos = 1, 2
+    if not (bracket_f[1] <= bracket_f[#bracket_f]) then low_pos, high_pos = 2, 1 end
+    while not done and ls_iter < max_ls do
+        if math.abs(bracket[2] - bracket[1]) * d_norm < tolerance_change then break end
+        t = cubic_interpolate(bracket[1], bracket_f[1], bracket_gtd[1], bracket[2], bracket_f[2], bracket_gtd[2])
+        local bmax, bmin = math.max(bracket[1], bracket[2]), math.min(bracket[1], bracket[2])
+        local eps = 0.1 * (bmax - bmin)
+        if math.min(bmax - t, t - bmin) < eps then
+            if insuf_progress or t >= bmax or t <= bmin then
+                if math.abs(t - bmax) < math.abs(t - bmin) then t = bmax - eps else t = bmin + eps end
+                insuf_progress = false
+            else
+                insuf_progress = true
+            end
+        else
+            insuf_progress = false
+        end
+        f_new, g_new = obj_func(x, t, d)
+        ls_func_evals = ls_func_evals + 1
+        gtd_new = dot(g_new, d)
+        ls_iter = ls_iter + 1
+        if f_new > f + c1 * t * gtd or f_new >= bracket_f[low_pos] then
+            bracket[high_pos], bracket_f[high_pos], bracket_g[high_pos], bracket_gtd[high_pos] =
+                t, f_new, g_new:clone(), gtd_new
+            if bracket_f[1] <= bracket_f[2] then low_pos, high_pos = 1, 2 else low_pos, high_pos = 2, 1 end
+        else
+            if math.abs(gtd_new) <= -c2 * gtd then
+                done = true
+            elseif gtd_new * (bracket[high_pos] - bracket[low_pos]) >= 0 then
+                bracket[high_pos], bracket_f[high_pos] = bracket[low_pos], bracket_f[low_pos]
+                bracket_g[high_pos], bracket_gtd[high_pos] = bracket_g[low_pos], bracket_gtd[low_pos]
+            end
+            bracket[low_pos], bracket_f[low_pos], bracket_g[low_pos], bracket_gtd[low_pos] =
+                t, f_new, g_new:clone(), gtd_new
+        end
+    end
+    return bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], ls_func_evals
+end
+
+function LBFGS:step(closure, extra)
+    check_opt_self("step", self)
+    if extra ~= nil then extra_arg("step", "(closure)", extra) end
+    if type(closure) ~= "function" then
+        fail(fmt("step: LBFGS needs a closure (a function that clears the gradients, computes the loss, calls " ..
+                 "backward and returns the loss), got %s", typename(closure)))
+    end
+    check_options(self)
+    if rawget(self, "state") ~= self._state_tbl then lbfgs_unpack(self) end
+    local lr, max_iter, max_eval = self.lr, self.max_iter, self.max_eval
+    local tolerance_grad, tolerance_change, history_size = self.tolerance_grad, self.tolerance_change,
+        self.history_size
+    local params, n = self.params, self._numel
+    local function evaluate()
+        local loss = autograd.enable_grad(closure)
+        local v = loss
+        if is_tensor(loss) then
+            if loss:numel() ~= 1 then
+                fail(fmt("step: the closure returned a tensor of shape %s, expected the loss (one element)",
+                         tensor.shape_str(loss:shape())))
+            end
+            v = loss:item()
+        elseif type(loss) ~= "number" then
+            fail(fmt("step: the closure must return the loss (a number or a one-element tensor), got %s",
+                     typename(loss)))
+        end
+        check_step(self)
+        return loss, v
+    end
+    local function gather()
+        local parts = {}
+        for i, p in ipairs(params) do
+            local g = p.grad
+            parts[i] = (g ~= nil and g or tensor.zeros_like(p)):reshape({p:numel()})
+        end
+        return #parts == 1 and parts[1]:clone() or tensor.cat(parts, 1)
+    end
+    local function add_grad(step_size, update)
+        local off = 0
+        for _, p in ipairs(params) do
+            local k = p:numel()
+            p:add_(update:narrow(1, off + 1, k):view(p:shape()) * step_size)
+            off = off + k
+        end
+    end
+    local orig_loss, loss = evaluate()
+    autograd.no_grad(function()
+        local L = self._lb
+        if L == nil then
+            L = {n_iter = 0, func_evals = 0, old_dirs = {}, old_stps = {}, ro = {}}
+            self._lb = L
+        end
+        self.t = self.t + 1
+        for i = 1, #params do self.steps[i] = self.t end
+        local current_evals = 1
+        L.func_evals = L.func_evals + 1
+        local flat_grad = gather()
+        if absmax(flat_grad) <= tolerance_grad then return end
+        -- the state is written back at the end only (a closure raising
+        -- midway leaves the history as it was, consistent): copies of the lists
+        local d, t = L.d, L.t
+        local old_dirs, old_stps, ro, H_diag = {unpack(L.old_dirs)}, {unpack(L.old_stps)}, {unpack(L.ro)}, L.H_diag
+        local prev_flat_grad, prev_loss = L.prev_flat_grad, L.prev_loss
+        local n_iter, total_iter, func_evals = 0, L.n_iter, L.func_evals
+        while n_iter < max_iter do
+            n_iter = n_iter + 1
+            total_iter = total_iter + 1
+            if total_iter == 1 then
+                d = flat_grad:neg()
+                old_dirs, old_stps, ro, H_diag = {}, {}, {}, 1
+            else
+                local y = flat_grad - prev_flat_grad
+                local s = d * t
+                local ys = dot(y, s)
+                if ys > 1e-10 then
+                    if #old_dirs == history_size then
+                        table.remove(old_dirs, 1)
+                        table.remove(old_stps, 1)
+                        table.remove(ro, 1)
+                    end
+                    old_dirs[#old_dirs + 1], old_stps[#old_stps + 1], ro[#ro + 1] = y, s, 1 / ys
+                    H_diag = ys / dot(y, y)
+                end
+                local al = {}
+                local q = flat_grad:neg()
+                for j = #old_dirs, 1, -1 do
+                    al[j] = dot(old_stps[j], q) * ro[j]
+                    q:sub_(old_dirs[j] * al[j])
+                end
+                local r = q * H_diag
+                for j = 1, #old_dirs do
+                    local be_j = dot(old_dirs[j], r) * ro[j]
+                    r:add_(old_stps[j] * (al[j] - be_j))
+                end
+                d = r
+            end
+            prev_flat_grad = flat_grad:clone()
+            prev_loss = loss
+            if total_iter == 1 then
+                t = math.min(1, 1 / flat_grad:abs():sum():item()) * lr
+            else
+                t = lr
+            end
+            local gtd = dot(flat_grad, d)
+            if gtd > -tolerance_change then break end
+            local ls_func_evals = 0
+            local opt_cond = false
+            if self.line_search_fn == "strong_wolfe" then
+                local x_init = {}
+                for i, p in ipairs(params) do x_init[i] = p:clone() end
+                -- (the parameters are put back after each trial point, a closure that raises included)
+                local function obj_func(x, step_t, dir)
+                    add_grad(step_t, dir)
+                    local ok, _, v = pcall(evaluate)
+                    local fg = ok and gather()
+                    for i, p in ipairs(params) do p:copy_(x[i]) end
+                    if not ok then error(_, 0) end
+                    return v, fg
+                end
+                loss, flat_grad, t, ls_func_evals = strong_wolfe(obj_func, x_init, t, d, loss, flat_grad, gtd)
+                add_grad(t, d)
+                opt_cond = absmax(flat_grad) <= tolerance_grad
+            else
+                add_grad(t, d)
+                if n_iter ~= max_iter then
+                    local _, v = evaluate()
+                    loss = v
+                    flat_grad = gather()
+                    opt_cond = absmax(flat_grad) <= tolerance_grad
+                    ls_func_evals = 1
+                end
+            end
+            current_evals = current_evals + ls_func_evals
+            func_evals = func_evals + ls_func_evals
+            if n_iter == max_iter or current_evals >= max_eval or opt_cond then break end
+            if absmax(d * t) <= tolerance_change then break end
+            if math.abs(loss - prev_loss) < tolerance_change then break end
+        end
+        L.n_iter, L.func_evals = total_iter, func_evals
+        L.d, L.t, L.old_dirs, L.old_stps, L.ro, L.H_diag = d, t, old_dirs, old_stps, ro, H_diag
+        L.prev_flat_grad, L.prev_loss = prev_flat_grad, prev_loss
+    end)
+    return orig_loss
 end
 
 -- ordo.optim.lr_scheduler: StepLR, MultiStepLR, ExponentialLR, ConstantLR, PolynomialLR,

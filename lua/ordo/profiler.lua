@@ -12,6 +12,7 @@
 -- the default engine otherwise.  Tensor ops appear under their kernel's name.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local engine = require "ordo.engine"
 local ffi, C = cdef.ffi, cdef.C
 local fail = util.fail
@@ -36,9 +37,18 @@ local function check(fname, rc)
     if rc ~= 0 then fail(c_message(fname)) end
 end
 
-function M.start(e) check("profiler.start", C.ordo_profiler_start(eng("profiler.start", e))) end
-function M.stop(e) check("profiler.stop", C.ordo_profiler_stop(eng("profiler.stop", e))) end
-function M.clear(e) C.ordo_profiler_clear(eng("profiler.clear", e)) end
+function M.start(e, extra)
+    if extra ~= nil then extra_arg("profiler.start", "(engine)", extra) end
+    check("profiler.start", C.ordo_profiler_start(eng("profiler.start", e)))
+end
+function M.stop(e, extra)
+    if extra ~= nil then extra_arg("profiler.stop", "(engine)", extra) end
+    check("profiler.stop", C.ordo_profiler_stop(eng("profiler.stop", e)))
+end
+function M.clear(e, extra)
+    if extra ~= nil then extra_arg("profiler.clear", "(engine)", extra) end
+    C.ordo_profiler_clear(eng("profiler.clear", e))
+end
 
 -- io's reason for a file that ordo_profiler_dump could not open for
 -- writing (its own message says only that it could not): nil when io can.
@@ -62,7 +72,8 @@ local function write_reason(path)
 end
 
 -- Writes a Chrome trace (JSON) of the recorded ops to path.
-function M.dump(path, e)
+function M.dump(path, e, extra)
+    if extra ~= nil then extra_arg("profiler.dump", "(path, engine)", extra) end
     if type(path) ~= "string" then fail("profiler.dump: expected a file path, got " .. util.typename(path)) end
     if path == "" then fail("profiler.dump: the file path is empty") end
     -- C takes the path up to its first NUL: the trace would go to another file
@@ -79,7 +90,8 @@ end
 
 -- The summary table (one line per op name; a second table of GPU-side times
 -- when GPU ops were profiled) as a string.
-function M.summary(e)
+function M.summary(e, extra)
+    if extra ~= nil then extra_arg("profiler.summary", "(engine)", extra) end
     local s = C.ordo_tensor_profiler_summary(eng("profiler.summary", e))
     if s == nil then fail("profiler.summary: out of memory") end
     local r = ffi.string(s)

@@ -19,6 +19,7 @@
 -- terminal, default 0.1), clock (a function returning seconds; tests).
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 
 local ffi = cdef.ffi
 local fail, typename = util.fail, util.typename
@@ -33,7 +34,8 @@ local M = {}
 local ts = ffi.new("ordo_timespec")
 local clock_gettime = ffi.cast("int (*)(int, ordo_timespec *)", ffi.C.clock_gettime)
 local CLOCK_MONOTONIC = 1
-function M.now()
+function M.now(extra)
+    if extra ~= nil then extra_arg("progress.now", "()", extra) end
     clock_gettime(CLOCK_MONOTONIC, ts)
     return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
@@ -107,7 +109,8 @@ M.Bar = Bar
 local BAR_OPTS = {total = true, label = true, tty = true, out = true, width = true, interval = true, clock = true}
 
 -- bar{total =, label =, ...}: see the head of this file.
-function M.bar(opts)
+function M.bar(opts, extra)
+    if extra ~= nil then extra_arg("progress.bar", "(opts)", extra) end
     opts = opts or {}
     if type(opts) ~= "table" or getmetatable(opts) ~= nil then
         fail("progress.bar: expected an options table {total =, label =, ...}, got " .. typename(opts))
@@ -239,7 +242,8 @@ end
 
 -- bar:update(i [, fields]): i items done (absolute, not an increment);
 -- fields: a table printed as key=value after the bar, or a string.
-function Bar:update(i, fields)
+function Bar:update(i, fields, extra)
+    if extra ~= nil then extra_arg("update", "(i, fields)", extra) end
     check_bar("update", self)
     check_count("update", "a count of items done", i)
     check_fields("update", fields)
@@ -268,7 +272,8 @@ function Bar:update(i, fields)
 end
 
 -- bar:step([k [, fields]]): k more items done (default 1).
-function Bar:step(k, fields)
+function Bar:step(k, fields, extra)
+    if extra ~= nil then extra_arg("step", "(k, fields)", extra) end
     check_bar("step", self)
     if k == nil then k = 1 end
     check_count("step", "a number of items to add", k)
@@ -278,7 +283,8 @@ end
 
 -- bar:finish([fields]): the final line (elapsed time, overall rate); later
 -- calls do nothing.
-function Bar:finish(fields)
+function Bar:finish(fields, extra)
+    if extra ~= nil then extra_arg("finish", "(fields)", extra) end
     check_bar("finish", self)
     if self.finished then return self end
     check_fields("finish", fields)
@@ -289,7 +295,8 @@ function Bar:finish(fields)
     return self
 end
 
-function Bar:elapsed()
+function Bar:elapsed(extra)
+    if extra ~= nil then extra_arg("elapsed", "()", extra) end
     check_bar("elapsed", self)
     return self.clock() - self.t0
 end

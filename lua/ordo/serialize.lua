@@ -22,6 +22,7 @@
 -- time.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 
 local ffi, C = cdef.ffi, cdef.C
@@ -713,7 +714,8 @@ end
 
 -- ordo.load(path [, {device =}]): what ordo.save wrote: a tensor, or a
 -- table of them (integer keys come back as numbers).
-function M.load(path, opts)
+function M.load(path, opts, extra)
+    if extra ~= nil then extra_arg("load", "(path, opts)", extra) end
     local device = load_device(opts)
     local r = read_file("ordo.load", path)
     local entries = r.entries

@@ -21,6 +21,7 @@
 -- a float result on an integer tensor.
 local cdef = require "ordo.cdef"
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local engine = require "ordo.engine"
 local format = require "ordo.format"
 
@@ -109,7 +110,11 @@ local IP = ffi.new("int64_t[12]")
 -- ---------------------------------------------------------------- wrapping
 
 local function is_tensor(x) return getmetatable(x) == Tensor end
-M.is_tensor = is_tensor
+-- ordo.is_tensor(x): its own function, the internal one taking no further argument to check
+function M.is_tensor(x, extra)
+    if extra ~= nil then extra_arg("is_tensor", "(x)", extra) end
+    return getmetatable(x) == Tensor
+end
 
 local tensor_free = C.ordo_tensor_free
 
@@ -340,6 +345,11 @@ local function shape_args(fname, a, ...)
     if type(a) == "table" and getmetatable(a) == nil then
         util.check_list(fname, "the shape", a)
         shape, rest = a, (...)
+        -- after the options: a further argument (zeros({2}, "float32", 9)) was dropped unseen
+        for j = 2, select("#", ...) do
+            local v = (select(j, ...))
+            if v ~= nil then extra_arg(fname, "(shape [, opts])", v) end
+        end
     elseif type(a) == "number" then
         shape = {a}
         local n = select("#", ...)
@@ -349,6 +359,10 @@ local function shape_args(fname, a, ...)
             i = i + 1
         end
         rest = i <= n and (select(i, ...)) or nil
+        for j = i + 1, rest ~= nil and n or 0 do
+            local v = (select(j, ...))
+            if v ~= nil then extra_arg(fname, "(size, ... [, opts])", v) end
+        end
         if rest == nil then -- a nil size (zeros(2, nil, 3)) ended the sizes: the ones after it were dropped
             for j = i + 1, n do
                 if (select(j, ...)) ~= nil then
@@ -398,7 +412,8 @@ end
 -- and of the float results of integer inputs (mean, exp, int + 0.5): Torch's
 -- torch.set_default_dtype, per process, for tensors made after the call.
 local DEFAULT_FLOAT = F32
-function M.set_default_dtype(d)
+function M.set_default_dtype(d, extra)
+    if extra ~= nil then extra_arg("set_default_dtype", "(dtype)", extra) end
     local code = type(d) == "string" and DT[d] or nil
     if code ~= F32 and code ~= F64 then
         fail(fmt("set_default_dtype: only float32 or float64 can be the default dtype, got %s",
@@ -406,7 +421,10 @@ function M.set_default_dtype(d)
     end
     DEFAULT_FLOAT = code
 end
-function M.get_default_dtype() return DT_NAME[DEFAULT_FLOAT] end
+function M.get_default_dtype(extra)
+    if extra ~= nil then extra_arg("get_default_dtype", "()", extra) end
+    return DT_NAME[DEFAULT_FLOAT]
+end
 
 local function options(fname, opts, default_dt)
     local dt, dev, e = default_dt or DEFAULT_FLOAT, nil, nil
@@ -579,7 +597,8 @@ local function result_type(a, b)
     if not ISFLOAT[dt] and number_is_float(n) then return DEFAULT_FLOAT end
     return dt
 end
-M.result_type = function(a, b)
+M.result_type = function(a, b, extra)
+    if extra ~= nil then extra_arg("result_type", "(a, b)", extra) end
     if not is_tensor(a) and not is_tensor(b) then fail("result_type: expected at least one tensor") end
     local x = a -- the operand that is not (or need not be) a tensor; b may be nil
     if is_tensor(a) then x = b end
@@ -716,7 +735,8 @@ end
 
 -- ordo.tensor(data [, opts]): data is a number (a 0-dim tensor), a nested
 -- table of numbers, or a tensor (copied).  float32 unless opts.dtype.
-function M.tensor(data, opts)
+function M.tensor(data, opts, extra)
+    if extra ~= nil then extra_arg("tensor", "(data, opts)", extra) end
     if is_tensor(data) then
         local dt, dev, e = options("tensor", opts, data._c.dtype)
         local dev_given = util.is_device(opts) or (type(opts) == "string" and not DT[opts]) or
@@ -736,7 +756,8 @@ function M.empty(...)
     return new_raw("empty", shape, dt, dev._ctx, e)
 end
 
-function M.full(shape, value, opts)
+function M.full(shape, value, opts, extra)
+    if extra ~= nil then extra_arg("full", "(shape, value, opts)", extra) end
     if type(shape) ~= "table" or getmetatable(shape) ~= nil then
         fail("full: expected a shape table like {2, 3} first, got " .. typename(shape))
     end
@@ -772,7 +793,10 @@ local function like_opts(fname, t, opts)
 end
 
 local function make_like(fname, fn)
-    return function(t, a, b)
+    local params = fname == "full_like" and "(t, fill_value, opts)" or "(t, opts)"
+    return function(t, a, b, extra)
+        if fname ~= "full_like" and b ~= nil then extra_arg(fname, params, b) end
+        if extra ~= nil then extra_arg(fname, params, extra) end
         if not is_tensor(t) then fail(fmt("%s: expected a tensor, got %s", fname, typename(t))) end
         local opts_arg = a
         if fname == "full_like" then opts_arg = b end
@@ -880,7 +904,8 @@ local function check_seed(fname, n)
     return n
 end
 
-function M.manual_seed(n)
+function M.manual_seed(n, extra)
+    if extra ~= nil then extra_arg("manual_seed", "(n)", extra) end
     n = check_seed("manual_seed", n)
     default_seed = n
     for _, per in pairs(generators) do
@@ -907,13 +932,15 @@ local function rng_generator(fname, opts)
     return generator_for(fname, new_raw(fname, {0}, U8, result_ctx(dev._ctx), e))
 end
 
-function M.get_rng_state(opts)
+function M.get_rng_state(opts, extra)
+    if extra ~= nil then extra_arg("get_rng_state", "(opts)", extra) end
     local g = rng_generator("get_rng_state", opts)
     if g._c.ctx.dev_type == GPU then return g:to(util.cpu(0)) end
     return g:clone()
 end
 
-function M.set_rng_state(state, opts)
+function M.set_rng_state(state, opts, extra)
+    if extra ~= nil then extra_arg("set_rng_state", "(state, opts)", extra) end
     local fname = "set_rng_state"
     if not is_tensor(state) or state._c.dtype ~= U8 or state:dim() ~= 1 or state:numel() ~= 32 then
         fail(fmt("%s: expected a generator state, a uint8 tensor of 32 elements (from ordo.get_rng_state), got %s",
@@ -959,7 +986,8 @@ local F32_MAX = 3.4028234663852886e38
 -- as show writes it, a string quoted and named (a string "0" was shown as 0)
 local function shown(x) return type(x) == "string" and fmt("string %q", x) or show(x) end
 
-function Tensor:uniform_(low, high)
+function Tensor:uniform_(low, high, extra)
+    if extra ~= nil then extra_arg("uniform_", "(low, high)", extra) end
     low, high = low or 0, high or 1
     -- finite bounds with a finite width: the kernel draws low + u * (high - low)
     if type(low) ~= "number" or type(high) ~= "number" or not (low <= high) or not is_finite(high - low) then
@@ -974,7 +1002,8 @@ function Tensor:uniform_(low, high)
     return random_("uniform_", K.uniform, FLOAT, self, low, high)
 end
 
-function Tensor:normal_(mean, std)
+function Tensor:normal_(mean, std, extra)
+    if extra ~= nil then extra_arg("normal_", "(mean, std)", extra) end
     mean, std = mean or 0, std or 1
     if type(mean) ~= "number" or type(std) ~= "number" or not is_finite(mean) or not (std >= 0 and std < huge) then
         fail(fmt("normal_: expected a finite mean and a finite std >= 0, got %s and %s", shown(mean), shown(std)))
@@ -1045,9 +1074,13 @@ local function bernoulli_(fname, self, p)
     if not (p >= 0 and p <= 1) then fail(fmt("%s: expected a probability in [0, 1], got %s", fname, show(p))) end
     return random_(fname, K.bernoulli, ALL, self, p, 0)
 end
-function Tensor:bernoulli_(p) return bernoulli_("bernoulli_", self, p) end
+function Tensor:bernoulli_(p, extra)
+    if extra ~= nil then extra_arg("bernoulli_", "(p)", extra) end
+    return bernoulli_("bernoulli_", self, p)
+end
 -- t:bernoulli(): ones with the probabilities in t (as ordo.bernoulli(t))
-function Tensor:bernoulli()
+function Tensor:bernoulli(extra)
+    if extra ~= nil then extra_arg("bernoulli", "()", extra) end
     check_self("bernoulli", self)
     return M.bernoulli(self)
 end
@@ -1082,7 +1115,8 @@ M.randn_like = random_like("randn_like", function(t) return Tensor.normal_(t, 0,
 -- ordo.bernoulli(shape, p [, opts]): ones with probability p.
 -- ordo.bernoulli(p): a tensor like p (Torch's bernoulli(input)), one with
 -- probability p[i] at each i.
-function M.bernoulli(shape, p, opts)
+function M.bernoulli(shape, p, opts, extra)
+    if extra ~= nil then extra_arg("bernoulli", "(shape, p, opts)", extra) end
     if is_tensor(shape) then
         if p ~= nil then
             fail("bernoulli: with a tensor of probabilities, expected no other argument, got " .. typename(p))
@@ -1106,18 +1140,21 @@ end
 
 -- ---------------------------------------------------------------- information
 
-function Tensor:shape()
+function Tensor:shape(extra)
+    if extra ~= nil then extra_arg("shape", "()", extra) end
     check_self("shape", self)
     return shape_of(self)
 end
 
-function Tensor:size(dim)
+function Tensor:size(dim, extra)
+    if extra ~= nil then extra_arg("size", "(dim)", extra) end
     check_self("size", self)
     if dim == nil then return shape_of(self) end
     return tonumber(self._c.shape[norm_dim("size", self, dim)])
 end
 
-function Tensor:stride(dim)
+function Tensor:stride(dim, extra)
+    if extra ~= nil then extra_arg("stride", "(dim)", extra) end
     check_self("stride", self)
     local c = self._c
     if dim == nil then
@@ -1128,19 +1165,22 @@ function Tensor:stride(dim)
     return tonumber(c.strides[norm_dim("stride", self, dim)])
 end
 
-function Tensor:dim()
+function Tensor:dim(extra)
+    if extra ~= nil then extra_arg("dim", "()", extra) end
     check_self("dim", self)
     return self._c.ndim
 end
 Tensor.ndim = Tensor.dim
 
-function Tensor:numel()
+function Tensor:numel(extra)
+    if extra ~= nil then extra_arg("numel", "()", extra) end
     check_self("numel", self)
     return tonumber(C.ordo_tensor_numel(self._c))
 end
 Tensor.nelement = Tensor.numel
 
-function Tensor:dtype()
+function Tensor:dtype(extra)
+    if extra ~= nil then extra_arg("dtype", "()", extra) end
     check_self("dtype", self)
     return DT_NAME[self._c.dtype]
 end
@@ -1152,7 +1192,8 @@ local TYPE_DT = {}
 for d, n in pairs(TYPE_NAME) do
     TYPE_DT[n], TYPE_DT["ordo." .. n], TYPE_DT["torch." .. n] = d, d, d
 end
-function Tensor:type(name)
+function Tensor:type(name, extra)
+    if extra ~= nil then extra_arg("type", "(name)", extra) end
     check_self("type", self)
     if name == nil then return "ordo." .. TYPE_NAME[self._c.dtype] end
     local dt = type(name) == "string" and (TYPE_DT[name] or DT[name])
@@ -1163,24 +1204,28 @@ function Tensor:type(name)
     return self:to(DT_NAME[dt])
 end
 
-function Tensor:device()
+function Tensor:device(extra)
+    if extra ~= nil then extra_arg("device", "()", extra) end
     check_self("device", self)
     return util.device_of_ctx(self._c.ctx)
 end
 
-function Tensor:is_contiguous()
+function Tensor:is_contiguous(extra)
+    if extra ~= nil then extra_arg("is_contiguous", "()", extra) end
     check_self("is_contiguous", self)
     return C.ordo_tensor_is_contiguous(self._c) ~= 0
 end
 
-function Tensor:element_size()
+function Tensor:element_size(extra)
+    if extra ~= nil then extra_arg("element_size", "()", extra) end
     check_self("element_size", self)
     return tonumber(C.ordo_dtype_size(self._c.dtype))
 end
 
 -- Waits for every op pushed so far that writes this tensor's storage;
 -- raises the failure of one of them (once).
-function Tensor:wait()
+function Tensor:wait(extra)
+    if extra ~= nil then extra_arg("wait", "()", extra) end
     check_self("wait", self)
     wait(self)
     return self
@@ -1216,7 +1261,8 @@ local function reader(t)
     return function(off) return p[off] end, p
 end
 
-function Tensor:item()
+function Tensor:item(extra)
+    if extra ~= nil then extra_arg("item", "()", extra) end
     check_self("item", self)
     local n = self:numel()
     if n ~= 1 then
@@ -1230,7 +1276,8 @@ function Tensor:item()
     return v
 end
 
-function Tensor:totable()
+function Tensor:totable(extra)
+    if extra ~= nil then extra_arg("totable", "()", extra) end
     check_self("totable", self)
     local h = host_copy("totable", self)
     wait_read(self, h)
@@ -1389,7 +1436,8 @@ end
 
 -- flatten([start_dim = 1 [, end_dim = -1]]): dims start_dim..end_dim
 -- merged into one (a view where the strides allow, else a copy).
-function Tensor:flatten(start_dim, end_dim)
+function Tensor:flatten(start_dim, end_dim, extra)
+    if extra ~= nil then extra_arg("flatten", "(start_dim, end_dim)", extra) end
     check_self("flatten", self)
     if start_dim == nil and end_dim == nil or self._c.ndim == 0 then
         if self._c.ndim == 0 and start_dim ~= nil then norm_dim("flatten", self, start_dim, 1) end
@@ -1413,14 +1461,16 @@ function Tensor:flatten(start_dim, end_dim)
     return self:reshape(out)
 end
 
-function Tensor:transpose(d1, d2)
+function Tensor:transpose(d1, d2, extra)
+    if extra ~= nil then extra_arg("transpose", "(dim0, dim1)", extra) end
     check_self("transpose", self)
     if d1 == nil and d2 == nil and self._c.ndim == 2 then d1, d2 = 1, 2 end
     local a, b = norm_dim("transpose", self, d1), norm_dim("transpose", self, d2)
     return wrap(C.ordo_tensor_transpose("transpose", self._c, a, b))
 end
 
-function Tensor:t()
+function Tensor:t(extra)
+    if extra ~= nil then extra_arg("t", "()", extra) end
     check_self("t", self)
     local n = self._c.ndim
     if n < 2 then return self end
@@ -1437,6 +1487,11 @@ function Tensor:permute(...)
     else
         util.check_list("permute", "the dims", perm)
         n = #perm
+        -- after the table: permute({2, 1}, 5) dropped the 5 unseen
+        for j = 2, select("#", ...) do
+            local v = (select(j, ...))
+            if v ~= nil then extra_arg("permute", "(dims) or (dim, dim, ...)", v) end
+        end
     end
     if n ~= self._c.ndim then
         fail(fmt("permute: %d dims given for a %d-d tensor of shape %s", n, self._c.ndim, shape_str(self)))
@@ -1445,7 +1500,8 @@ function Tensor:permute(...)
     return wrap(C.ordo_tensor_permute("permute", self._c, n, SHAPE))
 end
 
-function Tensor:narrow(dim, start, len)
+function Tensor:narrow(dim, start, len, extra)
+    if extra ~= nil then extra_arg("narrow", "(dim, start, len)", extra) end
     check_self("narrow", self)
     local d = norm_dim("narrow", self, dim)
     if not is_int(start) or not is_int(len) then
@@ -1470,7 +1526,8 @@ end
 -- that overlap (step < size) share memory, as in Torch: read them, or
 -- contiguous() them before writing.
 local STRIDES = ffi.new("int64_t[8]")
-function Tensor:unfold(dim, size, step)
+function Tensor:unfold(dim, size, step, extra)
+    if extra ~= nil then extra_arg("unfold", "(dim, size, step)", extra) end
     check_self("unfold", self)
     local c = self._c
     local nd = c.ndim
@@ -1494,7 +1551,8 @@ end
 -- diagonal([offset [, dim1 [, dim2]]]): Torch's: a view of the elements
 -- (i, i + offset) of dims dim1 and dim2 (default 1 and 2), which go, as a
 -- new last dim; offset > 0 above the main diagonal, < 0 below it.
-function Tensor:diagonal(offset, dim1, dim2)
+function Tensor:diagonal(offset, dim1, dim2, extra)
+    if extra ~= nil then extra_arg("diagonal", "(offset, dim1, dim2)", extra) end
     check_self("diagonal", self)
     if offset == nil then offset = 0 end
     if not is_int(offset) then fail("diagonal: offset must be an integer, got " .. show(offset)) end
@@ -1525,7 +1583,8 @@ function Tensor:diagonal(offset, dim1, dim2)
     return wrap(C.ordo_tensor_as_strided(c, nd - 1, SHAPE, STRIDES, off))
 end
 
-function Tensor:select(dim, index)
+function Tensor:select(dim, index, extra)
+    if extra ~= nil then extra_arg("select", "(dim, index)", extra) end
     check_self("select", self)
     local d = norm_dim("select", self, dim)
     if not is_int(index) then fail("select: index must be an integer, got " .. show(index)) end
@@ -1535,14 +1594,16 @@ function Tensor:select(dim, index)
     return wrap(C.ordo_tensor_select("select", self._c, d, index - 1))
 end
 
-function Tensor:unsqueeze(dim)
+function Tensor:unsqueeze(dim, extra)
+    if extra ~= nil then extra_arg("unsqueeze", "(dim)", extra) end
     check_self("unsqueeze", self)
     return wrap(C.ordo_tensor_unsqueeze("unsqueeze", self._c, norm_dim("unsqueeze", self, dim, 1)))
 end
 
 -- squeeze([dim]): the dims of size 1 removed (all of them, or dim, or each
 -- dim of a list as Torch's squeeze(dims); a listed dim of another size stays).
-function Tensor:squeeze(dim)
+function Tensor:squeeze(dim, extra)
+    if extra ~= nil then extra_arg("squeeze", "(dim)", extra) end
     check_self("squeeze", self)
     if dim == nil then return wrap(C.ordo_tensor_squeeze("squeeze", self._c, -1)) end
     if type(dim) == "table" and getmetatable(dim) == nil then
@@ -1569,20 +1630,23 @@ function Tensor:expand(...)
     return wrap(C.ordo_tensor_expand("expand", self._c, n, SHAPE))
 end
 
-function Tensor:expand_as(other)
+function Tensor:expand_as(other, extra)
+    if extra ~= nil then extra_arg("expand_as", "(other)", extra) end
     check_self("expand_as", self)
     if not is_tensor(other) then fail("expand_as: expected a tensor, got " .. typename(other)) end
     local n = fill_shape("expand_as", shape_of(other))
     return wrap(C.ordo_tensor_expand("expand_as", self._c, n, SHAPE))
 end
 
-function Tensor:clone()
+function Tensor:clone(extra)
+    if extra ~= nil then extra_arg("clone", "()", extra) end
     check_self("clone", self)
     local out = empty_like(self, nil, "clone")
     return push1(K.copy, "clone", out, self)
 end
 
-function Tensor:contiguous()
+function Tensor:contiguous(extra)
+    if extra ~= nil then extra_arg("contiguous", "()", extra) end
     check_self("contiguous", self)
     if C.ordo_tensor_is_contiguous(self._c) ~= 0 then return self end
     return push1(K.copy, "contiguous", empty_like(self, nil, "contiguous"), self)
@@ -1592,7 +1656,8 @@ end
 -- A cast alone of a pinned tensor gives an ordinary cpu(n) tensor, as the
 -- results of every other op on it (and as PyTorch's x.pin_memory().double());
 -- a pinned result needs the device named: t:to(ordo.cpu_pinned(n), dtype).
-function Tensor:to(a, b)
+function Tensor:to(a, b, extra)
+    if extra ~= nil then extra_arg("to", "(device or dtype or tensor, dtype)", extra) end
     check_self("to", self)
     local c = self._c
     local dt, dev = c.dtype, nil
@@ -1626,7 +1691,8 @@ function Tensor:to(a, b)
 end
 
 -- type_as(u): t in u's dtype (t itself when it has it already).
-function Tensor:type_as(u)
+function Tensor:type_as(u, extra)
+    if extra ~= nil then extra_arg("type_as", "(other)", extra) end
     check_self("type_as", self)
     if not is_tensor(u) then fail("type_as: expected a tensor, got " .. typename(u)) end
     return self:to(DT_NAME[u._c.dtype])
@@ -1634,7 +1700,8 @@ end
 
 -- t:float(), t:double(), t:int(), t:long(), t:byte(): t:to(that dtype)
 for name, dt in pairs({float = "float32", double = "float64", int = "int32", long = "int64", byte = "uint8"}) do
-    Tensor[name] = function(self)
+    Tensor[name] = function(self, extra)
+        if extra ~= nil then extra_arg(name, "()", extra) end
         check_self(name, self)
         return self:to(dt)
     end
@@ -1642,12 +1709,14 @@ end
 -- t:half(), t:bfloat16(): Torch's; ordo has no 16-bit floats, said so
 -- (they were "attempt to call method 'half' (a nil value)").
 for _, name in ipairs({"half", "bfloat16"}) do
-    Tensor[name] = function(self)
+    Tensor[name] = function(self, extra)
+        if extra ~= nil then extra_arg(name, "()", extra) end
         check_self(name, self)
         fail(fmt("%s: ordo has no 16-bit float dtype (float32 and float64 only); use t:float() or t:double()", name))
     end
 end
-function Tensor:cpu()
+function Tensor:cpu(extra)
+    if extra ~= nil then extra_arg("cpu", "()", extra) end
     check_self("cpu", self)
     return self:to(util.cpu(0))
 end
@@ -1655,7 +1724,8 @@ end
 -- t:pin_memory(): t in page-locked host memory (t itself if it is there
 -- already), so that its copies to a GPU run asynchronously, overlapping
 -- compute; ops on it run on the CPU as usual.  Needs a CUDA device.
-function Tensor:pin_memory()
+function Tensor:pin_memory(extra)
+    if extra ~= nil then extra_arg("pin_memory", "()", extra) end
     check_self("pin_memory", self)
     local c = self._c
     if c.ctx.dev_type == CPU_PINNED then return self end
@@ -1668,7 +1738,8 @@ function Tensor:pin_memory()
 end
 
 -- t:is_pinned(): whether t lives in pinned host memory (cpu_pinned(n)).
-function Tensor:is_pinned()
+function Tensor:is_pinned(extra)
+    if extra ~= nil then extra_arg("is_pinned", "()", extra) end
     check_self("is_pinned", self)
     return self._c.ctx.dev_type == CPU_PINNED
 end
@@ -1690,7 +1761,8 @@ local function exact_int64_value(self, value)
     return value:reshape({})
 end
 
-function Tensor:fill_(value)
+function Tensor:fill_(value, extra)
+    if extra ~= nil then extra_arg("fill_", "(value)", extra) end
     check_self("fill_", self)
     if type(value) == "boolean" then value = value and 1 or 0 end
     if is_tensor(value) then
@@ -1706,11 +1778,15 @@ function Tensor:fill_(value)
     return push1(K.fill, "fill_", self, nil, value)
 end
 
-function Tensor:zero_() return Tensor.fill_(self, 0) end
+function Tensor:zero_(extra)
+    if extra ~= nil then extra_arg("zero_", "()", extra) end
+    return Tensor.fill_(self, 0)
+end
 
 -- copy_(src): src (a tensor of any dtype and device, broadcast to self's
 -- shape, or a nested table) written into self.
-function Tensor:copy_(src)
+function Tensor:copy_(src, extra)
+    if extra ~= nil then extra_arg("copy_", "(src)", extra) end
     check_self("copy_", self)
     if type(src) == "table" and getmetatable(src) == nil then
         local c = self._c
@@ -1818,12 +1894,16 @@ end
 
 for name, spec in pairs(BIN) do
     spec.iname = name .. "_"
-    Tensor[name] = function(self, b)
+    Tensor[name] = function(self, b, extra)
+        if extra ~= nil then extra_arg(name, name == "pow" and "(exponent)" or "(other)", extra) end
         check_self(name, self)
         return binary(spec, self, b)
     end
     if not spec.cmp then
-        Tensor[name .. "_"] = function(self, b) return binary_(spec, self, b) end
+        Tensor[name .. "_"] = function(self, b, extra)
+            if extra ~= nil then extra_arg(name .. "_", name == "pow" and "(exponent)" or "(other)", extra) end
+            return binary_(spec, self, b)
+        end
     end
 end
 
@@ -1871,7 +1951,8 @@ local function same_dtype_(kid, name, self, b)
     return self
 end
 
-function Tensor:add_(b, alpha)
+function Tensor:add_(b, alpha, extra)
+    if extra ~= nil then extra_arg("add_", "(other, alpha)", extra) end
     if alpha == nil then
         local r = same_dtype_(K_add, "add_", self, b)
         if r then return r end
@@ -1881,7 +1962,8 @@ function Tensor:add_(b, alpha)
     return binary_(spec, self, b)
 end
 
-function Tensor:sub_(b, alpha)
+function Tensor:sub_(b, alpha, extra)
+    if extra ~= nil then extra_arg("sub_", "(other, alpha)", extra) end
     if alpha == nil then
         local r = same_dtype_(K_sub, "sub_", self, b)
         if r then return r end
@@ -1891,18 +1973,21 @@ function Tensor:sub_(b, alpha)
     return binary_(spec, self, b)
 end
 
-function Tensor:mul_(b)
+function Tensor:mul_(b, extra)
+    if extra ~= nil then extra_arg("mul_", "(other)", extra) end
     return same_dtype_(K_mul, "mul_", self, b) or binary_(BIN_mul, self, b)
 end
 
-function Tensor:add(b, alpha)
+function Tensor:add(b, alpha, extra)
+    if extra ~= nil then extra_arg("add", "(other, alpha)", extra) end
     check_self("add", self)
     local spec
     spec, b = with_alpha("add", BIN_add, ADD_AS_SUB, b, alpha)
     return binary(spec, self, b)
 end
 
-function Tensor:sub(b, alpha)
+function Tensor:sub(b, alpha, extra)
+    if extra ~= nil then extra_arg("sub", "(other, alpha)", extra) end
     check_self("sub", self)
     local spec
     spec, b = with_alpha("sub", BIN_sub, SUB_AS_ADD, b, alpha)
@@ -2035,7 +2120,8 @@ function Tensor:clamp(lo, hi)
     return r
 end
 
-function Tensor:clamp_(lo, hi)
+function Tensor:clamp_(lo, hi, extra)
+    if extra ~= nil then extra_arg("clamp_", "(min, max)", extra) end
     check_self("clamp_", self)
     lo, hi = clamp_bounds("clamp_", self, lo, hi)
     check_devices("clamp_", self, lo, hi)
@@ -2084,7 +2170,8 @@ for name, spec in pairs(UN) do
         end
         return push1(kid, name, empty_like(self, nil, name), self)
     end
-    Tensor[name .. "_"] = function(self)
+    Tensor[name .. "_"] = function(self, extra)
+        if extra ~= nil then extra_arg(name .. "_", "()", extra) end
         local iname = name .. "_"
         check_self(iname, self)
         local dt = self._c.dtype
@@ -2588,7 +2675,10 @@ local function masked_fill(fname, self, mask, value, out)
 end
 
 function Tensor:masked_fill(mask, value) return masked_fill("masked_fill", self, mask, value, nil) end
-function Tensor:masked_fill_(mask, value) return masked_fill("masked_fill_", self, mask, value, self) end
+function Tensor:masked_fill_(mask, value, extra)
+    if extra ~= nil then extra_arg("masked_fill_", "(mask, value)", extra) end
+    return masked_fill("masked_fill_", self, mask, value, self)
+end
 
 -- ---------------------------------------------------------------- reductions
 
@@ -2759,14 +2849,16 @@ end
 function Tensor:sort(dim, descending) return sort("sort", self, dim, descending) end
 
 -- argsort: sort's indices (no gradient), its errors named argsort
-function Tensor:argsort(dim, descending)
+function Tensor:argsort(dim, descending, extra)
+    if extra ~= nil then extra_arg("argsort", "(dim, descending)", extra) end
     local _, idx = sort("argsort", self, dim, descending)
     return idx
 end
 
 -- topk(k [, dim [, largest]]): the k largest (largest = false: smallest)
 -- values along dim (default the last), in order, and their indices.
-function Tensor:topk(k, dim, largest)
+function Tensor:topk(k, dim, largest, extra)
+    if extra ~= nil then extra_arg("topk", "(k, dim, largest)", extra) end
     check_self("topk", self)
     if largest == nil then largest = true end
     if type(largest) ~= "boolean" then fail("topk: largest must be a boolean, got " .. typename(largest)) end
@@ -3112,12 +3204,14 @@ local function index_add(fname, self, dim, index, src, who)
 end
 
 -- who (internal): the op the failure is named after, as scatter_add_'s
-function Tensor:index_add_(dim, index, src, who)
+function Tensor:index_add_(dim, index, src, who, extra)
+    if extra ~= nil then extra_arg("index_add_", "(dim, index, src, alpha)", extra) end
     check_self("index_add_", self)
     return index_add("index_add_", self, dim, index, src, who)
 end
 
-function Tensor:index_add(dim, index, src, who)
+function Tensor:index_add(dim, index, src, who, extra)
+    if extra ~= nil then extra_arg("index_add", "(dim, index, src, alpha)", extra) end
     check_self("index_add", self)
     return index_add("index_add", self:clone(), dim, index, src, who)
 end
@@ -3240,7 +3334,8 @@ end
 
 -- ordo.cuda.memory_stats([dev]): the caching allocator's counters for a
 -- GPU (src/ordo_tensor.h, ordo_gpu_memory_stats) as a table of numbers.
-function M.cuda_memory_stats(dev)
+function M.cuda_memory_stats(dev, extra)
+    if extra ~= nil then extra_arg("cuda.memory_stats", "(dev)", extra) end
     local id = gpu_id("memory_stats", dev)
     if C.ordo_gpu_get_memory_stats(id, stats_buf) ~= 0 then fail("memory_stats: " .. ffi.string(C.ordo_tensor_error())) end
     local r = {}
@@ -3250,14 +3345,16 @@ end
 
 -- ordo.cuda.empty_cache([dev]): the allocator's cached blocks go back to
 -- the device (after the work still pending on them); live tensors keep theirs.
-function M.cuda_empty_cache(dev)
+function M.cuda_empty_cache(dev, extra)
+    if extra ~= nil then extra_arg("cuda.empty_cache", "(dev)", extra) end
     local id = gpu_id("empty_cache", dev)
     if C.ordo_gpu_empty_cache(id) ~= 0 then fail("empty_cache: " .. ffi.string(C.ordo_tensor_error())) end
 end
 
 -- t:cuda([dev]): t:to(ordo.gpu(n)), as Torch's (dev = ordo.gpu(n) or n,
 -- default gpu(0)); t itself when it is there.  (t:cpu() is t:to(cpu(0)).)
-function Tensor:cuda(dev)
+function Tensor:cuda(dev, extra)
+    if extra ~= nil then extra_arg("cuda", "(dev)", extra) end
     check_self("cuda", self)
     return self:to(util.gpu(gpu_id("cuda", dev)))
 end

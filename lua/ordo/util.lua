@@ -94,6 +94,20 @@ function M.show(v)
     return s
 end
 
+-- A further positional argument that fname does not take (x:exp(3),
+-- x:transpose(1, 2, 3), x:clamp(0, 1, 2), ordo.cat({x, x}, 1, 5)): it was
+-- dropped unseen, where Torch raises a TypeError, and a Torch habit in that
+-- place (an alpha, an out=) gave another result without a word.  params:
+-- fname's parameters as the message names them, "(dim0, dim1)" ("()" for
+-- none).  Called as `if extra ~= nil then extra_arg(...) end` after a
+-- function's own parameters: nothing on the hot path but that test.
+function M.extra_arg(fname, params, v)
+    fail(string.format("%s: takes %s, got a further argument %s", fname,
+                       params == "()" and "no arguments" or params,
+                       type(v) == "table" and getmetatable(v) == nil and "(a table)" or M.show(v)))
+end
+local extra_arg = M.extra_arg
+
 -- Raises unless the table t (what: "the shape", "the dims"...) is a list
 -- 1..#t: a nil among its entries ({2, nil, 3}: # may stop at the hole)
 -- would otherwise drop the entries after it unseen, and a shape {batch,
@@ -264,7 +278,8 @@ local function check_id(fname, n)
     return n
 end
 
-function M.cpu(n)
+function M.cpu(n, extra)
+    if extra ~= nil then extra_arg("cpu", "(n)", extra) end
     return device("cpu", cdef.CPU, check_id("cpu", n))
 end
 
@@ -277,7 +292,8 @@ function M.no_gpu_reason()
     return (" (ORDO_SIMULATED_GPUS=%s: expected an integer from 0 to 16)"):format(v)
 end
 
-function M.gpu(n)
+function M.gpu(n, extra)
+    if extra ~= nil then extra_arg("gpu", "(n)", extra) end
     n = check_id("gpu", n)
     local count = C.ordo_gpu_count()
     if count == 0 then fail(("gpu(%d): no CUDA device available%s"):format(n, M.no_gpu_reason())) end
@@ -290,7 +306,8 @@ end
 -- Page-locked host memory beside cpu(n): tensors there are CPU tensors
 -- (their ops run on cpu(n)) whose copies to and from a GPU run
 -- asynchronously, on the GPU's copy streams.  Needs a CUDA device.
-function M.cpu_pinned(n)
+function M.cpu_pinned(n, extra)
+    if extra ~= nil then extra_arg("cpu_pinned", "(n)", extra) end
     n = check_id("cpu_pinned", n)
     if C.ordo_gpu_count() == 0 then
         fail(("cpu_pinned(%d): pinned memory needs a CUDA device (none available)%s"):format(n, M.no_gpu_reason()))

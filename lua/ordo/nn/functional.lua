@@ -20,10 +20,19 @@ local M = {}
 -- calls it (who, internal).  A user's further argument lands in who: a
 -- non-string there was dropped unseen (F.relu(x, false, 3), F.linear(x, w,
 -- b, 5), Torch's positional extras), so it raises.
+-- A layer passes its own name as the last argument; a user's further
+-- argument lands there too. Torch's positional reduction,
+-- F.binary_cross_entropy(p, y, nil, "sum"), would otherwise rename the
+-- errors and be dropped unseen (a mean loss where a sum was asked for).
+local REDUCTION_WORDS = {mean = true, sum = true, none = true, batchmean = true, elementwise_mean = true}
 local function name_of(who, own)
     if who == nil then return own end
     if type(who) ~= "string" then
         util.fail(string.format("%s: got a further argument (%s) it does not take", own, util.typename(who)))
+    end
+    if REDUCTION_WORDS[who] then
+        util.fail(string.format('%s: got a further argument ("%s") it does not take (a reduction goes in the options: '
+                                .. '{reduction = "%s"})', own, who, who))
     end
     return who
 end
@@ -644,6 +653,14 @@ end
 -- A loss's options: reduction, the named numeric ones and the named
 -- tensor ones, nothing else.
 local function loss_opts(fname, opts, numeric, tensors)
+    -- Torch's positional weight or reduction: say where it goes
+    if is_tensor(opts) and tensors and tensors.weight then
+        fail(fmt("%s: options must be a table, got %s (a weight goes in the options: {weight = w})", fname,
+                 typename(opts)))
+    elseif type(opts) == "string" then
+        fail(fmt('%s: options must be a table, got string (a reduction goes in the options: {reduction = "%s"})',
+                 fname, opts))
+    end
     opts = util.check_opts(fname, opts)
     for k, v in pairs(opts) do
         if tensors and tensors[k] then
@@ -1717,6 +1734,11 @@ end
 -- zeros. per_sample_weights (the input's shape) scale each row, mode "sum"
 -- only.  Gradients reach weight (and per_sample_weights).
 local BAG_MODES = {sum = true, mean = true, max = true}
+local function reduce_bag(mode, r, dim)
+    if mode == "sum" then return r:sum(dim) end
+    if mode == "mean" then return r:mean(dim) end
+    return (r:max(dim))
+end
 function M.embedding_bag(input, weight, offsets, opts, who)
     local fname = type(who) == "string" and who or "embedding_bag"
     if type(offsets) == "table" and not is_tensor(offsets) and opts == nil then offsets, opts = nil, offsets end
@@ -1747,16 +1769,11 @@ function M.embedding_bag(input, weight, offsets, opts, who)
     end
     local rows = M.embedding(input, weight, nil, fname) -- (checks the indices and weight)
     if psw ~= nil then rows = rows * psw:unsqueeze(-1) end
-    local function reduce_bag(r, dim)
-        if mode == "sum" then return r:sum(dim) end
-        if mode == "mean" then return r:mean(dim) end
-        return (r:max(dim))
-    end
     if input:dim() == 2 then
         if offsets ~= nil then fail(fmt("%s: offsets are for a 1-D input; a 2-D input has a bag per row", fname)) end
         if last then fail(fmt("%s: include_last_offset is for a 1-D input with offsets", fname)) end
         if input:size(2) == 0 then return tensor.zeros({input:size(1), weight:size(2)}, tensor.like(weight)) end
-        return reduce_bag(rows, 2)
+        return reduce_bag(mode, rows, 2)
     end
     if offsets == nil then fail(fmt("%s: a 1-D input needs offsets (the bags' first positions, from 1)", fname)) end
     check_tensor(fname, "offsets", offsets)
@@ -1786,7 +1803,7 @@ function M.embedding_bag(input, weight, offsets, opts, who)
         if bd[2] == 0 then
             out[b] = tensor.zeros({weight:size(2)}, tensor.like(weight))
         else
-            out[b] = reduce_bag(rows:narrow(1, bd[1], bd[2]), 1)
+            out[b] = reduce_bag(mode, rows:narrow(1, bd[1], bd[2]), 1)
         end
     end
     return tensor.stack(out, 1)

@@ -11,6 +11,7 @@
 -- m(x) calls m:forward(x).  Modules start in training mode; eval() switches
 -- Dropout and BatchNorm to inference behaviour.
 local util = require "ordo.util"
+local extra_arg = util.extra_arg -- a further positional argument: an error naming it
 local tensor = require "ordo.tensor"
 local autograd = require "ordo.autograd"
 local F = require "ordo.nn.functional"
@@ -370,7 +371,8 @@ end
 -- (tying to a frozen embedding) is a parameter there too.
 local PARAMETERS = setmetatable({}, {__mode = "k"})
 
-function Module:register_parameter(name, t)
+function Module:register_parameter(name, t, extra)
+    if extra ~= nil then extra_arg("register_parameter", "(name, tensor)", extra) end
     check_module_self("register_parameter", self)
     check_slot("register_parameter", self, name, self._buffer_names, "buffer")
     if not is_tensor(t) then fail(fmt("register_parameter: %s must be a tensor, got %s", name, typename(t))) end
@@ -402,7 +404,8 @@ end
 -- module (m:to) and is listed by named_buffers; a persistent one is saved
 -- too (state_dict, save), one registered with persistent = false is not
 -- (a mask or a table computed from the options), as Torch's.
-function Module:register_buffer(name, t, persistent)
+function Module:register_buffer(name, t, persistent, extra)
+    if extra ~= nil then extra_arg("register_buffer", "(name, tensor, persistent)", extra) end
     check_module_self("register_buffer", self)
     check_slot("register_buffer", self, name, self._param_names, "parameter")
     if not is_tensor(t) then fail(fmt("register_buffer: %s must be a tensor, got %s", name, typename(t))) end
@@ -421,7 +424,8 @@ function Module:register_buffer(name, t, persistent)
     return t
 end
 
-function Module:add_module(name, m)
+function Module:add_module(name, m, extra)
+    if extra ~= nil then extra_arg("add_module", "(name, module)", extra) end
     check_module_self("add_module", self)
     if type(name) ~= "string" or name == "" or name:find(".", 1, true) then
         -- (names join with dots into parameter names: "encoder.weight")
@@ -446,7 +450,8 @@ end
 -- hooked_call.  Each returns a handle, handle:remove() takes the hook off.
 local HookHandle = {}
 HookHandle.__index = HookHandle
-function HookHandle:remove()
+function HookHandle:remove(extra)
+    if extra ~= nil then extra_arg("remove", "()", extra) end
     local hooks = self._hooks
     for i = #hooks, 1, -1 do
         if hooks[i] == self._entry then
@@ -482,9 +487,9 @@ function Module:register_forward_hook(fn, ...)
 end
 
 -- The direct children as a list of {name, module}.
-function Module:children(...)
+function Module:children(extra)
+    if extra ~= nil then extra_arg("children", "()", extra) end
     check_module_self("children", self)
-    if select("#", ...) > 0 then fail(fmt("children: takes no arguments, got %s", typename((...)))) end
     local r = {}
     for _, n in ipairs(child_names(self)) do r[#r + 1] = {n, self[n]} end
     return r
@@ -492,7 +497,8 @@ end
 
 -- Torch's named_children: the direct children as {name =, module =}, as
 -- named_modules lists them (a prefix joined with a dot).
-function Module:named_children(prefix)
+function Module:named_children(prefix, extra)
+    if extra ~= nil then extra_arg("named_children", "(prefix)", extra) end
     check_module_self("named_children", self)
     if prefix ~= nil and type(prefix) ~= "string" then
         fail(fmt("named_children: the name prefix must be a string, got %s", typename(prefix)))
@@ -523,11 +529,9 @@ end
 
 -- {name = "encoder.1", module = m} for this module ("", or prefix) and
 -- every module below it, depth first, each once.
-function Module:named_modules(prefix, ...)
+function Module:named_modules(prefix, extra)
+    if extra ~= nil then extra_arg("named_modules", "(prefix)", extra) end
     check_module_self("named_modules", self)
-    if select("#", ...) > 0 then -- (Torch's remove_duplicate = false was dropped unseen)
-        fail(fmt("named_modules: takes the prefix alone, got a further %s", typename((...))))
-    end
     return collect_modules(self, check_prefix("named_modules", prefix), {}, {})
 end
 
@@ -556,7 +560,8 @@ local function submodule(fname, self, target)
     end
     return m
 end
-function Module:get_submodule(target)
+function Module:get_submodule(target, extra)
+    if extra ~= nil then extra_arg("get_submodule", "(target)", extra) end
     check_module_self("get_submodule", self)
     return submodule("get_submodule", self, target)
 end
@@ -575,24 +580,27 @@ local function get_tensor(fname, self, target, list_fname, kind)
     fail(fmt("%s: %s has no %s '%s'", fname, mod_path == "" and (m._class_name or "the module") or "'" .. mod_path .. "'",
              kind, leaf))
 end
-function Module:get_parameter(target)
+function Module:get_parameter(target, extra)
+    if extra ~= nil then extra_arg("get_parameter", "(target)", extra) end
     check_module_self("get_parameter", self)
     return get_tensor("get_parameter", self, target, "_param_names", "parameter")
 end
-function Module:get_buffer(target)
+function Module:get_buffer(target, extra)
+    if extra ~= nil then extra_arg("get_buffer", "(target)", extra) end
     check_module_self("get_buffer", self)
     return get_tensor("get_buffer", self, target, "_buffer_names", "buffer")
 end
-function Module:register_module(name, m)
+function Module:register_module(name, m, extra)
+    if extra ~= nil then extra_arg("register_module", "(name, module)", extra) end
     check_module_self("register_module", self)
     local ok, r = pcall(self.add_module, self, name, m)
     if not ok then error((tostring(r):gsub("add_module: ", "register_module: ", 1)), 0) end
     return r
 end
 
-function Module:modules(...)
+function Module:modules(extra)
+    if extra ~= nil then extra_arg("modules", "()", extra) end
     check_module_self("modules", self)
-    if select("#", ...) > 0 then fail(fmt("modules: takes no arguments, got %s", typename((...)))) end
     local r = {}
     for i, e in ipairs(self:named_modules()) do r[i] = e.module end
     return r
@@ -609,7 +617,8 @@ local function apply_tree(m, fn, seen)
     fn(m)
 end
 
-function Module:apply(fn)
+function Module:apply(fn, extra)
+    if extra ~= nil then extra_arg("apply", "(fn)", extra) end
     check_module_self("apply", self)
     if type(fn) ~= "function" then fail("apply: expected a function, got " .. typename(fn)) end
     apply_tree(self, fn, {})
@@ -619,7 +628,8 @@ end
 -- Freezes (false) or unfreezes (true, the default) every parameter:
 -- frozen ones get no gradient (give an optimiser only the others:
 -- m:trainable_parameters()).
-function Module:requires_grad_(flag)
+function Module:requires_grad_(flag, extra)
+    if extra ~= nil then extra_arg("requires_grad_", "(flag)", extra) end
     check_module_self("requires_grad_", self)
     if flag == nil then flag = true end
     if type(flag) ~= "boolean" then fail("requires_grad_: expected a boolean, got " .. typename(flag)) end
@@ -629,7 +639,8 @@ end
 
 -- The parameters that require a gradient (what an optimiser takes when
 -- part of the model is frozen).
-function Module:trainable_parameters()
+function Module:trainable_parameters(extra)
+    if extra ~= nil then extra_arg("trainable_parameters", "()", extra) end
     check_module_self("trainable_parameters", self)
     local r = {}
     for _, p in ipairs(self:parameters()) do if p:needs_grad() then r[#r + 1] = p end end
@@ -689,7 +700,8 @@ local function check_recurse(fname, recurse)
     if type(recurse) ~= "boolean" then fail(fmt("%s: recurse must be a boolean, got %s", fname, typename(recurse))) end
     return recurse
 end
-function Module:named_parameters(prefix, recurse)
+function Module:named_parameters(prefix, recurse, extra)
+    if extra ~= nil then extra_arg("named_parameters", "(prefix, recurse)", extra) end
     check_module_self("named_parameters", self)
     recurse = check_recurse("named_parameters", recurse)
     return collect_params(self, dotted_prefix("named_parameters", prefix), {}, {}, not recurse)
@@ -701,12 +713,10 @@ local function no_args(fname, n, first)
     if n > 0 then fail(fmt("%s: takes no arguments, got %s", fname, typename(first))) end
 end
 
-function Module:parameters(recurse, ...)
+function Module:parameters(recurse, extra)
+    if extra ~= nil then extra_arg("parameters", "(recurse)", extra) end
     check_module_self("parameters", self)
     recurse = check_recurse("parameters", recurse)
-    if select("#", ...) > 0 then
-        fail(fmt("parameters: takes recurse alone, got a further %s", typename((...))))
-    end
     local r = {}
     for i, e in ipairs(self:named_parameters(nil, recurse)) do r[i] = e.tensor end
     return r
@@ -732,7 +742,8 @@ local function collect_buffers(m, prefix, out, persistent_only, seen, shallow)
 end
 
 -- {name = "bn.running_mean", tensor = t} for every buffer, depth first.
-function Module:named_buffers(prefix, recurse)
+function Module:named_buffers(prefix, recurse, extra)
+    if extra ~= nil then extra_arg("named_buffers", "(prefix, recurse)", extra) end
     check_module_self("named_buffers", self)
     recurse = check_recurse("named_buffers", recurse)
     return collect_buffers(self, dotted_prefix("named_buffers", prefix), {}, false, {}, not recurse)
@@ -740,12 +751,10 @@ end
 
 -- The buffers' tensors, as parameters() the parameters' (Torch's
 -- m.buffers(); only named_buffers was there).
-function Module:buffers(recurse, ...)
+function Module:buffers(recurse, extra)
+    if extra ~= nil then extra_arg("buffers", "(recurse)", extra) end
     check_module_self("buffers", self)
     recurse = check_recurse("buffers", recurse)
-    if select("#", ...) > 0 then
-        fail(fmt("buffers: takes recurse alone, got a further %s", typename((...))))
-    end
     local r = {}
     for i, e in ipairs(self:named_buffers(nil, recurse)) do r[i] = e.tensor end
     return r
@@ -782,7 +791,8 @@ end
 
 -- m:train([mode = true]): mode a boolean, as Torch's (m:train(0), true
 -- in Lua, would otherwise train where eval was meant).
-function Module:train(mode)
+function Module:train(mode, extra)
+    if extra ~= nil then extra_arg("train", "(mode)", extra) end
     check_module_self("train", self)
     if mode == nil then mode = true end
     if type(mode) ~= "boolean" then fail("train: mode must be a boolean, got " .. typename(mode)) end
@@ -801,7 +811,8 @@ end
 -- m:zero_grad([set_to_none = true]): drops each parameter's gradient
 -- (p.grad = nil), or with false fills it with zeros in place, as an
 -- optimiser's zero_grad and Torch's.
-function Module:zero_grad(set_to_none)
+function Module:zero_grad(set_to_none, extra)
+    if extra ~= nil then extra_arg("zero_grad", "(set_to_none)", extra) end
     check_module_self("zero_grad", self)
     if set_to_none == nil then set_to_none = true end
     if type(set_to_none) ~= "boolean" then
@@ -891,7 +902,8 @@ end
 -- tensors, so build optimisers after.  Tensors shared between modules stay
 -- shared (see moved_tensor).  The dtype must be a float one (parameters
 -- need gradients); integer buffers keep theirs, as in Torch.
-function Module:to(a, b)
+function Module:to(a, b, extra)
+    if extra ~= nil then extra_arg("to", "(device or dtype, dtype)", extra) end
     check_module_self("to", self)
     local dt, dev
     for _, x in ipairs({a, b}) do
@@ -921,24 +933,28 @@ end
 
 -- m:cuda([dev]) and m:cpu(): m:to(ordo.gpu(n)) (dev = ordo.gpu(n) or n,
 -- default gpu(0)) and m:to(ordo.cpu(0)), as Torch's.
-function Module:cuda(dev)
+function Module:cuda(dev, extra)
+    if extra ~= nil then extra_arg("cuda", "(dev)", extra) end
     check_module_self("cuda", self)
     return self:to(util.gpu(tensor.gpu_id("cuda", dev)))
 end
 
-function Module:cpu()
+function Module:cpu(extra)
+    if extra ~= nil then extra_arg("cpu", "()", extra) end
     check_module_self("cpu", self)
     return self:to(util.cpu(0))
 end
 
 -- m:double() and m:float(): m:to("float64") and m:to("float32"), as
 -- Torch's (and as a tensor's t:double() and t:float()).
-function Module:double()
+function Module:double(extra)
+    if extra ~= nil then extra_arg("double", "()", extra) end
     check_module_self("double", self)
     return self:to("float64")
 end
 
-function Module:float()
+function Module:float(extra)
+    if extra ~= nil then extra_arg("float", "()", extra) end
     check_module_self("float", self)
     return self:to("float32")
 end
@@ -946,16 +962,17 @@ end
 -- m:type(dtype): Torch's Module.type, m:to(dtype).  m:half() and
 -- m:bfloat16() (Torch's) say that ordo has no 16-bit floats (they were
 -- "attempt to call method 'half' (a nil value)").
-function Module:type(dtype, ...)
+function Module:type(dtype, extra)
+    if extra ~= nil then extra_arg("type", "(dtype)", extra) end
     check_module_self("type", self)
-    if select("#", ...) > 0 then fail(fmt("type: takes the dtype alone, got a further %s", typename((...)))) end
     if type(dtype) ~= "string" then
         fail(fmt("type: expected a dtype (\"float32\" or \"float64\"), got %s", typename(dtype)))
     end
     return self:to(dtype)
 end
 for _, name in ipairs({"half", "bfloat16"}) do
-    Module[name] = function(self)
+    Module[name] = function(self, extra)
+        if extra ~= nil then extra_arg(name, "()", extra) end
         check_module_self(name, self)
         fail(fmt("%s: ordo has no 16-bit float dtype (float32 and float64 only); use m:float() or m:double()", name))
     end
@@ -965,7 +982,8 @@ end
 -- stable order; m:state_dict(prefix) puts prefix before each name, as
 -- named_parameters' ("encoder" gives "encoder.1.weight"; the argument
 -- was ignored).
-function Module:state_dict(prefix)
+function Module:state_dict(prefix, extra)
+    if extra ~= nil then extra_arg("state_dict", "(prefix)", extra) end
     check_module_self("state_dict", self)
     prefix = dotted_prefix("state_dict", prefix)
     local list = self:named_parameters(prefix)
@@ -1091,7 +1109,8 @@ end
 
 -- Writes the module's parameters and buffers to path (ordo.serialize: the
 -- file is replaced only once it is whole).
-function Module:save(path)
+function Module:save(path, extra)
+    if extra ~= nil then extra_arg("save", "(path)", extra) end
     check_module_self("save", self)
     serialize.write("save", path, self:state_dict())
     return self
@@ -1100,7 +1119,8 @@ end
 -- Reads a file written by save into the module's tensors (same names,
 -- shapes and dtypes; the device may differ).  Raises on any mismatch and
 -- then leaves every tensor unchanged.
-function Module:load(path)
+function Module:load(path, extra)
+    if extra ~= nil then extra_arg("load", "(path)", extra) end
     check_module_self("load", self)
     local entries = {}
     for _, e in ipairs(serialize.read("load", path)) do entries[e.name] = e.tensor end
@@ -1140,7 +1160,8 @@ end
 -- lacks, two lists (empty when strict).  Everything is checked before
 -- anything changes: on an error no tensor has been touched.
 local LOAD_SD_OPTS = {strict = true}
-function Module:load_state_dict(sd, opts)
+function Module:load_state_dict(sd, opts, extra)
+    if extra ~= nil then extra_arg("load_state_dict", "(state_dict, opts)", extra) end
     check_module_self("load_state_dict", self)
     local fname = "load_state_dict"
     if type(opts) == "boolean" then opts = {strict = opts} end -- (Torch's load_state_dict(sd, strict))
@@ -1228,11 +1249,13 @@ end
 local function check_module(fname, m)
     if not is_module(m) then fail(fmt("%s: expected a module, got %s", fname, typename(m))) end
 end
-function M.save(module, path)
+function M.save(module, path, extra)
+    if extra ~= nil then extra_arg("nn.save", "(module, path)", extra) end
     check_module("nn.save", module)
     return module:save(path)
 end
-function M.load(module, path)
+function M.load(module, path, extra)
+    if extra ~= nil then extra_arg("nn.load", "(module, path)", extra) end
     check_module("nn.load", module)
     return module:load(path)
 end
@@ -1264,11 +1287,13 @@ local function in_no_grad(fn) return autograd.no_grad(fn) end
 -- (the tensor method's errors named after the initialiser called, as the
 -- others: "init.constant_: fill_: expected a number", not "fill_: ...")
 local own_errors = util.own_errors
-function init.uniform_(t, a, b)
+function init.uniform_(t, a, b, extra)
+    if extra ~= nil then extra_arg("init.uniform_", "(tensor, a, b)", extra) end
     check_tensor("init.uniform_", "the tensor", t)
     return own_errors("init.uniform_", pcall(in_no_grad, function() return t:uniform_(a or 0, b or 1) end))
 end
-function init.normal_(t, mean, std)
+function init.normal_(t, mean, std, extra)
+    if extra ~= nil then extra_arg("init.normal_", "(tensor, mean, std)", extra) end
     check_tensor("init.normal_", "the tensor", t)
     return own_errors("init.normal_", pcall(in_no_grad, function() return t:normal_(mean or 0, std or 1) end))
 end
@@ -1276,9 +1301,18 @@ local function constant(fname, t, v)
     check_tensor(fname, "the tensor", t)
     return own_errors(fname, pcall(in_no_grad, function() return t:fill_(v) end))
 end
-function init.constant_(t, v) return constant("init.constant_", t, v) end
-function init.zeros_(t) return constant("init.zeros_", t, 0) end
-function init.ones_(t) return constant("init.ones_", t, 1) end
+function init.constant_(t, v, extra)
+    if extra ~= nil then extra_arg("init.constant_", "(tensor, val)", extra) end
+    return constant("init.constant_", t, v)
+end
+function init.zeros_(t, extra)
+    if extra ~= nil then extra_arg("init.zeros_", "(tensor)", extra) end
+    return constant("init.zeros_", t, 0)
+end
+function init.ones_(t, extra)
+    if extra ~= nil then extra_arg("init.ones_", "(tensor)", extra) end
+    return constant("init.ones_", t, 1)
+end
 
 -- Torch's calculate_gain(nonlinearity [, param]): the gain that keeps the
 -- variance of activations through the nonlinearity -- 1 for "linear",
@@ -1304,7 +1338,10 @@ local function gain_of(fname, nonlinearity, param)
              .. "tanh, relu, leaky_relu or selu)", fname,
              type(nonlinearity) == "string" and fmt("%q", nonlinearity) or typename(nonlinearity)))
 end
-function init.calculate_gain(nonlinearity, param) return gain_of("init.calculate_gain", nonlinearity, param) end
+function init.calculate_gain(nonlinearity, param, extra)
+    if extra ~= nil then extra_arg("init.calculate_gain", "(nonlinearity, param)", extra) end
+    return gain_of("init.calculate_gain", nonlinearity, param)
+end
 
 -- He et al.'s gain over the fan of mode ("fan_in", the default, or
 -- "fan_out"), Torch's kaiming_*_(t, a, mode, nonlinearity): the gain is
@@ -1325,14 +1362,16 @@ local function kaiming_std(fname, t, a, mode, nonlinearity)
 end
 
 -- He et al.: U(-b, b) with b = sqrt(3) * gain / sqrt(fan).
-function init.kaiming_uniform_(t, a, mode, nonlinearity)
+function init.kaiming_uniform_(t, a, mode, nonlinearity, extra)
+    if extra ~= nil then extra_arg("init.kaiming_uniform_", "(tensor, a, mode, nonlinearity)", extra) end
     local bound = math.sqrt(3) * kaiming_std("init.kaiming_uniform_", t, a, mode, nonlinearity)
     if t:numel() == 0 then return t end
     return init.uniform_(t, -bound, bound)
 end
 
 -- He et al.: N(0, std^2) with std = gain / sqrt(fan).
-function init.kaiming_normal_(t, a, mode, nonlinearity)
+function init.kaiming_normal_(t, a, mode, nonlinearity, extra)
+    if extra ~= nil then extra_arg("init.kaiming_normal_", "(tensor, a, mode, nonlinearity)", extra) end
     local std = kaiming_std("init.kaiming_normal_", t, a, mode, nonlinearity)
     if t:numel() == 0 then return t end
     return init.normal_(t, 0, std)
@@ -1348,14 +1387,16 @@ local function xavier_std(fname, t, gain)
 end
 
 -- Glorot: U(-b, b) with b = gain * sqrt(6 / (fan_in + fan_out)).
-function init.xavier_uniform_(t, gain)
+function init.xavier_uniform_(t, gain, extra)
+    if extra ~= nil then extra_arg("init.xavier_uniform_", "(tensor, gain)", extra) end
     local bound = math.sqrt(3) * xavier_std("init.xavier_uniform_", t, gain)
     if t:numel() == 0 then return t end
     return init.uniform_(t, -bound, bound)
 end
 
 -- Glorot: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out)).
-function init.xavier_normal_(t, gain)
+function init.xavier_normal_(t, gain, extra)
+    if extra ~= nil then extra_arg("init.xavier_normal_", "(tensor, gain)", extra) end
     local std = xavier_std("init.xavier_normal_", t, gain)
     if t:numel() == 0 then return t end
     return init.normal_(t, 0, std)
@@ -1377,7 +1418,8 @@ local function norm_cdf(z) return 0.5 * erfc(-z / math.sqrt(2)) end
 -- std^2) kept to [a, b] (a and b in t's units, not in stds), drawn as
 -- Torch draws it: a uniform draw between the normal CDF at a and at b,
 -- mapped back through the inverse CDF, then clamped to [a, b].
-function init.trunc_normal_(t, mean, std, a, b)
+function init.trunc_normal_(t, mean, std, a, b, extra)
+    if extra ~= nil then extra_arg("init.trunc_normal_", "(tensor, mean, std, a, b)", extra) end
     local fname = "init.trunc_normal_"
     check_tensor(fname, "the tensor", t)
     mean, std, a, b = mean or 0, std or 1, a or -2, b or 2
@@ -1404,7 +1446,8 @@ end
 
 -- Torch's eye_(t): a 2-dim t made the identity (ones on its diagonal,
 -- zeros elsewhere; a non-square t too).
-function init.eye_(t)
+function init.eye_(t, extra)
+    if extra ~= nil then extra_arg("init.eye_", "(tensor)", extra) end
     check_tensor("init.eye_", "the tensor", t)
     if t:dim() ~= 2 then fail("init.eye_: expected a 2-dim tensor, got shape " .. shape_str(t)) end
     local eye = require("ordo.derived").eye(t:size(1), t:size(2), tensor.like(t))
@@ -1415,7 +1458,8 @@ end
 -- out x in x k...) that passes its input through: in each of the groups,
 -- output channel d takes input channel d at the kernel's centre (k // 2,
 -- from 0), for d up to the smaller of out / groups and in; zeros elsewhere.
-function init.dirac_(t, groups)
+function init.dirac_(t, groups, extra)
+    if extra ~= nil then extra_arg("init.dirac_", "(tensor, groups)", extra) end
     local fname = "init.dirac_"
     check_tensor(fname, "the tensor", t)
     if t:dim() < 3 or t:dim() > 5 then
@@ -1443,8 +1487,9 @@ end
 -- Torch's sparse_(t, sparsity [, std = 0.01]): a 2-dim t drawn N(0, std²),
 -- then in each column ceil(sparsity · rows) elements, at random rows, set
 -- to 0 (the sparse initialisation of Martens, 2010).
-function init.sparse_(t, sparsity, std)
+function init.sparse_(t, sparsity, std, extra)
     local fname = "init.sparse_"
+    if extra ~= nil then extra_arg(fname, "(tensor, sparsity, std)", extra) end
     check_tensor(fname, "the tensor", t)
     if t:dim() ~= 2 then fail(fmt("%s: only 2-dim tensors are supported, got shape %s", fname, shape_str(t))) end
     if t:dtype() ~= "float32" and t:dtype() ~= "float64" then
@@ -1478,7 +1523,8 @@ end
 -- draws it: the Q of a normal matrix's QR with R's diagonal made positive
 -- (Haar-distributed), here computed by Gram-Schmidt, each column
 -- orthogonalised twice (the same Q, which that sign fixes), in float64.
-function init.orthogonal_(t, gain)
+function init.orthogonal_(t, gain, extra)
+    if extra ~= nil then extra_arg("init.orthogonal_", "(tensor, gain)", extra) end
     local fname = "init.orthogonal_"
     check_tensor(fname, "the tensor", t)
     if t:dim() < 2 then fail(fmt("%s: expected a tensor of at least 2 dims, got shape %s", fname, shape_str(t))) end
@@ -1508,6 +1554,48 @@ function init.orthogonal_(t, gain)
         t:copy_((q * (gain or 1)):reshape(t:shape()))
         return t
     end)
+end
+
+-- Torch's keyword arguments as an options table, the last argument:
+-- init.kaiming_normal_(w, {mode = "fan_out", nonlinearity = "relu"}) (a
+-- table there was refused as "a must be a number"), positional values
+-- before it filling the first names; an unknown name, a name given both
+-- ways or an argument past the function's own raises (one past them was
+-- dropped unseen: init.normal_(w, 0, 0.02, 1) drew N(0, 0.02^2)).
+local INIT_ARGS = {
+    uniform_ = {"a", "b"}, normal_ = {"mean", "std"}, constant_ = {"val"}, zeros_ = {}, ones_ = {},
+    kaiming_uniform_ = {"a", "mode", "nonlinearity"}, kaiming_normal_ = {"a", "mode", "nonlinearity"},
+    xavier_uniform_ = {"gain"}, xavier_normal_ = {"gain"}, trunc_normal_ = {"mean", "std", "a", "b"},
+    eye_ = {}, dirac_ = {"groups"}, orthogonal_ = {"gain"},
+}
+local function init_args(fname, names, ...)
+    local n = select("#", ...)
+    while n > 0 and select(n, ...) == nil do n = n - 1 end
+    local args = {...}
+    local last = args[n]
+    if n > 0 and type(last) == "table" and getmetatable(last) == nil then
+        args[n] = nil
+        n = n - 1
+        local pos = {}
+        for i, k in ipairs(names) do pos[k] = i end
+        for k, v in pairs(last) do
+            local i = pos[k]
+            if not i then
+                fail(fmt("%s: unknown option '%s' (expected %s)", fname, tostring(k),
+                         #names > 0 and table.concat(names, ", ") or "none"))
+            end
+            if i <= n and args[i] ~= nil then fail(fmt("%s: %s given twice (by position and by name)", fname, k)) end
+            args[i] = v
+        end
+    end
+    if n > #names then
+        extra_arg(fname, #names > 0 and "(tensor, " .. table.concat(names, ", ") .. ")" or "(tensor)", args[#names + 1])
+    end
+    return unpack(args, 1, #names)
+end
+for name, names in pairs(INIT_ARGS) do
+    local fn, fname = init[name], "init." .. name
+    init[name] = function(t, ...) return fn(t, init_args(fname, names, ...)) end
 end
 
 -- ---------------------------------------------------------------- layers
@@ -2193,7 +2281,8 @@ function Sequential:init(...)
         for i = 1, select("#", ...) do self:add((select(i, ...))) end
     end
 end
-function Sequential:add(m)
+function Sequential:add(m, extra)
+    if extra ~= nil then extra_arg("add", "(module)", extra) end
     if not is_module(m) then fail(fmt("Sequential: module %d must be a module, got %s", self.n + 1, typename(m))) end
     self.n = self.n + 1
     self:add_module(tostring(self.n), m)
@@ -2211,10 +2300,35 @@ local function container_index(name, i, n)
     end
     return k
 end
-function Sequential:get(i) return self[tostring(container_index("Sequential", i, self.n))] end
-function Sequential:size() return self.n end
+function Sequential:get(i, extra)
+    if extra ~= nil then extra_arg("get", "(i)", extra) end
+    return self[tostring(container_index("Sequential", i, self.n))]
+end
+function Sequential:size(extra)
+    if extra ~= nil then extra_arg("size", "()", extra) end
+    return self.n
+end
+-- Every output of a module goes on to the next, and the last module's
+-- outputs are the Sequential's, as Torch's passes a tuple along (an
+-- encoder's mu, logvar into a reparameterisation): only the first went on,
+-- the others were dropped unseen.
+local function sequential_from(self, i, n, ...)
+    if i > n then return ... end
+    return sequential_from(self, i + 1, n, self[tostring(i)](...))
+end
+-- (false and the output, or true and a list of all of them when there are several)
+local function one_or_list(...)
+    if select("#", ...) <= 1 then return false, (...) end
+    return true, {n = select("#", ...), ...}
+end
 function Sequential:forward(x)
-    for i = 1, self.n do x = self[tostring(i)](x) end
+    local n = self.n
+    for i = 1, n do
+        -- one output, the usual case, in a loop that LuaJIT compiles; several go on through the vararg walk
+        local several, y = one_or_list(self[tostring(i)](x))
+        if several then return sequential_from(self, i + 1, n, unpack(y, 1, y.n)) end
+        x = y
+    end
     return x
 end
 
@@ -2231,15 +2345,23 @@ function ModuleList:init(list)
     local l, n = module_list("ModuleList", list or {})
     for i = 1, n do self:append(l[i]) end
 end
-function ModuleList:append(m)
+function ModuleList:append(m, extra)
+    if extra ~= nil then extra_arg("append", "(module)", extra) end
     if not is_module(m) then fail(fmt("ModuleList: module %d must be a module, got %s", self.n + 1, typename(m))) end
     self.n = self.n + 1
     self:add_module(tostring(self.n), m)
     return self
 end
-function ModuleList:get(i) return self[tostring(container_index("ModuleList", i, self.n))] end
-function ModuleList:size() return self.n end
-function ModuleList:ipairs()
+function ModuleList:get(i, extra)
+    if extra ~= nil then extra_arg("get", "(i)", extra) end
+    return self[tostring(container_index("ModuleList", i, self.n))]
+end
+function ModuleList:size(extra)
+    if extra ~= nil then extra_arg("size", "()", extra) end
+    return self.n
+end
+function ModuleList:ipairs(extra)
+    if extra ~= nil then extra_arg("ipairs", "()", extra) end
     local i = 0
     return function()
         i = i + 1
@@ -2284,7 +2406,8 @@ for _, cls in ipairs({Sequential, ModuleList}) do
         for i = #mods + 1, old_n do rawset(self, tostring(i), nil) end
         rawset(self, "n", #mods)
     end
-    cls.extend = function(self, list)
+    cls.extend = function(self, list, extra)
+        if extra ~= nil then extra_arg(name .. ": extend", "(list)", extra) end
         if type(list) == "string" or not is_module(self) or rawget(self, "_module_names") == nil then
             return Module.extend(self, list) -- (a subclass)
         end
@@ -2304,7 +2427,8 @@ for _, cls in ipairs({Sequential, ModuleList}) do
         for i = 1, n do self:append(l[i]) end
         return self
     end
-    cls.insert = function(self, i, m)
+    cls.insert = function(self, i, m, extra)
+        if extra ~= nil then extra_arg(name .. ": insert", "(i, m)", extra) end
         if not is_module(self) then fail(fmt("%s: insert: call it with a colon, x:insert(i, m)", name)) end
         local n = rawget(self, "n")
         local k = i
@@ -2319,7 +2443,8 @@ for _, cls in ipairs({Sequential, ModuleList}) do
         renumber(self, mods, n)
         return self
     end
-    cls.pop = function(self, i)
+    cls.pop = function(self, i, extra)
+        if extra ~= nil then extra_arg(name .. ": pop", "([i])", extra) end
         if not is_module(self) then fail(fmt("%s: pop: call it with a colon, x:pop([i])", name)) end
         local n = rawget(self, "n")
         if n == 0 then fail(fmt("%s: pop: it is empty", name)) end
@@ -2351,7 +2476,8 @@ function ModuleDict:init(modules)
     table.sort(names)
     for _, k in ipairs(names) do self:set(k, modules[k]) end
 end
-function ModuleDict:set(name, m)
+function ModuleDict:set(name, m, extra)
+    if extra ~= nil then extra_arg("set", "(name, module)", extra) end
     -- not a method's name, nor a field of the module's own (training...)
     if type(name) ~= "string" or name:find("[%s%.]") or name == "" or name == "training" or ModuleDict[name] ~= nil or
         (rawget(self, name) ~= nil and not self:_has(self._module_names, name)) then
@@ -2360,15 +2486,20 @@ function ModuleDict:set(name, m)
     self:add_module(name, m)
     return self
 end
-function ModuleDict:get(name)
+function ModuleDict:get(name, extra)
+    if extra ~= nil then extra_arg("get", "(name)", extra) end
     local names = child_names(self)
     if not self:_has(names, name) then
         fail(fmt("ModuleDict: no module named %s (it has %s)", tostring(name), table.concat(names, ", ")))
     end
     return self[name]
 end
-function ModuleDict:keys() return child_names(self) end
-function ModuleDict:pairs()
+function ModuleDict:keys(extra)
+    if extra ~= nil then extra_arg("keys", "()", extra) end
+    return child_names(self)
+end
+function ModuleDict:pairs(extra)
+    if extra ~= nil then extra_arg("pairs", "()", extra) end
     local names, i = child_names(self), 0
     return function()
         i = i + 1
@@ -2379,7 +2510,8 @@ end
 -- dict:update({name = m, ...}) (all checked, then set in sorted order),
 -- dict:pop(name) (taken out and returned), dict:values(), dict:items()
 -- ({name, module} pairs) and dict:size(): Torch's.
-function ModuleDict:update(modules)
+function ModuleDict:update(modules, extra)
+    if extra ~= nil then extra_arg("ModuleDict: update", "(modules)", extra) end
     if not is_module(self) then fail("ModuleDict: update: call it with a colon, dict:update({...})") end
     if type(modules) ~= "table" or getmetatable(modules) ~= nil then
         fail("ModuleDict: update: expected a table of modules by name, got " .. typename(modules))
@@ -2396,22 +2528,28 @@ function ModuleDict:update(modules)
     for _, k in ipairs(names) do self:set(k, modules[k]) end
     return self
 end
-function ModuleDict:pop(name)
+function ModuleDict:pop(name, extra)
+    if extra ~= nil then extra_arg("ModuleDict: pop", "(name)", extra) end
     local m = self:get(name)
     rawset(self, name, nil)
     return m
 end
-function ModuleDict:values()
+function ModuleDict:values(extra)
+    if extra ~= nil then extra_arg("ModuleDict: values", "()", extra) end
     local r = {}
     for _, n in ipairs(child_names(self)) do r[#r + 1] = self[n] end
     return r
 end
-function ModuleDict:items()
+function ModuleDict:items(extra)
+    if extra ~= nil then extra_arg("ModuleDict: items", "()", extra) end
     local r = {}
     for _, n in ipairs(child_names(self)) do r[#r + 1] = {n, self[n]} end
     return r
 end
-function ModuleDict:size() return #child_names(self) end
+function ModuleDict:size(extra)
+    if extra ~= nil then extra_arg("ModuleDict: size", "()", extra) end
+    return #child_names(self)
+end
 function ModuleDict:forward(...) -- (vararg: as ModuleList's)
     fail("ModuleDict: it has no forward of its own; call its modules (dict:get(name)) from the owner's forward")
 end
@@ -2762,7 +2900,8 @@ end
 -- x whose largest output is at the class index y (from 1), computed in eval
 -- mode without gradients, batch by batch, with one wait at the end; the
 -- model's mode is restored.
-function M.accuracy(model, x, y, opts)
+function M.accuracy(model, x, y, opts, extra)
+    if extra ~= nil then extra_arg("accuracy", "(model, x, y, opts)", extra) end
     if not is_module(model) then fail(fmt("accuracy: expected a module first, got %s", typename(model))) end
     if not is_tensor(x) or not is_tensor(y) then
         fail(fmt("accuracy: expected tensors of inputs and labels, got %s and %s", typename(x), typename(y)))
