@@ -2181,7 +2181,21 @@ describe("nn modules", function()
         assert.same({"1.weight", "1.bias"}, {seq:named_parameters()[1].name, seq:named_parameters()[2].name})
         assert.same({2, 3}, seq(x):shape())
         H.raises(function() seq[3] = nn.ReLU() end, "Sequential: index 3 out of range 1..2")
-        H.raises(function() seq[2] = 5 end, "Sequential: [2] = number: expected a module")
+        -- (seq[2] = 5 over a module in place is a plain assignment, no metamethod sees it: the forward names it)
+        seq[2] = 5
+        H.raises(function() seq(x) end, "Sequential: module 2 is number, not a module")
+        seq[2] = nn.Tanh()
+        -- the modules sit at keys 1..n: Lua's # and ipairs see them, as Torch's len(seq) and for m in seq
+        -- (#list was 0 and ipairs(list) ran no times: a Torch-style loop made an identity network)
+        assert.equals(2, #seq)
+        assert.equals(3, #net.layers)
+        local seen = {}
+        for i, m in ipairs(net.layers) do seen[i] = m end
+        assert.same({net.layers:get(1), net.layers:get(2), net.layers:get(3)}, seen)
+        seen = {}
+        for i, m in ipairs(seq) do seen[i] = m._class_name end
+        assert.same({"Linear", "Tanh"}, seen)
+        assert.equals(seq:get(1), seq["1"]) -- (the child's name, as in its parameters' names)
         net.layers[3] = nn.Linear(4, 2)
         assert.equals(6, #net:parameters())
         ok, err = pcall(net.layers, x)
