@@ -804,9 +804,15 @@ describe("nn modules", function()
             {"mse_loss", function() return F.mse_loss(p, y, nil, "none") end, "none"},
             {"kl_div", function() return F.kl_div(p:log(), y, nil, "batchmean") end, "batchmean"},
             {"cross_entropy", function() return F.cross_entropy(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), nil, "mean") end, "mean"},
+            {"soft_margin_loss", function() return F.soft_margin_loss(p, y, nil, "sum") end, "sum"},
         }) do
             H.raises(c[2], c[1] .. ': got a further argument ("' .. c[3] .. '") it does not take (a reduction goes in the options')
         end
+        -- and one past that slot (Torch's positional ignore_index, nll_loss(x, y, None, None, -100)) was dropped
+        H.raises(function() return F.nll_loss(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), nil, nil, -100) end,
+                 "nll_loss: got a further argument (-100) it does not take")
+        H.raises(function() return F.mse_loss(p, y, nil, nil, 3) end, "mse_loss: got a further argument (3)")
+        H.raises(function() return F.pairwise_distance(p, y, nil, nil, 3) end, "pairwise_distance: got a further argument (3)")
         assert.near(-(math.log(0.8) + math.log(0.7)), F.binary_cross_entropy(p, y, {reduction = "sum"}):item(), 1e-6)
         assert.near(-(math.log(0.8) + math.log(0.7)), nn.BCELoss({reduction = "sum"})(p, y):item(), 1e-6)
         -- in the options' place, Torch's positional weight or reduction: the error says where it goes
