@@ -821,9 +821,15 @@ describe("nn modules", function()
             {"mse_loss", function() return F.mse_loss(p, y, nil, "none") end, "none"},
             {"kl_div", function() return F.kl_div(p:log(), y, nil, "batchmean") end, "batchmean"},
             {"cross_entropy", function() return F.cross_entropy(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), nil, "mean") end, "mean"},
+            {"soft_margin_loss", function() return F.soft_margin_loss(p, y, nil, "sum") end, "sum"},
         }) do
             H.raises(c[2], c[1] .. ': got a further argument ("' .. c[3] .. '") it does not take (a reduction goes in the options')
         end
+        -- and one past that slot (Torch's positional ignore_index, nll_loss(x, y, None, None, -100)) was dropped
+        H.raises(function() return F.nll_loss(ordo.randn({2, 3}), ordo.tensor({1, 2}, "int64"), nil, nil, -100) end,
+                 "nll_loss: got a further argument (-100) it does not take")
+        H.raises(function() return F.mse_loss(p, y, nil, nil, 3) end, "mse_loss: got a further argument (3)")
+        H.raises(function() return F.pairwise_distance(p, y, nil, nil, 3) end, "pairwise_distance: got a further argument (3)")
         assert.near(-(math.log(0.8) + math.log(0.7)), F.binary_cross_entropy(p, y, {reduction = "sum"}):item(), 1e-6)
         assert.near(-(math.log(0.8) + math.log(0.7)), nn.BCELoss({reduction = "sum"})(p, y):item(), 1e-6)
         -- in the options' place, Torch's positional weight or reduction: the error says where it goes
@@ -2282,6 +2288,8 @@ describe("nn modules", function()
         assert.equals("ReLU", s:pop(2)._class_name)
         assert.equals("GELU", s:pop()._class_name)
         assert.equals("Sigmoid,Tanh,ELU,Linear", kinds(s))
+        assert.equals(4, #s) -- (integer keys 1..n, no stale one after a pop)
+        assert.is_nil(rawget(s, 5))
         local names = {}
         for _, e in ipairs(s:state_dict()) do names[#names + 1] = e.name end
         assert.same({"4.weight", "4.bias"}, names)
@@ -2635,7 +2643,21 @@ describe("nn modules", function()
         assert.same({"1.weight", "1.bias"}, {seq:named_parameters()[1].name, seq:named_parameters()[2].name})
         assert.same({2, 3}, seq(x):shape())
         H.raises(function() seq[3] = nn.ReLU() end, "Sequential: index 3 out of range 1..2")
-        H.raises(function() seq[2] = 5 end, "Sequential: [2] = number: expected a module")
+        -- (seq[2] = 5 over a module in place is a plain assignment, no metamethod sees it: the forward names it)
+        seq[2] = 5
+        H.raises(function() seq(x) end, "Sequential: module 2 is number, not a module")
+        seq[2] = nn.Tanh()
+        -- the modules sit at keys 1..n: Lua's # and ipairs see them, as Torch's len(seq) and for m in seq
+        -- (#list was 0 and ipairs(list) ran no times: a Torch-style loop made an identity network)
+        assert.equals(2, #seq)
+        assert.equals(3, #net.layers)
+        local seen = {}
+        for i, m in ipairs(net.layers) do seen[i] = m end
+        assert.same({net.layers:get(1), net.layers:get(2), net.layers:get(3)}, seen)
+        seen = {}
+        for i, m in ipairs(seq) do seen[i] = m._class_name end
+        assert.same({"Linear", "Tanh"}, seen)
+        assert.equals(seq:get(1), seq["1"]) -- (the child's name, as in its parameters' names)
         net.layers[3] = nn.Linear(4, 2)
         assert.equals(6, #net:parameters())
         ok, err = pcall(net.layers, x)

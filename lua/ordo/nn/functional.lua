@@ -25,7 +25,11 @@ local M = {}
 -- F.binary_cross_entropy(p, y, nil, "sum"), would otherwise rename the
 -- errors and be dropped unseen (a mean loss where a sum was asked for).
 local REDUCTION_WORDS = {mean = true, sum = true, none = true, batchmean = true, elementwise_mean = true}
-local function name_of(who, own)
+local function name_of(who, own, extra)
+    if extra ~= nil then
+        util.fail(string.format("%s: got a further argument (%s) it does not take", own,
+                                type(extra) == "string" and string.format("%q", extra) or util.show(extra)))
+    end
     if who == nil then return own end
     if type(who) ~= "string" then
         util.fail(string.format("%s: got a further argument (%s) it does not take", own, util.typename(who)))
@@ -58,8 +62,8 @@ end
 -- Torch's bilinear(x1, x2, weight [, bias]): y[..., o] = x1[..., i]
 -- weight[o, i, j] x2[..., j] + bias[o]; x1 (..., in1), x2 (..., in2) of
 -- the same leading dims, weight (out, in1, in2), bias (out) or nil.
-function M.bilinear(x1, x2, weight, bias, who)
-    local fname = name_of(who, "bilinear")
+function M.bilinear(x1, x2, weight, bias, who, extra)
+    local fname = name_of(who, "bilinear", extra)
     check_tensor(fname, "input1", x1)
     check_tensor(fname, "input2", x2)
     check_tensor(fname, "weight", weight)
@@ -111,8 +115,8 @@ end
 -- Torch's local_response_norm(x, size [, alpha = 1e-4, beta = 0.75, k = 1]):
 -- x (N, C, *) divided by (k + alpha/size · the sum of squares over size
 -- neighbouring channels, zero padded)^beta (AlexNet's normalisation).
-function M.local_response_norm(x, size, alpha, beta, k, who)
-    local fname = name_of(who, "local_response_norm")
+function M.local_response_norm(x, size, alpha, beta, k, who, extra)
+    local fname = name_of(who, "local_response_norm", extra)
     check_tensor(fname, "input", x)
     if not is_int(size) or size < 1 then
         fail(fmt("%s: size must be an integer >= 1, got %s", fname,
@@ -153,8 +157,8 @@ end
 
 -- Torch's channel_shuffle(x, groups): the C channels of x (N, C, *) as
 -- groups × C/groups, transposed (C/groups × groups): channels interleaved.
-function M.channel_shuffle(x, groups, who)
-    local fname = name_of(who, "channel_shuffle")
+function M.channel_shuffle(x, groups, who, extra)
+    local fname = name_of(who, "channel_shuffle", extra)
     check_tensor(fname, "input", x)
     if not is_int(groups) or groups < 1 then
         fail(fmt("%s: groups must be an integer >= 1, got %s", fname,
@@ -177,8 +181,8 @@ end
 -- Its own backward: the weight's gradient is computed as g^T x, straight in
 -- the weight's layout (through matmul's backward it would be the transpose
 -- of x^T g, and then need a transposing copy).
-function M.linear(x, weight, bias, who)
-    local fname = name_of(who, "linear")
+function M.linear(x, weight, bias, who, extra)
+    local fname = name_of(who, "linear", extra)
     check_tensor(fname, "input", x)
     check_tensor(fname, "weight", weight)
     check_devices(fname, x, weight, bias)
@@ -269,8 +273,8 @@ for _, name in ipairs({"relu", "tanh", "sigmoid"}) do
     end
 end
 -- x * sigmoid(x) (also called swish)
-function M.silu(x, inplace, who)
-    local fname = name_of(who, "silu")
+function M.silu(x, inplace, who, extra)
+    local fname = name_of(who, "silu", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return x * x:sigmoid()
@@ -279,8 +283,8 @@ end
 -- 0.5 x (1 + erf(x / sqrt 2)); "tanh" (Torch's approximate = "tanh"):
 -- 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 local SQRT_HALF = math.sqrt(0.5)
-function M.gelu(x, approximate, who)
-    local fname = name_of(who, "gelu")
+function M.gelu(x, approximate, who, extra)
+    local fname = name_of(who, "gelu", extra)
     check_tensor(fname, "input", x)
     if approximate == "tanh" then
         return x * 0.5 * ((x + x * x * x * 0.044715) * math.sqrt(2 / math.pi)):tanh():add(1)
@@ -294,8 +298,8 @@ end
 -- x where x > 0, slope * x elsewhere (slope 0.01 by default).  A where,
 -- not relu(x) - slope relu(-x): at x = 0 the gradient is then slope, as
 -- Torch's (relu's gradient is 0 there on both sides, which gave 0).
-function M.leaky_relu(x, slope, inplace, who)
-    local fname = name_of(who, "leaky_relu")
+function M.leaky_relu(x, slope, inplace, who, extra)
+    local fname = name_of(who, "leaky_relu", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     slope = slope or 0.01
@@ -321,8 +325,8 @@ local function record_softplus(x, y, beta, threshold)
         return g * s
     end, {x})
 end
-function M.softplus(x, beta, threshold, who)
-    local fname = name_of(who, "softplus")
+function M.softplus(x, beta, threshold, who, extra)
+    local fname = name_of(who, "softplus", extra)
     check_tensor(fname, "input", x)
     if beta == nil then beta = 1 end
     if threshold == nil then threshold = 20 end
@@ -343,8 +347,8 @@ function M.softplus(x, beta, threshold, who)
     return y
 end
 -- the same as -softplus(-x): log(sigmoid(x)) without underflow to -inf
-function M.logsigmoid(x, who)
-    local fname = name_of(who, "logsigmoid")
+function M.logsigmoid(x, who, extra)
+    local fname = name_of(who, "logsigmoid", extra)
     check_tensor(fname, "input", x)
     if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end -- (uint8: no -x)
     return -M.softplus(-x, 1, math.huge)
@@ -353,8 +357,8 @@ end
 -- The negative part is expm1 of min(x, 0) (so a large x cannot overflow
 -- it), taken by clamp, whose gradient passes at x = 0: the gradient there
 -- is alpha, Torch's (x <= 0 is its negative branch).
-function M.elu(x, alpha, inplace, who)
-    local fname = name_of(who, "elu")
+function M.elu(x, alpha, inplace, who, extra)
+    local fname = name_of(who, "elu", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     alpha = alpha or 1
@@ -364,8 +368,8 @@ end
 -- SELU: ELU scaled so that activations keep mean 0 and variance 1
 -- (Klambauer et al.'s constants, as Torch).
 local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-function M.selu(x, inplace, who)
-    local fname = name_of(who, "selu")
+function M.selu(x, inplace, who, extra)
+    local fname = name_of(who, "selu", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return M.elu(x, SELU_ALPHA) * SELU_SCALE
@@ -390,8 +394,8 @@ end
 
 -- Hardtanh: x clamped to [min_val, max_val] (-1 and 1 by default);
 -- ReLU6 is Hardtanh(0, 6).  The gradient is 0 at the bounds, as Torch's.
-function M.hardtanh(x, min_val, max_val, inplace, who)
-    local fname = name_of(who, "hardtanh")
+function M.hardtanh(x, min_val, max_val, inplace, who, extra)
+    local fname = name_of(who, "hardtanh", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     min_val, max_val = min_val or -1, max_val or 1
@@ -400,8 +404,8 @@ function M.hardtanh(x, min_val, max_val, inplace, who)
     end
     return hardtanh("hardtanh", x, min_val, max_val)
 end
-function M.relu6(x, inplace, who)
-    local fname = name_of(who, "relu6")
+function M.relu6(x, inplace, who, extra)
+    local fname = name_of(who, "relu6", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return hardtanh("relu6", x, 0, 6)
@@ -410,28 +414,28 @@ end
 -- Torch's gradients at the kinks x = -3 and 3: hardsigmoid's is 0 there
 -- (hardtanh's), hardswish's is x/3 + 1/2 (-0.5 and 1.5), which the product
 -- rule gives with clamp's gradient, passing at the bounds.
-function M.hardsigmoid(x, inplace, who)
-    local fname = name_of(who, "hardsigmoid")
+function M.hardsigmoid(x, inplace, who, extra)
+    local fname = name_of(who, "hardsigmoid", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return hardtanh("hardsigmoid", x + 3, 0, 6) / 6
 end
-function M.hardswish(x, inplace, who)
-    local fname = name_of(who, "hardswish")
+function M.hardswish(x, inplace, who, extra)
+    local fname = name_of(who, "hardswish", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return x * ((x + 3):clamp(0, 6) / 6)
 end
 -- Mish: x tanh(softplus(x)).
-function M.mish(x, inplace, who)
-    local fname = name_of(who, "mish")
+function M.mish(x, inplace, who, extra)
+    local fname = name_of(who, "mish", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     return x * M.softplus(x, 1, math.huge):tanh()
 end
 -- CELU(alpha = 1): max(0, x) + min(0, alpha (exp(x / alpha) - 1)), Torch's.
-function M.celu(x, alpha, inplace, who)
-    local fname = name_of(who, "celu")
+function M.celu(x, alpha, inplace, who, extra)
+    local fname = name_of(who, "celu", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     alpha = alpha or 1
@@ -441,8 +445,8 @@ function M.celu(x, alpha, inplace, who)
     return x:relu() + (x:clamp(nil, 0) / alpha):expm1() * alpha
 end
 -- threshold(x, threshold, value): x where x > threshold, value elsewhere.
-function M.threshold(x, threshold, value, inplace, who)
-    local fname = name_of(who, "threshold")
+function M.threshold(x, threshold, value, inplace, who, extra)
+    local fname = name_of(who, "threshold", extra)
     check_tensor(fname, "input", x)
     no_inplace(fname, inplace)
     if type(threshold) ~= "number" or type(value) ~= "number" then
@@ -452,8 +456,8 @@ function M.threshold(x, threshold, value, inplace, who)
     return tensor.where(x:gt(threshold), x, value)
 end
 -- x - tanh(x)
-function M.tanhshrink(x, who)
-    local fname = name_of(who, "tanhshrink")
+function M.tanhshrink(x, who, extra)
+    local fname = name_of(who, "tanhshrink", extra)
     check_tensor(fname, "input", x)
     return x - x:tanh()
 end
@@ -466,21 +470,21 @@ local function shrink_lambd(fname, lambd)
     end
     return lambd
 end
-function M.softshrink(x, lambd, who)
-    local fname = name_of(who, "softshrink")
+function M.softshrink(x, lambd, who, extra)
+    local fname = name_of(who, "softshrink", extra)
     check_tensor(fname, "input", x)
     lambd = shrink_lambd(fname, lambd)
     return tensor.where(x:gt(lambd), x - lambd, tensor.where(x:lt(-lambd), x + lambd, 0))
 end
-function M.hardshrink(x, lambd, who)
-    local fname = name_of(who, "hardshrink")
+function M.hardshrink(x, lambd, who, extra)
+    local fname = name_of(who, "hardshrink", extra)
     check_tensor(fname, "input", x)
     lambd = shrink_lambd(fname, lambd)
     return tensor.where(x:abs():gt(lambd), x, 0)
 end
 -- glu(x, dim = -1): a * sigmoid(b), a and b the halves of x along dim.
-function M.glu(x, dim, who)
-    local fname = name_of(who, "glu")
+function M.glu(x, dim, who, extra)
+    local fname = name_of(who, "glu", extra)
     check_tensor(fname, "input", x)
     dim = dim == nil and -1 or dim
     if x:dim() == 0 then fail(fname .. ": a 0-dim input has no dim to halve") end
@@ -492,15 +496,15 @@ function M.glu(x, dim, who)
     return x:narrow(d, 1, n / 2) * x:narrow(d, n / 2 + 1, n / 2):sigmoid()
 end
 -- x / (1 + |x|)
-function M.softsign(x, who)
-    local fname = name_of(who, "softsign")
+function M.softsign(x, who, extra)
+    local fname = name_of(who, "softsign", extra)
     check_tensor(fname, "input", x)
     return x / (x:abs() + 1)
 end
 -- PReLU: x where x > 0, weight * x elsewhere; weight has one element, or
 -- one per channel (dim 2 of x).
-function M.prelu(x, weight, who)
-    local fname = name_of(who, "prelu")
+function M.prelu(x, weight, who, extra)
+    local fname = name_of(who, "prelu", extra)
     check_tensor(fname, "input", x)
     check_tensor(fname, "weight", weight)
     check_devices(fname, x, weight)
@@ -566,8 +570,8 @@ local function check_float_input(fname, x)
     end
 end
 
-function M.dropout(x, p, training, inplace, who)
-    local fname = name_of(who, "dropout")
+function M.dropout(x, p, training, inplace, who, extra)
+    local fname = name_of(who, "dropout", extra)
     p = check_p(fname, p, training, inplace)
     check_tensor(fname, "input", x)
     if training == false or p == 0 then return x end
@@ -603,11 +607,11 @@ local function alpha_dropout(fname, feature, x, p, training, inplace)
     local b = (keep - 1) * (SELU_ALPHA * a) + SELU_ALPHA * a * p
     return x * (keep * a) + b
 end
-function M.alpha_dropout(x, p, training, inplace, who)
-    return alpha_dropout(name_of(who, "alpha_dropout"), false, x, p, training, inplace)
+function M.alpha_dropout(x, p, training, inplace, who, extra)
+    return alpha_dropout(name_of(who, "alpha_dropout", extra), false, x, p, training, inplace)
 end
-function M.feature_alpha_dropout(x, p, training, inplace, who)
-    return alpha_dropout(name_of(who, "feature_alpha_dropout"), true, x, p, training, inplace)
+function M.feature_alpha_dropout(x, p, training, inplace, who, extra)
+    return alpha_dropout(name_of(who, "feature_alpha_dropout", extra), true, x, p, training, inplace)
 end
 
 -- dropout1d: N×C×L or C×L, dropout3d: N×C×D×H×W or C×D×H×W, as Torch's.
@@ -628,14 +632,14 @@ local function channel_dropout(fname, nsp, x, p, training, inplace)
     local mask = tensor.empty(s, tensor.like(x)):bernoulli_(1 - p)
     return x * mask * (1 / (1 - p))
 end
-function M.dropout2d(x, p, training, inplace, who)
-    return channel_dropout(name_of(who, "dropout2d"), 2, x, p, training, inplace)
+function M.dropout2d(x, p, training, inplace, who, extra)
+    return channel_dropout(name_of(who, "dropout2d", extra), 2, x, p, training, inplace)
 end
-function M.dropout1d(x, p, training, inplace, who)
-    return channel_dropout(name_of(who, "dropout1d"), 1, x, p, training, inplace)
+function M.dropout1d(x, p, training, inplace, who, extra)
+    return channel_dropout(name_of(who, "dropout1d", extra), 1, x, p, training, inplace)
 end
-function M.dropout3d(x, p, training, inplace, who)
-    return channel_dropout(name_of(who, "dropout3d"), 3, x, p, training, inplace)
+function M.dropout3d(x, p, training, inplace, who, extra)
+    return channel_dropout(name_of(who, "dropout3d", extra), 3, x, p, training, inplace)
 end
 
 local REDUCTIONS = {mean = true, sum = true, none = true}
@@ -814,8 +818,8 @@ local function unbatched(fname, fn, input, target, opts, probabilities)
     return loss
 end
 
-function M.nll_loss(logp, target, opts, who)
-    local fname = name_of(who, "nll_loss")
+function M.nll_loss(logp, target, opts, who, extra)
+    local fname = name_of(who, "nll_loss", extra)
     check_tensor(fname, "input", logp)
     if logp:dim() == 1 then return unbatched(fname, M.nll_loss, logp, target, opts, false) end
     opts = loss_opts(fname, opts, {ignore_index = true}, {weight = true})
@@ -870,8 +874,8 @@ local function soft_cross_entropy(fname, logits, target, opts, e)
     return reduce(fname, -prod:sum(2), opts.reduction)
 end
 
-function M.cross_entropy(logits, target, opts, who)
-    local fname = name_of(who, "cross_entropy")
+function M.cross_entropy(logits, target, opts, who, extra)
+    local fname = name_of(who, "cross_entropy", extra)
     check_tensor(fname, "input", logits)
     if logits:dim() == 1 then return unbatched(fname, M.cross_entropy, logits, target, opts, true) end
     opts = loss_opts(fname, opts, {label_smoothing = true, ignore_index = true}, {weight = true})
@@ -965,8 +969,8 @@ end
 
 -- margin_ranking_loss(x1, x2, y [, {margin = 0, reduction}]): max(0,
 -- -y (x1 - x2) + margin), y = 1 where x1 should rank higher, -1 lower.
-function M.margin_ranking_loss(x1, x2, y, opts, who)
-    local fname = name_of(who, "margin_ranking_loss")
+function M.margin_ranking_loss(x1, x2, y, opts, who, extra)
+    local fname = name_of(who, "margin_ranking_loss", extra)
     opts = loss_opts(fname, opts, {margin = true})
     check_loss_values(fname, opts, {"margin"}) -- (a NaN margin made the loss NaN)
     check_tensor(fname, "input1", x1)
@@ -983,8 +987,8 @@ end
 
 -- cosine_embedding_loss(x1, x2, y [, {margin = 0, reduction}]): rows of x1
 -- and x2 (N×D); 1 - cos where y = 1, max(0, cos - margin) where y = -1.
-function M.cosine_embedding_loss(x1, x2, y, opts, who)
-    local fname = name_of(who, "cosine_embedding_loss")
+function M.cosine_embedding_loss(x1, x2, y, opts, who, extra)
+    local fname = name_of(who, "cosine_embedding_loss", extra)
     opts = loss_opts(fname, opts, {margin = true})
     check_loss_values(fname, opts, {"margin"}) -- (a NaN margin made the loss NaN)
     check_tensor(fname, "input1", x1)
@@ -1003,8 +1007,8 @@ end
 -- eps = 1e-6, swap = false, reduction}]): max(d(a, p) - d(a, n) + margin,
 -- 0) with d the p-norm distance of rows; swap takes the smaller of d(a,
 -- n) and d(p, n).
-function M.triplet_margin_loss(a, pos, neg, opts, who)
-    local fname = name_of(who, "triplet_margin_loss")
+function M.triplet_margin_loss(a, pos, neg, opts, who, extra)
+    local fname = name_of(who, "triplet_margin_loss", extra)
     opts = util.check_opts(fname, opts, {margin = true, p = true, eps = true, swap = true, reduction = true})
     check_loss_values(fname, opts, {"margin", "p", "eps"}, {"swap"})
     if opts.p ~= nil and not (opts.p >= 0) then fail(fmt("%s: p must be >= 0, got %s", fname, tostring(opts.p))) end
@@ -1023,8 +1027,8 @@ end
 -- reduction}]): 0.5 (log var + (input - target)^2 / var), var at least
 -- eps (+ 0.5 log 2 pi when full): the negative log-likelihood of target
 -- under a Gaussian of mean input and variance var.
-function M.gaussian_nll_loss(input, target, var, opts, who)
-    local fname = name_of(who, "gaussian_nll_loss")
+function M.gaussian_nll_loss(input, target, var, opts, who, extra)
+    local fname = name_of(who, "gaussian_nll_loss", extra)
     opts = util.check_opts(fname, opts, {full = true, eps = true, reduction = true})
     check_loss_values(fname, opts, {"eps"}, {"full"})
     if opts.eps ~= nil and not (opts.eps > 0) then fail(fmt("%s: eps must be > 0, got %s", fname, tostring(opts.eps))) end
@@ -1077,8 +1081,8 @@ end
 -- input, or input - target log(input + eps); full adds Stirling's
 -- approximation of log(target!), target log target - target + 0.5 log(2 pi
 -- target), where target > 1 (0 elsewhere), as Torch's.
-function M.poisson_nll_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "poisson_nll_loss"
+function M.poisson_nll_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "poisson_nll_loss", extra)
     opts = util.check_opts(fname, opts, {log_input = true, full = true, eps = true, reduction = true})
     check_loss_values(fname, opts, {"eps"}, {"log_input", "full"})
     if opts.eps ~= nil and not (opts.eps >= 0) then fail(fmt("%s: eps must be >= 0, got %s", fname, tostring(opts.eps))) end
@@ -1106,8 +1110,8 @@ end
 -- hinge_embedding_loss(input, target [, {margin = 1, reduction}]): input
 -- where target is 1, max(0, margin - input) where it is -1 (Torch's: a
 -- target of any other value gets both terms).
-function M.hinge_embedding_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "hinge_embedding_loss"
+function M.hinge_embedding_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "hinge_embedding_loss", extra)
     opts = loss_opts(fname, opts, {margin = true})
     check_loss_values(fname, opts, {"margin"})
     check_tensor(fname, "input", input)
@@ -1121,8 +1125,8 @@ end
 
 -- soft_margin_loss(input, target [, {reduction}]): log(1 + exp(-target
 -- input)), targets 1 or -1, computed as softplus (finite for large inputs).
-function M.soft_margin_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "soft_margin_loss"
+function M.soft_margin_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "soft_margin_loss", extra)
     opts = loss_opts(fname, opts)
     check_tensor(fname, "input", input)
     check_tensor(fname, "target", target)
@@ -1144,8 +1148,8 @@ end
 -- present and 0 where not; each sample's loss the mean over the classes of
 -- the binary cross-entropies -(y log sigmoid(x) + (1 - y) log sigmoid(-x)),
 -- times weight (C, one per class); "none" gives N losses.
-function M.multilabel_soft_margin_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "multilabel_soft_margin_loss"
+function M.multilabel_soft_margin_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "multilabel_soft_margin_loss", extra)
     opts = loss_opts(fname, opts, nil, {weight = true})
     check_same_shape(fname, input, target)
     if input:dim() < 1 then fail(fmt("%s: expected input of shape C or NxC, got %s", fname, shape_str(input))) end
@@ -1164,8 +1168,8 @@ end
 -- each sample's loss sum over the classes i other than its target y of
 -- weight[y] max(0, margin - x[y] + x[i])^p, divided by C, as Torch's (p 1
 -- or 2).  One sample's C scores take a 0-dim index.
-function M.multi_margin_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "multi_margin_loss"
+function M.multi_margin_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "multi_margin_loss", extra)
     check_tensor(fname, "input", input)
     if input:dim() == 1 then return unbatched(fname, M.multi_margin_loss, input, target, opts, false) end
     opts = loss_opts(fname, opts, {p = true, margin = true}, {weight = true})
@@ -1197,8 +1201,8 @@ end
 -- (from 1), ended by the first index < 1 (0, Torch's -1 plus one) and
 -- padded after it; each sample's loss sum over its classes j and the
 -- classes i not among them of max(0, 1 - (x[j] - x[i])), divided by C.
-function M.multilabel_margin_loss(input, target, opts, who)
-    local fname = type(who) == "string" and who or "multilabel_margin_loss"
+function M.multilabel_margin_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "multilabel_margin_loss", extra)
     opts = loss_opts(fname, opts)
     check_same_shape(fname, input, target)
     local dt = target:dtype()
@@ -1242,8 +1246,8 @@ end
 -- reduction}]): max(d(a, p) - d(a, n) + margin, 0), d any function of two
 -- tensors giving a tensor of distances (pairwise_distance by default);
 -- swap takes the smaller of d(a, n) and d(p, n).
-function M.triplet_margin_with_distance_loss(a, pos, neg, opts, who)
-    local fname = type(who) == "string" and who or "triplet_margin_with_distance_loss"
+function M.triplet_margin_with_distance_loss(a, pos, neg, opts, who, extra)
+    local fname = name_of(who, "triplet_margin_with_distance_loss", extra)
     opts = util.check_opts(fname, opts, {distance_function = true, margin = true, swap = true, reduction = true})
     check_loss_values(fname, opts, {"margin"}, {"swap"})
     if opts.margin ~= nil and not (opts.margin > 0) then
@@ -1269,8 +1273,8 @@ function M.triplet_margin_with_distance_loss(a, pos, neg, opts, who)
 end
 
 -- Mean absolute error; the target broadcasts to the input's shape.
-function M.l1_loss(input, target, opts, who)
-    local fname = name_of(who, "l1_loss")
+function M.l1_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "l1_loss", extra)
     opts = loss_opts(fname, opts)
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)
@@ -1284,8 +1288,8 @@ end
 -- opts.pos_weight (broadcasting to the input, e.g. one per class of N x C)
 -- weighs the positive term, Torch's: -(pw y log sigmoid(x) + (1 - y) log(1
 -- - sigmoid(x))) = (1 - y) x + (1 + (pw - 1) y) softplus(-x).
-function M.binary_cross_entropy_with_logits(logits, target, opts, who)
-    local fname = name_of(who, "binary_cross_entropy_with_logits")
+function M.binary_cross_entropy_with_logits(logits, target, opts, who, extra)
+    local fname = name_of(who, "binary_cross_entropy_with_logits", extra)
     opts = loss_opts(fname, opts, nil, {weight = true, pos_weight = true})
     check_tensor(fname, "input", logits)
     check_tensor(fname, "target", target)
@@ -1321,8 +1325,8 @@ end
 
 -- Normalises x over its last dims (the shape normalized_shape gives):
 -- (x - mean) / sqrt(var + eps), var the biased one, then * weight + bias.
-function M.layer_norm(x, normalized_shape, weight, bias, eps, who)
-    local fname = name_of(who, "layer_norm")
+function M.layer_norm(x, normalized_shape, weight, bias, eps, who, extra)
+    local fname = name_of(who, "layer_norm", extra)
     check_tensor(fname, "input", x)
     check_devices(fname, x, weight, bias)
     check_float(fname, "input", x)
@@ -1371,8 +1375,8 @@ end
 -- a size or a list of sizes) plus eps, then scaled by weight (that
 -- shape).  eps nil: the dtype's machine epsilon, as Torch's.
 local MACHINE_EPS = {float32 = 1.1920928955078125e-07, float64 = 2.220446049250313e-16}
-function M.rms_norm(x, normalized_shape, weight, eps, who)
-    local fname = name_of(who, "rms_norm")
+function M.rms_norm(x, normalized_shape, weight, eps, who, extra)
+    local fname = name_of(who, "rms_norm", extra)
     check_tensor(fname, "input", x)
     check_devices(fname, x, weight)
     if type(normalized_shape) == "number" then normalized_shape = {normalized_shape} end
@@ -1416,8 +1420,8 @@ end
 -- biased variance, as Torch), then scaled and shifted per channel by
 -- weight and bias (C each).  One group is LayerNorm over C×…; C groups
 -- are InstanceNorm.
-function M.group_norm(x, num_groups, weight, bias, eps, who)
-    local fname = name_of(who, "group_norm")
+function M.group_norm(x, num_groups, weight, bias, eps, who, extra)
+    local fname = name_of(who, "group_norm", extra)
     check_tensor(fname, "input", x)
     check_devices(fname, x, weight, bias)
     check_float(fname, "input", x)
@@ -1456,8 +1460,8 @@ end
 
 -- normalize(x [, {p = 2, dim = -1, eps = 1e-12}]): x divided by its
 -- p-norm along dim (at least eps).
-function M.normalize(x, opts, who)
-    local fname = type(who) == "string" and who or "normalize"
+function M.normalize(x, opts, who, extra)
+    local fname = name_of(who, "normalize", extra)
     check_tensor(fname, "input", x)
     opts = util.check_opts(fname, opts, {p = true, dim = true, eps = true})
     local p, dim, eps = opts.p or 2, opts.dim or -1, opts.eps or 1e-12
@@ -1487,8 +1491,8 @@ end
 
 -- cosine_similarity(a, b [, {dim = -1, eps = 1e-8}]): a·b / (|a| |b|)
 -- along dim (shapes broadcast), each norm at least eps.
-function M.cosine_similarity(a, b, opts, who)
-    local fname = type(who) == "string" and who or "cosine_similarity"
+function M.cosine_similarity(a, b, opts, who, extra)
+    local fname = name_of(who, "cosine_similarity", extra)
     check_tensor(fname, "a", a)
     check_tensor(fname, "b", b)
     check_devices(fname, a, b)
@@ -1521,8 +1525,8 @@ end
 
 -- pairwise_distance(a, b [, {p = 2, eps = 1e-6, keepdim = false}]): the
 -- p-norm of a - b + eps along the last dim (shapes broadcast), as Torch.
-function M.pairwise_distance(a, b, opts, who)
-    local fname = type(who) == "string" and who or "pairwise_distance"
+function M.pairwise_distance(a, b, opts, who, extra)
+    local fname = name_of(who, "pairwise_distance", extra)
     check_tensor(fname, "a", a)
     check_tensor(fname, "b", b)
     check_devices(fname, a, b)
@@ -1652,17 +1656,15 @@ local function pad(fname, x, amounts, opts)
 end
 -- (an op it is made of failing, out of memory above all, named after it:
 -- "pad: full: out of memory ...")
-function M.pad(x, amounts, opts, who, ...)
-    local fname = "pad"
+function M.pad(x, amounts, opts, who, extra)
     -- Torch's positional pad(x, amounts, mode [, value]): F.pad(x, {1, 1}, "reflect")
     if type(opts) == "string" then
         if who ~= nil and type(who) ~= "number" then
             fail(fmt("pad: after the mode, expected the value to pad with (a number), got %s", typename(who)))
         end
-        if select("#", ...) > 0 then fail(fmt("pad: takes (x, amounts, mode [, value]), got a further %s", typename((...)))) end
         opts, who = {mode = opts, value = who}, nil
     end
-    fname = name_of(who, fname)
+    local fname = name_of(who, "pad", extra)
     return util.own_errors(fname, pcall(pad, fname, x, amounts, opts))
 end
 
@@ -1694,8 +1696,8 @@ local function leading_batch(x)
     end
 end
 
-function M.pixel_shuffle(x, r, who)
-    local fname = name_of(who, "pixel_shuffle")
+function M.pixel_shuffle(x, r, who, extra)
+    local fname = name_of(who, "pixel_shuffle", extra)
     check_factor(fname, "upscale", x, r)
     if x:dim() < 3 or x:size(x:dim() - 2) % (r * r) ~= 0 then
         fail(fmt(fname .. ": expected (N x) C*%d x H x W, got %s", r * r, shape_str(x)))
@@ -1706,8 +1708,8 @@ function M.pixel_shuffle(x, r, who)
     return y._c.storage == x._c.storage and y:clone() or y -- (a copy, as Torch's, also for r = 1)
 end
 
-function M.pixel_unshuffle(x, r, who)
-    local fname = name_of(who, "pixel_unshuffle")
+function M.pixel_unshuffle(x, r, who, extra)
+    local fname = name_of(who, "pixel_unshuffle", extra)
     check_factor(fname, "downscale", x, r)
     local nd = x:dim()
     if nd < 3 or x:size(nd - 1) % r ~= 0 or x:size(nd) % r ~= 0 then
@@ -1739,8 +1741,8 @@ local function reduce_bag(mode, r, dim)
     if mode == "mean" then return r:mean(dim) end
     return (r:max(dim))
 end
-function M.embedding_bag(input, weight, offsets, opts, who)
-    local fname = type(who) == "string" and who or "embedding_bag"
+function M.embedding_bag(input, weight, offsets, opts, who, extra)
+    local fname = name_of(who, "embedding_bag", extra)
     if type(offsets) == "table" and not is_tensor(offsets) and opts == nil then offsets, opts = nil, offsets end
     opts = util.check_opts(fname, opts, {mode = true, per_sample_weights = true, include_last_offset = true})
     local mode = opts.mode == nil and "mean" or opts.mode
@@ -1866,8 +1868,8 @@ end
 -- (the same shape): -(y log p + (1 - y) log(1 - p)), each log clamped at
 -- -100 as Torch does, so p = 0 or 1 gives a large finite loss, not inf,
 -- and a finite gradient (record_bce).
-function M.binary_cross_entropy(p, y, opts, who)
-    local fname = name_of(who, "binary_cross_entropy")
+function M.binary_cross_entropy(p, y, opts, who, extra)
+    local fname = name_of(who, "binary_cross_entropy", extra)
     opts = loss_opts(fname, opts, nil, {weight = true})
     check_same_shape(fname, p, y)
     local w = opts.weight -- each element's loss times its weight (broadcasting to p), Torch's
@@ -1888,8 +1890,8 @@ end
 
 -- Smooth L1: 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere
 -- (opts.beta, default 1; 0 is the L1 loss).
-function M.smooth_l1_loss(input, target, opts, who)
-    local fname = name_of(who, "smooth_l1_loss")
+function M.smooth_l1_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "smooth_l1_loss", extra)
     opts = loss_opts(fname, opts, {beta = true})
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)
@@ -1904,8 +1906,8 @@ end
 
 -- Huber: 0.5 d^2 where |d| <= delta, delta (|d| - 0.5 delta) elsewhere
 -- (opts.delta, default 1).
-function M.huber_loss(input, target, opts, who)
-    local fname = name_of(who, "huber_loss")
+function M.huber_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "huber_loss", extra)
     opts = loss_opts(fname, opts, {delta = true})
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)
@@ -1923,8 +1925,8 @@ end
 -- size: the true KL of each row, averaged; Torch's advice).
 -- opts.log_target = true takes the target as log-probabilities too, as
 -- Torch's: exp(target) (target - input).
-function M.kl_div(input, target, opts, who)
-    local fname = name_of(who, "kl_div")
+function M.kl_div(input, target, opts, who, extra)
+    local fname = name_of(who, "kl_div", extra)
     opts = util.check_opts(fname, opts, {reduction = true, log_target = true})
     check_same_shape(fname, input, target)
     local r = opts.reduction
@@ -1953,8 +1955,8 @@ function M.kl_div(input, target, opts, who)
 end
 
 -- Mean squared error; the target broadcasts to the input's shape.
-function M.mse_loss(input, target, opts, who)
-    local fname = name_of(who, "mse_loss")
+function M.mse_loss(input, target, opts, who, extra)
+    local fname = name_of(who, "mse_loss", extra)
     opts = loss_opts(fname, opts)
     check_tensor(fname, "input", input)
     check_target_broadcast(fname, input, target)

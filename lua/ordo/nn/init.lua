@@ -163,9 +163,11 @@ end
 -- at once, so that the order is the same on every run).
 local function child_names(m)
     local names = m._module_names
+    local numbered = m._number_index ~= nil -- (Sequential, ModuleList: children at keys 1..n, named "1".."n")
     local known, found
     for k, v in pairs(m) do
         local kt = type(k)
+        if numbered and kt == "number" then k, kt = tostring(k), "string" end
         if (kt == "string" or kt == "number") and is_module(v) then
             if not known then
                 known = {}
@@ -183,7 +185,9 @@ local function child_names(m)
     end
     local r = {}
     for _, n in ipairs(names) do
-        if is_module(rawget(m, n)) then r[#r + 1] = n end
+        local v = rawget(m, n)
+        if v == nil and numbered then v = rawget(m, tonumber(n)) end
+        if is_module(v) then r[#r + 1] = n end
     end
     return r
 end
@@ -217,6 +221,8 @@ local function index_of(cls, idx)
         return function(o, k)
             if k == "training" then return rawget(o, "_training") end
             if type(k) == "number" then return idx(o, k) end
+            local i = tonumber(k)
+            if i and rawget(o, i) ~= nil and tostring(i) == k then return rawget(o, i) end -- (a child's name)
             return cls[k]
         end
     end
@@ -437,6 +443,13 @@ function Module:add_module(name, m, extra)
     end
     check_child_name("add_module", self, name)
     if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
+    local i = self._number_index and tonumber(name)
+    if i and tostring(i) == name then
+        -- Sequential's and ModuleList's children at integer keys: Lua's # and
+        -- ipairs see them (for _, l in ipairs(self.layers) ran no times)
+        rawset(self, i, m)
+        return m
+    end
     self[name] = m
     return m
 end
@@ -2302,7 +2315,7 @@ local function container_index(name, i, n)
 end
 function Sequential:get(i, extra)
     if extra ~= nil then extra_arg("get", "(i)", extra) end
-    return self[tostring(container_index("Sequential", i, self.n))]
+    return rawget(self, container_index("Sequential", i, self.n))
 end
 function Sequential:size(extra)
     if extra ~= nil then extra_arg("size", "()", extra) end
@@ -2312,9 +2325,19 @@ end
 -- outputs are the Sequential's, as Torch's passes a tuple along (an
 -- encoder's mu, logvar into a reparameterisation): only the first went on,
 -- the others were dropped unseen.
+-- The i-th module: seq[i] = v for a module already in place is a plain
+-- assignment (Lua calls no metamethod for a key that exists), so a value
+-- that is not a module is caught here, at the forward that would call it.
+local function sequential_module(self, i)
+    local m = rawget(self, i)
+    if not is_module(m) then
+        fail(fmt("Sequential: module %d is %s, not a module (seq[%d] = ... takes a module)", i, typename(m), i))
+    end
+    return m
+end
 local function sequential_from(self, i, n, ...)
     if i > n then return ... end
-    return sequential_from(self, i + 1, n, self[tostring(i)](...))
+    return sequential_from(self, i + 1, n, sequential_module(self, i)(...))
 end
 -- (false and the output, or true and a list of all of them when there are several)
 local function one_or_list(...)
@@ -2325,7 +2348,7 @@ function Sequential:forward(x)
     local n = self.n
     for i = 1, n do
         -- one output, the usual case, in a loop that LuaJIT compiles; several go on through the vararg walk
-        local several, y = one_or_list(self[tostring(i)](x))
+        local several, y = one_or_list(sequential_module(self, i)(x))
         if several then return sequential_from(self, i + 1, n, unpack(y, 1, y.n)) end
         x = y
     end
@@ -2354,7 +2377,7 @@ function ModuleList:append(m, extra)
 end
 function ModuleList:get(i, extra)
     if extra ~= nil then extra_arg("get", "(i)", extra) end
-    return self[tostring(container_index("ModuleList", i, self.n))]
+    return rawget(self, container_index("ModuleList", i, self.n))
 end
 function ModuleList:size(extra)
     if extra ~= nil then extra_arg("size", "()", extra) end
@@ -2365,7 +2388,7 @@ function ModuleList:ipairs(extra)
     local i = 0
     return function()
         i = i + 1
-        if i <= self.n then return i, self[tostring(i)] end
+        if i <= self.n then return i, rawget(self, i) end
     end
 end
 function ModuleList:forward(...) -- (vararg: list(x) gets this message, not an arity one)
@@ -2398,12 +2421,12 @@ for _, cls in ipairs({Sequential, ModuleList}) do
     local name = cls._class_name
     local function modules_of(self)
         local r = {}
-        for i = 1, rawget(self, "n") do r[i] = rawget(self, tostring(i)) end
+        for i = 1, rawget(self, "n") do r[i] = rawget(self, i) end
         return r
     end
     local function renumber(self, mods, old_n)
         for i = 1, #mods do self:add_module(tostring(i), mods[i]) end
-        for i = #mods + 1, old_n do rawset(self, tostring(i), nil) end
+        for i = #mods + 1, old_n do rawset(self, i, nil) end
         rawset(self, "n", #mods)
     end
     cls.extend = function(self, list, extra)
