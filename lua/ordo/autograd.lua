@@ -297,18 +297,6 @@ end
 -- Each registration is an entry of its own ({fn}), so that a handle takes
 -- off its own one only: the same function registered twice, one handle
 -- removed twice, took off the other registration too.
-local Handle = {}
-Handle.__index = Handle
-function Handle:remove()
-    local hooks = self._hooks
-    for i = #hooks, 1, -1 do
-        if hooks[i] == self._entry then
-            table.remove(hooks, i)
-            break
-        end
-    end
-end
-
 function Tensor:register_hook(fn, extra)
     if extra ~= nil then extra_arg("register_hook", "(fn)", extra) end
     check_self("register_hook", self)
@@ -323,7 +311,7 @@ function Tensor:register_hook(fn, extra)
     end
     local entry = {fn}
     hooks[#hooks + 1] = entry
-    return setmetatable({_hooks = hooks, _entry = entry}, Handle)
+    return util.hook_handle(hooks, entry)
 end
 
 -- g passed through t's hooks, in the order they were registered.  Each

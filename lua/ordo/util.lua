@@ -108,6 +108,23 @@ function M.extra_arg(fname, params, v)
 end
 local extra_arg = M.extra_arg
 
+-- A handle on one entry of a list of hooks (a tensor's register_hook, a
+-- module's forward hooks, as Torch's RemovableHandle): handle:remove()
+-- takes the entry off; again, it does nothing.
+local HookHandle = {}
+HookHandle.__index = HookHandle
+function HookHandle:remove(extra)
+    if extra ~= nil then extra_arg("remove", "()", extra) end
+    local hooks = self._hooks
+    for i = #hooks, 1, -1 do
+        if hooks[i] == self._entry then
+            table.remove(hooks, i)
+            break
+        end
+    end
+end
+function M.hook_handle(hooks, entry) return setmetatable({_hooks = hooks, _entry = entry}, HookHandle) end
+
 -- Raises unless the table t (what: "the shape", "the dims"...) is a list
 -- 1..#t: a nil among its entries ({2, nil, 3}: # may stop at the hole)
 -- would otherwise drop the entries after it unseen, and a shape {batch,

@@ -461,18 +461,6 @@ end
 
 -- m:register_forward_pre_hook(fn) / m:register_forward_hook(fn): see
 -- hooked_call.  Each returns a handle, handle:remove() takes the hook off.
-local HookHandle = {}
-HookHandle.__index = HookHandle
-function HookHandle:remove(extra)
-    if extra ~= nil then extra_arg("remove", "()", extra) end
-    local hooks = self._hooks
-    for i = #hooks, 1, -1 do
-        if hooks[i] == self._entry then
-            table.remove(hooks, i)
-            break
-        end
-    end
-end
 local function add_forward_hook(fname, self, field, fn, ...)
     check_module_self(fname, self)
     local mt = type(fn) == "table" and getmetatable(fn)
@@ -490,7 +478,7 @@ local function add_forward_hook(fname, self, field, fn, ...)
     end
     local entry = {fn}
     hooks[#hooks + 1] = entry
-    return setmetatable({_hooks = hooks, _entry = entry}, HookHandle)
+    return util.hook_handle(hooks, entry)
 end
 function Module:register_forward_pre_hook(fn, ...)
     return add_forward_hook("register_forward_pre_hook", self, "_fwd_pre_hooks", fn, ...)
