@@ -6341,7 +6341,6 @@ end)
 -- ordo.profiler, ordo.progress and ordo.data, raise naming it.
 describe("a further positional argument", function()
     local jutil = require "jit.util"
-    local FURTHER = 4242.5
     -- the hooks a class defines for the methods around them (not called by users)
     local HOOKS = {init = true, _describe = true, _has = true, new_state = true, idle_state = true, keep_state = true,
                    state_keys = true, state_shape = true, update = true, lr_at = true, momentum_at = true,
@@ -6386,13 +6385,7 @@ describe("a further positional argument", function()
             assert(not pcall(VARARGS[name]), where .. name .. ": accepted a further argument")
             return
         end
-        local n = own_params(fn)
-        local args = {self}
-        args[n + 1] = FURTHER
-        local ok, err = pcall(fn, unpack(args, 1, n + 1))
-        assert(not ok, ("%s%s: accepted a further argument after its %d parameters"):format(where, name, n))
-        assert(tostring(err):find("4242.5", 1, true),
-               ("%s%s: the error does not name the further argument: %s"):format(where, name, tostring(err)))
+        H.refuses_further(where, name, fn, self, own_params(fn))
     end
 
     -- a class's methods and those it inherits (through __index tables)

@@ -635,7 +635,6 @@ end)
 describe("a further positional argument", function()
     local jutil = require "jit.util"
     local raw = require("ordo.grad_ops").raw
-    local FURTHER = 4242.5 -- a number: the functions that take an internal name (who) last refuse it too
 
     -- the function whose parameters are the public one's: a vararg wrapper
     -- (autograd's in-place and view wrappers pass their arguments on) has
@@ -706,13 +705,7 @@ describe("a further positional argument", function()
         end
         local sig = signature(name, fn)
         assert(sig, where .. name .. " takes any number of arguments: list it in VARARGS, with a call")
-        local n = own_params(sig)
-        local args = {self}
-        args[n + 1] = FURTHER
-        local ok, err = pcall(fn, unpack(args, 1, n + 1))
-        assert(not ok, ("%s%s: accepted a further argument after its %d parameters"):format(where, name, n))
-        assert(tostring(err):find("4242.5", 1, true),
-               ("%s%s: the error does not name the further argument: %s"):format(where, name, tostring(err)))
+        H.refuses_further(where, name, fn, self, own_params(sig))
     end
 
     it("every Tensor method raises, naming it", function()

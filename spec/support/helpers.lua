@@ -158,4 +158,18 @@ function H.slurp(path)
     return s
 end
 
+-- A further positional argument (the extra-argument specs): fn(self, nil,
+-- ..., further) with further just past its n own parameters must raise an
+-- error that shows further (4242.5: a value no call takes by chance, and a
+-- number, so that the functions taking an internal name last refuse it too).
+H.FURTHER = 4242.5
+function H.refuses_further(where, name, fn, self, n)
+    local args = {self}
+    args[n + 1] = H.FURTHER
+    local ok, err = pcall(fn, unpack(args, 1, n + 1))
+    assert(not ok, ("%s%s: accepted a further argument after its %d parameters"):format(where, name, n))
+    assert(tostring(err):find("4242.5", 1, true),
+           ("%s%s: the error does not name the further argument: %s"):format(where, name, tostring(err)))
+end
+
 return H
