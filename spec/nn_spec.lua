@@ -6411,6 +6411,10 @@ describe("a further positional argument", function()
         walk("seq:", nn.Sequential(nn.Linear(2, 2)), function() return nn.Sequential(nn.Linear(2, 2)) end)
         walk("list:", nn.ModuleList({nn.Linear(2, 2)}), function() return nn.ModuleList({nn.Linear(2, 2)}) end)
         walk("dict:", nn.ModuleDict({a = nn.Linear(2, 2)}), function() return nn.ModuleDict({a = nn.Linear(2, 2)}) end)
+        local function plist() return nn.ParameterList({ordo.zeros({2})}) end
+        local function pdict() return nn.ParameterDict({a = ordo.zeros({2})}) end
+        walk("plist:", plist(), plist)
+        walk("pdict:", pdict(), pdict)
         walk("handle:", nn.Linear(2, 2):register_forward_hook(function() end),
              function() return nn.Linear(2, 2):register_forward_hook(function() end) end)
         for _, name in ipairs({"Adam", "NAdam", "Rprop", "LBFGS"}) do

@@ -2600,7 +2600,8 @@ function ParameterList:init(list)
     end
     self:extend(list or {})
 end
-function ParameterList:append(t)
+function ParameterList:append(t, extra)
+    if extra ~= nil then extra_arg("append", "(tensor)", extra) end
     if not is_module(self) then fail("ParameterList: append: call it with a colon, plist:append(t)") end
     add_param(self, "ParameterList", tostring(self.n + 1), t, fmt("parameter %d", self.n + 1))
     rawset(self, "n", self.n + 1)
@@ -2643,9 +2644,16 @@ function ParameterList:extend(list)
     for i = 1, n do self:append(list[i]) end
     return self
 end
-function ParameterList:get(i) return rawget(self, tostring(container_index("ParameterList", i, self.n))) end
-function ParameterList:size() return self.n end
-function ParameterList:ipairs()
+function ParameterList:get(i, extra)
+    if extra ~= nil then extra_arg("get", "(i)", extra) end
+    return rawget(self, tostring(container_index("ParameterList", i, self.n)))
+end
+function ParameterList:size(extra)
+    if extra ~= nil then extra_arg("size", "()", extra) end
+    return self.n
+end
+function ParameterList:ipairs(extra)
+    if extra ~= nil then extra_arg("ipairs", "()", extra) end
     local i = 0
     return function()
         i = i + 1
@@ -2684,7 +2692,8 @@ function ParameterDict:init(params)
     end
     self:update(params or {})
 end
-function ParameterDict:update(params)
+function ParameterDict:update(params, extra)
+    if extra ~= nil then extra_arg("update", "(params)", extra) end
     if not is_module(self) then fail("ParameterDict: update: call it with a colon, pdict:update({...})") end
     if type(params) ~= "table" or getmetatable(params) ~= nil then
         fail("ParameterDict: update: expected a table of tensors by name, got " .. typename(params))
@@ -2703,13 +2712,15 @@ function ParameterDict:update(params)
     for _, k in ipairs(names) do self:set(k, params[k]) end
     return self
 end
-function ParameterDict:set(name, t)
+function ParameterDict:set(name, t, extra)
+    if extra ~= nil then extra_arg("set", "(name, tensor)", extra) end
     if not is_module(self) then fail("ParameterDict: set: call it with a colon, pdict:set(name, t)") end
     pdict_check_name(self, name)
     add_param(self, "ParameterDict", name, t, name)
     return self
 end
-function ParameterDict:get(name)
+function ParameterDict:get(name, extra)
+    if extra ~= nil then extra_arg("get", "(name)", extra) end
     local names = self:keys()
     if type(name) ~= "string" or not self:_has(names, name) then
         fail(fmt("ParameterDict: no parameter named %s (it has %s)", tostring(name),
@@ -2717,13 +2728,18 @@ function ParameterDict:get(name)
     end
     return rawget(self, name)
 end
-function ParameterDict:keys()
+function ParameterDict:keys(extra)
+    if extra ~= nil then extra_arg("keys", "()", extra) end
     local r = {}
     for _, n in ipairs(self._param_names) do if is_tensor(rawget(self, n)) then r[#r + 1] = n end end
     return r
 end
-function ParameterDict:size() return #self:keys() end
-function ParameterDict:pairs()
+function ParameterDict:size(extra)
+    if extra ~= nil then extra_arg("size", "()", extra) end
+    return #self:keys()
+end
+function ParameterDict:pairs(extra)
+    if extra ~= nil then extra_arg("pairs", "()", extra) end
     local names, i = self:keys(), 0
     return function()
         i = i + 1
@@ -2731,7 +2747,8 @@ function ParameterDict:pairs()
         if n then return n, rawget(self, n) end
     end
 end
-function ParameterDict:pop(name)
+function ParameterDict:pop(name, extra)
+    if extra ~= nil then extra_arg("pop", "(name)", extra) end
     local p = self:get(name)
     rawset(self, name, nil)
     for i = #self._param_names, 1, -1 do
