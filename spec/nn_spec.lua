@@ -2186,12 +2186,18 @@ describe("nn modules", function()
         assert.equals(before - 1, net.pd.a:item())
         -- append, extend, [i] = t, set, update; iteration in order
         net.pl:append(ordo.zeros(4, D)):extend({ordo.zeros(5, D), ordo.zeros(6, D)})
-        net.pl[1] = ordo.full({2}, 7, D)
+        net.pl[1] = nn.Parameter(ordo.full({2}, 7, D))
         assert.same({7, 7}, net.pl[1]:totable())
         assert.is_true(net.pl[1]:needs_grad())
         local sizes = {}
         for i, p in net.pl:ipairs() do sizes[i] = p:size(1) end
         assert.same({2, 3, 4, 5, 6}, sizes)
+        -- the parameters sit at keys 1..n: Lua's # and ipairs see them (#plist was 0, ipairs ran no times)
+        assert.equals(5, #net.pl)
+        local raw = {}
+        for i, p in ipairs(net.pl) do raw[i] = p:size(1) end
+        assert.same({2, 3, 4, 5, 6}, raw)
+        assert.equals(net.pl[1], net:parameters()[1]) -- (the one assigned in place, taken as it is)
         net.pd:set("c", ordo.zeros(3, D)):update({d = ordo.zeros(1, D)})
         local keys = {}
         for k in net.pd:pairs() do keys[#keys + 1] = k end
@@ -2211,6 +2217,13 @@ describe("nn modules", function()
         net:float()
         assert.equals("float32", net.pl[5]:dtype())
         assert.equals("float32", net.pd.d:dtype())
+        assert.equals(5, #net.pl)
+        for _, p in ipairs(net.pl) do assert.equals("float32", p:dtype()) end
+        assert.is_nil(rawget(net.pl, "1")) -- (moved in place, no field "1" beside key 1)
+        assert.equals(net.pl[5], net:get_parameter("pl.5"))
+        net:requires_grad_(false)
+        assert.is_false(net.pl[3]:needs_grad())
+        net:requires_grad_(true)
         -- save / load and state_dict round trip
         local a, b = Net(), Net()
         local path = tmpname()
@@ -2232,7 +2245,22 @@ describe("nn modules", function()
         assert.equals(1, pl:size()) -- (none of the extend was taken)
         H.raises(function() pl:extend({[1] = ordo.zeros(1), [3] = ordo.zeros(1)}) end, "ParameterList", "hole at 2")
         H.raises(function() pl[2] = ordo.zeros(1) end, "ParameterList", "index 2 out of range")
-        H.raises(function() pl[1] = 5 end, "ParameterList", "must be a tensor", "number")
+        -- pl[1] = v over a parameter in place is a plain assignment (no metamethod runs): checked at the next read
+        -- through a method, as a module's parameter field; a parameter is taken, anything else raises there
+        local p1 = pl[1]
+        pl[1] = 5
+        H.raises(function() pl:get(1) end, "ParameterList", "parameter 1 is number, not a tensor")
+        H.raises(function() pl:parameters() end, "ParameterList", "parameter 1 is number, not a tensor")
+        H.raises(function() pl:ipairs() end, "ParameterList", "parameter 1 is number, not a tensor")
+        pl[1] = ordo.zeros(2)
+        H.raises(function() pl:state_dict() end, "ParameterList", "parameter 1", "not a parameter", "nn.Parameter(t)")
+        H.raises(function() pl:double() end, "ParameterList", "parameter 1", "not a parameter")
+        pl[1] = p1
+        assert.equals(p1, pl:get(1))
+        pl[1] = nn.Parameter(ordo.ones(2), false)
+        assert.is_false(pl:parameters()[1]:needs_grad())
+        pl[1] = p1
+        H.raises(function() pl[2] = 5 end, "ParameterList", "index 2 out of range")
         H.raises(function() nn.ParameterList(3) end, "ParameterList", "expected a table of tensors", "number")
         H.raises(function() pl(ordo.zeros(1)) end, "ParameterList", "no forward of its own")
         local pd = nn.ParameterDict({w = ordo.zeros(1)})

@@ -192,6 +192,13 @@ local function child_names(m)
     return r
 end
 
+-- A container whose parameters sit at integer keys (ParameterList) brings
+-- them up to date before they are read by name (see its _sync_params).
+local function sync_params(m)
+    local f = m._sync_params
+    if type(f) == "function" then f(m) end
+end
+
 -- A child may not take the name of a method (m.parameters = nn.ReLU() made
 -- m:parameters() call the ReLU) nor training.
 local function check_child_name(fname, self, name)
@@ -574,6 +581,7 @@ local function get_tensor(fname, self, target, list_fname, kind)
     local mod_path, leaf = target:match("^(.*)%.([^.]*)$")
     if not mod_path then mod_path, leaf = "", target end
     local m = submodule(fname, self, mod_path)
+    sync_params(m)
     for _, n in ipairs(m[list_fname]) do
         local t = m[n]
         if n == leaf and is_tensor(t) then return t end
@@ -671,6 +679,7 @@ end
 local function collect_params(m, prefix, out, seen, shallow)
     if seen[m] then return out end
     seen[m] = true
+    sync_params(m)
     for _, n in ipairs(m._param_names) do
         local t = m[n]
         if is_tensor(t) then checked_param(m, n, t, prefix) end
@@ -886,6 +895,7 @@ end
 local function move_tree(m, a, b, moved, seen, sets)
     if seen[m] then return end
     seen[m] = true
+    sync_params(m)
     for pass = 1, 2 do -- parameters, then buffers
         for _, n in ipairs(pass == 1 and m._param_names or m._buffer_names) do
             local t = m[n]
@@ -1033,6 +1043,7 @@ local function alias_names(self)
     local function walk(m, prefix, path)
         if path[m] then return end
         path[m] = true
+        sync_params(m)
         local np = rawget(m, "_nonpersistent")
         for pass = 1, 2 do
             for _, n in ipairs(pass == 1 and m._param_names or m._buffer_names) do
@@ -2589,8 +2600,8 @@ end
 -- Torch's ParameterList({t1, t2, ...}): tensors held as parameters of the
 -- owner (named 1, 2, ... as ModuleList's children: "plist.1"), for the
 -- owner's forward: plist:get(i) or plist[i] (negative i from the end),
--- plist[i] = t, plist:size(), plist:append(t),
--- plist:extend({...}), `for i, p in plist:ipairs()`.
+-- plist[i] = p, plist:size(), plist:append(t), plist:extend({...}),
+-- `for i, p in plist:ipairs()`, and #plist, `for i, p in ipairs(plist)`.
 local ParameterList = Module:extend("ParameterList")
 M.ParameterList = ParameterList
 function ParameterList:init(list)
@@ -2646,7 +2657,9 @@ function ParameterList:extend(list)
 end
 function ParameterList:get(i, extra)
     if extra ~= nil then extra_arg("get", "(i)", extra) end
-    return rawget(self, tostring(container_index("ParameterList", i, self.n)))
+    i = container_index("ParameterList", i, self.n)
+    self:_sync_params()
+    return rawget(self, i)
 end
 function ParameterList:size(extra)
     if extra ~= nil then extra_arg("size", "()", extra) end
@@ -2654,10 +2667,11 @@ function ParameterList:size(extra)
 end
 function ParameterList:ipairs(extra)
     if extra ~= nil then extra_arg("ipairs", "()", extra) end
+    self:_sync_params()
     local i = 0
     return function()
         i = i + 1
-        if i <= self.n then return i, rawget(self, tostring(i)) end
+        if i <= self.n then return i, rawget(self, i) end
     end
 end
 function ParameterList:extra_repr() return fmt("%d parameters", self.n) end
@@ -2665,10 +2679,55 @@ function ParameterList:forward(...)
     fail("ParameterList: it has no forward of its own; use its tensors (plist:get(i)) in the owner's forward")
 end
 ParameterList.__index = index_of(ParameterList, function(self, k) return ParameterList.get(self, k) end)
+-- The parameters sit at keys 1..n (named "1".."n"), so that Lua's # and
+-- ipairs see them (#plist was 0, `for i, p in ipairs(plist)` ran no times).
+-- A write by a parameter's name (m["2"] = t: m:to's, register_parameter's)
+-- goes to its integer key.
 ParameterList.__newindex = function(self, k, v)
+    if type(k) == "string" then
+        local i = tonumber(k)
+        if i and tostring(i) == k and self:_has(self._param_names, k) then
+            rawset(self, i, v)
+            return
+        end
+        return module_newindex(self, k, v)
+    end
     if type(k) ~= "number" then return module_newindex(self, k, v) end
     k = container_index("ParameterList", k, rawget(self, "n"))
+    if not is_tensor(v) then
+        fail(fmt("ParameterList: [%d] = %s: expected a float tensor", k, typename(v)))
+    end
     add_param(self, "ParameterList", tostring(k), v, fmt("[%d]", k))
+end
+-- plist[i] = v over a parameter in place is a plain assignment (Lua calls no
+-- metamethod for a key that exists), so it is checked where the list is
+-- next read through a method (get, ipairs, parameters, state_dict, to, ...),
+-- as a module's parameter field is (see checked_param): a parameter (another
+-- module's, shared, or nn.Parameter(t)) is taken as it is; a tensor that is
+-- no parameter raises, since plist[i] would go on giving that tensor, which
+-- is never trained, and anything else raises too.
+function ParameterList:_sync_params()
+    local rec = rawget(self, "_param_tensors")
+    if not rec then
+        rec = {}
+        rawset(self, "_param_tensors", rec)
+    end
+    for i = 1, rawget(self, "n") do
+        local v, name = rawget(self, i), tostring(i)
+        if v == nil or v ~= rec[name] then
+            if not is_tensor(v) then
+                fail(fmt("ParameterList: parameter %d is %s, not a tensor (plist[%d] = ... takes a parameter: " ..
+                         "nn.Parameter(t))", i, typename(v), i))
+            end
+            if not (PARAMETERS[v] or MARKED_PARAMETERS[v] or (v:is_leaf() and v:needs_grad())) then
+                fail(fmt("ParameterList: parameter %d was assigned a tensor that is not a parameter (it needs no " ..
+                         "gradient: it would never train); assign plist[%d] = nn.Parameter(t), or copy into it " ..
+                         "(ordo.no_grad(function() plist[%d]:copy_(t) end))", i, i, i))
+            end
+            rec[name] = v
+            PARAMETERS[v] = true
+        end
+    end
 end
 
 -- Torch's ParameterDict({name = t, ...}): tensors by name held as
