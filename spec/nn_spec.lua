@@ -2261,6 +2261,10 @@ describe("nn modules", function()
         assert.is_false(pl:parameters()[1]:needs_grad())
         pl[1] = p1
         H.raises(function() pl[2] = 5 end, "ParameterList", "index 2 out of range")
+        H.raises(function() pl["2"] = ordo.zeros(1) end, "ParameterList", "index 2 out of range")
+        H.raises(function() pl:register_parameter("2", ordo.zeros(1)) end, "2 is a position of the ParameterList")
+        assert.equals(1, #pl)
+        assert.equals(1, #pl:parameters())
         H.raises(function() nn.ParameterList(3) end, "ParameterList", "expected a table of tensors", "number")
         H.raises(function() pl(ordo.zeros(1)) end, "ParameterList", "no forward of its own")
         local pd = nn.ParameterDict({w = ordo.zeros(1)})
@@ -2686,6 +2690,27 @@ describe("nn modules", function()
         for i, m in ipairs(seq) do seen[i] = m._class_name end
         assert.same({"Linear", "Tanh"}, seen)
         assert.equals(seq:get(1), seq["1"]) -- (the child's name, as in its parameters' names)
+        -- seq["2"] = m is seq[2] = m (it made a second child "2" beside key 2: printed and saved, not run)
+        local relu = nn.ReLU()
+        seq["2"] = relu
+        assert.is_nil(rawget(seq, "2"))
+        assert.equals(relu, rawget(seq, 2))
+        assert.equals(2, #seq:children())
+        seq["2"] = nn.Tanh()
+        -- a parameter or buffer named after a position refused (a tensor "1" hid the first module from
+        -- printing, parameters and state_dict, while forward still ran it)
+        H.raises(function() seq:register_parameter("1", ordo.zeros(2)) end, "register_parameter",
+                 "1 is a position of the Sequential")
+        H.raises(function() net.layers:register_buffer("3", ordo.zeros(2)) end, "register_buffer",
+                 "3 is a position of the ModuleList")
+        assert.equals(2, #seq:parameters())
+        assert.equals(0, #seq:buffers())
+        -- list[i] = nil over a module in place is a plain assignment: get and ipairs name the hole (get gave nil)
+        local held = net.layers[2]
+        net.layers[2] = nil
+        H.raises(function() net.layers:get(2) end, "ModuleList: module 2 is nil, not a module")
+        H.raises(function() for _ in net.layers:ipairs() do end end, "ModuleList: module 2 is nil, not a module")
+        net.layers[2] = held
         net.layers[3] = nn.Linear(4, 2)
         assert.equals(6, #net:parameters())
         ok, err = pcall(net.layers, x)

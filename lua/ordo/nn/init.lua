@@ -370,6 +370,13 @@ local function check_slot(fname, self, name, other_names, other_kind)
     if name == "training" or getmetatable(self)[name] ~= nil then
         fail(fmt("%s: %s is the name of a method or field of the module; choose another", fname, name))
     end
+    local i = self._number_index and tonumber(name)
+    if i and tostring(i) == name and not rawget(self, "_registering") then
+        -- (a Sequential's, ModuleList's or ParameterList's entries sit at keys 1..n, named "1".."n": a
+        -- tensor named "1" hid the first module from printing, parameters and state_dict, not from forward)
+        fail(fmt("%s: %s is a position of the %s (its entries are named 1..n); choose another name", fname,
+                 name, self._class_name or "container"))
+    end
     local cur = rawget(self, name)
     if is_module(cur) then fail(fmt("%s: %s is already a child module of this module", fname, name)) end
     if self:_has(other_names, name) then
@@ -2374,9 +2381,19 @@ function ModuleList:append(m, extra)
     self:add_module(tostring(self.n), m)
     return self
 end
+-- list[i] = v over a module in place is a plain assignment (as seq[i] = v,
+-- see sequential_module): a v that is not a module (list[1] = nil left a
+-- hole that get gave as nil, and ipairs stopped at) is named here.
+local function modulelist_module(self, i)
+    local m = rawget(self, i)
+    if not is_module(m) then
+        fail(fmt("ModuleList: module %d is %s, not a module (list[%d] = ... takes a module)", i, typename(m), i))
+    end
+    return m
+end
 function ModuleList:get(i, extra)
     if extra ~= nil then extra_arg("get", "(i)", extra) end
-    return rawget(self, container_index("ModuleList", i, self.n))
+    return modulelist_module(self, container_index("ModuleList", i, self.n))
 end
 function ModuleList:size(extra)
     if extra ~= nil then extra_arg("size", "()", extra) end
@@ -2387,7 +2404,7 @@ function ModuleList:ipairs(extra)
     local i = 0
     return function()
         i = i + 1
-        if i <= self.n then return i, rawget(self, i) end
+        if i <= self.n then return i, modulelist_module(self, i) end
     end
 end
 function ModuleList:forward(...) -- (vararg: list(x) gets this message, not an arity one)
@@ -2402,6 +2419,10 @@ for _, cls in ipairs({Sequential, ModuleList}) do
     local name = cls._class_name
     cls.__index = index_of(cls, function(self, k) return cls.get(self, k) end)
     cls.__newindex = function(self, k, v)
+        -- seq["2"] = m is seq[2] = m (it made a second child "2" beside the one at key 2: printed and
+        -- saved, while forward ran the other)
+        local i = type(k) == "string" and tonumber(k)
+        if i and tostring(i) == k then k = i end
         if type(k) ~= "number" then return module_newindex(self, k, v) end
         k = container_index(name, k, rawget(self, "n"))
         if not is_module(v) then fail(fmt("%s: [%d] = %s: expected a module", name, k, typename(v))) end
@@ -2686,11 +2707,15 @@ ParameterList.__index = index_of(ParameterList, function(self, k) return Paramet
 ParameterList.__newindex = function(self, k, v)
     if type(k) == "string" then
         local i = tonumber(k)
-        if i and tostring(i) == k and self:_has(self._param_names, k) then
-            rawset(self, i, v)
-            return
+        if i and tostring(i) == k then
+            if rawget(self, "_registering") or rawget(self, i) ~= nil then
+                rawset(self, i, v)
+                return
+            end
+            k = i -- (plist["3"] = t is plist[3] = t)
+        else
+            return module_newindex(self, k, v)
         end
-        return module_newindex(self, k, v)
     end
     if type(k) ~= "number" then return module_newindex(self, k, v) end
     k = container_index("ParameterList", k, rawget(self, "n"))
