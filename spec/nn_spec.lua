@@ -2262,6 +2262,8 @@ describe("nn modules", function()
         pl[1] = p1
         H.raises(function() pl[2] = 5 end, "ParameterList", "index 2 out of range")
         H.raises(function() pl["2"] = ordo.zeros(1) end, "ParameterList", "index 2 out of range")
+        H.raises(function() pl["1"] = nn.ReLU() end, "ParameterList: [1] = nn.ReLU: expected a parameter")
+        assert.equals(p1, pl:get(1))
         H.raises(function() pl:register_parameter("2", ordo.zeros(1)) end, "2 is a position of the ParameterList")
         assert.equals(1, #pl)
         assert.equals(1, #pl:parameters())
@@ -2705,6 +2707,25 @@ describe("nn modules", function()
                  "3 is a position of the ModuleList")
         assert.equals(2, #seq:parameters())
         assert.equals(0, #seq:buffers())
+        -- a plain Sequential runs 1..n: a named child (Torch's seq.add_module("fc", m)) would never run (it
+        -- made an identity network); add_module("3") adds at the end as Torch's, one beyond n is refused (it
+        -- sat at key 5 with n unchanged: never run nor counted)
+        local plain = nn.Sequential()
+        H.raises(function() plain:add_module("fc", nn.Linear(2, 2)) end, "add_module", "child named fc would never run",
+                 "seq:add(m)")
+        H.raises(function() plain.fc = nn.Linear(2, 2) end, "Sequential", "child named fc would never run")
+        H.raises(function() plain:register_module("fc", nn.Linear(2, 2)) end, "register_module", "never run")
+        H.raises(function() plain:add_module("0", nn.ReLU()) end, "add_module: 0 is no position of the Sequential",
+                 "1..0, or 1 for a new one at the end")
+        H.raises(function() plain:add_module("2", nn.ReLU()) end, "add_module: 2 is no position of the Sequential")
+        assert.equals(0, #plain:children())
+        plain:add_module("1", nn.Linear(2, 2))
+        plain:add_module("2", nn.Tanh())
+        assert.equals(2, plain:size())
+        assert.equals(2, #plain)
+        assert.is_true(ordo.allclose(plain(ordo.ones(1, 2)), plain[1](ordo.ones(1, 2)):tanh()))
+        H.raises(function() nn.ParameterList({ordo.zeros(1)}):add_module("1", nn.ReLU()) end,
+                 "add_module: 1 is a position of the ParameterList")
         -- list[i] = nil over a module in place is a plain assignment: get and ipairs name the hole (get gave nil)
         local held = net.layers[2]
         net.layers[2] = nil

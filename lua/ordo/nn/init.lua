@@ -276,6 +276,19 @@ function M.Buffer(t, persistent, ...)
     return t
 end
 
+-- A plain nn.Sequential runs its modules 1..n: a child by another name
+-- (Torch's seq.add_module("fc", m), or seq.fc = m) was registered, printed
+-- and saved, and never run (an identity network, without a word).  A
+-- subclass may hold named children for its own forward.
+local function check_sequential_child(fname, self, name)
+    if getmetatable(self) ~= M.Sequential or name == "training" then return end
+    local i = tonumber(name)
+    if not (i and tostring(i) == tostring(name)) then
+        fail(fmt("%s: a Sequential runs its modules 1..n in order, a child named %s would never run; " ..
+                 "add it with seq:add(m) (or seq:append(m), seq:insert(i, m))", fname, tostring(name)))
+    end
+end
+
 local function module_newindex(self, name, v)
     if name == "training" then
         check_training(self, v)
@@ -283,6 +296,7 @@ local function module_newindex(self, name, v)
         return
     end
     if is_module(v) then
+        check_sequential_child("Sequential", self, name)
         check_child_name(self._class_name or "Module", self, name)
         -- a child found first keeps its place before this one (add_module, which containers call
         -- in loops, does not look: the scan would make building a long list quadratic)
@@ -456,14 +470,29 @@ function Module:add_module(name, m, extra)
         fail(fmt("add_module: %s must be a module, got %s", tostring(name), typename(m)))
     end
     check_child_name("add_module", self, name)
-    if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
+    check_sequential_child("add_module", self, name)
     local i = self._number_index and tonumber(name)
     if i and tostring(i) == name then
+        -- (a ParameterList's positions hold its parameters; a Sequential's or ModuleList's a module of
+        -- 1..n, or n + 1, Torch's add_module(str(len(seq)), m), a new one at the end: one beyond was put
+        -- at its key with n left as it was, never run nor counted by size)
+        local n = rawget(self, "n") or 0
+        if self._sync_params ~= nil then
+            fail(fmt("add_module: %s is a position of the %s (its parameters); choose another name", name,
+                     self._class_name or "ParameterList"))
+        end
+        if i < 1 or i > n + 1 then
+            fail(fmt("add_module: %s is no position of the %s: 1..%d, or %d for a new one at the end " ..
+                     "(ordo numbers from 1)", name, self._class_name or "container", n, n + 1))
+        end
+        if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
         -- Sequential's and ModuleList's children at integer keys: Lua's # and
         -- ipairs see them (for _, l in ipairs(self.layers) ran no times)
         rawset(self, i, m)
+        if i == n + 1 then rawset(self, "n", i) end
         return m
     end
+    if not self:_has(self._module_names, name) then self._module_names[#self._module_names + 1] = name end
     self[name] = m
     return m
 end
@@ -2709,6 +2738,9 @@ ParameterList.__newindex = function(self, k, v)
         local i = tonumber(k)
         if i and tostring(i) == k then
             if rawget(self, "_registering") or rawget(self, i) ~= nil then
+                if not rawget(self, "_registering") and not is_tensor(v) then
+                    fail(fmt("ParameterList: [%d] = %s: expected a parameter (nn.Parameter(t))", i, typename(v)))
+                end
                 rawset(self, i, v)
                 return
             end
