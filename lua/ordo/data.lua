@@ -474,7 +474,7 @@ local function csv_lines(f)
     end
 end
 
--- read_csv(path [, {delimiter = ",", header = "auto", dtype = "float32",
+-- read_csv(path [, {delimiter = ",", header = "auto", dtype = default float dtype,
 -- missing = nil}]): a numeric CSV file as a rows x columns tensor on
 -- cpu(0), and the column names (a Lua list; nil without a header line).
 -- header "auto": the first line is a header when a field of it is not a
@@ -504,7 +504,8 @@ function M.read_csv(path, opts, extra)
         fail(fname .. ": missing must be a number, got " .. typename(opts.missing))
     end
     -- checked before the file is read, so the error names read_csv
-    local dtype = opts.dtype == nil and "float32" or opts.dtype
+    -- (no dtype: the default float dtype, float32 unless ordo.set_default_dtype changed it, as the makers)
+    local dtype = opts.dtype == nil and tensor.get_default_dtype() or opts.dtype
     local code = tensor.parse_dtype(fname, dtype)
     local range = CSV_INT_RANGE[code]
     local exact64 = range and range.name == "int64"
