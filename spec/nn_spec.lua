@@ -2202,6 +2202,12 @@ describe("nn modules", function()
         local keys = {}
         for k in net.pd:pairs() do keys[#keys + 1] = k end
         assert.same({"a", "b", "c", "d"}, keys)
+        -- values() and items(), Torch's, as ModuleDict's
+        local vals, items = net.pd:values(), net.pd:items()
+        assert.equals(4, #vals)
+        assert.equals(net.pd.c, vals[3])
+        assert.equals("d", items[4][1])
+        assert.equals(net.pd.d, items[4][2])
         assert.equals(9, #net:parameters())
         -- a frozen nn.Parameter stays frozen
         assert.is_false(nn.ParameterList({nn.Parameter(ordo.ones(2), false)})[1]:needs_grad())

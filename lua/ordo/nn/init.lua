@@ -2850,6 +2850,19 @@ function ParameterDict:keys(extra)
     for _, n in ipairs(self._param_names) do if is_tensor(rawget(self, n)) then r[#r + 1] = n end end
     return r
 end
+-- Torch's values() and items(), as ModuleDict's: the tensors, and {name, t} pairs, in keys' order
+function ParameterDict:values(extra)
+    if extra ~= nil then extra_arg("values", "()", extra) end
+    local r = {}
+    for _, n in ipairs(self:keys()) do r[#r + 1] = rawget(self, n) end
+    return r
+end
+function ParameterDict:items(extra)
+    if extra ~= nil then extra_arg("items", "()", extra) end
+    local r = {}
+    for _, n in ipairs(self:keys()) do r[#r + 1] = {n, rawget(self, n)} end
+    return r
+end
 function ParameterDict:size(extra)
     if extra ~= nil then extra_arg("size", "()", extra) end
     return #self:keys()
