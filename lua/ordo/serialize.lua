@@ -128,7 +128,11 @@ function M.write_file(fname, path, body)
     -- write through it into whatever file it names
     if not where.direct then os.remove(tmp) end
     local f, err = io.open(tmp, "wb")
-    if not f then fail(fmt("%s: cannot open %s: %s", fname, tmp, io_reason(tmp, err))) end
+    if not f then
+        -- the path asked for first: the temporary file alone read as if the wrong file had been tried
+        fail(fmt("%s: cannot open %s%s: %s", fname, path, tmp ~= path and (" (written through " .. tmp .. ")") or "",
+                 io_reason(tmp, err)))
+    end
     -- before any byte is written: the old file's readers only may read the new one
     if where.mode then ffi.C.chmod(tmp, where.mode) end
     local ok, werr = pcall(function()
