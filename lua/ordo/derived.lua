@@ -47,6 +47,10 @@ local function is_float(t)
     return dt == "float32" or dt == "float64"
 end
 
+-- An integer tensor made float for a float op: the default dtype (float32,
+-- float64 after ordo.set_default_dtype("float64")), as Torch's.
+local function to_default_float(t) return t:to(tensor.get_default_dtype()) end
+
 -- var(dim, keepdim, correction): the variance over all elements (dim nil)
 -- or over dim, divided by n - correction (default 1, Bessel's: the
 -- unbiased estimate, as Torch); integers compute in float32.  Two passes,
@@ -234,7 +238,7 @@ function Tensor:norm(p, dim, keepdim)
         fail("norm: p must be a number >= 0, \"inf\", \"-inf\" or \"fro\", got " .. show(p))
     end
     check_dim("norm", self, dim)
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     if p == 0 then -- (NaN counts: it is not 0)
         local r = sum_over(x:ne(0):to(x:dtype()), dim, keepdim)
         local autograd = package.loaded["ordo.autograd"]
@@ -301,7 +305,7 @@ end
 function Tensor:logsumexp(dim, keepdim)
     check_self("logsumexp", self)
     check_dim("logsumexp", self, dim)
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     -- nothing to sum: log 0, as Torch (max would raise on no elements)
     if x:numel() == 0 then return sum_over(x, dim, keepdim) - huge end
     local m = dim == nil and x:max() or (x:max(dim, true))
@@ -1592,8 +1596,8 @@ function Tensor:lerp(stop, weight, extra)
     -- wrapped in their dtype (uint8 5 to 3 by 0.25 gave 68.5), and an
     -- integer weight kept the integer dtype where 0.5 gave float32
     if not tensor.result_type(self, stop):match("^float") then
-        self = self:float()
-        if is_tensor(stop) then stop = stop:float() end
+        self = to_default_float(self)
+        if is_tensor(stop) then stop = to_default_float(stop) end
     end
     -- Torch's two forms: from self below a weight of 0.5, from stop above,
     -- so that weight 1 gives stop exactly (self + (stop - self) lost it to
@@ -2496,7 +2500,7 @@ local function cdist(x1, x2, p)
     local P, R = x1:size(-2), x2:size(-2)
     if p == 2 and (mode == "use_mm_for_euclid_dist" or (mode == "use_mm_for_euclid_dist_if_necessary" and
                                                           (P > 25 or R > 25))) then
-        if not tensor.result_type(x1, x2):match("^float") then x1, x2 = x1:float(), x2:float() end
+        if not tensor.result_type(x1, x2):match("^float") then x1, x2 = to_default_float(x1), to_default_float(x2) end
         local sq1 = (x1 * x1):sum(-1, true)                     -- (..., P, 1)
         local sq2 = (x2 * x2):sum(-1, true):transpose(-1, -2)   -- (..., 1, R)
         local d2 = sq1 + sq2 - x1:matmul(x2:transpose(-1, -2)) * 2
@@ -2578,7 +2582,7 @@ function Tensor:logcumsumexp(dim, extra)
         if self:dim() > 1 then fail(fmt("%s: expected a dim for a tensor of shape %s", fname, shape_of_str(self))) end
         dim = 1
     end
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     local zero_dim = x:dim() == 0
     if zero_dim then
         tensor.norm_dim(fname, x:reshape(1), dim)
@@ -3133,12 +3137,12 @@ end
 function Tensor:deg2rad(extra)
     if extra ~= nil then extra_arg("deg2rad", "()", extra) end
     check_self("deg2rad", self)
-    return (is_float(self) and self or self:float()) * (math.pi / 180)
+    return (is_float(self) and self or to_default_float(self)) * (math.pi / 180)
 end
 function Tensor:rad2deg(extra)
     if extra ~= nil then extra_arg("rad2deg", "()", extra) end
     check_self("rad2deg", self)
-    return (is_float(self) and self or self:float()) * (180 / math.pi)
+    return (is_float(self) and self or to_default_float(self)) * (180 / math.pi)
 end
 
 -- count_nonzero([dim]): int64; nansum / nanmean([dim [, keepdim]]): NaN
@@ -3212,8 +3216,8 @@ local function two(fname, a, b)
     check_devices(fname, is_tensor(a) and a or b, is_tensor(a) and b or a)
     if is_tensor(a) and is_tensor(b) then tensor.broadcast_shape(fname, {a:shape(), b:shape()}) end
     -- integers compute in float32, as the math functions
-    if is_tensor(a) and not is_float(a) and not (is_tensor(b) and is_float(b)) then a = a:float() end
-    if is_tensor(b) and not is_float(b) and not (is_tensor(a) and is_float(a)) then b = b:float() end
+    if is_tensor(a) and not is_float(a) and not (is_tensor(b) and is_float(b)) then a = to_default_float(a) end
+    if is_tensor(b) and not is_float(b) and not (is_tensor(a) and is_float(a)) then b = to_default_float(b) end
     return a, b
 end
 
@@ -3319,7 +3323,7 @@ function Tensor:logit(eps, extra)
     if eps ~= nil and (type(eps) ~= "number" or not (eps >= 0 and eps <= 0.5)) then
         fail("logit: eps must be a number in [0, 0.5], got " .. show(eps))
     end
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     local pd = x:detach()
     local p = eps and pd:clamp(eps, 1 - eps) or pd
     local r = (p / (1 - p)):log()
@@ -3991,7 +3995,7 @@ end
 function Tensor:exp2(extra)
     if extra ~= nil then extra_arg("exp2", "()", extra) end
     check_self("exp2", self)
-    if not is_float(self) then return 2 ^ self:float() end
+    if not is_float(self) then return 2 ^ to_default_float(self) end
     return 2 ^ self
 end
 
@@ -4352,7 +4356,7 @@ end
 function Tensor:sinc(extra)
     if extra ~= nil then extra_arg("sinc", "()", extra) end
     check_self("sinc", self)
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     local zero = x:eq(0)
     local px = tensor.where(zero, 1, x) * math.pi -- (no 0 / 0, so no NaN in the gradient either)
     return tensor.where(zero, 1, px:sin() / px)
