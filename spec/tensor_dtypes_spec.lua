@@ -563,6 +563,14 @@ describe("set_default_dtype / get_default_dtype", function()
         local i = ordo.tensor({1, 0}, "int64")
         assert.equal("float64", nn.functional.binary_cross_entropy(i, i):dtype())
         assert.equal("float64", nn.functional.kl_div(i, i):dtype())
+        local F = nn.functional
+        assert.equal("float64", F.mse_loss(i, i):dtype())
+        assert.equal("float64", F.l1_loss(i, i):dtype())
+        assert.equal("float64", F.softplus(i):dtype())
+        assert.equal("float64", F.logsigmoid(i):dtype())
+        assert.equal("float64", F.gaussian_nll_loss(i, i, ordo.tensor({1, 1}, "int64")):dtype())
+        assert.equal("float64", F.multilabel_soft_margin_loss(ordo.tensor({{1, 0}}, "int64"),
+                                                              ordo.tensor({{1, 0}}, "int64")):dtype())
         local m = nn.Linear(2, 1)
         assert.equal("float64", m(ordo.randn(3, 2)):dtype()) -- default-dtype input meets default-dtype layer
         ordo.set_default_dtype("float32")
