@@ -2866,10 +2866,13 @@ end
 
 -- Calls f(...), its error said under fname instead of under inner (the op
 -- it is made of, which the user did not call).
+local function as_op_result(fname, inner, ok, ...)
+    if not ok then error((tostring((...)):gsub(inner .. ": ", fname .. ": ", 1)), 0) end
+    return ...
+end
 local function as_op(fname, inner, f, ...)
-    local r = {pcall(f, ...)}
-    if not r[1] then error((tostring(r[2]):gsub(inner .. ": ", fname .. ": ", 1)), 0) end
-    return unpack(r, 2, table.maxn(r))
+    -- (no table per call: a loop of clip, view_as... stays compiled)
+    return as_op_result(fname, inner, pcall(f, ...))
 end
 
 -- round([decimals]) and round_: Torch's decimals (a number or {decimals =
