@@ -3286,6 +3286,13 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         -- ordo.concat / ordo.concatenate: cat's other names
         assert.same({1, 1, 0}, ordo.concat({ordo.ones(2), ordo.zeros(1)}, 1):totable())
         assert.same({1, 1, 0}, ordo.concatenate({ordo.ones(2), ordo.zeros(1)}):totable())
+        -- an alias's errors name it, not the op behind it
+        H.raises(function() ordo.concat({ordo.ones(2, 2), ordo.ones(3, 3)}, 1) end, "concat: shapes 2x2 and 3x3")
+        H.raises(function() ordo.concatenate("a") end, "concatenate: expected a non-empty list")
+        H.raises(function() x:ndim(1) end, "ndim: takes no arguments")
+        H.raises(function() x:nelement(1) end, "nelement: takes no arguments")
+        assert.equals(1, x:ndim())
+        assert.equals(3, x:nelement())
     end)
 
     it("new_zeros(2, 3): sizes as arguments; unflatten; take_along_dim; fill_diagonal_", function()
