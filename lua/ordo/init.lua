@@ -94,7 +94,7 @@ local function cat_as(fname)
         if not ok then error((tostring((...)):gsub("cat: ", fname .. ": ", 1)), 0) end
         return ...
     end
-    return function(...) return result(pcall(tensor.cat, ...)) end
+    return function(tensors, dim, extra) return result(pcall(tensor.cat, tensors, dim, extra)) end
 end
 M.concat, M.concatenate = cat_as("concat"), cat_as("concatenate")
 
