@@ -2958,6 +2958,12 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         for i, e in ipairs(es) do w[i] = set[e] and 1 or 0 end
         assert.same(w, ordo.isin(ordo.tensor(es, "int32"), ordo.tensor(ts, "int64")):totable())
         assert.same({0, 1, 0, 0, 1}, ordo.isin(ordo.tensor({1, 2, 3, 0 / 0, 2}), ordo.tensor({2, 0 / 0, 5})):totable())
+        -- Torch's invert (assume_unique taken)
+        assert.same({1, 0, 1, 1, 0}, ordo.isin(ordo.tensor({1, 2, 3, 0 / 0, 2}), ordo.tensor({2, 0 / 0, 5}),
+                                               {invert = true, assume_unique = false}):totable())
+        assert.same({0, 1}, ordo.isin(ordo.tensor({1, 2}), 2, {invert = false}):totable())
+        H.raises(function() ordo.isin(ordo.tensor({1}), ordo.tensor({1}), {invert = 1}) end, "isin: invert must be a boolean")
+        H.raises(function() ordo.isin(ordo.tensor({1}), ordo.tensor({1}), {invrt = true}) end, "isin: unknown option 'invrt'")
         assert.same({{0, 1}, {1, 0}}, ordo.tensor({{1, 4}, {4, 1}}):isin(4):totable())
         assert.same({0}, ordo.tensor({1}):isin(ordo.zeros(0)):totable())
     end)

@@ -3716,9 +3716,22 @@ end
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements
 -- equal to some element of test (NaN to none), as Torch's: one sort of
 -- both, n log n, no n x m table.
-function M.isin(elements, test, extra)
-    if extra ~= nil then extra_arg("isin", "(test)", extra) end
+local isin -- (below)
+function M.isin(elements, test, opts, extra)
+    if extra ~= nil then extra_arg("isin", "(elements, test, opts)", extra) end
     local fname = "isin"
+    -- Torch's invert (and assume_unique, a hint the sort does not need)
+    opts = util.check_opts(fname, opts, {invert = true, assume_unique = true})
+    for _, k in ipairs({"invert", "assume_unique"}) do
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("%s: %s must be a boolean, got %s", fname, k, typename(opts[k])))
+        end
+    end
+    local r = isin(fname, elements, test)
+    if opts.invert then return r:eq(0) end
+    return r
+end
+isin = function(fname, elements, test)
     if not is_tensor(elements) and not is_tensor(test) then
         fail(fmt("%s: expected tensors, got %s and %s", fname, typename(elements), typename(test)))
     end
