@@ -478,8 +478,26 @@ local function logspace(start, stop, n, opts)
     end
     return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
 end
-function M.logspace(start, stop, n, opts, extra)
-    if extra ~= nil then extra_arg("logspace", "(start, stop, n, opts)", extra) end
+function M.logspace(start, stop, n, opts, more, extra)
+    if extra ~= nil then extra_arg("logspace", "(start, stop, n, base, opts)", extra) end
+    if type(opts) == "number" then -- Torch's base in 4th place, the options after it
+        local base = opts
+        if more == nil then
+            opts = {base = base}
+        elseif type(more) == "table" and getmetatable(more) == nil then
+            if more.base ~= nil then
+                fail("logspace: base given twice (" .. show(base) .. " and base = " .. show(more.base) .. ")")
+            end
+            opts = {base = base}
+            for k, v in pairs(more) do opts[k] = v end
+        elseif type(more) == "string" then
+            opts = {base = base, dtype = more}
+        else
+            opts = {base = base, device = more}
+        end
+    elseif more ~= nil then
+        extra_arg("logspace", "(start, stop, n, base, opts)", more)
+    end
     return own_errors("logspace", pcall(logspace, start, stop, n, opts))
 end
 
