@@ -2829,6 +2829,12 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({2, 2, 1}, many:shape())
         close({{q_ref(rows[1], 0.25)}, {q_ref(rows[2], 0.25)}}, many:totable()[1], 1e-12)
         assert.same({1, 1}, t:quantile(0.5, nil, true):shape())
+        -- Torch's keywords as a trailing options table
+        local v = ordo.tensor({1, 2, 3, 4}, "float64")
+        assert.equals(2, v:quantile(0.5, {interpolation = "lower"}):item())
+        assert.same({3}, v:quantile(0.5, {dim = 1, keepdim = true, interpolation = "higher"}):totable())
+        assert.same({2.5}, v:quantile(0.5, 1, {keepdim = true}):totable())
+        H.raises(function() v:quantile(0.5, {dims = 1}) end, "quantile: unknown option 'dims'")
         assert.same({3, 5}, t:quantile(ordo.tensor({0.1, 0.2, 0.3}), 1):shape())
         assert.same({3}, t:quantile(ordo.tensor({0.1, 0.2, 0.3})):shape())
         local n = ordo.tensor({{1, 2, 3}, {4, 0 / 0, 5}}):quantile(0.5, 2):totable()

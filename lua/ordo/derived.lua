@@ -3399,6 +3399,15 @@ function Tensor:quantile(q, dim, keepdim, interpolation, extra)
     local fname = "quantile"
     check_self(fname, self)
     if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
+    -- Torch's keywords as a trailing options table: x:quantile(q, {dim =, keepdim =, interpolation =})
+    -- or x:quantile(q, dim, {keepdim =, interpolation =})
+    if type(dim) == "table" and getmetatable(dim) == nil and keepdim == nil and interpolation == nil then
+        local o = util.check_opts(fname, dim, {dim = true, keepdim = true, interpolation = true})
+        dim, keepdim, interpolation = o.dim, o.keepdim, o.interpolation
+    elseif type(keepdim) == "table" and getmetatable(keepdim) == nil and interpolation == nil then
+        local o = util.check_opts(fname, keepdim, {keepdim = true, interpolation = true})
+        keepdim, interpolation = o.keepdim, o.interpolation
+    end
     if keepdim ~= nil and type(keepdim) ~= "boolean" then
         fail(fmt("%s: keepdim must be true or false, got %s", fname, show(keepdim)))
     end
