@@ -51,6 +51,17 @@ end
 -- float64 after ordo.set_default_dtype("float64")), as Torch's.
 local function to_default_float(t) return t:to(tensor.get_default_dtype()) end
 
+-- An in-place op's refusal in grad mode, under its own name and with its
+-- own out-of-place form (addcmul_'s add_ inside named itself and suggested
+-- add; floor_divide_ suggested div, cumsum_ named copy_).
+local function inplace_guard(fname, self)
+    local autograd = package.loaded["ordo.autograd"]
+    if self._rg and autograd and autograd.is_enabled() then
+        fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (use the out-of-place %s, " ..
+                 "or wrap the update in ordo.no_grad)", fname, fname:sub(1, -2)))
+    end
+end
+
 -- var(dim, keepdim, correction): the variance over all elements (dim nil)
 -- or over dim, divided by n - correction (default 1, Bessel's: the
 -- unbiased estimate, as Torch); integers compute in float32.  Two passes,
@@ -1788,11 +1799,7 @@ end
 
 -- the in-place forms write the rounded quotient into self, as the other in-place ops
 local function rounded_div_(fname, self, b, mode)
-    local autograd = package.loaded["ordo.autograd"]
-    if self._rg and autograd and autograd.is_enabled() then
-        fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (use the out-of-place div, " ..
-                 "or wrap the update in ordo.no_grad)", fname))
-    end
+    inplace_guard(fname, self)
     local r = rounded_div(fname, self, b, mode)
     if shape_of_str(r) ~= shape_of_str(self) then
         fail(fmt("%s: the result's shape %s is not the in-place tensor's %s (an operand broadcast beyond it)",
@@ -2396,6 +2403,7 @@ function Tensor:addcmul_(t1, t2, value, extra)
     value = scale_value("addcmul_", value)
     check_devices("addcmul_", self, t1, t2)
     tensor.broadcast_shape("addcmul_", {self:shape(), t1:shape(), t2:shape()})
+    inplace_guard("addcmul_", self)
     return self:add_(t1 * t2, value)
 end
 function Tensor:addcdiv_(t1, t2, value, extra)
@@ -2405,6 +2413,7 @@ function Tensor:addcdiv_(t1, t2, value, extra)
     value = scale_value("addcdiv_", value)
     check_devices("addcdiv_", self, t1, t2)
     tensor.broadcast_shape("addcdiv_", {self:shape(), t1:shape(), t2:shape()})
+    inplace_guard("addcdiv_", self)
     return self:add_(t1 / t2, value)
 end
 
@@ -2885,7 +2894,16 @@ end
 -- Calls f(...), its error said under fname instead of under inner (the op
 -- it is made of, which the user did not call).
 local function as_op_result(fname, inner, ok, ...)
-    if not ok then error((tostring((...)):gsub(inner .. ": ", fname .. ": ", 1)), 0) end
+    if not ok then
+        local msg = tostring((...)):gsub(inner .. ": ", fname .. ": ", 1)
+        -- an in-place op's grad-mode refusal suggests its own out-of-place
+        -- form (addcmul_: addcmul, not the add_ inside)
+        local base = fname:match("^(.-)_$")
+        if base and Tensor[base] then
+            msg = msg:gsub("%(use the out%-of%-place [%w_]+,", "(use the out-of-place " .. base .. ",", 1)
+        end
+        error(msg, 0)
+    end
     return ...
 end
 local function as_op(fname, inner, f, ...)
@@ -3714,7 +3732,7 @@ local function masked_scatter(fname, self, mask, source, inplace)
     end
     local vals = source:reshape(-1):narrow(1, 1, count)
     if inplace then
-        t:index_put_(pos, vals, nil, fname)
+        as_op(fname, "index_put_", Tensor.index_put_, t, pos, vals, nil, fname)
         return self
     end
     return t:index_put(pos, vals):view(self:shape())
@@ -3910,6 +3928,7 @@ local function cum_inplace(name, self, dim, extra)
     if extra ~= nil then
         fail(fmt("%s: unexpected extra argument %s; expected t:%s(dim)", fname, show(extra), fname))
     end
+    inplace_guard(fname, self)
     return own_errors(fname, pcall(cum_copy, self, name, dim))
 end
 function Tensor:cumsum_(dim, extra) return cum_inplace("cumsum", self, dim, extra) end
