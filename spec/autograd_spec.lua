@@ -787,6 +787,31 @@ describe("autograd rules", function()
         assert.same({3, 3}, w:totable())
     end)
 
+    it("a derived in-place op's refusal names it and its own out-of-place form", function()
+        local w = ordo.ones({4}, D):requires_grad()
+        local u = ordo.ones({4}, D)
+        local idx = ordo.tensor({1, 3}, "int64")
+        local mask = ordo.tensor({1, 0, 1, 0}, "uint8")
+        for name, call in pairs({
+            addcmul_ = function() w:addcmul_(u, u, 2) end,
+            addcdiv_ = function() w:addcdiv_(u, u, 2) end,
+            floor_divide_ = function() w:floor_divide_(2) end,
+            cumsum_ = function() w:cumsum_(1) end,
+            cumprod_ = function() w:cumprod_(1) end,
+            clip_ = function() w:clip_(0, 1) end,
+            index_fill_ = function() w:index_fill_(1, idx, 0) end,
+            index_copy_ = function() w:index_copy_(1, idx, ordo.zeros({2}, D)) end,
+            masked_scatter_ = function() w:masked_scatter_(mask, ordo.zeros({2}, D)) end,
+        }) do
+            local ok, err = pcall(call)
+            assert.is_false(ok, name)
+            local want = name .. ": a tensor that requires a gradient cannot be changed in place (use the " ..
+                "out-of-place " .. name:sub(1, -2) .. ","
+            assert.truthy(err:find(want, 1, true), name .. ": " .. err)
+        end
+        assert.same({1, 1, 1, 1}, w:totable()) -- left as it was
+    end)
+
     it("a view made under no_grad of a tensor that requires a gradient cannot be changed in place with grad on", function()
         local w = ordo.tensor({1, 2, 3, 4}, D):requires_grad()
         local v = ordo.no_grad(function() return w:narrow(1, 1, 2) end)

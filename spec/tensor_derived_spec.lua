@@ -907,6 +907,15 @@ describe("derived ops", function()
         assert.equals("float64", l2:dtype())
         close({0.5, 1, 2, 4}, l2:totable(), 1e-15)
         assert.same({0}, ordo.logspace(0, 1, 0):shape())
+        -- Torch's base in 4th place, the options (a table, a dtype or a device) after it
+        close({0.5, 1, 2, 4}, ordo.logspace(-1, 2, 4, 2):totable())
+        assert.equals("float64", ordo.logspace(-1, 2, 4, 2, "float64"):dtype())
+        local l3 = ordo.logspace(0, 2, 3, 3, {dtype = "float64"})
+        assert.equals("float64", l3:dtype())
+        close({1, 3, 9}, l3:totable())
+        H.raises(function() ordo.logspace(0, 1, 2, 2, {base = 3}) end, "logspace: base given twice")
+        H.raises(function() ordo.logspace(0, 1, 2, -2) end, "logspace: base must be a positive number")
+        H.raises(function() ordo.logspace(0, 1, 2, {base = 2}, 5) end, "logspace: takes (start, stop, n, base, opts)")
         -- on an engine of their own: it stays theirs (linspace once made its steps on the default engine)
         local e = ordo.engine.new({kind = "pooled", cpu_workers = 1})
         for _, t in ipairs({ordo.linspace(0, 1, 3, {engine = e}), ordo.logspace(0, 1, 3, {engine = e})}) do
@@ -2820,6 +2829,12 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         assert.same({2, 2, 1}, many:shape())
         close({{q_ref(rows[1], 0.25)}, {q_ref(rows[2], 0.25)}}, many:totable()[1], 1e-12)
         assert.same({1, 1}, t:quantile(0.5, nil, true):shape())
+        -- Torch's keywords as a trailing options table
+        local v = ordo.tensor({1, 2, 3, 4}, "float64")
+        assert.equals(2, v:quantile(0.5, {interpolation = "lower"}):item())
+        assert.same({3}, v:quantile(0.5, {dim = 1, keepdim = true, interpolation = "higher"}):totable())
+        assert.same({2.5}, v:quantile(0.5, 1, {keepdim = true}):totable())
+        H.raises(function() v:quantile(0.5, {dims = 1}) end, "quantile: unknown option 'dims'")
         assert.same({3, 5}, t:quantile(ordo.tensor({0.1, 0.2, 0.3}), 1):shape())
         assert.same({3}, t:quantile(ordo.tensor({0.1, 0.2, 0.3})):shape())
         local n = ordo.tensor({{1, 2, 3}, {4, 0 / 0, 5}}):quantile(0.5, 2):totable()
@@ -2958,6 +2973,12 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         for i, e in ipairs(es) do w[i] = set[e] and 1 or 0 end
         assert.same(w, ordo.isin(ordo.tensor(es, "int32"), ordo.tensor(ts, "int64")):totable())
         assert.same({0, 1, 0, 0, 1}, ordo.isin(ordo.tensor({1, 2, 3, 0 / 0, 2}), ordo.tensor({2, 0 / 0, 5})):totable())
+        -- Torch's invert (assume_unique taken)
+        assert.same({1, 0, 1, 1, 0}, ordo.isin(ordo.tensor({1, 2, 3, 0 / 0, 2}), ordo.tensor({2, 0 / 0, 5}),
+                                               {invert = true, assume_unique = false}):totable())
+        assert.same({0, 1}, ordo.isin(ordo.tensor({1, 2}), 2, {invert = false}):totable())
+        H.raises(function() ordo.isin(ordo.tensor({1}), ordo.tensor({1}), {invert = 1}) end, "isin: invert must be a boolean")
+        H.raises(function() ordo.isin(ordo.tensor({1}), ordo.tensor({1}), {invrt = true}) end, "isin: unknown option 'invrt'")
         assert.same({{0, 1}, {1, 0}}, ordo.tensor({{1, 4}, {4, 1}}):isin(4):totable())
         assert.same({0}, ordo.tensor({1}):isin(ordo.zeros(0)):totable())
     end)
@@ -3286,6 +3307,13 @@ describe("small conveniences a Torch user reaches for, against plain Lua", funct
         -- ordo.concat / ordo.concatenate: cat's other names
         assert.same({1, 1, 0}, ordo.concat({ordo.ones(2), ordo.zeros(1)}, 1):totable())
         assert.same({1, 1, 0}, ordo.concatenate({ordo.ones(2), ordo.zeros(1)}):totable())
+        -- an alias's errors name it, not the op behind it
+        H.raises(function() ordo.concat({ordo.ones(2, 2), ordo.ones(3, 3)}, 1) end, "concat: shapes 2x2 and 3x3")
+        H.raises(function() ordo.concatenate("a") end, "concatenate: expected a non-empty list")
+        H.raises(function() x:ndim(1) end, "ndim: takes no arguments")
+        H.raises(function() x:nelement(1) end, "nelement: takes no arguments")
+        assert.equals(1, x:ndim())
+        assert.equals(3, x:nelement())
     end)
 
     it("new_zeros(2, 3): sizes as arguments; unflatten; take_along_dim; fill_diagonal_", function()

@@ -519,6 +519,24 @@ describe("set_default_dtype / get_default_dtype", function()
         assert.equal("float64", i:exp():dtype())
     end)
 
+    it("makes integer inputs of the derived float ops the default dtype", function()
+        ordo.set_default_dtype("float64")
+        local i = ordo.tensor({1, 2}, "int64")
+        local j = ordo.tensor({3, 5}, "int64")
+        local m = ordo.tensor({{1, 2}, {3, 5}}, "int64")
+        local results = {
+            norm = i:norm(), logsumexp = i:logsumexp(1), lerp = i:lerp(j, 0.5),
+            cdist = ordo.cdist(m, m), dist = i:dist(j), logcumsumexp = i:logcumsumexp(1),
+            deg2rad = i:deg2rad(), rad2deg = i:rad2deg(), atan2 = ordo.atan2(i, j),
+            hypot = ordo.hypot(i, j), logaddexp = ordo.logaddexp(i, j), logit = (i - 1):logit(),
+            exp2 = i:exp2(), sinc = i:sinc(),
+        }
+        for name, r in pairs(results) do assert.equal("float64", r:dtype(), name) end
+        ordo.set_default_dtype("float32")
+        assert.equal("float32", i:lerp(j, 0.5):dtype())
+        assert.equal("float32", ordo.hypot(i, j):dtype())
+    end)
+
     it("leaves integer makers and given dtypes alone", function()
         ordo.set_default_dtype("float64")
         assert.equal("int64", ordo.randint(0, 3, {2}):dtype())
@@ -545,6 +563,14 @@ describe("set_default_dtype / get_default_dtype", function()
         local i = ordo.tensor({1, 0}, "int64")
         assert.equal("float64", nn.functional.binary_cross_entropy(i, i):dtype())
         assert.equal("float64", nn.functional.kl_div(i, i):dtype())
+        local F = nn.functional
+        assert.equal("float64", F.mse_loss(i, i):dtype())
+        assert.equal("float64", F.l1_loss(i, i):dtype())
+        assert.equal("float64", F.softplus(i):dtype())
+        assert.equal("float64", F.logsigmoid(i):dtype())
+        assert.equal("float64", F.gaussian_nll_loss(i, i, ordo.tensor({1, 1}, "int64")):dtype())
+        assert.equal("float64", F.multilabel_soft_margin_loss(ordo.tensor({{1, 0}}, "int64"),
+                                                              ordo.tensor({{1, 0}}, "int64")):dtype())
         local m = nn.Linear(2, 1)
         assert.equal("float64", m(ordo.randn(3, 2)):dtype()) -- default-dtype input meets default-dtype layer
         ordo.set_default_dtype("float32")

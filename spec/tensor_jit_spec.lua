@@ -86,6 +86,15 @@ describe("tensor ops compile under LuaJIT", function()
         end))
     end)
 
+    it("a loop of an alias that renames its op's errors (clip)", function()
+        -- (their wrapper made a table per call and unpacked it: no trace)
+        assert.is_true(loop_compiles(function()
+            for _ = 1, 10000 do
+                local c = a:clip(0, 1)
+            end
+        end))
+    end)
+
     it("a loop of views, matmul and softmax", function()
         assert.is_true(loop_compiles(function()
             for _ = 1, 10000 do

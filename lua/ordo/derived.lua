@@ -47,6 +47,21 @@ local function is_float(t)
     return dt == "float32" or dt == "float64"
 end
 
+-- An integer tensor made float for a float op: the default dtype (float32,
+-- float64 after ordo.set_default_dtype("float64")), as Torch's.
+local function to_default_float(t) return t:to(tensor.get_default_dtype()) end
+
+-- An in-place op's refusal in grad mode, under its own name and with its
+-- own out-of-place form (addcmul_'s add_ inside named itself and suggested
+-- add; floor_divide_ suggested div, cumsum_ named copy_).
+local function inplace_guard(fname, self)
+    local autograd = package.loaded["ordo.autograd"]
+    if self._rg and autograd and autograd.is_enabled() then
+        fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (use the out-of-place %s, " ..
+                 "or wrap the update in ordo.no_grad)", fname, fname:sub(1, -2)))
+    end
+end
+
 -- var(dim, keepdim, correction): the variance over all elements (dim nil)
 -- or over dim, divided by n - correction (default 1, Bessel's: the
 -- unbiased estimate, as Torch); integers compute in float32.  Two passes,
@@ -234,7 +249,7 @@ function Tensor:norm(p, dim, keepdim)
         fail("norm: p must be a number >= 0, \"inf\", \"-inf\" or \"fro\", got " .. show(p))
     end
     check_dim("norm", self, dim)
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     if p == 0 then -- (NaN counts: it is not 0)
         local r = sum_over(x:ne(0):to(x:dtype()), dim, keepdim)
         local autograd = package.loaded["ordo.autograd"]
@@ -301,7 +316,7 @@ end
 function Tensor:logsumexp(dim, keepdim)
     check_self("logsumexp", self)
     check_dim("logsumexp", self, dim)
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     -- nothing to sum: log 0, as Torch (max would raise on no elements)
     if x:numel() == 0 then return sum_over(x, dim, keepdim) - huge end
     local m = dim == nil and x:max() or (x:max(dim, true))
@@ -474,8 +489,26 @@ local function logspace(start, stop, n, opts)
     end
     return tensor.full({n}, base, f64):pow(M.linspace(start, stop, n, f64)):to(proto:dtype())
 end
-function M.logspace(start, stop, n, opts, extra)
-    if extra ~= nil then extra_arg("logspace", "(start, stop, n, opts)", extra) end
+function M.logspace(start, stop, n, opts, more, extra)
+    if extra ~= nil then extra_arg("logspace", "(start, stop, n, base, opts)", extra) end
+    if type(opts) == "number" then -- Torch's base in 4th place, the options after it
+        local base = opts
+        if more == nil then
+            opts = {base = base}
+        elseif type(more) == "table" and getmetatable(more) == nil then
+            if more.base ~= nil then
+                fail("logspace: base given twice (" .. show(base) .. " and base = " .. show(more.base) .. ")")
+            end
+            opts = {base = base}
+            for k, v in pairs(more) do opts[k] = v end
+        elseif type(more) == "string" then
+            opts = {base = base, dtype = more}
+        else
+            opts = {base = base, device = more}
+        end
+    elseif more ~= nil then
+        extra_arg("logspace", "(start, stop, n, base, opts)", more)
+    end
     return own_errors("logspace", pcall(logspace, start, stop, n, opts))
 end
 
@@ -1592,8 +1625,8 @@ function Tensor:lerp(stop, weight, extra)
     -- wrapped in their dtype (uint8 5 to 3 by 0.25 gave 68.5), and an
     -- integer weight kept the integer dtype where 0.5 gave float32
     if not tensor.result_type(self, stop):match("^float") then
-        self = self:float()
-        if is_tensor(stop) then stop = stop:float() end
+        self = to_default_float(self)
+        if is_tensor(stop) then stop = to_default_float(stop) end
     end
     -- Torch's two forms: from self below a weight of 0.5, from stop above,
     -- so that weight 1 gives stop exactly (self + (stop - self) lost it to
@@ -1766,11 +1799,7 @@ end
 
 -- the in-place forms write the rounded quotient into self, as the other in-place ops
 local function rounded_div_(fname, self, b, mode)
-    local autograd = package.loaded["ordo.autograd"]
-    if self._rg and autograd and autograd.is_enabled() then
-        fail(fmt("%s: a tensor that requires a gradient cannot be changed in place (use the out-of-place div, " ..
-                 "or wrap the update in ordo.no_grad)", fname))
-    end
+    inplace_guard(fname, self)
     local r = rounded_div(fname, self, b, mode)
     if shape_of_str(r) ~= shape_of_str(self) then
         fail(fmt("%s: the result's shape %s is not the in-place tensor's %s (an operand broadcast beyond it)",
@@ -2374,6 +2403,7 @@ function Tensor:addcmul_(t1, t2, value, extra)
     value = scale_value("addcmul_", value)
     check_devices("addcmul_", self, t1, t2)
     tensor.broadcast_shape("addcmul_", {self:shape(), t1:shape(), t2:shape()})
+    inplace_guard("addcmul_", self)
     return self:add_(t1 * t2, value)
 end
 function Tensor:addcdiv_(t1, t2, value, extra)
@@ -2383,6 +2413,7 @@ function Tensor:addcdiv_(t1, t2, value, extra)
     value = scale_value("addcdiv_", value)
     check_devices("addcdiv_", self, t1, t2)
     tensor.broadcast_shape("addcdiv_", {self:shape(), t1:shape(), t2:shape()})
+    inplace_guard("addcdiv_", self)
     return self:add_(t1 / t2, value)
 end
 
@@ -2496,7 +2527,7 @@ local function cdist(x1, x2, p)
     local P, R = x1:size(-2), x2:size(-2)
     if p == 2 and (mode == "use_mm_for_euclid_dist" or (mode == "use_mm_for_euclid_dist_if_necessary" and
                                                           (P > 25 or R > 25))) then
-        if not tensor.result_type(x1, x2):match("^float") then x1, x2 = x1:float(), x2:float() end
+        if not tensor.result_type(x1, x2):match("^float") then x1, x2 = to_default_float(x1), to_default_float(x2) end
         local sq1 = (x1 * x1):sum(-1, true)                     -- (..., P, 1)
         local sq2 = (x2 * x2):sum(-1, true):transpose(-1, -2)   -- (..., 1, R)
         local d2 = sq1 + sq2 - x1:matmul(x2:transpose(-1, -2)) * 2
@@ -2578,7 +2609,7 @@ function Tensor:logcumsumexp(dim, extra)
         if self:dim() > 1 then fail(fmt("%s: expected a dim for a tensor of shape %s", fname, shape_of_str(self))) end
         dim = 1
     end
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     local zero_dim = x:dim() == 0
     if zero_dim then
         tensor.norm_dim(fname, x:reshape(1), dim)
@@ -2862,10 +2893,22 @@ end
 
 -- Calls f(...), its error said under fname instead of under inner (the op
 -- it is made of, which the user did not call).
+local function as_op_result(fname, inner, ok, ...)
+    if not ok then
+        local msg = tostring((...)):gsub(inner .. ": ", fname .. ": ", 1)
+        -- an in-place op's grad-mode refusal suggests its own out-of-place
+        -- form (addcmul_: addcmul, not the add_ inside)
+        local base = fname:match("^(.-)_$")
+        if base and Tensor[base] then
+            msg = msg:gsub("%(use the out%-of%-place [%w_]+,", "(use the out-of-place " .. base .. ",", 1)
+        end
+        error(msg, 0)
+    end
+    return ...
+end
 local function as_op(fname, inner, f, ...)
-    local r = {pcall(f, ...)}
-    if not r[1] then error((tostring(r[2]):gsub(inner .. ": ", fname .. ": ", 1)), 0) end
-    return unpack(r, 2, table.maxn(r))
+    -- (no table per call: a loop of clip, view_as... stays compiled)
+    return as_op_result(fname, inner, pcall(f, ...))
 end
 
 -- round([decimals]) and round_: Torch's decimals (a number or {decimals =
@@ -3133,12 +3176,12 @@ end
 function Tensor:deg2rad(extra)
     if extra ~= nil then extra_arg("deg2rad", "()", extra) end
     check_self("deg2rad", self)
-    return (is_float(self) and self or self:float()) * (math.pi / 180)
+    return (is_float(self) and self or to_default_float(self)) * (math.pi / 180)
 end
 function Tensor:rad2deg(extra)
     if extra ~= nil then extra_arg("rad2deg", "()", extra) end
     check_self("rad2deg", self)
-    return (is_float(self) and self or self:float()) * (180 / math.pi)
+    return (is_float(self) and self or to_default_float(self)) * (180 / math.pi)
 end
 
 -- count_nonzero([dim]): int64; nansum / nanmean([dim [, keepdim]]): NaN
@@ -3212,8 +3255,8 @@ local function two(fname, a, b)
     check_devices(fname, is_tensor(a) and a or b, is_tensor(a) and b or a)
     if is_tensor(a) and is_tensor(b) then tensor.broadcast_shape(fname, {a:shape(), b:shape()}) end
     -- integers compute in float32, as the math functions
-    if is_tensor(a) and not is_float(a) and not (is_tensor(b) and is_float(b)) then a = a:float() end
-    if is_tensor(b) and not is_float(b) and not (is_tensor(a) and is_float(a)) then b = b:float() end
+    if is_tensor(a) and not is_float(a) and not (is_tensor(b) and is_float(b)) then a = to_default_float(a) end
+    if is_tensor(b) and not is_float(b) and not (is_tensor(a) and is_float(a)) then b = to_default_float(b) end
     return a, b
 end
 
@@ -3319,7 +3362,7 @@ function Tensor:logit(eps, extra)
     if eps ~= nil and (type(eps) ~= "number" or not (eps >= 0 and eps <= 0.5)) then
         fail("logit: eps must be a number in [0, 0.5], got " .. show(eps))
     end
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     local pd = x:detach()
     local p = eps and pd:clamp(eps, 1 - eps) or pd
     local r = (p / (1 - p)):log()
@@ -3374,6 +3417,15 @@ function Tensor:quantile(q, dim, keepdim, interpolation, extra)
     local fname = "quantile"
     check_self(fname, self)
     if not is_float(self) then fail(fmt("%s: expected a float tensor, got %s", fname, self:dtype())) end
+    -- Torch's keywords as a trailing options table: x:quantile(q, {dim =, keepdim =, interpolation =})
+    -- or x:quantile(q, dim, {keepdim =, interpolation =})
+    if type(dim) == "table" and getmetatable(dim) == nil and keepdim == nil and interpolation == nil then
+        local o = util.check_opts(fname, dim, {dim = true, keepdim = true, interpolation = true})
+        dim, keepdim, interpolation = o.dim, o.keepdim, o.interpolation
+    elseif type(keepdim) == "table" and getmetatable(keepdim) == nil and interpolation == nil then
+        local o = util.check_opts(fname, keepdim, {keepdim = true, interpolation = true})
+        keepdim, interpolation = o.keepdim, o.interpolation
+    end
     if keepdim ~= nil and type(keepdim) ~= "boolean" then
         fail(fmt("%s: keepdim must be true or false, got %s", fname, show(keepdim)))
     end
@@ -3680,7 +3732,7 @@ local function masked_scatter(fname, self, mask, source, inplace)
     end
     local vals = source:reshape(-1):narrow(1, 1, count)
     if inplace then
-        t:index_put_(pos, vals, nil, fname)
+        as_op(fname, "index_put_", Tensor.index_put_, t, pos, vals, nil, fname)
         return self
     end
     return t:index_put(pos, vals):view(self:shape())
@@ -3709,9 +3761,22 @@ end
 -- isin(elements, test): a uint8 mask, in elements' shape, of the elements
 -- equal to some element of test (NaN to none), as Torch's: one sort of
 -- both, n log n, no n x m table.
-function M.isin(elements, test, extra)
-    if extra ~= nil then extra_arg("isin", "(test)", extra) end
+local isin -- (below)
+function M.isin(elements, test, opts, extra)
+    if extra ~= nil then extra_arg("isin", "(elements, test, opts)", extra) end
     local fname = "isin"
+    -- Torch's invert (and assume_unique, a hint the sort does not need)
+    opts = util.check_opts(fname, opts, {invert = true, assume_unique = true})
+    for _, k in ipairs({"invert", "assume_unique"}) do
+        if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
+            fail(fmt("%s: %s must be a boolean, got %s", fname, k, typename(opts[k])))
+        end
+    end
+    local r = isin(fname, elements, test)
+    if opts.invert then return r:eq(0) end
+    return r
+end
+isin = function(fname, elements, test)
     if not is_tensor(elements) and not is_tensor(test) then
         fail(fmt("%s: expected tensors, got %s and %s", fname, typename(elements), typename(test)))
     end
@@ -3863,6 +3928,7 @@ local function cum_inplace(name, self, dim, extra)
     if extra ~= nil then
         fail(fmt("%s: unexpected extra argument %s; expected t:%s(dim)", fname, show(extra), fname))
     end
+    inplace_guard(fname, self)
     return own_errors(fname, pcall(cum_copy, self, name, dim))
 end
 function Tensor:cumsum_(dim, extra) return cum_inplace("cumsum", self, dim, extra) end
@@ -3991,7 +4057,7 @@ end
 function Tensor:exp2(extra)
     if extra ~= nil then extra_arg("exp2", "()", extra) end
     check_self("exp2", self)
-    if not is_float(self) then return 2 ^ self:float() end
+    if not is_float(self) then return 2 ^ to_default_float(self) end
     return 2 ^ self
 end
 
@@ -4352,7 +4418,7 @@ end
 function Tensor:sinc(extra)
     if extra ~= nil then extra_arg("sinc", "()", extra) end
     check_self("sinc", self)
-    local x = is_float(self) and self or self:float()
+    local x = is_float(self) and self or to_default_float(self)
     local zero = x:eq(0)
     local px = tensor.where(zero, 1, x) * math.pi -- (no 0 / 0, so no NaN in the gradient either)
     return tensor.where(zero, 1, px:sin() / px)

@@ -88,7 +88,15 @@ for _, k in ipairs({"tensor", "empty", "zeros", "ones", "full", "arange", "rand"
                     "set_default_dtype", "get_default_dtype"}) do
     M[k] = tensor[k]
 end
-M.concat, M.concatenate = tensor.cat, tensor.cat -- (Torch's other names)
+-- Torch's other names for cat: cat's errors renamed to them.
+local function cat_as(fname)
+    local function result(ok, ...)
+        if not ok then error((tostring((...)):gsub("cat: ", fname .. ": ", 1)), 0) end
+        return ...
+    end
+    return function(tensors, dim, extra) return result(pcall(tensor.cat, tensors, dim, extra)) end
+end
+M.concat, M.concatenate = cat_as("concat"), cat_as("concatenate")
 
 for _, k in ipairs({"eye", "linspace", "logspace", "meshgrid", "einsum", "tensordot", "allclose", "isclose", "kron", "cross", "cdist", "broadcast_tensors", "atan2", "hypot", "logaddexp", "xlogy", "tril_indices", "triu_indices", "isin", "searchsorted", "bucketize", "equal", "randint", "randperm",
                     "atleast_1d", "atleast_2d", "hstack", "vstack", "randint_like", "normal"}) do

@@ -1170,14 +1170,22 @@ function Tensor:dim(extra)
     check_self("dim", self)
     return self._c.ndim
 end
-Tensor.ndim = Tensor.dim
+function Tensor:ndim(extra) -- (Torch's other name; its errors name it)
+    if extra ~= nil then extra_arg("ndim", "()", extra) end
+    check_self("ndim", self)
+    return self._c.ndim
+end
 
 function Tensor:numel(extra)
     if extra ~= nil then extra_arg("numel", "()", extra) end
     check_self("numel", self)
     return tonumber(C.ordo_tensor_numel(self._c))
 end
-Tensor.nelement = Tensor.numel
+function Tensor:nelement(extra) -- (Torch's other name; its errors name it)
+    if extra ~= nil then extra_arg("nelement", "()", extra) end
+    check_self("nelement", self)
+    return tonumber(C.ordo_tensor_numel(self._c))
+end
 
 function Tensor:dtype(extra)
     if extra ~= nil then extra_arg("dtype", "()", extra) end

@@ -336,8 +336,8 @@ function M.softplus(x, beta, threshold, who, extra)
     if type(threshold) ~= "number" or threshold ~= threshold then
         fail(fname .. ": threshold must be a number, got " .. util.show(threshold))
     end
-    -- integers in float32, as exp and log take them (-|x| of uint8 raised "neg: dtype uint8 not supported")
-    if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end
+    -- integers in the default float dtype, as exp and log take them (-|x| of uint8 raised "neg: dtype uint8 not supported")
+    if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:to(tensor.get_default_dtype()) end
     local xd = x._rg and x:detach() or x
     local bx = beta == 1 and xd or xd * beta
     local y = bx:relu() + (-bx:abs()):exp():log1p()
@@ -350,7 +350,7 @@ end
 function M.logsigmoid(x, who, extra)
     local fname = name_of(who, "logsigmoid", extra)
     check_tensor(fname, "input", x)
-    if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:float() end -- (uint8: no -x)
+    if x:dtype() ~= "float32" and x:dtype() ~= "float64" then x = x:to(tensor.get_default_dtype()) end -- (uint8: no -x)
     return -M.softplus(-x, 1, math.huge)
 end
 -- ELU: x where x > 0, alpha (e^x - 1) elsewhere (alpha 1 by default).
@@ -927,14 +927,15 @@ local function check_target_broadcast(fname, input, target, what)
     end
 end
 
--- a and b (tensors or numbers) as float32 when they would compute in an
+-- a and b (tensors or numbers) as the default float dtype (float32
+-- unless ordo.set_default_dtype says otherwise) when they would compute in an
 -- integer dtype: a difference of integers wraps there (uint8 1 - 2 is 255,
 -- so l1_loss of {1, 2} and {2, 1} was 128) and its square overflows int32
 -- past 46341.  Float operands are left as they are.
 local function as_float(a, b)
     if tensor.result_type(a, b):match("^float") then return a, b end
-    if is_tensor(a) then a = a:float() end
-    if is_tensor(b) then b = b:float() end
+    if is_tensor(a) then a = a:to(tensor.get_default_dtype()) end
+    if is_tensor(b) then b = b:to(tensor.get_default_dtype()) end
     return a, b
 end
 
@@ -1056,7 +1057,7 @@ function M.gaussian_nll_loss(input, target, var, opts, who, extra)
     -- got no gradient to grow back and stayed there).  A negative
     -- variance is an error, as Torch's; checked at run time on the device
     -- (no host wait), failing the loss.  Integers compute in float32.
-    if not FLOAT_DT[var:dtype()] then var = var:float() end
+    if not FLOAT_DT[var:dtype()] then var = var:to(tensor.get_default_dtype()) end
     local eps = opts.eps or 1e-6
     local v = var
     local checked = tensor.checked_in_range(fname, var, 0, math.huge)
@@ -1155,7 +1156,7 @@ function M.multilabel_soft_margin_loss(input, target, opts, who, extra)
     if input:dim() < 1 then fail(fmt("%s: expected input of shape C or NxC, got %s", fname, shape_str(input))) end
     local w = opts.weight
     check_devices(fname, input, target, w)
-    if not FLOAT_DT[input:dtype()] then input = input:float() end
+    if not FLOAT_DT[input:dtype()] then input = input:to(tensor.get_default_dtype()) end
     local C = input:size(-1)
     check_class_weight(fname, input, w, C)
     local loss = -(target * M.logsigmoid(input) + (1 - target) * M.logsigmoid(-input))
@@ -1180,7 +1181,7 @@ function M.multi_margin_loss(input, target, opts, who, extra)
     check_target(fname, input, target)
     local w = opts.weight
     check_devices(fname, input, target, w)
-    if not FLOAT_DT[input:dtype()] then input = input:float() end
+    if not FLOAT_DT[input:dtype()] then input = input:to(tensor.get_default_dtype()) end
     local C = input:size(2)
     check_class_weight(fname, input, w, C)
     local who_t = fname .. " (target)" -- (an index out of range fails the gather at run time, as cross_entropy's)
@@ -1211,7 +1212,7 @@ function M.multilabel_margin_loss(input, target, opts, who, extra)
     end
     local nd = input:dim()
     if nd ~= 1 and nd ~= 2 then fail(fmt("%s: expected input of shape C or NxC, got %s", fname, shape_str(input))) end
-    if not FLOAT_DT[input:dtype()] then input = input:float() end
+    if not FLOAT_DT[input:dtype()] then input = input:to(tensor.get_default_dtype()) end
     local x, t = input, target
     if nd == 1 then x, t = x:view(1, -1), t:view(1, -1) end
     local C = x:size(2)
