@@ -1567,7 +1567,7 @@ local INIT_ARGS = {
     uniform_ = {"a", "b"}, normal_ = {"mean", "std"}, constant_ = {"val"}, zeros_ = {}, ones_ = {},
     kaiming_uniform_ = {"a", "mode", "nonlinearity"}, kaiming_normal_ = {"a", "mode", "nonlinearity"},
     xavier_uniform_ = {"gain"}, xavier_normal_ = {"gain"}, trunc_normal_ = {"mean", "std", "a", "b"},
-    eye_ = {}, dirac_ = {"groups"}, orthogonal_ = {"gain"},
+    eye_ = {}, dirac_ = {"groups"}, orthogonal_ = {"gain"}, sparse_ = {"sparsity", "std"},
 }
 local function init_args(fname, names, ...)
     local n = select("#", ...)
