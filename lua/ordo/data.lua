@@ -1024,6 +1024,9 @@ local function index_list(fname, indices, n)
         fail(fmt("%s: indices must be a Lua list or a 1-dim integer tensor, got %s", fname, typename(indices)))
     end
     for k, i in ipairs(list) do
+        if type(i) ~= "number" or i ~= floor(i) then -- (1.5 or "3": not an index at all, not one out of range)
+            fail(fmt("%s: index %s at position %d is not an integer (indices count from 1)", fname, shown(i), k))
+        end
         if not is_posint(i) or i > n then
             fail(fmt("%s: index %s at position %d is out of range for a dataset of %d example%s (indices count " ..
                      "from 1)", fname, shown(i), k, n, n == 1 and "" or "s"))
