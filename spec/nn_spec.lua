@@ -2325,6 +2325,18 @@ describe("nn modules", function()
         H.raises(function() d:update({x = 3}) end, "ModuleDict: update: x must be a module")
         H.raises(function() d:update({["a.b"] = nn.ReLU()}) end, "ModuleDict: cannot use a.b")
         assert.same({"a", "c"}, d:keys())
+        -- seq[i] = 5 on a module in place is a plain assignment; insert then moved the modules before it up
+        -- and failed on it (add_module: 3 must be a module), the container half renumbered
+        local q = nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sigmoid())
+        q[2] = 5
+        H.raises(function() q:insert(1, nn.ELU()) end, "Sequential: module 2 is number, not a module", "seq[2] =")
+        H.raises(function() q:pop() end, "Sequential: module 2 is number, not a module")
+        H.raises(function() nn.ModuleList():extend(q) end, "Sequential: module 2 is number")
+        assert.equals(3, #q)
+        assert.equals("ReLU", q[1]._class_name)
+        assert.equals("Sigmoid", q[3]._class_name)
+        q[2] = nn.GELU()
+        assert.equals("ELU,ReLU,GELU,Sigmoid", kinds(q:insert(1, nn.ELU())))
     end)
 
     it("load_state_dict(sd, false) is strict = false, as Torch's positional strict", function()

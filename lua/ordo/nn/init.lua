@@ -2407,9 +2407,19 @@ end
 -- was Module:extend, the class maker: "expected a class name, got table".)
 for _, cls in ipairs({Sequential, ModuleList}) do
     local name = cls._class_name
+    -- (each checked before any is moved: seq[i] = 5 on a module in place is
+    -- a plain assignment no metamethod sees, and insert then renumbered
+    -- half the modules before add_module refused it)
     local function modules_of(self)
         local r = {}
-        for i = 1, rawget(self, "n") do r[i] = rawget(self, i) end
+        for i = 1, rawget(self, "n") do
+            local m = rawget(self, i)
+            if not is_module(m) then
+                fail(fmt("%s: module %d is %s, not a module (%s[%d] = ... takes a module)", self._class_name or name,
+                         i, typename(m), self._class_name == "ModuleList" and "list" or "seq", i))
+            end
+            r[i] = m
+        end
         return r
     end
     local function renumber(self, mods, old_n)
