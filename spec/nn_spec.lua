@@ -5387,6 +5387,17 @@ describe("optim", function()
         ;((w * w):sum() / 2):backward()
         close(5, nn.utils.clip_grad_norm_({w, w}, 1):item(), 1e-12)
         close({0.6, 0.8}, w.grad:totable(), 1e-6)
+        -- float32 gradients of an exploding model: their squares overflowed float32, the norm was inf and every
+        -- gradient was scaled to 0 (Torch's norm is 5e19 and clips them to 0.6, 0.8); tiny ones squared to 0
+        local f = ordo.zeros({3}, {requires_grad = true})
+        f.grad = ordo.tensor({3e19, 4e19, 0}, {dtype = "float32"})
+        close(1, nn.utils.clip_grad_norm_({f}, 1):item() / 5e19, 1e-6)
+        close({0.6, 0.8, 0}, f.grad:totable(), 1e-6)
+        f.grad = ordo.tensor({3e-25, 4e-25, 0}, {dtype = "float32"})
+        close(1, nn.utils.clip_grad_norm_({f}, 1):item() / 5e-25, 1e-6)
+        f.grad = ordo.tensor({3e19, -4e19, 0}, {dtype = "float32"})
+        close(4e19, nn.utils.clip_grad_norm_({f}, 2, "inf"):item(), 1e13)
+        close({1.5, -2, 0}, f.grad:totable(), 1e-6)
     end)
 
     it("clip_grad_norm_ takes Torch's error_if_nonfinite and foreach, and refuses other trailing arguments", function()
