@@ -556,6 +556,33 @@ describe("nn modules", function()
         rawset(_G, "spec_module", nil)
     end)
 
+    it("a value that is not a tensor or a module assigned over a parameter, buffer or child raises when listed", function()
+        -- (m.weight = 5, a plain assignment, dropped the parameter from m:parameters() without a word: an
+        -- optimiser never trained it; Torch raises "cannot assign 'int' as parameter 'weight'")
+        local l = nn.Linear(2, 2)
+        l.weight = 5
+        H.raises(function() l:parameters() end, "Linear: the parameter weight was assigned number (expected a tensor")
+        H.raises(function() nn.Sequential(l):state_dict() end, "the parameter 1.weight was assigned number")
+        l.weight = nil -- (nil, or false, removes it, as Torch's None)
+        assert.equals(1, #l:parameters())
+        local bn = nn.BatchNorm1d(2)
+        bn.running_mean = "x"
+        H.raises(function() bn:state_dict() end, "BatchNorm1d: the buffer running_mean was assigned string")
+        bn.running_mean = false
+        assert.equals(4, #bn:state_dict()) -- (running_var, num_batches_tracked and the two parameters)
+        local m = nn.Module()
+        m.c = nn.Linear(1, 1)
+        m.c = {}
+        H.raises(function() m:parameters() end, "Module: the child module c was assigned table (expected a module")
+        m.c = ordo.zeros(1)
+        H.raises(function() m:parameters() end, "the child module c was assigned a tensor")
+        m.c = nil
+        assert.equals(0, #m:parameters())
+        local s = nn.Sequential(nn.Linear(1, 1), nn.ReLU())
+        s[1] = 7
+        H.raises(function() s:parameters() end, "Sequential: the child module 1 was assigned number")
+    end)
+
     it("a plain tensor assigned over a parameter raises when the parameters are listed (it never trained)", function()
         local l = nn.Linear(2, 2)
         l.weight = ordo.randn(2, 2) -- (as Torch's TypeError: the weight was listed, and silently frozen)
