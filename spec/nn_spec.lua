@@ -556,6 +556,33 @@ describe("nn modules", function()
         rawset(_G, "spec_module", nil)
     end)
 
+    it("a value that is not a tensor or a module assigned over a parameter, buffer or child raises when listed", function()
+        -- (m.weight = 5, a plain assignment, dropped the parameter from m:parameters() without a word: an
+        -- optimiser never trained it; Torch raises "cannot assign 'int' as parameter 'weight'")
+        local l = nn.Linear(2, 2)
+        l.weight = 5
+        H.raises(function() l:parameters() end, "Linear: the parameter weight was assigned number (expected a tensor")
+        H.raises(function() nn.Sequential(l):state_dict() end, "the parameter 1.weight was assigned number")
+        l.weight = nil -- (nil, or false, removes it, as Torch's None)
+        assert.equals(1, #l:parameters())
+        local bn = nn.BatchNorm1d(2)
+        bn.running_mean = "x"
+        H.raises(function() bn:state_dict() end, "BatchNorm1d: the buffer running_mean was assigned string")
+        bn.running_mean = false
+        assert.equals(4, #bn:state_dict()) -- (running_var, num_batches_tracked and the two parameters)
+        local m = nn.Module()
+        m.c = nn.Linear(1, 1)
+        m.c = {}
+        H.raises(function() m:parameters() end, "Module: the child module c was assigned table (expected a module")
+        m.c = ordo.zeros(1)
+        H.raises(function() m:parameters() end, "the child module c was assigned a tensor")
+        m.c = nil
+        assert.equals(0, #m:parameters())
+        local s = nn.Sequential(nn.Linear(1, 1), nn.ReLU())
+        s[1] = 7
+        H.raises(function() s:parameters() end, "Sequential: the child module 1 was assigned number")
+    end)
+
     it("a plain tensor assigned over a parameter raises when the parameters are listed (it never trained)", function()
         local l = nn.Linear(2, 2)
         l.weight = ordo.randn(2, 2) -- (as Torch's TypeError: the weight was listed, and silently frozen)
@@ -2365,6 +2392,18 @@ describe("nn modules", function()
         H.raises(function() d:update({x = 3}) end, "ModuleDict: update: x must be a module")
         H.raises(function() d:update({["a.b"] = nn.ReLU()}) end, "ModuleDict: cannot use a.b")
         assert.same({"a", "c"}, d:keys())
+        -- seq[i] = 5 on a module in place is a plain assignment; insert then moved the modules before it up
+        -- and failed on it (add_module: 3 must be a module), the container half renumbered
+        local q = nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sigmoid())
+        q[2] = 5
+        H.raises(function() q:insert(1, nn.ELU()) end, "Sequential: module 2 is number, not a module", "seq[2] =")
+        H.raises(function() q:pop() end, "Sequential: module 2 is number, not a module")
+        H.raises(function() nn.ModuleList():extend(q) end, "Sequential: module 2 is number")
+        assert.equals(3, #q)
+        assert.equals("ReLU", q[1]._class_name)
+        assert.equals("Sigmoid", q[3]._class_name)
+        q[2] = nn.GELU()
+        assert.equals("ELU,ReLU,GELU,Sigmoid", kinds(q:insert(1, nn.ELU())))
     end)
 
     it("load_state_dict(sd, false) is strict = false, as Torch's positional strict", function()
@@ -3166,6 +3205,11 @@ describe("nn modules", function()
         assert.equals(2, nn.init.constant_(t, {val = 2}):mean():item())
         close(nn.init.xavier_normal_(t, {gain = 2}):std():item(), 2 * math.sqrt(2 / 900), 0.02)
         close(nn.init.orthogonal_(ordo.empty({4, 4}, D), {gain = 2}):pow(2):sum():item(), 16, 1e-6)
+        -- (sparse_ took no options table: sparse_(w, 0.1, {std = 0.02}) raised "std must be a finite number")
+        close(nn.init.sparse_(t, 0.1, {std = 0.02}):std():item(), 0.02 * math.sqrt(0.9), 0.02)
+        assert.equals(400 * 500 * 0.1, nn.init.sparse_(t, {sparsity = 0.1}):eq(0):sum():item())
+        H.raises(function() nn.init.sparse_(t, 0.1, {sdt = 1}) end, "init.sparse_: unknown option 'sdt'")
+        H.raises(function() nn.init.sparse_(t, 0.1, 0.01, 3) end, "init.sparse_: takes (tensor, sparsity, std), got a further argument 3")
         H.raises(function() nn.init.kaiming_normal_(t, {mod = "fan_out"}) end, "init.kaiming_normal_: unknown option 'mod'",
                  "a, mode, nonlinearity")
         H.raises(function() nn.init.normal_(t, 0, {mean = 1}) end, "init.normal_: mean given twice")
@@ -5450,6 +5494,17 @@ describe("optim", function()
         ;((w * w):sum() / 2):backward()
         close(5, nn.utils.clip_grad_norm_({w, w}, 1):item(), 1e-12)
         close({0.6, 0.8}, w.grad:totable(), 1e-6)
+        -- float32 gradients of an exploding model: their squares overflowed float32, the norm was inf and every
+        -- gradient was scaled to 0 (Torch's norm is 5e19 and clips them to 0.6, 0.8); tiny ones squared to 0
+        local f = ordo.zeros({3}, {requires_grad = true})
+        f.grad = ordo.tensor({3e19, 4e19, 0}, {dtype = "float32"})
+        close(1, nn.utils.clip_grad_norm_({f}, 1):item() / 5e19, 1e-6)
+        close({0.6, 0.8, 0}, f.grad:totable(), 1e-6)
+        f.grad = ordo.tensor({3e-25, 4e-25, 0}, {dtype = "float32"})
+        close(1, nn.utils.clip_grad_norm_({f}, 1):item() / 5e-25, 1e-6)
+        f.grad = ordo.tensor({3e19, -4e19, 0}, {dtype = "float32"})
+        close(4e19, nn.utils.clip_grad_norm_({f}, 2, "inf"):item(), 1e13)
+        close({1.5, -2, 0}, f.grad:totable(), 1e-6)
     end)
 
     it("clip_grad_norm_ takes Torch's error_if_nonfinite and foreach, and refuses other trailing arguments", function()

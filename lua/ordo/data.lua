@@ -1025,6 +1025,9 @@ local function index_list(fname, indices, n)
         fail(fmt("%s: indices must be a Lua list or a 1-dim integer tensor, got %s", fname, typename(indices)))
     end
     for k, i in ipairs(list) do
+        if type(i) ~= "number" or i ~= floor(i) then -- (1.5 or "3": not an index at all, not one out of range)
+            fail(fmt("%s: index %s at position %d is not an integer (indices count from 1)", fname, shown(i), k))
+        end
         if not is_posint(i) or i > n then
             fail(fmt("%s: index %s at position %d is out of range for a dataset of %d example%s (indices count " ..
                      "from 1)", fname, shown(i), k, n, n == 1 and "" or "s"))
@@ -1226,15 +1229,19 @@ local function plain(v) return type(v) == "table" and not is_tensor(v) and getme
 -- tensor (a Lua number is a double: float32 would round 16777217, a label
 -- or an index past 2^24, without a word), tables (lists or records) key by
 -- key into a table of batches, as Torch's default_collate.
+-- Strings (a file name, a caption) go into a list of the batch's strings,
+-- as Torch's default_collate keeps them.
 local function collate_value(vals, ids, what, b)
     local v1 = vals[1]
-    local kind = is_tensor(v1) and "tensor" or type(v1) == "number" and "number" or plain(v1) and "table" or nil
+    local kind = is_tensor(v1) and "tensor" or type(v1) == "number" and "number" or plain(v1) and "table"
+        or type(v1) == "string" and "string" or nil
     for j, v in ipairs(vals) do
         if not kind then
-            fail(fmt("DataLoader: %s of the dataset's example %d is %s (expected a tensor, a number, or a table of " ..
-                     "them)", what, ids[j], typename(v)))
+            fail(fmt("DataLoader: %s of the dataset's example %d is %s (expected a tensor, a number, a string, or a " ..
+                     "table of them)", what, ids[j], typename(v)))
         end
-        local vk = is_tensor(v) and "tensor" or type(v) == "number" and "number" or plain(v) and "table" or typename(v)
+        local vk = is_tensor(v) and "tensor" or type(v) == "number" and "number" or plain(v) and "table"
+            or type(v) == "string" and "string" or typename(v)
         if vk ~= kind then
             fail(fmt("DataLoader: %s of the dataset's example %d is %s, of example %d %s: they cannot be batched " ..
                      "together", what, ids[j], is_tensor(v) and "ordo.Tensor" or typename(v), ids[1],
@@ -1250,6 +1257,10 @@ local function collate_value(vals, ids, what, b)
         return res
     elseif kind == "number" then
         return tensor.tensor(vals, "float64")
+    elseif kind == "string" then
+        local list = {}
+        for j, v in ipairs(vals) do list[j] = v end
+        return list
     end
     local keys = {}
     for k in pairs(v1) do keys[#keys + 1] = k end

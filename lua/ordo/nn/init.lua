@@ -135,6 +135,18 @@ local function is_module(v)
 end
 M.is_module = is_module
 
+-- A registered parameter's, buffer's or child's field holding a value that
+-- is none of nil (or false: gone, Torch's None), a tensor (a module, for a
+-- parameter or a buffer) or a module: m.weight = 5 on a field that exists
+-- is a plain assignment the module does not see, and the parameter
+-- dropped out of m:parameters() (an optimiser then never trained it)
+-- without a word.  Raised where it is met, as Torch raises at the assignment.
+local function check_held(m, what, name, v)
+    if v == nil or v == false or is_module(v) or (what ~= "child module" and is_tensor(v)) then return end
+    fail(fmt("%s: the %s %s was assigned %s (expected %s, or nil to remove it)", m._class_name or "Module", what,
+             name, is_tensor(v) and "a tensor" or typename(v), what == "child module" and "a module" or "a tensor"))
+end
+
 -- m.parameters() instead of m:parameters() passes no module: say so
 local function check_module_self(fname, m)
     if not is_module(m) then
@@ -187,6 +199,7 @@ local function child_names(m)
     for _, n in ipairs(names) do
         local v = rawget(m, n)
         if v == nil and numbered then v = rawget(m, tonumber(n)) end
+        check_held(m, "child module", n, v)
         if is_module(v) then r[#r + 1] = n end
     end
     return r
@@ -718,6 +731,7 @@ local function collect_params(m, prefix, out, seen, shallow)
     sync_params(m)
     for _, n in ipairs(m._param_names) do
         local t = m[n]
+        check_held(m, "parameter", prefix .. n, t)
         if is_tensor(t) then checked_param(m, n, t, prefix) end
         if is_tensor(t) and not seen[t] then -- (a parameter set to nil, or to a module, is gone)
             seen[t] = true
@@ -777,6 +791,7 @@ local function collect_buffers(m, prefix, out, persistent_only, seen, shallow)
     local np = persistent_only and rawget(m, "_nonpersistent")
     for _, n in ipairs(m._buffer_names) do
         local t = m[n]
+        check_held(m, "buffer", prefix .. n, t)
         if is_tensor(t) and not (np and np[n]) and not seen[t] then
             seen[t] = true
             out[#out + 1] = {name = prefix .. n, tensor = t}
@@ -1614,7 +1629,7 @@ local INIT_ARGS = {
     uniform_ = {"a", "b"}, normal_ = {"mean", "std"}, constant_ = {"val"}, zeros_ = {}, ones_ = {},
     kaiming_uniform_ = {"a", "mode", "nonlinearity"}, kaiming_normal_ = {"a", "mode", "nonlinearity"},
     xavier_uniform_ = {"gain"}, xavier_normal_ = {"gain"}, trunc_normal_ = {"mean", "std", "a", "b"},
-    eye_ = {}, dirac_ = {"groups"}, orthogonal_ = {"gain"},
+    eye_ = {}, dirac_ = {"groups"}, orthogonal_ = {"gain"}, sparse_ = {"sparsity", "std"},
 }
 local function init_args(fname, names, ...)
     local n = select("#", ...)
@@ -2468,9 +2483,19 @@ end
 -- was Module:extend, the class maker: "expected a class name, got table".)
 for _, cls in ipairs({Sequential, ModuleList}) do
     local name = cls._class_name
+    -- (each checked before any is moved: seq[i] = 5 on a module in place is
+    -- a plain assignment no metamethod sees, and insert then renumbered
+    -- half the modules before add_module refused it)
     local function modules_of(self)
         local r = {}
-        for i = 1, rawget(self, "n") do r[i] = rawget(self, i) end
+        for i = 1, rawget(self, "n") do
+            local m = rawget(self, i)
+            if not is_module(m) then
+                fail(fmt("%s: module %d is %s, not a module (%s[%d] = ... takes a module)", self._class_name or name,
+                         i, typename(m), self._class_name == "ModuleList" and "list" or "seq", i))
+            end
+            r[i] = m
+        end
         return r
     end
     local function renumber(self, mods, old_n)

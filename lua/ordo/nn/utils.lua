@@ -68,9 +68,14 @@ end
 local function clip_norm(gs, max_norm, norm_type, error_if_nonfinite)
     local total
     for _, g in ipairs(gs) do
-        local a = g:abs()
-        local part = norm_type == huge and a:max() or a:pow(norm_type):sum()
-        part = part:to("float64")
+        -- (the powers in float64: a float32 gradient of 4e19, an exploding one, squared to inf and the
+        -- norm with it, so every gradient was scaled to 0; one of 1e-25 squared to 0)
+        local part
+        if norm_type == huge then
+            part = g:abs():max():to("float64")
+        else
+            part = g:to("float64"):abs():pow(norm_type):sum()
+        end
         if total == nil then
             total = part
         elseif norm_type == huge then
