@@ -2371,20 +2371,24 @@ function Sequential:size(extra)
     if extra ~= nil then extra_arg("size", "()", extra) end
     return self.n
 end
+-- The i-th module of a Sequential or ModuleList (name): seq[i] = v for a
+-- module already in place is a plain assignment (Lua calls no metamethod
+-- for a key that exists), so a value that is not a module (list[1] = nil
+-- left a hole that get gave as nil, and ipairs stopped at) is caught here,
+-- at the forward or read that would use it.
+local function container_module(name, self, i)
+    local m = rawget(self, i)
+    if not is_module(m) then
+        fail(fmt("%s: module %d is %s, not a module (%s[%d] = ... takes a module)", name, i, typename(m),
+                 name == "Sequential" and "seq" or "list", i))
+    end
+    return m
+end
+local function sequential_module(self, i) return container_module("Sequential", self, i) end
 -- Every output of a module goes on to the next, and the last module's
 -- outputs are the Sequential's, as Torch's passes a tuple along (an
 -- encoder's mu, logvar into a reparameterisation): only the first went on,
 -- the others were dropped unseen.
--- The i-th module: seq[i] = v for a module already in place is a plain
--- assignment (Lua calls no metamethod for a key that exists), so a value
--- that is not a module is caught here, at the forward that would call it.
-local function sequential_module(self, i)
-    local m = rawget(self, i)
-    if not is_module(m) then
-        fail(fmt("Sequential: module %d is %s, not a module (seq[%d] = ... takes a module)", i, typename(m), i))
-    end
-    return m
-end
 local function sequential_from(self, i, n, ...)
     if i > n then return ... end
     return sequential_from(self, i + 1, n, sequential_module(self, i)(...))
@@ -2425,16 +2429,7 @@ function ModuleList:append(m, extra)
     self:add_module(tostring(self.n), m)
     return self
 end
--- list[i] = v over a module in place is a plain assignment (as seq[i] = v,
--- see sequential_module): a v that is not a module (list[1] = nil left a
--- hole that get gave as nil, and ipairs stopped at) is named here.
-local function modulelist_module(self, i)
-    local m = rawget(self, i)
-    if not is_module(m) then
-        fail(fmt("ModuleList: module %d is %s, not a module (list[%d] = ... takes a module)", i, typename(m), i))
-    end
-    return m
-end
+local function modulelist_module(self, i) return container_module("ModuleList", self, i) end
 function ModuleList:get(i, extra)
     if extra ~= nil then extra_arg("get", "(i)", extra) end
     return modulelist_module(self, container_index("ModuleList", i, self.n))
